@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Install and configure a rootful podman from Debian's packages (see ../shared/ENGINE.md).
+# Idempotent: safe to run on a machine that already has it.
+set -euo pipefail
+export DEBIAN_FRONTEND=noninteractive
+need=()
+for cmd in podman buildah runc slirp4netns debootstrap rsync; do
+  command -v "$cmd" >/dev/null 2>&1 || need+=("$cmd")
+done
+if [ "${#need[@]}" -gt 0 ]; then
+  apt-get update -qq
+  apt-get install -y -qq podman buildah runc slirp4netns uidmap debootstrap rsync \
+    containernetworking-plugins iproute2 >/dev/null
+fi
+mkdir -p /etc/containers
+# The sandbox has no CAP_SYS_RESOURCE (rlimits may not be raised) and crun
+# refuses its hybrid cgroup layout, so pin ulimits under the hard limits and use runc.
+nofile=$(ulimit -Hn); nproc_lim=$(ulimit -Hu)
+[ "$nofile" = unlimited ] && nofile=1048576
+[ "$nproc_lim" = unlimited ] && nproc_lim=1048576
+nf=$(( nofile < 10000 ? nofile : 10000 )); np=$(( nproc_lim < 4096 ? nproc_lim : 4096 ))
+cat > /etc/containers/containers.conf <<CONF
+[containers]
+default_ulimits = ["nofile=${nf}:${nf}", "nproc=${np}:${np}"]
+[engine]
+runtime = "runc"
+CONF
+podman info --format '{{.Host.OCIRuntime.Name}} {{.Version.Version}}'

@@ -1,0 +1,31 @@
+"""User-facing errors and the exit codes of the ``nodeweave`` command.
+
+Every mistake a user can make is raised as a :class:`NodeweaveError` that
+carries its own exit code; the CLI prints its message and exits, never a
+traceback. The codes are documented in the README.
+"""
+
+EXIT_OK = 0
+EXIT_FAILURE = 1  # an operation ran and failed (a sync target, a build, a check)
+EXIT_USAGE = 2  # bad input: a flag, a spec field, a path
+EXIT_ENVIRONMENT = 3  # something the machine lacks: no container engine, no rsync, no kubectl
+EXIT_STALE = 4  # committed rendered files differ from what the spec renders
+
+
+class NodeweaveError(Exception):
+    """An error whose message is meant for the user, as is."""
+
+    exit_code = EXIT_FAILURE
+
+    def __init__(self, message: str, exit_code: "int | None" = None):
+        super().__init__(message)
+        if exit_code is not None:
+            self.exit_code = exit_code
+
+
+class UsageError(NodeweaveError):
+    exit_code = EXIT_USAGE
+
+
+class EnvironmentProblem(NodeweaveError):
+    exit_code = EXIT_ENVIRONMENT
