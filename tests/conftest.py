@@ -1,0 +1,55 @@
+"""Shared test fixtures: repo paths, shared data, and the engine gate.
+
+Tests marked ``engine`` need a working container engine; where none can
+start they are skipped with the reason, never silently passed.
+"""
+
+from __future__ import annotations
+
+import functools
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = REPO.parent / "shared"
+
+
+@pytest.fixture(scope="session")
+def repo_root() -> Path:
+    return REPO
+
+
+@pytest.fixture(scope="session")
+def shared_dir() -> Path:
+    if not SHARED.is_dir():
+        pytest.skip(f"shared data folder {SHARED} is absent (it sits beside the checkout in CI)")
+    return SHARED
+
+
+@functools.lru_cache(maxsize=1)
+def engine_problem() -> "str | None":
+    """Why no container engine can be used here, or None when podman answers."""
+    if shutil.which("podman") is None:
+        return "podman is not installed (bash .ci/setup-engine.sh installs it)"
+    try:
+        out = subprocess.run(["podman", "info", "--format", "{{.Host.OCIRuntime.Name}}"],
+                             capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired) as err:
+        return f"podman info failed: {err}"
+    if out.returncode != 0:
+        return f"podman info failed: {out.stderr.strip()[:300]}"
+    return None
+
+
+def pytest_collection_modifyitems(config, items):
+    engine_items = [item for item in items if "engine" in item.keywords]
+    if not engine_items:
+        return
+    problem = engine_problem()
+    if problem:
+        marker = pytest.mark.skip(reason=f"no container engine: {problem}")
+        for item in engine_items:
+            item.add_marker(marker)
