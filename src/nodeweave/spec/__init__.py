@@ -1,0 +1,34 @@
+"""The cluster spec (``nodeweave.yaml``): loaded into frozen dataclasses, validated with line numbers.
+
+``load_spec(path)`` and ``parse_spec(text, source_name)`` are the whole
+interface; everything downstream (renderers, CLI) receives a :class:`Spec`
+whose fields already passed their rules. docs/spec.md documents each field.
+"""
+
+from nodeweave.spec.loader import known_variants, load_spec, parse_spec
+from nodeweave.spec.model import (
+    Cache,
+    Image,
+    Kubernetes,
+    Launcher,
+    Network,
+    NodeRange,
+    Spec,
+    Toleration,
+    Workspace,
+)
+
+__all__ = [
+    "Cache",
+    "Image",
+    "Kubernetes",
+    "Launcher",
+    "Network",
+    "NodeRange",
+    "Spec",
+    "Toleration",
+    "Workspace",
+    "known_variants",
+    "load_spec",
+    "parse_spec",
+]

@@ -1,0 +1,165 @@
+"""Typed reads from a composed YAML node tree, so every error can name its line.
+
+``yaml.safe_load`` forgets where a value came from; composing the node tree
+keeps each node's start mark. The readers here check one value's type and
+raise a :class:`UsageError` that names the file, line, field path, the value
+as the user wrote it, and what would be accepted.
+"""
+
+from __future__ import annotations
+
+import difflib
+from typing import Iterable, Iterator, Optional, Tuple
+
+import yaml
+from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+
+from nodeweave.errors import UsageError
+
+_NULL = "tag:yaml.org,2002:null"
+_BOOL = "tag:yaml.org,2002:bool"
+_INT = "tag:yaml.org,2002:int"
+_STR = "tag:yaml.org,2002:str"
+_MERGE = "tag:yaml.org,2002:merge"
+
+
+def shown(node: Optional[Node]) -> str:
+    """The value as the user wrote it, for messages (long or multi-line values shortened)."""
+    if node is None:
+        return "nothing"
+    if isinstance(node, MappingNode):
+        return "a mapping"
+    if isinstance(node, SequenceNode):
+        return "a list"
+    if node.tag == _NULL:
+        return "null"
+    text = repr(node.value)
+    return text if len(text) <= 80 else text[:77] + "...'"
+
+
+class Reader:
+    """Reads values out of one spec file's node tree; ``source`` names the file in errors."""
+
+    def __init__(self, source: str):
+        self.source = source
+        self._constructor = yaml.constructor.SafeConstructor()
+
+    def fail(self, node: Optional[Node], path: str, problem: str, accepted: str) -> "UsageError":
+        line = f":{node.start_mark.line + 1}" if node is not None else ""
+        return UsageError(f"{self.source}{line}: {path}: {problem}; accepted: {accepted}")
+
+    def bad_value(self, node: Node, path: str, accepted: str) -> "UsageError":
+        return self.fail(node, path, f"got {shown(node)}", accepted)
+
+    # -- scalars -------------------------------------------------------------------
+
+    def is_null(self, node: Optional[Node]) -> bool:
+        return node is None or (isinstance(node, ScalarNode) and node.tag == _NULL)
+
+    def string(self, node: Node, path: str, accepted: str) -> str:
+        """Any scalar but null, exactly as written (``0.10`` stays ``0.10``, ``yes`` stays ``yes``)."""
+        if not isinstance(node, ScalarNode) or node.tag == _NULL:
+            raise self.bad_value(node, path, accepted)
+        return node.value
+
+    def integer(self, node: Node, path: str, low: int, high: Optional[int] = None) -> int:
+        bounds = f"an integer from {low} to {high}" if high is not None else f"an integer >= {low}"
+        if not self.is_int(node):
+            raise self.bad_value(node, path, bounds)
+        value = self._constructor.construct_object(node)
+        if value < low or (high is not None and value > high):
+            raise self.bad_value(node, path, bounds)
+        return value
+
+    def boolean(self, node: Node, path: str) -> bool:
+        if not isinstance(node, ScalarNode) or node.tag != _BOOL:
+            raise self.bad_value(node, path, "true or false")
+        return self._constructor.construct_object(node)
+
+    def is_int(self, node: Node) -> bool:
+        # YAML 1.1 reads 2:4 as the base-60 integer 124; in a spec it is always a range or a typo.
+        return isinstance(node, ScalarNode) and node.tag == _INT and ":" not in node.value
+
+    def is_plain_string(self, node: Node) -> bool:
+        return isinstance(node, ScalarNode) and node.tag == _STR
+
+    # -- collections ---------------------------------------------------------------
+
+    def sequence(self, node: Node, path: str, accepted: str) -> Iterator[Tuple[str, Node]]:
+        """Items of a list as (path, node); null counts as an empty list."""
+        if self.is_null(node):
+            return iter(())
+        if not isinstance(node, SequenceNode):
+            raise self.bad_value(node, path, f"a list of {accepted}")
+        return ((f"{path}[{i}]", item) for i, item in enumerate(node.value))
+
+    def mapping(self, node: Node, path: str, accepted: str) -> Iterator[Tuple[str, str, Node]]:
+        """Entries of a free-form mapping as (key, path, value node); null counts as empty."""
+        if self.is_null(node):
+            return iter(())
+        return ((k, self.join(path, k), v) for k, (_, v) in self._entries(node, path, accepted).items())
+
+    def fields(self, node: Optional[Node], path: str, allowed: Iterable[str]) -> "Fields":
+        """A mapping with a fixed set of keys; an unknown key is an error with a suggestion."""
+        allowed = list(allowed)
+        if node is None or self.is_null(node):
+            return Fields(self, node, path, {})
+        entries = self._entries(node, path, "a mapping with keys " + ", ".join(allowed))
+        for key, (key_node, _) in entries.items():
+            if key not in allowed:
+                close = difflib.get_close_matches(key, allowed, n=1, cutoff=0.6)
+                hint = f" (did you mean '{close[0]}'?)" if close else ""
+                raise self.fail(
+                    key_node,
+                    self.join(path, key),
+                    f"unknown key{hint}",
+                    "one of " + ", ".join(allowed),
+                )
+        return Fields(self, node, path, entries)
+
+    def _entries(self, node: Node, path: str, accepted: str) -> "dict[str, Tuple[Node, Node]]":
+        if not isinstance(node, MappingNode):
+            raise self.bad_value(node, path or "the file", accepted)
+        self._constructor.flatten_mapping(node)  # resolve YAML merge keys (<<: *anchor)
+        entries: "dict[str, Tuple[Node, Node]]" = {}
+        for key_node, value_node in node.value:
+            if not isinstance(key_node, ScalarNode) or key_node.tag == _NULL:
+                raise self.fail(key_node, path or "the file", f"key {shown(key_node)} is not a name", accepted)
+            key = key_node.value
+            if key in entries:
+                first = entries[key][0].start_mark.line + 1
+                raise self.fail(
+                    key_node, self.join(path, key), f"duplicate key (first given on line {first})", "each key once"
+                )
+            entries[key] = (key_node, value_node)
+        return entries
+
+    @staticmethod
+    def join(path: str, key: str) -> str:
+        return f"{path}.{key}" if path else key
+
+
+class Fields:
+    """The known keys of one mapping in the spec, with the node of each for error lines."""
+
+    def __init__(self, reader: Reader, node: Optional[Node], path: str, entries: "dict[str, Tuple[Node, Node]]"):
+        self.reader, self.node, self.path, self._entries = reader, node, path, entries
+
+    def has(self, key: str) -> bool:
+        return key in self._entries and not self.reader.is_null(self._entries[key][1])
+
+    def get(self, key: str) -> Optional[Node]:
+        """The value node, or None when absent or null (null means 'use the default')."""
+        return self._entries[key][1] if self.has(key) else None
+
+    def require(self, key: str, accepted: str) -> Node:
+        if not self.has(key):
+            where = self.node if self.node is not None else None
+            given = "is null" if key in self._entries else "is missing"
+            raise self.reader.fail(
+                self._entries[key][1] if key in self._entries else where, self.path_of(key), f"required field {given}", accepted
+            )
+        return self._entries[key][1]
+
+    def path_of(self, key: str) -> str:
+        return Reader.join(self.path, key)

@@ -1,0 +1,141 @@
+"""The syntax rules a spec value must follow, each with the words that explain it.
+
+Each rule is a predicate plus the sentence an error message quotes, so a
+refused value always tells the user what would have been accepted. The
+patterns are the ones Kubernetes, the OCI distribution spec and the Linux
+kernel enforce; refusing early beats a failed ``kubectl apply`` on node 7.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Callable
+
+
+@dataclass(frozen=True)
+class Rule:
+    check: Callable[[str], bool]
+    accepted: str
+
+
+def _full(pattern: str) -> Callable[[str], bool]:
+    compiled = re.compile(pattern)
+    return lambda value: compiled.fullmatch(value) is not None
+
+
+_LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
+_SUBDOMAIN = rf"{_LABEL}(\.{_LABEL})*"
+
+
+def _dns_label(max_len: int) -> Callable[[str], bool]:
+    match = _full(_LABEL)
+    return lambda v: len(v) <= max_len and match(v)
+
+
+DNS_LABEL = Rule(
+    _dns_label(63),
+    "a DNS-1123 label: at most 63 characters, lower-case letters, digits and '-', "
+    "starting and ending with a letter or digit (regex [a-z0-9]([-a-z0-9]*[a-z0-9])?)",
+)
+
+# A StatefulSet's pods carry the label controller-revision-hash=<name>-<10-char hash>,
+# and a label value is at most 63 characters, so the name itself must stay within 52.
+JOB_NAME = Rule(
+    _dns_label(52),
+    "a DNS-1123 label of at most 52 characters (63 minus the 11 a StatefulSet adds for "
+    "its controller-revision-hash label): lower-case letters, digits and '-', starting "
+    "and ending with a letter or digit (regex [a-z0-9]([-a-z0-9]*[a-z0-9])?)",
+)
+
+DNS_SUBDOMAIN = Rule(
+    lambda v: len(v) <= 253 and _full(_SUBDOMAIN)(v),
+    "a DNS-1123 subdomain: at most 253 characters, dot-separated DNS-1123 labels "
+    "(lower-case letters, digits and '-')",
+)
+
+# OCI distribution spec: [host[:port]/]path-component(/path-component)*, lower case.
+_PATH_COMPONENT = r"[a-z0-9]+((\.|_|__|-+)[a-z0-9]+)*"
+_HOST = r"([a-zA-Z0-9]([a-zA-Z0-9-]*[a-zA-Z0-9])?)(\.[a-zA-Z0-9]([a-zA-Z0-9-]*[a-zA-Z0-9])?)*(:[0-9]+)?"
+REGISTRY = Rule(
+    _full(rf"({_HOST}/)?{_PATH_COMPONENT}(/{_PATH_COMPONENT})*|{_HOST}"),
+    "a registry and optional repository path such as ghcr.io/example, "
+    "registry.local:5000/team or localhost/nodeweave (lower-case path components)",
+)
+
+IMAGE_TAG = Rule(
+    _full(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}"),
+    "an image tag: 1 to 128 letters, digits, '_', '.' or '-', not starting with '.' or '-'",
+)
+
+IMAGE_REFERENCE = Rule(
+    _full(
+        rf"({_HOST}/)?{_PATH_COMPONENT}(/{_PATH_COMPONENT})*"
+        r"(:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(@sha256:[a-f0-9]{64})?"
+    ),
+    "an image reference such as docker.io/library/ubuntu:22.04, "
+    "nvcr.io/nvidia/pytorch:24.05-py3 or localhost/nodeweave-base:bookworm",
+)
+
+ENV_NAME = Rule(
+    _full(r"[A-Za-z_][A-Za-z0-9_]*"),
+    "an environment variable name: letters, digits and '_', not starting with a digit",
+)
+
+# Kubernetes resource.Quantity, the binary/decimal suffixes people use for storage.
+QUANTITY = Rule(
+    _full(r"[0-9]+(\.[0-9]+)?(Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E)?"),
+    "a Kubernetes quantity such as 100Gi, 500G or 2Ti",
+)
+
+# Linux IFNAMSIZ is 16 including the NUL; '/', ':' and whitespace are not allowed.
+INTERFACE = Rule(
+    _full(r"[^/:\s]{1,15}"),
+    "a network interface name (1 to 15 characters, no '/', ':' or whitespace) such as eth0 or ens1f0np0",
+)
+
+HCA = Rule(
+    _full(r"[A-Za-z0-9_]+(:[0-9]+)?"),
+    "an RDMA device name with an optional port, such as mlx5_3, bnxt_re0 or mlx5_0:1",
+)
+
+# Extended resource name: <DNS subdomain>/<name>, e.g. rdma/rdma_shared_device_a.
+_QUALIFIED_NAME = r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?"
+RESOURCE_NAME = Rule(
+    _full(rf"{_SUBDOMAIN}/{_QUALIFIED_NAME}"),
+    "a Kubernetes extended resource name <domain>/<name>, such as "
+    "rdma/rdma_shared_device_a or nvidia.com/mlnxnics",
+)
+
+# Multus: [<namespace>/]<network>[@<interface>]
+ATTACHMENT = Rule(
+    _full(rf"({_LABEL}/)?{_SUBDOMAIN}(@[^/:\s@]{{1,15}})?"),
+    "a NetworkAttachmentDefinition name, optionally <namespace>/<name> and @<interface> "
+    "(Multus syntax), such as sriov-net-a or infra/sriov-net-a@net1",
+)
+
+LABEL_KEY = Rule(
+    lambda v: _full(rf"({_SUBDOMAIN}/)?{_QUALIFIED_NAME}")(v) and len(v.rsplit("/", 1)[0]) <= 253,
+    "a Kubernetes label key: [prefix/]name, name at most 63 letters, digits, '-', '_' or '.' "
+    "(e.g. nvidia.com/gpu.product)",
+)
+
+LABEL_VALUE = Rule(
+    _full(r"(([A-Za-z0-9][-A-Za-z0-9_.]{0,61})?[A-Za-z0-9])?"),
+    "a Kubernetes label value: at most 63 letters, digits, '-', '_' or '.', "
+    "starting and ending with a letter or digit",
+)
+
+VARIANT_NAME = Rule(
+    _full(r"[a-z0-9]([a-z0-9.-]*[a-z0-9])?"),
+    "an image variant name (lower-case letters, digits, '.' and '-'), such as cuda12, rocm70 or cpu",
+)
+
+
+def single_line(value: str) -> bool:
+    """No control characters: for values that become paths or argv[0]."""
+    return bool(value) and not any(ord(c) < 32 or ord(c) == 127 for c in value)
+
+
+def absolute_path(value: str) -> bool:
+    return single_line(value) and value.startswith("/") and ":" not in value
