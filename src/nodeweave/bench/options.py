@@ -1,0 +1,145 @@
+"""Bench inputs and the nccl-tests bandwidth formulas, stdlib only.
+
+The worker (under torchrun) and the driver (the CLI) both import this
+module, so it must not import torch. Message sizes follow nccl-tests: the
+size of a collective is the size of the *whole* array (for all_gather the
+output, for reduce_scatter the input), and bus bandwidth corrects the
+algorithm bandwidth by a factor that depends only on the operation and the
+number of ranks (nccl-tests doc/PERFORMANCE.md).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from nodeweave.errors import UsageError
+
+OPS = ("all_reduce", "all_gather", "reduce_scatter")
+BACKENDS = ("auto", "nccl", "gloo")
+DTYPES = {"float32": 4, "bfloat16": 2, "float16": 2}
+
+# Default sizes when --sizes is not given: a GPU run covers what nccl-tests
+# users look at; a CPU (gloo) run stops where memory and time stay small.
+DEFAULT_SIZES = {"nccl": "1K:1G", "gloo": "1K:64M"}
+
+_UNITS = {"": 1, "B": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+_SIZE_RE = re.compile(r"^\s*(\d+)\s*([KMGT]?)(I?B)?\s*$", re.IGNORECASE)
+_VAR_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_SIZES_HELP = ("a range MIN:MAX[:FACTOR] (e.g. 1K:1G, 1M:256M:4) or a comma list "
+               "(e.g. 256M,1G); units B, K, M, G (powers of 1024)")
+
+
+def busbw_factor(op: str, nranks: int) -> float:
+    """nccl-tests' correction from algorithm to bus bandwidth."""
+    if nranks < 1:
+        raise ValueError(f"number of ranks must be >= 1, got {nranks}")
+    if op == "all_reduce":
+        return 2.0 * (nranks - 1) / nranks
+    if op in ("all_gather", "reduce_scatter"):
+        return (nranks - 1) / nranks
+    raise ValueError(f"unknown operation {op!r}; known: {', '.join(OPS)}")
+
+
+def bandwidths(op: str, nbytes: int, seconds: float, nranks: int) -> "tuple[float, float]":
+    """(algbw, busbw) in GB/s (10**9 bytes per second), as nccl-tests prints them."""
+    algbw = nbytes / seconds / 1e9
+    return algbw, algbw * busbw_factor(op, nranks)
+
+
+def parse_size(text: str, flag: str = "--sizes") -> int:
+    """One size such as ``256M``, ``1GiB`` or ``4096`` in bytes."""
+    match = _SIZE_RE.match(text)
+    if not match:
+        raise UsageError(f"{flag}: {text!r} is not a size; expected {_SIZES_HELP}")
+    value = int(match.group(1)) * _UNITS[match.group(2).upper()]
+    if value <= 0:
+        raise UsageError(f"{flag}: size {text!r} must be positive; expected {_SIZES_HELP}")
+    return value
+
+
+def parse_sizes(text: str, flag: str = "--sizes") -> "list[int]":
+    """Sizes in bytes, ascending, from a range or a comma list."""
+    text = text.strip()
+    if ":" in text:
+        parts = text.split(":")
+        if len(parts) not in (2, 3):
+            raise UsageError(f"{flag}: {text!r} has {len(parts)} ':'-parts; expected {_SIZES_HELP}")
+        low, high = parse_size(parts[0], flag), parse_size(parts[1], flag)
+        factor = 2
+        if len(parts) == 3:
+            if not parts[2].strip().isdigit() or int(parts[2]) < 2:
+                raise UsageError(f"{flag}: factor {parts[2]!r} in {text!r} must be an integer >= 2")
+            factor = int(parts[2])
+        if low > high:
+            raise UsageError(f"{flag}: minimum {parts[0]} is larger than maximum {parts[1]} in {text!r}")
+        sizes = []
+        size = low
+        while size <= high:
+            sizes.append(size)
+            size *= factor
+        return sizes
+    items = [item for item in text.split(",") if item.strip()]
+    if not items:
+        raise UsageError(f"{flag}: empty value; expected {_SIZES_HELP}")
+    return sorted({parse_size(item, flag) for item in items})
+
+
+def parse_ops(text: str) -> "list[str]":
+    """A comma list of collective names; ``all`` means every one."""
+    names = [name.strip().replace("-", "_") for name in text.split(",") if name.strip()]
+    if not names or names == ["all"]:
+        return list(OPS)
+    unknown = [name for name in names if name not in OPS]
+    if unknown:
+        raise UsageError(f"--ops: unknown operation {unknown[0]!r}; expected a comma list of "
+                         f"{', '.join(OPS)} (or 'all')")
+    return list(dict.fromkeys(names))
+
+
+@dataclass(frozen=True)
+class SweepAxis:
+    """One ``--sweep VAR=a,b,c``: a variable and the values to try."""
+
+    variable: str
+    values: "tuple[str, ...]"
+
+
+def parse_sweep(text: str) -> SweepAxis:
+    """Parse ``VAR=a,b,c``; the values are passed to the run's environment as is."""
+    hint = "expected VAR=a,b,c (an environment variable name, '=', a comma list of values)"
+    if "=" not in text:
+        raise UsageError(f"--sweep: {text!r} has no '='; {hint}")
+    variable, _, raw = text.partition("=")
+    variable = variable.strip()
+    if not _VAR_RE.match(variable):
+        raise UsageError(f"--sweep: {variable!r} is not an environment variable name; {hint}")
+    values = tuple(value.strip() for value in raw.split(","))
+    if not raw.strip() or any(value == "" for value in values):
+        raise UsageError(f"--sweep: {text!r} has an empty value; {hint}")
+    if len(set(values)) != len(values):
+        raise UsageError(f"--sweep: {text!r} repeats a value; {hint}")
+    return SweepAxis(variable, values)
+
+
+def sweep_matrix(axes: "list[SweepAxis]") -> "list[dict[str, str]]":
+    """Every combination of the axes' values (the cartesian product), in flag order."""
+    seen = set()
+    for axis in axes:
+        if axis.variable in seen:
+            raise UsageError(f"--sweep: {axis.variable} is given twice; list all its values in one "
+                             f"--sweep {axis.variable}=a,b,c")
+        seen.add(axis.variable)
+    combos: "list[dict[str, str]]" = [{}]
+    for axis in axes:
+        combos = [{**combo, axis.variable: value} for combo in combos for value in axis.values]
+    return combos
+
+
+def format_bytes(nbytes: int) -> str:
+    """``1073741824`` -> ``1G``; exact powers of 1024 only get a unit."""
+    for unit in ("T", "G", "M", "K"):
+        scale = _UNITS[unit]
+        if nbytes >= scale and nbytes % scale == 0:
+            return f"{nbytes // scale}{unit}"
+    return f"{nbytes}B"

@@ -1,0 +1,107 @@
+"""Tables, the JSON document and the optional plot of a bench.
+
+The JSON is the record: every run's full per-size results, the variables it
+added, the ranking. The plot needs matplotlib, which nodeweave does not
+depend on; without it the plot is skipped unless one was asked for.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from rich.table import Table
+
+from nodeweave.bench.options import format_bytes
+from nodeweave.bench.runner import RunResult
+from nodeweave.errors import EnvironmentProblem, UsageError
+
+SCHEMA = "nodeweave.bench/1"
+
+
+def results_table(run: RunResult) -> Table:
+    """One run's per-size table, in nccl-tests' columns."""
+    report = run.report or {}
+    title = (f"{run.label}: {report.get('backend', '?')} on {report.get('world_size', '?')}× "
+             f"{report.get('device', '?')}, torch {report.get('torch', '?')}"
+             + (f", NCCL {report['nccl']}" if report.get("nccl") else ""))
+    table = Table(title=title)
+    for name in ("op", "size", "count", "time (us)", "algbw (GB/s)", "busbw (GB/s)", "#wrong"):
+        table.add_column(name, justify="left" if name == "op" else "right")
+    for row in report.get("results", []):
+        table.add_row(row["op"], format_bytes(row["bytes"]), str(row["count"]), f"{row['time_us']:.1f}",
+                      f"{row['algbw_gbps']:.2f}", f"{row['busbw_gbps']:.2f}",
+                      str(row["wrong"]) if row["wrong"] == 0 else f"[red]{row['wrong']}[/red]")
+    return table
+
+
+def ranking_table(ranking: "list[dict]", largest: "int | None") -> Table:
+    op = ranking[0]["op"] if ranking else "?"
+    size = format_bytes(largest) if largest else "largest size"
+    table = Table(title=f"Sweep ranked by {op} busbw at {size}")
+    for name in ("rank", "run", f"busbw (GB/s)", "vs baseline", "result"):
+        table.add_column(name, justify="left" if name in ("run", "result") else "right")
+    for row in ranking:
+        busbw = f"{row['busbw_gbps']:.2f}" if row["busbw_gbps"] is not None else "-"
+        ratio = f"{row['ratio_vs_baseline']:.3f}" if row["ratio_vs_baseline"] is not None else "-"
+        result = "ok" if row["correct"] else f"[red]failed (exit {row['exit_code']})[/red]"
+        table.add_row(str(row["rank"]), row["label"], busbw, ratio, result)
+    return table
+
+
+def largest_size(runs: "list[RunResult]", op: str) -> "int | None":
+    sizes = [row["bytes"] for run in runs for row in (run.report or {}).get("results", []) if row["op"] == op]
+    return max(sizes) if sizes else None
+
+
+def document(runs: "list[RunResult]", ranking: "list[dict]", sweep: "list[str]") -> dict:
+    return {"schema": SCHEMA, "sweep": sweep, "ranking": ranking, "runs": [run.as_dict() for run in runs]}
+
+
+def write_json(path: Path, doc: dict) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
+    except OSError as err:
+        raise UsageError(f"--json: cannot write {path}: {err.strerror}") from err
+
+
+def matplotlib_available() -> bool:
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def write_plot(path: Path, runs: "list[RunResult]", ops: "list[str]") -> None:
+    """busbw against size, one panel per operation, one line per run."""
+    if not matplotlib_available():
+        raise EnvironmentProblem(f"--plot {path}: matplotlib is not installed; `pip install matplotlib`, "
+                                 "or leave --plot out (the JSON has every number)")
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(ops), figsize=(5 * len(ops), 4), squeeze=False)
+    for axis, op in zip(axes[0], ops):
+        for run in runs:
+            rows = [row for row in (run.report or {}).get("results", []) if row["op"] == op]
+            if rows:
+                axis.plot([row["bytes"] for row in rows], [row["busbw_gbps"] for row in rows], marker="o",
+                          label=run.label)
+        axis.set_xscale("log", base=2)
+        axis.set_title(op)
+        axis.set_xlabel("message size (bytes)")
+        axis.set_ylabel("bus bandwidth (GB/s)")
+        axis.grid(True, alpha=0.3)
+        axis.legend(fontsize="small")
+    fig.tight_layout()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fig.savefig(path, dpi=120)
+    except OSError as err:
+        raise UsageError(f"--plot: cannot write {path}: {err.strerror}") from err
+    finally:
+        plt.close(fig)

@@ -1,0 +1,156 @@
+"""Launch the bench worker the way training is launched, once per sweep point.
+
+Each run is a fresh ``python -m nodeweave.entrypoint`` with the launcher set
+to torchrun, so the bench measures what a training job would get: the same
+detection, the same NCCL environment, the same rendezvous. A sweep is the
+matrix of ``--sweep`` values, each point its own launch with those variables
+added to the environment, plus one baseline launch with the environment as
+it is; results are ranked by bus bandwidth at the largest size.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import nodeweave
+from nodeweave.errors import UsageError
+
+WORKER = Path(__file__).with_name("worker.py")
+BASELINE_LABEL = "baseline"
+_LOG_TAIL = 4000
+
+
+@dataclass(frozen=True)
+class BenchConfig:
+    """What every run of one ``nodeweave bench`` shares."""
+
+    ops: "tuple[str, ...]"
+    sizes: "str | None"  # worker syntax; None = the backend's default range
+    iters: int = 20
+    warmup: int = 5
+    nproc: str = "auto"
+    backend: str = "auto"
+    dtype: str = "float32"
+    timeout_s: float = 1800.0
+
+    def __post_init__(self):
+        if self.iters < 1:
+            raise UsageError(f"--iters: {self.iters} must be >= 1")
+        if self.warmup < 0:
+            raise UsageError(f"--warmup: {self.warmup} must be >= 0")
+        if self.nproc != "auto" and not (self.nproc.isdigit() and int(self.nproc) >= 1):
+            raise UsageError(f"--nproc: {self.nproc!r} is not a process count; expected a positive integer or 'auto'")
+
+
+@dataclass
+class RunResult:
+    """One launch: its label, the variables it added, and what came back."""
+
+    label: str
+    env: "dict[str, str]"
+    exit_code: int
+    report: "dict | None" = None
+    log_tail: str = ""
+    command: "list[str]" = field(default_factory=list)
+
+    @property
+    def correct(self) -> bool:
+        return self.exit_code == 0 and bool(self.report) and bool(self.report.get("correct"))
+
+    def busbw_at_largest(self, op: str) -> "float | None":
+        rows = [row for row in (self.report or {}).get("results", []) if row["op"] == op]
+        return max(rows, key=lambda row: row["bytes"])["busbw_gbps"] if rows else None
+
+    def as_dict(self) -> dict:
+        return {"label": self.label, "env": self.env, "exit_code": self.exit_code, "correct": self.correct,
+                "command": self.command, "report": self.report,
+                "log_tail": None if self.correct else self.log_tail}
+
+
+def worker_command(config: BenchConfig, out_path: str) -> "list[str]":
+    """The entrypoint command line that runs the worker under torchrun."""
+    worker_args = ["--ops", ",".join(config.ops), "--iters", str(config.iters), "--warmup", str(config.warmup),
+                   "--backend", config.backend, "--dtype", config.dtype, "--out", out_path]
+    if config.sizes:
+        worker_args += ["--sizes", config.sizes]
+    return [sys.executable, "-m", "nodeweave.entrypoint", "--", str(WORKER), *worker_args]
+
+
+def run_environment(config: BenchConfig, extra: "dict[str, str]", base: "dict[str, str] | None" = None) -> "dict[str, str]":
+    """The launch's environment: the caller's, the launcher settings, the sweep point."""
+    env = dict(os.environ if base is None else base)
+    package_root = str(Path(nodeweave.__file__).resolve().parents[1])
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH", "")) if p)
+    env["NODEWEAVE_LAUNCHER"] = "torchrun"
+    env["NODEWEAVE_NPROC_PER_NODE"] = config.nproc
+    env.setdefault("PYTHONUNBUFFERED", "1")
+    env.update(extra)
+    return env
+
+
+def launch(config: BenchConfig, label: str, extra: "dict[str, str]", echo=None) -> RunResult:
+    """Run one bench launch to the end; never raises for a failed run."""
+    with tempfile.TemporaryDirectory(prefix="nodeweave-bench-") as tmp:
+        out_path = os.path.join(tmp, "rank0.json")
+        command = worker_command(config, out_path)
+        try:
+            proc = subprocess.Popen(command, env=run_environment(config, extra), stdout=subprocess.PIPE,
+                                    stderr=subprocess.STDOUT, text=True, errors="replace")
+        except OSError as err:
+            return RunResult(label, extra, 127, log_tail=f"could not start {command[0]}: {err}", command=command)
+        lines: "list[str]" = []
+        try:
+            for line in proc.stdout:
+                lines.append(line)
+                if echo:
+                    echo(line.rstrip("\n"))
+            code = proc.wait(timeout=config.timeout_s)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            code = 124
+            lines.append(f"nodeweave bench: run {label!r} passed --timeout {config.timeout_s:g}s and was killed\n")
+        report = None
+        if os.path.exists(out_path):
+            with open(out_path, encoding="utf-8") as handle:
+                report = json.load(handle)
+        elif code == 0:
+            lines.append("nodeweave bench: no report from rank 0 here (on a multi-node run, node 0 holds it)\n")
+        return RunResult(label, extra, code, report, "".join(lines)[-_LOG_TAIL:], command)
+
+
+def label_for(env: "dict[str, str]") -> str:
+    return " ".join(f"{key}={value}" for key, value in env.items()) or BASELINE_LABEL
+
+
+def run_matrix(config: BenchConfig, points: "list[dict[str, str]]", echo=None, on_start=None) -> "list[RunResult]":
+    """The baseline launch, then one launch per sweep point (no baseline twice)."""
+    points = [point for point in points if point] if points else []
+    runs = []
+    for point in [{}] + points:
+        label = label_for(point)
+        if on_start:
+            on_start(label, len(runs) + 1, len(points) + 1)
+        runs.append(launch(config, label, point, echo))
+    return runs
+
+
+def rank_runs(runs: "list[RunResult]", op: str) -> "list[dict]":
+    """Runs ordered by busbw at the largest size of ``op``; failed runs last; ratio vs the baseline."""
+    baseline = next((run for run in runs if run.label == BASELINE_LABEL and run.correct), None)
+    base_bw = baseline.busbw_at_largest(op) if baseline else None
+    rows = []
+    for run in runs:
+        busbw = run.busbw_at_largest(op) if run.correct else None
+        ratio = busbw / base_bw if busbw is not None and base_bw else None
+        rows.append({"label": run.label, "env": run.env, "op": op, "busbw_gbps": busbw, "ratio_vs_baseline": ratio,
+                     "correct": run.correct, "exit_code": run.exit_code})
+    rows.sort(key=lambda row: (row["busbw_gbps"] is None, -(row["busbw_gbps"] or 0.0)))
+    for position, row in enumerate(rows, start=1):
+        row["rank"] = position
+    return rows

@@ -1,0 +1,81 @@
+"""``nodeweave bench``: collective bandwidth through the training launch path.
+
+No torch import here: the worker imports it in its own processes, started
+by the entrypoint exactly as training is.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+from rich.console import Console
+
+from nodeweave.errors import EXIT_FAILURE, UsageError
+
+
+def bench(
+    sizes: Optional[str] = typer.Option(None, "--sizes", help="MIN:MAX[:FACTOR] or a comma list, units K/M/G "
+                                        "(default 1K:1G on GPUs, 1K:64M on CPU)"),
+    ops: str = typer.Option("all_reduce,all_gather,reduce_scatter", "--ops",
+                            help="comma list of all_reduce, all_gather, reduce_scatter; the first ranks a sweep"),
+    iters: int = typer.Option(20, "--iters", help="timed iterations per size"),
+    warmup: int = typer.Option(5, "--warmup", help="untimed iterations per size"),
+    nproc: str = typer.Option("auto", "--nproc", help="processes on this node (auto: one per GPU)"),
+    backend: str = typer.Option("auto", "--backend", help="auto | nccl | gloo (auto: nccl where torch sees a GPU)"),
+    dtype: str = typer.Option("float32", "--dtype", help="float32 | bfloat16 | float16"),
+    sweep: List[str] = typer.Option([], "--sweep", help="VAR=a,b,c; repeatable; each point of the matrix is a "
+                                    "fresh launch with those variables, ranked against a baseline launch"),
+    json_path: Path = typer.Option(Path("nodeweave-bench.json"), "--json", help="where to write every number"),
+    plot: Optional[Path] = typer.Option(None, "--plot", help="PNG of busbw against size (needs matplotlib; "
+                                        "default: beside --json when matplotlib is importable)"),
+    timeout: float = typer.Option(1800.0, "--timeout", help="seconds one launch may take"),
+    verbose: bool = typer.Option(False, "--verbose", "-v", help="stream the launches' output"),
+) -> None:
+    """Measure all_reduce, all_gather and reduce_scatter bandwidth (nccl-tests formulas) and check every result."""
+    from nodeweave.bench import options, report, runner
+
+    if backend not in options.BACKENDS:
+        raise UsageError(f"--backend: {backend!r} is not a backend; expected one of {', '.join(options.BACKENDS)}")
+    if dtype not in options.DTYPES:
+        raise UsageError(f"--dtype: {dtype!r} is not supported; expected one of {', '.join(options.DTYPES)}")
+    if sizes is not None:
+        options.parse_sizes(sizes)
+    op_list = options.parse_ops(ops)
+    points = options.sweep_matrix([options.parse_sweep(text) for text in sweep])
+    if timeout <= 0:
+        raise UsageError(f"--timeout: {timeout:g} must be a positive number of seconds")
+    config = runner.BenchConfig(tuple(op_list), sizes, iters, warmup, nproc, backend, dtype, timeout)
+    if plot is None and report.matplotlib_available():
+        plot = json_path.with_suffix(".png")
+
+    console = Console()
+    err_console = Console(stderr=True)
+    echo = (lambda line: err_console.print(line, markup=False, highlight=False)) if verbose else None
+
+    def on_start(label: str, index: int, total: int) -> None:
+        err_console.print(f"[bold]bench[/bold] run {index}/{total}: {label}")
+
+    runs = runner.run_matrix(config, points, echo=echo, on_start=on_start)
+    ranking = runner.rank_runs(runs, op_list[0])
+    for run in runs:
+        if run.report:
+            if not points:
+                console.print(report.results_table(run))
+        if not run.correct:
+            err_console.print(f"[red]run {run.label!r} failed (exit {run.exit_code})[/red]; its output ended:")
+            err_console.print(run.log_tail, markup=False, highlight=False)
+    if points:
+        console.print(report.ranking_table(ranking, report.largest_size(runs, op_list[0])))
+    report.write_json(json_path, report.document(runs, ranking, list(sweep)))
+    console.print(f"wrote {json_path}")
+    if plot is not None and any(run.report for run in runs):
+        report.write_plot(plot, runs, op_list)
+        console.print(f"wrote {plot}")
+    if not all(run.correct for run in runs):
+        raise typer.Exit(EXIT_FAILURE)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("bench")(bench)
