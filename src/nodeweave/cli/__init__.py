@@ -24,6 +24,7 @@ app = typer.Typer(
 
 # Command modules, each with a ``register(app)`` function.
 COMMAND_MODULES = [
+    "bench",
 ]
 
 for _name in COMMAND_MODULES:
@@ -45,7 +46,10 @@ def main(argv: "list[str] | None" = None) -> int:
     except Exception as err:  # click usage errors arrive here with standalone_mode=False
         import click
 
-        if isinstance(err, click.ClickException):
+        # typer >= 0.22 vendors click as typer._click, whose errors are not click's
+        vendored = getattr(getattr(typer, "_click", None), "exceptions", None)
+        kinds = (click.ClickException,) + ((vendored.ClickException,) if vendored else ())
+        if isinstance(err, kinds):
             err.show()
             return err.exit_code
         raise
