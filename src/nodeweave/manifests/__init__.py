@@ -1,0 +1,90 @@
+"""Kubernetes and OpenShift manifests for a cluster spec, as a kustomize tree.
+
+``render_files(spec)`` maps relative paths to file text and does no I/O:
+
+- ``manifests/base/``: headless Service, StatefulSet, ServiceAccount + Role +
+  RoleBinding (the entrypoint reads the replica count from the API, so
+  ``oc scale`` needs no edit), and the shared workspace claim;
+- ``manifests/overlays/openshift/``: no fixed UID/GID (restricted-v2's
+  arbitrary UID), capabilities dropped; with RDMA, ``scc-ipc-lock.yaml`` for a
+  cluster admin to apply;
+- ``manifests/overlays/rocm/``: ``amd.com/gpu``, a ROCm image, device groups;
+- ``manifests/job/``: an Indexed Job + headless Service for batch runs.
+
+Objects are plain dicts dumped with ``yaml.safe_dump`` in a fixed key order,
+so the output is byte-stable and every spec value arrives quoted as needed.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Dict, List, Tuple
+
+from nodeweave.manifests import common, kustomize, workloads
+from nodeweave.manifests.yamltext import dump
+
+__all__ = ["render_files", "base_objects", "job_objects"]
+
+BASE = "manifests/base"
+OPENSHIFT = "manifests/overlays/openshift"
+ROCM = "manifests/overlays/rocm"
+JOB = "manifests/job"
+
+SCC_NOTE = (
+    "RDMA needs IPC_LOCK, which OpenShift's restricted-v2 SCC does not allow. A cluster\n"
+    "admin applies this once (`oc apply -f scc-ipc-lock.yaml`): restricted-v2 plus\n"
+    "IPC_LOCK, for this job's ServiceAccount only. Not part of the kustomization,\n"
+    "so `oc apply -k` works for users who may not create SCCs."
+)
+ROCM_NOTE = (
+    "supplementalGroups: the host groups owning /dev/kfd and /dev/dri/renderD*\n"
+    "(video and render). Check `getent group video render` on the GPU nodes, or set\n"
+    "device_ownership_from_security_context in containerd/CRI-O and drop them."
+)
+
+
+def base_objects(spec) -> List[Tuple[str, Dict[str, Any]]]:
+    """(file name, object) of the StatefulSet deployment, in apply order."""
+    objects = [
+        ("serviceaccount.yaml", workloads.service_account(spec)),
+        ("role.yaml", workloads.role(spec)),
+        ("rolebinding.yaml", workloads.role_binding(spec)),
+        ("service.yaml", workloads.headless_service(spec)),
+    ]
+    if spec.kubernetes.claim == "shared":
+        objects.append(("workspace-pvc.yaml", workloads.workspace_claim(spec)))
+    objects.append(("statefulset.yaml", workloads.statefulset(spec)))
+    return objects
+
+
+def job_objects(spec) -> List[Tuple[str, Dict[str, Any]]]:
+    """(file name, object) of the Indexed Job alternative; it needs no API access, so no RBAC."""
+    objects = [("service.yaml", workloads.headless_service(spec))]
+    if spec.kubernetes.claim == "shared":
+        objects.append(("workspace-pvc.yaml", workloads.workspace_claim(spec)))
+    objects.append(("job.yaml", workloads.indexed_job(spec)))
+    return objects
+
+
+def render_files(spec) -> Dict[str, str]:
+    """Relative path -> YAML text for every manifest of ``spec``; pure and byte-stable."""
+    files: Dict[str, str] = {}
+    _directory(files, BASE, spec, base_objects(spec))
+    _directory(files, JOB, spec, job_objects(spec))
+    _overlay(files, OPENSHIFT, spec, "statefulset-openshift.yaml", kustomize.openshift_patch)
+    if common.wants_rdma(spec):
+        files[f"{OPENSHIFT}/scc-ipc-lock.yaml"] = dump(kustomize.openshift_scc(spec), SCC_NOTE)
+    _overlay(files, ROCM, spec, "statefulset-rocm.yaml", kustomize.rocm_patch, kustomize.rocm_images(spec), ROCM_NOTE)
+    return dict(sorted(files.items()))
+
+
+def _directory(files: Dict[str, str], folder: str, spec, objects: List[Tuple[str, Dict[str, Any]]]) -> None:
+    for name, obj in objects:
+        files[f"{folder}/{name}"] = dump(obj)
+    files[f"{folder}/kustomization.yaml"] = dump(kustomize.kustomization(spec, [name for name, _ in objects]))
+
+
+def _overlay(files: Dict[str, str], folder: str, spec, patch_name: str,
+             patch: Callable[[Any], Dict[str, Any]], images=None, note: str = "") -> None:  # fmt: skip
+    files[f"{folder}/{patch_name}"] = dump(patch(spec), note)
+    entry = kustomize.statefulset_patch_entry(spec, patch_name)
+    files[f"{folder}/kustomization.yaml"] = dump(kustomize.kustomization(spec, ["../../base"], [entry], images))

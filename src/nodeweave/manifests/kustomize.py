@@ -1,0 +1,105 @@
+"""The kustomize layout: a base, the ``openshift`` and ``rocm`` overlays, and the Job alternative.
+
+Overlay patches are strategic-merge patches whose ``null`` values delete a
+field, so each one applies whether or not the base has the field (a JSON6902
+``remove`` would fail on a missing path). That keeps every overlay valid for
+any spec: a spec with ``openshift: true`` or a ROCm variant renders a base the
+overlay leaves as it is.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Dict, List, Optional
+
+from nodeweave.manifests import common
+from nodeweave.manifests.pod import container_security
+
+KUSTOMIZE_API = "kustomize.config.k8s.io/v1beta1"
+
+
+def kustomization(spec, resources: List[str], patches: Optional[List[Dict[str, Any]]] = None,
+                  images: Optional[List[Dict[str, str]]] = None) -> Dict[str, Any]:  # fmt: skip
+    body: Dict[str, Any] = {"apiVersion": KUSTOMIZE_API, "kind": "Kustomization"}
+    if not any(r.startswith("..") for r in resources):
+        body["namespace"] = spec.kubernetes.namespace
+    body["resources"] = resources
+    if images:
+        body["images"] = images
+    if patches:
+        body["patches"] = patches
+    return body
+
+
+def statefulset_patch_entry(spec, path: str) -> Dict[str, Any]:
+    return {"path": path, "target": {"group": "apps", "version": "v1", "kind": "StatefulSet", "name": spec.name}}
+
+
+def _statefulset_patch(spec, pod_spec: Dict[str, Any]) -> Dict[str, Any]:
+    return {"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": spec.name},
+            "spec": {"template": {"spec": pod_spec}}}  # fmt: skip
+
+
+def openshift_patch(spec) -> Dict[str, Any]:
+    """restricted-v2: no fixed UID/GID/fsGroup (the SCC assigns them), ALL capabilities dropped."""
+    openshift = _with_openshift(spec)
+    pod_security = {"runAsUser": None, "runAsGroup": None, "fsGroup": None, "fsGroupChangePolicy": None,
+                    "runAsNonRoot": True, "seccompProfile": {"type": "RuntimeDefault"}}  # fmt: skip
+    security = container_security(openshift)
+    security["capabilities"].setdefault("add", None)  # without RDMA the base's IPC_LOCK goes
+    return _statefulset_patch(spec, {
+        "securityContext": pod_security,
+        "containers": [{"name": common.CONTAINER, "securityContext": security}],
+    })  # fmt: skip
+
+
+def openshift_scc(spec) -> Dict[str, Any]:
+    """restricted-v2 plus IPC_LOCK, for the job's ServiceAccount only (a cluster admin applies it)."""
+    k8s = spec.kubernetes
+    return {
+        "apiVersion": "security.openshift.io/v1",
+        "kind": "SecurityContextConstraints",
+        "metadata": {"name": f"nodeweave-{k8s.namespace}-{spec.name}", "labels": common.labels(spec, "rbac")},
+        "allowHostDirVolumePlugin": False,
+        "allowHostIPC": False,
+        "allowHostNetwork": False,
+        "allowHostPID": False,
+        "allowHostPorts": False,
+        "allowPrivilegeEscalation": False,
+        "allowPrivilegedContainer": False,
+        "allowedCapabilities": ["IPC_LOCK"],
+        "requiredDropCapabilities": ["ALL"],
+        "defaultAddCapabilities": None,
+        "fsGroup": {"type": "MustRunAs"},
+        "runAsUser": {"type": "MustRunAsRange"},
+        "seLinuxContext": {"type": "MustRunAs"},
+        "supplementalGroups": {"type": "RunAsAny"},
+        "seccompProfiles": ["runtime/default"],
+        "readOnlyRootFilesystem": False,
+        "priority": None,
+        "volumes": ["configMap", "csi", "downwardAPI", "emptyDir", "ephemeral", "persistentVolumeClaim", "projected", "secret"],
+        "users": [f"system:serviceaccount:{k8s.namespace}:{spec.name}"],
+    }
+
+
+def rocm_patch(spec) -> Dict[str, Any]:
+    """AMD's device plugin resource instead of NVIDIA's, and the groups that own /dev/kfd and /dev/dri."""
+    container: Dict[str, Any] = {"name": common.CONTAINER}
+    if spec.gpus_per_node != "auto":
+        container["resources"] = {"limits": {common.NVIDIA_GPU: None, common.AMD_GPU: spec.gpus_per_node}}
+    return _statefulset_patch(spec, {
+        "securityContext": {"supplementalGroups": list(common.AMD_DEVICE_GROUPS)},
+        "containers": [container],
+    })  # fmt: skip
+
+
+def rocm_images(spec) -> List[Dict[str, str]]:
+    """Point the image at a ROCm variant unless the base already runs one."""
+    if common.gpu_vendor(spec.image.variant) == "amd":
+        return []
+    return [{"name": common.image_repository(spec), "newTag": common.ROCM_OVERLAY_VARIANT}]
+
+
+def _with_openshift(spec):
+    """The spec as if ``kubernetes.openshift`` were on, to share the pod's security rules."""
+    return dataclasses.replace(spec, kubernetes=dataclasses.replace(spec.kubernetes, openshift=True))

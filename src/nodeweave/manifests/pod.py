@@ -1,0 +1,150 @@
+"""The training pod: one container running the image's entrypoint, shared by StatefulSet and Job.
+
+The entrypoint learns who it is from the downward API (pod name, namespace,
+IP, index) and what to run from ``NODEWEAVE_*`` variables, so the template
+holds no per-pod values and a StatefulSet can be scaled without editing it.
+The template stays within what ``podman kube play`` accepts for a plain Pod,
+so the same text runs on one machine for tests.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List
+
+from nodeweave.manifests import common
+
+
+def pod_template(spec, workload: str) -> Dict[str, Any]:
+    """The pod template of the ``statefulset`` or the indexed ``job``."""
+    metadata: Dict[str, Any] = {"labels": common.labels(spec, "trainer")}
+    if spec.network.attachments:
+        metadata["annotations"] = {common.NETWORKS_ANNOTATION: ",".join(spec.network.attachments)}
+    return {"metadata": metadata, "spec": pod_spec(spec, workload)}
+
+
+def pod_spec(spec, workload: str) -> Dict[str, Any]:
+    k8s = spec.kubernetes
+    body: Dict[str, Any] = {}
+    if workload == "job":
+        # A Job is fixed-size (NODEWEAVE_NNODES is set), so it never asks the API.
+        body["automountServiceAccountToken"] = False
+        body["subdomain"] = k8s.service  # hostnames <job>-<N> resolve as <job>-<N>.<service>
+        body["restartPolicy"] = "Never"
+    else:
+        body["serviceAccountName"] = spec.name
+    # Service links would add <SERVICE>_PORT=tcp://... for every Service in the
+    # namespace; one named "master" would clobber MASTER_PORT for torchrun.
+    body["enableServiceLinks"] = False
+    body["terminationGracePeriodSeconds"] = k8s.grace_period
+    body["securityContext"] = pod_security(spec)
+    if k8s.node_selector:
+        body["nodeSelector"] = dict(k8s.node_selector)
+    if k8s.tolerations:
+        body["tolerations"] = [t.to_kubernetes() for t in k8s.tolerations]
+    if k8s.anti_affinity != "none":
+        body["affinity"] = {"podAntiAffinity": anti_affinity(spec)}
+    body["containers"] = [container(spec, workload)]
+    body["volumes"] = volumes(spec, workload)
+    return body
+
+
+def pod_security(spec) -> Dict[str, Any]:
+    """Vanilla Kubernetes gets the image's UID; OpenShift assigns its own from the namespace range."""
+    if spec.kubernetes.openshift:
+        context: Dict[str, Any] = {"runAsNonRoot": True, "seccompProfile": {"type": "RuntimeDefault"}}
+    else:
+        context = {
+            "runAsNonRoot": True,
+            "runAsUser": common.RUN_AS_USER,
+            "runAsGroup": common.RUN_AS_GROUP,
+            "fsGroup": common.FS_GROUP,
+            # Re-chowning a multi-terabyte dataset claim at every start is minutes of nothing.
+            "fsGroupChangePolicy": "OnRootMismatch",
+        }
+    if common.gpu_vendor(spec.image.variant) == "amd":
+        context["supplementalGroups"] = list(common.AMD_DEVICE_GROUPS)
+    return context
+
+
+def container_security(spec) -> Dict[str, Any]:
+    """IPC_LOCK lets RDMA register (pin) memory; OpenShift's restricted-v2 also wants ALL dropped."""
+    capabilities: Dict[str, Any] = {}
+    if spec.kubernetes.openshift:
+        capabilities["drop"] = ["ALL"]
+    if not spec.kubernetes.openshift or common.wants_rdma(spec):
+        capabilities["add"] = ["IPC_LOCK"]
+    return {"allowPrivilegeEscalation": False, "capabilities": capabilities}
+
+
+def anti_affinity(spec) -> Dict[str, Any]:
+    """One pod per host: NCCL between pods on one host gains nothing and hides topology."""
+    term = {"labelSelector": {"matchLabels": common.selector_labels(spec)}, "topologyKey": "kubernetes.io/hostname"}
+    if spec.kubernetes.anti_affinity == "required":
+        return {"requiredDuringSchedulingIgnoredDuringExecution": [term]}
+    return {"preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 100, "podAffinityTerm": term}]}
+
+
+def container(spec, workload: str) -> Dict[str, Any]:
+    body: Dict[str, Any] = {
+        "name": common.CONTAINER,
+        "image": common.image(spec),
+        "imagePullPolicy": "IfNotPresent",
+        "args": [spec.launcher.script, *spec.launcher.args],
+        "workingDir": spec.workspace.path,
+        "ports": [{"name": common.RENDEZVOUS_PORT_NAME, "containerPort": spec.launcher.master_port, "protocol": "TCP"}],
+        "env": env(spec, workload),
+    }
+    limits = resource_limits(spec)
+    if limits:
+        body["resources"] = {"limits": limits}
+    body["securityContext"] = container_security(spec)
+    body["volumeMounts"] = [
+        {"name": common.WORKSPACE_VOLUME, "mountPath": spec.workspace.path},
+        {"name": common.CACHE_VOLUME, "mountPath": spec.cache.path},
+        {"name": common.SHM_VOLUME, "mountPath": "/dev/shm"},
+    ]
+    return body
+
+
+def env(spec, workload: str) -> List[Dict[str, Any]]:
+    if workload == "job":
+        index = f"metadata.annotations['{common.JOB_INDEX_ANNOTATION}']"
+        nnodes = [common.env_var("NODEWEAVE_NNODES", str(spec.nodes))]
+    else:
+        index = f"metadata.labels['{common.POD_INDEX_LABEL}']"
+        # A fixed-size StatefulSet leaves NNODES out: the entrypoint reads .spec.replicas,
+        # so `oc scale` needs no edit. An elastic one passes its range to c10d instead.
+        nnodes = [common.env_var("NODEWEAVE_NNODES", str(spec.nodes))] if spec.nodes.elastic else []
+    return common.downward_env(index) + nnodes + common.nodeweave_env(spec)
+
+
+def resource_limits(spec) -> Dict[str, Any]:
+    """GPUs from the vendor's device plugin plus the spec's RDMA resources (extended resources: limits only)."""
+    limits: Dict[str, Any] = {}
+    gpu = common.gpu_resource(spec)
+    if gpu is not None:
+        limits[gpu] = common.gpu_count(spec)
+    limits.update(spec.network.rdma_resources)
+    return limits
+
+
+def claim_spec(spec, access_mode: str) -> Dict[str, Any]:
+    body: Dict[str, Any] = {"accessModes": [access_mode]}
+    if spec.kubernetes.storage_class:
+        body["storageClassName"] = spec.kubernetes.storage_class
+    body["resources"] = {"requests": {"storage": spec.kubernetes.storage_size}}
+    return body
+
+
+def volumes(spec, workload: str) -> List[Dict[str, Any]]:
+    result: List[Dict[str, Any]] = []
+    if spec.kubernetes.claim == "shared":
+        result.append({"name": common.WORKSPACE_VOLUME, "persistentVolumeClaim": {"claimName": common.workspace_claim(spec)}})
+    elif workload == "job":
+        # A Job has no volumeClaimTemplates; a generic ephemeral volume gives each pod its own claim.
+        template = {"metadata": {"labels": common.labels(spec, "workspace")}, "spec": claim_spec(spec, "ReadWriteOnce")}
+        result.append({"name": common.WORKSPACE_VOLUME, "ephemeral": {"volumeClaimTemplate": template}})
+    # per-pod StatefulSet: the controller adds the volume from volumeClaimTemplates.
+    result.append({"name": common.CACHE_VOLUME, "emptyDir": {"sizeLimit": spec.cache.size}})
+    result.append({"name": common.SHM_VOLUME, "emptyDir": {"medium": "Memory", "sizeLimit": common.SHM_SIZE}})
+    return result
