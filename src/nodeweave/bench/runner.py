@@ -87,6 +87,8 @@ def run_environment(config: BenchConfig, extra: "dict[str, str]", base: "dict[st
     env = dict(os.environ if base is None else base)
     package_root = str(Path(nodeweave.__file__).resolve().parents[1])
     env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH", "")) if p)
+    # torchrun next to this Python first: a venv's torchrun works without activating the venv
+    env["PATH"] = os.pathsep.join(p for p in (os.path.dirname(sys.executable), env.get("PATH", "")) if p)
     env["NODEWEAVE_LAUNCHER"] = "torchrun"
     env["NODEWEAVE_NPROC_PER_NODE"] = config.nproc
     env.setdefault("PYTHONUNBUFFERED", "1")

@@ -1,0 +1,170 @@
+"""``nodeweave bench``: formulas, input checks, the worker's correctness check, real gloo runs.
+
+The end-to-end tests launch two real processes through the entrypoint and
+torchrun on CPU (gloo), as training would be launched.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+
+import pytest
+
+from nodeweave.bench import options
+from nodeweave.bench.runner import BASELINE_LABEL, RunResult, rank_runs
+from nodeweave.errors import UsageError
+
+torch = pytest.importorskip("torch")
+
+
+# ---- formulas and inputs -------------------------------------------------
+
+@pytest.mark.parametrize("op,n,factor", [
+    ("all_reduce", 1, 0.0), ("all_reduce", 2, 1.0), ("all_reduce", 8, 1.75),
+    ("all_gather", 2, 0.5), ("all_gather", 8, 0.875), ("reduce_scatter", 4, 0.75),
+])
+def test_busbw_factor_matches_nccl_tests(op, n, factor):
+    assert options.busbw_factor(op, n) == pytest.approx(factor)
+
+
+def test_bandwidths_are_bytes_over_time_times_factor():
+    algbw, busbw = options.bandwidths("all_reduce", 1 << 30, 0.01, 4)
+    assert algbw == pytest.approx((1 << 30) / 0.01 / 1e9)
+    assert busbw == pytest.approx(algbw * 1.5)
+
+
+def test_sizes_range_list_and_factor():
+    assert options.parse_sizes("1K:8K") == [1024, 2048, 4096, 8192]
+    assert options.parse_sizes("1M:256M:4") == [1 << 20, 4 << 20, 16 << 20, 64 << 20, 256 << 20]
+    assert options.parse_sizes("1G, 256MiB,4096") == [4096, 256 << 20, 1 << 30]
+    assert options.format_bytes(256 << 20) == "256M" and options.format_bytes(1000) == "1000B"
+
+
+@pytest.mark.parametrize("text,needle", [
+    ("1X:1G", "'1X' is not a size"), ("1G:1K", "larger than maximum"), ("1K:1M:1", "factor '1'"),
+    ("", "empty value"), ("1K:2K:3:4", "4 ':'-parts"), ("0", "must be positive"),
+])
+def test_bad_sizes_name_the_flag_and_the_value(text, needle):
+    with pytest.raises(UsageError) as err:
+        options.parse_sizes(text)
+    assert "--sizes" in str(err.value) and needle in str(err.value)
+    assert err.value.exit_code == 2
+
+
+def test_sweep_parse_and_matrix():
+    axes = [options.parse_sweep("NCCL_MAX_NCHANNELS=8,16"), options.parse_sweep("NCCL_ALGO=Ring,Tree")]
+    assert options.sweep_matrix(axes) == [
+        {"NCCL_MAX_NCHANNELS": "8", "NCCL_ALGO": "Ring"}, {"NCCL_MAX_NCHANNELS": "8", "NCCL_ALGO": "Tree"},
+        {"NCCL_MAX_NCHANNELS": "16", "NCCL_ALGO": "Ring"}, {"NCCL_MAX_NCHANNELS": "16", "NCCL_ALGO": "Tree"}]
+
+
+@pytest.mark.parametrize("text,needle", [
+    ("NCCL_ALGO", "has no '='"), ("1BAD=a", "not an environment variable name"),
+    ("X=a,,b", "empty value"), ("X=", "empty value"), ("X=a,a", "repeats a value"),
+])
+def test_bad_sweeps_are_usage_errors(text, needle):
+    with pytest.raises(UsageError) as err:
+        options.parse_sweep(text)
+    assert "--sweep" in str(err.value) and needle in str(err.value)
+
+
+def test_same_variable_twice_is_refused():
+    with pytest.raises(UsageError, match="given twice"):
+        options.sweep_matrix([options.parse_sweep("A=1"), options.parse_sweep("A=2")])
+
+
+def test_ranking_orders_by_busbw_and_puts_failures_last():
+    def run(label, busbw, code=0, correct=True):
+        report = {"correct": correct, "results": [
+            {"op": "all_reduce", "bytes": 1024, "busbw_gbps": 999.0},
+            {"op": "all_reduce", "bytes": 1 << 20, "busbw_gbps": busbw}]}
+        return RunResult(label, {}, code, report)
+    ranking = rank_runs([run(BASELINE_LABEL, 10.0), run("A=1", 12.0), run("A=2", 99.0, code=1),
+                         run("A=3", 5.0, correct=False), run("A=4", 8.0)], "all_reduce")
+    assert [row["label"] for row in ranking][:3] == ["A=1", BASELINE_LABEL, "A=4"]
+    assert {row["label"] for row in ranking[3:]} == {"A=2", "A=3"}
+    assert ranking[0]["ratio_vs_baseline"] == pytest.approx(1.2)
+    assert [row["rank"] for row in ranking] == [1, 2, 3, 4, 5]
+
+
+# ---- the worker's check really detects wrong results ----------------------
+
+@pytest.fixture(scope="module")
+def single_rank_group():
+    import torch.distributed as dist
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=0, world_size=1)
+    yield
+    dist.destroy_process_group()
+
+
+@pytest.mark.parametrize("op", options.OPS)
+def test_check_passes_a_real_collective_and_catches_a_broken_one(single_rank_group, op):
+    from nodeweave.bench.worker import Collective
+
+    coll = Collective(op, 4096, torch.float32, torch.device("cpu"), 0, 1)
+    assert coll.check() == (0, 0.0)
+    coll.run = lambda: coll.output.zero_()  # a transport that "finishes" but delivers nothing
+    wrong, error = coll.check()
+    assert wrong > 0 and error > 0
+
+
+# ---- end to end: two gloo processes through entrypoint -> torchrun --------
+
+def _bench(tmp_path, *args, timeout=900):
+    return subprocess.run([sys.executable, "-c", "import sys; from nodeweave.cli import main; sys.exit(main())",
+                           "bench", "--backend", "gloo", "--nproc", "2", "--iters", "2", "--warmup", "1", *args],
+                          capture_output=True, text=True, timeout=timeout, cwd=tmp_path)
+
+
+@pytest.mark.slow
+def test_two_process_gloo_run_is_correct_and_uses_nccl_tests_math(tmp_path):
+    out = _bench(tmp_path, "--sizes", "4K,64K", "--json", "b.json")
+    assert out.returncode == 0, out.stdout + out.stderr
+    doc = json.loads((tmp_path / "b.json").read_text())
+    (run,) = doc["runs"]
+    report = run["report"]
+    assert run["correct"] and report["backend"] == "gloo" and report["world_size"] == 2
+    assert {(row["op"], row["bytes"]) for row in report["results"]} == {
+        (op, size) for op in options.OPS for size in (4096, 65536)}
+    for row in report["results"]:
+        assert row["wrong"] == 0
+        assert row["algbw_gbps"] == pytest.approx(row["bytes"] / (row["time_us"] * 1e-6) / 1e9)
+        assert row["busbw_gbps"] == pytest.approx(row["algbw_gbps"] * options.busbw_factor(row["op"], 2))
+    assert "busbw (GB/s)" in out.stdout
+
+
+@pytest.mark.slow
+def test_sweep_over_a_harmless_variable_ranks_every_launch(tmp_path):
+    out = _bench(tmp_path, "--ops", "all_reduce", "--sizes", "16K", "--sweep", "NODEWEAVE_BENCH_PROBE=a,b",
+                 "--json", "s.json")
+    assert out.returncode == 0, out.stdout + out.stderr
+    doc = json.loads((tmp_path / "s.json").read_text())
+    assert [run["label"] for run in doc["runs"]] == [BASELINE_LABEL, "NODEWEAVE_BENCH_PROBE=a",
+                                                      "NODEWEAVE_BENCH_PROBE=b"]
+    assert [run["report"]["env"].get("NODEWEAVE_BENCH_PROBE") for run in doc["runs"]] == [None, "a", "b"]
+    busbw = [row["busbw_gbps"] for row in doc["ranking"]]
+    assert busbw == sorted(busbw, reverse=True) and len(busbw) == 3
+    baseline = next(row for row in doc["ranking"] if row["label"] == BASELINE_LABEL)
+    assert baseline["ratio_vs_baseline"] == pytest.approx(1.0)
+    assert "Sweep ranked by all_reduce busbw at 16K" in out.stdout
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["--sizes", "12Q"], "--sizes: '12Q' is not a size"),
+    (["--sweep", "NCCL_ALGO"], "--sweep: 'NCCL_ALGO' has no '='"),
+    (["--ops", "all_to_all"], "--ops: unknown operation 'all_to_all'"),
+    (["--nproc", "zero"], "--nproc: 'zero' is not a process count"),
+    (["--backend", "mpi"], "--backend: 'mpi' is not a backend"),
+])
+def test_bad_flags_exit_2_with_a_clear_message(tmp_path, args, needle):
+    out = _bench(tmp_path, *args, timeout=120)
+    assert out.returncode == 2, out.stdout + out.stderr
+    assert needle in out.stderr and "Traceback" not in out.stderr
+    assert not (tmp_path / "nodeweave-bench.json").exists()
