@@ -25,6 +25,7 @@ app = typer.Typer(
 # Command modules, each with a ``register(app)`` function.
 COMMAND_MODULES = [
     "bench",
+    "render",
 ]
 
 for _name in COMMAND_MODULES:
