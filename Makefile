@@ -28,6 +28,10 @@ demo: install ## Render everything for the example spec into build/demo and expl
 	$(BIN)/nodeweave render all --spec $(SPEC) --out build/demo
 	$(BIN)/nodeweave-entrypoint --explain --nnodes 2 --node-rank 0 --master-addr 127.0.0.1 -- train.py
 
+.PHONY: render
+render: install ## Regenerate the committed images/, compose/ and manifests/ from $(SPEC) (tests fail when they are stale)
+	$(BIN)/nodeweave render all --spec $(SPEC) --prune
+
 .PHONY: test
 test: install ## Run the whole test suite (engine tests skip with a reason where no engine runs)
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
