@@ -25,7 +25,9 @@ app = typer.Typer(
 # Command modules, each with a ``register(app)`` function.
 COMMAND_MODULES = [
     "bench",
+    "image",
     "render",
+    "sync",
 ]
 
 for _name in COMMAND_MODULES:

@@ -1,0 +1,72 @@
+"""Build the training images with a real engine (docker + buildx, or podman).
+
+``prepare_build`` turns a spec and a variant into a :class:`BuildPlan` (and
+readies the context: the rendered Dockerfile, the wheelhouse); ``run_build``
+executes it through python-on-whales. ``--dry-run`` stops after the first.
+The image build contract this follows is in docs/design.md.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import List, Mapping, Optional
+
+from nodeweave.build.builder import BuildProgress, BuildResult, git_revision, push_tags, run_build
+from nodeweave.build.context import choose_dockerfile, link_wheelhouse, rendered_dockerfile
+from nodeweave.build.engine import Engine, detect_engine
+from nodeweave.build.plan import BuildPlan, Revision, plan_build, plan_tags
+
+__all__ = [
+    "BuildPlan", "BuildProgress", "BuildResult", "Engine", "PreparedBuild", "Revision",
+    "detect_engine", "git_revision", "plan_tags", "prepare_build", "push_tags", "run_build",
+]
+
+
+@dataclass(frozen=True)
+class PreparedBuild:
+    plan: BuildPlan
+    notes: List[str]  # what the user should know: which Dockerfile, wheelhouse size
+
+
+def _git_remote(root: Path) -> Optional[str]:
+    try:
+        out = subprocess.run(["git", "-C", str(root), "remote", "get-url", "origin"],
+                             capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return out.stdout.strip() or None if out.returncode == 0 else None
+
+
+def prepare_build(spec, variant: str, context: Path, scratch: Path, base: Optional[str] = None,
+                  push: bool = False, wheelhouse: Optional[Path] = None, offline: bool = False,
+                  network: Optional[str] = None, tag: Optional[str] = None,
+                  build_args: Optional[Mapping[str, str]] = None, dry_run: bool = False) -> PreparedBuild:
+    """Plan the build of ``variant`` for ``spec`` in ``context``; ``scratch`` holds a rendered Dockerfile.
+
+    Unless ``dry_run``, the context is readied: the Dockerfile written, the wheelhouse linked.
+    """
+    from nodeweave import __version__
+
+    context = context.resolve()
+    notes: List[str] = []
+    dockerfile, committed = choose_dockerfile(context, rendered_dockerfile(spec, variant), variant, scratch,
+                                              write=not dry_run)
+    relative = f"images/{variant}/Dockerfile"
+    if committed:
+        notes.append(f"Dockerfile: {relative} (matches the rendering)")
+    elif (context / relative).is_file():
+        notes.append(f"Dockerfile: rendered for this spec ({relative} in the context differs: `nodeweave render` refreshes it)")
+    else:
+        notes.append("Dockerfile: rendered for this spec")
+    house, count = link_wheelhouse(context, wheelhouse, write=not dry_run)
+    notes.append(f"wheelhouse: {house} ({count} files)")
+    if offline and count == 0:
+        from nodeweave.errors import UsageError
+
+        raise UsageError(f"--offline needs wheels, but {house} is empty; fill it (.ci/wheelhouse.sh) or pass --wheelhouse DIR")
+    plan = plan_build(spec, variant, context, dockerfile, git_revision(context), base=base, push=push,
+                      fixed_tag=tag, extra_args=build_args, offline=offline, network=network,
+                      version=__version__, source=_git_remote(context))
+    return PreparedBuild(plan=plan, notes=notes)

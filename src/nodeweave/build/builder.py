@@ -1,0 +1,139 @@
+"""Run a :class:`BuildPlan` on an engine, streaming its progress.
+
+The engine's own log is passed line by line to a callback (the CLI shows it
+with rich) and parsed on the way for the step count and which steps came from
+the layer cache, so a rebuild can prove that only code layers ran again.
+Pushing goes through the same client as the build.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, List, Optional
+
+from nodeweave.build.engine import Engine
+from nodeweave.build.plan import BuildPlan, Revision
+from nodeweave.errors import NodeweaveError
+
+# podman/buildah: "STEP 3/9: RUN ...", a cached step then prints "--> Using cache <id>".
+_PODMAN_STEP = re.compile(r"^STEP (\d+)/(\d+): (.*)")
+_PODMAN_CACHED = re.compile(r"^--> Using cache ")
+# docker buildx --progress plain: "#7 [stage 3/9] RUN ...", then "#7 CACHED".
+_BUILDX_STEP = re.compile(r"^#(\d+) \[(?:[^\]]*?\s)?(\d+)/(\d+)\] (.*)")
+_BUILDX_CACHED = re.compile(r"^#(\d+) CACHED")
+
+
+@dataclass
+class BuildProgress:
+    """Steps seen in an engine's build log, and which of them the layer cache answered."""
+
+    steps: List[str] = field(default_factory=list)
+    cached: List[str] = field(default_factory=list)
+    _buildx_ids: dict = field(default_factory=dict)
+
+    def feed(self, line: str) -> Optional[str]:
+        """Record one log line; return the step it starts, if it starts one."""
+        line = line.rstrip("\n")
+        match = _PODMAN_STEP.match(line)
+        if match:
+            self.steps.append(match.group(3))
+            return f"step {match.group(1)}/{match.group(2)}: {match.group(3)}"
+        if _PODMAN_CACHED.match(line) and self.steps:
+            self.cached.append(self.steps[-1])
+            return None
+        match = _BUILDX_STEP.match(line)
+        if match and match.group(1) not in self._buildx_ids:
+            self._buildx_ids[match.group(1)] = match.group(4)
+            self.steps.append(match.group(4))
+            return f"step {match.group(2)}/{match.group(3)}: {match.group(4)}"
+        match = _BUILDX_CACHED.match(line)
+        if match and match.group(1) in self._buildx_ids:
+            self.cached.append(self._buildx_ids[match.group(1)])
+        return None
+
+    @property
+    def rebuilt(self) -> List[str]:
+        """Steps the engine executed rather than took from its cache (FROM only names the base)."""
+        cached = list(self.cached)
+        out = []
+        for step in self.steps:
+            if step.upper().startswith("FROM "):
+                continue
+            if step in cached:
+                cached.remove(step)
+            else:
+                out.append(step)
+        return out
+
+
+@dataclass(frozen=True)
+class BuildResult:
+    plan: BuildPlan
+    image_id: str
+    size_bytes: int
+    seconds: float
+    steps: int
+    cached_steps: int
+    rebuilt_steps: tuple
+
+
+def git_revision(root: Path) -> Optional[Revision]:
+    """The checkout's commit and whether it has edits; None outside a git checkout."""
+    try:
+        sha = subprocess.run(["git", "-C", str(root), "rev-parse", "--short=12", "HEAD"],
+                             capture_output=True, text=True, timeout=30)
+        if sha.returncode != 0:
+            return None
+        status = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+                                capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return Revision(sha=sha.stdout.strip(), dirty=bool(status.stdout.strip()))
+
+
+def run_build(engine: Engine, plan: BuildPlan, on_line: Callable[[str], None] = lambda line: None,
+              no_cache: bool = False) -> BuildResult:
+    """Build (and, if planned, push) the image; raise NodeweaveError with the engine's last words on failure."""
+    from python_on_whales.exceptions import DockerException
+
+    progress = BuildProgress()
+    started = time.monotonic()
+    options = dict(context_path=plan.context, file=plan.dockerfile, tags=list(plan.tags),
+                   build_args=dict(plan.build_args), labels=dict(plan.labels), cache=not no_cache,
+                   network=plan.network, stream_logs=True)
+    if engine.kind == "docker":
+        options.update(progress="plain", load=True)
+    tail: List[str] = []
+    try:
+        for line in engine.client.buildx.build(**options):
+            progress.feed(line)
+            tail = (tail + [line.rstrip()])[-15:]
+            on_line(line.rstrip("\n"))
+    except DockerException as err:
+        raise NodeweaveError(
+            f"{engine.kind} build of {plan.dockerfile} failed (exit {err.return_code}); last lines:\n"
+            + "\n".join(tail)
+        ) from None
+    seconds = time.monotonic() - started
+    image = engine.client.image.inspect(plan.tags[0])
+    if plan.push:
+        push_tags(engine, plan.tags)
+    return BuildResult(plan=plan, image_id=image.id, size_bytes=int(image.size or 0), seconds=seconds,
+                       steps=len(progress.steps), cached_steps=len(progress.cached),
+                       rebuilt_steps=tuple(progress.rebuilt))
+
+
+def push_tags(engine: Engine, tags) -> None:
+    """Push every tag; a registry refusal names the tag and the engine's reason."""
+    from python_on_whales.exceptions import DockerException
+
+    for tag in tags:
+        try:
+            engine.client.image.push(tag, quiet=True)
+        except DockerException as err:
+            reason = (err.stderr or "").strip().splitlines()[-1:] or ["no message"]
+            raise NodeweaveError(f"{engine.kind} push {tag} failed: {reason[0]}") from None

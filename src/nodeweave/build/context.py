@@ -1,0 +1,91 @@
+"""Prepare what a build reads: the rendered Dockerfile and the wheelhouse.
+
+The Dockerfile is rendered from the spec for the requested variant (so
+``make image VARIANT=rocm70`` works with a spec written for cuda12); when the
+context already holds an identical ``images/<variant>/Dockerfile`` that file is
+used, so the command line is the plain one a user could type. The image build
+contract (docs/design.md) needs ``wheelhouse/`` in the context; a wheelhouse
+elsewhere is linked in wheel by wheel, never replacing a file already there.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import shutil
+from pathlib import Path
+from typing import Optional, Tuple
+
+from nodeweave.errors import UsageError
+
+WHEELHOUSE = "wheelhouse"
+
+
+def spec_for_variant(spec, variant: str):
+    """The spec with ``image.variant`` replaced, validated against the images catalogue."""
+    from nodeweave import images
+
+    known = sorted(getattr(images, "VARIANTS", None) or [])
+    if known and variant not in known:
+        raise UsageError(f"variant {variant!r} is not in the images catalogue; use one of {', '.join(known)}")
+    return dataclasses.replace(spec, image=dataclasses.replace(spec.image, variant=variant))
+
+
+def rendered_dockerfile(spec, variant: str) -> str:
+    """The text of ``images/<variant>/Dockerfile`` as the images renderer makes it for this spec."""
+    from nodeweave import images
+
+    files = images.render_files(spec_for_variant(spec, variant))
+    key = f"images/{variant}/Dockerfile"
+    if key not in files:
+        raise UsageError(f"the images renderer made no {key} for variant {variant!r}")
+    return files[key]
+
+
+def choose_dockerfile(context: Path, text: str, variant: str, scratch: Path,
+                      write: bool = True) -> Tuple[Path, bool]:
+    """The committed Dockerfile when it matches the rendering, else the rendering in ``scratch``.
+
+    Returns the path and whether the committed file was used; ``write=False``
+    (dry runs) only names the scratch path.
+    """
+    committed = context / "images" / variant / "Dockerfile"
+    if committed.is_file() and committed.read_text() == text:
+        return committed, True
+    target = scratch / "Dockerfile"
+    if write:
+        scratch.mkdir(parents=True, exist_ok=True)
+        target.write_text(text)
+    return target, False
+
+
+def _is_distribution(path: Path) -> bool:
+    return path.is_file() and path.name.endswith((".whl", ".tar.gz", ".zip"))
+
+
+def link_wheelhouse(context: Path, source: Optional[Path], write: bool = True) -> Tuple[Path, int]:
+    """Make ``<context>/wheelhouse`` exist; offer the wheels of ``source`` in it.
+
+    Wheels are hard-linked (copied across filesystems); a file of the same name
+    already there is kept. Returns the wheelhouse and how many distributions
+    it holds (or would hold, with ``write=False``).
+    """
+    target = context / WHEELHOUSE
+    if target.exists() and not target.is_dir():
+        raise UsageError(f"{target} exists and is not a directory; the image build contract needs a wheelhouse directory there")
+    present = {item.name for item in target.iterdir() if _is_distribution(item)} if target.is_dir() else set()
+    offered = []
+    if source is not None:
+        source = source.expanduser().resolve()
+        if not source.is_dir():
+            raise UsageError(f"--wheelhouse {source}: not a directory of wheels")
+        if source != target.resolve():
+            offered = [wheel for wheel in sorted(source.iterdir()) if _is_distribution(wheel) and wheel.name not in present]
+    if write:
+        target.mkdir(exist_ok=True)
+        for wheel in offered:
+            try:
+                os.link(wheel, target / wheel.name)
+            except OSError:
+                shutil.copy2(wheel, target / wheel.name)
+    return target, len(present) + len(offered)

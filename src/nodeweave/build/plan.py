@@ -1,0 +1,113 @@
+"""What an image build will do, decided before any engine runs.
+
+A :class:`BuildPlan` holds the Dockerfile, the context, the tags, the build
+arguments and the labels; ``nodeweave image build --dry-run`` prints it and
+stops, the real build executes the same object. Pure: no I/O here.
+"""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Mapping, Optional, Tuple
+
+# The build argument the rendered Dockerfiles take their FROM image from.
+BASE_IMAGE_ARG = "BASE_IMAGE"
+
+
+@dataclass(frozen=True)
+class Revision:
+    """The source revision an image is built from: a commit, and whether the tree had edits."""
+
+    sha: str
+    dirty: bool = False
+
+    @property
+    def tag_suffix(self) -> str:
+        return f"{self.sha}-dirty" if self.dirty else self.sha
+
+
+@dataclass(frozen=True)
+class BuildPlan:
+    variant: str
+    dockerfile: Path
+    context: Path
+    tags: Tuple[str, ...]  # the immutable tag first, then the moving one
+    build_args: Mapping[str, str] = field(default_factory=dict)
+    labels: Mapping[str, str] = field(default_factory=dict)
+    push: bool = False
+    network: Optional[str] = None  # build-time network ("host" lets apt reach a mirror)
+
+    @property
+    def image(self) -> str:
+        """The immutable reference; what a deployment should name."""
+        return self.tags[0]
+
+    def command(self, engine_kind: str = "podman") -> str:
+        """The equivalent engine command line, for --dry-run and logs."""
+        argv = [engine_kind, "buildx", "build", "--file", str(self.dockerfile)]
+        if self.network:
+            argv += ["--network", self.network]
+        for key, value in sorted(self.build_args.items()):
+            argv += ["--build-arg", f"{key}={value}"]
+        for key, value in sorted(self.labels.items()):
+            argv += ["--label", f"{key}={value}"]
+        for tag in self.tags:
+            argv += ["--tag", tag]
+        argv.append(str(self.context))
+        lines = [shlex.join(argv)]
+        if self.push:
+            lines += [shlex.join([engine_kind, "push", tag]) for tag in self.tags]
+        return "\n".join(lines)
+
+
+def image_repository(registry: str, name: str) -> str:
+    return f"{registry.rstrip('/')}/{name}"
+
+
+def plan_tags(registry: str, name: str, variant: str, revision: Optional[Revision],
+              fixed_tag: Optional[str]) -> Tuple[str, ...]:
+    """``<registry>/<name>:<variant>-<sha>`` (or the fixed tag), then the moving ``:<variant>``."""
+    repository = image_repository(registry, name)
+    if fixed_tag:
+        first = fixed_tag
+    elif revision is not None:
+        first = f"{variant}-{revision.tag_suffix}"
+    else:
+        first = variant
+    tags = [f"{repository}:{first}"]
+    if first != variant:
+        tags.append(f"{repository}:{variant}")
+    return tuple(tags)
+
+
+def plan_build(spec, variant: str, context: Path, dockerfile: Path, revision: Optional[Revision],
+               base: Optional[str] = None, push: bool = False, fixed_tag: Optional[str] = None,
+               extra_args: Optional[Mapping[str, str]] = None, offline: bool = False,
+               network: Optional[str] = None, version: Optional[str] = None,
+               source: Optional[str] = None) -> BuildPlan:
+    """The build of one variant for ``spec``: tags, arguments and OCI labels.
+
+    Build arguments, later ones winning: the contract's VERSION/REVISION/SOURCE,
+    ``image.build_args``, ``--build-arg`` values, then the base override and
+    PIP_NO_INDEX for offline builds (docs/design.md, image build contract).
+    """
+    build_args = {}
+    if version:
+        build_args["VERSION"] = version
+    if revision is not None:
+        build_args["REVISION"] = revision.sha + ("-dirty" if revision.dirty else "")
+    if source:
+        build_args["SOURCE"] = source
+    build_args.update(spec.image.build_args)
+    build_args.update(extra_args or {})
+    chosen_base = base or spec.image.base
+    if chosen_base:
+        build_args[BASE_IMAGE_ARG] = chosen_base
+    if offline:
+        build_args["PIP_NO_INDEX"] = "1"
+    labels = {"io.nodeweave.job": spec.name, "io.nodeweave.variant": variant}
+    tags = plan_tags(spec.image.registry, spec.name, variant, revision, fixed_tag or spec.image.tag)
+    return BuildPlan(variant=variant, dockerfile=dockerfile, context=context, tags=tags,
+                     build_args=build_args, labels=labels, push=push, network=network)

@@ -1,0 +1,98 @@
+"""``nodeweave image build``: build a variant's image with docker (buildx) or podman.
+
+The engine's log streams as it runs (``--quiet`` keeps only the steps); the
+summary says which steps the layer cache answered, so a code-only rebuild
+shows that only the code layers ran again.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from nodeweave.errors import UsageError
+
+image_app = typer.Typer(help="Build and push the training images.", no_args_is_help=True)
+
+
+def _parse_build_args(values: List[str]) -> dict:
+    parsed = {}
+    for value in values:
+        key, sep, rest = value.partition("=")
+        if not sep or not key:
+            raise UsageError(f"--build-arg {value!r}: expected KEY=VALUE")
+        parsed[key] = rest
+    return parsed
+
+
+@image_app.command("build")
+def build(
+    variant: str = typer.Argument(..., help="images catalogue key (`nodeweave variants`), e.g. cpu, cuda12, rocm70"),
+    spec_path: Path = typer.Option(Path("nodeweave.yaml"), "--spec", help="the cluster spec"),
+    context: Optional[Path] = typer.Option(None, "--context", help="build context (default: the spec's directory, "
+                                           "the repository root of the image build contract)"),
+    base: Optional[str] = typer.Option(None, "--base", help="base image instead of the variant's (BASE_IMAGE build arg; "
+                                       "overrides image.base)"),
+    push: bool = typer.Option(False, "--push", help="push every tag after the build"),
+    wheelhouse: Optional[Path] = typer.Option(None, "--wheelhouse", help="a directory of wheels to offer pip "
+                                              "(linked into <context>/wheelhouse)"),
+    offline: bool = typer.Option(False, "--offline", help="pip uses the wheelhouse only (PIP_NO_INDEX=1)"),
+    network: Optional[str] = typer.Option(None, "--network", help="build-time network, e.g. host (apt reaches a mirror)"),
+    tag: Optional[str] = typer.Option(None, "--tag", help="a fixed tag instead of <variant>-<git sha> (overrides image.tag)"),
+    build_arg: List[str] = typer.Option([], "--build-arg", help="KEY=VALUE, repeatable; over image.build_args"),
+    engine_name: Optional[str] = typer.Option(None, "--engine", help="docker or podman (default: $NODEWEAVE_ENGINE, "
+                                              "else the first that answers, docker before podman)"),
+    no_cache: bool = typer.Option(False, "--no-cache", help="ignore the layer cache"),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="show the build's steps, not the engine's whole log"),
+    dry_run: bool = typer.Option(False, "--dry-run", help="print the plan and the equivalent command; build nothing"),
+) -> None:
+    """Build one variant's image from the Dockerfile rendered for the spec, tag it <variant>-<sha> and <variant>."""
+    from nodeweave.build import BuildProgress, detect_engine, prepare_build, run_build
+    from nodeweave.spec import load_spec
+
+    spec = load_spec(spec_path)
+    context_dir = (context or spec_path.resolve().parent)
+    if not context_dir.is_dir():
+        raise UsageError(f"--context {context_dir}: not a directory")
+    console = Console(stderr=True, soft_wrap=True)
+    with tempfile.TemporaryDirectory(prefix="nodeweave-build-") as scratch:
+        prepared = prepare_build(spec, variant, context_dir, Path(scratch), base=base, push=push,
+                                 wheelhouse=wheelhouse, offline=offline, network=network, tag=tag,
+                                 build_args=_parse_build_args(build_arg), dry_run=dry_run)
+        plan = prepared.plan
+        for note in prepared.notes:
+            console.print(f"[dim]{note}[/dim]", highlight=False)
+        if dry_run:
+            typer.echo(plan.command(engine_name or "podman"))
+            return
+        engine = detect_engine(engine_name)
+        console.print(f"[bold]building[/bold] {plan.image} with {engine}", highlight=False)
+        echo = BuildProgress()
+
+        def on_line(line: str) -> None:
+            step = echo.feed(line)
+            if step:
+                console.print(f"[bold cyan]{step}[/bold cyan]", highlight=False, markup=True)
+            elif not quiet:
+                console.print(line, markup=False, highlight=False, style="dim")
+
+        result = run_build(engine, plan, on_line=on_line, no_cache=no_cache)
+    table = Table(title=f"{variant} image", show_header=False)
+    table.add_row("image", plan.image)
+    for extra in plan.tags[1:]:
+        table.add_row("also tagged", extra)
+    table.add_row("id", result.image_id[:19])
+    table.add_row("size", f"{result.size_bytes / 2**20:,.0f} MiB")
+    table.add_row("time", f"{result.seconds:.1f} s")
+    table.add_row("steps", f"{result.steps} ({result.cached_steps} from cache)")
+    table.add_row("pushed", "yes" if plan.push else "no")
+    Console().print(table)
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(image_app, name="image")

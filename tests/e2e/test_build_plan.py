@@ -1,0 +1,169 @@
+"""The build planner and the build-log parser, without an engine.
+
+The podman log below was captured from a real `podman build` (4.3) of a
+four-step Dockerfile, built twice; the buildx log is docker's plain progress
+format. Engine runs of the real image are in test_image_build.py.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from nodeweave.build import BuildProgress, Revision, plan_tags, prepare_build
+from nodeweave.build.context import link_wheelhouse
+from nodeweave.spec import parse_spec
+
+FIXTURES = Path(__file__).parent / "fixtures"
+REPO = Path(__file__).resolve().parents[2]
+
+PODMAN_COLD = """STEP 1/4: FROM localhost/nodeweave-base:bookworm
+STEP 2/4: RUN echo one > /one
+--> 0d70c5d8ccb
+STEP 3/4: COPY a.txt /a.txt
+--> 3daa5d1fe78
+STEP 4/4: RUN cat /a.txt
+hi
+COMMIT localhost/pbt:x
+--> c6e327d0cd4
+Successfully tagged localhost/pbt:x
+"""
+PODMAN_WARM = """STEP 1/4: FROM localhost/nodeweave-base:bookworm
+STEP 2/4: RUN echo one > /one
+--> Using cache 0d70c5d8ccb47dfdcddbbf6557e739c90fea9e02e5591cf4365fa4cc79d19bda
+--> 0d70c5d8ccb
+STEP 3/4: COPY a.txt /a.txt
+--> Using cache 3daa5d1fe786d18b740125ed90df6366fb8b32770800e595f3c2d95dd6212dba
+--> 3daa5d1fe78
+STEP 4/4: RUN cat /a.txt
+hi
+COMMIT localhost/pbt:x
+"""
+
+SPEC = """name: trainer
+image: {variant: cpu, registry: registry.example/team, build_args: {PIP_EXTRA: "x"}}
+nodes: 2
+gpus_per_node: 2
+launcher: {script: allreduce.py}
+"""
+
+
+def _feed(text: str) -> BuildProgress:
+    progress = BuildProgress()
+    for line in text.splitlines():
+        progress.feed(line)
+    return progress
+
+
+def test_podman_cold_build_counts_steps_and_no_cache():
+    progress = _feed(PODMAN_COLD)
+    assert len(progress.steps) == 4
+    assert progress.cached == []
+    assert progress.rebuilt == ["RUN echo one > /one", "COPY a.txt /a.txt", "RUN cat /a.txt"]
+
+
+def test_podman_warm_build_names_the_steps_that_ran():
+    progress = _feed(PODMAN_WARM)
+    assert len(progress.cached) == 2
+    assert progress.rebuilt == ["RUN cat /a.txt"]
+
+
+def test_buildx_plain_log_names_cached_and_rebuilt_steps():
+    progress = _feed((FIXTURES / "buildx-plain.log").read_text())
+    assert len(progress.steps) == 6
+    assert len(progress.cached) == 4
+    assert progress.rebuilt == ["RUN --mount=type=bind,target=/tmp/nodeweave-context pip install --no-deps /tmp/nodeweave-src"]
+
+
+def test_tags_immutable_first_then_moving():
+    assert plan_tags("reg.io/t/", "job", "cpu", Revision("abc123def456"), None) == (
+        "reg.io/t/job:cpu-abc123def456", "reg.io/t/job:cpu")
+    assert plan_tags("reg.io/t", "job", "cpu", Revision("abc", dirty=True), None)[0] == "reg.io/t/job:cpu-abc-dirty"
+    assert plan_tags("reg.io/t", "job", "cuda12", Revision("abc"), "v1.2") == ("reg.io/t/job:v1.2", "reg.io/t/job:cuda12")
+    assert plan_tags("reg.io/t", "job", "cpu", None, None) == ("reg.io/t/job:cpu",)
+
+
+def test_plan_carries_spec_args_base_override_and_offline(tmp_path):
+    spec = parse_spec(SPEC, "test.yaml")
+    prepared = prepare_build(spec, "cpu", REPO, tmp_path / "scratch", base="localhost/base:1", offline=False,
+                             network="host", build_args={"PIP_EXTRA": "y"}, dry_run=True)
+    plan = prepared.plan
+    assert plan.build_args["BASE_IMAGE"] == "localhost/base:1"
+    assert plan.build_args["PIP_EXTRA"] == "y"  # --build-arg wins over image.build_args
+    assert "PIP_NO_INDEX" not in plan.build_args
+    assert plan.tags[0].startswith("registry.example/team/trainer:cpu-")
+    assert plan.tags[1] == "registry.example/team/trainer:cpu"
+    assert "--network host" in plan.command("podman")
+    assert not (tmp_path / "scratch").exists(), "a dry run writes nothing"
+
+
+def test_wheelhouse_links_new_wheels_and_keeps_existing(tmp_path):
+    source = tmp_path / "src"
+    source.mkdir()
+    (source / "a-1.0-py3-none-any.whl").write_text("new")
+    (source / "b-1.0-py3-none-any.whl").write_text("new")
+    (source / "notes.txt").write_text("not a wheel")
+    context = tmp_path / "ctx"
+    (context / "wheelhouse").mkdir(parents=True)
+    (context / "wheelhouse" / "a-1.0-py3-none-any.whl").write_text("mine")
+    house, count = link_wheelhouse(context, source)
+    assert count == 2
+    assert (house / "a-1.0-py3-none-any.whl").read_text() == "mine"
+    assert (house / "b-1.0-py3-none-any.whl").read_text() == "new"
+    assert not (house / "notes.txt").exists()
+
+
+def _cli(*args, env=None, cwd=None):
+    runner = "import sys; from nodeweave.cli import main; sys.exit(main(sys.argv[1:]))"
+    return subprocess.run([sys.executable, "-c", runner, *args], capture_output=True, text=True,
+                          env=env, cwd=cwd, timeout=120)
+
+
+def test_cli_dry_run_prints_the_command(tmp_path):
+    spec = tmp_path / "nodeweave.yaml"
+    spec.write_text(SPEC)
+    out = _cli("image", "build", "cpu", "--spec", str(spec), "--context", str(REPO),
+               "--base", "localhost/b:1", "--offline", "--dry-run")
+    assert out.returncode == 0, out.stderr
+    assert "--build-arg BASE_IMAGE=localhost/b:1" in out.stdout
+    assert "--build-arg PIP_NO_INDEX=1" in out.stdout
+    assert "registry.example/team/trainer:cpu" in out.stdout
+
+
+def test_cli_unknown_variant_is_a_usage_error(tmp_path):
+    spec = tmp_path / "nodeweave.yaml"
+    spec.write_text(SPEC)
+    out = _cli("image", "build", "rocm99", "--spec", str(spec), "--dry-run")
+    assert out.returncode == 2
+    assert "rocm99" in out.stderr and "cpu" in out.stderr
+    assert "Traceback" not in out.stderr
+
+
+def test_cli_without_any_engine_exits_3_naming_both(tmp_path):
+    """PATH holds only python: neither docker nor podman can answer."""
+    spec = tmp_path / "nodeweave.yaml"
+    spec.write_text(SPEC)
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    (bindir / "python").symlink_to(sys.executable)
+    (bindir / "git").symlink_to(subprocess.run(["which", "git"], capture_output=True, text=True).stdout.strip())
+    env = {"PATH": str(bindir), "HOME": str(tmp_path)}
+    out = _cli("image", "build", "cpu", "--spec", str(spec), "--context", str(tmp_path), env=env)
+    assert out.returncode == 3, out.stderr
+    assert "no container engine" in out.stderr and "docker" in out.stderr and "podman" in out.stderr
+    assert "Traceback" not in out.stderr
+
+
+@pytest.mark.parametrize("value", ["containerd", "DOCKER"])
+def test_engine_override_must_name_a_known_engine(value, tmp_path):
+    import os
+
+    spec = tmp_path / "nodeweave.yaml"
+    spec.write_text(SPEC)
+    out = _cli("image", "build", "cpu", "--spec", str(spec), "--context", str(tmp_path),
+               env={**os.environ, "NODEWEAVE_ENGINE": value})
+    assert out.returncode == 2
+    assert "NODEWEAVE_ENGINE" in out.stderr and value in out.stderr

@@ -1,0 +1,62 @@
+"""A tiny gloo all-reduce, the training script of the end-to-end tests.
+
+Every rank contributes rank + 1, so the sum over a world of W is W(W+1)/2;
+each rank prints one ``NODEWEAVE-E2E`` line with what it saw and the epoch
+times of its start, of ``import torch``, of the rendezvous and of the first
+all-reduce (the engine benchmark splits the start-up time with them).
+``--steps N --interval S`` keeps it all-reducing, for the fault tests.
+Works under torchrun, deepspeed (--local_rank) and accelerate.
+"""
+
+import time
+
+STARTED = time.time()
+
+import argparse  # noqa: E402
+import datetime  # noqa: E402
+import json  # noqa: E402
+import os  # noqa: E402
+import socket  # noqa: E402
+import sys  # noqa: E402
+
+import torch  # noqa: E402
+import torch.distributed as dist  # noqa: E402
+
+IMPORTED = time.time()
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--steps", type=int, default=1)
+    parser.add_argument("--interval", type=float, default=0.0)
+    parser.add_argument("--timeout", type=float, default=60.0, help="gloo collective timeout, seconds")
+    args, _unknown = parser.parse_known_args()  # deepspeed adds --local_rank=N
+
+    dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=args.timeout))
+    joined = time.time()
+    rank, world = dist.get_rank(), dist.get_world_size()
+    total = None
+    first = None
+    for step in range(args.steps):
+        tensor = torch.tensor([float(rank + 1)])
+        dist.all_reduce(tensor)
+        total = tensor.item()
+        if first is None:
+            first = time.time()
+        if args.interval:
+            print(f"NODEWEAVE-STEP rank={rank} step={step}", flush=True)
+            time.sleep(args.interval)
+    record = {
+        "rank": rank, "world": world, "sum": total, "expected": world * (world + 1) / 2,
+        "host": socket.gethostname(), "local_rank": int(os.environ.get("LOCAL_RANK", "-1")),
+        "node_rank": int(os.environ.get("GROUP_RANK", os.environ.get("NODE_RANK", "-1"))),
+        "started": STARTED, "imported": IMPORTED, "joined": joined, "first_allreduce": first,
+    }
+    print("NODEWEAVE-E2E " + json.dumps(record, sort_keys=True), flush=True)
+    dist.barrier()
+    dist.destroy_process_group()
+    return 0 if total == record["expected"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
