@@ -1,0 +1,39 @@
+"""Quoting spec values into Dockerfile and bake-file text.
+
+A Dockerfile has no JSON form for ``ARG``, ``ENV`` or ``LABEL``: values are
+shell-like words in which ``$`` expands, ``"`` ends the word and ``\\``
+escapes. :func:`dockerfile_word` turns any single-line string into a
+double-quoted word that buildah and BuildKit read back verbatim (an engine
+test builds an image to prove it). Exec-form instructions (``ENTRYPOINT``,
+``CMD``) are JSON arrays, written with :func:`exec_form`.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Iterable
+
+from nodeweave.errors import UsageError
+
+
+def is_single_line(value: str) -> bool:
+    """True when ``value`` has no control characters a Dockerfile line cannot carry."""
+    return not any(ord(ch) < 0x20 or ord(ch) == 0x7F for ch in value)
+
+
+def dockerfile_word(value: str, field: str) -> str:
+    """``value`` as a double-quoted Dockerfile word with nothing left to expand."""
+    if not is_single_line(value):
+        raise UsageError(f"{field}: {value!r} has a newline or control character, which a Dockerfile line cannot hold; accepted: a single-line value")
+    escaped = value.replace("\\", "\\\\").replace('"', '\\"').replace("$", "\\$")
+    return f'"{escaped}"'
+
+
+def exec_form(argv: Iterable[str]) -> str:
+    """A JSON array for exec-form ``ENTRYPOINT``/``CMD``: no shell, no expansion."""
+    return json.dumps(list(argv), ensure_ascii=False)
+
+
+def bake_literal(value: str) -> str:
+    """``value`` with bake's HCL template markers escaped (``${`` and ``%{`` would interpolate)."""
+    return value.replace("${", "$${").replace("%{", "%%{")
