@@ -1,0 +1,239 @@
+"""Which files a sync sends: one rule list, used three ways.
+
+The same ordered rules become rsync ``--filter`` arguments, drive the local
+walk that feeds the tar fallback, and define the file set the consistency
+check digests, so the three can never disagree. Rules follow rsync's
+semantics (first match wins, ``*`` stops at ``/``, ``**`` does not, a
+trailing ``/`` matches directories only, a leading ``/`` anchors at the
+source root); ``.nodeweaveignore`` and ``--exclude`` are written in
+gitignore syntax (last match wins, ``!`` re-includes) and translated.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from nodeweave.errors import UsageError
+
+IGNORE_FILE = ".nodeweaveignore"
+STAMP_FILE = ".nodeweave-sync.json"
+
+# Large or machine-local artefacts nobody wants copied to every node.
+DEFAULT_EXCLUDES = (
+    "__pycache__/", "*.pyc", ".venv/", "venv/", ".mypy_cache/", ".pytest_cache/",
+    ".ruff_cache/", ".ipynb_checkpoints/", ".tox/", "node_modules/", ".git/",
+    "*.ckpt", "*.pt", "*.pth", "*.safetensors", "*.gguf", "checkpoints/",
+    "wandb/", "mlruns/", "lightning_logs/", "outputs/", "multirun/", ".DS_Store",
+)
+
+# Files that look like credentials; held back unless --include-secrets.
+SECRET_EXCLUDES = (
+    ".env", ".env.*", ".envrc", ".ssh/", "*.pem", "*.key", "*.p12", "*.pfx", "*.jks",
+    "id_rsa*", "id_dsa*", "id_ecdsa*", "id_ed25519*", ".netrc", ".git-credentials",
+    ".pypirc", ".aws/", ".kube/", "kubeconfig", "*.kubeconfig", ".docker/",
+    "credentials.json", "service-account*.json", ".htpasswd",
+)
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One rsync-style filter rule and where it came from (for messages)."""
+
+    action: str  # "+" include, "-" exclude
+    pattern: str  # rsync pattern: leading "/" anchors, trailing "/" = directories only
+    origin: str  # "default", "secret", "stamp", ".nodeweaveignore:12", "--exclude"
+
+    def rsync_arg(self) -> str:
+        return f"--filter={self.action} {self.pattern}"
+
+
+@dataclass(frozen=True)
+class _Compiled:
+    rule: Rule
+    regex: "re.Pattern[str]"
+    dir_only: bool
+    basename_only: bool
+
+
+def _wildmatch_regex(pattern: str) -> str:
+    """Translate an rsync wildcard pattern (no anchor, no trailing slash) to a regex."""
+    out, i, n = [], 0, len(pattern)
+    while i < n:
+        ch = pattern[i]
+        if ch == "\\" and i + 1 < n:
+            out.append(re.escape(pattern[i + 1]))
+            i += 2
+        elif pattern.startswith("**", i):
+            out.append(".*")
+            i += 2
+        elif ch == "*":
+            out.append("[^/]*")
+            i += 1
+        elif ch == "?":
+            out.append("[^/]")
+            i += 1
+        elif ch == "[":
+            end = pattern.find("]", i + 2 if pattern[i + 1:i + 2] in ("!", "^", "]") else i + 1)
+            if end < 0:
+                out.append(re.escape(ch))
+                i += 1
+                continue
+            body = pattern[i + 1:end]
+            if body[:1] in ("!", "^"):
+                body = "^" + body[1:]
+            out.append("[" + body.replace("\\", "\\\\") + "]")
+            i = end + 1
+        else:
+            out.append(re.escape(ch))
+            i += 1
+    return "".join(out)
+
+
+def _compile(rule: Rule) -> _Compiled:
+    pattern = rule.pattern
+    dir_only = pattern.endswith("/")
+    pattern = pattern.rstrip("/") if dir_only else pattern
+    anchored = pattern.startswith("/")
+    pattern = pattern.lstrip("/")
+    basename_only = not anchored and "/" not in pattern and "**" not in pattern
+    body = _wildmatch_regex(pattern)
+    if anchored or basename_only:
+        regex = re.compile(f"^{body}$", re.S)
+    else:  # rsync: an unanchored pattern with a slash matches the end of the path
+        regex = re.compile(f"(?:^|/){body}$", re.S)
+    return _Compiled(rule, regex, dir_only, basename_only)
+
+
+@dataclass
+class FileSet:
+    """What a sync sends: relative paths, their kinds, and what was held back."""
+
+    root: Path
+    files: "dict[str, str]" = field(default_factory=dict)  # relpath -> "f" (file) | "l" (symlink)
+    dirs: "list[str]" = field(default_factory=list)
+    total_bytes: int = 0
+    held_back_secrets: "list[str]" = field(default_factory=list)
+
+
+class Filter:
+    """An ordered rule list with rsync's first-match-wins semantics."""
+
+    def __init__(self, rules: "list[Rule]"):
+        self.rules = list(rules)
+        self._compiled = [_compile(rule) for rule in self.rules]
+
+    def match(self, relpath: str, is_dir: bool) -> "Rule | None":
+        """The first rule that matches ``relpath`` (posix, relative to the source root)."""
+        name = relpath.rsplit("/", 1)[-1]
+        for comp in self._compiled:
+            if comp.dir_only and not is_dir:
+                continue
+            if comp.regex.search(name if comp.basename_only else relpath):
+                return comp.rule
+        return None
+
+    def excluded(self, relpath: str, is_dir: bool) -> bool:
+        rule = self.match(relpath, is_dir)
+        return rule is not None and rule.action == "-"
+
+    def rsync_args(self) -> "list[str]":
+        return [rule.rsync_arg() for rule in self.rules]
+
+    def walk(self, root: Path) -> FileSet:
+        """Walk ``root`` the way rsync -r would with these rules (symlinks not followed)."""
+        found = FileSet(root=root)
+        pending = [""]
+        while pending:
+            rel_dir = pending.pop()
+            with os.scandir(root / rel_dir if rel_dir else root) as entries:
+                for entry in entries:
+                    rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
+                    st = entry.stat(follow_symlinks=False)
+                    is_dir = stat.S_ISDIR(st.st_mode)
+                    rule = self.match(rel, is_dir)
+                    if rule is not None and rule.action == "-":
+                        if rule.origin == "secret":
+                            found.held_back_secrets.append(rel + ("/" if is_dir else ""))
+                        continue
+                    if is_dir:
+                        found.dirs.append(rel)
+                        pending.append(rel)
+                    elif stat.S_ISREG(st.st_mode):
+                        found.files[rel] = "f"
+                        found.total_bytes += st.st_size
+                    elif stat.S_ISLNK(st.st_mode):
+                        found.files[rel] = "l"
+        found.dirs.sort()
+        found.held_back_secrets.sort()
+        return found
+
+
+def gitignore_rules(lines: "list[str]", origin: str) -> "list[Rule]":
+    """Translate gitignore lines into rsync rules, already in first-match-wins order."""
+    rules: "list[Rule]" = []
+    for number, raw in enumerate(lines, start=1):
+        line = raw.rstrip("\n")
+        if not line.endswith("\\ "):
+            line = line.rstrip()
+        if not line or line.startswith("#"):
+            continue
+        action = "-"
+        if line.startswith("!"):
+            action, line = "+", line[1:]
+        elif line.startswith("\\!") or line.startswith("\\#"):
+            line = line[1:]
+        where = f"{origin}:{number}" if origin != "--exclude" else origin
+        if "\n" in line or "\r" in line or line.strip("/") == "":
+            raise UsageError(f"{where}: pattern {raw.strip()!r} matches nothing useful; "
+                             "write a gitignore pattern such as 'data/' or '*.bin'")
+        for pattern in _gitignore_to_rsync(line):
+            rules.append(Rule(action, pattern, where))
+    rules.reverse()  # gitignore: the last match wins; rsync: the first
+    return rules
+
+
+def _gitignore_to_rsync(pattern: str) -> "list[str]":
+    trailing = "/" if pattern.endswith("/") else ""
+    body = pattern.rstrip("/")
+    if body.startswith("**/"):
+        body = body[3:]
+        anchored = False
+    else:
+        anchored = "/" in body
+    body = body.lstrip("/")
+    variants = _expand_double_star(body)
+    prefix = "/" if anchored else ""
+    return [prefix + v + trailing for v in sorted(variants, key=lambda v: (-len(v), v))]
+
+
+def _expand_double_star(body: str) -> "set[str]":
+    """gitignore's ``a/**/b`` also matches ``a/b``; rsync's does not, so add that variant."""
+    head, sep, tail = body.partition("/**/")
+    if not sep:
+        return {body}
+    return {f"{head}/**/{rest}" for rest in _expand_double_star(tail)} | {
+        f"{head}/{rest}" for rest in _expand_double_star(tail)}
+
+
+def build_filter(src: Path, *, extra_excludes: "list[str]" = (), default_excludes: bool = True,
+                 include_secrets: bool = False) -> Filter:
+    """The rule list for ``src``: stamp, secrets, --exclude, .nodeweaveignore, defaults."""
+    rules = [Rule("-", "/" + STAMP_FILE, "stamp")]
+    if not include_secrets:
+        rules += [Rule("-", pattern, "secret") for pattern in SECRET_EXCLUDES]
+    rules += gitignore_rules(list(extra_excludes), "--exclude")
+    ignore_path = src / IGNORE_FILE
+    if ignore_path.is_file():
+        try:
+            text = ignore_path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as err:
+            raise UsageError(f"{ignore_path}: cannot read it ({err}); it must be UTF-8 text "
+                             "with one gitignore pattern per line") from err
+        rules += gitignore_rules(text.splitlines(), str(ignore_path))
+    if default_excludes:
+        rules += [Rule("-", pattern, "default") for pattern in DEFAULT_EXCLUDES]
+    return Filter(rules)

@@ -1,0 +1,180 @@
+"""Fan a sync out to every target at once, retry what is transient, check the result.
+
+One worker thread per target (bounded), each doing probe -> transfer ->
+digest -> stamp, with exponential backoff only for failures a retry can fix
+(rsync 10/12/30/35, ssh 255, dropped API connections). Progress goes to a
+callback so the CLI can draw a rich Live view; a failed target never stops
+the others.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from nodeweave.sync.filters import FileSet, Filter
+from nodeweave.sync.targets import Target
+from nodeweave.sync.transfer import Moved, TransferError, probe, run_rsync, run_tar
+from nodeweave.sync.transport import RsyncOptions, TransportOptions
+from nodeweave.sync.verify import (GitInfo, TargetCheck, compare, local_digests, make_stamp,
+                                   read_stamp, remote_digests, tree_digest, write_stamp)
+
+OnProgress = Callable[[Target, str, float], None]  # (target, stage, fraction of the transfer)
+
+
+@dataclass(frozen=True)
+class SyncRequest:
+    src: Path
+    dest: str
+    targets: "tuple[Target, ...]"
+    fileset: FileSet
+    filt: Filter
+    rsync: RsyncOptions = RsyncOptions()
+    transport: TransportOptions = TransportOptions()
+    git: GitInfo = GitInfo()
+    jobs: int = 8
+    retries: int = 2
+    backoff_s: float = 1.0
+    verify: bool = True
+    force_tar: bool = False  # use the tar fallback even where rsync exists (tests, benchmarks)
+
+
+@dataclass
+class TargetResult:
+    target: Target
+    status: str = "pending"  # ok | failed | mismatch | dry-run
+    method: str = "-"
+    files: int = 0
+    bytes: int = 0
+    seconds: float = 0.0
+    attempts: int = 0
+    error: "str | None" = None
+    changes: "list[str]" = field(default_factory=list)
+    check: "TargetCheck | None" = None
+
+    @property
+    def ok(self) -> bool:
+        return self.status in ("ok", "dry-run")
+
+
+def _with_retries(req: SyncRequest, result: TargetResult, attempt: Callable[[], Moved],
+                  on_progress: OnProgress) -> Moved:
+    delay = req.backoff_s
+    while True:
+        result.attempts += 1
+        try:
+            return attempt()
+        except TransferError as err:
+            if not err.transient or result.attempts > req.retries:
+                raise
+            on_progress(result.target, f"retry in {delay:.0f}s: {str(err)[:60]}", 0.0)
+            time.sleep(delay * (1 + random.random() / 4))
+            delay *= 2
+
+
+def sync_target(req: SyncRequest, target: Target, local: "dict[str, str] | None",
+                on_progress: OnProgress) -> TargetResult:
+    """Probe, transfer, digest and stamp one target; never raises."""
+    result = TargetResult(target=target)
+    started = time.monotonic()
+
+    def attempt() -> Moved:
+        on_progress(target, "probe", 0.0)
+        found = probe(target, req.dest, req.transport)
+        use_rsync = "rsync" in found.tools and not req.force_tar
+        if not use_rsync and "tar" not in found.tools:
+            raise TransferError("the target has neither rsync nor tar", transient=False)
+        result.method = "rsync" if use_rsync else "tar"
+        progress = lambda frac, note: on_progress(target, note, frac)  # noqa: E731
+        if use_rsync:
+            moved = run_rsync(target, req.fileset, req.dest, req.filt, req.rsync, req.transport, progress)
+        else:
+            moved = run_tar(target, req.fileset, req.dest, req.filt, req.rsync, req.transport,
+                            progress, has_find="find" in found.tools)
+        moved.tools = found.tools
+        return moved
+
+    try:
+        moved = _with_retries(req, result, attempt, on_progress)
+        result.files, result.bytes, result.changes = moved.files, moved.bytes, moved.changes
+        if req.rsync.dry_run:
+            result.status = "dry-run"
+        elif req.verify and local is not None:
+            on_progress(target, "verify", 1.0)
+            result.check = check_target(req, target, local, has_python="python3" in moved.tools)
+            result.status = "ok" if result.check.ok else "mismatch"
+            if result.check.error:
+                result.error = result.check.error
+            elif result.check.mismatched:
+                result.error = (f"{len(result.check.mismatched)} file(s) differ after sync, e.g. "
+                                + ", ".join(result.check.mismatched[:3]))
+        else:
+            result.status = "ok"
+    except TransferError as err:
+        result.status, result.error = "failed", str(err)
+    except Exception as err:  # a worker must report, not die: the others go on
+        result.status, result.error = "failed", f"{type(err).__name__}: {err}"
+    result.seconds = time.monotonic() - started
+    on_progress(target, result.status, 1.0)
+    return result
+
+
+def check_target(req: SyncRequest, target: Target, local: "dict[str, str]", *,
+                 has_python: bool, write: bool = True) -> TargetCheck:
+    """Digest the target's copy of the file set; write (or just read) the stamp."""
+    check = TargetCheck()
+    try:
+        remote = remote_digests(target, req.dest, sorted(local), has_python=has_python,
+                                opts=req.transport)
+        check.mismatched = compare(local, remote)
+        check.digest = tree_digest(remote)
+        if write and not check.mismatched:
+            stamp = make_stamp(req.src, req.git, check.digest, len(local))
+            check.stamp = write_stamp(target, req.dest, stamp, req.transport)
+            if check.stamp.get("digest") != check.digest or check.stamp.get("commit") != req.git.commit:
+                check.error = "the stamp read back differs from the one written"
+        elif not write:
+            check.stamp = read_stamp(target, req.dest, req.transport)
+    except Exception as err:
+        check.error = f"check failed: {err}"
+    return check
+
+
+def run_sync(req: SyncRequest, on_progress: OnProgress) -> "tuple[list[TargetResult], str | None]":
+    """Sync every target in parallel; results in target order and the source digest."""
+    local = None if req.rsync.dry_run or not req.verify else local_digests(req.fileset)
+    digest = tree_digest(local) if local is not None else None
+    with ThreadPoolExecutor(max_workers=max(1, min(req.jobs, len(req.targets)))) as pool:
+        futures = [pool.submit(sync_target, req, t, local, on_progress) for t in req.targets]
+        return [f.result() for f in futures], digest
+
+
+def run_check(req: SyncRequest, on_progress: OnProgress) -> "tuple[list[TargetResult], str]":
+    """Compare every target with the source without moving anything (``--check``)."""
+    local = local_digests(req.fileset)
+
+    def one(target: Target) -> TargetResult:
+        result = TargetResult(target=target, method="check", attempts=1)
+        started = time.monotonic()
+        on_progress(target, "probe", 0.0)
+        try:
+            found = probe(target, req.dest, req.transport)
+            on_progress(target, "verify", 0.5)
+            result.check = check_target(req, target, local, has_python="python3" in found.tools,
+                                        write=False)
+            result.status = "ok" if result.check.ok else "mismatch"
+            result.error = result.check.error or (
+                f"{len(result.check.mismatched)} file(s) differ from the source, e.g. "
+                + ", ".join(result.check.mismatched[:3]) if result.check.mismatched else None)
+        except TransferError as err:
+            result.status, result.error = "failed", str(err)
+        result.seconds = time.monotonic() - started
+        on_progress(target, result.status, 1.0)
+        return result
+
+    with ThreadPoolExecutor(max_workers=max(1, min(req.jobs, len(req.targets)))) as pool:
+        return list(pool.map(one, req.targets)), tree_digest(local)
