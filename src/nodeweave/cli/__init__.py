@@ -28,6 +28,7 @@ COMMAND_MODULES = [
     "image",
     "render",
     "sync",
+    "variants",
 ]
 
 for _name in COMMAND_MODULES:

@@ -1,0 +1,53 @@
+"""``nodeweave variants``: the images catalogue, as a table or as JSON.
+
+The table is for choosing ``image.variant``; ``--json`` is for scripts
+(wheelhouse fillers, CI matrices), with every pinned field of each row.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+
+def variant_records() -> list:
+    """Every catalogue row as a plain dict, derived fields included."""
+    from nodeweave.images import VARIANTS
+
+    records = []
+    for variant in VARIANTS.values():
+        record = asdict(variant)
+        record["accelerator_arch_arg"] = list(variant.accelerator_arch_arg) if variant.accelerator_arch_arg else None
+        record["extra_apt_packages"] = list(variant.extra_apt_packages)
+        record["apt_packages"] = list(variant.apt_packages)
+        record["pip_requirements"] = list(variant.pip_requirements)
+        records.append(record)
+    return records
+
+
+def variants(
+    as_json: bool = typer.Option(False, "--json", help="print the catalogue as JSON (a list of objects)"),
+) -> None:
+    """List the image variants: base image, PyTorch build, NCCL/RCCL (--json: every pinned field)."""
+    records = variant_records()
+    if as_json:
+        typer.echo(json.dumps(records, indent=2, sort_keys=True))
+        return
+    table = Table(title="nodeweave image variants (image.variant)")
+    table.add_column("variant", no_wrap=True)
+    table.add_column("vendor", no_wrap=True)
+    table.add_column("base image", overflow="fold")
+    table.add_column("torch", no_wrap=True)
+    table.add_column("NCCL / RCCL", overflow="fold")
+    for r in records:
+        index = r["torch_index_url"].rsplit("/", 1)[-1]
+        table.add_row(r["key"], r["vendor"], r["base_image"], f"{r['torch_version']} {index}", r["collectives"])
+    Console().print(table)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("variants")(variants)
