@@ -214,7 +214,7 @@ def _launcher(r: Reader, top: Fields) -> Launcher:
     script = r.string(script_node, "launcher.script", "a path such as train.py")
     if not rules.single_line(script):
         raise r.bad_value(script_node, "launcher.script", "a non-empty, single-line path such as train.py")
-    args = tuple(r.string(item, p, "strings (quote numbers if you like)") for p, item in r.sequence(f.get("args"), "launcher.args", "strings"))
+    args = tuple(r.string(item, p, "a string (any scalar but null)") for p, item in r.sequence(f.get("args"), "launcher.args", "strings"))
     return Launcher(
         type=_choice(r, f, "type", LAUNCHERS, "torchrun"),
         script=script,
