@@ -151,7 +151,7 @@ CASES = [
     (text(launcher="{script: t.py, master_port: '29500'}"), 3, "launcher.master_port", "'29500'", "an integer"),
     (text(launcher="{script: t.py, max_restarts: -1}"), 3, "launcher.max_restarts", "'-1'", "from 0"),
     (text(launcher="{script: t.py, args: --lr}"), 3, "launcher.args", "'--lr'", "a list of strings"),
-    (text(launcher="{script: t.py, args: [{a: 1}]}"), 3, "launcher.args[0]", "a mapping", "strings"),
+    (text(launcher="{script: t.py, args: [{a: 1}]}"), 3, "launcher.args[0]", "a mapping", "a string"),
     (text(launcher="{script: t.py, args: [null]}"), 3, "launcher.args[0]", "null", "a string"),
     (text("workspace: {path: work}\n"), 4, "workspace.path", "'work'", "absolute"),
     (text("workspace: {host_path: 'C:/x'}\n"), 4, "workspace.host_path", "'C:/x'", "no ':'"),
