@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib
 import posixpath
+import re
 from typing import Any, Dict, List
 
 import yaml
@@ -19,6 +20,23 @@ HEADER = (
     "# `nodeweave render compose` (or `make render`) instead of editing this file.\n"
 )
 VENDOR_PREFIXES = (("cuda", "nvidia"), ("rocm", "amd"))
+
+
+class _Dumper(yaml.SafeDumper):
+    """Quotes strings that YAML 1.2 readers (docker compose's Go parser) take for numbers.
+
+    PyYAML speaks YAML 1.1 and writes ``3e-4``, ``0o17`` or ``1_0`` bare; compose-go
+    reads ``3e-4`` as a float and then refuses it where a string belongs
+    (``command: [--lr, 3e-4]``).
+    """
+
+
+for _tag, _pattern in {
+    "tag:yaml.org,2002:int": r"^(?:[-+]?[0-9][0-9_]*|0o[0-7]+|[-+]?0x[0-9a-fA-F_]+|[-+]?0b[01_]+)$",
+    "tag:yaml.org,2002:float": r"^(?:[-+]?(?:\.[0-9]+|[0-9][0-9_]*(?:\.[0-9_]*)?)(?:[eE][-+]?[0-9]+)?"
+    r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$",
+}.items():
+    _Dumper.add_implicit_resolver(_tag, re.compile(_pattern), list("-+.0123456789"))
 
 
 def literal(value: str) -> str:
@@ -77,5 +95,7 @@ def user_env(spec) -> Dict[str, str]:
 
 def dump(document: Dict[str, Any], preamble: str = "") -> str:
     """Byte-stable YAML: sorted keys, no line wrapping, UTF-8 characters kept as they are."""
-    body = yaml.safe_dump(document, sort_keys=True, default_flow_style=False, allow_unicode=True, width=10_000)
+    body = yaml.dump(
+        document, Dumper=_Dumper, sort_keys=True, default_flow_style=False, allow_unicode=True, width=10_000
+    )
     return HEADER + preamble + body

@@ -22,8 +22,9 @@ PREAMBLE = (
 )
 RANK_MISSING = "NODE_RANK must be set: 0 on the master host, 1 to N-1 on the others (see compose/.env.example)"
 MASTER_MISSING = "MASTER_ADDR must be set: the master host's address on the training network (see compose/.env.example)"
-# NVIDIA's recommended limits for PyTorch containers: unlimited locked memory (RDMA) and a 64 MiB stack.
 SERVICE = "node"
+SHM_SIZE = "64gb"
+# NVIDIA's recommended limits for PyTorch containers: unlimited locked memory (RDMA) and a 64 MiB stack.
 GPU_ULIMITS = {"memlock": -1, "stack": 67108864}
 
 
@@ -75,6 +76,9 @@ def node_service(spec) -> Dict[str, Any]:
         "working_dir": literal(spec.workspace.path),
         "network_mode": "host",
         "ipc": "host",
+        # docker ignores shm_size under `ipc: host`; podman-compose has no `ipc`, and this keeps
+        # /dev/shm (NCCL, DataLoader workers) off podman's 64 MiB default there.
+        "shm_size": SHM_SIZE,
         "environment": _node_env(spec),
         "volumes": volumes(spec),
         "stop_grace_period": f"{spec.kubernetes.grace_period}s",
