@@ -1,0 +1,104 @@
+"""The in-container entrypoint: detect the node, plan rank/env/launcher, explain, exec.
+
+Stdlib only and never imports torch (a test holds it to that); every read of
+the machine takes a root prefix (``--sysroot`` / ``NODEWEAVE_SYSROOT``) so tests
+run on captured trees. ``docs/entrypoint.md`` is the user manual.
+
+Python API (stable; ``doctor`` and ``hosts probe`` build on it)
+----------------------------------------------------------------
+
+``detect(sysroot="/", env=None, master=None) -> Node``
+    The hardware, read without side effects. ``env`` (default ``os.environ``)
+    supplies ``CUDA_VISIBLE_DEVICES``/``HIP_VISIBLE_DEVICES``/``ROCR_VISIBLE_DEVICES``.
+    With ``master`` (a name or IPv4), also the interface that routes to it.
+``make_plan(argv=None, env=None, sysroot=None) -> Plan``
+    Everything the entrypoint would do, for command-line ``argv`` (without the
+    program name, e.g. ``["--nnodes", "2", "--node-rank", "0", "--", "train.py"]``)
+    and the variables ``env`` (default ``os.environ``). Raises
+    :class:`EntrypointError` (``.exit_code``) for bad input or unknown topology.
+``parse(argv, env) -> Settings`` then ``build_plan(settings, partial=False) -> Plan``
+    The two halves of ``make_plan``; ``partial=True`` records errors in
+    ``plan.errors`` instead of raising (what ``--explain`` shows).
+``discover(settings, node, root, warnings) -> Topology``, ``plan_env(node, topology, settings, root, warnings) -> [EnvVar]``,
+``plan_launch(settings, topology, node) -> Launch``, ``exports(topology, env) -> [EnvVar]``
+    The steps, for callers that already hold a Node. ``root`` is ``Root(sysroot)``.
+``plan = make_plan`` (the name docs/design.md uses).
+
+Records (attributes; ``.to_dict()`` gives the JSON below): ``Node(hostname,
+sysroot, gpus: Gpus, nics: [RdmaPort], interfaces: [Interface], interface,
+interface_reason, local_ipv4, limits: Limits, cloud: Cloud, libraries)``;
+``Gpus(vendor, devices: [Gpu], count, visible, visible_env, model, arch, driver,
+interconnect, gpudirect_rdma, source)``; ``Gpu(index, vendor, model, pci,
+numa_node, uuid, arch)``; ``RdmaPort(device, port, state, phys_state,
+link_layer, rate_gbps, rate, netdev, roce_v2_gid_index, roce_v2_ipv4, driver,
+numa_node, pci)`` with ``.name`` ("mlx5_0:1"), ``.active``, ``.roce``;
+``Interface(name, kind, operstate, mtu, speed_mbps, ipv4, virtual)``;
+``Limits(shm_bytes, shm_source, memlock_bytes, cpus, cpus_source)``;
+``Cloud(provider, vendor, product, efa, profile, topo_file)``;
+``Topology(node_rank, nnodes, nproc_per_node, master_addr, master_port: Value(value, source),
+nnodes_min, nnodes_max, elastic, world_size, is_master, node_names, job_id, notes)``;
+``EnvVar(name, value, action, source, reason)``; ``Launch(launcher, argv, files, wait, notes)``;
+``Plan(node, topology, env, launch, warnings, errors)`` with ``.environ(base)``.
+
+``nodeweave-entrypoint --explain --json`` schema ``nodeweave.entrypoint/1``
+---------------------------------------------------------------------------
+One JSON object; keys are only ever added under this schema name::
+
+    {
+      "schema": "nodeweave.entrypoint/1",
+      "node": {
+        "hostname": str, "sysroot": str,
+        "gpus": {"vendor": "nvidia"|"amd"|"none", "count": int (usable), "model": str|null,
+                 "arch": str|null (gfx942), "driver": str|null,
+                 "interconnect": "nvswitch"|"nvlink"|"xgmi"|"pcie"|"none",
+                 "gpudirect_rdma": "nvidia_peermem"|"nv_mem"|"amdkfd"|null,
+                 "visible": [int|str]|null, "visible_env": str|null, "source": str,
+                 "devices": [{"index", "vendor", "model", "pci", "numa_node", "uuid", "arch"}]},
+        "nics": [{"device": "mlx5_0", "port": 1, "state": "ACTIVE", "phys_state": "LinkUp",
+                  "link_layer": "InfiniBand"|"Ethernet", "rate_gbps": 400, "rate": str,
+                  "netdev": str|null, "roce_v2_gid_index": int|null, "roce_v2_ipv4": str|null,
+                  "driver": str|null, "numa_node": int|null, "pci": str|null}],
+        "interfaces": [{"name", "kind": "ether"|"infiniband"|"loopback"|"other", "operstate",
+                        "mtu", "speed_mbps", "ipv4": [str], "virtual": bool}],
+        "interface": str|null (routes to the master), "interface_reason": str|null,
+        "local_ipv4": str|null,
+        "limits": {"shm_bytes": int|null, "shm_source": str, "memlock_bytes": int|null (null = unlimited),
+                   "cpus": int|null, "cpus_source": str},
+        "cloud": {"provider": "aws"|"gcp"|"azure"|null, "vendor", "product", "efa": bool,
+                  "profile": str|null, "topo_file": str|null},
+        "libraries": {"nccl"?: str|null, "rccl"?: str|null}   (only those a decision needed)
+      },
+      "topology": null | {
+        "node_rank" | "nnodes" | "nproc_per_node" | "master_addr" | "master_port": {"value", "source"},
+        "nnodes_min": int, "nnodes_max": int, "elastic": bool, "world_size": int|null,
+        "is_master": bool, "node_names": [str], "job_id": str, "notes": [str]},
+      "env": [{"name", "value", "action": "set"|"kept"|"export", "source", "reason"}],
+      "launch": null | {"launcher", "argv": [str], "files": {path: text},
+                        "wait": {"host", "port", "timeout_s"}|null, "notes": [str]},
+      "warnings": [str],
+      "errors": [{"message": str, "exit_code": int}]
+    }
+
+``--explain`` exits 0 when the plan is complete, else with the first error's
+exit code, still printing ``node`` (so a host probe always gets the hardware).
+With no node count and no rank source the plan is a single node, exit 0.
+"""
+
+from .core import build_plan, detect, locate_master, make_plan
+from .errors import EXIT_CODES, EntrypointError, TopologyError, UsageError
+from .launch import exports, plan_launch
+from .model import (SCHEMA, Cloud, EnvVar, Gpu, Gpus, Interface, Launch, Limits, Node, Plan,
+                    RdmaPort, Topology, Value)
+from .policy import plan_env
+from .settings import Settings, parse
+from .sysfs import Root
+from .topology import discover
+
+plan = make_plan
+
+__all__ = [
+    "SCHEMA", "EXIT_CODES", "Cloud", "EntrypointError", "EnvVar", "Gpu", "Gpus", "Interface", "Launch",
+    "Limits", "Node", "Plan", "RdmaPort", "Root", "Settings", "Topology", "TopologyError", "UsageError",
+    "Value", "build_plan", "detect", "discover", "exports", "locate_master", "make_plan", "parse",
+    "plan", "plan_env", "plan_launch",
+]

@@ -1,0 +1,94 @@
+"""``nodeweave-entrypoint``: plan, explain or wait, then exec the launcher.
+
+The image runs ``tini -g -- nodeweave-entrypoint train.py ...``; this process
+is replaced by the launcher (``os.execvpe``), so tini's signals reach it
+directly and its exit code is the container's.
+"""
+
+import os
+import sys
+
+from .core import build_plan
+from .errors import EXIT_NOT_EXECUTABLE, EXIT_NOT_FOUND, EXIT_OK, EntrypointError
+from .settings import HelpRequested, parse, usage
+
+PROG = "nodeweave-entrypoint"
+
+
+def _say(text):
+    print(f"{PROG}: {text}", file=sys.stderr, flush=True)
+
+
+def _summary(plan):
+    t, launch = plan.topology, plan.launch
+    set_vars = " ".join(f"{v.name}={v.value}" for v in plan.env if v.action == "set") or "no NCCL/RCCL variables"
+    return (f"node {t.node_rank.value} of {t.nnodes.value}, {t.nproc_per_node.value} process(es) each, "
+            f"master {t.master_addr.value}:{t.master_port.value}; sets {set_vars}; exec {launch.argv[0]}")
+
+
+def _write_files(files):
+    for path, content in files.items():
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        tmp = f"{path}.{os.getpid()}"
+        with open(tmp, "w") as f:
+            f.write(content)
+        os.replace(tmp, path)
+
+
+def run(settings):
+    """Plan, wait if this is a worker, write files, exec. Returns only on error."""
+    plan = build_plan(settings)
+    wait = plan.launch.wait
+    if wait:
+        from .wait import wait_for
+        _say(f"waiting for master {wait['host']}:{wait['port']} (up to {wait['timeout_s']}s)")
+        waited = wait_for(wait["host"], wait["port"], wait["timeout_s"], log=_say)
+        _say(f"master {wait['host']}:{wait['port']} accepts connections after {waited:.1f}s")
+        if plan.node.interface_reason and "does not resolve" in plan.node.interface_reason:
+            plan = build_plan(settings)  # the master resolves now: plan the route again
+    for warning in plan.warnings:
+        _say(f"warning: {warning}")
+    _say(_summary(plan))
+    _write_files(plan.launch.files)
+    argv = plan.launch.argv
+    try:
+        os.execvpe(argv[0], argv, plan.environ(settings.env))
+    except FileNotFoundError:
+        raise EntrypointError(
+            f"launcher {argv[0]!r} not found on PATH ({settings.env.get('PATH', '')}); install it in the image "
+            f"or choose another with NODEWEAVE_LAUNCHER", EXIT_NOT_FOUND) from None
+    except PermissionError:
+        raise EntrypointError(f"launcher {argv[0]!r} is not executable", EXIT_NOT_EXECUTABLE) from None
+    except OSError as err:
+        raise EntrypointError(f"cannot exec {argv[0]!r}: {err.strerror}", EXIT_NOT_EXECUTABLE) from None
+
+
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else list(argv)
+    env = dict(os.environ)
+    try:
+        settings = parse(argv, env)
+        if settings.explain:
+            plan = build_plan(settings, partial=True)
+            if settings.json:
+                from .explain import render_json
+                sys.stdout.write(render_json(plan))
+            else:
+                from .explain import render_text
+                sys.stdout.write(render_text(plan))
+            sys.stdout.flush()
+            return plan.errors[0]["exit_code"] if plan.errors else EXIT_OK
+        run(settings)
+    except HelpRequested:
+        print(usage())
+        return EXIT_OK
+    except EntrypointError as err:
+        _say(f"error: {err}")
+        return err.exit_code
+    except KeyboardInterrupt:
+        return 130
+    return EXIT_OK
+
+
+if __name__ == "__main__":
+    sys.exit(main())

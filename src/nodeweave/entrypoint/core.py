@@ -1,0 +1,71 @@
+"""detect → discover → plan_env / plan_launch → Plan: the entrypoint without side effects."""
+
+import os
+
+from .detect_gpu import detect_gpus
+from .detect_host import detect_cloud, detect_limits, hostname
+from .detect_net import default_route, detect_interfaces, detect_rdma, read_routes, resolve, route_to
+from .errors import EntrypointError
+from .launch import exports, plan_launch
+from .model import Node, Plan
+from .policy import plan_env
+from .settings import parse
+from .sysfs import Root
+from .topology import discover
+
+
+def detect(sysroot="/", env=None, master=None):
+    """The :class:`Node` under ``sysroot``; with ``master``, also the interface toward it."""
+    root = Root(sysroot)
+    env = os.environ if env is None else env
+    routes = read_routes(root)
+    nics = detect_rdma(root)
+    node = Node(hostname=hostname(root), sysroot=root.path, gpus=detect_gpus(root, env), nics=nics,
+                interfaces=detect_interfaces(root, routes), limits=detect_limits(root),
+                cloud=detect_cloud(root, nics))
+    if master:
+        locate_master(node, root, master, routes)
+    return node
+
+
+def locate_master(node, root, master, routes=None):
+    """Fill ``node.interface``/``local_ipv4``: the route toward ``master``."""
+    routes = read_routes(root) if routes is None else routes
+    ip, how = resolve(root, master)
+    if ip is None:
+        iface, local = default_route(root, routes)
+        node.interface, node.local_ipv4 = iface, local
+        node.interface_reason = (f"{master} does not resolve yet ({how}); the default route's interface"
+                                 if iface else f"{master} does not resolve ({how}) and there is no default route")
+        return
+    iface, local, why = route_to(root, routes, ip)
+    node.interface, node.local_ipv4 = iface, local
+    node.interface_reason = why if how == "literal" else f"{master} is {ip} ({how}); {why}"
+
+
+def build_plan(settings, partial=False):
+    """The :class:`Plan` for parsed settings. With ``partial``, errors are recorded, not raised."""
+    root = Root(settings.sysroot)
+    env = settings.env
+    plan = Plan()
+    plan.node = detect(root.path, env)
+    try:
+        plan.topology = discover(settings, plan.node, root, plan.warnings)
+        locate_master(plan.node, root, plan.topology.master_addr.value)
+        plan.env = plan_env(plan.node, plan.topology, settings, root, plan.warnings)
+        plan.launch = plan_launch(settings, plan.topology, plan.node)
+        plan.env += exports(plan.topology, env)
+    except EntrypointError as err:
+        if not partial:
+            raise
+        plan.errors.append({"message": str(err), "exit_code": err.exit_code})
+    return plan
+
+
+def make_plan(argv=None, env=None, sysroot=None):
+    """Parse ``argv`` (no program name) against ``env`` and plan; raises EntrypointError."""
+    env = dict(os.environ) if env is None else dict(env)
+    settings = parse(list(argv or []), env)
+    if sysroot is not None:
+        settings.sysroot = sysroot
+    return build_plan(settings)

@@ -1,0 +1,40 @@
+"""Exit codes of ``nodeweave-entrypoint`` and the error that carries them.
+
+A user mistake prints one line, ``nodeweave-entrypoint: error: <message>``,
+and exits with its code; never a traceback. After a successful exec the
+process *is* the launcher, so any other code is the launcher's own.
+"""
+
+EXIT_OK = 0            # --explain printed the plan
+EXIT_USAGE = 2         # bad input: a flag or variable value (rank not a number, rank >= nodes, 0 nodes, unknown launcher)
+EXIT_TOPOLOGY = 3      # the node cannot tell who it is: no rank source, two sources disagree, Kubernetes API refused
+EXIT_UNREACHABLE = 4   # the master's address did not resolve or its port did not open before the deadline
+EXIT_NOT_EXECUTABLE = 126  # the launcher exists but cannot be executed
+EXIT_NOT_FOUND = 127   # the launcher (torchrun, deepspeed, accelerate, the command) is not on PATH
+
+EXIT_CODES = {
+    EXIT_OK: "--explain printed the plan (or --help)",
+    EXIT_USAGE: "bad input: a flag or variable value; the message names it and what is accepted",
+    EXIT_TOPOLOGY: "topology unknown or contradictory: no rank source, two sources disagree, or the Kubernetes API refused",
+    EXIT_UNREACHABLE: "the master did not resolve or accept connections before the deadline (names host and port)",
+    EXIT_NOT_EXECUTABLE: "the launcher was found but is not executable",
+    EXIT_NOT_FOUND: "the launcher is not installed / not on PATH",
+}
+
+
+class EntrypointError(Exception):
+    """An error whose message is for the user, as is, with its exit code."""
+
+    def __init__(self, message, exit_code=EXIT_USAGE):
+        super().__init__(message)
+        self.exit_code = exit_code
+
+
+class UsageError(EntrypointError):
+    def __init__(self, message):
+        super().__init__(message, EXIT_USAGE)
+
+
+class TopologyError(EntrypointError):
+    def __init__(self, message):
+        super().__init__(message, EXIT_TOPOLOGY)

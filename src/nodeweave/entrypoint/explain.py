@@ -1,0 +1,125 @@
+"""``--explain``: the plan as text a person reads at a glance, or as JSON.
+
+The JSON is ``Plan.to_dict()`` (schema ``nodeweave.entrypoint/1``, documented
+in the package docstring); the text shows the same facts with each value's
+source and each variable's reason.
+"""
+
+
+def _size(n):
+    if n is None:
+        return "unlimited"
+    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
+        if n >= 1 << shift:
+            value = n / (1 << shift)
+            return f"{value:.0f} {unit}" if value >= 10 or value == int(value) else f"{value:.1f} {unit}"
+    return f"{n} B"
+
+
+def _quote(argv):
+    import shlex
+    return " ".join(shlex.quote(a) for a in argv)
+
+
+def _hardware(node):
+    g = node.gpus
+    lines = []
+    if g.vendor == "none":
+        lines.append(("GPUs", "none: CPU only, gloo backend"))
+    else:
+        extra = [g.interconnect]
+        if g.driver:
+            extra.append(f"driver {g.driver}")
+        if g.arch:
+            extra.append(g.arch)
+        extra.append(f"GPUDirect RDMA: {g.gpudirect_rdma or 'no'}")
+        text = f"{g.count} of {len(g.devices)} x {g.model or g.devices[0].model} ({', '.join(extra)})"
+        if g.visible_env:
+            text += f"; {g.visible_env} limits them"
+        lines.append(("GPUs", text))
+    if node.nics:
+        for i, p in enumerate(node.nics):
+            gid = f"  RoCE v2 GID {p.roce_v2_gid_index} ({p.roce_v2_ipv4})" if p.roce_v2_gid_index is not None else ""
+            rate = f"{p.rate_gbps} Gb/s" if p.rate_gbps else "?"
+            lines.append(("RDMA" if i == 0 else "", f"{p.name:<12} {p.state or '?':<7} {p.link_layer or '?':<10} "
+                          f"{rate:>9}  {p.netdev or '-':<10}{gid}"))
+    else:
+        lines.append(("RDMA", "none"))
+    shown = [i for i in node.interfaces if not i.virtual or i.ipv4 or i.name == node.interface]
+    hidden = [i.name for i in node.interfaces if i not in shown]
+    for i, iface in enumerate(shown):
+        addr = ",".join(iface.ipv4) or "-"
+        speed = f"{iface.speed_mbps // 1000} Gb/s" if iface.speed_mbps and iface.speed_mbps >= 1000 else ""
+        lines.append(("Interfaces" if i == 0 else "", f"{iface.name:<12} {iface.operstate or '?':<7} {addr:<16} "
+                      f"mtu {iface.mtu or '?'} {speed}{' virtual' if iface.virtual else ''}".rstrip()))
+    if hidden:
+        lines.append(("", f"+ {len(hidden)} virtual without address: {', '.join(hidden)}"))
+    if node.interface or node.interface_reason:
+        lines.append(("To master", f"{node.interface or '?'}" + (f" from {node.local_ipv4}" if node.local_ipv4 else "")
+                      + f" ({node.interface_reason})"))
+    lim = node.limits
+    lines.append(("Limits", f"/dev/shm {_size(lim.shm_bytes)} ({lim.shm_source}); memlock {_size(lim.memlock_bytes)}; "
+                  f"{lim.cpus} CPUs ({lim.cpus_source})"))
+    c = node.cloud
+    if c and c.provider:
+        bits = [c.provider, c.product or ""]
+        if c.efa:
+            bits.append("EFA")
+        if c.profile:
+            bits.append(f"profile {c.profile}")
+        if c.topo_file:
+            bits.append(f"topology {c.topo_file}")
+        lines.append(("Cloud", " ".join(b for b in bits if b)))
+    return lines
+
+
+def _topology(topo):
+    rows = [
+        ("node rank", topo.node_rank), ("nodes", topo.nnodes), ("procs/node", topo.nproc_per_node),
+        ("master", topo.master_addr), ("port", topo.master_port),
+    ]
+    lines = [(k, f"{v.value!s:<24} <- {v.source}") for k, v in rows]
+    world = topo.world_size if topo.world_size is not None else f"elastic {topo.nnodes.value} nodes (c10d)"
+    lines.append(("world size", f"{world}" + ("  (this node is the master)" if topo.is_master else "")))
+    for note in topo.notes:
+        lines.append(("note", note))
+    return lines
+
+
+def render_text(plan):
+    out = [f"nodeweave-entrypoint: plan for {plan.node.hostname or '?'}"
+           + (f" (sysroot {plan.node.sysroot})" if plan.node.sysroot != "/" else "")]
+
+    def section(title, rows, width=12):
+        out.append("")
+        out.append(title)
+        for key, text in rows:
+            out.append(f"  {key:<{width}} {text}")
+
+    section("Hardware", _hardware(plan.node))
+    if plan.topology:
+        section("Topology", _topology(plan.topology))
+    if plan.env:
+        width = max(len(f"{v.name}={v.value}") for v in plan.env)
+        rows = [(v.action, f"{v.name}={v.value}".ljust(width) + (f"  # {v.reason}" if v.reason else ""))
+                for v in plan.env]
+        section("Environment", rows, width=6)
+    if plan.launch:
+        rows = [("exec", _quote(plan.launch.argv))]
+        for path, content in plan.launch.files.items():
+            rows.append(("file", f"{path}: " + "; ".join(content.splitlines())))
+        w = plan.launch.wait
+        rows.append(("wait", f"for {w['host']}:{w['port']} to accept, up to {w['timeout_s']}s" if w else "no (master, single node, or disabled)"))
+        for note in plan.launch.notes:
+            rows.append(("note", note))
+        section("Launch", rows, width=6)
+    if plan.warnings:
+        section("Warnings", [("!", w) for w in plan.warnings], width=1)
+    if plan.errors:
+        section("Errors", [("x", e["message"]) for e in plan.errors], width=1)
+    return "\n".join(out) + "\n"
+
+
+def render_json(plan):
+    import json
+    return json.dumps(plan.to_dict(), indent=2, sort_keys=False) + "\n"

@@ -1,0 +1,71 @@
+"""Kubernetes facts: the pod's namespace and its StatefulSet's replica count.
+
+The node count of a StatefulSet is ``.spec.replicas``, read from the API with
+the pod's service-account token (stdlib ``urllib``, the CA from the token's
+directory), so ``oc scale`` needs no YAML edit. The manifests grant ``get`` on
+``statefulsets``. ``NODEWEAVE_KUBE_API`` replaces the in-cluster address
+(``http://127.0.0.1:8001`` for ``kubectl proxy``, or a test server).
+"""
+
+from .errors import TopologyError
+
+SA_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
+
+
+def in_kubernetes(root, env):
+    return bool(env.get("KUBERNETES_SERVICE_HOST")) or root.exists(f"{SA_DIR}/namespace")
+
+
+def namespace(root, env):
+    """(namespace, source) from the service-account file, then POD_NAMESPACE."""
+    text = root.read(f"{SA_DIR}/namespace")
+    if text:
+        return text, f"{SA_DIR}/namespace"
+    if env.get("POD_NAMESPACE"):
+        return env["POD_NAMESPACE"], "POD_NAMESPACE"
+    return None, None
+
+
+def statefulset_replicas(root, env, name, ns, timeout=5.0):
+    """``.spec.replicas`` of StatefulSet ``name`` in ``ns``; TopologyError naming the fix."""
+    base = env.get("NODEWEAVE_KUBE_API")
+    if not base:
+        host, port = env.get("KUBERNETES_SERVICE_HOST"), env.get("KUBERNETES_SERVICE_PORT", "443")
+        if not host:
+            raise TopologyError(
+                f"cannot count the nodes of StatefulSet {name!r}: KUBERNETES_SERVICE_HOST is unset; "
+                "set NODEWEAVE_NNODES (or --nnodes)")
+        base = f"https://[{host}]:{port}" if ":" in host else f"https://{host}:{port}"
+    url = f"{base.rstrip('/')}/apis/apps/v1/namespaces/{ns}/statefulsets/{name}"
+    import json
+    import ssl
+    import urllib.error
+    import urllib.request
+
+    request = urllib.request.Request(url, headers={"Accept": "application/json"})
+    token = root.read(f"{SA_DIR}/token")
+    if token:
+        request.add_header("Authorization", f"Bearer {token}")
+    context = None
+    if url.startswith("https:"):
+        ca = root.at(f"{SA_DIR}/ca.crt")
+        try:
+            context = ssl.create_default_context(cafile=ca)
+        except (OSError, ssl.SSLError):
+            context = ssl.create_default_context()
+    try:
+        with urllib.request.urlopen(request, timeout=timeout, context=context) as response:
+            body = json.load(response)
+    except urllib.error.HTTPError as err:
+        hint = " (the pod's ServiceAccount needs a Role with get on statefulsets)" if err.code in (401, 403) else ""
+        raise TopologyError(
+            f"Kubernetes API answered {err.code} for statefulsets/{name} in namespace {ns}{hint}; "
+            "or set NODEWEAVE_NNODES") from None
+    except (OSError, ValueError) as err:
+        raise TopologyError(
+            f"cannot read statefulsets/{name} from the Kubernetes API at {base}: {err}; "
+            "set NODEWEAVE_NNODES to skip the lookup") from None
+    replicas = (body.get("spec") or {}).get("replicas")
+    if not isinstance(replicas, int) or replicas < 1:
+        raise TopologyError(f"statefulsets/{name} in {ns} has no usable .spec.replicas ({replicas!r})")
+    return replicas

@@ -1,0 +1,151 @@
+"""The launcher command line, and the variables every launcher convention expects.
+
+- torchrun, fixed size: static rendezvous with ``--node-rank``; ``MIN:MAX``:
+  ``--rdzv-backend c10d`` with ``--rdzv-endpoint``/``--rdzv-id``. ``--local-addr``
+  is this node's address toward the master, so the address rank 0 publishes is
+  one peers can reach (not a short hostname).
+- deepspeed: ``--no_ssh --node_rank`` with a generated hostfile, one
+  ``<host> slots=<n>`` line per node in rank order (DeepSpeed sums the slots for
+  the world size and indexes the lines by node rank; the names need not resolve).
+- accelerate: ``accelerate launch`` with machine rank and main process address,
+  ``--num_processes`` counted over all machines, ``--multi_gpu`` (its torchrun
+  path, also right for CPU processes with gloo) when there is more than one.
+- command: the command as given.
+
+Every launcher also gets ``MASTER_ADDR MASTER_PORT NODE_RANK NNODES WORLD_SIZE``
+(WORLD_SIZE counts processes) and torchrun's ``PET_*`` equivalents.
+"""
+
+import os
+
+from .errors import UsageError
+from .model import EnvVar, Launch
+from .settings import parse_int
+
+HOSTFILE_DIR = "/tmp/nodeweave"
+
+
+def _export(name, value, reason):
+    return EnvVar(name=name, value=str(value), action="export", source="topology", reason=reason)
+
+
+def exports(topo, env):
+    """Launcher-neutral variables, plus PET_* as torchrun's flags would read them."""
+    rank, nnodes = topo.node_rank.value, topo.nnodes.value
+    addr, port = topo.master_addr.value, topo.master_port.value
+    out = [
+        _export("MASTER_ADDR", addr, topo.master_addr.source),
+        _export("MASTER_PORT", port, topo.master_port.source),
+        _export("NODE_RANK", rank, topo.node_rank.source),
+        _export("NNODES", nnodes, topo.nnodes.source),
+    ]
+    if topo.world_size is not None:
+        reason = f"{topo.nnodes_max} nodes x {topo.nproc_per_node.value} processes"
+        if env.get("WORLD_SIZE") not in (None, str(topo.world_size)):
+            reason += f" (was {env['WORLD_SIZE']}: counted pods, not processes)"
+        out.append(_export("WORLD_SIZE", topo.world_size, reason))
+    out += [
+        _export("PET_NNODES", nnodes, "torchrun --nnodes"),
+        _export("PET_NPROC_PER_NODE", topo.nproc_per_node.value, "torchrun --nproc-per-node"),
+    ]
+    if topo.elastic:
+        out += [
+            _export("PET_RDZV_BACKEND", "c10d", "torchrun --rdzv-backend (elastic)"),
+            _export("PET_RDZV_ENDPOINT", f"{addr}:{port}", "torchrun --rdzv-endpoint"),
+            _export("PET_RDZV_ID", topo.job_id, "torchrun --rdzv-id"),
+        ]
+    else:
+        out += [
+            _export("PET_NODE_RANK", rank, "torchrun --node-rank"),
+            _export("PET_MASTER_ADDR", addr, "torchrun --master-addr"),
+            _export("PET_MASTER_PORT", port, "torchrun --master-port"),
+        ]
+    return out
+
+
+def plan_launch(settings, topo, node):
+    """The :class:`Launch` for this node."""
+    launcher = settings.get("launcher", "torchrun")
+    command = list(settings.command)
+    if not command:
+        raise UsageError("no training command: give the script and its arguments after the options, "
+                         "e.g. nodeweave-entrypoint -- train.py --lr 3e-4 (the container's CMD)")
+    restarts = settings.get("max_restarts")
+    if restarts is not None:
+        restarts = parse_int(restarts, "max restarts", settings.source("max_restarts"))
+    if topo.elastic and launcher != "torchrun":
+        raise UsageError(f"an elastic node count ({topo.nnodes.value}, from {topo.nnodes.source}) needs "
+                         f"launcher torchrun; {launcher} runs a fixed number of nodes")
+    build = {"torchrun": _torchrun, "deepspeed": _deepspeed, "accelerate": _accelerate, "command": _command}
+    launch = build[launcher](topo, node, command, restarts, settings)
+    launch.launcher = launcher
+    launch.wait = _wait(topo, settings)
+    if node.cloud and node.cloud.profile:
+        launch.argv = ["/bin/sh", "-c", '. "$0" && exec "$@"', node.cloud.profile] + launch.argv
+        launch.notes.append(f"{node.cloud.profile} is sourced in a shell that then execs the launcher")
+    return launch
+
+
+def _wait(topo, settings):
+    if topo.is_master or topo.nnodes_max == 1 or settings.no_wait:
+        return None
+    timeout = parse_int(settings.get("wait_timeout", 600), "wait timeout", settings.source("wait_timeout"))
+    if timeout == 0:
+        return None
+    return {"host": topo.master_addr.value, "port": topo.master_port.value, "timeout_s": timeout}
+
+
+def _torchrun(topo, node, command, restarts, settings):
+    argv = ["torchrun", "--nnodes", topo.nnodes.value, "--nproc-per-node", str(topo.nproc_per_node.value)]
+    notes = []
+    addr, port = topo.master_addr.value, topo.master_port.value
+    if topo.elastic:
+        argv += ["--rdzv-backend", "c10d", "--rdzv-endpoint", f"{addr}:{port}", "--rdzv-id", topo.job_id]
+        if topo.is_master:
+            argv += ["--rdzv-conf", "is_host=true"]
+            notes.append("node 0 hosts the c10d store: is_host=true, so an FQDN endpoint cannot hide that")
+    else:
+        argv += ["--node-rank", str(topo.node_rank.value), "--master-addr", addr, "--master-port", str(port)]
+    if topo.nnodes_max > 1 and node.local_ipv4 and node.interface != "lo":
+        argv += ["--local-addr", node.local_ipv4]
+        notes.append(f"--local-addr {node.local_ipv4}: this node's address on {node.interface}, reachable by peers")
+    if restarts is not None:
+        argv += ["--max-restarts", str(restarts)]
+    return Launch(argv=argv + command, notes=notes)
+
+
+def _deepspeed(topo, node, command, restarts, settings):
+    nproc = topo.nproc_per_node.value
+    hostfile = os.path.join(HOSTFILE_DIR, "hostfile")
+    names = topo.node_names
+    content = "".join(f"{name} slots={nproc}\n" for name in names)
+    argv = ["deepspeed", "--hostfile", hostfile, "--no_ssh", "--node_rank", str(topo.node_rank.value),
+            "--master_addr", topo.master_addr.value, "--master_port", str(topo.master_port.value)]
+    notes = ["--no_ssh: every node starts its own launcher; no pdsh, no ssh between containers"]
+    visible = node.gpus.visible
+    if visible and all(isinstance(v, int) for v in visible):
+        ids = ",".join(str(v) for v in visible[:nproc])
+        argv += ["--include", "@".join(f"{name}:{ids}" for name in names)]
+        notes.append(f"--include keeps {node.gpus.visible_env}={ids}: DeepSpeed otherwise renumbers GPUs from 0")
+    if restarts:
+        notes.append("deepspeed has no restart flag; --max-restarts applies to torchrun and accelerate only")
+    return Launch(argv=argv + command, files={hostfile: content}, notes=notes)
+
+
+def _accelerate(topo, node, command, restarts, settings):
+    total = topo.world_size
+    argv = ["accelerate", "launch", "--num_machines", str(topo.nnodes_max), "--machine_rank", str(topo.node_rank.value),
+            "--main_process_ip", topo.master_addr.value, "--main_process_port", str(topo.master_port.value),
+            "--num_processes", str(total)]
+    notes = []
+    if total > 1:
+        argv.append("--multi_gpu")
+        if node.gpus.vendor == "none":
+            notes.append("--multi_gpu selects accelerate's torchrun path; on CPU the processes use gloo")
+    if restarts is not None:
+        argv += ["--max_restarts", str(restarts)]
+    return Launch(argv=argv + command, notes=notes)
+
+
+def _command(topo, node, command, restarts, settings):
+    return Launch(argv=list(command), notes=["plain command: ranks and master come from the exported variables"])

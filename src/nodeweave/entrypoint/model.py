@@ -1,0 +1,236 @@
+"""The plan's data: small attribute records that turn into JSON.
+
+Plain classes instead of dataclasses keep start-up fast (``dataclasses``
+pulls in ``inspect`` and ``re``; the entrypoint runs before every training
+job). Each record lists its fields and defaults once; ``to_dict()`` gives the
+JSON form documented in :mod:`nodeweave.entrypoint`.
+"""
+
+_LIST = object()  # default marker: a fresh empty list per record
+_DICT = object()
+
+
+class Record:
+    """Keyword-constructed record with declared fields, equality and ``to_dict``."""
+
+    FIELDS = ()  # (name, default) pairs
+
+    def __init__(self, **values):
+        for name, default in self.FIELDS:
+            if name in values:
+                value = values.pop(name)
+            elif default is _LIST:
+                value = []
+            elif default is _DICT:
+                value = {}
+            else:
+                value = default
+            setattr(self, name, value)
+        if values:
+            raise TypeError(f"{type(self).__name__} has no field(s) {sorted(values)}")
+
+    def __repr__(self):
+        inner = ", ".join(f"{n}={getattr(self, n)!r}" for n, _ in self.FIELDS)
+        return f"{type(self).__name__}({inner})"
+
+    def __eq__(self, other):
+        return type(self) is type(other) and all(
+            getattr(self, n) == getattr(other, n) for n, _ in self.FIELDS
+        )
+
+    def to_dict(self):
+        return {n: _plain(getattr(self, n)) for n, _ in self.FIELDS}
+
+
+def _plain(value):
+    if isinstance(value, Record):
+        return value.to_dict()
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    return value
+
+
+# --- what detect() finds -------------------------------------------------------
+
+
+class Gpu(Record):
+    FIELDS = (
+        ("index", 0),          # position among the node's GPUs (before *_VISIBLE_DEVICES)
+        ("vendor", ""),        # "nvidia" | "amd"
+        ("model", ""),         # "NVIDIA H100 80GB HBM3", "AMD Instinct MI300X"
+        ("pci", None),         # "0000:18:00.0"
+        ("numa_node", None),   # int, None when the platform reports -1 or nothing
+        ("uuid", None),        # NVIDIA "GPU-..."; None for AMD
+        ("arch", None),        # AMD gfx target ("gfx942"); None for NVIDIA
+    )
+
+
+class Gpus(Record):
+    FIELDS = (
+        ("vendor", "none"),        # "nvidia" | "amd" | "none" (CPU only: gloo)
+        ("devices", _LIST),        # [Gpu], every GPU the node exposes to this container
+        ("count", 0),              # usable after CUDA/HIP/ROCR_VISIBLE_DEVICES
+        ("visible", None),         # list of device indices/UUIDs from *_VISIBLE_DEVICES, None = all
+        ("visible_env", None),     # the variable that restricted them
+        ("model", None),           # model of the first usable GPU
+        ("arch", None),            # gfx target of the first usable AMD GPU
+        ("driver", None),          # NVIDIA driver version / amdgpu version
+        ("interconnect", "none"),  # "nvswitch" | "nvlink" | "xgmi" | "pcie" | "none"
+        ("gpudirect_rdma", None),  # "nvidia_peermem" | "nv_mem" | "amdkfd" | None
+        ("source", None),          # where they were read from
+    )
+
+
+class RdmaPort(Record):
+    FIELDS = (
+        ("device", ""),            # "mlx5_0", "bnxt_re0", "ionic_0", "efa_0"
+        ("port", 1),
+        ("state", None),           # "ACTIVE", "DOWN", "INIT", ...
+        ("phys_state", None),      # "LinkUp", "Disabled", "Polling", ...
+        ("link_layer", None),      # "InfiniBand" | "Ethernet" (RoCE) | other
+        ("rate_gbps", None),       # int, from "400 Gb/sec (4X NDR)"
+        ("rate", None),            # the kernel's text
+        ("netdev", None),          # IPoIB or RoCE netdev name, when present in this namespace
+        ("roce_v2_gid_index", None),  # lowest GID index that is RoCE v2 and IPv4-mapped
+        ("roce_v2_ipv4", None),    # that GID's IPv4 address
+        ("driver", None),          # kernel driver of the PCI function (mlx5_core, efa, ...)
+        ("numa_node", None),
+        ("pci", None),
+    )
+
+    @property
+    def name(self):
+        return f"{self.device}:{self.port}"
+
+    @property
+    def active(self):
+        return self.state == "ACTIVE"
+
+    @property
+    def roce(self):
+        return self.link_layer == "Ethernet"
+
+
+class Interface(Record):
+    FIELDS = (
+        ("name", ""),
+        ("kind", "ether"),        # "ether" | "infiniband" | "loopback" | "other"
+        ("operstate", None),      # "up" | "down" | "unknown" | ...
+        ("mtu", None),
+        ("speed_mbps", None),     # None where the driver reports none (virtual NICs)
+        ("ipv4", _LIST),          # addresses on this interface
+        ("virtual", False),       # no PCI device behind it (veth, bridge, lo, ...)
+    )
+
+
+class Limits(Record):
+    FIELDS = (
+        ("shm_bytes", None),      # size of /dev/shm
+        ("shm_source", None),     # "statvfs" | "/proc/mounts size=" | "/proc/mounts (half of MemTotal)"
+        ("memlock_bytes", None),  # soft RLIMIT_MEMLOCK; None = unlimited
+        ("cpus", None),           # usable CPUs (affinity, capped by the cgroup's cpu.max)
+        ("cpus_source", None),
+    )
+
+
+class Cloud(Record):
+    FIELDS = (
+        ("provider", None),       # "aws" | "gcp" | "azure" | None
+        ("vendor", None),         # DMI sys_vendor
+        ("product", None),        # DMI product_name (the instance type on AWS)
+        ("efa", False),           # AWS EFA devices present
+        ("profile", None),        # GCP TCPX/TCPXO nccl-env-profile.sh to source
+        ("topo_file", None),      # Azure ND topology XML for NCCL_TOPO_FILE
+    )
+
+
+class Node(Record):
+    FIELDS = (
+        ("hostname", ""),
+        ("sysroot", "/"),
+        ("gpus", None),           # Gpus
+        ("nics", _LIST),          # [RdmaPort], every RDMA port
+        ("interfaces", _LIST),    # [Interface]
+        ("interface", None),      # name of the interface that routes to the master
+        ("interface_reason", None),
+        ("local_ipv4", None),     # this node's address on that interface
+        ("limits", None),         # Limits
+        ("cloud", None),          # Cloud
+        ("libraries", _DICT),     # {"nccl": "2.21.5" | None, "rccl": ... } (filled when needed)
+    )
+
+
+# --- what discover() and the planners decide --------------------------------
+
+
+class Value(Record):
+    """One topology value and the source it came from."""
+
+    FIELDS = (("value", None), ("source", None))
+
+
+class Topology(Record):
+    FIELDS = (
+        ("node_rank", None),       # Value(int)
+        ("nnodes", None),          # Value(str "N" or "MIN:MAX")
+        ("nnodes_min", None),      # int
+        ("nnodes_max", None),      # int
+        ("elastic", False),
+        ("nproc_per_node", None),  # Value(int)
+        ("master_addr", None),     # Value(str)
+        ("master_port", None),     # Value(int)
+        ("world_size", None),      # processes over all nodes; None when elastic
+        ("is_master", False),      # this node hosts the rendezvous
+        ("node_names", _LIST),     # every node's name in rank order, when known
+        ("job_id", None),          # rendezvous id (elastic)
+        ("notes", _LIST),          # [str] sources consulted and set aside
+    )
+
+
+class EnvVar(Record):
+    FIELDS = (
+        ("name", ""),
+        ("value", ""),
+        ("action", "set"),   # "set" (by nodeweave) | "kept" (user's value) | "export" (launcher contract)
+        ("source", ""),      # "policy" | "user" | "topology" | "nodeweave.yaml"
+        ("reason", ""),
+    )
+
+
+class Launch(Record):
+    FIELDS = (
+        ("launcher", "torchrun"),
+        ("argv", _LIST),      # what is exec'd
+        ("files", _DICT),     # {path: content} written just before exec (the deepspeed hostfile)
+        ("wait", None),       # {"host", "port", "timeout_s"} or None (master, single node, disabled)
+        ("notes", _LIST),
+    )
+
+
+class Plan(Record):
+    FIELDS = (
+        ("node", None),       # Node
+        ("topology", None),   # Topology
+        ("env", _LIST),       # [EnvVar]
+        ("launch", None),     # Launch
+        ("warnings", _LIST),  # [str]
+        ("errors", _LIST),    # [{"message", "exit_code"}]: only --explain shows a plan that has them
+    )
+
+    def environ(self, base):
+        """The launcher's environment: ``base`` plus every set/exported variable."""
+        env = dict(base)
+        for var in self.env:
+            if var.action != "kept":
+                env[var.name] = var.value
+        return env
+
+    def to_dict(self):
+        data = {"schema": SCHEMA}
+        data.update(Record.to_dict(self))
+        return data
+
+
+SCHEMA = "nodeweave.entrypoint/1"

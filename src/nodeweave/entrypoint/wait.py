@@ -1,0 +1,50 @@
+"""Wait for the master: its name must resolve and its port accept a TCP connection.
+
+An nslookup loop is not enough (the record can exist before anything
+listens); a connect with backoff and a deadline is. The message at the
+deadline names host, port and the last error, so a wrong Service name or port
+is obvious from the log.
+"""
+
+import socket
+import sys
+import time
+
+from .errors import EXIT_UNREACHABLE, EntrypointError
+
+
+def wait_for(host, port, timeout_s, log=None, first_delay=0.25, max_delay=5.0, clock=time.monotonic):
+    """Return seconds waited once ``host:port`` accepts; raise EntrypointError at the deadline."""
+    log = log or (lambda text: print(f"nodeweave-entrypoint: {text}", file=sys.stderr, flush=True))
+    start = clock()
+    deadline = start + timeout_s
+    delay, last_error, attempts, next_log = first_delay, None, 0, start + 10.0
+    while True:
+        attempts += 1
+        try:
+            infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+        except socket.gaierror as err:
+            last_error = f"{host} does not resolve ({err.strerror})"
+            infos = []
+        except UnicodeError:
+            raise EntrypointError(f"master address {host!r} is not a valid host name", EXIT_UNREACHABLE) from None
+        for family, kind, proto, _, addr in infos:
+            remaining = max(0.1, min(2.0, deadline - clock()))
+            try:
+                with socket.socket(family, kind, proto) as s:
+                    s.settimeout(remaining)
+                    s.connect(addr)
+                return clock() - start
+            except OSError as err:
+                last_error = f"{addr[0]}:{port}: {err.strerror or err}"
+        now = clock()
+        if now >= deadline:
+            raise EntrypointError(
+                f"master {host}:{port} not reachable after {timeout_s}s ({attempts} attempts; last: {last_error}). "
+                "Check MASTER_ADDR/the headless Service (publishNotReadyAddresses: true) and that node 0 is running; "
+                "NODEWEAVE_WAIT_TIMEOUT sets the deadline", EXIT_UNREACHABLE)
+        if now >= next_log:
+            log(f"waiting for master {host}:{port} ({int(now - start)}s of {timeout_s}s; {last_error})")
+            next_log = now + 10.0
+        time.sleep(max(0.0, min(delay, deadline - now)))
+        delay = min(max_delay, delay * 1.6)
