@@ -83,14 +83,31 @@ def openshift_scc(spec) -> Dict[str, Any]:
 
 
 def rocm_patch(spec) -> Dict[str, Any]:
-    """AMD's device plugin resource instead of NVIDIA's, and the groups that own /dev/kfd and /dev/dri."""
+    """AMD's device plugin resource instead of NVIDIA's, and the groups that own /dev/kfd and /dev/dri.
+
+    NVIDIA node labels and taints in the spec would keep the pods off AMD nodes:
+    selectors on ``nvidia.com/`` labels go, a toleration for ``nvidia.com/gpu``
+    becomes one for ``amd.com/gpu``.
+    """
     container: Dict[str, Any] = {"name": common.CONTAINER}
     if spec.gpus_per_node != "auto":
         container["resources"] = {"limits": {common.NVIDIA_GPU: None, common.AMD_GPU: spec.gpus_per_node}}
-    return _statefulset_patch(spec, {
-        "securityContext": {"supplementalGroups": list(common.AMD_DEVICE_GROUPS)},
-        "containers": [container],
-    })  # fmt: skip
+    pod: Dict[str, Any] = {"securityContext": {"supplementalGroups": list(common.AMD_DEVICE_GROUPS)}}
+    selector = {key: None for key in spec.kubernetes.node_selector if key.startswith("nvidia.com/")}
+    if selector:
+        pod["nodeSelector"] = selector
+    tolerations = [t.to_kubernetes() for t in spec.kubernetes.tolerations]
+    if any((t.get("key") or "").startswith("nvidia.com/") for t in tolerations):
+        pod["tolerations"] = [_amd_toleration(t) for t in tolerations if _amd_toleration(t) is not None]
+    pod["containers"] = [container]
+    return _statefulset_patch(spec, pod)
+
+
+def _amd_toleration(toleration: Dict[str, Any]) -> "Dict[str, Any] | None":
+    key = toleration.get("key") or ""
+    if key == common.NVIDIA_GPU:
+        return {**toleration, "key": common.AMD_GPU}
+    return None if key.startswith("nvidia.com/") else toleration
 
 
 def rocm_images(spec) -> List[Dict[str, str]]:
