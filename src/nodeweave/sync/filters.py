@@ -37,6 +37,8 @@ SECRET_EXCLUDES = (
     ".pypirc", ".aws/", ".kube/", "kubeconfig", "*.kubeconfig", ".docker/",
     "credentials.json", "service-account*.json", ".htpasswd",
 )
+# Committed templates that the ".env.*" rule would otherwise hold back.
+SECRET_TEMPLATES = (".env.example", ".env.sample", ".env.template", ".env.dist")
 
 
 @dataclass(frozen=True)
@@ -224,6 +226,7 @@ def build_filter(src: Path, *, extra_excludes: "list[str]" = (), default_exclude
     """The rule list for ``src``: stamp, secrets, --exclude, .nodeweaveignore, defaults."""
     rules = [Rule("-", "/" + STAMP_FILE, "stamp")]
     if not include_secrets:
+        rules += [Rule("+", pattern, "secret-template") for pattern in SECRET_TEMPLATES]
         rules += [Rule("-", pattern, "secret") for pattern in SECRET_EXCLUDES]
     rules += gitignore_rules(list(extra_excludes), "--exclude")
     ignore_path = src / IGNORE_FILE

@@ -14,7 +14,7 @@ import re
 import shutil
 import subprocess
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
 from nodeweave.errors import EnvironmentProblem, NodeweaveError, UsageError
 
@@ -102,10 +102,10 @@ def check_dest(dest: str, what: str = "DEST") -> str:
     if not _SAFE_PATH.match(dest):
         raise _refuse(what, dest, "an absolute path of letters, digits and . _ @ + = , - / "
                       "(no spaces, quotes or shell characters)")
-    parts = PurePosixPath(dest).parts
+    parts = [p for p in dest.split("/") if p]
     if ".." in parts or "." in parts:
         raise _refuse(what, dest, "a normalised absolute path without '.' or '..' components")
-    normal = str(PurePosixPath(dest))
+    normal = "/" + "/".join(parts)
     if normal in _ROOTISH:
         raise _refuse(what, dest, "a workspace directory such as /workspace or /home/me/project, "
                       "not a system directory (a sync with --delete there would wipe it)")

@@ -1,0 +1,251 @@
+"""``nodeweave sync`` against real podman containers and the real rsync.
+
+Targets are containers from the offline base image (``.ci/make-base-image.sh``)
+and one built from it without rsync (the tar fallback). Each test checks the
+targets' files with its own commands, not with the tool's digest alone.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+
+pytestmark = [pytest.mark.engine, pytest.mark.slow]
+
+BASE_IMAGE = "localhost/nodeweave-base:bookworm"
+NO_RSYNC_IMAGE = "localhost/nodeweave-base:bookworm-norsync"
+REPO = Path(__file__).resolve().parents[1]
+NODEWEAVE = [sys.executable, "-c", "import sys; from nodeweave.cli import main; sys.exit(main())"]
+
+
+def podman(*args: str, check: bool = True, **kw) -> "subprocess.CompletedProcess[str]":
+    return subprocess.run(["podman", *args], capture_output=True, text=True, check=check,
+                          timeout=300, **kw)
+
+
+def image_problem() -> "str | None":
+    """Make the base image (and the no-rsync one) if missing; why not, or None."""
+    if podman("image", "exists", BASE_IMAGE, check=False).returncode != 0:
+        made = subprocess.run(["bash", str(REPO / ".ci" / "make-base-image.sh"), BASE_IMAGE],
+                              capture_output=True, text=True, timeout=900)
+        if made.returncode != 0:
+            return f"cannot make {BASE_IMAGE}: {made.stderr.strip()[-300:]}"
+    if podman("image", "exists", NO_RSYNC_IMAGE, check=False).returncode != 0:
+        built = podman("build", "-q", "-t", NO_RSYNC_IMAGE, "-f", "-", str(REPO / "tests"),
+                       input=f"FROM {BASE_IMAGE}\nRUN dpkg --purge rsync\n", check=False)
+        if built.returncode != 0:
+            return f"cannot build {NO_RSYNC_IMAGE}: {built.stderr.strip()[-300:]}"
+    return None
+
+
+@pytest.fixture(scope="module")
+def fleet():
+    """Four rsync containers, one without rsync, one stopped; all removed afterwards."""
+    problem = image_problem()
+    if problem:
+        pytest.skip(problem)
+    prefix = f"nwsync-{uuid.uuid4().hex[:6]}"
+    names = {"rsync": [f"{prefix}-{i}" for i in range(4)], "norsync": f"{prefix}-tar",
+             "stopped": f"{prefix}-stopped"}
+    started = []
+    try:
+        for name in names["rsync"] + [names["stopped"]]:
+            podman("run", "-d", "--name", name, BASE_IMAGE, "sleep", "infinity")
+            started.append(name)
+        podman("run", "-d", "--name", names["norsync"], NO_RSYNC_IMAGE, "sleep", "infinity")
+        started.append(names["norsync"])
+        podman("stop", "-t", "0", names["stopped"])
+        yield names
+    finally:
+        if started:
+            podman("rm", "-f", "-t", "0", *started, check=False)
+
+
+def nodeweave(*args: str) -> "tuple[int, dict | None, str]":
+    out = subprocess.run([*NODEWEAVE, "sync", "--json", *args],
+                         capture_output=True, text=True, timeout=600, cwd=REPO / "tests")
+    try:
+        data = json.loads(out.stdout)
+    except ValueError:
+        data = None
+    return out.returncode, data, out.stderr
+
+
+SENT = {"train.py": "print('hi')\n", "pkg/__init__.py": "", "pkg/model.py": "x = 1\n" * 500,
+        "configs/llama.yaml": "lr: 3e-4\n", "data/tokens.bin": None, "deep/a/b/c/d.txt": "deep\n",
+        "name with space.txt": "sp\n", ".env.example": "TOKEN=\n"}
+HELD = {".env": "TOKEN=secret\n", "keys/id_rsa": "KEY\n", "deploy/tls.pem": "PEM\n",
+        "pkg/__pycache__/model.cpython-311.pyc": "pyc", "ckpt/step100.pt": "weights",
+        ".venv/bin/python": "venv", "wandb/run.json": "{}"}
+
+
+@pytest.fixture()
+def workspace(tmp_path):
+    src = tmp_path / "proj"
+    for rel, text in {**SENT, **HELD}.items():
+        path = src / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if text is None:
+            path.write_bytes(os.urandom(300_000))
+        else:
+            path.write_text(text)
+    os.symlink("train.py", src / "main.py")
+    return src
+
+
+def expected_sums(src: Path) -> "dict[str, str]":
+    rels = list(SENT)
+    return {rel: hashlib.sha256((src / rel).read_bytes()).hexdigest() for rel in rels}
+
+
+def target_sums(container: str, dest: str) -> "dict[str, str]":
+    """sha256 of every regular file under dest on the target, stamp aside, by the target's own tools."""
+    out = podman("exec", container, "find", dest, "-type", "f", "!", "-name", ".nodeweave-sync.json",
+                 "-exec", "sha256sum", "{}", "+")
+    sums = {}
+    for line in out.stdout.splitlines():
+        digest, _, path = line.partition("  ")
+        sums[path[len(dest) + 1:]] = digest
+    return sums
+
+
+def dest_dir() -> str:
+    return f"/workspace/t-{uuid.uuid4().hex[:8]}"
+
+
+def test_four_containers_get_the_same_tree_and_a_resync_moves_nothing(fleet, workspace):
+    dest = dest_dir()
+    targets = [f"--to=podman:{c}" for c in fleet["rsync"]]
+    rc, data, err = nodeweave(str(workspace), dest, *targets)
+    assert rc == 0, err
+    assert set(data["source"]["held_back_secrets"]) == {".env", "deploy/tls.pem", "keys/id_rsa"}
+    want = expected_sums(workspace)
+    for result, container in zip(data["targets"], fleet["rsync"]):
+        assert result["status"] == "ok" and result["method"] == "rsync", result
+        assert result["digest"] == data["source"]["digest"]
+        assert result["files"] == len(SENT)  # regular files; the symlink is not file data
+        assert target_sums(container, dest) == want  # secrets, caches, venv, checkpoints absent
+        link = podman("exec", container, "readlink", f"{dest}/main.py").stdout.strip()
+        assert link == "train.py"
+        stamp = json.loads(podman("exec", container, "cat", f"{dest}/.nodeweave-sync.json").stdout)
+        assert stamp["digest"] == data["source"]["digest"] and stamp["files"] == len(SENT) + 1
+
+    rc, again, err = nodeweave(str(workspace), dest, *targets)
+    assert rc == 0, err
+    for result in again["targets"]:
+        assert result["status"] == "ok" and result["files"] == 0 and result["bytes"] == 0, result
+
+    (workspace / "pkg" / "model.py").write_text("x = 2\n")
+    rc, third, err = nodeweave(str(workspace), dest, *targets)
+    assert rc == 0, err
+    assert [r["files"] for r in third["targets"]] == [1, 1, 1, 1]
+    assert {r["digest"] for r in third["targets"]} == {third["source"]["digest"]} != {data["source"]["digest"]}
+
+
+def test_a_stopped_container_fails_by_name_while_the_others_succeed(fleet, workspace):
+    dest = dest_dir()
+    good = fleet["rsync"][:3]
+    rc, data, err = nodeweave(str(workspace), dest, *[f"--to=podman:{c}" for c in good],
+                              f"--to=podman:{fleet['stopped']}", "--retries=1")
+    assert rc == 1
+    status = {r["target"]: r["status"] for r in data["targets"]}
+    assert status == {**{f"podman:{c}": "ok" for c in good}, f"podman:{fleet['stopped']}": "failed"}
+    assert f"failed: podman:{fleet['stopped']}:" in err and "running" in err
+    for container in good:
+        assert target_sums(container, dest) == expected_sums(workspace)
+
+
+def test_tar_fallback_where_the_target_has_no_rsync(fleet, workspace):
+    dest = dest_dir()
+    target = f"--to=podman:{fleet['norsync']}"
+    assert podman("exec", fleet["norsync"], "sh", "-c", "command -v rsync", check=False).returncode != 0
+    rc, data, err = nodeweave(str(workspace), dest, target)
+    assert rc == 0, err
+    (result,) = data["targets"]
+    assert result["method"] == "tar" and result["digest"] == data["source"]["digest"]
+    assert target_sums(fleet["norsync"], dest) == expected_sums(workspace)
+
+    rc, again, err = nodeweave(str(workspace), dest, target)
+    assert rc == 0 and again["targets"][0]["files"] == 0, err
+
+    podman("exec", fleet["norsync"], "sh", "-c", f"mkdir -p {dest}/.venv {dest}/old && "
+           f"echo x > {dest}/.venv/keep && echo y > {dest}/old/stale.py && echo z > {dest}/extra.txt")
+    rc, data, err = nodeweave(str(workspace), dest, target, "--delete")
+    assert rc == 0, err
+    ls = podman("exec", fleet["norsync"], "find", dest).stdout
+    assert f"{dest}/extra.txt" not in ls and f"{dest}/old" not in ls
+    assert f"{dest}/.venv/keep" in ls  # excluded on the source side: protected, as rsync does
+
+
+def test_delete_is_opt_in_and_spares_excluded_files(fleet, workspace):
+    dest = dest_dir()
+    container = fleet["rsync"][0]
+    target = f"--to=podman:{container}"
+    assert nodeweave(str(workspace), dest, target)[0] == 0
+    podman("exec", container, "sh", "-c", f"echo x > {dest}/extra.txt && mkdir -p {dest}/.venv && "
+           f"echo v > {dest}/.venv/keep")
+    assert nodeweave(str(workspace), dest, target)[0] == 0
+    assert podman("exec", container, "test", "-f", f"{dest}/extra.txt", check=False).returncode == 0
+
+    rc, data, err = nodeweave(str(workspace), dest, target, "--delete", "--dry-run")
+    assert rc == 0, err
+    assert any("deleting" in c and "extra.txt" in c for c in data["targets"][0]["changes"])
+    assert podman("exec", container, "test", "-f", f"{dest}/extra.txt", check=False).returncode == 0
+
+    rc, data, err = nodeweave(str(workspace), dest, target, "--delete")
+    assert rc == 0, err
+    assert podman("exec", container, "test", "-f", f"{dest}/extra.txt", check=False).returncode != 0
+    assert podman("exec", container, "test", "-f", f"{dest}/.venv/keep", check=False).returncode == 0
+    assert podman("exec", container, "test", "-f", f"{dest}/.nodeweave-sync.json", check=False).returncode == 0
+
+
+def test_include_secrets_sends_them(fleet, workspace):
+    dest = dest_dir()
+    container = fleet["rsync"][1]
+    rc, data, err = nodeweave(str(workspace), dest, f"--to=podman:{container}", "--include-secrets")
+    assert rc == 0, err
+    assert data["source"]["held_back_secrets"] == []
+    assert podman("exec", container, "cat", f"{dest}/.env").stdout == "TOKEN=secret\n"
+
+
+def test_dry_run_changes_nothing_and_says_what_would_move(fleet, workspace):
+    dest = dest_dir()
+    container = fleet["rsync"][2]
+    rc, data, err = nodeweave(str(workspace), dest, f"--to=podman:{container}", "--dry-run")
+    assert rc == 0, err
+    changes = data["targets"][0]["changes"]
+    assert data["targets"][0]["status"] == "dry-run"
+    assert any(c.startswith("<f+++") and c.endswith(" train.py") for c in changes)
+    assert podman("exec", container, "find", dest, "-type", "f").stdout == ""
+
+
+def test_git_commit_is_stamped_and_check_catches_a_changed_target(fleet, workspace):
+    git = ["git", "-C", str(workspace), "-c", "user.email=t@example.com", "-c", "user.name=t"]
+    subprocess.run([*git, "init", "-q", "-b", "exp/lr-sweep"], check=True)
+    subprocess.run([*git, "add", "train.py"], check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "init"], check=True)
+    commit = subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+    dest = dest_dir()
+    targets = [f"--to=podman:{c}" for c in fleet["rsync"][:2]]
+    rc, data, err = nodeweave(str(workspace), dest, *targets)
+    assert rc == 0, err
+    assert data["source"]["commit"] == commit
+    for result in data["targets"]:
+        assert result["stamp"]["commit"] == commit and result["stamp"]["branch"] == "exp/lr-sweep"
+
+    rc, data, err = nodeweave(str(workspace), dest, *targets, "--check")
+    assert rc == 0, err
+    podman("exec", fleet["rsync"][1], "sh", "-c", f"echo changed >> {dest}/configs/llama.yaml")
+    rc, data, err = nodeweave(str(workspace), dest, *targets, "--check")
+    assert rc == 1
+    bad = f"podman:{fleet['rsync'][1]}"
+    assert {r["target"]: r["status"] for r in data["targets"]} == {
+        f"podman:{fleet['rsync'][0]}": "ok", bad: "mismatch"}
+    assert f"mismatch: {bad}: 1 file(s) differ from the source, e.g. configs/llama.yaml" in err
