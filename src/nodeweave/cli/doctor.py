@@ -1,0 +1,108 @@
+"""``nodeweave doctor``: the node, the entrypoint's plan for it, and graded findings.
+
+Imports no torch (``--bench`` runs the bench worker in its own processes).
+Exit codes: 0 no error finding (warnings allowed), 1 at least one error
+finding, 2 bad input (``--sysroot`` not a directory).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
+
+
+def _size(nbytes: "int | None") -> str:
+    if nbytes is None:
+        return "unlimited"
+    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
+        if nbytes >= 1 << shift:
+            return f"{nbytes / (1 << shift):.1f} {unit}".replace(".0 ", " ")
+    return f"{nbytes} B"
+
+
+def _hardware(node) -> Table:
+    table = Table(title=f"node {node.hostname or '?'} (sysroot {node.sysroot})", show_header=False)
+    table.add_column("what", style="bold")
+    table.add_column("found")
+    gpus = node.gpus
+    if gpus.vendor == "none":
+        table.add_row("GPUs", "none (CPU: gloo)")
+    else:
+        hidden = f", {gpus.visible_env} shows {gpus.count} of {len(gpus.devices)}" if gpus.visible_env else ""
+        table.add_row("GPUs", f"{gpus.count}x {gpus.model} ({gpus.interconnect}){hidden}, driver {gpus.driver or '?'}")
+        table.add_row("GPUDirect RDMA", gpus.gpudirect_rdma or "not available")
+    active = [p for p in node.nics if p.active]
+    ports = ", ".join(f"{p.name} {p.link_layer or '?'} {p.rate_gbps or '?'}G {p.state}" for p in node.nics)
+    table.add_row("RDMA ports", f"{len(active)}/{len(node.nics)} active: {ports}" if node.nics else "none")
+    if node.interface:
+        table.add_row("toward master", f"{node.interface} {node.local_ipv4 or ''} ({node.interface_reason})")
+    lim = node.limits
+    table.add_row("/dev/shm", f"{_size(lim.shm_bytes)} ({lim.shm_source})")
+    table.add_row("memlock", _size(lim.memlock_bytes))
+    table.add_row("CPUs", f"{lim.cpus} ({lim.cpus_source})")
+    if node.cloud and (node.cloud.provider or node.cloud.product):
+        table.add_row("platform", f"{node.cloud.provider or '-'}: {node.cloud.vendor} {node.cloud.product}")
+    return table
+
+
+def _plan_env(plan) -> Table:
+    table = Table(title="environment the entrypoint would launch with (NCCL/RCCL/Gloo and yours)")
+    for name in ("variable", "value", "action", "why"):
+        table.add_column(name, overflow="fold")
+    for var in plan.env:
+        if var.action != "export":
+            table.add_row(var.name, var.value, var.action, var.reason)
+    return table
+
+
+def _findings(findings) -> Table:
+    table = Table(title="findings")
+    for name in ("severity", "code", "finding", "what to do"):
+        table.add_column(name, overflow="fold")
+    for f in findings:
+        table.add_row(f"[{_STYLE[f.severity]}]{f.severity}[/]", f.code, f.message, f.action)
+    return table
+
+
+def doctor(
+    json_output: bool = typer.Option(False, "--json", help="print the diagnosis as JSON (schema nodeweave.doctor/1)"),
+    sysroot: Optional[Path] = typer.Option(None, "--sysroot", help="read sysfs/procfs under this root "
+                                           "(a captured tree), like nodeweave-entrypoint --sysroot"),
+    bench: bool = typer.Option(False, "--bench", help="also run a short all_reduce through the entrypoint and "
+                               "torchrun, checking results and bus bandwidth"),
+) -> None:
+    """Check this node for NCCL/RCCL settings, limits and hardware that hurt multi-node training."""
+    from nodeweave.doctor import diagnose
+
+    diagnosis = diagnose(str(sysroot) if sysroot is not None else None)
+    if bench:
+        from nodeweave.doctor.bench_check import run_bench
+        from nodeweave.doctor.findings import sort_findings
+
+        diagnosis.bench, found = run_bench(diagnosis.node)
+        diagnosis.findings = sort_findings(diagnosis.findings + found)
+    if json_output:
+        typer.echo(json.dumps(diagnosis.to_dict(), indent=2))
+    else:
+        console = Console()
+        console.print(_hardware(diagnosis.node))
+        if diagnosis.plan is not None:
+            console.print(_plan_env(diagnosis.plan))
+        if diagnosis.findings:
+            console.print(_findings(diagnosis.findings))
+        counts = diagnosis.counts()
+        verdict = "[bold red]errors found[/]" if diagnosis.exit_code else "[green]no errors[/]"
+        console.print(f"{verdict}: {counts['error']} error(s), {counts['warning']} warning(s), {counts['info']} note(s)")
+    if diagnosis.exit_code:
+        raise typer.Exit(diagnosis.exit_code)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("doctor")(doctor)

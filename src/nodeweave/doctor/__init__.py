@@ -1,0 +1,96 @@
+"""``nodeweave doctor``: what this node is, what the entrypoint would do, and what is wrong.
+
+Built on the entrypoint's Python API (``nodeweave.entrypoint.parse`` /
+``build_plan``), never on a copy of its detection: the node, the plan and its
+warnings are exactly what ``nodeweave-entrypoint`` would act on. Doctor grades
+those warnings and adds its own rules (``rules.py``); each finding has a
+severity and the remedy. No torch import here: ``--bench`` runs the bench
+worker in processes of its own.
+
+``diagnose(sysroot=None, env=None) -> Diagnosis``; ``Diagnosis.exit_code`` is
+1 when any finding is an error, else 0.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from nodeweave.doctor.findings import ERROR, INFO, WARNING, Finding, grade_plan_warning, merge
+from nodeweave.doctor.rules import own_findings
+from nodeweave.errors import EXIT_FAILURE, EXIT_OK, UsageError
+
+SCHEMA = "nodeweave.doctor/1"
+# The plan needs a command to launch; doctor never launches it.
+_PLACEHOLDER_COMMAND = ["nodeweave-doctor-placeholder"]
+_SINGLE_NODE = ["--nnodes", "1", "--node-rank", "0", "--master-addr", "127.0.0.1"]
+
+
+@dataclass
+class Diagnosis:
+    """The node, the entrypoint's plan for it, and the graded findings."""
+
+    node: object
+    plan: object
+    findings: "list[Finding]"
+    bench: "dict | None" = None
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT_FAILURE if any(f.severity == ERROR for f in self.findings) else EXIT_OK
+
+    def counts(self) -> "dict[str, int]":
+        return {level: sum(f.severity == level for f in self.findings) for level in (ERROR, WARNING, INFO)}
+
+    def to_dict(self) -> dict:
+        plan = self.plan
+        return {
+            "schema": SCHEMA,
+            "ok": self.exit_code == EXIT_OK,
+            "counts": self.counts(),
+            "findings": [f.to_dict() for f in self.findings],
+            "node": self.node.to_dict() if self.node is not None else None,
+            "plan": None if plan is None else {
+                "topology": plan.topology.to_dict() if plan.topology else None,
+                "env": [var.to_dict() for var in plan.env],
+                "warnings": list(plan.warnings),
+                "errors": list(plan.errors),
+            },
+            "bench": self.bench,
+        }
+
+
+def diagnose(sysroot: "str | None" = None, env: "dict[str, str] | None" = None) -> Diagnosis:
+    """Everything doctor knows about the node under ``sysroot`` with the variables ``env``."""
+    from nodeweave.entrypoint import EntrypointError, Root, build_plan, detect, parse
+
+    env = dict(os.environ) if env is None else dict(env)
+    if sysroot is not None and not os.path.isdir(sysroot):
+        raise UsageError(f"--sysroot: {sysroot!r} is not a directory; expected the root of a captured "
+                         "tree (tests/fixtures/sysroots/...) or / (the default)")
+    argv = ["--no-wait"] + (["--sysroot", sysroot] if sysroot else []) + ["--"] + _PLACEHOLDER_COMMAND
+    findings: "list[Finding]" = []
+    try:
+        settings = parse(argv, env)
+    except EntrypointError as err:  # a bad NODEWEAVE_* value: report it, still examine the hardware
+        root = sysroot or env.get("NODEWEAVE_SYSROOT") or "/"
+        node = detect(root, env)
+        finding = Finding(ERROR, "entrypoint-settings", str(err),
+                          "fix the variable named; nodeweave-entrypoint --help lists what each accepts", "entrypoint")
+        return Diagnosis(node, None, merge([finding], own_findings(node, env, Root(root), False, set())))
+    plan = build_plan(settings, partial=True)
+    if plan.topology is None:
+        # No topology, so no env policy ran; check the node-local rules as a single node would.
+        single = build_plan(parse(argv[:-2] + _SINGLE_NODE + argv[-2:], env), partial=True)
+        plan.env = single.env
+        plan.warnings = plan.warnings + single.warnings
+    node = plan.node
+    shm = node.limits.shm_bytes if node.limits else None
+    graded = [grade_plan_warning(message, shm) for message in plan.warnings]
+    graded += [Finding(ERROR, "plan-error", error["message"],
+                       "fix the value named (nodeweave-entrypoint --explain shows the whole plan); the "
+                       f"entrypoint would exit {error['exit_code']}", "entrypoint") for error in plan.errors]
+    multi = bool(plan.topology) and plan.topology.nnodes_max > 1
+    codes = {finding.code for finding in graded}
+    findings = merge(graded, own_findings(node, env, Root(settings.sysroot), multi, codes))
+    return Diagnosis(node, plan, findings)
