@@ -25,6 +25,7 @@ app = typer.Typer(
 # Command modules, each with a ``register(app)`` function.
 COMMAND_MODULES = [
     "bench",
+    "doctor",
     "image",
     "render",
     "sync",
@@ -38,7 +39,8 @@ for _name in COMMAND_MODULES:
 def main(argv: "list[str] | None" = None) -> int:
     """Run the CLI; user errors print one message and exit with their code."""
     try:
-        app(args=argv, standalone_mode=False)
+        # with standalone_mode=False, a command's typer.Exit(code) comes back as the return value
+        result = app(args=argv, standalone_mode=False)
     except NodeweaveError as err:
         typer.echo(f"nodeweave: error: {err}", err=True)
         return err.exit_code
@@ -57,7 +59,7 @@ def main(argv: "list[str] | None" = None) -> int:
             err.show()
             return err.exit_code
         raise
-    return 0
+    return result if isinstance(result, int) else 0
 
 
 if __name__ == "__main__":
