@@ -171,9 +171,12 @@ def test_rendered_objects_validate_strict(case):
 @needs_kustomize
 @pytest.mark.parametrize("case", CASES)
 def test_every_kustomization_builds_to_valid_objects(case, built):
+    raw = [load(text) for rel, text in files_of(case).items() if rel.startswith(("manifests/base/", "manifests/job/"))]
     for folder, objects in built[case].items():
         assert objects, f"{case}: {folder} built nothing"
         for obj in objects:
+            if obj in raw:
+                continue  # kustomize changed nothing: validated as rendered above
             validate_strict(obj, f"{case}: kustomize build {folder}")
 
 
@@ -315,6 +318,7 @@ def test_indexed_job(case):
     assert pod_spec(jb)["restartPolicy"] == "Never"
     index = env_of(jb)["NODEWEAVE_POD_INDEX"]["valueFrom"]["fieldRef"]["fieldPath"]
     assert index == "metadata.annotations['batch.kubernetes.io/job-completion-index']"
+    assert env_of(jb)["MASTER_ADDR"]["value"] == f"{spec.name}-0.{spec.kubernetes.service}"
     assert "serviceAccountName" not in pod_spec(jb)
     assert pod_spec(jb)["automountServiceAccountToken"] is False
 
@@ -480,7 +484,7 @@ def test_hostile_values_survive_kustomize(tmp_path):
         check_round_trip(HOSTILE, sts_text)
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.text(st.characters(blacklist_categories=("Cs",)), max_size=30), min_size=1, max_size=5))
 def test_any_env_and_args_round_trip(values):
     try:

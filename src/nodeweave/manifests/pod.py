@@ -109,7 +109,12 @@ def container(spec, workload: str) -> Dict[str, Any]:
 def env(spec, workload: str) -> List[Dict[str, Any]]:
     if workload == "job":
         index = f"metadata.annotations['{common.JOB_INDEX_ANNOTATION}']"
-        nnodes = [common.env_var("NODEWEAVE_NNODES", str(spec.nodes))]
+        # A Job pod's name is <job>-<N>-<random>, so no master can be derived from it;
+        # its hostname <job>-0 under the subdomain resolves through the DNS search path.
+        nnodes = [
+            common.env_var("NODEWEAVE_NNODES", str(spec.nodes)),
+            common.env_var("MASTER_ADDR", f"{spec.name}-0.{spec.kubernetes.service}"),
+        ]
     else:
         index = f"metadata.labels['{common.POD_INDEX_LABEL}']"
         # A fixed-size StatefulSet leaves NNODES out: the entrypoint reads .spec.replicas,
