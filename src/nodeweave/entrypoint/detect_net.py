@@ -207,10 +207,11 @@ def resolve(root, host):
         try:
             infos = socket.getaddrinfo(host, None, socket.AF_INET, socket.SOCK_STREAM)
         except (OSError, UnicodeError):
-            return None, "DNS"
+            return None, "no DNS answer"
         if infos:
             return infos[0][4][0], "DNS"
-    return None, "not resolvable"
+        return None, "no DNS answer"
+    return None, "not in the sysroot's /etc/hosts"
 
 
 def route_to(root, routes, target_ip):

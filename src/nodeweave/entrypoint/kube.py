@@ -13,7 +13,7 @@ SA_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
 
 
 def in_kubernetes(root, env):
-    return bool(env.get("KUBERNETES_SERVICE_HOST")) or root.exists(f"{SA_DIR}/namespace")
+    return bool(env.get("KUBERNETES_SERVICE_HOST") or env.get("POD_NAME")) or root.exists(f"{SA_DIR}/namespace")
 
 
 def namespace(root, env):

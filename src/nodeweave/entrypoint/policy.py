@@ -133,7 +133,10 @@ def _rdma(node, settings, env, root, out, warnings):
         warnings.append(f"RDMA port(s) not ACTIVE: {', '.join(down)}; NCCL skips them, so this node has "
                         f"{len(usable)} usable rail(s) — check cabling/subnet manager if that is fewer than its peers")
     if "NCCL_IB_HCA" not in env and dropped:
-        why = "; ".join(f"{p.name}: {r}" for p, r in dropped)
+        grouped = {}
+        for p, r in dropped:
+            grouped.setdefault(r, []).append(_hca_item(p, ports))
+        why = "; ".join(f"{', '.join(names)}: {r}" for r, names in grouped.items())
         if usable:
             include = "=" + ",".join(_hca_item(p, ports) for p in usable)
             exclude = "^=" + ",".join(_hca_item(p, ports) for p, _ in dropped)

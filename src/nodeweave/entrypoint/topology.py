@@ -57,6 +57,11 @@ def ordinal(name):
     return None, None
 
 
+def host_networking(node):
+    """PCI-backed interfaces with an address: the container shares the host's network."""
+    return [i.name for i in node.interfaces if not i.virtual and i.ipv4]
+
+
 def read_hostfile(path):
     """[(host, slots or None)] from '<host> [slots=N]' lines."""
     try:
@@ -199,10 +204,13 @@ def discover(settings, node, root, warnings=None):
     prefix, number = ordinal(pod_name)
     kube = in_kubernetes(root, env)
     name_src = "POD_NAME" if env.get("POD_NAME") else "hostname"
+    host_net = host_networking(node)
+    if number is not None and not kube and host_net:
+        notes.append(f"{name_src} {pod_name!r} ends in -{pod_name.split('.')[0].rpartition('-')[2]} but this container "
+                     f"sees the host's NICs ({', '.join(host_net)}): host networking, so that is not a rank")
+        prefix = number = None
     if rank is None and number is not None:
         rank, rank_src = number, f"ordinal of {name_src} {pod_name!r}"
-        if not kube:
-            notes.append(f"node rank from the {name_src} ordinal; on host networking set NODE_RANK instead")
     elif number is not None and rank is not None and rank != number and rank_src.startswith("NODEWEAVE_POD_INDEX"):
         raise TopologyError(f"node rank sources disagree: {rank_src} but {name_src} {pod_name!r} has ordinal {number}")
 
@@ -227,8 +235,9 @@ def discover(settings, node, root, warnings=None):
             rank, rank_src = 0, "single node"
         else:
             raise TopologyError(
-                f"cannot tell this node's rank: {name_src} {pod_name!r} has no '-<N>' ordinal "
-                f"(host networking?) and none of NODE_RANK, JOB_COMPLETION_INDEX, NODEWEAVE_POD_INDEX, "
+                f"cannot tell this node's rank: {name_src} {pod_name!r} "
+                + ("is the host's own name (host networking)" if host_net else "has no '-<N>' ordinal")
+                + " and none of NODE_RANK, JOB_COMPLETION_INDEX, NODEWEAVE_POD_INDEX, "
                 f"LWS_WORKER_INDEX, VC_TASK_INDEX, SKYPILOT_NODE_RANK, SLURM_NODEID or a hostfile is set; "
                 f"set NODE_RANK=0..{hi - 1} on each node")
     if rank >= hi:
