@@ -13,6 +13,7 @@ from typing import Any, Mapping
 
 import nodeweave
 from nodeweave.images.catalogue import Variant
+from nodeweave.images.dockerfile import looks_secret
 from nodeweave.images.quoting import bake_literal
 
 
@@ -26,7 +27,8 @@ def _tags(variant: Variant, spec: Any) -> list:
 
 def render_bake(variants: Mapping[str, Variant], spec: Any) -> str:
     """Bake file text building every variant from the repository root."""
-    user_args = {name: bake_literal(value) for name, value in spec.image.build_args.items()}
+    # A secret-looking value stays out of this committed file, as it does out of the Dockerfile.
+    user_args = {name: bake_literal(value) for name, value in spec.image.build_args.items() if not looks_secret(name)}
     targets = {}
     for key, variant in variants.items():
         args = dict(user_args)

@@ -8,8 +8,9 @@ a value the template asks for but nobody passed is an error, not a blank.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
-from typing import Any, Mapping, Optional, Tuple
+from typing import Any, Dict, Mapping, Optional, Tuple
 
 import jinja2
 
@@ -17,14 +18,19 @@ import nodeweave
 from nodeweave.images.catalogue import ACCELERATE, BUILD_TOOLS, DEEPSPEED, Variant
 from nodeweave.images.quoting import dockerfile_word, exec_form, is_single_line
 
-# ARGs the Dockerfile declares itself; a spec build arg of the same name sets its default.
-BUILTIN_ARGS = ("BASE_IMAGE", "DS_BUILD_OPS", "TORCH_CUDA_ARCH_LIST", "PYTORCH_ROCM_ARCH", "VERSION")
+# Names whose values must not be written into a committed Dockerfile (or image history).
+SECRET_NAME = re.compile(r"TOKEN|SECRET|PASSW(OR)?D|CREDENTIAL|API_?KEY|PRIVATE_KEY|ACCESS_KEY", re.IGNORECASE)
+
+
+def looks_secret(name: str) -> bool:
+    return SECRET_NAME.search(name) is not None
 
 
 @dataclass(frozen=True)
 class BuildArg:
     name: str
     default: Optional[str]  # already quoted; None when the value cannot sit on one line
+    secret: bool = False  # left undeclared: no build step, and so no image history, sees it
 
 
 _ENV = jinja2.Environment(
@@ -37,44 +43,62 @@ _ENV = jinja2.Environment(
 )
 
 
-def _user_build_args(build_args: Mapping[str, str]) -> Tuple[BuildArg, ...]:
-    """Spec build args not already declared by the template, sorted for stable output."""
+def _user_build_args(build_args: Mapping[str, str], template_args: Mapping[str, str]) -> Tuple[BuildArg, ...]:
+    """Spec build args the template does not declare itself, sorted for stable output."""
     declared = []
     for name in sorted(build_args):
-        if name in BUILTIN_ARGS:
+        if name in template_args:
             continue
         value = build_args[name]
-        quoted = dockerfile_word(value, f"image.build_args.{name}") if is_single_line(value) else None
-        declared.append(BuildArg(name, quoted))
+        if looks_secret(name):
+            declared.append(BuildArg(name, None, secret=True))
+        elif not is_single_line(value):
+            declared.append(BuildArg(name, None))
+        else:
+            declared.append(BuildArg(name, dockerfile_word(value, f"image.build_args.{name}")))
     return tuple(declared)
 
 
-def _builtin_default(build_args: Mapping[str, str], name: str, default: str) -> str:
-    value = build_args.get(name, default)
-    return dockerfile_word(value, f"image.build_args.{name}")
+def _template_args(variant: Variant, spec: Any, base_image: Optional[str]) -> Dict[str, str]:
+    """``ARG`` line per name the template declares; a spec build arg of that name sets its default."""
+    defaults: Dict[str, Optional[str]] = {
+        "BASE_IMAGE": base_image or variant.base_image,
+        "DEBIAN_FRONTEND": "noninteractive",
+        "PIP_FIND_LINKS": "/wheelhouse",
+        "PIP_NO_INDEX": None,  # unset: pip may use its index; 1 = wheelhouse only
+        "DS_BUILD_OPS": "0",
+        "DS_ACCELERATOR": variant.ds_accelerator,
+        "WORKSPACE_DIR": spec.workspace.path,
+        "CACHE_DIR": spec.cache.path,
+        "VERSION": nodeweave.__version__,
+        "REVISION": "unknown",
+        "SOURCE": "unknown",
+    }
+    if variant.accelerator_arch_arg is not None:
+        name, default = variant.accelerator_arch_arg
+        defaults[name] = default
+    lines = {}
+    for name, default in defaults.items():
+        value = spec.image.build_args.get(name, default)
+        if value is None or not is_single_line(value):
+            lines[name] = f"ARG {name}"
+        else:
+            lines[name] = f"ARG {name}={dockerfile_word(value, f'image.build_args.{name}')}"
+    return lines
 
 
 def dockerfile_context(variant: Variant, spec: Any, base_image: Optional[str] = None) -> dict:
     """Every value the template uses, quoted for a Dockerfile."""
-    build_args = dict(spec.image.build_args)
-    base = base_image or variant.base_image
+    args = _template_args(variant, spec, base_image)
     cache = spec.cache.path.rstrip("/")
-    arch = None
-    if variant.accelerator_arch_arg is not None:
-        name, default = variant.accelerator_arch_arg
-        arch = {"name": name, "default": _builtin_default(build_args, name, default)}
     return {
         "variant": variant,
-        "base_image": _builtin_default(build_args, "BASE_IMAGE", base),
-        "build_args": _user_build_args(build_args),
+        "args": args,
+        "arch_arg": variant.accelerator_arch_arg[0] if variant.accelerator_arch_arg else None,
+        "build_args": _user_build_args(spec.image.build_args, args),
         "build_tools": BUILD_TOOLS,
         "deepspeed": DEEPSPEED,
         "accelerate": ACCELERATE,
-        "ds_build_ops": _builtin_default(build_args, "DS_BUILD_OPS", "0"),
-        "arch_arg": arch,
-        "version": _builtin_default(build_args, "VERSION", nodeweave.__version__),
-        "workspace_dir": dockerfile_word(spec.workspace.path, "workspace.path"),
-        "cache_dir": dockerfile_word(spec.cache.path, "cache.path"),
         "hf_home": dockerfile_word(f"{cache}/huggingface", "cache.path"),
         "torch_home": dockerfile_word(f"{cache}/torch", "cache.path"),
         "triton_cache_dir": dockerfile_word(f"{cache}/triton", "cache.path"),
