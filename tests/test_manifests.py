@@ -27,7 +27,6 @@ from ruamel.yaml import YAML
 
 from nodeweave.errors import UsageError
 from nodeweave.manifests import render_files
-from nodeweave.manifests.podman import kube_play_pod
 from nodeweave.spec import load_spec, parse_spec
 
 GOLDEN = Path(__file__).parent / "golden" / "manifests"
@@ -494,48 +493,3 @@ def test_any_env_and_args_round_trip(values):
     text = render_files(spec)["manifests/base/statefulset.yaml"]
     check_round_trip(values, text)
     kubernetes_validate.validate(load(text), "1.33", strict=True)
-
-
-# -- podman kube play ------------------------------------------------------------------------
-
-
-def test_kube_play_pod_is_the_statefulset_pod_minus_what_podman_refuses():
-    spec = spec_of("cuda")
-    pod = kube_play_pod(spec, 1, image="localhost/test:1", extra_env={"MASTER_ADDR": "llama-pretrain-0"})
-    assert pod["metadata"]["name"] == "llama-pretrain-1"
-    assert pod["metadata"]["labels"]["apps.kubernetes.io/pod-index"] == "1"
-    env = {e["name"]: e for e in pod["spec"]["containers"][0]["env"]}
-    assert env["POD_NAMESPACE"] == {"name": "POD_NAMESPACE", "value": "ml-training"}
-    assert "POD_IP" not in env
-    assert env["NODEWEAVE_NNODES"]["value"] == "2" and env["MASTER_ADDR"]["value"] == "llama-pretrain-0"
-    sts_pod = pod_spec(statefulset("cuda"))
-    assert pod["spec"]["volumes"] == sts_pod["volumes"]
-    assert pod["spec"]["containers"][0]["securityContext"] == trainer(statefulset("cuda"))["securityContext"]
-    kubernetes_validate.validate(pod, "1.33", strict=True)
-
-
-BASE_IMAGE = "localhost/nodeweave-base:bookworm"
-
-
-@pytest.mark.engine
-def test_kube_play_runs_the_pod(tmp_path):
-    """podman 4.3 kube play accepts the pod and the container sees the downward API and IPC_LOCK."""
-    if subprocess.run(["podman", "image", "exists", BASE_IMAGE]).returncode != 0:
-        pytest.skip(f"{BASE_IMAGE} is absent (bash .ci/make-base-image.sh makes it)")
-    spec = parse_spec((SPECS / "cpu.yaml").read_text().replace("cpu-smoke", "nwmanifest-kubeplay"), "kubeplay.yaml")
-    pod = kube_play_pod(spec, 0, image=BASE_IMAGE)
-    container = pod["spec"]["containers"][0]
-    container["command"] = ["/bin/sh", "-c", 'echo "index=$NODEWEAVE_POD_INDEX name=$POD_NAME ns=$POD_NAMESPACE"; grep CapEff /proc/self/status; id -u']
-    path = tmp_path / "pod.yaml"
-    path.write_text(yaml.safe_dump(pod))
-    try:
-        play = subprocess.run(["podman", "kube", "play", str(path)], capture_output=True, text=True, timeout=300)
-        assert play.returncode == 0, play.stderr
-        subprocess.run(["podman", "wait", "nwmanifest-kubeplay-0-trainer"], capture_output=True, timeout=120)
-        logs = subprocess.run(["podman", "logs", "nwmanifest-kubeplay-0-trainer"], capture_output=True, text=True, timeout=60)
-    finally:
-        subprocess.run(["podman", "kube", "down", str(path)], capture_output=True, timeout=120)
-    assert "index=0 name=nwmanifest-kubeplay-0 ns=default" in logs.stdout
-    cap_eff = int(logs.stdout.split("CapEff:")[1].split()[0], 16)
-    assert cap_eff & (1 << 14), "IPC_LOCK (capability 14) missing"
-    assert logs.stdout.strip().splitlines()[-1] == "1000"

@@ -3,8 +3,10 @@
 The entrypoint learns who it is from the downward API (pod name, namespace,
 IP, index) and what to run from ``NODEWEAVE_*`` variables, so the template
 holds no per-pod values and a StatefulSet can be scaled without editing it.
-The template stays within what ``podman kube play`` accepts for a plain Pod,
-so the same text runs on one machine for tests.
+Apart from two downward-API fields podman 4.3 refuses (``metadata.namespace``,
+``status.podIP``: the e2e harness substitutes them), the template is what
+``podman kube play`` runs as a plain Pod, so the same text is exercised on one
+machine; nothing here may need more than that.
 """
 
 from __future__ import annotations
