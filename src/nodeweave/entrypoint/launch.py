@@ -118,15 +118,18 @@ def _deepspeed(topo, node, command, restarts, settings):
     nproc = topo.nproc_per_node.value
     hostfile = os.path.join(HOSTFILE_DIR, "hostfile")
     names = topo.node_names
-    content = "".join(f"{name} slots={nproc}\n" for name in names)
     argv = ["deepspeed", "--hostfile", hostfile, "--no_ssh", "--node_rank", str(topo.node_rank.value),
             "--master_addr", topo.master_addr.value, "--master_port", str(topo.master_port.value)]
     notes = ["--no_ssh: every node starts its own launcher; no pdsh, no ssh between containers"]
+    slots = nproc
     visible = node.gpus.visible
     if visible and all(isinstance(v, int) for v in visible):
-        ids = ",".join(str(v) for v in visible[:nproc])
-        argv += ["--include", "@".join(f"{name}:{ids}" for name in names)]
-        notes.append(f"--include keeps {node.gpus.visible_env}={ids}: DeepSpeed otherwise renumbers GPUs from 0")
+        ids = visible[:nproc]
+        slots = max(ids) + 1  # --include may only name slots the hostfile lists
+        argv += ["--include", "@".join(f"{name}:{','.join(map(str, ids))}" for name in names)]
+        notes.append(f"--include keeps {node.gpus.visible_env}={','.join(map(str, ids))}: "
+                     "DeepSpeed otherwise renumbers GPUs from 0")
+    content = "".join(f"{name} slots={slots}\n" for name in names)
     if restarts:
         notes.append("deepspeed has no restart flag; --max-restarts applies to torchrun and accelerate only")
     return Launch(argv=argv + command, files={hostfile: content}, notes=notes)

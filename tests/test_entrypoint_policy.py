@@ -1,0 +1,213 @@
+"""The NCCL/RCCL environment policy (FACTS.md §3), row by row, on captured nodes."""
+
+from pathlib import Path
+
+import pytest
+
+from nodeweave.entrypoint import make_plan
+
+FIX = Path(__file__).parent / "fixtures" / "sysroots"
+HGX = {"NNODES": "2", "NODE_RANK": "1", "MASTER_ADDR": "hgx-a00"}
+MI300 = {"NNODES": "2", "NODE_RANK": "1", "MASTER_ADDR": "mi300-00"}
+STS = {"NODEWEAVE_NNODES": "4", "NODEWEAVE_SERVICE": "llama"}
+
+
+def plan(fixture, argv=(), **env):
+    return make_plan([*argv, "--", "train.py"], env=env, sysroot=str(FIX / fixture))
+
+
+def set_vars(p):
+    return {v.name: v.value for v in p.env if v.action == "set"}
+
+
+def var(p, name):
+    return next(v for v in p.env if v.name == name)
+
+
+def test_hgx_sets_socket_interface_and_drops_the_storage_fabric():
+    p = plan("hgx-h100", **HGX)
+    assert set_vars(p) == {
+        "NCCL_SOCKET_IFNAME": "=eno1",
+        "GLOO_SOCKET_IFNAME": "eno1",
+        "NCCL_IB_HCA": "^=mlx5_8,mlx5_9",
+        "OMP_NUM_THREADS": "28",
+    }
+    assert "Ethernet port beside the InfiniBand fabric" in var(p, "NCCL_IB_HCA").reason
+    assert p.warnings == []
+
+
+def test_never_sets_debugging_variables():
+    for fixture, env in (("hgx-h100", HGX), ("mi300x", MI300), ("sts-h100-roce", STS), ("cloud-vm", {})):
+        names = set(set_vars(plan(fixture, **env)))
+        assert not names & {"NCCL_DEBUG", "NCCL_ALGO", "NCCL_PROTO", "NCCL_P2P_DISABLE", "NCCL_P2P_LEVEL",
+                            "NCCL_NET_GDR_LEVEL", "NCCL_MAX_NCHANNELS", "NCCL_BUFFSIZE", "NCCL_CROSS_NIC"}
+
+
+def test_single_node_sets_no_network_variables():
+    p = plan("hgx-h100")
+    assert set_vars(p) == {"OMP_NUM_THREADS": "28"}
+
+
+def test_port_down_is_left_to_nccl_and_warned():
+    p = plan("hgx-h100-port-down", NNODES="2", NODE_RANK="1", MASTER_ADDR="hgx-a00")
+    assert set_vars(p)["NCCL_IB_HCA"] == "^=mlx5_8,mlx5_9"  # the down port is not listed: NCCL skips it
+    assert any("mlx5_3:1" in w and "7 usable rail(s)" in w for w in p.warnings)
+
+
+def test_statefulset_pod_keeps_nccl_on_its_four_vfs_exactly():
+    p = plan("sts-h100-roce", **STS)
+    s = set_vars(p)
+    # '=' matters: plain mlx5_1 would also match mlx5_10 and mlx5_11
+    assert s["NCCL_IB_HCA"] == "=mlx5_6,mlx5_7,mlx5_10,mlx5_11"
+    assert "netdev is not in this network namespace" in var(p, "NCCL_IB_HCA").reason
+    assert "NCCL_IB_GID_INDEX" not in s  # NCCL 2.21.5 from the pip wheel picks it itself
+    assert p.node.libraries["nccl"] == "2.21.5"
+    assert s["NCCL_SOCKET_IFNAME"] == "=eth0" and s["OMP_NUM_THREADS"] == "16"
+
+
+def test_gid_index_only_for_old_libraries():
+    p = plan("sts-h100-roce", NODEWEAVE_NCCL_VERSION="2.18.3", **STS)
+    assert set_vars(p)["NCCL_IB_GID_INDEX"] == "3"
+    assert "2.18.3" in var(p, "NCCL_IB_GID_INDEX").reason
+    p = plan("sts-h100-roce", NODEWEAVE_NCCL_VERSION="2.27.7", **STS)
+    assert "NCCL_IB_GID_INDEX" not in set_vars(p)
+
+
+def test_mi300x_rocm_6_2_gets_the_gid_index_and_keeps_channel_experiments():
+    p = plan("mi300x", NCCL_MAX_NCHANNELS="32", RCCL_THREADS_PER_BLOCK="512", **MI300)
+    s = set_vars(p)
+    assert s["NCCL_IB_GID_INDEX"] == "3"
+    assert "rocm-6.2.4" in var(p, "NCCL_IB_GID_INDEX").reason
+    assert "NCCL_IB_HCA" not in s  # all eight RoCE ports are usable: nothing to drop
+    assert s["NCCL_SOCKET_IFNAME"] == "=eno8303"
+    kept = {v.name: v.value for v in p.env if v.action == "kept"}
+    assert kept == {"NCCL_MAX_NCHANNELS": "32", "RCCL_THREADS_PER_BLOCK": "512"}
+    environ = p.environ({"NCCL_MAX_NCHANNELS": "32", "RCCL_THREADS_PER_BLOCK": "512"})
+    assert environ["NCCL_MAX_NCHANNELS"] == "32" and environ["RCCL_THREADS_PER_BLOCK"] == "512"
+
+
+def test_rocm_6_3_picks_the_gid_itself():
+    p = plan("mi300x", NODEWEAVE_RCCL_VERSION="rocm-6.3.1", **MI300)
+    assert "NCCL_IB_GID_INDEX" not in set_vars(p)
+
+
+def test_user_values_win_and_are_reported():
+    p = plan("hgx-h100", NCCL_SOCKET_IFNAME="=eno1", NCCL_IB_HCA="=mlx5_0,mlx5_1", OMP_NUM_THREADS="4", **HGX)
+    s = set_vars(p)
+    assert "NCCL_SOCKET_IFNAME" not in s and "NCCL_IB_HCA" not in s and "OMP_NUM_THREADS" not in s
+    assert s["GLOO_SOCKET_IFNAME"] == "eno1"
+    kept = {v.name: v for v in p.env if v.action == "kept"}
+    assert kept["NCCL_IB_HCA"].value == "=mlx5_0,mlx5_1" and kept["NCCL_IB_HCA"].source == "user"
+    assert p.environ({"NCCL_IB_HCA": "=mlx5_0,mlx5_1"})["NCCL_IB_HCA"] == "=mlx5_0,mlx5_1"
+
+
+@pytest.mark.parametrize("fixture,env,needle", [
+    ("hgx-h100", {"NCCL_P2P_DISABLE": "1"}, "NCCL_P2P_DISABLE=1 on a nvswitch node"),
+    ("mi300x", {"NCCL_P2P_DISABLE": "1"}, "NCCL_P2P_DISABLE=1 on a xgmi node"),
+    ("hgx-h100", {"NCCL_SOCKET_IFNAME": "lo"}, "loopback cannot reach other nodes"),
+    ("hgx-h100", {"NCCL_SOCKET_IFNAME": "=eth0"}, "matches no interface here"),
+    ("hgx-h100", {"NCCL_SOCKET_IFNAME": "ib"}, "leaves out eno1"),
+    ("sts-h100-roce", {"NCCL_IB_HCA": "mlx5_1"}, "without '=' the prefix mlx5_1 also matches mlx5_10, mlx5_11"),
+    ("hgx-h100", {"NCCL_IB_HCA": "=mlx5_12"}, "mlx5_12 is not an RDMA device here"),
+    ("hgx-h100", {"NCCL_IB_DISABLE": "1"}, "falls back to TCP sockets"),
+    ("mi300x", {"NCCL_IB_GID_INDEX": "1"}, "NCCL_IB_GID_INDEX=1, but the RoCE v2 IPv4 GID"),
+    ("mi300x", {"HSA_FORCE_FINE_GRAIN_PCIE": "1"}, "this node's GPUs use xGMI"),
+])
+def test_user_values_known_to_hurt_are_warned(fixture, env, needle):
+    topo = {"hgx-h100": HGX, "mi300x": MI300, "sts-h100-roce": STS}[fixture]
+    p = plan(fixture, **topo, **env)
+    assert any(needle in w for w in p.warnings), p.warnings
+    kept = [v.name for v in p.env if v.action == "kept"]
+    assert set(env) <= set(kept)
+
+
+def test_p2p_disable_on_pcie_is_not_warned():
+    p = plan("cloud-vm", NCCL_P2P_DISABLE="1")
+    assert not any("P2P" in w for w in p.warnings)
+
+
+def test_loopback_master_is_a_local_simulation():
+    p = plan("cpu-only", NNODES="2", NODE_RANK="1", MASTER_ADDR="127.0.0.1")
+    assert "NCCL_SOCKET_IFNAME" not in set_vars(p)
+    assert any("loopback" in n for n in p.topology.notes)
+
+
+def test_cloud_vm_single_eth0_and_docker_shm_warning():
+    p = plan("cloud-vm", NNODES="2", NODE_RANK="0", MASTER_ADDR="10.0.0.5")
+    s = set_vars(p)
+    assert s == {"NCCL_SOCKET_IFNAME": "=eth0", "GLOO_SOCKET_IFNAME": "eth0", "OMP_NUM_THREADS": "24"}
+    assert any("/dev/shm is 64 MiB" in w for w in p.warnings)
+
+
+def test_cpu_only_gloo_interface_only():
+    p = plan("cpu-only", NNODES="2", NODE_RANK="0", MASTER_ADDR="192.168.1.40")
+    assert set_vars(p) == {"NCCL_SOCKET_IFNAME": "=eth0", "GLOO_SOCKET_IFNAME": "eth0"}
+    assert p.topology.nproc_per_node.value == 1
+
+
+def test_spec_interfaces_and_hca_exclusions():
+    p = plan("hgx-h100", NODEWEAVE_IFNAME="eno1,ens21f0np0", NODEWEAVE_EXCLUDE_HCAS="mlx5_7", **HGX)
+    s = set_vars(p)
+    assert s["NCCL_SOCKET_IFNAME"] == "=eno1,=ens21f0np0" and s["GLOO_SOCKET_IFNAME"] == "eno1,ens21f0np0"
+    assert s["NCCL_IB_HCA"] == "^=mlx5_7,mlx5_8,mlx5_9"
+
+
+def test_no_usable_rdma_port_disables_ib():
+    p = plan("sts-h100-roce", NODEWEAVE_EXCLUDE_HCAS="mlx5_6,mlx5_7,mlx5_10,mlx5_11", **STS)
+    assert set_vars(p)["NCCL_IB_DISABLE"] == "1"
+
+
+def test_memlock_warning_with_rdma(tmp_path):
+    import shutil
+    root = tmp_path / "node"
+    shutil.copytree(FIX / "hgx-h100", root, symlinks=True)
+    limits = (root / "proc/self/limits").read_text().replace(
+        "Max locked memory         unlimited            unlimited", "Max locked memory         65536                65536    ")
+    (root / "proc/self/limits").write_text(limits)
+    p = make_plan(["--", "t.py"], env=HGX, sysroot=str(root))
+    assert any("RLIMIT_MEMLOCK is 64 KiB" in w for w in p.warnings)
+
+
+def _cloud_root(tmp_path, vendor, product, files):
+    import shutil
+    root = tmp_path / "vm"
+    shutil.copytree(FIX / "cloud-vm", root, symlinks=True)
+    (root / "sys/devices/virtual/dmi/id/sys_vendor").write_text(vendor + "\n")
+    (root / "sys/devices/virtual/dmi/id/product_name").write_text(product + "\n")
+    for f in files:
+        path = root / f.lstrip("/")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("export NCCL_FASTRAK_CTRL_DEV=eth0\n")
+    return str(root)
+
+
+def test_azure_nd_topology_file(tmp_path):
+    root = _cloud_root(tmp_path, "Microsoft Corporation", "Virtual Machine", ["/opt/microsoft/ndv5/topo.xml"])
+    p = make_plan(["--", "t.py"], env={"NNODES": "2", "NODE_RANK": "0", "MASTER_ADDR": "10.0.0.5"}, sysroot=root)
+    assert set_vars(p)["NCCL_TOPO_FILE"] == "/opt/microsoft/ndv5/topo.xml"
+
+
+def test_gcp_profile_is_sourced_and_nccl_left_alone(tmp_path):
+    profile = "/usr/local/nvidia/lib64/nccl-env-profile.sh"
+    root = _cloud_root(tmp_path, "Google", "Google Compute Engine", [profile])
+    p = make_plan(["--", "t.py"], env={"NNODES": "2", "NODE_RANK": "0", "MASTER_ADDR": "10.0.0.5"}, sysroot=root)
+    assert not [n for n in set_vars(p) if n.startswith("NCCL_")]
+    assert p.launch.argv[:4] == ["/bin/sh", "-c", '. "$0" && exec "$@"', profile]
+    assert p.launch.argv[4] == "torchrun"
+
+
+def test_aws_efa_exports_no_nccl_tuning(tmp_path):
+    import shutil
+    root = tmp_path / "p5"
+    shutil.copytree(FIX / "hgx-h100", root, symlinks=True)
+    (root / "sys/devices/virtual/dmi/id/sys_vendor").write_text("Amazon EC2\n")
+    (root / "sys/devices/virtual/dmi/id/product_name").write_text("p5.48xlarge\n")
+    for i in range(8):  # the IB devices become EFA devices
+        (root / f"sys/bus/pci/drivers/efa").mkdir(parents=True, exist_ok=True)
+    for link in (root / "sys/devices/pci0000:00").glob("*/driver"):
+        if link.readlink().name == "mlx5_core":
+            link.unlink()
+            link.symlink_to("../../../bus/pci/drivers/efa")
+    p = make_plan(["--", "t.py"], env=HGX, sysroot=str(root))
+    assert p.node.cloud.efa and p.node.cloud.provider == "aws"
+    assert "NCCL_IB_HCA" not in set_vars(p) and "NCCL_IB_GID_INDEX" not in set_vars(p)
