@@ -7,6 +7,7 @@ torchrun on CPU (gloo), as training would be launched.
 from __future__ import annotations
 
 import json
+import os
 import socket
 import subprocess
 import sys
@@ -120,7 +121,8 @@ def test_check_passes_a_real_collective_and_catches_a_broken_one(single_rank_gro
 def _bench(tmp_path, *args, timeout=900):
     return subprocess.run([sys.executable, "-c", "import sys; from nodeweave.cli import main; sys.exit(main())",
                            "bench", "--backend", "gloo", "--nproc", "2", "--iters", "2", "--warmup", "1", *args],
-                          capture_output=True, text=True, timeout=timeout, cwd=tmp_path)
+                          capture_output=True, text=True, timeout=timeout, cwd=tmp_path,
+                          env={**os.environ, "COLUMNS": "200"})
 
 
 @pytest.mark.slow

@@ -27,7 +27,7 @@ def results_table(run: RunResult) -> Table:
              + (f", NCCL {report['nccl']}" if report.get("nccl") else ""))
     table = Table(title=title)
     for name in ("op", "size", "count", "time (us)", "algbw (GB/s)", "busbw (GB/s)", "#wrong"):
-        table.add_column(name, justify="left" if name == "op" else "right")
+        table.add_column(name, justify="left" if name == "op" else "right", no_wrap=name in ("op", "size"))
     for row in report.get("results", []):
         table.add_row(row["op"], format_bytes(row["bytes"]), str(row["count"]), f"{row['time_us']:.1f}",
                       f"{row['algbw_gbps']:.2f}", f"{row['busbw_gbps']:.2f}",

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
 import tempfile
@@ -24,6 +25,9 @@ from nodeweave.errors import UsageError
 WORKER = Path(__file__).with_name("worker.py")
 BASELINE_LABEL = "baseline"
 _LOG_TAIL = 4000
+# Any of these means the caller placed this node in a job; then the entrypoint decides the port.
+_TOPOLOGY_VARS = ("NODEWEAVE_NNODES", "NNODES", "NODEWEAVE_MASTER_PORT", "MASTER_PORT", "PET_MASTER_PORT",
+                  "NODEWEAVE_SERVICE", "NODEWEAVE_HOSTFILE", "SLURM_JOB_ID", "KUBERNETES_SERVICE_HOST")
 
 
 @dataclass(frozen=True)
@@ -93,6 +97,11 @@ def run_environment(config: BenchConfig, extra: "dict[str, str]", base: "dict[st
     env["NODEWEAVE_NPROC_PER_NODE"] = config.nproc
     env.setdefault("PYTHONUNBUFFERED", "1")
     env.update(extra)
+    if not any(env.get(name) for name in _TOPOLOGY_VARS):
+        # a single node on its own: a free port, so benches beside each other never share 29500
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            env["NODEWEAVE_MASTER_PORT"] = str(sock.getsockname()[1])
     return env
 
 

@@ -43,7 +43,7 @@ def bench(
     if sizes is not None:
         options.parse_sizes(sizes)
     op_list = options.parse_ops(ops)
-    points = options.sweep_matrix([options.parse_sweep(text) for text in sweep])
+    points = [point for point in options.sweep_matrix([options.parse_sweep(text) for text in sweep]) if point]
     if timeout <= 0:
         raise UsageError(f"--timeout: {timeout:g} must be a positive number of seconds")
     config = runner.BenchConfig(tuple(op_list), sizes, iters, warmup, nproc, backend, dtype, timeout)
