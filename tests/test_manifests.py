@@ -483,6 +483,13 @@ def test_hostile_values_survive_kustomize(tmp_path):
         check_round_trip(HOSTILE, sts_text)
 
 
+def test_number_like_labels_stay_strings_for_go_yaml():
+    doc = yaml.safe_load((SPECS / "cuda.yaml").read_text())
+    doc["kubernetes"]["node_selector"] = {"a": "123", "b": "1e3", "c": "true", "d": "0o17", "e": "1.5"}
+    text = render_files(parse_spec(yaml.safe_dump(doc), "labels.yaml"))["manifests/base/statefulset.yaml"]
+    assert pod_spec(yaml12(text))["nodeSelector"] == doc["kubernetes"]["node_selector"]
+
+
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.text(st.characters(blacklist_categories=("Cs",)), max_size=30), min_size=1, max_size=5))
 def test_any_env_and_args_round_trip(values):
