@@ -49,7 +49,7 @@ def test_torchrun_elastic_c10d(torchrun):
 
 
 def test_torchrun_elastic_master_declares_itself_host(torchrun):
-    p = plan("compose-sim", "torchrun", NODEWEAVE_NNODES="1:2", POD_NAME="llama-0")
+    p = plan("compose-sim", "torchrun", NODEWEAVE_NNODES="1:2", NODE_RANK="0")
     args = torchrun.get_args_parser().parse_args(p.launch.argv[1:])
     assert args.rdzv_conf == "is_host=true"
     config, _, _ = torchrun.config_from_args(args)

@@ -157,9 +157,17 @@ def test_host_name_with_digits_on_host_networking_is_not_a_rank():
     assert any("host networking, so that is not a rank" in n for n in t.notes)
 
 
-def test_pod_name_wins_over_hostname_for_the_ordinal():
+def test_pod_name_gives_the_ordinal_when_the_hostname_has_none():
     t = topo(POD_NAME="train-1", NODEWEAVE_NNODES="2")
     assert (t.node_rank.value, t.master_addr.value) == (1, "train-0")
+
+
+def test_indexed_job_pod_name_suffix_is_not_an_ordinal():
+    # Job pods are named <job>-<index>-<random>, and the random part can be all digits;
+    # the hostname (<job>-<index>) and the completion index agree.
+    t = topo("compose-sim", POD_NAME="llama-1-24567", NODEWEAVE_POD_INDEX="1", NODEWEAVE_NNODES="2",
+             MASTER_ADDR="llama-0.llama", KUBERNETES_SERVICE_HOST="10.96.0.1")
+    assert (t.node_rank.value, t.node_rank.source, t.master_addr.value) == (1, "NODEWEAVE_POD_INDEX=1", "llama-0.llama")
 
 
 @pytest.mark.parametrize("name,expected", [

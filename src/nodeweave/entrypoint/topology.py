@@ -200,10 +200,14 @@ def discover(settings, node, root, warnings=None):
     nn = _decide(claims["nnodes"], "nnodes", lambda v, s: _normalize_nnodes(v, s)[0], notes, warnings)
     nnodes, nnodes_src = nn
 
-    pod_name = env.get("POD_NAME") or node.hostname
+    # The hostname first: an Indexed Job's pod is named <job>-<index>-<random> but its
+    # hostname is <job>-<index>; a StatefulSet pod's name and hostname are the same.
+    pod_name, name_src = node.hostname, "hostname"
     prefix, number = ordinal(pod_name)
+    if number is None and env.get("POD_NAME"):
+        pod_name, name_src = env["POD_NAME"], "POD_NAME"
+        prefix, number = ordinal(pod_name)
     kube = in_kubernetes(root, env)
-    name_src = "POD_NAME" if env.get("POD_NAME") else "hostname"
     host_net = host_networking(node)
     if number is not None and not kube and host_net:
         notes.append(f"{name_src} {pod_name!r} ends in -{pod_name.split('.')[0].rpartition('-')[2]} but this container "
@@ -211,7 +215,8 @@ def discover(settings, node, root, warnings=None):
         prefix = number = None
     if rank is None and number is not None:
         rank, rank_src = number, f"ordinal of {name_src} {pod_name!r}"
-    elif number is not None and rank is not None and rank != number and rank_src.startswith("NODEWEAVE_POD_INDEX"):
+    elif number is not None and rank is not None and rank != number and rank_src.startswith("NODEWEAVE_POD_INDEX") \
+            and env.get("POD_NAME", pod_name) == pod_name:
         raise TopologyError(f"node rank sources disagree: {rank_src} but {name_src} {pod_name!r} has ordinal {number}")
 
     if nnodes is None and prefix is not None and kube and rank is not None and (

@@ -1,0 +1,70 @@
+"""Start-up cost of nodeweave-entrypoint: process start → exec of ``true``.
+
+Runs, in the same process and interleaved so machine noise hits all alike:
+  python -c pass                               bare interpreter start-up (the reference)
+  nodeweave-entrypoint ... -- true             the console script, HGX H100 fixture, launcher command
+  python -m nodeweave.entrypoint ... -- true   the same through -m
+Each sample is the wall time of the whole child (fork+exec → exit), so the
+entrypoint's number includes exec'ing ``true``. Prints a Markdown table and
+the ratio to bare start-up; the target is at most 3x.
+
+    .venv/bin/python benchmarks/entrypoint_startup.py [--runs 40]
+"""
+
+import argparse
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+FIX = ROOT / "tests" / "fixtures" / "sysroots" / "hgx-h100"
+PLAN = ["--sysroot", str(FIX), "--launcher", "command", "--nnodes", "2", "--node-rank", "0",
+        "--master-addr", "hgx-a01", "--", "true"]
+
+
+def cases():
+    script = Path(sys.executable).parent / "nodeweave-entrypoint"
+    out = {"python -c pass": [sys.executable, "-c", "pass"]}
+    if script.exists():
+        out["nodeweave-entrypoint (console script)"] = [str(script), *PLAN]
+    out["python -m nodeweave.entrypoint"] = [sys.executable, "-m", "nodeweave.entrypoint", *PLAN]
+    return out
+
+
+def sample(argv, env):
+    start = time.perf_counter()
+    subprocess.run(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+    return time.perf_counter() - start
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=40)
+    args = parser.parse_args()
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PYTHONPATH": str(ROOT / "src")}
+    todo = cases()
+    for argv in todo.values():  # warm the page cache and .pyc files
+        sample(argv, env)
+    times = {name: [] for name in todo}
+    for _ in range(args.runs):
+        for name, argv in todo.items():
+            times[name].append(sample(argv, env))
+    base = statistics.median(times["python -c pass"])
+    print(f"machine: {platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}, "
+          f"{args.runs} runs each, interleaved")
+    print()
+    print("| command | median ms | p90 ms | x bare start-up |")
+    print("|---|---:|---:|---:|")
+    for name, values in times.items():
+        values.sort()
+        med = statistics.median(values)
+        p90 = values[int(len(values) * 0.9) - 1]
+        print(f"| {name} | {med * 1000:.1f} | {p90 * 1000:.1f} | {med / base:.2f} |")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
