@@ -168,6 +168,7 @@ CASES = [
     (text("env: {NODEWEAVE_NNODES: '3'}\n"), 4, "env.NODEWEAVE_NNODES", "is set by nodeweave", "any other variable name"),
     (text("env: {MASTER_ADDR: x}\n"), 4, "env.MASTER_ADDR", "is set by nodeweave", "any other variable name"),
     (text("env: [A=1]\n"), 4, "env", "a list", "mapped to strings"),
+    (text('env: {A: "x\\0y"}\n'), 4, "env.A", "contains a NUL character", "a string"),
     (text("kubernetes: {namespace: Default}\n"), 4, "kubernetes.namespace", "'Default'", "DNS-1123 label"),
     (text("kubernetes: {service: my_svc}\n"), 4, "kubernetes.service", "'my_svc'", "DNS-1123 label"),
     (text("kubernetes: {storage_class: Fast_SSD}\n"), 4, "kubernetes.storage_class", "'Fast_SSD'", "DNS-1123 subdomain"),

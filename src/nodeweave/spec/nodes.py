@@ -60,6 +60,8 @@ class Reader:
         """Any scalar but null, exactly as written (``0.10`` stays ``0.10``, ``yes`` stays ``yes``)."""
         if not isinstance(node, ScalarNode) or node.tag == _NULL:
             raise self.bad_value(node, path, accepted)
+        if "\x00" in node.value:
+            raise self.fail(node, path, "contains a NUL character, which no argument, variable or path can hold", accepted)
         return node.value
 
     def integer(self, node: Node, path: str, low: int, high: Optional[int] = None) -> int:
