@@ -177,3 +177,11 @@ def test_render_all_writes_every_renderers_files_once(project, capsys):
     first = snapshot(project)
     assert run(capsys, "render", "all", "--spec", spec, "--check")[0] == EXIT_OK
     assert snapshot(project) == first
+
+
+def test_check_reports_a_users_file_as_stale_not_refused(project, capsys):
+    (project / "compose").mkdir()
+    (project / "compose" / "node.yaml").write_text("mine\n")
+    code, out, err = run(capsys, "render", "compose", "--spec", str(project / "nodeweave.yaml"), "--check")
+    assert code == EXIT_STALE and "compose/node.yaml" in err and "refusing" not in err
+    assert (project / "compose" / "node.yaml").read_text() == "mine\n"

@@ -175,15 +175,8 @@ def render(
     targets = list(RENDERERS) if target is Target.all else [target.value]
     files = render_targets(spec, targets)
     planned = plan(files, out_dir, force)
-    header = {"spec": str(spec_path), "out": str(out_dir), "targets": targets, "dry_run": dry_run or check}
+    header = {"spec": str(spec_path), "out": str(out_dir), "targets": targets, "dry_run": dry_run or check, "check": check}
     _report(planned, as_json, header)
-    refused = [p.path for p in planned if p.status == "refused"]
-    if refused:
-        raise UsageError(
-            f"refusing to overwrite {len(refused)} file(s) under {out_dir} that differ and lack the "
-            f"'{MARK}' mark, so they look like yours: {', '.join(refused)}; move them away, "
-            "render into another --out, or pass --force to overwrite them"
-        )
     if check:
         stale = [p.path for p in planned if p.status != "unchanged"]
         if stale:
@@ -194,6 +187,13 @@ def render(
                 exit_code=EXIT_STALE,
             )
         return
+    refused = [p.path for p in planned if p.status == "refused"]
+    if refused:
+        raise UsageError(
+            f"refusing to overwrite {len(refused)} file(s) under {out_dir} that differ and lack the "
+            f"'{MARK}' mark, so they look like yours: {', '.join(refused)}; move them away, "
+            "render into another --out, or pass --force to overwrite them"
+        )
     if "compose" in targets and out_dir != spec_path.resolve().parent and _relative_host_paths(spec):
         typer.echo(
             f"nodeweave: warning: compose files under {out_dir} resolve {', '.join(_relative_host_paths(spec))} "
