@@ -86,6 +86,20 @@ def test_mi300x_rocm_6_2_gets_the_gid_index_and_keeps_channel_experiments():
     assert environ["NCCL_MAX_NCHANNELS"] == "32" and environ["RCCL_THREADS_PER_BLOCK"] == "512"
 
 
+def test_nccl_version_from_the_cuda_image_variable(tmp_path):
+    import shutil
+    root = tmp_path / "pod"
+    shutil.copytree(FIX / "sts-h100-roce", root, symlinks=True)
+    shutil.rmtree(root / "usr/local/lib/python3.10")
+    p = make_plan(["--", "t.py"], env={**STS, "NCCL_VERSION": "2.19.3-1"}, sysroot=str(root))
+    assert set_vars(p)["NCCL_IB_GID_INDEX"] == "3"
+    assert "NCCL_VERSION" not in [v.name for v in p.env]  # information, not a setting to report as kept
+    p = make_plan(["--", "t.py"], env={**STS, "NCCL_VERSION": "2.28.3-1"}, sysroot=str(root))
+    assert "NCCL_IB_GID_INDEX" not in set_vars(p)
+    p = make_plan(["--", "t.py"], env=STS, sysroot=str(root))  # no version anywhere: set it, it is harmless
+    assert "version not found" in var(p, "NCCL_IB_GID_INDEX").reason
+
+
 def test_rocm_6_3_picks_the_gid_itself():
     p = plan("mi300x", NODEWEAVE_RCCL_VERSION="rocm-6.3.1", **MI300)
     assert "NCCL_IB_GID_INDEX" not in set_vars(p)

@@ -178,6 +178,8 @@ def nccl_version(root, env):
         for entry in root.listdir(d):
             if entry.startswith("libnccl.so.2."):
                 return entry[len("libnccl.so."):], f"{d}/{entry}"
+    if env.get("NCCL_VERSION"):  # NVIDIA's CUDA/NGC images: the system NCCL's version
+        return env["NCCL_VERSION"].split("-")[0], "NCCL_VERSION (set by the CUDA image)"
     return None, "not found"
 
 

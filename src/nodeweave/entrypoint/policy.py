@@ -33,6 +33,7 @@ TUNING = ("NCCL_ALGO", "NCCL_PROTO", "NCCL_P2P_DISABLE", "NCCL_P2P_LEVEL", "NCCL
           "NCCL_DEBUG", "NCCL_DEBUG_SUBSYS", "NCCL_DEBUG_FILE", "NCCL_NVLS_ENABLE", "NCCL_IB_QPS_PER_CONNECTION",
           "RCCL_THREADS_PER_BLOCK", "RCCL_MSCCL_ENABLE", "RCCL_MSCCLPP_ENABLE")
 USER_PREFIXES = ("NCCL_", "RCCL_", "GLOO_", "HSA_", "TORCH_NCCL_", "OMP_NUM_THREADS", "UCX_", "FI_")
+NOT_SETTINGS = ("NCCL_VERSION",)  # NVIDIA's CUDA images export it as information, not configuration
 
 
 def _set(out, name, value, reason, source="policy"):
@@ -45,7 +46,7 @@ def plan_env(node, topo, settings, root, warnings=None):
     warnings = warnings if warnings is not None else []
     out = []
     for name in sorted(env):
-        if name.startswith(USER_PREFIXES):
+        if name.startswith(USER_PREFIXES) and name not in NOT_SETTINGS:
             kind = "debugging/tuning variable: NCCL stops choosing it itself" if name in TUNING else "your value"
             out.append(EnvVar(name=name, value=env[name], action="kept", source="user", reason=kind))
     multi = topo.nnodes_max > 1
