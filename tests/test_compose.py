@@ -128,6 +128,13 @@ def test_cpu_node_has_no_gpu_or_rdma_settings():
     assert service["volumes"][0] == "../../project:/workspace"
 
 
+def test_elastic_node_file_leaves_ranks_to_the_rendezvous():
+    files = render_files(spec_of("cpu"))  # nodes "2:3"
+    env = yaml.safe_load(files["compose/node.yaml"])["services"]["node"]["environment"]
+    assert "NODE_RANK" not in env and env["NNODES"] == "${NNODES:-2:3}"
+    assert "NODE_RANK=" not in files["compose/.env.example"]
+
+
 def test_local_simulation_has_one_service_per_minimum_node_on_one_bridge():
     local = yaml.safe_load(render_files(spec_of("cpu"))["compose/local.yaml"])
     assert list(local["services"]) == ["gloo-smoke-0", "gloo-smoke-1"]  # nodes "2:3" starts with 2
@@ -164,7 +171,7 @@ def test_spec_values_reach_the_container_unchanged(case):
     for key, value in spec.env.items():
         assert resolved["environment"][key] == value
     assert resolved["command"] == [spec.launcher.script, *spec.launcher.args]
-    assert resolved["environment"]["NODE_RANK"] == "1"
+    assert resolved["environment"].get("NODE_RANK") == (None if spec.nodes.elastic else "1")
     assert resolved["environment"]["MASTER_PORT"] == str(spec.launcher.master_port)
 
 
