@@ -21,6 +21,7 @@ from nodeweave.errors import UsageError
 
 IGNORE_FILE = ".nodeweaveignore"
 STAMP_FILE = ".nodeweave-sync.json"
+CACHE_FILE = ".nodeweave-sync.cache"  # digest cache on each target
 
 # Large or machine-local artefacts nobody wants copied to every node.
 DEFAULT_EXCLUDES = (
@@ -224,7 +225,7 @@ def _expand_double_star(body: str) -> "set[str]":
 def build_filter(src: Path, *, extra_excludes: "list[str]" = (), default_excludes: bool = True,
                  include_secrets: bool = False) -> Filter:
     """The rule list for ``src``: stamp, secrets, --exclude, .nodeweaveignore, defaults."""
-    rules = [Rule("-", "/" + STAMP_FILE, "stamp")]
+    rules = [Rule("-", "/" + STAMP_FILE, "stamp"), Rule("-", "/" + CACHE_FILE, "stamp")]
     if not include_secrets:
         rules += [Rule("+", pattern, "secret-template") for pattern in SECRET_TEMPLATES]
         rules += [Rule("-", pattern, "secret") for pattern in SECRET_EXCLUDES]

@@ -20,8 +20,8 @@ from nodeweave.sync.filters import FileSet, Filter
 from nodeweave.sync.targets import Target
 from nodeweave.sync.transfer import Moved, TransferError, probe, run_rsync, run_tar
 from nodeweave.sync.transport import RsyncOptions, TransportOptions
-from nodeweave.sync.verify import (GitInfo, TargetCheck, compare, local_digests, make_stamp,
-                                   read_stamp, remote_digests, tree_digest, write_stamp)
+from nodeweave.sync.digest import tree_digest
+from nodeweave.sync.verify import GitInfo, TargetCheck, check_on_target, local_digests, make_stamp
 
 OnProgress = Callable[[Target, str, float], None]  # (target, stage, fraction of the transfer)
 
@@ -126,21 +126,16 @@ def sync_target(req: SyncRequest, target: Target, local: "dict[str, str] | None"
 def check_target(req: SyncRequest, target: Target, local: "dict[str, str]", *,
                  has_python: bool, write: bool = True) -> TargetCheck:
     """Digest the target's copy of the file set; write (or just read) the stamp."""
-    check = TargetCheck()
+    stamp = make_stamp(req.src, req.git, tree_digest(local), len(local)) if write else None
     try:
-        remote = remote_digests(target, req.dest, sorted(local), has_python=has_python,
+        check = check_on_target(target, req.dest, local, stamp, has_python=has_python,
                                 opts=req.transport)
-        check.mismatched = compare(local, remote)
-        check.digest = tree_digest(remote)
-        if write and not check.mismatched:
-            stamp = make_stamp(req.src, req.git, check.digest, len(local))
-            check.stamp = write_stamp(target, req.dest, stamp, req.transport)
-            if check.stamp.get("digest") != check.digest or check.stamp.get("commit") != req.git.commit:
-                check.error = "the stamp read back differs from the one written"
-        elif not write:
-            check.stamp = read_stamp(target, req.dest, req.transport)
     except Exception as err:
-        check.error = f"check failed: {err}"
+        return TargetCheck(error=f"check failed: {err}")
+    if write and not check.mismatched:
+        written = check.stamp or {}
+        if written.get("digest") != check.digest or written.get("commit") != req.git.commit:
+            check.error = "the stamp read back differs from the one written"
     return check
 
 

@@ -1,11 +1,12 @@
 """The consistency check: same content and same commit on every target.
 
 The local side digests the filtered file set; each target digests the same
-relative paths itself (a constant stdlib script run by the target's python3,
-paths on stdin, DEST as an argument; ``sha256sum`` where there is no python3),
-so the check never trusts the transfer tool's word. A stamp,
-``.nodeweave-sync.json``, records the source's git commit and branch on each
-target and is read back from disk.
+relative paths itself (``digest.py``'s own source run by the target's
+python3, expected digests on stdin, DEST as an argument; ``sha256sum`` where
+there is no python3), so the check never trusts the transfer tool's word. A
+stamp, ``.nodeweave-sync.json``, records the source's git commit and branch
+on each target, is written only when every file matches, and is read back
+from disk.
 """
 
 from __future__ import annotations
@@ -19,58 +20,35 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from nodeweave.sync.filters import STAMP_FILE, FileSet
+from nodeweave.sync import digest as digest_module
+from nodeweave.sync.digest import tree_digest
+from nodeweave.sync.filters import CACHE_FILE, STAMP_FILE, FileSet
 from nodeweave.sync.targets import Target
 from nodeweave.sync.transport import (TransportOptions, read_stamp_argv, remote_argv,
                                       write_stamp_argv)
 
-# Runs on the target: argv[1] = DEST, stdin = NUL-separated relative paths.
-REMOTE_DIGEST_SCRIPT = r"""
-import hashlib, json, os, sys
-root = sys.argv[1]
-out = {}
-for raw in sys.stdin.buffer.read().split(b"\0"):
-    if not raw:
-        continue
-    rel = raw.decode("utf-8", "surrogateescape")
-    path = os.path.join(root, rel)
-    try:
-        if os.path.islink(path):
-            out[rel] = "l:" + hashlib.sha256(os.fsencode(os.readlink(path))).hexdigest()
-        elif os.path.isfile(path):
-            h = hashlib.sha256()
-            with open(path, "rb") as f:
-                for block in iter(lambda: f.read(1 << 20), b""):
-                    h.update(block)
-            out[rel] = h.hexdigest()
-        else:
-            out[rel] = None
-    except OSError:
-        out[rel] = None
-json.dump(out, sys.stdout)
-"""
+DIGEST_SOURCE = Path(digest_module.__file__).read_text(encoding="utf-8")
 
 
-def file_digest(path: Path, kind: str) -> str:
-    if kind == "l":
-        return "l:" + hashlib.sha256(os.fsencode(os.readlink(path))).hexdigest()
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
+def local_cache_path(root: Path) -> Path:
+    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return base / "nodeweave" / "sync" / (hashlib.sha256(str(root).encode()).hexdigest()[:16] + ".json")
 
 
 def local_digests(fileset: FileSet) -> "dict[str, str]":
-    return {rel: file_digest(fileset.root / rel, kind) for rel, kind in fileset.files.items()}
-
-
-def tree_digest(digests: "dict[str, str | None]") -> str:
-    """One hex digest over sorted (path, content digest) pairs."""
-    h = hashlib.sha256()
-    for rel in sorted(digests):
-        h.update(rel.encode("utf-8", "surrogateescape") + b"\0" + str(digests[rel]).encode() + b"\n")
-    return h.hexdigest()
+    """Digests of the file set, reusing the stat-keyed cache of earlier runs."""
+    cache = local_cache_path(fileset.root)
+    try:
+        cache.parent.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        cache = None
+    found = digest_module.digest_files(str(fileset.root), sorted(fileset.files),
+                                       str(cache) if cache else None)
+    missing = sorted(rel for rel, d in found.items() if d is None)
+    if missing:
+        raise RuntimeError(f"{len(missing)} file(s) vanished from the source during the sync, "
+                           f"e.g. {missing[0]}")
+    return found
 
 
 @dataclass(frozen=True)
@@ -128,18 +106,35 @@ def _run(argv: "list[str]", stdin: bytes, timeout: float) -> "subprocess.Complet
     return subprocess.run(argv, input=stdin, capture_output=True, timeout=timeout)
 
 
-def remote_digests(target: Target, dest: str, rels: "list[str]", *, has_python: bool,
-                   opts: TransportOptions, timeout: float = 600) -> "dict[str, str | None]":
-    """Per-file digests computed on the target for ``rels`` (None = missing)."""
-    payload = b"\0".join(r.encode("utf-8", "surrogateescape") for r in rels)
+def check_on_target(target: Target, dest: str, local: "dict[str, str]",
+                    stamp: "dict[str, object] | None", *, has_python: bool,
+                    opts: TransportOptions, timeout: float = 900) -> TargetCheck:
+    """Digest the target's copy of ``local``'s paths; write ``stamp`` there when all match.
+
+    With python3 on the target this is one round trip (digest.py's own source
+    runs there); without it, ``sha256sum`` and a small ``sh`` writer.
+    """
+    check = TargetCheck()
+    stamp_text = json.dumps(stamp, indent=2, sort_keys=True) + "\n" if stamp else ""
     if has_python:
-        out = _run(remote_argv(target, ["python3", "-c", REMOTE_DIGEST_SCRIPT, dest], opts),
-                   payload, timeout)
+        argv = remote_argv(target, ["python3", "-c", DIGEST_SOURCE, dest, CACHE_FILE, stamp_text], opts)
+        out = _run(argv, json.dumps(local).encode(), timeout)
         if out.returncode != 0:
-            raise RuntimeError(f"digest on target failed (exit {out.returncode}): "
-                               f"{out.stderr.decode(errors='replace').strip()[:300]}")
-        return json.loads(out.stdout)
-    return _sha256sum_digests(target, dest, rels, opts, timeout)
+            raise RuntimeError(f"digest on the target failed (exit {out.returncode}): "
+                               f"{out.stderr.decode(errors='replace').strip()[-300:]}")
+        answer = json.loads(out.stdout)
+        differing = answer["mismatched"]
+        check.stamp = answer["stamp"]
+    else:
+        remote = _sha256sum_digests(target, dest, sorted(local), opts, timeout)
+        differing = {rel: remote.get(rel) for rel in local if remote.get(rel) != local[rel]}
+        if stamp and not differing:
+            check.stamp = write_stamp(target, dest, stamp_text, opts)
+        else:
+            check.stamp = read_stamp(target, dest, opts)
+    check.mismatched = sorted(differing)
+    check.digest = tree_digest({**local, **differing})
+    return check
 
 
 def _sha256sum_digests(target: Target, dest: str, rels: "list[str]", opts: TransportOptions,
@@ -160,15 +155,9 @@ def _sha256sum_digests(target: Target, dest: str, rels: "list[str]", opts: Trans
     return found
 
 
-def compare(local: "dict[str, str]", remote: "dict[str, str | None]") -> "list[str]":
-    """Relative paths whose remote digest differs from the local one (sorted)."""
-    return sorted(rel for rel, digest in local.items() if remote.get(rel) != digest)
-
-
-def write_stamp(target: Target, dest: str, stamp: "dict[str, object]", opts: TransportOptions,
+def write_stamp(target: Target, dest: str, text: str, opts: TransportOptions,
                 timeout: float = 60) -> "dict[str, object]":
     """Write the stamp atomically and return what was read back from the target's disk."""
-    text = json.dumps(stamp, indent=2, sort_keys=True) + "\n"
     out = _run(write_stamp_argv(target, f"{dest.rstrip('/')}/{STAMP_FILE}", opts), text.encode(), timeout)
     if out.returncode != 0:
         raise RuntimeError(f"writing {STAMP_FILE} failed: {out.stderr.decode(errors='replace').strip()[:300]}")
