@@ -309,3 +309,34 @@ def test_rank_without_count_or_master():
 def test_nproc_above_gpus_warns():
     plan = make_plan(["--nproc-per-node", "16", "--", "t.py"], env={}, sysroot=str(FIX / "hgx-h100"))
     assert any("only 8 usable GPU" in w for w in plan.warnings)
+
+
+def test_statefulset_replicas_over_tls_with_the_service_account_ca(tmp_path):
+    """The in-cluster path: https://$KUBERNETES_SERVICE_HOST, the token, the CA from the tree."""
+    import shutil
+    import ssl
+    import subprocess
+
+    if not shutil.which("openssl"):
+        pytest.skip("openssl is needed to make a test certificate")
+    key, cert = tmp_path / "key.pem", tmp_path / "cert.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out", str(cert),
+                    "-days", "1", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"],
+                   check=True, capture_output=True)
+    root = tmp_path / "pod"
+    shutil.copytree(FIX / "sts-h100-roce", root, symlinks=True)
+    shutil.copy(cert, root / "var/run/secrets/kubernetes.io/serviceaccount/ca.crt")
+    server = HTTPServer(("127.0.0.1", 0), Api)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    server.socket = context.wrap_socket(server.socket, server_side=True)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    Api.seen, Api.status, Api.replicas = [], 200, 3
+    try:
+        plan = make_plan(["--", "t.py"], env={"NODEWEAVE_SERVICE": "llama", "KUBERNETES_SERVICE_HOST": "127.0.0.1",
+                                             "KUBERNETES_SERVICE_PORT": str(server.server_address[1])},
+                         sysroot=str(root))
+    finally:
+        server.shutdown()
+    assert plan.topology.nnodes.value == "3"
+    assert Api.seen[0][1].startswith("Bearer ")

@@ -8,7 +8,7 @@ against the other rank sources and report where each value came from.
 """
 
 from .errors import UsageError
-from .model import Record, Value
+from .model import _DICT, Record, Value
 
 LAUNCHERS = ("torchrun", "deepspeed", "accelerate", "command")
 
@@ -41,8 +41,8 @@ TOPOLOGY_KEYS = ("nnodes", "node_rank", "nproc_per_node", "master_addr", "master
 class Settings(Record):
     FIELDS = (
         ("command", ()),        # the script/command and its arguments
-        ("flags", {}),          # topology key → value given as a flag
-        ("options", {}),        # other key → Value(value, source)
+        ("flags", _DICT),       # topology key → value given as a flag
+        ("options", _DICT),     # other key → Value(value, source)
         ("explain", False),
         ("json", False),
         ("no_wait", False),
