@@ -263,6 +263,15 @@ def test_no_secrets_in_rendered_files():
             assert not re.search(r"(TOKEN|SECRET|PASSWORD)=", instruction["value"]), instruction
 
 
+@pytest.mark.parametrize("case", CASES)
+def test_every_rendered_file_carries_the_render_mark(case):
+    """`nodeweave render` overwrites only marked files; an unmarked one would be refused as the user's."""
+    from nodeweave.cli.render import is_marked
+
+    for path, text in files_of(case).items():
+        assert is_marked(text), path
+
+
 def test_dockerignore_admits_exactly_what_the_build_reads():
     lines = [line for line in files_of("default")[".dockerignore"].splitlines() if line and not line.startswith("#")]
     assert lines[0] == "*"

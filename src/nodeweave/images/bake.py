@@ -3,7 +3,9 @@
 JSON rather than HCL because ``json.dumps`` quotes any value correctly; bake
 still treats ``${...}`` in JSON strings as templates, so spec values are
 passed through :func:`bake_literal` and only the variables declared here
-(``REVISION``, ``VERSION``, ``SOURCE``) interpolate.
+(``REVISION``, ``VERSION``, ``SOURCE``) interpolate. JSON has no comments, so
+the "by nodeweave" mark that lets ``nodeweave render`` overwrite the file is
+the default of an (unused) first variable, ``NODEWEAVE_RENDERED``.
 """
 
 from __future__ import annotations
@@ -15,6 +17,9 @@ import nodeweave
 from nodeweave.images.catalogue import Variant
 from nodeweave.images.dockerfile import looks_secret
 from nodeweave.images.quoting import bake_literal
+
+
+RENDERED_MARK = "Rendered by nodeweave from nodeweave.yaml: edit the spec and run `nodeweave render images`, not this file"
 
 
 def _tags(variant: Variant, spec: Any) -> list:
@@ -40,13 +45,18 @@ def render_bake(variants: Mapping[str, Variant], spec: Any) -> str:
             "labels": {"io.nodeweave.variant": key},
             "tags": _tags(variant, spec),
         }
-    document = {
-        "group": {"default": {"targets": list(variants)}},
-        "target": targets,
-        "variable": {
-            "REVISION": {"default": "unknown"},
-            "SOURCE": {"default": "unknown"},
-            "VERSION": {"default": nodeweave.__version__},
-        },
+    variables = {
+        "NODEWEAVE_RENDERED": {"default": RENDERED_MARK},
+        "REVISION": {"default": "unknown"},
+        "SOURCE": {"default": "unknown"},
+        "VERSION": {"default": nodeweave.__version__},
     }
-    return json.dumps(document, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    document = {"variable": variables, "group": {"default": {"targets": list(variants)}}, "target": targets}
+    # Top-level order is fixed (the mark first); everything below it is sorted.
+    body = ",\n".join(f"  {json.dumps(key)}: {_indented(value)}" for key, value in document.items())
+    return "{\n" + body + "\n}\n"
+
+
+def _indented(value: Any) -> str:
+    text = json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False)
+    return text.replace("\n", "\n  ")
