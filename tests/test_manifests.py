@@ -441,7 +441,7 @@ HOSTILE = [
     'say "hi"', "it's", "key: value", "- item", "# not a comment", "line1\nline2", "trailing\n", "${HOME}",
     "$(POD_NAME)", "{a: 1}", "[1, 2]", "3e-4", "1e3", "09", "0o17", "0x1F", "on", "no", "null", "~", "true",
     "", " leading space", "tab\there", "back\\slash", "unicode ✓ ünï", "*anchor", "&anchor", "!tag", "%directive",
-    "@at", "`tick`", "| block", "> folded", "---", "...", "a\r\nb",
+    "@at", "`tick`", "| block", "> folded", "---", "...", "a\r\nb", "nel\x85", "ls\u2028ps\u2029", "\ufeffbom",
 ]  # fmt: skip
 
 
@@ -471,16 +471,23 @@ def test_hostile_values_round_trip_exactly():
     validate_strict(load(text), "hostile values")
 
 
+# kustomize's YAML writer (go-yaml v3) itself turns U+0085 into a space and writes
+# U+2028/U+2029 raw into single quotes, whatever its input; plain `kubectl apply -f`
+# reads our escaped form correctly. Those three are left out of the kustomize check.
+GO_YAML_UNSAFE = ("\x85", "\u2028", "\u2029")
+HOSTILE_FOR_KUSTOMIZE = [v for v in HOSTILE if not any(c in v for c in GO_YAML_UNSAFE)]
+
+
 @needs_kustomize
 def test_hostile_values_survive_kustomize(tmp_path):
-    files = render_files(hostile_spec(HOSTILE))
+    files = render_files(hostile_spec(HOSTILE_FOR_KUSTOMIZE))
     write_tree(files, tmp_path)
     for folder in ("manifests/base", "manifests/overlays/openshift"):
         out = subprocess.run(["kubectl", "kustomize", str(tmp_path / folder)], capture_output=True, text=True, timeout=120)
         assert out.returncode == 0, out.stderr
         # Read kustomize's own text (not a re-dump) with both YAML readers.
         (sts_text,) = [doc for doc in re.split(r"^---$", out.stdout, flags=re.M) if re.search(r"^kind: StatefulSet$", doc, re.M)]
-        check_round_trip(HOSTILE, sts_text)
+        check_round_trip(HOSTILE_FOR_KUSTOMIZE, sts_text)
 
 
 def test_number_like_labels_stay_strings_for_go_yaml():

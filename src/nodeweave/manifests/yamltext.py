@@ -23,6 +23,15 @@ class _Dumper(yaml.SafeDumper):
     """SafeDumper that also quotes strings a YAML 1.2 reader would resolve to non-strings."""
 
 
+def _represent_str(dumper: yaml.SafeDumper, data: str) -> yaml.ScalarNode:
+    # PyYAML with allow_unicode writes NEL/LS/PS raw inside single quotes, where
+    # a reader folds them into a space; double quotes escape them (\N, \L, \P).
+    style = '"' if any(c in data for c in "\x85\u2028\u2029") else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", data, style=style)
+
+
+_Dumper.add_representer(str, _represent_str)
+
 # What YAML 1.2's core schema and Go's yaml (v2 and v3) resolve to numbers.
 _GO_NUMBERS = {
     "tag:yaml.org,2002:int": r"^(?:[-+]?[0-9]+|0o[0-7]+|[-+]?0x[0-9a-fA-F]+)$",
