@@ -26,6 +26,7 @@ app = typer.Typer(
 COMMAND_MODULES = [
     "bench",
     "doctor",
+    "hosts",
     "image",
     "render",
     "sync",
