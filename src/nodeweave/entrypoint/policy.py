@@ -57,8 +57,7 @@ def plan_env(node, topo, settings, root, warnings=None):
     if gpus.vendor != "none" and multi and not profile and not (cloud and cloud.efa):
         _rdma(node, settings, env, root, out, warnings)
     if cloud and cloud.efa:
-        warnings_note = "AWS EFA: aws-ofi-nccl sets its own defaults; nodeweave exports no NCCL tuning"
-        topo.notes.append(warnings_note)
+        topo.notes.append("AWS EFA: aws-ofi-nccl sets its own defaults; nodeweave exports no NCCL tuning")
     if profile:
         topo.notes.append(f"GCP GPUDirect-TCPX(O): {profile} is sourced before the launcher; nodeweave sets no NCCL_* itself")
     if cloud and cloud.topo_file and "NCCL_TOPO_FILE" not in env and gpus.vendor == "nvidia":

@@ -197,8 +197,7 @@ def discover(settings, node, root, warnings=None):
         return parse_int(v, "node rank", s)
 
     rank, rank_src = _decide(claims["node_rank"], "node rank", rank_norm, notes, warnings)
-    nn = _decide(claims["nnodes"], "nnodes", lambda v, s: _normalize_nnodes(v, s)[0], notes, warnings)
-    nnodes, nnodes_src = nn
+    nnodes, nnodes_src = _decide(claims["nnodes"], "nnodes", lambda v, s: _normalize_nnodes(v, s)[0], notes, warnings)
 
     # The hostname first: an Indexed Job's pod is named <job>-<index>-<random> but its
     # hostname is <job>-<index>; a StatefulSet pod's name and hostname are the same.
@@ -251,7 +250,7 @@ def discover(settings, node, root, warnings=None):
             f"ranks run 0..{hi - 1}")
 
     master, master_src = _first(claims["master_addr"], notes)
-    if master is None and prefix is not None and (kube or number is not None):
+    if master is None and prefix is not None:
         service = settings.get("service")
         if service:
             ns, ns_src = namespace(root, env)
