@@ -62,6 +62,13 @@ def test_deepspeed_hostfile_is_written_before_exec(tmp_path):
     assert out == "n1 slots=1\nn2 slots=1\n"
 
 
+def test_unwritable_hostfile_is_exit_1(tmp_path):
+    blocked = tmp_path / "file"
+    blocked.write_text("")
+    proc, _, err = run(["--launcher", "deepspeed", "--", "t.py"], env={"TMPDIR": str(blocked)})
+    assert proc.returncode == 1 and "cannot write" in err and "Traceback" not in err
+
+
 def test_missing_launcher_is_127_with_a_clear_message():
     proc, out, err = run(["--", "train.py"], env={"PATH": "/nonexistent"})
     assert proc.returncode == 127

@@ -9,7 +9,7 @@ import os
 import sys
 
 from .core import build_plan
-from .errors import EXIT_NOT_EXECUTABLE, EXIT_NOT_FOUND, EXIT_OK, EntrypointError
+from .errors import EXIT_FAILURE, EXIT_NOT_EXECUTABLE, EXIT_NOT_FOUND, EXIT_OK, EntrypointError
 from .settings import HelpRequested, parse, usage
 
 PROG = "nodeweave-entrypoint"
@@ -28,11 +28,15 @@ def _summary(plan):
 
 def _write_files(files):
     for path, content in files.items():
-        os.makedirs(os.path.dirname(path), exist_ok=True)
         tmp = f"{path}.{os.getpid()}"
-        with open(tmp, "w") as f:
-            f.write(content)
-        os.replace(tmp, path)
+        try:
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            with open(tmp, "w") as f:
+                f.write(content)
+            os.replace(tmp, path)
+        except OSError as err:
+            raise EntrypointError(f"cannot write {path}: {err.strerror}; set TMPDIR to a writable directory",
+                                  EXIT_FAILURE) from None
 
 
 def run(settings):

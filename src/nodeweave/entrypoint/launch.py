@@ -22,9 +22,6 @@ from .errors import UsageError
 from .model import EnvVar, Launch
 from .settings import parse_int
 
-HOSTFILE_DIR = "/tmp/nodeweave"
-
-
 def _export(name, value, reason):
     return EnvVar(name=name, value=str(value), action="export", source="topology", reason=reason)
 
@@ -116,7 +113,7 @@ def _torchrun(topo, node, command, restarts, settings):
 
 def _deepspeed(topo, node, command, restarts, settings):
     nproc = topo.nproc_per_node.value
-    hostfile = os.path.join(HOSTFILE_DIR, "hostfile")
+    hostfile = os.path.join(settings.env.get("TMPDIR") or "/tmp", "nodeweave", "hostfile")
     names = topo.node_names
     argv = ["deepspeed", "--hostfile", hostfile, "--no_ssh", "--node_rank", str(topo.node_rank.value),
             "--master_addr", topo.master_addr.value, "--master_port", str(topo.master_port.value)]
