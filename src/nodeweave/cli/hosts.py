@@ -1,0 +1,96 @@
+"""``nodeweave hosts probe``: a table of what each host has, and a DeepSpeed hostfile."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from nodeweave.errors import EnvironmentProblem, NodeweaveError, UsageError
+
+hosts_app = typer.Typer(help="Find out what GPUs, RDMA NICs and interfaces each host has.",
+                        no_args_is_help=True)
+
+VIAS = ("ssh", "podman", "docker", "kubectl", "oc")
+_STYLE = {"ok": "green", "no-gpu": "yellow", "unreachable": "bold red", "error": "bold red"}
+
+
+@hosts_app.command("probe")
+def probe_command(
+    hosts: List[str] = typer.Argument(None, help="Hosts (or containers/pods with --via), master first; KIND:NAME also works"),
+    hosts_file: Optional[Path] = typer.Option(None, "--hosts-file", help="One host per line, master first (a DeepSpeed hostfile works too)"),
+    via: str = typer.Option("ssh", "--via", help="How to reach the hosts: ssh, podman, docker, kubectl or oc"),
+    hostfile: Optional[Path] = typer.Option(None, "--hostfile", help="Write a DeepSpeed hostfile (host slots=N) here"),
+    force: bool = typer.Option(False, "--force", help="Replace an existing --hostfile"),
+    master: Optional[str] = typer.Option(None, "--master", help="Name whose route picks each host's interface (default: the first host)"),
+    namespace: Optional[str] = typer.Option(None, "--namespace", "-n", help="Namespace for --via kubectl/oc"),
+    container: Optional[str] = typer.Option(None, "--container", "-c", help="Container in each pod for --via kubectl/oc"),
+    ssh_option: List[str] = typer.Option([], "--ssh-option", help="Extra ssh -o KEY=VALUE (repeat)"),
+    jobs: int = typer.Option(16, "--jobs", "-j", min=1, max=256, help="Hosts probed at once"),
+    as_json: bool = typer.Option(False, "--json", help="Print each host's detection as JSON"),
+) -> None:
+    from nodeweave.hosts import deepspeed_hostfile, describe_nics, probe_hosts, write_hostfile
+    from nodeweave.sync import targets as tg
+    from nodeweave.sync.transport import TransportOptions
+
+    if via not in VIAS:
+        raise UsageError(f"--via {via!r} is not accepted: one of {', '.join(VIAS)}")
+    found = [tg.parse_target(h, namespace=namespace, container=container) if ":" in h
+             else tg.make_target(via, h, namespace=namespace, container=container) for h in hosts or []]
+    if hosts_file is not None:
+        found += [tg.make_target(via, t.name, namespace=namespace, container=container)
+                  for t in tg.read_hosts_file(hosts_file)]
+    if not found:
+        raise UsageError("no hosts: name them (master first) or give --hosts-file")
+    if master is not None:
+        tg.check_ssh_host(master, "--master")
+    if hostfile is not None and hostfile.exists() and not force:  # refuse before the slow part
+        raise UsageError(f"{hostfile} exists; pass --force to replace it, or choose another --hostfile path")
+    for kind in sorted({t.kind for t in found}):
+        if shutil.which(kind) is None:
+            raise EnvironmentProblem(f"{kind} is not on PATH; install it or choose another --via")
+    console = Console(stderr=as_json)
+    with console.status(f"probing {len(found)} host(s)"):
+        reports = probe_hosts(found, master=master, jobs=jobs,
+                              opts=TransportOptions(ssh_options=tuple(ssh_option)))
+    if as_json:
+        typer.echo(json.dumps([{"host": r.target.label, "status": r.status, "error": r.error,
+                                "seconds": round(r.seconds, 3), "node": r.node} for r in reports], indent=2))
+    else:
+        table = Table(title_justify="left")
+        for column in ("host", "status", "GPUs", "RDMA NICs", "interface", "slots"):
+            table.add_column(column, no_wrap=column in ("host", "status"))
+        for r in reports:
+            gpus = (r.node or {}).get("gpus") or {}
+            iface = (r.node or {}).get("interface")
+            ipv4 = (r.node or {}).get("local_ipv4")
+            model = gpus.get("model") or gpus.get("vendor") or ""
+            table.add_row(r.target.label, f"[{_STYLE[r.status]}]{r.status}[/]",
+                          (f"{gpus.get('count', 0)} x {model}" if gpus.get("count") else "none") if r.node else "-",
+                          describe_nics(r.node) if r.node else "-",
+                          f"{iface} {ipv4}" if iface and ipv4 else (iface or "-"),
+                          str(r.gpu_count) if r.gpu_count else "-")
+        console.print(table)
+    for r in reports:
+        if r.error:
+            typer.echo(f"nodeweave: {r.status}: {r.target.label}: {r.error}", err=True)
+    if hostfile is not None:
+        made = deepspeed_hostfile(reports)
+        for r in made.skipped:
+            typer.echo(f"nodeweave: warning: {r.target.label} left out of {hostfile}: "
+                       f"{'no GPU found' if r.status == 'no-gpu' else r.status}", err=True)
+        write_hostfile(hostfile, made, force)
+        typer.echo(f"wrote {hostfile}: {len(made.text.splitlines())} host(s)", err=True)
+    bad = [r for r in reports if r.status in ("unreachable", "error")]
+    if bad:
+        raise NodeweaveError(f"{len(bad)} of {len(reports)} host(s) did not answer: "
+                             + ", ".join(r.target.label for r in bad))
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(hosts_app, name="hosts")

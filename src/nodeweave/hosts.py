@@ -1,0 +1,170 @@
+"""``nodeweave hosts probe``: what each host has, found by the entrypoint's own detection.
+
+Hosts need not have nodeweave installed: the stdlib-only entrypoint package
+is zipped in memory and sent on stdin to the host's ``python3``, over ssh or
+an exec channel (the same transports as ``nodeweave sync``); a constant
+bootstrap writes it to a temp file, imports it, calls
+``nodeweave.entrypoint.detect`` and prints ``Node.to_dict()`` as JSON. So the
+probe reads exactly what the entrypoint would read on that host (including
+``NODEWEAVE_SYSROOT`` where a test sets it), never a copy of its logic.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import zipfile
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import nodeweave
+from nodeweave.errors import UsageError
+from nodeweave.sync.targets import Target
+from nodeweave.sync.transport import TransportOptions, remote_argv
+
+# Runs on the host: stdin = the zipped package, argv[1] = master name or "".
+BOOTSTRAP = r"""
+import json, os, sys, tempfile
+data = sys.stdin.buffer.read()
+fd, path = tempfile.mkstemp(prefix="nodeweave-probe-", suffix=".zip")
+try:
+    with os.fdopen(fd, "wb") as f:
+        f.write(data)
+    sys.path.insert(0, path)
+    from nodeweave.entrypoint import SCHEMA, detect
+    node = detect(sysroot=os.environ.get("NODEWEAVE_SYSROOT") or "/", master=sys.argv[1] or None)
+    json.dump({"schema": SCHEMA, "node": node.to_dict()}, sys.stdout)
+finally:
+    os.unlink(path)
+"""
+
+
+def entrypoint_zip() -> bytes:
+    """``nodeweave/__init__.py`` and ``nodeweave/entrypoint/*.py``, zipped (stdlib only)."""
+    package = Path(nodeweave.__file__).parent
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
+        zf.write(package / "__init__.py", "nodeweave/__init__.py")
+        for source in sorted((package / "entrypoint").glob("*.py")):
+            zf.write(source, f"nodeweave/entrypoint/{source.name}")
+    return buf.getvalue()
+
+
+def probe_argv(target: Target, master: "str | None", opts: TransportOptions) -> "list[str]":
+    return remote_argv(target, ["python3", "-c", BOOTSTRAP, master or ""], opts)
+
+
+@dataclass
+class HostReport:
+    """One host's answer; ``status`` is ok, no-gpu, unreachable or error."""
+
+    target: Target
+    status: str = "pending"
+    node: "dict | None" = None
+    error: "str | None" = None
+    seconds: float = 0.0
+
+    @property
+    def host(self) -> str:
+        """The name a hostfile uses: the host without ``user@``, or the pod/container name."""
+        return self.target.name.rpartition("@")[2]
+
+    @property
+    def gpu_count(self) -> int:
+        return int(((self.node or {}).get("gpus") or {}).get("count") or 0)
+
+
+def _failure(target: Target, code: int, stderr: str) -> HostReport:
+    text = " | ".join(ln for ln in stderr.strip().splitlines()[-3:] if ln.strip())[:400]
+    unreachable = (target.kind == "ssh" and code == 255) or code in (125, 255) or (
+        "not running" in text or "no such container" in text.lower() or "NotFound" in text)
+    if code == 127 or "python3: not found" in text or "executable file not found" in text:
+        return HostReport(target, "error", error=f"no python3 on the host (exit {code}): {text}")
+    return HostReport(target, "unreachable" if unreachable else "error",
+                      error=f"exit {code}: {text}" if text else f"exit {code}")
+
+
+def probe_host(target: Target, payload: bytes, master: "str | None", opts: TransportOptions,
+               timeout: float = 120) -> HostReport:
+    """Run the detection on one host; never raises."""
+    import time
+
+    started = time.monotonic()
+    try:
+        out = subprocess.run(probe_argv(target, master, opts), input=payload, capture_output=True,
+                             timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return HostReport(target, "unreachable", error=f"no answer within {timeout:.0f}s")
+    except FileNotFoundError as err:
+        return HostReport(target, "error", error=f"{err.filename} is not installed here")
+    if out.returncode != 0:
+        report = _failure(target, out.returncode, out.stderr.decode(errors="replace"))
+    else:
+        try:
+            answer = json.loads(out.stdout)
+            node = answer["node"]
+        except (ValueError, KeyError, TypeError):
+            report = HostReport(target, "error", error="the host's answer is not the entrypoint's JSON: "
+                                + out.stdout.decode(errors="replace")[:200])
+        else:
+            report = HostReport(target, "ok", node=node)
+            if report.gpu_count == 0:
+                report.status = "no-gpu"
+    report.seconds = time.monotonic() - started
+    return report
+
+
+def probe_hosts(targets: "list[Target]", *, master: "str | None" = None, jobs: int = 16,
+                opts: TransportOptions = TransportOptions()) -> "list[HostReport]":
+    """Probe every host in parallel; reports in the given order (master first).
+
+    ``master`` defaults to the first host, so each report names the interface
+    that routes to it, as NCCL's socket interface would.
+    """
+    payload = entrypoint_zip()
+    master = master if master is not None else targets[0].name.rpartition("@")[2]
+    with ThreadPoolExecutor(max_workers=max(1, min(jobs, len(targets)))) as pool:
+        return list(pool.map(lambda t: probe_host(t, payload, master, opts), targets))
+
+
+@dataclass
+class Hostfile:
+    text: str
+    skipped: "list[HostReport]" = field(default_factory=list)
+
+
+def deepspeed_hostfile(reports: "list[HostReport]") -> Hostfile:
+    """``host slots=N`` per host with GPUs, in order; the rest are returned as skipped."""
+    lines, skipped = [], []
+    for r in reports:
+        if r.status == "ok" and r.gpu_count > 0:
+            lines.append(f"{r.host} slots={r.gpu_count}")
+        else:
+            skipped.append(r)
+    return Hostfile("".join(line + "\n" for line in lines), skipped)
+
+
+def write_hostfile(path: Path, hostfile: Hostfile, force: bool) -> None:
+    if not hostfile.text:
+        raise UsageError(f"no host with a GPU answered, so {path} was not written")
+    if path.exists() and not force:
+        raise UsageError(f"{path} exists; pass --force to replace it, or choose another --hostfile path")
+    if path.is_dir():
+        raise UsageError(f"--hostfile {path} is a directory; give a file path")
+    path.write_text(hostfile.text, encoding="utf-8")
+
+
+def describe_nics(node: dict) -> str:
+    """``8x 400G IB, 2x 200G RoCE`` over active RDMA ports."""
+    groups: "dict[tuple[int, str], int]" = {}
+    for nic in node.get("nics") or []:
+        if nic.get("state") != "ACTIVE":
+            continue
+        kind = "IB" if nic.get("link_layer") == "InfiniBand" else "RoCE"
+        key = (int(nic.get("rate_gbps") or 0), kind)
+        groups[key] = groups.get(key, 0) + 1
+    if not groups:
+        return "-"
+    return ", ".join(f"{n}x {rate}G {kind}" for (rate, kind), n in sorted(groups.items(), reverse=True))
