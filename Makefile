@@ -32,6 +32,10 @@ demo: install ## Render everything for the example spec into build/demo and expl
 render: install ## Regenerate the committed images/, compose/ and manifests/ from $(SPEC) (tests fail when they are stale)
 	$(BIN)/nodeweave render all --spec $(SPEC) --prune
 
+.PHONY: sync
+sync: install ## Push this workspace to every pod of $(SPEC)'s StatefulSet and check they match (SYNC_ARGS="--dry-run", "--to podman:c1", ...)
+	$(BIN)/nodeweave sync --spec $(SPEC) $(SYNC_ARGS)
+
 .PHONY: test
 test: install ## Run the whole test suite (engine tests skip with a reason where no engine runs)
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
