@@ -79,11 +79,12 @@ def _template_args(variant: Variant, spec: Any, base_image: Optional[str]) -> Di
         defaults[name] = default
     lines = {}
     for name, default in defaults.items():
-        value = spec.image.build_args.get(name, default)
-        if value is None or not is_single_line(value):
-            lines[name] = f"ARG {name}"
-        else:
-            lines[name] = f"ARG {name}={dockerfile_word(value, f'image.build_args.{name}')}"
+        field, value = name, default
+        if name in spec.image.build_args:
+            field, value = f"image.build_args.{name}", spec.image.build_args[name]
+            if not is_single_line(value):
+                value = None  # declared without a default: pass it with --build-arg
+        lines[name] = f"ARG {name}" if value is None else f"ARG {name}={dockerfile_word(value, field)}"
     return lines
 
 
