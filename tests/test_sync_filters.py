@@ -114,3 +114,20 @@ def test_the_python_walk_and_real_rsync_select_the_same_files(tree):
                    {"extra_excludes": ["*.md", "!docs/**/*.md", "ünïcode.py"]}):
         filt = build_filter(tree, **kwargs)
         assert set(filt.walk(tree).files) == rsync_file_list(tree, filt.rules), kwargs
+
+
+@pytest.mark.skipif(shutil.which("git") is None or shutil.which("rsync") is None,
+                    reason="needs git and rsync")
+def test_what_git_ignores_is_left_out_nested_rules_included(tree):
+    shutil.rmtree(tree / ".git")  # the fixture's fake one
+    (tree / "pkg" / ".gitignore").write_text("model.py\n")
+    (tree / "wild[1].txt").write_text("w")
+    (tree / ".gitignore").write_text("/notes/\n*.md\nwild[[]1].txt\n")
+    subprocess.run(["git", "-C", str(tree), "init", "-q"], check=True)
+    filt = build_filter(tree)
+    files = set(filt.walk(tree).files)
+    assert "notes/todo.md" not in files and "docs/api/index.md" not in files
+    assert "pkg/model.py" not in files and "wild[1].txt" not in files
+    assert "pkg/__init__.py" in files and "train.py" in files
+    assert files == rsync_file_list(tree, filt.rules)
+    assert "pkg/model.py" in set(build_filter(tree, use_gitignore=False).walk(tree).files)

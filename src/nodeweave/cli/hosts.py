@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import sys
 from pathlib import Path
 from typing import List, Optional
 
@@ -54,7 +55,7 @@ def probe_command(
     for kind in sorted({t.kind for t in found}):
         if shutil.which(kind) is None:
             raise EnvironmentProblem(f"{kind} is not on PATH; install it or choose another --via")
-    console = Console(stderr=as_json)
+    console = Console(stderr=as_json, width=None if sys.stdout.isatty() else 120)
     with console.status(f"probing {len(found)} host(s)"):
         reports = probe_hosts(found, master=master, jobs=jobs,
                               opts=TransportOptions(ssh_options=tuple(ssh_option)))

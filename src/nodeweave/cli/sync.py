@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import sys
 from pathlib import Path
 from typing import List, Optional
 
@@ -103,6 +104,7 @@ def sync_command(
     verify: bool = typer.Option(True, "--verify/--no-verify", help="Digest every target after the sync"),
     exclude: List[str] = typer.Option([], "--exclude", "-x", help="gitignore pattern to leave out (repeat); '!pat' re-includes"),
     default_excludes: bool = typer.Option(True, "--default-excludes/--no-default-excludes", help="Leave out caches, venvs, .git and checkpoints"),
+    gitignore: bool = typer.Option(True, "--gitignore/--no-gitignore", help="In a git checkout, also leave out what git ignores"),
     include_secrets: bool = typer.Option(False, "--include-secrets", help="Also send credential-like files (.env, *.pem, .ssh/, ...)"),
     jobs: int = typer.Option(8, "--jobs", "-j", min=1, max=256, help="Targets synced at once"),
     retries: int = typer.Option(2, "--retries", min=0, max=10, help="Retries for transient failures, with exponential backoff"),
@@ -132,9 +134,9 @@ def sync_command(
                             kube_cli=kube_cli, spec=spec)
     _check_tools(found, need_rsync=not (force_tar or check))
     filt = build_filter(src, extra_excludes=exclude, default_excludes=default_excludes,
-                        include_secrets=include_secrets)
+                        include_secrets=include_secrets, use_gitignore=gitignore)
     fileset = filt.walk(src)
-    console = Console(stderr=as_json)
+    console = Console(stderr=as_json, width=None if sys.stdout.isatty() else 120)
     if fileset.held_back_secrets:
         shown = ", ".join(fileset.held_back_secrets[:5])
         more = len(fileset.held_back_secrets) - 5

@@ -85,6 +85,8 @@ def changes_text(results: "list[TargetResult]", limit: int = 20) -> "list[str]":
     """Per target, what a dry run would move (first ``limit`` lines)."""
     lines = []
     for r in results:
+        if not r.ok:
+            continue
         lines.append(f"{r.target.label}: {len(r.changes)} change(s) by {r.method}")
         lines += [f"  {c}" for c in r.changes[:limit]]
         if len(r.changes) > limit:

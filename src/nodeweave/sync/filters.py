@@ -6,7 +6,9 @@ check digests, so the three can never disagree. Rules follow rsync's
 semantics (first match wins, ``*`` stops at ``/``, ``**`` does not, a
 trailing ``/`` matches directories only, a leading ``/`` anchors at the
 source root); ``.nodeweaveignore`` and ``--exclude`` are written in
-gitignore syntax (last match wins, ``!`` re-includes) and translated.
+gitignore syntax (last match wins, ``!`` re-includes) and translated. In a
+git checkout, what git itself ignores (every .gitignore, info/exclude) is
+left out too, asked of ``git ls-files`` rather than re-implemented.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from __future__ import annotations
 import os
 import re
 import stat
+import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -222,9 +225,34 @@ def _expand_double_star(body: str) -> "set[str]":
         f"{head}/{rest}" for rest in _expand_double_star(tail)}
 
 
+def git_ignored(src: Path) -> "list[str]":
+    """What git ignores under ``src`` (nested .gitignore, info/exclude, global excludes), or []."""
+    try:
+        out = subprocess.run(["git", "-C", str(src), "ls-files", "--others", "--ignored",
+                              "--exclude-standard", "--directory", "-z", "--", "."],
+                             capture_output=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return []
+    if out.returncode != 0:
+        return []
+    prefix = subprocess.run(["git", "-C", str(src), "rev-parse", "--show-prefix"],
+                            capture_output=True, text=True, timeout=60).stdout.strip()
+    paths = []
+    for raw in out.stdout.split(b"\0"):
+        rel = raw.decode("utf-8", "surrogateescape")
+        if rel.startswith(prefix) and rel != prefix:
+            paths.append(rel[len(prefix):])
+    return sorted(paths)
+
+
+def _literal(path: str) -> str:
+    """An anchored rsync pattern matching exactly ``path`` (wildcards escaped)."""
+    return "/" + re.sub(r"([*?\[\\])", r"\\\1", path)
+
+
 def build_filter(src: Path, *, extra_excludes: "list[str]" = (), default_excludes: bool = True,
-                 include_secrets: bool = False) -> Filter:
-    """The rule list for ``src``: stamp, secrets, --exclude, .nodeweaveignore, defaults."""
+                 include_secrets: bool = False, use_gitignore: bool = True) -> Filter:
+    """The rule list for ``src``: stamp, secrets, --exclude, .nodeweaveignore, git-ignored, defaults."""
     rules = [Rule("-", "/" + STAMP_FILE, "stamp"), Rule("-", "/" + CACHE_FILE, "stamp")]
     if not include_secrets:
         rules += [Rule("+", pattern, "secret-template") for pattern in SECRET_TEMPLATES]
@@ -238,6 +266,8 @@ def build_filter(src: Path, *, extra_excludes: "list[str]" = (), default_exclude
             raise UsageError(f"{ignore_path}: cannot read it ({err}); it must be UTF-8 text "
                              "with one gitignore pattern per line") from err
         rules += gitignore_rules(text.splitlines(), str(ignore_path))
+    if use_gitignore:
+        rules += [Rule("-", _literal(path), "gitignore") for path in git_ignored(src)]
     if default_excludes:
         rules += [Rule("-", pattern, "default") for pattern in DEFAULT_EXCLUDES]
     return Filter(rules)

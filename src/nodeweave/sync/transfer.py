@@ -51,8 +51,8 @@ class Moved:
 
 def _stderr_tail(raw: "bytes | str") -> str:
     text = raw.decode(errors="replace") if isinstance(raw, bytes) else raw
-    lines = [ln for ln in text.strip().splitlines() if ln.strip()]
-    return " | ".join(lines[-3:])[:400]
+    lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
+    return " | ".join(lines[-2:])[-300:]
 
 
 def _is_transient(kind: str, code: int, stderr: str) -> bool:
