@@ -71,6 +71,9 @@ class Variant:
     ds_accelerator: str  # DS_ACCELERATOR while building (no GPU is visible during a build)
     gpu_resource: Optional[str]  # Kubernetes extended resource
     extra_apt_packages: Tuple[str, ...] = ()
+    # Groups that own the GPU device nodes in the base image (/dev/kfd, /dev/dri/renderD*);
+    # the user joins those that exist, so `--group-add` is not the only way in.
+    device_groups: Tuple[str, ...] = ()
 
     @property
     def torch_requirement(self) -> str:
@@ -132,6 +135,7 @@ _ROWS = (
         ds_accelerator="cuda",
         gpu_resource="amd.com/gpu",
         extra_apt_packages=JIT_TOOLCHAIN,
+        device_groups=("video", "render"),
     ),
     Variant(
         key="rocm70",
@@ -146,6 +150,7 @@ _ROWS = (
         ds_accelerator="cuda",
         gpu_resource="amd.com/gpu",
         extra_apt_packages=JIT_TOOLCHAIN,
+        device_groups=("video", "render"),
     ),
     Variant(
         key="cpu",
