@@ -185,6 +185,9 @@ CASES = [
     (text("kubernetes:\n  tolerations:\n    - {key: a, tolerationSeconds: 30}\n"), 6, "kubernetes.tolerations[0].tolerationSeconds", "applies only to effect NoExecute", "NoExecute"),
     (text("kubernetes:\n  tolerations: {key: a}\n"), 5, "kubernetes.tolerations", "a mapping", "a list of tolerations"),
     ("- name: job\n", 1, "the file", "a list", "a mapping with keys name, image"),
+    (text("nodes: !!int abc\n"), 4, "nodes", "'abc'", "an integer >= 1"),
+    (text("kubernetes: {openshift: !!bool maybe}\n"), 4, "kubernetes.openshift", "'maybe'", "true or false"),
+    (text("<<: 5\n"), 4, "the file", "a merge key (<<) needs a mapping", "a mapping with keys name"),
     (text("name: again\n"), 4, "name", "duplicate key (first given on line 1)", "each key once"),
 ]
 

@@ -68,7 +68,10 @@ class Reader:
         bounds = f"an integer from {low} to {high}" if high is not None else f"an integer >= {low}"
         if not self.is_int(node):
             raise self.bad_value(node, path, bounds)
-        value = self._constructor.construct_object(node)
+        try:
+            value = self._constructor.construct_object(node)
+        except (ValueError, yaml.YAMLError):  # e.g. !!int "abc"
+            raise self.bad_value(node, path, bounds) from None
         if value < low or (high is not None and value > high):
             raise self.bad_value(node, path, bounds)
         return value
@@ -76,7 +79,10 @@ class Reader:
     def boolean(self, node: Node, path: str) -> bool:
         if not isinstance(node, ScalarNode) or node.tag != _BOOL:
             raise self.bad_value(node, path, "true or false")
-        return self._constructor.construct_object(node)
+        try:
+            return self._constructor.construct_object(node)
+        except (KeyError, yaml.YAMLError):  # e.g. !!bool "maybe"
+            raise self.bad_value(node, path, "true or false") from None
 
     def is_int(self, node: Node) -> bool:
         # YAML 1.1 reads 2:4 as the base-60 integer 124; in a spec it is always a range or a typo.
@@ -122,7 +128,14 @@ class Reader:
     def _entries(self, node: Node, path: str, accepted: str) -> "dict[str, Tuple[Node, Node]]":
         if not isinstance(node, MappingNode):
             raise self.bad_value(node, path or "the file", accepted)
-        self._constructor.flatten_mapping(node)  # resolve YAML merge keys (<<: *anchor)
+        try:
+            self._constructor.flatten_mapping(node)  # resolve YAML merge keys (<<: *anchor)
+        except yaml.YAMLError as err:
+            mark = getattr(err, "problem_mark", None) or node.start_mark
+            raise UsageError(
+                f"{self.source}:{mark.line + 1}: {path or 'the file'}: a merge key (<<) needs a mapping "
+                f"or a list of mappings, such as <<: *defaults; accepted: {accepted}"
+            ) from None
         entries: "dict[str, Tuple[Node, Node]]" = {}
         for key_node, value_node in node.value:
             if not isinstance(key_node, ScalarNode) or key_node.tag == _NULL:
