@@ -151,14 +151,10 @@ def _nodes(r: Reader, node: Optional[Node]) -> NodeRange:
         raise r.bad_value(node, "nodes", NODES_ACCEPTED)
     low_n, high_n = int(low), int(high) if sep else int(low)
     if low_n < 1:
-        raise r.fail(node, "nodes", f"MIN must be at least 1 (got {shown_range(low_n, high_n)})", NODES_ACCEPTED)
+        raise r.fail(node, "nodes", f"MIN must be at least 1 (got '{text}')", NODES_ACCEPTED)
     if high_n < low_n:
         raise r.fail(node, "nodes", f"MAX ({high_n}) must be >= MIN ({low_n})", NODES_ACCEPTED)
     return NodeRange(low_n, high_n)
-
-
-def shown_range(low: int, high: int) -> str:
-    return f"'{low}:{high}'" if low != high else f"'{low}'"
 
 
 def _gpus(r: Reader, node: Optional[Node]):

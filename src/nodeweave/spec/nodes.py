@@ -169,11 +169,9 @@ class Fields:
 
     def require(self, key: str, accepted: str) -> Node:
         if not self.has(key):
-            where = self.node if self.node is not None else None
-            given = "is null" if key in self._entries else "is missing"
-            raise self.reader.fail(
-                self._entries[key][1] if key in self._entries else where, self.path_of(key), f"required field {given}", accepted
-            )
+            # A null value points at its own line; a missing key at the mapping that lacks it.
+            given, where = ("is null", self._entries[key][1]) if key in self._entries else ("is missing", self.node)
+            raise self.reader.fail(where, self.path_of(key), f"required field {given}", accepted)
         return self._entries[key][1]
 
     def path_of(self, key: str) -> str:
