@@ -169,7 +169,8 @@ def _gpus(r: Reader, node: Optional[Node]):
 
 
 def _image(r: Reader, top: Fields) -> Image:
-    f = r.fields(top.require("image", "a mapping with at least 'variant'"), "image", ("variant", "registry", "tag", "base", "build_args"))
+    keys = ("variant", "registry", "tag", "base", "build_args")
+    f = r.fields(top.require("image", "a mapping with at least 'variant'"), "image", keys)
     variant = _variant(r, f)
     return Image(
         variant=variant,
@@ -210,7 +211,8 @@ def _launcher(r: Reader, top: Fields) -> Launcher:
     script = r.string(script_node, "launcher.script", "a path such as train.py")
     if not rules.single_line(script):
         raise r.bad_value(script_node, "launcher.script", "a non-empty, single-line path such as train.py")
-    args = tuple(r.string(item, p, "a string (any scalar but null)") for p, item in r.sequence(f.get("args"), "launcher.args", "strings"))
+    items = r.sequence(f.get("args"), "launcher.args", "strings")
+    args = tuple(r.string(item, path, "a string (any scalar but null)") for path, item in items)
     return Launcher(
         type=_choice(r, f, "type", LAUNCHERS, "torchrun"),
         script=script,
@@ -295,22 +297,28 @@ def _env(r: Reader, node: Optional[Node]):
 
 
 def _tolerations(r: Reader, node: Optional[Node]) -> tuple:
-    result = []
-    for path, item in r.sequence(node, "kubernetes.tolerations", "tolerations (mappings)"):
-        f = r.fields(item, path, ("key", "operator", "value", "effect", "tolerationSeconds"))
-        key = _optional(r, f, "key", rules.LABEL_KEY)
-        operator = _choice(r, f, "operator", TOLERATION_OPERATORS, "Equal")
-        value = _optional(r, f, "value", rules.LABEL_VALUE)
-        if operator == "Exists" and value is not None:
-            raise r.fail(f.get("value"), f.path_of("value"), "must be empty when operator is Exists", "no value with Exists")
-        if key is None and operator != "Exists":
-            raise r.fail(item, f.path_of("key"), "may be left out only with operator Exists", "a taint key, or operator: Exists")
-        effect = None if f.get("effect") is None else _choice(r, f, "effect", TOLERATION_EFFECTS, "")
-        seconds = None if f.get("tolerationSeconds") is None else r.integer(f.get("tolerationSeconds"), f.path_of("tolerationSeconds"), 0)
-        if seconds is not None and effect != "NoExecute":
-            raise r.fail(f.get("tolerationSeconds"), f.path_of("tolerationSeconds"), "applies only to effect NoExecute", "effect: NoExecute with it")
-        result.append(Toleration(key=key, operator=operator, value=value, effect=effect, tolerationSeconds=seconds))
-    return tuple(result)
+    items = r.sequence(node, "kubernetes.tolerations", "tolerations (mappings)")
+    return tuple(_toleration(r, path, item) for path, item in items)
+
+
+def _toleration(r: Reader, path: str, item: Node) -> Toleration:
+    """One toleration, with the rules the API server would otherwise enforce at apply time."""
+    f = r.fields(item, path, ("key", "operator", "value", "effect", "tolerationSeconds"))
+    key = _optional(r, f, "key", rules.LABEL_KEY)
+    operator = _choice(r, f, "operator", TOLERATION_OPERATORS, "Equal")
+    value = _optional(r, f, "value", rules.LABEL_VALUE)
+    if operator == "Exists" and value is not None:
+        raise r.fail(f.get("value"), f.path_of("value"), "must be empty when operator is Exists", "no value with Exists")
+    if key is None and operator != "Exists":
+        raise r.fail(item, f.path_of("key"), "may be left out only with operator Exists", "a taint key, or operator: Exists")
+    effect = None if f.get("effect") is None else _choice(r, f, "effect", TOLERATION_EFFECTS, "")
+    seconds_node = f.get("tolerationSeconds")
+    seconds = None if seconds_node is None else r.integer(seconds_node, f.path_of("tolerationSeconds"), 0)
+    if seconds is not None and effect != "NoExecute":
+        raise r.fail(
+            seconds_node, f.path_of("tolerationSeconds"), "applies only to effect NoExecute", "effect: NoExecute with it"
+        )
+    return Toleration(key=key, operator=operator, value=value, effect=effect, tolerationSeconds=seconds)
 
 
 def _kubernetes(r: Reader, top: Fields, name: str) -> Kubernetes:
