@@ -389,6 +389,32 @@ def test_podman_reads_hostile_values_back_verbatim(tmp_path):
     assert env["HF_HOME"] == "/cache dir/huggingface"
 
 
+# -- packaging -------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_wheel_ships_every_file_the_renderer_reads(tmp_path):
+    """The image installs nodeweave from a wheel: templates and lint config must be package data."""
+    repo = Path(__file__).resolve().parents[1]
+    source = tmp_path / "source"  # a copy, as the image build has: setuptools writes build/ beside the sources
+    source.mkdir()
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy2(repo / name, source / name)
+    shutil.copytree(repo / "src", source / "src", ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+    built = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
+                            "-w", str(tmp_path), str(source)], capture_output=True, text=True, timeout=300)
+    assert built.returncode == 0, built.stderr
+    import zipfile
+
+    (wheel,) = tmp_path.glob("nodeweave-*.whl")
+    shipped = set(zipfile.ZipFile(wheel).namelist())
+    package = repo / "src" / "nodeweave" / "images"
+    needed = [p for p in package.rglob("*") if p.is_file() and p.suffix not in (".py", ".pyc")]
+    assert needed, "the images package has data files"
+    for path in needed:
+        assert f"nodeweave/images/{path.relative_to(package).as_posix()}" in shipped, path
+
+
 # -- CLI ---------------------------------------------------------------------------
 
 

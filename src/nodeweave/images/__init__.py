@@ -38,5 +38,5 @@ def render_files(spec: Any) -> Dict[str, str]:
         files[f"images/{key}/Dockerfile"] = render_dockerfile(variant, spec, base)
     files["images/docker-bake.json"] = render_bake(VARIANTS, spec)
     files["images/.hadolint.yaml"] = hadolint_config()
-    files[".dockerignore"] = _package_text("templates/dockerignore")
+    files[".dockerignore"] = _package_text("templates/dockerignore.txt")
     return dict(sorted(files.items()))
