@@ -72,6 +72,15 @@ def test_every_compose_file_validates_against_the_compose_spec(case, rel, compos
     assert not errors, [f"{list(e.path)}: {e.message}" for e in errors]
 
 
+@pytest.mark.parametrize("case", CASES)
+@pytest.mark.parametrize("rel", COMPOSE_FILES)
+def test_a_yaml_1_2_reader_reads_the_same_values(case, rel):
+    """docker compose reads with a YAML 1.2 parser: `3e-4`, `0o17`, NEL/LS/PS must still read as written."""
+    ruamel = pytest.importorskip("ruamel.yaml")
+    text = render_files(spec_of(case))[rel]
+    assert ruamel.YAML(typ="safe", pure=True).load(text) == yaml.safe_load(text)
+
+
 @pytest.mark.parametrize("rel", COMPOSE_FILES)
 def test_committed_compose_files_validate(rel, compose_validator):
     assert not list(compose_validator.iter_errors(yaml.safe_load((REPO / rel).read_text())))

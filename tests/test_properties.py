@@ -41,7 +41,7 @@ FAST = settings(max_examples=60, deadline=None, suppress_health_check=[HealthChe
 any_text = st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"), max_size=24)
 tricky_text = st.one_of(
     any_text,
-    st.sampled_from(["it's", '"quoted"', "a: b", "${HOME}", "$$", "$1", "line\nbreak", "- item", "# hash",
+    st.sampled_from(["it's", '"quoted"', "a\x85b", "c\u2028d", "e\u2029f", "a: b", "${HOME}", "$$", "$1", "line\nbreak", "- item", "# hash",
                      "{x: 1}", "[1]", "yes", "no", "null", "~", "3e-4", "0o17", "0x1F", "1_000", "2:4",
                      "naïve ✓", "\t tab", "*alias", "&anchor", "!tag", "%", "@", "`cmd`", " trailing "]),
 )
@@ -149,12 +149,14 @@ def compose_validator():
 
 
 COMPOSE_VALIDATOR = compose_validator()
+YAML12 = importlib.import_module("ruamel.yaml").YAML(typ="safe", pure=True)
 
 
 def check_compose(spec, files):
     podman_compose = pytest.importorskip("podman_compose")
     for rel in ("compose/node.yaml", "compose/local.yaml"):
         document = yaml.safe_load(files[rel])
+        assert YAML12.load(files[rel]) == document, f"{rel} reads differently as YAML 1.2 (docker compose)"
         if COMPOSE_VALIDATOR is not None:
             errors = [f"{list(e.path)}: {e.message}" for e in COMPOSE_VALIDATOR.iter_errors(document)]
             assert not errors, (rel, errors)

@@ -31,6 +31,15 @@ class _Dumper(yaml.SafeDumper):
     """
 
 
+def _represent_str(dumper: yaml.SafeDumper, data: str) -> yaml.ScalarNode:
+    # PyYAML writes NEL/LS/PS raw inside plain or single-quoted scalars, as YAML 1.1 line
+    # breaks that readers fold or keep differently; double quotes escape them (\N, \L, \P).
+    style = '"' if any(c in data for c in "\x85\u2028\u2029") else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", data, style=style)
+
+
+_Dumper.add_representer(str, _represent_str)
+
 for _tag, _pattern in {
     "tag:yaml.org,2002:int": r"^(?:[-+]?[0-9][0-9_]*|0o[0-7]+|[-+]?0x[0-9a-fA-F_]+|[-+]?0b[01_]+)$",
     "tag:yaml.org,2002:float": r"^(?:[-+]?(?:\.[0-9]+|[0-9][0-9_]*(?:\.[0-9_]*)?)(?:[eE][-+]?[0-9]+)?"
