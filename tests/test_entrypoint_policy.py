@@ -160,7 +160,7 @@ def test_cpu_only_gloo_interface_only():
 
 
 def test_spec_interfaces_and_hca_exclusions():
-    p = plan("hgx-h100", NODEWEAVE_IFNAME="eno1,ens21f0np0", NODEWEAVE_EXCLUDE_HCAS="mlx5_7", **HGX)
+    p = plan("hgx-h100", NODEWEAVE_INTERFACES="eno1,ens21f0np0", NODEWEAVE_EXCLUDE_HCAS="mlx5_7", **HGX)
     s = set_vars(p)
     assert s["NCCL_SOCKET_IFNAME"] == "=eno1,=ens21f0np0" and s["GLOO_SOCKET_IFNAME"] == "eno1,ens21f0np0"
     assert s["NCCL_IB_HCA"] == "^=mlx5_7,mlx5_8,mlx5_9"

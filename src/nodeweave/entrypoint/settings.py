@@ -25,7 +25,7 @@ OPTIONS = {
     "--rdzv-id": ("job_id", "NODEWEAVE_JOB_ID", "rendezvous id for elastic torchrun (default: the StatefulSet/host name prefix)"),
     "--max-restarts": ("max_restarts", "NODEWEAVE_MAX_RESTARTS", "torchrun --max-restarts / accelerate --max_restarts"),
     "--wait-timeout": ("wait_timeout", "NODEWEAVE_WAIT_TIMEOUT", "seconds a worker waits for the master's port (default 600; 0 = do not wait)"),
-    "--ifname": ("ifname", "NODEWEAVE_IFNAME", "socket interface(s) for NCCL/Gloo, overriding the route to the master"),
+    "--ifname": ("ifname", "NODEWEAVE_INTERFACES", "socket interface(s) for NCCL/Gloo, overriding the route to the master"),
     "--exclude-hca": ("exclude_hcas", "NODEWEAVE_EXCLUDE_HCAS", "RDMA devices or dev:port to keep NCCL off (storage fabric), comma list"),
     "--sysroot": ("sysroot", "NODEWEAVE_SYSROOT", "root prefix for every sysfs/procfs read (tests, captured trees)"),
 }
