@@ -11,6 +11,7 @@ rewrites them after an intended change.
 from __future__ import annotations
 
 import functools
+import io
 import json
 import os
 import re
@@ -55,7 +56,7 @@ def dockerfiles(files):
 
 def instructions(text: str):
     """The Dockerfile's instructions as dockerfile-parse reads them (comments left out)."""
-    parser = DockerfileParser(fileobj=None, cache_content=True)
+    parser = DockerfileParser(fileobj=io.BytesIO(), cache_content=True)
     parser.content = text
     return [i for i in parser.structure if i["instruction"] != "COMMENT"]
 
@@ -206,7 +207,7 @@ def test_dockerfile_structure(case):
 @pytest.mark.parametrize("case", CASES)
 def test_oci_labels_present(case):
     for path, text in dockerfiles(files_of(case)).items():
-        labels = DockerfileParser(fileobj=None, cache_content=True)
+        labels = DockerfileParser(fileobj=io.BytesIO(), cache_content=True)
         labels.content = text
         names = set(labels.labels)
         for label in OCI_LABELS:
