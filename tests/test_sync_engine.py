@@ -139,8 +139,14 @@ def test_four_containers_get_the_same_tree_and_a_resync_moves_nothing(fleet, wor
 
     rc, again, err = nodeweave(str(workspace), dest, *targets)
     assert rc == 0, err
-    for result in again["targets"]:
-        assert result["status"] == "ok" and result["files"] == 0 and result["bytes"] == 0, result
+    for result in again["targets"]:  # every file's content already there: one exec, nothing sent
+        assert result["status"] == "ok" and result["method"] == "up-to-date", result
+        assert result["files"] == 0 and result["bytes"] == 0 and result["digest"] == data["source"]["digest"]
+
+    rc, again, err = nodeweave(str(workspace), dest, *targets, "--no-verify")
+    assert rc == 0, err
+    for result in again["targets"]:  # rsync's own --stats: no file transferred, no literal data
+        assert result["method"] == "rsync" and result["files"] == 0 and result["bytes"] == 0, result
 
     (workspace / "pkg" / "model.py").write_text("x = 2\n")
     rc, third, err = nodeweave(str(workspace), dest, *targets)
@@ -172,8 +178,14 @@ def test_tar_fallback_where_the_target_has_no_rsync(fleet, workspace):
     assert result["method"] == "tar" and result["digest"] == data["source"]["digest"]
     assert target_sums(fleet["norsync"], dest) == expected_sums(workspace)
 
+    rc, again, err = nodeweave(str(workspace), dest, target, "--no-verify")
+    assert rc == 0, err
+    assert again["targets"][0]["method"] == "tar" and again["targets"][0]["files"] == 0, again
+    (workspace / "configs" / "llama.yaml").write_text("lr: 1e-4\n")
     rc, again, err = nodeweave(str(workspace), dest, target)
-    assert rc == 0 and again["targets"][0]["files"] == 0, err
+    assert rc == 0, err
+    assert again["targets"][0]["method"] == "tar" and again["targets"][0]["files"] == 1, again
+    assert again["targets"][0]["digest"] == again["source"]["digest"]
 
     podman("exec", fleet["norsync"], "sh", "-c", f"mkdir -p {dest}/.venv {dest}/old && "
            f"echo x > {dest}/.venv/keep && echo y > {dest}/old/stale.py && echo z > {dest}/extra.txt")

@@ -116,7 +116,11 @@ def sync_command(
     from nodeweave.sync.runner import SyncRequest, run_check, run_sync
     from nodeweave.sync.verify import git_info
 
-    spec = _spec_or_none(spec_path)
+    explicit = bool(to or hosts_file or statefulset or selector or compose_project)
+    needs_spec = (src is None or dest is None or not explicit
+                  or (namespace is None and any(t.split(":", 1)[0] in ("pod", "k8s", "kube", "kubectl", "oc", "openshift")
+                                                for t in to)) or statefulset or selector)
+    spec = _spec_or_none(spec_path) if needs_spec else None
     if src is None:
         src = (spec_path.parent / spec.workspace.host_path) if spec else Path(".")
     if not src.is_dir():

@@ -131,10 +131,22 @@ class Filter:
     def __init__(self, rules: "list[Rule]"):
         self.rules = list(rules)
         self._compiled = [_compile(rule) for rule in self.rules]
+        # One alternation per kind answers "does any rule match?" in a single pass:
+        # most paths match none, and the ordered loop runs only for the rest.
+        self._any_name = self._union(c for c in self._compiled if c.basename_only)
+        self._any_path = self._union(c for c in self._compiled if not c.basename_only)
+
+    @staticmethod
+    def _union(comps) -> "re.Pattern[str] | None":
+        patterns = [c.regex.pattern for c in comps]
+        return re.compile("|".join(f"(?:{p})" for p in patterns), re.S) if patterns else None
 
     def match(self, relpath: str, is_dir: bool) -> "Rule | None":
         """The first rule that matches ``relpath`` (posix, relative to the source root)."""
         name = relpath.rsplit("/", 1)[-1]
+        if not ((self._any_name and self._any_name.search(name))
+                or (self._any_path and self._any_path.search(relpath))):
+            return None
         for comp in self._compiled:
             if comp.dir_only and not is_dir:
                 continue
