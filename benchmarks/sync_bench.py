@@ -4,7 +4,9 @@ Makes a 200 MB, 5,000-file tree (random, incompressible), starts eight
 podman containers from the offline base image, and times the whole
 ``nodeweave sync`` command (probe, rsync, remote digest, stamp) into fresh
 directories. Targets: 8 targets <= 1.5x one; a re-sync of an unchanged tree
-<= 10% of the first. A one-at-a-time loop over the same 8 (``--jobs 1``, what
+<= 10% of the first. CPU seconds (this process's children plus the
+containers' cgroups) show when the machine's cores, not the fan-out, bound a
+row. A one-at-a-time loop over the same 8 (``--jobs 1``, what
 a shell loop of ``oc rsync`` does) is the baseline for the fan-out.
 Containers and trees are removed at the end, also on failure.
 
@@ -17,6 +19,7 @@ import argparse
 import json
 import os
 import random
+import resource
 import shutil
 import subprocess
 import sys
@@ -48,14 +51,38 @@ def make_tree(root: Path, files: int, total_mb: int, seed: int = 7) -> int:
     return total
 
 
-def sync(src: Path, dest: str, containers: "list[str]", *extra: str) -> "tuple[float, dict]":
-    argv = [*NODEWEAVE, "sync", "--json", str(src), dest, *[f"--to=podman:{c}" for c in containers], *extra]
-    started = time.perf_counter()
+def cpu_seconds(containers: "list[str]") -> float:
+    """CPU used so far by our child processes plus the containers' cgroups (cgroup v1 cpuacct)."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    total = usage.ru_utime + usage.ru_stime
+    for cid in containers:
+        acct = Path(f"/sys/fs/cgroup/cpuacct/libpod_parent/libpod-{cid}/cpuacct.usage")
+        if acct.is_file():
+            total += int(acct.read_text()) / 1e9
+    return total
+
+
+def timed(argv: "list[str]", ids: "list[str]") -> "tuple[float, float, str]":
+    cpu0, started = cpu_seconds(ids), time.perf_counter()
     out = subprocess.run(argv, capture_output=True, text=True, timeout=1800)
-    elapsed = time.perf_counter() - started
+    elapsed, cpu = time.perf_counter() - started, cpu_seconds(ids) - cpu0
     if out.returncode != 0:
-        raise SystemExit(f"sync failed (exit {out.returncode}): {out.stderr[-2000:]}")
-    return elapsed, json.loads(out.stdout)
+        raise SystemExit(f"{argv[:3]} failed (exit {out.returncode}): {out.stderr[-2000:]}")
+    return elapsed, cpu, out.stdout
+
+
+def sync(src: Path, dest: str, containers: "list[str]", ids: "list[str]", *extra: str) -> "tuple[float, float, dict]":
+    argv = [*NODEWEAVE, "sync", "--json", str(src), dest, *[f"--to=podman:{c}" for c in containers], *extra]
+    elapsed, cpu, stdout = timed(argv, ids)
+    return elapsed, cpu, json.loads(stdout)
+
+
+def raw_rsync(src: Path, dest: str, container: str, ids: "list[str]") -> "tuple[float, float]":
+    """Plain rsync over podman exec, no probe/verify/stamp: what the transport alone costs."""
+    subprocess.run(["podman", "exec", container, "mkdir", "-p", dest], check=True)
+    elapsed, cpu, _ = timed(["rsync", "-rlpt", "--whole-file", "--blocking-io", "--rsh", "podman exec -i",
+                             f"{src}/", f"{container}:{dest}/"], ids)
+    return elapsed, cpu
 
 
 def main() -> int:
@@ -73,42 +100,57 @@ def main() -> int:
     names = [f"{prefix}-{i}" for i in range(args.targets)]
     tmp = Path(tempfile.mkdtemp(prefix="nwsync-bench-"))
     started: "list[str]" = []
-    rows: "list[tuple[str, int, float, str]]" = []
+    rows: "list[tuple[str, int, float, float, str]]" = []
     try:
         total = make_tree(tmp / "src", args.files, args.mb)
+        ids = []
         for name in names:
             subprocess.run(["podman", "run", "-d", "--name", name, BASE_IMAGE, "sleep", "infinity"],
                            check=True, capture_output=True)
             started.append(name)
+            ids.append(subprocess.run(["podman", "inspect", "--format", "{{.Id}}", name], check=True,
+                                      capture_output=True, text=True).stdout.strip())
         src = tmp / "src"
-        sync(src, "/workspace/warmup", names[:1], "--no-verify")  # page cache, podman exec warm
+        n = len(names)
+        sync(src, "/workspace/warmup", names[:1], ids, "--no-verify")  # page cache, podman exec warm
 
-        one, one_data = sync(src, "/workspace/one", names[:1])
-        rows.append(("first sync, 1 target", 1, one, "1.00x (baseline)"))
-        many, many_data = sync(src, "/workspace/many", names)
-        rows.append((f"first sync, {len(names)} targets in parallel", len(names), many, f"{many / one:.2f}x of 1 target"))
-        again, again_data = sync(src, "/workspace/many", names)
-        rows.append((f"no-change re-sync, {len(names)} targets", len(names), again,
-                     f"{again / many:.1%} of the first"))
-        again1, _ = sync(src, "/workspace/one", names[:1])
-        rows.append(("no-change re-sync, 1 target", 1, again1, f"{again1 / one:.1%} of the first"))
-        plain, _ = sync(src, "/workspace/plain", names, "--no-verify")
-        rows.append((f"first sync, {len(names)} targets, --no-verify", len(names), plain,
-                     f"{plain / one:.2f}x of 1 target"))
-        serial, _ = sync(src, "/workspace/serial", names, "--jobs", "1")
-        rows.append((f"first sync, {len(names)} targets one at a time (--jobs 1)", len(names), serial,
-                     f"{serial / many:.2f}x of parallel"))
+        raw1, raw1_cpu = raw_rsync(src, "/workspace/raw", names[0], ids)
+        raw2, raw2_cpu = raw_rsync(src, "/workspace/raw", names[0], ids)
+        one, one_cpu, one_data = sync(src, "/workspace/one", names[:1], ids)
+        many, many_cpu, many_data = sync(src, "/workspace/many", names, ids)
+        again, again_cpu, again_data = sync(src, "/workspace/many", names, ids)
+        again1, again1_cpu, _ = sync(src, "/workspace/one", names[:1], ids)
+        plain, plain_cpu, _ = sync(src, "/workspace/plain", names, ids, "--no-verify")
+        serial, serial_cpu, _ = sync(src, "/workspace/serial", names, ids, "--jobs", "1")
+        quick, quick_cpu, _ = sync(src, "/workspace/many", names, ids, "--no-verify")
+        rows += [
+            ("plain rsync over podman exec, 1 target", 1, raw1, raw1_cpu, "transport alone"),
+            ("plain rsync, no-change re-run, 1 target", 1, raw2, raw2_cpu, f"{raw2 / raw1:.1%} of its first"),
+            ("nodeweave sync, 1 target", 1, one, one_cpu, "1.00x (baseline)"),
+            (f"nodeweave sync, {n} targets in parallel", n, many, many_cpu, f"{many / one:.2f}x of 1 target"),
+            ("  same, --no-verify", n, plain, plain_cpu, f"{plain / one:.2f}x of 1 target"),
+            ("  same, one at a time (--jobs 1)", n, serial, serial_cpu, f"{serial / many:.2f}x of parallel"),
+            (f"no-change re-sync, {n} targets", n, again, again_cpu, f"{again / many:.1%} of the first"),
+            ("no-change re-sync, 1 target", 1, again1, again1_cpu, f"{again1 / one:.1%} of the first"),
+            (f"no-change re-sync, {n} targets, --no-verify", n, quick, quick_cpu,
+             f"{quick / plain:.1%} of its first"),
+        ]
 
         moved = {r["bytes"] for r in again_data["targets"]} | {r["files"] for r in again_data["targets"]}
         digests = {r["digest"] for r in many_data["targets"]}
         table = Table(title=f"nodeweave sync: {args.files:,} files, {total / 2**20:.0f} MiB, "
                       f"podman containers, {os.cpu_count()} cores", title_justify="left")
-        for column in ("case", "targets", "seconds", "ratio"):
-            table.add_column(column, justify="right" if column in ("targets", "seconds") else "left")
-        for case, n, seconds, ratio in rows:
-            table.add_row(case, str(n), f"{seconds:.2f}", ratio)
+        for column in ("case", "targets", "seconds", "CPU s", "ratio"):
+            table.add_column(column, justify="left" if column in ("case", "ratio") else "right")
+        for case, count, seconds, cpu, ratio in rows:
+            table.add_row(case, str(count), f"{seconds:.2f}", f"{cpu:.1f}", ratio)
         console = Console(width=110)
         console.print(table)
+        cores = os.cpu_count() or 1
+        console.print(f"CPU floor: {n} first syncs used {many_cpu:.1f} CPU-s (ours + the containers'; conmon "
+                      f"not counted); on {cores} cores that is >= {many_cpu / cores:.1f} s, "
+                      f"{many_cpu / cores / one:.2f}x the 1-target wall")
+        console.print(f"load average at the end: {os.getloadavg()[0]:.1f} (other work on the machine skews every row)")
         console.print(f"re-sync moved file data: {moved != {0}}; all {len(names)} targets digest-equal "
                       f"to the source: {digests == {many_data['source']['digest']}}")
         console.print(f"targets: 8 <= 1.5x one: {'met' if many <= 1.5 * one else 'NOT met'} "
