@@ -40,6 +40,7 @@ def base_env(extra: "dict[str, str] | None" = None) -> "dict[str, str]":
     env = {k: v for k, v in os.environ.items() if not k.startswith(_SCRUB)}
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(SRC), env.get("PYTHONPATH", "")) if p)
     env["PYTHONUNBUFFERED"] = "1"
+    env["PATH"] = os.pathsep.join(p for p in (os.path.dirname(PY), env.get("PATH", "")) if p)  # its torchrun
     env.update(SAFETY)
     env.update(extra or {})
     return env
@@ -82,13 +83,13 @@ def with_hostname(command: "list[str]", hostname: "str | None") -> "list[str]":
     return ["unshare", "--uts", "sh", "-c", 'hostname "$0" && exec "$@"', hostname, *command]
 
 
-def worker_args(out: str, ops: str, sizes: str, iters: int, warmup: int) -> "list[str]":
+def worker_args(out: str, ops: str, sizes: str, iters: int, warmup: int, backend: str) -> "list[str]":
     return [str(WORKER), "--ops", ops, "--sizes", sizes, "--iters", str(iters), "--warmup", str(warmup),
-            "--backend", "nccl", "--out", out]
+            "--backend", backend, "--out", out]
 
 
 def launch(nodes: "list[dict]", via: str, ops: str, sizes: str, iters: int = 20, warmup: int = 5,
-           extra_env: "dict[str, str] | None" = None, timeout: float = 300.0) -> dict:
+           extra_env: "dict[str, str] | None" = None, timeout: float = 300.0, backend: str = "nccl") -> dict:
     """Run one collective job of ``len(nodes)`` launch processes; rank 0's report and every log.
 
     Each node dict has ``visible`` (CUDA_VISIBLE_DEVICES or None), ``nproc``, and for several
@@ -107,7 +108,7 @@ def launch(nodes: "list[dict]", via: str, ops: str, sizes: str, iters: int = 20,
                            "--nproc-per-node", str(node["nproc"]), *topo, "--"]
             else:
                 command = [PY, "-m", "torch.distributed.run", "--nproc-per-node", str(node["nproc"]), *topo]
-            command += worker_args(out, ops, sizes, iters, warmup)
+            command += worker_args(out, ops, sizes, iters, warmup, backend)
             env = base_env(extra_env)
             if node.get("visible") is not None:
                 env["CUDA_VISIBLE_DEVICES"] = node["visible"]
@@ -117,13 +118,7 @@ def launch(nodes: "list[dict]", via: str, ops: str, sizes: str, iters: int = 20,
             logs.append(log)
             procs.append(subprocess.Popen(with_hostname(command, node.get("hostname")), env=env,
                                           stdout=log, stderr=subprocess.STDOUT, text=True))
-        codes = []
-        for proc in procs:
-            try:
-                codes.append(proc.wait(timeout=max(1.0, timeout - (time.perf_counter() - started))))
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                codes.append(124)
+        codes = _wait_all(procs, started + timeout)
         texts = []
         for log in logs:
             log.seek(0)
@@ -132,6 +127,23 @@ def launch(nodes: "list[dict]", via: str, ops: str, sizes: str, iters: int = 20,
         report = json.loads(Path(out).read_text()) if os.path.exists(out) else None
     return {"via": via, "nodes": len(nodes), "exit_codes": codes, "seconds": time.perf_counter() - started,
             "report": report, "logs": texts, "extra_env": extra_env or {}}
+
+
+def _wait_all(procs: "list[subprocess.Popen]", deadline: float) -> "list[int]":
+    """Exit codes; once one node fails (or the deadline passes) the others are killed, not left waiting."""
+    failed_at = None
+    while any(proc.poll() is None for proc in procs):
+        now = time.perf_counter()
+        if failed_at is None and any(proc.poll() not in (None, 0) for proc in procs):
+            failed_at = now
+        if now > deadline or (failed_at is not None and now - failed_at > 10):
+            for proc in procs:
+                if proc.poll() is None:
+                    proc.kill()
+                    proc.wait()
+            break
+        time.sleep(0.2)
+    return [124 if proc.returncode in (-9, None) else proc.returncode for proc in procs]
 
 
 def busbw(result: dict, op: str, nbytes: int) -> "float | None":

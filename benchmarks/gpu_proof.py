@@ -1,6 +1,6 @@
 """Proof on a real 1- or 2-GPU NVIDIA host that nodeweave's entrypoint is right and costs nothing.
 
-    PYTHONPATH=src python3 benchmarks/gpu_proof.py --out proof-out [--steps 1,2,3,4,5] [--rounds 3]
+    PYTHONPATH=src python3 benchmarks/gpu_proof.py --out proof-out [--steps 1,2,3,4,5,6] [--rounds 3]
 
 1. detection (``nodeweave-entrypoint --explain --json``) agrees with nvidia-smi:
    count, model, PCI bus IDs, NVLink;
@@ -12,7 +12,9 @@
 4. busbw at 256 MiB and 1 GiB, entrypoint vs NCCL defaults, single- and
    two-node, plus the tutorial hand settings and what doctor says of them
    (``gpu_bandwidth.py``);
-5. entrypoint start -> exec against ``python3 -c pass``.
+5. entrypoint start -> exec against ``python3 -c pass``;
+6. the commands themselves here: ``nodeweave doctor`` (plain, ``--bench``),
+   ``nodeweave bench`` (table, JSON, plot) and a ``--sweep``.
 
 Needs only the stdlib, torch and this checkout (nodeweave's CLI packages are
 used for step 4's doctor part when present). Writes ``proof.json`` under
@@ -128,6 +130,33 @@ def step_startup(runs: int = 20) -> dict:
             "ratio_vs_python_c_pass": overhead / medians["python3 -c pass"]}
 
 
+def _cli(args: "list[str]", timeout: float = 400.0) -> dict:
+    command = [common.PY, "-c", "import sys; from nodeweave.cli import main; sys.exit(main())", *args]
+    start = time.perf_counter()
+    out = subprocess.run(command, capture_output=True, text=True, env=common.base_env({"COLUMNS": "160"}),
+                         timeout=timeout)
+    return {"argv": ["nodeweave", *args], "exit_code": out.returncode, "seconds": round(time.perf_counter() - start, 1),
+            "stdout": common.tail(out.stdout, 6000), "stderr": common.tail(out.stderr, 2000)}
+
+
+def step_cli(out: Path) -> dict:
+    """The user-facing commands on this host: doctor (plain and --bench), bench, and a sweep."""
+    doctor = _cli(["doctor", "--json"])
+    try:
+        findings = json.loads(doctor["stdout"])["findings"]
+    except (json.JSONDecodeError, KeyError):
+        findings = None
+    return {
+        "doctor": {"exit_code": doctor["exit_code"], "findings": findings, "stderr": doctor["stderr"]},
+        "doctor_text": _cli(["doctor"]),
+        "doctor_bench": _cli(["doctor", "--bench"]),
+        "bench": _cli(["bench", "--sizes", "1M:1G:4", "--iters", "10", "--json", str(out / "bench.json"),
+                       "--plot", str(out / "bench.png")]),
+        "sweep": _cli(["bench", "--ops", "all_reduce", "--sizes", "64M,1G", "--sweep", "NCCL_MAX_NCHANNELS=4,16,32",
+                       "--json", str(out / "sweep.json"), "--plot", str(out / "sweep.png")]),
+    }
+
+
 def _gpu_count() -> int:
     rows = _smi("--query-gpu=count", "--format=csv,noheader").split()
     return int(rows[0]) if rows and rows[0].isdigit() else 0
@@ -136,7 +165,7 @@ def _gpu_count() -> int:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--out", default=os.environ.get("OUT", "gpu-proof-out"))
-    parser.add_argument("--steps", default="1,2,3,4,5")
+    parser.add_argument("--steps", default="1,2,3,4,5,6")
     parser.add_argument("--rounds", type=int, default=3, help="alternating rounds per bandwidth comparison")
     parser.add_argument("--name", default="nodeweave", help="simulated node names: <name>-0, <name>-1")
     args = parser.parse_args(argv)
@@ -170,6 +199,8 @@ def main(argv=None) -> int:
         run("3_two_nodes", step_two_nodes, args.name, use_uts)
     if 5 in steps:
         run("5_startup", step_startup)
+    if 6 in steps:
+        run("6_cli", step_cli, out)
     if 4 in steps and gpus >= 1:
         import gpu_bandwidth
 
