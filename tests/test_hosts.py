@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from nodeweave.errors import UsageError
+from nodeweave.errors import NodeweaveError, UsageError
 from nodeweave.hosts import (BOOTSTRAP, HostReport, deepspeed_hostfile, describe_nics,
                              entrypoint_zip, probe_argv, write_hostfile)
 from nodeweave.sync.targets import make_target
@@ -88,8 +88,9 @@ def test_hostfile_keeps_order_uses_host_names_and_skips_the_rest(tmp_path):
     assert path.read_text() == "mine\n"
     write_hostfile(path, made, force=True)
     assert path.read_text() == made.text
-    with pytest.raises(UsageError, match="no host with a GPU"):
+    with pytest.raises(NodeweaveError, match="no host with a GPU") as err:
         write_hostfile(tmp_path / "other", deepspeed_hostfile([_report("cpu-b", "no-gpu")]), force=True)
+    assert err.value.exit_code == 1 and not (tmp_path / "other").exists()
 
 
 def test_describe_nics_groups_active_ports():

@@ -70,7 +70,8 @@ def test_ssh_joins_the_remote_command_with_shlex_quoting():
 
 
 def test_ssh_options_are_checked():
-    assert "Port=2222" in rsh_command(make_target("ssh", "gpu01"), TransportOptions(ssh_options=("Port=2222",)))
+    rsh = rsh_command(make_target("ssh", "gpu01"), TransportOptions(ssh_options=("ConnectTimeout=3",)))
+    assert rsh.index("ConnectTimeout=3") < rsh.index("ConnectTimeout=10")  # ssh keeps the first value
     with pytest.raises(UsageError, match="--ssh-option 'ProxyCommand=sh -c x'"):
         TransportOptions(ssh_options=("ProxyCommand=sh -c x",))
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import nodeweave
-from nodeweave.errors import UsageError
+from nodeweave.errors import NodeweaveError, UsageError
 from nodeweave.sync.targets import Target
 from nodeweave.sync.transport import TransportOptions, remote_argv
 
@@ -148,7 +148,7 @@ def deepspeed_hostfile(reports: "list[HostReport]") -> Hostfile:
 
 def write_hostfile(path: Path, hostfile: Hostfile, force: bool) -> None:
     if not hostfile.text:
-        raise UsageError(f"no host with a GPU answered, so {path} was not written")
+        raise NodeweaveError(f"no host with a GPU answered, so {path} was not written")
     if path.exists() and not force:
         raise UsageError(f"{path} exists; pass --force to replace it, or choose another --hostfile path")
     if path.is_dir():

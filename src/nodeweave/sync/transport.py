@@ -51,8 +51,9 @@ class TransportOptions:
 
 
 def _ssh_base(opts: TransportOptions) -> "list[str]":
+    """ssh keeps the first value it gets for an option, so the user's come first."""
     argv = ["ssh"]
-    for option in SSH_DEFAULT_OPTIONS + opts.ssh_options:
+    for option in opts.ssh_options + SSH_DEFAULT_OPTIONS:
         argv += ["-o", option]
     return argv
 
