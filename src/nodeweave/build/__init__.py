@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import List, Mapping, Optional
 
 from nodeweave.build.builder import BuildProgress, BuildResult, git_revision, push_tags, run_build
-from nodeweave.build.context import choose_dockerfile, link_wheelhouse, rendered_dockerfile, source_digest
+from nodeweave.build.context import choose_dockerfile, link_wheelhouse, rendered_dockerfile
 from nodeweave.build.engine import Engine, detect_engine
 from nodeweave.build.plan import BuildPlan, Revision, plan_build, plan_tags
 
@@ -66,12 +66,7 @@ def prepare_build(spec, variant: str, context: Path, scratch: Path, base: Option
         from nodeweave.errors import UsageError
 
         raise UsageError(f"--offline needs wheels, but {house} is empty; fill it (.ci/wheelhouse.sh) or pass --wheelhouse DIR")
-    contract_args = {}
-    digest = source_digest(context)
-    if digest:
-        contract_args["SOURCE_DIGEST"] = digest
-    contract_args.update(build_args or {})
     plan = plan_build(spec, variant, context, dockerfile, git_revision(context), base=base, push=push,
-                      fixed_tag=tag, extra_args=contract_args, offline=offline, network=network,
+                      fixed_tag=tag, extra_args=build_args, offline=offline, network=network,
                       version=__version__, source=_git_remote(context))
     return PreparedBuild(plan=plan, notes=notes)

@@ -90,31 +90,3 @@ def link_wheelhouse(context: Path, source: Optional[Path], write: bool = True) -
                 shutil.copy2(wheel, target / wheel.name)
     return target, len(present) + len(offered)
 
-
-# What the image's code layer copies from the context (docs/design.md, image build contract).
-SOURCE_FILES = ("pyproject.toml", "README.md")
-SOURCE_TREES = ("src",)
-_SKIPPED = ("__pycache__", ".egg-info", ".pyc")
-
-
-def source_digest(context: Path) -> Optional[str]:
-    """sha256 of the files the code layer reads; None when the context has none of them.
-
-    Passed as the SOURCE_DIGEST build argument: buildah (podman) keys its cache
-    on the instruction and its arguments, not on bind-mounted files, so
-    without it a code change would reuse the old code layer.
-    """
-    import hashlib
-
-    paths = [context / name for name in SOURCE_FILES if (context / name).is_file()]
-    for tree in SOURCE_TREES:
-        if (context / tree).is_dir():
-            paths += [p for p in (context / tree).rglob("*")
-                      if p.is_file() and not any(part.endswith(_SKIPPED) for part in p.relative_to(context).parts)]
-    if not paths:
-        return None
-    digest = hashlib.sha256()
-    for path in sorted(paths):
-        digest.update(path.relative_to(context).as_posix().encode() + b"\0")
-        digest.update(path.read_bytes() + b"\0")
-    return digest.hexdigest()[:16]

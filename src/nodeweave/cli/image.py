@@ -90,6 +90,8 @@ def build(
     table.add_row("size", f"{result.size_bytes / 2**20:,.0f} MiB")
     table.add_row("time", f"{result.seconds:.1f} s")
     table.add_row("steps", f"{result.steps} ({result.cached_steps} from cache)")
+    if result.rebuilt_steps and result.cached_steps:
+        table.add_row("ran", "\n".join(step[:70] for step in result.rebuilt_steps))
     table.add_row("pushed", "yes" if plan.push else "no")
     Console().print(table)
 

@@ -1,0 +1,70 @@
+"""Session fixtures of the end-to-end tests: the engine, the offline base, the wheelhouse, the cpu image.
+
+The cpu image is built once per session by ``nodeweave image build`` itself
+(the command users run), from the Dockerfile the images renderer makes, on
+the locally made Debian base and the host's wheelhouse: no registry is
+reachable here. Tests marked ``engine`` are skipped by tests/conftest.py with
+the reason when no engine can start.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from e2e_harness import BASE_IMAGE, REGISTRY, REPO, prepare_workdir
+# The spec the session's image is built from; clusters reuse the image (compose sets each command).
+IMAGE_SPEC = """name: e2e
+image: {variant: cpu, registry: localhost/nodeweave-e2e}
+nodes: 2
+gpus_per_node: 2
+launcher: {script: allreduce.py}
+"""
+
+
+def _run(argv, timeout):
+    out = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, cwd=REPO)
+    if out.returncode != 0:
+        pytest.fail(f"{' '.join(map(str, argv))} failed ({out.returncode}):\n{out.stdout[-3000:]}\n{out.stderr[-3000:]}")
+    return out
+
+
+@pytest.fixture(scope="session")
+def engine():
+    from nodeweave.build import detect_engine
+
+    return detect_engine()
+
+
+@pytest.fixture(scope="session")
+def base_image(engine):
+    if engine.kind != "podman":
+        pytest.skip("the offline Debian base is made with podman import (.ci/make-base-image.sh)")
+    if not engine.client.image.exists(BASE_IMAGE):
+        _run(["bash", ".ci/make-base-image.sh", BASE_IMAGE], timeout=900)
+    return BASE_IMAGE
+
+
+@pytest.fixture(scope="session")
+def wheelhouse():
+    _run(["bash", ".ci/wheelhouse.sh", "cpu"], timeout=900)
+    return REPO / "wheelhouse"
+
+
+@pytest.fixture(scope="session")
+def image_build(engine, base_image, wheelhouse, tmp_path_factory):
+    """The cpu variant built by ``nodeweave image build``; its output and the spec used."""
+    spec_path = prepare_workdir(tmp_path_factory.mktemp("image-spec"), IMAGE_SPEC)
+    argv = [sys.executable, "-c", "import sys; from nodeweave.cli import main; sys.exit(main(sys.argv[1:]))",
+            "image", "build", "cpu", "--spec", str(spec_path), "--context", str(REPO),
+            "--base", base_image, "--offline", "--network", "host", "--quiet", "--engine", engine.kind]
+    out = _run(argv, timeout=1800)
+    return {"spec": spec_path, "stdout": out.stdout, "stderr": out.stderr}
+
+
+@pytest.fixture(scope="session")
+def cpu_image(image_build):
+    """The moving tag of the session's cpu image."""
+    return f"{REGISTRY}/e2e:cpu"

@@ -1,0 +1,190 @@
+"""Drive real containers for the end-to-end tests: a rendered compose cluster, kube-played pods.
+
+Everything here starts from files the renderers produced for a spec written
+to a temporary directory (never a hand copy), brings them up with the real
+engine (podman-compose / ``podman kube play``, or docker compose), and reads
+back exit codes, logs and the ``NODEWEAVE-E2E`` records of the training script.
+Containers talk only on networks these helpers create, and are removed after.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Dict, List, Optional
+
+import yaml
+
+REPO = Path(__file__).resolve().parents[2]
+WORKSPACE = Path(__file__).parent / "workspace"
+BASE_IMAGE = "localhost/nodeweave-base:bookworm"
+REGISTRY = "localhost/nodeweave-e2e"
+RECORD = "NODEWEAVE-E2E "
+
+
+def records(text: str) -> List[dict]:
+    """The JSON records the training script printed, one per rank."""
+    return [json.loads(line.split(RECORD, 1)[1]) for line in text.splitlines() if RECORD in line]
+
+
+def prepare_workdir(workdir: Path, spec_text: str) -> Path:
+    """Spec file plus the training scripts in ``workdir`` (readable by the image's uid 1000)."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    (workdir / "nodeweave.yaml").write_text(spec_text)
+    for script in WORKSPACE.iterdir():
+        if script.is_file():
+            shutil.copy(script, workdir / script.name)
+    for path in [workdir, *workdir.iterdir()]:
+        path.chmod(0o755 if path.is_dir() else 0o644)
+    cache = workdir / "cache"  # the specs' cache.host_path; the image's uid 1000 writes there
+    cache.mkdir(exist_ok=True)
+    cache.chmod(0o777)
+    return workdir / "nodeweave.yaml"
+
+
+@dataclass
+class Cluster:
+    """Containers of one test, by name, on the engine; knows how to read and remove them."""
+
+    engine: object  # nodeweave.build.Engine
+    names: List[str]
+    networks: List[str] = field(default_factory=list)
+    pods: List[str] = field(default_factory=list)
+
+    @property
+    def client(self):
+        return self.engine.client
+
+    def state(self, name: str):
+        return self.client.container.inspect(name).state
+
+    def exit_code(self, name: str) -> Optional[int]:
+        state = self.state(name)
+        return None if state.status in ("created", "running", "configured") else state.exit_code
+
+    def logs(self, name: str) -> str:
+        return self.client.container.logs(name)
+
+    def all_logs(self) -> str:
+        return "\n".join(f"----- {name} -----\n{self.logs(name)}" for name in self.names)
+
+    def wait_exit(self, names: Optional[List[str]] = None, timeout: float = 300) -> Dict[str, int]:
+        """Exit codes once every container stopped; raise with the logs when ``timeout`` passes."""
+        names = names or self.names
+        deadline = time.monotonic() + timeout
+        while True:
+            codes = {name: self.exit_code(name) for name in names}
+            if all(code is not None for code in codes.values()):
+                return codes
+            if time.monotonic() > deadline:
+                raise AssertionError(f"containers still running after {timeout:.0f} s: {codes}\n{self.all_logs()}")
+            time.sleep(1)
+
+    def wait_log(self, name: str, needle: str, timeout: float = 240) -> float:
+        """Seconds until ``needle`` appears in the container's log."""
+        started = time.monotonic()
+        while needle not in self.logs(name):
+            if self.exit_code(name) is not None:
+                raise AssertionError(f"{name} exited ({self.exit_code(name)}) before printing {needle!r}\n{self.all_logs()}")
+            if time.monotonic() - started > timeout:
+                raise AssertionError(f"{name} did not print {needle!r} in {timeout:.0f} s\n{self.all_logs()}")
+            time.sleep(0.5)
+        return time.monotonic() - started
+
+    def processes(self, name: str) -> List[str]:
+        """The container's process list (``ps`` inside it), while it runs."""
+        out = self.client.container.execute(name, ["ps", "-eo", "pid,ppid,stat,args"])
+        return out.splitlines()[1:]
+
+    def remove(self) -> None:
+        for pod in self.pods:
+            subprocess.run(["podman", "pod", "rm", "-f", "-t", "0", pod], capture_output=True, timeout=120)
+        for name in self.names:
+            subprocess.run([self.engine.kind, "rm", "-f", "-t", "0", name], capture_output=True, timeout=120)
+        for network in self.networks:
+            subprocess.run([self.engine.kind, "network", "rm", "-f", network], capture_output=True, timeout=120)
+
+
+def compose_command(engine, compose_file: Path) -> List[str]:
+    if engine.kind == "podman":
+        beside_python = Path(sys.executable).parent / "podman-compose"
+        tool = str(beside_python) if beside_python.exists() else shutil.which("podman-compose") or "podman-compose"
+        return [tool, "-f", str(compose_file)]
+    return ["docker", "compose", "-f", str(compose_file)]
+
+
+@dataclass
+class ComposeCluster(Cluster):
+    compose_file: Optional[Path] = None
+    image: str = ""
+
+    def up(self, services: Optional[List[str]] = None) -> float:
+        """``compose up -d`` (of ``services``, default all); returns the epoch time it was called."""
+        started = time.time()
+        env = {**os.environ, "NODEWEAVE_IMAGE": self.image}
+        out = subprocess.run(compose_command(self.engine, self.compose_file) + ["up", "-d", *(services or [])],
+                             capture_output=True, text=True, env=env, timeout=300)
+        if out.returncode != 0:
+            raise AssertionError(f"compose up failed ({out.returncode}):\n{out.stdout}\n{out.stderr}")
+        return started
+
+    def run_like(self, service: str, hostname: str) -> None:
+        """Start one more node, ``hostname``, exactly as the rendered ``service`` but for its name."""
+        document = yaml.safe_load(self.compose_file.read_text())
+        svc = document["services"][service]
+        network = self.networks[0]
+        argv = [self.engine.kind, "run", "-d", "--name", hostname, "--hostname", hostname,
+                "--network", network, "--shm-size", svc.get("shm_size", "1g"),
+                "--workdir", svc["working_dir"]]
+        for key, value in svc["environment"].items():
+            argv += ["--env", f"{key}={value}"]
+        for volume in svc.get("volumes", []):
+            host, _, target = volume.partition(":")
+            host_path = (self.compose_file.parent / os.path.expanduser(host)).resolve()
+            argv += ["--volume", f"{host_path}:{target}"]
+        argv += [self.image, *svc["command"]]
+        out = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+        if out.returncode != 0:
+            raise AssertionError(f"starting {hostname} failed: {out.stderr}")
+        self.names.append(hostname)
+
+
+def compose_cluster(engine, spec_path: Path, image: str) -> ComposeCluster:
+    """Render ``compose/local.yaml`` for the spec with nodeweave's own renderer and describe its cluster."""
+    from nodeweave.compose import render_files
+    from nodeweave.spec import load_spec
+
+    spec = load_spec(spec_path)
+    files = render_files(spec)
+    compose_file = spec_path.parent / "compose" / "local.yaml"
+    compose_file.parent.mkdir(exist_ok=True)
+    compose_file.write_text(files["compose/local.yaml"])
+    document = yaml.safe_load(files["compose/local.yaml"])
+    names = [svc.get("container_name", key) for key, svc in document["services"].items()]
+    project = document.get("name", spec_path.parent.name)
+    networks = [f"{project}_{key}" for key in document.get("networks", {})]
+    return ComposeCluster(engine=engine, names=names, networks=networks, compose_file=compose_file, image=image)
+
+
+def snapshot_context(repo: Path, target: Path) -> Path:
+    """A still copy of what the image build reads (others may edit the checkout meanwhile).
+
+    The files the rendered .dockerignore lets in, with the wheelhouse hard-linked.
+    """
+    target.mkdir(parents=True, exist_ok=True)
+    for name in (".dockerignore", "pyproject.toml", "README.md"):
+        shutil.copy2(repo / name, target / name)
+    shutil.copytree(repo / "src", target / "src",
+                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info"))
+    house = target / "wheelhouse"
+    house.mkdir()
+    for wheel in (repo / "wheelhouse").iterdir():
+        if wheel.is_file():
+            os.link(wheel, house / wheel.name)
+    return target
