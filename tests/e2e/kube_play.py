@@ -13,6 +13,8 @@ because one machine is not a cluster (docs/engine.md lists these):
   entrypoint cannot read ``.spec.replicas``;
 - podman refuses ``fieldRef`` to ``metadata.namespace`` and ``status.podIP``:
   the namespace becomes a literal, ``POD_IP`` is left out;
+- podman 4.3 publishes every ``containerPort`` on the host (two pods would
+  fight over 29500), so ``ports`` (informational in a cluster) are dropped;
 - the workspace claim becomes a ``hostPath`` of the test's directory, and
   the image is the locally built one.
 """
@@ -66,6 +68,7 @@ def pods_from_statefulset(statefulset_text: str, image: str, workspace: str, add
         body["hostAliases"] = aliases
         for container in body["containers"]:
             container["image"] = image
+            container.pop("ports", None)
             container["env"] = _env(container, namespace, {"NODEWEAVE_NNODES": str(count)})
         for volume in body.get("volumes", []):
             if "persistentVolumeClaim" in volume:
