@@ -41,7 +41,14 @@ def compare(nodes: "list[dict]", rounds: int) -> dict:
                for key, runs in samples.items()}
     ratio = {size: (medians["entrypoint"][size] / medians["nccl_defaults"][size]
                     if medians["entrypoint"][size] and medians["nccl_defaults"][size] else None) for size in SIZES}
-    return {"median_busbw_gbps": medians, "ratio_entrypoint_vs_defaults": ratio,
+    # each round's own ratio, so slow drift of the machine cancels; the median of those
+    paired = {size: common.median([e["busbw_gbps"][size] / d["busbw_gbps"][size]
+                                   for e, d in zip(samples["entrypoint"], samples["nccl_defaults"])
+                                   if e["busbw_gbps"][size] and d["busbw_gbps"][size]]) for size in SIZES}
+    spread = {key: {size: (min(v), max(v)) if (v := [s["busbw_gbps"][size] for s in runs if s["busbw_gbps"][size]])
+                    else None for size in SIZES} for key, runs in samples.items()}
+    return {"rounds": rounds, "median_busbw_gbps": medians, "ratio_entrypoint_vs_defaults": ratio,
+            "paired_ratio_median": paired, "min_max_busbw_gbps": spread,
             "meets_target": all(r is not None and r >= TARGET for r in ratio.values()),
             "correct": all(s["correct"] for runs in samples.values() for s in runs), "samples": samples}
 
@@ -62,12 +69,15 @@ def doctor_says(extra: "dict[str, str]", nnodes: int) -> dict:
             "findings": [{"severity": f["severity"], "code": f["code"], "message": f["message"]} for f in mentioned]}
 
 
-def step_bandwidth(gpus: int, name: str, use_uts: bool, rounds: int) -> dict:
+def step_bandwidth(gpus: int, name: str, use_uts: bool, rounds: int,
+                   parts: "tuple[str, ...]" = ("single", "tutorial", "two")) -> dict:
     single = common.single_node(gpus)
-    result: dict = {"target_ratio": TARGET, "single_node": compare(single, rounds)}
-    reference = result["single_node"]["median_busbw_gbps"]["entrypoint"]
+    result: dict = {"target_ratio": TARGET, "parts": list(parts)}
+    if "single" in parts or "tutorial" in parts:
+        result["single_node"] = compare(single, rounds)
+        reference = result["single_node"]["median_busbw_gbps"]["entrypoint"]
     tutorial = {}
-    for variable, value in TUTORIAL.items():
+    for variable, value in TUTORIAL.items() if "tutorial" in parts else ():
         run = _run(single, "entrypoint", {variable: value})
         run["ratio_vs_entrypoint_plan"] = {size: (run["busbw_gbps"][size] / reference[size]
                                                   if run["busbw_gbps"][size] and reference[size] else None)
@@ -75,13 +85,15 @@ def step_bandwidth(gpus: int, name: str, use_uts: bool, rounds: int) -> dict:
         run["doctor_single_node"] = doctor_says({variable: value}, 1)
         run["doctor_two_nodes"] = doctor_says({variable: value}, 2)
         tutorial[f"{variable}={value}"] = run
-    result["tutorial_single_node"] = tutorial
-    if gpus >= 2:
+    if tutorial:
+        result["tutorial_single_node"] = tutorial
+        result["doctor_all_tutorial_settings_two_nodes"] = doctor_says(TUTORIAL, 2)
+    if gpus >= 2 and "two" in parts:
         nodes = common.two_nodes(name, use_uts)
         result["two_nodes"] = compare(nodes, rounds)
-        lo = _run(nodes, "entrypoint", {"NCCL_SOCKET_IFNAME": "lo"})
-        lo["note"] = "both simulated nodes share one host, so lo still reaches the peer here; across hosts it cannot"
-        result["tutorial_two_nodes"] = {"NCCL_SOCKET_IFNAME=lo": lo}
-    result["doctor_all_tutorial_settings_two_nodes"] = doctor_says(TUTORIAL, 2)
-    result["correct"] = result["single_node"]["correct"] and result.get("two_nodes", {"correct": True})["correct"]
+        if "tutorial" in parts:
+            lo = _run(nodes, "entrypoint", {"NCCL_SOCKET_IFNAME": "lo"})
+            lo["note"] = "both simulated nodes share one host, so lo still reaches the peer here; across hosts it cannot"
+            result["tutorial_two_nodes"] = {"NCCL_SOCKET_IFNAME=lo": lo}
+    result["correct"] = all(result[key]["correct"] for key in ("single_node", "two_nodes") if key in result)
     return result

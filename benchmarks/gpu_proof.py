@@ -167,6 +167,8 @@ def main(argv=None) -> int:
     parser.add_argument("--out", default=os.environ.get("OUT", "gpu-proof-out"))
     parser.add_argument("--steps", default="1,2,3,4,5,6")
     parser.add_argument("--rounds", type=int, default=3, help="alternating rounds per bandwidth comparison")
+    parser.add_argument("--parts", default="single,tutorial,two",
+                        help="step 4's parts: single (one node), tutorial (hand settings + doctor), two (two nodes)")
     parser.add_argument("--name", default="nodeweave", help="simulated node names: <name>-0, <name>-1")
     args = parser.parse_args(argv)
     steps = {int(s) for s in args.steps.split(",") if s.strip()}
@@ -204,7 +206,8 @@ def main(argv=None) -> int:
     if 4 in steps and gpus >= 1:
         import gpu_bandwidth
 
-        run("4_bandwidth", gpu_bandwidth.step_bandwidth, gpus, args.name, use_uts, args.rounds)
+        parts = tuple(p.strip() for p in args.parts.split(",") if p.strip())
+        run("4_bandwidth", gpu_bandwidth.step_bandwidth, gpus, args.name, use_uts, args.rounds, parts)
     save()
     failed = [key for key, value in proof.items() if isinstance(value, dict) and
               (value.get("error") or value.get("correct") is False or value.get("agree") is False)]
