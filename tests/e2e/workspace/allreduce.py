@@ -4,7 +4,9 @@ Every rank contributes rank + 1, so the sum over a world of W is W(W+1)/2;
 each rank prints one ``NODEWEAVE-E2E`` line with what it saw and the epoch
 times of its start, of ``import torch``, of the rendezvous and of the first
 all-reduce (the engine benchmark splits the start-up time with them).
-``--steps N --interval S`` keeps it all-reducing, for the fault tests.
+``--steps N --interval S`` keeps it all-reducing, for the fault tests;
+``--min-world W`` keeps it all-reducing until the world has W ranks (an
+elastic job waiting for a node to join; torchrun then restarts the workers).
 Works under torchrun, deepspeed (--local_rank) and accelerate.
 """
 
@@ -30,6 +32,7 @@ def main() -> int:
     parser.add_argument("--steps", type=int, default=1)
     parser.add_argument("--interval", type=float, default=0.0)
     parser.add_argument("--timeout", type=float, default=60.0, help="gloo collective timeout, seconds")
+    parser.add_argument("--min-world", type=int, default=0, help="all-reduce until the world is this large")
     args, _unknown = parser.parse_known_args()  # deepspeed adds --local_rank=N
 
     dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=args.timeout))
@@ -37,15 +40,17 @@ def main() -> int:
     rank, world = dist.get_rank(), dist.get_world_size()
     total = None
     first = None
-    for step in range(args.steps):
+    step = 0
+    while step < args.steps or world < args.min_world:
         tensor = torch.tensor([float(rank + 1)])
         dist.all_reduce(tensor)
         total = tensor.item()
         if first is None:
             first = time.time()
         if args.interval:
-            os.write(1, f"NODEWEAVE-STEP rank={rank} step={step}\n".encode())
+            os.write(1, f"NODEWEAVE-STEP rank={rank} world={world} step={step}\n".encode())
             time.sleep(args.interval)
+        step += 1
     record = {
         "rank": rank, "world": world, "sum": total, "expected": world * (world + 1) / 2,
         "host": socket.gethostname(), "local_rank": int(os.environ.get("LOCAL_RANK", "-1")),
