@@ -101,7 +101,8 @@ def test_probe_and_tar_keep_dest_as_its_own_argument():
     t = make_target("docker", "c1")
     argv = probe_argv(t, "/workspace")
     assert argv[:4] == ["docker", "exec", "-i", "c1"]
-    assert argv[4:6] == ["sh", "-c"] and argv[-2:] == ["sh", "/workspace"]
+    assert argv[4:6] == ["sh", "-c"] and argv[-3:] == ["sh", "/workspace", "make"]
     assert "/workspace" not in argv[6]  # the script is constant; DEST is $1
+    assert probe_argv(t, "/workspace", dry_run=True)[-1] == "dry"  # a dry run creates nothing
     assert tar_extract_argv(t, "/workspace") == [
         "docker", "exec", "-i", "c1", "tar", "-x", "-o", "-f", "-", "-C", "/workspace"]

@@ -235,7 +235,7 @@ def test_dry_run_changes_nothing_and_says_what_would_move(fleet, workspace):
     changes = data["targets"][0]["changes"]
     assert data["targets"][0]["status"] == "dry-run"
     assert any(c.startswith("<f+++") and c.endswith(" train.py") for c in changes)
-    assert podman("exec", container, "find", dest, "-type", "f").stdout == ""
+    assert podman("exec", container, "test", "-e", dest, check=False).returncode != 0  # not even DEST
 
 
 def test_git_commit_is_stamped_and_check_catches_a_changed_target(fleet, workspace):
@@ -261,3 +261,27 @@ def test_git_commit_is_stamped_and_check_catches_a_changed_target(fleet, workspa
     assert {r["target"]: r["status"] for r in data["targets"]} == {
         f"podman:{fleet['rsync'][0]}": "ok", bad: "mismatch"}
     assert f"mismatch: {bad}: 1 file(s) differ from the source, e.g. configs/llama.yaml" in err
+
+
+def test_the_check_without_python3_uses_sha256sum_and_still_stamps(fleet, workspace):
+    """The fallback path for images without python3, run for real through podman exec."""
+    from nodeweave.sync.digest import tree_digest
+    from nodeweave.sync.filters import build_filter
+    from nodeweave.sync.targets import make_target
+    from nodeweave.sync.transport import TransportOptions
+    from nodeweave.sync.verify import check_on_target, local_digests
+
+    dest = dest_dir()
+    container = fleet["rsync"][3]
+    assert nodeweave(str(workspace), dest, f"--to=podman:{container}", "--no-verify")[0] == 0
+    fileset = build_filter(workspace).walk(workspace)
+    local = {rel: d for rel, d in local_digests(fileset).items() if fileset.files[rel] == "f"}
+    target = make_target("podman", container)
+    stamp = {"digest": tree_digest(local), "commit": None}
+    check = check_on_target(target, dest, local, stamp, has_python=False, opts=TransportOptions())
+    assert check.mismatched == [] and check.digest == tree_digest(local)
+    assert check.stamp == stamp  # written by sh, read back from the target's disk
+
+    podman("exec", container, "sh", "-c", f"echo changed > '{dest}/name with space.txt'")
+    check = check_on_target(target, dest, local, None, has_python=False, opts=TransportOptions())
+    assert check.mismatched == ["name with space.txt"]

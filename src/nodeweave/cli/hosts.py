@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import sys
 from pathlib import Path
@@ -55,7 +56,7 @@ def probe_command(
     for kind in sorted({t.kind for t in found}):
         if shutil.which(kind) is None:
             raise EnvironmentProblem(f"{kind} is not on PATH; install it or choose another --via")
-    console = Console(stderr=as_json, width=None if sys.stdout.isatty() else 120)
+    console = Console(stderr=as_json, width=_table_width())
     with console.status(f"probing {len(found)} host(s)"):
         reports = probe_hosts(found, master=master, jobs=jobs,
                               opts=TransportOptions(ssh_options=tuple(ssh_option)))
@@ -91,6 +92,11 @@ def probe_command(
     if bad:
         raise NodeweaveError(f"{len(bad)} of {len(reports)} host(s) did not answer: "
                              + ", ".join(r.target.label for r in bad))
+
+
+def _table_width() -> "int | None":
+    """Rich's default off a terminal is 80 columns, too narrow for these tables; COLUMNS still wins."""
+    return None if sys.stdout.isatty() or os.environ.get("COLUMNS") else 120
 
 
 def register(app: typer.Typer) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import sys
 from pathlib import Path
@@ -140,7 +141,7 @@ def sync_command(
     filt = build_filter(src, extra_excludes=exclude, default_excludes=default_excludes,
                         include_secrets=include_secrets, use_gitignore=gitignore)
     fileset = filt.walk(src)
-    console = Console(stderr=as_json, width=None if sys.stdout.isatty() else 120)
+    console = Console(stderr=as_json, width=_table_width())
     if fileset.held_back_secrets:
         shown = ", ".join(fileset.held_back_secrets[:5])
         more = len(fileset.held_back_secrets) - 5
@@ -189,6 +190,11 @@ def _as_json(results, digest, git, fileset) -> dict:
                      "mismatched": (r.check.mismatched or [])[:50] if r.check else [],
                      "stamp": r.check.stamp if r.check else None} for r in results],
     }
+
+
+def _table_width() -> "int | None":
+    """Rich's default off a terminal is 80 columns, too narrow for these tables; COLUMNS still wins."""
+    return None if sys.stdout.isatty() or os.environ.get("COLUMNS") else 120
 
 
 def register(app: typer.Typer) -> None:

@@ -90,6 +90,17 @@ def tree_digest(digests):
     return h.hexdigest()
 
 
+def probe_here(root, tools):
+    """Make ``root`` and say which of ``tools`` exist: the sync's probe, folded into this exec."""
+    import shutil
+    try:
+        os.makedirs(root, exist_ok=True)
+    except OSError:
+        pass
+    return {"tools": [t for t in tools if shutil.which(t)],
+            "dest_ok": os.path.isdir(root) and os.access(root, os.W_OK)}
+
+
 def check_remote(root, cache_name, stamp_text, expected):
     """Digest ``expected``'s paths here; write the stamp only when all match; read it back."""
     digests = digest_files(root, sorted(expected), os.path.join(root, cache_name))
@@ -109,9 +120,13 @@ def check_remote(root, cache_name, stamp_text, expected):
 
 
 def main(argv):
-    root, cache_name, stamp_text = argv[0], argv[1], argv[2]
+    """argv: DEST CACHE-NAME STAMP-JSON-or-empty [TOOL...] (tools: also probe, first)."""
+    root, cache_name, stamp_text, tools = argv[0], argv[1], argv[2], argv[3:]
     expected = json.loads(sys.stdin.buffer.read().decode("utf-8", "surrogateescape"))
-    json.dump(check_remote(root, cache_name, stamp_text, expected), sys.stdout)
+    probed = probe_here(root, tools) if tools else {}
+    answer = check_remote(root, cache_name, stamp_text, expected)
+    answer.update(probed)
+    json.dump(answer, sys.stdout)
 
 
 if __name__ == "__main__":

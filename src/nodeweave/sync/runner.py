@@ -18,8 +18,8 @@ from typing import Callable
 
 from nodeweave.sync.filters import FileSet, Filter
 from nodeweave.sync.targets import Target
-from nodeweave.sync.transfer import Moved, TransferError, probe, run_rsync, run_tar
-from nodeweave.sync.transport import RsyncOptions, TransportOptions
+from nodeweave.sync.transfer import Moved, Probe, TransferError, probe, run_rsync, run_tar
+from nodeweave.sync.transport import PROBE_TOOLS, RsyncOptions, TransportOptions
 from nodeweave.sync.digest import tree_digest
 from nodeweave.sync.verify import GitInfo, TargetCheck, check_on_target, local_digests, make_stamp
 
@@ -76,16 +76,18 @@ def _with_retries(req: SyncRequest, result: TargetResult, attempt: Callable[[], 
             delay *= 2
 
 
-def _already_there(req: SyncRequest, target: Target, local: "dict[str, str]") -> "TargetCheck | None":
-    """One exec: a target that already holds every file's content is stamped, not re-sent.
+def _pre_check(req: SyncRequest, target: Target, local: "dict[str, str]") -> "TargetCheck | None":
+    """One exec that probes the target and digests what it already holds.
 
+    A target that already holds every file's content is stamped and not
+    re-sent; otherwise the probe half saves the transfer its own probe.
     Skipped for --delete (extra files need rsync), --dry-run and --no-verify.
     Any failure here (no python3, target down) just means: take the normal path.
     """
     if not req.verify or req.rsync.dry_run or req.rsync.delete:
         return None
-    check = check_target(req, target, local, has_python=True)
-    return check if check.ok else None
+    check = check_target(req, target, local, has_python=True, probe_tools=PROBE_TOOLS)
+    return None if check.error else check
 
 
 def sync_target(req: SyncRequest, target: Target, local: "dict[str, str] | None",
@@ -93,10 +95,11 @@ def sync_target(req: SyncRequest, target: Target, local: "dict[str, str] | None"
     """Probe, transfer, digest and stamp one target; never raises."""
     result = TargetResult(target=target)
     started = time.monotonic()
+    known: "list[Probe]" = []  # a probe the pre-check already made, for the first attempt only
 
     def attempt() -> Moved:
         on_progress(target, "probe", 0.0)
-        found = probe(target, req.dest, req.transport)
+        found = known.pop() if known else probe(target, req.dest, req.transport, dry_run=req.rsync.dry_run)
         use_rsync = "rsync" in found.tools and not req.force_tar
         if not use_rsync and "tar" not in found.tools:
             raise TransferError("the target has neither rsync nor tar", transient=False)
@@ -106,16 +109,19 @@ def sync_target(req: SyncRequest, target: Target, local: "dict[str, str] | None"
             moved = run_rsync(target, req.fileset, req.dest, req.filt, req.rsync, req.transport, progress)
         else:
             moved = run_tar(target, req.fileset, req.dest, req.filt, req.rsync, req.transport,
-                            progress, has_find="find" in found.tools)
+                            progress, has_find="find" in found.tools, dest_absent=found.dest_absent)
         moved.tools = found.tools
         return moved
 
     try:
-        if local is not None and (done := _already_there(req, target, local)) is not None:
-            result.method, result.check, result.status, result.attempts = "up-to-date", done, "ok", 1
+        pre = _pre_check(req, target, local) if local is not None else None
+        if pre is not None and pre.ok:
+            result.method, result.check, result.status, result.attempts = "up-to-date", pre, "ok", 1
             result.seconds = time.monotonic() - started
             on_progress(target, result.status, 1.0)
             return result
+        if pre is not None and pre.tools is not None and pre.dest_ok:
+            known.append(Probe(tools=pre.tools, dest_ok=True))
         moved = _with_retries(req, result, attempt, on_progress)
         result.files, result.bytes, result.changes = moved.files, moved.bytes, moved.changes
         if req.rsync.dry_run:
@@ -141,12 +147,13 @@ def sync_target(req: SyncRequest, target: Target, local: "dict[str, str] | None"
 
 
 def check_target(req: SyncRequest, target: Target, local: "dict[str, str]", *,
-                 has_python: bool, write: bool = True) -> TargetCheck:
+                 has_python: bool, write: bool = True,
+                 probe_tools: "tuple[str, ...]" = ()) -> TargetCheck:
     """Digest the target's copy of the file set; write (or just read) the stamp."""
     stamp = make_stamp(req.src, req.git, tree_digest(local), len(local)) if write else None
     try:
         check = check_on_target(target, req.dest, local, stamp, has_python=has_python,
-                                opts=req.transport)
+                                opts=req.transport, probe_tools=probe_tools)
     except Exception as err:
         return TargetCheck(error=f"check failed: {err}")
     if write and not check.mismatched:
@@ -174,7 +181,7 @@ def run_check(req: SyncRequest, on_progress: OnProgress) -> "tuple[list[TargetRe
         started = time.monotonic()
         on_progress(target, "probe", 0.0)
         try:
-            found = probe(target, req.dest, req.transport)
+            found = probe(target, req.dest, req.transport, dry_run=True)
             on_progress(target, "verify", 0.5)
             result.check = check_target(req, target, local, has_python="python3" in found.tools,
                                         write=False)

@@ -38,6 +38,7 @@ class TransferError(Exception):
 class Probe:
     tools: "set[str]" = field(default_factory=set)
     dest_ok: bool = False
+    dest_absent: bool = False  # dry run only: DEST does not exist yet
 
 
 @dataclass
@@ -63,17 +64,19 @@ def _is_transient(kind: str, code: int, stderr: str) -> bool:
     return bool(_TRANSIENT_TEXT.search(stderr)) and kind in ("kubectl", "oc", "ssh")
 
 
-def probe(target: Target, dest: str, opts: TransportOptions, timeout: float = 60) -> Probe:
-    """Which tools the target has, and DEST created and writable."""
+def probe(target: Target, dest: str, opts: TransportOptions, timeout: float = 60,
+          dry_run: bool = False) -> Probe:
+    """Which tools the target has, and DEST created and writable (in a dry run: only looked at)."""
     try:
-        out = subprocess.run(probe_argv(target, dest, opts), capture_output=True, timeout=timeout)
+        out = subprocess.run(probe_argv(target, dest, opts, dry_run), capture_output=True, timeout=timeout)
     except subprocess.TimeoutExpired:
         raise TransferError(f"no answer from the target within {timeout:.0f}s", transient=True)
     except FileNotFoundError as err:
         raise TransferError(f"{err.filename} is not installed here", transient=False)
     text = out.stdout.decode(errors="replace")
     found = Probe(tools={ln[4:] for ln in text.splitlines() if ln.startswith("has:")},
-                  dest_ok="dest:ok" in text.splitlines())
+                  dest_ok="dest:ok" in text.splitlines() or "dest:absent" in text.splitlines(),
+                  dest_absent="dest:absent" in text.splitlines())
     if out.returncode != 0 and not found.tools:
         stderr = _stderr_tail(out.stderr)
         raise TransferError(f"cannot reach it (exit {out.returncode}): {stderr}",
@@ -179,9 +182,10 @@ def plan_tar(fileset: FileSet, remote: "dict[str, RemoteEntry]", filt: Filter,
 
 
 def run_tar(target: Target, fileset: FileSet, dest: str, filt: Filter, rsync: RsyncOptions,
-            opts: TransportOptions, progress: Progress, has_find: bool) -> Moved:
+            opts: TransportOptions, progress: Progress, has_find: bool,
+            dest_absent: bool = False) -> Moved:
     """Send changed files as a tar stream into ``tar -x`` on the target."""
-    remote = list_remote(target, dest, opts) if has_find else {}
+    remote = list_remote(target, dest, opts) if has_find and not dest_absent else {}
     send, drop_files, drop_dirs = plan_tar(fileset, remote, filt, rsync.delete)
     moved = Moved("tar")
     moved.changes = ([f"send {rel}" for rel in send] + [f"delete {rel}" for rel in drop_files]

@@ -137,14 +137,18 @@ def rsync_argv(target: Target, src: str, dest: str, filter_args: "list[str]",
 
 
 # What a target has, and its DEST made, in one round trip. Constant text; DEST is $1.
+# $2 = "dry": create nothing, and report a missing DEST as such.
 PROBE_SCRIPT = (
     'for t in rsync tar python3 find sha256sum; do command -v "$t" >/dev/null 2>&1 && echo "has:$t"; done; '
-    'mkdir -p -- "$1" && test -w "$1" && echo dest:ok'
+    'if [ "$2" = dry ] && [ ! -e "$1" ]; then echo dest:absent; '
+    'else mkdir -p -- "$1" && test -w "$1" && echo dest:ok; fi'
 )
+PROBE_TOOLS = ("rsync", "tar", "python3", "find", "sha256sum")
 
 
-def probe_argv(target: Target, dest: str, opts: TransportOptions = TransportOptions()) -> "list[str]":
-    return remote_argv(target, ["sh", "-c", PROBE_SCRIPT, "sh", dest], opts)
+def probe_argv(target: Target, dest: str, opts: TransportOptions = TransportOptions(),
+               dry_run: bool = False) -> "list[str]":
+    return remote_argv(target, ["sh", "-c", PROBE_SCRIPT, "sh", dest, "dry" if dry_run else "make"], opts)
 
 
 def tar_extract_argv(target: Target, dest: str, opts: TransportOptions = TransportOptions()) -> "list[str]":

@@ -96,6 +96,8 @@ class TargetCheck:
     mismatched: "list[str] | None" = None  # relative paths whose content differs or is missing
     stamp: "dict[str, object] | None" = None
     error: "str | None" = None
+    tools: "set[str] | None" = None  # when asked to probe: the tools the target has
+    dest_ok: bool = False
 
     @property
     def ok(self) -> bool:
@@ -108,7 +110,8 @@ def _run(argv: "list[str]", stdin: bytes, timeout: float) -> "subprocess.Complet
 
 def check_on_target(target: Target, dest: str, local: "dict[str, str]",
                     stamp: "dict[str, object] | None", *, has_python: bool,
-                    opts: TransportOptions, timeout: float = 900) -> TargetCheck:
+                    opts: TransportOptions, timeout: float = 900,
+                    probe_tools: "tuple[str, ...]" = ()) -> TargetCheck:
     """Digest the target's copy of ``local``'s paths; write ``stamp`` there when all match.
 
     With python3 on the target this is one round trip (digest.py's own source
@@ -117,7 +120,8 @@ def check_on_target(target: Target, dest: str, local: "dict[str, str]",
     check = TargetCheck()
     stamp_text = json.dumps(stamp, indent=2, sort_keys=True) + "\n" if stamp else ""
     if has_python:
-        argv = remote_argv(target, ["python3", "-c", DIGEST_SOURCE, dest, CACHE_FILE, stamp_text], opts)
+        argv = remote_argv(target, ["python3", "-c", DIGEST_SOURCE, dest, CACHE_FILE, stamp_text,
+                                    *probe_tools], opts)
         out = _run(argv, json.dumps(local).encode(), timeout)
         if out.returncode != 0:
             raise RuntimeError(f"digest on the target failed (exit {out.returncode}): "
@@ -125,6 +129,8 @@ def check_on_target(target: Target, dest: str, local: "dict[str, str]",
         answer = json.loads(out.stdout)
         differing = answer["mismatched"]
         check.stamp = answer["stamp"]
+        if probe_tools:
+            check.tools, check.dest_ok = set(answer["tools"]), bool(answer["dest_ok"])
     else:
         remote = _sha256sum_digests(target, dest, sorted(local), opts, timeout)
         differing = {rel: remote.get(rel) for rel in local if remote.get(rel) != local[rel]}
