@@ -1,0 +1,45 @@
+"""YAML text that every reader takes back exactly as nodeweave meant it.
+
+The renderers build plain dicts and dump them with PyYAML's safe dumper (never
+string templates, so no value can break out of its field). PyYAML speaks
+YAML 1.1: it quotes ``yes`` or ``0x1f`` but writes ``3e-4``, ``0o17``, ``1_0``
+or ``09`` bare, and Go's YAML readers (docker compose, kubectl, kustomize) and
+YAML 1.2 take those for numbers, then refuse a number where a string belongs
+(``args: [--lr, 3e-4]``). This dumper quotes every such string.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import yaml
+
+
+class Dumper(yaml.SafeDumper):
+    """SafeDumper that also quotes strings a YAML 1.2 or Go reader would resolve to non-strings."""
+
+
+def _represent_str(dumper: yaml.SafeDumper, data: str) -> yaml.ScalarNode:
+    # PyYAML writes NEL/LS/PS raw inside plain or single-quoted scalars, where
+    # readers fold them into a space; double quotes escape them (\N, \L, \P).
+    style = '"' if any(c in data for c in "\x85\u2028\u2029") else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", data, style=style)
+
+
+Dumper.add_representer(str, _represent_str)
+
+# What YAML 1.2's core schema and Go's yaml (v2 and v3) resolve to numbers.
+for _tag, _pattern in {
+    "tag:yaml.org,2002:int": r"^(?:[-+]?[0-9][0-9_]*|0o[0-7]+|[-+]?0x[0-9a-fA-F_]+|[-+]?0b[01_]+)$",
+    "tag:yaml.org,2002:float": r"^(?:[-+]?(?:\.[0-9]+|[0-9][0-9_]*(?:\.[0-9_]*)?)(?:[eE][-+]?[0-9]+)?"
+    r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$",
+}.items():
+    Dumper.add_implicit_resolver(_tag, re.compile(_pattern), list("-+.0123456789"))
+
+
+def dump_yaml(document: Any, *, sort_keys: bool) -> str:
+    """One document, byte-stable: no line wrapping, UTF-8 characters kept as they are."""
+    return yaml.dump(
+        document, Dumper=Dumper, sort_keys=sort_keys, default_flow_style=False, allow_unicode=True, width=10_000
+    )
