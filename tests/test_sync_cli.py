@@ -1,0 +1,67 @@
+"""``nodeweave sync`` refuses bad input with a message and a documented exit code, no traceback."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+NODEWEAVE = [sys.executable, "-c", "import sys; from nodeweave.cli import main; sys.exit(main())"]
+
+
+def run(*args: str, cwd=None, env=None) -> "subprocess.CompletedProcess[str]":
+    return subprocess.run([*NODEWEAVE, "sync", *args], capture_output=True, text=True, cwd=cwd,
+                          env=env, timeout=120)
+
+
+@pytest.mark.parametrize("args,code,message", [
+    (["SRC", "/", "--to", "podman:c1"], 2, "DEST '/' is not accepted"),
+    (["SRC", "/etc/", "--to", "podman:c1"], 2, "system directory"),
+    (["SRC", "~/work", "--to", "podman:c1"], 2, "absolute path"),
+    (["SRC", "/w/../etc", "--to", "podman:c1"], 2, "'..'"),
+    (["SRC", "/workspace", "--to", "podman:c1;reboot"], 2, "container name 'c1;reboot' is not accepted"),
+    (["SRC", "/workspace", "--to", "-oProxyCommand=x"], 2, "KIND:NAME"),
+    (["SRC", "/workspace", "--to", "ssh:-oProxyCommand=x"], 2, "is not accepted"),
+    (["SRC", "/workspace", "--to", "pod:Bad_Pod"], 2, "DNS-1123 subdomain"),
+    (["SRC", "/workspace", "--to", "pod:llama-0", "-n", "Bad"], 2, "namespace 'Bad'"),
+    (["SRC", "/workspace", "--to", "ssh:gpu01", "--ssh-option", "ProxyCommand=nc x"], 2, "--ssh-option"),
+    (["SRC", "/workspace", "--to", "podman:c1", "--to", "podman:c1"], 2, "named twice"),
+    (["SRC", "/workspace", "--to", "podman:c1", "--exclude", "/"], 2, "matches nothing useful"),
+    (["SRC", "/workspace"], 2, "no targets"),
+    (["SRC"], 2, "DEST is missing"),
+    (["NOPE", "/workspace", "--to", "podman:c1"], 2, "is not a directory"),
+    (["SRC", "/workspace", "--to", "podman:c1", "--statefulset", "Llama", "--replicas", "2"], 2,
+     "StatefulSet name 'Llama'"),
+    (["SRC", "/workspace", "--to", "podman:c1", "--engine", "lxc", "--compose-project", "p"], 2, "--engine 'lxc'"),
+])
+def test_bad_input_exits_2_naming_the_value(tmp_path, args, code, message):
+    (tmp_path / "SRC").mkdir()
+    out = run(*args, cwd=tmp_path)
+    assert out.returncode == code, out.stderr
+    assert message in out.stderr and "Traceback" not in out.stderr
+
+
+def test_a_bad_ignore_file_line_is_named(tmp_path):
+    (tmp_path / ".nodeweaveignore").write_text("ok/\n/\n")
+    out = run(str(tmp_path), "/workspace", "--to", "podman:c1", "--dry-run")
+    assert out.returncode == 2 and f"{tmp_path / '.nodeweaveignore'}:2" in out.stderr
+
+
+def test_missing_tools_exit_3(tmp_path):
+    env = {"PATH": str(tmp_path / "empty-bin"), "HOME": str(tmp_path)}
+    out = run(str(tmp_path), "/workspace", "--to", "podman:c1", env=env)
+    assert out.returncode == 3 and "rsync is not installed" in out.stderr
+    out = run(str(tmp_path), "/workspace", "--to", "podman:c1", "--tar", env=env)
+    assert out.returncode == 3 and "podman is not on PATH" in out.stderr and "podman:c1" in out.stderr
+
+
+def test_spec_defaults_name_the_statefulset_pods(tmp_path):
+    """With no target flags, the spec's pods <name>-0..N-1 in its namespace are the targets."""
+    (tmp_path / "nodeweave.yaml").write_text(
+        "name: llama\nimage: {variant: cpu}\nnodes: 3\nlauncher: {script: train.py}\n"
+        "workspace: {path: /workspace/llama}\nkubernetes: {namespace: ml}\n")
+    env = {"PATH": str(tmp_path / "empty-bin"), "HOME": str(tmp_path)}
+    out = run("--tar", cwd=tmp_path, env=env)
+    assert out.returncode == 3, out.stderr
+    assert "pod:ml/llama-0, pod:ml/llama-1, pod:ml/llama-2 need it" in out.stderr
