@@ -23,7 +23,6 @@ from nodeweave.errors import EXIT_FAILURE, EXIT_OK, UsageError
 SCHEMA = "nodeweave.doctor/1"
 # The plan needs a command to launch; doctor never launches it.
 _PLACEHOLDER_COMMAND = ["nodeweave-doctor-placeholder"]
-_SINGLE_NODE = ["--nnodes", "1", "--node-rank", "0", "--master-addr", "127.0.0.1"]
 
 
 @dataclass
@@ -60,9 +59,20 @@ class Diagnosis:
         }
 
 
+def _single_node(node):
+    """The topology of this node on its own, for when the real one could not be found."""
+    from nodeweave.entrypoint import Topology, Value
+
+    source = "doctor: this node alone"
+    return Topology(node_rank=Value(value=0, source=source), nnodes=Value(value="1", source=source),
+                    nnodes_min=1, nnodes_max=1, nproc_per_node=Value(value=max(1, node.gpus.count), source=source),
+                    master_addr=Value(value="127.0.0.1", source=source), master_port=Value(value=29500, source=source),
+                    world_size=max(1, node.gpus.count), is_master=True)
+
+
 def diagnose(sysroot: "str | None" = None, env: "dict[str, str] | None" = None) -> Diagnosis:
     """Everything doctor knows about the node under ``sysroot`` with the variables ``env``."""
-    from nodeweave.entrypoint import EntrypointError, Root, build_plan, detect, parse
+    from nodeweave.entrypoint import EntrypointError, Root, build_plan, detect, parse, plan_env
 
     env = dict(os.environ) if env is None else dict(env)
     if sysroot is not None and not os.path.isdir(sysroot):
@@ -80,10 +90,8 @@ def diagnose(sysroot: "str | None" = None, env: "dict[str, str] | None" = None) 
         return Diagnosis(node, None, merge([finding], own_findings(node, env, Root(root), False, set())))
     plan = build_plan(settings, partial=True)
     if plan.topology is None:
-        # No topology, so no env policy ran; check the node-local rules as a single node would.
-        single = build_plan(parse(argv[:-2] + _SINGLE_NODE + argv[-2:], env), partial=True)
-        plan.env = single.env
-        plan.warnings = plan.warnings + single.warnings
+        # No topology, so the env policy did not run: run it as for this node alone.
+        plan.env = plan_env(plan.node, _single_node(plan.node), settings, Root(settings.sysroot), plan.warnings)
     node = plan.node
     shm = node.limits.shm_bytes if node.limits else None
     graded = [grade_plan_warning(message, shm) for message in plan.warnings]
