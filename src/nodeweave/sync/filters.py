@@ -167,24 +167,28 @@ class Filter:
         pending = [""]
         while pending:
             rel_dir = pending.pop()
-            with os.scandir(root / rel_dir if rel_dir else root) as entries:
-                for entry in entries:
-                    rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
-                    st = entry.stat(follow_symlinks=False)
-                    is_dir = stat.S_ISDIR(st.st_mode)
-                    rule = self.match(rel, is_dir)
-                    if rule is not None and rule.action == "-":
-                        if rule.origin == "secret":
-                            found.held_back_secrets.append(rel + ("/" if is_dir else ""))
-                        continue
-                    if is_dir:
-                        found.dirs.append(rel)
-                        pending.append(rel)
-                    elif stat.S_ISREG(st.st_mode):
-                        found.files[rel] = "f"
-                        found.total_bytes += st.st_size
-                    elif stat.S_ISLNK(st.st_mode):
-                        found.files[rel] = "l"
+            try:
+                entries = list(os.scandir(root / rel_dir if rel_dir else root))
+            except OSError as err:
+                raise UsageError(f"cannot read {root / rel_dir}: {err.strerror}; fix its permissions "
+                                 f"or leave it out with a line '/{rel_dir}/' in {IGNORE_FILE}") from err
+            for entry in entries:
+                rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
+                st = entry.stat(follow_symlinks=False)
+                is_dir = stat.S_ISDIR(st.st_mode)
+                rule = self.match(rel, is_dir)
+                if rule is not None and rule.action == "-":
+                    if rule.origin == "secret":
+                        found.held_back_secrets.append(rel + ("/" if is_dir else ""))
+                    continue
+                if is_dir:
+                    found.dirs.append(rel)
+                    pending.append(rel)
+                elif stat.S_ISREG(st.st_mode):
+                    found.files[rel] = "f"
+                    found.total_bytes += st.st_size
+                elif stat.S_ISLNK(st.st_mode):
+                    found.files[rel] = "l"
         found.dirs.sort()
         found.held_back_secrets.sort()
         return found

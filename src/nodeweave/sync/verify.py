@@ -20,6 +20,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from nodeweave.errors import NodeweaveError
 from nodeweave.sync import digest as digest_module
 from nodeweave.sync.digest import tree_digest
 from nodeweave.sync.filters import CACHE_FILE, STAMP_FILE, FileSet
@@ -46,8 +47,8 @@ def local_digests(fileset: FileSet) -> "dict[str, str]":
                                        str(cache) if cache else None)
     missing = sorted(rel for rel, d in found.items() if d is None)
     if missing:
-        raise RuntimeError(f"{len(missing)} file(s) vanished from the source during the sync, "
-                           f"e.g. {missing[0]}")
+        raise NodeweaveError(f"{len(missing)} file(s) vanished from {fileset.root} or became unreadable while it was "
+                             f"being read, e.g. {missing[0]}; run the sync again once writers stop")
     return found
 
 
