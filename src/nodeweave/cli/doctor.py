@@ -37,7 +37,7 @@ def _hardware(node) -> Table:
     else:
         hidden = f", {gpus.visible_env} shows {gpus.count} of {len(gpus.devices)}" if gpus.visible_env else ""
         table.add_row("GPUs", f"{gpus.count}x {gpus.model} ({gpus.interconnect}){hidden}, driver {gpus.driver or '?'}")
-        table.add_row("GPUDirect RDMA", gpus.gpudirect_rdma or "not available")
+        table.add_row("GPUDirect RDMA", gpus.gpudirect_rdma or ("not available" if node.nics else "- (no RDMA ports)"))
     active = [p for p in node.nics if p.active]
     ports = ", ".join(f"{p.name} {p.link_layer or '?'} {p.rate_gbps or '?'}G {p.state}" for p in node.nics)
     table.add_row("RDMA ports", f"{len(active)}/{len(node.nics)} active: {ports}" if node.nics else "none")
