@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import subprocess
 import zipfile
 from concurrent.futures import ThreadPoolExecutor
@@ -78,8 +79,9 @@ class HostReport:
 
 def _failure(target: Target, code: int, stderr: str) -> HostReport:
     text = " | ".join(ln for ln in stderr.strip().splitlines()[-3:] if ln.strip())[:400]
-    unreachable = (target.kind == "ssh" and code == 255) or code in (125, 255) or (
-        "not running" in text or "no such container" in text.lower() or "NotFound" in text)
+    unreachable = code in (125, 255) or bool(re.search(
+        r"not running|state improper|no such container|NotFound|connection refused|i/o timeout|"
+        r"unable to connect|could not resolve|no route to host", text, re.I))
     if code == 127 or "python3: not found" in text or "executable file not found" in text:
         return HostReport(target, "error", error=f"no python3 on the host (exit {code}): {text}")
     return HostReport(target, "unreachable" if unreachable else "error",
