@@ -170,3 +170,25 @@ def test_bad_flags_exit_2_with_a_clear_message(tmp_path, args, needle):
     assert out.returncode == 2, out.stdout + out.stderr
     assert needle in out.stderr and "Traceback" not in out.stderr
     assert not (tmp_path / "nodeweave-bench.json").exists()
+
+
+def _has_matplotlib():
+    from nodeweave.bench.report import matplotlib_available
+
+    return matplotlib_available()
+
+
+@pytest.mark.skipif(_has_matplotlib(), reason="matplotlib is installed here: the missing-plotter path cannot run")
+def test_plot_without_matplotlib_is_an_environment_error(tmp_path):
+    out = _bench(tmp_path, "--plot", "p.png", timeout=120)
+    assert out.returncode == 3 and "--plot p.png: matplotlib is not installed" in out.stderr
+    assert not (tmp_path / "nodeweave-bench.json").exists()
+
+
+@pytest.mark.skipif(not _has_matplotlib(), reason="matplotlib is not installed (it is optional)")
+def test_plot_is_a_png(tmp_path):
+    from nodeweave.bench.report import write_plot
+
+    rows = [{"op": "all_reduce", "bytes": 1 << k, "busbw_gbps": float(k)} for k in (20, 22, 24)]
+    write_plot(tmp_path / "p.png", [RunResult("baseline", {}, 0, {"correct": True, "results": rows})], ["all_reduce"])
+    assert (tmp_path / "p.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -7,6 +7,7 @@ depend on; without it the plot is skipped unless one was asked for.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 from pathlib import Path
 
@@ -39,7 +40,7 @@ def ranking_table(ranking: "list[dict]", largest: "int | None") -> Table:
     op = ranking[0]["op"] if ranking else "?"
     size = format_bytes(largest) if largest else "largest size"
     table = Table(title=f"Sweep ranked by {op} busbw at {size}")
-    for name in ("rank", "run", f"busbw (GB/s)", "vs baseline", "result"):
+    for name in ("rank", "run", "busbw (GB/s)", "vs baseline", "result"):
         table.add_column(name, justify="left" if name in ("run", "result") else "right")
     for row in ranking:
         busbw = f"{row['busbw_gbps']:.2f}" if row["busbw_gbps"] is not None else "-"
@@ -67,11 +68,7 @@ def write_json(path: Path, doc: dict) -> None:
 
 
 def matplotlib_available() -> bool:
-    try:
-        import matplotlib  # noqa: F401
-    except ImportError:
-        return False
-    return True
+    return importlib.util.find_spec("matplotlib") is not None
 
 
 def write_plot(path: Path, runs: "list[RunResult]", ops: "list[str]") -> None:

@@ -12,7 +12,7 @@ from typing import List, Optional
 import typer
 from rich.console import Console
 
-from nodeweave.errors import EXIT_FAILURE, UsageError
+from nodeweave.errors import EXIT_FAILURE, EnvironmentProblem, UsageError
 
 
 def bench(
@@ -49,6 +49,9 @@ def bench(
     config = runner.BenchConfig(tuple(op_list), sizes, iters, warmup, nproc, backend, dtype, timeout)
     if plot is None and report.matplotlib_available():
         plot = json_path.with_suffix(".png")
+    elif plot is not None and not report.matplotlib_available():
+        raise EnvironmentProblem(f"--plot {plot}: matplotlib is not installed; `pip install matplotlib`, "
+                                 "or leave --plot out (the JSON has every number)")
 
     console = Console()
     err_console = Console(stderr=True)
