@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -188,3 +189,36 @@ def snapshot_context(repo: Path, target: Path) -> Path:
         if wheel.is_file():
             os.link(wheel, house / wheel.name)
     return target
+
+
+_INTERPOLATION = re.compile(r"\$\{(\w+)(?::?([-?])([^}]*))?\}")
+
+
+def interpolate(value: str, variables: Dict[str, str]) -> str:
+    """Compose's ``${VAR}``, ``${VAR:-default}`` and ``${VAR:?message}``, as an engine would read them."""
+    def one(match):
+        name, kind, rest = match.groups()
+        if name in variables and variables[name] != "":
+            return variables[name]
+        if kind == "-":
+            return rest
+        raise AssertionError(f"compose would refuse: {name} unset ({rest})")
+    return _INTERPOLATION.sub(one, value)
+
+
+def run_node_service(engine, compose_text: str, hostname: str, network: str, image: str, workdir: Path,
+                     variables: Dict[str, str]) -> None:
+    """One host of the rendered per-host ``compose/node.yaml``, on a test bridge network instead of the
+    host network (one machine cannot give two containers the same host ports)."""
+    svc = next(iter(yaml.safe_load(compose_text)["services"].values()))
+    argv = [engine.kind, "run", "-d", "--name", hostname, "--hostname", hostname, "--network", network,
+            "--workdir", svc["working_dir"]]
+    for key, value in svc["environment"].items():
+        argv += ["--env", f"{key}={interpolate(str(value), variables)}"]
+    for volume in svc.get("volumes", []):
+        host, _, target = volume.partition(":")
+        argv += ["--volume", f"{(workdir / 'compose' / os.path.expanduser(host)).resolve()}:{target}"]
+    argv += [image, *svc["command"]]
+    out = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+    if out.returncode != 0:
+        raise AssertionError(f"starting {hostname} failed: {out.stderr}")

@@ -167,3 +167,4 @@ def test_engine_override_must_name_a_known_engine(value, tmp_path):
                env={**os.environ, "NODEWEAVE_ENGINE": value})
     assert out.returncode == 2
     assert "NODEWEAVE_ENGINE" in out.stderr and value in out.stderr
+

@@ -11,6 +11,8 @@ import sys
 from .core import build_plan
 from .errors import EXIT_FAILURE, EXIT_NOT_EXECUTABLE, EXIT_NOT_FOUND, EXIT_OK, EntrypointError
 from .settings import HelpRequested, parse, usage
+from .selfcheck import check_master_is_self
+from .sysfs import Root
 
 PROG = "nodeweave-entrypoint"
 
@@ -50,6 +52,7 @@ def run(settings):
         _say(f"master {wait['host']}:{wait['port']} accepts connections after {waited:.1f}s")
         if plan.node.interface_reason and "does not resolve" in plan.node.interface_reason:
             plan = build_plan(settings)  # the master resolves now: plan the route again
+    check_master_is_self(plan, Root(settings.sysroot))
     for warning in plan.warnings:
         _say(f"warning: {warning}")
     _say(_summary(plan))
