@@ -118,9 +118,9 @@ def test_check_passes_a_real_collective_and_catches_a_broken_one(single_rank_gro
 
 # ---- end to end: two gloo processes through entrypoint -> torchrun --------
 
-def _bench(tmp_path, *args, timeout=900):
+def _bench(tmp_path, *args, timeout=900, nproc="2"):
     return subprocess.run([sys.executable, "-c", "import sys; from nodeweave.cli import main; sys.exit(main())",
-                           "bench", "--backend", "gloo", "--nproc", "2", "--iters", "2", "--warmup", "1", *args],
+                           "bench", "--backend", "gloo", "--nproc", nproc, "--iters", "2", "--warmup", "1", *args],
                           capture_output=True, text=True, timeout=timeout, cwd=tmp_path,
                           env={**os.environ, "COLUMNS": "200"})
 
@@ -144,13 +144,16 @@ def test_two_process_gloo_run_is_correct_and_uses_nccl_tests_math(tmp_path):
 
 @pytest.mark.slow
 def test_sweep_over_a_harmless_variable_ranks_every_launch(tmp_path):
+    # --nproc auto on this GPU-less machine: two gloo processes, said on stderr
     out = _bench(tmp_path, "--ops", "all_reduce", "--sizes", "16K", "--sweep", "NODEWEAVE_BENCH_PROBE=a,b",
-                 "--json", "s.json")
+                 "--json", "s.json", nproc="auto")
     assert out.returncode == 0, out.stdout + out.stderr
+    assert "no GPU here, so 2 gloo processes" in out.stderr
     doc = json.loads((tmp_path / "s.json").read_text())
     assert [run["label"] for run in doc["runs"]] == [BASELINE_LABEL, "NODEWEAVE_BENCH_PROBE=a",
                                                       "NODEWEAVE_BENCH_PROBE=b"]
     assert [run["report"]["env"].get("NODEWEAVE_BENCH_PROBE") for run in doc["runs"]] == [None, "a", "b"]
+    assert {run["report"]["world_size"] for run in doc["runs"]} == {2}
     busbw = [row["busbw_gbps"] for row in doc["ranking"]]
     assert busbw == sorted(busbw, reverse=True) and len(busbw) == 3
     baseline = next(row for row in doc["ranking"] if row["label"] == BASELINE_LABEL)

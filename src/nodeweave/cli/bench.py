@@ -46,6 +46,14 @@ def bench(
     points = [point for point in options.sweep_matrix([options.parse_sweep(text) for text in sweep]) if point]
     if timeout <= 0:
         raise UsageError(f"--timeout: {timeout:g} must be a positive number of seconds")
+    console = Console()
+    err_console = Console(stderr=True)
+    if nproc == "auto" and backend != "nccl":
+        from nodeweave.entrypoint import detect
+
+        if detect().gpus.count == 0:  # one gloo process would measure nothing
+            nproc = "2"
+            err_console.print("bench: no GPU here, so 2 gloo processes on this node (--nproc to change)")
     config = runner.BenchConfig(tuple(op_list), sizes, iters, warmup, nproc, backend, dtype, timeout)
     if plot is None and report.matplotlib_available():
         plot = json_path.with_suffix(".png")
@@ -53,8 +61,6 @@ def bench(
         raise EnvironmentProblem(f"--plot {plot}: matplotlib is not installed; `pip install matplotlib`, "
                                  "or leave --plot out (the JSON has every number)")
 
-    console = Console()
-    err_console = Console(stderr=True)
     echo = (lambda line: err_console.print(line, markup=False, highlight=False)) if verbose else None
 
     def on_start(label: str, index: int, total: int) -> None:
