@@ -96,7 +96,8 @@ def step_two_nodes(name: str, use_uts: bool) -> dict:
                            "1M,64M", iters=5, warmup=2, extra_env=debug)
     logs = "\n".join(result["logs"])
     transport = sorted(set(re.findall(r"via (NET/\w+(?:/\d+)?|P2P/\w+|SHM)", logs)))
-    hostnames = sorted(set(re.findall(r"Rank \d+ .*? on ([\w.-]+) device", logs)))
+    # NCCL prefixes each INFO line with "<hostname>:<pid>:<tid>": the names each node really had
+    hostnames = sorted(set(re.findall(r"^([\w.-]+):\d+:\d+ \[\d+\] NCCL INFO", logs, re.MULTILINE)))
     report = result["report"] or {}
     return {"correct": common.correct(result), "world_size": report.get("world_size"),
             "nnodes_seen_by_workers": report.get("nnodes"), "uts_namespace": use_uts,

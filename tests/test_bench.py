@@ -195,3 +195,13 @@ def test_plot_is_a_png(tmp_path):
     rows = [{"op": "all_reduce", "bytes": 1 << k, "busbw_gbps": float(k)} for k in (20, 22, 24)]
     write_plot(tmp_path / "p.png", [RunResult("baseline", {}, 0, {"correct": True, "results": rows})], ["all_reduce"])
     assert (tmp_path / "p.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.slow
+def test_a_run_past_its_timeout_is_stopped_and_reported(tmp_path):
+    out = _bench(tmp_path, "--ops", "all_reduce", "--sizes", "16M", "--iters", "100000", "--timeout", "15",
+                 "--json", "t.json")
+    assert out.returncode == 1
+    (run,) = json.loads((tmp_path / "t.json").read_text())["runs"]
+    assert run["exit_code"] == 124 and not run["correct"]
+    assert "passed --timeout 15s and was stopped" in run["log_tail"]

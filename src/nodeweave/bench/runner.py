@@ -16,6 +16,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -25,6 +26,7 @@ from nodeweave.errors import UsageError
 WORKER = Path(__file__).with_name("worker.py")
 BASELINE_LABEL = "baseline"
 _LOG_TAIL = 4000
+_TERM_GRACE_S = 45  # torchrun gives workers 30 s after SIGTERM
 # Any of these means the caller placed this node in a job; then the entrypoint decides the port.
 _TOPOLOGY_VARS = ("NODEWEAVE_NNODES", "NNODES", "NODEWEAVE_MASTER_PORT", "MASTER_PORT", "PET_MASTER_PORT",
                   "NODEWEAVE_SERVICE", "NODEWEAVE_HOSTFILE", "SLURM_JOB_ID", "KUBERNETES_SERVICE_HOST")
@@ -116,16 +118,21 @@ def launch(config: BenchConfig, label: str, extra: "dict[str, str]", echo=None) 
         except OSError as err:
             return RunResult(label, extra, 127, log_tail=f"could not start {command[0]}: {err}", command=command)
         lines: "list[str]" = []
+        timed_out = threading.Event()
+        timer = threading.Timer(config.timeout_s, _stop, (proc, timed_out))
+        timer.daemon = True
+        timer.start()
         try:
             for line in proc.stdout:
                 lines.append(line)
                 if echo:
                     echo(line.rstrip("\n"))
-            code = proc.wait(timeout=config.timeout_s)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+            code = proc.wait()
+        finally:
+            timer.cancel()
+        if timed_out.is_set():
             code = 124
-            lines.append(f"nodeweave bench: run {label!r} passed --timeout {config.timeout_s:g}s and was killed\n")
+            lines.append(f"nodeweave bench: run {label!r} passed --timeout {config.timeout_s:g}s and was stopped\n")
         report = None
         if os.path.exists(out_path):
             with open(out_path, encoding="utf-8") as handle:
@@ -133,6 +140,16 @@ def launch(config: BenchConfig, label: str, extra: "dict[str, str]", echo=None) 
         elif code == 0:
             lines.append("nodeweave bench: no report from rank 0 here (on a multi-node run, node 0 holds it)\n")
         return RunResult(label, extra, code, report, "".join(lines)[-_LOG_TAIL:], command)
+
+
+def _stop(proc: subprocess.Popen, timed_out: threading.Event) -> None:
+    """SIGTERM first: torchrun passes it to its workers (own sessions) and kills them later."""
+    timed_out.set()
+    proc.terminate()
+    try:
+        proc.wait(timeout=_TERM_GRACE_S)
+    except subprocess.TimeoutExpired:
+        proc.kill()
 
 
 def label_for(env: "dict[str, str]") -> str:

@@ -74,7 +74,7 @@ def bench(
                 console.print(report.results_table(run))
         if not run.correct:
             err_console.print(f"[red]run {run.label!r} failed (exit {run.exit_code})[/red]; its output ended:")
-            err_console.print(run.log_tail, markup=False, highlight=False)
+            err_console.print(run.log_tail[-1500:], markup=False, highlight=False)
     if points:
         console.print(report.ranking_table(ranking, report.largest_size(runs, op_list[0])))
     report.write_json(json_path, report.document(runs, ranking, list(sweep)))
