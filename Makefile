@@ -32,6 +32,10 @@ demo: install ## Render everything for the example spec into build/demo and expl
 render: install ## Regenerate the committed images/, compose/ and manifests/ from $(SPEC) (tests fail when they are stale)
 	$(BIN)/nodeweave render all --spec $(SPEC) --prune
 
+.PHONY: image
+image: install ## Build the $(VARIANT) image for $(SPEC) with docker (buildx) or podman, tags <variant>-<sha> and <variant> (IMAGE_ARGS="--base IMG --push ...")
+	$(BIN)/nodeweave image build $(VARIANT) --spec $(SPEC) $(IMAGE_ARGS)
+
 .PHONY: sync
 sync: install ## Push this workspace to every pod of $(SPEC)'s StatefulSet and check they match (SYNC_ARGS="--dry-run", "--to podman:c1", ...)
 	$(BIN)/nodeweave sync --spec $(SPEC) $(SYNC_ARGS)
