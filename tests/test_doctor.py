@@ -87,6 +87,20 @@ def test_stale_gid_index_with_nccl_2_21_5_and_ambiguous_hca_prefix():
     assert "mlx5_10" in prefix.message and "'='" in prefix.action
 
 
+def test_forced_protocol_and_channel_experiments():
+    d = diagnose(sysroot("hgx-h100"), {"NCCL_PROTO": "Simple", "NCCL_MAX_NCHANNELS": "8", "NCCL_DEBUG": "WARN"})
+    assert "forced-proto" in codes(d, "warning")
+    (note,) = [f for f in d.findings if f.code == "tuning-variable"]
+    assert note.severity == "info" and note.message.startswith("NCCL_MAX_NCHANNELS=8")
+    assert "nccl-debug-on" not in codes(d)  # WARN is NCCL's quiet level
+
+
+def test_amd_gpus_hidden_by_rocr_visible_devices():
+    d = diagnose(sysroot("mi300x"), {"ROCR_VISIBLE_DEVICES": "0,1,2,3", "NODEWEAVE_NNODES": "16"})
+    (hidden,) = [f for f in d.findings if f.code == "gpus-hidden"]
+    assert "ROCR_VISIBLE_DEVICES hides 4 of this node's 8 GPUs" in hidden.message
+
+
 def test_gpus_hidden_and_all_hidden():
     some = diagnose(sysroot("hgx-h100"), {"CUDA_VISIBLE_DEVICES": "0,1"})
     assert "gpus-hidden" in codes(some, "warning")
