@@ -79,7 +79,6 @@ def diagnose(sysroot: "str | None" = None, env: "dict[str, str] | None" = None) 
         raise UsageError(f"--sysroot: {sysroot!r} is not a directory; expected the root of a captured "
                          "tree (tests/fixtures/sysroots/...) or / (the default)")
     argv = ["--no-wait"] + (["--sysroot", sysroot] if sysroot else []) + ["--"] + _PLACEHOLDER_COMMAND
-    findings: "list[Finding]" = []
     try:
         settings = parse(argv, env)
     except EntrypointError as err:  # a bad NODEWEAVE_* value: report it, still examine the hardware
