@@ -158,6 +158,34 @@ def step_cli(out: Path) -> dict:
     }
 
 
+def summary(proof: dict) -> str:
+    """The numbers that matter, as a plain table with each ratio against its same-run baseline."""
+    lines = [f"{'what':<44} {'size':>6} {'nodeweave':>10} {'baseline':>10} {'ratio':>7} {'paired':>7}"]
+    bandwidth = proof.get("4_bandwidth") or {}
+    for case in ("single_node", "two_nodes"):
+        comparison = bandwidth.get(case)
+        if not comparison or "median_busbw_gbps" not in comparison:
+            continue
+        medians = comparison["median_busbw_gbps"]
+        for size in medians["entrypoint"]:
+            ours, base = medians["entrypoint"][size], medians["nccl_defaults"][size]
+            ratio, paired = comparison["ratio_entrypoint_vs_defaults"][size], comparison["paired_ratio_median"][size]
+            lines.append(f"{'busbw ' + case + ' (GB/s) vs NCCL defaults':<44} {size:>6} {ours or 0:>10.2f} "
+                         f"{base or 0:>10.2f} {ratio or 0:>7.3f} {paired or 0:>7.3f}")
+    for setting, run in (bandwidth.get("tutorial_single_node") or {}).items():
+        for size, value in run["busbw_gbps"].items():
+            lines.append(f"{'busbw ' + setting + ' vs plan':<44} {size:>6} {value or 0:>10.2f} "
+                         f"{bandwidth['single_node']['median_busbw_gbps']['entrypoint'][size] or 0:>10.2f} "
+                         f"{run['ratio_vs_entrypoint_plan'][size] or 0:>7.3f} {'':>7}")
+    startup = proof.get("5_startup") or {}
+    if "median_ms" in startup:
+        ms = startup["median_ms"]
+        ours, base = ms["entrypoint -> exec /bin/true"], ms["python3 -c pass"]
+        lines.append(f"{'start-up ms: entrypoint->exec vs python3 -c pass':<44} {'':>6} {ours:>10.1f} {base:>10.1f} "
+                     f"{ours / base:>7.2f} {'':>7}")
+    return "\n".join(lines)
+
+
 def _gpu_count() -> int:
     rows = _smi("--query-gpu=count", "--format=csv,noheader").split()
     return int(rows[0]) if rows and rows[0].isdigit() else 0
@@ -210,6 +238,7 @@ def main(argv=None) -> int:
         parts = tuple(p.strip() for p in args.parts.split(",") if p.strip())
         run("4_bandwidth", gpu_bandwidth.step_bandwidth, gpus, args.name, use_uts, args.rounds, parts)
     save()
+    print(summary(proof), flush=True)
     failed = [key for key, value in proof.items() if isinstance(value, dict) and
               (value.get("error") or value.get("correct") is False or value.get("agree") is False)]
     print("failed steps: " + (", ".join(failed) if failed else "none"), flush=True)
