@@ -205,3 +205,16 @@ def test_a_run_past_its_timeout_is_stopped_and_reported(tmp_path):
     (run,) = json.loads((tmp_path / "t.json").read_text())["runs"]
     assert run["exit_code"] == 124 and not run["correct"]
     assert "passed --timeout 15s and was stopped" in run["log_tail"]
+
+
+@pytest.mark.slow
+def test_a_sweep_point_that_breaks_the_launch_is_ranked_last(tmp_path):
+    # the sweep value replaces the process count the runner passes: 'many' is refused by the entrypoint
+    out = _bench(tmp_path, "--ops", "all_reduce", "--sizes", "16K", "--sweep", "NODEWEAVE_NPROC_PER_NODE=2,many",
+                 "--json", "f.json")
+    assert out.returncode == 1
+    ranking = json.loads((tmp_path / "f.json").read_text())["ranking"]
+    assert [row["label"] for row in ranking][-1] == "NODEWEAVE_NPROC_PER_NODE=many"
+    assert ranking[-1]["exit_code"] == 2 and ranking[-1]["busbw_gbps"] is None
+    assert all(row["correct"] for row in ranking[:-1])
+    assert "run 'NODEWEAVE_NPROC_PER_NODE=many' failed (exit 2)" in out.stderr

@@ -76,7 +76,8 @@ def doctor(
     sysroot: Optional[Path] = typer.Option(None, "--sysroot", help="read sysfs/procfs under this root "
                                            "(a captured tree), like nodeweave-entrypoint --sysroot"),
     bench: bool = typer.Option(False, "--bench", help="also run a short all_reduce through the entrypoint and "
-                               "torchrun, checking results and bus bandwidth"),
+                               "torchrun, checking results and bus bandwidth (in a multi-node job: on every "
+                               "node at once, as training starts)"),
 ) -> None:
     """Check this node for NCCL/RCCL settings, limits and hardware that hurt multi-node training."""
     from nodeweave.doctor import diagnose
