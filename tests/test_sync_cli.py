@@ -64,4 +64,5 @@ def test_spec_defaults_name_the_statefulset_pods(tmp_path):
     env = {"PATH": str(tmp_path / "empty-bin"), "HOME": str(tmp_path)}
     out = run("--tar", cwd=tmp_path, env=env)
     assert out.returncode == 3, out.stderr
-    assert "pod:ml/llama-0, pod:ml/llama-1, pod:ml/llama-2 need it" in out.stderr
+    assert ("pod:ml/llama-0[trainer], pod:ml/llama-1[trainer], pod:ml/llama-2[trainer] need it"
+            in out.stderr)

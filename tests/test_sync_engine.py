@@ -285,3 +285,33 @@ def test_the_check_without_python3_uses_sha256sum_and_still_stamps(fleet, worksp
     podman("exec", container, "sh", "-c", f"echo changed > '{dest}/name with space.txt'")
     check = check_on_target(target, dest, local, None, has_python=False, opts=TransportOptions())
     assert check.mismatched == ["name with space.txt"]
+
+
+def test_shared_storage_is_written_once_and_checked_everywhere(fleet, workspace):
+    """Pods of a claim: shared StatefulSet mount one volume: write through the first, check all."""
+    tag = uuid.uuid4().hex[:6]
+    volume, names = f"nwsync-vol-{tag}", [f"nwsync-{tag}-shared-{i}" for i in range(3)]
+    podman("volume", "create", volume)
+    try:
+        for name in names:
+            podman("run", "-d", "--name", name, "-v", f"{volume}:/shared", BASE_IMAGE, "sleep", "infinity")
+        rc, data, err = nodeweave(str(workspace), "/shared/proj", *[f"--to=podman:{n}" for n in names],
+                                  "--shared")
+        assert rc == 0, err
+        first, *rest = data["targets"]
+        assert first["method"] == "rsync" and first["files"] == len(SENT)
+        for result in rest:
+            assert result["method"] == f"shared via podman:{names[0]}" and result["files"] == 0
+            assert result["status"] == "ok" and result["digest"] == data["source"]["digest"]
+            assert result["stamp"]["digest"] == data["source"]["digest"]  # the one stamp, read back
+
+        # Claimed shared but not: the check catches it, target by target.
+        dest = dest_dir()
+        rc, data, err = nodeweave(str(workspace), dest, *[f"--to=podman:{c}" for c in fleet["rsync"][:2]],
+                                  "--shared")
+        assert rc == 1
+        assert [r["status"] for r in data["targets"]] == ["ok", "mismatch"]
+        assert f"mismatch: podman:{fleet['rsync'][1]}: {len(SENT) + 1} file(s) differ" in err  # + the symlink
+    finally:
+        podman("rm", "-f", "-t", "0", *names, check=False)
+        podman("volume", "rm", "-f", volume, check=False)

@@ -60,9 +60,12 @@ def resolve_targets(*, to: "list[str]", hosts_file: "Path | None", statefulset: 
     if compose_project is not None:
         found += tg.compose_targets(compose_project, engine=engine)
     if not found and spec is not None:
+        from nodeweave.manifests.common import CONTAINER
+
         count = replicas or (spec.nodes.min if not spec.nodes.elastic
                              else tg.statefulset_replicas(spec.name, kind=kind, namespace=ns))
-        found = tg.statefulset_targets(spec.name, count, kind=kind, namespace=ns, container=container)
+        found = tg.statefulset_targets(spec.name, count, kind=kind, namespace=ns,
+                                       container=container or CONTAINER)
     if not found:
         raise UsageError("no targets: give --to KIND:NAME, --hosts-file, --statefulset or "
                          "--compose-project, or run where nodeweave.yaml is (--spec)")
@@ -111,6 +114,7 @@ def sync_command(
     retries: int = typer.Option(2, "--retries", min=0, max=10, help="Retries for transient failures, with exponential backoff"),
     compress: bool = typer.Option(False, "--compress", "-z", help="rsync -z (worth it over slow links only)"),
     force_tar: bool = typer.Option(False, "--tar", help="Use the tar fallback even where the target has rsync"),
+    shared: Optional[bool] = typer.Option(None, "--shared/--no-shared", help="Targets mount the same storage at DEST: write through the first, check the rest (default: on for the spec's pods with kubernetes.claim: shared)"),
     as_json: bool = typer.Option(False, "--json", help="Print the results as JSON instead of a table"),
 ) -> None:
     from nodeweave.sync.display import LiveTargets, changes_text, check_table, summary_table
@@ -137,6 +141,8 @@ def sync_command(
                             replicas=replicas, selector=selector, compose_project=compose_project,
                             engine=engine, namespace=namespace, container=container,
                             kube_cli=kube_cli, spec=spec)
+    if shared is None:
+        shared = bool(spec is not None and not explicit and spec.kubernetes.claim == "shared")
     _check_tools(found, need_rsync=not (force_tar or check))
     filt = build_filter(src, extra_excludes=exclude, default_excludes=default_excludes,
                         include_secrets=include_secrets, use_gitignore=gitignore)
@@ -151,7 +157,8 @@ def sync_command(
     req = SyncRequest(src=src, dest=dest, targets=tuple(found), fileset=fileset, filt=filt,
                       rsync=RsyncOptions(delete=delete, dry_run=dry_run, compress=compress),
                       transport=TransportOptions(ssh_options=tuple(ssh_option), kube_context=kube_context),
-                      git=git, jobs=jobs, retries=retries, verify=verify, force_tar=force_tar)
+                      git=git, jobs=jobs, retries=retries, verify=verify, force_tar=force_tar,
+                      shared=shared)
     with LiveTargets(found, console) as live:
         results, digest = (run_check if check else run_sync)(req, live.update)
     if as_json:

@@ -41,6 +41,7 @@ class SyncRequest:
     backoff_s: float = 1.0
     verify: bool = True
     force_tar: bool = False  # use the tar fallback even where rsync exists (tests, benchmarks)
+    shared: bool = False  # all targets mount the same storage at DEST: write once, check all
 
 
 @dataclass
@@ -164,36 +165,64 @@ def check_target(req: SyncRequest, target: Target, local: "dict[str, str]", *,
 
 
 def run_sync(req: SyncRequest, on_progress: OnProgress) -> "tuple[list[TargetResult], str | None]":
-    """Sync every target in parallel; results in target order and the source digest."""
+    """Sync every target in parallel; results in target order and the source digest.
+
+    With ``req.shared`` (every target mounts the same storage at DEST, as the
+    pods of a ``claim: shared`` StatefulSet do) only the first target is
+    written; the others are then checked, which also proves the storage is
+    shared and coherent.
+    """
     local = None if req.rsync.dry_run or not req.verify else local_digests(req.fileset)
     digest = tree_digest(local) if local is not None else None
-    with ThreadPoolExecutor(max_workers=max(1, min(req.jobs, len(req.targets)))) as pool:
-        futures = [pool.submit(sync_target, req, t, local, on_progress) for t in req.targets]
-        return [f.result() for f in futures], digest
+    workers = max(1, min(req.jobs, len(req.targets)))
+    if not req.shared or len(req.targets) == 1:
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            futures = [pool.submit(sync_target, req, t, local, on_progress) for t in req.targets]
+            return [f.result() for f in futures], digest
+    first = sync_target(req, req.targets[0], local, on_progress)
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        rest = list(pool.map(lambda t: _shared_result(req, t, local, first, on_progress), req.targets[1:]))
+    return [first, *rest], digest
+
+
+def _shared_result(req: SyncRequest, target: Target, local: "dict[str, str] | None",
+                   first: TargetResult, on_progress: OnProgress) -> TargetResult:
+    via = f"shared via {first.target.label}"
+    if not first.ok:
+        result = TargetResult(target=target, method=via, status="failed",
+                              error=f"not checked: the write through {first.target.label} failed")
+    elif req.rsync.dry_run or local is None:
+        result = TargetResult(target=target, method=via, status=first.status)
+    else:
+        result = _check_one(req, target, local, on_progress, method=via)
+    on_progress(target, result.status, 1.0)
+    return result
+
+
+def _check_one(req: SyncRequest, target: Target, local: "dict[str, str]", on_progress: OnProgress,
+               method: str = "check") -> TargetResult:
+    """Digest the target's copy and read its stamp; moves and writes nothing."""
+    result = TargetResult(target=target, method=method, attempts=1)
+    started = time.monotonic()
+    on_progress(target, "probe", 0.0)
+    try:
+        found = probe(target, req.dest, req.transport, dry_run=True)
+        on_progress(target, "verify", 0.5)
+        result.check = check_target(req, target, local, has_python="python3" in found.tools, write=False)
+        result.status = "ok" if result.check.ok else "mismatch"
+        result.error = result.check.error or (
+            f"{len(result.check.mismatched)} file(s) differ from the source, e.g. "
+            + ", ".join(result.check.mismatched[:3]) if result.check.mismatched else None)
+    except TransferError as err:
+        result.status, result.error = "failed", str(err)
+    result.seconds = time.monotonic() - started
+    on_progress(target, result.status, 1.0)
+    return result
 
 
 def run_check(req: SyncRequest, on_progress: OnProgress) -> "tuple[list[TargetResult], str]":
     """Compare every target with the source without moving anything (``--check``)."""
     local = local_digests(req.fileset)
-
-    def one(target: Target) -> TargetResult:
-        result = TargetResult(target=target, method="check", attempts=1)
-        started = time.monotonic()
-        on_progress(target, "probe", 0.0)
-        try:
-            found = probe(target, req.dest, req.transport, dry_run=True)
-            on_progress(target, "verify", 0.5)
-            result.check = check_target(req, target, local, has_python="python3" in found.tools,
-                                        write=False)
-            result.status = "ok" if result.check.ok else "mismatch"
-            result.error = result.check.error or (
-                f"{len(result.check.mismatched)} file(s) differ from the source, e.g. "
-                + ", ".join(result.check.mismatched[:3]) if result.check.mismatched else None)
-        except TransferError as err:
-            result.status, result.error = "failed", str(err)
-        result.seconds = time.monotonic() - started
-        on_progress(target, result.status, 1.0)
-        return result
-
     with ThreadPoolExecutor(max_workers=max(1, min(req.jobs, len(req.targets)))) as pool:
-        return list(pool.map(one, req.targets)), tree_digest(local)
+        results = list(pool.map(lambda t: _check_one(req, t, local, on_progress), req.targets))
+    return results, tree_digest(local)
