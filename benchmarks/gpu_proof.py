@@ -16,8 +16,8 @@
 6. the commands themselves here: ``nodeweave doctor`` (plain, ``--bench``),
    ``nodeweave bench`` (table, JSON, plot) and a ``--sweep``.
 
-Needs only the stdlib, torch and this checkout (nodeweave's CLI packages are
-used for step 4's doctor part when present). Writes ``proof.json`` under
+Needs the stdlib, torch and this checkout; step 4's doctor part and step 6
+run the ``nodeweave`` CLI, so they also need typer and rich. Writes ``proof.json`` under
 ``--out`` after every step and prints a summary.
 """
 
