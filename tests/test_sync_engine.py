@@ -315,3 +315,24 @@ def test_shared_storage_is_written_once_and_checked_everywhere(fleet, workspace)
     finally:
         podman("rm", "-f", "-t", "0", *names, check=False)
         podman("volume", "rm", "-f", volume, check=False)
+
+
+def test_compose_project_services_are_found_by_label_in_node_order(workspace):
+    """The label podman-compose and docker compose put on every service container."""
+    problem = image_problem()
+    if problem:
+        pytest.skip(problem)
+    project = f"nwsync{uuid.uuid4().hex[:6]}"
+    names = [f"{project}_node-{i}_1" for i in (1, 0)]  # started out of order
+    try:
+        for name in names:
+            podman("run", "-d", "--name", name, "--label", f"com.docker.compose.project={project}",
+                   BASE_IMAGE, "sleep", "infinity")
+        rc, data, err = nodeweave(str(workspace), "/workspace/compose", f"--compose-project={project}")
+        assert rc == 0, err
+        assert [r["target"] for r in data["targets"]] == [f"podman:{project}_node-0_1", f"podman:{project}_node-1_1"]
+        assert {r["digest"] for r in data["targets"]} == {data["source"]["digest"]}
+        rc, data, err = nodeweave(str(workspace), "/workspace/compose", "--compose-project=nwsync-none")
+        assert rc == 1 and "compose project 'nwsync-none' has no running container" in err
+    finally:
+        podman("rm", "-f", "-t", "0", *names, check=False)
