@@ -336,3 +336,26 @@ def test_compose_project_services_are_found_by_label_in_node_order(workspace):
         assert rc == 1 and "compose project 'nwsync-none' has no running container" in err
     finally:
         podman("rm", "-f", "-t", "0", *names, check=False)
+
+
+def test_the_kubectl_rsh_wrapper_under_real_rsync(fleet, tmp_path):
+    """rsync -> nodeweave.sync.rsh -> a command shaped like kubectl's ``POD -- CMD...``.
+
+    No cluster here, so the last hop is a strict shim: it refuses a call
+    without ``--`` after the pod (as kubectl would misparse one) and execs
+    ``podman exec -i POD CMD...``; rsync's own appended arguments (``-l USER``,
+    the host, ``rsync --server ...``) go through the real wrapper.
+    """
+    from nodeweave.sync.transport import RSH_MARK, _rsync_quote
+
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "f.txt").write_text("through the wrapper\n")
+    container = fleet["rsync"][0]
+    dest = dest_dir()
+    podman("exec", container, "mkdir", "-p", dest)
+    shim = ["sh", "-c", 'pod=$1; [ "$2" = -- ] || exit 99; shift 2; exec podman exec -i "$pod" "$@"', "shim"]
+    rsh = " ".join(_rsync_quote(t) for t in [sys.executable, "-m", "nodeweave.sync.rsh", *shim, RSH_MARK])
+    out = subprocess.run(["rsync", "-rt", "--blocking-io", "--rsh", rsh, f"{tmp_path / 'src'}/",
+                          f"someone@{container}:{dest}/"], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert podman("exec", container, "cat", f"{dest}/f.txt").stdout == "through the wrapper\n"
