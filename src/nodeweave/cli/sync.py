@@ -170,7 +170,8 @@ def sync_command(
             for line in changes_text(results):
                 console.print(line, markup=False, highlight=False)
         title = (f"{len(fileset.files):,} files, {fileset.total_bytes / 2**20:.1f} MiB from {src} "
-                 f"to {dest}" + (f" @ {git.commit[:12]} ({git.branch})" if git.commit else ""))
+                 f"to {dest}" + (f" @ {git.commit[:12]} ({git.branch}{', uncommitted changes' if git.dirty else ''})"
+                                if git.commit else ""))
         console.print(summary_table(results, digest, title))
     failed = [r for r in results if not r.ok]
     commits = {str((r.check.stamp or {}).get("commit")) for r in results if r.check and r.check.stamp}
