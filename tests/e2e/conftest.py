@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -68,3 +69,15 @@ def image_build(engine, base_image, wheelhouse, tmp_path_factory):
 def cpu_image(image_build):
     """The moving tag of the session's cpu image."""
     return f"{REGISTRY}/e2e:cpu"
+
+
+# The first engine test builds the session's image; a cold build on a 2-core CI runner
+# (apt downloads, torch and DeepSpeed from the wheelhouse) can pass the suite's 600 s default.
+ENGINE_TEST_TIMEOUT = 1800
+
+
+def pytest_collection_modifyitems(config, items):
+    here = Path(__file__).parent
+    for item in items:
+        if "engine" in item.keywords and here in Path(str(item.fspath)).parents and not item.get_closest_marker("timeout"):
+            item.add_marker(pytest.mark.timeout(ENGINE_TEST_TIMEOUT))
