@@ -148,6 +148,13 @@ def test_four_containers_get_the_same_tree_and_a_resync_moves_nothing(fleet, wor
     for result in again["targets"]:  # rsync's own --stats: no file transferred, no literal data
         assert result["method"] == "rsync" and result["files"] == 0 and result["bytes"] == 0, result
 
+    (workspace / "train.py").chmod(0o755)  # same content, now executable: not "already there"
+    rc, again, err = nodeweave(str(workspace), dest, *targets)
+    assert rc == 0, err
+    assert {r["method"] for r in again["targets"]} == {"rsync"}
+    for container in fleet["rsync"]:
+        assert podman("exec", container, "test", "-x", f"{dest}/train.py", check=False).returncode == 0
+
     (workspace / "pkg" / "model.py").write_text("x = 2\n")
     rc, third, err = nodeweave(str(workspace), dest, *targets)
     assert rc == 0, err
@@ -182,9 +189,11 @@ def test_tar_fallback_where_the_target_has_no_rsync(fleet, workspace):
     assert rc == 0, err
     assert again["targets"][0]["method"] == "tar" and again["targets"][0]["files"] == 0, again
     (workspace / "configs" / "llama.yaml").write_text("lr: 1e-4\n")
+    (workspace / "train.py").chmod(0o755)
     rc, again, err = nodeweave(str(workspace), dest, target)
     assert rc == 0, err
-    assert again["targets"][0]["method"] == "tar" and again["targets"][0]["files"] == 1, again
+    assert again["targets"][0]["method"] == "tar" and again["targets"][0]["files"] == 2, again
+    assert podman("exec", fleet["norsync"], "test", "-x", f"{dest}/train.py", check=False).returncode == 0
     assert again["targets"][0]["digest"] == again["source"]["digest"]
 
     podman("exec", fleet["norsync"], "sh", "-c", f"mkdir -p {dest}/.venv {dest}/old && "

@@ -28,7 +28,9 @@ def _hash(path, st):
     with open(path, "rb") as f:
         for block in iter(lambda: f.read(1 << 20), b""):
             h.update(block)
-    return h.hexdigest()
+    # The owner's execute bit is part of what a sync must deliver (a script made
+    # executable must not count as "already there").
+    return ("x:" if st.st_mode & 0o100 else "") + h.hexdigest()
 
 
 def _load(cache_path):

@@ -132,6 +132,7 @@ class RemoteEntry:
     kind: str  # find %y: f, d, l, ...
     size: int
     mtime: float
+    mode: int  # permission bits
 
 
 def list_remote(target: Target, dest: str, opts: TransportOptions,
@@ -143,10 +144,8 @@ def list_remote(target: Target, dest: str, opts: TransportOptions,
     for record in out.stdout.split(b"\0"):
         if not record:
             continue
-        head, _, rel = record.decode("utf-8", "surrogateescape").partition(" ")
-        size, _, rest = rel.partition(" ")
-        mtime, _, rel = rest.partition(" ")
-        entries[rel] = RemoteEntry(head, int(size), float(mtime))
+        kind, size, mtime, mode, rel = record.decode("utf-8", "surrogateescape").split(" ", 4)
+        entries[rel] = RemoteEntry(kind, int(size), float(mtime), int(mode, 8))
     return entries
 
 
@@ -169,7 +168,8 @@ def plan_tar(fileset: FileSet, remote: "dict[str, RemoteEntry]", filt: Filter,
         st = path.lstat()
         if have is None or have.kind != kind or kind == "l":
             send.append(rel)
-        elif have.size != st.st_size or int(have.mtime) != int(st.st_mtime):
+        elif (have.size != st.st_size or int(have.mtime) != int(st.st_mtime)
+              or (have.mode & 0o100) != (st.st_mode & 0o100)):  # size, mtime or the owner's x bit
             send.append(rel)
     send += [d for d in fileset.dirs if d not in remote]
     drop_files, drop_dirs = [], []

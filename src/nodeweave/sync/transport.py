@@ -157,8 +157,8 @@ def tar_extract_argv(target: Target, dest: str, opts: TransportOptions = Transpo
 
 
 def list_files_argv(target: Target, dest: str, opts: TransportOptions = TransportOptions()) -> "list[str]":
-    """NUL-separated ``type size mtime relpath`` of everything under ``dest`` (GNU find)."""
-    return remote_argv(target, ["find", dest, "-mindepth", "1", "-printf", r"%y %s %T@ %P\0"], opts)
+    """NUL-separated ``type size mtime mode relpath`` of everything under ``dest`` (GNU find)."""
+    return remote_argv(target, ["find", dest, "-mindepth", "1", "-printf", r"%y %s %T@ %m %P\0"], opts)
 
 
 def remove_argv(target: Target, opts: TransportOptions = TransportOptions()) -> "list[str]":

@@ -134,7 +134,9 @@ def check_on_target(target: Target, dest: str, local: "dict[str, str]",
             check.tools, check.dest_ok = set(answer["tools"]), bool(answer["dest_ok"])
     else:
         remote = _sha256sum_digests(target, dest, sorted(local), opts, timeout)
-        differing = {rel: remote.get(rel) for rel in local if remote.get(rel) != local[rel]}
+        # sha256sum sees content only: the execute-bit marker cannot be checked this way.
+        differing = {rel: remote.get(rel) for rel in local
+                     if remote.get(rel) != local[rel].replace("x:", "", 1)}
         if stamp and not differing:
             check.stamp = write_stamp(target, dest, stamp_text, opts)
         else:
