@@ -108,6 +108,7 @@ def main() -> int:
     prefix = f"nwsync-bench-{uuid.uuid4().hex[:6]}"
     names = [f"{prefix}-{i}" for i in range(args.targets)]
     tmp = Path(tempfile.mkdtemp(prefix="nwsync-bench-"))
+    os.environ["XDG_CACHE_HOME"] = str(tmp / "cache")  # the digest caches go away with the tree
     started: "list[str]" = []
     rows: "list[tuple[str, int, float, float, str]]" = []
     try:

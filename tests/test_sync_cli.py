@@ -10,6 +10,14 @@ import pytest
 NODEWEAVE = [sys.executable, "-c", "import sys; from nodeweave.cli import main; sys.exit(main())"]
 
 
+@pytest.fixture(autouse=True, scope="module")
+def _own_digest_cache(tmp_path_factory):
+    """Keep the local digest caches these runs write out of the user's ~/.cache."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("xdg-cache")))
+        yield
+
+
 def run(*args: str, cwd=None, env=None) -> "subprocess.CompletedProcess[str]":
     return subprocess.run([*NODEWEAVE, "sync", *args], capture_output=True, text=True, cwd=cwd,
                           env=env, timeout=120)

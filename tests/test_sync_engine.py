@@ -25,6 +25,14 @@ REPO = Path(__file__).resolve().parents[1]
 NODEWEAVE = [sys.executable, "-c", "import sys; from nodeweave.cli import main; sys.exit(main())"]
 
 
+@pytest.fixture(autouse=True, scope="module")
+def _own_digest_cache(tmp_path_factory):
+    """Keep the local digest caches these runs write out of the user's ~/.cache."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("xdg-cache")))
+        yield
+
+
 def podman(*args: str, check: bool = True, **kw) -> "subprocess.CompletedProcess[str]":
     return subprocess.run(["podman", *args], capture_output=True, text=True, check=check,
                           timeout=300, **kw)

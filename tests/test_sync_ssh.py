@@ -29,6 +29,14 @@ RUN apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq 
 """
 
 
+@pytest.fixture(autouse=True, scope="module")
+def _own_digest_cache(tmp_path_factory):
+    """Keep the local digest caches these runs write out of the user's ~/.cache."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("xdg-cache")))
+        yield
+
+
 def podman(*args: str, check: bool = True, **kw) -> "subprocess.CompletedProcess[str]":
     return subprocess.run(["podman", *args], capture_output=True, text=True, check=check,
                           timeout=600, **kw)
