@@ -16,16 +16,17 @@ from e2e_harness import compose_cluster, prepare_workdir, records
 
 pytestmark = pytest.mark.engine
 
-# TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1: torch 2.13's shared rendezvous store breaks scale-up.
-# The nodes of round 1 reuse their cached bootstrap address and never write MASTER_ADDR
-# for round 2, so a joining node that is not rank 0 waits 60 s for it and fails
-# (DistStoreError ... keys: /torch.rendezvous.<id>.1/MASTER_ADDR). Seen here without it.
+# torch 2.13's shared rendezvous store breaks scale-up: the nodes of round 1 reuse their
+# cached bootstrap address and never write MASTER_ADDR for round 2, so a joining node that
+# is not rank 0 waits 60 s for it and fails (DistStoreError ... keys:
+# /torch.rendezvous.<id>.1/MASTER_ADDR). The entrypoint exports
+# TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1 for elastic jobs; this spec does not set it.
 SPEC = """name: e2e-elastic
 image: {variant: cpu, registry: localhost/nodeweave-e2e}
 nodes: "2:3"
 gpus_per_node: 2
 launcher: {script: allreduce.py, args: ["--min-world", "6", "--interval", "0.5"], wait_timeout: 120}
-env: {OMP_NUM_THREADS: "1", TORCH_DISABLE_SHARE_RDZV_TCP_STORE: "1"}
+env: {OMP_NUM_THREADS: "1"}
 """
 
 

@@ -22,6 +22,10 @@ from .errors import UsageError
 from .model import EnvVar, Launch
 from .settings import parse_int
 
+# Off for elastic jobs: torch 2.13 loses scale-up with the shared rendezvous store (see exports()).
+SHARED_STORE_OFF = "TORCH_DISABLE_SHARE_RDZV_TCP_STORE"
+
+
 def _export(name, value, reason):
     return EnvVar(name=name, value=str(value), action="export", source="topology", reason=reason)
 
@@ -51,6 +55,9 @@ def exports(topo, env):
             _export("PET_RDZV_ENDPOINT", f"{addr}:{port}", "torchrun --rdzv-endpoint"),
             _export("PET_RDZV_ID", topo.job_id, "torchrun --rdzv-id"),
         ]
+        if SHARED_STORE_OFF not in env:
+            out.append(_export(SHARED_STORE_OFF, "1", "a node joining a running job otherwise waits for a "
+                               "MASTER_ADDR the shared rendezvous store never publishes (torch 2.13; docs/engine.md)"))
     else:
         out += [
             _export("PET_NODE_RANK", rank, "torchrun --node-rank"),
