@@ -30,6 +30,18 @@ def _parse_build_args(values: List[str]) -> dict:
     return parsed
 
 
+def _engine_kind_or_guess(console) -> str:
+    """The engine a real build would use, for the dry run's command line; podman when none answers."""
+    from nodeweave.build import detect_engine
+    from nodeweave.errors import EnvironmentProblem
+
+    try:
+        return detect_engine().kind
+    except EnvironmentProblem as problem:
+        console.print(f"[yellow]note[/yellow]: {problem}", highlight=False)
+        return "podman"
+
+
 @image_app.command("build")
 def build(
     variant: str = typer.Argument(..., help="images catalogue key (`nodeweave variants`), e.g. cpu, cuda12, rocm70"),
@@ -68,7 +80,7 @@ def build(
         for note in prepared.notes:
             console.print(f"[dim]{note}[/dim]", highlight=False)
         if dry_run:
-            typer.echo(plan.command(engine_name or "podman"))
+            typer.echo(plan.command(engine_name or _engine_kind_or_guess(console)))
             return
         engine = detect_engine(engine_name)
         console.print(f"[bold]building[/bold] {plan.image} with {engine}", highlight=False)
