@@ -40,13 +40,21 @@ def test_image_runs_tini_then_the_entrypoint_as_uid_1000(engine, cpu_image):
     assert lines[-1].startswith("2.13.0")
 
 
-def _build(image_build, base_image, engine, context, tag, tmp_path):
-    """Build through the Python API the CLI uses, to read the BuildResult."""
-    from nodeweave.build import prepare_build, run_build
-    from nodeweave.spec import load_spec
+REBUILD_SPEC = """name: e2e-rebuild
+image: {variant: cpu, registry: localhost/nodeweave-e2e}
+nodes: 2
+gpus_per_node: 2
+launcher: {script: allreduce.py}
+"""
 
-    prepared = prepare_build(load_spec(image_build["spec"]), "cpu", context, tmp_path / "scratch", base=base_image,
-                             offline=True, network="host", tag=tag)
+
+def _build(base_image, engine, context, tag, tmp_path):
+    """Build through the Python API the CLI uses, to read the BuildResult (own job name: own tags)."""
+    from nodeweave.build import prepare_build, run_build
+    from nodeweave.spec import parse_spec
+
+    prepared = prepare_build(parse_spec(REBUILD_SPEC, "rebuild.yaml"), "cpu", context, tmp_path / "scratch",
+                             base=base_image, offline=True, network="host", tag=tag)
     result = run_build(engine, prepared.plan)
     return result.steps, result.cached_steps, list(result.rebuilt_steps)
 
@@ -56,17 +64,22 @@ def test_rebuild_is_cached_and_a_code_edit_reruns_only_the_code_layers(engine, i
     steps from ``COPY src`` on run again; the apt, torch and DeepSpeed layers stay cached."""
     context = snapshot_context(REPO, tmp_path / "context")
     tag = "rebuild-test"
-    _build(image_build, base_image, engine, context, tag, tmp_path)
-    total, cached, ran = _build(image_build, base_image, engine, context, tag, tmp_path)
-    assert cached == total - 1 and not ran, f"only FROM may be outside the cache; ran: {ran}"
+    try:
+        _build(base_image, engine, context, tag, tmp_path)
+        total, cached, ran = _build(base_image, engine, context, tag, tmp_path)
+        assert cached == total - 1 and not ran, f"only FROM may be outside the cache; ran: {ran}"
 
-    marker = context / "src" / "nodeweave" / "_rebuild_marker.py"
-    marker.write_text("MARKER = 1\n")
-    total, cached, ran = _build(image_build, base_image, engine, context, tag, tmp_path)
-    heavy = [step for step in ran if step.startswith("RUN") and "nodeweave-src" not in step]
-    assert not heavy, f"dependency layers ran again after a code-only edit: {heavy}"
-    assert any(step.startswith("COPY src") for step in ran), ran
-    shown = engine.client.container.run(
-        f"{REGISTRY}/e2e:{tag}", ["-c", "from nodeweave import _rebuild_marker; print(_rebuild_marker.MARKER)"],
-        entrypoint="python", remove=True)
-    assert shown.strip() == "1", "the rebuilt image must carry the edited code"
+        marker = context / "src" / "nodeweave" / "_rebuild_marker.py"
+        marker.write_text("MARKER = 1\n")
+        total, cached, ran = _build(base_image, engine, context, tag, tmp_path)
+        heavy = [step for step in ran if step.startswith("RUN") and "nodeweave-src" not in step]
+        assert not heavy, f"dependency layers ran again after a code-only edit: {heavy}"
+        assert any(step.startswith("COPY src") for step in ran), ran
+        shown = engine.client.container.run(
+            f"{REGISTRY}/e2e-rebuild:{tag}", ["-c", "from nodeweave import _rebuild_marker; print(_rebuild_marker.MARKER)"],
+            entrypoint="python", remove=True)
+        assert shown.strip() == "1", "the rebuilt image must carry the edited code"
+    finally:
+        for name in (f"{REGISTRY}/e2e-rebuild:{tag}", f"{REGISTRY}/e2e-rebuild:cpu"):
+            if engine.client.image.exists(name):
+                engine.client.image.remove([name], force=True)
