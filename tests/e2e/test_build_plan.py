@@ -168,3 +168,18 @@ def test_engine_override_must_name_a_known_engine(value, tmp_path):
     assert out.returncode == 2
     assert "NODEWEAVE_ENGINE" in out.stderr and value in out.stderr
 
+
+
+def test_cli_offline_with_an_empty_wheelhouse_is_a_usage_error(tmp_path):
+    spec = tmp_path / "nodeweave.yaml"
+    spec.write_text(SPEC)
+    out = _cli("image", "build", "cpu", "--spec", str(spec), "--offline", "--dry-run")
+    assert out.returncode == 2, out.stderr
+    assert "--offline needs wheels" in out.stderr and str(tmp_path / "wheelhouse") in out.stderr
+
+
+def test_cli_bad_build_arg_names_the_flag(tmp_path):
+    spec = tmp_path / "nodeweave.yaml"
+    spec.write_text(SPEC)
+    out = _cli("image", "build", "cpu", "--spec", str(spec), "--build-arg", "NOEQUALS", "--dry-run")
+    assert out.returncode == 2 and "--build-arg 'NOEQUALS'" in out.stderr and "KEY=VALUE" in out.stderr
