@@ -104,10 +104,10 @@ class Cluster:
         return out.splitlines()[1:]
 
     def remove(self) -> None:
-        for pod in self.pods:
-            subprocess.run(["podman", "pod", "rm", "-f", "-t", "0", pod], capture_output=True, timeout=120)
         for name in self.names:
             subprocess.run([self.engine.kind, "rm", "-f", "-t", "0", name], capture_output=True, timeout=120)
+        for pod in self.pods:
+            subprocess.run(["podman", "pod", "rm", "-f", "-t", "0", pod], capture_output=True, timeout=120)
         for network in self.networks:
             subprocess.run([self.engine.kind, "network", "rm", "-f", network], capture_output=True, timeout=120)
 
@@ -170,7 +170,10 @@ def compose_cluster(engine, spec_path: Path, image: str) -> ComposeCluster:
     names = [svc.get("container_name", key) for key, svc in document["services"].items()]
     project = document.get("name", spec_path.parent.name)
     networks = [f"{project}_{key}" for key in document.get("networks", {})]
-    return ComposeCluster(engine=engine, names=names, networks=networks, compose_file=compose_file, image=image)
+    # podman-compose (1.x) puts a project's containers in a pod named pod_<project>
+    pods = [f"pod_{project}"] if engine.kind == "podman" else []
+    return ComposeCluster(engine=engine, names=names, networks=networks, pods=pods, compose_file=compose_file,
+                          image=image)
 
 
 def snapshot_context(repo: Path, target: Path) -> Path:
