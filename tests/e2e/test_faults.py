@@ -72,10 +72,6 @@ def test_sigterm_stops_launcher_and_workers_within_grace(sigterm_run):
     assert run["code"] != 0, run["logs"]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "torchrun turns SIGTERM into SignalException and exits 1, and the entrypoint execs it, so the container "
-    "says 1, not 143. Needs the entrypoint to keep the launcher as a child in its own process group, forward "
-    "the signal once and exit 128+N (docs/engine.md, 'Faults')."))
 def test_sigterm_exit_status_says_sigterm(sigterm_run):
     assert sigterm_run["code"] == 128 + 15, sigterm_run["logs"]
 

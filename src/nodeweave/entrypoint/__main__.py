@@ -1,17 +1,20 @@
 """``nodeweave-entrypoint``: plan, explain or wait, then exec the launcher.
 
-The image runs ``tini -g -- nodeweave-entrypoint train.py ...``; this process
-is replaced by the launcher (``os.execvpe``), so tini's signals reach it
-directly and its exit code is the container's.
+The image runs ``tini -g -- nodeweave-entrypoint train.py ...``. A plain
+command replaces this process (``os.execve``), so tini's signals reach it
+directly and its exit code is the container's. torchrun, deepspeed and
+accelerate run as its only child instead (``supervise.py`` says why): signals
+are passed on once and a stop shows as 128+N, not as the launcher's 1.
 """
 
 import os
 import sys
 
 from .core import build_plan
-from .errors import EXIT_FAILURE, EXIT_NOT_EXECUTABLE, EXIT_NOT_FOUND, EXIT_OK, EntrypointError
+from .errors import EXIT_FAILURE, EXIT_NOT_EXECUTABLE, EXIT_OK, EntrypointError
 from .settings import HelpRequested, parse, usage
 from .selfcheck import check_master_is_self
+from .supervise import SUPERVISED, resolve, run_supervised
 from .sysfs import Root
 
 PROG = "nodeweave-entrypoint"
@@ -42,7 +45,10 @@ def _write_files(files):
 
 
 def run(settings):
-    """Plan, wait if this is a worker, write files, exec. Returns only on error."""
+    """Plan, wait if this is a worker, write files, then exec (or supervise) the launcher.
+
+    Returns the exit code of a supervised launcher; an exec'd one never returns.
+    """
     plan = build_plan(settings)
     wait = plan.launch.wait
     if wait:
@@ -58,14 +64,12 @@ def run(settings):
     _say(_summary(plan))
     _write_files(plan.launch.files)
     argv = plan.launch.argv
+    environ = plan.environ(settings.env)
+    executable = resolve(argv[0], environ.get("PATH", os.defpath))
+    if plan.launch.launcher in SUPERVISED:
+        return run_supervised(executable, argv, environ)
     try:
-        os.execvpe(argv[0], argv, plan.environ(settings.env))
-    except FileNotFoundError:
-        raise EntrypointError(
-            f"launcher {argv[0]!r} not found on PATH ({settings.env.get('PATH', '')}); install it in the image "
-            f"or choose another with NODEWEAVE_LAUNCHER", EXIT_NOT_FOUND) from None
-    except PermissionError:
-        raise EntrypointError(f"launcher {argv[0]!r} is not executable", EXIT_NOT_EXECUTABLE) from None
+        os.execve(executable, argv, environ)
     except OSError as err:
         raise EntrypointError(f"cannot exec {argv[0]!r}: {err.strerror}", EXIT_NOT_EXECUTABLE) from None
 
@@ -85,7 +89,7 @@ def main(argv=None):
                 sys.stdout.write(render_text(plan))
             sys.stdout.flush()
             return plan.errors[0]["exit_code"] if plan.errors else EXIT_OK
-        run(settings)
+        return run(settings)
     except HelpRequested:
         print(usage())
         return EXIT_OK

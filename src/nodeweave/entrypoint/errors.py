@@ -1,8 +1,9 @@
 """Exit codes of ``nodeweave-entrypoint`` and the error that carries them.
 
 A user mistake prints one line, ``nodeweave-entrypoint: error: <message>``,
-and exits with its code; never a traceback. After a successful exec the
-process *is* the launcher, so any other code is the launcher's own.
+and exits with its code; never a traceback. Any other code is the launcher's
+own (a plain command is exec'd and *is* the process), or 128+N when a
+supervised launcher (torchrun, deepspeed, accelerate) ended after signal N.
 """
 
 EXIT_OK = 0            # --explain printed the plan
