@@ -109,7 +109,7 @@ def test_explain_text_does_not_exec():
                          fixture="hgx-h100")
     assert proc.returncode == 0, err
     for needle in ("8 of 8 x NVIDIA H100 80GB HBM3 (nvswitch", "mlx5_8:1", "<- flag --node-rank",
-                   "set    NCCL_SOCKET_IFNAME==eno1", "NCCL_IB_HCA=^=mlx5_8,mlx5_9", "exec   torchrun --nnodes 2",
+                   "set    NCCL_SOCKET_IFNAME==eno1", "NCCL_IB_HCA=^=mlx5_8,mlx5_9", "run    torchrun --nnodes 2",
                    "wait   for hgx-a00:29500"):
         assert needle in out, needle
 

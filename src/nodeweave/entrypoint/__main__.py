@@ -28,7 +28,8 @@ def _summary(plan):
     t, launch = plan.topology, plan.launch
     set_vars = " ".join(f"{v.name}={v.value}" for v in plan.env if v.action == "set") or "no NCCL/RCCL variables"
     return (f"node {t.node_rank.value} of {t.nnodes.value}, {t.nproc_per_node.value} process(es) each, "
-            f"master {t.master_addr.value}:{t.master_port.value}; sets {set_vars}; exec {launch.argv[0]}")
+            f"master {t.master_addr.value}:{t.master_port.value}; sets {set_vars}; "
+            f"{'run' if launch.launcher in SUPERVISED else 'exec'} {launch.argv[0]}")
 
 
 def _write_files(files):

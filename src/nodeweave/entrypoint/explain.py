@@ -105,7 +105,10 @@ def render_text(plan):
                 for v in plan.env]
         section("Environment", rows, width=6)
     if plan.launch:
-        rows = [("exec", _quote(plan.launch.argv))]
+        from .supervise import SUPERVISED  # supervised launchers run as a child (supervise.py)
+
+        verb = "run" if plan.launch.launcher in SUPERVISED else "exec"
+        rows = [(verb, _quote(plan.launch.argv))]
         for path, content in plan.launch.files.items():
             rows.append(("file", f"{path}: " + "; ".join(content.splitlines())))
         w = plan.launch.wait
