@@ -51,6 +51,6 @@ def test_two_nodes_two_processes_allreduce(engine, cpu_image, tmp_path, launcher
         for index, node in enumerate(cluster.names):
             log = cluster.logs(node)
             # the rank came from the hostname ordinal, and the launcher asked for is the one exec'd
-            assert f"node {index} of 2" in log and f"exec {launcher}" in log, log
+            assert f"node {index} of 2" in log and f"run {launcher}" in log, log
     finally:
         cluster.remove()
