@@ -158,6 +158,23 @@ def test_unknown_plan_warnings_stay_warnings():
     assert (finding.severity, finding.code, finding.source) == ("warning", "entrypoint-warning", "entrypoint")
 
 
+def test_grading_follows_the_code_not_the_wording():
+    from nodeweave.entrypoint.model import PlanWarning
+
+    finding = grade_plan_warning(PlanWarning("p2p-disabled-on-gpu-links", "reworded entirely"))
+    assert (finding.severity, finding.code, finding.message) == ("error", "p2p-disabled-on-gpu-links", "reworded entirely")
+
+
+def test_every_policy_warning_code_has_a_grade():
+    import re
+
+    from nodeweave.doctor.findings import _GRADES
+
+    policy = (Path(__file__).resolve().parents[1] / "src/nodeweave/entrypoint/policy.py").read_text()
+    codes = set(re.findall(r'warn\(warnings, "([a-z0-9-]+)"', policy))
+    assert len(codes) >= 14 and codes <= set(_GRADES), codes - set(_GRADES)
+
+
 def test_missing_sysroot_is_a_usage_error(tmp_path):
     with pytest.raises(UsageError, match="--sysroot"):
         diagnose(str(tmp_path / "nope"), {})

@@ -3,8 +3,9 @@
 The entrypoint already warns, at every start, about user values known to
 hurt (its policy module). Doctor does not re-derive those: it takes the
 plan's warnings as they are and only grades them (error/warning) and adds
-the remedy, by the subject each warning names first. Doctor's own rules
-(``rules.py``) cover what the entrypoint has no reason to check at start-up.
+the remedy, by each warning's stable code (``PlanWarning.code``), never by
+its wording. Doctor's own rules (``rules.py``) cover what the entrypoint has
+no reason to check at start-up.
 """
 
 from __future__ import annotations
@@ -29,52 +30,41 @@ class Finding:
         return asdict(self)
 
 
-# (code, words the warning starts with, words it contains, severity, what to do),
-# matched in order against the entrypoint's plan warnings (nodeweave.entrypoint.policy).
-_GRADES = (
-    ("p2p-disabled-on-gpu-links", "NCCL_P2P_DISABLE=", "", ERROR,
-     "unset NCCL_P2P_DISABLE: NCCL picks NVLink/xGMI peer-to-peer itself"),
-    ("socket-ifname-loopback", "NCCL_SOCKET_IFNAME=", "loopback", ERROR,
-     "unset NCCL_SOCKET_IFNAME (the entrypoint sets the interface that routes to the master) "
-     "or name an interface peers can reach"),
-    ("socket-ifname-no-match", "NCCL_SOCKET_IFNAME=", "matches no interface", ERROR,
-     "unset NCCL_SOCKET_IFNAME or fix its value: NCCL finds no socket interface with it"),
-    ("socket-ifname-misses-route", "NCCL_SOCKET_IFNAME=", "leaves out", WARNING,
-     "unset NCCL_SOCKET_IFNAME; the entrypoint sets =<the interface toward the master>"),
-    ("ib-hca-unknown-device", "NCCL_IB_HCA=", "is not an RDMA device", ERROR,
-     "fix NCCL_IB_HCA to name devices listed under /sys/class/infiniband, or unset it"),
-    ("ib-hca-prefix", "NCCL_IB_HCA=", "without '='", WARNING,
-     "prefix the list with '=' (exact names), e.g. NCCL_IB_HCA==mlx5_0,mlx5_1"),
-    ("ib-disabled-with-rdma", "NCCL_IB_DISABLE=", "", ERROR,
-     "unset NCCL_IB_DISABLE: inter-node traffic should use the ACTIVE RDMA ports"),
-    ("ib-gid-index-wrong", "NCCL_IB_GID_INDEX=", "", ERROR,
-     "unset NCCL_IB_GID_INDEX (NCCL >= 2.21.5 finds the RoCE v2 GID) or set the index the entrypoint reports"),
-    ("hsa-fine-grain-on-xgmi", "HSA_FORCE_FINE_GRAIN_PCIE", "", WARNING,
-     "unset HSA_FORCE_FINE_GRAIN_PCIE on xGMI nodes"),
-    ("rdma-port-down", "RDMA port(s) not ACTIVE", "", WARNING,
-     "check the cable, the switch port and the subnet manager (ibstat, ibstatus); NCCL skips the port"),
-    ("shm-small", "/dev/shm is", "", WARNING,
-     "give the container a larger /dev/shm: docker/podman --shm-size=16g or --ipc=host; "
-     "Kubernetes: an emptyDir with medium: Memory mounted at /dev/shm"),
-    ("memlock-limited", "RLIMIT_MEMLOCK is", "", ERROR,
-     "run with an unlimited locked-memory limit: --ulimit memlock=-1:-1 (docker/podman), "
-     "or LimitMEMLOCK=infinity for the container runtime's service"),
-    ("no-route-to-master", "no interface found toward the master", "", WARNING,
-     "check that the master's name resolves and is routable from this node"),
-    ("roce-gid-index-differs", "RoCE v2 IPv4 GID index differs", "", WARNING,
-     "use NCCL >= 2.21.5, which picks each port's GID itself"),
-)
+# The entrypoint's warning codes (PlanWarning.code, nodeweave.entrypoint.policy/topology)
+# -> (severity, what to do). A code missing here is graded a warning.
+_GRADES = {
+    "p2p-disabled-on-gpu-links": (ERROR, "unset NCCL_P2P_DISABLE: NCCL picks NVLink/xGMI peer-to-peer itself"),
+    "socket-ifname-loopback": (ERROR, "unset NCCL_SOCKET_IFNAME (the entrypoint sets the interface that routes "
+                               "to the master) or name an interface peers can reach"),
+    "socket-ifname-no-match": (ERROR, "unset NCCL_SOCKET_IFNAME or fix its value: NCCL finds no socket interface with it"),
+    "socket-ifname-misses-route": (WARNING, "unset NCCL_SOCKET_IFNAME; the entrypoint sets =<the interface toward the master>"),
+    "ib-hca-unknown-device": (ERROR, "fix NCCL_IB_HCA to name devices listed under /sys/class/infiniband, or unset it"),
+    "ib-hca-prefix": (WARNING, "prefix the list with '=' (exact names), e.g. NCCL_IB_HCA==mlx5_0,mlx5_1"),
+    "ib-disabled-with-rdma": (ERROR, "unset NCCL_IB_DISABLE: inter-node traffic should use the ACTIVE RDMA ports"),
+    "ib-gid-index-wrong": (ERROR, "unset NCCL_IB_GID_INDEX (NCCL >= 2.21.5 finds the RoCE v2 GID) "
+                           "or set the index the entrypoint reports"),
+    "hsa-fine-grain-on-xgmi": (WARNING, "unset HSA_FORCE_FINE_GRAIN_PCIE on xGMI nodes"),
+    "rdma-port-down": (WARNING, "check the cable, the switch port and the subnet manager (ibstat, ibstatus); "
+                       "NCCL skips the port"),
+    "shm-small": (WARNING, "give the container a larger /dev/shm: docker/podman --shm-size=16g or --ipc=host; "
+                  "Kubernetes: an emptyDir with medium: Memory mounted at /dev/shm"),
+    "memlock-limited": (ERROR, "run with an unlimited locked-memory limit: --ulimit memlock=-1:-1 (docker/podman), "
+                        "or LimitMEMLOCK=infinity for the container runtime's service"),
+    "no-route-to-master": (WARNING, "check that the master's name resolves and is routable from this node"),
+    "roce-gid-index-differs": (WARNING, "use NCCL >= 2.21.5, which picks each port's GID itself"),
+}
 SHM_ERROR_BELOW = 512 << 20  # Docker's 64 MB default fails NCCL outright; under 1 GiB is a warning
 
 
 def grade_plan_warning(message: str, shm_bytes: "int | None" = None) -> Finding:
-    """A plan warning as a finding, graded by the subject it names; unknown ones stay warnings."""
-    for code, starts, contains, severity, action in _GRADES:
-        if message.startswith(starts) and contains in message:
-            if code == "shm-small" and shm_bytes is not None and shm_bytes < SHM_ERROR_BELOW:
-                severity = ERROR
-            return Finding(severity, code, message, action, "entrypoint")
-    return Finding(WARNING, "entrypoint-warning", message, "see docs/entrypoint.md", "entrypoint")
+    """A plan warning as a finding, graded by its code; one without a known code stays a warning."""
+    code = getattr(message, "code", None)
+    if code not in _GRADES:
+        return Finding(WARNING, code or "entrypoint-warning", str(message), "see docs/entrypoint.md", "entrypoint")
+    severity, action = _GRADES[code]
+    if code == "shm-small" and shm_bytes is not None and shm_bytes < SHM_ERROR_BELOW:
+        severity = ERROR
+    return Finding(severity, code, str(message), action, "entrypoint")
 
 
 def sort_findings(findings: "list[Finding]") -> "list[Finding]":

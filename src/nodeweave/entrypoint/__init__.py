@@ -38,7 +38,8 @@ numa_node, pci)`` with ``.name`` ("mlx5_0:1"), ``.active``, ``.roce``;
 ``Topology(node_rank, nnodes, nproc_per_node, master_addr, master_port: Value(value, source),
 nnodes_min, nnodes_max, elastic, world_size, is_master, node_names, job_id, notes)``;
 ``EnvVar(name, value, action, source, reason)``; ``Launch(launcher, argv, files, wait, notes)``;
-``Plan(node, topology, env, launch, warnings, errors)`` with ``.environ(base)``.
+``Plan(node, topology, env, launch, warnings, errors)`` with ``.environ(base)``; each warning
+is a ``PlanWarning``: a ``str`` (its message) with a stable ``.code`` that tools grade on.
 
 ``nodeweave-entrypoint --explain --json`` schema ``nodeweave.entrypoint/1``
 ---------------------------------------------------------------------------

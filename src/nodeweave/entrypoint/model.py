@@ -10,6 +10,24 @@ _LIST = object()  # default marker: a fresh empty list per record
 _DICT = object()
 
 
+class PlanWarning(str):
+    """A plan warning: reads, prints and serialises as its message; ``code`` names its rule.
+
+    Tools that grade warnings (``nodeweave doctor``) key on the stable code,
+    never on the wording, which may change.
+    """
+
+    def __new__(cls, code, message):
+        self = str.__new__(cls, message)
+        self.code = code
+        return self
+
+
+def warn(warnings, code, message):
+    """Add a coded warning to a plan's list."""
+    warnings.append(PlanWarning(code, message))
+
+
 class Record:
     """Keyword-constructed record with declared fields, equality and ``to_dict``."""
 

@@ -19,7 +19,7 @@ as kept; values known to hurt are warned about.
 """
 
 from .detect_host import nccl_version, rccl_version, version_at_least
-from .model import EnvVar
+from .model import EnvVar, warn
 from .settings import split_list
 
 GID_AUTO_NCCL = (2, 21, 5)
@@ -84,7 +84,7 @@ def _socket_ifname(node, topo, settings, env, out, warnings, multi, profile):
     elif node.interface:
         chosen, reason, source = [node.interface], node.interface_reason or "routes to the master", "policy"
     else:
-        warnings.append(f"no interface found toward the master {topo.master_addr.value} "
+        warn(warnings, "no-route-to-master", f"no interface found toward the master {topo.master_addr.value} "
                         f"({node.interface_reason}); NCCL and Gloo choose their own")
         return
     if "NCCL_SOCKET_IFNAME" not in env and not profile:
@@ -130,7 +130,7 @@ def _rdma(node, settings, env, root, out, warnings):
     usable = [p for p in usable if p not in slow]
     down = [p.name for p in ports if not p.active]
     if down:
-        warnings.append(f"RDMA port(s) not ACTIVE: {', '.join(down)}; NCCL skips them, so this node has "
+        warn(warnings, "rdma-port-down", f"RDMA port(s) not ACTIVE: {', '.join(down)}; NCCL skips them, so this node has "
                         f"{len(usable)} usable rail(s) — check cabling/subnet manager if that is fewer than its peers")
     if "NCCL_IB_HCA" not in env and dropped:
         grouped = {}
@@ -170,7 +170,7 @@ def _gid_index(node, roce, env, root, out, warnings):
         indices.setdefault(p.roce_v2_gid_index, []).append(p.name)
     index = max(indices, key=lambda k: len(indices[k]))
     if len(indices) > 1:
-        warnings.append("RoCE v2 IPv4 GID index differs between ports: "
+        warn(warnings, "roce-gid-index-differs", "RoCE v2 IPv4 GID index differs between ports: "
                         + "; ".join(f"{k}: {', '.join(v)}" for k, v in sorted(indices.items()))
                         + f"; NCCL_IB_GID_INDEX={index} fits only some")
     state = f"{lib} {version} ({where}) is older than 2.21.5" if version else f"{lib} version not found, so it may predate 2.21.5"
@@ -190,7 +190,7 @@ def _tokens(value):
 def _warn_user_values(node, topo, env, warnings, multi):
     gpus = node.gpus
     if env.get("NCCL_P2P_DISABLE", "0") not in ("0", "") and gpus.interconnect in ("nvswitch", "nvlink", "xgmi"):
-        warnings.append(f"NCCL_P2P_DISABLE={env['NCCL_P2P_DISABLE']} on a {gpus.interconnect} node turns off "
+        warn(warnings, "p2p-disabled-on-gpu-links", f"NCCL_P2P_DISABLE={env['NCCL_P2P_DISABLE']} on a {gpus.interconnect} node turns off "
                         "GPU peer-to-peer: all-reduce measured 12x slower (27.5 vs 325 GB/s); unset it")
     ifname = env.get("NCCL_SOCKET_IFNAME")
     names = [i.name for i in node.interfaces]
@@ -200,11 +200,11 @@ def _warn_user_values(node, topo, env, warnings, multi):
         if exclude:
             matches = [n for n in names if n not in matches]
         if not exclude and items and all(t in ("lo", "lo0") for t in items):
-            warnings.append(f"NCCL_SOCKET_IFNAME={ifname} with {topo.nnodes.value} nodes: loopback cannot reach other nodes")
+            warn(warnings, "socket-ifname-loopback", f"NCCL_SOCKET_IFNAME={ifname} with {topo.nnodes.value} nodes: loopback cannot reach other nodes")
         elif names and not matches:
-            warnings.append(f"NCCL_SOCKET_IFNAME={ifname} matches no interface here ({', '.join(names)})")
+            warn(warnings, "socket-ifname-no-match", f"NCCL_SOCKET_IFNAME={ifname} matches no interface here ({', '.join(names)})")
         elif node.interface and node.interface not in matches:
-            warnings.append(f"NCCL_SOCKET_IFNAME={ifname} leaves out {node.interface}, the interface that routes to the master")
+            warn(warnings, "socket-ifname-misses-route", f"NCCL_SOCKET_IFNAME={ifname} leaves out {node.interface}, the interface that routes to the master")
     hca = env.get("NCCL_IB_HCA")
     devices = sorted({p.device for p in node.nics})
     if hca and devices:
@@ -213,20 +213,20 @@ def _warn_user_values(node, topo, env, warnings, multi):
             dev = item.split(":")[0]
             hits = [d for d in devices if (d == dev if exact else d.startswith(dev))]
             if not hits:
-                warnings.append(f"NCCL_IB_HCA={hca}: {dev} is not an RDMA device here ({', '.join(devices)})")
+                warn(warnings, "ib-hca-unknown-device", f"NCCL_IB_HCA={hca}: {dev} is not an RDMA device here ({', '.join(devices)})")
             elif not exact and len(hits) > 1:
-                warnings.append(f"NCCL_IB_HCA={hca}: without '=' the prefix {dev} also matches "
+                warn(warnings, "ib-hca-prefix", f"NCCL_IB_HCA={hca}: without '=' the prefix {dev} also matches "
                                 f"{', '.join(h for h in hits if h != dev)}; write ={dev} for an exact match")
     if env.get("NCCL_IB_DISABLE", "0") not in ("0", "") and multi and any(p.active for p in node.nics):
-        warnings.append(f"NCCL_IB_DISABLE={env['NCCL_IB_DISABLE']} with ACTIVE RDMA ports: inter-node traffic falls back to TCP sockets")
+        warn(warnings, "ib-disabled-with-rdma", f"NCCL_IB_DISABLE={env['NCCL_IB_DISABLE']} with ACTIVE RDMA ports: inter-node traffic falls back to TCP sockets")
     gid = env.get("NCCL_IB_GID_INDEX")
     if gid and gid.lstrip("-").isdigit() and int(gid) >= 0:
         wrong = [p.name for p in node.nics if p.roce and p.active and p.roce_v2_gid_index is not None
                  and p.roce_v2_gid_index != int(gid)]
         if wrong:
-            warnings.append(f"NCCL_IB_GID_INDEX={gid}, but the RoCE v2 IPv4 GID of {', '.join(wrong)} is at another index")
+            warn(warnings, "ib-gid-index-wrong", f"NCCL_IB_GID_INDEX={gid}, but the RoCE v2 IPv4 GID of {', '.join(wrong)} is at another index")
     if env.get("HSA_FORCE_FINE_GRAIN_PCIE") == "1" and gpus.interconnect == "xgmi":
-        warnings.append("HSA_FORCE_FINE_GRAIN_PCIE=1 is for P2P between PCIe-linked AMD GPUs; this node's GPUs use xGMI")
+        warn(warnings, "hsa-fine-grain-on-xgmi", "HSA_FORCE_FINE_GRAIN_PCIE=1 is for P2P between PCIe-linked AMD GPUs; this node's GPUs use xGMI")
     for name in ("RCCL_MSCCL_ENABLE", "RCCL_MSCCLPP_ENABLE"):
         if name in env:
             topo.notes.append(f"{name} kept: MSCCL/MSCCL++ switches depend on the RCCL version "
@@ -236,8 +236,8 @@ def _warn_user_values(node, topo, env, warnings, multi):
 def _warn_limits(node, topo, warnings, multi):
     lim = node.limits
     if lim.shm_bytes is not None and lim.shm_bytes < SHM_MIN and (node.gpus.count or topo.nproc_per_node.value > 1):
-        warnings.append(f"/dev/shm is {lim.shm_bytes >> 20} MiB ({lim.shm_source}): NCCL and DataLoader workers "
+        warn(warnings, "shm-small", f"/dev/shm is {lim.shm_bytes >> 20} MiB ({lim.shm_source}): NCCL and DataLoader workers "
                         "fail on Docker's 64 MB default; use --shm-size=16g / ipc: host, or an emptyDir with medium: Memory")
     if lim.memlock_bytes is not None and lim.memlock_bytes < MEMLOCK_MIN and multi and any(p.active for p in node.nics):
-        warnings.append(f"RLIMIT_MEMLOCK is {lim.memlock_bytes >> 10} KiB: RDMA needs it unlimited "
+        warn(warnings, "memlock-limited", f"RLIMIT_MEMLOCK is {lim.memlock_bytes >> 10} KiB: RDMA needs it unlimited "
                         "(--ulimit memlock=-1, or the runtime's default limits)")

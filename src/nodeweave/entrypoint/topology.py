@@ -18,7 +18,7 @@ both: a silent choice is how two nodes end up with the same rank.
 
 from .errors import TopologyError, UsageError
 from .kube import in_kubernetes, namespace, statefulset_replicas
-from .model import Topology, Value
+from .model import Topology, Value, warn
 from .settings import parse_int
 from .slurm import expand_nodelist
 
@@ -171,7 +171,7 @@ def _decide(claims, what, normalize, notes, warnings):
         value, source = normalize(flags[0][0], flags[0][1]), flags[0][1]
         for n, v, s in norm:
             if n != value:
-                warnings.append(f"{what}: {source} ({flags[0][0]}) overrides {s}")
+                warn(warnings, "flag-overrides-source", f"{what}: {source} ({flags[0][0]}) overrides {s}")
         return value, source
     if not norm:
         return None, None
@@ -283,7 +283,7 @@ def discover(settings, node, root, warnings=None):
     else:
         nproc = parse_int(nproc_text, "processes per node", nproc_src, minimum=1)
         if gpus and gpus.count and nproc > gpus.count:
-            warnings.append(f"{nproc} processes per node (from {nproc_src}) but only {gpus.count} usable GPU(s)")
+            warn(warnings, "more-processes-than-gpus", f"{nproc} processes per node (from {nproc_src}) but only {gpus.count} usable GPU(s)")
 
     node_names = []
     if not elastic:
