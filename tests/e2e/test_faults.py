@@ -63,7 +63,10 @@ def test_sigterm_stops_launcher_and_workers_within_grace(sigterm_run):
     run = sigterm_run
     running = run["running"]
     assert any("torchrun" in line for line in running), running
-    workers = [line for line in running if "python" in line and "allreduce.py" in line and "torchrun" not in line]
+    # tini -> nodeweave-entrypoint (supervising) -> torchrun -> 2 workers
+    assert any("nodeweave-entrypoint" in line and "tini" not in line for line in running), running
+    workers = [line for line in running if "python" in line and "allreduce.py" in line
+               and "torchrun" not in line and "nodeweave-entrypoint" not in line]
     assert len(workers) == 2, running
     assert run["took"] < GRACE, f"took {run['took']:.1f} s to stop after SIGTERM (grace {GRACE} s)\n{run['logs']}"
     assert "Sending process" in run["logs"] and "closing signal SIGTERM" in run["logs"], "torchrun stopped its workers"
