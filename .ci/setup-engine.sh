@@ -4,13 +4,14 @@
 set -euo pipefail
 export DEBIAN_FRONTEND=noninteractive
 need=()
-for cmd in podman buildah runc slirp4netns debootstrap rsync; do
+for cmd in podman buildah runc slirp4netns debootstrap rsync docker-registry; do
   command -v "$cmd" >/dev/null 2>&1 || need+=("$cmd")
 done
 if [ "${#need[@]}" -gt 0 ]; then
   apt-get update -qq
+  # docker-registry: a real registry on loopback for the --push test (no public one is reachable)
   apt-get install -y -qq podman buildah runc slirp4netns uidmap debootstrap rsync \
-    containernetworking-plugins iproute2 >/dev/null
+    containernetworking-plugins iproute2 docker-registry >/dev/null
 fi
 mkdir -p /etc/containers
 # The sandbox has no CAP_SYS_RESOURCE (rlimits may not be raised) and crun
