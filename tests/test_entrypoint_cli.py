@@ -186,3 +186,25 @@ def test_entrypoint_is_stdlib_only_and_never_imports_torch():
     assert "torch" not in top
     assert top - allowed == set(), f"third-party modules imported: {sorted(top - allowed)}"
     assert "nodeweave" in top and "urllib" in top  # the probe really ran the Kubernetes path
+
+
+HOT_PATH_PROBE = """
+import os, sys
+sys.path.insert(0, {src!r})
+before = set(sys.modules)
+os.execve = lambda *args: print("\\n".join(sorted(set(sys.modules) - before))) or sys.exit(0)
+from nodeweave.entrypoint.__main__ import main
+main(["--sysroot", {fix!r} + "/hgx-h100", "--launcher", "command", "--nnodes", "2", "--node-rank", "0",
+      "--master-addr", "hgx-a01", "--", "true"])
+"""
+SLOW_IMPORTS = {"socket", "signal", "enum", "json", "argparse", "re", "dataclasses", "ctypes", "urllib", "ssl"}
+
+
+def test_the_start_up_path_imports_nothing_slow():
+    """What benchmarks/entrypoint_startup.py measures stays cheap: each of these costs ms."""
+    code = HOT_PATH_PROBE.format(src=str(SRC), fix=str(FIX))
+    out = subprocess.run([sys.executable, "-I", "-S", "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    loaded = {name.split(".")[0] for name in out.stdout.split()}
+    assert "nodeweave" in loaded
+    assert loaded & SLOW_IMPORTS == set(), sorted(loaded & SLOW_IMPORTS)

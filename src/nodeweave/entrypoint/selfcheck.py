@@ -8,8 +8,6 @@ the exec, on a live root only: MASTER_ADDR must resolve to an address this
 node can bind (or loopback), else exit 3 naming both.
 """
 
-import socket
-
 from .detect_net import resolve
 from .errors import TopologyError
 
@@ -19,6 +17,8 @@ LAUNCHERS_WITH_RENDEZVOUS = ("torchrun", "deepspeed", "accelerate")
 def _is_local(ip):
     if ip.startswith("127."):
         return True
+    import socket  # here, not at import: socket costs ~10 ms of every start-up
+
     try:
         with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
             probe.bind((ip, 0))
