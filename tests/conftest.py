@@ -29,6 +29,14 @@ def shared_dir() -> Path:
     return SHARED
 
 
+@pytest.fixture(scope="module")
+def own_digest_cache(tmp_path_factory):
+    """Keep the local digest caches ``nodeweave sync`` writes out of the user's ~/.cache."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("xdg-cache")))
+        yield
+
+
 @functools.lru_cache(maxsize=1)
 def engine_problem() -> "str | None":
     """Why no container engine can be used here, or None when podman answers."""

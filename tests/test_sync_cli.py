@@ -7,15 +7,9 @@ import sys
 
 import pytest
 
+pytestmark = pytest.mark.usefixtures("own_digest_cache")
+
 NODEWEAVE = [sys.executable, "-c", "import sys; from nodeweave.cli import main; sys.exit(main())"]
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _own_digest_cache(tmp_path_factory):
-    """Keep the local digest caches these runs write out of the user's ~/.cache."""
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("xdg-cache")))
-        yield
 
 
 def run(*args: str, cwd=None, env=None) -> "subprocess.CompletedProcess[str]":

@@ -17,20 +17,12 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = [pytest.mark.engine, pytest.mark.slow]
+pytestmark = [pytest.mark.engine, pytest.mark.slow, pytest.mark.usefixtures("own_digest_cache")]
 
 BASE_IMAGE = "localhost/nodeweave-base:bookworm"
 NO_RSYNC_IMAGE = "localhost/nodeweave-base:bookworm-norsync"
 REPO = Path(__file__).resolve().parents[1]
 NODEWEAVE = [sys.executable, "-c", "import sys; from nodeweave.cli import main; sys.exit(main())"]
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _own_digest_cache(tmp_path_factory):
-    """Keep the local digest caches these runs write out of the user's ~/.cache."""
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("xdg-cache")))
-        yield
 
 
 def podman(*args: str, check: bool = True, **kw) -> "subprocess.CompletedProcess[str]":

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = [pytest.mark.engine, pytest.mark.slow]
+pytestmark = [pytest.mark.engine, pytest.mark.slow, pytest.mark.usefixtures("own_digest_cache")]
 
 BASE_IMAGE = "localhost/nodeweave-base:bookworm"
 SSHD_IMAGE = "localhost/nodeweave-base:bookworm-sshd"
@@ -27,14 +27,6 @@ CONTAINERFILE = f"""FROM {BASE_IMAGE}
 RUN apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \\
     openssh-server >/dev/null && rm -rf /var/lib/apt/lists/* && mkdir -p /run/sshd
 """
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _own_digest_cache(tmp_path_factory):
-    """Keep the local digest caches these runs write out of the user's ~/.cache."""
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("xdg-cache")))
-        yield
 
 
 def podman(*args: str, check: bool = True, **kw) -> "subprocess.CompletedProcess[str]":
