@@ -123,10 +123,14 @@ def _cli(*args, env=None, cwd=None):
 
 
 def test_cli_dry_run_prints_the_command(tmp_path):
+    """Independent of the repository's wheelhouse/ (empty on a fresh clone): --offline needs wheels offered."""
     spec = tmp_path / "nodeweave.yaml"
     spec.write_text(SPEC)
+    wheels = tmp_path / "wheels"
+    wheels.mkdir()
+    (wheels / "torch-2.13.0-cp311-cp311-linux_x86_64.whl").write_bytes(b"")
     out = _cli("image", "build", "cpu", "--spec", str(spec), "--context", str(REPO),
-               "--base", "localhost/b:1", "--offline", "--dry-run")
+               "--base", "localhost/b:1", "--offline", "--wheelhouse", str(wheels), "--dry-run")
     assert out.returncode == 0, out.stderr
     assert "--build-arg BASE_IMAGE=localhost/b:1" in out.stdout
     assert "--build-arg PIP_NO_INDEX=1" in out.stdout

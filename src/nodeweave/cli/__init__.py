@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import importlib
 import sys
-
 import typer
 
-from nodeweave.errors import NodeweaveError
+from nodeweave import __version__
+from nodeweave.errors import EXIT_USAGE, NodeweaveError
 
 app = typer.Typer(
     name="nodeweave",
@@ -37,6 +37,43 @@ for _name in COMMAND_MODULES:
     importlib.import_module(f"nodeweave.cli.{_name}").register(app)
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        typer.echo(f"nodeweave {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(
+        False, "--version", callback=_print_version, is_eager=True, help="print the version and exit"
+    ),
+) -> None:
+    """Multi-node GPU training in containers from one cluster spec."""
+
+
+def _click_error_line(err: Exception) -> "tuple[str, int] | None":
+    """One line for a command-line parsing error, or None when ``err`` is not one.
+
+    typer raises click's exceptions, or (typer >= 0.22) those of its vendored
+    copy; both carry ``format_message()`` and ``exit_code``, so they are
+    recognised by shape and click itself is never imported (nodeweave does not
+    depend on it directly).
+    """
+    format_message = getattr(err, "format_message", None)
+    exit_code = getattr(err, "exit_code", None)
+    if not callable(format_message) or not isinstance(exit_code, int):
+        return None
+    message = " ".join(str(format_message()).split()).rstrip(".")
+    ctx = getattr(err, "ctx", None)
+    command = getattr(ctx, "command_path", None) or "nodeweave"
+    if not message:  # no arguments at all: click has printed the help already
+        return "", exit_code
+    if exit_code == EXIT_USAGE:
+        message = f"{message[:1].lower()}{message[1:]}; `{command} --help` lists what is accepted"
+    return f"nodeweave: error: {message}", exit_code
+
+
 def main(argv: "list[str] | None" = None) -> int:
     """Run the CLI; user errors print one message and exit with their code."""
     try:
@@ -50,16 +87,13 @@ def main(argv: "list[str] | None" = None) -> int:
     except typer.Abort:
         typer.echo("nodeweave: aborted", err=True)
         return 130
-    except Exception as err:  # click usage errors arrive here with standalone_mode=False
-        import click
-
-        # typer >= 0.22 vendors click as typer._click, whose errors are not click's
-        vendored = getattr(getattr(typer, "_click", None), "exceptions", None)
-        kinds = (click.ClickException,) + ((vendored.ClickException,) if vendored else ())
-        if isinstance(err, kinds):
-            err.show()
-            return err.exit_code
-        raise
+    except Exception as err:  # click's usage errors arrive here with standalone_mode=False
+        line = _click_error_line(err)
+        if line is None:
+            raise
+        if line[0]:
+            typer.echo(line[0], err=True)
+        return line[1]
     return result if isinstance(result, int) else 0
 
 

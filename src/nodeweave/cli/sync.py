@@ -143,9 +143,11 @@ def sync_command(
                             kube_cli=kube_cli, spec=spec)
     if shared is None:
         shared = bool(spec is not None and not explicit and spec.kubernetes.claim == "shared")
-    _check_tools(found, need_rsync=not (force_tar or check))
+    # Bad input (a filter pattern, a .nodeweaveignore line) is judged before the machine is asked for tools.
     filt = build_filter(src, extra_excludes=exclude, default_excludes=default_excludes,
                         include_secrets=include_secrets, use_gitignore=gitignore)
+    transport = TransportOptions(ssh_options=tuple(ssh_option), kube_context=kube_context)
+    _check_tools(found, need_rsync=not (force_tar or check))
     fileset = filt.walk(src)
     console = Console(stderr=as_json, width=_table_width())
     if fileset.held_back_secrets:
@@ -156,7 +158,7 @@ def sync_command(
     git = git_info(src)
     req = SyncRequest(src=src, dest=dest, targets=tuple(found), fileset=fileset, filt=filt,
                       rsync=RsyncOptions(delete=delete, dry_run=dry_run, compress=compress),
-                      transport=TransportOptions(ssh_options=tuple(ssh_option), kube_context=kube_context),
+                      transport=transport,
                       git=git, jobs=jobs, retries=retries, verify=verify, force_tar=force_tar,
                       shared=shared)
     with LiveTargets(found, console) as live:
