@@ -2,7 +2,7 @@
 # Fill the wheelhouse an offline image build installs from (docs/design.md,
 # image build contract): containers on a build network reach no package index,
 # so every wheel comes from the host. The requirements are the variant's own
-# pins (nodeweave.images ... pip_requirements) plus their dependencies.
+# pins (nodeweave.catalogue ... pip_requirements) plus their dependencies.
 # Idempotent: wheels already there are kept.
 # Usage: .ci/wheelhouse.sh [VARIANT [DIR]]   (default: cpu, wheelhouse/ — gitignored)
 set -euo pipefail
@@ -13,7 +13,7 @@ py="${PYTHON:-.venv/bin/python}"
 [ -x "$py" ] || { echo "wheelhouse.sh: $py is missing; run 'make install' first" >&2; exit 3; }
 mapfile -t reqs < <("$py" -c "
 import sys
-from nodeweave.images import get_variant
+from nodeweave.catalogue import get_variant
 print('\n'.join(get_variant(sys.argv[1]).pip_requirements))" "$variant")
 [ "${#reqs[@]}" -gt 0 ] || { echo "wheelhouse.sh: variant $variant has no pip requirements" >&2; exit 1; }
 mkdir -p "$dest"

@@ -127,9 +127,10 @@ def _bench(tmp_path, *args, timeout=900, nproc="2"):
 
 @pytest.mark.slow
 def test_two_process_gloo_run_is_correct_and_uses_nccl_tests_math(tmp_path):
-    out = _bench(tmp_path, "--sizes", "4K,64K", "--json", "b.json")
+    out = _bench(tmp_path, "--sizes", "4K,64K", "--json-out", "b.json", "--json")
     assert out.returncode == 0, out.stdout + out.stderr
     doc = json.loads((tmp_path / "b.json").read_text())
+    assert json.loads(out.stdout) == doc, "--json prints the same document on stdout, and only it"
     (run,) = doc["runs"]
     report = run["report"]
     assert run["correct"] and report["backend"] == "gloo" and report["world_size"] == 2
@@ -139,14 +140,14 @@ def test_two_process_gloo_run_is_correct_and_uses_nccl_tests_math(tmp_path):
         assert row["wrong"] == 0
         assert row["algbw_gbps"] == pytest.approx(row["bytes"] / (row["time_us"] * 1e-6) / 1e9)
         assert row["busbw_gbps"] == pytest.approx(row["algbw_gbps"] * options.busbw_factor(row["op"], 2))
-    assert "busbw (GB/s)" in out.stdout
+    assert "busbw (GB/s)" in out.stderr, "with --json the table goes to stderr"
 
 
 @pytest.mark.slow
 def test_sweep_over_a_harmless_variable_ranks_every_launch(tmp_path):
     # --nproc auto on this GPU-less machine: two gloo processes, said on stderr
     out = _bench(tmp_path, "--ops", "all_reduce", "--sizes", "16K", "--sweep", "NODEWEAVE_BENCH_PROBE=a,b",
-                 "--json", "s.json", nproc="auto")
+                 "--json-out", "s.json", nproc="auto")
     assert out.returncode == 0, out.stdout + out.stderr
     assert "no GPU here, so 2 gloo processes" in out.stderr
     doc = json.loads((tmp_path / "s.json").read_text())
@@ -205,13 +206,14 @@ def test_a_run_past_its_timeout_is_stopped_and_reported(tmp_path):
     (run,) = json.loads((tmp_path / "t.json").read_text())["runs"]
     assert run["exit_code"] == 124 and not run["correct"]
     assert "passed --timeout 15s and was stopped" in run["log_tail"]
+    assert "`bench --json PATH` is now `bench --json-out PATH`" in out.stderr, "the old spelling still works, noted"
 
 
 @pytest.mark.slow
 def test_a_sweep_point_that_breaks_the_launch_is_ranked_last(tmp_path):
     # the sweep value replaces the process count the runner passes: 'many' is refused by the entrypoint
     out = _bench(tmp_path, "--ops", "all_reduce", "--sizes", "16K", "--sweep", "NODEWEAVE_NPROC_PER_NODE=2,many",
-                 "--json", "f.json")
+                 "--json-out", "f.json")
     assert out.returncode == 1
     ranking = json.loads((tmp_path / "f.json").read_text())["ranking"]
     assert [row["label"] for row in ranking][-1] == "NODEWEAVE_NPROC_PER_NODE=many"

@@ -267,7 +267,7 @@ def test_no_secrets_in_rendered_files():
 @pytest.mark.parametrize("case", CASES)
 def test_every_rendered_file_carries_the_render_mark(case):
     """`nodeweave render` overwrites only marked files; an unmarked one would be refused as the user's."""
-    from nodeweave.cli.render import is_marked
+    from nodeweave.rendering import is_marked
 
     for path, text in files_of(case).items():
         assert is_marked(text), path
@@ -420,7 +420,7 @@ def test_wheel_ships_every_file_the_renderer_reads(tmp_path):
 
 
 def test_cli_variants_json_and_table():
-    run = [sys.executable, "-c", "import sys; from nodeweave.cli import main; sys.exit(main())", "variants"]
+    run = [sys.executable, "-c", "import sys; from nodeweave.cli import main; sys.exit(main())", "image", "variants"]
     as_json = subprocess.run([*run, "--json"], capture_output=True, text=True, timeout=60)
     assert as_json.returncode == 0, as_json.stderr
     rows = json.loads(as_json.stdout)
@@ -430,3 +430,11 @@ def test_cli_variants_json_and_table():
     assert table.returncode == 0, table.stderr
     for key, variant in VARIANTS.items():
         assert key in table.stdout and variant.base_image in table.stdout
+
+
+def test_cli_old_variants_spelling_still_works_with_a_note():
+    run = [sys.executable, "-c", "import sys; from nodeweave.cli import main; sys.exit(main())", "variants", "--json"]
+    out = subprocess.run(run, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert [r["key"] for r in json.loads(out.stdout)] == list(VARIANTS)
+    assert "nodeweave image variants" in out.stderr

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from nodeweave.cli import main
-from nodeweave.cli.render import render_targets
-from nodeweave.errors import EXIT_ENVIRONMENT, EXIT_OK, EXIT_STALE, EXIT_USAGE, EnvironmentProblem
+from nodeweave.rendering import render_targets
+from nodeweave.errors import EXIT_OK, EXIT_STALE, EXIT_USAGE, UsageError
 from nodeweave.spec import load_spec
 
 REPO = Path(__file__).resolve().parents[1]
@@ -161,9 +161,9 @@ def test_missing_spec_is_a_usage_error(tmp_path, capsys):
 
 
 def test_a_renderer_that_is_not_there_is_named():
-    with pytest.raises(EnvironmentProblem, match=r"renderer nodeweave\.helm is not part of this installation") as caught:
+    with pytest.raises(UsageError, match=r"unknown render target 'helm'; accepted: images, compose, manifests") as caught:
         render_targets(load_spec(REPO / "nodeweave.yaml"), ["helm"])
-    assert caught.value.exit_code == EXIT_ENVIRONMENT
+    assert caught.value.exit_code == EXIT_USAGE
 
 
 def test_render_all_writes_every_renderers_files_once(project, capsys):

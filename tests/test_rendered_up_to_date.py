@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from nodeweave.cli.render import RENDERERS
+from nodeweave.rendering import RENDERERS
 from nodeweave.errors import EXIT_OK
 
 REPO = Path(__file__).resolve().parents[1]

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from nodeweave.build import BuildProgress, Revision, plan_tags, prepare_build
+from nodeweave.build import BuildProgress, Revision, prepare_build
+from nodeweave.resolve import resolve
 from nodeweave.build.context import link_wheelhouse
 from nodeweave.spec import parse_spec
 
@@ -78,12 +79,18 @@ def test_buildx_plain_log_names_cached_and_rebuilt_steps():
     assert progress.rebuilt == ["RUN --mount=type=bind,target=/tmp/nodeweave-context pip install --no-deps /tmp/nodeweave-src"]
 
 
+def _view(variant="cpu", tag=None):
+    tag_field = f", tag: {tag}" if tag else ""
+    return resolve(parse_spec(f"name: job\nimage: {{variant: {variant}, registry: reg.io/t{tag_field}}}\n"
+                              "launcher: {script: t.py}\n"))
+
+
 def test_tags_immutable_first_then_moving():
-    assert plan_tags("reg.io/t/", "job", "cpu", Revision("abc123def456"), None) == (
-        "reg.io/t/job:cpu-abc123def456", "reg.io/t/job:cpu")
-    assert plan_tags("reg.io/t", "job", "cpu", Revision("abc", dirty=True), None)[0] == "reg.io/t/job:cpu-abc-dirty"
-    assert plan_tags("reg.io/t", "job", "cuda12", Revision("abc"), "v1.2") == ("reg.io/t/job:v1.2", "reg.io/t/job:cuda12")
-    assert plan_tags("reg.io/t", "job", "cpu", None, None) == ("reg.io/t/job:cpu",)
+    assert _view().build_tags(Revision("abc123def456").tag_suffix) == ("reg.io/t/job:cpu-abc123def456", "reg.io/t/job:cpu")
+    assert _view().build_tags(Revision("abc", dirty=True).tag_suffix)[0] == "reg.io/t/job:cpu-abc-dirty"
+    assert _view("cuda12").build_tags("abc", fixed="v1.2") == ("reg.io/t/job:v1.2", "reg.io/t/job:cuda12")
+    assert _view("cuda12", tag="v1.2").build_tags("abc") == ("reg.io/t/job:v1.2", "reg.io/t/job:cuda12")
+    assert _view().build_tags(None) == ("reg.io/t/job:cpu",)
 
 
 def test_plan_carries_spec_args_base_override_and_offline(tmp_path):
@@ -187,3 +194,44 @@ def test_cli_bad_build_arg_names_the_flag(tmp_path):
     spec.write_text(SPEC)
     out = _cli("image", "build", "cpu", "--spec", str(spec), "--build-arg", "NOEQUALS", "--dry-run")
     assert out.returncode == 2 and "--build-arg 'NOEQUALS'" in out.stderr and "KEY=VALUE" in out.stderr
+
+
+# -- a spec's tag and base belong to its own variant (issue 10's two image-reference bugs) --------
+
+OTHER_VARIANT_SPEC = """name: trainer
+image: {variant: cuda12, registry: registry.example/team, tag: v1, base: localhost/my-cuda:1}
+nodes: 2
+gpus_per_node: 2
+launcher: {script: allreduce.py}
+"""
+
+
+def test_building_another_variant_does_not_take_the_specs_fixed_tag(tmp_path):
+    """`image build cpu --push` for a cuda12 spec tagged v1 must not push :v1, the tag its manifests deploy."""
+    spec = parse_spec(OTHER_VARIANT_SPEC)
+    plan = prepare_build(spec, "cpu", REPO, tmp_path / "scratch", push=True, dry_run=True).plan
+    assert not any(tag.endswith(":v1") for tag in plan.tags), plan.tags
+    assert plan.tags[-1] == "registry.example/team/trainer:cpu"
+    own = prepare_build(spec, "cuda12", REPO, tmp_path / "scratch", push=True, dry_run=True).plan
+    assert own.tags == ("registry.example/team/trainer:v1", "registry.example/team/trainer:cuda12")
+
+
+def test_building_another_variant_keeps_its_catalogue_base(tmp_path):
+    """A spec's image.base is made for its own stack: it must not become BASE_IMAGE of another variant."""
+    spec = parse_spec(OTHER_VARIANT_SPEC)
+    plan = prepare_build(spec, "cpu", REPO, tmp_path / "scratch", dry_run=True).plan
+    assert "BASE_IMAGE" not in plan.build_args, plan.build_args
+    own = prepare_build(spec, "cuda12", REPO, tmp_path / "scratch", dry_run=True).plan
+    assert own.build_args["BASE_IMAGE"] == "localhost/my-cuda:1"
+
+
+def test_the_built_dockerfile_is_the_one_render_commits_for_that_variant(tmp_path):
+    """The Dockerfile a build of another variant uses is byte-identical to the rendered images/<variant>/Dockerfile."""
+    from nodeweave.images import render_files
+
+    spec = parse_spec(OTHER_VARIANT_SPEC)
+    files = render_files(spec)
+    scratch = tmp_path / "scratch"
+    prepare_build(spec, "cpu", tmp_path, scratch)
+    assert (scratch / "Dockerfile").read_text() == files["images/cpu/Dockerfile"]
+    assert "localhost/my-cuda:1" not in files["images/cpu/Dockerfile"]

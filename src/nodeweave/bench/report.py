@@ -64,7 +64,7 @@ def write_json(path: Path, doc: dict) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
     except OSError as err:
-        raise UsageError(f"--json: cannot write {path}: {err.strerror}") from err
+        raise UsageError(f"--json-out: cannot write {path}: {err.strerror}") from err
 
 
 def matplotlib_available() -> bool:

@@ -16,11 +16,12 @@ from typing import List, Mapping, Optional
 from nodeweave.build.builder import BuildProgress, BuildResult, git_revision, push_tags, run_build
 from nodeweave.build.context import choose_dockerfile, link_wheelhouse, rendered_dockerfile
 from nodeweave.build.engine import Engine, detect_engine
-from nodeweave.build.plan import BuildPlan, Revision, plan_build, plan_tags
+from nodeweave.build.plan import BuildPlan, Revision, plan_build
+from nodeweave.resolve import resolve
 
 __all__ = [
     "BuildPlan", "BuildProgress", "BuildResult", "Engine", "PreparedBuild", "Revision",
-    "detect_engine", "git_revision", "plan_tags", "prepare_build", "push_tags", "run_build",
+    "detect_engine", "git_revision", "prepare_build", "push_tags", "run_build",
 ]
 
 
@@ -51,7 +52,8 @@ def prepare_build(spec, variant: str, context: Path, scratch: Path, base: Option
 
     context = context.resolve()
     notes: List[str] = []
-    dockerfile, committed = choose_dockerfile(context, rendered_dockerfile(spec, variant), variant, scratch,
+    view = resolve(spec, variant)
+    dockerfile, committed = choose_dockerfile(context, rendered_dockerfile(view), variant, scratch,
                                               write=not dry_run)
     relative = f"images/{variant}/Dockerfile"
     if committed:
@@ -66,7 +68,7 @@ def prepare_build(spec, variant: str, context: Path, scratch: Path, base: Option
         from nodeweave.errors import UsageError
 
         raise UsageError(f"--offline needs wheels, but {house} is empty; fill it (.ci/wheelhouse.sh) or pass --wheelhouse DIR")
-    plan = plan_build(spec, variant, context, dockerfile, git_revision(context), base=base, push=push,
+    plan = plan_build(view, context, dockerfile, git_revision(context), base=base, push=push,
                       fixed_tag=tag, extra_args=build_args, offline=offline, network=network,
                       version=__version__, source=_git_remote(context))
     return PreparedBuild(plan=plan, notes=notes)

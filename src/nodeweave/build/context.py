@@ -1,7 +1,8 @@
 """Prepare what a build reads: the rendered Dockerfile and the wheelhouse.
 
-The Dockerfile is rendered from the spec for the requested variant (so
-``make image VARIANT=rocm70`` works with a spec written for cuda12); when the
+The Dockerfile is rendered from the spec seen through the requested variant
+(``nodeweave.resolve``: ``make image VARIANT=rocm70`` works with a spec
+written for cuda12, and that spec's tag and base stay with cuda12); when the
 context already holds an identical ``images/<variant>/Dockerfile`` that file is
 used, so the command line is the plain one a user could type. The image build
 contract (docs/design.md) needs ``wheelhouse/`` in the context; a wheelhouse
@@ -10,36 +11,21 @@ elsewhere is linked in wheel by wheel, never replacing a file already there.
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import shutil
 from pathlib import Path
 from typing import Optional, Tuple
 
 from nodeweave.errors import UsageError
+from nodeweave.images.dockerfile import render_dockerfile
+from nodeweave.resolve import Resolved
 
 WHEELHOUSE = "wheelhouse"
 
 
-def spec_for_variant(spec, variant: str):
-    """The spec with ``image.variant`` replaced, validated against the images catalogue."""
-    from nodeweave import images
-
-    known = sorted(getattr(images, "VARIANTS", None) or [])
-    if known and variant not in known:
-        raise UsageError(f"variant {variant!r} is not in the images catalogue; use one of {', '.join(known)}")
-    return dataclasses.replace(spec, image=dataclasses.replace(spec.image, variant=variant))
-
-
-def rendered_dockerfile(spec, variant: str) -> str:
-    """The text of ``images/<variant>/Dockerfile`` as the images renderer makes it for this spec."""
-    from nodeweave import images
-
-    files = images.render_files(spec_for_variant(spec, variant))
-    key = f"images/{variant}/Dockerfile"
-    if key not in files:
-        raise UsageError(f"the images renderer made no {key} for variant {variant!r}")
-    return files[key]
+def rendered_dockerfile(r: Resolved) -> str:
+    """The text of ``images/<variant>/Dockerfile`` exactly as ``nodeweave render`` makes it for the spec."""
+    return render_dockerfile(r)
 
 
 def choose_dockerfile(context: Path, text: str, variant: str, scratch: Path,

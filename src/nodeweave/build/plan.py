@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping, Optional, Tuple
 
+from nodeweave.resolve import Resolved
+
 # The build argument the rendered Dockerfiles take their FROM image from.
 BASE_IMAGE_ARG = "BASE_IMAGE"
 
@@ -62,37 +64,19 @@ class BuildPlan:
         return "\n".join(lines)
 
 
-def image_repository(registry: str, name: str) -> str:
-    return f"{registry.rstrip('/')}/{name}"
-
-
-def plan_tags(registry: str, name: str, variant: str, revision: Optional[Revision],
-              fixed_tag: Optional[str]) -> Tuple[str, ...]:
-    """``<registry>/<name>:<variant>-<sha>`` (or the fixed tag), then the moving ``:<variant>``."""
-    repository = image_repository(registry, name)
-    if fixed_tag:
-        first = fixed_tag
-    elif revision is not None:
-        first = f"{variant}-{revision.tag_suffix}"
-    else:
-        first = variant
-    tags = [f"{repository}:{first}"]
-    if first != variant:
-        tags.append(f"{repository}:{variant}")
-    return tuple(tags)
-
-
-def plan_build(spec, variant: str, context: Path, dockerfile: Path, revision: Optional[Revision],
+def plan_build(r: Resolved, context: Path, dockerfile: Path, revision: Optional[Revision],
                base: Optional[str] = None, push: bool = False, fixed_tag: Optional[str] = None,
                extra_args: Optional[Mapping[str, str]] = None, offline: bool = False,
                network: Optional[str] = None, version: Optional[str] = None,
                source: Optional[str] = None) -> BuildPlan:
-    """The build of one variant for ``spec``: tags, arguments and OCI labels.
+    """The build of the spec seen through one variant: tags, arguments and OCI labels.
 
     Build arguments, later ones winning: the contract's VERSION/REVISION/SOURCE,
-    ``image.build_args``, ``--build-arg`` values, then the base override and
-    PIP_NO_INDEX for offline builds (docs/design.md, image build contract).
+    ``image.build_args``, ``--build-arg`` values, then the base override (``--base``,
+    else the spec's ``image.base`` when this is its own variant) and PIP_NO_INDEX
+    for offline builds (docs/design.md, image build contract).
     """
+    spec = r.spec
     build_args = {}
     if version:
         build_args["VERSION"] = version
@@ -102,12 +86,12 @@ def plan_build(spec, variant: str, context: Path, dockerfile: Path, revision: Op
         build_args["SOURCE"] = source
     build_args.update(spec.image.build_args)
     build_args.update(extra_args or {})
-    chosen_base = base or spec.image.base
+    chosen_base = base or (r.base_image if r.base_overridden else None)
     if chosen_base:
         build_args[BASE_IMAGE_ARG] = chosen_base
     if offline:
         build_args["PIP_NO_INDEX"] = "1"
-    labels = {"io.nodeweave.job": spec.name, "io.nodeweave.variant": variant}
-    tags = plan_tags(spec.image.registry, spec.name, variant, revision, fixed_tag or spec.image.tag)
-    return BuildPlan(variant=variant, dockerfile=dockerfile, context=context, tags=tags,
+    labels = {"io.nodeweave.job": spec.name, "io.nodeweave.variant": r.variant.key}
+    tags = r.build_tags(revision.tag_suffix if revision else None, fixed=fixed_tag)
+    return BuildPlan(variant=r.variant.key, dockerfile=dockerfile, context=context, tags=tags,
                      build_args=build_args, labels=labels, push=push, network=network)

@@ -1,13 +1,13 @@
 """The ``nodeweave`` command.
 
 One typer app; each command group lives in its own module under
-``nodeweave.cli`` and adds itself through ``register(app)``, so heavy
-libraries are imported only by the command that needs them.
+``nodeweave.cli`` and adds itself through ``register(app)``. Heavy libraries
+(python-on-whales, the renderers' jinja2) are imported inside the command
+that needs them, so ``--help`` and the other commands stay quick.
 """
 
 from __future__ import annotations
 
-import importlib
 import sys
 import typer
 
@@ -23,18 +23,11 @@ app = typer.Typer(
 )
 
 # Command modules, each with a ``register(app)`` function.
-COMMAND_MODULES = [
-    "bench",
-    "doctor",
-    "hosts",
-    "image",
-    "render",
-    "sync",
-    "variants",
-]
+from nodeweave.cli import bench, doctor, hosts, image, render, sync, variants  # noqa: E402
 
-for _name in COMMAND_MODULES:
-    importlib.import_module(f"nodeweave.cli.{_name}").register(app)
+COMMAND_MODULES = (bench, doctor, hosts, image, render, sync, variants)
+for _module in COMMAND_MODULES:
+    _module.register(app)
 
 
 def _print_version(value: bool) -> None:
@@ -76,6 +69,11 @@ def _click_error_line(err: Exception) -> "tuple[str, int] | None":
 
 def main(argv: "list[str] | None" = None) -> int:
     """Run the CLI; user errors print one message and exit with their code."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["bench"]:
+        from nodeweave.cli.bench import upgrade_old_spelling
+
+        argv = ["bench", *upgrade_old_spelling(argv[1:])]
     try:
         # with standalone_mode=False, a command's typer.Exit(code) comes back as the return value
         result = app(args=argv, standalone_mode=False)

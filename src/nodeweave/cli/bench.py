@@ -27,9 +27,10 @@ def bench(
     dtype: str = typer.Option("float32", "--dtype", help="float32 | bfloat16 | float16"),
     sweep: List[str] = typer.Option([], "--sweep", help="VAR=a,b,c; repeatable; each point of the matrix is a "
                                     "fresh launch with those variables, ranked against a baseline launch"),
-    json_path: Path = typer.Option(Path("nodeweave-bench.json"), "--json", help="where to write every number"),
+    as_json: bool = typer.Option(False, "--json", help="print every number as JSON on stdout (tables go to stderr)"),
+    json_path: Path = typer.Option(Path("nodeweave-bench.json"), "--json-out", "-o", help="where to write every number"),
     plot: Optional[Path] = typer.Option(None, "--plot", help="PNG of busbw against size (needs matplotlib; "
-                                        "default: beside --json when matplotlib is importable)"),
+                                        "default: beside --json-out when matplotlib is importable)"),
     timeout: float = typer.Option(1800.0, "--timeout", help="seconds one launch may take"),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="stream the launches' output"),
 ) -> None:
@@ -46,8 +47,8 @@ def bench(
     points = [point for point in options.sweep_matrix([options.parse_sweep(text) for text in sweep]) if point]
     if timeout <= 0:
         raise UsageError(f"--timeout: {timeout:g} must be a positive number of seconds")
-    console = Console()
     err_console = Console(stderr=True)
+    console = err_console if as_json else Console()
     if nproc == "auto" and backend != "nccl":
         from nodeweave.entrypoint import detect
 
@@ -77,13 +78,30 @@ def bench(
             err_console.print(run.log_tail[-1500:], markup=False, highlight=False)
     if points:
         console.print(report.ranking_table(ranking, report.largest_size(runs, op_list[0])))
-    report.write_json(json_path, report.document(runs, ranking, list(sweep)))
+    document = report.document(runs, ranking, list(sweep))
+    report.write_json(json_path, document)
     console.print(f"wrote {json_path}")
+    if as_json:
+        import json
+
+        typer.echo(json.dumps(document, indent=2, sort_keys=True))
     if plot is not None and any(run.report for run in runs):
         report.write_plot(plot, runs, op_list)
         console.print(f"wrote {plot}")
     if not all(run.correct for run in runs):
         raise typer.Exit(EXIT_FAILURE)
+
+
+def upgrade_old_spelling(argv: "list[str]") -> "list[str]":
+    """``bench --json PATH`` (before 0.2) is now ``--json-out PATH``; ``--json`` alone prints to stdout."""
+    out = list(argv)
+    for i, arg in enumerate(out):
+        old_value = arg.startswith("--json=") or (arg == "--json" and i + 1 < len(out) and not out[i + 1].startswith("-"))
+        if old_value:
+            out[i] = "--json-out" + arg[len("--json"):]
+            typer.echo("nodeweave: note: `bench --json PATH` is now `bench --json-out PATH` (`--json` alone "
+                       "prints the numbers on stdout); the old spelling goes in the next release", err=True)
+    return out
 
 
 def register(app: typer.Typer) -> None:

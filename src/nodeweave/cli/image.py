@@ -15,9 +15,11 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from nodeweave.cli.variants import variants
 from nodeweave.errors import UsageError
 
-image_app = typer.Typer(help="Build and push the training images.", no_args_is_help=True)
+image_app = typer.Typer(help="Build and push the training images; list the variants.", no_args_is_help=True)
+image_app.command("variants")(variants)
 
 
 def _parse_build_args(values: List[str]) -> dict:
@@ -44,7 +46,7 @@ def _engine_kind_or_guess(console) -> str:
 
 @image_app.command("build")
 def build(
-    variant: str = typer.Argument(..., help="images catalogue key (`nodeweave variants`), e.g. cpu, cuda12, rocm70"),
+    variant: str = typer.Argument(..., help="images catalogue key (`nodeweave image variants`), e.g. cpu, cuda12, rocm70"),
     spec_path: Path = typer.Option(Path("nodeweave.yaml"), "--spec", help="the cluster spec"),
     context: Optional[Path] = typer.Option(None, "--context", help="build context (default: the spec's directory, "
                                            "the repository root of the image build contract)"),

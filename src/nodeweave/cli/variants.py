@@ -1,4 +1,4 @@
-"""``nodeweave variants``: the images catalogue, as a table or as JSON.
+"""``nodeweave image variants``: the images catalogue, as a table or as JSON.
 
 The table is for choosing ``image.variant``; ``--json`` is for scripts
 (wheelhouse fillers, CI matrices), with every pinned field of each row.
@@ -16,7 +16,7 @@ from rich.table import Table
 
 def variant_records() -> list:
     """Every catalogue row as a plain dict, derived fields included."""
-    from nodeweave.images import VARIANTS
+    from nodeweave.catalogue import VARIANTS
 
     records = []
     for variant in VARIANTS.values():
@@ -30,7 +30,7 @@ def variant_records() -> list:
 
 
 def variants(
-    as_json: bool = typer.Option(False, "--json", help="print the catalogue as JSON (a list of objects)"),
+    as_json: bool = typer.Option(False, "--json", help="print the catalogue as JSON (a list of objects) on stdout"),
 ) -> None:
     """List the image variants: base image, PyTorch build, NCCL/RCCL (--json: every pinned field)."""
     records = variant_records()
@@ -49,5 +49,14 @@ def variants(
     Console().print(table)
 
 
+def deprecated_variants(
+    as_json: bool = typer.Option(False, "--json", help="print the catalogue as JSON (a list of objects) on stdout"),
+) -> None:
+    """Deprecated spelling of `nodeweave image variants` (kept for one release)."""
+    typer.echo("nodeweave: note: `nodeweave variants` is now `nodeweave image variants`; "
+               "the old spelling goes in the next release", err=True)
+    variants(as_json)
+
+
 def register(app: typer.Typer) -> None:
-    app.command("variants")(variants)
+    app.command("variants", hidden=True)(deprecated_variants)

@@ -10,9 +10,10 @@ from typing import Dict
 
 from nodeweave.compose.local import render_local
 from nodeweave.compose.node import render_env_example, render_node
+from nodeweave.spec import Spec
 
 
-def render_files(spec) -> Dict[str, str]:
+def render_files(spec: Spec) -> Dict[str, str]:
     return {
         "compose/.env.example": render_env_example(spec),
         "compose/local.yaml": render_local(spec),

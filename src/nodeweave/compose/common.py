@@ -1,4 +1,4 @@
-"""What the per-node and the local compose files share: image, vendor, volumes, env, dumping.
+"""What the per-node and the local compose files share: image, volumes, env, dumping.
 
 Every value that comes from the spec passes through :func:`literal` before it
 lands in a compose file, because compose interpolates ``$`` in every string
@@ -9,8 +9,10 @@ here and never escaped.
 from __future__ import annotations
 
 import posixpath
-from typing import Any, Dict, List
+from typing import Any, Collection, Dict, List
 
+from nodeweave.resolve import Resolved
+from nodeweave.spec import Spec
 from nodeweave.yamltext import dump_yaml
 
 HEADER = (
@@ -24,17 +26,9 @@ def literal(value: str) -> str:
     return value.replace("$", "$$")
 
 
-def image(spec, variant: str) -> str:
-    """``<registry>/<name>:<tag>``, the moving tag of a build; ``NODEWEAVE_IMAGE`` overrides it (pin a sha)."""
-    tag = spec.image.tag if (spec.image.tag and variant == spec.image.variant) else variant
-    return "${NODEWEAVE_IMAGE:-" + literal(f"{spec.image.registry}/{spec.name}:{tag}") + "}"
-
-
-def vendor(variant: str) -> str:
-    """``nvidia``, ``amd`` or ``cpu``: the images catalogue's answer, as the manifests renderer asks it."""
-    from nodeweave.images.catalogue import get_variant  # lazily: renderers stay independent
-
-    return get_variant(variant).vendor
+def image(r: Resolved) -> str:
+    """The resolved image reference; ``NODEWEAVE_IMAGE`` overrides it (pin a ``<variant>-<sha>`` tag)."""
+    return "${NODEWEAVE_IMAGE:-" + literal(r.image) + "}"
 
 
 def bind(host_path: str, container_path: str) -> str:
@@ -44,26 +38,21 @@ def bind(host_path: str, container_path: str) -> str:
     return f"{literal(host_path)}:{literal(container_path)}"
 
 
-def volumes(spec) -> List[str]:
+def volumes(spec: Spec) -> List[str]:
     return [bind(spec.workspace.host_path, spec.workspace.path), bind(spec.cache.host_path, spec.cache.path)]
 
 
-def command(spec) -> List[str]:
+def command(spec: Spec) -> List[str]:
     """The entrypoint's arguments: the script and its args (the image's ENTRYPOINT runs the launcher)."""
     return [literal(arg) for arg in (spec.launcher.script, *spec.launcher.args)]
 
 
-def launcher_env(spec) -> Dict[str, str]:
-    """The NODEWEAVE_* settings every node gets (docs/design.md, the entrypoint contract)."""
-    return {
-        "NODEWEAVE_LAUNCHER": spec.launcher.type,
-        "NODEWEAVE_NPROC_PER_NODE": str(spec.gpus_per_node),
-        "NODEWEAVE_MAX_RESTARTS": str(spec.launcher.max_restarts),
-        "NODEWEAVE_WAIT_TIMEOUT": str(spec.launcher.wait_timeout),
-    }
+def contract_env(r: Resolved, omit: Collection[str] = ()) -> Dict[str, str]:
+    """The entrypoint's NODEWEAVE_* settings from the spec (nodeweave.entrypoint.contract), ``$``-escaped."""
+    return {name: literal(text) for name, text in r.contract_env("compose", omit=omit)}
 
 
-def user_env(spec) -> Dict[str, str]:
+def user_env(spec: Spec) -> Dict[str, str]:
     return {key: literal(value) for key, value in spec.env.items()}
 
 

@@ -12,7 +12,9 @@ from __future__ import annotations
 
 from typing import Any, Dict
 
-from nodeweave.compose.common import command, dump, image, launcher_env, literal, user_env, volumes
+from nodeweave.compose.common import command, contract_env, dump, image, literal, user_env, volumes
+from nodeweave.resolve import resolve
+from nodeweave.spec import Spec
 
 LOCAL_VARIANT = "cpu"
 NETWORK = "nodeweave"
@@ -26,28 +28,28 @@ PREAMBLE = (
 )
 
 
-def local_service(spec, index: int) -> Dict[str, Any]:
+# The spec's interfaces and HCAs name the real hosts' NICs, which a local container does not have.
+LOCAL_OMITS = ("interfaces", "exclude_hcas")
+
+
+def local_service(spec: Spec, index: int) -> Dict[str, Any]:
     host = f"{spec.name}-{index}"
+    local = resolve(spec, LOCAL_VARIANT)
     return {
-        "image": image(spec, LOCAL_VARIANT),
+        "image": image(local),
         "hostname": host,
         "container_name": host,
         "command": command(spec),
         "working_dir": literal(spec.workspace.path),
         "networks": [NETWORK],
         "shm_size": SHM_SIZE,
-        "environment": {
-            **user_env(spec),
-            **launcher_env(spec),
-            "NODEWEAVE_NNODES": str(spec.nodes),
-            "NODEWEAVE_MASTER_PORT": str(spec.launcher.master_port),
-        },
+        "environment": {**user_env(spec), **contract_env(local, omit=LOCAL_OMITS)},
         "volumes": volumes(spec),
         "stop_grace_period": f"{spec.kubernetes.grace_period}s",
     }
 
 
-def render_local(spec) -> str:
+def render_local(spec: Spec) -> str:
     services = {f"{spec.name}-{i}": local_service(spec, i) for i in range(spec.nodes.min)}
     document = {
         "name": f"{spec.name}-local",

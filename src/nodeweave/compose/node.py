@@ -12,7 +12,9 @@ from __future__ import annotations
 
 from typing import Any, Dict
 
-from nodeweave.compose.common import command, dump, image, launcher_env, literal, user_env, vendor, volumes
+from nodeweave.compose.common import command, contract_env, dump, image, literal, user_env, volumes
+from nodeweave.resolve import Resolved, resolve
+from nodeweave.spec import Spec
 
 PREAMBLE = (
     "#\n"
@@ -28,12 +30,13 @@ SHM_SIZE = "64gb"
 GPU_ULIMITS = {"memlock": -1, "stack": 67108864}
 
 
-def _node_env(spec) -> Dict[str, str]:
+def _node_env(r: Resolved) -> Dict[str, str]:
+    spec = r.spec
     nnodes = "${NNODES:-" + str(spec.nodes) + "}"
     port = "${MASTER_PORT:-" + str(spec.launcher.master_port) + "}"
     env = {
         **user_env(spec),
-        **launcher_env(spec),
+        **contract_env(r),
         "MASTER_ADDR": "${MASTER_ADDR:?" + MASTER_MISSING + "}",
         "NNODES": nnodes,
         "NODEWEAVE_NNODES": nnodes,
@@ -42,14 +45,11 @@ def _node_env(spec) -> Dict[str, str]:
     }
     if not spec.nodes.elastic:  # an elastic (c10d) rendezvous hands out the ranks itself
         env["NODE_RANK"] = "${NODE_RANK:?" + RANK_MISSING + "}"
-    if spec.network.interfaces:
-        env["NODEWEAVE_INTERFACES"] = literal(",".join(spec.network.interfaces))
-    if spec.network.exclude_hcas:
-        env["NODEWEAVE_EXCLUDE_HCAS"] = ",".join(spec.network.exclude_hcas)
     return env
 
 
-def _gpu_access(spec, gpu_vendor: str) -> Dict[str, Any]:
+def _gpu_access(r: Resolved) -> Dict[str, Any]:
+    spec, gpu_vendor = r.spec, r.vendor.key
     if gpu_vendor == "nvidia":
         count = "all" if spec.gpus_per_node == "auto" else spec.gpus_per_node
         reservation = {"driver": "nvidia", "count": count, "capabilities": ["gpu"]}
@@ -60,17 +60,19 @@ def _gpu_access(spec, gpu_vendor: str) -> Dict[str, Any]:
     if gpu_vendor == "amd":
         # Numeric host GIDs: the groups that own /dev/kfd and /dev/dri/renderD* on the host,
         # which need not exist by name (or with the same number) inside the image.
+        video, render = r.vendor.host_group_ids
         return {
-            "devices": ["/dev/kfd", "/dev/dri", "/dev/infiniband"],
-            "group_add": ["${VIDEO_GID:-44}", "${RENDER_GID:-109}"],
+            "devices": [*r.vendor.host_devices, "/dev/infiniband"],
+            "group_add": [f"${{VIDEO_GID:-{video}}}", f"${{RENDER_GID:-{render}}}"],
         }
     return {}
 
 
-def node_service(spec) -> Dict[str, Any]:
-    gpu_vendor = vendor(spec.image.variant)
+def node_service(spec: Spec) -> Dict[str, Any]:
+    r = resolve(spec)
+    gpu_vendor = r.vendor.key
     service: Dict[str, Any] = {
-        "image": image(spec, spec.image.variant),
+        "image": image(r),
         # compose wants container names of 2+ characters; a job name may be a single letter.
         "container_name": f"{spec.name}-node",
         "command": command(spec),
@@ -80,10 +82,10 @@ def node_service(spec) -> Dict[str, Any]:
         # docker ignores shm_size under `ipc: host`; podman-compose has no `ipc`, and this keeps
         # /dev/shm (NCCL, DataLoader workers) off podman's 64 MiB default there.
         "shm_size": SHM_SIZE,
-        "environment": _node_env(spec),
+        "environment": _node_env(r),
         "volumes": volumes(spec),
         "stop_grace_period": f"{spec.kubernetes.grace_period}s",
-        **_gpu_access(spec, gpu_vendor),
+        **_gpu_access(r),
     }
     if gpu_vendor != "cpu":
         service["ulimits"] = dict(GPU_ULIMITS)
@@ -91,11 +93,11 @@ def node_service(spec) -> Dict[str, Any]:
     return service
 
 
-def render_node(spec) -> str:
+def render_node(spec: Spec) -> str:
     return dump({"name": spec.name, "services": {SERVICE: node_service(spec)}}, PREAMBLE)
 
 
-def render_env_example(spec) -> str:
+def render_env_example(spec: Spec) -> str:
     """The per-host settings compose reads from compose/.env; the per-host values are left blank on purpose."""
     if spec.nodes.elastic:
         rank = [f"# Elastic job (nodes: {spec.nodes}): the c10d rendezvous assigns node ranks, so no NODE_RANK."]
@@ -118,11 +120,13 @@ def render_env_example(spec) -> str:
         "# Pin an exact image (e.g. a <variant>-<git sha> tag) instead of the moving tag.",
         "# NODEWEAVE_IMAGE=",
     ]
-    if vendor(spec.image.variant) == "amd":
+    vendor = resolve(spec).vendor
+    if vendor.key == "amd":
+        video, render = vendor.host_group_ids
         lines += [
             "",
             "# ROCm: the host groups that own /dev/kfd and /dev/dri/renderD* (`getent group video render`).",
-            "VIDEO_GID=44",
-            "RENDER_GID=109",
+            f"VIDEO_GID={video}",
+            f"RENDER_GID={render}",
         ]
     return "\n".join(lines) + "\n"

@@ -20,7 +20,6 @@ import os
 
 from .errors import UsageError
 from .model import EnvVar, Launch
-from .settings import parse_int
 
 # Off for elastic jobs: torch 2.13 loses scale-up with the shared rendezvous store (see exports()).
 SHARED_STORE_OFF = "TORCH_DISABLE_SHARE_RDZV_TCP_STORE"
@@ -75,8 +74,6 @@ def plan_launch(settings, topo, node):
         raise UsageError("no training command: give the script and its arguments after the options, "
                          "e.g. nodeweave-entrypoint -- train.py --lr 3e-4 (the container's CMD)")
     restarts = settings.get("max_restarts")
-    if restarts is not None:
-        restarts = parse_int(restarts, "max restarts", settings.source("max_restarts"))
     if topo.elastic and launcher != "torchrun":
         raise UsageError(f"an elastic node count ({topo.nnodes.value}, from {topo.nnodes.source}) needs "
                          f"launcher torchrun; {launcher} runs a fixed number of nodes")
@@ -93,7 +90,7 @@ def plan_launch(settings, topo, node):
 def _wait(topo, settings):
     if topo.is_master or topo.nnodes_max == 1 or settings.no_wait:
         return None
-    timeout = parse_int(settings.get("wait_timeout", 600), "wait timeout", settings.source("wait_timeout"))
+    timeout = settings.get("wait_timeout", 600)
     if timeout == 0:
         return None
     return {"host": topo.master_addr.value, "port": topo.master_port.value, "timeout_s": timeout}

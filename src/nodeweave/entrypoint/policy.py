@@ -20,7 +20,6 @@ as kept; values known to hurt are warned about.
 
 from .detect_host import nccl_version, rccl_version, version_at_least
 from .model import EnvVar, warn
-from .settings import split_list
 
 GID_AUTO_NCCL = (2, 21, 5)
 GID_AUTO_ROCM = (6, 3)
@@ -75,9 +74,9 @@ def plan_env(node, topo, settings, root, warnings=None):
 def _socket_ifname(node, topo, settings, env, out, warnings, multi, profile):
     if not multi:
         return
-    chosen = split_list(settings.get("ifname"))
+    chosen = settings.get("interfaces") or []
     if chosen:
-        reason, source = f"chosen by {settings.source('ifname')}", "nodeweave.yaml"
+        reason, source = f"chosen by {settings.source('interfaces')}", "nodeweave.yaml"
     elif node.interface == "lo":
         topo.notes.append("master is on this host (loopback): every node runs here; NCCL's own interface choice works")
         return
@@ -102,7 +101,7 @@ def _rdma(node, settings, env, root, out, warnings):
     ports = [p for p in node.nics if not (p.driver == "efa" or p.device.startswith("efa"))]
     if not ports:
         return
-    excluded = set(split_list(settings.get("exclude_hcas")))
+    excluded = set(settings.get("exclude_hcas") or ())
     usable, dropped = [], []
     for p in ports:
         if not p.active:

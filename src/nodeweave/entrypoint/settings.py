@@ -7,35 +7,16 @@ variables; topology flags are kept raw so :mod:`topology` can weigh them
 against the other rank sources and report where each value came from.
 """
 
+from .contract import BY_FLAG, LAUNCHERS, SETTINGS, TOPOLOGY_KEYS, read_int
 from .errors import UsageError
 from .model import _DICT, Record, Value
 
-LAUNCHERS = ("torchrun", "deepspeed", "accelerate", "command")
-
-# flag → (settings key, environment variable or None, help)
-OPTIONS = {
-    "--launcher": ("launcher", "NODEWEAVE_LAUNCHER", "torchrun | deepspeed | accelerate | command (default torchrun)"),
-    "--nnodes": ("nnodes", "NODEWEAVE_NNODES", "node count N, or MIN:MAX for elastic torchrun"),
-    "--node-rank": ("node_rank", "NODEWEAVE_NODE_RANK", "this node's rank, 0..N-1"),
-    "--nproc-per-node": ("nproc_per_node", "NODEWEAVE_NPROC_PER_NODE", "processes per node, or auto (one per usable GPU; 1 on CPU)"),
-    "--master-addr": ("master_addr", "NODEWEAVE_MASTER_ADDR", "address of node 0 (the rendezvous host)"),
-    "--master-port": ("master_port", "NODEWEAVE_MASTER_PORT", "rendezvous port (default 29500)"),
-    "--service": ("service", "NODEWEAVE_SERVICE", "headless Service: master = <name>-0.<service>.<namespace>.svc.cluster.local"),
-    "--hostfile": ("hostfile", "NODEWEAVE_HOSTFILE", "file of '<host> [slots=N]' lines, node 0 first; this host's line gives the rank"),
-    "--rdzv-id": ("job_id", "NODEWEAVE_JOB_ID", "rendezvous id for elastic torchrun (default: the StatefulSet/host name prefix)"),
-    "--max-restarts": ("max_restarts", "NODEWEAVE_MAX_RESTARTS", "torchrun --max-restarts / accelerate --max_restarts"),
-    "--wait-timeout": ("wait_timeout", "NODEWEAVE_WAIT_TIMEOUT", "seconds a worker waits for the master's port (default 600; 0 = do not wait)"),
-    "--ifname": ("ifname", "NODEWEAVE_INTERFACES", "socket interface(s) for NCCL/Gloo, overriding the route to the master"),
-    "--exclude-hca": ("exclude_hcas", "NODEWEAVE_EXCLUDE_HCAS", "RDMA devices or dev:port to keep NCCL off (storage fabric), comma list"),
-    "--sysroot": ("sysroot", "NODEWEAVE_SYSROOT", "root prefix for every sysfs/procfs read (tests, captured trees)"),
-}
 FLAGS = {
     "--explain": ("explain", "print what was found and decided, then exit without exec'ing"),
     "--json": ("json", "with --explain: the plan as JSON (schema nodeweave.entrypoint/1)"),
     "--no-wait": ("no_wait", "do not wait for the master's port before exec'ing"),
 }
-# Topology inputs are weighed against the other rank sources in topology.py.
-TOPOLOGY_KEYS = ("nnodes", "node_rank", "nproc_per_node", "master_addr", "master_port")
+__all__ = ["LAUNCHERS", "TOPOLOGY_KEYS", "FLAGS", "Settings", "parse", "parse_int", "usage"]
 
 
 class Settings(Record):
@@ -70,8 +51,8 @@ def usage():
         "",
         "options:",
     ]
-    for flag, (_, var, text) in OPTIONS.items():
-        lines.append(f"  {flag} VALUE".ljust(26) + f"{text}" + (f" [{var}]" if var else ""))
+    for row in SETTINGS:
+        lines.append(f"  {row.flag} VALUE".ljust(26) + f"{row.help} [{row.variable}]")
     for flag, (_, text) in FLAGS.items():
         lines.append(f"  {flag}".ljust(26) + text)
     lines.append("  -h, --help".ljust(26) + "show this help and exit")
@@ -104,35 +85,30 @@ def parse(argv, env):
             switches[FLAGS[name][0]] = True
             i += 1
             continue
-        if name not in OPTIONS:
+        row = BY_FLAG.get(name)
+        if row is None:
             raise UsageError(
                 f"unknown option {name!r}; put the training command after the options "
-                f"(or after --). Options: {', '.join(sorted(OPTIONS) + sorted(FLAGS))}"
+                f"(or after --). Options: {', '.join(sorted(list(BY_FLAG) + list(FLAGS)))}"
             )
         if eq:
             value = inline
             i += 1
         else:
             if i + 1 >= len(argv):
-                raise UsageError(f"{name} needs a value: {OPTIONS[name][2]}")
+                raise UsageError(f"{name} needs a value: {row.help}")
             value = argv[i + 1]
             i += 2
-        key = OPTIONS[name][0]
-        if key in TOPOLOGY_KEYS:
-            flags[key] = value
+        if row.topology:
+            flags[row.key] = value
         else:
-            options[key] = Value(value=value, source=f"flag {name}")
-    for flag, (key, var, _) in OPTIONS.items():
-        if key in TOPOLOGY_KEYS or key in options or not var:
+            source = f"flag {name}"
+            options[row.key] = Value(value=row.read(value, row.what, source), source=source)
+    for row in SETTINGS:
+        if row.topology or row.key in options:
             continue
-        if env.get(var, "") != "":
-            options[key] = Value(value=env[var], source=var)
-    launcher = options.get("launcher")
-    if launcher is not None and launcher.value not in LAUNCHERS:
-        raise UsageError(
-            f"unknown launcher {launcher.value!r} (from {launcher.source}); "
-            f"accepted: {', '.join(LAUNCHERS)}"
-        )
+        if env.get(row.variable, "") != "":
+            options[row.key] = Value(value=row.read(env[row.variable], row.what, row.variable), source=row.variable)
     settings = Settings(
         command=tuple(command),
         flags=flags,
@@ -148,14 +124,4 @@ def parse(argv, env):
 
 def parse_int(text, what, source, minimum=0):
     """An integer ≥ minimum, or a UsageError naming the value and its source."""
-    try:
-        value = int(str(text).strip())
-    except ValueError:
-        raise UsageError(f"{what} must be a whole number, got {text!r} (from {source})") from None
-    if value < minimum:
-        raise UsageError(f"{what} must be ≥ {minimum}, got {value} (from {source})")
-    return value
-
-
-def split_list(text):
-    return [item.strip() for item in str(text or "").split(",") if item.strip()]
+    return read_int(minimum)(text, what, source)

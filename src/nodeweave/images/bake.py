@@ -11,31 +11,34 @@ the default of an (unused) first variable, ``NODEWEAVE_RENDERED``.
 from __future__ import annotations
 
 import json
-from typing import Any, Mapping
+from typing import Any, List, Sequence
 
 import nodeweave
-from nodeweave.images.catalogue import Variant
 from nodeweave.images.dockerfile import looks_secret
 from nodeweave.images.quoting import bake_literal
+from nodeweave.resolve import Resolved
 
 
 RENDERED_MARK = "Rendered by nodeweave from nodeweave.yaml: edit the spec and run `nodeweave render images`, not this file"
 
 
-def _tags(variant: Variant, spec: Any) -> list:
-    repository = bake_literal(f"{spec.image.registry}/{spec.name}")
-    moving = f"{repository}:{variant.key}"
-    if variant.key == spec.image.variant and spec.image.tag:
-        return [moving, f"{repository}:{bake_literal(spec.image.tag)}"]
-    return [moving, f"{repository}:{variant.key}-${{REVISION}}"]
+def _tags(r: Resolved) -> List[str]:
+    """The moving tag, then the fixed one or ``<variant>-${REVISION}`` (bake fills in the revision)."""
+    repository = bake_literal(r.repository)
+    moving = f"{repository}:{r.variant.key}"
+    if r.fixed_tag:
+        return [moving, f"{repository}:{bake_literal(r.fixed_tag)}"]
+    return [moving, f"{repository}:{r.variant.key}-${{REVISION}}"]
 
 
-def render_bake(variants: Mapping[str, Variant], spec: Any) -> str:
-    """Bake file text building every variant from the repository root."""
+def render_bake(views: Sequence[Resolved]) -> str:
+    """Bake file text building every variant (one view of the spec each) from the repository root."""
+    spec = views[0].spec
     # A secret-looking value stays out of this committed file, as it does out of the Dockerfile.
     user_args = {name: bake_literal(value) for name, value in spec.image.build_args.items() if not looks_secret(name)}
     targets = {}
-    for key, variant in variants.items():
+    for r in views:
+        key = r.variant.key
         args = dict(user_args)
         args.update({"REVISION": "${REVISION}", "SOURCE": "${SOURCE}", "VERSION": "${VERSION}"})
         targets[key] = {
@@ -43,7 +46,7 @@ def render_bake(variants: Mapping[str, Variant], spec: Any) -> str:
             "context": ".",
             "dockerfile": f"images/{key}/Dockerfile",
             "labels": {"io.nodeweave.variant": key},
-            "tags": _tags(variant, spec),
+            "tags": _tags(r),
         }
     variables = {
         "NODEWEAVE_RENDERED": {"default": RENDERED_MARK},
@@ -51,7 +54,8 @@ def render_bake(variants: Mapping[str, Variant], spec: Any) -> str:
         "SOURCE": {"default": "unknown"},
         "VERSION": {"default": nodeweave.__version__},
     }
-    document = {"variable": variables, "group": {"default": {"targets": list(variants)}}, "target": targets}
+    document = {"variable": variables, "group": {"default": {"targets": [r.variant.key for r in views]}},
+                "target": targets}
     # Top-level order is fixed (the mark first); everything below it is sorted.
     body = ",\n".join(f"  {json.dumps(key)}: {_indented(value)}" for key, value in document.items())
     return "{\n" + body + "\n}\n"

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any, Dict, Mapping, Optional, Tuple
+from typing import Dict, Mapping, Optional, Tuple
 
 import jinja2
 
 import nodeweave
-from nodeweave.images.catalogue import ACCELERATE, BUILD_TOOLS, DEEPSPEED, Variant
+from nodeweave.catalogue import ACCELERATE, BUILD_TOOLS, DEEPSPEED
 from nodeweave.images.quoting import dockerfile_word, exec_form, is_single_line
+from nodeweave.resolve import Resolved
 
 # Names whose values must not be written into a committed Dockerfile (or image history).
 SECRET_NAME = re.compile(r"TOKEN|SECRET|PASSW(OR)?D|CREDENTIAL|API_?KEY|PRIVATE_KEY|ACCESS_KEY", re.IGNORECASE)
@@ -59,10 +60,11 @@ def _user_build_args(build_args: Mapping[str, str], template_args: Mapping[str, 
     return tuple(declared)
 
 
-def _template_args(variant: Variant, spec: Any, base_image: Optional[str]) -> Dict[str, str]:
+def _template_args(r: Resolved) -> Dict[str, str]:
     """``ARG`` line per name the template declares; a spec build arg of that name sets its default."""
+    variant, spec = r.variant, r.spec
     defaults: Dict[str, Optional[str]] = {
-        "BASE_IMAGE": base_image or variant.base_image,
+        "BASE_IMAGE": r.base_image,
         "DEBIAN_FRONTEND": "noninteractive",
         "PIP_FIND_LINKS": "/wheelhouse",
         "PIP_NO_INDEX": None,  # unset: pip may use its index; 1 = wheelhouse only
@@ -88,9 +90,10 @@ def _template_args(variant: Variant, spec: Any, base_image: Optional[str]) -> Di
     return lines
 
 
-def dockerfile_context(variant: Variant, spec: Any, base_image: Optional[str] = None) -> dict:
+def dockerfile_context(r: Resolved) -> dict:
     """Every value the template uses, quoted for a Dockerfile."""
-    args = _template_args(variant, spec, base_image)
+    variant, spec = r.variant, r.spec
+    args = _template_args(r)
     cache = spec.cache.path.rstrip("/")
     return {
         "variant": variant,
@@ -110,6 +113,6 @@ def dockerfile_context(variant: Variant, spec: Any, base_image: Optional[str] = 
     }
 
 
-def render_dockerfile(variant: Variant, spec: Any, base_image: Optional[str] = None) -> str:
-    """The Dockerfile text for ``variant``, customised by ``spec``; byte-stable."""
-    return _ENV.get_template("Dockerfile.j2").render(dockerfile_context(variant, spec, base_image))
+def render_dockerfile(r: Resolved) -> str:
+    """The Dockerfile text for the spec seen through one variant; byte-stable."""
+    return _ENV.get_template("Dockerfile.j2").render(dockerfile_context(r))

@@ -21,6 +21,7 @@ from typing import Any, Callable, Dict, List, Tuple
 
 from nodeweave.manifests import common, kustomize, workloads
 from nodeweave.manifests.yamltext import dump
+from nodeweave.spec import Spec
 
 __all__ = ["render_files", "base_objects", "job_objects"]
 
@@ -42,7 +43,7 @@ ROCM_NOTE = (
 )
 
 
-def base_objects(spec) -> List[Tuple[str, Dict[str, Any]]]:
+def base_objects(spec: Spec) -> List[Tuple[str, Dict[str, Any]]]:
     """(file name, object) of the StatefulSet deployment, in apply order."""
     objects = [
         ("serviceaccount.yaml", workloads.service_account(spec)),
@@ -56,7 +57,7 @@ def base_objects(spec) -> List[Tuple[str, Dict[str, Any]]]:
     return objects
 
 
-def job_objects(spec) -> List[Tuple[str, Dict[str, Any]]]:
+def job_objects(spec: Spec) -> List[Tuple[str, Dict[str, Any]]]:
     """(file name, object) of the Indexed Job alternative; it needs no API access, so no RBAC."""
     objects = [("service.yaml", workloads.headless_service(spec))]
     if spec.kubernetes.claim == "shared":
@@ -65,7 +66,7 @@ def job_objects(spec) -> List[Tuple[str, Dict[str, Any]]]:
     return objects
 
 
-def render_files(spec) -> Dict[str, str]:
+def render_files(spec: Spec) -> Dict[str, str]:
     """Relative path -> YAML text for every manifest of ``spec``; pure and byte-stable."""
     files: Dict[str, str] = {}
     _directory(files, BASE, spec, base_objects(spec))
@@ -77,13 +78,13 @@ def render_files(spec) -> Dict[str, str]:
     return dict(sorted(files.items()))
 
 
-def _directory(files: Dict[str, str], folder: str, spec, objects: List[Tuple[str, Dict[str, Any]]]) -> None:
+def _directory(files: Dict[str, str], folder: str, spec: Spec, objects: List[Tuple[str, Dict[str, Any]]]) -> None:
     for name, obj in objects:
         files[f"{folder}/{name}"] = dump(obj)
     files[f"{folder}/kustomization.yaml"] = dump(kustomize.kustomization(spec, [name for name, _ in objects]))
 
 
-def _overlay(files: Dict[str, str], folder: str, spec, patch_name: str,
+def _overlay(files: Dict[str, str], folder: str, spec: Spec, patch_name: str,
              patch: Callable[[Any], Dict[str, Any]], images=None, note: str = "") -> None:  # fmt: skip
     files[f"{folder}/{patch_name}"] = dump(patch(spec), note)
     entry = kustomize.statefulset_patch_entry(spec, patch_name)

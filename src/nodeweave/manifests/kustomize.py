@@ -12,13 +12,16 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Dict, List, Optional
 
+from nodeweave.catalogue import VENDORS
 from nodeweave.manifests import common
 from nodeweave.manifests.pod import container_security
+from nodeweave.resolve import resolve
+from nodeweave.spec import Spec
 
 KUSTOMIZE_API = "kustomize.config.k8s.io/v1beta1"
 
 
-def kustomization(spec, resources: List[str], patches: Optional[List[Dict[str, Any]]] = None,
+def kustomization(spec: Spec, resources: List[str], patches: Optional[List[Dict[str, Any]]] = None,
                   images: Optional[List[Dict[str, str]]] = None) -> Dict[str, Any]:  # fmt: skip
     body: Dict[str, Any] = {"apiVersion": KUSTOMIZE_API, "kind": "Kustomization"}
     if not any(r.startswith("..") for r in resources):
@@ -31,16 +34,16 @@ def kustomization(spec, resources: List[str], patches: Optional[List[Dict[str, A
     return body
 
 
-def statefulset_patch_entry(spec, path: str) -> Dict[str, Any]:
+def statefulset_patch_entry(spec: Spec, path: str) -> Dict[str, Any]:
     return {"path": path, "target": {"group": "apps", "version": "v1", "kind": "StatefulSet", "name": spec.name}}
 
 
-def _statefulset_patch(spec, pod_spec: Dict[str, Any]) -> Dict[str, Any]:
+def _statefulset_patch(spec: Spec, pod_spec: Dict[str, Any]) -> Dict[str, Any]:
     return {"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": spec.name},
             "spec": {"template": {"spec": pod_spec}}}  # fmt: skip
 
 
-def openshift_patch(spec) -> Dict[str, Any]:
+def openshift_patch(spec: Spec) -> Dict[str, Any]:
     """restricted-v2: no fixed UID/GID/fsGroup (the SCC assigns them), ALL capabilities dropped."""
     openshift = _with_openshift(spec)
     pod_security = {"runAsUser": None, "runAsGroup": None, "fsGroup": None, "fsGroupChangePolicy": None,
@@ -53,7 +56,7 @@ def openshift_patch(spec) -> Dict[str, Any]:
     })  # fmt: skip
 
 
-def openshift_scc(spec) -> Dict[str, Any]:
+def openshift_scc(spec: Spec) -> Dict[str, Any]:
     """restricted-v2 plus IPC_LOCK, for the job's ServiceAccount only (a cluster admin applies it)."""
     k8s = spec.kubernetes
     return {
@@ -82,7 +85,7 @@ def openshift_scc(spec) -> Dict[str, Any]:
     }
 
 
-def rocm_patch(spec) -> Dict[str, Any]:
+def rocm_patch(spec: Spec) -> Dict[str, Any]:
     """AMD's device plugin resource instead of NVIDIA's, and the groups that own /dev/kfd and /dev/dri.
 
     NVIDIA node labels and taints in the spec would keep the pods off AMD nodes:
@@ -92,7 +95,7 @@ def rocm_patch(spec) -> Dict[str, Any]:
     container: Dict[str, Any] = {"name": common.CONTAINER}
     if spec.gpus_per_node != "auto":
         container["resources"] = {"limits": {common.NVIDIA_GPU: None, common.AMD_GPU: spec.gpus_per_node}}
-    pod: Dict[str, Any] = {"securityContext": {"supplementalGroups": list(common.AMD_DEVICE_GROUPS)}}
+    pod: Dict[str, Any] = {"securityContext": {"supplementalGroups": list(VENDORS["amd"].host_group_ids)}}
     selector = {key: None for key in spec.kubernetes.node_selector if key.startswith("nvidia.com/")}
     if selector:
         pod["nodeSelector"] = selector
@@ -110,13 +113,14 @@ def _amd_toleration(toleration: Dict[str, Any]) -> "Dict[str, Any] | None":
     return None if key.startswith("nvidia.com/") else toleration
 
 
-def rocm_images(spec) -> List[Dict[str, str]]:
-    """Point the image at a ROCm variant unless the base already runs one."""
-    if common.gpu_vendor(spec.image.variant) == "amd":
+def rocm_images(spec: Spec) -> List[Dict[str, str]]:
+    """Point the image at the AMD vendor's default variant unless the base already runs a ROCm one."""
+    if common.is_amd(spec):
         return []
-    return [{"name": common.image_repository(spec), "newTag": common.ROCM_OVERLAY_VARIANT}]
+    rocm = resolve(spec, VENDORS["amd"].default_variant)
+    return [{"name": rocm.repository, "newTag": rocm.tag}]
 
 
-def _with_openshift(spec):
+def _with_openshift(spec: Spec):
     """The spec as if ``kubernetes.openshift`` were on, to share the pod's security rules."""
     return dataclasses.replace(spec, kubernetes=dataclasses.replace(spec.kubernetes, openshift=True))

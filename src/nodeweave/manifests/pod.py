@@ -14,9 +14,11 @@ from __future__ import annotations
 from typing import Any, Dict, List
 
 from nodeweave.manifests import common
+from nodeweave.resolve import resolve
+from nodeweave.spec import Spec
 
 
-def pod_template(spec, workload: str) -> Dict[str, Any]:
+def pod_template(spec: Spec, workload: str) -> Dict[str, Any]:
     """The pod template of the ``statefulset`` or the indexed ``job``."""
     metadata: Dict[str, Any] = {"labels": common.labels(spec, "trainer")}
     if spec.network.attachments:
@@ -24,7 +26,7 @@ def pod_template(spec, workload: str) -> Dict[str, Any]:
     return {"metadata": metadata, "spec": pod_spec(spec, workload)}
 
 
-def pod_spec(spec, workload: str) -> Dict[str, Any]:
+def pod_spec(spec: Spec, workload: str) -> Dict[str, Any]:
     k8s = spec.kubernetes
     body: Dict[str, Any] = {}
     if workload == "job":
@@ -50,7 +52,7 @@ def pod_spec(spec, workload: str) -> Dict[str, Any]:
     return body
 
 
-def pod_security(spec) -> Dict[str, Any]:
+def pod_security(spec: Spec) -> Dict[str, Any]:
     """Vanilla Kubernetes gets the image's UID; OpenShift assigns its own from the namespace range."""
     if spec.kubernetes.openshift:
         context: Dict[str, Any] = {"runAsNonRoot": True, "seccompProfile": {"type": "RuntimeDefault"}}
@@ -63,12 +65,13 @@ def pod_security(spec) -> Dict[str, Any]:
             # Re-chowning a multi-terabyte dataset claim at every start is minutes of nothing.
             "fsGroupChangePolicy": "OnRootMismatch",
         }
-    if common.gpu_vendor(spec.image.variant) == "amd":
-        context["supplementalGroups"] = list(common.AMD_DEVICE_GROUPS)
+    vendor = resolve(spec).vendor
+    if vendor.key == "amd":
+        context["supplementalGroups"] = list(vendor.host_group_ids)
     return context
 
 
-def container_security(spec) -> Dict[str, Any]:
+def container_security(spec: Spec) -> Dict[str, Any]:
     """IPC_LOCK lets RDMA register (pin) memory; OpenShift's restricted-v2 also wants ALL dropped."""
     capabilities: Dict[str, Any] = {}
     if spec.kubernetes.openshift:
@@ -78,7 +81,7 @@ def container_security(spec) -> Dict[str, Any]:
     return {"allowPrivilegeEscalation": False, "capabilities": capabilities}
 
 
-def anti_affinity(spec) -> Dict[str, Any]:
+def anti_affinity(spec: Spec) -> Dict[str, Any]:
     """One pod per host: NCCL between pods on one host gains nothing and hides topology."""
     term = {"labelSelector": {"matchLabels": common.selector_labels(spec)}, "topologyKey": "kubernetes.io/hostname"}
     if spec.kubernetes.anti_affinity == "required":
@@ -86,10 +89,10 @@ def anti_affinity(spec) -> Dict[str, Any]:
     return {"preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 100, "podAffinityTerm": term}]}
 
 
-def container(spec, workload: str) -> Dict[str, Any]:
+def container(spec: Spec, workload: str) -> Dict[str, Any]:
     body: Dict[str, Any] = {
         "name": common.CONTAINER,
-        "image": common.image(spec),
+        "image": resolve(spec).image,
         "imagePullPolicy": "IfNotPresent",
         "args": [spec.launcher.script, *spec.launcher.args],
         "workingDir": spec.workspace.path,
@@ -108,34 +111,33 @@ def container(spec, workload: str) -> Dict[str, Any]:
     return body
 
 
-def env(spec, workload: str) -> List[Dict[str, Any]]:
+def env(spec: Spec, workload: str) -> List[Dict[str, Any]]:
     if workload == "job":
         index = f"metadata.annotations['{common.JOB_INDEX_ANNOTATION}']"
         # A Job pod's name is <job>-<N>-<random>, so no master can be derived from it;
         # its hostname <job>-0 under the subdomain resolves through the DNS search path.
-        nnodes = [
-            common.env_var("NODEWEAVE_NNODES", str(spec.nodes)),
-            common.env_var("MASTER_ADDR", f"{spec.name}-0.{spec.kubernetes.service}"),
-        ]
+        nnodes = common.contract_env(spec, only=("nnodes",))
+        nnodes.append(common.env_var("MASTER_ADDR", f"{spec.name}-0.{spec.kubernetes.service}"))
     else:
         index = f"metadata.labels['{common.POD_INDEX_LABEL}']"
         # A fixed-size StatefulSet leaves NNODES out: the entrypoint reads .spec.replicas,
         # so `oc scale` needs no edit. An elastic one passes its range to c10d instead.
-        nnodes = [common.env_var("NODEWEAVE_NNODES", str(spec.nodes))] if spec.nodes.elastic else []
-    return common.downward_env(index) + nnodes + common.nodeweave_env(spec)
+        nnodes = common.contract_env(spec, only=("nnodes",)) if spec.nodes.elastic else []
+    return (common.downward_env(index) + nnodes + common.contract_env(spec, omit=("nnodes",))
+            + common.user_env(spec))
 
 
-def resource_limits(spec) -> Dict[str, Any]:
+def resource_limits(spec: Spec) -> Dict[str, Any]:
     """GPUs from the vendor's device plugin plus the spec's RDMA resources (extended resources: limits only)."""
     limits: Dict[str, Any] = {}
-    gpu = common.gpu_resource(spec)
+    gpu = resolve(spec).gpu_resource
     if gpu is not None:
         limits[gpu] = common.gpu_count(spec)
     limits.update(spec.network.rdma_resources)
     return limits
 
 
-def claim_spec(spec, access_mode: str) -> Dict[str, Any]:
+def claim_spec(spec: Spec, access_mode: str) -> Dict[str, Any]:
     body: Dict[str, Any] = {"accessModes": [access_mode]}
     if spec.kubernetes.storage_class:
         body["storageClassName"] = spec.kubernetes.storage_class
@@ -143,7 +145,7 @@ def claim_spec(spec, access_mode: str) -> Dict[str, Any]:
     return body
 
 
-def volumes(spec, workload: str) -> List[Dict[str, Any]]:
+def volumes(spec: Spec, workload: str) -> List[Dict[str, Any]]:
     result: List[Dict[str, Any]] = []
     if spec.kubernetes.claim == "shared":
         result.append({"name": common.WORKSPACE_VOLUME, "persistentVolumeClaim": {"claimName": common.workspace_claim(spec)}})

@@ -13,9 +13,10 @@ from typing import Any, Dict
 
 from nodeweave.manifests import common
 from nodeweave.manifests.pod import claim_spec, pod_template
+from nodeweave.spec import Spec
 
 
-def headless_service(spec) -> Dict[str, Any]:
+def headless_service(spec: Spec) -> Dict[str, Any]:
     port = spec.launcher.master_port
     return {
         "apiVersion": "v1",
@@ -31,7 +32,7 @@ def headless_service(spec) -> Dict[str, Any]:
     }
 
 
-def statefulset(spec) -> Dict[str, Any]:
+def statefulset(spec: Spec) -> Dict[str, Any]:
     body: Dict[str, Any] = {
         "serviceName": spec.kubernetes.service,
         "replicas": spec.nodes.min,
@@ -48,7 +49,7 @@ def statefulset(spec) -> Dict[str, Any]:
     return {"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": common.metadata(spec, spec.name, "trainer"), "spec": body}
 
 
-def indexed_job(spec) -> Dict[str, Any]:
+def indexed_job(spec: Spec) -> Dict[str, Any]:
     """A batch run: ``JOB_COMPLETION_INDEX`` is the node rank; an elastic range starts its largest size."""
     size = spec.nodes.max
     body = {
@@ -66,7 +67,7 @@ def indexed_job(spec) -> Dict[str, Any]:
     return {"apiVersion": "batch/v1", "kind": "Job", "metadata": common.metadata(spec, spec.name, "trainer"), "spec": body}
 
 
-def workspace_claim(spec) -> Dict[str, Any]:
+def workspace_claim(spec: Spec) -> Dict[str, Any]:
     """The one ReadWriteMany claim every pod mounts (``claim: shared``); `nodeweave sync` fills it."""
     return {
         "apiVersion": "v1",
@@ -76,11 +77,11 @@ def workspace_claim(spec) -> Dict[str, Any]:
     }
 
 
-def service_account(spec) -> Dict[str, Any]:
+def service_account(spec: Spec) -> Dict[str, Any]:
     return {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": common.metadata(spec, spec.name, "rbac")}
 
 
-def role(spec) -> Dict[str, Any]:
+def role(spec: Spec) -> Dict[str, Any]:
     """Just enough for the entrypoint to read the replica count and its peers' pods."""
     return {
         "apiVersion": "rbac.authorization.k8s.io/v1",
@@ -93,7 +94,7 @@ def role(spec) -> Dict[str, Any]:
     }
 
 
-def role_binding(spec) -> Dict[str, Any]:
+def role_binding(spec: Spec) -> Dict[str, Any]:
     return {
         "apiVersion": "rbac.authorization.k8s.io/v1",
         "kind": "RoleBinding",

@@ -5,7 +5,8 @@ interface; everything downstream (renderers, CLI) receives a :class:`Spec`
 whose fields already passed their rules. docs/spec.md documents each field.
 """
 
-from nodeweave.spec.loader import known_variants, load_spec, parse_spec
+from nodeweave.catalogue import known_variants
+from nodeweave.spec.loader import load_spec, parse_spec
 from nodeweave.spec.model import (
     Cache,
     Image,

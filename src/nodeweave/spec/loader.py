@@ -8,7 +8,6 @@ can trust every value they receive.
 
 from __future__ import annotations
 
-import importlib
 from pathlib import Path
 from types import MappingProxyType
 from typing import Optional, Sequence
@@ -16,6 +15,7 @@ from typing import Optional, Sequence
 import yaml
 from yaml.nodes import Node
 
+from nodeweave.catalogue import known_variants
 from nodeweave.errors import UsageError
 from nodeweave.spec import rules
 from nodeweave.spec.model import (
@@ -183,25 +183,12 @@ def _image(r: Reader, top: Fields) -> Image:
 
 def _variant(r: Reader, f: Fields) -> str:
     known = known_variants()
-    accepted = ("one of " + ", ".join(known) + " (see `nodeweave variants`)") if known else rules.VARIANT_NAME.accepted
+    accepted = "one of " + ", ".join(known) + " (see `nodeweave image variants`)"
     node = f.require("variant", accepted)
     value = r.string(node, "image.variant", accepted)
-    if (known and value not in known) or not rules.VARIANT_NAME.check(value):
+    if value not in known:
         raise r.bad_value(node, "image.variant", accepted)
     return value
-
-
-def known_variants() -> "list[str] | None":
-    """Variant names of the images catalogue, or None while ``nodeweave.images`` has none."""
-    try:
-        images = importlib.import_module("nodeweave.images")
-    except ImportError:
-        return None
-    for attr in ("VARIANTS", "CATALOGUE", "CATALOG"):
-        catalogue = getattr(images, attr, None)
-        if catalogue:
-            return sorted(catalogue)
-    return None
 
 
 def _launcher(r: Reader, top: Fields) -> Launcher:

@@ -1,4 +1,8 @@
-"""The catalogue of image variants: one row per GPU stack nodeweave can build.
+"""The catalogue: one row per GPU vendor and one per image variant nodeweave can build.
+
+A leaf module (it imports nothing of nodeweave but the errors), so the spec
+loader, the resolve step, every renderer and the build can all read it.
+Adding a variant is one :class:`Variant` row here plus regenerated golden files.
 
 Each :class:`Variant` pins everything that decides what lands in the image
 (base image tag, PyTorch build and the index it comes from, DeepSpeed,
@@ -20,7 +24,23 @@ from typing import Mapping, Optional, Tuple
 
 from nodeweave.errors import UsageError
 
-VENDORS = ("nvidia", "amd", "cpu")
+@dataclass(frozen=True)
+class Vendor:
+    """What a GPU vendor's stack needs from a container engine and a cluster."""
+
+    key: str  # nvidia | amd | cpu
+    default_variant: str  # the variant an overlay for this vendor switches to (the newest stack)
+    host_devices: Tuple[str, ...] = ()  # device nodes a container needs besides the GPU runtime's
+    # Host groups that own those device nodes on common distributions (video 44 everywhere,
+    # render 109 on Ubuntu 22.04/24.04): numeric, since the names need not exist in the image.
+    host_group_ids: Tuple[int, ...] = ()
+
+
+VENDORS: Mapping[str, Vendor] = MappingProxyType({row.key: row for row in (
+    Vendor("nvidia", default_variant="cuda12"),
+    Vendor("amd", default_variant="rocm70", host_devices=("/dev/kfd", "/dev/dri"), host_group_ids=(44, 109)),
+    Vendor("cpu", default_variant="cpu"),
+)})
 
 # The build backend pip needs for DeepSpeed's sdist and for nodeweave itself
 # (both installed with --no-build-isolation); pinned so offline wheelhouses match.
@@ -60,10 +80,10 @@ class Variant:
     """One buildable image: a base image plus the Python stack pinned on top of it."""
 
     key: str
-    vendor: str  # nvidia | amd | cpu
+    vendor: str  # a key of VENDORS
     summary: str
     base_image: str
-    python: str  # where the interpreter comes from, for `nodeweave variants`
+    python: str  # where the interpreter comes from, for `nodeweave image variants`
     torch_version: str
     torch_index_url: str
     collectives: str  # NCCL/RCCL and where it comes from
@@ -176,4 +196,14 @@ def get_variant(key: str) -> Variant:
         return VARIANTS[key]
     except (KeyError, TypeError):
         accepted = ", ".join(VARIANTS)
-        raise UsageError(f"image variant {key!r} is not in the catalogue; accepted: {accepted} (see `nodeweave variants`)")
+        raise UsageError(f"image variant {key!r} is not in the catalogue; accepted: {accepted} (see `nodeweave image variants`)")
+
+
+def get_vendor(key: str) -> Vendor:
+    """The vendor row of a variant's ``vendor`` field."""
+    return VENDORS[key]
+
+
+def known_variants() -> "list[str]":
+    """Variant names, sorted: what ``image.variant`` accepts."""
+    return sorted(VARIANTS)

@@ -1,0 +1,131 @@
+"""The contract between rendered files and the entrypoint, declared once.
+
+Each :class:`Setting` row names one setting of ``nodeweave-entrypoint``: its
+key, its flag, the ``NODEWEAVE_*`` variable the renderers set, the spec field
+the value comes from (``None`` when the spec does not give it), which
+renderers set it, how its text is read and its help line. ``settings.py``
+builds the command line from these rows and ``nodeweave.resolve`` builds the
+renderers' environment from them, so a new setting is one row here (plus its
+spec field), and a test round-trips every row: spec value -> rendered
+variable -> the entrypoint's plan. Stdlib only, like the whole entrypoint.
+"""
+
+import os
+
+from .errors import UsageError
+
+LAUNCHERS = ("torchrun", "deepspeed", "accelerate", "command")
+EVERYWHERE = ("compose", "kubernetes")
+
+
+# Readers: (text, what, source) -> value, where ``what`` names the setting ("max restarts") and
+# ``source`` where the text came from ("flag --max-restarts", "NODEWEAVE_MAX_RESTARTS").
+
+
+def read_text(text, what, source):
+    return str(text).strip()
+
+
+def read_int(minimum):
+    """A reader of whole numbers >= ``minimum``, naming the value and its source when it is not one."""
+    def read(text, what, source):
+        try:
+            value = int(str(text).strip())
+        except ValueError:
+            raise UsageError(f"{what} must be a whole number, got {text!r} (from {source})") from None
+        if value < minimum:
+            raise UsageError(f"{what} must be ≥ {minimum}, got {value} (from {source})")
+        return value
+    return read
+
+
+def read_choice(choices):
+    def read(text, what, source):
+        value = str(text).strip()
+        if value not in choices:
+            raise UsageError(f"unknown {what} {value!r} (from {source}); accepted: {', '.join(choices)}")
+        return value
+    return read
+
+
+def read_list(text, what, source):
+    """A comma list; empty items dropped (``eth0,,eth1`` is ``[eth0, eth1]``)."""
+    return [item.strip() for item in str(text).split(",") if item.strip()]
+
+
+def read_directory(text, what, source):
+    path = str(text).strip() or "/"
+    if not os.path.isdir(path):
+        raise UsageError(f"{what} {path!r} (from {source}) is not a directory; accepted: the root of a "
+                         "captured sysfs/procfs tree, or / (the default)")
+    return path
+
+
+def list_text(value):
+    """A spec list as the variable's text; None (variable left out) when empty."""
+    return ",".join(value) if value else None
+
+
+class Setting:
+    """One row of the contract."""
+
+    __slots__ = ("key", "flag", "variable", "help", "spec", "where", "read", "text", "topology", "aliases")
+
+    def __init__(self, key, flag, variable, help, spec=None, where=EVERYWHERE, read=read_text, text=str,
+                 topology=False, aliases=()):
+        self.key, self.flag, self.variable, self.help = key, flag, variable, help
+        self.spec = spec          # dotted path into nodeweave.yaml's typed Spec, e.g. "launcher.type"
+        self.where = where if spec else ()  # renderers that set the variable from the spec
+        self.read = read          # (text, source) -> value; raises UsageError naming the source
+        self.text = text          # spec value -> variable text, or None to leave the variable out
+        self.topology = topology  # weighed against the other rank sources (topology.py), kept raw
+        self.aliases = aliases    # older flag spellings, still accepted
+
+    @property
+    def what(self):
+        """The setting's name in messages: ``max restarts``."""
+        return self.key.replace("_", " ")
+
+    def __repr__(self):
+        return f"Setting({self.key!r}, {self.flag!r}, {self.variable!r})"
+
+
+# Row order is the order renderers write the variables in.
+SETTINGS = (
+    Setting("nnodes", "--nnodes", "NODEWEAVE_NNODES", "node count N, or MIN:MAX for elastic torchrun",
+            spec="nodes", topology=True),
+    Setting("node_rank", "--node-rank", "NODEWEAVE_NODE_RANK", "this node's rank, 0..N-1", topology=True),
+    Setting("master_addr", "--master-addr", "NODEWEAVE_MASTER_ADDR", "address of node 0 (the rendezvous host)",
+            topology=True),
+    Setting("service", "--service", "NODEWEAVE_SERVICE",
+            "headless Service: master = <name>-0.<service>.<namespace>.svc.<cluster domain>",
+            spec="kubernetes.service", where=("kubernetes",)),
+    Setting("launcher", "--launcher", "NODEWEAVE_LAUNCHER",
+            "torchrun | deepspeed | accelerate | command (default torchrun)",
+            spec="launcher.type", read=read_choice(LAUNCHERS)),
+    Setting("nproc_per_node", "--nproc-per-node", "NODEWEAVE_NPROC_PER_NODE",
+            "processes per node, or auto (one per usable GPU; 1 on CPU)", spec="gpus_per_node", topology=True),
+    Setting("master_port", "--master-port", "NODEWEAVE_MASTER_PORT", "rendezvous port (default 29500)",
+            spec="launcher.master_port", topology=True),
+    Setting("max_restarts", "--max-restarts", "NODEWEAVE_MAX_RESTARTS",
+            "torchrun --max-restarts / accelerate --max_restarts", spec="launcher.max_restarts", read=read_int(0)),
+    Setting("wait_timeout", "--wait-timeout", "NODEWEAVE_WAIT_TIMEOUT",
+            "seconds a worker waits for the master's port (default 600; 0 = do not wait)",
+            spec="launcher.wait_timeout", read=read_int(0)),
+    Setting("interfaces", "--interfaces", "NODEWEAVE_INTERFACES",
+            "socket interface(s) for NCCL/Gloo, comma list, overriding the route to the master",
+            spec="network.interfaces", read=read_list, text=list_text, aliases=("--ifname",)),
+    Setting("exclude_hcas", "--exclude-hcas", "NODEWEAVE_EXCLUDE_HCAS",
+            "RDMA devices or dev:port to keep NCCL off (storage fabric), comma list",
+            spec="network.exclude_hcas", read=read_list, text=list_text, aliases=("--exclude-hca",)),
+    Setting("hostfile", "--hostfile", "NODEWEAVE_HOSTFILE",
+            "file of '<host> [slots=N]' lines, node 0 first; this host's line gives the rank"),
+    Setting("job_id", "--rdzv-id", "NODEWEAVE_JOB_ID",
+            "rendezvous id for elastic torchrun (default: the StatefulSet/host name prefix)"),
+    Setting("sysroot", "--sysroot", "NODEWEAVE_SYSROOT",
+            "root prefix for every sysfs/procfs read (tests, captured trees)", read=read_directory),
+)
+
+BY_KEY = {row.key: row for row in SETTINGS}
+BY_FLAG = {flag: row for row in SETTINGS for flag in (row.flag, *row.aliases)}
+TOPOLOGY_KEYS = tuple(row.key for row in SETTINGS if row.topology)

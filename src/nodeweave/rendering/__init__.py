@@ -1,0 +1,15 @@
+"""Writing what the renderers make: plan every file first, then write all of it or nothing.
+
+The renderers are pure (``render_files(spec) -> {path: text}``), listed once in
+:data:`RENDERERS` (adding a target is one row). :func:`plan_render` compares
+their output with what is on disk and returns a :class:`RenderPlan` (new,
+changed, unchanged, refused, obsolete per file), which ``nodeweave render``
+prints, checks (``--check``: stale files) or writes. A differing file is
+overwritten only when it carries the "by nodeweave" mark every rendered file
+starts with (or with ``force``), so a user's own file is never clobbered.
+"""
+
+from nodeweave.rendering.plan import MARK, Planned, RenderPlan, is_marked, plan_render
+from nodeweave.rendering.targets import RENDERERS, render_targets
+
+__all__ = ["MARK", "Planned", "RENDERERS", "RenderPlan", "is_marked", "plan_render", "render_targets"]

@@ -1,0 +1,107 @@
+"""Every row of the renderer -> entrypoint contract round-trips: spec value -> rendered variable -> plan.
+
+``nodeweave.entrypoint.contract.SETTINGS`` is the only place the variables
+are declared; this test renders compose files and manifests for a spec whose
+every contract field has a non-default value, reads the variables each file
+gives its container, and checks that the entrypoint reads back the spec's
+value. It also proves no renderer writes a NODEWEAVE_* variable the contract
+does not declare.
+"""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from nodeweave.compose import render_files as render_compose
+from nodeweave.entrypoint import make_plan, parse
+from nodeweave.entrypoint.contract import SETTINGS
+from nodeweave.manifests import render_files as render_manifests
+from nodeweave.resolve import spec_value
+from nodeweave.spec import parse_spec
+from test_entrypoint_contract import FIX, compose_env, pod_env
+
+SPEC = """name: rt
+image: {variant: cuda12}
+nodes: 3
+gpus_per_node: 4
+launcher: {type: deepspeed, script: t.py, master_port: 29555, max_restarts: 3, wait_timeout: 77}
+network: {interfaces: [eth1, ib0], exclude_hcas: ["mlx5_4", "mlx5_5:1"]}
+kubernetes: {service: rdzv}
+"""
+# What the entrypoint makes of each spec field's value (its own typed form).
+EXPECTED = {
+    "nodes": "3",
+    "kubernetes.service": "rdzv",
+    "launcher.type": "deepspeed",
+    "gpus_per_node": 4,
+    "launcher.master_port": 29555,
+    "launcher.max_restarts": 3,
+    "launcher.wait_timeout": 77,
+    "network.interfaces": ["eth1", "ib0"],
+    "network.exclude_hcas": ["mlx5_4", "mlx5_5:1"],
+}
+ROWS = [row for row in SETTINGS if row.spec]
+DOWNWARD = {"metadata.name": "rt-0", "metadata.namespace": "ns", "status.podIP": "10.0.0.5",
+            "metadata.labels['apps.kubernetes.io/pod-index']": "0",
+            "metadata.annotations['batch.kubernetes.io/job-completion-index']": "0"}
+
+
+def _container_envs():
+    """(where, file, env) for every container the renderers write."""
+    spec = parse_spec(SPEC)
+    out = []
+    for path, text in render_compose(spec).items():
+        if path.endswith(".yaml"):
+            for service in yaml.safe_load(text)["services"].values():
+                out.append(("compose", path, compose_env(service, {"NODE_RANK": "0", "MASTER_ADDR": "rt-0"})))
+    for path, text in render_manifests(spec).items():
+        for doc in yaml.safe_load_all(text):
+            template = ((doc or {}).get("spec") or {}).get("template") or {}
+            for container in (template.get("spec") or {}).get("containers", []):
+                if "env" in container:
+                    out.append(("kubernetes", path, pod_env(container, DOWNWARD)))
+    return spec, out
+
+
+def test_every_spec_field_of_the_contract_has_an_expected_value_here():
+    assert {row.spec for row in ROWS} == set(EXPECTED)
+
+
+@pytest.mark.parametrize("row", ROWS, ids=lambda row: row.key)
+def test_a_row_round_trips_through_every_renderer_that_sets_it(row):
+    spec, containers = _container_envs()
+    assert spec_value(spec, row.spec) is not None
+    seen = [(where, path) for where, path, env in containers if row.variable in env]
+    for where in row.where:
+        assert any(w == where for w, _ in seen), f"{row.variable} is set by no {where} file"
+    for where, path, env in containers:
+        if row.variable not in env:
+            continue
+        if row.topology:
+            plan = make_plan(["--no-wait", "--", "t.py"], {**env, "NODE_RANK": "0", "MASTER_ADDR": "127.0.0.1",
+                                                           "NNODES": env.get("NODEWEAVE_NNODES", "3")},
+                             sysroot=str(FIX / "hgx-h100"))
+            got = getattr(plan.topology, row.key).value
+        else:
+            got = parse(["--", "t.py"], env).get(row.key)
+        assert got == EXPECTED[row.spec], f"{path}: {row.variable}={env[row.variable]!r} read back as {got!r}"
+
+
+def test_renderers_write_no_nodeweave_variable_outside_the_contract():
+    declared = {row.variable for row in SETTINGS}
+    _, containers = _container_envs()
+    for _, path, env in containers:
+        stray = {name for name in env if name.startswith("NODEWEAVE_")} - declared - {"NODEWEAVE_POD_INDEX"}
+        assert not stray, f"{path} sets {stray}, which nodeweave.entrypoint.contract does not declare"
+
+
+def test_flags_and_variables_are_unique():
+    flags = [flag for row in SETTINGS for flag in (row.flag, *row.aliases)]
+    assert len(flags) == len(set(flags))
+    assert len({row.variable for row in SETTINGS}) == len(SETTINGS)
+
+
+def test_old_flag_spellings_still_parse():
+    settings = parse(["--ifname", "eth9", "--exclude-hca", "mlx5_1", "--", "t.py"], {})
+    assert settings.get("interfaces") == ["eth9"] and settings.get("exclude_hcas") == ["mlx5_1"]
