@@ -123,7 +123,7 @@ def test_cuda_node_has_host_network_rdma_and_device_reservations():
 def test_rocm_node_uses_kfd_dri_and_device_groups():
     service = node_service("rocm")
     assert "deploy" not in service
-    assert service["devices"] == ["/dev/kfd", "/dev/dri", "/dev/infiniband"]
+    assert service["devices"] == ["/dev/kfd", "/dev/dri"], "no network.rdma in this spec: no /dev/infiniband"
     assert service["group_add"] == ["${VIDEO_GID:-44}", "${RENDER_GID:-109}"]
     assert service["volumes"] == ["/mnt/shared/sft:/workspace", "/mnt/nvme/cache:/cache"]
     assert service["environment"]["NODEWEAVE_NPROC_PER_NODE"] == "auto"
@@ -239,3 +239,24 @@ def test_podman_compose_gives_the_node_rdma_and_gpus(tmp_path):
                  " --run-name it's a \"test\": ${USER} "):
         assert part in line, part
     assert " ".join(f"--device nvidia.com/gpu={i}" for i in range(8)) in line
+
+
+ETHERNET_ONLY = """name: lan
+image: {variant: cuda12}
+nodes: 2
+gpus_per_node: 1
+launcher: {script: train.py}
+"""
+
+
+@pytest.mark.parametrize("variant", ["cuda12", "rocm70"])
+def test_an_ethernet_only_spec_asks_for_no_rdma_device(variant, tmp_path):
+    """docker and podman refuse a --device path the host lacks: without network.rdma, no /dev/infiniband."""
+    from nodeweave.spec import parse_spec
+
+    spec = parse_spec(ETHERNET_ONLY.replace("cuda12", variant))
+    assert not spec.network.rdma
+    service = yaml.safe_load(render_files(spec)["compose/node.yaml"])["services"]["node"]
+    assert "/dev/infiniband" not in service.get("devices", [])
+    with_rdma = parse_spec(ETHERNET_ONLY.replace("cuda12", variant) + "network: {rdma: true}\n")
+    assert "/dev/infiniband" in yaml.safe_load(render_files(with_rdma)["compose/node.yaml"])["services"]["node"]["devices"]

@@ -318,8 +318,9 @@ def test_indexed_job(case):
     index = env_of(jb)["NODEWEAVE_POD_INDEX"]["valueFrom"]["fieldRef"]["fieldPath"]
     assert index == "metadata.annotations['batch.kubernetes.io/job-completion-index']"
     assert env_of(jb)["MASTER_ADDR"]["value"] == f"{spec.name}-0.{spec.kubernetes.service}"
-    assert "serviceAccountName" not in pod_spec(jb)
+    assert pod_spec(jb)["serviceAccountName"] == spec.name, "the SA an OpenShift SCC for IPC_LOCK names"
     assert pod_spec(jb)["automountServiceAccountToken"] is False
+    assert "serviceaccount.yaml" in load(files_of(case)["manifests/job/kustomization.yaml"])["resources"]
 
 
 @pytest.mark.parametrize("case", CASES)
@@ -395,6 +396,8 @@ def test_scc_for_rdma_is_restricted_v2_plus_ipc_lock_for_one_service_account():
     assert scc["allowPrivilegedContainer"] is False and scc["allowHostNetwork"] is False
     assert scc["runAsUser"] == {"type": "MustRunAsRange"}
     assert scc["users"] == ["system:serviceaccount:ml-training:llama-pretrain"]
+    for workload in (statefulset("cuda"), job("cuda")):  # both run as the SA the SCC names
+        assert pod_spec(workload)["serviceAccountName"] == "llama-pretrain"
     kustomization = load(files_of("cuda")["manifests/overlays/openshift/kustomization.yaml"])
     assert "scc-ipc-lock.yaml" not in kustomization["resources"], "an SCC needs a cluster admin; -k must work without one"
 

@@ -37,7 +37,9 @@ def test_example_spec_loads_with_the_documented_values():
     assert spec.nodes == NodeRange(2, 2) and not spec.nodes.elastic and str(spec.nodes) == "2"
     assert spec.gpus_per_node == 8
     assert spec.launcher.type == "torchrun"
-    assert spec.launcher.args == ("--config", "configs/llama-8b.yaml", "--lr", "3e-4")
+    assert spec.launcher.script == "examples/train.py" and (REPO / spec.launcher.script).is_file()
+    assert spec.launcher.args == ("--steps", "50", "--lr", "3e-3")
+    assert spec.network.rdma is True
     assert dict(spec.network.rdma_resources) == {"rdma/rdma_shared_device_a": 1}
     assert spec.network.attachments == ("sriov-net-a",)
     assert spec.kubernetes.service == "llama-pretrain"  # resolved from name
@@ -281,3 +283,14 @@ def test_catalogue_keys_are_valid_variant_names():
 
     for key in known_variants():
         assert rules.VARIANT_NAME.check(key), key
+
+
+def test_network_rdma_defaults_to_whether_rdma_resources_are_listed():
+    assert not parse_spec(text()).network.rdma
+    assert parse_spec(text("network: {rdma_resources: {rdma/hca: 1}}\n")).network.rdma
+    assert parse_spec(text("network: {rdma: true}\n")).network.rdma
+
+
+def test_network_rdma_false_with_rdma_resources_is_refused():
+    message = error(text("network: {rdma: false, attachments: [sriov-a]}\n"))
+    assert "network.rdma" in message and "contradicts" in message and "accepted: true" in message

@@ -5,7 +5,9 @@ gets, so the entrypoint finds its rank from the hostname ordinal and the
 master at ``<name>-0`` exactly as it would in a cluster. It uses the ``cpu``
 variant (gloo), sets no GPU, RDMA or memlock options (a laptop or CI runner
 has none and may not raise rlimits), and leaves out the spec's interface and
-HCA choices, which name the real hosts' NICs.
+HCA choices, which name the real hosts' NICs. A GPU spec's process count
+(one per GPU) would swamp a laptop's CPUs, so its simulation runs ``auto``:
+one process per simulated node; a ``cpu`` spec keeps its own count.
 """
 
 from __future__ import annotations
@@ -43,10 +45,15 @@ def local_service(spec: Spec, index: int) -> Dict[str, Any]:
         "working_dir": literal(spec.workspace.path),
         "networks": [NETWORK],
         "shm_size": SHM_SIZE,
-        "environment": {**user_env(spec), **contract_env(local, omit=LOCAL_OMITS)},
+        "environment": {**user_env(spec), **contract_env(local, omit=LOCAL_OMITS), **_processes(spec)},
         "volumes": volumes(spec),
         "stop_grace_period": f"{spec.kubernetes.grace_period}s",
     }
+
+
+def _processes(spec: Spec) -> Dict[str, str]:
+    """``auto`` (1 on a CPU node) instead of a GPU spec's one-per-GPU count."""
+    return {} if resolve(spec).vendor.key == "cpu" else {"NODEWEAVE_NPROC_PER_NODE": "auto"}
 
 
 def render_local(spec: Spec) -> str:

@@ -3,9 +3,11 @@
 On a host network the hostname is the machine's own, so nothing can be
 derived from it: rank, node count and master address come from ``.env`` or
 the environment, and compose refuses to start (``${VAR:?...}``) when the two
-values that differ per host are missing. GPU and RDMA access follow the
-variant's vendor: device reservations for CUDA, /dev/kfd + /dev/dri and the
-device groups for ROCm; memlock unlimited and IPC_LOCK so verbs can pin memory.
+values that differ per host are missing. GPU access follows the variant's
+vendor: device reservations for CUDA, /dev/kfd + /dev/dri and the device
+groups for ROCm; memlock unlimited and IPC_LOCK so verbs can pin memory; and
+/dev/infiniband only when the spec says ``network.rdma`` (an engine refuses to
+start a container whose --device path the host lacks).
 """
 
 from __future__ import annotations
@@ -25,6 +27,8 @@ PREAMBLE = (
 RANK_MISSING = "NODE_RANK must be set: 0 on the master host, 1 to N-1 on the others (see compose/.env.example)"
 MASTER_MISSING = "MASTER_ADDR must be set: the master host's address on the training network (see compose/.env.example)"
 SERVICE = "node"
+# docker and podman refuse a --device path that does not exist: only an RDMA spec lists it.
+RDMA_DEVICES = "/dev/infiniband"
 SHM_SIZE = "64gb"
 # NVIDIA's recommended limits for PyTorch containers: unlimited locked memory (RDMA) and a 64 MiB stack.
 GPU_ULIMITS = {"memlock": -1, "stack": 67108864}
@@ -53,16 +57,16 @@ def _gpu_access(r: Resolved) -> Dict[str, Any]:
     if gpu_vendor == "nvidia":
         count = "all" if spec.gpus_per_node == "auto" else spec.gpus_per_node
         reservation = {"driver": "nvidia", "count": count, "capabilities": ["gpu"]}
-        return {
-            "deploy": {"resources": {"reservations": {"devices": [reservation]}}},
-            "devices": ["/dev/infiniband"],
-        }
+        access: Dict[str, Any] = {"deploy": {"resources": {"reservations": {"devices": [reservation]}}}}
+        if spec.network.rdma:
+            access["devices"] = [RDMA_DEVICES]
+        return access
     if gpu_vendor == "amd":
         # Numeric host GIDs: the groups that own /dev/kfd and /dev/dri/renderD* on the host,
         # which need not exist by name (or with the same number) inside the image.
         video, render = r.vendor.host_group_ids
         return {
-            "devices": [*r.vendor.host_devices, "/dev/infiniband"],
+            "devices": [*r.vendor.host_devices, *([RDMA_DEVICES] if spec.network.rdma else [])],
             "group_add": [f"${{VIDEO_GID:-{video}}}", f"${{RENDER_GID:-{render}}}"],
         }
     return {}

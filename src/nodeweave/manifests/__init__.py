@@ -58,8 +58,12 @@ def base_objects(spec: Spec) -> List[Tuple[str, Dict[str, Any]]]:
 
 
 def job_objects(spec: Spec) -> List[Tuple[str, Dict[str, Any]]]:
-    """(file name, object) of the Indexed Job alternative; it needs no API access, so no RBAC."""
-    objects = [("service.yaml", workloads.headless_service(spec))]
+    """(file name, object) of the Indexed Job alternative.
+
+    It needs no API access (no Role), but it runs under the job's own
+    ServiceAccount, the one an OpenShift SCC granting IPC_LOCK names.
+    """
+    objects = [("serviceaccount.yaml", workloads.service_account(spec)), ("service.yaml", workloads.headless_service(spec))]
     if spec.kubernetes.claim == "shared":
         objects.append(("workspace-pvc.yaml", workloads.workspace_claim(spec)))
     objects.append(("job.yaml", workloads.indexed_job(spec)))

@@ -68,7 +68,7 @@ def gpu_count(spec: Spec) -> int:
 
 def wants_rdma(spec: Spec) -> bool:
     """RDMA registers (locks) memory: only then does the pod need IPC_LOCK on OpenShift."""
-    return bool(spec.network.rdma_resources or spec.network.attachments)
+    return spec.network.rdma
 
 
 def env_var(name: str, value: str) -> Dict[str, str]:

@@ -30,7 +30,9 @@ def pod_spec(spec: Spec, workload: str) -> Dict[str, Any]:
     k8s = spec.kubernetes
     body: Dict[str, Any] = {}
     if workload == "job":
-        # A Job is fixed-size (NODEWEAVE_NNODES is set), so it never asks the API.
+        # A Job is fixed-size (NODEWEAVE_NNODES is set), so it never asks the API; its own
+        # ServiceAccount is still what an OpenShift SCC (IPC_LOCK for RDMA) is granted to.
+        body["serviceAccountName"] = spec.name
         body["automountServiceAccountToken"] = False
         body["subdomain"] = k8s.service  # hostnames <job>-<N> resolve as <job>-<N>.<service>
         body["restartPolicy"] = "Never"

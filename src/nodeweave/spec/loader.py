@@ -246,17 +246,24 @@ def _cache(r: Reader, top: Fields) -> Cache:
 
 
 def _network(r: Reader, top: Fields) -> Network:
-    f = r.fields(top.get("network"), "network", ("interfaces", "exclude_hcas", "rdma_resources", "attachments"))
+    f = r.fields(top.get("network"), "network", ("interfaces", "exclude_hcas", "rdma", "rdma_resources", "attachments"))
     resources = {}
     for key, path, node in r.mapping(f.get("rdma_resources"), "network.rdma_resources", "resource name: count"):
         if not rules.RESOURCE_NAME.check(key):
             raise r.fail(node, path, f"resource name {key!r} is invalid", rules.RESOURCE_NAME.accepted)
         resources[key] = r.integer(node, path, 1, 1024)
+    attachments = _list(r, f.get("attachments"), "network.attachments", rules.ATTACHMENT)
+    rdma_node = f.get("rdma")
+    rdma = bool(resources or attachments) if rdma_node is None else r.boolean(rdma_node, "network.rdma")
+    if not rdma and (resources or attachments):
+        raise r.fail(rdma_node, "network.rdma", "false contradicts network.rdma_resources/attachments, which "
+                     "give the pods RDMA devices", "true, or leave rdma out (true whenever RDMA resources are listed)")
     return Network(
         interfaces=_list(r, f.get("interfaces"), "network.interfaces", rules.INTERFACE),
         exclude_hcas=_list(r, f.get("exclude_hcas"), "network.exclude_hcas", rules.HCA),
+        rdma=rdma,
         rdma_resources=MappingProxyType(dict(sorted(resources.items()))),
-        attachments=_list(r, f.get("attachments"), "network.attachments", rules.ATTACHMENT),
+        attachments=attachments,
     )
 
 

@@ -76,6 +76,7 @@ class Cache:
 class Network:
     interfaces: Tuple[str, ...] = ()
     exclude_hcas: Tuple[str, ...] = ()
+    rdma: bool = False  # pass RDMA devices (/dev/infiniband) and let verbs lock memory
     rdma_resources: Mapping[str, int] = _empty()
     attachments: Tuple[str, ...] = ()
 
