@@ -102,6 +102,7 @@ def main(argv=None):
         problems.append("ranks hold different weights")
     verdict = "ok" if not problems else "FAILED: " + "; ".join(problems)
     print(f"{tag} done: world_size={world} backend={backend} final_loss={loss.item():.4f} {verdict}", flush=True)
+    dist.barrier()  # leave together: gloo aborts a rank whose peer tears its connections down first
     dist.destroy_process_group()
     return 0 if not problems else 1
 
