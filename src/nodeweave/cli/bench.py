@@ -6,6 +6,7 @@ by the entrypoint exactly as training is.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import List, Optional
 
@@ -49,19 +50,9 @@ def bench(
         raise UsageError(f"--timeout: {timeout:g} must be a positive number of seconds")
     err_console = Console(stderr=True)
     console = err_console if as_json else Console()
-    if nproc == "auto" and backend != "nccl":
-        from nodeweave.entrypoint import detect
-
-        if detect().gpus.count == 0:  # one gloo process would measure nothing
-            nproc = "2"
-            err_console.print("bench: no GPU here, so 2 gloo processes on this node (--nproc to change)")
-    config = runner.BenchConfig(tuple(op_list), sizes, iters, warmup, nproc, backend, dtype, timeout)
-    if plot is None and report.matplotlib_available():
-        plot = json_path.with_suffix(".png")
-    elif plot is not None and not report.matplotlib_available():
-        raise EnvironmentProblem(f"--plot {plot}: matplotlib is not installed; `pip install matplotlib`, "
-                                 "or leave --plot out (the JSON has every number)")
-
+    config = runner.BenchConfig(tuple(op_list), sizes, iters, warmup, _processes(nproc, backend, err_console),
+                                backend, dtype, timeout)
+    plot = _plot_path(plot, json_path, report.matplotlib_available())
     echo = (lambda line: err_console.print(line, markup=False, highlight=False)) if verbose else None
 
     def on_start(label: str, index: int, total: int) -> None:
@@ -69,27 +60,50 @@ def bench(
 
     runs = runner.run_matrix(config, points, echo=echo, on_start=on_start)
     ranking = runner.rank_runs(runs, op_list[0])
-    for run in runs:
-        if run.report:
-            if not points:
-                console.print(report.results_table(run))
-        if not run.correct:
-            err_console.print(f"[red]run {run.label!r} failed (exit {run.exit_code})[/red]; its output ended:")
-            err_console.print(run.log_tail[-1500:], markup=False, highlight=False)
-    if points:
-        console.print(report.ranking_table(ranking, report.largest_size(runs, op_list[0])))
+    _show(runs, ranking, points, op_list, console, err_console)
     document = report.document(runs, ranking, list(sweep))
     report.write_json(json_path, document)
     console.print(f"wrote {json_path}")
     if as_json:
-        import json
-
         typer.echo(json.dumps(document, indent=2, sort_keys=True))
     if plot is not None and any(run.report for run in runs):
         report.write_plot(plot, runs, op_list)
         console.print(f"wrote {plot}")
     if not all(run.correct for run in runs):
         raise typer.Exit(EXIT_FAILURE)
+
+
+def _processes(nproc: str, backend: str, err_console) -> str:
+    """``auto`` means one per GPU; with no GPU, one gloo process would measure nothing, so two."""
+    if nproc == "auto" and backend != "nccl":
+        from nodeweave.entrypoint import detect
+
+        if detect().gpus.count == 0:
+            err_console.print("bench: no GPU here, so 2 gloo processes on this node (--nproc to change)")
+            return "2"
+    return nproc
+
+
+def _plot_path(plot: Optional[Path], json_path: Path, have_matplotlib: bool) -> Optional[Path]:
+    if plot is None:
+        return json_path.with_suffix(".png") if have_matplotlib else None
+    if not have_matplotlib:
+        raise EnvironmentProblem(f"--plot {plot}: matplotlib is not installed; `pip install matplotlib`, "
+                                 "or leave --plot out (the JSON has every number)")
+    return plot
+
+
+def _show(runs, ranking, points, op_list, console, err_console) -> None:
+    from nodeweave.bench import report
+
+    for run in runs:
+        if run.report and not points:
+            console.print(report.results_table(run))
+        if not run.correct:
+            err_console.print(f"[red]run {run.label!r} failed (exit {run.exit_code})[/red]; its output ended:")
+            err_console.print(run.log_tail[-1500:], markup=False, highlight=False)
+    if points:
+        console.print(report.ranking_table(ranking, report.largest_size(runs, op_list[0])))
 
 
 def upgrade_old_spelling(argv: "list[str]") -> "list[str]":

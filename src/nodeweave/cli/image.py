@@ -96,6 +96,10 @@ def build(
                 console.print(line, markup=False, highlight=False, style="dim")
 
         result = run_build(engine, plan, on_line=on_line, no_cache=no_cache)
+    Console().print(_summary(variant, plan, result))
+
+
+def _summary(variant: str, plan, result) -> Table:
     table = Table(title=f"{variant} image", show_header=False)
     table.add_row("image", plan.image)
     for extra in plan.tags[1:]:
@@ -107,7 +111,7 @@ def build(
     if result.rebuilt_steps and result.cached_steps:
         table.add_row("ran", "\n".join(step[:70] for step in result.rebuilt_steps))
     table.add_row("pushed", "yes" if plan.push else "no")
-    Console().print(table)
+    return table
 
 
 def register(app: typer.Typer) -> None:
