@@ -107,3 +107,11 @@ def test_flags_and_variables_are_unique():
 def test_old_flag_spellings_still_parse():
     settings = parse(["--ifname", "eth9", "--exclude-hca", "mlx5_1", "--", "t.py"], {})
     assert settings.get("interfaces") == ["eth9"] and settings.get("exclude_hcas") == ["mlx5_1"]
+
+
+def test_the_design_document_names_every_variable_of_the_contract():
+    from pathlib import Path
+
+    design = (Path(__file__).resolve().parents[1] / "docs" / "design.md").read_text(encoding="utf-8")
+    missing = [row.variable for row in SETTINGS if f"`{row.variable}`" not in design]
+    assert not missing, f"docs/design.md's contract table lacks {missing}"
