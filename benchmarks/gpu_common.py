@@ -7,10 +7,10 @@ one of two ways, in the same environment apart from what is compared:
   training container does (the entrypoint adds its NCCL variables);
 - through plain ``torchrun`` with NCCL's defaults (no NCCL variable set).
 
-A "node" is one launch process; two nodes on one host get one GPU each
-(``CUDA_VISIBLE_DEVICES``), their own ``NCCL_HOSTID`` and, where
-``unshare --uts`` works, their own hostname, so NCCL sees two hosts and
-uses its network transport.
+A "node" is one launch process; two nodes on one host get their own
+GPUs (``CUDA_VISIBLE_DEVICES``: one each, or half the host's each), their
+own ``NCCL_HOSTID`` and, where ``unshare --uts`` works, their own hostname,
+so NCCL sees two hosts and uses its network transport between them.
 """
 
 from __future__ import annotations
@@ -92,8 +92,9 @@ def launch(nodes: "list[dict]", via: str, ops: str, sizes: str, iters: int = 20,
            extra_env: "dict[str, str] | None" = None, timeout: float = 300.0, backend: str = "nccl") -> dict:
     """Run one collective job of ``len(nodes)`` launch processes; rank 0's report and every log.
 
-    Each node dict has ``visible`` (CUDA_VISIBLE_DEVICES or None), ``nproc``, and for several
-    nodes ``hostname`` and ``hostid``. ``via`` is ``entrypoint`` or ``torchrun`` (NCCL defaults).
+    Each node dict has ``visible`` (CUDA_VISIBLE_DEVICES or None), ``nproc``, for several
+    nodes ``hostname`` and ``hostid``, and optionally ``env`` (variables for that node alone).
+    ``via`` is ``entrypoint`` or ``torchrun`` (NCCL defaults).
     """
     port, addr = free_port(), (host_ipv4() if len(nodes) > 1 else "127.0.0.1")
     with tempfile.TemporaryDirectory(prefix="nodeweave-proof-") as tmp:
@@ -114,6 +115,7 @@ def launch(nodes: "list[dict]", via: str, ops: str, sizes: str, iters: int = 20,
                 env["CUDA_VISIBLE_DEVICES"] = node["visible"]
             if node.get("hostid"):
                 env["NCCL_HOSTID"] = node["hostid"]
+            env.update(node.get("env") or {})
             log = open(os.path.join(tmp, f"node{rank}.log"), "w+")
             logs.append(log)
             procs.append(subprocess.Popen(with_hostname(command, node.get("hostname")), env=env,
@@ -164,9 +166,25 @@ def single_node(gpus: int) -> "list[dict]":
     return [{"visible": None, "nproc": gpus}]
 
 
-def two_nodes(name: str, use_uts: bool) -> "list[dict]":
-    return [{"visible": str(i), "nproc": 1, "hostid": f"{name}-{i}", "hostname": f"{name}-{i}" if use_uts else None}
-            for i in range(2)]
+def two_nodes(name: str, use_uts: bool, per_node: int = 1) -> "list[dict]":
+    """Two simulated nodes of ``per_node`` GPUs each: GPUs 0..k-1 and k..2k-1."""
+    return [{"visible": ",".join(str(i * per_node + g) for g in range(per_node)), "nproc": per_node,
+             "hostid": f"{name}-{i}", "hostname": f"{name}-{i}" if use_uts else None} for i in range(2)]
+
+
+def nccl_debug_env(folder: str, node: int, subsys: str = "INIT,GRAPH,NET,ENV") -> "dict[str, str]":
+    """NCCL_DEBUG=INFO into one file per process under ``folder``, named by node (for one check only)."""
+    return {"NCCL_DEBUG": "INFO", "NCCL_DEBUG_SUBSYS": subsys,
+            "NCCL_DEBUG_FILE": os.path.join(folder, f"node{node}.%h.%p.nccl.log")}
+
+
+def read_node_logs(folder: str, nodes: int) -> "dict[str, str]":
+    """The NCCL log files ``nccl_debug_env`` asked for, joined per node (``node0``, ``node1``...)."""
+    texts = {}
+    for node in range(nodes):
+        files = sorted(Path(folder).glob(f"node{node}.*.nccl.log"))
+        texts[f"node{node}"] = "".join(f"### {path.name}\n" + path.read_text(errors="replace") for path in files)
+    return texts
 
 
 def tail(text: str, limit: int = 3000) -> str:

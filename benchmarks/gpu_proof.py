@@ -1,40 +1,51 @@
-"""Proof on a real 1- or 2-GPU NVIDIA host that nodeweave's entrypoint is right and costs nothing.
+"""Proof on a real NVIDIA host (1, 2, 4 or 8 GPUs) that nodeweave's entrypoint is right and costs nothing.
 
-    PYTHONPATH=src python3 benchmarks/gpu_proof.py --out proof-out [--steps 1,2,3,4,5,6] [--rounds 3]
+    PYTHONPATH=src python3 benchmarks/gpu_proof.py --out proof-out [--steps 1,2,3,4,5,6,7] [--rounds 3]
 
 1. detection (``nodeweave-entrypoint --explain --json``) agrees with nvidia-smi:
-   count, model, PCI bus IDs, NVLink;
-2. the entrypoint execs torchrun and NCCL all_reduce/all_gather/reduce_scatter
+   count, model, PCI bus IDs, NVLink, and NVSwitch where the entrypoint claims one;
+2. the entrypoint starts torchrun and NCCL all_reduce/all_gather/reduce_scatter
    are correct on every GPU;
 3. two nodes simulated on one host (one GPU, hostname and NCCL_HOSTID each)
-   rendezvous through the entrypoint, are correct, and NCCL uses its network
-   transport (checked once with NCCL_DEBUG=INFO);
-4. busbw at 256 MiB and 1 GiB, entrypoint vs NCCL defaults, single- and
-   two-node, plus the tutorial hand settings and what doctor says of them
-   (``gpu_bandwidth.py``);
+   rendezvous through the entrypoint, are correct, and NCCL joins them only
+   through its network transport (read from its NCCL_DEBUG=INFO log);
+4. all-reduce busbw at 1 MiB, 16 MiB, 256 MiB and 1 GiB, entrypoint vs NCCL
+   defaults in alternating rounds with a paired statistic, on one node, on
+   2 x 1 and on 2 x half the GPUs; the tutorial hand settings and what doctor
+   says of them (``gpu_bandwidth.py``);
 5. entrypoint start -> exec against ``python3 -c pass``;
 6. the commands themselves here: ``nodeweave doctor`` (plain, ``--bench``),
-   ``nodeweave bench`` (table, JSON, plot) and a ``--sweep``.
+   ``nodeweave bench`` (table, JSON, plot) and a ``--sweep``;
+7. two simulated nodes of half the GPUs each (2 x 2 on four GPUs): correct,
+   and NCCL's log shows P2P over NVLink inside each node and NET between them.
 
-Needs the stdlib, torch and this checkout; step 4's doctor part and step 6
-run the ``nodeweave`` CLI, so they also need typer and rich. Writes ``proof.json`` under
-``--out`` after every step and prints a summary.
+A step this host cannot run (too few GPUs, no torch) is skipped with its
+reason. Needs the stdlib, torch and this checkout; step 4's doctor part and
+step 6 run the ``nodeweave`` CLI, so they also need typer and rich. Writes
+``proof.json`` (and the NCCL logs of steps 3 and 7) under ``--out`` after
+every step and prints a summary.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
-import re
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import gpu_bandwidth  # noqa: E402
+import gpu_checks as checks  # noqa: E402
 import gpu_common as common  # noqa: E402
+import gpu_summary  # noqa: E402
+
+SHOWN = ("checks", "median_ms", "transports", "skipped")  # dicts worth a line in the progress output
 
 
 def _smi(*args: str) -> str:
@@ -45,39 +56,26 @@ def _smi(*args: str) -> str:
     return out.stdout if out.returncode == 0 else f"nvidia-smi exit {out.returncode}: {out.stderr}"
 
 
-def _bus(bus_id: str) -> str:
-    """``00000000:18:00.0`` (nvidia-smi) and ``0000:18:00.0`` (sysfs) -> ``0000:18:00.0``."""
-    domain, _, rest = bus_id.strip().lower().partition(":")
-    return f"{int(domain, 16):04x}:{rest}"
-
-
-def explain(extra: "dict[str, str] | None" = None) -> dict:
-    out = subprocess.run([common.PY, "-m", "nodeweave.entrypoint", "--explain", "--json", "--launcher", "command",
-                          "--nnodes", "1", "--node-rank", "0", "--master-addr", "127.0.0.1", "--", "true"],
-                         capture_output=True, text=True, env=common.base_env(extra), timeout=60)
+def explain(extra: "dict[str, str] | None" = None, sysroot: "str | None" = None) -> dict:
+    root = ["--sysroot", sysroot] if sysroot else []
+    command = [common.PY, "-m", "nodeweave.entrypoint", *root, "--explain", "--json", "--launcher", "command",
+               "--nnodes", "1", "--node-rank", "0", "--master-addr", "127.0.0.1", "--", "true"]
+    out = subprocess.run(command, capture_output=True, text=True, env=common.base_env(extra), timeout=60)
     if out.returncode != 0:
         raise RuntimeError(f"entrypoint --explain exit {out.returncode}: {out.stderr}")
     return json.loads(out.stdout)
 
 
-def step_detection() -> dict:
-    plan = explain()
+def step_detection(smi=_smi, sysroot: "str | None" = None) -> dict:
+    """The entrypoint's GPUs against nvidia-smi; ``smi`` and ``sysroot`` let the CPU tests replay an HGX."""
+    plan = explain(sysroot=sysroot)
     gpus = plan["node"]["gpus"]
-    query = _smi("--query-gpu=name,pci.bus_id,count", "--format=csv,noheader")
-    rows = [[cell.strip() for cell in line.split(",")] for line in query.strip().splitlines() if line.count(",") == 2]
-    nvlink_status, topo = _smi("nvlink", "--status"), _smi("topo", "-m")
-    smi_links = len(re.findall(r"Link \d+: [\d.]+ GB/s", nvlink_status))
-    smi_nvlink = smi_links > 0 or bool(re.search(r"\bNV\d+\b", topo))
-    found = [(d["model"], _bus(d["pci"])) for d in gpus["devices"]]
-    expected = [(name, _bus(bus)) for name, bus, _ in rows]
-    checks = {
-        "count": (gpus["count"], int(rows[0][2]) if rows else 0),
-        "models_and_bus_ids": (sorted(found), sorted(expected)),
-        "nvlink": (gpus["interconnect"] in ("nvlink", "nvswitch"), smi_nvlink),
-    }
-    return {"agree": all(a == b for a, b in checks.values()), "checks": checks, "interconnect": gpus["interconnect"],
-            "driver": gpus.get("driver"), "nvidia_smi_query": query, "nvidia_smi_nvlink_links_up": smi_links,
-            "nvidia_smi_topo": topo, "plan_env": plan.get("env"), "plan_warnings": plan.get("warnings")}
+    query = smi("--query-gpu=name,pci.bus_id,count", "--format=csv,noheader")
+    nvlink_status, topo = smi("nvlink", "--status"), smi("topo", "-m")
+    result = checks.compare_detection(gpus, query, nvlink_status, topo)
+    result.update({"driver": gpus.get("driver"), "nvidia_smi_query": query, "nvidia_smi_nvlink_status": nvlink_status,
+                   "nvidia_smi_topo": topo, "plan_env": plan.get("env"), "plan_warnings": plan.get("warnings")})
+    return result
 
 
 def step_single_node(gpus: int) -> dict:
@@ -90,22 +88,31 @@ def step_single_node(gpus: int) -> dict:
             "results": report.get("results"), "log_tail": common.tail(result["logs"][0])}
 
 
-def step_two_nodes(name: str, use_uts: bool) -> dict:
-    debug = {"NCCL_DEBUG": "INFO", "NCCL_DEBUG_SUBSYS": "INIT,NET"}
-    result = common.launch(common.two_nodes(name, use_uts), "entrypoint", "all_reduce,all_gather,reduce_scatter",
-                           "1M,64M", iters=5, warmup=2, extra_env=debug)
-    logs = "\n".join(result["logs"])
-    transport = sorted(set(re.findall(r"via (NET/\w+(?:/\d+)?|P2P/\w+|SHM)", logs)))
-    # NCCL prefixes each INFO line with "<hostname>:<pid>:<tid>": the names each node really had
-    hostnames = sorted(set(re.findall(r"^([\w.-]+):\d+:\d+ \[\d+\] NCCL INFO", logs, re.MULTILINE)))
+def step_simulated_nodes(name: str, use_uts: bool, per_node: int, out: Path) -> dict:
+    """Two simulated nodes of ``per_node`` GPUs: correct collectives, and NCCL's own log of each connection.
+
+    NCCL_DEBUG=INFO goes to files for this launch only (never into the bandwidth runs); the log is
+    kept as ``nccl-2x<k>.log`` under ``--out`` and checked: P2P inside a node, NET between nodes,
+    NVLink in each node's graph.
+    """
+    nodes = common.two_nodes(name, use_uts, per_node)
+    with tempfile.TemporaryDirectory(prefix="nodeweave-nccl-") as folder:
+        for index, node in enumerate(nodes):
+            node["env"] = common.nccl_debug_env(folder, index)
+        result = common.launch(nodes, "entrypoint", "all_reduce,all_gather,reduce_scatter", "1M,64M", iters=5, warmup=2)
+        node_logs = common.read_node_logs(folder, len(nodes))
+    if not any(node_logs.values()):  # NCCL writes to stdout when it cannot open the file
+        node_logs = {f"node{i}": log for i, log in enumerate(result["logs"])}
+    log_path = out / f"nccl-2x{per_node}.log"
+    log_path.write_text("".join(f"##### {node}\n{text}" for node, text in node_logs.items()))
+    summary = checks.nccl_transports(node_logs)
     report = result["report"] or {}
-    return {"correct": common.correct(result), "world_size": report.get("world_size"),
-            "nnodes_seen_by_workers": report.get("nnodes"), "uts_namespace": use_uts,
-            "transports_in_nccl_log": transport, "uses_net_socket": "NET/Socket" in logs,
-            "uses_p2p_or_shm": any(t.startswith(("P2P", "SHM")) for t in transport),
+    return {"correct": common.correct(result), "transports_ok": checks.transports_ok(summary),
+            "shape": f"2 nodes x {per_node} GPU(s)", "world_size": report.get("world_size"),
+            "nnodes_seen_by_workers": report.get("nnodes"), "uts_namespace": use_uts, "nccl": report.get("nccl"),
+            "nccl_log": str(log_path), "transports": summary, "env_seen_by_workers": report.get("env"),
             "exit_codes": result["exit_codes"], "results": report.get("results"),
-            "nccl_net_lines": [line for line in logs.splitlines() if "NET/" in line][:12],
-            "log_tails": [common.tail(log, 1500) for log in result["logs"]], "hostnames_in_log": hostnames}
+            "log_tails": [common.tail(log, 1500) for log in result["logs"]]}
 
 
 def _time(command: "list[str]", env: dict, runs: int) -> "list[float]":
@@ -136,19 +143,25 @@ def _cli(args: "list[str]", timeout: float = 400.0) -> dict:
     start = time.perf_counter()
     out = subprocess.run(command, capture_output=True, text=True, env=common.base_env({"COLUMNS": "160"}),
                          timeout=timeout)
-    return {"argv": ["nodeweave", *args], "exit_code": out.returncode, "seconds": round(time.perf_counter() - start, 1),
-            "stdout": common.tail(out.stdout, 6000), "stderr": common.tail(out.stderr, 2000)}
+    result = {"argv": ["nodeweave", *args], "exit_code": out.returncode,
+              "seconds": round(time.perf_counter() - start, 1),
+              "stdout": common.tail(out.stdout, 6000), "stderr": common.tail(out.stderr, 2000)}
+    if "--json" in args and "-" not in args:  # parse the whole document: the kept tail may cut its start
+        try:
+            result["document"] = json.loads(out.stdout)
+        except json.JSONDecodeError as err:
+            result["document_error"] = f"stdout is not JSON: {err}"
+    return result
 
 
 def step_cli(out: Path) -> dict:
     """The user-facing commands on this host: doctor (plain and --bench), bench, and a sweep."""
     doctor = _cli(["doctor", "--json"])
-    try:
-        findings = json.loads(doctor["stdout"])["findings"]
-    except (json.JSONDecodeError, KeyError):
-        findings = None
+    document = doctor.get("document") or {}
     return {
-        "doctor": {"exit_code": doctor["exit_code"], "findings": findings, "stderr": doctor["stderr"]},
+        "doctor": {"exit_code": doctor["exit_code"], "findings": document.get("findings"),
+                   "counts": document.get("counts"), "stderr": doctor["stderr"],
+                   "error": doctor.get("document_error")},
         "doctor_text": _cli(["doctor"]),
         "doctor_bench": _cli(["doctor", "--bench"]),
         "bench": _cli(["bench", "--sizes", "1M:1G:4", "--iters", "10", "--json", str(out / "bench.json"),
@@ -158,89 +171,102 @@ def step_cli(out: Path) -> dict:
     }
 
 
-def summary(proof: dict) -> str:
-    """The numbers that matter, as a plain table with each ratio against its same-run baseline."""
-    lines = [f"{'what':<44} {'size':>6} {'nodeweave':>10} {'baseline':>10} {'ratio':>7} {'paired':>7}"]
-    bandwidth = proof.get("4_bandwidth") or {}
-    for case in ("single_node", "two_nodes"):
-        comparison = bandwidth.get(case)
-        if not comparison or "median_busbw_gbps" not in comparison:
-            continue
-        medians = comparison["median_busbw_gbps"]
-        for size in medians["entrypoint"]:
-            ours, base = medians["entrypoint"][size], medians["nccl_defaults"][size]
-            ratio, paired = comparison["ratio_entrypoint_vs_defaults"][size], comparison["paired_ratio_median"][size]
-            lines.append(f"{'busbw ' + case + ' (GB/s) vs NCCL defaults':<44} {size:>6} {ours or 0:>10.2f} "
-                         f"{base or 0:>10.2f} {ratio or 0:>7.3f} {paired or 0:>7.3f}")
-    for setting, run in (bandwidth.get("tutorial_single_node") or {}).items():
-        for size, value in run["busbw_gbps"].items():
-            lines.append(f"{'busbw ' + setting + ' vs plan':<44} {size:>6} {value or 0:>10.2f} "
-                         f"{bandwidth['single_node']['median_busbw_gbps']['entrypoint'][size] or 0:>10.2f} "
-                         f"{run['ratio_vs_entrypoint_plan'][size] or 0:>7.3f} {'':>7}")
-    startup = proof.get("5_startup") or {}
-    if "median_ms" in startup:
-        ms = startup["median_ms"]
-        ours, base = ms["entrypoint -> exec /bin/true"], ms["python3 -c pass"]
-        lines.append(f"{'start-up ms: entrypoint->exec vs python3 -c pass':<44} {'':>6} {ours:>10.1f} {base:>10.1f} "
-                     f"{ours / base:>7.2f} {'':>7}")
-    return "\n".join(lines)
-
-
 def _gpu_count() -> int:
     rows = _smi("--query-gpu=count", "--format=csv,noheader").split()
     return int(rows[0]) if rows and rows[0].isdigit() else 0
 
 
-def main(argv=None) -> int:
+def skip_reasons(steps: "set[int]", gpus: int, torch_found: bool) -> "dict[int, str]":
+    """The steps this host cannot run, each with the reason (printed, and kept in proof.json)."""
+    need = {1: 1, 2: 1, 3: 2, 4: 1, 6: 1, 7: 4}
+    reasons = {}
+    for step in sorted(steps):
+        if step not in need and step != 5:
+            reasons[step] = f"no step {step}; steps are 1-7"
+        elif step in need and gpus < need[step]:
+            reasons[step] = (f"needs {need[step]} NVIDIA GPU(s); nvidia-smi reports {gpus}" if gpus else
+                             "needs an NVIDIA GPU; nvidia-smi is missing or reports none")
+        elif step in need and not torch_found:
+            reasons[step] = f"needs torch, which {common.PY} cannot import"
+    return reasons
+
+
+def parse_args(argv=None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--out", default=os.environ.get("OUT", "gpu-proof-out"))
-    parser.add_argument("--steps", default="1,2,3,4,5,6")
+    parser.add_argument("--steps", default="1,2,3,4,5,6,7")
     parser.add_argument("--rounds", type=int, default=3, help="alternating rounds per bandwidth comparison")
-    parser.add_argument("--parts", default="single,tutorial,two",
-                        help="step 4's parts: single (one node), tutorial (hand settings + doctor), two (two nodes)")
+    parser.add_argument("--budget-s", type=float, default=0.0,
+                        help="step 4: start no new round of a comparison past this many seconds (0: no limit)")
+    parser.add_argument("--parts", default=",".join(gpu_bandwidth.PARTS),
+                        help="step 4's parts: single (one node, every GPU), latency (one node, 1 MiB and 16 MiB, "
+                             "1000 calls each), tutorial (hand settings + doctor), two (2 nodes x 1 GPU), "
+                             "split (2 nodes x half the GPUs)")
     parser.add_argument("--name", default="nodeweave", help="simulated node names: <name>-0, <name>-1")
     args = parser.parse_args(argv)
-    steps = {int(s) for s in args.steps.split(",") if s.strip()}
+    try:
+        args.steps = {int(s) for s in args.steps.split(",") if s.strip()}
+    except ValueError:
+        parser.error(f"--steps: {args.steps!r} is not a comma list of step numbers 1-7")
+    args.parts = tuple(p.strip() for p in args.parts.split(",") if p.strip())
+    unknown = [p for p in args.parts if p not in gpu_bandwidth.PARTS]
+    if unknown:
+        parser.error(f"--parts: unknown part {unknown[0]!r}; expected a comma list of {', '.join(gpu_bandwidth.PARTS)}")
+    return args
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    steps, parts = args.steps, args.parts
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     gpus = _gpu_count()
     use_uts = common.uts_works()
     proof: dict = {"gpus": gpus, "uts_namespace": use_uts, "host_ipv4": common.host_ipv4(),
-                   "nvidia_smi": _smi("--query-gpu=name,driver_version,memory.total", "--format=csv,noheader")}
+                   "nvidia_smi": _smi("--query-gpu=name,driver_version,memory.total", "--format=csv,noheader"),
+                   "skipped": {}}
     print(f"{gpus} GPU(s); UTS namespace for hostnames: {use_uts}", flush=True)
 
-    def save():
+    def save(*_):
         (out / "proof.json").write_text(json.dumps(proof, indent=2, default=str) + "\n")
 
-    def run(key: str, func, *fargs):
+    def run(key: str, func, *fargs, **kwargs):
         start = time.perf_counter()
         try:
-            proof[key] = func(*fargs)
+            proof[key] = func(*fargs, **kwargs)
         except Exception as err:  # record the failure and go on with the next step
             proof[key] = {"error": f"{type(err).__name__}: {err}"}
         proof[key]["step_seconds"] = round(time.perf_counter() - start, 1)
-        print(f"== {key}: {json.dumps({k: v for k, v in proof[key].items() if not isinstance(v, (list, dict)) or k in ('checks', 'median_ms', 'transports_in_nccl_log')}, default=str)}", flush=True)
+        shown = {k: v for k, v in proof[key].items()
+                 if (not isinstance(v, (list, dict, str)) or k in SHOWN or (isinstance(v, str) and len(v) < 300))}
+        print(f"== {key}: {json.dumps(shown, default=str)}", flush=True)
         save()
 
-    if 1 in steps:
+    skipped = skip_reasons(steps, gpus, importlib.util.find_spec("torch") is not None)
+    for step, reason in skipped.items():
+        proof["skipped"][str(step)] = reason
+        print(f"== step {step} skipped: {reason}", flush=True)
+    todo = steps - set(skipped)
+    if 1 in todo:
         run("1_detection", step_detection)
-    if 2 in steps and gpus >= 1:
+    if 2 in todo:
         run("2_single_node", step_single_node, gpus)
-    if 3 in steps and gpus >= 2:
-        run("3_two_nodes", step_two_nodes, args.name, use_uts)
-    if 5 in steps:
+    if 3 in todo:
+        run("3_two_nodes", step_simulated_nodes, args.name, use_uts, 1, out)
+    if 7 in todo:
+        run("7_split_nodes", step_simulated_nodes, args.name, use_uts, gpus // 2, out)
+    if 5 in todo:
         run("5_startup", step_startup)
-    if 6 in steps:
+    if 6 in todo:
         run("6_cli", step_cli, out)
-    if 4 in steps and gpus >= 1:
-        import gpu_bandwidth
-
-        parts = tuple(p.strip() for p in args.parts.split(",") if p.strip())
-        run("4_bandwidth", gpu_bandwidth.step_bandwidth, gpus, args.name, use_uts, args.rounds, parts)
+    if 4 in todo:
+        for part, reason in gpu_bandwidth.skipped_parts(gpus, parts).items():
+            print(f"== step 4 part {part} skipped: {reason}", flush=True)
+        run("4_bandwidth", gpu_bandwidth.step_bandwidth, gpus, args.name, use_uts, args.rounds, parts,
+            budget_s=args.budget_s, progress=lambda partial: (proof.__setitem__("4_bandwidth", partial), save()))
     save()
-    print(summary(proof), flush=True)
-    failed = [key for key, value in proof.items() if isinstance(value, dict) and
-              (value.get("error") or value.get("correct") is False or value.get("agree") is False)]
+    print(gpu_summary.table(proof), flush=True)
+    failed = gpu_summary.failed_steps(proof)
     print("failed steps: " + (", ".join(failed) if failed else "none"), flush=True)
     return 1 if failed else 0
 
