@@ -2,7 +2,8 @@
 
 ``benchmarks/gpu_proof.py`` runs on GPU machines only, so what it concludes
 there rests on these parsers and checks: detection against ``nvidia-smi``
-(the 8x H100 HGX sysroot with nvidia-smi's text for it, and a real capture
+(the 8x H100 HGX sysroot with nvidia-smi's text for that board, written in its
+tab-separated format since no HGX was lent, and a real capture
 from a 4x H200 VM), NCCL's transport log (a real 2 nodes x 2 GPUs capture),
 and the paired statistic. Each check is also shown to fail on the input it
 exists to catch.
