@@ -164,10 +164,10 @@ def step_cli(out: Path) -> dict:
                    "error": doctor.get("document_error")},
         "doctor_text": _cli(["doctor"]),
         "doctor_bench": _cli(["doctor", "--bench"]),
-        "bench": _cli(["bench", "--sizes", "1M:1G:4", "--iters", "10", "--json", str(out / "bench.json"),
+        "bench": _cli(["bench", "--sizes", "1M:1G:4", "--iters", "10", "--json-out", str(out / "bench.json"),
                        "--plot", str(out / "bench.png")]),
         "sweep": _cli(["bench", "--ops", "all_reduce", "--sizes", "64M,1G", "--sweep", "NCCL_MAX_NCHANNELS=4,16,32",
-                       "--json", str(out / "sweep.json"), "--plot", str(out / "sweep.png")]),
+                       "--json-out", str(out / "sweep.json"), "--plot", str(out / "sweep.png")]),
     }
 
 
