@@ -26,19 +26,20 @@ image: {variant: cuda12}
 nodes: 3
 gpus_per_node: 4
 launcher: {type: deepspeed, script: t.py, master_port: 29555, max_restarts: 3, wait_timeout: 77}
-network: {interfaces: [eth1, ib0], exclude_hcas: ["mlx5_4", "mlx5_5:1"]}
-kubernetes: {service: rdzv}
+network: {interfaces: [eno1, ibp25s0], exclude_hcas: ["mlx5_4", "mlx5_5:1"]}
+kubernetes: {service: rdzv, cluster_domain: corp.example}
 """
 # What the entrypoint makes of each spec field's value (its own typed form).
 EXPECTED = {
     "nodes": "3",
     "kubernetes.service": "rdzv",
+    "kubernetes.cluster_domain": "corp.example",
     "launcher.type": "deepspeed",
     "gpus_per_node": 4,
     "launcher.master_port": 29555,
     "launcher.max_restarts": 3,
     "launcher.wait_timeout": 77,
-    "network.interfaces": ["eth1", "ib0"],
+    "network.interfaces": ["eno1", "ibp25s0"],
     "network.exclude_hcas": ["mlx5_4", "mlx5_5:1"],
 }
 ROWS = [row for row in SETTINGS if row.spec]

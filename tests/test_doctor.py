@@ -153,6 +153,13 @@ def test_bad_entrypoint_variable_is_an_error_finding():
     assert finding.severity == "error" and "NODEWEAVE_LAUNCHER" in finding.message and d.plan is None
 
 
+def test_dynamic_severity_travels_with_the_warning():
+    from nodeweave.entrypoint.model import PlanWarning
+
+    finding = grade_plan_warning(PlanWarning("shm-small", "/dev/shm is 64 MiB", "error"))
+    assert finding.severity == "error" and "--shm-size" in finding.action
+
+
 def test_unknown_plan_warnings_stay_warnings():
     finding = grade_plan_warning("something new the entrypoint says")
     assert (finding.severity, finding.code, finding.source) == ("warning", "entrypoint-warning", "entrypoint")
@@ -165,14 +172,32 @@ def test_grading_follows_the_code_not_the_wording():
     assert (finding.severity, finding.code, finding.message) == ("error", "p2p-disabled-on-gpu-links", "reworded entirely")
 
 
-def test_every_policy_warning_code_has_a_grade():
+def test_every_warning_code_the_entrypoint_emits_is_a_row_with_severity_and_remedy():
+    """Severities and remedies live in the rule rows; doctor keeps no table of grades of its own."""
     import re
 
-    from nodeweave.doctor.findings import _GRADES
+    from nodeweave.doctor import findings
+    from nodeweave.doctor.rules import RULES as DOCTOR_RULES
+    from nodeweave.entrypoint.rules import BY_CODE, NOTICES, RULES
 
-    policy = (Path(__file__).resolve().parents[1] / "src/nodeweave/entrypoint/policy.py").read_text()
-    codes = set(re.findall(r'warn\(warnings, "([a-z0-9-]+)"', policy))
-    assert len(codes) >= 14 and codes <= set(_GRADES), codes - set(_GRADES)
+    source = Path(__file__).resolve().parents[1] / "src/nodeweave/entrypoint"
+    emitted = set()
+    for path in source.glob("*.py"):
+        emitted |= set(re.findall(r'emit\(\s*warnings,\s*"([a-z0-9-]+)"', path.read_text()))
+    assert emitted and emitted <= {rule.code for rule in NOTICES}, emitted - set(BY_CODE)
+    codes = [rule.code for rule in RULES + NOTICES + DOCTOR_RULES]
+    assert len(codes) == len(set(codes)), "a code names one rule"
+    for rule in RULES + NOTICES + DOCTOR_RULES:
+        assert rule.level(None) in ("error", "warning", "info") and len(rule.remedy) > 20, rule.code
+    assert not hasattr(findings, "_GRADES")
+
+
+def test_the_gid_version_rule_lives_once():
+    """Doctor asks the entrypoint's policy whether the library finds the GID itself; it keeps no version of its own."""
+    doctor = (Path(__file__).resolve().parents[1] / "src/nodeweave/doctor").glob("*.py")
+    for path in doctor:
+        text = path.read_text()
+        assert "GID_AUTO" not in text and "2, 21, 5" not in text, path
 
 
 def test_missing_sysroot_is_a_usage_error(tmp_path):

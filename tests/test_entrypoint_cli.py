@@ -14,6 +14,14 @@ SCRIPT = Path(sys.executable).parent / "nodeweave-entrypoint"
 ENTRY = [str(SCRIPT)] if SCRIPT.exists() else [sys.executable, "-m", "nodeweave.entrypoint"]
 
 
+@pytest.fixture(autouse=True)
+def workdir(tmp_path, monkeypatch):
+    """The entrypoint runs where the training scripts are (it refuses to start one that is not there)."""
+    for name in ("train.py", "t.py"):
+        (tmp_path / name).write_text("")
+    monkeypatch.chdir(tmp_path)
+
+
 def run(args, env=None, fixture="cpu-only", timeout=60):
     base = {"PATH": os.environ["PATH"], "PYTHONPATH": str(SRC)}
     base.update(env or {})
@@ -109,7 +117,7 @@ def test_explain_text_does_not_exec():
                          fixture="hgx-h100")
     assert proc.returncode == 0, err
     for needle in ("8 of 8 x NVIDIA H100 80GB HBM3 (nvswitch", "mlx5_8:1", "<- flag --node-rank",
-                   "set    NCCL_SOCKET_IFNAME==eno1", "NCCL_IB_HCA=^=mlx5_8,mlx5_9", "run    torchrun --nnodes 2",
+                   "set    NCCL_SOCKET_IFNAME==eno1", "NCCL_IB_HCA==mlx5_0,mlx5_1,mlx5_2,mlx5_3,mlx5_4,mlx5_5,mlx5_6,mlx5_7", "run    torchrun --nnodes 2",
                    "wait   for hgx-a00:29500"):
         assert needle in out, needle
 

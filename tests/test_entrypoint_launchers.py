@@ -49,7 +49,7 @@ def test_torchrun_elastic_c10d(torchrun):
 
 
 def test_torchrun_elastic_master_declares_itself_host(torchrun):
-    p = plan("compose-sim", "torchrun", NODEWEAVE_NNODES="1:2", NODE_RANK="0")
+    p = plan("cpu-only", "torchrun", NODEWEAVE_NNODES="1:2", NODE_RANK="0", MASTER_ADDR="192.168.1.40")
     args = torchrun.get_args_parser().parse_args(p.launch.argv[1:])
     assert args.rdzv_conf == "is_host=true"
     config, _, _ = torchrun.config_from_args(args)
@@ -89,7 +89,8 @@ def _hostfile(p, tmp_path):
 
 
 def test_deepspeed_no_ssh_with_generated_hostfile(ds_runner, tmp_path):
-    p = plan("sts-h100-roce", "deepspeed", NODEWEAVE_NNODES="4", NODEWEAVE_SERVICE="llama")
+    p = plan("sts-h100-roce", "deepspeed", NODEWEAVE_NNODES="4", NODEWEAVE_SERVICE="llama",
+             NODEWEAVE_NPROC_PER_NODE="4")
     argv, content = _hostfile(p, tmp_path)
     assert content == "llama-0 slots=4\nllama-1 slots=4\nllama-2 slots=4\nllama-3 slots=4\n"
     assert argv[0] == "deepspeed"
@@ -105,7 +106,8 @@ def test_deepspeed_no_ssh_with_generated_hostfile(ds_runner, tmp_path):
 
 
 def test_deepspeed_keeps_visible_devices(ds_runner, tmp_path):
-    p = plan("hgx-h100", "deepspeed", CUDA_VISIBLE_DEVICES="2,3", NNODES="2", NODE_RANK="1", MASTER_ADDR="hgx-a00")
+    p = plan("hgx-h100", "deepspeed", CUDA_VISIBLE_DEVICES="2,3", NNODES="2", NODE_RANK="1", MASTER_ADDR="hgx-a00",
+             NODEWEAVE_NPROC_PER_NODE="2")
     argv, content = _hostfile(p, tmp_path)
     assert content == "node-0 slots=4\nnode-1 slots=4\n"
     args = ds_runner.parse_args(argv[1:])
@@ -150,6 +152,51 @@ def test_command_launcher_runs_the_command_as_given():
     assert p.launch.argv == SCRIPT
     exported = {v.name: v.value for v in p.env if v.action == "export"}
     assert exported["MASTER_ADDR"] == "192.168.1.40" and exported["WORLD_SIZE"] == "2"
+
+
+# --- DeepSpeed with uneven GPU counts: every node writes the hostfile from its own count ----------------
+
+
+def test_deepspeed_refuses_a_node_with_fewer_gpus_than_the_spec_names_both_numbers():
+    """Node 1 of two with 1 usable GPU where the spec says 2: its hostfile would say slots=2, its processes hang."""
+    from nodeweave.entrypoint import EntrypointError
+
+    with pytest.raises(EntrypointError) as err:
+        plan("hgx-h100", "deepspeed", CUDA_VISIBLE_DEVICES="0", NODEWEAVE_NPROC_PER_NODE="2", NNODES="2",
+             NODE_RANK="1", MASTER_ADDR="hgx-a00")
+    assert err.value.exit_code == 3
+    assert "2 processes per node (from NODEWEAVE_NPROC_PER_NODE=2) but this node has 1 usable GPU(s)" in str(err.value)
+
+
+def test_deepspeed_refuses_auto_on_several_gpu_nodes():
+    """With auto, two nodes with 2 and 1 GPUs wrote slots=2,slots=2 and slots=1,slots=1: the world sizes disagreed."""
+    from nodeweave.entrypoint import EntrypointError
+
+    for visible in ("0,1", "0"):
+        with pytest.raises(EntrypointError) as err:
+            plan("hgx-h100", "deepspeed", CUDA_VISIBLE_DEVICES=visible, NNODES="2", NODE_RANK="1", MASTER_ADDR="hgx-a00")
+        assert err.value.exit_code == 3 and "'auto' on 2 nodes" in str(err.value)
+        assert "NODEWEAVE_NPROC_PER_NODE" in str(err.value)
+
+
+def test_deepspeed_auto_is_fine_on_one_node_and_on_cpu_nodes(ds_runner):
+    assert plan("hgx-h100", "deepspeed", CUDA_VISIBLE_DEVICES="0,1").launch.files
+    p = plan("cpu-only", "deepspeed", NNODES="2", NODE_RANK="0", MASTER_ADDR="192.168.1.40")
+    assert list(p.launch.files.values()) == ["node-0 slots=1\nnode-1 slots=1\n"]
+
+
+def test_accelerate_on_cpu_turns_on_its_own_cpu_switch(accelerate_launch):
+    """Without ACCELERATE_USE_CPU every rank sees DistributedType.NO and trains alone (tests/e2e proves it runs)."""
+    p = plan("cpu-only", "accelerate", NNODES="2", NODE_RANK="0", MASTER_ADDR="192.168.1.40",
+             NODEWEAVE_NPROC_PER_NODE="2")
+    exported = {v.name: v.value for v in p.env if v.action == "export"}
+    assert exported["ACCELERATE_USE_CPU"] == "true"
+    args = accelerate_launch.launch_command_parser().parse_args(p.launch.argv[2:])
+    assert args.multi_gpu and not args.cpu and args.num_processes == 4
+    gpu = plan("hgx-h100", "accelerate", NNODES="2", NODE_RANK="1", MASTER_ADDR="hgx-a00")
+    assert "ACCELERATE_USE_CPU" not in {v.name for v in gpu.env}
+    mine = plan("cpu-only", "accelerate", ACCELERATE_USE_CPU="false")
+    assert "ACCELERATE_USE_CPU" not in {v.name for v in mine.env}  # your value wins
 
 
 def test_elastic_needs_torchrun():

@@ -29,7 +29,7 @@ def test_hgx_sets_socket_interface_and_drops_the_storage_fabric():
     assert set_vars(p) == {
         "NCCL_SOCKET_IFNAME": "=eno1",
         "GLOO_SOCKET_IFNAME": "eno1",
-        "NCCL_IB_HCA": "^=mlx5_8,mlx5_9",
+        "NCCL_IB_HCA": "=mlx5_0,mlx5_1,mlx5_2,mlx5_3,mlx5_4,mlx5_5,mlx5_6,mlx5_7",
         "OMP_NUM_THREADS": "28",
     }
     assert "Ethernet port beside the InfiniBand fabric" in var(p, "NCCL_IB_HCA").reason
@@ -50,7 +50,8 @@ def test_single_node_sets_no_network_variables():
 
 def test_port_down_is_left_to_nccl_and_warned():
     p = plan("hgx-h100-port-down", NNODES="2", NODE_RANK="1", MASTER_ADDR="hgx-a00")
-    assert set_vars(p)["NCCL_IB_HCA"] == "^=mlx5_8,mlx5_9"  # the down port is not listed: NCCL skips it
+    # the down port is not listed (NCCL skips it), nor is the storage fabric
+    assert set_vars(p)["NCCL_IB_HCA"] == "=mlx5_0,mlx5_1,mlx5_2,mlx5_4,mlx5_5,mlx5_6,mlx5_7"
     assert any("mlx5_3:1" in w and "7 usable rail(s)" in w for w in p.warnings)
 
 
@@ -163,7 +164,7 @@ def test_spec_interfaces_and_hca_exclusions():
     p = plan("hgx-h100", NODEWEAVE_INTERFACES="eno1,ens21f0np0", NODEWEAVE_EXCLUDE_HCAS="mlx5_7", **HGX)
     s = set_vars(p)
     assert s["NCCL_SOCKET_IFNAME"] == "=eno1,=ens21f0np0" and s["GLOO_SOCKET_IFNAME"] == "eno1,ens21f0np0"
-    assert s["NCCL_IB_HCA"] == "^=mlx5_7,mlx5_8,mlx5_9"
+    assert s["NCCL_IB_HCA"] == "=mlx5_0,mlx5_1,mlx5_2,mlx5_3,mlx5_4,mlx5_5,mlx5_6"
 
 
 def test_no_usable_rdma_port_disables_ib():
@@ -225,3 +226,26 @@ def test_aws_efa_exports_no_nccl_tuning(tmp_path):
     p = make_plan(["--", "t.py"], env=HGX, sysroot=str(root))
     assert p.node.cloud.efa and p.node.cloud.provider == "aws"
     assert "NCCL_IB_HCA" not in set_vars(p) and "NCCL_IB_GID_INDEX" not in set_vars(p)
+
+
+@pytest.mark.parametrize("fixture,env", [
+    ("hgx-h100", HGX), ("hgx-h100-port-down", HGX), ("sts-h100-roce", STS),
+    ("hgx-h100", {**HGX, "NODEWEAVE_EXCLUDE_HCAS": "mlx5_0,mlx5_1,mlx5_2,mlx5_3,mlx5_4,mlx5_5"}),
+])
+def test_nccl_ib_hca_is_always_the_exact_list_of_ports_to_use(fixture, env):
+    """Never an exclusion list: ^= would let in any device nobody reviewed (a VF hot-plugged later)."""
+    p = plan(fixture, **env)
+    value = set_vars(p)["NCCL_IB_HCA"]
+    assert value.startswith("=") and not value.startswith("^")
+    listed = value[1:].split(",")
+    usable = [n.device for n in p.node.nics if n.active and n.device in listed]
+    assert listed == usable  # every listed port exists, is ACTIVE, and the list is exact names
+    assert "exactly the" in var(p, "NCCL_IB_HCA").reason
+
+
+def test_empty_nccl_ib_hca_is_warned_and_kept():
+    p = plan("hgx-h100", NCCL_IB_HCA="", **HGX)
+    (warning,) = [w for w in p.warnings if w.code == "ib-hca-empty"]
+    assert "every RDMA device (10 port(s) here)" in warning
+    assert "NCCL_IB_HCA" not in set_vars(p)  # your value still wins
+    assert [v.value for v in p.env if v.name == "NCCL_IB_HCA"] == [""]

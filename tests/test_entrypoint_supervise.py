@@ -29,6 +29,13 @@ exec sleep 60
 """
 
 
+@pytest.fixture(autouse=True)
+def workdir(tmp_path, monkeypatch):
+    """The entrypoint runs where the training script is (it refuses to start one that is not there)."""
+    (tmp_path / "train.py").write_text("")
+    monkeypatch.chdir(tmp_path)
+
+
 def start(tmp_path, script, launcher="torchrun"):
     fake = tmp_path / launcher
     fake.write_text(script)

@@ -60,7 +60,7 @@ def test_minimal_spec_gets_the_documented_defaults():
     assert spec.cache.size == "200Gi"
     assert spec.kubernetes.namespace == "default" and spec.kubernetes.service == "job"
     assert spec.kubernetes.claim == "shared" and spec.kubernetes.anti_affinity == "required"
-    assert spec.kubernetes.grace_period == 120
+    assert spec.kubernetes.grace_period == 120 and spec.kubernetes.cluster_domain is None
     assert dict(spec.env) == {}
 
 
@@ -176,6 +176,7 @@ CASES = [
     (text("kubernetes: {claim: rwx}\n"), 4, "kubernetes.claim", "'rwx'", "shared, per-pod"),
     (text("kubernetes: {anti_affinity: soft}\n"), 4, "kubernetes.anti_affinity", "'soft'", "required, preferred, none"),
     (text("kubernetes: {grace_period: -5}\n"), 4, "kubernetes.grace_period", "'-5'", "from 0 to 86400"),
+    (text("kubernetes: {cluster_domain: Corp_Example}\n"), 4, "kubernetes.cluster_domain", "'Corp_Example'", "DNS-1123 subdomain"),
     (text("kubernetes: {openshift: maybe}\n"), 4, "kubernetes.openshift", "'maybe'", "true or false"),
     (text("kubernetes: {node_selector: {gpu: 'a b'}}\n"), 4, "kubernetes.node_selector.gpu", "'a b'", "label value"),
     (text("kubernetes: {node_selector: {'bad key!': x}}\n"), 4, "kubernetes.node_selector.bad key!", "key 'bad key!' is invalid", "label key"),
@@ -273,7 +274,7 @@ def test_cli_prints_one_line_and_exits_2(tmp_path, capsys):
     assert err.strip() == (
         f"nodeweave: error: {bad}:4: kubernetes.namespce: unknown key (did you mean 'namespace'?); accepted: one of "
         "namespace, service, storage_class, storage_size, claim, node_selector, tolerations, anti_affinity, "
-        "grace_period, openshift"
+        "grace_period, openshift, cluster_domain"
     )
 
 

@@ -2,10 +2,11 @@
 
 Built on the entrypoint's Python API (``nodeweave.entrypoint.parse`` /
 ``build_plan``), never on a copy of its detection: the node, the plan and its
-warnings are exactly what ``nodeweave-entrypoint`` would act on. Doctor grades
-those warnings and adds its own rules (``rules.py``); each finding has a
-severity and the remedy. No torch import here: ``--bench`` runs the bench
-worker in processes of its own.
+warnings are what ``nodeweave-entrypoint`` would act on, with its rule table
+evaluated in ``audit`` mode (the node on its own, not only this launch).
+Doctor adds its own rows of the same type (``rules.py``); each finding takes
+its severity and remedy from its row. No torch import here: ``--bench`` runs
+the bench worker in processes of its own.
 
 ``diagnose(sysroot=None, env=None) -> Diagnosis``; ``Diagnosis.exit_code`` is
 1 when any finding is an error, else 0.
@@ -16,8 +17,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from nodeweave.doctor.findings import ERROR, INFO, WARNING, Finding, grade_plan_warning, merge
-from nodeweave.doctor.rules import own_findings
+from nodeweave.doctor.findings import ERROR, INFO, WARNING, Finding, findings_of, grade_plan_warning, merge
+from nodeweave.doctor.rules import own_hits
 from nodeweave.errors import EXIT_FAILURE, EXIT_OK, UsageError
 
 SCHEMA = "nodeweave.doctor/1"
@@ -73,6 +74,7 @@ def _single_node(node):
 def diagnose(sysroot: "str | None" = None, env: "dict[str, str] | None" = None) -> Diagnosis:
     """Everything doctor knows about the node under ``sysroot`` with the variables ``env``."""
     from nodeweave.entrypoint import EntrypointError, Root, build_plan, detect, parse, plan_env
+    from nodeweave.entrypoint.rules import RULES, Context, evaluate
 
     env = dict(os.environ) if env is None else dict(env)
     if sysroot is not None and not os.path.isdir(sysroot):
@@ -82,22 +84,23 @@ def diagnose(sysroot: "str | None" = None, env: "dict[str, str] | None" = None) 
     try:
         settings = parse(argv, env)
     except EntrypointError as err:  # a bad NODEWEAVE_* value: report it, still examine the hardware
-        root = sysroot or env.get("NODEWEAVE_SYSROOT") or "/"
-        node = detect(root, env)
+        root = Root(sysroot or env.get("NODEWEAVE_SYSROOT") or "/")
+        node = detect(root.path, env)
         finding = Finding(ERROR, "entrypoint-settings", str(err),
                           "fix the variable named; nodeweave-entrypoint --help lists what each accepts", "entrypoint")
-        return Diagnosis(node, None, merge([finding], own_findings(node, env, Root(root), False, set())))
-    plan = build_plan(settings, partial=True)
+        hits = evaluate(RULES, Context(node, env, root, audit=True))
+        return Diagnosis(node, None, merge([finding] + findings_of(hits, "entrypoint"),
+                                           findings_of(own_hits(node, env, root, False))))
+    plan = build_plan(settings, partial=True, audit=True)
     if plan.topology is None:
         # No topology, so the env policy did not run: run it as for this node alone.
-        plan.env = plan_env(plan.node, _single_node(plan.node), settings, Root(settings.sysroot), plan.warnings)
+        plan.env = plan_env(plan.node, _single_node(plan.node), settings, Root(settings.sysroot), plan.warnings,
+                            audit=True)
     node = plan.node
-    shm = node.limits.shm_bytes if node.limits else None
-    graded = [grade_plan_warning(message, shm) for message in plan.warnings]
+    graded = [grade_plan_warning(message) for message in plan.warnings]
     graded += [Finding(ERROR, "plan-error", error["message"],
                        "fix the value named (nodeweave-entrypoint --explain shows the whole plan); the "
                        f"entrypoint would exit {error['exit_code']}", "entrypoint") for error in plan.errors]
     multi = bool(plan.topology) and plan.topology.nnodes_max > 1
-    codes = {finding.code for finding in graded}
-    findings = merge(graded, own_findings(node, env, Root(settings.sysroot), multi, codes))
-    return Diagnosis(node, plan, findings)
+    own = findings_of(own_hits(node, env, Root(settings.sysroot), multi))
+    return Diagnosis(node, plan, merge(graded, own))

@@ -1,19 +1,22 @@
 """Findings: what is wrong or worth knowing about a node, how bad, and what to do.
 
-The entrypoint already warns, at every start, about user values known to
-hurt (its policy module). Doctor does not re-derive those: it takes the
-plan's warnings as they are and only grades them (error/warning) and adds
-the remedy, by each warning's stable code (``PlanWarning.code``), never by
-its wording. Doctor's own rules (``rules.py``) cover what the entrypoint has
-no reason to check at start-up.
+Every finding comes from a row of a rule table (``Rule(code, check,
+severity, remedy)``): the entrypoint's own rows (``nodeweave.entrypoint.rules``),
+which it evaluates at every start and doctor sees as the plan's warnings, and
+doctor's rows of the same type (``rules.py``) for what the entrypoint has no
+reason to check at start-up. A finding takes its severity and remedy from its
+row, by the warning's stable code, never from its wording; there is no second
+table of grades here.
 """
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-ERROR, WARNING, INFO = "error", "warning", "info"
+from nodeweave.entrypoint.rules import BY_CODE, ERROR, INFO, WARNING
+
 SEVERITY_ORDER = {ERROR: 0, WARNING: 1, INFO: 2}
+__all__ = ["ERROR", "INFO", "WARNING", "Finding", "grade_plan_warning", "merge", "sort_findings"]
 
 
 @dataclass(frozen=True)
@@ -24,47 +27,25 @@ class Finding:
     code: str
     message: str
     action: str
-    source: str = "doctor"  # "doctor" | "entrypoint" (a plan warning, graded here) | "bench"
+    source: str = "doctor"  # "doctor" | "entrypoint" (a plan warning, graded by its row) | "bench"
 
     def to_dict(self) -> dict:
         return asdict(self)
 
 
-# The entrypoint's warning codes (PlanWarning.code, nodeweave.entrypoint.policy/topology)
-# -> (severity, what to do). A code missing here is graded a warning.
-_GRADES = {
-    "p2p-disabled-on-gpu-links": (ERROR, "unset NCCL_P2P_DISABLE: NCCL picks NVLink/xGMI peer-to-peer itself"),
-    "socket-ifname-loopback": (ERROR, "unset NCCL_SOCKET_IFNAME (the entrypoint sets the interface that routes "
-                               "to the master) or name an interface peers can reach"),
-    "socket-ifname-no-match": (ERROR, "unset NCCL_SOCKET_IFNAME or fix its value: NCCL finds no socket interface with it"),
-    "socket-ifname-misses-route": (WARNING, "unset NCCL_SOCKET_IFNAME; the entrypoint sets =<the interface toward the master>"),
-    "ib-hca-unknown-device": (ERROR, "fix NCCL_IB_HCA to name devices listed under /sys/class/infiniband, or unset it"),
-    "ib-hca-prefix": (WARNING, "prefix the list with '=' (exact names), e.g. NCCL_IB_HCA==mlx5_0,mlx5_1"),
-    "ib-disabled-with-rdma": (ERROR, "unset NCCL_IB_DISABLE: inter-node traffic should use the ACTIVE RDMA ports"),
-    "ib-gid-index-wrong": (ERROR, "unset NCCL_IB_GID_INDEX (NCCL >= 2.21.5 finds the RoCE v2 GID) "
-                           "or set the index the entrypoint reports"),
-    "hsa-fine-grain-on-xgmi": (WARNING, "unset HSA_FORCE_FINE_GRAIN_PCIE on xGMI nodes"),
-    "rdma-port-down": (WARNING, "check the cable, the switch port and the subnet manager (ibstat, ibstatus); "
-                       "NCCL skips the port"),
-    "shm-small": (WARNING, "give the container a larger /dev/shm: docker/podman --shm-size=16g or --ipc=host; "
-                  "Kubernetes: an emptyDir with medium: Memory mounted at /dev/shm"),
-    "memlock-limited": (ERROR, "run with an unlimited locked-memory limit: --ulimit memlock=-1:-1 (docker/podman), "
-                        "or LimitMEMLOCK=infinity for the container runtime's service"),
-    "no-route-to-master": (WARNING, "check that the master's name resolves and is routable from this node"),
-    "roce-gid-index-differs": (WARNING, "use NCCL >= 2.21.5, which picks each port's GID itself"),
-}
-SHM_ERROR_BELOW = 512 << 20  # Docker's 64 MB default fails NCCL outright; under 1 GiB is a warning
-
-
-def grade_plan_warning(message: str, shm_bytes: "int | None" = None) -> Finding:
-    """A plan warning as a finding, graded by its code; one without a known code stays a warning."""
+def grade_plan_warning(message: str) -> Finding:
+    """A plan warning as a finding: the level its rule gave it, else its row's, and the row's remedy."""
     code = getattr(message, "code", None)
-    if code not in _GRADES:
+    rule = BY_CODE.get(code)
+    if rule is None:
         return Finding(WARNING, code or "entrypoint-warning", str(message), "see docs/entrypoint.md", "entrypoint")
-    severity, action = _GRADES[code]
-    if code == "shm-small" and shm_bytes is not None and shm_bytes < SHM_ERROR_BELOW:
-        severity = ERROR
-    return Finding(severity, code, str(message), action, "entrypoint")
+    severity = getattr(message, "severity", None) or rule.level()
+    return Finding(severity, code, str(message), rule.remedy, "entrypoint")
+
+
+def findings_of(hits, source: str = "doctor") -> "list[Finding]":
+    """Findings for ``nodeweave.entrypoint.rules.evaluate``'s hits."""
+    return [Finding(severity, rule.code, message, rule.remedy, source) for rule, message, severity in hits]
 
 
 def sort_findings(findings: "list[Finding]") -> "list[Finding]":

@@ -10,10 +10,10 @@ are passed on once and a stop shows as 128+N, not as the launcher's 1.
 import os
 import sys
 
+from .consistency import missing_script
 from .core import build_plan
-from .errors import EXIT_FAILURE, EXIT_NOT_EXECUTABLE, EXIT_OK, EntrypointError
+from .errors import EXIT_FAILURE, EXIT_NOT_EXECUTABLE, EXIT_OK, EntrypointError, UsageError
 from .settings import HelpRequested, parse, usage
-from .selfcheck import check_master_is_self
 from .supervise import SUPERVISED, resolve, run_supervised
 from .sysfs import Root
 
@@ -51,6 +51,9 @@ def run(settings):
     Returns the exit code of a supervised launcher; an exec'd one never returns.
     """
     plan = build_plan(settings)
+    problem = missing_script(plan.launch.launcher, settings.command, os.getcwd())
+    if problem:  # here, once, not in every rank the launcher would start
+        raise UsageError(problem)
     wait = plan.launch.wait
     if wait:
         from .wait import wait_for
@@ -59,7 +62,10 @@ def run(settings):
         _say(f"master {wait['host']}:{wait['port']} accepts connections after {waited:.1f}s")
         if plan.node.interface_reason and "does not resolve" in plan.node.interface_reason:
             plan = build_plan(settings)  # the master resolves now: plan the route again
-    check_master_is_self(plan, Root(settings.sysroot))
+    if plan.topology.is_master and plan.topology.nnodes_max > 1 and plan.launch.launcher in SUPERVISED:
+        from .selfcheck import check_master_is_self  # only rank 0 of a multi-node job pays for it
+
+        check_master_is_self(plan, Root(settings.sysroot))
     for warning in plan.warnings:
         _say(f"warning: {warning}")
     _say(_summary(plan))
@@ -82,6 +88,9 @@ def main(argv=None):
         settings = parse(argv, env)
         if settings.explain:
             plan = build_plan(settings, partial=True)
+            problem = plan.launch and missing_script(plan.launch.launcher, settings.command, os.getcwd())
+            if problem and settings.sysroot == "/":
+                plan.launch.notes.append(f"{problem} — a start here would stop with exit 2")
             if settings.json:
                 from .explain import render_json
                 sys.stdout.write(render_json(plan))

@@ -66,6 +66,57 @@ def list_text(value):
     return ",".join(value) if value else None
 
 
+def optional_text(value):
+    """An optional spec value as the variable's text; None (variable left out) when unset."""
+    return None if value is None else str(value)
+
+
+HOST_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.")
+HOST_ACCEPTED = "a host name (letters, digits, '-', '.'), an IPv4 address or an IPv6 address, without a port"
+
+
+def _host_problem(text):
+    """Why ``text`` is not a host name or an address, or None."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return "holds bytes that are not UTF-8"
+    if not text.isascii():
+        return "holds non-ASCII characters"
+    if any(ch.isspace() for ch in text):
+        return "holds spaces"
+    if text.startswith("[") or text.count(":") == 1:
+        return "holds a port: give the port as MASTER_PORT (--master-port) and the host alone"
+    if ":" in text:
+        return None if set(text) <= frozenset("0123456789abcdefABCDEF:.") and text.count("::") <= 1 else \
+            "is not an IPv6 address"
+    labels = text[:-1].split(".") if text.endswith(".") else text.split(".")
+    if not set(text) <= HOST_CHARS or len(text) > 253:
+        return "holds characters a host name cannot have" if len(text) <= 253 else "is longer than 253 characters"
+    if any(not label or len(label) > 63 or label[0] == "-" or label[-1] == "-" for label in labels):
+        return "has an empty, over-long or hyphen-edged label"
+    return None
+
+
+def read_host(text, what, source):
+    """A host name or an address, refused (exit 2) before anyone waits for a host that cannot exist."""
+    value = str(text).strip()
+    problem = _host_problem(value)
+    if problem:
+        raise UsageError(f"{what} {value!r} (from {source}) {problem}; accepted: {HOST_ACCEPTED}")
+    return value
+
+
+def read_domain(text, what, source):
+    """A DNS domain such as ``cluster.local`` (no leading dot, no port)."""
+    value = str(text).strip().strip(".")
+    problem = _host_problem(value) if value else "is empty"
+    if problem or ":" in value:
+        raise UsageError(f"{what} {value!r} (from {source}) {problem or 'is an address'}; accepted: a DNS domain "
+                         "such as cluster.local")
+    return value
+
+
 class Setting:
     """One row of the contract."""
 
@@ -100,6 +151,10 @@ SETTINGS = (
     Setting("service", "--service", "NODEWEAVE_SERVICE",
             "headless Service: master = <name>-0.<service>.<namespace>.svc.<cluster domain>",
             spec="kubernetes.service", where=("kubernetes",)),
+    Setting("cluster_domain", "--cluster-domain", "NODEWEAVE_CLUSTER_DOMAIN",
+            "Kubernetes cluster domain of the master's name (default: the svc.<domain> entry of "
+            "/etc/resolv.conf's search list, else cluster.local)",
+            spec="kubernetes.cluster_domain", where=("kubernetes",), read=read_domain, text=optional_text),
     Setting("launcher", "--launcher", "NODEWEAVE_LAUNCHER",
             "torchrun | deepspeed | accelerate | command (default torchrun)",
             spec="launcher.type", read=read_choice(LAUNCHERS)),

@@ -5,8 +5,9 @@ import os
 from .detect_gpu import detect_gpus
 from .detect_host import detect_cloud, detect_limits, hostname
 from .detect_net import default_route, detect_interfaces, detect_rdma, read_routes, resolve, route_to
+from .consistency import check_machine
 from .errors import EntrypointError
-from .launch import exports, plan_launch
+from .launch import exports, launcher_exports, plan_launch
 from .model import Node, Plan
 from .policy import plan_env
 from .settings import parse
@@ -17,8 +18,10 @@ from .topology import discover
 def detect(sysroot="/", env=None, master=None):
     """The :class:`Node` under ``sysroot``; with ``master``, also the interface toward it."""
     root = Root(sysroot)
-    env = os.environ if env is None else env
-    routes = read_routes(root)
+    return _detect(root, os.environ if env is None else env, read_routes(root), master)
+
+
+def _detect(root, env, routes, master=None):
     nics = detect_rdma(root)
     node = Node(hostname=hostname(root), sysroot=root.path, gpus=detect_gpus(root, env), nics=nics,
                 interfaces=detect_interfaces(root, routes), limits=detect_limits(root),
@@ -43,18 +46,23 @@ def locate_master(node, root, master, routes=None):
     node.interface_reason = why if how == "literal" else f"{master} is {ip} ({how}); {why}"
 
 
-def build_plan(settings, partial=False):
-    """The :class:`Plan` for parsed settings. With ``partial``, errors are recorded, not raised."""
+def build_plan(settings, partial=False, audit=False):
+    """The :class:`Plan` for parsed settings. With ``partial``, errors are recorded, not raised.
+
+    ``audit`` (doctor) lets the rules judge the node on its own, beyond this launch.
+    """
     root = Root(settings.sysroot)
     env = settings.env
     plan = Plan()
-    plan.node = detect(root.path, env)
+    routes = read_routes(root)
+    plan.node = _detect(root, env, routes)
     try:
+        check_machine(plan.node, settings)
         plan.topology = discover(settings, plan.node, root, plan.warnings)
-        locate_master(plan.node, root, plan.topology.master_addr.value)
-        plan.env = plan_env(plan.node, plan.topology, settings, root, plan.warnings)
+        locate_master(plan.node, root, plan.topology.master_addr.value, routes)
+        plan.env = plan_env(plan.node, plan.topology, settings, root, plan.warnings, audit=audit)
         plan.launch = plan_launch(settings, plan.topology, plan.node)
-        plan.env += exports(plan.topology, env)
+        plan.env += exports(plan.topology, env) + launcher_exports(plan.launch, plan.node, env)
     except EntrypointError as err:
         if not partial:
             raise

@@ -145,6 +145,15 @@ def _amd(root):
 
 
 def _apply_visible(gpus, env):
+    """Count what the runtime will let the launcher use; keep the entries that name no GPU here.
+
+    The runtimes stop at the first entry they cannot use, so ``visible`` ends
+    there; ``visible_invalid`` lists every entry beyond the GPUs present (an
+    index too high, an unknown UUID), which the plan refuses instead of
+    silently shrinking the job. A negative index is CUDA's own way to hide
+    the rest (``-1`` hides every GPU), and so is a word that names no GPU at
+    all (Slurm's ``NoDevFiles``): both are kept as that.
+    """
     names = ("CUDA_VISIBLE_DEVICES",) if gpus.vendor == "nvidia" else (
         "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES")
     count = len(gpus.devices)
@@ -153,23 +162,37 @@ def _apply_visible(gpus, env):
     for name in names:
         if name not in env or gpus.vendor == "none":
             continue
-        value = env[name].strip()
-        items = [v.strip() for v in value.split(",") if v.strip()]
-        visible = []
-        for item in items:  # the runtimes stop at the first invalid entry
-            if item.lstrip("-").isdigit():
-                if not 0 <= int(item) < len(gpus.devices):
-                    break
-                visible.append(int(item))
-            elif item.startswith(("GPU-", "MIG-")) or gpus.vendor == "amd":
-                visible.append(item)
-            else:
-                break
-        gpus.visible, gpus.visible_env = visible, name
-        count = min(count, len(visible))
+        gpus.visible, gpus.visible_invalid = _visible(gpus, env[name])
+        gpus.visible_env = name
+        count = min(count, len(gpus.visible))
         break
     gpus.count = count
     first = gpus.devices[gpus.visible[0]] if gpus.visible and isinstance(gpus.visible[0], int) else (
         gpus.devices[0] if gpus.devices and count else None)
     if first is not None:
         gpus.model, gpus.arch = first.model, first.arch
+
+
+def _visible(gpus, value):
+    """(usable entries up to the first unusable one, entries that name no GPU here)."""
+    uuids = {g.uuid for g in gpus.devices if g.uuid}
+    visible, invalid, stopped = [], [], False
+    for item in (v.strip() for v in value.split(",") if v.strip()):
+        if item.lstrip("-").isdigit():
+            index = int(item)
+            if index < 0:
+                stopped = True  # hides the rest, deliberately
+            elif index >= len(gpus.devices):
+                invalid.append(item)
+                stopped = True
+            elif not stopped:
+                visible.append(index)
+        elif item.startswith("GPU-") and uuids and item not in uuids:
+            invalid.append(item)
+            stopped = True
+        elif item.startswith(("GPU-", "MIG-")) or gpus.vendor == "amd":
+            if not stopped:
+                visible.append(item)
+        else:
+            stopped = True  # not a GPU reference at all (Slurm's NoDevFiles): the runtime sees none from here
+    return visible, invalid

@@ -20,6 +20,7 @@ GCP_PROFILES = (  # GPUDirect-TCPXO (A3 Mega) and GPUDirect-TCPX (A3 High) image
     "/usr/local/tcpx/lib64/nccl-env-profile.sh",
 )
 AZURE_TOPO_DIR = "/opt/microsoft"
+SA_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
 
 
 def hostname(root):
@@ -27,6 +28,11 @@ def hostname(root):
         return os.uname().nodename
     text = root.read("/etc/hostname") or ""
     return text.split()[0] if text.split() else ""
+
+
+def in_kubernetes(root, env):
+    """A pod: the API's address, a downward-API pod name, or a service-account token directory."""
+    return bool(env.get("KUBERNETES_SERVICE_HOST") or env.get("POD_NAME")) or root.exists(f"{SA_DIR}/namespace")
 
 
 def _size_option(options):

@@ -137,7 +137,9 @@ def read_routes(root):
 
 
 def _local_addresses(root):
-    """IPv4 addresses of this host: the ``/32 host LOCAL`` leaves of fib_trie."""
+    """IPv4 addresses of this host: the ``/32 host LOCAL`` leaves of fib_trie (read once per root)."""
+    if root.local_addresses is not None:
+        return root.local_addresses
     found, last = [], None
     for line in (root.read("/proc/net/fib_trie") or "").splitlines():
         text = line.strip()
@@ -145,6 +147,7 @@ def _local_addresses(root):
             last = text[3:].strip()
         elif text.startswith("/32 host LOCAL") and last and last not in found:
             found.append(last)
+    root.local_addresses = found
     return found
 
 

@@ -1,4 +1,4 @@
-"""Kubernetes facts: the pod's namespace and its StatefulSet's replica count.
+"""Kubernetes facts: the pod's namespace, its StatefulSet's replica count, the cluster domain.
 
 The node count of a StatefulSet is ``.spec.replicas``, read from the API with
 the pod's service-account token (stdlib ``urllib``, the CA from the token's
@@ -7,14 +7,8 @@ directory), so ``oc scale`` needs no YAML edit. The manifests grant ``get`` on
 (``http://127.0.0.1:8001`` for ``kubectl proxy``, or a test server).
 """
 
+from .detect_host import SA_DIR
 from .errors import TopologyError
-
-SA_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
-
-
-def in_kubernetes(root, env):
-    return bool(env.get("KUBERNETES_SERVICE_HOST") or env.get("POD_NAME")) or root.exists(f"{SA_DIR}/namespace")
-
 
 def namespace(root, env):
     """(namespace, source) from the service-account file, then POD_NAMESPACE."""
@@ -24,6 +18,24 @@ def namespace(root, env):
     if env.get("POD_NAMESPACE"):
         return env["POD_NAMESPACE"], "POD_NAMESPACE"
     return None, None
+
+
+def cluster_domain(root, settings):
+    """(domain, source) of the cluster's DNS names: the setting, else resolv.conf's ``svc.<domain>``, else cluster.local.
+
+    The kubelet writes ``search <ns>.svc.<domain> svc.<domain> <domain>`` into
+    every pod's /etc/resolv.conf, so a cluster whose domain is not
+    ``cluster.local`` needs no setting at all.
+    """
+    if settings.get("cluster_domain"):
+        return settings.get("cluster_domain"), settings.source("cluster_domain")
+    for line in (root.read("/etc/resolv.conf") or "").splitlines():
+        fields = line.split()
+        if fields and fields[0] == "search":
+            for entry in fields[1:]:
+                if entry.startswith("svc.") and len(entry) > 4:
+                    return entry[4:].rstrip("."), f"the search list of /etc/resolv.conf ({entry})"
+    return "cluster.local", "default cluster.local: no svc.<domain> in /etc/resolv.conf's search list"
 
 
 def statefulset_replicas(root, env, name, ns, timeout=5.0):

@@ -9,7 +9,10 @@
   the world size and indexes the lines by node rank; the names need not resolve).
 - accelerate: ``accelerate launch`` with machine rank and main process address,
   ``--num_processes`` counted over all machines, ``--multi_gpu`` (its torchrun
-  path, also right for CPU processes with gloo) when there is more than one.
+  path) when there is more than one. Without a usable GPU it also exports
+  ``ACCELERATE_USE_CPU=true``, accelerate's own CPU switch (what ``--cpu``
+  sets, which may not be combined with ``--multi_gpu``): without it each
+  process sees ``DistributedType.NO`` and trains alone.
 - command: the command as given.
 
 Every launcher also gets ``MASTER_ADDR MASTER_PORT NODE_RANK NNODES WORLD_SIZE``
@@ -18,7 +21,7 @@ Every launcher also gets ``MASTER_ADDR MASTER_PORT NODE_RANK NNODES WORLD_SIZE``
 
 import os
 
-from .errors import UsageError
+from .errors import TopologyError, UsageError
 from .model import EnvVar, Launch
 
 # Off for elastic jobs: torch 2.13 loses scale-up with the shared rendezvous store (see exports()).
@@ -64,6 +67,14 @@ def exports(topo, env):
             _export("PET_MASTER_PORT", port, "torchrun --master-port"),
         ]
     return out
+
+
+def launcher_exports(launch, node, env):
+    """Variables one launcher needs beyond the common ones."""
+    if launch.launcher == "accelerate" and not node.gpus.count and "ACCELERATE_USE_CPU" not in env:
+        return [_export("ACCELERATE_USE_CPU", "true", "no usable GPU: accelerate's own CPU switch, so its processes "
+                        "join one gloo group (MULTI_CPU) instead of each training alone")]
+    return []
 
 
 def plan_launch(settings, topo, node):
@@ -115,8 +126,33 @@ def _torchrun(topo, node, command, restarts, settings):
     return Launch(argv=argv + command, notes=notes)
 
 
+def hostfile_slots(topo, node):
+    """The slots every line of the DeepSpeed hostfile gets: this node's count must be every node's.
+
+    Each node writes the hostfile from what it knows and DeepSpeed sums the
+    slots for the world size, so a node that counts differently hangs the job.
+    Until nodes exchange their counts (issue 16 replaces this function), a
+    node refuses when it has fewer usable GPUs than the count it was given,
+    and ``auto`` is refused on GPU nodes: the other nodes' counts are unknown.
+    """
+    nproc, gpus = topo.nproc_per_node, node.gpus
+    if topo.nnodes_max == 1 or not gpus.count:
+        return nproc.value
+    if nproc.source.startswith("auto"):
+        raise TopologyError(
+            f"launcher deepspeed with processes per node 'auto' on {topo.nnodes_max} nodes: every node writes the "
+            f"hostfile with its own GPU count ({gpus.count} here), and nodes that count differently disagree on the "
+            "world size; set gpus_per_node (NODEWEAVE_NPROC_PER_NODE) to the count every node has")
+    if gpus.count < nproc.value:
+        raise TopologyError(
+            f"{nproc.value} processes per node (from {nproc.source}) but this node has {gpus.count} usable GPU(s): "
+            f"DeepSpeed's hostfile gives every node {nproc.value} slots, so this node's processes would not all "
+            f"have a GPU; give this node {nproc.value} GPUs, or set gpus_per_node to {gpus.count} on every node")
+    return nproc.value
+
+
 def _deepspeed(topo, node, command, restarts, settings):
-    nproc = topo.nproc_per_node.value
+    nproc = hostfile_slots(topo, node)
     hostfile = os.path.join(settings.env.get("TMPDIR") or "/tmp", "nodeweave", "hostfile")
     names = topo.node_names
     argv = ["deepspeed", "--hostfile", hostfile, "--no_ssh", "--node_rank", str(topo.node_rank.value),

@@ -14,18 +14,15 @@ class PlanWarning(str):
     """A plan warning: reads, prints and serialises as its message; ``code`` names its rule.
 
     Tools that grade warnings (``nodeweave doctor``) key on the stable code,
-    never on the wording, which may change.
+    never on the wording, which may change; ``severity`` is the level its rule
+    gave here (None: the rule's own level), the remedy is the rule's
+    (``nodeweave.entrypoint.rules``).
     """
 
-    def __new__(cls, code, message):
+    def __new__(cls, code, message, severity=None):
         self = str.__new__(cls, message)
-        self.code = code
+        self.code, self.severity = code, severity
         return self
-
-
-def warn(warnings, code, message):
-    """Add a coded warning to a plan's list."""
-    warnings.append(PlanWarning(code, message))
 
 
 class Record:
@@ -92,6 +89,7 @@ class Gpus(Record):
         ("count", 0),              # usable after CUDA/HIP/ROCR_VISIBLE_DEVICES
         ("visible", None),         # list of device indices/UUIDs from *_VISIBLE_DEVICES, None = all
         ("visible_env", None),     # the variable that restricted them
+        ("visible_invalid", _LIST),  # its entries that name no GPU here (the plan refuses them)
         ("model", None),           # model of the first usable GPU
         ("arch", None),            # gfx target of the first usable AMD GPU
         ("driver", None),          # NVIDIA driver version / amdgpu version
@@ -178,6 +176,39 @@ class Node(Record):
         ("cloud", None),          # Cloud
         ("libraries", _DICT),     # {"nccl": "2.21.5" | None, "rccl": ... } (filled when needed)
     )
+
+
+# --- what the rank sources claim (sources.py) and discover() weighs -----------
+
+# Tiers of a claim, strongest first: ``flag`` (the user's override), ``env`` and
+# ``platform`` (variables and schedulers: they must agree), ``hostname`` (the
+# ``<name>-<N>`` ordinal: it must not contradict them).
+FLAG, ENV, PLATFORM, HOSTNAME = "flag", "env", "platform", "hostname"
+
+
+class Claim:
+    """One source's value for one field (a list for ``hosts``, else stripped text)."""
+
+    __slots__ = ("field", "value", "source", "tier", "origin")
+
+    def __init__(self, field, value, source, tier):
+        self.field, self.source, self.tier = field, source, tier
+        self.value = list(value) if isinstance(value, list) else str(value).strip()
+        self.origin = None  # the Source row, set by sources.collect()
+
+    def __repr__(self):
+        return f"Claim({self.field}={self.value!r} from {self.source}, {self.tier})"
+
+
+def variables(env, names, tier=ENV):
+    """A claim per ``(field, variable)`` whose variable is set and not empty."""
+    return [Claim(field, env[var], f"{var}={env[var]}", tier) for field, var in names if env.get(var, "").strip()]
+
+
+def host_list(hosts, key, master_source, count_source):
+    """The claims a list of node names makes: the names, node 0 as master, the count."""
+    return [Claim("hosts", list(hosts), key, PLATFORM), Claim("master_addr", hosts[0], master_source, PLATFORM),
+            Claim("nnodes", len(hosts), count_source, PLATFORM)]
 
 
 # --- what discover() and the planners decide --------------------------------

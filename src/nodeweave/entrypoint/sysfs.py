@@ -38,6 +38,7 @@ class Root:
         path = os.path.abspath(path or "/")
         self.path = path
         self.real = path == "/"
+        self.local_addresses = None  # detect_net's parsed /proc/net/fib_trie, read once
 
     def __repr__(self):
         return f"Root({self.path!r})"

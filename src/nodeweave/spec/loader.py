@@ -318,7 +318,7 @@ def _toleration(r: Reader, path: str, item: Node) -> Toleration:
 def _kubernetes(r: Reader, top: Fields, name: str) -> Kubernetes:
     keys = (
         "namespace", "service", "storage_class", "storage_size", "claim", "node_selector",
-        "tolerations", "anti_affinity", "grace_period", "openshift",
+        "tolerations", "anti_affinity", "grace_period", "openshift", "cluster_domain",
     )  # fmt: skip
     f = r.fields(top.get("kubernetes"), "kubernetes", keys)
     openshift_node = f.get("openshift")
@@ -333,4 +333,5 @@ def _kubernetes(r: Reader, top: Fields, name: str) -> Kubernetes:
         anti_affinity=_choice(r, f, "anti_affinity", ANTI_AFFINITIES, "required"),
         grace_period=_int(r, f, "grace_period", 120, 0, 86400),
         openshift=False if openshift_node is None else r.boolean(openshift_node, "kubernetes.openshift"),
+        cluster_domain=_optional(r, f, "cluster_domain", rules.DNS_SUBDOMAIN),
     )

@@ -115,6 +115,7 @@ class Kubernetes:
     anti_affinity: str = "required"
     grace_period: int = 120
     openshift: bool = False
+    cluster_domain: Optional[str] = None  # None: the pod reads it from /etc/resolv.conf
 
 
 @dataclass(frozen=True)
