@@ -107,6 +107,36 @@ def test_bad_input_one_message_no_traceback(args, env, code, needle):
     assert err.startswith("nodeweave-entrypoint: error: ") and err.count("\n") == 1
 
 
+def test_a_missing_training_script_is_one_line_before_any_wait(tmp_path, monkeypatch):
+    """Not one failure per rank after the master's wait: the entrypoint stops first, naming path and directory."""
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    monkeypatch.chdir(empty)
+    fake = tmp_path / "torchrun"
+    fake.write_text(f"#!/bin/sh\ntouch {tmp_path}/started\n")
+    fake.chmod(0o755)
+    proc, _, err = run(["--nnodes", "2", "--node-rank", "1", "--master-addr", "10.255.255.1", "--", "train.py", "--lr",
+                        "1"], env={"PATH": f"{tmp_path}:{os.environ['PATH']}"}, timeout=30)
+    assert proc.returncode == 2 and err.count("\n") == 1 and "Traceback" not in err, err
+    assert f"script 'train.py' is not in the working directory {empty}" in err and "waiting" not in err
+    assert not (tmp_path / "started").exists()
+
+
+def test_a_missing_script_behind_python_for_the_command_launcher(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path / "..")
+    proc, _, err = run(["--launcher", "command", "--", "python3", "nope.py"])
+    assert proc.returncode == 2 and "script 'nope.py' is not in the working directory" in err
+    proc, out, _ = run(["--launcher", "command", "--", "sh", "-c", "echo ran"])  # not a Python script: not judged
+    assert proc.returncode == 0 and out == "ran\n"
+
+
+def test_explain_notes_a_missing_script_on_a_live_root(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path / "..")
+    out = subprocess.run([*ENTRY, "--explain", "--", "absent.py"], capture_output=True, text=True, timeout=60,
+                         env={"PATH": os.environ["PATH"], "PYTHONPATH": str(SRC)})
+    assert out.returncode == 0 and "script 'absent.py' is not in the working directory" in out.stdout
+
+
 def test_help():
     proc, out, _ = run(["--help"])
     assert proc.returncode == 0 and "usage: nodeweave-entrypoint" in out and "NODEWEAVE_NNODES" in out

@@ -19,7 +19,7 @@ import os
 
 from .contract import read_host, read_int
 from .errors import TopologyError
-from .model import FLAG
+from .model import FLAG, HOSTNAME
 from .rules import emit
 
 LAUNCHERS_WITH_WORKERS = ("torchrun", "deepspeed", "accelerate")
@@ -32,8 +32,8 @@ def weigh_ordinal(rank, rank_claim, ordinal, claims, scene, warnings):
     to this container (a StatefulSet or Indexed Job pod, a compose service),
     so ``N`` is its index, and a variable that says otherwise is baked into a
     template that every node shares. Only a platform that names its pods its
-    own way (Kubeflow, LWS, Volcano, SkyPilot, Slurm, a hostfile) or a flag
-    may differ from it.
+    own way (Kubeflow's master/worker pods, LWS, Volcano, SkyPilot, Slurm, a
+    hostfile) or a flag may differ from it.
     """
     if ordinal is None:
         return rank, rank_claim.source if rank_claim else None
@@ -41,7 +41,8 @@ def weigh_ordinal(rank, rank_claim, ordinal, claims, scene, warnings):
     if rank is None:
         return number, ordinal.source
     source = rank_claim.source
-    owners = [c.origin.name for c in claims["node_rank"] if c.origin.own_naming]
+    prefix = next(c.value for c in claims["prefix"])
+    owners = [c.origin.name for c in claims["node_rank"] if c.tier != HOSTNAME and c.origin.own_naming(prefix)]
     if rank == number:
         scene.notes.append(f"node rank: {ordinal.source} agrees with {source}")
     elif rank_claim.tier == FLAG:

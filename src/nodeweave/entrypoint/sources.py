@@ -21,17 +21,31 @@ from .model import ENV, FLAG, HOSTNAME, PLATFORM, Claim, Value, host_list, varia
 TOPOLOGY_ROWS = [row for row in SETTINGS if row.topology]
 
 
+def never(prefix):
+    return False
+
+
+def always(prefix):
+    return True
+
+
+def kubeflow_pod(prefix):
+    """Kubeflow's PyTorchJob names pods <job>-master-0, <job>-worker-0.. (worker 0 is node rank 1)."""
+    return prefix.endswith(("-master", "-worker"))
+
+
 class Source:
     """A row of the table: its name, the variables that name a rank, and its reader.
 
-    ``own_naming``: the platform names its pods or hosts its own way (a
-    Kubeflow ``-worker-0`` is rank 1, an LWS leader's ordinal is its group), so
-    a hostname ordinal that differs from its rank is no contradiction.
+    ``own_naming(prefix)``: whether the platform names a ``<prefix>-<N>`` pod
+    or host its own way (a Kubeflow ``-worker-0`` is rank 1, an LWS leader's
+    ordinal is its group, a Slurm host's digits are its name), so a hostname
+    ordinal that differs from its rank is no contradiction.
     """
 
     __slots__ = ("name", "rank_names", "read", "own_naming")
 
-    def __init__(self, name, rank_names, read, own_naming=False):
+    def __init__(self, name, rank_names, read, own_naming=never):
         self.name, self.rank_names, self.read, self.own_naming = name, rank_names, read, own_naming
 
 
@@ -199,14 +213,14 @@ SOURCES = (
     Source("flags", (), flags),
     Source("NODEWEAVE_* variables", ("NODEWEAVE_NODE_RANK",), nodeweave_variables),
     Source("plain variables", ("NODE_RANK",), plain_variables),
-    Source("torchrun PET_* (Kubeflow)", ("PET_NODE_RANK",), torchrun_variables, own_naming=True),
+    Source("torchrun PET_* (Kubeflow)", ("PET_NODE_RANK",), torchrun_variables, own_naming=kubeflow_pod),
     Source("Indexed Job / JobSet", ("JOB_COMPLETION_INDEX",), indexed_job),
     Source("StatefulSet pod index", ("NODEWEAVE_POD_INDEX",), statefulset_pod_index),
-    Source("LeaderWorkerSet", ("LWS_WORKER_INDEX",), leaderworkerset, own_naming=True),
-    Source("Volcano", ("VC_TASK_INDEX",), volcano, own_naming=True),
-    Source("SkyPilot", ("SKYPILOT_NODE_RANK",), skypilot, own_naming=True),
-    Source("Slurm", ("SLURM_NODEID", "SLURMD_NODENAME in SLURM_JOB_NODELIST"), slurm, own_naming=True),
-    Source("hostfile", ("NODEWEAVE_HOSTFILE",), hostfile, own_naming=True),
+    Source("LeaderWorkerSet", ("LWS_WORKER_INDEX",), leaderworkerset, own_naming=always),
+    Source("Volcano", ("VC_TASK_INDEX",), volcano, own_naming=always),
+    Source("SkyPilot", ("SKYPILOT_NODE_RANK",), skypilot, own_naming=always),
+    Source("Slurm", ("SLURM_NODEID", "SLURMD_NODENAME in SLURM_JOB_NODELIST"), slurm, own_naming=always),
+    Source("hostfile", ("NODEWEAVE_HOSTFILE",), hostfile, own_naming=always),
     Source("hostname ordinal", (), hostname_ordinal),
 )
 RANK_NAMES = tuple(name for source in SOURCES for name in source.rank_names)
