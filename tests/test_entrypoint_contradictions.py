@@ -303,6 +303,16 @@ def test_the_no_rank_message_lists_every_rank_source_of_the_table():
     assert len(RANK_NAMES) >= 11 and [s.name for s in SOURCES][-1] == "hostname ordinal"
 
 
+def test_the_manual_names_every_rule_code_and_every_rank_variable():
+    from nodeweave.entrypoint.rules import RULES, NOTICES
+
+    manual = (Path(__file__).resolve().parents[1] / "docs/entrypoint.md").read_text()
+    for rule in RULES + NOTICES:
+        assert f"`{rule.code}`" in manual, rule.code
+    for name in RANK_NAMES:
+        assert f"`{name.split()[0]}`" in manual, name
+
+
 # One environment per row of SOURCES that names this node's rank on its own (docs/entrypoint.md's table).
 ONLY = {
     "flags": ([("--node-rank", "1"), ("--nnodes", "2"), ("--master-addr", "m")], {}),

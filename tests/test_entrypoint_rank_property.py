@@ -36,14 +36,12 @@ def roots(tmp_path_factory):
             shutil.copytree(FIX / fixture, root, symlinks=True)
             (root / "etc/hostname").write_text(name + "\n")
             out[kind].append(str(root))
-    hostfile = base / "hostfile"
-    hostfile.write_text("".join(f"job-{i} slots=1\n" for i in range(MAX_NODES)))
-    out["hostfile"] = str(hostfile)
+    out["hostfile"] = str(base / "hostfile")  # written per example (node count, slots)
     return out
 
 
-def truth(kind, i, n, roots):
-    """(root, env) of node i of n as its scheduler starts it."""
+def truth(kind, i, n, nproc, roots):
+    """(root, env) of node i of n (nproc processes each) as its scheduler starts it."""
     if kind == "statefulset":
         return roots["pod"][i], {**K8S, "POD_NAME": f"job-{i}", "NODEWEAVE_SERVICE": "job", "NODEWEAVE_NNODES": str(n)}
     if kind == "pod-index":
@@ -64,9 +62,8 @@ def truth(kind, i, n, roots):
     if kind == "lws":
         return roots["host"][i], {"LWS_WORKER_INDEX": str(i), "LWS_GROUP_SIZE": str(n), "LWS_LEADER_ADDRESS": "lws-0"}
     if kind == "hostfile":
-        hosts = Path(roots["hostfile"]).read_text().splitlines()[:n]
-        path = Path(roots["hostfile"]).with_name(f"hostfile-{n}")
-        path.write_text("\n".join(hosts) + "\n")
+        path = Path(roots["hostfile"]).with_name(f"hostfile-{n}-{nproc}")
+        path.write_text("".join(f"job-{k} slots={nproc}\n" for k in range(n)))
         return roots["pod"][i], {"NODEWEAVE_HOSTFILE": str(path)}
     assert kind == "per-host"
     return roots["host"][i], {"NODE_RANK": str(i), "NNODES": str(n), "MASTER_ADDR": "10.1.0.1"}
@@ -97,7 +94,7 @@ def _value(mode, right, wrong_same, wrong_i):
 
 def node_env(job, i, roots):
     n, nproc = job["n"], job["nproc"] or 1
-    root, env = truth(job["truth"], i, n, roots)
+    root, env = truth(job["truth"], i, n, nproc, roots)
     wrong = job["wrong"][i]
     baked = {
         job["rank_var"]: _value(job["rank"], i, job["wrong"][0], wrong),

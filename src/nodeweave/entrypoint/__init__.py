@@ -27,7 +27,7 @@ Python API (stable; ``doctor`` and ``hosts probe`` build on it)
 Records (attributes; ``.to_dict()`` gives the JSON below): ``Node(hostname,
 sysroot, gpus: Gpus, nics: [RdmaPort], interfaces: [Interface], interface,
 interface_reason, local_ipv4, limits: Limits, cloud: Cloud, libraries)``;
-``Gpus(vendor, devices: [Gpu], count, visible, visible_env, model, arch, driver,
+``Gpus(vendor, devices: [Gpu], count, visible, visible_env, visible_invalid, model, arch, driver,
 interconnect, gpudirect_rdma, source)``; ``Gpu(index, vendor, model, pci,
 numa_node, uuid, arch)``; ``RdmaPort(device, port, state, phys_state,
 link_layer, rate_gbps, rate, netdev, roce_v2_gid_index, roce_v2_ipv4, driver,
@@ -39,7 +39,9 @@ numa_node, pci)`` with ``.name`` ("mlx5_0:1"), ``.active``, ``.roce``;
 nnodes_min, nnodes_max, elastic, world_size, is_master, node_names, job_id, notes)``;
 ``EnvVar(name, value, action, source, reason)``; ``Launch(launcher, argv, files, wait, notes)``;
 ``Plan(node, topology, env, launch, warnings, errors)`` with ``.environ(base)``; each warning
-is a ``PlanWarning``: a ``str`` (its message) with a stable ``.code`` that tools grade on.
+is a ``PlanWarning``: a ``str`` (its message) with a stable ``.code`` that tools grade on and the
+``.severity`` its row gave it (``nodeweave.entrypoint.rules``: ``Rule(code, check, severity, remedy)``).
+The rank sources are the table ``nodeweave.entrypoint.sources.SOURCES``.
 
 ``nodeweave-entrypoint --explain --json`` schema ``nodeweave.entrypoint/1``
 ---------------------------------------------------------------------------
@@ -54,6 +56,7 @@ One JSON object; keys are only ever added under this schema name::
                  "interconnect": "nvswitch"|"nvlink"|"xgmi"|"pcie"|"none",
                  "gpudirect_rdma": "nvidia_peermem"|"nv_mem"|"amdkfd"|null,
                  "visible": [int|str]|null, "visible_env": str|null, "source": str,
+                 "visible_invalid": [str] (entries naming no GPU here; the plan refuses them),
                  "devices": [{"index", "vendor", "model", "pci", "numa_node", "uuid", "arch"}]},
         "nics": [{"device": "mlx5_0", "port": 1, "state": "ACTIVE", "phys_state": "LinkUp",
                   "link_layer": "InfiniBand"|"Ethernet", "rate_gbps": 400, "rate": str,

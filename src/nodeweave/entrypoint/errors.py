@@ -8,8 +8,8 @@ supervised launcher (torchrun, deepspeed, accelerate) ended after signal N.
 
 EXIT_OK = 0            # --explain printed the plan
 EXIT_FAILURE = 1       # a file the launch needs (the DeepSpeed hostfile) could not be written
-EXIT_USAGE = 2         # bad input: a flag or variable value (rank not a number, rank >= nodes, 0 nodes, unknown launcher)
-EXIT_TOPOLOGY = 3      # the node cannot tell who it is: no rank source, two sources disagree, Kubernetes API refused
+EXIT_USAGE = 2         # bad input: a malformed flag or variable value, a missing training script
+EXIT_TOPOLOGY = 3      # the node cannot tell who it is, or values contradict each other or the machine
 EXIT_UNREACHABLE = 4   # the master's address did not resolve or its port did not open before the deadline
 EXIT_NOT_EXECUTABLE = 126  # the launcher exists but cannot be executed
 EXIT_NOT_FOUND = 127   # the launcher (torchrun, deepspeed, accelerate, the command) is not on PATH
@@ -18,7 +18,8 @@ EXIT_CODES = {
     EXIT_OK: "--explain printed the plan (or --help)",
     EXIT_FAILURE: "a file the launch needs (the DeepSpeed hostfile under $TMPDIR or /tmp) could not be written",
     EXIT_USAGE: "bad input: a flag or variable value; the message names it and what is accepted",
-    EXIT_TOPOLOGY: "topology unknown or contradictory: no rank source, two sources disagree, or the Kubernetes API refused",
+    EXIT_TOPOLOGY: "topology unknown or contradictory: no rank source, values that contradict each other or the "
+                   "machine, or the Kubernetes API refused",
     EXIT_UNREACHABLE: "the master did not resolve or accept connections before the deadline (names host and port)",
     EXIT_NOT_EXECUTABLE: "the launcher was found but is not executable",
     EXIT_NOT_FOUND: "the launcher is not installed / not on PATH",
