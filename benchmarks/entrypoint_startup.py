@@ -6,7 +6,7 @@ Runs, in the same process and interleaved so machine noise hits all alike:
   python -m nodeweave.entrypoint ... -- true   the same through -m
 Each sample is the wall time of the whole child (fork+exec → exit), so the
 entrypoint's number includes exec'ing ``true``. Prints a Markdown table and
-the ratio to bare start-up; the target is at most 3x.
+the ratio to bare start-up; the target is at most 1.5x (the console script).
 
     .venv/bin/python benchmarks/entrypoint_startup.py [--runs 40]
 """
