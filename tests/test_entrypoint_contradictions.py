@@ -62,6 +62,22 @@ def test_a_compose_service_hostname_is_its_rank_too():
     assert "NODE_RANK=0" in msg and "'llama-1' has ordinal 1" in msg and "container" in msg
 
 
+def test_a_bonded_hosts_name_is_no_ordinal(tmp_path):
+    """A server whose address sits on bond0 (virtual) above its NICs is still host networking: gpu-07 is a name."""
+    root = copy(tmp_path, "cpu-only", {"etc/hostname": "gpu-07\n"})
+    route = root / "proc/net/route"
+    route.write_text(route.read_text().replace("eth0\t", "bond0\t"))
+    bond = root / "sys/devices/virtual/net/bond0"
+    shutil.copytree(root / "sys/devices/virtual/net/lo", bond)
+    (bond / "type").write_text("1\n")
+    (bond / "operstate").write_text("up\n")
+    (root / "sys/class/net/bond0").symlink_to("../../devices/virtual/net/bond0")
+    p = plan(root, NODE_RANK="3", NNODES="8", MASTER_ADDR="gpu-00")
+    assert p.node.interfaces[0].name == "bond0" and p.node.interfaces[0].ipv4 and p.node.interfaces[0].virtual
+    assert (p.topology.node_rank.value, p.topology.node_rank.source) == (3, "NODE_RANK=3")
+    assert any("'gpu-07' ends in -7" in n and "host networking" in n for n in p.topology.notes)
+
+
 def test_agreeing_rank_and_ordinal_are_noted():
     t = plan("sts-h100-roce", NODE_RANK="2", NODEWEAVE_NNODES="4").topology
     assert (t.node_rank.value, t.node_rank.source) == (2, "NODE_RANK=2")

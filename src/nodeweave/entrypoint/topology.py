@@ -30,8 +30,14 @@ DEFAULT_PORT = 29500
 
 
 def host_networking(node):
-    """PCI-backed interfaces with an address: the container shares the host's network."""
-    return [i.name for i in node.interfaces if not i.virtual and i.ipv4]
+    """Device-backed interfaces (PCI, virtio, ...): the container shares the host's network.
+
+    With or without an address: a server's address often sits on a bond,
+    bridge or VLAN (all virtual) above NICs that hold none, and the hostname
+    (``gpu-07``) is still the host's own. A container's own namespace holds
+    only virtual interfaces (veth, macvlan) outside Kubernetes.
+    """
+    return [i.name for i in node.interfaces if not i.virtual]
 
 
 def normalize_nnodes(text, source):
