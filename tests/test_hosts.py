@@ -22,8 +22,7 @@ import pytest
 from nodeweave.errors import NodeweaveError, UsageError
 from nodeweave.hosts import (BOOTSTRAP, HostReport, deepspeed_hostfile, describe_nics,
                              entrypoint_zip, probe_argv, write_hostfile)
-from nodeweave.sync.targets import make_target
-from nodeweave.sync.transport import TransportOptions
+from nodeweave.remote import make_target
 
 REPO = Path(__file__).resolve().parents[1]
 SYSROOTS = REPO / "tests" / "fixtures" / "sysroots"
@@ -62,9 +61,9 @@ def test_the_zip_runs_under_a_bare_python_and_reports_a_fixture_node(tmp_path):
 
 
 def test_probe_argv_keeps_the_master_as_an_argument():
-    argv = probe_argv(make_target("ssh", "me@gpu01"), "gpu00", TransportOptions())
+    argv = probe_argv(make_target("ssh", "me@gpu01"), "gpu00")
     assert argv[0] == "ssh" and argv[-3:-1] == ["me@gpu01", "--"]
-    argv = probe_argv(make_target("podman", "nw-0"), None, TransportOptions())
+    argv = probe_argv(make_target("podman", "nw-0"), None)
     assert argv[:4] == ["podman", "exec", "-i", "nw-0"] and argv[4:6] == ["python3", "-c"]
     assert argv[-1] == "" and argv[-2] == BOOTSTRAP
 

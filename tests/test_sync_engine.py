@@ -276,8 +276,7 @@ def test_the_check_without_python3_uses_sha256sum_and_still_stamps(fleet, worksp
     """The fallback path for images without python3, run for real through podman exec."""
     from nodeweave.sync.digest import tree_digest
     from nodeweave.sync.filters import build_filter
-    from nodeweave.sync.targets import make_target
-    from nodeweave.sync.transport import TransportOptions
+    from nodeweave.remote import make_target
     from nodeweave.sync.verify import check_on_target, local_digests
 
     dest = dest_dir()
@@ -287,12 +286,12 @@ def test_the_check_without_python3_uses_sha256sum_and_still_stamps(fleet, worksp
     local = {rel: d for rel, d in local_digests(fileset).items() if fileset.files[rel] == "f"}
     target = make_target("podman", container)
     stamp = {"digest": tree_digest(local), "commit": None}
-    check = check_on_target(target, dest, local, stamp, has_python=False, opts=TransportOptions())
+    check = check_on_target(target, dest, local, stamp, has_python=False)
     assert check.mismatched == [] and check.digest == tree_digest(local)
     assert check.stamp == stamp  # written by sh, read back from the target's disk
 
     podman("exec", container, "sh", "-c", f"echo changed > '{dest}/name with space.txt'")
-    check = check_on_target(target, dest, local, None, has_python=False, opts=TransportOptions())
+    check = check_on_target(target, dest, local, None, has_python=False)
     assert check.mismatched == ["name with space.txt"]
 
 
@@ -348,14 +347,15 @@ def test_compose_project_services_are_found_by_label_in_node_order(workspace):
 
 
 def test_the_kubectl_rsh_wrapper_under_real_rsync(fleet, tmp_path):
-    """rsync -> nodeweave.sync.rsh -> a command shaped like kubectl's ``POD -- CMD...``.
+    """rsync -> nodeweave.remote.rsh -> a command shaped like kubectl's ``POD -- CMD...``.
 
     No cluster here, so the last hop is a strict shim: it refuses a call
     without ``--`` after the pod (as kubectl would misparse one) and execs
     ``podman exec -i POD CMD...``; rsync's own appended arguments (``-l USER``,
     the host, ``rsync --server ...``) go through the real wrapper.
     """
-    from nodeweave.sync.transport import RSH_MARK, _rsync_quote
+    from nodeweave.remote.base import rsync_quote
+    from nodeweave.remote.kube import RSH_MARK
 
     (tmp_path / "src").mkdir()
     (tmp_path / "src" / "f.txt").write_text("through the wrapper\n")
@@ -363,7 +363,7 @@ def test_the_kubectl_rsh_wrapper_under_real_rsync(fleet, tmp_path):
     dest = dest_dir()
     podman("exec", container, "mkdir", "-p", dest)
     shim = ["sh", "-c", 'pod=$1; [ "$2" = -- ] || exit 99; shift 2; exec podman exec -i "$pod" "$@"', "shim"]
-    rsh = " ".join(_rsync_quote(t) for t in [sys.executable, "-m", "nodeweave.sync.rsh", *shim, RSH_MARK])
+    rsh = " ".join(rsync_quote(t) for t in [sys.executable, "-m", "nodeweave.remote.rsh", *shim, RSH_MARK])
     out = subprocess.run(["rsync", "-rt", "--blocking-io", "--rsh", rsh, f"{tmp_path / 'src'}/",
                           f"someone@{container}:{dest}/"], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import io
 import json
-import re
 import subprocess
 import zipfile
 from concurrent.futures import ThreadPoolExecutor
@@ -22,8 +21,7 @@ from pathlib import Path
 
 import nodeweave
 from nodeweave.errors import NodeweaveError, UsageError
-from nodeweave.sync.targets import Target
-from nodeweave.sync.transport import TransportOptions, remote_argv
+from nodeweave.remote import Remote
 
 # Runs on the host: stdin = the zipped package, argv[1] = master name or "".
 BOOTSTRAP = r"""
@@ -53,15 +51,15 @@ def entrypoint_zip() -> bytes:
     return buf.getvalue()
 
 
-def probe_argv(target: Target, master: "str | None", opts: TransportOptions) -> "list[str]":
-    return remote_argv(target, ["python3", "-c", BOOTSTRAP, master or ""], opts)
+def probe_argv(target: Remote, master: "str | None") -> "list[str]":
+    return target.exec_argv(["python3", "-c", BOOTSTRAP, master or ""])
 
 
 @dataclass
 class HostReport:
     """One host's answer; ``status`` is ok, no-gpu, unreachable or error."""
 
-    target: Target
+    target: Remote
     status: str = "pending"
     node: "dict | None" = None
     error: "str | None" = None
@@ -70,32 +68,29 @@ class HostReport:
     @property
     def host(self) -> str:
         """The name a hostfile uses: the host without ``user@``, or the pod/container name."""
-        return self.target.name.rpartition("@")[2]
+        return self.target.host
 
     @property
     def gpu_count(self) -> int:
         return int(((self.node or {}).get("gpus") or {}).get("count") or 0)
 
 
-def _failure(target: Target, code: int, stderr: str) -> HostReport:
+def _failure(target: Remote, code: int, stderr: str) -> HostReport:
     text = " | ".join(ln for ln in stderr.strip().splitlines()[-3:] if ln.strip())[:400]
-    unreachable = code in (125, 255) or bool(re.search(
-        r"not running|state improper|no such container|NotFound|connection refused|i/o timeout|"
-        r"unable to connect|could not resolve|no route to host", text, re.I))
+    unreachable = target.unreachable(code, text)
     if code == 127 or "python3: not found" in text or "executable file not found" in text:
         return HostReport(target, "error", error=f"no python3 on the host (exit {code}): {text}")
     return HostReport(target, "unreachable" if unreachable else "error",
                       error=f"exit {code}: {text}" if text else f"exit {code}")
 
 
-def probe_host(target: Target, payload: bytes, master: "str | None", opts: TransportOptions,
-               timeout: float = 120) -> HostReport:
+def probe_host(target: Remote, payload: bytes, master: "str | None", timeout: float = 120) -> HostReport:
     """Run the detection on one host; never raises."""
     import time
 
     started = time.monotonic()
     try:
-        out = subprocess.run(probe_argv(target, master, opts), input=payload, capture_output=True,
+        out = subprocess.run(probe_argv(target, master), input=payload, capture_output=True,
                              timeout=timeout)
     except subprocess.TimeoutExpired:
         return HostReport(target, "unreachable", error=f"no answer within {timeout:.0f}s")
@@ -118,17 +113,17 @@ def probe_host(target: Target, payload: bytes, master: "str | None", opts: Trans
     return report
 
 
-def probe_hosts(targets: "list[Target]", *, master: "str | None" = None, jobs: int = 16,
-                opts: TransportOptions = TransportOptions()) -> "list[HostReport]":
+def probe_hosts(targets: "list[Remote]", *, master: "str | None" = None,
+                jobs: int = 16) -> "list[HostReport]":
     """Probe every host in parallel; reports in the given order (master first).
 
     ``master`` defaults to the first host, so each report names the interface
     that routes to it, as NCCL's socket interface would.
     """
     payload = entrypoint_zip()
-    master = master if master is not None else targets[0].name.rpartition("@")[2]
+    master = master if master is not None else targets[0].host
     with ThreadPoolExecutor(max_workers=max(1, min(jobs, len(targets)))) as pool:
-        return list(pool.map(lambda t: probe_host(t, payload, master, opts), targets))
+        return list(pool.map(lambda t: probe_host(t, payload, master), targets))
 
 
 @dataclass

@@ -18,7 +18,6 @@ from nodeweave.errors import EnvironmentProblem, NodeweaveError, UsageError
 hosts_app = typer.Typer(help="Find out what GPUs, RDMA NICs and interfaces each host has.",
                         no_args_is_help=True)
 
-VIAS = ("ssh", "podman", "docker", "kubectl", "oc")
 _STYLE = {"ok": "green", "no-gpu": "yellow", "unreachable": "bold red", "error": "bold red"}
 
 
@@ -26,7 +25,7 @@ _STYLE = {"ok": "green", "no-gpu": "yellow", "unreachable": "bold red", "error":
 def probe_command(
     hosts: List[str] = typer.Argument(None, help="Hosts (or containers/pods with --via), master first; KIND:NAME also works"),
     hosts_file: Optional[Path] = typer.Option(None, "--hosts-file", help="One host per line, master first (a DeepSpeed hostfile works too)"),
-    via: str = typer.Option("ssh", "--via", help="How to reach the hosts: ssh, podman, docker, kubectl or oc"),
+    via: str = typer.Option("ssh", "--via", help="How to reach the hosts: a target kind (ssh, podman, docker, kubectl, oc, ssh+docker, ...)"),
     hostfile: Optional[Path] = typer.Option(None, "--hostfile", help="Write a DeepSpeed hostfile (host slots=N) here"),
     force: bool = typer.Option(False, "--force", help="Replace an existing --hostfile"),
     master: Optional[str] = typer.Option(None, "--master", help="Name whose route picks each host's interface (default: the first host)"),
@@ -36,30 +35,29 @@ def probe_command(
     jobs: int = typer.Option(16, "--jobs", "-j", min=1, max=256, help="Hosts probed at once"),
     as_json: bool = typer.Option(False, "--json", help="Print each host's detection as JSON"),
 ) -> None:
+    from nodeweave import remote
     from nodeweave.hosts import deepspeed_hostfile, describe_nics, probe_hosts, write_hostfile
-    from nodeweave.sync import targets as tg
-    from nodeweave.sync.transport import TransportOptions
+    from nodeweave.remote.discover import read_hosts_file
 
-    if via not in VIAS:
-        raise UsageError(f"--via {via!r} is not accepted: one of {', '.join(VIAS)}")
-    found = [tg.parse_target(h, namespace=namespace, container=container) if ":" in h
-             else tg.make_target(via, h, namespace=namespace, container=container) for h in hosts or []]
+    via = remote.kind_class(via, "--via").kind
+    where = dict(namespace=namespace, container=container,
+                 options=remote.RemoteOptions(ssh_options=tuple(ssh_option)))
+    found = [remote.parse_target(h, **where) if ":" in h else remote.make_target(via, h, **where)
+             for h in hosts or []]
     if hosts_file is not None:
-        found += [tg.make_target(via, t.name, namespace=namespace, container=container)
-                  for t in tg.read_hosts_file(hosts_file)]
+        found += read_hosts_file(hosts_file, kind=via, **where)
     if not found:
         raise UsageError("no hosts: name them (master first) or give --hosts-file")
     if master is not None:
-        tg.check_ssh_host(master, "--master")
+        remote.check_ssh_host(master, "--master")
     if hostfile is not None and hostfile.exists() and not force:  # refuse before the slow part
         raise UsageError(f"{hostfile} exists; pass --force to replace it, or choose another --hostfile path")
-    for kind in sorted({t.kind for t in found}):
-        if shutil.which(kind) is None:
-            raise EnvironmentProblem(f"{kind} is not on PATH; install it or choose another --via")
+    for tool in sorted({t.tool for t in found}):
+        if shutil.which(tool) is None:
+            raise EnvironmentProblem(f"{tool} is not on PATH; install it or choose another --via")
     console = Console(stderr=as_json, width=_table_width())
     with console.status(f"probing {len(found)} host(s)"):
-        reports = probe_hosts(found, master=master, jobs=jobs,
-                              opts=TransportOptions(ssh_options=tuple(ssh_option)))
+        reports = probe_hosts(found, master=master, jobs=jobs)
     if as_json:
         typer.echo(json.dumps([{"host": r.target.label, "status": r.status, "error": r.error,
                                 "seconds": round(r.seconds, 3), "node": r.node} for r in reports], indent=2))

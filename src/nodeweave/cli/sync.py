@@ -12,10 +12,11 @@ from typing import List, Optional
 import typer
 from rich.console import Console
 
+from nodeweave import remote
 from nodeweave.errors import EnvironmentProblem, NodeweaveError, UsageError
-from nodeweave.sync import targets as tg
+from nodeweave.remote import discover
 from nodeweave.sync.filters import build_filter
-from nodeweave.sync.transport import RsyncOptions, TransportOptions
+from nodeweave.sync.transport import RsyncOptions
 
 SYNC_HELP = """Push SRC (default: the spec's workspace.host_path, else .) to DEST on every target at once.
 
@@ -38,34 +39,34 @@ def _spec_or_none(path: Path):
 def resolve_targets(*, to: "list[str]", hosts_file: "Path | None", statefulset: "str | None",
                     replicas: "int | None", selector: "str | None", compose_project: "str | None",
                     engine: str, namespace: "str | None", container: "str | None",
-                    kube_cli: "str | None", spec) -> "list[tg.Target]":
+                    kube_cli: "str | None", spec,
+                    options: remote.RemoteOptions) -> "list[remote.Remote]":
     """Every target named on the command line, or the spec's StatefulSet pods."""
     openshift = bool(spec and spec.kubernetes.openshift)
-    kind = kube_cli or ("oc" if openshift else "kubectl")
-    if kind not in ("kubectl", "oc"):
-        raise UsageError(f"--kube-cli {kind!r} is not accepted: kubectl or oc")
-    if engine not in ("podman", "docker"):
-        raise UsageError(f"--engine {engine!r} is not accepted: podman or docker")
+    kind = remote.pod_kind(kube_cli) if kube_cli else remote.cluster_kind(openshift)
+    engine = remote.engine_kind(engine)
     ns = namespace or (spec.kubernetes.namespace if spec else None)
-    found: "list[tg.Target]" = [tg.parse_target(t, namespace=ns, container=container) for t in to]
+    where = dict(namespace=ns, container=container, options=options)
+    found = [remote.parse_target(t, **where) for t in to]
     if hosts_file is not None:
-        found += tg.read_hosts_file(hosts_file)
+        found += discover.read_hosts_file(hosts_file, options=options)
     if statefulset is not None or (selector is not None):
         if selector is not None:
-            found += tg.pods_by_selector(selector, kind=kind, namespace=ns, container=container)
+            found += discover.pods_by_selector(selector, kind=kind, **where)
         else:
-            count = replicas or tg.statefulset_replicas(statefulset, kind=kind, namespace=ns)
-            found += tg.statefulset_targets(statefulset, count, kind=kind, namespace=ns,
-                                            container=container)
+            count = replicas or discover.statefulset_replicas(statefulset, kind=kind, namespace=ns,
+                                                              options=options)
+            found += discover.statefulset_targets(statefulset, count, kind=kind, **where)
     if compose_project is not None:
-        found += tg.compose_targets(compose_project, engine=engine)
+        found += discover.compose_targets(compose_project, engine=engine, options=options)
     if not found and spec is not None:
         from nodeweave.manifests.common import CONTAINER
 
         count = replicas or (spec.nodes.min if not spec.nodes.elastic
-                             else tg.statefulset_replicas(spec.name, kind=kind, namespace=ns))
-        found = tg.statefulset_targets(spec.name, count, kind=kind, namespace=ns,
-                                       container=container or CONTAINER)
+                             else discover.statefulset_replicas(spec.name, kind=kind, namespace=ns,
+                                                                options=options))
+        found = discover.statefulset_targets(spec.name, count, kind=kind, namespace=ns,
+                                             container=container or CONTAINER, options=options)
     if not found:
         raise UsageError("no targets: give --to KIND:NAME, --hosts-file, --statefulset or "
                          "--compose-project, or run where nodeweave.yaml is (--spec)")
@@ -76,14 +77,14 @@ def resolve_targets(*, to: "list[str]", hosts_file: "Path | None", statefulset: 
     return found
 
 
-def _check_tools(found: "list[tg.Target]", need_rsync: bool) -> None:
+def _check_tools(found: "list[remote.Remote]", need_rsync: bool) -> None:
     if need_rsync and shutil.which("rsync") is None:
         raise EnvironmentProblem("rsync is not installed on this machine (apt-get install rsync); "
                                  "use --tar to send with tar instead")
-    for kind in sorted({t.kind for t in found}):
-        if shutil.which(kind) is None:
-            raise EnvironmentProblem(f"{kind} is not on PATH, and target(s) "
-                                     f"{', '.join(t.label for t in found if t.kind == kind)} need it")
+    for tool in sorted({t.tool for t in found}):
+        if shutil.which(tool) is None:
+            raise EnvironmentProblem(f"{tool} is not on PATH, and target(s) "
+                                     f"{', '.join(t.label for t in found if t.tool == tool)} need it")
 
 
 def sync_command(
@@ -123,8 +124,8 @@ def sync_command(
 
     explicit = bool(to or hosts_file or statefulset or selector or compose_project)
     needs_spec = (src is None or dest is None or not explicit
-                  or (namespace is None and any(t.split(":", 1)[0] in ("pod", "k8s", "kube", "kubectl", "oc", "openshift")
-                                                for t in to)) or statefulset or selector)
+                  or (namespace is None and any(remote.target_kind(t).namespaced for t in to if ":" in t))
+                  or statefulset or selector)
     spec = _spec_or_none(spec_path) if needs_spec else None
     if src is None:
         src = (spec_path.parent / spec.workspace.host_path) if spec else Path(".")
@@ -135,18 +136,18 @@ def sync_command(
             raise UsageError("DEST is missing: give the absolute directory on the targets "
                              f"(or a spec, {spec_path}, whose workspace.path says it)")
         dest = spec.workspace.path
-    dest = tg.check_dest(dest)
+    dest = remote.check_dest(dest)
+    options = remote.RemoteOptions(ssh_options=tuple(ssh_option), kube_context=kube_context)
     src = src.resolve()
     found = resolve_targets(to=to, hosts_file=hosts_file, statefulset=statefulset,
                             replicas=replicas, selector=selector, compose_project=compose_project,
                             engine=engine, namespace=namespace, container=container,
-                            kube_cli=kube_cli, spec=spec)
+                            kube_cli=kube_cli, spec=spec, options=options)
     if shared is None:
         shared = bool(spec is not None and not explicit and spec.kubernetes.claim == "shared")
     # Bad input (a filter pattern, a .nodeweaveignore line) is judged before the machine is asked for tools.
     filt = build_filter(src, extra_excludes=exclude, default_excludes=default_excludes,
                         include_secrets=include_secrets, use_gitignore=gitignore)
-    transport = TransportOptions(ssh_options=tuple(ssh_option), kube_context=kube_context)
     _check_tools(found, need_rsync=not (force_tar or check))
     fileset = filt.walk(src)
     console = Console(stderr=as_json, width=_table_width())
@@ -158,7 +159,6 @@ def sync_command(
     git = git_info(src)
     req = SyncRequest(src=src, dest=dest, targets=tuple(found), fileset=fileset, filt=filt,
                       rsync=RsyncOptions(delete=delete, dry_run=dry_run, compress=compress),
-                      transport=transport,
                       git=git, jobs=jobs, retries=retries, verify=verify, force_tar=force_tar,
                       shared=shared)
     with LiveTargets(found, console) as live:

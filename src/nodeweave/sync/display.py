@@ -8,8 +8,8 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from nodeweave.remote import Remote
 from nodeweave.sync.runner import TargetResult
-from nodeweave.sync.targets import Target
 
 _STATUS_STYLE = {"ok": "green", "dry-run": "cyan", "failed": "bold red", "mismatch": "bold red"}
 
@@ -26,16 +26,16 @@ def human_bytes(n: int) -> str:
 class LiveTargets:
     """A rich Progress with one row per target; safe to update from worker threads."""
 
-    def __init__(self, targets: "list[Target]", console: Console):
+    def __init__(self, targets: "list[Remote]", console: Console):
         self.progress = Progress(TextColumn("{task.fields[label]}", style="bold"),
                                  BarColumn(), TextColumn("{task.percentage:>3.0f}%"),
                                  TextColumn("{task.fields[stage]}"), TimeElapsedColumn(),
                                  console=console, transient=False, disable=not console.is_terminal)
-        self._tasks: "dict[Target, TaskID]" = {
+        self._tasks: "dict[Remote, TaskID]" = {
             t: self.progress.add_task("", total=100, label=t.label, stage="queued") for t in targets}
         self._lock = threading.Lock()
 
-    def update(self, target: Target, stage: str, fraction: float) -> None:
+    def update(self, target: Remote, stage: str, fraction: float) -> None:
         with self._lock:
             self.progress.update(self._tasks[target], completed=round(fraction * 100), stage=stage)
 

@@ -16,25 +16,24 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from nodeweave.remote import Remote
 from nodeweave.sync.filters import FileSet, Filter
-from nodeweave.sync.targets import Target
 from nodeweave.sync.transfer import Moved, Probe, TransferError, probe, run_rsync, run_tar
-from nodeweave.sync.transport import PROBE_TOOLS, RsyncOptions, TransportOptions
+from nodeweave.sync.transport import PROBE_TOOLS, RsyncOptions
 from nodeweave.sync.digest import tree_digest
 from nodeweave.sync.verify import GitInfo, TargetCheck, check_on_target, local_digests, make_stamp
 
-OnProgress = Callable[[Target, str, float], None]  # (target, stage, fraction of the transfer)
+OnProgress = Callable[[Remote, str, float], None]  # (target, stage, fraction of the transfer)
 
 
 @dataclass(frozen=True)
 class SyncRequest:
     src: Path
     dest: str
-    targets: "tuple[Target, ...]"
+    targets: "tuple[Remote, ...]"
     fileset: FileSet
     filt: Filter
     rsync: RsyncOptions = RsyncOptions()
-    transport: TransportOptions = TransportOptions()
     git: GitInfo = GitInfo()
     jobs: int = 8
     retries: int = 2
@@ -46,7 +45,7 @@ class SyncRequest:
 
 @dataclass
 class TargetResult:
-    target: Target
+    target: Remote
     status: str = "pending"  # ok | failed | mismatch | dry-run
     method: str = "-"
     files: int = 0
@@ -77,7 +76,7 @@ def _with_retries(req: SyncRequest, result: TargetResult, attempt: Callable[[], 
             delay *= 2
 
 
-def _pre_check(req: SyncRequest, target: Target, local: "dict[str, str]") -> "TargetCheck | None":
+def _pre_check(req: SyncRequest, target: Remote, local: "dict[str, str]") -> "TargetCheck | None":
     """One exec that probes the target and digests what it already holds.
 
     A target that already holds every file's content is stamped and not
@@ -91,7 +90,7 @@ def _pre_check(req: SyncRequest, target: Target, local: "dict[str, str]") -> "Ta
     return None if check.error else check
 
 
-def sync_target(req: SyncRequest, target: Target, local: "dict[str, str] | None",
+def sync_target(req: SyncRequest, target: Remote, local: "dict[str, str] | None",
                 on_progress: OnProgress) -> TargetResult:
     """Probe, transfer, digest and stamp one target; never raises."""
     result = TargetResult(target=target)
@@ -100,17 +99,17 @@ def sync_target(req: SyncRequest, target: Target, local: "dict[str, str] | None"
 
     def attempt() -> Moved:
         on_progress(target, "probe", 0.0)
-        found = known.pop() if known else probe(target, req.dest, req.transport, dry_run=req.rsync.dry_run)
+        found = known.pop() if known else probe(target, req.dest, dry_run=req.rsync.dry_run)
         use_rsync = "rsync" in found.tools and not req.force_tar
         if not use_rsync and "tar" not in found.tools:
             raise TransferError("the target has neither rsync nor tar", transient=False)
         result.method = "rsync" if use_rsync else "tar"
         progress = lambda frac, note: on_progress(target, note, frac)  # noqa: E731
         if use_rsync:
-            moved = run_rsync(target, req.fileset, req.dest, req.filt, req.rsync, req.transport, progress)
+            moved = run_rsync(target, req.fileset, req.dest, req.filt, req.rsync, progress)
         else:
-            moved = run_tar(target, req.fileset, req.dest, req.filt, req.rsync, req.transport,
-                            progress, has_find="find" in found.tools, dest_absent=found.dest_absent)
+            moved = run_tar(target, req.fileset, req.dest, req.filt, req.rsync, progress,
+                            has_find="find" in found.tools, dest_absent=found.dest_absent)
         moved.tools = found.tools
         return moved
 
@@ -147,14 +146,14 @@ def sync_target(req: SyncRequest, target: Target, local: "dict[str, str] | None"
     return result
 
 
-def check_target(req: SyncRequest, target: Target, local: "dict[str, str]", *,
+def check_target(req: SyncRequest, target: Remote, local: "dict[str, str]", *,
                  has_python: bool, write: bool = True,
                  probe_tools: "tuple[str, ...]" = ()) -> TargetCheck:
     """Digest the target's copy of the file set; write (or just read) the stamp."""
     stamp = make_stamp(req.src, req.git, tree_digest(local), len(local)) if write else None
     try:
         check = check_on_target(target, req.dest, local, stamp, has_python=has_python,
-                                opts=req.transport, probe_tools=probe_tools)
+                                probe_tools=probe_tools)
     except Exception as err:
         return TargetCheck(error=f"check failed: {err}")
     if write and not check.mismatched:
@@ -185,7 +184,7 @@ def run_sync(req: SyncRequest, on_progress: OnProgress) -> "tuple[list[TargetRes
     return [first, *rest], digest
 
 
-def _shared_result(req: SyncRequest, target: Target, local: "dict[str, str] | None",
+def _shared_result(req: SyncRequest, target: Remote, local: "dict[str, str] | None",
                    first: TargetResult, on_progress: OnProgress) -> TargetResult:
     via = f"shared via {first.target.label}"
     if not first.ok:
@@ -199,14 +198,14 @@ def _shared_result(req: SyncRequest, target: Target, local: "dict[str, str] | No
     return result
 
 
-def _check_one(req: SyncRequest, target: Target, local: "dict[str, str]", on_progress: OnProgress,
+def _check_one(req: SyncRequest, target: Remote, local: "dict[str, str]", on_progress: OnProgress,
                method: str = "check") -> TargetResult:
     """Digest the target's copy and read its stamp; moves and writes nothing."""
     result = TargetResult(target=target, method=method, attempts=1)
     started = time.monotonic()
     on_progress(target, "probe", 0.0)
     try:
-        found = probe(target, req.dest, req.transport, dry_run=True)
+        found = probe(target, req.dest, dry_run=True)
         on_progress(target, "verify", 0.5)
         result.check = check_target(req, target, local, has_python="python3" in found.tools, write=False)
         result.status = "ok" if result.check.ok else "mismatch"

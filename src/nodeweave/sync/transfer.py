@@ -13,19 +13,15 @@ import threading
 from dataclasses import dataclass, field
 from typing import Callable
 
+from nodeweave.remote import Remote
 from nodeweave.sync.filters import STAMP_FILE, FileSet, Filter
-from nodeweave.sync.targets import Target
-from nodeweave.sync.transport import (RsyncOptions, TransportOptions, list_files_argv,
-                                      probe_argv, remote_argv, rmdir_argv, rsync_argv,
-                                      tar_extract_argv)
+from nodeweave.sync.transport import (RsyncOptions, list_files_argv, probe_argv, remove_argv,
+                                      rmdir_argv, rsync_argv, tar_extract_argv)
 
 Progress = Callable[[float, str], None]  # (fraction done 0..1, short note)
 
-# rsync: 10 socket I/O, 12 protocol stream, 30 I/O timeout, 35 daemon timeout; ssh: 255 connect.
+# rsync: 10 socket I/O, 12 protocol stream, 30 I/O timeout, 35 daemon timeout.
 TRANSIENT_RSYNC_CODES = {10, 12, 30, 35}
-_TRANSIENT_TEXT = re.compile(r"connection (refused|reset|timed out)|i/o timeout|TLS handshake|"
-                             r"unable to upgrade connection|broken pipe|temporarily unavailable|"
-                             r"connection closed|EOF", re.I)
 
 
 class TransferError(Exception):
@@ -56,19 +52,10 @@ def _stderr_tail(raw: "bytes | str") -> str:
     return " | ".join(lines[-2:])[-300:]
 
 
-def _is_transient(kind: str, code: int, stderr: str) -> bool:
-    if kind == "ssh" and code == 255:
-        return True
-    if code in (125, 126, 127):  # engine: no such / stopped container, command not found
-        return False
-    return bool(_TRANSIENT_TEXT.search(stderr)) and kind in ("kubectl", "oc", "ssh")
-
-
-def probe(target: Target, dest: str, opts: TransportOptions, timeout: float = 60,
-          dry_run: bool = False) -> Probe:
+def probe(target: Remote, dest: str, timeout: float = 60, dry_run: bool = False) -> Probe:
     """Which tools the target has, and DEST created and writable (in a dry run: only looked at)."""
     try:
-        out = subprocess.run(probe_argv(target, dest, opts, dry_run), capture_output=True, timeout=timeout)
+        out = subprocess.run(probe_argv(target, dest, dry_run), capture_output=True, timeout=timeout)
     except subprocess.TimeoutExpired:
         raise TransferError(f"no answer from the target within {timeout:.0f}s", transient=True)
     except FileNotFoundError as err:
@@ -80,7 +67,7 @@ def probe(target: Target, dest: str, opts: TransportOptions, timeout: float = 60
     if out.returncode != 0 and not found.tools:
         stderr = _stderr_tail(out.stderr)
         raise TransferError(f"cannot reach it (exit {out.returncode}): {stderr}",
-                            _is_transient(target.kind, out.returncode, stderr))
+                            target.transient(out.returncode, stderr))
     if not found.dest_ok:
         raise TransferError(f"cannot create or write {dest} there: {_stderr_tail(out.stderr)}",
                             transient=False)
@@ -91,9 +78,9 @@ _STAT = re.compile(r"^(Number of regular files transferred|Literal data|Total by
 _PROGRESS = re.compile(r"^\s*[\d,]+\s+(\d+)%")
 
 
-def run_rsync(target: Target, fileset: FileSet, dest: str, filt: Filter, rsync: RsyncOptions,
-              opts: TransportOptions, progress: Progress) -> Moved:
-    argv = rsync_argv(target, str(fileset.root), dest, filt.rsync_args(), rsync, opts)
+def run_rsync(target: Remote, fileset: FileSet, dest: str, filt: Filter, rsync: RsyncOptions,
+              progress: Progress) -> Moved:
+    argv = rsync_argv(target, str(fileset.root), dest, filt.rsync_args(), rsync)
     moved = Moved("rsync")
     stats: "dict[str, int]" = {}
     proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
@@ -120,7 +107,7 @@ def run_rsync(target: Target, fileset: FileSet, dest: str, filt: Filter, rsync: 
     if proc.returncode not in (0, 24):
         stderr = _stderr_tail(b"".join(stderr_chunks))
         transient = (proc.returncode in TRANSIENT_RSYNC_CODES
-                     or _is_transient(target.kind, proc.returncode, stderr))
+                     or target.transient(proc.returncode, stderr))
         raise TransferError(f"rsync exit {proc.returncode}: {stderr}", transient)
     moved.files = stats.get("Number of regular files transferred", 0)
     moved.bytes = stats.get("Literal data", 0)
@@ -135,9 +122,8 @@ class RemoteEntry:
     mode: int  # permission bits
 
 
-def list_remote(target: Target, dest: str, opts: TransportOptions,
-                timeout: float = 300) -> "dict[str, RemoteEntry]":
-    out = subprocess.run(list_files_argv(target, dest, opts), capture_output=True, timeout=timeout)
+def list_remote(target: Remote, dest: str, timeout: float = 300) -> "dict[str, RemoteEntry]":
+    out = subprocess.run(list_files_argv(target, dest), capture_output=True, timeout=timeout)
     if out.returncode != 0:
         raise TransferError(f"listing {dest} failed: {_stderr_tail(out.stderr)}", transient=False)
     entries: "dict[str, RemoteEntry]" = {}
@@ -183,11 +169,11 @@ def plan_tar(fileset: FileSet, remote: "dict[str, RemoteEntry]", filt: Filter,
     return send, sorted(drop_files), sorted(drop_dirs, key=lambda d: (-d.count("/"), d))
 
 
-def run_tar(target: Target, fileset: FileSet, dest: str, filt: Filter, rsync: RsyncOptions,
-            opts: TransportOptions, progress: Progress, has_find: bool,
+def run_tar(target: Remote, fileset: FileSet, dest: str, filt: Filter, rsync: RsyncOptions,
+            progress: Progress, has_find: bool,
             dest_absent: bool = False) -> Moved:
     """Send changed files as a tar stream into ``tar -x`` on the target."""
-    remote = list_remote(target, dest, opts) if has_find and not dest_absent else {}
+    remote = list_remote(target, dest) if has_find and not dest_absent else {}
     send, drop_files, drop_dirs = plan_tar(fileset, remote, filt, rsync.delete)
     moved = Moved("tar")
     moved.changes = ([f"send {rel}" for rel in send] + [f"delete {rel}" for rel in drop_files]
@@ -196,7 +182,7 @@ def run_tar(target: Target, fileset: FileSet, dest: str, filt: Filter, rsync: Rs
         moved.files = sum(1 for rel in send if fileset.files.get(rel) == "f")
         return moved
     total = sum((fileset.root / rel).lstat().st_size for rel in send if fileset.files.get(rel) == "f") or 1
-    proc = subprocess.Popen(tar_extract_argv(target, dest, opts), stdin=subprocess.PIPE,
+    proc = subprocess.Popen(tar_extract_argv(target, dest), stdin=subprocess.PIPE,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     stderr_chunks: "list[bytes]" = []
     reader = threading.Thread(target=lambda: stderr_chunks.append(proc.stderr.read()), daemon=True)
@@ -217,10 +203,9 @@ def run_tar(target: Target, fileset: FileSet, dest: str, filt: Filter, rsync: Rs
     if proc.returncode != 0:
         stderr = _stderr_tail(b"".join(stderr_chunks))
         raise TransferError(f"tar -x exit {proc.returncode}: {stderr}",
-                            _is_transient(target.kind, proc.returncode, stderr))
+                            target.transient(proc.returncode, stderr))
     base = dest.rstrip("/")
-    for argv, paths in ((remote_argv(target, ["xargs", "-0", "-r", "rm", "-f", "--"], opts), drop_files),
-                        (rmdir_argv(target, opts), drop_dirs)):
+    for argv, paths in ((remove_argv(target), drop_files), (rmdir_argv(target), drop_dirs)):
         if paths:
             payload = b"\0".join(f"{base}/{rel}".encode("utf-8", "surrogateescape") for rel in paths)
             out = subprocess.run(argv, input=payload, capture_output=True, timeout=300)

@@ -1,104 +1,19 @@
-"""Argv builders for every transport: pure functions, no I/O.
+"""The commands a sync runs on a target, as argv: pure functions, no I/O.
 
 ``oc rsync`` is rsync whose remote shell is ``oc rsh``; nodeweave does the
-same for each target kind. rsync starts its remote side as
-``<rsh> HOST rsync --server ...``: ``podman exec -i``, ``docker exec -i``
-and ``ssh`` take that shape as is, but ``kubectl exec``/``oc exec`` need
-``--`` between the pod and the command (else rsync's ``--server`` is read as
-kubectl's own flag), so for them the remote shell is ``nodeweave.sync.rsh``,
-a tiny wrapper that puts the pod and ``--`` where kubectl wants them (what
-krsync's shell wrapper does). ``--blocking-io`` as ``oc rsync`` passes it:
-exec channels misbehave with rsync's non-blocking pipes.
-
-Over ssh the remote command is one string the remote shell splits, so argv
-is joined with ``shlex.join``; every other exec kind passes argv untouched.
+same for each target with the remote shell its class gives
+(``nodeweave.remote``). ``--blocking-io`` as ``oc rsync`` passes it: exec
+channels misbehave with rsync's non-blocking pipes. Every other command is a
+fixed argv run through the target's ``exec_argv``, user values as separate
+arguments.
 """
 
 from __future__ import annotations
 
-import re
-import shlex
-import sys
 from dataclasses import dataclass
 
 from nodeweave.errors import UsageError
-from nodeweave.sync.targets import Target
-
-RSH_MARK = "::"  # separates the wrapper's fixed argv from what rsync appends
-
-_SSH_OPTION = re.compile(r"^[A-Za-z][A-Za-z0-9]*=[A-Za-z0-9._@%+,:/~-]+$")
-SSH_DEFAULT_OPTIONS = ("BatchMode=yes", "ConnectTimeout=10", "ServerAliveInterval=15",
-                       "ServerAliveCountMax=4")
-
-
-@dataclass(frozen=True)
-class TransportOptions:
-    """How to reach targets, shared by every target of one run."""
-
-    ssh_options: "tuple[str, ...]" = ()  # extra ``-o KEY=VALUE`` for ssh
-    kube_context: "str | None" = None
-    python: str = sys.executable  # runs the kubectl/oc rsh wrapper
-
-    def __post_init__(self):
-        for option in self.ssh_options:
-            if not _SSH_OPTION.match(option):
-                raise UsageError(f"--ssh-option {option!r} is not accepted: KEY=VALUE as in "
-                                 "ssh_config (e.g. Port=2222, IdentityFile=~/.ssh/id_gpu)")
-        if self.kube_context is not None and not re.match(r"^[A-Za-z0-9][A-Za-z0-9._@:/-]*$",
-                                                          self.kube_context):
-            raise UsageError(f"--kube-context {self.kube_context!r} is not accepted: a context "
-                             "name from your kubeconfig (letters, digits and . _ @ : / -)")
-
-
-def _ssh_base(opts: TransportOptions) -> "list[str]":
-    """ssh keeps the first value it gets for an option, so the user's come first."""
-    argv = ["ssh"]
-    for option in opts.ssh_options + SSH_DEFAULT_OPTIONS:
-        argv += ["-o", option]
-    return argv
-
-
-def _kube_base(target: Target, opts: TransportOptions) -> "list[str]":
-    argv = [target.kind]
-    if opts.kube_context:
-        argv += ["--context", opts.kube_context]
-    argv += ["exec", "-i"]
-    if target.namespace:
-        argv += ["-n", target.namespace]
-    if target.container:
-        argv += ["-c", target.container]
-    return argv
-
-
-def remote_argv(target: Target, argv: "list[str]", opts: TransportOptions = TransportOptions()) -> "list[str]":
-    """Local argv that runs ``argv`` on ``target`` with stdin attached."""
-    if target.kind in ("podman", "docker"):
-        return [target.kind, "exec", "-i", target.name, *argv]
-    if target.kind in ("kubectl", "oc"):
-        return [*_kube_base(target, opts), target.name, "--", *argv]
-    if target.kind == "ssh":
-        return [*_ssh_base(opts), target.name, "--", shlex.join(argv)]
-    raise UsageError(f"target kind {target.kind!r} has no transport")
-
-
-def _rsync_quote(token: str) -> str:
-    """rsync splits ``--rsh`` on spaces and honours quotes (not a shell: no expansion)."""
-    if token and re.match(r"^[A-Za-z0-9._/@%+=:,-]+$", token):
-        return token
-    return "'" + token.replace("'", "''") + "'"
-
-
-def rsh_command(target: Target, opts: TransportOptions = TransportOptions()) -> str:
-    """The ``--rsh`` value for ``target``'s kind."""
-    if target.kind in ("podman", "docker"):
-        tokens = [target.kind, "exec", "-i"]
-    elif target.kind in ("kubectl", "oc"):
-        tokens = [opts.python, "-m", "nodeweave.sync.rsh", *_kube_base(target, opts), RSH_MARK]
-    elif target.kind == "ssh":
-        tokens = _ssh_base(opts)
-    else:
-        raise UsageError(f"target kind {target.kind!r} has no transport")
-    return " ".join(_rsync_quote(t) for t in tokens)
+from nodeweave.remote import Remote
 
 
 @dataclass(frozen=True)
@@ -109,9 +24,8 @@ class RsyncOptions:
     timeout_s: int = 120  # rsync --timeout: no data for this long = exit 30 (retried)
 
 
-def rsync_argv(target: Target, src: str, dest: str, filter_args: "list[str]",
-               rsync: RsyncOptions = RsyncOptions(),
-               opts: TransportOptions = TransportOptions()) -> "list[str]":
+def rsync_argv(target: Remote, src: str, dest: str, filter_args: "list[str]",
+               rsync: RsyncOptions = RsyncOptions()) -> "list[str]":
     """rsync from the local ``src`` directory into ``dest`` on ``target``.
 
     ``-rlpt`` rather than ``-a``: owners and groups of a laptop mean nothing in
@@ -122,8 +36,8 @@ def rsync_argv(target: Target, src: str, dest: str, filter_args: "list[str]",
         raise UsageError(f"SRC {src!r} must be made absolute before building rsync's argv")
     argv = ["rsync", "--recursive", "--links", "--perms", "--times", "--omit-dir-times",
             "--blocking-io", "--stats", "--itemize-changes", "--info=progress2",
-            f"--timeout={rsync.timeout_s}", "--rsh", rsh_command(target, opts)]
-    if target.kind != "ssh":
+            f"--timeout={rsync.timeout_s}", "--rsh", target.rsh()]
+    if not target.network_link:
         argv.append("--whole-file")  # a local pipe: the delta algorithm only costs CPU
     if rsync.compress:
         argv.append("--compress")
@@ -132,7 +46,7 @@ def rsync_argv(target: Target, src: str, dest: str, filter_args: "list[str]",
     if rsync.dry_run:
         argv.append("--dry-run")
     argv += filter_args
-    argv += [src.rstrip("/") + "/", f"{target.name}:{dest.rstrip('/')}/"]
+    argv += [src.rstrip("/") + "/", f"{target.rsync_host}:{dest.rstrip('/')}/"]
     return argv
 
 
@@ -146,37 +60,37 @@ PROBE_SCRIPT = (
 PROBE_TOOLS = ("rsync", "tar", "python3", "find", "sha256sum")
 
 
-def probe_argv(target: Target, dest: str, opts: TransportOptions = TransportOptions(),
+def probe_argv(target: Remote, dest: str,
                dry_run: bool = False) -> "list[str]":
-    return remote_argv(target, ["sh", "-c", PROBE_SCRIPT, "sh", dest, "dry" if dry_run else "make"], opts)
+    return target.exec_argv(["sh", "-c", PROBE_SCRIPT, "sh", dest, "dry" if dry_run else "make"])
 
 
-def tar_extract_argv(target: Target, dest: str, opts: TransportOptions = TransportOptions()) -> "list[str]":
+def tar_extract_argv(target: Remote, dest: str) -> "list[str]":
     """Unpack a tar stream from stdin into ``dest`` (``-o``: don't restore owners; GNU and busybox)."""
-    return remote_argv(target, ["tar", "-x", "-o", "-f", "-", "-C", dest], opts)
+    return target.exec_argv(["tar", "-x", "-o", "-f", "-", "-C", dest])
 
 
-def list_files_argv(target: Target, dest: str, opts: TransportOptions = TransportOptions()) -> "list[str]":
+def list_files_argv(target: Remote, dest: str) -> "list[str]":
     """NUL-separated ``type size mtime mode relpath`` of everything under ``dest`` (GNU find)."""
-    return remote_argv(target, ["find", dest, "-mindepth", "1", "-printf", r"%y %s %T@ %m %P\0"], opts)
+    return target.exec_argv(["find", dest, "-mindepth", "1", "-printf", r"%y %s %T@ %m %P\0"])
 
 
-def remove_argv(target: Target, opts: TransportOptions = TransportOptions()) -> "list[str]":
+def remove_argv(target: Remote) -> "list[str]":
     """Remove the NUL-separated absolute paths on stdin (files and links)."""
-    return remote_argv(target, ["xargs", "-0", "-r", "rm", "-f", "--"], opts)
+    return target.exec_argv(["xargs", "-0", "-r", "rm", "-f", "--"])
 
 
-def rmdir_argv(target: Target, opts: TransportOptions = TransportOptions()) -> "list[str]":
-    return remote_argv(target, ["xargs", "-0", "-r", "rmdir", "--ignore-fail-on-non-empty", "--"], opts)
+def rmdir_argv(target: Remote) -> "list[str]":
+    return target.exec_argv(["xargs", "-0", "-r", "rmdir", "--ignore-fail-on-non-empty", "--"])
 
 
 # Writes the stamp atomically from stdin and prints what landed on disk. $1 = path.
 STAMP_SCRIPT = 'cat > "$1.tmp" && mv -f -- "$1.tmp" "$1" && cat -- "$1"'
 
 
-def write_stamp_argv(target: Target, path: str, opts: TransportOptions = TransportOptions()) -> "list[str]":
-    return remote_argv(target, ["sh", "-c", STAMP_SCRIPT, "sh", path], opts)
+def write_stamp_argv(target: Remote, path: str) -> "list[str]":
+    return target.exec_argv(["sh", "-c", STAMP_SCRIPT, "sh", path])
 
 
-def read_stamp_argv(target: Target, path: str, opts: TransportOptions = TransportOptions()) -> "list[str]":
-    return remote_argv(target, ["cat", "--", path], opts)
+def read_stamp_argv(target: Remote, path: str) -> "list[str]":
+    return target.exec_argv(["cat", "--", path])

@@ -21,12 +21,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from nodeweave.errors import NodeweaveError
+from nodeweave.remote import Remote
 from nodeweave.sync import digest as digest_module
 from nodeweave.sync.digest import tree_digest
 from nodeweave.sync.filters import CACHE_FILE, STAMP_FILE, FileSet
-from nodeweave.sync.targets import Target
-from nodeweave.sync.transport import (TransportOptions, read_stamp_argv, remote_argv,
-                                      write_stamp_argv)
+from nodeweave.sync.transport import read_stamp_argv, write_stamp_argv
 
 DIGEST_SOURCE = Path(digest_module.__file__).read_text(encoding="utf-8")
 
@@ -109,9 +108,8 @@ def _run(argv: "list[str]", stdin: bytes, timeout: float) -> "subprocess.Complet
     return subprocess.run(argv, input=stdin, capture_output=True, timeout=timeout)
 
 
-def check_on_target(target: Target, dest: str, local: "dict[str, str]",
-                    stamp: "dict[str, object] | None", *, has_python: bool,
-                    opts: TransportOptions, timeout: float = 900,
+def check_on_target(target: Remote, dest: str, local: "dict[str, str]",
+                    stamp: "dict[str, object] | None", *, has_python: bool, timeout: float = 900,
                     probe_tools: "tuple[str, ...]" = ()) -> TargetCheck:
     """Digest the target's copy of ``local``'s paths; write ``stamp`` there when all match.
 
@@ -121,8 +119,8 @@ def check_on_target(target: Target, dest: str, local: "dict[str, str]",
     check = TargetCheck()
     stamp_text = json.dumps(stamp, indent=2, sort_keys=True) + "\n" if stamp else ""
     if has_python:
-        argv = remote_argv(target, ["python3", "-c", DIGEST_SOURCE, dest, CACHE_FILE, stamp_text,
-                                    *probe_tools], opts)
+        argv = target.exec_argv(["python3", "-c", DIGEST_SOURCE, dest, CACHE_FILE, stamp_text,
+                                 *probe_tools])
         out = _run(argv, json.dumps(local).encode(), timeout)
         if out.returncode != 0:
             raise RuntimeError(f"digest on the target failed (exit {out.returncode}): "
@@ -133,24 +131,23 @@ def check_on_target(target: Target, dest: str, local: "dict[str, str]",
         if probe_tools:
             check.tools, check.dest_ok = set(answer["tools"]), bool(answer["dest_ok"])
     else:
-        remote = _sha256sum_digests(target, dest, sorted(local), opts, timeout)
+        remote = _sha256sum_digests(target, dest, sorted(local), timeout)
         # sha256sum sees content only: the execute-bit marker cannot be checked this way.
         differing = {rel: remote.get(rel) for rel in local
                      if remote.get(rel) != local[rel].replace("x:", "", 1)}
         if stamp and not differing:
-            check.stamp = write_stamp(target, dest, stamp_text, opts)
+            check.stamp = write_stamp(target, dest, stamp_text)
         else:
-            check.stamp = read_stamp(target, dest, opts)
+            check.stamp = read_stamp(target, dest)
     check.mismatched = sorted(differing)
     check.digest = tree_digest({**local, **differing})
     return check
 
 
-def _sha256sum_digests(target: Target, dest: str, rels: "list[str]", opts: TransportOptions,
-                       timeout: float) -> "dict[str, str | None]":
+def _sha256sum_digests(target: Remote, dest: str, rels: "list[str]", timeout: float) -> "dict[str, str | None]":
     """Fallback without python3: ``sha256sum`` over absolute paths (regular files only)."""
     paths = [f"{dest.rstrip('/')}/{r}" for r in rels]
-    out = _run(remote_argv(target, ["xargs", "-0", "-r", "sha256sum", "--"], opts),
+    out = _run(target.exec_argv(["xargs", "-0", "-r", "sha256sum", "--"]),
                b"\0".join(p.encode("utf-8", "surrogateescape") for p in paths), timeout)
     found: "dict[str, str | None]" = {r: None for r in rels}
     prefix = dest.rstrip("/") + "/"
@@ -164,18 +161,16 @@ def _sha256sum_digests(target: Target, dest: str, rels: "list[str]", opts: Trans
     return found
 
 
-def write_stamp(target: Target, dest: str, text: str, opts: TransportOptions,
-                timeout: float = 60) -> "dict[str, object]":
+def write_stamp(target: Remote, dest: str, text: str, timeout: float = 60) -> "dict[str, object]":
     """Write the stamp atomically and return what was read back from the target's disk."""
-    out = _run(write_stamp_argv(target, f"{dest.rstrip('/')}/{STAMP_FILE}", opts), text.encode(), timeout)
+    out = _run(write_stamp_argv(target, f"{dest.rstrip('/')}/{STAMP_FILE}"), text.encode(), timeout)
     if out.returncode != 0:
         raise RuntimeError(f"writing {STAMP_FILE} failed: {out.stderr.decode(errors='replace').strip()[:300]}")
     return json.loads(out.stdout)
 
 
-def read_stamp(target: Target, dest: str, opts: TransportOptions,
-               timeout: float = 60) -> "dict[str, object] | None":
-    out = _run(read_stamp_argv(target, f"{dest.rstrip('/')}/{STAMP_FILE}", opts), b"", timeout)
+def read_stamp(target: Remote, dest: str, timeout: float = 60) -> "dict[str, object] | None":
+    out = _run(read_stamp_argv(target, f"{dest.rstrip('/')}/{STAMP_FILE}"), b"", timeout)
     if out.returncode != 0:
         return None
     try:

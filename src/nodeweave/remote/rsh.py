@@ -2,7 +2,7 @@
 
 rsync runs ``<rsh> [-l USER] HOST rsync --server ...``. kubectl parses flags
 anywhere on its command line, so the pod and a ``--`` must come before
-rsync's arguments. Invoked as ``python -m nodeweave.sync.rsh KUBECTL-ARGV ::``
+rsync's arguments. Invoked as ``python -m nodeweave.remote.rsh KUBECTL-ARGV ::``
 followed by what rsync appends; it execs ``KUBECTL-ARGV HOST -- COMMAND...``.
 """
 
@@ -11,19 +11,19 @@ from __future__ import annotations
 import os
 import sys
 
-from nodeweave.sync.transport import RSH_MARK
+from nodeweave.remote.kube import RSH_MARK
 
 
 def rewrite(argv: "list[str]") -> "list[str]":
     """``[*prefix, '::', ('-l', user)?, host, *command]`` to ``[*prefix, host, '--', *command]``."""
     if RSH_MARK not in argv:
-        raise ValueError(f"nodeweave.sync.rsh: expected {RSH_MARK!r} after the exec argv")
+        raise ValueError(f"nodeweave.remote.rsh: expected {RSH_MARK!r} after the exec argv")
     cut = argv.index(RSH_MARK)
     prefix, rest = argv[:cut], argv[cut + 1:]
     if rest[:1] == ["-l"]:  # a user has no meaning for a pod
         rest = rest[2:]
     if len(rest) < 2 or not prefix:
-        raise ValueError("nodeweave.sync.rsh: expected a pod name and a command after "
+        raise ValueError("nodeweave.remote.rsh: expected a pod name and a command after "
                          f"{RSH_MARK!r}, got {rest!r}")
     return [*prefix, rest[0], "--", *rest[1:]]
 
@@ -37,7 +37,7 @@ def main() -> None:
     try:
         os.execvp(argv[0], argv)
     except OSError as err:
-        print(f"nodeweave.sync.rsh: cannot run {argv[0]}: {err}", file=sys.stderr)
+        print(f"nodeweave.remote.rsh: cannot run {argv[0]}: {err}", file=sys.stderr)
         sys.exit(3)
 
 

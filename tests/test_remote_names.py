@@ -1,18 +1,18 @@
-"""Target names and destinations: hostile input is refused with a message naming it."""
+"""Target names, hosts files and destinations: hostile input is refused with a message naming it."""
 
 from __future__ import annotations
 
 import pytest
 
 from nodeweave.errors import UsageError
-from nodeweave.sync.targets import (check_dest, make_target, parse_target, read_hosts_file,
-                                    statefulset_targets)
+from nodeweave.remote import check_dest, make_target, parse_target
+from nodeweave.remote.discover import read_hosts_file, statefulset_targets
 
 HOSTILE = ["-oProxyCommand=touch /tmp/pwned", "a;rm -rf /", "a b", "$(id)", "`id`", "a|b",
            "a&b", "a>b", "x\ny", "", "--help", "a'b", 'a"b', "a\\b", "*"]
 
 
-@pytest.mark.parametrize("kind", ["podman", "docker", "kubectl", "oc", "ssh"])
+@pytest.mark.parametrize("kind", ["podman", "docker", "kubectl", "oc", "ssh", "ssh+docker"])
 @pytest.mark.parametrize("name", HOSTILE)
 def test_hostile_target_names_are_refused(kind, name):
     with pytest.raises(UsageError) as err:

@@ -1,0 +1,127 @@
+"""What every way of reaching a node offers: the base class and the shared options.
+
+A remote is a node reached one way (``podman exec``, ``kubectl exec``,
+``ssh``, ...). Its class owns everything that differs by kind: which names
+it accepts, its label, the argv that runs a command there, rsync's
+``--rsh`` value, the argv for logs and an interactive shell, and which
+failures a retry can fix. Callers (sync, hosts probe, the cluster verbs)
+never ask which kind a remote is.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+from nodeweave.errors import UsageError
+
+_SSH_OPTION = re.compile(r"^[A-Za-z][A-Za-z0-9]*=[A-Za-z0-9._@%+,:/~-]+$")
+_KUBE_CONTEXT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@:/-]*$")
+# An interactive shell: bash where the image has it, else sh (constant text, no user input).
+SHELL_ARGV = ("sh", "-c", "command -v bash >/dev/null 2>&1 && exec bash -l; exec sh -l")
+# Exit-code-free signs that a connection dropped (kubectl/oc, ssh): worth a retry.
+_TRANSIENT_TEXT = re.compile(r"connection (refused|reset|timed out)|i/o timeout|TLS handshake|"
+                             r"unable to upgrade connection|broken pipe|temporarily unavailable|"
+                             r"connection closed|EOF", re.I)
+# Signs that the node itself is not there (stopped container, missing pod, unknown host).
+_UNREACHABLE_TEXT = re.compile(r"not running|state improper|no such container|NotFound|"
+                               r"connection refused|i/o timeout|unable to connect|could not resolve|"
+                               r"no route to host", re.I)
+
+
+@dataclass(frozen=True)
+class RemoteOptions:
+    """How to reach nodes, shared by every remote of one command."""
+
+    ssh_options: "tuple[str, ...]" = ()  # extra ``-o KEY=VALUE`` for ssh
+    kube_context: "str | None" = None
+    python: str = sys.executable  # runs the kubectl/oc rsh wrapper
+
+    def __post_init__(self):
+        for option in self.ssh_options:
+            if not _SSH_OPTION.match(option):
+                raise UsageError(f"--ssh-option {option!r} is not accepted: KEY=VALUE as in "
+                                 "ssh_config (e.g. Port=2222, IdentityFile=~/.ssh/id_gpu)")
+        if self.kube_context is not None and not _KUBE_CONTEXT.match(self.kube_context):
+            raise UsageError(f"--kube-context {self.kube_context!r} is not accepted: a context "
+                             "name from your kubeconfig (letters, digits and . _ @ : / -)")
+
+
+def rsync_quote(token: str) -> str:
+    """rsync splits ``--rsh`` on spaces and honours quotes (not a shell: no expansion)."""
+    if token and re.match(r"^[A-Za-z0-9._/@%+=:,-]+$", token):
+        return token
+    return "'" + token.replace("'", "''") + "'"
+
+
+def flags(stdin: bool, tty: bool) -> "list[str]":
+    """``-i``/``-t`` as docker, podman, kubectl and oc spell them."""
+    return (["-i"] if stdin else []) + (["-t"] if tty else [])
+
+
+@dataclass(frozen=True)
+class Remote:
+    """One node, reached one way. Subclasses are the rows of ``nodeweave.remote.KINDS``."""
+
+    name: str
+    options: RemoteOptions = field(default=RemoteOptions(), repr=False)
+
+    kind: ClassVar[str] = ""
+    aliases: ClassVar["tuple[str, ...]"] = ()
+    tool: ClassVar[str] = ""  # the local program this kind needs on PATH
+    network_link: ClassVar[bool] = False  # bytes cross a network: rsync's delta algorithm pays
+    namespaced: ClassVar[bool] = False  # takes a Kubernetes namespace and container
+    engine: ClassVar[bool] = False  # a container of a local engine (compose projects list these)
+    openshift: ClassVar[bool] = False  # the pod transport of OpenShift clusters
+
+    @classmethod
+    def make(cls, name: str, *, namespace: "str | None" = None, container: "str | None" = None,
+             options: RemoteOptions = RemoteOptions()) -> "Remote":
+        """A validated remote; ``namespace``/``container`` matter to namespaced kinds only."""
+        raise NotImplementedError
+
+    @property
+    def label(self) -> str:
+        """Short unique name for tables and messages (``KIND:NAME``)."""
+        return f"{self.kind}:{self.name}"
+
+    @property
+    def host(self) -> str:
+        """The node's name in a hostfile: no user, no kind."""
+        return self.name
+
+    def exec_argv(self, argv: "list[str]", stdin: bool = True, tty: bool = False) -> "list[str]":
+        """Local argv that runs ``argv`` on the node (stdin attached unless ``stdin=False``)."""
+        raise NotImplementedError
+
+    def rsh(self) -> str:
+        """rsync's ``--rsh`` value; rsync appends ``rsync_host`` and its server command."""
+        raise NotImplementedError
+
+    @property
+    def rsync_host(self) -> str:
+        """What goes before ``:`` in rsync's remote path."""
+        return self.name
+
+    def shell_argv(self) -> "list[str]":
+        """An interactive login shell on the node (a terminal attached)."""
+        return self.exec_argv(list(SHELL_ARGV), stdin=True, tty=True)
+
+    def logs_argv(self, follow: bool = True) -> "list[str]":
+        """The container's or pod's own log (what its main process printed)."""
+        raise UsageError(f"{self.label} is a host, not a container: it has no container log "
+                         "(reach a container on it with ssh+podman:HOST/NAME or ssh+docker:HOST/NAME)")
+
+    def transient(self, code: int, stderr: str) -> bool:
+        """Could a retry fix this failure (a dropped connection, not a missing node)?"""
+        return False
+
+    def unreachable(self, code: int, stderr: str) -> bool:
+        """Did this failure mean the node is not there (stopped, missing, unknown host)?"""
+        return bool(_UNREACHABLE_TEXT.search(stderr))
+
+
+def transient_text(stderr: str) -> bool:
+    return bool(_TRANSIENT_TEXT.search(stderr))

@@ -1,0 +1,123 @@
+"""Lists of nodes: a StatefulSet's pods, pods by label, a compose project's containers, a hosts file.
+
+Ordinals give rank order (``<name>-0`` first). Asking the cluster or the
+engine happens only here and only when a caller needs the list; reading a
+hosts file and naming a StatefulSet's pods are pure.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+from nodeweave.errors import EnvironmentProblem, NodeweaveError, UsageError
+from nodeweave.remote import RemoteOptions, kind_class, make_target, pod_kind
+from nodeweave.remote.base import Remote
+from nodeweave.remote.names import check_container_name, check_dns_label, refuse
+
+
+def statefulset_targets(name: str, replicas: int, *, kind: str = "kubectl",
+                        namespace: "str | None" = None, container: "str | None" = None,
+                        options: RemoteOptions = RemoteOptions()) -> "list[Remote]":
+    """Pods ``<name>-0 .. <name>-(N-1)`` of a StatefulSet, rank 0 first."""
+    check_dns_label(name, "StatefulSet name")
+    if replicas < 1:
+        raise refuse("replica count", str(replicas), "a whole number of at least 1")
+    return [make_target(kind, f"{name}-{i}", namespace=namespace, container=container, options=options)
+            for i in range(replicas)]
+
+
+def read_hosts_file(path: Path, *, kind: str = "ssh", namespace: "str | None" = None,
+                    container: "str | None" = None,
+                    options: RemoteOptions = RemoteOptions()) -> "list[Remote]":
+    """One node per line, master first; ``#`` comments; DeepSpeed ``host slots=N`` lines work too."""
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as err:
+        raise UsageError(f"hosts file {path}: cannot read it ({err})") from err
+    found, seen = [], set()
+    for number, line in enumerate(lines, start=1):
+        words = line.split("#", 1)[0].split()
+        if not words:
+            continue
+        name = words[0]
+        try:
+            target = make_target(kind, name, namespace=namespace, container=container, options=options)
+        except UsageError as err:
+            raise UsageError(f"hosts file {path}, line {number}: {err}") from err
+        if name in seen:
+            raise UsageError(f"hosts file {path}, line {number}: host {name!r} is listed twice")
+        seen.add(name)
+        found.append(target)
+    if not found:
+        raise UsageError(f"hosts file {path} lists no host: write one host name per line, master first")
+    return found
+
+
+def _need(tool: str) -> str:
+    found = shutil.which(tool)
+    if found is None:
+        raise EnvironmentProblem(f"{tool} is not on PATH; install it or choose another target kind")
+    return found
+
+
+def _ask_cluster(kind: str, argv: "list[str]", what: str) -> str:
+    _need(argv[0])
+    out = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+    if out.returncode != 0:
+        raise NodeweaveError(f"{kind} {what} failed: {(out.stderr or out.stdout).strip()[:500]}")
+    return out.stdout
+
+
+def pods_by_selector(selector: str, *, kind: str = "kubectl", namespace: "str | None" = None,
+                     container: "str | None" = None,
+                     options: RemoteOptions = RemoteOptions()) -> "list[Remote]":
+    """Running pods matching a label selector, sorted by StatefulSet ordinal."""
+    if not re.match(r"^[A-Za-z0-9][A-Za-z0-9._/=!,() -]*$", selector):
+        raise refuse("label selector", selector, "a Kubernetes label selector such as app=llama")
+    cls = kind_class(pod_kind(kind, "kind"))
+    argv = [*cls.cli_argv("get", options, namespace), "pods", "-l", selector,
+            "--field-selector=status.phase=Running", "-o", "jsonpath={.items[*].metadata.name}"]
+    names = _ask_cluster(kind, argv, f"get pods -l {selector}").split()
+    if not names:
+        raise NodeweaveError(f"no running pod matches label selector {selector!r}"
+                             + (f" in namespace {namespace}" if namespace else ""))
+    return [make_target(kind, n, namespace=namespace, container=container, options=options)
+            for n in sorted(names, key=ordinal_key)]
+
+
+def statefulset_replicas(name: str, *, kind: str = "kubectl", namespace: "str | None" = None,
+                         options: RemoteOptions = RemoteOptions()) -> int:
+    """``.spec.replicas`` of a StatefulSet (elastic jobs change it with ``oc scale``)."""
+    argv = [*kind_class(pod_kind(kind, "kind")).cli_argv("get", options, namespace), "statefulset", name,
+            "-o", "jsonpath={.spec.replicas}"]
+    out = _ask_cluster(kind, argv, f"get statefulset {name}").strip()
+    if not out.isdigit():
+        raise NodeweaveError(f"{kind} get statefulset {name} gave no replica count: {out[:200]!r}")
+    return int(out)
+
+
+def compose_targets(project: str, *, engine: str = "podman",
+                    options: RemoteOptions = RemoteOptions()) -> "list[Remote]":
+    """The running containers of a compose project, ordered by name (node-0 first)."""
+    check_container_name(project, "compose project")
+    from python_on_whales import DockerClient
+    from python_on_whales.exceptions import DockerException
+
+    client = DockerClient(client_call=[_need(kind_class(engine).tool)])
+    try:
+        containers = client.container.list(filters={"label": f"com.docker.compose.project={project}"})
+    except DockerException as err:
+        raise NodeweaveError(f"{engine} could not list the containers of compose project "
+                             f"{project!r}: {err}") from err
+    if not containers:
+        raise NodeweaveError(f"compose project {project!r} has no running container under {engine}")
+    return [make_target(engine, c.name, options=options)
+            for c in sorted(containers, key=lambda c: ordinal_key(c.name))]
+
+
+def ordinal_key(name: str) -> "tuple[str, int, str]":
+    match = re.match(r"^(.*?)(\d+)$", name)
+    return (match.group(1), int(match.group(2)), name) if match else (name, -1, name)

@@ -1,0 +1,51 @@
+"""Containers of a local engine: ``podman exec`` and ``docker exec``.
+
+rsync starts its far side as ``<rsh> HOST rsync --server ...``, which
+``podman exec -i`` already is (the container is rsync's HOST), so no wrapper
+is needed. Engine exit codes 125-127 mean a stopped or missing container or
+command: a retry cannot fix them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from nodeweave.remote.base import Remote, RemoteOptions, flags, rsync_quote
+from nodeweave.remote.names import check_container_name
+
+
+@dataclass(frozen=True)
+class EngineExec(Remote):
+    """A container reached with ``<engine> exec``."""
+
+    engine = True
+
+    @classmethod
+    def make(cls, name: str, *, namespace: "str | None" = None, container: "str | None" = None,
+             options: RemoteOptions = RemoteOptions()) -> "EngineExec":
+        return cls(check_container_name(name), options)
+
+    def exec_argv(self, argv: "list[str]", stdin: bool = True, tty: bool = False) -> "list[str]":
+        return [self.kind, "exec", *flags(stdin, tty), self.name, *argv]
+
+    def rsh(self) -> str:
+        return " ".join(rsync_quote(t) for t in (self.kind, "exec", "-i"))
+
+    def logs_argv(self, follow: bool = True) -> "list[str]":
+        return [self.kind, "logs", *(["-f"] if follow else []), self.name]
+
+    def unreachable(self, code: int, stderr: str) -> bool:
+        return code == 125 or super().unreachable(code, stderr)
+
+
+@dataclass(frozen=True)
+class PodmanExec(EngineExec):
+    kind = "podman"
+    aliases = ("container",)
+    tool = "podman"
+
+
+@dataclass(frozen=True)
+class DockerExec(EngineExec):
+    kind = "docker"
+    tool = "docker"

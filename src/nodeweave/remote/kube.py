@@ -1,0 +1,83 @@
+"""Pods: ``kubectl exec`` and ``oc exec``.
+
+kubectl parses flags anywhere on its command line, so every command goes
+after ``POD --``; rsync, which appends ``HOST rsync --server ...`` to its
+remote shell, therefore runs through ``nodeweave.remote.rsh``, a tiny
+wrapper that puts the pod and ``--`` where kubectl wants them (what
+krsync's shell wrapper does). A dropped API connection is worth a retry.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from nodeweave.remote.base import Remote, RemoteOptions, flags, rsync_quote, transient_text
+from nodeweave.remote.names import check_dns_label, check_pod_name
+
+RSH_MARK = "::"  # separates the wrapper's fixed argv from what rsync appends
+
+
+@dataclass(frozen=True)
+class KubeExec(Remote):
+    """A pod (in a namespace, a container of it) reached through the cluster's API."""
+
+    namespace: "str | None" = None
+    container: "str | None" = None  # None: the pod's default container
+
+    namespaced = True
+
+    @classmethod
+    def make(cls, name: str, *, namespace: "str | None" = None, container: "str | None" = None,
+             options: RemoteOptions = RemoteOptions()) -> "KubeExec":
+        check_pod_name(name)
+        if namespace is not None:
+            check_dns_label(namespace, "namespace")
+        if container is not None:
+            check_dns_label(container, "container")
+        return cls(name, options, namespace, container)
+
+    @property
+    def label(self) -> str:
+        where = f"{self.namespace}/{self.name}" if self.namespace else self.name
+        return f"pod:{where}" + (f"[{self.container}]" if self.container else "")
+
+    @classmethod
+    def cli_argv(cls, verb: str, options: RemoteOptions, namespace: "str | None" = None) -> "list[str]":
+        """``kubectl [--context C] VERB [-n NS]``: the start of every call to the cluster."""
+        argv = [cls.kind] + (["--context", options.kube_context] if options.kube_context else [])
+        return argv + [verb] + (["-n", namespace] if namespace else [])
+
+    def _where(self) -> "list[str]":
+        return ((["-n", self.namespace] if self.namespace else [])
+                + (["-c", self.container] if self.container else []))
+
+    def exec_argv(self, argv: "list[str]", stdin: bool = True, tty: bool = False) -> "list[str]":
+        return [*self.cli_argv("exec", self.options), *flags(stdin, tty), *self._where(),
+                self.name, "--", *argv]
+
+    def rsh(self) -> str:
+        wrapper = [self.options.python, "-m", "nodeweave.remote.rsh",
+                   *self.cli_argv("exec", self.options), "-i", *self._where(), RSH_MARK]
+        return " ".join(rsync_quote(t) for t in wrapper)
+
+    def logs_argv(self, follow: bool = True) -> "list[str]":
+        return [*self.cli_argv("logs", self.options), *(["-f"] if follow else []), *self._where(),
+                self.name]
+
+    def transient(self, code: int, stderr: str) -> bool:
+        return code not in (126, 127) and transient_text(stderr)
+
+
+@dataclass(frozen=True)
+class KubectlExec(KubeExec):
+    kind = "kubectl"
+    aliases = ("pod", "k8s", "kube")
+    tool = "kubectl"
+
+
+@dataclass(frozen=True)
+class OcExec(KubeExec):
+    kind = "oc"
+    aliases = ("openshift",)
+    tool = "oc"
+    openshift = True

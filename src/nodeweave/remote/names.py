@@ -1,0 +1,85 @@
+"""Name rules for everything that reaches a remote argv: pods, containers, hosts, paths.
+
+Each name is checked against the rule of the system that owns it before any
+argv is built, so nothing a user types can become an option (a leading
+``-``) or a shell metacharacter on the far side of ``ssh``.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+
+from nodeweave.errors import UsageError
+
+_DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+_DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+_CONTAINER_NAME = re.compile(r"^[a-zA-Z0-9][a-zA-Z0-9_.-]*$")  # docker/podman's own rule
+_HOST_LABEL = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9]*[A-Za-z0-9])?$")
+_SSH_USER = re.compile(r"^[a-z_][a-z0-9_.-]*$")
+_SAFE_PATH = re.compile(r"^/[A-Za-z0-9._@+=,/-]*$")
+_ROOTISH = {"/", "/bin", "/boot", "/dev", "/etc", "/home", "/lib", "/lib32", "/lib64", "/opt",
+            "/proc", "/root", "/run", "/sbin", "/srv", "/sys", "/tmp", "/usr", "/usr/bin",
+            "/usr/lib", "/usr/local", "/usr/local/bin", "/var", "/var/lib", "/var/log", "/var/tmp"}
+
+
+def refuse(what: str, value: str, accepted: str) -> UsageError:
+    return UsageError(f"{what} {value!r} is not accepted: {accepted}")
+
+
+def check_dns_label(value: str, what: str) -> str:
+    if len(value) > 63 or not _DNS1123_LABEL.match(value):
+        raise refuse(what, value, "a DNS-1123 label (lowercase letters, digits and '-', "
+                     "starting and ending with a letter or digit, at most 63 characters)")
+    return value
+
+
+def check_pod_name(value: str, what: str = "pod name") -> str:
+    if len(value) > 253 or not _DNS1123_SUBDOMAIN.match(value):
+        raise refuse(what, value, "a DNS-1123 subdomain (lowercase letters, digits, '-' and '.', "
+                     "starting and ending with a letter or digit, at most 253 characters)")
+    return value
+
+
+def check_container_name(value: str, what: str = "container name") -> str:
+    if len(value) > 255 or not _CONTAINER_NAME.match(value):
+        raise refuse(what, value, "a container name or ID ([a-zA-Z0-9][a-zA-Z0-9_.-]*)")
+    return value
+
+
+def check_ssh_host(value: str, what: str = "host") -> str:
+    """``[user@]host`` with an RFC 1123 name or an IPv4 address."""
+    user, _, host = value.rpartition("@")
+    if user and not _SSH_USER.match(user):
+        raise refuse(what, value, "[user@]host, where user is a POSIX login name ([a-z_][a-z0-9_.-]*)")
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        address = None
+    if address is not None and address.version == 6:
+        raise refuse(what, value, "a host name or IPv4 address (give IPv6 hosts a name in "
+                     "/etc/hosts or ~/.ssh/config: rsync's host:path form cannot carry one)")
+    labels = host.rstrip(".").split(".") if host else []
+    if (address is None and (not labels or len(host) > 253
+                             or not all(len(lab) <= 63 and _HOST_LABEL.match(lab) for lab in labels))):
+        raise refuse(what, value, "[user@]host with an RFC 1123 host name (letters, digits, '-' "
+                     "and '.') or an IPv4 address")
+    return value
+
+
+def check_dest(dest: str, what: str = "DEST") -> str:
+    """An absolute, normalised directory on the nodes that is not a system directory."""
+    if not dest.startswith("/"):
+        raise refuse(what, dest, "an absolute path on the targets such as /workspace "
+                     "('~' and relative paths mean different places on different nodes)")
+    if not _SAFE_PATH.match(dest):
+        raise refuse(what, dest, "an absolute path of letters, digits and . _ @ + = , - / "
+                     "(no spaces, quotes or shell characters)")
+    parts = [p for p in dest.split("/") if p]
+    if ".." in parts or "." in parts:
+        raise refuse(what, dest, "a normalised absolute path without '.' or '..' components")
+    normal = "/" + "/".join(parts)
+    if normal in _ROOTISH:
+        raise refuse(what, dest, "a workspace directory such as /workspace or /home/me/project, "
+                     "not a system directory (a sync with --delete there would wipe it)")
+    return normal
