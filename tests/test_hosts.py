@@ -105,12 +105,22 @@ def test_cli_refuses_bad_input_with_exit_2(tmp_path):
     existing.write_text("keep\n")
     for args, message in ((["--via", "telnet", "a"], "--via 'telnet'"),
                           (["--via", "ssh", "a;reboot"], "host 'a;reboot'"),
+                          (["--write-hostfile", str(existing), "gpu-a"], "exists; pass --force"),
                           (["--hostfile", str(existing), "gpu-a"], "exists; pass --force"),
+                          (["--hostfile", "a", "--write-hostfile", "b", "gpu-a"], "give only --write-hostfile"),
                           ([], "no hosts")):
         out = subprocess.run([*NODEWEAVE, "hosts", "probe", *args], capture_output=True, text=True)
         assert out.returncode == 2, (args, out.stderr)
         assert message in out.stderr and "Traceback" not in out.stderr
     assert existing.read_text() == "keep\n"
+
+
+def test_the_old_hostfile_spelling_still_works_with_a_note(tmp_path):
+    """--hostfile was the output's name; it reads like the input list, so --write-hostfile replaces it."""
+    out = subprocess.run([*NODEWEAVE, "hosts", "probe", "--hostfile", str(tmp_path / "hf"), "--via", "ssh", "a;b"],
+                         capture_output=True, text=True)
+    assert "--hostfile is deprecated for hosts probe" in out.stderr and "use --write-hostfile" in out.stderr
+    assert out.returncode == 2 and "host 'a;b'" in out.stderr and out.stdout == ""
 
 
 def _podman(*args, check=True):
@@ -138,7 +148,7 @@ def test_probe_real_containers_via_podman_exec(tmp_path):
 
         hostfile = tmp_path / "hostfile"
         order = [names["h100"], names["cpu"], names["mi300x"], names["off"]]
-        out = subprocess.run([*NODEWEAVE, "hosts", "probe", "--via", "podman", *order, "--hostfile",
+        out = subprocess.run([*NODEWEAVE, "hosts", "probe", "--via", "podman", *order, "--write-hostfile",
                               str(hostfile), "--json"], capture_output=True, text=True, timeout=300)
         assert out.returncode == 1, out.stderr
         reports = {r["host"]: r for r in json.loads(out.stdout)}

@@ -98,7 +98,7 @@ def test_sync_over_ssh(sshd, tmp_path):
 
 def test_hosts_probe_over_ssh(sshd, tmp_path):
     out = subprocess.run([*NODEWEAVE, "hosts", "probe", "--json", f"root@{sshd['address']}", *sshd["options"],
-                          "--hostfile", str(tmp_path / "hostfile")], capture_output=True, text=True, timeout=300)
+                          "--write-hostfile", str(tmp_path / "hostfile")], capture_output=True, text=True, timeout=300)
     assert out.returncode == 1, out.stderr  # no GPU anywhere: no hostfile, rather than an empty one
     assert "no host with a GPU answered" in out.stderr
     (report,) = json.loads(out.stdout)

@@ -147,9 +147,9 @@ def write_hostfile(path: Path, hostfile: Hostfile, force: bool) -> None:
     if not hostfile.text:
         raise NodeweaveError(f"no host with a GPU answered, so {path} was not written")
     if path.exists() and not force:
-        raise UsageError(f"{path} exists; pass --force to replace it, or choose another --hostfile path")
+        raise UsageError(f"{path} exists; pass --force to replace it, or choose another --write-hostfile path")
     if path.is_dir():
-        raise UsageError(f"--hostfile {path} is a directory; give a file path")
+        raise UsageError(f"--write-hostfile {path} is a directory; give a file path")
     path.write_text(hostfile.text, encoding="utf-8")
 
 

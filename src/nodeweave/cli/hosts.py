@@ -1,4 +1,9 @@
-"""``nodeweave hosts probe``: a table of what each host has, and a DeepSpeed hostfile."""
+"""``nodeweave hosts probe``: a table of what each host has, and a DeepSpeed hostfile.
+
+Spelling, as in ``nodeweave sync``: ``--hosts-file`` is a list to read,
+``--write-hostfile`` the DeepSpeed hostfile to write. ``--hostfile`` (the old
+name of ``--write-hostfile``) still works for one release, with a note.
+"""
 
 from __future__ import annotations
 
@@ -24,34 +29,26 @@ _STYLE = {"ok": "green", "no-gpu": "yellow", "unreachable": "bold red", "error":
 @hosts_app.command("probe")
 def probe_command(
     hosts: List[str] = typer.Argument(None, help="Hosts (or containers/pods with --via), master first; KIND:NAME also works"),
-    hosts_file: Optional[Path] = typer.Option(None, "--hosts-file", help="One host per line, master first (a DeepSpeed hostfile works too)"),
+    hosts_file: Optional[Path] = typer.Option(None, "--hosts-file", help="Read the hosts from this file: one per line, master first (a DeepSpeed hostfile works too)"),
     via: str = typer.Option("ssh", "--via", help="How to reach the hosts: a target kind (ssh, podman, docker, kubectl, oc, ssh+docker, ...)"),
-    hostfile: Optional[Path] = typer.Option(None, "--hostfile", help="Write a DeepSpeed hostfile (host slots=N) here"),
-    force: bool = typer.Option(False, "--force", help="Replace an existing --hostfile"),
+    write_hostfile: Optional[Path] = typer.Option(None, "--write-hostfile", help="Write a DeepSpeed hostfile (host slots=N, master first) here"),
+    old_hostfile: Optional[Path] = typer.Option(None, "--hostfile", hidden=True, help="Deprecated spelling of --write-hostfile"),
+    force: bool = typer.Option(False, "--force", help="Replace an existing --write-hostfile"),
     master: Optional[str] = typer.Option(None, "--master", help="Name whose route picks each host's interface (default: the first host)"),
     namespace: Optional[str] = typer.Option(None, "--namespace", "-n", help="Namespace for --via kubectl/oc"),
     container: Optional[str] = typer.Option(None, "--container", "-c", help="Container in each pod for --via kubectl/oc"),
     ssh_option: List[str] = typer.Option([], "--ssh-option", help="Extra ssh -o KEY=VALUE (repeat)"),
     jobs: int = typer.Option(16, "--jobs", "-j", min=1, max=256, help="Hosts probed at once"),
-    as_json: bool = typer.Option(False, "--json", help="Print each host's detection as JSON"),
+    as_json: bool = typer.Option(False, "--json", help="Print each host's detection as JSON on stdout (everything else goes to stderr)"),
 ) -> None:
-    from nodeweave import remote
-    from nodeweave.hosts import deepspeed_hostfile, describe_nics, probe_hosts, write_hostfile
-    from nodeweave.remote.discover import read_hosts_file
+    from nodeweave.hosts import probe_hosts
 
-    via = remote.kind_class(via, "--via").kind
-    where = dict(namespace=namespace, container=container,
-                 options=remote.RemoteOptions(ssh_options=tuple(ssh_option)))
-    found = [remote.parse_target(h, **where) if ":" in h else remote.make_target(via, h, **where)
-             for h in hosts or []]
-    if hosts_file is not None:
-        found += read_hosts_file(hosts_file, kind=via, **where)
-    if not found:
-        raise UsageError("no hosts: name them (master first) or give --hosts-file")
+    hostfile = _hostfile_path(write_hostfile, old_hostfile, force)
+    found = _targets(hosts or [], hosts_file, via, namespace, container, ssh_option)
     if master is not None:
-        remote.check_ssh_host(master, "--master")
-    if hostfile is not None and hostfile.exists() and not force:  # refuse before the slow part
-        raise UsageError(f"{hostfile} exists; pass --force to replace it, or choose another --hostfile path")
+        from nodeweave.remote import check_ssh_host
+
+        check_ssh_host(master, "--master")
     for tool in sorted({t.tool for t in found}):
         if shutil.which(tool) is None:
             raise EnvironmentProblem(f"{tool} is not on PATH; install it or choose another --via")
@@ -62,34 +59,76 @@ def probe_command(
         typer.echo(json.dumps([{"host": r.target.label, "status": r.status, "error": r.error,
                                 "seconds": round(r.seconds, 3), "node": r.node} for r in reports], indent=2))
     else:
-        table = Table(title_justify="left")
-        for column in ("host", "status", "GPUs", "RDMA NICs", "interface", "slots"):
-            table.add_column(column, no_wrap=column in ("host", "status"))
-        for r in reports:
-            gpus = (r.node or {}).get("gpus") or {}
-            iface = (r.node or {}).get("interface")
-            ipv4 = (r.node or {}).get("local_ipv4")
-            model = gpus.get("model") or gpus.get("vendor") or ""
-            table.add_row(r.target.label, f"[{_STYLE[r.status]}]{r.status}[/]",
-                          (f"{gpus.get('count', 0)} x {model}" if gpus.get("count") else "none") if r.node else "-",
-                          describe_nics(r.node) if r.node else "-",
-                          f"{iface} {ipv4}" if iface and ipv4 else (iface or "-"),
-                          str(r.gpu_count) if r.gpu_count else "-")
-        console.print(table)
+        console.print(_table(reports))
     for r in reports:
         if r.error:
             typer.echo(f"nodeweave: {r.status}: {r.target.label}: {r.error}", err=True)
     if hostfile is not None:
-        made = deepspeed_hostfile(reports)
-        for r in made.skipped:
-            typer.echo(f"nodeweave: warning: {r.target.label} left out of {hostfile}: "
-                       f"{'no GPU found' if r.status == 'no-gpu' else r.status}", err=True)
-        write_hostfile(hostfile, made, force)
-        typer.echo(f"wrote {hostfile}: {len(made.text.splitlines())} host(s)", err=True)
+        _write(hostfile, reports, force)
     bad = [r for r in reports if r.status in ("unreachable", "error")]
     if bad:
         raise NodeweaveError(f"{len(bad)} of {len(reports)} host(s) did not answer: "
                              + ", ".join(r.target.label for r in bad))
+
+
+def _targets(hosts: "list[str]", hosts_file: "Path | None", via: str, namespace: "str | None",
+             container: "str | None", ssh_option: "list[str]") -> list:
+    from nodeweave import remote
+    from nodeweave.remote.discover import read_hosts_file
+
+    via = remote.kind_class(via, "--via").kind
+    where = dict(namespace=namespace, container=container,
+                 options=remote.RemoteOptions(ssh_options=tuple(ssh_option)))
+    found = [remote.parse_target(h, **where) if ":" in h else remote.make_target(via, h, **where)
+             for h in hosts]
+    if hosts_file is not None:
+        found += read_hosts_file(hosts_file, kind=via, **where)
+    if not found:
+        raise UsageError("no hosts: name them (master first) or give --hosts-file")
+    return found
+
+
+def _hostfile_path(new: "Path | None", old: "Path | None", force: bool) -> "Path | None":
+    """--write-hostfile, or the deprecated --hostfile; an existing file is refused before the slow part."""
+    if new is not None and old is not None:
+        raise UsageError("--hostfile is the old spelling of --write-hostfile: give only --write-hostfile")
+    if old is not None:
+        typer.echo("nodeweave: note: --hostfile is deprecated for hosts probe (it reads like the input "
+                   "list); use --write-hostfile. The old spelling goes away in the next release.", err=True)
+    path = new or old
+    if path is not None and path.exists() and not force:
+        raise UsageError(f"{path} exists; pass --force to replace it, or choose another --write-hostfile path")
+    return path
+
+
+def _write(path: Path, reports: list, force: bool) -> None:
+    from nodeweave.hosts import deepspeed_hostfile, write_hostfile
+
+    made = deepspeed_hostfile(reports)
+    for r in made.skipped:
+        typer.echo(f"nodeweave: warning: {r.target.label} left out of {path}: "
+                   f"{'no GPU found' if r.status == 'no-gpu' else r.status}", err=True)
+    write_hostfile(path, made, force)
+    typer.echo(f"wrote {path}: {len(made.text.splitlines())} host(s)", err=True)
+
+
+def _table(reports: list) -> Table:
+    from nodeweave.hosts import describe_nics
+
+    table = Table(title_justify="left")
+    for column in ("host", "status", "GPUs", "RDMA NICs", "interface", "slots"):
+        table.add_column(column, no_wrap=column in ("host", "status"))
+    for r in reports:
+        node = r.node or {}
+        gpus = node.get("gpus") or {}
+        iface, ipv4 = node.get("interface"), node.get("local_ipv4")
+        model = gpus.get("model") or gpus.get("vendor") or ""
+        table.add_row(r.target.label, f"[{_STYLE[r.status]}]{r.status}[/]",
+                      (f"{gpus.get('count', 0)} x {model}" if gpus.get("count") else "none") if r.node else "-",
+                      describe_nics(node) if r.node else "-",
+                      f"{iface} {ipv4}" if iface and ipv4 else (iface or "-"),
+                      str(r.gpu_count) if r.gpu_count else "-")
+    return table
 
 
 def _table_width() -> "int | None":

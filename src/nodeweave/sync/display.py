@@ -1,15 +1,25 @@
-"""What a sync shows: a live row per target while it runs, a summary table after."""
+"""What a sync shows: a live row per target while it runs, a summary table after, or JSON.
+
+With ``--json`` the JSON document is the only thing on stdout; the live
+view, notes and per-target errors go to stderr, so a script can pipe it.
+"""
 
 from __future__ import annotations
 
+import json
+import os
+import sys
 import threading
 
+import typer
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from nodeweave.errors import NodeweaveError
 from nodeweave.remote import Remote
-from nodeweave.sync.runner import TargetResult
+from nodeweave.sync.request import SyncRequest
+from nodeweave.sync.runner import TargetResult, run_check, run_sync
 
 _STATUS_STYLE = {"ok": "green", "dry-run": "cyan", "failed": "bold red", "mismatch": "bold red"}
 
@@ -92,3 +102,70 @@ def changes_text(results: "list[TargetResult]", limit: int = 20) -> "list[str]":
         if len(r.changes) > limit:
             lines.append(f"  ... and {len(r.changes) - limit} more")
     return lines
+
+
+def run_and_show(req: SyncRequest, as_json: bool) -> None:
+    """Run the sync (or check) under a live view, print the outcome; NodeweaveError names failures."""
+    console = Console(stderr=as_json, width=_table_width())
+    secrets = req.fileset.held_back_secrets
+    if secrets:
+        more = f" and {len(secrets) - 5} more" if len(secrets) > 5 else ""
+        console.print(f"[yellow]held back {len(secrets)} credential-like path(s): {', '.join(secrets[:5])}"
+                      f"{more} (--include-secrets sends them)[/]")
+    with LiveTargets(list(req.targets), console) as live:
+        results, digest = (run_check if req.options.check else run_sync)(req, live.update)
+    if as_json:
+        typer.echo(json.dumps(as_document(req, results, digest), indent=2))
+    elif req.options.check:
+        console.print(check_table(results, digest, req.git.commit))
+    else:
+        if req.options.dry_run:
+            for line in changes_text(results):
+                console.print(line, markup=False, highlight=False)
+        console.print(summary_table(results, digest, _title(req)))
+    _raise_on_failure(req, results)
+
+
+def _title(req: SyncRequest) -> str:
+    git = req.git
+    at = (f" @ {git.commit[:12]} ({git.branch}{', uncommitted changes' if git.dirty else ''})"
+          if git.commit else "")
+    return (f"{len(req.fileset.files):,} files, {req.fileset.total_bytes / 2**20:.1f} MiB from {req.src} "
+            f"to {req.dest}{at}")
+
+
+def _raise_on_failure(req: SyncRequest, results: "list[TargetResult]") -> None:
+    failed = [r for r in results if not r.ok]
+    commits = {str((r.check.stamp or {}).get("commit")) for r in results if r.check and r.check.stamp}
+    split = req.options.check and len(commits) > 1
+    if split:
+        typer.echo(f"nodeweave: targets disagree on the commit: {', '.join(sorted(commits))}", err=True)
+    for r in failed:
+        typer.echo(f"nodeweave: {r.status}: {r.target.label}: {r.error}", err=True)
+    if failed:
+        raise NodeweaveError(f"{len(failed)} of {len(results)} target(s) did not "
+                             f"{'match' if req.options.check else 'sync'}: "
+                             + ", ".join(r.target.label for r in failed))
+    if split:
+        raise NodeweaveError("targets hold different commits")
+
+
+def as_document(req: SyncRequest, results: "list[TargetResult]", digest: "str | None") -> dict:
+    """The ``--json`` document: the source, then one entry per target in target order."""
+    fileset, git = req.fileset, req.git
+    return {
+        "source": {"path": str(fileset.root), "files": len(fileset.files), "bytes": fileset.total_bytes,
+                   "digest": digest, "commit": git.commit, "branch": git.branch,
+                   "held_back_secrets": fileset.held_back_secrets},
+        "targets": [{"target": r.target.label, "status": r.status, "method": r.method,
+                     "files": r.files, "bytes": r.bytes, "seconds": round(r.seconds, 3),
+                     "attempts": r.attempts, "error": r.error, "changes": r.changes,
+                     "digest": r.check.digest if r.check else None,
+                     "mismatched": (r.check.mismatched or [])[:50] if r.check else [],
+                     "stamp": r.check.stamp if r.check else None} for r in results],
+    }
+
+
+def _table_width() -> "int | None":
+    """Rich's default off a terminal is 80 columns, too narrow for these tables; COLUMNS still wins."""
+    return None if sys.stdout.isatty() or os.environ.get("COLUMNS") else 120

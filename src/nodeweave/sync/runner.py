@@ -17,30 +17,13 @@ from pathlib import Path
 from typing import Callable
 
 from nodeweave.remote import Remote
-from nodeweave.sync.filters import FileSet, Filter
+from nodeweave.sync.request import SyncRequest
 from nodeweave.sync.transfer import Moved, Probe, TransferError, probe, run_rsync, run_tar
 from nodeweave.sync.transport import PROBE_TOOLS, RsyncOptions
 from nodeweave.sync.digest import tree_digest
-from nodeweave.sync.verify import GitInfo, TargetCheck, check_on_target, local_digests, make_stamp
+from nodeweave.sync.verify import TargetCheck, check_on_target, local_digests, make_stamp
 
 OnProgress = Callable[[Remote, str, float], None]  # (target, stage, fraction of the transfer)
-
-
-@dataclass(frozen=True)
-class SyncRequest:
-    src: Path
-    dest: str
-    targets: "tuple[Remote, ...]"
-    fileset: FileSet
-    filt: Filter
-    rsync: RsyncOptions = RsyncOptions()
-    git: GitInfo = GitInfo()
-    jobs: int = 8
-    retries: int = 2
-    backoff_s: float = 1.0
-    verify: bool = True
-    force_tar: bool = False  # use the tar fallback even where rsync exists (tests, benchmarks)
-    shared: bool = False  # all targets mount the same storage at DEST: write once, check all
 
 
 @dataclass
@@ -61,15 +44,20 @@ class TargetResult:
         return self.status in ("ok", "dry-run")
 
 
+def _rsync_options(req: SyncRequest) -> RsyncOptions:
+    return RsyncOptions(delete=req.options.delete, dry_run=req.options.dry_run,
+                        compress=req.options.compress)
+
+
 def _with_retries(req: SyncRequest, result: TargetResult, attempt: Callable[[], Moved],
                   on_progress: OnProgress) -> Moved:
-    delay = req.backoff_s
+    delay = req.options.backoff_s
     while True:
         result.attempts += 1
         try:
             return attempt()
         except TransferError as err:
-            if not err.transient or result.attempts > req.retries:
+            if not err.transient or result.attempts > req.options.retries:
                 raise
             on_progress(result.target, f"retry in {delay:.0f}s: {str(err)[:60]}", 0.0)
             time.sleep(delay * (1 + random.random() / 4))
@@ -84,7 +72,7 @@ def _pre_check(req: SyncRequest, target: Remote, local: "dict[str, str]") -> "Ta
     Skipped for --delete (extra files need rsync), --dry-run and --no-verify.
     Any failure here (no python3, target down) just means: take the normal path.
     """
-    if not req.verify or req.rsync.dry_run or req.rsync.delete:
+    if not req.options.verify or req.options.dry_run or req.options.delete:
         return None
     check = check_target(req, target, local, has_python=True, probe_tools=PROBE_TOOLS)
     return None if check.error else check
@@ -99,16 +87,16 @@ def sync_target(req: SyncRequest, target: Remote, local: "dict[str, str] | None"
 
     def attempt() -> Moved:
         on_progress(target, "probe", 0.0)
-        found = known.pop() if known else probe(target, req.dest, dry_run=req.rsync.dry_run)
-        use_rsync = "rsync" in found.tools and not req.force_tar
+        found = known.pop() if known else probe(target, req.dest, dry_run=req.options.dry_run)
+        use_rsync = "rsync" in found.tools and req.options.method != "tar"
         if not use_rsync and "tar" not in found.tools:
             raise TransferError("the target has neither rsync nor tar", transient=False)
         result.method = "rsync" if use_rsync else "tar"
         progress = lambda frac, note: on_progress(target, note, frac)  # noqa: E731
         if use_rsync:
-            moved = run_rsync(target, req.fileset, req.dest, req.filt, req.rsync, progress)
+            moved = run_rsync(target, req.fileset, req.dest, req.filt, _rsync_options(req), progress)
         else:
-            moved = run_tar(target, req.fileset, req.dest, req.filt, req.rsync, progress,
+            moved = run_tar(target, req.fileset, req.dest, req.filt, _rsync_options(req), progress,
                             has_find="find" in found.tools, dest_absent=found.dest_absent)
         moved.tools = found.tools
         return moved
@@ -124,9 +112,9 @@ def sync_target(req: SyncRequest, target: Remote, local: "dict[str, str] | None"
             known.append(Probe(tools=pre.tools, dest_ok=True))
         moved = _with_retries(req, result, attempt, on_progress)
         result.files, result.bytes, result.changes = moved.files, moved.bytes, moved.changes
-        if req.rsync.dry_run:
+        if req.options.dry_run:
             result.status = "dry-run"
-        elif req.verify and local is not None:
+        elif req.options.verify and local is not None:
             on_progress(target, "verify", 1.0)
             result.check = check_target(req, target, local, has_python="python3" in moved.tools)
             result.status = "ok" if result.check.ok else "mismatch"
@@ -171,10 +159,10 @@ def run_sync(req: SyncRequest, on_progress: OnProgress) -> "tuple[list[TargetRes
     written; the others are then checked, which also proves the storage is
     shared and coherent.
     """
-    local = None if req.rsync.dry_run or not req.verify else local_digests(req.fileset)
+    local = None if req.options.dry_run or not req.options.verify else local_digests(req.fileset)
     digest = tree_digest(local) if local is not None else None
-    workers = max(1, min(req.jobs, len(req.targets)))
-    if not req.shared or len(req.targets) == 1:
+    workers = max(1, min(req.options.jobs, len(req.targets)))
+    if not req.options.shared or len(req.targets) == 1:
         with ThreadPoolExecutor(max_workers=workers) as pool:
             futures = [pool.submit(sync_target, req, t, local, on_progress) for t in req.targets]
             return [f.result() for f in futures], digest
@@ -190,7 +178,7 @@ def _shared_result(req: SyncRequest, target: Remote, local: "dict[str, str] | No
     if not first.ok:
         result = TargetResult(target=target, method=via, status="failed",
                               error=f"not checked: the write through {first.target.label} failed")
-    elif req.rsync.dry_run or local is None:
+    elif req.options.dry_run or local is None:
         result = TargetResult(target=target, method=via, status=first.status)
     else:
         result = _check_one(req, target, local, on_progress, method=via)
@@ -222,6 +210,6 @@ def _check_one(req: SyncRequest, target: Remote, local: "dict[str, str]", on_pro
 def run_check(req: SyncRequest, on_progress: OnProgress) -> "tuple[list[TargetResult], str]":
     """Compare every target with the source without moving anything (``--check``)."""
     local = local_digests(req.fileset)
-    with ThreadPoolExecutor(max_workers=max(1, min(req.jobs, len(req.targets)))) as pool:
+    with ThreadPoolExecutor(max_workers=max(1, min(req.options.jobs, len(req.targets)))) as pool:
         results = list(pool.map(lambda t: _check_one(req, t, local, on_progress), req.targets))
     return results, tree_digest(local)

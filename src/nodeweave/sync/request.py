@@ -1,0 +1,186 @@
+"""What to sync where: the command line and the spec turned into one ``SyncRequest``.
+
+Everything a user can get wrong is judged here, before the machine is asked
+for tools: DEST, the filter rules (``--exclude``, ``.nodeweaveignore``) and
+every target name. Defaults come from the spec (SRC = ``workspace.host_path``,
+DEST = ``workspace.path``, targets = the StatefulSet's pods ``<name>-0..N-1``
+in its namespace and container, written once through pod 0 when they share a
+``claim: shared`` volume). The cluster or engine is asked only when a flag
+needs it (``--selector``, ``--statefulset`` without ``--replicas``,
+``--compose-project``, an elastic spec).
+"""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from nodeweave import remote
+from nodeweave.errors import EnvironmentProblem, UsageError
+from nodeweave.remote import discover
+from nodeweave.remote.names import check_dns_label, refuse
+from nodeweave.sync.filters import FileSet, Filter, build_filter
+from nodeweave.sync.verify import GitInfo, git_info
+
+METHODS = ("auto", "rsync", "tar")
+
+
+@dataclass(frozen=True)
+class TargetArgs:
+    """Where the command line says to sync (all optional: the spec fills the gaps)."""
+
+    to: "tuple[str, ...]" = ()
+    hosts_file: "Path | None" = None
+    statefulset: "str | None" = None
+    replicas: "int | None" = None
+    selector: "str | None" = None
+    compose_project: "str | None" = None
+    engine: str = "podman"
+    namespace: "str | None" = None
+    container: "str | None" = None
+    kube_cli: "str | None" = None
+    options: remote.RemoteOptions = remote.RemoteOptions()
+
+    @property
+    def explicit(self) -> bool:
+        return bool(self.to or self.hosts_file or self.statefulset or self.selector or self.compose_project)
+
+    def needs_spec(self) -> bool:
+        """Whether a default only the spec can give is needed (so a broken spec elsewhere is not read)."""
+        pods_without_namespace = self.namespace is None and any(_names_a_pod(t) for t in self.to)
+        return not self.explicit or pods_without_namespace or bool(self.statefulset or self.selector)
+
+
+def _names_a_pod(text: str) -> bool:
+    try:
+        return remote.target_kind(text).namespaced
+    except UsageError:  # judged, with its message, when the targets are made
+        return False
+
+
+@dataclass(frozen=True)
+class FilterArgs:
+    excludes: "tuple[str, ...]" = ()
+    default_excludes: bool = True
+    gitignore: bool = True
+    include_secrets: bool = False
+
+
+@dataclass(frozen=True)
+class SyncOptions:
+    """How to sync: the same for every target of one run."""
+
+    delete: bool = False
+    dry_run: bool = False
+    check: bool = False  # move nothing: compare every target with SRC
+    verify: bool = True
+    compress: bool = False
+    method: str = "auto"  # auto (rsync where the target has it, else tar) | rsync | tar
+    jobs: int = 8
+    retries: int = 2
+    backoff_s: float = 1.0
+    shared: bool = False  # every target mounts the same storage at DEST: write once, check all
+
+    def __post_init__(self):
+        if self.method not in METHODS:
+            raise refuse("--method", self.method, " | ".join(METHODS))
+
+
+@dataclass(frozen=True)
+class SyncRequest:
+    src: Path
+    dest: str
+    targets: "tuple[remote.Remote, ...]"
+    fileset: FileSet
+    filt: Filter
+    options: SyncOptions = SyncOptions()
+    git: GitInfo = field(default_factory=GitInfo)
+
+
+def load_spec_if_present(path: Path):
+    if not path.is_file():
+        return None
+    from nodeweave.spec import load_spec
+
+    return load_spec(path)
+
+
+def resolve_paths(src: "Path | None", dest: "str | None", spec, spec_path: Path) -> "tuple[Path, str]":
+    """SRC (an existing directory, made absolute) and DEST (checked, normalised)."""
+    if src is None:
+        src = (spec_path.parent / spec.workspace.host_path) if spec else Path(".")
+    if not src.is_dir():
+        raise UsageError(f"SRC {str(src)!r} is not a directory: give the workspace folder to send")
+    if dest is None:
+        if spec is None:
+            raise UsageError("DEST is missing: give the absolute directory on the targets "
+                             f"(or a spec, {spec_path}, whose workspace.path says it)")
+        dest = spec.workspace.path
+    return src.resolve(), remote.check_dest(dest)
+
+
+def resolve_targets(args: TargetArgs, spec) -> "list[remote.Remote]":
+    """Every target named on the command line, or the spec's StatefulSet pods."""
+    openshift = bool(spec and spec.kubernetes.openshift)
+    kind = remote.pod_kind(args.kube_cli) if args.kube_cli else remote.cluster_kind(openshift)
+    engine = remote.engine_kind(args.engine)
+    ns = args.namespace or (spec.kubernetes.namespace if spec else None)
+    where = dict(namespace=ns, container=args.container, options=args.options)
+    found = [remote.parse_target(t, **where) for t in args.to]
+    if args.hosts_file is not None:
+        found += discover.read_hosts_file(args.hosts_file, options=args.options)
+    if args.selector is not None:
+        found += discover.pods_by_selector(args.selector, kind=kind, **where)
+    elif args.statefulset is not None:
+        check_dns_label(args.statefulset, "StatefulSet name")  # before asking the cluster
+        count = args.replicas or discover.statefulset_replicas(args.statefulset, kind=kind, namespace=ns,
+                                                               options=args.options)
+        found += discover.statefulset_targets(args.statefulset, count, kind=kind, **where)
+    if args.compose_project is not None:
+        found += discover.compose_targets(args.compose_project, engine=engine, options=args.options)
+    if not found and spec is not None:
+        found = _spec_pods(args, spec, kind, ns)
+    if not found:
+        raise UsageError("no targets: give --to KIND:NAME, --hosts-file, --statefulset or "
+                         "--compose-project, or run where nodeweave.yaml is (--spec)")
+    labels = [t.label for t in found]
+    dupes = sorted({lab for lab in labels if labels.count(lab) > 1})
+    if dupes:
+        raise UsageError(f"target(s) named twice: {', '.join(dupes)}")
+    return found
+
+
+def _spec_pods(args: TargetArgs, spec, kind: str, ns: "str | None") -> "list[remote.Remote]":
+    from nodeweave.manifests.common import CONTAINER
+
+    count = args.replicas or (spec.nodes.min if not spec.nodes.elastic
+                              else discover.statefulset_replicas(spec.name, kind=kind, namespace=ns,
+                                                                 options=args.options))
+    return discover.statefulset_targets(spec.name, count, kind=kind, namespace=ns,
+                                        container=args.container or CONTAINER, options=args.options)
+
+
+def build_request(src: "Path | None", dest: "str | None", targets: TargetArgs, filters: FilterArgs,
+                  options: SyncOptions, spec_path: Path, shared: "bool | None" = None) -> SyncRequest:
+    """Judge every input, then walk SRC: the whole "what to sync where", before any tool runs."""
+    spec = load_spec_if_present(spec_path) if targets.needs_spec() or src is None or dest is None else None
+    src, dest = resolve_paths(src, dest, spec, spec_path)
+    filt = build_filter(src, extra_excludes=list(filters.excludes), default_excludes=filters.default_excludes,
+                        include_secrets=filters.include_secrets, use_gitignore=filters.gitignore)
+    found = resolve_targets(targets, spec)
+    if shared is None:  # the spec's own pods on a claim: shared volume see one directory
+        shared = bool(spec is not None and not targets.explicit and spec.kubernetes.claim == "shared")
+    return SyncRequest(src=src, dest=dest, targets=tuple(found), fileset=filt.walk(src), filt=filt,
+                       options=replace(options, shared=shared), git=git_info(src))
+
+
+def check_tools(req: SyncRequest) -> None:
+    """Exit 3 naming what this machine lacks: the targets' programs, and rsync unless tar is chosen."""
+    if req.options.method != "tar" and not req.options.check and shutil.which("rsync") is None:
+        raise EnvironmentProblem("rsync is not installed on this machine (apt-get install rsync); "
+                                 "use --tar to send with tar instead")
+    for tool in sorted({t.tool for t in req.targets}):
+        if shutil.which(tool) is None:
+            raise EnvironmentProblem(f"{tool} is not on PATH, and target(s) "
+                                     f"{', '.join(t.label for t in req.targets if t.tool == tool)} need it")
