@@ -68,8 +68,8 @@ def test_probe_argv_keeps_the_master_as_an_argument():
     assert argv[-1] == "" and argv[-2] == BOOTSTRAP
 
 
-def _report(name, status, count=0):
-    node = {"gpus": {"count": count}} if status in ("ok", "no-gpu") else None
+def _report(name, status, count=0, vendor="nvidia"):
+    node = {"gpus": {"count": count, "vendor": vendor if count else "none"}} if status in ("ok", "no-gpu") else None
     return HostReport(make_target("ssh", name), status, node=node)
 
 
@@ -77,7 +77,7 @@ def test_hostfile_keeps_order_uses_host_names_and_skips_the_rest(tmp_path):
     made = deepspeed_hostfile([_report("me@gpu-a", "ok", 8), _report("cpu-b", "no-gpu"),
                                _report("gpu-c", "unreachable"), _report("gpu-d", "ok", 4)])
     assert made.text == "gpu-a slots=8\ngpu-d slots=4\n"
-    assert [r.host for r in made.skipped] == ["cpu-b", "gpu-c"]
+    assert [(r.host, why) for r, why in made.skipped] == [("cpu-b", "no GPU found"), ("gpu-c", "unreachable")]
     path = tmp_path / "hostfile"
     write_hostfile(path, made, force=False)
     assert path.read_text() == made.text
@@ -90,6 +90,24 @@ def test_hostfile_keeps_order_uses_host_names_and_skips_the_rest(tmp_path):
     with pytest.raises(NodeweaveError, match="no host with a GPU") as err:
         write_hostfile(tmp_path / "other", deepspeed_hostfile([_report("cpu-b", "no-gpu")]), force=True)
     assert err.value.exit_code == 1 and not (tmp_path / "other").exists()
+
+
+def test_a_hostfile_mixing_nvidia_and_amd_is_refused_naming_each_vendors_hosts():
+    """Issue 9: one DeepSpeed job cannot span NCCL and RCCL; the file used to hold both without a word."""
+    reports = [_report("gpu-a", "ok", 8), _report("mi-b", "ok", 8, "amd"), _report("gpu-c", "ok", 4),
+               _report("cpu-d", "no-gpu")]
+    with pytest.raises(UsageError) as err:
+        deepspeed_hostfile(reports)
+    assert str(err.value) == ("the hosts mix GPU vendors, and one DeepSpeed job cannot span NCCL and RCCL: "
+                              "nvidia: gpu-a, gpu-c; amd: mi-b; write one hostfile per vendor with "
+                              "--vendor nvidia or --vendor amd")
+    made = deepspeed_hostfile(reports, vendor="nvidia")
+    assert made.text == "gpu-a slots=8\ngpu-c slots=4\n"
+    assert [(r.host, why) for r, why in made.skipped] == [
+        ("mi-b", "amd GPUs, not nvidia (--vendor nvidia)"), ("cpu-d", "no GPU found")]
+    assert deepspeed_hostfile(reports, vendor="amd").text == "mi-b slots=8\n"
+    with pytest.raises(UsageError, match="--vendor 'intel' is not accepted: nvidia or amd"):
+        deepspeed_hostfile(reports, vendor="intel")
 
 
 def test_describe_nics_groups_active_ports():
@@ -108,6 +126,8 @@ def test_cli_refuses_bad_input_with_exit_2(tmp_path):
                           (["--write-hostfile", str(existing), "gpu-a"], "exists; pass --force"),
                           (["--hostfile", str(existing), "gpu-a"], "exists; pass --force"),
                           (["--hostfile", "a", "--write-hostfile", "b", "gpu-a"], "give only --write-hostfile"),
+                          (["--vendor", "intel", "--write-hostfile", "x", "gpu-a"], "--vendor 'intel'"),
+                          (["--vendor", "amd", "gpu-a"], "give --write-hostfile too"),
                           ([], "no hosts")):
         out = subprocess.run([*NODEWEAVE, "hosts", "probe", *args], capture_output=True, text=True)
         assert out.returncode == 2, (args, out.stderr)
@@ -148,9 +168,14 @@ def test_probe_real_containers_via_podman_exec(tmp_path):
 
         hostfile = tmp_path / "hostfile"
         order = [names["h100"], names["cpu"], names["mi300x"], names["off"]]
-        out = subprocess.run([*NODEWEAVE, "hosts", "probe", "--via", "podman", *order, "--write-hostfile",
-                              str(hostfile), "--json"], capture_output=True, text=True, timeout=300)
-        assert out.returncode == 1, out.stderr
+        probe = [*NODEWEAVE, "hosts", "probe", "--via", "podman", *order, "--write-hostfile", str(hostfile), "--json"]
+        out = subprocess.run(probe, capture_output=True, text=True, timeout=300)
+        assert out.returncode == 2, out.stderr  # NVIDIA and AMD in one hostfile: refused, naming both
+        assert (f"mix GPU vendors, and one DeepSpeed job cannot span NCCL and RCCL: nvidia: {names['h100']}; "
+                f"amd: {names['mi300x']}; write one hostfile per vendor") in out.stderr
+        assert not hostfile.exists() and len(json.loads(out.stdout)) == 4  # the probe's JSON still printed
+        out = subprocess.run([*probe, "--vendor", "nvidia"], capture_output=True, text=True, timeout=300)
+        assert out.returncode == 1, out.stderr  # the stopped container did not answer
         reports = {r["host"]: r for r in json.loads(out.stdout)}
         h100, mi = reports[f"podman:{names['h100']}"], reports[f"podman:{names['mi300x']}"]
         assert h100["status"] == "ok" and h100["node"]["gpus"]["model"] == "NVIDIA H100 80GB HBM3"
@@ -160,7 +185,10 @@ def test_probe_real_containers_via_podman_exec(tmp_path):
         assert reports[f"podman:{names['off']}"]["status"] == "unreachable"
         assert f"unreachable: podman:{names['off']}" in out.stderr
         assert f"warning: podman:{names['cpu']} left out of {hostfile}: no GPU found" in out.stderr
-        assert hostfile.read_text() == f"{names['h100']} slots=8\n{names['mi300x']} slots=8\n"
+        assert f"warning: podman:{names['mi300x']} left out of {hostfile}: amd GPUs, not nvidia" in out.stderr
+        assert hostfile.read_text() == f"{names['h100']} slots=8\n"
+        out = subprocess.run([*probe, "--vendor", "amd", "--force"], capture_output=True, text=True, timeout=300)
+        assert hostfile.read_text() == f"{names['mi300x']} slots=8\n"
 
         table = subprocess.run([*NODEWEAVE, "hosts", "probe", "--via", "podman", names["h100"], names["cpu"]],
                                capture_output=True, text=True, timeout=300, env={"COLUMNS": "200", "PATH": "/usr/bin:/bin"})

@@ -50,6 +50,30 @@ def test_a_bad_ignore_file_line_is_named(tmp_path):
     assert out.returncode == 2 and f"{tmp_path / '.nodeweaveignore'}:2" in out.stderr
 
 
+@pytest.mark.parametrize("args,message", [
+    (["SRC", "/workspace", "--to", "podman:c1", "--exclude", "/"], "--exclude: pattern '/'"),
+    (["SRC", "/workspace", "--to", "podman:c1;reboot"], "container name 'c1;reboot'"),
+    (["SRC", "/workspace", "--to", "ssh:-oProxyCommand=x"], "is not accepted"),
+    (["SRC", "/etc", "--to", "podman:c1"], "DEST '/etc' is not accepted"),
+    (["SRC", "/workspace", "--to", "podman:c1", "--to", "podman:c1"], "named twice"),
+    (["SRC", "/workspace", "--to", "podman:c1", "--statefulset", "Llama"], "StatefulSet name 'Llama'"),
+])
+def test_bad_input_is_judged_before_the_machine_is_asked_for_tools(tmp_path, args, message):
+    """Issue 9: with no podman, rsync, kubectl or git on PATH, a mistake is still exit 2, not 3."""
+    (tmp_path / "SRC").mkdir()
+    env = {"PATH": str(tmp_path / "empty-bin"), "HOME": str(tmp_path)}
+    out = run(*args, cwd=tmp_path, env=env)
+    assert out.returncode == 2, out.stderr
+    assert message in out.stderr and "Traceback" not in out.stderr
+
+
+def test_a_bad_ignore_file_line_beats_a_missing_engine(tmp_path):
+    (tmp_path / ".nodeweaveignore").write_text("ok/\n/\n")
+    env = {"PATH": str(tmp_path / "empty-bin"), "HOME": str(tmp_path)}
+    out = run(str(tmp_path), "/workspace", "--to", "podman:c1", env=env)
+    assert out.returncode == 2 and f"{tmp_path / '.nodeweaveignore'}:2" in out.stderr, out.stderr
+
+
 def test_missing_tools_exit_3(tmp_path):
     env = {"PATH": str(tmp_path / "empty-bin"), "HOME": str(tmp_path)}
     out = run(str(tmp_path), "/workspace", "--to", "podman:c1", env=env)

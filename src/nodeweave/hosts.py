@@ -74,6 +74,10 @@ class HostReport:
     def gpu_count(self) -> int:
         return int(((self.node or {}).get("gpus") or {}).get("count") or 0)
 
+    @property
+    def vendor(self) -> str:
+        return str(((self.node or {}).get("gpus") or {}).get("vendor") or "none")
+
 
 def _failure(target: Remote, code: int, stderr: str) -> HostReport:
     text = " | ".join(ln for ln in stderr.strip().splitlines()[-3:] if ln.strip())[:400]
@@ -126,26 +130,49 @@ def probe_hosts(targets: "list[Remote]", *, master: "str | None" = None,
         return list(pool.map(lambda t: probe_host(t, payload, master), targets))
 
 
+GPU_VENDORS = ("nvidia", "amd")
+
+
 @dataclass
 class Hostfile:
     text: str
-    skipped: "list[HostReport]" = field(default_factory=list)
+    skipped: "list[tuple[HostReport, str]]" = field(default_factory=list)  # (host, why it is left out)
+    vendor: "str | None" = None
 
 
-def deepspeed_hostfile(reports: "list[HostReport]") -> Hostfile:
-    """``host slots=N`` per host with GPUs, in order; the rest are returned as skipped."""
+def deepspeed_hostfile(reports: "list[HostReport]", vendor: "str | None" = None) -> Hostfile:
+    """``host slots=N`` per host with GPUs of one vendor, in order; the rest are returned as skipped.
+
+    One DeepSpeed job runs one collective library (NCCL or RCCL), so a file
+    mixing NVIDIA and AMD hosts would start a job that cannot work: without
+    ``vendor`` such a mix is refused, naming the hosts of each vendor.
+    """
+    if vendor is not None and vendor not in GPU_VENDORS:
+        raise UsageError(f"--vendor {vendor!r} is not accepted: {' or '.join(GPU_VENDORS)}")
+    with_gpus = [r for r in reports if r.status == "ok" and r.gpu_count > 0]
+    by_vendor: "dict[str, list[str]]" = {}
+    for r in with_gpus:
+        by_vendor.setdefault(r.vendor, []).append(r.host)
+    if vendor is None and len(by_vendor) > 1:
+        raise UsageError("the hosts mix GPU vendors, and one DeepSpeed job cannot span NCCL and RCCL: "
+                         + "; ".join(f"{v}: {', '.join(hosts)}" for v, hosts in by_vendor.items())
+                         + "; write one hostfile per vendor with --vendor "
+                         + " or --vendor ".join(GPU_VENDORS))
     lines, skipped = [], []
     for r in reports:
-        if r.status == "ok" and r.gpu_count > 0:
-            lines.append(f"{r.host} slots={r.gpu_count}")
+        if r not in with_gpus:
+            skipped.append((r, "no GPU found" if r.status == "no-gpu" else r.status))
+        elif vendor is not None and r.vendor != vendor:
+            skipped.append((r, f"{r.vendor} GPUs, not {vendor} (--vendor {vendor})"))
         else:
-            skipped.append(r)
-    return Hostfile("".join(line + "\n" for line in lines), skipped)
+            lines.append(f"{r.host} slots={r.gpu_count}")
+    return Hostfile("".join(line + "\n" for line in lines), skipped, vendor)
 
 
 def write_hostfile(path: Path, hostfile: Hostfile, force: bool) -> None:
     if not hostfile.text:
-        raise NodeweaveError(f"no host with a GPU answered, so {path} was not written")
+        which = f" ({hostfile.vendor})" if hostfile.vendor else ""
+        raise NodeweaveError(f"no host with a GPU{which} answered, so {path} was not written")
     if path.exists() and not force:
         raise UsageError(f"{path} exists; pass --force to replace it, or choose another --write-hostfile path")
     if path.is_dir():

@@ -34,6 +34,7 @@ def probe_command(
     write_hostfile: Optional[Path] = typer.Option(None, "--write-hostfile", help="Write a DeepSpeed hostfile (host slots=N, master first) here"),
     old_hostfile: Optional[Path] = typer.Option(None, "--hostfile", hidden=True, help="Deprecated spelling of --write-hostfile"),
     force: bool = typer.Option(False, "--force", help="Replace an existing --write-hostfile"),
+    vendor: Optional[str] = typer.Option(None, "--vendor", help="Write only the nvidia or amd hosts (a hostfile mixing both is refused)"),
     master: Optional[str] = typer.Option(None, "--master", help="Name whose route picks each host's interface (default: the first host)"),
     namespace: Optional[str] = typer.Option(None, "--namespace", "-n", help="Namespace for --via kubectl/oc"),
     container: Optional[str] = typer.Option(None, "--container", "-c", help="Container in each pod for --via kubectl/oc"),
@@ -44,6 +45,13 @@ def probe_command(
     from nodeweave.hosts import probe_hosts
 
     hostfile = _hostfile_path(write_hostfile, old_hostfile, force)
+    if vendor is not None:
+        from nodeweave.hosts import GPU_VENDORS
+
+        if vendor not in GPU_VENDORS:
+            raise UsageError(f"--vendor {vendor!r} is not accepted: {' or '.join(GPU_VENDORS)}")
+        if hostfile is None:
+            raise UsageError("--vendor picks the hosts of --write-hostfile: give --write-hostfile too")
     found = _targets(hosts or [], hosts_file, via, namespace, container, ssh_option)
     if master is not None:
         from nodeweave.remote import check_ssh_host
@@ -64,7 +72,7 @@ def probe_command(
         if r.error:
             typer.echo(f"nodeweave: {r.status}: {r.target.label}: {r.error}", err=True)
     if hostfile is not None:
-        _write(hostfile, reports, force)
+        _write(hostfile, reports, force, vendor)
     bad = [r for r in reports if r.status in ("unreachable", "error")]
     if bad:
         raise NodeweaveError(f"{len(bad)} of {len(reports)} host(s) did not answer: "
@@ -101,13 +109,12 @@ def _hostfile_path(new: "Path | None", old: "Path | None", force: bool) -> "Path
     return path
 
 
-def _write(path: Path, reports: list, force: bool) -> None:
+def _write(path: Path, reports: list, force: bool, vendor: "str | None") -> None:
     from nodeweave.hosts import deepspeed_hostfile, write_hostfile
 
-    made = deepspeed_hostfile(reports)
-    for r in made.skipped:
-        typer.echo(f"nodeweave: warning: {r.target.label} left out of {path}: "
-                   f"{'no GPU found' if r.status == 'no-gpu' else r.status}", err=True)
+    made = deepspeed_hostfile(reports, vendor)
+    for r, why in made.skipped:
+        typer.echo(f"nodeweave: warning: {r.target.label} left out of {path}: {why}", err=True)
     write_hostfile(path, made, force)
     typer.echo(f"wrote {path}: {len(made.text.splitlines())} host(s)", err=True)
 
