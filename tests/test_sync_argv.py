@@ -5,11 +5,15 @@ The transports themselves (exec, rsh, logs, shell per kind) are tested in tests/
 
 from __future__ import annotations
 
+import shlex
+
 import pytest
 
 from nodeweave.errors import UsageError
 from nodeweave.remote import make_target
-from nodeweave.sync.transport import RsyncOptions, probe_argv, rsync_argv, tar_extract_argv
+from nodeweave.sync.plain import list_files_argv, tar_extract_argv
+from nodeweave.sync.rsync import RsyncOptions, rsync_argv
+from nodeweave.sync.session import AGENT_PROGRAM, LAUNCH, session_argv
 
 
 def test_rsync_argv_for_a_container():
@@ -39,12 +43,25 @@ def test_rsync_into_a_container_on_a_host_names_the_container_as_rsyncs_host():
     assert argv[-1] == "trainer:/workspace/" and "--whole-file" not in argv
 
 
-def test_probe_and_tar_keep_dest_as_its_own_argument():
+def test_rsync_of_a_known_difference_reads_the_paths_from_stdin():
+    argv = rsync_argv(make_target("ssh", "gpu01"), "/src", "/workspace", [], files_from=True)
+    assert ["--files-from=-", "--from0", "--ignore-times"] == [a for a in argv if a.startswith(("--files", "--from0",
+                                                                                                 "--ignore"))]
+
+
+def test_the_session_launcher_is_constant_and_keeps_dest_as_its_own_argument():
     t = make_target("docker", "c1")
-    argv = probe_argv(t, "/workspace")
+    argv = session_argv(t, "/workspace", dry=False)
     assert argv[:4] == ["docker", "exec", "-i", "c1"]
-    assert argv[4:6] == ["sh", "-c"] and argv[-3:] == ["sh", "/workspace", "make"]
-    assert "/workspace" not in argv[6]  # the script is constant; DEST is $1
-    assert probe_argv(t, "/workspace", dry_run=True)[-1] == "dry"  # a dry run creates nothing
+    assert argv[4:] == ["sh", "-c", LAUNCH, "sh", AGENT_PROGRAM, "/workspace", "make"]
+    assert "/workspace" not in LAUNCH and "/workspace" not in AGENT_PROGRAM  # DEST is $2, never script text
+    assert session_argv(t, "/workspace", dry=True)[-1] == "dry"  # a dry run creates nothing
+    ssh = session_argv(make_target("ssh", "me@gpu01"), "/workspace", dry=False)
+    assert shlex.split(ssh[-1]) == ["sh", "-c", LAUNCH, "sh", AGENT_PROGRAM, "/workspace", "make"]
+
+
+def test_tar_and_find_keep_dest_as_its_own_argument():
+    t = make_target("docker", "c1")
     assert tar_extract_argv(t, "/workspace") == [
         "docker", "exec", "-i", "c1", "tar", "-x", "-o", "-f", "-", "-C", "/workspace"]
+    assert list_files_argv(t, "/workspace")[4:7] == ["find", "/workspace", "-mindepth"]

@@ -75,11 +75,15 @@ def test_a_bad_ignore_file_line_beats_a_missing_engine(tmp_path):
 
 
 def test_missing_tools_exit_3(tmp_path):
+    """rsync is needed here only when asked for: a stream or tar needs just the target's exec channel."""
     env = {"PATH": str(tmp_path / "empty-bin"), "HOME": str(tmp_path)}
-    out = run(str(tmp_path), "/workspace", "--to", "podman:c1", env=env)
+    out = run(str(tmp_path), "/workspace", "--to", "podman:c1", "--method", "rsync", env=env)
     assert out.returncode == 3 and "rsync is not installed" in out.stderr
-    out = run(str(tmp_path), "/workspace", "--to", "podman:c1", "--tar", env=env)
-    assert out.returncode == 3 and "podman is not on PATH" in out.stderr and "podman:c1" in out.stderr
+    for extra in ([], ["--tar"]):
+        out = run(str(tmp_path), "/workspace", "--to", "podman:c1", *extra, env=env)
+        assert out.returncode == 3 and "podman is not on PATH" in out.stderr and "podman:c1" in out.stderr
+    out = run(str(tmp_path), "/workspace", "--to", "podman:c1", "--method", "scp", env=env)
+    assert out.returncode == 2 and "--method 'scp' is not accepted: auto | stream | rsync | tar" in out.stderr
 
 
 def test_spec_defaults_name_the_statefulset_pods(tmp_path):

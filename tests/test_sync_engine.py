@@ -1,8 +1,10 @@
 """``nodeweave sync`` against real podman containers and the real rsync.
 
 Targets are containers from the offline base image (``.ci/make-base-image.sh``)
-and one built from it without rsync (the tar fallback). Each test checks the
-targets' files with its own commands, not with the tool's digest alone.
+and images built from it without python3 (so without the receiving agent:
+``tar -x`` or rsync receive, ``sha256sum`` checks) and without rsync or
+python3 (only tar). Each test checks the targets' files with its own
+commands, not with the tool's digest alone.
 """
 
 from __future__ import annotations
@@ -20,7 +22,10 @@ import pytest
 pytestmark = [pytest.mark.engine, pytest.mark.slow, pytest.mark.usefixtures("own_digest_cache")]
 
 BASE_IMAGE = "localhost/nodeweave-base:bookworm"
-NO_RSYNC_IMAGE = "localhost/nodeweave-base:bookworm-norsync"
+NO_PYTHON_IMAGE = "localhost/nodeweave-base:bookworm-nopython"  # rsync, tar, find, sha256sum
+BARE_IMAGE = "localhost/nodeweave-base:bookworm-bare"  # no python3, no rsync: tar only
+DERIVED = {NO_PYTHON_IMAGE: "RUN rm -f /usr/bin/python3 /usr/bin/python3.*\n",
+           BARE_IMAGE: "RUN dpkg --purge rsync && rm -f /usr/bin/python3 /usr/bin/python3.*\n"}
 REPO = Path(__file__).resolve().parents[1]
 NODEWEAVE = [sys.executable, "-c", "import sys; from nodeweave.cli import main; sys.exit(main())"]
 
@@ -37,30 +42,30 @@ def image_problem() -> "str | None":
                               capture_output=True, text=True, timeout=900)
         if made.returncode != 0:
             return f"cannot make {BASE_IMAGE}: {made.stderr.strip()[-300:]}"
-    if podman("image", "exists", NO_RSYNC_IMAGE, check=False).returncode != 0:
-        built = podman("build", "-q", "-t", NO_RSYNC_IMAGE, "-f", "-", str(REPO / "tests"),
-                       input=f"FROM {BASE_IMAGE}\nRUN dpkg --purge rsync\n", check=False)
-        if built.returncode != 0:
-            return f"cannot build {NO_RSYNC_IMAGE}: {built.stderr.strip()[-300:]}"
+    for image, recipe in DERIVED.items():
+        if podman("image", "exists", image, check=False).returncode != 0:
+            built = podman("build", "-q", "-t", image, "-f", "-", str(REPO / "tests"),
+                           input=f"FROM {BASE_IMAGE}\n{recipe}", check=False)
+            if built.returncode != 0:
+                return f"cannot build {image}: {built.stderr.strip()[-300:]}"
     return None
 
 
 @pytest.fixture(scope="module")
 def fleet():
-    """Four rsync containers, one without rsync, one stopped; all removed afterwards."""
+    """Four full containers, one without python3, one with only tar, one stopped; removed afterwards."""
     problem = image_problem()
     if problem:
         pytest.skip(problem)
     prefix = f"nwsync-{uuid.uuid4().hex[:6]}"
-    names = {"rsync": [f"{prefix}-{i}" for i in range(4)], "norsync": f"{prefix}-tar",
-             "stopped": f"{prefix}-stopped"}
+    names = {"full": [f"{prefix}-{i}" for i in range(4)], "nopython": f"{prefix}-nopython",
+             "bare": f"{prefix}-bare", "stopped": f"{prefix}-stopped"}
     started = []
     try:
-        for name in names["rsync"] + [names["stopped"]]:
-            podman("run", "-d", "--name", name, BASE_IMAGE, "sleep", "infinity")
+        for name, image in [*((n, BASE_IMAGE) for n in names["full"]), (names["stopped"], BASE_IMAGE),
+                            (names["nopython"], NO_PYTHON_IMAGE), (names["bare"], BARE_IMAGE)]:
+            podman("run", "-d", "--name", name, image, "sleep", "infinity")
             started.append(name)
-        podman("run", "-d", "--name", names["norsync"], NO_RSYNC_IMAGE, "sleep", "infinity")
-        started.append(names["norsync"])
         podman("stop", "-t", "0", names["stopped"])
         yield names
     finally:
@@ -106,9 +111,9 @@ def expected_sums(src: Path) -> "dict[str, str]":
 
 
 def target_sums(container: str, dest: str) -> "dict[str, str]":
-    """sha256 of every regular file under dest on the target, stamp aside, by the target's own tools."""
+    """sha256 of every regular file under dest on the target, stamp and cache aside, by the target's own tools."""
     out = podman("exec", container, "find", dest, "-type", "f", "!", "-name", ".nodeweave-sync.json",
-                 "-exec", "sha256sum", "{}", "+")
+                 "!", "-name", ".nodeweave-sync.cache", "-exec", "sha256sum", "{}", "+")
     sums = {}
     for line in out.stdout.splitlines():
         digest, _, path = line.partition("  ")
@@ -120,15 +125,16 @@ def dest_dir() -> str:
     return f"/workspace/t-{uuid.uuid4().hex[:8]}"
 
 
-def test_four_containers_get_the_same_tree_and_a_resync_moves_nothing(fleet, workspace):
+def test_four_containers_get_one_payload_and_a_resync_moves_nothing(fleet, workspace):
     dest = dest_dir()
-    targets = [f"--to=podman:{c}" for c in fleet["rsync"]]
+    targets = [f"--to=podman:{c}" for c in fleet["full"]]
     rc, data, err = nodeweave(str(workspace), dest, *targets)
     assert rc == 0, err
     assert set(data["source"]["held_back_secrets"]) == {".env", "deploy/tls.pem", "keys/id_rsa"}
     want = expected_sums(workspace)
-    for result, container in zip(data["targets"], fleet["rsync"]):
-        assert result["status"] == "ok" and result["method"] == "rsync", result
+    for result, container in zip(data["targets"], fleet["full"]):
+        assert result["status"] == "ok" and result["method"] == "stream", result
+        assert result["group"] == 1  # all four took the one payload the source made
         assert result["digest"] == data["source"]["digest"]
         assert result["files"] == len(SENT)  # regular files; the symlink is not file data
         assert target_sums(container, dest) == want  # secrets, caches, venv, checkpoints absent
@@ -145,14 +151,14 @@ def test_four_containers_get_the_same_tree_and_a_resync_moves_nothing(fleet, wor
 
     rc, again, err = nodeweave(str(workspace), dest, *targets, "--no-verify")
     assert rc == 0, err
-    for result in again["targets"]:  # rsync's own --stats: no file transferred, no literal data
-        assert result["method"] == "rsync" and result["files"] == 0 and result["bytes"] == 0, result
+    for result in again["targets"]:  # rsync's quick check (size, mtime, x bit): nothing to send
+        assert result["method"] == "up-to-date" and result["files"] == 0 and result["bytes"] == 0, result
 
     (workspace / "train.py").chmod(0o755)  # same content, now executable: not "already there"
     rc, again, err = nodeweave(str(workspace), dest, *targets)
     assert rc == 0, err
-    assert {r["method"] for r in again["targets"]} == {"rsync"}
-    for container in fleet["rsync"]:
+    assert {(r["method"], r["files"], r["group"]) for r in again["targets"]} == {("stream", 1, 1)}
+    for container in fleet["full"]:
         assert podman("exec", container, "test", "-x", f"{dest}/train.py", check=False).returncode == 0
 
     (workspace / "pkg" / "model.py").write_text("x = 2\n")
@@ -162,9 +168,25 @@ def test_four_containers_get_the_same_tree_and_a_resync_moves_nothing(fleet, wor
     assert {r["digest"] for r in third["targets"]} == {third["source"]["digest"]} != {data["source"]["digest"]}
 
 
+def test_targets_at_different_states_get_their_own_payloads(fleet, workspace):
+    dest = dest_dir()
+    old, fresh = fleet["full"][0], fleet["full"][1:3]
+    assert nodeweave(str(workspace), dest, f"--to=podman:{old}")[0] == 0
+    (workspace / "configs" / "llama.yaml").write_text("lr: 1e-5\n")
+    podman("exec", old, "sh", "-c", f"echo stale > {dest}/stale.txt")
+    rc, data, err = nodeweave(str(workspace), dest, *[f"--to=podman:{c}" for c in [old, *fresh]], "--delete")
+    assert rc == 0, err
+    first, *rest = data["targets"]
+    assert first["files"] == 1  # only the changed file went to the old copy, in its own payload
+    assert [r["files"] for r in rest] == [len(SENT), len(SENT)]
+    assert rest[0]["group"] == rest[1]["group"] != first["group"]  # the two fresh ones shared one
+    for container in (old, *fresh):
+        assert target_sums(container, dest) == expected_sums(workspace)  # stale.txt deleted too
+
+
 def test_a_stopped_container_fails_by_name_while_the_others_succeed(fleet, workspace):
     dest = dest_dir()
-    good = fleet["rsync"][:3]
+    good = fleet["full"][:3]
     rc, data, err = nodeweave(str(workspace), dest, *[f"--to=podman:{c}" for c in good],
                               f"--to=podman:{fleet['stopped']}", "--retries=1")
     assert rc == 1
@@ -175,39 +197,58 @@ def test_a_stopped_container_fails_by_name_while_the_others_succeed(fleet, works
         assert target_sums(container, dest) == expected_sums(workspace)
 
 
-def test_tar_fallback_where_the_target_has_no_rsync(fleet, workspace):
+@pytest.mark.parametrize("kind,method,moved", [("bare", "tar", 2), ("nopython", "rsync", 1)])
+def test_targets_without_python3_take_tar_or_rsync_and_sha256sum_checks(fleet, workspace, kind, method, moved):
     dest = dest_dir()
-    target = f"--to=podman:{fleet['norsync']}"
-    assert podman("exec", fleet["norsync"], "sh", "-c", "command -v rsync", check=False).returncode != 0
+    container = fleet[kind]
+    target = f"--to=podman:{container}"
+    assert podman("exec", container, "sh", "-c", "command -v python3", check=False).returncode != 0
     rc, data, err = nodeweave(str(workspace), dest, target)
     assert rc == 0, err
     (result,) = data["targets"]
-    assert result["method"] == "tar" and result["digest"] == data["source"]["digest"]
-    assert target_sums(fleet["norsync"], dest) == expected_sums(workspace)
+    assert result["method"] == method and result["digest"] == data["source"]["digest"], result
+    assert result["files"] == len(SENT) and result["stamp"]["digest"] == data["source"]["digest"]
+    assert target_sums(container, dest) == expected_sums(workspace)
 
     rc, again, err = nodeweave(str(workspace), dest, target, "--no-verify")
     assert rc == 0, err
-    assert again["targets"][0]["method"] == "tar" and again["targets"][0]["files"] == 0, again
+    assert again["targets"][0]["method"] == "up-to-date" and again["targets"][0]["files"] == 0, again
     (workspace / "configs" / "llama.yaml").write_text("lr: 1e-4\n")
     (workspace / "train.py").chmod(0o755)
     rc, again, err = nodeweave(str(workspace), dest, target)
     assert rc == 0, err
-    assert again["targets"][0]["method"] == "tar" and again["targets"][0]["files"] == 2, again
-    assert podman("exec", fleet["norsync"], "test", "-x", f"{dest}/train.py", check=False).returncode == 0
+    # tar sends both files; rsync sets the new execute bit without sending the file's data
+    assert again["targets"][0]["method"] == method and again["targets"][0]["files"] == moved, again
+    assert podman("exec", container, "test", "-x", f"{dest}/train.py", check=False).returncode == 0
     assert again["targets"][0]["digest"] == again["source"]["digest"]
 
-    podman("exec", fleet["norsync"], "sh", "-c", f"mkdir -p {dest}/.venv {dest}/old && "
+    podman("exec", container, "sh", "-c", f"mkdir -p {dest}/.venv {dest}/old && "
            f"echo x > {dest}/.venv/keep && echo y > {dest}/old/stale.py && echo z > {dest}/extra.txt")
     rc, data, err = nodeweave(str(workspace), dest, target, "--delete")
     assert rc == 0, err
-    ls = podman("exec", fleet["norsync"], "find", dest).stdout
+    ls = podman("exec", container, "find", dest).stdout
     assert f"{dest}/extra.txt" not in ls and f"{dest}/old" not in ls
     assert f"{dest}/.venv/keep" in ls  # excluded on the source side: protected, as rsync does
 
 
+def test_forced_methods_on_a_target_with_python3(fleet, workspace):
+    """--method rsync sends the difference with rsync's delta; --tar uses the target's tar: the agent checks both."""
+    dest = dest_dir()
+    target = f"--to=podman:{fleet['full'][3]}"
+    rc, data, err = nodeweave(str(workspace), dest, target, "--tar")
+    assert rc == 0, err
+    assert data["targets"][0]["method"] == "tar" and data["targets"][0]["stamp"]["digest"] == data["source"]["digest"]
+    (workspace / "data" / "tokens.bin").write_bytes(os.urandom(300_000))
+    rc, data, err = nodeweave(str(workspace), dest, target, "--method", "rsync")
+    assert rc == 0, err
+    (result,) = data["targets"]
+    assert result["method"] == "rsync" and result["files"] == 1 and result["digest"] == data["source"]["digest"]
+    assert target_sums(fleet["full"][3], dest) == expected_sums(workspace)
+
+
 def test_delete_is_opt_in_and_spares_excluded_files(fleet, workspace):
     dest = dest_dir()
-    container = fleet["rsync"][0]
+    container = fleet["full"][0]
     target = f"--to=podman:{container}"
     assert nodeweave(str(workspace), dest, target)[0] == 0
     podman("exec", container, "sh", "-c", f"echo x > {dest}/extra.txt && mkdir -p {dest}/.venv && "
@@ -229,7 +270,7 @@ def test_delete_is_opt_in_and_spares_excluded_files(fleet, workspace):
 
 def test_include_secrets_sends_them(fleet, workspace):
     dest = dest_dir()
-    container = fleet["rsync"][1]
+    container = fleet["full"][1]
     rc, data, err = nodeweave(str(workspace), dest, f"--to=podman:{container}", "--include-secrets")
     assert rc == 0, err
     assert data["source"]["held_back_secrets"] == []
@@ -238,13 +279,15 @@ def test_include_secrets_sends_them(fleet, workspace):
 
 def test_dry_run_changes_nothing_and_says_what_would_move(fleet, workspace):
     dest = dest_dir()
-    container = fleet["rsync"][2]
-    rc, data, err = nodeweave(str(workspace), dest, f"--to=podman:{container}", "--dry-run")
+    container = fleet["full"][2]
+    rc, data, err = nodeweave(str(workspace), dest, f"--to=podman:{container}", f"--to=podman:{fleet['bare']}",
+                              "--dry-run")
     assert rc == 0, err
-    changes = data["targets"][0]["changes"]
-    assert data["targets"][0]["status"] == "dry-run"
-    assert any(c.startswith("<f+++") and c.endswith(" train.py") for c in changes)
-    assert podman("exec", container, "test", "-e", dest, check=False).returncode != 0  # not even DEST
+    for result, where in zip(data["targets"], (container, fleet["bare"])):
+        changes = result["changes"]
+        assert result["status"] == "dry-run"
+        assert any(c.startswith("<f+++") and c.endswith(" train.py") for c in changes)
+        assert podman("exec", where, "test", "-e", dest, check=False).returncode != 0  # not even DEST
 
 
 def test_git_commit_is_stamped_and_check_catches_a_changed_target(fleet, workspace):
@@ -254,7 +297,7 @@ def test_git_commit_is_stamped_and_check_catches_a_changed_target(fleet, workspa
     subprocess.run([*git, "commit", "-q", "-m", "init"], check=True)
     commit = subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
     dest = dest_dir()
-    targets = [f"--to=podman:{c}" for c in fleet["rsync"][:2]]
+    targets = [f"--to=podman:{c}" for c in fleet["full"][:2]]
     rc, data, err = nodeweave(str(workspace), dest, *targets)
     assert rc == 0, err
     assert data["source"]["commit"] == commit
@@ -263,36 +306,34 @@ def test_git_commit_is_stamped_and_check_catches_a_changed_target(fleet, workspa
 
     rc, data, err = nodeweave(str(workspace), dest, *targets, "--check")
     assert rc == 0, err
-    podman("exec", fleet["rsync"][1], "sh", "-c", f"echo changed >> {dest}/configs/llama.yaml")
+    podman("exec", fleet["full"][1], "sh", "-c", f"echo changed >> {dest}/configs/llama.yaml")
     rc, data, err = nodeweave(str(workspace), dest, *targets, "--check")
     assert rc == 1
-    bad = f"podman:{fleet['rsync'][1]}"
+    bad = f"podman:{fleet['full'][1]}"
     assert {r["target"]: r["status"] for r in data["targets"]} == {
-        f"podman:{fleet['rsync'][0]}": "ok", bad: "mismatch"}
+        f"podman:{fleet['full'][0]}": "ok", bad: "mismatch"}
     assert f"mismatch: {bad}: 1 file(s) differ from the source, e.g. configs/llama.yaml" in err
 
 
 def test_the_check_without_python3_uses_sha256sum_and_still_stamps(fleet, workspace):
-    """The fallback path for images without python3, run for real through podman exec."""
-    from nodeweave.sync.digest import tree_digest
-    from nodeweave.sync.filters import build_filter
+    """The fallback check for images without python3, run for real through podman exec."""
     from nodeweave.remote import make_target
-    from nodeweave.sync.verify import check_on_target, local_digests
+    from nodeweave.sync import plain
+    from nodeweave.sync.filters import build_filter
+    from nodeweave.sync.verify import local_digests
 
     dest = dest_dir()
-    container = fleet["rsync"][3]
+    container = fleet["bare"]
     assert nodeweave(str(workspace), dest, f"--to=podman:{container}", "--no-verify")[0] == 0
     fileset = build_filter(workspace).walk(workspace)
-    local = {rel: d for rel, d in local_digests(fileset).items() if fileset.files[rel] == "f"}
+    local = local_digests(fileset)
     target = make_target("podman", container)
-    stamp = {"digest": tree_digest(local), "commit": None}
-    check = check_on_target(target, dest, local, stamp, has_python=False)
-    assert check.mismatched == [] and check.digest == tree_digest(local)
-    assert check.stamp == stamp  # written by sh, read back from the target's disk
+    mismatched, stamp = plain.check(target, dest, local, '{"digest": "d", "commit": null}\n')
+    assert mismatched == {} and stamp == {"digest": "d", "commit": None}  # written by sh, read back
 
     podman("exec", container, "sh", "-c", f"echo changed > '{dest}/name with space.txt'")
-    check = check_on_target(target, dest, local, None, has_python=False)
-    assert check.mismatched == ["name with space.txt"]
+    mismatched, stamp = plain.check(target, dest, local, "")
+    assert list(mismatched) == ["name with space.txt"] and stamp == {"digest": "d", "commit": None}
 
 
 def test_shared_storage_is_written_once_and_checked_everywhere(fleet, workspace):
@@ -307,7 +348,7 @@ def test_shared_storage_is_written_once_and_checked_everywhere(fleet, workspace)
                                   "--shared")
         assert rc == 0, err
         first, *rest = data["targets"]
-        assert first["method"] == "rsync" and first["files"] == len(SENT)
+        assert first["method"] == "stream" and first["files"] == len(SENT)
         for result in rest:
             assert result["method"] == f"shared via podman:{names[0]}" and result["files"] == 0
             assert result["status"] == "ok" and result["digest"] == data["source"]["digest"]
@@ -315,11 +356,11 @@ def test_shared_storage_is_written_once_and_checked_everywhere(fleet, workspace)
 
         # Claimed shared but not: the check catches it, target by target.
         dest = dest_dir()
-        rc, data, err = nodeweave(str(workspace), dest, *[f"--to=podman:{c}" for c in fleet["rsync"][:2]],
+        rc, data, err = nodeweave(str(workspace), dest, *[f"--to=podman:{c}" for c in fleet["full"][:2]],
                                   "--shared")
         assert rc == 1
         assert [r["status"] for r in data["targets"]] == ["ok", "mismatch"]
-        assert f"mismatch: podman:{fleet['rsync'][1]}: {len(SENT) + 1} file(s) differ" in err  # + the symlink
+        assert f"mismatch: podman:{fleet['full'][1]}: {len(SENT) + 1} file(s) differ" in err  # + the symlink
     finally:
         podman("rm", "-f", "-t", "0", *names, check=False)
         podman("volume", "rm", "-f", volume, check=False)
@@ -359,7 +400,7 @@ def test_the_kubectl_rsh_wrapper_under_real_rsync(fleet, tmp_path):
 
     (tmp_path / "src").mkdir()
     (tmp_path / "src" / "f.txt").write_text("through the wrapper\n")
-    container = fleet["rsync"][0]
+    container = fleet["full"][0]
     dest = dest_dir()
     podman("exec", container, "mkdir", "-p", dest)
     shim = ["sh", "-c", 'pod=$1; [ "$2" = -- ] || exit 99; shift 2; exec podman exec -i "$pod" "$@"', "shim"]

@@ -83,7 +83,7 @@ def test_sync_over_ssh(sshd, tmp_path):
                           *sshd["options"]], capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
     (result,) = json.loads(out.stdout)["targets"]
-    assert result["method"] == "rsync" and result["status"] == "ok" and result["files"] == 2
+    assert result["method"] == "stream" and result["status"] == "ok" and result["files"] == 2
     assert podman("exec", sshd["name"], "cat", f"{dest}/pkg/model.py").stdout == "x = 1\n"
     assert podman("exec", sshd["name"], "test", "-e", f"{dest}/.env", check=False).returncode != 0
 

@@ -10,10 +10,11 @@ import typer
 SYNC_HELP = """Push SRC (default: the spec's workspace.host_path, else .) to DEST on every target at once.
 
 Targets: --to KIND:NAME (podman, docker, pod, oc, ssh, ssh+docker), --hosts-file, --statefulset,
---compose-project; with none, the spec's StatefulSet pods <name>-0..N-1. rsync runs over
-each target's exec channel (tar where the target has no rsync), then every target's
-content digest and git commit are checked against the source. Exit 1 names every
-target that failed. --json prints JSON on stdout; everything else goes to stderr.
+--compose-project; with none, the spec's StatefulSet pods <name>-0..N-1. The source is read
+once; every target says what it holds, targets needing the same files get one tar stream
+written to all at once over their exec channels (rsync where it pays or python3 is missing),
+and every target's content digest and git commit are checked against the source. Exit 1
+names every target that failed. --json prints JSON on stdout; everything else goes to stderr.
 """
 
 
@@ -36,15 +37,16 @@ def sync_command(
     delete: bool = typer.Option(False, "--delete", help="Delete files on the targets that SRC lacks (excluded files are kept)"),
     dry_run: bool = typer.Option(False, "--dry-run", help="Show what would move where; change nothing"),
     check: bool = typer.Option(False, "--check", help="Move nothing: compare every target's digest and stamp with SRC"),
-    verify: bool = typer.Option(True, "--verify/--no-verify", help="Digest every target after the sync"),
+    verify: bool = typer.Option(True, "--verify/--no-verify", help="Compare content digests (else size and mtime, as rsync's quick check) and stamp"),
     exclude: List[str] = typer.Option([], "--exclude", "-x", help="gitignore pattern to leave out (repeat); '!pat' re-includes"),
     default_excludes: bool = typer.Option(True, "--default-excludes/--no-default-excludes", help="Leave out caches, venvs, .git and checkpoints"),
     gitignore: bool = typer.Option(True, "--gitignore/--no-gitignore", help="In a git checkout, also leave out what git ignores"),
     include_secrets: bool = typer.Option(False, "--include-secrets", help="Also send credential-like files (.env, *.pem, .ssh/, ...)"),
     jobs: int = typer.Option(8, "--jobs", "-j", min=1, max=256, help="Targets synced at once"),
     retries: int = typer.Option(2, "--retries", min=0, max=10, help="Retries for transient failures, with exponential backoff"),
-    compress: bool = typer.Option(False, "--compress", "-z", help="rsync -z (worth it over slow links only)"),
-    force_tar: bool = typer.Option(False, "--tar", help="Use the tar fallback even where the target has rsync"),
+    compress: bool = typer.Option(False, "--compress", "-z", help="rsync -z, where rsync is used (worth it over slow links only)"),
+    method: str = typer.Option("auto", "--method", help="auto (a stream to targets with python3, else rsync or tar), stream, rsync or tar"),
+    force_tar: bool = typer.Option(False, "--tar", help="Same as --method tar: the target's own tar -x receives"),
     shared: Optional[bool] = typer.Option(None, "--shared/--no-shared", help="Targets mount the same storage at DEST: write through the first, check the rest (default: on for the spec's pods with kubernetes.claim: shared)"),
     as_json: bool = typer.Option(False, "--json", help="Print the results as JSON on stdout (everything else goes to stderr)"),
 ) -> None:
@@ -57,7 +59,7 @@ def sync_command(
                             RemoteOptions(ssh_options=tuple(ssh_option), kube_context=kube_context))
     filters = rq.FilterArgs(tuple(exclude), default_excludes, gitignore, include_secrets)
     options = rq.SyncOptions(delete=delete, dry_run=dry_run, check=check, verify=verify, compress=compress,
-                             method="tar" if force_tar else "auto", jobs=jobs, retries=retries)
+                             method="tar" if force_tar else method, jobs=jobs, retries=retries)
     req = rq.build_request(src, dest, targets, filters, options, spec_path, shared)
     rq.check_tools(req)
     run_and_show(req, as_json)

@@ -1,9 +1,8 @@
 """Content digests of a file set, with a stat-keyed cache; the same code on both ends.
 
 Stdlib only and Python 3.6-compatible on purpose: the local side imports it,
-and the consistency check sends this module's own source to each target as
-``python3 -c SOURCE DEST CACHE STAMP`` (expected digests on stdin), so source
-and targets hash with identical code. A cached digest is reused only while
+and each target runs this module's own source ahead of ``agent.py``'s (the
+receiving end), so source and targets hash with identical code. A cached digest is reused only while
 size, mtime, ctime and inode all still match (what git's index trusts; ctime
 cannot be set back by ``touch``) and never for files changed in the last two
 seconds (git's "racily clean" rule).
@@ -12,7 +11,6 @@ seconds (git's "racily clean" rule).
 import hashlib
 import json
 import os
-import sys
 import time
 
 RACY_S = 2.0
@@ -55,9 +53,22 @@ def _save(cache_path, cache):
             pass
 
 
-def digest_files(root, rels, cache_path=None):
-    """{relpath: digest or None (missing)} for ``rels`` under ``root``."""
+def stat_key(st):
+    """What must not change for a cached digest to stay true (what git's index trusts)."""
+    return [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino]
+
+
+def digest_files(root, rels, cache_path=None, written=None):
+    """{relpath: digest or None (missing)} for ``rels`` under ``root``.
+
+    ``written`` maps paths this process has just written to (stat key taken
+    after its last write, digest of the bytes it wrote): they are trusted
+    while that key holds and cached at once, though new - their digest does
+    not come from a read a concurrent writer could have raced. A cache hit
+    stays cached; a file hashed now is cached only once it is two seconds old.
+    """
     cache = _load(cache_path) if cache_path else {}
+    written = written or {}
     fresh = {}
     out = {}
     now = time.time()
@@ -68,19 +79,51 @@ def digest_files(root, rels, cache_path=None):
         except OSError:
             out[rel] = None
             continue
-        key = [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino]
+        key = stat_key(st)
         hit = cache.get(rel)
-        if hit and hit[:4] == key:
+        mine = written.get(rel)
+        if mine and mine[0] == key:
+            out[rel] = mine[1]
+            fresh[rel] = key + [mine[1]]
+            continue
+        if hit and hit[:4] == key:  # trusted when it was stored, so still trusted
             out[rel] = hit[4]
-        else:
-            try:
-                out[rel] = _hash(path, st)
-            except OSError:
-                out[rel] = None
+            fresh[rel] = hit
+            continue
+        try:
+            out[rel] = _hash(path, st)
+        except OSError:
+            out[rel] = None
         if out[rel] is not None and now - max(st.st_mtime, st.st_ctime) > RACY_S:
             fresh[rel] = key + [out[rel]]
     if cache_path and fresh != cache:
         _save(cache_path, fresh)
+    return out
+
+
+def quick_signature(kind, size, mtime, mode, link=None):
+    """rsync's quick check as one string (size, whole-second mtime, owner's x bit); links by target."""
+    if kind == "l":
+        return "l:" + hashlib.sha256(os.fsencode(link or "")).hexdigest()
+    return "q:%d:%d:%d" % (size, int(mtime), 1 if mode & 0o100 else 0)
+
+
+def quick_files(root, rels):
+    """{relpath: quick signature or None (missing)}: what ``--no-verify`` compares, no file read."""
+    import stat as _stat
+    out = {}
+    for rel in rels:
+        path = os.path.join(root, rel)
+        try:
+            st = os.lstat(path)
+            link = os.readlink(path) if _stat.S_ISLNK(st.st_mode) else None
+        except OSError:
+            out[rel] = None
+            continue
+        if link is None and not _stat.S_ISREG(st.st_mode):
+            out[rel] = None
+            continue
+        out[rel] = quick_signature("l" if link is not None else "f", st.st_size, st.st_mtime, st.st_mode, link)
     return out
 
 
@@ -90,46 +133,3 @@ def tree_digest(digests):
     for rel in sorted(digests):
         h.update(rel.encode("utf-8", "surrogateescape") + b"\0" + str(digests[rel]).encode() + b"\n")
     return h.hexdigest()
-
-
-def probe_here(root, tools):
-    """Make ``root`` and say which of ``tools`` exist: the sync's probe, folded into this exec."""
-    import shutil
-    try:
-        os.makedirs(root, exist_ok=True)
-    except OSError:
-        pass
-    return {"tools": [t for t in tools if shutil.which(t)],
-            "dest_ok": os.path.isdir(root) and os.access(root, os.W_OK)}
-
-
-def check_remote(root, cache_name, stamp_text, expected):
-    """Digest ``expected``'s paths here; write the stamp only when all match; read it back."""
-    digests = digest_files(root, sorted(expected), os.path.join(root, cache_name))
-    mismatched = dict((rel, digests.get(rel)) for rel in expected if digests.get(rel) != expected[rel])
-    stamp_path = os.path.join(root, ".nodeweave-sync.json")
-    if stamp_text and not mismatched:
-        tmp = stamp_path + ".tmp"
-        with open(tmp, "w") as f:
-            f.write(stamp_text)
-        os.replace(tmp, stamp_path)
-    try:
-        with open(stamp_path) as f:
-            stamp = json.load(f)
-    except (OSError, ValueError):
-        stamp = None
-    return {"mismatched": mismatched, "stamp": stamp}
-
-
-def main(argv):
-    """argv: DEST CACHE-NAME STAMP-JSON-or-empty [TOOL...] (tools: also probe, first)."""
-    root, cache_name, stamp_text, tools = argv[0], argv[1], argv[2], argv[3:]
-    expected = json.loads(sys.stdin.buffer.read().decode("utf-8", "surrogateescape"))
-    probed = probe_here(root, tools) if tools else {}
-    answer = check_remote(root, cache_name, stamp_text, expected)
-    answer.update(probed)
-    json.dump(answer, sys.stdout)
-
-
-if __name__ == "__main__":
-    main(sys.argv[1:])

@@ -19,7 +19,8 @@ from rich.table import Table
 from nodeweave.errors import NodeweaveError
 from nodeweave.remote import Remote
 from nodeweave.sync.request import SyncRequest
-from nodeweave.sync.runner import TargetResult, run_check, run_sync
+from nodeweave.sync.outcome import TargetResult
+from nodeweave.sync.runner import run_check, run_sync
 
 _STATUS_STYLE = {"ok": "green", "dry-run": "cyan", "failed": "bold red", "mismatch": "bold red"}
 
@@ -157,7 +158,7 @@ def as_document(req: SyncRequest, results: "list[TargetResult]", digest: "str | 
         "source": {"path": str(fileset.root), "files": len(fileset.files), "bytes": fileset.total_bytes,
                    "digest": digest, "commit": git.commit, "branch": git.branch,
                    "held_back_secrets": fileset.held_back_secrets},
-        "targets": [{"target": r.target.label, "status": r.status, "method": r.method,
+        "targets": [{"target": r.target.label, "status": r.status, "method": r.method, "group": r.group,
                      "files": r.files, "bytes": r.bytes, "seconds": round(r.seconds, 3),
                      "attempts": r.attempts, "error": r.error, "changes": r.changes,
                      "digest": r.check.digest if r.check else None,

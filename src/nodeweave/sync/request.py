@@ -23,7 +23,7 @@ from nodeweave.remote.names import check_dns_label, refuse
 from nodeweave.sync.filters import FileSet, Filter, build_filter
 from nodeweave.sync.verify import GitInfo, git_info
 
-METHODS = ("auto", "rsync", "tar")
+METHODS = ("auto", "stream", "rsync", "tar")
 
 
 @dataclass(frozen=True)
@@ -76,7 +76,7 @@ class SyncOptions:
     check: bool = False  # move nothing: compare every target with SRC
     verify: bool = True
     compress: bool = False
-    method: str = "auto"  # auto (rsync where the target has it, else tar) | rsync | tar
+    method: str = "auto"  # auto | stream | rsync | tar (see plan.choose_method)
     jobs: int = 8
     retries: int = 2
     backoff_s: float = 1.0
@@ -176,10 +176,14 @@ def build_request(src: "Path | None", dest: "str | None", targets: TargetArgs, f
 
 
 def check_tools(req: SyncRequest) -> None:
-    """Exit 3 naming what this machine lacks: the targets' programs, and rsync unless tar is chosen."""
-    if req.options.method != "tar" and not req.options.check and shutil.which("rsync") is None:
+    """Exit 3 naming what this machine lacks: the targets' programs, and rsync when it is asked for.
+
+    Without ``--method rsync`` rsync is optional here: targets with python3
+    take a stream, the others rsync when both ends have it, else tar.
+    """
+    if req.options.method == "rsync" and not req.options.check and shutil.which("rsync") is None:
         raise EnvironmentProblem("rsync is not installed on this machine (apt-get install rsync); "
-                                 "use --tar to send with tar instead")
+                                 "leave out --method rsync to send a tar stream instead")
     for tool in sorted({t.tool for t in req.targets}):
         if shutil.which(tool) is None:
             raise EnvironmentProblem(f"{tool} is not on PATH, and target(s) "
