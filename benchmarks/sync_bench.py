@@ -1,14 +1,27 @@
-"""Benchmark ``nodeweave sync``: one target vs eight, and a no-change re-sync.
+"""Benchmark ``nodeweave sync``'s fan-out: one target against plain rsync, eight against one.
 
-Makes a 200 MB, 5,000-file tree (random, incompressible), starts eight
-podman containers from the offline base image, and times the whole
-``nodeweave sync`` command (probe, rsync, remote digest, stamp) into fresh
-directories. Targets: 8 targets <= 1.5x one; a re-sync of an unchanged tree
-<= 10% of the first. CPU seconds (this process's children plus the
-containers' cgroups) show when the machine's cores, not the fan-out, bound a
-row. A one-at-a-time loop over the same 8 (``--jobs 1``, what
-a shell loop of ``oc rsync`` does) is the baseline for the fan-out.
-Containers and trees are removed at the end, also on failure.
+Makes a 200 MiB, 5,000-file tree (random, incompressible), starts eight
+podman containers from the offline base image and times whole ``nodeweave
+sync`` commands into fresh directories, each case against baselines measured
+in the same run: plain ``rsync`` over ``podman exec`` (one target, and eight
+at once, which is what a per-target fan-out costs), and eight ``podman
+exec`` clients relaying the same bytes to ``cat`` (the exec channel's own
+cost, the floor of any fan-out through it). Per case:
+
+- seconds: wall time of the command;
+- source CPU s: the command's whole process tree on this side (nodeweave,
+  rsync, the ``podman exec`` clients), from ``RUSAGE_CHILDREN``;
+- disk MiB: bytes the tree read from storage (``read_bytes`` of
+  ``/proc/self/io``, which gains each reaped child's), with the source
+  tree's pages dropped from the page cache before each run;
+- receivers CPU s: the containers' cgroups (cgroup v1 cpuacct; conmon, shared
+  by every container of the machine, is not counted);
+- and, in one extra traced run per fan-out case, the logical bytes read from
+  files under SRC by the whole tree (``strace -f -y``), cached or not.
+
+Goals (issue 13): one target <= 1.2x plain rsync; eight targets' source CPU
+<= 1.5x one target's and disk reads <= 1.1x; a no-change re-sync of eight
+<= 10% of the first; a one-file edit to eight <= 2x the same edit to one.
 
     .venv/bin/python benchmarks/sync_bench.py [--files 5000] [--mb 200] [--targets 8] [--repeat 3]
 """
@@ -16,23 +29,27 @@ Containers and trees are removed at the end, also on failure.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import random
-import resource
+import json
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
-import time
 import uuid
 from pathlib import Path
 
-from rich.console import Console
-from rich.table import Table
+sys.path.insert(0, str(Path(__file__).parent))
+from sync_meter import Meter, Sample, evict, logical_reads, relay_floor  # noqa: E402
+
+from rich.console import Console  # noqa: E402
+from rich.table import Table  # noqa: E402
 
 BASE_IMAGE = "localhost/nodeweave-base:bookworm"
 NODEWEAVE = [sys.executable, "-c", "import sys; from nodeweave.cli import main; sys.exit(main())"]
+RSYNC = "rsync -rlpt --whole-file --blocking-io --rsh 'podman exec -i'"
+N = "N targets"  # case names say N; the table says the number
 
 
 def make_tree(root: Path, files: int, total_mb: int, seed: int = 7) -> int:
@@ -51,46 +68,86 @@ def make_tree(root: Path, files: int, total_mb: int, seed: int = 7) -> int:
     return total
 
 
-def median(runs) -> tuple:
-    """The run with the median wall time, with the median CPU seconds put in its place."""
-    runs = sorted(runs, key=lambda r: r[0])
-    mid = runs[len(runs) // 2]
-    cpu = sorted(r[1] for r in runs)[len(runs) // 2]
-    return (mid[0], cpu, *mid[2:])
+class Bench:
+    def __init__(self, src: Path, names: "list[str]", meter: Meter):
+        self.src, self.names, self.meter = src, names, meter
+        self.samples: "dict[str, list[Sample]]" = {}
+
+    def record(self, case: str, sample: Sample) -> Sample:
+        self.samples.setdefault(case, []).append(sample)
+        return sample
+
+    def nodeweave(self, case: str, dest: str, names: "list[str]", *extra: str) -> Sample:
+        evict(self.src)
+        sample = self.meter.run([*NODEWEAVE, "sync", "--json", str(self.src), dest,
+                                 *[f"--to=podman:{c}" for c in names], *extra])
+        data = json.loads(sample.stdout)
+        if {(t["status"], t["digest"]) for t in data["targets"]} != {("ok", data["source"]["digest"])}:
+            raise SystemExit(f"{case}: a target does not hold the source: {data['targets']}")
+        return self.record(case, sample)
+
+    def rsync(self, case: str, dest: str, names: "list[str]") -> Sample:
+        for c in names:
+            subprocess.run(["podman", "exec", c, "mkdir", "-p", dest], check=True)
+        evict(self.src)
+        return self.record(case, self.meter.run(["sh", "-c", rsync_all(self.src, dest, names)]))
+
+    def clean(self, dest: str) -> None:
+        for c in self.names:
+            subprocess.run(["podman", "exec", c, "rm", "-rf", dest], check=True)
+
+    def median(self, case: str) -> Sample:
+        runs = self.samples[case]
+        return Sample(*(statistics.median(getattr(r, f) for r in runs) for f in Sample._fields[:-1]), "")
 
 
-def cpu_seconds(containers: "list[str]") -> float:
-    """CPU used so far by our child processes plus the containers' cgroups (cgroup v1 cpuacct)."""
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    total = usage.ru_utime + usage.ru_stime
-    for cid in containers:
-        acct = Path(f"/sys/fs/cgroup/cpuacct/libpod_parent/libpod-{cid}/cpuacct.usage")
-        if acct.is_file():
-            total += int(acct.read_text()) / 1e9
-    return total
+def rsync_all(src: Path, dest: str, names: "list[str]") -> str:
+    """A shell line running one plain rsync per container, all at once."""
+    return " ".join(f"{RSYNC} {src}/ {c}:{dest}/ &" for c in names) + " wait"
 
 
-def timed(argv: "list[str]", ids: "list[str]") -> "tuple[float, float, str]":
-    cpu0, started = cpu_seconds(ids), time.perf_counter()
-    out = subprocess.run(argv, capture_output=True, text=True, timeout=1800)
-    elapsed, cpu = time.perf_counter() - started, cpu_seconds(ids) - cpu0
-    if out.returncode != 0:
-        raise SystemExit(f"{argv[:3]} failed (exit {out.returncode}): {out.stderr[-2000:]}")
-    return elapsed, cpu, out.stdout
+def one_round(b: Bench, i: int, edit: Path) -> None:
+    """Every timed case once, into fresh directories, in the same order each round."""
+    one, many = [b.names[0]], b.names
+    d_raw, d_one, d_many = f"/workspace/raw{i}", f"/workspace/one{i}", f"/workspace/many{i}"
+    b.rsync("plain rsync, 1 target", d_raw, one)
+    b.nodeweave("nodeweave sync, 1 target", d_one, one)
+    b.nodeweave(f"nodeweave sync, {N}", d_many, many)
+    b.nodeweave(f"no-change re-sync, {N}", d_many, many)
+    b.nodeweave("no-change re-sync, 1 target", d_one, one)
+    edit.write_bytes(os.urandom(edit.stat().st_size))
+    b.nodeweave("one-file edit, 1 target", d_one, one)
+    b.nodeweave(f"one-file edit, {N}", d_many, many)
+    for dest in (d_raw, d_one, d_many):
+        b.clean(dest)
 
 
-def sync(src: Path, dest: str, containers: "list[str]", ids: "list[str]", *extra: str) -> "tuple[float, float, dict]":
-    argv = [*NODEWEAVE, "sync", "--json", str(src), dest, *[f"--to=podman:{c}" for c in containers], *extra]
-    elapsed, cpu, stdout = timed(argv, ids)
-    return elapsed, cpu, json.loads(stdout)
+def ratios(m: "dict[str, Sample]") -> "dict[str, str]":
+    raw, one, many = m["plain rsync, 1 target"], m["nodeweave sync, 1 target"], m[f"nodeweave sync, {N}"]
+    edit1, editn = m["one-file edit, 1 target"], m[f"one-file edit, {N}"]
+    return {
+        "plain rsync, 1 target": "baseline for 1 target",
+        "nodeweave sync, 1 target": f"{one.seconds / raw.seconds:.2f}x plain rsync's time (goal <= 1.2x)",
+        f"nodeweave sync, {N}": (f"source CPU {many.cpu / one.cpu:.2f}x 1 target's (goal <= 1.5x); disk reads "
+                                 f"{many.disk_mib / max(one.disk_mib, 1):.2f}x (goal <= 1.1x)"),
+        f"plain rsync, {N}": f"source CPU {m[f'plain rsync, {N}'].cpu / raw.cpu:.2f}x plain rsync to 1 target",
+        f"no-change re-sync, {N}": f"{m[f'no-change re-sync, {N}'].seconds / many.seconds:.1%} of the first (goal <= 10%)",
+        "no-change re-sync, 1 target": f"{m['no-change re-sync, 1 target'].seconds / one.seconds:.1%} of the first",
+        f"one-file edit, {N}": f"{editn.seconds / edit1.seconds:.2f}x the same edit to 1 target (goal <= 2x)",
+    }
 
 
-def raw_rsync(src: Path, dest: str, container: str, ids: "list[str]") -> "tuple[float, float]":
-    """Plain rsync over podman exec, no probe/verify/stamp: what the transport alone costs."""
-    subprocess.run(["podman", "exec", container, "mkdir", "-p", dest], check=True)
-    elapsed, cpu, _ = timed(["rsync", "-rlpt", "--whole-file", "--blocking-io", "--rsh", "podman exec -i",
-                             f"{src}/", f"{container}:{dest}/"], ids)
-    return elapsed, cpu
+def table(b: Bench, title: str, traced: "dict[str, float]", floors: "dict[str, Sample]") -> Table:
+    m = {case: b.median(case) for case in b.samples}
+    notes, n = ratios(m), str(len(b.names))
+    t = Table(title=title, title_justify="left")
+    for col in ("case", "s", "source CPU s", "disk MiB", "read MiB (strace)", "receivers CPU s", "ratio"):
+        t.add_column(col, justify="left" if col in ("case", "ratio") else "right")
+    for case, s in [*m.items(), *floors.items()]:
+        t.add_row(case.replace("N targets", f"{n} targets"), f"{s.seconds:.2f}", f"{s.cpu:.2f}",
+                  f"{s.disk_mib:.0f}", f"{traced[case]:.0f}" if case in traced else "", f"{s.receivers:.1f}",
+                  notes.get(case, ""))
+    return t
 
 
 def main() -> int:
@@ -98,91 +155,73 @@ def main() -> int:
     parser.add_argument("--files", type=int, default=5000)
     parser.add_argument("--mb", type=int, default=200)
     parser.add_argument("--targets", type=int, default=8)
-    parser.add_argument("--repeat", type=int, default=3, help="runs per case; the table shows medians")
+    parser.add_argument("--repeat", type=int, default=3, help="rounds; the table shows medians")
     args = parser.parse_args()
-    if shutil.which("podman") is None or subprocess.run(
-            ["podman", "image", "exists", BASE_IMAGE]).returncode != 0:
+    if shutil.which("podman") is None or subprocess.run(["podman", "image", "exists", BASE_IMAGE]).returncode:
         print(f"needs podman and {BASE_IMAGE} (bash .ci/setup-engine.sh; bash .ci/make-base-image.sh)",
               file=sys.stderr)
         return 3
-    prefix = f"nwsync-bench-{uuid.uuid4().hex[:6]}"
-    names = [f"{prefix}-{i}" for i in range(args.targets)]
+    names = [f"nwsync-bench-{uuid.uuid4().hex[:6]}-{i}" for i in range(args.targets)]
     tmp = Path(tempfile.mkdtemp(prefix="nwsync-bench-"))
     os.environ["XDG_CACHE_HOME"] = str(tmp / "cache")  # the digest caches go away with the tree
     started: "list[str]" = []
-    rows: "list[tuple[str, int, float, float, str]]" = []
     try:
-        total = make_tree(tmp / "src", args.files, args.mb)
-        ids = []
+        src = tmp / "tree"
+        total = make_tree(src, args.files, args.mb)
+        os.sync()  # clean pages, so dropping them before each run really makes the next read go to disk
         for name in names:
             subprocess.run(["podman", "run", "-d", "--name", name, BASE_IMAGE, "sleep", "infinity"],
                            check=True, capture_output=True)
             started.append(name)
-            ids.append(subprocess.run(["podman", "inspect", "--format", "{{.Id}}", name], check=True,
-                                      capture_output=True, text=True).stdout.strip())
-        src = tmp / "src"
-        n = len(names)
-        sync(src, "/workspace/warmup", names[:1], ids, "--no-verify")  # page cache, podman exec warm
-
-        def pairs(first, again, containers):
-            """(first, no-change re-run) ``repeat`` times into fresh DESTs; medians of each."""
-            runs = []
-            for i in range(args.repeat):
-                dest = f"/workspace/run{i}"
-                runs.append((first(dest), again(dest)))
-                for c in containers:
-                    subprocess.run(["podman", "exec", c, "rm", "-rf", dest], check=True)
-            return median(r[0] for r in runs), median(r[1] for r in runs)
-
-        (raw1, raw1_cpu), (raw2, raw2_cpu) = pairs(
-            lambda d: raw_rsync(src, d, names[0], ids), lambda d: raw_rsync(src, d, names[0], ids), names[:1])
-        (one, one_cpu, one_data), (again1, again1_cpu, _) = pairs(
-            lambda d: sync(src, d, names[:1], ids), lambda d: sync(src, d, names[:1], ids), names[:1])
-        (many, many_cpu, many_data), (again, again_cpu, again_data) = pairs(
-            lambda d: sync(src, d, names, ids), lambda d: sync(src, d, names, ids), names)
-        (plain, plain_cpu, _), (quick, quick_cpu, _) = pairs(
-            lambda d: sync(src, d, names, ids, "--no-verify"),
-            lambda d: sync(src, d, names, ids, "--no-verify"), names)
-        serial, serial_cpu, _ = sync(src, "/workspace/serial", names, ids, "--jobs", "1")
-        rows += [
-            ("plain rsync over podman exec, 1 target", 1, raw1, raw1_cpu, "transport alone"),
-            ("plain rsync, no-change re-run, 1 target", 1, raw2, raw2_cpu, f"{raw2 / raw1:.1%} of its first"),
-            ("nodeweave sync, 1 target", 1, one, one_cpu, "1.00x (baseline)"),
-            (f"nodeweave sync, {n} targets in parallel", n, many, many_cpu, f"{many / one:.2f}x of 1 target"),
-            ("  same, --no-verify", n, plain, plain_cpu, f"{plain / one:.2f}x of 1 target"),
-            ("  same, one at a time (--jobs 1)", n, serial, serial_cpu, f"{serial / many:.2f}x of parallel"),
-            (f"no-change re-sync, {n} targets", n, again, again_cpu, f"{again / many:.1%} of the first"),
-            ("no-change re-sync, 1 target", 1, again1, again1_cpu, f"{again1 / one:.1%} of the first"),
-            (f"no-change re-sync, {n} targets, --no-verify", n, quick, quick_cpu,
-             f"{quick / plain:.1%} of its first"),
-        ]
-
-        moved = {r["bytes"] for r in again_data["targets"]} | {r["files"] for r in again_data["targets"]}
-        digests = {r["digest"] for r in many_data["targets"]}
-        table = Table(title=f"nodeweave sync: {args.files:,} files, {total / 2**20:.0f} MiB, "
-                      f"podman containers, {os.cpu_count()} cores; median of {args.repeat} runs "
-                      "(one at a time: 1 run)", title_justify="left")
-        for column in ("case", "targets", "seconds", "CPU s", "ratio"):
-            table.add_column(column, justify="left" if column in ("case", "ratio") else "right")
-        for case, count, seconds, cpu, ratio in rows:
-            table.add_row(case, str(count), f"{seconds:.2f}", f"{cpu:.1f}", ratio)
-        console = Console(width=110)
-        console.print(table)
-        cores = os.cpu_count() or 1
-        console.print(f"CPU floor: {n} first syncs used {many_cpu:.1f} CPU-s (ours + the containers'; conmon "
-                      f"not counted); on {cores} cores that is >= {many_cpu / cores:.1f} s, "
-                      f"{many_cpu / cores / one:.2f}x the 1-target wall")
-        console.print(f"load average at the end: {os.getloadavg()[0]:.1f} (other work on the machine skews every row)")
-        console.print(f"re-sync moved file data: {moved != {0}}; all {len(names)} targets digest-equal "
-                      f"to the source: {digests == {many_data['source']['digest']}}")
-        console.print(f"targets: {n} <= 1.5x one: {'met' if many <= 1.5 * one else 'NOT met'} "
-                      f"({many / one:.2f}x); re-sync <= 10%: "
-                      f"{'met' if again <= 0.10 * many else 'NOT met'} ({again / many:.1%})")
+        meter = Meter(names)
+        b = Bench(src, names, meter)
+        b.nodeweave("warm-up", "/workspace/warmup", names[:1])  # the source digest cache, as after any sync
+        b.clean("/workspace/warmup")
+        edit = next(p for p in sorted(src.rglob("*.py")))
+        for i in range(args.repeat):
+            one_round(b, i, edit)
+        b.rsync(f"plain rsync, {N}", "/workspace/rsyncN", names)
+        b.clean("/workspace/rsyncN")
+        traced = trace_cases(b)
+        floors = {f"podman exec relaying {total / 2**20:.0f} MiB to cat, {k} client(s)": relay_floor(src, names[:k], meter)
+                  for k in (1, len(names))}
+        b.samples.pop("warm-up")
+        report(b, args, total, traced, floors)
         return 0
     finally:
         if started:
             subprocess.run(["podman", "rm", "-f", "-t", "0", *started], capture_output=True)
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def trace_cases(b: Bench) -> "dict[str, float]":
+    """Logical MiB read from SRC's files by each fan-out case's process tree, one traced run each."""
+    out = {}
+    for case, dest, names in (("nodeweave sync, 1 target", "/workspace/trace1", b.names[:1]),
+                              (f"nodeweave sync, {N}", "/workspace/traceN", b.names)):
+        out[case] = logical_reads([*NODEWEAVE, "sync", "--json", str(b.src), dest,
+                                   *[f"--to=podman:{c}" for c in names]], b.src)
+        b.clean(dest)
+    for case, names in (("plain rsync, 1 target", b.names[:1]), (f"plain rsync, {N}", b.names)):
+        for c in names:
+            subprocess.run(["podman", "exec", c, "mkdir", "-p", "/workspace/traceR"], check=True)
+        out[case] = logical_reads(["sh", "-c", rsync_all(b.src, "/workspace/traceR", names)], b.src)
+        b.clean("/workspace/traceR")
+    return out
+
+
+def report(b: Bench, args, total: int, traced: "dict[str, float]", floors: "dict[str, Sample]") -> None:
+    n, cores = len(b.names), os.cpu_count() or 1
+    console = Console(width=180)
+    console.print(table(b, f"nodeweave sync: {args.files:,} files, {total / 2**20:.0f} MiB, {n} podman containers, "
+                        f"{cores} cores; median of {args.repeat} (plain rsync to {n} at once: 1 run)", traced, floors))
+    many = b.median(f"nodeweave sync, {N}")
+    console.print(f"receivers' CPU floor: the {n} targets used {many.receivers:.1f} CPU-s in their containers; with "
+                  f"the source's {many.cpu:.1f} on {cores} cores that is >= {(many.receivers + many.cpu) / cores:.1f} s "
+                  f"of wall time ({many.seconds:.1f} s measured)")
+    console.print(f"load average at the end: {', '.join(f'{x:.1f}' for x in os.getloadavg())} "
+                  "(other work on the machine skews every row)")
+    console.print("every nodeweave run: every target ok and digest-equal to the source (checked per run)")
 
 
 if __name__ == "__main__":

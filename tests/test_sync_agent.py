@@ -174,3 +174,22 @@ def test_paths_that_would_leave_dest_are_refused(tmp_path):
     assert sorted(result["errors"]) == ["../escape.py: refused (absolute or '..' path)",
                                         "/abs.py: refused (absolute or '..' path)"]
     assert not (tmp_path / "escape.py").exists() and (dest / "ok.py").read_bytes() == b"x\n\n"
+
+
+def test_the_fast_ustar_header_is_the_one_tarfile_writes(src):
+    """Headers are built directly for speed; they must be byte for byte what tarfile's ustar gives."""
+    from nodeweave.sync.payload import _header
+
+    for rel, link in (("run.sh", None), ("link.py", "train.py"), ("pkg", None)):
+        st = os.lstat(src / rel)
+        info = tarfile.TarInfo(rel)
+        info.mode, info.mtime = st.st_mode & 0o7777, int(st.st_mtime)
+        if link:
+            info.type, info.linkname = tarfile.SYMTYPE, link
+        elif (src / rel).is_dir():
+            info.type = tarfile.DIRTYPE
+        else:
+            info.size = st.st_size
+        assert _header(rel, st, link) == info.tobuf(tarfile.USTAR_FORMAT, "utf-8", "surrogateescape"), rel
+    assert b"path=" in _header(LONG, os.lstat(src / LONG), None)  # too long for ustar: PAX
+    assert b"path=" in _header("ünïcode.py", os.lstat(src / "ünïcode.py"), None)

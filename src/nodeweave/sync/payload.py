@@ -25,12 +25,14 @@ _BLOCK = tarfile.BLOCKSIZE
 
 def _header(rel: str, st: os.stat_result, link: "str | None") -> bytes:
     """One member's header: plain ustar when it fits (the common case, built directly), else PAX."""
-    name = rel.encode("ascii", "replace")
+    is_dir = link is None and stat.S_ISDIR(st.st_mode)
+    text = rel + "/" if is_dir else rel  # as tar writes a directory
+    name = text.encode("ascii", "replace")
     target = (link or "").encode("ascii", "replace")
-    size = 0 if link is not None or stat.S_ISDIR(st.st_mode) else st.st_size
-    if name.decode("ascii") == rel and target.decode("ascii") == (link or "") \
+    size = 0 if link is not None or is_dir else st.st_size
+    if name.decode("ascii") == text and target.decode("ascii") == (link or "") \
             and len(name) <= 100 and len(target) <= 100 and size < 8 ** 11:
-        kind = b"2" if link is not None else (b"5" if stat.S_ISDIR(st.st_mode) else b"0")
+        kind = b"2" if link is not None else (b"5" if is_dir else b"0")
         h = bytearray(_BLOCK)
         h[0:len(name)] = name
         h[100:148] = b"%07o\0%07o\0%07o\0%011o\0%011o\0" % (st.st_mode & 0o7777, 0, 0, size,
