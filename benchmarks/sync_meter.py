@@ -25,6 +25,7 @@ from typing import NamedTuple
 class Sample(NamedTuple):
     seconds: float
     cpu: float  # source side: the command's process tree
+    own_cpu: float  # of which nodeweave's own process (not its exec clients, rsync or git); 0 if not nodeweave
     disk_mib: float  # read from storage by that tree
     receivers: float  # CPU in the targets' containers
     stdout: str
@@ -52,10 +53,14 @@ class Meter:
         return sum(int(p.read_text()) / 1e9 for p in self.cgroups if p.is_file())
 
     def run(self, argv: "list[str]", stdin: "bytes | None" = None) -> Sample:
+        note = Path(tempfile.mkstemp(prefix="nwsync-self-")[1])
+        env = {**os.environ, "NWSYNC_BENCH_SELF": str(note)}
         cpu0, disk0, recv0, t0 = _children_cpu(), _read_bytes(), self.receivers(), time.perf_counter()
-        out = subprocess.run(argv, input=stdin, capture_output=True, timeout=1800)
+        out = subprocess.run(argv, input=stdin, capture_output=True, timeout=1800, env=env)
         seconds = time.perf_counter() - t0
-        sample = Sample(seconds, _children_cpu() - cpu0, (_read_bytes() - disk0) / 2**20,
+        own = float(note.read_text() or 0)
+        note.unlink()
+        sample = Sample(seconds, _children_cpu() - cpu0, own, (_read_bytes() - disk0) / 2**20,
                         self.receivers() - recv0, out.stdout.decode(errors="replace"))
         if out.returncode != 0:
             raise SystemExit(f"{argv[:4]} failed (exit {out.returncode}): {out.stderr.decode()[-2000:]}")
@@ -112,4 +117,4 @@ def relay_floor(root: Path, containers: "list[str]", meter: Meter) -> Sample:
     for f, p in zip(feeders, procs):
         f.join()
         p.wait()
-    return Sample(time.perf_counter() - t0, _children_cpu() - cpu0, 0.0, meter.receivers() - recv0, "")
+    return Sample(time.perf_counter() - t0, _children_cpu() - cpu0, 0.0, 0.0, meter.receivers() - recv0, "")

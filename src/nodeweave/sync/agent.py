@@ -27,9 +27,9 @@ import os
 import sys
 
 try:  # in the program sent to a target this source follows digest.py's, which defines these
-    digest_files  # noqa: B018
+    digest_with  # noqa: B018
 except NameError:
-    from nodeweave.sync.digest import digest_files, quick_files, stat_key
+    from nodeweave.sync.digest import digest_with, load_cache, quick_files, save_cache, stat_key
 
 STAMP_NAME = ".nodeweave-sync.json"
 CACHE_NAME = ".nodeweave-sync.cache"
@@ -72,7 +72,7 @@ def _extras(root, wanted, dirs):
 
 
 def manifest(root, request, cache):
-    """Step 1: make DEST, then say what it holds of the source's paths."""
+    """Step 1: make DEST, then say what it holds of the source's paths (``cache`` is kept current)."""
     import shutil
     dry = request.get("dry")
     if not (dry and not os.path.exists(root)):
@@ -84,8 +84,13 @@ def manifest(root, request, cache):
     answer = {"tools": [t for t in TOOLS if shutil.which(t)], "dest_absent": not exists,
               "dest_ok": (exists and os.access(root, os.W_OK)) or (dry and not exists)}
     paths, dirs = request["paths"], request["dirs"]
-    signatures = quick_files if request.get("quick") else (lambda r, p: digest_files(r, p, cache))
-    held = signatures(root, paths) if exists else {}
+    held = {}
+    if exists and request.get("quick"):
+        held = quick_files(root, paths)
+    elif exists:
+        held, kept = digest_with(root, paths, cache)
+        cache.clear()
+        cache.update(kept)
     answer["have"] = dict((rel, d) for rel, d in held.items() if d is not None)
     answer["missing_dirs"] = [d for d in dirs if not (exists and os.path.isdir(os.path.join(root, d)))]
     if request.get("extras") and exists:
@@ -245,9 +250,11 @@ def _delete(root, files, dirs, errors):
             pass
 
 
-def check(root, paths, expect, written, cache_path):
+def check(root, paths, expect, written, cache):
     """Step 3b: paths whose content is not what the source expects (hashes of this session reused)."""
-    digests = digest_files(root, paths, cache_path, written=written)
+    digests, kept = digest_with(root, paths, cache, written=written)
+    cache.clear()
+    cache.update(kept)
     return dict((rel, digests[rel]) for rel in paths if rel not in expect or digests[rel] != expect[rel])
 
 
@@ -260,10 +267,13 @@ def _write_stamp(root, text):
 
 def session(root, stdin):
     cache_path = os.path.join(root, CACHE_NAME)
+    stored = load_cache(cache_path)
+    cache = dict(stored)  # one load and at most one save per session
     request = _read_line(stdin)
-    answer = manifest(root, request, cache_path)
+    answer = manifest(root, request, cache)
     _send(answer)
     if request.get("then") != "plan":
+        _keep(cache_path, stored, cache)
         return _drain(stdin)
     plan = _read_line(stdin)
     written = {}
@@ -274,12 +284,18 @@ def session(root, stdin):
     expect = dict(answer["have"])
     expect.update(plan.get("expect", {}))
     quick = request.get("quick")  # --no-verify: nothing hashed, nothing stamped
-    result["mismatched"] = {} if quick else check(root, request["paths"], expect, written, cache_path)
+    result["mismatched"] = {} if quick else check(root, request["paths"], expect, written, cache)
+    _keep(cache_path, stored, cache)
     if plan.get("stamp") and not result["mismatched"] and not result["errors"]:
         _write_stamp(root, plan["stamp"])
     result["stamp"] = _read_stamp(root)
     _send(result)
     _drain(stdin)
+
+
+def _keep(cache_path, stored, cache):
+    if cache != stored and os.path.isdir(os.path.dirname(cache_path)):
+        save_cache(cache_path, cache)
 
 
 def _drain(stdin):

@@ -31,7 +31,7 @@ def _hash(path, st):
     return ("x:" if st.st_mode & 0o100 else "") + h.hexdigest()
 
 
-def _load(cache_path):
+def load_cache(cache_path):
     try:
         with open(cache_path) as f:
             data = json.load(f)
@@ -40,7 +40,7 @@ def _load(cache_path):
         return {}
 
 
-def _save(cache_path, cache):
+def save_cache(cache_path, cache):
     tmp = "%s.%d.tmp" % (cache_path, os.getpid())
     try:
         with open(tmp, "w") as f:
@@ -59,7 +59,16 @@ def stat_key(st):
 
 
 def digest_files(root, rels, cache_path=None, written=None):
-    """{relpath: digest or None (missing)} for ``rels`` under ``root``.
+    """{relpath: digest or None (missing)} for ``rels`` under ``root``, with the cache file kept."""
+    cache = load_cache(cache_path) if cache_path else {}
+    out, fresh = digest_with(root, rels, cache, written)
+    if cache_path and fresh != cache:
+        save_cache(cache_path, fresh)
+    return out
+
+
+def digest_with(root, rels, cache, written=None):
+    """(digests, the cache to keep) for ``rels``, given the cache {relpath: stat key + [digest]}.
 
     ``written`` maps paths this process has just written to (stat key taken
     after its last write, digest of the bytes it wrote): they are trusted
@@ -67,7 +76,6 @@ def digest_files(root, rels, cache_path=None, written=None):
     not come from a read a concurrent writer could have raced. A cache hit
     stays cached; a file hashed now is cached only once it is two seconds old.
     """
-    cache = _load(cache_path) if cache_path else {}
     written = written or {}
     fresh = {}
     out = {}
@@ -96,9 +104,7 @@ def digest_files(root, rels, cache_path=None, written=None):
             out[rel] = None
         if out[rel] is not None and now - max(st.st_mtime, st.st_ctime) > RACY_S:
             fresh[rel] = key + [out[rel]]
-    if cache_path and fresh != cache:
-        _save(cache_path, fresh)
-    return out
+    return out, fresh
 
 
 def quick_signature(kind, size, mtime, mode, link=None):

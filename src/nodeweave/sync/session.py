@@ -10,6 +10,7 @@ the sync goes, and a second only where python3 is missing.
 from __future__ import annotations
 
 import fcntl
+import io
 import json
 import os
 import queue
@@ -74,7 +75,10 @@ class Session:
         self._stderr_thread.start()
 
     def _read_stdout(self) -> None:
-        for line in iter(self.proc.stdout.readline, b""):
+        # stdin is unbuffered (bufsize=0: the payload goes straight to the pipe), so stdout is
+        # too; a buffer here keeps readline() from reading a 400 KB manifest a byte at a time.
+        reader = io.BufferedReader(self.proc.stdout, 1 << 16)
+        for line in iter(reader.readline, b""):
             self._lines.put(line)
         self._lines.put(None)
 
