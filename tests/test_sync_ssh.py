@@ -116,3 +116,39 @@ def test_an_unreachable_ssh_host_is_retried_then_named(sshd, tmp_path):
     (result,) = json.loads(out.stdout)["targets"]
     assert result["status"] == "failed" and result["attempts"] == 2  # ssh's 255 is transient: retried once
     assert f"failed: {target}: cannot reach it (exit 255)" in out.stderr
+
+
+# A stand-in for the host's engine: `docker exec [-i] [-t] NAME CMD...` runs CMD right there,
+# which is what reaching "NAME" on the host comes to; it checks the shape of every call.
+DOCKER_STAND_IN = """#!/bin/sh
+[ "$1" = exec ] || { echo "stand-in: not an exec: $*" >&2; exit 99; }
+shift
+while [ "${1#-}" != "$1" ]; do shift; done
+[ "$1" = trainer ] || { echo "stand-in: no container $1" >&2; exit 125; }
+shift
+exec "$@"
+"""
+
+
+def test_a_container_on_a_host_over_ssh_takes_the_stream_and_rsync(sshd, tmp_path):
+    """ssh+docker:HOST/NAME: ssh, then the host's docker exec, with real ssh and real rsync."""
+    podman("exec", "-i", sshd["name"], "sh", "-c", "cat > /usr/local/bin/docker && chmod +x /usr/local/bin/docker",
+           input=DOCKER_STAND_IN)
+    src = tmp_path / "proj"
+    (src / "pkg").mkdir(parents=True)
+    (src / "train.py").write_text("print('nested')\n")
+    (src / "pkg" / "name with space.py").write_text("x = 1\n")
+    dest = f"/workspace/nested-{uuid.uuid4().hex[:6]}"
+    target = f"--to=ssh+docker:root@{sshd['address']}/trainer"
+    for extra, method in (([], "stream"), (["--method", "rsync"], "rsync")):
+        (src / "train.py").write_text(f"print('nested {method}')\n")
+        out = subprocess.run([*NODEWEAVE, "sync", "--json", str(src), dest, target, *extra, *sshd["options"]],
+                             capture_output=True, text=True, timeout=300)
+        assert out.returncode == 0, out.stderr
+        (result,) = json.loads(out.stdout)["targets"]
+        assert result["method"] == method and result["status"] == "ok", result
+        assert podman("exec", sshd["name"], "cat", f"{dest}/train.py").stdout == f"print('nested {method}')\n"
+    assert podman("exec", sshd["name"], "cat", f"{dest}/pkg/name with space.py").stdout == "x = 1\n"
+    out = subprocess.run([*NODEWEAVE, "sync", "--json", str(src), dest, f"--to=ssh+docker:root@{sshd['address']}/other",
+                          *sshd["options"]], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 1 and "no container other" in out.stderr

@@ -28,7 +28,7 @@ AGENT_PROGRAM = (Path(digest_module.__file__).read_text(encoding="utf-8") + "\n"
 # $1 = the agent's program, $2 = DEST, $3 = "dry" (create nothing) or "make". Constant text.
 # Both branches end only after stdin's EOF: podman 4.3's exec drops output now and then when the
 # process exits while the client's stdin is still open, so the source closes it first.
-LAUNCH = ('if command -v python3 >/dev/null 2>&1; then exec python3 -c "$1" "$2"; fi; echo nopython; '
+LAUNCH = ('if command -v python3 >/dev/null 2>&1; then exec python3 -I -S -c "$1" "$2"; fi; echo nopython; '
           'for t in rsync tar find sha256sum; do command -v "$t" >/dev/null 2>&1 && echo "has:$t"; done; '
           'if [ "$3" = dry ] && [ ! -e "$2" ]; then echo dest:absent; '
           'else mkdir -p -- "$2" && test -w "$2" && echo dest:ok; fi; cat >/dev/null')
