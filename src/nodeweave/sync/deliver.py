@@ -14,6 +14,8 @@ retry could fix a failure.
 
 from __future__ import annotations
 
+import os
+import subprocess
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -39,7 +41,7 @@ class Job:
     manifest: "Manifest | None" = None
     diff: Difference = field(default_factory=Difference)
     method: str = "-"
-    tar: "object | None" = None  # the ``tar -x`` process of a tar target
+    tar: "subprocess.Popen[bytes] | None" = None  # the ``tar -x`` process of a tar target
     plan_sent: bool = False  # a stream target's plan went ahead of its payload
     error: "TransferError | None" = None
 
@@ -107,9 +109,8 @@ def _send_group(req: SyncRequest, src: Source, diff: Difference, jobs: "list[Job
         _guard(job, lambda j=job: _finish(req, src, j, on_progress))
 
 
-def _detach(proc) -> int:
-    import os
-
+def _detach(proc: "subprocess.Popen[bytes]") -> int:
+    """A descriptor of the process's stdin for a payload writer, which closes it when done."""
     fd = os.dup(proc.stdin.fileno())
     proc.stdin.close()
     return fd

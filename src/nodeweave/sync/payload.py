@@ -102,7 +102,7 @@ def _exactly(data: bytes, size: int) -> bytes:
 
 
 class Sink:
-    """One target's stdin: its own prefix (the plan line), then the shared payload."""
+    """One target's stdin: its own prefix (the plan line), then the shared payload, from its own thread."""
 
     def __init__(self, fd: int, prefix: bytes = b"", on_bytes: "Callable[[int], None] | None" = None):
         self.fd, self.prefix, self.on_bytes = fd, prefix, on_bytes
@@ -110,6 +110,16 @@ class Sink:
         self.sent = 0
         self._queue: "queue.Queue[bytes | None]" = queue.Queue(QUEUE_CHUNKS)
         self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def put(self, chunk: "bytes | None") -> None:
+        """Queue a chunk (None: the end); blocks while this target is QUEUE_CHUNKS behind."""
+        self._queue.put(chunk)
+
+    def join(self) -> None:
+        self._thread.join()
 
     def _write(self, data: bytes) -> None:
         view = memoryview(data)
@@ -120,11 +130,10 @@ class Sink:
         try:
             self._write(self.prefix)
             while (chunk := self._queue.get()) is not None:
-                if self.error is None:
-                    self._write(chunk)
-                    self.sent += len(chunk)
-                    if self.on_bytes:
-                        self.on_bytes(self.sent)
+                self._write(chunk)
+                self.sent += len(chunk)
+                if self.on_bytes:
+                    self.on_bytes(self.sent)
         except OSError as err:  # the receiver went away; its exit code and stderr say why
             self.error = err.strerror or str(err)
             while self._queue.get() is not None:
@@ -142,7 +151,7 @@ class Fanout:
     def run(self, chunks: Iterator[bytes]) -> int:
         """Feed every chunk to every sink; the number of payload bytes produced."""
         for sink in self.sinks:
-            sink._thread.start()
+            sink.start()
         produced = 0
         try:
             for chunk in chunks:
@@ -150,10 +159,10 @@ class Fanout:
                     break
                 produced += len(chunk)
                 for sink in self.sinks:
-                    sink._queue.put(chunk)
+                    sink.put(chunk)
         finally:
             for sink in self.sinks:
-                sink._queue.put(None)
+                sink.put(None)
             for sink in self.sinks:
-                sink._thread.join()
+                sink.join()
         return produced
