@@ -1,24 +1,16 @@
 """The receiving end of a sync: one exec per target says what it holds, takes a payload, checks it.
 
-Runs on the target as ``python3 -c DIGEST_SOURCE+AGENT_SOURCE DEST`` (see
-``nodeweave.sync.session``): stdlib only and Python 3.6-compatible, so any
-image with a python3 can receive. One session is one exec, three steps:
-
-1. request (a JSON line on stdin): the source's paths and directories;
-   the agent makes DEST (unless a dry run) and answers (a JSON line) with
-   its tools, the content digest of every path it holds (its stat-keyed
-   cache makes an unchanged tree cost one ``lstat`` per file), the source
-   directories it lacks, what else DEST holds (``--delete`` only) and the
-   stamp.
-2. plan (a JSON line): what to delete, the digests expected of the files
-   that will arrive, the stamp text; then, when the source has files to
-   send, a tar stream - the same bytes for every target of a group.
-3. the agent writes each file beside its place and renames it in (as rsync
-   does), hashing the bytes as it writes them, deletes, then checks every
-   path of the file set against what the source expects - files it wrote by
-   the hash it made while writing them, others by the digest it reported in
-   step 1, both only while their ``lstat`` is unchanged - and writes the
-   stamp only when everything matches. It answers with what it did.
+Runs on the target as ``python3 -I -S -c DIGEST_SOURCE+AGENT_SOURCE DEST``
+(``nodeweave.sync.session``): stdlib only and Python 3.6-compatible, so any
+image with a python3 receives. One session: a request line (the source's
+paths) -> a manifest line (tools, the digest of every path held, from the
+stat-keyed cache; missing directories; extras for --delete; the stamp) -> a
+plan line and, when there is something to send, the payload (plain tar) ->
+each file written beside its place and renamed in, hashed as it is written;
+deletions; every path checked against the source (files written by the hash
+made while writing, the rest by their manifest digest, each while its
+``lstat`` holds); the stamp written only when all match -> a result line.
+docs/sync.md walks through it.
 """
 
 import hashlib
