@@ -2,7 +2,10 @@
 
 The podman log below was captured from a real `podman build` (4.3) of a
 four-step Dockerfile, built twice; the buildx log is docker's plain progress
-format. Engine runs of the real image are in test_image_build.py.
+format; fixtures/buildkit-classic-*.log were captured from Debian's docker
+20.10 (`DOCKER_BUILDKIT=1 docker build --progress plain`, no buildx) building
+a four-step Dockerfile, then again after its COPY source changed. Engine runs
+of the real image are in test_image_build.py and test_docker_path.py.
 """
 
 from __future__ import annotations
@@ -77,6 +80,50 @@ def test_buildx_plain_log_names_cached_and_rebuilt_steps():
     assert len(progress.steps) == 6
     assert len(progress.cached) == 4
     assert progress.rebuilt == ["RUN --mount=type=bind,target=/tmp/nodeweave-context pip install --no-deps /tmp/nodeweave-src"]
+
+
+def test_classic_buildkit_log_counts_steps_and_the_cache():
+    cold = _feed((FIXTURES / "buildkit-classic-cold.log").read_text())
+    assert len(cold.steps) == 4
+    assert cold.rebuilt == ["RUN --mount=type=cache,target=/root/.cache echo one > /one", "COPY a.txt /a.txt",
+                            "RUN cat /a.txt"]
+    edited = _feed((FIXTURES / "buildkit-classic-edit.log").read_text())
+    assert len(edited.steps) == 4 and len(edited.cached) == 1
+    assert edited.rebuilt == ["COPY a.txt /a.txt", "RUN cat /a.txt"]
+
+
+def test_classic_buildkit_command_line_is_docker_build_with_buildkit_on(tmp_path):
+    from nodeweave.build import CLASSIC_BUILDKIT
+
+    plan = prepare_build(parse_spec(SPEC, "test.yaml"), "cpu", REPO, tmp_path / "scratch", network="host",
+                         dry_run=True).plan
+    command = plan.command("docker", CLASSIC_BUILDKIT)
+    assert command.startswith("DOCKER_BUILDKIT=1 docker build --progress plain --file ")
+    assert "buildx" not in command and "--network host" in command
+    assert plan.command("docker").startswith("docker buildx build --file ")
+
+
+def test_offline_docker_build_drops_only_the_frontend_pin(tmp_path):
+    """BuildKit would fetch docker/dockerfile:1 from Docker Hub; podman ignores the line, so only docker loses it."""
+    from nodeweave.build.context import without_frontend_pin
+    from nodeweave.images import render_files
+
+    spec = parse_spec(SPEC, "test.yaml")
+    rendered = render_files(spec)["images/cpu/Dockerfile"]
+    assert rendered.startswith("# syntax=docker/dockerfile:1\n")
+    wheels = tmp_path / "wheels"
+    wheels.mkdir()
+    (wheels / "torch-2.13.0-cp311-cp311-linux_x86_64.whl").write_bytes(b"")
+    for kind, offline, pinned in [("docker", True, False), ("docker", False, True), ("podman", True, True)]:
+        context = tmp_path / f"{kind}-{offline}"
+        context.mkdir()
+        prepared = prepare_build(spec, "cpu", context, context / "scratch", offline=offline, wheelhouse=wheels,
+                                 engine_kind=kind)
+        text = prepared.plan.dockerfile.read_text()
+        assert text == (rendered if pinned else rendered.split("\n", 1)[1]), (kind, offline)
+        assert ("without its `# syntax=docker/dockerfile:1` line" in prepared.notes[0]) is not pinned
+    assert without_frontend_pin("# escape=`\n# Syntax = a/b:1\nFROM x\n") == ("# escape=`\nFROM x\n", "a/b:1")
+    assert without_frontend_pin("FROM x\n# syntax=a/b:1\n") == ("FROM x\n# syntax=a/b:1\n", None)
 
 
 def _view(variant="cpu", tag=None):

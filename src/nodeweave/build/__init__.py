@@ -1,4 +1,4 @@
-"""Build the training images with a real engine (docker + buildx, or podman).
+"""Build the training images with a real engine (docker with BuildKit, or podman).
 
 ``prepare_build`` turns a spec and a variant into a :class:`BuildPlan` (and
 readies the context: the rendered Dockerfile, the wheelhouse); ``run_build``
@@ -14,13 +14,13 @@ from pathlib import Path
 from typing import List, Mapping, Optional
 
 from nodeweave.build.builder import BuildProgress, BuildResult, git_revision, push_tags, run_build
-from nodeweave.build.context import choose_dockerfile, link_wheelhouse, rendered_dockerfile
-from nodeweave.build.engine import Engine, detect_engine
+from nodeweave.build.context import choose_dockerfile, link_wheelhouse, rendered_dockerfile, without_frontend_pin
+from nodeweave.build.engine import BUILDX, CLASSIC_BUILDKIT, Engine, detect_engine
 from nodeweave.build.plan import BuildPlan, Revision, plan_build
 from nodeweave.resolve import resolve
 
 __all__ = [
-    "BuildPlan", "BuildProgress", "BuildResult", "Engine", "PreparedBuild", "Revision",
+    "BUILDX", "CLASSIC_BUILDKIT", "BuildPlan", "BuildProgress", "BuildResult", "Engine", "PreparedBuild", "Revision",
     "detect_engine", "git_revision", "prepare_build", "push_tags", "run_build",
 ]
 
@@ -40,28 +40,39 @@ def _git_remote(root: Path) -> Optional[str]:
     return out.stdout.strip() or None if out.returncode == 0 else None
 
 
+def _dockerfile_note(relative: str, committed: bool, in_context: bool, frontend: Optional[str]) -> str:
+    if frontend:
+        source = relative if committed else "rendered for this spec"
+        return (f"Dockerfile: {source}, without its `# syntax={frontend}` line (--offline: BuildKit would fetch "
+                "that frontend from a registry; the engine's built-in Dockerfile frontend reads it)")
+    if committed:
+        return f"Dockerfile: {relative} (matches the rendering)"
+    if in_context:
+        return f"Dockerfile: rendered for this spec ({relative} in the context differs: `nodeweave render` refreshes it)"
+    return "Dockerfile: rendered for this spec"
+
+
 def prepare_build(spec, variant: str, context: Path, scratch: Path, base: Optional[str] = None,
                   push: bool = False, wheelhouse: Optional[Path] = None, offline: bool = False,
                   network: Optional[str] = None, tag: Optional[str] = None,
-                  build_args: Optional[Mapping[str, str]] = None, dry_run: bool = False) -> PreparedBuild:
+                  build_args: Optional[Mapping[str, str]] = None, dry_run: bool = False,
+                  engine_kind: Optional[str] = None) -> PreparedBuild:
     """Plan the build of ``variant`` for ``spec`` in ``context``; ``scratch`` holds a rendered Dockerfile.
 
     Unless ``dry_run``, the context is readied: the Dockerfile written, the wheelhouse linked.
+    ``engine_kind`` "docker" with ``offline`` drops the Dockerfile's frontend pin (``# syntax=``).
     """
     from nodeweave import __version__
 
     context = context.resolve()
     notes: List[str] = []
     view = resolve(spec, variant)
-    dockerfile, committed = choose_dockerfile(context, rendered_dockerfile(view), variant, scratch,
-                                              write=not dry_run)
+    text = rendered_dockerfile(view)
+    build_text, frontend = without_frontend_pin(text) if offline and engine_kind == "docker" else (text, None)
+    dockerfile, committed = choose_dockerfile(context, text, variant, scratch, write=not dry_run,
+                                              build_text=build_text)
     relative = f"images/{variant}/Dockerfile"
-    if committed:
-        notes.append(f"Dockerfile: {relative} (matches the rendering)")
-    elif (context / relative).is_file():
-        notes.append(f"Dockerfile: rendered for this spec ({relative} in the context differs: `nodeweave render` refreshes it)")
-    else:
-        notes.append("Dockerfile: rendered for this spec")
+    notes.append(_dockerfile_note(relative, committed, (context / relative).is_file(), frontend))
     house, count = link_wheelhouse(context, wheelhouse, write=not dry_run)
     notes.append(f"wheelhouse: {house} ({count} files)")
     if offline and count == 0:

@@ -3,6 +3,8 @@
 The engine's own log is passed line by line to a callback (the CLI shows it
 with rich) and parsed on the way for the step count and which steps came from
 the layer cache, so a rebuild can prove that only code layers ran again.
+BuildKit prints the same plain progress through buildx and through the
+classic ``docker build`` of a client without buildx, so one parser reads both.
 Pushing goes through the same client as the build.
 """
 
@@ -13,16 +15,17 @@ import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, List, Optional
+from typing import Callable, Iterator, List, Optional
 
-from nodeweave.build.engine import Engine
+from nodeweave.build.engine import CLASSIC_BUILDKIT, Engine
 from nodeweave.build.plan import BuildPlan, Revision
 from nodeweave.errors import NodeweaveError
 
 # podman/buildah: "STEP 3/9: RUN ...", a cached step then prints "--> Using cache <id>".
 _PODMAN_STEP = re.compile(r"^STEP (\d+)/(\d+): (.*)")
 _PODMAN_CACHED = re.compile(r"^--> Using cache ")
-# docker buildx --progress plain: "#7 [stage 3/9] RUN ...", then "#7 CACHED".
+# BuildKit's plain progress (buildx, or DOCKER_BUILDKIT=1 docker build --progress plain):
+# "#7 [stage-0 3/9] RUN ...", then "#7 CACHED".
 _BUILDX_STEP = re.compile(r"^#(\d+) \[(?:[^\]]*?\s)?(\d+)/(\d+)\] (.*)")
 _BUILDX_CACHED = re.compile(r"^#(\d+) CACHED")
 
@@ -95,6 +98,31 @@ def git_revision(root: Path) -> Optional[Revision]:
     return Revision(sha=sha.stdout.strip(), dirty=bool(status.stdout.strip()))
 
 
+def _classic_buildkit_lines(engine: Engine, plan: BuildPlan, no_cache: bool) -> Iterator[str]:
+    """The log of ``DOCKER_BUILDKIT=1 docker build --progress plain``, for a client without buildx.
+
+    python-on-whales' ``legacy_build`` neither streams its log nor takes ``--progress``, and it reads
+    the image id from the legacy builder's "Successfully built" line, which BuildKit never prints; so
+    the command is assembled here on the client's own base command and streamed with its helper.
+    """
+    from python_on_whales.utils import stream_stdout_and_stderr
+
+    command = engine.client.client_config.docker_cmd + plan.build_argv(CLASSIC_BUILDKIT, no_cache=no_cache)
+    for _source, raw in stream_stdout_and_stderr(command, env={"DOCKER_BUILDKIT": "1"}):
+        yield raw.decode(errors="replace")
+
+
+def _build_lines(engine: Engine, plan: BuildPlan, no_cache: bool) -> Iterator[str]:
+    if engine.builder == CLASSIC_BUILDKIT:
+        return _classic_buildkit_lines(engine, plan, no_cache)
+    options = dict(context_path=plan.context, file=plan.dockerfile, tags=list(plan.tags),
+                   build_args=dict(plan.build_args), labels=dict(plan.labels), cache=not no_cache,
+                   network=plan.network, stream_logs=True)
+    if engine.kind == "docker":
+        options.update(progress="plain", load=True)
+    return engine.client.buildx.build(**options)
+
+
 def run_build(engine: Engine, plan: BuildPlan, on_line: Callable[[str], None] = lambda line: None,
               no_cache: bool = False) -> BuildResult:
     """Build (and, if planned, push) the image; raise NodeweaveError with the engine's last words on failure."""
@@ -102,14 +130,9 @@ def run_build(engine: Engine, plan: BuildPlan, on_line: Callable[[str], None] = 
 
     progress = BuildProgress()
     started = time.monotonic()
-    options = dict(context_path=plan.context, file=plan.dockerfile, tags=list(plan.tags),
-                   build_args=dict(plan.build_args), labels=dict(plan.labels), cache=not no_cache,
-                   network=plan.network, stream_logs=True)
-    if engine.kind == "docker":
-        options.update(progress="plain", load=True)
     tail: List[str] = []
     try:
-        for line in engine.client.buildx.build(**options):
+        for line in _build_lines(engine, plan, no_cache):
             progress.feed(line)
             tail = (tail + [line.rstrip()])[-15:]
             on_line(line.rstrip("\n"))

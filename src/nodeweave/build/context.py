@@ -7,11 +7,15 @@ context already holds an identical ``images/<variant>/Dockerfile`` that file is
 used, so the command line is the plain one a user could type. The image build
 contract (docs/design.md) needs ``wheelhouse/`` in the context; a wheelhouse
 elsewhere is linked in wheel by wheel, never replacing a file already there.
+An offline docker build leaves out the ``# syntax=`` line: BuildKit would
+fetch the frontend it names from a registry, and its built-in frontend
+(docker 20.10's included) reads every instruction the renderer writes.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from pathlib import Path
 from typing import Optional, Tuple
@@ -21,6 +25,8 @@ from nodeweave.images.dockerfile import render_dockerfile
 from nodeweave.resolve import Resolved
 
 WHEELHOUSE = "wheelhouse"
+# A BuildKit parser directive: only in the comment lines at the very top of a Dockerfile.
+_DIRECTIVE = re.compile(r"^#\s*([A-Za-z]+)\s*=\s*(\S+)\s*$")
 
 
 def rendered_dockerfile(r: Resolved) -> str:
@@ -28,21 +34,36 @@ def rendered_dockerfile(r: Resolved) -> str:
     return render_dockerfile(r)
 
 
+def without_frontend_pin(text: str) -> Tuple[str, Optional[str]]:
+    """The Dockerfile without its ``# syntax=`` directive, and the frontend image that line named."""
+    lines = text.splitlines(keepends=True)
+    for index, line in enumerate(lines):
+        match = _DIRECTIVE.match(line.strip())
+        if not match:
+            break
+        if match.group(1).lower() == "syntax":
+            return "".join(lines[:index] + lines[index + 1:]), match.group(2)
+    return text, None
+
+
 def choose_dockerfile(context: Path, text: str, variant: str, scratch: Path,
-                      write: bool = True) -> Tuple[Path, bool]:
+                      write: bool = True, build_text: Optional[str] = None) -> Tuple[Path, bool]:
     """The committed Dockerfile when it matches the rendering, else the rendering in ``scratch``.
 
-    Returns the path and whether the committed file was used; ``write=False``
-    (dry runs) only names the scratch path.
+    ``build_text``, when it differs from ``text``, is what the build reads
+    (always from ``scratch``). Returns the path and whether the committed file
+    matches the rendering; ``write=False`` (dry runs) only names the scratch path.
     """
     committed = context / "images" / variant / "Dockerfile"
-    if committed.is_file() and committed.read_text() == text:
+    matches = committed.is_file() and committed.read_text() == text
+    build_text = text if build_text is None else build_text
+    if matches and build_text == text:
         return committed, True
     target = scratch / "Dockerfile"
     if write:
         scratch.mkdir(parents=True, exist_ok=True)
-        target.write_text(text)
-    return target, False
+        target.write_text(build_text)
+    return target, matches
 
 
 def _is_distribution(path: Path) -> bool:

@@ -1,15 +1,20 @@
 """Find the container engine that will build and run images.
 
-nodeweave drives docker (with the buildx/BuildKit plugin) and podman through
-one client, python-on-whales, so every command has the same shape on both.
-Detection asks each engine to answer, not just to exist on PATH: a docker
-client without a daemon, or without buildx, is reported and skipped.
+nodeweave drives docker and podman through one client, python-on-whales, so
+every command has the same shape on both. Detection asks each engine to
+answer, not just to exist on PATH. Docker builds with BuildKit either way:
+through the buildx plugin when the client has it, else through the classic
+``docker build`` with ``DOCKER_BUILDKIT=1``, which clients before 23.0 (such
+as Debian 12's docker.io 20.10) carry built in. A client from 23.0 on without
+buildx can only run the legacy builder, which lacks ``RUN --mount``: it is
+reported and skipped, as is a client whose daemon does not answer.
 ``NODEWEAVE_ENGINE=docker|podman`` picks one explicitly.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from dataclasses import dataclass
 from typing import List, Optional
@@ -18,6 +23,12 @@ from nodeweave.errors import EnvironmentProblem, UsageError
 
 ENGINES = ("docker", "podman")
 ENGINE_VARIABLE = "NODEWEAVE_ENGINE"
+# How an engine builds: `<engine> buildx build` (the buildx plugin; podman's built-in alias), or the
+# classic `docker build` of a client with BuildKit built in, driven with DOCKER_BUILDKIT=1.
+BUILDX = "buildx"
+CLASSIC_BUILDKIT = "classic-buildkit"
+# The first docker client release whose `docker build` needs the buildx plugin for BuildKit.
+BUILDX_REQUIRED_FROM = 23
 
 
 @dataclass(frozen=True)
@@ -27,9 +38,11 @@ class Engine:
     kind: str  # "docker" or "podman"
     version: str
     client: object  # python_on_whales.DockerClient
+    builder: str = BUILDX  # BUILDX or CLASSIC_BUILDKIT
 
     def __str__(self) -> str:
-        return f"{self.kind} {self.version}"
+        via = " (BuildKit through `docker build`, no buildx plugin)" if self.builder == CLASSIC_BUILDKIT else ""
+        return f"{self.kind} {self.version}{via}"
 
 
 def _first_line(text: "str | None") -> str:
@@ -48,11 +61,29 @@ def _probe_docker() -> "tuple[Optional[Engine], str]":
         info = client.system.info()
     except DockerException as err:
         return None, f"docker: the daemon does not answer ({_first_line(err.stderr)})"
+    server = str(info.server_version or "unknown")
     try:
         client.buildx.version()
+        return Engine("docker", server, client, BUILDX), ""
     except DockerException:
-        return None, "docker: the buildx plugin is missing (install docker-buildx; BuildKit builds need it)"
-    return Engine("docker", str(info.server_version or "unknown"), client), ""
+        pass
+    client_version = _docker_client_version(client)
+    major = re.match(r"(\d+)\.", client_version)
+    if major and int(major.group(1)) < BUILDX_REQUIRED_FROM:
+        return Engine("docker", server, client, CLASSIC_BUILDKIT), ""
+    return None, (f"docker: client {client_version} ({shutil.which('docker')}) has no buildx plugin, and docker "
+                  f"clients from {BUILDX_REQUIRED_FROM}.0 on build with BuildKit only through it (install the "
+                  "docker-buildx plugin, or put a client with BuildKit built in, such as Debian 12's docker.io "
+                  "20.10, first on PATH)")
+
+
+def _docker_client_version(client) -> str:
+    from python_on_whales.exceptions import DockerException
+
+    try:
+        return str(getattr(client.version().client, "version", None) or "unknown")
+    except DockerException:
+        return "unknown"
 
 
 def _probe_podman() -> "tuple[Optional[Engine], str]":
@@ -89,5 +120,5 @@ def detect_engine(preferred: "str | None" = None) -> Engine:
         reasons.append(reason)
     raise EnvironmentProblem(
         "no container engine is running: " + "; ".join(reasons)
-        + ". Start dockerd (with buildx) or install podman (bash .ci/setup-engine.sh does it on Debian)."
+        + ". Start dockerd or install podman (bash .ci/setup-engine.sh and .ci/setup-docker.sh do it on Debian)."
     )

@@ -10,8 +10,9 @@ from __future__ import annotations
 import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Mapping, Optional, Tuple
+from typing import List, Mapping, Optional, Tuple
 
+from nodeweave.build.engine import BUILDX, CLASSIC_BUILDKIT
 from nodeweave.resolve import Resolved
 
 # The build argument the rendered Dockerfiles take their FROM image from.
@@ -46,19 +47,28 @@ class BuildPlan:
         """The immutable reference; what a deployment should name."""
         return self.tags[0]
 
-    def command(self, engine_kind: str = "podman") -> str:
-        """The equivalent engine command line, for --dry-run and logs."""
-        argv = [engine_kind, "buildx", "build", "--file", str(self.dockerfile)]
+    def build_argv(self, builder: str = BUILDX, no_cache: bool = False) -> List[str]:
+        """The build's arguments after the engine's name: ``buildx build ...``, or, for a docker
+        client with BuildKit built in, ``build --progress plain ...`` (run with DOCKER_BUILDKIT=1)."""
+        argv = ["build", "--progress", "plain"] if builder == CLASSIC_BUILDKIT else ["buildx", "build"]
+        argv += ["--file", str(self.dockerfile)]
         if self.network:
             argv += ["--network", self.network]
         for key, value in sorted(self.build_args.items()):
             argv += ["--build-arg", f"{key}={value}"]
         for key, value in sorted(self.labels.items()):
             argv += ["--label", f"{key}={value}"]
+        if no_cache:
+            argv.append("--no-cache")
         for tag in self.tags:
             argv += ["--tag", tag]
         argv.append(str(self.context))
-        lines = [shlex.join(argv)]
+        return argv
+
+    def command(self, engine_kind: str = "podman", builder: str = BUILDX) -> str:
+        """The equivalent engine command line, for --dry-run and logs."""
+        prefix = ["DOCKER_BUILDKIT=1"] if builder == CLASSIC_BUILDKIT else []
+        lines = [shlex.join(prefix + [engine_kind] + self.build_argv(builder))]
         if self.push:
             lines += [shlex.join([engine_kind, "push", tag]) for tag in self.tags]
         return "\n".join(lines)

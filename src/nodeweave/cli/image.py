@@ -1,4 +1,4 @@
-"""``nodeweave image build``: build a variant's image with docker (buildx) or podman.
+"""``nodeweave image build``: build a variant's image with docker (BuildKit) or podman.
 
 The engine's log streams as it runs (``--quiet`` keeps only the steps); the
 summary says which steps the layer cache answered, so a code-only rebuild
@@ -32,16 +32,16 @@ def _parse_build_args(values: List[str]) -> dict:
     return parsed
 
 
-def _engine_kind_or_guess(console) -> str:
-    """The engine a real build would use, for the dry run's command line; podman when none answers."""
+def _engine_for_dry_run(console, engine_name: Optional[str]):
+    """The engine a real build would use, for the dry run's command line; None when none answers."""
     from nodeweave.build import detect_engine
     from nodeweave.errors import EnvironmentProblem
 
     try:
-        return detect_engine().kind
+        return detect_engine(engine_name)
     except EnvironmentProblem as problem:
         console.print(f"[yellow]note[/yellow]: {problem}", highlight=False)
-        return "podman"
+        return None
 
 
 @image_app.command("build")
@@ -55,18 +55,20 @@ def build(
     push: bool = typer.Option(False, "--push", help="push every tag after the build"),
     wheelhouse: Optional[Path] = typer.Option(None, "--wheelhouse", help="a directory of wheels to offer pip "
                                               "(linked into <context>/wheelhouse)"),
-    offline: bool = typer.Option(False, "--offline", help="pip uses the wheelhouse only (PIP_NO_INDEX=1)"),
+    offline: bool = typer.Option(False, "--offline", help="no registry or index: pip uses the wheelhouse only "
+                                 "(PIP_NO_INDEX=1); docker builds with BuildKit's built-in Dockerfile frontend"),
     network: Optional[str] = typer.Option(None, "--network", help="build-time network, e.g. host (apt reaches a mirror)"),
     tag: Optional[str] = typer.Option(None, "--tag", help="a fixed tag instead of <variant>-<git sha> (overrides image.tag)"),
     build_arg: List[str] = typer.Option([], "--build-arg", help="KEY=VALUE, repeatable; over image.build_args"),
     engine_name: Optional[str] = typer.Option(None, "--engine", help="docker or podman (default: $NODEWEAVE_ENGINE, "
-                                              "else the first that answers, docker before podman)"),
+                                              "else the first that answers, docker before podman; docker builds "
+                                              "through buildx, or `docker build` with BuildKit where buildx is missing)"),
     no_cache: bool = typer.Option(False, "--no-cache", help="ignore the layer cache"),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="show the build's steps, not the engine's whole log"),
     dry_run: bool = typer.Option(False, "--dry-run", help="print the plan and the equivalent command; build nothing"),
 ) -> None:
     """Build one variant's image from the Dockerfile rendered for the spec, tag it <variant>-<sha> and <variant>."""
-    from nodeweave.build import BuildProgress, detect_engine, prepare_build, run_build
+    from nodeweave.build import BUILDX, BuildProgress, detect_engine, prepare_build, run_build
     from nodeweave.spec import load_spec
 
     spec = load_spec(spec_path)
@@ -74,17 +76,21 @@ def build(
     if not context_dir.is_dir():
         raise UsageError(f"--context {context_dir}: not a directory")
     console = Console(stderr=True, soft_wrap=True)
+    options = dict(base=base, push=push, wheelhouse=wheelhouse, offline=offline, network=network, tag=tag,
+                   build_args=_parse_build_args(build_arg))
     with tempfile.TemporaryDirectory(prefix="nodeweave-build-") as scratch:
-        prepared = prepare_build(spec, variant, context_dir, Path(scratch), base=base, push=push,
-                                 wheelhouse=wheelhouse, offline=offline, network=network, tag=tag,
-                                 build_args=_parse_build_args(build_arg), dry_run=dry_run)
+        # Bad input is named before the machine is asked for an engine (whose kind the Dockerfile depends on).
+        prepare_build(spec, variant, context_dir, Path(scratch), dry_run=True, **options)
+        engine = _engine_for_dry_run(console, engine_name) if dry_run else detect_engine(engine_name)
+        kind = engine.kind if engine else (engine_name or "podman")
+        prepared = prepare_build(spec, variant, context_dir, Path(scratch), dry_run=dry_run, engine_kind=kind,
+                                 **options)
         plan = prepared.plan
         for note in prepared.notes:
             console.print(f"[dim]{note}[/dim]", highlight=False)
         if dry_run:
-            typer.echo(plan.command(engine_name or _engine_kind_or_guess(console)))
+            typer.echo(plan.command(kind, engine.builder if engine else BUILDX))
             return
-        engine = detect_engine(engine_name)
         console.print(f"[bold]building[/bold] {plan.image} with {engine}", highlight=False)
         echo = BuildProgress()
 
