@@ -34,9 +34,11 @@ def _run(argv, timeout):
 
 @pytest.fixture(scope="session")
 def engine():
+    """podman, which tests/conftest.py gates these tests on; the docker path has its own
+    tests (test_docker_path.py), so a dockerd that answers here changes nothing else."""
     from nodeweave.build import detect_engine
 
-    return detect_engine()
+    return detect_engine("podman")
 
 
 @pytest.fixture(scope="session")

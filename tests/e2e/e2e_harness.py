@@ -104,12 +104,16 @@ class Cluster:
         return out.splitlines()[1:]
 
     def remove(self) -> None:
+        # podman's `-t 0` skips the stop timeout; docker's `rm -f` kills at once and has no -t, and
+        # docker 20.10's `network rm` no -f (a network already gone is an error ignored here)
+        podman = self.engine.kind == "podman"
+        rm, net_rm = (["rm", "-f", "-t", "0"], ["network", "rm", "-f"]) if podman else (["rm", "-f"], ["network", "rm"])
         for name in self.names:
-            subprocess.run([self.engine.kind, "rm", "-f", "-t", "0", name], capture_output=True, timeout=120)
+            subprocess.run([self.engine.kind, *rm, name], capture_output=True, timeout=120)
         for pod in self.pods:
             subprocess.run(["podman", "pod", "rm", "-f", "-t", "0", pod], capture_output=True, timeout=120)
         for network in self.networks:
-            subprocess.run([self.engine.kind, "network", "rm", "-f", network], capture_output=True, timeout=120)
+            subprocess.run([self.engine.kind, *net_rm, network], capture_output=True, timeout=120)
 
 
 def compose_command(engine, compose_file: Path) -> List[str]:

@@ -1,0 +1,220 @@
+"""The docker path, for real: Debian's dockerd 20.10 (docker.io, no buildx plugin) beside podman.
+
+``nodeweave image build --engine docker`` builds the rendered cpu Dockerfile
+through BuildKit with the classic ``docker build`` (the client has no buildx),
+offline on the local base, and a code-only rebuild reports that only the code
+layers ran; the rendered ``compose/local.yaml`` runs a 2-node gloo job under
+Docker Compose v2; ``nodeweave sync`` pushes a workspace over ``docker exec``
+and its digest check catches a file changed behind its back. Skipped, with
+the reason, where dockerd cannot start (docker_harness.py finds it).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+
+from docker_harness import builds_with_buildkit, candidate_clients, find_docker, table_rows
+from e2e_harness import BASE_IMAGE, REGISTRY, REPO, compose_cluster, prepare_workdir, snapshot_context
+from test_compose_cluster import SPEC as COMPOSE_SPEC, check_allreduce
+
+pytestmark = [pytest.mark.engine, pytest.mark.docker]
+
+NODEWEAVE = [sys.executable, "-c", "import sys; from nodeweave.cli import main; sys.exit(main(sys.argv[1:]))"]
+IMAGE_SPEC = """name: e2e-docker
+image: {variant: cpu, registry: localhost/nodeweave-e2e}
+nodes: 2
+gpus_per_node: 2
+launcher: {script: allreduce.py}
+"""
+IMAGE = f"{REGISTRY}/e2e-docker:cpu"  # the context is a snapshot, not a git checkout: only the moving tag
+
+
+@pytest.fixture(scope="module")
+def docker(tmp_path_factory):
+    setup, problem = find_docker(tmp_path_factory.mktemp("docker"))
+    if setup is None:
+        pytest.skip(problem)
+    return setup
+
+
+@pytest.fixture
+def docker_env(docker, monkeypatch):
+    """This test's subprocesses and nodeweave itself talk to the docker of ``docker``."""
+    for key, value in docker.env.items():
+        monkeypatch.setenv(key, value)
+    return docker
+
+
+def _docker(setup, *args, check=True, timeout=300):
+    out = subprocess.run(["docker", *args], capture_output=True, text=True, timeout=timeout,
+                         env={**os.environ, **setup.env})
+    if check and out.returncode != 0:
+        pytest.fail(f"docker {' '.join(args)} failed ({out.returncode}): {out.stderr[-2000:]}")
+    return out
+
+
+def _nodeweave(setup, *args, timeout=1800):
+    return subprocess.run([*NODEWEAVE, *args], capture_output=True, text=True, timeout=timeout, cwd=REPO,
+                          env={**os.environ, **setup.env, "COLUMNS": "200"})
+
+
+@pytest.fixture(scope="module")
+def docker_base(docker):
+    if _docker(docker, "image", "inspect", BASE_IMAGE, check=False).returncode != 0:
+        made = subprocess.run(["bash", str(REPO / ".ci" / "make-base-image.sh"), BASE_IMAGE, "docker"],
+                              capture_output=True, text=True, timeout=900,
+                              env={**os.environ, **docker.env, "NODEWEAVE_DOCKER_HOST": docker.host})
+        if made.returncode != 0:
+            pytest.fail(f"cannot make {BASE_IMAGE} in docker: {made.stderr[-2000:]}")
+    return BASE_IMAGE
+
+
+def _build(setup, spec, context, base):
+    return _nodeweave(setup, "image", "build", "cpu", "--spec", str(spec), "--context", str(context),
+                      "--base", base, "--offline", "--network", "host", "--engine", "docker", "--quiet")
+
+
+def _image_id(out) -> str:
+    return table_rows(out.stdout)["id"][0].removeprefix("sha256:")
+
+
+@pytest.fixture(scope="module")
+def docker_image(docker, docker_base, wheelhouse, tmp_path_factory):
+    """The cpu image, built cold by `nodeweave image build --engine docker` from a still copy of the checkout."""
+    work = tmp_path_factory.mktemp("docker-build")
+    spec = prepare_workdir(work / "spec", IMAGE_SPEC)
+    context = snapshot_context(REPO, work / "context")
+    out = _build(docker, spec, context, docker_base)
+    if out.returncode != 0:
+        pytest.fail(f"docker build failed ({out.returncode}):\n{out.stdout[-3000:]}\n{out.stderr[-5000:]}")
+    built = {"spec": spec, "context": context, "out": out, "ids": [_image_id(out)]}
+    yield built
+    # the tag, then each build's image: a rebuild leaves the one before it untagged
+    _docker(docker, "image", "rm", "-f", IMAGE, check=False)
+    _docker(docker, "image", "rm", *built["ids"], check=False)
+
+
+def test_build_runs_buildkit_through_the_client_that_has_no_buildx(docker, docker_env, docker_image):
+    """The engine nodeweave finds is this dockerd; without buildx it builds through `docker build` +
+    BuildKit, offline: the rendered Dockerfile's frontend pin is left out, the rest builds as rendered."""
+    from nodeweave.build import CLASSIC_BUILDKIT, detect_engine
+
+    engine = detect_engine("docker")
+    has_buildx = _docker(docker, "buildx", "version", check=False).returncode == 0
+    assert (engine.builder == CLASSIC_BUILDKIT) == (not has_buildx), (engine, docker.client_version)
+    out = docker_image["out"]
+    if not has_buildx:
+        assert "BuildKit through `docker build`" in out.stderr, out.stderr[-3000:]
+    assert "without its `# syntax=docker/dockerfile:1` line" in out.stderr
+    steps = re.findall(r"^step (\d+)/(\d+): (\S+)", out.stderr, re.M)
+    assert [s[2] for s in steps][:2] == ["FROM", "RUN"] and steps[-1][0] == steps[-1][1], steps
+    assert table_rows(out.stdout)["image"] == [IMAGE]
+
+    image = engine.client.image.inspect(IMAGE)
+    assert list(image.config.entrypoint) == ["tini", "-g", "--", "nodeweave-entrypoint"]
+    assert image.config.labels["io.nodeweave.variant"] == "cpu"
+    assert image.config.labels["org.opencontainers.image.base.name"] == BASE_IMAGE
+    shown = _docker(docker, "run", "--rm", "--entrypoint", "bash", IMAGE, "-c",
+                    "id -u; python -c 'import torch, deepspeed, accelerate, nodeweave; print(torch.__version__)'")
+    lines = shown.stdout.splitlines()  # DeepSpeed logs to stdout in between
+    assert lines[0] == "1000" and lines[-1].startswith("2.13.0"), shown.stdout
+
+
+def test_code_only_rebuild_reports_only_the_code_layers(docker, docker_env, docker_image, docker_base):
+    """An edit under src/ (new content every run, so no earlier run's cache answers it): the summary's
+    cache report lists COPY src and nodeweave's own install as the steps that ran, nothing heavier."""
+    marker = uuid.uuid4().hex
+    (docker_image["context"] / "src" / "nodeweave" / "_docker_marker.py").write_text(f"MARKER = {marker!r}\n")
+    out = _build(docker, docker_image["spec"], docker_image["context"], docker_base)
+    assert out.returncode == 0, out.stderr[-5000:]
+    rows = table_rows(out.stdout)
+    docker_image["ids"].append(_image_id(out))
+    total, cached = map(int, re.fullmatch(r"(\d+) \((\d+) from cache\)", rows["steps"][0]).groups())
+    ran = [step for step in rows.get("ran", []) if not step.startswith("WORKDIR")]
+    assert len(ran) == 2 and ran[0].startswith("COPY src ") and ran[1].startswith("RUN pip install --no-cache-dir --no-deps"), rows
+    assert cached >= total - 4, rows  # FROM, COPY src, nodeweave's RUN and the WORKDIR after them may run
+    cold, warm = (float(table_rows(o.stdout)["time"][0].split()[0]) for o in (docker_image["out"], out))
+    print(f"docker cold build {cold:.1f} s, code-only rebuild {warm:.1f} s")
+    shown = _docker(docker, "run", "--rm", "--entrypoint", "python", IMAGE, "-c",
+                    "from nodeweave import _docker_marker; print(_docker_marker.MARKER)")
+    assert shown.stdout.strip() == marker, "the rebuilt image must carry the edited code"
+
+
+def test_compose_local_runs_a_two_node_gloo_job(docker, docker_env, docker_image, tmp_path):
+    """The rendered compose/local.yaml under Docker Compose v2 (`docker compose`): 2 nodes × 2 ranks."""
+    if docker.compose_problem:
+        pytest.skip(docker.compose_problem)
+    from nodeweave.build import detect_engine
+
+    spec_path = prepare_workdir(tmp_path, COMPOSE_SPEC.format(name="e2e-dk", launcher="torchrun"))
+    cluster = compose_cluster(detect_engine("docker"), spec_path, IMAGE)
+    cluster.remove()  # leftovers of an interrupted run
+    try:
+        cluster.up()
+        codes = cluster.wait_exit(timeout=300)
+        check_allreduce(cluster, nodes=2, nproc=2, codes=codes)
+        for index, node in enumerate(cluster.names):
+            log = cluster.logs(node)
+            assert f"node {index} of 2" in log and "run torchrun" in log, log
+    finally:
+        cluster.remove()
+    assert not _docker(docker, "ps", "-aq", "--filter", "name=e2e-dk-").stdout.strip()
+
+
+def test_a_client_from_23_on_without_buildx_is_refused_with_the_reason(docker, tmp_path):
+    """Such a client can only run the legacy builder, which lacks RUN --mount: exit 3, naming client and cure."""
+    newer = [client for client in candidate_clients() if not builds_with_buildkit(client)[0]]
+    if not newer:
+        pytest.skip("every docker client here can build with BuildKit (buildx, or one older than 23.0)")
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    (bindir / "docker").symlink_to(newer[0])
+    spec = prepare_workdir(tmp_path / "spec", IMAGE_SPEC)
+    out = subprocess.run([*NODEWEAVE, "image", "build", "cpu", "--spec", str(spec), "--engine", "docker"],
+                         capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "DOCKER_HOST": docker.host, "PATH": f"{bindir}{os.pathsep}{os.environ['PATH']}"})
+    version = builds_with_buildkit(newer[0])[1]
+    assert out.returncode == 3, out.stdout + out.stderr
+    assert f"client {version}" in out.stderr and "has no buildx plugin" in out.stderr and "Traceback" not in out.stderr
+
+
+def _tree_digest(files: dict) -> dict:
+    return {name: hashlib.sha256(data).hexdigest() for name, data in files.items()}
+
+
+@pytest.mark.usefixtures("own_digest_cache")
+def test_sync_over_docker_exec_and_its_digest_check(docker, docker_env, docker_base, tmp_path):
+    """`nodeweave sync --to docker:NAME` into a running container; the files are read back with the
+    container's own sha256sum, and `--check` fails once a file is changed inside the container."""
+    files = {"train.py": b"print('hi')\n", "conf/a b.yaml": b"lr: 3e-4\n", "data/blob.bin": bytes(range(256)) * 64}
+    src = tmp_path / "ws"
+    for name, data in files.items():
+        (src / name).parent.mkdir(parents=True, exist_ok=True)
+        (src / name).write_bytes(data)
+    name = f"nwdsync-{uuid.uuid4().hex[:6]}"
+    dest = "/workspace/proj"
+    _docker(docker, "run", "-d", "--name", name, docker_base, "sleep", "infinity")
+    try:
+        synced = _nodeweave(docker, "sync", str(src), dest, "--to", f"docker:{name}", timeout=300)
+        assert synced.returncode == 0, synced.stdout[-3000:] + synced.stderr[-3000:]
+        listed = _docker(docker, "exec", "-w", dest, name, "sh", "-c", "find . -type f -print0 | xargs -0 sha256sum")
+        inside = {line.split(None, 1)[1].removeprefix("./"): line.split()[0] for line in listed.stdout.splitlines()}
+        assert {k: v for k, v in inside.items() if not k.startswith(".")} == _tree_digest(files), inside
+        assert _nodeweave(docker, "sync", str(src), dest, "--to", f"docker:{name}", "--check").returncode == 0
+
+        _docker(docker, "exec", name, "sh", "-c", f"echo changed >> '{dest}/conf/a b.yaml'")
+        checked = _nodeweave(docker, "sync", str(src), dest, "--to", f"docker:{name}", "--check")
+        assert checked.returncode == 1 and f"docker:{name}" in checked.stderr, checked.stdout + checked.stderr
+        resynced = _nodeweave(docker, "sync", str(src), dest, "--to", f"docker:{name}", timeout=300)
+        assert resynced.returncode == 0, resynced.stderr[-3000:]
+        assert _nodeweave(docker, "sync", str(src), dest, "--to", f"docker:{name}", "--check").returncode == 0
+    finally:
+        _docker(docker, "rm", "-f", name, check=False)
