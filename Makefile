@@ -33,7 +33,7 @@ render: install ## Regenerate the committed images/, compose/ and manifests/ fro
 	$(BIN)/nodeweave render all --spec $(SPEC) --prune
 
 .PHONY: image
-image: install ## Build the $(VARIANT) image for $(SPEC) with docker (buildx) or podman, tags <variant>-<sha> and <variant> (IMAGE_ARGS="--base IMG --push ...")
+image: install ## Build the $(VARIANT) image for $(SPEC) with docker (BuildKit) or podman, tags <variant>-<sha> and <variant> (IMAGE_ARGS="--base IMG --push ...")
 	$(BIN)/nodeweave image build $(VARIANT) --spec $(SPEC) $(IMAGE_ARGS)
 
 .PHONY: sync
