@@ -17,11 +17,11 @@ import pytest
 
 from e2e_harness import BASE_IMAGE, REGISTRY, REPO, prepare_workdir
 # The spec the session's image is built from; clusters reuse the image (compose sets each command).
-IMAGE_SPEC = """name: e2e
-image: {variant: cpu, registry: localhost/nodeweave-e2e}
+IMAGE_SPEC = f"""name: e2e
+image: {{variant: cpu, registry: {REGISTRY}}}
 nodes: 2
 gpus_per_node: 2
-launcher: {script: allreduce.py}
+launcher: {{script: allreduce.py}}
 """
 
 

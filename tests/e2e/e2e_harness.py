@@ -9,6 +9,7 @@ Containers talk only on networks these helpers create, and are removed after.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -25,7 +26,10 @@ import yaml
 REPO = Path(__file__).resolve().parents[2]
 WORKSPACE = Path(__file__).parent / "workspace"
 BASE_IMAGE = "localhost/nodeweave-base:bookworm"
-REGISTRY = "localhost/nodeweave-e2e"
+# The session image's repository: one per checkout, so two checkouts testing on one machine
+# (worktrees, a CI runner beside a developer) never run each other's image.
+REGISTRY = os.environ.get("NODEWEAVE_E2E_REGISTRY") or (
+    "localhost/nodeweave-e2e-" + hashlib.sha256(str(REPO).encode()).hexdigest()[:8])
 RECORD = "NODEWEAVE-E2E "
 
 

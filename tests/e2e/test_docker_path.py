@@ -28,11 +28,11 @@ from test_compose_cluster import SPEC as COMPOSE_SPEC, check_allreduce
 pytestmark = [pytest.mark.engine, pytest.mark.docker]
 
 NODEWEAVE = [sys.executable, "-c", "import sys; from nodeweave.cli import main; sys.exit(main(sys.argv[1:]))"]
-IMAGE_SPEC = """name: e2e-docker
-image: {variant: cpu, registry: localhost/nodeweave-e2e}
+IMAGE_SPEC = f"""name: e2e-docker
+image: {{variant: cpu, registry: {REGISTRY}}}
 nodes: 2
 gpus_per_node: 2
-launcher: {script: allreduce.py}
+launcher: {{script: allreduce.py}}
 """
 IMAGE = f"{REGISTRY}/e2e-docker:cpu"  # the context is a snapshot, not a git checkout: only the moving tag
 

@@ -40,11 +40,11 @@ def test_image_runs_tini_then_the_entrypoint_as_uid_1000(engine, cpu_image):
     assert lines[-1].startswith("2.13.0")
 
 
-REBUILD_SPEC = """name: e2e-rebuild
-image: {variant: cpu, registry: localhost/nodeweave-e2e}
+REBUILD_SPEC = f"""name: e2e-rebuild
+image: {{variant: cpu, registry: {REGISTRY}}}
 nodes: 2
 gpus_per_node: 2
-launcher: {script: allreduce.py}
+launcher: {{script: allreduce.py}}
 """
 
 
