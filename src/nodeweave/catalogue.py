@@ -94,6 +94,7 @@ class Variant:
     # Groups that own the GPU device nodes in the base image (/dev/kfd, /dev/dri/renderD*);
     # the user joins those that exist, so `--group-add` is not the only way in.
     device_groups: Tuple[str, ...] = ()
+    distro: str = "ubuntu24.04"  # the base image's distribution, as vendor package repositories name it
 
     @property
     def torch_requirement(self) -> str:
@@ -184,10 +185,76 @@ _ROWS = (
         accelerator_arch_arg=None,
         ds_accelerator="cpu",
         gpu_resource=None,
+        distro="debian12",
     ),
 )
 
 VARIANTS: Mapping[str, Variant] = MappingProxyType({row.key: row for row in _ROWS})
+
+
+@dataclass(frozen=True)
+class Extra:
+    """A vendor fabric stack an image may add (``image.extras``): its own layers, after the OS layer.
+
+    ``steps`` are Dockerfile instructions, (instruction, text) in order; a RUN
+    step gets the apt cache mounts. ``env`` is set after them.
+    """
+
+    key: str
+    summary: str
+    vendors: Tuple[str, ...]  # GPU vendors it is for
+    distros: Tuple[str, ...]  # base distributions its packages exist for
+    steps: Tuple[Tuple[str, str], ...]
+    env: Tuple[Tuple[str, str], ...] = ()
+
+    @property
+    def applies(self) -> str:
+        return f"{'/'.join(self.vendors)} variants on {'/'.join(self.distros)}"
+
+    def applies_to(self, variant: "Variant") -> bool:
+        return variant.vendor in self.vendors and variant.distro in self.distros
+
+
+DOCA_VERSION = "2.10.0"
+DOCA_KEY = "https://linux.mellanox.com/public/repo/doca/GPG-KEY-Mellanox.pub"
+EFA_INSTALLER_VERSION = "1.47.0"
+
+_EXTRA_ROWS = (
+    Extra(
+        key="mofed",
+        summary=f"NVIDIA DOCA-OFED {DOCA_VERSION} user space (MOFED's verbs, rdmacm, umad) instead of the distribution's",
+        vendors=("nvidia", "amd"),
+        distros=("ubuntu24.04",),
+        steps=(
+            ("RUN", "apt-get update && apt-get install -y --no-install-recommends curl gnupg"
+                    f" && curl -fsSL -o /tmp/GPG-KEY-Mellanox.pub {DOCA_KEY}"
+                    " && gpg --dearmor -o /usr/share/keyrings/GPG-KEY-Mellanox.gpg /tmp/GPG-KEY-Mellanox.pub"
+                    " && rm /tmp/GPG-KEY-Mellanox.pub"
+                    " && echo \"deb [signed-by=/usr/share/keyrings/GPG-KEY-Mellanox.gpg]"
+                    f" https://linux.mellanox.com/public/repo/doca/{DOCA_VERSION}/ubuntu24.04/x86_64/ ./\""
+                    " > /etc/apt/sources.list.d/doca.list"
+                    " && apt-get update && apt-get install -y --no-install-recommends"
+                    " ibverbs-providers ibverbs-utils libibmad5 libibumad3 libibverbs1 librdmacm1"),
+        ),
+    ),
+    Extra(
+        key="efa",
+        summary=f"AWS EFA installer {EFA_INSTALLER_VERSION}: libfabric and the aws-ofi-nccl plugin (no kernel module)",
+        vendors=("nvidia",),
+        distros=("ubuntu24.04",),
+        steps=(
+            ("RUN", "apt-get update && apt-get install -y --no-install-recommends curl"
+                    " && curl -fsSL -o /tmp/aws-efa-installer.tar.gz"
+                    f" https://efa-installer.amazonaws.com/aws-efa-installer-{EFA_INSTALLER_VERSION}.tar.gz"
+                    " && tar -xf /tmp/aws-efa-installer.tar.gz -C /tmp && rm /tmp/aws-efa-installer.tar.gz"),
+            ("WORKDIR", "/tmp/aws-efa-installer"),
+            ("RUN", "./efa_installer.sh -y --skip-kmod --skip-limit-conf --no-verify && rm -rf /tmp/aws-efa-installer"),
+            ("WORKDIR", "/"),
+        ),
+        env=(("LD_LIBRARY_PATH", "/opt/amazon/ofi-nccl/lib/x86_64-linux-gnu:/opt/amazon/efa/lib:${LD_LIBRARY_PATH}"),),
+    ),
+)
+EXTRAS: Mapping[str, Extra] = MappingProxyType({row.key: row for row in _EXTRA_ROWS})
 
 
 def get_variant(key: str) -> Variant:

@@ -23,6 +23,11 @@ CLAIMS = ("shared", "per-pod")
 ANTI_AFFINITIES = ("required", "preferred", "none")
 TOLERATION_OPERATORS = ("Equal", "Exists")
 TOLERATION_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
+AFFINITY_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")
+SPREAD_POLICIES = ("DoNotSchedule", "ScheduleAnyway")
+SECCOMP_PROFILES = ("runtime-default", "unconfined")
+BUILD_SOURCES = ("binary", "git")
+SLURM_RUNTIMES = ("pyxis", "apptainer")
 
 
 @dataclass(frozen=True)
@@ -41,12 +46,26 @@ class NodeRange:
 
 
 @dataclass(frozen=True)
+class Project:
+    """Project code built into the image (e.g. TorchTitan): copied from ``source``, then ``run`` in ``path``."""
+
+    source: Optional[str] = None  # a directory of the build context (the spec's directory), or None
+    path: str = "/opt/project"
+    run: Tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class Image:
     variant: str
     registry: str = "localhost/nodeweave"
     tag: Optional[str] = None
     base: Optional[str] = None
     build_args: Mapping[str, str] = _empty()
+    apt: Tuple[str, ...] = ()  # extra OS packages, in their own layer
+    pip: Tuple[str, ...] = ()  # pinned requirements (name==version or name @ url), in their own layer
+    requirements: Optional[str] = None  # a pinned requirements file in the build context
+    project: Optional[Project] = None
+    extras: Tuple[str, ...] = ()  # keys of nodeweave.catalogue.EXTRAS (mofed, efa)
 
 
 @dataclass(frozen=True)
@@ -104,6 +123,39 @@ class Toleration:
 
 
 @dataclass(frozen=True)
+class AffinityTerm:
+    """One required node-affinity match expression (all terms must match)."""
+
+    key: str
+    operator: str = "In"
+    values: Tuple[str, ...] = ()
+
+    def to_kubernetes(self) -> dict:
+        body: dict = {"key": self.key, "operator": self.operator}
+        if self.values:
+            body["values"] = list(self.values)
+        return body
+
+
+@dataclass(frozen=True)
+class TopologySpread:
+    """A topology spread constraint over this job's pods (e.g. across zones or racks)."""
+
+    topology_key: str
+    max_skew: int = 1
+    when_unsatisfiable: str = "DoNotSchedule"
+
+
+@dataclass(frozen=True)
+class OpenShiftBuild:
+    """An on-cluster image build: an ImageStream and a Docker-strategy BuildConfig."""
+
+    source: str = "binary"  # binary (oc start-build --from-dir) | git
+    git: Optional[str] = None  # repository URL, for source git
+    ref: Optional[str] = None  # branch, tag or commit, for source git
+
+
+@dataclass(frozen=True)
 class Kubernetes:
     service: str  # resolved: the job name when the file leaves it out
     namespace: str = "default"
@@ -116,6 +168,71 @@ class Kubernetes:
     grace_period: int = 120
     openshift: bool = False
     cluster_domain: Optional[str] = None  # None: the pod reads it from /etc/resolv.conf
+    labels: Mapping[str, str] = _empty()  # on the workload (StatefulSet, Job, ...)
+    annotations: Mapping[str, str] = _empty()
+    pod_labels: Mapping[str, str] = _empty()  # on the pod template
+    pod_annotations: Mapping[str, str] = _empty()
+    node_names: Tuple[str, ...] = ()  # pin pods to these nodes (kubernetes.io/hostname In ...)
+    node_affinity: Tuple[AffinityTerm, ...] = ()
+    topology_spread: Tuple[TopologySpread, ...] = ()
+    scheduler_name: Optional[str] = None
+    queue: Optional[str] = None  # Kueue LocalQueue, or a Volcano queue with scheduler_name volcano
+    build: Optional[OpenShiftBuild] = None
+
+
+@dataclass(frozen=True)
+class Resources:
+    """Per-node (pod, container, Slurm task) resources beyond the GPUs and RDMA devices."""
+
+    requests: Mapping[str, str] = _empty()  # cpu, memory: Kubernetes quantities
+    limits: Mapping[str, str] = _empty()
+    devices: Mapping[str, int] = _empty()  # other extended resources, e.g. a per-NIC SR-IOV resource
+    hugepages: Mapping[str, str] = _empty()  # page size (2Mi, 1Gi) -> amount
+
+    def __bool__(self) -> bool:
+        return bool(self.requests or self.limits or self.devices or self.hugepages)
+
+
+@dataclass(frozen=True)
+class Volume:
+    """An extra mount. ``host_path`` serves compose and Slurm; Kubernetes uses its own source, else hostPath."""
+
+    name: str
+    path: str
+    read_only: bool = False
+    host_path: Optional[str] = None
+    claim: Optional[str] = None  # an existing PersistentVolumeClaim
+    config_map: Optional[str] = None  # files of a ConfigMap (mounted, never environment)
+    secret: Optional[str] = None  # files of a Secret (mounted read-only, never environment)
+    cache: Optional[str] = None  # a node-local scratch cache of this size (emptyDir; a named volume in compose)
+
+    @property
+    def kubernetes_source(self) -> str:
+        """Which Kubernetes volume kind carries it: claim, config_map, secret, cache or host_path."""
+        for kind in ("claim", "config_map", "secret", "cache"):
+            if getattr(self, kind) is not None:
+                return kind
+        return "host_path"
+
+
+@dataclass(frozen=True)
+class Security:
+    cap_add: Tuple[str, ...] = ()  # capabilities beyond IPC_LOCK (which RDMA adds itself)
+    seccomp: str = "runtime-default"  # or unconfined (AMD's advice for ROCm profiling)
+
+
+@dataclass(frozen=True)
+class Slurm:
+    """``nodeweave render slurm``: the sbatch script's allocation and container runtime."""
+
+    partition: Optional[str] = None
+    account: Optional[str] = None
+    qos: Optional[str] = None
+    time: Optional[str] = None  # Slurm time: MM, HH:MM:SS, D-HH[:MM[:SS]]
+    constraint: Optional[str] = None
+    exclusive: bool = True
+    runtime: str = "pyxis"  # pyxis (srun --container-image) | apptainer (exec --nv/--rocm)
+    sif: Optional[str] = None  # apptainer: a local .sif instead of docker://<image>
 
 
 @dataclass(frozen=True)
@@ -130,3 +247,8 @@ class Spec:
     network: Network
     env: Mapping[str, str]
     kubernetes: Kubernetes
+    resources: Resources = Resources()
+    volumes: Tuple[Volume, ...] = ()
+    security: Security = Security()
+    hosts: Tuple[str, ...] = ()  # bare hosts, node 0 first: compose's hostfile gives each its rank
+    slurm: Optional[Slurm] = None  # None: no slurm section (``render slurm`` uses the defaults)

@@ -139,3 +139,89 @@ def single_line(value: str) -> bool:
 
 def absolute_path(value: str) -> bool:
     return single_line(value) and value.startswith("/") and ":" not in value
+
+# Kubernetes CPU quantities: whole or decimal cores, or millicores (500m).
+CPU = Rule(
+    _full(r"([0-9]+(\.[0-9]{1,3})?|[0-9]+m)"),
+    "a CPU quantity: cores such as 8 or 1.5, or millicores such as 500m",
+)
+
+# Hugepage sizes the kernel offers on x86-64 and arm64 (hugepages-<size> resources).
+HUGEPAGE_SIZE = Rule(
+    _full(r"(64Ki|2Mi|32Mi|512Mi|1Gi|16Gi)"),
+    "a huge page size: 2Mi or 1Gi (x86-64), 64Ki, 2Mi, 32Mi, 512Mi, 1Gi or 16Gi (arm64)",
+)
+
+# Linux capabilities (capabilities(7)), without the CAP_ prefix.
+CAPABILITIES = (
+    "AUDIT_CONTROL", "AUDIT_READ", "AUDIT_WRITE", "BLOCK_SUSPEND", "BPF", "CHECKPOINT_RESTORE", "CHOWN",
+    "DAC_OVERRIDE", "DAC_READ_SEARCH", "FOWNER", "FSETID", "IPC_LOCK", "IPC_OWNER", "KILL", "LEASE",
+    "LINUX_IMMUTABLE", "MAC_ADMIN", "MAC_OVERRIDE", "MKNOD", "NET_ADMIN", "NET_BIND_SERVICE", "NET_BROADCAST",
+    "NET_RAW", "PERFMON", "SETFCAP", "SETGID", "SETPCAP", "SETUID", "SYSLOG", "SYS_ADMIN", "SYS_BOOT",
+    "SYS_CHROOT", "SYS_MODULE", "SYS_NICE", "SYS_PACCT", "SYS_PTRACE", "SYS_RAWIO", "SYS_RESOURCE", "SYS_TIME",
+    "SYS_TTY_CONFIG", "WAKE_ALARM",
+)  # fmt: skip
+CAPABILITY = Rule(
+    lambda v: v in CAPABILITIES,
+    "a Linux capability without CAP_, upper case, such as SYS_PTRACE, SYS_NICE or NET_ADMIN (capabilities(7))",
+)
+
+# Debian policy package names, optionally pinned with =version.
+APT_PACKAGE = Rule(
+    _full(r"[a-z0-9][a-z0-9+.-]+(=[A-Za-z0-9.+~:-]+)?"),
+    "a Debian/Ubuntu package name (lower case, digits, '+', '-', '.'), optionally =version, such as htop or git",
+)
+
+# PEP 508 name with extras, pinned exactly (== or ===) or a direct reference (name @ url).
+PINNED_REQUIREMENT = Rule(
+    _full(r"[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?(\[[A-Za-z0-9._, -]+\])?"
+          r"( *===? *[A-Za-z0-9.*+!_-]+| +@ +[^\s;]+)( *;[^\n]*)?"),
+    "a pinned pip requirement: name==version (e.g. transformers==4.57.1) or name @ URL",
+)
+
+# A host of a bare-metal job: a host name (RFC 1123, dots allowed) or an IPv4/IPv6 address.
+HOST = Rule(
+    _full(r"[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*"
+          r"|[0-9a-fA-F:]*:[0-9a-fA-F:.]+"),
+    "a host name (letters, digits, '-', dots) or an IP address, as each host knows itself, such as gpu01, "
+    "gpu01.lab.example or 10.0.0.11",
+)
+
+# Slurm's own time formats (sbatch --time).
+SLURM_TIME = Rule(
+    _full(r"[0-9]+(:[0-9]{1,2}){0,2}|[0-9]+-[0-9]{1,2}(:[0-9]{1,2}){0,2}|UNLIMITED|INFINITE"),
+    "a Slurm time limit: MINUTES, MM:SS, HH:MM:SS, DAYS-HH, DAYS-HH:MM or DAYS-HH:MM:SS (e.g. 24:00:00 or 2-00:00:00)",
+)
+
+SLURM_NAME = Rule(
+    _full(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}"),
+    "a Slurm partition, account or QOS name: letters, digits, '_', '.', '-'",
+)
+
+SLURM_CONSTRAINT = Rule(
+    _full(r"[A-Za-z0-9_.&|,*\[\]()-]{1,256}"),
+    "a Slurm --constraint expression of features, such as h100 or a100&ib (letters, digits, & | , [ ] ( ) *)",
+)
+
+# A path inside the build context: relative, no '..', single line, no ':'.
+CONTEXT_PATH = Rule(
+    lambda v: single_line(v) and ":" not in v and not v.startswith(("/", "~"))
+    and ".." not in v.replace("\\", "/").split("/") and v.strip() == v and v not in (".", "./"),
+    "a file or directory inside the build context (the spec's directory), relative, without '..' "
+    "(e.g. requirements.txt or third_party/torchtitan)",
+)
+
+GIT_URL = Rule(
+    _full(r"(https?|ssh|git)://[^\s'\"\\]+|[A-Za-z0-9_.-]+@[A-Za-z0-9_.-]+:[^\s'\"\\]+"),
+    "a git repository URL: https://..., ssh://..., git://... or user@host:path",
+)
+
+GIT_REF = Rule(
+    _full(r"[A-Za-z0-9_][A-Za-z0-9_./-]{0,199}"),
+    "a git branch, tag or commit such as main, v0.2.0 or a commit sha",
+)
+
+SHELL_LINE = Rule(
+    lambda v: single_line(v) and v.strip() != "",
+    "a non-empty, single-line shell command",
+)

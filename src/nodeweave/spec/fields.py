@@ -1,0 +1,119 @@
+"""Readers for the value shapes every spec section uses: rule-checked strings, choices, paths, maps.
+
+Each takes the :class:`Reader` of the file (for line numbers) and a field's
+node or its parent :class:`Fields`, and raises the one-line UsageError the
+loader promises (file:line, field, the value, what is accepted). Sections
+(``nodeweave.spec.sections``) are built from these and nothing else.
+"""
+
+from __future__ import annotations
+
+from types import MappingProxyType
+from typing import Callable, Mapping, Optional, Sequence
+
+from yaml.nodes import Node
+
+from nodeweave.spec import rules
+from nodeweave.spec.nodes import Fields, Reader
+
+CONTAINER_PATH = "an absolute, single-line container path without ':' such as /workspace"
+HOST_PATH = "a host directory: absolute, ~/..., or relative to the spec file's directory; single line, no ':'"
+
+
+def rule_string(r: Reader, node: Node, path: str, rule: rules.Rule) -> str:
+    value = r.string(node, path, rule.accepted)
+    if not rule.check(value):
+        raise r.bad_value(node, path, rule.accepted)
+    return value
+
+
+def optional(r: Reader, fields: Fields, key: str, rule: rules.Rule) -> Optional[str]:
+    node = fields.get(key)
+    return None if node is None else rule_string(r, node, fields.path_of(key), rule)
+
+
+def choice(r: Reader, fields: Fields, key: str, choices: Sequence[str], default: str) -> str:
+    node = fields.get(key)
+    if node is None:
+        return default
+    accepted = "one of " + ", ".join(choices)
+    value = r.string(node, fields.path_of(key), accepted)
+    if value not in choices:
+        raise r.bad_value(node, fields.path_of(key), accepted)
+    return value
+
+
+def integer(r: Reader, fields: Fields, key: str, default: int, low: int, high: Optional[int] = None) -> int:
+    node = fields.get(key)
+    return default if node is None else r.integer(node, fields.path_of(key), low, high)
+
+
+def boolean(r: Reader, fields: Fields, key: str, default: bool) -> bool:
+    node = fields.get(key)
+    return default if node is None else r.boolean(node, fields.path_of(key))
+
+
+def rule_list(r: Reader, node: Optional[Node], path: str, rule: rules.Rule, unique: bool = False) -> tuple:
+    """A list of rule-checked strings; ``unique`` refuses a repeated item, naming its first line."""
+    values, seen = [], {}
+    for item_path, item in r.sequence(node, path, rule.accepted):
+        value = rule_string(r, item, item_path, rule)
+        if unique and value in seen:
+            raise r.fail(item, item_path, f"{value!r} is listed twice (first on line {seen[value]})", "each item once")
+        seen.setdefault(value, item.start_mark.line + 1)
+        values.append(value)
+    return tuple(values)
+
+
+KeyCheck = Callable[[Reader, Node, str, str], None]
+
+
+def string_map(r: Reader, node: Optional[Node], path: str, key_rule: rules.Rule,
+               value_rule: Optional[rules.Rule] = None, refuse_key: Optional[KeyCheck] = None) -> Mapping[str, str]:
+    """A free-form mapping of rule-checked keys to strings, sorted and read-only.
+
+    ``refuse_key(reader, value_node, key_path, key)`` raises for keys nodeweave owns.
+    """
+    values = {}
+    value_accepted = value_rule.accepted if value_rule else "a string (any scalar but null; write '' for empty)"
+    for key, key_path, value_node in r.mapping(node, path, f"{key_rule.accepted} mapped to strings"):
+        if not key_rule.check(key):
+            raise r.fail(value_node, key_path, f"key {key!r} is invalid", key_rule.accepted)
+        if refuse_key is not None:
+            refuse_key(r, value_node, key_path, key)
+        values[key] = r.string(value_node, key_path, value_accepted)
+        if value_rule and not value_rule.check(values[key]):
+            raise r.bad_value(value_node, key_path, value_rule.accepted)
+    return MappingProxyType(dict(sorted(values.items())))
+
+
+def count_map(r: Reader, node: Optional[Node], path: str, key_rule: rules.Rule, high: int = 1024) -> Mapping[str, int]:
+    """Resource name -> count (1..``high``), sorted and read-only."""
+    values = {}
+    for key, key_path, value_node in r.mapping(node, path, f"{key_rule.accepted} mapped to counts"):
+        if not key_rule.check(key):
+            raise r.fail(value_node, key_path, f"resource name {key!r} is invalid", key_rule.accepted)
+        values[key] = r.integer(value_node, key_path, 1, high)
+    return MappingProxyType(dict(sorted(values.items())))
+
+
+def container_path(r: Reader, node: Node, path: str) -> str:
+    value = r.string(node, path, CONTAINER_PATH)
+    if not rules.absolute_path(value):
+        raise r.bad_value(node, path, CONTAINER_PATH)
+    return value.rstrip("/") or "/"
+
+
+def optional_container_path(r: Reader, fields: Fields, key: str, default: str) -> str:
+    node = fields.get(key)
+    return default if node is None else container_path(r, node, fields.path_of(key))
+
+
+def host_path(r: Reader, fields: Fields, key: str, default: Optional[str]) -> Optional[str]:
+    node = fields.get(key)
+    if node is None:
+        return default
+    value = r.string(node, fields.path_of(key), HOST_PATH)
+    if not rules.single_line(value) or ":" in value:
+        raise r.bad_value(node, fields.path_of(key), HOST_PATH)
+    return value

@@ -1,0 +1,128 @@
+"""``image``: the variant and what goes into the image beyond the catalogue (packages, project code, extras).
+
+A requirements file is read here, once, so a loose pin (``torch>=2``) is
+refused with its own file and line before any build starts: every layer
+nodeweave renders installs exact versions.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import List, Optional, Tuple
+
+from yaml.nodes import Node
+
+from nodeweave.catalogue import EXTRAS, get_variant, known_variants
+from nodeweave.errors import UsageError
+from nodeweave.spec import rules
+from nodeweave.spec.fields import container_path, optional, rule_list, string_map
+from nodeweave.spec.model import Image, Project
+from nodeweave.spec.nodes import Fields, Reader
+
+KEYS = ("variant", "registry", "tag", "base", "build_args", "apt", "pip", "requirements", "project", "extras")
+# Options a requirements file may carry; -r/-c/-e would reach files outside it or install unpinned code.
+REQUIREMENT_OPTIONS = ("--index-url", "-i", "--extra-index-url", "--find-links", "-f", "--hash", "--pre",
+                       "--only-binary", "--no-binary", "--prefer-binary", "--trusted-host")
+
+
+def image(r: Reader, top: Fields, base_dir: Optional[Path]) -> Image:
+    f = r.fields(top.require("image", "a mapping with at least 'variant'"), "image", KEYS)
+    variant = _variant(r, f)
+    requirements = optional(r, f, "requirements", rules.CONTEXT_PATH)
+    if requirements is not None and base_dir is not None:
+        check_requirements_file(r, f.get("requirements"), base_dir / requirements, requirements)
+    return Image(
+        variant=variant,
+        registry=optional(r, f, "registry", rules.REGISTRY) or Image.registry,
+        tag=optional(r, f, "tag", rules.IMAGE_TAG),
+        base=optional(r, f, "base", rules.IMAGE_REFERENCE),
+        build_args=string_map(r, f.get("build_args"), "image.build_args", rules.ENV_NAME),
+        apt=rule_list(r, f.get("apt"), "image.apt", rules.APT_PACKAGE, unique=True),
+        pip=rule_list(r, f.get("pip"), "image.pip", rules.PINNED_REQUIREMENT, unique=True),
+        requirements=requirements,
+        project=_project(r, f.get("project")),
+        extras=_extras(r, f.get("extras"), variant),
+    )
+
+
+def _variant(r: Reader, f: Fields) -> str:
+    known = known_variants()
+    accepted = "one of " + ", ".join(known) + " (see `nodeweave image variants`)"
+    node = f.require("variant", accepted)
+    value = r.string(node, "image.variant", accepted)
+    if value not in known:
+        raise r.bad_value(node, "image.variant", accepted)
+    return value
+
+
+def _project(r: Reader, node: Optional[Node]) -> Optional[Project]:
+    if r.is_null(node):
+        return None
+    f = r.fields(node, "image.project", ("source", "path", "run"))
+    source = optional(r, f, "source", rules.CONTEXT_PATH)
+    run = rule_list(r, f.get("run"), "image.project.run", rules.SHELL_LINE)
+    if source is None and not run:
+        raise r.fail(node, "image.project", "needs a source directory, build commands (run), or both",
+                     "source: <directory in the build context> and/or run: [<shell command>, ...]")
+    path = Project.path if f.get("path") is None else container_path(r, f.get("path"), "image.project.path")
+    return Project(source=source.rstrip("/") if source else None, path=path, run=run)
+
+
+def _extras(r: Reader, node: Optional[Node], variant: str) -> Tuple[str, ...]:
+    accepted = "one of " + ", ".join(EXTRAS) + " (catalogue extras; docs/images.md says what each installs)"
+    chosen: List[str] = []
+    row = get_variant(variant)
+    for path, item in r.sequence(node, "image.extras", accepted):
+        key = r.string(item, path, accepted)
+        if key not in EXTRAS:
+            raise r.bad_value(item, path, accepted)
+        extra = EXTRAS[key]
+        if not extra.applies_to(row):
+            raise r.fail(item, path, f"{key} does not apply to variant {variant} ({extra.applies})",
+                         "an extra whose vendor and distribution match image.variant")
+        if key in chosen:
+            raise r.fail(item, path, f"{key!r} is listed twice", "each extra once")
+        chosen.append(key)
+    return tuple(chosen)
+
+
+def check_requirements_file(r: Reader, node: Node, file: Path, shown: str) -> None:
+    """Every requirement in ``file`` is pinned; the first that is not is named with its own line."""
+    where = f"{r.source}:{node.start_mark.line + 1}: image.requirements"
+    try:
+        text = file.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise UsageError(f"{where}: {shown!r} does not exist; accepted: a pinned requirements file inside the "
+                         "build context, relative to the spec's directory") from None
+    except (OSError, UnicodeDecodeError) as err:
+        raise UsageError(f"{where}: cannot read {shown!r} ({err}); accepted: a UTF-8 requirements file") from None
+    for number, line in _logical_lines(text):
+        problem = _requirement_problem(line)
+        if problem:
+            raise UsageError(f"{where}: {shown}:{number}: {line!r} {problem}; accepted: name==version or name @ URL "
+                             f"per line, comments, and the options {', '.join(REQUIREMENT_OPTIONS)}")
+
+
+def _logical_lines(text: str):
+    """(first line number, text) of each requirement, continuation lines joined, comments dropped."""
+    number, pending, start = 0, "", 0
+    for number, raw in enumerate(text.splitlines(), 1):
+        line = raw.split(" #", 1)[0] if not raw.lstrip().startswith("#") else ""
+        if not pending:
+            start = number
+        if line.rstrip().endswith("\\"):
+            pending += line.rstrip()[:-1] + " "
+            continue
+        whole, pending = (pending + line).strip(), ""
+        if whole:
+            yield start, whole
+    if pending.strip():
+        yield start, pending.strip()
+
+
+def _requirement_problem(line: str) -> Optional[str]:
+    if line.startswith("-"):
+        option = line.split("=", 1)[0].split()[0]
+        return None if option in REQUIREMENT_OPTIONS else "is an option a pinned image cannot take"
+    requirement = line.split(" --", 1)[0].strip()
+    return None if rules.PINNED_REQUIREMENT.check(requirement) else "is not pinned to one version"

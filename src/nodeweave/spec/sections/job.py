@@ -1,0 +1,93 @@
+"""The job itself: node count, processes per node, launcher, workspace, cache, environment, hosts."""
+
+from __future__ import annotations
+
+from typing import Mapping, Optional
+
+from yaml.nodes import Node
+
+from nodeweave.spec import rules
+from nodeweave.spec.fields import host_path, integer, optional, optional_container_path, rule_list, string_map, choice
+from nodeweave.spec.model import LAUNCHERS, Cache, Launcher, NodeRange, Workspace
+from nodeweave.spec.nodes import Fields, Reader
+
+# Variables the renderers set from the spec; a user value would silently fight them.
+RESERVED_ENV = ("NODE_RANK", "NNODES", "MASTER_ADDR", "MASTER_PORT", "POD_NAME", "POD_NAMESPACE", "POD_IP")
+NODES_ACCEPTED = 'a node count >= 1, or "MIN:MAX" with 1 <= MIN <= MAX for an elastic job (e.g. 2 or "2:4")'
+GPUS_ACCEPTED = 'processes per node: an integer from 1 to 1024, or "auto" (one per detected GPU)'
+
+
+def nodes(r: Reader, node: Optional[Node]) -> NodeRange:
+    if node is None:
+        return NodeRange(1, 1)
+    if r.is_int(node):
+        count = r.integer(node, "nodes", 1)
+        return NodeRange(count, count)
+    text = r.string(node, "nodes", NODES_ACCEPTED).strip()
+    low, sep, high = text.partition(":")
+    if not (low.isdigit() and (not sep or high.isdigit())):
+        raise r.bad_value(node, "nodes", NODES_ACCEPTED)
+    low_n, high_n = int(low), int(high) if sep else int(low)
+    if low_n < 1:
+        raise r.fail(node, "nodes", f"MIN must be at least 1 (got '{text}')", NODES_ACCEPTED)
+    if high_n < low_n:
+        raise r.fail(node, "nodes", f"MAX ({high_n}) must be >= MIN ({low_n})", NODES_ACCEPTED)
+    return NodeRange(low_n, high_n)
+
+
+def gpus(r: Reader, node: Optional[Node]):
+    if node is None:
+        return "auto"
+    if r.is_int(node):
+        return r.integer(node, "gpus_per_node", 1, 1024)
+    if r.string(node, "gpus_per_node", GPUS_ACCEPTED) != "auto":
+        raise r.bad_value(node, "gpus_per_node", GPUS_ACCEPTED)
+    return "auto"
+
+
+def launcher(r: Reader, top: Fields) -> Launcher:
+    keys = ("type", "script", "args", "master_port", "max_restarts", "wait_timeout")
+    f = r.fields(top.require("launcher", "a mapping with at least 'script'"), "launcher", keys)
+    script_node = f.require("script", "the training script, relative to workspace.path (for type command: argv[0])")
+    script = r.string(script_node, "launcher.script", "a path such as train.py")
+    if not rules.single_line(script):
+        raise r.bad_value(script_node, "launcher.script", "a non-empty, single-line path such as train.py")
+    items = r.sequence(f.get("args"), "launcher.args", "strings")
+    args = tuple(r.string(item, path, "a string (any scalar but null)") for path, item in items)
+    return Launcher(
+        type=choice(r, f, "type", LAUNCHERS, "torchrun"),
+        script=script,
+        args=args,
+        master_port=integer(r, f, "master_port", 29500, 1, 65535),
+        max_restarts=integer(r, f, "max_restarts", 0, 0, 1000),
+        wait_timeout=integer(r, f, "wait_timeout", 600, 1, 86400),
+    )
+
+
+def workspace(r: Reader, top: Fields) -> Workspace:
+    f = r.fields(top.get("workspace"), "workspace", ("path", "host_path"))
+    return Workspace(path=optional_container_path(r, f, "path", "/workspace"), host_path=host_path(r, f, "host_path", "."))
+
+
+def cache(r: Reader, top: Fields) -> Cache:
+    f = r.fields(top.get("cache"), "cache", ("path", "host_path", "size"))
+    return Cache(
+        path=optional_container_path(r, f, "path", "/cache"),
+        host_path=host_path(r, f, "host_path", "~/.cache/nodeweave"),
+        size=optional(r, f, "size", rules.QUANTITY) or "200Gi",
+    )
+
+
+def _refuse_reserved(r: Reader, node: Node, path: str, key: str) -> None:
+    if key.startswith("NODEWEAVE_") or key in RESERVED_ENV:
+        raise r.fail(node, path, "is set by nodeweave from the spec (nodes, launcher.master_port, ...) or by the platform",
+                     "any other variable name; change the matching spec field instead")
+
+
+def env(r: Reader, node: Optional[Node]) -> Mapping[str, str]:
+    return string_map(r, node, "env", rules.ENV_NAME, refuse_key=_refuse_reserved)
+
+
+def hosts(r: Reader, node: Optional[Node]) -> tuple:
+    """Bare hosts, node 0 first; each must be listed once (a host's position is its rank)."""
+    return rule_list(r, node, "hosts", rules.HOST, unique=True)

@@ -1,0 +1,75 @@
+"""``resources``: CPU and memory requests/limits, extra device resources, huge pages.
+
+Quantities are checked as the API server would check them at apply time
+(a request above its limit, huge pages without a CPU or memory request), so
+the mistake shows up with its line number instead of on node 7.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from types import MappingProxyType
+from typing import Dict, Mapping, Optional
+
+from yaml.nodes import Node
+
+from nodeweave.spec import rules
+from nodeweave.spec.fields import count_map, rule_string
+from nodeweave.spec.model import Resources
+from nodeweave.spec.nodes import Fields, Reader
+
+RULES = {"cpu": rules.CPU, "memory": rules.QUANTITY}
+SUFFIXES = {"": 1, "m": Decimal("0.001"), "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15, "E": 10**18,
+            "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
+# The GPU and RDMA resources have fields of their own; listing them here would count them twice.
+OWN_FIELDS = ("nvidia.com/gpu", "amd.com/gpu")
+
+
+def quantity_value(text: str) -> Decimal:
+    """A Kubernetes quantity's value (``64Gi`` -> 68719476736, ``500m`` -> 0.5)."""
+    number = text.rstrip("kMGTPEimn")
+    return Decimal(number) * SUFFIXES[text[len(number):]]
+
+
+def resources(r: Reader, top: Fields, rdma_resources: Mapping[str, int]) -> Resources:
+    f = r.fields(top.get("resources"), "resources", ("requests", "limits", "devices", "hugepages"))
+    requests = _amounts(r, f.get("requests"), "resources.requests")
+    limits = _amounts(r, f.get("limits"), "resources.limits")
+    for key, request in requests.items():
+        if key in limits and quantity_value(request) > quantity_value(limits[key]):
+            raise r.fail(f.get("requests"), f"resources.requests.{key}",
+                         f"{request} is above the limit {limits[key]}", f"a request <= resources.limits.{key}")
+    devices = count_map(r, f.get("devices"), "resources.devices", rules.RESOURCE_NAME)
+    for key in devices:
+        if key in OWN_FIELDS or key in rdma_resources:
+            where = "gpus_per_node" if key in OWN_FIELDS else "network.rdma_resources"
+            raise r.fail(f.get("devices"), f"resources.devices.{key}", f"is set from {where}",
+                         f"another extended resource; change {where} instead")
+    hugepages = _hugepages(r, f.get("hugepages"))
+    if hugepages and not (requests or limits):
+        raise r.fail(f.get("hugepages"), "resources.hugepages", "needs a CPU or memory request or limit "
+                     "(Kubernetes refuses huge pages without one)", "resources.requests.memory (or cpu) beside it")
+    return Resources(requests=requests, limits=limits, devices=devices, hugepages=hugepages)
+
+
+def _amounts(r: Reader, node: Optional[Node], path: str) -> Mapping[str, str]:
+    values: Dict[str, str] = {}
+    for key, key_path, value_node in r.mapping(node, path, "cpu and/or memory quantities"):
+        if key not in RULES:
+            raise r.fail(value_node, key_path, "unknown key", "cpu or memory (GPUs: gpus_per_node; other devices: "
+                         "resources.devices; huge pages: resources.hugepages)")
+        values[key] = rule_string(r, value_node, key_path, RULES[key])
+    return MappingProxyType(dict(sorted(values.items())))
+
+
+def _hugepages(r: Reader, node: Optional[Node]) -> Mapping[str, str]:
+    values: Dict[str, str] = {}
+    for key, key_path, value_node in r.mapping(node, "resources.hugepages", "page size mapped to an amount"):
+        if not rules.HUGEPAGE_SIZE.check(key):
+            raise r.fail(value_node, key_path, f"page size {key!r} is invalid", rules.HUGEPAGE_SIZE.accepted)
+        amount = rule_string(r, value_node, key_path, rules.QUANTITY)
+        if quantity_value(amount) % quantity_value(key):
+            raise r.fail(value_node, key_path, f"{amount} is not a whole number of {key} pages",
+                         f"a multiple of {key}, such as {'32Gi' if key == '16Gi' else '4Gi'}")
+        values[key] = amount
+    return MappingProxyType(dict(sorted(values.items())))

@@ -1,0 +1,46 @@
+"""``security`` (capabilities, seccomp) and ``slurm`` (the sbatch allocation): small sections."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from yaml.nodes import Node
+
+from nodeweave.spec import rules
+from nodeweave.spec.fields import boolean, choice, optional, rule_list
+from nodeweave.spec.model import SECCOMP_PROFILES, SLURM_RUNTIMES, Security, Slurm
+from nodeweave.spec.nodes import Fields, Reader
+
+
+def security(r: Reader, top: Fields) -> Security:
+    f = r.fields(top.get("security"), "security", ("cap_add", "seccomp"))
+    return Security(
+        cap_add=rule_list(r, f.get("cap_add"), "security.cap_add", rules.CAPABILITY, unique=True),
+        seccomp=choice(r, f, "seccomp", SECCOMP_PROFILES, "runtime-default"),
+    )
+
+
+def slurm(r: Reader, node: Optional[Node]) -> Optional[Slurm]:
+    if node is None:
+        return None
+    keys = ("partition", "account", "qos", "time", "constraint", "exclusive", "runtime", "sif")
+    f = r.fields(node, "slurm", keys)
+    runtime = choice(r, f, "runtime", SLURM_RUNTIMES, "pyxis")
+    sif_node = f.get("sif")
+    sif = None
+    if sif_node is not None:
+        if runtime != "apptainer":
+            raise r.fail(sif_node, "slurm.sif", "applies to runtime apptainer only", "runtime: apptainer with sif")
+        sif = r.string(sif_node, "slurm.sif", "an absolute path to a .sif image on the cluster's shared storage")
+        if not rules.absolute_path(sif):
+            raise r.bad_value(sif_node, "slurm.sif", "an absolute path to a .sif image on the cluster's shared storage")
+    return Slurm(
+        partition=optional(r, f, "partition", rules.SLURM_NAME),
+        account=optional(r, f, "account", rules.SLURM_NAME),
+        qos=optional(r, f, "qos", rules.SLURM_NAME),
+        time=optional(r, f, "time", rules.SLURM_TIME),
+        constraint=optional(r, f, "constraint", rules.SLURM_CONSTRAINT),
+        exclusive=boolean(r, f, "exclusive", True),
+        runtime=runtime,
+        sif=sif,
+    )

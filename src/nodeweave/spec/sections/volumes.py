@@ -1,0 +1,75 @@
+"""``volumes``: extra mounts beside the workspace and cache (datasets, configs, secrets, scratch caches).
+
+Each entry says where it lands (``path``) and where it comes from: a host
+directory (compose, Slurm, and Kubernetes ``hostPath`` unless another source
+is given), an existing claim, a ConfigMap or Secret (always files, never
+environment), or a node-local ``cache`` of a given size. A volume that only
+Kubernetes can provide (a claim, ConfigMap or Secret without ``host_path``)
+is left out of compose and Slurm; docs/spec.md says so.
+"""
+
+from __future__ import annotations
+
+from typing import Dict, List, Optional, Tuple
+
+from yaml.nodes import Node
+
+from nodeweave.spec import rules
+from nodeweave.spec.fields import boolean, container_path, host_path, optional, rule_string
+from nodeweave.spec.model import Volume
+from nodeweave.spec.nodes import Reader
+
+KEYS = ("name", "path", "read_only", "host_path", "claim", "config_map", "secret", "cache")
+KUBERNETES_SOURCES = ("claim", "config_map", "secret", "cache")
+SOURCES = "host_path, claim, config_map, secret or cache"
+# Volume names and mount paths nodeweave already uses in every pod.
+RESERVED_NAMES = ("workspace", "cache", "dshm", "hugepages")
+
+
+def volumes(r: Reader, node: Optional[Node], taken_paths: Dict[str, str]) -> Tuple[Volume, ...]:
+    """The list; ``taken_paths`` maps mount paths already used (workspace, cache, /dev/shm) to their field."""
+    out: List[Volume] = []
+    names: Dict[str, str] = {}
+    paths = dict(taken_paths)
+    for path, item in r.sequence(node, "volumes", "mappings with name, path and a source"):
+        volume = _volume(r, path, item)
+        if volume.name in RESERVED_NAMES or volume.name in names:
+            other = names.get(volume.name, "nodeweave's own volumes")
+            raise r.fail(item, f"{path}.name", f"{volume.name!r} is already used by {other}",
+                         "a name not used by another volume nor " + ", ".join(RESERVED_NAMES))
+        if volume.path in paths:
+            raise r.fail(item, f"{path}.path", f"{volume.path} is already mounted by {paths[volume.path]}",
+                         "a container path no other volume uses")
+        names[volume.name] = path
+        paths[volume.path] = path
+        out.append(volume)
+    return tuple(out)
+
+
+def _volume(r: Reader, path: str, item: Node) -> Volume:
+    f = r.fields(item, path, KEYS)
+    name = rule_string(r, f.require("name", rules.DNS_LABEL.accepted), f.path_of("name"), rules.DNS_LABEL)
+    mount = container_path(r, f.require("path", "the container path it is mounted at"), f.path_of("path"))
+    sources = [key for key in KUBERNETES_SOURCES if f.get(key) is not None]
+    if len(sources) > 1:
+        raise r.fail(f.get(sources[1]), f.path_of(sources[1]), f"a volume has one Kubernetes source, and "
+                     f"{sources[0]} is already given", f"one of {', '.join(KUBERNETES_SOURCES)}, plus host_path if wanted")
+    host = host_path(r, f, "host_path", None)
+    if not sources and host is None:
+        raise r.fail(item, path, "has no source", f"one of {SOURCES}")
+    if host is not None and not sources and not host.startswith("/"):
+        raise r.fail(f.get("host_path"), f.path_of("host_path"), f"{host!r} is relative, and Kubernetes mounts it as a "
+                     "hostPath, which must be absolute", "an absolute host path, or a claim/config_map/secret/cache for "
+                     "Kubernetes beside it")
+    secret = optional(r, f, "secret", rules.DNS_SUBDOMAIN)
+    read_only = boolean(r, f, "read_only", secret is not None or f.get("config_map") is not None)
+    if secret is not None and not read_only:
+        raise r.fail(f.get("read_only"), f.path_of("read_only"), "a Secret is always mounted read-only",
+                     "true, or leave read_only out")
+    return Volume(
+        name=name, path=mount, read_only=read_only, host_path=host,
+        claim=optional(r, f, "claim", rules.DNS_SUBDOMAIN),
+        config_map=optional(r, f, "config_map", rules.DNS_SUBDOMAIN),
+        secret=secret,
+        cache=optional(r, f, "cache", rules.QUANTITY),
+    )
