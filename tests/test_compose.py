@@ -48,8 +48,10 @@ def test_there_are_cuda_rocm_and_cpu_cases():
 
 @pytest.mark.parametrize("case", CASES)
 def test_rendered_files_match_the_goldens(case):
-    rendered = render_files(spec_of(case))
-    assert set(rendered) == {"compose/.env.example", "compose/local.yaml", "compose/node.yaml"}
+    spec = spec_of(case)
+    rendered = render_files(spec)
+    hosts = {"compose/hosts"} if spec.hosts else set()
+    assert set(rendered) == {"compose/.env.example", "compose/local.yaml", "compose/node.yaml"} | hosts
     for rel, text in rendered.items():
         golden = GOLDEN / case / rel
         if os.environ.get("NODEWEAVE_UPDATE_GOLDEN") == "1":
@@ -180,7 +182,7 @@ def test_spec_values_reach_the_container_unchanged(case):
     for key, value in spec.env.items():
         assert resolved["environment"][key] == value
     assert resolved["command"] == [spec.launcher.script, *spec.launcher.args]
-    assert resolved["environment"].get("NODE_RANK") == (None if spec.nodes.elastic else "1")
+    assert resolved["environment"].get("NODE_RANK") == (None if spec.nodes.elastic or spec.hosts else "1")
     assert resolved["environment"]["MASTER_PORT"] == str(spec.launcher.master_port)
 
 
@@ -260,3 +262,52 @@ def test_an_ethernet_only_spec_asks_for_no_rdma_device(variant, tmp_path):
     assert "/dev/infiniband" not in service.get("devices", [])
     with_rdma = parse_spec(ETHERNET_ONLY.replace("cuda12", variant) + "network: {rdma: true}\n")
     assert "/dev/infiniband" in yaml.safe_load(render_files(with_rdma)["compose/node.yaml"])["services"]["node"]["devices"]
+
+
+# -- a hosts list instead of a hand-written NODE_RANK per host ---------------------------------------
+
+FIX = REPO / "tests" / "fixtures" / "sysroots"
+
+
+def test_hosts_list_gives_every_host_its_rank_from_one_file(tmp_path):
+    """The same node.yaml on each host; the entrypoint finds itself in the mounted compose/hosts."""
+    from nodeweave.entrypoint import make_plan
+    from test_entrypoint_contract import compose_env
+
+    files = render_files(spec_of("hosts"))
+    service = yaml.safe_load(files["compose/node.yaml"])["services"]["node"]
+    assert "NODE_RANK" not in service["environment"] and "MASTER_ADDR" not in service["environment"]
+    assert "./hosts:/etc/nodeweave/hosts:ro" in service["volumes"]
+    hostfile = tmp_path / "hosts"
+    hostfile.write_text(files["compose/hosts"])
+    env = {**compose_env(service, {}), "NODEWEAVE_HOSTFILE": str(hostfile)}
+    plan = make_plan(["--no-wait", "--", *service["command"]], env=env, sysroot=str(FIX / "mi300x"))  # mi300-07
+    t = plan.topology
+    assert (t.node_rank.value, t.nnodes.value, t.master_addr.value) == (1, "3", "mi300-00")
+    assert "hostfile" in t.node_rank.source
+
+
+def test_hosts_file_names_each_host_once_node_zero_first():
+    text = render_files(spec_of("hosts"))["compose/hosts"]
+    assert [line for line in text.splitlines() if not line.startswith("#")] == list(spec_of("hosts").hosts)
+    assert "NODE_RANK=" not in render_files(spec_of("hosts"))["compose/.env.example"]
+
+
+def test_security_limits_and_volumes_reach_the_node_service():
+    service = node_service("hosts")
+    assert service["cap_add"] == ["IPC_LOCK", "SYS_PTRACE"]
+    assert service["security_opt"] == ["seccomp=unconfined"]
+    assert (service["cpus"], service["mem_limit"], service["mem_reservation"]) == ("180", "1800g", "1500g")
+    assert "/mnt/nfs/datasets:/datasets:ro" in service["volumes"] and "scratch:/scratch" in service["volumes"]
+    assert not any("/run/secrets/hf" in v for v in service["volumes"]), "a Secret without host_path is Kubernetes-only"
+    assert "/dev/hugepages:/dev/hugepages" in service["volumes"]
+    assert yaml.safe_load(render_files(spec_of("hosts"))["compose/node.yaml"])["volumes"] == {"scratch": {}}
+
+
+def test_podman_compose_passes_security_limits_and_the_hosts_file(tmp_path):
+    (line,) = podman_compose_dry_run(tmp_path, "hosts", "compose/node.yaml", {})
+    for part in (" --cap-add IPC_LOCK ", " --cap-add SYS_PTRACE ", " --security-opt seccomp=unconfined ",
+                 " --cpus 180.0 ", " -m 1800g ", " --memory-reservation 1500g ",
+                 f" -v {tmp_path / 'compose' / 'hosts'}:/etc/nodeweave/hosts:ro ",
+                 " -e NODEWEAVE_HOSTFILE=/etc/nodeweave/hosts "):
+        assert part in line, (part, line)

@@ -10,14 +10,17 @@ does not declare.
 
 from __future__ import annotations
 
+import subprocess
+
 import pytest
 import yaml
 
 from nodeweave.compose import render_files as render_compose
 from nodeweave.entrypoint import make_plan, parse
-from nodeweave.entrypoint.contract import SETTINGS
+from nodeweave.entrypoint.contract import HOSTFILE_PATH, SETTINGS
 from nodeweave.manifests import render_files as render_manifests
 from nodeweave.resolve import spec_value
+from nodeweave.slurm import render_files as render_slurm
 from nodeweave.spec import parse_spec
 from test_entrypoint_contract import FIX, compose_env, pod_env
 
@@ -28,6 +31,7 @@ gpus_per_node: 4
 launcher: {type: deepspeed, script: t.py, master_port: 29555, max_restarts: 3, wait_timeout: 77}
 network: {interfaces: [eno1, ibp25s0], exclude_hcas: ["mlx5_4", "mlx5_5:1"]}
 kubernetes: {service: rdzv, cluster_domain: corp.example}
+hosts: [gpu-a, gpu-b, gpu-c]
 """
 # What the entrypoint makes of each spec field's value (its own typed form).
 EXPECTED = {
@@ -41,6 +45,7 @@ EXPECTED = {
     "launcher.wait_timeout": 77,
     "network.interfaces": ["eno1", "ibp25s0"],
     "network.exclude_hcas": ["mlx5_4", "mlx5_5:1"],
+    "hosts": HOSTFILE_PATH,  # where compose mounts compose/hosts; test_compose reads the ranks from it
 }
 ROWS = [row for row in SETTINGS if row.spec]
 # Deliberate overrides: the local simulation of a GPU spec runs `auto` (1 process per CPU node).
@@ -50,10 +55,20 @@ DOWNWARD = {"metadata.name": "rt-0", "metadata.namespace": "ns", "status.podIP":
             "metadata.annotations['batch.kubernetes.io/job-completion-index']": "0"}
 
 
+def sbatch_env(script: str) -> dict:
+    """The variables the sbatch script exports, as bash itself reads them (run with an empty environment)."""
+    exports = "\n".join(line for line in script.splitlines() if line.startswith("export "))
+    out = subprocess.run(["bash", "-c", exports + "\nenv -0"], env={}, capture_output=True, timeout=30, check=True)
+    pairs = (item.split("=", 1) for item in out.stdout.decode().split("\0") if "=" in item)
+    return {k: v for k, v in pairs if k not in ("PWD", "SHLVL", "_")}
+
+
 def _container_envs():
     """(where, file, env) for every container the renderers write."""
     spec = parse_spec(SPEC)
     out = []
+    for path, text in render_slurm(spec).items():
+        out.append(("slurm", path, sbatch_env(text)))
     for path, text in render_compose(spec).items():
         if path.endswith(".yaml"):
             for service in yaml.safe_load(text)["services"].values():
@@ -84,7 +99,9 @@ def test_a_row_round_trips_through_every_renderer_that_sets_it(row):
         if row.topology:
             # The local simulation runs the cpu image on CPU nodes; every other file a GPU node.
             node = "cpu-only" if path == "compose/local.yaml" else "hgx-h100"
-            plan = make_plan(["--no-wait", "--", "t.py"], {**env, "NODE_RANK": "0", "MASTER_ADDR": "127.0.0.1",
+            # The hosts list is a rank source of its own (checked in test_compose); here NODE_RANK is.
+            topology_env = {k: v for k, v in env.items() if k != "NODEWEAVE_HOSTFILE"}
+            plan = make_plan(["--no-wait", "--", "t.py"], {**topology_env, "NODE_RANK": "0", "MASTER_ADDR": "127.0.0.1",
                                                            "NNODES": env.get("NODEWEAVE_NNODES", "3")},
                              sysroot=str(FIX / node))
             got = getattr(plan.topology, row.key).value

@@ -216,17 +216,19 @@ def test_oci_labels_present(case):
 
 @pytest.mark.parametrize("case", CASES)
 def test_cache_mounts_and_dependency_layers_before_code(case):
+    spec = spec_of(case)
     for path, text in dockerfiles(files_of(case)).items():
         parsed = instructions(text)
         runs = [(at, i["value"]) for at, i in enumerate(parsed) if i["instruction"] == "RUN"]
-        apt = [at for at, r in runs if "apt-get install" in r]
-        torch = [at for at, r in runs if '"torch==' in r]
+        apt = [at for at, r in runs if "apt-get install" in r and "python3-venv" in r]
+        torch = [at for at, r in runs if "--index-url" in r and '"torch==' in r]
         deepspeed = [at for at, r in runs if '"deepspeed==' in r]
         code = [at for at, r in runs if "/tmp/nodeweave-src" in r]
         copies = [(at, i["value"]) for at, i in enumerate(parsed) if i["instruction"] in ("COPY", "ADD")]
+        code_copies = [at for at, value in copies if "nodeweave-src" in value]
         assert len(apt) == len(torch) == len(deepspeed) == len(code) == 1, path
-        assert apt[0] < torch[0] < deepspeed[0] < min(at for at, _ in copies) < code[0] == runs[-1][0], path
-        assert [value for _, value in copies] == [
+        assert apt[0] < torch[0] < deepspeed[0] < min(code_copies) < code[0] == runs[-1][0], path
+        assert [value for at, value in copies if at in code_copies] == [
             "pyproject.toml README.md /tmp/nodeweave-src/", "src /tmp/nodeweave-src/src"], path
         by_index = dict(runs)
         assert "--mount=type=cache,target=/var/cache/apt" in by_index[apt[0]]
@@ -235,6 +237,48 @@ def test_cache_mounts_and_dependency_layers_before_code(case):
             assert "--mount=type=cache,target=/root/.cache/pip" in by_index[layer]
             assert "--mount=type=bind,source=wheelhouse,target=/wheelhouse" in by_index[layer]
         assert "--no-deps" in by_index[code[0]]
+        # The spec's own contents: each in its own layer(s), after the dependencies, before the code.
+        own = [at for at, r in runs if at not in (apt[0], torch[0], deepspeed[0], code[0]) and "useradd" not in r
+               and "python3 -m venv" not in r]
+        own += [at for at, value in copies if at not in code_copies]
+        expected = bool(spec.image.apt or spec.image.pip or spec.image.requirements or spec.image.project
+                        or spec.image.extras)
+        assert bool(own) == expected, path
+        assert all(at < min(code_copies) for at in own), f"{path}: the spec's layers come before the code layer"
+        pip_layers = [at for at in own if at > deepspeed[0] and parsed[at]["instruction"] == "RUN"]
+        for at in pip_layers:
+            assert "--mount=type=cache,target=/root/.cache/pip" in by_index[at], path
+
+
+def test_image_contents_layers_in_order():
+    text = files_of("contents")["images/cuda12/Dockerfile"]
+    parsed = instructions(text)
+    first = {}
+    for at, item in enumerate(parsed):
+        for marker in ("htop", "GPG-KEY-Mellanox", "efa_installer.sh", '"transformers==4.57.1"',
+                       "requirements-titan.txt", "third_party/torchtitan", "import torchtitan", "nodeweave-src"):
+            if marker in item["value"]:
+                first.setdefault(marker, at)
+    assert list(first) == sorted(first, key=first.get) and len(first) == 8, first
+    pip_layer = next(i["value"] for i in parsed if '"transformers==4.57.1"' in i["value"])
+    assert '"torch==2.13.0"' in pip_layer, "extra packages never replace the variant's torch"
+    assert 'ENV LD_LIBRARY_PATH="/opt/amazon/ofi-nccl/lib/x86_64-linux-gnu:/opt/amazon/efa/lib:${LD_LIBRARY_PATH}"' in text
+    assert "WORKDIR /opt/torchtitan" in text.splitlines()
+
+
+def test_extras_only_where_they_apply():
+    files = files_of("contents")
+    assert "efa_installer.sh" in files["images/cuda13/Dockerfile"]
+    assert "efa_installer.sh" not in files["images/rocm70/Dockerfile"], "EFA's NCCL plugin is NVIDIA's"
+    assert "GPG-KEY-Mellanox" in files["images/rocm70/Dockerfile"]
+    assert "GPG-KEY-Mellanox" not in files["images/cpu/Dockerfile"], "DOCA's repository has no Debian 12 tree"
+    assert "htop" in files["images/cpu/Dockerfile"], "the spec's own packages go into every variant"
+
+
+def test_dockerignore_admits_the_specs_requirements_and_project():
+    lines = files_of("contents")[".dockerignore"].splitlines()
+    assert "!requirements-titan.txt" in lines and "!third_party/torchtitan/" in lines
+    assert "!third_party/torchtitan/" not in files_of("default")[".dockerignore"]
 
 
 def test_openshift_arbitrary_uid_layout():

@@ -34,7 +34,7 @@ SPECS = GOLDEN / "specs"
 CASES = sorted(p.stem for p in SPECS.glob("*.yaml"))
 VERSIONS = ("1.29", "1.30", "1.31", "1.32", "1.33")
 KUSTOMIZE_DIRS = ("manifests/base", "manifests/job", "manifests/overlays/openshift", "manifests/overlays/rocm")
-ADMIN_ONLY = ("scc-ipc-lock.yaml",)  # an OpenShift CRD kubernetes-validate has no schema for; checked below
+ADMIN_ONLY = ("scc-ipc-lock.yaml", "scc.yaml")  # an OpenShift CRD kubernetes-validate has no schema for; checked below
 
 
 @functools.lru_cache(maxsize=None)
@@ -238,14 +238,16 @@ def test_anti_affinity_follows_the_spec(case):
 
 
 @pytest.mark.parametrize("case", CASES)
-def test_gpu_and_rdma_limits(case):
+def test_gpu_rdma_and_resource_limits(case):
     spec = spec_of(case)
-    limits = trainer(statefulset(case)).get("resources", {}).get("limits", {})
+    resources = trainer(statefulset(case)).get("resources", {})
     gpu = {"cuda12": "nvidia.com/gpu", "cuda13": "nvidia.com/gpu", "rocm70": "amd.com/gpu"}.get(spec.image.variant)
-    expected = dict(spec.network.rdma_resources)
+    expected = {**spec.network.rdma_resources, **spec.resources.limits, **spec.resources.devices}
+    expected.update({f"hugepages-{size}": amount for size, amount in spec.resources.hugepages.items()})
     if gpu:
         expected[gpu] = spec.gpus_per_node
-    assert limits == expected
+    assert resources.get("limits", {}) == expected
+    assert resources.get("requests", {}) == dict(spec.resources.requests)
 
 
 @pytest.mark.parametrize("case", CASES)
@@ -256,7 +258,11 @@ def test_shm_is_a_memory_emptydir_and_volumes_mount(case):
     assert volumes["dshm"]["emptyDir"]["sizeLimit"]
     mounts = {m["mountPath"]: m["name"] for m in trainer(sts)["volumeMounts"]}
     spec = spec_of(case)
-    assert mounts == {"/dev/shm": "dshm", spec.workspace.path: "workspace", spec.cache.path: "cache"}
+    extra = {v.path: v.name for v in spec.volumes}
+    extra.update({path: name for name, _, path in spec.resources.hugepage_mounts})
+    assert mounts == {"/dev/shm": "dshm", spec.workspace.path: "workspace", spec.cache.path: "cache", **extra}
+    templated = {"workspace"} if spec.kubernetes.claim == "per-pod" else set()  # from volumeClaimTemplates
+    assert set(mounts.values()) - templated <= set(volumes), "every mount has its volume"
     if spec.kubernetes.claim == "shared":
         assert volumes["workspace"]["persistentVolumeClaim"]["claimName"] == f"{spec.name}-workspace"
         pvc = load(files_of(case)["manifests/base/workspace-pvc.yaml"])
@@ -356,6 +362,78 @@ def test_node_selector_and_tolerations_pass_through():
     assert pod_spec(sts)["tolerations"] == [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
 
 
+# -- placement, scheduling, metadata, volumes (spec fields of issue 12) -------------------
+
+
+def test_node_names_and_affinity_are_one_required_term():
+    (term,) = pod_spec(statefulset("full"))["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
+        "nodeSelectorTerms"]
+    spec = spec_of("full")
+    assert term["matchExpressions"][-1] == {"key": "kubernetes.io/hostname", "operator": "In",
+                                            "values": list(spec.kubernetes.node_names)}
+    assert term["matchExpressions"][1] == {"key": "node-role.kubernetes.io/worker", "operator": "Exists"}
+    assert "nodeAffinity" not in pod_spec(statefulset("cuda")).get("affinity", {})
+
+
+def test_topology_spread_selects_this_jobs_pods():
+    (spread,) = pod_spec(statefulset("full"))["topologySpreadConstraints"]
+    assert spread["topologyKey"] == "topology.kubernetes.io/zone" and spread["whenUnsatisfiable"] == "ScheduleAnyway"
+    assert spread["labelSelector"]["matchLabels"].items() <= pod_spec_labels(statefulset("full")).items()
+
+
+def test_kueue_queue_is_a_workload_label_and_volcano_an_annotation():
+    for workload in (statefulset("full"), job("full")):
+        assert workload["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == "team-a"
+        assert "schedulerName" not in pod_spec(workload)
+    for workload in (statefulset("volcano"), job("volcano")):
+        assert pod_spec(workload)["schedulerName"] == "volcano"
+        assert workload["spec"]["template"]["metadata"]["annotations"]["scheduling.volcano.sh/queue-name"] == "research"
+        assert "kueue.x-k8s.io/queue-name" not in workload["metadata"]["labels"]
+
+
+def test_labels_and_annotations_land_on_workload_and_pods():
+    spec = spec_of("full")
+    for workload in (statefulset("full"), job("full")):
+        assert spec.kubernetes.labels.items() <= workload["metadata"]["labels"].items()
+        assert workload["metadata"]["annotations"] == dict(spec.kubernetes.annotations)
+        template = workload["spec"]["template"]["metadata"]
+        assert spec.kubernetes.pod_labels.items() <= template["labels"].items()
+        assert spec.kubernetes.pod_annotations.items() <= template["annotations"].items()
+    assert workload["spec"]["template"]["metadata"]["annotations"]["example.com/cost-center"] == "4711"
+
+
+def test_structured_attachments_request_their_vf_resource():
+    spec = spec_of("full")
+    annotation = statefulset("full")["spec"]["template"]["metadata"]["annotations"]["k8s.v1.cni.cncf.io/networks"]
+    assert annotation == "sriov-eno5@net1,sriov-eno6@net2,infra/sriov-eno7@net3,infra/sriov-eno8@net4"
+    limits = trainer(statefulset("full"))["resources"]["limits"]
+    for nic in ("eno5", "eno6", "eno7", "eno8"):
+        assert limits[f"openshift.io/{nic}np0rdma"] == 1
+    assert spec.network.rdma is True
+
+
+def test_extra_volumes_use_their_kubernetes_source():
+    volumes = {v["name"]: v for v in pod_spec(statefulset("full"))["volumes"]}
+    assert volumes["datasets"]["persistentVolumeClaim"] == {"claimName": "imagenet"}, "a claim wins over host_path"
+    assert volumes["ds-config"]["configMap"] == {"name": "deepspeed-config"}
+    assert volumes["hf-token"]["secret"] == {"secretName": "hf-token"}
+    assert volumes["hf-datasets"]["emptyDir"] == {"sizeLimit": "500Gi"}
+    assert volumes["models"]["hostPath"] == {"path": "/mnt/models"}
+    assert volumes["hugepages"]["emptyDir"] == {"medium": "HugePages"}
+    mounts = {m["name"]: m for m in trainer(statefulset("full"))["volumeMounts"]}
+    assert mounts["hf-token"]["readOnly"] is True and mounts["ds-config"]["readOnly"] is True
+    assert "readOnly" not in mounts["hf-datasets"]
+    env_names = {e["name"] for e in trainer(statefulset("full"))["env"]}
+    assert not any("TOKEN" in name for name in env_names), "secrets are files, never environment"
+
+
+def test_seccomp_unconfined_and_extra_capabilities_in_the_base():
+    sts = statefulset("volcano")
+    assert pod_spec(sts)["securityContext"]["seccompProfile"] == {"type": "Unconfined"}
+    full = trainer(statefulset("full"))["securityContext"]["capabilities"]
+    assert full == {"drop": ["ALL"], "add": ["IPC_LOCK", "SYS_PTRACE", "SYS_NICE"]}
+
+
 # -- security: vanilla base vs OpenShift ------------------------------------------------
 
 
@@ -370,16 +448,28 @@ def test_vanilla_base_runs_as_the_image_user_with_ipc_lock():
 @pytest.mark.parametrize("case", CASES)
 def test_openshift_overlay_has_no_fixed_ids(case, built):
     sts = kind(built[case]["manifests/overlays/openshift"], "StatefulSet")
+    spec = spec_of(case)
     pod_security = pod_spec(sts)["securityContext"]
     for field in ("runAsUser", "runAsGroup", "fsGroup", "fsGroupChangePolicy"):
         assert field not in pod_security
-    assert pod_security["seccompProfile"] == {"type": "RuntimeDefault"}
+    unconfined = spec.security.seccomp == "unconfined"
+    assert pod_security["seccompProfile"] == {"type": "Unconfined" if unconfined else "RuntimeDefault"}
     assert trainer(sts)["securityContext"]["allowPrivilegeEscalation"] is False
     capabilities = trainer(sts)["securityContext"]["capabilities"]
     assert capabilities["drop"] == ["ALL"]
-    rdma = bool(spec_of(case).network.rdma_resources or spec_of(case).network.attachments)
-    assert capabilities.get("add") == (["IPC_LOCK"] if rdma else None)
-    assert ("manifests/overlays/openshift/scc-ipc-lock.yaml" in files_of(case)) == rdma
+    rdma = bool(spec.network.rdma_resources or spec.network.attachments)
+    added = (["IPC_LOCK"] if rdma else []) + list(spec.security.cap_add)
+    assert capabilities.get("add") == (added or None)
+    host_dirs = any(v.kubernetes_source == "host_path" for v in spec.volumes)
+    scc = [rel for rel in files_of(case) if rel.startswith("manifests/overlays/openshift/scc")]
+    assert bool(scc) == bool(added or unconfined or host_dirs)
+    if scc:
+        granted = load(files_of(case)[scc[0]])
+        assert granted["allowedCapabilities"] == added, "the SCC grants exactly what the pods add"
+        assert ("unconfined" in granted["seccompProfiles"]) == unconfined
+        assert granted["allowHostDirVolumePlugin"] is host_dirs and ("hostPath" in granted["volumes"]) == host_dirs
+        assert scc[0].endswith("scc-ipc-lock.yaml" if added == ["IPC_LOCK"] and not unconfined and not host_dirs
+                               else "scc.yaml")
 
 
 def test_openshift_spec_renders_a_restricted_v2_base():

@@ -14,13 +14,14 @@ from pathlib import Path
 
 import pytest
 
-from nodeweave.rendering import RENDERERS
 from nodeweave.errors import EXIT_OK
+from nodeweave.rendering import wanted_targets
+from nodeweave.spec import load_spec
 
 REPO = Path(__file__).resolve().parents[1]
 
 
-@pytest.mark.parametrize("target", RENDERERS)
+@pytest.mark.parametrize("target", wanted_targets(load_spec(REPO / "nodeweave.yaml")))
 def test_committed_rendered_files_are_up_to_date(target):
     out = subprocess.run(
         [sys.executable, "-c", "import sys; from nodeweave.cli import main; sys.exit(main())", "render", target, "--spec", str(REPO / "nodeweave.yaml"), "--check"],

@@ -16,7 +16,7 @@ from typing import Optional
 import typer
 
 from nodeweave.errors import EXIT_STALE, NodeweaveError, UsageError
-from nodeweave.rendering import MARK, RENDERERS, RenderPlan, plan_render, render_targets
+from nodeweave.rendering import MARK, RENDERERS, RenderPlan, plan_render, render_targets, wanted_targets
 
 Target = enum.Enum("Target", {name: name for name in (*RENDERERS, "all")}, type=str)
 
@@ -45,7 +45,8 @@ def _shown(paths: "list[str]") -> str:
 
 
 def render(
-    target: Target = typer.Argument("all", help="what to render: " + ", ".join(RENDERERS) + " or all"),
+    target: Target = typer.Argument("all", help="what to render: " + ", ".join(RENDERERS) + " or all (images, "
+                                    "compose, manifests, plus slurm and openshift-build when the spec has their section)"),
     spec_path: Path = typer.Option(Path("nodeweave.yaml"), "--spec", help="the cluster spec"),
     out: Optional[Path] = typer.Option(None, "--out", help="output root (default: the spec's directory)"),
     dry_run: bool = typer.Option(False, "--dry-run", help="print what would be written (path, bytes, status); write nothing"),
@@ -54,14 +55,14 @@ def render(
     force: bool = typer.Option(False, "--force", help="overwrite differing files even without the 'by nodeweave' mark"),
     prune: bool = typer.Option(False, "--prune", help="remove rendered files (marked 'by nodeweave') no renderer makes any more"),
 ) -> None:
-    """Render images, compose files and manifests from the spec into --out (byte-identical on every run)."""
+    """Render images, compose files, manifests (and Slurm, OpenShift build, TrainJob, JobSet) into --out, byte-stable."""
     from nodeweave.spec import load_spec
 
     spec = load_spec(spec_path)
     out_dir = (out if out is not None else spec_path.parent).resolve()
     if out_dir.exists() and not out_dir.is_dir():
         raise UsageError(f"--out {out_dir}: exists and is not a directory; accepted: a directory (created if missing)")
-    targets = list(RENDERERS) if target.value == "all" else [target.value]
+    targets = wanted_targets(spec) if target.value == "all" else [target.value]
     plan = plan_render(render_targets(spec, targets), out_dir, force)
     header = {"spec": str(spec_path), "out": str(out_dir), "targets": targets, "dry_run": dry_run or check, "check": check}
     _report(plan, as_json, header)

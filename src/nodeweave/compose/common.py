@@ -39,7 +39,20 @@ def bind(host_path: str, container_path: str) -> str:
 
 
 def volumes(spec: Spec) -> List[str]:
-    return [bind(spec.workspace.host_path, spec.workspace.path), bind(spec.cache.host_path, spec.cache.path)]
+    """Workspace, cache, then the spec's extra volumes that compose can provide."""
+    mounts = [bind(spec.workspace.host_path, spec.workspace.path), bind(spec.cache.host_path, spec.cache.path)]
+    for volume in spec.volumes:
+        suffix = ":ro" if volume.read_only else ""
+        if volume.host_path is not None:
+            mounts.append(bind(volume.host_path, volume.path) + suffix)
+        elif volume.cache is not None:  # a named volume: the engine's own storage on each host
+            mounts.append(f"{volume.name}:{literal(volume.path)}{suffix}")
+    return mounts
+
+
+def named_volumes(spec: Spec) -> Dict[str, Any]:
+    """The top-level ``volumes:`` the services' named volumes need (``cache`` volumes without a host path)."""
+    return {v.name: {} for v in spec.volumes if v.host_path is None and v.cache is not None}
 
 
 def command(spec: Spec) -> List[str]:

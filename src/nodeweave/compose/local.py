@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any, Dict
 
-from nodeweave.compose.common import command, contract_env, dump, image, literal, user_env, volumes
+from nodeweave.compose.common import command, contract_env, dump, image, literal, named_volumes, user_env, volumes
 from nodeweave.resolve import resolve
 from nodeweave.spec import Spec
 
@@ -30,8 +30,8 @@ PREAMBLE = (
 )
 
 
-# The spec's interfaces and HCAs name the real hosts' NICs, which a local container does not have.
-LOCAL_OMITS = ("interfaces", "exclude_hcas")
+# The spec's interfaces, HCAs and hosts name the real hosts and their NICs, which local containers are not.
+LOCAL_OMITS = ("interfaces", "exclude_hcas", "hostfile")
 
 
 def local_service(spec: Spec, index: int) -> Dict[str, Any]:
@@ -63,4 +63,6 @@ def render_local(spec: Spec) -> str:
         "services": services,
         "networks": {NETWORK: {"driver": "bridge"}},
     }
+    if named_volumes(spec):
+        document["volumes"] = named_volumes(spec)
     return dump(document, PREAMBLE)

@@ -15,7 +15,9 @@ import os
 from .errors import UsageError
 
 LAUNCHERS = ("torchrun", "deepspeed", "accelerate", "command")
-EVERYWHERE = ("compose", "kubernetes")
+EVERYWHERE = ("compose", "kubernetes", "slurm")
+# Where the per-host compose file mounts the hosts list it is rendered with (spec ``hosts``).
+HOSTFILE_PATH = "/etc/nodeweave/hosts"
 
 
 # Readers: (text, what, source) -> value, where ``what`` names the setting ("max restarts") and
@@ -117,6 +119,11 @@ def read_domain(text, what, source):
     return value
 
 
+def hostfile_text(hosts):
+    """Where compose mounts the rendered hosts list; None when the spec lists no hosts."""
+    return HOSTFILE_PATH if hosts else None
+
+
 class Setting:
     """One row of the contract."""
 
@@ -144,7 +151,7 @@ class Setting:
 # Row order is the order renderers write the variables in.
 SETTINGS = (
     Setting("nnodes", "--nnodes", "NODEWEAVE_NNODES", "node count N, or MIN:MAX for elastic torchrun",
-            spec="nodes", topology=True),
+            spec="nodes", where=("compose", "kubernetes"), topology=True),  # Slurm: SLURM_NNODES says
     Setting("node_rank", "--node-rank", "NODEWEAVE_NODE_RANK", "this node's rank, 0..N-1", topology=True),
     Setting("master_addr", "--master-addr", "NODEWEAVE_MASTER_ADDR", "address of node 0 (the rendezvous host)",
             topology=True),
@@ -174,7 +181,8 @@ SETTINGS = (
             "RDMA devices or dev:port to keep NCCL off (storage fabric), comma list",
             spec="network.exclude_hcas", read=read_list, text=list_text, aliases=("--exclude-hca",)),
     Setting("hostfile", "--hostfile", "NODEWEAVE_HOSTFILE",
-            "file of '<host> [slots=N]' lines, node 0 first; this host's line gives the rank"),
+            "file of '<host> [slots=N]' lines, node 0 first; this host's line gives the rank",
+            spec="hosts", where=("compose",), text=hostfile_text),
     Setting("job_id", "--rdzv-id", "NODEWEAVE_JOB_ID",
             "rendezvous id for elastic torchrun (default: the StatefulSet/host name prefix)"),
     Setting("sysroot", "--sysroot", "NODEWEAVE_SYSROOT",

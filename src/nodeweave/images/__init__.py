@@ -31,6 +31,17 @@ def hadolint_config() -> str:
     return _package_text("hadolint.yaml")
 
 
+def _admitted(spec: Spec) -> str:
+    """``.dockerignore`` lines letting in what the spec's image reads: its requirements file and project code."""
+    paths = [spec.image.requirements] if spec.image.requirements else []
+    if spec.image.project and spec.image.project.source:
+        paths.append(spec.image.project.source + "/")
+    if not paths:
+        return ""
+    return "# What nodeweave.yaml's image section reads (image.requirements, image.project.source).\n" + "".join(
+        f"!{path}\n" for path in paths)
+
+
 def render_files(spec: Spec) -> Dict[str, str]:
     """Relative path to text: a Dockerfile per variant, the bake file, lint config, .dockerignore."""
     get_variant(spec.image.variant)  # an unknown variant fails here, with the accepted list
@@ -38,5 +49,5 @@ def render_files(spec: Spec) -> Dict[str, str]:
     files = {f"images/{r.variant.key}/Dockerfile": render_dockerfile(r) for r in views}
     files["images/docker-bake.json"] = render_bake(views)
     files["images/.hadolint.yaml"] = hadolint_config()
-    files[".dockerignore"] = _package_text("templates/dockerignore.txt")
+    files[".dockerignore"] = _package_text("templates/dockerignore.txt") + _admitted(spec)
     return dict(sorted(files.items()))

@@ -15,8 +15,8 @@ from typing import Dict, Mapping, Optional, Tuple
 import jinja2
 
 import nodeweave
-from nodeweave.catalogue import ACCELERATE, BUILD_TOOLS, DEEPSPEED
-from nodeweave.images.quoting import dockerfile_word, exec_form, is_single_line
+from nodeweave.catalogue import ACCELERATE, BUILD_TOOLS, DEEPSPEED, EXTRAS
+from nodeweave.images.quoting import dockerfile_word, exec_form, is_single_line, run_lines
 from nodeweave.resolve import Resolved
 
 # Names whose values must not be written into a committed Dockerfile (or image history).
@@ -90,12 +90,48 @@ def _template_args(r: Resolved) -> Dict[str, str]:
     return lines
 
 
+REQUIREMENTS_COPY = "/tmp/nodeweave-requirements/requirements.txt"
+
+
+def _extras(r: Resolved) -> list:
+    """The spec's catalogue extras that apply to this variant, each step ready for the template."""
+    out = []
+    for key in r.spec.image.extras:
+        extra = EXTRAS[key]
+        if not extra.applies_to(r.variant):
+            continue
+        steps = [(instruction, run_lines(text) if instruction == "RUN" else text) for instruction, text in extra.steps]
+        env = [f"{name}={dockerfile_word(value, f'image.extras {key}').replace(chr(92) + '$', '$')}"
+               for name, value in extra.env]  # the catalogue's own ${...} expand on purpose
+        out.append({"key": key, "summary": extra.summary, "steps": steps, "env": env})
+    return out
+
+
+def _contents(r: Resolved) -> dict:
+    """What the spec adds to the image: apt and pip packages, a requirements file, project code, extras."""
+    image = r.spec.image
+    project = image.project
+    return {
+        "apt": image.apt,
+        "pip": [dockerfile_word(req, "image.pip") for req in image.pip],
+        "requirements": image.requirements,
+        "requirements_copy": REQUIREMENTS_COPY,
+        "project": project and {
+            "source": project.source,
+            "path": project.path.rstrip("/") or "/",
+            "run": run_lines(" && ".join(project.run)) if project.run else None,
+        },
+        "extras": _extras(r),
+    }
+
+
 def dockerfile_context(r: Resolved) -> dict:
     """Every value the template uses, quoted for a Dockerfile."""
     variant, spec = r.variant, r.spec
     args = _template_args(r)
     cache = spec.cache.path.rstrip("/")
     return {
+        **_contents(r),
         "variant": variant,
         "args": args,
         "arch_arg": variant.accelerator_arch_arg[0] if variant.accelerator_arch_arg else None,

@@ -51,3 +51,8 @@ def exec_form(argv: Iterable[str]) -> str:
 def bake_literal(value: str) -> str:
     """``value`` with bake's HCL template markers escaped (``${`` and ``%{`` would interpolate)."""
     return value.replace("${", "$${").replace("%{", "%%{")
+
+
+def run_lines(command: str) -> str:
+    """A long ``a && b && c`` command as continuation lines, one step per line, as the template lays out RUN."""
+    return " \\\n && ".join(part.strip() for part in command.split(" && "))

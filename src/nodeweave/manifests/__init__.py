@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Dict, List, Tuple
 
-from nodeweave.manifests import common, kustomize, workloads
+from nodeweave.manifests import kustomize, storage, workloads
 from nodeweave.manifests.yamltext import dump
 from nodeweave.spec import Spec
 
@@ -35,6 +35,13 @@ SCC_NOTE = (
     "admin applies this once (`oc apply -f scc-ipc-lock.yaml`): restricted-v2 plus\n"
     "IPC_LOCK, for this job's ServiceAccount only. Not part of the kustomization,\n"
     "so `oc apply -k` works for users who may not create SCCs."
+)
+SCC_NOTE_EXTRA = (
+    "The spec asks for more than OpenShift's restricted-v2 SCC allows ({needs}).\n"
+    "A cluster admin applies this once (`oc apply -f scc.yaml`): restricted-v2 plus\n"
+    "exactly that, for this job's ServiceAccount only. Not part of the kustomization,\n"
+    "so `oc apply -k` works for users who may not create SCCs. Pod Security Admission:\n"
+    "the namespace needs the privileged level (baseline refuses these)."
 )
 ROCM_NOTE = (
     "supplementalGroups: the host groups owning /dev/kfd and /dev/dri/renderD*\n"
@@ -76,10 +83,21 @@ def render_files(spec: Spec) -> Dict[str, str]:
     _directory(files, BASE, spec, base_objects(spec))
     _directory(files, JOB, spec, job_objects(spec))
     _overlay(files, OPENSHIFT, spec, "statefulset-openshift.yaml", kustomize.openshift_patch)
-    if common.wants_rdma(spec):
-        files[f"{OPENSHIFT}/scc-ipc-lock.yaml"] = dump(kustomize.openshift_scc(spec), SCC_NOTE)
+    if kustomize.needs_scc(spec):
+        name = kustomize.scc_file(spec)
+        files[f"{OPENSHIFT}/{name}"] = dump(kustomize.openshift_scc(spec), SCC_NOTE if name == "scc-ipc-lock.yaml"
+                                            else SCC_NOTE_EXTRA.format(needs=_scc_needs(spec)))
     _overlay(files, ROCM, spec, "statefulset-rocm.yaml", kustomize.rocm_patch, kustomize.rocm_images(spec), ROCM_NOTE)
     return dict(sorted(files.items()))
+
+
+def _scc_needs(spec: Spec) -> str:
+    needs = [f"capabilities {', '.join(kustomize.scc_capabilities(spec))}"] if kustomize.scc_capabilities(spec) else []
+    if spec.security.seccomp == "unconfined":
+        needs.append("seccomp unconfined")
+    if storage.uses_host_paths(spec):
+        needs.append("hostPath volumes")
+    return "; ".join(needs)
 
 
 def _directory(files: Dict[str, str], folder: str, spec: Spec, objects: List[Tuple[str, Dict[str, Any]]]) -> None:

@@ -13,7 +13,7 @@ import dataclasses
 from typing import Any, Dict, List, Optional
 
 from nodeweave.catalogue import VENDORS
-from nodeweave.manifests import common
+from nodeweave.manifests import common, storage
 from nodeweave.manifests.pod import container_security
 from nodeweave.resolve import resolve
 from nodeweave.spec import Spec
@@ -46,8 +46,9 @@ def _statefulset_patch(spec: Spec, pod_spec: Dict[str, Any]) -> Dict[str, Any]:
 def openshift_patch(spec: Spec) -> Dict[str, Any]:
     """restricted-v2: no fixed UID/GID/fsGroup (the SCC assigns them), ALL capabilities dropped."""
     openshift = _with_openshift(spec)
+    seccomp = "Unconfined" if spec.security.seccomp == "unconfined" else "RuntimeDefault"
     pod_security = {"runAsUser": None, "runAsGroup": None, "fsGroup": None, "fsGroupChangePolicy": None,
-                    "runAsNonRoot": True, "seccompProfile": {"type": "RuntimeDefault"}}  # fmt: skip
+                    "runAsNonRoot": True, "seccompProfile": {"type": seccomp}}  # fmt: skip
     security = container_security(openshift)
     security["capabilities"].setdefault("add", None)  # without RDMA the base's IPC_LOCK goes
     return _statefulset_patch(spec, {
@@ -56,31 +57,50 @@ def openshift_patch(spec: Spec) -> Dict[str, Any]:
     })  # fmt: skip
 
 
+def scc_capabilities(spec: Spec) -> List[str]:
+    """What the pods add beyond restricted-v2: IPC_LOCK with RDMA, and ``security.cap_add``."""
+    caps = ["IPC_LOCK"] if common.wants_rdma(spec) else []
+    return caps + [cap for cap in spec.security.cap_add if cap not in caps]
+
+
+def needs_scc(spec: Spec) -> bool:
+    """Whether restricted-v2 would refuse the pods: extra capabilities, unconfined seccomp, host directories."""
+    return bool(scc_capabilities(spec)) or spec.security.seccomp == "unconfined" or storage.uses_host_paths(spec)
+
+
+def scc_file(spec: Spec) -> str:
+    """``scc-ipc-lock.yaml`` when IPC_LOCK is all it grants (RDMA), else ``scc.yaml``."""
+    plain = scc_capabilities(spec) == ["IPC_LOCK"] and spec.security.seccomp != "unconfined"
+    return "scc-ipc-lock.yaml" if plain and not storage.uses_host_paths(spec) else "scc.yaml"
+
+
 def openshift_scc(spec: Spec) -> Dict[str, Any]:
-    """restricted-v2 plus IPC_LOCK, for the job's ServiceAccount only (a cluster admin applies it)."""
+    """restricted-v2 plus what the spec needs, for the job's ServiceAccount only (a cluster admin applies it)."""
     k8s = spec.kubernetes
+    host_dirs = storage.uses_host_paths(spec)
+    volumes = ["configMap", "csi", "downwardAPI", "emptyDir", "ephemeral", "persistentVolumeClaim", "projected", "secret"]
     return {
         "apiVersion": "security.openshift.io/v1",
         "kind": "SecurityContextConstraints",
         "metadata": {"name": f"nodeweave-{k8s.namespace}-{spec.name}", "labels": common.labels(spec, "rbac")},
-        "allowHostDirVolumePlugin": False,
+        "allowHostDirVolumePlugin": host_dirs,
         "allowHostIPC": False,
         "allowHostNetwork": False,
         "allowHostPID": False,
         "allowHostPorts": False,
         "allowPrivilegeEscalation": False,
         "allowPrivilegedContainer": False,
-        "allowedCapabilities": ["IPC_LOCK"],
+        "allowedCapabilities": scc_capabilities(spec),
         "requiredDropCapabilities": ["ALL"],
         "defaultAddCapabilities": None,
         "fsGroup": {"type": "MustRunAs"},
         "runAsUser": {"type": "MustRunAsRange"},
         "seLinuxContext": {"type": "MustRunAs"},
         "supplementalGroups": {"type": "RunAsAny"},
-        "seccompProfiles": ["runtime/default"],
+        "seccompProfiles": ["runtime/default"] + (["unconfined"] if spec.security.seccomp == "unconfined" else []),
         "readOnlyRootFilesystem": False,
         "priority": None,
-        "volumes": ["configMap", "csi", "downwardAPI", "emptyDir", "ephemeral", "persistentVolumeClaim", "projected", "secret"],
+        "volumes": sorted(volumes + (["hostPath"] if host_dirs else [])),
         "users": [f"system:serviceaccount:{k8s.namespace}:{spec.name}"],
     }
 

@@ -13,16 +13,17 @@ from __future__ import annotations
 
 from typing import Any, Dict, List
 
-from nodeweave.manifests import common
+from nodeweave.manifests import common, placement, storage
 from nodeweave.resolve import resolve
 from nodeweave.spec import Spec
 
 
 def pod_template(spec: Spec, workload: str) -> Dict[str, Any]:
     """The pod template of the ``statefulset`` or the indexed ``job``."""
-    metadata: Dict[str, Any] = {"labels": common.labels(spec, "trainer")}
-    if spec.network.attachments:
-        metadata["annotations"] = {common.NETWORKS_ANNOTATION: ",".join(spec.network.attachments)}
+    metadata: Dict[str, Any] = {"labels": {**common.labels(spec, "trainer"), **spec.kubernetes.pod_labels}}
+    annotations = placement.pod_annotations(spec)
+    if annotations:
+        metadata["annotations"] = annotations
     return {"metadata": metadata, "spec": pod_spec(spec, workload)}
 
 
@@ -42,13 +43,20 @@ def pod_spec(spec: Spec, workload: str) -> Dict[str, Any]:
     # namespace; one named "master" would clobber MASTER_PORT for torchrun.
     body["enableServiceLinks"] = False
     body["terminationGracePeriodSeconds"] = k8s.grace_period
+    if k8s.scheduler_name:
+        body["schedulerName"] = k8s.scheduler_name
     body["securityContext"] = pod_security(spec)
     if k8s.node_selector:
         body["nodeSelector"] = dict(k8s.node_selector)
     if k8s.tolerations:
         body["tolerations"] = [t.to_kubernetes() for t in k8s.tolerations]
+    affinity = {"nodeAffinity": placement.node_affinity(spec)} if placement.node_affinity(spec) else {}
     if k8s.anti_affinity != "none":
-        body["affinity"] = {"podAntiAffinity": anti_affinity(spec)}
+        affinity["podAntiAffinity"] = anti_affinity(spec)
+    if affinity:
+        body["affinity"] = affinity
+    if k8s.topology_spread:
+        body["topologySpreadConstraints"] = placement.topology_spread(spec)
     body["containers"] = [container(spec, workload)]
     body["volumes"] = volumes(spec, workload)
     return body
@@ -67,6 +75,8 @@ def pod_security(spec: Spec) -> Dict[str, Any]:
             # Re-chowning a multi-terabyte dataset claim at every start is minutes of nothing.
             "fsGroupChangePolicy": "OnRootMismatch",
         }
+    if spec.security.seccomp == "unconfined":  # AMD's advice for ROCm performance and profiling
+        context["seccompProfile"] = {"type": "Unconfined"}
     vendor = resolve(spec).vendor
     if vendor.key == "amd":
         context["supplementalGroups"] = list(vendor.host_group_ids)
@@ -74,12 +84,14 @@ def pod_security(spec: Spec) -> Dict[str, Any]:
 
 
 def container_security(spec: Spec) -> Dict[str, Any]:
-    """IPC_LOCK lets RDMA register (pin) memory; OpenShift's restricted-v2 also wants ALL dropped."""
+    """IPC_LOCK lets RDMA register (pin) memory, plus ``security.cap_add``; OpenShift's restricted-v2 drops ALL."""
     capabilities: Dict[str, Any] = {}
     if spec.kubernetes.openshift:
         capabilities["drop"] = ["ALL"]
-    if not spec.kubernetes.openshift or common.wants_rdma(spec):
-        capabilities["add"] = ["IPC_LOCK"]
+    add = ["IPC_LOCK"] if not spec.kubernetes.openshift or common.wants_rdma(spec) else []
+    add += [cap for cap in spec.security.cap_add if cap not in add]
+    if add:
+        capabilities["add"] = add
     return {"allowPrivilegeEscalation": False, "capabilities": capabilities}
 
 
@@ -101,14 +113,15 @@ def container(spec: Spec, workload: str) -> Dict[str, Any]:
         "ports": [{"name": common.RENDEZVOUS_PORT_NAME, "containerPort": spec.launcher.master_port, "protocol": "TCP"}],
         "env": env(spec, workload),
     }
-    limits = resource_limits(spec)
-    if limits:
-        body["resources"] = {"limits": limits}
+    resources = storage.resources(spec)
+    if resources:
+        body["resources"] = resources
     body["securityContext"] = container_security(spec)
     body["volumeMounts"] = [
         {"name": common.WORKSPACE_VOLUME, "mountPath": spec.workspace.path},
         {"name": common.CACHE_VOLUME, "mountPath": spec.cache.path},
         {"name": common.SHM_VOLUME, "mountPath": "/dev/shm"},
+        *storage.extra_mounts(spec),
     ]
     return body
 
@@ -127,16 +140,6 @@ def env(spec: Spec, workload: str) -> List[Dict[str, Any]]:
         nnodes = common.contract_env(spec, only=("nnodes",)) if spec.nodes.elastic else []
     return (common.downward_env(index) + nnodes + common.contract_env(spec, omit=("nnodes",))
             + common.user_env(spec))
-
-
-def resource_limits(spec: Spec) -> Dict[str, Any]:
-    """GPUs from the vendor's device plugin plus the spec's RDMA resources (extended resources: limits only)."""
-    limits: Dict[str, Any] = {}
-    gpu = resolve(spec).gpu_resource
-    if gpu is not None:
-        limits[gpu] = common.gpu_count(spec)
-    limits.update(spec.network.rdma_resources)
-    return limits
 
 
 def claim_spec(spec: Spec, access_mode: str) -> Dict[str, Any]:
@@ -158,4 +161,4 @@ def volumes(spec: Spec, workload: str) -> List[Dict[str, Any]]:
     # per-pod StatefulSet: the controller adds the volume from volumeClaimTemplates.
     result.append({"name": common.CACHE_VOLUME, "emptyDir": {"sizeLimit": spec.cache.size}})
     result.append({"name": common.SHM_VOLUME, "emptyDir": {"medium": "Memory", "sizeLimit": common.SHM_SIZE}})
-    return result
+    return result + storage.extra_volumes(spec)

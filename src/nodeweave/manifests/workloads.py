@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Dict
 
-from nodeweave.manifests import common
+from nodeweave.manifests import common, placement
 from nodeweave.manifests.pod import claim_spec, pod_template
 from nodeweave.spec import Spec
 
@@ -46,7 +46,8 @@ def statefulset(spec: Spec) -> Dict[str, Any]:
             {"metadata": {"name": common.WORKSPACE_VOLUME, "labels": common.labels(spec, "workspace")},
              "spec": claim_spec(spec, "ReadWriteOnce")}
         ]  # fmt: skip
-    return {"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": common.metadata(spec, spec.name, "trainer"), "spec": body}
+    return {"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": placement.workload_metadata(spec, "trainer"),
+            "spec": body}
 
 
 def indexed_job(spec: Spec) -> Dict[str, Any]:
@@ -64,7 +65,7 @@ def indexed_job(spec: Spec) -> Dict[str, Any]:
         },
         "template": pod_template(spec, "job"),
     }
-    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": common.metadata(spec, spec.name, "trainer"), "spec": body}
+    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": placement.workload_metadata(spec, "trainer"), "spec": body}
 
 
 def workspace_claim(spec: Spec) -> Dict[str, Any]:

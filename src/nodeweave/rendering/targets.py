@@ -2,18 +2,39 @@
 
 Each row imports its renderer when called, so a command that renders one
 target (or none: ``nodeweave --help``) does not load jinja2 and the others.
+``render all`` renders the targets a spec asks for: images, compose and
+manifests always; the others when the spec has their section (``slurm:``,
+``kubernetes.build``); Kubeflow's TrainJob and JobSet only when named.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import PurePosixPath
 from types import MappingProxyType
-from typing import Callable, Dict, Iterable, Mapping
+from typing import Callable, Dict, Iterable, List, Mapping
 
 from nodeweave.errors import NodeweaveError, UsageError
 from nodeweave.spec import Spec
 
 Renderer = Callable[[Spec], Dict[str, str]]
+
+
+@dataclass(frozen=True)
+class Target:
+    """One render target: its renderer, what it makes, and whether ``all`` includes it for a spec."""
+
+    name: str
+    render: Renderer
+    summary: str
+    wanted: Callable[[Spec], bool] = lambda spec: True
+
+    def __call__(self, spec: Spec) -> Dict[str, str]:
+        return self.render(spec)
+
+
+def _never(spec: Spec) -> bool:
+    return False
 
 
 def _images(spec: Spec) -> Dict[str, str]:
@@ -34,11 +55,25 @@ def _manifests(spec: Spec) -> Dict[str, str]:
     return render_files(spec)
 
 
-RENDERERS: Mapping[str, Renderer] = MappingProxyType({
-    "images": _images,
-    "compose": _compose,
-    "manifests": _manifests,
-})
+def _slurm(spec: Spec) -> Dict[str, str]:
+    from nodeweave.slurm import render_files
+
+    return render_files(spec)
+
+
+_ROWS = (
+    Target("images", _images, "a Dockerfile per variant, the bake file, .dockerignore"),
+    Target("compose", _compose, "compose files per host and for a local simulation"),
+    Target("manifests", _manifests, "the kustomize tree: StatefulSet, Indexed Job, overlays"),
+    Target("slurm", _slurm, "an sbatch script (pyxis, Apptainer or a host venv)",
+           wanted=lambda spec: spec.slurm is not None),
+)
+RENDERERS: Mapping[str, Target] = MappingProxyType({row.name: row for row in _ROWS})
+
+
+def wanted_targets(spec: Spec) -> List[str]:
+    """What ``render all`` renders for ``spec``."""
+    return [name for name, row in RENDERERS.items() if row.wanted(spec)]
 
 
 def render_targets(spec: Spec, targets: Iterable[str]) -> Dict[str, str]:

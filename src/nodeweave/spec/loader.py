@@ -10,12 +10,14 @@ receive.
 
 from __future__ import annotations
 
+import posixpath
 from pathlib import Path
 from typing import Optional
 
 import yaml
 from yaml.nodes import Node
 
+from nodeweave.entrypoint.contract import HOSTFILE_PATH
 from nodeweave.errors import UsageError
 from nodeweave.spec import rules
 from nodeweave.spec.fields import rule_string
@@ -26,8 +28,7 @@ from nodeweave.spec.sections import image, job, kubernetes, network, resources, 
 TOP_KEYS = ("name", "image", "nodes", "gpus_per_node", "launcher", "workspace", "cache", "network", "env",
             "kubernetes", "resources", "volumes", "security", "hosts", "slurm")
 # Where nodeweave mounts things of its own: a spec volume there would hide them.
-HOSTFILE_DIR = "/etc/nodeweave"
-HUGEPAGES_PATH = "/dev/hugepages"
+HOSTFILE_DIR = posixpath.dirname(HOSTFILE_PATH)
 
 
 def load_spec(path: "str | Path") -> Spec:
@@ -122,8 +123,8 @@ def _nodes(r: Reader, top: Fields, hosts: tuple) -> NodeRange:
 
 def _taken_paths(workspace: str, cache: str, extra, hosts: tuple) -> "dict[str, str]":
     taken = {workspace: "workspace.path", cache: "cache.path", "/dev/shm": "nodeweave's shared memory"}
-    if extra.hugepages:
-        taken[HUGEPAGES_PATH] = "resources.hugepages"
+    for _, _, path in extra.hugepage_mounts:
+        taken[path] = "resources.hugepages"
     if hosts:
         taken[HOSTFILE_DIR] = "the hosts list (compose mounts it there)"
     return taken

@@ -27,7 +27,7 @@ AFFINITY_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")
 SPREAD_POLICIES = ("DoNotSchedule", "ScheduleAnyway")
 SECCOMP_PROFILES = ("runtime-default", "unconfined")
 BUILD_SOURCES = ("binary", "git")
-SLURM_RUNTIMES = ("pyxis", "apptainer")
+SLURM_RUNTIMES = ("pyxis", "apptainer", "host")
 
 
 @dataclass(frozen=True)
@@ -192,6 +192,14 @@ class Resources:
     def __bool__(self) -> bool:
         return bool(self.requests or self.limits or self.devices or self.hugepages)
 
+    @property
+    def hugepage_mounts(self) -> Tuple[Tuple[str, str, str], ...]:
+        """(volume name, emptyDir medium, mount path) per page size; a single size mounts at /dev/hugepages."""
+        sizes = list(self.hugepages)
+        if len(sizes) == 1:
+            return (("hugepages", "HugePages", "/dev/hugepages"),)
+        return tuple((f"hugepages-{size.lower()}", f"HugePages-{size}", f"/dev/hugepages-{size}") for size in sizes)
+
 
 @dataclass(frozen=True)
 class Volume:
@@ -231,7 +239,7 @@ class Slurm:
     time: Optional[str] = None  # Slurm time: MM, HH:MM:SS, D-HH[:MM[:SS]]
     constraint: Optional[str] = None
     exclusive: bool = True
-    runtime: str = "pyxis"  # pyxis (srun --container-image) | apptainer (exec --nv/--rocm)
+    runtime: str = "pyxis"  # pyxis (srun --container-image) | apptainer (exec --nv/--rocm) | host (a shared venv)
     sif: Optional[str] = None  # apptainer: a local .sif instead of docker://<image>
 
 

@@ -151,7 +151,9 @@ class Reader:
 
     @staticmethod
     def join(path: str, key: str) -> str:
-        return f"{path}.{key}" if path else key
+        """``path.key``; a key with a line break or other control character is shown quoted (messages stay one line)."""
+        shown_key = key if key.isprintable() else repr(key)
+        return f"{path}.{shown_key}" if path else shown_key
 
 
 class Fields:

@@ -205,10 +205,15 @@ SLURM_CONSTRAINT = Rule(
 
 # A path inside the build context: relative, no '..', single line, no ':'.
 CONTEXT_PATH = Rule(
-    lambda v: single_line(v) and ":" not in v and not v.startswith(("/", "~"))
-    and ".." not in v.replace("\\", "/").split("/") and v.strip() == v and v not in (".", "./"),
-    "a file or directory inside the build context (the spec's directory), relative, without '..' "
-    "(e.g. requirements.txt or third_party/torchtitan)",
+    lambda v: _full(r"[A-Za-z0-9_][A-Za-z0-9_.+/-]*")(v) and ".." not in v.split("/"),
+    "a file or directory inside the build context (the spec's directory): relative, letters, digits, "
+    "'_', '.', '+', '-' and '/', without '..' (e.g. requirements.txt or third_party/torchtitan)",
+)
+
+# Where project code lands in the image: a plain absolute path (WORKDIR takes it verbatim).
+IMAGE_PATH = Rule(
+    _full(r"/[A-Za-z0-9_.+/-]*"),
+    "an absolute container path of letters, digits, '_', '.', '+', '-' and '/', such as /opt/torchtitan",
 )
 
 GIT_URL = Rule(
@@ -222,6 +227,6 @@ GIT_REF = Rule(
 )
 
 SHELL_LINE = Rule(
-    lambda v: single_line(v) and v.strip() != "",
-    "a non-empty, single-line shell command",
+    lambda v: single_line(v) and v.strip() != "" and not v.rstrip().endswith("\\"),
+    "a non-empty, single-line shell command not ending in '\\' (a Dockerfile would join the next line)",
 )

@@ -15,7 +15,7 @@ from yaml.nodes import Node
 from nodeweave.catalogue import EXTRAS, get_variant, known_variants
 from nodeweave.errors import UsageError
 from nodeweave.spec import rules
-from nodeweave.spec.fields import container_path, optional, rule_list, string_map
+from nodeweave.spec.fields import optional, rule_list, string_map
 from nodeweave.spec.model import Image, Project
 from nodeweave.spec.nodes import Fields, Reader
 
@@ -64,7 +64,7 @@ def _project(r: Reader, node: Optional[Node]) -> Optional[Project]:
     if source is None and not run:
         raise r.fail(node, "image.project", "needs a source directory, build commands (run), or both",
                      "source: <directory in the build context> and/or run: [<shell command>, ...]")
-    path = Project.path if f.get("path") is None else container_path(r, f.get("path"), "image.project.path")
+    path = optional(r, f, "path", rules.IMAGE_PATH) or Project.path
     return Project(source=source.rstrip("/") if source else None, path=path, run=run)
 
 

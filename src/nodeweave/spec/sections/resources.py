@@ -7,28 +7,20 @@ the mistake shows up with its line number instead of on node 7.
 
 from __future__ import annotations
 
-from decimal import Decimal
 from types import MappingProxyType
 from typing import Dict, Mapping, Optional
 
 from yaml.nodes import Node
 
+from nodeweave.quantities import value as quantity_value
 from nodeweave.spec import rules
 from nodeweave.spec.fields import count_map, rule_string
 from nodeweave.spec.model import Resources
 from nodeweave.spec.nodes import Fields, Reader
 
 RULES = {"cpu": rules.CPU, "memory": rules.QUANTITY}
-SUFFIXES = {"": 1, "m": Decimal("0.001"), "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15, "E": 10**18,
-            "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
 # The GPU and RDMA resources have fields of their own; listing them here would count them twice.
 OWN_FIELDS = ("nvidia.com/gpu", "amd.com/gpu")
-
-
-def quantity_value(text: str) -> Decimal:
-    """A Kubernetes quantity's value (``64Gi`` -> 68719476736, ``500m`` -> 0.5)."""
-    number = text.rstrip("kMGTPEimn")
-    return Decimal(number) * SUFFIXES[text[len(number):]]
 
 
 def resources(r: Reader, top: Fields, rdma_resources: Mapping[str, int]) -> Resources:

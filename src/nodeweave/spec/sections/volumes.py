@@ -33,7 +33,7 @@ def volumes(r: Reader, node: Optional[Node], taken_paths: Dict[str, str]) -> Tup
     paths = dict(taken_paths)
     for path, item in r.sequence(node, "volumes", "mappings with name, path and a source"):
         volume = _volume(r, path, item)
-        if volume.name in RESERVED_NAMES or volume.name in names:
+        if volume.name in RESERVED_NAMES or volume.name.startswith("hugepages-") or volume.name in names:
             other = names.get(volume.name, "nodeweave's own volumes")
             raise r.fail(item, f"{path}.name", f"{volume.name!r} is already used by {other}",
                          "a name not used by another volume nor " + ", ".join(RESERVED_NAMES))
@@ -58,8 +58,8 @@ def _volume(r: Reader, path: str, item: Node) -> Volume:
     if not sources and host is None:
         raise r.fail(item, path, "has no source", f"one of {SOURCES}")
     if host is not None and not sources and not host.startswith("/"):
-        raise r.fail(f.get("host_path"), f.path_of("host_path"), f"{host!r} is relative, and Kubernetes mounts it as a "
-                     "hostPath, which must be absolute", "an absolute host path, or a claim/config_map/secret/cache for "
+        raise r.fail(f.get("host_path"), f.path_of("host_path"), f"{host!r} is not absolute, and Kubernetes mounts it "
+                     "as a hostPath, which must be", "an absolute host path, or a claim/config_map/secret/cache for "
                      "Kubernetes beside it")
     secret = optional(r, f, "secret", rules.DNS_SUBDOMAIN)
     read_only = boolean(r, f, "read_only", secret is not None or f.get("config_map") is not None)

@@ -1,0 +1,43 @@
+"""Kubernetes quantities (``64Gi``, ``500m``) and the units compose and Slurm want instead.
+
+One reading of a quantity, shared by the spec's checks (a request above its
+limit) and by the renderers that translate it (compose's ``mem_limit``,
+``cpus``; sbatch's ``--mem``, ``--cpus-per-task``), so they cannot disagree.
+"""
+
+from __future__ import annotations
+
+from decimal import ROUND_CEILING, Decimal
+
+SUFFIXES = {"": 1, "m": Decimal("0.001"), "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15,
+            "E": 10**18, "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
+
+
+def value(text: str) -> Decimal:
+    """The quantity's value: ``64Gi`` -> 68719476736, ``500m`` -> 0.5, ``1.5`` -> 1.5."""
+    number = text.rstrip("kMGTPEim")
+    return Decimal(number) * SUFFIXES[text[len(number):]]
+
+
+def docker_bytes(text: str) -> str:
+    """A memory quantity as docker/compose writes sizes (``g`` = GiB): ``512Gi`` -> ``512g``, else bytes."""
+    amount = int(value(text).to_integral_value(ROUND_CEILING))
+    for unit, size in (("g", 2**30), ("m", 2**20), ("k", 2**10)):
+        if amount % size == 0:
+            return f"{amount // size}{unit}"
+    return f"{amount}b"
+
+
+def docker_cpus(text: str) -> str:
+    """A CPU quantity as compose's ``cpus``: ``8`` -> ``8``, ``500m`` -> ``0.5``."""
+    return format(value(text).normalize(), "f")
+
+
+def slurm_megabytes(text: str) -> str:
+    """A memory quantity as sbatch's ``--mem`` (MiB, rounded up): ``256Gi`` -> ``262144M``."""
+    return f"{int((value(text) / 2**20).to_integral_value(ROUND_CEILING))}M"
+
+
+def slurm_cpus(text: str) -> int:
+    """A CPU quantity as whole CPUs for ``--cpus-per-task`` (rounded up: Slurm allocates whole CPUs)."""
+    return int(value(text).to_integral_value(ROUND_CEILING))
