@@ -120,8 +120,12 @@ def render_script(spec: Spec) -> str:
     slurm = spec.slurm or Slurm()
     mounts = ",".join(f"{host_expression(h)}:{double_quoted(c)}{':ro' if ro else ''}" for h, c, ro in _mounts(spec))
     command = " ".join(shlex.quote(word) for word in ("nodeweave-entrypoint", spec.launcher.script, *spec.launcher.args))
+    runs = _runs(r, r.image, slurm.sif)
+    # Relative host paths are the submit directory's (sbatch runs a copy of this script elsewhere).
+    uses_submit_dir = "${submit_dir}" in mounts or any("${submit_dir}" in line for line in runs)
     lines = [
         "#!/bin/bash",
+        "# shellcheck disable=SC2016  # single-quoted spec values are literal on purpose",
         "# Rendered by nodeweave from the cluster spec (nodeweave.yaml): edit the spec and run",
         "# `nodeweave render slurm`, not this file. Submit from the spec's directory:",
         "#   sbatch slurm/job.sbatch                        (runtime: NODEWEAVE_RUNTIME=pyxis|apptainer|host)",
@@ -132,13 +136,13 @@ def render_script(spec: Spec) -> str:
         "# (SLURM_NODEID, SLURM_NNODES, the first host of SLURM_JOB_NODELIST).",
         *exports(r),
         "",
-        "submit_dir=\"${SLURM_SUBMIT_DIR:-${PWD}}\"",
+        *(["submit_dir=\"${SLURM_SUBMIT_DIR:-${PWD}}\""] if uses_submit_dir else []),
         f"runtime=\"${{NODEWEAVE_RUNTIME:-{slurm.runtime}}}\"",
         f"mounts=\"{mounts}\"",
         f"command=({command})",
         "",
         "case \"${runtime}\" in",
-        *_runs(r, r.image, slurm.sif),
+        *runs,
         "esac",
     ]
     return "\n".join(lines) + "\n"

@@ -1,0 +1,135 @@
+"""A real Slurm cluster on this machine for the tests: slurmctld and two slurmd "nodes".
+
+Debian's slurm-wlm (22.05) is built with multiple-slurmd support, so one host
+can run two slurmd daemons (``slurmd -N nw1``, ``-N nw2``) on their own ports,
+each offering 2 CPUs and 2 GPUs as GRES (the "GPUs" are /dev/tty1-2: Slurm
+only counts files, which is what --gpus-per-node is checked against). Auth
+and credentials are ``none``, everything lives in a temporary directory, and
+only the daemons started here are stopped. Starting needs root (slurmd runs
+jobs as their user); anything missing is a skip with the reason.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import time
+from pathlib import Path
+from typing import Dict, Optional
+
+NODES = ("nw1", "nw2")
+
+
+def problem() -> Optional[str]:
+    """Why no local Slurm cluster can start here, or None."""
+    missing = [tool for tool in ("slurmctld", "slurmd", "sbatch", "sinfo") if shutil.which(tool) is None]
+    if missing:
+        return f"{', '.join(missing)} not installed (Debian: apt-get install slurm-wlm)"
+    if os.geteuid() != 0:
+        return "slurmd must run as root to start jobs"
+    if not all(Path(f"/dev/tty{i}").exists() for i in (1, 2)):
+        return "/dev/tty1 and /dev/tty2 (the fake GPU files) are absent"
+    return None
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+CONF = """ClusterName=nodeweave
+SlurmctldHost={host}(127.0.0.1)
+SlurmctldPort={ctld_port}
+AuthType=auth/none
+CredType=cred/none
+SlurmUser=root
+SlurmdUser=root
+StateSaveLocation={root}/state
+SlurmdSpoolDir={root}/spool/%n
+SlurmctldPidFile={root}/slurmctld.pid
+SlurmdPidFile={root}/slurmd-%n.pid
+SlurmctldLogFile={root}/slurmctld.log
+SlurmdLogFile={root}/slurmd-%n.log
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+SelectType=select/cons_tres
+SelectTypeParameters=CR_CPU
+GresTypes=gpu
+JobCompType=jobcomp/none
+AccountingStorageType=accounting_storage/none
+MpiDefault=none
+ReturnToService=2
+{nodes}
+PartitionName=debug Nodes=nw[1-2] Default=YES MaxTime=INFINITE State=UP
+"""
+
+
+class Cluster:
+    def __init__(self, root: Path):
+        self.root = root
+        self.env: Dict[str, str] = {**os.environ, "SLURM_CONF": str(root / "slurm.conf")}
+        self.pids = []
+
+    def start(self, timeout: float = 30) -> None:
+        (self.root / "state").mkdir(parents=True)
+        (self.root / "spool").mkdir()
+        host = socket.gethostname()
+        nodes = "\n".join(f"NodeName={n} NodeHostname={host} NodeAddr=127.0.0.1 Port={_free_port()} CPUs=2 "
+                          f"RealMemory=4000 Gres=gpu:2" for n in NODES)
+        (self.root / "slurm.conf").write_text(CONF.format(host=host, ctld_port=_free_port(), root=self.root, nodes=nodes))
+        (self.root / "gres.conf").write_text("AutoDetect=off\nNodeName=nw[1-2] Name=gpu File=/dev/tty[1-2]\n")
+        self._daemon(["slurmctld", "-i", "-c"], "slurmctld.pid")
+        for node in NODES:
+            self._daemon(["slurmd", "-N", node], f"slurmd-{node}.pid")
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            states = self.run(["sinfo", "-h", "-N", "-o", "%T"], check=False).stdout.split()
+            if states == ["idle", "idle"]:
+                return
+            time.sleep(0.5)
+        raise RuntimeError(f"the local Slurm cluster did not come up (node states {states}):\n" + self.logs())
+
+    def _daemon(self, argv, pid_file: str) -> None:
+        out = subprocess.run([*argv, "-f", self.env["SLURM_CONF"]], env=self.env, capture_output=True, text=True,
+                             timeout=30)
+        if out.returncode != 0:
+            raise RuntimeError(f"{' '.join(argv)} failed: {out.stderr.strip()}\n" + self.logs())
+        pid_path = self.root / pid_file
+        for _ in range(50):
+            if pid_path.is_file() and pid_path.read_text().strip():
+                self.pids.append(int(pid_path.read_text()))
+                return
+            time.sleep(0.1)
+        raise RuntimeError(f"{argv[0]} wrote no pid file {pid_path}\n" + self.logs())
+
+    def run(self, argv, check: bool = True, cwd: Optional[Path] = None, env: Optional[Dict[str, str]] = None,
+            timeout: float = 120) -> subprocess.CompletedProcess:
+        out = subprocess.run(argv, env={**self.env, **(env or {})}, capture_output=True, text=True, cwd=cwd,
+                             timeout=timeout)
+        if check and out.returncode != 0:
+            raise AssertionError(f"{' '.join(map(str, argv))} exited {out.returncode}:\n{out.stdout}\n{out.stderr}")
+        return out
+
+    def logs(self) -> str:
+        parts = []
+        for log in sorted(self.root.glob("*.log")):
+            parts.append(f"--- {log.name}\n" + "\n".join(log.read_text(errors="replace").splitlines()[-15:]))
+        return "\n".join(parts)
+
+    def stop(self) -> None:
+        for pid in reversed(self.pids):
+            try:
+                os.kill(pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+        for pid in self.pids:
+            for _ in range(50):
+                try:
+                    os.kill(pid, 0)
+                except ProcessLookupError:
+                    break
+                time.sleep(0.1)

@@ -1,0 +1,223 @@
+"""The Slurm target: golden scripts, bash's and shellcheck's parsers, and a real Slurm cluster.
+
+A local cluster (tests/slurm_cluster.py: slurmctld + two slurmd "nodes" with
+GPU GRES) checks the #SBATCH directives with ``sbatch --test-only`` and runs
+a rendered script for real (``NODEWEAVE_RUNTIME=host``): two Slurm nodes each
+start the entrypoint, which takes its rank and the node count from Slurm and
+runs a 2-node torchrun job. pyxis and Apptainer are not installed here; their
+command lines are read back from the script with ``srun``/``apptainer``
+replaced by a recorder of their arguments. Goldens:
+``NODEWEAVE_UPDATE_GOLDEN=1 pytest tests/test_slurm.py``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import slurm_cluster
+from nodeweave.errors import UsageError
+from nodeweave.slurm import SCRIPT, render_files
+from nodeweave.spec import load_spec, parse_spec
+
+REPO = Path(__file__).resolve().parents[1]
+GOLDEN = REPO / "tests" / "golden" / "slurm"
+CASES = sorted(p.stem for p in (GOLDEN / "specs").glob("*.yaml"))
+VENV_BIN = Path(sys.executable).parent
+
+
+def script_of(case: str) -> str:
+    return render_files(load_spec(GOLDEN / "specs" / f"{case}.yaml"))[SCRIPT]
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_golden_scripts(case):
+    text, golden = script_of(case), GOLDEN / case / SCRIPT
+    if os.environ.get("NODEWEAVE_UPDATE_GOLDEN") == "1":
+        golden.parent.mkdir(parents=True, exist_ok=True)
+        golden.write_text(text)
+    assert golden.is_file(), f"missing {golden}; run with NODEWEAVE_UPDATE_GOLDEN=1"
+    assert text == golden.read_text()
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_bash_parses_and_shellcheck_passes(case, tmp_path):
+    path = tmp_path / "job.sbatch"
+    path.write_text(script_of(case))
+    parsed = subprocess.run(["bash", "-n", str(path)], capture_output=True, text=True)
+    assert parsed.returncode == 0, parsed.stderr
+    if shutil.which("shellcheck") is None:
+        pytest.skip("shellcheck is not installed (Debian: apt-get install shellcheck)")
+    checked = subprocess.run(["shellcheck", "--severity=info", str(path)], capture_output=True, text=True)
+    assert checked.returncode == 0, checked.stdout
+
+
+def test_shellcheck_is_live(tmp_path):
+    if shutil.which("shellcheck") is None:
+        pytest.skip("shellcheck is not installed (Debian: apt-get install shellcheck)")
+    path = tmp_path / "bad.sbatch"
+    path.write_text(script_of("accelerate").replace('"${command[@]}"', "${command[@]}"))
+    assert subprocess.run(["shellcheck", str(path)], capture_output=True).returncode != 0
+
+
+def test_directives_follow_the_spec():
+    lines = [line for line in script_of("accelerate").splitlines() if line.startswith("#SBATCH ")]
+    assert lines == ["#SBATCH --job-name=accel-sft", "#SBATCH --nodes=4", "#SBATCH --ntasks-per-node=1",
+                     "#SBATCH --gpus-per-node=4", "#SBATCH --cpus-per-task=32", "#SBATCH --mem=491520M",
+                     "#SBATCH --time=24:00:00", "#SBATCH --partition=gpu", "#SBATCH --account=proj-42",
+                     "#SBATCH --qos=normal", "#SBATCH --constraint=h100&ib", "#SBATCH --exclusive"]
+    elastic = script_of("apptainer-rocm")
+    assert "#SBATCH --nodes=2-4" in elastic and "--exclusive" not in elastic and "--gpus-per-node=8" in elastic
+    assert "#SBATCH --nodelist=node01,node02" in script_of("host") and "--gpus-per-node" not in script_of("host")
+
+
+def test_auto_gpus_cannot_be_allocated_and_says_so():
+    spec = parse_spec("name: a\nimage: {variant: cuda12}\nlauncher: {script: t.py}\nslurm: {}\n")
+    with pytest.raises(UsageError, match="gpus_per_node: 'auto' cannot go into a Slurm script .* accepted: an integer"):
+        render_files(spec)
+
+
+# -- the command lines each runtime gets (srun/apptainer replaced by an argv recorder) ----------------
+
+RECORDER = """#!/bin/bash
+printf '%s\\0' "$(basename "$0")" "$@" >> "$NW_ARGV_LOG"
+printf '\\n' >> "$NW_ARGV_LOG"
+"""
+
+
+def recorded_argv(script: str, runtime: str, tmp_path: Path):
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    for tool in ("srun", "apptainer"):
+        (bin_dir / tool).write_text(RECORDER)
+        (bin_dir / tool).chmod(0o755)
+    log = tmp_path / f"argv-{runtime}"
+    (tmp_path / "job.sbatch").write_text(script)
+    env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "HOME": "/home/u", "SLURM_SUBMIT_DIR": "/sub mit",
+           "NODEWEAVE_RUNTIME": runtime, "NW_ARGV_LOG": str(log)}
+    out = subprocess.run(["bash", str(tmp_path / "job.sbatch")], env=env, capture_output=True, text=True, timeout=30)
+    assert out.returncode == 0, out.stderr
+    (line,) = [entry for entry in log.read_text().split("\n") if entry]
+    return line.rstrip("\0").split("\0")
+
+
+def test_pyxis_argv(tmp_path):
+    argv = recorded_argv(script_of("accelerate"), "pyxis", tmp_path)
+    assert argv[:3] == ["srun", "--ntasks-per-node=1", "--kill-on-bad-exit=1"]
+    assert "--container-image=nvcr.io#example/accel-sft:cuda12" in argv
+    assert "--container-mounts=/home/u/projects/sft:/workspace,/scratch/$USER/cache:/cache,/lustre/datasets:/data:ro" in argv
+    assert argv[argv.index("--container-workdir=/workspace") + 1:] == [
+        "nodeweave-entrypoint", "train.py", "--mixed_precision", "bf16", "--run-name", "it's \"quoted\" ${USER} $(id)"]
+
+
+def test_apptainer_argv_for_rocm_and_relative_paths(tmp_path):
+    argv = recorded_argv(script_of("apptainer-rocm"), "apptainer", tmp_path)
+    assert argv[:5] == ["srun", "--ntasks-per-node=1", "--kill-on-bad-exit=1", "apptainer", "exec"]
+    assert argv[5:9] == ["--rocm", "--bind", "/sub mit/../shared/project:/workspace,/home/u/.cache/nodeweave:/cache",
+                         "--pwd"]
+    assert argv[10:] == ["/shared/images/rocm-elastic.sif", "nodeweave-entrypoint", "train.py"]
+
+
+def test_an_unknown_runtime_is_refused(tmp_path):
+    (tmp_path / "job.sbatch").write_text(script_of("host"))
+    out = subprocess.run(["bash", str(tmp_path / "job.sbatch")], env={"PATH": "/usr/bin:/bin", "HOME": "/home/u", "NODEWEAVE_RUNTIME": "docker"},
+                         capture_output=True, text=True)
+    assert out.returncode == 2 and "NODEWEAVE_RUNTIME=docker: accepted: pyxis, apptainer or host" in out.stderr
+
+
+# -- a real Slurm cluster ----------------------------------------------------------------------------
+
+needs_slurm = pytest.mark.skipif(slurm_cluster.problem() is not None, reason=str(slurm_cluster.problem()))
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    c = slurm_cluster.Cluster(tmp_path_factory.mktemp("slurm"))
+    try:
+        c.start()
+    except RuntimeError as err:
+        c.stop()
+        pytest.fail(str(err))
+    yield c
+    c.stop()
+
+
+def _render(spec_dir: Path, spec_text: str) -> Path:
+    (spec_dir / "nodeweave.yaml").write_text(spec_text)
+    out = subprocess.run([sys.executable, "-c", "import sys; from nodeweave.cli import main; sys.exit(main())",
+                          "render", "slurm", "--spec", str(spec_dir / "nodeweave.yaml")],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    return spec_dir / SCRIPT
+
+
+GPU_SPEC = """name: gpu-check
+image: {variant: cuda12}
+nodes: 2
+gpus_per_node: GPUS
+launcher: {script: train.py}
+resources: {requests: {cpu: "1", memory: 1Gi}}
+slurm: {partition: debug, time: "10:00"}
+"""
+
+
+@needs_slurm
+@pytest.mark.slow
+def test_slurm_accepts_the_directives(cluster, tmp_path):
+    """sbatch --test-only: Slurm's own parser and scheduler judge the rendered #SBATCH lines."""
+    script = _render(tmp_path, GPU_SPEC.replace("GPUS", "2"))
+    out = cluster.run(["sbatch", "--test-only", str(script)], cwd=tmp_path)
+    assert "to start at" in out.stderr and "nw[1-2]" in out.stderr, out.stderr
+    too_many = _render(tmp_path, GPU_SPEC.replace("GPUS", "3"))  # each node has 2 GPUs
+    refused = cluster.run(["sbatch", "--test-only", str(too_many)], cwd=tmp_path, check=False)
+    assert refused.returncode != 0 and "configuration is not available" in refused.stderr, refused.stderr
+
+
+def _port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+RUN_SPEC = """name: slurm-smoke
+image: {{variant: cpu}}
+nodes: 2
+gpus_per_node: 1
+launcher:
+  type: torchrun
+  script: train.py
+  args: ["--steps", "6", "--log-every", "3", "--expect-world", "2"]
+  master_port: {port}
+  wait_timeout: 120
+slurm: {{runtime: host, partition: debug, time: "10:00", exclusive: false}}
+"""
+
+
+@needs_slurm
+@pytest.mark.slow
+@pytest.mark.launchers
+def test_a_rendered_script_runs_a_two_node_job_on_slurm(cluster, tmp_path):
+    """Two Slurm nodes, one task each: every entrypoint reads its rank from Slurm, torchrun trains, ranks agree."""
+    shutil.copy(REPO / "examples" / "train.py", tmp_path / "train.py")
+    script = _render(tmp_path, RUN_SPEC.format(port=_port()))
+    env = {"PATH": f"{VENV_BIN}:{os.environ['PATH']}",
+           # Both "nodes" are this machine, whose Slurm names (nw1, nw2) resolve nowhere: node 0 is at 127.0.0.1.
+           "MASTER_ADDR": "127.0.0.1"}
+    out = cluster.run(["sbatch", "--wait", f"--output={tmp_path}/slurm-%j.out", str(script)], cwd=tmp_path, env=env,
+                      check=False, timeout=600)
+    (log,) = tmp_path.glob("slurm-*.out")
+    text = log.read_text()
+    assert out.returncode == 0, f"sbatch --wait exited {out.returncode}:\n{out.stderr}\n{text[-4000:]}"
+    done = [line for line in text.splitlines() if "done: world_size=2" in line]
+    assert len(done) == 2 and all(line.endswith(" ok") for line in done), text[-4000:]
+    # No NODE_RANK or hostfile anywhere: the ranks 0 and 1 can only have come from Slurm (SLURM_NODEID).
+    starts = sorted(line.split(",")[0] for line in text.splitlines() if line.startswith("nodeweave-entrypoint: node"))
+    assert starts == ["nodeweave-entrypoint: node 0 of 2", "nodeweave-entrypoint: node 1 of 2"], text[-4000:]
