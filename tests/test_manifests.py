@@ -179,6 +179,16 @@ def test_every_kustomization_builds_to_valid_objects(case, built):
             validate_strict(obj, f"{case}: kustomize build {folder}")
 
 
+@pytest.mark.parametrize("case", CASES)
+def test_sccs_validate_against_openshifts_published_schema(case):
+    """The SCC is an OpenShift kind kubernetes-validate has no schema for: openshift/api's own (tests/schemas.py)."""
+    import schemas
+
+    for rel, text in files_of(case).items():
+        if rel.rsplit("/", 1)[-1] in ADMIN_ONLY:
+            assert schemas.errors(load(text)) == [], f"{case}: {rel}"
+
+
 def test_strict_validation_catches_a_misspelt_field():
     """The validator in use rejects what a cluster would reject (guards against a no-op check)."""
     bad = statefulset("cuda")

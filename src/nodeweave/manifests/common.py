@@ -31,6 +31,14 @@ AMD_GPU = "amd.com/gpu"
 POD_INDEX_LABEL = "apps.kubernetes.io/pod-index"
 JOB_INDEX_ANNOTATION = "batch.kubernetes.io/job-completion-index"
 NETWORKS_ANNOTATION = "k8s.v1.cni.cncf.io/networks"
+# The replicated Job of a JobSet (and of a Kubeflow TrainJob's JobSet): pods <name>-node-<job>-<index>.
+REPLICATED_JOB = "node"
+
+
+def batch_master(spec: "Spec", workload: str) -> str:
+    """Node 0's host name behind the Service, for an Indexed Job (``<name>-0``) or a JobSet (``<name>-node-0-0``)."""
+    host = f"{spec.name}-{REPLICATED_JOB}-0-0" if workload == "jobset" else f"{spec.name}-0"
+    return f"{host}.{spec.kubernetes.service}"
 
 
 def selector_labels(spec: Spec) -> Dict[str, str]:

@@ -18,8 +18,11 @@ from nodeweave.resolve import resolve
 from nodeweave.spec import Spec
 
 
+BATCH = ("job", "jobset")  # Indexed Jobs: the plain one, and each of a JobSet's
+
+
 def pod_template(spec: Spec, workload: str) -> Dict[str, Any]:
-    """The pod template of the ``statefulset`` or the indexed ``job``."""
+    """The pod template of the ``statefulset``, the indexed ``job`` or the ``jobset``'s Job."""
     metadata: Dict[str, Any] = {"labels": {**common.labels(spec, "trainer"), **spec.kubernetes.pod_labels}}
     annotations = placement.pod_annotations(spec)
     if annotations:
@@ -30,12 +33,13 @@ def pod_template(spec: Spec, workload: str) -> Dict[str, Any]:
 def pod_spec(spec: Spec, workload: str) -> Dict[str, Any]:
     k8s = spec.kubernetes
     body: Dict[str, Any] = {}
-    if workload == "job":
+    if workload in BATCH:
         # A Job is fixed-size (NODEWEAVE_NNODES is set), so it never asks the API; its own
         # ServiceAccount is still what an OpenShift SCC (IPC_LOCK for RDMA) is granted to.
         body["serviceAccountName"] = spec.name
         body["automountServiceAccountToken"] = False
-        body["subdomain"] = k8s.service  # hostnames <job>-<N> resolve as <job>-<N>.<service>
+        if workload == "job":  # a JobSet sets the subdomain of its pods itself
+            body["subdomain"] = k8s.service  # hostnames <job>-<N> resolve as <job>-<N>.<service>
         body["restartPolicy"] = "Never"
     else:
         body["serviceAccountName"] = spec.name
@@ -127,12 +131,12 @@ def container(spec: Spec, workload: str) -> Dict[str, Any]:
 
 
 def env(spec: Spec, workload: str) -> List[Dict[str, Any]]:
-    if workload == "job":
+    if workload in BATCH:
         index = f"metadata.annotations['{common.JOB_INDEX_ANNOTATION}']"
         # A Job pod's name is <job>-<N>-<random>, so no master can be derived from it;
         # its hostname <job>-0 under the subdomain resolves through the DNS search path.
         nnodes = common.contract_env(spec, only=("nnodes",))
-        nnodes.append(common.env_var("MASTER_ADDR", f"{spec.name}-0.{spec.kubernetes.service}"))
+        nnodes.append(common.env_var("MASTER_ADDR", common.batch_master(spec, workload)))
     else:
         index = f"metadata.labels['{common.POD_INDEX_LABEL}']"
         # A fixed-size StatefulSet leaves NNODES out: the entrypoint reads .spec.replicas,
@@ -154,7 +158,7 @@ def volumes(spec: Spec, workload: str) -> List[Dict[str, Any]]:
     result: List[Dict[str, Any]] = []
     if spec.kubernetes.claim == "shared":
         result.append({"name": common.WORKSPACE_VOLUME, "persistentVolumeClaim": {"claimName": common.workspace_claim(spec)}})
-    elif workload == "job":
+    elif workload in BATCH:
         # A Job has no volumeClaimTemplates; a generic ephemeral volume gives each pod its own claim.
         template = {"metadata": {"labels": common.labels(spec, "workspace")}, "spec": claim_spec(spec, "ReadWriteOnce")}
         result.append({"name": common.WORKSPACE_VOLUME, "ephemeral": {"volumeClaimTemplate": template}})

@@ -9,17 +9,18 @@ from typing import Any, Iterable
 
 from nodeweave.yamltext import dump_yaml
 
-HEADER = "# Rendered by nodeweave from the cluster spec (nodeweave.yaml).\n# Edit the spec and run `nodeweave render manifests`; changes made here are overwritten.\n"
+HEADER = ("# Rendered by nodeweave from the cluster spec (nodeweave.yaml).\n"
+          "# Edit the spec and run `nodeweave render {target}`; changes made here are overwritten.\n")
 
 
-def dump(doc: Any, comment: str = "") -> str:
-    """One YAML document with the rendered-file header and an optional ``#`` comment block."""
-    return HEADER + _comment(comment) + _body(doc)
+def dump(doc: Any, comment: str = "", target: str = "manifests") -> str:
+    """One YAML document with the rendered-file header (naming the render target) and an optional comment."""
+    return HEADER.format(target=target) + _comment(comment) + _body(doc)
 
 
 def dump_all(docs: Iterable[Any], comment: str = "") -> str:
     """Several documents in one file, separated by ``---``."""
-    return HEADER + _comment(comment) + "---\n".join(_body(doc) for doc in docs)
+    return HEADER.format(target="manifests") + _comment(comment) + "---\n".join(_body(doc) for doc in docs)
 
 
 def _body(doc: Any) -> str:

@@ -61,12 +61,34 @@ def _slurm(spec: Spec) -> Dict[str, str]:
     return render_files(spec)
 
 
+def _openshift_build(spec: Spec) -> Dict[str, str]:
+    from nodeweave.openshift_build import render_files
+
+    return render_files(spec)
+
+
+def _trainjob(spec: Spec) -> Dict[str, str]:
+    from nodeweave.kubeflow import render_files
+
+    return render_files(spec)
+
+
+def _jobset(spec: Spec) -> Dict[str, str]:
+    from nodeweave.jobset import render_files
+
+    return render_files(spec)
+
+
 _ROWS = (
     Target("images", _images, "a Dockerfile per variant, the bake file, .dockerignore"),
     Target("compose", _compose, "compose files per host and for a local simulation"),
     Target("manifests", _manifests, "the kustomize tree: StatefulSet, Indexed Job, overlays"),
     Target("slurm", _slurm, "an sbatch script (pyxis, Apptainer or a host venv)",
            wanted=lambda spec: spec.slurm is not None),
+    Target("openshift-build", _openshift_build, "ImageStream + BuildConfig, workloads following the image tag",
+           wanted=lambda spec: spec.kubernetes.build is not None),
+    Target("trainjob", _trainjob, "a Kubeflow Trainer TrainJob (torch-distributed runtime)", wanted=_never),
+    Target("jobset", _jobset, "a JobSet of one replicated Indexed Job", wanted=_never),
 )
 RENDERERS: Mapping[str, Target] = MappingProxyType({row.name: row for row in _ROWS})
 
