@@ -19,7 +19,7 @@ import pytest
 from nodeweave.build import BuildProgress, Revision, prepare_build
 from nodeweave.resolve import resolve
 from nodeweave.build.context import link_wheelhouse
-from nodeweave.spec import parse_spec
+from nodeweave.spec import load_spec, parse_spec
 
 FIXTURES = Path(__file__).parent / "fixtures"
 REPO = Path(__file__).resolve().parents[2]
@@ -282,3 +282,27 @@ def test_the_built_dockerfile_is_the_one_render_commits_for_that_variant(tmp_pat
     prepare_build(spec, "cpu", tmp_path, scratch)
     assert (scratch / "Dockerfile").read_text() == files["images/cpu/Dockerfile"]
     assert "localhost/my-cuda:1" not in files["images/cpu/Dockerfile"]
+
+
+CONTENTS_SPEC = """name: contents
+image: {variant: cpu, requirements: req.txt, project: {source: demo, run: ["pip install --no-deps ."]}}
+launcher: {script: train.py}
+"""
+
+
+def test_a_build_refuses_a_context_that_lacks_or_ignores_what_the_image_reads(tmp_path):
+    from nodeweave.errors import UsageError
+    from nodeweave.images import render_files
+
+    (tmp_path / "req.txt").write_text("einops==0.8.2\n")
+    (tmp_path / "nodeweave.yaml").write_text(CONTENTS_SPEC)
+    spec = load_spec(tmp_path / "nodeweave.yaml")
+    with pytest.raises(UsageError, match=r"image.project.source: 'demo' is not in the build context"):
+        prepare_build(spec, "cpu", tmp_path, tmp_path / "scratch", dry_run=True)
+    (tmp_path / "demo").mkdir()
+    (tmp_path / ".dockerignore").write_text("*\n!src/\n")  # an old rendering, from before image.project
+    with pytest.raises(UsageError, match=r"image.requirements: .*\.dockerignore keeps 'req.txt' out of the build; "
+                                         r"run `nodeweave render images`"):
+        prepare_build(spec, "cpu", tmp_path, tmp_path / "scratch", dry_run=True)
+    (tmp_path / ".dockerignore").write_text(render_files(spec)[".dockerignore"])
+    assert prepare_build(spec, "cpu", tmp_path, tmp_path / "scratch", dry_run=True).plan.variant == "cpu"

@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import List, Mapping, Optional
 
 from nodeweave.build.builder import BuildProgress, BuildResult, git_revision, push_tags, run_build
-from nodeweave.build.context import choose_dockerfile, link_wheelhouse, rendered_dockerfile, without_frontend_pin
+from nodeweave.build.context import (check_context_paths, choose_dockerfile, link_wheelhouse, rendered_dockerfile,
+                                     without_frontend_pin)
 from nodeweave.build.engine import BUILDX, CLASSIC_BUILDKIT, Engine, detect_engine
 from nodeweave.build.plan import BuildPlan, Revision, plan_build
 from nodeweave.resolve import resolve
@@ -67,6 +68,7 @@ def prepare_build(spec, variant: str, context: Path, scratch: Path, base: Option
     context = context.resolve()
     notes: List[str] = []
     view = resolve(spec, variant)
+    check_context_paths(context, spec)
     text = rendered_dockerfile(view)
     build_text, frontend = without_frontend_pin(text) if offline and engine_kind == "docker" else (text, None)
     dockerfile, committed = choose_dockerfile(context, text, variant, scratch, write=not dry_run,

@@ -66,6 +66,21 @@ def choose_dockerfile(context: Path, text: str, variant: str, scratch: Path,
     return target, matches
 
 
+def check_context_paths(context: Path, spec) -> None:
+    """What ``image.requirements``/``image.project.source`` name is in the context, and its .dockerignore admits it."""
+    from nodeweave.images import context_paths
+
+    ignore = context / ".dockerignore"
+    lines = ignore.read_text(encoding="utf-8").splitlines() if ignore.is_file() else None
+    for field, path in context_paths(spec).items():
+        if not (context / path.rstrip("/")).exists():
+            raise UsageError(f"{field}: {path.rstrip('/')!r} is not in the build context {context}; accepted: a path "
+                             "inside the context (the spec's directory, or --context)")
+        if lines is not None and f"!{path}" not in lines:
+            raise UsageError(f"{field}: {context / '.dockerignore'} keeps {path.rstrip('/')!r} out of the build; "
+                             "run `nodeweave render images` (its .dockerignore admits what the spec's image reads)")
+
+
 def _is_distribution(path: Path) -> bool:
     return path.is_file() and path.name.endswith((".whl", ".tar.gz", ".zip"))
 

@@ -19,7 +19,7 @@ from nodeweave.images.dockerfile import render_dockerfile
 from nodeweave.resolve import resolve
 from nodeweave.spec import Spec
 
-__all__ = ["VARIANTS", "Variant", "get_variant", "render_dockerfile", "render_files", "hadolint_config"]
+__all__ = ["VARIANTS", "Variant", "context_paths", "get_variant", "render_dockerfile", "render_files", "hadolint_config"]
 
 
 def _package_text(name: str) -> str:
@@ -31,15 +31,21 @@ def hadolint_config() -> str:
     return _package_text("hadolint.yaml")
 
 
+def context_paths(spec: Spec) -> Dict[str, str]:
+    """Field -> path of what the spec's image reads from the build context (``.dockerignore`` admits each)."""
+    paths = {"image.requirements": spec.image.requirements} if spec.image.requirements else {}
+    if spec.image.project and spec.image.project.source:
+        paths["image.project.source"] = spec.image.project.source + "/"
+    return paths
+
+
 def _admitted(spec: Spec) -> str:
     """``.dockerignore`` lines letting in what the spec's image reads: its requirements file and project code."""
-    paths = [spec.image.requirements] if spec.image.requirements else []
-    if spec.image.project and spec.image.project.source:
-        paths.append(spec.image.project.source + "/")
+    paths = context_paths(spec)
     if not paths:
         return ""
     return "# What nodeweave.yaml's image section reads (image.requirements, image.project.source).\n" + "".join(
-        f"!{path}\n" for path in paths)
+        f"!{path}\n" for path in paths.values())
 
 
 def render_files(spec: Spec) -> Dict[str, str]:
