@@ -128,8 +128,32 @@ def spec_documents(draw):
             "anti_affinity": draw(st.sampled_from(["required", "preferred", "none"])),
             "grace_period": draw(st.integers(0, 600)),
             "openshift": draw(st.booleans()),
+            "labels": draw(st.dictionaries(label_key.filter(lambda k: not k.startswith(("app.kubernetes.io", "kueue"))),
+                                           label_value, max_size=2)),
+            "pod_annotations": draw(st.dictionaries(st.sampled_from(["example.com/a", "note", "b.io/x"]), tricky_text,
+                                                    max_size=2)),
+            "node_names": draw(st.lists(label, max_size=2, unique=True)),
+            "topology_spread": draw(st.lists(st.fixed_dictionaries({"topology_key": label_key}), max_size=1)),
+            "queue": draw(st.one_of(st.none(), label)),
         },
+        "resources": {
+            "requests": draw(st.fixed_dictionaries({}, optional={"cpu": st.sampled_from(["1", "500m", "2.5"]),
+                                                                 "memory": st.sampled_from(["1Gi", "512Mi"])})),
+            "devices": draw(st.dictionaries(st.sampled_from(["a.io/dev", "smarter-devices/fuse"]), st.integers(1, 4),
+                                            max_size=1)),
+        },
+        "volumes": draw(st.lists(st.sampled_from([
+            {"name": "data", "path": "/data", "host_path": "/mnt/data", "read_only": True},
+            {"name": "cfg", "path": "/etc/cfg", "config_map": "cfg", "host_path": "./cfg"},
+            {"name": "tok", "path": "/run/tok", "secret": "tok"},
+            {"name": "scratch", "path": "/scratch", "cache": "10Gi"},
+        ]), max_size=3, unique_by=lambda v: v["name"])),
+        "security": {"cap_add": draw(st.lists(st.sampled_from(["SYS_PTRACE", "SYS_NICE", "NET_ADMIN"]), max_size=2,
+                                              unique=True)),
+                     "seccomp": draw(st.sampled_from(["runtime-default", "unconfined"]))},
     }
+    if not isinstance(nodes, str) and draw(st.booleans()):  # a fixed-size job may list its hosts instead
+        doc["hosts"] = [f"host{i}.lab" for i in range(int(nodes))]
     return doc
 
 
