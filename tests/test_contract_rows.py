@@ -28,7 +28,8 @@ SPEC = """name: rt
 image: {variant: cuda12}
 nodes: 3
 gpus_per_node: 4
-launcher: {type: deepspeed, script: t.py, master_port: 29555, max_restarts: 3, wait_timeout: 77}
+launcher: {type: deepspeed, script: t.py, master_port: 29555, max_restarts: 3, wait_timeout: 77,
+           options: [--bind_cores_to_rank, --enable_each_rank_log, "/logs/a b's"]}
 network: {interfaces: [eno1, ibp25s0], exclude_hcas: ["mlx5_4", "mlx5_5:1"]}
 kubernetes: {service: rdzv, cluster_domain: corp.example}
 hosts: [gpu-a, gpu-b, gpu-c]
@@ -39,6 +40,7 @@ EXPECTED = {
     "kubernetes.service": "rdzv",
     "kubernetes.cluster_domain": "corp.example",
     "launcher.type": "deepspeed",
+    "launcher.options": ["--bind_cores_to_rank", "--enable_each_rank_log", "/logs/a b's"],
     "gpus_per_node": 4,
     "launcher.master_port": 29555,
     "launcher.max_restarts": 3,

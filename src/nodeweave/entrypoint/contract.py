@@ -119,6 +119,24 @@ def read_domain(text, what, source):
     return value
 
 
+def read_words(text, what, source):
+    """A shell-quoted word list (``--mixed_precision bf16 --note 'a b'``), as POSIX shells split it."""
+    import shlex  # only when the variable is set: the start-up path stays lean
+
+    try:
+        return shlex.split(str(text))
+    except ValueError as err:
+        raise UsageError(f"{what} {text!r} (from {source}) cannot be split into words ({err}); accepted: "
+                         "shell-quoted words such as --mixed_precision bf16") from None
+
+
+def words_text(words):
+    """A spec list as a shell-quoted string; None (variable left out) when empty."""
+    import shlex
+
+    return shlex.join(words) if words else None
+
+
 def hostfile_text(hosts):
     """Where compose mounts the rendered hosts list; None when the spec lists no hosts."""
     return HOSTFILE_PATH if hosts else None
@@ -165,6 +183,9 @@ SETTINGS = (
     Setting("launcher", "--launcher", "NODEWEAVE_LAUNCHER",
             "torchrun | deepspeed | accelerate | command (default torchrun)",
             spec="launcher.type", read=read_choice(LAUNCHERS)),
+    Setting("launcher_options", "--launcher-options", "NODEWEAVE_LAUNCHER_OPTIONS",
+            "the launcher's own options, shell-quoted, placed before the script (e.g. '--mixed_precision bf16')",
+            spec="launcher.options", read=read_words, text=words_text),
     Setting("nproc_per_node", "--nproc-per-node", "NODEWEAVE_NPROC_PER_NODE",
             "processes per node, or auto (one per usable GPU; 1 on CPU)", spec="gpus_per_node", topology=True),
     Setting("master_port", "--master-port", "NODEWEAVE_MASTER_PORT", "rendezvous port (default 29500)",

@@ -15,12 +15,17 @@
   process sees ``DistributedType.NO`` and trains alone.
 - command: the command as given.
 
+``launcher.options`` (``NODEWEAVE_LAUNCHER_OPTIONS``) go between the
+launcher's flags and the script; one that nodeweave already passes is
+refused (``launcher_options.py``).
+
 Every launcher also gets ``MASTER_ADDR MASTER_PORT NODE_RANK NNODES WORLD_SIZE``
 (WORLD_SIZE counts processes) and torchrun's ``PET_*`` equivalents.
 """
 
 import os
 
+from . import launcher_options
 from .errors import TopologyError, UsageError
 from .model import EnvVar, Launch
 
@@ -90,6 +95,10 @@ def plan_launch(settings, topo, node):
                          f"launcher torchrun; {launcher} runs a fixed number of nodes")
     build = {"torchrun": _torchrun, "deepspeed": _deepspeed, "accelerate": _accelerate, "command": _command}
     launch = build[launcher](topo, node, command, restarts, settings)
+    own = launch.argv[:len(launch.argv) - len(command)]
+    options = list(settings.get("launcher_options") or ())
+    launcher_options.check(launcher, options, own, settings.source("launcher_options"))
+    launch.argv = own + options + command  # the launcher's own options go before the script
     launch.launcher = launcher
     launch.wait = _wait(topo, settings)
     if node.cloud and node.cloud.profile:

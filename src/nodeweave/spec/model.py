@@ -76,6 +76,7 @@ class Launcher:
     master_port: int = 29500
     max_restarts: int = 0
     wait_timeout: int = 600  # seconds a worker waits for the master's port (NODEWEAVE_WAIT_TIMEOUT)
+    options: Tuple[str, ...] = ()  # the launcher's own options, before the script (NODEWEAVE_LAUNCHER_OPTIONS)
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,7 @@ from typing import Mapping, Optional
 
 from yaml.nodes import Node
 
+from nodeweave.entrypoint import launcher_options
 from nodeweave.spec import rules
 from nodeweave.spec.fields import host_path, integer, optional, optional_container_path, rule_list, string_map, choice
 from nodeweave.spec.model import LAUNCHERS, Cache, Launcher, NodeRange, Workspace
@@ -46,7 +47,7 @@ def gpus(r: Reader, node: Optional[Node]):
 
 
 def launcher(r: Reader, top: Fields) -> Launcher:
-    keys = ("type", "script", "args", "master_port", "max_restarts", "wait_timeout")
+    keys = ("type", "script", "args", "options", "master_port", "max_restarts", "wait_timeout")
     f = r.fields(top.require("launcher", "a mapping with at least 'script'"), "launcher", keys)
     script_node = f.require("script", "the training script, relative to workspace.path (for type command: argv[0])")
     script = r.string(script_node, "launcher.script", "a path such as train.py")
@@ -54,14 +55,44 @@ def launcher(r: Reader, top: Fields) -> Launcher:
         raise r.bad_value(script_node, "launcher.script", "a non-empty, single-line path such as train.py")
     items = r.sequence(f.get("args"), "launcher.args", "strings")
     args = tuple(r.string(item, path, "a string (any scalar but null)") for path, item in items)
+    kind = choice(r, f, "type", LAUNCHERS, "torchrun")
     return Launcher(
-        type=choice(r, f, "type", LAUNCHERS, "torchrun"),
+        type=kind,
         script=script,
         args=args,
+        options=_options(r, f.get("options"), kind),
         master_port=integer(r, f, "master_port", 29500, 1, 65535),
         max_restarts=integer(r, f, "max_restarts", 0, 0, 1000),
         wait_timeout=integer(r, f, "wait_timeout", 600, 1, 86400),
     )
+
+
+# Which spec field gives each option nodeweave passes a launcher itself.
+OWN_OPTION_FIELDS = {"--nnodes": "nodes", "--nproc-per-node": "gpus_per_node", "--max-restarts": "launcher.max_restarts",
+                     "--max_restarts": "launcher.max_restarts", "--num_processes": "nodes and gpus_per_node",
+                     "--num_machines": "nodes", "--master_port": "launcher.master_port",
+                     "--master-port": "launcher.master_port", "--main_process_port": "launcher.master_port"}
+
+
+def _options(r: Reader, node: Optional[Node], kind: str) -> tuple:
+    """The launcher's own options; one nodeweave passes itself is refused, naming the field that sets it."""
+    items = r.sequence(node, "launcher.options", "strings")
+    options = tuple(r.string(item, path, "a string (any scalar but null)") for path, item in items)
+    if options and kind == "command":
+        raise r.fail(node, "launcher.options", "launcher type command has no launcher to pass options to",
+                     "the command's own arguments in launcher.args")
+    taken = list(launcher_options.ALWAYS.get(kind, ())) + list(launcher_options.NEVER.get(kind, ()))
+    for (path, item), option in zip(r.sequence(node, "launcher.options", "strings"), options):
+        own = launcher_options.clash(kind, option, taken)
+        if own is not None:
+            field = OWN_OPTION_FIELDS.get(own, "the node's plan: rank, master, hostfile, process count")
+            raise r.fail(item, path, f"{option!r} sets {kind}'s {own}, which nodeweave passes itself (from {field})",
+                         f"any other {kind} option, e.g. " + EXAMPLE_OPTIONS[kind])
+    return options
+
+
+EXAMPLE_OPTIONS = {"torchrun": "--log-dir /workspace/logs --redirects 3", "deepspeed": "--bind_cores_to_rank",
+                   "accelerate": "--mixed_precision bf16 --dynamo_backend inductor"}
 
 
 def workspace(r: Reader, top: Fields) -> Workspace:
