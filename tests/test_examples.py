@@ -166,7 +166,8 @@ def test_bare_rocm_host_finds_its_rank_in_the_hosts_list():
         plan = _compose_plan("rocm-bare-hosts", "mi300x", Path(tmp))
     t = plan.topology
     assert (t.node_rank.value, t.nnodes.value, t.master_addr.value, t.nproc_per_node.value) == (1, "2", "mi300-00", 8)
-    assert plan.launch.argv[0] == "torchrun"
+    argv = plan.launch.argv
+    assert argv[0] == "torchrun" and argv[argv.index("--log-dir") + 1] == "/experiments/logs"
     assert _env(plan).get("NCCL_SOCKET_IFNAME") == "=eno8303", "the interface that routes to mi300-00"
 
 
@@ -195,3 +196,4 @@ def test_slurm_node_runs_accelerate_with_the_allocations_rank(tmp_path):
     assert argv[:2] == ["accelerate", "launch"]
     assert argv[argv.index("--machine_rank") + 1] == "1" and argv[argv.index("--num_processes") + 1] == "8"
     assert argv[argv.index("--main_process_ip") + 1] == "hgx-a00"
+    assert argv[argv.index("--mixed_precision") + 1] == "bf16" and argv.index("--mixed_precision") < argv.index("train.py")
