@@ -25,7 +25,7 @@ import schemas
 from nodeweave.entrypoint import make_plan
 from nodeweave.rendering import render_targets
 from nodeweave.spec import load_spec
-from test_entrypoint_contract import FIX, pod_env, with_hostname
+from test_entrypoint_contract import pod_env, with_hostname
 from test_manifests import kubectl_problem, needs_kustomize, validate_strict, write_tree
 
 REPO = Path(__file__).resolve().parents[1]

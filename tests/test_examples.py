@@ -25,7 +25,6 @@ import yaml
 
 import schemas
 from nodeweave.entrypoint import make_plan
-from nodeweave.images import hadolint_config
 from nodeweave.rendering import render_targets, wanted_targets
 from nodeweave.spec import load_spec
 from test_contract_rows import sbatch_env

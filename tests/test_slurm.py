@@ -12,11 +12,9 @@ replaced by a recorder of their arguments. Goldens:
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import socket
-import stat
 import subprocess
 import sys
 from pathlib import Path

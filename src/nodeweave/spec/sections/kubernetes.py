@@ -7,7 +7,7 @@ with a line number instead of a rejected ``kubectl apply``.
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Mapping, Optional
 
 from yaml.nodes import Node
 
@@ -60,7 +60,7 @@ def kubernetes(r: Reader, top: Fields, name: str) -> Kubernetes:
     )
 
 
-def _metadata(r: Reader, f: Fields, key: str, value_rule: Optional[rules.Rule], own) -> "object":
+def _metadata(r: Reader, f: Fields, key: str, value_rule: Optional[rules.Rule], own: tuple) -> Mapping[str, str]:
     path = f.path_of(key)
 
     def refuse(reader: Reader, node: Node, key_path: str, name: str) -> None:
