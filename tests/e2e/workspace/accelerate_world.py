@@ -25,6 +25,9 @@ def main() -> int:
     }
     os.write(1, ("NODEWEAVE-E2E " + json.dumps(record, sort_keys=True) + "\n").encode())
     accelerator.wait_for_everyone()
+    # leave together: gloo aborts a rank whose peer tore its connections down first (as examples/train.py does)
+    torch.distributed.barrier()
+    torch.distributed.destroy_process_group()
     return 0
 
 
