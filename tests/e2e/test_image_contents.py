@@ -19,17 +19,17 @@ from e2e_harness import REGISTRY, REPO, snapshot_context
 
 pytestmark = pytest.mark.engine
 
-SPEC = """name: e2e-contents
+SPEC = f"""name: e2e-contents
 image:
   variant: cpu
-  registry: localhost/nodeweave-e2e
+  registry: {REGISTRY}
   apt: [jq]
   requirements: requirements.txt
   project:
     source: demo
     path: /opt/demo
     run: ["pip install --no-deps --no-build-isolation .", "python -c 'import nwdemo'"]
-launcher: {script: train.py}
+launcher: {{script: train.py}}
 """
 PYPROJECT = """[build-system]
 requires = ["setuptools"]
