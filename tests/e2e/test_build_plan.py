@@ -154,6 +154,18 @@ def test_plan_carries_spec_args_base_override_and_offline(tmp_path):
     assert not (tmp_path / "scratch").exists(), "a dry run writes nothing"
 
 
+def test_per_build_labels_are_passed_as_label_flags(tmp_path):
+    # buildah leaves ARG values out of its cache key: a cached LABEL step kept the
+    # previous build's revision on CI, so the values that change per build go as --label.
+    spec = parse_spec(SPEC, "test.yaml")
+    plan = prepare_build(spec, "cpu", REPO, tmp_path / "scratch", base="localhost/base:1", offline=False,
+                         dry_run=True).plan
+    revision = plan.build_args["REVISION"]
+    assert plan.labels["org.opencontainers.image.revision"] == revision
+    assert plan.labels["org.opencontainers.image.base.name"] == "localhost/base:1"
+    assert f"--label org.opencontainers.image.revision={revision}" in plan.command("podman")
+
+
 def test_wheelhouse_links_new_wheels_and_keeps_existing(tmp_path):
     source = tmp_path / "src"
     source.mkdir()

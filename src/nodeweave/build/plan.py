@@ -102,6 +102,21 @@ def plan_build(r: Resolved, context: Path, dockerfile: Path, revision: Optional[
     if offline:
         build_args["PIP_NO_INDEX"] = "1"
     labels = {"io.nodeweave.job": spec.name, "io.nodeweave.variant": r.variant.key}
+    labels.update(_per_build_labels(build_args))
     tags = r.build_tags(revision.tag_suffix if revision else None, fixed=fixed_tag)
     return BuildPlan(variant=r.variant.key, dockerfile=dockerfile, context=context, tags=tags,
                      build_args=build_args, labels=labels, push=push, network=network)
+
+
+# The OCI labels whose values change from one build to the next. The Dockerfile
+# sets them from build arguments too (for hand builds), but buildah (podman 4.x)
+# leaves build-argument values out of its layer-cache key, so a cached LABEL step
+# would keep the previous build's revision; ``--label`` is applied at commit.
+_PER_BUILD_LABELS = {"REVISION": "org.opencontainers.image.revision",
+                     "VERSION": "org.opencontainers.image.version",
+                     "SOURCE": "org.opencontainers.image.source",
+                     BASE_IMAGE_ARG: "org.opencontainers.image.base.name"}
+
+
+def _per_build_labels(build_args: Mapping[str, str]) -> dict:
+    return {label: build_args[arg] for arg, label in _PER_BUILD_LABELS.items() if arg in build_args}
