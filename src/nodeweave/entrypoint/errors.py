@@ -11,6 +11,7 @@ EXIT_FAILURE = 1       # a file the launch needs (the DeepSpeed hostfile) could 
 EXIT_USAGE = 2         # bad input: a malformed flag or variable value, a missing training script
 EXIT_TOPOLOGY = 3      # the node cannot tell who it is, or values contradict each other or the machine
 EXIT_UNREACHABLE = 4   # the master's address did not resolve or its port did not open before the deadline
+EXIT_PEER_FAILED = 5   # another node of the job failed (or vanished): this node stopped its launcher
 EXIT_NOT_EXECUTABLE = 126  # the launcher exists but cannot be executed
 EXIT_NOT_FOUND = 127   # the launcher (torchrun, deepspeed, accelerate, the command) is not on PATH
 
@@ -19,8 +20,12 @@ EXIT_CODES = {
     EXIT_FAILURE: "a file the launch needs (the DeepSpeed hostfile under $TMPDIR or /tmp) could not be written",
     EXIT_USAGE: "bad input: a flag or variable value; the message names it and what is accepted",
     EXIT_TOPOLOGY: "topology unknown or contradictory: no rank source, values that contradict each other or the "
-                   "machine, or the Kubernetes API refused",
-    EXIT_UNREACHABLE: "the master did not resolve or accept connections before the deadline (names host and port)",
+                   "machine, the Kubernetes API refused, or node 0's check-in refused the job (a table names each "
+                   "differing field per node)",
+    EXIT_UNREACHABLE: "the master (node 0's check-in exchange) did not resolve or accept connections before the "
+                      "deadline (names host and port), or gave no verdict",
+    EXIT_PEER_FAILED: "another node failed or vanished during the job; this node stopped its launcher (the message "
+                      "names the node, how it ended and its last output)",
     EXIT_NOT_EXECUTABLE: "the launcher was found but is not executable",
     EXIT_NOT_FOUND: "the launcher is not installed / not on PATH",
 }

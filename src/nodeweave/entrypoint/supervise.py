@@ -77,19 +77,69 @@ def _stop_with_parent(parent):
         os._exit(128 + int(signal.SIGTERM))
 
 
-def run_supervised(executable, argv, env):
-    """Fork, exec the launcher in the child, forward signals, and return the exit code to use."""
+def how_it_ended(name, wait_status, received):
+    """'torchrun exited 1', 'torchrun was killed by SIGKILL', 'torchrun exited 1 after SIGTERM'."""
+    import signal
+
+    code = os.waitstatus_to_exitcode(wait_status)
+    if code < 0:
+        return f"{name} was killed by {_signal_name(signal, -code)}"
+    after = f" after {_signal_name(signal, received[0])}" if received else ""
+    return f"{name} exited {code}{after}"
+
+
+def _signal_name(signal, number):
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
+
+
+def _stopper(pid, reaped):
+    """stop(grace): SIGTERM to the launcher's process group now, SIGKILL after ``grace`` seconds."""
+    import signal
+    import threading
+
+    def kill(sig):
+        if not reaped:
+            try:
+                os.killpg(pid, sig)
+            except OSError:
+                pass
+
+    def stop(grace):
+        kill(signal.SIGTERM)
+        timer = threading.Timer(grace, kill, args=(signal.SIGKILL,))
+        timer.daemon = True
+        timer.start()
+    return stop
+
+
+def run_supervised(executable, argv, env, watch=None):
+    """Fork, exec the launcher in the child, forward signals, and return the exit code to use.
+
+    With ``watch`` (the heartbeat, ``heartbeat.py``) the launcher's output is
+    passed through :class:`capture.OutputTail`, the watch may stop the launcher
+    when another node fails, and it hears how the launcher ended.
+    """
     import signal
 
     forwarded = _numbers(FORWARDED)
     received = []
     parent = os.getpid()
+    tail = None
+    if watch is not None:
+        from .capture import OutputTail
+
+        tail = OutputTail()
     saved = signal.pthread_sigmask(signal.SIG_BLOCK, forwarded)  # none may slip between fork and handlers
     pid = os.fork()
     if pid == 0:  # the child: becomes the launcher
         try:
             os.setpgid(0, 0)
             _stop_with_parent(parent)
+            if tail is not None:
+                tail.child_side()
             for sig in forwarded:
                 signal.signal(sig, signal.SIG_DFL)
             signal.pthread_sigmask(signal.SIG_SETMASK, saved)
@@ -111,6 +161,16 @@ def run_supervised(executable, argv, env):
 
     for sig in forwarded:
         signal.signal(sig, forward)
+    reaped = []
+    if watch is not None:
+        tail.parent_side()
+        watch.start(_stopper(pid, reaped))
     signal.pthread_sigmask(signal.SIG_SETMASK, saved)
     _, status = os.waitpid(pid, 0)  # PEP 475: retried after each forwarded signal
-    return exit_status(status, received)
+    reaped.append(pid)
+    code = exit_status(status, received)
+    if watch is not None:
+        stopped = watch.finish(code, how_it_ended(os.path.basename(argv[0]), status, received), tail.lines())
+        if stopped is not None:
+            return stopped
+    return code

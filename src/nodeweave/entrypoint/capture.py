@@ -1,0 +1,88 @@
+"""Pass the launcher's output through, keeping its last lines for the failure report.
+
+With the heartbeat on, a node whose launcher fails tells the others how it
+ended *and what it last printed* (the traceback is usually there). The
+launcher's stdout and stderr go to two pipes; one thread per pipe copies every
+byte on to the entrypoint's own stdout/stderr (the container log sees the same
+streams as before) and keeps the last :data:`KEEP_BYTES` of both, in arrival
+order. Used only when the exchange runs; otherwise the launcher writes to the
+container's streams directly.
+"""
+
+import os
+import threading
+
+KEEP_BYTES = 16384
+
+
+class OutputTail:
+    def __init__(self, keep=KEEP_BYTES):
+        self.keep = keep
+        self.data = bytearray()
+        self.lock = threading.Lock()
+        self.pipes = [os.pipe(), os.pipe()]  # (read, write) for stdout, stderr
+        self.threads = []
+
+    def child_side(self):
+        """In the forked child, before exec: stdout/stderr become the pipes' write ends."""
+        for target, (read_end, write_end) in zip((1, 2), self.pipes):
+            os.dup2(write_end, target)
+            os.close(read_end)
+            os.close(write_end)
+
+    def parent_side(self):
+        """In the entrypoint, after fork: copy each pipe to our own stream."""
+        for target, (read_end, write_end) in zip((1, 2), self.pipes):
+            os.close(write_end)
+            thread = threading.Thread(target=self._pump, args=(read_end, target), daemon=True,
+                                      name=f"nodeweave-output-{target}")
+            thread.start()
+            self.threads.append(thread)
+
+    def abandon(self):
+        """The fork failed: close every end."""
+        for pair in self.pipes:
+            for fd in pair:
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+
+    def _pump(self, source, target):
+        try:
+            while True:
+                try:
+                    chunk = os.read(source, 65536)
+                except InterruptedError:
+                    continue
+                except OSError:
+                    return
+                if not chunk:
+                    return
+                _write_all(target, chunk)
+                with self.lock:
+                    self.data += chunk
+                    if len(self.data) > 2 * self.keep:
+                        del self.data[:-self.keep]
+        finally:
+            os.close(source)
+
+    def lines(self, count=20, wait_s=2.0):
+        """The last ``count`` non-empty lines, once the pipes ended (or ``wait_s`` passed)."""
+        for thread in self.threads:
+            thread.join(wait_s)
+        with self.lock:
+            text = bytes(self.data[-self.keep:]).decode("utf-8", "replace")
+        return [line.rstrip() for line in text.splitlines() if line.strip()][-count:]
+
+
+def _write_all(fd, data):
+    view = memoryview(data)
+    while view:
+        try:
+            written = os.write(fd, view)
+        except InterruptedError:
+            continue
+        except OSError:
+            return  # our own stream is gone: keep draining so the launcher never blocks
+        view = view[written:]

@@ -1,0 +1,190 @@
+"""The check-in and the heartbeat around one launch: whether they run, where, and what follows a verdict.
+
+:func:`plan_exchange` is pure and cheap (every start and ``--explain`` call
+it): the exchange runs for a multi-node job on a live machine unless switched
+off (``NODEWEAVE_EXCHANGE=off``, ``--no-wait``, a wait timeout of 0); its port
+is the master port + 1 unless ``NODEWEAVE_EXCHANGE_PORT`` says otherwise; a
+worker's wait then targets that port, since node 0 starts its launcher (and
+opens the master port) only after every node checked in.
+
+:func:`check_in` does it (imported only then: sockets, threads, hashing):
+node 0 gathers, judges and announces (``exchange.Hub``), the others check in
+(``exchange.check_in``); every node prints the same verdict, exits 3 on a
+refusal, and otherwise launches with the counts the verdict carries and a
+heartbeat (``heartbeat.py``) for a supervised launcher.
+"""
+
+import os
+import time
+
+from .errors import EXIT_TOPOLOGY, EXIT_UNREACHABLE, EntrypointError
+
+DEFAULT_OFFSET = 1
+VERDICT_GRACE_S = 30  # a worker waits this much longer than node 0's deadline for its verdict
+RECORD = "checkin.json"
+
+
+def exchange_port(topo, settings):
+    """(port, where it came from)."""
+    port = settings.get("exchange_port")
+    if port:
+        return port, settings.source("exchange_port")
+    master = topo.master_port.value
+    return (master + DEFAULT_OFFSET, f"master port {master} + 1") if master < 65535 else (
+        master - 1, f"master port {master} - 1")
+
+
+def _off_because(plan, settings):
+    topo = plan.topology
+    if topo.nnodes_max <= 1:
+        return "single node"
+    if settings.get("exchange") is False:
+        return f"switched off by {settings.source('exchange')}"
+    if settings.sysroot not in ("/", "", None):
+        return "a captured tree (--sysroot) is not a live node"
+    if settings.no_wait:
+        return "--no-wait"
+    if settings.get("wait_timeout", 600) == 0:
+        return f"wait timeout 0 ({settings.source('wait_timeout')})"
+    return None
+
+
+def plan_exchange(plan, settings):
+    """Record on ``plan.exchange`` what the check-in will do; retarget a worker's wait to its port."""
+    topo, launch = plan.topology, plan.launch
+    off = _off_because(plan, settings)
+    if off:
+        plan.exchange = {"enabled": False, "why": off}
+        return plan.exchange
+    from .supervise import SUPERVISED
+
+    port, port_source = exchange_port(topo, settings)
+    deadline = settings.get("wait_timeout", 600)
+    plan.exchange = {
+        "enabled": True, "role": "node 0 (gathers and judges)" if topo.is_master else "checks in with node 0",
+        "host": topo.master_addr.value, "port": port, "port_source": port_source, "deadline_s": deadline,
+        "allow": list(settings.get("exchange_allow") or []),
+        "token": "NODEWEAVE_JOB_TOKEN" if settings.env.get("NODEWEAVE_JOB_TOKEN") else
+                 f"derived from job id {topo.job_id!r} and master port {topo.master_port.value}",
+        "heartbeat": launch.launcher in SUPERVISED,
+    }
+    if launch.wait:
+        launch.wait = dict(launch.wait, port=port, what="node 0's check-in exchange")
+    return plan.exchange
+
+
+class Session:
+    """The check-in's outcome on this node."""
+
+    def __init__(self, verdict, watch=None, fingerprint=None):
+        self.verdict, self.watch, self.fingerprint = verdict, watch, fingerprint
+
+
+def _say_verdict(verdict, took, log):
+    from .verdict import render_table
+
+    problems = verdict["problems"]
+    nodes = verdict.get("nodes")
+    if verdict["decision"] == "refuse":
+        log(f"check-in refused the job ({nodes} node(s) in, {len(problems)} problem(s)); every node exits "
+            f"{EXIT_TOPOLOGY}:")
+    elif problems:
+        log(f"check-in: {nodes} node(s) agree with {len(problems)} warning(s) (world size "
+            f"{verdict.get('world_size')}, {took:.2f}s); starting anyway:")
+    else:
+        log(f"check-in: {nodes} node(s) agree (world size {verdict.get('world_size')}, {took:.2f}s)")
+    for line in render_table(verdict):
+        log(line)
+
+
+def _record(plan, settings, verdict, fingerprint):
+    """Keep the verdict beside the hostfile, for --explain and doctor --cluster after the start."""
+    import json
+
+    folder = os.path.join(settings.env.get("TMPDIR") or "/tmp", "nodeweave")
+    try:
+        os.makedirs(folder, exist_ok=True)
+        path = os.path.join(folder, RECORD)
+        with open(f"{path}.{os.getpid()}", "w") as f:
+            json.dump({"verdict": verdict, "fingerprint": fingerprint, "at": time.time()}, f)
+        os.replace(f"{path}.{os.getpid()}", path)
+    except OSError:
+        pass  # a record for later reading; the launch does not depend on it
+
+
+def _missing(settings, plan):
+    """rank -> what Kubernetes says about that node's pod (Pending, ...), when it can be asked."""
+    from .kube import in_kubernetes, pod_phase
+    from .sysfs import Root
+    from .topology import ordinal
+
+    root = Root(settings.sysroot)
+    prefix, _ = ordinal(plan.node.hostname)
+    if not prefix or not in_kubernetes(root, settings.env):
+        return None
+    return lambda rank: pod_phase(root, settings.env, f"{prefix}-{rank}")
+
+
+def check_in(plan, settings, root, log):
+    """Run this node's check-in; a :class:`Session`, or EntrypointError (3 refused, 4 unreachable)."""
+    from .exchange import Hub, Refused
+    from .exchange import check_in as node_check_in
+    from .fingerprint import local_fingerprint
+    from .heartbeat import HubWatch, LinkWatch
+    from .wire import ExchangeError, job_token
+
+    info, topo = plan.exchange, plan.topology
+    fingerprint = local_fingerprint(plan, root, settings.env)
+    token = job_token(settings.env, topo.job_id, topo.master_port.value)
+    started = time.monotonic()
+    watch = None
+    if topo.is_master:
+        hub = Hub(info["port"], token, fingerprint, log)
+        log(f"check-in: waiting for {topo.nnodes_min - 1} more node(s) on port {info['port']} "
+            f"(up to {info['deadline_s']}s)")
+        hub.gather(topo.nnodes_min, started + info["deadline_s"])
+        verdict = hub.decide(topo.nnodes_min, topo.nnodes_max, plan.launch.launcher, info["allow"],
+                             _missing(settings, plan))
+        hub.announce(verdict)
+        if verdict["decision"] == "start" and info["heartbeat"]:
+            watch = HubWatch(hub, log, elastic=topo.elastic, admit=_admitter(hub, topo, plan, info))
+        else:
+            hub.close()
+    else:
+        deadline = started + info["deadline_s"] + VERDICT_GRACE_S
+        try:
+            verdict, channel = node_check_in(info["host"], info["port"], fingerprint, token, deadline)
+        except Refused as err:
+            raise EntrypointError(str(err), EXIT_TOPOLOGY) from None
+        except ExchangeError as err:
+            raise EntrypointError(f"check-in with node 0 at {info['host']}:{info['port']} failed: {err}; "
+                                  f"is node 0 running the same job? (NODEWEAVE_WAIT_TIMEOUT sets the deadline)",
+                                  EXIT_UNREACHABLE) from None
+        if verdict["decision"] == "start" and info["heartbeat"]:
+            watch = LinkWatch(channel, log, elastic=topo.elastic)
+        else:
+            channel.finish(1.0)
+    _say_verdict(verdict, time.monotonic() - started, log)
+    _record(plan, settings, verdict, fingerprint)
+    if verdict["decision"] != "start":
+        raise EntrypointError(f"check-in refused the job: {_summary(verdict)} (table above; the same on every "
+                              "node)", EXIT_TOPOLOGY)
+    return Session(verdict, watch, fingerprint)
+
+
+def _summary(verdict):
+    return "; ".join(f"{p['check']} ({', '.join(p['nodes'])})" for p in verdict["problems"]
+                     if p["severity"] == "refuse")
+
+
+def _admitter(hub, topo, plan, info):
+    """Elastic jobs: judge a late node against node 0 (and the ranks already in); fixed jobs: None."""
+    if not topo.elastic:
+        return None
+    from .verdict import Entry, judge
+
+    def admit(peer):
+        own = Entry(hub.own_fp, seen=hub.own_fp.get("route_address"), own=True)
+        others = [p.entry() for p in hub.peers if p.done is None]
+        return judge([own, peer.entry()] + others, 0, topo.nnodes_max, plan.launch.launcher, info["allow"])
+    return admit

@@ -1,0 +1,273 @@
+"""The exchange over real loopback sockets: node 0's hub and nodes checking in from threads.
+
+Check-in (every node gets the same verdict, strangers are turned away, the
+connect-back is real), the wire's bounds, and the heartbeat: a failure on one
+node reaches the others, a vanished node counts as failed, a clean finish is
+quiet.
+"""
+
+import socket
+import threading
+import time
+
+import pytest
+
+from nodeweave.entrypoint import heartbeat
+from nodeweave.entrypoint.exchange import Hub, Refused, check_in
+from nodeweave.entrypoint.heartbeat import HubWatch, LinkWatch
+from nodeweave.entrypoint.wire import MAX_MESSAGE, Channel, ExchangeError, job_token
+from test_exchange_verdict import fp as full_fp
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def fp(rank, nnodes=3, **changes):
+    return full_fp(rank, nnodes=str(nnodes), address="127.0.0.1", route_address="127.0.0.1",
+                   hostname_address="127.0.0.1", **changes)
+
+
+TOKEN = job_token({}, "trainer", 29500)
+
+
+class Cluster:
+    """Node 0's hub and ``workers`` nodes checking in from threads."""
+
+    def __init__(self, workers, changes=None, token=TOKEN, nnodes=None):
+        self.port = free_port()
+        self.nnodes = nnodes or workers + 1
+        self.log = []
+        self.hub = Hub(self.port, TOKEN, fp(0, self.nnodes), self.log.append)
+        self.results, self.channels, self.errors = {}, {}, {}
+        self.threads = []
+        for rank in range(1, workers + 1):
+            mine = fp(rank, self.nnodes, **(changes or {}).get(rank, {}))
+            thread = threading.Thread(target=self._node, args=(rank, mine, token), daemon=True)
+            thread.start()
+            self.threads.append(thread)
+
+    def _node(self, rank, mine, token):
+        try:
+            self.results[rank], self.channels[rank] = check_in("127.0.0.1", self.port, mine, token,
+                                                               time.monotonic() + 20)
+        except ExchangeError as err:
+            self.errors[rank] = err
+
+    def decide(self, deadline_s=10, allow=()):
+        self.hub.gather(self.nnodes, time.monotonic() + deadline_s)
+        verdict = self.hub.decide(self.nnodes, self.nnodes, "torchrun", allow)
+        self.hub.announce(verdict)
+        for thread in self.threads:
+            thread.join(20)
+        return verdict
+
+    def close(self):
+        for channel in self.channels.values():
+            channel.close()
+        self.hub.close()
+
+
+def test_every_node_gets_node_0s_one_verdict():
+    cluster = Cluster(4, changes={3: {"nproc": 2}})
+    try:
+        verdict = cluster.decide()
+        assert verdict["decision"] == "start", verdict
+        assert verdict["procs"] == [8, 8, 8, 2, 8] and verdict["world_size"] == 34
+        assert cluster.errors == {}
+        assert all(cluster.results[rank] == verdict for rank in range(1, 5))
+        assert all(peer.probe == "ok" for peer in cluster.hub.peers)  # node 0 connected back to every node
+    finally:
+        cluster.close()
+
+
+def test_a_differing_node_makes_every_node_refuse_with_the_same_table():
+    cluster = Cluster(2, changes={2: {"nccl": "2.26.2"}})
+    try:
+        verdict = cluster.decide()
+        assert verdict["decision"] == "refuse"
+        assert cluster.results[1] == cluster.results[2] == verdict
+    finally:
+        cluster.close()
+
+
+def test_a_node_of_another_job_is_turned_away_and_told_why():
+    stranger = job_token({"NODEWEAVE_JOB_TOKEN": "other"}, "trainer", 29500)
+    cluster = Cluster(1, token=stranger, nnodes=2)
+    try:
+        cluster.hub.gather(2, time.monotonic() + 2)
+        for thread in cluster.threads:
+            thread.join(10)
+        assert isinstance(cluster.errors[1], Refused) and "job token" in str(cluster.errors[1])
+        assert cluster.hub.peers == []
+        assert any("turned away" in line for line in cluster.log)
+    finally:
+        cluster.close()
+
+
+def test_missing_nodes_are_refused_at_the_deadline():
+    cluster = Cluster(1, nnodes=3)
+    try:
+        started = time.monotonic()
+        verdict = cluster.decide(deadline_s=1.5)
+        assert time.monotonic() - started < 5
+        assert verdict["decision"] == "refuse" and verdict["problems"][0]["check"] == "missing"
+        assert cluster.results[1] == verdict
+    finally:
+        cluster.close()
+
+
+def test_connect_back_failure_is_named():
+    """A node whose check port nobody can reach: its advertised address points at a closed port."""
+    cluster = Cluster(1, nnodes=2)
+    try:
+        cluster.hub.gather(2, time.monotonic() + 10)
+        cluster.hub.peers[0].probe = None
+        cluster.hub.peers[0].fp = dict(cluster.hub.peers[0].fp, probe_port=free_port())
+        from nodeweave.entrypoint.exchange import _probe
+
+        _probe(cluster.hub.peers[0], TOKEN)
+        assert "refused" in cluster.hub.peers[0].probe.lower()
+        verdict = cluster.hub.decide(2, 2, "torchrun", ())
+        assert [p["check"] for p in verdict["problems"]] == ["connect-back"]
+        cluster.hub.announce(verdict)
+    finally:
+        for thread in cluster.threads:
+            thread.join(10)
+        cluster.close()
+
+
+def test_an_oversized_or_garbled_message_ends_the_connection_not_the_hub():
+    port = free_port()
+    hub = Hub(port, TOKEN, fp(0, 2), lambda line: None)
+    try:
+        with socket.create_connection(("127.0.0.1", port)) as rude:
+            hub.step(0.5)
+            rude.sendall(b"x" * (MAX_MESSAGE + 10))
+            for _ in range(20):
+                hub.step(0.1)
+            assert hub.pending == [] and hub.peers == []
+    finally:
+        hub.close()
+
+
+def test_receive_never_waits_past_its_deadline():
+    left, right = socket.socketpair()
+    channel = Channel(left, "peer")
+    started = time.monotonic()
+    with pytest.raises(ExchangeError, match="no answer"):
+        channel.receive(time.monotonic() + 0.3)
+    assert time.monotonic() - started < 2
+    right.close()
+    channel.close()
+
+
+# --- the heartbeat -----------------------------------------------------------------
+
+
+class Launcher:
+    """Stands in for a supervised launcher: remembers being stopped."""
+
+    def __init__(self):
+        self.stopped = threading.Event()
+
+    def stop(self, grace):
+        self.stopped.set()
+
+
+def started_watches(workers, elastic=False):
+    cluster = Cluster(workers)
+    verdict = cluster.decide()
+    assert verdict["decision"] == "start"
+    logs = {rank: [] for rank in range(workers + 1)}
+    hub_watch = HubWatch(cluster.hub, logs[0].append, elastic=elastic)
+    links = {rank: LinkWatch(cluster.channels[rank], logs[rank].append, elastic=elastic)
+             for rank in range(1, workers + 1)}
+    launchers = {rank: Launcher() for rank in range(workers + 1)}
+    hub_watch.start(launchers[0].stop)
+    for rank, link in links.items():
+        link.start(launchers[rank].stop)
+    return cluster, hub_watch, links, launchers, logs
+
+
+def test_a_failing_node_stops_every_other_node_within_seconds():
+    cluster, hub_watch, links, launchers, logs = started_watches(3)
+    try:
+        failed_at = time.monotonic()
+        assert links[2].finish(1, "torchrun exited 1", ["Traceback (most recent call last):", "ValueError: boom"]) is None
+        for rank in (0, 1, 3):
+            assert launchers[rank].stopped.wait(5), logs
+        assert time.monotonic() - failed_at < 5
+        assert not launchers[2].stopped.is_set()
+        assert any("node 2 (trainer-2) failed: torchrun exited 1" in line for line in logs[1]), logs[1]
+        assert any("ValueError: boom" in line for line in logs[3]), logs[3]
+        assert links[1].finish(143, "torchrun exited 143", []) == 5
+        assert hub_watch.finish(143, "torchrun exited 143", []) == 5
+    finally:
+        cluster.close()
+
+
+def test_a_vanished_node_counts_as_failed():
+    cluster, hub_watch, links, launchers, logs = started_watches(2)
+    try:
+        links[1].stopping.set()
+        links[1].channel.sock.close()  # the entrypoint was killed: no report, the connection just ends
+        assert launchers[0].stopped.wait(5) and launchers[2].stopped.wait(5), logs
+        assert any("closed without a report" in line for line in logs[2]), logs[2]
+    finally:
+        cluster.close()
+
+
+def test_node_0_vanishing_stops_the_others():
+    cluster, hub_watch, links, launchers, logs = started_watches(2)
+    try:
+        hub_watch.stopping.set()
+        hub_watch.thread.join(5)
+        for peer in cluster.hub.peers:
+            peer.channel.sock.close()
+        assert launchers[1].stopped.wait(5) and launchers[2].stopped.wait(5)
+        assert any("node 0" in line and "failed" in line for line in logs[1])
+    finally:
+        cluster.close()
+
+
+def test_silence_counts_as_gone(monkeypatch):
+    monkeypatch.setattr(heartbeat, "BEAT_S", 0.2)
+    monkeypatch.setattr(heartbeat, "LOST_S", 1.0)
+    cluster, hub_watch, links, launchers, logs = started_watches(2)
+    try:
+        links[1].stopping.set()  # node 1 stops beating but keeps its connection open
+        links[1].thread.join(2)
+        assert launchers[0].stopped.wait(5) and launchers[2].stopped.wait(5), logs
+        assert any("no heartbeat" in line for line in logs[0]), logs[0]
+    finally:
+        cluster.close()
+
+
+def test_a_clean_finish_is_quiet():
+    cluster, hub_watch, links, launchers, logs = started_watches(2)
+    try:
+        assert links[1].finish(0, "torchrun exited 0", []) is None
+        assert links[2].finish(0, "torchrun exited 0", []) is None
+        started = time.monotonic()
+        assert hub_watch.finish(0, "torchrun exited 0", []) is None
+        assert time.monotonic() - started < 3  # everyone had finished: no lingering
+        assert not any(launcher.stopped.is_set() for launcher in launchers.values())
+        assert all(not lines for lines in logs.values()), logs
+    finally:
+        cluster.close()
+
+
+def test_elastic_leaving_is_reported_and_stops_nothing():
+    cluster, hub_watch, links, launchers, logs = started_watches(2, elastic=True)
+    try:
+        links[2].finish(1, "torchrun exited 1", [])
+        deadline = time.monotonic() + 5
+        while not any("left the job" in line for line in logs[1]) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert any("node 2 (trainer-2) left the job" in line for line in logs[1]), logs
+        assert not any(launcher.stopped.is_set() for launcher in launchers.values())
+    finally:
+        cluster.close()

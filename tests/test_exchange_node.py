@@ -1,0 +1,120 @@
+"""One node's part in the exchange: its fingerprint, and a supervised launcher under the heartbeat."""
+
+import json
+import os
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+from nodeweave.entrypoint import make_plan
+from nodeweave.entrypoint.fingerprint import distributions_digest, local_fingerprint, major_minor, workspace
+from nodeweave.entrypoint.supervise import how_it_ended, run_supervised
+from nodeweave.entrypoint.sysfs import Root
+
+FIX = Path(__file__).parent / "fixtures" / "sysroots"
+
+
+def test_versions_come_from_installed_distributions(tmp_path):
+    """torch, the launcher and NCCL's wheel are read from *.dist-info names under the root's site-packages."""
+    root = tmp_path / "root"
+    subprocess.run(["cp", "-a", str(FIX / "hgx-h100"), str(root)], check=True)
+    site = root / "usr/local/lib/python3.11/site-packages"
+    for dist in ("torch-2.13.0", "deepspeed-0.19.8", "nvidia_nccl_cu12-2.26.2", "numpy-2.3.1"):
+        (site / f"{dist}.dist-info").mkdir(parents=True)
+    plan = make_plan(["--launcher", "deepspeed", "--nnodes", "2", "--node-rank", "1", "--master-addr", "hgx-a00",
+                      "--", "t.py"], {}, sysroot=str(root))
+    fp = local_fingerprint(plan, Root(str(root)), {}, cwd=str(tmp_path))
+    assert (fp["torch"], fp["launcher_version"]) == ("2.13.0", "0.19.8")
+    assert fp["gpu_vendor"] == "nvidia" and fp["gpu_count"] == 8 and fp["nproc"] == 8
+    assert fp["rank"] == 1 and fp["nnodes"] == "2" and fp["launcher"] == "deepspeed"
+    assert fp["interface"] == plan.node.interface and fp["address"] == plan.node.local_ipv4
+    assert fp["image_digest"] and fp["distributions"] >= 4
+    json.dumps(fp)  # what crosses the wire
+
+
+def test_nccl_from_the_wheel_on_a_live_root():
+    """The live root reads this venv's distributions: the same digest twice, torch's real version."""
+    plan = make_plan(["--nnodes", "2", "--node-rank", "1", "--master-addr", "127.0.0.1", "--", "t.py"], {})
+    fp = local_fingerprint(plan, Root("/"), {})
+    from importlib.metadata import version
+
+    assert fp["torch"] == version("torch")
+    assert fp == local_fingerprint(plan, Root("/"), {})
+
+
+def test_distribution_digest_changes_with_any_version():
+    assert distributions_digest({"torch": "2.13.0"}) != distributions_digest({"torch": "2.13.1"})
+    assert distributions_digest({}) is None
+
+
+def test_workspace_prefers_the_sync_stamp_then_git(tmp_path):
+    assert workspace(str(tmp_path))["commit"] is None
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    (tmp_path / "f").write_text("x")
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
+           "GIT_COMMITTER_EMAIL": "t@t"}
+    subprocess.run(["git", "-C", str(tmp_path), "add", "f"], check=True, env=env)
+    subprocess.run(["git", "-C", str(tmp_path), "commit", "-qm", "x"], check=True, env=env)
+    head = subprocess.run(["git", "-C", str(tmp_path), "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+    assert workspace(str(tmp_path))["commit"] == head
+    subprocess.run(["git", "-C", str(tmp_path), "pack-refs", "--all"], check=True)
+    assert workspace(str(tmp_path))["commit"] == head  # from packed-refs
+    (tmp_path / ".nodeweave-sync.json").write_text(json.dumps({"commit": "c" * 40, "digest": "d1"}))
+    assert workspace(str(tmp_path)) == {"commit": "c" * 40, "digest": "d1",
+                                        "source": f"sync stamp {tmp_path}/.nodeweave-sync.json"}
+
+
+class RecordingWatch:
+    """A heartbeat stand-in: may stop the launcher after ``stop_after`` seconds; records how it ended."""
+
+    def __init__(self, stop_after=None):
+        self.stop_after, self.ended = stop_after, None
+
+    def start(self, stop):
+        if self.stop_after is not None:
+            timer = threading.Timer(self.stop_after, stop, args=(5.0,))
+            timer.daemon = True
+            timer.start()
+
+    def finish(self, code, how, tail):
+        self.ended = (code, how, tail)
+        return 5 if self.stop_after is not None else None
+
+
+def _child(script, watch):
+    """Run run_supervised in a subprocess (it installs signal handlers), report what the watch saw."""
+    code = (
+        "import json, sys\n"
+        "sys.path.insert(0, %r)\n"
+        "from test_exchange_node import RecordingWatch\n"
+        "from nodeweave.entrypoint.supervise import run_supervised\n"
+        "watch = RecordingWatch(%r)\n"
+        "rc = run_supervised('/bin/sh', ['sh', '-c', %r], {'PATH': '/bin:/usr/bin'}, watch=watch)\n"
+        "print('RESULT ' + json.dumps([rc, watch.ended]), file=sys.stderr)\n"
+    ) % (str(Path(__file__).parent), watch, script)
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+
+
+def test_the_launchers_output_passes_through_and_its_tail_is_reported():
+    out = _child("echo to-stdout; echo to-stderr >&2; exit 3", None)
+    result = json.loads(out.stderr.split("RESULT ", 1)[1])
+    assert out.stdout == "to-stdout\n" and out.stderr.startswith("to-stderr\n")
+    assert result[0] == 3
+    code, how, tail = result[1]
+    assert code == 3 and how == "sh exited 3"
+    assert sorted(tail) == ["to-stderr", "to-stdout"]
+
+
+def test_the_watch_can_stop_the_launcher_and_choose_the_exit_code():
+    out = _child("trap 'exit 143' TERM; sleep 30 & wait", 0.5)
+    result = json.loads(out.stderr.split("RESULT ", 1)[1])
+    assert result[0] == 5, out.stderr
+
+
+def test_how_it_ended_names_signals():
+    import signal
+
+    assert how_it_ended("torchrun", 9, []) == "torchrun was killed by SIGKILL"
+    assert how_it_ended("torchrun", 1 << 8, [signal.SIGTERM]) == "torchrun exited 1 after SIGTERM"
+    assert run_supervised  # imported for the stand-in above
