@@ -29,7 +29,8 @@ image: {variant: cuda12}
 nodes: 3
 gpus_per_node: 4
 launcher: {type: deepspeed, script: t.py, master_port: 29555, max_restarts: 3, wait_timeout: 77,
-           options: [--bind_cores_to_rank, --enable_each_rank_log, "/logs/a b's"]}
+           options: [--bind_cores_to_rank, --enable_each_rank_log, "/logs/a b's"],
+           exchange: false, exchange_port: 31000, exchange_allow: [nccl, workspace]}
 network: {interfaces: [eno1, ibp25s0], exclude_hcas: ["mlx5_4", "mlx5_5:1"]}
 kubernetes: {service: rdzv, cluster_domain: corp.example}
 hosts: [gpu-a, gpu-b, gpu-c]
@@ -45,6 +46,9 @@ EXPECTED = {
     "launcher.master_port": 29555,
     "launcher.max_restarts": 3,
     "launcher.wait_timeout": 77,
+    "launcher.exchange": False,
+    "launcher.exchange_port": 31000,
+    "launcher.exchange_allow": ["nccl", "workspace"],
     "network.interfaces": ["eno1", "ibp25s0"],
     "network.exclude_hcas": ["mlx5_4", "mlx5_5:1"],
     "hosts": HOSTFILE_PATH,  # where compose mounts compose/hosts; test_compose reads the ranks from it

@@ -158,7 +158,9 @@ def test_explain_json_schema():
     assert proc.returncode == 0, err
     data = json.loads(out)
     assert data["schema"] == "nodeweave.entrypoint/1"
-    assert set(data) == {"schema", "node", "topology", "env", "launch", "warnings", "errors"}
+    assert set(data) == {"schema", "node", "topology", "env", "launch", "warnings", "errors", "exchange", "fingerprint"}
+    assert data["exchange"] == {"enabled": False, "why": "a captured tree (--sysroot) is not a live node"}
+    assert data["fingerprint"]["gpu_vendor"] == "amd" and data["fingerprint"]["rank"] == 1
     node = data["node"]
     assert node["gpus"]["vendor"] == "amd" and node["gpus"]["count"] == 8 and node["gpus"]["arch"] == "gfx942"
     assert node["nics"][0]["device"] == "bnxt_re0" and node["nics"][0]["roce_v2_gid_index"] == 3

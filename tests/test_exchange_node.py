@@ -23,6 +23,7 @@ def test_versions_come_from_installed_distributions(tmp_path):
     for dist in ("torch-2.13.0", "deepspeed-0.19.8", "nvidia_nccl_cu12-2.26.2", "numpy-2.3.1"):
         (site / f"{dist}.dist-info").mkdir(parents=True)
     plan = make_plan(["--launcher", "deepspeed", "--nnodes", "2", "--node-rank", "1", "--master-addr", "hgx-a00",
+                      "--nproc-per-node", "8",
                       "--", "t.py"], {}, sysroot=str(root))
     fp = local_fingerprint(plan, Root(str(root)), {}, cwd=str(tmp_path))
     assert (fp["torch"], fp["launcher_version"]) == ("2.13.0", "0.19.8")

@@ -24,11 +24,18 @@ def _say(text):
     print(f"{PROG}: {text}", file=sys.stderr, flush=True)
 
 
-def _summary(plan):
+def _summary(plan, session=None):
     t, launch = plan.topology, plan.launch
     set_vars = " ".join(f"{v.name}={v.value}" for v in plan.env if v.action == "set") or "no NCCL/RCCL variables"
-    return (f"node {t.node_rank.value} of {t.nnodes.value}, {t.nproc_per_node.value} process(es) each, "
-            f"master {t.master_addr.value}:{t.master_port.value}; sets {set_vars}; "
+    each = f"{t.nproc_per_node.value} process(es) each"
+    checked = ""
+    if session is not None:
+        warned = [p["check"] for p in session.verdict["problems"]]
+        each = f"{t.nproc_per_node.value} process(es) here, world size {t.world_size}" if t.world_size else each
+        checked = f"; checked in{' with warnings: ' + ', '.join(warned) if warned else ''}" + (
+            ", heartbeat on" if session.watch else "")
+    return (f"node {t.node_rank.value} of {t.nnodes.value}, {each}, "
+            f"master {t.master_addr.value}:{t.master_port.value}; sets {set_vars}{checked}; "
             f"{'run' if launch.launcher in SUPERVISED else 'exec'} {launch.argv[0]}")
 
 
@@ -57,24 +64,32 @@ def run(settings):
     wait = plan.launch.wait
     if wait:
         from .wait import wait_for
-        _say(f"waiting for master {wait['host']}:{wait['port']} (up to {wait['timeout_s']}s)")
-        waited = wait_for(wait["host"], wait["port"], wait["timeout_s"], log=_say)
-        _say(f"master {wait['host']}:{wait['port']} accepts connections after {waited:.1f}s")
+        what = wait.get("what", "master")
+        _say(f"waiting for {what} {wait['host']}:{wait['port']} (up to {wait['timeout_s']}s)")
+        waited = wait_for(wait["host"], wait["port"], wait["timeout_s"], log=_say, first_delay=0.05, what=what)
+        _say(f"{what} {wait['host']}:{wait['port']} accepts connections after {waited:.1f}s")
         if plan.node.interface_reason and "does not resolve" in plan.node.interface_reason:
             plan = build_plan(settings)  # the master resolves now: plan the route again
     if plan.topology.is_master and plan.topology.nnodes_max > 1 and plan.launch.launcher in SUPERVISED:
         from .selfcheck import check_master_is_self  # only rank 0 of a multi-node job pays for it
 
         check_master_is_self(plan, Root(settings.sysroot))
+    session = None
+    if plan.exchange and plan.exchange["enabled"]:
+        from .checkin import check_in  # sockets, threads, hashing: only a multi-node start pays for them
+        from .launch import apply_counts
+
+        session = check_in(plan, settings, Root(settings.sysroot), _say)
+        apply_counts(plan, session.verdict)
     for warning in plan.warnings:
         _say(f"warning: {warning}")
-    _say(_summary(plan))
+    _say(_summary(plan, session))
     _write_files(plan.launch.files)
     argv = plan.launch.argv
     environ = plan.environ(settings.env)
     executable = resolve(argv[0], environ.get("PATH", os.defpath))
     if plan.launch.launcher in SUPERVISED:
-        return run_supervised(executable, argv, environ)
+        return run_supervised(executable, argv, environ, watch=session.watch if session else None)
     try:
         os.execve(executable, argv, environ)
     except OSError as err:
@@ -91,6 +106,10 @@ def main(argv=None):
             problem = plan.launch and missing_script(plan.launch.launcher, settings.command, os.getcwd())
             if problem and settings.sysroot == "/":
                 plan.launch.notes.append(f"{problem} — a start here would stop with exit 2")
+            if plan.launch and plan.exchange is not None:
+                from .checkin import explain_exchange
+
+                explain_exchange(plan, settings, Root(settings.sysroot))
             if settings.json:
                 from .explain import render_json
                 sys.stdout.write(render_json(plan))

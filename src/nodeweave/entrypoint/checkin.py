@@ -34,8 +34,8 @@ def exchange_port(topo, settings):
         master - 1, f"master port {master} - 1")
 
 
-def _off_because(plan, settings):
-    topo = plan.topology
+def off_because(topo, settings):
+    """Why the exchange does not run for this start, or None when it does."""
     if topo.nnodes_max <= 1:
         return "single node"
     if settings.get("exchange") is False:
@@ -52,7 +52,7 @@ def _off_because(plan, settings):
 def plan_exchange(plan, settings):
     """Record on ``plan.exchange`` what the check-in will do; retarget a worker's wait to its port."""
     topo, launch = plan.topology, plan.launch
-    off = _off_because(plan, settings)
+    off = off_because(topo, settings)
     if off:
         plan.exchange = {"enabled": False, "why": off}
         return plan.exchange
@@ -112,11 +112,37 @@ def _record(plan, settings, verdict, fingerprint):
         pass  # a record for later reading; the launch does not depend on it
 
 
+def last_record(settings):
+    """The verdict this node recorded at its last start (``$TMPDIR/nodeweave/checkin.json``), or None."""
+    import json
+
+    path = os.path.join(settings.env.get("TMPDIR") or "/tmp", "nodeweave", RECORD)
+    try:
+        with open(path) as f:
+            data = json.load(f)
+    except (OSError, ValueError):
+        return None
+    verdict = data.get("verdict") or {}
+    return {"path": path, "at": data.get("at"), "decision": verdict.get("decision"),
+            "problems": [f"{p.get('severity')} {p.get('check')}: {', '.join(p.get('nodes') or [])}"
+                         for p in verdict.get("problems") or []]}
+
+
+def explain_exchange(plan, settings, root):
+    """For --explain: this node's fingerprint, and the verdict of its last start when one was recorded."""
+    from .fingerprint import local_fingerprint
+
+    plan.fingerprint = local_fingerprint(plan, root, settings.env)
+    if root.real:
+        plan.exchange["last"] = last_record(settings)
+
+
 def _missing(settings, plan):
     """rank -> what Kubernetes says about that node's pod (Pending, ...), when it can be asked."""
-    from .kube import in_kubernetes, pod_phase
+    from .detect_host import in_kubernetes
+    from .kube import pod_phase
     from .sysfs import Root
-    from .topology import ordinal
+    from .sources import ordinal
 
     root = Root(settings.sysroot)
     prefix, _ = ordinal(plan.node.hostname)

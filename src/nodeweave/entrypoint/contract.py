@@ -63,6 +63,41 @@ def read_directory(text, what, source):
     return path
 
 
+SWITCH = {"on": True, "true": True, "yes": True, "1": True, "off": False, "false": False, "no": False, "0": False}
+# The check-in's refusals a job may turn into warnings (nodeweave.entrypoint.verdict); the
+# structural ones (a duplicate or missing rank, another node count or launcher) are not among them.
+EXCHANGE_ALLOWABLE = ("vendor", "nccl", "rccl", "torch", "image", "workspace", "address", "connect-back")
+
+
+def read_switch(text, what, source):
+    value = SWITCH.get(str(text).strip().lower())
+    if value is None:
+        raise UsageError(f"{what} must be on or off, got {text!r} (from {source}); accepted: on, off, true, false")
+    return value
+
+
+def read_port(text, what, source):
+    value = read_int(1)(text, what, source)
+    if value > 65535:
+        raise UsageError(f"{what} must be 1..65535, got {value} (from {source})")
+    return value
+
+
+def read_allow(text, what, source):
+    names = read_list(text, what, source)
+    unknown = [name for name in names if name not in EXCHANGE_ALLOWABLE]
+    if unknown:
+        raise UsageError(f"{what} names {', '.join(map(repr, unknown))} (from {source}); accepted: "
+                         f"{', '.join(EXCHANGE_ALLOWABLE)} (a duplicate or missing rank, another node count or "
+                         "launcher are always refused)")
+    return names
+
+
+def switch_text(value):
+    """Only a switched-off exchange is written out: on is the default."""
+    return None if value else "off"
+
+
 def list_text(value):
     """A spec list as the variable's text; None (variable left out) when empty."""
     return ",".join(value) if value else None
@@ -195,6 +230,15 @@ SETTINGS = (
     Setting("wait_timeout", "--wait-timeout", "NODEWEAVE_WAIT_TIMEOUT",
             "seconds a worker waits for the master's port (default 600; 0 = do not wait)",
             spec="launcher.wait_timeout", read=read_int(0)),
+    Setting("exchange", "--exchange", "NODEWEAVE_EXCHANGE",
+            "on | off: nodes check in with node 0 before the launch and watch each other after (default on)",
+            spec="launcher.exchange", read=read_switch, text=switch_text),
+    Setting("exchange_port", "--exchange-port", "NODEWEAVE_EXCHANGE_PORT",
+            "port of node 0's check-in exchange (default: the master port + 1)",
+            spec="launcher.exchange_port", read=read_port, text=optional_text),
+    Setting("exchange_allow", "--exchange-allow", "NODEWEAVE_EXCHANGE_ALLOW",
+            "check-in refusals to start with as warnings, comma list: " + ", ".join(EXCHANGE_ALLOWABLE),
+            spec="launcher.exchange_allow", read=read_allow, text=list_text),
     Setting("interfaces", "--interfaces", "NODEWEAVE_INTERFACES",
             "socket interface(s) for NCCL/Gloo, comma list, overriding the route to the master",
             spec="network.interfaces", read=read_list, text=list_text, aliases=("--ifname",)),

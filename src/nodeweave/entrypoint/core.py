@@ -5,6 +5,7 @@ import os
 from .detect_gpu import detect_gpus
 from .detect_host import detect_cloud, detect_limits, hostname
 from .detect_net import default_route, detect_interfaces, detect_rdma, read_routes, resolve, route_to
+from .checkin import plan_exchange
 from .consistency import check_machine
 from .errors import EntrypointError
 from .launch import exports, launcher_exports, plan_launch
@@ -63,6 +64,7 @@ def build_plan(settings, partial=False, audit=False):
         plan.env = plan_env(plan.node, plan.topology, settings, root, plan.warnings, audit=audit)
         plan.launch = plan_launch(settings, plan.topology, plan.node)
         plan.env += exports(plan.topology, env) + launcher_exports(plan.launch, plan.node, env)
+        plan_exchange(plan, settings)
     except EntrypointError as err:
         if not partial:
             raise

@@ -86,6 +86,35 @@ def _topology(topo):
     return lines
 
 
+def _checkin(exchange, fp):
+    """The exchange's part: where and how nodes check in, what this node tells node 0, the last verdict."""
+    if not exchange.get("enabled"):
+        rows = [("exchange", f"off: {exchange.get('why')}")]
+    else:
+        rows = [
+            ("exchange", f"{exchange['role']} at {exchange['host']}:{exchange['port']} ({exchange['port_source']}), "
+                         f"deadline {exchange['deadline_s']}s"),
+            ("token", exchange["token"]),
+            ("allow", ", ".join(exchange["allow"]) or "- (every refusal stops the job)"),
+            ("heartbeat", "on: a failure anywhere stops every node (exit 5)" if exchange["heartbeat"]
+             else "off: a plain command is exec'd, so only the check-in runs"),
+        ]
+    if fp:
+        rows.append(("this node", f"torch {fp.get('torch') or '-'}, nccl {fp.get('nccl') or '-'}, "
+                                  f"rccl {fp.get('rccl') or '-'}, {fp.get('launcher')} {fp.get('launcher_version') or '-'}, "
+                                  f"image {fp.get('image_digest') or '-'} ({fp.get('distributions')} distributions)"))
+        rows.append(("", f"advertises {fp.get('address') or '-'} via {fp.get('address_source')}; "
+                         f"workspace {str(fp.get('workspace_commit') or '-')[:12]} ({fp.get('workspace_source') or 'no stamp, no git'})"))
+    last = exchange.get("last")
+    if last:
+        import time
+
+        when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(last["at"])) if last.get("at") else "?"
+        rows.append(("last start", f"{last['decision']} at {when} ({last['path']})"))
+        rows += [("", problem) for problem in last["problems"]]
+    return rows
+
+
 def render_text(plan):
     out = [f"nodeweave-entrypoint: plan for {plan.node.hostname or '?'}"
            + (f" (sysroot {plan.node.sysroot})" if plan.node.sysroot != "/" else "")]
@@ -112,10 +141,14 @@ def render_text(plan):
         for path, content in plan.launch.files.items():
             rows.append(("file", f"{path}: " + "; ".join(content.splitlines())))
         w = plan.launch.wait
-        rows.append(("wait", f"for {w['host']}:{w['port']} to accept, up to {w['timeout_s']}s" if w else "no (master, single node, or disabled)"))
+        what = f"{w['what']} " if w and w.get("what") else ""
+        rows.append(("wait", f"for {what}{w['host']}:{w['port']} to accept, up to {w['timeout_s']}s" if w
+                     else "no (master, single node, or disabled)"))
         for note in plan.launch.notes:
             rows.append(("note", note))
         section("Launch", rows, width=6)
+    if plan.exchange is not None:
+        section("Check-in", _checkin(plan.exchange, plan.fingerprint), width=10)
     if plan.warnings:
         section("Warnings", [("!", w) for w in plan.warnings], width=1)
     if plan.errors:

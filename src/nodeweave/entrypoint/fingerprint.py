@@ -133,10 +133,14 @@ def advertised_address(plan):
     return node.local_ipv4, f"{node.interface} (the route toward the master)"
 
 
+PER_NODE = ("NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME", "OMP_NUM_THREADS")  # set from each node's own hardware
+
+
 def env_view(plan):
-    """({name: value} of the NCCL/RCCL/Gloo variables the launcher gets, their hash)."""
-    chosen = {v.name: v.value for v in plan.env if v.action in ("set", "kept") and v.name.startswith(ENV_PREFIXES)
-              and v.name not in ("NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME")}
+    """({name: value}, hash) of the NCCL/RCCL/Gloo variables the launcher gets: yours, and those nodeweave
+    sets except the ones each node derives from its own hardware (interface name, threads per process)."""
+    chosen = {v.name: v.value for v in plan.env if v.name.startswith(ENV_PREFIXES) and (
+              v.action == "kept" or (v.action == "set" and v.name not in PER_NODE))}
     text = "\n".join(f"{k}={v}" for k, v in sorted(chosen.items()))
     digest = hashlib.sha256(text.encode()).hexdigest()[:12]
     return dict(sorted(chosen.items())[:MAX_ENV]), digest

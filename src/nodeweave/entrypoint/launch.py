@@ -135,23 +135,30 @@ def _torchrun(topo, node, command, restarts, settings):
     return Launch(argv=argv + command, notes=notes)
 
 
-def hostfile_slots(topo, node):
-    """The slots every line of the DeepSpeed hostfile gets: this node's count must be every node's.
+def hostfile_slots(topo, node, settings):
+    """This node's line of the DeepSpeed hostfile; without the check-in, every node's.
 
-    Each node writes the hostfile from what it knows and DeepSpeed sums the
-    slots for the world size, so a node that counts differently hangs the job.
-    Until nodes exchange their counts (issue 16 replaces this function), a
-    node refuses when it has fewer usable GPUs than the count it was given,
-    and ``auto`` is refused on GPU nodes: the other nodes' counts are unknown.
+    Each node writes the hostfile and DeepSpeed sums the slots for the world
+    size, so every node must write the same counts. With the check-in exchange
+    (``checkin.py``) node 0's verdict carries every node's count and
+    :func:`apply_counts` rewrites the hostfile with them, so ``auto`` and
+    uneven GPU counts work. Without it (``NODEWEAVE_EXCHANGE=off``) each node
+    only knows its own: ``auto`` is refused on GPU nodes. Either way a node
+    refuses when it has fewer usable GPUs than the count it was given.
     """
+    from .checkin import off_because
+
     nproc, gpus = topo.nproc_per_node, node.gpus
     if topo.nnodes_max == 1 or not gpus.count:
         return nproc.value
+    if nproc.source.startswith("auto") and off_because(topo, settings) is None:
+        return nproc.value  # the check-in exchanges every node's count
     if nproc.source.startswith("auto"):
         raise TopologyError(
             f"launcher deepspeed with processes per node 'auto' on {topo.nnodes_max} nodes: every node writes the "
             f"hostfile with its own GPU count ({gpus.count} here), and nodes that count differently disagree on the "
-            "world size; set gpus_per_node (NODEWEAVE_NPROC_PER_NODE) to the count every node has")
+            "world size; set gpus_per_node (NODEWEAVE_NPROC_PER_NODE) to the count every node has, or let the "
+            f"nodes check in (the exchange is off here: {off_because(topo, settings)})")
     if gpus.count < nproc.value:
         raise TopologyError(
             f"{nproc.value} processes per node (from {nproc.source}) but this node has {gpus.count} usable GPU(s): "
@@ -161,7 +168,7 @@ def hostfile_slots(topo, node):
 
 
 def _deepspeed(topo, node, command, restarts, settings):
-    nproc = hostfile_slots(topo, node)
+    nproc = hostfile_slots(topo, node, settings)
     hostfile = os.path.join(settings.env.get("TMPDIR") or "/tmp", "nodeweave", "hostfile")
     names = topo.node_names
     argv = ["deepspeed", "--hostfile", hostfile, "--no_ssh", "--node_rank", str(topo.node_rank.value),
@@ -198,3 +205,27 @@ def _accelerate(topo, node, command, restarts, settings):
 
 def _command(topo, node, command, restarts, settings):
     return Launch(argv=list(command), notes=["plain command: ranks and master come from the exported variables"])
+
+
+def apply_counts(plan, verdict):
+    """After a check-in: every node's real process count into WORLD_SIZE and the DeepSpeed hostfile.
+
+    ``verdict["procs"]`` lists the counts by node rank (fixed-size jobs); an
+    elastic job's world is torchrun's to count.
+    """
+    topo, launch = plan.topology, plan.launch
+    procs = verdict.get("procs") or []
+    if topo.elastic or len(procs) != topo.nnodes_max or not all(isinstance(p, int) for p in procs):
+        return
+    topo.world_size = sum(procs)
+    uneven = len(set(procs)) > 1
+    for var in plan.env:
+        if var.name == "WORLD_SIZE" and var.action == "export":
+            var.value = str(topo.world_size)
+            if uneven:
+                var.reason = f"sum of every node's processes from the check-in: {'+'.join(map(str, procs))}"
+    if launch.launcher == "deepspeed" and "--include" not in launch.argv:
+        for path in launch.files:
+            launch.files[path] = "".join(f"{name} slots={count}\n" for name, count in zip(topo.node_names, procs))
+        if uneven:
+            launch.notes.append(f"hostfile slots from the check-in: {', '.join(map(str, procs))} (uneven GPU counts)")

@@ -266,6 +266,8 @@ class Plan(Record):
         ("launch", None),     # Launch
         ("warnings", _LIST),  # [str]
         ("errors", _LIST),    # [{"message", "exit_code"}]: only --explain shows a plan that has them
+        ("exchange", None),   # {"enabled", ...}: the check-in and heartbeat (checkin.plan_exchange)
+        ("fingerprint", None),  # this node's fingerprint (fingerprint.py); filled by --explain
     )
 
     def environ(self, base):

@@ -9,6 +9,7 @@ missing rank, another node count or launcher). Values are compared with node
 0's: the table marks every node whose value differs.
 """
 
+from .contract import EXCHANGE_ALLOWABLE as ALLOWABLE
 from .fingerprint import major_minor
 
 REFUSE, WARN = "refuse", "warn"
@@ -191,18 +192,22 @@ def checks(nnodes_max, launcher):
     return rows
 
 
-ALLOWABLE = ("vendor", "nccl", "rccl", "torch", "image", "workspace", "address", "connect-back")
+
+def _env_names(entries):
+    """Variables whose value is not the same on every node."""
+    envs = [e.fp.get("env") or {} for e in entries]
+    names = set().union(*envs) if envs else set()
+    return sorted(n for n in names if len({env.get(n) for env in envs}) > 1)
 
 
-def _value(entry, field, ref):
+def _value(entry, field, ref, env_names=()):
     if field == "seen":
         return entry.seen
     if field == "connect-back":
         return "(node 0)" if entry.own else (entry.probe or "not tried")
     if field == "env":
-        mine, theirs = entry.fp.get("env") or {}, ref.fp.get("env") or {}
-        names = sorted(k for k in set(mine) | set(theirs) if mine.get(k) != theirs.get(k))
-        return ",".join(f"{k}={mine.get(k, '-')}" for k in names) or entry.fp.get("env_hash")
+        mine = entry.fp.get("env") or {}
+        return ",".join(f"{k}={mine.get(k, '-')}" for k in env_names) or f"hash {entry.fp.get('env_hash')}"
     return entry.fp.get(field)
 
 
@@ -235,10 +240,11 @@ def judge(entries, nnodes_min, nnodes_max, launcher, allow=(), missing=None):
     fields = []
     for problem in problems:
         fields += [f for f in problem["fields"] if f not in fields]
-    fields = [f for f in fields if f in SHOWN_ALWAYS or len({repr(_value(e, f, entries[0])) for e in entries}) > 1]
+    names = _env_names(entries)
+    fields = [f for f in fields if f in SHOWN_ALWAYS or len({repr(_value(e, f, entries[0], names)) for e in entries}) > 1]
     flagged = {label for problem in problems for label in problem["nodes"]}
     rows = [{"node": labels[id(e)], "rank": e.fp.get("rank"), "hostname": e.fp.get("hostname"),
-             "flagged": labels[id(e)] in flagged, "values": {f: _value(e, f, entries[0]) for f in fields}}
+             "flagged": labels[id(e)] in flagged, "values": {f: _value(e, f, entries[0], names) for f in fields}}
             for e in entries]
     refused = any(p["severity"] == REFUSE for p in problems)
     verdict = {"decision": "refuse" if refused else "start", "problems": problems, "fields": fields, "rows": rows,

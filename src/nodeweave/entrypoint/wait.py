@@ -13,8 +13,12 @@ import time
 from .errors import EXIT_UNREACHABLE, EntrypointError
 
 
-def wait_for(host, port, timeout_s, log=None, first_delay=0.25, max_delay=5.0, clock=time.monotonic):
-    """Return seconds waited once ``host:port`` accepts; raise EntrypointError at the deadline."""
+def wait_for(host, port, timeout_s, log=None, first_delay=0.25, max_delay=5.0, clock=time.monotonic,
+             what="master"):
+    """Return seconds waited once ``host:port`` accepts; raise EntrypointError at the deadline.
+
+    ``what`` names the port in messages: the master's, or node 0's check-in exchange.
+    """
     log = log or (lambda text: print(f"nodeweave-entrypoint: {text}", file=sys.stderr, flush=True))
     start = clock()
     deadline = start + timeout_s
@@ -27,7 +31,7 @@ def wait_for(host, port, timeout_s, log=None, first_delay=0.25, max_delay=5.0, c
             last_error = f"{host} does not resolve ({err.strerror})"
             infos = []
         except UnicodeError:
-            raise EntrypointError(f"master address {host!r} is not a valid host name", EXIT_UNREACHABLE) from None
+            raise EntrypointError(f"{what} address {host!r} is not a valid host name", EXIT_UNREACHABLE) from None
         for family, kind, proto, _, addr in infos:
             remaining = max(0.1, min(2.0, deadline - clock()))
             try:
@@ -40,11 +44,13 @@ def wait_for(host, port, timeout_s, log=None, first_delay=0.25, max_delay=5.0, c
         now = clock()
         if now >= deadline:
             raise EntrypointError(
-                f"master {host}:{port} not reachable after {timeout_s}s ({attempts} attempts; last: {last_error}). "
-                "Check MASTER_ADDR/the headless Service (publishNotReadyAddresses: true) and that node 0 is running; "
-                "NODEWEAVE_WAIT_TIMEOUT sets the deadline", EXIT_UNREACHABLE)
+                f"{what} {host}:{port} not reachable after {timeout_s}s ({attempts} attempts; last: {last_error}). "
+                "Check MASTER_ADDR/the headless Service (publishNotReadyAddresses: true) and that node 0 is running"
+                + ("" if what == "master" else "; node 0 opens this port before its launcher, and a firewall must let it "
+                   "through as well as the master port (NODEWEAVE_EXCHANGE_PORT sets it)")
+                + "; NODEWEAVE_WAIT_TIMEOUT sets the deadline", EXIT_UNREACHABLE)
         if now >= next_log:
-            log(f"waiting for master {host}:{port} ({int(now - start)}s of {timeout_s}s; {last_error})")
+            log(f"waiting for {what} {host}:{port} ({int(now - start)}s of {timeout_s}s; {last_error})")
             next_log = now + 10.0
         time.sleep(max(0.0, min(delay, deadline - now)))
         delay = min(max_delay, delay * 1.6)

@@ -75,8 +75,11 @@ class Launcher:
     args: Tuple[str, ...] = ()
     master_port: int = 29500
     max_restarts: int = 0
-    wait_timeout: int = 600  # seconds a worker waits for the master's port (NODEWEAVE_WAIT_TIMEOUT)
+    wait_timeout: int = 600  # seconds a worker waits for node 0 (NODEWEAVE_WAIT_TIMEOUT)
     options: Tuple[str, ...] = ()  # the launcher's own options, before the script (NODEWEAVE_LAUNCHER_OPTIONS)
+    exchange: bool = True  # nodes check in with node 0 before the launch and watch each other after
+    exchange_port: Optional[int] = None  # node 0's check-in port; None = master_port + 1
+    exchange_allow: Tuple[str, ...] = ()  # check-in refusals that only warn (NODEWEAVE_EXCHANGE_ALLOW)
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,8 @@ import re
 from dataclasses import dataclass
 from typing import Callable
 
+from nodeweave.entrypoint.contract import EXCHANGE_ALLOWABLE
+
 
 @dataclass(frozen=True)
 class Rule:
@@ -229,4 +231,10 @@ GIT_REF = Rule(
 SHELL_LINE = Rule(
     lambda v: single_line(v) and v.strip() != "" and not v.rstrip().endswith("\\"),
     "a non-empty, single-line shell command not ending in '\\' (a Dockerfile would join the next line)",
+)
+
+
+EXCHANGE_CHECK = Rule(
+    lambda value: value in EXCHANGE_ALLOWABLE,
+    "a check-in refusal that may start as a warning: " + ", ".join(EXCHANGE_ALLOWABLE),
 )

@@ -8,7 +8,8 @@ from yaml.nodes import Node
 
 from nodeweave.entrypoint import launcher_options
 from nodeweave.spec import rules
-from nodeweave.spec.fields import host_path, integer, optional, optional_container_path, rule_list, string_map, choice
+from nodeweave.spec.fields import (boolean, choice, host_path, integer, optional, optional_container_path, rule_list,
+                                   string_map)
 from nodeweave.spec.model import LAUNCHERS, Cache, Launcher, NodeRange, Workspace
 from nodeweave.spec.nodes import Fields, Reader
 
@@ -47,7 +48,8 @@ def gpus(r: Reader, node: Optional[Node]):
 
 
 def launcher(r: Reader, top: Fields) -> Launcher:
-    keys = ("type", "script", "args", "options", "master_port", "max_restarts", "wait_timeout")
+    keys = ("type", "script", "args", "options", "master_port", "max_restarts", "wait_timeout", "exchange",
+            "exchange_port", "exchange_allow")
     f = r.fields(top.require("launcher", "a mapping with at least 'script'"), "launcher", keys)
     script_node = f.require("script", "the training script, relative to workspace.path (for type command: argv[0])")
     script = r.string(script_node, "launcher.script", "a path such as train.py")
@@ -64,6 +66,10 @@ def launcher(r: Reader, top: Fields) -> Launcher:
         master_port=integer(r, f, "master_port", 29500, 1, 65535),
         max_restarts=integer(r, f, "max_restarts", 0, 0, 1000),
         wait_timeout=integer(r, f, "wait_timeout", 600, 1, 86400),
+        exchange=boolean(r, f, "exchange", True),
+        exchange_port=integer(r, f, "exchange_port", None, 1, 65535),
+        exchange_allow=rule_list(r, f.get("exchange_allow"), "launcher.exchange_allow", rules.EXCHANGE_CHECK,
+                                 unique=True),
     )
 
 
