@@ -66,7 +66,8 @@ def run(settings):
         from .wait import wait_for
         what = wait.get("what", "master")
         _say(f"waiting for {what} {wait['host']}:{wait['port']} (up to {wait['timeout_s']}s)")
-        waited = wait_for(wait["host"], wait["port"], wait["timeout_s"], log=_say, first_delay=0.05, what=what)
+        waited = wait_for(wait["host"], wait["port"], wait["timeout_s"], log=_say, first_delay=0.02, what=what,
+                          steady_s=3.0)
         _say(f"{what} {wait['host']}:{wait['port']} accepts connections after {waited:.1f}s")
         if plan.node.interface_reason and "does not resolve" in plan.node.interface_reason:
             plan = build_plan(settings)  # the master resolves now: plan the route again

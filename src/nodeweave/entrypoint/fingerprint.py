@@ -146,6 +146,19 @@ def env_view(plan):
     return dict(sorted(chosen.items())[:MAX_ENV]), digest
 
 
+def _nccl(root, env, vendor, dists):
+    """NCCL's version: the override, torch's wheel, and only on NVIDIA nodes the system library's name
+    (listing the library directories costs more than the rest of the fingerprint)."""
+    if vendor == "amd":
+        return None
+    if env.get("NODEWEAVE_NCCL_VERSION"):
+        return env["NODEWEAVE_NCCL_VERSION"]
+    wheel = next((version for name, version in sorted(dists.items()) if name.startswith("nvidia_nccl_cu")), None)
+    if wheel or vendor != "nvidia":
+        return wheel
+    return nccl_version(root, env)[0]
+
+
 def local_fingerprint(plan, root, env, cwd=None):
     """The fingerprint of this node for ``plan`` (a complete Plan)."""
     node, topo = plan.node, plan.topology
@@ -156,7 +169,7 @@ def local_fingerprint(plan, root, env, cwd=None):
     iface_name, _ = socket_interface(plan)
     iface = next((i for i in node.interfaces if i.name == iface_name), None)
     launcher = plan.launch.launcher
-    nccl = nccl_version(root, env)[0] if gpus.vendor != "amd" else None
+    nccl = _nccl(root, env, gpus.vendor, dists)
     rccl = rccl_version(root, env)[0] if gpus.vendor == "amd" else None
     space = workspace(cwd or os.getcwd())
     env_vars, env_hash = env_view(plan)

@@ -14,10 +14,12 @@ from .errors import EXIT_UNREACHABLE, EntrypointError
 
 
 def wait_for(host, port, timeout_s, log=None, first_delay=0.25, max_delay=5.0, clock=time.monotonic,
-             what="master"):
+             what="master", steady_s=0.0):
     """Return seconds waited once ``host:port`` accepts; raise EntrypointError at the deadline.
 
     ``what`` names the port in messages: the master's, or node 0's check-in exchange.
+    For the first ``steady_s`` seconds every retry waits ``first_delay``, so
+    nodes started together find node 0 as soon as it listens; then the delay grows.
     """
     log = log or (lambda text: print(f"nodeweave-entrypoint: {text}", file=sys.stderr, flush=True))
     start = clock()
@@ -53,4 +55,5 @@ def wait_for(host, port, timeout_s, log=None, first_delay=0.25, max_delay=5.0, c
             log(f"waiting for {what} {host}:{port} ({int(now - start)}s of {timeout_s}s; {last_error})")
             next_log = now + 10.0
         time.sleep(max(0.0, min(delay, deadline - now)))
-        delay = min(max_delay, delay * 1.6)
+        if now - start >= steady_s:
+            delay = min(max_delay, delay * 1.6)

@@ -1,0 +1,159 @@
+"""Several real ``nodeweave-entrypoint`` processes on this machine, checking in over loopback.
+
+Each process is one simulated node (master 127.0.0.1, live root). The
+launcher is a plain command or a stand-in ``torchrun`` on PATH (a shell script
+that sleeps, fails or finishes), so the supervision, the check-in and the
+heartbeat run exactly as in a container.
+"""
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+SRC = Path(__file__).resolve().parents[1] / "src"
+SCRIPT = Path(sys.executable).parent / "nodeweave-entrypoint"
+ENTRY = [str(SCRIPT)] if SCRIPT.exists() else [sys.executable, "-m", "nodeweave.entrypoint"]
+
+
+def free_port_pair():
+    """A master port whose +1 (the exchange) is free too."""
+    for _ in range(50):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        if port < 65000:
+            try:
+                with socket.socket() as t:
+                    t.bind(("", port + 1))
+                return port
+            except OSError:
+                continue
+    raise RuntimeError("no free port pair")
+
+
+def start_nodes(tmp_path, nodes, command, per_node_env=None, env=None, launcher="command", ranks=None):
+    port = free_port_pair()
+    procs = []
+    for index in range(nodes):
+        rank = ranks[index] if ranks else index
+        node_env = {"PATH": f"{tmp_path}:{os.environ['PATH']}", "PYTHONPATH": str(SRC), "TMPDIR": str(tmp_path / f"n{index}"),
+                    "NODEWEAVE_WAIT_TIMEOUT": "20", **(env or {}), **((per_node_env or {}).get(index, {}))}
+        argv = [*ENTRY, "--launcher", launcher, "--nnodes", str(nodes), "--node-rank", str(rank),
+                "--master-addr", "127.0.0.1", "--master-port", str(port), "--", *command]
+        procs.append(subprocess.Popen(argv, env=node_env, cwd=tmp_path, stdout=subprocess.PIPE,
+                                      stderr=subprocess.PIPE, text=True))
+    return procs
+
+
+def finish(procs, timeout=60):
+    out = []
+    for proc in procs:
+        stdout, stderr = proc.communicate(timeout=timeout)
+        out.append((proc.returncode, stdout, stderr))
+    return out
+
+
+def test_three_nodes_with_uneven_counts_agree_and_see_the_real_world_size(tmp_path):
+    procs = start_nodes(tmp_path, 3, ["sh", "-c", 'echo "$NODE_RANK $WORLD_SIZE"'],
+                        per_node_env={i: {"NODEWEAVE_NPROC_PER_NODE": str(i + 1)} for i in range(3)})
+    results = finish(procs)
+    for rank, (code, stdout, stderr) in enumerate(results):
+        assert code == 0, stderr
+        assert stdout.split() == [str(rank), "6"], stderr
+        assert "check-in: 3 node(s) agree" in stderr and "world size 6" in stderr, stderr
+        assert "Traceback" not in stderr
+
+
+def test_one_node_with_another_nccl_makes_every_node_exit_3_with_the_table(tmp_path):
+    procs = start_nodes(tmp_path, 3, ["true"], per_node_env={2: {"NODEWEAVE_NCCL_VERSION": "2.26.2"}},
+                        env={"NODEWEAVE_NCCL_VERSION": "2.21.5"})
+    for code, _, stderr in finish(procs):
+        assert code == 3, stderr
+        assert "check-in refused the job" in stderr
+        assert "2.26.2 *" in stderr and "refuse nccl" in stderr and "node 2 (" in stderr, stderr
+
+
+def test_allow_starts_anyway_with_the_warning_in_the_start_up_line(tmp_path):
+    procs = start_nodes(tmp_path, 2, ["true"], per_node_env={1: {"NODEWEAVE_NCCL_VERSION": "2.26.2"}},
+                        env={"NODEWEAVE_NCCL_VERSION": "2.21.5", "NODEWEAVE_EXCHANGE_ALLOW": "nccl"})
+    for code, _, stderr in finish(procs):
+        assert code == 0, stderr
+        assert "checked in with warnings: nccl" in stderr and "allowed by NODEWEAVE_EXCHANGE_ALLOW" in stderr
+
+
+def test_a_duplicate_rank_is_refused_on_every_node(tmp_path):
+    procs = start_nodes(tmp_path, 3, ["true"], ranks=[0, 1, 1])
+    for code, _, stderr in finish(procs):
+        assert code == 3, stderr
+        assert "two nodes claim the same node rank" in stderr, stderr
+
+
+def test_a_node_that_cannot_reach_node_0_exits_4(tmp_path):
+    procs = start_nodes(tmp_path, 2, ["true"], env={"NODEWEAVE_WAIT_TIMEOUT": "2"})
+    procs[0].kill()  # node 0 never serves
+    code, _, stderr = finish(procs[1:])[0]
+    procs[0].wait()
+    assert code == 4, stderr
+    assert "node 0's check-in exchange 127.0.0.1:" in stderr and "not reachable after 2s" in stderr
+
+
+FAKE_TORCHRUN = """#!/bin/sh
+# a stand-in launcher: node 1 fails after a second, the others would run for a minute
+echo "worker output of node $NODE_RANK"
+if [ "$NODE_RANK" = "$FAIL_RANK" ]; then sleep 1; echo "ValueError: boom on node $NODE_RANK" >&2; exit 1; fi
+exec sleep "${RUN_FOR:-60}"
+"""
+
+
+def fake_torchrun(tmp_path):
+    fake = tmp_path / "torchrun"
+    fake.write_text(FAKE_TORCHRUN)
+    fake.chmod(0o755)
+    (tmp_path / "train.py").write_text("")  # the entrypoint checks the script exists before the launch
+
+
+def test_a_failing_node_ends_the_whole_job_within_seconds_and_is_named(tmp_path):
+    fake_torchrun(tmp_path)
+    started = time.monotonic()
+    procs = start_nodes(tmp_path, 3, ["train.py"], launcher="torchrun", env={"FAIL_RANK": "1"})
+    results = finish(procs, timeout=45)
+    took = time.monotonic() - started
+    assert took < 25, f"{took:.1f} s"
+    codes = [code for code, _, _ in results]
+    assert codes == [5, 1, 5], results
+    for rank in (0, 2):
+        stderr = results[rank][2]
+        assert "node 1 (" in stderr and "failed: torchrun exited 1" in stderr, stderr
+        assert "ValueError: boom on node 1" in stderr, stderr
+    assert "worker output of node 1" in results[1][1]  # the launcher's own output still reaches the log
+
+
+def test_a_clean_finish_is_quiet(tmp_path):
+    fake_torchrun(tmp_path)
+    procs = start_nodes(tmp_path, 2, ["train.py"], launcher="torchrun", env={"RUN_FOR": "1"})
+    for code, stdout, stderr in finish(procs):
+        assert code == 0, stderr
+        assert "failed" not in stderr and "heartbeat on" in stderr
+
+
+@pytest.mark.parametrize("victim", [0, 1])
+def test_a_killed_entrypoint_stops_the_others(tmp_path, victim):
+    fake_torchrun(tmp_path)
+    procs = start_nodes(tmp_path, 3, ["train.py"], launcher="torchrun")
+    deadline = time.monotonic() + 30
+    record = tmp_path / f"n{victim}" / "nodeweave" / "checkin.json"
+    while not record.exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    time.sleep(0.5)
+    procs[victim].kill()  # SIGKILL: no report, the connection just ends
+    killed_at = time.monotonic()
+    results = finish([p for i, p in enumerate(procs) if i != victim], timeout=45)
+    assert time.monotonic() - killed_at < 20
+    for code, _, stderr in results:
+        assert code == 5, stderr
+        assert f"node {victim} (" in stderr and "failed" in stderr, stderr
