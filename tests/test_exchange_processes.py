@@ -157,3 +157,48 @@ def test_a_killed_entrypoint_stops_the_others(tmp_path, victim):
     for code, _, stderr in results:
         assert code == 5, stderr
         assert f"node {victim} (" in stderr and "failed" in stderr, stderr
+
+
+def test_status_shows_every_node_as_node_0_sees_it(tmp_path):
+    import json
+
+    fake_torchrun(tmp_path)
+    procs = start_nodes(tmp_path, 3, ["train.py"], launcher="torchrun", env={"RUN_FOR": "30"},
+                        per_node_env={2: {"NODEWEAVE_NPROC_PER_NODE": "2"}})
+    try:
+        deadline = time.monotonic() + 30
+        while not (tmp_path / "n0" / "nodeweave" / "checkin.json").exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        port = int(procs[0].args[procs[0].args.index("--master-port") + 1])
+        out = subprocess.run([*ENTRY, "--status", "--nnodes", "3", "--node-rank", "1", "--master-addr", "127.0.0.1",
+                              "--master-port", str(port)], capture_output=True, text=True, timeout=30,
+                             env={"PATH": os.environ["PATH"], "PYTHONPATH": str(SRC)}, cwd=tmp_path)
+        assert out.returncode == 0, out.stderr
+        status = json.loads(out.stdout)
+        assert status["phase"] == "running" and status["verdict"]["decision"] == "start"
+        assert sorted(node["fp"]["rank"] for node in status["nodes"]) == [0, 1, 2]
+        assert [n["fp"]["nproc"] for n in sorted(status["nodes"], key=lambda n: n["fp"]["rank"])] == [1, 1, 2]
+        assert all(node["probe"] == "ok" for node in status["nodes"] if not node["own"])
+    finally:
+        for proc in procs:
+            proc.kill()
+        finish(procs)
+
+
+def test_status_of_another_job_is_refused(tmp_path):
+    fake_torchrun(tmp_path)
+    procs = start_nodes(tmp_path, 2, ["train.py"], launcher="torchrun", env={"RUN_FOR": "30"})
+    try:
+        deadline = time.monotonic() + 30
+        while not (tmp_path / "n0" / "nodeweave" / "checkin.json").exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        port = int(procs[0].args[procs[0].args.index("--master-port") + 1])
+        out = subprocess.run([*ENTRY, "--status", "--nnodes", "2", "--node-rank", "1", "--master-addr", "127.0.0.1",
+                              "--master-port", str(port)], capture_output=True, text=True, timeout=30,
+                             env={"PATH": os.environ["PATH"], "PYTHONPATH": str(SRC), "NODEWEAVE_JOB_TOKEN": "guess"},
+                             cwd=tmp_path)
+        assert out.returncode == 3 and "without this job's token" in out.stderr, out.stderr
+    finally:
+        for proc in procs:
+            proc.kill()
+        finish(procs)

@@ -143,25 +143,33 @@ class ComposeCluster(Cluster):
             raise AssertionError(f"compose up failed ({out.returncode}):\n{out.stdout}\n{out.stderr}")
         return started
 
-    def run_like(self, service: str, hostname: str) -> None:
-        """Start one more node, ``hostname``, exactly as the rendered ``service`` but for its name."""
+    def run_like(self, service: str, hostname: str, env: Optional[Dict[str, str]] = None,
+                 volumes: Optional[Dict[str, str]] = None, extra: Optional[List[str]] = None,
+                 name: Optional[str] = None) -> None:
+        """Start one more node, ``hostname``, exactly as the rendered ``service`` but for its name and what a
+        test changes: ``env`` added or replaced, ``volumes`` ({container path: host path}) added or
+        replacing the mount at that path, ``extra`` engine arguments, another container ``name``."""
         document = yaml.safe_load(self.compose_file.read_text())
         svc = document["services"][service]
         network = self.networks[0]
-        argv = [self.engine.kind, "run", "-d", "--name", hostname, "--hostname", hostname,
+        name = name or hostname
+        argv = [self.engine.kind, "run", "-d", "--name", name, "--hostname", hostname,
                 "--network", network, "--shm-size", svc.get("shm_size", "1g"),
-                "--workdir", svc["working_dir"]]
-        for key, value in svc["environment"].items():
+                "--workdir", svc["working_dir"], *(extra or [])]
+        for key, value in {**svc["environment"], **(env or {})}.items():
             argv += ["--env", f"{key}={value}"]
+        mounts = {}
         for volume in svc.get("volumes", []):
             host, _, target = volume.partition(":")
-            host_path = (self.compose_file.parent / os.path.expanduser(host)).resolve()
+            mounts[target] = str((self.compose_file.parent / os.path.expanduser(host)).resolve())
+        mounts.update(volumes or {})
+        for target, host_path in mounts.items():
             argv += ["--volume", f"{host_path}:{target}"]
         argv += [self.image, *svc["command"]]
         out = subprocess.run(argv, capture_output=True, text=True, timeout=120)
         if out.returncode != 0:
-            raise AssertionError(f"starting {hostname} failed: {out.stderr}")
-        self.names.append(hostname)
+            raise AssertionError(f"starting {name} failed: {out.stderr}")
+        self.names.append(name)
 
 
 def compose_cluster(engine, spec_path: Path, image: str) -> ComposeCluster:

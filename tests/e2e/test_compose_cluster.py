@@ -52,5 +52,7 @@ def test_two_nodes_two_processes_allreduce(engine, cpu_image, tmp_path, launcher
             log = cluster.logs(node)
             # the rank came from the hostname ordinal, and the launcher asked for is the one exec'd
             assert f"node {index} of 2" in log and f"run {launcher}" in log, log
+            # the nodes checked in with node 0 and agreed before anything launched
+            assert "check-in: 2 node(s) agree (world size 4" in log and "heartbeat on" in log, log
     finally:
         cluster.remove()

@@ -102,6 +102,10 @@ def main(argv=None):
     env = dict(os.environ)
     try:
         settings = parse(argv, env)
+        if settings.status:
+            from .checkin import print_status
+
+            return print_status(settings)
         if settings.explain:
             plan = build_plan(settings, partial=True)
             problem = plan.launch and missing_script(plan.launch.launcher, settings.command, os.getcwd())

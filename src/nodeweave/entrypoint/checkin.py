@@ -137,6 +137,35 @@ def explain_exchange(plan, settings, root):
         plan.exchange["last"] = last_record(settings)
 
 
+def print_status(settings):
+    """``--status``: node 0's view of the running job as JSON on stdout (what ``doctor --cluster`` reads)."""
+    import json
+    import sys
+
+    from .core import build_plan
+    from .exchange import Refused, ask_status
+    from .wire import ExchangeError, job_token
+
+    if not settings.command:
+        settings.command = ("nodeweave-status",)  # the plan needs a command; nothing is launched
+    plan = build_plan(settings, partial=True)
+    if plan.errors:
+        raise EntrypointError(plan.errors[0]["message"], plan.errors[0]["exit_code"])
+    if not plan.exchange["enabled"]:
+        raise EntrypointError(f"no check-in exchange to ask: {plan.exchange['why']}", 2)
+    topo, info = plan.topology, plan.exchange
+    token = job_token(settings.env, topo.job_id, topo.master_port.value)
+    try:
+        answer = ask_status(info["host"], info["port"], topo.job_id, token)
+    except Refused as err:
+        raise EntrypointError(str(err), EXIT_TOPOLOGY) from None
+    except ExchangeError as err:
+        raise EntrypointError(f"node 0's check-in exchange at {info['host']}:{info['port']}: {err}",
+                              EXIT_UNREACHABLE) from None
+    sys.stdout.write(json.dumps(answer, indent=2) + "\n")
+    return 0
+
+
 def _missing(settings, plan):
     """rank -> what Kubernetes says about that node's pod (Pending, ...), when it can be asked."""
     from .detect_host import in_kubernetes

@@ -16,11 +16,12 @@ import threading
 import time
 
 from .verdict import Entry, judge
-from .wire import Channel, ExchangeError, connect, nonce, proof, readable, verify
+from .wire import MAX_MESSAGE, Channel, ExchangeError, canonical, connect, nonce, proof, readable, verify
 
 HELLO_TIMEOUT_S = 10.0   # from accepting a connection to its hello
 PROBE_TIMEOUT_S = 3.0    # node 0's connect-back, connect and answer
 POLL_S = 0.5
+STATUS_BODY = {"t": "status"}
 
 
 class Refused(ExchangeError):
@@ -79,6 +80,7 @@ class Hub:
                                   EXIT_UNREACHABLE) from None
         self.sock.setblocking(False)
         self.pending, self.peers = [], []
+        self.verdict = None  # once announced
 
     def accept(self):
         """Take every waiting connection and challenge it."""
@@ -107,6 +109,9 @@ class Hub:
         if not messages:
             return
         hello = messages[0]
+        if hello.get("t") == "status":
+            self._answer_status(peer, hello)
+            return
         fp = hello.get("fp")
         if hello.get("t") != "hello" or not isinstance(fp, dict):
             self._drop(peer, "expected the exchange's hello")
@@ -121,6 +126,33 @@ class Hub:
         peer.thread = threading.Thread(target=_probe, args=(peer, self.token), daemon=True)
         peer.thread.start()
         self.peers.append(peer)
+
+    def _answer_status(self, peer, request):
+        """``nodeweave doctor --cluster``: every node's fingerprint as node 0 sees it, for this job only."""
+        if request.get("job") != self.own_fp.get("job") or not verify(self.token, peer.challenge, request.get("mac"),
+                                                                       STATUS_BODY):
+            self._drop(peer, "a status request without this job's token")
+            return
+        self.pending.remove(peer)
+        try:
+            peer.channel.send(self.status())
+        except ExchangeError:
+            pass
+        peer.channel.finish(1.0)
+
+    def status(self):
+        nodes = [{"fp": self.own_fp, "seen": self.own_fp.get("route_address"), "probe": None, "own": True,
+                  "state": "node 0"}]
+        for peer in self.peers:
+            state = "running" if peer.done is None else (
+                f"finished {peer.done.get('how')}" if peer.done.get("code") == 0 else f"failed: {peer.done.get('how')}")
+            nodes.append({"fp": peer.fp, "seen": peer.seen, "probe": peer.probe, "own": False, "state": state})
+        answer = {"t": "status", "phase": "gathering" if self.verdict is None else "running", "nodes": nodes,
+                  "verdict": self.verdict}
+        if len(canonical(answer)) > MAX_MESSAGE // 2:  # a very large job: the variables' values are left out
+            for node in nodes:
+                node["fp"] = dict(node["fp"], env={})
+        return answer
 
     def _drop(self, peer, why):
         if why:
@@ -172,6 +204,7 @@ class Hub:
 
     def announce(self, verdict):
         """Send the verdict to every node; a node that cannot be told is dropped."""
+        self.verdict = verdict
         for peer in list(self.peers):
             try:
                 peer.channel.send({"t": "verdict", "verdict": verdict})
@@ -242,3 +275,24 @@ def _await_verdict(channel, listener, token, deadline, clock):
         if listener in ready:
             _answer_probe(listener, token, deadline)
         messages = channel.drain() if channel.sock in ready else []
+
+
+def ask_status(host, port, job, token, timeout_s=10.0):
+    """Node 0's view of the job (every node's fingerprint, the verdict), as ``nodeweave doctor --cluster`` shows it."""
+    deadline = time.monotonic() + timeout_s
+    channel = connect(host, port, timeout_s)
+    try:
+        challenge = channel.receive(deadline)
+        if challenge.get("t") != "challenge":
+            raise ExchangeError(f"{host}:{port} is not a nodeweave exchange")
+        if challenge.get("job") != job:
+            raise Refused(f"the exchange at {host}:{port} belongs to job {challenge.get('job')!r}, not {job!r}")
+        channel.send({"t": "status", "job": job, "mac": proof(token, str(challenge.get("nonce")), STATUS_BODY)})
+        answer = channel.receive(deadline)
+        if answer.get("t") == "reject":
+            raise Refused(f"node 0 ({host}:{port}) refused: {answer.get('reason')}")
+        if answer.get("t") != "status":
+            raise ExchangeError(f"{host}:{port} answered {answer.get('t')!r}, not a status")
+        return answer
+    finally:
+        channel.close()

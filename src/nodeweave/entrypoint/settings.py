@@ -14,6 +14,7 @@ from .model import _DICT, Record, Value
 FLAGS = {
     "--explain": ("explain", "print what was found and decided, then exit without exec'ing"),
     "--json": ("json", "with --explain: the plan as JSON (schema nodeweave.entrypoint/1)"),
+    "--status": ("status", "ask node 0's check-in exchange for every node's fingerprint and the verdict (JSON)"),
     "--no-wait": ("no_wait", "do not wait for the master's port before exec'ing"),
 }
 __all__ = ["LAUNCHERS", "TOPOLOGY_KEYS", "FLAGS", "Settings", "parse", "parse_int", "usage"]
@@ -26,6 +27,7 @@ class Settings(Record):
         ("options", _DICT),     # other key → Value(value, source)
         ("explain", False),
         ("json", False),
+        ("status", False),
         ("no_wait", False),
         ("sysroot", "/"),
         ("env", None),          # the environment the plan reads (a dict)
@@ -115,6 +117,7 @@ def parse(argv, env):
         options=options,
         explain=switches.get("explain", False),
         json=switches.get("json", False),
+        status=switches.get("status", False),
         no_wait=switches.get("no_wait", False),
         env=env,
     )

@@ -149,8 +149,9 @@ class Check:
         self.detail = detail  # entry -> what exactly is wrong with this node, when one phrase is not enough
 
 
-def checks(nnodes_max, launcher):
-    """The rules, in the order their problems are listed."""
+def checks(nnodes_max, launcher, reachability=True):
+    """The rules, in the order their problems are listed; without ``reachability`` (a view from outside
+    the exchange, such as doctor's) the address and connect-back rules, which need node 0's eyes."""
     rows = [
         Check("rank", REFUSE, _duplicate_ranks, "two nodes claim the same node rank", ("rank",)),
         Check("rank", REFUSE, _rank_range(nnodes_max), f"node rank outside 0..{nnodes_max - 1}", ("rank",)),
@@ -186,6 +187,8 @@ def checks(nnodes_max, launcher):
         Check("hostname", WARN, _hostname_loopback, "the hostname resolves to loopback: tools that advertise "
               "the hostname (Gloo without GLOO_SOCKET_IFNAME) would send peers to 127.x", ("hostname_address",)),
     ]
+    if not reachability:
+        rows = [row for row in rows if row.name not in ("address", "connect-back")]
     if launcher == "accelerate":
         rows.append(Check("processes", REFUSE, _differs("nproc"), "accelerate runs the same process count on every "
                           "machine (--num_processes / --num_machines)", ("nproc",)))
@@ -211,7 +214,7 @@ def _value(entry, field, ref, env_names=()):
     return entry.fp.get(field)
 
 
-def judge(entries, nnodes_min, nnodes_max, launcher, allow=(), missing=None):
+def judge(entries, nnodes_min, nnodes_max, launcher, allow=(), missing=None, reachability=True):
     """The verdict dict for the checked-in ``entries`` (node 0's own among them, ``own=True``).
 
     ``missing``: {rank: what is known about it} for ranks below ``nnodes_min``
@@ -227,7 +230,7 @@ def judge(entries, nnodes_min, nnodes_max, launcher, allow=(), missing=None):
         problems.append({"check": "missing", "severity": REFUSE, "allowed": False, "fields": [],
                          "says": "did not check in before the deadline",
                          "nodes": [f"node {r}" + (f" ({known[r]})" if known.get(r) else "") for r in gone]})
-    for check in checks(nnodes_max, launcher):
+    for check in checks(nnodes_max, launcher, reachability):
         odd = check.rule(entries)
         if not odd:
             continue

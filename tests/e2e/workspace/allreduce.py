@@ -7,6 +7,9 @@ all-reduce (the engine benchmark splits the start-up time with them).
 ``--steps N --interval S`` keeps it all-reducing, for the fault tests;
 ``--min-world W`` keeps it all-reducing until the world has W ranks (an
 elastic job waiting for a node to join; torchrun then restarts the workers).
+``--fail-rank R --fail-step S`` makes rank R exit 1 at step S while the others
+go on into the next all-reduce and wait there (the heartbeat test);
+``--expect-world W`` fails unless the world has W ranks (uneven node counts).
 Works under torchrun, deepspeed (--local_rank) and accelerate.
 """
 
@@ -33,6 +36,9 @@ def main() -> int:
     parser.add_argument("--interval", type=float, default=0.0)
     parser.add_argument("--timeout", type=float, default=60.0, help="gloo collective timeout, seconds")
     parser.add_argument("--min-world", type=int, default=0, help="all-reduce until the world is this large")
+    parser.add_argument("--fail-rank", type=int, default=-1, help="this rank exits 1 at --fail-step")
+    parser.add_argument("--fail-step", type=int, default=0)
+    parser.add_argument("--expect-world", type=int, default=0, help="exit 1 unless the world has this many ranks")
     args, _unknown = parser.parse_known_args()  # deepspeed adds --local_rank=N
 
     dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=args.timeout))
@@ -41,7 +47,13 @@ def main() -> int:
     total = None
     first = None
     step = 0
+    if args.expect_world and world != args.expect_world:
+        print(f"NODEWEAVE-E2E-WRONG-WORLD rank={rank} world={world} expected={args.expect_world}", flush=True)
+        return 1
     while step < args.steps or world < args.min_world:
+        if rank == args.fail_rank and step == args.fail_step:
+            os.write(2, f"NODEWEAVE-FAIL rank={rank} at={time.time():.3f}: failing on purpose\n".encode())
+            os._exit(1)
         tensor = torch.tensor([float(rank + 1)])
         dist.all_reduce(tensor)
         total = tensor.item()

@@ -1,0 +1,150 @@
+"""``nodeweave doctor --cluster``: every node's fingerprint side by side, differences highlighted.
+
+Two ways to the fingerprints, the better first:
+- node 0's check-in exchange, asked from inside a node (``nodeweave-entrypoint
+  --status``): the job's live view — the address node 0 saw each node from,
+  whether it could connect back, which nodes finished or failed, the verdict;
+- each node's own ``nodeweave-entrypoint --explain --json`` (before a start,
+  or after a refusal stopped the job): the fingerprints, and the verdict each
+  node recorded at its last start.
+Either way the same rules judge them (``nodeweave.entrypoint.verdict.judge``,
+without the reachability rules when node 0 did not look), and every refusal or
+warning becomes a finding. Pure: JSON in, a :class:`ClusterView` out.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import List, Optional
+
+from nodeweave.doctor.findings import ERROR, WARNING, Finding
+
+# Rows of the side-by-side table, in order: (fingerprint field or view key, label).
+ROWS = (
+    ("hostname", "host"), ("state", "state"), ("address", "advertises"), ("seen", "node 0 sees"),
+    ("probe", "connect-back"), ("nnodes", "nodes"), ("launcher", "launcher"), ("nproc", "processes"),
+    ("gpu_vendor", "GPU vendor"), ("gpu_model", "GPU model"), ("gpu_count", "GPUs"), ("gpu_driver", "driver"),
+    ("nccl", "NCCL"), ("rccl", "RCCL"), ("torch", "torch"), ("launcher_version", "launcher version"),
+    ("image_ref", "image"), ("image_digest", "distributions digest"), ("workspace_commit", "workspace commit"),
+    ("workspace_digest", "sync digest"), ("interface", "interface"), ("mtu", "MTU"), ("speed_mbps", "speed Mb/s"),
+    ("shm_bytes", "/dev/shm bytes"), ("memlock_bytes", "memlock bytes"), ("env_hash", "NCCL/Gloo env hash"),
+)
+PER_NODE = ("hostname", "state", "address", "seen", "probe")  # expected to differ: never highlighted
+
+
+@dataclass
+class NodeView:
+    label: str
+    fp: dict
+    seen: Optional[str] = None
+    probe: Optional[str] = None
+    state: str = "-"
+
+    def value(self, key: str):
+        return {"seen": self.seen, "probe": self.probe, "state": self.state}.get(key, self.fp.get(key))
+
+
+@dataclass
+class ClusterView:
+    source: str                       # where the fingerprints came from
+    nodes: List[NodeView] = field(default_factory=list)
+    verdict: Optional[dict] = None    # judge()'s verdict over these nodes
+    findings: List[Finding] = field(default_factory=list)
+
+    def table(self):
+        """(labels, rows): each row (label, [cell text], [differs from node 0])."""
+        rows = []
+        for key, label in ROWS:
+            values = [_text(node.value(key)) for node in self.nodes]
+            if all(v == "-" for v in values):
+                continue
+            ref = values[0] if values else "-"
+            rows.append((label, values, [key not in PER_NODE and v != ref for v in values]))
+        return [node.label for node in self.nodes], rows
+
+    def to_dict(self) -> dict:
+        labels, rows = self.table()
+        return {"source": self.source, "nodes": [vars(node) for node in self.nodes], "verdict": self.verdict,
+                "table": {"nodes": labels, "rows": [{"field": r[0], "values": r[1], "differs": r[2]} for r in rows]},
+                "findings": [f.to_dict() for f in self.findings]}
+
+
+def _text(value) -> str:
+    return "-" if value is None or value == "" else str(value)
+
+
+def _label(fp: dict) -> str:
+    return f"node {fp.get('rank')} ({fp.get('hostname') or '?'})"
+
+
+def from_status(status: dict, where: str) -> ClusterView:
+    """The view from node 0's exchange (``nodeweave-entrypoint --status``)."""
+    from nodeweave.entrypoint.verdict import Entry
+
+    nodes = [NodeView(_label(n["fp"]), n["fp"], n.get("seen"), "(node 0)" if n.get("own") else n.get("probe"),
+                      n.get("state") or "-") for n in status.get("nodes") or []]
+    entries = [Entry(n["fp"], seen=n.get("seen"), probe=n.get("probe"), own=bool(n.get("own")))
+               for n in status.get("nodes") or []]
+    view = ClusterView(source=f"node 0's check-in exchange ({where}), {status.get('phase')}", nodes=_ordered(nodes))
+    return _judged(view, entries, reachability=True)
+
+
+def from_fingerprints(found: "list[tuple[str, dict]]") -> ClusterView:
+    """The view from each node's own ``--explain --json`` ((target, plan JSON) pairs)."""
+    from nodeweave.entrypoint.verdict import Entry
+
+    nodes, entries = [], []
+    for target, plan in found:
+        fp = plan.get("fingerprint") or {}
+        last = ((plan.get("exchange") or {}).get("last") or {})
+        state = f"last start: {last['decision']}" if last.get("decision") else "not started here"
+        nodes.append(NodeView(f"{_label(fp)} [{target}]", fp, state=state))
+        entries.append(Entry(fp, own=fp.get("rank") == 0))
+    view = ClusterView(source="each node's nodeweave-entrypoint --explain --json", nodes=_ordered(nodes))
+    return _judged(view, entries, reachability=False)
+
+
+def _ordered(nodes: "list[NodeView]") -> "list[NodeView]":
+    return sorted(nodes, key=lambda n: (not isinstance(n.fp.get("rank"), int), n.fp.get("rank") or 0, n.label))
+
+
+def _judged(view: ClusterView, entries, reachability: bool) -> ClusterView:
+    from nodeweave.entrypoint.verdict import judge
+
+    if not entries:
+        view.findings = [Finding(ERROR, "cluster-no-nodes", "no node answered", "check the targets are running")]
+        return view
+    if not any(e.own for e in entries):
+        entries[0].own = True  # compare with the first node when node 0 is not among them
+    ref = next(e for e in entries if e.own).fp
+    nnodes = str(ref.get("nnodes") or len(entries))
+    low, _, high = nnodes.partition(":")
+    lo = int(low) if low.isdigit() else len(entries)
+    hi = int(high) if high.isdigit() else lo
+    view.verdict = judge(entries, lo, hi, ref.get("launcher"), reachability=reachability)
+    view.findings = findings(view.verdict)
+    return view
+
+
+def findings(verdict: dict) -> "list[Finding]":
+    """A finding per problem: refusals are errors (the job would not start), warnings stay warnings."""
+    out = []
+    for problem in verdict["problems"]:
+        details = "; ".join(f"{k}: {v}" for k, v in (problem.get("details") or {}).items())
+        message = f"{problem['says']}: {', '.join(problem['nodes'])}" + (f" ({details})" if details else "")
+        if problem["severity"] == "refuse":
+            action = "make the nodes agree (the same image, `nodeweave sync` for the workspace, one rank each); "
+            action += (f"or start anyway with NODEWEAVE_EXCHANGE_ALLOW={problem['check']} "
+                       f"(spec launcher.exchange_allow)" if problem["check"] in _allowable() else
+                       "the check-in refuses this on every start")
+            out.append(Finding(ERROR, f"cluster-{problem['check']}", message, action))
+        else:
+            out.append(Finding(WARNING, f"cluster-{problem['check']}", message,
+                               "the job starts, but runs at the pace of its slowest node or config"))
+    return out
+
+
+def _allowable():
+    from nodeweave.entrypoint.contract import EXCHANGE_ALLOWABLE
+
+    return EXCHANGE_ALLOWABLE
