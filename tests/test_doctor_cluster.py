@@ -49,3 +49,59 @@ def test_fingerprints_from_each_node_skip_what_only_node_0_can_see():
     assert [f.code for f in view.findings] == ["cluster-workspace"]
     assert view.nodes[1].state == "last start: refuse"
     assert view.to_dict()["table"]["rows"]
+
+
+def test_doctor_cluster_asks_a_running_jobs_node_0(tmp_path):
+    """Three entrypoints running a stand-in torchrun; doctor --cluster with node 1's variables sees all three."""
+    import json
+    import os
+    import subprocess
+    import sys
+    import time
+
+    from test_exchange_processes import fake_torchrun, finish, start_nodes
+
+    fake_torchrun(tmp_path)
+    procs = start_nodes(tmp_path, 3, ["train.py"], launcher="torchrun",
+                        env={"RUN_FOR": "30", "NODEWEAVE_EXCHANGE_ALLOW": "nccl"},
+                        per_node_env={2: {"NODEWEAVE_NCCL_VERSION": "2.21.5"}})
+    try:
+        deadline = time.monotonic() + 30
+        while not (tmp_path / "n0" / "nodeweave" / "checkin.json").exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        port = procs[0].args[procs[0].args.index("--master-port") + 1]
+        env = {"PATH": os.environ["PATH"], "NNODES": "3", "NODE_RANK": "1", "MASTER_ADDR": "127.0.0.1",
+               "MASTER_PORT": port}
+        cli = [sys.executable, "-c", "import sys; from nodeweave.cli import main; sys.exit(main(sys.argv[1:]))"]
+        out = subprocess.run([*cli, "doctor", "--cluster", "--json"], capture_output=True, text=True, timeout=60,
+                             env=env, cwd=tmp_path)
+        view = json.loads(out.stdout)
+        assert view["nodes"], view["findings"][0]["message"]
+        assert view["table"]["nodes"] == ["node 0 (%s)" % os.uname().nodename, "node 1 (%s)" % os.uname().nodename,
+                                          "node 2 (%s)" % os.uname().nodename]
+        nccl = next(row for row in view["table"]["rows"] if row["field"] == "NCCL")
+        assert nccl["values"] == ["-", "-", "2.21.5"] and nccl["differs"] == [False, False, True]
+        # the job started with nccl allowed: doctor grades it as the job did, a warning (exit 0)
+        assert out.returncode == 0 and [(f["severity"], f["code"]) for f in view["findings"]] == [
+            ("warning", "cluster-nccl")], out.stdout
+        text = subprocess.run([*cli, "doctor", "--cluster"], capture_output=True, text=True, timeout=60, env=env,
+                              cwd=tmp_path)
+        assert "fingerprints from node 0's check-in exchange" in text.stdout and "cluster-nccl" in text.stdout
+    finally:
+        for proc in procs:
+            proc.kill()
+        finish(procs)
+
+
+def test_doctor_cluster_without_a_job_says_why():
+    import subprocess
+    import sys
+
+    cli = [sys.executable, "-c", "import sys; from nodeweave.cli import main; sys.exit(main(sys.argv[1:]))"]
+    out = subprocess.run([*cli, "doctor", "--cluster", "--json"], capture_output=True, text=True, timeout=60,
+                         env={"PATH": "/usr/bin:/bin"})
+    assert out.returncode == 1, out.stdout
+    import json
+
+    finding = json.loads(out.stdout)["findings"][0]
+    assert finding["code"] == "cluster-unreachable" and "no check-in exchange to ask: single node" in finding["message"]

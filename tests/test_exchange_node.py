@@ -119,3 +119,30 @@ def test_how_it_ended_names_signals():
     assert how_it_ended("torchrun", 9, []) == "torchrun was killed by SIGKILL"
     assert how_it_ended("torchrun", 1 << 8, [signal.SIGTERM]) == "torchrun exited 1 after SIGTERM"
     assert run_supervised  # imported for the stand-in above
+
+
+def test_a_hostfile_with_uneven_slots_is_fine_when_the_nodes_check_in(tmp_path):
+    hostfile = tmp_path / "hosts"
+    hostfile.write_text(f"{os.uname().nodename} slots=2\nother slots=1\n")
+    plan = make_plan(["--hostfile", str(hostfile), "--launcher", "deepspeed", "--", "t.py"], {})
+    assert plan.exchange["enabled"] and plan.topology.nproc_per_node.value == 2
+    from nodeweave.entrypoint.errors import EntrypointError
+
+    try:
+        make_plan(["--hostfile", str(hostfile), "--", "t.py"], {"NODEWEAVE_EXCHANGE": "off"})
+    except EntrypointError as err:
+        assert err.exit_code == 3 and "exchange that shares them is off (switched off by NODEWEAVE_EXCHANGE)" in str(err)
+    else:
+        raise AssertionError("uneven slots without the check-in must be refused")
+
+
+def test_apply_counts_writes_every_nodes_slots_and_the_real_world_size(tmp_path):
+    from nodeweave.entrypoint.launch import apply_counts
+
+    hostfile = tmp_path / "hosts"
+    hostfile.write_text(f"{os.uname().nodename} slots=2\nother slots=1\n")
+    plan = make_plan(["--hostfile", str(hostfile), "--launcher", "deepspeed", "--", "t.py"], {"TMPDIR": str(tmp_path)})
+    apply_counts(plan, {"decision": "start", "procs": [2, 1]})
+    assert list(plan.launch.files.values()) == [f"{os.uname().nodename} slots=2\nother slots=1\n"]
+    world = next(v for v in plan.env if v.name == "WORLD_SIZE")
+    assert world.value == "3" and "2+1" in world.reason and plan.topology.world_size == 3

@@ -2,7 +2,8 @@
 
 Imports no torch (``--bench`` runs the bench worker in its own processes).
 Exit codes: 0 no error finding (warnings allowed), 1 at least one error
-finding, 2 bad input (``--sysroot`` not a directory).
+finding (with ``--cluster``: a refusal the check-in would make, or node 0's
+exchange could not be asked), 2 bad input (``--sysroot`` not a directory).
 """
 
 from __future__ import annotations
@@ -71,6 +72,36 @@ def _findings(findings) -> Table:
     return table
 
 
+def _cluster_table(view) -> Table:
+    labels, rows = view.table()
+    table = Table(title=f"fingerprints from {view.source} (differences from node 0 highlighted)")
+    table.add_column("field", style="bold")
+    for label in labels:
+        table.add_column(label, overflow="fold")
+    for field, values, differs in rows:
+        table.add_row(field, *[f"[bold yellow]{v}[/]" if d else v for v, d in zip(values, differs)])
+    return table
+
+
+def _cluster(json_output: bool) -> None:
+    from nodeweave.doctor.cluster import survey_here
+
+    view = survey_here()
+    if json_output:
+        typer.echo(json.dumps({"schema": "nodeweave.doctor.cluster/1", **view.to_dict()}, indent=2))
+    else:
+        console = Console()
+        if view.nodes:
+            console.print(_cluster_table(view))
+        if view.findings:
+            console.print(_findings(view.findings))
+        errors = sum(f.severity == "error" for f in view.findings)
+        console.print(f"{'[bold red]errors found[/]' if errors else '[green]no errors[/]'}: {errors} error(s), "
+                      f"{len(view.findings) - errors} warning(s) over {len(view.nodes)} node(s)")
+    if any(f.severity == "error" for f in view.findings):
+        raise typer.Exit(1)
+
+
 def doctor(
     json_output: bool = typer.Option(False, "--json", help="print the diagnosis as JSON (schema nodeweave.doctor/1)"),
     sysroot: Optional[Path] = typer.Option(None, "--sysroot", help="read sysfs/procfs under this root "
@@ -78,9 +109,16 @@ def doctor(
     bench: bool = typer.Option(False, "--bench", help="also run a short all_reduce through the entrypoint and "
                                "torchrun, checking results and bus bandwidth (in a multi-node job: on every "
                                "node at once, as training starts)"),
+    cluster: bool = typer.Option(False, "--cluster", help="every node of the running job side by side, as node 0's "
+                                 "check-in exchange sees them (run inside a node: its variables find node 0); "
+                                 "differences highlighted, the check-in's refusals as errors"),
 ) -> None:
     """Check this node for NCCL/RCCL settings, limits and hardware that hurt multi-node training."""
     from nodeweave.doctor import diagnose
+
+    if cluster:
+        _cluster(json_output)
+        return
 
     diagnosis = diagnose(str(sysroot) if sysroot is not None else None)
     if bench:

@@ -86,7 +86,8 @@ def from_status(status: dict, where: str) -> ClusterView:
     entries = [Entry(n["fp"], seen=n.get("seen"), probe=n.get("probe"), own=bool(n.get("own")))
                for n in status.get("nodes") or []]
     view = ClusterView(source=f"node 0's check-in exchange ({where}), {status.get('phase')}", nodes=_ordered(nodes))
-    return _judged(view, entries, reachability=True)
+    allowed = [p["check"] for p in (status.get("verdict") or {}).get("problems", []) if p.get("allowed")]
+    return _judged(view, entries, reachability=True, allow=allowed)
 
 
 def from_fingerprints(found: "list[tuple[str, dict]]") -> ClusterView:
@@ -108,7 +109,7 @@ def _ordered(nodes: "list[NodeView]") -> "list[NodeView]":
     return sorted(nodes, key=lambda n: (not isinstance(n.fp.get("rank"), int), n.fp.get("rank") or 0, n.label))
 
 
-def _judged(view: ClusterView, entries, reachability: bool) -> ClusterView:
+def _judged(view: ClusterView, entries, reachability: bool, allow=()) -> ClusterView:
     from nodeweave.entrypoint.verdict import judge
 
     if not entries:
@@ -121,7 +122,7 @@ def _judged(view: ClusterView, entries, reachability: bool) -> ClusterView:
     low, _, high = nnodes.partition(":")
     lo = int(low) if low.isdigit() else len(entries)
     hi = int(high) if high.isdigit() else lo
-    view.verdict = judge(entries, lo, hi, ref.get("launcher"), reachability=reachability)
+    view.verdict = judge(entries, lo, hi, ref.get("launcher"), allow, reachability=reachability)
     view.findings = findings(view.verdict)
     return view
 
@@ -138,6 +139,9 @@ def findings(verdict: dict) -> "list[Finding]":
                        f"(spec launcher.exchange_allow)" if problem["check"] in _allowable() else
                        "the check-in refuses this on every start")
             out.append(Finding(ERROR, f"cluster-{problem['check']}", message, action))
+        elif problem.get("allowed"):
+            out.append(Finding(WARNING, f"cluster-{problem['check']}", message,
+                               "allowed by the job's NODEWEAVE_EXCHANGE_ALLOW: the job starts, but check it is meant"))
         else:
             out.append(Finding(WARNING, f"cluster-{problem['check']}", message,
                                "the job starts, but runs at the pace of its slowest node or config"))
@@ -148,3 +152,36 @@ def _allowable():
     from nodeweave.entrypoint.contract import EXCHANGE_ALLOWABLE
 
     return EXCHANGE_ALLOWABLE
+
+
+def survey_here(env: "dict[str, str] | None" = None) -> ClusterView:
+    """Ask node 0's exchange from this machine, as the entrypoint here would reach it (its variables)."""
+    import os
+
+    from nodeweave.entrypoint import EntrypointError, build_plan, parse
+    from nodeweave.entrypoint.exchange import ask_status
+    from nodeweave.entrypoint.wire import ExchangeError, job_token
+
+    env = dict(os.environ) if env is None else dict(env)
+    try:
+        plan = build_plan(parse(["--", "nodeweave-doctor-cluster"], env), partial=True)
+    except EntrypointError as err:
+        return _unreachable("this machine's settings", str(err))
+    if plan.errors:
+        return _unreachable("this machine's settings", plan.errors[0]["message"])
+    info, topo = plan.exchange, plan.topology
+    if not info or not info.get("enabled"):
+        return _unreachable("this machine's settings", f"no check-in exchange to ask: {(info or {}).get('why')}")
+    where = f"{info['host']}:{info['port']}"
+    try:
+        status = ask_status(info["host"], info["port"], topo.job_id, job_token(env, topo.job_id, topo.master_port.value))
+    except (ExchangeError, OSError) as err:
+        return _unreachable(where, str(err))
+    return from_status(status, where)
+
+
+def _unreachable(where: str, why: str) -> ClusterView:
+    return ClusterView(source=where, findings=[Finding(
+        ERROR, "cluster-unreachable", f"could not ask node 0's check-in exchange ({where}): {why}",
+        "run `nodeweave doctor --cluster` inside a node of the running job (its NODEWEAVE_* variables find node "
+        "0), or `nodeweave-entrypoint --status` there")])

@@ -38,6 +38,11 @@ def off_because(topo, settings):
     """Why the exchange does not run for this start, or None when it does."""
     if topo.nnodes_max <= 1:
         return "single node"
+    return switched_off(settings)
+
+
+def switched_off(settings):
+    """Why the settings alone keep the exchange off (whatever the node count), or None."""
     if settings.get("exchange") is False:
         return f"switched off by {settings.source('exchange')}"
     if settings.sysroot not in ("/", "", None):

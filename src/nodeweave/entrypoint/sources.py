@@ -143,9 +143,14 @@ def hostfile(scene):
                             "list it by name or address, or set NODE_RANK")
     slots = {host: count for host, count in hosts if count is not None}
     if len(set(slots.values())) > 1:
-        raise TopologyError(f"hostfile {path} gives its hosts different slots "
-                            f"({', '.join(f'{h} slots={n}' for h, n in slots.items())}): every node runs the same "
-                            "number of processes; give every line the slots of the smallest node")
+        from .checkin import switched_off  # with the check-in, every node learns every node's count
+
+        off = switched_off(scene.settings)
+        if off:
+            raise TopologyError(f"hostfile {path} gives its hosts different slots "
+                                f"({', '.join(f'{h} slots={n}' for h, n in slots.items())}) but the check-in "
+                                f"exchange that shares them is off ({off}); give every line the slots of the "
+                                "smallest node, or let the nodes check in")
     own = names[mine[0]]
     claims = [Claim("node_rank", mine[0], f"position of {own} in hostfile {path}", PLATFORM)]
     claims += host_list(names, "hostfile", f"first host of hostfile {path}", f"hosts in hostfile {path}")
