@@ -45,7 +45,8 @@ def local_service(spec: Spec, index: int) -> Dict[str, Any]:
         "working_dir": literal(spec.workspace.path),
         "networks": [NETWORK],
         "shm_size": SHM_SIZE,
-        "environment": {**user_env(spec), **contract_env(local, omit=LOCAL_OMITS), **_processes(spec)},
+        "environment": {**user_env(spec), **contract_env(local, omit=LOCAL_OMITS), **_processes(spec),
+                        "NODEWEAVE_IMAGE_REF": image(local)},  # the check-in shows which image each node runs
         "volumes": volumes(spec),
         "stop_grace_period": f"{spec.kubernetes.grace_period}s",
     }

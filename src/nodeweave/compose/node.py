@@ -54,7 +54,8 @@ def _node_env(r: Resolved) -> Dict[str, str]:
     env = {**user_env(spec), **contract_env(r)}
     if not spec.hosts:  # with a hosts list, the master is its first host
         env["MASTER_ADDR"] = "${MASTER_ADDR:?" + MASTER_MISSING + "}"
-    env.update({"NNODES": nnodes, "NODEWEAVE_NNODES": nnodes, "MASTER_PORT": port, "NODEWEAVE_MASTER_PORT": port})
+    env.update({"NNODES": nnodes, "NODEWEAVE_NNODES": nnodes, "MASTER_PORT": port, "NODEWEAVE_MASTER_PORT": port,
+                "NODEWEAVE_IMAGE_REF": image(r)})  # the check-in shows which image each node runs
     if not spec.nodes.elastic and not spec.hosts:  # c10d, or the hosts list, hands out the ranks
         env["NODE_RANK"] = "${NODE_RANK:?" + RANK_MISSING + "}"
     return env
