@@ -4,7 +4,8 @@ Start-up: N simulated nodes (N ``nodeweave-entrypoint`` processes on this
 machine, master 127.0.0.1, live root, launcher ``command`` running ``true``)
 are spawned at once; a sample is the wall time from the first spawn until
 the last exits. Interleaved in the same run:
-  exchange off   NODEWEAVE_EXCHANGE=off NODEWEAVE_WAIT_TIMEOUT=0: every node plans and execs at once
+  exchange off   NODEWEAVE_EXCHANGE=off: workers wait for the master port (held open by this script, as
+                 node 0's launcher would), then every node execs
   exchange on    the defaults: workers wait for node 0's exchange, all check in, node 0 judges, all exec
 The difference of the medians is what the check-in adds with every node
 present (target: at most 0.2 s at 2 and 8 nodes).
@@ -29,16 +30,23 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 ENTRY = Path(sys.executable).parent / "nodeweave-entrypoint"
-OFF = {"NODEWEAVE_EXCHANGE": "off", "NODEWEAVE_WAIT_TIMEOUT": "0"}
+OFF = {"NODEWEAVE_EXCHANGE": "off"}
 
 
 def _port():
+    """A master port whose + 1 (the exchange) is free too, below the ephemeral range (where the nodes' own
+    connections and check ports come from, so a chosen port cannot be taken by one of them meanwhile)."""
+    import random
+
     while True:
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
-        if port < 65000:
+        port = random.randrange(20000, 32000)
+        try:
+            for candidate in (port, port + 1):
+                with socket.socket() as s:
+                    s.bind(("", candidate))
             return port
+        except OSError:
+            continue
 
 
 def _argv(nodes, rank, port, launcher, command):
@@ -55,6 +63,9 @@ def _env(extra, workdir):
 def start_sample(nodes, extra, workdir):
     """Seconds from the first spawn until every node's process has exited (0 each)."""
     port = _port()
+    master = None
+    if extra.get("NODEWEAVE_EXCHANGE") == "off":  # the rendezvous store node 0's launcher would open
+        master = socket.create_server(("", port), backlog=64)
     started = time.perf_counter()
     procs = [subprocess.Popen(_argv(nodes, rank, port, "command", ["true"]), env=_env(extra, workdir), cwd=workdir,
                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE) for rank in range(nodes)]
@@ -62,7 +73,10 @@ def start_sample(nodes, extra, workdir):
         _, err = proc.communicate(timeout=120)
         if proc.returncode != 0:
             raise SystemExit(f"a node exited {proc.returncode}: {err.decode()[-2000:]}")
-    return time.perf_counter() - started
+    took = time.perf_counter() - started
+    if master is not None:
+        master.close()
+    return took
 
 
 def _cpu_seconds(pid):

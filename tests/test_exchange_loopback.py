@@ -20,9 +20,17 @@ from test_exchange_verdict import fp as full_fp
 
 
 def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A free port below the ephemeral range, so no connection of the test takes it meanwhile."""
+    import random
+
+    while True:
+        port = random.randrange(20000, 32000)
+        try:
+            with socket.socket() as s:
+                s.bind(("", port))
+            return port
+        except OSError:
+            continue
 
 
 def fp(rank, nnodes=3, **changes):

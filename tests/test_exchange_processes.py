@@ -21,18 +21,19 @@ ENTRY = [str(SCRIPT)] if SCRIPT.exists() else [sys.executable, "-m", "nodeweave.
 
 
 def free_port_pair():
-    """A master port whose +1 (the exchange) is free too."""
-    for _ in range(50):
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
-        if port < 65000:
-            try:
-                with socket.socket() as t:
-                    t.bind(("", port + 1))
-                return port
-            except OSError:
-                continue
+    """A master port whose + 1 (the exchange) is free too, below the ephemeral range (so no node's own
+    connection or check port can take it meanwhile)."""
+    import random
+
+    for _ in range(200):
+        port = random.randrange(20000, 32000)
+        try:
+            for candidate in (port, port + 1):
+                with socket.socket() as s:
+                    s.bind(("", candidate))
+            return port
+        except OSError:
+            continue
     raise RuntimeError("no free port pair")
 
 

@@ -61,6 +61,11 @@ def run(settings):
     problem = missing_script(plan.launch.launcher, settings.command, os.getcwd())
     if problem:  # here, once, not in every rank the launcher would start
         raise UsageError(problem)
+    checkin = None
+    if plan.exchange and plan.exchange["enabled"]:
+        from .checkin import CheckIn  # sockets, threads, hashing: only a multi-node start pays for them
+
+        checkin = CheckIn(plan, settings, Root(settings.sysroot), _say)  # node 0 listens from here on
     wait = plan.launch.wait
     if wait:
         from .wait import wait_for
@@ -71,16 +76,17 @@ def run(settings):
         _say(f"{what} {wait['host']}:{wait['port']} accepts connections after {waited:.1f}s")
         if plan.node.interface_reason and "does not resolve" in plan.node.interface_reason:
             plan = build_plan(settings)  # the master resolves now: plan the route again
+            if checkin is not None:
+                checkin.replan(plan)
     if plan.topology.is_master and plan.topology.nnodes_max > 1 and plan.launch.launcher in SUPERVISED:
         from .selfcheck import check_master_is_self  # only rank 0 of a multi-node job pays for it
 
         check_master_is_self(plan, Root(settings.sysroot))
     session = None
-    if plan.exchange and plan.exchange["enabled"]:
-        from .checkin import check_in  # sockets, threads, hashing: only a multi-node start pays for them
+    if checkin is not None:
         from .launch import apply_counts
 
-        session = check_in(plan, settings, Root(settings.sysroot), _say)
+        session = checkin.run()
         apply_counts(plan, session.verdict)
     for warning in plan.warnings:
         _say(f"warning: {warning}")

@@ -185,35 +185,70 @@ def _missing(settings, plan):
     return lambda rank: pod_phase(root, settings.env, f"{prefix}-{rank}")
 
 
-def check_in(plan, settings, root, log):
-    """Run this node's check-in; a :class:`Session`, or EntrypointError (3 refused, 4 unreachable)."""
-    from .exchange import Hub, Refused
-    from .exchange import check_in as node_check_in
-    from .fingerprint import local_fingerprint
-    from .heartbeat import HubWatch, LinkWatch
-    from .wire import ExchangeError, job_token
+class CheckIn:
+    """This node's check-in, prepared before the wait (node 0 listens at once, every node has its
+    fingerprint ready) and run after it: :meth:`run` gives a :class:`Session`, or raises
+    EntrypointError (3 refused, 4 unreachable)."""
 
-    info, topo = plan.exchange, plan.topology
-    fingerprint = local_fingerprint(plan, root, settings.env)
-    token = job_token(settings.env, topo.job_id, topo.master_port.value)
-    started = time.monotonic()
-    watch = None
-    if topo.is_master:
-        hub = Hub(info["port"], token, fingerprint, log)
-        log(f"check-in: waiting for {topo.nnodes_min - 1} more node(s) on port {info['port']} "
-            f"(up to {info['deadline_s']}s)")
-        hub.gather(topo.nnodes_min, started + info["deadline_s"])
+    def __init__(self, plan, settings, root, log):
+        from .fingerprint import local_fingerprint
+        from .wire import job_token
+
+        self.plan, self.settings, self.root, self.log = plan, settings, root, log
+        topo = plan.topology
+        self.token = job_token(settings.env, topo.job_id, topo.master_port.value)
+        self.started = time.monotonic()
+        self.hub = None
+        if topo.is_master:
+            from .exchange import Hub
+
+            self.hub = Hub(plan.exchange["port"], self.token, {"job": topo.job_id}, log)
+        self.fingerprint = local_fingerprint(plan, root, settings.env)
+
+    def replan(self, plan):
+        """The plan was made again after the wait (the master resolves now): its fingerprint too."""
+        from .fingerprint import local_fingerprint
+
+        self.plan, self.fingerprint = plan, local_fingerprint(plan, self.root, self.settings.env)
+
+    def run(self):
+        plan, info, log = self.plan, self.plan.exchange, self.log
+        verdict, watch = self._as_node_0() if self.hub else self._as_node()
+        _say_verdict(verdict, time.monotonic() - self.started, log)
+        _record(plan, self.settings, verdict, self.fingerprint)
+        if verdict["decision"] != "start":
+            if watch is not None:
+                watch.close()
+            raise EntrypointError(f"check-in refused the job: {_summary(verdict)} (table above; the same on every "
+                                  "node)", EXIT_TOPOLOGY)
+        return Session(verdict, watch if info["heartbeat"] else None, self.fingerprint)
+
+    def _as_node_0(self):
+        from .heartbeat import HubWatch
+
+        plan, info, hub = self.plan, self.plan.exchange, self.hub
+        topo = plan.topology
+        hub.own_fp = self.fingerprint
+        self.log(f"check-in: waiting for {topo.nnodes_min - 1} more node(s) on port {info['port']} "
+                 f"(up to {info['deadline_s']}s)")
+        hub.gather(topo.nnodes_min, self.started + info["deadline_s"])
         verdict = hub.decide(topo.nnodes_min, topo.nnodes_max, plan.launch.launcher, info["allow"],
-                             _missing(settings, plan))
+                             _missing(self.settings, plan))
         hub.announce(verdict)
         if verdict["decision"] == "start" and info["heartbeat"]:
-            watch = HubWatch(hub, log, elastic=topo.elastic, admit=_admitter(hub, topo, plan, info))
-        else:
-            hub.close()
-    else:
-        deadline = started + info["deadline_s"] + VERDICT_GRACE_S
+            return verdict, HubWatch(hub, self.log, elastic=topo.elastic, admit=_admitter(hub, topo, plan, info))
+        hub.close()
+        return verdict, None
+
+    def _as_node(self):
+        from .exchange import Refused, check_in
+        from .heartbeat import LinkWatch
+        from .wire import ExchangeError
+
+        info, topo = self.plan.exchange, self.plan.topology
+        deadline = time.monotonic() + info["deadline_s"] + VERDICT_GRACE_S
         try:
-            verdict, channel = node_check_in(info["host"], info["port"], fingerprint, token, deadline)
+            verdict, channel = check_in(info["host"], info["port"], self.fingerprint, self.token, deadline)
         except Refused as err:
             raise EntrypointError(str(err), EXIT_TOPOLOGY) from None
         except ExchangeError as err:
@@ -221,15 +256,9 @@ def check_in(plan, settings, root, log):
                                   f"is node 0 running the same job? (NODEWEAVE_WAIT_TIMEOUT sets the deadline)",
                                   EXIT_UNREACHABLE) from None
         if verdict["decision"] == "start" and info["heartbeat"]:
-            watch = LinkWatch(channel, log, elastic=topo.elastic)
-        else:
-            channel.finish(1.0)
-    _say_verdict(verdict, time.monotonic() - started, log)
-    _record(plan, settings, verdict, fingerprint)
-    if verdict["decision"] != "start":
-        raise EntrypointError(f"check-in refused the job: {_summary(verdict)} (table above; the same on every "
-                              "node)", EXIT_TOPOLOGY)
-    return Session(verdict, watch, fingerprint)
+            return verdict, LinkWatch(channel, self.log, elastic=topo.elastic)
+        channel.finish(1.0)
+        return verdict, None
 
 
 def _summary(verdict):

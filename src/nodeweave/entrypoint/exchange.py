@@ -66,7 +66,8 @@ def _probe(peer, token):
 
 
 class Hub:
-    """Node 0's side of the exchange."""
+    """Node 0's side of the exchange. ``own_fp`` may start as ``{"job": ...}`` (the port opens before
+    node 0's fingerprint is ready) and is completed before :meth:`gather`."""
 
     def __init__(self, port, token, own_fp, log, clock=time.monotonic):
         self.port, self.token, self.own_fp, self.log, self.clock = port, token, own_fp, log, clock

@@ -23,11 +23,25 @@ ENV_PREFIXES = ("NCCL_", "RCCL_", "GLOO_", "HSA_", "TORCH_NCCL_", "OMP_NUM_THREA
 MAX_ENV = 64  # variables carried for naming differences; the hash covers all of them
 
 
+def _sites(root):
+    """Where distributions live: this interpreter's site directories on a live root (cheap: no scan of
+    /usr/lib), every python3.* site directory under a captured tree."""
+    if root.real:
+        import sys
+
+        return [p for p in sys.path if p.endswith(("site-packages", "dist-packages"))]
+    return _site_dirs(root)
+
+
 def distributions(root):
     """{normalised name: version} of every installed distribution, from ``*.dist-info`` names."""
     found = {}
-    for site in _site_dirs(root):
-        for entry in root.listdir(site):
+    for site in _sites(root):
+        try:
+            entries = sorted(os.listdir(root.at(site)))
+        except OSError:
+            continue
+        for entry in entries:
             if not entry.endswith(".dist-info"):
                 continue
             name, _, version = entry[:-len(".dist-info")].partition("-")
