@@ -115,6 +115,24 @@ def _stopper(pid, reaped):
     return stop
 
 
+def _become_launcher(executable, argv, env, parent, tail, forwarded, saved):
+    """In the forked child: a process group of its own, default signals, output to the tail's pipes, exec."""
+    import signal
+
+    try:
+        os.setpgid(0, 0)
+        _stop_with_parent(parent)
+        if tail is not None:
+            tail.child_side()
+        for sig in forwarded:
+            signal.signal(sig, signal.SIG_DFL)
+        signal.pthread_sigmask(signal.SIG_SETMASK, saved)
+        os.execve(executable, argv, env)
+    except OSError as err:
+        os.write(2, f"nodeweave-entrypoint: error: cannot exec {executable!r}: {err.strerror}\n".encode())
+    os._exit(EXIT_NOT_EXECUTABLE)
+
+
 def run_supervised(executable, argv, env, watch=None):
     """Fork, exec the launcher in the child, forward signals, and return the exit code to use.
 
@@ -135,18 +153,7 @@ def run_supervised(executable, argv, env, watch=None):
     saved = signal.pthread_sigmask(signal.SIG_BLOCK, forwarded)  # none may slip between fork and handlers
     pid = os.fork()
     if pid == 0:  # the child: becomes the launcher
-        try:
-            os.setpgid(0, 0)
-            _stop_with_parent(parent)
-            if tail is not None:
-                tail.child_side()
-            for sig in forwarded:
-                signal.signal(sig, signal.SIG_DFL)
-            signal.pthread_sigmask(signal.SIG_SETMASK, saved)
-            os.execve(executable, argv, env)
-        except OSError as err:
-            os.write(2, f"nodeweave-entrypoint: error: cannot exec {executable!r}: {err.strerror}\n".encode())
-        os._exit(EXIT_NOT_EXECUTABLE)
+        _become_launcher(executable, argv, env, parent, tail, forwarded, saved)
     try:
         os.setpgid(pid, pid)
     except OSError:
