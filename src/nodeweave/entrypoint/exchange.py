@@ -16,7 +16,8 @@ import threading
 import time
 
 from .verdict import Entry, judge
-from .wire import MAX_MESSAGE, Channel, ExchangeError, canonical, connect, nonce, proof, readable, verify
+from .wire import (MAX_MESSAGE, Channel, ExchangeError, canonical, connect, finish_all, nonce, proof, readable,
+                   verify)
 
 HELLO_TIMEOUT_S = 10.0   # from accepting a connection to its hello
 PROBE_TIMEOUT_S = 3.0    # node 0's connect-back, connect and answer
@@ -213,8 +214,7 @@ class Hub:
                 self.peers.remove(peer)
 
     def close(self):
-        for peer in self.pending + self.peers:
-            peer.channel.finish(1.0)
+        finish_all([peer.channel for peer in self.pending + self.peers], 1.0)
         try:
             self.sock.close()
         except OSError:

@@ -153,6 +153,31 @@ class Channel:
             pass
 
 
+def finish_all(channels, wait_s=1.0):
+    """:meth:`Channel.finish` for many at once: half-close all, then read until each peer closes or
+    ``wait_s`` passes (one wait for all, not one per node)."""
+    open_ones = []
+    for channel in channels:
+        try:
+            channel.sock.shutdown(socket.SHUT_WR)
+            open_ones.append(channel)
+        except OSError:
+            channel.close()
+    deadline = time.monotonic() + wait_s
+    while open_ones and time.monotonic() < deadline:
+        for sock in readable([c.sock for c in open_ones], deadline - time.monotonic()):
+            channel = next(c for c in open_ones if c.sock is sock)
+            try:
+                done = not sock.recv(65536)
+            except OSError:
+                done = True
+            if done:
+                open_ones.remove(channel)
+                channel.close()
+    for channel in open_ones:
+        channel.close()
+
+
 def readable(socks, timeout_s):
     """The sockets of ``socks`` with something to read (or closed), waiting up to ``timeout_s``.
 
