@@ -1,17 +1,12 @@
-"""The check-in and the heartbeat around one launch: whether they run, where, and what follows a verdict.
+"""The check-in and the heartbeat around one launch, once ``exchange_plan.py`` said they run.
 
-:func:`plan_exchange` is pure and cheap (every start and ``--explain`` call
-it): the exchange runs for a multi-node job on a live machine unless switched
-off (``NODEWEAVE_EXCHANGE=off``, ``--no-wait``, a wait timeout of 0); its port
-is the master port + 1 unless ``NODEWEAVE_EXCHANGE_PORT`` says otherwise; a
-worker's wait then targets that port, since node 0 starts its launcher (and
-opens the master port) only after every node checked in.
-
-:func:`check_in` does it (imported only then: sockets, threads, hashing):
-node 0 gathers, judges and announces (``exchange.Hub``), the others check in
-(``exchange.check_in``); every node prints the same verdict, exits 3 on a
-refusal, and otherwise launches with the counts the verdict carries and a
-heartbeat (``heartbeat.py``) for a supervised launcher.
+:class:`CheckIn` is made before the wait (node 0 opens its port at once,
+every node makes its fingerprint) and run after it: node 0 gathers, judges and
+announces (``exchange.Hub``), the others check in (``exchange.check_in``);
+every node prints the same verdict, exits 3 on a refusal, and otherwise
+launches with the counts the verdict carries and a heartbeat
+(``heartbeat.py``) for a supervised launcher. Also ``--status`` and what
+``--explain`` shows of the exchange.
 """
 
 import os
@@ -19,63 +14,8 @@ import time
 
 from .errors import EXIT_TOPOLOGY, EXIT_UNREACHABLE, EntrypointError
 
-DEFAULT_OFFSET = 1
 VERDICT_GRACE_S = 30  # a worker waits this much longer than node 0's deadline for its verdict
 RECORD = "checkin.json"
-
-
-def exchange_port(topo, settings):
-    """(port, where it came from)."""
-    port = settings.get("exchange_port")
-    if port:
-        return port, settings.source("exchange_port")
-    master = topo.master_port.value
-    return (master + DEFAULT_OFFSET, f"master port {master} + 1") if master < 65535 else (
-        master - 1, f"master port {master} - 1")
-
-
-def off_because(topo, settings):
-    """Why the exchange does not run for this start, or None when it does."""
-    if topo.nnodes_max <= 1:
-        return "single node"
-    return switched_off(settings)
-
-
-def switched_off(settings):
-    """Why the settings alone keep the exchange off (whatever the node count), or None."""
-    if settings.get("exchange") is False:
-        return f"switched off by {settings.source('exchange')}"
-    if settings.sysroot not in ("/", "", None):
-        return "a captured tree (--sysroot) is not a live node"
-    if settings.no_wait:
-        return "--no-wait"
-    if settings.get("wait_timeout", 600) == 0:
-        return f"wait timeout 0 ({settings.source('wait_timeout')})"
-    return None
-
-
-def plan_exchange(plan, settings):
-    """Record on ``plan.exchange`` what the check-in will do; retarget a worker's wait to its port."""
-    topo, launch = plan.topology, plan.launch
-    off = off_because(topo, settings)
-    if off:
-        plan.exchange = {"enabled": False, "why": off}
-        return plan.exchange
-    from .supervise import SUPERVISED
-
-    port, port_source = exchange_port(topo, settings)
-    deadline = settings.get("wait_timeout", 600)
-    plan.exchange = {
-        "enabled": True, "role": "node 0 (gathers and judges)" if topo.is_master else "checks in with node 0",
-        "host": topo.master_addr.value, "port": port, "port_source": port_source, "deadline_s": deadline,
-        "allow": list(settings.get("exchange_allow") or []),
-        "token": "NODEWEAVE_JOB_TOKEN" if settings.env.get("NODEWEAVE_JOB_TOKEN") else
-                 f"derived from job id {topo.job_id!r} and master port {topo.master_port.value}",
-        "heartbeat": launch.launcher in SUPERVISED,
-    }
-    if launch.wait:
-        launch.wait = dict(launch.wait, port=port, what="node 0's check-in exchange")
-    return plan.exchange
 
 
 class Session:

@@ -5,7 +5,7 @@ import os
 from .detect_gpu import detect_gpus
 from .detect_host import detect_cloud, detect_limits, hostname
 from .detect_net import default_route, detect_interfaces, detect_rdma, read_routes, resolve, route_to
-from .checkin import plan_exchange
+from .exchange_plan import plan_exchange
 from .consistency import check_machine
 from .errors import EntrypointError
 from .launch import exports, launcher_exports, plan_launch

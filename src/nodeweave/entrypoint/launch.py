@@ -146,7 +146,7 @@ def hostfile_slots(topo, node, settings):
     only knows its own: ``auto`` is refused on GPU nodes. Either way a node
     refuses when it has fewer usable GPUs than the count it was given.
     """
-    from .checkin import off_because
+    from .exchange_plan import off_because
 
     nproc, gpus = topo.nproc_per_node, node.gpus
     if topo.nnodes_max == 1 or not gpus.count:

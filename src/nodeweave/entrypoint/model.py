@@ -266,7 +266,7 @@ class Plan(Record):
         ("launch", None),     # Launch
         ("warnings", _LIST),  # [str]
         ("errors", _LIST),    # [{"message", "exit_code"}]: only --explain shows a plan that has them
-        ("exchange", None),   # {"enabled", ...}: the check-in and heartbeat (checkin.plan_exchange)
+        ("exchange", None),   # {"enabled", ...}: the check-in and heartbeat (exchange_plan.plan_exchange)
         ("fingerprint", None),  # this node's fingerprint (fingerprint.py); filled by --explain
     )
 

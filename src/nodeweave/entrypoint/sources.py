@@ -143,7 +143,7 @@ def hostfile(scene):
                             "list it by name or address, or set NODE_RANK")
     slots = {host: count for host, count in hosts if count is not None}
     if len(set(slots.values())) > 1:
-        from .checkin import switched_off  # with the check-in, every node learns every node's count
+        from .exchange_plan import switched_off  # with the check-in, every node learns every node's count
 
         off = switched_off(scene.settings)
         if off:
