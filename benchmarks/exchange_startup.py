@@ -60,12 +60,15 @@ def _env(extra, workdir):
             "TMPDIR": workdir, **extra}
 
 
+def _master(port, extra):
+    """With the exchange off, workers wait for the master port: hold it open, as node 0's launcher would."""
+    return socket.create_server(("", port), backlog=64) if extra.get("NODEWEAVE_EXCHANGE") == "off" else None
+
+
 def start_sample(nodes, extra, workdir):
     """Seconds from the first spawn until every node's process has exited (0 each)."""
     port = _port()
-    master = None
-    if extra.get("NODEWEAVE_EXCHANGE") == "off":  # the rendezvous store node 0's launcher would open
-        master = socket.create_server(("", port), backlog=64)
+    master = _master(port, extra)
     started = time.perf_counter()
     procs = [subprocess.Popen(_argv(nodes, rank, port, "command", ["true"]), env=_env(extra, workdir), cwd=workdir,
                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE) for rank in range(nodes)]
@@ -98,6 +101,7 @@ def heartbeat_cpu(nodes, extra, workdir, window):
     fake.chmod(0o755)
     (Path(workdir) / "train.py").write_text("")
     port = _port()
+    master = _master(port, extra)
     procs = [subprocess.Popen(_argv(nodes, rank, port, "torchrun", ["train.py"]), env=_env(extra, workdir),
                               cwd=workdir, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
              for rank in range(nodes)]
@@ -109,6 +113,8 @@ def heartbeat_cpu(nodes, extra, workdir, window):
     finally:
         for proc in procs:
             proc.wait(timeout=window + 60)
+        if master is not None:
+            master.close()
     per_node = [(b - a) * 60 / window for a, b in zip(before, after)]
     return statistics.mean(per_node), max(per_node)
 
