@@ -90,7 +90,8 @@ def test_another_workspace_commit_is_refused_on_every_node(engine, cpu_image, tm
     try:
         cluster.up(services=["e2e-xcommit-0", "e2e-xcommit-1"])
         cluster.run_like("e2e-xcommit-1", "e2e-xcommit-2", volumes={"/workspace": str(other)})
-        _refused_everywhere(cluster, ["refuse workspace", shared[:20], changed[:20] + "… *"])
+        # the table's cells hold 24 characters: 23 of a commit and an ellipsis
+        _refused_everywhere(cluster, ["refuse workspace", shared[:23] + "…", changed[:23] + "… *"])
     finally:
         cluster.remove()
         shutil.rmtree(other, ignore_errors=True)
