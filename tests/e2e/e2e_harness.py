@@ -156,8 +156,9 @@ class ComposeCluster(Cluster):
         argv = [self.engine.kind, "run", "-d", "--name", name, "--hostname", hostname,
                 "--network", network, "--shm-size", svc.get("shm_size", "1g"),
                 "--workdir", svc["working_dir"], *(extra or [])]
+        variables = {**os.environ, "NODEWEAVE_IMAGE": self.image}  # what `compose up` interpolates with
         for key, value in {**svc["environment"], **(env or {})}.items():
-            argv += ["--env", f"{key}={value}"]
+            argv += ["--env", f"{key}={interpolate(str(value), variables)}"]
         mounts = {}
         for volume in svc.get("volumes", []):
             host, _, target = volume.partition(":")

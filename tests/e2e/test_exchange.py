@@ -164,8 +164,10 @@ def test_an_address_that_is_loopback_is_refused_on_every_node(engine, cpu_image,
 
 
 def test_a_failure_mid_run_ends_the_whole_job_within_30_s_and_names_the_node(engine, cpu_image, tmp_path):
-    """Rank 2 (node 1) exits 1 at step 10; node 0's ranks wait in their next all-reduce (gloo timeout 600 s)."""
-    args = '"--steps", "100000", "--interval", "0.2", "--timeout", "600", "--fail-rank", "2", "--fail-step", "10"'
+    """Rank 2 (node 1) exits 1 at step 10 while node 0's ranks are stuck for 600 s in that step (gloo's
+    timeout is 600 s too): only the heartbeat can tell node 0 in time."""
+    args = ('"--steps", "100000", "--interval", "0.2", "--timeout", "600", "--fail-rank", "2", "--fail-step", "10", '
+            '"--stall-ranks", "0,1", "--stall-step", "10", "--stall-for", "600"')
     cluster = _cluster(engine, cpu_image, tmp_path, "e2e-xhb", nodes=2, procs=2, args=args)
     try:
         cluster.up()
@@ -177,6 +179,7 @@ def test_a_failure_mid_run_ends_the_whole_job_within_30_s_and_names_the_node(eng
         assert ended_at - failed_at < 30, f"node 0 ended {ended_at - failed_at:.1f} s after the failure\n{logs0}"
         assert "node 1 (e2e-xhb-1) failed: torchrun exited 1" in logs0, logs0
         assert "its last output:" in logs0 and "exit 5: another node failed" in logs0, logs0
+        assert "NODEWEAVE-STALL rank=0" in logs0  # node 0 was stuck, not failing by itself
     finally:
         cluster.remove()
 

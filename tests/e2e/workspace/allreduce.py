@@ -7,8 +7,10 @@ all-reduce (the engine benchmark splits the start-up time with them).
 ``--steps N --interval S`` keeps it all-reducing, for the fault tests;
 ``--min-world W`` keeps it all-reducing until the world has W ranks (an
 elastic job waiting for a node to join; torchrun then restarts the workers).
-``--fail-rank R --fail-step S`` makes rank R exit 1 at step S while the others
-go on into the next all-reduce and wait there (the heartbeat test);
+``--fail-rank R --fail-step S`` makes rank R exit 1 at step S;
+``--stall-ranks 0,1 --stall-step S --stall-for T`` makes those ranks sleep T
+seconds at step S, as a rank stuck in a long step or a hung collective does —
+nothing but the heartbeat tells them a peer is gone (the heartbeat test);
 ``--expect-world W`` fails unless the world has W ranks (uneven node counts).
 Works under torchrun, deepspeed (--local_rank) and accelerate.
 """
@@ -38,6 +40,9 @@ def main() -> int:
     parser.add_argument("--min-world", type=int, default=0, help="all-reduce until the world is this large")
     parser.add_argument("--fail-rank", type=int, default=-1, help="this rank exits 1 at --fail-step")
     parser.add_argument("--fail-step", type=int, default=0)
+    parser.add_argument("--stall-ranks", default="", help="comma list of ranks that sleep at --stall-step")
+    parser.add_argument("--stall-step", type=int, default=0)
+    parser.add_argument("--stall-for", type=float, default=0.0)
     parser.add_argument("--expect-world", type=int, default=0, help="exit 1 unless the world has this many ranks")
     args, _unknown = parser.parse_known_args()  # deepspeed adds --local_rank=N
 
@@ -54,6 +59,9 @@ def main() -> int:
         if rank == args.fail_rank and step == args.fail_step:
             os.write(2, f"NODEWEAVE-FAIL rank={rank} at={time.time():.3f}: failing on purpose\n".encode())
             os._exit(1)
+        if str(rank) in args.stall_ranks.split(",") and step == args.stall_step:
+            os.write(1, f"NODEWEAVE-STALL rank={rank} for {args.stall_for:g}s\n".encode())
+            time.sleep(args.stall_for)
         tensor = torch.tensor([float(rank + 1)])
         dist.all_reduce(tensor)
         total = tensor.item()
