@@ -4,14 +4,16 @@
 set -euo pipefail
 export DEBIAN_FRONTEND=noninteractive
 need=()
-for cmd in podman buildah runc slirp4netns debootstrap rsync docker-registry; do
+for cmd in podman buildah runc slirp4netns debootstrap rsync docker-registry nft nsenter; do
   command -v "$cmd" >/dev/null 2>&1 || need+=("$cmd")
 done
 if [ "${#need[@]}" -gt 0 ]; then
   apt-get update -qq
   # docker-registry: a real registry on loopback for the --push test (no public one is reachable)
+  # nftables, util-linux (nsenter): the check-in's firewall test sets a rule in one container's
+  # network namespace from the host (tests/e2e/test_exchange.py)
   apt-get install -y -qq podman buildah runc slirp4netns uidmap debootstrap rsync \
-    containernetworking-plugins iproute2 docker-registry >/dev/null
+    containernetworking-plugins iproute2 docker-registry nftables util-linux >/dev/null
 fi
 mkdir -p /etc/containers
 # The sandbox has no CAP_SYS_RESOURCE (rlimits may not be raised) and crun

@@ -80,7 +80,16 @@ One JSON object; keys are only ever added under this schema name::
       "launch": null | {"launcher", "argv": [str], "files": {path: text},
                         "wait": {"host", "port", "timeout_s"}|null, "notes": [str]},
       "warnings": [str],
-      "errors": [{"message": str, "exit_code": int}]
+      "errors": [{"message": str, "exit_code": int}],
+      "exchange": null | {"enabled": false, "why": str}
+                  | {"enabled": true, "role": str, "host": str, "port": int, "port_source": str,
+                     "deadline_s": int, "allow": [str], "token": str (where it comes from, never its value),
+                     "heartbeat": bool, "last"?: null | {"path", "at", "decision", "problems": [str]}},
+      "fingerprint": null | {flat fields, see nodeweave.entrypoint.fingerprint: "rank", "hostname",
+                     "nnodes", "job", "launcher", "address", "route_address", "gpu_vendor", "gpu_model",
+                     "gpu_count", "nproc", "nccl", "rccl", "torch", "launcher_version", "image_ref",
+                     "image_digest", "workspace_commit", "workspace_digest", "env_hash", "env": {name: value},
+                     "interface", "mtu", "speed_mbps", "shm_bytes", "memlock_bytes", ...}   (--explain only)
     }
 
 ``--explain`` exits 0 when the plan is complete, else with the first error's
