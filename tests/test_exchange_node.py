@@ -146,3 +146,44 @@ def test_apply_counts_writes_every_nodes_slots_and_the_real_world_size(tmp_path)
     assert list(plan.launch.files.values()) == [f"{os.uname().nodename} slots=2\nother slots=1\n"]
     world = next(v for v in plan.env if v.name == "WORLD_SIZE")
     assert world.value == "3" and "2+1" in world.reason and plan.topology.world_size == 3
+
+
+POD_PENDING = {"kind": "Pod", "status": {"phase": "Pending", "conditions": [
+    {"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+     "message": "0/4 nodes are available: 4 Insufficient nvidia.com/gpu."}]}}
+
+
+def test_a_missing_pod_is_described_by_what_the_api_says():
+    """A real HTTP server standing in for the API server answers pods/<name> (the Role grants get on pods)."""
+    import http.server
+
+    from nodeweave.entrypoint.kube import pod_phase
+
+    seen = []
+
+    class Api(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            seen.append(self.path)
+            found = self.path.endswith("/pods/llama-3")
+            body = json.dumps(POD_PENDING if found else {"kind": "Status", "code": 404}).encode()
+            self.send_response(200 if found else 404)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.HTTPServer(("127.0.0.1", 0), Api)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        env = {"NODEWEAVE_KUBE_API": f"http://127.0.0.1:{server.server_address[1]}"}
+        root = Root(str(FIX / "sts-h100-roce"))
+        assert pod_phase(root, env, "llama-3") == ("pod llama-3 is Pending: Unschedulable: 0/4 nodes are available: "
+                                                   "4 Insufficient nvidia.com/gpu.")
+        assert seen[0] == "/api/v1/namespaces/training/pods/llama-3"
+        assert pod_phase(root, env, "llama-9") == "pod llama-9: the API answered 404 (does it exist?)"
+        assert pod_phase(root, {"NODEWEAVE_KUBE_API": "http://127.0.0.1:9"}, "llama-3") is None
+    finally:
+        server.shutdown()
