@@ -251,7 +251,7 @@ SETTINGS = (
     Setting("job_id", "--rdzv-id", "NODEWEAVE_JOB_ID",
             "rendezvous id for elastic torchrun (default: the StatefulSet/host name prefix)"),
     Setting("image_ref", "--image-ref", "NODEWEAVE_IMAGE_REF",
-            "the image reference the renderer put in the node's spec (shown in the check-in's fingerprint)"),
+            "the image reference of the rendered compose service (shown in the check-in's fingerprint)"),
     Setting("sysroot", "--sysroot", "NODEWEAVE_SYSROOT",
             "root prefix for every sysfs/procfs read (tests, captured trees)", read=read_directory),
 )

@@ -15,7 +15,7 @@ FLAGS = {
     "--explain": ("explain", "print what was found and decided, then exit without exec'ing"),
     "--json": ("json", "with --explain: the plan as JSON (schema nodeweave.entrypoint/1)"),
     "--status": ("status", "ask node 0's check-in exchange for every node's fingerprint and the verdict (JSON)"),
-    "--no-wait": ("no_wait", "do not wait for the master's port before exec'ing"),
+    "--no-wait": ("no_wait", "do not wait for node 0 (nor check in with it) before exec'ing"),
 }
 __all__ = ["LAUNCHERS", "TOPOLOGY_KEYS", "FLAGS", "Settings", "parse", "parse_int", "usage"]
 
