@@ -203,3 +203,28 @@ def test_uneven_process_counts_run_with_the_real_world_size(engine, cpu_image, t
         assert "world size 3" in cluster.logs(f"{name}-0") and "world size 3" in cluster.logs(f"{name}-1"), logs
     finally:
         cluster.remove()
+
+
+def test_doctor_cluster_asked_through_a_node_shows_every_node(engine, cpu_image, tmp_path):
+    """`nodeweave doctor --cluster --on podman:<node>` on the host: the node's --status reaches node 0."""
+    import json
+    import sys
+
+    cluster = _cluster(engine, cpu_image, tmp_path, "e2e-xdoc", nodes=2,
+                       args='"--steps", "100000", "--interval", "0.5", "--timeout", "60"')
+    cli = [sys.executable, "-c", "import sys; from nodeweave.cli import main; sys.exit(main(sys.argv[1:]))"]
+    try:
+        cluster.up()
+        cluster.wait_log("e2e-xdoc-0", "NODEWEAVE-STEP", timeout=240)
+        out = subprocess.run([*cli, "doctor", "--cluster", "--on", f"{engine.kind}:e2e-xdoc-1", "--json"],
+                             capture_output=True, text=True, timeout=120)
+        assert out.returncode == 0, out.stdout + out.stderr
+        view = json.loads(out.stdout)
+        assert view["source"] == f"node 0's check-in exchange (asked on {engine.kind}:e2e-xdoc-1), running"
+        assert view["table"]["nodes"] == ["node 0 (e2e-xdoc-0)", "node 1 (e2e-xdoc-1)"]
+        assert view["findings"] == [] and view["verdict"]["decision"] == "start"
+        seen = next(row for row in view["table"]["rows"] if row["field"] == "node 0 sees")
+        advertised = next(row for row in view["table"]["rows"] if row["field"] == "advertises")
+        assert seen["values"][1] == advertised["values"][1]  # node 0 sees node 1 where it says it is
+    finally:
+        cluster.remove()

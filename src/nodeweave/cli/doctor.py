@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Optional
+from typing import List, Optional
 
 import typer
 from rich.console import Console
@@ -83,10 +83,15 @@ def _cluster_table(view) -> Table:
     return table
 
 
-def _cluster(json_output: bool) -> None:
-    from nodeweave.doctor.cluster import survey_here
+def _cluster(json_output: bool, on: "list[str]") -> None:
+    from nodeweave.doctor.cluster import survey_here, survey_targets
 
-    view = survey_here()
+    if on:
+        from nodeweave.remote import parse_target
+
+        view = survey_targets([parse_target(text) for text in on])
+    else:
+        view = survey_here()
     if json_output:
         typer.echo(json.dumps({"schema": "nodeweave.doctor.cluster/1", **view.to_dict()}, indent=2))
     else:
@@ -110,14 +115,21 @@ def doctor(
                                "torchrun, checking results and bus bandwidth (in a multi-node job: on every "
                                "node at once, as training starts)"),
     cluster: bool = typer.Option(False, "--cluster", help="every node of the running job side by side, as node 0's "
-                                 "check-in exchange sees them (run inside a node: its variables find node 0); "
-                                 "differences highlighted, the check-in's refusals as errors"),
+                                 "check-in exchange sees them; differences highlighted, the check-in's refusals "
+                                 "as errors. Asked from here with this machine's variables, or through --on"),
+    on: Optional[List[str]] = typer.Option(None, "--on", metavar="KIND:NAME", help="with --cluster: ask through "
+                                           "these nodes (podman:trainer-1, pod:llama-0, ssh:gpu01, ...), the "
+                                           "first that reaches node 0; repeat for each node"),
 ) -> None:
     """Check this node for NCCL/RCCL settings, limits and hardware that hurt multi-node training."""
     from nodeweave.doctor import diagnose
 
+    if on and not cluster:
+        from nodeweave.errors import UsageError
+
+        raise UsageError("--on names the nodes of --cluster; add --cluster (or leave --on out)")
     if cluster:
-        _cluster(json_output)
+        _cluster(json_output, on or [])
         return
 
     diagnosis = diagnose(str(sysroot) if sysroot is not None else None)

@@ -185,3 +185,56 @@ def _unreachable(where: str, why: str) -> ClusterView:
         ERROR, "cluster-unreachable", f"could not ask node 0's check-in exchange ({where}): {why}",
         "run `nodeweave doctor --cluster` inside a node of the running job (its NODEWEAVE_* variables find node "
         "0), or `nodeweave-entrypoint --status` there")])
+
+
+def survey_targets(targets, timeout_s: float = 60.0) -> ClusterView:
+    """Ask through the nodes themselves (``podman:trainer-1``, ``pod:llama-0``, ``ssh:gpu01``, ...).
+
+    ``nodeweave-entrypoint --status`` runs on the first target that answers
+    (any node of the running job finds node 0 with its own variables); when
+    none does — the job has not started, or runs with the exchange off — each
+    target's ``--explain --json`` gives its fingerprint and last verdict.
+    """
+    import json
+
+    tried = []
+    for target in targets:
+        out = _run_on(target, ["nodeweave-entrypoint", "--status"], timeout_s)
+        if out.returncode == 0:
+            try:
+                return from_status(json.loads(out.stdout), f"asked on {target.label}")
+            except (ValueError, KeyError, TypeError):
+                tried.append(f"{target.label}: the answer was not the exchange's JSON")
+                continue
+        tried.append(f"{target.label}: {_last_line(out.stderr) or f'exit {out.returncode}'}")
+    plans, missing = [], []
+    for target in targets:
+        out = _run_on(target, ["nodeweave-entrypoint", "--explain", "--json", "--", "nodeweave-doctor-cluster"],
+                      timeout_s)
+        try:
+            plans.append((target.label, json.loads(out.stdout)))
+        except ValueError:
+            missing.append(f"{target.label}: {_last_line(out.stderr) or f'exit {out.returncode}'}")
+    view = from_fingerprints([p for p in plans if (p[1] or {}).get("fingerprint")])
+    note = Finding(WARNING, "cluster-not-running", "no node's --status reached a running check-in exchange ("
+                   + "; ".join(tried) + "): fingerprints from each node's --explain instead, without what only node "
+                   "0 sees (addresses, connect-back)", "start the job, or ask again while it runs")
+    view.findings = [note] + [Finding(ERROR, "cluster-unreachable", f"no fingerprint from {m}",
+                                      "check the target runs a nodeweave image") for m in missing] + view.findings
+    return view
+
+
+def _run_on(target, argv, timeout_s):
+    import subprocess
+
+    try:
+        return subprocess.run(target.exec_argv(argv, stdin=False), capture_output=True, text=True, timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        return subprocess.CompletedProcess(argv, 124, "", f"no answer within {timeout_s:g}s")
+    except OSError as err:
+        return subprocess.CompletedProcess(argv, 127, "", f"cannot run {target.tool or argv[0]}: {err.strerror}")
+
+
+def _last_line(text: str) -> str:
+    lines = [line for line in (text or "").splitlines() if line.strip()]
+    return lines[-1].strip() if lines else ""
