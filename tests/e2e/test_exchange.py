@@ -228,3 +228,24 @@ def test_doctor_cluster_asked_through_a_node_shows_every_node(engine, cpu_image,
         assert seen["values"][1] == advertised["values"][1]  # node 0 sees node 1 where it says it is
     finally:
         cluster.remove()
+
+
+def test_doctor_cluster_without_a_running_exchange_reads_each_node(engine, cpu_image, tmp_path):
+    """Node 1 up, waiting for a node 0 that never comes: --status cannot answer, each node's --explain does."""
+    import json
+    import sys
+
+    cluster = _cluster(engine, cpu_image, tmp_path, "e2e-xdoc0", nodes=2)
+    cli = [sys.executable, "-c", "import sys; from nodeweave.cli import main; sys.exit(main(sys.argv[1:]))"]
+    try:
+        cluster.up(services=["e2e-xdoc0-1"])
+        cluster.wait_log("e2e-xdoc0-1", "waiting for node 0's check-in exchange", timeout=120)
+        out = subprocess.run([*cli, "doctor", "--cluster", "--on", f"{engine.kind}:e2e-xdoc0-1", "--json"],
+                             capture_output=True, text=True, timeout=180)
+        view = json.loads(out.stdout)
+        assert view["source"] == "each node's nodeweave-entrypoint --explain --json"
+        assert view["table"]["nodes"] == [f"node 1 (e2e-xdoc0-1) [{engine.kind}:e2e-xdoc0-1]"]
+        assert view["findings"][0]["code"] == "cluster-not-running", view["findings"]
+        assert "e2e-xdoc0-0" in view["findings"][0]["message"]  # why --status failed: node 0 is not there
+    finally:
+        cluster.remove()
