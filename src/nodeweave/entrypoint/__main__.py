@@ -57,6 +57,10 @@ def run(settings):
 
     Returns the exit code of a supervised launcher; an exec'd one never returns.
     """
+    if settings.get("run_id"):
+        from .runstate import refuse_second_run  # a run `nodeweave run` started: one per node at a time
+
+        refuse_second_run(settings)
     plan = build_plan(settings)
     problem = missing_script(plan.launch.launcher, settings.command, os.getcwd())
     if problem:  # here, once, not in every rank the launcher would start
@@ -92,6 +96,10 @@ def run(settings):
         _say(f"warning: {warning}")
     _say(_summary(plan, session))
     _write_files(plan.launch.files)
+    if settings.get("run_id"):
+        from .runstate import record_run
+
+        record_run(settings, plan)
     argv = plan.launch.argv
     environ = plan.environ(settings.env)
     executable = resolve(argv[0], environ.get("PATH", os.defpath))
@@ -107,11 +115,19 @@ def main(argv=None):
     argv = sys.argv[1:] if argv is None else list(argv)
     env = dict(os.environ)
     try:
+        if argv[:1] == ["--node"]:
+            from .nodeinfo import node_main  # what nodeweave status/stop/run ask this node
+
+            return node_main(argv[1:], env)
         settings = parse(argv, env)
         if settings.status:
             from .checkin import print_status
 
             return print_status(settings)
+        if settings.get("mode") == "hold" and not settings.explain:
+            from .hold import hold
+
+            return hold(settings, _say)
         if settings.explain:
             plan = build_plan(settings, partial=True)
             problem = plan.launch and missing_script(plan.launch.launcher, settings.command, os.getcwd())

@@ -18,6 +18,8 @@ LAUNCHERS = ("torchrun", "deepspeed", "accelerate", "command")
 EVERYWHERE = ("compose", "kubernetes", "slurm")
 # Where the per-host compose file mounts the hosts list it is rendered with (spec ``hosts``).
 HOSTFILE_PATH = "/etc/nodeweave/hosts"
+MODES = ("run", "hold")  # hold: plan, print it, keep the container up; `nodeweave run` starts jobs in it
+PROFILERS = ("nsys", "rocprofv3")
 
 
 # Readers: (text, what, source) -> value, where ``what`` names the setting ("max restarts") and
@@ -177,6 +179,19 @@ def hostfile_text(hosts):
     return HOSTFILE_PATH if hosts else None
 
 
+RUN_ID_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
+
+
+def read_run_id(text, what, source):
+    """A run's name: it becomes a directory under $TMPDIR/nodeweave/runs on the node."""
+    value = str(text).strip()
+    if not value or len(value) > 128 or not set(value) <= RUN_ID_CHARS or not value[0].isalnum():
+        raise UsageError(f"{what} {value!r} (from {source}) is not accepted: letters, digits, '.', '_' and '-', "
+                         "starting with a letter or digit, at most 128 characters (nodeweave run makes "
+                         "<UTC time>-<job>)")
+    return value
+
+
 class Setting:
     """One row of the contract."""
 
@@ -254,6 +269,15 @@ SETTINGS = (
             "the image reference of the rendered compose service (shown in the check-in's fingerprint)"),
     Setting("sysroot", "--sysroot", "NODEWEAVE_SYSROOT",
             "root prefix for every sysfs/procfs read (tests, captured trees)", read=read_directory),
+    Setting("mode", "--mode", "NODEWEAVE_MODE",
+            "run (default): wait for the master, start the launcher | hold: plan, print the plan and keep the "
+            "container up with nothing launched (`nodeweave run` starts jobs in it)", read=read_choice(MODES)),
+    Setting("run_id", "--run-id", "NODEWEAVE_RUN_ID",
+            "set by `nodeweave run`: record this run (process, start, plan) under $TMPDIR/nodeweave/runs/<id> "
+            "for `nodeweave status`/`stop`", read=read_run_id),
+    Setting("profile", "--profile", "NODEWEAVE_PROFILE",
+            "nsys | rocprofv3: run every rank under the profiler, output under "
+            "$TMPDIR/nodeweave/runs/<run id>/profile", read=read_choice(PROFILERS)),
 )
 
 BY_KEY = {row.key: row for row in SETTINGS}

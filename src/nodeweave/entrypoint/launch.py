@@ -100,6 +100,10 @@ def plan_launch(settings, topo, node):
     launcher_options.check(launcher, options, own, settings.source("launcher_options"))
     launch.argv = own + options + command  # the launcher's own options go before the script
     launch.launcher = launcher
+    if settings.get("profile"):
+        from .profile import wrap_ranks  # only a profiled run pays for it
+
+        wrap_ranks(launch, command, settings, topo.node_rank.value)
     launch.wait = _wait(topo, settings)
     if node.cloud and node.cloud.profile:
         launch.argv = ["/bin/sh", "-c", '. "$0" && exec "$@"', node.cloud.profile] + launch.argv

@@ -58,6 +58,7 @@ def usage():
     for flag, (_, text) in FLAGS.items():
         lines.append(f"  {flag}".ljust(26) + text)
     lines.append("  -h, --help".ljust(26) + "show this help and exit")
+    lines.append("  --node ACTION".ljust(26) + "status | stop | report: what nodeweave asks a node (JSON; first argument only)")
     return "\n".join(lines)
 
 

@@ -1,0 +1,55 @@
+"""Hold mode (``--mode hold``, ``NODEWEAVE_MODE=hold``): plan, print the plan, keep the container up.
+
+A team that iterates keeps its containers or pods up and starts jobs in them
+(``nodeweave run``, through each node's exec channel) instead of restarting
+them for every change. A holding entrypoint makes the same plan a start would
+(so a contradiction is refused at ``nodeweave up``, not at the first run),
+prints it, records it in ``$TMPDIR/nodeweave/hold.json`` for ``nodeweave
+status``, and then waits for a stop signal with nothing launched: no wait for
+the master, no check for the training script (the workspace may be synced
+after the container starts). A stop signal (SIGTERM from ``podman stop`` or
+the kubelet, SIGINT, SIGHUP, SIGQUIT) ends the hold with exit 0: nothing ran
+that could have failed. Runs started in the container are not its children;
+``nodeweave stop`` or the container's own stop ends them.
+"""
+
+import os
+import time
+
+from .core import build_plan
+from .runstate import HOLD_SCHEMA, proc_stat, state_root, write_json
+
+STOPPING = ("SIGTERM", "SIGINT", "SIGHUP", "SIGQUIT")
+NO_COMMAND = "SCRIPT"  # the plan's stand-in when the container was given no command
+
+
+def hold(settings, say):
+    """Plan, print, record, then block until a stop signal; returns the exit code (0)."""
+    import signal
+
+    stopping = {getattr(signal, name) for name in STOPPING}
+    signal.pthread_sigmask(signal.SIG_BLOCK, stopping)  # a signal during planning waits for sigwait below
+    if not settings.command:
+        settings.command = (NO_COMMAND,)
+    plan = build_plan(settings)  # refuses what a start would refuse, here and now
+    from .explain import render_text
+    from .nodeinfo import plan_summary
+
+    print(render_text(plan), end="", flush=True)
+    summary = plan_summary(plan, settings.command)
+    path = os.path.join(state_root(settings.env), "hold.json")
+    write_json(path, {"schema": HOLD_SCHEMA, "pid": os.getpid(), "starttime": proc_stat(os.getpid())[3],
+                      "started": time.time(), "command": list(settings.command), "plan": summary})
+    for warning in plan.warnings:
+        say(f"warning: {warning}")
+    t = plan.topology
+    say(f"holding: node {t.node_rank.value} of {t.nnodes.value}, master {t.master_addr.value}:{t.master_port.value}, "
+        f"plan {summary['hash']}; nothing launched (`nodeweave run -- SCRIPT` starts a job here; a stop signal "
+        "ends the hold)")
+    received = signal.sigwait(stopping)
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+    say(f"hold ended by {signal.Signals(received).name}")
+    return 0

@@ -1,0 +1,199 @@
+"""``nodeweave-entrypoint --node ACTION``: what ``nodeweave status``, ``stop`` and ``run`` ask a node.
+
+Each action prints one JSON document (schema ``nodeweave.node/1``) on stdout:
+
+- ``status [-- COMMAND...]``: the hold record, the runs in progress, this
+  node's plan summary (the held plan, else one made now for COMMAND) with the
+  hash of what every node must agree on, and GPU use from ``nvidia-smi``,
+  ``amd-smi`` or ``rocm-smi`` where one is installed;
+- ``stop [--run ID] [--grace S]``: stops the runs in progress (all, or ID),
+  SIGTERM then SIGKILL after S seconds (default 10); exit 1 if a process outlived it;
+- ``report RUN_ID``: the run's record and plan, the workspace's sync stamp
+  (``.nodeweave-sync.json`` in the working directory) and the profiler's files.
+
+nodeweave reaches every node through its exec channel (``podman exec``,
+``kubectl exec``, ``ssh``) and runs these, so the image's own entrypoint
+answers for the image's own records. Stdlib only.
+"""
+
+import json
+import os
+import sys
+import time
+
+from .errors import EXIT_FAILURE, EXIT_OK, UsageError
+from .runstate import HOLD_SCHEMA, alive, live_runs, read_json, run_dir, state_root, stop_runs
+
+NODE_SCHEMA = "nodeweave.node/1"
+STAMP = ".nodeweave-sync.json"  # written by `nodeweave sync` at the workspace's root
+ACTIONS = ("status", "stop", "report")
+
+
+def plan_summary(plan, command):
+    """Who this node is, and a hash over what every node of the job must agree on."""
+    import hashlib
+
+    if plan.topology is None or plan.launch is None:
+        return {"errors": plan.errors, "hash": None}
+    t = plan.topology
+    shared = {"launcher": plan.launch.launcher, "nnodes": str(t.nnodes.value), "nproc_per_node": t.nproc_per_node.value,
+              "world_size": t.world_size, "master": f"{t.master_addr.value}:{t.master_port.value}",
+              "command": list(command)}
+    digest = hashlib.sha256(json.dumps(shared, sort_keys=True).encode()).hexdigest()[:12]
+    return {"node_rank": t.node_rank.value, **shared, "hash": digest, "warnings": list(plan.warnings),
+            "errors": plan.errors}
+
+
+def _which(tool):
+    for folder in os.environ.get("PATH", os.defpath).split(os.pathsep):
+        path = os.path.join(folder or ".", tool)
+        if os.path.isfile(path) and os.access(path, os.X_OK):
+            return path
+    return None
+
+
+def _number(text):
+    try:
+        return float(str(text).strip())
+    except ValueError:
+        return None
+
+
+def parse_nvidia_smi(text):
+    """``index, utilization.gpu, memory.used, memory.total`` lines (csv, noheader, nounits; MiB)."""
+    gpus = []
+    for line in text.splitlines():
+        parts = [p.strip() for p in line.split(",")]
+        if len(parts) == 4 and parts[0].isdigit():
+            gpus.append({"index": int(parts[0]), "util_pct": _number(parts[1]),
+                         "mem_used_mib": _number(parts[2]), "mem_total_mib": _number(parts[3])})
+    return gpus
+
+
+def _value(entry, *keys):
+    for key in keys:
+        entry = entry.get(key) if isinstance(entry, dict) else None
+    return _number(entry.get("value")) if isinstance(entry, dict) else _number(entry) if entry is not None else None
+
+
+def parse_amd_smi(text):
+    """``amd-smi metric --usage --mem-usage --json``: a list of {gpu, usage, mem_usage} (MB values)."""
+    data = json.loads(text)
+    if isinstance(data, dict):  # some versions wrap the list
+        data = data.get("gpu_data", [data])
+    return [{"index": int(entry.get("gpu", i)), "util_pct": _value(entry, "usage", "gfx_activity"),
+             "mem_used_mib": _value(entry, "mem_usage", "used_vram"),
+             "mem_total_mib": _value(entry, "mem_usage", "total_vram")}
+            for i, entry in enumerate(data) if isinstance(entry, dict)]
+
+
+def parse_rocm_smi(text):
+    """``rocm-smi --showuse --showmeminfo vram --json``: {"card0": {"GPU use (%)": ..., "VRAM ... (B)": ...}}."""
+    gpus = []
+    for name, card in sorted(json.loads(text).items()):
+        if not name.startswith("card") or not isinstance(card, dict):
+            continue
+        used, total = _number(card.get("VRAM Total Used Memory (B)")), _number(card.get("VRAM Total Memory (B)"))
+        gpus.append({"index": int(name[4:]) if name[4:].isdigit() else len(gpus),
+                     "util_pct": _number(card.get("GPU use (%)")),
+                     "mem_used_mib": None if used is None else round(used / 2**20),
+                     "mem_total_mib": None if total is None else round(total / 2**20)})
+    return gpus
+
+
+SMI = (
+    ("nvidia-smi", ["--query-gpu=index,utilization.gpu,memory.used,memory.total",
+                    "--format=csv,noheader,nounits"], parse_nvidia_smi),
+    ("amd-smi", ["metric", "--usage", "--mem-usage", "--json"], parse_amd_smi),
+    ("rocm-smi", ["--showuse", "--showmeminfo", "vram", "--json"], parse_rocm_smi),
+)
+
+
+def gpu_usage(timeout=10):
+    """GPU utilisation and memory from the first vendor tool installed; ``tool`` None when there is none."""
+    import subprocess
+
+    for tool, args, parse in SMI:
+        path = _which(tool)
+        if path is None:
+            continue
+        try:
+            out = subprocess.run([path, *args], capture_output=True, text=True, timeout=timeout)
+            if out.returncode == 0:
+                return {"tool": tool, "gpus": parse(out.stdout)}
+            problem = (out.stderr or out.stdout).strip().splitlines()[-1:] or [f"exit {out.returncode}"]
+        except (OSError, ValueError, subprocess.TimeoutExpired) as err:
+            problem = [str(err)]
+        return {"tool": tool, "gpus": [], "error": problem[0][:300]}
+    return {"tool": None, "gpus": []}
+
+
+def _plan_now(command, env):
+    from .core import build_plan
+    from .settings import parse
+
+    settings = parse(["--mode", "run", "--", *command] if command else ["--mode", "run"], env)
+    return plan_summary(build_plan(settings, partial=True), command)
+
+
+def status(args, env):
+    command = args[args.index("--") + 1:] if "--" in args else []
+    hold = read_json(os.path.join(state_root(env), "hold.json"))
+    if hold and not alive(hold.get("pid", -1), hold.get("starttime")):
+        hold = None  # a record left by a held entrypoint that has ended
+    runs = [{k: r.get(k) for k in ("run_id", "pid", "started", "node_rank")} for r in live_runs(env)]
+    data = {"schema": NODE_SCHEMA, "now": time.time(), "hostname": os.uname().nodename,
+            "mode": "hold" if hold else "run", "hold": hold, "runs": runs,
+            "plan": hold["plan"] if hold else _plan_now(command, env), "gpu": gpu_usage()}
+    return data, EXIT_OK
+
+
+def _option(args, name, default=None):
+    if name in args:
+        i = args.index(name)
+        if i + 1 >= len(args):
+            raise UsageError(f"--node: {name} needs a value")
+        return args[i + 1]
+    return default
+
+
+def stop(args, env):
+    wanted = _option(args, "--run")
+    grace_text = _option(args, "--grace", "10")
+    try:
+        grace = float(grace_text)
+    except ValueError:
+        raise UsageError(f"--node stop --grace must be seconds, got {grace_text!r}") from None
+    runs = [r for r in live_runs(env) if wanted in (None, r.get("run_id"))]
+    stopped = stop_runs(runs, grace) if runs else []
+    left = any(r["left"] for r in stopped)
+    return {"schema": NODE_SCHEMA, "stopped": stopped, "left": left}, EXIT_FAILURE if left else EXIT_OK
+
+
+def report(args, env):
+    if not args:
+        raise UsageError("--node report needs the run id")
+    folder = run_dir(env, args[0])
+    record = read_json(os.path.join(folder, "run.json"))
+    profile = os.path.join(folder, "profile")
+    files = []
+    for base, _, names in os.walk(profile):
+        files += [{"path": os.path.relpath(os.path.join(base, n), profile),
+                   "bytes": os.path.getsize(os.path.join(base, n))} for n in sorted(names)]
+    data = {"schema": NODE_SCHEMA, "run": record, "plan": read_json(os.path.join(folder, "plan.json")),
+            "alive": bool(record) and alive(record.get("pid", -1), record.get("starttime")),
+            "stamp": read_json(os.path.join(os.getcwd(), STAMP)), "profile_dir": profile, "profile": files}
+    return data, EXIT_OK
+
+
+def node_main(argv, env):
+    """``--node ACTION ARGS``: print the action's JSON; its exit code."""
+    if not argv or argv[0] not in ACTIONS:
+        raise UsageError(f"--node needs an action: {', '.join(ACTIONS)} (what nodeweave asks a node)")
+    data, code = {"status": status, "stop": stop, "report": report}[argv[0]](argv[1:], env)
+    sys.stdout.write(json.dumps(data, sort_keys=True) + "\n")
+    sys.stdout.flush()
+    return code
+
+
+__all__ = ["HOLD_SCHEMA", "node_main", "plan_summary", "gpu_usage"]

@@ -1,0 +1,174 @@
+"""Hold mode, the run records ``nodeweave run`` leaves on a node, and stopping a run's whole process tree.
+
+The entrypoint, its records and its stopper are the real ones, run as
+processes; the launchers are small shell scripts standing in for torchrun
+that behave as it does where it matters here: each worker in a session of its
+own (torch's ``start_new_session=True``), SIGTERM trapped or not.
+"""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from nodeweave.entrypoint import make_plan
+from nodeweave.entrypoint.nodeinfo import plan_summary
+
+FIX = Path(__file__).parent / "fixtures" / "sysroots"
+SRC = Path(__file__).resolve().parents[1] / "src"
+
+# torchrun-like: two workers, each in a session of its own; exits when they do.
+LAUNCHER = """#!/bin/sh
+setsid sleep 300 &
+setsid sleep 301 &
+echo launched
+wait
+"""
+# A launcher that ignores SIGTERM: only SIGKILL ends it.
+STUBBORN = """#!/bin/sh
+trap '' TERM
+setsid sh -c "trap '' TERM; while :; do sleep 0.1; done" &
+echo launched
+while :; do sleep 0.1; done
+"""
+
+
+def environment(tmp_path, **extra):
+    return {"PATH": f"{tmp_path}:{os.environ['PATH']}", "PYTHONPATH": str(SRC), "TMPDIR": str(tmp_path),
+            "NODEWEAVE_WAIT_TIMEOUT": "0", **extra}
+
+
+def entrypoint(tmp_path, *args, env=None, **kw):
+    return subprocess.Popen([sys.executable, "-m", "nodeweave.entrypoint", *args], env=env or environment(tmp_path),
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=tmp_path, **kw)
+
+
+def node(tmp_path, *args):
+    out = subprocess.run([sys.executable, "-m", "nodeweave.entrypoint", "--node", *args], env=environment(tmp_path),
+                         capture_output=True, text=True, cwd=tmp_path, timeout=60)
+    return json.loads(out.stdout), out.returncode
+
+
+def wait_for(predicate, what, timeout=30):
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.05)
+
+
+def test_hold_plans_prints_records_and_ends_on_sigterm_with_zero(tmp_path):
+    proc = entrypoint(tmp_path, "--mode", "hold", "--sysroot", str(FIX / "compose-sim"), "--nnodes", "2",
+                      "--", "train.py")
+    record = tmp_path / "nodeweave" / "hold.json"
+    wait_for(record.exists, "hold.json")
+    status, code = node(tmp_path, "status")
+    assert code == 0 and status["mode"] == "hold" and status["plan"]["node_rank"] == 1
+    assert status["plan"]["master"] == "llama-0:29500" and status["runs"] == []
+    proc.send_signal(signal.SIGTERM)
+    out, _ = proc.communicate(timeout=10)
+    assert proc.returncode == 0, out
+    assert "Topology" in out and "holding: node 1 of 2" in out and "hold ended by SIGTERM" in out
+    assert not record.exists()
+    # no training script in the working directory: hold does not care, a run would
+    assert "is not in the working directory" not in out
+
+
+def test_hold_refuses_what_a_start_would_refuse_before_holding(tmp_path):
+    proc = entrypoint(tmp_path, "--mode", "hold", "--sysroot", str(FIX / "cpu-only"), "--nnodes", "2",
+                      "--node-rank", "2", "--master-addr", "10.0.0.1", "--", "train.py")
+    out, _ = proc.communicate(timeout=30)
+    assert proc.returncode == 2 and "rank" in out and "Traceback" not in out, out
+    assert not (tmp_path / "nodeweave" / "hold.json").exists()
+
+
+def test_the_plan_hash_is_what_nodes_share_not_who_they_are():
+    def summary(rank, nnodes="2", command=("train.py",)):
+        env = {"NODE_RANK": str(rank), "NNODES": nnodes, "MASTER_ADDR": "10.0.0.1"}
+        return plan_summary(make_plan(["--", *command], env=env, sysroot=str(FIX / "cpu-only")), command)
+
+    assert summary(0)["hash"] == summary(1)["hash"] and summary(0)["node_rank"] != summary(1)["node_rank"]
+    assert summary(0)["hash"] != summary(0, nnodes="3")["hash"]
+    assert summary(0)["hash"] != summary(0, command=("other.py",))["hash"]
+
+
+def start_run(tmp_path, script, run_id="20260101T000000Z-job"):
+    fake = tmp_path / "torchrun"
+    fake.write_text(script)
+    fake.chmod(0o755)
+    (tmp_path / "train.py").write_text("")
+    proc = entrypoint(tmp_path, "--mode", "run", "--run-id", run_id, "--sysroot", str(FIX / "cpu-only"),
+                      "--", "train.py", start_new_session=True)
+    wait_for(lambda: (tmp_path / "nodeweave" / "runs" / run_id / "run.json").exists(), "the run record")
+    return proc
+
+
+def descendants_alive(tmp_path):
+    out = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
+    return [line for line in out.splitlines() if "sleep 30" in line or "while :" in line and str(tmp_path) in line]
+
+
+def test_a_recorded_run_is_seen_and_its_whole_tree_stopped_with_sigterm(tmp_path):
+    proc = start_run(tmp_path, LAUNCHER)
+    status, _ = node(tmp_path, "status")
+    assert [r["run_id"] for r in status["runs"]] == ["20260101T000000Z-job"]
+    plan = json.loads((tmp_path / "nodeweave" / "runs" / "20260101T000000Z-job" / "plan.json").read_text())
+    assert plan["schema"] == "nodeweave.entrypoint/1" and plan["launch"]["argv"][0] == "torchrun"
+    wait_for(lambda: len(descendants_alive(tmp_path)) == 2, "the two workers")
+    report, code = node(tmp_path, "stop", "--grace", "5")
+    assert code == 0 and report["left"] is False
+    (stopped,) = report["stopped"]
+    assert stopped["processes"] >= 4 and not stopped["killed"]  # entrypoint, launcher, two workers
+    assert proc.wait(timeout=10) == 143  # the stop shows as SIGTERM
+    assert descendants_alive(tmp_path) == []
+    assert node(tmp_path, "status")[0]["runs"] == []
+
+
+def test_a_run_that_ignores_sigterm_is_killed_after_the_grace(tmp_path):
+    proc = start_run(tmp_path, STUBBORN, run_id="r2")
+    time.sleep(0.5)
+    started = time.monotonic()
+    report, code = node(tmp_path, "stop", "--grace", "1")
+    assert code == 0 and report["stopped"][0]["killed"], report
+    assert 1 <= time.monotonic() - started < 8
+    proc.wait(timeout=10)
+    assert descendants_alive(tmp_path) == []
+
+
+def test_a_second_run_on_a_busy_node_is_refused_with_exit_5(tmp_path):
+    first = start_run(tmp_path, LAUNCHER, run_id="first")
+    try:
+        second = entrypoint(tmp_path, "--mode", "run", "--run-id", "second", "--sysroot", str(FIX / "cpu-only"),
+                            "--", "train.py")
+        out, _ = second.communicate(timeout=30)
+        assert second.returncode == 5 and "run first is still in progress" in out, out
+    finally:
+        node(tmp_path, "stop", "--grace", "2")
+        first.wait(timeout=10)
+
+
+def test_report_gives_the_record_the_plan_and_the_sync_stamp(tmp_path):
+    (tmp_path / ".nodeweave-sync.json").write_text(json.dumps({"digest": "abc", "commit": "1234"}))
+    proc = start_run(tmp_path, LAUNCHER, run_id="r3")
+    node(tmp_path, "stop", "--grace", "2")
+    proc.wait(timeout=10)
+    report, code = node(tmp_path, "report", "r3")
+    assert code == 0 and report["run"]["run_id"] == "r3" and report["alive"] is False
+    assert report["plan"]["topology"]["node_rank"]["value"] == 0 and report["stamp"]["digest"] == "abc"
+
+
+def test_unknown_node_action_is_a_usage_error(tmp_path):
+    out = subprocess.run([sys.executable, "-m", "nodeweave.entrypoint", "--node", "dance"], env=environment(tmp_path),
+                         capture_output=True, text=True)
+    assert out.returncode == 2 and "status, stop, report" in out.stderr
+
+
+@pytest.mark.parametrize("bad", ["", "-x", "a b", "../up", "x" * 129])
+def test_a_run_id_that_cannot_be_a_folder_name_is_refused(tmp_path, bad):
+    out = subprocess.run([sys.executable, "-m", "nodeweave.entrypoint", "--run-id", bad, "--explain", "--", "t.py"],
+                         env=environment(tmp_path), capture_output=True, text=True)
+    assert out.returncode == 2 and "run id" in out.stderr, out.stderr

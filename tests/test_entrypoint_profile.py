@@ -1,0 +1,95 @@
+"""``--profile``: every rank under nsys or rocprofv3, checked by the launchers' own parsers; GPU use parsers.
+
+No GPU profiler runs on this machine, so the wrapped command lines are read
+back by torchrun's, deepspeed's and accelerate's parsers (the ranks they
+would start are the profiler, then python and the script), and the smi
+parsers read outputs kept in tests/fixtures/smi (README there says where
+each comes from).
+"""
+
+import os
+import stat
+import sys
+from pathlib import Path
+
+import pytest
+
+from nodeweave.entrypoint import make_plan
+from nodeweave.entrypoint.errors import EntrypointError
+from nodeweave.entrypoint.nodeinfo import parse_amd_smi, parse_nvidia_smi, parse_rocm_smi
+
+FIX = Path(__file__).parent / "fixtures"
+SCRIPT = ["train.py", "--lr", "3e-4"]
+
+
+@pytest.fixture
+def profilers(tmp_path):
+    for tool in ("nsys", "rocprofv3"):
+        exe = tmp_path / tool
+        exe.write_text("#!/bin/sh\nexec \"$@\"\n")
+        exe.chmod(exe.stat().st_mode | stat.S_IEXEC)
+    return {"PATH": f"{tmp_path}:{os.environ['PATH']}", "TMPDIR": str(tmp_path)}
+
+
+def plan(launcher, tool, env, rank="1"):
+    env = {**env, "NODEWEAVE_LAUNCHER": launcher, "NNODES": "2", "NODE_RANK": rank, "MASTER_ADDR": "10.0.0.1",
+           "NODEWEAVE_NPROC_PER_NODE": "2"}
+    return make_plan(["--profile", tool, "--run-id", "r1", "--", *SCRIPT], env=env,
+                     sysroot=str(FIX / "sysroots" / "cpu-only"))
+
+
+@pytest.mark.launchers
+def test_torchrun_starts_the_profiler_per_rank_with_no_python(profilers, tmp_path):
+    run = pytest.importorskip("torch.distributed.run")
+    p = plan("torchrun", "nsys", profilers)
+    args = run.get_args_parser().parse_args(p.launch.argv[1:])
+    out = tmp_path / "nodeweave" / "runs" / "r1" / "profile"
+    assert args.no_python and args.training_script == "nsys"
+    assert args.training_script_args == ["profile", "--output", f"{out}/node1-rank%q{{RANK}}",
+                                         "--force-overwrite", "true", sys.executable, "-u", *SCRIPT]
+    assert (args.nnodes, args.node_rank) == ("2", 1)
+    assert str(out / "README") in p.launch.files  # the folder is made before the launch
+
+
+@pytest.mark.launchers
+def test_deepspeed_and_accelerate_use_their_no_python_switch(profilers):
+    runner = pytest.importorskip("deepspeed.launcher.runner")
+    launch = pytest.importorskip("accelerate.commands.launch")
+    ds = plan("deepspeed", "rocprofv3", profilers).launch.argv
+    args = runner.parse_args(ds[1:])
+    assert args.no_python and args.user_script == "rocprofv3"
+    assert args.user_args[-4:] == [sys.executable, "-u", *SCRIPT][-4:] and "--" in args.user_args
+    acc = plan("accelerate", "nsys", profilers).launch.argv
+    args = launch.launch_command_parser().parse_args(acc[2:])
+    assert args.no_python and args.training_script == "nsys"
+
+
+def test_a_plain_command_is_prefixed(profilers):
+    argv = plan("command", "rocprofv3", profilers).launch.argv
+    assert argv[0] == "rocprofv3" and argv[-3:] == SCRIPT
+    assert "node1-rank%env{RANK}%" in argv
+
+
+def test_a_missing_profiler_is_exit_127_naming_it(tmp_path):
+    with pytest.raises(EntrypointError) as err:
+        plan("torchrun", "nsys", {"PATH": str(tmp_path), "TMPDIR": str(tmp_path)})
+    assert err.value.exit_code == 127 and "'nsys'" in str(err.value)
+
+
+def test_nvidia_smi_csv():
+    gpus = parse_nvidia_smi((FIX / "smi" / "nvidia-smi.csv").read_text())
+    assert len(gpus) >= 1 and gpus[0]["index"] == 0
+    assert all(g["mem_total_mib"] and g["mem_total_mib"] > 1000 for g in gpus)
+    assert all(0 <= g["util_pct"] <= 100 for g in gpus)
+
+
+def test_rocm_smi_json():
+    (gpu,) = parse_rocm_smi((FIX / "smi" / "rocm-smi.json").read_text())
+    assert gpu == {"index": 0, "util_pct": 0.0, "mem_used_mib": 27, "mem_total_mib": 20464}
+
+
+def test_amd_smi_json_plain_and_wrapped():
+    text = (FIX / "smi" / "amd-smi.json").read_text()
+    (gpu,) = parse_amd_smi(text)
+    assert gpu["util_pct"] == 42 and gpu["mem_used_mib"] == 3000 and gpu["mem_total_mib"] == 8000
+    assert parse_amd_smi('{"gpu_data": ' + text + "}") == [gpu]
