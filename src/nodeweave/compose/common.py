@@ -61,8 +61,18 @@ def command(spec: Spec) -> List[str]:
 
 
 def contract_env(r: Resolved, omit: Collection[str] = ()) -> Dict[str, str]:
-    """The entrypoint's NODEWEAVE_* settings from the spec (nodeweave.entrypoint.contract), ``$``-escaped."""
-    return {name: literal(text) for name, text in r.contract_env("compose", omit=omit)}
+    """The entrypoint's NODEWEAVE_* settings from the spec (nodeweave.entrypoint.contract), ``$``-escaped.
+
+    ``NODEWEAVE_MODE`` is an interpolation with ``run`` as its default, so the
+    same file starts the job (``compose up``) or holds the nodes for
+    ``nodeweave run`` (``NODEWEAVE_MODE=hold compose up``, what ``nodeweave up --hold`` does).
+    """
+    env = {name: literal(text) for name, text in r.contract_env("compose", omit=omit)}
+    env[MODE_VARIABLE] = "${" + MODE_VARIABLE + ":-run}"
+    return env
+
+
+MODE_VARIABLE = "NODEWEAVE_MODE"
 
 
 def user_env(spec: Spec) -> Dict[str, str]:
