@@ -12,6 +12,7 @@ EXIT_USAGE = 2         # bad input: a malformed flag or variable value, a missin
 EXIT_TOPOLOGY = 3      # the node cannot tell who it is, or values contradict each other or the machine
 EXIT_UNREACHABLE = 4   # the master's address did not resolve or its port did not open before the deadline
 EXIT_PEER_FAILED = 5   # another node of the job failed (or vanished): this node stopped its launcher
+EXIT_BUSY = 6          # another `nodeweave run` (a recorded --run-id) is still in progress on this node
 EXIT_NOT_EXECUTABLE = 126  # the launcher exists but cannot be executed
 EXIT_NOT_FOUND = 127   # the launcher (torchrun, deepspeed, accelerate, the command) is not on PATH
 
@@ -26,6 +27,7 @@ EXIT_CODES = {
                       "deadline (names host and port), or gave no verdict",
     EXIT_PEER_FAILED: "another node failed or vanished during the job; this node stopped its launcher (the message "
                       "names the node, how it ended and its last output)",
+    EXIT_BUSY: "another nodeweave run is still in progress on this node (the message names it)",
     EXIT_NOT_EXECUTABLE: "the launcher was found but is not executable",
     EXIT_NOT_FOUND: "the launcher is not installed / not on PATH",
 }

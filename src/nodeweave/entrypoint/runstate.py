@@ -22,11 +22,10 @@ import json
 import os
 import time
 
-from .errors import EntrypointError
+from .errors import EXIT_BUSY, EntrypointError
 
 RUN_SCHEMA = "nodeweave.run/1"
 HOLD_SCHEMA = "nodeweave.hold/1"
-EXIT_BUSY = 5  # another run is in progress on this node
 
 
 def state_root(env):
