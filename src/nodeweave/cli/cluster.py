@@ -1,0 +1,238 @@
+"""``nodeweave up``, ``down``, ``status``, ``stop``, ``shell``, ``logs``: the command line over ``nodeweave.cluster``."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+from nodeweave.cli.clusteropts import (DRY_RUN, ENGINE, HOST, HOSTS_FILE, JSON, KUBE_CLI, KUBE_CONTEXT, NAMESPACE,
+                                       OVERLAY, REMOTE_DIR, SPEC, SSH_OPTION, TARGET, cluster_nodes, console,
+                                       default_mode, open_cluster, options, pick_nodes, print_steps,
+                                       spec_command)
+from nodeweave.errors import NodeweaveError, UsageError
+
+
+def up_command(
+    hold: Optional[bool] = typer.Option(None, "--hold/--run", help="Hold: nodes plan and wait for `nodeweave run`; "
+                                        "run: they start the spec's job (default: run)"),
+    image: Optional[str] = typer.Option(None, "--image", help="compose targets: the image every node runs "
+                                        "(NODEWEAVE_IMAGE), e.g. a <variant>-<sha> tag"),
+    timeout: float = typer.Option(300, "--timeout", min=1, help="Seconds every node has to come up"),
+    wait: bool = typer.Option(True, "--wait/--no-wait", help="Wait until every node is up (live table)"),
+    spec_path: Path = SPEC, target: Optional[str] = TARGET, engine: Optional[str] = ENGINE, host: List[str] = HOST,
+    hosts_file: Optional[Path] = HOSTS_FILE, remote_dir: Optional[str] = REMOTE_DIR,
+    namespace: Optional[str] = NAMESPACE, kube_cli: Optional[str] = KUBE_CLI, kube_context: Optional[str] = KUBE_CONTEXT,
+    overlay: Optional[str] = OVERLAY, ssh_option: List[str] = SSH_OPTION, dry_run: bool = DRY_RUN, as_json: bool = JSON,
+) -> None:
+    """Bring the cluster up: compose on this machine, compose over ssh on every host, or apply -k on Kubernetes."""
+    from nodeweave.cluster.ready import wait_until_up
+    from nodeweave.cluster.steps import execute_all
+
+    given = options(target, engine, host, hosts_file, remote_dir, namespace, kube_cli, kube_context, overlay, ssh_option)
+    spec, backend, _ = open_cluster(spec_path, given, remember=not dry_run)
+    mode = default_mode(spec) if hold is None else ("hold" if hold else "run")
+    out = console(stderr=as_json)
+    try:
+        done = backend.prepare_up(mode, dry_run)
+        phases = backend.up_steps(mode, image)
+        nodes = backend.nodes(for_up=True)
+        if dry_run:
+            print_steps(console(), phases, done)
+            typer.echo(f"# then wait up to {timeout:.0f} s until {len(nodes)} node(s) "
+                       f"{'hold' if mode == 'hold' else 'run'}: " + ", ".join(n.remote.label for n in nodes))
+            return
+        for line in done:
+            out.print(line, highlight=False)
+        for phase in phases:
+            for step in phase:
+                out.print(f"{step.what}: {step.text()}", highlight=False, markup=False, soft_wrap=True)
+            execute_all(phase)
+        if not wait:
+            return
+        if not backend.holds:
+            mode = "run"  # bare hosts: nothing to start or hold; up means every host answers
+        progress = wait_until_up(backend, nodes, mode, timeout, out, spec_command(spec))
+    finally:
+        backend.close()
+    hashes = {a.data["plan"].get("hash") for a in progress.ready.values() if a.data and a.data.get("plan")}
+    agree = "plans agree" if len(hashes) == 1 else f"plans DISAGREE ({', '.join(sorted(map(str, hashes)))})"
+    what = f"in {mode} mode" if backend.holds else "and answer (bare hosts: nothing held)"
+    out.print(f"{len(nodes)} node(s) up {what} on {backend.where()}; {agree}", highlight=False)
+    if as_json:
+        typer.echo(json.dumps({"mode": mode, "where": backend.where(), "nodes": [
+            {"node": n.name, "reached_as": n.remote.label, "state": progress.state.get(n.index)} for n in nodes]},
+            indent=2))
+
+
+def down_command(
+    delete_claims: bool = typer.Option(False, "--delete-claims", help="kubernetes: also delete the workspace claims "
+                                       "(synced code, checkpoints)"),
+    spec_path: Path = SPEC, target: Optional[str] = TARGET, engine: Optional[str] = ENGINE, host: List[str] = HOST,
+    hosts_file: Optional[Path] = HOSTS_FILE, remote_dir: Optional[str] = REMOTE_DIR,
+    namespace: Optional[str] = NAMESPACE, kube_cli: Optional[str] = KUBE_CLI, kube_context: Optional[str] = KUBE_CONTEXT,
+    overlay: Optional[str] = OVERLAY, ssh_option: List[str] = SSH_OPTION, dry_run: bool = DRY_RUN,
+) -> None:
+    """Take down what `up` made (keeps Kubernetes claims unless --delete-claims)."""
+    from nodeweave.cluster.options import load_state, save_state, ClusterOptions
+    from nodeweave.cluster.steps import execute_all
+
+    given = options(target, engine, host, hosts_file, remote_dir, namespace, kube_cli, kube_context, overlay, ssh_option)
+    spec, backend, _ = open_cluster(spec_path, given)
+    out = console()
+    try:
+        if backend.target == "hosts" and not backend.down_steps(delete_claims):
+            _stop_everywhere(backend, backend.nodes(), 10.0, out, dry_run)
+            return
+        phases = backend.down_steps(delete_claims)
+        if dry_run:
+            print_steps(out, phases, [])
+            return
+        for phase in phases:
+            for step in phase:
+                out.print(f"{step.what}: {step.text()}", highlight=False, markup=False, soft_wrap=True)
+            execute_all(phase)
+    finally:
+        backend.close()
+    if load_state(spec_path, spec.name) != ClusterOptions():
+        save_state(spec_path, spec.name, ClusterOptions())
+    out.print(f"{spec.name} is down ({backend.where()})", highlight=False)
+
+
+def status_command(
+    node: List[int] = typer.Option([], "--node", help="Only this node (repeat)"),
+    spec_path: Path = SPEC, target: Optional[str] = TARGET, engine: Optional[str] = ENGINE, host: List[str] = HOST,
+    hosts_file: Optional[Path] = HOSTS_FILE, remote_dir: Optional[str] = REMOTE_DIR,
+    namespace: Optional[str] = NAMESPACE, kube_cli: Optional[str] = KUBE_CLI, kube_context: Optional[str] = KUBE_CONTEXT,
+    overlay: Optional[str] = OVERLAY, ssh_option: List[str] = SSH_OPTION, as_json: bool = JSON,
+) -> None:
+    """One row per node: up, hold or run, rank, plan hash (do all agree?), run in progress, GPU use."""
+    from nodeweave.cluster.status import agreement, gather, status_table
+
+    given = options(target, engine, host, hosts_file, remote_dir, namespace, kube_cli, kube_context, overlay, ssh_option)
+    spec, backend, _ = open_cluster(spec_path, given)
+    nodes = pick_nodes(backend.nodes(), node)
+    rows = gather(backend, nodes, spec_command(spec))
+    if as_json:
+        typer.echo(json.dumps({"where": backend.where(), "plans_agree": agreement(rows), "nodes": rows}, indent=2))
+    else:
+        console().print(status_table(backend, rows))
+    down = [r["node"] for r in rows if not r["up"]]
+    if down or agreement(rows) is False:
+        raise NodeweaveError(("down: " + ", ".join(down) if down else "") +
+                             ("; " if down and agreement(rows) is False else "") +
+                             ("the nodes' plans disagree" if agreement(rows) is False else ""))
+
+
+def _stop_everywhere(backend, nodes, grace: float, out, dry_run: bool, as_json: bool = False) -> bool:
+    from nodeweave.cluster.steps import fan_out
+
+    argv = [n.entrypoint_argv(["--node", "stop", "--grace", f"{grace:g}"]) for n in nodes]
+    if dry_run:
+        for node, line in zip(nodes, argv):
+            out.print(f"# {node.name}\n{shlex.join(line)}", highlight=False, markup=False, soft_wrap=True)
+        return True
+    import subprocess
+
+    def stop(line):
+        done = subprocess.run(line, capture_output=True, text=True, timeout=grace + 60, stdin=subprocess.DEVNULL)
+        try:
+            return json.loads(done.stdout.strip().splitlines()[-1])
+        except (ValueError, IndexError):
+            return {"error": (done.stderr.strip().splitlines() or [f"exit {done.returncode}"])[-1], "left": None}
+
+    reports = fan_out(stop, argv)
+    if as_json:
+        typer.echo(json.dumps([{"node": n.name, **r} for n, r in zip(nodes, reports)], indent=2))
+    for node, report in zip(nodes, reports):
+        stopped = report.get("stopped") or []
+        text = report.get("error") or (", ".join(
+            f"{s['run_id']}: {s['processes']} process(es) stopped" + (" (SIGKILL after the grace)" if s["killed"]
+                                                                     else "") for s in stopped) or "no run")
+        out.print(f"{node.name} ({node.remote.label}): {text}", highlight=False, markup=False)
+    return not any(r.get("left") for r in reports)
+
+
+def stop_command(
+    grace: float = typer.Option(10, "--grace", min=0, help="Seconds between SIGTERM and SIGKILL"),
+    spec_path: Path = SPEC, target: Optional[str] = TARGET, engine: Optional[str] = ENGINE, host: List[str] = HOST,
+    hosts_file: Optional[Path] = HOSTS_FILE, remote_dir: Optional[str] = REMOTE_DIR,
+    namespace: Optional[str] = NAMESPACE, kube_cli: Optional[str] = KUBE_CLI, kube_context: Optional[str] = KUBE_CONTEXT,
+    overlay: Optional[str] = OVERLAY, ssh_option: List[str] = SSH_OPTION, dry_run: bool = DRY_RUN, as_json: bool = JSON,
+) -> None:
+    """Stop the current run on every node: SIGTERM to all its processes, SIGKILL after the grace."""
+    given = options(target, engine, host, hosts_file, remote_dir, namespace, kube_cli, kube_context, overlay, ssh_option)
+    spec, backend, _ = open_cluster(spec_path, given)
+    if not _stop_everywhere(backend, cluster_nodes(backend, spec, dry_run), grace, console(stderr=as_json), dry_run,
+                            as_json):
+        raise NodeweaveError("a process outlived SIGKILL on some node (see above)")
+
+
+def shell_command(
+    index: int = typer.Argument(0, help="The node's index (0 = the master)"),
+    spec_path: Path = SPEC, target: Optional[str] = TARGET, engine: Optional[str] = ENGINE, host: List[str] = HOST,
+    hosts_file: Optional[Path] = HOSTS_FILE, remote_dir: Optional[str] = REMOTE_DIR,
+    namespace: Optional[str] = NAMESPACE, kube_cli: Optional[str] = KUBE_CLI, kube_context: Optional[str] = KUBE_CONTEXT,
+    overlay: Optional[str] = OVERLAY, ssh_option: List[str] = SSH_OPTION, dry_run: bool = DRY_RUN,
+) -> None:
+    """An interactive shell in node INDEX."""
+    given = options(target, engine, host, hosts_file, remote_dir, namespace, kube_cli, kube_context, overlay, ssh_option)
+    spec, backend, _ = open_cluster(spec_path, given)
+    node = pick_nodes(cluster_nodes(backend, spec, dry_run), [index])[0]
+    argv = node.remote.shell_argv()
+    if dry_run:
+        typer.echo(shlex.join(argv))
+        return
+    from nodeweave.cluster.steps import need_tool
+
+    need_tool(argv[0], f"it reaches {node.remote.label}")
+    os.execvp(argv[0], argv)
+
+
+def logs_command(
+    follow: bool = typer.Option(False, "--follow", "-f", help="Keep printing as lines arrive"),
+    node: List[int] = typer.Option([], "--node", help="Only this node (repeat)"),
+    container: bool = typer.Option(False, "--container", help="The containers' own logs even when they hold"),
+    run: Optional[Path] = typer.Option(None, "--run", help="This run folder instead of the latest"),
+    runs_dir: Optional[Path] = typer.Option(None, "--runs-dir", help="Where run folders are (default: runs/ beside the spec)"),
+    spec_path: Path = SPEC, target: Optional[str] = TARGET, engine: Optional[str] = ENGINE, host: List[str] = HOST,
+    hosts_file: Optional[Path] = HOSTS_FILE, remote_dir: Optional[str] = REMOTE_DIR,
+    namespace: Optional[str] = NAMESPACE, kube_cli: Optional[str] = KUBE_CLI, kube_context: Optional[str] = KUBE_CONTEXT,
+    overlay: Optional[str] = OVERLAY, ssh_option: List[str] = SSH_OPTION,
+) -> None:
+    """Every node's output with \\[node-i] prefixes: the containers' logs in run mode, the runs' logs in hold mode."""
+    from nodeweave.cluster.base import ask_status
+    from nodeweave.cluster.logs import container_logs, run_logs
+    from nodeweave.cluster.runfolder import RUNS, latest_run
+
+    given = options(target, engine, host, hosts_file, remote_dir, namespace, kube_cli, kube_context, overlay, ssh_option)
+    spec, backend, _ = open_cluster(spec_path, given)
+    out = console()
+    folder = run
+    if folder is None and not container:
+        held = not backend.holds
+        if not held:
+            held = ask_status(backend.nodes()[0], spec_command(spec)).holding
+        if held:
+            parent = runs_dir or spec_path.resolve().parent / RUNS
+            folder = latest_run(parent, spec.name)
+            if folder is None:
+                raise UsageError(f"the nodes hold and no run of {spec.name} is in {parent}: "
+                                 "`nodeweave run -- SCRIPT` starts one (or --container for the containers' logs)")
+    if folder is not None:
+        if not folder.is_dir():
+            raise UsageError(f"--run {str(folder)!r} is not a run folder")
+        out.print(f"# {folder}", highlight=False, markup=False)
+        raise typer.Exit(run_logs(folder, node, follow, out))
+    nodes = pick_nodes(backend.nodes(), node)
+    raise typer.Exit(container_logs(backend, nodes, follow, out))
+
+
+def register(app: typer.Typer) -> None:
+    for name, function in (("up", up_command), ("down", down_command), ("status", status_command),
+                           ("stop", stop_command), ("shell", shell_command), ("logs", logs_command)):
+        app.command(name)(function)

@@ -1,0 +1,98 @@
+"""The options every cluster verb takes (where the cluster is, how to reach it), and opening it.
+
+Declared once and reused by ``up``, ``down``, ``run``, ``status``, ``logs``,
+``stop`` and ``shell``; ``open_cluster`` merges them with what ``up``
+remembered (``.nodeweave/cluster.json``) and returns the spec and backend.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import List, Optional, Tuple
+
+import typer
+
+SPEC = typer.Option(Path("nodeweave.yaml"), "--spec", help="Cluster spec")
+TARGET = typer.Option(None, "--target", "-t",
+                      help="local (compose/local.yaml on this machine), hosts (ssh), kubernetes (kubectl/oc); "
+                           "default: what `up` used, else hosts with --host, else local")
+ENGINE = typer.Option(None, "--engine", help="local: podman or docker; hosts: docker, podman or none (bare hosts)")
+HOST = typer.Option([], "--host", help="[user@]host over ssh, node 0 first (repeat)")
+HOSTS_FILE = typer.Option(None, "--hosts-file", help="One [user@]host per line, node 0 first")
+REMOTE_DIR = typer.Option(None, "--remote-dir", help="hosts: the workspace folder on every host (default: an absolute "
+                                                     "workspace.host_path)")
+NAMESPACE = typer.Option(None, "--namespace", "-n", help="kubernetes: namespace (default: the spec's)")
+KUBE_CLI = typer.Option(None, "--kube-cli", help="kubectl or oc (default: oc when the spec says openshift)")
+KUBE_CONTEXT = typer.Option(None, "--kube-context", help="kubeconfig context")
+OVERLAY = typer.Option(None, "--overlay", help="kubernetes: base (default), openshift or rocm")
+SSH_OPTION = typer.Option([], "--ssh-option", help="Extra ssh -o KEY=VALUE (repeat)")
+DRY_RUN = typer.Option(False, "--dry-run", help="Print what would be done; do nothing")
+JSON = typer.Option(False, "--json", help="Print the result as JSON on stdout")
+
+
+def options(target, engine, host, hosts_file, remote_dir, namespace, kube_cli, kube_context, overlay, ssh_option):
+    from nodeweave.cluster.options import ClusterOptions, read_hosts_file
+
+    hosts: Tuple[str, ...] = tuple(host) + (read_hosts_file(hosts_file) if hosts_file else ())
+    return ClusterOptions(target=target, engine=engine, hosts=hosts, remote_dir=remote_dir, namespace=namespace,
+                          kube_cli=kube_cli, kube_context=kube_context, overlay=overlay,
+                          ssh_options=tuple(ssh_option))
+
+
+def open_cluster(spec_path: Path, given, remember: bool = False):
+    """(spec, backend, checked options): flags, else what ``up`` remembered for this job, else defaults."""
+    from nodeweave.cluster import open_backend
+    from nodeweave.cluster.options import load_state, save_state
+    from nodeweave.spec import load_spec
+
+    spec = load_spec(spec_path)
+    checked = given.merged(load_state(spec_path, spec.name)).checked()
+    if remember:
+        save_state(spec_path, spec.name, checked)
+    return spec, open_backend(spec, spec_path, checked), checked
+
+
+def spec_command(spec) -> List[str]:
+    """The spec's own command: what a held node's plan is made for."""
+    return [spec.launcher.script, *spec.launcher.args]
+
+
+def default_mode(spec) -> str:
+    """The mode ``up`` starts nodes in without --hold/--run."""
+    return "run"
+
+
+def console(stderr: bool = False):
+    from rich.console import Console
+
+    width = None if sys.stdout.isatty() or os.environ.get("COLUMNS") else 140
+    return Console(stderr=stderr, width=width)
+
+
+def print_steps(out, phases, lines: List[str]) -> None:
+    for line in lines:
+        out.print(f"# {line}", highlight=False, markup=False)
+    for phase in phases:
+        for step in phase:
+            out.print(f"# {step.what}", highlight=False, markup=False)
+            out.print(step.text(), highlight=False, markup=False, soft_wrap=True)
+
+
+def cluster_nodes(backend, spec, dry_run: bool = False):
+    """The cluster's nodes; a dry run asks no cluster (a StatefulSet's replicas are the spec's count)."""
+    if dry_run and backend.target == "kubernetes":
+        return backend.nodes(count=spec.nodes.min)
+    return backend.nodes()
+
+
+def pick_nodes(nodes, wanted: Optional[List[int]]):
+    from nodeweave.errors import UsageError
+
+    if not wanted:
+        return nodes
+    bad = [i for i in wanted if not 0 <= i < len(nodes)]
+    if bad:
+        raise UsageError(f"--node {bad[0]} is not a node of this cluster: 0..{len(nodes) - 1}")
+    return [n for n in nodes if n.index in wanted]

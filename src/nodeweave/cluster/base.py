@@ -1,0 +1,127 @@
+"""A node of a cluster, and what every target backend (local, hosts, kubernetes) offers the verbs.
+
+A :class:`Node` is a rank's place and the remote that reaches it
+(``nodeweave.remote``: podman/docker exec, kubectl/oc exec, ssh, ssh+docker);
+``node.argv(command)`` is the one way any verb runs something there. Bare
+hosts (no container) also carry the variables a container's compose file
+would give it, and the directory to run in. A backend knows its nodes, the
+steps that bring them up and down, and the platform's own view of each
+(container or pod state), in one call for all nodes.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Dict, List, Mapping, Optional, Tuple
+
+from nodeweave.cluster.options import ClusterOptions
+from nodeweave.cluster.steps import Step
+from nodeweave.remote.base import Remote
+from nodeweave.spec import Spec
+
+ENTRYPOINT = "nodeweave-entrypoint"
+CD_THEN_EXEC = ("sh", "-c", 'cd "$1" && shift && exec "$@"', "sh")  # fixed text; the directory is an argument
+
+
+@dataclass(frozen=True)
+class Node:
+    index: int
+    remote: Remote
+    env: Tuple[Tuple[str, str], ...] = ()  # bare hosts: the contract's variables and this host's rank
+    workdir: Optional[str] = None  # bare hosts: run there
+
+    @property
+    def name(self) -> str:
+        return f"node-{self.index}"
+
+    def argv(self, command: List[str], env: Mapping[str, str] = (), stdin: bool = False) -> List[str]:
+        """The local argv that runs ``command`` on this node, with ``env`` added to the node's own."""
+        inner = list(command)
+        variables = {**dict(self.env), **dict(env)}
+        if variables:
+            inner = ["env", *(f"{k}={v}" for k, v in variables.items()), *inner]
+        if self.workdir:
+            inner = [*CD_THEN_EXEC, self.workdir, *inner]
+        return self.remote.exec_argv(inner, stdin=stdin)
+
+    def entrypoint_argv(self, args: List[str], env: Mapping[str, str] = ()) -> List[str]:
+        return self.argv([ENTRYPOINT, *args], env)
+
+
+@dataclass(frozen=True)
+class NodeAnswer:
+    """A node's answer to ``nodeweave-entrypoint --node status`` (or why it gave none)."""
+
+    node: Node
+    data: Optional[dict]  # the JSON, None when the exec failed
+    error: str = ""
+
+    @property
+    def up(self) -> bool:
+        return self.data is not None
+
+    @property
+    def holding(self) -> bool:
+        return bool(self.data and self.data.get("hold"))
+
+
+def ask_status(node: Node, command: List[str], timeout: float = 60) -> NodeAnswer:
+    """One exec: the node's hold record, runs in progress, plan summary and GPU use."""
+    argv = node.entrypoint_argv(["--node", "status", "--", *command])
+    try:
+        out = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.TimeoutExpired) as err:
+        return NodeAnswer(node, None, str(err))
+    if out.returncode != 0:
+        lines = (out.stderr or out.stdout).strip().splitlines()
+        return NodeAnswer(node, None, lines[-1][:300] if lines else f"exit {out.returncode}")
+    try:
+        return NodeAnswer(node, json.loads(out.stdout.strip().splitlines()[-1]))
+    except (ValueError, IndexError):
+        return NodeAnswer(node, None, f"answered no JSON: {out.stdout.strip()[:200]!r}")
+
+
+class Backend:
+    """One target: its nodes, the steps of ``up`` and ``down``, the platform's view of the nodes."""
+
+    target = ""
+    holds = True  # nodes can hold; bare hosts run the entrypoint only when asked
+
+    def __init__(self, spec: Spec, spec_path: Path, options: ClusterOptions):
+        self.spec, self.spec_path, self.options = spec, spec_path, options
+        self.spec_dir = spec_path.resolve().parent
+
+    def nodes(self, for_up: bool = False) -> List[Node]:
+        raise NotImplementedError
+
+    def prepare_up(self, mode: str, dry_run: bool) -> List[str]:
+        """Local work before the up steps (render files); returns what was (or would be) done."""
+        return []
+
+    def up_steps(self, mode: str, image: Optional[str]) -> List[List[Step]]:
+        """Phases of steps: the steps of a phase run at once, phases one after another."""
+        raise NotImplementedError
+
+    def down_steps(self, delete_claims: bool) -> List[List[Step]]:
+        raise NotImplementedError
+
+    def states(self, nodes: List[Node]) -> Dict[int, str]:
+        """The platform's word on each node (container or pod state); empty where it has none."""
+        return {}
+
+    def failed_state(self, state: str) -> bool:
+        """A state from which the node will not come up by waiting (exited, crash loop)."""
+        return False
+
+    def logs_argv(self, node: Node, follow: bool) -> List[str]:
+        return node.remote.logs_argv(follow)
+
+    def where(self) -> str:
+        """One line saying where the cluster is, for messages."""
+        return self.target
+
+    def close(self) -> None:
+        """Remove scratch files (rendered trees)."""

@@ -1,0 +1,113 @@
+"""Bare hosts over ssh: one container per host with docker/podman compose, or the hosts themselves.
+
+With ``--engine docker`` (or ``podman``) ``up`` sends the rendered
+``compose/node.yaml`` to ``<remote dir>/compose/`` on every host (over the
+ssh channel, on stdin) and starts it there with that host's ``NODE_RANK``,
+the first host as ``MASTER_ADDR`` and the node count in the environment of
+the compose command: no hand-written ``.env`` per host. Nodes are then
+reached as ``ssh+docker:HOST/<name>-node``. With ``--engine none`` the hosts
+run the entrypoint themselves (installed there, as on a LAN of workstations):
+nothing is started, and every command gets the variables a compose file
+would have given the container, plus ``cd <remote dir>``.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from typing import List, Optional, Tuple
+
+from nodeweave.cluster.base import Backend, Node
+from nodeweave.cluster.steps import Step
+from nodeweave.errors import UsageError
+from nodeweave.remote import RemoteOptions, make_target
+
+WRITE_FILE = ("sh", "-c", 'mkdir -p "$1" && cat > "$1/$2"', "sh")  # fixed text; the folder and name are arguments
+COMPOSE_CLI = {"docker": ("docker", "compose"), "podman": ("podman-compose",)}
+
+
+class HostsCluster(Backend):
+    target = "hosts"
+
+    def __init__(self, spec, spec_path, options):
+        super().__init__(spec, spec_path, options)
+        self.engine = options.engine or "docker"
+        self.remote = RemoteOptions(ssh_options=tuple(options.ssh_options))
+        self.hosts = list(options.hosts)
+        self.master = self.hosts[0].rpartition("@")[2]
+        self.dir = self._remote_dir()
+        self.holds = self.engine != "none"
+
+    def _remote_dir(self) -> str:
+        if self.options.remote_dir:
+            return self.options.remote_dir
+        host_path = self.spec.workspace.host_path
+        if host_path.startswith("/"):
+            return posixpath.normpath(host_path)
+        raise UsageError(f"target hosts: workspace.host_path {host_path!r} is relative to this machine; give "
+                         "--remote-dir /ABSOLUTE/PATH, the workspace folder on every host (where compose/node.yaml "
+                         "goes and `nodeweave sync` sends the code)")
+
+    @property
+    def container(self) -> str:
+        return f"{self.spec.name}-node"  # compose/node.yaml's container_name
+
+    def host_env(self, index: int) -> Tuple[Tuple[str, str], ...]:
+        """What differs per host, generated: rank, master, node count."""
+        return (("NODE_RANK", str(index)), ("MASTER_ADDR", self.master), ("NNODES", str(self.spec.nodes)))
+
+    def _bare_env(self, index: int) -> Tuple[Tuple[str, str], ...]:
+        """A bare host gets what compose/node.yaml's environment would give its container."""
+        from nodeweave.resolve import resolve
+
+        r = resolve(self.spec)
+        env = [*self.spec.env.items(), *r.contract_env("compose"), *self.host_env(index),
+               ("MASTER_PORT", str(self.spec.launcher.master_port))]
+        return tuple(env)
+
+    def nodes(self, for_up: bool = False) -> List[Node]:
+        if self.engine == "none":
+            return [Node(i, make_target("ssh", host, options=self.remote), env=self._bare_env(i), workdir=self.dir)
+                    for i, host in enumerate(self.hosts)]
+        kind = f"ssh+{self.engine}"
+        return [Node(i, make_target(kind, f"{host}/{self.container}", options=self.remote))
+                for i, host in enumerate(self.hosts)]
+
+    def _ssh(self, host: str):
+        return make_target("ssh", host, options=self.remote)
+
+    def _compose(self, index: int, *args: str, env: Tuple[Tuple[str, str], ...] = ()) -> List[str]:
+        variables = [f"{k}={v}" for k, v in (*self.host_env(index), *env)]
+        argv = ["env", *variables, *COMPOSE_CLI[self.engine], "-p", self.spec.name,
+                "-f", f"{self.dir}/compose/node.yaml", *args]
+        return self._ssh(self.hosts[index]).exec_argv(argv, stdin=False)
+
+    def up_steps(self, mode: str, image: Optional[str]) -> List[List[Step]]:
+        if self.engine == "none":
+            return []
+        from nodeweave.compose import render_files
+
+        text = render_files(self.spec)["compose/node.yaml"]
+        env = (("NODEWEAVE_MODE", mode),) + ((("NODEWEAVE_IMAGE", image),) if image else ())
+        writes = [Step(f"send compose/node.yaml to {host}",
+                       tuple(self._ssh(host).exec_argv([*WRITE_FILE, f"{self.dir}/compose", "node.yaml"], stdin=True)),
+                       stdin=text, stdin_name="compose/node.yaml (rendered)") for host in self.hosts]
+        starts = [Step(f"start node {i} on {host} ({mode} mode)", tuple(self._compose(i, "up", "-d", env=env)),
+                       timeout=900) for i, host in enumerate(self.hosts)]
+        return [writes, starts]
+
+    def down_steps(self, delete_claims: bool) -> List[List[Step]]:
+        if self.engine == "none":
+            return []
+        grace = str(self.spec.kubernetes.grace_period)
+        return [[Step(f"stop and remove node {i} on {host}", tuple(self._compose(i, "down", "-t", grace)),
+                      timeout=self.spec.kubernetes.grace_period + 300) for i, host in enumerate(self.hosts)]]
+
+    def logs_argv(self, node: Node, follow: bool) -> List[str]:
+        if self.engine == "none":
+            raise UsageError(f"{node.remote.label} is a bare host: it has no container log; `nodeweave logs` shows "
+                             "the runs' logs from runs/")
+        return node.remote.logs_argv(follow)
+
+    def where(self) -> str:
+        how = "bare hosts" if self.engine == "none" else f"{self.engine} compose on each host"
+        return f"{len(self.hosts)} hosts over ssh ({how}, {self.dir})"

@@ -1,0 +1,126 @@
+"""One run, recorded: the run folder, the runner, then each node's report and profiler files.
+
+After every node's exec client has ended, one more exec per node
+(``--node report RUN_ID``) brings back the plan its entrypoint made for the
+run, the variables it exported, and the sync stamp of its workspace (digest
+and commit of what ``nodeweave sync`` wrote there); with ``--profile`` the
+profiler's folder comes back as a tar stream over the same channel.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import tarfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Dict, List, Optional
+
+from rich.console import Console
+
+from nodeweave.cluster.base import Node
+from nodeweave.cluster.runfolder import SCHEMA, RunFolder, git_state, iso
+from nodeweave.cluster.runner import NodeRun, Runner, RunRequest
+from nodeweave.cluster.steps import fan_out
+
+
+@dataclass
+class JobContext:
+    """What a run records about where it ran."""
+
+    job: str
+    spec_text: str
+    workspace: Path
+    target: str
+
+
+def _node_report(node: Node, run_id: str) -> dict:
+    try:
+        out = subprocess.run(node.entrypoint_argv(["--node", "report", run_id]), capture_output=True, text=True,
+                             timeout=60, stdin=subprocess.DEVNULL)
+        return json.loads(out.stdout.strip().splitlines()[-1])
+    except (OSError, ValueError, IndexError, subprocess.TimeoutExpired) as err:
+        return {"error": f"no report: {err}"}
+
+
+def exported(plan: Optional[dict]) -> Dict[str, str]:
+    """The variables the node's entrypoint set or exported for the launcher."""
+    return {v["name"]: v["value"] for v in (plan or {}).get("env", []) if v.get("action") in ("set", "export")}
+
+
+def _safe_extract(stream, dest: Path) -> List[str]:
+    """Regular files and folders only, never outside ``dest`` (the stream comes from a node)."""
+    names = []
+    with tarfile.open(fileobj=stream, mode="r|") as archive:
+        for member in archive:
+            rel = Path(member.name)
+            if rel.is_absolute() or ".." in rel.parts or not (member.isfile() or member.isdir()):
+                continue
+            target = dest / rel
+            if member.isdir():
+                target.mkdir(parents=True, exist_ok=True)
+                continue
+            target.parent.mkdir(parents=True, exist_ok=True)
+            with archive.extractfile(member) as src, open(target, "wb") as out:
+                out.write(src.read())
+            names.append(rel.as_posix())
+    return names
+
+
+def collect_profile(node: Node, directory: str, dest: Path) -> List[str]:
+    """The node's profiler folder, as a tar stream over its exec channel, unpacked into ``dest``."""
+    dest.mkdir(parents=True, exist_ok=True)
+    proc = subprocess.Popen(node.argv(["tar", "-C", directory, "-cf", "-", "."]), stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
+    try:
+        return [n for n in _safe_extract(proc.stdout, dest) if n != "README"]
+    except tarfile.TarError:
+        return []
+    finally:
+        proc.wait(timeout=120)
+
+
+def _node_record(run: NodeRun, report: dict, folder: RunFolder, profile_files: List[str]) -> dict:
+    plan = report.get("plan")
+    if plan:
+        folder.write_json(f"{run.node.name}.plan.json", plan)
+    stamp = report.get("stamp") or None
+    return {
+        "node": run.node.name, "index": run.node.index, "reached_as": run.node.remote.label, "argv": run.argv,
+        "exit_code": run.code, "started_s": round(run.started, 3), "ended_s": run.ended and round(run.ended, 3),
+        "first_output_s": run.first_output and round(run.first_output, 3), "log": f"{run.node.name}.log",
+        "plan": f"{run.node.name}.plan.json" if plan else None, "exported": exported(plan),
+        "sync": {k: stamp.get(k) for k in ("digest", "commit", "branch", "dirty", "files", "time")} if stamp else None,
+        "stop": run.stop_report, "exec_client_killed": run.killed_here, "profile": profile_files,
+        "report_error": report.get("error"),
+    }
+
+
+def record(folder: RunFolder, runner: Optional[Runner], request: RunRequest, context: JobContext,
+           nodes: List[Node]) -> dict:
+    """run.json: written when the run starts (no runner yet) and again, complete, when it ends."""
+    data = {"schema": SCHEMA, "run_id": request.run_id, "job": context.job, "command": request.command,
+            "env": request.env, "profile": request.profile, "target": context.target,
+            "workspace": git_state(context.workspace), "started": iso(runner.started_at if runner else time.time()),
+            "ended": None, "nodes": [{"node": n.name, "reached_as": n.remote.label} for n in nodes]}
+    if runner is not None:
+        reports = fan_out(lambda r: _node_report(r.node, request.run_id), runner.runs)
+        profiles = fan_out(lambda pair: collect_profile(pair[0].node, pair[1]["profile_dir"],
+                                                        folder.path / "profile" / pair[0].node.name)
+                           if request.profile and pair[1].get("profile_dir") else [], zip(runner.runs, reports))
+        data.update(ended=iso(time.time()), seconds=round(time.monotonic() - runner.t0, 3),
+                    exit_code=runner.exit_code, summary=runner.summary(),
+                    nodes=[_node_record(r, rep, folder, prof) for r, rep, prof in zip(runner.runs, reports, profiles)])
+        commits = {n["sync"]["commit"] for n in data["nodes"] if n["sync"]}
+        data["sync_agrees_with_workspace"] = (None if not commits else commits == {data["workspace"]["commit"]})
+    folder.write_json("run.json", data)
+    return data
+
+
+def run_job(nodes: List[Node], request: RunRequest, folder: RunFolder, context: JobContext, console: Console,
+            quiet: bool = False) -> dict:
+    """Run ``request`` on ``nodes`` into ``folder``; the final run.json data."""
+    record(folder, None, request, context, nodes)
+    runner = Runner(nodes, request, folder, console, quiet=quiet).run()
+    return record(folder, runner, request, context, nodes)

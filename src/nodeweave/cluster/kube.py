@@ -1,0 +1,154 @@
+"""Kubernetes and OpenShift: ``kubectl``/``oc apply -k`` of the rendered tree, pods reached with exec.
+
+``up`` renders the spec's kustomize tree into a scratch folder and applies a
+small overlay of it (``manifests/nodeweave-up``): the chosen folder (``base``
+or an overlay), the namespace, and a strategic-merge patch setting
+``NODEWEAVE_MODE`` on the trainer container, so ``--hold`` works for any
+spec. ``down`` deletes the same objects (``delete -k``) except the workspace
+claim, which holds the synced code and checkpoints, unless
+``--delete-claims``; per-pod claims of ``volumeClaimTemplates`` stay too (the
+StatefulSet controller never deletes them) unless asked. Pod state for the
+readiness display comes from one ``get pods -o json``.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+from typing import Dict, List, Optional
+
+import yaml
+
+from nodeweave.cluster.base import Backend, Node
+from nodeweave.cluster.steps import Step
+from nodeweave.errors import NodeweaveError
+from nodeweave.remote import RemoteOptions, cluster_kind, kind_class
+from nodeweave.remote.discover import statefulset_replicas, statefulset_targets
+
+OVERLAY = "manifests/nodeweave-up"
+FOLDERS = {"base": "../base", "openshift": "../overlays/openshift", "rocm": "../overlays/rocm"}
+# Waiting reasons a pod does not leave by itself.
+STUCK = ("CrashLoopBackOff", "ErrImagePull", "ImagePullBackOff", "InvalidImageName", "CreateContainerConfigError",
+         "CreateContainerError", "RunContainerError", "Failed", "Error")
+
+
+def pod_state(pod: dict) -> str:
+    """``Running, ready``, ``Pending: Unschedulable (...)``, ``Pending: ImagePullBackOff``, ``Failed``..."""
+    status = pod.get("status") or {}
+    phase = status.get("phase", "Unknown")
+    conditions = {c.get("type"): c for c in status.get("conditions") or []}
+    for container in status.get("containerStatuses") or []:
+        waiting = (container.get("state") or {}).get("waiting")
+        if waiting and waiting.get("reason") not in (None, "ContainerCreating", "PodInitializing"):
+            return f"{phase}: {waiting['reason']}"
+        terminated = (container.get("state") or {}).get("terminated")
+        if terminated and phase == "Running":
+            return f"Running: container exited {terminated.get('exitCode')}"
+    scheduled = conditions.get("PodScheduled") or {}
+    if phase == "Pending" and scheduled.get("status") == "False":
+        return f"Pending: {scheduled.get('reason', 'not scheduled')} ({(scheduled.get('message') or '')[:120]})"
+    if phase == "Running":
+        return "Running, ready" if (conditions.get("Ready") or {}).get("status") == "True" else "Running"
+    return phase
+
+
+class KubeCluster(Backend):
+    target = "kubernetes"
+
+    def __init__(self, spec, spec_path, options):
+        super().__init__(spec, spec_path, options)
+        self.cli = options.kube_cli or cluster_kind(spec.kubernetes.openshift)
+        self.namespace = options.namespace or spec.kubernetes.namespace
+        self.remote = RemoteOptions(kube_context=options.kube_context)
+        self.folder = options.overlay or "base"
+        self._scratch: Optional[Path] = None
+
+    def call(self, verb: str, *args: str) -> List[str]:
+        return [*kind_class(self.cli).cli_argv(verb, self.remote, self.namespace), *args]
+
+    def nodes(self, for_up: bool = False, count: Optional[int] = None) -> List[Node]:
+        from nodeweave.manifests.common import CONTAINER
+
+        if count is None:
+            count = self.spec.nodes.min if for_up else statefulset_replicas(
+                self.spec.name, kind=self.cli, namespace=self.namespace, options=self.remote)
+        pods = statefulset_targets(self.spec.name, count, kind=self.cli, namespace=self.namespace,
+                                   container=CONTAINER, options=self.remote)
+        return [Node(i, pod) for i, pod in enumerate(pods)]
+
+    def _render(self, mode: Optional[str], keep_claims: bool) -> Path:
+        """The spec's tree plus the nodeweave-up overlay, in a scratch folder; the overlay's path."""
+        from nodeweave import manifests
+        from nodeweave.manifests.common import CONTAINER, workspace_claim
+
+        files = manifests.render_files(self.spec)
+        self._scratch = Path(tempfile.mkdtemp(prefix="nodeweave-kube-"))
+        for rel, text in files.items():
+            (self._scratch / rel).parent.mkdir(parents=True, exist_ok=True)
+            (self._scratch / rel).write_text(text, encoding="utf-8")
+        patches = []
+        if mode is not None:
+            patches.append({"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": self.spec.name},
+                            "spec": {"template": {"spec": {"containers": [
+                                {"name": CONTAINER, "env": [{"name": "NODEWEAVE_MODE", "value": mode}]}]}}}})
+        if keep_claims and self.spec.kubernetes.claim == "shared":
+            patches.append({"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+                            "metadata": {"name": workspace_claim(self.spec)}, "$patch": "delete"})
+        overlay = self._scratch / OVERLAY
+        overlay.mkdir(parents=True)
+        kustomization = {"apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization",
+                         "namespace": self.namespace, "resources": [FOLDERS[self.folder]],
+                         "patches": [{"path": f"patch-{i}.yaml"} for i in range(len(patches))]}
+        for i, patch in enumerate(patches):
+            (overlay / f"patch-{i}.yaml").write_text(yaml.safe_dump(patch, sort_keys=False), encoding="utf-8")
+        (overlay / "kustomization.yaml").write_text(yaml.safe_dump(kustomization, sort_keys=False), encoding="utf-8")
+        return overlay
+
+    def prepare_up(self, mode: str, dry_run: bool) -> List[str]:
+        self._overlay = self._render(mode, keep_claims=False)
+        return [f"rendered the kustomize tree of {self.spec_path.name} into {self._scratch} "
+                f"({self.folder}, namespace {self.namespace}, NODEWEAVE_MODE={mode})"]
+
+    def up_steps(self, mode: str, image: Optional[str]) -> List[List[Step]]:
+        if image:
+            raise NodeweaveError("--image is for compose targets; on Kubernetes the image comes from the spec "
+                                 "(image.registry, image.tag) or an overlay of your own", 2)
+        overlay = getattr(self, "_overlay", None) or self._render(mode, keep_claims=False)
+        return [[Step(f"apply the StatefulSet, Service, RBAC and claim ({self.folder}) to {self.namespace}",
+                      tuple(self.call("apply", "-k", str(overlay))), timeout=300)]]
+
+    def down_steps(self, delete_claims: bool) -> List[List[Step]]:
+        overlay = self._render(None, keep_claims=not delete_claims)
+        steps = [Step(f"delete what up applied{'' if delete_claims else ', keeping the workspace claim'}",
+                      tuple(self.call("delete", "-k", str(overlay), "--ignore-not-found")), timeout=600)]
+        if delete_claims:
+            selector = f"app.kubernetes.io/instance={self.spec.name}"
+            steps.append(Step("delete every claim of the job (shared and per-pod)",
+                              tuple(self.call("delete", "pvc", "-l", selector, "--ignore-not-found")), timeout=600))
+        return [[step] for step in steps]
+
+    def states(self, nodes: List[Node]) -> Dict[int, str]:
+        argv = self.call("get", "pods", "-l", f"app.kubernetes.io/instance={self.spec.name}", "-o", "json")
+        try:
+            out = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+            items = json.loads(out.stdout).get("items", []) if out.returncode == 0 else None
+        except (OSError, ValueError, subprocess.TimeoutExpired):
+            items = None
+        if items is None:
+            return {}
+        by_name = {(pod.get("metadata") or {}).get("name"): pod_state(pod) for pod in items}
+        return {node.index: by_name.get(node.remote.name, "missing (no pod yet)") for node in nodes}
+
+    def failed_state(self, state: str) -> bool:
+        return any(word in state for word in STUCK)
+
+    def where(self) -> str:
+        return f"{self.cli} namespace {self.namespace} (StatefulSet {self.spec.name})"
+
+    def close(self) -> None:
+        if self._scratch is not None:
+            shutil.rmtree(self._scratch, ignore_errors=True)
+            self._scratch = None

@@ -1,0 +1,105 @@
+"""The local cluster: ``compose/local.yaml`` on podman (podman-compose) or docker (``docker compose``).
+
+Each node is a container ``<name>-<i>`` on one bridge network, reached with
+``podman exec`` / ``docker exec``. ``up`` first makes sure the compose file is
+what the spec renders (writing it when it is stale and carries nodeweave's
+mark, refusing a file of the user's own), then starts it with
+``NODEWEAVE_MODE`` set (``--hold``: every node holds for ``nodeweave run``)
+and ``NODEWEAVE_IMAGE`` when ``--image`` names one.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Dict, List, Optional
+
+from nodeweave.cluster.base import Backend, Node
+from nodeweave.cluster.steps import Step
+from nodeweave.errors import UsageError
+from nodeweave.remote import make_target
+
+COMPOSE_FILE = "compose/local.yaml"
+
+
+def compose_tool(engine: str) -> List[str]:
+    """podman-compose (the one beside this Python first) or ``docker compose``."""
+    if engine == "docker":
+        return ["docker", "compose"]
+    beside = Path(sys.executable).parent / "podman-compose"
+    return [str(beside) if beside.exists() else "podman-compose"]
+
+
+def detect_engine() -> str:
+    """podman where it is installed (this project's engine), else docker."""
+    return "podman" if shutil.which("podman") else "docker"
+
+
+class LocalCluster(Backend):
+    target = "local"
+
+    def __init__(self, spec, spec_path, options):
+        super().__init__(spec, spec_path, options)
+        self.engine = options.engine or detect_engine()
+        self.compose_file = self.spec_dir / COMPOSE_FILE
+
+    def nodes(self, for_up: bool = False) -> List[Node]:
+        return [Node(i, make_target(self.engine, f"{self.spec.name}-{i}")) for i in range(self.spec.nodes.min)]
+
+    def compose(self, *args: str) -> tuple:
+        return (*compose_tool(self.engine), "-f", str(self.compose_file), *args)
+
+    def prepare_up(self, mode: str, dry_run: bool) -> List[str]:
+        from nodeweave.compose import render_files
+        from nodeweave.rendering import plan_render
+
+        plan = plan_render({COMPOSE_FILE: render_files(self.spec)[COMPOSE_FILE]}, self.spec_dir)
+        entry = plan.entries[0]
+        if entry.status == "refused":
+            raise UsageError(f"{self.compose_file} is not nodeweave's (no 'by nodeweave' mark in its first lines) and "
+                             f"differs from what {self.spec_path.name} renders; move it away, or "
+                             "`nodeweave render compose --force` to replace it")
+        if entry.status == "unchanged":
+            return []
+        if not dry_run:
+            plan.write()
+        return [f"{'would write' if dry_run else 'wrote'} {COMPOSE_FILE} ({entry.status}: rendered from "
+                f"{self.spec_path.name})"]
+
+    def up_steps(self, mode: str, image: Optional[str]) -> List[List[Step]]:
+        env = (("NODEWEAVE_MODE", mode),) + ((("NODEWEAVE_IMAGE", image),) if image else ())
+        return [[Step(f"start {self.spec.nodes.min} node containers ({mode} mode)", self.compose("up", "-d"), env,
+                      timeout=900)]]
+
+    def down_steps(self, delete_claims: bool) -> List[List[Step]]:
+        grace = str(self.spec.kubernetes.grace_period)
+        return [[Step("stop and remove the node containers and their network", self.compose("down", "-t", grace),
+                      timeout=self.spec.kubernetes.grace_period + 300)]]
+
+    def states(self, nodes: List[Node]) -> Dict[int, str]:
+        """``running``, ``exited (N)``, ``created`` or ``missing`` per container, in one inspect."""
+        names = {node.remote.name: node.index for node in nodes}
+        argv = [self.engine, "inspect", "--format", "{{json .Name}} {{json .State.Status}} {{.State.ExitCode}}", *names]
+        try:
+            out = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+        except (OSError, subprocess.TimeoutExpired):
+            return {}
+        found = {}
+        for line in out.stdout.splitlines():
+            try:
+                name_text, status_text, code = line.rsplit(" ", 2)
+                name, status = json.loads(name_text).lstrip("/"), json.loads(status_text)
+            except ValueError:
+                continue
+            if name in names:
+                found[names[name]] = f"exited ({code})" if status == "exited" else status
+        return {index: found.get(index, "missing") for index in names.values()}
+
+    def failed_state(self, state: str) -> bool:
+        return state.startswith("exited") or state in ("dead", "stopped")
+
+    def where(self) -> str:
+        return f"{self.engine} on this machine ({COMPOSE_FILE})"

@@ -1,0 +1,113 @@
+"""Where a cluster runs and how to reach it: the options every cluster verb shares, and their memory.
+
+``nodeweave up`` writes what it was told (target, engine, hosts, namespace,
+...) to ``.nodeweave/cluster.json`` beside the spec, so ``run``, ``status``,
+``logs``, ``stop``, ``shell`` and ``down`` find the same cluster without
+repeating the flags; a flag given to them still wins. Nothing here touches a
+node.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, fields, replace
+from pathlib import Path
+from typing import Optional, Tuple
+
+from nodeweave.errors import UsageError
+from nodeweave.remote.names import check_dest, check_dns_label, check_ssh_host
+
+TARGETS = ("local", "hosts", "kubernetes")
+TARGET_ALIASES = {"compose": "local", "ssh": "hosts", "k8s": "kubernetes", "kube": "kubernetes",
+                  "openshift": "kubernetes"}
+ENGINES = ("podman", "docker")
+HOST_ENGINES = ("docker", "podman", "none")  # none: bare hosts, the entrypoint installed on each
+OVERLAYS = ("base", "openshift", "rocm")
+STATE_FILE = ".nodeweave/cluster.json"
+
+
+@dataclass(frozen=True)
+class ClusterOptions:
+    """What the verbs need to find and reach the nodes; None means 'not said' (state or default decides)."""
+
+    target: Optional[str] = None
+    engine: Optional[str] = None  # local: podman|docker; hosts: docker|podman|none
+    hosts: Tuple[str, ...] = ()
+    remote_dir: Optional[str] = None  # hosts: where compose/node.yaml and the workspace are
+    namespace: Optional[str] = None
+    kube_cli: Optional[str] = None  # kubectl | oc
+    kube_context: Optional[str] = None
+    overlay: Optional[str] = None
+    ssh_options: Tuple[str, ...] = ()
+
+    def merged(self, saved: "ClusterOptions") -> "ClusterOptions":
+        """These options, with what ``saved`` says where these say nothing (same target only)."""
+        if self.target is not None and saved.target not in (None, self.target):
+            return self
+        values = {f.name: getattr(self, f.name) or getattr(saved, f.name) for f in fields(self)}
+        return ClusterOptions(**values)
+
+    def checked(self) -> "ClusterOptions":
+        """Names validated, aliases resolved, a default target chosen; a usage error names the bad value."""
+        target = TARGET_ALIASES.get(self.target or "", self.target) or ("hosts" if self.hosts else "local")
+        if target not in TARGETS:
+            raise UsageError(f"--target {self.target!r} is not accepted: {', '.join(TARGETS)} "
+                             f"(or {', '.join(TARGET_ALIASES)})")
+        engines = HOST_ENGINES if target == "hosts" else ENGINES
+        if self.engine is not None and self.engine not in engines:
+            raise UsageError(f"--engine {self.engine!r} is not accepted for target {target}: {', '.join(engines)}")
+        for host in self.hosts:
+            check_ssh_host(host, "--host")
+        if target == "hosts" and not self.hosts:
+            raise UsageError("target hosts needs its hosts: --host HOST (repeat, node 0 first) or --hosts-file FILE")
+        if self.remote_dir is not None:
+            check_dest(self.remote_dir, "--remote-dir")
+        if self.namespace is not None:
+            check_dns_label(self.namespace, "--namespace")
+        if self.kube_cli not in (None, "kubectl", "oc"):
+            raise UsageError(f"--kube-cli {self.kube_cli!r} is not accepted: kubectl or oc")
+        if self.overlay not in (None, *OVERLAYS):
+            raise UsageError(f"--overlay {self.overlay!r} is not accepted: {', '.join(OVERLAYS)}")
+        return replace(self, target=target)
+
+
+def state_path(spec_path: Path) -> Path:
+    return spec_path.resolve().parent / STATE_FILE
+
+
+def load_state(spec_path: Path, name: str) -> ClusterOptions:
+    """What ``up`` remembered for the job ``name`` (nothing when it did not run here)."""
+    try:
+        data = json.loads(state_path(spec_path).read_text(encoding="utf-8")).get(name) or {}
+    except (OSError, ValueError, AttributeError):
+        return ClusterOptions()
+    known = {f.name for f in fields(ClusterOptions)}
+    values = {k: tuple(v) if isinstance(v, list) else v for k, v in data.items() if k in known}
+    try:
+        return ClusterOptions(**values)
+    except TypeError:
+        return ClusterOptions()
+
+
+def save_state(spec_path: Path, name: str, options: ClusterOptions) -> Path:
+    path = state_path(spec_path)
+    try:
+        everything = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        everything = {}
+    everything[name] = {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(options).items()}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(everything, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    return path
+
+
+def read_hosts_file(path: Path) -> Tuple[str, ...]:
+    """One ``[user@]host`` per line, node 0 first; ``#`` comments and DeepSpeed ``slots=`` words ignored."""
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as err:
+        raise UsageError(f"hosts file {path}: cannot read it ({err})") from err
+    hosts = [line.split("#", 1)[0].split()[0] for line in lines if line.split("#", 1)[0].strip()]
+    if not hosts:
+        raise UsageError(f"hosts file {path} lists no host: one [user@]host per line, node 0 first")
+    return tuple(hosts)

@@ -1,0 +1,89 @@
+"""``runs/<UTC time>-<job>/``: everything one run leaves on the workstation.
+
+- ``spec.yaml``: the spec the run was started from, as it was;
+- ``node-<i>.log``: the node's whole output (entrypoint, launcher, every rank), as it arrived;
+- ``node-<i>.plan.json``: the plan the node's entrypoint made for this run (``--explain --json`` schema);
+- ``profile/node-<i>/``: the profiler's files, with ``--profile``;
+- ``run.json``: command, variables, target, start/end times, every node's exit code, first output,
+  the variables it exported, the workspace's git commit here and the sync stamp (digest, commit) there.
+
+A sweep keeps one such folder per point inside its own (``<time>-<job>-sweep/<n>-<VAR=value>/``).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional
+
+SCHEMA = "nodeweave.runfolder/1"
+RUNS = "runs"
+
+
+def utc_stamp(epoch: Optional[float] = None) -> str:
+    return time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(epoch))
+
+
+def iso(epoch: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(epoch)) + f".{int(epoch % 1 * 1000):03d}Z"
+
+
+def git_state(path: Path) -> dict:
+    """Commit, branch and whether the checkout holding ``path`` has uncommitted edits (None outside git)."""
+    def git(*args: str) -> Optional[str]:
+        try:
+            out = subprocess.run(["git", "-C", str(path), *args], capture_output=True, text=True, timeout=30)
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+        return out.stdout.strip() if out.returncode == 0 else None
+
+    commit = git("rev-parse", "HEAD")
+    if commit is None:
+        return {"path": str(path), "commit": None, "branch": None, "dirty": None}
+    porcelain = git("status", "--porcelain", "--untracked-files=no")
+    return {"path": str(path), "commit": commit, "branch": git("rev-parse", "--abbrev-ref", "HEAD"),
+            "dirty": bool(porcelain)}
+
+
+@dataclass
+class RunFolder:
+    path: Path
+    run_id: str
+
+    @classmethod
+    def create(cls, parent: Path, job: str, spec_text: str, suffix: str = "") -> "RunFolder":
+        """A new folder ``<parent>/<UTC time>-<job><suffix>`` (``-2``, ``-3``... if that second is taken)."""
+        base = f"{utc_stamp()}-{job}{suffix}"
+        parent.mkdir(parents=True, exist_ok=True)
+        for n in range(1, 1000):
+            name = base if n == 1 else f"{base}-{n}"
+            try:
+                (parent / name).mkdir()
+            except FileExistsError:
+                continue
+            folder = cls(parent / name, name)
+            (folder.path / "spec.yaml").write_text(spec_text, encoding="utf-8")
+            return folder
+        raise RuntimeError(f"no free run folder name under {parent}")
+
+    def log_path(self, node_name: str) -> Path:
+        return self.path / f"{node_name}.log"
+
+    def write_json(self, name: str, data) -> Path:
+        target = self.path / name
+        target.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+        return target
+
+
+def latest_run(parent: Path, job: str) -> Optional[Path]:
+    """The newest run folder of ``job`` under ``parent`` (sweep points included), or None."""
+    pattern = re.compile(rf"^\d{{8}}T\d{{6}}Z-{re.escape(job)}(-\d+)?$")
+    found = [p for p in parent.glob("*") if p.is_dir() and pattern.match(p.name)]
+    found += [p for sweep in parent.glob(f"*-{job}-sweep*") if sweep.is_dir() for p in sweep.iterdir()
+              if p.is_dir() and (p / "run.json").exists()]
+    found = [p for p in found if (p / "run.json").exists() or any(p.glob("node-*.log"))]
+    return max(found, key=lambda p: (p.stat().st_mtime, p.name)) if found else None

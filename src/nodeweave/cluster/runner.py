@@ -1,0 +1,201 @@
+"""Start a command on every node at once and see it through: live output, first failure, Ctrl-C.
+
+Each node runs ``nodeweave-entrypoint --mode run --run-id ID -- COMMAND``
+through its exec channel, so its rank, master, NCCL/RCCL variables and
+launcher come from the plan its own entrypoint makes, as in run mode. The
+exec clients run in sessions of their own: a Ctrl-C reaches nodeweave only,
+which then stops the job on every node the way ``nodeweave stop`` does
+(``nodeweave-entrypoint --node stop``: SIGTERM to every process of the run,
+SIGKILL after the grace). The first node to fail stops the others the same
+way; a client still running ``grace + 20`` s after a stop began is killed
+here. Every line is written to the node's log in the run folder as it
+arrives and shown with a ``[node-i]`` prefix.
+"""
+
+from __future__ import annotations
+
+import json
+import queue
+import signal
+import subprocess
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Deque, Dict, List, Optional
+
+from rich.console import Console
+from rich.text import Text
+
+from nodeweave.cluster.base import Node
+from nodeweave.cluster.steps import fan_out
+
+COLOURS = ("cyan", "magenta", "green", "yellow", "blue", "red", "bright_cyan", "bright_magenta")
+STOP_MARGIN = 20.0  # seconds past the grace before a still-running exec client is killed here
+
+
+@dataclass
+class RunRequest:
+    run_id: str
+    command: List[str]
+    env: Dict[str, str] = field(default_factory=dict)
+    profile: Optional[str] = None
+    grace: float = 10.0
+
+    def entrypoint_args(self) -> List[str]:
+        profile = ["--profile", self.profile] if self.profile else []
+        return ["--mode", "run", "--run-id", self.run_id, *profile, "--", *self.command]
+
+
+@dataclass
+class NodeRun:
+    node: Node
+    argv: List[str]
+    proc: "subprocess.Popen[bytes]"
+    log: object
+    started: float
+    first_output: Optional[float] = None
+    ended: Optional[float] = None
+    code: Optional[int] = None
+    tail: Deque[str] = field(default_factory=lambda: deque(maxlen=20))
+    stop_report: Optional[dict] = None
+    killed_here: bool = False
+
+
+class Runner:
+    """One run over ``nodes``; :meth:`run` returns when every node's exec client has ended."""
+
+    def __init__(self, nodes: List[Node], request: RunRequest, folder, console: Console, quiet: bool = False):
+        self.nodes, self.request, self.folder, self.console, self.quiet = nodes, request, folder, console, quiet
+        self.lines: "queue.Queue[tuple]" = queue.Queue()
+        self.runs: List[NodeRun] = []
+        self.t0 = time.monotonic()
+        self.started_at = time.time()
+        self.first_failure: Optional[NodeRun] = None
+        self.interrupted = False
+        self.abandoned = False
+        self.stop_began: Optional[float] = None
+        self.width = max(len(n.name) for n in nodes)
+
+    # --- starting ------------------------------------------------------------------------------------
+    def start(self) -> None:
+        for node in self.nodes:
+            argv = node.entrypoint_argv(self.request.entrypoint_args(), self.request.env)
+            log = open(self.folder.log_path(node.name), "wb")
+            proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                    start_new_session=True)
+            run = NodeRun(node, argv, proc, log, time.monotonic() - self.t0)
+            self.runs.append(run)
+            threading.Thread(target=self._read, args=(run,), daemon=True).start()
+
+    def _read(self, run: NodeRun) -> None:
+        for raw in iter(run.proc.stdout.readline, b""):
+            now = time.monotonic() - self.t0
+            if run.first_output is None:
+                run.first_output = now
+            run.log.write(raw)
+            run.log.flush()
+            self.lines.put((run, raw.decode("utf-8", errors="replace").rstrip("\r\n"), now))
+        self.lines.put((run, None, time.monotonic() - self.t0))
+
+    # --- watching ------------------------------------------------------------------------------------
+    def run(self) -> "Runner":
+        previous = {sig: signal.signal(sig, self._on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+        try:
+            self.start()
+            open_streams = len(self.runs)
+            while open_streams or any(r.code is None for r in self.runs):
+                open_streams -= self._show(timeout=0.1)
+                self._reap()
+                self._enforce()
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+            for run in self.runs:
+                run.log.close()
+        return self
+
+    def _show(self, timeout: float) -> int:
+        """Print what arrived; the number of streams that ended."""
+        ended = 0
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                run, line, _ = self.lines.get(timeout=max(0.0, deadline - time.monotonic()))
+            except queue.Empty:
+                return ended
+            if line is None:
+                ended += 1
+                continue
+            run.tail.append(line)
+            if not self.quiet:
+                colour = COLOURS[run.node.index % len(COLOURS)]
+                prefix = Text(f"[{run.node.name}]".ljust(self.width + 3), style=colour)
+                self.console.print(prefix + Text(line), highlight=False, soft_wrap=True)
+
+    def _reap(self) -> None:
+        for run in self.runs:
+            if run.code is None and run.proc.poll() is not None:
+                run.code, run.ended = run.proc.returncode, time.monotonic() - self.t0
+                if run.code != 0 and self.first_failure is None and self.stop_began is None:
+                    self.first_failure = run
+                    self._say(f"{run.node.name} ({run.node.remote.label}) ended with exit {run.code}: stopping "
+                              f"the other nodes (SIGTERM, SIGKILL after {self.request.grace:.0f} s)")
+                    self._stop_all()
+
+    def _enforce(self) -> None:
+        if self.interrupted and self.stop_began is None:
+            self._say(f"interrupted: stopping every node (SIGTERM, SIGKILL after {self.request.grace:.0f} s); "
+                      "Ctrl-C again to stop waiting")
+            self._stop_all()
+        late = self.stop_began is not None and time.monotonic() - self.stop_began > self.request.grace + STOP_MARGIN
+        if self.abandoned or late:
+            for run in self.runs:
+                if run.proc.poll() is None:
+                    run.proc.kill()
+                    run.killed_here = True
+
+    def _on_signal(self, _signum, _frame) -> None:
+        if self.interrupted:  # the second Ctrl-C: stop waiting for the nodes
+            self.abandoned = True
+        self.interrupted = True
+
+    def _say(self, text: str) -> None:
+        self.console.print(f"[bold]nodeweave:[/] {text}", highlight=False)
+
+    # --- stopping ------------------------------------------------------------------------------------
+    def _stop_all(self) -> None:
+        self.stop_began = time.monotonic()
+        threading.Thread(target=lambda: fan_out(self._stop_node, self.runs), daemon=True).start()
+
+    def _stop_node(self, run: NodeRun) -> None:
+        args = ["--node", "stop", "--run", self.request.run_id, "--grace", f"{self.request.grace:g}"]
+        try:
+            out = subprocess.run(run.node.entrypoint_argv(args), capture_output=True, text=True,
+                                 timeout=self.request.grace + STOP_MARGIN, stdin=subprocess.DEVNULL)
+            run.stop_report = json.loads(out.stdout.strip().splitlines()[-1]) if out.stdout.strip() else \
+                {"error": (out.stderr.strip().splitlines() or [f"exit {out.returncode}"])[-1]}
+        except (OSError, ValueError, subprocess.TimeoutExpired) as err:
+            run.stop_report = {"error": str(err)}
+
+    # --- the outcome ---------------------------------------------------------------------------------
+    @property
+    def exit_code(self) -> int:
+        if self.interrupted:
+            return 130
+        return 0 if all(r.code == 0 for r in self.runs) else 1
+
+    def summary(self) -> str:
+        if self.interrupted:
+            return "interrupted: " + ", ".join(f"{r.node.name} exit {r.code}" for r in self.runs)
+        if self.first_failure is not None:
+            f = self.first_failure
+            others = ", ".join(f"{r.node.name} exit {r.code}" for r in self.runs if r is not f)
+            last = f" (last line: {f.tail[-1]})" if f.tail else ""
+            return (f"{f.node.name} ({f.node.remote.label}) failed first, exit {f.code} after {f.ended:.1f} s{last}; "
+                    f"stopped the others: {others}")
+        bad = [r for r in self.runs if r.code != 0]
+        if bad:
+            return "failed: " + ", ".join(f"{r.node.name} exit {r.code}" for r in bad)
+        return f"every node exit 0 in {max(r.ended or 0 for r in self.runs):.1f} s"
+

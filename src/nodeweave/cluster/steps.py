@@ -1,0 +1,84 @@
+"""What a cluster verb does to the world, as steps that print as the exact commands or run.
+
+``--dry-run`` prints the steps; a real run executes the same objects, so the
+two cannot drift apart. A step is one local argv (``podman-compose ...``,
+``ssh host -- ...``, ``kubectl apply -k ...``) with the variables it adds for
+the local process and, optionally, text for its stdin (a compose file sent
+over ssh).
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import subprocess
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import List, Optional, Sequence, Tuple
+
+from nodeweave.errors import EnvironmentProblem, NodeweaveError
+
+
+@dataclass(frozen=True)
+class Step:
+    what: str
+    argv: Tuple[str, ...]
+    env: Tuple[Tuple[str, str], ...] = ()  # added to this process's environment for the command
+    stdin: Optional[str] = None
+    stdin_name: str = ""  # what the stdin text is, for the printout
+    timeout: float = 600
+
+    def text(self) -> str:
+        """The step as a shell line a person could paste."""
+        prefix = " ".join(f"{k}={shlex.quote(v)}" for k, v in self.env)
+        line = (prefix + " " if prefix else "") + shlex.join(self.argv)
+        return line + (f" < {self.stdin_name}" if self.stdin is not None else "")
+
+
+def need_tool(program: str, why: str) -> str:
+    found = shutil.which(program)
+    if found is None:
+        raise EnvironmentProblem(f"{program} is not on PATH; {why}")
+    return found
+
+
+def execute(step: Step) -> "subprocess.CompletedProcess[str]":
+    """Run ``step``; a non-zero exit is a NodeweaveError naming the step and the end of its output."""
+    need_tool(step.argv[0], f"it is needed to {step.what}")
+    env = {**os.environ, **dict(step.env)} if step.env else None
+    try:
+        out = subprocess.run(list(step.argv), input=step.stdin, capture_output=True, text=True, env=env,
+                             timeout=step.timeout, stdin=None if step.stdin is not None else subprocess.DEVNULL)
+    except subprocess.TimeoutExpired:
+        raise NodeweaveError(f"{step.what}: no answer after {step.timeout:.0f} s ({step.text()})") from None
+    if out.returncode != 0:
+        tail = " | ".join((out.stderr or out.stdout).strip().splitlines()[-4:])
+        raise NodeweaveError(f"{step.what} failed (exit {out.returncode}): {tail or 'no output'}")
+    return out
+
+
+def execute_all(steps: Sequence[Step], jobs: int = 16) -> List["subprocess.CompletedProcess[str]"]:
+    """Run independent steps at once; every failure is named in one error."""
+    if not steps:
+        return []
+    results, errors = [], []
+    with ThreadPoolExecutor(max_workers=min(jobs, len(steps))) as pool:
+        futures = [pool.submit(execute, step) for step in steps]
+        for future in futures:
+            try:
+                results.append(future.result())
+            except NodeweaveError as err:
+                errors.append(err)
+    if errors:
+        raise NodeweaveError("; ".join(str(e) for e in errors), errors[0].exit_code)
+    return results
+
+
+def fan_out(function, items, jobs: int = 16) -> list:
+    """``function(item)`` for every item at once, results in item order."""
+    items = list(items)
+    if not items:
+        return []
+    with ThreadPoolExecutor(max_workers=min(jobs, len(items))) as pool:
+        return list(pool.map(function, items))

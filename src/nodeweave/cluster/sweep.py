@@ -1,0 +1,109 @@
+"""``--sweep VAR=a,b``: one full run per point, then a table of a metric read from the logs.
+
+Repeated ``--sweep`` options multiply (every combination, the first option
+varying slowest), as a team compares NCCL/RCCL channel and thread settings
+across whole training runs. Each point's variables reach every node through
+``env`` in front of its entrypoint (and win over the image's, as your own
+values always do). ``--metric REGEX`` reads a number from each node's log:
+the last match's first group (or the whole match), averaged over the nodes
+that printed it; ``examples/train.py`` prints ``samples/s 8531.2``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+import statistics
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence, Tuple
+
+from rich.table import Table
+
+from nodeweave.errors import UsageError
+
+VARIABLE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def parse_assignment(text: str, option: str) -> Tuple[str, str]:
+    name, sep, value = text.partition("=")
+    if not sep or not VARIABLE.match(name):
+        raise UsageError(f"{option} {text!r} is not accepted: VAR=VALUE with VAR a variable name "
+                         "(letters, digits, '_'), e.g. NCCL_MAX_NCHANNELS=16")
+    if "\n" in value or "\0" in value:
+        raise UsageError(f"{option} {text!r}: the value holds a newline or NUL byte")
+    return name, value
+
+
+def parse_sweeps(options: Sequence[str]) -> List[Tuple[str, List[str]]]:
+    """``["NCCL_MAX_NCHANNELS=8,16", "RCCL_THREADS_PER_BLOCK=256,512"]`` -> [(name, values)]."""
+    found: List[Tuple[str, List[str]]] = []
+    for text in options:
+        name, values = parse_assignment(text, "--sweep")
+        points = [v for v in values.split(",")]
+        if not values or any(v == "" for v in points):
+            raise UsageError(f"--sweep {text!r} is not accepted: VAR=a,b,c with no empty value")
+        if name in (n for n, _ in found):
+            raise UsageError(f"--sweep names {name} twice; give all its values in one option: {name}=a,b,c")
+        found.append((name, points))
+    return found
+
+
+def sweep_points(sweeps: List[Tuple[str, List[str]]]) -> List[Dict[str, str]]:
+    names = [name for name, _ in sweeps]
+    return [dict(zip(names, combo)) for combo in itertools.product(*(values for _, values in sweeps))]
+
+
+def point_label(point: Dict[str, str]) -> str:
+    """A folder-safe name for a point: ``NCCL_MAX_NCHANNELS=16,RCCL_THREADS_PER_BLOCK=256``."""
+    text = ",".join(f"{k}={v}" for k, v in point.items())
+    return re.sub(r"[^A-Za-z0-9._=,+-]", "_", text)[:120]
+
+
+def compile_metric(text: Optional[str]) -> Optional["re.Pattern[str]"]:
+    if text is None:
+        return None
+    try:
+        return re.compile(text)
+    except re.error as err:
+        raise UsageError(f"--metric {text!r} is not a regular expression: {err}") from None
+
+
+def read_metric(pattern: "re.Pattern[str]", log: Path) -> Optional[float]:
+    """The last number ``pattern`` matches in ``log`` (its first group, else the whole match)."""
+    value = None
+    try:
+        text = log.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+    for match in pattern.finditer(text):
+        try:
+            value = float(match.group(1) if pattern.groups else match.group(0))
+        except (ValueError, IndexError):
+            continue
+    return value
+
+
+def point_metric(pattern, folder: Path, nodes: int) -> Tuple[Optional[float], List[Optional[float]]]:
+    per_node = [read_metric(pattern, folder / f"node-{i}.log") for i in range(nodes)]
+    seen = [v for v in per_node if v is not None]
+    return (statistics.fmean(seen) if seen else None), per_node
+
+
+def sweep_table(rows: List[dict], metric: Optional[str], lower_is_better: bool = False) -> Table:
+    """One row per point: its variables, result, seconds and the metric (the best marked)."""
+    table = Table(title="sweep" + (f": {metric}" if metric else ""), title_justify="left")
+    names = list(rows[0]["point"]) if rows else []
+    for column in [*names, "result", "seconds", *(["metric (mean of nodes)", "per node"] if metric else []), "run"]:
+        table.add_column(column)
+    values = [r["metric"] for r in rows if r.get("metric") is not None]
+    best = (min(values) if lower_is_better else max(values)) if values else None
+    for row in rows:
+        cells = [row["point"][n] for n in names]
+        cells += ["ok" if row["exit_code"] == 0 else f"exit {row['exit_code']}", f"{row['seconds']:.1f}"]
+        if metric:
+            m = row.get("metric")
+            text = "-" if m is None else f"{m:.4g}" + (" (best)" if m == best and len(values) > 1 else "")
+            cells += [text, " ".join("-" if v is None else f"{v:.4g}" for v in row.get("per_node", []))]
+        cells.append(row["folder"])
+        table.add_row(*cells)
+    return table

@@ -1,0 +1,80 @@
+"""The cluster verbs' command line: --dry-run prints the exact commands, bad input is one line and exit 2."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+NODEWEAVE = [sys.executable, "-c", "import sys; from nodeweave.cli import main; sys.exit(main())"]
+SPEC = """name: cli
+image: {variant: cpu}
+nodes: 2
+gpus_per_node: 1
+launcher: {script: train.py, args: ["--steps", "5"]}
+kubernetes: {namespace: ml}
+"""
+
+
+@pytest.fixture
+def spec(tmp_path):
+    (tmp_path / "nodeweave.yaml").write_text(SPEC)
+    return tmp_path / "nodeweave.yaml"
+
+
+def nodeweave(spec, *args):
+    return subprocess.run([*NODEWEAVE, *args, "--spec", str(spec)] if "--" not in args else
+                          [*NODEWEAVE, args[0], "--spec", str(spec), *args[1:]],
+                          capture_output=True, text=True, cwd=spec.parent, env={"COLUMNS": "200", "PATH": "/usr/bin:/bin"})
+
+
+def test_up_dry_run_prints_the_compose_command_and_touches_nothing(spec):
+    out = nodeweave(spec, "up", "--hold", "--dry-run", "--engine", "podman")
+    assert out.returncode == 0, out.stderr
+    assert "NODEWEAVE_MODE=hold" in out.stdout and "compose/local.yaml up -d" in out.stdout
+    assert "would write compose/local.yaml" in out.stdout
+    assert not (spec.parent / "compose").exists() and not (spec.parent / ".nodeweave").exists()
+
+
+def test_run_dry_run_prints_every_nodes_exec_per_sweep_point(spec):
+    out = nodeweave(spec, "run", "--dry-run", "--engine", "podman", "--sweep", "NCCL_MAX_NCHANNELS=8,16", "--",
+                    "train.py", "--lr", "1e-3")
+    assert out.returncode == 0, out.stderr
+    lines = [l for l in out.stdout.splitlines() if l.startswith("podman exec")]
+    assert lines == [f"podman exec cli-{i} env NCCL_MAX_NCHANNELS={n} nodeweave-entrypoint --mode run --run-id RUN_ID "
+                     f"-- train.py --lr 1e-3" for n in (8, 16) for i in (0, 1)]
+    assert not (spec.parent / "runs").exists()
+
+
+def test_shell_dry_run(spec):
+    out = nodeweave(spec, "shell", "1", "--dry-run", "--target", "kubernetes")
+    assert out.returncode == 0 and out.stdout.startswith("kubectl exec -i -t -n ml -c trainer cli-1 -- sh -c"), out
+
+
+@pytest.mark.parametrize("args, message", [
+    (("up", "--target", "moon", "--dry-run"), "--target 'moon' is not accepted"),
+    (("run", "--dry-run", "--sweep", "NOVALUE"), "--sweep 'NOVALUE' is not accepted"),
+    (("run", "--dry-run", "--metric", "samples/s ([0-9.]+"), "is not a regular expression"),
+    (("run", "--dry-run", "--env", "1X=2"), "--env '1X=2' is not accepted"),
+    (("run", "--dry-run", "--profile", "perf"), "--profile 'perf' is not accepted"),
+    (("up", "--dry-run", "--target", "hosts", "--host", "gpu01"), "--remote-dir"),
+    (("status", "--target", "hosts", "--host", "bad host!"), "--host 'bad host!' is not accepted"),
+    (("shell", "7", "--dry-run"), "--node 7 is not a node of this cluster"),
+])
+def test_bad_input_is_one_line_and_exit_2(spec, args, message):
+    out = nodeweave(spec, *args)
+    assert out.returncode == 2, out.stdout + out.stderr
+    assert message in out.stderr and "Traceback" not in out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1, out.stderr
+
+
+def test_a_missing_spec_is_named(tmp_path):
+    out = subprocess.run([*NODEWEAVE, "status", "--spec", str(tmp_path / "nope.yaml")], capture_output=True, text=True)
+    assert out.returncode == 2 and "spec file not found" in out.stderr
+
+
+def test_help_lists_the_verbs():
+    out = subprocess.run([*NODEWEAVE, "--help"], capture_output=True, text=True, env={"COLUMNS": "200"})
+    for verb in ("up", "down", "run", "status", "logs", "stop", "shell"):
+        assert f" {verb} " in out.stdout, verb
