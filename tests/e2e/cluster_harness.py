@@ -1,0 +1,89 @@
+"""Drive the ``nodeweave`` cluster verbs as a user does: the real command line, on a spec in a temp folder.
+
+A cluster here is ``nodeweave up`` of a spec written to a temporary directory
+(with examples/train.py and the e2e scripts beside it), on the session's cpu
+image; everything runs the ``nodeweave`` command line in a subprocess, and
+the containers are read back with the engine (``podman exec ... ps``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import List, Optional
+
+from e2e_harness import REPO, prepare_workdir
+
+NODEWEAVE = [sys.executable, "-c", "import sys; from nodeweave.cli import main; sys.exit(main())"]
+SPEC = """name: {name}
+image: {{variant: cpu, registry: localhost/nodeweave-e2e}}
+nodes: {nodes}
+gpus_per_node: 1
+launcher: {{script: train.py, args: ["--steps", "20"], wait_timeout: 60}}
+cache: {{host_path: ./cache}}
+env: {{OMP_NUM_THREADS: "1"}}
+kubernetes: {{grace_period: 20}}
+"""
+LONG = ["allreduce.py", "--steps", "100000", "--interval", "0.3", "--timeout", "20"]
+
+
+def workdir(path: Path, name: str, nodes: int, spec: str = SPEC) -> Path:
+    """The spec, examples/train.py as train.py and the e2e scripts in ``path``; the spec's path."""
+    spec_path = prepare_workdir(path, spec.format(name=name, nodes=nodes))
+    shutil.copy(REPO / "examples" / "train.py", path / "train.py")
+    (path / "train.py").chmod(0o644)
+    return spec_path
+
+
+def nodeweave(spec_path: Path, *args: str, timeout: float = 600, env: Optional[dict] = None,
+              check: Optional[int] = None) -> "subprocess.CompletedProcess[str]":
+    """``nodeweave ARGS --spec SPEC`` (the spec's folder as cwd); ``check`` asserts the exit code."""
+    argv = [*NODEWEAVE, args[0], "--spec", str(spec_path), *args[1:]]
+    out = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, cwd=spec_path.parent,
+                         env={**os.environ, "COLUMNS": "200", **(env or {})})
+    if check is not None:
+        assert out.returncode == check, f"{args} exited {out.returncode}, not {check}:\n{out.stdout}\n{out.stderr}"
+    return out
+
+
+def start(spec_path: Path, *args: str) -> "subprocess.Popen[str]":
+    """``nodeweave ARGS`` in the background (its own session, as a terminal's job would be)."""
+    argv = [*NODEWEAVE, args[0], "--spec", str(spec_path), *args[1:]]
+    return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=spec_path.parent,
+                            env={**os.environ, "COLUMNS": "200"}, start_new_session=True)
+
+
+def ranks(engine_kind: str, container: str, script: str = "allreduce.py") -> List[str]:
+    """The training processes still alive in ``container`` (empty when it is gone)."""
+    out = subprocess.run([engine_kind, "exec", container, "ps", "-eo", "pid,args"], capture_output=True, text=True,
+                         timeout=60)
+    return [line for line in out.stdout.splitlines() if script in line and "ps -eo" not in line]
+
+
+def wait_until(predicate, what: str, timeout: float = 120, every: float = 0.5):
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        assert time.monotonic() < deadline, f"timed out after {timeout:.0f} s waiting for {what}"
+        time.sleep(every)
+
+
+def status(spec_path: Path) -> dict:
+    out = nodeweave(spec_path, "status", "--json", timeout=120)
+    return json.loads(out.stdout)
+
+
+def run_folders(spec_path: Path) -> List[Path]:
+    return sorted((spec_path.parent / "runs").glob("*"))
+
+
+def interrupt(proc: "subprocess.Popen[str]") -> None:
+    os.killpg(proc.pid, signal.SIGINT)

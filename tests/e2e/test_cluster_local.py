@@ -1,0 +1,181 @@
+"""The operating loop on the local cluster (podman, compose/local.yaml in hold mode), for real.
+
+``nodeweave up --hold`` brings up 2 (and 3) node containers that plan and
+hold; ``nodeweave run`` starts examples/train.py (a real 2-node gloo DDP job)
+in all of them through each node's entrypoint; ``status``, ``logs``, ``stop``
+and ``down`` do what they say; and the faults: a node killed mid-run, SIGINT
+to ``run``, a node that never comes up. Every bound is asserted.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+
+import pytest
+
+from cluster_harness import LONG, interrupt, nodeweave, ranks, run_folders, start, status, wait_until, workdir
+
+pytestmark = [pytest.mark.engine, pytest.mark.slow]
+GRACE = 5  # nodeweave run/stop --grace in these tests
+
+
+def _up(spec_path, image, nodes):
+    out = nodeweave(spec_path, "up", "--hold", "--image", image, "--timeout", "180", check=0, timeout=400)
+    assert f"{nodes} node(s) up in hold mode" in out.stdout and "plans agree" in out.stdout, out.stdout
+    return out
+
+
+@pytest.fixture(scope="module")
+def two(engine, cpu_image, tmp_path_factory):
+    if engine.kind != "podman":
+        pytest.skip("the local cluster tests drive podman-compose")
+    spec_path = workdir(tmp_path_factory.mktemp("two"), "nwt-two", 2)
+    nodeweave(spec_path, "down", timeout=300)  # leftovers of an interrupted run
+    try:
+        _up(spec_path, cpu_image, 2)
+        yield spec_path
+    finally:
+        nodeweave(spec_path, "down", timeout=300)
+
+
+def test_up_holds_every_node_with_its_plan_printed(two, engine):
+    for index in (0, 1):
+        log = engine.client.container.logs(f"nwt-two-{index}")
+        assert f"holding: node {index} of 2, master nwt-two-0:29500" in log and "Topology" in log, log
+    report = status(two)
+    assert report["plans_agree"] is True
+    assert [(n["node"], n["up"], n["mode"], n["rank"], n["run"]) for n in report["nodes"]] == [
+        ("node-0", True, "hold", 0, None), ("node-1", True, "hold", 1, None)]
+    table = nodeweave(two, "status", check=0).stdout
+    assert "plans agree" in table and "hold" in table
+
+
+def test_run_trains_on_both_nodes_and_records_the_run(two):
+    out = nodeweave(two, "run", "--", "train.py", "--steps", "20", check=0, timeout=600)
+    for index in (0, 1):
+        done = [line for line in out.stdout.splitlines()
+                if line.startswith(f"[node-{index}]") and "done: world_size=2" in line]
+        assert done and done[0].endswith(" ok"), out.stdout
+    folder = run_folders(two)[-1]
+    record = json.loads((folder / "run.json").read_text())
+    assert record["exit_code"] == 0 and record["command"] == ["train.py", "--steps", "20"]
+    assert (folder / "spec.yaml").read_text() == two.read_text()
+    for index, node in enumerate(record["nodes"]):
+        assert node["exit_code"] == 0 and node["first_output_s"] is not None and node["reached_as"] == f"podman:nwt-two-{index}"
+        assert node["exported"]["NODE_RANK"] == str(index) and node["exported"]["MASTER_ADDR"] == "nwt-two-0"
+        plan = json.loads((folder / node["plan"]).read_text())
+        assert plan["topology"]["node_rank"]["value"] == index
+        log = (folder / f"node-{index}.log").read_text()
+        assert f"node {index} of 2" in log and "samples/s" in log
+    assert record["workspace"]["commit"] is None  # the spec's folder is no git checkout
+    assert record["nodes"][0]["sync"] is None  # nothing synced there: no stamp
+
+
+def test_logs_in_hold_mode_are_the_last_runs(two):
+    out = nodeweave(two, "logs", check=0)
+    assert "[node-0]" in out.stdout and "[node-1]" in out.stdout and "done: world_size=2" in out.stdout
+    only = nodeweave(two, "logs", "--node", "1", check=0).stdout
+    assert "[node-1]" in only and "[node-0]" not in only
+    container = nodeweave(two, "logs", "--container", check=0).stdout
+    assert "holding: node 0 of 2" in container and "holding: node 1 of 2" in container
+
+
+def test_status_shows_the_run_and_stop_ends_it_on_every_node(two, engine):
+    job = start(two, "run", "--grace", str(GRACE), "--", *LONG)
+    try:
+        wait_until(lambda: all(ranks("podman", f"nwt-two-{i}") for i in (0, 1)), "ranks on both nodes")
+        report = status(two)
+        runs = [n["run"] for n in report["nodes"]]
+        assert all(runs) and runs[0]["run_id"] == runs[1]["run_id"], report
+        started = time.monotonic()
+        out = nodeweave(two, "stop", "--grace", str(GRACE), check=0)
+        assert "process(es) stopped" in out.stdout, out.stdout
+        assert job.wait(timeout=GRACE + 30) == 1  # the nodes ended with 143: a stopped run is not a success
+        assert time.monotonic() - started < GRACE + 20
+        assert ranks("podman", "nwt-two-0") == [] and ranks("podman", "nwt-two-1") == []
+        assert status(two)["nodes"][0]["run"] is None
+    finally:
+        if job.poll() is None:
+            job.kill()
+
+
+def test_sigint_to_run_stops_every_rank_within_the_grace(two):
+    job = start(two, "run", "--grace", str(GRACE), "--", *LONG)
+    try:
+        wait_until(lambda: all(ranks("podman", f"nwt-two-{i}") for i in (0, 1)), "ranks on both nodes")
+        started = time.monotonic()
+        interrupt(job)
+        output, _ = job.communicate(timeout=GRACE + 40)
+        took = time.monotonic() - started
+        assert job.returncode == 130, output
+        assert "interrupted: stopping every node" in output
+        assert took < GRACE + 20, f"took {took:.1f} s"
+        assert ranks("podman", "nwt-two-0") == [] and ranks("podman", "nwt-two-1") == []
+        record = json.loads((run_folders(two)[-1] / "run.json").read_text())
+        assert record["exit_code"] == 130 and all(n["stop"] for n in record["nodes"])
+    finally:
+        if job.poll() is None:
+            job.kill()
+
+
+def test_down_removes_the_nodes(two, engine):
+    nodeweave(two, "down", check=0, timeout=300)
+    exists = subprocess.run(["podman", "container", "exists", "nwt-two-0"]).returncode
+    assert exists != 0
+    out = nodeweave(two, "status", timeout=120)
+    assert out.returncode == 1 and "down: node-0, node-1" in out.stderr, out.stderr
+
+
+def test_three_nodes_a_node_killed_mid_run_fails_the_run_and_stops_the_others(engine, cpu_image, tmp_path):
+    if engine.kind != "podman":
+        pytest.skip("the local cluster tests drive podman-compose")
+    spec_path = workdir(tmp_path, "nwt-three", 3)
+    nodeweave(spec_path, "down", timeout=300)
+    job = None
+    try:
+        _up(spec_path, cpu_image, 3)
+        out = nodeweave(spec_path, "run", "--", "train.py", "--steps", "10", check=0)
+        assert out.stdout.count("done: world_size=3") == 3 and "[node-2]" in out.stdout
+        job = start(spec_path, "run", "--grace", str(GRACE), "--", *LONG)
+        wait_until(lambda: all(ranks("podman", f"nwt-three-{i}") for i in range(3)), "ranks on three nodes")
+        killed = time.monotonic()
+        subprocess.run(["podman", "kill", "nwt-three-2"], check=True, capture_output=True)
+        output, _ = job.communicate(timeout=60)
+        took = time.monotonic() - killed
+        assert job.returncode == 1 and "node-2 (podman:nwt-three-2) failed first" in output, output
+        assert took < 30, f"run took {took:.1f} s to end after the kill"
+        assert ranks("podman", "nwt-three-0") == [] and ranks("podman", "nwt-three-1") == []
+    finally:
+        if job is not None and job.poll() is None:
+            job.kill()
+        nodeweave(spec_path, "down", timeout=300)
+
+
+def test_a_node_that_never_comes_up_is_named_after_the_deadline(engine, cpu_image, tmp_path):
+    """Node 1's name is taken by someone else's container that holds nothing: it never comes up."""
+    if engine.kind != "podman":
+        pytest.skip("the local cluster tests drive podman-compose")
+    spec_path = workdir(tmp_path, "nwt-late", 2)
+    nodeweave(spec_path, "down", timeout=300)
+    subprocess.run(["podman", "rm", "-f", "-t", "0", "nwt-late-1"], capture_output=True)
+    subprocess.run(["podman", "run", "-d", "--name", "nwt-late-1", "--entrypoint", "sleep", cpu_image, "600"],
+                   check=True, capture_output=True)
+    try:
+        started = time.monotonic()
+        out = nodeweave(spec_path, "up", "--hold", "--image", cpu_image, "--timeout", "20", timeout=300)
+        took = time.monotonic() - started
+        assert out.returncode == 1, out.stdout + out.stderr
+        assert "1 of 2 node(s) not up after" in out.stderr and "node-1 (podman:nwt-late-1)" in out.stderr, out.stderr
+        assert "running (not holding)" in out.stderr
+        assert 20 <= took < 120
+    finally:
+        subprocess.run(["podman", "rm", "-f", "-t", "0", "nwt-late-1"], capture_output=True)
+        nodeweave(spec_path, "down", timeout=300)
+
+
+def test_shell_dry_run_names_the_exec(tmp_path):
+    spec_path = workdir(tmp_path, "nwt-shell", 2)
+    out = nodeweave(spec_path, "shell", "1", "--dry-run", check=0)
+    assert out.stdout.startswith("podman exec -i -t nwt-shell-1 sh -c")

@@ -1,0 +1,125 @@
+"""The bare-hosts path over real ssh: two sshd containers are the hosts, nodeweave reaches them with ssh.
+
+The hosts are the session's cpu image plus Debian's openssh-server (built
+once with the host network, which reaches Debian's mirror; skipped with the
+reason when it cannot be built), on a podman network this test creates, the
+client authenticating with a key made for the test: the sync tests' set-up,
+with the training stack on the hosts. ``--engine none``: the hosts run the
+entrypoint themselves, so every command carries the variables a compose
+file would have given a container (node rank, master, node count, the
+contract) through ``env``, and runs in ``--remote-dir``. A real 2-node gloo
+job trains across them; status, logs, stop and down go the same way.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import time
+import uuid
+
+import pytest
+
+from cluster_harness import LONG, nodeweave, start, wait_until, workdir
+
+pytestmark = [pytest.mark.engine, pytest.mark.slow]
+HOST_IMAGE = "localhost/nodeweave-e2e/e2e:cpu-sshd"
+CONTAINERFILE = """FROM {image}
+USER root
+RUN apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \\
+    openssh-server >/dev/null && rm -rf /var/lib/apt/lists/* && mkdir -p /run/sshd \\
+ && ln -sf /opt/venv/bin/nodeweave-entrypoint /opt/venv/bin/torchrun /usr/local/bin/
+ENTRYPOINT []
+CMD ["/usr/sbin/sshd", "-D", "-e"]
+"""
+
+
+def podman(*args, check=True, **kw):
+    return subprocess.run(["podman", *args], capture_output=True, text=True, check=check, timeout=900, **kw)
+
+
+@pytest.fixture(scope="module")
+def hosts(engine, cpu_image, tmp_path_factory):
+    if engine.kind != "podman":
+        pytest.skip("the hosts are podman containers")
+    built = podman("build", "-q", "--network=host", "-t", HOST_IMAGE, "-f", "-", str(tmp_path_factory.getbasetemp()),
+                   input=CONTAINERFILE.format(image=cpu_image), check=False)
+    if built.returncode != 0:
+        pytest.skip(f"cannot build {HOST_IMAGE} (needs Debian's mirror): {built.stderr[-300:]}")
+    keys = tmp_path_factory.mktemp("ssh")
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(keys / "id")], check=True)
+    spec_path = workdir(tmp_path_factory.mktemp("ws"), "nws", 2)
+    tag = uuid.uuid4().hex[:6]
+    network, names = f"nwssh-net-{tag}", [f"nwssh-{tag}-a", f"nwssh-{tag}-b"]
+    podman("network", "create", network)
+    try:
+        for name in names:
+            podman("run", "-d", "--name", name, "--hostname", name, "--network", network, "--shm-size", "1g",
+                   "-v", f"{keys / 'id.pub'}:/root/.ssh/authorized_keys:ro", "-v", f"{spec_path.parent}:/srv/job",
+                   HOST_IMAGE)
+        addresses = [podman("inspect", "--format", "{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}",
+                            name).stdout.strip() for name in names]
+        for address in addresses:
+            wait_until(lambda: _listens(address), f"sshd on {address}", timeout=30)
+        flags = ["--target", "hosts", "--engine", "none", "--remote-dir", "/srv/job",
+                 *(f"--host=root@{a}" for a in addresses),
+                 *(f"--ssh-option={o}" for o in (f"IdentityFile={keys / 'id'}", "StrictHostKeyChecking=no",
+                                                  "UserKnownHostsFile=/dev/null", "LogLevel=ERROR"))]
+        yield {"spec": spec_path, "flags": flags, "names": names, "addresses": addresses}
+    finally:
+        for name in names:
+            podman("rm", "-f", "-t", "0", name, check=False)
+        podman("network", "rm", "-f", network, check=False)
+
+
+def _listens(address):
+    try:
+        socket.create_connection((address, 22), timeout=2).close()
+        return True
+    except OSError:
+        return False
+
+
+def _ranks(name):
+    out = podman("exec", name, "ps", "-eo", "args", check=False).stdout
+    return [line for line in out.splitlines() if "allreduce.py" in line and "ps -eo" not in line]
+
+
+def test_up_run_status_logs_stop_down_over_ssh(hosts):
+    spec, flags = hosts["spec"], hosts["flags"]
+    out = nodeweave(spec, "up", *flags, "--timeout", "60", check=0)
+    assert "2 node(s) up and answer (bare hosts: nothing held)" in out.stdout and "plans agree" in out.stdout, out.stdout
+    # `up` remembered the hosts: the other verbs need no flags
+    out = nodeweave(spec, "run", "--", "train.py", "--steps", "10", check=0)
+    assert out.stdout.count("done: world_size=2") == 2, out.stdout
+    for index, address in enumerate(hosts["addresses"]):
+        line = next(l for l in out.stdout.splitlines() if l.startswith(f"[node-{index}]") and "of 2" in l)
+        assert f"node {index} of 2" in line and f"master {hosts['addresses'][0]}:29500" in line, line
+    report = json.loads(nodeweave(spec, "status", "--json", check=0).stdout)
+    assert report["plans_agree"] is True and [n["rank"] for n in report["nodes"]] == [0, 1]
+    assert report["nodes"][1]["reached_as"] == f"ssh:root@{hosts['addresses'][1]}"
+    logs = nodeweave(spec, "logs", check=0).stdout
+    assert "[node-1]" in logs and "done: world_size=2" in logs
+    job = start(spec, "run", "--grace", "5", "--", *LONG)
+    try:
+        wait_until(lambda: all(_ranks(n) for n in hosts["names"]), "ranks on both hosts")
+        assert "process(es) stopped" in nodeweave(spec, "stop", "--grace", "5", check=0).stdout
+        assert job.wait(timeout=40) == 1
+        assert _ranks(hosts["names"][0]) == [] and _ranks(hosts["names"][1]) == []
+    finally:
+        if job.poll() is None:
+            job.kill()
+    nodeweave(spec, "down", check=0)
+
+
+def test_an_unreachable_host_is_named(hosts, tmp_path):
+    """The second host is an address on the test's own network that no container has."""
+    spec = workdir(tmp_path, "nws-gone", 2)
+    nobody = hosts["addresses"][0].rsplit(".", 1)[0] + ".250"
+    flags = [f for f in hosts["flags"] if not f.startswith("--host=")]
+    flags += [f"--host=root@{hosts['addresses'][0]}", f"--host=root@{nobody}", "--ssh-option=ConnectTimeout=3"]
+    started = time.monotonic()
+    out = nodeweave(spec, "up", *flags, "--timeout", "15")
+    assert out.returncode == 1 and f"node-1 (ssh:root@{nobody})" in out.stderr, out.stderr
+    assert "not up after" in out.stderr and time.monotonic() - started < 90
