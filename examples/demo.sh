@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# `make demo`: the main job for real where a container engine runs, else what nodeweave would do here.
+#
+# With podman answering: build the cpu image offline (the local Debian base and the wheelhouse, as the
+# engine tests do), bring up a 2-node local cluster that holds (`nodeweave up --hold`), run the spec's
+# training script on both nodes (`nodeweave run`), show the run folder, take the cluster down.
+# Without an engine: render everything for the spec into build/demo, explain the entrypoint's plan for
+# this machine, and print the one command that installs an engine.
+# Usage: examples/demo.sh [SPEC]   (default nodeweave.yaml; .venv/bin must hold nodeweave)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+spec="${1:-nodeweave.yaml}"
+bin=.venv/bin
+base=localhost/nodeweave-base:bookworm
+
+explain() {
+  "$bin/nodeweave" render all --spec "$spec" --out build/demo
+  "$bin/nodeweave-entrypoint" --explain --nnodes 2 --node-rank 0 --master-addr 127.0.0.1 -- train.py
+}
+
+if ! command -v podman >/dev/null 2>&1 || ! podman info >/dev/null 2>&1; then
+  explain
+  echo
+  echo "No container engine answers here, so the demo stopped at rendering and explaining."
+  echo "Install podman (as CI does) and run 'make demo' again to train on a 2-node local cluster:"
+  echo "  bash .ci/setup-engine.sh"
+  exit 0
+fi
+
+step() { printf '\n== %s\n' "$*"; }
+step "image: the cpu variant, offline, from $base and wheelhouse/"
+bash .ci/make-base-image.sh "$base"
+bash .ci/wheelhouse.sh cpu
+"$bin/nodeweave" image build cpu --spec "$spec" --base "$base" --offline --network host --quiet
+
+step "up: 2 node containers on this machine that plan and hold (compose/local.yaml)"
+trap '"$bin/nodeweave" down --spec "$spec" >/dev/null 2>&1 || true' EXIT
+"$bin/nodeweave" up --spec "$spec" --hold --timeout 300
+"$bin/nodeweave" status --spec "$spec"
+
+step "run: the spec's training script on both nodes at once, through each node's entrypoint"
+"$bin/nodeweave" run --spec "$spec"
+
+step "the run folder"
+run=$(ls -1dt runs/*/ | head -1)
+ls -l "$run"
+"$bin/python" - "$run" <<'PY'
+import json, sys
+record = json.load(open(sys.argv[1] + "run.json"))
+print(f"{record['run_id']}: {record['summary']}")
+for node in record["nodes"]:
+    exported = node["exported"]
+    print(f"  {node['node']} ({node['reached_as']}): exit {node['exit_code']}, first output after "
+          f"{node['first_output_s']} s, NODE_RANK={exported.get('NODE_RANK')} MASTER_ADDR={exported.get('MASTER_ADDR')}")
+PY
+
+step "down"
+trap - EXIT
+"$bin/nodeweave" down --spec "$spec"
