@@ -88,9 +88,10 @@ def down_command(
         if backend.target == "hosts" and not backend.down_steps(delete_claims):
             _stop_everywhere(backend, backend.nodes(), 10.0, out, dry_run)
             return
+        done = backend.prepare_down(dry_run)
         phases = backend.down_steps(delete_claims)
         if dry_run:
-            print_steps(out, phases, [])
+            print_steps(out, phases, done)
             return
         for phase in phases:
             for step in phase:

@@ -101,6 +101,9 @@ class Backend:
         """Local work before the up steps (render files); returns what was (or would be) done."""
         return []
 
+    def prepare_down(self, dry_run: bool) -> List[str]:
+        return []
+
     def up_steps(self, mode: str, image: Optional[str]) -> List[List[Step]]:
         """Phases of steps: the steps of a phase run at once, phases one after another."""
         raise NotImplementedError

@@ -74,6 +74,10 @@ class LocalCluster(Backend):
         return [[Step(f"start {self.spec.nodes.min} node containers ({mode} mode)", self.compose("up", "-d"), env,
                       timeout=900)]]
 
+    def prepare_down(self, dry_run: bool) -> List[str]:
+        """compose takes the node list from the file: render it when it is gone (the spec's nodes)."""
+        return [] if self.compose_file.exists() else self.prepare_up("run", dry_run)
+
     def down_steps(self, delete_claims: bool) -> List[List[Step]]:
         grace = str(self.spec.kubernetes.grace_period)
         return [[Step("stop and remove the node containers and their network", self.compose("down", "-t", grace),

@@ -139,7 +139,7 @@ class Runner:
                 run.code, run.ended = run.proc.returncode, time.monotonic() - self.t0
                 if run.code != 0 and self.first_failure is None and self.stop_began is None:
                     self.first_failure = run
-                    self._say(f"{run.node.name} ({run.node.remote.label}) ended with exit {run.code}: stopping "
+                    self._say(f"{run.node.name} ({run.node.remote.label}) ended with {exit_text(run.code)}: stopping "
                               f"the other nodes (SIGTERM, SIGKILL after {self.request.grace:.0f} s)")
                     self._stop_all()
 
@@ -187,15 +187,29 @@ class Runner:
 
     def summary(self) -> str:
         if self.interrupted:
-            return "interrupted: " + ", ".join(f"{r.node.name} exit {r.code}" for r in self.runs)
+            return "interrupted: " + ", ".join(f"{r.node.name} {exit_text(r.code)}" for r in self.runs)
         if self.first_failure is not None:
             f = self.first_failure
-            others = ", ".join(f"{r.node.name} exit {r.code}" for r in self.runs if r is not f)
+            others = ", ".join(f"{r.node.name} {exit_text(r.code)}" for r in self.runs if r is not f)
             last = f" (last line: {f.tail[-1]})" if f.tail else ""
-            return (f"{f.node.name} ({f.node.remote.label}) failed first, exit {f.code} after {f.ended:.1f} s{last}; "
-                    f"stopped the others: {others}")
+            return (f"{f.node.name} ({f.node.remote.label}) failed first, {exit_text(f.code)} after {f.ended:.1f} s"
+                    f"{last}; stopped the others: {others}")
         bad = [r for r in self.runs if r.code != 0]
         if bad:
-            return "failed: " + ", ".join(f"{r.node.name} exit {r.code}" for r in bad)
+            return "failed: " + ", ".join(f"{r.node.name} {exit_text(r.code)}" for r in bad)
         return f"every node exit 0 in {max(r.ended or 0 for r in self.runs):.1f} s"
+
+
+def exit_text(code: Optional[int]) -> str:
+    """``exit 1``, ``exit 143 (SIGTERM: stopped)``, ``exit 137 (SIGKILL: killed)``."""
+    if code is None:
+        return "still running"
+    if code > 128:
+        try:
+            name = signal.Signals(code - 128).name
+        except ValueError:
+            return f"exit {code}"
+        what = {"SIGTERM": "stopped", "SIGINT": "interrupted", "SIGKILL": "killed"}.get(name, "signalled")
+        return f"exit {code} ({name}: {what})"
+    return f"exit {code}"
 
