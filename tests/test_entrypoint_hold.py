@@ -107,7 +107,7 @@ def start_run(tmp_path, script, run_id="20260101T000000Z-job"):
     (tmp_path / "train.py").write_text("")
     proc = entrypoint(tmp_path, "--mode", "run", "--run-id", run_id, "--sysroot", str(FIX / "cpu-only"),
                       "--", "train.py", start_new_session=True)
-    wait_for(lambda: (tmp_path / "nodeweave" / "runs" / run_id / "run.json").exists(), "the run record")
+    wait_for(lambda: (tmp_path / "nodeweave" / "runs" / run_id / "plan.json").exists(), "the launch")
     return proc
 
 
@@ -157,6 +157,22 @@ def test_a_run_that_ignores_sigterm_is_killed_after_the_grace(tmp_path):
     assert descendants_alive(tmp_path) == []
 
 
+def test_a_worker_still_waiting_for_its_master_is_recorded_and_stopped(tmp_path):
+    """Stopped before it launched anything: the record is written first, so stop finds it."""
+    (tmp_path / "train.py").write_text("")
+    proc = entrypoint(tmp_path, "--mode", "run", "--run-id", "waiting", "--sysroot", str(FIX / "cpu-only"),
+                      "--nnodes", "2", "--node-rank", "1", "--master-addr", "127.0.0.1", "--master-port", "9",
+                      "--wait-timeout", "120", "--", "train.py", start_new_session=True)
+    wait_for((tmp_path / "nodeweave" / "runs" / "waiting" / "run.json").exists, "the record")
+    status, _ = node(tmp_path, "status")
+    assert [r["run_id"] for r in status["runs"]] == ["waiting"]
+    started = time.monotonic()
+    report, code = node(tmp_path, "stop", "--grace", "3")
+    assert code == 0 and report["stopped"][0]["processes"] == 1 and not report["stopped"][0]["killed"], report
+    assert proc.wait(timeout=10) in (143, -signal.SIGTERM)
+    assert time.monotonic() - started < 5
+
+
 def test_a_second_run_on_a_busy_node_is_refused_with_exit_5(tmp_path):
     first = start_run(tmp_path, LAUNCHER, run_id="first")
     try:
@@ -190,3 +206,22 @@ def test_a_run_id_that_cannot_be_a_folder_name_is_refused(tmp_path, bad):
     out = subprocess.run([sys.executable, "-m", "nodeweave.entrypoint", "--run-id", bad, "--explain", "--", "t.py"],
                          env=environment(tmp_path), capture_output=True, text=True)
     assert out.returncode == 2 and "run id" in out.stderr, out.stderr
+
+
+def test_stop_with_a_run_id_finds_an_entrypoint_that_has_not_recorded_itself(tmp_path):
+    """Between its exec and its record, a run is known by its command line (--run-id ID)."""
+    from nodeweave.entrypoint.runstate import unrecorded_runs
+
+    sleeper = subprocess.Popen(["sh", "-c", "exec sleep 60", "nodeweave-entrypoint", "--run-id", "early"])
+    stand_in = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", "--run-id", "early"])
+    try:
+        found = unrecorded_runs("early", set())
+        assert [r["pid"] for r in found] == [stand_in.pid]  # `sh -c` execs sleep: its argv is sleep's now
+        report, code = node(tmp_path, "stop", "--run", "early", "--grace", "2")
+        assert code == 0 and report["stopped"][0]["processes"] == 1
+        assert stand_in.wait(timeout=10) == -signal.SIGTERM
+        assert node(tmp_path, "stop", "--run", "other")[0]["stopped"] == []
+    finally:
+        for proc in (sleeper, stand_in):
+            proc.kill()
+            proc.wait()

@@ -59,11 +59,17 @@ def start(spec_path: Path, *args: str) -> "subprocess.Popen[str]":
                             env={**os.environ, "COLUMNS": "200"}, start_new_session=True)
 
 
-def ranks(engine_kind: str, container: str, script: str = "allreduce.py") -> List[str]:
-    """The training processes still alive in ``container`` (empty when it is gone)."""
+def processes(engine_kind: str, container: str, script: str = "allreduce.py") -> List[str]:
+    """Every process of a run of ``script`` still alive in ``container``: entrypoint, launcher, ranks."""
     out = subprocess.run([engine_kind, "exec", container, "ps", "-eo", "pid,args"], capture_output=True, text=True,
                          timeout=60)
     return [line for line in out.stdout.splitlines() if script in line and "ps -eo" not in line]
+
+
+def ranks(engine_kind: str, container: str, script: str = "allreduce.py") -> List[str]:
+    """The training processes alone (not the entrypoint, not torchrun): the job has really started."""
+    return [line for line in processes(engine_kind, container, script)
+            if "nodeweave-entrypoint" not in line and "torchrun" not in line]
 
 
 def wait_until(predicate, what: str, timeout: float = 120, every: float = 0.5):
@@ -87,3 +93,14 @@ def run_folders(spec_path: Path) -> List[Path]:
 
 def interrupt(proc: "subprocess.Popen[str]") -> None:
     os.killpg(proc.pid, signal.SIGINT)
+
+
+def finish(job: "Optional[subprocess.Popen[str]]", spec_path: Path) -> None:
+    """After a test: a run still going is interrupted as a user would (which stops the nodes), then stop anyway."""
+    if job is not None and job.poll() is None:
+        interrupt(job)
+        try:
+            job.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            job.kill()
+    nodeweave(spec_path, "stop", "--grace", "2", timeout=120)

@@ -15,7 +15,8 @@ import time
 
 import pytest
 
-from cluster_harness import LONG, interrupt, nodeweave, ranks, run_folders, start, status, wait_until, workdir
+from cluster_harness import (LONG, finish, interrupt, nodeweave, processes, ranks, run_folders, start, status,
+                             wait_until, workdir)
 
 pytestmark = [pytest.mark.engine, pytest.mark.slow]
 GRACE = 5  # nodeweave run/stop --grace in these tests
@@ -94,11 +95,22 @@ def test_status_shows_the_run_and_stop_ends_it_on_every_node(two, engine):
         assert "process(es) stopped" in out.stdout, out.stdout
         assert job.wait(timeout=GRACE + 30) == 1  # the nodes ended with 143: a stopped run is not a success
         assert time.monotonic() - started < GRACE + 20
-        assert ranks("podman", "nwt-two-0") == [] and ranks("podman", "nwt-two-1") == []
+        assert processes("podman", "nwt-two-0") == [] and processes("podman", "nwt-two-1") == []
         assert status(two)["nodes"][0]["run"] is None
     finally:
-        if job.poll() is None:
-            job.kill()
+        finish(job, two)
+
+
+def test_a_run_stopped_before_the_workers_launch_leaves_nothing(two):
+    """Stop as soon as the run starts: a worker still waiting for the master is stopped too."""
+    job = start(two, "run", "--grace", str(GRACE), "--", *LONG)
+    try:
+        wait_until(lambda: all(processes("podman", f"nwt-two-{i}") for i in (0, 1)), "the entrypoints")
+        nodeweave(two, "stop", "--grace", str(GRACE), check=0)
+        assert job.wait(timeout=GRACE + 30) == 1
+        assert processes("podman", "nwt-two-0") == [] and processes("podman", "nwt-two-1") == []
+    finally:
+        finish(job, two)
 
 
 def test_sigint_to_run_stops_every_rank_within_the_grace(two):
@@ -112,12 +124,11 @@ def test_sigint_to_run_stops_every_rank_within_the_grace(two):
         assert job.returncode == 130, output
         assert "interrupted: stopping every node" in output
         assert took < GRACE + 20, f"took {took:.1f} s"
-        assert ranks("podman", "nwt-two-0") == [] and ranks("podman", "nwt-two-1") == []
+        assert processes("podman", "nwt-two-0") == [] and processes("podman", "nwt-two-1") == []
         record = json.loads((run_folders(two)[-1] / "run.json").read_text())
         assert record["exit_code"] == 130 and all(n["stop"] for n in record["nodes"])
     finally:
-        if job.poll() is None:
-            job.kill()
+        finish(job, two)
 
 
 def test_down_removes_the_nodes(two, engine):
@@ -145,11 +156,11 @@ def test_three_nodes_a_node_killed_mid_run_fails_the_run_and_stops_the_others(en
         output, _ = job.communicate(timeout=60)
         took = time.monotonic() - killed
         assert job.returncode == 1 and "node-2 (podman:nwt-three-2) failed first" in output, output
+        assert "exit 137 (SIGKILL: killed)" in output and "stopped waiting" not in output, output
         assert took < 30, f"run took {took:.1f} s to end after the kill"
-        assert ranks("podman", "nwt-three-0") == [] and ranks("podman", "nwt-three-1") == []
+        assert processes("podman", "nwt-three-0") == [] and processes("podman", "nwt-three-1") == []
     finally:
-        if job is not None and job.poll() is None:
-            job.kill()
+        finish(job, spec_path)
         nodeweave(spec_path, "down", timeout=300)
 
 

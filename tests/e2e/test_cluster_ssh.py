@@ -9,6 +9,13 @@ entrypoint themselves, so every command carries the variables a compose
 file would have given a container (node rank, master, node count, the
 contract) through ``env``, and runs in ``--remote-dir``. A real 2-node gloo
 job trains across them; status, logs, stop and down go the same way.
+
+``--engine docker`` (one container per host, what a ROCm team runs) is
+driven through the same ssh, with ``docker`` on the hosts a stand-in
+(docker_standin.sh: no dockerd runs inside these containers) that keeps the
+compose file and variables it is sent and runs the "container" as a process:
+so the compose file, the generated NODE_RANK/MASTER_ADDR and the
+``ssh HOST -- docker exec`` path are real, compose itself is not.
 """
 
 from __future__ import annotations
@@ -18,10 +25,11 @@ import socket
 import subprocess
 import time
 import uuid
+from pathlib import Path
 
 import pytest
 
-from cluster_harness import LONG, nodeweave, start, wait_until, workdir
+from cluster_harness import LONG, finish, nodeweave, start, wait_until, workdir
 
 pytestmark = [pytest.mark.engine, pytest.mark.slow]
 HOST_IMAGE = "localhost/nodeweave-e2e/e2e:cpu-sshd"
@@ -30,6 +38,7 @@ USER root
 RUN apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \\
     openssh-server >/dev/null && rm -rf /var/lib/apt/lists/* && mkdir -p /run/sshd \\
  && ln -sf /opt/venv/bin/nodeweave-entrypoint /opt/venv/bin/torchrun /usr/local/bin/
+COPY docker_standin.sh /usr/local/bin/docker
 ENTRYPOINT []
 CMD ["/usr/sbin/sshd", "-D", "-e"]
 """
@@ -43,7 +52,7 @@ def podman(*args, check=True, **kw):
 def hosts(engine, cpu_image, tmp_path_factory):
     if engine.kind != "podman":
         pytest.skip("the hosts are podman containers")
-    built = podman("build", "-q", "--network=host", "-t", HOST_IMAGE, "-f", "-", str(tmp_path_factory.getbasetemp()),
+    built = podman("build", "-q", "--network=host", "-t", HOST_IMAGE, "-f", "-", str(Path(__file__).parent),
                    input=CONTAINERFILE.format(image=cpu_image), check=False)
     if built.returncode != 0:
         pytest.skip(f"cannot build {HOST_IMAGE} (needs Debian's mirror): {built.stderr[-300:]}")
@@ -81,9 +90,13 @@ def _listens(address):
         return False
 
 
-def _ranks(name):
+def _processes(name):
     out = podman("exec", name, "ps", "-eo", "args", check=False).stdout
     return [line for line in out.splitlines() if "allreduce.py" in line and "ps -eo" not in line]
+
+
+def _ranks(name):
+    return [line for line in _processes(name) if "nodeweave-entrypoint" not in line and "torchrun" not in line]
 
 
 def test_up_run_status_logs_stop_down_over_ssh(hosts):
@@ -106,11 +119,32 @@ def test_up_run_status_logs_stop_down_over_ssh(hosts):
         wait_until(lambda: all(_ranks(n) for n in hosts["names"]), "ranks on both hosts")
         assert "process(es) stopped" in nodeweave(spec, "stop", "--grace", "5", check=0).stdout
         assert job.wait(timeout=40) == 1
-        assert _ranks(hosts["names"][0]) == [] and _ranks(hosts["names"][1]) == []
+        assert _processes(hosts["names"][0]) == [] and _processes(hosts["names"][1]) == []
     finally:
-        if job.poll() is None:
-            job.kill()
+        finish(job, spec)
     nodeweave(spec, "down", check=0)
+
+
+def test_compose_over_ssh_generates_each_hosts_rank_and_runs_through_docker_exec(hosts, tmp_path):
+    spec = workdir(tmp_path, "nwd", 2)
+    flags = list(hosts["flags"])
+    flags[flags.index("none")] = "docker"
+    out = nodeweave(spec, "up", *flags, "--hold", "--timeout", "90", check=0)
+    assert "2 node(s) up in hold mode" in out.stdout and "plans agree" in out.stdout, out.stdout
+    for index, name in enumerate(hosts["names"]):
+        got = podman("exec", name, "cat", "/var/lib/docker-standin/nwd-node.compose-env").stdout.split()
+        assert got == [f"MASTER_ADDR={hosts['addresses'][0]}", "NNODES=2", "NODEWEAVE_MODE=hold", f"NODE_RANK={index}"]
+        sent = podman("exec", name, "cat", "/var/lib/docker-standin/nwd-node.yaml").stdout
+        assert "container_name: nwd-node" in sent and "NODE_RANK must be set" in sent
+    report = json.loads(nodeweave(spec, "status", "--json", check=0).stdout)
+    assert [(n["reached_as"], n["mode"], n["rank"]) for n in report["nodes"]] == [
+        (f"ssh+docker:root@{a}/nwd-node", "hold", i) for i, a in enumerate(hosts["addresses"])]
+    out = nodeweave(spec, "run", "--", "train.py", "--steps", "10", check=0)
+    assert out.stdout.count("done: world_size=2") == 2, out.stdout
+    container = nodeweave(spec, "logs", "--container", "--node", "1", check=0).stdout
+    assert "[node-1]" in container and "holding: node 1 of 2" in container
+    nodeweave(spec, "down", check=0)
+    assert "nwd-node.pid" not in podman("exec", hosts["names"][0], "ls", "/var/lib/docker-standin").stdout
 
 
 def test_an_unreachable_host_is_named(hosts, tmp_path):

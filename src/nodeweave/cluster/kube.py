@@ -89,20 +89,24 @@ class KubeCluster(Backend):
         for rel, text in files.items():
             (self._scratch / rel).parent.mkdir(parents=True, exist_ok=True)
             (self._scratch / rel).write_text(text, encoding="utf-8")
-        patches = []
+        patches = []  # (target, strategic-merge patch): the target selects by kind and name, in any namespace
         if mode is not None:
-            patches.append({"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": self.spec.name},
-                            "spec": {"template": {"spec": {"containers": [
-                                {"name": CONTAINER, "env": [{"name": "NODEWEAVE_MODE", "value": mode}]}]}}}})
+            patches.append(({"kind": "StatefulSet", "name": self.spec.name},
+                            {"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": self.spec.name},
+                             "spec": {"template": {"spec": {"containers": [
+                                 {"name": CONTAINER, "env": [{"name": "NODEWEAVE_MODE", "value": mode}]}]}}}}))
         if keep_claims and self.spec.kubernetes.claim == "shared":
-            patches.append({"apiVersion": "v1", "kind": "PersistentVolumeClaim",
-                            "metadata": {"name": workspace_claim(self.spec)}, "$patch": "delete"})
+            claim = workspace_claim(self.spec)
+            patches.append(({"kind": "PersistentVolumeClaim", "name": claim},
+                            {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": claim},
+                             "$patch": "delete"}))
         overlay = self._scratch / OVERLAY
         overlay.mkdir(parents=True)
         kustomization = {"apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization",
                          "namespace": self.namespace, "resources": [FOLDERS[self.folder]],
-                         "patches": [{"path": f"patch-{i}.yaml"} for i in range(len(patches))]}
-        for i, patch in enumerate(patches):
+                         "patches": [{"path": f"patch-{i}.yaml", "target": target}
+                                     for i, (target, _) in enumerate(patches)]}
+        for i, (_, patch) in enumerate(patches):
             (overlay / f"patch-{i}.yaml").write_text(yaml.safe_dump(patch, sort_keys=False), encoding="utf-8")
         (overlay / "kustomization.yaml").write_text(yaml.safe_dump(kustomization, sort_keys=False), encoding="utf-8")
         return overlay

@@ -186,6 +186,12 @@ class Runner:
         return 0 if all(r.code == 0 for r in self.runs) else 1
 
     def summary(self) -> str:
+        if self.abandoned_nodes():
+            return (f"stopped waiting for {', '.join(self.abandoned_nodes())}: a run may still be alive there "
+                    "(`nodeweave stop` ends it); " + self._outcome())
+        return self._outcome()
+
+    def _outcome(self) -> str:
         if self.interrupted:
             return "interrupted: " + ", ".join(f"{r.node.name} {exit_text(r.code)}" for r in self.runs)
         if self.first_failure is not None:
@@ -198,6 +204,10 @@ class Runner:
         if bad:
             return "failed: " + ", ".join(f"{r.node.name} {exit_text(r.code)}" for r in bad)
         return f"every node exit 0 in {max(r.ended or 0 for r in self.runs):.1f} s"
+
+    def abandoned_nodes(self) -> List[str]:
+        """Nodes whose exec client was killed here: their run may still be alive there."""
+        return [r.node.name for r in self.runs if r.killed_here]
 
 
 def exit_text(code: Optional[int]) -> str:

@@ -58,9 +58,9 @@ def run(settings):
     Returns the exit code of a supervised launcher; an exec'd one never returns.
     """
     if settings.get("run_id"):
-        from .runstate import refuse_second_run  # a run `nodeweave run` started: one per node at a time
+        from .runstate import begin_run  # a run `nodeweave run` started: recorded before anything else
 
-        refuse_second_run(settings)
+        begin_run(settings)
     plan = build_plan(settings)
     problem = missing_script(plan.launch.launcher, settings.command, os.getcwd())
     if problem:  # here, once, not in every rank the launcher would start

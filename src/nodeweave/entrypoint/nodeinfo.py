@@ -22,7 +22,7 @@ import sys
 import time
 
 from .errors import EXIT_FAILURE, EXIT_OK, UsageError
-from .runstate import HOLD_SCHEMA, alive, live_runs, read_json, run_dir, state_root, stop_runs
+from .runstate import HOLD_SCHEMA, alive, live_runs, read_json, run_dir, state_root, stop_runs, unrecorded_runs
 
 NODE_SCHEMA = "nodeweave.node/1"
 STAMP = ".nodeweave-sync.json"  # written by `nodeweave sync` at the workspace's root
@@ -165,6 +165,8 @@ def stop(args, env):
     except ValueError:
         raise UsageError(f"--node stop --grace must be seconds, got {grace_text!r}") from None
     runs = [r for r in live_runs(env) if wanted in (None, r.get("run_id"))]
+    if wanted is not None:  # a run whose entrypoint has just started is stopped too
+        runs += unrecorded_runs(wanted, {r["pid"] for r in runs})
     stopped = stop_runs(runs, grace) if runs else []
     left = any(r["left"] for r in stopped)
     return {"schema": NODE_SCHEMA, "stopped": stopped, "left": left}, EXIT_FAILURE if left else EXIT_OK

@@ -114,8 +114,26 @@ def live_runs(env):
     return sorted(live, key=lambda r: r.get("started", 0))
 
 
+def unrecorded_runs(run_id, recorded):
+    """Entrypoints started with ``--run-id RUN_ID`` that have not written their record yet (just exec'd)."""
+    found = []
+    needle = f"--run-id\0{run_id}\0".encode()
+    for name in os.listdir("/proc"):
+        if not name.isdigit() or int(name) in recorded or int(name) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{name}/cmdline", "rb") as f:
+                cmdline = f.read()
+        except OSError:
+            continue
+        stat = proc_stat(int(name)) if needle in cmdline else None
+        if stat is not None and stat[0] != "Z":
+            found.append({"run_id": run_id, "pid": int(name), "starttime": stat[3], "state": "starting"})
+    return found
+
+
 def refuse_second_run(settings):
-    """Before waiting or planning further: one ``nodeweave run`` per node at a time."""
+    """One ``nodeweave run`` per node at a time."""
     run_id = settings.get("run_id")
     others = [r for r in live_runs(settings.env) if r.get("run_id") != run_id]
     if others:
@@ -125,26 +143,36 @@ def refuse_second_run(settings):
                               f"since {since} UTC): `nodeweave stop` ends it", EXIT_BUSY)
 
 
-def record_run(settings, plan):
-    """Just before the launch: lead a process group and write the run's record and plan."""
-    from .explain import render_json
+def begin_run(settings):
+    """First thing in a recorded run: refuse a second one, lead a process group, record this process.
 
+    Recorded before the plan and the wait for the master, so ``nodeweave stop``
+    finds a run that has not launched yet (a worker still waiting for a master
+    that was stopped would otherwise wait out its whole timeout).
+    """
+    refuse_second_run(settings)
     try:
         os.setpgid(0, 0)  # the run's processes are this group and the groups below it
     except OSError:
         pass  # already a session leader (its group is its pid)
     run_id = settings.get("run_id")
-    folder = run_dir(settings.env, run_id)
-    os.makedirs(folder, exist_ok=True)
+    write_json(os.path.join(run_dir(settings.env, run_id), "run.json"), {
+        "schema": RUN_SCHEMA, "run_id": run_id, "pid": os.getpid(), "starttime": proc_stat(os.getpid())[3],
+        "started": time.time(), "state": "starting", "command": list(settings.command)})
+
+
+def record_run(settings, plan):
+    """Just before the launch: the run's plan, and its record completed."""
+    from .explain import render_json
+
+    folder = run_dir(settings.env, settings.get("run_id"))
     with open(os.path.join(folder, "plan.json"), "w") as f:
         f.write(render_json(plan))
+    record = read_json(os.path.join(folder, "run.json")) or {}
     topo = plan.topology
-    write_json(os.path.join(folder, "run.json"), {
-        "schema": RUN_SCHEMA, "run_id": run_id, "pid": os.getpid(), "starttime": proc_stat(os.getpid())[3],
-        "started": time.time(), "node_rank": topo.node_rank.value, "nnodes": topo.nnodes.value,
-        "launcher": plan.launch.launcher, "argv": plan.launch.argv, "command": list(settings.command),
-        "hostname": plan.node.hostname,
-    })
+    record.update(state="launched", launched=time.time(), node_rank=topo.node_rank.value, nnodes=topo.nnodes.value,
+                  launcher=plan.launch.launcher, argv=plan.launch.argv, hostname=plan.node.hostname)
+    write_json(os.path.join(folder, "run.json"), record)
 
 
 # --- stopping ----------------------------------------------------------------------------------------
