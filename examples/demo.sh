@@ -15,7 +15,7 @@ base=localhost/nodeweave-base:bookworm
 
 explain() {
   "$bin/nodeweave" render all --spec "$spec" --out build/demo
-  "$bin/nodeweave-entrypoint" --explain --nnodes 2 --node-rank 0 --master-addr 127.0.0.1 -- train.py
+  "$bin/nodeweave-entrypoint" --explain --nnodes 2 --node-rank 0 --master-addr 127.0.0.1 -- examples/train.py
 }
 
 if ! command -v podman >/dev/null 2>&1 || ! podman info >/dev/null 2>&1; then
