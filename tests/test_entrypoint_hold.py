@@ -212,16 +212,16 @@ def test_stop_with_a_run_id_finds_an_entrypoint_that_has_not_recorded_itself(tmp
     """Between its exec and its record, a run is known by its command line (--run-id ID)."""
     from nodeweave.entrypoint.runstate import unrecorded_runs
 
-    sleeper = subprocess.Popen(["sh", "-c", "exec sleep 60", "nodeweave-entrypoint", "--run-id", "early"])
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", "--run-id", "earlier"])
     stand_in = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", "--run-id", "early"])
     try:
         found = unrecorded_runs("early", set())
-        assert [r["pid"] for r in found] == [stand_in.pid]  # `sh -c` execs sleep: its argv is sleep's now
+        assert [r["pid"] for r in found] == [stand_in.pid]  # the whole argument, not a prefix
         report, code = node(tmp_path, "stop", "--run", "early", "--grace", "2")
         assert code == 0 and report["stopped"][0]["processes"] == 1
         assert stand_in.wait(timeout=10) == -signal.SIGTERM
         assert node(tmp_path, "stop", "--run", "other")[0]["stopped"] == []
     finally:
-        for proc in (sleeper, stand_in):
+        for proc in (other, stand_in):
             proc.kill()
             proc.wait()
