@@ -75,6 +75,7 @@ class Runner:
         self.interrupted = False
         self.abandoned = False
         self.stop_began: Optional[float] = None
+        self.stopper: Optional[threading.Thread] = None
         self.width = max(len(n.name) for n in nodes)
 
     # --- starting ------------------------------------------------------------------------------------
@@ -108,6 +109,8 @@ class Runner:
                 open_streams -= self._show(timeout=0.1)
                 self._reap()
                 self._enforce()
+            if self.stopper is not None and not self.abandoned:  # the nodes' stop reports, for the record
+                self.stopper.join(timeout=self.request.grace + STOP_MARGIN)
         finally:
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
@@ -136,7 +139,8 @@ class Runner:
     def _reap(self) -> None:
         for run in self.runs:
             if run.code is None and run.proc.poll() is not None:
-                run.code, run.ended = run.proc.returncode, time.monotonic() - self.t0
+                code = run.proc.returncode  # a client killed by signal N: 128+N, as exec and ssh report it
+                run.code, run.ended = (128 - code if code < 0 else code), time.monotonic() - self.t0
                 if run.code != 0 and self.first_failure is None and self.stop_began is None:
                     self.first_failure = run
                     self._say(f"{run.node.name} ({run.node.remote.label}) ended with {exit_text(run.code)}: stopping "
@@ -156,7 +160,11 @@ class Runner:
                     run.killed_here = True
 
     def _on_signal(self, _signum, _frame) -> None:
-        if self.interrupted:  # the second Ctrl-C: stop waiting for the nodes
+        self.interrupt()
+
+    def interrupt(self) -> None:
+        """What Ctrl-C does: stop every node; a second time, stop waiting for them."""
+        if self.interrupted:
             self.abandoned = True
         self.interrupted = True
 
@@ -166,7 +174,8 @@ class Runner:
     # --- stopping ------------------------------------------------------------------------------------
     def _stop_all(self) -> None:
         self.stop_began = time.monotonic()
-        threading.Thread(target=lambda: fan_out(self._stop_node, self.runs), daemon=True).start()
+        self.stopper = threading.Thread(target=lambda: fan_out(self._stop_node, self.runs), daemon=True)
+        self.stopper.start()
 
     def _stop_node(self, run: NodeRun) -> None:
         args = ["--node", "stop", "--run", self.request.run_id, "--grace", f"{self.request.grace:g}"]

@@ -1,0 +1,109 @@
+"""The run engine without a container engine: "nodes" that are processes on this machine.
+
+Each node is reached by running the command here (a transport as direct as
+it gets), with its own TMPDIR, rank and working folder through ``env`` and
+``cd``, as a bare host over ssh gets them; its entrypoint is the real one
+(``--launcher command``), so records, stops and exit codes are real. The
+container and ssh paths are the engine tests' (tests/e2e/test_cluster_*.py).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import shlex
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from rich.console import Console
+
+from nodeweave.cluster.base import Node
+from nodeweave.cluster.job import JobContext, record, run_job
+from nodeweave.cluster.runfolder import RunFolder
+from nodeweave.cluster.runner import Runner, RunRequest
+from nodeweave.remote.base import Remote
+
+FIX = Path(__file__).parent / "fixtures" / "sysroots" / "cpu-only"
+BIN = str(Path(sys.executable).parent)
+
+
+@dataclass(frozen=True)
+class Here(Remote):
+    """This machine: the argv runs as it is."""
+
+    kind = "here"
+
+    def exec_argv(self, argv, stdin=True, tty=False):
+        return list(argv)
+
+
+def nodes(tmp_path, count=2):
+    found = []
+    for i in range(count):
+        home = tmp_path / f"node{i}"
+        home.mkdir()
+        env = (("PATH", f"{BIN}:{os.environ['PATH']}"), ("TMPDIR", str(home)), ("NODEWEAVE_SYSROOT", str(FIX)),
+               ("NODEWEAVE_LAUNCHER", "command"), ("NODE_RANK", str(i)), ("NNODES", str(count)),
+               ("MASTER_ADDR", "127.0.0.1"), ("NODEWEAVE_WAIT_TIMEOUT", "0"))
+        found.append(Node(i, Here(f"node{i}"), env=env, workdir=str(home)))
+    return found
+
+
+def job(tmp_path, command, grace=3.0, interrupt_after=None):
+    folder = RunFolder.create(tmp_path / "runs", "job", "name: job\n")
+    request = RunRequest(run_id=folder.run_id, command=command, grace=grace)
+    context = JobContext(job="job", spec_text="name: job\n", workspace=tmp_path, target="here")
+    console = Console(file=io.StringIO(), width=200, color_system=None)
+    the_nodes = nodes(tmp_path)
+    if interrupt_after is None:
+        return run_job(the_nodes, request, folder, context, console), console.file.getvalue(), folder
+    runner = Runner(the_nodes, request, folder, console)
+    threading.Timer(interrupt_after, runner.interrupt).start()  # what Ctrl-C's handler calls
+    runner.run()
+    return record(folder, runner, request, context, the_nodes), console.file.getvalue(), folder
+
+
+def sh(script):
+    return ["sh", "-c", script]
+
+
+def test_every_node_runs_through_its_entrypoint_and_the_folder_records_it(tmp_path):
+    data, out, folder = job(tmp_path, sh('echo "hello from $NODE_RANK of $NNODES"'))
+    assert data["exit_code"] == 0 and data["summary"].startswith("every node exit 0")
+    assert "[node-0] hello from 0 of 2" in out and "[node-1] hello from 1 of 2" in out
+    assert (folder.path / "node-1.log").read_text().splitlines()[-1] == "hello from 1 of 2"
+    record = json.loads((folder.path / "run.json").read_text())
+    assert record["ended"] and [n["exit_code"] for n in record["nodes"]] == [0, 0]
+    assert record["nodes"][1]["exported"]["NODE_RANK"] == "1"
+    assert json.loads((folder.path / "node-1.plan.json").read_text())["launch"]["launcher"] == "command"
+
+
+def test_the_first_failure_stops_the_others_within_the_grace(tmp_path):
+    started = time.monotonic()
+    data, out, _ = job(tmp_path, sh('if [ "$NODE_RANK" = 1 ]; then echo broken; exit 3; fi; exec sleep 60'))
+    took = time.monotonic() - started
+    assert data["exit_code"] == 1 and took < 15, (took, out)
+    assert data["summary"].startswith("node-1 (here:node1) failed first, exit 3") and "last line: broken" in data["summary"]
+    node0 = data["nodes"][0]
+    assert node0["exit_code"] == 143 and node0["stop"]["stopped"][0]["processes"] >= 1, node0
+    assert "ended with exit 3: stopping the other nodes" in out
+
+
+def test_an_interrupt_stops_every_node_and_is_130(tmp_path):
+    started = time.monotonic()
+    data, out, _ = job(tmp_path, sh("exec sleep 60"), interrupt_after=1.0)
+    assert data["exit_code"] == 130 and time.monotonic() - started < 15
+    assert [n["exit_code"] for n in data["nodes"]] == [143, 143]
+    assert "interrupted: stopping every node" in out
+
+
+def test_a_node_whose_process_ignores_sigterm_is_killed_after_the_grace(tmp_path):
+    script = 'trap "" TERM; if [ "$NODE_RANK" = 1 ]; then exit 4; fi; while :; do sleep 0.1; done'
+    data, _, _ = job(tmp_path, sh(script), grace=1.0)
+    node0 = data["nodes"][0]
+    assert node0["exit_code"] == 137 and node0["stop"]["stopped"][0]["killed"], node0
+    assert shlex.join(node0["argv"]).startswith("sh -c")
