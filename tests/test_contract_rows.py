@@ -30,7 +30,7 @@ nodes: 3
 gpus_per_node: 4
 launcher: {type: deepspeed, script: t.py, master_port: 29555, max_restarts: 3, wait_timeout: 77,
            options: [--bind_cores_to_rank, --enable_each_rank_log, "/logs/a b's"],
-           exchange: false, exchange_port: 31000, exchange_allow: [nccl, workspace]}
+           exchange: false, exchange_port: 31000, exchange_allow: [nccl, workspace], mode: hold}
 network: {interfaces: [eno1, ibp25s0], exclude_hcas: ["mlx5_4", "mlx5_5:1"]}
 kubernetes: {service: rdzv, cluster_domain: corp.example}
 hosts: [gpu-a, gpu-b, gpu-c]
@@ -49,6 +49,7 @@ EXPECTED = {
     "launcher.exchange": False,
     "launcher.exchange_port": 31000,
     "launcher.exchange_allow": ["nccl", "workspace"],
+    "launcher.mode": "hold",
     "network.interfaces": ["eno1", "ibp25s0"],
     "network.exclude_hcas": ["mlx5_4", "mlx5_5:1"],
     "hosts": HOSTFILE_PATH,  # where compose mounts compose/hosts; test_compose reads the ranks from it
@@ -122,6 +123,15 @@ def test_renderers_write_no_nodeweave_variable_outside_the_contract():
     for _, path, env in containers:
         stray = {name for name in env if name.startswith("NODEWEAVE_")} - declared - {"NODEWEAVE_POD_INDEX"}
         assert not stray, f"{path} sets {stray}, which nodeweave.entrypoint.contract does not declare"
+
+
+def test_an_overridable_row_is_an_interpolation_in_compose_with_the_spec_value_as_default():
+    spec, _ = _container_envs()
+    for path, text in render_compose(spec).items():
+        if path.endswith(".yaml"):
+            for service in yaml.safe_load(text)["services"].values():
+                assert service["environment"]["NODEWEAVE_MODE"] == "${NODEWEAVE_MODE:-hold}", path
+                assert compose_env(service, {"NODEWEAVE_MODE": "run"})["NODEWEAVE_MODE"] == "run"
 
 
 def test_flags_and_variables_are_unique():

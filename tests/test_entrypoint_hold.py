@@ -215,6 +215,7 @@ def test_stop_with_a_run_id_finds_an_entrypoint_that_has_not_recorded_itself(tmp
     other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", "--run-id", "earlier"])
     stand_in = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", "--run-id", "early"])
     try:
+        wait_for(lambda: unrecorded_runs("early", set()), "the process's command line")  # set just after exec
         found = unrecorded_runs("early", set())
         assert [r["pid"] for r in found] == [stand_in.pid]  # the whole argument, not a prefix
         report, code = node(tmp_path, "stop", "--run", "early", "--grace", "2")

@@ -19,7 +19,7 @@ from nodeweave.errors import NodeweaveError, UsageError
 
 def up_command(
     hold: Optional[bool] = typer.Option(None, "--hold/--run", help="Hold: nodes plan and wait for `nodeweave run`; "
-                                        "run: they start the spec's job (default: run)"),
+                                        "run: they start the spec's job (default: the spec's launcher.mode)"),
     image: Optional[str] = typer.Option(None, "--image", help="compose targets: the image every node runs "
                                         "(NODEWEAVE_IMAGE), e.g. a <variant>-<sha> tag"),
     timeout: float = typer.Option(300, "--timeout", min=1, help="Seconds every node has to come up"),

@@ -60,8 +60,8 @@ def spec_command(spec) -> List[str]:
 
 
 def default_mode(spec) -> str:
-    """The mode ``up`` starts nodes in without --hold/--run."""
-    return "run"
+    """The mode ``up`` starts nodes in without --hold/--run: the spec's ``launcher.mode``."""
+    return spec.launcher.mode
 
 
 def console(stderr: bool = False):

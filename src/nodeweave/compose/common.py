@@ -11,6 +11,7 @@ from __future__ import annotations
 import posixpath
 from typing import Any, Collection, Dict, List
 
+from nodeweave.entrypoint.contract import SETTINGS
 from nodeweave.resolve import Resolved
 from nodeweave.spec import Spec
 from nodeweave.yamltext import dump_yaml
@@ -63,16 +64,16 @@ def command(spec: Spec) -> List[str]:
 def contract_env(r: Resolved, omit: Collection[str] = ()) -> Dict[str, str]:
     """The entrypoint's NODEWEAVE_* settings from the spec (nodeweave.entrypoint.contract), ``$``-escaped.
 
-    ``NODEWEAVE_MODE`` is an interpolation with ``run`` as its default, so the
-    same file starts the job (``compose up``) or holds the nodes for
-    ``nodeweave run`` (``NODEWEAVE_MODE=hold compose up``, what ``nodeweave up --hold`` does).
+    An overridable row (``NODEWEAVE_MODE``) is an interpolation with the spec's
+    value as its default, so the same file starts the job or holds the nodes
+    for ``nodeweave run`` as the spec says, and ``NODEWEAVE_MODE=hold compose
+    up`` (what ``nodeweave up --hold`` does) overrides it.
     """
-    env = {name: literal(text) for name, text in r.contract_env("compose", omit=omit)}
-    env[MODE_VARIABLE] = "${" + MODE_VARIABLE + ":-run}"
-    return env
+    return {name: "${" + name + ":-" + literal(text) + "}" if name in OVERRIDABLE else literal(text)
+            for name, text in r.contract_env("compose", omit=omit)}
 
 
-MODE_VARIABLE = "NODEWEAVE_MODE"
+OVERRIDABLE = frozenset(row.variable for row in SETTINGS if row.overridable)
 
 
 def user_env(spec: Spec) -> Dict[str, str]:

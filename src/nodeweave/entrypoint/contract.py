@@ -195,10 +195,11 @@ def read_run_id(text, what, source):
 class Setting:
     """One row of the contract."""
 
-    __slots__ = ("key", "flag", "variable", "help", "spec", "where", "read", "text", "topology", "aliases")
+    __slots__ = ("key", "flag", "variable", "help", "spec", "where", "read", "text", "topology", "aliases",
+                 "overridable")
 
     def __init__(self, key, flag, variable, help, spec=None, where=EVERYWHERE, read=read_text, text=str,
-                 topology=False, aliases=()):
+                 topology=False, aliases=(), overridable=False):
         self.key, self.flag, self.variable, self.help = key, flag, variable, help
         self.spec = spec          # dotted path into nodeweave.yaml's typed Spec, e.g. "launcher.type"
         self.where = where if spec else ()  # renderers that set the variable from the spec
@@ -206,6 +207,7 @@ class Setting:
         self.text = text          # spec value -> variable text, or None to leave the variable out
         self.topology = topology  # weighed against the other rank sources (topology.py), kept raw
         self.aliases = aliases    # older flag spellings, still accepted
+        self.overridable = overridable  # compose writes ${VARIABLE:-value}: the environment of `compose up` may change it
 
     @property
     def what(self):
@@ -271,7 +273,8 @@ SETTINGS = (
             "root prefix for every sysfs/procfs read (tests, captured trees)", read=read_directory),
     Setting("mode", "--mode", "NODEWEAVE_MODE",
             "run (default): wait for the master, start the launcher | hold: plan, print the plan and keep the "
-            "container up with nothing launched (`nodeweave run` starts jobs in it)", read=read_choice(MODES)),
+            "container up with nothing launched (`nodeweave run` starts jobs in it)", spec="launcher.mode",
+            where=("compose", "kubernetes"), read=read_choice(MODES), overridable=True),
     Setting("run_id", "--run-id", "NODEWEAVE_RUN_ID",
             "set by `nodeweave run`: record this run (process, start, plan) under $TMPDIR/nodeweave/runs/<id> "
             "for `nodeweave status`/`stop`", read=read_run_id),

@@ -19,6 +19,7 @@ def _empty():
     return field(default_factory=lambda: EMPTY)
 
 LAUNCHERS = ("torchrun", "deepspeed", "accelerate", "command")
+MODES = ("run", "hold")  # launcher.mode: start the job, or hold the nodes for `nodeweave run`
 CLAIMS = ("shared", "per-pod")
 ANTI_AFFINITIES = ("required", "preferred", "none")
 TOLERATION_OPERATORS = ("Equal", "Exists")
@@ -80,6 +81,7 @@ class Launcher:
     exchange: bool = True  # nodes check in with node 0 before the launch and watch each other after
     exchange_port: Optional[int] = None  # node 0's check-in port; None = master_port + 1
     exchange_allow: Tuple[str, ...] = ()  # check-in refusals that only warn (NODEWEAVE_EXCHANGE_ALLOW)
+    mode: str = "run"  # run: containers start the job | hold: they plan and wait for `nodeweave run` (NODEWEAVE_MODE)
 
 
 @dataclass(frozen=True)

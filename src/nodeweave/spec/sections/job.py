@@ -10,7 +10,7 @@ from nodeweave.entrypoint import launcher_options
 from nodeweave.spec import rules
 from nodeweave.spec.fields import (boolean, choice, host_path, integer, optional, optional_container_path, rule_list,
                                    string_map)
-from nodeweave.spec.model import LAUNCHERS, Cache, Launcher, NodeRange, Workspace
+from nodeweave.spec.model import LAUNCHERS, MODES, Cache, Launcher, NodeRange, Workspace
 from nodeweave.spec.nodes import Fields, Reader
 
 # Variables the renderers set from the spec; a user value would silently fight them.
@@ -49,7 +49,7 @@ def gpus(r: Reader, node: Optional[Node]):
 
 def launcher(r: Reader, top: Fields) -> Launcher:
     keys = ("type", "script", "args", "options", "master_port", "max_restarts", "wait_timeout", "exchange",
-            "exchange_port", "exchange_allow")
+            "exchange_port", "exchange_allow", "mode")
     f = r.fields(top.require("launcher", "a mapping with at least 'script'"), "launcher", keys)
     script_node = f.require("script", "the training script, relative to workspace.path (for type command: argv[0])")
     script = r.string(script_node, "launcher.script", "a path such as train.py")
@@ -70,6 +70,7 @@ def launcher(r: Reader, top: Fields) -> Launcher:
         exchange_port=integer(r, f, "exchange_port", None, 1, 65535),
         exchange_allow=rule_list(r, f.get("exchange_allow"), "launcher.exchange_allow", rules.EXCHANGE_CHECK,
                                  unique=True),
+        mode=choice(r, f, "mode", MODES, "run"),
     )
 
 
