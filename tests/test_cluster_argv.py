@@ -183,3 +183,21 @@ def test_up_remembers_the_cluster_and_flags_still_win(spec_path):
     assert ClusterOptions(target="local").merged(saved).checked().target == "local"
     assert json.loads((spec_path.parent / ".nodeweave" / "cluster.json").read_text())["job"]["hosts"] == ["a", "b"]
     assert load_state(spec_path, "other") == ClusterOptions()
+
+
+def test_the_specs_hosts_list_is_the_hosts_target_and_its_file_goes_along(tmp_path):
+    from nodeweave.cli.clusteropts import open_cluster
+    from nodeweave.cluster.options import ClusterOptions as Given
+
+    path = tmp_path / "nodeweave.yaml"
+    path.write_text(SPEC.replace("nodes: 2\n", "hosts: [gpu01, gpu02]\nworkspace: {host_path: /srv/job}\n"))
+    spec, b, options = open_cluster(path, Given())
+    assert options.target == "hosts" and options.hosts == ("gpu01", "gpu02")
+    writes, _ = b.up_steps("hold", None)
+    assert [step.what for step in writes] == ["send compose/node.yaml to gpu01", "send compose/hosts to gpu01",
+                                              "send compose/node.yaml to gpu02", "send compose/hosts to gpu02"]
+    assert writes[1].stdin.splitlines()[-2:] == ["gpu01", "gpu02"]
+    _, _, options = open_cluster(path, Given(hosts=("me@gpu01", "me@gpu02")))
+    assert options.hosts == ("me@gpu01", "me@gpu02")
+    with pytest.raises(UsageError, match="the spec's hosts are gpu01, gpu02"):
+        open_cluster(path, Given(hosts=("gpu02", "gpu01")))

@@ -48,10 +48,29 @@ def open_cluster(spec_path: Path, given, remember: bool = False):
     from nodeweave.spec import load_spec
 
     spec = load_spec(spec_path)
-    checked = given.merged(load_state(spec_path, spec.name)).checked()
+    merged = given.merged(load_state(spec_path, spec.name))
+    if spec.hosts:
+        merged = _spec_hosts(merged, spec)
+    checked = merged.checked()
     if remember:
         save_state(spec_path, spec.name, checked)
     return spec, open_backend(spec, spec_path, checked), checked
+
+
+def _spec_hosts(options, spec):
+    """The spec's hosts list (node 0 first) is the hosts target's default; --host must name the same hosts."""
+    from dataclasses import replace
+
+    from nodeweave.errors import UsageError
+
+    if not options.hosts:
+        return replace(options, hosts=tuple(spec.hosts), target=options.target or "hosts")
+    named = [h.rpartition("@")[2] for h in options.hosts]
+    if named != list(spec.hosts):
+        raise UsageError(f"--host names {', '.join(named)} but the spec's hosts are {', '.join(spec.hosts)} (node 0 "
+                         "first; compose/hosts gives each its rank): give the same hosts in the same order, "
+                         "as user@host if you like, or none")
+    return options
 
 
 def spec_command(spec) -> List[str]:

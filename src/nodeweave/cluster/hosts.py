@@ -23,6 +23,7 @@ from nodeweave.remote import RemoteOptions, make_target
 
 WRITE_FILE = ("sh", "-c", 'mkdir -p "$1" && cat > "$1/$2"', "sh")  # fixed text; the folder and name are arguments
 COMPOSE_CLI = {"docker": ("docker", "compose"), "podman": ("podman-compose",)}
+NODE_FILES = ("node.yaml", "hosts")  # what a host needs: the compose file, and the hosts list it mounts (spec hosts)
 
 
 class HostsCluster(Backend):
@@ -86,11 +87,13 @@ class HostsCluster(Backend):
             return []
         from nodeweave.compose import render_files
 
-        text = render_files(self.spec)["compose/node.yaml"]
+        files = render_files(self.spec)
+        sent = {name: files[f"compose/{name}"] for name in NODE_FILES if f"compose/{name}" in files}
         env = (("NODEWEAVE_MODE", mode),) + ((("NODEWEAVE_IMAGE", image),) if image else ())
-        writes = [Step(f"send compose/node.yaml to {host}",
-                       tuple(self._ssh(host).exec_argv([*WRITE_FILE, f"{self.dir}/compose", "node.yaml"], stdin=True)),
-                       stdin=text, stdin_name="compose/node.yaml (rendered)") for host in self.hosts]
+        writes = [Step(f"send compose/{name} to {host}",
+                       tuple(self._ssh(host).exec_argv([*WRITE_FILE, f"{self.dir}/compose", name], stdin=True)),
+                       stdin=text, stdin_name=f"compose/{name} (rendered)")
+                  for host in self.hosts for name, text in sent.items()]
         starts = [Step(f"start node {i} on {host} ({mode} mode)", tuple(self._compose(i, "up", "-d", env=env)),
                        timeout=900) for i, host in enumerate(self.hosts)]
         return [writes, starts]
