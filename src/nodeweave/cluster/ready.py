@@ -17,6 +17,7 @@ from typing import Dict, List
 
 from rich.console import Console
 from rich.live import Live
+from rich.markup import escape
 from rich.table import Table
 
 from nodeweave.cluster.base import Backend, Node, NodeAnswer, ask_status
@@ -47,7 +48,7 @@ class Progress:
         now = time.monotonic()
         for node in self.nodes:
             style = "green" if node.index in self.ready else "yellow"
-            table.add_row(node.name, node.remote.label, f"[{style}]{self.state.get(node.index, 'asking')}[/]",
+            table.add_row(node.name, escape(node.remote.label), f"[{style}]{escape(self.state.get(node.index, 'asking'))}[/]",
                           f"{now - self.since.get(node.index, self.started):.0f} s")
         return table
 
@@ -115,7 +116,8 @@ def wait_until_up(backend: Backend, nodes: List[Node], mode: str, timeout: float
                 for node in nodes:
                     if shown.get(node.index) != progress.state.get(node.index):
                         shown[node.index] = progress.state.get(node.index, "")
-                        console.print(f"{node.name} ({node.remote.label}): {shown[node.index]}", highlight=False)
+                        console.print(f"{node.name} ({node.remote.label}): {shown[node.index]}", highlight=False,
+                                      markup=False)
             if len(progress.ready) == len(nodes):
                 return progress
             elapsed = time.monotonic() - progress.started

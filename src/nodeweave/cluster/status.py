@@ -12,6 +12,7 @@ from __future__ import annotations
 import time
 from typing import List, Optional
 
+from rich.markup import escape
 from rich.table import Table
 
 from nodeweave.cluster.base import Backend, Node, NodeAnswer, ask_status
@@ -74,7 +75,8 @@ def status_table(backend: Backend, rows: List[dict]) -> Table:
             state = f"{state} ({r['platform']})" if r["up"] else f"{r['platform']}: {r['error']}"
         plan = r["plan_hash"] or ("; ".join(r["plan_errors"])[:60] if r["plan_errors"] else "-")
         style = "red" if r["plan_hash"] and r["plan_hash"] != common else ""
-        table.add_row(r["node"], r["reached_as"], f"[{'green' if r['up'] else 'red'}]{state}[/]", r["mode"] or "-",
-                      "-" if r["rank"] is None else str(r["rank"]), f"[{style}]{plan}[/]" if style else plan,
-                      _since(r["run"], r["now"]), _gpus(r["gpu"]))
+        table.add_row(escape(r["node"]), escape(r["reached_as"]), f"[{'green' if r['up'] else 'red'}]{escape(state)}[/]",
+                      r["mode"] or "-", "-" if r["rank"] is None else str(r["rank"]),
+                      f"[{style}]{escape(plan)}[/]" if style else escape(plan), escape(_since(r["run"], r["now"])),
+                      escape(_gpus(r["gpu"])))
     return table

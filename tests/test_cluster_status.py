@@ -1,0 +1,43 @@
+"""``nodeweave status``'s table: plans that disagree stand out, node output never breaks the markup."""
+
+from __future__ import annotations
+
+import io
+
+from rich.console import Console
+
+from nodeweave.cluster import ClusterOptions, open_backend
+from nodeweave.cluster.status import agreement, status_table
+from nodeweave.spec import parse_spec
+
+SPEC = "name: st\nimage: {variant: cpu}\nnodes: 2\nlauncher: {script: t.py}\n"
+
+
+def row(node, plan_hash, up=True, error=None, gpu=None):
+    return {"node": node, "reached_as": f"podman:{node}", "platform": "running" if up else "exited (3)", "up": up,
+            "error": error, "mode": "hold" if up else None, "rank": int(node[-1]) if up else None,
+            "plan_hash": plan_hash, "plan_errors": [], "run": None, "now": None, "gpu": gpu}
+
+
+def render(rows, tmp_path):
+    path = tmp_path / "nodeweave.yaml"
+    path.write_text(SPEC)
+    backend = open_backend(parse_spec(SPEC, str(path)), path, ClusterOptions().checked())
+    console = Console(file=io.StringIO(), width=220, color_system=None)
+    console.print(status_table(backend, rows))
+    return console.file.getvalue()
+
+
+def test_agreeing_and_disagreeing_plans(tmp_path):
+    assert agreement([row("node-0", "abc"), row("node-1", "abc")]) is True
+    assert agreement([row("node-0", "abc"), row("node-1", "def")]) is False
+    assert agreement([row("node-0", None, up=False)]) is None
+    assert "plans DISAGREE" in render([row("node-0", "abc"), row("node-1", "def")], tmp_path)
+
+
+def test_node_text_with_brackets_is_shown_as_it_is(tmp_path):
+    gpu = {"tool": "nvidia-smi", "gpus": [{"index": 0, "util_pct": 100.0, "mem_used_mib": 1397.0,
+                                            "mem_total_mib": 81559.0}]}
+    text = render([row("node-0", "abc", gpu=gpu), row("node-1", None, up=False, error="Error: [ctr] not running")],
+                  tmp_path)
+    assert "[ctr] not running" in text and "100.0% 1.4/80G" in text
