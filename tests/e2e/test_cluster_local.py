@@ -83,6 +83,35 @@ def test_logs_in_hold_mode_are_the_last_runs(two):
     assert "holding: node 0 of 2" in container and "holding: node 1 of 2" in container
 
 
+# A stand-in for nsys (the cpu image has no GPU profiler): it writes the report nsys would write, named as
+# nodeweave asked (%q{RANK} is the rank's RANK), then runs the rank's command.
+NSYS_STAND_IN = """#!/bin/sh
+[ "$1" = profile ] || exit 2
+shift
+while [ $# -gt 0 ]; do
+  case "$1" in --output) out=$2; shift 2 ;; --force-overwrite) shift 2 ;; *) break ;; esac
+done
+echo "stand-in report of rank $RANK: $*" > "$(printf '%s' "$out" | sed "s/%q{RANK}/$RANK/").nsys-rep"
+exec "$@"
+"""
+
+
+def test_profile_wraps_every_rank_and_brings_the_reports_home(two):
+    tools = two.parent / "bin"
+    tools.mkdir(exist_ok=True)
+    (tools / "nsys").write_text(NSYS_STAND_IN)
+    (tools / "nsys").chmod(0o755)
+    path = "/workspace/bin:/opt/venv/bin:/usr/local/bin:/usr/bin:/bin"
+    nodeweave(two, "run", "--profile", "nsys", "-e", f"PATH={path}", "--", "train.py", "--steps", "5", check=0)
+    folder = run_folders(two)[-1]
+    record = json.loads((folder / "run.json").read_text())
+    assert record["profile"] == "nsys" and record["env"] == {"PATH": path}
+    for index in (0, 1):
+        report = folder / "profile" / f"node-{index}" / f"node{index}-rank{index}.nsys-rep"
+        assert report.read_text().startswith(f"stand-in report of rank {index}: {'/opt/venv/bin/python'}"), report
+        assert record["nodes"][index]["profile"] == [report.name]
+
+
 def test_status_shows_the_run_and_stop_ends_it_on_every_node(two, engine):
     job = start(two, "run", "--grace", str(GRACE), "--", *LONG)
     try:
