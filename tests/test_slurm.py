@@ -13,6 +13,7 @@ replaced by a recorder of their arguments. Goldens:
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -217,5 +218,6 @@ def test_a_rendered_script_runs_a_two_node_job_on_slurm(cluster, tmp_path):
     done = [line for line in text.splitlines() if "done: world_size=2" in line]
     assert len(done) == 2 and all(line.endswith(" ok") for line in done), text[-4000:]
     # No NODE_RANK or hostfile anywhere: the ranks 0 and 1 can only have come from Slurm (SLURM_NODEID).
-    starts = sorted(line.split(",")[0] for line in text.splitlines() if line.startswith("nodeweave-entrypoint: node"))
+    starts = sorted(line.split(",")[0] for line in text.splitlines()
+                    if re.match(r"nodeweave-entrypoint: node \d+ of \d+,", line))
     assert starts == ["nodeweave-entrypoint: node 0 of 2", "nodeweave-entrypoint: node 1 of 2"], text[-4000:]
