@@ -1,6 +1,5 @@
 """Every launcher command line the plan builds, parsed by the launcher's own parser."""
 
-import os
 from pathlib import Path
 
 import pytest

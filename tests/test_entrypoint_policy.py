@@ -218,7 +218,7 @@ def test_aws_efa_exports_no_nccl_tuning(tmp_path):
     (root / "sys/devices/virtual/dmi/id/sys_vendor").write_text("Amazon EC2\n")
     (root / "sys/devices/virtual/dmi/id/product_name").write_text("p5.48xlarge\n")
     for i in range(8):  # the IB devices become EFA devices
-        (root / f"sys/bus/pci/drivers/efa").mkdir(parents=True, exist_ok=True)
+        (root / "sys/bus/pci/drivers/efa").mkdir(parents=True, exist_ok=True)
     for link in (root / "sys/devices/pci0000:00").glob("*/driver"):
         if link.readlink().name == "mlx5_core":
             link.unlink()

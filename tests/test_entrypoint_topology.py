@@ -10,7 +10,7 @@ import pytest
 from nodeweave.entrypoint import EntrypointError, make_plan
 from nodeweave.entrypoint.errors import EXIT_TOPOLOGY, EXIT_USAGE
 from nodeweave.entrypoint.slurm import expand_nodelist
-from nodeweave.entrypoint.topology import ordinal
+from nodeweave.entrypoint.sources import ordinal
 
 FIX = Path(__file__).parent / "fixtures" / "sysroots"
 

@@ -8,7 +8,7 @@ import threading
 from pathlib import Path
 
 from nodeweave.entrypoint import make_plan
-from nodeweave.entrypoint.fingerprint import distributions_digest, local_fingerprint, major_minor, workspace
+from nodeweave.entrypoint.fingerprint import distributions_digest, local_fingerprint, workspace
 from nodeweave.entrypoint.supervise import how_it_ended, run_supervised
 from nodeweave.entrypoint.sysfs import Root
 

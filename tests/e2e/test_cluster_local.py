@@ -51,6 +51,11 @@ def test_up_holds_every_node_with_its_plan_printed(two, engine):
         ("node-0", True, "hold", 0, None), ("node-1", True, "hold", 1, None)]
     table = nodeweave(two, "status", check=0).stdout
     assert "plans agree" in table and "hold" in table
+    # Holding, no exchange runs yet: each node's own --explain gives its fingerprint.
+    held = json.loads(nodeweave(two, "status", "--fingerprints", "--json", check=0).stdout)["fingerprints"]
+    assert [n["fp"]["rank"] for n in held["nodes"]] == [0, 1], held
+    codes = [f["code"] for f in held["findings"]]
+    assert "cluster-not-running" in codes and not [f for f in held["findings"] if f["severity"] == "error"], held
 
 
 def test_run_trains_on_both_nodes_and_records_the_run(two):
@@ -119,6 +124,9 @@ def test_status_shows_the_run_and_stop_ends_it_on_every_node(two, engine):
         report = status(two)
         runs = [n["run"] for n in report["nodes"]]
         assert all(runs) and runs[0]["run_id"] == runs[1]["run_id"], report
+        # The run checked in: node 0's exchange answers with both fingerprints and what it saw of each node.
+        live = nodeweave(two, "status", "--fingerprints", check=0).stdout
+        assert "fingerprints from node 0's check-in exchange" in live and "no errors" in live, live
         started = time.monotonic()
         out = nodeweave(two, "stop", "--grace", str(GRACE), check=0)
         assert "process(es) stopped" in out.stdout, out.stdout

@@ -17,7 +17,6 @@ import re
 import subprocess
 import sys
 import uuid
-from pathlib import Path
 
 import pytest
 

@@ -104,12 +104,22 @@ def down_command(
     out.print(f"{spec.name} is down ({backend.where()})", highlight=False)
 
 
+def _fingerprints(nodes):
+    """doctor --cluster's view, asked through the cluster's own nodes (their exec channels and variables)."""
+    from nodeweave.doctor.cluster import survey_targets
+
+    return survey_targets(nodes)
+
+
 def status_command(
     node: List[int] = typer.Option([], "--node", help="Only this node (repeat)"),
     spec_path: Path = SPEC, target: Optional[str] = TARGET, engine: Optional[str] = ENGINE, host: List[str] = HOST,
     hosts_file: Optional[Path] = HOSTS_FILE, remote_dir: Optional[str] = REMOTE_DIR,
     namespace: Optional[str] = NAMESPACE, kube_cli: Optional[str] = KUBE_CLI, kube_context: Optional[str] = KUBE_CONTEXT,
     overlay: Optional[str] = OVERLAY, ssh_option: List[str] = SSH_OPTION, as_json: bool = JSON,
+    fingerprints: bool = typer.Option(False, "--fingerprints", help="Also every node's check-in fingerprint side by "
+                                      "side, differences highlighted (node 0's exchange while a job runs, else each "
+                                      "node's --explain), as `nodeweave doctor --cluster` shows them"),
 ) -> None:
     """One row per node: up, hold or run, rank, plan hash (do all agree?), run in progress, GPU use."""
     from nodeweave.cluster.status import agreement, gather, status_table
@@ -118,15 +128,24 @@ def status_command(
     spec, backend, _ = open_cluster(spec_path, given)
     nodes = pick_nodes(backend.nodes(), node)
     rows = gather(backend, nodes, spec_command(spec))
+    view = _fingerprints([n for n, r in zip(nodes, rows) if r["up"]]) if fingerprints else None
     if as_json:
-        typer.echo(json.dumps({"where": backend.where(), "plans_agree": agreement(rows), "nodes": rows}, indent=2))
+        extra = {"fingerprints": view.to_dict()} if view is not None else {}
+        typer.echo(json.dumps({"where": backend.where(), "plans_agree": agreement(rows), "nodes": rows, **extra},
+                              indent=2))
     else:
         console().print(status_table(backend, rows))
+        if view is not None:
+            from nodeweave.cli.doctor import print_cluster_view
+
+            print_cluster_view(view, console())
     down = [r["node"] for r in rows if not r["up"]]
-    if down or agreement(rows) is False:
-        raise NodeweaveError(("down: " + ", ".join(down) if down else "") +
-                             ("; " if down and agreement(rows) is False else "") +
-                             ("the nodes' plans disagree" if agreement(rows) is False else ""))
+    problems = (["down: " + ", ".join(down)] if down else []) + \
+        (["the nodes' plans disagree"] if agreement(rows) is False else []) + \
+        ([f"the fingerprints hold {n} refusal(s) (see the findings)"]
+         if view is not None and (n := sum(f.severity == "error" for f in view.findings)) else [])
+    if problems:
+        raise NodeweaveError("; ".join(problems))
 
 
 def _stop_everywhere(backend, nodes, grace: float, out, dry_run: bool, as_json: bool = False) -> bool:

@@ -95,16 +95,20 @@ def _cluster(json_output: bool, on: "list[str]") -> None:
     if json_output:
         typer.echo(json.dumps({"schema": "nodeweave.doctor.cluster/1", **view.to_dict()}, indent=2))
     else:
-        console = Console()
-        if view.nodes:
-            console.print(_cluster_table(view))
-        if view.findings:
-            console.print(_findings(view.findings))
-        errors = sum(f.severity == "error" for f in view.findings)
-        console.print(f"{'[bold red]errors found[/]' if errors else '[green]no errors[/]'}: {errors} error(s), "
-                      f"{len(view.findings) - errors} warning(s) over {len(view.nodes)} node(s)")
+        print_cluster_view(view, Console())
     if any(f.severity == "error" for f in view.findings):
         raise typer.Exit(1)
+
+
+def print_cluster_view(view, console: Console) -> None:
+    """The fingerprints side by side, then the findings and a one-line count (also ``nodeweave status``'s)."""
+    if view.nodes:
+        console.print(_cluster_table(view))
+    if view.findings:
+        console.print(_findings(view.findings))
+    errors = sum(f.severity == "error" for f in view.findings)
+    console.print(f"{'[bold red]errors found[/]' if errors else '[green]no errors[/]'}: {errors} error(s), "
+                  f"{len(view.findings) - errors} warning(s) over {len(view.nodes)} node(s)")
 
 
 def doctor(

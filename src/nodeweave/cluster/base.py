@@ -50,6 +50,19 @@ class Node:
     def entrypoint_argv(self, args: List[str], env: Mapping[str, str] = ()) -> List[str]:
         return self.argv([ENTRYPOINT, *args], env)
 
+    # What nodeweave.doctor.cluster asks of a target: a node answers as its exec channel
+    # would, with the node's own variables and directory (bare hosts) added.
+    def exec_argv(self, command: List[str], stdin: bool = False) -> List[str]:
+        return self.argv(command, stdin=stdin)
+
+    @property
+    def label(self) -> str:
+        return f"{self.name} ({self.remote.label})"
+
+    @property
+    def tool(self) -> str:
+        return self.remote.tool
+
 
 @dataclass(frozen=True)
 class NodeAnswer:

@@ -24,7 +24,7 @@ from .detect_host import in_kubernetes
 from .errors import TopologyError, UsageError
 from .model import FLAG, HOSTNAME, Topology, Value
 from .rules import emit
-from .sources import RANK_NAMES, Scene, collect, ordinal  # noqa: F401  (ordinal: public helper)
+from .sources import RANK_NAMES, Scene, collect
 
 DEFAULT_PORT = 29500
 

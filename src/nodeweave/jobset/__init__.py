@@ -15,9 +15,8 @@ from __future__ import annotations
 from typing import Any, Dict
 
 from nodeweave.manifests import common, placement, workloads
-from nodeweave.manifests.kustomize import kustomization
+from nodeweave.manifests.kustomize import workload_tree
 from nodeweave.manifests.pod import pod_template
-from nodeweave.manifests.yamltext import dump as dump_yaml
 from nodeweave.spec import Spec
 
 FOLDER = "jobset"
@@ -38,10 +37,4 @@ def jobset(spec: Spec) -> Dict[str, Any]:
 
 
 def render_files(spec: Spec) -> Dict[str, str]:
-    objects = [("serviceaccount.yaml", workloads.service_account(spec))]
-    if spec.kubernetes.claim == "shared":
-        objects.append(("workspace-pvc.yaml", workloads.workspace_claim(spec)))
-    objects.append(("jobset.yaml", jobset(spec)))
-    files = {f"{FOLDER}/{name}": dump_yaml(obj, target="jobset") for name, obj in objects}
-    files[f"{FOLDER}/kustomization.yaml"] = dump_yaml(kustomization(spec, [name for name, _ in objects]), target="jobset")
-    return dict(sorted(files.items()))
+    return workload_tree(spec, FOLDER, "jobset", ("jobset.yaml", jobset(spec)))

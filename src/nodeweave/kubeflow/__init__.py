@@ -16,10 +16,9 @@ from __future__ import annotations
 
 from typing import Any, Dict, List
 
-from nodeweave.manifests import common, placement, storage, workloads
-from nodeweave.manifests.kustomize import kustomization
+from nodeweave.manifests import common, placement, storage
+from nodeweave.manifests.kustomize import workload_tree
 from nodeweave.manifests.pod import container_security, pod_template
-from nodeweave.manifests.yamltext import dump as dump_yaml
 from nodeweave.resolve import resolve
 from nodeweave.spec import Spec
 
@@ -75,10 +74,4 @@ def trainjob(spec: Spec) -> Dict[str, Any]:
 
 
 def render_files(spec: Spec) -> Dict[str, str]:
-    objects = [("serviceaccount.yaml", workloads.service_account(spec))]
-    if spec.kubernetes.claim == "shared":
-        objects.append(("workspace-pvc.yaml", workloads.workspace_claim(spec)))
-    objects.append(("trainjob.yaml", trainjob(spec)))
-    files = {f"{FOLDER}/{name}": dump_yaml(obj, target="trainjob") for name, obj in objects}
-    files[f"{FOLDER}/kustomization.yaml"] = dump_yaml(kustomization(spec, [name for name, _ in objects]), target="trainjob")
-    return dict(sorted(files.items()))
+    return workload_tree(spec, FOLDER, "trainjob", ("trainjob.yaml", trainjob(spec)))

@@ -13,8 +13,9 @@ import dataclasses
 from typing import Any, Dict, List, Optional
 
 from nodeweave.catalogue import VENDORS
-from nodeweave.manifests import common, storage
+from nodeweave.manifests import common, storage, workloads
 from nodeweave.manifests.pod import container_security
+from nodeweave.manifests.yamltext import dump
 from nodeweave.resolve import resolve
 from nodeweave.spec import Spec
 
@@ -32,6 +33,21 @@ def kustomization(spec: Spec, resources: List[str], patches: Optional[List[Dict[
     if patches:
         body["patches"] = patches
     return body
+
+
+def workload_tree(spec: Spec, folder: str, target: str, workload: "tuple[str, Dict[str, Any]]") -> Dict[str, str]:
+    """A self-contained kustomize folder for one workload object (a JobSet, a TrainJob).
+
+    Its ServiceAccount, the shared workspace claim when the spec asks for one,
+    the workload, and a kustomization listing them: ``apply -k FOLDER`` alone.
+    """
+    objects = [("serviceaccount.yaml", workloads.service_account(spec))]
+    if spec.kubernetes.claim == "shared":
+        objects.append(("workspace-pvc.yaml", workloads.workspace_claim(spec)))
+    objects.append(workload)
+    files = {f"{folder}/{name}": dump(obj, target=target) for name, obj in objects}
+    files[f"{folder}/kustomization.yaml"] = dump(kustomization(spec, [name for name, _ in objects]), target=target)
+    return dict(sorted(files.items()))
 
 
 def statefulset_patch_entry(spec: Spec, path: str) -> Dict[str, Any]:
