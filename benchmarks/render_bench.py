@@ -15,7 +15,6 @@ Run: ``.venv/bin/python benchmarks/render_bench.py [--runs N]``.
 from __future__ import annotations
 
 import argparse
-import importlib
 import statistics
 import subprocess
 import sys
@@ -44,6 +43,7 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=30)
     args = parser.parse_args()
 
+    from nodeweave import compose, images, manifests
     from nodeweave.spec import parse_spec
 
     text = SPEC.read_text()
@@ -53,8 +53,8 @@ def main() -> int:
     rows.append(("yaml.safe_load(nodeweave.yaml)", base, base90, 1.0))
     ms, p90 = median_ms(lambda: parse_spec(text, str(SPEC)), args.runs)
     rows.append(("parse_spec(nodeweave.yaml)", ms, p90, ms / base))
-    for name in ("compose", "images", "manifests"):
-        render = importlib.import_module(f"nodeweave.{name}").render_files
+    for name, module in (("compose", compose), ("images", images), ("manifests", manifests)):
+        render = module.render_files
         ms, p90 = median_ms(lambda: render(spec), args.runs)
         rows.append((f"nodeweave.{name}.render_files", ms, p90, ms / base))
 
