@@ -203,3 +203,37 @@ def test_status_of_another_job_is_refused(tmp_path):
         for proc in procs:
             proc.kill()
         finish(procs)
+
+
+def test_a_token_file_is_the_same_secret_as_the_variable(tmp_path):
+    secret = tmp_path / "token"
+    secret.write_text("s3cret-from-a-mounted-secret\n")
+    procs = start_nodes(tmp_path, 2, ["true"], per_node_env={0: {"NODEWEAVE_JOB_TOKEN_FILE": str(secret)},
+                                                            1: {"NODEWEAVE_JOB_TOKEN": "s3cret-from-a-mounted-secret"}})
+    for code, _, stderr in finish(procs):
+        assert code == 0, stderr
+        assert "check-in: 2 node(s) agree" in stderr, stderr
+
+
+def test_a_node_with_another_token_file_is_turned_away(tmp_path):
+    (tmp_path / "ours").write_text("ours")
+    (tmp_path / "theirs").write_text("theirs")
+    procs = start_nodes(tmp_path, 2, ["true"], env={"NODEWEAVE_WAIT_TIMEOUT": "4"},
+                        per_node_env={0: {"NODEWEAVE_JOB_TOKEN_FILE": str(tmp_path / "ours")},
+                                      1: {"NODEWEAVE_JOB_TOKEN_FILE": str(tmp_path / "theirs")}})
+    (code0, _, err0), (code1, _, err1) = finish(procs)
+    assert code1 == 3 and "token" in err1, err1
+    assert code0 == 3 and "node 1" in err0, err0
+
+
+@pytest.mark.parametrize("content", [None, "  \n"])
+def test_an_unreadable_or_empty_token_file_is_refused_before_any_wait(tmp_path, content):
+    path = tmp_path / "token"
+    if content is not None:
+        path.write_text(content)
+    out = subprocess.run([*ENTRY, "--nnodes", "2", "--node-rank", "1", "--master-addr", "127.0.0.1", "--", "true"],
+                         capture_output=True, text=True, timeout=30, cwd=tmp_path,
+                         env={"PATH": os.environ["PATH"], "PYTHONPATH": str(SRC), "NODEWEAVE_JOB_TOKEN_FILE": str(path)})
+    assert out.returncode == 2, out.stderr
+    assert out.stderr.count("NODEWEAVE_JOB_TOKEN_FILE=") == 1 and str(path) in out.stderr, out.stderr
+    assert "Traceback" not in out.stderr

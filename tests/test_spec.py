@@ -109,6 +109,11 @@ def test_yaml_merge_keys_work():
     assert dict(spec.env) == {"MODE": "a"}
 
 
+def test_the_check_in_secrets_file_is_the_users_to_set():
+    spec = parse_spec(text("env: {NODEWEAVE_JOB_TOKEN_FILE: /etc/nodeweave-token/token}\n"), "t.yaml")
+    assert spec.env["NODEWEAVE_JOB_TOKEN_FILE"] == "/etc/nodeweave-token/token"
+
+
 def test_variant_is_checked_against_the_images_catalogue():
     known = known_variants()
     assert {"cpu", "cuda12", "rocm70"} <= set(known)

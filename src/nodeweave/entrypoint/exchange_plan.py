@@ -9,6 +9,30 @@ opens the master port) only after every node checked in. Doing it is
 """
 
 DEFAULT_OFFSET = 1
+TOKEN_VARIABLE = "NODEWEAVE_JOB_TOKEN"
+TOKEN_FILE_VARIABLE = "NODEWEAVE_JOB_TOKEN_FILE"  # a mounted Secret: the token never sits in the pod spec
+
+
+def job_secret(env):
+    """(the job's check-in secret or None, where it came from); a token file that cannot be read is refused."""
+    if env.get(TOKEN_VARIABLE):
+        return env[TOKEN_VARIABLE], TOKEN_VARIABLE
+    path = env.get(TOKEN_FILE_VARIABLE)
+    if not path:
+        return None, None
+    from .errors import UsageError
+
+    try:
+        with open(path, encoding="utf-8") as handle:
+            secret = handle.read().strip()
+    except (OSError, UnicodeDecodeError) as err:
+        why = getattr(err, "strerror", None) or str(err)
+        raise UsageError(f"{TOKEN_FILE_VARIABLE}={path!r}: cannot read it ({why}); accepted: a readable UTF-8 "
+                         "file holding the job's check-in secret (a mounted Secret), or leave the variable unset")
+    if not secret:
+        raise UsageError(f"{TOKEN_FILE_VARIABLE}={path!r} is empty; accepted: a file holding the job's check-in "
+                         "secret, the same on every node")
+    return secret, f"{TOKEN_FILE_VARIABLE} ({path})"
 
 
 def exchange_port(topo, settings):
@@ -56,7 +80,7 @@ def plan_exchange(plan, settings):
         "enabled": True, "role": "node 0 (gathers and judges)" if topo.is_master else "checks in with node 0",
         "host": topo.master_addr.value, "port": port, "port_source": port_source, "deadline_s": deadline,
         "allow": list(settings.get("exchange_allow") or []),
-        "token": "NODEWEAVE_JOB_TOKEN" if settings.env.get("NODEWEAVE_JOB_TOKEN") else
+        "token": job_secret(settings.env)[1] or
                  f"derived from job id {topo.job_id!r} and master port {topo.master_port.value}",
         "heartbeat": launch.launcher in SUPERVISED,
     }

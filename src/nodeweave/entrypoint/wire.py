@@ -6,8 +6,8 @@ send a timeout, so no side waits forever on a peer that stopped talking.
 
 Only nodes of this job may take part. The token is derived from the job id
 and the master port (what every node of the job was given), or from
-``NODEWEAVE_JOB_TOKEN`` when set (a secret the renderer or user hands every
-node); it never crosses the wire: node 0 sends a random nonce and the node
+``NODEWEAVE_JOB_TOKEN`` (or the file ``NODEWEAVE_JOB_TOKEN_FILE`` names)
+when set (a secret the user hands every node); it never crosses the wire: node 0 sends a random nonce and the node
 answers with an HMAC of it and its fingerprint under the token.
 """
 
@@ -33,8 +33,10 @@ class Closed(ExchangeError):
 
 
 def job_token(env, job_id, master_port):
-    """The job's shared secret as bytes: from ``NODEWEAVE_JOB_TOKEN``, else the job id and master port."""
-    base = env.get("NODEWEAVE_JOB_TOKEN") or f"job={job_id}"
+    """The job's shared secret as bytes: ``NODEWEAVE_JOB_TOKEN`` or its file, else the job id and master port."""
+    from .exchange_plan import job_secret
+
+    base = job_secret(env)[0] or f"job={job_id}"
     return hashlib.sha256(f"{PROTOCOL}\0{base}\0port={master_port}".encode()).digest()
 
 

@@ -15,6 +15,8 @@ from nodeweave.spec.nodes import Fields, Reader
 
 # Variables the renderers set from the spec; a user value would silently fight them.
 RESERVED_ENV = ("NODE_RANK", "NNODES", "MASTER_ADDR", "MASTER_PORT", "POD_NAME", "POD_NAMESPACE", "POD_IP")
+# NODEWEAVE_* variables no spec field sets: the user's to give (the check-in secret's file, a mounted Secret).
+USER_NODEWEAVE_ENV = ("NODEWEAVE_JOB_TOKEN_FILE",)
 NODES_ACCEPTED = 'a node count >= 1, or "MIN:MAX" with 1 <= MIN <= MAX for an elastic job (e.g. 2 or "2:4")'
 GPUS_ACCEPTED = 'processes per node: an integer from 1 to 1024, or "auto" (one per detected GPU)'
 
@@ -117,7 +119,7 @@ def cache(r: Reader, top: Fields) -> Cache:
 
 
 def _refuse_reserved(r: Reader, node: Node, path: str, key: str) -> None:
-    if key.startswith("NODEWEAVE_") or key in RESERVED_ENV:
+    if (key.startswith("NODEWEAVE_") and key not in USER_NODEWEAVE_ENV) or key in RESERVED_ENV:
         raise r.fail(node, path, "is set by nodeweave from the spec (nodes, launcher.master_port, ...) or by the platform",
                      "any other variable name; change the matching spec field instead")
 
