@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from nodeweave.sync.digest import digest_files, tree_digest
+from nodeweave.sync.digest import digest_files, quick_files, tree_digest
 from nodeweave.sync.payload import Fanout, Sink, tar_stream
 from nodeweave.sync.session import AGENT_PROGRAM
 
@@ -93,8 +93,8 @@ class Agent:
         self.proc = subprocess.Popen([python, "-I", "-S", "-c", AGENT_PROGRAM, str(dest)], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
-    def ask(self, root: Path, then="plan", **extra) -> dict:
-        request = {"paths": sorted(KINDS), "dirs": list(DIRS), "then": then, **extra}
+    def ask(self, sigs: "dict[str, str]", then="plan", **extra) -> dict:
+        request = {"sigs": sigs, "dirs": list(DIRS), "then": then, **extra}
         self.proc.stdin.write((json.dumps(request) + "\n").encode())
         self.proc.stdin.flush()
         return json.loads(self.proc.stdout.readline())
@@ -113,28 +113,41 @@ def local_digests(root: Path) -> "dict[str, str]":
 def test_the_agent_receives_checks_and_stamps(src, tmp_path, python):
     dest, local = tmp_path / "dest", local_digests(src)
     agent = Agent(dest, python)
-    answer = agent.ask(src)
-    assert answer["have"] == {} and set(answer["missing_dirs"]) == set(DIRS) and answer["dest_ok"]
-    result = agent.send({"receive": True, "expect": local, "stamp": '{"digest": "d"}\n'}, payload(src))
+    answer = agent.ask(local, stamp='{"digest": "d"}\n')
+    assert answer["differ"] == dict.fromkeys(local) and set(answer["missing_dirs"]) == set(DIRS)
+    assert answer["dest_ok"] and not answer.get("done")
+    result = agent.send({"receive": True}, payload(src))
     assert result["files"] == len(FILES) and result["bytes"] == sum(map(len, FILES.values()))
     assert result["mismatched"] == {} and result["errors"] == [] and result["stamp"] == {"digest": "d"}
     assert (dest / "data/blob.bin").read_bytes() == FILES["data/blob.bin"] and os.access(dest / "run.sh", os.X_OK)
     assert not [p for p in dest.rglob("*.tmp")]  # every file was renamed into place
 
     agent = Agent(dest, python)
-    again = agent.ask(src, then="exit")  # the next sync: all there, by content, from the cache
+    again = agent.ask(local, then="exit")  # a check: all there, by content, from the cache
     agent.proc.communicate(timeout=60)
-    assert again["have"] == local and again["missing_dirs"] == [] and again["stamp"] == {"digest": "d"}
+    assert again["differ"] == {} and again["missing_dirs"] == [] and again["stamp"] == {"digest": "d"}
     cache = json.loads((dest / ".nodeweave-sync.cache").read_text())
     assert {rel: entry[4] for rel, entry in cache.items()} == local  # hashed while written, cached at once
+
+    agent = Agent(dest, python)  # the next sync: nothing differs, so the agent stamps in its first answer
+    done = agent.ask(local, stamp='{"digest": "e"}\n', relay=True)
+    agent.proc.communicate(timeout=60)
+    assert done["done"] and done["stamp"] == {"digest": "e"} and done["mismatched"] == {} and "listen" not in done
+
+    (dest / "train.py").write_text("changed\n")
+    agent = Agent(dest, python)
+    answer = agent.ask(local, stamp='{"digest": "f"}\n')
+    assert answer["differ"] == {"train.py": hashlib.sha256(b"changed\n").hexdigest()} and not answer.get("done")
+    agent.proc.communicate(timeout=60)  # the source went away before its plan: no stamp written
+    assert json.loads((dest / ".nodeweave-sync.json").read_text()) == {"digest": "e"}
 
 
 def test_a_payload_that_is_not_what_was_expected_is_named_and_not_stamped(src, tmp_path):
     dest, local = tmp_path / "dest", local_digests(src)
     agent = Agent(dest)
-    agent.ask(src)
     wrong = {**local, "train.py": hashlib.sha256(b"something else").hexdigest()}
-    result = agent.send({"receive": True, "expect": wrong, "stamp": "{}\n"}, payload(src))
+    agent.ask(wrong, stamp="{}\n")
+    result = agent.send({"receive": True}, payload(src))
     assert result["mismatched"] == {"train.py": local["train.py"]} and result["stamp"] is None
     assert tree_digest(local) != tree_digest(wrong)
 
@@ -142,16 +155,16 @@ def test_a_payload_that_is_not_what_was_expected_is_named_and_not_stamped(src, t
 def test_delete_and_quick_mode(src, tmp_path):
     dest = tmp_path / "dest"
     agent = Agent(dest)
-    agent.ask(src)
-    agent.send({"receive": True, "expect": local_digests(src), "stamp": ""}, payload(src))
+    agent.ask(local_digests(src))
+    agent.send({"receive": True}, payload(src))
     (dest / "old").mkdir()
     (dest / "old" / "stale.py").write_text("stale\n")
     (dest / "extra.txt").write_text("x\n")
     agent = Agent(dest)
-    answer = agent.ask(src, extras=True, quick=True)
-    assert sorted(map(tuple, answer["extras"])) == [(".nodeweave-sync.cache", False), ("extra.txt", False),
-                                                     ("old", True), ("old/stale.py", False)]
-    assert answer["have"]["train.py"].startswith("q:") and answer["have"]["link.py"].startswith("l:")
+    quick = quick_files(str(src), sorted(KINDS))
+    answer = agent.ask(quick, extras=True, quick=True)
+    assert sorted(map(tuple, answer["extras"])) == [("extra.txt", False), ("old", True), ("old/stale.py", False)]
+    assert answer["differ"] == {}  # size, mtime and x bit agree: quick signatures match
     result = agent.send({"receive": False, "delete": ["extra.txt", "old/stale.py"], "rmdirs": ["old"]})
     assert result["mismatched"] == {} and not (dest / "old").exists() and not (dest / "extra.txt").exists()
 
@@ -167,10 +180,11 @@ def test_paths_that_would_leave_dest_are_refused(tmp_path):
             tar.addfile(info, io.BytesIO(b"x\n\n"))
     dest = tmp_path / "dest"
     agent = Agent(dest)
-    agent.proc.stdin.write(b'{"paths": ["ok.py"], "dirs": [], "then": "plan"}\n')
+    ok = hashlib.sha256(b"x\n\n").hexdigest()
+    agent.proc.stdin.write(b'{"sigs": {"ok.py": "%s"}, "dirs": [], "then": "plan"}\n' % ok.encode())
     agent.proc.stdin.flush()
     agent.proc.stdout.readline()
-    result = agent.send({"receive": True, "expect": {"ok.py": hashlib.sha256(b"x\n\n").hexdigest()}}, buf.getvalue())
+    result = agent.send({"receive": True}, buf.getvalue())
     assert sorted(result["errors"]) == ["../escape.py: refused (absolute or '..' path)",
                                         "/abs.py: refused (absolute or '..' path)"]
     assert not (tmp_path / "escape.py").exists() and (dest / "ok.py").read_bytes() == b"x\n\n"

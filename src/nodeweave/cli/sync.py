@@ -11,9 +11,10 @@ SYNC_HELP = """Push SRC (default: the spec's workspace.host_path, else .) to DES
 
 Targets: --to KIND:NAME (podman, docker, pod, oc, ssh, ssh+docker), --hosts-file, --statefulset,
 --compose-project; with none, the spec's StatefulSet pods <name>-0..N-1. The source is read
-once; every target says what it holds, targets needing the same files get one tar stream
-written to all at once over their exec channels (rsync where it pays or python3 is missing),
-and every target's content digest and git commit are checked against the source. Exit 1
+once; every target says what differs there, targets needing the same files get one tar
+stream, sent once to the first of them and forwarded target to target (relay; over each
+exec channel where peers cannot connect; rsync where it pays or python3 is missing), and
+every target's content digest and git commit are checked against the source. Exit 1
 names every target that failed. --json prints JSON on stdout; everything else goes to stderr.
 """
 
@@ -47,6 +48,7 @@ def sync_command(
     compress: bool = typer.Option(False, "--compress", "-z", help="rsync -z, where rsync is used (worth it over slow links only)"),
     method: str = typer.Option("auto", "--method", help="auto (a stream to targets with python3, else rsync or tar), stream, rsync or tar"),
     force_tar: bool = typer.Option(False, "--tar", help="Same as --method tar: the target's own tar -x receives"),
+    relay: Optional[bool] = typer.Option(None, "--relay/--no-relay", help="Targets forward a payload to each other over TCP, so the source sends it once (default: where peers connect, for payloads of 4 MiB or more, not over ssh; --relay: always; --no-relay: never)"),
     shared: Optional[bool] = typer.Option(None, "--shared/--no-shared", help="Targets mount the same storage at DEST: write through the first, check the rest (default: on for the spec's pods with kubernetes.claim: shared)"),
     as_json: bool = typer.Option(False, "--json", help="Print the results as JSON on stdout (everything else goes to stderr)"),
 ) -> None:
@@ -59,7 +61,8 @@ def sync_command(
                             RemoteOptions(ssh_options=tuple(ssh_option), kube_context=kube_context))
     filters = rq.FilterArgs(tuple(exclude), default_excludes, gitignore, include_secrets)
     options = rq.SyncOptions(delete=delete, dry_run=dry_run, check=check, verify=verify, compress=compress,
-                             method="tar" if force_tar else method, jobs=jobs, retries=retries)
+                             method="tar" if force_tar else method, jobs=jobs, retries=retries,
+                             relay="auto" if relay is None else ("on" if relay else "off"))
     req = rq.build_request(src, dest, targets, filters, options, spec_path, shared)
     rq.check_tools(req)
     run_and_show(req, as_json)

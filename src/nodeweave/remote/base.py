@@ -75,6 +75,9 @@ class Remote:
     namespaced: ClassVar[bool] = False  # takes a Kubernetes namespace and container
     engine: ClassVar[bool] = False  # a container of a local engine (compose projects list these)
     openshift: ClassVar[bool] = False  # the pod transport of OpenShift clusters
+    # Whether sync may, unasked, have these nodes forward a payload to each other over plain TCP:
+    # yes where their network is the one the job's own NCCL/c10d traffic crosses in the clear anyway.
+    relay_by_default: ClassVar[bool] = True
 
     @classmethod
     def make(cls, name: str, *, namespace: "str | None" = None, container: "str | None" = None,

@@ -38,6 +38,7 @@ class Ssh(Remote):
     kind = "ssh"
     tool = "ssh"
     network_link = True
+    relay_by_default = False  # hosts reached over ssh: forwarding between them would leave ssh's encryption
 
     @classmethod
     def make(cls, name: str, *, namespace: "str | None" = None, container: "str | None" = None,

@@ -1,10 +1,12 @@
 """One round of a sync over a batch of targets: ask all, group, send each payload once, check all.
 
-1. Every target's session starts at once and answers what it holds.
+1. Every target's session starts at once (one request, encoded once) and
+   answers what differs there; one that holds everything stamps itself.
 2. Each target's difference and method are worked out (``plan``, pure).
 3. Targets that need the same files form a group; the group's tar stream is
-   made once and written to all of them concurrently (``payload``), while
-   rsync targets run their own rsync.
+   made once and written to the targets the source feeds (``group``): all
+   of them, or with relay only the first, which forwards it along the
+   chain; rsync targets run their own rsync.
 4. Each target then finishes: deletions, the check of every file against
    the source, the stamp - in the same session where python3 runs.
 
@@ -14,45 +16,38 @@ retry could fix a failure.
 
 from __future__ import annotations
 
-import os
-import subprocess
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
 
 from nodeweave.remote import Remote
 from nodeweave.sync import plain
+from nodeweave.sync.group import agent_plan, open_sinks
+from nodeweave.sync.job import Job, guard
 from nodeweave.sync.outcome import OnProgress, Source, TargetResult
-from nodeweave.sync.payload import Fanout, Sink, tar_stream
-from nodeweave.sync.plan import Difference, Manifest, choose_method, difference, group_payloads, itemize
+from nodeweave.sync.payload import Fanout, tar_stream
+from nodeweave.sync.plan import Difference, choose_method, difference, group_payloads, itemize
 from nodeweave.sync.request import SyncRequest
 from nodeweave.sync.rsync import RsyncOptions, run_rsync
-from nodeweave.sync.session import Session, TransferError, plan_line
+from nodeweave.sync.session import Request, Session, TransferError
 from nodeweave.sync.verify import TargetCheck
 
 
-@dataclass
-class Job:
-    """One target's way through a round."""
-
-    target: Remote
-    result: TargetResult
-    session: "Session | None" = None
-    manifest: "Manifest | None" = None
-    diff: Difference = field(default_factory=Difference)
-    method: str = "-"
-    tar: "subprocess.Popen[bytes] | None" = None  # the ``tar -x`` process of a tar target
-    plan_sent: bool = False  # a stream target's plan went ahead of its payload
-    error: "TransferError | None" = None
-
-
-def _connect(req: SyncRequest, src: Source, job: Job, then: str) -> None:
-    """Start the target's session and learn what it holds (a ``find`` listing without python3)."""
+def requests(req: SyncRequest, src: Source, relay_mode: str) -> "dict[bool, Request]":
+    """The round's first line, with and without relay, each encoded once for every target."""
     opts = req.options
-    dry = opts.dry_run or opts.check
-    job.session = Session(job.target, req.dest, dry=dry)
-    request = {"paths": sorted(src.fileset.files), "dirs": src.fileset.dirs, "dry": dry,
-               "quick": src.quick, "extras": opts.delete, "then": then}
+    then = "exit" if opts.dry_run else "plan"
+    made = {}
+    for relay in (False, True):
+        made[relay] = Request(src.signatures, list(src.fileset.dirs), then=then, dry=opts.dry_run or opts.check,
+                              quick=src.quick, extras=opts.delete, stamp=src.stamp,
+                              relay=relay and then == "plan" and relay_mode != "off")
+    return made
+
+
+def _connect(req: SyncRequest, src: Source, job: Job, request: Request) -> None:
+    """Start the target's session and learn what differs there (a ``find`` listing without python3)."""
+    opts = req.options
+    job.session = Session(job.target, req.dest, dry=opts.dry_run or opts.check)
     manifest = job.session.open(request)
     if not manifest.python:
         manifest = plain.with_listing(job.target, req.dest, src.fileset, manifest)
@@ -61,12 +56,15 @@ def _connect(req: SyncRequest, src: Source, job: Job, then: str) -> None:
     job.manifest = manifest
 
 
-def _signatures(src: Source, manifest: Manifest) -> "dict[str, str]":
-    return src.quick_signatures() if manifest.quick else src.signatures
+def _signatures(src: Source, job: Job) -> "dict[str, str]":
+    return src.quick_signatures() if job.manifest.quick else src.signatures
 
 
 def _plan(req: SyncRequest, src: Source, job: Job, local_rsync: bool) -> None:
-    job.diff = difference(src.fileset, _signatures(src, job.manifest), job.manifest, req.filt, req.options.delete)
+    if job.manifest.done:  # the agent found every file there and stamped it: nothing for any method to do
+        job.method = "up-to-date"
+        return
+    job.diff = difference(src.fileset, _signatures(src, job), job.manifest, req.filt, req.options.delete)
     method, why = choose_method(req.options.method, job.manifest, job.diff,
                                 network_link=job.target.network_link, local_rsync=local_rsync)
     if method is None:
@@ -76,28 +74,10 @@ def _plan(req: SyncRequest, src: Source, job: Job, local_rsync: bool) -> None:
         job.method = "up-to-date"  # by content, or by size and mtime with --no-verify
 
 
-def _agent_plan(src: Source, job: Job, receive: bool) -> dict:
-    """What the agent does after the payload: deletions, the check of every file, the stamp."""
-    return {"receive": receive, "stamp": src.stamp,
-            "expect": {rel: src.signatures[rel] for rel in job.diff.send},
-            "delete": list(job.diff.delete), "rmdirs": list(job.diff.rmdirs)}
-
-
-def _open_sink(req: SyncRequest, src: Source, job: Job, report) -> Sink:
-    if job.method == "stream":
-        job.plan_sent = True
-        return Sink(job.session.payload_fd(), plan_line(_agent_plan(src, job, True)), report)
-    job.tar = plain.start_tar(job.target, req.dest)
-    return Sink(_detach(job.tar), b"", report)
-
-
-def _send_group(req: SyncRequest, src: Source, diff: Difference, jobs: "list[Job]", on_progress: OnProgress) -> None:
-    """Make this group's tar stream once, write it to every member at once, then finish each."""
-    total = sum(src.fileset.root.joinpath(rel).lstat().st_size for rel in diff.send) or 1
-    sinks = []
-    for job in jobs:
-        report = (lambda j: lambda sent: on_progress(j.target, "send", min(1.0, sent / total)))(job)
-        _guard(job, lambda j=job, r=report: sinks.append(_open_sink(req, src, j, r)))
+def _send_group(req: SyncRequest, src: Source, diff: Difference, jobs: "list[Job]", on_progress: OnProgress,
+                relay_mode: str) -> None:
+    """Make this group's tar stream once, write it to the targets the source feeds, then finish each."""
+    sinks = open_sinks(req, src, diff, jobs, on_progress, relay_mode)
     try:
         Fanout(sinks).run(tar_stream(src.fileset.root, diff.dirs, diff.send, src.fileset.files))
     except OSError as err:  # the source changed under us: no member can be right
@@ -106,14 +86,7 @@ def _send_group(req: SyncRequest, src: Source, diff: Difference, jobs: "list[Job
             if job.session is not None:
                 job.session.kill()
     for job in jobs:
-        _guard(job, lambda j=job: _finish(req, src, j, on_progress))
-
-
-def _detach(proc: "subprocess.Popen[bytes]") -> int:
-    """A descriptor of the process's stdin for a payload writer, which closes it when done."""
-    fd = os.dup(proc.stdin.fileno())
-    proc.stdin.close()
-    return fd
+        guard(job, lambda j=job: _finish(req, src, j, on_progress))
 
 
 def _moved(src: Source, diff: Difference) -> "tuple[int, int]":
@@ -129,11 +102,16 @@ def _finish(req: SyncRequest, src: Source, job: Job, on_progress: OnProgress) ->
             plain.wait_tar(job.target, job.tar)
         res.files, res.bytes = _moved(src, job.diff)
     on_progress(job.target, "verify", 1.0)
-    if job.manifest.python:
-        answer = job.session.finish(None if job.plan_sent else _agent_plan(src, job, False))
+    if job.manifest.done:
+        mismatched, stamp = {}, job.manifest.stamp
+    elif job.manifest.python:
+        answer = job.session.finish(None if job.plan_sent else agent_plan(job, False))
         if job.method == "stream":
             res.files, res.bytes = answer["files"], answer["bytes"]
         if answer["errors"]:
+            if answer.get("cut") and job.upstream is not None:  # a retry, fed by the source, can fix it
+                raise TransferError(f"the payload relayed from {job.upstream.target.label} was cut: "
+                                    + "; ".join(answer["errors"][:2]), transient=True)
             res.status, res.error = "failed", "; ".join(answer["errors"][:3])
             return
         mismatched, stamp = answer["mismatched"], answer["stamp"]
@@ -165,36 +143,23 @@ def _rsync(req: SyncRequest, src: Source, job: Job, on_progress: OnProgress) -> 
     _finish(req, src, job, on_progress)
 
 
-def _guard(job: Job, step) -> None:
-    """Run one step of one target; a failure is recorded on it, never raised to the others."""
-    if job.error is not None:
-        return
-    try:
-        step()
-    except TransferError as err:
-        job.error = err
-    except Exception as err:  # a worker must report, not die: the others go on
-        job.error = TransferError(f"{type(err).__name__}: {err}", transient=False)
-    if job.error is not None and job.session is not None:
-        job.session.kill()
-
-
 def deliver(req: SyncRequest, src: Source, targets: "list[Remote]", on_progress: OnProgress,
-            local_rsync: bool) -> "list[Job]":
+            local_rsync: bool, relay_mode: str = "off") -> "list[Job]":
     """One round over ``targets``: each job's result filled in, or its error set."""
     started = time.monotonic()
     jobs = [Job(t, TargetResult(t, attempts=1)) for t in targets]
-    then = "exit" if req.options.dry_run else "plan"
+    made = requests(req, src, relay_mode)
     with ThreadPoolExecutor(max_workers=max(1, len(jobs))) as pool:
         for job in jobs:
             on_progress(job.target, "connect", 0.0)
-        list(pool.map(lambda j: _guard(j, lambda: _connect(req, src, j, then)), jobs))
+        relayable = relay_mode == "on" or (relay_mode == "auto" and all(t.relay_by_default for t in targets))
+        list(pool.map(lambda j: guard(j, lambda: _connect(req, src, j, made[relayable])), jobs))
         for job in jobs:
-            _guard(job, lambda j=job: _plan(req, src, j, local_rsync))
+            guard(job, lambda j=job: _plan(req, src, j, local_rsync))
         if req.options.dry_run:
             _dry_run(src, jobs)
         else:
-            _transfer(req, src, jobs, pool, on_progress)
+            _transfer(req, src, jobs, pool, on_progress, relay_mode if relayable else "off")
     for job in jobs:
         job.result.seconds = time.monotonic() - started
         job.result.method = job.method
@@ -214,7 +179,7 @@ def _dry_run(src: Source, jobs: "list[Job]") -> None:
 
 
 def _transfer(req: SyncRequest, src: Source, jobs: "list[Job]", pool: ThreadPoolExecutor,
-              on_progress: OnProgress) -> None:
+              on_progress: OnProgress, relay_mode: str) -> None:
     live = {job.target: job for job in jobs if job.error is None}
     streamed = {t: j.diff for t, j in live.items() if j.method in ("stream", "tar")}
     work = []
@@ -222,11 +187,12 @@ def _transfer(req: SyncRequest, src: Source, jobs: "list[Job]", pool: ThreadPool
         group = [live[t] for t in members]
         for job in group:
             job.result.group = number
-        work.append(pool.submit(_guard, group[0], lambda d=diff, g=group: _send_group(req, src, d, g, on_progress)))
+        work.append(pool.submit(guard, group[0],
+                                lambda d=diff, g=group: _send_group(req, src, d, g, on_progress, relay_mode)))
     for job in live.values():
         if job.method == "rsync":
-            work.append(pool.submit(_guard, job, lambda j=job: _rsync(req, src, j, on_progress)))
+            work.append(pool.submit(guard, job, lambda j=job: _rsync(req, src, j, on_progress)))
         elif job.method == "up-to-date" or (job.method in ("stream", "tar") and not _sent(job)):
-            work.append(pool.submit(_guard, job, lambda j=job: _finish(req, src, j, on_progress)))
+            work.append(pool.submit(guard, job, lambda j=job: _finish(req, src, j, on_progress)))
     for future in work:
         future.result()

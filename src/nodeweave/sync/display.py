@@ -67,7 +67,8 @@ def summary_table(results: "list[TargetResult]", source_digest: "str | None", ti
         table.add_column(column, justify=justify)
     for r in results:
         digest = r.check.digest[:12] if r.check and r.check.digest else "-"
-        table.add_row(r.target.label, r.method, f"{r.files:,}", human_bytes(r.bytes),
+        method = f"{r.method} {r.relay}" if r.relay and r.relay.startswith("from ") else r.method
+        table.add_row(r.target.label, method, f"{r.files:,}", human_bytes(r.bytes),
                       f"{r.seconds:.1f}", digest,
                       f"[{_STATUS_STYLE.get(r.status, '')}]{r.status}[/]" + (
                           f" ({r.attempts} tries)" if r.attempts > 1 else ""))
@@ -124,6 +125,10 @@ def run_and_show(req: SyncRequest, as_json: bool) -> None:
             for line in changes_text(results):
                 console.print(line, markup=False, highlight=False)
         console.print(summary_table(results, digest, _title(req)))
+    for r in results:
+        if r.relay and r.relay.startswith("direct:"):
+            console.print(f"[yellow]relay: {r.target.label} was sent the payload {r.relay}[/]", markup=True,
+                          highlight=False)
     _raise_on_failure(req, results)
 
 
@@ -159,6 +164,7 @@ def as_document(req: SyncRequest, results: "list[TargetResult]", digest: "str | 
                    "digest": digest, "commit": git.commit, "branch": git.branch,
                    "held_back_secrets": fileset.held_back_secrets},
         "targets": [{"target": r.target.label, "status": r.status, "method": r.method, "group": r.group,
+                     "relay": r.relay,
                      "files": r.files, "bytes": r.bytes, "seconds": round(r.seconds, 3),
                      "attempts": r.attempts, "error": r.error, "changes": r.changes,
                      "digest": r.check.digest if r.check else None,

@@ -27,6 +27,7 @@ class TargetResult:
     changes: "list[str]" = field(default_factory=list)
     check: "TargetCheck | None" = None
     group: "int | None" = None  # targets with the same number were sent one payload, read once
+    relay: "str | None" = None  # "from TARGET" when another target forwarded the payload; why not, if planned
 
     @property
     def ok(self) -> bool:

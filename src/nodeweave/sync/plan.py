@@ -41,11 +41,24 @@ class Manifest:
     tools: "frozenset[str]" = frozenset()
     dest_ok: bool = False
     dest_absent: bool = False
-    quick: bool = False  # ``have`` holds quick signatures, not content digests
-    have: "dict[str, str]" = field(default_factory=dict)  # path -> signature, for paths it holds
+    quick: bool = False  # signatures are quick ones, not content digests
+    have: "dict[str, str]" = field(default_factory=dict)  # path -> signature held (a ``find`` listing)
     missing_dirs: "frozenset[str]" = frozenset()
     extras: "list[tuple[str, bool]]" = field(default_factory=list)  # (path, is_dir) beyond SRC
     stamp: "dict | None" = None
+    differ: "dict[str, str | None] | None" = None  # the agent's word: path -> what it holds (None: nothing)
+    done: bool = False  # the agent found everything there and stamped it (one round trip)
+    listen: "dict | None" = None  # the agent's relay listener: {"port", "addrs"}
+
+    def differing(self, local: "dict[str, str]") -> "dict[str, str | None]":
+        """Paths whose signature here is not ``local``'s, with what the target holds (None: nothing)."""
+        if self.differ is not None:
+            return self.differ
+        return {rel: self.have.get(rel) for rel, sig in local.items() if self.have.get(rel) != sig}
+
+    def holds(self, rel: str) -> bool:
+        """Whether the target holds some version of ``rel``."""
+        return (self.differ.get(rel, "") is not None) if self.differ is not None else rel in self.have
 
 
 @dataclass(frozen=True)
@@ -78,8 +91,9 @@ def protected(filt: Filter, rel: str, is_dir: bool) -> bool:
 def difference(fileset: FileSet, local: "dict[str, str]", manifest: Manifest, filt: Filter,
                delete: bool) -> Difference:
     """What ``manifest``'s target needs to hold exactly ``local`` (signatures of the same kind)."""
-    send = tuple(sorted(rel for rel, sig in local.items() if manifest.have.get(rel) != sig))
-    update = sum(_size(fileset, rel) for rel in send if rel in manifest.have and fileset.files[rel] == "f")
+    differ = manifest.differing(local)
+    send = tuple(sorted(differ))
+    update = sum(_size(fileset, rel) for rel in send if differ[rel] is not None and fileset.files[rel] == "f")
     drop_files, drop_dirs = [], []
     if delete:
         for rel, is_dir in manifest.extras:
@@ -136,7 +150,7 @@ def itemize(diff: Difference, manifest: Manifest, fileset: FileSet) -> "list[str
     lines = [f"cd+++++++++ {rel}/" for rel in diff.dirs]
     for rel in diff.send:
         kind = "L" if fileset.files.get(rel) == "l" else "f"
-        new = rel not in manifest.have
+        new = not manifest.holds(rel)
         lines.append(f"{'c' if kind == 'L' else '<'}{kind}{'+++++++++' if new else 'c........'} {rel}")
     lines += [f"*deleting   {rel}" for rel in diff.delete]
     lines += [f"*deleting   {rel}/" for rel in diff.rmdirs]

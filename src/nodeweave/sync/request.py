@@ -24,6 +24,7 @@ from nodeweave.sync.filters import FileSet, Filter, build_filter
 from nodeweave.sync.verify import GitInfo, git_info
 
 METHODS = ("auto", "stream", "rsync", "tar")
+RELAY_MODES = ("auto", "on", "off")
 
 
 @dataclass(frozen=True)
@@ -81,10 +82,13 @@ class SyncOptions:
     retries: int = 2
     backoff_s: float = 1.0
     shared: bool = False  # every target mounts the same storage at DEST: write once, check all
+    relay: str = "auto"  # targets forward a group's payload to each other (see sync/relay.py)
 
     def __post_init__(self):
         if self.method not in METHODS:
             raise refuse("--method", self.method, " | ".join(METHODS))
+        if self.relay not in RELAY_MODES:
+            raise refuse("relay mode", self.relay, " | ".join(RELAY_MODES))
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,7 @@ from nodeweave.sync import plain
 from nodeweave.sync.deliver import deliver
 from nodeweave.sync.outcome import OnProgress, Source, TargetResult
 from nodeweave.sync.request import SyncRequest
-from nodeweave.sync.session import Session, TransferError
+from nodeweave.sync.session import Request, Session, TransferError
 from nodeweave.sync.verify import TargetCheck
 
 
@@ -40,7 +40,9 @@ def _rounds(req: SyncRequest, src: Source, targets: "list[Remote]",
         retry = []
         size = max(1, req.options.jobs)
         for start in range(0, len(pending), size):
-            for job in deliver(req, src, pending[start:start + size], on_progress, local_rsync):
+            # relay on the first attempt only: a retry is fed by the source, whatever cut the chain
+            relay_mode = req.options.relay if attempt == 1 else "off"
+            for job in deliver(req, src, pending[start:start + size], on_progress, local_rsync, relay_mode):
                 job.result.attempts = attempt
                 results[job.target] = job.result
                 if job.error is not None and job.error.transient and attempt <= req.options.retries:
@@ -64,8 +66,9 @@ def run_sync(req: SyncRequest, on_progress: OnProgress) -> "tuple[list[TargetRes
         results = _rounds(req, src, targets, on_progress)
         return [results[t] for t in targets], digest
     first = _rounds(req, src, targets[:1], on_progress)[targets[0]]
+    request = check_request(src)
     with ThreadPoolExecutor(max_workers=max(1, min(req.options.jobs, len(targets) - 1))) as pool:
-        rest = list(pool.map(lambda t: _shared_result(req, src, t, first, on_progress), targets[1:]))
+        rest = list(pool.map(lambda t: _shared_result(req, src, t, first, on_progress, request), targets[1:]))
     return [first, *rest], digest
 
 
@@ -76,7 +79,7 @@ def _tree_digest(src: Source) -> str:
 
 
 def _shared_result(req: SyncRequest, src: Source, target: Remote, first: TargetResult,
-                   on_progress: OnProgress) -> TargetResult:
+                   on_progress: OnProgress, request: Request) -> TargetResult:
     via = f"shared via {first.target.label}"
     if not first.ok:
         result = TargetResult(target=target, method=via, status="failed",
@@ -84,25 +87,28 @@ def _shared_result(req: SyncRequest, src: Source, target: Remote, first: TargetR
     elif req.options.dry_run or src.quick:
         result = TargetResult(target=target, method=via, status=first.status)
     else:
-        result = check_one(req, src, target, on_progress, method=via)
+        result = check_one(req, src, target, on_progress, method=via, request=request)
     on_progress(target, result.status, 1.0)
     return result
 
 
+def check_request(src: Source) -> Request:
+    """What ``check_one`` asks every target (encoded once for all of them)."""
+    return Request(src.signatures, [], then="exit", dry=True)
+
+
 def check_one(req: SyncRequest, src: Source, target: Remote, on_progress: OnProgress,
-              method: str = "check") -> TargetResult:
+              method: str = "check", request: "Request | None" = None) -> TargetResult:
     """Digest the target's copy and read its stamp in one exec; moves and writes nothing."""
     result = TargetResult(target=target, method=method, attempts=1)
     started = time.monotonic()
     on_progress(target, "verify", 0.5)
     try:
         session = Session(target, req.dest, dry=True)
-        manifest = session.open({"paths": sorted(src.fileset.files), "dirs": [], "dry": True, "then": "exit"})
+        manifest = session.open(request or check_request(src))
         session.close()
         if manifest.python:
-            mismatched = {rel: manifest.have.get(rel) for rel, sig in src.signatures.items()
-                          if manifest.have.get(rel) != sig}
-            stamp = manifest.stamp
+            mismatched, stamp = manifest.differing(src.signatures), manifest.stamp
         else:
             mismatched, stamp = plain.check(target, req.dest, src.signatures, "")
         result.judge(TargetCheck.of(src.signatures, mismatched, stamp), "differ from the source")
@@ -116,6 +122,7 @@ def check_one(req: SyncRequest, src: Source, target: Remote, on_progress: OnProg
 def run_check(req: SyncRequest, on_progress: OnProgress) -> "tuple[list[TargetResult], str]":
     """Compare every target with the source without moving anything (``--check``)."""
     src = Source.read(req, write_stamp=False)
+    request = check_request(src)
     with ThreadPoolExecutor(max_workers=max(1, min(req.options.jobs, len(req.targets)))) as pool:
-        results = list(pool.map(lambda t: check_one(req, src, t, on_progress), req.targets))
+        results = list(pool.map(lambda t: check_one(req, src, t, on_progress, request=request), req.targets))
     return results, _tree_digest(src)

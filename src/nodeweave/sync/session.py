@@ -1,7 +1,8 @@
-"""One exec per target: start the agent, send the request, read what it holds, then plan and payload.
+"""One exec per target: start the agent, send the request, read what differs, then plan and payload.
 
 The exec runs a constant ``sh`` launcher: with python3 it execs the agent
-(``digest.py``'s source then ``agent.py``'s, as ``python3 -c``); without, it
+(the source of ``digest.py``, ``untar.py``, ``peer.py`` and ``agent.py``, as
+``python3 -c``); without, it
 prints ``nopython``, the tools it has and whether DEST was made, the sync's
 probe folded into the same exec. So a target costs one exec start however
 the sync goes, and a second only where python3 is missing.
@@ -19,12 +20,11 @@ import threading
 from pathlib import Path
 
 from nodeweave.remote import Remote
-from nodeweave.sync import agent as agent_module
-from nodeweave.sync import digest as digest_module
+from nodeweave.sync import agent, digest, peer, untar
 from nodeweave.sync.plan import Manifest
 
-AGENT_PROGRAM = (Path(digest_module.__file__).read_text(encoding="utf-8") + "\n"
-                 + Path(agent_module.__file__).read_text(encoding="utf-8"))
+# The agent's modules in the order each defines what the next uses; one program, sent as ``python3 -c``.
+AGENT_PROGRAM = "\n".join(Path(m.__file__).read_text(encoding="utf-8") for m in (digest, untar, peer, agent))
 # $1 = the agent's program, $2 = DEST, $3 = "dry" (create nothing) or "make". Constant text.
 # Both branches end only after stdin's EOF: podman 4.3's exec drops output now and then when the
 # process exits while the client's stdin is still open, so the source closes it first.
@@ -35,6 +35,7 @@ LAUNCH = ('if command -v python3 >/dev/null 2>&1; then exec python3 -I -S -c "$1
 PIPE_BYTES = 1 << 20  # Linux's default pipe-max-size: fewer wake-ups per MiB sent
 MANIFEST_TIMEOUT_S = 900.0  # a cold cache hashes the whole tree on the target
 RESULT_TIMEOUT_S = 900.0
+MAX_LINE = agent.MAX_LINE  # an answer longer than this is refused (the agent bounds what it reads too)
 
 
 class TransferError(Exception):
@@ -78,7 +79,7 @@ class Session:
         # stdin is unbuffered (bufsize=0: the payload goes straight to the pipe), so stdout is
         # too; a buffer here keeps readline() from reading a 400 KB manifest a byte at a time.
         reader = io.BufferedReader(self.proc.stdout, 1 << 16)
-        for line in iter(reader.readline, b""):
+        while (line := reader.readline(MAX_LINE + 1)) and len(line) <= MAX_LINE:
             self._lines.put(line)
         self._lines.put(None)
 
@@ -100,11 +101,10 @@ class Session:
         what = "cannot reach it" if stage == "connect" else f"{stage} failed"
         return TransferError(f"{what} (exit {code}): {stderr}", self.target.transient(code, stderr))
 
-    def open(self, request: dict, timeout: float = MANIFEST_TIMEOUT_S) -> Manifest:
-        """Send the request; the target's answer: what it holds, or (no python3) its tools."""
-        data = (json.dumps(request) + "\n").encode("utf-8", "surrogateescape")
-        last = request.get("then") != "plan"  # nothing follows the request: end stdin after it
-        self._writer = threading.Thread(target=self._write_quietly, args=(data, last), daemon=True)
+    def open(self, request: "Request", timeout: float = MANIFEST_TIMEOUT_S) -> Manifest:
+        """Send the request; the target's answer: what differs there, or (no python3) its tools."""
+        self._writer = threading.Thread(target=self._write_quietly, args=(request.line, request.last),
+                                        daemon=True)
         self._writer.start()
         first = self._line(timeout, "connect")
         self._writer.join()
@@ -112,10 +112,11 @@ class Session:
             answer = json.loads(first)
             return Manifest(python=True, tools=frozenset(answer["tools"]) | {"python3"},
                             dest_ok=bool(answer["dest_ok"]), dest_absent=bool(answer["dest_absent"]),
-                            quick=bool(request.get("quick")), have=answer["have"],
+                            quick=request.quick, differ=answer["differ"],
                             missing_dirs=frozenset(answer["missing_dirs"]),
                             extras=[(rel, bool(d)) for rel, d in answer.get("extras", [])],
-                            stamp=answer.get("stamp"))
+                            stamp=answer.get("stamp"), done=bool(answer.get("done")),
+                            listen=answer.get("listen"))
         self._close_stdin()
         lines = []
         while (line := self._lines.get(timeout=60)) is not None:
@@ -138,6 +139,14 @@ class Session:
             self.proc.stdin.close()
         except OSError:
             pass
+
+    def say(self, message: dict, close: bool = False) -> None:
+        """One line to the agent (a plan, a ``go``); ``close`` ends its stdin after it."""
+        self._write_quietly(plan_line(message), close=close)
+
+    def hear(self, timeout: float, stage: str) -> dict:
+        """The agent's next line (a hop report, a result); a failure if it ends or says nothing in time."""
+        return json.loads(self._line(timeout, stage))
 
     def payload_fd(self) -> int:
         """A descriptor of the agent's stdin for the payload writer, which closes it when done."""
@@ -166,3 +175,13 @@ class Session:
 
 def plan_line(plan: dict) -> bytes:
     return (json.dumps(plan) + "\n").encode("utf-8", "surrogateescape")
+
+
+class Request:
+    """The first line every agent of a round reads: encoded once, written to each."""
+
+    def __init__(self, signatures: "dict[str, str]", dirs: "list[str]", *, then: str, dry: bool = False,
+                 quick: bool = False, extras: bool = False, stamp: str = "", relay: bool = False):
+        self.quick, self.last = quick, then != "plan"  # nothing follows an ``exit`` request: stdin ends
+        self.line = plan_line({"sigs": signatures, "dirs": dirs, "dry": dry, "quick": quick, "extras": extras,
+                               "then": then, "stamp": stamp, "relay": relay})
