@@ -4,9 +4,11 @@ Makes a 200 MiB, 5,000-file tree (random, incompressible), starts eight
 podman containers from the offline base image and times whole ``nodeweave
 sync`` commands into fresh directories, each case against baselines measured
 in the same run: plain ``rsync`` over ``podman exec`` (one target, and eight
-at once, which is what a per-target fan-out costs), and eight ``podman
-exec`` clients relaying the same bytes to ``cat`` (the exec channel's own
-cost, the floor of any fan-out through it). Per case:
+at once, which is what a per-target fan-out costs), eight targets with relay
+(the default: the first target forwards to the next over TCP) and with
+``--no-relay`` (every target's bytes through its own exec client), and
+eight ``podman exec`` clients relaying the same bytes to ``cat`` (the exec
+channel's own cost, the floor of a fan-out through it). Per case:
 
 - seconds: wall time of the command;
 - source CPU s: the command's whole process tree on this side (nodeweave,
@@ -23,6 +25,8 @@ cost, the floor of any fan-out through it). Per case:
 Goals (issue 13): one target <= 1.2x plain rsync; eight targets' source CPU
 <= 1.5x one target's and disk reads <= 1.1x; a no-change re-sync of eight
 <= 10% of the first; a one-file edit to eight <= 2x the same edit to one.
+Other work on the machine skews every row: ``uptime`` is printed at the
+start and the end; run it under ``flock -o /tmp/nodeweave-engine.lock``.
 
     .venv/bin/python benchmarks/sync_bench.py [--files 5000] [--mb 200] [--targets 8] [--repeat 3]
 """
@@ -77,18 +81,24 @@ class Bench:
     def __init__(self, src: Path, names: "list[str]", meter: Meter):
         self.src, self.names, self.meter = src, names, meter
         self.samples: "dict[str, list[Sample]]" = {}
+        self.uptime_start = ""
 
     def record(self, case: str, sample: Sample) -> Sample:
         self.samples.setdefault(case, []).append(sample)
         return sample
 
-    def nodeweave(self, case: str, dest: str, names: "list[str]", *extra: str) -> Sample:
+    def nodeweave(self, case: str, dest: str, names: "list[str]", *extra: str, relayed: bool = False) -> Sample:
         evict(self.src)
         sample = self.meter.run([*NODEWEAVE, "sync", "--json", str(self.src), dest,
                                  *[f"--to=podman:{c}" for c in names], *extra])
         data = json.loads(sample.stdout)
         if {(t["status"], t["digest"]) for t in data["targets"]} != {("ok", data["source"]["digest"])}:
             raise SystemExit(f"{case}: a target does not hold the source: {data['targets']}")
+        fed = [t["relay"] for t in data["targets"][1:]]
+        if relayed and not all(r and r.startswith("from ") for r in fed):
+            raise SystemExit(f"{case}: the payload was not relayed: {fed}")
+        if not relayed and any(fed):
+            raise SystemExit(f"{case}: the payload was relayed: {fed}")
         return self.record(case, sample)
 
     def rsync(self, case: str, dest: str, names: "list[str]") -> Sample:
@@ -106,6 +116,10 @@ class Bench:
         return Sample(*(statistics.median(getattr(r, f) for r in runs) for f in Sample._fields[:-1]), "")
 
 
+def uptime() -> str:
+    return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
+
+
 def rsync_all(src: Path, dest: str, names: "list[str]") -> str:
     """A shell line running one plain rsync per container, all at once."""
     return " ".join(f"{RSYNC} {src}/ {c}:{dest}/ &" for c in names) + " wait"
@@ -114,28 +128,32 @@ def rsync_all(src: Path, dest: str, names: "list[str]") -> str:
 def one_round(b: Bench, i: int, edit: Path) -> None:
     """Every timed case once, into fresh directories, in the same order each round."""
     one, many = [b.names[0]], b.names
-    d_raw, d_one, d_many = f"/workspace/raw{i}", f"/workspace/one{i}", f"/workspace/many{i}"
+    d_raw, d_one, d_many, d_direct = (f"/workspace/{kind}{i}" for kind in ("raw", "one", "many", "direct"))
     b.rsync("plain rsync, 1 target", d_raw, one)
     b.nodeweave("nodeweave sync, 1 target", d_one, one)
-    b.nodeweave(f"nodeweave sync, {N}", d_many, many)
+    b.nodeweave(f"nodeweave sync, {N}, relay", d_many, many, relayed=True)
+    b.nodeweave(f"nodeweave sync, {N}, --no-relay", d_direct, many, "--no-relay")
     b.nodeweave(f"no-change re-sync, {N}", d_many, many)
     b.nodeweave("no-change re-sync, 1 target", d_one, one)
     edit.write_bytes(os.urandom(edit.stat().st_size))
     b.nodeweave("one-file edit, 1 target", d_one, one)
     b.nodeweave(f"one-file edit, {N}", d_many, many)
-    for dest in (d_raw, d_one, d_many):
+    for dest in (d_raw, d_one, d_many, d_direct):
         b.clean(dest)
 
 
 def ratios(m: "dict[str, Sample]") -> "dict[str, str]":
-    raw, one, many = m["plain rsync, 1 target"], m["nodeweave sync, 1 target"], m[f"nodeweave sync, {N}"]
+    raw, one, many = m["plain rsync, 1 target"], m["nodeweave sync, 1 target"], m[f"nodeweave sync, {N}, relay"]
+    direct = m[f"nodeweave sync, {N}, --no-relay"]
     edit1, editn = m["one-file edit, 1 target"], m[f"one-file edit, {N}"]
     return {
         "plain rsync, 1 target": "baseline for 1 target",
         "nodeweave sync, 1 target": f"{one.seconds / raw.seconds:.2f}x plain rsync's time (goal <= 1.2x)",
-        f"nodeweave sync, {N}": (f"source CPU {many.cpu / one.cpu:.2f}x 1 target's (goal <= 1.5x), nodeweave's own "
-                                 f"{many.own_cpu / one.own_cpu:.2f}x; disk reads "
-                                 f"{many.disk_mib / max(one.disk_mib, 1):.2f}x (goal <= 1.1x)"),
+        f"nodeweave sync, {N}, relay": (f"source CPU {many.cpu / one.cpu:.2f}x 1 target's (goal <= 1.5x), nodeweave's "
+                                        f"own {many.own_cpu / one.own_cpu:.2f}x; disk reads "
+                                        f"{many.disk_mib / max(one.disk_mib, 1):.2f}x (goal <= 1.1x)"),
+        f"nodeweave sync, {N}, --no-relay": (f"source CPU {direct.cpu / one.cpu:.2f}x 1 target's, nodeweave's own "
+                                             f"{direct.own_cpu / one.own_cpu:.2f}x"),
         f"plain rsync, {N}": f"source CPU {m[f'plain rsync, {N}'].cpu / raw.cpu:.2f}x plain rsync to 1 target",
         f"no-change re-sync, {N}": f"{m[f'no-change re-sync, {N}'].seconds / many.seconds:.1%} of the first (goal <= 10%)",
         "no-change re-sync, 1 target": f"{m['no-change re-sync, 1 target'].seconds / one.seconds:.1%} of the first",
@@ -182,6 +200,7 @@ def main() -> int:
             started.append(name)
         meter = Meter(names)
         b = Bench(src, names, meter)
+        b.uptime_start = uptime()  # after the tree is made and the containers started
         b.nodeweave("warm-up", "/workspace/warmup", names[:1])  # the source digest cache, as after any sync
         b.clean("/workspace/warmup")
         edit = next(p for p in sorted(src.rglob("*.py")))
@@ -204,10 +223,12 @@ def main() -> int:
 def trace_cases(b: Bench) -> "dict[str, float]":
     """Logical MiB read from SRC's files by each fan-out case's process tree, one traced run each."""
     out = {}
-    for case, dest, names in (("nodeweave sync, 1 target", "/workspace/trace1", b.names[:1]),
-                              (f"nodeweave sync, {N}", "/workspace/traceN", b.names)):
+    for case, dest, names, extra in (("nodeweave sync, 1 target", "/workspace/trace1", b.names[:1], []),
+                                     (f"nodeweave sync, {N}, relay", "/workspace/traceN", b.names, []),
+                                     (f"nodeweave sync, {N}, --no-relay", "/workspace/traceD", b.names,
+                                      ["--no-relay"])):
         out[case] = logical_reads([*NODEWEAVE, "sync", "--json", str(b.src), dest,
-                                   *[f"--to=podman:{c}" for c in names]], b.src)
+                                   *[f"--to=podman:{c}" for c in names], *extra], b.src)
         b.clean(dest)
     for case, names in (("plain rsync, 1 target", b.names[:1]), (f"plain rsync, {N}", b.names)):
         for c in names:
@@ -222,12 +243,13 @@ def report(b: Bench, args, total: int, traced: "dict[str, float]", floors: "dict
     console = Console(width=180)
     console.print(table(b, f"nodeweave sync: {args.files:,} files, {total / 2**20:.0f} MiB, {n} podman containers, "
                         f"{cores} cores; median of {args.repeat} (plain rsync to {n} at once: 1 run)", traced, floors))
-    many = b.median(f"nodeweave sync, {N}")
-    console.print(f"receivers' CPU floor: the {n} targets used {many.receivers:.1f} CPU-s in their containers; with "
-                  f"the source's {many.cpu:.1f} on {cores} cores that is >= {(many.receivers + many.cpu) / cores:.1f} s "
-                  f"of wall time ({many.seconds:.1f} s measured)")
-    console.print(f"load average at the end: {', '.join(f'{x:.1f}' for x in os.getloadavg())} "
-                  "(other work on the machine skews every row)")
+    for case in (f"nodeweave sync, {N}, relay", f"nodeweave sync, {N}, --no-relay"):
+        many = b.median(case)
+        console.print(f"receivers' CPU floor, {case.replace(N, f'{n} targets')}: the targets used {many.receivers:.1f} "
+                      f"CPU-s in their containers; with the source's {many.cpu:.1f} on {cores} cores that is >= "
+                      f"{(many.receivers + many.cpu) / cores:.1f} s of wall time ({many.seconds:.1f} s measured)")
+    console.print(f"uptime at the start: {b.uptime_start}")
+    console.print(f"uptime at the end:   {uptime()} (other work on the machine skews every row)")
     console.print("every nodeweave run: every target ok and digest-equal to the source (checked per run)")
 
 

@@ -127,8 +127,8 @@ def run_and_show(req: SyncRequest, as_json: bool) -> None:
         console.print(summary_table(results, digest, _title(req)))
     for r in results:
         if r.relay and r.relay.startswith("direct:"):
-            console.print(f"[yellow]relay: {r.target.label} was sent the payload {r.relay}[/]", markup=True,
-                          highlight=False)
+            console.print(f"[yellow]relay: {r.target.label} was sent the payload {r.relay}[/]", highlight=False,
+                          soft_wrap=True)
     _raise_on_failure(req, results)
 
 
