@@ -8,6 +8,7 @@ addresses; the test plays the source's part of the protocol line by line.
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import os
 import socket
@@ -106,6 +107,32 @@ def test_a_hop_to_nowhere_fails_within_its_bound():
     with pytest.raises(OSError, match="127.0.0.1"):
         peer.connect({"addrs": ["127.0.0.1"], "port": port, "token": "t"})
     assert time.time() - started < peer.HOP_S
+
+
+class _Recorder:
+    """A downstream connection that keeps each ``sendall`` as one segment."""
+
+    def __init__(self):
+        self.segments: list[bytes] = []
+
+    def sendall(self, data: bytes) -> None:
+        self.segments.append(bytes(data))
+
+
+def test_the_tee_forwards_whole_chunks_however_small_the_reads():
+    payload = os.urandom(3 * peer.CHUNK + 1234)
+    out = _Recorder()
+    tee = peer.Tee(io.BufferedReader(io.BytesIO(payload)), [out])
+    got = []
+    while True:
+        part = tee.read(512)  # the tar reader's header-sized reads
+        if not part:
+            break
+        assert len(part) <= 512
+        got.append(part)
+    assert b"".join(got) == payload
+    assert b"".join(out.segments) == payload
+    assert len(out.segments) <= 5  # chunks, not one segment per 512-byte read
 
 
 # --- agents forwarding for real ----------------------------------------------------------------

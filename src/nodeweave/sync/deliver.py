@@ -125,7 +125,7 @@ def _finish(req: SyncRequest, src: Source, job: Job, on_progress: OnProgress) ->
     if src.quick:
         res.status = "ok"
         return
-    res.judge(TargetCheck.of(src.signatures, mismatched, stamp, req.git))
+    res.judge(TargetCheck.of(src.signatures, mismatched, stamp, req.git, source_digest=src.digest))
 
 
 def _sent(job: Job) -> bool:

@@ -43,8 +43,9 @@ def load_cache(cache_path):
 def save_cache(cache_path, cache):
     tmp = "%s.%d.tmp" % (cache_path, os.getpid())
     try:
+        text = json.dumps(cache)  # dumps is C-accelerated; dump (to a file) is pure Python, ten times slower
         with open(tmp, "w") as f:
-            json.dump(cache, f)
+            f.write(text)
         os.replace(tmp, cache_path)
     except OSError:
         try:

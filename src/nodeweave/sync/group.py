@@ -83,7 +83,7 @@ def open_sinks(req: SyncRequest, src: Source, diff: Difference, jobs: "list[Job]
     direct = _start_relay(relay_mode, streams, total, on_progress) if relay_mode != "off" else None
     sinks = []
     for job in jobs:
-        report = (lambda j: lambda sent: on_progress(j.target, "send", min(1.0, sent / total)))(job)
+        report = _reporter(job, total, on_progress)
         if job.error is not None or job.upstream is not None:
             continue
         if job.method == "tar":
@@ -98,6 +98,18 @@ def open_sinks(req: SyncRequest, src: Source, diff: Difference, jobs: "list[Job]
             guard(job, lambda j=job, r=report: sinks.append(
                 Sink(j.session.payload_fd(), plan_line(agent_plan(j, True)), r)))
     return sinks
+
+
+def _reporter(job: Job, total: int, on_progress: OnProgress):
+    """A sink's byte count as the target's progress, passed on only when a whole percent changes."""
+    last = [-1]
+
+    def report(sent: int) -> None:
+        percent = min(100, sent * 100 // total)
+        if percent != last[0]:
+            last[0] = percent
+            on_progress(job.target, "send", percent / 100)
+    return report
 
 
 def _detach(proc) -> int:

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from nodeweave.remote import Remote
+from nodeweave.sync.digest import tree_digest
 from nodeweave.sync.filters import FileSet
 from nodeweave.sync.plan import local_quick
 from nodeweave.sync.request import SyncRequest
@@ -51,6 +52,7 @@ class Source:
     signatures: "dict[str, str]"  # content digests, or quick signatures with ``quick``
     quick: bool
     stamp: str = ""  # the stamp's text ("" = write none: --no-verify, a dry run)
+    digest: "str | None" = None  # the tree digest of ``signatures`` (content digests only)
     _quick: "dict[str, str] | None" = field(default=None, repr=False)
 
     @classmethod
@@ -59,8 +61,9 @@ class Source:
         if not req.options.verify and not req.options.check:
             return cls(req.fileset, local_quick(req.fileset), quick=True)
         digests = local_digests(req.fileset)
-        stamp = stamp_text(req.src, req.git, digests) if write_stamp and not req.options.dry_run else ""
-        return cls(req.fileset, digests, quick=False, stamp=stamp)
+        digest = tree_digest(digests)
+        stamp = stamp_text(req.src, req.git, digests, digest) if write_stamp and not req.options.dry_run else ""
+        return cls(req.fileset, digests, quick=False, stamp=stamp, digest=digest)
 
     def quick_signatures(self) -> "dict[str, str]":
         """Quick signatures for targets listed by ``find`` (made once, only when one needs them)."""

@@ -60,7 +60,7 @@ def _rounds(req: SyncRequest, src: Source, targets: "list[Remote]",
 def run_sync(req: SyncRequest, on_progress: OnProgress) -> "tuple[list[TargetResult], str | None]":
     """Sync every target; results in target order and the source digest (None without --verify)."""
     src = Source.read(req)
-    digest = None if src.quick else _tree_digest(src)
+    digest = src.digest
     targets = list(req.targets)
     if not req.options.shared or len(targets) == 1:
         results = _rounds(req, src, targets, on_progress)
@@ -70,12 +70,6 @@ def run_sync(req: SyncRequest, on_progress: OnProgress) -> "tuple[list[TargetRes
     with ThreadPoolExecutor(max_workers=max(1, min(req.options.jobs, len(targets) - 1))) as pool:
         rest = list(pool.map(lambda t: _shared_result(req, src, t, first, on_progress, request), targets[1:]))
     return [first, *rest], digest
-
-
-def _tree_digest(src: Source) -> str:
-    from nodeweave.sync.digest import tree_digest
-
-    return tree_digest(src.signatures)
 
 
 def _shared_result(req: SyncRequest, src: Source, target: Remote, first: TargetResult,
@@ -111,7 +105,8 @@ def check_one(req: SyncRequest, src: Source, target: Remote, on_progress: OnProg
             mismatched, stamp = manifest.differing(src.signatures), manifest.stamp
         else:
             mismatched, stamp = plain.check(target, req.dest, src.signatures, "")
-        result.judge(TargetCheck.of(src.signatures, mismatched, stamp), "differ from the source")
+        result.judge(TargetCheck.of(src.signatures, mismatched, stamp, source_digest=src.digest),
+                     "differ from the source")
     except TransferError as err:
         result.status, result.error = "failed", str(err)
     result.seconds = time.monotonic() - started
@@ -125,4 +120,4 @@ def run_check(req: SyncRequest, on_progress: OnProgress) -> "tuple[list[TargetRe
     request = check_request(src)
     with ThreadPoolExecutor(max_workers=max(1, min(req.options.jobs, len(req.targets)))) as pool:
         results = list(pool.map(lambda t: check_one(req, src, t, on_progress, request=request), req.targets))
-    return results, _tree_digest(src)
+    return results, src.digest

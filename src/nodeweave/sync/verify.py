@@ -83,8 +83,9 @@ def make_stamp(src: Path, git: GitInfo, digest: str, files: int) -> "dict[str, o
     }
 
 
-def stamp_text(src: Path, git: GitInfo, local: "dict[str, str]") -> str:
-    return json.dumps(make_stamp(src, git, tree_digest(local), len(local)), indent=2, sort_keys=True) + "\n"
+def stamp_text(src: Path, git: GitInfo, local: "dict[str, str]", digest: "str | None" = None) -> str:
+    digest = digest or tree_digest(local)
+    return json.dumps(make_stamp(src, git, digest, len(local)), indent=2, sort_keys=True) + "\n"
 
 
 @dataclass
@@ -102,9 +103,13 @@ class TargetCheck:
 
     @classmethod
     def of(cls, local: "dict[str, str]", mismatched: "dict[str, str | None]", stamp: "dict | None",
-           git: "GitInfo | None" = None) -> "TargetCheck":
-        """The target's tree digest from the source's and the differing paths; the stamp judged."""
-        check = cls(digest=tree_digest({**local, **mismatched}), mismatched=sorted(mismatched), stamp=stamp)
+           git: "GitInfo | None" = None, source_digest: "str | None" = None) -> "TargetCheck":
+        """The target's tree digest from the source's and the differing paths; the stamp judged.
+
+        A target that matches has the source's digest (``source_digest``, taken once per sync).
+        """
+        same = source_digest if source_digest and not mismatched else None
+        check = cls(digest=same or tree_digest({**local, **mismatched}), mismatched=sorted(mismatched), stamp=stamp)
         if git is not None and not mismatched:
             written = stamp or {}
             if written.get("digest") != check.digest or written.get("commit") != git.commit:
