@@ -23,10 +23,18 @@ def project(tmp_path, monkeypatch):
 
 
 def build(project: Path, *, src=None, dest=None, targets=TargetArgs(), filters=FilterArgs(), shared=None,
-          extra=""):
+          extra="", options=SyncOptions()):
     spec = project / "nodeweave.yaml"
     spec.write_text(SPEC % extra)
-    return build_request(src, dest, targets, filters, SyncOptions(), spec, shared)
+    return build_request(src, dest, targets, filters, options, spec, shared)
+
+
+def test_sent_credentials_are_never_relayed_unless_asked(project):
+    assert build(project).options.relay == "auto"
+    with_secrets = FilterArgs(include_secrets=True)
+    req = build(project, filters=with_secrets)
+    assert ".env" in req.fileset.files and req.options.relay == "off"
+    assert build(project, filters=with_secrets, options=SyncOptions(relay="on")).options.relay == "on"
 
 
 def test_the_spec_gives_src_dest_and_its_pods_sharing_one_claim(project):

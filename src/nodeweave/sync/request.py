@@ -175,8 +175,10 @@ def build_request(src: "Path | None", dest: "str | None", targets: TargetArgs, f
     found = resolve_targets(targets, spec)
     if shared is None:  # the spec's own pods on a claim: shared volume see one directory
         shared = bool(spec is not None and not targets.explicit and spec.kubernetes.claim == "shared")
+    # credentials sent on request travel only over each target's own exec channel, never relayed in the clear
+    relay = "off" if filters.include_secrets and options.relay == "auto" else options.relay
     return SyncRequest(src=src, dest=dest, targets=tuple(found), fileset=filt.walk(src), filt=filt,
-                       options=replace(options, shared=shared), git=git_info(src))
+                       options=replace(options, shared=shared, relay=relay), git=git_info(src))
 
 
 def check_tools(req: SyncRequest) -> None:
