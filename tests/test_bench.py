@@ -134,6 +134,9 @@ def test_two_process_gloo_run_is_correct_and_uses_nccl_tests_math(tmp_path):
     (run,) = doc["runs"]
     report = run["report"]
     assert run["correct"] and report["backend"] == "gloo" and report["world_size"] == 2
+    threads = report["threads"]
+    assert threads["torch"] >= 1
+    assert threads["OMP_NUM_THREADS"] is None or int(threads["OMP_NUM_THREADS"]) == threads["torch"], threads
     assert {(row["op"], row["bytes"]) for row in report["results"]} == {
         (op, size) for op in options.OPS for size in (4096, 65536)}
     for row in report["results"]:

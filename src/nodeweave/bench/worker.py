@@ -149,6 +149,8 @@ def _describe(backend, device):
         "world_size": dist.get_world_size(),
         "nnodes": int(os.environ.get("GROUP_WORLD_SIZE", "0")) or None,
         "host": socket.gethostname(),
+        # What small collectives are sensitive to: the launcher's OMP_NUM_THREADS and torch's resulting pool.
+        "threads": {"OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS"), "torch": torch.get_num_threads()},
         "env": {k: v for k, v in sorted(os.environ.items())
                 if k.startswith(("NCCL_", "GLOO_", "RCCL_", "TORCH_NCCL_", "CUDA_VISIBLE", "NODEWEAVE_"))},
     }
