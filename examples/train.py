@@ -16,6 +16,7 @@ N`` also checks the world size against a number you know.
 """
 
 import argparse
+import gc
 import os
 import socket
 import sys
@@ -103,6 +104,10 @@ def main(argv=None):
     verdict = "ok" if not problems else "FAILED: " + "; ".join(problems)
     print(f"{tag} done: world_size={world} backend={backend} final_loss={loss.item():.4f} {verdict}", flush=True)
     dist.barrier()  # leave together: gloo aborts a rank whose peer tears its connections down first
+    # DDP's reducer holds the process group: free it now, or the group outlives destroy_process_group
+    # until interpreter shutdown, where gloo's threads abort the rank ("terminate called ...", exit -6).
+    del model, optimizer, loss
+    gc.collect()
     dist.destroy_process_group()
     return 0 if not problems else 1
 
