@@ -128,22 +128,26 @@ def status_command(
     spec, backend, _ = open_cluster(spec_path, given)
     nodes = pick_nodes(backend.nodes(), node)
     rows = gather(backend, nodes, spec_command(spec))
+    agree = agreement(rows)
     view = _fingerprints([n for n, r in zip(nodes, rows) if r["up"]]) if fingerprints else None
     if as_json:
         extra = {"fingerprints": view.to_dict()} if view is not None else {}
-        typer.echo(json.dumps({"where": backend.where(), "plans_agree": agreement(rows), "nodes": rows, **extra},
-                              indent=2))
+        typer.echo(json.dumps({"where": backend.where(), "plans_agree": agree, "nodes": rows, **extra}, indent=2))
     else:
         console().print(status_table(backend, rows))
         if view is not None:
             from nodeweave.cli.doctor import print_cluster_view
 
             print_cluster_view(view, console())
+    problems = []
     down = [r["node"] for r in rows if not r["up"]]
-    problems = (["down: " + ", ".join(down)] if down else []) + \
-        (["the nodes' plans disagree"] if agreement(rows) is False else []) + \
-        ([f"the fingerprints hold {n} refusal(s) (see the findings)"]
-         if view is not None and (n := sum(f.severity == "error" for f in view.findings)) else [])
+    if down:
+        problems.append("down: " + ", ".join(down))
+    if agree is False:
+        problems.append("the nodes' plans disagree")
+    refusals = sum(f.severity == "error" for f in view.findings) if view is not None else 0
+    if refusals:
+        problems.append(f"the fingerprints hold {refusals} refusal(s) (see the findings)")
     if problems:
         raise NodeweaveError("; ".join(problems))
 
