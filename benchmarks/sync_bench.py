@@ -87,7 +87,8 @@ class Bench:
         self.samples.setdefault(case, []).append(sample)
         return sample
 
-    def nodeweave(self, case: str, dest: str, names: "list[str]", *extra: str, relayed: bool = False) -> Sample:
+    def nodeweave(self, case: str, dest: str, names: "list[str]", *extra: str, relayed: bool = False,
+                  tunnel: bool = False) -> Sample:
         evict(self.src)
         sample = self.meter.run([*NODEWEAVE, "sync", "--json", str(self.src), dest,
                                  *[f"--to=podman:{c}" for c in names], *extra])
@@ -99,7 +100,14 @@ class Bench:
             raise SystemExit(f"{case}: the payload was not relayed: {fed}")
         if not relayed and any(fed):
             raise SystemExit(f"{case}: the payload was relayed: {fed}")
+        channels = [t["channel"] for t in data["targets"][1:]]
+        if tunnel != (bool(channels) and all(c.startswith("via ") for c in channels)):
+            raise SystemExit(f"{case}: the sessions {'did not go' if tunnel else 'went'} through the head: {channels}")
         return self.record(case, sample)
+
+    def forget_residents(self) -> None:
+        """The source's record of the nodes' resident agents gone: the next sync execs into every node."""
+        Path(os.environ["XDG_CACHE_HOME"], "nodeweave", "sync", "residents.json").unlink(missing_ok=True)
 
     def rsync(self, case: str, dest: str, names: "list[str]") -> Sample:
         for c in names:
@@ -128,23 +136,26 @@ def rsync_all(src: Path, dest: str, names: "list[str]") -> str:
 def one_round(b: Bench, i: int, edit: Path) -> None:
     """Every timed case once, into fresh directories, in the same order each round."""
     one, many = [b.names[0]], b.names
-    d_raw, d_one, d_many, d_direct = (f"/workspace/{kind}{i}" for kind in ("raw", "one", "many", "direct"))
+    d_raw, d_one, d_first, d_many, d_direct = (f"/workspace/{kind}{i}"
+                                               for kind in ("raw", "one", "first", "many", "direct"))
     b.rsync("plain rsync, 1 target", d_raw, one)
     b.nodeweave("nodeweave sync, 1 target", d_one, one)
-    b.nodeweave(f"nodeweave sync, {N}, relay", d_many, many, relayed=True)
+    b.forget_residents()
+    b.nodeweave(f"nodeweave sync, {N}, relay, first contact", d_first, many, relayed=True)
+    b.nodeweave(f"nodeweave sync, {N}, relay", d_many, many, relayed=True, tunnel=True)
     b.nodeweave(f"nodeweave sync, {N}, --no-relay", d_direct, many, "--no-relay")
-    b.nodeweave(f"no-change re-sync, {N}", d_many, many)
+    b.nodeweave(f"no-change re-sync, {N}", d_many, many, tunnel=True)
     b.nodeweave("no-change re-sync, 1 target", d_one, one)
     edit.write_bytes(os.urandom(edit.stat().st_size))
     b.nodeweave("one-file edit, 1 target", d_one, one)
-    b.nodeweave(f"one-file edit, {N}", d_many, many)
-    for dest in (d_raw, d_one, d_many, d_direct):
+    b.nodeweave(f"one-file edit, {N}", d_many, many, tunnel=True)
+    for dest in (d_raw, d_one, d_first, d_many, d_direct):
         b.clean(dest)
 
 
 def ratios(m: "dict[str, Sample]") -> "dict[str, str]":
     raw, one, many = m["plain rsync, 1 target"], m["nodeweave sync, 1 target"], m[f"nodeweave sync, {N}, relay"]
-    direct = m[f"nodeweave sync, {N}, --no-relay"]
+    direct, first = m[f"nodeweave sync, {N}, --no-relay"], m[f"nodeweave sync, {N}, relay, first contact"]
     edit1, editn = m["one-file edit, 1 target"], m[f"one-file edit, {N}"]
     return {
         "plain rsync, 1 target": "baseline for 1 target",
@@ -152,6 +163,8 @@ def ratios(m: "dict[str, Sample]") -> "dict[str, str]":
         f"nodeweave sync, {N}, relay": (f"source CPU {many.cpu / one.cpu:.2f}x 1 target's (goal <= 1.5x), nodeweave's "
                                         f"own {many.own_cpu / one.own_cpu:.2f}x; disk reads "
                                         f"{many.disk_mib / max(one.disk_mib, 1):.2f}x (goal <= 1.1x)"),
+        f"nodeweave sync, {N}, relay, first contact": (f"source CPU {first.cpu / one.cpu:.2f}x 1 target's (an exec per "
+                                                       f"node; they start their resident agents)"),
         f"nodeweave sync, {N}, --no-relay": (f"source CPU {direct.cpu / one.cpu:.2f}x 1 target's, nodeweave's own "
                                              f"{direct.own_cpu / one.own_cpu:.2f}x"),
         f"plain rsync, {N}": f"source CPU {m[f'plain rsync, {N}'].cpu / raw.cpu:.2f}x plain rsync to 1 target",

@@ -51,12 +51,12 @@ def test_rsync_of_a_known_difference_reads_the_paths_from_stdin():
 
 def test_the_session_launcher_is_constant_and_keeps_dest_as_its_own_argument():
     t = make_target("docker", "c1")
-    argv = session_argv(t, "/workspace", dry=False)
+    argv = session_argv(t, "/workspace", "make")
     assert argv[:4] == ["docker", "exec", "-i", "c1"]
     assert argv[4:] == ["sh", "-c", LAUNCH, "sh", AGENT_PROGRAM, "/workspace", "make"]
     assert "/workspace" not in LAUNCH and "/workspace" not in AGENT_PROGRAM  # DEST is $2, never script text
-    assert session_argv(t, "/workspace", dry=True)[-1] == "dry"  # a dry run creates nothing
-    ssh = session_argv(make_target("ssh", "me@gpu01"), "/workspace", dry=False)
+    assert session_argv(t, "/workspace", "dry")[-1] == "dry"  # a dry run creates nothing
+    ssh = session_argv(make_target("ssh", "me@gpu01"), "/workspace", "make")
     assert shlex.split(ssh[-1]) == ["sh", "-c", LAUNCH, "sh", AGENT_PROGRAM, "/workspace", "make"]
 
 

@@ -14,7 +14,8 @@ Targets: --to KIND:NAME (podman, docker, pod, oc, ssh, ssh+docker), --hosts-file
 once; every target says what differs there, targets needing the same files get one tar
 stream, sent once to the first of them and forwarded target to target (relay; over each
 exec channel where peers cannot connect; rsync where it pays or python3 is missing), and
-every target's content digest and git commit are checked against the source. Exit 1
+every target's content digest and git commit are checked against the source. Nodes synced
+before keep a resident agent: the next sync execs into the first target only. Exit 1
 names every target that failed. --json prints JSON on stdout; everything else goes to stderr.
 """
 
@@ -48,7 +49,7 @@ def sync_command(
     compress: bool = typer.Option(False, "--compress", "-z", help="rsync -z, where rsync is used (worth it over slow links only)"),
     method: str = typer.Option("auto", "--method", help="auto (a stream to targets with python3, else rsync or tar), stream, rsync or tar"),
     force_tar: bool = typer.Option(False, "--tar", help="Same as --method tar: the target's own tar -x receives"),
-    relay: Optional[bool] = typer.Option(None, "--relay/--no-relay", help="Targets forward a payload to each other over TCP (each hop authenticated by a fresh token; the bytes unencrypted), so the source sends it once; a target its upstream cannot reach is fed directly (default: payloads of 4 MiB or more, not over ssh, not with --include-secrets; --relay: always; --no-relay: never)"),
+    relay: Optional[bool] = typer.Option(None, "--relay/--no-relay", help="Targets forward a payload to each other over TCP (each hop authenticated by a fresh token; the bytes unencrypted), so the source sends it once, and keep a resident agent so the next sync execs into one of them and reaches the rest through it; a target that cannot be reached so is fed over its own exec (default: payloads of 4 MiB or more, residents for 2+ targets; not over ssh, not with --include-secrets; --relay: always; --no-relay: never, and no resident)"),
     shared: Optional[bool] = typer.Option(None, "--shared/--no-shared", help="Targets mount the same storage at DEST: write through the first, check the rest (default: on for the spec's pods with kubernetes.claim: shared)"),
     as_json: bool = typer.Option(False, "--json", help="Print the results as JSON on stdout (everything else goes to stderr)"),
 ) -> None:

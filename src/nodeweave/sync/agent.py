@@ -1,7 +1,9 @@
 """The receiving end of a sync: one exec per target says what differs, takes a payload, checks it.
 
 Runs on the target as ``python3 -I -S -c PROGRAM DEST``, PROGRAM being
-``digest.py``, ``untar.py``, ``peer.py`` and this (``session.AGENT_PROGRAM``):
+``digest.py``, ``untar.py``, ``peer.py``, ``resident.py``, ``tunnel.py`` and
+this (``session.AGENT_PROGRAM``); the same session also runs in a resident's
+child and as the head's own channel of a tunnel (``DEST tunnel``):
 stdlib only and Python 3.6-compatible, so any image with a python3
 receives. One session: a request line (the source's signature of every
 path, the stamp) -> an answer (the paths whose content differs here, from
@@ -27,6 +29,8 @@ try:  # in the program sent to a target this source follows the modules it uses
 except NameError:
     from nodeweave.sync.digest import digest_with, load_cache, quick_files, save_cache
     from nodeweave.sync.peer import ACCEPT_S, Listener, Tee, connect
+    from nodeweave.sync.resident import ensure
+    from nodeweave.sync.tunnel import serve_tunnel
     from nodeweave.sync.untar import receive
 
 STAMP_NAME = ".nodeweave-sync.json"
@@ -100,7 +104,18 @@ def manifest(root, request, cache):
     if request.get("extras") and exists:
         answer["extras"] = _extras(root, sigs, set(dirs))
     answer["stamp"] = _read_stamp(root) if exists else None
+    keep = request.get("keep")
+    if keep and not dry:
+        answer["resident"] = _resident(keep)
     return answer
+
+
+def _resident(keep):
+    """This node's resident agent (``resident.py``), started if none runs; None where it cannot be."""
+    try:
+        return ensure(str(keep["program"]), float(keep["idle"]), session)
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
 
 
 def _delete(root, files, dirs, errors):
@@ -253,4 +268,7 @@ def _drain(stdin):
 
 
 if __name__ == "__main__":
-    session(sys.argv[1], sys.stdin.buffer)
+    if sys.argv[2:3] == ["tunnel"]:
+        serve_tunnel(sys.argv[1], sys.stdin.buffer, sys.stdout.buffer, session)
+    else:
+        session(sys.argv[1], sys.stdin.buffer)

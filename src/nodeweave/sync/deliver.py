@@ -20,8 +20,9 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 from nodeweave.remote import Remote
-from nodeweave.sync import plain
+from nodeweave.sync import plain, registry
 from nodeweave.sync.group import agent_plan, open_sinks
+from nodeweave.sync.headlink import RESIDENT_IDLE_S, Tunnel
 from nodeweave.sync.job import Job, guard
 from nodeweave.sync.outcome import OnProgress, Source, TargetResult
 from nodeweave.sync.payload import Fanout, tar_stream
@@ -32,22 +33,39 @@ from nodeweave.sync.session import Request, Session, TransferError
 from nodeweave.sync.verify import TargetCheck
 
 
-def requests(req: SyncRequest, src: Source, relay_mode: str) -> "dict[bool, Request]":
+def requests(req: SyncRequest, src: Source, relay_mode: str, keep: "float | None" = None) -> "dict[bool, Request]":
     """The round's first line, with and without relay, each encoded once for every target."""
     opts = req.options
     then = "exit" if opts.dry_run else "plan"
     made = {}
     for relay in (False, True):
+        peers = relay and then == "plan" and relay_mode != "off"
         made[relay] = Request(src.signatures, list(src.fileset.dirs), then=then, dry=opts.dry_run or opts.check,
-                              quick=src.quick, extras=opts.delete, stamp=src.stamp,
-                              relay=relay and then == "plan" and relay_mode != "off")
+                              quick=src.quick, extras=opts.delete, stamp=src.stamp, relay=peers,
+                              keep=keep if peers else None)
     return made
 
 
-def _connect(req: SyncRequest, src: Source, job: Job, request: Request) -> None:
-    """Start the target's session and learn what differs there (a ``find`` listing without python3)."""
+def _connect(req: SyncRequest, src: Source, job: Job, request: Request, tunnel: "Tunnel | None") -> None:
+    """Start the target's session (through the tunnel where it can) and learn what differs there."""
+    channel = tunnel.channel(job.target) if tunnel is not None else None
+    if channel is not None:
+        try:
+            _open(req, src, job, request, channel)
+            head = tunnel.link.head
+            job.result.channel = "exec, tunnel head" if job.target == head else f"via {head.label}"
+            return
+        except TransferError as err:  # the node's resident is gone or the head cannot reach it
+            tunnel.lost(job.target)
+            job.session.kill()
+            job.result.channel = f"exec (the tunnel could not: {str(err)[:120]})"
+    _open(req, src, job, request, None)
+
+
+def _open(req: SyncRequest, src: Source, job: Job, request: Request, channel) -> None:
+    """The session's request and answer (a ``find`` listing without python3)."""
     opts = req.options
-    job.session = Session(job.target, req.dest, dry=opts.dry_run or opts.check)
+    job.session = Session(job.target, req.dest, dry=opts.dry_run or opts.check, proc=channel)
     manifest = job.session.open(request)
     if not manifest.python:
         manifest = plain.with_listing(job.target, req.dest, src.fileset, manifest)
@@ -148,18 +166,25 @@ def deliver(req: SyncRequest, src: Source, targets: "list[Remote]", on_progress:
     """One round over ``targets``: each job's result filled in, or its error set."""
     started = time.monotonic()
     jobs = [Job(t, TargetResult(t, attempts=1)) for t in targets]
-    made = requests(req, src, relay_mode)
+    relayable = relay_mode == "on" or (relay_mode == "auto" and all(t.relay_by_default for t in targets))
+    # Nodes that may talk to each other keep a resident agent, and the next round reaches them through one exec.
+    peers = relayable and relay_mode != "off" and len(jobs) > 1 and not (req.options.dry_run or req.options.check)
+    made = requests(req, src, relay_mode, keep=RESIDENT_IDLE_S if peers else None)
+    tunnel = Tunnel.plan(targets, req.dest) if peers else None
     with ThreadPoolExecutor(max_workers=max(1, len(jobs))) as pool:
         for job in jobs:
             on_progress(job.target, "connect", 0.0)
-        relayable = relay_mode == "on" or (relay_mode == "auto" and all(t.relay_by_default for t in targets))
-        list(pool.map(lambda j: guard(j, lambda: _connect(req, src, j, made[relayable])), jobs))
+        list(pool.map(lambda j: guard(j, lambda: _connect(req, src, j, made[relayable], tunnel)), jobs))
         for job in jobs:
             guard(job, lambda j=job: _plan(req, src, j, local_rsync))
         if req.options.dry_run:
             _dry_run(src, jobs)
         else:
             _transfer(req, src, jobs, pool, on_progress, relay_mode if relayable else "off")
+    if tunnel is not None:
+        tunnel.link.close()
+    registry.update({j.target: j.manifest.resident for j in jobs if j.manifest and j.manifest.resident},
+                    tunnel.unreachable if tunnel is not None else [])
     for job in jobs:
         job.result.seconds = time.monotonic() - started
         job.result.method = job.method

@@ -164,7 +164,7 @@ def as_document(req: SyncRequest, results: "list[TargetResult]", digest: "str | 
                    "digest": digest, "commit": git.commit, "branch": git.branch,
                    "held_back_secrets": fileset.held_back_secrets},
         "targets": [{"target": r.target.label, "status": r.status, "method": r.method, "group": r.group,
-                     "relay": r.relay,
+                     "relay": r.relay, "channel": r.channel,
                      "files": r.files, "bytes": r.bytes, "seconds": round(r.seconds, 3),
                      "attempts": r.attempts, "error": r.error, "changes": r.changes,
                      "digest": r.check.digest if r.check else None,

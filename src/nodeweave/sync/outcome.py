@@ -29,6 +29,7 @@ class TargetResult:
     check: "TargetCheck | None" = None
     group: "int | None" = None  # targets with the same number were sent one payload, read once
     relay: "str | None" = None  # "from TARGET" when another target forwarded the payload; why not, if planned
+    channel: str = "exec"  # how the session reached the target: its own exec, or "via HEAD" (a tunnel)
 
     @property
     def ok(self) -> bool:

@@ -49,6 +49,7 @@ class Manifest:
     differ: "dict[str, str | None] | None" = None  # the agent's word: path -> what it holds (None: nothing)
     done: bool = False  # the agent found everything there and stamped it (one round trip)
     listen: "dict | None" = None  # the agent's relay listener: {"port", "addrs"}
+    resident: "dict | None" = None  # the node's resident agent: {"port", "addrs", "key", "program"}
 
     def differing(self, local: "dict[str, str]") -> "dict[str, str | None]":
         """Paths whose signature here is not ``local``'s, with what the target holds (None: nothing)."""

@@ -1,8 +1,11 @@
-"""One exec per target: start the agent, send the request, read what differs, then plan and payload.
+"""A target's session: start the agent, send the request, read what differs, then plan and payload.
+
+Over the target's own exec, or over a channel of a tunnel through the head
+(``headlink.py``), which looks the same from here.
 
 The exec runs a constant ``sh`` launcher: with python3 it execs the agent
-(the source of ``digest.py``, ``untar.py``, ``peer.py`` and ``agent.py``, as
-``python3 -c``); without, it
+(the source of ``digest.py``, ``untar.py``, ``peer.py``, ``resident.py``,
+``tunnel.py`` and ``agent.py``, as ``python3 -c``); without, it
 prints ``nopython``, the tools it has and whether DEST was made, the sync's
 probe folded into the same exec. So a target costs one exec start however
 the sync goes, and a second only where python3 is missing.
@@ -11,6 +14,7 @@ the sync goes, and a second only where python3 is missing.
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import io
 import json
 import os
@@ -20,15 +24,17 @@ import threading
 from pathlib import Path
 
 from nodeweave.remote import Remote
-from nodeweave.sync import agent, digest, peer, untar
+from nodeweave.sync import agent, digest, peer, resident, tunnel, untar
 from nodeweave.sync.plan import Manifest
 
 # The agent's modules in the order each defines what the next uses; one program, sent as ``python3 -c``.
-AGENT_PROGRAM = "\n".join(Path(m.__file__).read_text(encoding="utf-8") for m in (digest, untar, peer, agent))
-# $1 = the agent's program, $2 = DEST, $3 = "dry" (create nothing) or "make". Constant text.
+AGENT_PROGRAM = "\n".join(Path(m.__file__).read_text(encoding="utf-8")
+                          for m in (digest, untar, peer, resident, tunnel, agent))
+PROGRAM_ID = hashlib.sha256(AGENT_PROGRAM.encode()).hexdigest()[:16]  # a resident runs this program or is not used
+# $1 = the agent's program, $2 = DEST, $3 = "dry" (create nothing), "make" or "tunnel" (``tunnel.py``). Constant.
 # Both branches end only after stdin's EOF: podman 4.3's exec drops output now and then when the
 # process exits while the client's stdin is still open, so the source closes it first.
-LAUNCH = ('if command -v python3 >/dev/null 2>&1; then exec python3 -I -S -c "$1" "$2"; fi; echo nopython; '
+LAUNCH = ('if command -v python3 >/dev/null 2>&1; then exec python3 -I -S -c "$1" "$2" "$3"; fi; echo nopython; '
           'for t in rsync tar find sha256sum; do command -v "$t" >/dev/null 2>&1 && echo "has:$t"; done; '
           'if [ "$3" = dry ] && [ ! -e "$2" ]; then echo dest:absent; '
           'else mkdir -p -- "$2" && test -w "$2" && echo dest:ok; fi; cat >/dev/null')
@@ -50,18 +56,23 @@ def stderr_tail(raw: "bytes | str") -> str:
     return " | ".join(lines[-2:])[-300:]
 
 
-def session_argv(target: Remote, dest: str, dry: bool) -> "list[str]":
-    return target.exec_argv(["sh", "-c", LAUNCH, "sh", AGENT_PROGRAM, dest, "dry" if dry else "make"])
+def session_argv(target: Remote, dest: str, mode: str) -> "list[str]":
+    """The exec that starts the agent: ``mode`` is "dry", "make" or "tunnel"."""
+    return target.exec_argv(["sh", "-c", LAUNCH, "sh", AGENT_PROGRAM, dest, mode])
 
 
 class Session:
-    """The agent's side of one target, driven line by line; nothing here knows the target's kind."""
+    """The agent's side of one target, driven line by line; nothing here knows the target's kind.
 
-    def __init__(self, target: Remote, dest: str, dry: bool):
+    ``proc`` is the exec running the agent: started here, or a tunnel's channel (``headlink.py``).
+    """
+
+    def __init__(self, target: Remote, dest: str, dry: bool, proc=None):
         self.target, self.dest = target, dest
         try:
-            self.proc = subprocess.Popen(session_argv(target, dest, dry), stdin=subprocess.PIPE,
-                                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, bufsize=0)
+            self.proc = proc or subprocess.Popen(session_argv(target, dest, "dry" if dry else "make"),
+                                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                                 stderr=subprocess.PIPE, bufsize=0)
         except FileNotFoundError as err:
             raise TransferError(f"{err.filename} is not installed here", transient=False) from None
         try:
@@ -99,7 +110,8 @@ class Session:
         self._stderr_thread.join(timeout=10)
         stderr = stderr_tail(b"".join(self._stderr))
         what = "cannot reach it" if stage == "connect" else f"{stage} failed"
-        return TransferError(f"{what} (exit {code}): {stderr}", self.target.transient(code, stderr))
+        transient = getattr(self.proc, "tunnel", False) or self.target.transient(code, stderr)
+        return TransferError(f"{what} (exit {code}): {stderr}", transient)
 
     def open(self, request: "Request", timeout: float = MANIFEST_TIMEOUT_S) -> Manifest:
         """Send the request; the target's answer: what differs there, or (no python3) its tools."""
@@ -116,7 +128,7 @@ class Session:
                             missing_dirs=frozenset(answer["missing_dirs"]),
                             extras=[(rel, bool(d)) for rel, d in answer.get("extras", [])],
                             stamp=answer.get("stamp"), done=bool(answer.get("done")),
-                            listen=answer.get("listen"))
+                            listen=answer.get("listen"), resident=answer.get("resident"))
         self._close_stdin()
         lines = []
         while (line := self._lines.get(timeout=60)) is not None:
@@ -181,7 +193,11 @@ class Request:
     """The first line every agent of a round reads: encoded once, written to each."""
 
     def __init__(self, signatures: "dict[str, str]", dirs: "list[str]", *, then: str, dry: bool = False,
-                 quick: bool = False, extras: bool = False, stamp: str = "", relay: bool = False):
+                 quick: bool = False, extras: bool = False, stamp: str = "", relay: bool = False,
+                 keep: "float | None" = None):
         self.quick, self.last = quick, then != "plan"  # nothing follows an ``exit`` request: stdin ends
-        self.line = plan_line({"sigs": signatures, "dirs": dirs, "dry": dry, "quick": quick, "extras": extras,
-                               "then": then, "stamp": stamp, "relay": relay})
+        message = {"sigs": signatures, "dirs": dirs, "dry": dry, "quick": quick, "extras": extras,
+                   "then": then, "stamp": stamp, "relay": relay}
+        if keep:  # each node keeps (or starts) its resident agent for this long without a sync
+            message["keep"] = {"program": PROGRAM_ID, "idle": keep}
+        self.line = plan_line(message)

@@ -1,0 +1,70 @@
+"""What the source knows of each node's resident agent (``resident.py``): its port, addresses and key.
+
+Kept in ``$XDG_CACHE_HOME/nodeweave/sync/residents.json`` (default
+``~/.cache``), mode 0600: a key lets whoever holds it write into that node's
+DEST, as the exec user could. Entries are keyed by the target as the
+command line names it (kind, name, namespace, container) and by the agent
+program that started them: a resident of another nodeweave version is not
+used. A node whose resident cannot be reached is forgotten (its next sync
+execs there and starts a new one).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+from pathlib import Path
+
+from nodeweave.remote import Remote
+
+
+def _path() -> Path:
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "nodeweave" / "sync" / "residents.json"
+
+
+def key_of(target: Remote) -> str:
+    return repr(target)  # the dataclass fields that name the node; options (ssh flags, context) are left out
+
+
+def _load(path: Path) -> dict:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        return data if isinstance(data, dict) else {}
+    except (OSError, ValueError):
+        return {}
+
+
+def known(targets: "list[Remote]", program: str) -> "dict[Remote, dict]":
+    """The residents recorded for ``targets`` that run ``program``."""
+    data = _load(_path())
+    found = {}
+    for target in targets:
+        info = data.get(key_of(target))
+        if isinstance(info, dict) and info.get("program") == program and isinstance(info.get("port"), int) \
+                and isinstance(info.get("key"), str) and isinstance(info.get("addrs"), list):
+            found[target] = info
+    return found
+
+
+def update(learnt: "dict[Remote, dict]", gone: "list[Remote]") -> None:
+    """Record what this round's agents reported and drop what could not be reached (merged under a lock)."""
+    if not learnt and not gone:
+        return
+    path = _path()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        with open(path.with_suffix(".lock"), "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            data = _load(path)
+            for target in gone:
+                data.pop(key_of(target), None)
+            for target, info in learnt.items():
+                data[key_of(target)] = {k: info[k] for k in ("port", "addrs", "key", "program")}
+            tmp = path.with_suffix(f".{os.getpid()}.tmp")
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                json.dump(data, f, indent=1, sort_keys=True)
+            os.replace(tmp, path)
+    except OSError:
+        pass  # no cache folder: the next sync execs into every node, as without residents
