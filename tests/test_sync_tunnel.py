@@ -219,13 +219,20 @@ def test_a_node_nobody_listens_for_ends_its_channel_with_the_reason(head, tmp_pa
         Session(Here("n1"), str(tmp_path / "x"), dry=False, proc=proc).open(Request({}, [], then="exit"), timeout=20)
 
 
-def test_when_the_head_dies_every_channel_ends_with_its_exit_and_stderr(tmp_path):
-    link = HeadLink(["sh", "-c", "echo the head broke >&2; exit 7"], Here("head"))
+@pytest.mark.parametrize("script, said, code", [
+    ("echo the head broke >&2; exit 7", "it said b''.*the head broke", 7),
+    # the launcher's answer where python3 is missing; it then waits for its stdin's end
+    ("echo nopython; echo has:tar; cat >/dev/null; exit 0", "it said b'nopython", 255),
+])
+def test_a_head_that_dies_or_has_no_python_ends_every_channel_with_the_reason(script, said, code):
+    link = HeadLink(["sh", "-c", script], Here("head"))
     channels = [link.open({"local": True}), link.open({"local": True})]
+    started = time.monotonic()
     for proc in channels:
-        with pytest.raises(TransferError, match="did not start a tunnel.*the head broke") as err:
+        with pytest.raises(TransferError, match="did not start a tunnel.*" + said) as err:
             Session(Here("head"), "/x", dry=False, proc=proc).open(Request({}, [], then="exit"), timeout=20)
-        assert err.value.transient and proc.wait(5) == 7
+        assert err.value.transient and proc.wait(5) == code
+    assert time.monotonic() - started < 10
     link.close()
 
 

@@ -145,6 +145,7 @@ class HeadLink:
                         channel.end(int(end.get("code") or 0), end.get("error"))
         except (OSError, ValueError) as err:
             why = f"the tunnel broke: {err}"
+        self._close_stdin()  # a head that did not start a tunnel (no python3) waits for its stdin's end
         code = self.proc.wait()
         self._stderr_thread.join(timeout=10)
         stderr = b"".join(self._stderr).decode(errors="replace").strip().splitlines()[-2:]
@@ -156,13 +157,16 @@ class HeadLink:
         for channel in left:
             channel.end(*self._end)
 
-    def close(self) -> None:
-        """End the head's exec (its agent exits at the end of its stdin) and wait for it."""
+    def _close_stdin(self) -> None:
         with self._send_lock:
             try:
                 self.proc.stdin.close()
             except OSError:
                 pass
+
+    def close(self) -> None:
+        """End the head's exec (its agent exits at the end of its stdin) and wait for it."""
+        self._close_stdin()
         try:
             self.proc.wait(timeout=30)
         except subprocess.TimeoutExpired:
@@ -185,7 +189,11 @@ class Tunnel:
         residents = {t: dict(info, addrs=addresses[t]) for t, info in known.items() if t in addresses}
         if not residents:
             return None
-        return cls(HeadLink(session_argv(targets[0], dest, "tunnel"), targets[0]), residents, dest)
+        try:
+            link = HeadLink(session_argv(targets[0], dest, "tunnel"), targets[0])
+        except OSError:  # the exec's program is missing: every session says so over its own exec
+            return None
+        return cls(link, residents, dest)
 
     def channel(self, target: Remote) -> "Channel | None":
         """The channel that carries ``target``'s session, or None where it needs its own exec."""

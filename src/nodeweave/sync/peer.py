@@ -184,8 +184,11 @@ def _offer(conn, token):
         raise ValueError("the receiver refused the handshake")
 
 
-def connect(hop):
-    """A connection to ``hop`` ({addrs, port, token}) that passed the handshake, within ``HOP_S``."""
+def connect(hop, preamble=b""):
+    """A connection to ``hop`` ({addrs, port, token}) that passed the handshake, within ``HOP_S``.
+
+    ``preamble`` goes first (a resident's header: which ticket to expect).
+    """
     deadline, errors = time.time() + HOP_S, []
     for addr in hop["addrs"]:
         left = deadline - time.time()
@@ -200,6 +203,8 @@ def connect(hop):
         try:
             conn.settimeout(max(0.1, deadline - time.time()))
             conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            if preamble:
+                conn.sendall(preamble)
             _offer(conn, hop["token"])
             conn.settimeout(IDLE_S)
             return conn

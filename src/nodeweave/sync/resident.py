@@ -94,33 +94,39 @@ def ensure(program, idle, session):
 
 
 def _start(folder, path, program, idle, session):
+    import select
     import warnings
     listener = Listener()
     key = os.urandom(32).hex()
     info = {"port": listener.port, "addrs": local_addresses(), "key": key, "program": program}
+    ready_r, ready_w = os.pipe()
     with warnings.catch_warnings():  # a head forks from its session's thread; the child keeps nothing of them
         warnings.simplefilter("ignore", DeprecationWarning)
         first = os.fork()
     if first > 0:
         listener.sock.close()
+        os.close(ready_w)
         os.waitpid(first, 0)  # the first child exits as soon as it has forked the resident
+        select.select([ready_r], [], [], 10.0)  # its state file is written: a sync right after finds it
+        os.close(ready_r)
         return info
     try:
         os.setsid()
         if os.fork() > 0:
             os._exit(0)
-        _detach(listener.sock.fileno())
+        _detach((listener.sock.fileno(), ready_w))
         tmp = path + ".%d" % os.getpid()
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w") as f:
             json.dump(dict(info, pid=os.getpid(), started=_started(os.getpid())), f)
         os.replace(tmp, path)
+        os.close(ready_w)
         _serve(listener.sock, key, float(idle), folder, session)
     finally:
         os._exit(0)
 
 
-def _detach(keep):
+def _detach(keep):  # keep: the descriptors to keep
     """Leave the exec: its pipes, and every other descriptor the agent held (a head's channels among them)."""
     os.chdir("/")
     null = os.open(os.devnull, os.O_RDWR)
@@ -128,7 +134,7 @@ def _detach(keep):
         os.dup2(null, fd)
     for name in os.listdir("/proc/self/fd"):
         fd = int(name)
-        if fd > 2 and fd != keep:
+        if fd > 2 and fd not in keep:
             try:
                 os.close(fd)
             except OSError:
