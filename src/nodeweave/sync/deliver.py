@@ -42,7 +42,7 @@ def requests(req: SyncRequest, src: Source, relay_mode: str, keep: "float | None
         peers = relay and then == "plan" and relay_mode != "off"
         made[relay] = Request(src.signatures, list(src.fileset.dirs), then=then, dry=opts.dry_run or opts.check,
                               quick=src.quick, extras=opts.delete, stamp=src.stamp, relay=peers,
-                              keep=keep if peers else None)
+                              keep=keep if peers else None)  # residents only where nodes may talk to each other
     return made
 
 
@@ -57,7 +57,8 @@ def _connect(req: SyncRequest, src: Source, job: Job, request: Request, tunnel: 
             return
         except TransferError as err:  # the node's resident is gone or the head cannot reach it
             tunnel.lost(job.target)
-            job.session.kill()
+            if job.session is not None:
+                job.session.kill()
             job.result.channel = f"exec (the tunnel could not: {str(err)[:120]})"
     _open(req, src, job, request, None)
 
@@ -168,7 +169,7 @@ def deliver(req: SyncRequest, src: Source, targets: "list[Remote]", on_progress:
     jobs = [Job(t, TargetResult(t, attempts=1)) for t in targets]
     relayable = relay_mode == "on" or (relay_mode == "auto" and all(t.relay_by_default for t in targets))
     # Nodes that may talk to each other keep a resident agent, and the next round reaches them through one exec.
-    peers = relayable and relay_mode != "off" and len(jobs) > 1 and not (req.options.dry_run or req.options.check)
+    peers = relayable and len(jobs) > 1 and not (req.options.dry_run or req.options.check)
     made = requests(req, src, relay_mode, keep=RESIDENT_IDLE_S if peers else None)
     tunnel = Tunnel.plan(targets, req.dest) if peers else None
     with ThreadPoolExecutor(max_workers=max(1, len(jobs))) as pool:

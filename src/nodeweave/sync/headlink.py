@@ -22,7 +22,7 @@ from nodeweave.sync import registry
 from nodeweave.sync.relay import usable_addresses
 from nodeweave.sync.resident import make_ticket, new_nonce
 from nodeweave.sync.session import PROGRAM_ID, session_argv
-from nodeweave.sync.tunnel import F_DATA, F_EOF, F_EXIT, F_KILL, F_OPEN, TUNNEL_HELLO, frames, read_frame
+from nodeweave.sync.tunnel import F_DATA, F_EOF, F_EXIT, F_KILL, F_OPEN, FRAME_MAX, TUNNEL_HELLO, frames, read_frame
 
 RESIDENT_IDLE_S = 1800.0  # a node's resident agent ends after this long without a sync
 
@@ -52,7 +52,7 @@ class Channel:
     def _pump(self, stdin_r: int) -> None:
         """What the session writes (lines, the payload) to the head, then the end of it."""
         try:
-            while data := os.read(stdin_r, 1 << 16):
+            while data := os.read(stdin_r, FRAME_MAX):  # up to the pipe's size (Session sets 1 MiB)
                 self.link.send(self.number, F_DATA, data)
         finally:
             os.close(stdin_r)
