@@ -65,3 +65,9 @@ def test_tar_and_find_keep_dest_as_its_own_argument():
     assert tar_extract_argv(t, "/workspace") == [
         "docker", "exec", "-i", "c1", "tar", "-x", "-o", "-f", "-", "-C", "/workspace"]
     assert list_files_argv(t, "/workspace")[4:7] == ["find", "/workspace", "-mindepth"]
+
+
+def test_the_agent_program_fits_one_argument_of_an_exec():
+    # Linux refuses any single argv string over MAX_ARG_STRLEN (32 pages: 128 KiB) with E2BIG;
+    # over ssh the program is quoted into one command string, which grows it (each ' becomes '\'').
+    assert len(AGENT_PROGRAM.encode()) + 3 * AGENT_PROGRAM.count("'") < 128 * 1024

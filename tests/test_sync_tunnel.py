@@ -83,8 +83,12 @@ def test_the_registry_keeps_residents_per_target_and_program_private(tmp_path, m
     registry.update({a: info, b: dict(info, port=4001)}, [])
     assert registry.known([a, b], "p1") == {a: info, b: dict(info, port=4001)}
     assert registry.known([a, b], "p2") == {}  # another nodeweave's agent is not used
-    registry.update({}, [b])
+    registry.update({b: dict(info, port=4001)}, [b])  # reported by its exec, but the head could not reach it
     assert list(registry.known([a, b], "p1")) == [a]
+    registry.update({b: dict(info, port=4001)}, [])  # the same resident again: still skipped for an hour
+    assert list(registry.known([a, b], "p1")) == [a]
+    registry.update({b: dict(info, port=4002, key="n" * 64)}, [])  # a new one (the container restarted)
+    assert registry.known([b], "p1")[b]["port"] == 4002
     path = tmp_path / "nodeweave" / "sync" / "residents.json"
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
     path.write_text("not json")
