@@ -32,10 +32,8 @@ from nodeweave.sync.payload import tar_stream
 from nodeweave.sync.resident import make_ticket, new_nonce
 from nodeweave.sync.session import AGENT_PROGRAM, Request, Session, TransferError
 from nodeweave.sync.tunnel import FRAME_MAX, F_DATA, F_EXIT, frames, read_frame
+from test_sync_relay import DIRS, FILES, KINDS, src  # noqa: F401 - src is a fixture used by name
 
-FILES = {"train.py": b"print('hi')\n", "pkg/model.py": b"x = 1\n" * 1000, "data/blob.bin": os.urandom(3 << 20)}
-KINDS = {rel: "f" for rel in FILES}
-DIRS = ("data", "pkg")
 AGENT = [sys.executable, "-I", "-S", "-c", AGENT_PROGRAM]
 
 
@@ -165,15 +163,6 @@ def sync_through(session: Session, src: Path) -> dict:
         for chunk in tar_stream(src, DIRS, tuple(sorted(KINDS)), KINDS):
             payload.write(chunk)
     return session.finish()
-
-
-@pytest.fixture()
-def src(tmp_path):
-    root = tmp_path / "src"
-    for rel, data in FILES.items():
-        (root / rel).parent.mkdir(parents=True, exist_ok=True)
-        (root / rel).write_bytes(data)
-    return root
 
 
 def test_sessions_through_the_head_write_check_and_stamp_like_their_own_exec(nodes, head, src):

@@ -97,21 +97,6 @@ class ChannelText(object):
         pass
 
 
-def _pump(source_read, out, channel, closing):
-    """Bytes from a node (a socket or the own session's pipe) to the source, then the channel's end."""
-    error = None
-    try:
-        while True:
-            data = source_read(1 << 16)
-            if not data:
-                break
-            out.send(channel, F_DATA, data)
-    except (OSError, ValueError) as err:
-        error = str(err) or "timed out"
-    code = closing()
-    out.send(channel, F_EXIT, json.dumps({"code": code, "error": error}).encode())
-
-
 def _dial(info):
     """A connection to a resident that passed the ticket's handshake (a relay hop's, the ticket its token)."""
     header = json.dumps({"nonce": info["nonce"], "dest": info["dest"]}).encode("utf-8", "surrogateescape")
@@ -161,7 +146,17 @@ class Head(object):
             return
         self.ends[channel] = ("sock", conn)
         ready.set()
-        _pump(conn.recv, self.out, channel, lambda: (conn.close(), 0)[1])
+        error = None
+        try:  # what the node's session says, to the source, until it ends
+            while True:
+                data = conn.recv(1 << 16)
+                if not data:
+                    break
+                self.out.send(channel, F_DATA, data)
+        except OSError as err:
+            error = str(err) or "timed out"
+        conn.close()
+        self.out.send(channel, F_EXIT, json.dumps({"code": 0, "error": error}).encode())
 
     def _end(self, channel):
         kind, end = self.ends.get(channel, ("gone", None))
