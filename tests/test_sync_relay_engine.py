@@ -4,7 +4,9 @@ Containers on one podman network reach each other; a container on an
 ``--internal`` network reaches only its own network's members (a packet to
 it from another network is dropped, one from it to another network is
 refused at once), which is how nodes that cannot reach each other look.
-Each test checks every target's files with the target's own ``sha256sum``.
+The same isolation shows a node whose resident agent the tunnel's head
+cannot reach synced over its own exec, then left out of the tunnel. Each
+test checks every target's files with the target's own ``sha256sum``.
 """
 
 from __future__ import annotations
@@ -93,3 +95,22 @@ def test_targets_that_cannot_reach_each_other_are_fed_directly(containers, works
     for result, container in zip(data["targets"], (a, b, c, d)):
         assert result["status"] == "ok" and result["digest"] == data["source"]["digest"], result
         assert target_sums(container, dest) == expected_sums(workspace)
+
+
+def test_a_node_the_head_cannot_reach_takes_its_own_exec_and_is_then_left_out_of_the_tunnel(containers, workspace):
+    # a and b on podman's default network, c alone on an internal one: a cannot reach c's resident.
+    a, b, c = containers([None, None, "x"], internal={"x"})
+    targets = [f"--to=podman:{n}" for n in (a, b, c)]
+    rc, data, err = nodeweave(str(workspace), dest_dir(), *targets)
+    assert rc == 0, err
+    assert [r["channel"] for r in data["targets"]] == ["exec"] * 3  # first contact: each starts its resident
+    dest = dest_dir()
+    rc, data, err = nodeweave(str(workspace), dest, *targets)
+    assert rc == 0, err
+    channels = [r["channel"] for r in data["targets"]]
+    assert channels[:2] == ["exec, tunnel head", f"via podman:{a}"]
+    assert channels[2].startswith("exec (the tunnel could not: ") and "no resident answered" in channels[2], channels
+    assert {r["status"] for r in data["targets"]} == {"ok"} and target_sums(c, dest) == expected_sums(workspace)
+    rc, data, err = nodeweave(str(workspace), dest_dir(), *targets)  # marked: no dial timeout this time
+    assert rc == 0, err
+    assert [r["channel"] for r in data["targets"]] == ["exec, tunnel head", f"via podman:{a}", "exec"]
