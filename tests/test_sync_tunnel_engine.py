@@ -13,28 +13,13 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import uuid
 
 import pytest
 
-from test_sync_engine import (BASE_IMAGE, dest_dir, expected_sums, image_problem,  # noqa: F401
-                              nodeweave, podman, target_sums, workspace)
+from test_sync_engine import dest_dir, expected_sums, nodeweave, podman, target_sums, workspace  # noqa: F401
+from test_sync_relay_engine import containers  # noqa: F401 - a fixture, used by name
 
 pytestmark = [pytest.mark.engine, pytest.mark.slow, pytest.mark.usefixtures("own_digest_cache")]
-
-
-@pytest.fixture()
-def three():
-    problem = image_problem()
-    if problem:
-        pytest.skip(problem)
-    names = [f"nwtunnel-{uuid.uuid4().hex[:6]}-{i}" for i in range(3)]
-    try:
-        for name in names:
-            podman("run", "-d", "--name", name, BASE_IMAGE, "sleep", "infinity")
-        yield names
-    finally:
-        podman("rm", "-f", "-t", "0", *names, check=False)
 
 
 def resident_state(container: str) -> "dict | None":
@@ -58,7 +43,8 @@ def synced(data: dict, names: "list[str]", dest: str, src) -> None:
         assert target_sums(name, dest) == want, name
 
 
-def test_the_second_sync_reaches_every_node_through_the_first(three, workspace):
+def test_the_second_sync_reaches_every_node_through_the_first(containers, workspace):
+    three = containers([None] * 3)
     dest = dest_dir()
     targets = [f"--to=podman:{c}" for c in three]
     rc, data, err = nodeweave(str(workspace), dest, *targets)
@@ -87,7 +73,8 @@ def test_the_second_sync_reaches_every_node_through_the_first(three, workspace):
     assert channels(data)[1:] == [f"via podman:{three[0]}"] * 2
 
 
-def test_a_big_payload_is_still_relayed_between_nodes_reached_through_the_head(three, workspace):
+def test_a_big_payload_is_still_relayed_between_nodes_reached_through_the_head(containers, workspace):
+    three = containers([None] * 3)
     targets = [f"--to=podman:{c}" for c in three]
     assert nodeweave(str(workspace), dest_dir(), *targets)[0] == 0
     (workspace / "data" / "shards.bin").write_bytes(os.urandom(6 << 20))  # past the 4 MiB auto threshold
@@ -99,7 +86,8 @@ def test_a_big_payload_is_still_relayed_between_nodes_reached_through_the_head(t
     synced(data, three, dest, workspace)
 
 
-def test_no_relay_leaves_no_agent_running(three, workspace):
+def test_no_relay_leaves_no_agent_running(containers, workspace):
+    three = containers([None] * 3)
     rc, data, err = nodeweave(str(workspace), dest_dir(), "--no-relay", *[f"--to=podman:{c}" for c in three])
     assert rc == 0, err
     assert channels(data) == ["exec"] * 3
