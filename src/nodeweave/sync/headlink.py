@@ -19,18 +19,13 @@ import threading
 
 from nodeweave.remote import Remote
 from nodeweave.sync import registry
+from nodeweave.sync.payload import write_all
 from nodeweave.sync.relay import usable_addresses
 from nodeweave.sync.resident import make_ticket, new_nonce
 from nodeweave.sync.session import PROGRAM_ID, session_argv
 from nodeweave.sync.tunnel import F_DATA, F_EOF, F_EXIT, F_KILL, F_OPEN, FRAME_MAX, TUNNEL_HELLO, frames, read_frame
 
 RESIDENT_IDLE_S = 1800.0  # a node's resident agent ends after this long without a sync
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view):]
 
 
 class Channel:
@@ -60,7 +55,7 @@ class Channel:
 
     def deliver(self, data: bytes) -> None:
         try:
-            _write_all(self._stdout_w, data)
+            write_all(self._stdout_w, data)
         except OSError:
             pass  # the session stopped reading; its end comes with EXIT
 
@@ -71,7 +66,7 @@ class Channel:
             self.returncode = code
         if error:
             try:
-                _write_all(self._stderr_w, error.encode(errors="replace") + b"\n")
+                write_all(self._stderr_w, error.encode(errors="replace") + b"\n")
             except OSError:
                 pass
         for fd in (self._stdout_w, self._stderr_w):

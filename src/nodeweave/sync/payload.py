@@ -101,6 +101,13 @@ def _exactly(data: bytes, size: int) -> bytes:
     return data if len(data) == size else data + b"\0" * (size - len(data))
 
 
+def write_all(fd: int, data: bytes) -> None:
+    """All of ``data`` to a pipe's descriptor (a write to a pipe may take part of it)."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
 class Sink:
     """One target's stdin: its own prefix (the plan line), then the shared payload, from its own thread."""
 
@@ -121,16 +128,11 @@ class Sink:
     def join(self) -> None:
         self._thread.join()
 
-    def _write(self, data: bytes) -> None:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(self.fd, view):]
-
     def _run(self) -> None:
         try:
-            self._write(self.prefix)
+            write_all(self.fd, self.prefix)
             while (chunk := self._queue.get()) is not None:
-                self._write(chunk)
+                write_all(self.fd, chunk)
                 self.sent += len(chunk)
                 if self.on_bytes:
                     self.on_bytes(self.sent)
