@@ -78,3 +78,54 @@ def test_help_lists_the_verbs():
     out = subprocess.run([*NODEWEAVE, "--help"], capture_output=True, text=True, env={"COLUMNS": "200"})
     for verb in ("up", "down", "run", "status", "logs", "stop", "shell"):
         assert f" {verb} " in out.stdout, verb
+
+
+def _run_argv(spec, *words):
+    """``nodeweave run WORDS`` exactly as typed (``--spec`` first, so it never lands after ``--``)."""
+    return subprocess.run([*NODEWEAVE, "run", "--spec", str(spec), *words], capture_output=True, text=True,
+                          cwd=spec.parent, env={"COLUMNS": "200", "PATH": "/usr/bin:/bin"})
+
+
+@pytest.mark.parametrize("words", [
+    ("train.py", "--dry-run", "--engine", "podman"),
+    ("--engine", "podman", "train.py", "--dry-run"),
+    ("--dry-run", "--engine", "podman", "--", "train.py"),
+])
+def test_dry_run_anywhere_before_the_dashes_is_nodeweaves(spec, words):
+    out = _run_argv(spec, *words)
+    assert out.returncode == 0, out.stderr
+    lines = [l for l in out.stdout.splitlines() if l.startswith("podman exec")]
+    assert lines == [f"podman exec cli-{i} nodeweave-entrypoint --mode run --run-id RUN_ID -- train.py"
+                     for i in (0, 1)]
+    assert not (spec.parent / "runs").exists()
+
+
+def test_an_option_after_the_dashes_reaches_the_script_unread(spec):
+    out = _run_argv(spec, "--dry-run", "--engine", "podman", "--", "train.py", "--dry-run", "-e", "X=1")
+    assert out.returncode == 0, out.stderr
+    assert "-- train.py --dry-run -e X=1" in out.stdout
+    assert "env X=1" not in out.stdout and not (spec.parent / "runs").exists()
+
+
+@pytest.mark.parametrize("words, message", [
+    (("train.py", "--lr", "1e-3", "--dry-run"), "'--lr' is not an option of `nodeweave run`; the command and its "
+                                                "own options go after `--`"),
+    (("--dry-run", "train.py", "--", "--lr", "1"), "the command is given twice"),
+    (("--dry-run", "--", "torchrun", "--nproc-per-node", "8", "train.py"),
+     "nodeweave starts torchrun itself on every node (rank, master and node count from its plan); give only the "
+     "script: nodeweave run -- train.py; its options (--nproc-per-node 8) belong in the spec's launcher.options"),
+    (("--dry-run", "--", "python", "-m", "torch.distributed.run", "train.py"), "nodeweave starts torchrun itself"),
+    (("--dry-run", "--", "python", "-u", "train.py"), "give the script path after `--`"),
+])
+def test_a_command_before_the_dashes_or_a_launcher_is_refused_with_the_form_to_type(spec, words, message):
+    out = _run_argv(spec, *words)
+    assert out.returncode == 2, out.stdout + out.stderr
+    assert message in out.stderr and "Traceback" not in out.stderr, out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1, out.stderr
+    assert not (spec.parent / "runs").exists()
+
+
+def test_python_before_the_script_is_understood(spec):
+    out = _run_argv(spec, "--dry-run", "--engine", "podman", "--", "python3", "train.py", "--lr", "1")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines()[-1].endswith("nodeweave-entrypoint --mode run --run-id RUN_ID -- train.py --lr 1")

@@ -12,6 +12,7 @@ import typer
 from nodeweave.cli.clusteropts import (DRY_RUN, ENGINE, HOST, HOSTS_FILE, JSON, KUBE_CLI, KUBE_CONTEXT, NAMESPACE,
                                        OVERLAY, REMOTE_DIR, SPEC, SSH_OPTION, TARGET, cluster_nodes, console, open_cluster,
                                        options, spec_command)
+from nodeweave.cli.dashes import CommandAfterDashes, launcher_command
 from nodeweave.errors import NodeweaveError, UsageError
 
 RUN_HELP = ("Start COMMAND (default: the spec's script and args) on every node at once, through each node's "
@@ -22,7 +23,8 @@ RUN_HELP = ("Start COMMAND (default: the spec's script and args) on every node a
 
 
 def run_command(
-    command: List[str] = typer.Argument(None, help="SCRIPT ARGS after --; default: the spec's launcher.script and args"),
+    command: List[str] = typer.Argument(None, help="SCRIPT ARGS after `--` (every option before `--` is nodeweave's); "
+                                        "default: the spec's launcher.script and args"),
     sweep: List[str] = typer.Option([], "--sweep", help="VAR=a,b,...: one full run per value (repeat: every combination)"),
     metric: Optional[str] = typer.Option(None, "--metric", help="REGEX whose first group is read from each node's log "
                                          "and compared across the sweep, e.g. 'samples/s ([0-9.]+)'"),
@@ -48,7 +50,7 @@ def run_command(
     extra = dict(parse_assignment(text, "--env") for text in env)
     given = options(target, engine, host, hosts_file, remote_dir, namespace, kube_cli, kube_context, overlay, ssh_option)
     spec, backend, _ = open_cluster(spec_path, given)
-    command = list(command or spec_command(spec))
+    command = launcher_command(command, spec.launcher.type) if command else spec_command(spec)
     nodes = cluster_nodes(backend, spec, dry_run)
     parent = runs_dir or spec_path.resolve().parent / RUNS
     if dry_run:
@@ -148,4 +150,4 @@ def _dry_run(nodes, command, points, extra, profile, parent, job) -> None:
 
 
 def register(app: typer.Typer) -> None:
-    app.command("run", help=RUN_HELP, context_settings={"allow_interspersed_args": False})(run_command)
+    app.command("run", help=RUN_HELP, cls=CommandAfterDashes)(run_command)

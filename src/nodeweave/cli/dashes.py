@@ -1,0 +1,83 @@
+"""Verbs that take a command: nodeweave's options anywhere before ``--``, the command only after it.
+
+Why: when the command began at the first positional word, ``nodeweave run train.py --lr 1e-3
+--dry-run`` handed ``--dry-run`` to the script and started a real run. Now every option before
+``--`` is nodeweave's (an unknown one is refused, the ``--`` form given as the hint), and only
+what follows ``--`` reaches the command unread. A command that names a launcher nodeweave
+starts itself, or the interpreter, is understood or refused here, before any node is asked.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import List, Sequence
+
+from typer.core import TyperCommand
+
+from nodeweave.errors import UsageError
+
+COMMAND_PARAM = "command"
+LAUNCHER_WORDS = ("torchrun", "deepspeed", "accelerate")
+LAUNCHER_MODULES = ("torch.distributed.run", "torch.distributed.launch", "deepspeed", "accelerate.commands.launch")
+PYTHON = re.compile(r"python(\d+(\.\d+)?)?$")
+
+
+class CommandAfterDashes(TyperCommand):
+    """A typer command whose ``command`` argument is what follows ``--`` (or bare words before it)."""
+
+    def parse_args(self, ctx, args: List[str]) -> List[str]:
+        args = list(args)
+        verb = f"nodeweave {ctx.info_name}"
+        cut = args.index("--") if "--" in args else len(args)
+        before, after = args[:cut], args[cut + 1:]
+        try:
+            rest = super().parse_args(ctx, before)
+        except Exception as err:  # click's (or typer's vendored click's) NoSuchOption, found by shape
+            option = getattr(err, "option_name", None)
+            if option and type(err).__name__ == "NoSuchOption":
+                raise UsageError(
+                    f"{option!r} is not an option of `{verb}`; the command and its own options go "
+                    f"after `--`: {verb} [OPTIONS] -- train.py --lr 1e-3") from None
+            raise
+        words = tuple(ctx.params.get(COMMAND_PARAM) or ())
+        if words and after:
+            raise UsageError(f"the command is given twice ({' '.join(words)!r} before `--`, {' '.join(after)!r} "
+                             f"after it); give it once, after `--`: {verb} [OPTIONS] -- "
+                             f"{' '.join(after)}")
+        ctx.params[COMMAND_PARAM] = words + tuple(after)
+        return rest
+
+
+def launcher_command(command: Sequence[str], launcher: str, verb: str = "nodeweave run") -> List[str]:
+    """The script and its args for a launcher of type ``launcher``, from what the user typed.
+
+    ``python train.py ...`` is understood (the launcher runs the script with the image's Python);
+    a launcher's own name (``torchrun ...``, ``python -m torch.distributed.run ...``) is refused
+    with the command to type instead, since nodeweave starts that launcher itself on every node.
+    A ``command``-type spec runs what it is given, unchanged.
+    """
+    words = list(command)
+    if launcher == "command" or not words:
+        return words
+    head = os.path.basename(words[0])
+    if PYTHON.match(head) and len(words) > 1:
+        if words[1] == "-m" and len(words) > 2 and words[2] in LAUNCHER_MODULES:
+            _refuse_launcher(words, launcher, verb, words[3:])
+        if not words[1].startswith("-"):
+            return words[1:]
+        raise UsageError(f"`{' '.join(words[:3])}`: {launcher} runs the script with the image's Python; give the "
+                         f"script path after `--`: {verb} -- train.py ARGS (interpreter options are not passed)")
+    if head in LAUNCHER_WORDS:
+        _refuse_launcher(words, launcher, verb, words[1:])
+    return words
+
+
+def _refuse_launcher(words: List[str], launcher: str, verb: str, rest: List[str]) -> None:
+    script = next((i for i, w in enumerate(rest) if w.endswith(".py")), None)
+    suggestion = " ".join(rest[script:]) if script is not None else "train.py ARGS"
+    options = " ".join(rest[:script]) if script else ""
+    note = (f"; its options ({options}) belong in the spec's launcher.options, processes per node in "
+            f"-e NODEWEAVE_NPROC_PER_NODE=N") if options else ""
+    raise UsageError(f"`{' '.join(words[:2])} ...`: nodeweave starts {launcher} itself on every node (rank, master "
+                     f"and node count from its plan); give only the script: {verb} -- {suggestion}{note}")
