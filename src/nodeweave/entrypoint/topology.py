@@ -117,8 +117,9 @@ def discover(settings, node, root, warnings=None):
                                   lambda v, w, s: normalize_nnodes(v, s)[0], notes, warnings)
     nproc, nproc_claim = decide(claims.get("nproc_per_node"), "nproc_per_node", "processes per node",
                                 _read_nproc(node), notes, warnings)
-    rank, rank_src = consistency.weigh_ordinal(rank, rank_claim, _hostname_claim(claims, "node_rank"), claims,
-                                               scene, warnings)
+    ordinal = _hostname_claim(claims, "node_rank")
+    rank, rank_src = consistency.weigh_ordinal(rank, rank_claim, ordinal, claims, scene, warnings)
+    platform = rank_claim.origin.name if rank_claim else ordinal.origin.name if ordinal else None
     prefix = _hostname_claim(claims, "prefix")
     prefix = prefix.value if prefix else None
     nnodes_src = nnodes_claim.source if nnodes_claim else None
@@ -143,7 +144,7 @@ def discover(settings, node, root, warnings=None):
         nnodes_min=lo, nnodes_max=hi, elastic=lo != hi, nproc_per_node=Value(value=nproc, source=nproc_src),
         master_addr=Value(value=master, source=master_src), master_port=port_value,
         world_size=None if lo != hi else hi * nproc, is_master=rank == 0,
-        node_names=[] if lo != hi else _names(claims, hi, prefix), job_id=job_id, notes=notes,
+        node_names=[] if lo != hi else _names(claims, hi, prefix), job_id=job_id, notes=notes, platform=platform,
     )
 
 
