@@ -30,8 +30,6 @@ documentation says and these readers rely on:
   MPI ranks are task ranks: only the tasks per node are read.
 """
 
-import json
-
 from .errors import UsageError
 from .model import PLATFORM, Claim, host_list, variables
 
@@ -163,6 +161,8 @@ def _sagemaker_config(scene):
         if text is None:
             return None
         where, current = SAGEMAKER_CONFIG, None
+    import json  # only SageMaker jobs pay for it (the start-up path imports nothing slow)
+
     try:
         data = json.loads(text)
     except ValueError:
