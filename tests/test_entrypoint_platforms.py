@@ -214,6 +214,16 @@ def test_doctor_names_the_platform(name, env):
     assert diagnose(str(FIX / "hgx-h100"), env).plan.topology.platform == name
 
 
+def test_explain_text_names_the_platform(tmp_path):
+    (tmp_path / "train.py").write_text("")
+    out = subprocess.run([sys.executable, "-m", "nodeweave.entrypoint", "--sysroot", str(FIX / "hgx-h100"), "--explain",
+                          "--no-wait", "--", *SCRIPT], env={"PATH": os.environ["PATH"], "PYTHONPATH": str(SRC), **AWS},
+                         cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    row = next(line for line in out.stdout.splitlines() if "rank from" in line)
+    assert row.split("rank from", 1)[1].strip() == "AWS Batch"
+
+
 def test_doctor_prints_the_platform_it_recognised():
     out = subprocess.run([sys.executable, "-c", "import sys; from nodeweave.cli import main; sys.exit(main())",
                           "doctor", "--sysroot", str(FIX / "hgx-h100")], capture_output=True, text=True, timeout=120,

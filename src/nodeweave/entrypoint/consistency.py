@@ -32,8 +32,8 @@ def weigh_ordinal(rank, rank_claim, ordinal, claims, scene, warnings):
     to this container (a StatefulSet or Indexed Job pod, a compose service),
     so ``N`` is its index, and a variable that says otherwise is baked into a
     template that every node shares. Only a platform that names its pods its
-    own way (Kubeflow's master/worker pods, LWS, Volcano, SkyPilot, Slurm, a
-    hostfile) or a flag may differ from it.
+    own way (a row's ``own_naming``: Kubeflow's master/worker pods, LWS,
+    SageMaker's ``algo-N``, Slurm, MPI, a hostfile, ...) or a flag may differ from it.
     """
     if ordinal is None:
         return rank, rank_claim.source if rank_claim else None
