@@ -129,10 +129,12 @@ def test_aws_batch_main_node_other_than_index_0_is_node_0(tmp_path, torchrun):
         "AWS_BATCH_JOB_NODE_INDEX=0 counted from the main node AWS_BATCH_JOB_MAIN_NODE_INDEX=2"
 
 
-def test_google_cloud_batch_with_its_hosts_file(tmp_path, torchrun):
+@pytest.mark.parametrize("lines", ["job-7f3a-group0-0\njob-7f3a-group0-1\n",
+                                   "job-7f3a-group0-0 slots=1\n\njob-7f3a-group0-1 slots=1\n"])
+def test_google_cloud_batch_with_its_hosts_file(lines, tmp_path, torchrun):
     """The MPI example's job: taskCount 2, taskCountPerNode 1, requireHostsFile: the VMs, one a line."""
     hosts = tmp_path / "batch_hosts"
-    hosts.write_text("job-7f3a-group0-0\njob-7f3a-group0-1\n")
+    hosts.write_text(lines)
     root = tree(tmp_path, "compose-sim", hostname="job-7f3a-group0-1")
     env = {"BATCH_TASK_INDEX": "1", "BATCH_TASK_COUNT": "2", "BATCH_HOSTS_FILE": str(hosts),
            "BATCH_JOB_ID": "job-7f3a", "BATCH_TASK_RETRY_ATTEMPT": "0"}

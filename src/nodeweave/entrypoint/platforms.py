@@ -53,7 +53,13 @@ def _gpus(env, name):
 
 
 def _lines(text):
-    return [line.strip() for line in text.split() if line.strip()]
+    """Addresses delimited by newlines (or, as older dstack wrote them, spaces)."""
+    return text.split()
+
+
+def _hosts(text):
+    """The first field of each line that has one (a hosts file may add fields such as ``slots=N``)."""
+    return [line.split()[0] for line in text.splitlines() if line.split() and not line.lstrip().startswith("#")]
 
 
 def this_node(scene):
@@ -130,7 +136,7 @@ def google_batch(scene):
     claims = variables(env, [("node_rank", "BATCH_TASK_INDEX"), ("nnodes", "BATCH_TASK_COUNT")], PLATFORM)
     try:
         with open(path) as f:
-            hosts = _lines(f.read())
+            hosts = _hosts(f.read())
     except OSError as err:
         raise UsageError(f"BATCH_HOSTS_FILE={path}: cannot read it ({err.strerror}); accepted: the hosts file "
                          "Google Cloud Batch writes with requireHostsFile") from None
