@@ -1,7 +1,8 @@
 """Who this node is: rank, node count, processes per node, master address and port.
 
 The claims come from the rank-source table (:mod:`sources`: flags, variables,
-Kubernetes, LWS, Volcano, SkyPilot, Slurm, a hostfile, the hostname ordinal),
+Kubernetes, LWS, Volcano, SkyPilot, the cloud platforms of :mod:`platforms`,
+Slurm, MPI, a hostfile, the hostname ordinal),
 and every field is weighed by one rule:
 
 1. a malformed value, wherever it comes from, is refused (exit 2);
@@ -12,7 +13,7 @@ and every field is weighed by one rule:
    addresses contradict, other differences are noted;
 4. the hostname ordinal is used only when nothing else names the rank, and
    must not contradict what does (:mod:`consistency`);
-5. what is only checked (``WORLD_SIZE``, ``RANK``, Slurm's tasks per node)
+5. what is only checked (``WORLD_SIZE``, ``RANK``, Slurm's or MPI's tasks per node)
    must fit the plan.
 
 Every value carries the source it came from.
