@@ -20,9 +20,9 @@ from pathlib import Path
 
 import pytest
 
-from nodeweave.sync.digest import digest_files, quick_files, tree_digest
-from nodeweave.sync.payload import Fanout, Sink, tar_stream
-from nodeweave.sync.session import AGENT_PROGRAM
+from nodeweave.sync.node.digest import digest_files, quick_files, tree_digest
+from nodeweave.sync.transport.payload import Fanout, Sink, tar_stream
+from nodeweave.sync.transport.session import AGENT_PROGRAM
 
 LONG = "deep/" + "d" * 120 + "/name.py"
 FILES = {"train.py": b"print('hi')\n", "pkg/model.py": b"x = 1\n" * 1000, "data/blob.bin": os.urandom(3 << 20),
@@ -192,7 +192,7 @@ def test_paths_that_would_leave_dest_are_refused(tmp_path):
 
 def test_the_fast_ustar_header_is_the_one_tarfile_writes(src):
     """Headers are built directly for speed; they must be byte for byte what tarfile's ustar gives."""
-    from nodeweave.sync.payload import _header
+    from nodeweave.sync.transport.payload import _header
 
     for rel, link in (("run.sh", None), ("link.py", "train.py"), ("pkg", None)):
         st = os.lstat(src / rel)

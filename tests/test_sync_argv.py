@@ -11,9 +11,9 @@ import pytest
 
 from nodeweave.errors import UsageError
 from nodeweave.remote import make_target
-from nodeweave.sync.plain import list_files_argv, tar_extract_argv
-from nodeweave.sync.rsync import RsyncOptions, rsync_argv
-from nodeweave.sync.session import AGENT_PROGRAM, LAUNCH, session_argv
+from nodeweave.sync.transport.plain import list_files_argv, tar_extract_argv
+from nodeweave.sync.transport.rsync import RsyncOptions, rsync_argv
+from nodeweave.sync.transport.session import AGENT_PROGRAM, LAUNCH, session_argv
 
 
 def test_rsync_argv_for_a_container():
