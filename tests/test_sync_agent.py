@@ -109,7 +109,23 @@ def local_digests(root: Path) -> "dict[str, str]":
     return digest_files(str(root), sorted(KINDS))
 
 
-@pytest.mark.parametrize("python", sorted({sys.executable, shutil.which("python3") or sys.executable}))
+def python36() -> "str | None":
+    """A real Python 3.6 (pyenv's or on PATH), for the oldest python3 an image may bring."""
+    import glob
+    import os
+
+    for candidate in [*sorted(glob.glob(os.path.expanduser("~/.pyenv/versions/3.6*/bin/python3.6"))),
+                      shutil.which("python3.6")]:
+        if candidate and subprocess.run([candidate, "-c", "import sys; assert sys.version_info[:2] == (3, 6)"],
+                                        capture_output=True).returncode == 0:
+            return candidate
+    return None
+
+
+PYTHONS = sorted({sys.executable, shutil.which("python3") or sys.executable} | ({python36()} - {None}))
+
+
+@pytest.mark.parametrize("python", PYTHONS)
 def test_the_agent_receives_checks_and_stamps(src, tmp_path, python):
     dest, local = tmp_path / "dest", local_digests(src)
     agent = Agent(dest, python)
