@@ -453,7 +453,7 @@ def test_wheel_ships_every_file_the_renderer_reads(tmp_path):
 
     (wheel,) = tmp_path.glob("nodeweave-*.whl")
     shipped = set(zipfile.ZipFile(wheel).namelist())
-    package = repo / "src" / "nodeweave" / "images"
+    package = repo / "src" / "nodeweave" / "targets" / "images"
     needed = [p for p in package.rglob("*") if p.is_file() and p.suffix not in (".py", ".pyc")]
     assert needed, "the images package has data files"
     for path in needed:
