@@ -81,6 +81,7 @@ class KubeCluster(Backend):
 
     def _render(self, mode: Optional[str], keep_claims: bool) -> Path:
         """The spec's tree plus the nodeweave-up overlay, in a scratch folder; the overlay's path."""
+        from nodeweave.resolve import resolve
         from nodeweave.targets import kubernetes as manifests
         from nodeweave.targets.kubernetes.common import CONTAINER, workspace_claim
 
@@ -96,7 +97,7 @@ class KubeCluster(Backend):
                              "spec": {"template": {"spec": {"containers": [
                                  {"name": CONTAINER, "env": [{"name": "NODEWEAVE_MODE", "value": mode}]}]}}}}))
         if keep_claims and self.spec.kubernetes.claim == "shared":
-            claim = workspace_claim(self.spec)
+            claim = workspace_claim(resolve(self.spec))
             patches.append(({"kind": "PersistentVolumeClaim", "name": claim},
                             {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": claim},
                              "$patch": "delete"}))

@@ -13,7 +13,6 @@ from typing import Any, Collection, Dict, List
 
 from nodeweave.entrypoint.planning.contract import SETTINGS
 from nodeweave.resolve import Resolved
-from nodeweave.spec import Spec
 from nodeweave.yamltext import dump_yaml
 
 HEADER = (
@@ -39,10 +38,10 @@ def bind(host_path: str, container_path: str) -> str:
     return f"{literal(host_path)}:{literal(container_path)}"
 
 
-def volumes(spec: Spec) -> List[str]:
+def volumes(r: Resolved) -> List[str]:
     """Workspace, cache, then the spec's extra volumes that compose can provide."""
-    mounts = [bind(spec.workspace.host_path, spec.workspace.path), bind(spec.cache.host_path, spec.cache.path)]
-    for volume in spec.volumes:
+    mounts = [bind(r.spec.workspace.host_path, r.spec.workspace.path), bind(r.spec.cache.host_path, r.spec.cache.path)]
+    for volume in r.spec.volumes:
         suffix = ":ro" if volume.read_only else ""
         if volume.host_path is not None:
             mounts.append(bind(volume.host_path, volume.path) + suffix)
@@ -51,14 +50,14 @@ def volumes(spec: Spec) -> List[str]:
     return mounts
 
 
-def named_volumes(spec: Spec) -> Dict[str, Any]:
+def named_volumes(r: Resolved) -> Dict[str, Any]:
     """The top-level ``volumes:`` the services' named volumes need (``cache`` volumes without a host path)."""
-    return {v.name: {} for v in spec.volumes if v.host_path is None and v.cache is not None}
+    return {v.name: {} for v in r.spec.volumes if v.host_path is None and v.cache is not None}
 
 
-def command(spec: Spec) -> List[str]:
+def command(r: Resolved) -> List[str]:
     """The entrypoint's arguments: the script and its args (the image's ENTRYPOINT runs the launcher)."""
-    return [literal(arg) for arg in (spec.launcher.script, *spec.launcher.args)]
+    return [literal(arg) for arg in (r.spec.launcher.script, *r.spec.launcher.args)]
 
 
 def contract_env(r: Resolved, omit: Collection[str] = ()) -> Dict[str, str]:
@@ -76,8 +75,8 @@ def contract_env(r: Resolved, omit: Collection[str] = ()) -> Dict[str, str]:
 OVERRIDABLE = frozenset(row.variable for row in SETTINGS if row.overridable)
 
 
-def user_env(spec: Spec) -> Dict[str, str]:
-    return {key: literal(value) for key, value in spec.env.items()}
+def user_env(r: Resolved) -> Dict[str, str]:
+    return {key: literal(value) for key, value in r.spec.env.items()}
 
 
 def dump(document: Dict[str, Any], preamble: str = "") -> str:

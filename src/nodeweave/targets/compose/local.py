@@ -15,8 +15,7 @@ from __future__ import annotations
 from typing import Any, Dict
 
 from nodeweave.targets.compose.common import command, contract_env, dump, image, literal, named_volumes, user_env, volumes
-from nodeweave.resolve import resolve
-from nodeweave.spec import Spec
+from nodeweave.resolve import Resolved, resolve
 
 LOCAL_VARIANT = "cpu"
 NETWORK = "nodeweave"
@@ -34,36 +33,37 @@ PREAMBLE = (
 LOCAL_OMITS = ("interfaces", "exclude_hcas", "hostfile")
 
 
-def local_service(spec: Spec, index: int) -> Dict[str, Any]:
-    host = f"{spec.name}-{index}"
-    local = resolve(spec, LOCAL_VARIANT)
+def local_service(r: Resolved, local: Resolved, index: int) -> Dict[str, Any]:
+    """Simulated node ``index``: the spec's own settings (``r``) on the local variant's image (``local``)."""
+    host = f"{r.spec.name}-{index}"
     return {
         "image": image(local),
         "hostname": host,
         "container_name": host,
-        "command": command(spec),
-        "working_dir": literal(spec.workspace.path),
+        "command": command(r),
+        "working_dir": literal(r.spec.workspace.path),
         "networks": [NETWORK],
         "shm_size": SHM_SIZE,
-        "environment": {**user_env(spec), **contract_env(local, omit=LOCAL_OMITS), **_processes(spec),
+        "environment": {**user_env(r), **contract_env(local, omit=LOCAL_OMITS), **_processes(r),
                         "NODEWEAVE_IMAGE_REF": image(local)},  # the check-in shows which image each node runs
-        "volumes": volumes(spec),
-        "stop_grace_period": f"{spec.kubernetes.grace_period}s",
+        "volumes": volumes(r),
+        "stop_grace_period": f"{r.spec.kubernetes.grace_period}s",
     }
 
 
-def _processes(spec: Spec) -> Dict[str, str]:
+def _processes(r: Resolved) -> Dict[str, str]:
     """``auto`` (1 on a CPU node) instead of a GPU spec's one-per-GPU count."""
-    return {} if resolve(spec).vendor.key == "cpu" else {"NODEWEAVE_NPROC_PER_NODE": "auto"}
+    return {} if r.vendor.key == "cpu" else {"NODEWEAVE_NPROC_PER_NODE": "auto"}
 
 
-def render_local(spec: Spec) -> str:
-    services = {f"{spec.name}-{i}": local_service(spec, i) for i in range(spec.nodes.min)}
+def render_local(r: Resolved) -> str:
+    local = resolve(r.spec, LOCAL_VARIANT)  # the local simulation's own variant, once for every node
+    services = {f"{r.spec.name}-{i}": local_service(r, local, i) for i in range(r.spec.nodes.min)}
     document = {
-        "name": f"{spec.name}-local",
+        "name": f"{r.spec.name}-local",
         "services": services,
         "networks": {NETWORK: {"driver": "bridge"}},
     }
-    if named_volumes(spec):
-        document["volumes"] = named_volumes(spec)
+    if named_volumes(r):
+        document["volumes"] = named_volumes(r)
     return dump(document, PREAMBLE)

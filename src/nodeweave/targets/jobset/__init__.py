@@ -17,24 +17,26 @@ from typing import Any, Dict
 from nodeweave.targets.kubernetes import common, placement, workloads
 from nodeweave.targets.kubernetes.kustomize import workload_tree
 from nodeweave.targets.kubernetes.pod import pod_template
+from nodeweave.resolve import Resolved, resolve
 from nodeweave.spec import Spec
 
 FOLDER = "jobset"
 
 
-def jobset(spec: Spec) -> Dict[str, Any]:
+def jobset(r: Resolved) -> Dict[str, Any]:
     """The JobSet; its Job template is the Indexed Job's (one failed rank fails the set; evictions do not count)."""
-    job = workloads.indexed_job(spec)["spec"]
-    job["template"] = pod_template(spec, "jobset")
+    job = workloads.indexed_job(r)["spec"]
+    job["template"] = pod_template(r, "jobset")
     body = {
-        "network": {"enableDNSHostnames": True, "publishNotReadyAddresses": True, "subdomain": spec.kubernetes.service},
+        "network": {"enableDNSHostnames": True, "publishNotReadyAddresses": True, "subdomain": r.spec.kubernetes.service},
         # Restarts are torchrun's (launcher.max_restarts), in place; JobSet does not recreate the set.
         "failurePolicy": {"maxRestarts": 0},
         "replicatedJobs": [{"name": common.REPLICATED_JOB, "replicas": 1, "template": {"spec": job}}],
     }
     return {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
-            "metadata": placement.workload_metadata(spec, "trainer"), "spec": body}  # fmt: skip
+            "metadata": placement.workload_metadata(r, "trainer"), "spec": body}  # fmt: skip
 
 
 def render_files(spec: Spec) -> Dict[str, str]:
-    return workload_tree(spec, FOLDER, "jobset", ("jobset.yaml", jobset(spec)))
+    r = resolve(spec)  # the one derivation of this render: every part below reads it
+    return workload_tree(r, FOLDER, "jobset", ("jobset.yaml", jobset(r)))

@@ -21,6 +21,7 @@ from typing import Any, Callable, Dict, List, Tuple
 
 from nodeweave.targets.kubernetes import kustomize, storage, workloads
 from nodeweave.targets.kubernetes.yamltext import dump
+from nodeweave.resolve import Resolved, resolve
 from nodeweave.spec import Spec
 
 __all__ = ["render_files", "base_objects", "job_objects"]
@@ -50,64 +51,65 @@ ROCM_NOTE = (
 )
 
 
-def base_objects(spec: Spec) -> List[Tuple[str, Dict[str, Any]]]:
+def base_objects(r: Resolved) -> List[Tuple[str, Dict[str, Any]]]:
     """(file name, object) of the StatefulSet deployment, in apply order."""
     objects = [
-        ("serviceaccount.yaml", workloads.service_account(spec)),
-        ("role.yaml", workloads.role(spec)),
-        ("rolebinding.yaml", workloads.role_binding(spec)),
-        ("service.yaml", workloads.headless_service(spec)),
+        ("serviceaccount.yaml", workloads.service_account(r)),
+        ("role.yaml", workloads.role(r)),
+        ("rolebinding.yaml", workloads.role_binding(r)),
+        ("service.yaml", workloads.headless_service(r)),
     ]
-    if spec.kubernetes.claim == "shared":
-        objects.append(("workspace-pvc.yaml", workloads.workspace_claim(spec)))
-    objects.append(("statefulset.yaml", workloads.statefulset(spec)))
+    if r.spec.kubernetes.claim == "shared":
+        objects.append(("workspace-pvc.yaml", workloads.workspace_claim(r)))
+    objects.append(("statefulset.yaml", workloads.statefulset(r)))
     return objects
 
 
-def job_objects(spec: Spec) -> List[Tuple[str, Dict[str, Any]]]:
+def job_objects(r: Resolved) -> List[Tuple[str, Dict[str, Any]]]:
     """(file name, object) of the Indexed Job alternative.
 
     It needs no API access (no Role), but it runs under the job's own
     ServiceAccount, the one an OpenShift SCC granting IPC_LOCK names.
     """
-    objects = [("serviceaccount.yaml", workloads.service_account(spec)), ("service.yaml", workloads.headless_service(spec))]
-    if spec.kubernetes.claim == "shared":
-        objects.append(("workspace-pvc.yaml", workloads.workspace_claim(spec)))
-    objects.append(("job.yaml", workloads.indexed_job(spec)))
+    objects = [("serviceaccount.yaml", workloads.service_account(r)), ("service.yaml", workloads.headless_service(r))]
+    if r.spec.kubernetes.claim == "shared":
+        objects.append(("workspace-pvc.yaml", workloads.workspace_claim(r)))
+    objects.append(("job.yaml", workloads.indexed_job(r)))
     return objects
 
 
 def render_files(spec: Spec) -> Dict[str, str]:
     """Relative path -> YAML text for every manifest of ``spec``; pure and byte-stable."""
+    r = resolve(spec)  # the one derivation of this render: every part below reads it
     files: Dict[str, str] = {}
-    _directory(files, BASE, spec, base_objects(spec))
-    _directory(files, JOB, spec, job_objects(spec))
-    _overlay(files, OPENSHIFT, spec, "statefulset-openshift.yaml", kustomize.openshift_patch)
-    if kustomize.needs_scc(spec):
-        name = kustomize.scc_file(spec)
-        files[f"{OPENSHIFT}/{name}"] = dump(kustomize.openshift_scc(spec), SCC_NOTE if name == "scc-ipc-lock.yaml"
-                                            else SCC_NOTE_EXTRA.format(needs=_scc_needs(spec)))
-    _overlay(files, ROCM, spec, "statefulset-rocm.yaml", kustomize.rocm_patch, kustomize.rocm_images(spec), ROCM_NOTE)
+    _directory(files, BASE, r, base_objects(r))
+    _directory(files, JOB, r, job_objects(r))
+    _overlay(files, OPENSHIFT, r, "statefulset-openshift.yaml", kustomize.openshift_patch)
+    if kustomize.needs_scc(r):
+        name = kustomize.scc_file(r)
+        files[f"{OPENSHIFT}/{name}"] = dump(kustomize.openshift_scc(r), SCC_NOTE if name == "scc-ipc-lock.yaml"
+                                            else SCC_NOTE_EXTRA.format(needs=_scc_needs(r)))
+    _overlay(files, ROCM, r, "statefulset-rocm.yaml", kustomize.rocm_patch, kustomize.rocm_images(r), ROCM_NOTE)
     return dict(sorted(files.items()))
 
 
-def _scc_needs(spec: Spec) -> str:
-    needs = [f"capabilities {', '.join(kustomize.scc_capabilities(spec))}"] if kustomize.scc_capabilities(spec) else []
-    if spec.security.seccomp == "unconfined":
+def _scc_needs(r: Resolved) -> str:
+    needs = [f"capabilities {', '.join(kustomize.scc_capabilities(r))}"] if kustomize.scc_capabilities(r) else []
+    if r.spec.security.seccomp == "unconfined":
         needs.append("seccomp unconfined")
-    if storage.uses_host_paths(spec):
+    if storage.uses_host_paths(r):
         needs.append("hostPath volumes")
     return "; ".join(needs)
 
 
-def _directory(files: Dict[str, str], folder: str, spec: Spec, objects: List[Tuple[str, Dict[str, Any]]]) -> None:
+def _directory(files: Dict[str, str], folder: str, r: Resolved, objects: List[Tuple[str, Dict[str, Any]]]) -> None:
     for name, obj in objects:
         files[f"{folder}/{name}"] = dump(obj)
-    files[f"{folder}/kustomization.yaml"] = dump(kustomize.kustomization(spec, [name for name, _ in objects]))
+    files[f"{folder}/kustomization.yaml"] = dump(kustomize.kustomization(r, [name for name, _ in objects]))
 
 
-def _overlay(files: Dict[str, str], folder: str, spec: Spec, patch_name: str,
+def _overlay(files: Dict[str, str], folder: str, r: Resolved, patch_name: str,
              patch: Callable[[Any], Dict[str, Any]], images=None, note: str = "") -> None:  # fmt: skip
-    files[f"{folder}/{patch_name}"] = dump(patch(spec), note)
-    entry = kustomize.statefulset_patch_entry(spec, patch_name)
-    files[f"{folder}/kustomization.yaml"] = dump(kustomize.kustomization(spec, ["../../base"], [entry], images))
+    files[f"{folder}/{patch_name}"] = dump(patch(r), note)
+    entry = kustomize.statefulset_patch_entry(r, patch_name)
+    files[f"{folder}/kustomization.yaml"] = dump(kustomize.kustomization(r, ["../../base"], [entry], images))

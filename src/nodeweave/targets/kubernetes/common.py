@@ -10,8 +10,7 @@ from __future__ import annotations
 from typing import Any, Collection, Dict, List
 
 from nodeweave.errors import UsageError
-from nodeweave.resolve import resolve
-from nodeweave.spec import Spec
+from nodeweave.resolve import Resolved
 
 CONTAINER = "trainer"
 RENDEZVOUS_PORT_NAME = "rendezvous"
@@ -35,48 +34,48 @@ NETWORKS_ANNOTATION = "k8s.v1.cni.cncf.io/networks"
 REPLICATED_JOB = "node"
 
 
-def batch_master(spec: "Spec", workload: str) -> str:
+def batch_master(r: "Resolved", workload: str) -> str:
     """Node 0's host name behind the Service, for an Indexed Job (``<name>-0``) or a JobSet (``<name>-node-0-0``)."""
-    host = f"{spec.name}-{REPLICATED_JOB}-0-0" if workload == "jobset" else f"{spec.name}-0"
-    return f"{host}.{spec.kubernetes.service}"
+    host = f"{r.spec.name}-{REPLICATED_JOB}-0-0" if workload == "jobset" else f"{r.spec.name}-0"
+    return f"{host}.{r.spec.kubernetes.service}"
 
 
-def selector_labels(spec: Spec) -> Dict[str, str]:
+def selector_labels(r: Resolved) -> Dict[str, str]:
     """Labels that pick this job's pods: Service selector, anti-affinity, StatefulSet selector."""
-    return {"app.kubernetes.io/name": "nodeweave", "app.kubernetes.io/instance": spec.name}
+    return {"app.kubernetes.io/name": "nodeweave", "app.kubernetes.io/instance": r.spec.name}
 
 
-def labels(spec: Spec, component: str) -> Dict[str, str]:
-    return {**selector_labels(spec), "app.kubernetes.io/component": component, "app.kubernetes.io/managed-by": "nodeweave"}
+def labels(r: Resolved, component: str) -> Dict[str, str]:
+    return {**selector_labels(r), "app.kubernetes.io/component": component, "app.kubernetes.io/managed-by": "nodeweave"}
 
 
-def metadata(spec: Spec, name: str, component: str) -> Dict[str, Any]:
-    return {"name": name, "namespace": spec.kubernetes.namespace, "labels": labels(spec, component)}
+def metadata(r: Resolved, name: str, component: str) -> Dict[str, Any]:
+    return {"name": name, "namespace": r.spec.kubernetes.namespace, "labels": labels(r, component)}
 
 
-def workspace_claim(spec: Spec) -> str:
+def workspace_claim(r: Resolved) -> str:
     """The shared ReadWriteMany claim's name (``claim: shared``)."""
-    return f"{spec.name}-workspace"
+    return f"{r.spec.name}-workspace"
 
 
-def is_amd(spec: Spec) -> bool:
-    return resolve(spec).vendor.key == "amd"
+def is_amd(r: Resolved) -> bool:
+    return r.vendor.key == "amd"
 
 
-def gpu_count(spec: Spec) -> int:
+def gpu_count(r: Resolved) -> int:
     """GPUs to request: Kubernetes schedules a count, so "auto" cannot be rendered for a GPU variant."""
-    if spec.gpus_per_node == "auto":
+    if r.spec.gpus_per_node == "auto":
         raise UsageError(
             f"gpus_per_node: 'auto' cannot go into Kubernetes manifests for variant "
-            f"{spec.image.variant!r}: the device plugin needs a GPU count to schedule pods; "
+            f"{r.spec.image.variant!r}: the device plugin needs a GPU count to schedule pods; "
             "accepted: an integer from 1 to 1024 (e.g. 8)"
         )
-    return spec.gpus_per_node
+    return r.spec.gpus_per_node
 
 
-def wants_rdma(spec: Spec) -> bool:
+def wants_rdma(r: Resolved) -> bool:
     """RDMA registers (locks) memory: only then does the pod need IPC_LOCK on OpenShift."""
-    return spec.network.rdma
+    return r.spec.network.rdma
 
 
 def env_var(name: str, value: str) -> Dict[str, str]:
@@ -97,11 +96,11 @@ def downward_env(index_field: str) -> List[Dict[str, Any]]:
     ]
 
 
-def contract_env(spec: Spec, omit: Collection[str] = (), only=None) -> List[Dict[str, str]]:
+def contract_env(r: Resolved, omit: Collection[str] = (), only=None) -> List[Dict[str, str]]:
     """The entrypoint's NODEWEAVE_* settings from the spec (nodeweave.entrypoint.planning.contract)."""
-    return [env_var(name, text) for name, text in resolve(spec).contract_env("kubernetes", omit=omit, only=only)]
+    return [env_var(name, text) for name, text in r.contract_env("kubernetes", omit=omit, only=only)]
 
 
-def user_env(spec: Spec) -> List[Dict[str, str]]:
+def user_env(r: Resolved) -> List[Dict[str, str]]:
     """The spec's own ``env``, untouched."""
-    return [env_var(key, value) for key, value in spec.env.items()]
+    return [env_var(key, value) for key, value in r.spec.env.items()]

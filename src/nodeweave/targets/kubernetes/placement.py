@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any, Dict, List, Optional
 
 from nodeweave.targets.kubernetes import common
-from nodeweave.spec import Spec
+from nodeweave.resolve import Resolved
 
 HOSTNAME_LABEL = "kubernetes.io/hostname"
 KUEUE_QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
@@ -20,9 +20,9 @@ VOLCANO_QUEUE_ANNOTATION = "scheduling.volcano.sh/queue-name"
 VOLCANO = "volcano"
 
 
-def node_affinity(spec: Spec) -> Optional[Dict[str, Any]]:
+def node_affinity(r: Resolved) -> Optional[Dict[str, Any]]:
     """Required node affinity from ``node_affinity`` terms and ``node_names`` (all must match)."""
-    k8s = spec.kubernetes
+    k8s = r.spec.kubernetes
     expressions = [term.to_kubernetes() for term in k8s.node_affinity]
     if k8s.node_names:
         expressions.append({"key": HOSTNAME_LABEL, "operator": "In", "values": list(k8s.node_names)})
@@ -31,39 +31,39 @@ def node_affinity(spec: Spec) -> Optional[Dict[str, Any]]:
     return {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{"matchExpressions": expressions}]}}
 
 
-def topology_spread(spec: Spec) -> List[Dict[str, Any]]:
+def topology_spread(r: Resolved) -> List[Dict[str, Any]]:
     return [
         {"maxSkew": t.max_skew, "topologyKey": t.topology_key, "whenUnsatisfiable": t.when_unsatisfiable,
-         "labelSelector": {"matchLabels": common.selector_labels(spec)}}
-        for t in spec.kubernetes.topology_spread
+         "labelSelector": {"matchLabels": common.selector_labels(r)}}
+        for t in r.spec.kubernetes.topology_spread
     ]  # fmt: skip
 
 
-def volcano_queue(spec: Spec) -> bool:
-    return spec.kubernetes.queue is not None and spec.kubernetes.scheduler_name == VOLCANO
+def volcano_queue(r: Resolved) -> bool:
+    return r.spec.kubernetes.queue is not None and r.spec.kubernetes.scheduler_name == VOLCANO
 
 
-def workload_labels(spec: Spec, component: str) -> Dict[str, str]:
+def workload_labels(r: Resolved, component: str) -> Dict[str, str]:
     """The workload's labels: nodeweave's, the spec's, and Kueue's queue label (Kueue admits the workload)."""
-    labels = {**common.labels(spec, component), **spec.kubernetes.labels}
-    if spec.kubernetes.queue is not None and not volcano_queue(spec):
-        labels[KUEUE_QUEUE_LABEL] = spec.kubernetes.queue
+    labels = {**common.labels(r, component), **r.spec.kubernetes.labels}
+    if r.spec.kubernetes.queue is not None and not volcano_queue(r):
+        labels[KUEUE_QUEUE_LABEL] = r.spec.kubernetes.queue
     return labels
 
 
-def workload_metadata(spec: Spec, component: str) -> Dict[str, Any]:
-    body = {"name": spec.name, "namespace": spec.kubernetes.namespace, "labels": workload_labels(spec, component)}
-    if spec.kubernetes.annotations:
-        body["annotations"] = dict(spec.kubernetes.annotations)
+def workload_metadata(r: Resolved, component: str) -> Dict[str, Any]:
+    body = {"name": r.spec.name, "namespace": r.spec.kubernetes.namespace, "labels": workload_labels(r, component)}
+    if r.spec.kubernetes.annotations:
+        body["annotations"] = dict(r.spec.kubernetes.annotations)
     return body
 
 
-def pod_annotations(spec: Spec) -> Dict[str, str]:
+def pod_annotations(r: Resolved) -> Dict[str, str]:
     """SR-IOV networks (Multus), the spec's pod annotations, and Volcano's queue."""
     annotations: Dict[str, str] = {}
-    if spec.network.attachments:
-        annotations[common.NETWORKS_ANNOTATION] = ",".join(spec.network.attachments)
-    annotations.update(spec.kubernetes.pod_annotations)
-    if volcano_queue(spec):
-        annotations[VOLCANO_QUEUE_ANNOTATION] = spec.kubernetes.queue
+    if r.spec.network.attachments:
+        annotations[common.NETWORKS_ANNOTATION] = ",".join(r.spec.network.attachments)
+    annotations.update(r.spec.kubernetes.pod_annotations)
+    if volcano_queue(r):
+        annotations[VOLCANO_QUEUE_ANNOTATION] = r.spec.kubernetes.queue
     return annotations

@@ -13,47 +13,47 @@ from __future__ import annotations
 from typing import Any, Dict, List
 
 from nodeweave.targets.kubernetes import common
-from nodeweave.resolve import resolve
-from nodeweave.spec import Spec, Volume
+from nodeweave.resolve import Resolved
+from nodeweave.spec import Volume
 
-def resource_limits(spec: Spec) -> Dict[str, Any]:
+def resource_limits(r: Resolved) -> Dict[str, Any]:
     """GPUs, RDMA resources, then CPU/memory limits, other devices and huge pages."""
     limits: Dict[str, Any] = {}
-    gpu = resolve(spec).gpu_resource
+    gpu = r.gpu_resource
     if gpu is not None:
-        limits[gpu] = common.gpu_count(spec)
-    limits.update(spec.network.rdma_resources)
-    res = spec.resources
+        limits[gpu] = common.gpu_count(r)
+    limits.update(r.spec.network.rdma_resources)
+    res = r.spec.resources
     limits.update(res.limits)
     limits.update(res.devices)
     limits.update({f"hugepages-{size}": amount for size, amount in res.hugepages.items()})
     return limits
 
 
-def resources(spec: Spec) -> Dict[str, Any]:
+def resources(r: Resolved) -> Dict[str, Any]:
     body: Dict[str, Any] = {}
-    limits = resource_limits(spec)
+    limits = resource_limits(r)
     if limits:
         body["limits"] = limits
-    if spec.resources.requests:
-        body["requests"] = dict(spec.resources.requests)
+    if r.spec.resources.requests:
+        body["requests"] = dict(r.spec.resources.requests)
     return body
 
 
-def extra_volumes(spec: Spec) -> List[Dict[str, Any]]:
-    volumes = [_volume(v) for v in spec.volumes]
-    volumes += [{"name": name, "emptyDir": {"medium": medium}} for name, medium, _ in spec.resources.hugepage_mounts]
+def extra_volumes(r: Resolved) -> List[Dict[str, Any]]:
+    volumes = [_volume(v) for v in r.spec.volumes]
+    volumes += [{"name": name, "emptyDir": {"medium": medium}} for name, medium, _ in r.spec.resources.hugepage_mounts]
     return volumes
 
 
-def extra_mounts(spec: Spec) -> List[Dict[str, Any]]:
+def extra_mounts(r: Resolved) -> List[Dict[str, Any]]:
     mounts = []
-    for v in spec.volumes:
+    for v in r.spec.volumes:
         mount: Dict[str, Any] = {"name": v.name, "mountPath": v.path}
         if v.read_only:
             mount["readOnly"] = True
         mounts.append(mount)
-    mounts += [{"name": name, "mountPath": path} for name, _, path in spec.resources.hugepage_mounts]
+    mounts += [{"name": name, "mountPath": path} for name, _, path in r.spec.resources.hugepage_mounts]
     return mounts
 
 
@@ -70,6 +70,6 @@ def _volume(v: Volume) -> Dict[str, Any]:
     return {"name": v.name, "hostPath": {"path": v.host_path}}
 
 
-def uses_host_paths(spec: Spec) -> bool:
+def uses_host_paths(r: Resolved) -> bool:
     """Whether a pod mounts a host directory (OpenShift needs an SCC that allows it; PSA baseline forbids it)."""
-    return any(v.kubernetes_source == "host_path" for v in spec.volumes)
+    return any(v.kubernetes_source == "host_path" for v in r.spec.volumes)

@@ -13,46 +13,46 @@ from typing import Any, Dict
 
 from nodeweave.targets.kubernetes import common, placement
 from nodeweave.targets.kubernetes.pod import claim_spec, pod_template
-from nodeweave.spec import Spec
+from nodeweave.resolve import Resolved
 
 
-def headless_service(spec: Spec) -> Dict[str, Any]:
-    port = spec.launcher.master_port
+def headless_service(r: Resolved) -> Dict[str, Any]:
+    port = r.spec.launcher.master_port
     return {
         "apiVersion": "v1",
         "kind": "Service",
-        "metadata": common.metadata(spec, spec.kubernetes.service, "rendezvous"),
+        "metadata": common.metadata(r, r.spec.kubernetes.service, "rendezvous"),
         "spec": {
             "clusterIP": "None",
             # Rendezvous happens before readiness; without this, DNS names appear too late.
             "publishNotReadyAddresses": True,
-            "selector": common.selector_labels(spec),
+            "selector": common.selector_labels(r),
             "ports": [{"name": common.RENDEZVOUS_PORT_NAME, "port": port, "targetPort": port, "protocol": "TCP"}],
         },
     }
 
 
-def statefulset(spec: Spec) -> Dict[str, Any]:
+def statefulset(r: Resolved) -> Dict[str, Any]:
     body: Dict[str, Any] = {
-        "serviceName": spec.kubernetes.service,
-        "replicas": spec.nodes.min,
+        "serviceName": r.spec.kubernetes.service,
+        "replicas": r.spec.nodes.min,
         # All pods start together: rendezvous needs every rank, ordered start only adds waiting.
         "podManagementPolicy": "Parallel",
-        "selector": {"matchLabels": common.selector_labels(spec)},
-        "template": pod_template(spec, "statefulset"),
+        "selector": {"matchLabels": common.selector_labels(r)},
+        "template": pod_template(r, "statefulset"),
     }
-    if spec.kubernetes.claim == "per-pod":
+    if r.spec.kubernetes.claim == "per-pod":
         body["volumeClaimTemplates"] = [
-            {"metadata": {"name": common.WORKSPACE_VOLUME, "labels": common.labels(spec, "workspace")},
-             "spec": claim_spec(spec, "ReadWriteOnce")}
+            {"metadata": {"name": common.WORKSPACE_VOLUME, "labels": common.labels(r, "workspace")},
+             "spec": claim_spec(r, "ReadWriteOnce")}
         ]  # fmt: skip
-    return {"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": placement.workload_metadata(spec, "trainer"),
+    return {"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": placement.workload_metadata(r, "trainer"),
             "spec": body}
 
 
-def indexed_job(spec: Spec) -> Dict[str, Any]:
+def indexed_job(r: Resolved) -> Dict[str, Any]:
     """A batch run: ``JOB_COMPLETION_INDEX`` is the node rank; an elastic range starts its largest size."""
-    size = spec.nodes.max
+    size = r.spec.nodes.max
     body = {
         "completionMode": "Indexed",
         "completions": size,
@@ -63,43 +63,43 @@ def indexed_job(spec: Spec) -> Dict[str, Any]:
         "podFailurePolicy": {
             "rules": [{"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}]}]
         },
-        "template": pod_template(spec, "job"),
+        "template": pod_template(r, "job"),
     }
-    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": placement.workload_metadata(spec, "trainer"), "spec": body}
+    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": placement.workload_metadata(r, "trainer"), "spec": body}
 
 
-def workspace_claim(spec: Spec) -> Dict[str, Any]:
+def workspace_claim(r: Resolved) -> Dict[str, Any]:
     """The one ReadWriteMany claim every pod mounts (``claim: shared``); `nodeweave sync` fills it."""
     return {
         "apiVersion": "v1",
         "kind": "PersistentVolumeClaim",
-        "metadata": common.metadata(spec, common.workspace_claim(spec), "workspace"),
-        "spec": claim_spec(spec, "ReadWriteMany"),
+        "metadata": common.metadata(r, common.workspace_claim(r), "workspace"),
+        "spec": claim_spec(r, "ReadWriteMany"),
     }
 
 
-def service_account(spec: Spec) -> Dict[str, Any]:
-    return {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": common.metadata(spec, spec.name, "rbac")}
+def service_account(r: Resolved) -> Dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": common.metadata(r, r.spec.name, "rbac")}
 
 
-def role(spec: Spec) -> Dict[str, Any]:
+def role(r: Resolved) -> Dict[str, Any]:
     """Just enough for the entrypoint to read the replica count and its peers' pods."""
     return {
         "apiVersion": "rbac.authorization.k8s.io/v1",
         "kind": "Role",
-        "metadata": common.metadata(spec, spec.name, "rbac"),
+        "metadata": common.metadata(r, r.spec.name, "rbac"),
         "rules": [
-            {"apiGroups": ["apps"], "resources": ["statefulsets"], "resourceNames": [spec.name], "verbs": ["get"]},
+            {"apiGroups": ["apps"], "resources": ["statefulsets"], "resourceNames": [r.spec.name], "verbs": ["get"]},
             {"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]},
         ],
     }
 
 
-def role_binding(spec: Spec) -> Dict[str, Any]:
+def role_binding(r: Resolved) -> Dict[str, Any]:
     return {
         "apiVersion": "rbac.authorization.k8s.io/v1",
         "kind": "RoleBinding",
-        "metadata": common.metadata(spec, spec.name, "rbac"),
-        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": spec.name},
-        "subjects": [{"kind": "ServiceAccount", "name": spec.name, "namespace": spec.kubernetes.namespace}],
+        "metadata": common.metadata(r, r.spec.name, "rbac"),
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": r.spec.name},
+        "subjects": [{"kind": "ServiceAccount", "name": r.spec.name, "namespace": r.spec.kubernetes.namespace}],
     }

@@ -47,7 +47,7 @@ def imagestream_tag(r: Resolved) -> str:
 
 def imagestream(r: Resolved) -> Dict[str, Any]:
     return {"apiVersion": "image.openshift.io/v1", "kind": "ImageStream",
-            "metadata": common.metadata(r.spec, r.spec.name, "image"),
+            "metadata": common.metadata(r, r.spec.name, "image"),
             "spec": {"lookupPolicy": {"local": True}}}  # fmt: skip
 
 
@@ -69,7 +69,7 @@ def buildconfig(r: Resolved) -> Dict[str, Any]:
     if build.source == "git":
         body["triggers"] = [{"type": "ConfigChange"}]
     return {"apiVersion": "build.openshift.io/v1", "kind": "BuildConfig",
-            "metadata": common.metadata(r.spec, r.spec.name, "image"), "spec": body}  # fmt: skip
+            "metadata": common.metadata(r, r.spec.name, "image"), "spec": body}  # fmt: skip
 
 
 def trigger_patch(r: Resolved, kind: str, api_version: str) -> Dict[str, Any]:
@@ -86,17 +86,17 @@ def _overlay(r: Resolved, resources: List[str], patch_name: str, kind: str, grou
     images = [{"name": r.repository, "newName": r.spec.name, "newTag": r.tag}]
     return {
         patch_name: dump(trigger_patch(r, kind, api_version)),
-        "kustomization.yaml": dump(kustomization(r.spec, resources, [entry], images)),
+        "kustomization.yaml": dump(kustomization(r, resources, [entry], images)),
     }
 
 
 def render_files(spec: Spec) -> Dict[str, str]:
-    r = resolve(spec)
+    r = resolve(spec)  # the one derivation of this render: every part below reads it
     note = BUILD_NOTE.format(name=spec.name, tag=imagestream_tag(r))
     files = {
         f"{BUILD}/imagestream.yaml": dump(imagestream(r)),
         f"{BUILD}/buildconfig.yaml": dump(buildconfig(r), note),
-        f"{BUILD}/kustomization.yaml": dump(kustomization(spec, ["imagestream.yaml", "buildconfig.yaml"])),
+        f"{BUILD}/kustomization.yaml": dump(kustomization(r, ["imagestream.yaml", "buildconfig.yaml"])),
     }
     deploy = _overlay(r, ["../../manifests/overlays/openshift"], "statefulset-trigger.yaml", "StatefulSet", "apps", "v1")
     job = _overlay(r, ["../../manifests/job"], "job-trigger.yaml", "Job", "batch", "v1")

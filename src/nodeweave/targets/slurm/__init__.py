@@ -14,13 +14,15 @@ from __future__ import annotations
 from typing import Dict
 
 from nodeweave.targets.slurm.script import render_script
+from nodeweave.resolve import resolve
 from nodeweave.spec import Spec
 
 SCRIPT = "slurm/job.sbatch"
 
 
 def render_files(spec: Spec) -> Dict[str, str]:
-    return {SCRIPT: render_script(spec)}
+    r = resolve(spec)  # the one derivation of this render: every part below reads it
+    return {SCRIPT: render_script(r)}
 
 
 __all__ = ["SCRIPT", "render_files", "render_script"]

@@ -14,8 +14,8 @@ from typing import List, Optional, Tuple
 
 from nodeweave import quantities
 from nodeweave.errors import UsageError
-from nodeweave.resolve import Resolved, resolve
-from nodeweave.spec import Slurm, Spec
+from nodeweave.resolve import Resolved
+from nodeweave.spec import Slurm
 
 RUN_ONE_PER_NODE = "srun --ntasks-per-node=1 --kill-on-bad-exit=1"
 APPTAINER_GPU_FLAGS = {"nvidia": ["--nv"], "amd": ["--rocm"], "cpu": []}
@@ -45,10 +45,10 @@ def pyxis_image(reference: str) -> str:
     return reference
 
 
-def _mounts(spec: Spec) -> List[Tuple[str, str, bool]]:
+def _mounts(r: Resolved) -> List[Tuple[str, str, bool]]:
     """(host path, container path, read-only) of what the containers mount: workspace, cache, host volumes."""
-    mounts = [(spec.workspace.host_path, spec.workspace.path, False), (spec.cache.host_path, spec.cache.path, False)]
-    mounts += [(v.host_path, v.path, v.read_only) for v in spec.volumes if v.host_path is not None]
+    mounts = [(r.spec.workspace.host_path, r.spec.workspace.path, False), (r.spec.cache.host_path, r.spec.cache.path, False)]
+    mounts += [(v.host_path, v.path, v.read_only) for v in r.spec.volumes if v.host_path is not None]
     for host, container, _ in mounts:
         if "," in host or "," in container:
             raise UsageError(f"slurm: the mount {host!r} -> {container!r} has a ',', which separates mounts in "
@@ -57,15 +57,15 @@ def _mounts(spec: Spec) -> List[Tuple[str, str, bool]]:
 
 
 def directives(r: Resolved) -> List[str]:
-    spec, slurm = r.spec, r.spec.slurm or Slurm()
-    nodes = f"{spec.nodes.min}-{spec.nodes.max}" if spec.nodes.elastic else str(spec.nodes.min)
-    lines = [f"--job-name={spec.name}", f"--nodes={nodes}", "--ntasks-per-node=1"]
+    slurm = r.spec.slurm or Slurm()
+    nodes = f"{r.spec.nodes.min}-{r.spec.nodes.max}" if r.spec.nodes.elastic else str(r.spec.nodes.min)
+    lines = [f"--job-name={r.spec.name}", f"--nodes={nodes}", "--ntasks-per-node=1"]
     if r.gpu_resource is not None:
-        if spec.gpus_per_node == "auto":
+        if r.spec.gpus_per_node == "auto":
             raise UsageError(f"gpus_per_node: 'auto' cannot go into a Slurm script for variant {r.variant.key!r}: "
                              "sbatch needs a GPU count to allocate; accepted: an integer from 1 to 1024 (e.g. 8)")
-        lines.append(f"--gpus-per-node={spec.gpus_per_node}")
-    res = spec.resources
+        lines.append(f"--gpus-per-node={r.spec.gpus_per_node}")
+    res = r.spec.resources
     cpu = res.requests.get("cpu") or res.limits.get("cpu")
     memory = res.requests.get("memory") or res.limits.get("memory")
     if cpu:
@@ -76,8 +76,8 @@ def directives(r: Resolved) -> List[str]:
                           ("qos", slurm.qos), ("constraint", slurm.constraint)):
         if value:
             lines.append(f"--{option}={value}")
-    if spec.hosts:
-        lines.append(f"--nodelist={','.join(spec.hosts)}")
+    if r.spec.hosts:
+        lines.append(f"--nodelist={','.join(r.spec.hosts)}")
     if slurm.exclusive:
         lines.append("--exclusive")
     return [f"#SBATCH {line}" for line in lines]
@@ -89,8 +89,7 @@ def exports(r: Resolved) -> List[str]:
 
 
 def _runs(r: Resolved, image_default: str, sif: Optional[str]) -> List[str]:
-    spec = r.spec
-    workdir = shlex.quote(spec.workspace.path)
+    workdir = shlex.quote(r.spec.workspace.path)
     gpu_flags = " ".join(APPTAINER_GPU_FLAGS[r.vendor.key] + [""]) if APPTAINER_GPU_FLAGS[r.vendor.key] else ""
     apptainer_image = sif or f"docker://{image_default}"
     return [
@@ -106,7 +105,7 @@ def _runs(r: Resolved, image_default: str, sif: Optional[str]) -> List[str]:
         f"      \"${{NODEWEAVE_IMAGE:-{double_quoted(apptainer_image)}}}\" \"${{command[@]}}\"",
         "    ;;",
         "  host)",
-        f"    {RUN_ONE_PER_NODE} --chdir=\"{host_expression(spec.workspace.host_path)}\" \"${{command[@]}}\"",
+        f"    {RUN_ONE_PER_NODE} --chdir=\"{host_expression(r.spec.workspace.host_path)}\" \"${{command[@]}}\"",
         "    ;;",
         "  *)",
         "    echo \"NODEWEAVE_RUNTIME=${runtime}: accepted: pyxis, apptainer or host\" >&2",
@@ -115,11 +114,10 @@ def _runs(r: Resolved, image_default: str, sif: Optional[str]) -> List[str]:
     ]
 
 
-def render_script(spec: Spec) -> str:
-    r = resolve(spec)
-    slurm = spec.slurm or Slurm()
-    mounts = ",".join(f"{host_expression(h)}:{double_quoted(c)}{':ro' if ro else ''}" for h, c, ro in _mounts(spec))
-    command = " ".join(shlex.quote(word) for word in ("nodeweave-entrypoint", spec.launcher.script, *spec.launcher.args))
+def render_script(r: Resolved) -> str:
+    slurm = r.spec.slurm or Slurm()
+    mounts = ",".join(f"{host_expression(h)}:{double_quoted(c)}{':ro' if ro else ''}" for h, c, ro in _mounts(r))
+    command = " ".join(shlex.quote(word) for word in ("nodeweave-entrypoint", r.spec.launcher.script, *r.spec.launcher.args))
     runs = _runs(r, r.image, slurm.sif)
     # Relative host paths are the submit directory's (sbatch runs a copy of this script elsewhere).
     uses_submit_dir = "${submit_dir}" in mounts or any("${submit_dir}" in line for line in runs)

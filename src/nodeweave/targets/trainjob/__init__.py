@@ -19,7 +19,7 @@ from typing import Any, Dict, List
 from nodeweave.targets.kubernetes import common, placement, storage
 from nodeweave.targets.kubernetes.kustomize import workload_tree
 from nodeweave.targets.kubernetes.pod import container_security, pod_template
-from nodeweave.resolve import resolve
+from nodeweave.resolve import Resolved, resolve
 from nodeweave.spec import Spec
 
 FOLDER = "kubeflow"
@@ -32,46 +32,47 @@ POD_PATCH_KEYS = ("affinity", "nodeSelector", "securityContext", "serviceAccount
 FROM_TRAINER = ("nnodes", "service", "master_port", "nproc_per_node")
 
 
-def _env(spec: Spec) -> List[Dict[str, Any]]:
+def _env(r: Resolved) -> List[Dict[str, Any]]:
     downward = [e for e in common.downward_env("") if e["name"] != "NODEWEAVE_POD_INDEX"]
-    return downward + common.contract_env(spec, omit=FROM_TRAINER) + common.user_env(spec)
+    return downward + common.contract_env(r, omit=FROM_TRAINER) + common.user_env(r)
 
 
-def _trainer(spec: Spec) -> Dict[str, Any]:
+def _trainer(r: Resolved) -> Dict[str, Any]:
     body: Dict[str, Any] = {
-        "image": resolve(spec).image,
+        "image": r.image,
         "command": list(ENTRYPOINT),
-        "args": [spec.launcher.script, *spec.launcher.args],
-        "env": _env(spec),
-        "numNodes": spec.nodes.max,
+        "args": [r.spec.launcher.script, *r.spec.launcher.args],
+        "env": _env(r),
+        "numNodes": r.spec.nodes.max,
     }
-    if spec.gpus_per_node != "auto":
-        body["numProcPerNode"] = spec.gpus_per_node
-    resources = storage.resources(spec)
+    if r.spec.gpus_per_node != "auto":
+        body["numProcPerNode"] = r.spec.gpus_per_node
+    resources = storage.resources(r)
     if resources:
         body["resourcesPerNode"] = resources
     return body
 
 
-def _pod_patch(spec: Spec) -> Dict[str, Any]:
-    template = pod_template(spec, "jobset")
+def _pod_patch(r: Resolved) -> Dict[str, Any]:
+    template = pod_template(r, "jobset")
     pod = {key: value for key, value in template["spec"].items() if key in POD_PATCH_KEYS}
     mounts = template["spec"]["containers"][0]["volumeMounts"]
-    pod["containers"] = [{"name": common.REPLICATED_JOB, "securityContext": container_security(spec), "volumeMounts": mounts}]
+    pod["containers"] = [{"name": common.REPLICATED_JOB, "securityContext": container_security(r), "volumeMounts": mounts}]
     return {"metadata": template["metadata"], "spec": pod}
 
 
-def trainjob(spec: Spec) -> Dict[str, Any]:
-    patch = {"name": common.REPLICATED_JOB, "template": {"spec": {"template": _pod_patch(spec)}}}
+def trainjob(r: Resolved) -> Dict[str, Any]:
+    patch = {"name": common.REPLICATED_JOB, "template": {"spec": {"template": _pod_patch(r)}}}
     body = {
         "runtimeRef": {"name": RUNTIME},
-        "trainer": _trainer(spec),
+        "trainer": _trainer(r),
         "runtimePatches": [{"manager": "nodeweave",
                             "trainingRuntimeSpec": {"template": {"spec": {"replicatedJobs": [patch]}}}}],
     }
     return {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob",
-            "metadata": placement.workload_metadata(spec, "trainer"), "spec": body}  # fmt: skip
+            "metadata": placement.workload_metadata(r, "trainer"), "spec": body}  # fmt: skip
 
 
 def render_files(spec: Spec) -> Dict[str, str]:
-    return workload_tree(spec, FOLDER, "trainjob", ("trainjob.yaml", trainjob(spec)))
+    r = resolve(spec)  # the one derivation of this render: every part below reads it
+    return workload_tree(r, FOLDER, "trainjob", ("trainjob.yaml", trainjob(r)))
