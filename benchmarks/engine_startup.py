@@ -132,7 +132,7 @@ def main() -> int:
     from rich.table import Table
 
     from nodeweave.build import detect_engine
-    from nodeweave.compose import render_files
+    from nodeweave.targets.compose import render_files
     from nodeweave.spec import load_spec
 
     engine = detect_engine()

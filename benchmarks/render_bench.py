@@ -43,7 +43,8 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=30)
     args = parser.parse_args()
 
-    from nodeweave import compose, images, manifests
+    from nodeweave.targets import compose, images
+    from nodeweave.targets import kubernetes as manifests
     from nodeweave.spec import parse_spec
 
     text = SPEC.read_text()

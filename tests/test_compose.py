@@ -19,7 +19,7 @@ import jsonschema
 import pytest
 import yaml
 
-from nodeweave.compose import render_files
+from nodeweave.targets.compose import render_files
 from nodeweave.spec import load_spec
 
 REPO = Path(__file__).resolve().parents[1]

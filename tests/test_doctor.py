@@ -178,11 +178,11 @@ def test_every_warning_code_the_entrypoint_emits_is_a_row_with_severity_and_reme
 
     from nodeweave.doctor import findings
     from nodeweave.doctor.rules import RULES as DOCTOR_RULES
-    from nodeweave.entrypoint.rules import BY_CODE, NOTICES, RULES
+    from nodeweave.entrypoint.planning.rules import BY_CODE, NOTICES, RULES
 
     source = Path(__file__).resolve().parents[1] / "src/nodeweave/entrypoint"
     emitted = set()
-    for path in source.glob("*.py"):
+    for path in source.rglob("*.py"):
         emitted |= set(re.findall(r'emit\(\s*warnings,\s*"([a-z0-9-]+)"', path.read_text()))
     assert emitted and emitted <= {rule.code for rule in NOTICES}, emitted - set(BY_CODE)
     codes = [rule.code for rule in RULES + NOTICES + DOCTOR_RULES]

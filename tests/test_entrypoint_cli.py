@@ -191,9 +191,16 @@ import sys
 sys.path.insert(0, {src!r})
 import io, contextlib
 from nodeweave.entrypoint.__main__ import main
-from nodeweave.entrypoint import wait, kube, explain
+from nodeweave.entrypoint import explain
+from nodeweave.entrypoint.planning import kube
+from nodeweave.entrypoint.running import wait
+import importlib, pkgutil, nodeweave.entrypoint as package  # every module of every room, not only those a run loads
+for info in pkgutil.walk_packages(package.__path__, "nodeweave.entrypoint."):
+    importlib.import_module(info.name)
+rooms = {{"nodeweave.entrypoint." + room for room in ("detection", "planning", "checkin", "running")}}
+assert rooms <= set(sys.modules), rooms - set(sys.modules)
 from nodeweave.entrypoint.errors import EntrypointError
-from nodeweave.entrypoint.sysfs import Root
+from nodeweave.entrypoint.detection.sysfs import Root
 fix = {fix!r}
 runs = [
     ["--sysroot", fix + "/hgx-h100", "--explain", "--json", "--", "t.py"],

@@ -15,7 +15,7 @@ import pytest
 
 from nodeweave.entrypoint import EntrypointError, make_plan
 from nodeweave.entrypoint.errors import EXIT_TOPOLOGY, EXIT_USAGE
-from nodeweave.entrypoint.sources import RANK_NAMES, SOURCES
+from nodeweave.entrypoint.planning.sources import RANK_NAMES, SOURCES
 
 FIX = Path(__file__).parent / "fixtures" / "sysroots"
 SRC = Path(__file__).resolve().parents[1] / "src"
@@ -320,7 +320,7 @@ def test_the_no_rank_message_lists_every_rank_source_of_the_table():
 
 
 def test_the_manual_names_every_rule_code_and_every_rank_variable():
-    from nodeweave.entrypoint.rules import RULES, NOTICES
+    from nodeweave.entrypoint.planning.rules import RULES, NOTICES
 
     manual = (Path(__file__).resolve().parents[1] / "docs/entrypoint.md").read_text()
     for rule in RULES + NOTICES:

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from nodeweave.entrypoint import Root, detect
-from nodeweave.entrypoint.detect_gpu import gfx_target
-from nodeweave.entrypoint.detect_net import address_owner, read_routes
+from nodeweave.entrypoint.detection.gpu import gfx_target
+from nodeweave.entrypoint.detection.net import address_owner, read_routes
 
 FIX = Path(__file__).parent / "fixtures" / "sysroots"
 

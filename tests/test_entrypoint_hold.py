@@ -210,7 +210,7 @@ def test_a_run_id_that_cannot_be_a_folder_name_is_refused(tmp_path, bad):
 
 def test_stop_with_a_run_id_finds_an_entrypoint_that_has_not_recorded_itself(tmp_path):
     """Between its exec and its record, a run is known by its command line (--run-id ID)."""
-    from nodeweave.entrypoint.runstate import unrecorded_runs
+    from nodeweave.entrypoint.running.runstate import unrecorded_runs
 
     other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", "--run-id", "earlier"])
     stand_in = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", "--run-id", "early"])

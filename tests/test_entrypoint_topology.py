@@ -9,8 +9,8 @@ import pytest
 
 from nodeweave.entrypoint import EntrypointError, make_plan
 from nodeweave.entrypoint.errors import EXIT_TOPOLOGY, EXIT_USAGE
-from nodeweave.entrypoint.slurm import expand_nodelist
-from nodeweave.entrypoint.sources import ordinal
+from nodeweave.entrypoint.planning.slurm import expand_nodelist
+from nodeweave.entrypoint.planning.sources import ordinal
 
 FIX = Path(__file__).parent / "fixtures" / "sysroots"
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from nodeweave.entrypoint.errors import EXIT_UNREACHABLE, EntrypointError
-from nodeweave.entrypoint.wait import wait_for
+from nodeweave.entrypoint.running.wait import wait_for
 
 FIX = Path(__file__).parent / "fixtures" / "sysroots"
 SRC = Path(__file__).resolve().parents[1] / "src"

@@ -12,10 +12,10 @@ import time
 
 import pytest
 
-from nodeweave.entrypoint import heartbeat
-from nodeweave.entrypoint.exchange import Hub, Refused, check_in
-from nodeweave.entrypoint.heartbeat import HubWatch, LinkWatch
-from nodeweave.entrypoint.wire import MAX_MESSAGE, Channel, ExchangeError, job_token
+from nodeweave.entrypoint.checkin import heartbeat
+from nodeweave.entrypoint.checkin.exchange import Hub, Refused, check_in
+from nodeweave.entrypoint.checkin.heartbeat import HubWatch, LinkWatch
+from nodeweave.entrypoint.checkin.wire import MAX_MESSAGE, Channel, ExchangeError, job_token
 from test_exchange_verdict import fp as full_fp
 
 
@@ -134,7 +134,7 @@ def test_connect_back_failure_is_named():
         cluster.hub.gather(2, time.monotonic() + 10)
         cluster.hub.peers[0].probe = None
         cluster.hub.peers[0].fp = dict(cluster.hub.peers[0].fp, probe_port=free_port())
-        from nodeweave.entrypoint.exchange import _probe
+        from nodeweave.entrypoint.checkin.exchange import _probe
 
         _probe(cluster.hub.peers[0], TOKEN)
         assert "refused" in cluster.hub.peers[0].probe.lower()

@@ -8,9 +8,9 @@ import threading
 from pathlib import Path
 
 from nodeweave.entrypoint import make_plan
-from nodeweave.entrypoint.fingerprint import distributions_digest, local_fingerprint, workspace
-from nodeweave.entrypoint.supervise import how_it_ended, run_supervised
-from nodeweave.entrypoint.sysfs import Root
+from nodeweave.entrypoint.checkin.fingerprint import distributions_digest, local_fingerprint, workspace
+from nodeweave.entrypoint.running.supervise import how_it_ended, run_supervised
+from nodeweave.entrypoint.detection.sysfs import Root
 
 FIX = Path(__file__).parent / "fixtures" / "sysroots"
 
@@ -89,7 +89,7 @@ def _child(script, watch):
         "import json, sys\n"
         "sys.path.insert(0, %r)\n"
         "from test_exchange_node import RecordingWatch\n"
-        "from nodeweave.entrypoint.supervise import run_supervised\n"
+        "from nodeweave.entrypoint.running.supervise import run_supervised\n"
         "watch = RecordingWatch(%r)\n"
         "rc = run_supervised('/bin/sh', ['sh', '-c', %r], {'PATH': '/bin:/usr/bin'}, watch=watch)\n"
         "print('RESULT ' + json.dumps([rc, watch.ended]), file=sys.stderr)\n"
@@ -137,7 +137,7 @@ def test_a_hostfile_with_uneven_slots_is_fine_when_the_nodes_check_in(tmp_path):
 
 
 def test_apply_counts_writes_every_nodes_slots_and_the_real_world_size(tmp_path):
-    from nodeweave.entrypoint.launch import apply_counts
+    from nodeweave.entrypoint.planning.launch import apply_counts
 
     hostfile = tmp_path / "hosts"
     hostfile.write_text(f"{os.uname().nodename} slots=2\nother slots=1\n")
@@ -157,7 +157,7 @@ def test_a_missing_pod_is_described_by_what_the_api_says():
     """A real HTTP server standing in for the API server answers pods/<name> (the Role grants get on pods)."""
     import http.server
 
-    from nodeweave.entrypoint.kube import pod_phase
+    from nodeweave.entrypoint.planning.kube import pod_phase
 
     seen = []
 

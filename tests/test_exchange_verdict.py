@@ -5,7 +5,7 @@ import random
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nodeweave.entrypoint.verdict import ALLOWABLE, Entry, judge, render_table
+from nodeweave.entrypoint.checkin.verdict import ALLOWABLE, Entry, judge, render_table
 
 
 def fp(rank, **changes):

@@ -28,8 +28,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from nodeweave.errors import EXIT_USAGE, UsageError
-from nodeweave.images import VARIANTS, get_variant, hadolint_config, render_files
-from nodeweave.images.quoting import dockerfile_word
+from nodeweave.targets.images import VARIANTS, get_variant, hadolint_config, render_files
+from nodeweave.targets.images.quoting import dockerfile_word
 from nodeweave.spec import load_spec, parse_spec
 
 GOLDEN = Path(__file__).parent / "golden" / "images"
@@ -453,11 +453,11 @@ def test_wheel_ships_every_file_the_renderer_reads(tmp_path):
 
     (wheel,) = tmp_path.glob("nodeweave-*.whl")
     shipped = set(zipfile.ZipFile(wheel).namelist())
-    package = repo / "src" / "nodeweave" / "images"
+    package = repo / "src" / "nodeweave" / "targets" / "images"
     needed = [p for p in package.rglob("*") if p.is_file() and p.suffix not in (".py", ".pyc")]
     assert needed, "the images package has data files"
     for path in needed:
-        assert f"nodeweave/images/{path.relative_to(package).as_posix()}" in shipped, path
+        assert f"nodeweave/targets/images/{path.relative_to(package).as_posix()}" in shipped, path
 
 
 # -- CLI ---------------------------------------------------------------------------

@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from nodeweave.entrypoint import launcher_options, make_plan
+from nodeweave.entrypoint import make_plan
+from nodeweave.entrypoint.planning import launcher_options
 from nodeweave.entrypoint.errors import UsageError as EntrypointUsageError
 from nodeweave.errors import UsageError
 from nodeweave.spec import parse_spec

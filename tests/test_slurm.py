@@ -24,7 +24,7 @@ import pytest
 
 import slurm_cluster
 from nodeweave.errors import UsageError
-from nodeweave.slurm import SCRIPT, render_files
+from nodeweave.targets.slurm import SCRIPT, render_files
 from nodeweave.spec import load_spec, parse_spec
 
 REPO = Path(__file__).resolve().parents[1]

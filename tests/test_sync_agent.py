@@ -20,9 +20,9 @@ from pathlib import Path
 
 import pytest
 
-from nodeweave.sync.digest import digest_files, quick_files, tree_digest
-from nodeweave.sync.payload import Fanout, Sink, tar_stream
-from nodeweave.sync.session import AGENT_PROGRAM
+from nodeweave.sync.node.digest import digest_files, quick_files, tree_digest
+from nodeweave.sync.transport.payload import Fanout, Sink, tar_stream
+from nodeweave.sync.transport.session import AGENT_PROGRAM
 
 LONG = "deep/" + "d" * 120 + "/name.py"
 FILES = {"train.py": b"print('hi')\n", "pkg/model.py": b"x = 1\n" * 1000, "data/blob.bin": os.urandom(3 << 20),
@@ -109,7 +109,23 @@ def local_digests(root: Path) -> "dict[str, str]":
     return digest_files(str(root), sorted(KINDS))
 
 
-@pytest.mark.parametrize("python", sorted({sys.executable, shutil.which("python3") or sys.executable}))
+def python36() -> "str | None":
+    """A real Python 3.6 (pyenv's or on PATH), for the oldest python3 an image may bring."""
+    import glob
+    import os
+
+    for candidate in [*sorted(glob.glob(os.path.expanduser("~/.pyenv/versions/3.6*/bin/python3.6"))),
+                      shutil.which("python3.6")]:
+        if candidate and subprocess.run([candidate, "-c", "import sys; assert sys.version_info[:2] == (3, 6)"],
+                                        capture_output=True).returncode == 0:
+            return candidate
+    return None
+
+
+PYTHONS = sorted({sys.executable, shutil.which("python3") or sys.executable} | ({python36()} - {None}))
+
+
+@pytest.mark.parametrize("python", PYTHONS)
 def test_the_agent_receives_checks_and_stamps(src, tmp_path, python):
     dest, local = tmp_path / "dest", local_digests(src)
     agent = Agent(dest, python)
@@ -192,7 +208,7 @@ def test_paths_that_would_leave_dest_are_refused(tmp_path):
 
 def test_the_fast_ustar_header_is_the_one_tarfile_writes(src):
     """Headers are built directly for speed; they must be byte for byte what tarfile's ustar gives."""
-    from nodeweave.sync.payload import _header
+    from nodeweave.sync.transport.payload import _header
 
     for rel, link in (("run.sh", None), ("link.py", "train.py"), ("pkg", None)):
         st = os.lstat(src / rel)

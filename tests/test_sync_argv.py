@@ -11,9 +11,9 @@ import pytest
 
 from nodeweave.errors import UsageError
 from nodeweave.remote import make_target
-from nodeweave.sync.plain import list_files_argv, tar_extract_argv
-from nodeweave.sync.rsync import RsyncOptions, rsync_argv
-from nodeweave.sync.session import AGENT_PROGRAM, LAUNCH, session_argv
+from nodeweave.sync.transport.plain import list_files_argv, tar_extract_argv
+from nodeweave.sync.transport.rsync import RsyncOptions, rsync_argv
+from nodeweave.sync.transport.session import AGENT_PROGRAM, LAUNCH, session_argv
 
 
 def test_rsync_argv_for_a_container():
@@ -71,3 +71,17 @@ def test_the_agent_program_fits_one_argument_of_an_exec():
     # Linux refuses any single argv string over MAX_ARG_STRLEN (32 pages: 128 KiB) with E2BIG;
     # over ssh the program is quoted into one command string, which grows it (each ' becomes '\'').
     assert len(AGENT_PROGRAM.encode()) + 3 * AGENT_PROGRAM.count("'") < 128 * 1024
+
+
+def test_the_agent_program_is_python_3_6():
+    """Any image with a python3 receives, down to 3.6: no syntax or module-level feature of a later Python.
+
+    tests/test_sync_agent.py runs the program under a real 3.6 where one is installed.
+    """
+    import ast
+
+    ast.parse(AGENT_PROGRAM, feature_version=(3, 6))  # walrus, positional-only parameters, f"{x=}", match, ...
+    later = ["from __future__ import annotations", "capture_output=", ".removeprefix(", ".removesuffix(",
+             "time_ns(", "nullcontext", "dataclasses", "asyncio.run(", "math.prod(", "cached_property"]
+    assert [name for name in later if name in AGENT_PROGRAM] == []
+

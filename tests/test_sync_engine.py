@@ -318,7 +318,7 @@ def test_git_commit_is_stamped_and_check_catches_a_changed_target(fleet, workspa
 def test_the_check_without_python3_uses_sha256sum_and_still_stamps(fleet, workspace):
     """The fallback check for images without python3, run for real through podman exec."""
     from nodeweave.remote import make_target
-    from nodeweave.sync import plain
+    from nodeweave.sync.transport import plain
     from nodeweave.sync.filters import build_filter
     from nodeweave.sync.verify import local_digests
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from nodeweave.sync.digest import quick_files, quick_signature
+from nodeweave.sync.node.digest import quick_files, quick_signature
 from nodeweave.sync.filters import build_filter
-from nodeweave.sync.plan import (DELTA_MIN_BYTES, Difference, Manifest, choose_method, difference,
+from nodeweave.sync.transport.plan import (DELTA_MIN_BYTES, Difference, Manifest, choose_method, difference,
                                  group_payloads, itemize, local_quick, protected)
 
 

@@ -20,10 +20,11 @@ from pathlib import Path
 
 import pytest
 
-from nodeweave.sync import peer, relay
-from nodeweave.sync.digest import digest_files
-from nodeweave.sync.payload import tar_stream
-from nodeweave.sync.session import AGENT_PROGRAM
+from nodeweave.sync.node import peer
+from nodeweave.sync.transport import relay
+from nodeweave.sync.node.digest import digest_files
+from nodeweave.sync.transport.payload import tar_stream
+from nodeweave.sync.transport.session import AGENT_PROGRAM
 
 FILES = {"train.py": b"print('hi')\n", "pkg/model.py": b"x = 1\n" * 1000, "data/blob.bin": os.urandom(5 << 20)}
 KINDS = {rel: "f" for rel in FILES}

@@ -25,13 +25,13 @@ from pathlib import Path
 import pytest
 
 from nodeweave.remote.base import Remote
-from nodeweave.sync import registry
-from nodeweave.sync.digest import digest_files
-from nodeweave.sync.headlink import HeadLink
-from nodeweave.sync.payload import tar_stream
-from nodeweave.sync.resident import make_ticket, new_nonce
-from nodeweave.sync.session import AGENT_PROGRAM, Request, Session, TransferError
-from nodeweave.sync.tunnel import FRAME_MAX, F_DATA, F_EXIT, frames, read_frame
+from nodeweave.sync.source import registry
+from nodeweave.sync.node.digest import digest_files
+from nodeweave.sync.source.headlink import HeadLink
+from nodeweave.sync.transport.payload import tar_stream
+from nodeweave.sync.node.resident import make_ticket, new_nonce
+from nodeweave.sync.transport.session import AGENT_PROGRAM, Request, Session, TransferError
+from nodeweave.sync.node.tunnel import FRAME_MAX, F_DATA, F_EXIT, frames, read_frame
 from test_sync_relay import DIRS, FILES, KINDS, src  # noqa: F401 - src is a fixture used by name
 
 AGENT = [sys.executable, "-I", "-S", "-c", AGENT_PROGRAM]

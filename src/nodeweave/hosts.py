@@ -41,13 +41,13 @@ finally:
 
 
 def entrypoint_zip() -> bytes:
-    """``nodeweave/__init__.py`` and ``nodeweave/entrypoint/*.py``, zipped (stdlib only)."""
+    """``nodeweave/__init__.py`` and every module under ``nodeweave/entrypoint/``, zipped (stdlib only)."""
     package = Path(nodeweave.__file__).parent
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
         zf.write(package / "__init__.py", "nodeweave/__init__.py")
-        for source in sorted((package / "entrypoint").glob("*.py")):
-            zf.write(source, f"nodeweave/entrypoint/{source.name}")
+        for source in sorted((package / "entrypoint").rglob("*.py")):
+            zf.write(source, f"nodeweave/{source.relative_to(package).as_posix()}")
     return buf.getvalue()
 
 

@@ -3,7 +3,7 @@
 ``resolve(spec, variant=None)`` answers for one image variant (the spec's own
 by default): the catalogue row and vendor, the image reference and its tags,
 the base image, the Kubernetes GPU resource, and the environment of the
-renderer-to-entrypoint contract (``nodeweave.entrypoint.contract``). Compose,
+renderer-to-entrypoint contract (``nodeweave.entrypoint.planning.contract``). Compose,
 manifests, the bake file and ``image build`` all read a :class:`Resolved`, so
 they cannot disagree. A spec's ``image.tag`` and ``image.base`` belong to its
 own variant only: an image of another variant (``make image VARIANT=rocm70``
@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Collection, List, Optional, Tuple
 
 from nodeweave.catalogue import Variant, Vendor, get_variant, get_vendor
-from nodeweave.entrypoint.contract import SETTINGS
+from nodeweave.entrypoint.planning.contract import SETTINGS
 from nodeweave.spec.model import Spec
 
 

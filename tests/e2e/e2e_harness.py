@@ -176,7 +176,7 @@ class ComposeCluster(Cluster):
 
 def compose_cluster(engine, spec_path: Path, image: str) -> ComposeCluster:
     """Render ``compose/local.yaml`` for the spec with nodeweave's own renderer and describe its cluster."""
-    from nodeweave.compose import render_files
+    from nodeweave.targets.compose import render_files
     from nodeweave.spec import load_spec
 
     spec = load_spec(spec_path)

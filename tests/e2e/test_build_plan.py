@@ -106,7 +106,7 @@ def test_classic_buildkit_command_line_is_docker_build_with_buildkit_on(tmp_path
 def test_offline_docker_build_drops_only_the_frontend_pin(tmp_path):
     """BuildKit would fetch docker/dockerfile:1 from Docker Hub; podman ignores the line, so only docker loses it."""
     from nodeweave.build.context import without_frontend_pin
-    from nodeweave.images import render_files
+    from nodeweave.targets.images import render_files
 
     spec = parse_spec(SPEC, "test.yaml")
     rendered = render_files(spec)["images/cpu/Dockerfile"]
@@ -286,7 +286,7 @@ def test_building_another_variant_keeps_its_catalogue_base(tmp_path):
 
 def test_the_built_dockerfile_is_the_one_render_commits_for_that_variant(tmp_path):
     """The Dockerfile a build of another variant uses is byte-identical to the rendered images/<variant>/Dockerfile."""
-    from nodeweave.images import render_files
+    from nodeweave.targets.images import render_files
 
     spec = parse_spec(OTHER_VARIANT_SPEC)
     files = render_files(spec)
@@ -304,7 +304,7 @@ launcher: {script: train.py}
 
 def test_a_build_refuses_a_context_that_lacks_or_ignores_what_the_image_reads(tmp_path):
     from nodeweave.errors import UsageError
-    from nodeweave.images import render_files
+    from nodeweave.targets.images import render_files
 
     (tmp_path / "req.txt").write_text("einops==0.8.2\n")
     (tmp_path / "nodeweave.yaml").write_text(CONTENTS_SPEC)

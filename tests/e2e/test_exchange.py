@@ -98,7 +98,7 @@ def test_another_workspace_commit_is_refused_on_every_node(engine, cpu_image, tm
 
 def test_a_copied_rank_is_refused_on_every_node(engine, cpu_image, tmp_path):
     """Per-host compose (node.yaml), NODE_RANK from each host's .env: two hosts got the same one."""
-    from nodeweave.compose import render_files
+    from nodeweave.targets.compose import render_files
     from nodeweave.spec import load_spec
 
     spec_path = prepare_workdir(tmp_path, SPEC.format(name="e2e-xdup", nodes=3, procs=1, launcher="torchrun",

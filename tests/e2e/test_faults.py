@@ -112,7 +112,7 @@ def test_survivor_exits_nonzero_when_a_node_is_killed(engine, cpu_image, tmp_pat
 
 def test_two_nodes_claiming_rank_0_are_stopped_with_a_clear_error(engine, cpu_image, tmp_path):
     """Per-host compose (node.yaml) with NODE_RANK=0 on both hosts: the impostor must say so, not hang."""
-    from nodeweave.compose import render_files
+    from nodeweave.targets.compose import render_files
     from nodeweave.spec import load_spec
 
     spec_path = prepare_workdir(tmp_path, SPEC.format(name="e2e-dup", args='"--timeout", "30"', wait=60, grace=GRACE))

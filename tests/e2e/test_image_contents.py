@@ -58,7 +58,7 @@ def _build(engine, base_image, spec, context, tmp_path):
 
 
 def test_apt_requirements_and_project_layers_build_and_stay_cached(engine, base_image, wheelhouse, tmp_path):
-    from nodeweave.images import render_files
+    from nodeweave.targets.images import render_files
     from nodeweave.spec import load_spec
 
     requirement = _pinned_wheel()

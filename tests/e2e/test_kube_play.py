@@ -42,7 +42,7 @@ def _free_subnet(engine) -> str:
 def test_statefulset_pods_rendezvous_under_kube_play(engine, cpu_image, tmp_path):
     if engine.kind != "podman":
         pytest.skip("podman kube play is podman's")
-    from nodeweave import manifests
+    from nodeweave.targets import kubernetes as manifests
     from nodeweave.spec import load_spec
 
     spec_path = prepare_workdir(tmp_path / "ws", SPEC)

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Optional, Tuple
 
 from nodeweave.errors import UsageError
-from nodeweave.images.dockerfile import render_dockerfile
+from nodeweave.targets.images.dockerfile import render_dockerfile
 from nodeweave.resolve import Resolved
 
 WHEELHOUSE = "wheelhouse"
@@ -68,7 +68,7 @@ def choose_dockerfile(context: Path, text: str, variant: str, scratch: Path,
 
 def check_context_paths(context: Path, spec) -> None:
     """What ``image.requirements``/``image.project.source`` name is in the context, and its .dockerignore admits it."""
-    from nodeweave.images import context_paths
+    from nodeweave.targets.images import context_paths
 
     ignore = context / ".dockerignore"
     lines = ignore.read_text(encoding="utf-8").splitlines() if ignore.is_file() else None

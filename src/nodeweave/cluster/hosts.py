@@ -85,7 +85,7 @@ class HostsCluster(Backend):
     def up_steps(self, mode: str, image: Optional[str]) -> List[List[Step]]:
         if self.engine == "none":
             return []
-        from nodeweave.compose import render_files
+        from nodeweave.targets.compose import render_files
 
         files = render_files(self.spec)
         sent = {name: files[f"compose/{name}"] for name in NODE_FILES if f"compose/{name}" in files}

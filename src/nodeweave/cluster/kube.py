@@ -70,7 +70,7 @@ class KubeCluster(Backend):
         return [*kind_class(self.cli).cli_argv(verb, self.remote, self.namespace), *args]
 
     def nodes(self, for_up: bool = False, count: Optional[int] = None) -> List[Node]:
-        from nodeweave.manifests.common import CONTAINER
+        from nodeweave.targets.kubernetes.common import CONTAINER
 
         if count is None:
             count = self.spec.nodes.min if for_up else statefulset_replicas(
@@ -81,8 +81,9 @@ class KubeCluster(Backend):
 
     def _render(self, mode: Optional[str], keep_claims: bool) -> Path:
         """The spec's tree plus the nodeweave-up overlay, in a scratch folder; the overlay's path."""
-        from nodeweave import manifests
-        from nodeweave.manifests.common import CONTAINER, workspace_claim
+        from nodeweave.resolve import resolve
+        from nodeweave.targets import kubernetes as manifests
+        from nodeweave.targets.kubernetes.common import CONTAINER, workspace_claim
 
         files = manifests.render_files(self.spec)
         self._scratch = Path(tempfile.mkdtemp(prefix="nodeweave-kube-"))
@@ -96,7 +97,7 @@ class KubeCluster(Backend):
                              "spec": {"template": {"spec": {"containers": [
                                  {"name": CONTAINER, "env": [{"name": "NODEWEAVE_MODE", "value": mode}]}]}}}}))
         if keep_claims and self.spec.kubernetes.claim == "shared":
-            claim = workspace_claim(self.spec)
+            claim = workspace_claim(resolve(self.spec))
             patches.append(({"kind": "PersistentVolumeClaim", "name": claim},
                             {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": claim},
                              "$patch": "delete"}))

@@ -53,7 +53,7 @@ class LocalCluster(Backend):
         return (*compose_tool(self.engine), "-f", str(self.compose_file), *args)
 
     def prepare_up(self, mode: str, dry_run: bool) -> List[str]:
-        from nodeweave.compose import render_files
+        from nodeweave.targets.compose import render_files
         from nodeweave.rendering import plan_render
 
         plan = plan_render({COMPOSE_FILE: render_files(self.spec)[COMPOSE_FILE]}, self.spec_dir)

@@ -74,7 +74,7 @@ def _single_node(node):
 def diagnose(sysroot: "str | None" = None, env: "dict[str, str] | None" = None) -> Diagnosis:
     """Everything doctor knows about the node under ``sysroot`` with the variables ``env``."""
     from nodeweave.entrypoint import EntrypointError, Root, build_plan, detect, parse, plan_env
-    from nodeweave.entrypoint.rules import RULES, Context, evaluate
+    from nodeweave.entrypoint.planning.rules import RULES, Context, evaluate
 
     env = dict(os.environ) if env is None else dict(env)
     if sysroot is not None and not os.path.isdir(sysroot):

@@ -7,7 +7,7 @@ Two ways to the fingerprints, the better first:
 - each node's own ``nodeweave-entrypoint --explain --json`` (before a start,
   or after a refusal stopped the job): the fingerprints, and the verdict each
   node recorded at its last start.
-Either way the same rules judge them (``nodeweave.entrypoint.verdict.judge``,
+Either way the same rules judge them (``nodeweave.entrypoint.checkin.verdict.judge``,
 without the reachability rules when node 0 did not look), and every refusal or
 warning becomes a finding. Pure: JSON in, a :class:`ClusterView` out.
 """
@@ -79,7 +79,7 @@ def _label(fp: dict) -> str:
 
 def from_status(status: dict, where: str) -> ClusterView:
     """The view from node 0's exchange (``nodeweave-entrypoint --status``)."""
-    from nodeweave.entrypoint.verdict import Entry
+    from nodeweave.entrypoint.checkin.verdict import Entry
 
     nodes = [NodeView(_label(n["fp"]), n["fp"], n.get("seen"), "(node 0)" if n.get("own") else n.get("probe"),
                       n.get("state") or "-") for n in status.get("nodes") or []]
@@ -92,7 +92,7 @@ def from_status(status: dict, where: str) -> ClusterView:
 
 def from_fingerprints(found: "list[tuple[str, dict]]") -> ClusterView:
     """The view from each node's own ``--explain --json`` ((target, plan JSON) pairs)."""
-    from nodeweave.entrypoint.verdict import Entry
+    from nodeweave.entrypoint.checkin.verdict import Entry
 
     nodes, entries = [], []
     for target, plan in found:
@@ -110,7 +110,7 @@ def _ordered(nodes: "list[NodeView]") -> "list[NodeView]":
 
 
 def _judged(view: ClusterView, entries, reachability: bool, allow=()) -> ClusterView:
-    from nodeweave.entrypoint.verdict import judge
+    from nodeweave.entrypoint.checkin.verdict import judge
 
     if not entries:
         view.findings = [Finding(ERROR, "cluster-no-nodes", "no node answered", "check the targets are running")]
@@ -149,7 +149,7 @@ def findings(verdict: dict) -> "list[Finding]":
 
 
 def _allowable():
-    from nodeweave.entrypoint.contract import EXCHANGE_ALLOWABLE
+    from nodeweave.entrypoint.planning.contract import EXCHANGE_ALLOWABLE
 
     return EXCHANGE_ALLOWABLE
 
@@ -159,8 +159,8 @@ def survey_here(env: "dict[str, str] | None" = None) -> ClusterView:
     import os
 
     from nodeweave.entrypoint import EntrypointError, build_plan, parse
-    from nodeweave.entrypoint.exchange import ask_status
-    from nodeweave.entrypoint.wire import ExchangeError, job_token
+    from nodeweave.entrypoint.checkin.exchange import ask_status
+    from nodeweave.entrypoint.checkin.wire import ExchangeError, job_token
 
     env = dict(os.environ) if env is None else dict(env)
     try:

@@ -1,7 +1,7 @@
 """Findings: what is wrong or worth knowing about a node, how bad, and what to do.
 
 Every finding comes from a row of a rule table (``Rule(code, check,
-severity, remedy)``): the entrypoint's own rows (``nodeweave.entrypoint.rules``),
+severity, remedy)``): the entrypoint's own rows (``nodeweave.entrypoint.planning.rules``),
 which it evaluates at every start and doctor sees as the plan's warnings, and
 doctor's rows of the same type (``rules.py``) for what the entrypoint has no
 reason to check at start-up. A finding takes its severity and remedy from its
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from nodeweave.entrypoint.rules import BY_CODE, ERROR, INFO, WARNING
+from nodeweave.entrypoint.planning.rules import BY_CODE, ERROR, INFO, WARNING
 
 SEVERITY_ORDER = {ERROR: 0, WARNING: 1, INFO: 2}
 __all__ = ["ERROR", "INFO", "WARNING", "Finding", "grade_plan_warning", "merge", "sort_findings"]
@@ -44,7 +44,7 @@ def grade_plan_warning(message: str) -> Finding:
 
 
 def findings_of(hits, source: str = "doctor") -> "list[Finding]":
-    """Findings for ``nodeweave.entrypoint.rules.evaluate``'s hits."""
+    """Findings for ``nodeweave.entrypoint.planning.rules.evaluate``'s hits."""
     return [Finding(severity, rule.code, message, rule.remedy, source) for rule, message, severity in hits]
 
 

@@ -1,6 +1,6 @@
 """Doctor's own rules: what the entrypoint does not check at every start.
 
-Rows of the entrypoint's own type (``nodeweave.entrypoint.rules.Rule``):
+Rows of the entrypoint's own type (``nodeweave.entrypoint.planning.rules.Rule``):
 tuning and debugging variables left in the environment, switches that a
 library version made stale (a directory scan the entrypoint avoids at
 start-up), GPUs hidden by visibility variables, GPUDirect RDMA. What the
@@ -12,9 +12,9 @@ reads the entrypoint's ``Node`` and the variables, never the machine directly.
 
 from __future__ import annotations
 
-from nodeweave.entrypoint.detect_host import rccl_version, version_at_least
-from nodeweave.entrypoint.policy import TUNING, library_finds_gid
-from nodeweave.entrypoint.rules import ERROR, GPU_LINKS, INFO, WARNING, Context, Rule, evaluate
+from nodeweave.entrypoint.detection.host import rccl_version, version_at_least
+from nodeweave.entrypoint.planning.policy import TUNING, library_finds_gid
+from nodeweave.entrypoint.planning.rules import ERROR, GPU_LINKS, INFO, WARNING, Context, Rule, evaluate
 
 MSCCL_SWITCHES = ("RCCL_MSCCL_ENABLE", "RCCL_MSCCL_FORCE_ENABLE", "RCCL_MSCCLPP_ENABLE")
 MSCCL_GONE_ROCM = (7, 0)  # MSCCL API removed in ROCm 7.0; MSCCL++ off by default since 6.4.1

@@ -40,8 +40,8 @@ nnodes_min, nnodes_max, elastic, world_size, is_master, node_names, job_id, note
 ``EnvVar(name, value, action, source, reason)``; ``Launch(launcher, argv, files, wait, notes)``;
 ``Plan(node, topology, env, launch, warnings, errors)`` with ``.environ(base)``; each warning
 is a ``PlanWarning``: a ``str`` (its message) with a stable ``.code`` that tools grade on and the
-``.severity`` its row gave it (``nodeweave.entrypoint.rules``: ``Rule(code, check, severity, remedy)``).
-The rank sources are the table ``nodeweave.entrypoint.sources.SOURCES``.
+``.severity`` its row gave it (``nodeweave.entrypoint.planning.rules``: ``Rule(code, check, severity, remedy)``).
+The rank sources are the table ``nodeweave.entrypoint.planning.sources.SOURCES``.
 
 ``nodeweave-entrypoint --explain --json`` schema ``nodeweave.entrypoint/1``
 ---------------------------------------------------------------------------
@@ -86,7 +86,7 @@ One JSON object; keys are only ever added under this schema name::
                   | {"enabled": true, "role": str, "host": str, "port": int, "port_source": str,
                      "deadline_s": int, "allow": [str], "token": str (where it comes from, never its value),
                      "heartbeat": bool, "last"?: null | {"path", "at", "decision", "problems": [str]}},
-      "fingerprint": null | {flat fields, see nodeweave.entrypoint.fingerprint: "rank", "hostname",
+      "fingerprint": null | {flat fields, see nodeweave.entrypoint.checkin.fingerprint: "rank", "hostname",
                      "nnodes", "job", "launcher", "address", "route_address", "gpu_vendor", "gpu_model",
                      "gpu_count", "nproc", "nccl", "rccl", "torch", "launcher_version", "image_ref",
                      "image_digest", "workspace_commit", "workspace_digest", "env_hash", "env": {name: value},
@@ -100,13 +100,13 @@ With no node count and no rank source the plan is a single node, exit 0.
 
 from .core import build_plan, detect, locate_master, make_plan
 from .errors import EXIT_CODES, EntrypointError, TopologyError, UsageError
-from .launch import exports, plan_launch
+from .planning.launch import exports, plan_launch
 from .model import (SCHEMA, Cloud, EnvVar, Gpu, Gpus, Interface, Launch, Limits, Node, Plan,
                     RdmaPort, Topology, Value)
-from .policy import plan_env
-from .settings import Settings, parse
-from .sysfs import Root
-from .topology import discover
+from .planning.policy import plan_env
+from .planning.settings import Settings, parse
+from .detection.sysfs import Root
+from .planning.topology import discover
 
 plan = make_plan
 

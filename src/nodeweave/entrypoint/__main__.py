@@ -10,12 +10,13 @@ are passed on once and a stop shows as 128+N, not as the launcher's 1.
 import os
 import sys
 
-from .consistency import missing_script
+from .planning.consistency import missing_script
 from .core import build_plan
 from .errors import EXIT_FAILURE, EXIT_NOT_EXECUTABLE, EXIT_OK, EntrypointError, UsageError
-from .settings import HelpRequested, parse, usage
-from .supervise import SUPERVISED, resolve, run_supervised
-from .sysfs import Root
+from .planning.settings import HelpRequested, parse, usage
+from .model import SUPERVISED
+from .running.supervise import resolve, run_supervised
+from .detection.sysfs import Root
 
 PROG = "nodeweave-entrypoint"
 
@@ -58,7 +59,7 @@ def run(settings):
     Returns the exit code of a supervised launcher; an exec'd one never returns.
     """
     if settings.get("run_id"):
-        from .runstate import begin_run  # a run `nodeweave run` started: recorded before anything else
+        from .running.runstate import begin_run  # a run `nodeweave run` started: recorded before anything else
 
         begin_run(settings)
     plan = build_plan(settings)
@@ -67,12 +68,12 @@ def run(settings):
         raise UsageError(problem)
     checkin = None
     if plan.exchange and plan.exchange["enabled"]:
-        from .checkin import CheckIn  # sockets, threads, hashing: only a multi-node start pays for them
+        from .checkin.session import CheckIn  # sockets, threads, hashing: only a multi-node start pays for them
 
         checkin = CheckIn(plan, settings, Root(settings.sysroot), _say)  # node 0 listens from here on
     wait = plan.launch.wait
     if wait:
-        from .wait import wait_for
+        from .running.wait import wait_for
         what = wait.get("what", "master")
         _say(f"waiting for {what} {wait['host']}:{wait['port']} (up to {wait['timeout_s']}s)")
         waited = wait_for(wait["host"], wait["port"], wait["timeout_s"], log=_say, first_delay=0.02, what=what,
@@ -83,12 +84,12 @@ def run(settings):
             if checkin is not None:
                 checkin.replan(plan)
     if plan.topology.is_master and plan.topology.nnodes_max > 1 and plan.launch.launcher in SUPERVISED:
-        from .selfcheck import check_master_is_self  # only rank 0 of a multi-node job pays for it
+        from .running.selfcheck import check_master_is_self  # only rank 0 of a multi-node job pays for it
 
         check_master_is_self(plan, Root(settings.sysroot))
     session = None
     if checkin is not None:
-        from .launch import apply_counts
+        from .planning.launch import apply_counts
 
         session = checkin.run()
         apply_counts(plan, session.verdict)
@@ -97,7 +98,7 @@ def run(settings):
     _say(_summary(plan, session))
     _write_files(plan.launch.files)
     if settings.get("run_id"):
-        from .runstate import record_run
+        from .running.runstate import record_run
 
         record_run(settings, plan)
     argv = plan.launch.argv
@@ -121,7 +122,7 @@ def main(argv=None):
             return node_main(argv[1:], env)
         settings = parse(argv, env)
         if settings.status:
-            from .checkin import print_status
+            from .checkin.session import print_status
 
             return print_status(settings)
         if settings.get("mode") == "hold" and not settings.explain:
@@ -134,7 +135,7 @@ def main(argv=None):
             if problem and settings.sysroot == "/":
                 plan.launch.notes.append(f"{problem} — a start here would stop with exit 2")
             if plan.launch and plan.exchange is not None:
-                from .checkin import explain_exchange
+                from .checkin.session import explain_exchange
 
                 explain_exchange(plan, settings, Root(settings.sysroot))
             if settings.json:

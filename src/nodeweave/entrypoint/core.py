@@ -2,18 +2,18 @@
 
 import os
 
-from .detect_gpu import detect_gpus
-from .detect_host import detect_cloud, detect_limits, hostname
-from .detect_net import default_route, detect_interfaces, detect_rdma, read_routes, resolve, route_to
-from .exchange_plan import plan_exchange
-from .consistency import check_machine
+from .detection.gpu import detect_gpus
+from .detection.host import detect_cloud, detect_limits, hostname
+from .detection.net import default_route, detect_interfaces, detect_rdma, read_routes, resolve, route_to
+from .planning.exchange_plan import plan_exchange
+from .planning.consistency import check_machine
 from .errors import EntrypointError
-from .launch import exports, launcher_exports, plan_launch
+from .planning.launch import exports, launcher_exports, plan_launch
 from .model import Node, Plan
-from .policy import plan_env
-from .settings import parse
-from .sysfs import Root
-from .topology import discover
+from .planning.policy import plan_env
+from .planning.settings import parse
+from .detection.sysfs import Root
+from .planning.topology import discover
 
 
 def detect(sysroot="/", env=None, master=None):

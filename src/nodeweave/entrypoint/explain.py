@@ -136,7 +136,7 @@ def render_text(plan):
                 for v in plan.env]
         section("Environment", rows, width=6)
     if plan.launch:
-        from .supervise import SUPERVISED  # supervised launchers run as a child (supervise.py)
+        from .model import SUPERVISED  # supervised launchers run as a child (running/supervise.py)
 
         verb = "run" if plan.launch.launcher in SUPERVISED else "exec"
         rows = [(verb, _quote(plan.launch.argv))]

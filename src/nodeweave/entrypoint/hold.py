@@ -17,7 +17,7 @@ import os
 import time
 
 from .core import build_plan
-from .runstate import HOLD_SCHEMA, proc_stat, state_root, write_json
+from .running.runstate import HOLD_SCHEMA, proc_stat, state_root, write_json
 
 STOPPING = ("SIGTERM", "SIGINT", "SIGHUP", "SIGQUIT")
 NO_COMMAND = "SCRIPT"  # the plan's stand-in when the container was given no command

@@ -8,6 +8,8 @@ JSON form documented in :mod:`nodeweave.entrypoint`.
 
 _LIST = object()  # default marker: a fresh empty list per record
 _DICT = object()
+# The launchers the entrypoint runs as its child (running/supervise.py), with a heartbeat; others it execs.
+SUPERVISED = ("torchrun", "deepspeed", "accelerate")
 
 
 class PlanWarning(str):
@@ -16,7 +18,7 @@ class PlanWarning(str):
     Tools that grade warnings (``nodeweave doctor``) key on the stable code,
     never on the wording, which may change; ``severity`` is the level its rule
     gave here (None: the rule's own level), the remedy is the rule's
-    (``nodeweave.entrypoint.rules``).
+    (``nodeweave.entrypoint.planning.rules``).
     """
 
     def __new__(cls, code, message, severity=None):

@@ -22,7 +22,7 @@ import sys
 import time
 
 from .errors import EXIT_FAILURE, EXIT_OK, UsageError
-from .runstate import HOLD_SCHEMA, alive, live_runs, read_json, run_dir, state_root, stop_runs, unrecorded_runs
+from .running.runstate import HOLD_SCHEMA, alive, live_runs, read_json, run_dir, state_root, stop_runs, unrecorded_runs
 
 NODE_SCHEMA = "nodeweave.node/1"
 STAMP = ".nodeweave-sync.json"  # written by `nodeweave sync` at the workspace's root
@@ -130,7 +130,7 @@ def gpu_usage(timeout=10):
 
 def _plan_now(command, env):
     from .core import build_plan
-    from .settings import parse
+    from .planning.settings import parse
 
     settings = parse(["--mode", "run", "--", *command] if command else ["--mode", "run"], env)
     return plan_summary(build_plan(settings, partial=True), command)

@@ -10,7 +10,7 @@ starts with (or with ``force``), so a user's own file is never clobbered.
 """
 
 from nodeweave.rendering.plan import MARK, Planned, RenderPlan, is_marked, plan_render
-from nodeweave.rendering.targets import RENDERERS, Target, render_targets, wanted_targets
+from nodeweave.targets.registry import RENDERERS, Target, render_targets, wanted_targets
 
 __all__ = ["MARK", "Planned", "RENDERERS", "RenderPlan", "Target", "is_marked", "plan_render", "render_targets",
            "wanted_targets"]

@@ -17,7 +17,7 @@ from typing import Optional
 import yaml
 from yaml.nodes import Node
 
-from nodeweave.entrypoint.contract import HOSTFILE_PATH
+from nodeweave.entrypoint.planning.contract import HOSTFILE_PATH
 from nodeweave.errors import UsageError
 from nodeweave.spec import rules
 from nodeweave.spec.fields import rule_string

@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 from typing import Callable
 
-from nodeweave.entrypoint.contract import EXCHANGE_ALLOWABLE
+from nodeweave.entrypoint.planning.contract import EXCHANGE_ALLOWABLE
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ from nodeweave.errors import NodeweaveError
 from nodeweave.remote import Remote
 from nodeweave.sync.request import SyncRequest
 from nodeweave.sync.outcome import TargetResult
-from nodeweave.sync.runner import run_check, run_sync
+from nodeweave.sync.source.runner import run_check, run_sync
 
 _STATUS_STYLE = {"ok": "green", "dry-run": "cyan", "failed": "bold red", "mismatch": "bold red"}
 

@@ -6,9 +6,9 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from nodeweave.remote import Remote
-from nodeweave.sync.digest import tree_digest
+from nodeweave.sync.node.digest import tree_digest
 from nodeweave.sync.filters import FileSet
-from nodeweave.sync.plan import local_quick
+from nodeweave.sync.transport.plan import local_quick
 from nodeweave.sync.request import SyncRequest
 from nodeweave.sync.verify import TargetCheck, local_digests, stamp_text
 

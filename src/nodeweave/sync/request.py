@@ -82,7 +82,7 @@ class SyncOptions:
     retries: int = 2
     backoff_s: float = 1.0
     shared: bool = False  # every target mounts the same storage at DEST: write once, check all
-    relay: str = "auto"  # targets forward a group's payload to each other (see sync/relay.py)
+    relay: str = "auto"  # targets forward a group's payload to each other (see sync/transport/relay.py)
 
     def __post_init__(self):
         if self.method not in METHODS:
@@ -156,7 +156,7 @@ def resolve_targets(args: TargetArgs, spec) -> "list[remote.Remote]":
 
 
 def _spec_pods(args: TargetArgs, spec, kind: str, ns: "str | None") -> "list[remote.Remote]":
-    from nodeweave.manifests.common import CONTAINER
+    from nodeweave.targets.kubernetes.common import CONTAINER
 
     count = args.replicas or (spec.nodes.min if not spec.nodes.elastic
                               else discover.statefulset_replicas(spec.name, kind=kind, namespace=ns,

@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from nodeweave.errors import NodeweaveError
-from nodeweave.sync import digest as digest_module
-from nodeweave.sync.digest import tree_digest
+from nodeweave.sync.node import digest as digest_module
+from nodeweave.sync.node.digest import tree_digest
 from nodeweave.sync.filters import FileSet
 
 

@@ -6,7 +6,7 @@ from typing import Mapping, Optional
 
 from yaml.nodes import Node
 
-from nodeweave.entrypoint import launcher_options
+from nodeweave.entrypoint.planning import launcher_options
 from nodeweave.spec import rules
 from nodeweave.spec.fields import (boolean, choice, host_path, integer, optional, optional_container_path, rule_list,
                                    string_map)

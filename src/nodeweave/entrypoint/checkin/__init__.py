@@ -1,0 +1,10 @@
+"""The check-in: every node meets node 0 before the launch, then a heartbeat while it runs.
+
+Owns the wire format (``wire.py``), the hub and the client (``exchange.py``),
+each node's fingerprint (``fingerprint.py``), the one verdict every node prints
+(``verdict.py``), the heartbeat (``heartbeat.py``) and the steps around one
+launch (``session.py``: ``CheckIn``, ``--status``, what ``--explain`` shows).
+May import the standard library, ``..errors``, ``..model``, ``..detection``
+and ``..planning`` (the contract's allowances, the exchange's plan);
+``session.py`` calls ``..core.build_plan`` lazily for ``--status``.
+"""

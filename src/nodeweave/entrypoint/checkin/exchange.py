@@ -1,0 +1,299 @@
+"""Check-in before launch: node 0 gathers every node's fingerprint and answers all with one verdict.
+
+Node 0 listens on the exchange port (the master port + 1 unless set). Each
+other node opens a port of its own for the check (an ephemeral one, the kind
+NCCL and Gloo connect to), connects, and is challenged: it answers with its
+fingerprint and an HMAC of node 0's nonce under the job token (``wire.py``).
+Node 0 connects back to the node's port — proving random-port traffic gets
+through — and notes the address the node's connection came from. Once every
+node is in (the minimum, for an elastic job) or the deadline passes, node 0
+judges them all at once (``verdict.py``) and sends the same verdict to each.
+The connections stay open: ``heartbeat.py`` watches them for the job's life.
+"""
+
+import socket
+import threading
+import time
+
+from .verdict import Entry, judge
+from .wire import (MAX_MESSAGE, Channel, ExchangeError, canonical, connect, finish_all, nonce, proof, readable,
+                   verify)
+
+HELLO_TIMEOUT_S = 10.0   # from accepting a connection to its hello
+PROBE_TIMEOUT_S = 3.0    # node 0's connect-back, connect and answer
+POLL_S = 0.5
+STATUS_BODY = {"t": "status"}
+
+
+class Refused(ExchangeError):
+    """Node 0 would not take this node (another job); exit 3."""
+
+
+class Peer:
+    """A node checked in with node 0 (or on its way in)."""
+
+    __slots__ = ("channel", "challenge", "since", "fp", "seen", "probe", "thread", "label", "done", "last_heard")
+
+    def __init__(self, channel, challenge, since):
+        self.channel, self.challenge, self.since = channel, challenge, since
+        self.fp = self.seen = self.probe = self.thread = self.label = self.done = None
+        self.last_heard = since
+
+    def entry(self):
+        return Entry(self.fp, seen=self.seen, probe=self.probe)
+
+
+def _probe(peer, token):
+    """Connect back to the port the node opened, as NCCL and Gloo peers will; 'ok' or why not."""
+    fp = peer.fp
+    address = fp.get("address")
+    if not address or (address.startswith("127.") and not str(peer.seen).startswith("127.")):
+        address = peer.seen  # a loopback advertisement is refused anyway; still test the firewall
+    try:
+        channel = connect(address, int(fp.get("probe_port") or 0), PROBE_TIMEOUT_S)
+    except (ExchangeError, ValueError) as err:
+        peer.probe = str(err)
+        return
+    challenge = nonce()
+    try:
+        channel.send({"t": "probe", "nonce": challenge})
+        answer = channel.receive(time.monotonic() + PROBE_TIMEOUT_S)
+        peer.probe = "ok" if verify(token, challenge, answer.get("mac")) else (
+            f"{address}:{fp.get('probe_port')} answered, but not with this job's token")
+    except ExchangeError as err:
+        peer.probe = f"{address}:{fp.get('probe_port')}: {err}"
+    finally:
+        channel.close()
+
+
+class Hub:
+    """Node 0's side of the exchange. ``own_fp`` may start as ``{"job": ...}`` (the port opens before
+    node 0's fingerprint is ready) and is completed before :meth:`gather`."""
+
+    def __init__(self, port, token, own_fp, log, clock=time.monotonic):
+        self.port, self.token, self.own_fp, self.log, self.clock = port, token, own_fp, log, clock
+        try:
+            self.sock = socket.create_server(("", port), family=socket.AF_INET, backlog=512)
+        except OSError as err:
+            from ..errors import EXIT_UNREACHABLE, EntrypointError
+
+            raise EntrypointError(f"cannot open the check-in exchange on port {port}: {err.strerror or err}; "
+                                  "set NODEWEAVE_EXCHANGE_PORT to a free port (the same on every node)",
+                                  EXIT_UNREACHABLE) from None
+        self.sock.setblocking(False)
+        self.pending, self.peers = [], []
+        self.verdict = None  # once announced
+
+    def accept(self):
+        """Take every waiting connection and challenge it."""
+        while True:
+            try:
+                sock, _ = self.sock.accept()
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError:
+                return
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            peer = Peer(Channel(sock), nonce(), self.clock())
+            try:
+                peer.channel.send({"t": "challenge", "nonce": peer.challenge, "job": self.own_fp.get("job")})
+                self.pending.append(peer)
+            except ExchangeError:
+                peer.channel.close()
+
+    def read_hello(self, peer):
+        """Move ``peer`` to ``peers`` once its hello checks out; drop it on anything else."""
+        try:
+            messages = peer.channel.drain()
+        except ExchangeError:
+            self._drop(peer, None)  # a connection that only tested the port (a worker's wait) ends here
+            return
+        if not messages:
+            return
+        hello = messages[0]
+        if hello.get("t") == "status":
+            self._answer_status(peer, hello)
+            return
+        fp = hello.get("fp")
+        if hello.get("t") != "hello" or not isinstance(fp, dict):
+            self._drop(peer, "expected the exchange's hello")
+            return
+        if hello.get("job") != self.own_fp.get("job") or not verify(self.token, peer.challenge, hello.get("mac"), fp):
+            why = (f"it belongs to job {hello.get('job')!r}, this is {self.own_fp.get('job')!r}"
+                   if hello.get("job") != self.own_fp.get("job") else "its job token differs from this job's")
+            self._drop(peer, f"not a node of this job: {why}")
+            return
+        self.pending.remove(peer)
+        peer.fp, peer.seen = fp, peer.channel.peer.rpartition(":")[0]
+        peer.thread = threading.Thread(target=_probe, args=(peer, self.token), daemon=True)
+        peer.thread.start()
+        self.peers.append(peer)
+
+    def _answer_status(self, peer, request):
+        """``nodeweave doctor --cluster``: every node's fingerprint as node 0 sees it, for this job only."""
+        if request.get("job") != self.own_fp.get("job") or not verify(self.token, peer.challenge, request.get("mac"),
+                                                                       STATUS_BODY):
+            self._drop(peer, "a status request without this job's token")
+            return
+        self.pending.remove(peer)
+        try:
+            peer.channel.send(self.status())
+        except ExchangeError:
+            pass
+        peer.channel.finish(1.0)
+
+    def status(self):
+        nodes = [{"fp": self.own_fp, "seen": self.own_fp.get("route_address"), "probe": None, "own": True,
+                  "state": "node 0"}]
+        for peer in self.peers:
+            state = "running" if peer.done is None else (
+                f"finished {peer.done.get('how')}" if peer.done.get("code") == 0 else f"failed: {peer.done.get('how')}")
+            nodes.append({"fp": peer.fp, "seen": peer.seen, "probe": peer.probe, "own": False, "state": state})
+        answer = {"t": "status", "phase": "gathering" if self.verdict is None else "running", "nodes": nodes,
+                  "verdict": self.verdict}
+        if len(canonical(answer)) > MAX_MESSAGE // 2:  # a very large job: the variables' values are left out
+            for node in nodes:
+                node["fp"] = dict(node["fp"], env={})
+        return answer
+
+    def _drop(self, peer, why):
+        if why:
+            self.log(f"check-in from {peer.channel.peer} turned away: {why}")
+            try:
+                peer.channel.send({"t": "reject", "reason": why})
+            except ExchangeError:
+                pass
+        if peer in self.pending:
+            self.pending.remove(peer)
+        peer.channel.close()
+
+    def expire(self):
+        now = self.clock()
+        for peer in [p for p in self.pending if now - p.since > HELLO_TIMEOUT_S]:
+            self._drop(peer, f"no hello within {HELLO_TIMEOUT_S:g}s")
+
+    def step(self, timeout):
+        """Wait up to ``timeout`` for connections or hellos, and handle them."""
+        waiting = [self.sock] + [p.channel.sock for p in self.pending]
+        ready = readable(waiting, timeout)
+        if self.sock in ready:
+            self.accept()
+        for peer in [p for p in self.pending if p.channel.sock in ready]:
+            self.read_hello(peer)
+        self.expire()
+
+    def gather(self, needed, deadline):
+        """Wait until ``needed`` nodes (node 0 included) have checked in, or ``deadline``."""
+        next_log = self.clock() + 10.0
+        while len(self.peers) + 1 < needed:
+            now = self.clock()
+            if now >= deadline:
+                break
+            if now >= next_log:
+                self.log(f"check-in: {len(self.peers) + 1} of {needed} node(s) in; waiting up to "
+                         f"{int(deadline - now)}s more")
+                next_log = now + 10.0
+            self.step(min(POLL_S, deadline - now))
+        for peer in self.peers:
+            peer.thread.join(PROBE_TIMEOUT_S * 2 + 1)
+
+    def decide(self, nnodes_min, nnodes_max, launcher, allow, missing=None):
+        entries = [Entry(self.own_fp, seen=self.own_fp.get("route_address") or self.own_fp.get("address"), own=True)]
+        entries += [peer.entry() for peer in self.peers]
+        present = {e.fp.get("rank") for e in entries}
+        gone = {rank: missing(rank) if missing else None for rank in range(nnodes_min) if rank not in present}
+        return judge(entries, nnodes_min, nnodes_max, launcher, allow, gone)
+
+    def announce(self, verdict):
+        """Send the verdict to every node; a node that cannot be told is dropped."""
+        self.verdict = verdict
+        for peer in list(self.peers):
+            try:
+                peer.channel.send({"t": "verdict", "verdict": verdict})
+            except ExchangeError:
+                self.peers.remove(peer)
+
+    def close(self):
+        finish_all([peer.channel for peer in self.pending + self.peers], 1.0)
+        try:
+            self.sock.close()
+        except OSError:
+            pass
+
+
+def _answer_probe(listener, token, deadline):
+    """Serve one connect-back from node 0 on this node's check port."""
+    try:
+        sock, _ = listener.accept()
+    except OSError:
+        return
+    channel = Channel(sock)
+    try:
+        message = channel.receive(min(deadline, time.monotonic() + PROBE_TIMEOUT_S))
+        if message.get("t") == "probe":
+            channel.send({"t": "probe-ok", "mac": proof(token, str(message.get("nonce")))})
+    except ExchangeError:
+        pass
+    finally:
+        channel.finish(0.5)
+
+
+def check_in(host, port, fp, token, deadline, clock=time.monotonic):
+    """This node's side: (verdict, Channel to node 0). Raises Refused (another job) or ExchangeError."""
+    listener = socket.create_server(("", 0), family=socket.AF_INET)
+    try:
+        fp = dict(fp, probe_port=listener.getsockname()[1])
+        channel = connect(host, port, max(0.5, min(10.0, deadline - clock())))
+        try:
+            challenge = channel.receive(min(deadline, clock() + HELLO_TIMEOUT_S))
+            if challenge.get("t") != "challenge":
+                raise ExchangeError(f"{host}:{port} is not a nodeweave exchange")
+            if challenge.get("job") != fp.get("job"):
+                raise Refused(f"node 0's exchange at {host}:{port} belongs to job {challenge.get('job')!r}, "
+                              f"this node to {fp.get('job')!r}: give every node the same job (NODEWEAVE_JOB_ID)")
+            channel.send({"t": "hello", "job": fp.get("job"), "fp": fp,
+                          "mac": proof(token, str(challenge.get("nonce")), fp)})
+            return _await_verdict(channel, listener, token, deadline, clock), channel
+        except BaseException:
+            channel.close()
+            raise
+    finally:
+        listener.close()
+
+
+def _await_verdict(channel, listener, token, deadline, clock):
+    messages = channel.buffered()
+    while True:
+        for message in messages:
+            if message.get("t") == "verdict" and isinstance(message.get("verdict"), dict):
+                return message["verdict"]
+            if message.get("t") == "reject":
+                raise Refused(f"node 0 ({channel.peer}) turned this node away: {message.get('reason')}")
+        left = deadline - clock()
+        if left <= 0:
+            raise ExchangeError(f"no verdict from node 0 ({channel.peer}) before the deadline")
+        ready = readable([channel.sock, listener], min(left, POLL_S))
+        if listener in ready:
+            _answer_probe(listener, token, deadline)
+        messages = channel.drain() if channel.sock in ready else []
+
+
+def ask_status(host, port, job, token, timeout_s=10.0):
+    """Node 0's view of the job (every node's fingerprint, the verdict), as ``nodeweave doctor --cluster`` shows it."""
+    deadline = time.monotonic() + timeout_s
+    channel = connect(host, port, timeout_s)
+    try:
+        challenge = channel.receive(deadline)
+        if challenge.get("t") != "challenge":
+            raise ExchangeError(f"{host}:{port} is not a nodeweave exchange")
+        if challenge.get("job") != job:
+            raise Refused(f"the exchange at {host}:{port} belongs to job {challenge.get('job')!r}, not {job!r}")
+        channel.send({"t": "status", "job": job, "mac": proof(token, str(challenge.get("nonce")), STATUS_BODY)})
+        answer = channel.receive(deadline)
+        if answer.get("t") == "reject":
+            raise Refused(f"node 0 ({host}:{port}) refused: {answer.get('reason')}")
+        if answer.get("t") != "status":
+            raise ExchangeError(f"{host}:{port} answered {answer.get('t')!r}, not a status")
+        return answer
+    finally:
+        channel.close()

@@ -1,0 +1,206 @@
+"""What this node is, in a few dozen flat fields, so node 0 can compare every node at once.
+
+The check-in exchange (``exchange.py``) sends this to node 0; ``--explain
+--json`` shows it as ``fingerprint``; ``nodeweave doctor --cluster`` lines the
+nodes' fingerprints up side by side. Everything is read from files: the
+installed distributions' ``*.dist-info`` names (torch, deepspeed, accelerate,
+NCCL's wheel — torch is never imported), the plan (GPUs, limits, interface,
+environment), the workspace's sync stamp or git HEAD. Values are plain JSON
+scalars (one dict, ``env`` the only nested one), so comparing and tabulating
+them needs no schema.
+"""
+
+import hashlib
+import os
+
+from ..detection.host import _site_dirs, nccl_version, rccl_version
+from ..detection.net import resolve
+
+VERSION = 1
+SYNC_STAMP = ".nodeweave-sync.json"
+LAUNCHER_DISTRIBUTIONS = {"torchrun": "torch", "deepspeed": "deepspeed", "accelerate": "accelerate"}
+ENV_PREFIXES = ("NCCL_", "RCCL_", "GLOO_", "HSA_", "TORCH_NCCL_", "OMP_NUM_THREADS", "UCX_", "FI_")
+MAX_ENV = 64  # variables carried for naming differences; the hash covers all of them
+
+
+def _sites(root):
+    """Where distributions live: this interpreter's site directories on a live root (cheap: no scan of
+    /usr/lib), every python3.* site directory under a captured tree."""
+    if root.real:
+        import sys
+
+        return [p for p in sys.path if p.endswith(("site-packages", "dist-packages"))]
+    return _site_dirs(root)
+
+
+def distributions(root):
+    """{normalised name: version} of every installed distribution, from ``*.dist-info`` names."""
+    found = {}
+    for site in _sites(root):
+        try:
+            entries = sorted(os.listdir(root.at(site)))
+        except OSError:
+            continue
+        for entry in entries:
+            if not entry.endswith(".dist-info"):
+                continue
+            name, _, version = entry[:-len(".dist-info")].partition("-")
+            key = name.lower().replace("-", "_").replace(".", "_")
+            found.setdefault(key, version)
+    return found
+
+
+def distributions_digest(dists):
+    """A short digest of the sorted ``name==version`` list: equal images give equal digests."""
+    text = "\n".join(f"{name}=={version}" for name, version in sorted(dists.items()))
+    return hashlib.sha256(text.encode()).hexdigest()[:16] if dists else None
+
+
+def _git_head(path):
+    """(commit, source) of the git checkout at ``path``, read from files (no git binary)."""
+    git = os.path.join(path, ".git")
+    try:
+        if os.path.isfile(git):  # a worktree or submodule: "gitdir: <path>"
+            with open(git) as f:
+                line = f.read().strip()
+            git = os.path.join(path, line.partition("gitdir:")[2].strip())
+        with open(os.path.join(git, "HEAD")) as f:
+            head = f.read().strip()
+    except OSError:
+        return None
+    if not head.startswith("ref:"):
+        return head or None
+    ref = head[4:].strip()
+    for base in (git, _common_dir(git)):
+        try:
+            with open(os.path.join(base, ref)) as f:
+                return f.read().strip() or None
+        except OSError:
+            pass
+        try:
+            with open(os.path.join(base, "packed-refs")) as f:
+                for line in f:
+                    sha, _, name = line.strip().partition(" ")
+                    if name == ref:
+                        return sha
+        except OSError:
+            pass
+    return None
+
+
+def _common_dir(git):
+    try:
+        with open(os.path.join(git, "commondir")) as f:
+            return os.path.normpath(os.path.join(git, f.read().strip()))
+    except OSError:
+        return git
+
+
+def workspace(path):
+    """{commit, digest, source}: a ``nodeweave sync`` stamp first, else the git HEAD, else nothing."""
+    stamp = os.path.join(path, SYNC_STAMP)
+    try:
+        import json
+
+        with open(stamp) as f:
+            data = json.load(f)
+        if isinstance(data, dict):
+            return {"commit": _text(data.get("commit")), "digest": _text(data.get("digest")),
+                    "source": f"sync stamp {stamp}"}
+    except (OSError, ValueError):
+        pass
+    commit = _git_head(path)
+    return {"commit": commit, "digest": None, "source": f"git HEAD of {path}" if commit else None}
+
+
+def _text(value):
+    return None if value is None else str(value)[:200]
+
+
+def major_minor(version):
+    """'2.21.5' -> '2.21'; 'rocm-6.2.1' -> 'rocm-6.2'; None stays None."""
+    if not version:
+        return None
+    prefix, dash, rest = version.rpartition("-") if version.startswith("rocm-") else ("", "", version)
+    parts = rest.split("+")[0].split(".")
+    return prefix + dash + ".".join(parts[:2])
+
+
+def socket_interface(plan):
+    """(name, how) of the interface NCCL/Gloo will use: the plan's GLOO_SOCKET_IFNAME, else the route."""
+    for var in plan.env:
+        if var.name == "GLOO_SOCKET_IFNAME" and var.action in ("set", "kept"):
+            name = var.value.split(",")[0].strip().lstrip("=")
+            return name, f"GLOO_SOCKET_IFNAME={var.value} ({var.action})"
+    return plan.node.interface, "the route toward the master"
+
+
+def advertised_address(plan):
+    """(address, how): what peers are told to connect to — the socket interface's first IPv4."""
+    name, how = socket_interface(plan)
+    node = plan.node
+    if name == node.interface and node.local_ipv4:
+        return node.local_ipv4, f"{name} ({how})"
+    for iface in node.interfaces:
+        if iface.name == name and iface.ipv4:
+            return iface.ipv4[0], f"{name} ({how})"
+    return node.local_ipv4, f"{node.interface} (the route toward the master)"
+
+
+PER_NODE = ("NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME", "OMP_NUM_THREADS")  # set from each node's own hardware
+
+
+def env_view(plan):
+    """({name: value}, hash) of the NCCL/RCCL/Gloo variables the launcher gets: yours, and those nodeweave
+    sets except the ones each node derives from its own hardware (interface name, threads per process)."""
+    chosen = {v.name: v.value for v in plan.env if v.name.startswith(ENV_PREFIXES) and (
+              v.action == "kept" or (v.action == "set" and v.name not in PER_NODE))}
+    text = "\n".join(f"{k}={v}" for k, v in sorted(chosen.items()))
+    digest = hashlib.sha256(text.encode()).hexdigest()[:12]
+    return dict(sorted(chosen.items())[:MAX_ENV]), digest
+
+
+def _nccl(root, env, vendor, dists):
+    """NCCL's version: the override, torch's wheel, and only on NVIDIA nodes the system library's name
+    (listing the library directories costs more than the rest of the fingerprint)."""
+    if vendor == "amd":
+        return None
+    if env.get("NODEWEAVE_NCCL_VERSION"):
+        return env["NODEWEAVE_NCCL_VERSION"]
+    wheel = next((version for name, version in sorted(dists.items()) if name.startswith("nvidia_nccl_cu")), None)
+    if wheel or vendor != "nvidia":
+        return wheel
+    return nccl_version(root, env)[0]
+
+
+def local_fingerprint(plan, root, env, cwd=None):
+    """The fingerprint of this node for ``plan`` (a complete Plan)."""
+    node, topo = plan.node, plan.topology
+    gpus, limits = node.gpus, node.limits
+    dists = distributions(root)
+    address, address_how = advertised_address(plan)
+    own_ip, own_how = resolve(root, node.hostname) if node.hostname else (None, "no hostname")
+    iface_name, _ = socket_interface(plan)
+    iface = next((i for i in node.interfaces if i.name == iface_name), None)
+    launcher = plan.launch.launcher
+    nccl = _nccl(root, env, gpus.vendor, dists)
+    rccl = rccl_version(root, env)[0] if gpus.vendor == "amd" else None
+    space = workspace(cwd or os.getcwd())
+    env_vars, env_hash = env_view(plan)
+    return {
+        "version": VERSION,
+        "rank": topo.node_rank.value, "hostname": node.hostname, "nnodes": topo.nnodes.value,
+        "job": topo.job_id, "launcher": launcher, "master_port": topo.master_port.value,
+        "address": address, "address_source": address_how, "route_address": node.local_ipv4,
+        "hostname_address": own_ip, "hostname_address_source": own_how,
+        "gpu_vendor": gpus.vendor, "gpu_model": gpus.model, "gpu_count": gpus.count, "gpu_arch": gpus.arch,
+        "gpu_driver": gpus.driver, "nproc": topo.nproc_per_node.value,
+        "nccl": nccl, "rccl": rccl, "torch": dists.get("torch"),
+        "launcher_version": dists.get(LAUNCHER_DISTRIBUTIONS.get(launcher, ""), None),
+        "image_ref": env.get("NODEWEAVE_IMAGE_REF") or None,  # what the renderer set (compose, manifests) "image_variant": env.get("NODEWEAVE_IMAGE_VARIANT") or None,
+        "image_digest": distributions_digest(dists), "distributions": len(dists),
+        "workspace_commit": space["commit"], "workspace_digest": space["digest"], "workspace_source": space["source"],
+        "env_hash": env_hash, "env": env_vars,
+        "interface": iface_name, "mtu": iface.mtu if iface else None, "speed_mbps": iface.speed_mbps if iface else None,
+        "shm_bytes": limits.shm_bytes, "memlock_bytes": limits.memlock_bytes, "cpus": limits.cpus,
+    }

@@ -1,0 +1,263 @@
+"""For the life of the job: tell every node at once when one fails, so nobody waits for NCCL's watchdog.
+
+The check-in's connections stay open. Every :data:`BEAT_S` seconds each side
+sends a beat. A node whose launcher ends reports how (exit code or signal,
+its last lines of output); node 0 relays a failure to every other node, and
+each stops its own launcher (SIGTERM to its process group, SIGKILL after
+:data:`GRACE_S`) and exits :data:`EXIT_PEER_FAILED`. A node that vanishes —
+its connection closes without a report, or is silent for :data:`LOST_S` —
+counts as failed too; node 0 vanishing stops every other node. In an elastic
+job a node leaving is reported, nothing is stopped: torchrun's membership
+rules. A clean finish ends quietly: node 0 waits (up to :data:`LINGER_S`) for
+the others to finish, then says it is closing.
+
+Both sides run one daemon thread (``select`` with a short timeout); the main
+thread only waits for the launcher and calls :meth:`finish`.
+"""
+
+import threading
+import time
+
+from ..errors import EXIT_PEER_FAILED
+from .wire import ExchangeError, readable
+
+BEAT_S = 2.0
+LOST_S = 10.0
+GRACE_S = 10.0
+LINGER_S = 30.0
+TAIL_LINES = 20
+
+
+def describe(report):
+    """'exited 1' / 'was killed by signal 9' and the last lines, as printed."""
+    lines = [f"{report.get('how') or 'failed'}"]
+    tail = [str(line)[:300] for line in (report.get("tail") or [])[-TAIL_LINES:]]
+    if tail:
+        lines.append("its last output:")
+        lines += [f"  | {line}" for line in tail]
+    return lines
+
+
+class Watch:
+    """What both sides share: the thread, the lock, the first failure and the launcher's stop."""
+
+    def __init__(self, log, elastic):
+        self.log, self.elastic = log, elastic
+        self.lock = threading.Lock()
+        self.stopping = threading.Event()
+        self.failure = None          # (label, report) that stopped this node's launcher
+        self.stop_launcher = None    # set by start()
+        self.thread = None
+
+    def start(self, stop_launcher):
+        self.stop_launcher = stop_launcher
+        self.thread = threading.Thread(target=self._run, name="nodeweave-heartbeat", daemon=True)
+        self.thread.start()
+
+    def _stop_for(self, label, report):
+        """A peer failed: say so, and stop this node's launcher (once)."""
+        with self.lock:
+            if self.failure is not None:
+                return
+            self.failure = (label, report)
+        lines = describe(report)
+        self.log(f"{label} failed: {lines[0]}; stopping this node's launcher "
+                 f"(exit {EXIT_PEER_FAILED}: another node failed)")
+        for line in lines[1:]:
+            self.log(line)
+        if self.stop_launcher:
+            self.stop_launcher(GRACE_S)
+
+    def _left(self, label, report):
+        self.log(f"{label} left the job: {describe(report)[0]}; torchrun's rendezvous decides what follows")
+
+    def peer_failed_code(self):
+        return EXIT_PEER_FAILED if self.failure is not None else None
+
+    def close(self):
+        self.stopping.set()
+        if self.thread is not None and self.thread is not threading.current_thread():
+            self.thread.join(2 * BEAT_S)
+
+
+class LinkWatch(Watch):
+    """A worker's side: beats to node 0, and node 0's news."""
+
+    def __init__(self, channel, log, elastic=False, clock=time.monotonic):
+        super().__init__(log, elastic)
+        self.channel, self.clock = channel, clock
+        self.closing = False
+
+    def _send(self, message):
+        with self.lock:
+            self.channel.send(message)
+
+    def _run(self):
+        last_heard = next_beat = self.clock()
+        while not self.stopping.is_set():
+            now = self.clock()
+            try:
+                if now >= next_beat:
+                    self._send({"t": "beat"})
+                    next_beat = now + BEAT_S
+                ready = readable([self.channel.sock], min(0.5, max(0.0, next_beat - now)))
+                for message in self.channel.drain() if ready else []:
+                    last_heard = self.clock()
+                    if self._handle(message):
+                        return
+            except ExchangeError:
+                if not self.stopping.is_set() and not self.closing:
+                    self._stop_for(f"node 0 ({self.channel.peer})", {
+                        "how": "its exchange closed without a word: node 0's entrypoint was killed or its node "
+                               "or network went away"})
+                return
+            if self.clock() - last_heard > LOST_S:
+                self._stop_for(f"node 0 ({self.channel.peer})", {"how": f"no heartbeat for {LOST_S:g}s"})
+                return
+
+    def _handle(self, message):
+        """True when the watch is over."""
+        kind = message.get("t")
+        if kind == "abort":
+            self._stop_for(str(message.get("node")), message)
+            return True
+        if kind == "left":
+            self._left(str(message.get("node")), message)
+        elif kind == "closing":
+            self.closing = True
+            return True
+        return False
+
+    def finish(self, code, how, tail):
+        """This node's launcher ended: report it to node 0 (unless a peer's failure stopped it)."""
+        self.stopping.set()
+        if self.failure is None and not self.closing:
+            try:
+                self._send({"t": "exit", "code": code, "how": how, "tail": tail[-TAIL_LINES:] if code else []})
+            except ExchangeError:
+                pass
+        self.close()
+        self.channel.finish(2.0)
+        return self.peer_failed_code()
+
+
+class HubWatch(Watch):
+    """Node 0's side: beats to every node, their reports, and the first failure relayed to all."""
+
+    def __init__(self, hub, log, elastic=False, admit=None, clock=time.monotonic):
+        super().__init__(log, elastic)
+        self.hub, self.clock = hub, clock
+        self.admit = admit           # elastic: judges a late node, returns its verdict; fixed: None
+        self.own_done = threading.Event()
+        self.label = f"node 0 ({hub.own_fp.get('hostname')})"
+
+    def _send(self, peer, message):
+        try:
+            with self.lock:
+                peer.channel.send(message)
+            return True
+        except ExchangeError:
+            return False
+
+    def _broadcast(self, message):
+        for peer in list(self.hub.peers):
+            if peer.done is None:
+                self._send(peer, message)
+
+    def _run(self):
+        next_beat = self.clock()
+        for peer in self.hub.peers:
+            peer.last_heard = next_beat
+        while not self.stopping.is_set():
+            now = self.clock()
+            if now >= next_beat:
+                self._broadcast({"t": "beat"})
+                next_beat = now + BEAT_S
+            live = [p for p in self.hub.peers if p.done is None]
+            if self.own_done.is_set() and not live:
+                return  # everyone finished
+            socks = [self.hub.sock] + [p.channel.sock for p in self.hub.pending + live]
+            ready = readable(socks, min(0.5, max(0.0, next_beat - now)))
+            if self.hub.sock in ready:
+                self.hub.accept()
+            for peer in [p for p in self.hub.pending if p.channel.sock in ready]:
+                self._late(peer)
+            self.hub.expire()
+            for peer in live:
+                if peer.channel.sock in ready:
+                    self._read(peer)
+                elif self.clock() - peer.last_heard > LOST_S:
+                    self._gone(peer, {"how": f"no heartbeat for {LOST_S:g}s (node or network gone)"})
+
+    def _late(self, peer):
+        """A node checking in after the start: turned away (fixed size) or judged on its own (elastic)."""
+        before = len(self.hub.peers)
+        self.hub.read_hello(peer)
+        if len(self.hub.peers) == before:
+            return
+        self.hub.peers.remove(peer)
+        peer.thread.join(10)
+        verdict = self.admit(peer) if self.admit else None
+        if verdict is None:
+            verdict = {"decision": "refuse", "problems": [{
+                "check": "late", "severity": "refuse", "allowed": False, "fields": [], "nodes": [_label(peer)],
+                "says": "checked in after the job started; a fixed-size job restarts all its nodes together"}],
+                "fields": [], "rows": []}
+        if self._send(peer, {"t": "verdict", "verdict": verdict}) and verdict["decision"] == "start":
+            peer.last_heard = self.clock()
+            self.hub.peers.append(peer)
+            self.log(f"{_label(peer)} joined the job")
+        else:
+            peer.channel.finish(1.0)
+
+    def _read(self, peer):
+        try:
+            messages = peer.channel.drain()
+        except ExchangeError:
+            self._gone(peer, {"how": "its connection closed without a report: its entrypoint was killed, "
+                                     "or its node or network went away"})
+            return
+        peer.last_heard = self.clock()
+        for message in messages:
+            if message.get("t") == "exit":
+                peer.done = message
+                peer.channel.finish(0.5)
+                if message.get("code") != 0:
+                    self._failed(_label(peer), message)
+                return
+
+    def _gone(self, peer, report):
+        peer.done = report
+        peer.channel.close()
+        self._failed(_label(peer), report)
+
+    def _failed(self, label, report):
+        news = {"node": label, "how": report.get("how"), "tail": (report.get("tail") or [])[-TAIL_LINES:]}
+        if self.elastic:
+            self._left(label, report)
+            self._broadcast({"t": "left", **news})
+            return
+        if self.failure is None:
+            self._broadcast({"t": "abort", **news})
+        self._stop_for(label, report)
+
+    def finish(self, code, how, tail):
+        """Node 0's launcher ended: relay a failure, or wait for the others to finish, then close."""
+        self.own_done.set()
+        if self.failure is None and code != 0:
+            report = {"how": how, "tail": tail[-TAIL_LINES:]}
+            with self.lock:
+                self.failure = (self.label, report)  # the first failure is this node's own
+            news = {"node": self.label, "how": how, "tail": report["tail"]}
+            self._broadcast({"t": "left" if self.elastic else "abort", **news})
+        elif code == 0 and self.failure is None and self.thread is not None:
+            self.thread.join(LINGER_S)
+            self._broadcast({"t": "closing"})
+        self.close()
+        self.hub.close()
+        return EXIT_PEER_FAILED if self.failure and self.failure[0] != self.label else None
+
+
+def _label(peer):
+    fp = peer.fp or {}
+    return f"node {fp.get('rank')} ({fp.get('hostname')})"

@@ -1,0 +1,219 @@
+"""The check-in and the heartbeat around one launch, once ``exchange_plan.py`` said they run.
+
+:class:`CheckIn` is made before the wait (node 0 opens its port at once,
+every node makes its fingerprint) and run after it: node 0 gathers, judges and
+announces (``exchange.Hub``), the others check in (``exchange.check_in``);
+every node prints the same verdict, exits 3 on a refusal, and otherwise
+launches with the counts the verdict carries and a heartbeat
+(``heartbeat.py``) for a supervised launcher. Also ``--status`` and what
+``--explain`` shows of the exchange.
+"""
+
+import os
+import time
+
+from ..errors import EXIT_TOPOLOGY, EXIT_UNREACHABLE, EntrypointError
+
+VERDICT_GRACE_S = 30  # a worker waits this much longer than node 0's deadline for its verdict
+RECORD = "checkin.json"
+
+
+class Session:
+    """The check-in's outcome on this node."""
+
+    def __init__(self, verdict, watch=None, fingerprint=None):
+        self.verdict, self.watch, self.fingerprint = verdict, watch, fingerprint
+
+
+def _say_verdict(verdict, took, log):
+    from .verdict import render_table
+
+    problems = verdict["problems"]
+    nodes = verdict.get("nodes")
+    if verdict["decision"] == "refuse":
+        log(f"check-in refused the job ({nodes} node(s) in, {len(problems)} problem(s)); every node exits "
+            f"{EXIT_TOPOLOGY}:")
+    elif problems:
+        log(f"check-in: {nodes} node(s) agree with {len(problems)} warning(s) (world size "
+            f"{verdict.get('world_size')}, {took:.2f}s); starting anyway:")
+    else:
+        log(f"check-in: {nodes} node(s) agree (world size {verdict.get('world_size')}, {took:.2f}s)")
+    for line in render_table(verdict):
+        log(line)
+
+
+def _record(plan, settings, verdict, fingerprint):
+    """Keep the verdict beside the hostfile, for --explain and doctor --cluster after the start."""
+    import json
+
+    folder = os.path.join(settings.env.get("TMPDIR") or "/tmp", "nodeweave")
+    try:
+        os.makedirs(folder, exist_ok=True)
+        path = os.path.join(folder, RECORD)
+        with open(f"{path}.{os.getpid()}", "w") as f:
+            json.dump({"verdict": verdict, "fingerprint": fingerprint, "at": time.time()}, f)
+        os.replace(f"{path}.{os.getpid()}", path)
+    except OSError:
+        pass  # a record for later reading; the launch does not depend on it
+
+
+def last_record(settings):
+    """The verdict this node recorded at its last start (``$TMPDIR/nodeweave/checkin.json``), or None."""
+    import json
+
+    path = os.path.join(settings.env.get("TMPDIR") or "/tmp", "nodeweave", RECORD)
+    try:
+        with open(path) as f:
+            data = json.load(f)
+    except (OSError, ValueError):
+        return None
+    verdict = data.get("verdict") or {}
+    return {"path": path, "at": data.get("at"), "decision": verdict.get("decision"),
+            "problems": [f"{p.get('severity')} {p.get('check')}: {', '.join(p.get('nodes') or [])}"
+                         for p in verdict.get("problems") or []]}
+
+
+def explain_exchange(plan, settings, root):
+    """For --explain: this node's fingerprint, and the verdict of its last start when one was recorded."""
+    from .fingerprint import local_fingerprint
+
+    plan.fingerprint = local_fingerprint(plan, root, settings.env)
+    if root.real:
+        plan.exchange["last"] = last_record(settings)
+
+
+def print_status(settings):
+    """``--status``: node 0's view of the running job as JSON on stdout (what ``doctor --cluster`` reads)."""
+    import json
+    import sys
+
+    from ..core import build_plan
+    from .exchange import Refused, ask_status
+    from .wire import ExchangeError, job_token
+
+    if not settings.command:
+        settings.command = ("nodeweave-status",)  # the plan needs a command; nothing is launched
+    plan = build_plan(settings, partial=True)
+    if plan.errors:
+        raise EntrypointError(plan.errors[0]["message"], plan.errors[0]["exit_code"])
+    if not plan.exchange["enabled"]:
+        raise EntrypointError(f"no check-in exchange to ask: {plan.exchange['why']}", 2)
+    topo, info = plan.topology, plan.exchange
+    token = job_token(settings.env, topo.job_id, topo.master_port.value)
+    try:
+        answer = ask_status(info["host"], info["port"], topo.job_id, token)
+    except Refused as err:
+        raise EntrypointError(str(err), EXIT_TOPOLOGY) from None
+    except ExchangeError as err:
+        raise EntrypointError(f"node 0's check-in exchange at {info['host']}:{info['port']}: {err}",
+                              EXIT_UNREACHABLE) from None
+    sys.stdout.write(json.dumps(answer, indent=2) + "\n")
+    return 0
+
+
+def _missing(settings, plan):
+    """rank -> what Kubernetes says about that node's pod (Pending, ...), when it can be asked."""
+    from ..detection.host import in_kubernetes
+    from ..planning.kube import pod_phase
+    from ..detection.sysfs import Root
+    from ..planning.sources import ordinal
+
+    root = Root(settings.sysroot)
+    prefix, _ = ordinal(plan.node.hostname)
+    if not prefix or not in_kubernetes(root, settings.env):
+        return None
+    return lambda rank: pod_phase(root, settings.env, f"{prefix}-{rank}")
+
+
+class CheckIn:
+    """This node's check-in, prepared before the wait (node 0 listens at once, every node has its
+    fingerprint ready) and run after it: :meth:`run` gives a :class:`Session`, or raises
+    EntrypointError (3 refused, 4 unreachable)."""
+
+    def __init__(self, plan, settings, root, log):
+        from .fingerprint import local_fingerprint
+        from .wire import job_token
+
+        self.plan, self.settings, self.root, self.log = plan, settings, root, log
+        topo = plan.topology
+        self.token = job_token(settings.env, topo.job_id, topo.master_port.value)
+        self.started = time.monotonic()
+        self.hub = None
+        if topo.is_master:
+            from .exchange import Hub
+
+            self.hub = Hub(plan.exchange["port"], self.token, {"job": topo.job_id}, log)
+        self.fingerprint = local_fingerprint(plan, root, settings.env)
+
+    def replan(self, plan):
+        """The plan was made again after the wait (the master resolves now): its fingerprint too."""
+        from .fingerprint import local_fingerprint
+
+        self.plan, self.fingerprint = plan, local_fingerprint(plan, self.root, self.settings.env)
+
+    def run(self):
+        plan, info, log = self.plan, self.plan.exchange, self.log
+        verdict, watch = self._as_node_0() if self.hub else self._as_node()
+        _say_verdict(verdict, time.monotonic() - self.started, log)
+        _record(plan, self.settings, verdict, self.fingerprint)
+        if verdict["decision"] != "start":
+            if watch is not None:
+                watch.close()
+            raise EntrypointError(f"check-in refused the job: {_summary(verdict)} (table above; the same on every "
+                                  "node)", EXIT_TOPOLOGY)
+        return Session(verdict, watch if info["heartbeat"] else None, self.fingerprint)
+
+    def _as_node_0(self):
+        from .heartbeat import HubWatch
+
+        plan, info, hub = self.plan, self.plan.exchange, self.hub
+        topo = plan.topology
+        hub.own_fp = self.fingerprint
+        self.log(f"check-in: waiting for {topo.nnodes_min - 1} more node(s) on port {info['port']} "
+                 f"(up to {info['deadline_s']}s)")
+        hub.gather(topo.nnodes_min, self.started + info["deadline_s"])
+        verdict = hub.decide(topo.nnodes_min, topo.nnodes_max, plan.launch.launcher, info["allow"],
+                             _missing(self.settings, plan))
+        hub.announce(verdict)
+        if verdict["decision"] == "start" and info["heartbeat"]:
+            return verdict, HubWatch(hub, self.log, elastic=topo.elastic, admit=_admitter(hub, topo, plan, info))
+        hub.close()
+        return verdict, None
+
+    def _as_node(self):
+        from .exchange import Refused, check_in
+        from .heartbeat import LinkWatch
+        from .wire import ExchangeError
+
+        info, topo = self.plan.exchange, self.plan.topology
+        deadline = time.monotonic() + info["deadline_s"] + VERDICT_GRACE_S
+        try:
+            verdict, channel = check_in(info["host"], info["port"], self.fingerprint, self.token, deadline)
+        except Refused as err:
+            raise EntrypointError(str(err), EXIT_TOPOLOGY) from None
+        except ExchangeError as err:
+            raise EntrypointError(f"check-in with node 0 at {info['host']}:{info['port']} failed: {err}; "
+                                  f"is node 0 running the same job? (NODEWEAVE_WAIT_TIMEOUT sets the deadline)",
+                                  EXIT_UNREACHABLE) from None
+        if verdict["decision"] == "start" and info["heartbeat"]:
+            return verdict, LinkWatch(channel, self.log, elastic=topo.elastic)
+        channel.finish(1.0)
+        return verdict, None
+
+
+def _summary(verdict):
+    return "; ".join(f"{p['check']} ({', '.join(p['nodes'])})" for p in verdict["problems"]
+                     if p["severity"] == "refuse")
+
+
+def _admitter(hub, topo, plan, info):
+    """Elastic jobs: judge a late node against node 0 (and the ranks already in); fixed jobs: None."""
+    if not topo.elastic:
+        return None
+    from .verdict import Entry, judge
+
+    def admit(peer):
+        own = Entry(hub.own_fp, seen=hub.own_fp.get("route_address"), own=True)
+        others = [p.entry() for p in hub.peers if p.done is None]
+        return judge([own, peer.entry()] + others, 0, topo.nnodes_max, plan.launch.launcher, info["allow"])
+    return admit

@@ -1,0 +1,290 @@
+"""Node 0's one verdict on every node's fingerprint: start, start with warnings, or refuse.
+
+Pure: fingerprints (plus the address node 0 saw each node from and the result
+of connecting back to it) in, one verdict dict out, whatever order the nodes
+arrived in. Each :class:`Check` of :func:`checks` is one named rule with its severity;
+refusals listed in ``NODEWEAVE_EXCHANGE_ALLOW`` (spec ``launcher.exchange_allow``)
+become warnings, except the structural ones no job survives (a duplicate or
+missing rank, another node count or launcher). Values are compared with node
+0's: the table marks every node whose value differs.
+"""
+
+from ..planning.contract import EXCHANGE_ALLOWABLE as ALLOWABLE
+from .fingerprint import major_minor
+
+REFUSE, WARN = "refuse", "warn"
+SHM_MIN = 1 << 30
+SHOWN_ALWAYS = ("rank", "address", "seen", "connect-back", "shm_bytes", "hostname_address")  # per-node findings
+
+
+class Entry:
+    """One checked-in node as node 0 sees it."""
+
+    __slots__ = ("fp", "seen", "probe", "own")
+
+    def __init__(self, fp, seen=None, probe=None, own=False):
+        self.fp, self.seen, self.probe, self.own = fp, seen, probe, own
+
+    @property
+    def key(self):
+        """A total order on everything judged, so arrival order never shows in the verdict."""
+        return (not self.own, _int(self.fp.get("rank")), str(self.fp.get("hostname")), str(self.seen),
+                repr(sorted(self.fp.items(), key=lambda kv: kv[0])), str(self.probe))
+
+
+def _int(value):
+    return value if isinstance(value, int) else 1 << 30
+
+
+def _labels(entries):
+    """{id(entry): 'node 1 (trainer-1)'}, told apart by the address seen, then a count, where names repeat."""
+    def base(e):
+        return f"node {e.fp.get('rank')} ({e.fp.get('hostname') or '?'}"
+    counts = {}
+    for e in entries:
+        counts[base(e)] = counts.get(base(e), 0) + 1
+    labels, taken = {}, {}
+    for e in entries:
+        text = base(e) + (f"@{e.seen}" if counts[base(e)] > 1 else "")
+        taken[text] = taken.get(text, 0) + 1
+        labels[id(e)] = text + (f" #{taken[text]}" if taken[text] > 1 else "") + ")"
+    return labels
+
+
+def _show(value):
+    if value is None or value == "":
+        return "-"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    return str(value)
+
+
+def _differs(read):
+    """A rule: nodes whose value (``read(fp)``, or the field named ``read``) differs from node 0's."""
+    if isinstance(read, str):
+        field = read
+        read = lambda fp: fp.get(field)  # noqa: E731
+
+    def rule(entries):
+        ref = read(entries[0].fp)
+        return [e for e in entries if read(e.fp) != ref]
+    return rule
+
+
+def _versions(entries):
+    """Nodes whose library versions differ from node 0's only below major.minor (the refusals take the rest)."""
+    ref = entries[0].fp
+
+    def patch_differs(fp):
+        if fp.get("launcher_version") != ref.get("launcher_version"):
+            return True
+        return any(fp.get(lib) != ref.get(lib) and major_minor(fp.get(lib)) == major_minor(ref.get(lib))
+                   for lib in ("nccl", "rccl", "torch"))
+    return [e for e in entries if patch_differs(e.fp)]
+
+
+def _workspace(fp):
+    return (fp.get("workspace_commit"), fp.get("workspace_digest"))
+
+
+def _link(fp):
+    return (fp.get("mtu"), fp.get("speed_mbps"))
+
+
+def _duplicate_ranks(entries):
+    counts = {}
+    for e in entries:
+        counts[e.fp.get("rank")] = counts.get(e.fp.get("rank"), 0) + 1
+    return [e for e in entries if counts[e.fp.get("rank")] > 1]
+
+
+def _rank_range(nnodes_max):
+    def rule(entries):
+        return [e for e in entries if not isinstance(e.fp.get("rank"), int) or not 0 <= e.fp["rank"] < nnodes_max]
+    return rule
+
+
+def _loopback(address):
+    return str(address or "").startswith("127.")
+
+
+def address_problem(entry):
+    """Why peers could not reach what this node advertises, as node 0 sees it; None when they can."""
+    fp, seen = entry.fp, entry.seen
+    if entry.own:
+        return None
+    if not fp.get("address"):
+        return "advertises no address (no interface toward the master)"
+    if _loopback(fp.get("address")) and not _loopback(seen):
+        return f"advertises loopback {fp['address']} ({fp.get('address_source')}) but node 0 sees it from {seen}"
+    if fp.get("route_address") and fp.get("route_address") != seen:
+        return (f"connects from {fp['route_address']} but node 0 sees {seen}: NAT or a bridge rewrites its address, "
+                "so what it advertises is not where peers reach it")
+    return None
+
+
+def _address(entries):
+    return [e for e in entries if address_problem(e)]
+
+
+def _connect_back(entries):
+    return [e for e in entries if not e.own and e.probe != "ok"]
+
+
+def _small_shm(entries):
+    return [e for e in entries if isinstance(e.fp.get("shm_bytes"), int) and e.fp["shm_bytes"] < SHM_MIN]
+
+
+def _hostname_loopback(entries):
+    return [e for e in entries if _loopback(e.fp.get("hostname_address")) and not _loopback(e.seen)]
+
+
+class Check:
+    """One rule: its name (what ``NODEWEAVE_EXCHANGE_ALLOW`` lists), severity, nodes it flags, fields shown."""
+
+    __slots__ = ("name", "severity", "rule", "says", "fields", "detail")
+
+    def __init__(self, name, severity, rule, says, fields, detail=None):
+        self.name, self.severity, self.rule, self.says, self.fields = name, severity, rule, says, fields
+        self.detail = detail  # entry -> what exactly is wrong with this node, when one phrase is not enough
+
+
+def checks(nnodes_max, launcher, reachability=True):
+    """The rules, in the order their problems are listed; without ``reachability`` (a view from outside
+    the exchange, such as doctor's) the address and connect-back rules, which need node 0's eyes."""
+    rows = [
+        Check("rank", REFUSE, _duplicate_ranks, "two nodes claim the same node rank", ("rank",)),
+        Check("rank", REFUSE, _rank_range(nnodes_max), f"node rank outside 0..{nnodes_max - 1}", ("rank",)),
+        Check("nodes", REFUSE, _differs("nnodes"), "nodes disagree on the node count", ("nnodes",)),
+        Check("launcher", REFUSE, _differs("launcher"), "nodes would start different launchers", ("launcher",)),
+        Check("vendor", REFUSE, _differs("gpu_vendor"), "GPU vendors differ: NCCL and RCCL do not talk to each other",
+              ("gpu_vendor",)),
+        Check("nccl", REFUSE, _differs(lambda fp: major_minor(fp.get("nccl"))),
+              "NCCL major.minor differs: collectives may hang or fail", ("nccl",)),
+        Check("rccl", REFUSE, _differs(lambda fp: major_minor(fp.get("rccl"))), "RCCL (ROCm) major.minor differs",
+              ("rccl",)),
+        Check("torch", REFUSE, _differs(lambda fp: major_minor(fp.get("torch"))),
+              "torch major.minor differs: the process group's wire format is not stable across releases", ("torch",)),
+        Check("image", REFUSE, _differs("image_digest"), "the installed distributions differ (another image)",
+              ("image_digest", "image_ref")),
+        Check("workspace", REFUSE, _differs(_workspace), "the workspaces differ (another commit or sync)",
+              ("workspace_commit", "workspace_digest")),
+        Check("address", REFUSE, _address, "the address the node advertises is not where node 0 reaches it "
+              "(loopback, NAT or a bridge): peers would connect to the wrong place", ("address", "seen"),
+              address_problem),
+        Check("connect-back", REFUSE, _connect_back, "node 0 could not connect back to a port the node opened: "
+              "a firewall lets the master port through but not the random ports NCCL and Gloo use",
+              ("address", "connect-back"), lambda e: e.probe or "not tried"),
+        Check("gpu-model", WARN, _differs("gpu_model"), "GPU models differ: the slowest sets the pace", ("gpu_model",)),
+        Check("versions", WARN, _versions, "library patch versions differ",
+              ("nccl", "rccl", "torch", "launcher_version")),
+        Check("driver", WARN, _differs("gpu_driver"), "GPU driver versions differ", ("gpu_driver",)),
+        Check("interface", WARN, _differs(_link), "the socket interface's MTU or speed differs: the slowest link "
+              "sets the pace, and mismatched MTUs fragment", ("interface", "mtu", "speed_mbps")),
+        Check("shm", WARN, _small_shm, "/dev/shm under 1 GiB: NCCL's shared-memory transport and DataLoader "
+              "workers fail with larger buffers", ("shm_bytes",)),
+        Check("env", WARN, _differs("env_hash"), "the NCCL/RCCL/Gloo variables differ", ("env",)),
+        Check("hostname", WARN, _hostname_loopback, "the hostname resolves to loopback: tools that advertise "
+              "the hostname (Gloo without GLOO_SOCKET_IFNAME) would send peers to 127.x", ("hostname_address",)),
+    ]
+    if not reachability:
+        rows = [row for row in rows if row.name not in ("address", "connect-back")]
+    if launcher == "accelerate":
+        rows.append(Check("processes", REFUSE, _differs("nproc"), "accelerate runs the same process count on every "
+                          "machine (--num_processes / --num_machines)", ("nproc",)))
+    return rows
+
+
+
+def _env_names(entries):
+    """Variables whose value is not the same on every node."""
+    envs = [e.fp.get("env") or {} for e in entries]
+    names = set().union(*envs) if envs else set()
+    return sorted(n for n in names if len({env.get(n) for env in envs}) > 1)
+
+
+def _value(entry, field, ref, env_names=()):
+    if field == "seen":
+        return entry.seen
+    if field == "connect-back":
+        return "(node 0)" if entry.own else (entry.probe or "not tried")
+    if field == "env":
+        mine = entry.fp.get("env") or {}
+        return ",".join(f"{k}={mine.get(k, '-')}" for k in env_names) or f"hash {entry.fp.get('env_hash')}"
+    return entry.fp.get(field)
+
+
+def judge(entries, nnodes_min, nnodes_max, launcher, allow=(), missing=None, reachability=True):
+    """The verdict dict for the checked-in ``entries`` (node 0's own among them, ``own=True``).
+
+    ``missing``: {rank: what is known about it} for ranks below ``nnodes_min``
+    that never checked in (their pod's phase, in Kubernetes).
+    """
+    entries = sorted(entries, key=lambda e: e.key)
+    labels = _labels(entries)
+    problems = []
+    present = {e.fp.get("rank") for e in entries}
+    gone = [rank for rank in range(nnodes_min) if rank not in present]
+    if gone:
+        known = missing or {}
+        problems.append({"check": "missing", "severity": REFUSE, "allowed": False, "fields": [],
+                         "says": "did not check in before the deadline",
+                         "nodes": [f"node {r}" + (f" ({known[r]})" if known.get(r) else "") for r in gone]})
+    for check in checks(nnodes_max, launcher, reachability):
+        odd = check.rule(entries)
+        if not odd:
+            continue
+        allowed = check.severity == REFUSE and check.name in allow and check.name in ALLOWABLE
+        problem = {"check": check.name, "severity": WARN if allowed else check.severity, "allowed": allowed,
+                   "says": check.says, "fields": list(check.fields), "nodes": [labels[id(e)] for e in odd]}
+        if check.detail:
+            problem["details"] = {labels[id(e)]: check.detail(e) for e in odd}
+        problems.append(problem)
+    fields = []
+    for problem in problems:
+        fields += [f for f in problem["fields"] if f not in fields]
+    names = _env_names(entries)
+    fields = [f for f in fields if f in SHOWN_ALWAYS or len({repr(_value(e, f, entries[0], names)) for e in entries}) > 1]
+    flagged = {label for problem in problems for label in problem["nodes"]}
+    rows = [{"node": labels[id(e)], "rank": e.fp.get("rank"), "hostname": e.fp.get("hostname"),
+             "flagged": labels[id(e)] in flagged, "values": {f: _value(e, f, entries[0], names) for f in fields}}
+            for e in entries]
+    refused = any(p["severity"] == REFUSE for p in problems)
+    verdict = {"decision": "refuse" if refused else "start", "problems": problems, "fields": fields, "rows": rows,
+               "nodes": len(entries)}
+    if not refused:
+        procs = {e.fp["rank"]: e.fp.get("nproc") for e in entries}
+        verdict["procs"] = [procs.get(rank) for rank in range(len(procs))]
+        verdict["world_size"] = sum(p for p in procs.values() if isinstance(p, int))
+    return verdict
+
+
+def _cell(value, width=24):
+    text = _show(value)
+    return text if len(text) <= width else text[:width - 1] + "…"
+
+
+def render_table(verdict):
+    """The verdict as the lines every node prints: the per-node table of differing fields, then each problem."""
+    problems, fields = verdict["problems"], verdict["fields"]
+    if not problems:
+        return []
+    head = ["node"] + fields
+    body = [[row["node"]] + [_cell(row["values"].get(f)) for f in fields] for row in verdict["rows"]]
+    ref = body[0] if body else []
+    for line in body[1:]:
+        for i in range(1, len(line)):
+            if line[i] != ref[i]:
+                line[i] += " *"
+    widths = [max(len(r[i]) for r in [head] + body) for i in range(len(head))]
+    lines = ["  " + "  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in [head] + body]
+    if len(body) > 1:
+        lines.append("  (* differs from node 0)")
+    for p in problems:
+        hint = " (allowed by NODEWEAVE_EXCHANGE_ALLOW)" if p["allowed"] else (
+            f"; NODEWEAVE_EXCHANGE_ALLOW={p['check']} starts anyway" if p["severity"] == REFUSE
+            and p["check"] in ALLOWABLE else "")
+        lines.append(f"  {p['severity']:<6} {p['check']}: {p['says']}: {', '.join(p['nodes'])}{hint}")
+        for node, detail in (p.get("details") or {}).items():
+            lines.append(f"           {node}: {detail}")
+    return lines

@@ -1,0 +1,219 @@
+"""The exchange's wire: JSON lines over TCP, bounded in size and time, and the job token.
+
+Every message is one JSON object on one line, at most :data:`MAX_MESSAGE`
+bytes; a longer one ends the connection. Every read has a deadline and every
+send a timeout, so no side waits forever on a peer that stopped talking.
+
+Only nodes of this job may take part. The token is derived from the job id
+and the master port (what every node of the job was given), or from
+``NODEWEAVE_JOB_TOKEN`` (or the file ``NODEWEAVE_JOB_TOKEN_FILE`` names)
+when set (a secret the user hands every node); it never crosses the wire: node 0 sends a random nonce and the node
+answers with an HMAC of it and its fingerprint under the token.
+"""
+
+import hashlib
+import hmac
+import json
+import os
+import select
+import socket
+import time
+
+PROTOCOL = "nodeweave-exchange/1"
+MAX_MESSAGE = 1 << 20
+SEND_TIMEOUT_S = 5.0
+
+
+class ExchangeError(Exception):
+    """The exchange could not go on with this peer (closed, timed out, garbled, not of this job)."""
+
+
+class Closed(ExchangeError):
+    pass
+
+
+def job_token(env, job_id, master_port):
+    """The job's shared secret as bytes: ``NODEWEAVE_JOB_TOKEN`` or its file, else the job id and master port."""
+    from ..planning.exchange_plan import job_secret
+
+    base = job_secret(env)[0] or f"job={job_id}"
+    return hashlib.sha256(f"{PROTOCOL}\0{base}\0port={master_port}".encode()).digest()
+
+
+def nonce():
+    return os.urandom(16).hex()
+
+
+def proof(token, challenge, body=None):
+    """HMAC-SHA256 of the challenge (and a canonical JSON body) under the token, hex."""
+    data = challenge.encode() + (b"\0" + canonical(body) if body is not None else b"")
+    return hmac.new(token, data, hashlib.sha256).hexdigest()
+
+
+def verify(token, challenge, mac, body=None):
+    return isinstance(mac, str) and hmac.compare_digest(proof(token, challenge, body), mac)
+
+
+def canonical(obj):
+    return json.dumps(obj, sort_keys=True, separators=(",", ":")).encode()
+
+
+class Channel:
+    """One connection: send objects, receive them before a deadline, or read what has arrived."""
+
+    def __init__(self, sock, peer=None):
+        self.sock = sock
+        self.peer = peer or _peer(sock)
+        self.buffer = b""
+        sock.settimeout(SEND_TIMEOUT_S)
+
+    def fileno(self):
+        return self.sock.fileno()
+
+    def send(self, obj):
+        data = json.dumps(obj, separators=(",", ":")).encode() + b"\n"
+        if len(data) > MAX_MESSAGE:
+            raise ExchangeError(f"message of {len(data)} bytes exceeds the exchange's {MAX_MESSAGE}")
+        try:
+            self.sock.sendall(data)
+        except OSError as err:
+            raise Closed(f"sending to {self.peer} failed: {err.strerror or err}") from None
+
+    def _pop(self):
+        line, newline, rest = self.buffer.partition(b"\n")
+        if not newline:
+            if len(self.buffer) > MAX_MESSAGE:
+                raise ExchangeError(f"{self.peer} sent more than {MAX_MESSAGE} bytes without a message end")
+            return None
+        self.buffer = rest
+        try:
+            message = json.loads(line)
+        except ValueError:
+            raise ExchangeError(f"{self.peer} sent something that is not the exchange's JSON") from None
+        if not isinstance(message, dict):
+            raise ExchangeError(f"{self.peer} sent a JSON {type(message).__name__}, not an object")
+        return message
+
+    def _recv(self):
+        chunk = self.sock.recv(65536)
+        if not chunk:
+            raise Closed(f"{self.peer} closed the connection")
+        self.buffer += chunk
+
+    def receive(self, deadline, clock=time.monotonic):
+        """The next message; ExchangeError when ``deadline`` (a ``clock()`` time) passes first."""
+        while True:
+            message = self._pop()
+            if message is not None:
+                return message
+            left = deadline - clock()
+            if left <= 0:
+                raise ExchangeError(f"no answer from {self.peer} in time")
+            try:
+                if readable([self.sock], left):
+                    self._recv()
+            except OSError as err:
+                raise Closed(f"{self.peer}: {err.strerror or err}") from None
+
+    def drain(self):
+        """Messages that have arrived (call when ``select`` says readable); Closed at end of stream."""
+        try:
+            self._recv()
+        except (BlockingIOError, InterruptedError, socket.timeout):
+            pass
+        except OSError as err:
+            raise Closed(f"{self.peer}: {err.strerror or err}") from None
+        return self.buffered()
+
+    def buffered(self):
+        """The complete messages already read, without reading more."""
+        messages = []
+        while True:
+            message = self._pop()
+            if message is None:
+                return messages
+            messages.append(message)
+
+    def finish(self, wait_s=2.0):
+        """Half-close, then read until the peer closes too (bounded): a plain close could turn into a
+        reset that destroys what the peer has not read yet."""
+        try:
+            self.sock.shutdown(socket.SHUT_WR)
+            deadline = time.monotonic() + wait_s
+            while time.monotonic() < deadline:
+                self.sock.settimeout(max(0.01, deadline - time.monotonic()))
+                if not self.sock.recv(65536):
+                    break
+        except OSError:
+            pass
+        self.close()
+
+    def close(self):
+        try:
+            self.sock.close()
+        except OSError:
+            pass
+
+
+def finish_all(channels, wait_s=1.0):
+    """:meth:`Channel.finish` for many at once: half-close all, then read until each peer closes or
+    ``wait_s`` passes (one wait for all, not one per node)."""
+    open_ones = []
+    for channel in channels:
+        try:
+            channel.sock.shutdown(socket.SHUT_WR)
+            open_ones.append(channel)
+        except OSError:
+            channel.close()
+    deadline = time.monotonic() + wait_s
+    while open_ones and time.monotonic() < deadline:
+        for sock in readable([c.sock for c in open_ones], deadline - time.monotonic()):
+            channel = next(c for c in open_ones if c.sock is sock)
+            try:
+                done = not sock.recv(65536)
+            except OSError:
+                done = True
+            if done:
+                open_ones.remove(channel)
+                channel.close()
+    for channel in open_ones:
+        channel.close()
+
+
+def readable(socks, timeout_s):
+    """The sockets of ``socks`` with something to read (or closed), waiting up to ``timeout_s``.
+
+    ``poll``, not ``select``: node 0 of a large job watches more than select's 1024 descriptors.
+    """
+    poller = select.poll()
+    by_fd = {}
+    for sock in socks:
+        fd = sock.fileno()
+        if fd >= 0:
+            by_fd[fd] = sock
+            poller.register(fd, select.POLLIN)
+    try:
+        events = poller.poll(max(0, int(timeout_s * 1000)))
+    except InterruptedError:
+        return []
+    return [by_fd[fd] for fd, _ in events if fd in by_fd]
+
+
+def _peer(sock):
+    try:
+        host, port = sock.getpeername()[:2]
+        return f"{host}:{port}"
+    except OSError:
+        return "peer"
+
+
+def connect(host, port, timeout_s):
+    """A Channel to ``host:port``; ExchangeError naming it when the connection fails."""
+    try:
+        sock = socket.create_connection((host, port), timeout=timeout_s)
+    except socket.timeout:
+        raise ExchangeError(f"connecting to {host}:{port} timed out after {timeout_s:g}s") from None
+    except OSError as err:
+        raise ExchangeError(f"connecting to {host}:{port} failed: {err.strerror or err}") from None
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    return Channel(sock, f"{host}:{port}")

@@ -1,0 +1,8 @@
+"""Detection: what this machine has, read without side effects.
+
+Owns the reads of sysfs/procfs and the platform (``sysfs.Root`` takes the
+``--sysroot`` prefix so tests run on captured trees): GPUs (``gpu.py``), NICs,
+interfaces and routes (``net.py``), limits, cloud and libraries (``host.py``).
+May import only the standard library and ``..model`` (the records it fills);
+never planning, check-in or running, and never torch.
+"""

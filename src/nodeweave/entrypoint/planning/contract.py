@@ -1,0 +1,288 @@
+"""The contract between rendered files and the entrypoint, declared once.
+
+Each :class:`Setting` row names one setting of ``nodeweave-entrypoint``: its
+key, its flag, the ``NODEWEAVE_*`` variable the renderers set, the spec field
+the value comes from (``None`` when the spec does not give it), which
+renderers set it, how its text is read and its help line. ``settings.py``
+builds the command line from these rows and ``nodeweave.resolve`` builds the
+renderers' environment from them, so a new setting is one row here (plus its
+spec field), and a test round-trips every row: spec value -> rendered
+variable -> the entrypoint's plan. Stdlib only, like the whole entrypoint.
+"""
+
+import os
+
+from ..errors import UsageError
+
+LAUNCHERS = ("torchrun", "deepspeed", "accelerate", "command")
+EVERYWHERE = ("compose", "kubernetes", "slurm")
+# Where the per-host compose file mounts the hosts list it is rendered with (spec ``hosts``).
+HOSTFILE_PATH = "/etc/nodeweave/hosts"
+MODES = ("run", "hold")  # hold: plan, print it, keep the container up; `nodeweave run` starts jobs in it
+PROFILERS = ("nsys", "rocprofv3")
+
+
+# Readers: (text, what, source) -> value, where ``what`` names the setting ("max restarts") and
+# ``source`` where the text came from ("flag --max-restarts", "NODEWEAVE_MAX_RESTARTS").
+
+
+def read_text(text, what, source):
+    return str(text).strip()
+
+
+def read_int(minimum):
+    """A reader of whole numbers >= ``minimum``, naming the value and its source when it is not one."""
+    def read(text, what, source):
+        try:
+            value = int(str(text).strip())
+        except ValueError:
+            raise UsageError(f"{what} must be a whole number, got {text!r} (from {source})") from None
+        if value < minimum:
+            raise UsageError(f"{what} must be ≥ {minimum}, got {value} (from {source})")
+        return value
+    return read
+
+
+def read_choice(choices):
+    def read(text, what, source):
+        value = str(text).strip()
+        if value not in choices:
+            raise UsageError(f"unknown {what} {value!r} (from {source}); accepted: {', '.join(choices)}")
+        return value
+    return read
+
+
+def read_list(text, what, source):
+    """A comma list; empty items dropped (``eth0,,eth1`` is ``[eth0, eth1]``)."""
+    return [item.strip() for item in str(text).split(",") if item.strip()]
+
+
+def read_directory(text, what, source):
+    path = str(text).strip() or "/"
+    if not os.path.isdir(path):
+        raise UsageError(f"{what} {path!r} (from {source}) is not a directory; accepted: the root of a "
+                         "captured sysfs/procfs tree, or / (the default)")
+    return path
+
+
+SWITCH = {"on": True, "true": True, "yes": True, "1": True, "off": False, "false": False, "no": False, "0": False}
+# The check-in's refusals a job may turn into warnings (nodeweave.entrypoint.checkin.verdict); the
+# structural ones (a duplicate or missing rank, another node count or launcher) are not among them.
+EXCHANGE_ALLOWABLE = ("vendor", "nccl", "rccl", "torch", "image", "workspace", "address", "connect-back")
+
+
+def read_switch(text, what, source):
+    value = SWITCH.get(str(text).strip().lower())
+    if value is None:
+        raise UsageError(f"{what} must be on or off, got {text!r} (from {source}); accepted: on, off, true, false")
+    return value
+
+
+def read_port(text, what, source):
+    value = read_int(1)(text, what, source)
+    if value > 65535:
+        raise UsageError(f"{what} must be 1..65535, got {value} (from {source})")
+    return value
+
+
+def read_allow(text, what, source):
+    names = read_list(text, what, source)
+    unknown = [name for name in names if name not in EXCHANGE_ALLOWABLE]
+    if unknown:
+        raise UsageError(f"{what} names {', '.join(map(repr, unknown))} (from {source}); accepted: "
+                         f"{', '.join(EXCHANGE_ALLOWABLE)} (a duplicate or missing rank, another node count or "
+                         "launcher are always refused)")
+    return names
+
+
+def switch_text(value):
+    """Only a switched-off exchange is written out: on is the default."""
+    return None if value else "off"
+
+
+def list_text(value):
+    """A spec list as the variable's text; None (variable left out) when empty."""
+    return ",".join(value) if value else None
+
+
+def optional_text(value):
+    """An optional spec value as the variable's text; None (variable left out) when unset."""
+    return None if value is None else str(value)
+
+
+HOST_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.")
+HOST_ACCEPTED = "a host name (letters, digits, '-', '.'), an IPv4 address or an IPv6 address, without a port"
+
+
+def _host_problem(text):
+    """Why ``text`` is not a host name or an address, or None."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return "holds bytes that are not UTF-8"
+    if not text.isascii():
+        return "holds non-ASCII characters"
+    if any(ch.isspace() for ch in text):
+        return "holds spaces"
+    if text.startswith("[") or text.count(":") == 1:
+        return "holds a port: give the port as MASTER_PORT (--master-port) and the host alone"
+    if ":" in text:
+        return None if set(text) <= frozenset("0123456789abcdefABCDEF:.") and text.count("::") <= 1 else \
+            "is not an IPv6 address"
+    labels = text[:-1].split(".") if text.endswith(".") else text.split(".")
+    if not set(text) <= HOST_CHARS or len(text) > 253:
+        return "holds characters a host name cannot have" if len(text) <= 253 else "is longer than 253 characters"
+    if any(not label or len(label) > 63 or label[0] == "-" or label[-1] == "-" for label in labels):
+        return "has an empty, over-long or hyphen-edged label"
+    return None
+
+
+def read_host(text, what, source):
+    """A host name or an address, refused (exit 2) before anyone waits for a host that cannot exist."""
+    value = str(text).strip()
+    problem = _host_problem(value)
+    if problem:
+        raise UsageError(f"{what} {value!r} (from {source}) {problem}; accepted: {HOST_ACCEPTED}")
+    return value
+
+
+def read_domain(text, what, source):
+    """A DNS domain such as ``cluster.local`` (no leading dot, no port)."""
+    value = str(text).strip().strip(".")
+    problem = _host_problem(value) if value else "is empty"
+    if problem or ":" in value:
+        raise UsageError(f"{what} {value!r} (from {source}) {problem or 'is an address'}; accepted: a DNS domain "
+                         "such as cluster.local")
+    return value
+
+
+def read_words(text, what, source):
+    """A shell-quoted word list (``--mixed_precision bf16 --note 'a b'``), as POSIX shells split it."""
+    import shlex  # only when the variable is set: the start-up path stays lean
+
+    try:
+        return shlex.split(str(text))
+    except ValueError as err:
+        raise UsageError(f"{what} {text!r} (from {source}) cannot be split into words ({err}); accepted: "
+                         "shell-quoted words such as --mixed_precision bf16") from None
+
+
+def words_text(words):
+    """A spec list as a shell-quoted string; None (variable left out) when empty."""
+    import shlex
+
+    return shlex.join(words) if words else None
+
+
+def hostfile_text(hosts):
+    """Where compose mounts the rendered hosts list; None when the spec lists no hosts."""
+    return HOSTFILE_PATH if hosts else None
+
+
+RUN_ID_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
+
+
+def read_run_id(text, what, source):
+    """A run's name: it becomes a directory under $TMPDIR/nodeweave/runs on the node."""
+    value = str(text).strip()
+    if not value or len(value) > 128 or not set(value) <= RUN_ID_CHARS or not value[0].isalnum():
+        raise UsageError(f"{what} {value!r} (from {source}) is not accepted: letters, digits, '.', '_' and '-', "
+                         "starting with a letter or digit, at most 128 characters (nodeweave run makes "
+                         "<UTC time>-<job>)")
+    return value
+
+
+class Setting:
+    """One row of the contract."""
+
+    __slots__ = ("key", "flag", "variable", "help", "spec", "where", "read", "text", "topology", "aliases",
+                 "overridable")
+
+    def __init__(self, key, flag, variable, help, spec=None, where=EVERYWHERE, read=read_text, text=str,
+                 topology=False, aliases=(), overridable=False):
+        self.key, self.flag, self.variable, self.help = key, flag, variable, help
+        self.spec = spec          # dotted path into nodeweave.yaml's typed Spec, e.g. "launcher.type"
+        self.where = where if spec else ()  # renderers that set the variable from the spec
+        self.read = read          # (text, source) -> value; raises UsageError naming the source
+        self.text = text          # spec value -> variable text, or None to leave the variable out
+        self.topology = topology  # weighed against the other rank sources (topology.py), kept raw
+        self.aliases = aliases    # older flag spellings, still accepted
+        self.overridable = overridable  # compose writes ${VARIABLE:-value}: the environment of `compose up` may change it
+
+    @property
+    def what(self):
+        """The setting's name in messages: ``max restarts``."""
+        return self.key.replace("_", " ")
+
+    def __repr__(self):
+        return f"Setting({self.key!r}, {self.flag!r}, {self.variable!r})"
+
+
+# Row order is the order renderers write the variables in.
+SETTINGS = (
+    Setting("nnodes", "--nnodes", "NODEWEAVE_NNODES", "node count N, or MIN:MAX for elastic torchrun",
+            spec="nodes", where=("compose", "kubernetes"), topology=True),  # Slurm: SLURM_NNODES says
+    Setting("node_rank", "--node-rank", "NODEWEAVE_NODE_RANK", "this node's rank, 0..N-1", topology=True),
+    Setting("master_addr", "--master-addr", "NODEWEAVE_MASTER_ADDR", "address of node 0 (the rendezvous host)",
+            topology=True),
+    Setting("service", "--service", "NODEWEAVE_SERVICE",
+            "headless Service: master = <name>-0.<service>.<namespace>.svc.<cluster domain>",
+            spec="kubernetes.service", where=("kubernetes",)),
+    Setting("cluster_domain", "--cluster-domain", "NODEWEAVE_CLUSTER_DOMAIN",
+            "Kubernetes cluster domain of the master's name (default: the svc.<domain> entry of "
+            "/etc/resolv.conf's search list, else cluster.local)",
+            spec="kubernetes.cluster_domain", where=("kubernetes",), read=read_domain, text=optional_text),
+    Setting("launcher", "--launcher", "NODEWEAVE_LAUNCHER",
+            "torchrun | deepspeed | accelerate | command (default torchrun)",
+            spec="launcher.type", read=read_choice(LAUNCHERS)),
+    Setting("launcher_options", "--launcher-options", "NODEWEAVE_LAUNCHER_OPTIONS",
+            "the launcher's own options, shell-quoted, placed before the script (e.g. '--mixed_precision bf16')",
+            spec="launcher.options", read=read_words, text=words_text),
+    Setting("nproc_per_node", "--nproc-per-node", "NODEWEAVE_NPROC_PER_NODE",
+            "processes per node, or auto (one per usable GPU; 1 on CPU)", spec="gpus_per_node", topology=True),
+    Setting("master_port", "--master-port", "NODEWEAVE_MASTER_PORT", "rendezvous port (default 29500)",
+            spec="launcher.master_port", topology=True),
+    Setting("max_restarts", "--max-restarts", "NODEWEAVE_MAX_RESTARTS",
+            "torchrun --max-restarts / accelerate --max_restarts", spec="launcher.max_restarts", read=read_int(0)),
+    Setting("wait_timeout", "--wait-timeout", "NODEWEAVE_WAIT_TIMEOUT",
+            "seconds a worker waits for the master's port (default 600; 0 = do not wait)",
+            spec="launcher.wait_timeout", read=read_int(0)),
+    Setting("exchange", "--exchange", "NODEWEAVE_EXCHANGE",
+            "on | off: nodes check in with node 0 before the launch and watch each other after (default on)",
+            spec="launcher.exchange", read=read_switch, text=switch_text),
+    Setting("exchange_port", "--exchange-port", "NODEWEAVE_EXCHANGE_PORT",
+            "port of node 0's check-in exchange (default: the master port + 1)",
+            spec="launcher.exchange_port", read=read_port, text=optional_text),
+    Setting("exchange_allow", "--exchange-allow", "NODEWEAVE_EXCHANGE_ALLOW",
+            "check-in refusals to start with as warnings, comma list: " + ", ".join(EXCHANGE_ALLOWABLE),
+            spec="launcher.exchange_allow", read=read_allow, text=list_text),
+    Setting("interfaces", "--interfaces", "NODEWEAVE_INTERFACES",
+            "socket interface(s) for NCCL/Gloo, comma list, overriding the route to the master",
+            spec="network.interfaces", read=read_list, text=list_text, aliases=("--ifname",)),
+    Setting("exclude_hcas", "--exclude-hcas", "NODEWEAVE_EXCLUDE_HCAS",
+            "RDMA devices or dev:port to keep NCCL off (storage fabric), comma list",
+            spec="network.exclude_hcas", read=read_list, text=list_text, aliases=("--exclude-hca",)),
+    Setting("hostfile", "--hostfile", "NODEWEAVE_HOSTFILE",
+            "file of '<host> [slots=N]' lines, node 0 first; this host's line gives the rank",
+            spec="hosts", where=("compose",), text=hostfile_text),
+    Setting("job_id", "--rdzv-id", "NODEWEAVE_JOB_ID",
+            "rendezvous id for elastic torchrun (default: the StatefulSet/host name prefix)"),
+    Setting("image_ref", "--image-ref", "NODEWEAVE_IMAGE_REF",
+            "the image reference of the rendered compose service (shown in the check-in's fingerprint)"),
+    Setting("sysroot", "--sysroot", "NODEWEAVE_SYSROOT",
+            "root prefix for every sysfs/procfs read (tests, captured trees)", read=read_directory),
+    Setting("mode", "--mode", "NODEWEAVE_MODE",
+            "run (default): wait for the master, start the launcher | hold: plan, print the plan and keep the "
+            "container up with nothing launched (`nodeweave run` starts jobs in it)", spec="launcher.mode",
+            where=("compose", "kubernetes"), read=read_choice(MODES), overridable=True),
+    Setting("run_id", "--run-id", "NODEWEAVE_RUN_ID",
+            "set by `nodeweave run`: record this run (process, start, plan) under $TMPDIR/nodeweave/runs/<id> "
+            "for `nodeweave status`/`stop`", read=read_run_id),
+    Setting("profile", "--profile", "NODEWEAVE_PROFILE",
+            "nsys | rocprofv3: run every rank under the profiler, output under "
+            "$TMPDIR/nodeweave/runs/<run id>/profile", read=read_choice(PROFILERS)),
+)
+
+BY_KEY = {row.key: row for row in SETTINGS}
+BY_FLAG = {flag: row for row in SETTINGS for flag in (row.flag, *row.aliases)}
+TOPOLOGY_KEYS = tuple(row.key for row in SETTINGS if row.topology)

@@ -1,0 +1,89 @@
+"""Whether the check-in runs for this start, and where: the cheap half, on every start's path.
+
+The exchange runs for a multi-node job on a live machine unless switched off
+(``NODEWEAVE_EXCHANGE=off``, ``--no-wait``, a wait timeout of 0); its port is
+the master port + 1 unless ``NODEWEAVE_EXCHANGE_PORT`` says otherwise; a
+worker's wait then targets that port, since node 0 starts its launcher (and
+opens the master port) only after every node checked in. Doing it is
+``checkin.py``'s, imported only then (sockets, threads, hashing).
+"""
+
+DEFAULT_OFFSET = 1
+TOKEN_VARIABLE = "NODEWEAVE_JOB_TOKEN"
+TOKEN_FILE_VARIABLE = "NODEWEAVE_JOB_TOKEN_FILE"  # a mounted Secret: the token never sits in the pod spec
+
+
+def job_secret(env):
+    """(the job's check-in secret or None, where it came from); a token file that cannot be read is refused."""
+    if env.get(TOKEN_VARIABLE):
+        return env[TOKEN_VARIABLE], TOKEN_VARIABLE
+    path = env.get(TOKEN_FILE_VARIABLE)
+    if not path:
+        return None, None
+    from ..errors import UsageError
+
+    try:
+        with open(path, encoding="utf-8") as handle:
+            secret = handle.read().strip()
+    except (OSError, UnicodeDecodeError) as err:
+        why = getattr(err, "strerror", None) or str(err)
+        raise UsageError(f"{TOKEN_FILE_VARIABLE}={path!r}: cannot read it ({why}); accepted: a readable UTF-8 "
+                         "file holding the job's check-in secret (a mounted Secret), or leave the variable unset")
+    if not secret:
+        raise UsageError(f"{TOKEN_FILE_VARIABLE}={path!r} is empty; accepted: a file holding the job's check-in "
+                         "secret, the same on every node")
+    return secret, f"{TOKEN_FILE_VARIABLE} ({path})"
+
+
+def exchange_port(topo, settings):
+    """(port, where it came from)."""
+    port = settings.get("exchange_port")
+    if port:
+        return port, settings.source("exchange_port")
+    master = topo.master_port.value
+    return (master + DEFAULT_OFFSET, f"master port {master} + 1") if master < 65535 else (
+        master - 1, f"master port {master} - 1")
+
+
+def off_because(topo, settings):
+    """Why the exchange does not run for this start, or None when it does."""
+    if topo.nnodes_max <= 1:
+        return "single node"
+    return switched_off(settings)
+
+
+def switched_off(settings):
+    """Why the settings alone keep the exchange off (whatever the node count), or None."""
+    if settings.get("exchange") is False:
+        return f"switched off by {settings.source('exchange')}"
+    if settings.sysroot not in ("/", "", None):
+        return "a captured tree (--sysroot) is not a live node"
+    if settings.no_wait:
+        return "--no-wait"
+    if settings.get("wait_timeout", 600) == 0:
+        return f"wait timeout 0 ({settings.source('wait_timeout')})"
+    return None
+
+
+def plan_exchange(plan, settings):
+    """Record on ``plan.exchange`` what the check-in will do; retarget a worker's wait to its port."""
+    topo, launch = plan.topology, plan.launch
+    off = off_because(topo, settings)
+    if off:
+        plan.exchange = {"enabled": False, "why": off}
+        return plan.exchange
+    from ..model import SUPERVISED
+
+    port, port_source = exchange_port(topo, settings)
+    deadline = settings.get("wait_timeout", 600)
+    plan.exchange = {
+        "enabled": True, "role": "node 0 (gathers and judges)" if topo.is_master else "checks in with node 0",
+        "host": topo.master_addr.value, "port": port, "port_source": port_source, "deadline_s": deadline,
+        "allow": list(settings.get("exchange_allow") or []),
+        "token": job_secret(settings.env)[1] or
+                 f"derived from job id {topo.job_id!r} and master port {topo.master_port.value}",
+        "heartbeat": launch.launcher in SUPERVISED,
+    }
+    if launch.wait:
+        launch.wait = dict(launch.wait, port=port, what="node 0's check-in exchange")
+    return plan.exchange

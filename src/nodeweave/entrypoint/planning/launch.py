@@ -1,0 +1,235 @@
+"""The launcher command line, and the variables every launcher convention expects.
+
+- torchrun, fixed size: static rendezvous with ``--node-rank``; ``MIN:MAX``:
+  ``--rdzv-backend c10d`` with ``--rdzv-endpoint``/``--rdzv-id``. ``--local-addr``
+  is this node's address toward the master, so the address rank 0 publishes is
+  one peers can reach (not a short hostname).
+- deepspeed: ``--no_ssh --node_rank`` with a generated hostfile, one
+  ``<host> slots=<n>`` line per node in rank order (DeepSpeed sums the slots for
+  the world size and indexes the lines by node rank; the names need not resolve).
+- accelerate: ``accelerate launch`` with machine rank and main process address,
+  ``--num_processes`` counted over all machines, ``--multi_gpu`` (its torchrun
+  path) when there is more than one. Without a usable GPU it also exports
+  ``ACCELERATE_USE_CPU=true``, accelerate's own CPU switch (what ``--cpu``
+  sets, which may not be combined with ``--multi_gpu``): without it each
+  process sees ``DistributedType.NO`` and trains alone.
+- command: the command as given.
+
+``launcher.options`` (``NODEWEAVE_LAUNCHER_OPTIONS``) go between the
+launcher's flags and the script; one that nodeweave already passes is
+refused (``launcher_options.py``).
+
+Every launcher also gets ``MASTER_ADDR MASTER_PORT NODE_RANK NNODES WORLD_SIZE``
+(WORLD_SIZE counts processes) and torchrun's ``PET_*`` equivalents.
+"""
+
+import os
+
+from . import launcher_options
+from ..errors import TopologyError, UsageError
+from ..model import EnvVar, Launch
+
+# Off for elastic jobs: torch 2.13 loses scale-up with the shared rendezvous store (see exports()).
+SHARED_STORE_OFF = "TORCH_DISABLE_SHARE_RDZV_TCP_STORE"
+
+
+def _export(name, value, reason):
+    return EnvVar(name=name, value=str(value), action="export", source="topology", reason=reason)
+
+
+def exports(topo, env):
+    """Launcher-neutral variables, plus PET_* as torchrun's flags would read them."""
+    rank, nnodes = topo.node_rank.value, topo.nnodes.value
+    addr, port = topo.master_addr.value, topo.master_port.value
+    out = [
+        _export("MASTER_ADDR", addr, topo.master_addr.source),
+        _export("MASTER_PORT", port, topo.master_port.source),
+        _export("NODE_RANK", rank, topo.node_rank.source),
+        _export("NNODES", nnodes, topo.nnodes.source),
+    ]
+    if topo.world_size is not None:
+        reason = f"{topo.nnodes_max} nodes x {topo.nproc_per_node.value} processes"
+        if env.get("WORLD_SIZE") not in (None, str(topo.world_size)):
+            reason += f" (was {env['WORLD_SIZE']}: counted pods, not processes)"
+        out.append(_export("WORLD_SIZE", topo.world_size, reason))
+    out += [
+        _export("PET_NNODES", nnodes, "torchrun --nnodes"),
+        _export("PET_NPROC_PER_NODE", topo.nproc_per_node.value, "torchrun --nproc-per-node"),
+    ]
+    if topo.elastic:
+        out += [
+            _export("PET_RDZV_BACKEND", "c10d", "torchrun --rdzv-backend (elastic)"),
+            _export("PET_RDZV_ENDPOINT", f"{addr}:{port}", "torchrun --rdzv-endpoint"),
+            _export("PET_RDZV_ID", topo.job_id, "torchrun --rdzv-id"),
+        ]
+        if SHARED_STORE_OFF not in env:
+            out.append(_export(SHARED_STORE_OFF, "1", "a node joining a running job otherwise waits for a "
+                               "MASTER_ADDR the shared rendezvous store never publishes (torch 2.13; docs/engine.md)"))
+    else:
+        out += [
+            _export("PET_NODE_RANK", rank, "torchrun --node-rank"),
+            _export("PET_MASTER_ADDR", addr, "torchrun --master-addr"),
+            _export("PET_MASTER_PORT", port, "torchrun --master-port"),
+        ]
+    return out
+
+
+def launcher_exports(launch, node, env):
+    """Variables one launcher needs beyond the common ones."""
+    if launch.launcher == "accelerate" and not node.gpus.count and "ACCELERATE_USE_CPU" not in env:
+        return [_export("ACCELERATE_USE_CPU", "true", "no usable GPU: accelerate's own CPU switch, so its processes "
+                        "join one gloo group (MULTI_CPU) instead of each training alone")]
+    return []
+
+
+def plan_launch(settings, topo, node):
+    """The :class:`Launch` for this node."""
+    launcher = settings.get("launcher", "torchrun")
+    command = list(settings.command)
+    if not command:
+        raise UsageError("no training command: give the script and its arguments after the options, "
+                         "e.g. nodeweave-entrypoint -- train.py --lr 3e-4 (the container's CMD)")
+    restarts = settings.get("max_restarts")
+    if topo.elastic and launcher != "torchrun":
+        raise UsageError(f"an elastic node count ({topo.nnodes.value}, from {topo.nnodes.source}) needs "
+                         f"launcher torchrun; {launcher} runs a fixed number of nodes")
+    build = {"torchrun": _torchrun, "deepspeed": _deepspeed, "accelerate": _accelerate, "command": _command}
+    launch = build[launcher](topo, node, command, restarts, settings)
+    own = launch.argv[:len(launch.argv) - len(command)]
+    options = list(settings.get("launcher_options") or ())
+    launcher_options.check(launcher, options, own, settings.source("launcher_options"))
+    launch.argv = own + options + command  # the launcher's own options go before the script
+    launch.launcher = launcher
+    if settings.get("profile"):
+        from ..running.profile import wrap_ranks  # only a profiled run pays for it
+
+        wrap_ranks(launch, command, settings, topo.node_rank.value)
+    launch.wait = _wait(topo, settings)
+    if node.cloud and node.cloud.profile:
+        launch.argv = ["/bin/sh", "-c", '. "$0" && exec "$@"', node.cloud.profile] + launch.argv
+        launch.notes.append(f"{node.cloud.profile} is sourced in a shell that then execs the launcher")
+    return launch
+
+
+def _wait(topo, settings):
+    if topo.is_master or topo.nnodes_max == 1 or settings.no_wait:
+        return None
+    timeout = settings.get("wait_timeout", 600)
+    if timeout == 0:
+        return None
+    return {"host": topo.master_addr.value, "port": topo.master_port.value, "timeout_s": timeout}
+
+
+def _torchrun(topo, node, command, restarts, settings):
+    argv = ["torchrun", "--nnodes", topo.nnodes.value, "--nproc-per-node", str(topo.nproc_per_node.value)]
+    notes = []
+    addr, port = topo.master_addr.value, topo.master_port.value
+    if topo.elastic:
+        argv += ["--rdzv-backend", "c10d", "--rdzv-endpoint", f"{addr}:{port}", "--rdzv-id", topo.job_id]
+        if topo.is_master:
+            argv += ["--rdzv-conf", "is_host=true"]
+            notes.append("node 0 hosts the c10d store: is_host=true, so an FQDN endpoint cannot hide that")
+    else:
+        argv += ["--node-rank", str(topo.node_rank.value), "--master-addr", addr, "--master-port", str(port)]
+    if topo.nnodes_max > 1 and node.local_ipv4 and node.interface != "lo":
+        argv += ["--local-addr", node.local_ipv4]
+        notes.append(f"--local-addr {node.local_ipv4}: this node's address on {node.interface}, reachable by peers")
+    if restarts is not None:
+        argv += ["--max-restarts", str(restarts)]
+    return Launch(argv=argv + command, notes=notes)
+
+
+def hostfile_slots(topo, node, settings):
+    """This node's line of the DeepSpeed hostfile; without the check-in, every node's.
+
+    Each node writes the hostfile and DeepSpeed sums the slots for the world
+    size, so every node must write the same counts. With the check-in exchange
+    (``checkin.py``) node 0's verdict carries every node's count and
+    :func:`apply_counts` rewrites the hostfile with them, so ``auto`` and
+    uneven GPU counts work. Without it (``NODEWEAVE_EXCHANGE=off``) each node
+    only knows its own: ``auto`` is refused on GPU nodes. Either way a node
+    refuses when it has fewer usable GPUs than the count it was given.
+    """
+    from .exchange_plan import off_because
+
+    nproc, gpus = topo.nproc_per_node, node.gpus
+    if topo.nnodes_max == 1 or not gpus.count:
+        return nproc.value
+    if nproc.source.startswith("auto") and off_because(topo, settings) is None:
+        return nproc.value  # the check-in exchanges every node's count
+    if nproc.source.startswith("auto"):
+        raise TopologyError(
+            f"launcher deepspeed with processes per node 'auto' on {topo.nnodes_max} nodes: every node writes the "
+            f"hostfile with its own GPU count ({gpus.count} here), and nodes that count differently disagree on the "
+            "world size; set gpus_per_node (NODEWEAVE_NPROC_PER_NODE) to the count every node has, or let the "
+            f"nodes check in (the exchange is off here: {off_because(topo, settings)})")
+    if gpus.count < nproc.value:
+        raise TopologyError(
+            f"{nproc.value} processes per node (from {nproc.source}) but this node has {gpus.count} usable GPU(s): "
+            f"DeepSpeed's hostfile gives every node {nproc.value} slots, so this node's processes would not all "
+            f"have a GPU; give this node {nproc.value} GPUs, or set gpus_per_node to {gpus.count} on every node")
+    return nproc.value
+
+
+def _deepspeed(topo, node, command, restarts, settings):
+    nproc = hostfile_slots(topo, node, settings)
+    hostfile = os.path.join(settings.env.get("TMPDIR") or "/tmp", "nodeweave", "hostfile")
+    names = topo.node_names
+    argv = ["deepspeed", "--hostfile", hostfile, "--no_ssh", "--node_rank", str(topo.node_rank.value),
+            "--master_addr", topo.master_addr.value, "--master_port", str(topo.master_port.value)]
+    notes = ["--no_ssh: every node starts its own launcher; no pdsh, no ssh between containers"]
+    slots = nproc
+    visible = node.gpus.visible
+    if visible and all(isinstance(v, int) for v in visible):
+        ids = visible[:nproc]
+        slots = max(ids) + 1  # --include may only name slots the hostfile lists
+        argv += ["--include", "@".join(f"{name}:{','.join(map(str, ids))}" for name in names)]
+        notes.append(f"--include keeps {node.gpus.visible_env}={','.join(map(str, ids))}: "
+                     "DeepSpeed otherwise renumbers GPUs from 0")
+    content = "".join(f"{name} slots={slots}\n" for name in names)
+    if restarts:
+        notes.append("deepspeed has no restart flag; --max-restarts applies to torchrun and accelerate only")
+    return Launch(argv=argv + command, files={hostfile: content}, notes=notes)
+
+
+def _accelerate(topo, node, command, restarts, settings):
+    total = topo.world_size
+    argv = ["accelerate", "launch", "--num_machines", str(topo.nnodes_max), "--machine_rank", str(topo.node_rank.value),
+            "--main_process_ip", topo.master_addr.value, "--main_process_port", str(topo.master_port.value),
+            "--num_processes", str(total)]
+    notes = []
+    if total > 1:
+        argv.append("--multi_gpu")
+        if node.gpus.vendor == "none":
+            notes.append("--multi_gpu selects accelerate's torchrun path; on CPU the processes use gloo")
+    if restarts is not None:
+        argv += ["--max_restarts", str(restarts)]
+    return Launch(argv=argv + command, notes=notes)
+
+
+def _command(topo, node, command, restarts, settings):
+    return Launch(argv=list(command), notes=["plain command: ranks and master come from the exported variables"])
+
+
+def apply_counts(plan, verdict):
+    """After a check-in: every node's real process count into WORLD_SIZE and the DeepSpeed hostfile.
+
+    ``verdict["procs"]`` lists the counts by node rank (fixed-size jobs); an
+    elastic job's world is torchrun's to count.
+    """
+    topo, launch = plan.topology, plan.launch
+    procs = verdict.get("procs") or []
+    if topo.elastic or len(procs) != topo.nnodes_max or not all(isinstance(p, int) for p in procs):
+        return
+    topo.world_size = sum(procs)
+    uneven = len(set(procs)) > 1
+    for var in plan.env:
+        if var.name == "WORLD_SIZE" and var.action == "export":
+            var.value = str(topo.world_size)
+            if uneven:
+                var.reason = f"sum of every node's processes from the check-in: {'+'.join(map(str, procs))}"
+    if launch.launcher == "deepspeed" and "--include" not in launch.argv:
+        for path in launch.files:
+            launch.files[path] = "".join(f"{name} slots={count}\n" for name, count in zip(topo.node_names, procs))
+        if uneven:
+            launch.notes.append(f"hostfile slots from the check-in: {', '.join(map(str, procs))} (uneven GPU counts)")

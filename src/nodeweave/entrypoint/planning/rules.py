@@ -1,0 +1,246 @@
+"""What is wrong with a node's NCCL/RCCL settings and limits, as rows: ``Rule(code, check, severity, remedy)``.
+
+The entrypoint evaluates ``RULES`` at every start (its warnings, in
+``--explain`` and on the start-up line); ``nodeweave doctor`` evaluates the
+same rows with ``audit`` on (a node on its own, not only this launch) plus
+its own rows of the same type, and grades every finding by its row: the
+severity and the remedy live here, never in a second table. ``NOTICES`` are
+the codes the planners emit inline (``emit``) where a decision finds
+something worth a warning. Codes are stable: tools grade on them.
+
+A check takes a :class:`Context` and returns None, a message, or a list of
+messages; a severity is a level or a function of the context.
+"""
+
+from ..model import PlanWarning
+
+ERROR, WARNING, INFO = "error", "warning", "info"
+SHM_MIN = 1 << 30
+SHM_ERROR_BELOW = 512 << 20  # Docker's 64 MB default fails NCCL outright; under 1 GiB is a warning
+MEMLOCK_MIN = 1 << 30
+GPU_LINKS = ("nvswitch", "nvlink", "xgmi")
+
+
+class Rule:
+    __slots__ = ("code", "check", "severity", "remedy")
+
+    def __init__(self, code, check, severity, remedy):
+        self.code, self.check, self.severity, self.remedy = code, check, severity, remedy
+
+    def level(self, ctx=None):
+        return self.severity(ctx) if callable(self.severity) else self.severity
+
+
+class Context:
+    """What a rule may look at: the node, the variables, whether several nodes meet, the usable RDMA ports."""
+
+    def __init__(self, node, env, root, multi=False, nnodes="1", nproc=1, usable=None, audit=False):
+        self.node, self.env, self.root, self.multi, self.nnodes, self.nproc = node, env, root, multi, nnodes, nproc
+        self.usable = usable  # RDMA ports NCCL should use (policy.classify_ports), None when not weighed
+        self.audit = audit    # doctor: judge the node on its own, not only what this launch touches
+
+
+def evaluate(rules, ctx):
+    """[(rule, message, severity)] of every row whose check fires."""
+    hits = []
+    for rule in rules:
+        if rule.check is None:
+            continue
+        found = rule.check(ctx)
+        for message in [found] if isinstance(found, str) else found or ():
+            hits.append((rule, message, rule.level(ctx)))
+    return hits
+
+
+def warn_all(rules, ctx, warnings):
+    for rule, message, severity in evaluate(rules, ctx):
+        warnings.append(PlanWarning(rule.code, message, severity))
+
+
+def emit(warnings, code, message):
+    """An inline warning of a planner, by its row in ``NOTICES``."""
+    warnings.append(PlanWarning(code, message, BY_CODE[code].level()))
+
+
+def _tokens(value):
+    """(exclude, exact, items) of an NCCL list such as ``^=mlx5_0,mlx5_1``."""
+    text = value.strip()
+    exclude = text.startswith("^")
+    text = text.lstrip("^")
+    exact = text.startswith("=")
+    return exclude, exact, [t for t in text.lstrip("=").split(",") if t]
+
+
+def _rdma_ports(node):
+    return [p for p in node.nics if not (p.driver == "efa" or p.device.startswith("efa"))]
+
+
+def p2p_disabled(ctx):
+    value, gpus = ctx.env.get("NCCL_P2P_DISABLE", "0"), ctx.node.gpus
+    if value not in ("0", "") and gpus.interconnect in GPU_LINKS:
+        return (f"NCCL_P2P_DISABLE={value} on a {gpus.interconnect} node turns off GPU peer-to-peer: all-reduce "
+                "measured 12x slower (27.5 vs 325 GB/s); unset it")
+
+
+def _ifname(ctx):
+    """(value, items, exclude, matches, names) of a user NCCL_SOCKET_IFNAME that matters here, else None."""
+    value = ctx.env.get("NCCL_SOCKET_IFNAME")
+    if not value or not ctx.multi or ctx.node.interface == "lo":
+        return None
+    exclude, exact, items = _tokens(value)
+    names = [i.name for i in ctx.node.interfaces]
+    matches = [n for n in names if any((n == t) if exact else n.startswith(t) for t in items)]
+    if exclude:
+        matches = [n for n in names if n not in matches]
+    return value, items, exclude, matches, names
+
+
+def _loopback_only(found):
+    return not found[2] and found[1] and all(t in ("lo", "lo0") for t in found[1])
+
+
+def ifname_loopback(ctx):
+    found = _ifname(ctx)
+    if found and _loopback_only(found):
+        return f"NCCL_SOCKET_IFNAME={found[0]} with {ctx.nnodes} nodes: loopback cannot reach other nodes"
+
+
+def ifname_no_match(ctx):
+    found = _ifname(ctx)
+    if found and not _loopback_only(found) and found[4] and not found[3]:
+        return f"NCCL_SOCKET_IFNAME={found[0]} matches no interface here ({', '.join(found[4])})"
+
+
+def ifname_misses_route(ctx):
+    found = _ifname(ctx)
+    route = ctx.node.interface
+    if found and not _loopback_only(found) and found[3] and route and route not in found[3]:
+        return f"NCCL_SOCKET_IFNAME={found[0]} leaves out {route}, the interface that routes to the master"
+
+
+def ib_hca_empty(ctx):
+    if "NCCL_IB_HCA" in ctx.env and not ctx.env["NCCL_IB_HCA"].strip():
+        ports = len(ctx.node.nics)
+        return (f"NCCL_IB_HCA is set but empty: NCCL reads that as every RDMA device ({ports} port(s) here), "
+                "including ports nodeweave would keep it off")
+
+
+def _hca_items(ctx):
+    value = ctx.env.get("NCCL_IB_HCA", "")
+    devices = sorted({p.device for p in ctx.node.nics})
+    if not value.strip() or not devices:
+        return value, False, [], devices
+    _, exact, items = _tokens(value)
+    return value, exact, [(item.split(":")[0], [d for d in devices if (d == item.split(":")[0] if exact else
+                                                                       d.startswith(item.split(":")[0]))])
+                          for item in items], devices
+
+
+def ib_hca_unknown(ctx):
+    value, _, items, devices = _hca_items(ctx)
+    return [f"NCCL_IB_HCA={value}: {dev} is not an RDMA device here ({', '.join(devices)})" for dev, hits in items
+            if not hits]
+
+
+def ib_hca_prefix(ctx):
+    value, exact, items, _ = _hca_items(ctx)
+    return [] if exact else [
+        f"NCCL_IB_HCA={value}: without '=' the prefix {dev} also matches {', '.join(h for h in hits if h != dev)}; "
+        f"write ={dev} for an exact match" for dev, hits in items if len(hits) > 1]
+
+
+def ib_disabled(ctx):
+    value = ctx.env.get("NCCL_IB_DISABLE", "0")
+    if value not in ("0", "") and ctx.multi and any(p.active for p in ctx.node.nics):
+        return f"NCCL_IB_DISABLE={value} with ACTIVE RDMA ports: inter-node traffic falls back to TCP sockets"
+
+
+def gid_index_wrong(ctx):
+    gid = ctx.env.get("NCCL_IB_GID_INDEX", "")
+    if gid.lstrip("-").isdigit() and int(gid) >= 0:
+        wrong = [p.name for p in ctx.node.nics if p.roce and p.active and p.roce_v2_gid_index is not None
+                 and p.roce_v2_gid_index != int(gid)]
+        if wrong:
+            return f"NCCL_IB_GID_INDEX={gid}, but the RoCE v2 IPv4 GID of {', '.join(wrong)} is at another index"
+
+
+def hsa_fine_grain(ctx):
+    if ctx.env.get("HSA_FORCE_FINE_GRAIN_PCIE") == "1" and ctx.node.gpus.interconnect == "xgmi":
+        return "HSA_FORCE_FINE_GRAIN_PCIE=1 is for P2P between PCIe-linked AMD GPUs; this node's GPUs use xGMI"
+
+
+def port_down(ctx):
+    node = ctx.node
+    cloud = node.cloud
+    launch_uses = ctx.multi and node.gpus.vendor != "none" and not (cloud and (cloud.efa or cloud.profile))
+    ports = _rdma_ports(node)
+    down = [p.name for p in ports if not p.active]
+    if down and (launch_uses or ctx.audit):
+        usable = len(ctx.usable) if ctx.usable is not None else sum(p.active for p in ports)
+        return (f"RDMA port(s) not ACTIVE: {', '.join(down)}; NCCL skips them, so this node has {usable} usable "
+                "rail(s) — check cabling/subnet manager if that is fewer than its peers")
+
+
+def shm_small(ctx):
+    lim = ctx.node.limits
+    if lim.shm_bytes is not None and lim.shm_bytes < SHM_MIN and (ctx.node.gpus.count or ctx.nproc > 1):
+        return (f"/dev/shm is {lim.shm_bytes >> 20} MiB ({lim.shm_source}): NCCL and DataLoader workers fail on "
+                "Docker's 64 MB default; use --shm-size=16g / ipc: host, or an emptyDir with medium: Memory")
+
+
+def memlock_limited(ctx):
+    memlock = ctx.node.limits.memlock_bytes
+    active = [p for p in _rdma_ports(ctx.node) if p.active]
+    if memlock is not None and memlock < MEMLOCK_MIN and active and (ctx.multi or ctx.audit):
+        return (f"RLIMIT_MEMLOCK is {memlock >> 10} KiB with {len(active)} ACTIVE RDMA port(s): RDMA needs it "
+                "unlimited to register buffers (ibv_reg_mr), else NCCL falls back or aborts")
+
+
+def _port_level(ctx):
+    """An error only when several nodes meet and no port is usable: the job falls back to sockets."""
+    if ctx is None:
+        return WARNING
+    usable = ctx.usable if ctx.usable is not None else [p for p in _rdma_ports(ctx.node) if p.active]
+    return ERROR if ctx.multi and not usable else WARNING
+
+
+def _shm_level(ctx):
+    shm = ctx.node.limits.shm_bytes if ctx else None
+    return ERROR if shm is not None and shm < SHM_ERROR_BELOW else WARNING
+
+
+RULES = (
+    Rule("p2p-disabled-on-gpu-links", p2p_disabled, ERROR,
+         "unset NCCL_P2P_DISABLE: NCCL picks NVLink/xGMI peer-to-peer itself"),
+    Rule("socket-ifname-loopback", ifname_loopback, ERROR, "unset NCCL_SOCKET_IFNAME (the entrypoint sets the "
+         "interface that routes to the master) or name an interface peers can reach"),
+    Rule("socket-ifname-no-match", ifname_no_match, ERROR,
+         "unset NCCL_SOCKET_IFNAME or fix its value: NCCL finds no socket interface with it"),
+    Rule("socket-ifname-misses-route", ifname_misses_route, WARNING,
+         "unset NCCL_SOCKET_IFNAME; the entrypoint sets =<the interface toward the master>"),
+    Rule("ib-hca-empty", ib_hca_empty, WARNING,
+         "unset NCCL_IB_HCA (the entrypoint then lists the ports to use) or give the exact list, =mlx5_0,mlx5_1"),
+    Rule("ib-hca-unknown-device", ib_hca_unknown, ERROR,
+         "fix NCCL_IB_HCA to name devices listed under /sys/class/infiniband, or unset it"),
+    Rule("ib-hca-prefix", ib_hca_prefix, WARNING, "prefix the list with '=' (exact names), e.g. NCCL_IB_HCA==mlx5_0,mlx5_1"),
+    Rule("ib-disabled-with-rdma", ib_disabled, ERROR,
+         "unset NCCL_IB_DISABLE: inter-node traffic should use the ACTIVE RDMA ports"),
+    Rule("ib-gid-index-wrong", gid_index_wrong, ERROR, "unset NCCL_IB_GID_INDEX (NCCL >= 2.21.5 finds the RoCE v2 GID) "
+         "or set the index the entrypoint reports"),
+    Rule("hsa-fine-grain-on-xgmi", hsa_fine_grain, WARNING, "unset HSA_FORCE_FINE_GRAIN_PCIE on xGMI nodes"),
+    Rule("rdma-port-down", port_down, _port_level,
+         "check the cable, the switch port and the subnet manager (ibstat, ibstatus); NCCL skips the port"),
+    Rule("shm-small", shm_small, _shm_level, "give the container a larger /dev/shm: docker/podman --shm-size=16g or "
+         "--ipc=host; Kubernetes: an emptyDir with medium: Memory mounted at /dev/shm"),
+    Rule("memlock-limited", memlock_limited, lambda ctx: ERROR if ctx and ctx.multi else WARNING,
+         "run with an unlimited locked-memory limit: --ulimit memlock=-1:-1 (docker/podman), or "
+         "LimitMEMLOCK=infinity for the container runtime's service"),
+)
+NOTICES = (  # emitted inline by the planners (topology, policy)
+    Rule("flag-overrides-source", None, WARNING,
+         "drop the flag or the variable it overrides, so every node reads its rank from one place"),
+    Rule("more-processes-than-gpus", None, WARNING, "set processes per node to the usable GPU count, or 'auto'"),
+    Rule("no-route-to-master", None, WARNING, "check that the master's name resolves and is routable from this node"),
+    Rule("roce-gid-index-differs", None, WARNING, "use NCCL >= 2.21.5, which picks each port's GID itself"),
+)
+BY_CODE = {rule.code: rule for rule in RULES + NOTICES}

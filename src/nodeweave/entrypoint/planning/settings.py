@@ -1,0 +1,131 @@
+"""Command line and ``NODEWEAVE_*`` variables → :class:`Settings`.
+
+A hand-written parser instead of argparse: it keeps start-up small and lets
+the command after the options (the container's CMD: ``train.py --lr 3e-4``)
+pass through untouched, with or without a ``--`` in front of it. Flags win over
+variables; topology flags are kept raw so :mod:`topology` can weigh them
+against the other rank sources and report where each value came from.
+"""
+
+from .contract import BY_FLAG, LAUNCHERS, SETTINGS, TOPOLOGY_KEYS, read_int
+from ..errors import UsageError
+from ..model import _DICT, Record, Value
+
+FLAGS = {
+    "--explain": ("explain", "print what was found and decided, then exit without exec'ing"),
+    "--json": ("json", "with --explain: the plan as JSON (schema nodeweave.entrypoint/1)"),
+    "--status": ("status", "ask node 0's check-in exchange for every node's fingerprint and the verdict (JSON)"),
+    "--no-wait": ("no_wait", "do not wait for node 0 (nor check in with it) before exec'ing"),
+}
+__all__ = ["LAUNCHERS", "TOPOLOGY_KEYS", "FLAGS", "Settings", "parse", "parse_int", "usage"]
+
+
+class Settings(Record):
+    FIELDS = (
+        ("command", ()),        # the script/command and its arguments
+        ("flags", _DICT),       # topology key → value given as a flag
+        ("options", _DICT),     # other key → Value(value, source)
+        ("explain", False),
+        ("json", False),
+        ("status", False),
+        ("no_wait", False),
+        ("sysroot", "/"),
+        ("env", None),          # the environment the plan reads (a dict)
+    )
+
+    def get(self, key, default=None):
+        value = self.options.get(key)
+        return value.value if value is not None else default
+
+    def source(self, key):
+        value = self.options.get(key)
+        return value.source if value is not None else "default"
+
+
+def usage():
+    lines = [
+        "usage: nodeweave-entrypoint [options] [--] SCRIPT [ARGS...]",
+        "",
+        "Detects the node (GPUs, RDMA NICs, interfaces, limits), finds its rank, node",
+        "count and master, sets the few NCCL/RCCL variables NCCL cannot get right alone,",
+        "then execs torchrun / deepspeed / accelerate / the command. Flags win over the",
+        "variables named in brackets. See docs/entrypoint.md.",
+        "",
+        "options:",
+    ]
+    for row in SETTINGS:
+        lines.append(f"  {row.flag} VALUE".ljust(26) + f"{row.help} [{row.variable}]")
+    for flag, (_, text) in FLAGS.items():
+        lines.append(f"  {flag}".ljust(26) + text)
+    lines.append("  -h, --help".ljust(26) + "show this help and exit")
+    lines.append("  --node ACTION".ljust(26) + "status | stop | report: what nodeweave asks a node (JSON; first argument only)")
+    return "\n".join(lines)
+
+
+class HelpRequested(Exception):
+    pass
+
+
+def parse(argv, env):
+    """Parse ``argv`` (without the program name) with ``env`` as the variables."""
+    flags, options, switches = {}, {}, {}
+    command = []
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        if arg == "--":
+            command = list(argv[i + 1:])
+            break
+        if arg in ("-h", "--help"):
+            raise HelpRequested()
+        if not arg.startswith("-") or arg == "-":
+            command = list(argv[i:])
+            break
+        name, eq, inline = arg.partition("=")
+        if name in FLAGS:
+            if eq:
+                raise UsageError(f"{name} takes no value (got {arg!r})")
+            switches[FLAGS[name][0]] = True
+            i += 1
+            continue
+        row = BY_FLAG.get(name)
+        if row is None:
+            raise UsageError(
+                f"unknown option {name!r}; put the training command after the options "
+                f"(or after --). Options: {', '.join(sorted(list(BY_FLAG) + list(FLAGS)))}"
+            )
+        if eq:
+            value = inline
+            i += 1
+        else:
+            if i + 1 >= len(argv):
+                raise UsageError(f"{name} needs a value: {row.help}")
+            value = argv[i + 1]
+            i += 2
+        if row.topology:
+            flags[row.key] = value
+        else:
+            source = f"flag {name}"
+            options[row.key] = Value(value=row.read(value, row.what, source), source=source)
+    for row in SETTINGS:
+        if row.topology or row.key in options:
+            continue
+        if env.get(row.variable, "") != "":
+            options[row.key] = Value(value=row.read(env[row.variable], row.what, row.variable), source=row.variable)
+    settings = Settings(
+        command=tuple(command),
+        flags=flags,
+        options=options,
+        explain=switches.get("explain", False),
+        json=switches.get("json", False),
+        status=switches.get("status", False),
+        no_wait=switches.get("no_wait", False),
+        env=env,
+    )
+    settings.sysroot = settings.get("sysroot", "/") or "/"
+    return settings
+
+
+def parse_int(text, what, source, minimum=0):
+    """An integer ≥ minimum, or a UsageError naming the value and its source."""
+    return read_int(minimum)(text, what, source)

@@ -1,0 +1,259 @@
+"""Who says what about this node: the rank sources, as one table.
+
+Each source is a small function that reads the environment (a hostfile, the
+hostname) and returns its claims: ``Claim(field, value, source, tier)``; the
+readers of the cloud platforms and MPI live in :mod:`platforms`.
+``SOURCES`` lists them strongest first; :mod:`topology` weighs every field's
+claims by the same rule (a flag overrides; variables and platforms must
+agree; the hostname ordinal must not contradict them), and every message that
+lists the sources is built from this table. Adding a scheduler (Ray, ...) is
+one function, one row of ``SOURCES`` and its test.
+
+Fields: ``node_rank nnodes nproc_per_node master_addr master_port`` (what the
+plan decides), ``hosts`` (node names in rank order), ``prefix`` (the
+``<name>`` of a ``<name>-<N>`` hostname), and what is only checked: ``world_size``
+and ``rank`` (``WORLD_SIZE``/``RANK``), ``tasks_per_node`` (Slurm, MPI).
+"""
+
+from .contract import SETTINGS
+from ..errors import TopologyError, UsageError
+from ..model import ENV, FLAG, HOSTNAME, PLATFORM, Claim, Value, host_list, variables
+from .platforms import aws_batch, azure_ml, dstack, google_batch, mpi, sagemaker, sagemaker_naming
+
+TOPOLOGY_ROWS = [row for row in SETTINGS if row.topology]
+
+
+def never(prefix):
+    return False
+
+
+def always(prefix):
+    return True
+
+
+def kubeflow_pod(prefix):
+    """Kubeflow's PyTorchJob names pods <job>-master-0, <job>-worker-0.. (worker 0 is node rank 1)."""
+    return prefix.endswith(("-master", "-worker"))
+
+
+class Source:
+    """A row of the table: its name, the variables that name a rank, and its reader.
+
+    ``own_naming(prefix)``: whether the platform names a ``<prefix>-<N>`` pod
+    or host its own way (a Kubeflow ``-worker-0`` is rank 1, an LWS leader's
+    ordinal is its group, a Slurm host's digits are its name), so a hostname
+    ordinal that differs from its rank is no contradiction. ``one_task``: how
+    to start one task per node, for a source that claims ``tasks_per_node``.
+    """
+
+    __slots__ = ("name", "rank_names", "read", "own_naming", "one_task")
+
+    def __init__(self, name, rank_names, read, own_naming=never, one_task=""):
+        self.name, self.rank_names, self.read, self.own_naming = name, rank_names, read, own_naming
+        self.one_task = one_task
+
+
+class Scene:
+    """What the sources read: settings, variables, the node and its root; notes they leave."""
+
+    def __init__(self, settings, node, root, kube, host_net):
+        self.settings, self.env, self.node, self.root = settings, settings.env, node, root
+        self.kube, self.host_net = kube, host_net
+        self.notes = []
+        self.pod_name, self.name_source = node.hostname, "hostname"
+
+
+def _variables(scene, names, tier=ENV):
+    return variables(scene.env, names, tier)
+
+
+def flags(scene):
+    given = scene.settings.flags
+    return [Claim(row.key, given[row.key], f"flag {row.flag}", FLAG) for row in TOPOLOGY_ROWS if row.key in given]
+
+
+def nodeweave_variables(scene):
+    return _variables(scene, [(row.key, row.variable) for row in TOPOLOGY_ROWS])
+
+
+def plain_variables(scene):
+    return _variables(scene, [("node_rank", "NODE_RANK"), ("nnodes", "NNODES"), ("master_addr", "MASTER_ADDR"),
+                              ("master_port", "MASTER_PORT"), ("world_size", "WORLD_SIZE"), ("rank", "RANK")])
+
+
+def torchrun_variables(scene):
+    return _variables(scene, [("node_rank", "PET_NODE_RANK"), ("nnodes", "PET_NNODES"),
+                              ("nproc_per_node", "PET_NPROC_PER_NODE"), ("master_addr", "PET_MASTER_ADDR"),
+                              ("master_port", "PET_MASTER_PORT")])
+
+
+def indexed_job(scene):
+    return _variables(scene, [("node_rank", "JOB_COMPLETION_INDEX")], PLATFORM)
+
+
+def statefulset_pod_index(scene):
+    return _variables(scene, [("node_rank", "NODEWEAVE_POD_INDEX")], PLATFORM)
+
+
+def leaderworkerset(scene):
+    claims = _variables(scene, [("node_rank", "LWS_WORKER_INDEX"), ("nnodes", "LWS_GROUP_SIZE")], PLATFORM)
+    if scene.env.get("LWS_LEADER_ADDRESS", "").strip():
+        claims.append(Claim("master_addr", scene.env["LWS_LEADER_ADDRESS"], "LWS_LEADER_ADDRESS", PLATFORM))
+    return claims
+
+
+def volcano(scene):
+    env = scene.env
+    claims = _variables(scene, [("node_rank", "VC_TASK_INDEX")], PLATFORM)
+    lists = [name for name in env if name.startswith("VC_") and name.endswith("_HOSTS")]
+    if claims and len(lists) == 1:
+        hosts = [h for h in env[lists[0]].split(",") if h.strip()]
+        if hosts:
+            claims += host_list(hosts, lists[0], f"first host of {lists[0]}", f"hosts in {lists[0]}")
+    return claims
+
+
+def skypilot(scene):
+    env = scene.env
+    claims = _variables(scene, [("node_rank", "SKYPILOT_NODE_RANK"), ("nnodes", "SKYPILOT_NUM_NODES"),
+                                ("nproc_per_node", "SKYPILOT_NUM_GPUS_PER_NODE")], PLATFORM)
+    ips = [line.strip() for line in env.get("SKYPILOT_NODE_IPS", "").splitlines() if line.strip()]
+    if ips:
+        claims += host_list(ips, "SKYPILOT_NODE_IPS", "first line of SKYPILOT_NODE_IPS", "lines of SKYPILOT_NODE_IPS")
+    return claims
+
+
+def slurm(scene):
+    if not any(name.startswith("SLURM") for name in scene.env):
+        return []
+    from .slurm import slurm_claims  # only Slurm jobs pay for the node-list parser
+
+    return slurm_claims(scene.env, scene.node.hostname)
+
+
+def hostfile(scene):
+    path = scene.settings.get("hostfile")
+    if not path:
+        return []
+    hosts = read_hostfile(path)
+    names = [host for host, _ in hosts]
+    node = scene.node
+    me = {node.hostname, node.hostname.split(".")[0], scene.env.get("POD_NAME", "")}
+    for iface in node.interfaces:
+        me.update(iface.ipv4)
+    mine = [i for i, host in enumerate(names) if host in me or host.split(".")[0] in me]
+    if not mine:
+        raise TopologyError(f"this host ({node.hostname}) is not listed in hostfile {path} ({', '.join(names)}); "
+                            "list it by name or address, or set NODE_RANK")
+    slots = {host: count for host, count in hosts if count is not None}
+    if len(set(slots.values())) > 1:
+        from .exchange_plan import switched_off  # with the check-in, every node learns every node's count
+
+        off = switched_off(scene.settings)
+        if off:
+            raise TopologyError(f"hostfile {path} gives its hosts different slots "
+                                f"({', '.join(f'{h} slots={n}' for h, n in slots.items())}) but the check-in "
+                                f"exchange that shares them is off ({off}); give every line the slots of the "
+                                "smallest node, or let the nodes check in")
+    own = names[mine[0]]
+    claims = [Claim("node_rank", mine[0], f"position of {own} in hostfile {path}", PLATFORM)]
+    claims += host_list(names, "hostfile", f"first host of hostfile {path}", f"hosts in hostfile {path}")
+    if hosts[mine[0]][1]:
+        claims.append(Claim("nproc_per_node", hosts[mine[0]][1], f"slots of {own} in hostfile {path}", PLATFORM))
+    return claims
+
+
+def read_hostfile(path):
+    """[(host, slots or None)] from '<host> [slots=N]' lines."""
+    try:
+        with open(path) as f:
+            lines = f.read().splitlines()
+    except OSError as err:
+        raise UsageError(f"cannot read hostfile {path}: {err.strerror}") from None
+    hosts = []
+    for number, line in enumerate(lines, 1):
+        fields = line.split("#", 1)[0].split()
+        if not fields:
+            continue
+        slots = None
+        for extra in fields[1:]:
+            key, _, value = extra.partition("=")
+            if key in ("slots", "max_slots") and value.isdigit():
+                slots = int(value) if key == "slots" else slots
+            else:
+                raise UsageError(f"hostfile {path} line {number}: expected '<host> slots=<n>', got {line.strip()!r}")
+        hosts.append((fields[0], slots))
+    if not hosts:
+        raise UsageError(f"hostfile {path} lists no hosts")
+    return hosts
+
+
+def ordinal(name):
+    """(prefix, N) of ``<prefix>-<N>`` (first DNS label), else (None, None)."""
+    short = (name or "").split(".")[0]
+    prefix, dash, number = short.rpartition("-")
+    if dash and prefix and number.isdigit():
+        return prefix, int(number)
+    return None, None
+
+
+def hostname_ordinal(scene):
+    """``<name>-<N>``: the hostname first (an Indexed Job pod's name has a random suffix), then POD_NAME.
+
+    On host networking outside Kubernetes the hostname is the host's own name
+    (``mi300-07``), so its digits are no rank.
+    """
+    prefix, number = ordinal(scene.pod_name)
+    if number is None and scene.env.get("POD_NAME"):
+        scene.pod_name, scene.name_source = scene.env["POD_NAME"], "POD_NAME"
+        prefix, number = ordinal(scene.pod_name)
+    if number is None:
+        return []
+    if not scene.kube and scene.host_net:
+        scene.notes.append(f"{scene.name_source} {scene.pod_name!r} ends in -{number} but this container sees the "
+                           f"host's NICs ({', '.join(scene.host_net)}): host networking, so that is not a rank")
+        return []
+    text = f"ordinal of {scene.name_source} {scene.pod_name!r}"
+    return [Claim("node_rank", number, text, HOSTNAME), Claim("prefix", prefix, text, HOSTNAME)]
+
+
+# Strongest first. The order also breaks ties where values may differ (a master's name beside its IP).
+SOURCES = (
+    Source("flags", (), flags),
+    Source("NODEWEAVE_* variables", ("NODEWEAVE_NODE_RANK",), nodeweave_variables),
+    Source("plain variables", ("NODE_RANK",), plain_variables),
+    Source("torchrun PET_* (Kubeflow)", ("PET_NODE_RANK",), torchrun_variables, own_naming=kubeflow_pod),
+    Source("Indexed Job / JobSet", ("JOB_COMPLETION_INDEX",), indexed_job),
+    Source("StatefulSet pod index", ("NODEWEAVE_POD_INDEX",), statefulset_pod_index),
+    Source("LeaderWorkerSet", ("LWS_WORKER_INDEX",), leaderworkerset, own_naming=always),
+    Source("Volcano", ("VC_TASK_INDEX",), volcano, own_naming=always),
+    Source("SkyPilot", ("SKYPILOT_NODE_RANK",), skypilot, own_naming=always),
+    Source("dstack", ("DSTACK_NODE_RANK",), dstack, own_naming=always),  # its instances are <fleet>-<N>
+    Source("AWS Batch", ("AWS_BATCH_JOB_NODE_INDEX",), aws_batch),
+    Source("Google Cloud Batch", ("BATCH_TASK_INDEX with BATCH_HOSTS_FILE",), google_batch,
+           own_naming=always),  # its VMs are <job>-group<G>-<N>
+    Source("SageMaker", ("SM_CURRENT_HOST in SM_HOSTS",), sagemaker, own_naming=sagemaker_naming),
+    Source("Azure ML", ("AZ_BATCHAI_TASK_INDEX",), azure_ml),
+    Source("Slurm", ("SLURM_NODEID", "SLURMD_NODENAME in SLURM_JOB_NODELIST"), slurm, own_naming=always,
+           one_task="use srun --ntasks-per-node=1"),
+    Source("MPI (Open MPI, PMIx)", ("OMPI_COMM_WORLD_RANK", "PMIX_RANK"), mpi, own_naming=always,
+           one_task="start one task per node (mpirun -N 1, --map-by ppr:1:node; slotsPerWorker: 1 in a "
+                    "Kubeflow MPIJob)"),
+    Source("hostfile", ("NODEWEAVE_HOSTFILE",), hostfile, own_naming=always),
+    Source("hostname ordinal", (), hostname_ordinal),
+)
+RANK_NAMES = tuple(name for source in SOURCES for name in source.rank_names)
+
+
+def collect(scene):
+    """{field: [Claim]} over every source, strongest first."""
+    claims = {}
+    for source in SOURCES:
+        for claim in source.read(scene):
+            claim.origin = source
+            claims.setdefault(claim.field, []).append(claim)
+    return claims
+
+
+def as_value(claim):
+    return Value(value=claim.value, source=claim.source)

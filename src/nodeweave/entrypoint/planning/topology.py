@@ -1,0 +1,221 @@
+"""Who this node is: rank, node count, processes per node, master address and port.
+
+The claims come from the rank-source table (:mod:`sources`: flags, variables,
+Kubernetes, LWS, Volcano, SkyPilot, the cloud platforms of :mod:`platforms`,
+Slurm, MPI, a hostfile, the hostname ordinal),
+and every field is weighed by one rule:
+
+1. a malformed value, wherever it comes from, is refused (exit 2);
+2. a flag overrides; each claim it overrides is named in a warning;
+3. variables and platforms must agree (exit 3 naming both): a silent choice is
+   how two nodes end up with the same rank. Master addresses are the exception
+   where a name beside an address is normal: only two different literal
+   addresses contradict, other differences are noted;
+4. the hostname ordinal is used only when nothing else names the rank, and
+   must not contradict what does (:mod:`consistency`);
+5. what is only checked (``WORLD_SIZE``, ``RANK``, Slurm's or MPI's tasks per node)
+   must fit the plan.
+
+Every value carries the source it came from.
+"""
+
+from . import consistency
+from .contract import read_host, read_int
+from ..detection.host import in_kubernetes
+from ..errors import TopologyError, UsageError
+from ..model import FLAG, HOSTNAME, Topology, Value
+from .rules import emit
+from .sources import RANK_NAMES, Scene, collect
+
+DEFAULT_PORT = 29500
+
+
+def host_networking(node):
+    """Device-backed interfaces (PCI, virtio, ...): the container shares the host's network.
+
+    With or without an address: a server's address often sits on a bond,
+    bridge or VLAN (all virtual) above NICs that hold none, and the hostname
+    (``gpu-07``) is still the host's own. A container's own namespace holds
+    only virtual interfaces (veth, macvlan) outside Kubernetes.
+    """
+    return [i.name for i in node.interfaces if not i.virtual]
+
+
+def normalize_nnodes(text, source):
+    """("N" or "MIN:MAX", MIN, MAX) of a node count; UsageError naming the source."""
+    lo, colon, hi = str(text).partition(":")
+    lo_n = read_int(0)(lo, "node count", source)
+    hi_n = read_int(0)(hi, "maximum node count", source) if colon else lo_n
+    if lo_n == 0 or hi_n == 0:
+        raise UsageError(f"node count must be at least 1, got {text!r} (from {source})")
+    if hi_n < lo_n:
+        raise UsageError(f"maximum nodes ({hi_n}) must be >= minimum nodes ({lo_n}) in {text!r} (from {source})")
+    return (str(lo_n) if lo_n == hi_n else f"{lo_n}:{hi_n}"), lo_n, hi_n
+
+
+def _read_port(text, what, source):
+    port = read_int(1)(text, what, source)
+    if port > 65535:
+        raise UsageError(f"master port must be 1..65535, got {port} (from {source})")
+    return port
+
+
+def _read_nproc(node):
+    usable = node.gpus.count if node.gpus and node.gpus.count else 1
+
+    def read(text, what, source):
+        return usable if str(text).strip() == "auto" else read_int(1)(text, what, source)
+    return read
+
+
+def _literal(host):
+    return host.replace(".", "").isdigit() or ":" in host
+
+
+def _contradicts(field, a, b):
+    """Whether two normalised claims cannot both be right (a master's name beside its address can)."""
+    if field == "master_addr":
+        return a != b and _literal(a) and _literal(b)
+    return a != b
+
+
+def decide(claims, field, what, read, notes, warnings):
+    """(value, claim) for one field, or (None, None); see the module docstring for the rule."""
+    if not claims:
+        return None, None
+    weighed = [(read(c.value, what, c.source), c) for c in claims if c.tier != HOSTNAME]
+    if not weighed:
+        return None, None
+    value, first = weighed[0]
+    for other, claim in weighed[1:]:
+        if first.tier == FLAG and claim.tier != FLAG:
+            if other != value:
+                emit(warnings, "flag-overrides-source", f"{what}: {first.source} ({first.value}) overrides {claim.source}")
+        elif _contradicts(field, value, other):
+            raise TopologyError(
+                f"{what} sources disagree: {first.source} says {first.value} but {claim.source} says {claim.value}; "
+                f"remove one, or pass --{field.replace('_', '-')} to override both")
+        elif other != value:
+            notes.append(f"{what}: {first.source} wins over {claim.source} ({claim.value})")
+        else:
+            notes.append(f"{what}: {claim.source} agrees with {first.source}")
+    return value, first
+
+
+def _hostname_claim(claims, field):
+    return next((c for c in claims.get(field, ()) if c.tier == HOSTNAME), None)
+
+
+def discover(settings, node, root, warnings=None):
+    """The :class:`Topology` of this node; raises TopologyError/UsageError for the user."""
+    warnings = warnings if warnings is not None else []
+    env = settings.env
+    scene = Scene(settings, node, root, in_kubernetes(root, env), host_networking(node))
+    claims = collect(scene)
+    notes = scene.notes
+    rank, rank_claim = decide(claims.get("node_rank"), "node_rank", "node rank", read_int(0), notes, warnings)
+    nnodes, nnodes_claim = decide(claims.get("nnodes"), "nnodes", "nnodes",
+                                  lambda v, w, s: normalize_nnodes(v, s)[0], notes, warnings)
+    nproc, nproc_claim = decide(claims.get("nproc_per_node"), "nproc_per_node", "processes per node",
+                                _read_nproc(node), notes, warnings)
+    ordinal = _hostname_claim(claims, "node_rank")
+    rank, rank_src = consistency.weigh_ordinal(rank, rank_claim, ordinal, claims, scene, warnings)
+    platform = rank_claim.origin.name if rank_claim else ordinal.origin.name if ordinal else None
+    prefix = _hostname_claim(claims, "prefix")
+    prefix = prefix.value if prefix else None
+    nnodes_src = nnodes_claim.source if nnodes_claim else None
+    nproc, nproc_src = _processes(nproc, nproc_claim, node, warnings)
+    if nnodes is None:
+        nnodes, nnodes_src = _count(scene, claims, rank, rank_src, prefix, nproc)
+    nnodes, lo, hi = normalize_nnodes(nnodes, nnodes_src)
+    if rank is None:
+        rank, rank_src = _no_rank(scene, hi)
+    if rank >= hi:
+        raise UsageError(f"node rank {rank} (from {rank_src}) is not below the node count {nnodes} "
+                         f"(from {nnodes_src}); ranks run 0..{hi - 1}")
+    consistency.check_processes(claims, rank, lo, hi, nproc, nproc_src)
+    consistency.check_tasks(claims, settings.get("launcher", "torchrun"))
+    master, master_src = _master(scene, claims, prefix, hi, notes, warnings)
+    port, port_claim = decide(claims.get("master_port"), "master_port", "master port", _read_port, notes, warnings)
+    port_value = Value(value=port, source=port_claim.source) if port_claim else \
+        Value(value=DEFAULT_PORT, source=f"default {DEFAULT_PORT}")
+    job_id = settings.get("job_id") or prefix or env.get("SLURM_JOB_ID") or "nodeweave"
+    return Topology(
+        node_rank=Value(value=rank, source=rank_src), nnodes=Value(value=nnodes, source=nnodes_src),
+        nnodes_min=lo, nnodes_max=hi, elastic=lo != hi, nproc_per_node=Value(value=nproc, source=nproc_src),
+        master_addr=Value(value=master, source=master_src), master_port=port_value,
+        world_size=None if lo != hi else hi * nproc, is_master=rank == 0,
+        node_names=[] if lo != hi else _names(claims, hi, prefix), job_id=job_id, notes=notes, platform=platform,
+    )
+
+
+def _processes(nproc, claim, node, warnings):
+    """(processes per node, source): a count, or ``auto`` = usable GPUs (1 on CPU)."""
+    gpus = node.gpus
+    if claim is None or claim.value == "auto":
+        what = f"{gpus.count} usable {gpus.vendor.upper()} GPU(s)" if gpus and gpus.count else "no GPU: 1 process (CPU)"
+        return (gpus.count if gpus and gpus.count else 1), f"auto: {what}" + (f" ({claim.source})" if claim else "")
+    if gpus and gpus.count and nproc > gpus.count:
+        emit(warnings, "more-processes-than-gpus",
+             f"{nproc} processes per node (from {claim.source}) but only {gpus.count} usable GPU(s)")
+    return nproc, claim.source
+
+
+def _count(scene, claims, rank, rank_src, prefix, nproc):
+    """The node count when no source gives one: the StatefulSet's replicas, else a single node."""
+    if prefix is not None and scene.kube and rank is not None and \
+            rank_src.startswith(("ordinal", "NODEWEAVE_POD_INDEX")):
+        from .kube import namespace, statefulset_replicas  # Kubernetes pods only
+
+        ns, _ = namespace(scene.root, scene.env)
+        if ns:
+            replicas = statefulset_replicas(scene.root, scene.env, prefix, ns)
+            return str(replicas), f"Kubernetes API statefulsets/{prefix} .spec.replicas"
+    if rank not in (None, 0):
+        raise TopologyError(f"node rank {rank} (from {rank_src}) but the node count is unknown; set NNODES "
+                            "(or NODEWEAVE_NNODES / --nnodes)")
+    signal = consistency.multi_node_signal(claims, scene.node, nproc)
+    if signal:
+        raise TopologyError(f"{signal}, but no node count is set, so this would run as a single node that never "
+                            "meets the others; set NNODES (or NODEWEAVE_NNODES / --nnodes) on every node")
+    return "1", "default: single node (no node count set)"
+
+
+def _no_rank(scene, hi):
+    if hi == 1:
+        return 0, "single node"
+    why = "is the host's own name (host networking)" if scene.host_net else "has no '-<N>' ordinal"
+    raise TopologyError(
+        f"cannot tell this node's rank: {scene.name_source} {scene.pod_name!r} {why} and none of "
+        f"{', '.join(RANK_NAMES[:-1])} or {RANK_NAMES[-1]} is set; set NODE_RANK=0..{hi - 1} on each node")
+
+
+def _master(scene, claims, prefix, hi, notes, warnings):
+    """(address, source) of node 0: the strongest claim, else derived from the StatefulSet, else loopback."""
+    value, claim = decide(claims.get("master_addr"), "master_addr", "master address", read_host, notes, warnings)
+    if claim is not None:
+        return value, claim.source
+    if prefix is not None:
+        service = scene.settings.get("service")
+        if not service:
+            return f"{prefix}-0", f"pod/host 0 of {prefix!r} (no Service: compose or local)"
+        from .kube import cluster_domain, namespace  # Kubernetes pods only
+
+        ns, ns_src = namespace(scene.root, scene.env)
+        if not ns:
+            return f"{prefix}-0.{service}", f"StatefulSet pod 0 of {prefix!r} behind Service {service!r}"
+        domain, domain_src = cluster_domain(scene.root, scene.settings)
+        return (f"{prefix}-0.{service}.{ns}.svc.{domain}",
+                f"StatefulSet pod 0 of {prefix!r} behind Service {service!r} (namespace from {ns_src}; "
+                f"cluster domain from {domain_src})")
+    if hi == 1:
+        return "127.0.0.1", "single node"
+    raise TopologyError("no master address: set MASTER_ADDR (node 0's address) or NODEWEAVE_SERVICE in a StatefulSet")
+
+
+def _names(claims, hi, prefix):
+    """Every node's name in rank order: the strongest host list of the right length, else <prefix>-<i>."""
+    for claim in claims.get("hosts", ()):
+        if len(claim.value) == hi:
+            return list(claim.value)
+    return [f"{prefix}-{i}" for i in range(hi)] if prefix else [f"node-{i}" for i in range(hi)]

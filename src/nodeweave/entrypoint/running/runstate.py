@@ -1,0 +1,233 @@
+"""The records a node keeps of its held state and of the runs ``nodeweave run`` starts, and stopping them.
+
+Everything lives under ``$TMPDIR/nodeweave`` (``/tmp/nodeweave``), where the
+DeepSpeed hostfile goes too:
+
+- ``hold.json``: written by a holding entrypoint (``hold.py``): its process,
+  start time, command and plan summary;
+- ``runs/<run id>/run.json`` and ``plan.json``: written by the entrypoint that
+  ``nodeweave run`` starts (``--run-id``), just before it starts the launcher.
+
+A record names a process by its pid *and* its start time (``/proc/<pid>/stat``
+field 22), so a recycled pid is never taken for a live run. Stopping a run
+signals every process that descends from its entrypoint, found in ``/proc``:
+torchrun starts each worker in a session of its own, so the launcher's process
+group alone would miss them. SIGTERM first (the entrypoint passes it to the
+launcher once, as a ``podman stop`` would), SIGKILL to whatever is left after
+the grace: no orphan rank keeps a GPU busy. Stdlib only; imported only when a
+node is held, recorded or asked.
+"""
+
+import json
+import os
+import time
+
+from ..errors import EXIT_BUSY, EntrypointError
+
+RUN_SCHEMA = "nodeweave.run/1"
+HOLD_SCHEMA = "nodeweave.hold/1"
+
+
+def state_root(env):
+    return os.path.join(env.get("TMPDIR") or "/tmp", "nodeweave")
+
+
+def run_dir(env, run_id):
+    return os.path.join(state_root(env), "runs", run_id)
+
+
+def write_json(path, data):
+    """Write atomically, so a reader never sees half a record."""
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    tmp = f"{path}.{os.getpid()}"
+    with open(tmp, "w") as f:
+        json.dump(data, f, indent=1, sort_keys=True)
+    os.replace(tmp, path)
+
+
+def read_json(path):
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
+
+
+# --- processes, from /proc ---------------------------------------------------------------------------
+
+def proc_stat(pid):
+    """``(state, ppid, pgid, starttime)`` of a process, or None when it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            text = f.read()
+    except OSError:
+        return None
+    fields = text.rpartition(")")[2].split()  # the command name may hold spaces and parentheses
+    try:
+        return fields[0], int(fields[1]), int(fields[2]), int(fields[19])
+    except (IndexError, ValueError):
+        return None
+
+
+def process_table():
+    """Every process this namespace shows: pid -> (state, ppid, pgid, starttime)."""
+    table = {}
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            stat = proc_stat(int(name))
+            if stat is not None:
+                table[int(name)] = stat
+    return table
+
+
+def alive(pid, starttime):
+    """The process still runs (not a zombie) and is the one the record names."""
+    stat = proc_stat(pid)
+    return stat is not None and stat[0] != "Z" and stat[3] == starttime
+
+
+def descendants(root, table):
+    """``root`` and every process below it, as (pid, starttime)."""
+    children = {}
+    for pid, (_, ppid, _, _) in table.items():
+        children.setdefault(ppid, []).append(pid)
+    found, queue = [], [root]
+    while queue:
+        pid = queue.pop()
+        if pid in table:
+            found.append((pid, table[pid][3]))
+            queue.extend(children.get(pid, ()))
+    return found
+
+
+# --- run records -------------------------------------------------------------------------------------
+
+def live_runs(env):
+    """The run records of this node whose entrypoint still runs, oldest first."""
+    root = os.path.join(state_root(env), "runs")
+    try:
+        names = sorted(os.listdir(root))
+    except OSError:
+        return []
+    records = [read_json(os.path.join(root, name, "run.json")) for name in names]
+    live = [r for r in records if r and alive(r.get("pid", -1), r.get("starttime"))]
+    return sorted(live, key=lambda r: r.get("started", 0))
+
+
+def unrecorded_runs(run_id, recorded):
+    """Entrypoints started with ``--run-id RUN_ID`` that have not written their record yet (just exec'd)."""
+    found = []
+    needle = f"--run-id\0{run_id}\0".encode()
+    for name in os.listdir("/proc"):
+        if not name.isdigit() or int(name) in recorded or int(name) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{name}/cmdline", "rb") as f:
+                cmdline = f.read()
+        except OSError:
+            continue
+        stat = proc_stat(int(name)) if needle in cmdline else None
+        if stat is not None and stat[0] != "Z":
+            found.append({"run_id": run_id, "pid": int(name), "starttime": stat[3], "state": "starting"})
+    return found
+
+
+def refuse_second_run(settings):
+    """One ``nodeweave run`` per node at a time."""
+    run_id = settings.get("run_id")
+    others = [r for r in live_runs(settings.env) if r.get("run_id") != run_id]
+    if others:
+        other = others[0]
+        since = time.strftime("%H:%M:%S", time.gmtime(other.get("started", 0)))
+        raise EntrypointError(f"run {other.get('run_id')} is still in progress on this node (pid {other.get('pid')}, "
+                              f"since {since} UTC): `nodeweave stop` ends it", EXIT_BUSY)
+
+
+def begin_run(settings):
+    """First thing in a recorded run: refuse a second one, lead a process group, record this process.
+
+    Recorded before the plan and the wait for the master, so ``nodeweave stop``
+    finds a run that has not launched yet (a worker still waiting for a master
+    that was stopped would otherwise wait out its whole timeout).
+    """
+    refuse_second_run(settings)
+    try:
+        os.setpgid(0, 0)  # the run's processes are this group and the groups below it
+    except OSError:
+        pass  # already a session leader (its group is its pid)
+    run_id = settings.get("run_id")
+    write_json(os.path.join(run_dir(settings.env, run_id), "run.json"), {
+        "schema": RUN_SCHEMA, "run_id": run_id, "pid": os.getpid(), "starttime": proc_stat(os.getpid())[3],
+        "started": time.time(), "state": "starting", "command": list(settings.command)})
+
+
+def record_run(settings, plan):
+    """Just before the launch: the run's plan, and its record completed."""
+    from ..explain import render_json
+
+    folder = run_dir(settings.env, settings.get("run_id"))
+    with open(os.path.join(folder, "plan.json"), "w") as f:
+        f.write(render_json(plan))
+    record = read_json(os.path.join(folder, "run.json")) or {}
+    topo = plan.topology
+    record.update(state="launched", launched=time.time(), node_rank=topo.node_rank.value, nnodes=topo.nnodes.value,
+                  launcher=plan.launch.launcher, argv=plan.launch.argv, hostname=plan.node.hostname)
+    write_json(os.path.join(folder, "run.json"), record)
+
+
+# --- stopping ----------------------------------------------------------------------------------------
+
+def _protected():
+    """Process groups never signalled: this process's own and PID 1's (the container's init)."""
+    groups = {os.getpgrp()}
+    init = proc_stat(1)
+    if init is not None:
+        groups.add(init[2])
+    return groups
+
+
+def _signal(members, table, sig, protected):
+    groups = {table[pid][2] for pid, _ in members if pid in table} - protected
+    for group in groups:
+        try:
+            os.killpg(group, sig)
+        except OSError:
+            pass
+    for pid, start in members:
+        if pid != os.getpid() and pid != 1 and alive(pid, start):
+            try:
+                os.kill(pid, sig)
+            except OSError:
+                pass
+
+
+def stop_runs(runs, grace, poll=0.1):
+    """SIGTERM every process of ``runs``, SIGKILL what is left after ``grace`` s; a report per run."""
+    import signal
+
+    protected = _protected()
+    started = time.monotonic()
+    table = process_table()
+    members = {r["run_id"]: descendants(r["pid"], table) for r in runs}
+    for run in runs:
+        _signal(members[run["run_id"]], table, signal.SIGTERM, protected)
+    killed = set()
+    while True:
+        table = process_table()
+        for run in runs:  # a process started after the snapshot is stopped too
+            extra = [m for m in descendants(run["pid"], table) if m not in members[run["run_id"]]]
+            members[run["run_id"]] += extra
+            if extra:
+                _signal(extra, table, signal.SIGTERM, protected)
+        left = {rid: [m for m in ms if alive(*m)] for rid, ms in members.items()}
+        if not any(left.values()) or time.monotonic() - started > grace + 5:
+            break
+        if time.monotonic() - started > grace:
+            for rid, ms in left.items():
+                if ms and rid not in killed:
+                    killed.add(rid)
+                    _signal(ms, table, signal.SIGKILL, protected)
+        time.sleep(poll)
+    took = round(time.monotonic() - started, 2)
+    return [{"run_id": r["run_id"], "processes": len(members[r["run_id"]]), "killed": r["run_id"] in killed,
+             "left": [pid for pid, _ in left[r["run_id"]]], "seconds": took} for r in runs]

@@ -1,0 +1,45 @@
+"""Rank 0 must be the master: catch two nodes claiming rank 0 before the launcher hangs.
+
+Rank 0 hosts the rendezvous store at MASTER_ADDR. A second node told it is
+rank 0 (a copied ``.env``, a wrong ``NODE_RANK``) would host a store of its
+own on its own port and wait, like the real master, for a world that never
+completes: a silent hang until the rendezvous timeout. Checked just before
+the exec, on a live root only: MASTER_ADDR must resolve to an address this
+node can bind (or loopback), else exit 3 naming both.
+"""
+
+from ..detection.net import resolve
+from ..errors import TopologyError
+
+LAUNCHERS_WITH_RENDEZVOUS = ("torchrun", "deepspeed", "accelerate")
+
+
+def _is_local(ip):
+    if ip.startswith("127."):
+        return True
+    import socket  # here, not at import: socket costs ~10 ms of every start-up
+
+    try:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+            probe.bind((ip, 0))
+        return True
+    except OSError:
+        return False
+
+
+def check_master_is_self(plan, root):
+    """Raise TopologyError when this node is rank 0 but MASTER_ADDR is another host."""
+    topo = plan.topology
+    if not root.real or not topo.is_master or topo.nnodes_max <= 1:
+        return
+    if plan.launch.launcher not in LAUNCHERS_WITH_RENDEZVOUS:
+        return
+    master = topo.master_addr.value
+    ip, how = resolve(root, master)
+    if ip is None or _is_local(ip):
+        return
+    raise TopologyError(
+        f"this node ({plan.node.hostname}) is node rank 0 ({topo.node_rank.source}), which hosts the rendezvous, "
+        f"but master {master} ({topo.master_addr.source}) is {ip} ({how}), not an address of this node: "
+        f"two nodes claim rank 0, or MASTER_ADDR names another host. Give rank 0 only to the node "
+        f"MASTER_ADDR names and 1..{topo.nnodes_max - 1} to the others")

@@ -1,0 +1,181 @@
+"""Start the launcher so that a stop signal still shows in the container's exit status.
+
+torchrun, deepspeed's launcher and accelerate catch SIGTERM, stop their
+workers and exit 1, so a pod stopped by the kubelet or ``docker stop`` would
+look like a crash (1) instead of a stop (143), and restart policies, Job
+failure policies and dashboards would all misread it. For those launchers the
+entrypoint stays as a thin parent: the child execs the launcher in a process
+group of its own (so tini's group-wide signal reaches the parent only), the
+parent passes each signal on exactly once, and when the launcher ends after a
+stop signal the entrypoint exits 128+N, as a process killed by N would. The
+``command`` launcher is exec'd outright: a user's program takes its signals
+first hand and its status is already the truth.
+"""
+
+import os
+
+from ..errors import EXIT_NOT_EXECUTABLE, EXIT_NOT_FOUND, EntrypointError
+# Signal names, resolved only when supervising: ``signal`` pulls in ``enum``
+# (~4 ms here), which the exec path and --explain need not pay for.
+FORWARDED = ("SIGTERM", "SIGINT", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2")
+STOPPING = ("SIGTERM", "SIGINT", "SIGHUP", "SIGQUIT")
+
+
+def _numbers(names):
+    import signal
+
+    return tuple(getattr(signal, name) for name in names)
+
+
+def resolve(program, path):
+    """The launcher's file from PATH, or the entrypoint's error (127 not found, 126 not executable)."""
+    if "/" in program:
+        candidates = [program]
+    else:
+        candidates = [os.path.join(d or ".", program) for d in path.split(os.pathsep)]
+    found = [c for c in candidates if os.path.isfile(c)]
+    for candidate in found:
+        if os.access(candidate, os.X_OK):
+            return candidate
+    if found:
+        raise EntrypointError(f"launcher {program!r} is not executable ({found[0]})", EXIT_NOT_EXECUTABLE)
+    raise EntrypointError(
+        f"launcher {program!r} not found on PATH ({path}); install it in the image "
+        f"or choose another with NODEWEAVE_LAUNCHER", EXIT_NOT_FOUND)
+
+
+def exit_status(wait_status, received):
+    """The entrypoint's exit code for the launcher's wait status and the signals passed on."""
+    code = os.waitstatus_to_exitcode(wait_status)
+    if code < 0:  # killed by a signal: the shell's convention
+        return 128 - code
+    stopping = _numbers(STOPPING)
+    stop = next((s for s in received if s in stopping), None)
+    if stop is not None and code != 0:
+        return 128 + int(stop)
+    return code
+
+
+def _stop_with_parent(parent):
+    """Ask Linux to send the launcher SIGTERM if the entrypoint dies first (even by SIGKILL).
+
+    Without it a killed entrypoint would leave torchrun and its workers running;
+    with exec they would have died with the PID. ctypes is imported here, in the
+    child only, so the entrypoint's own start-up does not pay for it.
+    """
+    import signal
+
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGTERM), 0, 0, 0)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        return  # not Linux: nothing to ask
+    if os.getppid() != parent:  # the entrypoint died before the request took effect
+        os._exit(128 + int(signal.SIGTERM))
+
+
+def how_it_ended(name, wait_status, received):
+    """'torchrun exited 1', 'torchrun was killed by SIGKILL', 'torchrun exited 1 after SIGTERM'."""
+    import signal
+
+    code = os.waitstatus_to_exitcode(wait_status)
+    if code < 0:
+        return f"{name} was killed by {_signal_name(signal, -code)}"
+    after = f" after {_signal_name(signal, received[0])}" if received else ""
+    return f"{name} exited {code}{after}"
+
+
+def _signal_name(signal, number):
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
+
+
+def _stopper(pid, reaped):
+    """stop(grace): SIGTERM to the launcher's process group now, SIGKILL after ``grace`` seconds."""
+    import signal
+    import threading
+
+    def kill(sig):
+        if not reaped:
+            try:
+                os.killpg(pid, sig)
+            except OSError:
+                pass
+
+    def stop(grace):
+        kill(signal.SIGTERM)
+        timer = threading.Timer(grace, kill, args=(signal.SIGKILL,))
+        timer.daemon = True
+        timer.start()
+    return stop
+
+
+def _become_launcher(executable, argv, env, parent, tail, forwarded, saved):
+    """In the forked child: a process group of its own, default signals, output to the tail's pipes, exec."""
+    import signal
+
+    try:
+        os.setpgid(0, 0)
+        _stop_with_parent(parent)
+        if tail is not None:
+            tail.child_side()
+        for sig in forwarded:
+            signal.signal(sig, signal.SIG_DFL)
+        signal.pthread_sigmask(signal.SIG_SETMASK, saved)
+        os.execve(executable, argv, env)
+    except OSError as err:
+        os.write(2, f"nodeweave-entrypoint: error: cannot exec {executable!r}: {err.strerror}\n".encode())
+    os._exit(EXIT_NOT_EXECUTABLE)
+
+
+def run_supervised(executable, argv, env, watch=None):
+    """Fork, exec the launcher in the child, forward signals, and return the exit code to use.
+
+    With ``watch`` (the heartbeat, ``heartbeat.py``) the launcher's output is
+    passed through :class:`capture.OutputTail`, the watch may stop the launcher
+    when another node fails, and it hears how the launcher ended.
+    """
+    import signal
+
+    forwarded = _numbers(FORWARDED)
+    received = []
+    parent = os.getpid()
+    tail = None
+    if watch is not None:
+        from .capture import OutputTail
+
+        tail = OutputTail()
+    saved = signal.pthread_sigmask(signal.SIG_BLOCK, forwarded)  # none may slip between fork and handlers
+    pid = os.fork()
+    if pid == 0:  # the child: becomes the launcher
+        _become_launcher(executable, argv, env, parent, tail, forwarded, saved)
+    try:
+        os.setpgid(pid, pid)
+    except OSError:
+        pass  # the child already did it, or already exec'd
+
+    def forward(signum, _frame):
+        received.append(signum)
+        try:
+            os.kill(pid, signum)
+        except ProcessLookupError:
+            pass
+
+    for sig in forwarded:
+        signal.signal(sig, forward)
+    reaped = []
+    if watch is not None:
+        tail.parent_side()
+        watch.start(_stopper(pid, reaped))
+    signal.pthread_sigmask(signal.SIG_SETMASK, saved)
+    _, status = os.waitpid(pid, 0)  # PEP 475: retried after each forwarded signal
+    reaped.append(pid)
+    code = exit_status(status, received)
+    if watch is not None:
+        stopped = watch.finish(code, how_it_ended(os.path.basename(argv[0]), status, received), tail.lines())
+        if stopped is not None and not any(s in _numbers(STOPPING) for s in received):
+            return stopped  # a stop this node was sent itself still shows as 128+N
+    return code

@@ -1,0 +1,59 @@
+"""Wait for the master: its name must resolve and its port accept a TCP connection.
+
+An nslookup loop is not enough (the record can exist before anything
+listens); a connect with backoff and a deadline is. The message at the
+deadline names host, port and the last error, so a wrong Service name or port
+is obvious from the log.
+"""
+
+import socket
+import sys
+import time
+
+from ..errors import EXIT_UNREACHABLE, EntrypointError
+
+
+def wait_for(host, port, timeout_s, log=None, first_delay=0.25, max_delay=5.0, clock=time.monotonic,
+             what="master", steady_s=0.0):
+    """Return seconds waited once ``host:port`` accepts; raise EntrypointError at the deadline.
+
+    ``what`` names the port in messages: the master's, or node 0's check-in exchange.
+    For the first ``steady_s`` seconds every retry waits ``first_delay``, so
+    nodes started together find node 0 as soon as it listens; then the delay grows.
+    """
+    log = log or (lambda text: print(f"nodeweave-entrypoint: {text}", file=sys.stderr, flush=True))
+    start = clock()
+    deadline = start + timeout_s
+    delay, last_error, attempts, next_log = first_delay, None, 0, start + 10.0
+    while True:
+        attempts += 1
+        try:
+            infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+        except socket.gaierror as err:
+            last_error = f"{host} does not resolve ({err.strerror})"
+            infos = []
+        except UnicodeError:
+            raise EntrypointError(f"{what} address {host!r} is not a valid host name", EXIT_UNREACHABLE) from None
+        for family, kind, proto, _, addr in infos:
+            remaining = max(0.1, min(2.0, deadline - clock()))
+            try:
+                with socket.socket(family, kind, proto) as s:
+                    s.settimeout(remaining)
+                    s.connect(addr)
+                return clock() - start
+            except OSError as err:
+                last_error = f"{addr[0]}:{port}: {err.strerror or err}"
+        now = clock()
+        if now >= deadline:
+            raise EntrypointError(
+                f"{what} {host}:{port} not reachable after {timeout_s}s ({attempts} attempts; last: {last_error}). "
+                "Check MASTER_ADDR/the headless Service (publishNotReadyAddresses: true) and that node 0 is running"
+                + ("" if what == "master" else "; node 0 opens this port before its launcher, and a firewall must let it "
+                   "through as well as the master port (NODEWEAVE_EXCHANGE_PORT sets it)")
+                + "; NODEWEAVE_WAIT_TIMEOUT sets the deadline", EXIT_UNREACHABLE)
+        if now >= next_log:
+            log(f"waiting for {what} {host}:{port} ({int(now - start)}s of {timeout_s}s; {last_error})")
+            next_log = now + 10.0
+        time.sleep(max(0.0, min(delay, deadline - now)))
+        if now - start >= steady_s:
+            delay = min(max_delay, delay * 1.6)

@@ -1,0 +1,106 @@
+"""Names, labels, image and environment shared by every manifest.
+
+One place decides what the objects are called and how they find each other
+(selector labels, Service name, claim names), so the StatefulSet, the Job,
+the Service and the overlays can never disagree.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Collection, Dict, List
+
+from nodeweave.errors import UsageError
+from nodeweave.resolve import Resolved
+
+CONTAINER = "trainer"
+RENDEZVOUS_PORT_NAME = "rendezvous"
+WORKSPACE_VOLUME = "workspace"
+CACHE_VOLUME = "cache"
+SHM_VOLUME = "dshm"
+# A memory-backed /dev/shm counts against the pod's memory; the limit keeps a
+# runaway DataLoader from taking the node. NCCL's own use is a few hundred MiB.
+SHM_SIZE = "64Gi"
+# The images' own `USER 1000:0`: files are group 0 with g=u, which is also how
+# OpenShift's arbitrary UID (always in group 0) can write them.
+RUN_AS_USER = 1000
+RUN_AS_GROUP = 0
+FS_GROUP = 0
+NVIDIA_GPU = "nvidia.com/gpu"
+AMD_GPU = "amd.com/gpu"
+POD_INDEX_LABEL = "apps.kubernetes.io/pod-index"
+JOB_INDEX_ANNOTATION = "batch.kubernetes.io/job-completion-index"
+NETWORKS_ANNOTATION = "k8s.v1.cni.cncf.io/networks"
+# The replicated Job of a JobSet (and of a Kubeflow TrainJob's JobSet): pods <name>-node-<job>-<index>.
+REPLICATED_JOB = "node"
+
+
+def batch_master(r: "Resolved", workload: str) -> str:
+    """Node 0's host name behind the Service, for an Indexed Job (``<name>-0``) or a JobSet (``<name>-node-0-0``)."""
+    host = f"{r.spec.name}-{REPLICATED_JOB}-0-0" if workload == "jobset" else f"{r.spec.name}-0"
+    return f"{host}.{r.spec.kubernetes.service}"
+
+
+def selector_labels(r: Resolved) -> Dict[str, str]:
+    """Labels that pick this job's pods: Service selector, anti-affinity, StatefulSet selector."""
+    return {"app.kubernetes.io/name": "nodeweave", "app.kubernetes.io/instance": r.spec.name}
+
+
+def labels(r: Resolved, component: str) -> Dict[str, str]:
+    return {**selector_labels(r), "app.kubernetes.io/component": component, "app.kubernetes.io/managed-by": "nodeweave"}
+
+
+def metadata(r: Resolved, name: str, component: str) -> Dict[str, Any]:
+    return {"name": name, "namespace": r.spec.kubernetes.namespace, "labels": labels(r, component)}
+
+
+def workspace_claim(r: Resolved) -> str:
+    """The shared ReadWriteMany claim's name (``claim: shared``)."""
+    return f"{r.spec.name}-workspace"
+
+
+def is_amd(r: Resolved) -> bool:
+    return r.vendor.key == "amd"
+
+
+def gpu_count(r: Resolved) -> int:
+    """GPUs to request: Kubernetes schedules a count, so "auto" cannot be rendered for a GPU variant."""
+    if r.spec.gpus_per_node == "auto":
+        raise UsageError(
+            f"gpus_per_node: 'auto' cannot go into Kubernetes manifests for variant "
+            f"{r.spec.image.variant!r}: the device plugin needs a GPU count to schedule pods; "
+            "accepted: an integer from 1 to 1024 (e.g. 8)"
+        )
+    return r.spec.gpus_per_node
+
+
+def wants_rdma(r: Resolved) -> bool:
+    """RDMA registers (locks) memory: only then does the pod need IPC_LOCK on OpenShift."""
+    return r.spec.network.rdma
+
+
+def env_var(name: str, value: str) -> Dict[str, str]:
+    return {"name": name, "value": value}
+
+
+def field_env(name: str, field_path: str) -> Dict[str, Any]:
+    return {"name": name, "valueFrom": {"fieldRef": {"fieldPath": field_path}}}
+
+
+def downward_env(index_field: str) -> List[Dict[str, Any]]:
+    """Who the pod is, from the downward API; ``index_field`` gives NODEWEAVE_POD_INDEX."""
+    return [
+        field_env("POD_NAME", "metadata.name"),
+        field_env("POD_NAMESPACE", "metadata.namespace"),
+        field_env("POD_IP", "status.podIP"),
+        field_env("NODEWEAVE_POD_INDEX", index_field),
+    ]
+
+
+def contract_env(r: Resolved, omit: Collection[str] = (), only=None) -> List[Dict[str, str]]:
+    """The entrypoint's NODEWEAVE_* settings from the spec (nodeweave.entrypoint.planning.contract)."""
+    return [env_var(name, text) for name, text in r.contract_env("kubernetes", omit=omit, only=only)]
+
+
+def user_env(r: Resolved) -> List[Dict[str, str]]:
+    """The spec's own ``env``, untouched."""
+    return [env_var(key, value) for key, value in r.spec.env.items()]

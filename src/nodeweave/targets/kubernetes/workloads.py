@@ -1,0 +1,105 @@
+"""The Kubernetes objects of a training run, as plain dicts in the order people read them.
+
+Two ways to run the same pod: a StatefulSet (long-lived, scalable with
+``oc scale``, the entrypoint reads its replica count from the API through the
+Role here) and an Indexed Job (batch: fixed size, finishes when the script
+does). Both sit behind the same headless Service, whose
+``publishNotReadyAddresses`` lets peers resolve each other before any is Ready.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict
+
+from nodeweave.targets.kubernetes import common, placement
+from nodeweave.targets.kubernetes.pod import claim_spec, pod_template
+from nodeweave.resolve import Resolved
+
+
+def headless_service(r: Resolved) -> Dict[str, Any]:
+    port = r.spec.launcher.master_port
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": common.metadata(r, r.spec.kubernetes.service, "rendezvous"),
+        "spec": {
+            "clusterIP": "None",
+            # Rendezvous happens before readiness; without this, DNS names appear too late.
+            "publishNotReadyAddresses": True,
+            "selector": common.selector_labels(r),
+            "ports": [{"name": common.RENDEZVOUS_PORT_NAME, "port": port, "targetPort": port, "protocol": "TCP"}],
+        },
+    }
+
+
+def statefulset(r: Resolved) -> Dict[str, Any]:
+    body: Dict[str, Any] = {
+        "serviceName": r.spec.kubernetes.service,
+        "replicas": r.spec.nodes.min,
+        # All pods start together: rendezvous needs every rank, ordered start only adds waiting.
+        "podManagementPolicy": "Parallel",
+        "selector": {"matchLabels": common.selector_labels(r)},
+        "template": pod_template(r, "statefulset"),
+    }
+    if r.spec.kubernetes.claim == "per-pod":
+        body["volumeClaimTemplates"] = [
+            {"metadata": {"name": common.WORKSPACE_VOLUME, "labels": common.labels(r, "workspace")},
+             "spec": claim_spec(r, "ReadWriteOnce")}
+        ]  # fmt: skip
+    return {"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": placement.workload_metadata(r, "trainer"),
+            "spec": body}
+
+
+def indexed_job(r: Resolved) -> Dict[str, Any]:
+    """A batch run: ``JOB_COMPLETION_INDEX`` is the node rank; an elastic range starts its largest size."""
+    size = r.spec.nodes.max
+    body = {
+        "completionMode": "Indexed",
+        "completions": size,
+        "parallelism": size,
+        # One lost rank fails the whole collective; restarts are torchrun's --max-restarts, in place.
+        "backoffLimit": 0,
+        # ...but a pod evicted or preempted by the cluster does not count as a failure.
+        "podFailurePolicy": {
+            "rules": [{"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}]}]
+        },
+        "template": pod_template(r, "job"),
+    }
+    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": placement.workload_metadata(r, "trainer"), "spec": body}
+
+
+def workspace_claim(r: Resolved) -> Dict[str, Any]:
+    """The one ReadWriteMany claim every pod mounts (``claim: shared``); `nodeweave sync` fills it."""
+    return {
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": common.metadata(r, common.workspace_claim(r), "workspace"),
+        "spec": claim_spec(r, "ReadWriteMany"),
+    }
+
+
+def service_account(r: Resolved) -> Dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": common.metadata(r, r.spec.name, "rbac")}
+
+
+def role(r: Resolved) -> Dict[str, Any]:
+    """Just enough for the entrypoint to read the replica count and its peers' pods."""
+    return {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "Role",
+        "metadata": common.metadata(r, r.spec.name, "rbac"),
+        "rules": [
+            {"apiGroups": ["apps"], "resources": ["statefulsets"], "resourceNames": [r.spec.name], "verbs": ["get"]},
+            {"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]},
+        ],
+    }
+
+
+def role_binding(r: Resolved) -> Dict[str, Any]:
+    return {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "RoleBinding",
+        "metadata": common.metadata(r, r.spec.name, "rbac"),
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": r.spec.name},
+        "subjects": [{"kind": "ServiceAccount", "name": r.spec.name, "namespace": r.spec.kubernetes.namespace}],
+    }

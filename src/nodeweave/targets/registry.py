@@ -1,0 +1,119 @@
+"""The render targets: one row per pure renderer, and the union of their files.
+
+Each row imports its renderer when called, so a command that renders one
+target (or none: ``nodeweave --help``) does not load jinja2 and the others.
+``render all`` renders the targets a spec asks for: images, compose and
+manifests always; the others when the spec has their section (``slurm:``,
+``kubernetes.build``); Kubeflow's TrainJob and JobSet only when named.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+from types import MappingProxyType
+from typing import Callable, Dict, Iterable, List, Mapping
+
+from nodeweave.errors import NodeweaveError, UsageError
+from nodeweave.spec import Spec
+
+Renderer = Callable[[Spec], Dict[str, str]]
+
+
+@dataclass(frozen=True)
+class Target:
+    """One render target: its renderer, what it makes, and whether ``all`` includes it for a spec."""
+
+    name: str
+    render: Renderer
+    summary: str
+    wanted: Callable[[Spec], bool] = lambda spec: True
+
+    def __call__(self, spec: Spec) -> Dict[str, str]:
+        return self.render(spec)
+
+
+def _never(spec: Spec) -> bool:
+    return False
+
+
+def _images(spec: Spec) -> Dict[str, str]:
+    from nodeweave.targets.images import render_files
+
+    return render_files(spec)
+
+
+def _compose(spec: Spec) -> Dict[str, str]:
+    from nodeweave.targets.compose import render_files
+
+    return render_files(spec)
+
+
+def _manifests(spec: Spec) -> Dict[str, str]:
+    from nodeweave.targets.kubernetes import render_files
+
+    return render_files(spec)
+
+
+def _slurm(spec: Spec) -> Dict[str, str]:
+    from nodeweave.targets.slurm import render_files
+
+    return render_files(spec)
+
+
+def _openshift_build(spec: Spec) -> Dict[str, str]:
+    from nodeweave.targets.openshift_build import render_files
+
+    return render_files(spec)
+
+
+def _trainjob(spec: Spec) -> Dict[str, str]:
+    from nodeweave.targets.trainjob import render_files
+
+    return render_files(spec)
+
+
+def _jobset(spec: Spec) -> Dict[str, str]:
+    from nodeweave.targets.jobset import render_files
+
+    return render_files(spec)
+
+
+_ROWS = (
+    Target("images", _images, "a Dockerfile per variant, the bake file, .dockerignore"),
+    Target("compose", _compose, "compose files per host and for a local simulation"),
+    Target("manifests", _manifests, "the kustomize tree: StatefulSet, Indexed Job, overlays"),
+    Target("slurm", _slurm, "an sbatch script (pyxis, Apptainer or a host venv)",
+           wanted=lambda spec: spec.slurm is not None),
+    Target("openshift-build", _openshift_build, "ImageStream + BuildConfig, workloads following the image tag",
+           wanted=lambda spec: spec.kubernetes.build is not None),
+    Target("trainjob", _trainjob, "a Kubeflow Trainer TrainJob (torch-distributed runtime)", wanted=_never),
+    Target("jobset", _jobset, "a JobSet of one replicated Indexed Job", wanted=_never),
+)
+RENDERERS: Mapping[str, Target] = MappingProxyType({row.name: row for row in _ROWS})
+
+
+def wanted_targets(spec: Spec) -> List[str]:
+    """What ``render all`` renders for ``spec``."""
+    return [name for name, row in RENDERERS.items() if row.wanted(spec)]
+
+
+def render_targets(spec: Spec, targets: Iterable[str]) -> Dict[str, str]:
+    """Every file the chosen renderers make, by relative path; two renderers may not claim one path."""
+    files: Dict[str, str] = {}
+    for name in targets:
+        renderer = RENDERERS.get(name)
+        if renderer is None:
+            raise UsageError(f"unknown render target {name!r}; accepted: {', '.join(RENDERERS)} or all")
+        for path, text in renderer(spec).items():
+            _check_relative(name, path)
+            if path in files:
+                raise NodeweaveError(f"renderers disagree: {path} is rendered twice (second time by {name})")
+            files[path] = text
+    return dict(sorted(files.items()))
+
+
+def _check_relative(renderer: str, path: str) -> None:
+    pure = PurePosixPath(path)
+    if pure.is_absolute() or ".." in pure.parts or not pure.parts:
+        raise NodeweaveError(f"renderer {renderer} returned the path {path!r}, which would leave --out")

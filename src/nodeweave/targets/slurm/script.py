@@ -1,0 +1,146 @@
+"""The sbatch script's text: directives from the spec, the contract's variables, one srun per runtime.
+
+Every spec value reaches the script either as an ``#SBATCH`` value the spec's
+rules already limit to safe characters, or quoted for bash here
+(``shlex.quote`` for words, :func:`double_quoted` where a ``${...}`` prefix
+must still expand). shellcheck and bash's own parser check the result.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import shlex
+from typing import List, Optional, Tuple
+
+from nodeweave import quantities
+from nodeweave.errors import UsageError
+from nodeweave.resolve import Resolved
+from nodeweave.spec import Slurm
+
+RUN_ONE_PER_NODE = "srun --ntasks-per-node=1 --kill-on-bad-exit=1"
+APPTAINER_GPU_FLAGS = {"nvidia": ["--nv"], "amd": ["--rocm"], "cpu": []}
+
+
+def double_quoted(text: str) -> str:
+    """``text`` for the inside of a bash double-quoted string: nothing in it expands."""
+    for ch in ("\\", '"', "$", "`"):
+        text = text.replace(ch, "\\" + ch)
+    return text
+
+
+def host_expression(host_path: str) -> str:
+    """A host path as the inside of a double-quoted string: ``~`` is ``${HOME}``, relative is the submit dir's."""
+    if host_path == "~" or host_path.startswith("~/"):
+        return "${HOME}" + double_quoted(host_path[1:])
+    if host_path.startswith("/"):
+        return double_quoted(host_path)
+    return "${submit_dir}/" + double_quoted(posixpath.normpath(host_path))
+
+
+def pyxis_image(reference: str) -> str:
+    """enroot's image syntax: ``[REGISTRY#]IMAGE[:TAG]`` (a registry host needs the ``#``)."""
+    first, slash, rest = reference.partition("/")
+    if slash and ("." in first or ":" in first or first == "localhost"):
+        return f"{first}#{rest}"
+    return reference
+
+
+def _mounts(r: Resolved) -> List[Tuple[str, str, bool]]:
+    """(host path, container path, read-only) of what the containers mount: workspace, cache, host volumes."""
+    mounts = [(r.spec.workspace.host_path, r.spec.workspace.path, False), (r.spec.cache.host_path, r.spec.cache.path, False)]
+    mounts += [(v.host_path, v.path, v.read_only) for v in r.spec.volumes if v.host_path is not None]
+    for host, container, _ in mounts:
+        if "," in host or "," in container:
+            raise UsageError(f"slurm: the mount {host!r} -> {container!r} has a ',', which separates mounts in "
+                             "--container-mounts and --bind; accepted: paths without ',' for a Slurm job")
+    return mounts
+
+
+def directives(r: Resolved) -> List[str]:
+    slurm = r.spec.slurm or Slurm()
+    nodes = f"{r.spec.nodes.min}-{r.spec.nodes.max}" if r.spec.nodes.elastic else str(r.spec.nodes.min)
+    lines = [f"--job-name={r.spec.name}", f"--nodes={nodes}", "--ntasks-per-node=1"]
+    if r.gpu_resource is not None:
+        if r.spec.gpus_per_node == "auto":
+            raise UsageError(f"gpus_per_node: 'auto' cannot go into a Slurm script for variant {r.variant.key!r}: "
+                             "sbatch needs a GPU count to allocate; accepted: an integer from 1 to 1024 (e.g. 8)")
+        lines.append(f"--gpus-per-node={r.spec.gpus_per_node}")
+    res = r.spec.resources
+    cpu = res.requests.get("cpu") or res.limits.get("cpu")
+    memory = res.requests.get("memory") or res.limits.get("memory")
+    if cpu:
+        lines.append(f"--cpus-per-task={quantities.slurm_cpus(cpu)}")
+    if memory:
+        lines.append(f"--mem={quantities.slurm_megabytes(memory)}")
+    for option, value in (("time", slurm.time), ("partition", slurm.partition), ("account", slurm.account),
+                          ("qos", slurm.qos), ("constraint", slurm.constraint)):
+        if value:
+            lines.append(f"--{option}={value}")
+    if r.spec.hosts:
+        lines.append(f"--nodelist={','.join(r.spec.hosts)}")
+    if slurm.exclusive:
+        lines.append("--exclusive")
+    return [f"#SBATCH {line}" for line in lines]
+
+
+def exports(r: Resolved) -> List[str]:
+    env = list(r.contract_env("slurm")) + list(r.spec.env.items())
+    return [f"export {name}={shlex.quote(text)}" for name, text in env]
+
+
+def _runs(r: Resolved, image_default: str, sif: Optional[str]) -> List[str]:
+    workdir = shlex.quote(r.spec.workspace.path)
+    gpu_flags = " ".join(APPTAINER_GPU_FLAGS[r.vendor.key] + [""]) if APPTAINER_GPU_FLAGS[r.vendor.key] else ""
+    apptainer_image = sif or f"docker://{image_default}"
+    return [
+        "  pyxis)",
+        f"    {RUN_ONE_PER_NODE} \\",
+        f"      --container-image=\"${{NODEWEAVE_IMAGE:-{double_quoted(pyxis_image(image_default))}}}\" \\",
+        f"      --container-mounts=\"${{mounts}}\" --container-workdir={workdir} \\",
+        "      \"${command[@]}\"",
+        "    ;;",
+        "  apptainer)",
+        f"    {RUN_ONE_PER_NODE} \\",
+        f"      apptainer exec {gpu_flags}--bind \"${{mounts}}\" --pwd {workdir} \\",
+        f"      \"${{NODEWEAVE_IMAGE:-{double_quoted(apptainer_image)}}}\" \"${{command[@]}}\"",
+        "    ;;",
+        "  host)",
+        f"    {RUN_ONE_PER_NODE} --chdir=\"{host_expression(r.spec.workspace.host_path)}\" \"${{command[@]}}\"",
+        "    ;;",
+        "  *)",
+        "    echo \"NODEWEAVE_RUNTIME=${runtime}: accepted: pyxis, apptainer or host\" >&2",
+        "    exit 2",
+        "    ;;",
+    ]
+
+
+def render_script(r: Resolved) -> str:
+    slurm = r.spec.slurm or Slurm()
+    mounts = ",".join(f"{host_expression(h)}:{double_quoted(c)}{':ro' if ro else ''}" for h, c, ro in _mounts(r))
+    command = " ".join(shlex.quote(word) for word in ("nodeweave-entrypoint", r.spec.launcher.script, *r.spec.launcher.args))
+    runs = _runs(r, r.image, slurm.sif)
+    # Relative host paths are the submit directory's (sbatch runs a copy of this script elsewhere).
+    uses_submit_dir = "${submit_dir}" in mounts or any("${submit_dir}" in line for line in runs)
+    lines = [
+        "#!/bin/bash",
+        "# shellcheck disable=SC2016  # single-quoted spec values are literal on purpose",
+        "# Rendered by nodeweave from the cluster spec (nodeweave.yaml): edit the spec and run",
+        "# `nodeweave render slurm`, not this file. Submit from the spec's directory:",
+        "#   sbatch slurm/job.sbatch                        (runtime: NODEWEAVE_RUNTIME=pyxis|apptainer|host)",
+        *directives(r),
+        "set -euo pipefail",
+        "",
+        "# The spec's settings for the entrypoint. Rank, node count and master come from Slurm itself",
+        "# (SLURM_NODEID, SLURM_NNODES, the first host of SLURM_JOB_NODELIST).",
+        *exports(r),
+        "",
+        *(["submit_dir=\"${SLURM_SUBMIT_DIR:-${PWD}}\""] if uses_submit_dir else []),
+        f"runtime=\"${{NODEWEAVE_RUNTIME:-{slurm.runtime}}}\"",
+        f"mounts=\"{mounts}\"",
+        f"command=({command})",
+        "",
+        "case \"${runtime}\" in",
+        *runs,
+        "esac",
+    ]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,63 @@
+"""The repository's shape: no build artefacts committed, rooms of a readable size.
+
+Reads what git tracks (``git ls-files``), so a stray wheel or tarball at the
+root fails here before it ships; and every folder of the product holds about
+a dozen modules at most, each under 300 lines (docs/design.md's map).
+"""
+
+import subprocess
+from pathlib import Path, PurePosixPath
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+ARTEFACT_SUFFIXES = (".whl", ".tar.gz", ".tgz", ".zip", ".egg", ".pyz", ".pyc", ".so")
+ARTEFACT_DIRS = ("build", "dist", "__pycache__")
+PYZ_HOME = "entrypoint"  # the one place a rendered zipapp may live (issue 23's entrypoint/nodeweave-entrypoint.pyz)
+MAX_MODULES = 13  # "about a dozen": src/nodeweave/cluster/ holds 13
+MAX_LINES = 300
+
+
+def tracked() -> "list[str]":
+    try:
+        out = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True, timeout=60)
+    except (OSError, subprocess.CalledProcessError):
+        pytest.skip("not a git checkout")
+    return [name for name in out.stdout.decode().split("\0") if name]
+
+
+def artefacts(paths: "list[str]") -> "list[str]":
+    """Build outputs among ``paths``: wheels, sdists, eggs, zipapps (outside entrypoint/), bytecode, build dirs."""
+    found = []
+    for name in paths:
+        path = PurePosixPath(name)
+        if path.parts[0] in ARTEFACT_DIRS or path.parts[0].endswith(".egg-info") or "__pycache__" in path.parts:
+            found.append(name)
+        elif name.endswith(ARTEFACT_SUFFIXES) and not (name.endswith(".pyz") and path.parts[0] == PYZ_HOME):
+            found.append(name)
+    return found
+
+
+def test_no_build_artefact_is_committed():
+    found = artefacts(tracked())
+    assert found == [], f"build artefacts committed (remove them with git rm; .gitignore keeps them out): {found}"
+
+
+def test_the_artefact_check_catches_what_it_names():
+    """The rule itself: a stray wheel at the root is caught, the project's own files are not."""
+    caught = artefacts(["pyflakes-4.1.0-py2.py3-none-any.whl", "nodeweave-0.1.0.tar.gz", "dist/x.txt",
+                        "build/lib/a.py", "nodeweave.egg-info/PKG-INFO", "src/nodeweave/__pycache__/a.pyc",
+                        "tool.pyz", "images/tool.pyz"])
+    assert len(caught) == 8, caught
+    assert artefacts(["entrypoint/nodeweave-entrypoint.pyz", "pyproject.toml", "src/nodeweave/build/__init__.py",
+                      "wheelhouse/README.md", "images/cpu/Dockerfile"]) == []
+
+
+def test_every_room_of_the_product_is_small():
+    package = ROOT / "src" / "nodeweave"
+    for folder in [package, *sorted(p for p in package.rglob("*") if p.is_dir() and p.name != "__pycache__")]:
+        modules = [p for p in folder.glob("*.py") if p.name not in ("__init__.py", "__main__.py")]
+        assert len(modules) <= MAX_MODULES, f"{folder.relative_to(ROOT)} holds {len(modules)} modules side by side"
+        for module in modules + [p for p in folder.glob("__*__.py")]:
+            lines = len(module.read_text(encoding="utf-8").splitlines())
+            assert lines <= MAX_LINES, f"{module.relative_to(ROOT)} has {lines} lines (at most {MAX_LINES})"
