@@ -340,18 +340,125 @@ ONLY = {
     "LeaderWorkerSet": ([], {"LWS_WORKER_INDEX": "1", "LWS_GROUP_SIZE": "2", "LWS_LEADER_ADDRESS": "m"}),
     "Volcano": ([], {"VC_TASK_INDEX": "1", "VC_WORKER_HOSTS": "m,w1"}),
     "SkyPilot": ([], {"SKYPILOT_NODE_RANK": "1", "SKYPILOT_NODE_IPS": "m\n10.0.0.2\n"}),
+    "dstack": ([], {"DSTACK_NODE_RANK": "1", "DSTACK_NODES_NUM": "2", "DSTACK_MASTER_NODE_IP": "m"}),
+    "AWS Batch": ([], {"AWS_BATCH_JOB_NODE_INDEX": "1", "AWS_BATCH_JOB_NUM_NODES": "2",
+                       "AWS_BATCH_JOB_MAIN_NODE_INDEX": "0", "AWS_BATCH_JOB_MAIN_NODE_PRIVATE_IPV4_ADDRESS": "m"}),
+    "Google Cloud Batch": ([], {"BATCH_TASK_INDEX": "1", "BATCH_TASK_COUNT": "2", "BATCH_HOSTS_FILE": "HOSTFILE"}),
+    "SageMaker": ([], {"SM_CURRENT_HOST": "w", "SM_HOSTS": '["m", "w"]'}),
+    "Azure ML": ([], {"AZ_BATCHAI_TASK_INDEX": "1", "AZUREML_NODE_COUNT": "2", "AZ_BATCH_MASTER_NODE": "m:6105"}),
     "Slurm": ([], {"SLURM_NODEID": "1", "SLURM_JOB_NODELIST": "m,w1"}),
+    "MPI (Open MPI, PMIx)": ([], {"OMPI_COMM_WORLD_RANK": "1", "OMPI_COMM_WORLD_SIZE": "2", "MASTER_ADDR": "m"}),
     "hostfile": ([], {"NODEWEAVE_HOSTFILE": "HOSTFILE"}),
     "hostname ordinal": ([], {"POD_NAME": "m-1", "NODEWEAVE_NNODES": "2"}),
 }
+HOSTFILES = {"NODEWEAVE_HOSTFILE": f"m slots=1\n{CPU_SELF} slots=1\n", "BATCH_HOSTS_FILE": f"m\n{CPU_SELF}\n"}
+
+
+def _files(env, tmp_path):
+    """The environment with each ``HOSTFILE`` value replaced by a written hosts file, this node second."""
+    out = dict(env)
+    for name, value in env.items():
+        if value == "HOSTFILE":
+            (tmp_path / name).write_text(HOSTFILES[name])
+            out[name] = str(tmp_path / name)
+    return out
 
 
 @pytest.mark.parametrize("source", SOURCES, ids=lambda s: s.name)
 def test_every_row_of_the_table_gives_the_rank_on_its_own(source, tmp_path):
     flags, env = ONLY[source.name]
-    if "NODEWEAVE_HOSTFILE" in env:
-        (tmp_path / "hosts").write_text(f"m slots=1\n{CPU_SELF} slots=1\n")
-        env = {"NODEWEAVE_HOSTFILE": str(tmp_path / "hosts")}
-    t = plan("cpu-only", [a for flag in flags for a in flag], **env).topology
+    p = plan("cpu-only", [a for flag in flags for a in flag], **_files(env, tmp_path))
+    t = p.topology
     assert (t.node_rank.value, t.nnodes.value) == (1, "2"), t.node_rank
     assert t.master_addr.value in ("m", "m-0")
+    assert t.platform == source.name
+
+
+# Each platform row against the other sources: (root, env, exit code, what the message must name).
+CONFLICTS = {
+    "dstack rank vs NODE_RANK": ("cpu-only", {"DSTACK_NODE_RANK": "1", "DSTACK_NODES_NUM": "2", "NODE_RANK": "0",
+                                             "DSTACK_MASTER_NODE_IP": "10.0.0.1"},
+                                 EXIT_TOPOLOGY, ["NODE_RANK=0", "DSTACK_NODE_RANK=1"]),
+    "dstack count vs its IPs": ("cpu-only", {"DSTACK_NODE_RANK": "1", "DSTACK_NODES_NUM": "3",
+                                            "DSTACK_NODES_IPS": "10.0.0.1\n10.0.0.2"},
+                                EXIT_TOPOLOGY, ["DSTACK_NODES_NUM=3", "lines of DSTACK_NODES_IPS"]),
+    "AWS Batch vs the container ordinal": ("compose-sim", {"AWS_BATCH_JOB_NODE_INDEX": "0",
+                                                           "AWS_BATCH_JOB_NUM_NODES": "2",
+                                                           "AWS_BATCH_JOB_MAIN_NODE_INDEX": "0"},
+                                           EXIT_TOPOLOGY, ["AWS_BATCH_JOB_NODE_INDEX=0", "'llama-1' has ordinal 1"]),
+    "AWS Batch vs NNODES": ("cpu-only", {"AWS_BATCH_JOB_NODE_INDEX": "1", "AWS_BATCH_JOB_NUM_NODES": "2",
+                                         "AWS_BATCH_JOB_MAIN_NODE_INDEX": "0", "NNODES": "4",
+                                         "AWS_BATCH_JOB_MAIN_NODE_PRIVATE_IPV4_ADDRESS": "10.0.0.1"},
+                            EXIT_TOPOLOGY, ["NNODES=4", "AWS_BATCH_JOB_NUM_NODES=2"]),
+    "AWS Batch index not a number": ("cpu-only", {"AWS_BATCH_JOB_NODE_INDEX": "one"}, EXIT_USAGE,
+                                     ["AWS_BATCH_JOB_NODE_INDEX='one'", "whole number"]),
+    "AWS Batch index without its count": ("cpu-only", {"AWS_BATCH_JOB_NODE_INDEX": "1"}, EXIT_USAGE,
+                                          ["AWS_BATCH_JOB_NUM_NODES", "accepted:"]),
+    "Google hosts file order vs task index": ("cpu-only", {"BATCH_TASK_INDEX": "0", "BATCH_TASK_COUNT": "2",
+                                                           "BATCH_HOSTS_FILE": "HOSTFILE"},
+                                              EXIT_TOPOLOGY, ["BATCH_TASK_INDEX=0", "position of 192.168.1.40"]),
+    "Google task count vs hosts (several tasks a VM)": ("cpu-only", {"BATCH_TASK_INDEX": "1", "BATCH_TASK_COUNT": "4",
+                                                                     "BATCH_HOSTS_FILE": "HOSTFILE"},
+                                                       EXIT_TOPOLOGY, ["BATCH_TASK_COUNT=4", "hosts in BATCH_HOSTS_FILE"]),
+    "SageMaker host not in its hosts": ("cpu-only", {"SM_CURRENT_HOST": "algo-3", "SM_HOSTS": '["algo-1","algo-2"]'},
+                                        EXIT_USAGE, ["SM_HOSTS", "'algo-3'"]),
+    "SageMaker hosts not JSON": ("cpu-only", {"SM_CURRENT_HOST": "algo-1", "SM_HOSTS": "algo-1,algo-2"},
+                                 EXIT_USAGE, ["SM_HOSTS", "not JSON"]),
+    "SageMaker vs PET_NODE_RANK": ("cpu-only", {"SM_CURRENT_HOST": "algo-2", "SM_HOSTS": '["algo-1","algo-2"]',
+                                                "PET_NODE_RANK": "0", "PET_NNODES": "2"},
+                                   EXIT_TOPOLOGY, ["PET_NODE_RANK=0", "position of algo-2 in SM_HOSTS"]),
+    "Azure task index vs NODE_RANK": ("cpu-only", {"AZ_BATCHAI_TASK_INDEX": "1", "AZUREML_NODE_COUNT": "2",
+                                                   "NODE_RANK": "0", "MASTER_ADDR": "10.0.0.4"},
+                                      EXIT_TOPOLOGY, ["NODE_RANK=0", "AZ_BATCHAI_TASK_INDEX=1"]),
+    "Azure master vs MASTER_ADDR": ("cpu-only", {"AZ_BATCHAI_TASK_INDEX": "1", "AZUREML_NODE_COUNT": "2",
+                                                 "AZ_BATCH_MASTER_NODE": "10.0.0.4:6105", "MASTER_ADDR": "10.0.0.5"},
+                                    EXIT_TOPOLOGY, ["MASTER_ADDR=10.0.0.5", "AZ_BATCH_MASTER_NODE=10.0.0.4:6105"]),
+    "Azure task index vs the container ordinal": ("compose-sim", {"AZ_BATCHAI_TASK_INDEX": "0",
+                                                                  "AZUREML_NODE_COUNT": "2"},
+                                                  EXIT_TOPOLOGY, ["AZ_BATCHAI_TASK_INDEX=0", "ordinal 1"]),
+    "MPI several tasks a node": ("cpu-only", {"OMPI_COMM_WORLD_RANK": "5", "OMPI_COMM_WORLD_SIZE": "8",
+                                              "OMPI_COMM_WORLD_LOCAL_SIZE": "4", "MASTER_ADDR": "10.0.0.1"},
+                                 EXIT_TOPOLOGY, ["OMPI_COMM_WORLD_LOCAL_SIZE=4", "mpirun -N 1"]),
+    "MPI several tasks a node under Slurm": ("cpu-only", {"SLURM_NODEID": "1", "SLURM_JOB_NODELIST": "n[1-2]",
+                                                          "PMIX_RANK": "5", "OMPI_COMM_WORLD_LOCAL_SIZE": "4"},
+                                             EXIT_TOPOLOGY, ["OMPI_COMM_WORLD_LOCAL_SIZE=4", "MPI"]),
+    "MPI rank vs PMIx rank": ("cpu-only", {"OMPI_COMM_WORLD_RANK": "1", "PMIX_RANK": "0", "OMPI_COMM_WORLD_SIZE": "2",
+                                           "MASTER_ADDR": "10.0.0.1"},
+                              EXIT_TOPOLOGY, ["OMPI_COMM_WORLD_RANK=1", "PMIX_RANK=0"]),
+    "MPI count vs dstack count": ("cpu-only", {"OMPI_COMM_WORLD_RANK": "1", "OMPI_COMM_WORLD_SIZE": "2",
+                                               "DSTACK_NODE_RANK": "1", "DSTACK_NODES_NUM": "4",
+                                               "MASTER_ADDR": "10.0.0.1"},
+                                  EXIT_TOPOLOGY, ["DSTACK_NODES_NUM=4", "OMPI_COMM_WORLD_SIZE=2"]),
+}
+
+
+@pytest.mark.parametrize("case", CONFLICTS)
+def test_each_platform_conflict_is_refused_and_named(case, tmp_path):
+    fixture, env, code, named = CONFLICTS[case]
+    msg = refused(code, fixture, **_files(env, tmp_path))
+    for text in named:
+        assert text in msg, msg
+
+
+def test_the_conflict_cases_cover_every_platform_row():
+    platforms = {"dstack", "AWS Batch", "Google", "SageMaker", "Azure", "MPI"}
+    assert {p for p in platforms if any(case.startswith(p) for case in CONFLICTS)} == platforms
+
+
+@pytest.mark.parametrize("hostname,env,rank,note", [
+    ("n2", {"PMIX_RANK": "5", "SLURM_NODEID": "1", "SLURM_JOB_NODELIST": "n[1-2]"}, 1, None),  # srun --mpi=pmix
+    ("algo-2", {"SM_CURRENT_HOST": "algo-2", "SM_HOSTS": '["algo-1","algo-2"]'}, 1, "under SageMaker"),
+    ("fleet-1", {"DSTACK_NODE_RANK": "0", "DSTACK_NODES_NUM": "2", "DSTACK_MASTER_NODE_IP": "10.0.0.1"}, 0,
+     "under dstack"),
+])
+def test_what_is_no_conflict(hostname, env, rank, note, tmp_path):
+    """A task rank under Slurm, SageMaker's 1-based algo-N, a dstack instance's number: not the node's rank."""
+    t = plan(copy(tmp_path, "compose-sim", {"etc/hostname": hostname + "\n"}), **env).topology
+    assert t.node_rank.value == rank
+    assert note is None or any(note in n for n in t.notes), t.notes
+
+
+def test_a_command_may_run_once_per_mpi_task():
+    p = plan(NODEWEAVE_LAUNCHER="command", OMPI_COMM_WORLD_RANK="5", OMPI_COMM_WORLD_SIZE="8",
+             OMPI_COMM_WORLD_LOCAL_SIZE="4", MASTER_ADDR="10.0.0.1")
+    assert p.launch.launcher == "command" and p.topology.platform == "MPI (Open MPI, PMIx)"

@@ -2,7 +2,8 @@
 
 Each example simulates a job of N nodes. Every node gets the truth from its
 scheduler (a StatefulSet pod name, the pod-index label, an Indexed Job,
-compose hostnames, Slurm, SkyPilot, LWS, a hostfile or per-host NODE_RANK),
+compose hostnames, Slurm, SkyPilot, LWS, a hostfile, per-host NODE_RANK, or a
+platform: dstack, AWS Batch, Google Cloud Batch, SageMaker, Azure ML, MPI),
 then the same template adds variables a user may have baked in: a rank, a
 node count, WORLD_SIZE, RANK, processes per node, each right, wrong for every
 node alike, or wrong per node. Whatever the mix, the nodes that plan agree on
@@ -11,6 +12,7 @@ the same rank; a node with a contradiction refuses instead. With nothing
 wrong, every node plans and the ranks are 0..N-1.
 """
 
+import json
 import shutil
 from pathlib import Path
 
@@ -65,12 +67,48 @@ def truth(kind, i, n, nproc, roots):
         path = Path(roots["hostfile"]).with_name(f"hostfile-{n}-{nproc}")
         path.write_text("".join(f"job-{k} slots={nproc}\n" for k in range(n)))
         return roots["pod"][i], {"NODEWEAVE_HOSTFILE": str(path)}
+    if kind in PLATFORMS:
+        return PLATFORMS[kind](i, n, nproc, roots)
     assert kind == "per-host"
     return roots["host"][i], {"NODE_RANK": str(i), "NNODES": str(n), "MASTER_ADDR": "10.1.0.1"}
 
 
+def _aws_batch(i, n, nproc, roots):
+    """The main node (node 0) has the last index, so node i has index i - 1; only children get its address."""
+    main = n - 1
+    env = {"AWS_BATCH_JOB_NODE_INDEX": str((i + main) % n), "AWS_BATCH_JOB_NUM_NODES": str(n),
+           "AWS_BATCH_JOB_MAIN_NODE_INDEX": str(main)}
+    if i:
+        env["AWS_BATCH_JOB_MAIN_NODE_PRIVATE_IPV4_ADDRESS"] = "192.168.1.40"  # the cpu-only tree's own address
+    return roots["host"][i], env
+
+
+def _google_batch(i, n, nproc, roots):
+    path = Path(roots["hostfile"]).with_name(f"batch-hosts-{n}")
+    path.write_text("".join(f"job-{k}\n" for k in range(n)))
+    return roots["pod"][i], {"BATCH_TASK_INDEX": str(i), "BATCH_TASK_COUNT": str(n), "BATCH_HOSTS_FILE": str(path)}
+
+
+PLATFORMS = {
+    "dstack": lambda i, n, nproc, roots: (roots["host"][i], {
+        "DSTACK_NODE_RANK": str(i), "DSTACK_NODES_NUM": str(n), "DSTACK_GPUS_PER_NODE": str(nproc),
+        "DSTACK_MASTER_NODE_IP": "10.1.0.1", "DSTACK_NODES_IPS": "\n".join(f"10.1.0.{k + 1}" for k in range(n))}),
+    "aws-batch": _aws_batch,
+    "google-batch": _google_batch,
+    "sagemaker": lambda i, n, nproc, roots: (roots["host"][i], {
+        "SM_CURRENT_HOST": f"algo-{i + 1}", "SM_HOSTS": json.dumps([f"algo-{k + 1}" for k in range(n)]),
+        "SM_NUM_GPUS": str(nproc)}),
+    "azure-ml": lambda i, n, nproc, roots: (roots["host"][i], {
+        "AZ_BATCHAI_TASK_INDEX": str(i), "AZUREML_NODE_COUNT": str(n), "AZ_BATCH_MASTER_NODE": "10.1.0.1:6105",
+        "NODE_RANK": str(i), "MASTER_ADDR": "10.1.0.1", "MASTER_PORT": "6105"}),
+    "mpi": lambda i, n, nproc, roots: (roots["host"][i], {
+        "OMPI_COMM_WORLD_RANK": str(i), "PMIX_RANK": str(i), "OMPI_COMM_WORLD_SIZE": str(n),
+        "OMPI_COMM_WORLD_LOCAL_SIZE": "1", "MASTER_ADDR": "10.1.0.1"}),
+}
+
+
 TRUTHS = ["statefulset", "pod-index", "indexed-job", "compose", "slurm", "slurm-nodename", "skypilot", "lws",
-          "hostfile", "per-host"]
+          "hostfile", "per-host", *PLATFORMS]
 # How a baked-in variable relates to the truth: absent, right, one wrong value for all nodes, wrong per node
 # (drawn, so it may happen to be right). Absent and right weigh double, so many examples plan on every node.
 MODES = st.sampled_from(["absent", "absent", "right", "right", "same", "per-node"])
@@ -129,6 +167,11 @@ def _job(truth, n=3, **modes):
 @example(job=_job("indexed-job", n=2, rank="same"))
 @example(job=_job("statefulset", n=4, rank="same", count="per-node"))
 @example(job=_job("per-host", RANK="same"))
+# The platforms: a baked rank beside AWS Batch's shifted main node, a wrong count beside SageMaker's hosts.
+@example(job=_job("aws-batch", n=3))
+@example(job=_job("aws-batch", n=3, rank="same"))
+@example(job=_job("sagemaker", n=4, count="same"))
+@example(job=_job("mpi", n=2, rank="per-node", rank_var="PET_NODE_RANK"))
 def test_nodes_that_plan_never_share_a_rank_and_agree_on_the_world(roots, job):
     plans, refusals = [], []
     for i in range(job["n"]):

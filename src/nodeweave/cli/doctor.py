@@ -53,6 +53,18 @@ def _hardware(node) -> Table:
     return table
 
 
+def _topology(topology) -> Table:
+    """Who this node is, and the rank source (platform) that said so."""
+    table = Table(title="this node in the job", show_header=False)
+    table.add_column("what", style="bold")
+    table.add_column("found", overflow="fold")
+    table.add_row("rank from", topology.platform or "nothing: a single node")
+    for label, value in (("node rank", topology.node_rank), ("nodes", topology.nnodes),
+                         ("master", topology.master_addr)):
+        table.add_row(label, f"{value.value} ({value.source})")
+    return table
+
+
 def _plan_env(plan) -> Table:
     table = Table(title="environment the entrypoint would launch with (NCCL/RCCL/Gloo and yours)")
     for name in ("variable", "value", "action", "why"):
@@ -149,6 +161,8 @@ def doctor(
         console = Console()
         console.print(_hardware(diagnosis.node))
         if diagnosis.plan is not None:
+            if diagnosis.plan.topology is not None:
+                console.print(_topology(diagnosis.plan.topology))
             console.print(_plan_env(diagnosis.plan))
         if diagnosis.findings:
             console.print(_findings(diagnosis.findings))

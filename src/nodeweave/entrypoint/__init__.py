@@ -36,7 +36,7 @@ numa_node, pci)`` with ``.name`` ("mlx5_0:1"), ``.active``, ``.roce``;
 ``Limits(shm_bytes, shm_source, memlock_bytes, cpus, cpus_source)``;
 ``Cloud(provider, vendor, product, efa, profile, topo_file)``;
 ``Topology(node_rank, nnodes, nproc_per_node, master_addr, master_port: Value(value, source),
-nnodes_min, nnodes_max, elastic, world_size, is_master, node_names, job_id, notes)``;
+nnodes_min, nnodes_max, elastic, world_size, is_master, node_names, job_id, notes, platform)``;
 ``EnvVar(name, value, action, source, reason)``; ``Launch(launcher, argv, files, wait, notes)``;
 ``Plan(node, topology, env, launch, warnings, errors)`` with ``.environ(base)``; each warning
 is a ``PlanWarning``: a ``str`` (its message) with a stable ``.code`` that tools grade on and the
@@ -75,7 +75,8 @@ One JSON object; keys are only ever added under this schema name::
       "topology": null | {
         "node_rank" | "nnodes" | "nproc_per_node" | "master_addr" | "master_port": {"value", "source"},
         "nnodes_min": int, "nnodes_max": int, "elastic": bool, "world_size": int|null,
-        "is_master": bool, "node_names": [str], "job_id": str, "notes": [str]},
+        "is_master": bool, "node_names": [str], "job_id": str, "notes": [str],
+        "platform": str|null},   # the row of sources.SOURCES that named the rank (null: single node)
       "env": [{"name", "value", "action": "set"|"kept"|"export", "source", "reason"}],
       "launch": null | {"launcher", "argv": [str], "files": {path: text},
                         "wait": {"host", "port", "timeout_s"}|null, "notes": [str]},

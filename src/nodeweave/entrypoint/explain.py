@@ -79,6 +79,8 @@ def _topology(topo):
         ("master", topo.master_addr), ("port", topo.master_port),
     ]
     lines = [(k, f"{v.value!s:<24} <- {v.source}") for k, v in rows]
+    if topo.platform:
+        lines.insert(0, ("rank from", topo.platform))
     world = topo.world_size if topo.world_size is not None else f"elastic {topo.nnodes.value} nodes (c10d)"
     lines.append(("world size", f"{world}" + ("  (this node is the master)" if topo.is_master else "")))
     for note in topo.notes:

@@ -235,6 +235,7 @@ class Topology(Record):
         ("world_size", None),      # processes over all nodes; None when elastic
         ("is_master", False),      # this node hosts the rendezvous
         ("node_names", _LIST),     # every node's name in rank order, when known
+        ("platform", None),        # the SOURCES row that named the rank ("dstack", "Slurm", ...); None: single node
         ("job_id", None),          # rendezvous id (elastic)
         ("notes", _LIST),          # [str] sources consulted and set aside
     )

@@ -7,7 +7,7 @@ checks that weigh one value against another kind of fact:
   StatefulSet or Indexed Job pod's ordinal *is* its index);
 - ``WORLD_SIZE`` and ``RANK`` against nodes x processes and the node rank;
 - a defaulted single node against anything that says there are more nodes;
-- Slurm's tasks per node against one launcher per node;
+- Slurm's or MPI's tasks per node against one launcher per node;
 - ``*_VISIBLE_DEVICES`` and the chosen socket interfaces against the node.
 
 A malformed value is exit 2 (UsageError), a contradiction exit 3
@@ -32,8 +32,8 @@ def weigh_ordinal(rank, rank_claim, ordinal, claims, scene, warnings):
     to this container (a StatefulSet or Indexed Job pod, a compose service),
     so ``N`` is its index, and a variable that says otherwise is baked into a
     template that every node shares. Only a platform that names its pods its
-    own way (Kubeflow's master/worker pods, LWS, Volcano, SkyPilot, Slurm, a
-    hostfile) or a flag may differ from it.
+    own way (a row's ``own_naming``: Kubeflow's master/worker pods, LWS,
+    SageMaker's ``algo-N``, Slurm, MPI, a hostfile, ...) or a flag may differ from it.
     """
     if ordinal is None:
         return rank, rank_claim.source if rank_claim else None
@@ -98,13 +98,14 @@ def check_processes(claims, rank, lo, hi, nproc, nproc_source):
 
 
 def check_tasks(claims, launcher):
-    """One launcher per node: Slurm's extra tasks on a node would each start a whole launcher."""
+    """One launcher per node: a scheduler's extra tasks on a node (Slurm, MPI) would each start a whole launcher."""
     for claim in claims.get("tasks_per_node", ()):
         if int(claim.value) > 1 and launcher in LAUNCHERS_WITH_WORKERS:
+            origin = claim.origin
             raise TopologyError(
-                f"{claim.source}: Slurm starts {claim.value} tasks on a node and each would start its own {launcher}, "
-                f"{claim.value} times the processes; nodeweave runs one launcher per node, which starts the "
-                "processes: use srun --ntasks-per-node=1 (launcher command runs one command per task)")
+                f"{claim.source}: {origin.name} starts {claim.value} tasks on a node and each would start its own "
+                f"{launcher}, {claim.value} times the processes; nodeweave runs one launcher per node, which starts "
+                f"the processes: {origin.one_task} (launcher command runs one command per task)")
 
 
 def check_machine(node, settings):

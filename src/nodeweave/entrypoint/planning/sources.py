@@ -1,7 +1,8 @@
 """Who says what about this node: the rank sources, as one table.
 
 Each source is a small function that reads the environment (a hostfile, the
-hostname) and returns its claims: ``Claim(field, value, source, tier)``.
+hostname) and returns its claims: ``Claim(field, value, source, tier)``; the
+readers of the cloud platforms and MPI live in :mod:`platforms`.
 ``SOURCES`` lists them strongest first; :mod:`topology` weighs every field's
 claims by the same rule (a flag overrides; variables and platforms must
 agree; the hostname ordinal must not contradict them), and every message that
@@ -11,12 +12,13 @@ one function, one row of ``SOURCES`` and its test.
 Fields: ``node_rank nnodes nproc_per_node master_addr master_port`` (what the
 plan decides), ``hosts`` (node names in rank order), ``prefix`` (the
 ``<name>`` of a ``<name>-<N>`` hostname), and what is only checked: ``world_size``
-and ``rank`` (``WORLD_SIZE``/``RANK``), ``tasks_per_node`` (Slurm).
+and ``rank`` (``WORLD_SIZE``/``RANK``), ``tasks_per_node`` (Slurm, MPI).
 """
 
 from .contract import SETTINGS
 from ..errors import TopologyError, UsageError
 from ..model import ENV, FLAG, HOSTNAME, PLATFORM, Claim, Value, host_list, variables
+from .platforms import aws_batch, azure_ml, dstack, google_batch, mpi, sagemaker, sagemaker_naming
 
 TOPOLOGY_ROWS = [row for row in SETTINGS if row.topology]
 
@@ -40,13 +42,15 @@ class Source:
     ``own_naming(prefix)``: whether the platform names a ``<prefix>-<N>`` pod
     or host its own way (a Kubeflow ``-worker-0`` is rank 1, an LWS leader's
     ordinal is its group, a Slurm host's digits are its name), so a hostname
-    ordinal that differs from its rank is no contradiction.
+    ordinal that differs from its rank is no contradiction. ``one_task``: how
+    to start one task per node, for a source that claims ``tasks_per_node``.
     """
 
-    __slots__ = ("name", "rank_names", "read", "own_naming")
+    __slots__ = ("name", "rank_names", "read", "own_naming", "one_task")
 
-    def __init__(self, name, rank_names, read, own_naming=never):
+    def __init__(self, name, rank_names, read, own_naming=never, one_task=""):
         self.name, self.rank_names, self.read, self.own_naming = name, rank_names, read, own_naming
+        self.one_task = one_task
 
 
 class Scene:
@@ -224,7 +228,17 @@ SOURCES = (
     Source("LeaderWorkerSet", ("LWS_WORKER_INDEX",), leaderworkerset, own_naming=always),
     Source("Volcano", ("VC_TASK_INDEX",), volcano, own_naming=always),
     Source("SkyPilot", ("SKYPILOT_NODE_RANK",), skypilot, own_naming=always),
-    Source("Slurm", ("SLURM_NODEID", "SLURMD_NODENAME in SLURM_JOB_NODELIST"), slurm, own_naming=always),
+    Source("dstack", ("DSTACK_NODE_RANK",), dstack, own_naming=always),  # its instances are <fleet>-<N>
+    Source("AWS Batch", ("AWS_BATCH_JOB_NODE_INDEX",), aws_batch),
+    Source("Google Cloud Batch", ("BATCH_TASK_INDEX with BATCH_HOSTS_FILE",), google_batch,
+           own_naming=always),  # its VMs are <job>-group<G>-<N>
+    Source("SageMaker", ("SM_CURRENT_HOST in SM_HOSTS",), sagemaker, own_naming=sagemaker_naming),
+    Source("Azure ML", ("AZ_BATCHAI_TASK_INDEX",), azure_ml),
+    Source("Slurm", ("SLURM_NODEID", "SLURMD_NODENAME in SLURM_JOB_NODELIST"), slurm, own_naming=always,
+           one_task="use srun --ntasks-per-node=1"),
+    Source("MPI (Open MPI, PMIx)", ("OMPI_COMM_WORLD_RANK", "PMIX_RANK"), mpi, own_naming=always,
+           one_task="start one task per node (mpirun -N 1, --map-by ppr:1:node; slotsPerWorker: 1 in a "
+                    "Kubeflow MPIJob)"),
     Source("hostfile", ("NODEWEAVE_HOSTFILE",), hostfile, own_naming=always),
     Source("hostname ordinal", (), hostname_ordinal),
 )

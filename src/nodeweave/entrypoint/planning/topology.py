@@ -1,7 +1,8 @@
 """Who this node is: rank, node count, processes per node, master address and port.
 
 The claims come from the rank-source table (:mod:`sources`: flags, variables,
-Kubernetes, LWS, Volcano, SkyPilot, Slurm, a hostfile, the hostname ordinal),
+Kubernetes, LWS, Volcano, SkyPilot, the cloud platforms of :mod:`platforms`,
+Slurm, MPI, a hostfile, the hostname ordinal),
 and every field is weighed by one rule:
 
 1. a malformed value, wherever it comes from, is refused (exit 2);
@@ -12,7 +13,7 @@ and every field is weighed by one rule:
    addresses contradict, other differences are noted;
 4. the hostname ordinal is used only when nothing else names the rank, and
    must not contradict what does (:mod:`consistency`);
-5. what is only checked (``WORLD_SIZE``, ``RANK``, Slurm's tasks per node)
+5. what is only checked (``WORLD_SIZE``, ``RANK``, Slurm's or MPI's tasks per node)
    must fit the plan.
 
 Every value carries the source it came from.
@@ -117,8 +118,9 @@ def discover(settings, node, root, warnings=None):
                                   lambda v, w, s: normalize_nnodes(v, s)[0], notes, warnings)
     nproc, nproc_claim = decide(claims.get("nproc_per_node"), "nproc_per_node", "processes per node",
                                 _read_nproc(node), notes, warnings)
-    rank, rank_src = consistency.weigh_ordinal(rank, rank_claim, _hostname_claim(claims, "node_rank"), claims,
-                                               scene, warnings)
+    ordinal = _hostname_claim(claims, "node_rank")
+    rank, rank_src = consistency.weigh_ordinal(rank, rank_claim, ordinal, claims, scene, warnings)
+    platform = rank_claim.origin.name if rank_claim else ordinal.origin.name if ordinal else None
     prefix = _hostname_claim(claims, "prefix")
     prefix = prefix.value if prefix else None
     nnodes_src = nnodes_claim.source if nnodes_claim else None
@@ -143,7 +145,7 @@ def discover(settings, node, root, warnings=None):
         nnodes_min=lo, nnodes_max=hi, elastic=lo != hi, nproc_per_node=Value(value=nproc, source=nproc_src),
         master_addr=Value(value=master, source=master_src), master_port=port_value,
         world_size=None if lo != hi else hi * nproc, is_master=rank == 0,
-        node_names=[] if lo != hi else _names(claims, hi, prefix), job_id=job_id, notes=notes,
+        node_names=[] if lo != hi else _names(claims, hi, prefix), job_id=job_id, notes=notes, platform=platform,
     )
 
 
