@@ -33,6 +33,7 @@ import json
 import os
 import platform
 import resource
+import signal
 import subprocess
 import sys
 import tempfile
@@ -69,7 +70,7 @@ class Job:
         self.node0 = subprocess.Popen(_argv(nodes, 0, self.port, launcher, command), env=self.env, cwd=workdir,
                                       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         self.launcher, self.command = launcher, command
-        self.workers, self.exits = [], {}
+        self.workers, self.exits, self.swarms = [], {}, []
         self.node0_exit = None
         threading.Thread(target=self._reap, args=(self.node0, "node0"), daemon=True).start()
 
@@ -105,6 +106,7 @@ class Job:
                 "--ranks", ranks, "--launcher", self.launcher, *extra]
         proc = subprocess.Popen(argv, cwd=self.workdir, env=dict(os.environ, **{"TMPDIR": self.workdir}),
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.swarms.append(proc)
         result = None
         for line in proc.stdout:
             if line.startswith("READY") and on_ready:
@@ -120,10 +122,11 @@ class Job:
         return _cpu_seconds(self.node0.pid)
 
     def end(self):
-        for proc in [self.node0] + self.workers:
+        everyone = [self.node0] + self.workers + self.swarms
+        for proc in everyone:
             if proc.poll() is None:
                 proc.terminate()
-        for proc in [self.node0] + self.workers:
+        for proc in everyone:
             try:
                 proc.wait(timeout=30)
             except subprocess.TimeoutExpired:
@@ -203,6 +206,7 @@ def main():
     parser.add_argument("--runs", type=int, default=3, help="check-in samples per node count")
     parser.add_argument("--only", choices=("checkin", "heartbeat"), default=None)
     args = parser.parse_args()
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # a stopped run still ends its processes
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))  # inherited by node 0 and the swarm
     counts = [int(n) for n in args.nodes.split(",")]

@@ -21,8 +21,10 @@ verdict (and whether all verdicts were byte-identical), when each got the abort.
 import argparse
 import errno
 import hashlib
+import heapq
 import json
 import os
+import random
 import resource
 import selectors
 import socket
@@ -88,6 +90,8 @@ class Swarm:
         for node in self.nodes:
             self.sel.register(node.listener, selectors.EVENT_READ, ("listen", node))
         self.verdict_sample = None
+        self.due = []  # (time of the next beat, rank): each beat is sent on time, not in batches
+        self.by_rank = {node.rank: node for node in self.nodes}
 
     # --- sockets -------------------------------------------------------------------------------
     def connect(self, node):
@@ -147,7 +151,8 @@ class Swarm:
             node.verdict_digest = hashlib.sha1(line).hexdigest()
             if self.verdict_sample is None:
                 self.verdict_sample = line
-            node.next_beat = now + BEAT_S
+            node.next_beat = now + random.uniform(0, BEAT_S)  # real nodes beat in no common phase
+            heapq.heappush(self.due, (node.next_beat, node.rank))
             return
         message = json.loads(line)
         kind = message.get("t")
@@ -186,18 +191,26 @@ class Swarm:
 
     def beat(self):
         now = time.monotonic()
-        for node in self.nodes:
-            if node.state == "in" and not node.silent and node.next_beat and now >= node.next_beat:
+        while self.due and self.due[0][0] <= now:
+            _, rank = heapq.heappop(self.due)
+            node = self.by_rank[rank]
+            if node.state == "in" and not node.silent:
                 self.send(node, {"t": "beat"})
-                node.last_beat, node.next_beat = now, now + BEAT_S
+                node.last_beat, node.next_beat = now, node.next_beat + BEAT_S
+                heapq.heappush(self.due, (node.next_beat, rank))
+
+    def tick(self, longest=0.05):
+        """Pump until the next beat is due (at most ``longest``), then send the beats that are due."""
+        wait = longest if not self.due else min(longest, max(0.0, self.due[0][0] - time.monotonic()))
+        self.pump(wait)
+        self.beat()
 
     def until(self, done, timeout, what):
         deadline = time.monotonic() + timeout
         while not done():
             if time.monotonic() > deadline:
                 raise SystemExit(f"swarm: {what} not done in {timeout:g}s")
-            self.pump(0.05)
-            self.beat()
+            self.tick()
 
     def check_in(self):
         """Every node connects (a bounded number at a time) and says hello; with ``--last`` the last one
@@ -274,8 +287,7 @@ def main():
         print("READY", flush=True)  # the driver samples node 0's CPU from here
         end = time.monotonic() + args.hold
         while time.monotonic() < end:
-            swarm.pump(0.05)
-            swarm.beat()
+            swarm.tick()
         out["beats_heard"] = _spread([n.beats_heard for n in swarm.nodes], 0)
     if args.fail:
         moment, victim, others = swarm.fail(args.fail)
