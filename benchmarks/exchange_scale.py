@@ -48,6 +48,7 @@ sys.path.insert(0, str(HERE.parent / "src"))
 from exchange_startup import ENTRY, _argv, _cpu_seconds, _env, _port  # noqa: E402
 
 SWARM = HERE / "scale_swarm.py"
+NODE0_SRC = {"path": str(HERE.parent / "src")}  # --src: node 0 (and real workers) run this code instead
 
 
 def _load():
@@ -66,7 +67,7 @@ class Job:
         fake.write_text(f"#!/bin/sh\nexec sleep {window + 120}\n")
         fake.chmod(0o755)
         (Path(workdir) / "train.py").write_text("")
-        self.env = _env({"NODEWEAVE_WAIT_TIMEOUT": "180"}, workdir)
+        self.env = dict(_env({"NODEWEAVE_WAIT_TIMEOUT": "180"}, workdir), PYTHONPATH=NODE0_SRC["path"])
         self.node0 = subprocess.Popen(_argv(nodes, 0, self.port, launcher, command), env=self.env, cwd=workdir,
                                       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         self.launcher, self.command = launcher, command
@@ -205,13 +206,16 @@ def main():
     parser.add_argument("--window", type=float, default=60.0, help="seconds of heartbeat to measure node 0's CPU")
     parser.add_argument("--runs", type=int, default=3, help="check-in samples per node count")
     parser.add_argument("--only", choices=("checkin", "heartbeat"), default=None)
+    parser.add_argument("--src", default=NODE0_SRC["path"], help="the nodeweave src/ node 0 runs (a 'before' copy: "
+                        "git archive main src | tar -x -C /tmp/before)")
     args = parser.parse_args()
+    NODE0_SRC["path"] = args.src
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # a stopped run still ends its processes
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))  # inherited by node 0 and the swarm
     counts = [int(n) for n in args.nodes.split(",")]
     print(f"machine: {platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}; "
-          f"nofile soft {soft} -> {hard} (hard); mode {args.mode}; entrypoint {ENTRY.name}")
+          f"nofile soft {soft} -> {hard} (hard); mode {args.mode}; node 0 runs {args.src}")
     with tempfile.TemporaryDirectory(prefix="nodeweave-scale-") as workdir:
         if args.only != "heartbeat":
             print("\n| nodes | start-up: spawn -> others in, s | critical path: last hello -> every verdict, s "
