@@ -254,6 +254,19 @@ class Swarm:
         return now, victim, others
 
 
+def wait_for_node_0(port, timeout):
+    """As a worker's entrypoint waits: until node 0's exchange accepts (it may still be starting)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return
+        except OSError:
+            if time.monotonic() > deadline:
+                raise SystemExit(f"swarm: node 0's exchange 127.0.0.1:{port} not reachable in {timeout}s")
+            time.sleep(0.02)
+
+
 def _spread(values, origin):
     values = sorted(v - origin for v in values if v is not None)
     if not values:
@@ -274,6 +287,7 @@ def main():
     args = parser.parse_args()
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    wait_for_node_0(args.port, 60)
     swarm = Swarm(args)
     connected = swarm.check_in()
     last_hello = max(n.hello_at for n in swarm.nodes)

@@ -68,13 +68,16 @@ class Hub:
     def accept(self):
         """Take every waiting connection and challenge it."""
         while True:
+            if self.board.full(len(self.pending) + len(self.peers)):
+                self.board.out_of_files(self.log, len(self.pending) + len(self.peers))
+                return
             try:
                 sock, _ = self.sock.accept()
             except (BlockingIOError, InterruptedError):
                 return
             except OSError as err:
                 if err.errno in (errno.EMFILE, errno.ENFILE):
-                    self.board.out_of_files(self.log)
+                    self.board.out_of_files(self.log, len(self.pending) + len(self.peers))
                 return
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             peer = Peer(Channel(sock), nonce(), self.clock())
@@ -173,7 +176,7 @@ class Hub:
     def gather(self, needed, deadline):
         """Wait until ``needed`` nodes (node 0 included) have checked in, or ``deadline``."""
         next_log = self.clock() + 10.0
-        raise_fd_limit(needed, self.log)
+        self.board.fd_limit = raise_fd_limit(needed, self.log)
         while len(self.peers) + 1 < needed:
             now = self.clock()
             if now >= deadline:

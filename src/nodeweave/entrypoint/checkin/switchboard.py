@@ -23,7 +23,8 @@ import time
 from .connectback import Probe
 from .wire import SEND_TIMEOUT_S, ExchangeError, encode
 
-FD_SPARE = 64            # descriptors node 0 keeps for itself beyond two per node
+FD_SPARE = 64            # descriptors node 0 asks for beyond two per node
+FD_RESERVE = 32          # descriptors node 0 never gives to connections (its own files, imports, the launcher)
 PAUSE_ACCEPT_S = 0.5     # out of descriptors: stop accepting this long, then try again
 
 
@@ -46,7 +47,7 @@ def raise_fd_limit(nodes, log):
         log(f"check-in: node 0 may open only {soft} files (RLIMIT_NOFILE, hard limit {hard}) but {nodes} nodes need "
             f"about {want}; raise it for node 0's container (docker/podman --ulimit nofile={want}:{want}, "
             "LimitNOFILE= in the engine's systemd unit)")
-    return soft
+    return None if soft == resource.RLIM_INFINITY else soft
 
 
 class Switchboard:
@@ -62,6 +63,7 @@ class Switchboard:
         self.probes = []
         self.accept_paused_until = 0.0
         self.closed = False
+        self.fd_limit, self.told_files = None, False  # the soft RLIMIT_NOFILE, once raise_fd_limit set it
         self._set(listener, selectors.EVENT_READ, None)
 
     def _set(self, sock, mask, owner):
@@ -226,12 +228,17 @@ class Switchboard:
                 if not self._flush(by_fd[fd]):
                     failed.append(by_fd[fd])
 
-    def out_of_files(self, log):
-        """accept() said EMFILE/ENFILE: say so once and stop accepting for a moment (the listener would
-        otherwise wake the loop without end)."""
-        if not getattr(self, "_told_files", False):
-            self._told_files = True
-            log("check-in: node 0 ran out of file descriptors accepting a node; raise its RLIMIT_NOFILE "
+    def full(self, connections):
+        """Whether one more connection would eat into :data:`FD_RESERVE` under the open-file limit."""
+        return bool(self.fd_limit) and connections + len(self.probes) + FD_RESERVE >= self.fd_limit
+
+    def out_of_files(self, log, connections):
+        """No descriptor for another node (the limit, or accept() said EMFILE): say so once, and stop
+        accepting for a moment (a waiting connection would otherwise wake the loop without end)."""
+        if not self.told_files:
+            self.told_files = True
+            log(f"check-in: node 0 holds {connections} connection(s) and may open no more files (RLIMIT_NOFILE "
+                f"{self.fd_limit or 'reached'}); nodes beyond wait or count as missing; raise the limit "
                 "(--ulimit nofile=...)")
         self.accept_paused_until = time.monotonic() + PAUSE_ACCEPT_S
         self._set(self.listener, 0, None)
