@@ -23,15 +23,16 @@ import threading
 import time
 
 from ..errors import EXIT_PEER_FAILED
-from .wire import ExchangeError, encode, readable
+from .wire import BEAT_LINE, ExchangeError, readable
 
 BEAT_S = 2.0
 LOST_S = 10.0
 GRACE_S = 10.0
 LINGER_S = 30.0
 TAIL_LINES = 20
-BEAT = encode({"t": "beat"})
-BATCH_S = 0.05   # node 0 lets beats gather this long after a wake-up: tens of nodes per wake-up, not one
+BEAT = BEAT_LINE
+HUB_BEAT_S = LOST_S / 3  # node 0 beats to every node: a third of LOST_S still leaves each node three per window
+BATCH_S = 0.1    # node 0 lets beats gather this long after a wake-up: tens of nodes per wake-up, not one
 SWEEP_S = 1.0    # how often node 0 looks for silent nodes
 
 
@@ -175,7 +176,7 @@ class HubWatch(Watch):
             now = self.clock()
             if now >= next_beat:
                 self._broadcast(BEAT)
-                next_beat = now + BEAT_S
+                next_beat = now + HUB_BEAT_S
             if self.own_done.is_set() and not any(p.done is None for p in hub.peers):
                 return  # everyone finished
             accept, ready = hub.board.wait(min(0.5, max(0.0, next_beat - now)))

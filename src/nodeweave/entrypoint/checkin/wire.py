@@ -23,6 +23,7 @@ import time
 PROTOCOL = "nodeweave-exchange/1"
 MAX_MESSAGE = 1 << 20
 SEND_TIMEOUT_S = 5.0
+BEAT_LINE = b'{"t":"beat"}\n'
 OUTBOX_MAX = 4 * MAX_MESSAGE  # bytes node 0 keeps for one node that does not read; beyond, the node is dropped
 
 
@@ -92,6 +93,16 @@ class Channel:
         """Node 0's send: add encoded bytes (shared by every node that gets the same message) to this
         connection's outbox and send what the socket takes now, never waiting; True when nothing is left.
         Closed when the node has left more than :data:`OUTBOX_MAX` bytes unread, or is gone."""
+        if not self.outbox:  # the common case: nothing waiting, the socket takes it all at once
+            try:
+                sent = self.sock.send(data, socket.MSG_DONTWAIT)
+            except (BlockingIOError, InterruptedError):
+                sent = 0
+            except OSError as err:
+                raise Closed(f"sending to {self.peer} failed: {err.strerror or err}") from None
+            if sent == len(data):
+                return True
+            data = memoryview(data)[sent:]
         if self.queued + len(data) > OUTBOX_MAX:
             raise Closed(f"{self.peer} is not reading: {self.queued} bytes still unsent")
         self.outbox.append(memoryview(data))
@@ -163,6 +174,9 @@ class Channel:
 
     def buffered(self):
         """The complete messages already read, without reading more."""
+        if self.buffer == BEAT_LINE:  # by far the commonest message (node 0 reads ~500 a second at 1,024 nodes)
+            self.buffer = b""
+            return [{"t": "beat"}]
         messages = []
         while True:
             message = self._pop()
