@@ -9,8 +9,7 @@ through — and notes the address the node's connection came from. Once every
 node is in (the minimum, for an elastic job) or the deadline passes, node 0
 judges them all at once (``verdict.py``) and sends the same verdict to each.
 The connections stay open: ``heartbeat.py`` watches them for the job's life.
-Node 0 serves every node from one event loop (``switchboard.py``): the
-connect-backs run in it too, and the verdict is encoded once for all.
+Node 0 serves every node, connect-backs included, from one loop (``switchboard.py``).
 """
 
 import errno
@@ -200,17 +199,17 @@ class Hub:
         """Send the verdict to every node (encoded once, written without waiting on any one node); a node
         that cannot be told within the send timeout is dropped."""
         self.verdict = verdict
-        lost = self.board.post(self.peers, {"t": "verdict", "verdict": verdict})
-        lost += self.board.flush_all(self.peers, self.clock() + SEND_TIMEOUT_S)
-        for peer in lost:
-            if peer in self.peers:
-                self.peers.remove(peer)
+        lost = set(self.board.post(self.peers, {"t": "verdict", "verdict": verdict}))
+        lost.update(self.board.flush_all(self.peers, self.clock() + SEND_TIMEOUT_S))
+        if lost:
+            self.log(f"check-in: {len(lost)} node(s) could not be sent the verdict (gone, not reading for "
+                     f"{SEND_TIMEOUT_S:g}s, or a verdict over the wire's limit); they time out (exit 4)")
+        self.peers = [peer for peer in self.peers if peer not in lost]
 
     def watch_all(self):
         """The heartbeat starts: read every node again."""
         for peer in self.peers:
-            if peer.done is None:
-                self.board.watch(peer)
+            self.board.watch(peer)
 
     def close(self):
         live = self.pending + self.peers

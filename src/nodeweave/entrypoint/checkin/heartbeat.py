@@ -1,8 +1,9 @@
 """For the life of the job: tell every node at once when one fails, so nobody waits for NCCL's watchdog.
 
-The check-in's connections stay open. Every :data:`BEAT_S` seconds each side
-sends a beat. A node whose launcher ends reports how (exit code or signal,
-its last lines of output); node 0 relays a failure to every other node, and
+The check-in's connections stay open. Every :data:`BEAT_S` seconds each node
+sends node 0 a beat, and node 0 every :data:`HUB_BEAT_S` to each node. A node
+whose launcher ends reports how (exit code or signal, its last lines of
+output); node 0 relays a failure to every other node, and
 each stops its own launcher (SIGTERM to its process group, SIGKILL after
 :data:`GRACE_S`) and exits :data:`EXIT_PEER_FAILED`. A node that vanishes —
 its connection closes without a report, or is silent for :data:`LOST_S` —
