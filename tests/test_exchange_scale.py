@@ -148,3 +148,23 @@ def test_a_node_that_stops_reading_is_dropped_and_never_holds_up_the_others():
     for a, b in pairs:
         a.close()
         b.close()
+
+
+def test_node_0s_slower_beats_still_keep_every_node_in_the_job(monkeypatch):
+    """Node 0 beats HUB_BEATS times per LOST_S (fewer than the nodes do): nobody counts anybody gone."""
+    from test_exchange_loopback import started_watches
+
+    from nodeweave.entrypoint import heartbeat
+
+    monkeypatch.setattr(heartbeat, "BEAT_S", 0.2)
+    monkeypatch.setattr(heartbeat, "LOST_S", 1.0)
+    cluster, hub_watch, links, launchers, logs = started_watches(3)
+    try:
+        time.sleep(3.5)  # three and a half LOST_S windows
+        assert not any(launcher.stopped.is_set() for launcher in launchers.values()), logs
+        assert all(not lines for lines in logs.values()), logs
+    finally:
+        for link in links.values():
+            link.finish(0, "torchrun exited 0", [])
+        hub_watch.finish(0, "torchrun exited 0", [])
+        cluster.close()

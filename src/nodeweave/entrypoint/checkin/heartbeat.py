@@ -1,7 +1,7 @@
 """For the life of the job: tell every node at once when one fails, so nobody waits for NCCL's watchdog.
 
 The check-in's connections stay open. Every :data:`BEAT_S` seconds each node
-sends node 0 a beat, and node 0 every :data:`HUB_BEAT_S` to each node. A node
+sends node 0 a beat, and node 0 :data:`HUB_BEATS` per :data:`LOST_S` to each. A node
 whose launcher ends reports how (exit code or signal, its last lines of
 output); node 0 relays a failure to every other node, and
 each stops its own launcher (SIGTERM to its process group, SIGKILL after
@@ -32,7 +32,7 @@ GRACE_S = 10.0
 LINGER_S = 30.0
 TAIL_LINES = 20
 BEAT = BEAT_LINE
-HUB_BEAT_S = LOST_S / 3  # node 0 beats to every node: a third of LOST_S still leaves each node three per window
+HUB_BEATS = 3    # node 0 beats to every node, so only HUB_BEATS times per LOST_S (each node hears three per window)
 BATCH_S = 0.1    # node 0 lets beats gather this long after a wake-up: tens of nodes per wake-up, not one
 SWEEP_S = 1.0    # how often node 0 looks for silent nodes
 
@@ -177,7 +177,7 @@ class HubWatch(Watch):
             now = self.clock()
             if now >= next_beat:
                 self._broadcast(BEAT)
-                next_beat = now + HUB_BEAT_S
+                next_beat = now + LOST_S / HUB_BEATS
             if self.own_done.is_set() and not any(p.done is None for p in hub.peers):
                 return  # everyone finished
             accept, ready = hub.board.wait(min(0.5, max(0.0, next_beat - now)))
