@@ -206,6 +206,7 @@ def main():
     parser.add_argument("--window", type=float, default=60.0, help="seconds of heartbeat to measure node 0's CPU")
     parser.add_argument("--runs", type=int, default=3, help="check-in samples per node count")
     parser.add_argument("--only", choices=("checkin", "heartbeat"), default=None)
+    parser.add_argument("--fails", default="exit,close,silent", help="the failures to time (exit: node 0's CPU too)")
     parser.add_argument("--src", default=NODE0_SRC["path"], help="the nodeweave src/ node 0 runs (a 'before' copy: "
                         "git archive main src | tar -x -C /tmp/before)")
     args = parser.parse_args()
@@ -233,7 +234,7 @@ def main():
                   "workers exit, s | load |")
             print("|---:|---:|---|---:|---:|---:|---:|")
             for n in counts:
-                for fail in ("exit", "close", "silent"):
+                for fail in args.fails.split(","):
                     r = heartbeat(n, workdir, args.mode, args.window, fail)
                     cpu = f"{r['cpu_ms_per_min']:.0f} ({args.window:g} s)" if "cpu_ms_per_min" in r else ""
                     n0 = f"{r['node0_exit_s']:.2f} ({r['node0_code']})" if "node0_exit_s" in r else "-"

@@ -250,6 +250,8 @@ class Swarm:
             victim.silent = True
             now = victim.last_beat or now  # node 0 last heard it then
         others = [n for n in self.nodes if n is not victim]
+        if not others:  # real workers hear it (the driver times them): wait until node 0 let the victim go
+            self.until(lambda: victim.state == "gone", 40, "node 0 closing the failed node's connection")
         self.until(lambda: all(n.abort_at or n.state == "gone" for n in others), 40, "every abort")
         return now, victim, others
 
