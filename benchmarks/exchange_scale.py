@@ -74,6 +74,18 @@ class Job:
         self.workers, self.exits, self.swarms = [], {}, []
         self.node0_exit = None
         threading.Thread(target=self._reap, args=(self.node0, "node0"), daemon=True).start()
+        self.peak = {"threads": 0, "fds": 0}
+        threading.Thread(target=self._sample, daemon=True).start()
+
+    def _sample(self):
+        """Node 0's most threads and open descriptors, every 50 ms while it runs."""
+        while self.node0.poll() is None:
+            try:
+                self.peak["threads"] = max(self.peak["threads"], len(os.listdir(f"/proc/{self.node0.pid}/task")))
+                self.peak["fds"] = max(self.peak["fds"], len(os.listdir(f"/proc/{self.node0.pid}/fd")))
+            except OSError:
+                return
+            time.sleep(0.05)
 
     def _reap(self, proc, key):
         proc.wait()
@@ -157,7 +169,7 @@ def check_in(nodes, workdir, mode):
         return {"in_s": out["connected_s"], "path_s": out["verdict_last"] - last,
                 "exit_s": max(t for t, _ in job.exits.values()) - last,
                 "codes": sorted({c for _, c in job.exits.values()}), "bytes": out["verdict_bytes"],
-                "decision": out["decision"], "identical": out["identical"]}
+                "decision": out["decision"], "identical": out["identical"], **job.peak}
     finally:
         job.end()
 
@@ -192,6 +204,7 @@ def heartbeat(nodes, workdir, mode, window, fail):
         if workers:
             result["workers_exit_s"] = max(t for t, _ in workers.values()) - out["failed_at"]
             result["worker_codes"] = sorted({c for _, c in workers.values()})
+        result.update(job.peak)
         if "end" in cpu:
             result["cpu_ms_per_min"] = (cpu["end"] - cpu["before"]) * 60000 / (cpu["end_at"] - cpu["at"])
         return result
@@ -220,19 +233,21 @@ def main():
     with tempfile.TemporaryDirectory(prefix="nodeweave-scale-") as workdir:
         if args.only != "heartbeat":
             print("\n| nodes | start-up: spawn -> others in, s | critical path: last hello -> every verdict, s "
-                  "(median of runs; each) | -> node 0/workers exit, s | verdict bytes | same bytes everywhere | load |")
-            print("|---:|---:|---:|---:|---:|---|---:|")
+                  "(median of runs; each) | -> node 0/workers exit, s | verdict bytes | same bytes everywhere | "
+                  "node 0 peak threads / fds | load |")
+            print("|---:|---:|---:|---:|---:|---|---:|---:|")
             for n in counts:
                 runs = [check_in(n, workdir, args.mode) for _ in range(args.runs)]
                 paths = sorted(r["path_s"] for r in runs)
                 ok = all(r["decision"] == "start" and r["codes"] == [0] for r in runs)
                 print(f"| {n} | {max(r['in_s'] for r in runs):.2f} | {paths[len(paths) // 2]:.3f} "
                       f"({', '.join(f'{p:.3f}' for p in paths)}) | {max(r['exit_s'] for r in runs):.3f} | "
-                      f"{runs[0]['bytes']} | {all(r['identical'] for r in runs) and ok} | {_load():.1f} |", flush=True)
+                      f"{runs[0]['bytes']} | {all(r['identical'] for r in runs) and ok} | "
+                      f"{max(r['threads'] for r in runs)} / {max(r['fds'] for r in runs)} | {_load():.1f} |", flush=True)
         if args.only != "checkin":
             print("\n| nodes | node 0 CPU, ms/min (window) | failure | every node told, s | node 0 exit (code) | "
-                  "workers exit, s | load |")
-            print("|---:|---:|---|---:|---:|---:|---:|")
+                  "workers exit, s | node 0 peak threads / fds | load |")
+            print("|---:|---:|---|---:|---:|---:|---:|---:|")
             for n in counts:
                 for fail in args.fails.split(","):
                     r = heartbeat(n, workdir, args.mode, args.window, fail)
@@ -241,7 +256,7 @@ def main():
                     workers = (f"{r['workers_exit_s']:.2f} ({r['worker_codes']})" if "workers_exit_s" in r else "-")
                     told = f"{r['abort_s']:.3f}" if r["abort_s"] is not None else "-"
                     print(f"| {n} | {cpu} | {fail} | {told} (untold {r['not_told']}) | {n0} | {workers} | "
-                          f"{_load():.1f} |", flush=True)
+                          f"{r['threads']} / {r['fds']} | {_load():.1f} |", flush=True)
     return 0
 
 

@@ -9,13 +9,11 @@ own code, with the rank, hostname and addresses changed) and its HMAC under
 the job token, the probe answer, the verdict, then the heartbeat: a beat
 every ``BEAT_S``, node 0's news read and timed. All nodes share one
 ``selectors`` loop, so a thousand of them cost one process, not a thousand.
-Every node records the ``time.monotonic()`` (one clock for every process on
-the machine) of what it received; the driver compares them with node 0's.
+Each node records the ``time.monotonic()`` (one clock for the whole machine)
+of what it got; one JSON line tells the driver: the last hello, each verdict
+(and whether all were byte-identical), each abort.
 
     python benchmarks/scale_swarm.py --port P --nodes N --ranks 1:N [--last] [--hold S] [--fail exit|close|silent]
-
-prints one JSON object: when the last hello was sent, when each node got its
-verdict (and whether all verdicts were byte-identical), when each got the abort.
 """
 
 import argparse
@@ -68,14 +66,11 @@ class Node:
         self.listener = socket.create_server((self.addr, 0), backlog=8)
         self.listener.setblocking(False)
         self.fp["probe_port"] = self.listener.getsockname()[1]
-        self.sock, self.inbuf, self.outbuf = None, b"", b""
+        self.sock, self.inbuf = None, b""
         self.state = "new"          # new, connecting, challenged, hello, in, gone
-        self.hello_at = self.verdict_at = self.abort_at = self.closing_at = None
-        self.probed_at = self.challenge = self.last_beat = None
-        self.verdict_digest = None
-        self.beats_heard = 0
-        self.next_beat = None
-        self.silent = False
+        self.hello_at = self.verdict_at = self.abort_at = None
+        self.probed_at = self.challenge = self.last_beat = self.verdict_digest = self.next_beat = None
+        self.beats_heard, self.silent = 0, False
 
 
 class Swarm:
@@ -89,11 +84,9 @@ class Swarm:
         self.nodes = [Node(rank, base) for rank in range(lo, hi)]
         for node in self.nodes:
             self.sel.register(node.listener, selectors.EVENT_READ, ("listen", node))
-        self.verdict_sample = None
-        self.due = []  # (time of the next beat, rank): each beat is sent on time, not in batches
+        self.verdict_sample, self.due = None, []  # due: (next beat, rank): each beat on time, not in batches
         self.by_rank = {node.rank: node for node in self.nodes}
 
-    # --- sockets -------------------------------------------------------------------------------
     def connect(self, node):
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -106,22 +99,14 @@ class Swarm:
         self.sel.register(sock, selectors.EVENT_READ, ("link", node))
 
     def send(self, node, obj):
-        data = json.dumps(obj, separators=(",", ":")).encode() + b"\n"
-        try:
-            node.sock.sendall(data) if not node.outbuf else None
-        except BlockingIOError:
-            node.outbuf += data  # never at these sizes on loopback; kept simple
+        """A few hundred bytes at most: a loopback socket's buffer always takes them at once."""
+        node.sock.send(json.dumps(obj, separators=(",", ":")).encode() + b"\n")
 
     def on_probe(self, conn):
         conn.setblocking(True)
         conn.settimeout(3.0)
-        line = b""
-        while not line.endswith(b"\n"):
-            chunk = conn.recv(4096)
-            if not chunk:
-                break
-            line += chunk
-        message = json.loads(line or b"{}")
+        with conn.makefile("rb") as reader:
+            message = json.loads(reader.readline() or b"{}")
         if message.get("t") == "probe":
             conn.sendall(json.dumps({"t": "probe-ok", "mac": proof(self.token, str(message.get("nonce")))},
                                     separators=(",", ":")).encode() + b"\n")
@@ -149,8 +134,7 @@ class Swarm:
         if line.startswith(VERDICT_HEAD):
             node.verdict_at, node.state = now, "in"
             node.verdict_digest = hashlib.sha1(line).hexdigest()
-            if self.verdict_sample is None:
-                self.verdict_sample = line
+            self.verdict_sample = self.verdict_sample or line
             node.next_beat = now + random.uniform(0, BEAT_S)  # real nodes beat in no common phase
             heapq.heappush(self.due, (node.next_beat, node.rank))
             return
@@ -164,18 +148,13 @@ class Swarm:
             node.beats_heard += 1
         elif kind == "abort" and node.abort_at is None:
             node.abort_at = now
-        elif kind == "closing":
-            node.closing_at = now
         elif kind == "reject":
             raise SystemExit(f"rank {node.rank} turned away: {message.get('reason')}")
 
     def hello(self, node):
-        fp = node.fp
-        node.hello_at = time.monotonic()
-        self.send(node, {"t": "hello", "job": self.job, "fp": fp, "mac": proof(self.token, node.challenge, fp)})
-        node.state = "hello"
+        node.hello_at, node.state = time.monotonic(), "hello"
+        self.send(node, {"t": "hello", "job": self.job, "fp": node.fp, "mac": proof(self.token, node.challenge, node.fp)})
 
-    # --- the loop ------------------------------------------------------------------------------
     def pump(self, timeout):
         for key, _ in self.sel.select(timeout):
             kind, node = key.data
@@ -276,7 +255,7 @@ def _spread(values, origin):
     return {"n": len(values), "min": values[0], "median": values[len(values) // 2], "max": values[-1]}
 
 
-def main():
+def _options():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--port", type=int, required=True, help="node 0's exchange port (the master port + 1)")
     parser.add_argument("--nodes", type=int, required=True, help="the job's node count, node 0 included")
@@ -286,19 +265,22 @@ def main():
     parser.add_argument("--last", action="store_true", help="hold the last rank back: time last arrival -> verdicts")
     parser.add_argument("--hold", type=float, default=0.0, help="seconds of heartbeat after the verdict")
     parser.add_argument("--fail", choices=("exit", "close", "silent"))
-    args = parser.parse_args()
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    return parser.parse_args()
+
+
+def main():
+    args = _options()
+    _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))  # two descriptors per simulated node
     wait_for_node_0(args.port, 60)
     swarm = Swarm(args)
     connected = swarm.check_in()
-    last_hello = max(n.hello_at for n in swarm.nodes)
-    verdicts = [n.verdict_at for n in swarm.nodes]
+    last_hello, verdicts = max(n.hello_at for n in swarm.nodes), [n.verdict_at for n in swarm.nodes]
     sample = json.loads(swarm.verdict_sample) if swarm.verdict_sample else {}
     out = {"nodes": len(swarm.nodes), "connected_s": connected, "last_hello": last_hello,
            "verdict_last": max(v for v in verdicts if v), "verdict_after_last_hello": _spread(verdicts, last_hello),
            "identical": len({n.verdict_digest for n in swarm.nodes}) == 1, "verdict_bytes": len(swarm.verdict_sample or b""),
-           "decision": sample.get("verdict", {}).get("decision"), "nofile": [soft, hard]}
+           "decision": sample.get("verdict", {}).get("decision")}
     if args.hold:
         print("READY", flush=True)  # the driver samples node 0's CPU from here
         end = time.monotonic() + args.hold
@@ -307,9 +289,8 @@ def main():
         out["beats_heard"] = _spread([n.beats_heard for n in swarm.nodes], 0)
     if args.fail:
         moment, victim, others = swarm.fail(args.fail)
-        out.update({"fail": args.fail, "victim": victim.rank, "failed_at": moment,
-                    "abort_after": _spread([n.abort_at for n in others], moment),
-                    "not_told": sum(1 for n in others if n.abort_at is None)})
+        out.update({"fail": args.fail, "victim": victim.rank, "failed_at": moment, "not_told": sum(
+            1 for n in others if n.abort_at is None), "abort_after": _spread([n.abort_at for n in others], moment)})
     print(json.dumps(out))
     return 0
 
