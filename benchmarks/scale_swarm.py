@@ -36,7 +36,7 @@ from nodeweave.entrypoint.heartbeat import BEAT_S  # noqa: E402
 from nodeweave.entrypoint.wire import job_token, proof  # noqa: E402
 
 VERDICT_HEAD = b'{"t":"verdict",'
-MAX_CONNECTING = 200  # connections not yet challenged at once: stays under node 0's listen backlog (512)
+MAX_CONNECTING = 4096  # connections not yet challenged at once: all, as nodes started together would
 
 
 def address(rank):

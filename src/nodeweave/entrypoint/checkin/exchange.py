@@ -16,7 +16,7 @@ import errno
 import socket
 import time
 
-from .switchboard import Switchboard, raise_fd_limit
+from .switchboard import Switchboard
 from .verdict import Entry, judge
 from .wire import (MAX_MESSAGE, SEND_TIMEOUT_S, Channel, ExchangeError, canonical, connect, finish_all, nonce, proof,
                    readable, verify)
@@ -175,7 +175,7 @@ class Hub:
     def gather(self, needed, deadline):
         """Wait until ``needed`` nodes (node 0 included) have checked in, or ``deadline``."""
         next_log = self.clock() + 10.0
-        self.board.fd_limit = raise_fd_limit(needed, self.log)
+        self.board.prepare(needed, self.log)
         while len(self.peers) + 1 < needed:
             now = self.clock()
             if now >= deadline:
@@ -203,13 +203,9 @@ class Hub:
         lost.update(self.board.flush_all(self.peers, self.clock() + SEND_TIMEOUT_S))
         if lost:
             self.log(f"check-in: {len(lost)} node(s) could not be sent the verdict (gone, not reading for "
-                     f"{SEND_TIMEOUT_S:g}s, or a verdict over the wire's limit); they time out (exit 4)")
+                     f"{SEND_TIMEOUT_S:g}s, or a verdict over the wire's limit); they end with exit 4")
         self.peers = [peer for peer in self.peers if peer not in lost]
-
-    def watch_all(self):
-        """The heartbeat starts: read every node again."""
-        for peer in self.peers:
-            self.board.watch(peer)
+        self.board.drop(lost)
 
     def close(self):
         live = self.pending + self.peers

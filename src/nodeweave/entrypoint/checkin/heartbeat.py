@@ -169,7 +169,7 @@ class HubWatch(Watch):
 
     def _run(self):
         hub = self.hub
-        hub.watch_all()
+        hub.board.watch_all(hub.peers)
         next_beat = next_sweep = self.clock()
         for peer in hub.peers:
             peer.last_heard = next_beat

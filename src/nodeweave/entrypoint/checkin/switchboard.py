@@ -92,6 +92,22 @@ class Switchboard:
             mask |= selectors.EVENT_WRITE
         self._set(sock, mask, owner)
 
+    def prepare(self, nodes, log):
+        """Before the check-in of ``nodes``: descriptors for all, and a listen backlog for all at once."""
+        self.fd_limit = raise_fd_limit(nodes, log)
+        self.listener.listen(max(512, nodes + FD_SPARE))  # nodes started together connect together
+
+    def watch_all(self, peers):
+        """The heartbeat starts: read every node again."""
+        for peer in peers:
+            self.watch(peer)
+
+    def drop(self, peers):
+        """Let go of nodes node 0 could not tell (gone, or not reading)."""
+        for peer in peers:
+            self.forget(peer)
+            peer.channel.close()
+
     def watch(self, peer):
         """Read ``peer``'s connection (again): a new node, or a held one whose verdict went out."""
         peer.channel.sock.setblocking(False)
@@ -154,6 +170,7 @@ class Switchboard:
         if probe.done:
             if probe.sock is not None:
                 self._set(probe.sock, 0, None)
+                self.owners.pop(probe.sock, None)
                 probe.close()
             if probe in self.probes:
                 self.probes.remove(probe)
