@@ -25,7 +25,14 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-NODEWEAVE = [sys.executable, "-c", "import sys; from nodeweave.cli import main; sys.exit(main())"]
+# the CLI, adding its own CPU seconds (not its children's: those are the nodes) to $NWSCALE_CPU when it exits
+NODEWEAVE = [sys.executable, "-c", "import atexit, os, resource, sys\n"
+             "def mine():\n"
+             "    use = resource.getrusage(resource.RUSAGE_SELF)\n"
+             "    with open(os.environ['NWSCALE_CPU'], 'a') as f:\n"
+             "        f.write(f'{sys.argv[1]} {use.ru_utime + use.ru_stime}\\n')\n"
+             "atexit.register(mine)\n"
+             "from nodeweave.cli import main; sys.exit(main())"]
 SPEC = """name: nwscale
 image: {{variant: cpu, registry: localhost/nwscale}}
 nodes: {nodes}
@@ -42,7 +49,7 @@ def _cluster(root, nodes):
     shutil.copy(HERE / "ssh_standin.py", work / "bin" / "ssh")
     (work / "bin" / "ssh").chmod(0o755)
     (work / "nodeweave.yaml").write_text(SPEC.format(nodes=nodes))
-    env = dict(os.environ, NWSCALE_ROOT=str(work / "hosts"), COLUMNS="200",
+    env = dict(os.environ, NWSCALE_ROOT=str(work / "hosts"), COLUMNS="200", NWSCALE_CPU=str(work / "cpu.txt"),
                PATH=f"{work / 'bin'}:{Path(sys.executable).parent}:{os.environ['PATH']}")
     hosts = [f"--host=127.3.{i // 250}.{i % 250 + 1}" for i in range(nodes)]
     _nodeweave(work, env, "up", "--target", "hosts", "--engine", "none", "--remote-dir", "/nwscale-remote", *hosts,
@@ -87,6 +94,15 @@ def _run_and_stop(work, env, nodes, grace):
     return first, stop_s, time.monotonic() - started - first
 
 
+def _client_cpu(work):
+    """Median CPU seconds of the nodeweave process itself, per verb."""
+    by_verb = {}
+    for line in (work / "cpu.txt").read_text().splitlines():
+        verb, seconds = line.split()
+        by_verb.setdefault(verb, []).append(float(seconds))
+    return {verb: statistics.median(values) for verb, values in by_verb.items()}
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--nodes", default="2,64")
@@ -111,12 +127,13 @@ def main():
                 ended.append(e)
                 print(f"  {n} nodes, round {round_ + 1}: status {status[-1]:.2f} s, run to every first line "
                       f"{f:.2f} s, stop {s:.2f} s, run ended {e:.2f} s after the first lines", flush=True)
-            rows[n] = (up_s, *(statistics.median(v) for v in (status, first, stop, ended)))
+            rows[n] = (up_s, *(statistics.median(v) for v in (status, first, stop, ended)), _client_cpu(work))
     print(f"\n| nodes | up, s | status, s | run: every rank's first line, s | stop --grace {args.grace}, s "
-          f"| run command ended after the first lines, s | load |")
-    print("|---:|---:|---:|---:|---:|---:|---:|")
-    for n, (up_s, status_s, first_s, stop_s, ended_s) in rows.items():
-        print(f"| {n} | {up_s:.2f} | {status_s:.2f} | {first_s:.2f} | {stop_s:.2f} | {ended_s:.2f} | "
+          f"| run command ended after the first lines, s | nodeweave's own CPU: status / run / stop, s | load |")
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for n, (up_s, status_s, first_s, stop_s, ended_s, cpu) in rows.items():
+        own = " / ".join(f"{cpu.get(verb, 0):.2f}" for verb in ("status", "run", "stop"))
+        print(f"| {n} | {up_s:.2f} | {status_s:.2f} | {first_s:.2f} | {stop_s:.2f} | {ended_s:.2f} | {own} | "
               f"{os.getloadavg()[0]:.1f} |")
     return 0
 
