@@ -18,7 +18,7 @@ from .wire import MAX_MESSAGE, encode, nonce, verify
 
 class Probe:
     """Node 0's connect-back to the port a node opened, as one non-blocking connection; sets ``peer.probe``
-    ('ok' or why not) with the same words the blocking ``exchange._probe`` uses."""
+    ('ok', or why not: what the verdict's connect-back row shows)."""
 
     def __init__(self, peer, token, timeout_s, now):
         self.peer, self.token, self.timeout_s, self.deadline = peer, token, timeout_s, now + timeout_s
