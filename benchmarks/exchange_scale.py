@@ -100,8 +100,8 @@ class Job:
 
     def wait_in(self, count, timeout=180):
         """Until node 0 says ``count`` nodes (itself included) are in: asked with ``--status``'s own request."""
-        from nodeweave.entrypoint.exchange import ask_status
-        from nodeweave.entrypoint.wire import ExchangeError, job_token
+        from nodeweave.entrypoint.checkin.exchange import ask_status
+        from nodeweave.entrypoint.checkin.wire import ExchangeError, job_token
 
         token = job_token({}, "nodeweave", self.port)
         deadline = time.monotonic() + timeout

@@ -32,8 +32,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from nodeweave.entrypoint.heartbeat import BEAT_S  # noqa: E402
-from nodeweave.entrypoint.wire import job_token, proof  # noqa: E402
+from nodeweave.entrypoint.checkin.heartbeat import BEAT_S  # noqa: E402
+from nodeweave.entrypoint.checkin.wire import job_token, proof  # noqa: E402
 
 VERDICT_HEAD = b'{"t":"verdict",'
 MAX_CONNECTING = 4096  # connections not yet challenged at once: all, as nodes started together would
@@ -47,8 +47,8 @@ def address(rank):
 def template_fingerprint(nodes, port, launcher):
     """This machine's fingerprint, made by the entrypoint's own code, as every simulated node's base."""
     from nodeweave.entrypoint.core import make_plan
-    from nodeweave.entrypoint.fingerprint import local_fingerprint
-    from nodeweave.entrypoint.sysfs import Root
+    from nodeweave.entrypoint.checkin.fingerprint import local_fingerprint
+    from nodeweave.entrypoint.detection.sysfs import Root
 
     env = dict(os.environ)
     plan = make_plan(["--launcher", launcher, "--nnodes", str(nodes), "--node-rank", "1", "--master-addr",

@@ -20,8 +20,8 @@ from pathlib import Path
 
 from test_exchange_processes import ENTRY, SRC, free_port_pair
 
-from nodeweave.entrypoint.switchboard import Switchboard
-from nodeweave.entrypoint.wire import OUTBOX_MAX, Channel
+from nodeweave.entrypoint.checkin.switchboard import Switchboard
+from nodeweave.entrypoint.checkin.wire import OUTBOX_MAX, Channel
 
 SWARM = Path(__file__).resolve().parents[1] / "benchmarks" / "scale_swarm.py"
 
@@ -154,7 +154,7 @@ def test_node_0s_slower_beats_still_keep_every_node_in_the_job(monkeypatch):
     """Node 0 beats HUB_BEATS times per LOST_S (fewer than the nodes do): nobody counts anybody gone."""
     from test_exchange_loopback import started_watches
 
-    from nodeweave.entrypoint import heartbeat
+    from nodeweave.entrypoint.checkin import heartbeat
 
     monkeypatch.setattr(heartbeat, "BEAT_S", 0.2)
     monkeypatch.setattr(heartbeat, "LOST_S", 1.0)
