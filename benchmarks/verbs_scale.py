@@ -1,7 +1,7 @@
 """The cluster verbs at 64 nodes, against 2: ``status``, ``run`` (to every rank's first line) and ``stop``.
 
 The nodes are bare hosts (``--target hosts --engine none``) reached through
-``benchmarks/ssh_standin.py`` put on PATH as ``ssh``: every host is a folder
+``benchmarks/ssh_standin.sh`` put on PATH as ``ssh``: every host is a folder
 of this machine (its own HOME, TMPDIR and remote dir; addresses 127.3.0.x,
 loopback only), so nodeweave's hosts backend, its fan-out (16 at a time), the
 run engine and the entrypoint on every node (check-in and heartbeat with
@@ -46,7 +46,7 @@ def _cluster(root, nodes):
     """A work folder with the spec, ``ssh`` on PATH, and the cluster brought up (bare hosts)."""
     work = Path(root) / f"n{nodes}"
     (work / "bin").mkdir(parents=True)
-    shutil.copy(HERE / "ssh_standin.py", work / "bin" / "ssh")
+    shutil.copy(HERE / "ssh_standin.sh", work / "bin" / "ssh")
     (work / "bin" / "ssh").chmod(0o755)
     (work / "nodeweave.yaml").write_text(SPEC.format(nodes=nodes))
     env = dict(os.environ, NWSCALE_ROOT=str(work / "hosts"), COLUMNS="200", NWSCALE_CPU=str(work / "cpu.txt"),
