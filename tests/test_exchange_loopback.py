@@ -134,10 +134,9 @@ def test_connect_back_failure_is_named():
         cluster.hub.gather(2, time.monotonic() + 10)
         cluster.hub.peers[0].probe = None
         cluster.hub.peers[0].fp = dict(cluster.hub.peers[0].fp, probe_port=free_port())
-        from nodeweave.entrypoint.checkin.exchange import _probe
-
-        _probe(cluster.hub.peers[0], TOKEN)
-        assert "refused" in cluster.hub.peers[0].probe.lower()
+        cluster.hub.board.probe(cluster.hub.peers[0], TOKEN, 3.0)  # node 0's own connect-back, in its loop
+        cluster.hub.board.settle(cluster.hub.peers[0], 5)
+        assert "refused" in cluster.hub.peers[0].probe.lower(), cluster.hub.peers[0].probe
         verdict = cluster.hub.decide(2, 2, "torchrun", ())
         assert [p["check"] for p in verdict["problems"]] == ["connect-back"]
         cluster.hub.announce(verdict)

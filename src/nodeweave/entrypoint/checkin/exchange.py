@@ -9,15 +9,17 @@ through — and notes the address the node's connection came from. Once every
 node is in (the minimum, for an elastic job) or the deadline passes, node 0
 judges them all at once (``verdict.py``) and sends the same verdict to each.
 The connections stay open: ``heartbeat.py`` watches them for the job's life.
+Node 0 serves every node, connect-backs included, from one loop (``switchboard.py``).
 """
 
+import errno
 import socket
-import threading
 import time
 
+from .switchboard import Switchboard
 from .verdict import Entry, judge
-from .wire import (MAX_MESSAGE, Channel, ExchangeError, canonical, connect, finish_all, nonce, proof, readable,
-                   verify)
+from .wire import (MAX_MESSAGE, SEND_TIMEOUT_S, Channel, ExchangeError, canonical, connect, finish_all, nonce, proof,
+                   readable, verify)
 
 HELLO_TIMEOUT_S = 10.0   # from accepting a connection to its hello
 PROBE_TIMEOUT_S = 3.0    # node 0's connect-back, connect and answer
@@ -43,29 +45,6 @@ class Peer:
         return Entry(self.fp, seen=self.seen, probe=self.probe)
 
 
-def _probe(peer, token):
-    """Connect back to the port the node opened, as NCCL and Gloo peers will; 'ok' or why not."""
-    fp = peer.fp
-    address = fp.get("address")
-    if not address or (address.startswith("127.") and not str(peer.seen).startswith("127.")):
-        address = peer.seen  # a loopback advertisement is refused anyway; still test the firewall
-    try:
-        channel = connect(address, int(fp.get("probe_port") or 0), PROBE_TIMEOUT_S)
-    except (ExchangeError, ValueError) as err:
-        peer.probe = str(err)
-        return
-    challenge = nonce()
-    try:
-        channel.send({"t": "probe", "nonce": challenge})
-        answer = channel.receive(time.monotonic() + PROBE_TIMEOUT_S)
-        peer.probe = "ok" if verify(token, challenge, answer.get("mac")) else (
-            f"{address}:{fp.get('probe_port')} answered, but not with this job's token")
-    except ExchangeError as err:
-        peer.probe = f"{address}:{fp.get('probe_port')}: {err}"
-    finally:
-        channel.close()
-
-
 class Hub:
     """Node 0's side of the exchange. ``own_fp`` may start as ``{"job": ...}`` (the port opens before
     node 0's fingerprint is ready) and is completed before :meth:`gather`."""
@@ -81,25 +60,32 @@ class Hub:
                                   "set NODEWEAVE_EXCHANGE_PORT to a free port (the same on every node)",
                                   EXIT_UNREACHABLE) from None
         self.sock.setblocking(False)
+        self.board = Switchboard(self.sock)
         self.pending, self.peers = [], []
         self.verdict = None  # once announced
 
     def accept(self):
         """Take every waiting connection and challenge it."""
         while True:
+            if self.board.full(len(self.pending) + len(self.peers)):
+                self.board.out_of_files(self.log, len(self.pending) + len(self.peers))
+                return
             try:
                 sock, _ = self.sock.accept()
             except (BlockingIOError, InterruptedError):
                 return
-            except OSError:
+            except OSError as err:
+                if err.errno in (errno.EMFILE, errno.ENFILE):
+                    self.board.out_of_files(self.log, len(self.pending) + len(self.peers))
                 return
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             peer = Peer(Channel(sock), nonce(), self.clock())
-            try:
-                peer.channel.send({"t": "challenge", "nonce": peer.challenge, "job": self.own_fp.get("job")})
-                self.pending.append(peer)
-            except ExchangeError:
+            self.board.watch(peer)
+            if self.board.post([peer], {"t": "challenge", "nonce": peer.challenge, "job": self.own_fp.get("job")}):
+                self.board.forget(peer)
                 peer.channel.close()
+            else:
+                self.pending.append(peer)
 
     def read_hello(self, peer):
         """Move ``peer`` to ``peers`` once its hello checks out; drop it on anything else."""
@@ -125,8 +111,8 @@ class Hub:
             return
         self.pending.remove(peer)
         peer.fp, peer.seen = fp, peer.channel.peer.rpartition(":")[0]
-        peer.thread = threading.Thread(target=_probe, args=(peer, self.token), daemon=True)
-        peer.thread.start()
+        self.board.hold(peer)  # judged: not read again until the heartbeat
+        self.board.probe(peer, self.token, PROBE_TIMEOUT_S)
         self.peers.append(peer)
 
     def _answer_status(self, peer, request):
@@ -136,6 +122,7 @@ class Hub:
             self._drop(peer, "a status request without this job's token")
             return
         self.pending.remove(peer)
+        self.board.release(peer)
         try:
             peer.channel.send(self.status())
         except ExchangeError:
@@ -157,6 +144,7 @@ class Hub:
         return answer
 
     def _drop(self, peer, why):
+        self.board.release(peer)
         if why:
             self.log(f"check-in from {peer.channel.peer} turned away: {why}")
             try:
@@ -173,18 +161,21 @@ class Hub:
             self._drop(peer, f"no hello within {HELLO_TIMEOUT_S:g}s")
 
     def step(self, timeout):
-        """Wait up to ``timeout`` for connections or hellos, and handle them."""
-        waiting = [self.sock] + [p.channel.sock for p in self.pending]
-        ready = readable(waiting, timeout)
-        if self.sock in ready:
+        """Wait up to ``timeout`` for connections, hellos and connect-backs, and handle them."""
+        accept, ready = self.board.wait(timeout)
+        if accept:
             self.accept()
-        for peer in [p for p in self.pending if p.channel.sock in ready]:
-            self.read_hello(peer)
+        for peer in ready:
+            if peer.fp is None:
+                self.read_hello(peer)
+            else:
+                self.board.hold(peer)  # a judged node: what it sends waits for the heartbeat
         self.expire()
 
     def gather(self, needed, deadline):
         """Wait until ``needed`` nodes (node 0 included) have checked in, or ``deadline``."""
         next_log = self.clock() + 10.0
+        self.board.prepare(needed, self.log)
         while len(self.peers) + 1 < needed:
             now = self.clock()
             if now >= deadline:
@@ -194,8 +185,8 @@ class Hub:
                          f"{int(deadline - now)}s more")
                 next_log = now + 10.0
             self.step(min(POLL_S, deadline - now))
-        for peer in self.peers:
-            peer.thread.join(PROBE_TIMEOUT_S * 2 + 1)
+        while self.board.probing():  # each connect-back ends by its own deadline
+            self.step(POLL_S)
 
     def decide(self, nnodes_min, nnodes_max, launcher, allow, missing=None):
         entries = [Entry(self.own_fp, seen=self.own_fp.get("route_address") or self.own_fp.get("address"), own=True)]
@@ -205,16 +196,22 @@ class Hub:
         return judge(entries, nnodes_min, nnodes_max, launcher, allow, gone)
 
     def announce(self, verdict):
-        """Send the verdict to every node; a node that cannot be told is dropped."""
+        """Send the verdict to every node (encoded once, written without waiting on any one node); a node
+        that cannot be told within the send timeout is dropped."""
         self.verdict = verdict
-        for peer in list(self.peers):
-            try:
-                peer.channel.send({"t": "verdict", "verdict": verdict})
-            except ExchangeError:
-                self.peers.remove(peer)
+        lost = set(self.board.post(self.peers, {"t": "verdict", "verdict": verdict}))
+        lost.update(self.board.flush_all(self.peers, self.clock() + SEND_TIMEOUT_S))
+        if lost:
+            self.log(f"check-in: {len(lost)} node(s) could not be sent the verdict (gone, not reading for "
+                     f"{SEND_TIMEOUT_S:g}s, or a verdict over the wire's limit); they end with exit 4")
+        self.peers = [peer for peer in self.peers if peer not in lost]
+        self.board.drop(lost)
 
     def close(self):
-        finish_all([peer.channel for peer in self.pending + self.peers], 1.0)
+        live = self.pending + self.peers
+        self.board.flush_all(live, self.clock() + 1.0)
+        self.board.close()
+        finish_all([peer.channel for peer in live], 1.0)
         try:
             self.sock.close()
         except OSError:

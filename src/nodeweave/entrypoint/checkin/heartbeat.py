@@ -1,8 +1,9 @@
 """For the life of the job: tell every node at once when one fails, so nobody waits for NCCL's watchdog.
 
-The check-in's connections stay open. Every :data:`BEAT_S` seconds each side
-sends a beat. A node whose launcher ends reports how (exit code or signal,
-its last lines of output); node 0 relays a failure to every other node, and
+The check-in's connections stay open. Every :data:`BEAT_S` seconds each node
+sends node 0 a beat, and node 0 :data:`HUB_BEATS` per :data:`LOST_S` to each. A node
+whose launcher ends reports how (exit code or signal, its last lines of
+output); node 0 relays a failure to every other node, and
 each stops its own launcher (SIGTERM to its process group, SIGKILL after
 :data:`GRACE_S`) and exits :data:`EXIT_PEER_FAILED`. A node that vanishes —
 its connection closes without a report, or is silent for :data:`LOST_S` —
@@ -12,20 +13,28 @@ rules. A clean finish ends quietly: node 0 waits (up to :data:`LINGER_S`) for
 the others to finish, then says it is closing.
 
 Both sides run one daemon thread (``select`` with a short timeout); the main
-thread only waits for the launcher and calls :meth:`finish`.
+thread only waits for the launcher and calls :meth:`finish`. Node 0's thread
+serves every node from one selector (``switchboard.py``): a beat or an abort
+is encoded once and queued to each node without waiting on any, wake-ups are
+batched (:data:`BATCH_S`), and silence is looked for once a second, not on
+every wake-up.
 """
 
 import threading
 import time
 
 from ..errors import EXIT_PEER_FAILED
-from .wire import ExchangeError, readable
+from .wire import BEAT_LINE, ExchangeError, readable
 
 BEAT_S = 2.0
 LOST_S = 10.0
 GRACE_S = 10.0
 LINGER_S = 30.0
 TAIL_LINES = 20
+BEAT = BEAT_LINE
+HUB_BEATS = 3    # node 0 beats to every node, so only HUB_BEATS times per LOST_S (each node hears three per window)
+BATCH_S = 0.1    # node 0 lets beats gather this long after a wake-up: tens of nodes per wake-up, not one
+SWEEP_S = 1.0    # how often node 0 looks for silent nodes
 
 
 def describe(report):
@@ -152,42 +161,45 @@ class HubWatch(Watch):
         self.label = f"node 0 ({hub.own_fp.get('hostname')})"
 
     def _send(self, peer, message):
-        try:
-            with self.lock:
-                peer.channel.send(message)
-            return True
-        except ExchangeError:
-            return False
+        """Queue ``message`` for ``peer`` (never waits on it); False when the node is gone or not reading."""
+        return not self.hub.board.post([peer], message)
 
     def _broadcast(self, message):
-        for peer in list(self.hub.peers):
-            if peer.done is None:
-                self._send(peer, message)
+        self.hub.board.post([peer for peer in self.hub.peers if peer.done is None], message)
 
     def _run(self):
-        next_beat = self.clock()
-        for peer in self.hub.peers:
+        hub = self.hub
+        hub.board.watch_all(hub.peers)
+        next_beat = next_sweep = self.clock()
+        for peer in hub.peers:
             peer.last_heard = next_beat
-        while not self.stopping.is_set():
+        while not self.stopping.is_set() and not hub.board.closed:
             now = self.clock()
             if now >= next_beat:
-                self._broadcast({"t": "beat"})
-                next_beat = now + BEAT_S
-            live = [p for p in self.hub.peers if p.done is None]
-            if self.own_done.is_set() and not live:
+                self._broadcast(BEAT)
+                next_beat = now + LOST_S / HUB_BEATS
+            if self.own_done.is_set() and not any(p.done is None for p in hub.peers):
                 return  # everyone finished
-            socks = [self.hub.sock] + [p.channel.sock for p in self.hub.pending + live]
-            ready = readable(socks, min(0.5, max(0.0, next_beat - now)))
-            if self.hub.sock in ready:
-                self.hub.accept()
-            for peer in [p for p in self.hub.pending if p.channel.sock in ready]:
-                self._late(peer)
-            self.hub.expire()
-            for peer in live:
-                if peer.channel.sock in ready:
+            accept, ready = hub.board.wait(min(0.5, max(0.0, next_beat - now)))
+            if accept:
+                hub.accept()
+            for peer in ready:
+                if peer.fp is None:
+                    self._late(peer)
+                elif peer.done is None:
                     self._read(peer)
-                elif self.clock() - peer.last_heard > LOST_S:
-                    self._gone(peer, {"how": f"no heartbeat for {LOST_S:g}s (node or network gone)"})
+            hub.expire()
+            if self.clock() >= next_sweep:
+                next_sweep = self.clock() + SWEEP_S
+                self._sweep()
+            if ready:
+                self.stopping.wait(BATCH_S)
+
+    def _sweep(self):
+        """Nodes silent for LOST_S count as gone."""
+        now = self.clock()
+        for peer in [p for p in self.hub.peers if p.done is None and now - p.last_heard > LOST_S]:
+            self._gone(peer, {"how": f"no heartbeat for {LOST_S:g}s (node or network gone)"})
 
     def _late(self, peer):
         """A node checking in after the start: turned away (fixed size) or judged on its own (elastic)."""
@@ -196,7 +208,7 @@ class HubWatch(Watch):
         if len(self.hub.peers) == before:
             return
         self.hub.peers.remove(peer)
-        peer.thread.join(10)
+        self.hub.board.settle(peer, 10)
         verdict = self.admit(peer) if self.admit else None
         if verdict is None:
             verdict = {"decision": "refuse", "problems": [{
@@ -206,9 +218,10 @@ class HubWatch(Watch):
         if self._send(peer, {"t": "verdict", "verdict": verdict}) and verdict["decision"] == "start":
             peer.last_heard = self.clock()
             self.hub.peers.append(peer)
+            self.hub.board.watch(peer)
             self.log(f"{_label(peer)} joined the job")
         else:
-            peer.channel.finish(1.0)
+            self.hub.board.finish(peer, 1.0)
 
     def _read(self, peer):
         try:
@@ -221,13 +234,14 @@ class HubWatch(Watch):
         for message in messages:
             if message.get("t") == "exit":
                 peer.done = message
-                peer.channel.finish(0.5)
                 if message.get("code") != 0:
-                    self._failed(_label(peer), message)
+                    self._failed(_label(peer), message)  # the others first, then this node's goodbye
+                self.hub.board.finish(peer, 0.5)
                 return
 
     def _gone(self, peer, report):
         peer.done = report
+        self.hub.board.forget(peer)
         peer.channel.close()
         self._failed(_label(peer), report)
 

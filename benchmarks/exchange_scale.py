@@ -1,0 +1,264 @@
+"""The check-in and the heartbeat at 64 to 1,024 nodes: node 0's critical path, its CPU, failure spread.
+
+Node 0 is always the real thing: a ``nodeweave-entrypoint`` process (rank 0,
+master 127.0.0.1, live root), with the launcher ``command true`` for the
+check-in and a stand-in ``torchrun`` (``sleep``) for the heartbeat. The other
+nodes are, by ``--mode``:
+
+  swarm   ``scale_swarm.py``: N-1 simulated nodes in one process, each with its own 127.2.x.y address and
+          check port, speaking the real wire (challenge, hello with a real fingerprint and HMAC, connect-back,
+          verdict, beats). Light enough for 1,024 nodes on 2 cores.
+  real    N-2 real entrypoint processes (as benchmarks/exchange_startup.py), plus one simulated node that
+          checks in last; only where N processes fit (64 here).
+
+What is measured, each with ``time.monotonic()`` (one clock for every process of the machine):
+
+  check-in   the critical path: the last node's hello -> its verdict on every node. The other nodes are in
+             first (node 0 has probed each of them), so process start-up is not in it; it is printed beside
+             it (spawn -> every other node in). Real workers: -> their process exit (an upper bound).
+  heartbeat  node 0's CPU (every thread of the entrypoint, /proc/<pid>/task/*/schedstat) per minute of
+             steady heartbeat, over ``--window`` seconds.
+  failure    exit:   a node reports exit 1 -> every other node has node 0's abort (and node 0 exited 5)
+             close:  a node's connection closes without a report (its entrypoint killed) -> every abort
+             silent: a node stops beating, connection open (its host gone) -> every abort, from its last beat
+
+Bounded: every wait has a deadline, every process is ended. Only 127.0.0.0/8 is used (node 0's own
+exchange port listens on the wildcard address, as it does in a container).
+
+    .venv/bin/python benchmarks/exchange_scale.py [--nodes 64,256,1024] [--window 60] [--mode swarm|real]
+"""
+
+import argparse
+import json
+import os
+import platform
+import resource
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parent / "src"))
+
+from exchange_startup import ENTRY, _argv, _cpu_seconds, _env, _port  # noqa: E402
+
+SWARM = HERE / "scale_swarm.py"
+NODE0_SRC = {"path": str(HERE.parent / "src")}  # --src: node 0 (and real workers) run this code instead
+
+
+def _load():
+    return os.getloadavg()[0]
+
+
+class Job:
+    """Node 0 (a real entrypoint) and the other nodes for one measurement; always ended."""
+
+    def __init__(self, nodes, workdir, launcher, window):
+        self.nodes, self.workdir = nodes, workdir
+        self.port = _port()
+        self.exchange = self.port + 1
+        command = ["true"] if launcher == "command" else ["train.py"]
+        fake = Path(workdir) / "torchrun"
+        fake.write_text(f"#!/bin/sh\nexec sleep {window + 120}\n")
+        fake.chmod(0o755)
+        (Path(workdir) / "train.py").write_text("")
+        self.env = dict(_env({"NODEWEAVE_WAIT_TIMEOUT": "180"}, workdir), PYTHONPATH=NODE0_SRC["path"])
+        self.node0 = subprocess.Popen(_argv(nodes, 0, self.port, launcher, command), env=self.env, cwd=workdir,
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        self.launcher, self.command = launcher, command
+        self.workers, self.exits, self.swarms = [], {}, []
+        self.node0_exit = None
+        threading.Thread(target=self._reap, args=(self.node0, "node0"), daemon=True).start()
+        self.peak = {"threads": 0, "fds": 0}
+        threading.Thread(target=self._sample, daemon=True).start()
+
+    def _sample(self):
+        """Node 0's most threads and open descriptors, every 50 ms while it runs."""
+        while self.node0.poll() is None:
+            try:
+                self.peak["threads"] = max(self.peak["threads"], len(os.listdir(f"/proc/{self.node0.pid}/task")))
+                self.peak["fds"] = max(self.peak["fds"], len(os.listdir(f"/proc/{self.node0.pid}/fd")))
+            except OSError:
+                return
+            time.sleep(0.05)
+
+    def _reap(self, proc, key):
+        proc.wait()
+        self.exits[key] = (time.monotonic(), proc.returncode)
+
+    def real_workers(self, ranks):
+        for rank in ranks:
+            proc = subprocess.Popen(_argv(self.nodes, rank, self.port, self.launcher, self.command), env=self.env,
+                                    cwd=self.workdir, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+            self.workers.append(proc)
+            threading.Thread(target=self._reap, args=(proc, rank), daemon=True).start()
+
+    def wait_in(self, count, timeout=180):
+        """Until node 0 says ``count`` nodes (itself included) are in: asked with ``--status``'s own request."""
+        from nodeweave.entrypoint.checkin.exchange import ask_status
+        from nodeweave.entrypoint.checkin.wire import ExchangeError, job_token
+
+        token = job_token({}, "nodeweave", self.port)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                if len(ask_status("127.0.0.1", self.exchange, "nodeweave", token, 5)["nodes"]) >= count:
+                    return
+            except (ExchangeError, OSError):
+                pass
+            time.sleep(0.2)
+        raise SystemExit(f"node 0 did not see {count} nodes in {timeout}s")
+
+    def swarm(self, ranks, extra=(), on_ready=None):
+        argv = [sys.executable, str(SWARM), "--port", str(self.exchange), "--nodes", str(self.nodes),
+                "--ranks", ranks, "--launcher", self.launcher, *extra]
+        proc = subprocess.Popen(argv, cwd=self.workdir, env=dict(os.environ, **{"TMPDIR": self.workdir}),
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.swarms.append(proc)
+        result = None
+        for line in proc.stdout:
+            if line.startswith("READY") and on_ready:
+                on_ready()
+            elif line.startswith("{"):
+                result = json.loads(line)
+        proc.wait(timeout=300)
+        if result is None:
+            raise SystemExit(f"swarm failed: {proc.stderr.read()[-3000:]}")
+        return result
+
+    def node0_cpu(self):
+        return _cpu_seconds(self.node0.pid)
+
+    def end(self):
+        everyone = [self.node0] + self.workers + self.swarms
+        for proc in everyone:
+            if proc.poll() is None:
+                proc.terminate()
+        for proc in everyone:
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+
+
+def _wait_exits(job, count, timeout):
+    deadline = time.monotonic() + timeout
+    while len(job.exits) < count and time.monotonic() < deadline:
+        time.sleep(0.01)
+
+
+def check_in(nodes, workdir, mode):
+    """The critical path (last hello -> every verdict) and, beside it, the start-up before it."""
+    job = Job(nodes, workdir, "command", 0)
+    try:
+        started = time.monotonic()
+        if mode == "real":
+            job.real_workers(range(1, nodes - 1))
+            job.wait_in(nodes - 1)
+            out = job.swarm(f"{nodes - 1}:{nodes}")
+            out["connected_s"] = time.monotonic() - started
+        else:
+            out = job.swarm(f"1:{nodes}", ["--last"])
+        _wait_exits(job, 1 + len(job.workers), 60)
+        last = out["last_hello"]
+        return {"in_s": out["connected_s"], "path_s": out["verdict_last"] - last,
+                "exit_s": max(t for t, _ in job.exits.values()) - last,
+                "codes": sorted({c for _, c in job.exits.values()}), "bytes": out["verdict_bytes"],
+                "decision": out["decision"], "identical": out["identical"], **job.peak}
+    finally:
+        job.end()
+
+
+def heartbeat(nodes, workdir, mode, window, fail):
+    """Node 0's CPU over ``window`` seconds of steady heartbeat (fail == exit), then one failure's spread."""
+    job = Job(nodes, workdir, "torchrun", window)
+    cpu = {}
+
+    def sample():
+        time.sleep(2)  # past the verdict's own work
+        cpu["before"], cpu["at"] = job.node0_cpu(), time.monotonic()
+        time.sleep(window)
+        cpu["end"], cpu["end_at"] = job.node0_cpu(), time.monotonic()
+
+    try:
+        if mode == "real":
+            job.real_workers(range(1, nodes - 1))
+            job.wait_in(nodes - 1)
+        ranks = f"{nodes - 1}:{nodes}" if mode == "real" else f"1:{nodes}"
+        hold = window + 3 if fail == "exit" else 3
+        sampler = threading.Thread(target=sample, daemon=True)
+        out = job.swarm(ranks, ["--hold", str(hold), "--fail", fail],
+                        on_ready=sampler.start if fail == "exit" else None)
+        _wait_exits(job, 1 + len(job.workers), 40)
+        told = out["abort_after"]
+        result = {"fail": fail, "abort_s": told and told["max"], "not_told": out["not_told"],
+                  "beats": out.get("beats_heard")}
+        if "node0" in job.exits:
+            result["node0_exit_s"], result["node0_code"] = job.exits["node0"][0] - out["failed_at"], job.exits["node0"][1]
+        workers = {key: value for key, value in job.exits.items() if key != "node0"}
+        if workers:
+            result["workers_exit_s"] = max(t for t, _ in workers.values()) - out["failed_at"]
+            result["worker_codes"] = sorted({c for _, c in workers.values()})
+        result.update(job.peak)
+        if "end" in cpu:
+            result["cpu_ms_per_min"] = (cpu["end"] - cpu["before"]) * 60000 / (cpu["end_at"] - cpu["at"])
+        return result
+    finally:
+        job.end()
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--nodes", default="64,256,1024")
+    parser.add_argument("--mode", choices=("swarm", "real"), default="swarm")
+    parser.add_argument("--window", type=float, default=60.0, help="seconds of heartbeat to measure node 0's CPU")
+    parser.add_argument("--runs", type=int, default=3, help="check-in samples per node count")
+    parser.add_argument("--only", choices=("checkin", "heartbeat"), default=None)
+    parser.add_argument("--fails", default="exit,close,silent", help="the failures to time (exit: node 0's CPU too)")
+    parser.add_argument("--src", default=NODE0_SRC["path"], help="the nodeweave src/ node 0 runs (a 'before' copy: "
+                        "git archive main src | tar -x -C /tmp/before)")
+    args = parser.parse_args()
+    NODE0_SRC["path"] = args.src
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # a stopped run still ends its processes
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))  # inherited by node 0 and the swarm
+    counts = [int(n) for n in args.nodes.split(",")]
+    print(f"machine: {platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}; "
+          f"nofile soft {soft} -> {hard} (hard); mode {args.mode}; node 0 runs {args.src}")
+    with tempfile.TemporaryDirectory(prefix="nodeweave-scale-") as workdir:
+        if args.only != "heartbeat":
+            print("\n| nodes | start-up: spawn -> others in, s | critical path: last hello -> every verdict, s "
+                  "(median of runs; each) | -> node 0/workers exit, s | verdict bytes | same bytes everywhere | "
+                  "node 0 peak threads / fds | load |")
+            print("|---:|---:|---:|---:|---:|---|---:|---:|")
+            for n in counts:
+                runs = [check_in(n, workdir, args.mode) for _ in range(args.runs)]
+                paths = sorted(r["path_s"] for r in runs)
+                ok = all(r["decision"] == "start" and r["codes"] == [0] for r in runs)
+                print(f"| {n} | {max(r['in_s'] for r in runs):.2f} | {paths[len(paths) // 2]:.3f} "
+                      f"({', '.join(f'{p:.3f}' for p in paths)}) | {max(r['exit_s'] for r in runs):.3f} | "
+                      f"{runs[0]['bytes']} | {all(r['identical'] for r in runs) and ok} | "
+                      f"{max(r['threads'] for r in runs)} / {max(r['fds'] for r in runs)} | {_load():.1f} |", flush=True)
+        if args.only != "checkin":
+            print("\n| nodes | node 0 CPU, ms/min (window) | failure | every node told, s | node 0 exit (code) | "
+                  "workers exit, s | node 0 peak threads / fds | load |")
+            print("|---:|---:|---|---:|---:|---:|---:|---:|")
+            for n in counts:
+                for fail in args.fails.split(","):
+                    r = heartbeat(n, workdir, args.mode, args.window, fail)
+                    cpu = f"{r['cpu_ms_per_min']:.0f} ({args.window:g} s)" if "cpu_ms_per_min" in r else ""
+                    n0 = f"{r['node0_exit_s']:.2f} ({r['node0_code']})" if "node0_exit_s" in r else "-"
+                    workers = (f"{r['workers_exit_s']:.2f} ({r['worker_codes']})" if "workers_exit_s" in r else "-")
+                    told = f"{r['abort_s']:.3f}" if r["abort_s"] is not None else "-"
+                    print(f"| {n} | {cpu} | {fail} | {told} (untold {r['not_told']}) | {n0} | {workers} | "
+                          f"{r['threads']} / {r['fds']} | {_load():.1f} |", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,299 @@
+"""Many simulated nodes in one process, speaking the exchange's real wire to a real node 0.
+
+The light stand-in of ``exchange_scale.py``: each simulated node is what a
+worker's entrypoint does on the wire and nothing else — its own loopback
+address (127.2.x.y: every address of 127.0.0.0/8 is this machine's loopback,
+no alias needs adding), a check port node 0 connects back to, the challenge,
+the hello with the real fingerprint (this machine's, made by the entrypoint's
+own code, with the rank, hostname and addresses changed) and its HMAC under
+the job token, the probe answer, the verdict, then the heartbeat: a beat
+every ``BEAT_S``, node 0's news read and timed. All nodes share one
+``selectors`` loop, so a thousand of them cost one process, not a thousand.
+Each node records the ``time.monotonic()`` (one clock for the whole machine)
+of what it got; one JSON line tells the driver: the last hello, each verdict
+(and whether all were byte-identical), each abort.
+
+    python benchmarks/scale_swarm.py --port P --nodes N --ranks 1:N [--last] [--hold S] [--fail exit|close|silent]
+"""
+
+import argparse
+import errno
+import hashlib
+import heapq
+import json
+import os
+import random
+import resource
+import selectors
+import socket
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+
+from nodeweave.entrypoint.checkin.heartbeat import BEAT_S  # noqa: E402
+from nodeweave.entrypoint.checkin.wire import job_token, proof  # noqa: E402
+
+VERDICT_HEAD = b'{"t":"verdict",'
+MAX_CONNECTING = 4096  # connections not yet challenged at once: all, as nodes started together would
+
+
+def address(rank):
+    """This simulated node's own loopback address: 127.2.<hi>.<lo> (never node 0's 127.0.0.1)."""
+    return f"127.2.{rank // 250}.{rank % 250 + 1}"
+
+
+def template_fingerprint(nodes, port, launcher):
+    """This machine's fingerprint, made by the entrypoint's own code, as every simulated node's base."""
+    from nodeweave.entrypoint.core import make_plan
+    from nodeweave.entrypoint.checkin.fingerprint import local_fingerprint
+    from nodeweave.entrypoint.detection.sysfs import Root
+
+    env = dict(os.environ)
+    plan = make_plan(["--launcher", launcher, "--nnodes", str(nodes), "--node-rank", "1", "--master-addr",
+                      "127.0.0.1", "--master-port", str(port - 1), "--", "train.py"], env)
+    return local_fingerprint(plan, Root("/"), env)
+
+
+class Node:
+    """One simulated worker: its connection to node 0, its check port, what it received and when."""
+
+    def __init__(self, rank, base_fp):
+        self.rank, self.addr = rank, address(rank)
+        self.fp = dict(base_fp, rank=rank, hostname=f"scale-{rank}", address=self.addr, route_address=self.addr,
+                       address_source="lo (scale harness)")
+        self.listener = socket.create_server((self.addr, 0), backlog=8)
+        self.listener.setblocking(False)
+        self.fp["probe_port"] = self.listener.getsockname()[1]
+        self.sock, self.inbuf = None, b""
+        self.state = "new"          # new, connecting, challenged, hello, in, gone
+        self.hello_at = self.verdict_at = self.abort_at = None
+        self.probed_at = self.challenge = self.last_beat = self.verdict_digest = self.next_beat = None
+        self.beats_heard, self.silent = 0, False
+
+
+class Swarm:
+    def __init__(self, args):
+        self.args = args
+        self.sel = selectors.DefaultSelector()
+        self.token = job_token({}, args.job, args.port - 1)
+        base = template_fingerprint(args.nodes, args.port, args.launcher)
+        self.job = base["job"]
+        lo, hi = (int(x) for x in args.ranks.split(":"))
+        self.nodes = [Node(rank, base) for rank in range(lo, hi)]
+        for node in self.nodes:
+            self.sel.register(node.listener, selectors.EVENT_READ, ("listen", node))
+        self.verdict_sample, self.due = None, []  # due: (next beat, rank): each beat on time, not in batches
+        self.by_rank = {node.rank: node for node in self.nodes}
+
+    def connect(self, node):
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        sock.bind((node.addr, 0))
+        sock.setblocking(False)
+        code = sock.connect_ex(("127.0.0.1", self.args.port))
+        if code not in (0, errno.EINPROGRESS):
+            raise SystemExit(f"rank {node.rank}: connect failed: {os.strerror(code)}")
+        node.sock, node.state = sock, "connecting"
+        self.sel.register(sock, selectors.EVENT_READ, ("link", node))
+
+    def send(self, node, obj):
+        """A few hundred bytes at most: a loopback socket's buffer always takes them at once."""
+        node.sock.send(json.dumps(obj, separators=(",", ":")).encode() + b"\n")
+
+    def on_probe(self, conn):
+        conn.setblocking(True)
+        conn.settimeout(3.0)
+        with conn.makefile("rb") as reader:
+            message = json.loads(reader.readline() or b"{}")
+        if message.get("t") == "probe":
+            conn.sendall(json.dumps({"t": "probe-ok", "mac": proof(self.token, str(message.get("nonce")))},
+                                    separators=(",", ":")).encode() + b"\n")
+        conn.close()
+
+    def on_link(self, node):
+        try:
+            chunk = node.sock.recv(1 << 18)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
+            chunk = b""
+        if not chunk:
+            node.state = "gone"
+            self.sel.unregister(node.sock)
+            node.sock.close()
+            return
+        node.inbuf += chunk
+        while b"\n" in node.inbuf:
+            line, _, node.inbuf = node.inbuf.partition(b"\n")
+            self.on_message(node, line)
+
+    def on_message(self, node, line):
+        now = time.monotonic()
+        if line.startswith(VERDICT_HEAD):
+            node.verdict_at, node.state = now, "in"
+            node.verdict_digest = hashlib.sha1(line).hexdigest()
+            self.verdict_sample = self.verdict_sample or line
+            node.next_beat = now + random.uniform(0, BEAT_S)  # real nodes beat in no common phase
+            heapq.heappush(self.due, (node.next_beat, node.rank))
+            return
+        message = json.loads(line)
+        kind = message.get("t")
+        if kind == "challenge":
+            node.state, node.challenge = "challenged", str(message.get("nonce"))
+            if not (self.args.last and node is self.nodes[-1]):
+                self.hello(node)
+        elif kind == "beat":
+            node.beats_heard += 1
+        elif kind == "abort" and node.abort_at is None:
+            node.abort_at = now
+        elif kind == "reject":
+            raise SystemExit(f"rank {node.rank} turned away: {message.get('reason')}")
+
+    def hello(self, node):
+        node.hello_at, node.state = time.monotonic(), "hello"
+        self.send(node, {"t": "hello", "job": self.job, "fp": node.fp, "mac": proof(self.token, node.challenge, node.fp)})
+
+    def pump(self, timeout):
+        for key, _ in self.sel.select(timeout):
+            kind, node = key.data
+            if kind == "listen":
+                try:
+                    conn, _ = node.listener.accept()
+                except (BlockingIOError, InterruptedError):
+                    continue
+                node.probed_at = time.monotonic()
+                self.on_probe(conn)
+            else:
+                self.on_link(node)
+
+    def beat(self):
+        now = time.monotonic()
+        while self.due and self.due[0][0] <= now:
+            _, rank = heapq.heappop(self.due)
+            node = self.by_rank[rank]
+            if node.state == "in" and not node.silent:
+                self.send(node, {"t": "beat"})
+                node.last_beat, node.next_beat = now, node.next_beat + BEAT_S
+                heapq.heappush(self.due, (node.next_beat, rank))
+
+    def tick(self, longest=0.05):
+        """Pump until the next beat is due (at most ``longest``), then send the beats that are due."""
+        wait = longest if not self.due else min(longest, max(0.0, self.due[0][0] - time.monotonic()))
+        self.pump(wait)
+        self.beat()
+
+    def until(self, done, timeout, what):
+        deadline = time.monotonic() + timeout
+        while not done():
+            if time.monotonic() > deadline:
+                raise SystemExit(f"swarm: {what} not done in {timeout:g}s")
+            self.tick()
+
+    def check_in(self):
+        """Every node connects (a bounded number at a time) and says hello; with ``--last`` the last one
+        waits until node 0 has probed every other node, then says hello alone: the critical path starts."""
+        started = time.monotonic()
+        waiting = list(self.nodes)
+        while waiting:
+            connecting = sum(1 for n in self.nodes if n.state == "connecting")
+            for node in waiting[:max(0, MAX_CONNECTING - connecting)]:
+                self.connect(node)
+            waiting = [n for n in waiting if n.state == "new"]
+            self.pump(0.01)
+        early = self.nodes[:-1] if self.args.last else self.nodes
+        self.until(lambda: all(n.probed_at for n in early), 120, "every node probed")
+        connected = time.monotonic() - started
+        if self.args.last:
+            last = self.nodes[-1]
+            self.until(lambda: last.state == "challenged", 30, "the last node's challenge")
+            self.pump(0.3)  # let node 0 settle: nothing else is in flight
+            self.hello(last)
+        self.until(lambda: all(n.verdict_at or n.state == "gone" for n in self.nodes), 120, "every verdict")
+        return connected
+
+    def fail(self, how):
+        """One node fails: reports exit 1, or its connection closes, or it goes silent. Returns its moment."""
+        victim = self.nodes[len(self.nodes) // 2]
+        now = time.monotonic()
+        if how == "exit":
+            self.send(victim, {"t": "exit", "code": 1, "how": "torchrun exited 1",
+                               "tail": ["Traceback (most recent call last):", "RuntimeError: scale harness"]})
+            victim.sock.shutdown(socket.SHUT_WR)
+        elif how == "close":
+            self.sel.unregister(victim.sock)
+            victim.sock.close()
+            victim.state = "gone"
+        else:
+            victim.silent = True
+            now = victim.last_beat or now  # node 0 last heard it then
+        others = [n for n in self.nodes if n is not victim]
+        if not others:  # real workers hear it (the driver times them): wait until node 0 let the victim go
+            self.until(lambda: victim.state == "gone", 40, "node 0 closing the failed node's connection")
+        self.until(lambda: all(n.abort_at or n.state == "gone" for n in others), 40, "every abort")
+        return now, victim, others
+
+
+def wait_for_node_0(port, timeout):
+    """As a worker's entrypoint waits: until node 0's exchange accepts (it may still be starting)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return
+        except OSError:
+            if time.monotonic() > deadline:
+                raise SystemExit(f"swarm: node 0's exchange 127.0.0.1:{port} not reachable in {timeout}s")
+            time.sleep(0.02)
+
+
+def _spread(values, origin):
+    values = sorted(v - origin for v in values if v is not None)
+    if not values:
+        return None
+    return {"n": len(values), "min": values[0], "median": values[len(values) // 2], "max": values[-1]}
+
+
+def _options():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--port", type=int, required=True, help="node 0's exchange port (the master port + 1)")
+    parser.add_argument("--nodes", type=int, required=True, help="the job's node count, node 0 included")
+    parser.add_argument("--ranks", required=True, help="LO:HI, the ranks this swarm plays")
+    parser.add_argument("--job", default="nodeweave")
+    parser.add_argument("--launcher", default="torchrun", help="node 0's launcher (the verdict refuses another)")
+    parser.add_argument("--last", action="store_true", help="hold the last rank back: time last arrival -> verdicts")
+    parser.add_argument("--hold", type=float, default=0.0, help="seconds of heartbeat after the verdict")
+    parser.add_argument("--fail", choices=("exit", "close", "silent"))
+    return parser.parse_args()
+
+
+def main():
+    args = _options()
+    _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))  # two descriptors per simulated node
+    wait_for_node_0(args.port, 60)
+    swarm = Swarm(args)
+    connected = swarm.check_in()
+    last_hello, verdicts = max(n.hello_at for n in swarm.nodes), [n.verdict_at for n in swarm.nodes]
+    sample = json.loads(swarm.verdict_sample) if swarm.verdict_sample else {}
+    out = {"nodes": len(swarm.nodes), "connected_s": connected, "last_hello": last_hello,
+           "verdict_last": max(v for v in verdicts if v), "verdict_after_last_hello": _spread(verdicts, last_hello),
+           "identical": len({n.verdict_digest for n in swarm.nodes}) == 1, "verdict_bytes": len(swarm.verdict_sample or b""),
+           "decision": sample.get("verdict", {}).get("decision")}
+    if args.hold:
+        print("READY", flush=True)  # the driver samples node 0's CPU from here
+        end = time.monotonic() + args.hold
+        while time.monotonic() < end:
+            swarm.tick()
+        out["beats_heard"] = _spread([n.beats_heard for n in swarm.nodes], 0)
+    if args.fail:
+        moment, victim, others = swarm.fail(args.fail)
+        out.update({"fail": args.fail, "victim": victim.rank, "failed_at": moment, "not_told": sum(
+            1 for n in others if n.abort_at is None), "abort_after": _spread([n.abort_at for n in others], moment)})
+    print(json.dumps(out))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

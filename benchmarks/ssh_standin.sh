@@ -1,0 +1,23 @@
+#!/bin/sh
+# An `ssh` stand-in for benchmarks/verbs_scale.py: every "host" is a folder of this machine.
+# `ssh [-o X]... [-t] [-n] HOST -- CMD` runs CMD here with `sh -c`, as that host: in $NWSCALE_ROOT/HOST, with
+# its own HOME and TMPDIR (where the entrypoint records its runs), and with /nwscale-remote (the benchmark's
+# --remote-dir) meaning that host's own remote/ folder. nodeweave's hosts backend, its verbs and the
+# entrypoint run unchanged; only the network hop is missing (and every host shares this machine's cores).
+# A shell script, not Python: its own start-up is then ~1 ms, not ~25 ms, of each node's time.
+while [ $# -gt 0 ]; do
+  case "$1" in
+    -o|-p|-i|-F|-l|-J|-S|-E) shift 2 ;;
+    -*) shift ;;
+    *) break ;;
+  esac
+done
+host=${1##*@}
+shift
+[ "$1" = "--" ] && shift
+root="$NWSCALE_ROOT/$host"
+mkdir -p "$root/tmp" "$root/remote"
+cd "$root" || exit 255
+export HOME="$root" TMPDIR="$root/tmp"
+[ $# -eq 0 ] && exec sh
+exec sh -c "$(printf '%s' "$*" | sed "s#/nwscale-remote#$root/remote#g")"
