@@ -266,7 +266,7 @@ def test_an_ethernet_only_spec_asks_for_no_rdma_device(variant, tmp_path):
 
 # -- a hosts list instead of a hand-written NODE_RANK per host ---------------------------------------
 
-FIX = REPO / "tests" / "fixtures" / "sysroots"
+FIX = REPO / "tests" / "fixtures" / "synthetic"
 
 
 def test_hosts_list_gives_every_host_its_rank_from_one_file(tmp_path):

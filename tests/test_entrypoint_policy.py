@@ -6,7 +6,7 @@ import pytest
 
 from nodeweave.entrypoint import make_plan
 
-FIX = Path(__file__).parent / "fixtures" / "sysroots"
+FIX = Path(__file__).parent / "fixtures" / "synthetic"
 HGX = {"NNODES": "2", "NODE_RANK": "1", "MASTER_ADDR": "hgx-a00"}
 MI300 = {"NNODES": "2", "NODE_RANK": "1", "MASTER_ADDR": "mi300-00"}
 STS = {"NODEWEAVE_NNODES": "4", "NODEWEAVE_SERVICE": "llama"}

@@ -12,7 +12,7 @@ from nodeweave.entrypoint.errors import EXIT_TOPOLOGY, EXIT_USAGE
 from nodeweave.entrypoint.planning.slurm import expand_nodelist
 from nodeweave.entrypoint.planning.sources import ordinal
 
-FIX = Path(__file__).parent / "fixtures" / "sysroots"
+FIX = Path(__file__).parent / "fixtures" / "synthetic"
 
 
 def topo(fixture="cpu-only", argv=(), **env):

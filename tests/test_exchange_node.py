@@ -13,7 +13,7 @@ from nodeweave.entrypoint.checkin.fingerprint import distributions_digest, local
 from nodeweave.entrypoint.running.supervise import how_it_ended
 from nodeweave.entrypoint.detection.sysfs import Root
 
-FIX = Path(__file__).parent / "fixtures" / "sysroots"
+FIX = Path(__file__).parent / "fixtures" / "synthetic"
 
 
 def test_versions_come_from_installed_distributions(tmp_path):
