@@ -155,12 +155,21 @@ def test_any_set_of_fingerprints_gives_one_verdict_whatever_the_order(arrivals, 
     first = judge([own] + made, 3, 3, "torchrun", allow)
     shuffled = list(made)
     rnd.shuffle(shuffled)
-    assert judge(shuffled + [own], 3, 3, "torchrun", list(reversed(allow))) == first
+    again = judge(shuffled + [own], 3, 3, "torchrun", list(reversed(allow)))
+    assert again == first
     refusals = [p for p in first["problems"] if p["severity"] == "refuse"]
     assert (first["decision"] == "refuse") == bool(refusals)
     for problem in first["problems"]:
         assert problem["allowed"] == (problem["check"] in allow and problem["check"] in ALLOWABLE)
-    assert isinstance(render_table(first), list)
+    table = render_table(first)
+    assert render_table(again) == table  # every node prints the same lines, whatever the arrival order
+    if not first["problems"]:
+        assert table == []
+        return
+    assert table[0].split()[0] == "node" and len(table[0].split()) == len(first["fields"]) + 1
+    for problem in first["problems"]:  # each problem has its line: severity, check, what it says, the nodes
+        line = f"  {problem['severity']:<6} {problem['check']}: {problem['says']}: {', '.join(problem['nodes'])}"
+        assert any(row.startswith(line) for row in table), (line, table)
 
 
 def test_duplicate_labels_stay_apart():
