@@ -34,10 +34,12 @@ from pathlib import Path
 import pytest
 
 from cluster_harness import LONG, finish, nodeweave, start, wait_until, workdir
+from e2e_harness import REGISTRY
 from docker_harness import _compose_binary
 
 pytestmark = [pytest.mark.engine, pytest.mark.slow]
-HOST_IMAGE = "localhost/nodeweave-e2e/e2e:cpu-sshd"
+# Per checkout (REGISTRY), as the session image: another checkout's host image may carry another stand-in.
+HOST_IMAGE = f"{REGISTRY}/e2e:cpu-sshd"
 CONTAINERFILE = """FROM {image}
 USER root
 RUN apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \\
