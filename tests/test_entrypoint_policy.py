@@ -319,3 +319,8 @@ def test_the_efa_note_needs_efa_and_the_msccl_note_needs_its_variable():
     assert not any("MSCCL" in note for note in p.topology.notes)
     kept = plan("cloud-vm", NNODES="2", NODE_RANK="1", MASTER_ADDR="10.0.0.5", RCCL_MSCCL_ENABLE="1")
     assert any(note.startswith("RCCL_MSCCL_ENABLE kept") for note in kept.topology.notes)
+
+
+def test_the_socket_interface_says_why_it_was_chosen():
+    p = plan("hgx-h100", NNODES="2", NODE_RANK="1", MASTER_ADDR="hgx-a00")
+    assert p.node.interface_reason and var(p, "GLOO_SOCKET_IFNAME").reason == p.node.interface_reason

@@ -266,3 +266,9 @@ def test_env_shows_the_differing_variables_or_else_the_hash():
                                                                  "NCCL_SOCKET_IFNAME==eth0"]
     only_hash = verdict_of(fp(1, env_hash="e1"), fp(2))
     assert [row["values"]["env"] for row in only_hash["rows"]] == ["hash e0", "hash e1", "hash e0"]
+
+
+def test_two_nodes_that_differ_get_the_legend():
+    own = Entry(fp(0), seen="10.0.0.10", own=True)
+    table = render_table(judge([own, Entry(fp(1, nccl="2.26.2"), seen="10.0.0.11", probe="ok")], 2, 2, "torchrun"))
+    assert table[3] == "  (* differs from node 0)"
