@@ -27,6 +27,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 ENTRY = "src/nodeweave/entrypoint"
+PATHS = {"policy": "planning/policy.py", "verdict": "checkin/verdict.py", "topology": "planning/topology.py",
+         "sources": "planning/sources.py"}
 TOPOLOGY_TESTS = ["tests/test_entrypoint_topology.py", "tests/test_entrypoint_contradictions.py",
                   "tests/test_entrypoint_rank_property.py", "tests/test_entrypoint_sources.py"]
 MODULES = {
@@ -112,8 +114,8 @@ def run_tests(copy: Path, tests, timeout=120) -> int:
 
 
 def check(name: str, copy: Path, only_list: bool, numbers=None):
-    path = copy / ENTRY / f"{name}.py"
-    original = (REPO / ENTRY / f"{name}.py").read_text()
+    path = copy / ENTRY / PATHS[name]
+    original = (REPO / ENTRY / PATHS[name]).read_text()
     tests = [t for t in MODULES[name] if (REPO / t).is_file()]
     count = len(sites(ast.parse(original)))
     if only_list:
@@ -128,7 +130,7 @@ def check(name: str, copy: Path, only_list: bool, numbers=None):
         path.write_text(text)
         code = run_tests(copy, tests)
         if code == 0:
-            survivors.append(f"{ENTRY}/{name}.py:{line}: {what} [#{number}]")
+            survivors.append(f"{ENTRY}/{PATHS[name]}:{line}: {what} [#{number}]")
         else:
             killed += 1
     path.write_text(original)

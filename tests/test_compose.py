@@ -71,7 +71,7 @@ def test_rendering_does_not_depend_on_the_hash_seed():
     from hashseed import assert_same_under_every_seed
 
     assert_same_under_every_seed([{"name": case, "path": str(GOLDEN / case / "nodeweave.yaml")} for case in CASES],
-                                 ["nodeweave.compose"])
+                                 ["nodeweave.targets.compose"])
 
 
 @pytest.mark.parametrize("case", CASES)

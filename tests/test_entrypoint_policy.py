@@ -265,8 +265,8 @@ def _ports(*specs):
 def _classify(ports):
     from types import SimpleNamespace
 
-    from nodeweave.entrypoint.policy import classify_ports
-    from nodeweave.entrypoint.settings import parse
+    from nodeweave.entrypoint.planning.policy import classify_ports
+    from nodeweave.entrypoint.planning.settings import parse
 
     return classify_ports(SimpleNamespace(nics=ports), parse(["--", "t.py"], {}))
 
@@ -287,20 +287,20 @@ def test_the_fabric_with_the_most_bandwidth_wins_even_with_fewer_ports():
 
 
 def test_a_dual_port_card_is_named_with_its_port_in_nccl_ib_hca():
-    from nodeweave.entrypoint.policy import _hca_item
+    from nodeweave.entrypoint.planning.policy import _hca_item
 
     ports = _ports(("mlx5_0", 1, "InfiniBand", 400), ("mlx5_0", 2, "InfiniBand", 400), ("mlx5_1", 1, "InfiniBand", 400))
     assert [_hca_item(p, ports) for p in ports] == ["mlx5_0:1", "mlx5_0:2", "mlx5_1"]
 
 
 def test_omp_threads_is_at_least_one_and_cpus_over_processes():
-    from nodeweave.entrypoint.policy import plan_env
+    from nodeweave.entrypoint.planning.policy import plan_env
 
     p = plan("hgx-h100", NNODES="2", NODE_RANK="1", MASTER_ADDR="hgx-a00")
     assert var(p, "OMP_NUM_THREADS").value == str(p.node.limits.cpus // p.topology.nproc_per_node.value)
     p.node.limits.cpus = 3  # 8 processes on 3 CPUs: still 1 thread each, never 0
-    from nodeweave.entrypoint.settings import parse
-    from nodeweave.entrypoint.sysfs import Root
+    from nodeweave.entrypoint.planning.settings import parse
+    from nodeweave.entrypoint.detection.sysfs import Root
 
     settings = parse(["--", "t.py"], {"NNODES": "2", "NODE_RANK": "1", "MASTER_ADDR": "hgx-a00"})
     env = {v.name: v.value for v in plan_env(p.node, p.topology, settings, Root(str(FIX / "hgx-h100")))}

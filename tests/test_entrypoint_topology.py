@@ -373,7 +373,7 @@ def test_a_rank_without_a_node_count_is_refused_and_rank_0_runs_alone():
 
 
 def test_addresses_contradict_only_when_both_are_literal():
-    from nodeweave.entrypoint.topology import _contradicts
+    from nodeweave.entrypoint.planning.topology import _contradicts
 
     assert _contradicts("master_addr", "10.0.0.1", "10.0.0.2") and _contradicts("master_addr", "fd00::1", "10.0.0.1")
     assert not _contradicts("master_addr", "head", "10.0.0.1") and not _contradicts("master_addr", "10.0.0.1", "head")
@@ -383,7 +383,7 @@ def test_addresses_contradict_only_when_both_are_literal():
 def test_a_hostfile_names_the_bad_line_and_refuses_slots_that_are_no_number(tmp_path):
     """sources.read_hostfile (a separate test: another change adds rank sources beside it)."""
     from nodeweave.entrypoint.errors import UsageError as EntrypointUsage
-    from nodeweave.entrypoint.sources import read_hostfile
+    from nodeweave.entrypoint.planning.sources import read_hostfile
 
     good = tmp_path / "hosts"
     good.write_text("# the job\nh0 slots=2 # first # node\nh1 max_slots=4\n")

@@ -141,8 +141,8 @@ def test_rendering_does_not_depend_on_the_hash_seed():
     from hashseed import assert_same_under_every_seed
 
     assert_same_under_every_seed([{"name": case, "path": str(SPECS / f"{case}.yaml")} for case in CASES],
-                                 ["nodeweave.manifests", "nodeweave.jobset", "nodeweave.kubeflow",
-                                  "nodeweave.openshift_build"])
+                                 ["nodeweave.targets.kubernetes", "nodeweave.targets.jobset", "nodeweave.targets.trainjob",
+                                  "nodeweave.targets.openshift_build"])
 
 
 def test_committed_manifests_match_the_example_spec(repo_root):

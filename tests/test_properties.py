@@ -241,7 +241,7 @@ def test_accepted_specs_render_compose_files_the_compose_schema_accepts(doc):
                     "NODEWEAVE_SHARED_DIR points elsewhere)")
     spec = parse_spec(dump(doc), SOURCE)
     try:
-        files = importlib.import_module("nodeweave.compose").render_files(spec)
+        files = importlib.import_module("nodeweave.targets.compose").render_files(spec)
     except UsageError as err:
         assert str(err) and "Traceback" not in str(err)
         return
@@ -259,7 +259,7 @@ def test_accepted_specs_render_the_same_bytes_under_every_hash_seed(docs):
 
     specs = [{"name": f"prop-{i}", "text": dump(doc)} for i, doc in enumerate(docs)]
     assert_same_under_every_seed(specs, [f"nodeweave.{name}" for name in RENDERERS]
-                                 + ["nodeweave.slurm", "nodeweave.jobset", "nodeweave.kubeflow"])
+                                 + ["nodeweave.targets.slurm", "nodeweave.targets.jobset", "nodeweave.targets.trainjob"])
 
 
 @pytest.mark.slow

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from docker_harness import _compose_binary
-from nodeweave.compose import render_files
+from nodeweave.targets.compose import render_files
 from nodeweave.spec import parse_spec
 
 STANDIN = Path(__file__).parent / "docker_standin.py"

@@ -2,7 +2,7 @@
 
 For bug reports (``nodeweave doctor --capture DIR``) and test fixtures: the
 same detection the entrypoint and doctor run is run once against ``/`` while
-every :class:`~nodeweave.entrypoint.sysfs.Root` read, listing, existence
+every :class:`~nodeweave.entrypoint.detection.sysfs.Root` read, listing, existence
 test and link lookup is recorded; then each recorded path is copied into
 DIR with sysfs' symlinks kept as symlinks (absolute targets made relative,
 so nothing in the tree points back at the live machine). ``/proc/self`` is
@@ -65,9 +65,9 @@ def recording(run):
 
 def detect_node(env, sysroot="/"):
     """What the entrypoint's ``--explain`` and doctor's rules read: the plan for one node, and its node."""
-    from .core import build_plan
-    from .rules import RULES, Context, evaluate
-    from .settings import parse
+    from ..core import build_plan
+    from ..planning.rules import RULES, Context, evaluate
+    from ..planning.settings import parse
 
     settings = parse(["--sysroot", sysroot] + EXPLAIN, env)
     plan = build_plan(settings, partial=True, audit=True)
@@ -185,7 +185,7 @@ def capture(dest, env=None, note=""):
                   "visible": {k: env[k] for k in ("CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES")
                               if k in env},
                   "paths_read": len(seen), "tools": tools, "note": note,
-                  "made_by": "nodeweave doctor --capture (src/nodeweave/entrypoint/snapshot.py)"}
+                  "made_by": "nodeweave doctor --capture (src/nodeweave/entrypoint/detection/snapshot.py)"}
     with open(os.path.join(info, "provenance.json"), "w") as f:
         json.dump(provenance, f, indent=1, sort_keys=True)
     return provenance
@@ -194,7 +194,7 @@ def capture(dest, env=None, note=""):
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     if len(argv) not in (1, 2) or argv[0].startswith("-"):
-        print("usage: python -m nodeweave.entrypoint.snapshot DIR [NOTE]", file=sys.stderr)
+        print("usage: python -m nodeweave.entrypoint.detection.snapshot DIR [NOTE]", file=sys.stderr)
         return 2
     try:
         provenance = capture(argv[0], note=argv[1] if len(argv) > 1 else "")
