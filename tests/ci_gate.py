@@ -57,6 +57,7 @@ CI_TOOLS = {
     "the Python test and launcher packages (make install: .[test,launchers])": (
         "tests/test_launcher_options.py::*", "tests/test_entrypoint_launchers.py::*",
         "tests/test_entrypoint_profile.py::*", "tests/test_properties.py::*", "tests/test_compose.py::test_a_yaml_1_2*",
+        "!tests/test_properties.py::test_accepted_specs_render_compose_files_the_compose_schema_accepts",  # ../shared
         "tests/test_bench.py::*", "!tests/test_bench.py::test_plot_*", "tests/e2e/test_docker_standin.py::*",
     ),
 }
