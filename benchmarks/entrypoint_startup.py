@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-FIX = ROOT / "tests" / "fixtures" / "sysroots" / "hgx-h100"
+FIX = ROOT / "tests" / "fixtures" / "synthetic" / "hgx-h100"
 PLAN = ["--sysroot", str(FIX), "--launcher", "command", "--nnodes", "2", "--node-rank", "0",
         "--master-addr", "hgx-a01", "--", "true"]
 

@@ -1,20 +1,26 @@
 """Shared test fixtures: repo paths, shared data, and the engine gate.
 
 Tests marked ``engine`` need a working container engine; where none can
-start they are skipped with the reason, never silently passed.
+start they are skipped with the reason, never silently passed. With
+``CI=true`` a skip for want of a tool that .ci/ installs is a failure naming
+the tool (tests/ci_gate.py holds the table).
 """
 
 from __future__ import annotations
 
 import functools
+import os
 import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 
+import ci_gate
+
 REPO = Path(__file__).resolve().parents[1]
-SHARED = REPO.parent / "shared"
+# ../shared beside the checkout (CI lays a copy there); NODEWEAVE_SHARED_DIR points elsewhere (a worktree).
+SHARED = Path(os.environ.get("NODEWEAVE_SHARED_DIR") or REPO.parent / "shared")
 
 
 @pytest.fixture(scope="session")
@@ -62,3 +68,16 @@ def pytest_collection_modifyitems(config, items):
         marker = pytest.mark.skip(reason=f"no container engine: {problem}")
         for item in engine_items:
             item.add_marker(marker)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """On CI, a skip of a test whose tool .ci/ installs fails, naming the tool (tests/ci_gate.py)."""
+    outcome = yield
+    report = outcome.get_result()
+    if not report.skipped or hasattr(report, "wasxfail") or not ci_gate.on_ci():
+        return
+    tools = ci_gate.tools_for(item.nodeid, (mark.name for mark in item.iter_markers()))
+    if tools:
+        report.outcome = "failed"
+        report.longrepr = ci_gate.failure_text(item.nodeid, tools, ci_gate.skip_reason(report.longrepr))

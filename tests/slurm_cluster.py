@@ -1,9 +1,14 @@
 """A real Slurm cluster on this machine for the tests: slurmctld and two slurmd "nodes".
 
 Debian's slurm-wlm (22.05) is built with multiple-slurmd support, so one host
-can run two slurmd daemons (``slurmd -N nw1``, ``-N nw2``) on their own ports,
-each offering 2 CPUs and 2 GPUs as GRES (the "GPUs" are /dev/tty1-2: Slurm
-only counts files, which is what --gpus-per-node is checked against). Auth
+can run two slurmd daemons (``slurmd -N HOST``, ``-N HOST-nw2``) on their own
+ports, each offering 2 CPUs, 4000 MB, the feature ``ib`` and 2 GPUs as GRES
+(the "GPUs" are /dev/tty1-2: Slurm only counts files, which is what
+--gpus-per-node is checked against). The first node is named after this
+machine: the entrypoint takes the master from the first host of
+SLURM_JOB_NODELIST, and on one machine that name is the one that resolves to
+it (Slurm refuses ``localhost`` beside a second slurmd); the second node's
+name is never looked up (its rank comes from SLURM_NODEID). Auth
 and credentials are ``none``, everything lives in a temporary directory, and
 only the daemons started here are stopped. Starting needs root (slurmd runs
 jobs as their user); anything missing is a skip with the reason.
@@ -20,7 +25,8 @@ import time
 from pathlib import Path
 from typing import Dict, Optional
 
-NODES = ("nw1", "nw2")
+NODES = (socket.gethostname().split(".")[0], socket.gethostname().split(".")[0] + "-nw2")  # Slurm sorts: HOST first
+NODELIST = ",".join(NODES)  # as Slurm prints it (sbatch --test-only, SLURM_JOB_NODELIST)
 
 
 def problem() -> Optional[str]:
@@ -30,6 +36,10 @@ def problem() -> Optional[str]:
         return f"{', '.join(missing)} not installed (Debian: apt-get install slurm-wlm)"
     if os.geteuid() != 0:
         return "slurmd must run as root to start jobs"
+    try:
+        socket.gethostbyname(NODES[0])
+    except OSError as err:
+        return f"this machine's name {NODES[0]!r} does not resolve ({err}): node 0 of the test cluster is named so"
     if not all(Path(f"/dev/tty{i}").exists() for i in (1, 2)):
         return "/dev/tty1 and /dev/tty2 (the fake GPU files) are absent"
     return None
@@ -64,7 +74,7 @@ AccountingStorageType=accounting_storage/none
 MpiDefault=none
 ReturnToService=2
 {nodes}
-PartitionName=debug Nodes=nw[1-2] Default=YES MaxTime=INFINITE State=UP
+PartitionName=debug Nodes={nodelist} Default=YES MaxTime=INFINITE State=UP
 """
 
 
@@ -79,9 +89,11 @@ class Cluster:
         (self.root / "spool").mkdir()
         host = socket.gethostname()
         nodes = "\n".join(f"NodeName={n} NodeHostname={host} NodeAddr=127.0.0.1 Port={_free_port()} CPUs=2 "
-                          f"RealMemory=4000 Gres=gpu:2" for n in NODES)
-        (self.root / "slurm.conf").write_text(CONF.format(host=host, ctld_port=_free_port(), root=self.root, nodes=nodes))
-        (self.root / "gres.conf").write_text("AutoDetect=off\nNodeName=nw[1-2] Name=gpu File=/dev/tty[1-2]\n")
+                          f"RealMemory=4000 Feature=ib Gres=gpu:2" for n in NODES)
+        (self.root / "slurm.conf").write_text(CONF.format(host=host, ctld_port=_free_port(), root=self.root, nodes=nodes,
+                                                              nodelist=NODELIST))
+        (self.root / "gres.conf").write_text("AutoDetect=off\n" + "".join(
+            f"NodeName={n} Name=gpu File=/dev/tty[1-2]\n" for n in NODES))
         self._daemon(["slurmctld", "-i", "-c"], "slurmctld.pid")
         for node in NODES:
             self._daemon(["slurmd", "-N", node], f"slurmd-{node}.pid")

@@ -27,7 +27,7 @@ from nodeweave.cluster.runfolder import RunFolder
 from nodeweave.cluster.runner import Runner, RunRequest
 from nodeweave.remote.base import Remote
 
-FIX = Path(__file__).parent / "fixtures" / "sysroots" / "cpu-only"
+FIX = Path(__file__).parent / "fixtures" / "synthetic" / "cpu-only"
 BIN = str(Path(sys.executable).parent)
 
 

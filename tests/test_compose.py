@@ -25,7 +25,7 @@ from nodeweave.spec import load_spec
 REPO = Path(__file__).resolve().parents[1]
 GOLDEN = REPO / "tests" / "golden" / "compose"
 CASES = sorted(p.name for p in GOLDEN.iterdir() if (p / "nodeweave.yaml").is_file())
-SCHEMA = REPO.parent / "shared" / "schemas" / "compose-spec.json"
+SCHEMA = Path(os.environ.get("NODEWEAVE_SHARED_DIR") or REPO.parent / "shared") / "schemas" / "compose-spec.json"
 COMPOSE_FILES = ("compose/node.yaml", "compose/local.yaml")
 
 
@@ -64,6 +64,14 @@ def test_rendered_files_match_the_goldens(case):
 @pytest.mark.parametrize("case", CASES)
 def test_rendering_is_byte_stable(case):
     assert render_files(spec_of(case)) == render_files(spec_of(case))
+
+
+def test_rendering_does_not_depend_on_the_hash_seed():
+    """Every golden case rendered in three interpreters with different PYTHONHASHSEED: the same bytes."""
+    from hashseed import assert_same_under_every_seed
+
+    assert_same_under_every_seed([{"name": case, "path": str(GOLDEN / case / "nodeweave.yaml")} for case in CASES],
+                                 ["nodeweave.targets.compose"])
 
 
 @pytest.mark.parametrize("case", CASES)
@@ -266,7 +274,7 @@ def test_an_ethernet_only_spec_asks_for_no_rdma_device(variant, tmp_path):
 
 # -- a hosts list instead of a hand-written NODE_RANK per host ---------------------------------------
 
-FIX = REPO / "tests" / "fixtures" / "sysroots"
+FIX = REPO / "tests" / "fixtures" / "synthetic"
 
 
 def test_hosts_list_gives_every_host_its_rank_from_one_file(tmp_path):

@@ -1,4 +1,4 @@
-"""``nodeweave doctor`` against the entrypoint's captured sysroots, with harmful environments.
+"""``nodeweave doctor`` against the entrypoint's synthetic sysroots, with harmful environments.
 
 Every case runs the real entrypoint detection on a fixture tree; the ones
 that need a variation (no GPUDirect module, a small memlock) copy a fixture
@@ -20,7 +20,7 @@ from nodeweave.doctor import diagnose
 from nodeweave.doctor.findings import grade_plan_warning
 from nodeweave.errors import UsageError
 
-SYSROOTS = Path(__file__).parent / "fixtures" / "sysroots"
+SYSROOTS = Path(__file__).parent / "fixtures" / "synthetic"
 MULTI = {"NODEWEAVE_NNODES": "2", "NODEWEAVE_NODE_RANK": "1", "NODEWEAVE_MASTER_ADDR": "10.10.0.10"}
 
 

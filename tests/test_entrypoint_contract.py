@@ -17,7 +17,7 @@ from nodeweave.entrypoint import make_plan
 
 yaml = pytest.importorskip("yaml")
 REPO = Path(__file__).resolve().parents[1]
-FIX = REPO / "tests" / "fixtures" / "sysroots"
+FIX = REPO / "tests" / "fixtures" / "synthetic"
 
 
 def load(path):

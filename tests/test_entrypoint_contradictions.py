@@ -17,7 +17,7 @@ from nodeweave.entrypoint import EntrypointError, make_plan
 from nodeweave.entrypoint.errors import EXIT_TOPOLOGY, EXIT_USAGE
 from nodeweave.entrypoint.planning.sources import RANK_NAMES, SOURCES
 
-FIX = Path(__file__).parent / "fixtures" / "sysroots"
+FIX = Path(__file__).parent / "fixtures" / "synthetic"
 SRC = Path(__file__).resolve().parents[1] / "src"
 CPU_SELF = "192.168.1.40"  # the cpu-only node's own address
 

@@ -1,4 +1,4 @@
-"""Detection on captured sysroots: GPUs, RDMA ports, interfaces, limits, cloud."""
+"""Detection on synthetic (hand-built) sysroots: GPUs, RDMA ports, interfaces, limits, cloud."""
 
 import filecmp
 import importlib.util
@@ -11,7 +11,7 @@ from nodeweave.entrypoint import Root, detect
 from nodeweave.entrypoint.detection.gpu import gfx_target
 from nodeweave.entrypoint.detection.net import address_owner, read_routes
 
-FIX = Path(__file__).parent / "fixtures" / "sysroots"
+FIX = Path(__file__).parent / "fixtures" / "synthetic"
 
 
 def node(name, env=None, master=None):

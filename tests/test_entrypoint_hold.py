@@ -19,7 +19,7 @@ import pytest
 from nodeweave.entrypoint import make_plan
 from nodeweave.entrypoint.nodeinfo import plan_summary
 
-FIX = Path(__file__).parent / "fixtures" / "sysroots"
+FIX = Path(__file__).parent / "fixtures" / "synthetic"
 SRC = Path(__file__).resolve().parents[1] / "src"
 
 # torchrun-like: two workers, each in a session of its own; exits when they do.

@@ -7,7 +7,7 @@ import pytest
 from nodeweave.entrypoint import make_plan
 
 pytestmark = pytest.mark.launchers
-FIX = Path(__file__).parent / "fixtures" / "sysroots"
+FIX = Path(__file__).parent / "fixtures" / "synthetic"
 SCRIPT = ["train.py", "--lr", "3e-4", "--config", "c.yaml"]
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-FIX = Path(__file__).parent / "fixtures" / "sysroots"
+FIX = Path(__file__).parent / "fixtures" / "synthetic"
 SRC = Path(__file__).resolve().parents[1] / "src"
 SCRIPT = ["train.py", "--lr", "3e-4"]
 HGX_SELF = "10.10.0.11"  # the hgx-h100 tree's own address (its --local-addr)

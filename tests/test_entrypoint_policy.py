@@ -6,7 +6,7 @@ import pytest
 
 from nodeweave.entrypoint import make_plan
 
-FIX = Path(__file__).parent / "fixtures" / "sysroots"
+FIX = Path(__file__).parent / "fixtures" / "synthetic"
 HGX = {"NNODES": "2", "NODE_RANK": "1", "MASTER_ADDR": "hgx-a00"}
 MI300 = {"NNODES": "2", "NODE_RANK": "1", "MASTER_ADDR": "mi300-00"}
 STS = {"NODEWEAVE_NNODES": "4", "NODEWEAVE_SERVICE": "llama"}
@@ -249,3 +249,78 @@ def test_empty_nccl_ib_hca_is_warned_and_kept():
     assert "every RDMA device (10 port(s) here)" in warning
     assert "NCCL_IB_HCA" not in set_vars(p)  # your value still wins
     assert [v.value for v in p.env if v.name == "NCCL_IB_HCA"] == [""]
+
+
+# -- what the mutation check (benchmarks/mutation_check.py) showed untested -----------------------------------
+
+
+def _ports(*specs):
+    """RdmaPorts from (device, port, link layer, rate): ACTIVE, RoCE ones with a netdev and a v2 GID."""
+    from nodeweave.entrypoint.model import RdmaPort
+
+    return [RdmaPort(device=d, port=n, state="ACTIVE", link_layer=layer, rate_gbps=rate, netdev=f"{d}-net",
+                     roce_v2_gid_index=3 if layer == "Ethernet" else None) for d, n, layer, rate in specs]
+
+
+def _classify(ports):
+    from types import SimpleNamespace
+
+    from nodeweave.entrypoint.planning.policy import classify_ports
+    from nodeweave.entrypoint.planning.settings import parse
+
+    return classify_ports(SimpleNamespace(nics=ports), parse(["--", "t.py"], {}))
+
+
+def test_a_port_at_exactly_half_the_rails_rate_is_dropped_and_one_above_half_kept():
+    usable, dropped = _classify(_ports(("mlx5_0", 1, "InfiniBand", 400), ("mlx5_1", 1, "InfiniBand", 200),
+                                       ("mlx5_2", 1, "InfiniBand", 201), ("mlx5_3", 1, "InfiniBand", None)))
+    assert [p.device for p in usable] == ["mlx5_0", "mlx5_2", "mlx5_3"]
+    assert [(p.device, why) for p, why in dropped] == [("mlx5_1", "200 Gb/s beside 400 Gb/s rails (storage/management)")]
+
+
+def test_the_fabric_with_the_most_bandwidth_wins_even_with_fewer_ports():
+    usable, dropped = _classify(_ports(("mlx5_0", 1, "InfiniBand", 400), ("mlx5_1", 1, "Ethernet", 100),
+                                       ("mlx5_2", 1, "Ethernet", 100), ("mlx5_3", 1, "Ethernet", None)))
+    assert [p.device for p in usable] == ["mlx5_0"]
+    assert sorted(p.device for p, _ in dropped) == ["mlx5_1", "mlx5_2", "mlx5_3"]
+    assert _classify([])[0] == []
+
+
+def test_a_dual_port_card_is_named_with_its_port_in_nccl_ib_hca():
+    from nodeweave.entrypoint.planning.policy import _hca_item
+
+    ports = _ports(("mlx5_0", 1, "InfiniBand", 400), ("mlx5_0", 2, "InfiniBand", 400), ("mlx5_1", 1, "InfiniBand", 400))
+    assert [_hca_item(p, ports) for p in ports] == ["mlx5_0:1", "mlx5_0:2", "mlx5_1"]
+
+
+def test_omp_threads_is_at_least_one_and_cpus_over_processes():
+    from nodeweave.entrypoint.planning.policy import plan_env
+
+    p = plan("hgx-h100", NNODES="2", NODE_RANK="1", MASTER_ADDR="hgx-a00")
+    assert var(p, "OMP_NUM_THREADS").value == str(p.node.limits.cpus // p.topology.nproc_per_node.value)
+    p.node.limits.cpus = 3  # 8 processes on 3 CPUs: still 1 thread each, never 0
+    from nodeweave.entrypoint.planning.settings import parse
+    from nodeweave.entrypoint.detection.sysfs import Root
+
+    settings = parse(["--", "t.py"], {"NNODES": "2", "NODE_RANK": "1", "MASTER_ADDR": "hgx-a00"})
+    env = {v.name: v.value for v in plan_env(p.node, p.topology, settings, Root(str(FIX / "hgx-h100")))}
+    assert str(env["OMP_NUM_THREADS"]) == "1"
+
+
+def test_a_users_tuning_variable_is_kept_and_called_tuning_and_others_their_value():
+    p = plan("hgx-h100", NNODES="2", NODE_RANK="1", MASTER_ADDR="hgx-a00", NCCL_ALGO="Ring", NCCL_SOCKET_NTHREADS="4")
+    reasons = {v.name: v.reason for v in p.env if v.action == "kept"}
+    assert reasons["NCCL_ALGO"].startswith("debugging/tuning variable") and reasons["NCCL_SOCKET_NTHREADS"] == "your value"
+
+
+def test_the_efa_note_needs_efa_and_the_msccl_note_needs_its_variable():
+    p = plan("cloud-vm", NNODES="2", NODE_RANK="1", MASTER_ADDR="10.0.0.5")
+    assert not any("AWS EFA" in note for note in p.topology.notes)
+    assert not any("MSCCL" in note for note in p.topology.notes)
+    kept = plan("cloud-vm", NNODES="2", NODE_RANK="1", MASTER_ADDR="10.0.0.5", RCCL_MSCCL_ENABLE="1")
+    assert any(note.startswith("RCCL_MSCCL_ENABLE kept") for note in kept.topology.notes)
+
+
+def test_the_socket_interface_says_why_it_was_chosen():
+    p = plan("hgx-h100", NNODES="2", NODE_RANK="1", MASTER_ADDR="hgx-a00")
+    assert p.node.interface_reason and var(p, "GLOO_SOCKET_IFNAME").reason == p.node.interface_reason

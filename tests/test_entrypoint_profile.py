@@ -35,7 +35,7 @@ def plan(launcher, tool, env, rank="1"):
     env = {**env, "NODEWEAVE_LAUNCHER": launcher, "NNODES": "2", "NODE_RANK": rank, "MASTER_ADDR": "10.0.0.1",
            "NODEWEAVE_NPROC_PER_NODE": "2"}
     return make_plan(["--profile", tool, "--run-id", "r1", "--", *SCRIPT], env=env,
-                     sysroot=str(FIX / "sysroots" / "cpu-only"))
+                     sysroot=str(FIX / "synthetic" / "cpu-only"))
 
 
 @pytest.mark.launchers

@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 
 from nodeweave.entrypoint import EntrypointError, make_plan
 
-FIX = Path(__file__).parent / "fixtures" / "sysroots"
+FIX = Path(__file__).parent / "fixtures" / "synthetic"
 MAX_NODES = 4
 K8S = {"KUBERNETES_SERVICE_HOST": "10.96.0.1", "POD_NAMESPACE": "ml"}
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-FIX = Path(__file__).parent / "fixtures" / "sysroots"
+FIX = Path(__file__).parent / "fixtures" / "synthetic"
 SRC = Path(__file__).resolve().parents[1] / "src"
 
 # Like torchrun: on SIGTERM it stops (here: records it) and exits 1.

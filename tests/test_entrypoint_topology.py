@@ -12,7 +12,7 @@ from nodeweave.entrypoint.errors import EXIT_TOPOLOGY, EXIT_USAGE
 from nodeweave.entrypoint.planning.slurm import expand_nodelist
 from nodeweave.entrypoint.planning.sources import ordinal
 
-FIX = Path(__file__).parent / "fixtures" / "sysroots"
+FIX = Path(__file__).parent / "fixtures" / "synthetic"
 
 
 def topo(fixture="cpu-only", argv=(), **env):
@@ -340,3 +340,56 @@ def test_statefulset_replicas_over_tls_with_the_service_account_ca(tmp_path):
         server.shutdown()
     assert plan.topology.nnodes.value == "3"
     assert Api.seen[0][1].startswith("Bearer ")
+
+
+# -- what the mutation check (benchmarks/mutation_check.py) showed untested -----------------------------------
+
+
+@pytest.mark.parametrize("count", ["0", "0:2", "1:0", "2:0"])
+def test_a_zero_anywhere_in_the_node_count_is_refused_as_such(count):
+    assert f"node count must be at least 1, got {count!r}" in fails(EXIT_USAGE, NODE_RANK="0", NNODES=count,
+                                                                     MASTER_ADDR="m")
+
+
+def test_the_master_port_runs_from_1_to_65535():
+    assert topo(NODE_RANK="0", NNODES="1", MASTER_PORT="1").master_port.value == 1
+    assert topo(NODE_RANK="0", NNODES="1", MASTER_PORT="65535").master_port.value == 65535
+    assert "master port must be 1..65535, got 65536" in fails(EXIT_USAGE, NODE_RANK="0", NNODES="1",
+                                                               MASTER_PORT="65536")
+
+
+def test_auto_processes_on_a_node_without_gpus_is_one():
+    assert topo(NODE_RANK="0", NNODES="1", NODEWEAVE_NPROC_PER_NODE="auto").nproc_per_node.value == 1
+
+
+def test_a_rank_beyond_the_count_names_the_ranks_that_exist():
+    assert "ranks run 0..2" in fails(EXIT_USAGE, NODE_RANK="3", NNODES="3", MASTER_ADDR="m")
+
+
+def test_a_rank_without_a_node_count_is_refused_and_rank_0_runs_alone():
+    assert "node rank 1 (from NODE_RANK=1) but the node count is unknown" in fails(EXIT_TOPOLOGY, NODE_RANK="1",
+                                                                                   MASTER_ADDR="m")
+    assert topo(NODE_RANK="0").nnodes.value == "1"
+
+
+def test_addresses_contradict_only_when_both_are_literal():
+    from nodeweave.entrypoint.planning.topology import _contradicts
+
+    assert _contradicts("master_addr", "10.0.0.1", "10.0.0.2") and _contradicts("master_addr", "fd00::1", "10.0.0.1")
+    assert not _contradicts("master_addr", "head", "10.0.0.1") and not _contradicts("master_addr", "10.0.0.1", "head")
+    assert not _contradicts("master_addr", "10.0.0.1", "10.0.0.1") and _contradicts("nnodes", "2", "3")
+
+
+def test_a_hostfile_names_the_bad_line_and_refuses_slots_that_are_no_number(tmp_path):
+    """sources.read_hostfile (a separate test: another change adds rank sources beside it)."""
+    from nodeweave.entrypoint.errors import UsageError as EntrypointUsage
+    from nodeweave.entrypoint.planning.sources import read_hostfile
+
+    good = tmp_path / "hosts"
+    good.write_text("# the job\nh0 slots=2 # first # node\nh1 max_slots=4\n")
+    assert read_hostfile(str(good)) == [("h0", 2), ("h1", None)]
+    bad = tmp_path / "bad"
+    bad.write_text("h0 slots=x\n")
+    with pytest.raises(EntrypointUsage) as err:
+        read_hostfile(str(bad))
+    assert "line 1: expected '<host> slots=<n>', got 'h0 slots=x'" in str(err.value)

@@ -13,7 +13,7 @@ import pytest
 from nodeweave.entrypoint.errors import EXIT_UNREACHABLE, EntrypointError
 from nodeweave.entrypoint.running.wait import wait_for
 
-FIX = Path(__file__).parent / "fixtures" / "sysroots"
+FIX = Path(__file__).parent / "fixtures" / "synthetic"
 SRC = Path(__file__).resolve().parents[1] / "src"
 SCRIPT = Path(sys.executable).parent / "nodeweave-entrypoint"
 ENTRY = [str(SCRIPT)] if SCRIPT.exists() else [sys.executable, "-m", "nodeweave.entrypoint"]

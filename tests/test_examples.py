@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import shutil
 import subprocess
 import threading
@@ -35,7 +36,7 @@ from test_manifests import kubectl_problem, validate_strict, write_tree
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLES = REPO / "examples"
 NAMES = ("openshift-deepspeed-roce", "rocm-bare-hosts", "openshift-elastic", "slurm-accelerate", "lan-desktops")
-COMPOSE_SCHEMA = REPO.parent / "shared" / "schemas" / "compose-spec.json"
+COMPOSE_SCHEMA = Path(os.environ.get("NODEWEAVE_SHARED_DIR") or REPO.parent / "shared") / "schemas" / "compose-spec.json"
 
 
 @functools.lru_cache(maxsize=None)

@@ -5,14 +5,15 @@ import os
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 from nodeweave.entrypoint import make_plan
 from nodeweave.entrypoint.checkin.fingerprint import distributions_digest, local_fingerprint, workspace
-from nodeweave.entrypoint.running.supervise import how_it_ended, run_supervised
+from nodeweave.entrypoint.running.supervise import how_it_ended
 from nodeweave.entrypoint.detection.sysfs import Root
 
-FIX = Path(__file__).parent / "fixtures" / "sysroots"
+FIX = Path(__file__).parent / "fixtures" / "synthetic"
 
 
 def test_versions_come_from_installed_distributions(tmp_path):
@@ -67,14 +68,15 @@ def test_workspace_prefers_the_sync_stamp_then_git(tmp_path):
 
 
 class RecordingWatch:
-    """A heartbeat stand-in: may stop the launcher after ``stop_after`` seconds; records how it ended."""
+    """A heartbeat stand-in: may stop the launcher after ``stop_after`` seconds (SIGKILL ``grace`` s later);
+    records how it ended."""
 
-    def __init__(self, stop_after=None):
-        self.stop_after, self.ended = stop_after, None
+    def __init__(self, stop_after=None, grace=5.0):
+        self.stop_after, self.grace, self.ended = stop_after, grace, None
 
     def start(self, stop):
         if self.stop_after is not None:
-            timer = threading.Timer(self.stop_after, stop, args=(5.0,))
+            timer = threading.Timer(self.stop_after, stop, args=(self.grace,))
             timer.daemon = True
             timer.start()
 
@@ -83,18 +85,18 @@ class RecordingWatch:
         return 5 if self.stop_after is not None else None
 
 
-def _child(script, watch):
+def _child(script, watch, grace=5.0):
     """Run run_supervised in a subprocess (it installs signal handlers), report what the watch saw."""
     code = (
         "import json, sys\n"
         "sys.path.insert(0, %r)\n"
         "from test_exchange_node import RecordingWatch\n"
         "from nodeweave.entrypoint.running.supervise import run_supervised\n"
-        "watch = RecordingWatch(%r)\n"
+        "watch = RecordingWatch(%r, %r)\n"
         "rc = run_supervised('/bin/sh', ['sh', '-c', %r], {'PATH': '/bin:/usr/bin'}, watch=watch)\n"
         "print('RESULT ' + json.dumps([rc, watch.ended]), file=sys.stderr)\n"
-    ) % (str(Path(__file__).parent), watch, script)
-    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    ) % (str(Path(__file__).parent), watch, grace, script)
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=150)
 
 
 def test_the_launchers_output_passes_through_and_its_tail_is_reported():
@@ -108,9 +110,23 @@ def test_the_launchers_output_passes_through_and_its_tail_is_reported():
 
 
 def test_the_watch_can_stop_the_launcher_and_choose_the_exit_code():
-    out = _child("trap 'exit 143' TERM; sleep 30 & wait", 0.5)
+    """The stop reaches the launcher's group: SIGTERM ends it within seconds, not after its 120 s sleep."""
+    started = time.monotonic()
+    out = _child("trap 'exit 143' TERM; sleep 120 & wait", 0.5)
+    took = time.monotonic() - started
     result = json.loads(out.stderr.split("RESULT ", 1)[1])
-    assert result[0] == 5, out.stderr
+    assert result[0] == 5, out.stderr  # the watch's code
+    assert result[1][:2] == [143, "sh exited 143"], result  # ended by the SIGTERM trap, not by sleep's end
+    assert took < 30, f"the stop took {took:.1f} s: the launcher ran on (supervise._stopper did nothing?)"
+
+
+def test_a_launcher_that_ignores_sigterm_is_killed_after_the_grace():
+    started = time.monotonic()
+    out = _child("trap '' TERM; while :; do sleep 1; done", 0.5, grace=1.0)
+    took = time.monotonic() - started
+    result = json.loads(out.stderr.split("RESULT ", 1)[1])
+    assert result[0] == 5 and result[1][1] == "sh was killed by SIGKILL", result
+    assert took < 30, f"SIGKILL came {took:.1f} s after the start, the grace was 1 s"
 
 
 def test_how_it_ended_names_signals():
@@ -118,7 +134,6 @@ def test_how_it_ended_names_signals():
 
     assert how_it_ended("torchrun", 9, []) == "torchrun was killed by SIGKILL"
     assert how_it_ended("torchrun", 1 << 8, [signal.SIGTERM]) == "torchrun exited 1 after SIGTERM"
-    assert run_supervised  # imported for the stand-in above
 
 
 def test_a_hostfile_with_uneven_slots_is_fine_when_the_nodes_check_in(tmp_path):

@@ -5,7 +5,7 @@ import random
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nodeweave.entrypoint.checkin.verdict import ALLOWABLE, Entry, judge, render_table
+from nodeweave.entrypoint.checkin.verdict import ALLOWABLE, Entry, checks, judge, render_table
 
 
 def fp(rank, **changes):
@@ -155,12 +155,21 @@ def test_any_set_of_fingerprints_gives_one_verdict_whatever_the_order(arrivals, 
     first = judge([own] + made, 3, 3, "torchrun", allow)
     shuffled = list(made)
     rnd.shuffle(shuffled)
-    assert judge(shuffled + [own], 3, 3, "torchrun", list(reversed(allow))) == first
+    again = judge(shuffled + [own], 3, 3, "torchrun", list(reversed(allow)))
+    assert again == first
     refusals = [p for p in first["problems"] if p["severity"] == "refuse"]
     assert (first["decision"] == "refuse") == bool(refusals)
     for problem in first["problems"]:
         assert problem["allowed"] == (problem["check"] in allow and problem["check"] in ALLOWABLE)
-    assert isinstance(render_table(first), list)
+    table = render_table(first)
+    assert render_table(again) == table  # every node prints the same lines, whatever the arrival order
+    if not first["problems"]:
+        assert table == []
+        return
+    assert table[0].split()[0] == "node" and len(table[0].split()) == len(first["fields"]) + 1
+    for problem in first["problems"]:  # each problem has its line: severity, check, what it says, the nodes
+        line = f"  {problem['severity']:<6} {problem['check']}: {problem['says']}: {', '.join(problem['nodes'])}"
+        assert any(row.startswith(line) for row in table), (line, table)
 
 
 def test_duplicate_labels_stay_apart():
@@ -170,3 +179,96 @@ def test_duplicate_labels_stay_apart():
     verdict = judge([Entry(fp(0), seen="10.0.0.10", own=True)] + made, 2, 2, "torchrun")
     nodes = next(p for p in verdict["problems"] if p["check"] == "rank")["nodes"]
     assert nodes == ["node 1 (trainer-1@10.0.0.11)", "node 1 (trainer-1@10.0.0.21)"]
+
+
+# -- what the mutation check (benchmarks/mutation_check.py) showed untested -----------------------------------
+
+
+def test_the_table_every_node_prints_line_by_line():
+    own = Entry(fp(0), seen="10.0.0.10", own=True)
+    long = Entry(fp(1, hostname="twin", image_digest="d" * 30, env={"NCCL_SOCKET_IFNAME": "=eth1"}, env_hash="e1"),
+                 seen="10.0.0.11", probe="ok")
+    silent = Entry(fp(2, hostname="twin", address=None, route_address=None), seen="10.0.0.12", probe=None)
+    verdict = judge([own, long, silent], 3, 3, "torchrun", ["image"])
+    assert verdict["fields"] == ["image_digest", "address", "seen", "connect-back", "env"]
+    assert [(r["node"], r["flagged"]) for r in verdict["rows"]] == [
+        ("node 0 (trainer-0)", False), ("node 1 (twin)", True), ("node 2 (twin)", True)]
+    assert render_table(verdict)[:6] == [
+        "  node                image_digest                address      seen         connect-back  env",
+        "  node 0 (trainer-0)  0123456789abcdef            10.0.0.10    10.0.0.10    (node 0)      "
+        "NCCL_SOCKET_IFNAME==eth0",
+        "  node 1 (twin)       ddddddddddddddddddddddd… *  10.0.0.11 *  10.0.0.11 *  ok *          "
+        "NCCL_SOCKET_IFNAME==eth1 *",
+        "  node 2 (twin)       0123456789abcdef            - *          10.0.0.12 *  not tried *   "
+        "NCCL_SOCKET_IFNAME==eth0",
+        "  (* differs from node 0)",
+        "  warn   image: the installed distributions differ (another image): node 1 (twin) "
+        "(allowed by NODEWEAVE_EXCHANGE_ALLOW)",
+    ]
+
+
+def test_a_value_of_exactly_the_cell_width_is_shown_whole():
+    verdict = verdict_of(fp(1, image_digest="e" * 24), fp(2, image_digest="f" * 25))
+    row1, row2 = render_table(verdict)[2:4]
+    assert "e" * 24 + " *" in row1 and "f" * 23 + "… *" in row2
+
+
+def test_nodes_with_one_name_are_told_apart_by_address_then_by_count():
+    own = Entry(fp(0), seen="10.0.0.10", own=True)
+    same = [Entry(fp(1), seen="10.0.0.11", probe="ok"), Entry(fp(1), seen="10.0.0.11", probe="ok"),
+            Entry(fp(1), seen="10.0.0.21", probe="ok")]
+    verdict = judge([own] + same, 2, 2, "torchrun")
+    assert [r["node"] for r in verdict["rows"]] == [
+        "node 0 (trainer-0)", "node 1 (trainer-1@10.0.0.11)", "node 1 (trainer-1@10.0.0.11 #2)",
+        "node 1 (trainer-1@10.0.0.21)"]
+
+
+def test_shm_of_exactly_one_gib_is_enough():
+    assert checks_named(verdict_of(fp(1, shm_bytes=1 << 30), fp(2))) == set()
+    assert checks_named(verdict_of(fp(1, shm_bytes=(1 << 30) - 1), fp(2))) == {("shm", "warn")}
+
+
+def test_a_launcher_version_alone_is_a_version_warning():
+    assert checks_named(verdict_of(fp(1, launcher_version="2.13.1"), fp(2))) == {("versions", "warn")}
+
+
+def test_a_rank_that_is_no_number_is_out_of_range_and_the_range_is_named():
+    verdict = verdict_of(fp(1), dict(fp(2), rank=None, hostname="trainer-x"))
+    (problem,) = [p for p in verdict["problems"] if p["says"].startswith("node rank outside")]
+    assert problem["says"] == "node rank outside 0..2" and problem["nodes"] == ["node None (trainer-x)"]
+    line = next(row for row in render_table(verdict) if "node rank outside" in row)
+    assert "starts anyway" not in line  # rank is not a check NODEWEAVE_EXCHANGE_ALLOW can let through
+
+
+def test_a_hostname_on_loopback_matters_only_when_node_0_reaches_the_node_elsewhere():
+    far = verdict_of(fp(1, hostname_address="127.0.1.1"), fp(2))
+    assert checks_named(far) == {("hostname", "warn")}
+    local = [Entry(fp(0, address="127.0.0.1", route_address="127.0.0.1"), seen="127.0.0.1", own=True),
+             Entry(fp(1, address="127.0.0.1", route_address="127.0.0.1", hostname_address="127.0.1.1"),
+                   seen="127.0.0.1", probe="ok")]
+    assert checks_named(judge(local, 2, 2, "torchrun")) == set()
+
+
+def test_without_node_0s_eyes_the_reachability_rules_are_left_out():
+    assert {"address", "connect-back"} <= {c.name for c in checks(3, "torchrun")}
+    assert not {"address", "connect-back"} & {c.name for c in checks(3, "torchrun", reachability=False)}
+    made = [Entry(fp(0), seen="10.0.0.10", own=True), Entry(fp(1, nccl="2.26.2"), seen="10.0.0.99", probe=None)]
+    verdict = judge(made, 2, 2, "torchrun", reachability=False)
+    assert checks_named(verdict) == {("nccl", "refuse")}
+
+
+def test_env_shows_the_differing_variables_or_else_the_hash():
+    by_name = verdict_of(fp(1, env={"NCCL_SOCKET_IFNAME": "=eth0", "NCCL_IB_HCA": "mlx5_0"}, env_hash="e1"), fp(2))
+    assert [row["values"]["env"] for row in by_name["rows"]] == ["NCCL_IB_HCA=-", "NCCL_IB_HCA=mlx5_0",
+                                                                 "NCCL_IB_HCA=-"]
+    by_hash = verdict_of(fp(1, env=None, env_hash="e1"), fp(2))
+    assert [row["values"]["env"] for row in by_hash["rows"]] == ["NCCL_SOCKET_IFNAME==eth0", "NCCL_SOCKET_IFNAME=-",
+                                                                 "NCCL_SOCKET_IFNAME==eth0"]
+    only_hash = verdict_of(fp(1, env_hash="e1"), fp(2))
+    assert [row["values"]["env"] for row in only_hash["rows"]] == ["hash e0", "hash e1", "hash e0"]
+
+
+def test_two_nodes_that_differ_get_the_legend():
+    own = Entry(fp(0), seen="10.0.0.10", own=True)
+    table = render_table(judge([own, Entry(fp(1, nccl="2.26.2"), seen="10.0.0.11", probe="ok")], 2, 2, "torchrun"))
+    assert table[3] == "  (* differs from node 0)"

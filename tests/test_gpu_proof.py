@@ -2,9 +2,11 @@
 
 ``benchmarks/gpu_proof.py`` runs on GPU machines only, so what it concludes
 there rests on these parsers and checks: detection against ``nvidia-smi``
-(the 8x H100 HGX sysroot with nvidia-smi's text for that board, written in its
-tab-separated format since no HGX was lent, and a real capture
-from a 4x H200 VM), NCCL's transport log (a real 2 nodes x 2 GPUs capture),
+(the SYNTHETIC 8x H100 HGX sysroot with nvidia-smi's text for that board,
+hand-written in its tab-separated format since no HGX was lent: it checks the
+parsers on a board no run had, not agreement with hardware; the real-hardware
+agreement is tests/test_captures.py on a captured 2x H100 machine, and the
+4x H200 VM capture below), NCCL's transport log (a real 2 nodes x 2 GPUs capture),
 and the paired statistic. Each check is also shown to fail on the input it
 exists to catch.
 """
@@ -29,7 +31,7 @@ import gpu_stats as stats  # noqa: E402
 import gpu_summary  # noqa: E402
 
 SMI = REPO / "tests" / "fixtures" / "nvidia-smi"
-HGX_ROOT = REPO / "tests" / "fixtures" / "sysroots" / "hgx-h100"
+HGX_ROOT = REPO / "tests" / "fixtures" / "synthetic" / "hgx-h100"
 NCCL_2X2 = REPO / "tests" / "fixtures" / "nccl" / "h200x4-2x2.log"
 SMI_FILES = {("--query-gpu=name,pci.bus_id,count", "--format=csv,noheader"): "query.csv",
              ("nvlink", "--status"): "nvlink-status.txt", ("topo", "-m"): "topo-m.txt"}
@@ -52,7 +54,7 @@ def hgx_detection():
     return gpu_proof.step_detection(smi=replay(SMI / "hgx-h100"), sysroot=str(HGX_ROOT))
 
 
-def test_hgx_detection_agrees_with_nvidia_smi(hgx_detection):
+def test_synthetic_hgx_detection_agrees_with_its_hand_written_nvidia_smi_text(hgx_detection):
     result = hgx_detection
     assert result["agree"], result["checks"]
     assert result["interconnect"] == "nvswitch" and result["nvidia_smi_fabric"] == "switched"

@@ -2,7 +2,7 @@
 
 The engine test runs the probe through ``podman exec`` in containers that
 have python3 but no nodeweave; two mount the entrypoint's captured sysroots
-(``tests/fixtures/sysroots``) with ``NODEWEAVE_SYSROOT`` set, so they report
+(``tests/fixtures/synthetic``) with ``NODEWEAVE_SYSROOT`` set, so they report
 an HGX H100 and an MI300X node; one reports no GPU; one is stopped.
 """
 
@@ -25,7 +25,7 @@ from nodeweave.hosts import (BOOTSTRAP, HostReport, deepspeed_hostfile, describe
 from nodeweave.remote import make_target
 
 REPO = Path(__file__).resolve().parents[1]
-SYSROOTS = REPO / "tests" / "fixtures" / "sysroots"
+SYSROOTS = REPO / "tests" / "fixtures" / "synthetic"
 BASE_IMAGE = "localhost/nodeweave-base:bookworm"
 NODEWEAVE = [sys.executable, "-c", "import sys; from nodeweave.cli import main; sys.exit(main())"]
 

@@ -21,7 +21,7 @@ from nodeweave.errors import UsageError
 from nodeweave.spec import parse_spec
 
 pytestmark = pytest.mark.launchers
-FIX = Path(__file__).parent / "fixtures" / "sysroots"
+FIX = Path(__file__).parent / "fixtures" / "synthetic"
 SCRIPT = ["train.py", "--lr", "3e-4"]
 
 

@@ -136,6 +136,15 @@ def test_rendering_is_byte_stable():
     assert render_files(spec) == render_files(load_spec(SPECS / "cuda.yaml"))
 
 
+def test_rendering_does_not_depend_on_the_hash_seed():
+    """Every spec case rendered in three interpreters with different PYTHONHASHSEED: the same bytes."""
+    from hashseed import assert_same_under_every_seed
+
+    assert_same_under_every_seed([{"name": case, "path": str(SPECS / f"{case}.yaml")} for case in CASES],
+                                 ["nodeweave.targets.kubernetes", "nodeweave.targets.jobset", "nodeweave.targets.trainjob",
+                                  "nodeweave.targets.openshift_build"])
+
+
 def test_committed_manifests_match_the_example_spec(repo_root):
     """The top-level manifests/ is what nodeweave.yaml renders (`make render` regenerates it)."""
     files = render_files(load_spec(repo_root / "nodeweave.yaml"))

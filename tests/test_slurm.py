@@ -174,10 +174,66 @@ def test_slurm_accepts_the_directives(cluster, tmp_path):
     """sbatch --test-only: Slurm's own parser and scheduler judge the rendered #SBATCH lines."""
     script = _render(tmp_path, GPU_SPEC.replace("GPUS", "2"))
     out = cluster.run(["sbatch", "--test-only", str(script)], cwd=tmp_path)
-    assert "to start at" in out.stderr and "nw[1-2]" in out.stderr, out.stderr
+    assert "to start at" in out.stderr and slurm_cluster.NODELIST in out.stderr, out.stderr
     too_many = _render(tmp_path, GPU_SPEC.replace("GPUS", "3"))  # each node has 2 GPUs
     refused = cluster.run(["sbatch", "--test-only", str(too_many)], cwd=tmp_path, check=False)
     assert refused.returncode != 0 and "configuration is not available" in refused.stderr, refused.stderr
+
+
+# Each rendered directive, changed in the spec, changes what Slurm's scheduler says (each node: 2 CPUs, 4000 MB,
+# feature ib, 2 GPUs): so the line reached sbatch and was read, not only matched against a golden file.
+DIRECTIVES = [
+    ("", 0, f"using 2 processors on nodes {slurm_cluster.NODELIST} in partition debug"),
+    ('cpu: "1"', 0, "using 2 processors"),
+    ('cpu: "2"', 0, "using 4 processors"),  # --cpus-per-task=2 on each node
+    ('cpu: "3"', 1, "configuration is not available"),
+    ("memory: 3900Mi", 0, "to start at"),
+    ("memory: 5Gi", 1, "configuration is not available"),  # 3900Mi fits, 5Gi does not: --mem was read
+    ("exclusive: true", 0, "using 4 processors"),  # the whole of both nodes
+    ("partition: gpu-nowhere", 1, "invalid partition"),
+    ("constraint: ib", 0, "to start at"),
+    ("constraint: h100", 1, "Invalid feature specification"),
+    (f"hosts: [{slurm_cluster.NODES[0]}, {slurm_cluster.NODES[1]}]", 0, f"on nodes {slurm_cluster.NODELIST}"),
+    (f"hosts: [{slurm_cluster.NODES[0]}, nw7]", 1, "Invalid node name specified"),
+    ("nodes: 3", 1, "configuration is not available"),
+]
+DIRECTIVE_SPEC = """name: {name}
+image: {{variant: cuda12}}
+nodes: {nodes}
+gpus_per_node: 1
+launcher: {{script: train.py}}
+resources: {{requests: {{cpu: "{cpu}", memory: {memory}}}}}
+slurm: {{partition: {partition}, time: "10:00", exclusive: {exclusive}{constraint}}}
+{hosts}"""
+
+
+def _directive_spec(change: str) -> str:
+    key, _, value = change.partition(": ")
+    fields = {"name": "directive-check", "nodes": "2", "cpu": "1", "memory": "1Gi", "partition": "debug",
+              "exclusive": "false", "constraint": "", "hosts": ""}
+    if key == "cpu":
+        fields["cpu"] = value.strip('"')
+    elif key == "constraint":
+        fields["constraint"] = f", constraint: {value}"
+    elif key == "hosts":
+        fields["hosts"] = f"hosts: {value}\n"
+    elif key:
+        fields[key] = value
+    return DIRECTIVE_SPEC.format(**fields)
+
+
+@needs_slurm
+@pytest.mark.slow
+def test_slurm_reads_every_directive_the_spec_sets(cluster, tmp_path):
+    wrong = []
+    for index, (change, refused, says) in enumerate(DIRECTIVES):
+        folder = tmp_path / str(index)
+        folder.mkdir()
+        script = _render(folder, _directive_spec(change))
+        out = cluster.run(["sbatch", "--test-only", str(script)], cwd=folder, check=False)
+        if (out.returncode != 0) != bool(refused) or says not in out.stderr:
+            wrong.append(f"{change or 'as is'}: exit {out.returncode}, {out.stderr.strip()[-300:]!r} (wanted {says!r})")
+    assert not wrong, "\n".join(wrong)
 
 
 def _port() -> int:
@@ -207,9 +263,10 @@ def test_a_rendered_script_runs_a_two_node_job_on_slurm(cluster, tmp_path):
     """Two Slurm nodes, one task each: every entrypoint reads its rank from Slurm, torchrun trains, ranks agree."""
     shutil.copy(REPO / "examples" / "train.py", tmp_path / "train.py")
     script = _render(tmp_path, RUN_SPEC.format(port=_port()))
-    env = {"PATH": f"{VENV_BIN}:{os.environ['PATH']}",
-           # Both "nodes" are this machine, whose Slurm names (nw1, nw2) resolve nowhere: node 0 is at 127.0.0.1.
-           "MASTER_ADDR": "127.0.0.1"}
+    # No MASTER_ADDR, NODE_RANK or hostfile: the master is the first host of SLURM_JOB_NODELIST (node 0 is
+    # named after this machine, a name that reaches it: tests/slurm_cluster.py), the ranks SLURM_NODEID.
+    env = {"PATH": f"{VENV_BIN}:{os.environ['PATH']}"}
+    assert not {"MASTER_ADDR", "NODE_RANK"} & set(cluster.env), "sbatch would export them to the job"
     out = cluster.run(["sbatch", "--wait", f"--output={tmp_path}/slurm-%j.out", str(script)], cwd=tmp_path, env=env,
                       check=False, timeout=600)
     (log,) = tmp_path.glob("slurm-*.out")
@@ -221,3 +278,5 @@ def test_a_rendered_script_runs_a_two_node_job_on_slurm(cluster, tmp_path):
     starts = sorted(line.split(",")[0] for line in text.splitlines()
                     if re.match(r"nodeweave-entrypoint: node \d+ of \d+,", line))
     assert starts == ["nodeweave-entrypoint: node 0 of 2", "nodeweave-entrypoint: node 1 of 2"], text[-4000:]
+    masters = [line for line in text.splitlines() if re.match(r"nodeweave-entrypoint: node \d+ of \d+,", line)]
+    assert all(f" master {slurm_cluster.NODES[0]}:" in line for line in masters), "\n".join(masters)

@@ -12,6 +12,7 @@ import io
 import json
 import os
 import socket
+import shutil
 import subprocess
 import sys
 import threading
@@ -260,7 +261,9 @@ def test_an_agent_reports_addresses_it_can_be_reached_on(tmp_path):
 
 
 def _host_addresses() -> "set[str]":
+    if shutil.which("ip") is None:
+        pytest.skip("no ip command to compare the agent's addresses with (Debian: apt-get install iproute2)")
     out = subprocess.run(["ip", "-o", "addr"], capture_output=True, text=True)
     if out.returncode != 0:
-        pytest.skip("no ip command to compare the agent's addresses with")
+        pytest.skip(f"ip -o addr failed: {out.stderr.strip()[:200]}")
     return {line.split()[3].split("/")[0] for line in out.stdout.splitlines()}

@@ -6,22 +6,37 @@ It is a test helper, not a cluster: it understands exactly the calls
 nodeweave makes and answers them from podman, the way a cluster would for
 the StatefulSet's pods.
 
-- ``apply -k DIR``: ``kubectl kustomize DIR`` with the *real* kubectl (its
-  built-in kustomize), then the StatefulSet's pods under ``podman kube play``
+Every call is ``kubectl [--context C] VERB ...`` with ``-n NS`` (default
+``default``); what it records (StatefulSets, their pods and labels, claims)
+lives under that context and namespace, so a call to another namespace or
+context finds nothing, as on a cluster. A context must be one of
+STANDIN_CONTEXTS (comma list; the first is the current one). Any flag, form
+or verb it does not know is refused (exit 2), so a wrong command fails the
+test instead of passing:
+
+- ``apply -n NS -k DIR``: ``kubectl kustomize DIR`` with the *real* kubectl (its
+  built-in kustomize); an object whose namespace is not NS is refused, as
+  kubectl does; then the StatefulSet's pods under ``podman kube play``
   (tests/e2e/kube_play.py: fixed addresses on the test's network, hostAliases
   for the Service's DNS names); ``STANDIN_SKIP=i,j`` leaves pods out, as a
-  scheduler that cannot place them would;
-- ``delete -k DIR``, ``delete pvc ...``: the StatefulSet's pods removed (claims are
-  host folders here: nothing to delete);
-- ``get statefulset NAME -o jsonpath={.spec.replicas}``: the replica count ``apply`` recorded;
-- ``get pods -l app.kubernetes.io/instance=NAME -o json``: each pod's phase, readiness and
-  container state from ``podman pod inspect`` / ``podman inspect``;
-- ``exec [-i] [-t] [-n NS] [-c CTR] POD -- CMD``: ``podman exec`` in ``<pod>-<container>``;
-- ``logs [-f] [-n NS] [-c CTR] POD``: ``podman logs`` of it.
+  scheduler that cannot place them would. Claims (PersistentVolumeClaims) are
+  recorded with their labels (they are host folders here);
+- ``delete -n NS -k DIR [--ignore-not-found]``: exactly the objects of that tree
+  in NS: a StatefulSet's pods are removed, a claim the tree names is forgotten,
+  one it leaves out is kept; ``delete -n NS pvc -l SELECTOR [--ignore-not-found]``:
+  the claims whose labels match;
+- ``get -n NS statefulset NAME -o jsonpath={.spec.replicas}``: the replica count ``apply`` recorded;
+- ``get -n NS pods -l SELECTOR -o json`` (and ``--field-selector=status.phase=Running -o
+  jsonpath={.items[*].metadata.name}``): the pods whose labels match, with phase, readiness
+  and container state from ``podman pod inspect`` / ``podman inspect``;
+- ``exec [-i] [-t] -n NS -c CTR POD -- CMD``: ``podman exec`` in ``<pod>-<container>``, for a
+  pod recorded in NS with that container;
+- ``logs [-f] -n NS -c CTR POD``: ``podman logs`` of it.
 
-Configured by the test through STANDIN_NETWORK, STANDIN_ADDRESSES (comma
-list), STANDIN_IMAGE, STANDIN_WORKSPACE, STANDIN_STATE (a folder) and
-STANDIN_REAL_KUBECTL.
+SELECTOR is ``key=value[,key=value]``. Configured by the test through
+STANDIN_NETWORK, STANDIN_ADDRESSES (comma list), STANDIN_IMAGE,
+STANDIN_WORKSPACE, STANDIN_STATE (a folder), STANDIN_REAL_KUBECTL and
+STANDIN_CONTEXTS (default ``standin``).
 """
 
 from __future__ import annotations
@@ -47,37 +62,98 @@ def podman(*args: str, **kw) -> "subprocess.CompletedProcess[str]":
     return subprocess.run(["podman", *args], capture_output=True, text=True, **kw)
 
 
-def options(argv):
-    """(verb, flags {-n, -c, -l, -o, -k}, switches {-i, -t, -f}, positional, command after --)."""
+# verb -> (flags taking a value, switches): anything else on the command line is refused.
+GRAMMAR = {
+    "apply": ({"-n", "-k"}, set()),
+    "delete": ({"-n", "-k", "-l"}, {"--ignore-not-found"}),
+    "get": ({"-n", "-l", "-o"}, {"--field-selector=status.phase=Running"}),
+    "exec": ({"-n", "-c"}, {"-i", "-t"}),
+    "logs": ({"-n", "-c"}, {"-f"}),
+}
+REPLICAS = "jsonpath={.spec.replicas}"
+RUNNING_NAMES = "jsonpath={.items[*].metadata.name}"
+
+
+def refuse(argv, why: str) -> None:
+    fail(f"not a call nodeweave makes ({why}): kubectl {' '.join(argv)}", 2)
+
+
+def parse(argv):
+    """(context, verb, flags, switches, positional, command after --); refuses what it does not know."""
     command = argv[argv.index("--") + 1:] if "--" in argv else []
-    argv = argv[:argv.index("--")] if "--" in argv else argv
+    words = argv[:argv.index("--")] if "--" in argv else list(argv)
+    contexts = os.environ.get("STANDIN_CONTEXTS", "standin").split(",")
+    context = contexts[0]
+    if words[:1] == ["--context"]:
+        if len(words) < 2:
+            refuse(argv, "--context without a value")
+        context, words = words[1], words[2:]
+        if context not in contexts:
+            fail(f'error: context "{context}" does not exist')
+    if not words or words[0] not in GRAMMAR:
+        refuse(argv, f"verb {words[:1]}")
+    verb, rest = words[0], words[1:]
+    takes, alone = GRAMMAR[verb]
     flags, switches, positional = {}, set(), []
     i = 0
-    while i < len(argv):
-        arg = argv[i]
-        if arg in ("-n", "-c", "-l", "-o", "-k", "--context", "--namespace", "--container"):
-            flags[arg], i = argv[i + 1], i + 2
-        elif arg.startswith("-o") and len(arg) > 2:
-            flags["-o"], i = arg[2:], i + 1
-        elif arg.startswith("-"):
+    while i < len(rest):
+        arg = rest[i]
+        if arg in takes and i + 1 < len(rest):
+            if arg in flags:
+                refuse(argv, f"{arg} given twice")
+            flags[arg], i = rest[i + 1], i + 2
+        elif arg in alone:
             switches.add(arg)
             i += 1
+        elif arg.startswith("-"):
+            refuse(argv, f"flag {arg} of {verb}")
         else:
             positional.append(arg)
             i += 1
-    verb = positional.pop(0) if positional else ""
-    return verb, flags, switches, positional, command
+    if verb in ("exec",) and not command:
+        refuse(argv, "exec without -- COMMAND")
+    if verb != "exec" and command:
+        refuse(argv, f"{verb} with a command after --")
+    return context, verb, flags, switches, positional, command
 
 
-def state_file() -> Path:
-    return Path(os.environ["STANDIN_STATE"]) / "statefulsets.json"
+def selector_terms(selector: str) -> list:
+    terms = selector.split(",")
+    if not all(term.count("=") == 1 and term.split("=")[0] and "!" not in term and " " not in term for term in terms):
+        fail(f"label selector {selector!r}: the stand-in knows key=value[,key=value] only", 2)
+    return [term.split("=") for term in terms]
 
 
-def apply(directory: str) -> None:
+def selector_matches(selector: str, labels: dict) -> bool:
+    return all(labels.get(key) == value for key, value in selector_terms(selector))
+
+
+def load_state() -> dict:
+    path = Path(os.environ["STANDIN_STATE"]) / "state.json"
+    return json.loads(path.read_text()) if path.exists() else {}
+
+
+def save_state(state: dict) -> None:
+    (Path(os.environ["STANDIN_STATE"]) / "state.json").write_text(json.dumps(state, indent=1, sort_keys=True))
+
+
+def build(directory: str, namespace: str) -> list:
+    """The objects of a kustomize tree (the real kubectl builds it); all must be in ``namespace``."""
     built = subprocess.run([os.environ["STANDIN_REAL_KUBECTL"], "kustomize", directory], capture_output=True, text=True)
     if built.returncode != 0:
         fail(f"kustomize {directory}: {built.stderr.strip()}")
-    (sts,) = [doc for doc in yaml.safe_load_all(built.stdout) if doc and doc.get("kind") == "StatefulSet"]
+    objects = [doc for doc in yaml.safe_load_all(built.stdout) if doc]
+    for obj in objects:
+        theirs = obj["metadata"].get("namespace")
+        if theirs is not None and theirs != namespace and obj["kind"] not in ("ClusterRole", "ClusterRoleBinding"):
+            fail(f'error: the namespace from the provided object "{theirs}" does not match the namespace '
+                 f'"{namespace}". You must pass \'--namespace={theirs}\' to perform this operation.')
+    return objects
+
+
+def apply(space: dict, directory: str, namespace: str) -> None:
+    objects = build(directory, namespace)
+    (sts,) = [doc for doc in objects if doc.get("kind") == "StatefulSet"]
     addresses = os.environ["STANDIN_ADDRESSES"].split(",")
     skip = {int(i) for i in os.environ.get("STANDIN_SKIP", "").split(",") if i}
     pods = pods_from_statefulset(yaml.safe_dump(sts), os.environ["STANDIN_IMAGE"], os.environ["STANDIN_WORKSPACE"],
@@ -92,15 +168,72 @@ def apply(directory: str) -> None:
     out = podman(*argv, str(file))
     if out.returncode != 0:
         fail(f"podman kube play: {out.stderr.strip()}")
-    state_file().write_text(json.dumps({sts["metadata"]["name"]: len(pods)}))
-    print(f"statefulset.apps/{sts['metadata']['name']} configured (stand-in: {len(played)} pod(s) played)")
+    name = sts["metadata"]["name"]
+    space.setdefault("statefulsets", {})[name] = {
+        "replicas": len(pods), "pods": {pod["metadata"]["name"]: {
+            "labels": pod["metadata"]["labels"], "containers": [c["name"] for c in pod["spec"]["containers"]]}
+            for pod in played}}
+    for claim in (doc for doc in objects if doc["kind"] == "PersistentVolumeClaim"):
+        space.setdefault("claims", {})[claim["metadata"]["name"]] = claim["metadata"].get("labels", {})
+    print(f"statefulset.apps/{name} configured (stand-in: {len(played)} pod(s) played)")
 
 
-def delete(name_counts: dict) -> None:
-    for name, count in name_counts.items():
-        for i in range(count):
-            podman("pod", "rm", "-f", "-t", "0", f"{name}-{i}")
-    print("deleted (stand-in)")
+def remove_pods(sts: dict) -> None:
+    for pod in sts["pods"]:
+        podman("pod", "rm", "-f", "-t", "0", pod)
+
+
+def delete(space: dict, flags: dict, switches: set, positional: list, namespace: str) -> None:
+    missing_ok = "--ignore-not-found" in switches
+    if "-k" in flags and not positional and "-l" not in flags:
+        wanted = [(obj["kind"], obj["metadata"]["name"]) for obj in build(flags["-k"], namespace)
+                  if obj["kind"] in ("StatefulSet", "PersistentVolumeClaim")]
+    elif positional == ["pvc"] and "-l" in flags and "-k" not in flags and selector_terms(flags["-l"]):
+        wanted = [("PersistentVolumeClaim", name) for name, labels in space.get("claims", {}).items()
+                  if selector_matches(flags["-l"], labels)]
+    else:
+        fail("delete: the stand-in knows `delete -k DIR` and `delete pvc -l SELECTOR` only", 2)
+    for kind, name in wanted:
+        table = space.get("statefulsets" if kind == "StatefulSet" else "claims", {})
+        if name not in table:
+            if not missing_ok:
+                fail(f'Error from server (NotFound): {kind.lower()} "{name}" not found in namespace {namespace}')
+            continue
+        if kind == "StatefulSet":
+            remove_pods(table[name])
+        del table[name]
+        print(f'{kind.lower()} "{name}" deleted')
+
+
+def find_pod(space: dict, name: str, container: str, namespace: str) -> None:
+    for sts in space.get("statefulsets", {}).values():
+        if name in sts["pods"]:
+            if container not in sts["pods"][name]["containers"]:
+                fail(f'error: container {container} is not valid for pod {name}')
+            return
+    fail(f'Error from server (NotFound): pods "{name}" not found in namespace {namespace}')
+
+
+def get(space: dict, flags: dict, switches: set, positional: list) -> None:
+    if positional[:1] == ["statefulset"] and len(positional) == 2 and flags.get("-o") == REPLICAS \
+            and "-l" not in flags and not switches:
+        if positional[1] not in space.get("statefulsets", {}):
+            fail(f'Error from server (NotFound): statefulsets.apps "{positional[1]}" not found')
+        print(space["statefulsets"][positional[1]]["replicas"], end="")
+        return
+    if positional != ["pods"] or "-l" not in flags or flags.get("-o") not in ("json", RUNNING_NAMES):
+        fail("get: the stand-in knows `get statefulset NAME -o jsonpath={.spec.replicas}` and "
+             "`get pods -l SELECTOR -o json|jsonpath={.items[*].metadata.name}` only", 2)
+    selector_terms(flags["-l"])
+    names = sorted(pod for sts in space.get("statefulsets", {}).values() for pod, info in sts["pods"].items()
+                   if selector_matches(flags["-l"], info["labels"]))
+    items = [item for item in map(pod_json, names) if item]
+    if switches:  # --field-selector=status.phase=Running
+        items = [item for item in items if item["status"]["phase"] == "Running"]
+    if flags["-o"] == "json":
+        print(json.dumps({"kind": "List", "items": items}))
+    else:
+        print(" ".join(item["metadata"]["name"] for item in items), end="")
 
 
 def pod_json(name: str) -> "dict | None":
@@ -123,29 +256,25 @@ def pod_json(name: str) -> "dict | None":
 
 
 def main(argv) -> None:
-    verb, flags, switches, positional, command = options(argv)
-    counts = json.loads(state_file().read_text()) if state_file().exists() else {}
-    container = flags.get("-c", "trainer")
-    if verb == "apply" and "-k" in flags:
-        apply(flags["-k"])
+    context, verb, flags, switches, positional, command = parse(argv)
+    namespace = flags.get("-n", "default")
+    state = load_state()
+    space = state.setdefault(f"{context}/{namespace}", {})
+    if verb == "apply" and "-k" in flags and not positional:
+        apply(space, flags["-k"], namespace)
     elif verb == "delete":
-        delete(counts)
-    elif verb == "get" and positional[:1] == ["statefulset"]:
-        if positional[1] not in counts:
-            fail(f'Error from server (NotFound): statefulsets.apps "{positional[1]}" not found')
-        print(counts[positional[1]], end="")
-    elif verb == "get" and positional[:1] == ["pods"]:
-        name = flags["-l"].split("=", 1)[1]
-        items = [pod_json(f"{name}-{i}") for i in range(counts.get(name, 0))]
-        print(json.dumps({"kind": "List", "items": [item for item in items if item]}))
-    elif verb == "exec":
-        sys.exit(subprocess.call(["podman", "exec", *sorted(switches & {"-i", "-t"}),
-                                  f"{positional[0]}-{container}", *command]))
-    elif verb == "logs":
-        sys.exit(subprocess.call(["podman", "logs", *(["-f"] if "-f" in switches else []),
-                                  f"{positional[0]}-{container}"]))
+        delete(space, flags, switches, positional, namespace)
+    elif verb == "get":
+        get(space, flags, switches, positional)
+    elif verb in ("exec", "logs") and len(positional) == 1 and "-c" in flags:
+        find_pod(space, positional[0], flags["-c"], namespace)
+        target = f"{positional[0]}-{flags['-c']}"
+        if verb == "exec":
+            sys.exit(subprocess.call(["podman", "exec", *sorted(switches), target, *command]))
+        sys.exit(subprocess.call(["podman", "logs", *sorted(switches), target]))
     else:
-        fail(f"not a call nodeweave makes: {' '.join(argv)}", 2)
+        refuse(argv, f"{verb} {' '.join(positional)}")
+    save_state(state)
 
 
 if __name__ == "__main__":

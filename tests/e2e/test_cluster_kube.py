@@ -97,6 +97,8 @@ def test_up_run_status_logs_stop_down_on_the_statefulsets_pods(standin, tmp_path
     assert "no run" in nodeweave(spec_path, "stop", env=env, check=0).stdout
     nodeweave(spec_path, "down", env=env, check=0)
     assert subprocess.run(["podman", "pod", "exists", "nwk-0"]).returncode != 0
+    space = json.loads((Path(env["STANDIN_STATE"]) / "state.json").read_text())["standin/e2e"]
+    assert space["statefulsets"] == {} and list(space["claims"]) == ["nwk-workspace"], space  # down keeps the claim
 
 
 def test_a_pod_the_scheduler_never_places_is_named_after_the_deadline(standin, tmp_path):

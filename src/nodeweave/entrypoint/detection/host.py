@@ -63,7 +63,9 @@ def shm(root):
             return st.f_frsize * st.f_blocks, "statvfs(/dev/shm)"
         except OSError:
             pass
-    for line in (root.read("/proc/mounts") or "").splitlines():
+    # The last /dev/shm line is the mount on top, the one a process sees (a VM's image may mount it twice:
+    # tests/fixtures/captured/h100x2-vm).
+    for line in reversed((root.read("/proc/mounts") or "").splitlines()):
         fields = line.split()
         if len(fields) >= 4 and fields[1] == "/dev/shm":
             size = _size_option(fields[3])

@@ -2,7 +2,7 @@
 
 Every read of the machine goes through a :class:`Root`, so the same code runs on
 the live system (``Root("/")``) and on a captured tree in tests
-(``Root("tests/fixtures/sysroots/hgx-h100")``). Missing files and kernel errors
+(``Root("tests/fixtures/synthetic/hgx-h100")``). Missing files and kernel errors
 (an unpopulated GID entry answers EINVAL) read as ``None``: detection reports
 what is there and never raises on what is not.
 """

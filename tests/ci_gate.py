@@ -1,0 +1,102 @@
+"""On CI a skip for want of a tool that .ci/ installs is a failure naming the tool.
+
+Off CI (a laptop, a fresh machine without podman, Slurm or kubectl) the
+real-tool tests skip with their reasons. ``.ci/run`` installs every tool in
+``CI_TOOLS``; with ``CI=true`` a skip of one of the tests listed for a tool
+means that install is broken, and a green run would prove less than its test
+names say. tests/conftest.py turns such a skip into a failure that names the
+tool and keeps the skip's own reason.
+
+``CI_TOOLS`` is the one table: tool (and what installs it) -> the tests that
+skip without it, as node-id patterns (fnmatch; ``@MARK`` is every test with
+that marker; ``!PATTERN`` takes tests out: skips that are not about a tool).
+tests/test_ci_gate.py checks that every pattern still matches a test.
+"""
+
+from __future__ import annotations
+
+import os
+from fnmatch import fnmatchcase
+from typing import Iterable, List, Tuple
+
+CI_TOOLS = {
+    "podman (.ci/setup-engine.sh)": (
+        "@engine", "!tests/e2e/test_docker_path.py::*",
+        "tests/test_compose.py::test_podman_compose_*",
+    ),
+    "dockerd (.ci/setup-docker.sh)": (
+        "tests/e2e/test_docker_path.py::*",
+        "!tests/e2e/test_docker_path.py::test_a_client_from_23_on_without_buildx_is_refused_with_the_reason",
+    ),
+    "the offline base image (.ci/make-base-image.sh)": (
+        "tests/test_images.py::*", "tests/test_hosts.py::*", "tests/test_sync_ssh.py::*",
+    ),
+    "the wheelhouse (.ci/wheelhouse.sh)": ("tests/e2e/test_image_contents.py::*",),
+    "Debian's mirror from a podman build, for the sshd test images (.ci/setup-tools.sh checks it)": (
+        "tests/test_sync_ssh.py::*", "tests/e2e/test_cluster_ssh.py::*",
+    ),
+    "docker-registry (.ci/setup-engine.sh)": ("tests/e2e/test_push.py::*",),
+    "nft and nsenter (.ci/setup-engine.sh)": ("tests/e2e/test_exchange.py::*",),
+    "kubectl with kustomize >= v4 (.ci/setup-tools.sh)": (
+        "tests/test_manifests.py::*", "tests/test_cluster_targets.py::*",
+        "tests/test_examples.py::test_kubernetes_objects_validate_and_every_folder_builds*",
+        "tests/e2e/test_cluster_kube.py::*", "tests/e2e/test_kubectl_standin.py::test_down_*",
+    ),
+    "Slurm: slurm-wlm (.ci/setup-tools.sh)": (
+        "tests/test_slurm.py::test_slurm_accepts_the_directives*",
+        "tests/test_slurm.py::test_a_rendered_script_runs_a_two_node_job_on_slurm*",
+        "tests/test_slurm.py::test_slurm_reads_every_directive_the_spec_sets",
+    ),
+    "shellcheck (.ci/setup-tools.sh)": (
+        "tests/test_slurm.py::test_bash_parses_and_shellcheck_passes*", "tests/test_slurm.py::test_shellcheck_is_live",
+        "tests/test_examples.py::test_the_slurm_script_parses_and_passes_shellcheck",
+    ),
+    "rsync and git (.ci/setup-engine.sh, .ci/setup-tools.sh)": ("tests/test_sync_filters.py::*",),
+    "openssl (.ci/setup-tools.sh)": ("tests/test_entrypoint_topology.py::test_statefulset_replicas_over_tls*",),
+    "ip: iproute2 (.ci/setup-engine.sh)": ("tests/test_sync_relay.py::test_an_agent_reports_addresses*",),
+    "the Python test and launcher packages (make install: .[test,launchers])": (
+        "tests/test_launcher_options.py::*", "tests/test_entrypoint_launchers.py::*",
+        "tests/test_entrypoint_profile.py::*", "tests/test_properties.py::*", "tests/test_compose.py::test_a_yaml_1_2*",
+        "!tests/test_properties.py::test_accepted_specs_render_compose_files_the_compose_schema_accepts",  # ../shared
+        "tests/test_bench.py::*", "!tests/test_bench.py::test_plot_*", "tests/e2e/test_docker_standin.py::*",
+    ),
+}
+
+
+def on_ci() -> bool:
+    return os.environ.get("CI", "").strip().lower() in ("true", "1", "yes")
+
+
+def _matches(pattern: str, nodeid: str, markers: Iterable[str]) -> bool:
+    if pattern.startswith("@"):
+        return pattern[1:] in markers
+    return fnmatchcase(nodeid, pattern)
+
+
+def tools_for(nodeid: str, markers: Iterable[str]) -> List[str]:
+    """The tools of CI_TOOLS a test needs (in table order), by its node id and markers."""
+    markers = set(markers)
+    found = []
+    for tool, patterns in CI_TOOLS.items():
+        takes = [p for p in patterns if not p.startswith("!")]
+        leaves = [p[1:] for p in patterns if p.startswith("!")]
+        if any(_matches(p, nodeid, markers) for p in takes) and not any(_matches(p, nodeid, markers) for p in leaves):
+            found.append(tool)
+    return found
+
+
+def skip_reason(longrepr) -> str:
+    """The reason of a skip report (pytest keeps (file, line, "Skipped: reason"))."""
+    if isinstance(longrepr, tuple) and len(longrepr) == 3:
+        return str(longrepr[2]).replace("Skipped: ", "", 1)
+    return str(longrepr)
+
+
+def failure_text(nodeid: str, tools: List[str], reason: str) -> str:
+    return (f"CI=true: {nodeid} skipped, but .ci/ installs what it needs: {'; '.join(tools)}. "
+            f"That install is broken on this machine.\n  the skip's reason: {reason}")
+
+
+def patterns() -> List[Tuple[str, str]]:
+    """Every (tool, pattern) of the table, for the check that none is stale."""
+    return [(tool, p.lstrip("!")) for tool, ps in CI_TOOLS.items() for p in ps]
