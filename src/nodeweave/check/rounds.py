@@ -51,19 +51,6 @@ def _match(idle: Sequence[int], measured: Set[Pair]) -> List[Pair]:
     return pairs
 
 
-def schedule(pairs: Sequence[Pair]) -> List[List[Pair]]:
-    """Pairs to measure again, packed into rounds in which no node appears twice."""
-    rounds: List[List[Pair]] = []
-    for pair in pairs:
-        for round_ in rounds:
-            if not {n for p in round_ for n in p} & set(pair):
-                round_.append(pair)
-                break
-        else:
-            rounds.append([pair])
-    return rounds
-
-
 def partner(round_: Sequence[Pair], rank: int) -> "int | None":
     for low, high in round_:
         if rank == low:

@@ -3,8 +3,9 @@
 Pure and stdlib only: the worker uses :func:`to_repeat` to decide what to
 measure again before anything is named, the workstation uses
 :func:`findings` on the finished document. A measured figure is the
-best of its samples (load only slows a probe), never one sample alone when
-it is near the line; a node's peers are the other
+compared pass by pass: every subject is measured in every pass, and its
+figure over the median of the others' in the same pass, taken over several
+passes (never one sample), is what crosses the line or not; a node's peers are the other
 nodes, a link's the other links. Facts (a CPU limit, /dev/shm, memlock,
 the interface's speed and MTU, RDMA ports, GPU health counters) are
 exact and compared as they are.
@@ -61,14 +62,27 @@ def peer_reference(values: Dict[object, Optional[float]], subject) -> Optional[f
     return median([v for k, v in values.items() if k != subject and v is not None])
 
 
-def to_repeat(values: Dict[object, Optional[float]], threshold: float, band: float = REPEAT_BAND) -> List[object]:
-    """Subjects close to or below the line: measured again before a verdict."""
-    out = []
-    for subject, value in values.items():
-        reference = peer_reference(values, subject)
-        if value is not None and reference and below(value, reference, threshold - band):
-            out.append(subject)
+def pass_ratios(series: Dict[object, Sequence[Optional[float]]]) -> Dict[object, float]:
+    """Each subject's median, over passes, of its figure over the median of the others' in that pass.
+
+    Every subject is measured once per pass and the passes are interleaved, so load that comes and goes
+    elsewhere on the machine touches the subjects of a pass alike and cancels in the ratio."""
+    out = {}
+    for subject, values in series.items():
+        ratios = []
+        for index, value in enumerate(values):
+            others = median([v[index] for k, v in series.items() if k != subject and len(v) > index])
+            if value is not None and others:
+                ratios.append(value / others)
+        if ratios:
+            out[subject] = median(ratios)
     return out
+
+
+def to_repeat(series: Dict[object, Sequence[Optional[float]]], threshold: float,
+              band: float = REPEAT_BAND) -> List[object]:
+    """Subjects close to or below the line: another pass before a verdict."""
+    return [subject for subject, ratio in pass_ratios(series).items() if ratio < 1.0 - threshold + band]
 
 
 def node_value(node: dict, metric: str) -> Optional[float]:
@@ -80,22 +94,39 @@ def node_value(node: dict, metric: str) -> Optional[float]:
     return value
 
 
+def _measured_findings(nodes: List[dict], metric: str, threshold: float) -> List[Finding]:
+    meta = METRICS[metric]
+    series = {n["node"]: n["samples"][metric] for n in nodes if n.get("samples", {}).get(metric)}
+    out = []
+    for index, ratio in sorted(pass_ratios(series).items()):
+        if ratio >= 1.0 - threshold:
+            continue
+        value = best(series[index])
+        reference = median([best(v) for k, v in series.items() if k != index])
+        out.append(Finding(f"node-{index}", metric, f"{meta.label} {100 * (1 - ratio):.0f}% below its peers "
+                           f"(median of {len(series[index])} interleaved passes; best {fmt_value(metric, value)} vs "
+                           f"{fmt_value(metric, reference)}): {meta.cause}", node=index, value=value,
+                           reference=reference))
+    return out
+
+
 def node_findings(nodes: List[dict], threshold: float) -> List[Finding]:
     """Each node against its peers, metric by metric (higher is better)."""
-    out, by_index = [], {n["node"]: n for n in nodes}
+    out = []
     for metric, meta in METRICS.items():
+        if meta.measured:
+            out += _measured_findings(nodes, metric, threshold)
+            continue
         values = {n["node"]: node_value(n, metric) for n in nodes}
         for index, value in values.items():
             reference = peer_reference(values, index)
             if value is None or reference is None or reference == float("inf") or not below(value, reference, threshold):
                 continue
-            pct = 100.0 * (1.0 - value / reference)
-            count = len(by_index[index].get("samples", {}).get(metric, [])) if meta.measured else 0
-            samples = f", best of {count} samples" if count > 1 else ""
             out.append(Finding(f"node-{index}", metric, f"{meta.label} {fmt_value(metric, value)} vs "
-                               f"{fmt_value(metric, reference)} on its peers ({pct:.0f}% below{samples}): "
-                               f"{meta.cause}", node=index, value=value, reference=reference))
-    return out
+                               f"{fmt_value(metric, reference)} on its peers "
+                               f"({100.0 * (1.0 - value / reference):.0f}% below): {meta.cause}",
+                               node=index, value=value, reference=reference))
+    return sorted(out, key=lambda f: f.node)
 
 
 BAD_THROTTLE = ("hw_slowdown", "hw_thermal_slowdown", "hw_power_brake_slowdown", "sw_thermal_slowdown")

@@ -25,12 +25,13 @@ import torch.distributed as dist
 from nodeweave.check import MARK, SCHEMA, probes
 from nodeweave.check.facts import node_facts
 from nodeweave.check.gpu_facts import dcgm_diag, nvidia_smi
-from nodeweave.check.rounds import pair_rounds, partner, schedule
-from nodeweave.check.verdict import best, to_repeat
+from nodeweave.check.rounds import pair_rounds, partner
+from nodeweave.check.verdict import to_repeat
 
 DEFAULT_BYTES = {"gloo": 4 << 20, "nccl": 64 << 20}
 ALLREDUCE_BYTES = {"gloo": 16 << 20, "nccl": 256 << 20}
-CPU_SECONDS = 0.1  # one CPU sample; three interleaved per pass
+CPU_SECONDS = 0.1  # one CPU sample
+CPU_PASSES = 3  # interleaved samples per node in one CPU stage
 
 
 def say(text: str) -> None:
@@ -64,14 +65,15 @@ def decide(value):
     return box[0]
 
 
-def cpu_in_turns(boot_ids, wanted, samples, passes: int = 3) -> None:
-    """CPU probes of ``wanted`` ranks; ranks on one machine (one boot id) take turns, in ``passes``
-    interleaved passes, so a burst of load elsewhere touches every node's samples alike."""
-    rank = dist.get_rank()
-    turn = {r: [q for q in wanted if boot_ids[q] == boot_ids[r]].index(r) for r in wanted}
+def cpu_in_turns(boot_ids, samples, passes: int = CPU_PASSES) -> None:
+    """``passes`` CPU samples of every rank, one per pass; ranks on one machine (one boot id) take
+    turns, so they do not measure each other, and a pass is short, so load elsewhere touches a pass's
+    samples alike."""
+    rank, world = dist.get_rank(), dist.get_world_size()
+    turn = {r: [q for q in range(world) if boot_ids[q] == boot_ids[r]].index(r) for r in range(world)}
     for _ in range(passes):
-        for step in range(max(turn.values(), default=-1) + 1):
-            if turn.get(rank) == step:
+        for step in range(max(turn.values()) + 1):
+            if turn[rank] == step:
                 samples.setdefault("cpu_gflops", []).append(round(probes.cpu_gflops(CPU_SECONDS), 3))
             dist.barrier()
 
@@ -92,19 +94,29 @@ def gpu_probes(samples) -> dict:
 
 
 def node_stage(args, device, boot_ids):
+    """Every node's probes in passes; while a node is near the line, more passes of every node
+    (``repeats`` at most), so the verdict compares figures taken side by side."""
     samples, smi = {}, {"tool": None, "gpus": []}
-    cpu_in_turns(boot_ids, list(range(dist.get_world_size())), samples)
+    cpu_in_turns(boot_ids, samples)
     if device.type == "cuda":
         smi = gpu_probes(samples)
-    records = gather(samples)
-    again = decide({metric: to_repeat({r: best(s.get(metric, [])) for r, s in enumerate(records)}, args.threshold)
-                    for metric in ("cpu_gflops", "gpu_tflops", "gpu_mem_gbps")})
+        gpu_probes(samples)
+    repeated = {"cpu_gflops": [], "gpu": []}
     for _ in range(args.repeats):
+        records = gather(samples)
+        near = {metric: to_repeat({r: s.get(metric, []) for r, s in enumerate(records) if s.get(metric)},
+                                  args.threshold) for metric in ("cpu_gflops", "gpu_tflops", "gpu_mem_gbps")}
+        again = decide({"cpu_gflops": near["cpu_gflops"], "gpu": sorted(set(near["gpu_tflops"] + near["gpu_mem_gbps"]))})
+        if not any(again.values()):
+            break
+        for key, ranks in again.items():
+            repeated[key] = sorted(set(repeated[key]) | set(ranks))
         if again["cpu_gflops"]:
-            cpu_in_turns(boot_ids, again["cpu_gflops"], samples)
-        if device.type == "cuda" and dist.get_rank() in again["gpu_tflops"] + again["gpu_mem_gbps"]:
+            cpu_in_turns(boot_ids, samples)
+        if again["gpu"] and device.type == "cuda":
             gpu_probes(samples)
-    return samples, smi, again
+            dist.barrier()
+    return samples, smi, repeated
 
 
 def measure(round_, nbytes, seconds, device, results) -> None:
@@ -136,16 +148,20 @@ def merge(per_rank) -> dict:
 
 
 def link_stage(args, device, nbytes):
-    rounds, results = pair_rounds(dist.get_world_size()), []
+    """One pass of the pair rounds; while a link is near the line, another pass of every link
+    (``repeats`` at most), so each link is judged against the others of the same pass."""
+    rounds, results, passes = pair_rounds(dist.get_world_size()), [], 1
     for round_ in rounds:
         measure(round_, nbytes, args.seconds, device, results)
-    links = merge(gather(results))
-    values = {pair: min(best(l["forward_gbps"]) or 0, best(l["back_gbps"]) or 0) for pair, l in links.items()}
-    again = decide(schedule(to_repeat(values, args.threshold)) if dist.get_rank() == 0 else None)
     for _ in range(args.repeats):
-        for round_ in again:
+        links = merge(gather(results))
+        series = {pair: [min(f, b) for f, b in zip(l["forward_gbps"], l["back_gbps"])] for pair, l in links.items()}
+        if not decide(bool(to_repeat(series, args.threshold)) if len(series) > 1 else False):
+            break
+        passes += 1
+        for round_ in rounds:
             measure(round_, nbytes, args.seconds, device, results)
-    return list(merge(gather(results)).values()), rounds, again
+    return list(merge(gather(results)).values()), rounds, passes
 
 
 def allreduce_stage(backend, device, nbytes) -> dict:
@@ -186,7 +202,7 @@ def run(args) -> dict:
     samples, smi, node_again = node_stage(args, device, boot_ids)
     clock["probes"] = time.monotonic()
     nbytes = args.bytes or DEFAULT_BYTES[backend]
-    links, rounds, link_again = link_stage(args, device, nbytes) if world > 1 else ([], [], [])
+    links, rounds, link_passes = link_stage(args, device, nbytes) if world > 1 else ([], [], 0)
     clock["links"] = time.monotonic()
     allreduce = allreduce_stage(backend, device, args.allreduce_bytes or ALLREDUCE_BYTES[backend]) if world > 1 else None
     clock["allreduce"] = time.monotonic()
@@ -199,7 +215,7 @@ def run(args) -> dict:
     return {"schema": SCHEMA, **describe(backend, device), "world": world, "threshold": args.threshold,
             "repeats": args.repeats, "message_bytes": nbytes, "nodes": sorted(nodes, key=lambda n: n["node"]),
             "links": sorted(links, key=lambda l: l["pair"]), "rounds": rounds,
-            "repeated": {"nodes": node_again, "links": link_again}, "allreduce": allreduce, "stage_seconds": stages}
+            "repeated": {"nodes": node_again, "link_passes": link_passes}, "allreduce": allreduce, "stage_seconds": stages}
 
 
 def main(argv=None) -> int:
