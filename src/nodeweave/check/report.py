@@ -91,7 +91,7 @@ def summary_lines(result) -> List[str]:
     latencies = [v["latency_us"] for v in values.values() if v["latency_us"] is not None]
     if latencies:
         lines.append(f"point-to-point: {len(values)} link(s) in {len(document.get('rounds', []))} round(s) "
-                     f"x {document['repeated']['link_passes']} pass(es), "
+                     f"x {document['repeated'].get('link_passes', 1)} pass(es), "
                      f"latency {min(latencies):.0f}-{max(latencies):.0f} us")
     ring = document.get("allreduce")
     if ring:

@@ -85,6 +85,15 @@ def check_command(
         raise NodeweaveError(_failure(result), exit_code=result.exit_code)
 
 
+def check_first(nodes, spec, spec_path: Path, backend, runs_dir: Optional[Path], out, then: str) -> None:
+    """``run --check`` / ``up --check``: the check with its defaults; a named node or link stops here."""
+    from nodeweave.check.driver import CheckOptions
+
+    result = check_cluster(nodes, spec, spec_path, backend, CheckOptions(), runs_dir, out)
+    if result.exit_code:
+        raise NodeweaveError(f"--check: {_failure(result)}; {then}", exit_code=result.exit_code)
+
+
 def _failure(result) -> str:
     if result.document is None:
         return f"the check did not finish: {result.run.get('summary')}"
