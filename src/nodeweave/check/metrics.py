@@ -64,6 +64,8 @@ def fmt_value(metric: str, value: Optional[float]) -> str:
         return fmt_bytes(value)
     if unit in ("cpus", "gpus", "ports"):
         return f"{value:g}"
+    if unit == "Mb/s" and value >= 1000:
+        return f"{value / 1000:g} Gb/s"
     return f"{value:.3g} {unit}"
 
 
