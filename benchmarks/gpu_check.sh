@@ -4,9 +4,10 @@
 # hostname (unshare --uts), started through the real entrypoint exactly as `nodeweave check` starts
 # it on a node: --mode run, launcher pinned to torchrun, one process, `-m nodeweave.check.worker`.
 # Then the same two nodes run the bench worker's all_reduce for comparison, and nvidia-smi's own
-# answers are kept. Run from a folder holding src/ (PYTHONPATH); results under $OUT.
+# answers are kept; then a second check while another process runs a matmul loop on node 1's GPU (a
+# noisy neighbour), which must name node 1. Run from a folder holding src/ (PYTHONPATH); results in $OUT.
 set -u
-OUT=${OUT:-/tmp/gpu-check}; mkdir -p "$OUT"
+FINAL=${OUT:-/tmp/gpu-check}; OUT=$(mktemp -d); mkdir -p "$FINAL"
 HERE=$(cd "$(dirname "$0")" && pwd)
 export PYTHONPATH=$HERE/src PATH=$HERE/bin:$PATH
 NODES=${NODES:-2}
@@ -44,9 +45,23 @@ start_nodes 29620 bench -m nodeweave.bench.worker --ops all_reduce --sizes 64M,2
 # the reference: both GPUs in one process group without the simulated hosts (NVLink)
 python3 -m torch.distributed.run --nproc-per-node "$NODES" --master-port 29630 -m nodeweave.bench.worker \
   --ops all_reduce --sizes 256M,1G --backend nccl --out "$OUT/bench-nvlink.json" > "$OUT/bench-nvlink.log" 2>&1
-grep -h "NODEWEAVE_CHECK_REPORT" "$OUT"/check-node0.log | sed 's/.*NODEWEAVE_CHECK_REPORT //' > "$OUT/check.json"
-tail -n 5 "$OUT"/*.log; cat "$OUT/machine.txt"
-python3 - "$OUT/check.json" <<'PY' > "$OUT/verdict.txt" 2>&1
+# a noisy neighbour on node 1's GPU: a matmul loop of another process shares it during a second check
+CUDA_VISIBLE_DEVICES=1 timeout 120 python3 -c '
+import torch
+a = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
+while True:
+    torch.mm(a, a)
+' > "$OUT/hog.log" 2>&1 &
+HOG=$!
+sleep 8
+start_nodes 29640 check-hog -m nodeweave.check.worker --backend nccl
+kill $HOG; wait $HOG 2>/dev/null
+for run in check check-hog; do
+  grep -h "NODEWEAVE_CHECK_REPORT" "$OUT/$run-node0.log" | sed 's/.*NODEWEAVE_CHECK_REPORT //' > "$FINAL/$run.json"
+done
+cp "$OUT"/bench*.json "$FINAL/" 2>/dev/null
+tail -n 3 "$OUT"/*.log; cat "$OUT/machine.txt"
+for run in check check-hog; do python3 - "$FINAL/$run.json" <<'PY'; done > "$FINAL/verdict.txt" 2>&1
 import json, sys
 from nodeweave.check.verdict import findings
 doc = json.load(open(sys.argv[1]))
@@ -56,4 +71,5 @@ for node in doc["nodes"]:
 print(doc["links"], doc["allreduce"], doc["stage_seconds"])
 print([f.text for f in findings(doc, doc["threshold"])] or "nothing named")
 PY
-cat "$OUT/verdict.txt"
+cat "$FINAL/verdict.txt"
+tar -C "$OUT" -czf "$FINAL/logs.tgz" .
