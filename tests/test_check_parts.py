@@ -129,3 +129,25 @@ def test_cli_dry_run_and_a_bad_threshold(tmp_path, repo_root):
                          text=True, timeout=60)
     assert bad.returncode == 2 and bad.stderr.strip().splitlines() == [
         "nodeweave: error: --threshold: 0% is not accepted; a percentage between 0 and 100 (exclusive), e.g. 25"]
+
+
+def test_a_node_keeps_only_its_own_gpus_rows():
+    from nodeweave.check.gpu_facts import own_rows
+
+    gpus = parse_query((FIXTURES / "nvidia-smi-query.csv").read_text())
+    assert [g["index"] for g in own_rows(gpus, ["0000:00:07.0"])] == [1]
+    assert own_rows(gpus, None) == gpus
+
+
+def test_facts_of_captured_hgx_nodes_name_the_one_with_a_port_down(repo_root):
+    from nodeweave.check.facts import node_facts
+
+    sysroots = repo_root / "tests" / "fixtures" / "sysroots"
+    env = {"CUDA_VISIBLE_DEVICES": "1,3"}
+    good = node_facts(env, "/", str(sysroots / "hgx-h100"))
+    bad = node_facts(env, "/", str(sysroots / "hgx-h100-port-down"))
+    assert good["gpu_pci"] == ["0000:2a:00.0", "0000:5d:00.0"] and good["gpu_count"] == 2
+    assert bad["rdma_active_ports"] < good["rdma_active_ports"]
+    nodes = [{"node": i, "facts": facts, "samples": {}} for i, facts in enumerate((good, good, bad))]
+    found = findings({"nodes": nodes, "links": []}, 0.25)
+    assert [(f.subject, f.metric) for f in found] == [("node-2", "rdma_active_ports")], found

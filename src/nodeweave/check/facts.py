@@ -70,10 +70,20 @@ def cpu_facts(root: Root) -> dict:
             "cpus_effective": round(min(affinity, quota) if quota else affinity, 3)}
 
 
-def node_facts(env: Mapping[str, str], workspace: str) -> dict:
-    """Every fact the verdict compares or prints, as plain JSON values."""
-    root = Root("/")
-    node = detect(env=dict(env), master=env.get("MASTER_ADDR"))
+def own_gpu_addresses(gpus) -> list:
+    """PCI addresses of the GPUs this node may use (``*_VISIBLE_DEVICES`` applied): nvidia-smi lists
+    every GPU of the machine, and nodes that share one must not report each other's."""
+    devices = gpus.devices if gpus is not None else []
+    if gpus is None or gpus.visible is None:
+        return [d.pci for d in devices if d.pci]
+    wanted = set(gpus.visible)
+    return [d.pci for d in devices if d.pci and (d.index in wanted or d.uuid in wanted)]
+
+
+def node_facts(env: Mapping[str, str], workspace: str, sysroot: str = "/") -> dict:
+    """Every fact the verdict compares or prints, as plain JSON values (``sysroot``: a captured tree)."""
+    root = Root(sysroot)
+    node = detect(sysroot, env=dict(env), master=env.get("MASTER_ADDR"))
     memory = meminfo(root)
     try:
         disk = shutil.disk_usage(workspace).free
@@ -90,6 +100,6 @@ def node_facts(env: Mapping[str, str], workspace: str) -> dict:
         **interface_facts(root, planned_interface(env, node.interface)),
         "rdma_ports": ports, "rdma_active_ports": sum(p["state"] == "ACTIVE" for p in ports) if ports else None,
         "gpu_count": node.gpus.count if node.gpus.vendor != "none" else None,
-        "gpu_model": node.gpus.model, "gpu_vendor": node.gpus.vendor, "gpu_driver": node.gpus.driver,
+        "gpu_model": node.gpus.model, "gpu_pci": own_gpu_addresses(node.gpus), "gpu_vendor": node.gpus.vendor, "gpu_driver": node.gpus.driver,
     }
     return facts

@@ -76,8 +76,20 @@ def _run(argv: List[str], timeout: float = 60) -> "subprocess.CompletedProcess[s
         return None
 
 
-def nvidia_smi() -> dict:
-    """Every GPU's clocks, temperature, power, ECC, throttle reasons and row remapping; raw text kept."""
+def same_device(bus_id: str, pci: str) -> bool:
+    """nvidia-smi's ``00000000:18:00.0`` against sysfs's ``0000:18:00.0`` (domain widths differ)."""
+    return bus_id.lower().split(":", 1)[-1] == pci.lower().split(":", 1)[-1]
+
+
+def own_rows(gpus: List[dict], addresses: Optional[List[str]]) -> List[dict]:
+    """The rows of this node's GPUs; every row when the node's addresses are unknown."""
+    if not addresses:
+        return gpus
+    return [g for g in gpus if any(same_device(g["pci"], a) for a in addresses)]
+
+
+def nvidia_smi(addresses: Optional[List[str]] = None) -> dict:
+    """This node's GPUs' clocks, temperature, power, ECC, throttle reasons and row remapping; raw text kept."""
     if not shutil.which("nvidia-smi"):
         return {"tool": None, "gpus": []}
     for prefix in ("clocks_throttle_reasons", "clocks_event_reasons"):
@@ -86,7 +98,7 @@ def nvidia_smi() -> dict:
             break
     else:
         return {"tool": "nvidia-smi", "gpus": [], "error": (done.stderr or done.stdout).strip()[:300] if done else "no answer"}
-    gpus = parse_query(done.stdout)
+    gpus = own_rows(parse_query(done.stdout), addresses)
     remap = _run(["nvidia-smi", f"--query-remapped-rows={','.join(REMAP_FIELDS)}", "--format=csv,noheader,nounits"])
     by_bus = parse_remap(remap.stdout) if remap is not None and remap.returncode == 0 else {}
     for gpu in gpus:

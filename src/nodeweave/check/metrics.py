@@ -18,6 +18,7 @@ class Metric:
     cause: str
     measured: bool = False
     none_is_unlimited: bool = False  # None means "no limit" (memlock)
+    every_one_counts: bool = False  # a count: one short of the peers is named, whatever the threshold
 
 
 METRICS = {
@@ -33,8 +34,9 @@ METRICS = {
     "link_speed_mbps": Metric("link speed", "Mb/s", "the planned interface negotiated a lower speed (cable, "
                               "switch port, NIC setting)"),
     "rdma_active_ports": Metric("active RDMA ports", "ports", "an RDMA port is not ACTIVE (cable, subnet "
-                                "manager, switch port)"),
-    "gpu_count": Metric("GPUs", "gpus", "a GPU is missing (fallen off the bus, not visible to the container)"),
+                                "manager, switch port): one rail fewer", every_one_counts=True),
+    "gpu_count": Metric("GPUs", "gpus", "a GPU is missing (fallen off the bus, not visible to the container)",
+                        every_one_counts=True),
     "gpu_tflops": Metric("GPU matmul (slowest GPU)", "TFLOP/s", "a throttled or degraded GPU: clocks, power or "
                          "thermal limits, a different SKU", measured=True),
     "gpu_mem_gbps": Metric("GPU memory copy (slowest GPU)", "GB/s", "a GPU with slower memory: clocks, row "
@@ -66,6 +68,8 @@ def fmt_value(metric: str, value: Optional[float]) -> str:
         return f"{value:g}"
     if unit == "Mb/s" and value >= 1000:
         return f"{value / 1000:g} Gb/s"
+    if value >= 1000:
+        return f"{value:.0f} {unit}"
     return f"{value:.3g} {unit}"
 
 

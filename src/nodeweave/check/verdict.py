@@ -120,7 +120,9 @@ def node_findings(nodes: List[dict], threshold: float) -> List[Finding]:
         values = {n["node"]: node_value(n, metric) for n in nodes}
         for index, value in values.items():
             reference = peer_reference(values, index)
-            if value is None or reference is None or reference == float("inf") or not below(value, reference, threshold):
+            if value is None or reference is None or reference == float("inf"):
+                continue
+            if not (below(value, reference, threshold) or (meta.every_one_counts and value < reference)):
                 continue
             out.append(Finding(f"node-{index}", metric, f"{meta.label} {fmt_value(metric, value)} vs "
                                f"{fmt_value(metric, reference)} on its peers "

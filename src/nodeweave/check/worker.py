@@ -78,10 +78,10 @@ def cpu_in_turns(boot_ids, samples, passes: int = CPU_PASSES) -> None:
             dist.barrier()
 
 
-def gpu_probes(samples) -> dict:
+def gpu_probes(samples, addresses=None) -> dict:
     """Every visible GPU's matmul and copy; nvidia-smi read while they run (throttling shows under load)."""
     found = {}
-    reader = threading.Thread(target=lambda: found.update(nvidia_smi()), daemon=True)
+    reader = threading.Thread(target=lambda: found.update(nvidia_smi(addresses)), daemon=True)
     reader.start()
     flops = [probes.gpu_tflops(torch.device("cuda", i)) for i in range(torch.cuda.device_count())]
     copies = [probes.gpu_mem_gbps(torch.device("cuda", i)) for i in range(torch.cuda.device_count())]
@@ -93,13 +93,13 @@ def gpu_probes(samples) -> dict:
     return found
 
 
-def node_stage(args, device, boot_ids):
+def node_stage(args, device, boot_ids, addresses):
     """Every node's probes in passes; while a node is near the line, more passes of every node
     (``repeats`` at most), so the verdict compares figures taken side by side."""
     samples, smi = {}, {"tool": None, "gpus": []}
     cpu_in_turns(boot_ids, samples)
     if device.type == "cuda":
-        smi = gpu_probes(samples)
+        smi = gpu_probes(samples, addresses)
         gpu_probes(samples)
     repeated = {"cpu_gflops": [], "gpu": []}
     for _ in range(args.repeats):
@@ -199,7 +199,7 @@ def run(args) -> dict:
     boot_ids = gather(facts.get("boot_id") or f"rank-{rank}")
     clock["facts"] = time.monotonic()
     say(f"node {rank} of {world}: facts read; probing ({backend})")
-    samples, smi, node_again = node_stage(args, device, boot_ids)
+    samples, smi, node_again = node_stage(args, device, boot_ids, facts.get("gpu_pci"))
     clock["probes"] = time.monotonic()
     nbytes = args.bytes or DEFAULT_BYTES[backend]
     links, rounds, link_passes = link_stage(args, device, nbytes) if world > 1 else ([], [], 0)
