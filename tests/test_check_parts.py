@@ -81,8 +81,25 @@ def test_the_gpu_document_reports_healthy_with_its_figures():
     result = CheckResult(Path("runs/x"), {"exit_code": 0}, doc, findings(doc, doc["threshold"]))
     text = plain_text(result)
     assert result.exit_code == 0 and "healthy: nothing named" in text
-    assert "1x NVIDIA H100 80GB HBM3 791 TF/s 3004 GB/s" in text and "from \\ to" in text
-    assert "3.55GB/s" in text and "ring all-reduce of 256 MiB: busbw 2.89 GB/s, correct" in text
+    assert "1x NVIDIA H100 80GB HBM3 802 TF/s 3008 GB/s" in text and "from \\ to" in text
+    assert "3.24GB/s" in text and "ring all-reduce of 256 MiB: busbw 2.86 GB/s, correct" in text
+
+
+def test_a_gpu_shared_with_another_process_is_named_on_its_node_only():
+    doc = json.loads((FIXTURES / "h100x2-busy-gpu-on-node-1.json").read_text())
+    found = findings(doc, doc["threshold"])
+    assert [(f.subject, f.metric) for f in found] == [
+        ("node-1", "gpu_tflops"), ("node-1", "gpu_mem_gbps"), ("node-1", "gpu_tflops_datasheet"),
+        ("node-1", "gpu_mem_gbps_datasheet")]
+    assert found[0].text.startswith("GPU matmul (slowest GPU) 60% below its peers (median of 4 interleaved passes; "
+                                    "best 335 TFLOP/s vs 803 TFLOP/s)"), found[0].text
+
+
+def test_the_event_reasons_spelling_parses_the_same():
+    gpus = parse_query((FIXTURES / "nvidia-smi-query-idle-event-reasons.csv").read_text())
+    assert [(g["index"], g["sm_clock_mhz"], g["throttle_mask"]) for g in gpus] == [
+        (0, 345.0, "0x0000000000000001"), (1, 345.0, "0x0000000000000001")]
+    assert not any(any(g["throttle"].values()) for g in gpus)
 
 
 def test_the_document_is_read_from_node_0s_log(tmp_path):
@@ -151,3 +168,12 @@ def test_facts_of_captured_hgx_nodes_name_the_one_with_a_port_down(repo_root):
     nodes = [{"node": i, "facts": facts, "samples": {}} for i, facts in enumerate((good, good, bad))]
     found = findings({"nodes": nodes, "links": []}, 0.25)
     assert [(f.subject, f.metric) for f in found] == [("node-2", "rdma_active_ports")], found
+
+
+def test_up_check_needs_nodes_that_hold(tmp_path, repo_root):
+    spec = tmp_path / "nodeweave.yaml"
+    spec.write_text((repo_root / "nodeweave.yaml").read_text())
+    out = subprocess.run([*NODEWEAVE, "up", "--spec", str(spec), "--run", "--check", "--dry-run"],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 2 and out.stderr.strip() == (
+        "nodeweave: error: up --check needs nodes that hold and a wait for them: add --hold (and leave out --no-wait)")
