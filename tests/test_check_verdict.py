@@ -135,3 +135,13 @@ def test_a_gpu_far_below_its_datasheet_is_named_even_when_all_match():
     assert [(f.subject, f.metric) for f in found] == [("node-0", "gpu_tflops_datasheet"),
                                                      ("node-1", "gpu_tflops_datasheet")]
     assert "30% of the NVIDIA H100 80GB HBM3 datasheet's 989 TFLOP/s" in found[0].text
+
+
+def test_a_node_that_reached_its_peers_in_some_pass_is_not_named():
+    # slowed in most passes by load that came and went, but its best equals the others': no limit caps it
+    nodes = [_node(0, samples={"cpu_gflops": [160.0, 20.0, 30.0, 150.0]}),
+             _node(1, samples={"cpu_gflops": [2.0, 9.0, 3.0, 161.0]}),
+             _node(2, samples={"cpu_gflops": [150.0, 30.0, 25.0, 149.0]}),
+             _node(3, samples={"cpu_gflops": [155.0, 25.0, 28.0, 152.0]})]
+    assert pass_ratios({n["node"]: n["samples"]["cpu_gflops"] for n in nodes})[1] < 0.75
+    assert node_findings(nodes, 0.25) == []

@@ -46,6 +46,10 @@ class CheckOptions:
         if self.seconds <= 0 or self.timeout <= 0:
             raise UsageError("--seconds and --timeout must be positive numbers of seconds")
 
+    def entrypoint_flags(self) -> tuple:
+        """The launcher pinned to torchrun, one process; the check-in may wait as long as a collective."""
+        return (*CHECK_FLAGS, "--wait-timeout", f"{self.timeout:.0f}")
+
     def worker_command(self) -> List[str]:
         return ["-m", "nodeweave.check.worker", "--threshold", f"{self.threshold:g}", "--repeats",
                 str(self.repeats), "--backend", self.backend, "--seconds", f"{self.seconds:g}",
@@ -100,7 +104,8 @@ def run_check(nodes: List[Node], options: CheckOptions, parent: Path, context, c
     from nodeweave.cluster.runfolder import RunFolder
 
     folder = RunFolder.create(parent, context.job, context.spec_text, suffix="-check")
-    request = CheckRequest(run_id=folder.run_id, command=options.worker_command(), grace=5.0)
+    request = CheckRequest(run_id=folder.run_id, command=options.worker_command(), grace=5.0,
+                           flags=options.entrypoint_flags())
     console.print(f"[bold]nodeweave:[/] check {folder.run_id} on {len(nodes)} node(s) ({context.target})",
                   highlight=False)
     data = run_job(nodes, request, folder, context, console, quiet=not options.verbose)

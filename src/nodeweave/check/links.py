@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Dict, List, Tuple
 
 from nodeweave.check.metrics import LINK_CAUSE, fmt_rate
-from nodeweave.check.verdict import Finding, best, median, pass_ratios, peer_reference
+from nodeweave.check.verdict import Finding, best, confirmed, median, pass_ratios, peer_reference
 
 Pair = Tuple[int, int]
 
@@ -56,8 +56,9 @@ def link_findings(links: List[dict], threshold: float) -> List[Finding]:
     """Slow links (pass by pass against the other links), grouped under their node where it is the cause."""
     values = link_values(links)
     ratios = pass_ratios({pair: v["passes"] for pair, v in values.items()}) if len(values) > 1 else {}
-    slow = {pair for pair, ratio in ratios.items() if ratio < 1.0 - threshold}
     figures = {pair: v["value"] for pair, v in values.items()}
+    slow = {pair for pair, ratio in ratios.items()
+            if confirmed(ratio, figures[pair], peer_reference(figures, pair), threshold)}
     out, explained = [], set()
     for node in sorted({n for pair in values for n in pair}):
         mine = [pair for pair in values if node in pair]

@@ -79,6 +79,13 @@ def pass_ratios(series: Dict[object, Sequence[Optional[float]]]) -> Dict[object,
     return out
 
 
+def confirmed(ratio: float, value: Optional[float], reference: Optional[float], threshold: float) -> bool:
+    """Below the line pass by pass *and* in its best sample against the peers' best: a limit (a shaper, a
+    CPU quota, a degraded GPU) caps every sample; a node that reached its peers' level in some pass was
+    slowed by load that came and went, and is not named for it."""
+    return ratio < 1.0 - threshold and value is not None and bool(reference) and below(value, reference, threshold)
+
+
 def to_repeat(series: Dict[object, Sequence[Optional[float]]], threshold: float,
               band: float = REPEAT_BAND) -> List[object]:
     """Subjects close to or below the line: another pass before a verdict."""
@@ -99,10 +106,10 @@ def _measured_findings(nodes: List[dict], metric: str, threshold: float) -> List
     series = {n["node"]: n["samples"][metric] for n in nodes if n.get("samples", {}).get(metric)}
     out = []
     for index, ratio in sorted(pass_ratios(series).items()):
-        if ratio >= 1.0 - threshold:
-            continue
         value = best(series[index])
         reference = median([best(v) for k, v in series.items() if k != index])
+        if not confirmed(ratio, value, reference, threshold):
+            continue
         out.append(Finding(f"node-{index}", metric, f"{meta.label} {100 * (1 - ratio):.0f}% below its peers "
                            f"(median of {len(series[index])} interleaved passes; best {fmt_value(metric, value)} vs "
                            f"{fmt_value(metric, reference)}): {meta.cause}", node=index, value=value,

@@ -62,7 +62,7 @@ def check_command(
     backend_name: str = typer.Option("auto", "--backend", help="auto (nccl where torch sees a GPU, else gloo) | "
                                      "nccl | gloo"),
     seconds: float = typer.Option(0.25, "--seconds", help="Seconds per direction of a link measurement"),
-    timeout: float = typer.Option(300.0, "--timeout", help="Seconds a node may wait in one collective"),
+    timeout: float = typer.Option(300.0, "--timeout", help="Seconds a node may wait for the others: the check-in and each collective"),
     runs_dir: Optional[Path] = typer.Option(None, "--runs-dir", help="Where the report goes (default: runs/ beside "
                                             "the spec)"),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Show the nodes' output as it arrives"),
@@ -105,7 +105,7 @@ def _dry_run(nodes, check_options) -> None:
 
     from nodeweave.check.driver import CheckRequest
 
-    request = CheckRequest(run_id="RUN_ID", command=check_options.worker_command())
+    request = CheckRequest(run_id="RUN_ID", command=check_options.worker_command(), flags=check_options.entrypoint_flags())
     for node in nodes:
         typer.echo(f"# {node.name} ({node.remote.label})")
         typer.echo(shlex.join(node.entrypoint_argv(request.entrypoint_args())))
