@@ -80,8 +80,8 @@ def test_a_slow_cpu_is_named_with_its_passes_and_best_figures():
     nodes = [_node(i, samples={"cpu_gflops": [v, v * 0.5, v * 1.1]}) for i, v in enumerate((100.0, 30.0, 95.0, 105.0))]
     found = node_findings(nodes, 0.25)
     assert [(f.subject, f.metric) for f in found] == [("node-1", "cpu_gflops")]
-    assert found[0].text.startswith("CPU matmul 70% below its peers (median of 3 interleaved passes; best 33 GFLOP/s "
-                                    "vs 110 GFLOP/s)"), found[0].text
+    assert found[0].text.startswith("CPU matmul speed 70% below its peers (median of 3 interleaved passes; best 33 "
+                                    "GFLOP/CPU-s vs 110 GFLOP/CPU-s): slower CPUs"), found[0].text
 
 
 def test_within_the_threshold_nothing_is_named():

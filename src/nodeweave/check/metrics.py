@@ -24,8 +24,8 @@ class Metric:
 METRICS = {
     "cpus_effective": Metric("usable CPUs", "cpus", "a CPU limit (cgroup quota: --cpus, resources.limits.cpu) or a "
                              "smaller CPU set (--cpuset-cpus) than its peers"),
-    "cpu_gflops": Metric("CPU matmul", "GFLOP/s", "fewer or busier CPUs: a CPU limit, a noisy neighbour, "
-                         "frequency scaling or a different CPU model", measured=True),
+    "cpu_gflops": Metric("CPU matmul speed", "GFLOP per CPU-second", "slower CPUs: frequency scaling (power "
+                         "or thermal limits, a BIOS setting) or a different CPU model", measured=True),
     "shm_bytes": Metric("/dev/shm", "bytes", "a small /dev/shm (--shm-size, an emptyDir medium: Memory sizeLimit): "
                         "NCCL's shared-memory transport and DataLoader workers fail or fall back"),
     "memlock_bytes": Metric("memlock limit", "bytes", "a low RLIMIT_MEMLOCK (--ulimit memlock=-1, IPC_LOCK): RDMA "
@@ -64,6 +64,8 @@ def fmt_value(metric: str, value: Optional[float]) -> str:
     unit = METRICS[metric].unit if metric in METRICS else ""
     if unit == "bytes":
         return fmt_bytes(value)
+    if unit == "GFLOP per CPU-second":
+        return f"{value:.3g} GFLOP/CPU-s"
     if unit in ("cpus", "gpus", "ports"):
         return f"{value:g}"
     if unit == "Mb/s" and value >= 1000:

@@ -19,23 +19,26 @@ GPU_MATMUL_N = 8192
 GPU_COPY_BYTES = 1 << 30
 
 
-def cpu_gflops(seconds: float = 0.3) -> float:
-    """float32 matmul throughput with one thread per usable CPU (torch's pool set for the probe)."""
+def cpu_gflops(seconds: float = 0.1) -> "tuple[float, float]":
+    """One thread's float32 matmul: (GFLOP per CPU-second it got, the share of the wall time it got).
+
+    The first is the CPU's speed, which load elsewhere hardly moves (measured here: within 2% at a load
+    average of 12 on 2 cores); one thread, because OpenMP threads spin while they wait for each other
+    and the CPU time they burn doing so is no work. The second is how much of a CPU the node had: a
+    CPU limit or a busy neighbour lowers it, and so does any other load, so it is reported, not judged."""
     threads = torch.get_num_threads()
     try:
-        import os
-
-        torch.set_num_threads(max(1, len(os.sched_getaffinity(0))))
+        torch.set_num_threads(1)
         a, b = torch.rand(CPU_MATMUL_N, CPU_MATMUL_N), torch.rand(CPU_MATMUL_N, CPU_MATMUL_N)
         torch.mm(a, b)
-        count, begin = 0, time.perf_counter()
+        count, begin, cpu_begin = 0, time.perf_counter(), time.process_time()
         while time.perf_counter() - begin < seconds:
             torch.mm(a, b)
             count += 1
-        elapsed = time.perf_counter() - begin
+        elapsed, cpu = time.perf_counter() - begin, max(time.process_time() - cpu_begin, 1e-6)
     finally:
         torch.set_num_threads(threads)
-    return 2.0 * CPU_MATMUL_N ** 3 * count / elapsed / 1e9
+    return 2.0 * CPU_MATMUL_N ** 3 * count / 1e9 / cpu, min(1.0, cpu / elapsed)
 
 
 def _cuda_time(device, work, iters: int) -> float:

@@ -25,6 +25,10 @@ def _named(findings, node: int) -> List[str]:
     return [f.metric for f in findings if f.node == node]
 
 
+def _number(value: Optional[float], form: str = "{:.3g}") -> str:
+    return "-" if value is None else form.format(value)
+
+
 def _gpu_cell(node: dict) -> str:
     facts, samples = node.get("facts", {}), node.get("samples", {})
     if not facts.get("gpu_count"):
@@ -37,7 +41,7 @@ def _gpu_cell(node: dict) -> str:
 def node_table(document: dict, findings) -> Table:
     table = Table(title=f"nodeweave check: {document['world']} node(s), {document['backend']} "
                         f"({document.get('device')}), threshold {document['threshold'] * 100:g}% below the peers' median")
-    for name in ("node", "host", "CPUs", "CPU GFLOP/s", "/dev/shm", "memlock", "disk free", "interface", "RDMA",
+    for name in ("node", "host", "CPUs", "CPU GFLOP/CPU-s", "CPU share", "/dev/shm", "memlock", "disk free", "interface", "RDMA",
                  "GPUs", "verdict"):
         table.add_column(name, justify="left" if name in ("node", "host", "interface", "GPUs", "verdict") else "right")
     for node in document["nodes"]:
@@ -46,7 +50,8 @@ def node_table(document: dict, findings) -> Table:
                 f"MTU {facts.get('mtu') or '-'}"
         memlock = facts.get("memlock_bytes")
         cells = [f"node-{node['node']}", facts.get("hostname") or "-", f"{facts.get('cpus_effective')}",
-                 fmt_value("cpu_gflops", best(node.get("samples", {}).get("cpu_gflops", []))).replace(" GFLOP/s", ""),
+                 _number(best(node.get("samples", {}).get("cpu_gflops", []))),
+                 _number(median(node.get("samples", {}).get("cpu_share", [])), "{:.2f}"),
                  fmt_bytes(facts["shm_bytes"]) if facts.get("shm_bytes") else "-",
                  fmt_bytes(memlock) if memlock else "unlimited", fmt_bytes(facts["disk_free_bytes"])
                  if facts.get("disk_free_bytes") is not None else "-", iface,

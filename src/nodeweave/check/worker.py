@@ -74,7 +74,9 @@ def cpu_in_turns(boot_ids, samples, passes: int = CPU_PASSES) -> None:
     for _ in range(passes):
         for step in range(max(turn.values()) + 1):
             if turn[rank] == step:
-                samples.setdefault("cpu_gflops", []).append(round(probes.cpu_gflops(CPU_SECONDS), 3))
+                speed, share = probes.cpu_gflops(CPU_SECONDS)
+                samples.setdefault("cpu_gflops", []).append(round(speed, 3))
+                samples.setdefault("cpu_share", []).append(round(share, 3))
             dist.barrier()
 
 
