@@ -18,6 +18,7 @@ import argparse
 import hashlib
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -44,7 +45,7 @@ def nodeweave(spec: Path, *args: str, timeout: float = 900) -> subprocess.Comple
                           timeout=timeout, cwd=spec.parent, env={**os.environ, "COLUMNS": "200"})
 
 
-def one_size(nodes: int, image: str, runs: int, folder: Path) -> dict:
+def one_size(nodes: int, image: str, runs: int, folder: Path, keep: str = "") -> dict:
     spec = folder / "nodeweave.yaml"
     spec.write_text(SPEC.format(nodes=nodes))
     (folder / "cache").mkdir(exist_ok=True)
@@ -67,6 +68,8 @@ def one_size(nodes: int, image: str, runs: int, folder: Path) -> dict:
                          "passes": doc.get("repeated", {}).get("link_passes"), "load": load})
     finally:
         nodeweave(spec, "down", timeout=300)
+        if keep:
+            shutil.copytree(folder / "runs", Path(keep) / f"n{nodes}", dirs_exist_ok=True)
     return {"nodes": nodes, "runs": rows}
 
 
@@ -75,13 +78,14 @@ def main() -> int:
     parser.add_argument("--image", default=DEFAULT_IMAGE)
     parser.add_argument("--nodes", default="2,4,8")
     parser.add_argument("--runs", type=int, default=2)
+    parser.add_argument("--keep", default="/tmp/nw-check-bench-runs", help="where the checks' run folders are copied")
     args = parser.parse_args()
     results = []
     with tempfile.TemporaryDirectory(prefix="nw-check-bench-") as tmp:
         for nodes in (int(n) for n in args.nodes.split(",")):
             folder = Path(tmp) / f"n{nodes}"
             folder.mkdir()
-            results.append(one_size(nodes, args.image, args.runs, folder))
+            results.append(one_size(nodes, args.image, args.runs, folder, args.keep))
             print(json.dumps(results[-1]), file=sys.stderr, flush=True)
     print(f"machine: {os.cpu_count()} CPUs; image {args.image}")
     print("| nodes | rounds per pass | link passes | wall (median of runs) s | facts s | probes s | links s | "
