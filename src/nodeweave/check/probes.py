@@ -24,8 +24,8 @@ def cpu_gflops(seconds: float = 0.1) -> "tuple[float, float]":
 
     The first is the CPU's speed, which load elsewhere hardly moves (measured here: within 2% at a load
     average of 12 on 2 cores); one thread, because OpenMP threads spin while they wait for each other
-    and the CPU time they burn doing so is no work. The second is how much of a CPU the node had: a
-    CPU limit or a busy neighbour lowers it, and so does any other load, so it is reported, not judged."""
+    and the CPU time they burn doing so is no work. The second is how much of a CPU the node had; any
+    load on the machine moves it, so it is reported, not judged."""
     threads = torch.get_num_threads()
     try:
         torch.set_num_threads(1)
