@@ -1,7 +1,8 @@
 """The check's readers and its command line: nvidia-smi captures, cgroup CPU limits, the report, the argv.
 
-The nvidia-smi text and the GPU document are real captures (tests/fixtures/check/README.md); the
-cgroup files are written in the kernel's formats; the entrypoint that would run the worker parses the
+The nvidia-smi text and the GPU documents are real captures (tests/fixtures/check/README.md), and so
+is the H100 pair's sysfs tree (tests/fixtures/captured/); the cgroup files and the HGX trees are
+synthetic, in the kernel's formats; the entrypoint that would run the worker parses the
 check's flags with its own parser.
 """
 
@@ -156,24 +157,26 @@ def test_a_node_keeps_only_its_own_gpus_rows():
     assert own_rows(gpus, None) == gpus
 
 
-def test_facts_of_captured_hgx_nodes_name_the_one_with_a_port_down(repo_root):
+def test_a_simulated_node_keeps_the_nvidia_smi_row_of_its_own_gpu_on_a_captured_h100_pair(repo_root):
+    from nodeweave.check.facts import node_facts
+    from nodeweave.check.gpu_facts import own_rows
+
+    captured = repo_root / "tests" / "fixtures" / "captured" / "h100x2-vm"  # the device machine's tree
+    facts = node_facts({"CUDA_VISIBLE_DEVICES": "1"}, "/", str(captured))
+    assert facts["gpu_pci"] == ["0000:00:07.0"] and facts["gpu_count"] == 1
+    rows = own_rows(parse_query((FIXTURES / "nvidia-smi-query.csv").read_text()), facts["gpu_pci"])
+    assert [(g["index"], g["pci"]) for g in rows] == [(1, "00000000:00:07.0")]
+
+
+def test_facts_of_synthetic_hgx_nodes_name_the_one_with_a_port_down(repo_root):
     from nodeweave.check.facts import node_facts
 
-    sysroots = repo_root / "tests" / "fixtures" / "sysroots"
+    trees = repo_root / "tests" / "fixtures" / "synthetic"  # hand-built in the kernel's formats
     env = {"CUDA_VISIBLE_DEVICES": "1,3"}
-    good = node_facts(env, "/", str(sysroots / "hgx-h100"))
-    bad = node_facts(env, "/", str(sysroots / "hgx-h100-port-down"))
+    good = node_facts(env, "/", str(trees / "hgx-h100"))
+    bad = node_facts(env, "/", str(trees / "hgx-h100-port-down"))
     assert good["gpu_pci"] == ["0000:2a:00.0", "0000:5d:00.0"] and good["gpu_count"] == 2
     assert bad["rdma_active_ports"] < good["rdma_active_ports"]
     nodes = [{"node": i, "facts": facts, "samples": {}} for i, facts in enumerate((good, good, bad))]
     found = findings({"nodes": nodes, "links": []}, 0.25)
     assert [(f.subject, f.metric) for f in found] == [("node-2", "rdma_active_ports")], found
-
-
-def test_up_check_needs_nodes_that_hold(tmp_path, repo_root):
-    spec = tmp_path / "nodeweave.yaml"
-    spec.write_text((repo_root / "nodeweave.yaml").read_text())
-    out = subprocess.run([*NODEWEAVE, "up", "--spec", str(spec), "--run", "--check", "--dry-run"],
-                         capture_output=True, text=True, timeout=60)
-    assert out.returncode == 2 and out.stderr.strip() == (
-        "nodeweave: error: up --check needs nodes that hold and a wait for them: add --hold (and leave out --no-wait)")
