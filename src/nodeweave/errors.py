@@ -10,6 +10,7 @@ EXIT_FAILURE = 1  # an operation ran and failed (a sync target, a build, a check
 EXIT_USAGE = 2  # bad input: a flag, a spec field, a path
 EXIT_ENVIRONMENT = 3  # something the machine lacks: no container engine, no rsync, no kubectl
 EXIT_STALE = 4  # committed rendered files differ from what the spec renders
+EXIT_UNHEALTHY = 5  # `nodeweave check` named a node or link (docs/check.md)
 
 
 class NodeweaveError(Exception):

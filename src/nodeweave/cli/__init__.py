@@ -23,9 +23,9 @@ app = typer.Typer(
 )
 
 # Command modules, each with a ``register(app)`` function.
-from nodeweave.cli import bench, cluster, doctor, hosts, image, render, run, sync, variants  # noqa: E402
+from nodeweave.cli import bench, check, cluster, doctor, hosts, image, render, run, sync, variants  # noqa: E402
 
-COMMAND_MODULES = (bench, cluster, doctor, hosts, image, render, run, sync, variants)
+COMMAND_MODULES = (bench, check, cluster, doctor, hosts, image, render, run, sync, variants)
 for _module in COMMAND_MODULES:
     _module.register(app)
 

@@ -24,6 +24,8 @@ def up_command(
                                         "(NODEWEAVE_IMAGE), e.g. a <variant>-<sha> tag"),
     timeout: float = typer.Option(300, "--timeout", min=1, help="Seconds every node has to come up"),
     wait: bool = typer.Option(True, "--wait/--no-wait", help="Wait until every node is up (live table)"),
+    check: bool = typer.Option(False, "--check", help="Then `nodeweave check` the held nodes (exit 5 when it names "
+                               "a node or link; the nodes stay up)"),
     spec_path: Path = SPEC, target: Optional[str] = TARGET, engine: Optional[str] = ENGINE, host: List[str] = HOST,
     hosts_file: Optional[Path] = HOSTS_FILE, remote_dir: Optional[str] = REMOTE_DIR,
     namespace: Optional[str] = NAMESPACE, kube_cli: Optional[str] = KUBE_CLI, kube_context: Optional[str] = KUBE_CONTEXT,
@@ -36,6 +38,8 @@ def up_command(
     given = options(target, engine, host, hosts_file, remote_dir, namespace, kube_cli, kube_context, overlay, ssh_option)
     spec, backend, _ = open_cluster(spec_path, given, remember=not dry_run)
     mode = default_mode(spec) if hold is None else ("hold" if hold else "run")
+    if check and (mode != "hold" or not wait):
+        raise UsageError("up --check needs nodes that hold and a wait for them: add --hold (and leave out --no-wait)")
     out = console(stderr=as_json)
     try:
         done = backend.prepare_up(mode, dry_run)
@@ -67,6 +71,10 @@ def up_command(
         typer.echo(json.dumps({"mode": mode, "where": backend.where(), "nodes": [
             {"node": n.name, "reached_as": n.remote.label, "state": progress.state.get(n.index)} for n in nodes]},
             indent=2))
+    if check and not dry_run:
+        from nodeweave.cli.check import check_first
+
+        check_first(nodes, spec, spec_path, backend, None, out, "the nodes stay up (`nodeweave down` takes them down)")
 
 
 def down_command(

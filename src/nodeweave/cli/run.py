@@ -35,6 +35,8 @@ def run_command(
     grace: float = typer.Option(10, "--grace", min=0, help="Seconds between SIGTERM and SIGKILL when stopping nodes"),
     runs_dir: Optional[Path] = typer.Option(None, "--runs-dir", help="Where run folders go (default: runs/ beside the spec)"),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Do not show the nodes' output (it still goes to the run folder)"),
+    check: bool = typer.Option(False, "--check", help="`nodeweave check` first (its defaults); start nothing when it "
+                               "names a node or link (exit 5)"),
     spec_path: Path = SPEC, target: Optional[str] = TARGET, engine: Optional[str] = ENGINE, host: List[str] = HOST,
     hosts_file: Optional[Path] = HOSTS_FILE, remote_dir: Optional[str] = REMOTE_DIR,
     namespace: Optional[str] = NAMESPACE, kube_cli: Optional[str] = KUBE_CLI, kube_context: Optional[str] = KUBE_CONTEXT,
@@ -64,6 +66,10 @@ def run_command(
                          workspace=spec_dir if host_path.startswith(("/", "~")) else (spec_dir / host_path).resolve(),
                          target=backend.where())
     out = console(stderr=as_json)
+    if check:
+        from nodeweave.cli.check import check_first
+
+        check_first(nodes, spec, spec_path, backend, runs_dir, out, "nothing was started")
     if not sweep:
         data = _one_run(nodes, command, extra, profile, grace, parent, context, out, quiet)
         _finish(data, as_json, out)

@@ -1,0 +1,116 @@
+"""The workstation's side of ``nodeweave check``: one run of the worker on every node, then the verdict.
+
+The worker is started the way ``nodeweave run`` starts a job (the run
+engine, the run folder ``runs/<time>-<job>-check/``), with the launcher
+pinned to torchrun and one process per node: the node's entrypoint still
+makes the plan (rank, master, interface, NCCL/Gloo variables), so the check
+measures the transport the job will use. Rank 0's document is read back
+from node 0's log; the verdict and the report are written beside it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import List, Optional
+
+from rich.console import Console
+
+from nodeweave.check import MARK
+from nodeweave.check.verdict import DEFAULT_THRESHOLD, findings
+from nodeweave.cluster.base import Node
+from nodeweave.cluster.runner import RunRequest
+from nodeweave.errors import UsageError
+
+CHECK_FLAGS = ("--launcher", "torchrun", "--nproc-per-node", "1", "--launcher-options", "", "--max-restarts", "0")
+
+
+@dataclass
+class CheckOptions:
+    threshold: float = DEFAULT_THRESHOLD
+    repeats: int = 2
+    backend: str = "auto"
+    seconds: float = 0.25
+    timeout: float = 300.0
+    verbose: bool = False
+
+    def __post_init__(self):
+        if not 0 < self.threshold < 1:
+            raise UsageError(f"--threshold: {self.threshold * 100:g}% is not accepted; a percentage between 0 and "
+                             "100 (exclusive), e.g. 25")
+        if self.repeats < 1:
+            raise UsageError(f"--repeats: {self.repeats} is not accepted; 1 or more (a verdict needs more than "
+                             "one sample near the line)")
+        if self.backend not in ("auto", "nccl", "gloo"):
+            raise UsageError(f"--backend: {self.backend!r} is not accepted; auto, nccl or gloo")
+        if self.seconds <= 0 or self.timeout <= 0:
+            raise UsageError("--seconds and --timeout must be positive numbers of seconds")
+
+    def entrypoint_flags(self) -> tuple:
+        """The launcher pinned to torchrun, one process; the check-in may wait as long as a collective."""
+        return (*CHECK_FLAGS, "--wait-timeout", f"{self.timeout:.0f}")
+
+    def worker_command(self) -> List[str]:
+        return ["-m", "nodeweave.check.worker", "--threshold", f"{self.threshold:g}", "--repeats",
+                str(self.repeats), "--backend", self.backend, "--seconds", f"{self.seconds:g}",
+                "--timeout", f"{self.timeout:g}"]
+
+
+@dataclass
+class CheckRequest(RunRequest):
+    """A run of the check worker: torchrun, one process per node, whatever the spec's launcher."""
+
+    flags: tuple = field(default=CHECK_FLAGS)
+
+    def entrypoint_args(self) -> List[str]:
+        return ["--mode", "run", "--run-id", self.run_id, *self.flags, "--", *self.command]
+
+
+@dataclass
+class CheckResult:
+    folder: Path
+    run: dict  # run.json's data
+    document: Optional[dict]
+    findings: list
+
+    @property
+    def exit_code(self) -> int:
+        from nodeweave.errors import EXIT_FAILURE, EXIT_UNHEALTHY
+
+        if self.document is None:
+            return 130 if self.run.get("exit_code") == 130 else EXIT_FAILURE
+        return EXIT_UNHEALTHY if self.findings else 0
+
+    def to_dict(self) -> dict:
+        return {"folder": str(self.folder), "healthy": self.exit_code == 0, "exit_code": self.exit_code,
+                "findings": [f.to_dict() for f in self.findings], "run_summary": self.run.get("summary"),
+                "seconds": self.run.get("seconds"), "check": self.document}
+
+
+def read_document(log: Path) -> Optional[dict]:
+    """Rank 0's document: the last line of node 0's log that carries the mark."""
+    import json
+
+    try:
+        lines = [line for line in log.read_text(encoding="utf-8", errors="replace").splitlines() if MARK in line]
+        return json.loads(lines[-1].split(MARK, 1)[1]) if lines else None
+    except (OSError, ValueError):
+        return None
+
+
+def run_check(nodes: List[Node], options: CheckOptions, parent: Path, context, console: Console) -> CheckResult:
+    """Run the worker on ``nodes`` into a new ``<time>-<job>-check`` folder; the judged result."""
+    from nodeweave.cluster.job import run_job
+    from nodeweave.cluster.runfolder import RunFolder
+
+    folder = RunFolder.create(parent, context.job, context.spec_text, suffix="-check")
+    request = CheckRequest(run_id=folder.run_id, command=options.worker_command(), grace=5.0,
+                           flags=options.entrypoint_flags())
+    console.print(f"[bold]nodeweave:[/] check {folder.run_id} on {len(nodes)} node(s) ({context.target})",
+                  highlight=False)
+    data = run_job(nodes, request, folder, context, console, quiet=not options.verbose)
+    document = read_document(folder.log_path(nodes[0].name)) if data.get("exit_code") == 0 else None
+    found = findings(document, options.threshold) if document else []
+    result = CheckResult(folder.path, data, document, found)
+    folder.write_json("check.json", result.to_dict())
+    return result
