@@ -149,11 +149,11 @@ def test_hold_holds_the_statefulset_and_the_batch_workloads_run(tmp_path):
 
     pod = lambda d: d["spec"]["template"]["spec"]["containers"][0]["env"]  # noqa: E731
     assert mode_of("manifests/base/statefulset.yaml", pod) == "hold"
-    assert mode_of("manifests/base/job.yaml", pod) == "run"
+    assert mode_of("manifests/job/job.yaml", pod) == "run"
     assert mode_of("jobset/jobset.yaml",
                    lambda d: d["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]["containers"][0]
                    ["env"]) == "run"
-    assert mode_of("trainjob/trainjob.yaml", lambda d: d["spec"]["trainer"]["env"]) == "run"
+    assert mode_of("kubeflow/trainjob.yaml", lambda d: d["spec"]["trainer"]["env"]) == "run"
 
 
 # --- 4. scaling -------------------------------------------------------------------------------------

@@ -135,6 +135,10 @@ class Backend:
     def logs_argv(self, node: Node, follow: bool) -> List[str]:
         return node.remote.logs_argv(follow)
 
+    def sync_targets(self) -> Optional[Tuple[List[Remote], str]]:
+        """Where ``nodeweave sync`` sends the workspace on this target (remotes, folder); None: sync's own default."""
+        return None
+
     def where(self) -> str:
         """One line saying where the cluster is, for messages."""
         return self.target

@@ -105,6 +105,10 @@ class HostsCluster(Backend):
         return [[Step(f"stop and remove node {i} on {host}", tuple(self._compose(i, "down", "-t", grace)),
                       timeout=self.spec.kubernetes.grace_period + 300) for i, host in enumerate(self.hosts)]]
 
+    def sync_targets(self):
+        """The hosts themselves, at the workspace folder (a container's workspace is the same folder, mounted)."""
+        return [self._ssh(host) for host in self.hosts], self.dir
+
     def logs_argv(self, node: Node, follow: bool) -> List[str]:
         if self.engine == "none":
             raise UsageError(f"{node.remote.label} is a bare host: it has no container log; `nodeweave logs` shows "
