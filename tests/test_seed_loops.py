@@ -120,9 +120,10 @@ def test_the_sent_hosts_list_gives_each_bare_host_its_rank(tmp_path):
     hostfile = tmp_path / "hosts"
     hostfile.write_text(writes[0].stdin)
     node = backend.nodes()[1]
-    env = {**dict(node.env), "NODEWEAVE_HOSTFILE": str(hostfile), "NODEWEAVE_HOSTNAME": "desk2"}
-    plan = make_plan(["--no-wait", "--", "train.py"], env=env, sysroot=str(Path(__file__).parent / "fixtures" /
-                                                                          "sysroots" / "hgx-h100"))
+    from test_entrypoint_contract import with_hostname
+
+    env = {**dict(node.env), "NODEWEAVE_HOSTFILE": str(hostfile)}
+    plan = make_plan(["--no-wait", "--", "train.py"], env=env, sysroot=with_hostname(tmp_path, "hgx-h100", "desk2"))
     assert plan.topology.node_rank.value == 1 and plan.topology.master_addr.value == "desk1"
 
 
