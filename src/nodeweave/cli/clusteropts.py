@@ -100,10 +100,8 @@ def print_steps(out, phases, lines: List[str]) -> None:
 
 
 def cluster_nodes(backend, spec, dry_run: bool = False):
-    """The cluster's nodes; a dry run asks no cluster (a StatefulSet's replicas are the spec's count)."""
-    if dry_run and backend.target == "kubernetes":
-        return backend.nodes(count=spec.nodes.min)
-    return backend.nodes()
+    """The cluster's nodes; a dry run only reads (a StatefulSet's live replicas, else the spec's count)."""
+    return backend.dry_run_nodes() if dry_run else backend.nodes()
 
 
 def pick_nodes(nodes, wanted: Optional[List[int]]):

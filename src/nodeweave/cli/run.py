@@ -53,7 +53,7 @@ def run_command(
     given = options(target, engine, host, hosts_file, remote_dir, namespace, kube_cli, kube_context, overlay, ssh_option)
     spec, backend, _ = open_cluster(spec_path, given)
     command = launcher_command(command, spec.launcher.type) if command else spec_command(spec)
-    nodes = cluster_nodes(backend, spec, dry_run)
+    nodes = backend.require_nodes(cluster_nodes(backend, spec, dry_run))
     parent = runs_dir or spec_path.resolve().parent / RUNS
     if dry_run:
         _dry_run(nodes, command, points, extra, profile, parent, spec.name)

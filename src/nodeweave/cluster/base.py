@@ -19,6 +19,7 @@ from typing import Dict, List, Mapping, Optional, Tuple
 
 from nodeweave.cluster.options import ClusterOptions
 from nodeweave.cluster.steps import Step
+from nodeweave.errors import NodeweaveError
 from nodeweave.remote.base import Remote
 from nodeweave.spec import Spec
 
@@ -134,6 +135,16 @@ class Backend:
 
     def logs_argv(self, node: Node, follow: bool) -> List[str]:
         return node.remote.logs_argv(follow)
+
+    def dry_run_nodes(self) -> List[Node]:
+        """The nodes a dry run shows, asking nothing that changes the cluster."""
+        return self.nodes()
+
+    def require_nodes(self, nodes: List[Node]) -> List[Node]:
+        """``nodes``, or an error saying why there is none to run on (a StatefulSet scaled to 0)."""
+        if not nodes:
+            raise NodeweaveError(f"no node to run on: {self.where()}")
+        return nodes
 
     def sync_targets(self) -> Optional[Tuple[List[Remote], str]]:
         """Where ``nodeweave sync`` sends the workspace on this target (remotes, folder); None: sync's own default."""

@@ -65,6 +65,7 @@ class KubeCluster(Backend):
         self.remote = RemoteOptions(kube_context=options.kube_context)
         self.folder = options.overlay or "base"
         self._scratch: Optional[Path] = None
+        self.scaled_down = False
 
     def call(self, verb: str, *args: str) -> List[str]:
         return [*kind_class(self.cli).cli_argv(verb, self.remote, self.namespace), *args]
@@ -73,11 +74,28 @@ class KubeCluster(Backend):
         from nodeweave.targets.kubernetes.common import CONTAINER
 
         if count is None:
-            count = self.spec.nodes.min if for_up else statefulset_replicas(
-                self.spec.name, kind=self.cli, namespace=self.namespace, options=self.remote)
+            count = self.spec.nodes.min if for_up else self.replicas()
+        self.scaled_down = count == 0
+        if self.scaled_down:
+            return []  # dormant: the StatefulSet and its claims stay, no pod runs
         pods = statefulset_targets(self.spec.name, count, kind=self.cli, namespace=self.namespace,
                                    container=CONTAINER, options=self.remote)
         return [Node(i, pod) for i, pod in enumerate(pods)]
+
+    def replicas(self) -> int:
+        """The live ``.spec.replicas``: after ``oc scale`` every verb uses every pod."""
+        return statefulset_replicas(self.spec.name, kind=self.cli, namespace=self.namespace, options=self.remote)
+
+    def dry_run_nodes(self) -> List[Node]:
+        """A dry run reads the live count (a read changes nothing); with no cluster to ask, the spec's."""
+        try:
+            count = self.replicas()
+        except NodeweaveError:
+            count = self.spec.nodes.min
+        return self.nodes(count=count)
+
+    def sync_targets(self):
+        return [node.remote for node in self.nodes()], self.spec.workspace.path
 
     def _render(self, mode: Optional[str], keep_claims: bool) -> Path:
         """The spec's tree plus the nodeweave-up overlay, in a scratch folder; the overlay's path."""
@@ -151,7 +169,9 @@ class KubeCluster(Backend):
         return any(word in state for word in STUCK)
 
     def where(self) -> str:
-        return f"{self.cli} namespace {self.namespace} (StatefulSet {self.spec.name})"
+        dormant = (f", scaled down (0 replicas): `{self.cli} scale statefulset/{self.spec.name} -n {self.namespace} "
+                   "--replicas=N` wakes it") if self.scaled_down else ""
+        return f"{self.cli} namespace {self.namespace} (StatefulSet {self.spec.name}{dormant})"
 
     def close(self) -> None:
         if self._scratch is not None:
