@@ -16,7 +16,7 @@ import typer
 
 SPEC = typer.Option(Path("nodeweave.yaml"), "--spec", help="Cluster spec")
 TARGET = typer.Option(None, "--target", "-t",
-                      help="local (compose/local.yaml on this machine), hosts (ssh), kubernetes (kubectl/oc); "
+                      help="local (compose/local.yaml on this machine), hosts (ssh), kubernetes (kubectl/oc), slurm (an allocation, srun); "
                            "default: what `up` used, else hosts with --host, else local")
 ENGINE = typer.Option(None, "--engine", help="local: podman or docker; hosts: docker, podman or none (bare hosts)")
 HOST = typer.Option([], "--host", help="[user@]host over ssh, node 0 first (repeat)")

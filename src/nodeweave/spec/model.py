@@ -247,6 +247,7 @@ class Slurm:
     exclusive: bool = True
     runtime: str = "pyxis"  # pyxis (srun --container-image) | apptainer (exec --nv/--rocm) | host (a shared venv)
     sif: Optional[str] = None  # apptainer: a local .sif instead of docker://<image>
+    nodelist: Tuple[str, ...] = ()  # --nodelist: these Slurm nodes (the spec's `hosts` list never pins a Slurm job)
 
 
 @dataclass(frozen=True)
