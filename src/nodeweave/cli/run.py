@@ -150,6 +150,10 @@ def _dry_run(nodes, command, points, extra, profile, parent, job) -> None:
         label = f"point {number} of {len(points)}: {point}" if point else "one run"
         typer.echo(f"# {label}; the run folder would be {parent}/<UTC time>-{job}/")
         request = RunRequest(run_id="RUN_ID", command=command, env={**extra, **point}, profile=profile)
+        if nodes and nodes[0].group is not None:  # one launch for every node (a Slurm step)
+            typer.echo(f"# every node at once ({', '.join(n.remote.label for n in nodes)})")
+            typer.echo(shlex.join(nodes[0].group.argv(request)))
+            continue
         for node in nodes:
             typer.echo(f"# {node.name} ({node.remote.label})")
             typer.echo(shlex.join(node.entrypoint_argv(request.entrypoint_args(), request.env)))

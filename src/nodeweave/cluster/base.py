@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import subprocess
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Mapping, Optional, Tuple
 
@@ -33,6 +33,7 @@ class Node:
     remote: Remote
     env: Tuple[Tuple[str, str], ...] = ()  # bare hosts: the contract's variables and this host's rank
     workdir: Optional[str] = None  # bare hosts: run there
+    group: Optional[object] = field(default=None, compare=False)  # nodes a run starts as one launch (a Slurm step)
 
     @property
     def name(self) -> str:
