@@ -169,6 +169,9 @@ def test_up_run_status_a_failing_rank_and_down_on_slurm(slurm, tmp_path):
             log = (folder / f"node-{i}.log").read_text()
             assert f"nodeweave-entrypoint: node {i} of 2" in log and "done: world_size=2" in log, log[-2000:]
 
+        logs = nodeweave("logs", "--spec", str(path))  # the run folder's logs: the nodes hold no container
+        assert logs.returncode == 0 and "[node-1]" in logs.stdout and "done: world_size=2" in logs.stdout, logs.stderr
+
         started = time.monotonic()
         failing = nodeweave("run", "--spec", str(path), "-e", "MASTER_ADDR=127.0.0.1", "--grace", "5", "--",
                             "fail.py")
@@ -181,6 +184,21 @@ def test_up_run_status_a_failing_rank_and_down_on_slurm(slurm, tmp_path):
         assert "failed first" in record["summary"] and took < 120, (record["summary"], took)
         steps = slurm.run(["squeue", "-s", "-j", job, "-h", "-o", "%i %j"]).stdout
         assert "nodeweave-" not in steps, steps  # the step is gone, the allocation stays
+
+        (tmp_path / "sleep.py").write_text("import time\nprint('sleeping', flush=True)\ntime.sleep(300)\n")
+        sleeper = subprocess.Popen([*NODEWEAVE, "run", "--spec", str(path), "-e", "MASTER_ADDR=127.0.0.1", "--",
+                                    "sleep.py"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                   cwd=tmp_path, env=env)
+        for _ in range(120):
+            if sum("sleeping" in p.read_text() for p in max((tmp_path / "runs").iterdir()).glob("node-*.log")) == 2:
+                break
+            time.sleep(0.5)
+        stop = nodeweave("stop", "--spec", str(path), "--grace", "5")
+        assert stop.returncode == 0 and stop.stdout.count("process(es) stopped") == 2, stop.stdout + stop.stderr
+        output, _ = sleeper.communicate(timeout=120)
+        assert sleeper.returncode == 1, output[-3000:]
+        steps = slurm.run(["squeue", "-s", "-j", job, "-h", "-o", "%i %j"]).stdout
+        assert "nodeweave-" not in steps, steps
     finally:
         down = nodeweave("down", "--spec", str(path))
     assert down.returncode == 0, down.stdout + down.stderr

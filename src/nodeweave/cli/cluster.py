@@ -174,6 +174,9 @@ def _stop_everywhere(backend, nodes, grace: float, out, dry_run: bool, as_json: 
             return {"error": (done.stderr.strip().splitlines() or [f"exit {done.returncode}"])[-1], "left": None}
 
     reports = fan_out(stop, argv)
+    for step in backend.leftover_steps():  # a Slurm run step the entrypoints' stop did not end
+        out.print(f"{step.what}: {step.text()}", highlight=False, markup=False)
+        subprocess.run(list(step.argv), capture_output=True, timeout=step.timeout)
     if as_json:
         typer.echo(json.dumps([{"node": n.name, **r} for n, r in zip(nodes, reports)], indent=2))
     for node, report in zip(nodes, reports):

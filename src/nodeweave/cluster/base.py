@@ -147,6 +147,10 @@ class Backend:
             raise NodeweaveError(f"no node to run on: {self.where()}")
         return nodes
 
+    def leftover_steps(self) -> List[Step]:
+        """After every node's entrypoint stopped its run: what else ends it on the platform (a Slurm step)."""
+        return []
+
     def sync_targets(self) -> Optional[Tuple[List[Remote], str]]:
         """Where ``nodeweave sync`` sends the workspace on this target (remotes, folder); None: sync's own default."""
         return None

@@ -161,6 +161,16 @@ class SlurmCluster(Backend):
     def failed_state(self, state: str) -> bool:
         return not state.startswith(LIVE)
 
+    def leftover_steps(self) -> List[Step]:
+        """``scancel`` of every run step still listed once the nodes' entrypoints have stopped their runs."""
+        if self.job is None:
+            return []
+        out = subprocess.run(["squeue", "-s", "-j", self.job, "-h", "-o", "%i %j"], capture_output=True, text=True,
+                             timeout=30)
+        steps = [line.split() for line in out.stdout.splitlines() if len(line.split()) == 2]
+        return [Step(f"cancel step {step} ({name})", ("scancel", step), timeout=60)
+                for step, name in steps if name.startswith("nodeweave-")]
+
     def sync_targets(self):
         return [node.remote for node in self.nodes()], self.workdir
 
