@@ -105,6 +105,11 @@ def plan_launch(settings, topo, node):
 
         wrap_ranks(launch, command, settings, topo.node_rank.value)
     launch.wait = _wait(topo, settings)
+    setup = settings.get("setup")
+    if setup:  # the lines' exports and activations are the launcher's environment: the shell execs it
+        launch.argv = ["bash", "-c", "set -e\n" + "\n".join(setup) + '\nexec "$@"', "nodeweave-setup"] + launch.argv
+        launch.notes.append(f"launcher.setup ({len(setup)} line(s), from {settings.source('setup')}) runs in bash, "
+                            "which then execs the launcher")
     if node.cloud and node.cloud.profile:
         launch.argv = ["/bin/sh", "-c", '. "$0" && exec "$@"', node.cloud.profile] + launch.argv
         launch.notes.append(f"{node.cloud.profile} is sourced in a shell that then execs the launcher")
