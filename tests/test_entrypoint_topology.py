@@ -309,7 +309,7 @@ def test_rank_without_count_or_master():
 def test_nproc_above_the_usable_gpus_is_refused():
     """8 processes on a 4-GPU subset would put two ranks on a GPU (or fail in the launcher): refused before launch."""
     msg = fails(EXIT_TOPOLOGY, "hgx-h100", ["--nproc-per-node", "16"])
-    assert "16 processes per node (from --nproc-per-node) but only 8 usable GPU(s)" in msg
+    assert "16 processes per node (from flag --nproc-per-node) but only 8 usable GPU(s)" in msg
     msg = fails(EXIT_TOPOLOGY, "hgx-h100", (), NODEWEAVE_NPROC_PER_NODE="8", CUDA_VISIBLE_DEVICES="0,2,4,6")
     assert "only 4 usable GPU(s)" in msg and "CUDA_VISIBLE_DEVICES" in msg
     plan = make_plan(["--nproc-per-node", "4", "--", "t.py"], env={"CUDA_VISIBLE_DEVICES": "0,2,4,6"},

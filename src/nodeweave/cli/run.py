@@ -32,6 +32,11 @@ def run_command(
     env: List[str] = typer.Option([], "--env", "-e", help="VAR=VALUE for every node's run (repeat)"),
     profile: Optional[str] = typer.Option(None, "--profile", help="nsys or rocprofv3: every rank under the profiler, "
                                           "its files collected into the run folder"),
+    nproc_per_node: Optional[str] = typer.Option(None, "--nproc-per-node", help="Processes per node for this run "
+                                                 "(a number, or auto); a node refuses more than its usable GPUs"),
+    nodes_wanted: Optional[int] = typer.Option(None, "--nodes", help="Run on the first N nodes only (node 0 the master)"),
+    launcher: Optional[str] = typer.Option(None, "--launcher", help="torchrun, deepspeed, accelerate or command, "
+                                           "for this run instead of the spec's launcher.type"),
     grace: float = typer.Option(10, "--grace", min=0, help="Seconds between SIGTERM and SIGKILL when stopping nodes"),
     runs_dir: Optional[Path] = typer.Option(None, "--runs-dir", help="Where run folders go (default: runs/ beside the spec)"),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Do not show the nodes' output (it still goes to the run folder)"),
@@ -52,8 +57,12 @@ def run_command(
     extra = dict(parse_assignment(text, "--env") for text in env)
     given = options(target, engine, host, hosts_file, remote_dir, namespace, kube_cli, kube_context, overlay, ssh_option)
     spec, backend, _ = open_cluster(spec_path, given)
-    command = launcher_command(command, spec.launcher.type) if command else spec_command(spec)
-    nodes = backend.require_nodes(cluster_nodes(backend, spec, dry_run))
+    command = launcher_command(command, launcher or spec.launcher.type) if command else spec_command(spec)
+    from nodeweave.cluster.overrides import run_overrides
+
+    nodes, shape = run_overrides(backend.require_nodes(cluster_nodes(backend, spec, dry_run)), nproc_per_node,
+                                 nodes_wanted, launcher)
+    extra = {**shape, **extra}
     parent = runs_dir or spec_path.resolve().parent / RUNS
     if dry_run:
         _dry_run(nodes, command, points, extra, profile, parent, spec.name)
