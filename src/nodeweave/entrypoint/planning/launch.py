@@ -168,12 +168,7 @@ def hostfile_slots(topo, node, settings):
             f"hostfile with its own GPU count ({gpus.count} here), and nodes that count differently disagree on the "
             "world size; set gpus_per_node (NODEWEAVE_NPROC_PER_NODE) to the count every node has, or let the "
             f"nodes check in (the exchange is off here: {off_because(topo, settings)})")
-    if gpus.count < nproc.value:
-        raise TopologyError(
-            f"{nproc.value} processes per node (from {nproc.source}) but this node has {gpus.count} usable GPU(s): "
-            f"DeepSpeed's hostfile gives every node {nproc.value} slots, so this node's processes would not all "
-            f"have a GPU; give this node {nproc.value} GPUs, or set gpus_per_node to {gpus.count} on every node")
-    return nproc.value
+    return nproc.value  # more processes than usable GPUs is refused for every launcher (topology)
 
 
 def _deepspeed(topo, node, command, restarts, settings):
