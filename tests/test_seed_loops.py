@@ -208,3 +208,18 @@ def test_accelerates_rdzv_backend_is_the_users_and_its_parser_reads_it():
                      sysroot=str(Path(__file__).parent / "fixtures" / "sysroots" / "hgx-h100"))
     args = accelerate.launch_command_parser().parse_args(plan.launch.argv[2:])
     assert (args.rdzv_backend, args.machine_rank, args.num_machines) == ("c10d", 1, 2)
+
+
+# --- 11. the Kubernetes dry run's tree, and -t openshift -----------------------------------------------
+
+def test_the_kube_dry_run_keeps_its_tree_under_dot_nodeweave_and_openshift_means_oc(spec_path):
+    out = nodeweave(spec_path, "up", "-t", "openshift", "--hold", "--dry-run")
+    assert out.returncode == 0, out.stderr
+    tree = spec_path.parent / ".nodeweave" / "kube" / "seed"
+    apply = [line for line in out.stdout.splitlines() if " apply -k " in line]
+    assert apply == [f"oc apply -n ml -k {tree}/manifests/nodeweave-up"] or \
+        (apply and apply[0].startswith("oc ") and f"{tree}/manifests/nodeweave-up" in apply[0]), out.stdout
+    assert (tree / "manifests/nodeweave-up/kustomization.yaml").is_file()  # there to inspect or apply by hand
+    assert (tree / "manifests/base/statefulset.yaml").is_file()
+    again = nodeweave(spec_path, "down", "-t", "openshift", "--dry-run")
+    assert again.returncode == 0 and "oc delete" in again.stdout and str(tree) in again.stdout, again.stdout
