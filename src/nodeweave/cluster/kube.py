@@ -1,6 +1,7 @@
 """Kubernetes and OpenShift: ``kubectl``/``oc apply -k`` of the rendered tree, pods reached with exec.
 
-``up`` renders the spec's kustomize tree into a scratch folder and applies a
+``up`` renders the spec's kustomize tree into ``.nodeweave/kube/<job>/`` beside
+the spec (kept: the dry run's ``apply -k`` line can be inspected and rerun) and applies a
 small overlay of it (``manifests/nodeweave-up``): the chosen folder (``base``
 or an overlay), the namespace, and a strategic-merge patch setting
 ``NODEWEAVE_MODE`` on the trainer container, so ``--hold`` works for any
@@ -16,7 +17,6 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-import tempfile
 from pathlib import Path
 from typing import Dict, List, Optional
 
@@ -29,6 +29,7 @@ from nodeweave.remote import RemoteOptions, cluster_kind, kind_class
 from nodeweave.remote.discover import statefulset_replicas, statefulset_targets
 
 OVERLAY = "manifests/nodeweave-up"
+KEPT_TREE = ".nodeweave/kube"
 FOLDERS = {"base": "../base", "openshift": "../overlays/openshift", "rocm": "../overlays/rocm"}
 # Waiting reasons a pod does not leave by itself.
 STUCK = ("CrashLoopBackOff", "ErrImagePull", "ImagePullBackOff", "InvalidImageName", "CreateContainerConfigError",
@@ -104,7 +105,8 @@ class KubeCluster(Backend):
         from nodeweave.targets.kubernetes.common import CONTAINER, workspace_claim
 
         files = manifests.render_files(self.spec)
-        self._scratch = Path(tempfile.mkdtemp(prefix="nodeweave-kube-"))
+        self._scratch = self.tree_path()
+        shutil.rmtree(self._scratch, ignore_errors=True)  # nodeweave's own folder: the last render of this job
         for rel, text in files.items():
             (self._scratch / rel).parent.mkdir(parents=True, exist_ok=True)
             (self._scratch / rel).write_text(text, encoding="utf-8")
@@ -129,6 +131,10 @@ class KubeCluster(Backend):
             (overlay / f"patch-{i}.yaml").write_text(yaml.safe_dump(patch, sort_keys=False), encoding="utf-8")
         (overlay / "kustomization.yaml").write_text(yaml.safe_dump(kustomization, sort_keys=False), encoding="utf-8")
         return overlay
+
+    def tree_path(self) -> Path:
+        """Where the applied tree is kept (to inspect, or to apply by hand): beside the spec, per job."""
+        return self.spec_dir / KEPT_TREE / self.spec.name
 
     def prepare_up(self, mode: str, dry_run: bool) -> List[str]:
         self._overlay = self._render(mode, keep_claims=False)
@@ -174,6 +180,4 @@ class KubeCluster(Backend):
         return f"{self.cli} namespace {self.namespace} (StatefulSet {self.spec.name}{dormant})"
 
     def close(self) -> None:
-        if self._scratch is not None:
-            shutil.rmtree(self._scratch, ignore_errors=True)
-            self._scratch = None
+        self._scratch = None  # the tree stays under .nodeweave/kube/<job>: what was (or would be) applied

@@ -74,7 +74,8 @@ class ClusterOptions:
             raise UsageError(f"--kube-cli {self.kube_cli!r} is not accepted: kubectl or oc")
         if self.overlay not in (None, *OVERLAYS):
             raise UsageError(f"--overlay {self.overlay!r} is not accepted: {', '.join(OVERLAYS)}")
-        return replace(self, target=target)
+        kube_cli = "oc" if self.target == "openshift" and self.kube_cli is None else self.kube_cli
+        return replace(self, target=target, kube_cli=kube_cli)
 
 
 def state_path(spec_path: Path) -> Path:
