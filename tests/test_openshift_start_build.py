@@ -28,6 +28,9 @@ kubernetes: {namespace: nccl-test, openshift: true, build: {source: binary}}
 @pytest.fixture
 def project(tmp_path):
     (tmp_path / "nodeweave.yaml").write_text(SPEC)
+    rendered = subprocess.run([*NODEWEAVE, "render", "images", "--spec", str(tmp_path / "nodeweave.yaml")],
+                              capture_output=True, text=True)
+    assert rendered.returncode == 0, rendered.stderr  # the BuildConfig builds images/<variant>/Dockerfile
     log = tmp_path / "oc.log"
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
@@ -45,8 +48,21 @@ exit 0
 
 def run(project, *args):
     folder, _, path = project
-    return subprocess.run([*NODEWEAVE, "image", "build", "--target", "openshift", "--spec", str(folder / "nodeweave.yaml"),
+    return subprocess.run([*NODEWEAVE, "image", "build", "cuda12", "--target", "openshift", "--spec", str(folder / "nodeweave.yaml"),
                            *args], capture_output=True, text=True, cwd=folder, env={"PATH": path, "COLUMNS": "200"})
+
+
+def test_the_rendered_dockerfile_must_be_in_the_upload(project, tmp_path):
+    out = run(project, "--context", str(tmp_path / "bin"), "--dry-run")
+    assert out.returncode == 2 and "images/cuda12/Dockerfile is missing" in out.stderr
+
+
+def test_the_buildconfig_builds_the_specs_variant_only(project):
+    folder, _, path = project
+    out = subprocess.run([*NODEWEAVE, "image", "build", "rocm", "--target", "openshift", "--spec",
+                          str(folder / "nodeweave.yaml"), "--dry-run"], capture_output=True, text=True, cwd=folder,
+                         env={"PATH": path})
+    assert out.returncode == 2 and "builds variant cuda12" in out.stderr, out.stderr
 
 
 def test_the_dry_run_prints_both_commands_and_runs_neither(project):
