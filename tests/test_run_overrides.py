@@ -56,3 +56,13 @@ def test_an_override_launcher_is_what_the_node_plans_with(tmp_path):
                      sysroot=str(Path(__file__).parent / "fixtures" / "sysroots" / "hgx-h100"))
     assert plan.launch.argv[:2] == ["accelerate", "launch"] and "--num_processes" in plan.launch.argv
     assert plan.launch.argv[plan.launch.argv.index("--num_processes") + 1] == "4"
+
+
+def test_profiler_options_reach_every_nodes_entrypoint(spec):  # noqa: F811
+    out = nodeweave(spec, "run", "--profile", "rocprofv3", "--profile-options", "-i counters.yaml --stats",
+                    "--dry-run")
+    assert out.returncode == 0, out.stderr
+    for argv in _node_lines(out.stdout):
+        assert "NODEWEAVE_PROFILE_OPTIONS=-i counters.yaml --stats" in argv and "rocprofv3" in argv
+    alone = nodeweave(spec, "run", "--profile-options", "--stats", "--dry-run")
+    assert alone.returncode == 2 and "--profile-options needs --profile" in alone.stderr

@@ -37,6 +37,9 @@ def run_command(
     nodes_wanted: Optional[int] = typer.Option(None, "--nodes", help="Run on the first N nodes only (node 0 the master)"),
     launcher: Optional[str] = typer.Option(None, "--launcher", help="torchrun, deepspeed, accelerate or command, "
                                            "for this run instead of the spec's launcher.type"),
+    profile_options: Optional[str] = typer.Option(None, "--profile-options", help="The profiler's own options, "
+                                                  "shell-quoted, instead of nodeweave's, e.g. '-i counters.yaml' "
+                                                  "(rocprofv3) or '--trace=cuda,nvtx --stats=true' (nsys)"),
     grace: float = typer.Option(10, "--grace", min=0, help="Seconds between SIGTERM and SIGKILL when stopping nodes"),
     runs_dir: Optional[Path] = typer.Option(None, "--runs-dir", help="Where run folders go (default: runs/ beside the spec)"),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Do not show the nodes' output (it still goes to the run folder)"),
@@ -52,9 +55,13 @@ def run_command(
 
     if profile not in (None, "nsys", "rocprofv3"):
         raise UsageError(f"--profile {profile!r} is not accepted: nsys or rocprofv3")
+    if profile_options is not None and profile is None:
+        raise UsageError("--profile-options needs --profile nsys or rocprofv3")
     points = sweep_points(parse_sweeps(sweep)) if sweep else [{}]
     pattern = compile_metric(metric)
     extra = dict(parse_assignment(text, "--env") for text in env)
+    if profile_options is not None:  # the entrypoint's own variable, in front of it as every -e is
+        extra = {"NODEWEAVE_PROFILE_OPTIONS": profile_options, **extra}
     given = options(target, engine, host, hosts_file, remote_dir, namespace, kube_cli, kube_context, overlay, ssh_option)
     spec, backend, _ = open_cluster(spec_path, given)
     command = launcher_command(command, launcher or spec.launcher.type) if command else spec_command(spec)

@@ -284,6 +284,10 @@ SETTINGS = (
     Setting("profile", "--profile", "NODEWEAVE_PROFILE",
             "nsys | rocprofv3: run every rank under the profiler, output under "
             "$TMPDIR/nodeweave/runs/<run id>/profile", read=read_choice(PROFILERS)),
+    Setting("profile_options", "--profile-options", "NODEWEAVE_PROFILE_OPTIONS",
+            "the profiler's own options, shell-quoted, instead of nodeweave's (rocprofv3: --kernel-trace --stats; "
+            "nsys: none), e.g. '-i counters.yaml' or '--trace=cuda,nvtx --stats=true'; the output stays nodeweave's",
+            read=read_words),
 )
 
 BY_KEY = {row.key: row for row in SETTINGS}
