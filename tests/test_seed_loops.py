@@ -222,3 +222,35 @@ def test_the_kube_dry_run_keeps_its_tree_under_dot_nodeweave_and_openshift_means
     assert (tree / "manifests/base/statefulset.yaml").is_file()
     again = nodeweave(spec_path, "down", "-t", "openshift", "--dry-run")
     assert again.returncode == 0 and "oc delete" in again.stdout and str(tree) in again.stdout, again.stdout
+
+
+# --- 10. an overlay of the team's own (the single-pod test variant), no second spec --------------------
+
+def test_up_applies_an_overlay_folder_of_the_users_own(spec_path):
+    """``--overlay deploy/one-pod``: the team's kustomization over the rendered base (replicas: 1), held as usual."""
+    import shutil as sh
+
+    from test_manifests import needs_kustomize  # noqa: F401  (the marker's reason is checked below)
+
+    folder = spec_path.parent
+    render = nodeweave(spec_path, "render", "manifests")
+    assert render.returncode == 0, render.stderr
+    mine = folder / "deploy" / "one-pod"
+    mine.mkdir(parents=True)
+    (mine / "kustomization.yaml").write_text(
+        "resources: [../../manifests/base]\n"
+        "patches:\n- target: {kind: StatefulSet, name: seed}\n"
+        "  patch: '[{\"op\": \"replace\", \"path\": \"/spec/replicas\", \"value\": 1}]'\n")
+    out = nodeweave(spec_path, "up", "-t", "kubernetes", "--overlay", "deploy/one-pod", "--hold", "--dry-run")
+    assert out.returncode == 0, out.stderr
+    overlay = folder / ".nodeweave/kube/seed/manifests/nodeweave-up"
+    assert yaml.safe_load((overlay / "kustomization.yaml").read_text())["resources"] == ["../../../../../deploy/one-pod"]
+    if sh.which("kubectl"):
+        built = subprocess.run(["kubectl", "kustomize", str(overlay)], capture_output=True, text=True, timeout=120)
+        assert built.returncode == 0, built.stderr
+        sts = next(d for d in yaml.safe_load_all(built.stdout) if d and d["kind"] == "StatefulSet")
+        assert sts["spec"]["replicas"] == 1 and sts["metadata"]["namespace"] == "ml"
+        env = {e["name"]: e.get("value") for e in sts["spec"]["template"]["spec"]["containers"][0]["env"]}
+        assert env["NODEWEAVE_MODE"] == "hold"
+    bad = nodeweave(spec_path, "up", "-t", "kubernetes", "--overlay", "deploy/none", "--dry-run")
+    assert bad.returncode == 2 and "--overlay 'deploy/none'" in bad.stderr and "kustomization.yaml" in bad.stderr
