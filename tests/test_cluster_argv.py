@@ -167,7 +167,7 @@ def test_kubernetes_pod_states_come_from_get_pods_json():
     ({"engine": "none"}, "--engine 'none' is not accepted for target local"),
     ({"hosts": ("-oProxyCommand=x",)}, "--host"),
     ({"target": "kubernetes", "namespace": "Bad_NS"}, "--namespace"),
-    ({"target": "kubernetes", "overlay": "gke"}, "--overlay 'gke'"),
+    ({"target": "kubernetes", "overlay": "../gke"}, "--overlay '../gke'"),
     ({"target": "hosts", "hosts": ("a",), "remote_dir": "relative/dir"}, "--remote-dir"),
 ])
 def test_bad_cluster_options_are_named(options, message):

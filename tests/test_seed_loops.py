@@ -252,5 +252,6 @@ def test_up_applies_an_overlay_folder_of_the_users_own(spec_path):
         assert sts["spec"]["replicas"] == 1 and sts["metadata"]["namespace"] == "ml"
         env = {e["name"]: e.get("value") for e in sts["spec"]["template"]["spec"]["containers"][0]["env"]}
         assert env["NODEWEAVE_MODE"] == "hold"
+        assert "until 1 node(s) hold: pod:ml/seed-0[trainer]\n" in out.stdout  # up waits for the overlay's one pod
     bad = nodeweave(spec_path, "up", "-t", "kubernetes", "--overlay", "deploy/none", "--dry-run")
     assert bad.returncode == 2 and "--overlay 'deploy/none'" in bad.stderr and "kustomization.yaml" in bad.stderr

@@ -26,7 +26,7 @@ REMOTE_DIR = typer.Option(None, "--remote-dir", help="hosts: the workspace folde
 NAMESPACE = typer.Option(None, "--namespace", "-n", help="kubernetes: namespace (default: the spec's)")
 KUBE_CLI = typer.Option(None, "--kube-cli", help="kubectl or oc (default: oc when the spec says openshift)")
 KUBE_CONTEXT = typer.Option(None, "--kube-context", help="kubeconfig context")
-OVERLAY = typer.Option(None, "--overlay", help="kubernetes: base (default), openshift or rocm")
+OVERLAY = typer.Option(None, "--overlay", help="kubernetes: base (default), openshift, rocm, or a kustomize folder of your own beside the spec")
 SSH_OPTION = typer.Option([], "--ssh-option", help="Extra ssh -o KEY=VALUE (repeat)")
 DRY_RUN = typer.Option(False, "--dry-run", help="Print what would be done; do nothing")
 JSON = typer.Option(False, "--json", help="Print the result as JSON on stdout")

@@ -15,6 +15,7 @@ readiness display comes from one ``get pods -o json``.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -24,7 +25,7 @@ import yaml
 
 from nodeweave.cluster.base import Backend, Node
 from nodeweave.cluster.steps import Step
-from nodeweave.errors import NodeweaveError
+from nodeweave.errors import NodeweaveError, UsageError
 from nodeweave.remote import RemoteOptions, cluster_kind, kind_class
 from nodeweave.remote.discover import statefulset_replicas, statefulset_targets
 
@@ -75,7 +76,7 @@ class KubeCluster(Backend):
         from nodeweave.targets.kubernetes.common import CONTAINER
 
         if count is None:
-            count = self.spec.nodes.min if for_up else self.replicas()
+            count = self._up_replicas() if for_up else self.replicas()
         self.scaled_down = count == 0
         if self.scaled_down:
             return []  # dormant: the StatefulSet and its claims stay, no pod runs
@@ -86,6 +87,20 @@ class KubeCluster(Backend):
     def replicas(self) -> int:
         """The live ``.spec.replicas``: after ``oc scale`` every verb uses every pod."""
         return statefulset_replicas(self.spec.name, kind=self.cli, namespace=self.namespace, options=self.remote)
+
+    def _up_replicas(self) -> int:
+        """The pods up waits for: the spec's count, or what an overlay of the team's own sets (its build, here)."""
+        overlay = getattr(self, "_overlay", None)
+        if self.folder in FOLDERS or overlay is None:
+            return self.spec.nodes.min
+        try:
+            out = subprocess.run([self.cli, "kustomize", str(overlay)], capture_output=True, text=True, timeout=120)
+            docs = list(yaml.safe_load_all(out.stdout)) if out.returncode == 0 else []
+        except (OSError, subprocess.TimeoutExpired, yaml.YAMLError):
+            docs = []
+        counts = [d["spec"].get("replicas", 1) for d in docs if d and d.get("kind") == "StatefulSet"
+                  and d.get("metadata", {}).get("name") == self.spec.name]
+        return counts[0] if counts else self.spec.nodes.min
 
     def dry_run_nodes(self) -> List[Node]:
         """A dry run reads the live count (a read changes nothing); with no cluster to ask, the spec's."""
@@ -124,13 +139,23 @@ class KubeCluster(Backend):
         overlay = self._scratch / OVERLAY
         overlay.mkdir(parents=True)
         kustomization = {"apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization",
-                         "namespace": self.namespace, "resources": [FOLDERS[self.folder]],
+                         "namespace": self.namespace, "resources": [self._resource(overlay)],
                          "patches": [{"path": f"patch-{i}.yaml", "target": target}
                                      for i, (target, _) in enumerate(patches)]}
         for i, (_, patch) in enumerate(patches):
             (overlay / f"patch-{i}.yaml").write_text(yaml.safe_dump(patch, sort_keys=False), encoding="utf-8")
         (overlay / "kustomization.yaml").write_text(yaml.safe_dump(kustomization, sort_keys=False), encoding="utf-8")
         return overlay
+
+    def _resource(self, overlay: Path) -> str:
+        """The folder applied: a rendered one, or the team's own kustomization beside the spec (over the render)."""
+        if self.folder in FOLDERS:
+            return FOLDERS[self.folder]
+        mine = self.spec_dir / self.folder
+        if not (mine / "kustomization.yaml").is_file():
+            raise UsageError(f"--overlay {self.folder!r} is not accepted: {mine} holds no kustomization.yaml; give "
+                             f"{', '.join(FOLDERS)} or a kustomize folder of your own beside the spec")
+        return os.path.relpath(mine, overlay)
 
     def tree_path(self) -> Path:
         """Where the applied tree is kept (to inspect, or to apply by hand): beside the spec, per job."""

@@ -72,10 +72,17 @@ class ClusterOptions:
             check_dns_label(self.namespace, "--namespace")
         if self.kube_cli not in (None, "kubectl", "oc"):
             raise UsageError(f"--kube-cli {self.kube_cli!r} is not accepted: kubectl or oc")
-        if self.overlay not in (None, *OVERLAYS):
-            raise UsageError(f"--overlay {self.overlay!r} is not accepted: {', '.join(OVERLAYS)}")
+        if self.overlay not in (None, *OVERLAYS) and not _relative_folder(self.overlay):
+            raise UsageError(f"--overlay {self.overlay!r} is not accepted: {', '.join(OVERLAYS)}, or a folder of "
+                             "your own beside the spec (relative, holding a kustomization.yaml)")
         kube_cli = "oc" if self.target == "openshift" and self.kube_cli is None else self.kube_cli
         return replace(self, target=target, kube_cli=kube_cli)
+
+
+def _relative_folder(text: str) -> bool:
+    parts = text.split("/")
+    return not text.startswith("/") and all(p and p not in (".", "..") for p in parts) and \
+        all(c.isalnum() or c in "._-/" for c in text)
 
 
 def state_path(spec_path: Path) -> Path:
