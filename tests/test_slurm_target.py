@@ -204,3 +204,11 @@ def test_up_run_status_a_failing_rank_and_down_on_slurm(slurm, tmp_path):
     assert down.returncode == 0, down.stdout + down.stderr
     assert slurm.run(["squeue", "-h", "-j", job], check=False).stdout.strip() == ""
     assert json.loads((tmp_path / ".nodeweave/cluster.json").read_text())["slurmloop"]["slurm_job"] is None
+    # an allocation that ended by itself (time limit, scancel elsewhere): down forgets it, exit 0
+    state = json.loads((tmp_path / ".nodeweave/cluster.json").read_text())
+    state["slurmloop"].update(target="slurm", slurm_job=job)
+    (tmp_path / ".nodeweave/cluster.json").write_text(json.dumps(state))
+    gone = nodeweave("down", "--spec", str(path))
+    assert gone.returncode == 0 and "is down" in gone.stdout, gone.stdout + gone.stderr
+    status = nodeweave("status", "--target", "slurm", "--spec", str(path))
+    assert status.returncode == 2 and "no Slurm allocation is recorded" in status.stderr, status.stderr

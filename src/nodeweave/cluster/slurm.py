@@ -109,6 +109,8 @@ class SlurmCluster(Backend):
         if self.job is None:
             raise UsageError(f"no Slurm allocation is recorded for {self.spec.name} in .nodeweave/cluster.json: "
                              "nothing to release (`squeue --me` lists your jobs)")
+        if self.record() is None:
+            return []  # released already, or past its time limit: nothing left but the record
         return [[Step(f"release allocation {self.job} (every step in it ends)", ("scancel", self.job), timeout=120)]]
 
     # --- the nodes -----------------------------------------------------------------------------------
