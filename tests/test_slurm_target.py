@@ -61,6 +61,20 @@ def test_up_takes_an_allocation_with_the_batch_scripts_options(tmp_path):
         backend.down_steps(False)
 
 
+def test_dry_runs_ask_no_slurm_and_print_the_exact_commands(tmp_path):
+    path = write_spec(tmp_path)
+    env = {"PATH": "/usr/bin:/bin", "COLUMNS": "300"}  # squeue is never asked: no allocation is recorded
+    up = subprocess.run([*NODEWEAVE, "up", "--target", "slurm", "--spec", str(path), "--dry-run"],
+                        capture_output=True, text=True, env=env)
+    assert up.returncode == 0, up.stderr
+    assert "salloc --no-shell --job-name=slurmloop --nodes=2" in up.stdout and "srun:JOBID/NODE1" in up.stdout
+    run = subprocess.run([*NODEWEAVE, "run", "--target", "slurm", "--spec", str(path), "--dry-run", "--", "t.py"],
+                         capture_output=True, text=True, env=env)
+    assert run.returncode == 0, run.stderr
+    assert "srun --jobid=JOBID --nodes=2 --ntasks=2 --ntasks-per-node=1 --nodelist=NODE0,NODE1" in run.stdout
+    assert not (tmp_path / ".nodeweave").exists()  # a dry run remembers nothing
+
+
 def test_the_run_is_one_step_and_each_node_plans_as_in_it(tmp_path):
     """The step's argv, and a node's one-task view fed to the real entrypoint: its rank and master are the run's."""
     from nodeweave.entrypoint import make_plan

@@ -130,13 +130,15 @@ class SlurmCluster(Backend):
         return expand_nodelist(live.get("nodes", ""))
 
     def nodes(self, for_up: bool = False) -> List[Node]:
+        if for_up and self.job is None:  # a dry run of up: no allocation was taken
+            return self.dry_run_nodes()
         return self._nodes(self.hosts(), self.job)
 
     def dry_run_nodes(self) -> List[Node]:
         try:
             return self.nodes()
-        except NodeweaveError:  # no allocation yet: name the nodes by their place
-            return self._nodes([f"node{i}" for i in range(self.spec.nodes.min)], self.job or "0")
+        except NodeweaveError:  # no allocation yet: the job id and the nodes are Slurm's to pick
+            return self._nodes([f"NODE{i}" for i in range(self.spec.nodes.min)], self.job or "JOBID")
 
     def _nodes(self, hosts: List[str], job: str) -> List[Node]:
         step = SlurmStep(job=job, hosts=tuple(hosts), workdir=self.workdir, env=tuple(self.contract_env()),
