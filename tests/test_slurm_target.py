@@ -226,3 +226,13 @@ def test_up_run_status_a_failing_rank_and_down_on_slurm(slurm, tmp_path):
     assert gone.returncode == 0 and "is down" in gone.stdout, gone.stdout + gone.stderr
     status = nodeweave("status", "--target", "slurm", "--spec", str(path))
     assert status.returncode == 2 and "no Slurm allocation is recorded" in status.stderr, status.stderr
+
+
+def test_sync_on_slurm_refuses_to_send_the_shared_workspace_onto_itself(tmp_path):
+    from nodeweave.cluster.options import save_state
+    from nodeweave.sync import request as rq
+
+    path = write_spec(tmp_path)
+    save_state(path, "slurmloop", ClusterOptions(target="slurm", slurm_job="42").checked())
+    with pytest.raises(UsageError, match="nothing to send"):
+        rq.build_request(None, None, rq.TargetArgs(), rq.FilterArgs(), rq.SyncOptions(), path)

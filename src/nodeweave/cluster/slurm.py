@@ -176,6 +176,10 @@ class SlurmCluster(Backend):
                 for step, name in steps if name.startswith("nodeweave-")]
 
     def sync_targets(self):
+        if not self.options.remote_dir:  # the nodes run in this very folder, through shared storage
+            raise UsageError(f"target slurm: the nodes work in {self.workdir}, the workspace itself on storage they "
+                             "share with this machine, so there is nothing to send; with node-local copies, "
+                             "`nodeweave up --target slurm --remote-dir /LOCAL/PATH` names the folder sync fills")
         return [node.remote for node in self.nodes()], self.workdir
 
     def where(self) -> str:
