@@ -25,7 +25,7 @@ KEPT_TREE = ".nodeweave/openshift-build"
 
 def build_steps(spec, spec_path: Path, context: Path, variant: str, kube_cli: str = "oc") -> Tuple[Step, Step]:
     """(apply the build objects, start the build and follow it); writes the kept tree the first one applies."""
-    from nodeweave import openshift_build
+    from nodeweave.targets import openshift_build
     from nodeweave.resolve import resolve
 
     r = resolve(spec)

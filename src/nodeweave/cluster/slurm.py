@@ -72,7 +72,7 @@ class SlurmCluster(Backend):
     # --- the allocation ------------------------------------------------------------------------------
     def allocation_argv(self) -> List[str]:
         from nodeweave.resolve import resolve
-        from nodeweave.slurm.script import allocation_options
+        from nodeweave.targets.slurm.script import allocation_options
 
         return ["salloc", "--no-shell", *allocation_options(resolve(self.spec))]
 
@@ -115,7 +115,7 @@ class SlurmCluster(Backend):
 
     # --- the nodes -----------------------------------------------------------------------------------
     def hosts(self) -> List[str]:
-        from nodeweave.entrypoint.slurm import expand_nodelist
+        from nodeweave.entrypoint.planning.slurm import expand_nodelist
 
         if self.job is None:
             raise UsageError(f"no Slurm allocation is recorded for {self.spec.name}: `nodeweave up --target slurm` "
