@@ -23,7 +23,7 @@ from nodeweave.rendering import render_targets
 from nodeweave.spec import parse_spec
 
 SRC = Path(__file__).resolve().parents[1] / "src"
-FIX = Path(__file__).parent / "fixtures" / "sysroots"
+FIX = Path(__file__).parent / "fixtures" / "synthetic"
 SPEC = """name: setup
 image: {variant: cpu}
 nodes: 2

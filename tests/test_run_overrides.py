@@ -53,7 +53,7 @@ def test_an_override_launcher_is_what_the_node_plans_with(tmp_path):
     _, env = run_overrides([object(), object()], nproc="2", nodes=None, launcher="accelerate")
     plan = make_plan(["--no-wait", "--", "train.py"], env={**env, "NNODES": "2", "NODE_RANK": "1",
                                                            "MASTER_ADDR": "hgx-a00"},
-                     sysroot=str(Path(__file__).parent / "fixtures" / "sysroots" / "hgx-h100"))
+                     sysroot=str(Path(__file__).parent / "fixtures" / "synthetic" / "hgx-h100"))
     assert plan.launch.argv[:2] == ["accelerate", "launch"] and "--num_processes" in plan.launch.argv
     assert plan.launch.argv[plan.launch.argv.index("--num_processes") + 1] == "4"
 

@@ -205,7 +205,7 @@ def test_accelerates_rdzv_backend_is_the_users_and_its_parser_reads_it():
     env = {"NODEWEAVE_LAUNCHER": "accelerate", "NODEWEAVE_LAUNCHER_OPTIONS": shlex.join(spec.launcher.options),
            "NNODES": "2", "NODE_RANK": "1", "MASTER_ADDR": "hgx-a00"}
     plan = make_plan(["--no-wait", "--", "train.py"], env=env,
-                     sysroot=str(Path(__file__).parent / "fixtures" / "sysroots" / "hgx-h100"))
+                     sysroot=str(Path(__file__).parent / "fixtures" / "synthetic" / "hgx-h100"))
     args = accelerate.launch_command_parser().parse_args(plan.launch.argv[2:])
     assert (args.rdzv_backend, args.machine_rank, args.num_machines) == ("c10d", 1, 2)
 

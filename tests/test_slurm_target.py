@@ -92,7 +92,7 @@ def test_the_run_is_one_step_and_each_node_plans_as_in_it(tmp_path):
     # what srun gives a one-task step on gpu09, then nodeweave's view of the whole step on top
     env = {"SLURM_JOB_ID": "42", "SLURM_STEP_NODELIST": "gpu09", "SLURM_NODEID": "0", "SLURM_STEP_NUM_NODES": "1",
            "SLURMD_NODENAME": "gpu09", **dict(nodes[1].env)}
-    plan = make_plan(["--no-wait", "--", "train.py"], env=env, sysroot=str(REPO / "tests/fixtures/sysroots/hgx-h100"))
+    plan = make_plan(["--no-wait", "--", "train.py"], env=env, sysroot=str(REPO / "tests/fixtures/synthetic/hgx-h100"))
     assert (plan.topology.node_rank.value, plan.topology.master_addr.value) == (1, "gpu07")
 
 
