@@ -41,11 +41,13 @@ CI_TOOLS = {
         "tests/test_manifests.py::*", "tests/test_cluster_targets.py::*",
         "tests/test_examples.py::test_kubernetes_objects_validate_and_every_folder_builds*",
         "tests/e2e/test_cluster_kube.py::*", "tests/e2e/test_kubectl_standin.py::test_down_*",
+        "tests/test_seed_loops.py::test_up_applies_an_overlay_folder_of_the_users_own",
     ),
     "Slurm: slurm-wlm (.ci/setup-tools.sh)": (
         "tests/test_slurm.py::test_slurm_accepts_the_directives*",
         "tests/test_slurm.py::test_a_rendered_script_runs_a_two_node_job_on_slurm*",
         "tests/test_slurm.py::test_slurm_reads_every_directive_the_spec_sets",
+        "tests/test_slurm_target.py::test_up_run_status_a_failing_rank_and_down_on_slurm",
     ),
     "shellcheck (.ci/setup-tools.sh)": (
         "tests/test_slurm.py::test_bash_parses_and_shellcheck_passes*", "tests/test_slurm.py::test_shellcheck_is_live",
@@ -56,7 +58,8 @@ CI_TOOLS = {
     "ip: iproute2 (.ci/setup-engine.sh)": ("tests/test_sync_relay.py::test_an_agent_reports_addresses*",),
     "the Python test and launcher packages (make install: .[test,launchers])": (
         "tests/test_launcher_options.py::*", "tests/test_entrypoint_launchers.py::*",
-        "tests/test_entrypoint_profile.py::*", "tests/test_properties.py::*", "tests/test_compose.py::test_a_yaml_1_2*",
+        "tests/test_entrypoint_profile.py::*", "tests/test_properties.py::*",
+        "tests/test_seed_loops.py::test_accelerates_rdzv_backend_is_the_users_and_its_parser_reads_it", "tests/test_compose.py::test_a_yaml_1_2*",
         "!tests/test_properties.py::test_accepted_specs_render_compose_files_the_compose_schema_accepts",  # ../shared
         "tests/test_bench.py::*", "!tests/test_bench.py::test_plot_*", "tests/e2e/test_docker_standin.py::*",
     ),

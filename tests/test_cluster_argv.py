@@ -126,7 +126,7 @@ def test_kubernetes_up_applies_an_overlay_that_holds_and_down_keeps_the_claim(sp
         {"name": "trainer", "env": [{"name": "NODEWEAVE_MODE", "value": "hold"}]}]
     assert (overlay.parent / "base" / "statefulset.yaml").exists()
     b.close()
-    assert not overlay.exists()
+    assert overlay.exists() and overlay == spec_path.parent / ".nodeweave/kube/job/manifests/nodeweave-up"  # kept
     (delete,), = b.down_steps(delete_claims=False)
     claim_patch = yaml.safe_load((Path(delete.argv[5]) / "patch-0.yaml").read_text())
     assert claim_patch["kind"] == "PersistentVolumeClaim" and claim_patch["$patch"] == "delete"
@@ -167,7 +167,7 @@ def test_kubernetes_pod_states_come_from_get_pods_json():
     ({"engine": "none"}, "--engine 'none' is not accepted for target local"),
     ({"hosts": ("-oProxyCommand=x",)}, "--host"),
     ({"target": "kubernetes", "namespace": "Bad_NS"}, "--namespace"),
-    ({"target": "kubernetes", "overlay": "gke"}, "--overlay 'gke'"),
+    ({"target": "kubernetes", "overlay": "../gke"}, "--overlay '../gke'"),
     ({"target": "hosts", "hosts": ("a",), "remote_dir": "relative/dir"}, "--remote-dir"),
 ])
 def test_bad_cluster_options_are_named(options, message):

@@ -100,6 +100,7 @@ def test_statefulset_pod(tmp_path):
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
         env["NODEWEAVE_KUBE_API"] = f"http://127.0.0.1:{server.server_address[1]}"
+        env["NODEWEAVE_NPROC_PER_NODE"] = "auto"  # the captured node has 4 H100s; more are refused
         p = make_plan(["--", *container["args"]], env=env, sysroot=with_hostname(tmp_path, "sts-h100-roce", f"{name}-1"))
     finally:
         server.shutdown()
@@ -118,6 +119,7 @@ def test_indexed_job_pod(tmp_path):
                               "status.podIP": "10.128.2.16",
                               "metadata.annotations['batch.kubernetes.io/job-completion-index']": "1"})
     env["KUBERNETES_SERVICE_HOST"] = "10.96.0.1"
+    env["NODEWEAVE_NPROC_PER_NODE"] = "auto"  # the captured node has 4 H100s; more are refused
     p = make_plan(["--", *container["args"]], env=env, sysroot=with_hostname(tmp_path, "sts-h100-roce", f"{name}-1"))
     assert p.topology.node_rank.value == 1
     assert p.topology.master_addr.value == env["MASTER_ADDR"]

@@ -164,7 +164,7 @@ def test_deepspeed_refuses_a_node_with_fewer_gpus_than_the_spec_names_both_numbe
         plan("hgx-h100", "deepspeed", CUDA_VISIBLE_DEVICES="0", NODEWEAVE_NPROC_PER_NODE="2", NNODES="2",
              NODE_RANK="1", MASTER_ADDR="hgx-a00")
     assert err.value.exit_code == 3
-    assert "2 processes per node (from NODEWEAVE_NPROC_PER_NODE=2) but this node has 1 usable GPU(s)" in str(err.value)
+    assert "2 processes per node (from NODEWEAVE_NPROC_PER_NODE=2) but only 1 usable GPU(s)" in str(err.value)
 
 
 def test_deepspeed_refuses_auto_on_several_gpu_nodes():

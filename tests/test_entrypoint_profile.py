@@ -93,3 +93,28 @@ def test_amd_smi_json_plain_and_wrapped():
     (gpu,) = parse_amd_smi(text)
     assert gpu["util_pct"] == 42 and gpu["mem_used_mib"] == 3000 and gpu["mem_total_mib"] == 8000
     assert parse_amd_smi('{"gpu_data": ' + text + "}") == [gpu]
+
+
+@pytest.mark.launchers
+def test_the_profilers_own_options_replace_the_defaults_and_keep_nodeweaves_output(profilers, tmp_path):
+    """rocprofv3 with an input file and no --stats (the seed's -i/--stats toggles); nsys with its traces."""
+    run = pytest.importorskip("torch.distributed.run")
+    env = {**profilers, "NODEWEAVE_PROFILE_OPTIONS": "--kernel-trace -i /workspace/counters.yaml"}
+    args = run.get_args_parser().parse_args(plan("torchrun", "rocprofv3", env).launch.argv[1:])
+    out = tmp_path / "nodeweave" / "runs" / "r1" / "profile"
+    assert args.training_script == "rocprofv3" and args.training_script_args[:7] == [
+        "--kernel-trace", "-i", "/workspace/counters.yaml", "--output-directory", str(out),
+        "--output-file", "node1-rank%env{RANK}%"]
+    assert "--stats" not in args.training_script_args
+    env = {**profilers, "NODEWEAVE_PROFILE_OPTIONS": "--trace=cuda,nvtx,osrt --stats=true"}
+    argv = plan("torchrun", "nsys", env).launch.argv
+    assert argv[argv.index("nsys"):argv.index("nsys") + 4] == ["nsys", "profile", "--trace=cuda,nvtx,osrt",
+                                                                "--stats=true"]
+
+
+@pytest.mark.parametrize("tool, option", [("nsys", "--output=/tmp/x"), ("nsys", "-o"), ("rocprofv3", "-d"),
+                                          ("rocprofv3", "--output-file")])
+def test_an_option_that_moves_the_output_is_refused(profilers, tool, option):
+    with pytest.raises(EntrypointError) as err:
+        plan("torchrun", tool, {**profilers, "NODEWEAVE_PROFILE_OPTIONS": f"{option} somewhere"})
+    assert err.value.exit_code == 2 and "nodeweave collects" in str(err.value)

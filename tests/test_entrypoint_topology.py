@@ -306,9 +306,15 @@ def test_rank_without_count_or_master():
     assert "no master address" in fails(EXIT_TOPOLOGY, NODE_RANK="0", NNODES="2")
 
 
-def test_nproc_above_gpus_warns():
-    plan = make_plan(["--nproc-per-node", "16", "--", "t.py"], env={}, sysroot=str(FIX / "hgx-h100"))
-    assert any("only 8 usable GPU" in w for w in plan.warnings)
+def test_nproc_above_the_usable_gpus_is_refused():
+    """8 processes on a 4-GPU subset would put two ranks on a GPU (or fail in the launcher): refused before launch."""
+    msg = fails(EXIT_TOPOLOGY, "hgx-h100", ["--nproc-per-node", "16"])
+    assert "16 processes per node (from flag --nproc-per-node) but only 8 usable GPU(s)" in msg
+    msg = fails(EXIT_TOPOLOGY, "hgx-h100", (), NODEWEAVE_NPROC_PER_NODE="8", CUDA_VISIBLE_DEVICES="0,2,4,6")
+    assert "only 4 usable GPU(s)" in msg and "CUDA_VISIBLE_DEVICES" in msg
+    plan = make_plan(["--nproc-per-node", "4", "--", "t.py"], env={"CUDA_VISIBLE_DEVICES": "0,2,4,6"},
+                     sysroot=str(FIX / "hgx-h100"))
+    assert plan.topology.nproc_per_node.value == 4
 
 
 def test_statefulset_replicas_over_tls_with_the_service_account_ca(tmp_path):

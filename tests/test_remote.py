@@ -24,7 +24,7 @@ SHELL = ["sh", "-c", "command -v bash >/dev/null 2>&1 && exec bash -l; exec sh -
 
 
 def test_the_table_holds_every_kind_and_alias():
-    assert list(KINDS) == ["podman", "docker", "kubectl", "oc", "ssh", "ssh+podman", "ssh+docker"]
+    assert list(KINDS) == ["podman", "docker", "kubectl", "oc", "ssh", "ssh+podman", "ssh+docker", "srun"]
     assert ALIASES == {"container": "podman", "pod": "kubectl", "k8s": "kubectl", "kube": "kubectl",
                        "openshift": "oc"}
     for alias, kind in ALIASES.items():
@@ -45,6 +45,18 @@ def test_engine_exec_logs_and_shell(kind):
     assert t.rsh() == f"{kind} exec -i" and t.rsync_host == "trainer-0"
     assert t.label == f"{kind}:trainer-0" and t.host == "trainer-0"
     assert t.unreachable(125, "") and not t.transient(125, "Error: container is not running")
+
+
+def test_srun_is_a_one_task_step_beside_the_others():
+    t = make_target("srun", "1234/gpu07")
+    assert t.exec_argv(["tar", "-x"]) == ["srun", "--jobid=1234", "--overlap", "--nodes=1", "--ntasks=1",
+                                          "--nodelist=gpu07", "--quiet", "tar", "-x"]
+    assert t.exec_argv(["true"], stdin=False)[-2:] == ["--input=none", "true"]
+    assert "--pty" in t.shell_argv() and t.label == "srun:1234/gpu07" and (t.job, t.host) == ("1234", "gpu07")
+    with pytest.raises(UsageError, match="rsync cannot reach"):
+        t.rsh()
+    with pytest.raises(UsageError, match="srun target 'gpu07' is not accepted: JOBID/NODE"):
+        make_target("srun", "gpu07")
 
 
 @pytest.mark.parametrize("kind", ["kubectl", "oc"])

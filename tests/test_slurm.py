@@ -193,8 +193,9 @@ DIRECTIVES = [
     ("partition: gpu-nowhere", 1, "invalid partition"),
     ("constraint: ib", 0, "to start at"),
     ("constraint: h100", 1, "Invalid feature specification"),
-    (f"hosts: [{slurm_cluster.NODES[0]}, {slurm_cluster.NODES[1]}]", 0, f"on nodes {slurm_cluster.NODELIST}"),
-    (f"hosts: [{slurm_cluster.NODES[0]}, nw7]", 1, "Invalid node name specified"),
+    (f"nodelist: [{slurm_cluster.NODES[0]}, {slurm_cluster.NODES[1]}]", 0, f"on nodes {slurm_cluster.NODELIST}"),
+    (f"nodelist: [{slurm_cluster.NODES[0]}, nw7]", 1, "Invalid node name specified"),
+    (f"hosts: [{slurm_cluster.NODES[0]}, nw7]", 0, "to start at"),  # the LAN/ssh list does not pin a Slurm job
     ("nodes: 3", 1, "configuration is not available"),
 ]
 DIRECTIVE_SPEC = """name: {name}
@@ -217,6 +218,8 @@ def _directive_spec(change: str) -> str:
         fields["constraint"] = f", constraint: {value}"
     elif key == "hosts":
         fields["hosts"] = f"hosts: {value}\n"
+    elif key == "nodelist":
+        fields["constraint"] = f", nodelist: {value}"
     elif key:
         fields[key] = value
     return DIRECTIVE_SPEC.format(**fields)

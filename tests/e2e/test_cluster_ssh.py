@@ -176,3 +176,42 @@ def test_an_unreachable_host_is_named(hosts, tmp_path):
     out = nodeweave(spec, "up", *flags, "--timeout", "15")
     assert out.returncode == 1 and f"node-1 (ssh:root@{nobody})" in out.stderr, out.stderr
     assert "not up after" in out.stderr and time.monotonic() - started < 90
+
+
+LAN_SPEC = """name: {{name}}
+image: {{{{variant: cpu, registry: localhost/nodeweave-e2e}}}}
+hosts: [{hosts}]
+gpus_per_node: 1
+launcher: {{{{script: train.py, args: ["--steps", "10"], wait_timeout: 60,
+           setup: ["export LAN_SETUP=ran-$(hostname)"]}}}}
+cache: {{{{host_path: ./cache}}}}
+env: {{{{OMP_NUM_THREADS: "1"}}}}
+"""
+
+
+def test_the_lan_seed_loop_hosts_list_sync_and_run_with_nothing_hand_set(hosts, tmp_path):
+    """Seed 004's shape: a spec hosts list, bare hosts; up sends the list, sync follows up, run uses the synced code.
+
+    The workspace on the hosts (/srv/lan) is not this machine's folder: only `nodeweave sync` puts the code there.
+    """
+    spec = workdir(tmp_path, "nwlan", 2, LAN_SPEC.format(hosts=", ".join(hosts["addresses"])))
+    (tmp_path / "probe.py").write_text("import os\nprint('probe:', os.environ.get('LAN_SETUP'), "
+                                       "os.environ['NODEWEAVE_HOSTFILE'], flush=True)\n")
+    flags = [f for f in hosts["flags"] if f not in ("--target", "hosts")]  # the spec's hosts list picks the target
+    flags[flags.index("/srv/job")] = "/srv/lan"
+    out = nodeweave(spec, "up", *flags, "--timeout", "60", check=0)
+    assert "plans agree" in out.stdout, out.stdout
+    for name in hosts["names"]:
+        listed = podman("exec", name, "cat", "/srv/lan/.nodeweave/hosts").stdout.split()
+        assert listed[-2:] == hosts["addresses"]
+    synced = nodeweave(spec, "sync", check=0)  # no target, no DEST: the hosts and /srv/lan that up recorded
+    assert all(f"ssh:root@{a}" in synced.stdout + synced.stderr for a in hosts["addresses"]), synced.stderr
+    assert podman("exec", hosts["names"][1], "test", "-f", "/srv/lan/probe.py", check=False).returncode == 0
+    report = json.loads(nodeweave(spec, "status", "--json", check=0).stdout)
+    assert [n["rank"] for n in report["nodes"]] == [0, 1] and not any(n["plan_errors"] for n in report["nodes"])
+    out = nodeweave(spec, "run", "--", "probe.py", check=0)
+    for index, name in enumerate(hosts["names"]):
+        assert f"probe: ran-{name} /srv/lan/.nodeweave/hosts" in out.stdout, out.stdout
+    out = nodeweave(spec, "run", check=0)  # the spec's own script and args
+    assert out.stdout.count("done: world_size=2") == 2, out.stdout
+    nodeweave(spec, "down", check=0)

@@ -131,6 +131,7 @@ def status_command(
 ) -> None:
     """One row per node: up, hold or run, rank, plan hash (do all agree?), run in progress, GPU use."""
     from nodeweave.cluster.status import agreement, gather, status_table
+    from nodeweave.cluster.status import problems as status_problems
 
     given = options(target, engine, host, hosts_file, remote_dir, namespace, kube_cli, kube_context, overlay, ssh_option)
     spec, backend, _ = open_cluster(spec_path, given)
@@ -147,12 +148,7 @@ def status_command(
             from nodeweave.cli.doctor import print_cluster_view
 
             print_cluster_view(view, console())
-    problems = []
-    down = [r["node"] for r in rows if not r["up"]]
-    if down:
-        problems.append("down: " + ", ".join(down))
-    if agree is False:
-        problems.append("the nodes' plans disagree")
+    problems = status_problems(rows)
     refusals = sum(f.severity == "error" for f in view.findings) if view is not None else 0
     if refusals:
         problems.append(f"the fingerprints hold {refusals} refusal(s) (see the findings)")
@@ -178,6 +174,9 @@ def _stop_everywhere(backend, nodes, grace: float, out, dry_run: bool, as_json: 
             return {"error": (done.stderr.strip().splitlines() or [f"exit {done.returncode}"])[-1], "left": None}
 
     reports = fan_out(stop, argv)
+    for step in backend.leftover_steps():  # a Slurm run step the entrypoints' stop did not end
+        out.print(f"{step.what}: {step.text()}", highlight=False, markup=False)
+        subprocess.run(list(step.argv), capture_output=True, timeout=step.timeout)
     if as_json:
         typer.echo(json.dumps([{"node": n.name, **r} for n, r in zip(nodes, reports)], indent=2))
     for node, report in zip(nodes, reports):

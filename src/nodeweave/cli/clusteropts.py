@@ -16,7 +16,7 @@ import typer
 
 SPEC = typer.Option(Path("nodeweave.yaml"), "--spec", help="Cluster spec")
 TARGET = typer.Option(None, "--target", "-t",
-                      help="local (compose/local.yaml on this machine), hosts (ssh), kubernetes (kubectl/oc); "
+                      help="local (compose/local.yaml on this machine), hosts (ssh), kubernetes (kubectl/oc), slurm (an allocation, srun); "
                            "default: what `up` used, else hosts with --host, else local")
 ENGINE = typer.Option(None, "--engine", help="local: podman or docker; hosts: docker, podman or none (bare hosts)")
 HOST = typer.Option([], "--host", help="[user@]host over ssh, node 0 first (repeat)")
@@ -26,7 +26,7 @@ REMOTE_DIR = typer.Option(None, "--remote-dir", help="hosts: the workspace folde
 NAMESPACE = typer.Option(None, "--namespace", "-n", help="kubernetes: namespace (default: the spec's)")
 KUBE_CLI = typer.Option(None, "--kube-cli", help="kubectl or oc (default: oc when the spec says openshift)")
 KUBE_CONTEXT = typer.Option(None, "--kube-context", help="kubeconfig context")
-OVERLAY = typer.Option(None, "--overlay", help="kubernetes: base (default), openshift or rocm")
+OVERLAY = typer.Option(None, "--overlay", help="kubernetes: base (default), openshift, rocm, or a kustomize folder of your own beside the spec")
 SSH_OPTION = typer.Option([], "--ssh-option", help="Extra ssh -o KEY=VALUE (repeat)")
 DRY_RUN = typer.Option(False, "--dry-run", help="Print what would be done; do nothing")
 JSON = typer.Option(False, "--json", help="Print the result as JSON on stdout")
@@ -100,10 +100,8 @@ def print_steps(out, phases, lines: List[str]) -> None:
 
 
 def cluster_nodes(backend, spec, dry_run: bool = False):
-    """The cluster's nodes; a dry run asks no cluster (a StatefulSet's replicas are the spec's count)."""
-    if dry_run and backend.target == "kubernetes":
-        return backend.nodes(count=spec.nodes.min)
-    return backend.nodes()
+    """The cluster's nodes; a dry run only reads (a StatefulSet's live replicas, else the spec's count)."""
+    return backend.dry_run_nodes() if dry_run else backend.nodes()
 
 
 def pick_nodes(nodes, wanted: Optional[List[int]]):

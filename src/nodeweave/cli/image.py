@@ -66,6 +66,8 @@ def build(
     no_cache: bool = typer.Option(False, "--no-cache", help="ignore the layer cache"),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="show the build's steps, not the engine's whole log"),
     dry_run: bool = typer.Option(False, "--dry-run", help="print the plan and the equivalent command; build nothing"),
+    target: str = typer.Option("local", "--target", "-t", help="local (this machine's engine) or openshift (apply "
+                               "the spec's BuildConfig, oc start-build --from-dir=CONTEXT --follow)"),
 ) -> None:
     """Build one variant's image from the Dockerfile rendered for the spec, tag it <variant>-<sha> and <variant>."""
     from nodeweave.build import BUILDX, BuildProgress, detect_engine, prepare_build, run_build
@@ -76,6 +78,9 @@ def build(
     if not context_dir.is_dir():
         raise UsageError(f"--context {context_dir}: not a directory")
     console = Console(stderr=True, soft_wrap=True)
+    if target != "local":
+        _build_on_openshift(spec, spec_path, context_dir.resolve(), variant, target, dry_run, console)
+        return
     options = dict(base=base, push=push, wheelhouse=wheelhouse, offline=offline, network=network, tag=tag,
                    build_args=_parse_build_args(build_arg))
     with tempfile.TemporaryDirectory(prefix="nodeweave-build-") as scratch:
@@ -103,6 +108,22 @@ def build(
 
         result = run_build(engine, plan, on_line=on_line, no_cache=no_cache)
     Console().print(_summary(variant, plan, result))
+
+
+def _build_on_openshift(spec, spec_path: Path, context_dir: Path, variant: str, target: str, dry_run: bool,
+                        console) -> None:
+    from nodeweave.build.openshift import build_steps, run_build_steps
+
+    if target != "openshift":
+        raise UsageError(f"--target {target!r} is not accepted: local or openshift")
+    steps = build_steps(spec, spec_path, context_dir, variant)
+    if dry_run:
+        for step in steps:
+            typer.echo(f"# {step.what}\n{step.text()}")
+        return
+    for step in steps:
+        console.print(f"{step.what}: {step.text()}", highlight=False, markup=False)
+    run_build_steps(steps, lambda line: console.print(line, markup=False, highlight=False))
 
 
 def _summary(variant: str, plan, result) -> Table:

@@ -32,6 +32,14 @@ def run_command(
     env: List[str] = typer.Option([], "--env", "-e", help="VAR=VALUE for every node's run (repeat)"),
     profile: Optional[str] = typer.Option(None, "--profile", help="nsys or rocprofv3: every rank under the profiler, "
                                           "its files collected into the run folder"),
+    nproc_per_node: Optional[str] = typer.Option(None, "--nproc-per-node", help="Processes per node for this run "
+                                                 "(a number, or auto); a node refuses more than its usable GPUs"),
+    nodes_wanted: Optional[int] = typer.Option(None, "--nodes", help="Run on the first N nodes only (node 0 the master)"),
+    launcher: Optional[str] = typer.Option(None, "--launcher", help="torchrun, deepspeed, accelerate or command, "
+                                           "for this run instead of the spec's launcher.type"),
+    profile_options: Optional[str] = typer.Option(None, "--profile-options", help="The profiler's own options, "
+                                                  "shell-quoted, instead of nodeweave's, e.g. '-i counters.yaml' "
+                                                  "(rocprofv3) or '--trace=cuda,nvtx --stats=true' (nsys)"),
     grace: float = typer.Option(10, "--grace", min=0, help="Seconds between SIGTERM and SIGKILL when stopping nodes"),
     runs_dir: Optional[Path] = typer.Option(None, "--runs-dir", help="Where run folders go (default: runs/ beside the spec)"),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Do not show the nodes' output (it still goes to the run folder)"),
@@ -47,13 +55,21 @@ def run_command(
 
     if profile not in (None, "nsys", "rocprofv3"):
         raise UsageError(f"--profile {profile!r} is not accepted: nsys or rocprofv3")
+    if profile_options is not None and profile is None:
+        raise UsageError("--profile-options needs --profile nsys or rocprofv3")
     points = sweep_points(parse_sweeps(sweep)) if sweep else [{}]
     pattern = compile_metric(metric)
     extra = dict(parse_assignment(text, "--env") for text in env)
+    if profile_options is not None:  # the entrypoint's own variable, in front of it as every -e is
+        extra = {"NODEWEAVE_PROFILE_OPTIONS": profile_options, **extra}
     given = options(target, engine, host, hosts_file, remote_dir, namespace, kube_cli, kube_context, overlay, ssh_option)
     spec, backend, _ = open_cluster(spec_path, given)
-    command = launcher_command(command, spec.launcher.type) if command else spec_command(spec)
-    nodes = cluster_nodes(backend, spec, dry_run)
+    command = launcher_command(command, launcher or spec.launcher.type) if command else spec_command(spec)
+    from nodeweave.cluster.overrides import run_overrides
+
+    nodes, shape = run_overrides(backend.require_nodes(cluster_nodes(backend, spec, dry_run)), nproc_per_node,
+                                 nodes_wanted, launcher)
+    extra = {**shape, **extra}
     parent = runs_dir or spec_path.resolve().parent / RUNS
     if dry_run:
         _dry_run(nodes, command, points, extra, profile, parent, spec.name)
@@ -150,6 +166,10 @@ def _dry_run(nodes, command, points, extra, profile, parent, job) -> None:
         label = f"point {number} of {len(points)}: {point}" if point else "one run"
         typer.echo(f"# {label}; the run folder would be {parent}/<UTC time>-{job}/")
         request = RunRequest(run_id="RUN_ID", command=command, env={**extra, **point}, profile=profile)
+        if nodes and nodes[0].group is not None:  # one launch for every node (a Slurm step)
+            typer.echo(f"# every node at once ({', '.join(n.remote.label for n in nodes)})")
+            typer.echo(shlex.join(nodes[0].group.argv(request)))
+            continue
         for node in nodes:
             typer.echo(f"# {node.name} ({node.remote.label})")
             typer.echo(shlex.join(node.entrypoint_argv(request.entrypoint_args(), request.env)))

@@ -4,7 +4,8 @@ One module per target, each a :class:`~nodeweave.cluster.base.Backend`:
 
 - ``local``: ``compose/local.yaml`` on podman or docker, one container per node;
 - ``hosts``: bare hosts over ssh, docker/podman compose on each (or the hosts themselves);
-- ``kube``: Kubernetes/OpenShift, ``kubectl``/``oc apply -k`` of the rendered tree.
+- ``kube``: Kubernetes/OpenShift, ``kubectl``/``oc apply -k`` of the rendered tree;
+- ``slurm``: an allocation (``salloc --no-shell``), each run one ``srun`` step over its nodes.
 
 Every node is reached only through ``nodeweave.remote`` (its exec channel),
 and every job through the node's own entrypoint (``nodeweave-entrypoint
@@ -30,6 +31,10 @@ def open_backend(spec: Spec, spec_path: Path, options: ClusterOptions) -> Backen
         from nodeweave.cluster.hosts import HostsCluster
 
         return HostsCluster(spec, spec_path, options)
+    if options.target == "slurm":
+        from nodeweave.cluster.slurm import SlurmCluster
+
+        return SlurmCluster(spec, spec_path, options)
     if options.target == "kubernetes":
         from nodeweave.cluster.kube import KubeCluster
 

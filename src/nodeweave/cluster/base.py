@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import json
 import subprocess
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Mapping, Optional, Tuple
 
 from nodeweave.cluster.options import ClusterOptions
 from nodeweave.cluster.steps import Step
+from nodeweave.errors import NodeweaveError
 from nodeweave.remote.base import Remote
 from nodeweave.spec import Spec
 
@@ -32,6 +33,7 @@ class Node:
     remote: Remote
     env: Tuple[Tuple[str, str], ...] = ()  # bare hosts: the contract's variables and this host's rank
     workdir: Optional[str] = None  # bare hosts: run there
+    group: Optional[object] = field(default=None, compare=False)  # nodes a run starts as one launch (a Slurm step)
 
     @property
     def name(self) -> str:
@@ -134,6 +136,24 @@ class Backend:
 
     def logs_argv(self, node: Node, follow: bool) -> List[str]:
         return node.remote.logs_argv(follow)
+
+    def dry_run_nodes(self) -> List[Node]:
+        """The nodes a dry run shows, asking nothing that changes the cluster."""
+        return self.nodes()
+
+    def require_nodes(self, nodes: List[Node]) -> List[Node]:
+        """``nodes``, or an error saying why there is none to run on (a StatefulSet scaled to 0)."""
+        if not nodes:
+            raise NodeweaveError(f"no node to run on: {self.where()}")
+        return nodes
+
+    def leftover_steps(self) -> List[Step]:
+        """After every node's entrypoint stopped its run: what else ends it on the platform (a Slurm step)."""
+        return []
+
+    def sync_targets(self) -> Optional[Tuple[List[Remote], str]]:
+        """Where ``nodeweave sync`` sends the workspace on this target (remotes, folder); None: sync's own default."""
+        return None
 
     def where(self) -> str:
         """One line saying where the cluster is, for messages."""

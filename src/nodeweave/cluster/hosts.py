@@ -7,8 +7,10 @@ the first host as ``MASTER_ADDR`` and the node count in the environment of
 the compose command: no hand-written ``.env`` per host. Nodes are then
 reached as ``ssh+docker:HOST/<name>-node``. With ``--engine none`` the hosts
 run the entrypoint themselves (installed there, as on a LAN of workstations):
-nothing is started, and every command gets the variables a compose file
-would have given the container, plus ``cd <remote dir>``.
+nothing is started (a spec ``hosts`` list is sent to
+``<remote dir>/.nodeweave/hosts``, where ``NODEWEAVE_HOSTFILE`` points), and
+every command gets the variables a compose file would have given the
+container, plus ``cd <remote dir>``.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from nodeweave.remote import RemoteOptions, make_target
 
 WRITE_FILE = ("sh", "-c", 'mkdir -p "$1" && cat > "$1/$2"', "sh")  # fixed text; the folder and name are arguments
 COMPOSE_CLI = {"docker": ("docker", "compose"), "podman": ("podman-compose",)}
+BARE_HOSTFILE = ".nodeweave/hosts"  # bare hosts: the spec's hosts list, under the workspace folder
 NODE_FILES = ("node.yaml", "hosts")  # what a host needs: the compose file, and the hosts list it mounts (spec hosts)
 
 
@@ -63,7 +66,13 @@ class HostsCluster(Backend):
         r = resolve(self.spec)
         env = [*self.spec.env.items(), *r.contract_env("compose"), *self.host_env(index),
                ("MASTER_PORT", str(self.spec.launcher.master_port))]
+        if self.spec.hosts:  # no container mounts the list: it is where up sent it
+            env = [(k, self.bare_hostfile if k == "NODEWEAVE_HOSTFILE" else v) for k, v in env]
         return tuple(env)
+
+    @property
+    def bare_hostfile(self) -> str:
+        return f"{self.dir}/{BARE_HOSTFILE}"
 
     def nodes(self, for_up: bool = False) -> List[Node]:
         if self.engine == "none":
@@ -83,11 +92,11 @@ class HostsCluster(Backend):
         return self._ssh(self.hosts[index]).exec_argv(argv, stdin=False)
 
     def up_steps(self, mode: str, image: Optional[str]) -> List[List[Step]]:
-        if self.engine == "none":
-            return []
         from nodeweave.targets.compose import render_files
 
         files = render_files(self.spec)
+        if self.engine == "none":
+            return [self._send_hostfile(files["compose/hosts"])] if self.spec.hosts else []
         sent = {name: files[f"compose/{name}"] for name in NODE_FILES if f"compose/{name}" in files}
         env = (("NODEWEAVE_MODE", mode),) + ((("NODEWEAVE_IMAGE", image),) if image else ())
         writes = [Step(f"send compose/{name} to {host}",
@@ -98,12 +107,23 @@ class HostsCluster(Backend):
                        timeout=900) for i, host in enumerate(self.hosts)]
         return [writes, starts]
 
+    def _send_hostfile(self, text: str) -> List[Step]:
+        """Bare hosts: the spec's hosts list, where NODEWEAVE_HOSTFILE points (under the workspace folder)."""
+        folder, name = posixpath.split(self.bare_hostfile)
+        return [Step(f"send compose/hosts to {host}", tuple(self._ssh(host).exec_argv([*WRITE_FILE, folder, name],
+                                                                                      stdin=True)),
+                     stdin=text, stdin_name=f"compose/hosts (rendered) as {self.bare_hostfile}") for host in self.hosts]
+
     def down_steps(self, delete_claims: bool) -> List[List[Step]]:
         if self.engine == "none":
             return []
         grace = str(self.spec.kubernetes.grace_period)
         return [[Step(f"stop and remove node {i} on {host}", tuple(self._compose(i, "down", "-t", grace)),
                       timeout=self.spec.kubernetes.grace_period + 300) for i, host in enumerate(self.hosts)]]
+
+    def sync_targets(self):
+        """The hosts themselves, at the workspace folder (a container's workspace is the same folder, mounted)."""
+        return [self._ssh(host) for host in self.hosts], self.dir
 
     def logs_argv(self, node: Node, follow: bool) -> List[str]:
         if self.engine == "none":

@@ -122,5 +122,8 @@ def run_job(nodes: List[Node], request: RunRequest, folder: RunFolder, context: 
             quiet: bool = False) -> dict:
     """Run ``request`` on ``nodes`` into ``folder``; the final run.json data."""
     record(folder, None, request, context, nodes)
-    runner = Runner(nodes, request, folder, console, quiet=quiet).run()
+    runner_class = Runner
+    if nodes and nodes[0].group is not None:  # one launch for every node: a Slurm step
+        from nodeweave.cluster.slurm.step import StepRunner as runner_class
+    runner = runner_class(nodes, request, folder, console, quiet=quiet).run()
     return record(folder, runner, request, context, nodes)

@@ -1,6 +1,7 @@
 """Kubernetes and OpenShift: ``kubectl``/``oc apply -k`` of the rendered tree, pods reached with exec.
 
-``up`` renders the spec's kustomize tree into a scratch folder and applies a
+``up`` renders the spec's kustomize tree into ``.nodeweave/kube/<job>/`` beside
+the spec (kept: the dry run's ``apply -k`` line can be inspected and rerun) and applies a
 small overlay of it (``manifests/nodeweave-up``): the chosen folder (``base``
 or an overlay), the namespace, and a strategic-merge patch setting
 ``NODEWEAVE_MODE`` on the trainer container, so ``--hold`` works for any
@@ -14,9 +15,9 @@ readiness display comes from one ``get pods -o json``.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
-import tempfile
 from pathlib import Path
 from typing import Dict, List, Optional
 
@@ -24,11 +25,12 @@ import yaml
 
 from nodeweave.cluster.base import Backend, Node
 from nodeweave.cluster.steps import Step
-from nodeweave.errors import NodeweaveError
+from nodeweave.errors import NodeweaveError, UsageError
 from nodeweave.remote import RemoteOptions, cluster_kind, kind_class
 from nodeweave.remote.discover import statefulset_replicas, statefulset_targets
 
 OVERLAY = "manifests/nodeweave-up"
+KEPT_TREE = ".nodeweave/kube"
 FOLDERS = {"base": "../base", "openshift": "../overlays/openshift", "rocm": "../overlays/rocm"}
 # Waiting reasons a pod does not leave by itself.
 STUCK = ("CrashLoopBackOff", "ErrImagePull", "ImagePullBackOff", "InvalidImageName", "CreateContainerConfigError",
@@ -65,6 +67,7 @@ class KubeCluster(Backend):
         self.remote = RemoteOptions(kube_context=options.kube_context)
         self.folder = options.overlay or "base"
         self._scratch: Optional[Path] = None
+        self.scaled_down = False
 
     def call(self, verb: str, *args: str) -> List[str]:
         return [*kind_class(self.cli).cli_argv(verb, self.remote, self.namespace), *args]
@@ -73,11 +76,42 @@ class KubeCluster(Backend):
         from nodeweave.targets.kubernetes.common import CONTAINER
 
         if count is None:
-            count = self.spec.nodes.min if for_up else statefulset_replicas(
-                self.spec.name, kind=self.cli, namespace=self.namespace, options=self.remote)
+            count = self._up_replicas() if for_up else self.replicas()
+        self.scaled_down = count == 0
+        if self.scaled_down:
+            return []  # dormant: the StatefulSet and its claims stay, no pod runs
         pods = statefulset_targets(self.spec.name, count, kind=self.cli, namespace=self.namespace,
                                    container=CONTAINER, options=self.remote)
         return [Node(i, pod) for i, pod in enumerate(pods)]
+
+    def replicas(self) -> int:
+        """The live ``.spec.replicas``: after ``oc scale`` every verb uses every pod."""
+        return statefulset_replicas(self.spec.name, kind=self.cli, namespace=self.namespace, options=self.remote)
+
+    def _up_replicas(self) -> int:
+        """The pods up waits for: the spec's count, or what an overlay of the team's own sets (its build, here)."""
+        overlay = getattr(self, "_overlay", None)
+        if self.folder in FOLDERS or overlay is None:
+            return self.spec.nodes.min
+        try:
+            out = subprocess.run([self.cli, "kustomize", str(overlay)], capture_output=True, text=True, timeout=120)
+            docs = list(yaml.safe_load_all(out.stdout)) if out.returncode == 0 else []
+        except (OSError, subprocess.TimeoutExpired, yaml.YAMLError):
+            docs = []
+        counts = [d["spec"].get("replicas", 1) for d in docs if d and d.get("kind") == "StatefulSet"
+                  and d.get("metadata", {}).get("name") == self.spec.name]
+        return counts[0] if counts else self.spec.nodes.min
+
+    def dry_run_nodes(self) -> List[Node]:
+        """A dry run reads the live count (a read changes nothing); with no cluster to ask, the spec's."""
+        try:
+            count = self.replicas()
+        except NodeweaveError:
+            count = self.spec.nodes.min
+        return self.nodes(count=count)
+
+    def sync_targets(self):
+        return [node.remote for node in self.nodes()], self.spec.workspace.path
 
     def _render(self, mode: Optional[str], keep_claims: bool) -> Path:
         """The spec's tree plus the nodeweave-up overlay, in a scratch folder; the overlay's path."""
@@ -86,7 +120,8 @@ class KubeCluster(Backend):
         from nodeweave.targets.kubernetes.common import CONTAINER, workspace_claim
 
         files = manifests.render_files(self.spec)
-        self._scratch = Path(tempfile.mkdtemp(prefix="nodeweave-kube-"))
+        self._scratch = self.tree_path()
+        shutil.rmtree(self._scratch, ignore_errors=True)  # nodeweave's own folder: the last render of this job
         for rel, text in files.items():
             (self._scratch / rel).parent.mkdir(parents=True, exist_ok=True)
             (self._scratch / rel).write_text(text, encoding="utf-8")
@@ -104,13 +139,27 @@ class KubeCluster(Backend):
         overlay = self._scratch / OVERLAY
         overlay.mkdir(parents=True)
         kustomization = {"apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization",
-                         "namespace": self.namespace, "resources": [FOLDERS[self.folder]],
+                         "namespace": self.namespace, "resources": [self._resource(overlay)],
                          "patches": [{"path": f"patch-{i}.yaml", "target": target}
                                      for i, (target, _) in enumerate(patches)]}
         for i, (_, patch) in enumerate(patches):
             (overlay / f"patch-{i}.yaml").write_text(yaml.safe_dump(patch, sort_keys=False), encoding="utf-8")
         (overlay / "kustomization.yaml").write_text(yaml.safe_dump(kustomization, sort_keys=False), encoding="utf-8")
         return overlay
+
+    def _resource(self, overlay: Path) -> str:
+        """The folder applied: a rendered one, or the team's own kustomization beside the spec (over the render)."""
+        if self.folder in FOLDERS:
+            return FOLDERS[self.folder]
+        mine = self.spec_dir / self.folder
+        if not (mine / "kustomization.yaml").is_file():
+            raise UsageError(f"--overlay {self.folder!r} is not accepted: {mine} holds no kustomization.yaml; give "
+                             f"{', '.join(FOLDERS)} or a kustomize folder of your own beside the spec")
+        return os.path.relpath(mine, overlay)
+
+    def tree_path(self) -> Path:
+        """Where the applied tree is kept (to inspect, or to apply by hand): beside the spec, per job."""
+        return self.spec_dir / KEPT_TREE / self.spec.name
 
     def prepare_up(self, mode: str, dry_run: bool) -> List[str]:
         self._overlay = self._render(mode, keep_claims=False)
@@ -151,9 +200,9 @@ class KubeCluster(Backend):
         return any(word in state for word in STUCK)
 
     def where(self) -> str:
-        return f"{self.cli} namespace {self.namespace} (StatefulSet {self.spec.name})"
+        dormant = (f", scaled down (0 replicas): `{self.cli} scale statefulset/{self.spec.name} -n {self.namespace} "
+                   "--replicas=N` wakes it") if self.scaled_down else ""
+        return f"{self.cli} namespace {self.namespace} (StatefulSet {self.spec.name}{dormant})"
 
     def close(self) -> None:
-        if self._scratch is not None:
-            shutil.rmtree(self._scratch, ignore_errors=True)
-            self._scratch = None
+        self._scratch = None  # the tree stays under .nodeweave/kube/<job>: what was (or would be) applied

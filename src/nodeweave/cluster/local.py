@@ -105,5 +105,8 @@ class LocalCluster(Backend):
     def failed_state(self, state: str) -> bool:
         return state.startswith("exited") or state in ("dead", "stopped")
 
+    def sync_targets(self):
+        return [node.remote for node in self.nodes()], self.spec.workspace.path
+
     def where(self) -> str:
         return f"{self.engine} on this machine ({COMPOSE_FILE})"

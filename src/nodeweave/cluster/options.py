@@ -17,7 +17,7 @@ from typing import Optional, Tuple
 from nodeweave.errors import UsageError
 from nodeweave.remote.names import check_dest, check_dns_label, check_ssh_host
 
-TARGETS = ("local", "hosts", "kubernetes")
+TARGETS = ("local", "hosts", "kubernetes", "slurm")
 TARGET_ALIASES = {"compose": "local", "ssh": "hosts", "k8s": "kubernetes", "kube": "kubernetes",
                   "openshift": "kubernetes"}
 ENGINES = ("podman", "docker")
@@ -39,6 +39,7 @@ class ClusterOptions:
     kube_context: Optional[str] = None
     overlay: Optional[str] = None
     ssh_options: Tuple[str, ...] = ()
+    slurm_job: Optional[str] = None  # slurm: the allocation `up` took (its job id), recorded by up only
 
     def merged(self, saved: "ClusterOptions") -> "ClusterOptions":
         """These options, with what ``saved`` says where these say nothing (same target only)."""
@@ -53,6 +54,11 @@ class ClusterOptions:
         if target not in TARGETS:
             raise UsageError(f"--target {self.target!r} is not accepted: {', '.join(TARGETS)} "
                              f"(or {', '.join(TARGET_ALIASES)})")
+        if target == "slurm" and self.engine is not None:
+            raise UsageError(f"--engine {self.engine!r} is not accepted for target slurm: the nodes run the "
+                             "spec's slurm.runtime (pyxis, apptainer or host)")
+        if self.slurm_job is not None and not str(self.slurm_job).isdigit():
+            raise UsageError(f"{STATE_FILE}: slurm_job {self.slurm_job!r} is not accepted: a Slurm job id (digits)")
         engines = HOST_ENGINES if target == "hosts" else ENGINES
         if self.engine is not None and self.engine not in engines:
             raise UsageError(f"--engine {self.engine!r} is not accepted for target {target}: {', '.join(engines)}")
@@ -66,9 +72,17 @@ class ClusterOptions:
             check_dns_label(self.namespace, "--namespace")
         if self.kube_cli not in (None, "kubectl", "oc"):
             raise UsageError(f"--kube-cli {self.kube_cli!r} is not accepted: kubectl or oc")
-        if self.overlay not in (None, *OVERLAYS):
-            raise UsageError(f"--overlay {self.overlay!r} is not accepted: {', '.join(OVERLAYS)}")
-        return replace(self, target=target)
+        if self.overlay not in (None, *OVERLAYS) and not _relative_folder(self.overlay):
+            raise UsageError(f"--overlay {self.overlay!r} is not accepted: {', '.join(OVERLAYS)}, or a folder of "
+                             "your own beside the spec (relative, holding a kustomization.yaml)")
+        kube_cli = "oc" if self.target == "openshift" and self.kube_cli is None else self.kube_cli
+        return replace(self, target=target, kube_cli=kube_cli)
+
+
+def _relative_folder(text: str) -> bool:
+    parts = text.split("/")
+    return not text.startswith("/") and all(p and p not in (".", "..") for p in parts) and \
+        all(c.isalnum() or c in "._-/" for c in text)
 
 
 def state_path(spec_path: Path) -> Path:

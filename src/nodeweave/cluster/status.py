@@ -41,6 +41,18 @@ def agreement(rows: List[dict]) -> Optional[bool]:
     return None if not hashes else len(hashes) == 1
 
 
+def problems(rows: List[dict]) -> List[str]:
+    """What makes ``status`` exit 1: nodes down, a node whose plan fails (it cannot start), plans that disagree."""
+    found = []
+    down = [r["node"] for r in rows if not r["up"]]
+    if down:
+        found.append("down: " + ", ".join(down))
+    found += [f"{r['node']}'s plan fails: {'; '.join(r['plan_errors'])}" for r in rows if r["up"] and r["plan_errors"]]
+    if agreement(rows) is False:
+        found.append("the nodes' plans disagree")
+    return found
+
+
 def _since(run: Optional[dict], now: Optional[float]) -> str:
     if not run:
         return "-"

@@ -1,7 +1,7 @@
 """Reaching a node: one class per way in, in one table.
 
 ``KINDS`` maps each kind (``podman``, ``docker``, ``kubectl``, ``oc``,
-``ssh``, ``ssh+podman``, ``ssh+docker``) to its class; ``ALIASES`` maps the
+``ssh``, ``ssh+podman``, ``ssh+docker``, ``srun``) to its class; ``ALIASES`` maps the
 other spellings users type (``pod``, ``k8s``, ``kube`` -> kubectl,
 ``openshift`` -> oc, ``container`` -> podman). A remote gives the argv that
 runs a command there (``exec_argv``), rsync's ``--rsh``, its logs and an
@@ -17,10 +17,11 @@ from nodeweave.remote.base import Remote, RemoteOptions
 from nodeweave.remote.engine import DockerExec, PodmanExec
 from nodeweave.remote.kube import KubectlExec, OcExec
 from nodeweave.remote.names import check_dest, check_ssh_host, refuse
+from nodeweave.remote.srun import Srun
 from nodeweave.remote.ssh import Ssh, SshDocker, SshPodman
 
 TRANSPORTS: "tuple[type[Remote], ...]" = (PodmanExec, DockerExec, KubectlExec, OcExec, Ssh,
-                                          SshPodman, SshDocker)
+                                          SshPodman, SshDocker, Srun)
 KINDS: "dict[str, type[Remote]]" = {cls.kind: cls for cls in TRANSPORTS}
 ALIASES: "dict[str, str]" = {alias: cls.kind for cls in TRANSPORTS for alias in cls.aliases}
 

@@ -82,6 +82,7 @@ class Launcher:
     exchange_port: Optional[int] = None  # node 0's check-in port; None = master_port + 1
     exchange_allow: Tuple[str, ...] = ()  # check-in refusals that only warn (NODEWEAVE_EXCHANGE_ALLOW)
     mode: str = "run"  # run: containers start the job | hold: they plan and wait for `nodeweave run` (NODEWEAVE_MODE)
+    setup: Tuple[str, ...] = ()  # shell lines run before the launcher, in the shell that execs it (NODEWEAVE_SETUP)
 
 
 @dataclass(frozen=True)
@@ -247,6 +248,7 @@ class Slurm:
     exclusive: bool = True
     runtime: str = "pyxis"  # pyxis (srun --container-image) | apptainer (exec --nv/--rocm) | host (a shared venv)
     sif: Optional[str] = None  # apptainer: a local .sif instead of docker://<image>
+    nodelist: Tuple[str, ...] = ()  # --nodelist: these Slurm nodes (the spec's `hosts` list never pins a Slurm job)
 
 
 @dataclass(frozen=True)

@@ -110,12 +110,18 @@ def load_spec_if_present(path: Path):
     return load_spec(path)
 
 
-def resolve_paths(src: "Path | None", dest: "str | None", spec, spec_path: Path) -> "tuple[Path, str]":
-    """SRC (an existing directory, made absolute) and DEST (checked, normalised)."""
+def resolve_src(src: "Path | None", spec, spec_path: Path) -> Path:
+    """SRC: an existing directory, made absolute (default: the spec's workspace.host_path, else .)."""
     if src is None:
         src = (spec_path.parent / spec.workspace.host_path) if spec else Path(".")
     if not src.is_dir():
         raise UsageError(f"SRC {str(src)!r} is not a directory: give the workspace folder to send")
+    return src.resolve()
+
+
+def resolve_paths(src: "Path | None", dest: "str | None", spec, spec_path: Path) -> "tuple[Path, str]":
+    """SRC (an existing directory, made absolute) and DEST (checked, normalised)."""
+    src = resolve_src(src, spec, spec_path)
     if dest is None:
         if spec is None:
             raise UsageError("DEST is missing: give the absolute directory on the targets "
@@ -165,16 +171,54 @@ def _spec_pods(args: TargetArgs, spec, kind: str, ns: "str | None") -> "list[rem
                                         container=args.container or CONTAINER, options=args.options)
 
 
+def recorded_cluster(spec, spec_path: Path):
+    """(remotes, folder) of the cluster ``nodeweave up`` recorded for this job (.nodeweave/cluster.json), or None."""
+    if spec is None:
+        return None
+    from nodeweave.cluster import open_backend
+    from nodeweave.cluster.options import load_state
+
+    saved = load_state(spec_path, spec.name)
+    if saved.target is None:
+        return None
+    backend = open_backend(spec, spec_path, saved.checked())
+    try:
+        return backend.sync_targets()
+    finally:
+        backend.close()
+
+
+def hosts_workspace(spec, recorded, found) -> str:
+    """DEST on bare ssh hosts: the workspace folder up recorded, else an absolute workspace.host_path."""
+    if recorded is not None and all(t.kind == "ssh" for t in recorded[0]):
+        return recorded[1]
+    if spec is not None and spec.workspace.host_path.startswith("/"):
+        return spec.workspace.host_path
+    raise UsageError(f"DEST is missing for ssh target(s) {', '.join(t.label for t in found)}: give the workspace "
+                     "folder on the hosts (the --remote-dir of `nodeweave up --target hosts`, which sync then "
+                     "remembers); workspace.path is the folder inside a container")
+
+
 def build_request(src: "Path | None", dest: "str | None", targets: TargetArgs, filters: FilterArgs,
                   options: SyncOptions, spec_path: Path, shared: "bool | None" = None) -> SyncRequest:
     """Judge every input, then walk SRC: the whole "what to sync where", before any tool runs."""
     spec = load_spec_if_present(spec_path) if targets.needs_spec() or src is None or dest is None else None
-    src, dest = resolve_paths(src, dest, spec, spec_path)
+    src = resolve_src(src, spec, spec_path)
+    if dest is None and spec is None:
+        resolve_paths(src, dest, spec, spec_path)  # names the missing DEST
+    dest = remote.check_dest(dest) if dest is not None else None
     filt = build_filter(src, extra_excludes=list(filters.excludes), default_excludes=filters.default_excludes,
                         include_secrets=filters.include_secrets, use_gitignore=filters.gitignore)
-    found = resolve_targets(targets, spec)
+    recorded = recorded_cluster(spec, spec_path)
+    found = recorded[0] if recorded and not targets.explicit else resolve_targets(targets, spec)
+    if dest is None and found and all(t.kind == "ssh" for t in found):
+        dest = hosts_workspace(spec, recorded, found)
+    elif dest is None and recorded and not targets.explicit:
+        dest = recorded[1]
+    _, dest = resolve_paths(src, dest, spec, spec_path)
     if shared is None:  # the spec's own pods on a claim: shared volume see one directory
-        shared = bool(spec is not None and not targets.explicit and spec.kubernetes.claim == "shared")
+        shared = bool(spec is not None and not targets.explicit and spec.kubernetes.claim == "shared"
+                      and all(_names_a_pod(t.label) for t in found))
     # credentials sent on request travel only over each target's own exec channel, never relayed in the clear
     relay = "off" if filters.include_secrets and options.relay == "auto" else options.relay
     return SyncRequest(src=src, dest=dest, targets=tuple(found), fileset=filt.walk(src), filt=filt,

@@ -238,6 +238,9 @@ SETTINGS = (
     Setting("launcher_options", "--launcher-options", "NODEWEAVE_LAUNCHER_OPTIONS",
             "the launcher's own options, shell-quoted, placed before the script (e.g. '--mixed_precision bf16')",
             spec="launcher.options", read=read_words, text=words_text),
+    Setting("setup", "--setup", "NODEWEAVE_SETUP",
+            "shell lines, shell-quoted, run by bash before the launcher, which that shell then execs "
+            "(conda activate, module load, a site script)", spec="launcher.setup", read=read_words, text=words_text),
     Setting("nproc_per_node", "--nproc-per-node", "NODEWEAVE_NPROC_PER_NODE",
             "processes per node, or auto (one per usable GPU; 1 on CPU)", spec="gpus_per_node", topology=True),
     Setting("master_port", "--master-port", "NODEWEAVE_MASTER_PORT", "rendezvous port (default 29500)",
@@ -281,6 +284,10 @@ SETTINGS = (
     Setting("profile", "--profile", "NODEWEAVE_PROFILE",
             "nsys | rocprofv3: run every rank under the profiler, output under "
             "$TMPDIR/nodeweave/runs/<run id>/profile", read=read_choice(PROFILERS)),
+    Setting("profile_options", "--profile-options", "NODEWEAVE_PROFILE_OPTIONS",
+            "the profiler's own options, shell-quoted, instead of nodeweave's (rocprofv3: --kernel-trace --stats; "
+            "nsys: none), e.g. '-i counters.yaml' or '--trace=cuda,nvtx --stats=true'; the output stays nodeweave's",
+            read=read_words),
 )
 
 BY_KEY = {row.key: row for row in SETTINGS}

@@ -105,6 +105,11 @@ def plan_launch(settings, topo, node):
 
         wrap_ranks(launch, command, settings, topo.node_rank.value)
     launch.wait = _wait(topo, settings)
+    setup = settings.get("setup")
+    if setup:  # the lines' exports and activations are the launcher's environment: the shell execs it
+        launch.argv = ["bash", "-c", "set -e\n" + "\n".join(setup) + '\nexec "$@"', "nodeweave-setup"] + launch.argv
+        launch.notes.append(f"launcher.setup ({len(setup)} line(s), from {settings.source('setup')}) runs in bash, "
+                            "which then execs the launcher")
     if node.cloud and node.cloud.profile:
         launch.argv = ["/bin/sh", "-c", '. "$0" && exec "$@"', node.cloud.profile] + launch.argv
         launch.notes.append(f"{node.cloud.profile} is sourced in a shell that then execs the launcher")
@@ -163,12 +168,7 @@ def hostfile_slots(topo, node, settings):
             f"hostfile with its own GPU count ({gpus.count} here), and nodes that count differently disagree on the "
             "world size; set gpus_per_node (NODEWEAVE_NPROC_PER_NODE) to the count every node has, or let the "
             f"nodes check in (the exchange is off here: {off_because(topo, settings)})")
-    if gpus.count < nproc.value:
-        raise TopologyError(
-            f"{nproc.value} processes per node (from {nproc.source}) but this node has {gpus.count} usable GPU(s): "
-            f"DeepSpeed's hostfile gives every node {nproc.value} slots, so this node's processes would not all "
-            f"have a GPU; give this node {nproc.value} GPUs, or set gpus_per_node to {gpus.count} on every node")
-    return nproc.value
+    return nproc.value  # more processes than usable GPUs is refused for every launcher (topology)
 
 
 def _deepspeed(topo, node, command, restarts, settings):

@@ -34,8 +34,8 @@ ALWAYS = {
                  "--rdzv-endpoint", "--rdzv-id", "--local-addr", "--max-restarts"),
     "deepspeed": ("--hostfile", "--no_ssh", "--node_rank", "--master_addr", "--master_port"),
     "accelerate": ("--num_machines", "--machine_rank", "--main_process_ip", "--main_process_port", "--num_processes",
-                   "--multi_gpu", "--max_restarts", "--rdzv_backend"),
-}
+                   "--multi_gpu", "--max_restarts"),
+}  # accelerate's --rdzv_backend is the user's: nodeweave never passes it (static, or c10d on the same endpoint)
 # torchrun's and DeepSpeed's parsers take unambiguous prefixes (--nnode); accelerate's does not.
 ABBREVIATES = ("torchrun", "deepspeed")
 # Options that would replace what nodeweave manages, whatever the plan: the deepspeed node set and launcher.

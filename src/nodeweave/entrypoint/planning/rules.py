@@ -239,7 +239,6 @@ RULES = (
 NOTICES = (  # emitted inline by the planners (topology, policy)
     Rule("flag-overrides-source", None, WARNING,
          "drop the flag or the variable it overrides, so every node reads its rank from one place"),
-    Rule("more-processes-than-gpus", None, WARNING, "set processes per node to the usable GPU count, or 'auto'"),
     Rule("no-route-to-master", None, WARNING, "check that the master's name resolves and is routable from this node"),
     Rule("roce-gid-index-differs", None, WARNING, "use NCCL >= 2.21.5, which picks each port's GID itself"),
 )

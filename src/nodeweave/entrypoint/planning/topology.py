@@ -156,8 +156,9 @@ def _processes(nproc, claim, node, warnings):
         what = f"{gpus.count} usable {gpus.vendor.upper()} GPU(s)" if gpus and gpus.count else "no GPU: 1 process (CPU)"
         return (gpus.count if gpus and gpus.count else 1), f"auto: {what}" + (f" ({claim.source})" if claim else "")
     if gpus and gpus.count and nproc > gpus.count:
-        emit(warnings, "more-processes-than-gpus",
-             f"{nproc} processes per node (from {claim.source}) but only {gpus.count} usable GPU(s)")
+        raise TopologyError(f"{nproc} processes per node (from {claim.source}) but only {gpus.count} usable GPU(s) "
+                            "here (what CUDA_VISIBLE_DEVICES/HIP_VISIBLE_DEVICES and the devices leave): ranks would "
+                            f"share a GPU; set processes per node to {gpus.count} or auto, or make more GPUs visible")
     return nproc, claim.source
 
 

@@ -12,7 +12,7 @@ run`` collects it into the run folder.
 import os
 import sys
 
-from ..errors import EXIT_NOT_FOUND, EntrypointError
+from ..errors import EXIT_NOT_FOUND, EntrypointError, UsageError
 from .runstate import run_dir
 
 NO_PYTHON = {"torchrun": "--no-python", "deepspeed": "--no_python", "accelerate": "--no_python"}
@@ -22,14 +22,32 @@ def profile_dir(settings):
     return os.path.join(run_dir(settings.env, settings.get("run_id") or "unnamed"), "profile")
 
 
-def profiler_argv(tool, directory, node_rank):
-    """The profiler's command line, one output file per rank: ``node<N>-rank<RANK>``."""
+# What each profiler traces unless the user says (NODEWEAVE_PROFILE_OPTIONS replaces it), and the
+# options that would move its output away from the folder nodeweave collects.
+DEFAULT_OPTIONS = {"nsys": [], "rocprofv3": ["--kernel-trace", "--stats"]}
+OUTPUT_OPTIONS = {"nsys": ("-o", "--output", "-f", "--force-overwrite"),
+                  "rocprofv3": ("-d", "--output-directory", "-o", "--output-file")}
+
+
+def _checked_options(tool, options, source):
+    for option in options:
+        name = option.split("=", 1)[0]
+        if name in OUTPUT_OPTIONS[tool]:
+            raise UsageError(f"profiler option {option!r} (from {source}) sets {tool}'s output, which nodeweave "
+                             f"collects from the run's folder; accepted: any other {tool} option "
+                             f"(e.g. {'--trace=cuda,nvtx --stats=true' if tool == 'nsys' else '-i input.yaml --stats'})")
+    return list(options)
+
+
+def profiler_argv(tool, directory, node_rank, options=None):
+    """The profiler's command line, one output file per rank: ``node<N>-rank<RANK>``; ``options`` its own."""
     name = f"node{node_rank}-rank"
+    own = DEFAULT_OPTIONS[tool] if options is None else list(options)
     if tool == "nsys":  # %q{VAR}: nsys expands an environment variable in the output name
-        return ["nsys", "profile", "--output", os.path.join(directory, name + "%q{RANK}"), "--force-overwrite", "true"]
+        return ["nsys", "profile", *own, "--output", os.path.join(directory, name + "%q{RANK}"),
+                "--force-overwrite", "true"]
     # rocprofv3: %env{VAR}% in the output file name; the application follows --
-    return ["rocprofv3", "--kernel-trace", "--stats", "--output-directory", directory,
-            "--output-file", name + "%env{RANK}%", "--"]
+    return ["rocprofv3", *own, "--output-directory", directory, "--output-file", name + "%env{RANK}%", "--"]
 
 
 def _on_path(tool, env):
@@ -46,7 +64,10 @@ def wrap_ranks(launch, command, settings, node_rank):
         raise EntrypointError(f"profiler {tool!r} (from {settings.source('profile')}) is not on PATH in this "
                               f"container; install it in the image, or run without --profile", EXIT_NOT_FOUND)
     directory = profile_dir(settings)
-    prefix = profiler_argv(tool, directory, node_rank)
+    options = settings.get("profile_options")
+    if options is not None:
+        options = _checked_options(tool, options, settings.source("profile_options"))
+    prefix = profiler_argv(tool, directory, node_rank, options)
     options = launch.argv[:len(launch.argv) - len(command)]
     if launch.launcher in NO_PYTHON:
         launch.argv = [*options, NO_PYTHON[launch.launcher], *prefix, sys.executable, "-u", *command]

@@ -51,7 +51,7 @@ def gpus(r: Reader, node: Optional[Node]):
 
 def launcher(r: Reader, top: Fields) -> Launcher:
     keys = ("type", "script", "args", "options", "master_port", "max_restarts", "wait_timeout", "exchange",
-            "exchange_port", "exchange_allow", "mode")
+            "exchange_port", "exchange_allow", "mode", "setup")
     f = r.fields(top.require("launcher", "a mapping with at least 'script'"), "launcher", keys)
     script_node = f.require("script", "the training script, relative to workspace.path (for type command: argv[0])")
     script = r.string(script_node, "launcher.script", "a path such as train.py")
@@ -73,7 +73,19 @@ def launcher(r: Reader, top: Fields) -> Launcher:
         exchange_allow=rule_list(r, f.get("exchange_allow"), "launcher.exchange_allow", rules.EXCHANGE_CHECK,
                                  unique=True),
         mode=choice(r, f, "mode", MODES, "run"),
+        setup=_setup(r, f.get("setup")),
     )
+
+
+def _setup(r: Reader, node: Optional[Node]) -> tuple:
+    """Shell lines for the node's environment (conda, module load, a site script): one command each."""
+    lines = []
+    for path, item in r.sequence(node, "launcher.setup", "shell lines"):
+        line = r.string(item, path, "one shell command line, e.g. 'source ~/miniconda3/etc/profile.d/conda.sh'")
+        if not rules.single_line(line):
+            raise r.bad_value(item, path, "one non-empty shell command line (a list item per line)")
+        lines.append(line)
+    return tuple(lines)
 
 
 # Which spec field gives each option nodeweave passes a launcher itself.

@@ -23,7 +23,7 @@ def security(r: Reader, top: Fields) -> Security:
 def slurm(r: Reader, node: Optional[Node]) -> Optional[Slurm]:
     if node is None:
         return None
-    keys = ("partition", "account", "qos", "time", "constraint", "exclusive", "runtime", "sif")
+    keys = ("partition", "account", "qos", "time", "constraint", "exclusive", "runtime", "sif", "nodelist")
     f = r.fields(node, "slurm", keys)
     runtime = choice(r, f, "runtime", SLURM_RUNTIMES, "pyxis")
     sif_node = f.get("sif")
@@ -43,4 +43,5 @@ def slurm(r: Reader, node: Optional[Node]) -> Optional[Slurm]:
         exclusive=boolean(r, f, "exclusive", True),
         runtime=runtime,
         sif=sif,
+        nodelist=rule_list(r, f.get("nodelist"), "slurm.nodelist", rules.HOST, unique=True),
     )

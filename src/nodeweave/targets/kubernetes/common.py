@@ -34,6 +34,9 @@ NETWORKS_ANNOTATION = "k8s.v1.cni.cncf.io/networks"
 REPLICATED_JOB = "node"
 
 
+MODE_VARIABLE = "NODEWEAVE_MODE"
+
+
 def batch_master(r: "Resolved", workload: str) -> str:
     """Node 0's host name behind the Service, for an Indexed Job (``<name>-0``) or a JobSet (``<name>-node-0-0``)."""
     host = f"{r.spec.name}-{REPLICATED_JOB}-0-0" if workload == "jobset" else f"{r.spec.name}-0"
@@ -96,9 +99,14 @@ def downward_env(index_field: str) -> List[Dict[str, Any]]:
     ]
 
 
-def contract_env(r: Resolved, omit: Collection[str] = (), only=None) -> List[Dict[str, str]]:
-    """The entrypoint's NODEWEAVE_* settings from the spec (nodeweave.entrypoint.planning.contract)."""
-    return [env_var(name, text) for name, text in r.contract_env("kubernetes", omit=omit, only=only)]
+def contract_env(r: Resolved, omit: Collection[str] = (), only=None, batch: bool = False) -> List[Dict[str, str]]:
+    """The entrypoint's NODEWEAVE_* settings from the spec (nodeweave.entrypoint.planning.contract).
+
+    ``batch``: a Job, JobSet or TrainJob, which exists to run once; ``launcher.mode`` is for
+    the long-lived StatefulSet (hold it for ``nodeweave run``), so a batch workload always runs.
+    """
+    pairs = r.contract_env("kubernetes", omit=omit, only=only)
+    return [env_var(name, "run" if batch and name == MODE_VARIABLE else text) for name, text in pairs]
 
 
 def user_env(r: Resolved) -> List[Dict[str, str]]:

@@ -141,7 +141,7 @@ def env(r: Resolved, workload: str) -> List[Dict[str, Any]]:
         # A fixed-size StatefulSet leaves NNODES out: the entrypoint reads .spec.replicas,
         # so `oc scale` needs no edit. An elastic one passes its range to c10d instead.
         nnodes = common.contract_env(r, only=("nnodes",)) if r.spec.nodes.elastic else []
-    return (common.downward_env(index) + nnodes + common.contract_env(r, omit=("nnodes",))
+    return (common.downward_env(index) + nnodes + common.contract_env(r, omit=("nnodes",), batch=workload in BATCH)
             + common.user_env(r))
 
 

@@ -57,6 +57,11 @@ def _mounts(r: Resolved) -> List[Tuple[str, str, bool]]:
 
 
 def directives(r: Resolved) -> List[str]:
+    return [f"#SBATCH {line}" for line in allocation_options(r)]
+
+
+def allocation_options(r: Resolved) -> List[str]:
+    """What the job asks Slurm for, as ``--option=value`` words: the #SBATCH lines, and ``salloc``'s options."""
     slurm = r.spec.slurm or Slurm()
     nodes = f"{r.spec.nodes.min}-{r.spec.nodes.max}" if r.spec.nodes.elastic else str(r.spec.nodes.min)
     lines = [f"--job-name={r.spec.name}", f"--nodes={nodes}", "--ntasks-per-node=1"]
@@ -76,11 +81,11 @@ def directives(r: Resolved) -> List[str]:
                           ("qos", slurm.qos), ("constraint", slurm.constraint)):
         if value:
             lines.append(f"--{option}={value}")
-    if r.spec.hosts:
-        lines.append(f"--nodelist={','.join(r.spec.hosts)}")
+    if slurm.nodelist:  # not the spec's `hosts`: that list is the LAN/ssh path's, and the same spec may use both
+        lines.append(f"--nodelist={','.join(slurm.nodelist)}")
     if slurm.exclusive:
         lines.append("--exclusive")
-    return [f"#SBATCH {line}" for line in lines]
+    return lines
 
 
 def exports(r: Resolved) -> List[str]:

@@ -34,7 +34,7 @@ FROM_TRAINER = ("nnodes", "service", "master_port", "nproc_per_node")
 
 def _env(r: Resolved) -> List[Dict[str, Any]]:
     downward = [e for e in common.downward_env("") if e["name"] != "NODEWEAVE_POD_INDEX"]
-    return downward + common.contract_env(r, omit=FROM_TRAINER) + common.user_env(r)
+    return downward + common.contract_env(r, omit=FROM_TRAINER, batch=True) + common.user_env(r)
 
 
 def _trainer(r: Resolved) -> Dict[str, Any]:

@@ -1,0 +1,38 @@
+"""One run's shape given on the command line: processes per node, node count, launcher.
+
+They reach each node as the contract's own variables in front of its
+entrypoint (``NODEWEAVE_NPROC_PER_NODE``, ``NODEWEAVE_LAUNCHER``, ``NNODES``),
+so the node plans exactly as it would from a spec that said so, and refuses
+what its machine contradicts (more processes than usable GPUs). What the
+cluster itself contradicts (more nodes than it has) is refused here.
+"""
+
+from __future__ import annotations
+
+from typing import Dict, List, Optional, Sequence, Tuple
+
+from nodeweave.errors import UsageError
+from nodeweave.spec.model import LAUNCHERS
+
+
+def run_overrides(cluster: Sequence, nproc: Optional[str] = None, nodes: Optional[int] = None,
+                  launcher: Optional[str] = None) -> Tuple[List, Dict[str, str]]:
+    """(the nodes this run uses, the variables every node's entrypoint gets in front)."""
+    env: Dict[str, str] = {}
+    if nproc is not None:
+        if nproc != "auto" and not (nproc.isdigit() and int(nproc) >= 1):
+            raise UsageError(f"--nproc-per-node {nproc!r} is not accepted: a whole number of at least 1, or auto "
+                             "(one process per usable GPU)")
+        env["NODEWEAVE_NPROC_PER_NODE"] = nproc
+    if launcher is not None:
+        if launcher not in LAUNCHERS:
+            raise UsageError(f"--launcher {launcher!r} is not accepted: {', '.join(LAUNCHERS)}")
+        env["NODEWEAVE_LAUNCHER"] = launcher
+    chosen = list(cluster)
+    if nodes is not None:
+        if not 1 <= nodes <= len(chosen):
+            raise UsageError(f"--nodes {nodes} is not accepted: this cluster has {len(chosen)} node(s); give 1 to "
+                             f"{len(chosen)} (the first N run, node 0 the master), or scale the cluster first")
+        chosen = chosen[:nodes]
+        env["NNODES"] = str(nodes)
+    return chosen, env

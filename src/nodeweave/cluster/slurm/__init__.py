@@ -1,0 +1,188 @@
+"""Slurm as a cluster: ``up`` takes an allocation, ``run`` is one ``srun`` step over its nodes, ``down`` frees it.
+
+``up`` runs ``salloc --no-shell`` with the options ``render slurm`` writes as
+``#SBATCH`` lines, and records the job id in ``.nodeweave/cluster.json``: the
+allocation holds the nodes the way ``--hold`` holds containers. A job is one
+step, ``srun --ntasks-per-node=1 nodeweave-entrypoint --mode run ...``, so each
+node's entrypoint takes its rank, the node count and the master from Slurm
+(``SLURM_NODEID``, the step's node list) exactly as in the batch script.
+Everything else (status, stop, the run's report, a shell) is a one-task step
+on one node with ``--overlap`` (``srun:JOB/NODE``), given the run step's view
+of the allocation (its node list, this node's id) so the plan it shows is the
+one the run makes. The nodes run the entrypoint from a shared venv
+(``slurm.runtime: host``); pyxis and Apptainer stay with the batch script.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+import subprocess
+from dataclasses import replace
+from pathlib import Path
+from typing import Dict, List, Optional
+
+from nodeweave.cluster.base import Backend, Node
+from nodeweave.cluster.options import save_state
+from nodeweave.cluster.slurm.step import SlurmStep
+from nodeweave.cluster.steps import Step, need_tool
+from nodeweave.errors import NodeweaveError, UsageError
+from nodeweave.remote.srun import Srun
+
+GRANTED = re.compile(r"Granted job allocation (\d+)")
+LIVE = ("RUNNING", "CONFIGURING", "COMPLETING")
+WAITING = ("PENDING", "REQUEUED", "RESIZING", "SUSPENDED")
+
+
+def job_record(job: str, timeout: float = 30) -> Optional[dict]:
+    """``squeue --json``'s record of one job; None when Slurm no longer knows it."""
+    need_tool("squeue", "it reads the allocation's state")
+    out = subprocess.run(["squeue", "--json", "-j", job], capture_output=True, text=True, timeout=timeout)
+    if out.returncode != 0:
+        if "Invalid job id" in out.stderr:
+            return None
+        raise NodeweaveError(f"squeue --json -j {job} failed (exit {out.returncode}): {out.stderr.strip()[:300]}")
+    jobs = [j for j in json.loads(out.stdout).get("jobs", []) if str(j.get("job_id")) == job]
+    return jobs[0] if jobs else None
+
+
+class SlurmCluster(Backend):
+    target = "slurm"
+    holds = False  # the allocation holds the nodes; the entrypoint runs only inside a run's step
+
+    def __init__(self, spec, spec_path, options):
+        super().__init__(spec, spec_path, options)
+        runtime = spec.slurm.runtime if spec.slurm else "pyxis"
+        if runtime != "host":
+            raise UsageError(f"target slurm runs slurm.runtime host (nodeweave-entrypoint from a venv the nodes "
+                             f"share), not {runtime!r}: set `slurm: {{runtime: host}}`, or submit the batch script "
+                             "(`nodeweave render slurm`, then sbatch slurm/job.sbatch) for pyxis or Apptainer")
+        self.job = options.slurm_job
+        self.workdir = options.remote_dir or self._shared_workspace()
+        self._record: Optional[dict] = None
+
+    def _shared_workspace(self) -> str:
+        """The workspace as the nodes see it: storage they share with this machine (as sbatch's submit dir)."""
+        host_path = self.spec.workspace.host_path
+        if host_path.startswith("/"):
+            return host_path
+        return str((self.spec_dir / Path(host_path).expanduser()).resolve())
+
+    # --- the allocation ------------------------------------------------------------------------------
+    def allocation_argv(self) -> List[str]:
+        from nodeweave.resolve import resolve
+        from nodeweave.targets.slurm.script import allocation_options
+
+        return ["salloc", "--no-shell", *allocation_options(resolve(self.spec))]
+
+    def record(self, fresh: bool = False) -> Optional[dict]:
+        if self.job is None:
+            return None
+        if fresh or self._record is None:
+            self._record = job_record(self.job)
+        return self._record
+
+    def prepare_up(self, mode: str, dry_run: bool) -> List[str]:
+        live = self.record()
+        if live is not None and live.get("job_state") in LIVE + WAITING:
+            return [f"allocation {self.job} is already up ({live.get('job_state')} on {live.get('nodes') or '-'})"]
+        argv = self.allocation_argv()
+        if dry_run:
+            return [f"would take an allocation and record its job id: {shlex.join(argv)}"]
+        need_tool("salloc", "it takes the allocation")
+        out = subprocess.run(argv, capture_output=True, text=True, timeout=3600, stdin=subprocess.DEVNULL)
+        granted = GRANTED.search(out.stderr + out.stdout)
+        if out.returncode != 0 or not granted:
+            tail = " | ".join((out.stderr or out.stdout).strip().splitlines()[-3:])
+            raise NodeweaveError(f"salloc took no allocation (exit {out.returncode}): {tail or 'no output'}")
+        self.job, self._record = granted.group(1), None
+        save_state(self.spec_path, self.spec.name, replace(self.options, slurm_job=self.job))
+        return [f"took allocation {self.job}: {shlex.join(argv)}"]
+
+    def up_steps(self, mode: str, image: Optional[str]) -> List[List[Step]]:
+        if image:
+            raise UsageError("--image is for compose targets; on Slurm (runtime host) the nodes run the shared venv")
+        return []
+
+    def down_steps(self, delete_claims: bool) -> List[List[Step]]:
+        if self.job is None:
+            raise UsageError(f"no Slurm allocation is recorded for {self.spec.name} in .nodeweave/cluster.json: "
+                             "nothing to release (`squeue --me` lists your jobs)")
+        if self.record() is None:
+            return []  # released already, or past its time limit: nothing left but the record
+        return [[Step(f"release allocation {self.job} (every step in it ends)", ("scancel", self.job), timeout=120)]]
+
+    # --- the nodes -----------------------------------------------------------------------------------
+    def hosts(self) -> List[str]:
+        from nodeweave.entrypoint.planning.slurm import expand_nodelist
+
+        if self.job is None:
+            raise UsageError(f"no Slurm allocation is recorded for {self.spec.name}: `nodeweave up --target slurm` "
+                             "takes one")
+        live = self.record()
+        if live is None:
+            raise NodeweaveError(f"allocation {self.job} is gone (squeue no longer knows it: released, or past its "
+                                 "time limit); `nodeweave up --target slurm` takes a new one")
+        if live.get("job_state") not in LIVE:
+            raise NodeweaveError(f"allocation {self.job} is {live.get('job_state')} ({live.get('state_reason')}): "
+                                 "its nodes are not running")
+        return expand_nodelist(live.get("nodes", ""))
+
+    def nodes(self, for_up: bool = False) -> List[Node]:
+        if for_up and self.job is None:  # a dry run of up: no allocation was taken
+            return self.dry_run_nodes()
+        return self._nodes(self.hosts(), self.job)
+
+    def dry_run_nodes(self) -> List[Node]:
+        try:
+            return self.nodes()
+        except NodeweaveError:  # no allocation yet: the job id and the nodes are Slurm's to pick
+            return self._nodes([f"NODE{i}" for i in range(self.spec.nodes.min)], self.job or "JOBID")
+
+    def _nodes(self, hosts: List[str], job: str) -> List[Node]:
+        step = SlurmStep(job=job, hosts=tuple(hosts), workdir=self.workdir, env=tuple(self.contract_env()),
+                         options=tuple(self.step_options()))
+        return [Node(i, Srun(f"{job}/{host}"), env=step.node_view(i), workdir=self.workdir, group=step)
+                for i, host in enumerate(hosts)]
+
+    def contract_env(self):
+        from nodeweave.resolve import resolve
+
+        return [*resolve(self.spec).contract_env("slurm"), *self.spec.env.items()]
+
+    def step_options(self) -> List[str]:
+        """The run step's share of each node: the GPUs and CPUs the allocation asked for."""
+        words = [w for w in self.allocation_argv()[2:] if w.startswith(("--gpus-per-node=", "--cpus-per-task="))]
+        return words
+
+    # --- the platform's view -------------------------------------------------------------------------
+    def states(self, nodes: List[Node]) -> Dict[int, str]:
+        live = self.record(fresh=True)
+        text = "gone" if live is None else f"{live.get('job_state')} (allocation {self.job})"
+        return {node.index: text for node in nodes}
+
+    def failed_state(self, state: str) -> bool:
+        return not state.startswith(LIVE)
+
+    def leftover_steps(self) -> List[Step]:
+        """``scancel`` of every run step still listed once the nodes' entrypoints have stopped their runs."""
+        if self.job is None:
+            return []
+        out = subprocess.run(["squeue", "-s", "-j", self.job, "-h", "-o", "%i %j"], capture_output=True, text=True,
+                             timeout=30)
+        steps = [line.split() for line in out.stdout.splitlines() if len(line.split()) == 2]
+        return [Step(f"cancel step {step} ({name})", ("scancel", step), timeout=60)
+                for step, name in steps if name.startswith("nodeweave-")]
+
+    def sync_targets(self):
+        if not self.options.remote_dir:  # the nodes run in this very folder, through shared storage
+            raise UsageError(f"target slurm: the nodes work in {self.workdir}, the workspace itself on storage they "
+                             "share with this machine, so there is nothing to send; with node-local copies, "
+                             "`nodeweave up --target slurm --remote-dir /LOCAL/PATH` names the folder sync fills")
+        return [node.remote for node in self.nodes()], self.workdir
+
+    def where(self) -> str:
+        live = self._record
+        nodes = f", {live.get('nodes')}" if live and live.get("nodes") else ""
+        return f"Slurm allocation {self.job or '(none yet)'}{nodes} (srun steps, {self.workdir})"

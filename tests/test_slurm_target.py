@@ -1,0 +1,238 @@
+"""``--target slurm``: an allocation from ``up``, runs as one srun step, status, stop, down (issue 27, item 6).
+
+The argv and the nodes' view are checked without Slurm; then the local Slurm
+cluster (tests/slurm_cluster.py: slurmctld and two slurmd "nodes" nw1, nw2 on
+this machine) takes the real loop: ``up`` (salloc --no-shell, the job id
+recorded), a 2-node torchrun job through the verbs with ``status`` asked while
+it runs, a rank that fails and makes nodeweave stop the other node and the step,
+and ``down`` (scancel). Both "nodes" are this machine, so each is given a
+TMPDIR of its own (a wrapper of the entrypoint reads SLURMD_NODENAME), as two
+machines would have, and node 0's address is 127.0.0.1 (nw1 resolves nowhere).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+import slurm_cluster
+from nodeweave.cluster import ClusterOptions, open_backend
+from nodeweave.cluster.runner import RunRequest
+from nodeweave.errors import UsageError
+from nodeweave.spec import parse_spec
+
+REPO = Path(__file__).resolve().parents[1]
+VENV_BIN = Path(sys.executable).parent
+NODEWEAVE = [sys.executable, "-c", "import sys; from nodeweave.cli import main; sys.exit(main())"]
+SPEC = """name: slurmloop
+image: {{variant: cpu}}
+nodes: 2
+gpus_per_node: 1
+launcher:
+  type: torchrun
+  script: train.py
+  master_port: {port}
+  wait_timeout: 120
+slurm: {{runtime: host, partition: debug, time: "10:00", exclusive: false}}
+"""
+
+
+def write_spec(folder: Path, port: int = 29555, extra: str = "") -> Path:
+    path = folder / "nodeweave.yaml"
+    path.write_text(SPEC.format(port=port) + extra)
+    return path
+
+
+def test_up_takes_an_allocation_with_the_batch_scripts_options(tmp_path):
+    path = write_spec(tmp_path, extra="hosts: [desk1, desk2]\n")
+    spec = parse_spec(path.read_text(), str(path))
+    backend = open_backend(spec, path, ClusterOptions(target="slurm").checked())
+    assert backend.allocation_argv() == ["salloc", "--no-shell", "--job-name=slurmloop", "--nodes=2",
+                                         "--ntasks-per-node=1", "--time=10:00", "--partition=debug"]
+    assert "would take an allocation" in backend.prepare_up("run", dry_run=True)[0]  # asks nothing, no job yet
+    with pytest.raises(UsageError, match="no Slurm allocation is recorded"):
+        backend.down_steps(False)
+
+
+def test_dry_runs_ask_no_slurm_and_print_the_exact_commands(tmp_path):
+    path = write_spec(tmp_path)
+    env = {"PATH": "/usr/bin:/bin", "COLUMNS": "300"}  # squeue is never asked: no allocation is recorded
+    up = subprocess.run([*NODEWEAVE, "up", "--target", "slurm", "--spec", str(path), "--dry-run"],
+                        capture_output=True, text=True, env=env)
+    assert up.returncode == 0, up.stderr
+    assert "salloc --no-shell --job-name=slurmloop --nodes=2" in up.stdout and "srun:JOBID/NODE1" in up.stdout
+    run = subprocess.run([*NODEWEAVE, "run", "--target", "slurm", "--spec", str(path), "--dry-run", "--", "t.py"],
+                         capture_output=True, text=True, env=env)
+    assert run.returncode == 0, run.stderr
+    assert "srun --jobid=JOBID --nodes=2 --ntasks=2 --ntasks-per-node=1 --nodelist=NODE0,NODE1" in run.stdout
+    assert not (tmp_path / ".nodeweave").exists()  # a dry run remembers nothing
+
+
+def test_the_run_is_one_step_and_each_node_plans_as_in_it(tmp_path):
+    """The step's argv, and a node's one-task view fed to the real entrypoint: its rank and master are the run's."""
+    from nodeweave.entrypoint import make_plan
+
+    path = write_spec(tmp_path)
+    spec = parse_spec(path.read_text(), str(path))
+    backend = open_backend(spec, path, ClusterOptions(target="slurm", slurm_job="42").checked())
+    nodes = backend._nodes(["gpu07", "gpu09"], "42")
+    argv = nodes[0].group.argv(RunRequest(run_id="r1", command=["train.py"], env={"A": "1"}))
+    assert argv[:9] == ["srun", "--jobid=42", "--nodes=2", "--ntasks=2", "--ntasks-per-node=1",
+                        "--nodelist=gpu07,gpu09", "--job-name=nodeweave-r1", f"--chdir={tmp_path}", "--label"]
+    assert argv[-8:] == ["A=1", "nodeweave-entrypoint", "--mode", "run", "--run-id", "r1", "--", "train.py"]
+    assert nodes[1].argv(["true"])[:7] == ["srun", "--jobid=42", "--overlap", "--nodes=1", "--ntasks=1",
+                                           "--nodelist=gpu09", "--quiet"]
+    # what srun gives a one-task step on gpu09, then nodeweave's view of the whole step on top
+    env = {"SLURM_JOB_ID": "42", "SLURM_STEP_NODELIST": "gpu09", "SLURM_NODEID": "0", "SLURM_STEP_NUM_NODES": "1",
+           "SLURMD_NODENAME": "gpu09", **dict(nodes[1].env)}
+    plan = make_plan(["--no-wait", "--", "train.py"], env=env, sysroot=str(REPO / "tests/fixtures/synthetic/hgx-h100"))
+    assert (plan.topology.node_rank.value, plan.topology.master_addr.value) == (1, "gpu07")
+
+
+def test_only_the_host_runtime_is_a_cluster_target(tmp_path):
+    path = write_spec(tmp_path)
+    path.write_text(path.read_text().replace("runtime: host", "runtime: pyxis"))
+    out = subprocess.run([*NODEWEAVE, "status", "--target", "slurm", "--spec", str(path)], capture_output=True,
+                         text=True)
+    assert out.returncode == 2 and "runtime host" in out.stderr and "Traceback" not in out.stderr
+
+
+# -- the real local Slurm ---------------------------------------------------------------------------
+
+needs_slurm = pytest.mark.skipif(slurm_cluster.problem() is not None, reason=str(slurm_cluster.problem()))
+
+FAIL_ON_NODE_1 = """import os, sys, time
+print(f"rank {os.environ['RANK']} of {os.environ['WORLD_SIZE']} starts", flush=True)
+if os.environ["RANK"] == "1":
+    sys.exit(3)
+time.sleep(300)
+"""
+
+
+@pytest.fixture(scope="module")
+def slurm(tmp_path_factory):
+    c = slurm_cluster.Cluster(tmp_path_factory.mktemp("slurm"))
+    try:
+        c.start()
+    except RuntimeError as err:
+        c.stop()
+        pytest.fail(str(err))
+    yield c
+    c.stop()
+
+
+def _per_node_tmpdir(folder: Path) -> str:
+    """A PATH whose nodeweave-entrypoint gives each Slurm node its own TMPDIR (two machines' worth of run records)."""
+    bin_dir = folder / "bin"
+    bin_dir.mkdir()
+    wrapper = bin_dir / "nodeweave-entrypoint"
+    wrapper.write_text(f'#!/bin/sh\nexport TMPDIR="{folder}/tmp-${{SLURMD_NODENAME:-here}}"\nmkdir -p "$TMPDIR"\n'
+                       f'exec "{VENV_BIN}/nodeweave-entrypoint" "$@"\n')
+    wrapper.chmod(0o755)
+    return f"{bin_dir}:{VENV_BIN}:{os.environ['PATH']}"
+
+
+@needs_slurm
+@pytest.mark.slow
+@pytest.mark.launchers
+def test_up_run_status_a_failing_rank_and_down_on_slurm(slurm, tmp_path):
+    from test_slurm import _port
+
+    shutil.copy(REPO / "examples" / "train.py", tmp_path / "train.py")
+    (tmp_path / "fail.py").write_text(FAIL_ON_NODE_1)
+    path = write_spec(tmp_path, port=_port())
+    env = {**slurm.env, "PATH": _per_node_tmpdir(tmp_path), "COLUMNS": "200"}
+
+    def nodeweave(*args, **kw):
+        return subprocess.run([*NODEWEAVE, *args], capture_output=True, text=True, cwd=tmp_path, env=env,
+                              timeout=kw.get("timeout", 300))
+
+    up = nodeweave("up", "--target", "slurm", "--spec", str(path), "--timeout", "120")
+    assert up.returncode == 0, up.stdout + up.stderr
+    job = json.loads((tmp_path / ".nodeweave/cluster.json").read_text())["slurmloop"]["slurm_job"]
+    assert f"took allocation {job}" in up.stdout and "2 node(s) up" in up.stdout
+    try:
+        run = subprocess.Popen([*NODEWEAVE, "run", "--spec", str(path), "-e", "MASTER_ADDR=127.0.0.1", "--",
+                                "train.py", "--steps", "40", "--log-every", "10", "--expect-world", "2"],
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=tmp_path, env=env)
+        seen = None
+        for _ in range(120):  # status while the job runs: both nodes name the same run in progress
+            status = nodeweave("status", "--spec", str(path), "--json")
+            rows = json.loads(status.stdout)["nodes"] if status.stdout.strip().startswith("{") else []
+            if len(rows) == 2 and all(r["run"] for r in rows):
+                seen = rows
+                break
+            if run.poll() is not None:
+                break
+            time.sleep(0.5)
+        output, _ = run.communicate(timeout=300)
+        assert run.returncode == 0, output[-4000:]
+        assert seen is not None, f"status never saw the run in progress:\n{status.stdout}{status.stderr}"
+        assert seen[0]["run"]["run_id"] == seen[1]["run"]["run_id"] and [r["rank"] for r in seen] == [0, 1]
+        folder = max((tmp_path / "runs").iterdir())
+        record = json.loads((folder / "run.json").read_text())
+        assert record["exit_code"] == 0 and [n["exit_code"] for n in record["nodes"]] == [0, 0]
+        for i in (0, 1):
+            log = (folder / f"node-{i}.log").read_text()
+            assert f"nodeweave-entrypoint: node {i} of 2" in log and "done: world_size=2" in log, log[-2000:]
+
+        logs = nodeweave("logs", "--spec", str(path))  # the run folder's logs: the nodes hold no container
+        assert logs.returncode == 0 and "[node-1]" in logs.stdout and "done: world_size=2" in logs.stdout, logs.stderr
+
+        started = time.monotonic()
+        failing = nodeweave("run", "--spec", str(path), "-e", "MASTER_ADDR=127.0.0.1", "--grace", "5", "--",
+                            "fail.py")
+        took = time.monotonic() - started
+        assert failing.returncode == 1 and "node-1" in failing.stderr + failing.stdout, failing.stdout[-3000:]
+        folder = max(p for p in (tmp_path / "runs").iterdir() if p != folder)
+        record = json.loads((folder / "run.json").read_text())
+        codes = {n["node"]: n["exit_code"] for n in record["nodes"]}
+        assert codes["node-1"] != 0 and codes["node-0"] in (143, 137), codes
+        assert "failed first" in record["summary"] and took < 120, (record["summary"], took)
+        steps = slurm.run(["squeue", "-s", "-j", job, "-h", "-o", "%i %j"]).stdout
+        assert "nodeweave-" not in steps, steps  # the step is gone, the allocation stays
+
+        (tmp_path / "sleep.py").write_text("import time\nprint('sleeping', flush=True)\ntime.sleep(300)\n")
+        sleeper = subprocess.Popen([*NODEWEAVE, "run", "--spec", str(path), "-e", "MASTER_ADDR=127.0.0.1", "--",
+                                    "sleep.py"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                   cwd=tmp_path, env=env)
+        for _ in range(120):
+            if sum("sleeping" in p.read_text() for p in max((tmp_path / "runs").iterdir()).glob("node-*.log")) == 2:
+                break
+            time.sleep(0.5)
+        stop = nodeweave("stop", "--spec", str(path), "--grace", "5")
+        assert stop.returncode == 0 and stop.stdout.count("process(es) stopped") == 2, stop.stdout + stop.stderr
+        output, _ = sleeper.communicate(timeout=120)
+        assert sleeper.returncode == 1, output[-3000:]
+        steps = slurm.run(["squeue", "-s", "-j", job, "-h", "-o", "%i %j"]).stdout
+        assert "nodeweave-" not in steps, steps
+    finally:
+        down = nodeweave("down", "--spec", str(path))
+    assert down.returncode == 0, down.stdout + down.stderr
+    assert slurm.run(["squeue", "-h", "-j", job], check=False).stdout.strip() == ""
+    assert json.loads((tmp_path / ".nodeweave/cluster.json").read_text())["slurmloop"]["slurm_job"] is None
+    # an allocation that ended by itself (time limit, scancel elsewhere): down forgets it, exit 0
+    state = json.loads((tmp_path / ".nodeweave/cluster.json").read_text())
+    state["slurmloop"].update(target="slurm", slurm_job=job)
+    (tmp_path / ".nodeweave/cluster.json").write_text(json.dumps(state))
+    gone = nodeweave("down", "--spec", str(path))
+    assert gone.returncode == 0 and "is down" in gone.stdout, gone.stdout + gone.stderr
+    status = nodeweave("status", "--target", "slurm", "--spec", str(path))
+    assert status.returncode == 2 and "no Slurm allocation is recorded" in status.stderr, status.stderr
+
+
+def test_sync_on_slurm_refuses_to_send_the_shared_workspace_onto_itself(tmp_path):
+    from nodeweave.cluster.options import save_state
+    from nodeweave.sync import request as rq
+
+    path = write_spec(tmp_path)
+    save_state(path, "slurmloop", ClusterOptions(target="slurm", slurm_job="42").checked())
+    with pytest.raises(UsageError, match="nothing to send"):
+        rq.build_request(None, None, rq.TargetArgs(), rq.FilterArgs(), rq.SyncOptions(), path)
