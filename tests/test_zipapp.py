@@ -151,3 +151,18 @@ def test_render_never_overwrites_a_users_zipapp_and_writes_ours_executable(tmp_p
     assert (tmp_path / PATH).read_bytes() == files[PATH]
     assert os.stat(tmp_path / PATH).st_mode & 0o777 == 0o755
     assert plan_render(files, tmp_path).stale == []
+
+
+def test_check_exits_4_when_the_zipapp_is_stale_and_render_refreshes_it(tmp_path, capsys):
+    """What an entrypoint edit without `make render` looks like: a marked, differing archive at the path."""
+    from nodeweave.cli import main
+    from nodeweave.errors import EXIT_OK, EXIT_STALE
+
+    spec = str(REPO / "nodeweave.yaml")
+    (tmp_path / "entrypoint").mkdir()
+    old = COMMITTED.read_bytes()
+    (tmp_path / PATH).write_bytes(old[: len(old) // 2])  # its head, mark included: nodeweave's, but stale
+    assert main(["render", "entrypoint", "--spec", spec, "--out", str(tmp_path), "--check"]) == EXIT_STALE
+    assert PATH in capsys.readouterr().err
+    assert main(["render", "entrypoint", "--spec", spec, "--out", str(tmp_path)]) == EXIT_OK
+    assert (tmp_path / PATH).read_bytes() == old
