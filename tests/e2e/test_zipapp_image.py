@@ -29,6 +29,7 @@ PREFIX = "nwzip"
 IMAGE = f"localhost/{PREFIX}-byo:torch"
 NETWORK = f"{PREFIX}-net"
 NODES = [f"{PREFIX}-0", f"{PREFIX}-1"]
+DONE = r"\[rank (\d)/4 node (\d)\] done: world_size=4 backend=gloo final_loss=[0-9.]+ ok"  # examples/train.py
 TWO_LINES = (
     "COPY entrypoint/nodeweave-entrypoint.pyz /usr/local/bin/nodeweave-entrypoint\n"
     'ENTRYPOINT ["tini", "-g", "--", "nodeweave-entrypoint"]\n'
@@ -119,7 +120,7 @@ def test_a_two_node_job_runs_with_the_zipapp_under_tini(byo_image):
             assert f"node {index} of 2" in logs[name] and "run torchrun" in logs[name], logs[name]
             assert "check-in: 2 node(s) agree (world size 4" in logs[name], logs[name]
         # ranks print concurrently, so two lines may share one: read each rank's verdict, not lines
-        done = re.findall(r"\[rank (\d)/4 node (\d)\] done: world_size=4 backend=gloo final_loss=[0-9.]+ ok", "".join(logs.values()))
+        done = re.findall(DONE, "".join(logs.values()))
         assert sorted(done) == [("0", "0"), ("1", "0"), ("2", "1"), ("3", "1")], logs
     finally:
         _remove_all()
