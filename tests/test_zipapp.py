@@ -100,7 +100,8 @@ def test_every_nodeweave_import_inside_resolves_inside():
     """Lazy imports too (``from ..running.profile import ...`` inside a function): each names a held module."""
     archive = zipfile.ZipFile(COMMITTED)
     held = {name[: -len(".py")].replace("/", ".").replace(".__init__", "") for name in archive.namelist()}
-    missing = sorted((name, module) for name in archive.namelist() for module in _imported(name, ast.parse(archive.read(name)))
+    missing = sorted((name, module) for name in archive.namelist()
+                     for module in _imported(name, ast.parse(archive.read(name)))
                      if module.split(".")[0] == "nodeweave" and module not in held)
     assert not missing, f"the archive imports nodeweave modules it does not hold: {missing}"
     assert {"nodeweave.entrypoint.running.profile", "nodeweave.entrypoint.checkin.session"} <= held

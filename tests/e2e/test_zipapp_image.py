@@ -47,7 +47,8 @@ WORKDIR /workspace
 def podman(*argv: str, timeout: float = 120, check: bool = True) -> subprocess.CompletedProcess:
     out = subprocess.run(["podman", *argv], capture_output=True, text=True, timeout=timeout)
     if check and out.returncode != 0:
-        raise AssertionError(f"podman {' '.join(argv)} failed ({out.returncode}):\n{out.stdout[-2000:]}\n{out.stderr[-2000:]}")
+        raise AssertionError(f"podman {' '.join(argv)} failed ({out.returncode}):\n"
+                             f"{out.stdout[-2000:]}\n{out.stderr[-2000:]}")
     return out
 
 
@@ -108,7 +109,8 @@ def test_a_two_node_job_runs_with_the_zipapp_under_tini(byo_image):
     try:
         podman("network", "create", NETWORK)
         _start(byo_image, NODES[1])
-        tree = {int(line.split()[0]): line.split(None, 2) for line in _process_tree_while_waiting(NODES[1]).splitlines()}
+        ps = _process_tree_while_waiting(NODES[1])
+        tree = {int(line.split()[0]): line.split(None, 2) for line in ps.splitlines()}
         assert tree[1][2].startswith("tini -g -- nodeweave-entrypoint train.py"), tree
         children = [args for pid, (_, ppid, args) in tree.items() if ppid == "1"]
         assert any("python3 /usr/local/bin/nodeweave-entrypoint train.py" in args for args in children), tree
