@@ -34,7 +34,7 @@ demo: install ## With podman: build the cpu image, up a 2-node local cluster, ru
 	bash examples/demo.sh $(SPEC)
 
 .PHONY: render
-render: install ## Regenerate the committed images/, compose/ and manifests/ from $(SPEC) (tests fail when they are stale)
+render: install ## Regenerate the committed images/, compose/, manifests/ and entrypoint/ (the zipapp) from $(SPEC) (tests fail when they are stale)
 	$(BIN)/nodeweave render all --spec $(SPEC) --prune
 
 .PHONY: image

@@ -4,6 +4,7 @@ Runs, in the same process and interleaved so machine noise hits all alike:
   python -c pass                               bare interpreter start-up (the reference)
   nodeweave-entrypoint ... -- true             the console script, HGX H100 fixture, launcher command
   python -m nodeweave.entrypoint ... -- true   the same through -m
+  python entrypoint/nodeweave-entrypoint.pyz   the zipapp (docs/images.md): no cached bytecode in a zip
 Each sample is the wall time of the whole child (fork+exec → exit), so the
 entrypoint's number includes exec'ing ``true``. Prints a Markdown table and
 the ratio to bare start-up; the target is at most 1.5x (the console script).
@@ -32,6 +33,9 @@ def cases():
     if script.exists():
         out["nodeweave-entrypoint (console script)"] = [str(script), *PLAN]
     out["python -m nodeweave.entrypoint"] = [sys.executable, "-m", "nodeweave.entrypoint", *PLAN]
+    zipapp = ROOT / "entrypoint" / "nodeweave-entrypoint.pyz"
+    if zipapp.exists():
+        out["python nodeweave-entrypoint.pyz (zipapp)"] = [sys.executable, str(zipapp), *PLAN]
     return out
 
 

@@ -63,10 +63,10 @@ needs_kustomize = pytest.mark.skipif(kubectl_problem() is not None, reason=str(k
 
 
 def write_tree(files, root: Path) -> Path:
-    for rel, text in files.items():
+    for rel, content in files.items():  # text, or a binary target's bytes (the entrypoint zipapp)
         path = root / rel
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
+        path.write_bytes(content if isinstance(content, bytes) else content.encode("utf-8"))
     return root
 
 

@@ -188,16 +188,16 @@ def test_check_reports_a_users_file_as_stale_not_refused(project, capsys):
 
 
 def test_all_renders_the_targets_the_spec_asks_for(project, capsys):
-    """images, compose, manifests always; slurm with a slurm section, openshift-build with kubernetes.build."""
+    """images, compose, manifests, entrypoint always; slurm with a slurm section, openshift-build with kubernetes.build."""
     spec = project / "nodeweave.yaml"
     code, out, _ = run(capsys, "render", "all", "--spec", str(spec), "--dry-run", "--json")
-    assert code == EXIT_OK and json.loads(out)["targets"] == ["images", "compose", "manifests"]
+    assert code == EXIT_OK and json.loads(out)["targets"] == ["images", "compose", "manifests", "entrypoint"]
     spec.write_text(spec.read_text().replace("  openshift: false", "  openshift: false\n  build: {source: binary}")
                     + "slurm: {partition: gpu}\n")
     code, out, err = run(capsys, "render", "all", "--spec", str(spec), "--dry-run", "--json")
     plan = json.loads(out)
     assert code == EXIT_OK, err
-    assert plan["targets"] == ["images", "compose", "manifests", "slurm", "openshift-build"]
+    assert plan["targets"] == ["images", "compose", "manifests", "entrypoint", "slurm", "openshift-build"]
     paths = {f["path"] for f in plan["files"]}
     assert "slurm/job.sbatch" in paths and "openshift/build/buildconfig.yaml" in paths
     assert not any(p.startswith(("kubeflow/", "jobset/")) for p in paths), "TrainJob and JobSet only when named"

@@ -1,9 +1,11 @@
-"""The committed images/, compose/ and manifests/ are what nodeweave.yaml renders today.
+"""The committed images/, compose/, manifests/ and entrypoint/ are what nodeweave.yaml renders today.
 
 A clone works without the tool only if those files are current; this test is
 the tripwire. It runs the real command (``nodeweave render <target> --check``,
 exit 4 when stale) once per renderer, so a failure names the stale part.
-The fix is always ``make render`` and a commit.
+The fix is always ``make render`` and a commit. ``entrypoint`` is the zipapp
+(bytes, compared as they are): an edit to the entrypoint's sources without
+``make render`` fails here.
 """
 
 from __future__ import annotations
@@ -28,6 +30,6 @@ def test_committed_rendered_files_are_up_to_date(target):
         capture_output=True, text=True, timeout=120, cwd=REPO,
     )
     assert out.returncode == EXIT_OK, (
-        f"committed {target}/ is stale for nodeweave.yaml (exit {out.returncode}); run `make render` and commit:\n"
+        f"committed {target} output is stale for nodeweave.yaml (exit {out.returncode}); run `make render` and commit:\n"
         + out.stderr[-3000:]
     )

@@ -46,7 +46,8 @@ def _shown(paths: "list[str]") -> str:
 
 def render(
     target: Target = typer.Argument("all", help="what to render: " + ", ".join(RENDERERS) + " or all (images, "
-                                    "compose, manifests, plus slurm and openshift-build when the spec has their section)"),
+                                    "compose, manifests, entrypoint, plus slurm and openshift-build when the spec has "
+                                    "their section)"),
     spec_path: Path = typer.Option(Path("nodeweave.yaml"), "--spec", help="the cluster spec"),
     out: Optional[Path] = typer.Option(None, "--out", help="output root (default: the spec's directory)"),
     dry_run: bool = typer.Option(False, "--dry-run", help="print what would be written (path, bytes, status); write nothing"),
@@ -55,7 +56,7 @@ def render(
     force: bool = typer.Option(False, "--force", help="overwrite differing files even without the 'by nodeweave' mark"),
     prune: bool = typer.Option(False, "--prune", help="remove rendered files (marked 'by nodeweave') no renderer makes any more"),
 ) -> None:
-    """Render images, compose files, manifests (and Slurm, OpenShift build, TrainJob, JobSet) into --out, byte-stable."""
+    """Render images, compose, manifests, the entrypoint zipapp (and Slurm, OpenShift build, TrainJob, JobSet), byte-stable."""
     from nodeweave.spec import load_spec
 
     spec = load_spec(spec_path)

@@ -1,12 +1,14 @@
 """Writing what the renderers make: plan every file first, then write all of it or nothing.
 
-The renderers are pure (``render_files(spec) -> {path: text}``), listed once in
+The renderers are pure (``render_files(spec) -> {path: text or bytes}``), listed once in
 :data:`RENDERERS` (adding a target is one row). :func:`plan_render` compares
 their output with what is on disk and returns a :class:`RenderPlan` (new,
 changed, unchanged, refused, obsolete per file), which ``nodeweave render``
 prints, checks (``--check``: stale files) or writes. A differing file is
 overwritten only when it carries the "by nodeweave" mark every rendered file
-starts with (or with ``force``), so a user's own file is never clobbered.
+starts with (or with ``force``), so a user's own file is never clobbered; a
+binary (the entrypoint zipapp) carries the mark in its text head, before its
+first NUL byte (``plan.py``).
 """
 
 from nodeweave.rendering.plan import MARK, Planned, RenderPlan, is_marked, plan_render

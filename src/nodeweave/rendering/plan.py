@@ -1,4 +1,12 @@
-"""What writing the rendered files would do to each path, and doing it atomically."""
+"""What writing the rendered files would do to each path, and doing it atomically.
+
+A rendered value is text (written as UTF-8) or bytes (a binary such as the
+entrypoint zipapp, written as they are). Ownership is one rule for both: a
+file is nodeweave's when "by nodeweave" stands in its first five lines; for a
+binary only its text head counts, what comes before the first NUL byte (the
+zipapp's second line is the mark; the zip after it cannot fake one). A file
+that starts with ``#!`` is a program and is written executable.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +16,8 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Dict, List
+
+from nodeweave.targets.registry import Rendered
 
 MARK = "by nodeweave"
 MARK_LINES = 5
@@ -26,7 +36,7 @@ class RenderPlan:
     """Every rendered file under ``out`` and what writing it would do."""
 
     out: Path
-    files: Dict[str, str] = field(repr=False)
+    files: Dict[str, Rendered] = field(repr=False)
     entries: List[Planned]
 
     @property
@@ -52,21 +62,27 @@ class RenderPlan:
         for item in self.entries:
             target = self.out / item.path
             if item.status in ("new", "changed"):
-                _write_atomically(target, self.files[item.path].encode("utf-8"))
+                _write_atomically(target, _encoded(self.files[item.path]))
             elif item.status == "obsolete" and prune:
                 target.unlink()
 
 
-def is_marked(text: str) -> bool:
+def is_marked(content: Rendered) -> bool:
+    """Whether "by nodeweave" stands in the first five lines (of a binary's text head: before its first NUL)."""
+    text = content if isinstance(content, str) else content.split(b"\0", 1)[0].decode("utf-8", errors="replace")
     head = "\n".join(text.splitlines()[:MARK_LINES]).lower()
     return MARK in head
 
 
-def plan_render(files: Dict[str, str], out: Path, force: bool = False) -> RenderPlan:
+def _encoded(content: Rendered) -> bytes:
+    return content.encode("utf-8") if isinstance(content, str) else content
+
+
+def plan_render(files: Dict[str, Rendered], out: Path, force: bool = False) -> RenderPlan:
     """What writing ``files`` under ``out`` would do to each path, plus rendered files no longer made."""
     entries = []
-    for path, text in files.items():
-        data = text.encode("utf-8")
+    for path, content in files.items():
+        data = _encoded(content)
         target = out / path
         if target.is_dir():
             status = "refused"
@@ -76,7 +92,7 @@ def plan_render(files: Dict[str, str], out: Path, force: bool = False) -> Render
             old = target.read_bytes()
             if old == data:
                 status = "unchanged"
-            elif force or is_marked(old.decode("utf-8", errors="replace")):
+            elif force or is_marked(old):
                 status = "changed"
             else:
                 status = "refused"
@@ -84,7 +100,7 @@ def plan_render(files: Dict[str, str], out: Path, force: bool = False) -> Render
     return RenderPlan(out=out, files=files, entries=entries + _obsolete(files, out))
 
 
-def _obsolete(files: Dict[str, str], out: Path) -> List[Planned]:
+def _obsolete(files: Dict[str, Rendered], out: Path) -> List[Planned]:
     """Marked files under the rendered folders (compose/, images/, ...) that no renderer makes now."""
     folders = sorted({PurePosixPath(p).parts[0] for p in files if len(PurePosixPath(p).parts) > 1})
     found = []
@@ -97,7 +113,7 @@ def _obsolete(files: Dict[str, str], out: Path) -> List[Planned]:
             if rel in files:
                 continue
             data = file.read_bytes()
-            if is_marked(data.decode("utf-8", errors="replace")):
+            if is_marked(data):
                 found.append(Planned(rel, len(data), "obsolete", hashlib.sha256(data).hexdigest()))
     return found
 
@@ -108,7 +124,8 @@ def _write_atomically(target: Path, data: bytes) -> None:
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
-        os.chmod(temp, (target.stat().st_mode & 0o777) if target.exists() else 0o644)
+        mode = (target.stat().st_mode & 0o777) if target.exists() else 0o644
+        os.chmod(temp, mode | 0o111 if data.startswith(b"#!") else mode)  # a program: runnable as it is
         os.replace(temp, target)
     except BaseException:
         Path(temp).unlink(missing_ok=True)

@@ -2,9 +2,11 @@
 
 Each row imports its renderer when called, so a command that renders one
 target (or none: ``nodeweave --help``) does not load jinja2 and the others.
-``render all`` renders the targets a spec asks for: images, compose and
-manifests always; the others when the spec has their section (``slurm:``,
-``kubernetes.build``); Kubeflow's TrainJob and JobSet only when named.
+``render all`` renders the targets a spec asks for: images, compose,
+manifests and the entrypoint zipapp always; the others when the spec has their
+section (``slurm:``, ``kubernetes.build``); Kubeflow's TrainJob and JobSet only
+when named. A renderer's value is text (written as UTF-8) or, for a binary
+such as the zipapp, bytes (written as they are).
 """
 
 from __future__ import annotations
@@ -12,12 +14,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 from types import MappingProxyType
-from typing import Callable, Dict, Iterable, List, Mapping
+from typing import Callable, Dict, Iterable, List, Mapping, Union
 
 from nodeweave.errors import NodeweaveError, UsageError
 from nodeweave.spec import Spec
 
-Renderer = Callable[[Spec], Dict[str, str]]
+Rendered = Union[str, bytes]  # text, or a binary file's exact bytes
+Renderer = Callable[[Spec], Dict[str, Rendered]]
 
 
 @dataclass(frozen=True)
@@ -29,7 +32,7 @@ class Target:
     summary: str
     wanted: Callable[[Spec], bool] = lambda spec: True
 
-    def __call__(self, spec: Spec) -> Dict[str, str]:
+    def __call__(self, spec: Spec) -> Dict[str, Rendered]:
         return self.render(spec)
 
 
@@ -79,10 +82,17 @@ def _jobset(spec: Spec) -> Dict[str, str]:
     return render_files(spec)
 
 
+def _zipapp(spec: Spec) -> Dict[str, bytes]:
+    from nodeweave.targets.zipapp import render_files
+
+    return render_files(spec)
+
+
 _ROWS = (
     Target("images", _images, "a Dockerfile per variant, the bake file, .dockerignore"),
     Target("compose", _compose, "compose files per host and for a local simulation"),
     Target("manifests", _manifests, "the kustomize tree: StatefulSet, Indexed Job, overlays"),
+    Target("entrypoint", _zipapp, "the stdlib entrypoint as one file (a zipapp) for images you bring"),
     Target("slurm", _slurm, "an sbatch script (pyxis, Apptainer or a host venv)",
            wanted=lambda spec: spec.slurm is not None),
     Target("openshift-build", _openshift_build, "ImageStream + BuildConfig, workloads following the image tag",
@@ -98,9 +108,9 @@ def wanted_targets(spec: Spec) -> List[str]:
     return [name for name, row in RENDERERS.items() if row.wanted(spec)]
 
 
-def render_targets(spec: Spec, targets: Iterable[str]) -> Dict[str, str]:
+def render_targets(spec: Spec, targets: Iterable[str]) -> Dict[str, Rendered]:
     """Every file the chosen renderers make, by relative path; two renderers may not claim one path."""
-    files: Dict[str, str] = {}
+    files: Dict[str, Rendered] = {}
     for name in targets:
         renderer = RENDERERS.get(name)
         if renderer is None:

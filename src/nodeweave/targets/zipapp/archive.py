@@ -1,0 +1,56 @@
+"""The stdlib entrypoint as one runnable file: a zipapp, the same bytes from the same sources.
+
+A zipapp is a shebang line, then a zip whose root ``__main__.py`` Python runs
+(``python3 nodeweave-entrypoint.pyz`` or, executable, the file itself). Python
+finds a zip from its end, so lines before it are allowed: the second line is
+the "by nodeweave" mark every rendered file carries in its head.
+
+Byte-reproducible, so ``render all --check`` can compare it like text: members
+in sorted order, one fixed timestamp (1980-01-01, zip's epoch), fixed modes,
+no extra fields, and stored, not deflated: the compressed bytes depend on the
+zlib build (zlib-ng, which some distributions ship, deflates differently), the
+stored ones on nothing but the sources. This module is stdlib only and reads
+nothing of nodeweave, so a test builds the archive under every Python from 3.9
+and compares the bytes.
+"""
+
+import io
+import zipfile
+from pathlib import Path
+
+SHEBANG = b"#!/usr/bin/env python3\n"
+MARK_LINE = (b"# Rendered by nodeweave from src/nodeweave/entrypoint (stdlib only); "
+             b"`make render` rebuilds it, do not edit.\n")
+EPOCH = (1980, 1, 1, 0, 0, 0)  # the earliest time a zip can hold
+MAIN = b'''\
+"""Run nodeweave-entrypoint from this archive: python3 nodeweave-entrypoint.pyz --help."""
+import sys
+
+from nodeweave.entrypoint.__main__ import main
+
+sys.exit(main())
+'''
+
+
+def members(package_root: Path):
+    """``(name in the archive, bytes)`` for the entrypoint: ``nodeweave/__init__.py``, every module of
+    ``nodeweave/entrypoint/`` (sources only, no bytecode), and the archive's ``__main__.py``; sorted."""
+    found = {"__main__.py": MAIN, "nodeweave/__init__.py": (package_root / "__init__.py").read_bytes()}
+    for path in (package_root / "entrypoint").rglob("*.py"):
+        relative = path.relative_to(package_root.parent)
+        if "__pycache__" not in relative.parts:
+            found[relative.as_posix()] = path.read_bytes()
+    return sorted(found.items())
+
+
+def build(package_root: Path) -> bytes:
+    """The zipapp's bytes for the ``nodeweave`` package at ``package_root`` (a source tree or site-packages)."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_STORED) as archive:
+        for name, data in members(package_root):
+            info = zipfile.ZipInfo(name, date_time=EPOCH)
+            info.compress_type = zipfile.ZIP_STORED
+            info.create_system = 3  # Unix, so the mode below is read as one
+            info.external_attr = 0o100644 << 16
+            archive.writestr(info, data)
+    return SHEBANG + MARK_LINE + buffer.getvalue()
