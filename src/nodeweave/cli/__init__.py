@@ -82,6 +82,12 @@ def main(argv: "list[str] | None" = None) -> int:
         return err.exit_code
     except typer.Exit as ex:
         return ex.exit_code
+    except OSError as err:  # a tool or path no verb checked first: still one line, never a traceback
+        from nodeweave.failures import from_os_error
+
+        problem = from_os_error(err)
+        typer.echo(f"nodeweave: error: {problem}", err=True)
+        return problem.exit_code
     except typer.Abort:
         typer.echo("nodeweave: aborted", err=True)
         return 130

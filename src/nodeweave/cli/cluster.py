@@ -36,7 +36,7 @@ def up_command(
     from nodeweave.cluster.steps import execute_all
 
     given = options(target, engine, host, hosts_file, remote_dir, namespace, kube_cli, kube_context, overlay, ssh_option)
-    spec, backend, _ = open_cluster(spec_path, given, remember=not dry_run)
+    spec, backend, _ = open_cluster(spec_path, given, remember=not dry_run, dry_run=dry_run)
     mode = default_mode(spec) if hold is None else ("hold" if hold else "run")
     if check and (mode != "hold" or not wait):
         raise UsageError("up --check needs nodes that hold and a wait for them: add --hold (and leave out --no-wait)")
@@ -90,7 +90,7 @@ def down_command(
     from nodeweave.cluster.steps import execute_all
 
     given = options(target, engine, host, hosts_file, remote_dir, namespace, kube_cli, kube_context, overlay, ssh_option)
-    spec, backend, _ = open_cluster(spec_path, given)
+    spec, backend, _ = open_cluster(spec_path, given, dry_run=dry_run)
     out = console()
     try:
         if backend.target == "hosts" and not backend.down_steps(delete_claims):
@@ -149,7 +149,9 @@ def status_command(
             print_cluster_view(view, console())
     problems = []
     down = [r["node"] for r in rows if not r["up"]]
-    if down:
+    if down and len(down) == len(rows):
+        problems.append(f"{spec.name} is down on {backend.where()} (no node answers); `nodeweave up` starts it")
+    elif down:
         problems.append("down: " + ", ".join(down))
     if agree is False:
         problems.append("the nodes' plans disagree")
@@ -198,9 +200,11 @@ def stop_command(
 ) -> None:
     """Stop the current run on every node: SIGTERM to all its processes, SIGKILL after the grace."""
     given = options(target, engine, host, hosts_file, remote_dir, namespace, kube_cli, kube_context, overlay, ssh_option)
-    spec, backend, _ = open_cluster(spec_path, given)
-    if not _stop_everywhere(backend, cluster_nodes(backend, spec, dry_run), grace, console(stderr=as_json), dry_run,
-                            as_json):
+    spec, backend, _ = open_cluster(spec_path, given, dry_run=dry_run)
+    nodes = cluster_nodes(backend, spec, dry_run)
+    if not dry_run:
+        backend.require_up(nodes, "stop")
+    if not _stop_everywhere(backend, nodes, grace, console(stderr=as_json), dry_run, as_json):
         raise NodeweaveError("a process outlived SIGKILL on some node (see above)")
 
 
@@ -213,15 +217,13 @@ def shell_command(
 ) -> None:
     """An interactive shell in node INDEX."""
     given = options(target, engine, host, hosts_file, remote_dir, namespace, kube_cli, kube_context, overlay, ssh_option)
-    spec, backend, _ = open_cluster(spec_path, given)
+    spec, backend, _ = open_cluster(spec_path, given, dry_run=dry_run)
     node = pick_nodes(cluster_nodes(backend, spec, dry_run), [index])[0]
     argv = node.remote.shell_argv()
     if dry_run:
         typer.echo(shlex.join(argv))
         return
-    from nodeweave.cluster.steps import need_tool
-
-    need_tool(argv[0], f"it reaches {node.remote.label}")
+    backend.require_up([node], "shell")
     os.execvp(argv[0], argv)
 
 
@@ -261,6 +263,7 @@ def logs_command(
         out.print(f"# {folder}", highlight=False, markup=False)
         raise typer.Exit(run_logs(folder, node, follow, out))
     nodes = pick_nodes(backend.nodes(), node)
+    backend.require_up(nodes, "logs")
     raise typer.Exit(container_logs(backend, nodes, follow, out))
 
 

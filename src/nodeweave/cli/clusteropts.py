@@ -41,8 +41,12 @@ def options(target, engine, host, hosts_file, remote_dir, namespace, kube_cli, k
                           ssh_options=tuple(ssh_option))
 
 
-def open_cluster(spec_path: Path, given, remember: bool = False):
-    """(spec, backend, checked options): flags, else what ``up`` remembered for this job, else defaults."""
+def open_cluster(spec_path: Path, given, remember: bool = False, dry_run: bool = False):
+    """(spec, backend, checked options): flags, else what ``up`` remembered for this job, else defaults.
+
+    Outside a dry run, a machine without the target's tool (engine, kubectl, ssh) is refused here,
+    with exit 3, before anything is announced, written or started.
+    """
     from nodeweave.cluster import open_backend
     from nodeweave.cluster.options import load_state, save_state
     from nodeweave.spec import load_spec
@@ -52,9 +56,12 @@ def open_cluster(spec_path: Path, given, remember: bool = False):
     if spec.hosts:
         merged = _spec_hosts(merged, spec)
     checked = merged.checked()
+    backend = open_backend(spec, spec_path, checked)
+    if not dry_run:
+        backend.check_tools()
     if remember:
         save_state(spec_path, spec.name, checked)
-    return spec, open_backend(spec, spec_path, checked), checked
+    return spec, backend, checked
 
 
 def _spec_hosts(options, spec):

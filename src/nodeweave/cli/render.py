@@ -16,6 +16,7 @@ from typing import Optional
 import typer
 
 from nodeweave.errors import EXIT_STALE, NodeweaveError, UsageError
+from nodeweave.failures import path_problem, writable_dir
 from nodeweave.rendering import MARK, RENDERERS, RenderPlan, plan_render, render_targets, wanted_targets
 
 Target = enum.Enum("Target", {name: name for name in (*RENDERERS, "all")}, type=str)
@@ -60,8 +61,7 @@ def render(
 
     spec = load_spec(spec_path)
     out_dir = (out if out is not None else spec_path.parent).resolve()
-    if out_dir.exists() and not out_dir.is_dir():
-        raise UsageError(f"--out {out_dir}: exists and is not a directory; accepted: a directory (created if missing)")
+    writable_dir(out_dir, "--out")
     targets = wanted_targets(spec) if target.value == "all" else [target.value]
     plan = plan_render(render_targets(spec, targets), out_dir, force)
     header = {"spec": str(spec_path), "out": str(out_dir), "targets": targets, "dry_run": dry_run or check, "check": check}
@@ -87,7 +87,10 @@ def render(
             err=True,
         )
     if not dry_run:
-        plan.write(prune)
+        try:
+            plan.write(prune)
+        except OSError as err:
+            raise path_problem(err, f"render into --out {out_dir}") from None
 
 
 def register(app: typer.Typer) -> None:

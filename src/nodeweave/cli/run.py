@@ -51,7 +51,7 @@ def run_command(
     pattern = compile_metric(metric)
     extra = dict(parse_assignment(text, "--env") for text in env)
     given = options(target, engine, host, hosts_file, remote_dir, namespace, kube_cli, kube_context, overlay, ssh_option)
-    spec, backend, _ = open_cluster(spec_path, given)
+    spec, backend, _ = open_cluster(spec_path, given, dry_run=dry_run)
     command = launcher_command(command, spec.launcher.type) if command else spec_command(spec)
     nodes = cluster_nodes(backend, spec, dry_run)
     parent = runs_dir or spec_path.resolve().parent / RUNS
@@ -60,6 +60,7 @@ def run_command(
         return
     from nodeweave.cluster.job import JobContext
 
+    backend.require_up(nodes, "run")
     spec_dir = spec_path.resolve().parent
     host_path = spec.workspace.host_path  # absolute: a path on the hosts, not here
     context = JobContext(job=spec.name, spec_text=spec_path.read_text(encoding="utf-8"),

@@ -66,6 +66,9 @@ class KubeCluster(Backend):
         self.folder = options.overlay or "base"
         self._scratch: Optional[Path] = None
 
+    def tool(self) -> str:
+        return self.cli
+
     def call(self, verb: str, *args: str) -> List[str]:
         return [*kind_class(self.cli).cli_argv(verb, self.remote, self.namespace), *args]
 
