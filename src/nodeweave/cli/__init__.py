@@ -12,20 +12,20 @@ import sys
 import typer
 
 from nodeweave import __version__
+from nodeweave.cli.base import NodeweaveTyper
 from nodeweave.errors import EXIT_USAGE, NodeweaveError
 
-app = typer.Typer(
+app = NodeweaveTyper(
     name="nodeweave",
     help="Multi-node GPU training in containers from one cluster spec.",
     no_args_is_help=True,
     add_completion=False,
-    pretty_exceptions_enable=False,
 )
 
 # Command modules, each with a ``register(app)`` function.
-from nodeweave.cli import bench, check, cluster, doctor, hosts, image, render, run, sync, variants  # noqa: E402
+from nodeweave.cli import bench, check, cluster, doctor, hosts, image, render, run, sync, validate, variants  # noqa: E402
 
-COMMAND_MODULES = (bench, check, cluster, doctor, hosts, image, render, run, sync, variants)
+COMMAND_MODULES = (validate, bench, check, cluster, doctor, hosts, image, render, run, sync, variants)
 for _module in COMMAND_MODULES:
     _module.register(app)
 

@@ -10,6 +10,7 @@ from typing import List, Optional
 
 import typer
 
+from nodeweave.cli.base import find_spec
 from nodeweave.cli.clusteropts import (DRY_RUN, ENGINE, HOST, HOSTS_FILE, JSON, KUBE_CLI, KUBE_CONTEXT, NAMESPACE,
                                        OVERLAY, REMOTE_DIR, SPEC, SSH_OPTION, TARGET, cluster_nodes, console,
                                        default_mode, open_cluster, options, pick_nodes, print_steps,
@@ -26,12 +27,13 @@ def up_command(
     wait: bool = typer.Option(True, "--wait/--no-wait", help="Wait until every node is up (live table)"),
     check: bool = typer.Option(False, "--check", help="Then `nodeweave check` the held nodes (exit 5 when it names "
                                "a node or link; the nodes stay up)"),
-    spec_path: Path = SPEC, target: Optional[str] = TARGET, engine: Optional[str] = ENGINE, host: List[str] = HOST,
+    spec_path: Optional[Path] = SPEC, target: Optional[str] = TARGET, engine: Optional[str] = ENGINE, host: List[str] = HOST,
     hosts_file: Optional[Path] = HOSTS_FILE, remote_dir: Optional[str] = REMOTE_DIR,
     namespace: Optional[str] = NAMESPACE, kube_cli: Optional[str] = KUBE_CLI, kube_context: Optional[str] = KUBE_CONTEXT,
     overlay: Optional[str] = OVERLAY, ssh_option: List[str] = SSH_OPTION, dry_run: bool = DRY_RUN, as_json: bool = JSON,
 ) -> None:
     """Bring the cluster up: compose on this machine, compose over ssh on every host, or apply -k on Kubernetes."""
+    spec_path = find_spec(spec_path)
     from nodeweave.cluster.ready import wait_until_up
     from nodeweave.cluster.steps import execute_all
 
@@ -80,12 +82,13 @@ def up_command(
 def down_command(
     delete_claims: bool = typer.Option(False, "--delete-claims", help="kubernetes: also delete the workspace claims "
                                        "(synced code, checkpoints)"),
-    spec_path: Path = SPEC, target: Optional[str] = TARGET, engine: Optional[str] = ENGINE, host: List[str] = HOST,
+    spec_path: Optional[Path] = SPEC, target: Optional[str] = TARGET, engine: Optional[str] = ENGINE, host: List[str] = HOST,
     hosts_file: Optional[Path] = HOSTS_FILE, remote_dir: Optional[str] = REMOTE_DIR,
     namespace: Optional[str] = NAMESPACE, kube_cli: Optional[str] = KUBE_CLI, kube_context: Optional[str] = KUBE_CONTEXT,
     overlay: Optional[str] = OVERLAY, ssh_option: List[str] = SSH_OPTION, dry_run: bool = DRY_RUN,
 ) -> None:
     """Take down what `up` made (keeps Kubernetes claims unless --delete-claims)."""
+    spec_path = find_spec(spec_path)
     from nodeweave.cluster.options import load_state, save_state, ClusterOptions
     from nodeweave.cluster.steps import execute_all
 
@@ -121,7 +124,7 @@ def _fingerprints(nodes):
 
 def status_command(
     node: List[int] = typer.Option([], "--node", help="Only this node (repeat)"),
-    spec_path: Path = SPEC, target: Optional[str] = TARGET, engine: Optional[str] = ENGINE, host: List[str] = HOST,
+    spec_path: Optional[Path] = SPEC, target: Optional[str] = TARGET, engine: Optional[str] = ENGINE, host: List[str] = HOST,
     hosts_file: Optional[Path] = HOSTS_FILE, remote_dir: Optional[str] = REMOTE_DIR,
     namespace: Optional[str] = NAMESPACE, kube_cli: Optional[str] = KUBE_CLI, kube_context: Optional[str] = KUBE_CONTEXT,
     overlay: Optional[str] = OVERLAY, ssh_option: List[str] = SSH_OPTION, as_json: bool = JSON,
@@ -130,6 +133,7 @@ def status_command(
                                       "node's --explain), as `nodeweave doctor --cluster` shows them"),
 ) -> None:
     """One row per node: up, hold or run, rank, plan hash (do all agree?), run in progress, GPU use."""
+    spec_path = find_spec(spec_path)
     from nodeweave.cluster.status import agreement, gather, status_table
 
     given = options(target, engine, host, hosts_file, remote_dir, namespace, kube_cli, kube_context, overlay, ssh_option)
@@ -193,12 +197,13 @@ def _stop_everywhere(backend, nodes, grace: float, out, dry_run: bool, as_json: 
 
 def stop_command(
     grace: float = typer.Option(10, "--grace", min=0, help="Seconds between SIGTERM and SIGKILL"),
-    spec_path: Path = SPEC, target: Optional[str] = TARGET, engine: Optional[str] = ENGINE, host: List[str] = HOST,
+    spec_path: Optional[Path] = SPEC, target: Optional[str] = TARGET, engine: Optional[str] = ENGINE, host: List[str] = HOST,
     hosts_file: Optional[Path] = HOSTS_FILE, remote_dir: Optional[str] = REMOTE_DIR,
     namespace: Optional[str] = NAMESPACE, kube_cli: Optional[str] = KUBE_CLI, kube_context: Optional[str] = KUBE_CONTEXT,
     overlay: Optional[str] = OVERLAY, ssh_option: List[str] = SSH_OPTION, dry_run: bool = DRY_RUN, as_json: bool = JSON,
 ) -> None:
     """Stop the current run on every node: SIGTERM to all its processes, SIGKILL after the grace."""
+    spec_path = find_spec(spec_path)
     given = options(target, engine, host, hosts_file, remote_dir, namespace, kube_cli, kube_context, overlay, ssh_option)
     spec, backend, _ = open_cluster(spec_path, given, dry_run=dry_run)
     nodes = cluster_nodes(backend, spec, dry_run)
@@ -210,12 +215,13 @@ def stop_command(
 
 def shell_command(
     index: int = typer.Argument(0, help="The node's index (0 = the master)"),
-    spec_path: Path = SPEC, target: Optional[str] = TARGET, engine: Optional[str] = ENGINE, host: List[str] = HOST,
+    spec_path: Optional[Path] = SPEC, target: Optional[str] = TARGET, engine: Optional[str] = ENGINE, host: List[str] = HOST,
     hosts_file: Optional[Path] = HOSTS_FILE, remote_dir: Optional[str] = REMOTE_DIR,
     namespace: Optional[str] = NAMESPACE, kube_cli: Optional[str] = KUBE_CLI, kube_context: Optional[str] = KUBE_CONTEXT,
     overlay: Optional[str] = OVERLAY, ssh_option: List[str] = SSH_OPTION, dry_run: bool = DRY_RUN,
 ) -> None:
     """An interactive shell in node INDEX."""
+    spec_path = find_spec(spec_path)
     given = options(target, engine, host, hosts_file, remote_dir, namespace, kube_cli, kube_context, overlay, ssh_option)
     spec, backend, _ = open_cluster(spec_path, given, dry_run=dry_run)
     node = pick_nodes(cluster_nodes(backend, spec, dry_run), [index])[0]
@@ -233,12 +239,13 @@ def logs_command(
     container: bool = typer.Option(False, "--container", help="The containers' own logs even when they hold"),
     run: Optional[Path] = typer.Option(None, "--run", help="This run folder instead of the latest"),
     runs_dir: Optional[Path] = typer.Option(None, "--runs-dir", help="Where run folders are (default: runs/ beside the spec)"),
-    spec_path: Path = SPEC, target: Optional[str] = TARGET, engine: Optional[str] = ENGINE, host: List[str] = HOST,
+    spec_path: Optional[Path] = SPEC, target: Optional[str] = TARGET, engine: Optional[str] = ENGINE, host: List[str] = HOST,
     hosts_file: Optional[Path] = HOSTS_FILE, remote_dir: Optional[str] = REMOTE_DIR,
     namespace: Optional[str] = NAMESPACE, kube_cli: Optional[str] = KUBE_CLI, kube_context: Optional[str] = KUBE_CONTEXT,
     overlay: Optional[str] = OVERLAY, ssh_option: List[str] = SSH_OPTION,
 ) -> None:
     """Every node's output with \\[node-i] prefixes: the containers' logs in run mode, the runs' logs in hold mode."""
+    spec_path = find_spec(spec_path)
     from nodeweave.cluster.base import ask_status
     from nodeweave.cluster.logs import container_logs, run_logs
     from nodeweave.cluster.runfolder import RUNS, latest_run

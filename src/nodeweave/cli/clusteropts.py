@@ -14,7 +14,9 @@ from typing import List, Optional, Tuple
 
 import typer
 
-SPEC = typer.Option(Path("nodeweave.yaml"), "--spec", help="Cluster spec")
+from nodeweave.cli.base import find_spec, spec_option
+
+SPEC = spec_option()
 TARGET = typer.Option(None, "--target", "-t",
                       help="local (compose/local.yaml on this machine), hosts (ssh), kubernetes (kubectl/oc); "
                            "default: what `up` used, else hosts with --host, else local")
@@ -48,14 +50,16 @@ def open_cluster(spec_path: Path, given, remember: bool = False, dry_run: bool =
     with exit 3, before anything is announced, written or started.
     """
     from nodeweave.cluster import open_backend
-    from nodeweave.cluster.options import load_state, save_state
+    from nodeweave.cluster.options import check_host_count, load_state, save_state
     from nodeweave.spec import load_spec
 
-    spec = load_spec(spec_path)
+    spec = load_spec(spec_path)  # the verb has found it (find_spec) before
     merged = given.merged(load_state(spec_path, spec.name))
     if spec.hosts:
         merged = _spec_hosts(merged, spec)
     checked = merged.checked()
+    if checked.target == "hosts":
+        check_host_count(checked.hosts, spec.nodes)
     backend = open_backend(spec, spec_path, checked)
     if not dry_run:
         backend.check_tools()

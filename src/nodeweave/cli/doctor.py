@@ -138,6 +138,23 @@ def _capture(folder: Path) -> None:
                f"nodeweave doctor --sysroot {folder}")
 
 
+def spec_env(spec_path: Path, rank: int) -> "dict[str, str]":
+    """The variables node ``rank`` of the spec starts with, under this shell's own (which win, as in compose)."""
+    import os
+
+    from nodeweave.errors import UsageError
+    from nodeweave.resolve import resolve
+    from nodeweave.spec import load_spec
+
+    spec = load_spec(spec_path)
+    if rank >= spec.nodes.max:
+        raise UsageError(f"--node {rank} is not a node of {spec_path} (nodes: {spec.nodes}): 0..{spec.nodes.max - 1}")
+    master = spec.hosts[0] if spec.hosts else f"{spec.name}-0"
+    env = {**spec.env, **dict(resolve(spec).contract_env("compose")), "NODEWEAVE_NNODES": str(spec.nodes),
+           "NODE_RANK": str(rank), "MASTER_ADDR": master, "MASTER_PORT": str(spec.launcher.master_port)}
+    return {**env, **os.environ}
+
+
 def doctor(
     json_output: bool = typer.Option(False, "--json", help="print the diagnosis as JSON (schema nodeweave.doctor/1)"),
     sysroot: Optional[Path] = typer.Option(None, "--sysroot", help="read sysfs/procfs under this root "
@@ -155,6 +172,9 @@ def doctor(
                                            "detection reads (sysfs, procfs, /etc) into DIR, a tree --sysroot "
                                            "reads, plus nvidia-smi/amd-smi text and the detected node under "
                                            "DIR/capture/: attach it to a bug report (DIR must be new or empty)"),
+    spec_path: Optional[Path] = typer.Option(None, "--spec", help="judge this node as node --node of this spec: "
+                                             "its node count, launcher, env and master (variables set here win)"),
+    node_rank: int = typer.Option(0, "--node", min=0, help="with --spec: the node's rank (0 = the master)"),
 ) -> None:
     """Check this node for NCCL/RCCL settings, limits and hardware that hurt multi-node training."""
     from nodeweave.doctor import diagnose
@@ -170,7 +190,8 @@ def doctor(
         _capture(capture)
         return
 
-    diagnosis = diagnose(str(sysroot) if sysroot is not None else None)
+    env = spec_env(spec_path, node_rank) if spec_path is not None else None
+    diagnosis = diagnose(str(sysroot) if sysroot is not None else None, env)
     if bench:
         from nodeweave.doctor.bench_check import run_bench
         from nodeweave.doctor.findings import sort_findings

@@ -15,12 +15,14 @@ from pathlib import Path
 from typing import List, Optional
 
 import typer
+
+from nodeweave.cli.base import NodeweaveTyper
 from rich.console import Console
 from rich.table import Table
 
 from nodeweave.errors import EnvironmentProblem, NodeweaveError, UsageError
 
-hosts_app = typer.Typer(help="Find out what GPUs, RDMA NICs and interfaces each host has.",
+hosts_app = NodeweaveTyper(help="Find out what GPUs, RDMA NICs and interfaces each host has.",
                         no_args_is_help=True)
 
 _STYLE = {"ok": "green", "no-gpu": "yellow", "unreachable": "bold red", "error": "bold red"}
@@ -42,6 +44,7 @@ def probe_command(
     jobs: int = typer.Option(16, "--jobs", "-j", min=1, max=256, help="Hosts probed at once"),
     as_json: bool = typer.Option(False, "--json", help="Print each host's detection as JSON on stdout (everything else goes to stderr)"),
 ) -> None:
+    """Ask every host at once what GPUs, RDMA NICs and interfaces it has: one row per host, exit 1 if any is unreachable."""
     from nodeweave.hosts import probe_hosts
 
     hostfile = _hostfile_path(write_hostfile, old_hostfile, force)

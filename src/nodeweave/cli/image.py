@@ -15,10 +15,11 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from nodeweave.cli.base import NodeweaveTyper, find_spec, spec_option
 from nodeweave.cli.variants import variants
 from nodeweave.errors import UsageError
 
-image_app = typer.Typer(help="Build and push the training images; list the variants.", no_args_is_help=True)
+image_app = NodeweaveTyper(help="Build and push the training images; list the variants.", no_args_is_help=True)
 image_app.command("variants")(variants)
 
 
@@ -46,8 +47,9 @@ def _engine_for_dry_run(console, engine_name: Optional[str]):
 
 @image_app.command("build")
 def build(
-    variant: str = typer.Argument(..., help="images catalogue key (`nodeweave image variants`), e.g. cpu, cuda12, rocm70"),
-    spec_path: Path = typer.Option(Path("nodeweave.yaml"), "--spec", help="the cluster spec"),
+    variant: Optional[str] = typer.Argument(None, help="images catalogue key (`nodeweave image variants`), e.g. cpu, "
+                                            "cuda12, rocm70 (default: the spec's image.variant)"),
+    spec_path: Optional[Path] = spec_option("The cluster spec"),
     context: Optional[Path] = typer.Option(None, "--context", help="build context (default: the spec's directory, "
                                            "the repository root of the image build contract)"),
     base: Optional[str] = typer.Option(None, "--base", help="base image instead of the variant's (BASE_IMAGE build arg; "
@@ -70,8 +72,13 @@ def build(
     """Build one variant's image from the Dockerfile rendered for the spec, tag it <variant>-<sha> and <variant>."""
     from nodeweave.build import BUILDX, BuildProgress, detect_engine, prepare_build, run_build
     from nodeweave.spec import load_spec
+    from nodeweave.spec.rules import IMAGE_TAG
 
+    spec_path = find_spec(spec_path)
     spec = load_spec(spec_path)
+    variant = variant or spec.image.variant
+    if tag is not None and not IMAGE_TAG.check(tag):
+        raise UsageError(f"--tag {tag!r} is not accepted: {IMAGE_TAG.accepted}")
     context_dir = (context or spec_path.resolve().parent)
     if not context_dir.is_dir():
         raise UsageError(f"--context {context_dir}: not a directory")

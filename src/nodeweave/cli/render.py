@@ -15,6 +15,7 @@ from typing import Optional
 
 import typer
 
+from nodeweave.cli.base import find_spec, spec_option
 from nodeweave.errors import EXIT_STALE, NodeweaveError, UsageError
 from nodeweave.failures import path_problem, writable_dir
 from nodeweave.rendering import MARK, RENDERERS, RenderPlan, plan_render, render_targets, wanted_targets
@@ -48,7 +49,7 @@ def _shown(paths: "list[str]") -> str:
 def render(
     target: Target = typer.Argument("all", help="what to render: " + ", ".join(RENDERERS) + " or all (images, "
                                     "compose, manifests, plus slurm and openshift-build when the spec has their section)"),
-    spec_path: Path = typer.Option(Path("nodeweave.yaml"), "--spec", help="the cluster spec"),
+    spec_path: Optional[Path] = spec_option("The cluster spec"),
     out: Optional[Path] = typer.Option(None, "--out", help="output root (default: the spec's directory)"),
     dry_run: bool = typer.Option(False, "--dry-run", help="print what would be written (path, bytes, status); write nothing"),
     as_json: bool = typer.Option(False, "--json", help="print the plan as JSON on stdout"),
@@ -59,6 +60,7 @@ def render(
     """Render images, compose files, manifests (and Slurm, OpenShift build, TrainJob, JobSet) into --out, byte-stable."""
     from nodeweave.spec import load_spec
 
+    spec_path = find_spec(spec_path)
     spec = load_spec(spec_path)
     out_dir = (out if out is not None else spec_path.parent).resolve()
     writable_dir(out_dir, "--out")

@@ -7,6 +7,8 @@ from typing import List, Optional
 
 import typer
 
+from nodeweave.cli.base import find_spec, spec_option
+
 SYNC_HELP = """Push SRC (default: the spec's workspace.host_path, else .) to DEST on every target at once.
 
 Targets: --to KIND:NAME (podman, docker, pod, oc, ssh, ssh+docker), --hosts-file, --statefulset,
@@ -35,7 +37,7 @@ def sync_command(
     kube_cli: Optional[str] = typer.Option(None, "--kube-cli", help="kubectl or oc (default: oc when the spec says openshift)"),
     kube_context: Optional[str] = typer.Option(None, "--kube-context", help="kubeconfig context"),
     ssh_option: List[str] = typer.Option([], "--ssh-option", help="Extra ssh -o KEY=VALUE (repeat)"),
-    spec_path: Path = typer.Option(Path("nodeweave.yaml"), "--spec", help="Cluster spec for defaults"),
+    spec_path: Optional[Path] = spec_option("Cluster spec for defaults"),
     delete: bool = typer.Option(False, "--delete", help="Delete files on the targets that SRC lacks (excluded files are kept)"),
     dry_run: bool = typer.Option(False, "--dry-run", help="Show what would move where; change nothing"),
     check: bool = typer.Option(False, "--check", help="Move nothing: compare every target's digest and stamp with SRC"),
@@ -64,7 +66,7 @@ def sync_command(
     options = rq.SyncOptions(delete=delete, dry_run=dry_run, check=check, verify=verify, compress=compress,
                              method="tar" if force_tar else method, jobs=jobs, retries=retries,
                              relay="auto" if relay is None else ("on" if relay else "off"))
-    req = rq.build_request(src, dest, targets, filters, options, spec_path, shared)
+    req = rq.build_request(src, dest, targets, filters, options, find_spec(spec_path), shared)
     rq.check_tools(req)
     run_and_show(req, as_json)
 
