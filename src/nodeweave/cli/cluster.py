@@ -48,7 +48,9 @@ def up_command(
         phases = backend.up_steps(mode, image)
         nodes = backend.nodes(for_up=True)
         if dry_run:
-            print_steps(console(), phases, done)
+            print_steps(console(), phases, done, as_json)
+            if as_json:
+                return
             typer.echo(f"# then wait up to {timeout:.0f} s until {len(nodes)} node(s) "
                        f"{'hold' if mode == 'hold' else 'run'}: " + ", ".join(n.remote.label for n in nodes))
             return
@@ -86,6 +88,7 @@ def down_command(
     hosts_file: Optional[Path] = HOSTS_FILE, remote_dir: Optional[str] = REMOTE_DIR,
     namespace: Optional[str] = NAMESPACE, kube_cli: Optional[str] = KUBE_CLI, kube_context: Optional[str] = KUBE_CONTEXT,
     overlay: Optional[str] = OVERLAY, ssh_option: List[str] = SSH_OPTION, dry_run: bool = DRY_RUN,
+    as_json: bool = JSON,
 ) -> None:
     """Take down what `up` made (keeps Kubernetes claims unless --delete-claims)."""
     spec_path = find_spec(spec_path)
@@ -94,15 +97,15 @@ def down_command(
 
     given = options(target, engine, host, hosts_file, remote_dir, namespace, kube_cli, kube_context, overlay, ssh_option)
     spec, backend, _ = open_cluster(spec_path, given, dry_run=dry_run)
-    out = console()
+    out = console(stderr=as_json)
     try:
         if backend.target == "hosts" and not backend.down_steps(delete_claims):
-            _stop_everywhere(backend, backend.nodes(), 10.0, out, dry_run)
+            _stop_everywhere(backend, backend.nodes(), 10.0, out, dry_run, as_json)
             return
         done = backend.prepare_down(dry_run)
         phases = backend.down_steps(delete_claims)
         if dry_run:
-            print_steps(out, phases, done)
+            print_steps(out, phases, done, as_json)
             return
         for phase in phases:
             for step in phase:
@@ -113,6 +116,8 @@ def down_command(
     if load_state(spec_path, spec.name) != ClusterOptions():
         save_state(spec_path, spec.name, ClusterOptions())
     out.print(f"{spec.name} is down ({backend.where()})", highlight=False)
+    if as_json:
+        typer.echo(json.dumps({"job": spec.name, "where": backend.where(), "down": True}, indent=2))
 
 
 def _fingerprints(nodes):
@@ -170,9 +175,13 @@ def _stop_everywhere(backend, nodes, grace: float, out, dry_run: bool, as_json: 
     from nodeweave.cluster.steps import fan_out
 
     argv = [n.entrypoint_argv(["--node", "stop", "--grace", f"{grace:g}"]) for n in nodes]
+    if dry_run and as_json:
+        typer.echo(json.dumps({"dry_run": True, "nodes": [{"node": n.name, "reached_as": n.remote.label, "argv": line}
+                                                          for n, line in zip(nodes, argv)]}, indent=2))
+        return True
     if dry_run:
         for node, line in zip(nodes, argv):
-            out.print(f"# {node.name}\n{shlex.join(line)}", highlight=False, markup=False, soft_wrap=True)
+            typer.echo(f"# {node.name}\n{shlex.join(line)}")
         return True
     import subprocess
 

@@ -101,7 +101,15 @@ def console(stderr: bool = False):
     return Console(stderr=stderr, width=width)
 
 
-def print_steps(out, phases, lines: List[str]) -> None:
+def print_steps(out, phases, lines: List[str], as_json: bool = False) -> None:
+    """A dry run's steps as shell lines a person could paste, or (``--json``) as JSON on stdout."""
+    if as_json:
+        import json
+
+        steps = [{"what": step.what, "argv": list(step.argv), "env": dict(step.env), "stdin": step.stdin_name or None,
+                  "phase": number} for number, phase in enumerate(phases) for step in phase]
+        typer.echo(json.dumps({"dry_run": True, "local": lines, "steps": steps}, indent=2))
+        return
     for line in lines:
         out.print(f"# {line}", highlight=False, markup=False)
     for phase in phases:

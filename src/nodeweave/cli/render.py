@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import enum
 import json
+import os
 from dataclasses import asdict
 from pathlib import Path
 from typing import Optional
@@ -39,11 +40,36 @@ def _report(plan: RenderPlan, as_json: bool, header: dict) -> None:
     for p in plan.entries:
         typer.echo(f"{p.status:<9}  {p.bytes:>{width}} B  {p.path}")
     counts = plan.counts()
-    typer.echo(", ".join(f"{n} {s}" for s, n in counts.items() if n) or "nothing to render", err=True)
+    where = os.path.relpath(header["out"])
+    where = header["out"] if where.startswith("..") else where
+    typer.echo((", ".join(f"{n} {s}" for s, n in counts.items() if n) or "nothing to render") + f" in {where}", err=True)
 
 
 def _shown(paths: "list[str]") -> str:
     return ", ".join(paths[:8]) + (f" and {len(paths) - 8} more" if len(paths) > 8 else "")
+
+
+def _render(spec, spec_path: Path, targets: "list[str]", everything: bool) -> "tuple[dict, list[str]]":
+    """The files of ``targets``; with ``all``, a target the spec cannot feed is left out with a note, not fatal.
+
+    Why: the minimal spec (name, image.variant, launcher.script) of a GPU variant has
+    ``gpus_per_node: auto``, which compose takes and Kubernetes cannot (it schedules a count).
+    """
+    files, kept = {}, []
+    for name in targets:
+        try:
+            part = render_targets(spec, [name])
+        except UsageError as err:
+            if not everything:
+                raise UsageError(f"{spec_path}: {err}") from None
+            typer.echo(f"nodeweave: note: {name} left out of `render all`: {spec_path}: {err}", err=True)
+            continue
+        twice = sorted(set(part) & set(files))
+        if twice:
+            raise NodeweaveError(f"renderers disagree: {twice[0]} is rendered twice (second time by {name})")
+        files.update(part)
+        kept.append(name)
+    return dict(sorted(files.items())), kept
 
 
 def render(
@@ -65,7 +91,8 @@ def render(
     out_dir = (out if out is not None else spec_path.parent).resolve()
     writable_dir(out_dir, "--out")
     targets = wanted_targets(spec) if target.value == "all" else [target.value]
-    plan = plan_render(render_targets(spec, targets), out_dir, force)
+    files, targets = _render(spec, spec_path, targets, everything=target.value == "all")
+    plan = plan_render(files, out_dir, force)
     header = {"spec": str(spec_path), "out": str(out_dir), "targets": targets, "dry_run": dry_run or check, "check": check}
     _report(plan, as_json, header)
     if check:

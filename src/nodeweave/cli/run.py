@@ -58,7 +58,7 @@ def run_command(
     nodes = cluster_nodes(backend, spec, dry_run)
     parent = runs_dir or spec_path.resolve().parent / RUNS
     if dry_run:
-        _dry_run(nodes, command, points, extra, profile, parent, spec.name)
+        _dry_run(nodes, command, points, extra, profile, parent, spec.name, as_json)
         return
     from nodeweave.cluster.job import JobContext
 
@@ -146,16 +146,28 @@ def _plain(table) -> str:
     return text.export_text()
 
 
-def _dry_run(nodes, command, points, extra, profile, parent, job) -> None:
+def _dry_run(nodes, command, points, extra, profile, parent, job, as_json: bool = False) -> None:
+    """Every node's exec per point, and the folder each point's run would get (a sweep nests them)."""
     from nodeweave.cluster.runner import RunRequest
+    from nodeweave.cluster.sweep import point_label
 
+    plan = []
     for number, point in enumerate(points, start=1):
-        label = f"point {number} of {len(points)}: {point}" if point else "one run"
-        typer.echo(f"# {label}; the run folder would be {parent}/<UTC time>-{job}/")
+        folder = (f"{parent}/<UTC time>-{job}-sweep/<UTC time>-{job}-{number:02d}-{point_label(point)}/" if point
+                  else f"{parent}/<UTC time>-{job}/")
         request = RunRequest(run_id="RUN_ID", command=command, env={**extra, **point}, profile=profile)
-        for node in nodes:
-            typer.echo(f"# {node.name} ({node.remote.label})")
-            typer.echo(shlex.join(node.entrypoint_argv(request.entrypoint_args(), request.env)))
+        plan.append({"point": point, "folder": folder, "nodes": [
+            {"node": n.name, "reached_as": n.remote.label,
+             "argv": n.entrypoint_argv(request.entrypoint_args(), request.env)} for n in nodes]})
+    if as_json:
+        typer.echo(json.dumps({"dry_run": True, "command": command, "runs": plan}, indent=2))
+        return
+    for number, run in enumerate(plan, start=1):
+        label = f"point {number} of {len(points)}: {run['point']}" if run["point"] else "one run"
+        typer.echo(f"# {label}; the run folder would be {run['folder']}")
+        for node in run["nodes"]:
+            typer.echo(f"# {node['node']} ({node['reached_as']})")
+            typer.echo(shlex.join(node["argv"]))
 
 
 def register(app: typer.Typer) -> None:
