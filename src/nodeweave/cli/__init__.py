@@ -70,6 +70,10 @@ def _click_error_line(err: Exception) -> "tuple[str, int] | None":
 def main(argv: "list[str] | None" = None) -> int:
     """Run the CLI; user errors print one message and exit with their code."""
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] in (["sync"], ["bench"]):
+        from nodeweave.cli.spellings import upgrade
+
+        argv = upgrade(argv)
     if argv[:1] == ["bench"]:
         from nodeweave.cli.bench import upgrade_old_spelling
 

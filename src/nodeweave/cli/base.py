@@ -16,11 +16,16 @@ import typer
 from typer.core import TyperCommand, TyperGroup
 
 
-def without_flag_placeholders(params):
-    """A flag takes no value, so its help shows none (typer would show ``<bool>``)."""
+def plain_placeholders(params, ctx):
+    """A flag takes no value, so its help shows none (typer shows ``<bool>``); a repeated option shows
+    one value per use, ``<str>...``, not ``<list[str]>`` (which invites ``--host a,b``)."""
     for param in params:
         if getattr(param, "is_flag", False) and not getattr(param, "count", False):
             param.metavar = ""
+        elif getattr(param, "multiple", False) and param.metavar is None and hasattr(param, "display_type"):
+            shown = param.display_type(ctx)
+            if shown.startswith("<list[") and shown.endswith("]>"):
+                param.metavar = f"<{shown[6:-2]}>..."
     return params
 
 
@@ -28,7 +33,7 @@ class NodeweaveCommand(TyperCommand):
     """A verb whose flags show no value placeholder."""
 
     def get_params(self, ctx):
-        return without_flag_placeholders(super().get_params(ctx))
+        return plain_placeholders(super().get_params(ctx), ctx)
 
 
 # Hidden, deprecated spellings and what a typo near them should be pointed to.
@@ -39,7 +44,7 @@ class NodeweaveGroup(TyperGroup):
     """A group whose typo suggestions name only visible commands, and whose own flags show no placeholder."""
 
     def get_params(self, ctx):
-        return without_flag_placeholders(super().get_params(ctx))
+        return plain_placeholders(super().get_params(ctx), ctx)
 
     def resolve_command(self, ctx, args):
         try:

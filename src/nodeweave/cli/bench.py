@@ -29,7 +29,7 @@ def bench(
     sweep: List[str] = typer.Option([], "--sweep", help="VAR=a,b,c; repeatable; each point of the matrix is a "
                                     "fresh launch with those variables, ranked against a baseline launch"),
     as_json: bool = typer.Option(False, "--json", help="print every number as JSON on stdout (tables go to stderr)"),
-    json_path: Path = typer.Option(Path("nodeweave-bench.json"), "--json-out", "-o", help="where to write every number"),
+    json_path: Path = typer.Option(Path("nodeweave-bench.json"), "--json-out", help="where to write every number"),
     plot: Optional[Path] = typer.Option(None, "--plot", help="PNG of busbw against size (needs matplotlib; "
                                         "default: beside --json-out when matplotlib is importable)"),
     timeout: float = typer.Option(1800.0, "--timeout", help="seconds one launch may take"),

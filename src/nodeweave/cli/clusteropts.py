@@ -21,8 +21,8 @@ TARGET = typer.Option(None, "--target", "-t",
                       help="local (compose/local.yaml on this machine), hosts (ssh), kubernetes (kubectl/oc); "
                            "default: what `up` used, else hosts with --host, else local")
 ENGINE = typer.Option(None, "--engine", help="local: podman or docker; hosts: docker, podman or none (bare hosts)")
-HOST = typer.Option([], "--host", help="[user@]host over ssh, node 0 first (repeat)")
-HOSTS_FILE = typer.Option(None, "--hosts-file", help="One [user@]host per line, node 0 first")
+HOST = typer.Option([], "--host", help="\\[user@]host over ssh, node 0 first (repeat)")
+HOSTS_FILE = typer.Option(None, "--hosts-file", help="One \\[user@]host per line, node 0 first")
 REMOTE_DIR = typer.Option(None, "--remote-dir", help="hosts: the workspace folder on every host (default: an absolute "
                                                      "workspace.host_path)")
 NAMESPACE = typer.Option(None, "--namespace", "-n", help="kubernetes: namespace (default: the spec's)")

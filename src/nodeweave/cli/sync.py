@@ -25,7 +25,7 @@ names every target that failed. --json prints JSON on stdout; everything else go
 def sync_command(
     src: Optional[Path] = typer.Argument(None, help="Local directory to send (default: spec workspace.host_path, else .)"),
     dest: Optional[str] = typer.Argument(None, help="Absolute directory on the targets (default: spec workspace.path)"),
-    to: List[str] = typer.Option([], "--to", "-t", help="A target KIND:NAME (repeat): podman:trainer-0, pod:llama-0, oc:llama-1, ssh:me@gpu01, ssh+docker:gpu01/trainer"),
+    to: List[str] = typer.Option([], "--to", help="A target KIND:NAME (repeat): podman:trainer-0, pod:llama-0, oc:llama-1, ssh:me@gpu01, ssh+docker:gpu01/trainer"),
     hosts_file: Optional[Path] = typer.Option(None, "--hosts-file", help="ssh hosts, one per line, master first"),
     statefulset: Optional[str] = typer.Option(None, "--statefulset", help="Pods <NAME>-0..N-1 of this StatefulSet"),
     replicas: Optional[int] = typer.Option(None, "--replicas", help="N for --statefulset (default: ask the cluster)"),
