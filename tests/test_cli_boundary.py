@@ -122,3 +122,20 @@ def test_image_build_defaults_to_the_specs_variant(project, capsys):
     code, out, err = nodeweave(capsys, "image", "build", "--dry-run")
     assert code == EXIT_OK, err
     assert "cuda12" in out + err and ":cpu" not in out + err
+
+
+def test_image_variants_keep_every_image_name_whole_at_120_columns(project, capsys, monkeypatch):
+    from nodeweave.catalogue import VARIANTS
+
+    monkeypatch.setenv("COLUMNS", "120")
+    code, out, _ = nodeweave(capsys, "image", "variants")
+    assert code == EXIT_OK
+    for variant in VARIANTS.values():
+        assert variant.base_image in out, variant.base_image
+
+
+def test_human_sizes():
+    from nodeweave.quantities import human_bytes
+
+    assert [human_bytes(n) for n in (0, 1023, 1924 * 2, 85 * 2**20 + 2**19)] == ["0 B", "1023 B", "3.8 KiB",
+                                                                              "85.5 MiB"]

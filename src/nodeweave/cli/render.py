@@ -36,9 +36,11 @@ def _report(plan: RenderPlan, as_json: bool, header: dict) -> None:
     if as_json:
         typer.echo(json.dumps({**header, "files": [asdict(p) for p in plan.entries]}, indent=2, sort_keys=True))
         return
-    width = max((len(str(p.bytes)) for p in plan.entries), default=1)
+    from nodeweave.quantities import human_bytes
+
+    width = max((len(human_bytes(p.bytes)) for p in plan.entries), default=1)
     for p in plan.entries:
-        typer.echo(f"{p.status:<9}  {p.bytes:>{width}} B  {p.path}")
+        typer.echo(f"{p.status:<9}  {human_bytes(p.bytes):>{width}}  {p.path}")
     counts = plan.counts()
     where = os.path.relpath(header["out"])
     where = header["out"] if where.startswith("..") else where

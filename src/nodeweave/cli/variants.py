@@ -40,9 +40,10 @@ def variants(
     table = Table(title="nodeweave image variants (image.variant)")
     table.add_column("variant", no_wrap=True)
     table.add_column("vendor", no_wrap=True)
-    table.add_column("base image", overflow="fold")
+    # an image reference cut in two cannot be copied: keep it whole, let the prose column wrap at words
+    table.add_column("base image", no_wrap=True, min_width=max(len(r["base_image"]) for r in records))
     table.add_column("torch", no_wrap=True)
-    table.add_column("NCCL / RCCL", overflow="fold")
+    table.add_column("NCCL / RCCL")
     for r in records:
         index = r["torch_index_url"].rsplit("/", 1)[-1]
         table.add_row(r["key"], r["vendor"], r["base_image"], f"{r['torch_version']} {index}", r["collectives"])
