@@ -23,9 +23,10 @@ app = NodeweaveTyper(
 )
 
 # Command modules, each with a ``register(app)`` function.
-from nodeweave.cli import bench, check, cluster, doctor, hosts, image, render, run, sync, validate, variants  # noqa: E402
+from nodeweave.cli import (bench, check, cluster, doctor, execute, hosts, image, render, run, sync,  # noqa: E402
+                           validate, variants)
 
-COMMAND_MODULES = (validate, bench, check, cluster, doctor, hosts, image, render, run, sync, variants)
+COMMAND_MODULES = (validate, bench, check, cluster, doctor, render, run, execute, sync, hosts, image, variants)
 for _module in COMMAND_MODULES:
     _module.register(app)
 
