@@ -162,3 +162,22 @@ def test_old_short_flags_still_work_with_a_note(capsys):
     assert upgrade(["bench", "-o", "x.json"]) == ["bench", "--json-out", "x.json"]
     assert upgrade(["run", "-t", "local"]) == ["run", "-t", "local"]
     assert "`sync -t` is now `sync --to`" in capsys.readouterr().err
+
+
+def test_shell_completion_is_clicks_own(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    def complete(words, cword):
+        env = {**os.environ, "_NODEWEAVE_COMPLETE": "complete_bash", "COMP_WORDS": words, "COMP_CWORD": str(cword)}
+        return subprocess.run([sys.executable, "-c", "import sys; from nodeweave.cli import main; sys.exit(main())"],
+                              capture_output=True, text=True, env=env, cwd=tmp_path, timeout=60).stdout.split()
+
+    assert complete("nodeweave st", 1) == ["status", "stop"]
+    assert complete("nodeweave runs ", 2) == ["ls", "show", "compare"]
+    assert "--target" in complete("nodeweave up --ta", 2)
+    env = {**os.environ, "_NODEWEAVE_COMPLETE": "source_bash"}
+    script = subprocess.run([sys.executable, "-c", "import sys; from nodeweave.cli import main; sys.exit(main())"],
+                            capture_output=True, text=True, env=env, timeout=60).stdout
+    assert "_nodeweave_completion()" in script and "complete " in script

@@ -8,7 +8,9 @@ that needs them, so ``--help`` and the other commands stay quick.
 
 from __future__ import annotations
 
+import os
 import sys
+
 import typer
 
 from nodeweave import __version__
@@ -23,12 +25,16 @@ app = NodeweaveTyper(
 )
 
 # Command modules, each with a ``register(app)`` function.
-from nodeweave.cli import (bench, check, cluster, doctor, execute, hosts, image, render, run, sync,  # noqa: E402
-                           validate, variants)
+from nodeweave.cli import (bench, check, cluster, doctor, execute, hosts, image, render, run, runs,  # noqa: E402
+                           sync, validate, variants)
 
-COMMAND_MODULES = (validate, bench, check, cluster, doctor, render, run, execute, sync, hosts, image, variants)
+COMMAND_MODULES = (validate, bench, check, cluster, doctor, render, run, execute, runs, sync, hosts, image, variants)
 for _module in COMMAND_MODULES:
     _module.register(app)
+
+
+# `eval "$(_NODEWEAVE_COMPLETE=source_bash nodeweave)"` (source_zsh, source_fish): shell completion.
+COMPLETE_VAR = "_NODEWEAVE_COMPLETE"
 
 
 def _print_version(value: bool) -> None:
@@ -71,6 +77,10 @@ def _click_error_line(err: Exception) -> "tuple[str, int] | None":
 def main(argv: "list[str] | None" = None) -> int:
     """Run the CLI; user errors print one message and exit with their code."""
     argv = list(sys.argv[1:] if argv is None else argv)
+    if COMPLETE_VAR in os.environ:  # the shell asks for completions: click's own mechanism, typer's shells
+        from typer._completion_classes import completion_init
+
+        completion_init()
     if argv[:1] in (["sync"], ["bench"]):
         from nodeweave.cli.spellings import upgrade
 
