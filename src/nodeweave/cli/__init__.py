@@ -91,7 +91,7 @@ def main(argv: "list[str] | None" = None) -> int:
         argv = ["bench", *upgrade_old_spelling(argv[1:])]
     try:
         # with standalone_mode=False, a command's typer.Exit(code) comes back as the return value
-        result = app(args=argv, standalone_mode=False)
+        result = app(args=argv, prog_name="nodeweave", standalone_mode=False)
     except NodeweaveError as err:
         typer.echo(f"nodeweave: error: {err}", err=True)
         return err.exit_code

@@ -95,7 +95,7 @@ def compare_command(
     metric: Optional[str] = METRIC,
     lower_is_better: bool = typer.Option(False, "--lower-is-better", help="The best run has the lowest metric"),
     chart: Optional[Path] = typer.Option(None, "--chart", help="Also write the chart to this .png or .svg "
-                                         "(needs the plot extra: pip install 'nodeweave[plot]')"),
+                                         "(needs the plot extra: pip install 'nodeweave\\[plot]')"),
     output: str = output_option(),
 ) -> None:
     """Runs side by side: result, seconds, the metric per run and per node, the best marked, charted."""
