@@ -15,6 +15,7 @@ from nodeweave.cli.clusteropts import (DRY_RUN, ENGINE, HOST, HOSTS_FILE, JSON, 
                                        OVERLAY, REMOTE_DIR, SPEC, SSH_OPTION, TARGET, cluster_nodes, console,
                                        default_mode, open_cluster, options, pick_nodes, print_steps,
                                        spec_command)
+from nodeweave.cli.output import checked, emit, output_option
 from nodeweave.errors import NodeweaveError, UsageError
 
 
@@ -133,6 +134,7 @@ def status_command(
     hosts_file: Optional[Path] = HOSTS_FILE, remote_dir: Optional[str] = REMOTE_DIR,
     namespace: Optional[str] = NAMESPACE, kube_cli: Optional[str] = KUBE_CLI, kube_context: Optional[str] = KUBE_CONTEXT,
     overlay: Optional[str] = OVERLAY, ssh_option: List[str] = SSH_OPTION, as_json: bool = JSON,
+    output: str = output_option(),
     fingerprints: bool = typer.Option(False, "--fingerprints", help="Also every node's check-in fingerprint side by "
                                       "side, differences highlighted (node 0's exchange while a job runs, else each "
                                       "node's --explain), as `nodeweave doctor --cluster` shows them"),
@@ -147,10 +149,11 @@ def status_command(
     rows = gather(backend, nodes, spec_command(spec))
     agree = agreement(rows)
     view = _fingerprints([n for n, r in zip(nodes, rows) if r["up"]]) if fingerprints else None
+    extra = {"fingerprints": view.to_dict()} if view is not None else {}
+    data = {"where": backend.where(), "plans_agree": agree, "nodes": rows, **extra}
     if as_json:
-        extra = {"fingerprints": view.to_dict()} if view is not None else {}
-        typer.echo(json.dumps({"where": backend.where(), "plans_agree": agree, "nodes": rows, **extra}, indent=2))
-    else:
+        typer.echo(json.dumps(data, indent=2))
+    elif not emit(data, checked(output)):
         console().print(status_table(backend, rows))
         if view is not None:
             from nodeweave.cli.doctor import print_cluster_view

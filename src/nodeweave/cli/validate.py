@@ -13,11 +13,13 @@ from typing import Optional
 import typer
 
 from nodeweave.cli.base import find_spec, spec_option
+from nodeweave.cli.output import checked, emit, output_option
 
 
 def validate(
     spec_path: Optional[Path] = spec_option(),
     as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON on stdout"),
+    output: str = output_option(),
 ) -> None:
     """Check the spec (every mistake: file:line, field, what is accepted; exit 2) and summarise it."""
     from nodeweave.spec import load_spec
@@ -29,6 +31,8 @@ def validate(
                "script": spec.launcher.script, "variant": spec.image.variant}
     if as_json:
         typer.echo(json.dumps(summary, indent=2))
+        return
+    if emit(summary, checked(output)):
         return
     typer.echo(f"{spec_path}: valid: {spec.name}, {spec.nodes} node(s) x {spec.gpus_per_node} process(es), "
                f"{spec.launcher.type} {spec.launcher.script}, image variant {spec.image.variant}")

@@ -10,6 +10,8 @@ import json
 from dataclasses import asdict
 
 import typer
+
+from nodeweave.cli.output import checked, emit, output_option
 from rich.console import Console
 from rich.table import Table
 
@@ -31,11 +33,14 @@ def variant_records() -> list:
 
 def variants(
     as_json: bool = typer.Option(False, "--json", help="print the catalogue as JSON (a list of objects) on stdout"),
+    output: str = output_option(),
 ) -> None:
-    """List the image variants: base image, PyTorch build, NCCL/RCCL (--json: every pinned field)."""
+    """List the image variants: base image, PyTorch build, NCCL/RCCL (--json, -o json|yaml: every pinned field)."""
     records = variant_records()
     if as_json:
         typer.echo(json.dumps(records, indent=2, sort_keys=True))
+        return
+    if emit(records, checked(output)):
         return
     table = Table(title="nodeweave image variants (image.variant)")
     table.add_column("variant", no_wrap=True)
@@ -44,9 +49,13 @@ def variants(
     table.add_column("base image", no_wrap=True, min_width=max(len(r["base_image"]) for r in records))
     table.add_column("torch", no_wrap=True)
     table.add_column("NCCL / RCCL")
+    if output == "wide":
+        table.add_column("python", no_wrap=True)
+        table.add_column("torch index", no_wrap=True)
     for r in records:
         index = r["torch_index_url"].rsplit("/", 1)[-1]
-        table.add_row(r["key"], r["vendor"], r["base_image"], f"{r['torch_version']} {index}", r["collectives"])
+        wide = [str(r.get("python") or "-"), r["torch_index_url"]] if output == "wide" else []
+        table.add_row(r["key"], r["vendor"], r["base_image"], f"{r['torch_version']} {index}", r["collectives"], *wide)
     Console().print(table)
 
 
@@ -56,7 +65,7 @@ def deprecated_variants(
     """Deprecated spelling of `nodeweave image variants` (kept for one release)."""
     typer.echo("nodeweave: note: `nodeweave variants` is now `nodeweave image variants`; "
                "the old spelling goes in the next release", err=True)
-    variants(as_json)
+    variants(as_json, "table")
 
 
 def register(app: typer.Typer) -> None:

@@ -62,10 +62,10 @@ def launcher(r: Reader, top: Fields) -> Launcher:
     script = r.string(script_node, "launcher.script", "a path such as train.py")
     if not rules.single_line(script):
         raise r.bad_value(script_node, "launcher.script", "a non-empty, single-line path such as train.py")
-    if len(script.split()) > 1:
-        words = script.split()
-        raise r.fail(script_node, "launcher.script", f"{script!r} holds more than one word (it is one argv word, "
-                     "a path)", f"the path alone, e.g. script: {words[0]}, and its arguments as a list: "
+    words = script.split()
+    if any(word.startswith("-") for word in words[1:]):  # a path may hold spaces; options after it are args
+        raise r.fail(script_node, "launcher.script", f"{script!r} holds options after the path (it is one argv "
+                     "word, a path)", f"the path alone, e.g. script: {words[0]}, and its arguments as a list: "
                      f"args: {list(words[1:])}")
     items = r.sequence(f.get("args"), "launcher.args", "strings")
     args = tuple(r.string(item, path, "a string (any scalar but null)") for path, item in items)
