@@ -92,11 +92,9 @@ def test_compare_lines_up_runs_and_sweep_points_per_node(project, capsys):
 
 
 def test_chart_files_need_the_plot_extra_or_say_so(project, capsys, tmp_path):
-    try:
-        import matplotlib  # noqa: F401
-        has_matplotlib = True
-    except ImportError:
-        has_matplotlib = False
+    import importlib.util
+
+    has_matplotlib = importlib.util.find_spec("matplotlib") is not None
     code, out, err = nodeweave(capsys, "runs", "compare", project["sweep"], "--chart", str(tmp_path / "c.svg"))
     if has_matplotlib:
         assert code == EXIT_OK and (tmp_path / "c.svg").read_text().startswith("<?xml")

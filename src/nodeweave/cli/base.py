@@ -15,10 +15,13 @@ from pathlib import Path
 import typer
 from typer.core import TyperCommand, TyperGroup
 
+from nodeweave.cli.coercion import use_plain_conversion
+
 
 def plain_placeholders(params, ctx):
     """A flag takes no value, so its help shows none (typer shows ``<bool>``); a repeated option shows
     one value per use, ``<str>...``, not ``<list[str]>`` (which invites ``--host a,b``)."""
+    use_plain_conversion(params)
     for param in params:
         if getattr(param, "is_flag", False) and not getattr(param, "count", False):
             param.metavar = ""

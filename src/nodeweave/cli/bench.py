@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import List, Optional
 
 import typer
-from rich.console import Console
 
 from nodeweave.errors import EXIT_FAILURE, EnvironmentProblem, UsageError
 
@@ -36,6 +35,8 @@ def bench(
     verbose: bool = typer.Option(False, "--verbose", "-v", help="stream the launches' output"),
 ) -> None:
     """Measure all_reduce, all_gather and reduce_scatter bandwidth (nccl-tests formulas) and check every result."""
+    from rich.console import Console
+
     from nodeweave.bench import options, report, runner
 
     if backend not in options.BACKENDS:

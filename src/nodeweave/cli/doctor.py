@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import List, Optional
+from typing import TYPE_CHECKING, List, Optional
 
 import typer
-from rich.console import Console
-from rich.table import Table
+
+if TYPE_CHECKING:  # rich is imported where a table is drawn, not at start-up
+    from rich.console import Console
+    from rich.table import Table
 
 _STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 
@@ -29,6 +31,8 @@ def _size(nbytes: "int | None") -> str:
 
 
 def _hardware(node) -> Table:
+    from rich.table import Table
+
     table = Table(title=f"node {node.hostname or '?'} (sysroot {node.sysroot})", show_header=False)
     table.add_column("what", style="bold")
     table.add_column("found")
@@ -66,6 +70,8 @@ def _topology(topology) -> Table:
 
 
 def _plan_env(plan) -> Table:
+    from rich.table import Table
+
     table = Table(title="environment the entrypoint would launch with (NCCL/RCCL/Gloo and yours)")
     for name in ("variable", "value", "action", "why"):
         table.add_column(name, overflow="fold")
@@ -76,6 +82,8 @@ def _plan_env(plan) -> Table:
 
 
 def _findings(findings) -> Table:
+    from rich.table import Table
+
     table = Table(title="findings")
     for name in ("severity", "code", "finding", "what to do"):
         table.add_column(name, overflow="fold")
@@ -85,6 +93,8 @@ def _findings(findings) -> Table:
 
 
 def _cluster_table(view) -> Table:
+    from rich.table import Table
+
     labels, rows = view.table()
     table = Table(title=f"fingerprints from {view.source} (differences from node 0 highlighted)")
     table.add_column("field", style="bold")
@@ -96,6 +106,8 @@ def _cluster_table(view) -> Table:
 
 
 def _cluster(json_output: bool, on: "list[str]") -> None:
+    from rich.console import Console
+
     from nodeweave.doctor.cluster import survey_here, survey_targets
 
     if on:
@@ -177,6 +189,8 @@ def doctor(
     node_rank: int = typer.Option(0, "--node", min=0, help="with --spec: the node's rank (0 = the master)"),
 ) -> None:
     """Check this node for NCCL/RCCL settings, limits and hardware that hurt multi-node training."""
+    from rich.console import Console
+
     from nodeweave.doctor import diagnose
 
     if on and not cluster:

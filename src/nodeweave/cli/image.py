@@ -9,15 +9,16 @@ from __future__ import annotations
 
 import tempfile
 from pathlib import Path
-from typing import List, Optional
+from typing import TYPE_CHECKING, List, Optional
 
 import typer
-from rich.console import Console
-from rich.table import Table
 
 from nodeweave.cli.base import NodeweaveTyper, find_spec, spec_option
 from nodeweave.cli.variants import variants
 from nodeweave.errors import UsageError
+
+if TYPE_CHECKING:  # rich is imported where a table is drawn, not at start-up
+    from rich.table import Table
 
 image_app = NodeweaveTyper(help="Build and push the training images; list the variants.", no_args_is_help=True)
 image_app.command("variants")(variants)
@@ -70,6 +71,8 @@ def build(
     dry_run: bool = typer.Option(False, "--dry-run", help="print the plan and the equivalent command; build nothing"),
 ) -> None:
     """Build one variant's image from the Dockerfile rendered for the spec, tag it <variant>-<sha> and <variant>."""
+    from rich.console import Console
+
     from nodeweave.build import BUILDX, BuildProgress, detect_engine, prepare_build, run_build
     from nodeweave.spec import load_spec
     from nodeweave.spec.rules import IMAGE_TAG
@@ -113,6 +116,8 @@ def build(
 
 
 def _summary(variant: str, plan, result) -> Table:
+    from rich.table import Table
+
     table = Table(title=f"{variant} image", show_header=False)
     table.add_row("image", plan.image)
     for extra in plan.tags[1:]:

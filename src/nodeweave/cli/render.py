@@ -7,7 +7,6 @@ CI and tests/test_rendered_up_to_date.py use).
 
 from __future__ import annotations
 
-import enum
 import json
 import os
 from dataclasses import asdict
@@ -19,9 +18,9 @@ import typer
 from nodeweave.cli.base import find_spec, spec_option
 from nodeweave.errors import EXIT_STALE, NodeweaveError, UsageError
 from nodeweave.failures import path_problem, writable_dir
-from nodeweave.rendering import MARK, RENDERERS, RenderPlan, plan_render, render_targets, wanted_targets
-
-Target = enum.Enum("Target", {name: name for name in (*RENDERERS, "all")}, type=str)
+# nodeweave.rendering.RENDERERS' names, spelled here so `--help` and `status` need not import every
+# renderer (tests/test_cli_startup.py holds the two equal).
+TARGET_NAMES = ("images", "compose", "manifests", "slurm", "openshift-build", "trainjob", "jobset")
 
 
 def _relative_host_paths(spec) -> "list[str]":
@@ -32,7 +31,7 @@ def _relative_host_paths(spec) -> "list[str]":
     ]
 
 
-def _report(plan: RenderPlan, as_json: bool, header: dict) -> None:
+def _report(plan, as_json: bool, header: dict) -> None:
     if as_json:
         typer.echo(json.dumps({**header, "files": [asdict(p) for p in plan.entries]}, indent=2, sort_keys=True))
         return
@@ -57,6 +56,8 @@ def _render(spec, spec_path: Path, targets: "list[str]", everything: bool) -> "t
     Why: the minimal spec (name, image.variant, launcher.script) of a GPU variant has
     ``gpus_per_node: auto``, which compose takes and Kubernetes cannot (it schedules a count).
     """
+    from nodeweave.rendering import render_targets
+
     files, kept = {}, []
     for name in targets:
         try:
@@ -75,7 +76,7 @@ def _render(spec, spec_path: Path, targets: "list[str]", everything: bool) -> "t
 
 
 def render(
-    target: Target = typer.Argument("all", help="what to render: " + ", ".join(RENDERERS) + " or all (images, "
+    target: str = typer.Argument("all", metavar="[TARGET]", help="what to render: " + ", ".join(TARGET_NAMES) + " or all (images, "
                                     "compose, manifests, plus slurm and openshift-build when the spec has their section)"),
     spec_path: Optional[Path] = spec_option("The cluster spec"),
     out: Optional[Path] = typer.Option(None, "--out", help="output root (default: the spec's directory)"),
@@ -86,14 +87,18 @@ def render(
     prune: bool = typer.Option(False, "--prune", help="remove rendered files (marked 'by nodeweave') no renderer makes any more"),
 ) -> None:
     """Render images, compose files, manifests (and Slurm, OpenShift build, TrainJob, JobSet) into --out, byte-stable."""
+    from nodeweave.rendering import MARK, plan_render, wanted_targets
     from nodeweave.spec import load_spec
 
+    if target not in (*TARGET_NAMES, "all"):
+        raise UsageError(f"render target {target!r} is not accepted: {', '.join(TARGET_NAMES)} or all "
+                         "(`nodeweave render --help` says what each renders)")
     spec_path = find_spec(spec_path)
     spec = load_spec(spec_path)
     out_dir = (out if out is not None else spec_path.parent).resolve()
     writable_dir(out_dir, "--out")
-    targets = wanted_targets(spec) if target.value == "all" else [target.value]
-    files, targets = _render(spec, spec_path, targets, everything=target.value == "all")
+    targets = wanted_targets(spec) if target == "all" else [target]
+    files, targets = _render(spec, spec_path, targets, everything=target == "all")
     plan = plan_render(files, out_dir, force)
     header = {"spec": str(spec_path), "out": str(out_dir), "targets": targets, "dry_run": dry_run or check, "check": check}
     _report(plan, as_json, header)

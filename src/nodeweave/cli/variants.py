@@ -12,8 +12,6 @@ from dataclasses import asdict
 import typer
 
 from nodeweave.cli.output import checked, emit, output_option
-from rich.console import Console
-from rich.table import Table
 
 
 def variant_records() -> list:
@@ -36,6 +34,9 @@ def variants(
     output: str = output_option(),
 ) -> None:
     """List the image variants: base image, PyTorch build, NCCL/RCCL (--json, -o json|yaml: every pinned field)."""
+    from rich.console import Console
+    from rich.table import Table
+
     records = variant_records()
     if as_json:
         typer.echo(json.dumps(records, indent=2, sort_keys=True))
