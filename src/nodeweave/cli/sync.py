@@ -31,7 +31,8 @@ def sync_command(
     replicas: Optional[int] = typer.Option(None, "--replicas", help="N for --statefulset (default: ask the cluster)"),
     selector: Optional[str] = typer.Option(None, "--selector", "-l", help="Pods by label selector instead of ordinals"),
     compose_project: Optional[str] = typer.Option(None, "--compose-project", help="The running containers of this compose project"),
-    engine: str = typer.Option("podman", "--engine", help="Engine for --compose-project: podman or docker"),
+    engine: Optional[str] = typer.Option(None, "--engine", help="Engine for --compose-project: podman or docker "
+                                         "(default: podman where installed, else docker, as `nodeweave up` picks)"),
     namespace: Optional[str] = typer.Option(None, "--namespace", "-n", help="Kubernetes namespace (default: the spec's)"),
     container: Optional[str] = typer.Option(None, "--container", "-c", help="Container in each pod (default: the pod's default)"),
     kube_cli: Optional[str] = typer.Option(None, "--kube-cli", help="kubectl or oc (default: oc when the spec says openshift)"),
@@ -59,6 +60,9 @@ def sync_command(
     from nodeweave.sync import request as rq
     from nodeweave.sync.display import run_and_show
 
+    from nodeweave.cluster.local import detect_engine
+
+    engine = engine or detect_engine() or "podman"
     targets = rq.TargetArgs(tuple(to), hosts_file, statefulset, replicas, selector, compose_project, engine,
                             namespace, container, kube_cli,
                             RemoteOptions(ssh_options=tuple(ssh_option), kube_context=kube_context))
