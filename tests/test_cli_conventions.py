@@ -22,7 +22,7 @@ LONG_FLAG = re.compile(r"^--[a-z0-9]+(-[a-z0-9]+)*$")
 # The one meaning each short flag has, wherever it appears.
 SHORT_FLAGS = {"-t": "--target", "-n": "--namespace", "-e": "--env", "-f": "--follow", "-q": "--quiet",
                "-v": "--verbose", "-l": "--selector", "-c": "--container", "-x": "--exclude", "-j": "--jobs",
-               "-z": "--compress", "-o": "--output"}
+               "-z": "--compress", "-o": "--output", "-d": "--detach"}
 # Verbs that change the world and therefore offer a dry run.
 CHANGING_VERBS = {"up", "down", "run", "stop", "shell", "render", "sync", "image build"}
 

@@ -74,6 +74,14 @@ def _click_error_line(err: Exception) -> "tuple[str, int] | None":
     return f"nodeweave: error: {message}", exit_code
 
 
+_INVOKED: "list[str]" = []
+
+
+def invoked_argv() -> "list[str]":
+    """The arguments this call was given (after old spellings were upgraded): ``run --detach`` re-runs them."""
+    return list(_INVOKED)
+
+
 def main(argv: "list[str] | None" = None) -> int:
     """Run the CLI; user errors print one message and exit with their code."""
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -89,6 +97,7 @@ def main(argv: "list[str] | None" = None) -> int:
         from nodeweave.cli.bench import upgrade_old_spelling
 
         argv = ["bench", *upgrade_old_spelling(argv[1:])]
+    _INVOKED[:] = argv
     try:
         # with standalone_mode=False, a command's typer.Exit(code) comes back as the return value
         result = app(args=argv, prog_name="nodeweave", standalone_mode=False)

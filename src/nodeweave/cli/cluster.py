@@ -249,7 +249,8 @@ def logs_command(
     follow: bool = typer.Option(False, "--follow", "-f", help="Keep printing as lines arrive"),
     node: List[int] = typer.Option([], "--node", help="Only this node (repeat)"),
     container: bool = typer.Option(False, "--container", help="The containers' own logs even when they hold"),
-    run: Optional[Path] = typer.Option(None, "--run", help="This run folder instead of the latest"),
+    run: Optional[str] = typer.Option(None, "--run", help="This run instead of the latest: its id (`nodeweave runs "
+                                      "ls`), a unique prefix, its folder, or last; read here, no cluster asked"),
     runs_dir: Optional[Path] = typer.Option(None, "--runs-dir", help="Where run folders are (default: runs/ beside the spec)"),
     spec_path: Optional[Path] = SPEC, target: Optional[str] = TARGET, engine: Optional[str] = ENGINE, host: List[str] = HOST,
     hosts_file: Optional[Path] = HOSTS_FILE, remote_dir: Optional[str] = REMOTE_DIR,
@@ -262,11 +263,19 @@ def logs_command(
     from nodeweave.cluster.logs import container_logs, run_logs
     from nodeweave.cluster.runfolder import RUNS, latest_run
 
+    out = console()
+    if run is not None:  # a run folder on this machine: no cluster, no engine needed to read or follow it
+        from nodeweave.runs.history import find_run
+
+        entry = find_run(runs_dir or spec_path.resolve().parent / RUNS, run)
+        if entry.kind == "sweep" and entry.points:
+            entry = entry.points[-1]  # the point running now, or the last one
+        out.print(f"# {entry.path}", highlight=False, markup=False)
+        raise typer.Exit(run_logs(entry.path, node, follow, out))
     given = options(target, engine, host, hosts_file, remote_dir, namespace, kube_cli, kube_context, overlay, ssh_option)
     spec, backend, _ = open_cluster(spec_path, given)
-    out = console()
-    folder = run
-    if folder is None and not container:
+    folder = None
+    if not container:
         held = not backend.holds
         if not held:
             held = ask_status(backend.nodes()[0], spec_command(spec)).holding
@@ -277,8 +286,6 @@ def logs_command(
                 raise UsageError(f"the nodes hold and no run of {spec.name} is in {parent}: "
                                  "`nodeweave run -- SCRIPT` starts one (or --container for the containers' logs)")
     if folder is not None:
-        if not folder.is_dir():
-            raise UsageError(f"--run {str(folder)!r} is not a run folder")
         out.print(f"# {folder}", highlight=False, markup=False)
         raise typer.Exit(run_logs(folder, node, follow, out))
     nodes = pick_nodes(backend.nodes(), node)

@@ -14,6 +14,7 @@ from nodeweave.cli.clusteropts import (DRY_RUN, ENGINE, HOST, HOSTS_FILE, JSON, 
                                        OVERLAY, REMOTE_DIR, SPEC, SSH_OPTION, TARGET, cluster_nodes, console, open_cluster,
                                        options, spec_command)
 from nodeweave.cli.dashes import CommandAfterDashes, launcher_command
+from nodeweave.cli.detach import announce
 from nodeweave.errors import NodeweaveError, UsageError
 
 RUN_HELP = ("Start COMMAND (default: the spec's script and args) on every node at once, through each node's "
@@ -38,6 +39,9 @@ def run_command(
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Do not show the nodes' output (it still goes to the run folder)"),
     check: bool = typer.Option(False, "--check", help="`nodeweave check` first (its defaults); start nothing when it "
                                "names a node or link (exit 5)"),
+    detach: bool = typer.Option(False, "--detach", "-d", help="Start the run in the background and return once its "
+                                "folder exists, printing its id: `nodeweave logs -f --run ID` follows (attaches "
+                                "to) it, `nodeweave stop` ends it"),
     spec_path: Optional[Path] = SPEC, target: Optional[str] = TARGET, engine: Optional[str] = ENGINE, host: List[str] = HOST,
     hosts_file: Optional[Path] = HOSTS_FILE, remote_dir: Optional[str] = REMOTE_DIR,
     namespace: Optional[str] = NAMESPACE, kube_cli: Optional[str] = KUBE_CLI, kube_context: Optional[str] = KUBE_CONTEXT,
@@ -63,6 +67,11 @@ def run_command(
     from nodeweave.cluster.job import JobContext
 
     backend.require_up(nodes, "run")
+    if detach:
+        from nodeweave.cli.detach import detach_run
+
+        detach_run(parent, as_json)
+        return
     spec_dir = spec_path.resolve().parent
     host_path = spec.workspace.host_path  # absolute: a path on the hosts, not here
     context = JobContext(job=spec.name, spec_text=spec_path.read_text(encoding="utf-8"),
@@ -87,6 +96,8 @@ def _one_run(nodes, command, env, profile, grace, parent, context, out, quiet, s
     from nodeweave.cluster.runner import RunRequest
 
     folder = RunFolder.create(parent, context.job, context.spec_text, suffix)
+    if not suffix:
+        announce(folder.path)
     out.print(f"[bold]nodeweave:[/] run {folder.run_id} on {len(nodes)} node(s) ({context.target}): "
               f"{shlex.join(command)}" + (f" with {' '.join(f'{k}={v}' for k, v in env.items())}" if env else ""),
               highlight=False)
@@ -112,6 +123,7 @@ def _sweep(nodes, command, points, extra, profile, grace, parent, context, out, 
     from nodeweave.cluster.sweep import point_label, point_metric, sweep_table
 
     sweep_folder = RunFolder.create(parent, context.job, context.spec_text, suffix="-sweep")
+    announce(sweep_folder.path)
     rows = []
     for number, point in enumerate(points, start=1):
         data = _one_run(nodes, command, {**extra, **point}, profile, grace, sweep_folder.path, context, out, quiet,
