@@ -25,10 +25,11 @@ app = NodeweaveTyper(
 )
 
 # Command modules, each with a ``register(app)`` function.
-from nodeweave.cli import (bench, check, cluster, doctor, execute, hosts, image, render, run, runs,  # noqa: E402
-                           sync, validate, variants)
+from nodeweave.cli import (bench, check, cluster, doctor, execute, hosts, image, init, render, run,  # noqa: E402
+                           runs, sync, validate, variants)
 
-COMMAND_MODULES = (validate, bench, check, cluster, doctor, render, run, execute, runs, sync, hosts, image, variants)
+COMMAND_MODULES = (init, validate, bench, check, cluster, doctor, render, run, execute, runs, sync, hosts, image,
+                   variants)
 for _module in COMMAND_MODULES:
     _module.register(app)
 
