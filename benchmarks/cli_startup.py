@@ -5,7 +5,9 @@ hits all alike, and prints a Markdown table: median and p90 wall time of the who
 process, the median's ratio to bare start-up, and whether the median is within the target
 (issue 20: 0.2 s each on the development machine).
 
-- ``nodeweave --help``: typer builds and prints the whole command tree.
+- ``nodeweave --help``: typer builds and prints the whole command tree; to a pipe as plain text,
+  on a terminal (a pseudo-terminal here) with rich's panels, which import rich's markdown and
+  traceback modules (typer's).
 - ``nodeweave render all --check``: the repository's nodeweave.yaml, every renderer, compared
   with the committed files (nothing written).
 - ``nodeweave status`` (no engine on PATH): everything before the first node is asked: the
@@ -26,11 +28,13 @@ from __future__ import annotations
 import argparse
 import os
 import platform
+import pty
 import resource
 import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -46,7 +50,8 @@ def cases(engine: bool, scratch: Path, baseline_src):
     bare_path = str(BIN)  # the venv's own commands, no podman/docker/kubectl
     out = {
         "python -c pass": ([sys.executable, "-c", "pass"], ROOT, None, {0}, {}),
-        "nodeweave --help": ([nodeweave, "--help"], ROOT, None, {0}, {}),
+        "nodeweave --help (to a pipe: plain)": ([nodeweave, "--help"], ROOT, None, {0}, {}),
+        "nodeweave --help (on a terminal: rich panels)": ([nodeweave, "--help"], ROOT, None, {0}, {"TTY": "1"}),
         "nodeweave render all --check": ([nodeweave, "render", "all", "--check"], ROOT, None, {0}, {}),
         "nodeweave status (no engine: up to the nodes)": ([nodeweave, "status"], scratch, bare_path, {3}, {}),
     }
@@ -61,19 +66,37 @@ def cases(engine: bool, scratch: Path, baseline_src):
 
 
 def sample(argv, cwd, path, codes, extra) -> "tuple[float, float]":
+    extra = dict(extra)
+    tty = extra.pop("TTY", None)
     env = {**os.environ, "COLUMNS": "120", **extra}
     if path is not None:
         env["PATH"] = path
+    leader, stdout = (pty.openpty() if tty else (None, subprocess.DEVNULL))
+    drain = threading.Thread(target=_drain, args=(leader,), daemon=True) if tty else None
+    if drain:
+        drain.start()
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    done = subprocess.run(argv, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                          stdin=subprocess.DEVNULL)
+    done = subprocess.run(argv, cwd=cwd, env=env, stdout=stdout, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
     seconds = time.perf_counter() - start
+    if tty:
+        os.close(stdout)
+        drain.join(timeout=5)
+        os.close(leader)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     if done.returncode not in codes:
         raise SystemExit(f"{' '.join(argv)} exited {done.returncode}: {done.stderr.decode()[-400:]}")
     return seconds, cpu
+
+
+def _drain(fd) -> None:
+    """Read a pseudo-terminal's output as it comes, so a long help never blocks on a full buffer."""
+    try:
+        while os.read(fd, 65536):
+            pass
+    except OSError:
+        pass
 
 
 def main() -> int:

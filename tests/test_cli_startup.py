@@ -76,3 +76,29 @@ def test_values_arrive_converted(tmp_path, capsys, monkeypatch):
     plan = json.loads(capsys.readouterr().out)
     argv = plan["runs"][0]["nodes"][0]["argv"]
     assert "A=1" in argv and "B=2" in argv and argv[argv.index("--run-id") + 1] == "RUN_ID"
+
+
+def test_help_to_a_pipe_is_plain_and_to_a_terminal_rich(tmp_path):
+    import os
+    import pty
+
+    plain = imported("up", "--help")
+    assert "rich.markdown" not in plain["modules"]
+    piped = subprocess.run([sys.executable, "-m", "nodeweave.cli", "up", "--help"], capture_output=True, text=True,
+                           timeout=60, env={**os.environ, "COLUMNS": "100"})
+    assert "[user@]host over ssh" in piped.stdout and "╭" not in piped.stdout and "\\[" not in piped.stdout
+    leader, follower = pty.openpty()  # a terminal: the rich panels
+    done = subprocess.run([sys.executable, "-m", "nodeweave.cli", "up", "--help"], stdout=follower,
+                          stderr=subprocess.PIPE, timeout=60, env={**os.environ, "COLUMNS": "100"})
+    os.close(follower)
+    shown = b""
+    while True:
+        try:
+            chunk = os.read(leader, 65536)
+        except OSError:
+            break
+        if not chunk:
+            break
+        shown += chunk
+    os.close(leader)
+    assert done.returncode == 0 and "╭" in shown.decode() and "[user@]host" in shown.decode()

@@ -9,6 +9,7 @@ walks every command and checks them.
 from __future__ import annotations
 
 import os
+import sys
 from difflib import get_close_matches
 from pathlib import Path
 
@@ -32,11 +33,34 @@ def plain_placeholders(params, ctx):
     return params
 
 
+def plain_help_wanted() -> bool:
+    """Help for a pipe or a file is plain text: no panels to grep through, and no rich import (0.1 s)."""
+    return not sys.stdout.isatty() and os.environ.get(RICH_HELP_ENV, "") not in ("1", "yes", "true")
+
+
+RICH_HELP_ENV = "NODEWEAVE_RICH_HELP"  # 1: rich panels even when help goes to a pipe
+
+
+def format_help(command, base_format, ctx, formatter) -> None:
+    """typer's rich help on a terminal; click's plain help elsewhere, with rich's escapes (\\[) undone."""
+    if not plain_help_wanted():
+        return base_format(ctx, formatter)
+    mode, command.rich_markup_mode = command.rich_markup_mode, None
+    try:
+        base_format(ctx, formatter)
+    finally:
+        command.rich_markup_mode = mode
+    formatter.buffer[:] = [part.replace("\\[", "[") for part in formatter.buffer]
+
+
 class NodeweaveCommand(TyperCommand):
-    """A verb whose flags show no value placeholder."""
+    """A verb whose flags show no value placeholder, and whose help suits where it goes."""
 
     def get_params(self, ctx):
         return plain_placeholders(super().get_params(ctx), ctx)
+
+    def format_help(self, ctx, formatter):
+        return format_help(self, super().format_help, ctx, formatter)
 
 
 # Hidden, deprecated spellings and what a typo near them should be pointed to.
@@ -48,6 +72,9 @@ class NodeweaveGroup(TyperGroup):
 
     def get_params(self, ctx):
         return plain_placeholders(super().get_params(ctx), ctx)
+
+    def format_help(self, ctx, formatter):
+        return format_help(self, super().format_help, ctx, formatter)
 
     def resolve_command(self, ctx, args):
         try:
