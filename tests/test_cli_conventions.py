@@ -156,7 +156,7 @@ def test_every_flag_the_docs_name_exists(doc, number, text):
 
 
 def test_old_short_flags_still_work_with_a_note(capsys):
-    from nodeweave.cli.spellings import upgrade
+    from nodeweave.cli.habits.spellings import upgrade
 
     assert upgrade(["sync", "-t", "podman:a", "--", "-t"]) == ["sync", "--to", "podman:a", "--", "-t"]
     assert upgrade(["bench", "-o", "x.json"]) == ["bench", "--json-out", "x.json"]

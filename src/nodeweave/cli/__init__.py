@@ -14,7 +14,7 @@ import sys
 import typer
 
 from nodeweave import __version__
-from nodeweave.cli.base import NodeweaveTyper
+from nodeweave.cli.habits.base import NodeweaveTyper
 from nodeweave.errors import EXIT_USAGE, NodeweaveError
 
 app = NodeweaveTyper(
@@ -91,7 +91,7 @@ def main(argv: "list[str] | None" = None) -> int:
 
         completion_init()
     if argv[:1] in (["sync"], ["bench"]):
-        from nodeweave.cli.spellings import upgrade
+        from nodeweave.cli.habits.spellings import upgrade
 
         argv = upgrade(argv)
     if argv[:1] == ["bench"]:

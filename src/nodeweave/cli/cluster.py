@@ -10,12 +10,12 @@ from typing import List, Optional
 
 import typer
 
-from nodeweave.cli.base import find_spec
+from nodeweave.cli.habits.base import find_spec
 from nodeweave.cli.clusteropts import (DRY_RUN, ENGINE, HOST, HOSTS_FILE, JSON, KUBE_CLI, KUBE_CONTEXT, NAMESPACE,
                                        OVERLAY, REMOTE_DIR, SPEC, SSH_OPTION, TARGET, cluster_nodes, console,
                                        default_mode, open_cluster, options, pick_nodes, print_steps,
                                        spec_command)
-from nodeweave.cli.output import checked, emit, output_option
+from nodeweave.cli.habits.output import checked, emit, output_option
 from nodeweave.errors import NodeweaveError, UsageError
 
 

@@ -14,7 +14,7 @@ from typing import List, Optional, Tuple
 
 import typer
 
-from nodeweave.cli.base import spec_option
+from nodeweave.cli.habits.base import spec_option
 
 SPEC = spec_option()
 TARGET = typer.Option(None, "--target", "-t",

@@ -14,7 +14,7 @@ import re
 from typing import List, Sequence
 
 
-from nodeweave.cli.base import NodeweaveCommand
+from nodeweave.cli.habits.base import NodeweaveCommand
 from nodeweave.errors import UsageError
 
 COMMAND_PARAM = "command"

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, List, Optional
 
 import typer
 
-from nodeweave.cli.base import NodeweaveTyper
+from nodeweave.cli.habits.base import NodeweaveTyper
 from nodeweave.errors import EnvironmentProblem, NodeweaveError, UsageError
 
 if TYPE_CHECKING:  # rich is imported where a table is drawn, not at start-up

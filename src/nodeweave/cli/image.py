@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, List, Optional
 
 import typer
 
-from nodeweave.cli.base import NodeweaveTyper, find_spec, spec_option
+from nodeweave.cli.habits.base import NodeweaveTyper, find_spec, spec_option
 from nodeweave.cli.variants import variants
 from nodeweave.errors import UsageError
 

@@ -15,7 +15,7 @@ from typing import Optional
 
 import typer
 
-from nodeweave.cli.base import find_spec, spec_option
+from nodeweave.cli.habits.base import find_spec, spec_option
 from nodeweave.errors import EXIT_STALE, NodeweaveError, UsageError
 from nodeweave.failures import path_problem, writable_dir
 # nodeweave.rendering.RENDERERS' names, spelled here so `--help` and `status` need not import every

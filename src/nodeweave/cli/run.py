@@ -9,12 +9,12 @@ from typing import List, Optional
 
 import typer
 
-from nodeweave.cli.base import find_spec
+from nodeweave.cli.habits.base import find_spec
 from nodeweave.cli.clusteropts import (DRY_RUN, ENGINE, HOST, HOSTS_FILE, JSON, KUBE_CLI, KUBE_CONTEXT, NAMESPACE,
                                        OVERLAY, REMOTE_DIR, SPEC, SSH_OPTION, TARGET, cluster_nodes, console, open_cluster,
                                        options, spec_command)
 from nodeweave.cli.dashes import CommandAfterDashes, launcher_command
-from nodeweave.cli.detach import announce
+from nodeweave.cli.habits.detach import announce
 from nodeweave.errors import NodeweaveError, UsageError
 
 RUN_HELP = ("Start COMMAND (default: the spec's script and args) on every node at once, through each node's "
@@ -68,7 +68,7 @@ def run_command(
 
     backend.require_up(nodes, "run")
     if detach:
-        from nodeweave.cli.detach import detach_run
+        from nodeweave.cli.habits.detach import detach_run
 
         detach_run(parent, as_json)
         return

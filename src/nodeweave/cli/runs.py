@@ -11,8 +11,8 @@ from typing import List, Optional
 
 import typer
 
-from nodeweave.cli.base import NodeweaveTyper, find_spec
-from nodeweave.cli.output import checked, emit, output_option
+from nodeweave.cli.habits.base import NodeweaveTyper, find_spec
+from nodeweave.cli.habits.output import checked, emit, output_option
 
 runs_app = NodeweaveTyper(help="List, show and compare past runs and sweeps (the run folders).", no_args_is_help=True)
 

@@ -7,7 +7,7 @@ from typing import List, Optional
 
 import typer
 
-from nodeweave.cli.base import find_spec, spec_option
+from nodeweave.cli.habits.base import find_spec, spec_option
 
 SYNC_HELP = """Push SRC (default: the spec's workspace.host_path, else .) to DEST on every target at once.
 

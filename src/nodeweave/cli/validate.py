@@ -12,8 +12,8 @@ from typing import Optional
 
 import typer
 
-from nodeweave.cli.base import find_spec, spec_option
-from nodeweave.cli.output import checked, emit, output_option
+from nodeweave.cli.habits.base import find_spec, spec_option
+from nodeweave.cli.habits.output import checked, emit, output_option
 
 
 def validate(

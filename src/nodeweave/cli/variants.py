@@ -11,7 +11,7 @@ from dataclasses import asdict
 
 import typer
 
-from nodeweave.cli.output import checked, emit, output_option
+from nodeweave.cli.habits.output import checked, emit, output_option
 
 
 def variant_records() -> list:

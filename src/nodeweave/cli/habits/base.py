@@ -16,7 +16,7 @@ from pathlib import Path
 import typer
 from typer.core import TyperCommand, TyperGroup
 
-from nodeweave.cli.coercion import use_plain_conversion
+from nodeweave.cli.habits.coercion import use_plain_conversion
 
 
 def plain_placeholders(params, ctx):
