@@ -45,3 +45,27 @@ def test_an_existing_spec_is_never_overwritten(folder, capsys):
 def test_a_bad_choice_is_refused_by_the_validator(folder, capsys):
     assert main(["init", "--sysroot", str(SYSROOTS / "cpu-only"), "--launcher", "mpirun"]) == EXIT_USAGE
     assert "launcher.type" in capsys.readouterr().err and not (folder / "nodeweave.yaml").exists()
+
+
+@pytest.mark.engine
+def test_init_from_hosts_probes_each_and_lists_them_node_0_first(folder, capsys):
+    import subprocess
+    import uuid
+
+    image = "localhost/nodeweave-base:bookworm"
+    names = [f"nwinit-{uuid.uuid4().hex[:6]}-{i}" for i in range(2)]
+    try:
+        for name in names:
+            subprocess.run(["podman", "run", "-d", "--name", name, "-v", f"{SYSROOTS / 'hgx-h100'}:/sysroot:ro",
+                            "-e", "NODEWEAVE_SYSROOT=/sysroot", image, "sleep", "600"],
+                           check=True, capture_output=True, timeout=300)
+        assert main(["init", "--via", "podman", "--host", names[0], "--host", names[1]]) == EXIT_OK, \
+            capsys.readouterr().err
+        spec = load_spec(folder / "nodeweave.yaml")
+        assert spec.hosts == tuple(names) and spec.nodes.min == 2 and spec.gpus_per_node == 8
+        assert spec.image.variant == "cuda12" and spec.network.rdma is True
+        subprocess.run(["podman", "stop", "-t", "0", names[1]], capture_output=True, timeout=120)
+        assert main(["init", "--force", "--via", "podman", "--host", names[0], "--host", names[1]]) == 1
+        assert f"podman:{names[1]}" in capsys.readouterr().err
+    finally:
+        subprocess.run(["podman", "rm", "-f", "-t", "0", *names], capture_output=True, timeout=120)
