@@ -46,6 +46,15 @@ def _engine_for_dry_run(console, engine_name: Optional[str]):
         return None
 
 
+def _checked_tag(tag: Optional[str]) -> Optional[str]:
+    """--tag as the spec's image.tag accepts it: refused here, not by the engine after a long build."""
+    from nodeweave.spec.rules import IMAGE_TAG
+
+    if tag is not None and not IMAGE_TAG.check(tag):
+        raise UsageError(f"--tag {tag!r} is not accepted: {IMAGE_TAG.accepted}")
+    return tag
+
+
 @image_app.command("build")
 def build(
     variant: Optional[str] = typer.Argument(None, help="images catalogue key (`nodeweave image variants`), e.g. cpu, "
@@ -75,13 +84,10 @@ def build(
 
     from nodeweave.build import BUILDX, BuildProgress, detect_engine, prepare_build, run_build
     from nodeweave.spec import load_spec
-    from nodeweave.spec.rules import IMAGE_TAG
 
     spec_path = find_spec(spec_path)
     spec = load_spec(spec_path)
-    variant = variant or spec.image.variant
-    if tag is not None and not IMAGE_TAG.check(tag):
-        raise UsageError(f"--tag {tag!r} is not accepted: {IMAGE_TAG.accepted}")
+    variant, tag = variant or spec.image.variant, _checked_tag(tag)
     context_dir = (context or spec_path.resolve().parent)
     if not context_dir.is_dir():
         raise UsageError(f"--context {context_dir}: not a directory")
