@@ -40,7 +40,7 @@ def test_status_up_to_the_nodes_imports_no_renderer_nor_pydantic(tmp_path):
     (tmp_path / "nodeweave.yaml").write_text("name: nwst\nimage: {variant: cpu}\nnodes: 2\nlauncher: {script: t.py}\n")
     found = imported("status", cwd=tmp_path, path=str(Path(sys.executable).parent))
     assert found["code"] == 3  # no engine on that PATH: refused before any node is asked
-    assert not {"pydantic", "jinja2", "nodeweave.rendering", "nodeweave.images"} & set(found["modules"])
+    assert not {"pydantic", "jinja2", "nodeweave.rendering", "nodeweave.targets.images"} & set(found["modules"])
 
 
 def test_help_imports_no_renderer():

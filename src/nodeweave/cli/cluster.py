@@ -11,7 +11,7 @@ from typing import List, Optional
 import typer
 
 from nodeweave.cli.habits.base import find_spec
-from nodeweave.cli.clusteropts import (DRY_RUN, ENGINE, HOST, HOSTS_FILE, JSON, KUBE_CLI, KUBE_CONTEXT, NAMESPACE,
+from nodeweave.cli.habits.clusteropts import (DRY_RUN, ENGINE, HOST, HOSTS_FILE, JSON, KUBE_CLI, KUBE_CONTEXT, NAMESPACE,
                                        OVERLAY, REMOTE_DIR, SPEC, SSH_OPTION, TARGET, cluster_nodes, console,
                                        default_mode, open_cluster, options, pick_nodes, print_steps,
                                        spec_command)

@@ -59,6 +59,8 @@ def _hardware(node) -> Table:
 
 def _topology(topology) -> Table:
     """Who this node is, and the rank source (platform) that said so."""
+    from rich.table import Table
+
     table = Table(title="this node in the job", show_header=False)
     table.add_column("what", style="bold")
     table.add_column("found", overflow="fold")

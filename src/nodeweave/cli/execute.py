@@ -10,10 +10,10 @@ from typing import List, Optional
 import typer
 
 from nodeweave.cli.habits.base import find_spec
-from nodeweave.cli.clusteropts import (DRY_RUN, ENGINE, HOST, HOSTS_FILE, JSON, KUBE_CLI, KUBE_CONTEXT, NAMESPACE,
+from nodeweave.cli.habits.clusteropts import (DRY_RUN, ENGINE, HOST, HOSTS_FILE, JSON, KUBE_CLI, KUBE_CONTEXT, NAMESPACE,
                                        OVERLAY, REMOTE_DIR, SPEC, SSH_OPTION, TARGET, cluster_nodes, console,
                                        open_cluster, options, pick_nodes)
-from nodeweave.cli.dashes import CommandAfterDashes
+from nodeweave.cli.habits.dashes import CommandAfterDashes
 from nodeweave.errors import NodeweaveError, UsageError
 
 EXEC_HELP = ("Run COMMAND on every node at once through its exec channel, without the launcher (as `sky exec` or "
@@ -57,7 +57,7 @@ def exec_command(
 
 
 def _run(nodes, command, variables, timeout, quiet: bool, as_json: bool) -> None:
-    from nodeweave.cluster.fanout import exec_everywhere, summary
+    from nodeweave.cluster.logs import exec_everywhere, summary
 
     out = console(stderr=as_json)
     results = exec_everywhere(nodes, command, None if quiet else out, variables, timeout)

@@ -10,10 +10,10 @@ from typing import List, Optional
 import typer
 
 from nodeweave.cli.habits.base import find_spec
-from nodeweave.cli.clusteropts import (DRY_RUN, ENGINE, HOST, HOSTS_FILE, JSON, KUBE_CLI, KUBE_CONTEXT, NAMESPACE,
+from nodeweave.cli.habits.clusteropts import (DRY_RUN, ENGINE, HOST, HOSTS_FILE, JSON, KUBE_CLI, KUBE_CONTEXT, NAMESPACE,
                                        OVERLAY, REMOTE_DIR, SPEC, SSH_OPTION, TARGET, cluster_nodes, console, open_cluster,
                                        options, spec_command)
-from nodeweave.cli.dashes import CommandAfterDashes, launcher_command
+from nodeweave.cli.habits.dashes import CommandAfterDashes, launcher_command
 from nodeweave.cli.habits.detach import announce
 from nodeweave.errors import NodeweaveError, UsageError
 

@@ -29,7 +29,7 @@ def _parent(runs_dir: Optional[Path]) -> Path:
 
 
 def _console():
-    from nodeweave.cli.clusteropts import console
+    from nodeweave.cli.habits.clusteropts import console
 
     return console()
 
