@@ -1,4 +1,5 @@
-"""``nodeweave init`` on captured sysfs trees (the kernel's own formats): the spec it writes is the machine's."""
+"""``nodeweave init`` on the sysfs fixture trees (synthetic ones in the kernel's formats, and a real capture of a
+2x H100 machine): the spec it writes is the machine's."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ from nodeweave.cli import main
 from nodeweave.errors import EXIT_OK, EXIT_USAGE
 from nodeweave.spec import load_spec
 
-SYSROOTS = Path(__file__).resolve().parent / "fixtures" / "sysroots"
+SYSROOTS = Path(__file__).resolve().parent / "fixtures" / "synthetic"
+CAPTURED = Path(__file__).resolve().parent / "fixtures" / "captured"
 
 
 @pytest.fixture
@@ -22,10 +24,11 @@ def folder(tmp_path, monkeypatch):
 
 
 @pytest.mark.parametrize("tree, variant, gpus, rdma", [
-    ("hgx-h100", "cuda12", 8, True), ("mi300x", "rocm70", 8, True), ("cpu-only", "cpu", 1, False),
-])
+    (SYSROOTS / "hgx-h100", "cuda12", 8, True), (SYSROOTS / "mi300x", "rocm70", 8, True),
+    (SYSROOTS / "cpu-only", "cpu", 1, False), (CAPTURED / "h100x2-vm", "cuda12", 2, False),
+], ids=["hgx-h100", "mi300x", "cpu-only", "captured-h100x2-vm"])
 def test_the_spec_follows_the_machine_and_validates(folder, capsys, tree, variant, gpus, rdma):
-    assert main(["init", "--sysroot", str(SYSROOTS / tree), "--nodes", "4"]) == EXIT_OK
+    assert main(["init", "--sysroot", str(tree), "--nodes", "4"]) == EXIT_OK
     spec = load_spec(folder / "nodeweave.yaml")
     assert (spec.name, spec.image.variant, spec.gpus_per_node, spec.nodes.min) == ("llama-pretrain", variant, gpus, 4)
     assert spec.network.rdma is rdma and spec.launcher.script == "train.py"
