@@ -192,7 +192,9 @@ def test_down_removes_the_nodes(two, engine):
     exists = subprocess.run(["podman", "container", "exists", "nwt-two-0"]).returncode
     assert exists != 0
     out = nodeweave(two, "status", timeout=120)
-    assert out.returncode == 1 and "down: node-0, node-1" in out.stderr, out.stderr
+    assert out.returncode == 1 and "nwt-two is down" in out.stderr and "`nodeweave up` starts it" in out.stderr, \
+        out.stderr
+    assert "down (missing)" in out.stdout and "no such container" not in out.stdout, out.stdout
 
 
 def test_three_nodes_a_node_killed_mid_run_fails_the_run_and_stops_the_others(engine, cpu_image, tmp_path):
