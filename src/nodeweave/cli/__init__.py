@@ -26,10 +26,9 @@ app = NodeweaveTyper(
 
 # Command modules, each with a ``register(app)`` function.
 from nodeweave.cli import (bench, check, cluster, doctor, execute, hosts, image, init, render, run,  # noqa: E402
-                           runs, sync, validate, variants)
+                           runs, sync, variants)
 
-COMMAND_MODULES = (init, validate, bench, check, cluster, doctor, render, run, execute, runs, sync, hosts, image,
-                   variants)
+COMMAND_MODULES = (init, bench, check, cluster, doctor, render, run, execute, runs, sync, hosts, image, variants)
 for _module in COMMAND_MODULES:
     _module.register(app)
 

@@ -1,4 +1,6 @@
-"""``nodeweave init``: a first nodeweave.yaml from what this machine, or the hosts, show.
+"""``nodeweave init`` and ``validate``: a first nodeweave.yaml from what this machine, or the hosts, show,
+and the check of any spec (kubectl, compose and SkyPilot all have one; every other verb's first
+step is the same check, this one stops there and exits 0 or 2).
 
 Why: the first spec is where new users stall. The entrypoint's own detection (no torch) sees the
 GPUs, their vendor and count, and the active RDMA ports, here (``doctor``'s view) or on every
@@ -9,6 +11,7 @@ through the validator before it is kept; an existing file is never overwritten w
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,6 +19,8 @@ from typing import List, Optional, Tuple
 
 import typer
 
+from nodeweave.cli.habits.base import find_spec, spec_option
+from nodeweave.cli.habits.output import checked, emit, output_option
 from nodeweave.errors import NodeweaveError, UsageError
 
 VARIANT_BY_VENDOR = {"nvidia": "cuda12", "amd": "rocm70", "none": "cpu"}
@@ -144,5 +149,28 @@ def _label(text: str) -> str:
     return label if label and label[0].isalpha() else f"job-{label}".strip("-")[:52]
 
 
+def validate(
+    spec_path: Optional[Path] = spec_option(),
+    as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON on stdout"),
+    output: str = output_option(),
+) -> None:
+    """Check the spec (every mistake: file:line, field, what is accepted; exit 2) and summarise it."""
+    from nodeweave.spec import load_spec
+
+    spec_path = find_spec(spec_path)
+    spec = load_spec(spec_path)
+    summary = {"spec": str(spec_path), "name": spec.name, "nodes": str(spec.nodes),
+               "processes_per_node": spec.gpus_per_node, "launcher": spec.launcher.type,
+               "script": spec.launcher.script, "variant": spec.image.variant}
+    if as_json:
+        typer.echo(json.dumps(summary, indent=2))
+        return
+    if emit(summary, checked(output)):
+        return
+    typer.echo(f"{spec_path}: valid: {spec.name}, {spec.nodes} node(s) x {spec.gpus_per_node} process(es), "
+               f"{spec.launcher.type} {spec.launcher.script}, image variant {spec.image.variant}")
+
+
 def register(app: typer.Typer) -> None:
     app.command("init")(init)
+    app.command("validate")(validate)
