@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 SPEC ?= nodeweave.yaml
-VARIANT ?= cpu
+VARIANT ?=
 PYTEST_ARGS ?=
 
 .DEFAULT_GOAL := help
@@ -38,7 +38,7 @@ render: install ## Regenerate the committed images/, compose/, manifests/ and en
 	$(BIN)/nodeweave render all --spec $(SPEC) --prune
 
 .PHONY: image
-image: install ## Build the $(VARIANT) image for $(SPEC) with docker (BuildKit) or podman, tags <variant>-<sha> and <variant> (IMAGE_ARGS="--base IMG --push ...")
+image: install ## Build $(SPEC)'s image.variant (VARIANT=cpu: another) with docker (BuildKit) or podman, tags <variant>-<sha> and <variant> (IMAGE_ARGS="--base IMG --push ...")
 	$(BIN)/nodeweave image build $(VARIANT) --spec $(SPEC) $(IMAGE_ARGS)
 
 .PHONY: sync

@@ -186,7 +186,7 @@ def test_up_remembers_the_cluster_and_flags_still_win(spec_path):
 
 
 def test_the_specs_hosts_list_is_the_hosts_target_and_its_file_goes_along(tmp_path):
-    from nodeweave.cli.clusteropts import open_cluster
+    from nodeweave.cli.habits.clusteropts import open_cluster
     from nodeweave.cluster.options import ClusterOptions as Given
 
     path = tmp_path / "nodeweave.yaml"

@@ -58,7 +58,7 @@ def test_shell_dry_run(spec):
     (("run", "--dry-run", "--metric", "samples/s ([0-9.]+"), "is not a regular expression"),
     (("run", "--dry-run", "--env", "1X=2"), "--env '1X=2' is not accepted"),
     (("run", "--dry-run", "--profile", "perf"), "--profile 'perf' is not accepted"),
-    (("up", "--dry-run", "--target", "hosts", "--host", "gpu01"), "--remote-dir"),
+    (("up", "--dry-run", "--target", "hosts", "--host", "gpu01", "--host", "gpu02"), "--remote-dir"),
     (("status", "--target", "hosts", "--host", "bad host!"), "--host 'bad host!' is not accepted"),
     (("shell", "7", "--dry-run"), "--node 7 is not a node of this cluster"),
 ])

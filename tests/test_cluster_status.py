@@ -13,8 +13,9 @@ from nodeweave.spec import parse_spec
 SPEC = "name: st\nimage: {variant: cpu}\nnodes: 2\nlauncher: {script: t.py}\n"
 
 
-def row(node, plan_hash, up=True, error=None, gpu=None):
-    return {"node": node, "reached_as": f"podman:{node}", "platform": "running" if up else "exited (3)", "up": up,
+def row(node, plan_hash, up=True, error=None, gpu=None, platform="same"):
+    platform = ("running" if up else "exited (3)") if platform == "same" else platform
+    return {"node": node, "reached_as": f"podman:{node}", "platform": platform, "up": up,
             "error": error, "mode": "hold" if up else None, "rank": int(node[-1]) if up else None,
             "plan_hash": plan_hash, "plan_errors": [], "run": None, "now": None, "gpu": gpu}
 
@@ -38,6 +39,23 @@ def test_agreeing_and_disagreeing_plans(tmp_path):
 def test_node_text_with_brackets_is_shown_as_it_is(tmp_path):
     gpu = {"tool": "nvidia-smi", "gpus": [{"index": 0, "util_pct": 100.0, "mem_used_mib": 1397.0,
                                             "mem_total_mib": 81559.0}]}
-    text = render([row("node-0", "abc", gpu=gpu), row("node-1", None, up=False, error="Error: [ctr] not running")],
-                  tmp_path)
+    text = render([row("node-0", "abc", gpu=gpu),
+                   row("node-1", None, up=False, error="Error: [ctr] not running", platform=None)], tmp_path)
     assert "[ctr] not running" in text and "100.0% 1.4/80G" in text
+
+
+def test_a_down_node_the_platform_knows_says_down_not_the_exec_error(tmp_path):
+    error = 'Error: no container with name or ID "st-1" found: no such container'
+    text = render([row("node-0", "abc"), row("node-1", None, up=False, error=error, platform="missing")], tmp_path)
+    assert "down (missing)" in text and "no such container" not in text
+
+
+def test_long_addresses_are_never_cut(tmp_path):
+    long = "ssh+podman:trainer@gpu-node-with-a-long-name.cluster.example.org/llama-pretrain-1"
+    rows = [{**row("node-0", "abc"), "reached_as": long}]
+    path = tmp_path / "nodeweave.yaml"
+    path.write_text(SPEC)
+    backend = open_backend(parse_spec(SPEC, str(path)), path, ClusterOptions().checked())
+    console = Console(file=io.StringIO(), width=100, color_system=None)
+    console.print(status_table(backend, rows))
+    assert long in console.file.getvalue()

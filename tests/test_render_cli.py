@@ -40,8 +40,9 @@ def test_dry_run_lists_every_file_and_writes_nothing(project, capsys):
     lines = out.splitlines()
     assert [line.split()[-1] for line in lines] == COMPOSE
     assert all(line.split()[0] == "new" for line in lines)
-    assert all(line.split()[2] == "B" and int(line.split()[1]) > 0 for line in lines)
-    assert "3 new" in err
+    assert all(line.split()[2] in ("B", "KiB", "MiB") and float(line.split()[1]) > 0 for line in lines)
+    assert any(line.split()[2] == "KiB" for line in lines)  # sizes as people read them; --json keeps bytes
+    assert "3 new in " in err
     assert snapshot(project).keys() == {"nodeweave.yaml"}
 
 

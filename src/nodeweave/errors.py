@@ -8,7 +8,7 @@ traceback. The codes are documented in the README.
 EXIT_OK = 0
 EXIT_FAILURE = 1  # an operation ran and failed (a sync target, a build, a check)
 EXIT_USAGE = 2  # bad input: a flag, a spec field, a path
-EXIT_ENVIRONMENT = 3  # something the machine lacks: no container engine, no rsync, no kubectl
+EXIT_ENVIRONMENT = 3  # something the machine lacks (engine, rsync, kubectl), an unreachable API, a cluster not up
 EXIT_STALE = 4  # committed rendered files differ from what the spec renders
 EXIT_UNHEALTHY = 5  # `nodeweave check` named a node or link (docs/check.md)
 

@@ -41,3 +41,13 @@ def slurm_megabytes(text: str) -> str:
 def slurm_cpus(text: str) -> int:
     """A CPU quantity as whole CPUs for ``--cpus-per-task`` (rounded up: Slurm allocates whole CPUs)."""
     return int(value(text).to_integral_value(ROUND_CEILING))
+
+
+def human_bytes(count: int) -> str:
+    """A byte count as people read it: ``1924 B``, ``4.1 KiB``, ``85.2 MiB`` (tables; JSON keeps bytes)."""
+    size = float(count)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if size < 1024 or unit == "TiB":
+            return f"{int(size)} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{count} B"

@@ -15,8 +15,8 @@ import time
 
 import pytest
 
-from cluster_harness import (LONG, finish, interrupt, nodeweave, processes, ranks, run_folders, start, status,
-                             wait_until, workdir)
+from cluster_harness import (LONG, NODEWEAVE, finish, interrupt, nodeweave, processes, ranks, run_folders, start,
+                             status, wait_until, workdir)
 
 pytestmark = [pytest.mark.engine, pytest.mark.slow]
 GRACE = 5  # nodeweave run/stop --grace in these tests
@@ -77,6 +77,25 @@ def test_run_trains_on_both_nodes_and_records_the_run(two):
         assert f"node {index} of 2" in log and "samples/s" in log
     assert record["workspace"]["commit"] is None  # the spec's folder is no git checkout
     assert record["nodes"][0]["sync"] is None  # nothing synced there: no stamp
+
+
+def test_a_detached_run_returns_at_once_and_is_followed_by_its_id(two):
+    started = time.monotonic()
+    out = nodeweave(two, "run", "--detach", "--", "train.py", "--steps", "20", check=0, timeout=120)
+    run_id = out.stdout.strip()
+    assert time.monotonic() - started < 60 and f"run {run_id} detached" in out.stderr, out.stderr
+    followed = nodeweave(two, "logs", "-f", "--run", run_id, check=0, timeout=600)  # ends when the run ends
+    for index in (0, 1):
+        assert any(line.startswith(f"[node-{index}]") and "done: world_size=2" in line
+                   for line in followed.stdout.splitlines()), followed.stdout
+    runs = [*NODEWEAVE, "runs"]
+    shown = subprocess.run([*runs, "show", run_id, "-o", "json"], capture_output=True, text=True, cwd=two.parent,
+                           check=True, timeout=60)
+    record = json.loads(shown.stdout)
+    assert record["state"] == "ok" and [n["exit_code"] for n in record["nodes"]] == [0, 0]
+    listed = subprocess.run([*runs, "ls", "-o", "json"], capture_output=True, text=True, cwd=two.parent, check=True,
+                            timeout=60)
+    assert run_id in [r["run"] for r in json.loads(listed.stdout)]
 
 
 def test_logs_in_hold_mode_are_the_last_runs(two):
@@ -173,7 +192,9 @@ def test_down_removes_the_nodes(two, engine):
     exists = subprocess.run(["podman", "container", "exists", "nwt-two-0"]).returncode
     assert exists != 0
     out = nodeweave(two, "status", timeout=120)
-    assert out.returncode == 1 and "down: node-0, node-1" in out.stderr, out.stderr
+    assert out.returncode == 1 and "nwt-two is down" in out.stderr and "`nodeweave up` starts it" in out.stderr, \
+        out.stderr
+    assert "down (missing)" in out.stdout and "no such container" not in out.stdout, out.stdout
 
 
 def test_three_nodes_a_node_killed_mid_run_fails_the_run_and_stops_the_others(engine, cpu_image, tmp_path):

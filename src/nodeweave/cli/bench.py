@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import List, Optional
 
 import typer
-from rich.console import Console
 
 from nodeweave.errors import EXIT_FAILURE, EnvironmentProblem, UsageError
 
@@ -29,13 +28,15 @@ def bench(
     sweep: List[str] = typer.Option([], "--sweep", help="VAR=a,b,c; repeatable; each point of the matrix is a "
                                     "fresh launch with those variables, ranked against a baseline launch"),
     as_json: bool = typer.Option(False, "--json", help="print every number as JSON on stdout (tables go to stderr)"),
-    json_path: Path = typer.Option(Path("nodeweave-bench.json"), "--json-out", "-o", help="where to write every number"),
+    json_path: Path = typer.Option(Path("nodeweave-bench.json"), "--json-out", help="where to write every number"),
     plot: Optional[Path] = typer.Option(None, "--plot", help="PNG of busbw against size (needs matplotlib; "
                                         "default: beside --json-out when matplotlib is importable)"),
     timeout: float = typer.Option(1800.0, "--timeout", help="seconds one launch may take"),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="stream the launches' output"),
 ) -> None:
     """Measure all_reduce, all_gather and reduce_scatter bandwidth (nccl-tests formulas) and check every result."""
+    from rich.console import Console
+
     from nodeweave.bench import options, report, runner
 
     if backend not in options.BACKENDS:

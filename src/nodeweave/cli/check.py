@@ -12,7 +12,7 @@ from typing import List, Optional
 
 import typer
 
-from nodeweave.cli.clusteropts import (DRY_RUN, ENGINE, HOST, HOSTS_FILE, JSON, KUBE_CLI, KUBE_CONTEXT, NAMESPACE,
+from nodeweave.cli.habits.clusteropts import (DRY_RUN, ENGINE, HOST, HOSTS_FILE, JSON, KUBE_CLI, KUBE_CONTEXT, NAMESPACE,
                                        OVERLAY, REMOTE_DIR, SPEC, SSH_OPTION, TARGET, cluster_nodes, console,
                                        open_cluster, options)
 from nodeweave.errors import NodeweaveError
@@ -66,16 +66,19 @@ def check_command(
     runs_dir: Optional[Path] = typer.Option(None, "--runs-dir", help="Where the report goes (default: runs/ beside "
                                             "the spec)"),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Show the nodes' output as it arrives"),
-    spec_path: Path = SPEC, target: Optional[str] = TARGET, engine: Optional[str] = ENGINE, host: List[str] = HOST,
-    hosts_file: Optional[Path] = HOSTS_FILE, remote_dir: Optional[str] = REMOTE_DIR,
+    spec_path: Optional[Path] = SPEC, target: Optional[str] = TARGET, engine: Optional[str] = ENGINE,
+    host: List[str] = HOST, hosts_file: Optional[Path] = HOSTS_FILE, remote_dir: Optional[str] = REMOTE_DIR,
     namespace: Optional[str] = NAMESPACE, kube_cli: Optional[str] = KUBE_CLI, kube_context: Optional[str] = KUBE_CONTEXT,
     overlay: Optional[str] = OVERLAY, ssh_option: List[str] = SSH_OPTION, dry_run: bool = DRY_RUN, as_json: bool = JSON,
 ) -> None:
     from nodeweave.check.driver import CheckOptions
+    from nodeweave.cli.habits.base import find_spec
+
+    spec_path = find_spec(spec_path)
 
     check_options = CheckOptions(threshold / 100.0, repeats, backend_name, seconds, timeout, verbose)
     given = options(target, engine, host, hosts_file, remote_dir, namespace, kube_cli, kube_context, overlay, ssh_option)
-    spec, backend, _ = open_cluster(spec_path, given)
+    spec, backend, _ = open_cluster(spec_path, given, dry_run=dry_run)
     nodes = cluster_nodes(backend, spec, dry_run)
     if dry_run:
         _dry_run(nodes, check_options)

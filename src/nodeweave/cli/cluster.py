@@ -10,10 +10,12 @@ from typing import List, Optional
 
 import typer
 
-from nodeweave.cli.clusteropts import (DRY_RUN, ENGINE, HOST, HOSTS_FILE, JSON, KUBE_CLI, KUBE_CONTEXT, NAMESPACE,
+from nodeweave.cli.habits.base import find_spec
+from nodeweave.cli.habits.clusteropts import (DRY_RUN, ENGINE, HOST, HOSTS_FILE, JSON, KUBE_CLI, KUBE_CONTEXT, NAMESPACE,
                                        OVERLAY, REMOTE_DIR, SPEC, SSH_OPTION, TARGET, cluster_nodes, console,
                                        default_mode, open_cluster, options, pick_nodes, print_steps,
                                        spec_command)
+from nodeweave.cli.habits.output import checked, emit, output_option
 from nodeweave.errors import NodeweaveError, UsageError
 
 
@@ -26,17 +28,18 @@ def up_command(
     wait: bool = typer.Option(True, "--wait/--no-wait", help="Wait until every node is up (live table)"),
     check: bool = typer.Option(False, "--check", help="Then `nodeweave check` the held nodes (exit 5 when it names "
                                "a node or link; the nodes stay up)"),
-    spec_path: Path = SPEC, target: Optional[str] = TARGET, engine: Optional[str] = ENGINE, host: List[str] = HOST,
+    spec_path: Optional[Path] = SPEC, target: Optional[str] = TARGET, engine: Optional[str] = ENGINE, host: List[str] = HOST,
     hosts_file: Optional[Path] = HOSTS_FILE, remote_dir: Optional[str] = REMOTE_DIR,
     namespace: Optional[str] = NAMESPACE, kube_cli: Optional[str] = KUBE_CLI, kube_context: Optional[str] = KUBE_CONTEXT,
     overlay: Optional[str] = OVERLAY, ssh_option: List[str] = SSH_OPTION, dry_run: bool = DRY_RUN, as_json: bool = JSON,
 ) -> None:
     """Bring the cluster up: compose on this machine, compose over ssh on every host, or apply -k on Kubernetes."""
+    spec_path = find_spec(spec_path)
     from nodeweave.cluster.ready import wait_until_up
     from nodeweave.cluster.steps import execute_all
 
     given = options(target, engine, host, hosts_file, remote_dir, namespace, kube_cli, kube_context, overlay, ssh_option)
-    spec, backend, _ = open_cluster(spec_path, given, remember=not dry_run)
+    spec, backend, _ = open_cluster(spec_path, given, remember=not dry_run, dry_run=dry_run)
     mode = default_mode(spec) if hold is None else ("hold" if hold else "run")
     if check and (mode != "hold" or not wait):
         raise UsageError("up --check needs nodes that hold and a wait for them: add --hold (and leave out --no-wait)")
@@ -46,7 +49,9 @@ def up_command(
         phases = backend.up_steps(mode, image)
         nodes = backend.nodes(for_up=True)
         if dry_run:
-            print_steps(console(), phases, done)
+            print_steps(console(), phases, done, as_json)
+            if as_json:
+                return
             typer.echo(f"# then wait up to {timeout:.0f} s until {len(nodes)} node(s) "
                        f"{'hold' if mode == 'hold' else 'run'}: " + ", ".join(n.remote.label for n in nodes))
             return
@@ -80,26 +85,28 @@ def up_command(
 def down_command(
     delete_claims: bool = typer.Option(False, "--delete-claims", help="kubernetes: also delete the workspace claims "
                                        "(synced code, checkpoints)"),
-    spec_path: Path = SPEC, target: Optional[str] = TARGET, engine: Optional[str] = ENGINE, host: List[str] = HOST,
+    spec_path: Optional[Path] = SPEC, target: Optional[str] = TARGET, engine: Optional[str] = ENGINE, host: List[str] = HOST,
     hosts_file: Optional[Path] = HOSTS_FILE, remote_dir: Optional[str] = REMOTE_DIR,
     namespace: Optional[str] = NAMESPACE, kube_cli: Optional[str] = KUBE_CLI, kube_context: Optional[str] = KUBE_CONTEXT,
     overlay: Optional[str] = OVERLAY, ssh_option: List[str] = SSH_OPTION, dry_run: bool = DRY_RUN,
+    as_json: bool = JSON,
 ) -> None:
     """Take down what `up` made (keeps Kubernetes claims unless --delete-claims)."""
+    spec_path = find_spec(spec_path)
     from nodeweave.cluster.options import load_state, save_state, ClusterOptions
     from nodeweave.cluster.steps import execute_all
 
     given = options(target, engine, host, hosts_file, remote_dir, namespace, kube_cli, kube_context, overlay, ssh_option)
-    spec, backend, _ = open_cluster(spec_path, given)
-    out = console()
+    spec, backend, _ = open_cluster(spec_path, given, dry_run=dry_run)
+    out = console(stderr=as_json)
     try:
         if backend.target == "hosts" and not backend.down_steps(delete_claims):
-            _stop_everywhere(backend, backend.nodes(), 10.0, out, dry_run)
+            _stop_everywhere(backend, backend.nodes(), 10.0, out, dry_run, as_json)
             return
         done = backend.prepare_down(dry_run)
         phases = backend.down_steps(delete_claims)
         if dry_run:
-            print_steps(out, phases, done)
+            print_steps(out, phases, done, as_json)
             return
         for phase in phases:
             for step in phase:
@@ -110,6 +117,8 @@ def down_command(
     if load_state(spec_path, spec.name) != ClusterOptions():
         save_state(spec_path, spec.name, ClusterOptions())
     out.print(f"{spec.name} is down ({backend.where()})", highlight=False)
+    if as_json:
+        typer.echo(json.dumps({"job": spec.name, "where": backend.where(), "down": True}, indent=2))
 
 
 def _fingerprints(nodes):
@@ -121,15 +130,17 @@ def _fingerprints(nodes):
 
 def status_command(
     node: List[int] = typer.Option([], "--node", help="Only this node (repeat)"),
-    spec_path: Path = SPEC, target: Optional[str] = TARGET, engine: Optional[str] = ENGINE, host: List[str] = HOST,
+    spec_path: Optional[Path] = SPEC, target: Optional[str] = TARGET, engine: Optional[str] = ENGINE, host: List[str] = HOST,
     hosts_file: Optional[Path] = HOSTS_FILE, remote_dir: Optional[str] = REMOTE_DIR,
     namespace: Optional[str] = NAMESPACE, kube_cli: Optional[str] = KUBE_CLI, kube_context: Optional[str] = KUBE_CONTEXT,
     overlay: Optional[str] = OVERLAY, ssh_option: List[str] = SSH_OPTION, as_json: bool = JSON,
+    output: str = output_option(),
     fingerprints: bool = typer.Option(False, "--fingerprints", help="Also every node's check-in fingerprint side by "
                                       "side, differences highlighted (node 0's exchange while a job runs, else each "
                                       "node's --explain), as `nodeweave doctor --cluster` shows them"),
 ) -> None:
     """One row per node: up, hold or run, rank, plan hash (do all agree?), run in progress, GPU use."""
+    spec_path = find_spec(spec_path)
     from nodeweave.cluster.status import agreement, gather, status_table
     from nodeweave.cluster.status import problems as status_problems
 
@@ -139,16 +150,19 @@ def status_command(
     rows = gather(backend, nodes, spec_command(spec))
     agree = agreement(rows)
     view = _fingerprints([n for n, r in zip(nodes, rows) if r["up"]]) if fingerprints else None
+    extra = {"fingerprints": view.to_dict()} if view is not None else {}
+    data = {"where": backend.where(), "plans_agree": agree, "nodes": rows, **extra}
     if as_json:
-        extra = {"fingerprints": view.to_dict()} if view is not None else {}
-        typer.echo(json.dumps({"where": backend.where(), "plans_agree": agree, "nodes": rows, **extra}, indent=2))
-    else:
+        typer.echo(json.dumps(data, indent=2))
+    elif not emit(data, checked(output)):
         console().print(status_table(backend, rows))
         if view is not None:
             from nodeweave.cli.doctor import print_cluster_view
 
             print_cluster_view(view, console())
     problems = status_problems(rows)
+    if rows and not any(r["up"] for r in rows):
+        problems = [f"{spec.name} is down on {backend.where()} (no node answers); `nodeweave up` starts it"]
     refusals = sum(f.severity == "error" for f in view.findings) if view is not None else 0
     if refusals:
         problems.append(f"the fingerprints hold {refusals} refusal(s) (see the findings)")
@@ -160,9 +174,13 @@ def _stop_everywhere(backend, nodes, grace: float, out, dry_run: bool, as_json: 
     from nodeweave.cluster.steps import fan_out
 
     argv = [n.entrypoint_argv(["--node", "stop", "--grace", f"{grace:g}"]) for n in nodes]
+    if dry_run and as_json:
+        typer.echo(json.dumps({"dry_run": True, "nodes": [{"node": n.name, "reached_as": n.remote.label, "argv": line}
+                                                          for n, line in zip(nodes, argv)]}, indent=2))
+        return True
     if dry_run:
         for node, line in zip(nodes, argv):
-            out.print(f"# {node.name}\n{shlex.join(line)}", highlight=False, markup=False, soft_wrap=True)
+            typer.echo(f"# {node.name}\n{shlex.join(line)}")
         return True
     import subprocess
 
@@ -190,37 +208,39 @@ def _stop_everywhere(backend, nodes, grace: float, out, dry_run: bool, as_json: 
 
 def stop_command(
     grace: float = typer.Option(10, "--grace", min=0, help="Seconds between SIGTERM and SIGKILL"),
-    spec_path: Path = SPEC, target: Optional[str] = TARGET, engine: Optional[str] = ENGINE, host: List[str] = HOST,
+    spec_path: Optional[Path] = SPEC, target: Optional[str] = TARGET, engine: Optional[str] = ENGINE, host: List[str] = HOST,
     hosts_file: Optional[Path] = HOSTS_FILE, remote_dir: Optional[str] = REMOTE_DIR,
     namespace: Optional[str] = NAMESPACE, kube_cli: Optional[str] = KUBE_CLI, kube_context: Optional[str] = KUBE_CONTEXT,
     overlay: Optional[str] = OVERLAY, ssh_option: List[str] = SSH_OPTION, dry_run: bool = DRY_RUN, as_json: bool = JSON,
 ) -> None:
     """Stop the current run on every node: SIGTERM to all its processes, SIGKILL after the grace."""
+    spec_path = find_spec(spec_path)
     given = options(target, engine, host, hosts_file, remote_dir, namespace, kube_cli, kube_context, overlay, ssh_option)
-    spec, backend, _ = open_cluster(spec_path, given)
-    if not _stop_everywhere(backend, cluster_nodes(backend, spec, dry_run), grace, console(stderr=as_json), dry_run,
-                            as_json):
+    spec, backend, _ = open_cluster(spec_path, given, dry_run=dry_run)
+    nodes = cluster_nodes(backend, spec, dry_run)
+    if not dry_run:
+        backend.require_up(nodes, "stop")
+    if not _stop_everywhere(backend, nodes, grace, console(stderr=as_json), dry_run, as_json):
         raise NodeweaveError("a process outlived SIGKILL on some node (see above)")
 
 
 def shell_command(
     index: int = typer.Argument(0, help="The node's index (0 = the master)"),
-    spec_path: Path = SPEC, target: Optional[str] = TARGET, engine: Optional[str] = ENGINE, host: List[str] = HOST,
+    spec_path: Optional[Path] = SPEC, target: Optional[str] = TARGET, engine: Optional[str] = ENGINE, host: List[str] = HOST,
     hosts_file: Optional[Path] = HOSTS_FILE, remote_dir: Optional[str] = REMOTE_DIR,
     namespace: Optional[str] = NAMESPACE, kube_cli: Optional[str] = KUBE_CLI, kube_context: Optional[str] = KUBE_CONTEXT,
     overlay: Optional[str] = OVERLAY, ssh_option: List[str] = SSH_OPTION, dry_run: bool = DRY_RUN,
 ) -> None:
     """An interactive shell in node INDEX."""
+    spec_path = find_spec(spec_path)
     given = options(target, engine, host, hosts_file, remote_dir, namespace, kube_cli, kube_context, overlay, ssh_option)
-    spec, backend, _ = open_cluster(spec_path, given)
+    spec, backend, _ = open_cluster(spec_path, given, dry_run=dry_run)
     node = pick_nodes(cluster_nodes(backend, spec, dry_run), [index])[0]
     argv = node.remote.shell_argv()
     if dry_run:
         typer.echo(shlex.join(argv))
         return
-    from nodeweave.cluster.steps import need_tool
-
-    need_tool(argv[0], f"it reaches {node.remote.label}")
+    backend.require_up([node], "shell")
     os.execvp(argv[0], argv)
 
 
@@ -228,23 +248,33 @@ def logs_command(
     follow: bool = typer.Option(False, "--follow", "-f", help="Keep printing as lines arrive"),
     node: List[int] = typer.Option([], "--node", help="Only this node (repeat)"),
     container: bool = typer.Option(False, "--container", help="The containers' own logs even when they hold"),
-    run: Optional[Path] = typer.Option(None, "--run", help="This run folder instead of the latest"),
+    run: Optional[str] = typer.Option(None, "--run", help="This run instead of the latest: its id (`nodeweave runs "
+                                      "ls`), a unique prefix, its folder, or last; read here, no cluster asked"),
     runs_dir: Optional[Path] = typer.Option(None, "--runs-dir", help="Where run folders are (default: runs/ beside the spec)"),
-    spec_path: Path = SPEC, target: Optional[str] = TARGET, engine: Optional[str] = ENGINE, host: List[str] = HOST,
+    spec_path: Optional[Path] = SPEC, target: Optional[str] = TARGET, engine: Optional[str] = ENGINE, host: List[str] = HOST,
     hosts_file: Optional[Path] = HOSTS_FILE, remote_dir: Optional[str] = REMOTE_DIR,
     namespace: Optional[str] = NAMESPACE, kube_cli: Optional[str] = KUBE_CLI, kube_context: Optional[str] = KUBE_CONTEXT,
     overlay: Optional[str] = OVERLAY, ssh_option: List[str] = SSH_OPTION,
 ) -> None:
     """Every node's output with \\[node-i] prefixes: the containers' logs in run mode, the runs' logs in hold mode."""
+    spec_path = find_spec(spec_path)
     from nodeweave.cluster.base import ask_status
     from nodeweave.cluster.logs import container_logs, run_logs
     from nodeweave.cluster.runfolder import RUNS, latest_run
 
+    out = console()
+    if run is not None:  # a run folder on this machine: no cluster, no engine needed to read or follow it
+        from nodeweave.runs.history import find_run
+
+        entry = find_run(runs_dir or spec_path.resolve().parent / RUNS, run)
+        if entry.kind == "sweep" and entry.points:
+            entry = entry.points[-1]  # the point running now, or the last one
+        out.print(f"# {entry.path}", highlight=False, markup=False)
+        raise typer.Exit(run_logs(entry.path, node, follow, out))
     given = options(target, engine, host, hosts_file, remote_dir, namespace, kube_cli, kube_context, overlay, ssh_option)
     spec, backend, _ = open_cluster(spec_path, given)
-    out = console()
-    folder = run
-    if folder is None and not container:
+    folder = None
+    if not container:
         held = not backend.holds
         if not held:
             held = ask_status(backend.nodes()[0], spec_command(spec)).holding
@@ -255,11 +285,10 @@ def logs_command(
                 raise UsageError(f"the nodes hold and no run of {spec.name} is in {parent}: "
                                  "`nodeweave run -- SCRIPT` starts one (or --container for the containers' logs)")
     if folder is not None:
-        if not folder.is_dir():
-            raise UsageError(f"--run {str(folder)!r} is not a run folder")
         out.print(f"# {folder}", highlight=False, markup=False)
         raise typer.Exit(run_logs(folder, node, follow, out))
     nodes = pick_nodes(backend.nodes(), node)
+    backend.require_up(nodes, "logs")
     raise typer.Exit(container_logs(backend, nodes, follow, out))
 
 

@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import List, Optional
+from typing import TYPE_CHECKING, List, Optional
 
 import typer
-from rich.console import Console
-from rich.table import Table
+
+if TYPE_CHECKING:  # rich is imported where a table is drawn, not at start-up
+    from rich.console import Console
+    from rich.table import Table
 
 _STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 
@@ -29,6 +31,8 @@ def _size(nbytes: "int | None") -> str:
 
 
 def _hardware(node) -> Table:
+    from rich.table import Table
+
     table = Table(title=f"node {node.hostname or '?'} (sysroot {node.sysroot})", show_header=False)
     table.add_column("what", style="bold")
     table.add_column("found")
@@ -55,6 +59,8 @@ def _hardware(node) -> Table:
 
 def _topology(topology) -> Table:
     """Who this node is, and the rank source (platform) that said so."""
+    from rich.table import Table
+
     table = Table(title="this node in the job", show_header=False)
     table.add_column("what", style="bold")
     table.add_column("found", overflow="fold")
@@ -66,6 +72,8 @@ def _topology(topology) -> Table:
 
 
 def _plan_env(plan) -> Table:
+    from rich.table import Table
+
     table = Table(title="environment the entrypoint would launch with (NCCL/RCCL/Gloo and yours)")
     for name in ("variable", "value", "action", "why"):
         table.add_column(name, overflow="fold")
@@ -76,6 +84,8 @@ def _plan_env(plan) -> Table:
 
 
 def _findings(findings) -> Table:
+    from rich.table import Table
+
     table = Table(title="findings")
     for name in ("severity", "code", "finding", "what to do"):
         table.add_column(name, overflow="fold")
@@ -85,6 +95,8 @@ def _findings(findings) -> Table:
 
 
 def _cluster_table(view) -> Table:
+    from rich.table import Table
+
     labels, rows = view.table()
     table = Table(title=f"fingerprints from {view.source} (differences from node 0 highlighted)")
     table.add_column("field", style="bold")
@@ -96,6 +108,8 @@ def _cluster_table(view) -> Table:
 
 
 def _cluster(json_output: bool, on: "list[str]") -> None:
+    from rich.console import Console
+
     from nodeweave.doctor.cluster import survey_here, survey_targets
 
     if on:
@@ -138,6 +152,23 @@ def _capture(folder: Path) -> None:
                f"nodeweave doctor --sysroot {folder}")
 
 
+def spec_env(spec_path: Path, rank: int) -> "dict[str, str]":
+    """The variables node ``rank`` of the spec starts with, under this shell's own (which win, as in compose)."""
+    import os
+
+    from nodeweave.errors import UsageError
+    from nodeweave.resolve import resolve
+    from nodeweave.spec import load_spec
+
+    spec = load_spec(spec_path)
+    if rank >= spec.nodes.max:
+        raise UsageError(f"--node {rank} is not a node of {spec_path} (nodes: {spec.nodes}): 0..{spec.nodes.max - 1}")
+    master = spec.hosts[0] if spec.hosts else f"{spec.name}-0"
+    env = {**spec.env, **dict(resolve(spec).contract_env("compose")), "NODEWEAVE_NNODES": str(spec.nodes),
+           "NODE_RANK": str(rank), "MASTER_ADDR": master, "MASTER_PORT": str(spec.launcher.master_port)}
+    return {**env, **os.environ}
+
+
 def doctor(
     json_output: bool = typer.Option(False, "--json", help="print the diagnosis as JSON (schema nodeweave.doctor/1)"),
     sysroot: Optional[Path] = typer.Option(None, "--sysroot", help="read sysfs/procfs under this root "
@@ -155,8 +186,13 @@ def doctor(
                                            "detection reads (sysfs, procfs, /etc) into DIR, a tree --sysroot "
                                            "reads, plus nvidia-smi/amd-smi text and the detected node under "
                                            "DIR/capture/: attach it to a bug report (DIR must be new or empty)"),
+    spec_path: Optional[Path] = typer.Option(None, "--spec", help="judge this node as node --node of this spec: "
+                                             "its node count, launcher, env and master (variables set here win)"),
+    node_rank: int = typer.Option(0, "--node", min=0, help="with --spec: the node's rank (0 = the master)"),
 ) -> None:
     """Check this node for NCCL/RCCL settings, limits and hardware that hurt multi-node training."""
+    from rich.console import Console
+
     from nodeweave.doctor import diagnose
 
     if on and not cluster:
@@ -170,7 +206,8 @@ def doctor(
         _capture(capture)
         return
 
-    diagnosis = diagnose(str(sysroot) if sysroot is not None else None)
+    env = spec_env(spec_path, node_rank) if spec_path is not None else None
+    diagnosis = diagnose(str(sysroot) if sysroot is not None else None, env)
     if bench:
         from nodeweave.doctor.bench_check import run_bench
         from nodeweave.doctor.findings import sort_findings

@@ -12,16 +12,18 @@ import os
 import shutil
 import sys
 from pathlib import Path
-from typing import List, Optional
+from typing import TYPE_CHECKING, List, Optional
 
 import typer
-from rich.console import Console
-from rich.table import Table
 
+from nodeweave.cli.habits.base import NodeweaveTyper
 from nodeweave.errors import EnvironmentProblem, NodeweaveError, UsageError
 
-hosts_app = typer.Typer(help="Find out what GPUs, RDMA NICs and interfaces each host has.",
-                        no_args_is_help=True)
+if TYPE_CHECKING:  # rich is imported where a table is drawn, not at start-up
+    from rich.table import Table
+
+hosts_app = NodeweaveTyper(help="Find out what GPUs, RDMA NICs and interfaces each host has.",
+                           no_args_is_help=True)
 
 _STYLE = {"ok": "green", "no-gpu": "yellow", "unreachable": "bold red", "error": "bold red"}
 
@@ -42,6 +44,9 @@ def probe_command(
     jobs: int = typer.Option(16, "--jobs", "-j", min=1, max=256, help="Hosts probed at once"),
     as_json: bool = typer.Option(False, "--json", help="Print each host's detection as JSON on stdout (everything else goes to stderr)"),
 ) -> None:
+    """Ask every host at once what GPUs, RDMA NICs and interfaces it has: one row per host, exit 1 if any is unreachable."""
+    from rich.console import Console
+
     from nodeweave.hosts import probe_hosts
 
     hostfile = _hostfile_path(write_hostfile, old_hostfile, force)
@@ -120,6 +125,8 @@ def _write(path: Path, reports: list, force: bool, vendor: "str | None") -> None
 
 
 def _table(reports: list) -> Table:
+    from rich.table import Table
+
     from nodeweave.hosts import describe_nics
 
     table = Table(title_justify="left")

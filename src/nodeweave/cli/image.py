@@ -9,16 +9,18 @@ from __future__ import annotations
 
 import tempfile
 from pathlib import Path
-from typing import List, Optional
+from typing import TYPE_CHECKING, List, Optional
 
 import typer
-from rich.console import Console
-from rich.table import Table
 
+from nodeweave.cli.habits.base import NodeweaveTyper, find_spec, spec_option
 from nodeweave.cli.variants import variants
 from nodeweave.errors import UsageError
 
-image_app = typer.Typer(help="Build and push the training images; list the variants.", no_args_is_help=True)
+if TYPE_CHECKING:  # rich is imported where a table is drawn, not at start-up
+    from rich.table import Table
+
+image_app = NodeweaveTyper(help="Build and push the training images; list the variants.", no_args_is_help=True)
 image_app.command("variants")(variants)
 
 
@@ -44,10 +46,20 @@ def _engine_for_dry_run(console, engine_name: Optional[str]):
         return None
 
 
+def _checked_tag(tag: Optional[str]) -> Optional[str]:
+    """--tag as the spec's image.tag accepts it: refused here, not by the engine after a long build."""
+    from nodeweave.spec.rules import IMAGE_TAG
+
+    if tag is not None and not IMAGE_TAG.check(tag):
+        raise UsageError(f"--tag {tag!r} is not accepted: {IMAGE_TAG.accepted}")
+    return tag
+
+
 @image_app.command("build")
 def build(
-    variant: str = typer.Argument(..., help="images catalogue key (`nodeweave image variants`), e.g. cpu, cuda12, rocm70"),
-    spec_path: Path = typer.Option(Path("nodeweave.yaml"), "--spec", help="the cluster spec"),
+    variant: Optional[str] = typer.Argument(None, help="images catalogue key (`nodeweave image variants`), e.g. cpu, "
+                                            "cuda12, rocm70 (default: the spec's image.variant)"),
+    spec_path: Optional[Path] = spec_option("The cluster spec"),
     context: Optional[Path] = typer.Option(None, "--context", help="build context (default: the spec's directory, "
                                            "the repository root of the image build contract)"),
     base: Optional[str] = typer.Option(None, "--base", help="base image instead of the variant's (BASE_IMAGE build arg; "
@@ -70,10 +82,14 @@ def build(
                                "the spec's BuildConfig, oc start-build --from-dir=CONTEXT --follow)"),
 ) -> None:
     """Build one variant's image from the Dockerfile rendered for the spec, tag it <variant>-<sha> and <variant>."""
+    from rich.console import Console
+
     from nodeweave.build import BUILDX, BuildProgress, detect_engine, prepare_build, run_build
     from nodeweave.spec import load_spec
 
+    spec_path = find_spec(spec_path)
     spec = load_spec(spec_path)
+    variant, tag = variant or spec.image.variant, _checked_tag(tag)
     context_dir = (context or spec_path.resolve().parent)
     if not context_dir.is_dir():
         raise UsageError(f"--context {context_dir}: not a directory")
@@ -127,6 +143,8 @@ def _build_on_openshift(spec, spec_path: Path, context_dir: Path, variant: str, 
 
 
 def _summary(variant: str, plan, result) -> Table:
+    from rich.table import Table
+
     table = Table(title=f"{variant} image", show_header=False)
     table.add_row("image", plan.image)
     for extra in plan.tags[1:]:

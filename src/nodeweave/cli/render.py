@@ -7,18 +7,20 @@ CI and tests/test_rendered_up_to_date.py use).
 
 from __future__ import annotations
 
-import enum
 import json
+import os
 from dataclasses import asdict
 from pathlib import Path
 from typing import Optional
 
 import typer
 
+from nodeweave.cli.habits.base import find_spec, spec_option
 from nodeweave.errors import EXIT_STALE, NodeweaveError, UsageError
-from nodeweave.rendering import MARK, RENDERERS, RenderPlan, plan_render, render_targets, wanted_targets
-
-Target = enum.Enum("Target", {name: name for name in (*RENDERERS, "all")}, type=str)
+from nodeweave.failures import path_problem, writable_dir
+# nodeweave.rendering.RENDERERS' names, spelled here so `--help` and `status` need not import every
+# renderer (tests/test_cli_startup.py holds the two equal).
+TARGET_NAMES = ("images", "compose", "manifests", "entrypoint", "slurm", "openshift-build", "trainjob", "jobset")
 
 
 def _relative_host_paths(spec) -> "list[str]":
@@ -29,26 +31,54 @@ def _relative_host_paths(spec) -> "list[str]":
     ]
 
 
-def _report(plan: RenderPlan, as_json: bool, header: dict) -> None:
+def _report(plan, as_json: bool, header: dict) -> None:
     if as_json:
         typer.echo(json.dumps({**header, "files": [asdict(p) for p in plan.entries]}, indent=2, sort_keys=True))
         return
-    width = max((len(str(p.bytes)) for p in plan.entries), default=1)
+    from nodeweave.quantities import human_bytes
+
+    width = max((len(human_bytes(p.bytes)) for p in plan.entries), default=1)
     for p in plan.entries:
-        typer.echo(f"{p.status:<9}  {p.bytes:>{width}} B  {p.path}")
+        typer.echo(f"{p.status:<9}  {human_bytes(p.bytes):>{width}}  {p.path}")
     counts = plan.counts()
-    typer.echo(", ".join(f"{n} {s}" for s, n in counts.items() if n) or "nothing to render", err=True)
+    where = os.path.relpath(header["out"])
+    where = header["out"] if where.startswith("..") else where
+    typer.echo((", ".join(f"{n} {s}" for s, n in counts.items() if n) or "nothing to render") + f" in {where}", err=True)
 
 
 def _shown(paths: "list[str]") -> str:
     return ", ".join(paths[:8]) + (f" and {len(paths) - 8} more" if len(paths) > 8 else "")
 
 
+def _render(spec, spec_path: Path, targets: "list[str]", everything: bool) -> "tuple[dict, list[str]]":
+    """The files of ``targets``; with ``all``, a target the spec cannot feed is left out with a note, not fatal.
+
+    Why: the minimal spec (name, image.variant, launcher.script) of a GPU variant has
+    ``gpus_per_node: auto``, which compose takes and Kubernetes cannot (it schedules a count).
+    """
+    from nodeweave.rendering import render_targets
+
+    files, kept = {}, []
+    for name in targets:
+        try:
+            part = render_targets(spec, [name])
+        except UsageError as err:
+            if not everything:
+                raise UsageError(f"{spec_path}: {err}") from None
+            typer.echo(f"nodeweave: note: {name} left out of `render all`: {spec_path}: {err}", err=True)
+            continue
+        twice = sorted(set(part) & set(files))
+        if twice:
+            raise NodeweaveError(f"renderers disagree: {twice[0]} is rendered twice (second time by {name})")
+        files.update(part)
+        kept.append(name)
+    return dict(sorted(files.items())), kept
+
+
 def render(
-    target: Target = typer.Argument("all", help="what to render: " + ", ".join(RENDERERS) + " or all (images, "
-                                    "compose, manifests, entrypoint, plus slurm and openshift-build when the spec has "
-                                    "their section)"),
-    spec_path: Path = typer.Option(Path("nodeweave.yaml"), "--spec", help="the cluster spec"),
+    target: str = typer.Argument("all", metavar="[TARGET]", help="what to render: " + ", ".join(TARGET_NAMES) + " or all (images, "
+                                    "compose, manifests, entrypoint, plus slurm and openshift-build when the spec has their section)"),
+    spec_path: Optional[Path] = spec_option("The cluster spec"),
     out: Optional[Path] = typer.Option(None, "--out", help="output root (default: the spec's directory)"),
     dry_run: bool = typer.Option(False, "--dry-run", help="print what would be written (path, bytes, status); write nothing"),
     as_json: bool = typer.Option(False, "--json", help="print the plan as JSON on stdout"),
@@ -56,15 +86,20 @@ def render(
     force: bool = typer.Option(False, "--force", help="overwrite differing files even without the 'by nodeweave' mark"),
     prune: bool = typer.Option(False, "--prune", help="remove rendered files (marked 'by nodeweave') no renderer makes any more"),
 ) -> None:
-    """Render images, compose, manifests, the entrypoint zipapp (and Slurm, OpenShift build, TrainJob, JobSet), byte-stable."""
+    """Render images, compose files, manifests, the entrypoint zipapp (and Slurm, OpenShift build, TrainJob, JobSet) into --out, byte-stable."""
+    from nodeweave.rendering import MARK, plan_render, wanted_targets
     from nodeweave.spec import load_spec
 
+    if target not in (*TARGET_NAMES, "all"):
+        raise UsageError(f"render target {target!r} is not accepted: {', '.join(TARGET_NAMES)} or all "
+                         "(`nodeweave render --help` says what each renders)")
+    spec_path = find_spec(spec_path)
     spec = load_spec(spec_path)
     out_dir = (out if out is not None else spec_path.parent).resolve()
-    if out_dir.exists() and not out_dir.is_dir():
-        raise UsageError(f"--out {out_dir}: exists and is not a directory; accepted: a directory (created if missing)")
-    targets = wanted_targets(spec) if target.value == "all" else [target.value]
-    plan = plan_render(render_targets(spec, targets), out_dir, force)
+    writable_dir(out_dir, "--out")
+    targets = wanted_targets(spec) if target == "all" else [target]
+    files, targets = _render(spec, spec_path, targets, everything=target == "all")
+    plan = plan_render(files, out_dir, force)
     header = {"spec": str(spec_path), "out": str(out_dir), "targets": targets, "dry_run": dry_run or check, "check": check}
     _report(plan, as_json, header)
     if check:
@@ -88,7 +123,10 @@ def render(
             err=True,
         )
     if not dry_run:
-        plan.write(prune)
+        try:
+            plan.write(prune)
+        except OSError as err:
+            raise path_problem(err, f"render into --out {out_dir}") from None
 
 
 def register(app: typer.Typer) -> None:

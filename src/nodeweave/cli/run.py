@@ -9,10 +9,12 @@ from typing import List, Optional
 
 import typer
 
-from nodeweave.cli.clusteropts import (DRY_RUN, ENGINE, HOST, HOSTS_FILE, JSON, KUBE_CLI, KUBE_CONTEXT, NAMESPACE,
+from nodeweave.cli.habits.base import find_spec
+from nodeweave.cli.habits.clusteropts import (DRY_RUN, ENGINE, HOST, HOSTS_FILE, JSON, KUBE_CLI, KUBE_CONTEXT, NAMESPACE,
                                        OVERLAY, REMOTE_DIR, SPEC, SSH_OPTION, TARGET, cluster_nodes, console, open_cluster,
                                        options, spec_command)
-from nodeweave.cli.dashes import CommandAfterDashes, launcher_command
+from nodeweave.cli.habits.dashes import CommandAfterDashes, launcher_command
+from nodeweave.cli.habits.detach import announce
 from nodeweave.errors import NodeweaveError, UsageError
 
 RUN_HELP = ("Start COMMAND (default: the spec's script and args) on every node at once, through each node's "
@@ -45,11 +47,15 @@ def run_command(
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Do not show the nodes' output (it still goes to the run folder)"),
     check: bool = typer.Option(False, "--check", help="`nodeweave check` first (its defaults); start nothing when it "
                                "names a node or link (exit 5)"),
-    spec_path: Path = SPEC, target: Optional[str] = TARGET, engine: Optional[str] = ENGINE, host: List[str] = HOST,
+    detach: bool = typer.Option(False, "--detach", "-d", help="Start the run in the background and return once its "
+                                "folder exists, printing its id: `nodeweave logs -f --run ID` follows (attaches "
+                                "to) it, `nodeweave stop` ends it"),
+    spec_path: Optional[Path] = SPEC, target: Optional[str] = TARGET, engine: Optional[str] = ENGINE, host: List[str] = HOST,
     hosts_file: Optional[Path] = HOSTS_FILE, remote_dir: Optional[str] = REMOTE_DIR,
     namespace: Optional[str] = NAMESPACE, kube_cli: Optional[str] = KUBE_CLI, kube_context: Optional[str] = KUBE_CONTEXT,
     overlay: Optional[str] = OVERLAY, ssh_option: List[str] = SSH_OPTION, dry_run: bool = DRY_RUN, as_json: bool = JSON,
 ) -> None:
+    spec_path = find_spec(spec_path)
     from nodeweave.cluster.runfolder import RUNS
     from nodeweave.cluster.sweep import compile_metric, parse_assignment, parse_sweeps, sweep_points
 
@@ -63,7 +69,7 @@ def run_command(
     if profile_options is not None:  # the entrypoint's own variable, in front of it as every -e is
         extra = {"NODEWEAVE_PROFILE_OPTIONS": profile_options, **extra}
     given = options(target, engine, host, hosts_file, remote_dir, namespace, kube_cli, kube_context, overlay, ssh_option)
-    spec, backend, _ = open_cluster(spec_path, given)
+    spec, backend, _ = open_cluster(spec_path, given, dry_run=dry_run)
     command = launcher_command(command, launcher or spec.launcher.type) if command else spec_command(spec)
     from nodeweave.cluster.overrides import run_overrides
 
@@ -72,10 +78,16 @@ def run_command(
     extra = {**shape, **extra}
     parent = runs_dir or spec_path.resolve().parent / RUNS
     if dry_run:
-        _dry_run(nodes, command, points, extra, profile, parent, spec.name)
+        _dry_run(nodes, command, points, extra, profile, parent, spec.name, as_json)
         return
     from nodeweave.cluster.job import JobContext
 
+    backend.require_up(nodes, "run")
+    if detach:
+        from nodeweave.cli.habits.detach import detach_run
+
+        detach_run(parent, as_json)
+        return
     spec_dir = spec_path.resolve().parent
     host_path = spec.workspace.host_path  # absolute: a path on the hosts, not here
     context = JobContext(job=spec.name, spec_text=spec_path.read_text(encoding="utf-8"),
@@ -100,6 +112,8 @@ def _one_run(nodes, command, env, profile, grace, parent, context, out, quiet, s
     from nodeweave.cluster.runner import RunRequest
 
     folder = RunFolder.create(parent, context.job, context.spec_text, suffix)
+    if not suffix:
+        announce(folder.path)
     out.print(f"[bold]nodeweave:[/] run {folder.run_id} on {len(nodes)} node(s) ({context.target}): "
               f"{shlex.join(command)}" + (f" with {' '.join(f'{k}={v}' for k, v in env.items())}" if env else ""),
               highlight=False)
@@ -125,6 +139,7 @@ def _sweep(nodes, command, points, extra, profile, grace, parent, context, out, 
     from nodeweave.cluster.sweep import point_label, point_metric, sweep_table
 
     sweep_folder = RunFolder.create(parent, context.job, context.spec_text, suffix="-sweep")
+    announce(sweep_folder.path)
     rows = []
     for number, point in enumerate(points, start=1):
         data = _one_run(nodes, command, {**extra, **point}, profile, grace, sweep_folder.path, context, out, quiet,
@@ -159,20 +174,34 @@ def _plain(table) -> str:
     return text.export_text()
 
 
-def _dry_run(nodes, command, points, extra, profile, parent, job) -> None:
+def _dry_run(nodes, command, points, extra, profile, parent, job, as_json: bool = False) -> None:
+    """Every node's exec per point, and the folder each point's run would get (a sweep nests them)."""
     from nodeweave.cluster.runner import RunRequest
+    from nodeweave.cluster.sweep import point_label
 
+    plan = []
     for number, point in enumerate(points, start=1):
-        label = f"point {number} of {len(points)}: {point}" if point else "one run"
-        typer.echo(f"# {label}; the run folder would be {parent}/<UTC time>-{job}/")
+        folder = (f"{parent}/<UTC time>-{job}-sweep/<UTC time>-{job}-{number:02d}-{point_label(point)}/" if point
+                  else f"{parent}/<UTC time>-{job}/")
         request = RunRequest(run_id="RUN_ID", command=command, env={**extra, **point}, profile=profile)
-        if nodes and nodes[0].group is not None:  # one launch for every node (a Slurm step)
-            typer.echo(f"# every node at once ({', '.join(n.remote.label for n in nodes)})")
-            typer.echo(shlex.join(nodes[0].group.argv(request)))
+        group = nodes[0].group if nodes else None  # one launch for every node (a Slurm step)
+        plan.append({"point": point, "folder": folder, "nodes": [
+            {"node": n.name, "reached_as": n.remote.label,
+             "argv": n.entrypoint_argv(request.entrypoint_args(), request.env)} for n in nodes],
+            **({"every_node_at_once": group.argv(request)} if group is not None else {})})
+    if as_json:
+        typer.echo(json.dumps({"dry_run": True, "command": command, "runs": plan}, indent=2))
+        return
+    for number, run in enumerate(plan, start=1):
+        label = f"point {number} of {len(points)}: {run['point']}" if run["point"] else "one run"
+        typer.echo(f"# {label}; the run folder would be {run['folder']}")
+        if "every_node_at_once" in run:
+            typer.echo(f"# every node at once ({', '.join(n['reached_as'] for n in run['nodes'])})")
+            typer.echo(shlex.join(run["every_node_at_once"]))
             continue
-        for node in nodes:
-            typer.echo(f"# {node.name} ({node.remote.label})")
-            typer.echo(shlex.join(node.entrypoint_argv(request.entrypoint_args(), request.env)))
+        for node in run["nodes"]:
+            typer.echo(f"# {node['node']} ({node['reached_as']})")
+            typer.echo(shlex.join(node["argv"]))
 
 
 def register(app: typer.Typer) -> None:

@@ -7,6 +7,8 @@ from typing import List, Optional
 
 import typer
 
+from nodeweave.cli.habits.base import find_spec, spec_option
+
 SYNC_HELP = """Push SRC (default: the spec's workspace.host_path, else .) to DEST on every target at once.
 
 Targets: --to KIND:NAME (podman, docker, pod, oc, ssh, ssh+docker), --hosts-file, --statefulset,
@@ -23,19 +25,20 @@ names every target that failed. --json prints JSON on stdout; everything else go
 def sync_command(
     src: Optional[Path] = typer.Argument(None, help="Local directory to send (default: spec workspace.host_path, else .)"),
     dest: Optional[str] = typer.Argument(None, help="Absolute directory on the targets (default: spec workspace.path)"),
-    to: List[str] = typer.Option([], "--to", "-t", help="A target KIND:NAME (repeat): podman:trainer-0, pod:llama-0, oc:llama-1, ssh:me@gpu01, ssh+docker:gpu01/trainer"),
+    to: List[str] = typer.Option([], "--to", help="A target KIND:NAME (repeat): podman:trainer-0, pod:llama-0, oc:llama-1, ssh:me@gpu01, ssh+docker:gpu01/trainer"),
     hosts_file: Optional[Path] = typer.Option(None, "--hosts-file", help="ssh hosts, one per line, master first"),
     statefulset: Optional[str] = typer.Option(None, "--statefulset", help="Pods <NAME>-0..N-1 of this StatefulSet"),
     replicas: Optional[int] = typer.Option(None, "--replicas", help="N for --statefulset (default: ask the cluster)"),
     selector: Optional[str] = typer.Option(None, "--selector", "-l", help="Pods by label selector instead of ordinals"),
     compose_project: Optional[str] = typer.Option(None, "--compose-project", help="The running containers of this compose project"),
-    engine: str = typer.Option("podman", "--engine", help="Engine for --compose-project: podman or docker"),
+    engine: Optional[str] = typer.Option(None, "--engine", help="Engine for --compose-project: podman or docker "
+                                         "(default: podman where installed, else docker, as `nodeweave up` picks)"),
     namespace: Optional[str] = typer.Option(None, "--namespace", "-n", help="Kubernetes namespace (default: the spec's)"),
     container: Optional[str] = typer.Option(None, "--container", "-c", help="Container in each pod (default: the pod's default)"),
     kube_cli: Optional[str] = typer.Option(None, "--kube-cli", help="kubectl or oc (default: oc when the spec says openshift)"),
     kube_context: Optional[str] = typer.Option(None, "--kube-context", help="kubeconfig context"),
     ssh_option: List[str] = typer.Option([], "--ssh-option", help="Extra ssh -o KEY=VALUE (repeat)"),
-    spec_path: Path = typer.Option(Path("nodeweave.yaml"), "--spec", help="Cluster spec for defaults"),
+    spec_path: Optional[Path] = spec_option("Cluster spec for defaults"),
     delete: bool = typer.Option(False, "--delete", help="Delete files on the targets that SRC lacks (excluded files are kept)"),
     dry_run: bool = typer.Option(False, "--dry-run", help="Show what would move where; change nothing"),
     check: bool = typer.Option(False, "--check", help="Move nothing: compare every target's digest and stamp with SRC"),
@@ -57,6 +60,9 @@ def sync_command(
     from nodeweave.sync import request as rq
     from nodeweave.sync.display import run_and_show
 
+    from nodeweave.cluster.local import detect_engine
+
+    engine = engine or detect_engine() or "podman"
     targets = rq.TargetArgs(tuple(to), hosts_file, statefulset, replicas, selector, compose_project, engine,
                             namespace, container, kube_cli,
                             RemoteOptions(ssh_options=tuple(ssh_option), kube_context=kube_context))
@@ -64,7 +70,7 @@ def sync_command(
     options = rq.SyncOptions(delete=delete, dry_run=dry_run, check=check, verify=verify, compress=compress,
                              method="tar" if force_tar else method, jobs=jobs, retries=retries,
                              relay="auto" if relay is None else ("on" if relay else "off"))
-    req = rq.build_request(src, dest, targets, filters, options, spec_path, shared)
+    req = rq.build_request(src, dest, targets, filters, options, find_spec(spec_path), shared)
     rq.check_tools(req)
     run_and_show(req, as_json)
 

@@ -10,8 +10,8 @@ import json
 from dataclasses import asdict
 
 import typer
-from rich.console import Console
-from rich.table import Table
+
+from nodeweave.cli.habits.output import checked, emit, output_option
 
 
 def variant_records() -> list:
@@ -31,21 +31,32 @@ def variant_records() -> list:
 
 def variants(
     as_json: bool = typer.Option(False, "--json", help="print the catalogue as JSON (a list of objects) on stdout"),
+    output: str = output_option(),
 ) -> None:
-    """List the image variants: base image, PyTorch build, NCCL/RCCL (--json: every pinned field)."""
+    """List the image variants: base image, PyTorch build, NCCL/RCCL (--json, -o json|yaml: every pinned field)."""
+    from rich.console import Console
+    from rich.table import Table
+
     records = variant_records()
     if as_json:
         typer.echo(json.dumps(records, indent=2, sort_keys=True))
         return
+    if emit(records, checked(output)):
+        return
     table = Table(title="nodeweave image variants (image.variant)")
     table.add_column("variant", no_wrap=True)
     table.add_column("vendor", no_wrap=True)
-    table.add_column("base image", overflow="fold")
+    # an image reference cut in two cannot be copied: keep it whole, let the prose column wrap at words
+    table.add_column("base image", no_wrap=True, min_width=max(len(r["base_image"]) for r in records))
     table.add_column("torch", no_wrap=True)
-    table.add_column("NCCL / RCCL", overflow="fold")
+    table.add_column("NCCL / RCCL")
+    if output == "wide":
+        table.add_column("python", no_wrap=True)
+        table.add_column("torch index", no_wrap=True)
     for r in records:
         index = r["torch_index_url"].rsplit("/", 1)[-1]
-        table.add_row(r["key"], r["vendor"], r["base_image"], f"{r['torch_version']} {index}", r["collectives"])
+        wide = [str(r.get("python") or "-"), r["torch_index_url"]] if output == "wide" else []
+        table.add_row(r["key"], r["vendor"], r["base_image"], f"{r['torch_version']} {index}", r["collectives"], *wide)
     Console().print(table)
 
 
@@ -55,7 +66,7 @@ def deprecated_variants(
     """Deprecated spelling of `nodeweave image variants` (kept for one release)."""
     typer.echo("nodeweave: note: `nodeweave variants` is now `nodeweave image variants`; "
                "the old spelling goes in the next release", err=True)
-    variants(as_json)
+    variants(as_json, "table")
 
 
 def register(app: typer.Typer) -> None:

@@ -134,6 +134,24 @@ class Backend:
         """A state from which the node will not come up by waiting (exited, crash loop)."""
         return False
 
+    def not_up(self, nodes: List[Node]) -> Dict[int, str]:
+        """The nodes the platform says are not there or not running (missing, exited), with its word."""
+        states = self.states(nodes)
+        return {i: state for i, state in states.items()
+                if state.startswith("missing") or state in ("created", "stopped") or self.failed_state(state)}
+
+    def require_up(self, nodes: List[Node], verb: str) -> None:
+        """Refuse ``verb`` (exit 3) when the platform says nodes are not up, naming them and ``nodeweave up``."""
+        from nodeweave.errors import EnvironmentProblem
+
+        down = self.not_up(nodes)
+        if not down:
+            return
+        named = ", ".join(f"{n.name} ({down[n.index]})" for n in nodes if n.index in down)
+        start = ("`nodeweave up --hold` starts it, then `nodeweave run`" if verb == "run"
+                 else "`nodeweave up` starts it")
+        raise EnvironmentProblem(f"{self.spec.name} is not up on {self.where()}: {named}; nothing to {verb}; {start}")
+
     def logs_argv(self, node: Node, follow: bool) -> List[str]:
         return node.remote.logs_argv(follow)
 
@@ -154,6 +172,16 @@ class Backend:
     def sync_targets(self) -> Optional[Tuple[List[Remote], str]]:
         """Where ``nodeweave sync`` sends the workspace on this target (remotes, folder); None: sync's own default."""
         return None
+
+    def tool(self) -> str:
+        """The local program every verb of this target runs (engine, kubectl/oc, ssh)."""
+        raise NotImplementedError
+
+    def check_tools(self) -> None:
+        """Exit 3 naming the program when this machine lacks it, before anything is announced or written."""
+        from nodeweave.failures import need_tool
+
+        need_tool(self.tool(), f"the {self.target} target reaches its nodes with it")
 
     def where(self) -> str:
         """One line saying where the cluster is, for messages."""

@@ -41,6 +41,9 @@ class HostsCluster(Backend):
         self.dir = self._remote_dir()
         self.holds = self.engine != "none"
 
+    def tool(self) -> str:
+        return "ssh"
+
     def _remote_dir(self) -> str:
         if self.options.remote_dir:
             return self.options.remote_dir

@@ -69,6 +69,9 @@ class KubeCluster(Backend):
         self._scratch: Optional[Path] = None
         self.scaled_down = False
 
+    def tool(self) -> str:
+        return self.cli
+
     def call(self, verb: str, *args: str) -> List[str]:
         return [*kind_class(self.cli).cli_argv(verb, self.remote, self.namespace), *args]
 

@@ -34,8 +34,8 @@ def compose_tool(engine: str) -> List[str]:
 
 
 def detect_engine() -> str:
-    """podman where it is installed (this project's engine), else docker."""
-    return "podman" if shutil.which("podman") else "docker"
+    """podman where it is installed (this project's engine), else docker (None: neither is)."""
+    return "podman" if shutil.which("podman") else "docker" if shutil.which("docker") else None
 
 
 class LocalCluster(Backend):
@@ -43,11 +43,22 @@ class LocalCluster(Backend):
 
     def __init__(self, spec, spec_path, options):
         super().__init__(spec, spec_path, options)
-        self.engine = options.engine or detect_engine()
+        self.detected = options.engine or detect_engine()
+        self.engine = self.detected or "podman"  # a dry run still shows the commands; check_tools refuses
         self.compose_file = self.spec_dir / COMPOSE_FILE
 
     def nodes(self, for_up: bool = False) -> List[Node]:
         return [Node(i, make_target(self.engine, f"{self.spec.name}-{i}")) for i in range(self.spec.nodes.min)]
+
+    def tool(self) -> str:
+        return self.engine
+
+    def check_tools(self) -> None:
+        if self.detected is None:
+            from nodeweave.failures import no_engine
+
+            raise no_engine()
+        super().check_tools()
 
     def compose(self, *args: str) -> tuple:
         return (*compose_tool(self.engine), "-f", str(self.compose_file), *args)

@@ -64,6 +64,11 @@ class ClusterOptions:
             raise UsageError(f"--engine {self.engine!r} is not accepted for target {target}: {', '.join(engines)}")
         for host in self.hosts:
             check_ssh_host(host, "--host")
+        names = [h.rpartition("@")[2] for h in self.hosts]
+        twice = sorted({n for n in names if names.count(n) > 1})
+        if twice:
+            raise UsageError(f"--host {twice[0]} is given {names.count(twice[0])} times; a host's place is its node "
+                             "rank, so each host is listed once (node 0 first)")
         if target == "hosts" and not self.hosts:
             raise UsageError("target hosts needs its hosts: --host HOST (repeat, node 0 first) or --hosts-file FILE")
         if self.remote_dir is not None:
@@ -83,6 +88,15 @@ def _relative_folder(text: str) -> bool:
     parts = text.split("/")
     return not text.startswith("/") and all(p and p not in (".", "..") for p in parts) and \
         all(c.isalnum() or c in "._-/" for c in text)
+
+
+def check_host_count(hosts: Tuple[str, ...], nodes) -> None:
+    """As many hosts as the spec has nodes (an elastic MIN:MAX spec: MIN to MAX), each one a rank."""
+    if not hosts or nodes.min <= len(hosts) <= nodes.max:
+        return
+    wanted = str(nodes.min) if nodes.min == nodes.max else f"{nodes.min} to {nodes.max}"
+    raise UsageError(f"{len(hosts)} host(s) for a spec of nodes: {nodes} ({', '.join(hosts)}); give {wanted} "
+                     "(--host or --hosts-file, node 0 first), or change the spec's nodes")
 
 
 def state_path(spec_path: Path) -> Path:

@@ -17,6 +17,7 @@ from rich.table import Table
 
 from nodeweave.cluster.base import Backend, Node, NodeAnswer, ask_status
 from nodeweave.cluster.steps import fan_out
+from nodeweave.failures import tool_message
 
 
 def gather(backend: Backend, nodes: List[Node], command: List[str]) -> List[dict]:
@@ -77,14 +78,19 @@ def status_table(backend: Backend, rows: List[dict]) -> Table:
     title = f"{backend.spec.name}: {backend.where()}; plans " + {
         True: "agree", False: "DISAGREE", None: "unknown"}[agree]
     table = Table(title=title, title_justify="left")
-    for column in ("node", "reached as", "state", "mode", "rank", "plan", "run in progress", "GPU use, memory"):
-        table.add_column(column)
+    widest = max((len(r["reached_as"]) for r in rows), default=10)
+    table.add_column("node", no_wrap=True)
+    table.add_column("reached as", no_wrap=True, min_width=widest)  # an address cut in half helps no one
+    for column in ("state", "mode", "rank", "plan", "run in progress", "GPU use, memory"):
+        table.add_column(column, overflow="fold")
     hashes = [r["plan_hash"] for r in rows if r["plan_hash"]]
     common = max(set(hashes), key=hashes.count) if hashes else None
     for r in rows:
-        state = "up" if r["up"] else f"down: {r['error']}"
+        state = "up" if r["up"] else "down"
         if r["platform"]:
-            state = f"{state} ({r['platform']})" if r["up"] else f"{r['platform']}: {r['error']}"
+            state = f"{state} ({r['platform']})"
+        elif not r["up"]:
+            state = f"down: {tool_message(r['error'] or '', 60)}"
         plan = r["plan_hash"] or ("; ".join(r["plan_errors"])[:60] if r["plan_errors"] else "-")
         style = "red" if r["plan_hash"] and r["plan_hash"] != common else ""
         table.add_row(escape(r["node"]), escape(r["reached_as"]), f"[{'green' if r['up'] else 'red'}]{escape(state)}[/]",

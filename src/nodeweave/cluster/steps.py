@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import os
 import shlex
-import shutil
 import subprocess
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import List, Optional, Sequence, Tuple
 
-from nodeweave.errors import EnvironmentProblem, NodeweaveError
+from nodeweave.errors import NodeweaveError
+from nodeweave.failures import need_tool, tool_message
 
 
 @dataclass(frozen=True)
@@ -36,13 +36,6 @@ class Step:
         return line + (f" < {self.stdin_name}" if self.stdin is not None else "")
 
 
-def need_tool(program: str, why: str) -> str:
-    found = shutil.which(program)
-    if found is None:
-        raise EnvironmentProblem(f"{program} is not on PATH; {why}")
-    return found
-
-
 def execute(step: Step) -> "subprocess.CompletedProcess[str]":
     """Run ``step``; a non-zero exit is a NodeweaveError naming the step and the end of its output."""
     need_tool(step.argv[0], f"it is needed to {step.what}")
@@ -53,7 +46,7 @@ def execute(step: Step) -> "subprocess.CompletedProcess[str]":
     except subprocess.TimeoutExpired:
         raise NodeweaveError(f"{step.what}: no answer after {step.timeout:.0f} s ({step.text()})") from None
     if out.returncode != 0:
-        tail = " | ".join((out.stderr or out.stdout).strip().splitlines()[-4:])
+        tail = tool_message(out.stderr or out.stdout)
         raise NodeweaveError(f"{step.what} failed (exit {out.returncode}): {tail or 'no output'}")
     return out
 

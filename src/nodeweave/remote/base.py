@@ -25,6 +25,9 @@ SHELL_ARGV = ("sh", "-c", "command -v bash >/dev/null 2>&1 && exec bash -l; exec
 _TRANSIENT_TEXT = re.compile(r"connection (refused|reset|timed out)|i/o timeout|TLS handshake|"
                              r"unable to upgrade connection|broken pipe|temporarily unavailable|"
                              r"connection closed|EOF", re.I)
+# ssh's exit 255 that no retry can fix: the name does not resolve, the key or host key is refused.
+_PERMANENT_SSH_TEXT = re.compile(r"could not resolve hostname|name or service not known|nodename nor servname|"
+                                 r"permission denied|host key verification failed|bad configuration option", re.I)
 # Signs that the node itself is not there (stopped container, missing pod, unknown host).
 _UNREACHABLE_TEXT = re.compile(r"not running|state improper|no such container|NotFound|"
                                r"connection refused|i/o timeout|unable to connect|could not resolve|"
@@ -128,3 +131,8 @@ class Remote:
 
 def transient_text(stderr: str) -> bool:
     return bool(_TRANSIENT_TEXT.search(stderr))
+
+
+def permanent_ssh_text(stderr: str) -> bool:
+    """ssh failed for a reason waiting cannot change (an unknown name, a refused key)."""
+    return bool(_PERMANENT_SSH_TEXT.search(stderr))

@@ -8,11 +8,10 @@ hosts file and naming a StatefulSet's pods are pure.
 from __future__ import annotations
 
 import re
-import shutil
 import subprocess
 from pathlib import Path
 
-from nodeweave.errors import EnvironmentProblem, NodeweaveError, UsageError
+from nodeweave.errors import NodeweaveError, UsageError
 from nodeweave.remote import RemoteOptions, kind_class, make_target, pod_kind
 from nodeweave.remote.base import Remote
 from nodeweave.remote.names import check_container_name, check_dns_label, refuse
@@ -57,17 +56,18 @@ def read_hosts_file(path: Path, *, kind: str = "ssh", namespace: "str | None" = 
 
 
 def _need(tool: str) -> str:
-    found = shutil.which(tool)
-    if found is None:
-        raise EnvironmentProblem(f"{tool} is not on PATH; install it or choose another target kind")
-    return found
+    from nodeweave.failures import need_tool
+
+    return need_tool(tool, "it lists the nodes of this target kind (or choose another kind)")
 
 
 def _ask_cluster(kind: str, argv: "list[str]", what: str) -> str:
+    from nodeweave.failures import tool_failure
+
     _need(argv[0])
     out = subprocess.run(argv, capture_output=True, text=True, timeout=60)
     if out.returncode != 0:
-        raise NodeweaveError(f"{kind} {what} failed: {(out.stderr or out.stdout).strip()[:500]}")
+        raise tool_failure(kind, what, out.returncode, out.stderr or out.stdout)
     return out.stdout
 
 

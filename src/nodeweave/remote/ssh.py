@@ -16,7 +16,7 @@ import shlex
 from dataclasses import dataclass
 
 from nodeweave.errors import UsageError
-from nodeweave.remote.base import Remote, RemoteOptions, flags, rsync_quote, transient_text
+from nodeweave.remote.base import Remote, RemoteOptions, flags, permanent_ssh_text, rsync_quote, transient_text
 from nodeweave.remote.names import check_container_name, check_ssh_host, refuse
 
 SSH_DEFAULT_OPTIONS = ("BatchMode=yes", "ConnectTimeout=10", "ServerAliveInterval=15",
@@ -59,6 +59,8 @@ class Ssh(Remote):
         return [*ssh_argv(self.options, tty=True), self.name]  # the account's own login shell
 
     def transient(self, code: int, stderr: str) -> bool:
+        if permanent_ssh_text(stderr):
+            return False
         return code == 255 or (code not in (125, 126, 127) and transient_text(stderr))
 
     def unreachable(self, code: int, stderr: str) -> bool:

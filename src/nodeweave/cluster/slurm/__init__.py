@@ -83,6 +83,9 @@ class SlurmCluster(Backend):
             self._record = job_record(self.job)
         return self._record
 
+    def tool(self) -> str:
+        return "srun"
+
     def prepare_up(self, mode: str, dry_run: bool) -> List[str]:
         live = self.record()
         if live is not None and live.get("job_state") in LIVE + WAITING:

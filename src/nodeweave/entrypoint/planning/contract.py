@@ -248,7 +248,8 @@ SETTINGS = (
     Setting("max_restarts", "--max-restarts", "NODEWEAVE_MAX_RESTARTS",
             "torchrun --max-restarts / accelerate --max_restarts", spec="launcher.max_restarts", read=read_int(0)),
     Setting("wait_timeout", "--wait-timeout", "NODEWEAVE_WAIT_TIMEOUT",
-            "seconds a worker waits for the master's port (default 600; 0 = do not wait)",
+            "seconds a worker waits for node 0: its check-in exchange, or the master's port with "
+            "--exchange off (default 600; 0 = do not wait)",
             spec="launcher.wait_timeout", read=read_int(0)),
     Setting("exchange", "--exchange", "NODEWEAVE_EXCHANGE",
             "on | off: nodes check in with node 0 before the launch and watch each other after (default on)",

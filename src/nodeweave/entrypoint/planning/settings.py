@@ -53,12 +53,12 @@ def usage():
         "",
         "options:",
     ]
-    for row in SETTINGS:
-        lines.append(f"  {row.flag} VALUE".ljust(26) + f"{row.help} [{row.variable}]")
-    for flag, (_, text) in FLAGS.items():
-        lines.append(f"  {flag}".ljust(26) + text)
-    lines.append("  -h, --help".ljust(26) + "show this help and exit")
-    lines.append("  --node ACTION".ljust(26) + "status | stop | report: what nodeweave asks a node (JSON; first argument only)")
+    rows = [("{} VALUE".format(row.flag), "{} [{}]".format(row.help, row.variable)) for row in SETTINGS]
+    rows += [(flag, text) for flag, (_, text) in FLAGS.items()]
+    rows += [("-h, --help", "show this help and exit"),
+             ("--node ACTION", "status | stop | report: what nodeweave asks a node (JSON; first argument only)")]
+    width = max(len(left) for left, _ in rows) + 4  # the longest flag still leaves two spaces before its text
+    lines += [("  " + left).ljust(width) + text for left, text in rows]
     return "\n".join(lines)
 
 

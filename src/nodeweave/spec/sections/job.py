@@ -17,7 +17,10 @@ from nodeweave.spec.nodes import Fields, Reader
 RESERVED_ENV = ("NODE_RANK", "NNODES", "MASTER_ADDR", "MASTER_PORT", "POD_NAME", "POD_NAMESPACE", "POD_IP")
 # NODEWEAVE_* variables no spec field sets: the user's to give (the check-in secret's file, a mounted Secret).
 USER_NODEWEAVE_ENV = ("NODEWEAVE_JOB_TOKEN_FILE",)
-NODES_ACCEPTED = 'a node count >= 1, or "MIN:MAX" with 1 <= MIN <= MAX for an elastic job (e.g. 2 or "2:4")'
+# Beyond this a typo is likelier than a job: 100000 rendered an 85 MB compose file for minutes.
+NODES_MAX = 2048
+NODES_ACCEPTED = (f'a node count from 1 to {NODES_MAX}, or "MIN:MAX" with 1 <= MIN <= MAX <= {NODES_MAX} for an '
+                  'elastic job (e.g. 2 or "2:4")')
 GPUS_ACCEPTED = 'processes per node: an integer from 1 to 1024, or "auto" (one per detected GPU)'
 
 
@@ -25,7 +28,7 @@ def nodes(r: Reader, node: Optional[Node]) -> NodeRange:
     if node is None:
         return NodeRange(1, 1)
     if r.is_int(node):
-        count = r.integer(node, "nodes", 1)
+        count = r.integer(node, "nodes", 1, NODES_MAX)
         return NodeRange(count, count)
     text = r.string(node, "nodes", NODES_ACCEPTED).strip()
     low, sep, high = text.partition(":")
@@ -36,6 +39,8 @@ def nodes(r: Reader, node: Optional[Node]) -> NodeRange:
         raise r.fail(node, "nodes", f"MIN must be at least 1 (got '{text}')", NODES_ACCEPTED)
     if high_n < low_n:
         raise r.fail(node, "nodes", f"MAX ({high_n}) must be >= MIN ({low_n})", NODES_ACCEPTED)
+    if high_n > NODES_MAX:
+        raise r.fail(node, "nodes", f"{high_n} nodes is more than nodeweave plans for", NODES_ACCEPTED)
     return NodeRange(low_n, high_n)
 
 
@@ -57,6 +62,11 @@ def launcher(r: Reader, top: Fields) -> Launcher:
     script = r.string(script_node, "launcher.script", "a path such as train.py")
     if not rules.single_line(script):
         raise r.bad_value(script_node, "launcher.script", "a non-empty, single-line path such as train.py")
+    words = script.split()
+    if any(word.startswith("-") for word in words[1:]):  # a path may hold spaces; options after it are args
+        raise r.fail(script_node, "launcher.script", f"{script!r} holds options after the path (it is one argv "
+                     "word, a path)", f"the path alone, e.g. script: {words[0]}, and its arguments as a list: "
+                     f"args: {list(words[1:])}")
     items = r.sequence(f.get("args"), "launcher.args", "strings")
     args = tuple(r.string(item, path, "a string (any scalar but null)") for path, item in items)
     kind = choice(r, f, "type", LAUNCHERS, "torchrun")

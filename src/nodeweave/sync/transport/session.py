@@ -51,9 +51,9 @@ class TransferError(Exception):
 
 
 def stderr_tail(raw: "bytes | str") -> str:
-    text = raw.decode(errors="replace") if isinstance(raw, bytes) else raw
-    lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
-    return " | ".join(lines[-2:])[-300:]
+    from nodeweave.failures import tool_message
+
+    return tool_message(raw.decode(errors="replace") if isinstance(raw, bytes) else raw)
 
 
 def session_argv(target: Remote, dest: str, mode: str) -> "list[str]":

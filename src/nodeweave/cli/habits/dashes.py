@@ -13,8 +13,8 @@ import os
 import re
 from typing import List, Sequence
 
-from typer.core import TyperCommand
 
+from nodeweave.cli.habits.base import NodeweaveCommand
 from nodeweave.errors import UsageError
 
 COMMAND_PARAM = "command"
@@ -23,7 +23,7 @@ LAUNCHER_MODULES = ("torch.distributed.run", "torch.distributed.launch", "deepsp
 PYTHON = re.compile(r"python(\d+(\.\d+)?)?$")
 
 
-class CommandAfterDashes(TyperCommand):
+class CommandAfterDashes(NodeweaveCommand):
     """A typer command whose ``command`` argument is what follows ``--`` (or bare words before it)."""
 
     def parse_args(self, ctx, args: List[str]) -> List[str]:

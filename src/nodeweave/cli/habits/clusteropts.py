@@ -14,13 +14,15 @@ from typing import List, Optional, Tuple
 
 import typer
 
-SPEC = typer.Option(Path("nodeweave.yaml"), "--spec", help="Cluster spec")
+from nodeweave.cli.habits.base import spec_option
+
+SPEC = spec_option()
 TARGET = typer.Option(None, "--target", "-t",
                       help="local (compose/local.yaml on this machine), hosts (ssh), kubernetes (kubectl/oc), slurm (an allocation, srun); "
                            "default: what `up` used, else hosts with --host, else local")
 ENGINE = typer.Option(None, "--engine", help="local: podman or docker; hosts: docker, podman or none (bare hosts)")
-HOST = typer.Option([], "--host", help="[user@]host over ssh, node 0 first (repeat)")
-HOSTS_FILE = typer.Option(None, "--hosts-file", help="One [user@]host per line, node 0 first")
+HOST = typer.Option([], "--host", help="\\[user@]host over ssh, node 0 first (repeat)")
+HOSTS_FILE = typer.Option(None, "--hosts-file", help="One \\[user@]host per line, node 0 first")
 REMOTE_DIR = typer.Option(None, "--remote-dir", help="hosts: the workspace folder on every host (default: an absolute "
                                                      "workspace.host_path)")
 NAMESPACE = typer.Option(None, "--namespace", "-n", help="kubernetes: namespace (default: the spec's)")
@@ -41,20 +43,29 @@ def options(target, engine, host, hosts_file, remote_dir, namespace, kube_cli, k
                           ssh_options=tuple(ssh_option))
 
 
-def open_cluster(spec_path: Path, given, remember: bool = False):
-    """(spec, backend, checked options): flags, else what ``up`` remembered for this job, else defaults."""
+def open_cluster(spec_path: Path, given, remember: bool = False, dry_run: bool = False):
+    """(spec, backend, checked options): flags, else what ``up`` remembered for this job, else defaults.
+
+    Outside a dry run, a machine without the target's tool (engine, kubectl, ssh) is refused here,
+    with exit 3, before anything is announced, written or started.
+    """
     from nodeweave.cluster import open_backend
-    from nodeweave.cluster.options import load_state, save_state
+    from nodeweave.cluster.options import check_host_count, load_state, save_state
     from nodeweave.spec import load_spec
 
-    spec = load_spec(spec_path)
+    spec = load_spec(spec_path)  # the verb has found it (find_spec) before
     merged = given.merged(load_state(spec_path, spec.name))
     if spec.hosts:
         merged = _spec_hosts(merged, spec)
     checked = merged.checked()
+    if checked.target == "hosts":
+        check_host_count(checked.hosts, spec.nodes)
+    backend = open_backend(spec, spec_path, checked)
+    if not dry_run:
+        backend.check_tools()
     if remember:
         save_state(spec_path, spec.name, checked)
-    return spec, open_backend(spec, spec_path, checked), checked
+    return spec, backend, checked
 
 
 def _spec_hosts(options, spec):
@@ -90,7 +101,15 @@ def console(stderr: bool = False):
     return Console(stderr=stderr, width=width)
 
 
-def print_steps(out, phases, lines: List[str]) -> None:
+def print_steps(out, phases, lines: List[str], as_json: bool = False) -> None:
+    """A dry run's steps as shell lines a person could paste, or (``--json``) as JSON on stdout."""
+    if as_json:
+        import json
+
+        steps = [{"what": step.what, "argv": list(step.argv), "env": dict(step.env), "stdin": step.stdin_name or None,
+                  "phase": number} for number, phase in enumerate(phases) for step in phase]
+        typer.echo(json.dumps({"dry_run": True, "local": lines, "steps": steps}, indent=2))
+        return
     for line in lines:
         out.print(f"# {line}", highlight=False, markup=False)
     for phase in phases:

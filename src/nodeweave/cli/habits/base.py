@@ -1,0 +1,126 @@
+"""The command classes every ``nodeweave`` verb and group is made with, so the habits hold everywhere.
+
+Why: typer's defaults show ``<bool>`` after every flag (inviting ``--dry-run true``, which fails)
+and suggest hidden, deprecated names for a typo (``validate`` → ``variants``). Making the habit a
+class, not a per-option setting, keeps a new verb from forgetting it; tests/test_cli_conventions.py
+walks every command and checks them.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from difflib import get_close_matches
+from pathlib import Path
+
+import typer
+from typer.core import TyperCommand, TyperGroup
+
+from nodeweave.cli.habits.coercion import use_plain_conversion
+
+
+def plain_placeholders(params, ctx):
+    """A flag takes no value, so its help shows none (typer shows ``<bool>``); a repeated option shows
+    one value per use, ``<str>...``, not ``<list[str]>`` (which invites ``--host a,b``)."""
+    use_plain_conversion(params)
+    for param in params:
+        if getattr(param, "is_flag", False) and not getattr(param, "count", False):
+            param.metavar = ""
+        elif getattr(param, "multiple", False) and param.metavar is None and hasattr(param, "display_type"):
+            shown = param.display_type(ctx)
+            if shown.startswith("<list[") and shown.endswith("]>"):
+                param.metavar = f"<{shown[6:-2]}>..."
+    return params
+
+
+def plain_help_wanted() -> bool:
+    """Help for a pipe or a file is plain text: no panels to grep through, and no rich import (0.1 s)."""
+    return not sys.stdout.isatty() and os.environ.get(RICH_HELP_ENV, "") not in ("1", "yes", "true")
+
+
+RICH_HELP_ENV = "NODEWEAVE_RICH_HELP"  # 1: rich panels even when help goes to a pipe
+
+
+def format_help(command, base_format, ctx, formatter) -> None:
+    """typer's rich help on a terminal; click's plain help elsewhere, with rich's escapes (\\[) undone."""
+    if not plain_help_wanted():
+        return base_format(ctx, formatter)
+    mode, command.rich_markup_mode = command.rich_markup_mode, None
+    try:
+        base_format(ctx, formatter)
+    finally:
+        command.rich_markup_mode = mode
+    formatter.buffer[:] = [part.replace("\\[", "[") for part in formatter.buffer]
+
+
+class NodeweaveCommand(TyperCommand):
+    """A verb whose flags show no value placeholder, and whose help suits where it goes."""
+
+    def get_params(self, ctx):
+        return plain_placeholders(super().get_params(ctx), ctx)
+
+    def format_help(self, ctx, formatter):
+        return format_help(self, super().format_help, ctx, formatter)
+
+
+# Hidden, deprecated spellings and what a typo near them should be pointed to.
+REPLACED = {"variants": "image variants"}
+
+
+class NodeweaveGroup(TyperGroup):
+    """A group whose typo suggestions name only visible commands, and whose own flags show no placeholder."""
+
+    def get_params(self, ctx):
+        return plain_placeholders(super().get_params(ctx), ctx)
+
+    def format_help(self, ctx, formatter):
+        return format_help(self, super().format_help, ctx, formatter)
+
+    def resolve_command(self, ctx, args):
+        try:
+            return self._click_resolve_command(ctx, args)
+        except Exception as err:  # click's UsageError (typer's vendored copy), found by shape
+            message = getattr(err, "message", None)
+            if message is None or not args:
+                raise
+            close = get_close_matches(args[0], list(self.commands))
+            matches = list(dict.fromkeys(REPLACED.get(name, name) for name in close
+                                         if not self.commands[name].hidden or name in REPLACED))
+            if matches:
+                err.message = f"{message.rstrip('.')}. Did you mean {', '.join(repr(m) for m in matches)}?"
+            raise
+
+
+class NodeweaveTyper(typer.Typer):
+    """typer.Typer whose commands and groups are the classes above unless told otherwise."""
+
+    def __init__(self, **kwargs):
+        kwargs.setdefault("cls", NodeweaveGroup)
+        kwargs.setdefault("pretty_exceptions_enable", False)
+        super().__init__(**kwargs)
+
+    def command(self, name=None, *, cls=None, **kwargs):
+        return super().command(name, cls=cls or NodeweaveCommand, **kwargs)
+
+
+SPEC_NAME = "nodeweave.yaml"
+SPEC_ENV = "NODEWEAVE_SPEC"
+
+
+def spec_option(what: str = "The cluster spec"):
+    """``--spec``, the same on every verb: the flag, else $NODEWEAVE_SPEC, else the nearest nodeweave.yaml."""
+    return typer.Option(None, "--spec", envvar=SPEC_ENV, show_envvar=False, show_default=False,
+                        help=f"{what} (default: ${SPEC_ENV}, else {SPEC_NAME} here or in the nearest folder above, "
+                             "as git finds its repository)")
+
+
+def find_spec(given: "Path | None") -> Path:
+    """The spec a verb works on: ``given`` as is, else the nearest ``nodeweave.yaml`` from here upwards."""
+    if given is not None:
+        return given
+    here = Path.cwd()
+    for folder in (here, *here.parents):
+        candidate = folder / SPEC_NAME
+        if candidate.is_file():
+            return Path(SPEC_NAME) if folder == here else Path(os.path.relpath(candidate, here))
+    return Path(SPEC_NAME)  # absent: the loader names it and what to pass

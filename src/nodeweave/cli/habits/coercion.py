@@ -1,0 +1,111 @@
+"""Plain conversion of nodeweave's option values, so a command does not import pydantic to read them.
+
+Why: typer 0.2x converts every parameter through a pydantic ``TypeAdapter``; importing pydantic
+and building the adapters cost ~0.1 s of every ``nodeweave`` call (issue 20's 0.2 s start-up
+target). Our parameters are all plain: str, int, float (optionally with min/max), Path, bool and
+lists of those. For exactly those, a few lines convert here (errors worded as click words them:
+"'abc' is not a valid integer", raised as click's BadParameter); anything else keeps typer's. tests/test_cli_startup.py checks the
+errors and that the common verbs never import pydantic.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, get_args, get_origin
+
+from typer._click.exceptions import BadParameter
+from typer._coercion import RuntimeParam
+
+_PATH_CHECKS = ("exists", "writable", "resolve_path", "allow_dash")
+
+
+@dataclass(frozen=True)
+class PlainRuntimeParam(RuntimeParam):
+    """typer's runtime-conversion slot, filled with a click type instead of a pydantic adapter."""
+
+    click_type: Any = None  # anything with convert(value, param, ctx)
+
+    def _coerce_value(self, value: Any, param, ctx) -> Any:
+        if isinstance(value, (list, tuple)):
+            return [self.click_type.convert(item, param, ctx) for item in value]
+        return self.click_type.convert(value, param, ctx)
+
+
+def _click_type(annotation, info):
+    if annotation is str:
+        return _Plain(str, "text")
+    if annotation is Path:
+        return None if any(getattr(info, name, False) for name in _PATH_CHECKS) else _Plain(Path, "path")
+    if annotation is int:
+        return _Number(int, "integer", info.min, info.max)
+    if annotation is float:
+        return _Number(float, "number", info.min, info.max)
+    if annotation is bool:
+        return _Bool()
+    return None
+
+
+@dataclass(frozen=True)
+class _Plain:
+    kind: Any
+    label: str
+
+    def convert(self, value, param, ctx):
+        return value if isinstance(value, self.kind) else self.kind(value)
+
+
+@dataclass(frozen=True)
+class _Number:
+    kind: Any
+    label: str
+    low: Any = None
+    high: Any = None
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, self.kind) and not isinstance(value, bool):
+            number = value
+        else:
+            try:
+                number = self.kind(str(value).strip())
+            except ValueError:
+                raise BadParameter(f"{value!r} is not a valid {self.label}", ctx=ctx, param=param) from None
+        if (self.low is not None and number < self.low) or (self.high is not None and number > self.high):
+            bounds = " and ".join(part for part in (f"x>={self.low}" if self.low is not None else "",
+                                                    f"x<={self.high}" if self.high is not None else "") if part)
+            raise BadParameter(f"{number} is not in the range {bounds}", ctx=ctx, param=param)
+        return number
+
+
+class _Bool:
+    TRUE, FALSE = ("1", "true", "yes", "on", "y", "t"), ("0", "false", "no", "off", "n", "f")
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, bool):
+            return value
+        text = str(value).strip().lower()
+        if text in self.TRUE or text in self.FALSE:
+            return text in self.TRUE
+        raise BadParameter(f"{value!r} is not a valid boolean", ctx=ctx, param=param)
+
+
+def plain_runtime_param(param):
+    """A pydantic-free converter for ``param``, or None when typer's own is needed."""
+    descriptor = getattr(param, "type_descriptor", None)
+    if descriptor is None or descriptor.file_annotation is not None or descriptor.is_choice:
+        return None
+    annotation, info = descriptor.annotation, descriptor.parameter_info
+    if get_origin(annotation) is list:
+        (annotation,) = get_args(annotation) or (None,)
+    click_type = _click_type(annotation, info)
+    if click_type is None:
+        return None
+    return PlainRuntimeParam(parameter_info=info, annotation=descriptor.annotation, click_type=click_type)
+
+
+def use_plain_conversion(params) -> None:
+    for param in params:
+        if getattr(param, "_runtime_param", "absent") is None:
+            plain = plain_runtime_param(param)
+            if plain is not None:
+                param._runtime_param = plain

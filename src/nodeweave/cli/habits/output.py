@@ -1,0 +1,39 @@
+"""``-o/--output table|wide|json|yaml`` for the verbs that print data, as kubectl spells it.
+
+Why one helper: the same flag, values and stdout discipline on every data-printing verb (the data
+on stdout, notes on stderr), so scripts can rely on ``-o json`` anywhere it is offered.
+"""
+
+from __future__ import annotations
+
+import json
+
+import typer
+
+from nodeweave.errors import UsageError
+
+OUTPUTS = ("table", "wide", "json", "yaml")
+
+
+def output_option():
+    return typer.Option("table", "--output", "-o", help="table (default), wide (every column), json or yaml "
+                                                        "(the data on stdout, as kubectl -o)")
+
+
+def checked(output: str) -> str:
+    if output not in OUTPUTS:
+        raise UsageError(f"--output {output!r} is not accepted: {', '.join(OUTPUTS)}")
+    return output
+
+
+def emit(data, output: str) -> bool:
+    """Print ``data`` as JSON or YAML and return True; False for table/wide (the verb draws its table)."""
+    if output == "json":
+        typer.echo(json.dumps(data, indent=2, default=str))
+        return True
+    if output == "yaml":
+        import yaml
+
+        typer.echo(yaml.safe_dump(json.loads(json.dumps(data, default=str)), sort_keys=False).rstrip())
+        return True
+    return False

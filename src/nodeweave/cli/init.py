@@ -1,0 +1,176 @@
+"""``nodeweave init`` and ``validate``: a first nodeweave.yaml from what this machine, or the hosts, show,
+and the check of any spec (kubectl, compose and SkyPilot all have one; every other verb's first
+step is the same check, this one stops there and exits 0 or 2).
+
+Why: the first spec is where new users stall. The entrypoint's own detection (no torch) sees the
+GPUs, their vendor and count, and the active RDMA ports, here (``doctor``'s view) or on every
+``--host`` at once (``hosts probe``'s); those pick ``image.variant``, ``gpus_per_node``,
+``network.rdma`` and, for hosts, ``hosts`` and ``nodes``. The written spec is loaded back
+through the validator before it is kept; an existing file is never overwritten without ``--force``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import List, Optional, Tuple
+
+import typer
+
+from nodeweave.cli.habits.base import find_spec, spec_option
+from nodeweave.cli.habits.output import checked, emit, output_option
+from nodeweave.errors import NodeweaveError, UsageError
+
+VARIANT_BY_VENDOR = {"nvidia": "cuda12", "amd": "rocm70", "none": "cpu"}
+TEMPLATE = """\
+# nodeweave cluster spec, written by `nodeweave init` from what {source} showed:
+# {found}.
+# docs/spec.md documents every field; `nodeweave validate` checks it, `nodeweave render all` renders it.
+
+name: {name}  # DNS-1123 label: containers, pods and hosts <name>-0..N-1
+
+image:
+  variant: {variant}  # `nodeweave image variants` lists the catalogue
+
+nodes: {nodes}
+gpus_per_node: {gpus}  # processes per node{gpu_note}
+
+launcher:
+  type: {launcher}
+  script: {script}  # relative to workspace.path (this folder, mounted there)
+  args: []
+{network}"""
+
+
+@dataclass(frozen=True)
+class Seen:
+    """What the detection found: where, the GPUs, the active RDMA ports, the hosts (node 0 first)."""
+
+    source: str
+    vendor: str
+    gpus: int
+    model: str
+    rdma_ports: Tuple[str, ...]
+    hosts: Tuple[str, ...] = ()
+    note: str = ""
+
+    def summary(self) -> str:
+        found = f"{self.gpus}x {self.model} ({self.vendor})" if self.gpus else "no GPU"
+        return f"{found}, {len(self.rdma_ports)} active RDMA port(s)" + (f"; {self.note}" if self.note else "")
+
+
+def seen_here(sysroot: Path) -> Seen:
+    from nodeweave.entrypoint import detect
+
+    if not sysroot.is_dir():
+        raise UsageError(f"--sysroot {sysroot}: not a directory; accepted: / or a captured tree")
+    node = detect(str(sysroot))
+    return Seen("this machine" if str(sysroot) == "/" else f"the tree under {sysroot}", node.gpus.vendor,
+                node.gpus.count, node.gpus.model or "", tuple(p.name for p in node.nics if p.active))
+
+
+def seen_on_hosts(hosts: List[str], via: str, ssh_option: List[str]) -> Seen:
+    """Every host probed at once (``hosts probe``); all must answer and share one GPU vendor."""
+    from nodeweave import remote
+    from nodeweave.failures import need_tool
+    from nodeweave.hosts import probe_hosts
+
+    kind = remote.kind_class(via, "--via").kind
+    options = remote.RemoteOptions(ssh_options=tuple(ssh_option))
+    targets = [remote.make_target(kind, h, options=options) for h in hosts]
+    need_tool(targets[0].tool, f"init --via {kind} reaches the hosts with it")
+    reports = probe_hosts(targets)
+    bad = [r for r in reports if r.status in ("unreachable", "error")]
+    if bad:
+        raise NodeweaveError(f"{len(bad)} of {len(reports)} host(s) did not answer: "
+                             + "; ".join(f"{r.target.label}: {r.error}" for r in bad))
+    vendors = sorted({r.vendor for r in reports})
+    if len(vendors) > 1:
+        raise UsageError("the hosts mix GPU vendors (" + "; ".join(f"{r.target.label}: {r.vendor}" for r in reports)
+                         + "): one job runs one vendor's collectives; give the hosts of one vendor")
+    counts = [r.gpu_count for r in reports]
+    first = reports[0].node or {}
+    ports = tuple(f"{n.get('device')}:{n.get('port')}" for n in first.get("nics") or [] if n.get("state") == "ACTIVE")
+    note = f"uneven GPU counts {counts}: the smallest is used" if len(set(counts)) > 1 else ""
+    return Seen(f"{len(hosts)} host(s) via {kind}", vendors[0], min(counts),
+                str((first.get("gpus") or {}).get("model") or ""), ports, tuple(r.host for r in reports), note)
+
+
+def init(
+    path: Path = typer.Option(Path("nodeweave.yaml"), "--out", help="Where to write the spec"),
+    name: Optional[str] = typer.Option(None, "--name", help="The job's name (default: this folder's, made a DNS label)"),
+    nodes: int = typer.Option(2, "--nodes", min=1, max=2048, help="Node count (with --host: their number)"),
+    script: str = typer.Option("train.py", "--script", help="The training script, relative to this folder"),
+    launcher: str = typer.Option("torchrun", "--launcher", help="torchrun, deepspeed, accelerate or command"),
+    host: List[str] = typer.Option([], "--host", help="Probe these hosts (node 0 first, repeat) instead of this "
+                                   "machine, as `nodeweave hosts probe` does; they become the spec's hosts"),
+    via: str = typer.Option("ssh", "--via", help="How --host is reached: ssh (default), podman, docker, ..."),
+    ssh_option: List[str] = typer.Option([], "--ssh-option", help="Extra ssh -o KEY=VALUE (repeat)"),
+    sysroot: Path = typer.Option(Path("/"), "--sysroot", help="Detect from this captured sysfs/procfs tree "
+                                 "instead of this machine"),
+    force: bool = typer.Option(False, "--force", help="Replace an existing --out file"),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Print the spec; write nothing"),
+) -> None:
+    """Write a first spec from this machine's (or the hosts') GPUs and RDMA ports, validated."""
+    from nodeweave.spec import parse_spec
+
+    if path.exists() and not force and not dry_run:
+        raise UsageError(f"{path} exists; nodeweave never overwrites a spec: pass --force, or --out another file")
+    seen = seen_on_hosts(host, via, ssh_option) if host else seen_here(sysroot)
+    text = spec_text(seen, name or _label(Path.cwd().name), len(seen.hosts) or nodes, script, launcher)
+    parse_spec(text, str(path), base_dir=path.resolve().parent)  # the validator's word before anything is kept
+    if dry_run:
+        typer.echo(text, nl=False)
+        return
+    try:
+        path.write_text(text, encoding="utf-8")
+    except OSError as err:
+        from nodeweave.failures import path_problem
+
+        raise path_problem(err, "init --out") from None
+    typer.echo(f"nodeweave: wrote {path}: {seen.summary()}; next: nodeweave validate, nodeweave render all", err=True)
+
+
+def spec_text(seen: Seen, name: str, nodes: int, script: str, launcher: str) -> str:
+    network = ("\nnetwork:\n  rdma: true  # active RDMA ports: " + ", ".join(seen.rdma_ports[:8]) + "\n"
+               ) if seen.rdma_ports else ""
+    hosts = ("\nhosts:  # node 0 first: its place is its rank\n" + "".join(f"  - {h}\n" for h in seen.hosts)
+             ) if seen.hosts else ""
+    return TEMPLATE.format(
+        source=seen.source, found=seen.summary(), name=name, variant=VARIANT_BY_VENDOR.get(seen.vendor, "cpu"),
+        nodes=nodes, gpus=seen.gpus or 1, gpu_note=f": {seen.gpus}x {seen.model}" if seen.gpus else ": CPU",
+        launcher=launcher, script=script, network=network) + hosts
+
+
+def _label(text: str) -> str:
+    label = re.sub(r"[^a-z0-9-]+", "-", text.lower()).strip("-")[:52].strip("-")
+    return label if label and label[0].isalpha() else f"job-{label}".strip("-")[:52]
+
+
+def validate(
+    spec_path: Optional[Path] = spec_option(),
+    as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON on stdout"),
+    output: str = output_option(),
+) -> None:
+    """Check the spec (every mistake: file:line, field, what is accepted; exit 2) and summarise it."""
+    from nodeweave.spec import load_spec
+
+    spec_path = find_spec(spec_path)
+    spec = load_spec(spec_path)
+    summary = {"spec": str(spec_path), "name": spec.name, "nodes": str(spec.nodes),
+               "processes_per_node": spec.gpus_per_node, "launcher": spec.launcher.type,
+               "script": spec.launcher.script, "variant": spec.image.variant}
+    if as_json:
+        typer.echo(json.dumps(summary, indent=2))
+        return
+    if emit(summary, checked(output)):
+        return
+    typer.echo(f"{spec_path}: valid: {spec.name}, {spec.nodes} node(s) x {spec.gpus_per_node} process(es), "
+               f"{spec.launcher.type} {spec.launcher.script}, image variant {spec.image.variant}")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("init")(init)
+    app.command("validate")(validate)

@@ -1,0 +1,174 @@
+"""``nodeweave runs ls|show|compare``: the run folders of past runs and sweeps, listed, shown, compared.
+
+Reads only the folders ``nodeweave run`` wrote (no cluster, no engine): like ``sky queue`` for
+what ran, with the metric of each run, sweep point and node side by side and charted.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+from nodeweave.cli.habits.base import NodeweaveTyper, find_spec
+from nodeweave.cli.habits.output import checked, emit, output_option
+
+runs_app = NodeweaveTyper(help="List, show and compare past runs and sweeps (the run folders).", no_args_is_help=True)
+
+RUNS_DIR = typer.Option(None, "--runs-dir", help="Where run folders are (default: runs/ beside the spec, found as "
+                                                 "every verb finds it)")
+METRIC = typer.Option(None, "--metric", help="REGEX whose first group is read from each node's log, e.g. "
+                                             "'samples/s ([0-9.]+)' (a sweep's: the one it was run with)")
+
+
+def _parent(runs_dir: Optional[Path]) -> Path:
+    from nodeweave.cluster.runfolder import RUNS
+
+    return runs_dir if runs_dir is not None else find_spec(None).resolve().parent / RUNS
+
+
+def _console():
+    from nodeweave.cli.habits.clusteropts import console
+
+    return console()
+
+
+@runs_app.command("ls")
+def ls_command(
+    runs_dir: Optional[Path] = RUNS_DIR,
+    job: Optional[str] = typer.Option(None, "--job", help="Only this job's runs (the spec's name)"),
+    output: str = output_option(),
+) -> None:
+    """One row per run or sweep, oldest first: id, job, start, result, seconds, nodes, command."""
+    from rich.table import Table
+
+    from nodeweave.runs.history import list_runs
+
+    parent = _parent(runs_dir)
+    rows = [e.summary() for e in list_runs(parent, job)]
+    if emit(rows, checked(output)):
+        return
+    table = Table(title=f"runs in {parent}", title_justify="left")
+    columns = ["run", "job", "started", "state", "seconds", "nodes", "command"] + (["folder"] if output == "wide" else [])
+    for column in columns:
+        table.add_column(column, no_wrap=column in ("run", "started", "folder"), overflow="fold")
+    for row in rows:
+        table.add_row(*["-" if row.get(c) is None else str(row.get(c)) for c in columns])
+    _console().print(table)
+    if not rows:
+        typer.echo(f"nodeweave: no runs under {parent} yet (`nodeweave run` makes them)", err=True)
+
+
+@runs_app.command("show")
+def show_command(
+    run: str = typer.Argument("last", help="A run id (`nodeweave runs ls`), a unique prefix, a folder, or last"),
+    runs_dir: Optional[Path] = RUNS_DIR,
+    metric: Optional[str] = METRIC,
+    output: str = output_option(),
+) -> None:
+    """One run: every node's result, seconds, sync commit and last line; a sweep: every point, charted."""
+    from nodeweave.runs.history import find_run
+
+    entry = find_run(_parent(runs_dir), run)
+    if entry.kind == "sweep":
+        _compare([entry], metric or entry.data.get("metric"), False, None, output)
+        return
+    data = entry.data
+    nodes = [{"node": n.get("node"), "exit_code": n.get("exit_code"), "seconds": _span(n),
+              "commit": (n.get("sync") or {}).get("commit"), "last_line": _last_line(entry.path / n["log"])
+              if n.get("log") else None} for n in data.get("nodes") or []]
+    shown = {"run": entry.run_id, "state": entry.state, "command": data.get("command"), "env": data.get("env"),
+             "target": data.get("target"), "started": data.get("started"), "seconds": data.get("seconds"),
+             "summary": data.get("summary"), "folder": str(entry.path), "nodes": nodes}
+    if emit(shown, checked(output)):
+        return
+    _print_run(shown, output == "wide")
+    if metric:
+        _compare([entry], metric, False, None, "table")
+
+
+@runs_app.command("compare")
+def compare_command(
+    runs: List[str] = typer.Argument(..., help="Run or sweep ids (a sweep: each of its points), oldest first"),
+    runs_dir: Optional[Path] = RUNS_DIR,
+    metric: Optional[str] = METRIC,
+    lower_is_better: bool = typer.Option(False, "--lower-is-better", help="The best run has the lowest metric"),
+    chart: Optional[Path] = typer.Option(None, "--chart", help="Also write the chart to this .png or .svg "
+                                         "(needs the plot extra: pip install 'nodeweave\\[plot]')"),
+    output: str = output_option(),
+) -> None:
+    """Runs side by side: result, seconds, the metric per run and per node, the best marked, charted."""
+    from nodeweave.runs.history import find_run
+
+    parent = _parent(runs_dir)
+    entries = [find_run(parent, text) for text in runs]
+    sweep_metric = next((e.data.get("metric") for e in entries if e.kind == "sweep" and e.data.get("metric")), None)
+    _compare(entries, metric or sweep_metric, lower_is_better, chart, output)
+
+
+def _compare(entries, metric, lower_is_better: bool, chart, output: str) -> None:
+    from rich.table import Table
+
+    from nodeweave.cluster.sweep import compile_metric
+    from nodeweave.runs.chart import file_chart, terminal_chart
+    from nodeweave.runs.metrics import best, run_metric, runs_of
+
+    pattern = compile_metric(metric)
+    rows = [run_metric(pattern, e) for e in runs_of(entries)]
+    winner = best(rows, lower_is_better)
+    if emit({"metric": metric, "best": winner, "runs": rows}, checked(output)):
+        return
+    table = Table(title="runs side by side" + (f": {metric}" if metric else ""), title_justify="left")
+    for column in ("run", "point", "state", "seconds", "mean", "per node"):
+        table.add_column(column, no_wrap=column in ("run",), overflow="fold")
+    for row in rows:
+        mark = " (best)" if row["run"] == winner else ""
+        table.add_row(row["run"], row["label"], row["state"], "-" if row["seconds"] is None else f"{row['seconds']:g}",
+                      ("-" if row["mean"] is None else f"{row['mean']:g}") + mark,
+                      " ".join("-" if v is None else f"{v:g}" for v in row["per_node"]))
+    out = _console()
+    out.print(table)
+    if metric and any(r["mean"] is not None for r in rows):
+        out.print(terminal_chart(rows, metric))
+    if chart is not None:
+        if not metric:
+            from nodeweave.errors import UsageError
+
+            raise UsageError("--chart draws the metric: give --metric REGEX too")
+        typer.echo(f"nodeweave: chart written to {file_chart(rows, metric, chart)}", err=True)
+
+
+def _span(node: dict):
+    start, end = node.get("started_s"), node.get("ended_s")
+    return round(end - start, 3) if start is not None and end is not None else None
+
+
+def _last_line(log: Path) -> Optional[str]:
+    try:
+        lines = [line for line in log.read_text(encoding="utf-8", errors="replace").splitlines() if line.strip()]
+    except OSError:
+        return None
+    return lines[-1][:200] if lines else None
+
+
+def _print_run(shown: dict, wide: bool) -> None:
+    from rich.table import Table
+
+    out = _console()
+    out.print(f"{shown['run']}: {shown['state']}; {' '.join(shown['command'] or [])} on {shown['target']} "
+              f"(started {shown['started']}, {shown['seconds']} s)", highlight=False, markup=False)
+    table = Table(title_justify="left")
+    columns = ["node", "exit_code", "seconds", "commit", "last_line"]
+    for column in columns:
+        table.add_column(column.replace("_", " "), overflow="fold", no_wrap=column == "commit" and wide)
+    for node in shown["nodes"]:
+        commit = node["commit"] or "-"
+        table.add_row(*[str(node["node"]), str(node["exit_code"]), str(node["seconds"]),
+                        commit if wide else commit[:12], node["last_line"] or "-"])
+    out.print(table)
+    out.print(f"folder {shown['folder']}", highlight=False, markup=False)
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(runs_app, name="runs")

@@ -1,0 +1,69 @@
+"""Charts of a metric per run (or sweep point) and per node: in the terminal, or PNG/SVG via matplotlib.
+
+The terminal chart needs nothing but rich: one bar per run, scaled to the largest value, the
+nodes' own values beside it. A file chart needs the optional ``plot`` extra (matplotlib); without
+it ``--chart FILE`` exits 3 naming the install line, never a traceback.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import List
+
+from rich.table import Table
+from rich.text import Text
+
+from nodeweave.errors import EnvironmentProblem, UsageError
+
+BAR = "█"
+FORMATS = (".png", ".svg")
+
+
+def terminal_chart(rows: List[dict], metric: str, width: int = 40) -> Table:
+    """Bars of each row's mean, the per-node values as numbers beside them."""
+    values = [r["mean"] for r in rows if r["mean"] is not None]
+    top = max(values, default=0.0) or 1.0
+    table = Table(title=f"{metric} (mean of nodes)", title_justify="left", show_edge=False, box=None)
+    table.add_column("run", no_wrap=True)
+    table.add_column("", no_wrap=True)
+    table.add_column("mean", justify="right", no_wrap=True)
+    table.add_column("per node", overflow="fold")
+    for row in rows:
+        mean = row["mean"]
+        bar = Text(BAR * max(1, round(width * mean / top)) if mean else "", style="cyan")
+        per_node = " ".join("-" if v is None else f"{v:g}" for v in row["per_node"])
+        table.add_row(row["label"], bar, "-" if mean is None else f"{mean:g}", per_node)
+    return table
+
+
+def file_chart(rows: List[dict], metric: str, path: Path) -> Path:
+    """A grouped bar chart (one group per run, one bar per node) written to ``path`` (.png or .svg)."""
+    if path.suffix.lower() not in FORMATS:
+        raise UsageError(f"--chart {path}: accepted: a file name ending in .png or .svg")
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        from matplotlib import pyplot
+    except ImportError:
+        raise EnvironmentProblem("--chart needs matplotlib: pip install 'nodeweave[plot]' (the terminal chart "
+                                 "needs nothing)") from None
+    nodes = max((len(r["per_node"]) for r in rows), default=0)
+    figure, axes = pyplot.subplots(figsize=(max(6, 1.2 * len(rows) + 2), 4))
+    step = 0.8 / max(nodes, 1)
+    for node in range(nodes):
+        heights = [(r["per_node"][node] if node < len(r["per_node"]) and r["per_node"][node] is not None else 0)
+                   for r in rows]
+        axes.bar([i + node * step for i in range(len(rows))], heights, step, label=f"node-{node}")
+    axes.set_xticks([i + 0.4 - step / 2 for i in range(len(rows))], [r["label"] for r in rows], rotation=20,
+                    ha="right")
+    axes.set_ylabel(metric)
+    axes.legend()
+    figure.tight_layout()
+    try:
+        figure.savefig(path)
+    except OSError as err:
+        raise UsageError(f"--chart {path}: cannot write it: {err.strerror or err}") from None
+    finally:
+        pyplot.close(figure)
+    return path

@@ -1,0 +1,104 @@
+"""Find and load run folders: ``runs/<UTC time>-<job>/`` (run.json) and ``<...>-sweep/`` (sweep.json)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import List, Optional
+
+from nodeweave.errors import UsageError
+
+
+@dataclass
+class RunEntry:
+    """One run folder or one sweep folder, as ``runs ls`` lists it."""
+
+    path: Path
+    kind: str  # "run" | "sweep"
+    data: dict = field(default_factory=dict)
+    points: List["RunEntry"] = field(default_factory=list)  # a sweep's runs, in point order
+
+    @property
+    def run_id(self) -> str:
+        return self.path.name
+
+    @property
+    def state(self) -> str:
+        if self.kind == "sweep":
+            codes = [p.data.get("exit_code") for p in self.points]
+            failed = sum(1 for c in codes if c not in (0, None))
+            return f"{len(self.points)} point(s)" + (f", {failed} failed" if failed else "")
+        if self.data.get("ended") is None:
+            return "running (or cut off)"
+        code = self.data.get("exit_code")
+        return "ok" if code == 0 else f"exit {code}"
+
+    def summary(self) -> dict:
+        """What ``runs ls`` shows of it, as plain data (JSON/YAML output)."""
+        data = self.data
+        command = data.get("command") or []
+        row = {"run": self.run_id, "kind": self.kind, "job": data.get("job"), "started": data.get("started"),
+               "state": self.state, "seconds": data.get("seconds"), "nodes": len(data.get("nodes") or []),
+               "command": " ".join(command) if isinstance(command, list) else command, "folder": str(self.path)}
+        if self.kind == "sweep":
+            row.update(started=self.points[0].data.get("started") if self.points else None,
+                       seconds=round(sum(p.data.get("seconds") or 0 for p in self.points), 3),
+                       nodes=max((len(p.data.get("nodes") or []) for p in self.points), default=0),
+                       metric=data.get("metric"))
+        return row
+
+
+def _load(path: Path, name: str) -> Optional[dict]:
+    try:
+        return json.loads((path / name).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def load_entry(path: Path) -> Optional[RunEntry]:
+    """The run or sweep in ``path``, or None when it is neither."""
+    sweep = _load(path, "sweep.json")
+    if sweep is not None or path.name.endswith("-sweep"):
+        points = [e for e in (load_entry(p) for p in sorted(path.iterdir()) if p.is_dir()) if e is not None]
+        return RunEntry(path, "sweep", sweep or {}, points)
+    run = _load(path, "run.json")
+    return RunEntry(path, "run", run) if run is not None else None
+
+
+def list_runs(parent: Path, job: Optional[str] = None) -> List[RunEntry]:
+    """Every run and sweep under ``parent``, oldest first (their names start with the UTC time)."""
+    if not parent.is_dir():
+        return []
+    entries = [e for e in (load_entry(p) for p in sorted(parent.iterdir()) if p.is_dir()) if e is not None]
+    return [e for e in entries if job is None or _job_of(e) == job]
+
+
+def _job_of(entry: RunEntry) -> Optional[str]:
+    if entry.kind == "sweep":
+        return entry.points[0].data.get("job") if entry.points else None
+    return entry.data.get("job")
+
+
+def find_run(parent: Path, wanted: str) -> RunEntry:
+    """A run by id (its folder name, a sweep's point too), by path, or ``last``; a usage error names what exists."""
+    candidate = Path(wanted)
+    if candidate.is_dir():
+        entry = load_entry(candidate)
+        if entry is not None:
+            return entry
+    everything = list_runs(parent)
+    if wanted in ("last", "latest") and everything:
+        return everything[-1]
+    for entry in everything:
+        if entry.run_id == wanted:
+            return entry
+        for point in entry.points:
+            if point.run_id == wanted:
+                return point
+    matches = [e for e in everything if e.run_id.startswith(wanted)]
+    if len(matches) == 1:
+        return matches[0]
+    known = ", ".join(e.run_id for e in everything[-5:]) or "none yet"
+    raise UsageError(f"no run {wanted!r} under {parent}; accepted: a run id (`nodeweave runs ls`; the last few: "
+                     f"{known}), a unique prefix, a run folder's path, or last")

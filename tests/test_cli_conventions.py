@@ -1,0 +1,183 @@
+"""The command line's habits, checked over every command so a new verb cannot forget them.
+
+Walks the real click tree typer builds from ``nodeweave.cli.app`` and checks the naming rules
+(docs/design.md, "Command-line conventions"), then every ``nodeweave ...`` command line the
+README and docs/ show: each flag it names must exist on that verb.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from pathlib import Path
+
+import pytest
+import typer.main
+from rich.text import Text
+
+from nodeweave.cli import app
+
+REPO = Path(__file__).resolve().parents[1]
+LONG_FLAG = re.compile(r"^--[a-z0-9]+(-[a-z0-9]+)*$")
+# The one meaning each short flag has, wherever it appears.
+SHORT_FLAGS = {"-t": "--target", "-n": "--namespace", "-e": "--env", "-f": "--follow", "-q": "--quiet",
+               "-v": "--verbose", "-l": "--selector", "-c": "--container", "-x": "--exclude", "-j": "--jobs",
+               "-z": "--compress", "-o": "--output", "-d": "--detach"}
+# Verbs that change the world and therefore offer a dry run.
+CHANGING_VERBS = {"up", "down", "run", "stop", "shell", "render", "sync", "image build"}
+
+
+def commands():
+    def walk(command, path):
+        yield path, command
+        for name, sub in sorted(getattr(command, "commands", {}).items()):
+            yield from walk(sub, f"{path} {name}".strip())
+    return list(walk(typer.main.get_command(app), ""))
+
+
+COMMANDS = commands()
+BY_PATH = dict(COMMANDS)
+
+
+def options(command):
+    return [p for p in command.params if p.param_type_name == "option"]
+
+
+def test_the_tree_holds_every_verb():
+    assert {"up", "down", "run", "status", "render", "sync", "validate", "image build", "hosts probe"} <= set(BY_PATH)
+
+
+@pytest.mark.parametrize("path, command", COMMANDS, ids=[p or "nodeweave" for p, _ in COMMANDS])
+def test_naming_rules(path, command):
+    if not getattr(command, "hidden", False):
+        assert (command.help or "").strip(), f"`nodeweave {path}` has no help text"
+    for param in options(command):
+        for flag in param.opts + param.secondary_opts:
+            if flag.startswith("--"):
+                assert LONG_FLAG.match(flag), f"{path}: {flag} is not lower-case kebab-case"
+            else:
+                assert SHORT_FLAGS.get(flag) == param.opts[0], (
+                    f"{path}: {flag} means {param.opts[0]} here, {SHORT_FLAGS.get(flag)} everywhere else")
+        if not param.hidden:
+            assert (param.help or "").strip(), f"{path}: {param.opts[0]} has no help text"
+
+
+@pytest.mark.parametrize("path, command", COMMANDS, ids=[p or "nodeweave" for p, _ in COMMANDS])
+def test_help_shows_what_is_typed(path, command):
+    """No ``<bool>`` after a flag, no ``<list[...]>``, and no help text eaten as rich markup."""
+    ctx = typer.main.get_command(app).make_context("nodeweave", [], resilient_parsing=True)
+    for param in command.get_params(ctx):
+        if param.param_type_name != "option":
+            continue
+        if param.is_flag:
+            assert param.metavar == "", f"{path}: {param.opts[0]} shows a value placeholder"
+        shown = param.display_type_rich(ctx) if hasattr(param, "display_type_rich") else ""
+        assert "list[" not in (shown or ""), f"{path}: {param.opts[0]} shows {shown}"
+        help_text = param.help or ""
+        plain = Text.from_markup(help_text).plain
+        assert plain.replace("[", "") == help_text.replace("\\[", "").replace("[", ""), (
+            f"{path}: {param.opts[0]}'s help loses text to rich markup: {help_text!r} shows as {plain!r}")
+
+
+@pytest.mark.parametrize("path", sorted(CHANGING_VERBS))
+def test_every_changing_verb_has_a_dry_run(path):
+    assert "--dry-run" in {f for p in options(BY_PATH[path]) for f in p.opts}
+
+
+@pytest.mark.parametrize("path, command", COMMANDS, ids=[p or "nodeweave" for p, _ in COMMANDS])
+def test_json_and_spec_mean_one_thing(path, command):
+    for param in options(command):
+        if "--json" in param.opts:
+            assert param.is_flag and "JSON" in (param.help or ""), f"{path}: --json is a flag that says JSON"
+        if "--spec" in param.opts and path != "doctor":  # doctor's --spec is opt-in: judge as a node of it
+            assert param.envvar == "NODEWEAVE_SPEC" and param.default is None, (
+                f"{path}: --spec is found like every verb's (flag, $NODEWEAVE_SPEC, nearest nodeweave.yaml)")
+
+
+# ---- flags named in the docs are the real ones ------------------------------------------------
+
+DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+CODE_SPAN = re.compile(r"`([^`\n]+)`")
+
+
+def doc_command_lines():
+    """(file, line number, text) of every ``nodeweave ...`` command line in a code block or span."""
+    found = []
+    for doc in DOCS:
+        block = False
+        for number, line in enumerate(doc.read_text(encoding="utf-8").splitlines(), start=1):
+            if line.strip().startswith("```"):
+                block = not block
+                continue
+            pieces = [line] if block else CODE_SPAN.findall(line)
+            for piece in pieces:
+                for part in re.split(r"\s*(?:;|&&|\|\|?)\s*", piece.split("  #")[0]):
+                    words = part.strip().split()
+                    while words and re.match(r"^[A-Z_][A-Z0-9_]*=", words[0]):  # VAR=value nodeweave ...
+                        words = words[1:]
+                    if words[:1] == ["nodeweave"] and len(words) > 1:
+                        found.append((doc.name, number, " ".join(words)))
+    return found
+
+
+def resolve(words):
+    """The command a doc line names, and the words after its name."""
+    path, rest = "", words[1:]
+    while rest and f"{path} {rest[0]}".strip() in BY_PATH:
+        path, rest = f"{path} {rest[0]}".strip(), rest[1:]
+    return path, rest
+
+
+DOC_LINES = doc_command_lines()
+
+
+def test_the_docs_show_many_command_lines():
+    assert len(DOC_LINES) > 40
+
+
+@pytest.mark.parametrize("doc, number, text", DOC_LINES, ids=[f"{d}:{n}" for d, n, _ in DOC_LINES])
+def test_every_flag_the_docs_name_exists(doc, number, text):
+    try:
+        words = shlex.split(text)
+    except ValueError:
+        words = text.split()
+    path, rest = resolve(words)
+    if not path and rest and not rest[0].startswith("-"):
+        pytest.fail(f"{doc}:{number}: `{text}` names no nodeweave command")
+    command = BY_PATH[path]
+    known = {flag for p in command.params for flag in (*getattr(p, "opts", ()), *getattr(p, "secondary_opts", ()))
+             if flag.startswith("-")} | {"--help"}
+    for word in rest:
+        if word == "--":
+            break
+        if word.startswith("-") and not re.match(r"^-\d", word) and word not in ("-", "..."):
+            flag = word.split("=", 1)[0]
+            assert flag in known, f"{doc}:{number}: `nodeweave {path}` has no {flag} (in `{text}`)"
+
+
+def test_old_short_flags_still_work_with_a_note(capsys):
+    from nodeweave.cli.habits.spellings import upgrade
+
+    assert upgrade(["sync", "-t", "podman:a", "--", "-t"]) == ["sync", "--to", "podman:a", "--", "-t"]
+    assert upgrade(["bench", "-o", "x.json"]) == ["bench", "--json-out", "x.json"]
+    assert upgrade(["run", "-t", "local"]) == ["run", "-t", "local"]
+    assert "`sync -t` is now `sync --to`" in capsys.readouterr().err
+
+
+def test_shell_completion_is_clicks_own(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    def complete(words, cword):
+        env = {**os.environ, "_NODEWEAVE_COMPLETE": "complete_bash", "COMP_WORDS": words, "COMP_CWORD": str(cword)}
+        return subprocess.run([sys.executable, "-c", "import sys; from nodeweave.cli import main; sys.exit(main())"],
+                              capture_output=True, text=True, env=env, cwd=tmp_path, timeout=60).stdout.split()
+
+    assert complete("nodeweave st", 1) == ["status", "stop"]
+    assert complete("nodeweave runs ", 2) == ["ls", "show", "compare"]
+    assert "--target" in complete("nodeweave up --ta", 2)
+    env = {**os.environ, "_NODEWEAVE_COMPLETE": "source_bash"}
+    script = subprocess.run([sys.executable, "-c", "import sys; from nodeweave.cli import main; sys.exit(main())"],
+                            capture_output=True, text=True, env=env, timeout=60).stdout
+    assert "_nodeweave_completion()" in script and "complete " in script

@@ -1,0 +1,112 @@
+"""``nodeweave runs ls|show|compare`` over run folders laid out as ``nodeweave run`` writes them.
+
+The folders are made with the run engine's own ``RunFolder`` and hold run.json/sweep.json with
+the keys ``cluster.job.record`` and ``cli.run._sweep`` write; node logs are plain text, as the
+runner tees them.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import yaml
+
+from nodeweave.cli import main
+from nodeweave.cluster.runfolder import RunFolder
+from nodeweave.errors import EXIT_ENVIRONMENT, EXIT_OK, EXIT_USAGE
+
+SPEC = "name: nwruns\nimage: {variant: cpu}\nnodes: 2\nlauncher: {script: train.py}\n"
+
+
+def run_json(folder: RunFolder, env: dict, code: int, seconds: float) -> None:
+    nodes = [{"node": f"node-{i}", "index": i, "reached_as": f"podman:nwruns-{i}", "exit_code": code,
+              "started_s": 0.1, "ended_s": seconds, "log": f"node-{i}.log",
+              "sync": {"commit": "0123456789abcdef0123", "digest": "d"}} for i in range(2)]
+    folder.write_json("run.json", {"schema": "nodeweave.run/1", "run_id": folder.run_id, "job": "nwruns",
+                                   "command": ["train.py", "--steps", "5"], "env": env, "target": "podman",
+                                   "started": "2026-11-26T10:00:00Z", "ended": "2026-11-26T10:01:00Z",
+                                   "seconds": seconds, "exit_code": code, "summary": "ok", "nodes": nodes})
+
+
+@pytest.fixture
+def project(tmp_path, monkeypatch):
+    (tmp_path / "nodeweave.yaml").write_text(SPEC)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("NODEWEAVE_SPEC", raising=False)
+    runs = tmp_path / "runs"
+    single = RunFolder.create(runs, "nwruns", SPEC)
+    run_json(single, {}, 0, 12.5)
+    for i, rate in enumerate((100.0, 110.0)):
+        single.log_path(f"node-{i}").write_text(f"step 1 samples/s 50\nstep 5 samples/s {rate}\n")
+    sweep = RunFolder.create(runs, "nwruns", SPEC, suffix="-sweep")
+    rows = []
+    for number, (value, rates) in enumerate((("8", (200.0, 220.0)), ("16", (300.0, 280.0))), start=1):
+        point = RunFolder.create(sweep.path, "nwruns", SPEC, suffix=f"-{number:02d}-NCCL_MAX_NCHANNELS={value}")
+        run_json(point, {"NCCL_MAX_NCHANNELS": value}, 0 if number == 1 else 1, 20.0)
+        for i, rate in enumerate(rates):
+            point.log_path(f"node-{i}").write_text(f"samples/s {rate}\n")
+        rows.append({"point": {"NCCL_MAX_NCHANNELS": value}, "exit_code": 0, "folder": point.run_id})
+    sweep.write_json("sweep.json", {"metric": "samples/s ([0-9.]+)", "command": ["train.py"], "points": rows})
+    return {"single": single.run_id, "sweep": sweep.run_id}
+
+
+def nodeweave(capsys, *argv):
+    code = main(list(argv))
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_ls_lists_runs_and_sweeps_oldest_first(project, capsys):
+    code, out, err = nodeweave(capsys, "runs", "ls", "-o", "json")
+    assert code == EXIT_OK, err
+    rows = json.loads(out)
+    assert [r["kind"] for r in rows] == ["run", "sweep"]
+    assert rows[0]["state"] == "ok" and rows[0]["seconds"] == 12.5 and rows[0]["nodes"] == 2
+    assert rows[1]["state"] == "2 point(s), 1 failed" and rows[1]["seconds"] == 40.0
+    code, out, _ = nodeweave(capsys, "runs", "ls", "-o", "yaml")
+    assert yaml.safe_load(out) == rows
+    code, out, _ = nodeweave(capsys, "runs", "ls")
+    assert project["single"] in out and project["sweep"] in out
+
+
+def test_show_a_run_per_node(project, capsys):
+    code, out, err = nodeweave(capsys, "runs", "show", project["single"], "-o", "json")
+    assert code == EXIT_OK, err
+    shown = json.loads(out)
+    assert [n["last_line"] for n in shown["nodes"]] == ["step 5 samples/s 100.0", "step 5 samples/s 110.0"]
+    code, out, _ = nodeweave(capsys, "runs", "show", "last")  # the sweep: its points, with its own metric
+    assert "NCCL_MAX_NCHANNELS=16" in out and "290 (best)" in out and "█" in out
+
+
+def test_compare_lines_up_runs_and_sweep_points_per_node(project, capsys):
+    code, out, err = nodeweave(capsys, "runs", "compare", project["single"], project["sweep"], "--metric",
+                               r"samples/s ([0-9.]+)", "-o", "json")
+    assert code == EXIT_OK, err
+    data = json.loads(out)
+    assert [r["mean"] for r in data["runs"]] == [105.0, 210.0, 290.0]
+    assert data["runs"][0]["per_node"] == [100.0, 110.0]
+    assert data["best"].endswith("NCCL_MAX_NCHANNELS=16")
+    code, out, _ = nodeweave(capsys, "runs", "compare", project["single"], project["sweep"], "--lower-is-better")
+    assert f"{project['single']}" in out and "105 (best)" in out
+
+
+def test_chart_files_need_the_plot_extra_or_say_so(project, capsys, tmp_path):
+    import importlib.util
+
+    has_matplotlib = importlib.util.find_spec("matplotlib") is not None
+    code, out, err = nodeweave(capsys, "runs", "compare", project["sweep"], "--chart", str(tmp_path / "c.svg"))
+    if has_matplotlib:
+        assert code == EXIT_OK and (tmp_path / "c.svg").read_text().startswith("<?xml")
+    else:
+        assert code == EXIT_ENVIRONMENT and "pip install 'nodeweave[plot]'" in err
+    code, _, err = nodeweave(capsys, "runs", "compare", project["sweep"], "--chart", str(tmp_path / "c.txt"))
+    assert code == EXIT_USAGE and ".png or .svg" in err
+
+
+def test_an_unknown_run_is_one_line_naming_what_exists(project, capsys):
+    code, _, err = nodeweave(capsys, "runs", "show", "nope")
+    assert code == EXIT_USAGE and "no run 'nope'" in err and project["sweep"] in err
+    assert len(err.strip().splitlines()) == 1
+    code, _, err = nodeweave(capsys, "runs", "ls", "-o", "xml")
+    assert code == EXIT_USAGE and "--output 'xml' is not accepted" in err

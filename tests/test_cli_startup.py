@@ -1,0 +1,104 @@
+"""What keeps ``nodeweave`` quick to start: no pydantic, no renderer, no rich table where none is needed.
+
+Speed itself is measured by benchmarks/cli_startup.py (docs/benchmarks.md); these tests hold the
+causes: which modules a call imports (in a fresh interpreter), and that the plain conversion of
+option values that replaces typer's pydantic adapters still refuses bad values the way click does.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from nodeweave.cli import main
+from nodeweave.errors import EXIT_USAGE
+
+REPO = Path(__file__).resolve().parents[1]
+PROBE = ("import json, sys; from nodeweave.cli import main; code = main(sys.argv[1:]); "
+         "print(json.dumps({'code': code, 'modules': sorted(sys.modules)}))")
+
+
+def imported(*argv, cwd=REPO, path=None):
+    env = {"PATH": path or "/usr/bin:/bin", "COLUMNS": "100", "HOME": str(cwd)}
+    done = subprocess.run([sys.executable, "-c", PROBE, *argv], capture_output=True, text=True, cwd=cwd, env=env,
+                          timeout=120)
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["render", "all", "--check"], ["validate"], ["runs", "ls", "-o", "json"]])
+def test_common_calls_import_no_pydantic(argv):
+    found = imported(*argv)
+    assert found["code"] == 0
+    assert "pydantic" not in found["modules"]
+
+
+def test_status_up_to_the_nodes_imports_no_renderer_nor_pydantic(tmp_path):
+    (tmp_path / "nodeweave.yaml").write_text("name: nwst\nimage: {variant: cpu}\nnodes: 2\nlauncher: {script: t.py}\n")
+    found = imported("status", cwd=tmp_path, path=str(Path(sys.executable).parent))
+    assert found["code"] == 3  # no engine on that PATH: refused before any node is asked
+    assert not {"pydantic", "jinja2", "nodeweave.rendering", "nodeweave.targets.images"} & set(found["modules"])
+
+
+def test_help_imports_no_renderer():
+    assert not {"nodeweave.rendering", "jinja2", "nodeweave.spec"} & set(imported("--help")["modules"])
+
+
+def test_the_render_targets_spelled_in_the_cli_are_the_renderers():
+    from nodeweave.cli.render import TARGET_NAMES
+    from nodeweave.rendering import RENDERERS
+
+    assert TARGET_NAMES == tuple(RENDERERS)
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["up", "--dry-run", "--timeout", "abc"], "'abc' is not a valid number"),
+    (["up", "--dry-run", "--timeout", "0"], "0.0 is not in the range x>=1"),
+    (["sync", "--jobs", "1000", "--dry-run"], "1000 is not in the range x>=1 and x<=256"),
+    (["status", "--node", "x"], "'x' is not a valid integer"),
+    (["render", "bogus"], "render target 'bogus' is not accepted"),
+])
+def test_bad_values_are_still_refused_in_click_words(capsys, argv, words):
+    assert main(argv) == EXIT_USAGE
+    err = capsys.readouterr().err
+    assert words in err and len(err.strip().splitlines()) == 1
+
+
+def test_values_arrive_converted(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "nodeweave.yaml").write_text("name: nwconv\nimage: {variant: cpu}\nnodes: 2\nlauncher: {script: t.py}\n")
+    assert main(["run", "--dry-run", "--json", "--node-never"]) == EXIT_USAGE  # unknown option, one line
+    capsys.readouterr()
+    assert main(["run", "--dry-run", "--json", "--grace", "2.5", "-e", "A=1", "-e", "B=2"]) == 0
+    plan = json.loads(capsys.readouterr().out)
+    argv = plan["runs"][0]["nodes"][0]["argv"]
+    assert "A=1" in argv and "B=2" in argv and argv[argv.index("--run-id") + 1] == "RUN_ID"
+
+
+def test_help_to_a_pipe_is_plain_and_to_a_terminal_rich(tmp_path):
+    import os
+    import pty
+
+    plain = imported("up", "--help")
+    assert "rich.markdown" not in plain["modules"]
+    piped = subprocess.run([sys.executable, "-m", "nodeweave.cli", "up", "--help"], capture_output=True, text=True,
+                           timeout=60, env={**os.environ, "COLUMNS": "100"})
+    assert "[user@]host over ssh" in piped.stdout and "╭" not in piped.stdout and "\\[" not in piped.stdout
+    leader, follower = pty.openpty()  # a terminal: the rich panels
+    done = subprocess.run([sys.executable, "-m", "nodeweave.cli", "up", "--help"], stdout=follower,
+                          stderr=subprocess.PIPE, timeout=60, env={**os.environ, "COLUMNS": "100"})
+    os.close(follower)
+    shown = b""
+    while True:
+        try:
+            chunk = os.read(leader, 65536)
+        except OSError:
+            break
+        if not chunk:
+            break
+        shown += chunk
+    os.close(leader)
+    assert done.returncode == 0 and "╭" in shown.decode() and "[user@]host" in shown.decode()
