@@ -159,7 +159,7 @@ def test_up_run_status_a_failing_rank_and_down_on_slurm(slurm, tmp_path):
     job = json.loads((tmp_path / ".nodeweave/cluster.json").read_text())["slurmloop"]["slurm_job"]
     assert f"took allocation {job}" in up.stdout and "2 node(s) up" in up.stdout
     try:
-        run = subprocess.Popen([*NODEWEAVE, "run", "--spec", str(path), "-e", "MASTER_ADDR=127.0.0.1", "--",
+        run = subprocess.Popen([*NODEWEAVE, "run", "--spec", str(path), "--",
                                 "train.py", "--steps", "40", "--log-every", "10", "--expect-world", "2"],
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=tmp_path, env=env)
         seen = None
@@ -187,7 +187,7 @@ def test_up_run_status_a_failing_rank_and_down_on_slurm(slurm, tmp_path):
         assert logs.returncode == 0 and "[node-1]" in logs.stdout and "done: world_size=2" in logs.stdout, logs.stderr
 
         started = time.monotonic()
-        failing = nodeweave("run", "--spec", str(path), "-e", "MASTER_ADDR=127.0.0.1", "--grace", "5", "--",
+        failing = nodeweave("run", "--spec", str(path), "--grace", "5", "--",
                             "fail.py")
         took = time.monotonic() - started
         assert failing.returncode == 1 and "node-1" in failing.stderr + failing.stdout, failing.stdout[-3000:]
@@ -200,7 +200,7 @@ def test_up_run_status_a_failing_rank_and_down_on_slurm(slurm, tmp_path):
         assert "nodeweave-" not in steps, steps  # the step is gone, the allocation stays
 
         (tmp_path / "sleep.py").write_text("import time\nprint('sleeping', flush=True)\ntime.sleep(300)\n")
-        sleeper = subprocess.Popen([*NODEWEAVE, "run", "--spec", str(path), "-e", "MASTER_ADDR=127.0.0.1", "--",
+        sleeper = subprocess.Popen([*NODEWEAVE, "run", "--spec", str(path), "--",
                                     "sleep.py"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                    cwd=tmp_path, env=env)
         for _ in range(120):
