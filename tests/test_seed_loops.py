@@ -75,9 +75,11 @@ def test_sync_to_a_hosts_file_defaults_to_the_recorded_workspace_not_the_contain
     hosts.write_text("gpu01\ngpu02\n")
     with pytest.raises(Exception, match="DEST"):  # nothing recorded, relative host_path: the hosts' folder is unknown
         rq.build_request(None, None, rq.TargetArgs(hosts_file=hosts), rq.FilterArgs(), rq.SyncOptions(), spec_path)
-    assert nodeweave(spec_path, "up", "--target", "hosts", "--engine", "docker", "--host", "gpu01", "--host",
-                     "gpu02", "--remote-dir", "/srv/seed", "--no-wait", path="/nonexistent").returncode != 0
-    # the failed up (no ssh) still recorded where the cluster is, as every up does before its steps
+    # what `up --target hosts --remote-dir /srv/seed` records before its steps (it needs ssh, so recorded here)
+    from nodeweave.cluster.options import ClusterOptions, save_state
+
+    save_state(spec_path, "seed", ClusterOptions(target="hosts", engine="docker", hosts=("gpu01", "gpu02"),
+                                                 remote_dir="/srv/seed").checked())
     req = rq.build_request(None, None, rq.TargetArgs(hosts_file=hosts), rq.FilterArgs(), rq.SyncOptions(), spec_path)
     assert [t.label for t in req.targets] == ["ssh:gpu01", "ssh:gpu02"] and req.dest == "/srv/seed"
 
