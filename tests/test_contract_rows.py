@@ -1,6 +1,6 @@
 """Every row of the renderer -> entrypoint contract round-trips: spec value -> rendered variable -> plan.
 
-``nodeweave.entrypoint.contract.SETTINGS`` is the only place the variables
+``nodeweave.entrypoint.planning.contract.SETTINGS`` is the only place the variables
 are declared; this test renders compose files and manifests for a spec whose
 every contract field has a non-default value, reads the variables each file
 gives its container, and checks that the entrypoint reads back the spec's
@@ -15,12 +15,12 @@ import subprocess
 import pytest
 import yaml
 
-from nodeweave.compose import render_files as render_compose
+from nodeweave.targets.compose import render_files as render_compose
 from nodeweave.entrypoint import make_plan, parse
-from nodeweave.entrypoint.contract import HOSTFILE_PATH, SETTINGS
-from nodeweave.manifests import render_files as render_manifests
+from nodeweave.entrypoint.planning.contract import HOSTFILE_PATH, SETTINGS
+from nodeweave.targets.kubernetes import render_files as render_manifests
 from nodeweave.resolve import spec_value
-from nodeweave.slurm import render_files as render_slurm
+from nodeweave.targets.slurm import render_files as render_slurm
 from nodeweave.spec import parse_spec
 from test_entrypoint_contract import FIX, compose_env, pod_env
 
@@ -129,7 +129,7 @@ def test_renderers_write_no_nodeweave_variable_outside_the_contract():
         # NODEWEAVE_JOB_TOKEN_FILE: `nodeweave up` fills it in (an empty default otherwise), no spec field sets it
         stray = ({name for name in env if name.startswith("NODEWEAVE_")} - declared
                  - {"NODEWEAVE_POD_INDEX", "NODEWEAVE_JOB_TOKEN_FILE"})
-        assert not stray, f"{path} sets {stray}, which nodeweave.entrypoint.contract does not declare"
+        assert not stray, f"{path} sets {stray}, which nodeweave.entrypoint.planning.contract does not declare"
 
 
 def test_an_overridable_row_is_an_interpolation_in_compose_with_the_spec_value_as_default():

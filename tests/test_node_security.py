@@ -16,8 +16,8 @@ import socket
 import pytest
 
 from nodeweave.entrypoint import make_plan
-from nodeweave.entrypoint.exchange import Hub
-from nodeweave.entrypoint.exchange_plan import bind_address
+from nodeweave.entrypoint.checkin.exchange import Hub
+from nodeweave.entrypoint.planning.exchange_plan import bind_address
 
 
 def _own_address():
@@ -125,7 +125,7 @@ def test_the_readiness_probe_says_holds_or_runs_and_not_ready_while_a_holding_no
     import os
     import subprocess
 
-    from nodeweave.entrypoint.runstate import HOLD_SCHEMA, proc_stat, write_json
+    from nodeweave.entrypoint.running.runstate import HOLD_SCHEMA, proc_stat, write_json
 
     assert _ready(tmp_path) == (0, {"ready": True, "runs": [], "schema": "nodeweave.node/1", "state": "runs"})
     code, answer = _ready(tmp_path, "hold")

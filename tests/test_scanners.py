@@ -26,7 +26,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from nodeweave import jobset, kubeflow, manifests, openshift_build
+from nodeweave.targets import jobset, openshift_build
+from nodeweave.targets import kubernetes as manifests
+from nodeweave.targets import trainjob as kubeflow
 from nodeweave.spec import load_spec
 from pss import baseline_violations, restricted_v2_violations, restricted_violations
 
@@ -136,13 +138,14 @@ def test_the_scanner_helpers_do_catch_what_they_are_for():
 
 
 def test_a_digest_pins_the_image_and_read_only_root_false_drops_the_scratch_volumes():
-    from nodeweave.manifests.workloads import statefulset
+    from nodeweave.resolve import resolve
+    from nodeweave.targets.kubernetes.workloads import statefulset
     from nodeweave.spec import parse_spec
 
     digest = "sha256:" + "ab" * 32
     spec = parse_spec(f"name: j\nimage: {{variant: cpu, registry: r.example, digest: '{digest}'}}\n"
                       "launcher: {script: t.py}\nsecurity: {read_only_root: false}\n", "j.yaml")
-    sts = statefulset(spec)
+    sts = statefulset(resolve(spec))
     pod = sts["spec"]["template"]["spec"]
     (container,) = pod["containers"]
     assert container["image"] == f"r.example/j:cpu@{digest}"

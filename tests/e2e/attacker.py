@@ -25,10 +25,10 @@ def say(**fields):
 
 def checkin(job, master, port):
     from nodeweave.entrypoint import make_plan
-    from nodeweave.entrypoint.exchange import check_in
-    from nodeweave.entrypoint.fingerprint import local_fingerprint
-    from nodeweave.entrypoint.sysfs import Root
-    from nodeweave.entrypoint.wire import ExchangeError, job_token
+    from nodeweave.entrypoint.checkin.exchange import check_in
+    from nodeweave.entrypoint.checkin.fingerprint import local_fingerprint
+    from nodeweave.entrypoint.detection.sysfs import Root
+    from nodeweave.entrypoint.checkin.wire import ExchangeError, job_token
 
     env = {"NODEWEAVE_JOB_ID": job}
     plan = make_plan(["--launcher", "torchrun", "--nnodes", "2", "--node-rank", "1", "--master-addr", master,
@@ -56,8 +56,8 @@ def _session(addr, port, dest, key):
     import os
     import struct
 
-    from nodeweave.sync.peer import connect
-    from nodeweave.sync.resident import RESIDENT_MAGIC, make_ticket, new_nonce
+    from nodeweave.sync.node.peer import connect
+    from nodeweave.sync.node.resident import RESIDENT_MAGIC, make_ticket, new_nonce
 
     nonce = new_nonce()
     ticket = make_ticket(key if key != "-" else os.urandom(32).hex(), nonce, dest)

@@ -60,17 +60,18 @@ def pod_state(pod: dict) -> str:
 def token_secret(spec, overlay: Path) -> dict:
     """A kustomize secretGenerator entry: this up's random token, from a 0600 file in the scratch overlay."""
     from nodeweave.cluster import token
-    from nodeweave.manifests.common import labels
+    from nodeweave.resolve import resolve
+    from nodeweave.targets.kubernetes.common import labels
 
     token.write_token(overlay / token.SECRET_KEY, token.new_token())
     return {"name": token.secret_name(spec.name), "files": [token.SECRET_KEY],
-            "options": {"labels": labels(spec, "job-token")}}
+            "options": {"labels": labels(resolve(spec), "job-token")}}
 
 
 def token_patch(spec) -> dict:
     """The trainer container reads the token Secret (kustomize renames the reference with the Secret)."""
     from nodeweave.cluster import token
-    from nodeweave.manifests.common import CONTAINER
+    from nodeweave.targets.kubernetes.common import CONTAINER
 
     volume = "job-token"
     return {"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": spec.name}, "spec": {"template": {

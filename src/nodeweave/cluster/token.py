@@ -1,7 +1,7 @@
 """The job's check-in secret: random, made by ``up``, rotated on every ``up``, never in a rendered file.
 
 Without it every node derives the check-in token from the job id and the
-master port (``entrypoint/wire.py: job_token``), which anyone who can list the
+master port (``entrypoint/checkin/wire.py: job_token``), which anyone who can list the
 pods or read the compose file knows, so any container that reaches node 0's
 exchange could check in as a node or relay a forged failure. Where nodeweave
 brings the nodes up it knows them all, so it hands each one a fresh secret:
@@ -25,9 +25,9 @@ import os
 import secrets
 from pathlib import Path
 
-from nodeweave.compose.common import TOKEN_HOST_VARIABLE as HOST_VARIABLE
-from nodeweave.entrypoint.exchange_plan import TOKEN_FILE_VARIABLE as FILE_VARIABLE
-from nodeweave.entrypoint.exchange_plan import TOKEN_MOUNT as CONTAINER_PATH
+from nodeweave.targets.compose.common import TOKEN_HOST_VARIABLE as HOST_VARIABLE
+from nodeweave.entrypoint.planning.exchange_plan import TOKEN_FILE_VARIABLE as FILE_VARIABLE
+from nodeweave.entrypoint.planning.exchange_plan import TOKEN_MOUNT as CONTAINER_PATH
 
 CONTAINER_DIR = CONTAINER_PATH.rpartition("/")[0]  # Kubernetes mounts the Secret's folder here
 TOKEN_BYTES = 32
