@@ -58,7 +58,7 @@ def pod_state(pod: dict) -> str:
 
 
 def token_secret(spec, overlay: Path) -> dict:
-    """A kustomize secretGenerator entry: this up's random token, from a 0600 file in the scratch overlay."""
+    """A kustomize secretGenerator entry: this up's random token, from a 0600 file in the overlay folder."""
     from nodeweave.cluster import token
     from nodeweave.resolve import resolve
     from nodeweave.targets.kubernetes.common import labels

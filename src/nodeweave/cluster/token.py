@@ -11,8 +11,9 @@ brings the nodes up it knows them all, so it hands each one a fresh secret:
   read-only at :data:`CONTAINER_PATH`; the rendered compose file names only
   the variables (``NODEWEAVE_JOB_TOKEN_HOST``, ``NODEWEAVE_JOB_TOKEN_FILE``);
 - Kubernetes/OpenShift: a Secret ``<name>-job-token-<hash>`` that ``up``'s
-  scratch overlay generates (kustomize ``secretGenerator``), mounted at the
-  same path; a new token is a new name, so the pods roll onto it together;
+  overlay generates (kustomize ``secretGenerator``, from a 0600 file in the
+  overlay folder under ``.nodeweave/kube/``), mounted at the same path; a
+  new token is a new name, so the pods roll onto it together;
 - bare hosts (``--engine none``): the file itself, named by the variable.
 
 The file is owned by the image's user (UID 1000) when ``up`` runs as root, so
