@@ -117,7 +117,7 @@ class HostsCluster(Backend):
 
         files = render_files(self.spec)
         if self.engine == "none":
-            return [self.token_steps() + (self._send_hostfile(files["compose/hosts"]) if self.spec.hosts else [])]
+            return [(self._send_hostfile(files["compose/hosts"]) if self.spec.hosts else []) + self.token_steps()]
         sent = {name: files[f"compose/{name}"] for name in NODE_FILES if f"compose/{name}" in files}
         env = (("NODEWEAVE_MODE", mode),) + ((("NODEWEAVE_IMAGE", image),) if image else ())
         env += token.compose_env(self.token_file)
