@@ -26,8 +26,14 @@ $(BIN)/nodeweave: pyproject.toml
 	DS_BUILD_OPS=0 $(BIN)/pip install -q --no-build-isolation -e '.[test,launchers]'
 	@touch $@
 
+# checkov (tests/test_scanners.py) pins dependencies the test tools need newer: a venv of its own inside .venv.
+CHECKOV := $(VENV)/checkov/bin/checkov
+$(CHECKOV):
+	$(PYTHON) -m venv $(VENV)/checkov
+	$(VENV)/checkov/bin/pip install -q checkov==3.3.30
+
 .PHONY: install
-install: $(BIN)/nodeweave ## Create .venv with nodeweave, its validators and the launchers (torch CPU, deepspeed, accelerate)
+install: $(BIN)/nodeweave $(CHECKOV) ## Create .venv with nodeweave, its validators, checkov (.venv/checkov) and the launchers (torch CPU, deepspeed, accelerate)
 
 .PHONY: demo
 demo: install ## With podman: build the cpu image, up a 2-node local cluster, run examples/train.py, show runs/, down. Without: render into build/demo, explain the plan, name the one command that installs an engine

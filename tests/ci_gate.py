@@ -42,7 +42,9 @@ CI_TOOLS = {
         "tests/test_examples.py::test_kubernetes_objects_validate_and_every_folder_builds*",
         "tests/e2e/test_cluster_kube.py::*", "tests/e2e/test_kubectl_standin.py::test_down_*",
         "tests/test_seed_loops.py::test_up_applies_an_overlay_folder_of_the_users_own",
+        "tests/test_scanners.py::test_checkov_*", "tests/test_scanners.py::test_the_default_pod_*",
     ),
+    "checkov in .venv/checkov (make install)": ("tests/test_scanners.py::test_checkov_*",),
     "Slurm: slurm-wlm (.ci/setup-tools.sh)": (
         "tests/test_slurm.py::test_slurm_accepts_the_directives*",
         "tests/test_slurm.py::test_a_rendered_script_runs_a_two_node_job_on_slurm*",

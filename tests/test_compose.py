@@ -135,7 +135,8 @@ def test_rocm_node_uses_kfd_dri_and_device_groups():
     assert "deploy" not in service
     assert service["devices"] == ["/dev/kfd", "/dev/dri"], "no network.rdma in this spec: no /dev/infiniband"
     assert service["group_add"] == ["${VIDEO_GID:-44}", "${RENDER_GID:-109}"]
-    assert service["volumes"] == ["/mnt/shared/sft:/workspace", "/mnt/nvme/cache:/cache"]
+    assert service["volumes"] == ["/mnt/shared/sft:/workspace", "/mnt/nvme/cache:/cache",
+                                  "${NODEWEAVE_JOB_TOKEN_HOST:-/dev/null}:/run/nodeweave/job-token:ro"]
     assert service["environment"]["NODEWEAVE_NPROC_PER_NODE"] == "auto"
     assert "RENDER_GID=" in render_files(spec_of("rocm"))["compose/.env.example"]
 

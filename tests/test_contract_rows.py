@@ -126,7 +126,9 @@ def test_renderers_write_no_nodeweave_variable_outside_the_contract():
     declared = {row.variable for row in SETTINGS}
     _, containers = _container_envs()
     for _, path, env in containers:
-        stray = {name for name in env if name.startswith("NODEWEAVE_")} - declared - {"NODEWEAVE_POD_INDEX"}
+        # NODEWEAVE_JOB_TOKEN_FILE: `nodeweave up` fills it in (an empty default otherwise), no spec field sets it
+        stray = ({name for name in env if name.startswith("NODEWEAVE_")} - declared
+                 - {"NODEWEAVE_POD_INDEX", "NODEWEAVE_JOB_TOKEN_FILE"})
         assert not stray, f"{path} sets {stray}, which nodeweave.entrypoint.planning.contract does not declare"
 
 

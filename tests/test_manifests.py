@@ -279,7 +279,9 @@ def test_shm_is_a_memory_emptydir_and_volumes_mount(case):
     spec = spec_of(case)
     extra = {v.path: v.name for v in spec.volumes}
     extra.update({path: name for name, _, path in spec.resources.hugepage_mounts})
-    assert mounts == {"/dev/shm": "dshm", spec.workspace.path: "workspace", spec.cache.path: "cache", **extra}
+    scratch = {"/tmp": "tmp", "/home/nodeweave": "home"} if spec.security.read_only_root else {}
+    assert mounts == {"/dev/shm": "dshm", spec.workspace.path: "workspace", spec.cache.path: "cache", **extra,
+                      **scratch}
     templated = {"workspace"} if spec.kubernetes.claim == "per-pod" else set()  # from volumeClaimTemplates
     assert set(mounts.values()) - templated <= set(volumes), "every mount has its volume"
     if spec.kubernetes.claim == "shared":
@@ -414,7 +416,9 @@ def test_labels_and_annotations_land_on_workload_and_pods():
     spec = spec_of("full")
     for workload in (statefulset("full"), job("full")):
         assert spec.kubernetes.labels.items() <= workload["metadata"]["labels"].items()
-        assert workload["metadata"]["annotations"] == dict(spec.kubernetes.annotations)
+        annotations = workload["metadata"]["annotations"]
+        assert {k: v for k, v in annotations.items() if not k.startswith("checkov.io/")} == dict(
+            spec.kubernetes.annotations)
         template = workload["spec"]["template"]["metadata"]
         assert spec.kubernetes.pod_labels.items() <= template["labels"].items()
         assert spec.kubernetes.pod_annotations.items() <= template["annotations"].items()
@@ -456,11 +460,16 @@ def test_seccomp_unconfined_and_extra_capabilities_in_the_base():
 # -- security: vanilla base vs OpenShift ------------------------------------------------
 
 
-def test_vanilla_base_runs_as_the_image_user_with_ipc_lock():
+def test_vanilla_base_runs_as_the_image_user_with_ipc_lock_only_for_rdma():
     sts = statefulset("cuda")
     assert pod_spec(sts)["securityContext"]["runAsUser"] == 1000
     assert pod_spec(sts)["securityContext"]["fsGroup"] == 0
-    assert trainer(sts)["securityContext"]["capabilities"] == {"add": ["IPC_LOCK"]}
+    assert pod_spec(sts)["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
+    assert spec_of("cuda").network.rdma
+    assert trainer(sts)["securityContext"]["capabilities"] == {"drop": ["ALL"], "add": ["IPC_LOCK"]}
+    assert not spec_of("cpu").network.rdma
+    assert trainer(statefulset("cpu"))["securityContext"] == {
+        "allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}, "readOnlyRootFilesystem": True}
 
 
 @needs_kustomize

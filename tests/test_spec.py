@@ -280,7 +280,7 @@ def test_cli_prints_one_line_and_exits_2(tmp_path, capsys):
         f"nodeweave: error: {bad}:4: kubernetes.namespce: unknown key (did you mean 'namespace'?); accepted: one of "
         "namespace, service, storage_class, storage_size, claim, node_selector, tolerations, anti_affinity, "
         "grace_period, openshift, cluster_domain, labels, annotations, pod_labels, pod_annotations, node_names, "
-        "node_affinity, topology_spread, scheduler_name, queue, build"
+        "node_affinity, topology_spread, scheduler_name, queue, build, network_policy, ingress_from"
     )
 
 

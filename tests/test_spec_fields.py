@@ -55,6 +55,8 @@ kubernetes:
   topology_spread: [{topology_key: topology.kubernetes.io/zone}]
   scheduler_name: volcano
   queue: research
+  network_policy: false
+  ingress_from: [{namespace_labels: {team: obs}, ports: [9090, 9091]}]
   build: {source: git, git: "https://github.com/example/train.git", ref: v1.2}
 slurm: {partition: gpu, account: proj-7, time: "2-00:00:00", runtime: apptainer, sif: /shared/train.sif,
         exclusive: false, constraint: "h100&ib"}
@@ -81,6 +83,8 @@ def test_every_new_field_reads_into_typed_values():
         {"key": "zone", "operator": "NotIn", "values": ["z1"]}, {"key": "gen", "operator": "Gt", "values": ["3"]}]
     assert k8s.topology_spread[0].max_skew == 1 and k8s.topology_spread[0].when_unsatisfiable == "DoNotSchedule"
     assert (k8s.scheduler_name, k8s.queue, k8s.build.source, k8s.build.ref) == ("volcano", "research", "git", "v1.2")
+    assert k8s.network_policy is False and len(k8s.ingress_from) == 1
+    assert dict(k8s.ingress_from[0].namespace_labels) == {"team": "obs"} and k8s.ingress_from[0].ports == (9090, 9091)
     assert (spec.slurm.runtime, spec.slurm.sif, spec.slurm.exclusive) == ("apptainer", "/shared/train.sif", False)
 
 
@@ -90,6 +94,7 @@ def test_new_fields_default_to_nothing():
     assert spec.security.cap_add == () and spec.security.seccomp == "runtime-default"
     assert spec.image.apt == spec.image.pip == spec.image.extras == () and spec.image.project is None
     assert spec.kubernetes.build is None and spec.kubernetes.queue is None
+    assert spec.kubernetes.network_policy is True and spec.kubernetes.ingress_from == ()
 
 
 CASES = [
@@ -145,6 +150,15 @@ CASES = [
     (text("kubernetes: {topology_spread: [{topology_key: z, when_unsatisfiable: Never}]}\n"), 4,
      "kubernetes.topology_spread[0].when_unsatisfiable", "'Never'", "DoNotSchedule, ScheduleAnyway"),
     (text("kubernetes: {scheduler_name: Volcano}\n"), 4, "kubernetes.scheduler_name", "'Volcano'", "DNS-1123 subdomain"),
+    (text(image="{variant: cuda12, digest: 'sha256:abc'}"), 3, "image.digest", "'sha256:abc'", "64 lowercase hex"),
+    (text("security: {read_only_root: sometimes}\n"), 4, "security.read_only_root", "'sometimes'", "true or false"),
+    (text("kubernetes: {network_policy: maybe}\n"), 4, "kubernetes.network_policy", "'maybe'", "true or false"),
+    (text("kubernetes: {ingress_from: [{ports: [9090]}]}\n"), 4, "kubernetes.ingress_from[0]", "names no pods",
+     "pod_labels and/or namespace_labels"),
+    (text("kubernetes: {ingress_from: [{pod_labels: {app: x}, ports: [0]}]}\n"), 4, "kubernetes.ingress_from[0].ports[0]",
+     "'0'", "1 to 65535"),
+    (text("kubernetes: {ingress_from: [{pod_labels: {'a b': x}}]}\n"), 4, "kubernetes.ingress_from[0].pod_labels.a b",
+     "'a b'", "label key"),
     (text("kubernetes: {build: {source: git}}\n"), 4, "kubernetes.build.git", "is required with source git", "repository URL"),
     (text("kubernetes: {build: {git: 'https://x/y.git'}}\n"), 4, "kubernetes.build.git", "applies to source git only", "source: git"),
     (text("kubernetes: {build: {source: s3}}\n"), 4, "kubernetes.build.source", "'s3'", "binary, git"),

@@ -49,7 +49,9 @@ class Resolved:
 
     @property
     def image(self) -> str:
-        return f"{self.repository}:{self.tag}"
+        """``<repository>:<tag>``, or ``<repository>:<tag>@<digest>`` when the spec pins its own variant's digest."""
+        digest = self.spec.image.digest if self.own else None
+        return f"{self.repository}:{self.tag}" + (f"@{digest}" if digest else "")
 
     @property
     def base_image(self) -> str:

@@ -16,12 +16,17 @@ because one machine is not a cluster (docs/engine.md lists these):
 - podman 4.3 publishes every ``containerPort`` on the host (two pods would
   fight over 29500), so ``ports`` (informational in a cluster) are dropped;
 - the workspace claim becomes a ``hostPath`` of the test's directory, and
-  the image is the locally built one.
+  the image is the locally built one;
+- podman 4.3 makes a disk ``emptyDir`` a *named* volume (the volume's name),
+  which every pod with that name shares; a kubelet gives each pod its own, so
+  each becomes a ``hostPath`` folder of its own pod (under ``scratch``).
 """
 
 from __future__ import annotations
 
 import copy
+import os
+import tempfile
 from typing import Dict, List
 
 import yaml
@@ -43,9 +48,19 @@ def _env(container: dict, namespace: str, extra: Dict[str, str]) -> List[dict]:
     return out + [{"name": key, "value": value} for key, value in extra.items()]
 
 
+def _own_empty_dir(volume: dict, scratch: str, pod: str) -> None:
+    """A disk emptyDir as the pod's own folder (owned by the images' UID 1000, group 0, as fsGroup 0 makes it)."""
+    folder = os.path.join(scratch, pod, volume["name"])
+    os.makedirs(folder, exist_ok=True)
+    os.chown(folder, 1000, 0)
+    volume.pop("emptyDir")
+    volume["hostPath"] = {"path": folder, "type": "Directory"}
+
+
 def pods_from_statefulset(statefulset_text: str, image: str, workspace: str, addresses: List[str],
-                          replicas: int = None) -> List[dict]:
+                          replicas: int = None, scratch: str = None) -> List[dict]:
     """Pod documents for ``podman kube play``, one per replica, from the rendered StatefulSet."""
+    scratch = scratch or tempfile.mkdtemp(prefix="nodeweave-kube-play-")
     sts = yaml.safe_load(statefulset_text)
     assert sts["kind"] == "StatefulSet", sts["kind"]
     name = sts["metadata"]["name"]
@@ -74,5 +89,7 @@ def pods_from_statefulset(statefulset_text: str, image: str, workspace: str, add
             if "persistentVolumeClaim" in volume:
                 volume.pop("persistentVolumeClaim")
                 volume["hostPath"] = {"path": workspace, "type": "Directory"}
+            elif "emptyDir" in volume and volume["emptyDir"].get("medium") != "Memory":
+                _own_empty_dir(volume, scratch, f"{name}-{index}")
         pods.append({"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": body})
     return pods

@@ -24,7 +24,11 @@ test instead of passing:
 - ``delete -n NS -k DIR [--ignore-not-found]``: exactly the objects of that tree
   in NS: a StatefulSet's pods are removed, a claim the tree names is forgotten,
   one it leaves out is kept; ``delete -n NS pvc -l SELECTOR [--ignore-not-found]``:
-  the claims whose labels match;
+  the claims whose labels match; ``delete -n NS secret -l SELECTOR [--ignore-not-found]``: the
+  Secrets ``apply`` recorded whose labels match (their folders go);
+- a Secret ``apply`` carries (``nodeweave up``'s job token) becomes a host folder of its keys
+  (mode 0440, uid 1000, as the kubelet with ``fsGroup: 0`` makes them), mounted where the pod
+  template mounts the Secret; a volume naming a Secret the tree does not carry fails the apply;
 - ``get -n NS statefulset NAME -o jsonpath={.spec.replicas}``: the replica count ``apply`` recorded;
 - ``get -n NS pods -l SELECTOR -o json`` (and ``--field-selector=status.phase=Running -o
   jsonpath={.items[*].metadata.name}``): the pods whose labels match, with phase, readiness
@@ -154,10 +158,11 @@ def build(directory: str, namespace: str) -> list:
 def apply(space: dict, directory: str, namespace: str) -> None:
     objects = build(directory, namespace)
     (sts,) = [doc for doc in objects if doc.get("kind") == "StatefulSet"]
+    secret_folders(space, sts, [doc for doc in objects if doc.get("kind") == "Secret"])
     addresses = os.environ["STANDIN_ADDRESSES"].split(",")
     skip = {int(i) for i in os.environ.get("STANDIN_SKIP", "").split(",") if i}
     pods = pods_from_statefulset(yaml.safe_dump(sts), os.environ["STANDIN_IMAGE"], os.environ["STANDIN_WORKSPACE"],
-                                 addresses)
+                                 addresses, scratch=str(Path(os.environ["STANDIN_STATE"]) / "emptydir"))
     played = [pod for i, pod in enumerate(pods) if i not in skip]
     file = Path(os.environ["STANDIN_STATE"]) / "pods.yaml"
     file.write_text(yaml.safe_dump_all(played, sort_keys=False))
@@ -178,6 +183,37 @@ def apply(space: dict, directory: str, namespace: str) -> None:
     print(f"statefulset.apps/{name} configured (stand-in: {len(played)} pod(s) played)")
 
 
+def secret_folders(space: dict, sts: dict, secrets: list) -> None:
+    """A Secret volume as the kubelet gives it: a read-only folder of its keys (here a host folder, uid 1000)."""
+    import base64
+
+    by_name = {secret["metadata"]["name"]: secret for secret in secrets}
+    for volume in sts["spec"]["template"]["spec"].get("volumes", []):
+        if "secret" not in volume:
+            continue
+        name = volume.pop("secret")["secretName"]
+        if name not in by_name:
+            fail(f'secret "{name}" not found (the stand-in has only the Secrets apply carries)')
+        folder = Path(os.environ["STANDIN_STATE"]) / "secrets" / name
+        folder.mkdir(parents=True, exist_ok=True)
+        for key, value in by_name[name].get("data", {}).items():
+            (folder / key).write_bytes(base64.b64decode(value))
+            (folder / key).chmod(0o440)
+            os.chown(folder / key, 1000, 0)
+        volume["hostPath"] = {"path": str(folder), "type": "Directory"}
+        space.setdefault("secrets", {})[name] = by_name[name]["metadata"].get("labels", {})
+
+
+def delete_secrets(space: dict, selector: str) -> None:
+    import shutil
+
+    for name, labels in list(space.get("secrets", {}).items()):
+        if selector_matches(selector, labels):
+            shutil.rmtree(Path(os.environ["STANDIN_STATE"]) / "secrets" / name, ignore_errors=True)
+            del space["secrets"][name]
+            print(f'secret "{name}" deleted')
+
+
 def remove_pods(sts: dict) -> None:
     for pod in sts["pods"]:
         podman("pod", "rm", "-f", "-t", "0", pod)
@@ -188,11 +224,14 @@ def delete(space: dict, flags: dict, switches: set, positional: list, namespace:
     if "-k" in flags and not positional and "-l" not in flags:
         wanted = [(obj["kind"], obj["metadata"]["name"]) for obj in build(flags["-k"], namespace)
                   if obj["kind"] in ("StatefulSet", "PersistentVolumeClaim")]
+    elif positional == ["secret"] and "-l" in flags and "-k" not in flags and selector_terms(flags["-l"]):
+        return delete_secrets(space, flags["-l"])
     elif positional == ["pvc"] and "-l" in flags and "-k" not in flags and selector_terms(flags["-l"]):
         wanted = [("PersistentVolumeClaim", name) for name, labels in space.get("claims", {}).items()
                   if selector_matches(flags["-l"], labels)]
     else:
-        fail("delete: the stand-in knows `delete -k DIR` and `delete pvc -l SELECTOR` only", 2)
+        fail("delete: the stand-in knows `delete -k DIR`, `delete pvc -l SELECTOR` and `delete secret -l SELECTOR` "
+             "only", 2)
     for kind, name in wanted:
         table = space.get("statefulsets" if kind == "StatefulSet" else "claims", {})
         if name not in table:

@@ -58,6 +58,30 @@ def test_up_holds_every_node_with_its_plan_printed(two, engine):
     assert "cluster-not-running" in codes and not [f for f in held["findings"] if f["severity"] == "error"], held
 
 
+def test_up_hands_every_node_a_random_token_that_no_output_holds(two):
+    """``up`` wrote a fresh 0600 token beside the spec; each node reads it from the mount; it is in no rendered
+    or committed file, no container's configuration and no log."""
+    from e2e_harness import REPO
+
+    token_file = two.parent / ".nodeweave" / "job-token"
+    secret = token_file.read_text().strip()
+    assert token_file.stat().st_mode & 0o777 == 0o600 and len(secret) >= 40
+    for index in (0, 1):
+        name = f"nwt-two-{index}"
+        read = subprocess.run(["podman", "exec", name, "cat", "/run/nodeweave/job-token"], capture_output=True, text=True)
+        assert read.stdout.strip() == secret, read.stderr  # the container's user reads it
+        explain = subprocess.run(["podman", "exec", name, "nodeweave-entrypoint", "--explain", "--json", "--", "t.py"],
+                                 capture_output=True, text=True)
+        assert "NODEWEAVE_JOB_TOKEN_FILE (/run/nodeweave/job-token)" in explain.stdout, explain.stdout[-2000:]
+        assert "derived-job-token" not in explain.stdout
+        seen = subprocess.run(["podman", "inspect", name], capture_output=True, text=True).stdout
+        seen += subprocess.run(["podman", "logs", name], capture_output=True, text=True).stdout
+        assert secret not in seen
+    outputs = [p for p in two.parent.rglob("*") if p.is_file() and p != token_file]
+    outputs += [p for folder in ("compose", "manifests", "images") for p in (REPO / folder).rglob("*") if p.is_file()]
+    assert [p for p in outputs if secret.encode() in p.read_bytes()] == []
+
+
 def test_run_trains_on_both_nodes_and_records_the_run(two):
     out = nodeweave(two, "run", "--", "train.py", "--steps", "20", check=0, timeout=600)
     for index in (0, 1):

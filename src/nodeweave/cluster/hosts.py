@@ -77,9 +77,17 @@ class HostsCluster(Backend):
     def bare_hostfile(self) -> str:
         return f"{self.dir}/{BARE_HOSTFILE}"
 
+    @property
+    def token_file(self) -> str:
+        """Where ``up`` puts the job's random token on every host (0600)."""
+        return f"{self.dir}/compose/job-token"
+
     def nodes(self, for_up: bool = False) -> List[Node]:
         if self.engine == "none":
-            return [Node(i, make_target("ssh", host, options=self.remote), env=self._bare_env(i), workdir=self.dir)
+            token = (("NODEWEAVE_JOB_TOKEN_FILE", self.token_file),) if "NODEWEAVE_JOB_TOKEN_FILE" not in self.spec.env \
+                else ()
+            return [Node(i, make_target("ssh", host, options=self.remote), env=self._bare_env(i) + token,
+                         workdir=self.dir)
                     for i, host in enumerate(self.hosts)]
         kind = f"ssh+{self.engine}"
         return [Node(i, make_target(kind, f"{host}/{self.container}", options=self.remote))
@@ -94,19 +102,31 @@ class HostsCluster(Backend):
                 "-f", f"{self.dir}/compose/node.yaml", *args]
         return self._ssh(self.hosts[index]).exec_argv(argv, stdin=False)
 
+    def token_steps(self) -> List[Step]:
+        """A fresh random job token, the same on every host, written there as a 0600 file (on stdin, never argv)."""
+        from nodeweave.cluster import token
+
+        secret = token.new_token()
+        return [Step(f"send a new job token to {host}", tuple(self._ssh(host).exec_argv(
+            [*token.REMOTE_WRITE, f"{self.dir}/compose", "job-token"], stdin=True)), stdin=secret + "\n",
+            stdin_name="a new random job token") for host in self.hosts]
+
     def up_steps(self, mode: str, image: Optional[str]) -> List[List[Step]]:
+        from nodeweave.cluster import token
         from nodeweave.targets.compose import render_files
 
         files = render_files(self.spec)
         if self.engine == "none":
-            return [self._send_hostfile(files["compose/hosts"])] if self.spec.hosts else []
+            return [(self._send_hostfile(files["compose/hosts"]) if self.spec.hosts else []) + self.token_steps()]
         sent = {name: files[f"compose/{name}"] for name in NODE_FILES if f"compose/{name}" in files}
         env = (("NODEWEAVE_MODE", mode),) + ((("NODEWEAVE_IMAGE", image),) if image else ())
-        writes = [Step(f"send compose/{name} to {host}",
+        env += token.compose_env(self.token_file)
+        writes = self.token_steps() + [Step(f"send compose/{name} to {host}",
                        tuple(self._ssh(host).exec_argv([*WRITE_FILE, f"{self.dir}/compose", name], stdin=True)),
                        stdin=text, stdin_name=f"compose/{name} (rendered)")
                   for host in self.hosts for name, text in sent.items()]
-        starts = [Step(f"start node {i} on {host} ({mode} mode)", tuple(self._compose(i, "up", "-d", env=env)),
+        starts = [Step(f"start node {i} on {host} ({mode} mode)",
+                       tuple(self._compose(i, "up", "-d", "--force-recreate", env=env)),
                        timeout=900) for i, host in enumerate(self.hosts)]
         return [writes, starts]
 

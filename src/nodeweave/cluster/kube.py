@@ -57,6 +57,32 @@ def pod_state(pod: dict) -> str:
     return phase
 
 
+def token_secret(spec, overlay: Path) -> dict:
+    """A kustomize secretGenerator entry: this up's random token, from a 0600 file in the overlay folder."""
+    from nodeweave.cluster import token
+    from nodeweave.resolve import resolve
+    from nodeweave.targets.kubernetes.common import labels
+
+    token.write_token(overlay / token.SECRET_KEY, token.new_token())
+    return {"name": token.secret_name(spec.name), "files": [token.SECRET_KEY],
+            "options": {"labels": labels(resolve(spec), "job-token")}}
+
+
+def token_patch(spec) -> dict:
+    """The trainer container reads the token Secret (kustomize renames the reference with the Secret)."""
+    from nodeweave.cluster import token
+    from nodeweave.targets.kubernetes.common import CONTAINER
+
+    volume = "job-token"
+    return {"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": spec.name}, "spec": {"template": {
+        "spec": {"volumes": [{"name": volume, "secret": {"secretName": token.secret_name(spec.name),
+                                                          "defaultMode": 0o440}}],
+                 "containers": [{"name": CONTAINER,
+                                 "env": [{"name": token.FILE_VARIABLE, "value": token.CONTAINER_PATH}],
+                                 "volumeMounts": [{"name": volume, "mountPath": token.CONTAINER_DIR,
+                                                   "readOnly": True}]}]}}}}
+
+
 class KubeCluster(Backend):
     target = "kubernetes"
 
@@ -142,9 +168,12 @@ class KubeCluster(Backend):
         overlay = self._scratch / OVERLAY
         overlay.mkdir(parents=True)
         kustomization = {"apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization",
-                         "namespace": self.namespace, "resources": [self._resource(overlay)],
-                         "patches": [{"path": f"patch-{i}.yaml", "target": target}
-                                     for i, (target, _) in enumerate(patches)]}
+                         "namespace": self.namespace, "resources": [self._resource(overlay)]}
+        if mode is not None and "NODEWEAVE_JOB_TOKEN_FILE" not in self.spec.env:
+            kustomization["secretGenerator"] = [token_secret(self.spec, overlay)]
+            patches.append(({"kind": "StatefulSet", "name": self.spec.name}, token_patch(self.spec)))
+        kustomization["patches"] = [{"path": f"patch-{i}.yaml", "target": target}
+                                    for i, (target, _) in enumerate(patches)]
         for i, (_, patch) in enumerate(patches):
             (overlay / f"patch-{i}.yaml").write_text(yaml.safe_dump(patch, sort_keys=False), encoding="utf-8")
         (overlay / "kustomization.yaml").write_text(yaml.safe_dump(kustomization, sort_keys=False), encoding="utf-8")
@@ -174,18 +203,27 @@ class KubeCluster(Backend):
             raise NodeweaveError("--image is for compose targets; on Kubernetes the image comes from the spec "
                                  "(image.registry, image.tag) or an overlay of your own", 2)
         overlay = getattr(self, "_overlay", None) or self._render(mode, keep_claims=False)
-        return [[Step(f"apply the StatefulSet, Service, RBAC and claim ({self.folder}) to {self.namespace}",
-                      tuple(self.call("apply", "-k", str(overlay))), timeout=300)]]
+        # The last up's token Secret goes first: the pods roll onto this up's, whose name differs.
+        return [[self.delete_tokens_step()],
+                [Step(f"apply the StatefulSet, Service, RBAC, claim and a new job token Secret ({self.folder}) "
+                      f"to {self.namespace}", tuple(self.call("apply", "-k", str(overlay))), timeout=300)]]
 
     def down_steps(self, delete_claims: bool) -> List[List[Step]]:
         overlay = self._render(None, keep_claims=not delete_claims)
         steps = [Step(f"delete what up applied{'' if delete_claims else ', keeping the workspace claim'}",
-                      tuple(self.call("delete", "-k", str(overlay), "--ignore-not-found")), timeout=600)]
+                      tuple(self.call("delete", "-k", str(overlay), "--ignore-not-found")), timeout=600),
+                 self.delete_tokens_step()]
         if delete_claims:
             selector = f"app.kubernetes.io/instance={self.spec.name}"
             steps.append(Step("delete every claim of the job (shared and per-pod)",
                               tuple(self.call("delete", "pvc", "-l", selector, "--ignore-not-found")), timeout=600))
         return [[step] for step in steps]
+
+    def delete_tokens_step(self) -> Step:
+        """Every job-token Secret an up made (each up's has its own name: the content hash)."""
+        selector = f"app.kubernetes.io/instance={self.spec.name},app.kubernetes.io/component=job-token"
+        return Step("delete the job's token Secrets", tuple(self.call("delete", "secret", "-l", selector,
+                                                                       "--ignore-not-found")), timeout=300)
 
     def states(self, nodes: List[Node]) -> Dict[int, str]:
         argv = self.call("get", "pods", "-l", f"app.kubernetes.io/instance={self.spec.name}", "-o", "json")

@@ -64,6 +64,20 @@ class LocalCluster(Backend):
         return (*compose_tool(self.engine), "-f", str(self.compose_file), *args)
 
     def prepare_up(self, mode: str, dry_run: bool) -> List[str]:
+        return self._compose_file(dry_run) + self._new_token(dry_run)
+
+    def _new_token(self, dry_run: bool) -> List[str]:
+        """A fresh job token for this up (0600 file beside the spec), mounted by compose/local.yaml."""
+        from nodeweave.cluster import token
+
+        path = self.spec_dir / token.STATE_FILE
+        if not dry_run:
+            token.rotate(self.spec_dir)
+        self.token_env = token.compose_env(str(path))
+        return [f"{'would write' if dry_run else 'wrote'} a new random job token to {token.STATE_FILE} (0600), "
+                f"mounted at {token.CONTAINER_PATH} in every node"]
+
+    def _compose_file(self, dry_run: bool) -> List[str]:
         from nodeweave.targets.compose import render_files
         from nodeweave.rendering import plan_render
 
@@ -82,12 +96,15 @@ class LocalCluster(Backend):
 
     def up_steps(self, mode: str, image: Optional[str]) -> List[List[Step]]:
         env = (("NODEWEAVE_MODE", mode),) + ((("NODEWEAVE_IMAGE", image),) if image else ())
-        return [[Step(f"start {self.spec.nodes.min} node containers ({mode} mode)", self.compose("up", "-d"), env,
+        env += getattr(self, "token_env", ())
+        # Every up recreates the nodes: each must start with this up's token, none with the last one's.
+        return [[Step(f"start {self.spec.nodes.min} node containers ({mode} mode)",
+                      self.compose("up", "-d", "--force-recreate"), env,
                       timeout=900)]]
 
     def prepare_down(self, dry_run: bool) -> List[str]:
         """compose takes the node list from the file: render it when it is gone (the spec's nodes)."""
-        return [] if self.compose_file.exists() else self.prepare_up("run", dry_run)
+        return [] if self.compose_file.exists() else self._compose_file(dry_run)
 
     def down_steps(self, delete_claims: bool) -> List[List[Step]]:
         grace = str(self.spec.kubernetes.grace_period)

@@ -9,7 +9,11 @@ Each action prints one JSON document (schema ``nodeweave.node/1``) on stdout:
 - ``stop [--run ID] [--grace S]``: stops the runs in progress (all, or ID),
   SIGTERM then SIGKILL after S seconds (default 10); exit 1 if a process outlived it;
 - ``report RUN_ID``: the run's record and plan, the workspace's sync stamp
-  (``.nodeweave-sync.json`` in the working directory) and the profiler's files.
+  (``.nodeweave-sync.json`` in the working directory) and the profiler's files;
+- ``ready``: the pods' readiness probe: exit 0 when the node holds (its hold
+  record's process lives) or runs (run mode: the entrypoint is past its start,
+  waiting to check in or running the launcher), 1 while a holding node is still
+  planning. No network: a probe must not depend on node 0.
 
 nodeweave reaches every node through its exec channel (``podman exec``,
 ``kubectl exec``, ``ssh``) and runs these, so the image's own entrypoint
@@ -26,7 +30,7 @@ from .running.runstate import HOLD_SCHEMA, alive, live_runs, read_json, run_dir,
 
 NODE_SCHEMA = "nodeweave.node/1"
 STAMP = ".nodeweave-sync.json"  # written by `nodeweave sync` at the workspace's root
-ACTIONS = ("status", "stop", "report")
+ACTIONS = ("status", "stop", "report", "ready")
 
 
 def plan_summary(plan, command):
@@ -188,11 +192,26 @@ def report(args, env):
     return data, EXIT_OK
 
 
+def ready(args, env):
+    """Readiness: holds or runs (see the module docstring); one JSON line either way."""
+    hold = read_json(os.path.join(state_root(env), "hold.json"))
+    holding = bool(hold) and alive(hold.get("pid", -1), hold.get("starttime"))
+    mode = env.get("NODEWEAVE_MODE") or "run"
+    if holding:
+        answer = {"schema": NODE_SCHEMA, "ready": True, "state": "holds"}
+    elif mode == "hold":
+        answer = {"schema": NODE_SCHEMA, "ready": False, "state": "planning (no hold record yet)"}
+    else:
+        answer = {"schema": NODE_SCHEMA, "ready": True, "state": "runs",
+                  "runs": [r.get("run_id") for r in live_runs(env)]}
+    return answer, EXIT_OK if answer["ready"] else EXIT_FAILURE
+
+
 def node_main(argv, env):
     """``--node ACTION ARGS``: print the action's JSON; its exit code."""
     if not argv or argv[0] not in ACTIONS:
         raise UsageError(f"--node needs an action: {', '.join(ACTIONS)} (what nodeweave asks a node)")
-    data, code = {"status": status, "stop": stop, "report": report}[argv[0]](argv[1:], env)
+    data, code = {"status": status, "stop": stop, "report": report, "ready": ready}[argv[0]](argv[1:], env)
     sys.stdout.write(json.dumps(data, sort_keys=True) + "\n")
     sys.stdout.flush()
     return code

@@ -67,6 +67,7 @@ class Image:
     requirements: Optional[str] = None  # a pinned requirements file in the build context
     project: Optional[Project] = None
     extras: Tuple[str, ...] = ()  # keys of nodeweave.catalogue.EXTRAS (mofed, efa)
+    digest: Optional[str] = None  # sha256:... of the pushed image: deployments name it by digest
 
 
 @dataclass(frozen=True)
@@ -154,6 +155,15 @@ class TopologySpread:
 
 
 @dataclass(frozen=True)
+class IngressPeer:
+    """Pods beyond the job's own that the NetworkPolicy admits (a metrics scraper, a notebook)."""
+
+    pod_labels: Mapping[str, str] = _empty()  # empty with namespace_labels: every pod of those namespaces
+    namespace_labels: Mapping[str, str] = _empty()  # empty: the job's own namespace
+    ports: Tuple[int, ...] = ()  # empty: every port
+
+
+@dataclass(frozen=True)
 class OpenShiftBuild:
     """An on-cluster image build: an ImageStream and a Docker-strategy BuildConfig."""
 
@@ -185,6 +195,8 @@ class Kubernetes:
     scheduler_name: Optional[str] = None
     queue: Optional[str] = None  # Kueue LocalQueue, or a Volcano queue with scheduler_name volcano
     build: Optional[OpenShiftBuild] = None
+    network_policy: bool = True  # ingress to the job's pods only from the job's pods (and ingress_from)
+    ingress_from: Tuple[IngressPeer, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -234,6 +246,7 @@ class Volume:
 class Security:
     cap_add: Tuple[str, ...] = ()  # capabilities beyond IPC_LOCK (which RDMA adds itself)
     seccomp: str = "runtime-default"  # or unconfined (AMD's advice for ROCm profiling)
+    read_only_root: bool = True  # pods: read-only root filesystem, emptyDirs for /tmp and the image's HOME
 
 
 @dataclass(frozen=True)

@@ -70,6 +70,8 @@ IMAGE_TAG = Rule(
     "an image tag: 1 to 128 letters, digits, '_', '.' or '-', not starting with '.' or '-'",
 )
 
+IMAGE_DIGEST = Rule(_full(r"sha256:[a-f0-9]{64}"), "an image digest: sha256: and 64 lowercase hex digits")
+
 IMAGE_REFERENCE = Rule(
     _full(
         rf"({_HOST}/)?{_PATH_COMPONENT}(/{_PATH_COMPONENT})*"

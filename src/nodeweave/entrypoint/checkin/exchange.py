@@ -49,10 +49,10 @@ class Hub:
     """Node 0's side of the exchange. ``own_fp`` may start as ``{"job": ...}`` (the port opens before
     node 0's fingerprint is ready) and is completed before :meth:`gather`."""
 
-    def __init__(self, port, token, own_fp, log, clock=time.monotonic):
+    def __init__(self, port, token, own_fp, log, clock=time.monotonic, bind=""):
         self.port, self.token, self.own_fp, self.log, self.clock = port, token, own_fp, log, clock
         try:
-            self.sock = socket.create_server(("", port), family=socket.AF_INET, backlog=512)
+            self.sock = socket.create_server((bind, port), family=socket.AF_INET, backlog=512)
         except OSError as err:
             from ..errors import EXIT_UNREACHABLE, EntrypointError
 
@@ -235,9 +235,9 @@ def _answer_probe(listener, token, deadline):
         channel.finish(0.5)
 
 
-def check_in(host, port, fp, token, deadline, clock=time.monotonic):
+def check_in(host, port, fp, token, deadline, clock=time.monotonic, bind=""):
     """This node's side: (verdict, Channel to node 0). Raises Refused (another job) or ExchangeError."""
-    listener = socket.create_server(("", 0), family=socket.AF_INET)
+    listener = socket.create_server((bind, 0), family=socket.AF_INET)
     try:
         fp = dict(fp, probe_port=listener.getsockname()[1])
         channel = connect(host, port, max(0.5, min(10.0, deadline - clock())))

@@ -142,8 +142,12 @@ class CheckIn:
         if topo.is_master:
             from .exchange import Hub
 
-            self.hub = Hub(plan.exchange["port"], self.token, {"job": topo.job_id}, log)
+            self.hub = Hub(plan.exchange["port"], self.token, {"job": topo.job_id}, log, bind=self._bind())
         self.fingerprint = local_fingerprint(plan, root, settings.env)
+
+    def _bind(self):
+        bind = self.plan.exchange.get("bind")
+        return "" if bind in (None, "every address") else bind
 
     def replan(self, plan):
         """The plan was made again after the wait (the master resolves now): its fingerprint too."""
@@ -188,7 +192,8 @@ class CheckIn:
         info, topo = self.plan.exchange, self.plan.topology
         deadline = time.monotonic() + info["deadline_s"] + VERDICT_GRACE_S
         try:
-            verdict, channel = check_in(info["host"], info["port"], self.fingerprint, self.token, deadline)
+            verdict, channel = check_in(info["host"], info["port"], self.fingerprint, self.token, deadline,
+                                        bind=self._bind())
         except Refused as err:
             raise EntrypointError(str(err), EXIT_TOPOLOGY) from None
         except ExchangeError as err:

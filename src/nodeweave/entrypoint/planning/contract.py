@@ -260,6 +260,10 @@ SETTINGS = (
     Setting("exchange_allow", "--exchange-allow", "NODEWEAVE_EXCHANGE_ALLOW",
             "check-in refusals to start with as warnings, comma list: " + ", ".join(EXCHANGE_ALLOWABLE),
             spec="launcher.exchange_allow", read=read_allow, text=list_text),
+    Setting("exchange_bind", "--exchange-bind", "NODEWEAVE_EXCHANGE_BIND",
+            "any (default) | route: node 0's exchange and each node's probe port listen only on the address this "
+            "node uses toward the master (host networking: not on every interface of the host)",
+            read=read_choice(("any", "route"))),
     Setting("interfaces", "--interfaces", "NODEWEAVE_INTERFACES",
             "socket interface(s) for NCCL/Gloo, comma list, overriding the route to the master",
             spec="network.interfaces", read=read_list, text=list_text, aliases=("--ifname",)),

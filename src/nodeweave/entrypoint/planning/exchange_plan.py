@@ -11,6 +11,7 @@ opens the master port) only after every node checked in. Doing it is
 DEFAULT_OFFSET = 1
 TOKEN_VARIABLE = "NODEWEAVE_JOB_TOKEN"
 TOKEN_FILE_VARIABLE = "NODEWEAVE_JOB_TOKEN_FILE"  # a mounted Secret: the token never sits in the pod spec
+TOKEN_MOUNT = "/run/nodeweave/job-token"  # where `nodeweave up` mounts the random token it made for this job
 
 
 def job_secret(env):
@@ -65,9 +66,38 @@ def switched_off(settings):
     return None
 
 
+def bind_address(plan, settings):
+    """The one address the exchange's ports listen on (``NODEWEAVE_EXCHANGE_BIND=route``), or None for all.
+
+    ``route`` is the address this node uses toward the master; on node 0 the master's own address, which
+    is what every other node connects to. Unknown (no route yet) or loopback (a host whose own name maps to
+    127.0.1.1, as Debian's /etc/hosts does, while the others resolve it to its real address): every address.
+    """
+    if settings.get("exchange_bind") != "route":
+        return None
+    address = plan.node.local_ipv4 or ""
+    return None if not address or address.startswith("127.") else address
+
+
+def _warn_derived_token(plan, settings):
+    """A live multi-node node whose check-in would use the derived token (also under --no-wait: doctor's plan;
+    not for a captured tree, whose plans show the hardware's findings)."""
+    topo = plan.topology
+    if topo.nnodes_max <= 1 or settings.get("exchange") is False or settings.sysroot not in ("/", "", None):
+        return
+    if job_secret(settings.env)[0] is not None:
+        return
+    from .rules import emit
+
+    emit(plan.warnings, "derived-job-token", f"the check-in token is derived from the job id {topo.job_id!r} "
+         f"and master port {topo.master_port.value}, which anyone who can list the pods or read the compose "
+         "file knows: a container that reaches node 0's exchange can check in or relay a failure")
+
+
 def plan_exchange(plan, settings):
     """Record on ``plan.exchange`` what the check-in will do; retarget a worker's wait to its port."""
     topo, launch = plan.topology, plan.launch
+    _warn_derived_token(plan, settings)
     off = off_because(topo, settings)
     if off:
         plan.exchange = {"enabled": False, "why": off}
@@ -76,13 +106,15 @@ def plan_exchange(plan, settings):
 
     port, port_source = exchange_port(topo, settings)
     deadline = settings.get("wait_timeout", 600)
+    secret_source = job_secret(settings.env)[1]
     plan.exchange = {
         "enabled": True, "role": "node 0 (gathers and judges)" if topo.is_master else "checks in with node 0",
         "host": topo.master_addr.value, "port": port, "port_source": port_source, "deadline_s": deadline,
         "allow": list(settings.get("exchange_allow") or []),
-        "token": job_secret(settings.env)[1] or
+        "token": secret_source or
                  f"derived from job id {topo.job_id!r} and master port {topo.master_port.value}",
         "heartbeat": launch.launcher in SUPERVISED,
+        "bind": bind_address(plan, settings) or "every address",
     }
     if launch.wait:
         launch.wait = dict(launch.wait, port=port, what="node 0's check-in exchange")

@@ -241,5 +241,8 @@ NOTICES = (  # emitted inline by the planners (topology, policy)
          "drop the flag or the variable it overrides, so every node reads its rank from one place"),
     Rule("no-route-to-master", None, WARNING, "check that the master's name resolves and is routable from this node"),
     Rule("roce-gid-index-differs", None, WARNING, "use NCCL >= 2.21.5, which picks each port's GID itself"),
+    Rule("derived-job-token", None, WARNING,
+         "bring the nodes up with `nodeweave up` (a random token per job), or hand every node the same secret "
+         "in a file and point NODEWEAVE_JOB_TOKEN_FILE at it"),
 )
 BY_CODE = {rule.code: rule for rule in RULES + NOTICES}

@@ -19,7 +19,8 @@ from nodeweave.spec.fields import optional, rule_list, string_map
 from nodeweave.spec.model import Image, Project
 from nodeweave.spec.nodes import Fields, Reader
 
-KEYS = ("variant", "registry", "tag", "base", "build_args", "apt", "pip", "requirements", "project", "extras")
+KEYS = ("variant", "registry", "tag", "base", "build_args", "apt", "pip", "requirements", "project", "extras",
+        "digest")
 # Options a requirements file may carry; -r/-c/-e would reach files outside it or install unpinned code.
 REQUIREMENT_OPTIONS = ("--index-url", "-i", "--extra-index-url", "--find-links", "-f", "--hash", "--pre",
                        "--only-binary", "--no-binary", "--prefer-binary", "--trusted-host")
@@ -42,6 +43,7 @@ def image(r: Reader, top: Fields, base_dir: Optional[Path]) -> Image:
         requirements=requirements,
         project=_project(r, f.get("project")),
         extras=_extras(r, f.get("extras"), variant),
+        digest=optional(r, f, "digest", rules.IMAGE_DIGEST),
     )
 
 

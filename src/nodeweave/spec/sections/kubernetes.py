@@ -15,7 +15,7 @@ from nodeweave.spec import rules
 from nodeweave.spec.fields import boolean, choice, integer, optional, rule_list, rule_string, string_map
 from nodeweave.spec.model import (
     AFFINITY_OPERATORS, ANTI_AFFINITIES, BUILD_SOURCES, CLAIMS, SPREAD_POLICIES, TOLERATION_EFFECTS,
-    TOLERATION_OPERATORS, AffinityTerm, Kubernetes, OpenShiftBuild, Toleration, TopologySpread,
+    TOLERATION_OPERATORS, AffinityTerm, IngressPeer, Kubernetes, OpenShiftBuild, Toleration, TopologySpread,
 )  # fmt: skip
 from nodeweave.spec.nodes import Fields, Reader
 
@@ -23,6 +23,7 @@ KEYS = (
     "namespace", "service", "storage_class", "storage_size", "claim", "node_selector", "tolerations",
     "anti_affinity", "grace_period", "openshift", "cluster_domain", "labels", "annotations", "pod_labels",
     "pod_annotations", "node_names", "node_affinity", "topology_spread", "scheduler_name", "queue", "build",
+    "network_policy", "ingress_from",
 )  # fmt: skip
 # Labels nodeweave sets to find its own pods, and annotations it writes itself.
 OWN_LABELS = ("app.kubernetes.io/name", "app.kubernetes.io/instance", "app.kubernetes.io/component",
@@ -57,6 +58,9 @@ def kubernetes(r: Reader, top: Fields, name: str) -> Kubernetes:
         scheduler_name=optional(r, f, "scheduler_name", rules.DNS_SUBDOMAIN),
         queue=optional(r, f, "queue", rules.DNS_SUBDOMAIN),
         build=_build(r, f.get("build")),
+        network_policy=boolean(r, f, "network_policy", True),
+        ingress_from=tuple(_peer(r, p, item) for p, item in r.sequence(
+            f.get("ingress_from"), "kubernetes.ingress_from", "mappings with pod_labels and/or namespace_labels")),
     )
 
 
@@ -129,3 +133,17 @@ def _build(r: Reader, node: Optional[Node]) -> Optional[OpenShiftBuild]:
         raise r.fail(f.get(field), f"kubernetes.build.{field}", "applies to source git only",
                      "source: git with git and ref, or leave them out for a binary build")
     return OpenShiftBuild(source=source, git=git, ref=ref)
+
+
+def _peer(r: Reader, path: str, item: Node) -> IngressPeer:
+    """One extra ingress peer of the NetworkPolicy: pods by label, in namespaces by label, on some ports."""
+    f = r.fields(item, path, ("pod_labels", "namespace_labels", "ports"))
+    pods = string_map(r, f.get("pod_labels"), f.path_of("pod_labels"), rules.LABEL_KEY, rules.LABEL_VALUE)
+    namespaces = string_map(r, f.get("namespace_labels"), f.path_of("namespace_labels"), rules.LABEL_KEY,
+                            rules.LABEL_VALUE)
+    if not pods and not namespaces:
+        raise r.fail(item, path, "names no pods", "pod_labels and/or namespace_labels (an empty peer would admit "
+                     "every pod of the namespace: set kubernetes.network_policy: false for that)")
+    ports = tuple(r.integer(node, p, 1, 65535) for p, node in r.sequence(f.get("ports"), f.path_of("ports"),
+                                                                          "port numbers (1-65535)"))
+    return IngressPeer(pod_labels=pods, namespace_labels=namespaces, ports=ports)

@@ -13,10 +13,11 @@ from nodeweave.spec.nodes import Fields, Reader
 
 
 def security(r: Reader, top: Fields) -> Security:
-    f = r.fields(top.get("security"), "security", ("cap_add", "seccomp"))
+    f = r.fields(top.get("security"), "security", ("cap_add", "seccomp", "read_only_root"))
     return Security(
         cap_add=rule_list(r, f.get("cap_add"), "security.cap_add", rules.CAPABILITY, unique=True),
         seccomp=choice(r, f, "seccomp", SECCOMP_PROFILES, "runtime-default"),
+        read_only_root=boolean(r, f, "read_only_root", True),
     )
 
 

@@ -12,6 +12,7 @@ import posixpath
 from typing import Any, Collection, Dict, List
 
 from nodeweave.entrypoint.planning.contract import SETTINGS
+from nodeweave.entrypoint.planning.exchange_plan import TOKEN_FILE_VARIABLE, TOKEN_MOUNT
 from nodeweave.resolve import Resolved
 from nodeweave.yamltext import dump_yaml
 
@@ -48,6 +49,21 @@ def volumes(r: Resolved) -> List[str]:
         elif volume.cache is not None:  # a named volume: the engine's own storage on each host
             mounts.append(f"{volume.name}:{literal(volume.path)}{suffix}")
     return mounts
+
+
+# `nodeweave up` makes a random token per job and names its host file here; a compose file started by
+# hand mounts /dev/null and leaves NODEWEAVE_JOB_TOKEN_FILE empty, so the entrypoint derives the token.
+TOKEN_HOST_VARIABLE = "NODEWEAVE_JOB_TOKEN_HOST"
+
+
+def token_mount() -> str:
+    """The job token's host file (``up`` sets the variable), read-only where the entrypoint reads it."""
+    return "${" + TOKEN_HOST_VARIABLE + ":-/dev/null}:" + TOKEN_MOUNT + ":ro"
+
+
+def token_env(r: Resolved) -> Dict[str, str]:
+    """``NODEWEAVE_JOB_TOKEN_FILE`` from ``up``'s environment, unless the spec's ``env`` names its own file."""
+    return {} if TOKEN_FILE_VARIABLE in r.spec.env else {TOKEN_FILE_VARIABLE: "${" + TOKEN_FILE_VARIABLE + ":-}"}
 
 
 def named_volumes(r: Resolved) -> Dict[str, Any]:

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 from typing import Any, Dict
 
-from nodeweave.targets.compose.common import command, contract_env, dump, image, literal, named_volumes, user_env, volumes
+from nodeweave.targets.compose.common import (command, contract_env, dump, image, literal, named_volumes, token_env,
+                                              token_mount, user_env, volumes)
 from nodeweave.resolve import Resolved, resolve
 
 LOCAL_VARIANT = "cpu"
@@ -45,8 +46,8 @@ def local_service(r: Resolved, local: Resolved, index: int) -> Dict[str, Any]:
         "networks": [NETWORK],
         "shm_size": SHM_SIZE,
         "environment": {**user_env(r), **contract_env(local, omit=LOCAL_OMITS), **_processes(r),
-                        "NODEWEAVE_IMAGE_REF": image(local)},  # the check-in shows which image each node runs
-        "volumes": volumes(r),
+                        "NODEWEAVE_IMAGE_REF": image(local), **token_env(r)},  # the check-in shows each node's image
+        "volumes": volumes(r) + [token_mount()],
         "stop_grace_period": f"{r.spec.kubernetes.grace_period}s",
     }
 

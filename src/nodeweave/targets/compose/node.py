@@ -18,7 +18,8 @@ from __future__ import annotations
 from typing import Any, Dict, List
 
 from nodeweave import quantities
-from nodeweave.targets.compose.common import command, contract_env, dump, image, literal, named_volumes, user_env, volumes
+from nodeweave.targets.compose.common import (command, contract_env, dump, image, literal, named_volumes, token_env,
+                                              token_mount, user_env, volumes)
 from nodeweave.entrypoint.planning.contract import HOSTFILE_PATH
 from nodeweave.resolve import Resolved
 
@@ -53,7 +54,9 @@ def _node_env(r: Resolved) -> Dict[str, str]:
     if not r.spec.hosts:  # with a hosts list, the master is its first host
         env["MASTER_ADDR"] = "${MASTER_ADDR:?" + MASTER_MISSING + "}"
     env.update({"NNODES": nnodes, "NODEWEAVE_NNODES": nnodes, "MASTER_PORT": port, "NODEWEAVE_MASTER_PORT": port,
-                "NODEWEAVE_IMAGE_REF": image(r)})  # the check-in shows which image each node runs
+                "NODEWEAVE_IMAGE_REF": image(r), **token_env(r),  # the check-in shows which image each node runs
+                # host network: the exchange listens on the training network's address, not on every NIC
+                "NODEWEAVE_EXCHANGE_BIND": "route"})
     if not r.spec.nodes.elastic and not r.spec.hosts:  # c10d, or the hosts list, hands out the ranks
         env["NODE_RANK"] = "${NODE_RANK:?" + RANK_MISSING + "}"
     return env
@@ -93,7 +96,7 @@ def node_service(r: Resolved) -> Dict[str, Any]:
         # /dev/shm (NCCL, DataLoader workers) off podman's 64 MiB default there.
         "shm_size": SHM_SIZE,
         "environment": _node_env(r),
-        "volumes": volumes(r),
+        "volumes": volumes(r) + [token_mount()],
         "stop_grace_period": f"{r.spec.kubernetes.grace_period}s",
         **_gpu_access(r),
     }

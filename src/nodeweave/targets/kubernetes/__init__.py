@@ -4,7 +4,8 @@
 
 - ``manifests/base/``: headless Service, StatefulSet, ServiceAccount + Role +
   RoleBinding (the entrypoint reads the replica count from the API, so
-  ``oc scale`` needs no edit), and the shared workspace claim;
+  ``oc scale`` needs no edit), the shared workspace claim, and a
+  NetworkPolicy admitting ingress only from the job's own pods;
 - ``manifests/overlays/openshift/``: no fixed UID/GID (restricted-v2's
   arbitrary UID), capabilities dropped; with RDMA, ``scc-ipc-lock.yaml`` for a
   cluster admin to apply;
@@ -19,7 +20,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Dict, List, Tuple
 
-from nodeweave.targets.kubernetes import kustomize, storage, workloads
+from nodeweave.targets.kubernetes import kustomize, network, storage, workloads
 from nodeweave.targets.kubernetes.yamltext import dump
 from nodeweave.resolve import Resolved, resolve
 from nodeweave.spec import Spec
@@ -58,6 +59,7 @@ def base_objects(r: Resolved) -> List[Tuple[str, Dict[str, Any]]]:
         ("role.yaml", workloads.role(r)),
         ("rolebinding.yaml", workloads.role_binding(r)),
         ("service.yaml", workloads.headless_service(r)),
+        *_policy(r),
     ]
     if r.spec.kubernetes.claim == "shared":
         objects.append(("workspace-pvc.yaml", workloads.workspace_claim(r)))
@@ -71,11 +73,17 @@ def job_objects(r: Resolved) -> List[Tuple[str, Dict[str, Any]]]:
     It needs no API access (no Role), but it runs under the job's own
     ServiceAccount, the one an OpenShift SCC granting IPC_LOCK names.
     """
-    objects = [("serviceaccount.yaml", workloads.service_account(r)), ("service.yaml", workloads.headless_service(r))]
+    objects = [("serviceaccount.yaml", workloads.service_account(r)), ("service.yaml", workloads.headless_service(r)),
+               *_policy(r)]
     if r.spec.kubernetes.claim == "shared":
         objects.append(("workspace-pvc.yaml", workloads.workspace_claim(r)))
     objects.append(("job.yaml", workloads.indexed_job(r)))
     return objects
+
+
+def _policy(r: Resolved) -> List[Tuple[str, Dict[str, Any]]]:
+    """The same-job NetworkPolicy unless ``kubernetes.network_policy: false``."""
+    return [("networkpolicy.yaml", network.network_policy(r))] if r.spec.kubernetes.network_policy else []
 
 
 def render_files(spec: Spec) -> Dict[str, str]:

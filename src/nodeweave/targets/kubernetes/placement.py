@@ -53,8 +53,10 @@ def workload_labels(r: Resolved, component: str) -> Dict[str, str]:
 
 def workload_metadata(r: Resolved, component: str) -> Dict[str, Any]:
     body = {"name": r.spec.name, "namespace": r.spec.kubernetes.namespace, "labels": workload_labels(r, component)}
-    if r.spec.kubernetes.annotations:
-        body["annotations"] = dict(r.spec.kubernetes.annotations)
+    annotations = {**(common.DEFAULT_NAMESPACE_SKIP if r.spec.kubernetes.namespace == "default" else {}),
+                   **r.spec.kubernetes.annotations}
+    if annotations:
+        body["annotations"] = annotations
     return body
 
 

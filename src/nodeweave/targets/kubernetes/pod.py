@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, List
 
-from nodeweave.targets.kubernetes import common, placement, storage
+from nodeweave.targets.kubernetes import common, hardening, placement, storage
 from nodeweave.resolve import Resolved
 
 
@@ -68,7 +68,7 @@ def pod_spec(r: Resolved, workload: str) -> Dict[str, Any]:
 def pod_security(r: Resolved) -> Dict[str, Any]:
     """Vanilla Kubernetes gets the image's UID; OpenShift assigns its own from the namespace range."""
     if r.spec.kubernetes.openshift:
-        context: Dict[str, Any] = {"runAsNonRoot": True, "seccompProfile": {"type": "RuntimeDefault"}}
+        context: Dict[str, Any] = {"runAsNonRoot": True}
     else:
         context = {
             "runAsNonRoot": True,
@@ -78,8 +78,8 @@ def pod_security(r: Resolved) -> Dict[str, Any]:
             # Re-chowning a multi-terabyte dataset claim at every start is minutes of nothing.
             "fsGroupChangePolicy": "OnRootMismatch",
         }
-    if r.spec.security.seccomp == "unconfined":  # AMD's advice for ROCm performance and profiling
-        context["seccompProfile"] = {"type": "Unconfined"}
+    # RuntimeDefault, or Unconfined where the spec asks (AMD's advice for ROCm performance and profiling)
+    context["seccompProfile"] = hardening.seccomp(r)
     vendor = r.vendor
     if vendor.key == "amd":
         context["supplementalGroups"] = list(vendor.host_group_ids)
@@ -87,15 +87,8 @@ def pod_security(r: Resolved) -> Dict[str, Any]:
 
 
 def container_security(r: Resolved) -> Dict[str, Any]:
-    """IPC_LOCK lets RDMA register (pin) memory, plus ``security.cap_add``; OpenShift's restricted-v2 drops ALL."""
-    capabilities: Dict[str, Any] = {}
-    if r.spec.kubernetes.openshift:
-        capabilities["drop"] = ["ALL"]
-    add = ["IPC_LOCK"] if not r.spec.kubernetes.openshift or common.wants_rdma(r) else []
-    add += [cap for cap in r.spec.security.cap_add if cap not in add]
-    if add:
-        capabilities["add"] = add
-    return {"allowPrivilegeEscalation": False, "capabilities": capabilities}
+    """ALL capabilities dropped, IPC_LOCK back with RDMA plus ``security.cap_add`` (kubernetes.hardening)."""
+    return hardening.container_security(r)
 
 
 def anti_affinity(r: Resolved) -> Dict[str, Any]:
@@ -120,10 +113,12 @@ def container(r: Resolved, workload: str) -> Dict[str, Any]:
     if resources:
         body["resources"] = resources
     body["securityContext"] = container_security(r)
+    body["readinessProbe"] = hardening.readiness_probe()
     body["volumeMounts"] = [
         {"name": common.WORKSPACE_VOLUME, "mountPath": r.spec.workspace.path},
         {"name": common.CACHE_VOLUME, "mountPath": r.spec.cache.path},
         {"name": common.SHM_VOLUME, "mountPath": "/dev/shm"},
+        *hardening.scratch_mounts(r),
         *storage.extra_mounts(r),
     ]
     return body
@@ -164,4 +159,4 @@ def volumes(r: Resolved, workload: str) -> List[Dict[str, Any]]:
     # per-pod StatefulSet: the controller adds the volume from volumeClaimTemplates.
     result.append({"name": common.CACHE_VOLUME, "emptyDir": {"sizeLimit": r.spec.cache.size}})
     result.append({"name": common.SHM_VOLUME, "emptyDir": {"medium": "Memory", "sizeLimit": common.SHM_SIZE}})
-    return result + storage.extra_volumes(r)
+    return result + hardening.scratch_volumes(r) + storage.extra_volumes(r)

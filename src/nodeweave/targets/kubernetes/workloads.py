@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Dict
 
-from nodeweave.targets.kubernetes import common, placement
+from nodeweave.targets.kubernetes import common, hardening, placement
 from nodeweave.targets.kubernetes.pod import claim_spec, pod_template
 from nodeweave.resolve import Resolved
 
@@ -46,7 +46,7 @@ def statefulset(r: Resolved) -> Dict[str, Any]:
             {"metadata": {"name": common.WORKSPACE_VOLUME, "labels": common.labels(r, "workspace")},
              "spec": claim_spec(r, "ReadWriteOnce")}
         ]  # fmt: skip
-    return {"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": placement.workload_metadata(r, "trainer"),
+    return {"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": _metadata(r, "statefulset"),
             "spec": body}
 
 
@@ -65,7 +65,16 @@ def indexed_job(r: Resolved) -> Dict[str, Any]:
         },
         "template": pod_template(r, "job"),
     }
-    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": placement.workload_metadata(r, "trainer"), "spec": body}
+    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": _metadata(r, "job"), "spec": body}
+
+
+def _metadata(r: Resolved, workload: str) -> Dict[str, Any]:
+    """The workload's metadata, with the checkov findings it keeps on purpose annotated with their reasons."""
+    body = placement.workload_metadata(r, "trainer")
+    skips = hardening.checkov_skips(r, workload)
+    if skips:
+        body["annotations"] = {**body.get("annotations", {}), **skips}
+    return body
 
 
 def workspace_claim(r: Resolved) -> Dict[str, Any]:

@@ -1,0 +1,77 @@
+"""The job's check-in secret: random, made by ``up``, rotated on every ``up``, never in a rendered file.
+
+Without it every node derives the check-in token from the job id and the
+master port (``entrypoint/checkin/wire.py: job_token``), which anyone who can list the
+pods or read the compose file knows, so any container that reaches node 0's
+exchange could check in as a node or relay a forged failure. Where nodeweave
+brings the nodes up it knows them all, so it hands each one a fresh secret:
+
+- compose (local and per host): a 0600 file, ``.nodeweave/job-token`` beside
+  the spec (on each host ``<remote dir>/compose/job-token``), bind-mounted
+  read-only at :data:`CONTAINER_PATH`; the rendered compose file names only
+  the variables (``NODEWEAVE_JOB_TOKEN_HOST``, ``NODEWEAVE_JOB_TOKEN_FILE``);
+- Kubernetes/OpenShift: a Secret ``<name>-job-token-<hash>`` that ``up``'s
+  overlay generates (kustomize ``secretGenerator``, from a 0600 file in the
+  overlay folder under ``.nodeweave/kube/``), mounted at the same path; a
+  new token is a new name, so the pods roll onto it together;
+- bare hosts (``--engine none``): the file itself, named by the variable.
+
+The file is owned by the image's user (UID 1000) when ``up`` runs as root, so
+the container can read it and nobody else on the host can.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from pathlib import Path
+
+from nodeweave.targets.compose.common import TOKEN_HOST_VARIABLE as HOST_VARIABLE
+from nodeweave.entrypoint.planning.exchange_plan import TOKEN_FILE_VARIABLE as FILE_VARIABLE
+from nodeweave.entrypoint.planning.exchange_plan import TOKEN_MOUNT as CONTAINER_PATH
+
+CONTAINER_DIR = CONTAINER_PATH.rpartition("/")[0]  # Kubernetes mounts the Secret's folder here
+TOKEN_BYTES = 32
+STATE_FILE = ".nodeweave/job-token"  # beside the spec; .nodeweave/ is git-ignored
+SECRET_KEY = CONTAINER_PATH.rpartition("/")[2]  # the Secret's one key: the file name in the mounted folder
+CONTAINER_UID, CONTAINER_GID = 1000, 0  # the images' `USER 1000:0`
+
+
+def secret_name(job: str) -> str:
+    """The Kubernetes Secret's name before kustomize's content hash is appended."""
+    return f"{job}-job-token"
+
+
+def new_token() -> str:
+    return secrets.token_urlsafe(TOKEN_BYTES)
+
+
+def write_token(path: Path, token: str) -> Path:
+    """Write ``token`` to ``path`` as a fresh 0600 file (0700 folder), replacing an older one."""
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    scratch = path.with_name(f".{path.name}.{os.getpid()}")
+    fd = os.open(scratch, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        os.write(fd, token.encode("ascii") + b"\n")
+    finally:
+        os.close(fd)
+    if os.geteuid() == 0:  # rootful engine: the container's user must read what only it and root may
+        os.chown(scratch, CONTAINER_UID, CONTAINER_GID)
+    os.replace(scratch, path)
+    return path
+
+
+def rotate(spec_dir: Path) -> "tuple[Path, str]":
+    """A new token for this ``up``, written to the state file beside the spec: (path, token)."""
+    token = new_token()
+    return write_token(spec_dir / STATE_FILE, token), token
+
+
+def compose_env(host_file: str) -> "tuple[tuple[str, str], ...]":
+    """What the compose command gets so the rendered file mounts and names the token."""
+    return ((HOST_VARIABLE, host_file), (FILE_VARIABLE, CONTAINER_PATH))
+
+
+# The remote side of a hosts up: a 0600 file (owned by the container's UID when written as root).
+REMOTE_WRITE = ("sh", "-c", 'umask 077 && mkdir -p "$1" && cat > "$1/$2" && '
+                f'{{ [ "$(id -u)" != 0 ] || chown {CONTAINER_UID}:{CONTAINER_GID} "$1/$2"; }}', "sh")
