@@ -181,7 +181,7 @@ def test_openshift_specs_reach_pods_with_oc_and_pods_by_name(spec_path):
 
 
 def test_kubernetes_pod_states_come_from_get_pods_json():
-    from nodeweave.cluster.kube import pod_state
+    from nodeweave.cluster.backends.kube import pod_state
 
     ready = {"status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}}
     pulling = {"status": {"phase": "Pending", "containerStatuses": [

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from nodeweave.cluster.kube import KubeCluster
+from nodeweave.cluster.backends.kube import KubeCluster
 from nodeweave.cluster.options import ClusterOptions
 from nodeweave.spec import parse_spec
 

@@ -60,7 +60,7 @@ def sync_command(
     from nodeweave.sync import request as rq
     from nodeweave.sync.display import run_and_show
 
-    from nodeweave.cluster.local import detect_engine
+    from nodeweave.cluster.backends.local import detect_engine
 
     engine = engine or detect_engine() or "podman"
     targets = rq.TargetArgs(tuple(to), hosts_file, statefulset, replicas, selector, compose_project, engine,

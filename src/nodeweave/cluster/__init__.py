@@ -1,6 +1,6 @@
 """Operate a cluster: bring it up (hold or run), run jobs in it, watch, stop, take it down.
 
-One module per target, each a :class:`~nodeweave.cluster.base.Backend`:
+One module per target under ``backends/``, each a :class:`~nodeweave.cluster.base.Backend`:
 
 - ``local``: ``compose/local.yaml`` on podman or docker, one container per node;
 - ``hosts``: bare hosts over ssh, docker/podman compose on each (or the hosts themselves);
@@ -28,18 +28,18 @@ from nodeweave.spec import Spec
 def open_backend(spec: Spec, spec_path: Path, options: ClusterOptions) -> Backend:
     """The backend for ``options.target`` (options already checked)."""
     if options.target == "hosts":
-        from nodeweave.cluster.hosts import HostsCluster
+        from nodeweave.cluster.backends.hosts import HostsCluster
 
         return HostsCluster(spec, spec_path, options)
     if options.target == "slurm":
-        from nodeweave.cluster.slurm import SlurmCluster
+        from nodeweave.cluster.backends.slurm import SlurmCluster
 
         return SlurmCluster(spec, spec_path, options)
     if options.target == "kubernetes":
-        from nodeweave.cluster.kube import KubeCluster
+        from nodeweave.cluster.backends.kube import KubeCluster
 
         return KubeCluster(spec, spec_path, options)
-    from nodeweave.cluster.local import LocalCluster
+    from nodeweave.cluster.backends.local import LocalCluster
 
     return LocalCluster(spec, spec_path, options)
 

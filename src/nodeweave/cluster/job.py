@@ -124,6 +124,6 @@ def run_job(nodes: List[Node], request: RunRequest, folder: RunFolder, context: 
     record(folder, None, request, context, nodes)
     runner_class = Runner
     if nodes and nodes[0].group is not None:  # one launch for every node: a Slurm step
-        from nodeweave.cluster.slurm.step import StepRunner as runner_class
+        from nodeweave.cluster.backends.slurm.step import StepRunner as runner_class
     runner = runner_class(nodes, request, folder, console, quiet=quiet).run()
     return record(folder, runner, request, context, nodes)

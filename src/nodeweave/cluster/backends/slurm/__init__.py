@@ -25,7 +25,7 @@ from typing import Dict, List, Optional
 
 from nodeweave.cluster.base import Backend, Node
 from nodeweave.cluster.options import save_state
-from nodeweave.cluster.slurm.step import SlurmStep
+from nodeweave.cluster.backends.slurm.step import SlurmStep
 from nodeweave.cluster.steps import Step, need_tool
 from nodeweave.errors import NodeweaveError, UsageError
 from nodeweave.remote.srun import Srun

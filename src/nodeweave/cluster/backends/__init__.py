@@ -1,0 +1,9 @@
+"""One module per cluster target, each a :class:`~nodeweave.cluster.base.Backend`.
+
+``local`` (compose on podman/docker), ``hosts`` (ssh, compose or the bare
+hosts), ``kube`` (Kubernetes/OpenShift, ``kubectl``/``oc apply -k``) and
+``slurm`` (an allocation, a run one ``srun`` step). They may import the shared
+run engine beside them (``nodeweave.cluster.base``, ``steps``, ``runner``,
+``options``, ``token``) and ``nodeweave.remote``; nothing in ``nodeweave.cluster``
+imports them except :func:`nodeweave.cluster.open_backend`.
+"""
