@@ -103,6 +103,10 @@ def run(settings):
         record_run(settings, plan)
     argv = plan.launch.argv
     environ = plan.environ(settings.env)
+    if session is not None and session.watch is not None:
+        from .stall.setup import attach  # the ranks' stall hook rides on the heartbeat
+
+        environ = attach(session.watch, plan, settings, environ, _say)
     executable = resolve(argv[0], environ.get("PATH", os.defpath))
     if plan.launch.launcher in SUPERVISED:
         return run_supervised(executable, argv, environ, watch=session.watch if session else None)

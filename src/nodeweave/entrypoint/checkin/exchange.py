@@ -34,11 +34,13 @@ class Refused(ExchangeError):
 class Peer:
     """A node checked in with node 0 (or on its way in)."""
 
-    __slots__ = ("channel", "challenge", "since", "fp", "seen", "probe", "thread", "label", "done", "last_heard")
+    __slots__ = ("channel", "challenge", "since", "fp", "seen", "probe", "thread", "label", "done", "last_heard",
+                 "ranks", "stacks")
 
     def __init__(self, channel, challenge, since):
         self.channel, self.challenge, self.since = channel, challenge, since
         self.fp = self.seen = self.probe = self.thread = self.label = self.done = None
+        self.ranks = self.stacks = None  # the stall watch's latest view of its ranks, its answer for stacks
         self.last_heard = since
 
     def entry(self):
@@ -63,6 +65,7 @@ class Hub:
         self.board = Switchboard(self.sock)
         self.pending, self.peers = [], []
         self.verdict = None  # once announced
+        self.live_status = None  # set by the stall watch: where every rank is, and its verdicts
 
     def accept(self):
         """Take every waiting connection and challenge it."""
@@ -138,6 +141,8 @@ class Hub:
             nodes.append({"fp": peer.fp, "seen": peer.seen, "probe": peer.probe, "own": False, "state": state})
         answer = {"t": "status", "phase": "gathering" if self.verdict is None else "running", "nodes": nodes,
                   "verdict": self.verdict}
+        if self.live_status is not None:
+            answer["ranks"] = self.live_status()
         if len(canonical(answer)) > MAX_MESSAGE // 2:  # a very large job: the variables' values are left out
             for node in nodes:
                 node["fp"] = dict(node["fp"], env={})
