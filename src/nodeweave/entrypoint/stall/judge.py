@@ -19,6 +19,7 @@ from collections import deque
 GONE = ("gone", "Z", "X")
 WINDOW_S = 20.0
 MIN_COLLECTIVES = 4
+MIN_INTERVALS = 5
 SLOWER = 0.10
 CONFIRM = 3  # consecutive evaluations that must agree before a straggler is named
 
@@ -60,6 +61,8 @@ class Stragglers:
 
     def feed(self, now, views):
         for v in views:
+            if v["seq"] < 2:  # before the rendezvous ended: start-up time is not a rank's pace
+                continue
             key = (v.get("node", 0), v["rank"])
             self.labels[key] = v
             past = self.history.setdefault(key, deque())
@@ -67,16 +70,21 @@ class Stragglers:
             while len(past) > 2 and now - past[1][0] >= self.window_s:
                 past.popleft()
 
+    def reset(self):
+        self.history.clear()
+        self.streak.clear()
+
     def per_collective(self, now):
-        """{key: seconds of own work per collective over the window}, for ranks with a full window."""
+        """{key: seconds of own work per collective}: the median over the window's beat-to-beat intervals
+        (one long save or a hiccup moves one interval, not the median), for ranks with a full window."""
         out = {}
         for key, past in self.history.items():
             first, last = past[0], past[-1]
-            if now - first[0] < self.window_s * 0.9 or now - last[0] > 5:
+            if now - first[0] < self.window_s * 0.9 or now - last[0] > 5 or last[1] - first[1] < MIN_COLLECTIVES:
                 continue
-            done = last[1] - first[1]
-            if done >= MIN_COLLECTIVES:
-                out[key] = (last[2] - first[2]) / done
+            rates = sorted((b[2] - a[2]) / (b[1] - a[1]) for a, b in zip(past, list(past)[1:]) if b[1] > a[1])
+            if len(rates) >= MIN_INTERVALS:
+                out[key] = rates[len(rates) // 2]
         return out
 
     def evaluate(self, now):

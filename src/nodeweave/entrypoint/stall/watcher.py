@@ -49,9 +49,12 @@ class StallWatch:
         own = self.view()
         views = own + hub_watch.peer_views()
         self.last_views = views
-        self.stragglers.feed(now, views)
-        self._stragglers(hub_watch, views, now)
         finding = judge.find_stall(views)
+        if finding is None or finding["for_s"] < judge.WINDOW_S / 4:
+            self.stragglers.feed(now, views)
+            self._stragglers(hub_watch, views, now)
+        else:
+            self.stragglers.reset()  # a stalled job has no pace to compare, and its wait is no rank's pace
         if finding is None or finding["for_s"] < self.warn_s:
             if self.reported is not None and finding is None:
                 self._say_all(hub_watch, [f"the stall is over: every rank moved on (after {self.reported[2]})"])

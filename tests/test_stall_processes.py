@@ -1,0 +1,125 @@
+"""The stall watch on real launchers and gloo: two simulated nodes (real entrypoints on loopback, each with its
+own TMPDIR), the e2e workload (tests/e2e/workspace/allreduce.py) with one rank misbehaving.
+
+Bounds are generous (a loaded 2-core machine); the speed targets live in benchmarks/stall_watch.py.
+"""
+
+import re
+
+import pytest
+
+from stall_harness import start, stop
+
+pytest.importorskip("torch")
+WARN, TIMEOUT = 4, 14
+STALL_ENV = {"NODEWEAVE_STALL_WARN": str(WARN), "NODEWEAVE_STALL_TIMEOUT": str(TIMEOUT)}
+LOOP = ["--steps", "100000", "--interval", "0.2", "--stall-step", "6"]
+
+
+def run_to_end(tmp_path, launcher, args, env=None, limit=150, nproc=1):
+    nodes = start(tmp_path, launcher, LOOP + args, env={**STALL_ENV, **(env or {})}, nproc=nproc)
+    try:
+        codes = [node.wait(limit) for node in nodes]
+    finally:
+        stop(nodes)
+    return nodes, codes
+
+
+def one_report(node):
+    err = node.text()
+    assert err.count("STALL:") == 1, err
+    return err
+
+
+@pytest.mark.parametrize("launcher", ["torchrun", "deepspeed", "accelerate"])
+def test_a_sleeping_rank_is_named_with_grouped_stacks_and_the_job_stops_with_exit_7(tmp_path, launcher):
+    nodes, codes = run_to_end(tmp_path, launcher, ["--stall-ranks", "1", "--stall-for", "600"])
+    assert codes == [7, 7], [n.text() for n in nodes]
+    stalled = nodes[1].first("NODEWEAVE-STALL rank=1", "out")
+    for node in nodes:
+        err = one_report(node)
+        assert "that rank 1 (node 1, host " in err and "has not entered" in err, err
+        assert re.search(r"1 rank \(1\): time\.sleep \(allreduce\.py:\d+\)", err), err
+        assert re.search(r"1 rank \(0\): in all_reduce \(allreduce\.py:\d+\)", err), err
+        assert "culprit rank 1 (node 1" in err and "sleeping" in err, err
+        assert "exit 7: stalled" in err and "Traceback (most recent call last):\n  File \"/" not in err.split("STALL:")[0]
+        assert node.first("STALL:") - stalled < WARN + 20, err
+        assert node.ended - stalled < TIMEOUT + 30, err
+
+
+def test_a_sigstopped_rank_is_named_as_stopped(tmp_path):
+    nodes, codes = run_to_end(tmp_path, "torchrun", ["--stop-self", "1"])
+    assert codes == [7, 7], [n.text() for n in nodes]
+    for node in nodes:
+        err = one_report(node)
+        assert "culprit rank 1 (node 1" in err and ": stopped" in err, err
+        assert "1 rank (1): stopped (stopped, e.g. SIGSTOP)" in err, err
+        assert re.search(r"1 rank \(0\): in all_reduce \(allreduce\.py:\d+\)", err), err
+
+
+def test_a_rank_blocked_on_a_fifo_is_named_at_its_open(tmp_path):
+    import os
+
+    os.mkfifo(tmp_path / "nobody-writes")
+    nodes, codes = run_to_end(tmp_path, "torchrun", ["--fifo-rank", "0", "--fifo", str(tmp_path / "nobody-writes")])
+    assert codes == [7, 7], [n.text() for n in nodes]
+    err = one_report(nodes[1])
+    assert re.search(r"1 rank \(0\): open \(allreduce\.py:\d+\)", err), err
+    assert re.search(r"1 rank \(1\): in all_reduce \(allreduce\.py:\d+\)", err), err
+
+
+def test_a_rank_that_skipped_a_collective_and_finished_is_the_culprit(tmp_path):
+    args = ["--steps", "12", "--interval", "0.2", "--stall-step", "6", "--skip-rank", "1", "--stall-for", "600"]
+    nodes = start(tmp_path, "torchrun", args, env=STALL_ENV)
+    try:
+        codes = [node.wait(150) for node in nodes]
+    finally:
+        stop(nodes)
+    assert codes == [7, 7], [n.text() for n in nodes]
+    for node in nodes:
+        err = one_report(node)
+        assert "wait in all_reduce #13 that rank 1 (node 1" in err, err  # init + 12 all-reduces; rank 1 did 11
+        assert re.search(r"1 rank \(1\): time\.sleep \(allreduce\.py:\d+\)", err), err
+
+
+def test_a_long_save_on_rank_0_is_a_warning_naming_torch_save_and_the_job_completes(tmp_path):
+    args = ["--steps", "12", "--interval", "0.2", "--stall-step", "6", "--save-rank", "0", "--save-for", "12"]
+    nodes = start(tmp_path, "torchrun", args, env={"NODEWEAVE_STALL_WARN": "4", "NODEWEAVE_STALL_TIMEOUT": "60"})
+    try:
+        codes = [node.wait(150) for node in nodes]
+    finally:
+        stop(nodes)
+    assert codes == [0, 0], [n.text() for n in nodes]
+    for node in nodes:
+        err = one_report(node)
+        assert "that rank 0 (node 0" in err and "wait in barrier" in err, err
+        assert re.search(r"1 rank \(0\): torch\.save \(allreduce\.py:\d+\)", err), err
+        assert re.search(r"1 rank \(1\): in barrier \(allreduce\.py:\d+\)", err), err
+        assert "the stall is over" in err, err
+
+
+def test_a_slow_rank_is_named_as_a_straggler_with_its_gap(tmp_path):
+    args = ["--steps", "170", "--interval", "0", "--work", "0.2", "--slow-rank", "1", "--slow-factor", "1.5"]
+    nodes = start(tmp_path, "torchrun", args, env={"NODEWEAVE_STALL_WARN": "30"})
+    try:
+        codes = [node.wait(150) for node in nodes]
+    finally:
+        stop(nodes)
+    assert codes == [0, 0], [n.text() for n in nodes]
+    for node in nodes:
+        err = node.text()
+        found = re.search(r"STRAGGLER: rank 1 \(node 1, host [^)]*\) is (\d+)% slower", err)
+        assert found and 35 <= int(found.group(1)) <= 65, err
+        assert "STRAGGLER: rank 0" not in err and "STALL:" not in err, err
+        first = node.first("STRAGGLER: rank 1")
+        assert first - node.first("check-in: 2 node(s) agree") < 60, err
+
+
+def test_stall_warn_0_puts_no_hook_on_the_ranks(tmp_path):
+    nodes = start(tmp_path, "torchrun", ["--steps", "3"], env={"NODEWEAVE_STALL_WARN": "0"})
+    try:
+        codes = [node.wait(120) for node in nodes]
+    finally:
+        stop(nodes)
+    assert codes == [0, 0], [n.text() for n in nodes]
+    assert not (tmp_path / "n0" / "nodeweave" / "ranks").exists()
