@@ -12,7 +12,12 @@ import socket
 import subprocess
 import sys
 import time
+from pathlib import Path
 
+import pytest
+
+from nodeweave.entrypoint import make_plan
+from nodeweave.entrypoint.errors import EntrypointError
 from nodeweave.entrypoint.fingerprint import distributions
 from nodeweave.entrypoint.sysfs import Root
 
@@ -35,3 +40,37 @@ def test_the_fingerprint_reads_the_version_a_distribution_reports_not_its_folder
     found = distributions(Root(str(tmp_path)))
     assert found["torch"] == "2.5.1" and found["nvidia_nccl_cu12"] == "2.26.2"
     assert found["deepspeed"] == "0.15.0" and found["accelerate"] == "1.0.0"
+
+
+def container_tree(tmp_path, marker="run/.containerenv"):
+    """The compose-sim capture (eth0 a veth, lo) plus the file podman (or docker) puts in every container."""
+    import shutil
+
+    tree = tmp_path / "tree"
+    shutil.copytree(Path(__file__).parent / "fixtures/sysroots/compose-sim", tree, symlinks=True)
+    (tree / marker).parent.mkdir(parents=True, exist_ok=True)
+    (tree / marker).write_text("")
+    (tree / "etc/hostname").write_text("trainer\n")  # no ordinal: the flags give the rank
+    return tree
+
+
+@pytest.mark.parametrize("master", ["localhost", "127.0.0.1", "127.0.1.1"])
+@pytest.mark.parametrize("rank", ["0", "1"])
+def test_a_loopback_master_in_a_container_of_its_own_is_refused_on_any_node_of_a_multi_node_job(tmp_path, master,
+                                                                                              rank):
+    with pytest.raises(EntrypointError) as err:
+        make_plan(["--nnodes", "2", "--node-rank", rank, "--master-addr", master, "--", "true"], env={},
+                  sysroot=str(container_tree(tmp_path)))
+    assert err.value.exit_code == 3
+    text = str(err.value)
+    assert f"master address {master} is this container's own loopback" in text and "set MASTER_ADDR" in text, text
+
+
+def test_a_loopback_master_still_works_for_one_node_for_every_node_on_one_machine_and_when_allowed(tmp_path):
+    tree = str(container_tree(tmp_path, ".dockerenv"))
+    assert make_plan(["--nnodes", "1", "--master-addr", "localhost", "--", "true"], env={}, sysroot=tree)
+    host = str(Path(__file__).parent / "fixtures/sysroots/cpu-only")  # a machine's own NIC: every node here
+    assert make_plan(["--nnodes", "2", "--node-rank", "1", "--master-addr", "127.0.0.1", "--", "true"], env={},
+                     sysroot=host)
+    assert make_plan(["--nnodes", "2", "--node-rank", "1", "--master-addr", "127.0.0.1", "--", "true"],
+                     env={"NODEWEAVE_EXCHANGE_ALLOW": "address"}, sysroot=tree)
