@@ -74,3 +74,70 @@ def test_a_loopback_master_still_works_for_one_node_for_every_node_on_one_machin
                      sysroot=host)
     assert make_plan(["--nnodes", "2", "--node-rank", "1", "--master-addr", "127.0.0.1", "--", "true"],
                      env={"NODEWEAVE_EXCHANGE_ALLOW": "address"}, sysroot=tree)
+
+
+def timed(procs, timeout=60):
+    started = time.monotonic()
+    results = finish(procs, timeout)
+    return results, time.monotonic() - started
+
+
+def test_node_0_refuses_another_node_count_the_moment_that_node_checks_in(tmp_path):
+    procs = start_nodes(tmp_path, 2, ["true"], counts=[3, 2], env={"NODEWEAVE_WAIT_TIMEOUT": "60"})
+    results, took = timed(procs)
+    for code, _, stderr in results:
+        assert code == 3, stderr
+        assert "nodes disagree on the node count" in stderr, stderr
+    assert took < 8, f"{took:.1f} s"
+
+
+def test_a_node_that_refuses_its_own_start_tells_node_0_which_stops_every_node_at_once(tmp_path):
+    procs = start_nodes(tmp_path, 3, ["true"], per_node_env={1: {"WORLD_SIZE": "7"}},
+                        env={"NODEWEAVE_WAIT_TIMEOUT": "60"})
+    results, took = timed(procs)
+    assert [code for code, _, _ in results] == [3, 3, 3], results
+    assert took < 8, f"{took:.1f} s"
+    for rank in (0, 2):
+        stderr = results[rank][2]
+        assert "refused its own start" in stderr and "WORLD_SIZE=7" in stderr, stderr
+    assert "told node 0" in results[1][2], results[1][2]
+
+
+def test_a_check_in_port_whose_packets_are_dropped_is_named_as_a_likely_firewall_within_30_s(tmp_path):
+    """Node 0's check-in port is a listener whose accept queue is full: Linux then drops each SYN, as a
+    firewall's DROP rule does (timeouts, not refusals), on loopback only."""
+    from test_exchange_processes import free_port_pair
+
+    port = free_port_pair()
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", port + 1))
+    listener.listen(0)
+    held = []
+    for _ in range(3):
+        client = socket.socket()
+        client.settimeout(0.5)
+        try:
+            client.connect(("127.0.0.1", port + 1))
+        except OSError:
+            pass
+        held.append(client)
+    env = {"PATH": os.environ["PATH"], "PYTHONPATH": str(SRC), "TMPDIR": str(tmp_path), "NODEWEAVE_WAIT_TIMEOUT": "90"}
+    proc = subprocess.Popen([*ENTRY, "--launcher", "command", "--nnodes", "2", "--node-rank", "1", "--master-addr", "127.0.0.1",
+                             "--master-port", str(port), "--", "true"], env=env, cwd=tmp_path,
+                            stderr=subprocess.PIPE, text=True)
+    started = time.monotonic()
+    lines = []
+    try:
+        for line in proc.stderr:
+            lines.append(line)
+            if "firewall" in line or time.monotonic() - started > 45:
+                break
+        took = time.monotonic() - started
+    finally:
+        proc.kill()
+        proc.wait()
+        for sock in held + [listener]:
+            sock.close()
+    said = "".join(lines)
+    assert "likely a firewall or a Kubernetes NetworkPolicy" in said and f"127.0.0.1:{port + 1}" in said, said
+    assert took < 30, f"{took:.1f} s\n{said}"

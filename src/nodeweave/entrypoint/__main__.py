@@ -62,7 +62,13 @@ def run(settings):
         from .running.runstate import begin_run  # a run `nodeweave run` started: recorded before anything else
 
         begin_run(settings)
-    plan = build_plan(settings)
+    try:
+        plan = build_plan(settings)
+    except EntrypointError as err:
+        from .checkin_refusal import tell_node_0  # node 0 would otherwise wait out its deadline for this node
+
+        tell_node_0(settings, err, _say)
+        raise
     problem = missing_script(plan.launch.launcher, settings.command, os.getcwd())
     if problem:  # here, once, not in every rank the launcher would start
         raise UsageError(problem)

@@ -22,7 +22,6 @@ from .wire import (MAX_MESSAGE, SEND_TIMEOUT_S, Channel, ExchangeError, canonica
                    readable, verify)
 
 HELLO_TIMEOUT_S = 10.0   # from accepting a connection to its hello
-PROBE_TIMEOUT_S = 3.0    # node 0's connect-back, connect and answer
 POLL_S = 0.5
 STATUS_BODY = {"t": "status"}
 
@@ -66,6 +65,7 @@ class Hub:
         self.pending, self.peers = [], []
         self.verdict = None  # once announced
         self.live_status = None  # set by the stall watch: where every rank is, and its verdicts
+        self.refusals = []  # nodes that refused their own start and said why (checkin_refusal.py)
 
     def accept(self):
         """Take every waiting connection and challenge it."""
@@ -102,6 +102,11 @@ class Hub:
         hello = messages[0]
         if hello.get("t") == "status":
             self._answer_status(peer, hello)
+            return
+        if hello.get("t") == "refusal":
+            from .checkin_refusal import note_refusal
+
+            note_refusal(self, peer, hello)
             return
         fp = hello.get("fp")
         if hello.get("t") != "hello" or not isinstance(fp, dict):
@@ -177,14 +182,20 @@ class Hub:
                 self.board.hold(peer)  # a judged node: what it sends waits for the heartbeat
         self.expire()
 
-    def gather(self, needed, deadline):
-        """Wait until ``needed`` nodes (node 0 included) have checked in, or ``deadline``."""
+    def gather(self, needed, deadline, early=None):
+        """Wait until ``needed`` nodes (node 0 included) have checked in, or ``deadline``, or — as each
+        node arrives — ``early()`` says the job is refused already (another node count, a duplicate rank)."""
         next_log = self.clock() + 10.0
         self.board.prepare(needed, self.log)
+        judged = 0
         while len(self.peers) + 1 < needed:
             now = self.clock()
             if now >= deadline:
                 break
+            if early is not None and len(self.peers) + len(self.refusals) != judged:
+                judged = len(self.peers) + len(self.refusals)
+                if early():
+                    break
             if now >= next_log:
                 self.log(f"check-in: {len(self.peers) + 1} of {needed} node(s) in; waiting up to "
                          f"{int(deadline - now)}s more")
@@ -193,12 +204,27 @@ class Hub:
         while self.board.probing():  # each connect-back ends by its own deadline
             self.step(POLL_S)
 
+    def refused_early(self, nnodes_max, launcher, allow):
+        """Whether the nodes in so far are refused whoever else comes: a node refused its own start, or a
+        refusal among what each fingerprint says (not the connect-back, still being tried)."""
+        if self.refusals:
+            return True
+        entries = [Entry(self.own_fp, seen=self.own_fp.get("route_address") or self.own_fp.get("address"), own=True)]
+        entries += [peer.entry() for peer in self.peers]
+        verdict = judge(entries, 0, nnodes_max, launcher, allow)
+        return any(p["severity"] == "refuse" and p["check"] != "connect-back" for p in verdict["problems"])
+
     def decide(self, nnodes_min, nnodes_max, launcher, allow, missing=None):
         entries = [Entry(self.own_fp, seen=self.own_fp.get("route_address") or self.own_fp.get("address"), own=True)]
         entries += [peer.entry() for peer in self.peers]
         present = {e.fp.get("rank") for e in entries}
         gone = {rank: missing(rank) if missing else None for rank in range(nnodes_min) if rank not in present}
-        return judge(entries, nnodes_min, nnodes_max, launcher, allow, gone)
+        verdict = judge(entries, nnodes_min, nnodes_max, launcher, allow, gone)
+        if self.refusals:
+            from .checkin_refusal import add_refusals
+
+            add_refusals(verdict, self.refusals)
+        return verdict
 
     def announce(self, verdict):
         """Send the verdict to every node (encoded once, written without waiting on any one node); a node

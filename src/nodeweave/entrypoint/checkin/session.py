@@ -175,10 +175,15 @@ class CheckIn:
         hub.own_fp = self.fingerprint
         self.log(f"check-in: waiting for {topo.nnodes_min - 1} more node(s) on port {info['port']} "
                  f"(up to {info['deadline_s']}s)")
-        hub.gather(topo.nnodes_min, self.started + info["deadline_s"])
+        hub.gather(topo.nnodes_min, self.started + info["deadline_s"],
+                   early=lambda: hub.refused_early(topo.nnodes_max, plan.launch.launcher, info["allow"]))
         verdict = hub.decide(topo.nnodes_min, topo.nnodes_max, plan.launch.launcher, info["allow"],
                              _missing(self.settings, plan))
         hub.announce(verdict)
+        if verdict["decision"] == "refuse" and len(hub.peers) + 1 < topo.nnodes_min:
+            from .checkin_refusal import tell_latecomers
+
+            tell_latecomers(hub, verdict, topo.nnodes_min, self.started + info["deadline_s"])
         if verdict["decision"] == "start" and info["heartbeat"]:
             return verdict, HubWatch(hub, self.log, elastic=topo.elastic, admit=_admitter(hub, topo, plan, info))
         hub.close()
