@@ -47,7 +47,7 @@ def special_step(args, rank) -> None:
         with open(args.fifo) as fifo:  # blocks: nobody opens it for writing
             fifo.read()
     if rank == args.stop_self:
-        os.write(1, f"NODEWEAVE-STALL rank={rank} stops itself\n".encode())
+        os.write(1, f"NODEWEAVE-STALL rank={rank} stops itself at={time.time():.3f}\n".encode())
         os.kill(os.getpid(), 19)  # SIGSTOP
     if args.save_for:
         if rank == args.save_rank:
@@ -95,7 +95,7 @@ def main() -> int:
             os.write(2, f"NODEWEAVE-FAIL rank={rank} at={time.time():.3f}: failing on purpose\n".encode())
             os._exit(1)
         if str(rank) in args.stall_ranks.split(",") and step == args.stall_step:
-            os.write(1, f"NODEWEAVE-STALL rank={rank} for {args.stall_for:g}s\n".encode())
+            os.write(1, f"NODEWEAVE-STALL rank={rank} for {args.stall_for:g}s at={time.time():.3f}\n".encode())
             time.sleep(args.stall_for)
         if step == args.stall_step:
             special_step(args, rank)
