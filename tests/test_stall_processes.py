@@ -123,3 +123,37 @@ def test_stall_warn_0_puts_no_hook_on_the_ranks(tmp_path):
         stop(nodes)
     assert codes == [0, 0], [n.text() for n in nodes]
     assert not (tmp_path / "n0" / "nodeweave" / "ranks").exists()
+
+
+def test_status_shows_every_rank_and_stacks_dumps_them_grouped_without_stopping_anything(tmp_path):
+    import json
+    import os
+    import subprocess
+    import time
+
+    from test_exchange_processes import ENTRY, SRC
+
+    nodes = start(tmp_path, "torchrun", ["--steps", "100000", "--interval", "0.2", "--stall-ranks", "1",
+                                         "--stall-step", "10", "--stall-for", "600"],
+                  env={"NODEWEAVE_STALL_WARN": "300"})
+    try:
+        deadline = time.monotonic() + 90
+        while nodes[1].first("NODEWEAVE-STALL", "out") is None and time.monotonic() < deadline:
+            time.sleep(0.5)
+        time.sleep(5)
+        port = int(nodes[0].proc.args[nodes[0].proc.args.index("--master-port") + 1])
+        out = subprocess.run([*ENTRY, "--status", "--stacks", "--nnodes", "2", "--node-rank", "1", "--master-addr",
+                              "127.0.0.1", "--master-port", str(port)], capture_output=True, text=True, timeout=60,
+                             env={"PATH": os.environ["PATH"], "PYTHONPATH": str(SRC)}, cwd=tmp_path)
+        assert out.returncode == 0, out.stderr
+        ranks = json.loads(out.stdout)["ranks"]
+        by_rank = {r["rank"]: r for r in ranks["ranks"]}
+        assert set(by_rank) == {0, 1} and by_rank[0]["seq"] == by_rank[1]["seq"] + 1, ranks
+        assert by_rank[0]["inside"] and by_rank[0]["name"] == "all_reduce" and by_rank[1]["state"] == "S", ranks
+        assert by_rank[1]["since_s"] >= 4, ranks
+        assert re.search(r"1 rank \(1\): time\.sleep \(allreduce\.py:\d+\)", out.stderr), out.stderr
+        assert re.search(r"1 rank \(0\): in all_reduce \(allreduce\.py:\d+\)", out.stderr), out.stderr
+        assert all(node.proc.poll() is None for node in nodes)  # nothing was stopped
+        assert "STALL:" not in nodes[0].text()
+    finally:
+        stop(nodes)

@@ -132,12 +132,12 @@ class Hub:
         self.pending.remove(peer)
         self.board.release(peer)
         try:
-            peer.channel.send(self.status())
+            peer.channel.send(self.status(stacks=bool(request.get("stacks"))))
         except ExchangeError:
             pass
         peer.channel.finish(1.0)
 
-    def status(self):
+    def status(self, stacks=False):
         nodes = [{"fp": self.own_fp, "seen": self.own_fp.get("route_address"), "probe": None, "own": True,
                   "state": "node 0"}]
         for peer in self.peers:
@@ -147,7 +147,7 @@ class Hub:
         answer = {"t": "status", "phase": "gathering" if self.verdict is None else "running", "nodes": nodes,
                   "verdict": self.verdict}
         if self.live_status is not None:
-            answer["ranks"] = self.live_status()
+            answer["ranks"] = self.live_status(stacks)
         if len(canonical(answer)) > MAX_MESSAGE // 2:  # a very large job: the variables' values are left out
             for node in nodes:
                 node["fp"] = dict(node["fp"], env={})
@@ -306,7 +306,7 @@ def _await_verdict(channel, listener, token, deadline, clock):
         messages = channel.drain() if channel.sock in ready else []
 
 
-def ask_status(host, port, job, token, timeout_s=10.0):
+def ask_status(host, port, job, token, timeout_s=10.0, stacks=False):
     """Node 0's view of the job (every node's fingerprint, the verdict), as ``nodeweave doctor --cluster`` shows it."""
     deadline = time.monotonic() + timeout_s
     channel = connect(host, port, timeout_s)
@@ -316,7 +316,8 @@ def ask_status(host, port, job, token, timeout_s=10.0):
             raise ExchangeError(f"{host}:{port} is not a nodeweave exchange")
         if challenge.get("job") != job:
             raise Refused(f"the exchange at {host}:{port} belongs to job {challenge.get('job')!r}, not {job!r}")
-        channel.send({"t": "status", "job": job, "mac": proof(token, str(challenge.get("nonce")), STATUS_BODY)})
+        channel.send({"t": "status", "job": job, "mac": proof(token, str(challenge.get("nonce")), STATUS_BODY),
+                      "stacks": bool(stacks)})
         answer = channel.receive(deadline)
         if answer.get("t") == "reject":
             raise Refused(f"node 0 ({host}:{port}) refused: {answer.get('reason')}")

@@ -101,13 +101,20 @@ def print_status(settings):
     topo, info = plan.topology, plan.exchange
     token = job_token(settings.env, topo.job_id, topo.master_port.value)
     try:
-        answer = ask_status(info["host"], info["port"], topo.job_id, token)
+        answer = ask_status(info["host"], info["port"], topo.job_id, token, timeout_s=20.0 if settings.stacks else 10.0,
+                            stacks=settings.stacks)
     except Refused as err:
         raise EntrypointError(str(err), EXIT_TOPOLOGY) from None
     except ExchangeError as err:
         raise EntrypointError(f"node 0's check-in exchange at {info['host']}:{info['port']}: {err}",
                               EXIT_UNREACHABLE) from None
     sys.stdout.write(json.dumps(answer, indent=2) + "\n")
+    if settings.stacks:
+        from .stall.stacks import render
+
+        classes = (answer.get("ranks") or {}).get("stacks")
+        for line in render(classes) if classes else ["no stacks: the stall watch is off for this job"]:
+            sys.stderr.write(line + "\n")
     return 0
 
 

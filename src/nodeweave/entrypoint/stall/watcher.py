@@ -101,11 +101,15 @@ class StallWatch:
         self.publish(lines)
         hub_watch.broadcast_report(lines)
 
-    def status(self):
-        """Per rank, for `--status`: where each rank is and for how long, and the verdicts."""
+    def status(self, hub_watch=None):
+        """For `--status`: where each rank is and for how long, the verdicts; with ``hub_watch``, every rank's
+        stack grouped (`--status --stacks`), gathered now without stopping anything."""
         ranks = [{k: v.get(k) for k in ("node", "rank", "host", "pod", "seq", "name", "inside", "since_s", "state",
                                         "cpu_rate")} for v in self.last_views]
-        return {"ranks": ranks, **self.verdicts}
+        answer = {"ranks": ranks, **self.verdicts}
+        if hub_watch is not None:
+            answer["stacks"] = group(self._gather(hub_watch, self.view()))
+        return answer
 
 
 def _summary(finding):
