@@ -8,7 +8,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 
 import stall_nodes  # noqa: E402
-from stall_nodes import stop  # noqa: E402,F401 - the tests' import
+from stall_nodes import stop  # noqa: E402,F401 - the tests import it from here
 
 WORKLOAD = Path(__file__).resolve().parent / "e2e" / "workspace" / "allreduce.py"
 

@@ -105,12 +105,7 @@ def list_text(value):
     return ",".join(value) if value else None
 
 
-STALL_WARN_S, STALL_TIMEOUT_S = 60, 600  # the defaults (docs/stalls.md)
-
-
-def unless(default):
-    """Write the value out only when it is not the entrypoint's own default (rendered files stay short)."""
-    return lambda value: None if value == default else str(value)
+STALL_WARN_S, STALL_TIMEOUT_S = 60, 600  # the defaults (docs/stalls.md); rendered only when another value
 
 
 def optional_text(value):
@@ -301,13 +296,12 @@ SETTINGS = (
             "the profiler's own options, shell-quoted, instead of nodeweave's (rocprofv3: --kernel-trace --stats; "
             "nsys: none), e.g. '-i counters.yaml' or '--trace=cuda,nvtx --stats=true'; the output stays nodeweave's",
             read=read_words),
-    Setting("stall_warn", "--stall-warn", "NODEWEAVE_STALL_WARN",
-            f"seconds nothing moves while ranks wait in a collective one rank has not entered before every node "
-            f"prints the stall report (default {STALL_WARN_S}; 0 = no stall watch, no rank hook)",
-            spec="launcher.stall_warn", read=read_int(0), text=unless(STALL_WARN_S)),
-    Setting("stall_timeout", "--stall-timeout", "NODEWEAVE_STALL_TIMEOUT",
-            f"seconds of such a stall before every node stops its launcher, exit 7 (default {STALL_TIMEOUT_S}; "
-            "0 = never)", spec="launcher.stall_timeout", read=read_int(0), text=unless(STALL_TIMEOUT_S)),
+    Setting("stall_warn", "--stall-warn", "NODEWEAVE_STALL_WARN", f"seconds ranks wait for one that did not enter "
+            f"the collective before the stall report (default {STALL_WARN_S}; 0 = no stall watch)",
+            spec="launcher.stall_warn", read=read_int(0), text=lambda v: None if v == STALL_WARN_S else str(v)),
+    Setting("stall_timeout", "--stall-timeout", "NODEWEAVE_STALL_TIMEOUT", f"seconds of a stall before every node "
+            f"stops, exit 7 (default {STALL_TIMEOUT_S}; 0 = never)", spec="launcher.stall_timeout", read=read_int(0),
+            text=lambda v: None if v == STALL_TIMEOUT_S else str(v)),
 )
 
 BY_KEY = {row.key: row for row in SETTINGS}
