@@ -48,8 +48,11 @@ def test_a_sleeping_rank_is_named_with_grouped_stacks_and_the_job_stops_with_exi
 
 
 def test_a_sigstopped_rank_is_named_as_stopped(tmp_path):
-    nodes, codes = run_to_end(tmp_path, "torchrun", ["--stop-self", "1"])
+    nodes, codes = run_to_end(tmp_path, "torchrun", ["--stop-self", "1"], env={"NODEWEAVE_RUN_ID": "r1"})
     assert codes == [7, 7], [n.text() for n in nodes]
+    for rank in (0, 1):  # a run nodeweave run started keeps the report in its folder on every node
+        kept = (tmp_path / f"n{rank}" / "nodeweave" / "runs" / "r1" / "stalls.txt").read_text()
+        assert "STALL: 1 rank(s) wait in all_reduce" in kept and "1 rank (1): stopped" in kept, kept
     for node in nodes:
         err = one_report(node)
         assert "culprit rank 1 (node 1" in err and ": stopped" in err, err
