@@ -12,7 +12,6 @@ report. Needs torch with CUDA and two GPUs; run from a checkout (no install need
 import argparse
 import json
 import os
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -45,16 +44,6 @@ dist.destroy_process_group()
 '''
 
 
-def own_address():
-    """This machine's address on its default route (a loopback master is refused in a container of its own)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-        try:
-            s.connect(("10.255.255.255", 1))  # no packet is sent: the kernel picks the route
-            return s.getsockname()[0]
-        except OSError:
-            return "127.0.0.1"
-
-
 def run_case(case, out, warn, timeout):
     work = out / case
     work.mkdir(parents=True, exist_ok=True)
@@ -64,7 +53,7 @@ def run_case(case, out, warn, timeout):
     per_node = {i: {"CUDA_VISIBLE_DEVICES": str(i), "NCCL_HOSTID": f"simnode{i}"} for i in (0, 1)}
     steps = "40" if case == "skip" else "100000"
     nodes = stall_nodes.start(work, "torchrun", ["gpu_stall.py", case, steps], env=env, per_node=per_node,
-                              master=own_address())
+                              master=stall_nodes.own_address())
     try:
         codes = [node.wait(timeout + warn + 240) for node in nodes]
     finally:

@@ -32,6 +32,16 @@ def free_port_pair():
     raise RuntimeError("no free port pair")
 
 
+def own_address():
+    """This machine's address on its default route (a loopback master is refused in a container of its own)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        try:
+            s.connect(("10.255.255.255", 1))  # no packet is sent: the kernel picks the route
+            return s.getsockname()[0]
+        except OSError:
+            return "127.0.0.1"
+
+
 class Node:
     """One entrypoint process; ``lines`` holds (monotonic time, 'out'|'err', text) as they arrive."""
 
