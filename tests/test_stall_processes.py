@@ -156,7 +156,35 @@ def test_status_shows_every_rank_and_stacks_dumps_them_grouped_without_stopping_
         assert by_rank[1]["since_s"] >= 4, ranks
         assert re.search(r"1 rank \(1\): time\.sleep \(allreduce\.py:\d+\)", out.stderr), out.stderr
         assert re.search(r"1 rank \(0\): in all_reduce \(allreduce\.py:\d+\)", out.stderr), out.stderr
+        lines = cluster_view(port)  # what `nodeweave status --stacks` prints, asked through a node
+        assert any(re.match(r"rank 1 \(node 1, [^)]*\): after all_reduce #\d+ for \d+s, sleeping", x) for x in lines), lines
+        assert any(re.match(r"rank 0 \(node 0, [^)]*\): in all_reduce #\d+ for \d+s", x) for x in lines), lines
+        assert any(re.search(r"1 rank \(1\): time\.sleep \(allreduce\.py:\d+\)", x) for x in lines), lines
         assert all(node.proc.poll() is None for node in nodes)  # nothing was stopped
         assert "STALL:" not in nodes[0].text()
     finally:
         stop(nodes)
+
+
+def cluster_view(port):
+    """``nodeweave status --stacks``'s rank lines, asked through a cluster node that is this machine."""
+    import os
+    import sys
+    from dataclasses import dataclass
+
+    from nodeweave.cluster.base import Node
+    from nodeweave.cluster.ranks import ask_ranks, rank_lines
+    from nodeweave.remote.base import Remote
+
+    @dataclass(frozen=True)
+    class Here(Remote):
+        kind = "here"
+
+        def exec_argv(self, argv, stdin=True, tty=False):
+            return list(argv)
+
+    env = (("PATH", f"{os.path.dirname(sys.executable)}:{os.environ['PATH']}"), ("NNODES", "2"), ("NODE_RANK", "1"),
+           ("MASTER_ADDR", "127.0.0.1"), ("MASTER_PORT", str(port)))
+    ranks, tried = ask_ranks([Node(1, Here("node1"), env=env)], stacks=True)
+    assert ranks, tried
+    return rank_lines(ranks)

@@ -138,6 +138,10 @@ def status_command(
     fingerprints: bool = typer.Option(False, "--fingerprints", help="Also every node's check-in fingerprint side by "
                                       "side, differences highlighted (node 0's exchange while a job runs, else each "
                                       "node's --explain), as `nodeweave doctor --cluster` shows them"),
+    ranks: bool = typer.Option(False, "--ranks", help="Also every rank of the running job: the collective it is in "
+                               "or last left, for how long, its state, and the stall/straggler verdicts"),
+    stacks: bool = typer.Option(False, "--stacks", help="--ranks plus every rank's Python stack, gathered now and "
+                                "grouped into identical classes; nothing is stopped"),
 ) -> None:
     """One row per node: up, hold or run, rank, plan hash (do all agree?), run in progress, GPU use."""
     spec_path = find_spec(spec_path)
@@ -150,7 +154,13 @@ def status_command(
     rows = gather(backend, nodes, spec_command(spec))
     agree = agreement(rows)
     view = _fingerprints([n for n, r in zip(nodes, rows) if r["up"]]) if fingerprints else None
+    watch, tried = (None, [])
+    if ranks or stacks:
+        from nodeweave.cluster.ranks import ask_ranks
+
+        watch, tried = ask_ranks([n for n, r in zip(nodes, rows) if r["up"]], stacks=stacks)
     extra = {"fingerprints": view.to_dict()} if view is not None else {}
+    extra.update({"ranks": watch} if ranks or stacks else {})
     data = {"where": backend.where(), "plans_agree": agree, "nodes": rows, **extra}
     if as_json:
         typer.echo(json.dumps(data, indent=2))
@@ -160,6 +170,11 @@ def status_command(
             from nodeweave.cli.doctor import print_cluster_view
 
             print_cluster_view(view, console())
+        if ranks or stacks:
+            from nodeweave.cluster.ranks import rank_lines
+
+            for line in rank_lines(watch) if watch else [f"no rank view: {'; '.join(tried) or 'no node is up'}"]:
+                console().print(line, highlight=False, markup=False)
     problems = status_problems(rows)
     if rows and not any(r["up"] for r in rows):
         problems = [f"{spec.name} is down on {backend.where()} (no node answers); `nodeweave up` starts it"]
