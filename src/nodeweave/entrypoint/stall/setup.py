@@ -33,5 +33,5 @@ def attach(watch, plan, settings, environ, log):
                              run_dir(env, run_id) if run_id else None)
     hub = getattr(watch, "hub", None)
     if hub is not None:
-        hub.live_status = lambda stacks=False: watch.stall.status(watch if stacks else None)
+        hub.live_status = lambda stacks=False: watch.stall.status(watch, stacks)
     return environ

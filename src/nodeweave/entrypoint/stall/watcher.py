@@ -101,14 +101,16 @@ class StallWatch:
         self.publish(lines)
         hub_watch.broadcast_report(lines)
 
-    def status(self, hub_watch=None):
-        """For `--status`: where each rank is and for how long, the verdicts; with ``hub_watch``, every rank's
-        stack grouped (`--status --stacks`), gathered now without stopping anything."""
+    def status(self, hub_watch, stacks=False):
+        """For `--status`: where each rank is and for how long (this node's now, the others' as of their last
+        beat), the verdicts; with ``stacks`` every rank's stack grouped, gathered now, stopping nothing."""
+        own = self.view()
+        self.last_views = own + hub_watch.peer_views()
         ranks = [{k: v.get(k) for k in ("node", "rank", "host", "pod", "seq", "name", "inside", "since_s", "state",
                                         "cpu_rate")} for v in self.last_views]
         answer = {"ranks": ranks, **self.verdicts}
-        if hub_watch is not None:
-            answer["stacks"] = group(self._gather(hub_watch, self.view()))
+        if stacks:
+            answer["stacks"] = group(self._gather(hub_watch, own))
         return answer
 
 
