@@ -17,8 +17,8 @@ import pytest
 
 from nodeweave.entrypoint import make_plan
 from nodeweave.entrypoint.errors import EntrypointError
-from nodeweave.entrypoint.fingerprint import distributions
-from nodeweave.entrypoint.sysfs import Root
+from nodeweave.entrypoint.checkin.fingerprint import distributions
+from nodeweave.entrypoint.detection.sysfs import Root
 
 from test_exchange_processes import ENTRY, SRC, finish, start_nodes
 

@@ -65,7 +65,7 @@ def run(settings):
     try:
         plan = build_plan(settings)
     except EntrypointError as err:
-        from .checkin_refusal import tell_node_0  # node 0 would otherwise wait out its deadline for this node
+        from .checkin.refusal import tell_node_0  # node 0 would otherwise wait out its deadline for this node
 
         tell_node_0(settings, err, _say)
         raise

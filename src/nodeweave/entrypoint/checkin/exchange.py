@@ -65,7 +65,7 @@ class Hub:
         self.pending, self.peers = [], []
         self.verdict = None  # once announced
         self.live_status = None  # set by the stall watch: where every rank is, and its verdicts
-        self.refusals = []  # nodes that refused their own start and said why (checkin_refusal.py)
+        self.refusals = []  # nodes that refused their own start and said why (refusal.py)
 
     def accept(self):
         """Take every waiting connection and challenge it."""
@@ -104,7 +104,7 @@ class Hub:
             self._answer_status(peer, hello)
             return
         if hello.get("t") == "refusal":
-            from .checkin_refusal import note_refusal
+            from .refusal import note_refusal
 
             note_refusal(self, peer, hello)
             return
@@ -221,7 +221,7 @@ class Hub:
         gone = {rank: missing(rank) if missing else None for rank in range(nnodes_min) if rank not in present}
         verdict = judge(entries, nnodes_min, nnodes_max, launcher, allow, gone)
         if self.refusals:
-            from .checkin_refusal import add_refusals
+            from .refusal import add_refusals
 
             add_refusals(verdict, self.refusals)
         return verdict

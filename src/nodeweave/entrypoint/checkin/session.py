@@ -110,7 +110,7 @@ def print_status(settings):
                               EXIT_UNREACHABLE) from None
     sys.stdout.write(json.dumps(answer, indent=2) + "\n")
     if settings.stacks:
-        from .stall.stacks import render
+        from ..stall.stacks import render
 
         classes = (answer.get("ranks") or {}).get("stacks")
         for line in render(classes) if classes else ["no stacks: the stall watch is off for this job"]:
@@ -188,7 +188,7 @@ class CheckIn:
                              _missing(self.settings, plan))
         hub.announce(verdict)
         if verdict["decision"] == "refuse" and len(hub.peers) + 1 < topo.nnodes_min:
-            from .checkin_refusal import tell_latecomers
+            from .refusal import tell_latecomers
 
             tell_latecomers(hub, verdict, topo.nnodes_min, self.started + info["deadline_s"])
         if verdict["decision"] == "start" and info["heartbeat"]:

@@ -155,7 +155,7 @@ def check_loopback_master(topo, node, root, settings):
     """A multi-node job whose master is loopback, in a container with a network namespace of its own (only
     virtual interfaces, and a container's marker file or a pod): each node would reach only itself, and
     every node would wait out the deadline. One machine running every node (its own NICs) is left alone."""
-    from .detect_host import in_kubernetes
+    from ..detection.host import in_kubernetes
     from .topology import host_networking
 
     if topo.nnodes_max <= 1 or not _loopback(topo.master_addr.value) or host_networking(node):

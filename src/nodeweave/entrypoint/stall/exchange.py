@@ -7,7 +7,7 @@
 - an ``abort`` with ``"code": 7``: the job stalled for stall_timeout; every node exits 7.
 """
 
-from ..wire import ExchangeError, readable
+from ..checkin.wire import ExchangeError, readable
 
 
 class LinkStall:

@@ -2,7 +2,7 @@
 
 import os
 
-from ..contract import STALL_TIMEOUT_S, STALL_WARN_S
+from ..planning.contract import STALL_TIMEOUT_S, STALL_WARN_S
 
 HOOK = os.path.join(os.path.dirname(os.path.abspath(__file__)), "rankhook")
 FOLDER_VARIABLE = "NODEWEAVE_RANKWATCH_DIR"
@@ -13,7 +13,7 @@ def attach(watch, plan, settings, environ, log):
     warn = settings.get("stall_warn", STALL_WARN_S)
     if not warn or watch is None:
         return environ
-    from ..runstate import run_dir, state_root
+    from ..running.runstate import run_dir, state_root
     from .ranks import RankFolder
     from .watcher import StallWatch
 

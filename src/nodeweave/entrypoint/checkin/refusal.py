@@ -13,20 +13,20 @@ verdict to the others straight away.
 import socket
 import time
 
-from .errors import EXIT_TOPOLOGY, EXIT_USAGE
-from .exchange_plan import exchange_port, switched_off
+from ..errors import EXIT_TOPOLOGY, EXIT_USAGE
+from ..planning.exchange_plan import exchange_port, switched_off
 
 TELL_FOR_S = 15.0  # node 0 opens its port as soon as it has planned: nodes started together find it in time
 
 
 def _where(settings):
     """(host, exchange port, job id, master port) to tell, or None when there is nobody to tell."""
-    from .core import detect
-    from .detect_host import in_kubernetes
-    from .model import Topology, Value
-    from .sources import Scene, collect
-    from .sysfs import Root
-    from .topology import DEFAULT_PORT, _master, host_networking
+    from ..core import detect
+    from ..detection.host import in_kubernetes
+    from ..model import Topology, Value
+    from ..planning.sources import Scene, collect
+    from ..detection.sysfs import Root
+    from ..planning.topology import DEFAULT_PORT, _master, host_networking
 
     root = Root(settings.sysroot)
     node = detect(settings.sysroot, settings.env)
