@@ -173,7 +173,7 @@ def cluster_view(port):
     from dataclasses import dataclass
 
     from nodeweave.cluster.base import Node
-    from nodeweave.cluster.ranks import ask_ranks, rank_lines
+    from nodeweave.cluster.status import ask_ranks, rank_lines
     from nodeweave.remote.base import Remote
 
     @dataclass(frozen=True)

@@ -156,7 +156,7 @@ def status_command(
     view = _fingerprints([n for n, r in zip(nodes, rows) if r["up"]]) if fingerprints else None
     watch, tried = (None, [])
     if ranks or stacks:
-        from nodeweave.cluster.ranks import ask_ranks
+        from nodeweave.cluster.status import ask_ranks
 
         watch, tried = ask_ranks([n for n, r in zip(nodes, rows) if r["up"]], stacks=stacks)
     extra = {"fingerprints": view.to_dict()} if view is not None else {}
@@ -171,7 +171,7 @@ def status_command(
 
             print_cluster_view(view, console())
         if ranks or stacks:
-            from nodeweave.cluster.ranks import rank_lines
+            from nodeweave.cluster.status import rank_lines
 
             for line in rank_lines(watch) if watch else [f"no rank view: {'; '.join(tried) or 'no node is up'}"]:
                 console().print(line, highlight=False, markup=False)
