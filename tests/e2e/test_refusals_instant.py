@@ -14,14 +14,14 @@ image: {{variant: cpu, registry: localhost/nodeweave-e2e}}
 nodes: 2
 gpus_per_node: 1
 launcher: {{script: allreduce.py, args: ["--timeout", "60"], wait_timeout: 120}}
-env: {{OMP_NUM_THREADS: "1"{extra}}}
+env: {{OMP_NUM_THREADS: "1"}}
 cache: {{host_path: ./cache}}
 kubernetes: {{grace_period: 30}}
 """
 
 
-def _cluster(engine, image, tmp_path, name, extra=""):
-    cluster = compose_cluster(engine, prepare_workdir(tmp_path, SPEC.format(name=name, extra=extra)), image)
+def _cluster(engine, image, tmp_path, name):
+    cluster = compose_cluster(engine, prepare_workdir(tmp_path, SPEC.format(name=name)), image)
     cluster.remove()
     return cluster
 
@@ -32,15 +32,21 @@ def _ended(cluster, limit=90):
     return codes, took, {n: cluster.logs(n) for n in cluster.names}
 
 
-def test_a_loopback_master_in_containers_of_their_own_is_refused_at_once_on_every_node(engine, cpu_image, tmp_path):
-    cluster = _cluster(engine, cpu_image, tmp_path, "e2e-rflo", extra=', MASTER_ADDR: "localhost"')
+def test_a_loopback_master_in_a_container_of_its_own_is_refused_at_once_and_node_0_is_told(engine, cpu_image,
+                                                                                           tmp_path):
+    """Node 1 got ``MASTER_ADDR=localhost`` (a template meant for one machine): it refuses at once, and tells
+    node 0 (``<job>-0``, its hostname's ordinal prefix), which stops too."""
+    cluster = _cluster(engine, cpu_image, tmp_path, "e2e-rflo")
     try:
-        cluster.up()
+        cluster.up(services=["e2e-rflo-0"])
+        cluster.run_like("e2e-rflo-0", "e2e-rflo-1", env={"MASTER_ADDR": "localhost"})
         codes, took, logs = _ended(cluster)
-        assert set(codes.values()) == {3}, f"{codes}\n{logs}"
-        for name, log in logs.items():
-            assert "master address localhost is this container's own loopback" in log, log
-            assert took[name] < 10, f"{name} took {took[name]:.1f} s\n{log}"
+        assert codes == {"e2e-rflo-0": 3, "e2e-rflo-1": 3}, f"{codes}\n{logs}"
+        assert "master address localhost is this container's own loopback" in logs["e2e-rflo-1"], logs
+        assert took["e2e-rflo-1"] < 10, f"{took}\n{logs}"
+        assert "refused its own start" in logs["e2e-rflo-0"], logs
+        ended = {n: cluster.state(n).finished_at.timestamp() for n in cluster.names}
+        assert ended["e2e-rflo-0"] - ended["e2e-rflo-1"] < 5, ended
     finally:
         cluster.remove()
 

@@ -37,11 +37,19 @@ def _where(settings):
         return None  # a single-node job: no exchange
     prefix = next((c.value for c in claims.get("prefix", ())), None)
     master, _ = _master(scene, claims, prefix, 2, [], [])
+    if prefix and _loopback(master):  # refused for that very address: node 0 is <name>-0 (compose, StatefulSet)
+        master = f"{prefix}-0"
     ports = [c.value for c in claims.get("master_port", ())]
     port = int(ports[0]) if ports and str(ports[0]).isdigit() else DEFAULT_PORT
     topo = Topology(master_port=Value(value=port, source="refusal"))
     job_id = settings.get("job_id") or prefix or settings.env.get("SLURM_JOB_ID") or "nodeweave"
     return master, exchange_port(topo, settings)[0], job_id, port, node.hostname
+
+
+def _loopback(address):
+    from ..planning.consistency import _loopback as loopback
+
+    return loopback(address)
 
 
 def tell_node_0(settings, error, log, budget_s=TELL_FOR_S):
