@@ -16,12 +16,15 @@ import errno
 import socket
 import time
 
+from .connectback import answer_probe as _answer_probe
+from .refusal import add_refusals, note_refusal
 from .switchboard import Switchboard
 from .verdict import Entry, judge
 from .wire import (MAX_MESSAGE, SEND_TIMEOUT_S, Channel, ExchangeError, canonical, connect, finish_all, nonce, proof,
                    readable, verify)
 
 HELLO_TIMEOUT_S = 10.0   # from accepting a connection to its hello
+PROBE_TIMEOUT_S = 3.0    # node 0's connect-back, connect and answer
 POLL_S = 0.5
 STATUS_BODY = {"t": "status"}
 
@@ -39,7 +42,7 @@ class Peer:
     def __init__(self, channel, challenge, since):
         self.channel, self.challenge, self.since = channel, challenge, since
         self.fp = self.seen = self.probe = self.thread = self.label = self.done = None
-        self.ranks = self.stacks = None  # the stall watch's latest view of its ranks, its answer for stacks
+        self.ranks = self.stacks = None  # the stall watch's: this node's ranks, its answer for stacks
         self.last_heard = since
 
     def entry(self):
@@ -64,8 +67,7 @@ class Hub:
         self.board = Switchboard(self.sock)
         self.pending, self.peers = [], []
         self.verdict = None  # once announced
-        self.live_status = None  # set by the stall watch: where every rank is, and its verdicts
-        self.refusals = []  # nodes that refused their own start and said why (refusal.py)
+        self.live_status, self.refusals = None, []  # the stall watch's view; nodes that refused themselves
 
     def accept(self):
         """Take every waiting connection and challenge it."""
@@ -104,8 +106,6 @@ class Hub:
             self._answer_status(peer, hello)
             return
         if hello.get("t") == "refusal":
-            from .refusal import note_refusal
-
             note_refusal(self, peer, hello)
             return
         fp = hello.get("fp")
@@ -204,16 +204,6 @@ class Hub:
         while self.board.probing():  # each connect-back ends by its own deadline
             self.step(POLL_S)
 
-    def refused_early(self, nnodes_max, launcher, allow):
-        """Whether the nodes in so far are refused whoever else comes: a node refused its own start, or a
-        refusal among what each fingerprint says (not the connect-back, still being tried)."""
-        if self.refusals:
-            return True
-        entries = [Entry(self.own_fp, seen=self.own_fp.get("route_address") or self.own_fp.get("address"), own=True)]
-        entries += [peer.entry() for peer in self.peers]
-        verdict = judge(entries, 0, nnodes_max, launcher, allow)
-        return any(p["severity"] == "refuse" and p["check"] != "connect-back" for p in verdict["problems"])
-
     def decide(self, nnodes_min, nnodes_max, launcher, allow, missing=None):
         entries = [Entry(self.own_fp, seen=self.own_fp.get("route_address") or self.own_fp.get("address"), own=True)]
         entries += [peer.entry() for peer in self.peers]
@@ -221,8 +211,6 @@ class Hub:
         gone = {rank: missing(rank) if missing else None for rank in range(nnodes_min) if rank not in present}
         verdict = judge(entries, nnodes_min, nnodes_max, launcher, allow, gone)
         if self.refusals:
-            from .refusal import add_refusals
-
             add_refusals(verdict, self.refusals)
         return verdict
 

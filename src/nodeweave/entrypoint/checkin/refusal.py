@@ -139,3 +139,16 @@ def tell_latecomers(hub, verdict, needed, deadline):
             except ExchangeError:
                 pass
         told = len(hub.peers)
+
+
+def refused_early(hub, nnodes_max, launcher, allow):
+    """Whether the nodes in so far are refused whoever else comes: a node refused its own start, or a
+    refusal among what each fingerprint says (not the connect-back, still being tried)."""
+    from .verdict import Entry, judge
+
+    if hub.refusals:
+        return True
+    entries = [Entry(hub.own_fp, seen=hub.own_fp.get("route_address") or hub.own_fp.get("address"), own=True)]
+    entries += [peer.entry() for peer in hub.peers]
+    verdict = judge(entries, 0, nnodes_max, launcher, allow)
+    return any(p["severity"] == "refuse" and p["check"] != "connect-back" for p in verdict["problems"])

@@ -175,6 +175,7 @@ class CheckIn:
         return Session(verdict, watch if info["heartbeat"] else None, self.fingerprint)
 
     def _as_node_0(self):
+        from .refusal import refused_early
         from .heartbeat import HubWatch
 
         plan, info, hub = self.plan, self.plan.exchange, self.hub
@@ -183,7 +184,7 @@ class CheckIn:
         self.log(f"check-in: waiting for {topo.nnodes_min - 1} more node(s) on port {info['port']} "
                  f"(up to {info['deadline_s']}s)")
         hub.gather(topo.nnodes_min, self.started + info["deadline_s"],
-                   early=lambda: hub.refused_early(topo.nnodes_max, plan.launch.launcher, info["allow"]))
+                   early=lambda: refused_early(hub, topo.nnodes_max, plan.launch.launcher, info["allow"]))
         verdict = hub.decide(topo.nnodes_min, topo.nnodes_max, plan.launch.launcher, info["allow"],
                              _missing(self.settings, plan))
         hub.announce(verdict)

@@ -7,7 +7,7 @@
 - an ``abort`` with ``"code": 7``: the job stalled for stall_timeout; every node exits 7.
 """
 
-from ..checkin.wire import ExchangeError, readable
+from ..checkin.wire import ExchangeError
 
 
 class LinkStall:
@@ -76,10 +76,16 @@ class HubStall:
         """{node label: described ranks} of every live node that answers ``request`` before ``deadline``."""
         def waiting():
             return [p for p in self.hub.peers if p.done is None and not (p.stacks and p.stacks[0] == request)]
-        while waiting() and self.clock() < deadline:
-            ready = readable([p.channel.sock for p in waiting()], max(0.0, min(0.5, deadline - self.clock())))
-            for peer in [p for p in waiting() if p.channel.sock in ready]:
-                self._read(peer)
+        board = self.hub.board  # node 0's one loop (checkin/switchboard.py): it sends the request, reads answers
+        while waiting() and self.clock() < deadline and not board.closed:
+            accept, ready = board.wait(max(0.0, min(0.5, deadline - self.clock())))
+            if accept:
+                self.hub.accept()
+            for peer in ready:
+                if peer.fp is None:
+                    self._late(peer)
+                elif peer.done is None:
+                    self._read(peer)
         return {f"node {(p.fp or {}).get('rank')}": p.stacks[1] for p in self.hub.peers
                 if p.stacks and p.stacks[0] == request}
 
