@@ -46,7 +46,7 @@ def container_tree(tmp_path, marker="run/.containerenv"):
     import shutil
 
     tree = tmp_path / "tree"
-    shutil.copytree(Path(__file__).parent / "fixtures/sysroots/compose-sim", tree, symlinks=True)
+    shutil.copytree(Path(__file__).parent / "fixtures/synthetic/compose-sim", tree, symlinks=True)
     (tree / marker).parent.mkdir(parents=True, exist_ok=True)
     (tree / marker).write_text("")
     (tree / "etc/hostname").write_text("trainer\n")  # no ordinal: the flags give the rank
@@ -68,7 +68,7 @@ def test_a_loopback_master_in_a_container_of_its_own_is_refused_on_any_node_of_a
 def test_a_loopback_master_still_works_for_one_node_for_every_node_on_one_machine_and_when_allowed(tmp_path):
     tree = str(container_tree(tmp_path, ".dockerenv"))
     assert make_plan(["--nnodes", "1", "--master-addr", "localhost", "--", "true"], env={}, sysroot=tree)
-    host = str(Path(__file__).parent / "fixtures/sysroots/cpu-only")  # a machine's own NIC: every node here
+    host = str(Path(__file__).parent / "fixtures/synthetic/cpu-only")  # a machine's own NIC: every node here
     assert make_plan(["--nnodes", "2", "--node-rank", "1", "--master-addr", "127.0.0.1", "--", "true"], env={},
                      sysroot=host)
     assert make_plan(["--nnodes", "2", "--node-rank", "1", "--master-addr", "127.0.0.1", "--", "true"],
