@@ -86,7 +86,7 @@ def test_a_rank_that_skipped_a_collective_and_finished_is_the_culprit(tmp_path):
 
 
 def test_a_long_save_on_rank_0_is_a_warning_naming_torch_save_and_the_job_completes(tmp_path):
-    args = ["--steps", "12", "--interval", "0.2", "--stall-step", "6", "--save-rank", "0", "--save-for", "12"]
+    args = ["--steps", "60", "--interval", "0.2", "--stall-step", "6", "--save-rank", "0", "--save-for", "12"]  # runs on 10 s after
     nodes = start(tmp_path, "torchrun", args, env={"NODEWEAVE_STALL_WARN": "4", "NODEWEAVE_STALL_TIMEOUT": "60"})
     try:
         codes = [node.wait(150) for node in nodes]

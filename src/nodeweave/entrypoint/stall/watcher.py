@@ -56,7 +56,7 @@ class StallWatch:
         else:
             self.stragglers.reset()  # a stalled job has no pace to compare, and its wait is no rank's pace
         if finding is None or finding["for_s"] < self.warn_s:
-            if self.reported is not None and finding is None:
+            if self.reported is not None:  # the ranks moved (counts a beat apart are no stall)
                 self._say_all(hub_watch, [f"the stall is over: every rank moved on (after {self.reported[2]})"])
                 self.reported = None
             self.verdicts["stall"] = None
