@@ -156,3 +156,11 @@ def rank_lines(ranks: dict) -> List[str]:
         lines.append(f"stacks ({len(ranks['stacks'])} class(es)):")
         lines += render(ranks["stacks"])
     return lines
+
+
+def rank_view(asked) -> List[str]:
+    """What ``status --ranks``/``--stacks`` prints for :func:`ask_ranks`' answer (nothing when not asked)."""
+    if asked is None:
+        return []
+    ranks, tried = asked
+    return rank_lines(ranks) if ranks else [f"no rank view: {'; '.join(tried) or 'no node is up'}"]

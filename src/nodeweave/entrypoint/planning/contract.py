@@ -19,7 +19,7 @@ EVERYWHERE = ("compose", "kubernetes", "slurm")
 # Where the per-host compose file mounts the hosts list it is rendered with (spec ``hosts``).
 HOSTFILE_PATH = "/etc/nodeweave/hosts"
 MODES = ("run", "hold")  # hold: plan, print it, keep the container up; `nodeweave run` starts jobs in it
-PROFILERS = ("nsys", "rocprofv3")
+PROFILERS, STALL_WARN_S, STALL_TIMEOUT_S = ("nsys", "rocprofv3"), 60, 600  # stall defaults: docs/stalls.md
 
 
 # Readers: (text, what, source) -> value, where ``what`` names the setting ("max restarts") and
@@ -103,9 +103,6 @@ def switch_text(value):
 def list_text(value):
     """A spec list as the variable's text; None (variable left out) when empty."""
     return ",".join(value) if value else None
-
-
-STALL_WARN_S, STALL_TIMEOUT_S = 60, 600  # the defaults (docs/stalls.md); rendered only when another value
 
 
 def optional_text(value):
@@ -296,12 +293,10 @@ SETTINGS = (
             "the profiler's own options, shell-quoted, instead of nodeweave's (rocprofv3: --kernel-trace --stats; "
             "nsys: none), e.g. '-i counters.yaml' or '--trace=cuda,nvtx --stats=true'; the output stays nodeweave's",
             read=read_words),
-    Setting("stall_warn", "--stall-warn", "NODEWEAVE_STALL_WARN", f"seconds ranks wait for one that did not enter "
-            f"the collective before the stall report (default {STALL_WARN_S}; 0 = no stall watch)",
+    Setting("stall_warn", "--stall-warn", "NODEWEAVE_STALL_WARN", "seconds of a stall before the report; 0 = off",
             spec="launcher.stall_warn", read=read_int(0), text=lambda v: None if v == STALL_WARN_S else str(v)),
-    Setting("stall_timeout", "--stall-timeout", "NODEWEAVE_STALL_TIMEOUT", f"seconds of a stall before every node "
-            f"stops, exit 7 (default {STALL_TIMEOUT_S}; 0 = never)", spec="launcher.stall_timeout", read=read_int(0),
-            text=lambda v: None if v == STALL_TIMEOUT_S else str(v)),
+    Setting("stall_timeout", "--stall-timeout", "NODEWEAVE_STALL_TIMEOUT", "seconds of a stall before exit 7; 0 = never",
+            spec="launcher.stall_timeout", read=read_int(0), text=lambda v: None if v == STALL_TIMEOUT_S else str(v)),
 )
 
 BY_KEY = {row.key: row for row in SETTINGS}
