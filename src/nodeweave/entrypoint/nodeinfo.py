@@ -206,6 +206,8 @@ def ready(args, env):
         answer = {"schema": NODE_SCHEMA, "ready": True, "state": "runs",
                   "runs": [r.get("run_id") for r in live_runs(env)]}
     return answer, EXIT_OK if answer["ready"] else EXIT_FAILURE
+
+
 def _stall_reports(folder):
     """The stall watch's reports kept for this run (``stalls.txt``, docs/stalls.md), last 64 KiB, or None."""
     try:

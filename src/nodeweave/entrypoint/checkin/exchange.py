@@ -237,23 +237,6 @@ class Hub:
             pass
 
 
-def _answer_probe(listener, token, deadline):
-    """Serve one connect-back from node 0 on this node's check port."""
-    try:
-        sock, _ = listener.accept()
-    except OSError:
-        return
-    channel = Channel(sock)
-    try:
-        message = channel.receive(min(deadline, time.monotonic() + PROBE_TIMEOUT_S))
-        if message.get("t") == "probe":
-            channel.send({"t": "probe-ok", "mac": proof(token, str(message.get("nonce")))})
-    except ExchangeError:
-        pass
-    finally:
-        channel.finish(0.5)
-
-
 def check_in(host, port, fp, token, deadline, clock=time.monotonic, bind=""):
     """This node's side: (verdict, Channel to node 0). Raises Refused (another job) or ExchangeError."""
     listener = socket.create_server((bind, 0), family=socket.AF_INET)
