@@ -107,3 +107,13 @@ def test_a_node_whose_process_ignores_sigterm_is_killed_after_the_grace(tmp_path
     node0 = data["nodes"][0]
     assert node0["exit_code"] == 137 and node0["stop"]["stopped"][0]["killed"], node0
     assert shlex.join(node0["argv"]).startswith("sh -c")
+
+
+def test_the_stall_reports_a_node_kept_reach_the_run_folder(tmp_path):
+    """What the stall watch appends to the node's runs/<id>/stalls.txt (docs/stalls.md) comes back as the
+    run folder's stalls.txt; here the command writes it where the watch would."""
+    script = ('if [ "$NODE_RANK" = 0 ]; then printf "STALL: rank 1 waited for\\n" '
+              '> "$(echo "$TMPDIR"/nodeweave/runs/*)/stalls.txt"; fi')
+    data, _, folder = job(tmp_path, sh(script))
+    assert data["exit_code"] == 0, data
+    assert (folder.path / "stalls.txt").read_text() == "STALL: rank 1 waited for\n"

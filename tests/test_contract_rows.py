@@ -31,7 +31,8 @@ gpus_per_node: 4
 launcher: {type: deepspeed, script: t.py, master_port: 29555, max_restarts: 3, wait_timeout: 77,
            options: [--bind_cores_to_rank, --enable_each_rank_log, "/logs/a b's"],
            exchange: false, exchange_port: 31000, exchange_allow: [nccl, workspace], mode: hold,
-           setup: ["source /opt/conda/etc/profile.d/conda.sh", "conda activate 'train env'"]}
+           setup: ["source /opt/conda/etc/profile.d/conda.sh", "conda activate 'train env'"],
+           stall_warn: 45, stall_timeout: 0}
 network: {interfaces: [eno1, ibp25s0], exclude_hcas: ["mlx5_4", "mlx5_5:1"]}
 kubernetes: {service: rdzv, cluster_domain: corp.example}
 hosts: [gpu-a, gpu-b, gpu-c]
@@ -52,6 +53,8 @@ EXPECTED = {
     "launcher.exchange_allow": ["nccl", "workspace"],
     "launcher.mode": "hold",
     "launcher.setup": ["source /opt/conda/etc/profile.d/conda.sh", "conda activate 'train env'"],
+    "launcher.stall_warn": 45,
+    "launcher.stall_timeout": 0,
     "network.interfaces": ["eno1", "ibp25s0"],
     "network.exclude_hcas": ["mlx5_4", "mlx5_5:1"],
     "hosts": HOSTFILE_PATH,  # where compose mounts compose/hosts; test_compose reads the ranks from it

@@ -37,14 +37,14 @@ def free_port_pair():
     raise RuntimeError("no free port pair")
 
 
-def start_nodes(tmp_path, nodes, command, per_node_env=None, env=None, launcher="command", ranks=None):
+def start_nodes(tmp_path, nodes, command, per_node_env=None, env=None, launcher="command", ranks=None, counts=None):
     port = free_port_pair()
     procs = []
     for index in range(nodes):
         rank = ranks[index] if ranks else index
         node_env = {"PATH": f"{tmp_path}:{os.environ['PATH']}", "PYTHONPATH": str(SRC), "TMPDIR": str(tmp_path / f"n{index}"),
                     "NODEWEAVE_WAIT_TIMEOUT": "20", **(env or {}), **((per_node_env or {}).get(index, {}))}
-        argv = [*ENTRY, "--launcher", launcher, "--nnodes", str(nodes), "--node-rank", str(rank),
+        argv = [*ENTRY, "--launcher", launcher, "--nnodes", str(counts[index] if counts else nodes), "--node-rank", str(rank),
                 "--master-addr", "127.0.0.1", "--master-port", str(port), "--", *command]
         procs.append(subprocess.Popen(argv, env=node_env, cwd=tmp_path, stdout=subprocess.PIPE,
                                       stderr=subprocess.PIPE, text=True))

@@ -121,13 +121,6 @@ def down_command(
         typer.echo(json.dumps({"job": spec.name, "where": backend.where(), "down": True}, indent=2))
 
 
-def _fingerprints(nodes):
-    """doctor --cluster's view, asked through the cluster's own nodes (their exec channels and variables)."""
-    from nodeweave.doctor.cluster import survey_targets
-
-    return survey_targets(nodes)
-
-
 def status_command(
     node: List[int] = typer.Option([], "--node", help="Only this node (repeat)"),
     spec_path: Optional[Path] = SPEC, target: Optional[str] = TARGET, engine: Optional[str] = ENGINE, host: List[str] = HOST,
@@ -138,10 +131,13 @@ def status_command(
     fingerprints: bool = typer.Option(False, "--fingerprints", help="Also every node's check-in fingerprint side by "
                                       "side, differences highlighted (node 0's exchange while a job runs, else each "
                                       "node's --explain), as `nodeweave doctor --cluster` shows them"),
+    ranks: bool = typer.Option(False, "--ranks", help="Also every rank: its collective, for how long, the verdicts"),
+    stacks: bool = typer.Option(False, "--stacks", help="--ranks and every rank's stack, grouped; stops nothing"),
 ) -> None:
     """One row per node: up, hold or run, rank, plan hash (do all agree?), run in progress, GPU use."""
     spec_path = find_spec(spec_path)
-    from nodeweave.cluster.status import agreement, gather, status_table
+    from nodeweave.cluster.status import agreement, ask_ranks, gather, rank_view, status_table
+    from nodeweave.doctor.cluster import survey_targets  # doctor --cluster's view, asked through the nodes
     from nodeweave.cluster.status import problems as status_problems
 
     given = options(target, engine, host, hosts_file, remote_dir, namespace, kube_cli, kube_context, overlay, ssh_option)
@@ -149,8 +145,9 @@ def status_command(
     nodes = pick_nodes(backend.nodes(), node)
     rows = gather(backend, nodes, spec_command(spec))
     agree = agreement(rows)
-    view = _fingerprints([n for n, r in zip(nodes, rows) if r["up"]]) if fingerprints else None
-    extra = {"fingerprints": view.to_dict()} if view is not None else {}
+    view = survey_targets([n for n, r in zip(nodes, rows) if r["up"]]) if fingerprints else None
+    watch = ask_ranks([n for n, r in zip(nodes, rows) if r["up"]], stacks) if ranks or stacks else None
+    extra = {**({"fingerprints": view.to_dict()} if view is not None else {}), **({"ranks": watch[0]} if watch else {})}
     data = {"where": backend.where(), "plans_agree": agree, "nodes": rows, **extra}
     if as_json:
         typer.echo(json.dumps(data, indent=2))
@@ -160,6 +157,8 @@ def status_command(
             from nodeweave.cli.doctor import print_cluster_view
 
             print_cluster_view(view, console())
+        for line in rank_view(watch):
+            console().print(line, highlight=False, markup=False)
     problems = status_problems(rows)
     if rows and not any(r["up"] for r in rows):
         problems = [f"{spec.name} is down on {backend.where()} (no node answers); `nodeweave up` starts it"]

@@ -112,6 +112,9 @@ def record(folder: RunFolder, runner: Optional[Runner], request: RunRequest, con
         data.update(ended=iso(time.time()), seconds=round(time.monotonic() - runner.t0, 3),
                     exit_code=runner.exit_code, summary=runner.summary(),
                     nodes=[_node_record(r, rep, folder, prof) for r, rep, prof in zip(runner.runs, reports, profiles)])
+        stalls = next((rep["stalls"] for rep in reports if rep.get("stalls")), None)  # every node keeps the same
+        if stalls:
+            (folder.path / "stalls.txt").write_text(stalls)
         commits = {n["sync"]["commit"] for n in data["nodes"] if n["sync"]}
         data["sync_agrees_with_workspace"] = (None if not commits else commits == {data["workspace"]["commit"]})
     folder.write_json("run.json", data)

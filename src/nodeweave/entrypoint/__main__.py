@@ -62,7 +62,13 @@ def run(settings):
         from .running.runstate import begin_run  # a run `nodeweave run` started: recorded before anything else
 
         begin_run(settings)
-    plan = build_plan(settings)
+    try:
+        plan = build_plan(settings)
+    except EntrypointError as err:
+        from .checkin.refusal import tell_node_0  # node 0 would otherwise wait out its deadline for this node
+
+        tell_node_0(settings, err, _say)
+        raise
     problem = missing_script(plan.launch.launcher, settings.command, os.getcwd())
     if problem:  # here, once, not in every rank the launcher would start
         raise UsageError(problem)
@@ -103,6 +109,10 @@ def run(settings):
         record_run(settings, plan)
     argv = plan.launch.argv
     environ = plan.environ(settings.env)
+    if session is not None and session.watch is not None:
+        from .stall.setup import attach  # the ranks' stall hook rides on the heartbeat
+
+        environ = attach(session.watch, plan, settings, environ, _say)
     executable = resolve(argv[0], environ.get("PATH", os.defpath))
     if plan.launch.launcher in SUPERVISED:
         return run_supervised(executable, argv, environ, watch=session.watch if session else None)

@@ -6,7 +6,7 @@ from .detection.gpu import detect_gpus
 from .detection.host import detect_cloud, detect_limits, hostname
 from .detection.net import default_route, detect_interfaces, detect_rdma, read_routes, resolve, route_to
 from .planning.exchange_plan import plan_exchange
-from .planning.consistency import check_machine
+from .planning.consistency import check_loopback_master, check_machine
 from .errors import EntrypointError
 from .planning.launch import exports, launcher_exports, plan_launch
 from .model import Node, Plan
@@ -61,6 +61,7 @@ def build_plan(settings, partial=False, audit=False):
         check_machine(plan.node, settings)
         plan.topology = discover(settings, plan.node, root, plan.warnings)
         locate_master(plan.node, root, plan.topology.master_addr.value, routes)
+        check_loopback_master(plan.topology, plan.node, root, settings)
         plan.env = plan_env(plan.node, plan.topology, settings, root, plan.warnings, audit=audit)
         plan.launch = plan_launch(settings, plan.topology, plan.node)
         plan.env += exports(plan.topology, env) + launcher_exports(plan.launch, plan.node, env)

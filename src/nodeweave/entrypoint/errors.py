@@ -13,6 +13,7 @@ EXIT_TOPOLOGY = 3      # the node cannot tell who it is, or values contradict ea
 EXIT_UNREACHABLE = 4   # the master's address did not resolve or its port did not open before the deadline
 EXIT_PEER_FAILED = 5   # another node of the job failed (or vanished): this node stopped its launcher
 EXIT_BUSY = 6          # another `nodeweave run` (a recorded --run-id) is still in progress on this node
+EXIT_STALLED = 7       # the job stalled (a rank did not enter the collective the others waited in) for stall_timeout
 EXIT_NOT_EXECUTABLE = 126  # the launcher exists but cannot be executed
 EXIT_NOT_FOUND = 127   # the launcher (torchrun, deepspeed, accelerate, the command) is not on PATH
 
@@ -28,6 +29,8 @@ EXIT_CODES = {
     EXIT_PEER_FAILED: "another node failed or vanished during the job; this node stopped its launcher (the message "
                       "names the node, how it ended and its last output)",
     EXIT_BUSY: "another nodeweave run is still in progress on this node (the message names it)",
+    EXIT_STALLED: "the job stalled: ranks waited in a collective one rank did not enter for launcher.stall_timeout "
+                  "seconds; every node stopped its launcher (the report names the rank and every rank's stack)",
     EXIT_NOT_EXECUTABLE: "the launcher was found but is not executable",
     EXIT_NOT_FOUND: "the launcher is not installed / not on PATH",
 }

@@ -188,7 +188,8 @@ def report(args, env):
                    "bytes": os.path.getsize(os.path.join(base, n))} for n in sorted(names)]
     data = {"schema": NODE_SCHEMA, "run": record, "plan": read_json(os.path.join(folder, "plan.json")),
             "alive": bool(record) and alive(record.get("pid", -1), record.get("starttime")),
-            "stamp": read_json(os.path.join(os.getcwd(), STAMP)), "profile_dir": profile, "profile": files}
+            "stamp": read_json(os.path.join(os.getcwd(), STAMP)), "profile_dir": profile, "profile": files,
+            "stalls": _stall_reports(folder)}
     return data, EXIT_OK
 
 
@@ -205,6 +206,16 @@ def ready(args, env):
         answer = {"schema": NODE_SCHEMA, "ready": True, "state": "runs",
                   "runs": [r.get("run_id") for r in live_runs(env)]}
     return answer, EXIT_OK if answer["ready"] else EXIT_FAILURE
+
+
+def _stall_reports(folder):
+    """The stall watch's reports kept for this run (``stalls.txt``, docs/stalls.md), last 64 KiB, or None."""
+    try:
+        with open(os.path.join(folder, "stalls.txt"), "rb") as f:
+            f.seek(max(0, os.path.getsize(f.name) - (64 << 10)))
+            return f.read().decode(errors="replace")
+    except OSError:
+        return None
 
 
 def node_main(argv, env):

@@ -84,6 +84,8 @@ class Launcher:
     exchange_allow: Tuple[str, ...] = ()  # check-in refusals that only warn (NODEWEAVE_EXCHANGE_ALLOW)
     mode: str = "run"  # run: containers start the job | hold: they plan and wait for `nodeweave run` (NODEWEAVE_MODE)
     setup: Tuple[str, ...] = ()  # shell lines run before the launcher, in the shell that execs it (NODEWEAVE_SETUP)
+    stall_warn: int = 60  # seconds nothing moves while ranks wait for one before the stall report; 0 = off
+    stall_timeout: int = 600  # seconds of a stall before every node stops with exit 7; 0 = never
 
 
 @dataclass(frozen=True)

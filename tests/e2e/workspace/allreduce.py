@@ -12,6 +12,14 @@ elastic job waiting for a node to join; torchrun then restarts the workers).
 seconds at step S, as a rank stuck in a long step or a hung collective does —
 nothing but the heartbeat tells them a peer is gone (the heartbeat test);
 ``--expect-world W`` fails unless the world has W ranks (uneven node counts).
+The stall watch's cases: ``--fifo-rank R --fifo PATH`` makes rank R block
+reading a FIFO nobody writes at --stall-step; ``--skip-rank R`` makes rank R
+skip the all-reduce of --stall-step (it ends its loop one collective early and
+sleeps --stall-for seconds while the others wait in their last one); ``--save-rank R --save-for T`` makes
+rank R save checkpoints (torch.save) for T seconds at --stall-step while the
+others wait at a barrier; ``--work S`` spends S seconds per step before the
+all-reduce (``--slow-rank R --slow-factor F``: rank R spends F x S), and
+``--stop-self R`` makes rank R SIGSTOP itself at --stall-step.
 Works under torchrun, deepspeed (--local_rank) and accelerate.
 """
 
@@ -32,6 +40,24 @@ import torch.distributed as dist  # noqa: E402
 IMPORTED = time.time()
 
 
+def special_step(args, rank) -> None:
+    """The stall watch's cases at --stall-step (see the module docstring)."""
+    if rank == args.fifo_rank:
+        os.write(1, f"NODEWEAVE-STALL rank={rank} reads {args.fifo}\n".encode())
+        with open(args.fifo) as fifo:  # blocks: nobody opens it for writing
+            fifo.read()
+    if rank == args.stop_self:
+        os.write(1, f"NODEWEAVE-STALL rank={rank} stops itself at={time.time():.3f}\n".encode())
+        os.kill(os.getpid(), 19)  # SIGSTOP
+    if args.save_for:
+        if rank == args.save_rank:
+            os.write(1, f"NODEWEAVE-SAVE rank={rank} for {args.save_for:g}s\n".encode())
+            until = time.time() + args.save_for
+            while time.time() < until:
+                torch.save({"w": torch.zeros(256, 256)}, os.path.join(os.environ.get("TMPDIR", "/tmp"), "ckpt.pt"))
+        dist.barrier()
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--steps", type=int, default=1)
@@ -44,6 +70,15 @@ def main() -> int:
     parser.add_argument("--stall-step", type=int, default=0)
     parser.add_argument("--stall-for", type=float, default=0.0)
     parser.add_argument("--expect-world", type=int, default=0, help="exit 1 unless the world has this many ranks")
+    parser.add_argument("--fifo-rank", type=int, default=-1)
+    parser.add_argument("--fifo", default="")
+    parser.add_argument("--skip-rank", type=int, default=-1)
+    parser.add_argument("--save-rank", type=int, default=-1)
+    parser.add_argument("--save-for", type=float, default=0.0)
+    parser.add_argument("--work", type=float, default=0.0)
+    parser.add_argument("--slow-rank", type=int, default=-1)
+    parser.add_argument("--slow-factor", type=float, default=1.0)
+    parser.add_argument("--stop-self", type=int, default=-1)
     args, _unknown = parser.parse_known_args()  # deepspeed adds --local_rank=N
 
     dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=args.timeout))
@@ -60,10 +95,15 @@ def main() -> int:
             os.write(2, f"NODEWEAVE-FAIL rank={rank} at={time.time():.3f}: failing on purpose\n".encode())
             os._exit(1)
         if str(rank) in args.stall_ranks.split(",") and step == args.stall_step:
-            os.write(1, f"NODEWEAVE-STALL rank={rank} for {args.stall_for:g}s\n".encode())
+            os.write(1, f"NODEWEAVE-STALL rank={rank} for {args.stall_for:g}s at={time.time():.3f}\n".encode())
             time.sleep(args.stall_for)
+        if step == args.stall_step:
+            special_step(args, rank)
+        if args.work:
+            time.sleep(args.work * (args.slow_factor if rank == args.slow_rank else 1.0))
         tensor = torch.tensor([float(rank + 1)])
-        dist.all_reduce(tensor)
+        if not (rank == args.skip_rank and step == args.stall_step):
+            dist.all_reduce(tensor)
         total = tensor.item()
         if first is None:
             first = time.time()
@@ -71,6 +111,10 @@ def main() -> int:
             os.write(1, f"NODEWEAVE-STEP rank={rank} world={world} step={step}\n".encode())
             time.sleep(args.interval)
         step += 1
+    if rank == args.skip_rank:
+        os.write(1, f"NODEWEAVE-SKIPPED rank={rank} step={args.stall_step}\n".encode())
+        time.sleep(args.stall_for)  # one collective short, alive elsewhere (gloo would fail its peers at exit)
+        os._exit(0)
     record = {
         "rank": rank, "world": world, "sum": total, "expected": world * (world + 1) / 2,
         "host": socket.gethostname(), "local_rank": int(os.environ.get("LOCAL_RANK", "-1")),

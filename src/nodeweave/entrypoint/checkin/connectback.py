@@ -12,8 +12,9 @@ import json
 import os
 import selectors
 import socket
+import time
 
-from .wire import MAX_MESSAGE, encode, nonce, verify
+from .wire import MAX_MESSAGE, Channel, ExchangeError, encode, nonce, proof, verify
 
 
 class Probe:
@@ -89,3 +90,23 @@ class Probe:
             return
         self.fail(f"{self.where}: no answer from {self.where} in time" if self.connected else
                   f"connecting to {self.where} timed out after {self.timeout_s:g}s")
+
+
+ANSWER_TIMEOUT_S = 3.0  # a worker waits this long for node 0's probe once it connected
+
+
+def answer_probe(listener, token, deadline):
+    """Serve one connect-back from node 0 on this node's check port."""
+    try:
+        sock, _ = listener.accept()
+    except OSError:
+        return
+    channel = Channel(sock)
+    try:
+        message = channel.receive(min(deadline, time.monotonic() + ANSWER_TIMEOUT_S))
+        if message.get("t") == "probe":
+            channel.send({"t": "probe-ok", "mac": proof(token, str(message.get("nonce")))})
+    except ExchangeError:
+        pass
+    finally:
+        channel.finish(0.5)

@@ -16,6 +16,8 @@ import errno
 import socket
 import time
 
+from .connectback import answer_probe as _answer_probe
+from .refusal import add_refusals, note_refusal
 from .switchboard import Switchboard
 from .verdict import Entry, judge
 from .wire import (MAX_MESSAGE, SEND_TIMEOUT_S, Channel, ExchangeError, canonical, connect, finish_all, nonce, proof,
@@ -34,11 +36,13 @@ class Refused(ExchangeError):
 class Peer:
     """A node checked in with node 0 (or on its way in)."""
 
-    __slots__ = ("channel", "challenge", "since", "fp", "seen", "probe", "thread", "label", "done", "last_heard")
+    __slots__ = ("channel", "challenge", "since", "fp", "seen", "probe", "thread", "label", "done", "last_heard",
+                 "ranks", "stacks")
 
     def __init__(self, channel, challenge, since):
         self.channel, self.challenge, self.since = channel, challenge, since
         self.fp = self.seen = self.probe = self.thread = self.label = self.done = None
+        self.ranks = self.stacks = None  # the stall watch's: this node's ranks, its answer for stacks
         self.last_heard = since
 
     def entry(self):
@@ -63,6 +67,7 @@ class Hub:
         self.board = Switchboard(self.sock)
         self.pending, self.peers = [], []
         self.verdict = None  # once announced
+        self.live_status, self.refusals = None, []  # the stall watch's view; nodes that refused themselves
 
     def accept(self):
         """Take every waiting connection and challenge it."""
@@ -100,6 +105,9 @@ class Hub:
         if hello.get("t") == "status":
             self._answer_status(peer, hello)
             return
+        if hello.get("t") == "refusal":
+            note_refusal(self, peer, hello)
+            return
         fp = hello.get("fp")
         if hello.get("t") != "hello" or not isinstance(fp, dict):
             self._drop(peer, "expected the exchange's hello")
@@ -124,12 +132,12 @@ class Hub:
         self.pending.remove(peer)
         self.board.release(peer)
         try:
-            peer.channel.send(self.status())
+            peer.channel.send(self.status(stacks=bool(request.get("stacks"))))
         except ExchangeError:
             pass
         peer.channel.finish(1.0)
 
-    def status(self):
+    def status(self, stacks=False):
         nodes = [{"fp": self.own_fp, "seen": self.own_fp.get("route_address"), "probe": None, "own": True,
                   "state": "node 0"}]
         for peer in self.peers:
@@ -138,6 +146,8 @@ class Hub:
             nodes.append({"fp": peer.fp, "seen": peer.seen, "probe": peer.probe, "own": False, "state": state})
         answer = {"t": "status", "phase": "gathering" if self.verdict is None else "running", "nodes": nodes,
                   "verdict": self.verdict}
+        if self.live_status is not None:
+            answer["ranks"] = self.live_status(stacks)
         if len(canonical(answer)) > MAX_MESSAGE // 2:  # a very large job: the variables' values are left out
             for node in nodes:
                 node["fp"] = dict(node["fp"], env={})
@@ -172,14 +182,20 @@ class Hub:
                 self.board.hold(peer)  # a judged node: what it sends waits for the heartbeat
         self.expire()
 
-    def gather(self, needed, deadline):
-        """Wait until ``needed`` nodes (node 0 included) have checked in, or ``deadline``."""
+    def gather(self, needed, deadline, early=None):
+        """Wait until ``needed`` nodes (node 0 included) have checked in, or ``deadline``, or — as each
+        node arrives — ``early()`` says the job is refused already (another node count, a duplicate rank)."""
         next_log = self.clock() + 10.0
         self.board.prepare(needed, self.log)
+        judged = 0
         while len(self.peers) + 1 < needed:
             now = self.clock()
             if now >= deadline:
                 break
+            if early is not None and len(self.peers) + len(self.refusals) != judged:
+                judged = len(self.peers) + len(self.refusals)
+                if early():
+                    break
             if now >= next_log:
                 self.log(f"check-in: {len(self.peers) + 1} of {needed} node(s) in; waiting up to "
                          f"{int(deadline - now)}s more")
@@ -193,7 +209,10 @@ class Hub:
         entries += [peer.entry() for peer in self.peers]
         present = {e.fp.get("rank") for e in entries}
         gone = {rank: missing(rank) if missing else None for rank in range(nnodes_min) if rank not in present}
-        return judge(entries, nnodes_min, nnodes_max, launcher, allow, gone)
+        verdict = judge(entries, nnodes_min, nnodes_max, launcher, allow, gone)
+        if self.refusals:
+            add_refusals(verdict, self.refusals)
+        return verdict
 
     def announce(self, verdict):
         """Send the verdict to every node (encoded once, written without waiting on any one node); a node
@@ -216,23 +235,6 @@ class Hub:
             self.sock.close()
         except OSError:
             pass
-
-
-def _answer_probe(listener, token, deadline):
-    """Serve one connect-back from node 0 on this node's check port."""
-    try:
-        sock, _ = listener.accept()
-    except OSError:
-        return
-    channel = Channel(sock)
-    try:
-        message = channel.receive(min(deadline, time.monotonic() + PROBE_TIMEOUT_S))
-        if message.get("t") == "probe":
-            channel.send({"t": "probe-ok", "mac": proof(token, str(message.get("nonce")))})
-    except ExchangeError:
-        pass
-    finally:
-        channel.finish(0.5)
 
 
 def check_in(host, port, fp, token, deadline, clock=time.monotonic, bind=""):
@@ -275,7 +277,7 @@ def _await_verdict(channel, listener, token, deadline, clock):
         messages = channel.drain() if channel.sock in ready else []
 
 
-def ask_status(host, port, job, token, timeout_s=10.0):
+def ask_status(host, port, job, token, timeout_s=10.0, stacks=False):
     """Node 0's view of the job (every node's fingerprint, the verdict), as ``nodeweave doctor --cluster`` shows it."""
     deadline = time.monotonic() + timeout_s
     channel = connect(host, port, timeout_s)
@@ -285,7 +287,8 @@ def ask_status(host, port, job, token, timeout_s=10.0):
             raise ExchangeError(f"{host}:{port} is not a nodeweave exchange")
         if challenge.get("job") != job:
             raise Refused(f"the exchange at {host}:{port} belongs to job {challenge.get('job')!r}, not {job!r}")
-        channel.send({"t": "status", "job": job, "mac": proof(token, str(challenge.get("nonce")), STATUS_BODY)})
+        channel.send({"t": "status", "job": job, "mac": proof(token, str(challenge.get("nonce")), STATUS_BODY),
+                      "stacks": bool(stacks)})
         answer = channel.receive(deadline)
         if answer.get("t") == "reject":
             raise Refused(f"node 0 ({host}:{port}) refused: {answer.get('reason')}")

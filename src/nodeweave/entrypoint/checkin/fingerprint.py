@@ -3,8 +3,8 @@
 The check-in exchange (``exchange.py``) sends this to node 0; ``--explain
 --json`` shows it as ``fingerprint``; ``nodeweave doctor --cluster`` lines the
 nodes' fingerprints up side by side. Everything is read from files: the
-installed distributions' ``*.dist-info`` names (torch, deepspeed, accelerate,
-NCCL's wheel — torch is never imported), the plan (GPUs, limits, interface,
+installed distributions (``*.dist-info`` names; for torch, deepspeed,
+accelerate and NCCL's wheel the ``Version:`` of their METADATA — torch is never imported), the plan (GPUs, limits, interface,
 environment), the workspace's sync stamp or git HEAD. Values are plain JSON
 scalars (one dict, ``env`` the only nested one), so comparing and tabulating
 them needs no schema.
@@ -33,8 +33,33 @@ def _sites(root):
     return _site_dirs(root)
 
 
+# Distributions whose version the check-in compares: read from their METADATA (what ``torch.__version__``
+# and pip report), since a wheel swapped in place can keep its old ``*.dist-info`` folder name.
+COMPARED = ("torch", "deepspeed", "accelerate", "pytorch_triton_rocm", "triton")
+
+
+def _compared(key):
+    return key in COMPARED or key.startswith(("nvidia_nccl_cu", "rccl"))
+
+
+def metadata_version(path):
+    """The ``Version:`` header of a METADATA file (its first lines), or None."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            for _ in range(40):
+                line = f.readline()
+                if not line or line == "\n":
+                    return None
+                if line.startswith("Version:"):
+                    return line.split(":", 1)[1].strip() or None
+    except OSError:
+        return None
+    return None
+
+
 def distributions(root):
-    """{normalised name: version} of every installed distribution, from ``*.dist-info`` names."""
+    """{normalised name: version} of every installed distribution: ``*.dist-info`` names, and for the
+    libraries the check-in compares, the version their METADATA reports."""
     found = {}
     for site in _sites(root):
         try:
@@ -46,7 +71,11 @@ def distributions(root):
                 continue
             name, _, version = entry[:-len(".dist-info")].partition("-")
             key = name.lower().replace("-", "_").replace(".", "_")
-            found.setdefault(key, version)
+            if key in found:
+                continue
+            if _compared(key):
+                version = metadata_version(os.path.join(root.at(site), entry, "METADATA")) or version
+            found[key] = version
     return found
 
 

@@ -23,7 +23,8 @@ every wake-up.
 import threading
 import time
 
-from ..errors import EXIT_PEER_FAILED
+from ..errors import EXIT_PEER_FAILED, EXIT_STALLED
+from ..stall.exchange import HubStall, LinkStall
 from .wire import BEAT_LINE, ExchangeError, readable
 
 BEAT_S = 2.0
@@ -55,23 +56,27 @@ class Watch:
         self.lock = threading.Lock()
         self.stopping = threading.Event()
         self.failure = None          # (label, report) that stopped this node's launcher
+        self.failure_code = EXIT_PEER_FAILED
         self.stop_launcher = None    # set by start()
         self.thread = None
+        self.stall = None            # stall.watcher.StallWatch, when the ranks are watched
 
     def start(self, stop_launcher):
         self.stop_launcher = stop_launcher
         self.thread = threading.Thread(target=self._run, name="nodeweave-heartbeat", daemon=True)
         self.thread.start()
 
-    def _stop_for(self, label, report):
-        """A peer failed: say so, and stop this node's launcher (once)."""
+    def _stop_for(self, label, report, code=EXIT_PEER_FAILED):
+        """A peer failed (or the job stalled): say so, and stop this node's launcher (once)."""
         with self.lock:
             if self.failure is not None:
                 return
-            self.failure = (label, report)
+            self.failure, self.failure_code = (label, report), code
         lines = describe(report)
-        self.log(f"{label} failed: {lines[0]}; stopping this node's launcher "
-                 f"(exit {EXIT_PEER_FAILED}: another node failed)")
+        if code == EXIT_STALLED:
+            self.log(f"the job stalled at {label}: {lines[0]}; stopping this node's launcher (exit {code}: stalled)")
+        else:
+            self.log(f"{label} failed: {lines[0]}; stopping this node's launcher (exit {code}: another node failed)")
         for line in lines[1:]:
             self.log(line)
         if self.stop_launcher:
@@ -81,7 +86,7 @@ class Watch:
         self.log(f"{label} left the job: {describe(report)[0]}; torchrun's rendezvous decides what follows")
 
     def peer_failed_code(self):
-        return EXIT_PEER_FAILED if self.failure is not None else None
+        return self.failure_code if self.failure is not None else None
 
     def close(self):
         self.stopping.set()
@@ -89,7 +94,7 @@ class Watch:
             self.thread.join(2 * BEAT_S)
 
 
-class LinkWatch(Watch):
+class LinkWatch(LinkStall, Watch):
     """A worker's side: beats to node 0, and node 0's news."""
 
     def __init__(self, channel, log, elastic=False, clock=time.monotonic):
@@ -107,7 +112,7 @@ class LinkWatch(Watch):
             now = self.clock()
             try:
                 if now >= next_beat:
-                    self._send({"t": "beat"})
+                    self._send(self.beat())
                     next_beat = now + BEAT_S
                 ready = readable([self.channel.sock], min(0.5, max(0.0, next_beat - now)))
                 for message in self.channel.drain() if ready else []:
@@ -128,8 +133,11 @@ class LinkWatch(Watch):
         """True when the watch is over."""
         kind = message.get("t")
         if kind == "abort":
-            self._stop_for(str(message.get("node")), message)
+            code = EXIT_STALLED if message.get("code") == EXIT_STALLED else EXIT_PEER_FAILED
+            self._stop_for(str(message.get("node")), message, code)
             return True
+        if kind in ("stacks", "report"):
+            self.stall_message(message)
         if kind == "left":
             self._left(str(message.get("node")), message)
         elif kind == "closing":
@@ -150,7 +158,7 @@ class LinkWatch(Watch):
         return self.peer_failed_code()
 
 
-class HubWatch(Watch):
+class HubWatch(HubStall, Watch):
     """Node 0's side: beats to every node, their reports, and the first failure relayed to all."""
 
     def __init__(self, hub, log, elastic=False, admit=None, clock=time.monotonic):
@@ -178,6 +186,8 @@ class HubWatch(Watch):
             if now >= next_beat:
                 self._broadcast(BEAT)
                 next_beat = now + LOST_S / HUB_BEATS
+                if self.stall is not None and self.failure is None:
+                    self.stall_tick()
             if self.own_done.is_set() and not any(p.done is None for p in hub.peers):
                 return  # everyone finished
             accept, ready = hub.board.wait(min(0.5, max(0.0, next_beat - now)))
@@ -232,6 +242,7 @@ class HubWatch(Watch):
             return
         peer.last_heard = self.clock()
         for message in messages:
+            self.stall_message(peer, message)
             if message.get("t") == "exit":
                 peer.done = message
                 if message.get("code") != 0:
@@ -269,6 +280,8 @@ class HubWatch(Watch):
             self._broadcast({"t": "closing"})
         self.close()
         self.hub.close()
+        if self.failure and self.failure_code == EXIT_STALLED:
+            return EXIT_STALLED
         return EXIT_PEER_FAILED if self.failure and self.failure[0] != self.label else None
 
 

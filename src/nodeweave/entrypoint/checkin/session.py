@@ -101,13 +101,20 @@ def print_status(settings):
     topo, info = plan.topology, plan.exchange
     token = job_token(settings.env, topo.job_id, topo.master_port.value)
     try:
-        answer = ask_status(info["host"], info["port"], topo.job_id, token)
+        answer = ask_status(info["host"], info["port"], topo.job_id, token, timeout_s=20.0 if settings.stacks else 10.0,
+                            stacks=settings.stacks)
     except Refused as err:
         raise EntrypointError(str(err), EXIT_TOPOLOGY) from None
     except ExchangeError as err:
         raise EntrypointError(f"node 0's check-in exchange at {info['host']}:{info['port']}: {err}",
                               EXIT_UNREACHABLE) from None
     sys.stdout.write(json.dumps(answer, indent=2) + "\n")
+    if settings.stacks:
+        from ..stall.stacks import render
+
+        classes = (answer.get("ranks") or {}).get("stacks")
+        for line in render(classes) if classes else ["no stacks: the stall watch is off for this job"]:
+            sys.stderr.write(line + "\n")
     return 0
 
 
@@ -168,6 +175,7 @@ class CheckIn:
         return Session(verdict, watch if info["heartbeat"] else None, self.fingerprint)
 
     def _as_node_0(self):
+        from .refusal import refused_early
         from .heartbeat import HubWatch
 
         plan, info, hub = self.plan, self.plan.exchange, self.hub
@@ -175,10 +183,15 @@ class CheckIn:
         hub.own_fp = self.fingerprint
         self.log(f"check-in: waiting for {topo.nnodes_min - 1} more node(s) on port {info['port']} "
                  f"(up to {info['deadline_s']}s)")
-        hub.gather(topo.nnodes_min, self.started + info["deadline_s"])
+        hub.gather(topo.nnodes_min, self.started + info["deadline_s"],
+                   early=lambda: refused_early(hub, topo.nnodes_max, plan.launch.launcher, info["allow"]))
         verdict = hub.decide(topo.nnodes_min, topo.nnodes_max, plan.launch.launcher, info["allow"],
                              _missing(self.settings, plan))
         hub.announce(verdict)
+        if verdict["decision"] == "refuse" and len(hub.peers) + 1 < topo.nnodes_min:
+            from .refusal import tell_latecomers
+
+            tell_latecomers(hub, verdict, topo.nnodes_min, self.started + info["deadline_s"])
         if verdict["decision"] == "start" and info["heartbeat"]:
             return verdict, HubWatch(hub, self.log, elastic=topo.elastic, admit=_admitter(hub, topo, plan, info))
         hub.close()

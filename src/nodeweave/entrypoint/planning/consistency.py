@@ -140,3 +140,33 @@ def missing_script(launcher, command, cwd):
     return (f"script {script!r} is not in the working directory {cwd} (launcher {launcher} would start it on every "
             "rank); copy it there (nodeweave sync), or fix launcher.script / the container's command")
 
+
+
+LOOPBACK_NAMES = ("localhost", "localhost.localdomain", "ip6-localhost", "ip6-loopback")
+CONTAINER_MARKERS = ("/run/.containerenv", "/.dockerenv")  # podman's and docker's file in every container
+
+
+def _loopback(address):
+    text = str(address or "").strip().lower()
+    return text in LOOPBACK_NAMES or text.startswith("127.") or text == "::1"
+
+
+def check_loopback_master(topo, node, root, settings):
+    """A multi-node job whose master is loopback, in a container with a network namespace of its own (only
+    virtual interfaces, and a container's marker file or a pod): each node would reach only itself, and
+    every node would wait out the deadline. One machine running every node (its own NICs) is left alone."""
+    from ..detection.host import in_kubernetes
+    from .topology import host_networking
+
+    if topo.nnodes_max <= 1 or not _loopback(topo.master_addr.value) or host_networking(node):
+        return
+    if "address" in (settings.get("exchange_allow") or []):
+        return
+    if not (any(root.exists(marker) for marker in CONTAINER_MARKERS) or in_kubernetes(root, settings.env)):
+        return
+    raise TopologyError(
+        f"master address {topo.master_addr.value} is this container's own loopback ({topo.master_addr.source}), "
+        f"but this is node {topo.node_rank.value} of {topo.nnodes.value} and the container has a network namespace "
+        "of its own (only virtual interfaces): no other node can reach it, nor it them; set MASTER_ADDR to node 0's "
+        "name or address on its network (in compose: <name>-0), or NODEWEAVE_EXCHANGE_ALLOW=address if every node "
+        "runs in this one container")

@@ -1,13 +1,11 @@
 """The contract between rendered files and the entrypoint, declared once.
 
-Each :class:`Setting` row names one setting of ``nodeweave-entrypoint``: its
-key, its flag, the ``NODEWEAVE_*`` variable the renderers set, the spec field
-the value comes from (``None`` when the spec does not give it), which
-renderers set it, how its text is read and its help line. ``settings.py``
-builds the command line from these rows and ``nodeweave.resolve`` builds the
-renderers' environment from them, so a new setting is one row here (plus its
-spec field), and a test round-trips every row: spec value -> rendered
-variable -> the entrypoint's plan. Stdlib only, like the whole entrypoint.
+Each :class:`Setting` row names one setting of ``nodeweave-entrypoint``: its key, its flag, the
+``NODEWEAVE_*`` variable the renderers set, the spec field it comes from (``None`` when the spec does not
+give it), which renderers set it, how its text is read and its help line. ``settings.py`` builds the command
+line from these rows and ``nodeweave.resolve`` the renderers' environment, so a new setting is one row here
+(plus its spec field), and a test round-trips every row: spec value -> rendered variable -> the plan.
+Stdlib only, like the whole entrypoint.
 """
 
 import os
@@ -19,7 +17,7 @@ EVERYWHERE = ("compose", "kubernetes", "slurm")
 # Where the per-host compose file mounts the hosts list it is rendered with (spec ``hosts``).
 HOSTFILE_PATH = "/etc/nodeweave/hosts"
 MODES = ("run", "hold")  # hold: plan, print it, keep the container up; `nodeweave run` starts jobs in it
-PROFILERS = ("nsys", "rocprofv3")
+PROFILERS, STALL_WARN_S, STALL_TIMEOUT_S = ("nsys", "rocprofv3"), 60, 600  # stall defaults: docs/stalls.md
 
 
 # Readers: (text, what, source) -> value, where ``what`` names the setting ("max restarts") and
@@ -293,6 +291,8 @@ SETTINGS = (
             "the profiler's own options, shell-quoted, instead of nodeweave's (rocprofv3: --kernel-trace --stats; "
             "nsys: none), e.g. '-i counters.yaml' or '--trace=cuda,nvtx --stats=true'; the output stays nodeweave's",
             read=read_words),
+    Setting("stall_warn", "--stall-warn", "NODEWEAVE_STALL_WARN", "seconds of a stall before the report; 0 = off", spec="launcher.stall_warn", read=read_int(0), text=lambda v: None if v == STALL_WARN_S else str(v)),  # noqa: E501
+    Setting("stall_timeout", "--stall-timeout", "NODEWEAVE_STALL_TIMEOUT", "seconds of a stall before exit 7; 0 = never", spec="launcher.stall_timeout", read=read_int(0), text=lambda v: None if v == STALL_TIMEOUT_S else str(v)),  # noqa: E501
 )
 
 BY_KEY = {row.key: row for row in SETTINGS}

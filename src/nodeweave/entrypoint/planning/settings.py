@@ -15,6 +15,7 @@ FLAGS = {
     "--explain": ("explain", "print what was found and decided, then exit without exec'ing"),
     "--json": ("json", "with --explain: the plan as JSON (schema nodeweave.entrypoint/1)"),
     "--status": ("status", "ask node 0's check-in exchange for every node's fingerprint and the verdict (JSON)"),
+    "--stacks": ("stacks", "with --status: also every rank's Python stack, grouped into classes (nothing is stopped)"),
     "--no-wait": ("no_wait", "do not wait for node 0 (nor check in with it) before exec'ing"),
 }
 __all__ = ["LAUNCHERS", "TOPOLOGY_KEYS", "FLAGS", "Settings", "parse", "parse_int", "usage"]
@@ -28,6 +29,7 @@ class Settings(Record):
         ("explain", False),
         ("json", False),
         ("status", False),
+        ("stacks", False),
         ("no_wait", False),
         ("sysroot", "/"),
         ("env", None),          # the environment the plan reads (a dict)
@@ -118,7 +120,8 @@ def parse(argv, env):
         options=options,
         explain=switches.get("explain", False),
         json=switches.get("json", False),
-        status=switches.get("status", False),
+        status=switches.get("status", False) or switches.get("stacks", False),
+        stacks=switches.get("stacks", False),
         no_wait=switches.get("no_wait", False),
         env=env,
     )

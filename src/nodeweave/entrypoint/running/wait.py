@@ -12,6 +12,16 @@ import time
 
 from ..errors import EXIT_UNREACHABLE, EntrypointError
 
+DROPPED_AFTER_S = 15.0  # connections that only time out for this long: packets are dropped, not refused
+
+
+def dropped_line(what, host, port, address, since_s, attempts):
+    """The one line naming a likely firewall: every connection timed out, none was refused or reset."""
+    return (f"{what} {host}:{port}: every connection for {since_s:.0f}s timed out ({attempts} attempts; {host} is "
+            f"{address}): packets to it are dropped, not refused — likely a firewall or a Kubernetes NetworkPolicy "
+            f"between this node and node 0; let TCP port {port} through (and the master port, and the ports "
+            "NCCL/Gloo open)")
+
 
 def wait_for(host, port, timeout_s, log=None, first_delay=0.25, max_delay=5.0, clock=time.monotonic,
              what="master", steady_s=0.0):
@@ -25,6 +35,7 @@ def wait_for(host, port, timeout_s, log=None, first_delay=0.25, max_delay=5.0, c
     start = clock()
     deadline = start + timeout_s
     delay, last_error, attempts, next_log = first_delay, None, 0, start + 10.0
+    dropping, dropped, said = None, 0, False  # since when every connection timed out, how many
     while True:
         attempts += 1
         try:
@@ -41,9 +52,16 @@ def wait_for(host, port, timeout_s, log=None, first_delay=0.25, max_delay=5.0, c
                     s.settimeout(remaining)
                     s.connect(addr)
                 return clock() - start
+            except socket.timeout:
+                last_error = f"{addr[0]}:{port}: timed out"
+                dropping, dropped = dropping or clock(), dropped + 1
             except OSError as err:
                 last_error = f"{addr[0]}:{port}: {err.strerror or err}"
+                dropping, dropped = None, 0
         now = clock()
+        if dropping is not None and not said and now - dropping >= DROPPED_AFTER_S and dropped >= 3:
+            log(dropped_line(what, host, port, infos[0][4][0], now - dropping, dropped))
+            said = True
         if now >= deadline:
             raise EntrypointError(
                 f"{what} {host}:{port} not reachable after {timeout_s}s ({attempts} attempts; last: {last_error}). "

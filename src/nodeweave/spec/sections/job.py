@@ -56,7 +56,7 @@ def gpus(r: Reader, node: Optional[Node]):
 
 def launcher(r: Reader, top: Fields) -> Launcher:
     keys = ("type", "script", "args", "options", "master_port", "max_restarts", "wait_timeout", "exchange",
-            "exchange_port", "exchange_allow", "mode", "setup")
+            "exchange_port", "exchange_allow", "mode", "setup", "stall_warn", "stall_timeout")
     f = r.fields(top.require("launcher", "a mapping with at least 'script'"), "launcher", keys)
     script_node = f.require("script", "the training script, relative to workspace.path (for type command: argv[0])")
     script = r.string(script_node, "launcher.script", "a path such as train.py")
@@ -84,6 +84,8 @@ def launcher(r: Reader, top: Fields) -> Launcher:
                                  unique=True),
         mode=choice(r, f, "mode", MODES, "run"),
         setup=_setup(r, f.get("setup")),
+        stall_warn=integer(r, f, "stall_warn", 60, 0, 86400),
+        stall_timeout=integer(r, f, "stall_timeout", 600, 0, 604800),
     )
 
 

@@ -1,0 +1,154 @@
+"""A node that refuses its own start still tells node 0 why, so node 0 refuses the whole job at once.
+
+Without it node 0 (and every other node) would wait out the check-in
+deadline for a node that already exited 3. The refusing node has no plan, so
+it reads what it can on its own (master, port, job id, as ``topology`` would,
+every contradiction aside), connects to node 0's exchange for a few seconds,
+answers the challenge with a ``refusal`` carrying its reason (signed with the
+job token, like a hello) and exits 3 as before. Node 0 counts the refusal as
+a node that checked in refused (``exchange.Hub.refusals``) and announces its
+verdict to the others straight away.
+"""
+
+import socket
+import time
+
+from ..errors import EXIT_TOPOLOGY, EXIT_USAGE
+from ..planning.exchange_plan import exchange_port, switched_off
+
+TELL_FOR_S = 15.0  # node 0 opens its port as soon as it has planned: nodes started together find it in time
+
+
+def _where(settings):
+    """(host, exchange port, job id, master port) to tell, or None when there is nobody to tell."""
+    from ..core import detect
+    from ..detection.host import in_kubernetes
+    from ..model import Topology, Value
+    from ..planning.sources import Scene, collect
+    from ..detection.sysfs import Root
+    from ..planning.topology import DEFAULT_PORT, _master, host_networking
+
+    root = Root(settings.sysroot)
+    node = detect(settings.sysroot, settings.env)
+    scene = Scene(settings, node, root, in_kubernetes(root, settings.env), host_networking(node))
+    claims = collect(scene)
+    counts = [str(c.value) for c in claims.get("nnodes", ())]
+    if counts and all(text.strip() in ("1", "1:1") for text in counts):
+        return None  # a single-node job: no exchange
+    prefix = next((c.value for c in claims.get("prefix", ())), None)
+    master, _ = _master(scene, claims, prefix, 2, [], [])
+    if prefix and _loopback(master):  # refused for that very address: node 0 is <name>-0 (compose, StatefulSet)
+        master = f"{prefix}-0"
+    ports = [c.value for c in claims.get("master_port", ())]
+    port = int(ports[0]) if ports and str(ports[0]).isdigit() else DEFAULT_PORT
+    topo = Topology(master_port=Value(value=port, source="refusal"))
+    job_id = settings.get("job_id") or prefix or settings.env.get("SLURM_JOB_ID") or "nodeweave"
+    return master, exchange_port(topo, settings)[0], job_id, port, node.hostname
+
+
+def _loopback(address):
+    from ..planning.consistency import _loopback as loopback
+
+    return loopback(address)
+
+
+def tell_node_0(settings, error, log, budget_s=TELL_FOR_S):
+    """Send node 0 this node's refusal (``error``); quiet when it cannot be done."""
+    if error.exit_code not in (EXIT_USAGE, EXIT_TOPOLOGY) or switched_off(settings) or settings.explain:
+        return False
+    try:
+        where = _where(settings)
+    except Exception:  # noqa: BLE001 - the refusal itself is what the user must see, not this
+        return False
+    if where is None:
+        return False
+    host, port, job_id, master_port, hostname = where
+    from .wire import ExchangeError, connect, job_token, proof
+
+    token = job_token(settings.env, job_id, master_port)
+    body = {"t": "refusal", "reason": str(error), "host": hostname}
+    deadline = time.monotonic() + min(budget_s, settings.get("wait_timeout", 600) or budget_s)
+    while time.monotonic() < deadline:
+        try:
+            channel = connect(host, port, 2.0)
+        except (ExchangeError, socket.gaierror, UnicodeError):
+            time.sleep(0.2)
+            continue
+        try:
+            challenge = channel.receive(time.monotonic() + 5.0)
+            if challenge.get("t") != "challenge" or challenge.get("job") != job_id:
+                return False
+            channel.send(dict(body, job=job_id, mac=proof(token, str(challenge.get("nonce")), body)))
+            channel.receive(time.monotonic() + 5.0)
+            log(f"told node 0 ({host}:{port}) why this node refuses to start; node 0 stops every node")
+            return True
+        except ExchangeError:
+            return False
+        finally:
+            channel.close()
+    return False
+
+
+# --- node 0's side -----------------------------------------------------------------------------------------
+
+def note_refusal(hub, peer, message):
+    """Keep a refusal signed with this job's token in ``hub.refusals`` (the job is refused now); drop others."""
+    from .wire import ExchangeError, verify
+
+    body = {"t": "refusal", "reason": message.get("reason"), "host": message.get("host")}
+    if message.get("job") != hub.own_fp.get("job") or not verify(hub.token, peer.challenge, message.get("mac"), body):
+        hub._drop(peer, "a refusal without this job's token")
+        return
+    hub.pending.remove(peer)
+    hub.refusals.append({"host": str(body["host"])[:200], "seen": peer.channel.peer.rpartition(":")[0],
+                         "reason": str(body["reason"])[:2000]})
+    hub.log(f"check-in: {body['host']} ({peer.channel.peer}) refused its own start: {body['reason']}")
+    try:
+        peer.channel.send({"t": "noted"})
+    except ExchangeError:
+        pass
+    peer.channel.finish(1.0)
+
+
+def add_refusals(verdict, refusals):
+    """The verdict refuses, its first problem naming each node that refused itself and why."""
+    labels = [f"{r['host']} (from {r['seen']})" for r in refusals]
+    verdict["problems"].insert(0, {
+        "check": "refused-start", "severity": "refuse", "allowed": False, "fields": [], "nodes": labels,
+        "says": "refused its own start", "details": dict(zip(labels, (r["reason"] for r in refusals)))})
+    verdict["decision"] = "refuse"
+    return verdict
+
+
+LATECOMERS_S = 3.0
+
+
+def tell_latecomers(hub, verdict, needed, deadline):
+    """A job refused before every node checked in: give the nodes still on their way (started with the others,
+    a little later) the same verdict for a few seconds, so they exit 3 now instead of waiting out the deadline
+    for an exchange that closed."""
+    from .wire import ExchangeError
+
+    until = min(deadline, hub.clock() + LATECOMERS_S)
+    told = len(hub.peers)
+    while len(hub.peers) + len(hub.refusals) + 1 < needed and hub.clock() < until:
+        hub.step(min(0.2, max(0.0, until - hub.clock())))
+        for peer in hub.peers[told:]:
+            try:
+                peer.channel.send({"t": "verdict", "verdict": verdict})
+            except ExchangeError:
+                pass
+        told = len(hub.peers)
+
+
+def refused_early(hub, nnodes_max, launcher, allow):
+    """Whether the nodes in so far are refused whoever else comes: a node refused its own start, or a
+    refusal among what each fingerprint says (not the connect-back, still being tried)."""
+    from .verdict import Entry, judge
+
+    if hub.refusals:
+        return True
+    entries = [Entry(hub.own_fp, seen=hub.own_fp.get("route_address") or hub.own_fp.get("address"), own=True)]
+    entries += [peer.entry() for peer in hub.peers]
+    verdict = judge(entries, 0, nnodes_max, launcher, allow)
+    return any(p["severity"] == "refuse" and p["check"] != "connect-back" for p in verdict["problems"])

@@ -1,0 +1,99 @@
+"""The stall watch's messages on the heartbeat's connections (mixed into ``heartbeat.LinkWatch``/``HubWatch``).
+
+- beat ``{"t": "beat", "ranks": [...]}``: a node's ranks' view, every beat;
+- ``{"t": "stacks", "id": n}`` from node 0, answered with ``{"t": "stacks", "id": n, "ranks": [...]}``
+  (each rank's stack class and frames);
+- ``{"t": "report", "lines": [...]}``: a report every node prints (a stall, a straggler);
+- an ``abort`` with ``"code": 7``: the job stalled for stall_timeout; every node exits 7.
+"""
+
+from ..checkin.wire import ExchangeError
+
+
+class LinkStall:
+    """A worker's side."""
+
+    def beat(self):
+        if self.stall is not None:
+            try:
+                return {"t": "beat", "ranks": self.stall.view()}
+            except Exception as err:  # noqa: BLE001 - the heartbeat must go on whatever the watch hits
+                self.stall = None
+                self.log(f"warning: stall watch off on this node: {err!r}")
+        return {"t": "beat"}
+
+    def stall_message(self, message):
+        if message.get("t") == "report":
+            lines = [str(line) for line in message.get("lines") or []]
+            if self.stall is not None:
+                self.stall.publish(lines)
+            else:
+                for line in lines:
+                    self.log(line)
+        elif message.get("t") == "stacks":
+            ranks = self.stall.stacks() if self.stall is not None else []
+            try:
+                self._send({"t": "stacks", "id": message.get("id"), "ranks": ranks})
+            except ExchangeError:
+                pass
+
+
+class HubStall:
+    """Node 0's side."""
+
+    asked = 0
+
+    def stall_tick(self):
+        try:
+            self.stall.hub_tick(self)
+        except Exception as err:  # noqa: BLE001 - the heartbeat must go on whatever the watch hits
+            self.stall = None
+            self.log(f"warning: stall watch off: {err!r}")
+
+    def stall_message(self, peer, message):
+        kind = message.get("t")
+        if kind == "beat" and isinstance(message.get("ranks"), list):
+            peer.ranks = message["ranks"]
+        elif kind == "stacks":
+            peer.stacks = (message.get("id"), message.get("ranks") or [])
+
+    def peer_views(self):
+        """Every other node's latest view; the ranks of a node that finished count as exited."""
+        views = []
+        for peer in self.hub.peers:
+            for rank in peer.ranks or []:
+                views.append(dict(rank, state="gone") if peer.done is not None else rank)
+        return views
+
+    def ask_stacks(self):
+        self.asked += 1
+        for peer in self.hub.peers:
+            peer.stacks = None
+        self._broadcast({"t": "stacks", "id": self.asked})
+        return self.asked
+
+    def collect_stacks(self, request, deadline):
+        """{node label: described ranks} of every live node that answers ``request`` before ``deadline``."""
+        def waiting():
+            return [p for p in self.hub.peers if p.done is None and not (p.stacks and p.stacks[0] == request)]
+        board = self.hub.board  # node 0's one loop (checkin/switchboard.py): it sends the request, reads answers
+        while waiting() and self.clock() < deadline and not board.closed:
+            accept, ready = board.wait(max(0.0, min(0.5, deadline - self.clock())))
+            if accept:
+                self.hub.accept()
+            for peer in ready:
+                if peer.fp is None:
+                    self._late(peer)
+                elif peer.done is None:
+                    self._read(peer)
+        return {f"node {(p.fp or {}).get('rank')}": p.stacks[1] for p in self.hub.peers
+                if p.stacks and p.stacks[0] == request}
+
+    def broadcast_report(self, lines):
+        self._broadcast({"t": "report", "lines": lines})
+
+    def stop_all(self, label, how, code):
+        """Stop every node (and this one) with ``code``: the stall outlived stall_timeout."""
+        if self.failure is None:
+            self._broadcast({"t": "abort", "node": label, "how": how, "tail": [], "code": code})
+        self._stop_for(label, {"how": how}, code)

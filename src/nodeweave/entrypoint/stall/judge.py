@@ -1,0 +1,118 @@
+"""Pure judgements on every rank's view (all nodes'): is the job stalled, and who is behind; who is slow.
+
+A view is one dict per rank (``ranks.RankFolder.sample``): its collective
+count ``seq``, ``since_s`` since it last entered or left one, whether it is
+inside one, its process state. No clocks are compared across nodes: every
+time is a duration measured on the rank's own node.
+
+- **Stall**: no live rank has moved for ``warn_s`` and the counts differ: the
+  ranks at the lowest count have not entered the collective the others wait
+  in (or left it last: they are where the others cannot follow). A long step
+  every rank is in keeps the counts equal and is not a stall.
+- **Straggler**: over :data:`WINDOW_S`, a rank's time outside collectives per
+  collective (its own work; the others spend the difference waiting inside
+  the next collective) is :data:`SLOWER` or more above the lower median.
+"""
+
+from collections import deque
+
+GONE = ("gone", "Z", "X")
+WINDOW_S = 20.0
+MIN_COLLECTIVES = 4
+MIN_INTERVALS = 5
+SLOWER = 0.10
+CONFIRM = 3  # consecutive evaluations that must agree before a straggler is named
+
+
+def find_stall(views):
+    """{culprits, waiting, collective, seq, for_s} when the counts differ and nobody moves; else None."""
+    alive = [v for v in views if v["state"] not in GONE]
+    if len(views) < 2 or not alive:
+        return None
+    top, low = max(v["seq"] for v in views), min(v["seq"] for v in views)
+    if top == low:
+        return None
+    waiting = [v for v in views if v["seq"] == top]
+    return {"culprits": sorted((v for v in views if v["seq"] == low), key=_key),
+            "waiting": sorted(waiting, key=_key), "behind": sorted((v for v in views if v["seq"] < top), key=_key),
+            "collective": _most(v["name"] for v in waiting), "seq": top,
+            "for_s": min(v["since_s"] for v in alive)}
+
+
+def _key(view):
+    return (view.get("node", 0), view["rank"])
+
+
+def _most(names):
+    counts = {}
+    for name in names:
+        counts[name] = counts.get(name, 0) + 1
+    return max(sorted(counts), key=lambda n: counts[n]) if counts else None
+
+
+class Stragglers:
+    """Per-rank history of (time, seq, time outside collectives); names ranks consistently slower."""
+
+    def __init__(self, window_s=WINDOW_S, slower=SLOWER, confirm=CONFIRM):
+        self.window_s, self.slower, self.confirm = window_s, slower, confirm
+        self.history = {}   # (node, rank) -> deque of (now, seq, outside_s)
+        self.streak = {}    # (node, rank) -> consecutive evaluations found slower
+        self.labels = {}
+
+    def feed(self, now, views):
+        for v in views:
+            if v["seq"] < 2:  # before the rendezvous ended: start-up time is not a rank's pace
+                continue
+            key = (v.get("node", 0), v["rank"])
+            self.labels[key] = v
+            past = self.history.setdefault(key, deque())
+            past.append((now, v["seq"], v["outside_s"]))
+            while len(past) > 2 and now - past[1][0] >= self.window_s:
+                past.popleft()
+
+    def reset(self):
+        self.history.clear()
+        self.streak.clear()
+
+    def per_collective(self, now):
+        """{key: seconds of own work per collective}: the median over the window's beat-to-beat intervals
+        (one long save or a hiccup moves one interval, not the median), for ranks with a full window."""
+        out = {}
+        for key, past in self.history.items():
+            first, last = past[0], past[-1]
+            if now - first[0] < self.window_s * 0.9 or now - last[0] > 5 or last[1] - first[1] < MIN_COLLECTIVES:
+                continue
+            rates = sorted((b[2] - a[2]) / (b[1] - a[1]) for a, b in zip(past, list(past)[1:]) if b[1] > a[1])
+            if len(rates) >= MIN_INTERVALS:
+                out[key] = rates[len(rates) // 2]
+        return out
+
+    def evaluate(self, now):
+        """[{rank, node, host, pod, gap, per_s, ref_s}] of ranks slower for ``confirm`` evaluations in a row."""
+        per = self.per_collective(now)
+        if len(per) < 2:
+            return []
+        ordered = sorted(per.values())
+        ref = ordered[(len(ordered) - 1) // 2]
+        named = []
+        for key, value in sorted(per.items()):
+            slow = ref > 0 and value >= ref * (1 + self.slower)
+            self.streak[key] = self.streak.get(key, 0) + 1 if slow else 0
+            if self.streak[key] >= self.confirm:
+                v = self.labels[key]
+                named.append({"rank": v["rank"], "node": v.get("node"), "host": v.get("host"), "pod": v.get("pod"),
+                              "gap": value / ref - 1, "per_s": value, "ref_s": ref})
+        return named
+
+
+def slow_nodes(named, views):
+    """Nodes all of whose ranks are named: {node: smallest gap among them}."""
+    by_node = {}
+    for v in views:
+        by_node.setdefault(v.get("node"), set()).add(v["rank"])
+    slow = {}
+    for node, ranks in by_node.items():
+        gaps = [n["gap"] for n in named if n["node"] == node]
+        if ranks and len(gaps) == len(ranks) and len(by_node) > 1:
+            slow[node] = min(gaps)
+    return slow

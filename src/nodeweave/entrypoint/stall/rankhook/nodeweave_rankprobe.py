@@ -1,0 +1,179 @@
+"""The stall probe inside each training rank: where it is, written to a small shared file, cheaply.
+
+Started by ``sitecustomize`` (stdlib at import; torch is only touched after
+the script imports it). It
+
+- maps ``$NODEWEAVE_RANKWATCH_DIR/rank-<RANK>.bin`` (:data:`LAYOUT`) and keeps
+  there the count of collectives entered, the one it is in and since when,
+  and the time spent inside and outside collectives (the straggler measure);
+- wraps the ``torch.distributed`` collectives when ``distributed_c10d`` is
+  imported (an import hook; the first call into one counts, nested calls do not);
+- registers :data:`STACK_SIGNAL` with ``faulthandler`` (``all_threads``), which
+  appends every thread's Python stack to ``rank-<RANK>.stack`` — from C, so it
+  answers while the rank sleeps, reads a dead file system or waits in gloo.
+
+Only a process with ``RANK`` and ``LOCAL_RANK`` set (a rank, not a launcher)
+starts it, and not a process it started itself (DataLoader workers).
+A record is written under a sequence lock (``gen`` odd while writing).
+"""
+
+import os
+import struct
+import sys
+import time
+
+MAGIC = b"NWR1"
+# magic, gen, pid, rank, local rank, main thread ident, seq, changed, entered, inside_s, outside_s, name
+LAYOUT = struct.Struct("<4sIIiiQQdddd24s")
+SIZE = 4096
+OWNER = "NODEWEAVE_RANKWATCH_PID"
+COLLECTIVES = (
+    "init_process_group", "new_group", "barrier", "monitored_barrier", "all_reduce", "all_reduce_coalesced",
+    "reduce", "broadcast", "all_gather", "all_gather_into_tensor", "all_gather_object", "all_gather_coalesced",
+    "reduce_scatter", "reduce_scatter_tensor", "all_to_all", "all_to_all_single", "gather", "gather_object",
+    "scatter", "scatter_object_list", "broadcast_object_list", "send", "recv", "batch_isend_irecv",
+    "_all_gather_base", "_reduce_scatter_base",
+)
+
+
+def stack_signal():
+    import signal
+
+    return signal.SIGRTMIN + 4  # documented; real-time, so no program's SIGUSR1/2 use collides
+
+
+class Probe:
+    """The rank's record: updated on every collective entry and exit (a few microseconds)."""
+
+    def __init__(self, path, rank, local_rank):
+        import _thread
+        import mmap
+
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
+        try:
+            os.ftruncate(fd, SIZE)
+            self.map = mmap.mmap(fd, SIZE)
+        finally:
+            os.close(fd)
+        self.rank, self.local_rank, self.thread = rank, local_rank, _thread.get_ident()
+        self.gen = self.seq = 0
+        self.depth = 0
+        self.name = b""
+        self.entered = 0.0
+        self.inside = self.outside = 0.0
+        self.changed = self.last_exit = time.monotonic()
+        self.write()
+
+    def write(self):
+        self.gen += 1
+        struct.pack_into("<I", self.map, 4, self.gen)  # odd: a reader retries
+        LAYOUT.pack_into(self.map, 0, MAGIC, self.gen, os.getpid(), self.rank, self.local_rank, self.thread,
+                         self.seq, self.changed, self.entered, self.inside, self.outside, self.name)
+        self.gen += 1
+        struct.pack_into("<I", self.map, 4, self.gen)
+
+    def enter(self, name):
+        now = time.monotonic()
+        self.seq += 1
+        self.outside += now - self.last_exit
+        self.entered = self.changed = now
+        self.name = name
+        self.write()
+
+    def leave(self):
+        now = time.monotonic()
+        self.inside += now - self.entered
+        self.entered = 0.0
+        self.last_exit = self.changed = now
+        self.write()
+
+
+def wrap(probe, name, fn):
+    import functools
+
+    label = name.encode()[:24]
+
+    @functools.wraps(fn)
+    def nodeweave_collective(*args, **kwargs):
+        if probe.depth:
+            return fn(*args, **kwargs)
+        probe.depth += 1
+        probe.enter(label)
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            probe.depth -= 1
+            probe.leave()
+    return nodeweave_collective
+
+
+def patch(probe, module):
+    for name in COLLECTIVES:
+        fn = getattr(module, name, None)
+        if callable(fn) and not hasattr(fn, "__wrapped_by_nodeweave__"):
+            wrapped = wrap(probe, name, fn)
+            wrapped.__wrapped_by_nodeweave__ = True
+            setattr(module, name, wrapped)
+
+
+class Finder:
+    """An import hook that lets ``torch.distributed.distributed_c10d`` load as usual, then wraps its
+    collectives before ``torch.distributed`` re-exports them."""
+
+    TARGET = "torch.distributed.distributed_c10d"
+
+    def __init__(self, probe):
+        self.probe = probe
+
+    def find_spec(self, name, path=None, target=None):
+        if name != self.TARGET:
+            return None
+        import importlib.util
+
+        sys.meta_path.remove(self)
+        spec = importlib.util.find_spec(name)
+        if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
+            return spec
+        run = spec.loader.exec_module
+        probe = self.probe
+
+        def exec_module(module):
+            run(module)
+            patch(probe, module)
+        spec.loader.exec_module = exec_module
+        return spec
+
+
+def install(env):
+    """Start the probe in this process when it is a training rank; return it (None elsewhere)."""
+    if "RANK" not in env or "LOCAL_RANK" not in env:
+        return None
+    owner = env.get(OWNER)
+    if owner and owner != str(os.getpid()):
+        return None  # a process a rank started (a DataLoader worker): not a rank itself
+    os.environ[OWNER] = str(os.getpid())
+    folder = env["NODEWEAVE_RANKWATCH_DIR"]
+    rank, local_rank = int(env["RANK"]), int(env["LOCAL_RANK"])
+    probe = Probe(os.path.join(folder, f"rank-{rank}.bin"), rank, local_rank)
+    import faulthandler
+
+    probe.stacks = open(os.path.join(folder, f"rank-{rank}.stack"), "a")
+    faulthandler.register(stack_signal(), file=probe.stacks, all_threads=True, chain=False)
+    if "torch.distributed.distributed_c10d" in sys.modules:
+        patch(probe, sys.modules["torch.distributed.distributed_c10d"])
+    else:
+        sys.meta_path.insert(0, Finder(probe))
+    return probe
+
+
+def read(data):
+    """The record in ``data`` (bytes of a rank file) as a dict, or None while it is being written."""
+    if len(data) < LAYOUT.size or data[:4] != MAGIC:
+        return None
+    (_, gen, pid, rank, local_rank, thread, seq, changed, entered, inside, outside,
+     name) = LAYOUT.unpack_from(data, 0)
+    if gen % 2:
+        return None
+    return {"pid": pid, "rank": rank, "local_rank": local_rank, "thread": thread, "seq": seq, "changed": changed,
+            "entered": entered, "inside_s": inside, "outside_s": outside,
+            "name": name.rstrip(b"\0").decode(errors="replace")}

@@ -1,0 +1,129 @@
+"""This node's ranks as the entrypoint sees them: their probe records, their /proc state, their stacks.
+
+The ranks write ``rank-<N>.bin`` (``rankhook/nodeweave_rankprobe.py``); this
+reads them, adds each process's state and CPU time from ``/proc/<pid>/stat``,
+and on request signals a rank to append its stacks to ``rank-<N>.stack``
+(a stopped or exited rank is not signalled: it could not answer).
+"""
+
+import os
+import time
+
+from .rankhook.nodeweave_rankprobe import read, stack_signal
+
+STATES = {"R": "running", "S": "sleeping", "D": "in uninterruptible I/O", "T": "stopped", "t": "stopped by a tracer",
+          "Z": "exited (zombie)", "X": "exited"}
+STACK_WAIT_S = 2.0
+
+
+def proc_state(pid):
+    """(state letter, CPU seconds) of ``pid`` from /proc, or (None, None) when it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            text = f.read()
+    except OSError:
+        return None, None
+    fields = text[text.rindex(")") + 2:].split()
+    ticks = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+    return fields[0], (int(fields[11]) + int(fields[12])) / ticks
+
+
+class RankFolder:
+    """The folder this node's ranks write to, and what can be read from it."""
+
+    def __init__(self, path, node, host, pod):
+        self.path, self.node, self.host, self.pod = path, node, host, pod
+        self.cpu_seen = {}  # rank -> (monotonic time, cpu seconds) of the previous sample
+
+    def prepare(self):
+        """Create the folder; remove what an earlier launch's ranks left in it (only our own file names)."""
+        os.makedirs(self.path, exist_ok=True)
+        for name in os.listdir(self.path):
+            if name.startswith("rank-") and name.endswith((".bin", ".stack")):
+                try:
+                    os.unlink(os.path.join(self.path, name))
+                except OSError:
+                    pass
+
+    def records(self):
+        """{rank: record dict} of every rank file that reads whole."""
+        found = {}
+        try:
+            names = os.listdir(self.path)
+        except OSError:
+            return found
+        for name in names:
+            if not (name.startswith("rank-") and name.endswith(".bin")):
+                continue
+            for _ in range(3):  # a record being written reads as None: try again
+                try:
+                    with open(os.path.join(self.path, name), "rb") as f:
+                        record = read(f.read(256))
+                except OSError:
+                    record = None
+                if record is not None:
+                    found[record["rank"]] = record
+                    break
+        return found
+
+    def sample(self, now=None):
+        """This node's view: one small dict per rank (what the heartbeat carries to node 0)."""
+        now = time.monotonic() if now is None else now
+        view = []
+        for rank, rec in sorted(self.records().items()):
+            state, cpu = proc_state(rec["pid"])
+            before = self.cpu_seen.get(rank)
+            rate = None
+            if cpu is not None:
+                if before and now > before[0]:
+                    rate = round((cpu - before[1]) / (now - before[0]), 3)
+                self.cpu_seen[rank] = (now, cpu)
+            view.append({
+                "rank": rank, "local_rank": rec["local_rank"], "node": self.node, "host": self.host, "pod": self.pod,
+                "pid": rec["pid"], "seq": rec["seq"], "name": rec["name"], "inside": rec["entered"] > 0,
+                "since_s": round(max(0.0, now - rec["changed"]), 2), "inside_s": round(rec["inside_s"], 4),
+                "outside_s": round(rec["outside_s"], 4), "state": state or "gone", "cpu_s": cpu, "cpu_rate": rate,
+                "thread": rec["thread"]})
+        return view
+
+    def stacks(self, view, wait_s=STACK_WAIT_S):
+        """{rank: dump text, or why there is none}: signal every live rank at once, then read what each appended."""
+        offsets, texts = {}, {}
+        for rank in view:
+            number = rank["rank"]
+            path = os.path.join(self.path, f"rank-{number}.stack")
+            if rank["state"] in ("gone", "Z", "X"):
+                texts[number] = "exited"
+                continue
+            if rank["state"] in ("T", "t"):
+                texts[number] = f"stopped ({STATES[rank['state']]}, e.g. SIGSTOP): a stopped process cannot dump"
+                continue
+            try:
+                offsets[number] = (path, os.path.getsize(path))
+                os.kill(rank["pid"], stack_signal())
+            except OSError as err:
+                texts[number] = f"no stack: {err.strerror or err}"
+                offsets.pop(number, None)
+        deadline = time.monotonic() + wait_s
+        seen = {}
+        while offsets and time.monotonic() < deadline:
+            time.sleep(0.05)
+            for number, (path, offset) in list(offsets.items()):
+                text = _appended(path, offset)
+                if text and seen.get(number) == len(text):  # written, and no longer growing
+                    texts[number] = text
+                    del offsets[number]
+                seen[number] = len(text)
+        for number in offsets:
+            texts[number] = f"no stack within {wait_s:g}s (the rank did not answer the signal)"
+        return texts
+
+
+def _appended(path, offset):
+    try:
+        with open(path, "rb") as f:
+            f.seek(offset)
+            return f.read(1 << 16).decode(errors="replace")
+    except OSError:
+        return ""
+

@@ -1,0 +1,72 @@
+"""The lines every node prints for a stall or a straggler, and where they are kept.
+
+One report per stall: the culprit (node, rank, host, pod/container, process
+state and CPU use), the collective the others wait in, and every rank's stack
+grouped into identical classes. A run ``nodeweave run`` started also keeps
+them in ``$TMPDIR/nodeweave/runs/<id>/stalls.txt`` on each node.
+"""
+
+import os
+import time
+
+from .ranks import STATES
+from .stacks import render
+
+FILE = "stalls.txt"
+
+
+def _who(v):
+    pod = f", pod/container {v['pod']}" if v.get("pod") and v.get("pod") != v.get("host") else ""
+    return f"rank {v['rank']} (node {v.get('node')}, host {v.get('host')}{pod})"
+
+
+def _doing(v):
+    state = v.get("state")
+    if state in ("gone", "Z", "X"):
+        return f"exited after collective #{v['seq']}"
+    cpu = v.get("cpu_rate")
+    use = f", CPU {cpu * 100:.0f}%" if isinstance(cpu, (int, float)) else ""
+    where = f"inside {v['name']} #{v['seq']}" if v.get("inside") else (
+        f"outside collectives for {v['since_s']:.0f}s (last: {v['name'] or 'none'} #{v['seq']})")
+    return f"{STATES.get(state, state)}{use}, {where}"
+
+
+def stall_lines(finding, classes, warn_s, timeout_s, stop_code):
+    culprits, waiting = finding["culprits"], finding["waiting"]
+    names = ", ".join(_who(v) for v in culprits[:4]) + (f" and {len(culprits) - 4} more" if len(culprits) > 4 else "")
+    head = (f"STALL: {len(waiting)} rank(s) wait in {finding['collective']} #{finding['seq']} that {names} "
+            f"{'has' if len(culprits) == 1 else 'have'} not entered; nothing has moved for "
+            f"{finding['for_s']:.0f}s (stall_warn {warn_s}s)")
+    lines = [head]
+    for v in culprits[:8]:
+        lines.append(f"  culprit {_who(v)}: {_doing(v)}, pid {v.get('pid')}")
+    lines.append(f"  stacks of {sum(len(c['ranks']) for c in classes)} rank(s), {len(classes)} class(es):")
+    lines += render(classes, indent="    ")
+    lines.append(f"  the job is stopped after stall_timeout {timeout_s}s (exit {stop_code})" if timeout_s else
+                 "  stall_timeout is 0: the job is not stopped for it")
+    return lines
+
+
+def straggler_lines(named, nodes, window_s):
+    lines = []
+    for node, gap in sorted(nodes.items()):
+        host = next((n["host"] for n in named if n["node"] == node), "?")
+        lines.append(f"STRAGGLER: node {node} (host {host}): all its ranks are {gap * 100:.0f}% or more slower "
+                     f"than the others (own work per collective, last {window_s:.0f}s)")
+    for n in named:
+        lines.append(f"STRAGGLER: {_who(n)} is {n['gap'] * 100:.0f}% slower: {n['per_s'] * 1000:.0f} ms of own "
+                     f"work per collective against {n['ref_s'] * 1000:.0f} ms (last {window_s:.0f}s)")
+    return lines
+
+
+def keep(run_dir, lines):
+    """Append the lines, stamped, to the run folder's stalls.txt (a run started by nodeweave run)."""
+    if not run_dir:
+        return
+    try:
+        os.makedirs(run_dir, exist_ok=True)
+        with open(os.path.join(run_dir, FILE), "a") as f:
+            f.write(f"# {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}\n")
+            f.write("".join(f"{line}\n" for line in lines))
+    except OSError:
+        pass

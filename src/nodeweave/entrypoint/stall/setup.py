@@ -1,0 +1,37 @@
+"""Switch the stall watch on for one supervised launch: the ranks' folder, their PYTHONPATH, the watch."""
+
+import os
+
+from ..planning.contract import STALL_TIMEOUT_S, STALL_WARN_S
+
+HOOK = os.path.join(os.path.dirname(os.path.abspath(__file__)), "rankhook")
+FOLDER_VARIABLE = "NODEWEAVE_RANKWATCH_DIR"
+
+
+def attach(watch, plan, settings, environ, log):
+    """The launcher's environment with the hook on PYTHONPATH; ``watch.stall`` set. Unchanged when off."""
+    warn = settings.get("stall_warn", STALL_WARN_S)
+    if not warn or watch is None:
+        return environ
+    from ..running.runstate import run_dir, state_root
+    from .ranks import RankFolder
+    from .watcher import StallWatch
+
+    env = settings.env
+    folder = RankFolder(os.path.join(state_root(env), "ranks"), plan.topology.node_rank.value, plan.node.hostname,
+                        env.get("POD_NAME") or plan.node.hostname)
+    try:
+        folder.prepare()
+    except OSError as err:
+        log(f"warning: stall watch off: cannot make {folder.path}: {err.strerror or err}")
+        return environ
+    environ = dict(environ)
+    environ[FOLDER_VARIABLE] = folder.path
+    environ["PYTHONPATH"] = os.pathsep.join([HOOK] + ([environ["PYTHONPATH"]] if environ.get("PYTHONPATH") else []))
+    run_id = settings.get("run_id")
+    watch.stall = StallWatch(folder, warn, settings.get("stall_timeout", STALL_TIMEOUT_S), log,
+                             run_dir(env, run_id) if run_id else None)
+    hub = getattr(watch, "hub", None)
+    if hub is not None:
+        hub.live_status = lambda stacks=False: watch.stall.status(watch, stacks)
+    return environ

@@ -1,0 +1,120 @@
+"""The stall watch riding on the heartbeat: every node samples its ranks, node 0 judges them all.
+
+Each beat a node sends carries its ranks' view (``ranks.py``). Node 0 adds
+its own, judges (``judge.py``) and, when the job stalls for ``stall_warn``,
+asks every node for its ranks' stacks, groups them, and sends the one report
+every node prints; after ``stall_timeout`` it stops every node with
+:data:`EXIT_STALLED`. A straggler is named once (again when the set changes).
+"""
+
+import time
+
+from ..errors import EXIT_STALLED
+from . import judge, report
+from .stacks import describe_rank, group
+
+GATHER_S = 6.0
+
+
+class StallWatch:
+    """This node's part; ``hub_tick`` runs on node 0 only."""
+
+    def __init__(self, folder, warn_s, timeout_s, log, run_dir=None, clock=time.monotonic):
+        self.folder, self.warn_s, self.timeout_s = folder, warn_s, timeout_s
+        self.log, self.run_dir, self.clock = log, run_dir, clock
+        self.stragglers = judge.Stragglers()
+        self.reported = None      # (seq, culprit ranks) of the stall already reported
+        self.named = frozenset()  # stragglers already named
+        self.verdicts = {"stall": None, "stragglers": []}
+        self.last_views = []
+
+    # --- every node ---------------------------------------------------------------------------------
+    def view(self):
+        return self.folder.sample(self.clock())
+
+    def stacks(self, view=None):
+        view = self.view() if view is None else view
+        texts = self.folder.stacks(view)
+        return [describe_rank(v, texts.get(v["rank"])) for v in view]
+
+    def publish(self, lines):
+        for line in lines:
+            self.log(line)
+        report.keep(self.run_dir, lines)
+
+    # --- node 0 --------------------------------------------------------------------------------------
+    def hub_tick(self, hub_watch):
+        """Judge every rank's latest view; report, stop or name as needed."""
+        now = self.clock()
+        own = self.view()
+        views = own + hub_watch.peer_views()
+        self.last_views = views
+        finding = judge.find_stall(views)
+        if finding is None or finding["for_s"] < judge.WINDOW_S / 4:
+            self.stragglers.feed(now, views)
+            self._stragglers(hub_watch, views, now)
+        else:
+            self.stragglers.reset()  # a stalled job has no pace to compare, and its wait is no rank's pace
+        if finding is None or finding["for_s"] < self.warn_s:
+            if self.reported is not None:  # the ranks moved (counts a beat apart are no stall)
+                self._say_all(hub_watch, [f"the stall is over: every rank moved on (after {self.reported[2]})"])
+                self.reported = None
+            self.verdicts["stall"] = None
+            return
+        self.verdicts["stall"] = _summary(finding)
+        key = (finding["seq"], tuple((v.get("node"), v["rank"]) for v in finding["culprits"]))
+        if self.reported is None or self.reported[:2] != key:
+            classes = group(self._gather(hub_watch, own))
+            lines = report.stall_lines(finding, classes, self.warn_s, self.timeout_s, EXIT_STALLED)
+            self.reported = key + (", ".join(f"rank {v['rank']}" for v in finding["culprits"]),)
+            self._say_all(hub_watch, lines)
+        if self.timeout_s and finding["for_s"] >= self.timeout_s:
+            culprit = finding["culprits"][0]
+            how = (f"stalled for {finding['for_s']:.0f}s (stall_timeout {self.timeout_s}s): rank {culprit['rank']} "
+                   f"never entered {finding['collective']} #{finding['seq']}")
+            hub_watch.stop_all(f"node {culprit.get('node')} ({culprit.get('host')})", how, EXIT_STALLED)
+
+    def _stragglers(self, hub_watch, views, now):
+        named = self.stragglers.evaluate(now)
+        self.verdicts["stragglers"] = [{k: n[k] for k in ("rank", "node", "host", "gap")} for n in named]
+        keys = frozenset((n["node"], n["rank"]) for n in named)
+        if named and keys != self.named:
+            self._say_all(hub_watch, report.straggler_lines(named, judge.slow_nodes(named, views),
+                                                           self.stragglers.window_s))
+        self.named = keys
+
+    def _gather(self, hub_watch, own):
+        """Every rank's described stack: this node's now, the others' as they answer (bounded)."""
+        request = hub_watch.ask_stacks()
+        described = self.stacks(own)
+        answers = hub_watch.collect_stacks(request, self.clock() + GATHER_S)
+        for ranks in answers.values():
+            described += ranks
+        known = {d["rank"] for d in described}
+        for v in self.last_views:
+            if v["rank"] not in known:
+                described.append({"rank": v["rank"], "label": "exited" if v["state"] in judge.GONE else
+                                  f"no answer from node {v.get('node')} within {GATHER_S:g}s", "frames": []})
+        return described
+
+    def _say_all(self, hub_watch, lines):
+        self.publish(lines)
+        hub_watch.broadcast_report(lines)
+
+    def status(self, hub_watch, stacks=False):
+        """For `--status`: where each rank is and for how long (this node's now, the others' as of their last
+        beat), the verdicts; with ``stacks`` every rank's stack grouped, gathered now, stopping nothing."""
+        own = self.view()
+        self.last_views = own + hub_watch.peer_views()
+        ranks = [{k: v.get(k) for k in ("node", "rank", "host", "pod", "seq", "name", "inside", "since_s", "state",
+                                        "cpu_rate")} for v in self.last_views]
+        answer = {"ranks": ranks, **self.verdicts}
+        if stacks:
+            answer["stacks"] = group(self._gather(hub_watch, own))
+        return answer
+
+
+def _summary(finding):
+    return {"collective": finding["collective"], "seq": finding["seq"], "for_s": finding["for_s"],
+            "culprits": [{"rank": v["rank"], "node": v.get("node"), "host": v.get("host")}
+                         for v in finding["culprits"]]}

@@ -1,0 +1,149 @@
+"""The stall watch's parts without a launcher: the rank probe and its record, real faulthandler dumps
+classified and grouped, the stall and straggler judgements on views."""
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+from nodeweave.entrypoint.stall import judge, stacks
+from nodeweave.entrypoint.stall.ranks import RankFolder
+from nodeweave.entrypoint.stall.rankhook import nodeweave_rankprobe as probe
+from nodeweave.entrypoint.stall.setup import HOOK
+
+SLEEPER = textwrap.dedent("""\
+    import os, sys, time
+    def load_batch():
+        time.sleep(60)
+    print("ready", flush=True)
+    load_batch()
+    """)
+
+
+def start_rank(tmp_path, script, rank=3, extra_env=None):
+    (tmp_path / "loader.py").write_text(script)
+    env = {"PATH": os.environ["PATH"], "PYTHONPATH": HOOK, "NODEWEAVE_RANKWATCH_DIR": str(tmp_path),
+           "RANK": str(rank), "LOCAL_RANK": "0", **(extra_env or {})}
+    proc = subprocess.Popen([sys.executable, str(tmp_path / "loader.py")], env=env, stdout=subprocess.PIPE, text=True)
+    assert proc.stdout.readline().strip() == "ready"
+    return proc
+
+
+def test_a_sleeping_rank_is_seen_and_its_stack_read_without_stopping_it(tmp_path):
+    proc = start_rank(tmp_path, SLEEPER)
+    try:
+        folder = RankFolder(str(tmp_path), node=1, host="h", pod="p")
+        deadline = time.monotonic() + 10
+        view = folder.sample()
+        while view[0]["state"] != "S" and time.monotonic() < deadline:  # from print() to sleep()
+            time.sleep(0.05)
+            view = folder.sample()
+        assert [(v["rank"], v["pid"], v["seq"], v["inside"]) for v in view] == [(3, proc.pid, 0, False)]
+        assert view[0]["state"] == "S"
+        described = [stacks.describe_rank(v, t) for v, t in zip(view, folder.stacks(view).values())]
+        assert described[0]["label"] == "time.sleep (loader.py:3)", described
+        assert [f[2] for f in described[0]["frames"]] == ["load_batch", "<module>"]
+        assert proc.poll() is None  # dumping a stack does not stop the rank
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_a_stopped_rank_is_not_signalled_and_says_so(tmp_path):
+    proc = start_rank(tmp_path, SLEEPER)
+    try:
+        os.kill(proc.pid, signal.SIGSTOP)
+        time.sleep(0.2)
+        folder = RankFolder(str(tmp_path), node=0, host="h", pod="p")
+        view = folder.sample()
+        assert view[0]["state"] == "T"
+        assert folder.stacks(view)[3].startswith("stopped (stopped, e.g. SIGSTOP)")
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_a_launcher_process_without_local_rank_starts_no_probe_and_the_hidden_sitecustomize_still_runs(tmp_path):
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "sitecustomize.py").write_text("import os\nos.environ['IMAGE_SITECUSTOMIZE'] = 'ran'\n")
+    env = {"PATH": os.environ["PATH"], "PYTHONPATH": f"{HOOK}:{other}", "NODEWEAVE_RANKWATCH_DIR": str(tmp_path),
+           "RANK": "0"}
+    out = subprocess.run([sys.executable, "-c", "import os; print(os.environ.get('IMAGE_SITECUSTOMIZE'))"],
+                         env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "ran" and out.stderr == ""
+    assert not list(tmp_path.glob("rank-*"))
+
+
+def test_the_probe_counts_outermost_collectives_and_a_torn_record_reads_as_none(tmp_path):
+    p = probe.Probe(str(tmp_path / "rank-0.bin"), 0, 0)
+
+    def inner():
+        return "inner"
+
+    def outer():
+        return wrapped_inner()
+    wrapped_inner = probe.wrap(p, "all_gather", inner)
+    wrapped_outer = probe.wrap(p, "all_gather_object", outer)
+    assert wrapped_outer() == "inner"
+    record = probe.read(bytes(p.map[:256]))
+    assert record["seq"] == 1 and record["name"] == "all_gather_object" and record["entered"] == 0.0
+    data = bytearray(p.map[:256])
+    data[4] = 1  # gen odd: a writer is half way
+    assert probe.read(bytes(data)) is None
+
+
+def view(rank, seq, since, node=0, state="S", name="all_reduce", inside=True):
+    return {"rank": rank, "node": node, "host": f"h{node}", "pod": f"h{node}", "seq": seq, "since_s": since,
+            "state": state, "name": name, "inside": inside, "pid": 100 + rank, "outside_s": 0.0}
+
+
+def test_a_rank_behind_while_nobody_moves_is_a_stall_and_equal_counts_are_not():
+    found = judge.find_stall([view(0, 9, 31.0), view(1, 8, 45.0, node=1, inside=False), view(2, 9, 30.5, node=1)])
+    assert [v["rank"] for v in found["culprits"]] == [1] and found["seq"] == 9 and found["for_s"] == 30.5
+    assert found["collective"] == "all_reduce"
+    assert judge.find_stall([view(0, 9, 300.0, inside=False), view(1, 9, 300.0, node=1, inside=False)]) is None
+
+
+def test_a_rank_that_exited_behind_the_others_is_the_culprit():
+    found = judge.find_stall([view(0, 13, 20.0), view(1, 12, 25.0, node=1, state="gone")])
+    assert [v["rank"] for v in found["culprits"]] == [1] and found["for_s"] == 20.0
+
+
+def test_a_straggler_is_named_after_consistent_windows_and_a_single_long_save_is_not():
+    tracker = judge.Stragglers(window_s=10, confirm=3)
+    outside = {0: 0.0, 1: 0.0, 2: 0.0}
+    named = []
+    for beat in range(20):
+        now = beat * 2.0
+        for rank in outside:
+            outside[rank] += 0.2 * 10 * (1.3 if rank == 2 else 1.0)  # 10 collectives per beat
+            if rank == 0 and beat == 8:
+                outside[rank] += 30.0  # one long save
+        tracker.feed(now, [dict(view(r, 2 + 10 * beat, 0.1), outside_s=outside[r]) for r in outside])
+        named = tracker.evaluate(now)
+    assert [n["rank"] for n in named] == [2]
+    assert abs(named[0]["gap"] - 0.3) < 0.01
+
+
+def test_stack_classes_group_identical_stacks_and_the_largest_class_comes_first(tmp_path):
+    dump = textwrap.dedent("""\
+        Thread 0x00007f0000000002 (most recent call first):
+          File "/usr/lib/python3.11/threading.py", line 320 in wait
+
+        Current thread 0x00007f0000000001 (most recent call first):
+          File "/opt/venv/lib/python3.11/site-packages/torch/distributed/distributed_c10d.py", line 2501 in all_reduce
+          File "/workspace/nodeweave_rankprobe.py", line 103 in nodeweave_collective
+          File "/workspace/train.py", line 88 in step
+          File "/workspace/train.py", line 120 in <module>
+        """)
+    ranks = [{"rank": r, "thread": 0x7f0000000001, "inside": True, "name": "all_reduce"} for r in range(15)]
+    described = [stacks.describe_rank(r, dump) for r in ranks]
+    described.append({"rank": 15, "label": "time.sleep (loader.py:41)", "frames": [["/w/loader.py", 41, "load"]]})
+    classes = stacks.group(described)
+    lines = stacks.render(classes)
+    assert lines[0] == "  15 ranks (0, 1, 2, 3, 4, 5, ... 14): in all_reduce (train.py:88)"
+    assert "  1 rank (15): time.sleep (loader.py:41)" in lines
+    assert not any("nodeweave_rankprobe" in line for line in lines)
