@@ -61,3 +61,18 @@ def test_every_room_of_the_product_is_small():
         for module in modules + [p for p in folder.glob("__*__.py")]:
             lines = len(module.read_text(encoding="utf-8").splitlines())
             assert lines <= MAX_LINES, f"{module.relative_to(ROOT)} has {lines} lines (at most {MAX_LINES})"
+
+
+def test_every_room_is_a_package_that_says_what_it_owns():
+    """A folder of modules without ``__init__.py`` is a namespace package: the zipapp's import check and a
+    reader both miss it. Each room's ``__init__`` opens with a docstring (what it owns, what it may import)."""
+    package = ROOT / "src" / "nodeweave"
+    import ast
+
+    for folder in sorted(p for p in package.rglob("*") if p.is_dir() and p.name != "__pycache__"):
+        if not list(folder.glob("*.py")):
+            continue  # data folders (templates)
+        init = folder / "__init__.py"
+        assert init.is_file(), f"{folder.relative_to(ROOT)} holds modules but no __init__.py"
+        assert ast.get_docstring(ast.parse(init.read_text(encoding="utf-8"))), \
+            f"{init.relative_to(ROOT)} has no docstring saying what the room owns"
