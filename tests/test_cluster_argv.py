@@ -116,7 +116,7 @@ def test_hosts_up_sends_the_compose_file_and_generates_each_hosts_rank(spec_path
 def test_bare_hosts_get_the_compose_environment_and_a_working_directory(spec_path):
     b = backend(spec_path, target="hosts", hosts=("10.0.0.1", "10.0.0.2"), engine="none", remote_dir="/srv/job")
     (tokens,) = b.up_steps("hold", None)
-    assert [t.what for t in tokens] == ["send a new job token to 10.0.0.1", "send a new job token to 10.0.0.2"]
+    assert [t.what for t in tokens] == ["send a new job token to node-0 (ssh:10.0.0.1)", "send a new job token to node-1 (ssh:10.0.0.2)"]
     assert b.down_steps(False) == []
     node = b.nodes()[1]
     argv = node.entrypoint_argv(["--node", "status"])

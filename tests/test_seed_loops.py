@@ -60,7 +60,7 @@ def test_sync_sends_to_the_hosts_workspace_that_up_recorded(spec_path):
     up = nodeweave(spec_path, "up", "--target", "hosts", "--engine", "none", "--host", "gpu01", "--host", "me@gpu02",
                    "--remote-dir", "/srv/seed", "--no-wait")
     # up writes each bare host its job token over ssh; these hosts do not exist, so it fails there, after recording
-    assert up.returncode != 0 and "send a new job token to gpu01" in up.stderr, up.stderr
+    assert up.returncode != 0 and "send a new job token to node-0 (ssh:gpu01)" in up.stderr, up.stderr
     req = rq.build_request(None, None, rq.TargetArgs(), rq.FilterArgs(), rq.SyncOptions(dry_run=True), spec_path)
     assert [t.label for t in req.targets] == ["ssh:gpu01", "ssh:me@gpu02"]
     assert req.dest == "/srv/seed" and req.src == (spec_path.parent / "ws").resolve()

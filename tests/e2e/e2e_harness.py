@@ -159,10 +159,7 @@ class ComposeCluster(Cluster):
         variables = {**os.environ, "NODEWEAVE_IMAGE": self.image}  # what `compose up` interpolates with
         for key, value in {**svc["environment"], **(env or {})}.items():
             argv += ["--env", f"{key}={interpolate(str(value), variables)}"]
-        mounts = {}
-        for volume in svc.get("volumes", []):
-            host, _, target = volume.partition(":")
-            mounts[target] = str((self.compose_file.parent / os.path.expanduser(host)).resolve())
+        mounts = dict(compose_mount(volume, self.compose_file.parent, variables) for volume in svc.get("volumes", []))
         mounts.update(volumes or {})
         for target, host_path in mounts.items():
             argv += ["--volume", f"{host_path}:{target}"]
@@ -227,6 +224,14 @@ def interpolate(value: str, variables: Dict[str, str]) -> str:
     return _INTERPOLATION.sub(one, value)
 
 
+def compose_mount(volume: str, base: Path, variables: Dict[str, str]) -> "tuple[str, str]":
+    """A short-syntax compose volume ``HOST:TARGET[:OPTIONS]`` as ``(TARGET[:OPTIONS], host path)``: the host
+    part interpolated (``${NODEWEAVE_JOB_TOKEN_HOST:-/dev/null}``) and resolved against the compose file's
+    folder, as compose reads it."""
+    host, target = interpolate(volume, variables).split(":", 1)  # `${VAR:-default}` holds a colon of its own
+    return target, str((base / os.path.expanduser(host)).resolve())
+
+
 def run_node_service(engine, compose_text: str, hostname: str, network: str, image: str, workdir: Path,
                      variables: Dict[str, str]) -> None:
     """One host of the rendered per-host ``compose/node.yaml``, on a test bridge network instead of the
@@ -237,8 +242,8 @@ def run_node_service(engine, compose_text: str, hostname: str, network: str, ima
     for key, value in svc["environment"].items():
         argv += ["--env", f"{key}={interpolate(str(value), variables)}"]
     for volume in svc.get("volumes", []):
-        host, _, target = volume.partition(":")
-        argv += ["--volume", f"{(workdir / 'compose' / os.path.expanduser(host)).resolve()}:{target}"]
+        target, host = compose_mount(volume, workdir / "compose", variables)
+        argv += ["--volume", f"{host}:{target}"]
     argv += [image, *svc["command"]]
     out = subprocess.run(argv, capture_output=True, text=True, timeout=120)
     if out.returncode != 0:

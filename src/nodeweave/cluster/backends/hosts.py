@@ -107,9 +107,9 @@ class HostsCluster(Backend):
         from nodeweave.cluster import token
 
         secret = token.new_token()
-        return [Step(f"send a new job token to {host}", tuple(self._ssh(host).exec_argv(
+        return [Step(f"send a new job token to node-{i} ({self._ssh(host).label})", tuple(self._ssh(host).exec_argv(
             [*token.REMOTE_WRITE, f"{self.dir}/compose", "job-token"], stdin=True)), stdin=secret + "\n",
-            stdin_name="a new random job token") for host in self.hosts]
+            stdin_name="a new random job token") for i, host in enumerate(self.hosts)]
 
     def up_steps(self, mode: str, image: Optional[str]) -> List[List[Step]]:
         from nodeweave.cluster import token
