@@ -11,7 +11,9 @@ folder bound to the file's ``working_dir``. So a wrong file, a missing
 variable or a wrong command fails as it would under docker; the isolation is
 what is not real. Answers:
 
-  compose -p P -f FILE up -d        start each service (state in /var/lib/docker-standin/NAME.json)
+  compose -p P -f FILE up -d [--force-recreate]
+                                    start each service (state in /var/lib/docker-standin/NAME.json);
+                                    with --force-recreate a running one is stopped and started anew
   compose -p P -f FILE down [-t S]  stop each service's process group (SIGTERM, SIGKILL after S s)
   exec [-i] [-t] NAME CMD...        CMD in NAME's folder with NAME's environment (125: no such container)
   logs [-f] NAME                    NAME's output
@@ -66,11 +68,11 @@ def compose_args(argv):
             fail(f"compose: option {arg} before the action")
     if not (project and file and action):
         fail(f"compose needs -p P -f FILE up|down: {argv}")
-    if action == "up" and rest == ["-d"]:
-        return project, file, action, 0.0
+    if action == "up" and sorted(rest) in (["-d"], ["--force-recreate", "-d"]):
+        return project, file, "recreate" if "--force-recreate" in rest else action, 0.0
     if action == "down" and (rest == [] or (len(rest) == 2 and rest[0] == "-t" and rest[1].isdigit())):
         return project, file, action, float(rest[1]) if rest else 10.0
-    fail(f"compose {action} {' '.join(rest)}: the stand-in knows `up -d` and `down [-t S]`")
+    fail(f"compose {action} {' '.join(rest)}: the stand-in knows `up -d [--force-recreate]` and `down [-t S]`")
 
 
 def resolved(project, file):
@@ -92,12 +94,23 @@ def host_folder(service):
     fail(f"working_dir {workdir} is not under a bind mount of the compose file")
 
 
+def host_path(service, value):
+    """A variable naming a path inside a bind mount (the job-token file), as the host path the process sees:
+    the stand-in has no mount namespace, so what a container reads at TARGET it reads at SOURCE."""
+    for volume in service.get("volumes") or []:
+        target = volume.get("target", "").rstrip("/")
+        if volume.get("type") == "bind" and target and (value == target or value.startswith(target + "/")):
+            return volume["source"] + value[len(target):]
+    return value
+
+
 def up(project, file):
     STATE.mkdir(parents=True, exist_ok=True)
     for name, service in resolved(project, file).items():
         container = service.get("container_name") or f"{project}-{name}-1"
         argv = (service.get("entrypoint") or IMAGE_ENTRYPOINT) + (service.get("command") or [])
-        env = {key: str(value) for key, value in (service.get("environment") or {}).items() if value is not None}
+        env = {key: host_path(service, str(value))
+               for key, value in (service.get("environment") or {}).items() if value is not None}
         folder = host_folder(service)
         log = open(STATE / f"{container}.log", "wb")
         proc = subprocess.Popen(argv, cwd=folder, env={**image_env(), **env},
@@ -138,7 +151,9 @@ def _alive(pid):
 def main(argv):
     if argv[:1] == ["compose"]:
         project, file, action, grace = compose_args(argv[1:])
-        if action == "up":
+        if action == "recreate":  # compose stops what runs of the project's services, then starts them anew
+            down(project, file, 10.0)
+        if action in ("up", "recreate"):
             up(project, file)
         else:
             down(project, file, grace)
