@@ -6,6 +6,9 @@ BIN := $(VENV)/bin
 SPEC ?= nodeweave.yaml
 VARIANT ?=
 PYTEST_ARGS ?=
+# pytest-xdist workers: the real-tool tests (engine, Slurm, kubectl) run in turn in one of them,
+# the pure tests spread over the rest (tests/conftest.py). TEST_WORKERS=0 runs everything in one process.
+TEST_WORKERS ?= auto
 
 .DEFAULT_GOAL := help
 
@@ -73,7 +76,7 @@ down: install ## Take the cluster down (Kubernetes claims are kept unless DOWN_A
 
 .PHONY: test
 test: install ## Run the whole test suite (engine tests skip with a reason where no engine runs)
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
 
 .PHONY: clean
 clean: ## Remove build outputs (keeps .venv)

@@ -68,6 +68,11 @@ CI_TOOLS = {
 }
 
 
+# The xdist group of the tests that drive the machine's real tools: one worker runs them in turn
+# (tests/conftest.py).
+TOOL_GROUP = "real-tools"
+
+
 def on_ci() -> bool:
     return os.environ.get("CI", "").strip().lower() in ("true", "1", "yes")
 
@@ -81,6 +86,8 @@ def _matches(pattern: str, nodeid: str, markers: Iterable[str]) -> bool:
 def tools_for(nodeid: str, markers: Iterable[str]) -> List[str]:
     """The tools of CI_TOOLS a test needs (in table order), by its node id and markers."""
     markers = set(markers)
+    # under ``--dist loadgroup`` xdist appends ``@<group>`` to the node id (tests/conftest.py)
+    nodeid = nodeid[: -len(TOOL_GROUP) - 1] if nodeid.endswith("@" + TOOL_GROUP) else nodeid
     found = []
     for tool, patterns in CI_TOOLS.items():
         takes = [p for p in patterns if not p.startswith("!")]

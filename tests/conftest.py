@@ -4,6 +4,13 @@ Tests marked ``engine`` need a working container engine; where none can
 start they are skipped with the reason, never silently passed. With
 ``CI=true`` a skip for want of a tool that .ci/ installs is a failure naming
 the tool (tests/ci_gate.py holds the table).
+
+``make test`` runs the suite in pytest-xdist workers (``--dist loadgroup``):
+every test that drives a real tool (an engine, Slurm, kubectl, sshd images:
+the ``engine``/``docker`` markers, tests/e2e/ and the tests tests/ci_gate.py
+lists) joins one group, run one after another by one worker as before, since
+they share the engine's images, networks and the one local Slurm; the pure
+tests spread over the other workers beside it.
 """
 
 from __future__ import annotations
@@ -58,7 +65,20 @@ def engine_problem() -> "str | None":
     return None
 
 
+def uses_real_tools(item) -> bool:
+    markers = {mark.name for mark in item.iter_markers()}
+    if markers & {"engine", "docker"} or item.nodeid.startswith("tests/e2e/"):
+        return True
+    return bool(ci_gate.tools_for(item.nodeid, markers))
+
+
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
+    # Before xdist's own hook reads the groups into the node ids (loadgroup only).
+    if config.pluginmanager.hasplugin("xdist"):
+        for item in items:
+            if uses_real_tools(item):
+                item.add_marker(pytest.mark.xdist_group(ci_gate.TOOL_GROUP))
     # `docker`-marked tests need dockerd, not podman: their own fixture skips them with its reason.
     engine_items = [item for item in items if "engine" in item.keywords and "docker" not in item.keywords]
     if not engine_items:
@@ -68,6 +88,20 @@ def pytest_collection_modifyitems(config, items):
         marker = pytest.mark.skip(reason=f"no container engine: {problem}")
         for item in engine_items:
             item.add_marker(marker)
+
+
+def pytest_collection_finish(session):
+    """Stop at once if xdist dropped the group: the real-tool tests would race on one engine."""
+    config = session.config
+    if not (hasattr(config, "workerinput") and config.getvalue("loadgroup")):
+        return
+    lost = [item.nodeid for item in session.items
+            if uses_real_tools(item) and not item.nodeid.endswith("@" + ci_gate.TOOL_GROUP)]
+    if lost:
+        raise pytest.UsageError(
+            f"pytest-xdist did not put {lost[0]} (and {len(lost) - 1} more) in the {ci_gate.TOOL_GROUP!r} group, "
+            "so tests that share the engine would run at once; this pytest/pytest-xdist pair is known to drop "
+            "groups (pytest-dev/pytest-xdist#1386): install the versions pyproject.toml pins (make install)")
 
 
 @pytest.hookimpl(hookwrapper=True)
