@@ -34,6 +34,9 @@ def project(tmp_path, monkeypatch):
     (tmp_path / "nodeweave.yaml").write_text(SPEC)
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("NODEWEAVE_SPEC", raising=False)
+    # the tables' width follows COLUMNS where it is set (xdist's workers set 80): the assertions read
+    # whole rows, so give them the width a terminal of 160 columns would
+    monkeypatch.setenv("COLUMNS", "160")
     runs = tmp_path / "runs"
     single = RunFolder.create(runs, "nwruns", SPEC)
     run_json(single, {}, 0, 12.5)
