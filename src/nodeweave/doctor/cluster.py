@@ -160,7 +160,7 @@ def survey_here(env: "dict[str, str] | None" = None) -> ClusterView:
 
     from nodeweave.entrypoint import EntrypointError, build_plan, parse
     from nodeweave.entrypoint.checkin.exchange import ask_status
-    from nodeweave.entrypoint.checkin.wire import ExchangeError, job_token
+    from nodeweave.entrypoint.checkin.wire import ExchangeError, frame_limit, job_token
 
     env = dict(os.environ) if env is None else dict(env)
     try:
@@ -174,7 +174,8 @@ def survey_here(env: "dict[str, str] | None" = None) -> ClusterView:
         return _unreachable("this machine's settings", f"no check-in exchange to ask: {(info or {}).get('why')}")
     where = f"{info['host']}:{info['port']}"
     try:
-        status = ask_status(info["host"], info["port"], topo.job_id, job_token(env, topo.job_id, topo.master_port.value))
+        status = ask_status(info["host"], info["port"], topo.job_id, job_token(env, topo.job_id, topo.master_port.value),
+                            limit=frame_limit(topo.nnodes_max))
     except (ExchangeError, OSError) as err:
         return _unreachable(where, str(err))
     return from_status(status, where)

@@ -20,7 +20,7 @@ from .connectback import answer_probe as _answer_probe
 from .refusal import add_refusals, note_refusal
 from .switchboard import Switchboard
 from .verdict import Entry, judge
-from .wire import (MAX_MESSAGE, SEND_TIMEOUT_S, Channel, ExchangeError, canonical, connect, finish_all, nonce, proof,
+from .wire import (MAX_MESSAGE, SEND_TIMEOUT_S, Channel, ExchangeError, connect, finish_all, nonce, proof,
                    readable, verify)
 
 HELLO_TIMEOUT_S = 10.0   # from accepting a connection to its hello
@@ -148,10 +148,7 @@ class Hub:
                   "verdict": self.verdict}
         if self.live_status is not None:
             answer["ranks"] = self.live_status(stacks)
-        if len(canonical(answer)) > MAX_MESSAGE // 2:  # a very large job: the variables' values are left out
-            for node in nodes:
-                node["fp"] = dict(node["fp"], env={})
-        return answer
+        return answer  # whole at any size: past a line's 1 MiB it goes as a frame (wire.py)
 
     def _drop(self, peer, why):
         self.board.release(peer)
@@ -222,7 +219,7 @@ class Hub:
         lost.update(self.board.flush_all(self.peers, self.clock() + SEND_TIMEOUT_S))
         if lost:
             self.log(f"check-in: {len(lost)} node(s) could not be sent the verdict (gone, not reading for "
-                     f"{SEND_TIMEOUT_S:g}s, or a verdict over the wire's limit); they end with exit 4")
+                     f"{SEND_TIMEOUT_S:g}s); they end with exit 4")
         self.peers = [peer for peer in self.peers if peer not in lost]
         self.board.drop(lost)
 
@@ -237,12 +234,13 @@ class Hub:
             pass
 
 
-def check_in(host, port, fp, token, deadline, clock=time.monotonic, bind=""):
-    """This node's side: (verdict, Channel to node 0). Raises Refused (another job) or ExchangeError."""
+def check_in(host, port, fp, token, deadline, clock=time.monotonic, bind="", limit=MAX_MESSAGE):
+    """This node's side: (verdict, Channel to node 0). Raises Refused (another job) or ExchangeError.
+    ``limit``: the largest message taken from node 0 (``wire.frame_limit`` of the job's node count)."""
     listener = socket.create_server((bind, 0), family=socket.AF_INET)
     try:
         fp = dict(fp, probe_port=listener.getsockname()[1])
-        channel = connect(host, port, max(0.5, min(10.0, deadline - clock())))
+        channel = connect(host, port, max(0.5, min(10.0, deadline - clock())), limit)
         try:
             challenge = channel.receive(min(deadline, clock() + HELLO_TIMEOUT_S))
             if challenge.get("t") != "challenge":
@@ -277,10 +275,11 @@ def _await_verdict(channel, listener, token, deadline, clock):
         messages = channel.drain() if channel.sock in ready else []
 
 
-def ask_status(host, port, job, token, timeout_s=10.0, stacks=False):
-    """Node 0's view of the job (every node's fingerprint, the verdict), as ``nodeweave doctor --cluster`` shows it."""
+def ask_status(host, port, job, token, timeout_s=10.0, stacks=False, limit=MAX_MESSAGE):
+    """Node 0's view of the job (every node's fingerprint, the verdict), as ``nodeweave doctor --cluster`` shows it;
+    ``limit`` as for :func:`check_in` (the answer grows with the job: ~1 KB per node)."""
     deadline = time.monotonic() + timeout_s
-    channel = connect(host, port, timeout_s)
+    channel = connect(host, port, timeout_s, limit)
     try:
         challenge = channel.receive(deadline)
         if challenge.get("t") != "challenge":

@@ -89,7 +89,7 @@ def print_status(settings):
 
     from ..core import build_plan
     from .exchange import Refused, ask_status
-    from .wire import ExchangeError, job_token
+    from .wire import ExchangeError, frame_limit, job_token
 
     if not settings.command:
         settings.command = ("nodeweave-status",)  # the plan needs a command; nothing is launched
@@ -102,7 +102,7 @@ def print_status(settings):
     token = job_token(settings.env, topo.job_id, topo.master_port.value)
     try:
         answer = ask_status(info["host"], info["port"], topo.job_id, token, timeout_s=20.0 if settings.stacks else 10.0,
-                            stacks=settings.stacks)
+                            stacks=settings.stacks, limit=frame_limit(topo.nnodes_max))
     except Refused as err:
         raise EntrypointError(str(err), EXIT_TOPOLOGY) from None
     except ExchangeError as err:
@@ -200,13 +200,13 @@ class CheckIn:
     def _as_node(self):
         from .exchange import Refused, check_in
         from .heartbeat import LinkWatch
-        from .wire import ExchangeError
+        from .wire import ExchangeError, frame_limit
 
         info, topo = self.plan.exchange, self.plan.topology
         deadline = time.monotonic() + info["deadline_s"] + VERDICT_GRACE_S
         try:
             verdict, channel = check_in(info["host"], info["port"], self.fingerprint, self.token, deadline,
-                                        bind=self._bind())
+                                        bind=self._bind(), limit=frame_limit(topo.nnodes_max))
         except Refused as err:
             raise EntrypointError(str(err), EXIT_TOPOLOGY) from None
         except ExchangeError as err:

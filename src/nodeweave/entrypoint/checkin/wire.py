@@ -1,7 +1,14 @@
 """The exchange's wire: JSON lines over TCP, bounded in size and time, and the job token.
 
 Every message is one JSON object on one line, at most :data:`MAX_MESSAGE`
-bytes; a longer one ends the connection. Every read has a deadline and every
+bytes. A longer one (node 0's verdict or ``--status`` for a job of thousands
+of nodes) goes as a frame: the line ``{"t":"frame","bytes":N}`` and then the
+message's N bytes, so no size caps the node count. A receiver takes a frame up
+to its own limit only: node 0 takes none from the nodes (its limit is the
+line's), a node takes what :func:`frame_limit` allows for its job's size;
+anything larger ends the connection. Both sides come from the same image (the
+fingerprints compare nodeweave's version), and a message that fits a line is
+sent exactly as before frames existed. Every read has a deadline and every
 send a timeout, so no side waits forever on a peer that stopped talking.
 
 Only nodes of this job may take part. The token is derived from the job id
@@ -21,10 +28,12 @@ import socket
 import time
 
 PROTOCOL = "nodeweave-exchange/1"
-MAX_MESSAGE = 1 << 20
+MAX_MESSAGE = 1 << 20  # one line; a longer message goes as a frame
+PER_NODE_BYTES = 16 << 10  # what a frame may add per node of the job (a status row is ~1 KB, a verdict row ~0.1 KB)
 SEND_TIMEOUT_S = 5.0
 BEAT_LINE = b'{"t":"beat"}\n'
 OUTBOX_MAX = 4 * MAX_MESSAGE  # bytes node 0 keeps for one node that does not read; beyond, the node is dropped
+# (views into bytes shared by every node that gets the same message, so a large verdict is held once)
 
 
 class ExchangeError(Exception):
@@ -62,20 +71,31 @@ def canonical(obj):
 
 
 def encode(obj):
-    """One message as it goes on the wire (a JSON line); encoded once when many nodes get the same."""
+    """One message as it goes on the wire (a JSON line, or a frame when longer than a line may be);
+    encoded once when many nodes get the same."""
     data = json.dumps(obj, separators=(",", ":")).encode() + b"\n"
-    if len(data) > MAX_MESSAGE:
-        raise ExchangeError(f"message of {len(data)} bytes exceeds the exchange's {MAX_MESSAGE}")
-    return data
+    if len(data) <= MAX_MESSAGE:
+        return data
+    return b'{"t":"frame","bytes":%d}\n' % len(data) + data
+
+
+def frame_limit(nnodes):
+    """The largest message a node of an ``nnodes``-node job takes: it grows with the job, so N is not capped,
+    and stays bounded, so a peer cannot make a node hold more than the job could need."""
+    try:
+        return MAX_MESSAGE + max(0, int(nnodes)) * PER_NODE_BYTES
+    except (TypeError, ValueError):
+        return MAX_MESSAGE
 
 
 class Channel:
     """One connection: send objects, receive them before a deadline, or read what has arrived."""
 
-    def __init__(self, sock, peer=None):
+    def __init__(self, sock, peer=None, limit=MAX_MESSAGE):
         self.sock = sock
         self.peer = peer or _peer(sock)
-        self.buffer = b""
+        self.buffer = bytearray()  # grows in place: a frame of many MB arrives in 64 KiB reads
+        self.limit, self.frame_left = limit, None  # the largest message taken; the bytes of the frame being read
         self.outbox, self.queued = collections.deque(), 0  # node 0's unsent bytes (see queue)
         sock.settimeout(SEND_TIMEOUT_S)
 
@@ -103,7 +123,7 @@ class Channel:
             if sent == len(data):
                 return True
             data = memoryview(data)[sent:]
-        if self.queued + len(data) > OUTBOX_MAX:
+        if self.queued and self.queued + len(data) > OUTBOX_MAX:  # one message alone may be larger (a frame)
             raise Closed(f"{self.peer} is not reading: {self.queued} bytes still unsent")
         self.outbox.append(memoryview(data))
         self.queued += len(data)
@@ -127,12 +147,35 @@ class Channel:
         return True
 
     def _pop(self):
-        line, newline, rest = self.buffer.partition(b"\n")
-        if not newline:
+        if self.frame_left is not None:
+            if len(self.buffer) < self.frame_left:
+                return None
+            body = bytes(self.buffer[:self.frame_left])
+            del self.buffer[:self.frame_left]
+            self.frame_left = None
+            return self._parse(body)
+        end = self.buffer.find(b"\n")
+        if end < 0:
             if len(self.buffer) > MAX_MESSAGE:
                 raise ExchangeError(f"{self.peer} sent more than {MAX_MESSAGE} bytes without a message end")
             return None
-        self.buffer = rest
+        line = bytes(self.buffer[:end])
+        del self.buffer[:end + 1]
+        message = self._parse(line)
+        if message.get("t") == "frame":
+            self._begin_frame(message.get("bytes"))
+            return self._pop()
+        return message
+
+    def _begin_frame(self, size):
+        if not isinstance(size, int) or isinstance(size, bool) or size <= 0:
+            raise ExchangeError(f"{self.peer} announced a frame of {size!r} bytes; a frame is a positive size")
+        if size > self.limit:
+            raise ExchangeError(f"{self.peer} announced a message of {size} bytes; this side takes at most "
+                                f"{self.limit} (wire.frame_limit of the job's node count)")
+        self.frame_left = size
+
+    def _parse(self, line):
         try:
             message = json.loads(line)
         except ValueError:
@@ -142,7 +185,7 @@ class Channel:
         return message
 
     def _recv(self):
-        chunk = self.sock.recv(65536)
+        chunk = self.sock.recv(max(65536, min(self.frame_left or 0, 4 << 20) - len(self.buffer)))
         if not chunk:
             raise Closed(f"{self.peer} closed the connection")
         self.buffer += chunk
@@ -174,8 +217,8 @@ class Channel:
 
     def buffered(self):
         """The complete messages already read, without reading more."""
-        if self.buffer == BEAT_LINE:  # by far the commonest message (node 0 reads ~500 a second at 1,024 nodes)
-            self.buffer = b""
+        if self.frame_left is None and self.buffer == BEAT_LINE:  # by far the commonest message (node 0 reads ~500 a second at 1,024 nodes)
+            del self.buffer[:]
             return [{"t": "beat"}]
         messages = []
         while True:
@@ -257,8 +300,9 @@ def _peer(sock):
         return "peer"
 
 
-def connect(host, port, timeout_s):
-    """A Channel to ``host:port``; ExchangeError naming it when the connection fails."""
+def connect(host, port, timeout_s, limit=MAX_MESSAGE):
+    """A Channel to ``host:port`` taking messages up to ``limit`` bytes; ExchangeError naming it when the
+    connection fails."""
     try:
         sock = socket.create_connection((host, port), timeout=timeout_s)
     except socket.timeout:
@@ -266,4 +310,4 @@ def connect(host, port, timeout_s):
     except OSError as err:
         raise ExchangeError(f"connecting to {host}:{port} failed: {err.strerror or err}") from None
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    return Channel(sock, f"{host}:{port}")
+    return Channel(sock, f"{host}:{port}", limit)
