@@ -5,6 +5,10 @@
 # --remote-dir) meaning that host's own remote/ folder. nodeweave's hosts backend, its verbs and the
 # entrypoint run unchanged; only the network hop is missing (and every host shares this machine's cores).
 # A shell script, not Python: its own start-up is then ~1 ms, not ~25 ms, of each node's time.
+# For benchmarks/sync_scale.py: with NWSCALE_NETNS=TAG, CMD runs in the network namespace nws-TAG-HOST (each
+# host its own address, so the sync agents relay and dial each other as on a real network); with
+# NWSCALE_REMOTE_CPU set, under /usr/bin/time, which appends its CPU ("USER SYS") to $root/remote-cpu: what
+# ran "on the host", kept apart from the source's own CPU.
 while [ $# -gt 0 ]; do
   case "$1" in
     -o|-p|-i|-F|-l|-J|-S|-E) shift 2 ;;
@@ -20,4 +24,8 @@ mkdir -p "$root/tmp" "$root/remote"
 cd "$root" || exit 255
 export HOME="$root" TMPDIR="$root/tmp"
 [ $# -eq 0 ] && exec sh
-exec sh -c "$(printf '%s' "$*" | sed "s#/nwscale-remote#$root/remote#g")"
+command=$(printf '%s' "$*" | sed "s#/nwscale-remote#$root/remote#g")
+set -- sh -c "$command"
+[ -n "$NWSCALE_NETNS" ] && set -- nsenter "--net=/run/netns/nws-$NWSCALE_NETNS-$host" "$@"
+[ -n "$NWSCALE_REMOTE_CPU" ] && set -- /usr/bin/time -a -o "$root/remote-cpu" -f "%U %S" "$@"
+exec "$@"

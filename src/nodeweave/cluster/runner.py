@@ -32,6 +32,7 @@ from nodeweave.cluster.steps import fan_out
 
 COLOURS = ("cyan", "magenta", "green", "yellow", "blue", "red", "bright_cyan", "bright_magenta")
 STOP_MARGIN = 20.0  # seconds past the grace before a still-running exec client is killed here
+SPAWN_JOBS = 32  # exec clients started at once (ssh handshakes, kubectl/podman exec calls in flight)
 
 
 @dataclass
@@ -77,17 +78,23 @@ class Runner:
         self.stop_began: Optional[float] = None
         self.stopper: Optional[threading.Thread] = None
         self.width = max(len(n.name) for n in nodes)
+        self.prefixes: Dict[int, str] = {}
 
     # --- starting ------------------------------------------------------------------------------------
     def start(self) -> None:
-        for node in self.nodes:
-            argv = node.entrypoint_argv(self.request.entrypoint_args(), self.request.env)
-            log = open(self.folder.log_path(node.name), "wb")
-            proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                    start_new_session=True)
-            run = NodeRun(node, argv, proc, log, time.monotonic() - self.t0)
-            self.runs.append(run)
-            threading.Thread(target=self._read, args=(run,), daemon=True).start()
+        """Every node's exec client, SPAWN_JOBS at a time: a spawn returns only once the client has exec'd,
+        which on a busy machine takes tens of ms, so one after another the 64th node started 1.3-1.8 s after
+        the first (docs/benchmarks.md); the clients then all run at once."""
+        self.runs = fan_out(self._spawn, self.nodes, jobs=SPAWN_JOBS)
+
+    def _spawn(self, node: Node) -> NodeRun:
+        argv = node.entrypoint_argv(self.request.entrypoint_args(), self.request.env)
+        log = open(self.folder.log_path(node.name), "wb")
+        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                start_new_session=True)
+        run = NodeRun(node, argv, proc, log, time.monotonic() - self.t0)
+        threading.Thread(target=self._read, args=(run,), daemon=True).start()
+        return run
 
     def _read(self, run: NodeRun) -> None:
         for raw in iter(run.proc.stdout.readline, b""):
@@ -119,22 +126,35 @@ class Runner:
         return self
 
     def _show(self, timeout: float) -> int:
-        """Print what arrived; the number of streams that ended."""
-        ended = 0
+        """Print what arrived (one write for every line waiting: at 64 nodes hundreds of lines come within
+        a second, and a styled print per line cost the CLI ~1 ms each); the number of streams that ended."""
+        ended, batch = 0, []
         deadline = time.monotonic() + timeout
         while True:
             try:
-                run, line, _ = self.lines.get(timeout=max(0.0, deadline - time.monotonic()))
+                run, line, _ = self.lines.get(timeout=max(0.0, deadline - time.monotonic()) if not batch else 0)
             except queue.Empty:
-                return ended
+                break
             if line is None:
                 ended += 1
                 continue
             run.tail.append(line)
             if not self.quiet:
-                colour = COLOURS[run.node.index % len(COLOURS)]
-                prefix = Text(f"[{run.node.name}]".ljust(self.width + 3), style=colour)
-                self.console.print(prefix + Text(line), highlight=False, soft_wrap=True)
+                batch.append(self._prefix(run.node) + line + "\n")
+        if batch:
+            self.console.file.write("".join(batch))
+            self.console.file.flush()
+        return ended
+
+    def _prefix(self, node: Node) -> str:
+        """``[node-i]`` padded, in the node's colour where the console shows colour: rendered once per node."""
+        if node.index not in self.prefixes:
+            colour = COLOURS[node.index % len(COLOURS)]
+            with self.console.capture() as captured:
+                self.console.print(Text(f"[{node.name}]".ljust(self.width + 3), style=colour), end="",
+                                   highlight=False, soft_wrap=True)
+            self.prefixes[node.index] = captured.get()
+        return self.prefixes[node.index]
 
     def _reap(self) -> None:
         for run in self.runs:
