@@ -6,7 +6,8 @@
 # entrypoint run unchanged; only the network hop is missing (and every host shares this machine's cores).
 # A shell script, not Python: its own start-up is then ~1 ms, not ~25 ms, of each node's time.
 # For benchmarks/sync_scale.py: with NWSCALE_NETNS=TAG, CMD runs in the network namespace nws-TAG-HOST (each
-# host its own address, so the sync agents relay and dial each other as on a real network); with
+# host its own address, so the sync agents relay and dial each other as on a real network) and a mount
+# namespace of its own where /nwscale-remote is the host's remote/ (the folder must exist); with
 # NWSCALE_REMOTE_CPU set, under /usr/bin/time, which appends its CPU ("USER SYS") to $root/remote-cpu: what
 # ran "on the host", kept apart from the source's own CPU.
 while [ $# -gt 0 ]; do
@@ -26,6 +27,9 @@ export HOME="$root" TMPDIR="$root/tmp"
 [ $# -eq 0 ] && exec sh
 command=$(printf '%s' "$*" | sed "s#/nwscale-remote#$root/remote#g")
 set -- sh -c "$command"
-[ -n "$NWSCALE_NETNS" ] && set -- nsenter "--net=/run/netns/nws-$NWSCALE_NETNS-$host" "$@"
+# a mount namespace too, where /nwscale-remote is this host's remote/: a resident agent the command leaves
+# behind is handed DEST by the head, not on a command line this script could rewrite
+[ -n "$NWSCALE_NETNS" ] && set -- nsenter "--net=/run/netns/nws-$NWSCALE_NETNS-$host" unshare -m sh -c \
+  'mount --bind "$0" /nwscale-remote && exec "$@"' "$root/remote" "$@"
 [ -n "$NWSCALE_REMOTE_CPU" ] && set -- /usr/bin/time -a -o "$root/remote-cpu" -f "%U %S" "$@"
 exec "$@"

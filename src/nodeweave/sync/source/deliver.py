@@ -16,6 +16,7 @@ retry could fix a failure.
 
 from __future__ import annotations
 
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
@@ -47,8 +48,10 @@ def requests(req: SyncRequest, src: Source, relay_mode: str, keep: "float | None
     return made
 
 
-def _connect(req: SyncRequest, src: Source, job: Job, request: Request, tunnel: "Tunnel | None") -> None:
-    """Start the target's session (through the tunnel where it can) and learn what differs there."""
+def _connect(req: SyncRequest, src: Source, job: Job, request: Request, tunnel: "Tunnel | None",
+             starts: "threading.Semaphore") -> None:
+    """Start the target's session (through the tunnel where it can) and learn what differs there; at most
+    ``--jobs`` execs start at once (a round through the head may hold every target)."""
     channel = tunnel.channel(job.target) if tunnel is not None else None
     if channel is not None:
         try:
@@ -61,7 +64,8 @@ def _connect(req: SyncRequest, src: Source, job: Job, request: Request, tunnel: 
             if job.session is not None:
                 job.session.kill()
             job.result.channel = f"exec (the tunnel could not: {str(err)[:120]})"
-    _open(req, src, job, request, None)
+    with starts:
+        _open(req, src, job, request, None)
 
 
 def _open(req: SyncRequest, src: Source, job: Job, request: Request, channel) -> None:
@@ -176,7 +180,8 @@ def deliver(req: SyncRequest, src: Source, targets: "list[Remote]", on_progress:
     with ThreadPoolExecutor(max_workers=max(1, len(jobs))) as pool:
         for job in jobs:
             on_progress(job.target, "connect", 0.0)
-        list(pool.map(lambda j: guard(j, lambda: _connect(req, src, j, made[relayable], tunnel)), jobs))
+        starts = threading.BoundedSemaphore(max(1, req.options.jobs))
+        list(pool.map(lambda j: guard(j, lambda: _connect(req, src, j, made[relayable], tunnel, starts)), jobs))
         for job in jobs:
             guard(job, lambda j=job: _plan(req, src, j, local_rsync))
         if req.options.dry_run:

@@ -28,6 +28,14 @@ from nodeweave.sync.node.tunnel import F_DATA, F_EOF, F_EXIT, F_KILL, F_OPEN, FR
 RESIDENT_IDLE_S = 1800.0  # a node's resident agent ends after this long without a sync
 
 
+def reaches_all(targets: "list[Remote]") -> bool:
+    """Whether one exec into ``targets[0]`` reaches every other target (each one's resident on record, at an
+    address of its own): then a round of them all costs one exec client, so ``--jobs`` need not cut it up."""
+    if len(targets) < 2:
+        return False
+    return len(usable_addresses(registry.known(targets[1:], PROGRAM_ID))) == len(targets) - 1
+
+
 class Channel:
     """One node's session inside the tunnel, shaped as the exec process ``Session`` expects."""
 

@@ -24,6 +24,7 @@ from concurrent.futures import ThreadPoolExecutor
 from nodeweave.remote import Remote
 from nodeweave.sync.transport import plain
 from nodeweave.sync.source.deliver import deliver
+from nodeweave.sync.source.headlink import reaches_all
 from nodeweave.sync.outcome import OnProgress, Source, TargetResult
 from nodeweave.sync.request import SyncRequest
 from nodeweave.sync.transport.session import Request, Session, TransferError
@@ -38,10 +39,10 @@ def _rounds(req: SyncRequest, src: Source, targets: "list[Remote]",
     local_rsync = shutil.which("rsync") is not None
     for attempt in range(1, req.options.retries + 2):
         retry = []
-        size = max(1, req.options.jobs)
+        # relay on the first attempt only: a retry is fed by the source, whatever cut the chain
+        relay_mode = req.options.relay if attempt == 1 else "off"
+        size = _round_size(req, pending, relay_mode)
         for start in range(0, len(pending), size):
-            # relay on the first attempt only: a retry is fed by the source, whatever cut the chain
-            relay_mode = req.options.relay if attempt == 1 else "off"
             for job in deliver(req, src, pending[start:start + size], on_progress, local_rsync, relay_mode):
                 job.result.attempts = attempt
                 results[job.target] = job.result
@@ -55,6 +56,16 @@ def _rounds(req: SyncRequest, src: Source, targets: "list[Remote]",
     for target, result in results.items():
         on_progress(target, result.status, 1.0)
     return results
+
+
+def _round_size(req: SyncRequest, pending: "list[Remote]", relay_mode: str) -> int:
+    """``--jobs`` targets per round, or all of them when one exec into the head reaches every one: the payload
+    then leaves the source once and one exec is open, where rounds of 8 sent it (and exec'd a head) 8 times
+    for 64 targets (source CPU 2.9x one target's; docs/benchmarks.md)."""
+    relayable = relay_mode == "on" or (relay_mode == "auto" and all(t.relay_by_default for t in pending))
+    if relayable and not (req.options.dry_run or req.options.check) and reaches_all(pending):
+        return len(pending)  # (deliver still starts at most --jobs execs at once where the tunnel fails)
+    return max(1, req.options.jobs)
 
 
 def run_sync(req: SyncRequest, on_progress: OnProgress) -> "tuple[list[TargetResult], str | None]":
