@@ -1,21 +1,15 @@
 """The exchange's wire: JSON lines over TCP, bounded in size and time, and the job token.
 
-Every message is one JSON object on one line, at most :data:`MAX_MESSAGE`
-bytes. A longer one (node 0's verdict or ``--status`` for a job of thousands
-of nodes) goes as a frame: the line ``{"t":"frame","bytes":N}`` and then the
-message's N bytes, so no size caps the node count. A receiver takes a frame up
-to its own limit only: node 0 takes none from the nodes (its limit is the
-line's), a node takes what :func:`frame_limit` allows for its job's size;
-anything larger ends the connection. Both sides come from the same image (the
-fingerprints compare nodeweave's version), and a message that fits a line is
-sent exactly as before frames existed. Every read has a deadline and every
-send a timeout, so no side waits forever on a peer that stopped talking.
+A message is one JSON line of at most :data:`MAX_MESSAGE` bytes; a longer one (a verdict or ``--status`` of
+thousands of nodes) is a frame: the line ``{"t":"frame","bytes":N}``, then its N bytes. A receiver takes frames
+up to its own limit (node 0 none from the nodes; a node :func:`frame_limit` of its job's size), so size caps no
+N and memory stays bounded. Both sides come from one image (fingerprints compare versions); a message that fits
+a line is sent as before frames existed. Every read has a deadline and every send a timeout.
 
-Only nodes of this job may take part. The token is derived from the job id
-and the master port (what every node of the job was given), or from
-``NODEWEAVE_JOB_TOKEN`` (or the file ``NODEWEAVE_JOB_TOKEN_FILE`` names)
-when set (a secret the user hands every node); it never crosses the wire: node 0 sends a random nonce and the node
-answers with an HMAC of it and its fingerprint under the token.
+Only nodes of this job may take part. The token is derived from the job id and the master port (what every
+node of the job was given), or from ``NODEWEAVE_JOB_TOKEN`` (or the file ``NODEWEAVE_JOB_TOKEN_FILE`` names)
+when set; it never crosses the wire: node 0 sends a random nonce and the node answers with an HMAC of it and
+its fingerprint under the token.
 """
 
 import collections
@@ -32,8 +26,7 @@ MAX_MESSAGE = 1 << 20  # one line; a longer message goes as a frame
 PER_NODE_BYTES = 16 << 10  # what a frame may add per node of the job (a status row is ~1 KB, a verdict row ~0.1 KB)
 SEND_TIMEOUT_S = 5.0
 BEAT_LINE = b'{"t":"beat"}\n'
-OUTBOX_MAX = 4 * MAX_MESSAGE  # bytes node 0 keeps for one node that does not read; beyond, the node is dropped
-# (views into bytes shared by every node that gets the same message, so a large verdict is held once)
+OUTBOX_MAX = 4 * MAX_MESSAGE  # unread bytes (views of shared bytes) node 0 keeps for a node; beyond, it is dropped
 
 
 class ExchangeError(Exception):
@@ -71,21 +64,14 @@ def canonical(obj):
 
 
 def encode(obj):
-    """One message as it goes on the wire (a JSON line, or a frame when longer than a line may be);
-    encoded once when many nodes get the same."""
+    """One message as it goes on the wire (a JSON line, or a frame); encoded once when many get the same."""
     data = json.dumps(obj, separators=(",", ":")).encode() + b"\n"
-    if len(data) <= MAX_MESSAGE:
-        return data
-    return b'{"t":"frame","bytes":%d}\n' % len(data) + data
+    return data if len(data) <= MAX_MESSAGE else b'{"t":"frame","bytes":%d}\n' % len(data) + data
 
 
 def frame_limit(nnodes):
-    """The largest message a node of an ``nnodes``-node job takes: it grows with the job, so N is not capped,
-    and stays bounded, so a peer cannot make a node hold more than the job could need."""
-    try:
-        return MAX_MESSAGE + max(0, int(nnodes)) * PER_NODE_BYTES
-    except (TypeError, ValueError):
-        return MAX_MESSAGE
+    """The largest message a node of an ``nnodes``-node job takes: grows with N, bounded by what N could need."""
+    return MAX_MESSAGE + max(0, nnodes) * PER_NODE_BYTES if isinstance(nnodes, int) else MAX_MESSAGE
 
 
 class Channel:
