@@ -3,7 +3,7 @@
 The nodes are bare hosts (``--target hosts --engine none``) reached through
 ``benchmarks/ssh_standin.sh`` put on PATH as ``ssh``: every host is a folder
 of this machine (its own HOME, TMPDIR and remote dir; addresses 127.3.0.x,
-loopback only), so nodeweave's hosts backend, its fan-out (16 at a time), the
+loopback only), so nodeweave's hosts backend, its fan-out (16 at a time, 32 for `run`), the
 run engine and the entrypoint on every node (check-in and heartbeat with
 node 0 included) run unchanged; what is missing is the network hop, and all
 nodes share this machine's cores. The run is a plain command (``sh -c 'echo
