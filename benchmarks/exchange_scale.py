@@ -26,6 +26,7 @@ Bounded: every wait has a deadline, every process is ended. Only 127.0.0.0/8 is 
 exchange port listens on the wildcard address, as it does in a container).
 
     .venv/bin/python benchmarks/exchange_scale.py [--nodes 64,256,1024] [--window 60] [--mode swarm|real]
+        [--only checkin|heartbeat|status]   (status: a real ``--status`` process's answer, framed past 1 MiB)
 """
 
 import argparse
@@ -101,13 +102,14 @@ class Job:
     def wait_in(self, count, timeout=180):
         """Until node 0 says ``count`` nodes (itself included) are in: asked with ``--status``'s own request."""
         from nodeweave.entrypoint.checkin.exchange import ask_status
-        from nodeweave.entrypoint.checkin.wire import ExchangeError, job_token
+        from nodeweave.entrypoint.checkin.wire import ExchangeError, frame_limit, job_token
 
         token = job_token({}, "nodeweave", self.port)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             try:
-                if len(ask_status("127.0.0.1", self.exchange, "nodeweave", token, 5)["nodes"]) >= count:
+                answer = ask_status("127.0.0.1", self.exchange, "nodeweave", token, 5, limit=frame_limit(count))
+                if len(answer["nodes"]) >= count:  # past ~1,100 nodes the answer is a frame (wire.py)
                     return
             except (ExchangeError, OSError):
                 pass
@@ -212,13 +214,36 @@ def heartbeat(nodes, workdir, mode, window, fail):
         job.end()
 
 
+def status(nodes, workdir):
+    """``nodeweave-entrypoint --status`` (a real process, as ``doctor --cluster`` asks) against node 0 with every
+    node in and beating: the answer's bytes (past 1 MiB a frame, wire.py) and the process's seconds."""
+    job = Job(nodes, workdir, "torchrun", 30)
+    got = {}
+
+    def ask():
+        time.sleep(1)
+        argv = _argv(nodes, 1, job.port, "torchrun", [])[:-1] + ["--status"]  # node 1's settings, no `--`
+        started = time.monotonic()
+        out = subprocess.run(argv, env=job.env, cwd=workdir, capture_output=True, text=True, timeout=60)
+        got.update(seconds=time.monotonic() - started, code=out.returncode, bytes=len(out.stdout),
+                   error=out.stderr.strip()[-300:])
+        if out.returncode == 0:
+            answer = json.loads(out.stdout)
+            got.update(listed=len(answer["nodes"]), wire=len(json.dumps(answer, separators=(",", ":"))))
+    try:
+        job.swarm(f"1:{nodes}", ["--hold", "8", "--fail", "exit"], on_ready=threading.Thread(target=ask).start)
+        return got
+    finally:
+        job.end()
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--nodes", default="64,256,1024")
     parser.add_argument("--mode", choices=("swarm", "real"), default="swarm")
     parser.add_argument("--window", type=float, default=60.0, help="seconds of heartbeat to measure node 0's CPU")
     parser.add_argument("--runs", type=int, default=3, help="check-in samples per node count")
-    parser.add_argument("--only", choices=("checkin", "heartbeat"), default=None)
+    parser.add_argument("--only", choices=("checkin", "heartbeat", "status"), default=None)
     parser.add_argument("--fails", default="exit,close,silent", help="the failures to time (exit: node 0's CPU too)")
     parser.add_argument("--src", default=NODE0_SRC["path"], help="the nodeweave src/ node 0 runs (a 'before' copy: "
                         "git archive main src | tar -x -C /tmp/before)")
@@ -231,6 +256,15 @@ def main():
     print(f"machine: {platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}; "
           f"nofile soft {soft} -> {hard} (hard); mode {args.mode}; node 0 runs {args.src}")
     with tempfile.TemporaryDirectory(prefix="nodeweave-scale-") as workdir:
+        if args.only == "status":
+            print("\n| nodes | `--status` exit | nodes listed | answer on the wire, bytes | framed | process, s | load |")
+            print("|---:|---:|---:|---:|---|---:|---:|")
+            for n in counts:
+                r = status(n, workdir)
+                print(f"| {n} | {r.get('code')} {r.get('error', '')[:80] if r.get('code') else ''} | "
+                      f"{r.get('listed', '-')} | {r.get('wire', 0)} | {r.get('wire', 0) > (1 << 20)} | "
+                      f"{r.get('seconds', 0):.2f} | {_load():.1f} |", flush=True)
+            return 0
         if args.only != "heartbeat":
             print("\n| nodes | start-up: spawn -> others in, s | critical path: last hello -> every verdict, s "
                   "(median of runs; each) | -> node 0/workers exit, s | verdict bytes | same bytes everywhere | "
