@@ -19,6 +19,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import pytest
 from rich.console import Console
 
 from nodeweave.cluster.base import Node
@@ -117,3 +118,29 @@ def test_the_stall_reports_a_node_kept_reach_the_run_folder(tmp_path):
     data, _, folder = job(tmp_path, sh(script))
     assert data["exit_code"] == 0, data
     assert (folder.path / "stalls.txt").read_text() == "STALL: rank 1 waited for\n"
+
+
+@pytest.mark.parametrize("colours", [None, "standard"])
+def test_lines_are_shown_as_a_styled_print_showed_them(colours):
+    """One write per batch, each node's prefix rendered once: the same text as printing each line (control
+    codes such as a progress bar's carriage returns stripped, as rich's Text strips them)."""
+    from nodeweave.cluster.runner import COLOURS
+    from nodeweave.remote import make_target
+
+    nodes = [Node(i, make_target("podman", f"n{i}")) for i in range(12)]
+    console = Console(file=io.StringIO(), width=200, color_system=colours, force_terminal=bool(colours))
+    runner = Runner(nodes, RunRequest(run_id="r", command=["true"]), None, console)
+    lines = [(nodes[11], "step 1\r step 2"), (nodes[0], "[bold]not markup[/]"), (nodes[3], "plain")]
+    for node, line in lines:
+        runner.lines.put((type("R", (), {"node": node, "tail": []})(), line, 0.0))
+    runner._show(timeout=0.1)
+    from rich.text import Text
+
+    each = Console(file=io.StringIO(), width=200, color_system=colours, force_terminal=bool(colours))
+    for node, line in lines:  # what a styled print per line gave
+        each.print(Text(f"[{node.name}]".ljust(10), style=COLOURS[node.index % len(COLOURS)]) + Text(line),
+                   highlight=False, soft_wrap=True)
+    assert console.file.getvalue() == each.file.getvalue()
+    assert ("\x1b[" in console.file.getvalue()) == bool(colours)
+    if not colours:
+        assert console.file.getvalue().splitlines()[0] == "[node-11] step 1 step 2"

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Deque, Dict, List, Optional
 
 from rich.console import Console
+from rich.control import strip_control_codes
 from rich.text import Text
 
 from nodeweave.cluster.base import Node
@@ -78,7 +79,7 @@ class Runner:
         self.stop_began: Optional[float] = None
         self.stopper: Optional[threading.Thread] = None
         self.width = max(len(n.name) for n in nodes)
-        self.prefixes: Dict[int, str] = {}
+        self.prefixes: Dict[int, tuple] = {}
 
     # --- starting ------------------------------------------------------------------------------------
     def start(self) -> None:
@@ -140,20 +141,21 @@ class Runner:
                 continue
             run.tail.append(line)
             if not self.quiet:
-                batch.append(self._prefix(run.node) + line + "\n")
+                before, after = self._prefix(run.node)
+                batch.append(before + strip_control_codes(line) + after + "\n")  # control codes: as rich's Text
         if batch:
             self.console.file.write("".join(batch))
             self.console.file.flush()
         return ended
 
-    def _prefix(self, node: Node) -> str:
-        """``[node-i]`` padded, in the node's colour where the console shows colour: rendered once per node."""
+    def _prefix(self, node: Node) -> "tuple[str, str]":
+        """What goes before and after a node's line: ``[node-i]`` padded, the whole line in the node's colour
+        where the console shows colour (as a styled print of it did); rendered once per node."""
         if node.index not in self.prefixes:
-            colour = COLOURS[node.index % len(COLOURS)]
             with self.console.capture() as captured:
-                self.console.print(Text(f"[{node.name}]".ljust(self.width + 3), style=colour), end="",
-                                   highlight=False, soft_wrap=True)
-            self.prefixes[node.index] = captured.get()
+                self.console.print(Text("X", style=COLOURS[node.index % len(COLOURS)]), end="", highlight=False)
+            start, _, end = captured.get().partition("X")
+            self.prefixes[node.index] = (start + f"[{node.name}]".ljust(self.width + 3), end)
         return self.prefixes[node.index]
 
     def _reap(self) -> None:
