@@ -141,21 +141,21 @@ class Runner:
                 continue
             run.tail.append(line)
             if not self.quiet:
-                before, after = self._prefix(run.node)
-                batch.append(before + strip_control_codes(line) + after + "\n")  # control codes: as rich's Text
+                start, label, end = self._prefix(run.node)  # control codes and tabs: as rich's Text does them
+                batch.append(start + (label + strip_control_codes(line)).expandtabs(8) + end + "\n")
         if batch:
             self.console.file.write("".join(batch))
             self.console.file.flush()
         return ended
 
-    def _prefix(self, node: Node) -> "tuple[str, str]":
-        """What goes before and after a node's line: ``[node-i]`` padded, the whole line in the node's colour
-        where the console shows colour (as a styled print of it did); rendered once per node."""
+    def _prefix(self, node: Node) -> "tuple[str, str, str]":
+        """The colour's start, ``[node-i]`` padded, the colour's end: the whole line in the node's colour where
+        the console shows colour (as a styled print of it did); rendered once per node."""
         if node.index not in self.prefixes:
             with self.console.capture() as captured:
                 self.console.print(Text("X", style=COLOURS[node.index % len(COLOURS)]), end="", highlight=False)
             start, _, end = captured.get().partition("X")
-            self.prefixes[node.index] = (start + f"[{node.name}]".ljust(self.width + 3), end)
+            self.prefixes[node.index] = (start, f"[{node.name}]".ljust(self.width + 3), end)
         return self.prefixes[node.index]
 
     def _reap(self) -> None:
