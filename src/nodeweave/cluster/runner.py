@@ -131,7 +131,7 @@ class Runner:
         a second, and a styled print per line cost the CLI ~1 ms each); the number of streams that ended."""
         ended, batch = 0, []
         deadline = time.monotonic() + timeout
-        while True:
+        while not (batch and time.monotonic() > deadline):  # a node that never pauses cannot hold the loop
             try:
                 run, line, _ = self.lines.get(timeout=max(0.0, deadline - time.monotonic()) if not batch else 0)
             except queue.Empty:
