@@ -235,3 +235,26 @@ def test_the_specs_hosts_list_is_the_hosts_target_and_its_file_goes_along(tmp_pa
     assert options.hosts == ("me@gpu01", "me@gpu02")
     with pytest.raises(UsageError, match="the spec's hosts are gpu01, gpu02"):
         open_cluster(path, Given(hosts=("gpu02", "gpu01")))
+
+
+def test_kubernetes_up_pins_the_digest_the_last_push_recorded(spec_path):
+    import subprocess
+
+    from nodeweave.build.pushed import record_push, recorded_digest
+
+    digest = "sha256:" + "ab" * 32
+    record_push(spec_path.parent, {"localhost/t/job:cpu": digest, "localhost/t/job:cpu-0123abc": "sha256:" + "cd" * 32})
+    assert recorded_digest(spec_path.parent, "localhost/t/job", "cpu") == digest
+    b = backend(spec_path, target="kubernetes")
+    b.prepare_up("run", dry_run=True)
+    (_,), (apply,) = b.up_steps("run", None)
+    built = subprocess.run(["kubectl", "kustomize", apply.argv[-1]], capture_output=True, text=True, timeout=120)
+    assert built.returncode == 0, built.stderr
+    images = {c["image"] for doc in yaml.safe_load_all(built.stdout) if doc and doc["kind"] == "StatefulSet"
+              for c in doc["spec"]["template"]["spec"]["containers"]}
+    assert images == {f"localhost/t/job@{digest}"}  # kustomize's images transformer: by digest, not the moving tag
+    b.close()
+    pinned = spec_path.read_text().replace("image: {variant: cpu,", 'image: {variant: cpu, digest: "sha256:' + "ef" * 32 + '",')
+    spec_path.write_text(pinned)  # the spec's own digest wins: up adds no images entry
+    b = backend(spec_path, target="kubernetes")
+    assert b.pushed_digest() is None

@@ -80,3 +80,15 @@ def test_push_sends_both_tags_to_the_registry(engine, base_image, wheelhouse, re
                          cwd=REPO).stdout.strip()
     assert "cpu" in tags, tags
     assert any(tag.startswith("cpu-") and sha[:7] in tag for tag in tags), (tags, sha)
+    # The digest the engine reported is the one the registry serves for each tag, recorded beside the spec.
+    record = json.loads((spec_path.parent / ".nodeweave" / "pushed.json").read_text())
+    recorded = record[f"{registry}/team/pushed"]["tags"]
+    assert set(recorded) == set(tags), (recorded, tags)
+    for tag, digest in recorded.items():
+        head = urllib.request.Request(f"http://{registry}/v2/team/pushed/manifests/{tag}", method="HEAD", headers={
+            "Accept": "application/vnd.oci.image.manifest.v1+json, "
+                      "application/vnd.docker.distribution.manifest.v2+json"})
+        with urllib.request.urlopen(head, timeout=10) as answer:
+            assert answer.headers["Docker-Content-Digest"] == digest, (tag, digest)
+    assert f"digest: \"{recorded['cpu']}\"" in out.stdout, out.stdout[-2000:]
+

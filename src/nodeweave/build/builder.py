@@ -5,7 +5,7 @@ with rich) and parsed on the way for the step count and which steps came from
 the layer cache, so a rebuild can prove that only code layers ran again.
 BuildKit prints the same plain progress through buildx and through the
 classic ``docker build`` of a client without buildx, so one parser reads both.
-Pushing goes through the same client as the build.
+Pushing (pushed.py) goes through the same engine as the build and returns the stored digests.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from typing import Callable, Iterator, List, Optional
 
 from nodeweave.build.engine import CLASSIC_BUILDKIT, Engine
 from nodeweave.build.plan import BuildPlan, Revision
+from nodeweave.build.pushed import push_tags
 from nodeweave.errors import NodeweaveError
 
 # podman/buildah: "STEP 3/9: RUN ...", a cached step then prints "--> Using cache <id>".
@@ -82,6 +83,7 @@ class BuildResult:
     steps: int
     cached_steps: int
     rebuilt_steps: tuple
+    digests: dict = field(default_factory=dict)  # tag -> the digest the registry stored (with --push)
 
 
 def git_revision(root: Path) -> Optional[Revision]:
@@ -143,20 +145,7 @@ def run_build(engine: Engine, plan: BuildPlan, on_line: Callable[[str], None] = 
         ) from None
     seconds = time.monotonic() - started
     image = engine.client.image.inspect(plan.tags[0])
-    if plan.push:
-        push_tags(engine, plan.tags)
+    digests = push_tags(engine, plan.tags) if plan.push else {}
     return BuildResult(plan=plan, image_id=image.id, size_bytes=int(image.size or 0), seconds=seconds,
                        steps=len(progress.steps), cached_steps=len(progress.cached),
-                       rebuilt_steps=tuple(progress.rebuilt))
-
-
-def push_tags(engine: Engine, tags) -> None:
-    """Push every tag; a registry refusal names the tag and the engine's reason."""
-    from python_on_whales.exceptions import DockerException
-
-    for tag in tags:
-        try:
-            engine.client.image.push(tag, quiet=True)
-        except DockerException as err:
-            reason = (err.stderr or "").strip().splitlines()[-1:] or ["no message"]
-            raise NodeweaveError(f"{engine.kind} push {tag} failed: {reason[0]}") from None
+                       rebuilt_steps=tuple(progress.rebuilt), digests=digests)

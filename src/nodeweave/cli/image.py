@@ -64,7 +64,8 @@ def build(
                                            "the repository root of the image build contract)"),
     base: Optional[str] = typer.Option(None, "--base", help="base image instead of the variant's (BASE_IMAGE build arg; "
                                        "overrides image.base)"),
-    push: bool = typer.Option(False, "--push", help="push every tag after the build"),
+    push: bool = typer.Option(False, "--push", help="push every tag after the build; the registry's digest is "
+                              "recorded in .nodeweave/pushed.json (kubernetes `up` pins it)"),
     wheelhouse: Optional[Path] = typer.Option(None, "--wheelhouse", help="a directory of wheels to offer pip "
                                               "(linked into <context>/wheelhouse)"),
     offline: bool = typer.Option(False, "--offline", help="no registry or index: pip uses the wheelhouse only "
@@ -123,7 +124,15 @@ def build(
                 console.print(line, markup=False, highlight=False, style="dim")
 
         result = run_build(engine, plan, on_line=on_line, no_cache=no_cache)
+    if result.digests:
+        from nodeweave.build.pushed import record_push
+
+        record_push(spec_path.resolve().parent, result.digests)
     Console().print(_summary(variant, plan, result))
+    if result.digests:
+        digest = result.digests[plan.tags[0]]
+        typer.echo(f"pushed {plan.tags[0]} as {digest} (recorded in .nodeweave/pushed.json; `nodeweave up` on "
+                   f"Kubernetes pins it); to pin it in the rendered files: image: {{digest: \"{digest}\"}}")
 
 
 def _build_on_openshift(spec, spec_path: Path, context_dir: Path, variant: str, target: str, dry_run: bool,
@@ -156,6 +165,8 @@ def _summary(variant: str, plan, result) -> Table:
     if result.rebuilt_steps and result.cached_steps:
         table.add_row("ran", "\n".join(step[:70] for step in result.rebuilt_steps))
     table.add_row("pushed", "yes" if plan.push else "no")
+    if result.digests:
+        table.add_row("digest", result.digests[plan.tags[0]])
     return table
 
 

@@ -172,12 +172,30 @@ class KubeCluster(Backend):
         if mode is not None and "NODEWEAVE_JOB_TOKEN_FILE" not in self.spec.env:
             kustomization["secretGenerator"] = [token_secret(self.spec, overlay)]
             patches.append(({"kind": "StatefulSet", "name": self.spec.name}, token_patch(self.spec)))
+        pinned = self.pushed_digest()
+        if pinned:
+            kustomization["images"] = [pinned]
         kustomization["patches"] = [{"path": f"patch-{i}.yaml", "target": target}
                                     for i, (target, _) in enumerate(patches)]
         for i, (_, patch) in enumerate(patches):
             (overlay / f"patch-{i}.yaml").write_text(yaml.safe_dump(patch, sort_keys=False), encoding="utf-8")
         (overlay / "kustomization.yaml").write_text(yaml.safe_dump(kustomization, sort_keys=False), encoding="utf-8")
         return overlay
+
+    def pushed_digest(self) -> Optional[dict]:
+        """kustomize's ``images`` entry naming the image by the digest ``image build --push`` recorded, or None.
+
+        Only where the spec pins nothing itself (``image.digest``), and only for the repository and tag the
+        pods name: a node that cached an older build of a moving tag then cannot run it.
+        """
+        from nodeweave.build.pushed import recorded_digest
+        from nodeweave.resolve import resolve
+
+        if self.spec.image.digest or self.folder == "rocm":  # the rocm overlay names another variant's tag
+            return None
+        image = resolve(self.spec)
+        digest = recorded_digest(self.spec_dir, image.repository, image.tag)
+        return {"name": image.repository, "digest": digest} if digest else None
 
     def _resource(self, overlay: Path) -> str:
         """The folder applied: a rendered one, or the team's own kustomization beside the spec (over the render)."""

@@ -1,0 +1,102 @@
+"""Push the tags and learn the digest the registry stored, so deployments can name the image by it.
+
+A tag moves; a digest (``sha256:...`` of the pushed manifest) does not. Each
+engine says it its own way: podman writes it to ``--digestfile``; docker
+lists it in the image's ``RepoDigests`` once the push is done. The digest is
+recorded in ``.nodeweave/pushed.json`` beside the spec (git-ignored, one
+entry per repository), where ``nodeweave up --target kubernetes`` pins it
+(kustomize ``images: digest``) unless the spec sets ``image.digest`` itself,
+and the build's summary prints the line that pins it in the spec.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+from typing import Dict, Optional, Sequence
+
+from nodeweave.errors import NodeweaveError
+
+RECORD = ".nodeweave/pushed.json"
+DIGEST = re.compile(r"sha256:[a-f0-9]{64}")
+
+
+def repository_of(tag: str) -> str:
+    """``registry/name:tag`` -> ``registry/name`` (a registry's ``host:port`` keeps its colon)."""
+    slash = tag.rfind("/")
+    colon = tag.rfind(":")
+    return tag[:colon] if colon > slash else tag
+
+
+def _podman_push(engine, tag: str) -> str:
+    with tempfile.TemporaryDirectory(prefix="nodeweave-push-") as scratch:
+        digest_file = os.path.join(scratch, "digest")
+        argv = [*engine.client.client_config.docker_cmd, "push", "--quiet", "--digestfile", digest_file, tag]
+        out = subprocess.run(argv, capture_output=True, text=True, timeout=3600)
+        if out.returncode != 0:
+            reason = (out.stderr or "").strip().splitlines()[-1:] or ["no message"]
+            raise NodeweaveError(f"podman push {tag} failed: {reason[0]}")
+        return Path(digest_file).read_text(encoding="ascii").strip()
+
+
+def _docker_push(engine, tag: str) -> str:
+    from python_on_whales.exceptions import DockerException
+
+    try:
+        engine.client.image.push(tag, quiet=True)
+        repo_digests = engine.client.image.inspect(tag).repo_digests or []
+    except DockerException as err:
+        reason = (err.stderr or "").strip().splitlines()[-1:] or ["no message"]
+        raise NodeweaveError(f"docker push {tag} failed: {reason[0]}") from None
+    repository = repository_of(tag)
+    for entry in repo_digests:
+        name, _, digest = entry.partition("@")
+        if name == repository:
+            return digest
+    raise NodeweaveError(f"docker push {tag}: the image lists no digest for {repository} after the push "
+                         f"(RepoDigests: {', '.join(repo_digests) or 'none'})")
+
+
+def push_tags(engine, tags: Sequence[str]) -> Dict[str, str]:
+    """Push every tag; {tag: the digest the registry stored}. A refusal names the tag and the engine's reason."""
+    digests = {}
+    for tag in tags:
+        digest = (_podman_push if engine.kind == "podman" else _docker_push)(engine, tag)
+        if not DIGEST.fullmatch(digest):
+            raise NodeweaveError(f"{engine.kind} push {tag} reported {digest!r}, not a sha256 digest")
+        digests[tag] = digest
+    return digests
+
+
+def record_push(spec_dir: Path, digests: Dict[str, str]) -> Path:
+    """Add this push to ``.nodeweave/pushed.json`` beside the spec: per repository, its tags and digest."""
+    path = spec_dir / RECORD
+    data = read_record(spec_dir)
+    for tag, digest in digests.items():
+        entry = data.setdefault(repository_of(tag), {"tags": {}})
+        entry["tags"][tag[len(repository_of(tag)) + 1:]] = digest
+        entry["pushed_at"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    path.parent.mkdir(parents=True, exist_ok=True)
+    scratch = path.with_name(f".{path.name}.{os.getpid()}")
+    scratch.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    os.replace(scratch, path)
+    return path
+
+
+def read_record(spec_dir: Path) -> dict:
+    try:
+        data = json.loads((spec_dir / RECORD).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def recorded_digest(spec_dir: Path, repository: str, tag: str) -> Optional[str]:
+    """The digest the last ``image build --push`` stored for ``repository:tag``; None when none was recorded."""
+    digest = ((read_record(spec_dir).get(repository) or {}).get("tags") or {}).get(tag)
+    return digest if isinstance(digest, str) and DIGEST.fullmatch(digest) else None
