@@ -320,3 +320,13 @@ def test_podman_compose_passes_security_limits_and_the_hosts_file(tmp_path):
                  f" -v {tmp_path / 'compose' / 'hosts'}:/etc/nodeweave/hosts:ro ",
                  " -e NODEWEAVE_HOSTFILE=/etc/nodeweave/hosts "):
         assert part in line, (part, line)
+
+
+def test_ipc_lock_false_leaves_the_unlimited_memlock_and_adds_no_capability():
+    from dataclasses import replace
+
+    spec = spec_of("cuda")
+    spec = replace(spec, security=replace(spec.security, ipc_lock=False))
+    service = yaml.safe_load(render_files(spec)["compose/node.yaml"])["services"]["node"]
+    assert service["ulimits"]["memlock"] == -1 and "cap_add" not in service
+    assert service["devices"] == ["/dev/infiniband"]

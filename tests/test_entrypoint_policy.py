@@ -183,6 +183,43 @@ def test_memlock_warning_with_rdma(tmp_path):
     assert any("RLIMIT_MEMLOCK is 64 KiB" in w for w in p.warnings)
 
 
+def _memlock_node(tmp_path, cap_eff):
+    """hgx-h100 with a 64 KiB memlock limit and, when given, /proc/self/status's capability rows (kernel format)."""
+    import shutil
+    root = tmp_path / "node"
+    shutil.copytree(FIX / "hgx-h100", root, symlinks=True)
+    limits = (root / "proc/self/limits").read_text().replace(
+        "Max locked memory         unlimited            unlimited", "Max locked memory         65536                65536    ")
+    (root / "proc/self/limits").write_text(limits)
+    if cap_eff is not None:
+        status = root / "proc/self/status"
+        status.write_text(status.read_text() + f"CapInh:\t0000000000000000\nCapPrm:\t{cap_eff}\nCapEff:\t{cap_eff}\n"
+                          "CapBnd:\t00000000a80465fb\nCapAmb:\t0000000000000000\n")
+    return root
+
+
+@pytest.mark.parametrize("cap_eff, warned, says_cap", [
+    (None, True, False),  # no capability rows (an old capture): the limit alone decides
+    ("0000000000000000", True, True),  # UID 1000 with IPC_LOCK added in Kubernetes: bounding set only
+    ("00000000a80465fb", False, False),  # root with IPC_LOCK added: pins past the limit, nothing to say
+])
+def test_memlock_warning_weighs_an_effective_ipc_lock(tmp_path, cap_eff, warned, says_cap):
+    p = make_plan(["--", "t.py"], env=HGX, sysroot=str(_memlock_node(tmp_path, cap_eff)))
+    found = [w for w in p.warnings if "RLIMIT_MEMLOCK is 64 KiB" in w]
+    assert bool(found) == warned, p.warnings
+    assert any("no effective CAP_IPC_LOCK" in w for w in found) == says_cap
+    assert p.node.limits.ipc_lock is (None if cap_eff is None else cap_eff != "0000000000000000")
+
+
+def test_memlock_remedy_names_each_runtime_and_the_spec_field():
+    from nodeweave.entrypoint.planning.rules import BY_CODE
+
+    remedy = BY_CODE["memlock-limited"].remedy
+    for part in ("--ulimit memlock=-1:-1", "LimitMEMLOCK=infinity", "containerd.service", "crio.conf",
+                 "security.ipc_lock: false"):
+        assert part in remedy
+
+
 def _cloud_root(tmp_path, vendor, product, files):
     import shutil
     root = tmp_path / "vm"

@@ -154,3 +154,60 @@ def test_a_digest_pins_the_image_and_read_only_root_false_drops_the_scratch_volu
     skipped = " ".join(sts["metadata"]["annotations"].values())
     assert "CKV_K8S_22=" in skipped and "CKV_K8S_43=" not in skipped
     assert container["readinessProbe"]["exec"]["command"] == ["nodeweave-entrypoint", "--node", "ready"]
+
+
+def strictest_level(pod) -> str:
+    """The level tests/pss.py admits the pod at: what the namespace label must say."""
+    if not restricted_violations(pod):
+        return "restricted"
+    return "baseline" if not baseline_violations(pod) else "privileged"
+
+
+def test_the_rendered_namespace_label_is_the_strictest_level_every_pod_passes(trees):
+    _, built = trees
+    seen = set()
+    for path in SPECS:
+        spec = load_spec(path)
+        namespace = yaml.safe_load(manifests.render_files(spec)["manifests/base/namespace.yaml"])
+        label = namespace["metadata"]["labels"]["pod-security.kubernetes.io/enforce"]
+        assert namespace["metadata"]["name"] == spec.kubernetes.namespace
+        levels = {strictest_level(pod) for folder in ("manifests/base", "manifests/job")
+                  for _, pod in pods(built[path.name][folder])}
+        assert levels == {label}, f"{path.name}: pods pass {levels}, the namespace says {label}"
+        seen.add(label)
+    assert {"restricted", "privileged"} <= seen  # the specs cover both sides
+
+
+RDMA_SPEC = """name: rdma
+image: {{variant: cuda12, registry: r.example}}
+nodes: 2
+gpus_per_node: 8
+launcher: {{script: t.py}}
+network: {{rdma_resources: {{rdma/ib: 1}}}}
+security: {{ipc_lock: false{extra}}}
+"""
+
+
+@pytest.mark.parametrize("extra, level", [("", "restricted"), (", cap_add: [CHOWN]", "baseline")])
+def test_rdma_without_ipc_lock_passes_restricted_or_baseline(tmp_path, extra, level):
+    """security.ipc_lock: false (the runtime's memlock is unlimited): RDMA pods add nothing, so PSS admits them."""
+    if shutil.which("kubectl") is None:
+        pytest.skip("kubectl (its built-in kustomize) is not installed")
+    spec_path = tmp_path / "rdma.yaml"
+    spec_path.write_text(RDMA_SPEC.format(extra=extra))
+    spec = load_spec(spec_path)
+    assert spec.network.rdma and not spec.security.ipc_lock
+    built = build_all(spec_path, tmp_path / "tree", tmp_path)
+    files = manifests.render_files(spec)
+    assert yaml.safe_load(files["manifests/base/namespace.yaml"])["metadata"]["labels"][
+        "pod-security.kubernetes.io/enforce"] == level
+    for folder in ("manifests/base", "manifests/job"):
+        for name, pod in pods(built[folder]):
+            assert strictest_level(pod) == level, (folder, name, restricted_violations(pod))
+            (container,) = pod["containers"]
+            assert "IPC_LOCK" not in (container["securityContext"]["capabilities"].get("add") or [])
+            assert container["resources"]["limits"]["rdma/ib"] == 1  # RDMA is still asked for
+    if level == "restricted":
+        assert not any(name.startswith("manifests/overlays/openshift/scc") for name in files)
+        for name, pod in pods(built["manifests/overlays/openshift"]):
+            assert restricted_v2_violations(pod) == [], name

@@ -33,7 +33,7 @@ numa_node, uuid, arch)``; ``RdmaPort(device, port, state, phys_state,
 link_layer, rate_gbps, rate, netdev, roce_v2_gid_index, roce_v2_ipv4, driver,
 numa_node, pci)`` with ``.name`` ("mlx5_0:1"), ``.active``, ``.roce``;
 ``Interface(name, kind, operstate, mtu, speed_mbps, ipv4, virtual)``;
-``Limits(shm_bytes, shm_source, memlock_bytes, cpus, cpus_source)``;
+``Limits(shm_bytes, shm_source, memlock_bytes, cpus, cpus_source, ipc_lock)``;
 ``Cloud(provider, vendor, product, efa, profile, topo_file)``;
 ``Topology(node_rank, nnodes, nproc_per_node, master_addr, master_port: Value(value, source),
 nnodes_min, nnodes_max, elastic, world_size, is_master, node_names, job_id, notes, platform)``;
@@ -67,7 +67,7 @@ One JSON object; keys are only ever added under this schema name::
         "interface": str|null (routes to the master), "interface_reason": str|null,
         "local_ipv4": str|null,
         "limits": {"shm_bytes": int|null, "shm_source": str, "memlock_bytes": int|null (null = unlimited),
-                   "cpus": int|null, "cpus_source": str},
+                   "cpus": int|null, "cpus_source": str, "ipc_lock": bool|null (CAP_IPC_LOCK effective)},
         "cloud": {"provider": "aws"|"gcp"|"azure"|null, "vendor", "product", "efa": bool,
                   "profile": str|null, "topo_file": str|null},
         "libraries": {"nccl"?: str|null, "rccl"?: str|null}   (only those a decision needed)

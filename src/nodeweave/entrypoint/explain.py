@@ -58,8 +58,8 @@ def _hardware(node):
         lines.append(("To master", f"{node.interface or '?'}" + (f" from {node.local_ipv4}" if node.local_ipv4 else "")
                       + f" ({node.interface_reason})"))
     lim = node.limits
-    lines.append(("Limits", f"/dev/shm {_size(lim.shm_bytes)} ({lim.shm_source}); memlock {_size(lim.memlock_bytes)}; "
-                  f"{lim.cpus} CPUs ({lim.cpus_source})"))
+    lines.append(("Limits", f"/dev/shm {_size(lim.shm_bytes)} ({lim.shm_source}); memlock {_size(lim.memlock_bytes)}"
+                  f"{' (CAP_IPC_LOCK: pins past it)' if lim.ipc_lock else ''}; {lim.cpus} CPUs ({lim.cpus_source})"))
     c = node.cloud
     if c and c.provider:
         bits = [c.provider, c.product or ""]

@@ -150,6 +150,7 @@ class Limits(Record):
         ("memlock_bytes", None),  # soft RLIMIT_MEMLOCK; None = unlimited
         ("cpus", None),           # usable CPUs (affinity, capped by the cgroup's cpu.max)
         ("cpus_source", None),
+        ("ipc_lock", None),       # CAP_IPC_LOCK effective (pins past RLIMIT_MEMLOCK); None = unknown
     )
 
 

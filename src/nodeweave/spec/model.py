@@ -247,6 +247,7 @@ class Volume:
 @dataclass(frozen=True)
 class Security:
     cap_add: Tuple[str, ...] = ()  # capabilities beyond IPC_LOCK (which RDMA adds itself)
+    ipc_lock: bool = True  # with RDMA: add IPC_LOCK; false where the runtime's RLIMIT_MEMLOCK is unlimited
     seccomp: str = "runtime-default"  # or unconfined (AMD's advice for ROCm profiling)
     read_only_root: bool = True  # pods: read-only root filesystem, emptyDirs for /tmp and the image's HOME
 

@@ -4,7 +4,8 @@ Each reads a file under the root, so captured trees answer like live hosts:
 - /dev/shm: ``statvfs`` on a live root (exact); under a sysroot, the ``size=``
   option of its tmpfs line in ``/proc/mounts`` (tmpfs without ``size=`` is half
   of ``MemTotal``), the same text a live ``/proc/mounts`` shows.
-- RLIMIT_MEMLOCK: the "Max locked memory" row of ``/proc/self/limits``.
+- RLIMIT_MEMLOCK: the "Max locked memory" row of ``/proc/self/limits``; CAP_IPC_LOCK: ``CapEff``
+  of ``/proc/self/status``.
 - CPUs: ``Cpus_allowed_list`` of ``/proc/self/status``, capped by cgroup v2
   ``cpu.max`` (the container's CPU limit).
 - Cloud: DMI ``sys_vendor``/``product_name`` plus the vendor files that change
@@ -85,6 +86,25 @@ def memlock(root):
     return None
 
 
+CAP_IPC_LOCK = 14  # linux/capability.h
+
+
+def ipc_lock(root):
+    """Whether CAP_IPC_LOCK is in this process's effective set (``CapEff`` of /proc/self/status); None = unknown.
+
+    With it the kernel lets RDMA pin memory past RLIMIT_MEMLOCK. A capability added to a container whose
+    user is not root lands in the bounding set only (no ambient capabilities in Kubernetes), so it is
+    read here rather than assumed from the pod spec.
+    """
+    for line in (root.read("/proc/self/status") or "").splitlines():
+        if line.startswith("CapEff:"):
+            try:
+                return bool(int(line.split(":", 1)[1].strip(), 16) >> CAP_IPC_LOCK & 1)
+            except ValueError:
+                return None
+    return None
+
+
 def _count_cpus(text):
     count = 0
     for part in text.split(","):
@@ -112,7 +132,8 @@ def cpus(root):
 def detect_limits(root):
     size, how = shm(root)
     count, source = cpus(root)
-    return Limits(shm_bytes=size, shm_source=how, memlock_bytes=memlock(root), cpus=count, cpus_source=source)
+    return Limits(shm_bytes=size, shm_source=how, memlock_bytes=memlock(root), cpus=count, cpus_source=source,
+                  ipc_lock=ipc_lock(root))
 
 
 def detect_cloud(root, rdma_ports):

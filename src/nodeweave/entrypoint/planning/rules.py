@@ -189,11 +189,18 @@ def shm_small(ctx):
 
 
 def memlock_limited(ctx):
-    memlock = ctx.node.limits.memlock_bytes
+    """A low RLIMIT_MEMLOCK matters only without an effective CAP_IPC_LOCK (which pins past the limit)."""
+    lim = ctx.node.limits
+    memlock = lim.memlock_bytes
     active = [p for p in _rdma_ports(ctx.node) if p.active]
-    if memlock is not None and memlock < MEMLOCK_MIN and active and (ctx.multi or ctx.audit):
-        return (f"RLIMIT_MEMLOCK is {memlock >> 10} KiB with {len(active)} ACTIVE RDMA port(s): RDMA needs it "
-                "unlimited to register buffers (ibv_reg_mr), else NCCL falls back or aborts")
+    if memlock is None or memlock >= MEMLOCK_MIN or not active or not (ctx.multi or ctx.audit) or lim.ipc_lock:
+        return None
+    cap = "" if lim.ipc_lock is None else (" and this process has no effective CAP_IPC_LOCK (a capability added "
+                                           "to a container whose user is not root never reaches its process)")
+    return (f"RLIMIT_MEMLOCK is {memlock >> 10} KiB with {len(active)} ACTIVE RDMA port(s){cap}: RDMA needs it "
+            "unlimited to register buffers (ibv_reg_mr), else NCCL falls back or aborts; raise it where the container "
+            "starts: docker/podman --ulimit memlock=-1:-1, on Kubernetes the node's containerd or CRI-O "
+            "(`nodeweave doctor` says how)")
 
 
 def _port_level(ctx):
@@ -233,8 +240,10 @@ RULES = (
     Rule("shm-small", shm_small, _shm_level, "give the container a larger /dev/shm: docker/podman --shm-size=16g or "
          "--ipc=host; Kubernetes: an emptyDir with medium: Memory mounted at /dev/shm"),
     Rule("memlock-limited", memlock_limited, lambda ctx: ERROR if ctx and ctx.multi else WARNING,
-         "run with an unlimited locked-memory limit: --ulimit memlock=-1:-1 (docker/podman), or "
-         "LimitMEMLOCK=infinity for the container runtime's service"),
+         "run with an unlimited locked-memory limit: --ulimit memlock=-1:-1 (docker/podman); Kubernetes has no "
+         "per-pod limit, so on the GPU nodes: LimitMEMLOCK=infinity in a systemd drop-in for containerd.service "
+         "(containers inherit it), or default_ulimits = [\"memlock=-1:-1\"] in crio.conf (CRI-O); then the spec "
+         "needs no IPC_LOCK (security.ipc_lock: false) and the pods pass Pod Security restricted"),
 )
 NOTICES = (  # emitted inline by the planners (topology, policy)
     Rule("flag-overrides-source", None, WARNING,

@@ -13,11 +13,12 @@ from nodeweave.spec.nodes import Fields, Reader
 
 
 def security(r: Reader, top: Fields) -> Security:
-    f = r.fields(top.get("security"), "security", ("cap_add", "seccomp", "read_only_root"))
+    f = r.fields(top.get("security"), "security", ("cap_add", "seccomp", "read_only_root", "ipc_lock"))
     return Security(
         cap_add=rule_list(r, f.get("cap_add"), "security.cap_add", rules.CAPABILITY, unique=True),
         seccomp=choice(r, f, "seccomp", SECCOMP_PROFILES, "runtime-default"),
         read_only_root=boolean(r, f, "read_only_root", True),
+        ipc_lock=boolean(r, f, "ipc_lock", True),
     )
 
 

@@ -102,7 +102,8 @@ def node_service(r: Resolved) -> Dict[str, Any]:
     }
     if gpu_vendor != "cpu":
         service["ulimits"] = dict(GPU_ULIMITS)
-        service["cap_add"] = ["IPC_LOCK"]
+        if r.spec.security.ipc_lock:  # false: memlock=-1 above is all verbs need
+            service["cap_add"] = ["IPC_LOCK"]
     service.update(_security(r, service.get("cap_add", [])))
     service.update(_limits(r))
     if r.spec.hosts:

@@ -5,7 +5,9 @@
 - ``manifests/base/``: headless Service, StatefulSet, ServiceAccount + Role +
   RoleBinding (the entrypoint reads the replica count from the API, so
   ``oc scale`` needs no edit), the shared workspace claim, and a
-  NetworkPolicy admitting ingress only from the job's own pods;
+  NetworkPolicy admitting ingress only from the job's own pods; ``namespace.yaml``
+  (not in the kustomization) labels the namespace with the Pod Security level
+  the pods need;
 - ``manifests/overlays/openshift/``: no fixed UID/GID (restricted-v2's
   arbitrary UID), capabilities dropped; with RDMA, ``scc-ipc-lock.yaml`` for a
   cluster admin to apply;
@@ -20,7 +22,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Dict, List, Tuple
 
-from nodeweave.targets.kubernetes import kustomize, network, storage, workloads
+from nodeweave.targets.kubernetes import kustomize, network, pod_security, storage, workloads
 from nodeweave.targets.kubernetes.yamltext import dump
 from nodeweave.resolve import Resolved, resolve
 from nodeweave.spec import Spec
@@ -91,6 +93,7 @@ def render_files(spec: Spec) -> Dict[str, str]:
     r = resolve(spec)  # the one derivation of this render: every part below reads it
     files: Dict[str, str] = {}
     _directory(files, BASE, r, base_objects(r))
+    files[f"{BASE}/namespace.yaml"] = dump(pod_security.namespace(r), pod_security.note(r))
     _directory(files, JOB, r, job_objects(r))
     _overlay(files, OPENSHIFT, r, "statefulset-openshift.yaml", kustomize.openshift_patch)
     if kustomize.needs_scc(r):

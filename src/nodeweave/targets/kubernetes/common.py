@@ -85,8 +85,9 @@ def gpu_count(r: Resolved) -> int:
 
 
 def wants_rdma(r: Resolved) -> bool:
-    """RDMA registers (locks) memory: only then does the pod need IPC_LOCK on OpenShift."""
-    return r.spec.network.rdma
+    """RDMA registers (locks) memory: only then does the pod need IPC_LOCK on OpenShift (not with
+    ``security.ipc_lock: false``, where the runtime's memlock limit is unlimited)."""
+    return r.spec.network.rdma and r.spec.security.ipc_lock
 
 
 def env_var(name: str, value: str) -> Dict[str, str]:

@@ -63,9 +63,15 @@ def _requests(spec: Spec, resource: str) -> bool:
     return resource in spec.resources.requests or resource in spec.resources.limits
 
 
+def needs_ipc_lock(spec: Spec) -> bool:
+    """RDMA registers (pins) memory past RLIMIT_MEMLOCK with IPC_LOCK, unless ``security.ipc_lock: false`` says
+    the container runtime's limit is already unlimited (then the pods pass Pod Security restricted)."""
+    return spec.network.rdma and spec.security.ipc_lock
+
+
 def added_capabilities(spec: Spec) -> List[str]:
     """IPC_LOCK where RDMA registers (pins) memory, then ``security.cap_add``."""
-    add = ["IPC_LOCK"] if spec.network.rdma else []
+    add = ["IPC_LOCK"] if needs_ipc_lock(spec) else []
     return add + [cap for cap in spec.security.cap_add if cap not in add]
 
 
