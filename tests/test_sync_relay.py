@@ -27,6 +27,14 @@ from nodeweave.sync.node.digest import digest_files
 from nodeweave.sync.transport.payload import tar_stream
 from nodeweave.sync.transport.session import AGENT_PROGRAM
 
+
+@pytest.fixture(autouse=True)
+def every_address(monkeypatch):
+    """These tests play every node on one machine over 127.0.0.1: the override a one-machine run needs
+    (the default listens on the route's address only; tests/test_sync_bind.py holds that)."""
+    monkeypatch.setenv("NODEWEAVE_SYNC_BIND", "any")
+
+
 FILES = {"train.py": b"print('hi')\n", "pkg/model.py": b"x = 1\n" * 1000, "data/blob.bin": os.urandom(5 << 20)}
 KINDS = {rel: "f" for rel in FILES}
 DIRS = ("data", "pkg")

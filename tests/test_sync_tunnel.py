@@ -34,6 +34,14 @@ from nodeweave.sync.transport.session import AGENT_PROGRAM, Request, Session, Tr
 from nodeweave.sync.node.tunnel import FRAME_MAX, F_DATA, F_EXIT, frames, read_frame
 from test_sync_relay import DIRS, FILES, KINDS, src  # noqa: F401 - src is a fixture used by name
 
+
+@pytest.fixture(autouse=True)
+def every_address(monkeypatch):
+    """These tests play every node on one machine over 127.0.0.1: the override a one-machine run needs
+    (the default listens on the route's address only; tests/test_sync_bind.py holds that)."""
+    monkeypatch.setenv("NODEWEAVE_SYNC_BIND", "any")
+
+
 AGENT = [sys.executable, "-I", "-S", "-c", AGENT_PROGRAM]
 
 

@@ -233,7 +233,8 @@ def session(root, stdin):
         try:
             listener = Listener()
             answer["listen"] = listener.info()
-        except OSError:
+        except (OSError, ValueError) as err:  # a bad NODEWEAVE_SYNC_BIND is named; the payload comes plain
+            answer["listen_error"] = str(err)
             listener = None
     _send(answer)
     if answer.get("done") or request.get("then") != "plan":

@@ -17,9 +17,13 @@ import hashlib
 import hmac
 import os
 import socket
-import struct
 import threading
 import time
+
+try:  # in the program sent to a target the modules this uses come first
+    listen_address  # noqa: B018
+except NameError:
+    from nodeweave.sync.node.addresses import listen_address, local_addresses
 
 MAGIC = b"NWRELAY1"
 NONCE = 16
@@ -31,7 +35,6 @@ ACCEPT_S = 30.0  # how long a fed-by-peer target waits for its upstream, counted
 IDLE_S = 120.0  # no byte moving on a peer connection for this long ends it (as rsync --timeout)
 MAX_ATTEMPTS = 16  # unauthenticated connections a listener puts up with before it closes
 CHUNK = 1 << 20  # the most a forwarder reads (and sends on) at once
-_IFF_UP, _IFF_LOOPBACK = 0x1, 0x8
 
 
 def _mac(token, label, a, b):
@@ -49,63 +52,35 @@ def _recv_exact(sock, size):
     return b"".join(parts)
 
 
-def _ipv4_addresses():
-    """The IPv4 address of every interface that is up, loopback aside (Linux ioctls, stdlib only)."""
-    import fcntl
-    found = []
-    probe = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    try:
-        for _, name in socket.if_nameindex():
-            req = struct.pack("256s", name.encode()[:15])
-            try:
-                flags = struct.unpack("H", fcntl.ioctl(probe.fileno(), 0x8913, req)[16:18])[0]
-                if not flags & _IFF_UP or flags & _IFF_LOOPBACK:
-                    continue
-                found.append(socket.inet_ntoa(fcntl.ioctl(probe.fileno(), 0x8915, req)[20:24]))
-            except OSError:
-                continue  # no IPv4 address on this interface
-    finally:
-        probe.close()
-    return found
-
-
-def _ipv6_addresses():
-    """Global-scope IPv6 addresses (``/proc/net/if_inet6``; link-local ones need a scope id)."""
-    found = []
-    try:
-        with open("/proc/net/if_inet6") as f:
-            for line in f:
-                fields = line.split()
-                if len(fields) >= 6 and fields[3] == "00" and fields[5] != "lo":
-                    found.append(socket.inet_ntop(socket.AF_INET6, bytes.fromhex(fields[0])))
-    except (OSError, ValueError):
-        pass
-    return found
-
-
-def local_addresses():
-    try:
-        return _ipv4_addresses() + _ipv6_addresses()
-    except (OSError, AttributeError):
-        return []
-
-
 class Listener(object):
-    """A TCP listener on an ephemeral port of every address, for this target's one upstream."""
+    """A TCP listener on an ephemeral port, for this target's one upstream (or a resident's head).
 
-    def __init__(self):
-        try:
-            self.sock = socket.socket(socket.AF_INET6, socket.SOCK_STREAM)
-            self.sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
-            self.sock.bind(("::", 0))
-        except OSError:
-            self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            self.sock.bind(("0.0.0.0", 0))
+    It listens on the one address the job's peers use (``addresses.listen_address``: the route toward
+    the master, ``NODEWEAVE_SYNC_BIND`` to override), and on every address only where none is known.
+    """
+
+    def __init__(self, env=None):
+        self.address, self.why = listen_address(env)
+        if self.address is None:
+            try:
+                self.sock = socket.socket(socket.AF_INET6, socket.SOCK_STREAM)
+                self.sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+                self.sock.bind(("::", 0))
+            except OSError:
+                self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+                self.sock.bind(("0.0.0.0", 0))
+        else:
+            family = socket.AF_INET6 if ":" in self.address else socket.AF_INET
+            self.sock = socket.socket(family, socket.SOCK_STREAM)
+            self.sock.bind((self.address, 0))
         self.sock.listen(4)
         self.port = self.sock.getsockname()[1]
 
+    def addresses(self):
+        return [self.address] if self.address else local_addresses()
+
     def info(self):
-        return {"port": self.port, "addrs": local_addresses()}
+        return {"port": self.port, "addrs": self.addresses(), "bind": self.why}
 
     def accept(self, token, deadline):
         """The first connection that proves it knows ``token`` before ``deadline`` (others are dropped).

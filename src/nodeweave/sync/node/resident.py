@@ -30,7 +30,7 @@ import time
 try:  # in the program sent to a target the modules this uses come first
     _answer  # noqa: B018
 except NameError:
-    from nodeweave.sync.node.peer import HOP_S, Listener, _answer, _recv_exact, local_addresses  # noqa: F401
+    from nodeweave.sync.node.peer import HOP_S, Listener, _answer, _recv_exact  # noqa: F401
 
 RESIDENT_MAGIC = b"NWRESID1"
 TICKET_S = 600.0  # a ticket's nonce is taken this long after it was made, and once
@@ -98,7 +98,7 @@ def _start(folder, path, program, idle, session):
     import warnings
     listener = Listener()
     key = os.urandom(32).hex()
-    info = {"port": listener.port, "addrs": local_addresses(), "key": key, "program": program}
+    info = {"port": listener.port, "addrs": listener.addresses(), "key": key, "program": program}
     ready_r, ready_w = os.pipe()
     with warnings.catch_warnings():  # a head forks from its session's thread; the child keeps nothing of them
         warnings.simplefilter("ignore", DeprecationWarning)

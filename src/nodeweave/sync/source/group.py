@@ -50,6 +50,9 @@ def _start_relay(mode: str, streams: "list[Job]", payload: int, on_progress: OnP
     if not relay.wanted(mode, len(streams), payload, agree):
         return None
     listens = {j: j.manifest.listen for j in streams}
+    for job in streams:
+        if job.manifest.listen_error:
+            job.result.relay = f"direct: no relay listener there ({job.manifest.listen_error})"
     addresses = relay.usable_addresses(listens)
     chain = relay.plan_chain(streams, addresses)
     if chain is None:

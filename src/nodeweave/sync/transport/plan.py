@@ -48,7 +48,8 @@ class Manifest:
     stamp: "dict | None" = None
     differ: "dict[str, str | None] | None" = None  # the agent's word: path -> what it holds (None: nothing)
     done: bool = False  # the agent found everything there and stamped it (one round trip)
-    listen: "dict | None" = None  # the agent's relay listener: {"port", "addrs"}
+    listen: "dict | None" = None  # the agent's relay listener: {"port", "addrs", "bind"}
+    listen_error: "str | None" = None  # why it has none (a NODEWEAVE_SYNC_BIND the node refused)
     resident: "dict | None" = None  # the node's resident agent: {"port", "addrs", "key", "program"}
 
     def differing(self, local: "dict[str, str]") -> "dict[str, str | None]":

@@ -24,12 +24,12 @@ import threading
 from pathlib import Path
 
 from nodeweave.remote import Remote
-from nodeweave.sync.node import agent, digest, peer, resident, tunnel, untar
+from nodeweave.sync.node import addresses, agent, digest, peer, resident, tunnel, untar
 from nodeweave.sync.transport.plan import Manifest
 
 # The agent's modules in the order each defines what the next uses; one program, sent as ``python3 -c``.
 AGENT_PROGRAM = "\n".join(Path(m.__file__).read_text(encoding="utf-8")
-                          for m in (digest, untar, peer, resident, tunnel, agent))
+                          for m in (digest, untar, addresses, peer, resident, tunnel, agent))
 PROGRAM_ID = hashlib.sha256(AGENT_PROGRAM.encode()).hexdigest()[:16]  # a resident runs this program or is not used
 # $1 = the agent's program, $2 = DEST, $3 = "dry" (create nothing), "make" or "tunnel" (``tunnel.py``). Constant.
 # Both branches end only after stdin's EOF: podman 4.3's exec drops output now and then when the
@@ -128,7 +128,8 @@ class Session:
                             missing_dirs=frozenset(answer["missing_dirs"]),
                             extras=[(rel, bool(d)) for rel, d in answer.get("extras", [])],
                             stamp=answer.get("stamp"), done=bool(answer.get("done")),
-                            listen=answer.get("listen"), resident=answer.get("resident"))
+                            listen=answer.get("listen"), resident=answer.get("resident"),
+                            listen_error=answer.get("listen_error"))
         self._close_stdin()
         lines = []
         while (line := self._lines.get(timeout=60)) is not None:
