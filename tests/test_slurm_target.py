@@ -68,10 +68,13 @@ def test_dry_runs_ask_no_slurm_and_print_the_exact_commands(tmp_path):
                         capture_output=True, text=True, env=env)
     assert up.returncode == 0, up.stderr
     assert "salloc --no-shell --job-name=slurmloop --nodes=2" in up.stdout and "srun:JOBID/NODE1" in up.stdout
+    token_file = f"{tmp_path}/.nodeweave/job-token"  # written on each node by a step, the token on its stdin
+    assert up.stdout.count(f"{tmp_path}/.nodeweave job-token < a new random job token") == 2, up.stdout
     run = subprocess.run([*NODEWEAVE, "run", "--target", "slurm", "--spec", str(path), "--dry-run", "--", "t.py"],
                          capture_output=True, text=True, env=env)
     assert run.returncode == 0, run.stderr
     assert "srun --jobid=JOBID --nodes=2 --ntasks=2 --ntasks-per-node=1 --nodelist=NODE0,NODE1" in run.stdout
+    assert f"NODEWEAVE_JOB_TOKEN_FILE={token_file}" in run.stdout  # the path, never the secret
     assert not (tmp_path / ".nodeweave").exists()  # a dry run remembers nothing
 
 
@@ -158,6 +161,10 @@ def test_up_run_status_a_failing_rank_and_down_on_slurm(slurm, tmp_path):
     assert up.returncode == 0, up.stdout + up.stderr
     job = json.loads((tmp_path / ".nodeweave/cluster.json").read_text())["slurmloop"]["slurm_job"]
     assert f"took allocation {job}" in up.stdout and "2 node(s) up" in up.stdout
+    token_file = tmp_path / ".nodeweave" / "job-token"  # up's random token, written by a step on each node
+    secret = token_file.read_text().strip()
+    assert token_file.stat().st_mode & 0o777 == 0o600 and len(secret) >= 40
+    leaks = []  # every place the secret must not be: argv of every process, Slurm's views, logs, outputs
     try:
         run = subprocess.Popen([*NODEWEAVE, "run", "--spec", str(path), "--",
                                 "train.py", "--steps", "40", "--log-every", "10", "--expect-world", "2"],
@@ -168,6 +175,9 @@ def test_up_run_status_a_failing_rank_and_down_on_slurm(slurm, tmp_path):
             rows = json.loads(status.stdout)["nodes"] if status.stdout.strip().startswith("{") else []
             if len(rows) == 2 and all(r["run"] for r in rows):
                 seen = rows
+                leaks.append(subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout)
+                leaks.append(slurm.run(["scontrol", "show", "job", "-d", job]).stdout)
+                leaks.append(slurm.run(["scontrol", "show", "step", job], check=False).stdout)
                 break
             if run.poll() is not None:
                 break
@@ -183,6 +193,8 @@ def test_up_run_status_a_failing_rank_and_down_on_slurm(slurm, tmp_path):
             log = (folder / f"node-{i}.log").read_text()
             assert f"nodeweave-entrypoint: node {i} of 2" in log and "done: world_size=2" in log, log[-2000:]
 
+        plans = [json.loads((folder / n["plan"]).read_text()) for n in record["nodes"]]
+        assert [p["exchange"]["token"] for p in plans] == [f"NODEWEAVE_JOB_TOKEN_FILE ({token_file})"] * 2, plans
         logs = nodeweave("logs", "--spec", str(path))  # the run folder's logs: the nodes hold no container
         assert logs.returncode == 0 and "[node-1]" in logs.stdout and "done: world_size=2" in logs.stdout, logs.stderr
 
@@ -213,9 +225,16 @@ def test_up_run_status_a_failing_rank_and_down_on_slurm(slurm, tmp_path):
         assert sleeper.returncode == 1, output[-3000:]
         steps = slurm.run(["squeue", "-s", "-j", job, "-h", "-o", "%i %j"]).stdout
         assert "nodeweave-" not in steps, steps
+        sacct = slurm.run(["sacct", "-j", job, "-P", "-o", "JobID,JobName,SubmitLine%2000"], check=False)
+        leaks += [sacct.stdout, sacct.stderr, up.stdout, up.stderr, logs.stdout]
+        leaks += [p.read_text(errors="replace") for p in slurm.root.glob("*.log")]
+        leaks += [p.read_text(errors="replace") for p in tmp_path.rglob("*") if p.is_file() and p != token_file
+                  and p.suffix in ("", ".json", ".log", ".txt", ".yaml", ".py")]
+        assert [text[:200] for text in leaks if secret in text] == []
     finally:
         down = nodeweave("down", "--spec", str(path))
     assert down.returncode == 0, down.stdout + down.stderr
+    assert not token_file.exists()  # down deleted it on the nodes before releasing them
     assert slurm.run(["squeue", "-h", "-j", job], check=False).stdout.strip() == ""
     assert json.loads((tmp_path / ".nodeweave/cluster.json").read_text())["slurmloop"]["slurm_job"] is None
     # an allocation that ended by itself (time limit, scancel elsewhere): down forgets it, exit 0

@@ -14,7 +14,12 @@ brings the nodes up it knows them all, so it hands each one a fresh secret:
   overlay generates (kustomize ``secretGenerator``, from a 0600 file in the
   overlay folder under ``.nodeweave/kube/``), mounted at the same path; a
   new token is a new name, so the pods roll onto it together;
-- bare hosts (``--engine none``): the file itself, named by the variable.
+- bare hosts (``--engine none``): the file itself, named by the variable;
+- Slurm (``slurm.runtime: host``): ``<workdir>/.nodeweave/job-token`` on every
+  node of the allocation, written by a one-task ``srun`` step per node with the
+  token on stdin (never in argv, so not in ``ps``, ``sacct``'s SubmitLine or
+  ``scontrol show job``), 0600 and owned by the user the steps run as; the run
+  step names only the path (``NODEWEAVE_JOB_TOKEN_FILE``).
 
 The file is owned by the image's user (UID 1000) when ``up`` runs as root, so
 the container can read it and nobody else on the host can.
@@ -75,3 +80,7 @@ def compose_env(host_file: str) -> "tuple[tuple[str, str], ...]":
 # The remote side of a hosts up: a 0600 file (owned by the container's UID when written as root).
 REMOTE_WRITE = ("sh", "-c", 'umask 077 && mkdir -p "$1" && cat > "$1/$2" && '
                 f'{{ [ "$(id -u)" != 0 ] || chown {CONTAINER_UID}:{CONTAINER_GID} "$1/$2"; }}', "sh")
+# A Slurm node's side: the same file for the user the steps run as (no chown), replaced whole by a rename,
+# since on shared storage every node writes the one file.
+USER_WRITE = ("sh", "-c", 'umask 077 && mkdir -p "$1" && cat > "$1/.$2.$$" && mv -f "$1/.$2.$$" "$1/$2"', "sh")
+

@@ -11,6 +11,8 @@ on one node with ``--overlap`` (``srun:JOB/NODE``), given the run step's view
 of the allocation (its node list, this node's id) so the plan it shows is the
 one the run makes. The nodes run the entrypoint from a shared venv
 (``slurm.runtime: host``); pyxis and Apptainer stay with the batch script.
+``up`` also writes a random job token on every node (``cluster/token.py``),
+which the steps name by its path only.
 """
 
 from __future__ import annotations
@@ -106,7 +108,29 @@ class SlurmCluster(Backend):
     def up_steps(self, mode: str, image: Optional[str]) -> List[List[Step]]:
         if image:
             raise UsageError("--image is for compose targets; on Slurm (runtime host) the nodes run the shared venv")
-        return []
+        return [self.token_steps()] if self.makes_token else []
+
+    @property
+    def makes_token(self) -> bool:
+        """Whether ``up`` hands the nodes a random token (not when the spec's ``env`` names its own file)."""
+        return "NODEWEAVE_JOB_TOKEN_FILE" not in self.spec.env
+
+    @property
+    def token_file(self) -> str:
+        """Where every node reads the job's token: in the folder its steps run in (0600, the user's)."""
+        from nodeweave.cluster import token
+
+        return f"{self.workdir}/{token.STATE_FILE}"
+
+    def token_steps(self) -> List[Step]:
+        """A new random token for this up, written on every node by a one-task step, the token on stdin."""
+        from nodeweave.cluster import token
+
+        secret, (folder, name) = token.new_token(), self.token_file.rsplit("/", 1)
+        return [Step(f"write a new job token on node-{node.index} ({node.remote.label}): {self.token_file}",
+                     tuple(node.remote.exec_argv([*token.USER_WRITE, folder, name], stdin=True)),
+                     stdin=secret + "\n", stdin_name="a new random job token", timeout=120)
+                for node in self.nodes(for_up=True)]
 
     def down_steps(self, delete_claims: bool) -> List[List[Step]]:
         if self.job is None:
@@ -114,7 +138,11 @@ class SlurmCluster(Backend):
                              "nothing to release (`squeue --me` lists your jobs)")
         if self.record() is None:
             return []  # released already, or past its time limit: nothing left but the record
-        return [[Step(f"release allocation {self.job} (every step in it ends)", ("scancel", self.job), timeout=120)]]
+        forget = [Step(f"delete the job token on node-{node.index} ({node.remote.label})",
+                       tuple(node.remote.exec_argv(["rm", "-f", self.token_file], stdin=False)), timeout=120)
+                  for node in self.nodes()] if self.makes_token and self.record().get("job_state") in LIVE else []
+        release = [Step(f"release allocation {self.job} (every step in it ends)", ("scancel", self.job), timeout=120)]
+        return [forget, release] if forget else [release]
 
     # --- the nodes -----------------------------------------------------------------------------------
     def hosts(self) -> List[str]:
@@ -150,9 +178,11 @@ class SlurmCluster(Backend):
                 for i, host in enumerate(hosts)]
 
     def contract_env(self):
+        """The batch script's variables, the spec's env, and where ``up`` put the job token (a path, no secret)."""
         from nodeweave.resolve import resolve
 
-        return [*resolve(self.spec).contract_env("slurm"), *self.spec.env.items()]
+        token = [("NODEWEAVE_JOB_TOKEN_FILE", self.token_file)] if self.makes_token else []
+        return [*resolve(self.spec).contract_env("slurm"), *self.spec.env.items(), *token]
 
     def step_options(self) -> List[str]:
         """The run step's share of each node: the GPUs and CPUs the allocation asked for."""
