@@ -59,7 +59,8 @@ def note(r: Resolved) -> str:
     lines = [f"Pod Security Admission: this job's pods need the {needed} level (the strictest they pass).",
              "An admin labels the namespace once: kubectl apply -f namespace.yaml",
              "(or kubectl label namespace <ns> pod-security.kubernetes.io/enforce=" + needed + ").",
-             "Not in the kustomization, so kubectl apply -k works for users who may not label namespaces."]
+             "Not in the kustomization, so kubectl apply -k works for users who may not label namespaces.",
+             "The label judges every pod of the namespace: give the job one of its own (kubernetes.namespace)."]
     if why:
         lines.append("Not restricted because of:")
         lines += [f"- {reason}" for reason in why]
