@@ -56,9 +56,9 @@ def cases(engine: bool, scratch: Path, baseline_src):
         "nodeweave status (no engine: up to the nodes)": ([nodeweave, "status"], scratch, bare_path, {3}, {}),
     }
     if baseline_src is not None:
-        for name, (argv, cwd, path, codes, _) in list(out.items())[1:]:
+        for name, (argv, cwd, path, codes, extra) in list(out.items())[1:]:
             run_there = [sys.executable, "-m", "nodeweave.cli", *argv[1:]]
-            out[f"{name} [baseline]"] = (run_there, cwd, path, codes | {1}, {"PYTHONPATH": str(baseline_src)})
+            out[f"{name} [baseline]"] = (run_there, cwd, path, codes | {1}, {**extra, "PYTHONPATH": str(baseline_src)})
     if engine:
         out["nodeweave status (podman, cluster down)"] = ([nodeweave, "status", "--engine", "podman"], scratch, None,
                                                           {1}, {})
@@ -69,6 +69,7 @@ def sample(argv, cwd, path, codes, extra) -> "tuple[float, float]":
     extra = dict(extra)
     tty = extra.pop("TTY", None)
     env = {**os.environ, "COLUMNS": "120", **extra}
+    env.pop("PYTHONDONTWRITEBYTECODE", None)  # an installed nodeweave has its .pyc files; compiling is not start-up
     if path is not None:
         env["PATH"] = path
     leader, stdout = (pty.openpty() if tty else (None, subprocess.DEVNULL))

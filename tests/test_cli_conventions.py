@@ -16,6 +16,7 @@ import typer.main
 from rich.text import Text
 
 from nodeweave.cli import app
+from nodeweave.cli.habits.lazy import LazyVerbs, every_command
 
 REPO = Path(__file__).resolve().parents[1]
 LONG_FLAG = re.compile(r"^--[a-z0-9]+(-[a-z0-9]+)*$")
@@ -30,7 +31,8 @@ CHANGING_VERBS = {"up", "down", "run", "stop", "shell", "render", "sync", "image
 def commands():
     def walk(command, path):
         yield path, command
-        for name, sub in sorted(getattr(command, "commands", {}).items()):
+        below = every_command(command) if isinstance(command, LazyVerbs) else getattr(command, "commands", {})
+        for name, sub in sorted(below.items()):
             yield from walk(sub, f"{path} {name}".strip())
     return list(walk(typer.main.get_command(app), ""))
 

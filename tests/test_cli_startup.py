@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -23,7 +24,8 @@ PROBE = ("import json, sys; from nodeweave.cli import main; code = main(sys.argv
 
 
 def imported(*argv, cwd=REPO, path=None):
-    env = {"PATH": path or "/usr/bin:/bin", "COLUMNS": "100", "HOME": str(cwd)}
+    env = {"PATH": path or "/usr/bin:/bin", "COLUMNS": "100", "HOME": str(cwd),
+           "NODEWEAVE_CACHE_DIR": str(Path(tempfile.gettempdir()) / "nodeweave-test-cache")}  # not in the checkout
     done = subprocess.run([sys.executable, "-c", PROBE, *argv], capture_output=True, text=True, cwd=cwd, env=env,
                           timeout=120)
     return json.loads(done.stdout.strip().splitlines()[-1])
@@ -102,3 +104,74 @@ def test_help_to_a_pipe_is_plain_and_to_a_terminal_rich(tmp_path):
         shown += chunk
     os.close(leader)
     assert done.returncode == 0 and "╭" in shown.decode() and "[user@]host" in shown.decode()
+
+
+# ---- what the light paths leave out (speed: benchmarks/cli_startup.py, docs/benchmarks.md) -------
+
+HEAVY = {"rich", "yaml", "jinja2", "jsonschema", "python_on_whales", "pydantic", "markdown_it", "pygments", "ruamel"}
+
+
+def heavy_in(modules):
+    return sorted({m.split(".")[0] for m in modules} & HEAVY)
+
+
+def verbs_in(modules):
+    return sorted(m for m in modules if m.startswith("nodeweave.cli.") and not m.startswith("nodeweave.cli.habits"))
+
+
+def test_root_help_imports_no_verb_and_nothing_heavy():
+    found = imported("--help")
+    assert found["code"] == 0
+    assert verbs_in(found["modules"]) == [] and heavy_in(found["modules"]) == []
+
+
+def test_status_up_to_the_nodes_imports_one_verb_module_and_only_yaml(tmp_path):
+    (tmp_path / "nodeweave.yaml").write_text("name: nwst\nimage: {variant: cpu}\nnodes: 2\nlauncher: {script: t.py}\n")
+    found = imported("status", cwd=tmp_path, path=str(Path(sys.executable).parent))
+    assert found["code"] == 3
+    assert verbs_in(found["modules"]) == ["nodeweave.cli.cluster"]
+    assert heavy_in(found["modules"]) == ["yaml"]  # the spec is YAML; no rich before a table is drawn
+
+
+def test_render_check_imports_the_renderers_only():
+    found = imported("render", "all", "--check")
+    assert found["code"] == 0
+    assert verbs_in(found["modules"]) == ["nodeweave.cli.render"]
+    assert heavy_in(found["modules"]) == ["jinja2", "yaml"]
+
+
+def test_the_root_help_table_is_what_the_modules_register():
+    """VERBS (what the root help lists without importing) against the commands really registered."""
+    import importlib
+
+    from nodeweave.cli import VERBS
+    from nodeweave.cli.habits.lazy import registered
+
+    modules = {verb.module for verb in VERBS.values()}
+    really = {name: (module, command) for module in modules for name, command in registered(module).items()}
+    assert set(really) == set(VERBS)
+    for name, verb in VERBS.items():
+        module, command = really[name]
+        assert module == verb.module, name
+        assert command.get_short_help_str(10_000) == verb.short_help, f"VERBS[{name!r}] differs from its help"
+        assert bool(command.hidden) == verb.hidden, name
+    cli_modules = {p.stem for p in (REPO / "src/nodeweave/cli").glob("*.py")} - {"__init__", "__main__"}
+    assert modules == cli_modules, "a module under nodeweave/cli/ that no verb loads, or the reverse"
+    assert all(importlib.util.find_spec(f"nodeweave.cli.{m}") for m in modules)
+
+
+def test_rich_help_on_a_terminal_leaves_markdown_and_tracebacks_out(tmp_path):
+    env = {"PATH": "/usr/bin:/bin", "COLUMNS": "100", "HOME": str(tmp_path), "NODEWEAVE_RICH_HELP": "1"}
+    done = subprocess.run([sys.executable, "-c", PROBE, "status", "--help"], capture_output=True, text=True,
+                          cwd=tmp_path, env=env, timeout=120)
+    found = json.loads(done.stdout.strip().splitlines()[-1])
+    assert "╭" in done.stdout and found["code"] == 0
+    assert "rich.markdown" not in found["modules"] and "rich.traceback" not in found["modules"]
+
+
+def test_the_rich_stand_ins_give_the_real_classes_when_used():
+    code = ("import sys; from nodeweave.cli.habits.base import light_rich_help; light_rich_help(); "
+            "import typer.rich_utils as r; assert 'rich.markdown' not in sys.modules; "
+            "m = r.Markdown('# x'); import rich.markdown, rich.traceback; "
+            "assert type(m) is rich.markdown.Markdown and r.Traceback.from_exception.__self__ is rich.traceback.Traceback")
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)

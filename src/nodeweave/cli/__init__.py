@@ -1,9 +1,10 @@
 """The ``nodeweave`` command.
 
 One typer app; each command group lives in its own module under
-``nodeweave.cli`` and adds itself through ``register(app)``. Heavy libraries
-(python-on-whales, the renderers' jinja2) are imported inside the command
-that needs them, so ``--help`` and the other commands stay quick.
+``nodeweave.cli`` and adds itself through ``register(app)``. The root group
+imports a module only when one of its verbs runs (``VERBS``), and heavy
+libraries (python-on-whales, the renderers' jinja2, rich) are imported inside
+the command that needs them, so ``--help`` and the other commands stay quick.
 """
 
 from __future__ import annotations
@@ -15,22 +16,65 @@ import typer
 
 from nodeweave import __version__
 from nodeweave.cli.habits.base import NodeweaveTyper
+from nodeweave.cli.habits.lazy import LazyVerbs, Verb
 from nodeweave.errors import EXIT_USAGE, NodeweaveError
+
+# Every verb: the module whose ``register(app)`` adds it, and the line the root help shows for it
+# (its help's first sentence; tests/test_cli_startup.py holds the two equal). A module is imported
+# only when one of its verbs runs (habits/lazy.py).
+VERBS = {
+    "init": Verb("init", "Write a first spec from this machine's (or the hosts') GPUs and RDMA ports, validated."),
+    "validate": Verb("init", "Check the spec (every mistake: file:line, field, what is accepted; exit 2) and "
+                             "summarise it."),
+    "bench": Verb("bench", "Measure all_reduce, all_gather and reduce_scatter bandwidth (nccl-tests formulas) and "
+                           "check every result."),
+    "check": Verb("check", "Check every node (facts, CPU/GPU probes, nvidia-smi, dcgmi where installed) and every "
+                           "link (point-to-point bandwidth in ceil(log2 N) rounds of disjoint pairs through "
+                           "torch.distributed with the job's backend, then one ring all-reduce) and name what is "
+                           "more than --threshold below the median of its peers, with the figure and the likely "
+                           "cause."),
+    "up": Verb("cluster", "Bring the cluster up: compose on this machine, compose over ssh on every host, or apply "
+                          "-k on Kubernetes."),
+    "down": Verb("cluster", "Take down what `up` made (keeps Kubernetes claims unless --delete-claims)."),
+    "status": Verb("cluster", "One row per node: up, hold or run, rank, plan hash (do all agree?), run in "
+                              "progress, GPU use."),
+    "stop": Verb("cluster", "Stop the current run on every node: SIGTERM to all its processes, SIGKILL after the "
+                            "grace."),
+    "shell": Verb("cluster", "An interactive shell in node INDEX."),
+    "logs": Verb("cluster", "Every node's output with \\[node-i] prefixes: the containers' logs in run mode, the "
+                            "runs' logs in hold mode."),
+    "doctor": Verb("doctor", "Check this node for NCCL/RCCL settings, limits and hardware that hurt multi-node "
+                             "training."),
+    "render": Verb("render", "Render images, compose files, manifests, the entrypoint zipapp (and Slurm, OpenShift "
+                             "build, TrainJob, JobSet) into --out, byte-stable."),
+    "run": Verb("run", "Start COMMAND (default: the spec's script and args) on every node at once, through each "
+                       "node's entrypoint, and see it through: output with \\[node-i] prefixes; runs/<UTC "
+                       "time>-<job>/ with logs, plans, exit codes, commit and sync digest; the first node to fail "
+                       "stops the others; Ctrl-C stops every node."),
+    "exec": Verb("execute", "Run COMMAND on every node at once through its exec channel, without the launcher (as "
+                            "`sky exec` or pdsh): each line prefixed with \\[node-i], every node's exit code "
+                            "collected."),
+    "sync": Verb("sync", "Push SRC (default: the spec's workspace.host_path, else .) to DEST on every target at "
+                         "once."),
+    "variants": Verb("variants", "Deprecated spelling of `nodeweave image variants` (kept for one release).",
+                     hidden=True),
+    "runs": Verb("runs", "List, show and compare past runs and sweeps (the run folders)."),
+    "hosts": Verb("hosts", "Find out what GPUs, RDMA NICs and interfaces each host has."),
+    "image": Verb("image", "Build and push the training images; list the variants."),
+}
+
+
+class RootGroup(LazyVerbs):
+    verbs = VERBS
+
 
 app = NodeweaveTyper(
     name="nodeweave",
     help="Multi-node GPU training in containers from one cluster spec.",
     no_args_is_help=True,
     add_completion=False,
+    cls=RootGroup,
 )
-
-# Command modules, each with a ``register(app)`` function.
-from nodeweave.cli import (bench, check, cluster, doctor, execute, hosts, image, init, render, run,  # noqa: E402
-                           runs, sync, variants)
-
-COMMAND_MODULES = (init, bench, check, cluster, doctor, render, run, execute, runs, sync, hosts, image, variants)
-for _module in COMMAND_MODULES:
-    _module.register(app)
 
 
 # `eval "$(_NODEWEAVE_COMPLETE=source_bash nodeweave)"` (source_zsh, source_fish): shell completion.

@@ -137,7 +137,6 @@ def status_command(
     """One row per node: up, hold or run, rank, plan hash (do all agree?), run in progress, GPU use."""
     spec_path = find_spec(spec_path)
     from nodeweave.cluster.status import agreement, ask_ranks, gather, rank_view, status_table
-    from nodeweave.doctor.cluster import survey_targets  # doctor --cluster's view, asked through the nodes
     from nodeweave.cluster.status import problems as status_problems
 
     given = options(target, engine, host, hosts_file, remote_dir, namespace, kube_cli, kube_context, overlay, ssh_option)
@@ -145,7 +144,11 @@ def status_command(
     nodes = pick_nodes(backend.nodes(), node)
     rows = gather(backend, nodes, spec_command(spec))
     agree = agreement(rows)
-    view = survey_targets([n for n, r in zip(nodes, rows) if r["up"]]) if fingerprints else None
+    view = None
+    if fingerprints:
+        from nodeweave.doctor.cluster import survey_targets  # doctor --cluster's view, asked through the nodes
+
+        view = survey_targets([n for n, r in zip(nodes, rows) if r["up"]])
     watch = ask_ranks([n for n, r in zip(nodes, rows) if r["up"]], stacks) if ranks or stacks else None
     extra = {**({"fingerprints": view.to_dict()} if view is not None else {}), **({"ranks": watch[0]} if watch else {})}
     data = {"where": backend.where(), "plans_agree": agree, "nodes": rows, **extra}

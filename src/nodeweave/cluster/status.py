@@ -13,14 +13,14 @@ from __future__ import annotations
 import json
 import subprocess
 import time
-from typing import List, Optional, Tuple
-
-from rich.markup import escape
-from rich.table import Table
+from typing import TYPE_CHECKING, List, Optional, Tuple
 
 from nodeweave.cluster.base import Backend, Node, NodeAnswer, ask_status
 from nodeweave.cluster.steps import fan_out
 from nodeweave.failures import tool_message
+
+if TYPE_CHECKING:  # rich is imported where the table is drawn: `status -o json` and the checks before it need none
+    from rich.table import Table
 
 
 def gather(backend: Backend, nodes: List[Node], command: List[str]) -> List[dict]:
@@ -76,7 +76,10 @@ def _gpus(gpu: Optional[dict]) -> str:
     return " ".join(parts) or f"{gpu['tool']}: no GPU"
 
 
-def status_table(backend: Backend, rows: List[dict]) -> Table:
+def status_table(backend: Backend, rows: List[dict]) -> "Table":
+    from rich.markup import escape
+    from rich.table import Table
+
     agree = agreement(rows)
     title = f"{backend.spec.name}: {backend.where()}; plans " + {
         True: "agree", False: "DISAGREE", None: "unknown"}[agree]

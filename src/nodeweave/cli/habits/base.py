@@ -44,6 +44,7 @@ RICH_HELP_ENV = "NODEWEAVE_RICH_HELP"  # 1: rich panels even when help goes to a
 def format_help(command, base_format, ctx, formatter) -> None:
     """typer's rich help on a terminal; click's plain help elsewhere, with rich's escapes (\\[) undone."""
     if not plain_help_wanted():
+        light_rich_help()
         return base_format(ctx, formatter)
     mode, command.rich_markup_mode = command.rich_markup_mode, None
     try:
@@ -51,6 +52,46 @@ def format_help(command, base_format, ctx, formatter) -> None:
     finally:
         command.rich_markup_mode = mode
     formatter.buffer[:] = [part.replace("\\[", "[") for part in formatter.buffer]
+
+
+def light_rich_help() -> None:
+    """Import typer's rich help without importing rich's Markdown and Traceback (~40 ms: markdown-it, pygments).
+
+    typer.rich_utils imports both at its top, yet uses Markdown only for help written in Markdown
+    (nodeweave's is rich markup) and Traceback only for its pretty exceptions (off here). While it
+    loads, each name is a stand-in that imports the real class on first use; the stand-in modules
+    leave sys.modules at once, so any later ``import rich.markdown`` gets the real module.
+    """
+    if "typer.rich_utils" in sys.modules:
+        return
+    import types
+
+    stand_ins = {}
+    for module_name, attr in (("rich.markdown", "Markdown"), ("rich.traceback", "Traceback")):
+        if module_name not in sys.modules:
+            stand_ins[module_name] = types.ModuleType(module_name)
+            setattr(stand_ins[module_name], attr, _deferred(module_name, attr))
+    sys.modules.update(stand_ins)
+    try:
+        import typer.rich_utils  # noqa: F401
+    finally:
+        for module_name, module in stand_ins.items():
+            if sys.modules.get(module_name) is module:
+                del sys.modules[module_name]
+
+
+def _deferred(module_name: str, attr: str):
+    """A class standing in for ``module_name.attr``: constructing it, or any class attribute, loads the real one."""
+    import importlib
+
+    def real():
+        return getattr(importlib.import_module(module_name), attr)
+
+    class Deferred(type):
+        def __getattr__(cls, name):
+            return getattr(real(), name)
+
+    return Deferred(attr, (), {"__new__": lambda cls, *args, **kwargs: real()(*args, **kwargs)})
 
 
 class NodeweaveCommand(TyperCommand):
@@ -76,6 +117,9 @@ class NodeweaveGroup(TyperGroup):
     def format_help(self, ctx, formatter):
         return format_help(self, super().format_help, ctx, formatter)
 
+    def hidden_command(self, ctx, name: str) -> bool:
+        return self.commands[name].hidden
+
     def resolve_command(self, ctx, args):
         try:
             return self._click_resolve_command(ctx, args)
@@ -83,9 +127,9 @@ class NodeweaveGroup(TyperGroup):
             message = getattr(err, "message", None)
             if message is None or not args:
                 raise
-            close = get_close_matches(args[0], list(self.commands))
+            close = get_close_matches(args[0], self.list_commands(ctx))
             matches = list(dict.fromkeys(REPLACED.get(name, name) for name in close
-                                         if not self.commands[name].hidden or name in REPLACED))
+                                         if not self.hidden_command(ctx, name) or name in REPLACED))
             if matches:
                 err.message = f"{message.rstrip('.')}. Did you mean {', '.join(repr(m) for m in matches)}?"
             raise

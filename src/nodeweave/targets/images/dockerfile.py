@@ -16,6 +16,7 @@ import jinja2
 
 import nodeweave
 from nodeweave.catalogue import ACCELERATE, BUILD_TOOLS, DEEPSPEED, EXTRAS
+from nodeweave.targets.images.jinja_cache import QuietBytecodeCache
 from nodeweave.targets.images.quoting import dockerfile_word, exec_form, is_single_line, run_lines
 from nodeweave.resolve import Resolved
 
@@ -41,6 +42,7 @@ _ENV = jinja2.Environment(
     lstrip_blocks=True,
     keep_trailing_newline=True,
     autoescape=False,
+    bytecode_cache=QuietBytecodeCache(),  # compiled once per template text, not once per call
 )
 
 
