@@ -160,10 +160,11 @@ def test_every_flag_the_docs_name_exists(doc, number, text):
 def test_old_short_flags_still_work_with_a_note(capsys):
     from nodeweave.cli.habits.spellings import upgrade
 
-    assert upgrade(["sync", "-t", "podman:a", "--", "-t"]) == ["sync", "--to", "podman:a", "--", "-t"]
+    assert upgrade(["sync", "-t", "podman:a", "--", "-t"]) == ["sync", "--node", "podman:a", "--", "-t"]
+    assert upgrade(["sync", "-t", "local"]) == ["sync", "-t", "local"]  # -t is --target in every verb
     assert upgrade(["bench", "-o", "x.json"]) == ["bench", "--json-out", "x.json"]
     assert upgrade(["run", "-t", "local"]) == ["run", "-t", "local"]
-    assert "`sync -t` is now `sync --to`" in capsys.readouterr().err
+    assert "`sync -t podman:a` is now `sync --node podman:a`" in capsys.readouterr().err
 
 
 def test_shell_completion_is_clicks_own(tmp_path):
@@ -183,3 +184,140 @@ def test_shell_completion_is_clicks_own(tmp_path):
     script = subprocess.run([sys.executable, "-c", "import sys; from nodeweave.cli import main; sys.exit(main())"],
                             capture_output=True, text=True, env=env, timeout=60).stdout
     assert "_nodeweave_completion()" in script and "complete " in script
+
+
+# ---- one way to pick nodes (nodeweave.cli.habits.nodes) ---------------------------------------
+
+from nodeweave.cli.habits.nodes import NODE_HELP  # noqa: E402
+
+# Verbs that act on the whole cluster at once (or build where it pulls from) and pick no nodes.
+WHOLE_CLUSTER = {"up", "down", "image build"}
+# Verbs that reach nodes without a cluster (addresses KIND:NAME), so take --node without --target.
+NODES_WITHOUT_CLUSTER = {"sync", "doctor", "hosts probe"}
+# Spellings that picked nodes before --node (hidden, deprecated) and names that would start another way.
+OTHER_WAYS = {"--to", "--on", "--via", "--rank", "--node-rank", "--index", "--pod", "--pods", "--targets",
+              "--nodes-list", "--node-list", "--only", "--where"}
+OTHER_ARGUMENTS = {"index", "node", "nodes", "host", "hosts", "target", "targets", "rank", "pod", "pods"}
+# --nodes is a count (torchrun's --nnodes), never a selection: these verbs only.
+NODE_COUNT = {"run", "init"}
+
+
+def node_picking_problems(path, command):
+    """What makes ``command`` pick nodes other than through ``--node`` (empty: it keeps the rule)."""
+    problems = []
+    opts = {flag: p for p in command.params for flag in getattr(p, "opts", ())}
+    acts_on_nodes = bool({"--target", "--node"} & set(opts)) or path in NODES_WITHOUT_CLUSTER
+    for param in command.params:
+        visible = not getattr(param, "hidden", False)
+        if param.param_type_name == "argument" and visible and param.name in OTHER_ARGUMENTS and acts_on_nodes:
+            problems.append(f"{path}: positional {param.name.upper()} picks nodes; use --node")
+        for flag in getattr(param, "opts", ()):
+            if flag in OTHER_WAYS and visible:
+                problems.append(f"{path}: {flag} picks nodes another way; use --node (old spellings: hidden)")
+            if flag == "--nodes" and (path not in NODE_COUNT or "count" not in (param.help or "").lower()):
+                problems.append(f"{path}: --nodes is the node count (run, init) and nothing else; use --node")
+    if "--target" in opts and path not in WHOLE_CLUSTER and "--node" not in opts:
+        problems.append(f"{path}: acts on a cluster's nodes but takes no --node")
+    node = opts.get("--node")
+    if node is not None:
+        from typing import get_args
+
+        if not node.multiple or get_args(node.type_descriptor.annotation) != (str,) or node.metavar != "NODE":
+            problems.append(f"{path}: --node is repeatable text (index, range, name or KIND:NAME), shown as NODE")
+        if node.help != NODE_HELP and "every verb's --node" not in (node.help or ""):
+            problems.append(f"{path}: --node's help is the shared one (NODE_HELP) or refers to it")
+    elif path in NODES_WITHOUT_CLUSTER:
+        problems.append(f"{path}: reaches nodes but takes no --node")
+    return problems
+
+
+@pytest.mark.parametrize("path, command", COMMANDS, ids=[p or "nodeweave" for p, _ in COMMANDS])
+def test_every_verb_picks_nodes_with_node(path, command):
+    assert node_picking_problems(path, command) == []
+
+
+def test_the_node_rule_fails_a_verb_that_picks_nodes_another_way():
+    """The rule above is not vacuous: verbs spelled the old ways fail it."""
+    probe = typer.Typer()
+
+    @probe.command("shell")
+    def shell(index: int = typer.Argument(0), target: str = typer.Option(None, "--target")):
+        """x"""
+
+    @probe.command("sync")
+    def sync(to: list[str] = typer.Option([], "--to")):
+        """x"""
+
+    @probe.command("status")
+    def status(node: list[int] = typer.Option([], "--node"), target: str = typer.Option(None, "--target")):
+        """x"""
+
+    group = typer.main.get_command(probe)
+    found = {name: node_picking_problems(name, group.commands[name]) for name in ("shell", "sync", "status")}
+    assert any("positional INDEX" in p for p in found["shell"]) and any("no --node" in p for p in found["shell"])
+    assert any("--to picks nodes another way" in p for p in found["sync"])
+    assert any("repeatable text" in p for p in found["status"])
+
+
+def test_the_verbs_that_pick_nodes_are_the_expected_ones():
+    picking = {path for path, command in COMMANDS if any("--node" in getattr(p, "opts", ()) for p in command.params)}
+    assert {"status", "logs", "exec", "run", "stop", "shell", "sync", "doctor", "check", "hosts probe"} <= picking
+
+
+@pytest.mark.parametrize("argv, old, new", [
+    (["shell", "1", "--dry-run"], "shell 1", "shell --node 1"),
+    (["sync", "src", "/workspace", "--to", "podman:nwold-0", "--dry-run"], "sync --to podman:nwold-0",
+     "sync --node podman:nwold-0"),
+    (["sync", "src", "/workspace", "-t", "podman:nwold-0", "--dry-run"], "sync -t podman:nwold-0",
+     "sync --node podman:nwold-0"),
+    (["doctor", "--cluster", "--on", "podman:nwold-0", "--json"], "doctor --on podman:nwold-0",
+     "doctor --node podman:nwold-0"),
+    (["hosts", "probe", "--via", "podman", "nwold-0"], "hosts probe --via podman nwold-0",
+     "hosts probe --node podman:nwold-0"),
+])
+def test_old_node_spellings_work_with_one_note(tmp_path, monkeypatch, capsys, argv, old, new):
+    """Each old way still reaches the same nodes, and says the new spelling once (no engine here: exit 3 or the
+    dry run, after the note)."""
+    from nodeweave.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("PATH", str(tmp_path / "bin"))  # no podman: nothing is reached
+    (tmp_path / "src").mkdir()
+    (tmp_path / "nodeweave.yaml").write_text("name: nwold\nimage: {variant: cpu}\nnodes: 2\nlauncher: {script: t.py}\n")
+    code = main(argv)
+    err = capsys.readouterr().err
+    notes = [line for line in err.splitlines() if line.startswith("nodeweave: note:")]
+    assert len(notes) == 1, err
+    assert notes[0].startswith(f"nodeweave: note: `{old}` is now `{new}` (") and "next release" in notes[0]
+    if argv[0] == "shell":
+        assert code == 0
+    elif argv[0] in ("sync", "hosts"):
+        assert code == 3 and "podman is not on PATH" in err  # refused for the tool, as the new spelling is
+
+
+@pytest.mark.parametrize("given, chosen", [
+    (["1"], [1]), (["0,2-3"], [0, 2, 3]), (["3", "1"], [1, 3]), (["node-2"], [2]), (["nwsel-3"], [3]),
+    (["podman:nwsel-0"], [0]), ([], [0, 1, 2, 3]),
+])
+def test_the_node_selector(given, chosen):
+    from nodeweave.cli.habits.nodes import pick_nodes
+    from nodeweave.cluster.base import Node
+    from nodeweave.remote import make_target
+
+    nodes = [Node(i, make_target("podman", f"nwsel-{i}")) for i in range(4)]
+    assert [n.index for n in pick_nodes(nodes, given)] == chosen
+
+
+@pytest.mark.parametrize("given, words", [
+    (["4"], "--node 4 is not a node of this cluster: 0..3"), (["3-1"], "a range runs low to high"),
+    (["gpu09"], "--node 'gpu09' names no node of this cluster"),
+])
+def test_a_bad_node_is_one_line_naming_it(given, words):
+    from nodeweave.cli.habits.nodes import pick_nodes
+    from nodeweave.cluster.base import Node
+    from nodeweave.errors import UsageError
+    from nodeweave.remote import make_target
+
+    nodes = [Node(i, make_target("podman", f"nwsel-{i}")) for i in range(4)]
+    with pytest.raises(UsageError, match=re.escape(words)):
+        pick_nodes(nodes, given)

@@ -62,13 +62,13 @@ def test_init_from_hosts_probes_each_and_lists_them_node_0_first(folder, capsys)
             subprocess.run(["podman", "run", "-d", "--name", name, "-v", f"{SYSROOTS / 'hgx-h100'}:/sysroot:ro",
                             "-e", "NODEWEAVE_SYSROOT=/sysroot", image, "sleep", "600"],
                            check=True, capture_output=True, timeout=300)
-        assert main(["init", "--via", "podman", "--host", names[0], "--host", names[1]]) == EXIT_OK, \
+        assert main(["init", "--host", f"podman:{names[0]}", "--host", f"podman:{names[1]}"]) == EXIT_OK, \
             capsys.readouterr().err
         spec = load_spec(folder / "nodeweave.yaml")
         assert spec.hosts == tuple(names) and spec.nodes.min == 2 and spec.gpus_per_node == 8
         assert spec.image.variant == "cuda12" and spec.network.rdma is True
         subprocess.run(["podman", "stop", "-t", "0", names[1]], capture_output=True, timeout=120)
-        assert main(["init", "--force", "--via", "podman", "--host", names[0], "--host", names[1]]) == 1
+        assert main(["init", "--force", "--host", f"podman:{names[0]}", "--host", f"podman:{names[1]}"]) == 1
         assert f"podman:{names[1]}" in capsys.readouterr().err
     finally:
         subprocess.run(["podman", "rm", "-f", "-t", "0", *names], capture_output=True, timeout=120)

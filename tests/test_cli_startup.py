@@ -60,7 +60,7 @@ def test_the_render_targets_spelled_in_the_cli_are_the_renderers():
     (["up", "--dry-run", "--timeout", "abc"], "'abc' is not a valid number"),
     (["up", "--dry-run", "--timeout", "0"], "0.0 is not in the range x>=1"),
     (["sync", "--jobs", "1000", "--dry-run"], "1000 is not in the range x>=1 and x<=256"),
-    (["status", "--node", "x"], "'x' is not a valid integer"),
+    (["hosts", "probe", "--jobs", "x"], "'x' is not a valid integer"),
     (["render", "bogus"], "render target 'bogus' is not accepted"),
 ])
 def test_bad_values_are_still_refused_in_click_words(capsys, argv, words):

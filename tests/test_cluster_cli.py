@@ -48,7 +48,7 @@ def test_run_dry_run_prints_every_nodes_exec_per_sweep_point(spec):
 
 
 def test_shell_dry_run(spec):
-    out = nodeweave(spec, "shell", "1", "--dry-run", "--target", "kubernetes")
+    out = nodeweave(spec, "shell", "--node", "1", "--dry-run", "--target", "kubernetes")
     assert out.returncode == 0 and out.stdout.startswith("kubectl exec -i -t -n ml -c trainer cli-1 -- sh -c"), out
 
 
@@ -60,7 +60,7 @@ def test_shell_dry_run(spec):
     (("run", "--dry-run", "--profile", "perf"), "--profile 'perf' is not accepted"),
     (("up", "--dry-run", "--target", "hosts", "--host", "gpu01", "--host", "gpu02"), "--remote-dir"),
     (("status", "--target", "hosts", "--host", "bad host!"), "--host 'bad host!' is not accepted"),
-    (("shell", "7", "--dry-run"), "--node 7 is not a node of this cluster"),
+    (("shell", "--node", "7", "--dry-run"), "--node 7 is not a node of this cluster"),
 ])
 def test_bad_input_is_one_line_and_exit_2(spec, args, message):
     out = nodeweave(spec, *args)

@@ -126,13 +126,14 @@ def test_describe_nics_groups_active_ports():
 def test_cli_refuses_bad_input_with_exit_2(tmp_path):
     existing = tmp_path / "hostfile"
     existing.write_text("keep\n")
-    for args, message in ((["--via", "telnet", "a"], "--via 'telnet'"),
-                          (["--via", "ssh", "a;reboot"], "host 'a;reboot'"),
-                          (["--write-hostfile", str(existing), "gpu-a"], "exists; pass --force"),
-                          (["--hostfile", str(existing), "gpu-a"], "exists; pass --force"),
-                          (["--hostfile", "a", "--write-hostfile", "b", "gpu-a"], "give only --write-hostfile"),
-                          (["--vendor", "intel", "--write-hostfile", "x", "gpu-a"], "--vendor 'intel'"),
-                          (["--vendor", "amd", "gpu-a"], "give --write-hostfile too"),
+    for args, message in ((["--node", "telnet:a"], "'telnet' is not accepted"),
+                          (["--node", "a;reboot"], "host 'a;reboot'"),
+                          (["--node", "0"], "hosts probe has no cluster to count in"),
+                          (["--write-hostfile", str(existing), "--node", "gpu-a"], "exists; pass --force"),
+                          (["--hostfile", str(existing), "--node", "gpu-a"], "exists; pass --force"),
+                          (["--hostfile", "a", "--write-hostfile", "b", "--node", "gpu-a"], "give only --write-hostfile"),
+                          (["--vendor", "intel", "--write-hostfile", "x", "--node", "gpu-a"], "--vendor 'intel'"),
+                          (["--vendor", "amd", "--node", "gpu-a"], "give --write-hostfile too"),
                           ([], "no hosts")):
         out = subprocess.run([*NODEWEAVE, "hosts", "probe", *args], capture_output=True, text=True)
         assert out.returncode == 2, (args, out.stderr)
@@ -173,7 +174,8 @@ def test_probe_real_containers_via_podman_exec(tmp_path):
 
         hostfile = tmp_path / "hostfile"
         order = [names["h100"], names["cpu"], names["mi300x"], names["off"]]
-        probe = [*NODEWEAVE, "hosts", "probe", "--via", "podman", *order, "--write-hostfile", str(hostfile), "--json"]
+        probe = [*NODEWEAVE, "hosts", "probe", "--node", ",".join(f"podman:{n}" for n in order), "--write-hostfile",
+                 str(hostfile), "--json"]
         out = subprocess.run(probe, capture_output=True, text=True, timeout=300)
         assert out.returncode == 2, out.stderr  # NVIDIA and AMD in one hostfile: refused, naming both
         assert (f"mix GPU vendors, and one DeepSpeed job cannot span NCCL and RCCL: nvidia: {names['h100']}; "
@@ -195,7 +197,8 @@ def test_probe_real_containers_via_podman_exec(tmp_path):
         out = subprocess.run([*probe, "--vendor", "amd", "--force"], capture_output=True, text=True, timeout=300)
         assert hostfile.read_text() == f"{names['mi300x']} slots=8\n"
 
-        table = subprocess.run([*NODEWEAVE, "hosts", "probe", "--via", "podman", names["h100"], names["cpu"]],
+        table = subprocess.run([*NODEWEAVE, "hosts", "probe", "--node", f"podman:{names['h100']}",
+                                "--node", f"podman:{names['cpu']}"],
                                capture_output=True, text=True, timeout=300, env={"COLUMNS": "200", "PATH": "/usr/bin:/bin"})
         assert table.returncode == 0, table.stderr
         assert "8 x NVIDIA H100 80GB HBM3" in table.stdout and "8x 400G IB, 2x 200G RoCE" in table.stdout

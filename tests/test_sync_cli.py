@@ -18,24 +18,24 @@ def run(*args: str, cwd=None, env=None) -> "subprocess.CompletedProcess[str]":
 
 
 @pytest.mark.parametrize("args,code,message", [
-    (["SRC", "/", "--to", "podman:c1"], 2, "DEST '/' is not accepted"),
-    (["SRC", "/etc/", "--to", "podman:c1"], 2, "system directory"),
-    (["SRC", "~/work", "--to", "podman:c1"], 2, "absolute path"),
-    (["SRC", "/w/../etc", "--to", "podman:c1"], 2, "'..'"),
-    (["SRC", "/workspace", "--to", "podman:c1;reboot"], 2, "container name 'c1;reboot' is not accepted"),
-    (["SRC", "/workspace", "--to", "-oProxyCommand=x"], 2, "KIND:NAME"),
-    (["SRC", "/workspace", "--to", "ssh:-oProxyCommand=x"], 2, "is not accepted"),
-    (["SRC", "/workspace", "--to", "pod:Bad_Pod"], 2, "DNS-1123 subdomain"),
-    (["SRC", "/workspace", "--to", "pod:llama-0", "-n", "Bad"], 2, "namespace 'Bad'"),
-    (["SRC", "/workspace", "--to", "ssh:gpu01", "--ssh-option", "ProxyCommand=nc x"], 2, "--ssh-option"),
-    (["SRC", "/workspace", "--to", "podman:c1", "--to", "podman:c1"], 2, "named twice"),
-    (["SRC", "/workspace", "--to", "podman:c1", "--exclude", "/"], 2, "matches nothing useful"),
+    (["SRC", "/", "--node", "podman:c1"], 2, "DEST '/' is not accepted"),
+    (["SRC", "/etc/", "--node", "podman:c1"], 2, "system directory"),
+    (["SRC", "~/work", "--node", "podman:c1"], 2, "absolute path"),
+    (["SRC", "/w/../etc", "--node", "podman:c1"], 2, "'..'"),
+    (["SRC", "/workspace", "--node", "podman:c1;reboot"], 2, "container name 'c1;reboot' is not accepted"),
+    (["SRC", "/workspace", "--node", "-oProxyCommand=x"], 2, "KIND:NAME"),
+    (["SRC", "/workspace", "--node", "ssh:-oProxyCommand=x"], 2, "is not accepted"),
+    (["SRC", "/workspace", "--node", "pod:Bad_Pod"], 2, "DNS-1123 subdomain"),
+    (["SRC", "/workspace", "--node", "pod:llama-0", "-n", "Bad"], 2, "namespace 'Bad'"),
+    (["SRC", "/workspace", "--node", "ssh:gpu01", "--ssh-option", "ProxyCommand=nc x"], 2, "--ssh-option"),
+    (["SRC", "/workspace", "--node", "podman:c1", "--node", "podman:c1"], 2, "named twice"),
+    (["SRC", "/workspace", "--node", "podman:c1", "--exclude", "/"], 2, "matches nothing useful"),
     (["SRC", "/workspace"], 2, "no targets"),
     (["SRC"], 2, "DEST is missing"),
-    (["NOPE", "/workspace", "--to", "podman:c1"], 2, "is not a directory"),
-    (["SRC", "/workspace", "--to", "podman:c1", "--statefulset", "Llama", "--replicas", "2"], 2,
+    (["NOPE", "/workspace", "--node", "podman:c1"], 2, "is not a directory"),
+    (["SRC", "/workspace", "--node", "podman:c1", "--statefulset", "Llama", "--replicas", "2"], 2,
      "StatefulSet name 'Llama'"),
-    (["SRC", "/workspace", "--to", "podman:c1", "--engine", "lxc", "--compose-project", "p"], 2, "--engine 'lxc'"),
+    (["SRC", "/workspace", "--node", "podman:c1", "--engine", "lxc", "--compose-project", "p"], 2, "--engine 'lxc'"),
 ])
 def test_bad_input_exits_2_naming_the_value(tmp_path, args, code, message):
     (tmp_path / "SRC").mkdir()
@@ -46,17 +46,17 @@ def test_bad_input_exits_2_naming_the_value(tmp_path, args, code, message):
 
 def test_a_bad_ignore_file_line_is_named(tmp_path):
     (tmp_path / ".nodeweaveignore").write_text("ok/\n/\n")
-    out = run(str(tmp_path), "/workspace", "--to", "podman:c1", "--dry-run")
+    out = run(str(tmp_path), "/workspace", "--node", "podman:c1", "--dry-run")
     assert out.returncode == 2 and f"{tmp_path / '.nodeweaveignore'}:2" in out.stderr
 
 
 @pytest.mark.parametrize("args,message", [
-    (["SRC", "/workspace", "--to", "podman:c1", "--exclude", "/"], "--exclude: pattern '/'"),
-    (["SRC", "/workspace", "--to", "podman:c1;reboot"], "container name 'c1;reboot'"),
-    (["SRC", "/workspace", "--to", "ssh:-oProxyCommand=x"], "is not accepted"),
-    (["SRC", "/etc", "--to", "podman:c1"], "DEST '/etc' is not accepted"),
-    (["SRC", "/workspace", "--to", "podman:c1", "--to", "podman:c1"], "named twice"),
-    (["SRC", "/workspace", "--to", "podman:c1", "--statefulset", "Llama"], "StatefulSet name 'Llama'"),
+    (["SRC", "/workspace", "--node", "podman:c1", "--exclude", "/"], "--exclude: pattern '/'"),
+    (["SRC", "/workspace", "--node", "podman:c1;reboot"], "container name 'c1;reboot'"),
+    (["SRC", "/workspace", "--node", "ssh:-oProxyCommand=x"], "is not accepted"),
+    (["SRC", "/etc", "--node", "podman:c1"], "DEST '/etc' is not accepted"),
+    (["SRC", "/workspace", "--node", "podman:c1", "--node", "podman:c1"], "named twice"),
+    (["SRC", "/workspace", "--node", "podman:c1", "--statefulset", "Llama"], "StatefulSet name 'Llama'"),
 ])
 def test_bad_input_is_judged_before_the_machine_is_asked_for_tools(tmp_path, args, message):
     """Issue 9: with no podman, rsync, kubectl or git on PATH, a mistake is still exit 2, not 3."""
@@ -70,19 +70,19 @@ def test_bad_input_is_judged_before_the_machine_is_asked_for_tools(tmp_path, arg
 def test_a_bad_ignore_file_line_beats_a_missing_engine(tmp_path):
     (tmp_path / ".nodeweaveignore").write_text("ok/\n/\n")
     env = {"PATH": str(tmp_path / "empty-bin"), "HOME": str(tmp_path)}
-    out = run(str(tmp_path), "/workspace", "--to", "podman:c1", env=env)
+    out = run(str(tmp_path), "/workspace", "--node", "podman:c1", env=env)
     assert out.returncode == 2 and f"{tmp_path / '.nodeweaveignore'}:2" in out.stderr, out.stderr
 
 
 def test_missing_tools_exit_3(tmp_path):
     """rsync is needed here only when asked for: a stream or tar needs just the target's exec channel."""
     env = {"PATH": str(tmp_path / "empty-bin"), "HOME": str(tmp_path)}
-    out = run(str(tmp_path), "/workspace", "--to", "podman:c1", "--method", "rsync", env=env)
+    out = run(str(tmp_path), "/workspace", "--node", "podman:c1", "--method", "rsync", env=env)
     assert out.returncode == 3 and "rsync is not installed" in out.stderr
     for extra in ([], ["--tar"]):
-        out = run(str(tmp_path), "/workspace", "--to", "podman:c1", *extra, env=env)
+        out = run(str(tmp_path), "/workspace", "--node", "podman:c1", *extra, env=env)
         assert out.returncode == 3 and "podman is not on PATH" in out.stderr and "podman:c1" in out.stderr
-    out = run(str(tmp_path), "/workspace", "--to", "podman:c1", "--method", "scp", env=env)
+    out = run(str(tmp_path), "/workspace", "--node", "podman:c1", "--method", "scp", env=env)
     assert out.returncode == 2 and "--method 'scp' is not accepted: auto | stream | rsync | tar" in out.stderr
 
 

@@ -270,5 +270,5 @@ def test_a_node_that_never_comes_up_is_named_after_the_deadline(engine, cpu_imag
 
 def test_shell_dry_run_names_the_exec(tmp_path):
     spec_path = workdir(tmp_path, "nwt-shell", 2)
-    out = nodeweave(spec_path, "shell", "1", "--dry-run", check=0)
+    out = nodeweave(spec_path, "shell", "--node", "1", "--dry-run", check=0)
     assert out.stdout.startswith("podman exec -i -t nwt-shell-1 sh -c")

@@ -191,7 +191,7 @@ def _tree_digest(files: dict) -> dict:
 
 @pytest.mark.usefixtures("own_digest_cache")
 def test_sync_over_docker_exec_and_its_digest_check(docker, docker_env, docker_base, tmp_path):
-    """`nodeweave sync --to docker:NAME` into a running container; the files are read back with the
+    """`nodeweave sync --node docker:NAME` into a running container; the files are read back with the
     container's own sha256sum, and `--check` fails once a file is changed inside the container."""
     files = {"train.py": b"print('hi')\n", "conf/a b.yaml": b"lr: 3e-4\n", "data/blob.bin": bytes(range(256)) * 64}
     src = tmp_path / "ws"
@@ -202,18 +202,18 @@ def test_sync_over_docker_exec_and_its_digest_check(docker, docker_env, docker_b
     dest = "/workspace/proj"
     _docker(docker, "run", "-d", "--name", name, docker_base, "sleep", "infinity")
     try:
-        synced = _nodeweave(docker, "sync", str(src), dest, "--to", f"docker:{name}", timeout=300)
+        synced = _nodeweave(docker, "sync", str(src), dest, "--node", f"docker:{name}", timeout=300)
         assert synced.returncode == 0, synced.stdout[-3000:] + synced.stderr[-3000:]
         listed = _docker(docker, "exec", "-w", dest, name, "sh", "-c", "find . -type f -print0 | xargs -0 sha256sum")
         inside = {line.split(None, 1)[1].removeprefix("./"): line.split()[0] for line in listed.stdout.splitlines()}
         assert {k: v for k, v in inside.items() if not k.startswith(".")} == _tree_digest(files), inside
-        assert _nodeweave(docker, "sync", str(src), dest, "--to", f"docker:{name}", "--check").returncode == 0
+        assert _nodeweave(docker, "sync", str(src), dest, "--node", f"docker:{name}", "--check").returncode == 0
 
         _docker(docker, "exec", name, "sh", "-c", f"echo changed >> '{dest}/conf/a b.yaml'")
-        checked = _nodeweave(docker, "sync", str(src), dest, "--to", f"docker:{name}", "--check")
+        checked = _nodeweave(docker, "sync", str(src), dest, "--node", f"docker:{name}", "--check")
         assert checked.returncode == 1 and f"docker:{name}" in checked.stderr, checked.stdout + checked.stderr
-        resynced = _nodeweave(docker, "sync", str(src), dest, "--to", f"docker:{name}", timeout=300)
+        resynced = _nodeweave(docker, "sync", str(src), dest, "--node", f"docker:{name}", timeout=300)
         assert resynced.returncode == 0, resynced.stderr[-3000:]
-        assert _nodeweave(docker, "sync", str(src), dest, "--to", f"docker:{name}", "--check").returncode == 0
+        assert _nodeweave(docker, "sync", str(src), dest, "--node", f"docker:{name}", "--check").returncode == 0
     finally:
         _docker(docker, "rm", "-f", name, check=False)

@@ -205,7 +205,7 @@ def test_uneven_process_counts_run_with_the_real_world_size(engine, cpu_image, t
 
 
 def test_doctor_cluster_asked_through_a_node_shows_every_node(engine, cpu_image, tmp_path):
-    """`nodeweave doctor --cluster --on podman:<node>` on the host: the node's --status reaches node 0."""
+    """`nodeweave doctor --cluster --node podman:<node>` on the host: the node's --status reaches node 0."""
     import json
     import sys
 
@@ -215,7 +215,7 @@ def test_doctor_cluster_asked_through_a_node_shows_every_node(engine, cpu_image,
     try:
         cluster.up()
         cluster.wait_log("e2e-xdoc-0", "NODEWEAVE-STEP", timeout=240)
-        out = subprocess.run([*cli, "doctor", "--cluster", "--on", f"{engine.kind}:e2e-xdoc-1", "--json"],
+        out = subprocess.run([*cli, "doctor", "--cluster", "--node", f"{engine.kind}:e2e-xdoc-1", "--json"],
                              capture_output=True, text=True, timeout=120)
         assert out.returncode == 0, out.stdout + out.stderr
         view = json.loads(out.stdout)
@@ -239,7 +239,7 @@ def test_doctor_cluster_without_a_running_exchange_reads_each_node(engine, cpu_i
     try:
         cluster.up(services=["e2e-xdoc0-1"])
         cluster.wait_log("e2e-xdoc0-1", "waiting for node 0's check-in exchange", timeout=120)
-        out = subprocess.run([*cli, "doctor", "--cluster", "--on", f"{engine.kind}:e2e-xdoc0-1", "--json"],
+        out = subprocess.run([*cli, "doctor", "--cluster", "--node", f"{engine.kind}:e2e-xdoc0-1", "--json"],
                              capture_output=True, text=True, timeout=180)
         view = json.loads(out.stdout)
         assert view["source"] == "each node's nodeweave-entrypoint --explain --json"

@@ -98,14 +98,18 @@ def read_document(log: Path) -> Optional[dict]:
         return None
 
 
-def run_check(nodes: List[Node], options: CheckOptions, parent: Path, context, console: Console) -> CheckResult:
-    """Run the worker on ``nodes`` into a new ``<time>-<job>-check`` folder; the judged result."""
+def run_check(nodes: List[Node], options: CheckOptions, parent: Path, context, console: Console,
+              env: Optional[dict] = None) -> CheckResult:
+    """Run the worker on ``nodes`` into a new ``<time>-<job>-check`` folder; the judged result.
+
+    ``env``: the variables in front of every node's entrypoint (``NNODES`` when the first nodes only are checked).
+    """
     from nodeweave.cluster.job import run_job
     from nodeweave.cluster.runfolder import RunFolder
 
     folder = RunFolder.create(parent, context.job, context.spec_text, suffix="-check")
     request = CheckRequest(run_id=folder.run_id, command=options.worker_command(), grace=5.0,
-                           flags=options.entrypoint_flags())
+                           flags=options.entrypoint_flags(), env=dict(env or {}))
     console.print(f"[bold]nodeweave:[/] check {folder.run_id} on {len(nodes)} node(s) ({context.target})",
                   highlight=False)
     data = run_job(nodes, request, folder, context, console, quiet=not options.verbose)

@@ -40,7 +40,7 @@ VERBS = {
                               "progress, GPU use."),
     "stop": Verb("cluster", "Stop the current run on every node: SIGTERM to all its processes, SIGKILL after the "
                             "grace."),
-    "shell": Verb("cluster", "An interactive shell in node INDEX."),
+    "shell": Verb("cluster", "An interactive shell in one node (--node; default node 0)."),
     "logs": Verb("cluster", "Every node's output with \\[node-i] prefixes: the containers' logs in run mode, the "
                             "runs' logs in hold mode."),
     "doctor": Verb("doctor", "Check this node for NCCL/RCCL settings, limits and hardware that hurt multi-node "

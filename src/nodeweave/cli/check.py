@@ -15,6 +15,7 @@ import typer
 from nodeweave.cli.habits.clusteropts import (DRY_RUN, ENGINE, HOST, HOSTS_FILE, JSON, KUBE_CLI, KUBE_CONTEXT, NAMESPACE,
                                        OVERLAY, REMOTE_DIR, SPEC, SSH_OPTION, TARGET, cluster_nodes, console,
                                        open_cluster, options)
+from nodeweave.cli.habits.nodes import NODE
 from nodeweave.errors import NodeweaveError
 
 CHECK_HELP = ("Check every node (facts, CPU/GPU probes, nvidia-smi, dcgmi where installed) and every link "
@@ -35,14 +36,14 @@ def job_context(spec, spec_path: Path, backend):
 
 
 def check_cluster(nodes, spec, spec_path: Path, backend, check_options, runs_dir: Optional[Path], out,
-                  as_json: bool = False):
+                  as_json: bool = False, env: Optional[dict] = None):
     """Run the check, print its report, save it; the result (its ``exit_code`` says what to do)."""
     from nodeweave.check.driver import run_check
     from nodeweave.check.report import plain_text, render
     from nodeweave.cluster.runfolder import RUNS
 
     parent = runs_dir or spec_path.resolve().parent / RUNS
-    result = run_check(nodes, check_options, parent, job_context(spec, spec_path, backend), out)
+    result = run_check(nodes, check_options, parent, job_context(spec, spec_path, backend), out, env)
     if result.document is None:
         out.print(f"[bold]nodeweave:[/] the check did not finish: {result.run.get('summary')}; logs in "
                   f"{result.folder}", highlight=False)
@@ -66,6 +67,7 @@ def check_command(
     runs_dir: Optional[Path] = typer.Option(None, "--runs-dir", help="Where the report goes (default: runs/ beside "
                                             "the spec)"),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Show the nodes' output as it arrives"),
+    node: List[str] = NODE,
     spec_path: Optional[Path] = SPEC, target: Optional[str] = TARGET, engine: Optional[str] = ENGINE,
     host: List[str] = HOST, hosts_file: Optional[Path] = HOSTS_FILE, remote_dir: Optional[str] = REMOTE_DIR,
     namespace: Optional[str] = NAMESPACE, kube_cli: Optional[str] = KUBE_CLI, kube_context: Optional[str] = KUBE_CONTEXT,
@@ -79,11 +81,17 @@ def check_command(
     check_options = CheckOptions(threshold / 100.0, repeats, backend_name, seconds, timeout, verbose)
     given = options(target, engine, host, hosts_file, remote_dir, namespace, kube_cli, kube_context, overlay, ssh_option)
     spec, backend, _ = open_cluster(spec_path, given, dry_run=dry_run)
-    nodes = cluster_nodes(backend, spec, dry_run)
+    nodes, shape = cluster_nodes(backend, spec, dry_run), {}
+    if node:  # the first N nodes only: ranks are the nodes' places, as in `run --node`
+        from nodeweave.cli.habits.nodes import first_nodes
+        from nodeweave.cluster.overrides import run_overrides
+
+        nodes, shape = run_overrides(nodes, nodes=first_nodes(nodes, node, "check"))
     if dry_run:
-        _dry_run(nodes, check_options)
+        _dry_run(nodes, check_options, shape)
         return
-    result = check_cluster(nodes, spec, spec_path, backend, check_options, runs_dir, console(stderr=as_json), as_json)
+    result = check_cluster(nodes, spec, spec_path, backend, check_options, runs_dir, console(stderr=as_json), as_json,
+                           shape)
     if result.exit_code:
         raise NodeweaveError(_failure(result), exit_code=result.exit_code)
 
@@ -103,7 +111,7 @@ def _failure(result) -> str:
     return "; ".join(f"{f.subject}: {f.text}" for f in result.findings)
 
 
-def _dry_run(nodes, check_options) -> None:
+def _dry_run(nodes, check_options, env) -> None:
     import shlex
 
     from nodeweave.check.driver import CheckRequest
@@ -111,7 +119,7 @@ def _dry_run(nodes, check_options) -> None:
     request = CheckRequest(run_id="RUN_ID", command=check_options.worker_command(), flags=check_options.entrypoint_flags())
     for node in nodes:
         typer.echo(f"# {node.name} ({node.remote.label})")
-        typer.echo(shlex.join(node.entrypoint_argv(request.entrypoint_args())))
+        typer.echo(shlex.join(node.entrypoint_argv(request.entrypoint_args(), env)))
 
 
 def register(app: typer.Typer) -> None:

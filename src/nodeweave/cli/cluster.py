@@ -13,8 +13,8 @@ import typer
 from nodeweave.cli.habits.base import find_spec
 from nodeweave.cli.habits.clusteropts import (DRY_RUN, ENGINE, HOST, HOSTS_FILE, JSON, KUBE_CLI, KUBE_CONTEXT, NAMESPACE,
                                        OVERLAY, REMOTE_DIR, SPEC, SSH_OPTION, TARGET, cluster_nodes, console,
-                                       default_mode, open_cluster, options, pick_nodes, print_steps,
-                                       spec_command)
+                                       default_mode, open_cluster, options, print_steps, spec_command)
+from nodeweave.cli.habits.nodes import NODE, pick_nodes, pick_one
 from nodeweave.cli.habits.output import checked, emit, output_option
 from nodeweave.errors import NodeweaveError, UsageError
 
@@ -122,7 +122,7 @@ def down_command(
 
 
 def status_command(
-    node: List[int] = typer.Option([], "--node", help="Only this node (repeat)"),
+    node: List[str] = NODE,
     spec_path: Optional[Path] = SPEC, target: Optional[str] = TARGET, engine: Optional[str] = ENGINE, host: List[str] = HOST,
     hosts_file: Optional[Path] = HOSTS_FILE, remote_dir: Optional[str] = REMOTE_DIR,
     namespace: Optional[str] = NAMESPACE, kube_cli: Optional[str] = KUBE_CLI, kube_context: Optional[str] = KUBE_CONTEXT,
@@ -172,7 +172,8 @@ def status_command(
         raise NodeweaveError("; ".join(problems))
 
 
-def _stop_everywhere(backend, nodes, grace: float, out, dry_run: bool, as_json: bool = False) -> bool:
+def _stop_everywhere(backend, nodes, grace: float, out, dry_run: bool, as_json: bool = False,
+                     every_node: bool = True) -> bool:
     from nodeweave.cluster.steps import fan_out
 
     argv = [n.entrypoint_argv(["--node", "stop", "--grace", f"{grace:g}"]) for n in nodes]
@@ -194,7 +195,7 @@ def _stop_everywhere(backend, nodes, grace: float, out, dry_run: bool, as_json: 
             return {"error": (done.stderr.strip().splitlines() or [f"exit {done.returncode}"])[-1], "left": None}
 
     reports = fan_out(stop, argv)
-    for step in backend.leftover_steps():  # a Slurm run step the entrypoints' stop did not end
+    for step in backend.leftover_steps() if every_node else ():  # a Slurm run step the entrypoints' stop did not end
         out.print(f"{step.what}: {step.text()}", highlight=False, markup=False)
         subprocess.run(list(step.argv), capture_output=True, timeout=step.timeout)
     if as_json:
@@ -210,6 +211,7 @@ def _stop_everywhere(backend, nodes, grace: float, out, dry_run: bool, as_json: 
 
 def stop_command(
     grace: float = typer.Option(10, "--grace", min=0, help="Seconds between SIGTERM and SIGKILL"),
+    node: List[str] = NODE,
     spec_path: Optional[Path] = SPEC, target: Optional[str] = TARGET, engine: Optional[str] = ENGINE, host: List[str] = HOST,
     hosts_file: Optional[Path] = HOSTS_FILE, remote_dir: Optional[str] = REMOTE_DIR,
     namespace: Optional[str] = NAMESPACE, kube_cli: Optional[str] = KUBE_CLI, kube_context: Optional[str] = KUBE_CONTEXT,
@@ -219,36 +221,45 @@ def stop_command(
     spec_path = find_spec(spec_path)
     given = options(target, engine, host, hosts_file, remote_dir, namespace, kube_cli, kube_context, overlay, ssh_option)
     spec, backend, _ = open_cluster(spec_path, given, dry_run=dry_run)
-    nodes = cluster_nodes(backend, spec, dry_run)
+    every = cluster_nodes(backend, spec, dry_run)
+    nodes = pick_nodes(every, node)
     if not dry_run:
         backend.require_up(nodes, "stop")
-    if not _stop_everywhere(backend, nodes, grace, console(stderr=as_json), dry_run, as_json):
+    if not _stop_everywhere(backend, nodes, grace, console(stderr=as_json), dry_run, as_json, len(nodes) == len(every)):
         raise NodeweaveError("a process outlived SIGKILL on some node (see above)")
 
 
 def shell_command(
-    index: int = typer.Argument(0, help="The node's index (0 = the master)"),
+    node: List[str] = typer.Option([], "--node", metavar="NODE", help="The node (default: node 0, the master): "
+                                   "its index, name or address KIND:NAME, as every verb's --node"),
+    index: Optional[str] = typer.Argument(None, hidden=True, help="Deprecated: the node's index (now --node)"),
     spec_path: Optional[Path] = SPEC, target: Optional[str] = TARGET, engine: Optional[str] = ENGINE, host: List[str] = HOST,
     hosts_file: Optional[Path] = HOSTS_FILE, remote_dir: Optional[str] = REMOTE_DIR,
     namespace: Optional[str] = NAMESPACE, kube_cli: Optional[str] = KUBE_CLI, kube_context: Optional[str] = KUBE_CONTEXT,
     overlay: Optional[str] = OVERLAY, ssh_option: List[str] = SSH_OPTION, dry_run: bool = DRY_RUN,
 ) -> None:
-    """An interactive shell in node INDEX."""
+    """An interactive shell in one node (--node; default node 0)."""
     spec_path = find_spec(spec_path)
+    wanted = list(node)
+    if index is not None:
+        from nodeweave.cli.habits.spellings import note_renamed
+
+        note_renamed(f"shell {index}", f"shell --node {index}")
+        wanted.append(index)
     given = options(target, engine, host, hosts_file, remote_dir, namespace, kube_cli, kube_context, overlay, ssh_option)
     spec, backend, _ = open_cluster(spec_path, given, dry_run=dry_run)
-    node = pick_nodes(cluster_nodes(backend, spec, dry_run), [index])[0]
-    argv = node.remote.shell_argv()
+    chosen = pick_one(cluster_nodes(backend, spec, dry_run), wanted, "shell")
+    argv = chosen.remote.shell_argv()
     if dry_run:
         typer.echo(shlex.join(argv))
         return
-    backend.require_up([node], "shell")
+    backend.require_up([chosen], "shell")
     os.execvp(argv[0], argv)
 
 
 def logs_command(
     follow: bool = typer.Option(False, "--follow", "-f", help="Keep printing as lines arrive"),
-    node: List[int] = typer.Option([], "--node", help="Only this node (repeat)"),
+    node: List[str] = NODE,
     container: bool = typer.Option(False, "--container", help="The containers' own logs even when they hold"),
     run: Optional[str] = typer.Option(None, "--run", help="This run instead of the latest: its id (`nodeweave runs "
                                       "ls`), a unique prefix, its folder, or last; read here, no cluster asked"),
@@ -272,7 +283,7 @@ def logs_command(
         if entry.kind == "sweep" and entry.points:
             entry = entry.points[-1]  # the point running now, or the last one
         out.print(f"# {entry.path}", highlight=False, markup=False)
-        raise typer.Exit(run_logs(entry.path, node, follow, out))
+        raise typer.Exit(run_logs(entry.path, _log_indices(entry.path, node), follow, out))
     given = options(target, engine, host, hosts_file, remote_dir, namespace, kube_cli, kube_context, overlay, ssh_option)
     spec, backend, _ = open_cluster(spec_path, given)
     folder = None
@@ -288,10 +299,17 @@ def logs_command(
                                  "`nodeweave run -- SCRIPT` starts one (or --container for the containers' logs)")
     if folder is not None:
         out.print(f"# {folder}", highlight=False, markup=False)
-        raise typer.Exit(run_logs(folder, node, follow, out))
+        wanted = [n.index for n in pick_nodes(backend.nodes(), node)] if node else []
+        raise typer.Exit(run_logs(folder, wanted, follow, out))
     nodes = pick_nodes(backend.nodes(), node)
     backend.require_up(nodes, "logs")
     raise typer.Exit(container_logs(backend, nodes, follow, out))
+
+
+def _log_indices(folder: Path, node: List[str]) -> List[int]:
+    from nodeweave.cli.habits.nodes import picked_indices
+
+    return picked_indices(node, len(list(folder.glob("node-*.log"))), f"the run folder {folder.name}")
 
 
 def register(app: typer.Typer) -> None:

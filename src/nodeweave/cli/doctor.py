@@ -14,6 +14,9 @@ from typing import TYPE_CHECKING, List, Optional
 
 import typer
 
+from nodeweave.cli.habits.nodes import NODE
+from nodeweave.errors import UsageError
+
 if TYPE_CHECKING:  # rich is imported where a table is drawn, not at start-up
     from rich.console import Console
     from rich.table import Table
@@ -107,15 +110,13 @@ def _cluster_table(view) -> Table:
     return table
 
 
-def _cluster(json_output: bool, on: "list[str]") -> None:
+def _cluster(json_output: bool, node: "list[str]") -> None:
     from rich.console import Console
 
     from nodeweave.doctor.cluster import survey_here, survey_targets
 
-    if on:
-        from nodeweave.remote import parse_target
-
-        view = survey_targets([parse_target(text) for text in on])
+    if node:
+        view = survey_targets(_asked_through(node))
     else:
         view = survey_here()
     if json_output:
@@ -124,6 +125,24 @@ def _cluster(json_output: bool, on: "list[str]") -> None:
         print_cluster_view(view, Console())
     if any(f.severity == "error" for f in view.findings):
         raise typer.Exit(1)
+
+
+def _asked_through(node: "list[str]") -> list:
+    """The nodes --cluster asks through: KIND:NAME addresses as they are, indices and names of the cluster
+    `nodeweave up` made for the nearest spec."""
+    from nodeweave.cli.habits.nodes import pick_nodes, split_addresses
+    from nodeweave.remote import parse_target
+
+    addresses, picks = split_addresses(node)
+    found = [parse_target(text) for text in addresses]
+    if picks:
+        from nodeweave.cli.habits.base import find_spec
+        from nodeweave.cli.habits.clusteropts import open_cluster
+        from nodeweave.cluster.options import ClusterOptions
+
+        _, backend, _ = open_cluster(find_spec(None), ClusterOptions())
+        found += pick_nodes(backend.nodes(), picks)
+    return found
 
 
 def print_cluster_view(view, console: Console) -> None:
@@ -152,17 +171,20 @@ def _capture(folder: Path) -> None:
                f"nodeweave doctor --sysroot {folder}")
 
 
-def spec_env(spec_path: Path, rank: int) -> "dict[str, str]":
-    """The variables node ``rank`` of the spec starts with, under this shell's own (which win, as in compose)."""
+def spec_env(spec_path: Path, node: "list[str]") -> "dict[str, str]":
+    """The variables the node ``--node`` picks (default node 0) of the spec starts with, under this shell's own
+    (which win, as in compose)."""
     import os
 
-    from nodeweave.errors import UsageError
+    from nodeweave.cli.habits.nodes import picked_indices
     from nodeweave.resolve import resolve
     from nodeweave.spec import load_spec
 
     spec = load_spec(spec_path)
-    if rank >= spec.nodes.max:
-        raise UsageError(f"--node {rank} is not a node of {spec_path} (nodes: {spec.nodes}): 0..{spec.nodes.max - 1}")
+    picked = picked_indices(node, spec.nodes.max, f"{spec_path} (nodes: {spec.nodes}) without a cluster") or [0]
+    if len(picked) != 1:
+        raise UsageError(f"--node {','.join(node)}: this machine is judged as one node of {spec_path}; give one index")
+    rank = picked[0]
     master = spec.hosts[0] if spec.hosts else f"{spec.name}-0"
     env = {**spec.env, **dict(resolve(spec).contract_env("compose")), "NODEWEAVE_NNODES": str(spec.nodes),
            "NODE_RANK": str(rank), "MASTER_ADDR": master, "MASTER_PORT": str(spec.launcher.master_port)}
@@ -179,34 +201,43 @@ def doctor(
     cluster: bool = typer.Option(False, "--cluster", help="every node of the running job side by side, as node 0's "
                                  "check-in exchange sees them; differences highlighted, the check-in's refusals "
                                  "as errors. Asked from here with this machine's variables, or through --on"),
-    on: Optional[List[str]] = typer.Option(None, "--on", metavar="KIND:NAME", help="with --cluster: ask through "
-                                           "these nodes (podman:trainer-1, pod:llama-0, ssh:gpu01, ...), the "
-                                           "first that reaches node 0; repeat for each node"),
+    on: Optional[List[str]] = typer.Option(None, "--on", hidden=True, help="Deprecated: --node KIND:NAME"),
     capture: Optional[Path] = typer.Option(None, "--capture", metavar="DIR", help="copy exactly the files "
                                            "detection reads (sysfs, procfs, /etc) into DIR, a tree --sysroot "
                                            "reads, plus nvidia-smi/amd-smi text and the detected node under "
                                            "DIR/capture/: attach it to a bug report (DIR must be new or empty)"),
     spec_path: Optional[Path] = typer.Option(None, "--spec", help="judge this node as node --node of this spec: "
                                              "its node count, launcher, env and master (variables set here win)"),
-    node_rank: int = typer.Option(0, "--node", min=0, help="with --spec: the node's rank (0 = the master)"),
+    node: List[str] = NODE,
 ) -> None:
-    """Check this node for NCCL/RCCL settings, limits and hardware that hurt multi-node training."""
+    """Check this node for NCCL/RCCL settings, limits and hardware that hurt multi-node training.
+
+    --node, as in every verb: with --spec, the one node of the spec this machine is judged as (default 0);
+    with --cluster, the nodes to ask through (KIND:NAME addresses, or indices and names of the cluster
+    `nodeweave up` made).
+    """
     from rich.console import Console
 
     from nodeweave.doctor import diagnose
 
-    if on and not cluster:
-        from nodeweave.errors import UsageError
+    if on:
+        from nodeweave.cli.habits.spellings import note_renamed
 
-        raise UsageError("--on names the nodes of --cluster; add --cluster (or leave --on out)")
+        note_renamed(f"doctor --on {on[0]}", f"doctor --node {on[0]}")
+        if not cluster:
+            raise UsageError("--on names the nodes of --cluster; add --cluster (or leave --on out)")
+        node = [*node, *on]
     if cluster:
-        _cluster(json_output, on or [])
+        _cluster(json_output, node)
         return
     if capture is not None:
         _capture(capture)
         return
 
-    env = spec_env(spec_path, node_rank) if spec_path is not None else None
+    if node and spec_path is None:
+        raise UsageError("--node names the node this machine is judged as (with --spec), or the nodes "
+                         "--cluster asks through: add --spec or --cluster")
+    env = spec_env(spec_path, node) if spec_path is not None else None
     diagnosis = diagnose(str(sysroot) if sysroot is not None else None, env)
     if bench:
         from nodeweave.doctor.bench_check import run_bench

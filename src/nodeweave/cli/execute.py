@@ -12,7 +12,8 @@ import typer
 from nodeweave.cli.habits.base import find_spec
 from nodeweave.cli.habits.clusteropts import (DRY_RUN, ENGINE, HOST, HOSTS_FILE, JSON, KUBE_CLI, KUBE_CONTEXT, NAMESPACE,
                                        OVERLAY, REMOTE_DIR, SPEC, SSH_OPTION, TARGET, cluster_nodes, console,
-                                       open_cluster, options, pick_nodes)
+                                       open_cluster, options)
+from nodeweave.cli.habits.nodes import NODE, pick_nodes
 from nodeweave.cli.habits.dashes import CommandAfterDashes
 from nodeweave.errors import NodeweaveError, UsageError
 
@@ -24,7 +25,7 @@ EXEC_HELP = ("Run COMMAND on every node at once through its exec channel, withou
 def exec_command(
     command: List[str] = typer.Argument(None, help="COMMAND ARGS after `--`, run as is on every node (no shell: "
                                         "`-- sh -c '...'` for one)"),
-    node: List[int] = typer.Option([], "--node", help="Only this node (repeat)"),
+    node: List[str] = NODE,
     env: List[str] = typer.Option([], "--env", "-e", help="VAR=VALUE for the command on every node (repeat)"),
     timeout: Optional[float] = typer.Option(None, "--timeout", min=0.1, help="Seconds before the command is "
                                             "killed on the nodes still running it (default: no limit)"),

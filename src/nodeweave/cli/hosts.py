@@ -30,16 +30,19 @@ _STYLE = {"ok": "green", "no-gpu": "yellow", "unreachable": "bold red", "error":
 
 @hosts_app.command("probe")
 def probe_command(
-    hosts: List[str] = typer.Argument(None, help="Hosts (or containers/pods with --via), master first; KIND:NAME also works"),
+    node: List[str] = typer.Option([], "--node", metavar="NODE", help="A host to probe, master first (repeat, or a "
+                                   "list): an ssh host \\[user@]gpu01, or an address KIND:NAME (podman:trainer-0, "
+                                   "pod:llama-0, ssh+docker:gpu01/trainer), as every verb's --node"),
+    hosts: List[str] = typer.Argument(None, hidden=True, help="Deprecated: the hosts (now --node)"),
     hosts_file: Optional[Path] = typer.Option(None, "--hosts-file", help="Read the hosts from this file: one per line, master first (a DeepSpeed hostfile works too)"),
-    via: str = typer.Option("ssh", "--via", help="How to reach the hosts: a target kind (ssh, podman, docker, kubectl, oc, ssh+docker, ...)"),
+    via: Optional[str] = typer.Option(None, "--via", hidden=True, help="Deprecated: --node KIND:NAME"),
     write_hostfile: Optional[Path] = typer.Option(None, "--write-hostfile", help="Write a DeepSpeed hostfile (host slots=N, master first) here"),
     old_hostfile: Optional[Path] = typer.Option(None, "--hostfile", hidden=True, help="Deprecated spelling of --write-hostfile"),
     force: bool = typer.Option(False, "--force", help="Replace an existing --write-hostfile"),
     vendor: Optional[str] = typer.Option(None, "--vendor", help="Write only the nvidia or amd hosts (a hostfile mixing both is refused)"),
     master: Optional[str] = typer.Option(None, "--master", help="Name whose route picks each host's interface (default: the first host)"),
-    namespace: Optional[str] = typer.Option(None, "--namespace", "-n", help="Namespace for --via kubectl/oc"),
-    container: Optional[str] = typer.Option(None, "--container", "-c", help="Container in each pod for --via kubectl/oc"),
+    namespace: Optional[str] = typer.Option(None, "--namespace", "-n", help="Namespace of the pods (--node pod:NAME, oc:NAME)"),
+    container: Optional[str] = typer.Option(None, "--container", "-c", help="Container in each pod (--node pod:NAME, oc:NAME)"),
     ssh_option: List[str] = typer.Option([], "--ssh-option", help="Extra ssh -o KEY=VALUE (repeat)"),
     jobs: int = typer.Option(16, "--jobs", "-j", min=1, max=256, help="Hosts probed at once"),
     as_json: bool = typer.Option(False, "--json", help="Print each host's detection as JSON on stdout (everything else goes to stderr)"),
@@ -57,14 +60,14 @@ def probe_command(
             raise UsageError(f"--vendor {vendor!r} is not accepted: {' or '.join(GPU_VENDORS)}")
         if hostfile is None:
             raise UsageError("--vendor picks the hosts of --write-hostfile: give --write-hostfile too")
-    found = _targets(hosts or [], hosts_file, via, namespace, container, ssh_option)
+    found = _targets(_node_words(node, hosts or [], via), hosts_file, via or "ssh", namespace, container, ssh_option)
     if master is not None:
         from nodeweave.remote import check_ssh_host
 
         check_ssh_host(master, "--master")
     for tool in sorted({t.tool for t in found}):
         if shutil.which(tool) is None:
-            raise EnvironmentProblem(f"{tool} is not on PATH; install it or choose another --via")
+            raise EnvironmentProblem(f"{tool} is not on PATH; install it or reach the hosts another way (--node KIND:NAME)")
     console = Console(stderr=as_json, width=_table_width())
     with console.status(f"probing {len(found)} host(s)"):
         reports = probe_hosts(found, master=master, jobs=jobs)
@@ -84,6 +87,24 @@ def probe_command(
                              + ", ".join(r.target.label for r in bad))
 
 
+def _node_words(node: "list[str]", old_hosts: "list[str]", via: "str | None") -> "list[str]":
+    """--node's hosts and addresses; the old positional hosts and --via KIND still read, with a note."""
+    from nodeweave.cli.habits.nodes import words
+    from nodeweave.cli.habits.spellings import note_renamed
+
+    if old_hosts or via:
+        kind = f"{via}:" if via else ""
+        old = " ".join(([f"--via {via}"] if via else []) + old_hosts[:2])
+        new = " ".join(f"--node {kind}{h}" for h in old_hosts[:2]) or f"--node {via}:NAME"
+        note_renamed(f"hosts probe {old}", f"hosts probe {new}")
+    given = words([*node, *old_hosts])
+    numbers = [w for w in given if w.isdigit()]
+    if numbers:
+        raise UsageError(f"--node {numbers[0]}: hosts probe has no cluster to count in; name the host "
+                         "(gpu01, user@gpu01) or its address KIND:NAME")
+    return given
+
+
 def _targets(hosts: "list[str]", hosts_file: "Path | None", via: str, namespace: "str | None",
              container: "str | None", ssh_option: "list[str]") -> list:
     from nodeweave import remote
@@ -97,7 +118,7 @@ def _targets(hosts: "list[str]", hosts_file: "Path | None", via: str, namespace:
     if hosts_file is not None:
         found += read_hosts_file(hosts_file, kind=via, **where)
     if not found:
-        raise UsageError("no hosts: name them (master first) or give --hosts-file")
+        raise UsageError("no hosts: name them with --node HOST (repeat, master first) or give --hosts-file")
     return found
 
 

@@ -79,8 +79,9 @@ def seen_on_hosts(hosts: List[str], via: str, ssh_option: List[str]) -> Seen:
 
     kind = remote.kind_class(via, "--via").kind
     options = remote.RemoteOptions(ssh_options=tuple(ssh_option))
-    targets = [remote.make_target(kind, h, options=options) for h in hosts]
-    need_tool(targets[0].tool, f"init --via {kind} reaches the hosts with it")
+    targets = [remote.parse_target(h, options=options) if ":" in h else remote.make_target(kind, h, options=options)
+               for h in hosts]
+    need_tool(targets[0].tool, f"init --host {targets[0].label} reaches the hosts with it")
     reports = probe_hosts(targets)
     bad = [r for r in reports if r.status in ("unreachable", "error")]
     if bad:
@@ -105,8 +106,9 @@ def init(
     script: str = typer.Option("train.py", "--script", help="The training script, relative to this folder"),
     launcher: str = typer.Option("torchrun", "--launcher", help="torchrun, deepspeed, accelerate or command"),
     host: List[str] = typer.Option([], "--host", help="Probe these hosts (node 0 first, repeat) instead of this "
-                                   "machine, as `nodeweave hosts probe` does; they become the spec's hosts"),
-    via: str = typer.Option("ssh", "--via", help="How --host is reached: ssh (default), podman, docker, ..."),
+                                   "machine, as `nodeweave hosts probe` does; they become the spec's hosts (an "
+                                   "address KIND:NAME, e.g. podman:trainer-0, probes through that container)"),
+    via: Optional[str] = typer.Option(None, "--via", hidden=True, help="Deprecated: --host KIND:NAME"),
     ssh_option: List[str] = typer.Option([], "--ssh-option", help="Extra ssh -o KEY=VALUE (repeat)"),
     sysroot: Path = typer.Option(Path("/"), "--sysroot", help="Detect from this captured sysfs/procfs tree "
                                  "instead of this machine"),
@@ -118,7 +120,12 @@ def init(
 
     if path.exists() and not force and not dry_run:
         raise UsageError(f"{path} exists; nodeweave never overwrites a spec: pass --force, or --out another file")
-    seen = seen_on_hosts(host, via, ssh_option) if host else seen_here(sysroot)
+    if via is not None:
+        from nodeweave.cli.habits.spellings import note_renamed
+
+        note_renamed(f"init --via {via} --host {host[0] if host else 'NAME'}",
+                     f"init --host {via}:{host[0] if host else 'NAME'}", "a node's address is KIND:NAME everywhere")
+    seen = seen_on_hosts(host, via or "ssh", ssh_option) if host else seen_here(sysroot)
     text = spec_text(seen, name or _label(Path.cwd().name), len(seen.hosts) or nodes, script, launcher)
     parse_spec(text, str(path), base_dir=path.resolve().parent)  # the validator's word before anything is kept
     if dry_run:

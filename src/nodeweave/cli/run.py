@@ -14,6 +14,7 @@ from nodeweave.cli.habits.clusteropts import (DRY_RUN, ENGINE, HOST, HOSTS_FILE,
                                        OVERLAY, REMOTE_DIR, SPEC, SSH_OPTION, TARGET, cluster_nodes, console, open_cluster,
                                        options, spec_command)
 from nodeweave.cli.habits.dashes import CommandAfterDashes, launcher_command
+from nodeweave.cli.habits.nodes import NODE
 from nodeweave.cli.habits.detach import announce
 from nodeweave.errors import NodeweaveError, UsageError
 
@@ -36,7 +37,9 @@ def run_command(
                                           "its files collected into the run folder"),
     nproc_per_node: Optional[str] = typer.Option(None, "--nproc-per-node", help="Processes per node for this run "
                                                  "(a number, or auto); a node refuses more than its usable GPUs"),
-    nodes_wanted: Optional[int] = typer.Option(None, "--nodes", help="Run on the first N nodes only (node 0 the master)"),
+    nodes_wanted: Optional[int] = typer.Option(None, "--nodes", help="The node count: run on the first N nodes only "
+                                               "(node 0 the master), as torchrun's --nnodes"),
+    node: List[str] = NODE,
     launcher: Optional[str] = typer.Option(None, "--launcher", help="torchrun, deepspeed, accelerate or command, "
                                            "for this run instead of the spec's launcher.type"),
     profile_options: Optional[str] = typer.Option(None, "--profile-options", help="The profiler's own options, "
@@ -73,8 +76,9 @@ def run_command(
     command = launcher_command(command, launcher or spec.launcher.type) if command else spec_command(spec)
     from nodeweave.cluster.overrides import run_overrides
 
-    nodes, shape = run_overrides(backend.require_nodes(cluster_nodes(backend, spec, dry_run)), nproc_per_node,
-                                 nodes_wanted, launcher)
+    everyone = backend.require_nodes(cluster_nodes(backend, spec, dry_run))
+    nodes_wanted = _node_count(everyone, node, nodes_wanted)
+    nodes, shape = run_overrides(everyone, nproc_per_node, nodes_wanted, launcher)
     extra = {**shape, **extra}
     parent = runs_dir or spec_path.resolve().parent / RUNS
     if dry_run:
@@ -104,6 +108,18 @@ def run_command(
         return
     _sweep(nodes, command, points, extra, profile, grace, parent, context, out, quiet, pattern, metric,
            lower_is_better, as_json)
+
+
+def _node_count(nodes, node: List[str], count: Optional[int]) -> Optional[int]:
+    """--nodes N, or the N of --node 0-(N-1): a run's ranks are the nodes' places, so only a prefix can run."""
+    if not node:
+        return count
+    from nodeweave.cli.habits.nodes import first_nodes
+
+    picked = first_nodes(nodes, node, "run")
+    if count is not None and count != picked:
+        raise UsageError(f"--nodes {count} and --node {','.join(node)} ({picked} node(s)) disagree; give one")
+    return picked if picked < len(nodes) else count
 
 
 def _one_run(nodes, command, env, profile, grace, parent, context, out, quiet, suffix=""):

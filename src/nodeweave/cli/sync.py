@@ -8,6 +8,8 @@ from typing import List, Optional
 import typer
 
 from nodeweave.cli.habits.base import find_spec, spec_option
+from nodeweave.cli.habits.clusteropts import TARGET
+from nodeweave.cli.habits.nodes import NODE
 
 SYNC_HELP = """Push SRC (default: the spec's workspace.host_path, else .) to DEST on every target at once.
 
@@ -25,7 +27,9 @@ names every target that failed. --json prints JSON on stdout; everything else go
 def sync_command(
     src: Optional[Path] = typer.Argument(None, help="Local directory to send (default: spec workspace.host_path, else .)"),
     dest: Optional[str] = typer.Argument(None, help="Absolute directory on the targets (default: spec workspace.path)"),
-    to: List[str] = typer.Option([], "--to", help="A target KIND:NAME (repeat): podman:trainer-0, pod:llama-0, oc:llama-1, ssh:me@gpu01, ssh+docker:gpu01/trainer"),
+    node: List[str] = NODE,
+    target: Optional[str] = TARGET,
+    to: List[str] = typer.Option([], "--to", hidden=True, help="Deprecated: --node KIND:NAME"),
     hosts_file: Optional[Path] = typer.Option(None, "--hosts-file", help="ssh hosts, one per line, master first"),
     statefulset: Optional[str] = typer.Option(None, "--statefulset", help="Pods <NAME>-0..N-1 of this StatefulSet"),
     replicas: Optional[int] = typer.Option(None, "--replicas", help="N for --statefulset (default: ask the cluster)"),
@@ -62,17 +66,49 @@ def sync_command(
 
     from nodeweave.cluster.backends.local import detect_engine
 
+    addresses, choose = _nodes(node, to)
+    cluster = None
+    if target is not None:
+        from nodeweave.cluster.options import ClusterOptions
+
+        cluster = ClusterOptions(target=target, engine=engine, namespace=namespace, kube_cli=kube_cli,
+                                 kube_context=kube_context, ssh_options=tuple(ssh_option))
     engine = engine or detect_engine() or "podman"
-    targets = rq.TargetArgs(tuple(to), hosts_file, statefulset, replicas, selector, compose_project, engine,
+    targets = rq.TargetArgs(tuple(addresses), hosts_file, statefulset, replicas, selector, compose_project, engine,
                             namespace, container, kube_cli,
                             RemoteOptions(ssh_options=tuple(ssh_option), kube_context=kube_context))
     filters = rq.FilterArgs(tuple(exclude), default_excludes, gitignore, include_secrets)
     options = rq.SyncOptions(delete=delete, dry_run=dry_run, check=check, verify=verify, compress=compress,
                              method="tar" if force_tar else method, jobs=jobs, retries=retries,
                              relay="auto" if relay is None else ("on" if relay else "off"))
-    req = rq.build_request(src, dest, targets, filters, options, find_spec(spec_path), shared)
+    req = rq.build_request(src, dest, targets, filters, options, find_spec(spec_path), shared, cluster, choose)
     rq.check_tools(req)
     run_and_show(req, as_json)
+
+
+def _nodes(node: List[str], old_to: List[str]):
+    """(KIND:NAME addresses reached directly, a chooser over the cluster's nodes or None) from --node."""
+    from nodeweave.cli.habits.nodes import pick_nodes, split_addresses
+    from nodeweave.errors import UsageError
+
+    if old_to:
+        from nodeweave.cli.habits.spellings import note_renamed
+
+        note_renamed(f"sync --to {old_to[0]}", f"sync --node {old_to[0]}")
+    addresses, picks = split_addresses([*node, *old_to])
+    if addresses and picks:
+        raise UsageError(f"--node {picks[0]} picks a node of the cluster and --node {addresses[0]} names one "
+                         "directly; give one kind: indices/names of the cluster's nodes, or KIND:NAME addresses")
+    if not picks:
+        return addresses, None
+    return addresses, lambda found: [t.remote for t in pick_nodes([_Target(i, t) for i, t in enumerate(found)], picks)]
+
+
+class _Target:
+    """A sync target as a node of the cluster (index = its place, node 0 first), for --node."""
+
+    def __init__(self, index: int, remote) -> None:
+        self.index, self.remote, self.name = index, remote, f"node-{index}"
 
 
 def register(app: typer.Typer) -> None:

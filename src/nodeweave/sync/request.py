@@ -171,14 +171,17 @@ def _spec_pods(args: TargetArgs, spec, kind: str, ns: "str | None") -> "list[rem
                                         container=args.container or CONTAINER, options=args.options)
 
 
-def recorded_cluster(spec, spec_path: Path):
-    """(remotes, folder) of the cluster ``nodeweave up`` recorded for this job (.nodeweave/cluster.json), or None."""
+def recorded_cluster(spec, spec_path: Path, given=None):
+    """(remotes, folder) of the cluster ``-t/--target`` names (``given``, ClusterOptions), else the one
+    ``nodeweave up`` recorded for this job (.nodeweave/cluster.json), or None."""
     if spec is None:
         return None
     from nodeweave.cluster import open_backend
     from nodeweave.cluster.options import load_state
 
     saved = load_state(spec_path, spec.name)
+    if given is not None:
+        saved = given.merged(saved)
     if saved.target is None:
         return None
     backend = open_backend(spec, spec_path, saved.checked())
@@ -200,17 +203,31 @@ def hosts_workspace(spec, recorded, found) -> str:
 
 
 def build_request(src: "Path | None", dest: "str | None", targets: TargetArgs, filters: FilterArgs,
-                  options: SyncOptions, spec_path: Path, shared: "bool | None" = None) -> SyncRequest:
-    """Judge every input, then walk SRC: the whole "what to sync where", before any tool runs."""
-    spec = load_spec_if_present(spec_path) if targets.needs_spec() or src is None or dest is None else None
+                  options: SyncOptions, spec_path: Path, shared: "bool | None" = None, cluster=None,
+                  choose=None) -> SyncRequest:
+    """Judge every input, then walk SRC: the whole "what to sync where", before any tool runs.
+
+    ``cluster`` (ClusterOptions, from ``-t/--target``) names the cluster whose nodes are the targets;
+    ``choose`` (the ``--node`` selection) keeps some of the targets, in their order.
+    """
+    if cluster is not None and targets.explicit:
+        raise UsageError("--target names a cluster whose nodes are the targets; --node KIND:NAME, --hosts-file, "
+                         "--statefulset, --selector and --compose-project name targets without one: give one way")
+    needs = targets.needs_spec() or src is None or dest is None or cluster is not None
+    spec = load_spec_if_present(spec_path) if needs else None
+    if cluster is not None and spec is None:
+        raise UsageError(f"--target names the cluster of a spec, and {spec_path} is not there: give --spec, or name "
+                         "the targets with --node KIND:NAME")
     src = resolve_src(src, spec, spec_path)
     if dest is None and spec is None:
         resolve_paths(src, dest, spec, spec_path)  # names the missing DEST
     dest = remote.check_dest(dest) if dest is not None else None
     filt = build_filter(src, extra_excludes=list(filters.excludes), default_excludes=filters.default_excludes,
                         include_secrets=filters.include_secrets, use_gitignore=filters.gitignore)
-    recorded = recorded_cluster(spec, spec_path)
+    recorded = recorded_cluster(spec, spec_path, cluster)
     found = recorded[0] if recorded and not targets.explicit else resolve_targets(targets, spec)
+    if choose is not None:
+        found = choose(found)
     if dest is None and found and all(t.kind == "ssh" for t in found):
         dest = hosts_workspace(spec, recorded, found)
     elif dest is None and recorded and not targets.explicit:

@@ -121,14 +121,3 @@ def print_steps(out, phases, lines: List[str], as_json: bool = False) -> None:
 def cluster_nodes(backend, spec, dry_run: bool = False):
     """The cluster's nodes; a dry run only reads (a StatefulSet's live replicas, else the spec's count)."""
     return backend.dry_run_nodes() if dry_run else backend.nodes()
-
-
-def pick_nodes(nodes, wanted: Optional[List[int]]):
-    from nodeweave.errors import UsageError
-
-    if not wanted:
-        return nodes
-    bad = [i for i in wanted if not 0 <= i < len(nodes)]
-    if bad:
-        raise UsageError(f"--node {bad[0]} is not a node of this cluster: 0..{len(nodes) - 1}")
-    return [n for n in nodes if n.index in wanted]

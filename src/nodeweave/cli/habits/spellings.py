@@ -1,8 +1,9 @@
 """Old spellings still understood for one release, each with a note saying the new one.
 
 Why: a short flag means one thing across every verb (``-t`` is ``--target``; ``-o`` is kept for
-``-o json|yaml|wide``), so the verbs that used them otherwise lost them. Scripts written
-for the old spelling keep working, and say what to change.
+``-o json|yaml|wide``), and every verb picks nodes with ``--node`` (``nodeweave.cli.habits.nodes``),
+so the verbs that spelled these otherwise lost those spellings. Scripts written for the old
+spelling keep working, and say what to change: ``note_renamed`` is the one line they print.
 """
 
 from __future__ import annotations
@@ -13,24 +14,32 @@ import typer
 
 # verb -> {old short flag: (new long flag, since)}
 RENAMED: Dict[str, Dict[str, Tuple[str, str]]] = {
-    "sync": {"-t": ("--to", "-t is --target in every cluster verb")},
     "bench": {"-o": ("--json-out", "-o is kept for an output format")},
 }
+NODE_NOTE = "every verb picks nodes with --node"
+
+
+def note_renamed(old: str, new: str, why: str = NODE_NOTE) -> None:
+    """The one-line note an old spelling prints: what to type now, and when the old one goes."""
+    typer.echo(f"nodeweave: note: `{old}` is now `{new}` ({why}); the old spelling goes in the next release",
+               err=True)
 
 
 def upgrade(argv: List[str]) -> List[str]:
     """``argv`` with every old spelling before ``--`` replaced by the new one, a note on stderr for each."""
-    if not argv or argv[0] not in RENAMED:
+    if not argv or argv[0] not in (*RENAMED, "sync"):
         return list(argv)
-    verb, renamed = argv[0], RENAMED[argv[0]]
+    verb, renamed = argv[0], RENAMED.get(argv[0], {})
     out = [verb]
     for i, arg in enumerate(argv[1:], start=1):
         if arg == "--":
             return out + argv[i:]
-        if arg in renamed:
+        if verb == "sync" and out[-1] == "-t" and ":" in arg:  # sync -t KIND:NAME: the old --to
+            note_renamed(f"sync -t {arg}", f"sync --node {arg}", "-t is --target in every verb, " + NODE_NOTE)
+            out[-1] = "--node"
+        elif arg in renamed:
             new, why = renamed[arg]
-            typer.echo(f"nodeweave: note: `{verb} {arg}` is now `{verb} {new}` ({why}); the old spelling goes in the "
-                       "next release", err=True)
+            note_renamed(f"{verb} {arg}", f"{verb} {new}", why)
             arg = new
         out.append(arg)
     return out

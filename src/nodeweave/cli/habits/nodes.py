@@ -1,0 +1,114 @@
+"""``--node``: the one way every verb picks nodes; ``-t/--target`` (with its reach flags) names the cluster.
+
+Why one selector: nodes used to be picked five ways (``--node I`` on status/logs/exec, ``shell
+INDEX``, ``sync --to KIND:NAME``, ``hosts probe --via KIND NAMES``, ``doctor --on KIND:NAME``).
+Now every verb that acts on nodes takes ``--node``, repeated or as a list, as kubectl's
+``-l``/SkyPilot's cluster names read in one place: an index ``1``, a range ``0,2-3``, a node's
+name (``node-1``, its container/pod/host name) or its address ``KIND:NAME``, the "reached as"
+column of ``status``. Verbs that can reach nodes without a cluster (``sync``, ``doctor
+--cluster``, ``hosts probe``) take an address there as the node itself. The old spellings work
+for one release with a note (``nodeweave.cli.habits.spellings``); tests/test_cli_conventions.py
+fails a verb that picks nodes another way.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import List, Sequence, Tuple
+
+import typer
+
+from nodeweave.errors import UsageError
+
+NODE_HELP = ("Only these nodes (repeat, or a list): an index 1, a range 0,2-3, a node's name (node-1, its "
+             "container, pod or host), or its address KIND:NAME as `status` shows it (podman:llama-0, pod:llama-0, "
+             "ssh:gpu01); default: every node")
+NODE = typer.Option([], "--node", metavar="NODE", help=NODE_HELP)
+_RANGE = re.compile(r"^(\d+)-(\d+)$")
+
+
+def words(wanted: Sequence[str]) -> List[str]:
+    """Every selector given, commas split: ``["0,2-3", "gpu01"]`` -> ``["0", "2-3", "gpu01"]``."""
+    return [w.strip() for text in wanted or () for w in str(text).split(",") if w.strip()]
+
+
+def is_address(word: str) -> bool:
+    """``KIND:NAME`` (``podman:trainer-0``, ``ssh:me@gpu01``): a node named by how it is reached."""
+    return ":" in word
+
+
+def split_addresses(wanted: Sequence[str]) -> Tuple[List[str], List[str]]:
+    """(the ``KIND:NAME`` addresses, the other selectors) of ``wanted``."""
+    given = words(wanted)
+    return [w for w in given if is_address(w)], [w for w in given if not is_address(w)]
+
+
+def _indices(word: str, nodes: Sequence) -> List[int]:
+    last = len(nodes) - 1
+    span = f"0..{last}" if nodes else "none (the cluster has no nodes)"
+    if word.isdigit():
+        low = high = int(word)
+    elif _RANGE.match(word):
+        low, high = (int(x) for x in _RANGE.match(word).groups())
+        if low > high:
+            raise UsageError(f"--node {word}: a range runs low to high, e.g. {high}-{low}")
+    else:
+        found = [n.index for n in nodes if word in _names(n)]
+        if not found:
+            known = ", ".join(f"{n.name} ({n.remote.label})" for n in nodes) or "none"
+            raise UsageError(f"--node {word!r} names no node of this cluster: an index ({span}), a range "
+                             f"(0,2-3), a name or an address; the nodes: {known}")
+        return found
+    if high > last:
+        raise UsageError(f"--node {word} is not a node of this cluster: {span}")
+    return list(range(low, high + 1))
+
+
+def _names(node) -> Tuple[str, ...]:
+    remote = node.remote
+    return (node.name, remote.label, remote.name, getattr(remote, "host", remote.name))
+
+
+def pick_nodes(nodes: Sequence, wanted: Sequence[str]) -> List:
+    """The nodes ``wanted`` selects, in the cluster's order (node 0 first); none given: all of them."""
+    given = words(wanted)
+    if not given:
+        return list(nodes)
+    chosen = {i for word in given for i in _indices(word, nodes)}
+    return [n for n in nodes if n.index in chosen]
+
+
+def pick_one(nodes: Sequence, wanted: Sequence[str], verb: str):
+    """The single node ``wanted`` selects (node 0 when none is given): ``shell`` works in one node."""
+    picked = pick_nodes(nodes, wanted or ["0"])
+    if len(picked) != 1:
+        raise UsageError(f"`nodeweave {verb}` works in one node and --node {','.join(words(wanted))} selects "
+                         f"{len(picked)}: give one index, name or address")
+    return picked[0]
+
+
+def first_nodes(nodes: Sequence, wanted: Sequence[str], verb: str) -> int:
+    """How many nodes a job starts on: ``--node`` must select ranks 0..N-1 (node 0 the master), so N."""
+    picked = [n.index for n in pick_nodes(nodes, wanted)]
+    if picked != list(range(len(picked))):
+        raise UsageError(f"`nodeweave {verb}` starts one job whose ranks are the nodes' places (node 0 the "
+                         f"master): --node {','.join(words(wanted))} selects {picked}; select 0-{max(picked)} "
+                         f"(or --nodes {max(picked) + 1})")
+    return len(picked)
+
+
+def picked_indices(wanted: Sequence[str], count: int, where: str) -> List[int]:
+    """Node indices where only indices are known (a run folder's node-<i>.log files); [] means all."""
+    given = words(wanted)
+    named = [w for w in given if not (w.isdigit() or _RANGE.match(w))]
+    if named:
+        raise UsageError(f"--node {named[0]!r}: {where} knows its nodes by index only; give an index or a range "
+                         f"(0..{count - 1})")
+    return sorted({n.index for n in pick_nodes([_Indexed(i) for i in range(count)], given)}) if given else []
+
+
+class _Indexed:
+    """A node known only by its index (its log file), for :func:`picked_indices`."""
+
+    def __init__(self, index: int) -> None:
+        self.index, self.name = index, f"node-{index}"
