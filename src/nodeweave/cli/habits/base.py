@@ -103,6 +103,14 @@ class NodeweaveCommand(TyperCommand):
     def format_help(self, ctx, formatter):
         return format_help(self, super().format_help, ctx, formatter)
 
+    def collect_usage_pieces(self, ctx):
+        """The usage line without hidden (deprecated) arguments, such as ``shell INDEX``'s."""
+        pieces = [self.options_metavar] if self.options_metavar else []
+        for param in self.get_params(ctx):
+            if not getattr(param, "hidden", False):
+                pieces.extend(param.get_usage_pieces(ctx))
+        return pieces
+
 
 # Hidden, deprecated spellings and what a typo near them should be pointed to.
 REPLACED = {"variants": "image variants"}
