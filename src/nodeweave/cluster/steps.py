@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 import shlex
 import subprocess
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import List, Optional, Sequence, Tuple
 
@@ -55,6 +54,8 @@ def execute_all(steps: Sequence[Step], jobs: int = 16) -> List["subprocess.Compl
     """Run independent steps at once; every failure is named in one error."""
     if not steps:
         return []
+    from concurrent.futures import ThreadPoolExecutor  # here: it imports logging, which no plan or dry run needs
+
     results, errors = [], []
     with ThreadPoolExecutor(max_workers=min(jobs, len(steps))) as pool:
         futures = [pool.submit(execute, step) for step in steps]
@@ -73,5 +74,7 @@ def fan_out(function, items, jobs: int = 16) -> list:
     items = list(items)
     if not items:
         return []
+    from concurrent.futures import ThreadPoolExecutor
+
     with ThreadPoolExecutor(max_workers=min(jobs, len(items))) as pool:
         return list(pool.map(function, items))

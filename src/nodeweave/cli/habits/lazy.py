@@ -23,20 +23,30 @@ class Verb(NamedTuple):
     hidden: bool = False
 
 
-_REGISTERED: Dict[str, Dict[str, object]] = {}  # module -> {verb: click command}, built once per process
+_BUILT: Dict[tuple, object] = {}  # (module, verb or None for all) -> click command(s), built once per process
 
 
-def registered(module: str) -> Dict[str, object]:
-    """The click commands ``nodeweave.cli.<module>.register`` adds, built on first use."""
-    if module not in _REGISTERED:
+def registered(module: str, only: "str | None" = None) -> Dict[str, object]:
+    """The click commands ``nodeweave.cli.<module>.register`` adds (``only``: just that one, built alone:
+    building a command reads every parameter's signature, and the cluster module registers six)."""
+    if (module, only) not in _BUILT:
         import typer.main
 
         from nodeweave.cli.habits.base import NodeweaveTyper
 
         holder = NodeweaveTyper()
         importlib.import_module(f"nodeweave.cli.{module}").register(holder)
-        _REGISTERED[module] = dict(typer.main.get_group(holder).commands)
-    return _REGISTERED[module]
+        if only is not None:
+            holder.registered_commands = [c for c in holder.registered_commands if _name(c) == only]
+            holder.registered_groups = [g for g in holder.registered_groups if g.name == only]
+        _BUILT[(module, only)] = dict(typer.main.get_group(holder).commands)
+    return _BUILT[(module, only)]
+
+
+def _name(info) -> str:
+    import typer.main
+
+    return info.name or typer.main.get_command_name(info.callback.__name__)
 
 
 class LazyVerbs(NodeweaveGroup):
@@ -59,7 +69,7 @@ class LazyVerbs(NodeweaveGroup):
             from typer.core import TyperCommand
 
             return TyperCommand(name, help=verb.short_help, hidden=verb.hidden)
-        return registered(verb.module)[name]
+        return registered(verb.module, name).get(name)
 
     def format_help(self, ctx, formatter):
         self._listing = True
