@@ -175,3 +175,11 @@ def test_the_rich_stand_ins_give_the_real_classes_when_used():
             "m = r.Markdown('# x'); import rich.markdown, rich.traceback; "
             "assert type(m) is rich.markdown.Markdown and r.Traceback.from_exception.__self__ is rich.traceback.Traceback")
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+
+
+@pytest.mark.parametrize("argv, listed", [([], "  status "), (["hosts"], "  probe ")])
+def test_a_group_alone_prints_its_help_as_click_does(capsys, argv, listed):
+    """`nodeweave` alone: the help on stderr, one entry a line (it was squashed into one error line), exit 2."""
+    assert main(argv) == EXIT_USAGE
+    err = capsys.readouterr().err
+    assert err.startswith("Usage: nodeweave") and "Commands:" in err.splitlines() and listed in err

@@ -108,6 +108,8 @@ def _click_error_line(err: Exception) -> "tuple[str, int] | None":
     exit_code = getattr(err, "exit_code", None)
     if not callable(format_message) or not isinstance(exit_code, int):
         return None
+    if type(err).__name__ == "NoArgsIsHelpError":  # `nodeweave` or `nodeweave hosts` alone: the help, as click shows it
+        return str(format_message()).rstrip("\n"), exit_code
     message = " ".join(str(format_message()).split()).rstrip(".")
     ctx = getattr(err, "ctx", None)
     command = getattr(ctx, "command_path", None) or "nodeweave"
