@@ -183,3 +183,10 @@ def test_a_group_alone_prints_its_help_as_click_does(capsys, argv, listed):
     assert main(argv) == EXIT_USAGE
     err = capsys.readouterr().err
     assert err.startswith("Usage: nodeweave") and "Commands:" in err.splitlines() and listed in err
+
+
+def test_only_the_program_freezes_its_objects_for_a_quick_exit():
+    code = ("import gc, sys; from nodeweave.cli import main; main(['--version']); before = gc.get_freeze_count(); "
+            "sys.argv = ['nodeweave', '--version']; main(); print(before, gc.get_freeze_count() > 0)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    assert done.stdout.split()[-2:] == ["0", "True"]
