@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Dict, List
@@ -119,6 +118,8 @@ def _obsolete(files: Dict[str, Rendered], out: Path) -> List[Planned]:
 
 
 def _write_atomically(target: Path, data: bytes) -> None:
+    import tempfile  # here: `render --check` and dry runs write nothing (tempfile imports random)
+
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, temp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
     try:
