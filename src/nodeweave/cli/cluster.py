@@ -14,7 +14,7 @@ from nodeweave.cli.habits.base import find_spec
 from nodeweave.cli.habits.clusteropts import (DRY_RUN, ENGINE, HOST, HOSTS_FILE, JSON, KUBE_CLI, KUBE_CONTEXT, NAMESPACE,
                                        OVERLAY, REMOTE_DIR, SPEC, SSH_OPTION, TARGET, cluster_nodes, console,
                                        default_mode, open_cluster, options, print_steps, spec_command)
-from nodeweave.cli.habits.nodes import NODE, pick_nodes, pick_one
+from nodeweave.cli.habits.nodes import NODE, pick_nodes, pick_one, run_folder_indices
 from nodeweave.cli.habits.output import checked, emit, output_option
 from nodeweave.errors import NodeweaveError, UsageError
 
@@ -174,38 +174,22 @@ def status_command(
 
 def _stop_everywhere(backend, nodes, grace: float, out, dry_run: bool, as_json: bool = False,
                      every_node: bool = True) -> bool:
-    from nodeweave.cluster.steps import fan_out
+    from nodeweave.cluster.stop import report_line, stop_argv, stop_runs
 
-    argv = [n.entrypoint_argv(["--node", "stop", "--grace", f"{grace:g}"]) for n in nodes]
-    if dry_run and as_json:
-        typer.echo(json.dumps({"dry_run": True, "nodes": [{"node": n.name, "reached_as": n.remote.label, "argv": line}
-                                                          for n, line in zip(nodes, argv)]}, indent=2))
-        return True
     if dry_run:
-        for node, line in zip(nodes, argv):
-            typer.echo(f"# {node.name}\n{shlex.join(line)}")
+        argv = stop_argv(nodes, grace)
+        if as_json:
+            typer.echo(json.dumps({"dry_run": True, "nodes": [{"node": n.name, "reached_as": n.remote.label,
+                                                               "argv": line} for n, line in zip(nodes, argv)]}, indent=2))
+        else:
+            for node, line in zip(nodes, argv):
+                typer.echo(f"# {node.name}\n{shlex.join(line)}")
         return True
-    import subprocess
-
-    def stop(line):
-        done = subprocess.run(line, capture_output=True, text=True, timeout=grace + 60, stdin=subprocess.DEVNULL)
-        try:
-            return json.loads(done.stdout.strip().splitlines()[-1])
-        except (ValueError, IndexError):
-            return {"error": (done.stderr.strip().splitlines() or [f"exit {done.returncode}"])[-1], "left": None}
-
-    reports = fan_out(stop, argv)
-    for step in backend.leftover_steps() if every_node else ():  # a Slurm run step the entrypoints' stop did not end
-        out.print(f"{step.what}: {step.text()}", highlight=False, markup=False)
-        subprocess.run(list(step.argv), capture_output=True, timeout=step.timeout)
+    reports = stop_runs(backend, nodes, grace, out, every_node)
     if as_json:
         typer.echo(json.dumps([{"node": n.name, **r} for n, r in zip(nodes, reports)], indent=2))
     for node, report in zip(nodes, reports):
-        stopped = report.get("stopped") or []
-        text = report.get("error") or (", ".join(
-            f"{s['run_id']}: {s['processes']} process(es) stopped" + (" (SIGKILL after the grace)" if s["killed"]
-                                                                     else "") for s in stopped) or "no run")
-        out.print(f"{node.name} ({node.remote.label}): {text}", highlight=False, markup=False)
+        out.print(f"{node.name} ({node.remote.label}): {report_line(report)}", highlight=False, markup=False)
     return not any(r.get("left") for r in reports)
 
 
@@ -283,7 +267,7 @@ def logs_command(
         if entry.kind == "sweep" and entry.points:
             entry = entry.points[-1]  # the point running now, or the last one
         out.print(f"# {entry.path}", highlight=False, markup=False)
-        raise typer.Exit(run_logs(entry.path, _log_indices(entry.path, node), follow, out))
+        raise typer.Exit(run_logs(entry.path, run_folder_indices(entry.path, node), follow, out))
     given = options(target, engine, host, hosts_file, remote_dir, namespace, kube_cli, kube_context, overlay, ssh_option)
     spec, backend, _ = open_cluster(spec_path, given)
     folder = None
@@ -304,12 +288,6 @@ def logs_command(
     nodes = pick_nodes(backend.nodes(), node)
     backend.require_up(nodes, "logs")
     raise typer.Exit(container_logs(backend, nodes, follow, out))
-
-
-def _log_indices(folder: Path, node: List[str]) -> List[int]:
-    from nodeweave.cli.habits.nodes import picked_indices
-
-    return picked_indices(node, len(list(folder.glob("node-*.log"))), f"the run folder {folder.name}")
 
 
 def register(app: typer.Typer) -> None:

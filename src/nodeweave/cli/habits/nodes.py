@@ -107,6 +107,11 @@ def picked_indices(wanted: Sequence[str], count: int, where: str) -> List[int]:
     return sorted({n.index for n in pick_nodes([_Indexed(i) for i in range(count)], given)}) if given else []
 
 
+def run_folder_indices(folder, wanted: Sequence[str]) -> List[int]:
+    """``--node`` over a run folder read here (no cluster asked): its ``node-<i>.log`` files, by index."""
+    return picked_indices(wanted, len(list(folder.glob("node-*.log"))), f"the run folder {folder.name}")
+
+
 class _Indexed:
     """A node known only by its index (its log file), for :func:`picked_indices`."""
 
