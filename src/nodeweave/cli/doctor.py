@@ -127,6 +127,20 @@ def _cluster(json_output: bool, node: "list[str]") -> None:
         raise typer.Exit(1)
 
 
+def _which_nodes(node: "list[str]", on: "list[str]", cluster: bool, spec_path: "Path | None") -> "list[str]":
+    """--node (and the old --on, with its note) for the mode that reads it: --cluster or --spec."""
+    if on:
+        from nodeweave.cli.habits.spellings import note_renamed
+
+        note_renamed(f"doctor --on {on[0]}", f"doctor --node {on[0]}")
+        if not cluster:
+            raise UsageError("--on names the nodes of --cluster; add --cluster (or leave --on out)")
+    if node and not cluster and spec_path is None:
+        raise UsageError("--node names the node this machine is judged as (with --spec), or the nodes "
+                         "--cluster asks through: add --spec or --cluster")
+    return [*node, *on]
+
+
 def _asked_through(node: "list[str]") -> list:
     """The nodes --cluster asks through: KIND:NAME addresses as they are, indices and names of the cluster
     `nodeweave up` made for the nearest spec."""
@@ -200,7 +214,7 @@ def doctor(
                                "node at once, as training starts)"),
     cluster: bool = typer.Option(False, "--cluster", help="every node of the running job side by side, as node 0's "
                                  "check-in exchange sees them; differences highlighted, the check-in's refusals "
-                                 "as errors. Asked from here with this machine's variables, or through --on"),
+                                 "as errors. Asked from here with this machine's variables, or through --node"),
     on: Optional[List[str]] = typer.Option(None, "--on", hidden=True, help="Deprecated: --node KIND:NAME"),
     capture: Optional[Path] = typer.Option(None, "--capture", metavar="DIR", help="copy exactly the files "
                                            "detection reads (sysfs, procfs, /etc) into DIR, a tree --sysroot "
@@ -220,23 +234,13 @@ def doctor(
 
     from nodeweave.doctor import diagnose
 
-    if on:
-        from nodeweave.cli.habits.spellings import note_renamed
-
-        note_renamed(f"doctor --on {on[0]}", f"doctor --node {on[0]}")
-        if not cluster:
-            raise UsageError("--on names the nodes of --cluster; add --cluster (or leave --on out)")
-        node = [*node, *on]
+    node = _which_nodes(node, on or [], cluster, spec_path)
     if cluster:
         _cluster(json_output, node)
         return
     if capture is not None:
         _capture(capture)
         return
-
-    if node and spec_path is None:
-        raise UsageError("--node names the node this machine is judged as (with --spec), or the nodes "
-                         "--cluster asks through: add --spec or --cluster")
     env = spec_env(spec_path, node) if spec_path is not None else None
     diagnosis = diagnose(str(sysroot) if sysroot is not None else None, env)
     if bench:
