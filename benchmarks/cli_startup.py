@@ -18,7 +18,8 @@ process, the median's ratio to bare start-up, and whether the median is within t
 ``--baseline-src DIR`` adds the same commands run from another checkout's ``src`` (e.g.
 /work/main/src: the code before this change) through the same interpreter, interleaved too.
 Besides wall time it prints CPU time (user + system of the child), which a loaded machine
-inflates far less than wall time.
+inflates far less than wall time. The children run without PYTHONDONTWRITEBYTECODE (a shell
+may set it): an installed nodeweave has its .pyc files, and compiling sources is not start-up.
 
     .venv/bin/python benchmarks/cli_startup.py [--runs 21] [--engine] [--baseline-src /work/main/src]
 """
