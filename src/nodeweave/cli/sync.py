@@ -13,9 +13,10 @@ from nodeweave.cli.habits.nodes import NODE
 
 SYNC_HELP = """Push SRC (default: the spec's workspace.host_path, else .) to DEST on every target at once.
 
-Targets: --to KIND:NAME (podman, docker, pod, oc, ssh, ssh+docker), --hosts-file, --statefulset,
---compose-project; with none, the spec's StatefulSet pods <name>-0..N-1. The source is read
-once; every target says what differs there, targets needing the same files get one tar
+Targets: the nodes of the cluster -t/--target names (default: the one `nodeweave up` made, else
+the spec's StatefulSet pods <name>-0..N-1), --node picking some as in every verb; or nodes
+named directly: --node KIND:NAME (podman, docker, pod, oc, ssh, ssh+docker), --hosts-file,
+--statefulset, --compose-project. The source is read once; every target says what differs there, targets needing the same files get one tar
 stream, sent once to the first of them and forwarded target to target (relay; over each
 exec channel where peers cannot connect; rsync where it pays or python3 is missing), and
 every target's content digest and git commit are checked against the source. Nodes synced
