@@ -188,3 +188,28 @@ def cluster_view(port):
     ranks, tried = ask_ranks([Node(1, Here("node1"), env=env)], stacks=True)
     assert ranks, tried
     return rank_lines(ranks)
+
+
+def test_a_ddp_rank_stuck_before_backward_is_named_through_the_flight_recorder(tmp_path):
+    """DDP's all-reduce is issued by its reducer in C++: the Python counts stay equal, torch's flight recorder
+    (on by default) counts it, names the culprit and each rank's last collective."""
+    nodes, codes = run_to_end(tmp_path, "torchrun", ["--ddp", "--stall-ranks", "1", "--stall-for", "600"],
+                              env={"NODEWEAVE_RUN_ID": "r1"})
+    assert codes == [7, 7], [n.text() for n in nodes]
+    for node in nodes:
+        err = one_report(node)
+        assert "wait in a collective issued from C++ (flight recorder #" in err and "that rank 1 (node 1" in err, err
+        assert re.search(r"rank 0: entered #(\d+) gloo:all_reduce \[\[9\]\] Float \(not completed", err), err
+        assert re.search(r"rank 1: entered #\d+ gloo:all_reduce \[\[9\]\] Float; completed #\d+", err), err
+        assert re.search(r"1 rank \(1\): time\.sleep \(allreduce\.py:\d+\)", err), err
+    kept = tmp_path / "n1" / "nodeweave" / "runs" / "r1" / "flight" / "rank-1.json"
+    assert '"recorders"' in kept.read_text()
+
+
+def test_the_flight_recorder_is_off_when_the_user_sets_its_size_to_0(tmp_path):
+    nodes, codes = run_to_end(tmp_path, "torchrun", ["--stall-ranks", "1", "--stall-for", "600"],
+                              env={"TORCH_FR_BUFFER_SIZE": "0"})
+    assert codes == [7, 7], [n.text() for n in nodes]
+    err = one_report(nodes[0])
+    assert "flight recorder" not in err and "wait in all_reduce #8 that rank 1" in err, err
+    assert not list((tmp_path / "n0" / "nodeweave" / "ranks").glob("*.ask"))

@@ -19,7 +19,9 @@ sleeps --stall-for seconds while the others wait in their last one); ``--save-ra
 rank R save checkpoints (torch.save) for T seconds at --stall-step while the
 others wait at a barrier; ``--work S`` spends S seconds per step before the
 all-reduce (``--slow-rank R --slow-factor F``: rank R spends F x S), and
-``--stop-self R`` makes rank R SIGSTOP itself at --stall-step.
+``--stop-self R`` makes rank R SIGSTOP itself at --stall-step. ``--ddp`` does each step's
+all-reduce through DistributedDataParallel's reducer instead (issued from C++ during backward; the sum is
+read back from the averaged gradient).
 Works under torchrun, deepspeed (--local_rank) and accelerate.
 """
 
@@ -38,6 +40,15 @@ import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
 
 IMPORTED = time.time()
+
+
+def ddp_step(ddp, rank, world) -> float:
+    """One step through DDP: each rank's input is rank + 1, so the averaged weight gradient is 4 (W + 1) / 2."""
+    ddp(torch.full((4, 8), float(rank + 1))).sum().backward()
+    grad = ddp.module.weight.grad
+    total = grad[0, 0].item() * world / 4
+    grad.zero_()
+    return total
 
 
 def special_step(args, rank) -> None:
@@ -79,6 +90,7 @@ def main() -> int:
     parser.add_argument("--slow-rank", type=int, default=-1)
     parser.add_argument("--slow-factor", type=float, default=1.0)
     parser.add_argument("--stop-self", type=int, default=-1)
+    parser.add_argument("--ddp", action="store_true", help="all-reduce through DDP's reducer (C++)")
     args, _unknown = parser.parse_known_args()  # deepspeed adds --local_rank=N
 
     dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=args.timeout))
@@ -87,6 +99,7 @@ def main() -> int:
     total = None
     first = None
     step = 0
+    ddp = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(8, 1)) if args.ddp else None
     if args.expect_world and world != args.expect_world:
         print(f"NODEWEAVE-E2E-WRONG-WORLD rank={rank} world={world} expected={args.expect_world}", flush=True)
         return 1
@@ -102,9 +115,12 @@ def main() -> int:
         if args.work:
             time.sleep(args.work * (args.slow_factor if rank == args.slow_rank else 1.0))
         tensor = torch.tensor([float(rank + 1)])
-        if not (rank == args.skip_rank and step == args.stall_step):
+        if ddp is not None:
+            total = ddp_step(ddp, rank, world)
+        elif not (rank == args.skip_rank and step == args.stall_step):
             dist.all_reduce(tensor)
-        total = tensor.item()
+        if ddp is None:
+            total = tensor.item()
         if first is None:
             first = time.time()
         if args.interval:

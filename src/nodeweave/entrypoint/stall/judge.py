@@ -24,19 +24,32 @@ SLOWER = 0.10
 CONFIRM = 3  # consecutive evaluations that must agree before a straggler is named
 
 
+def progress(views):
+    """A rank's count of collectives: its Python calls (``seq``) plus, when every rank's flight recorder is
+    read, the default group's collectives it enqueued (C++-issued ones too: DDP's reducer)."""
+    recorded = bool(views) and all(v.get("fr_enqueued", -1) >= 0 for v in views)
+    return lambda v: v["seq"] + (v["fr_enqueued"] if recorded else 0)
+
+
 def find_stall(views):
     """{culprits, waiting, collective, seq, for_s} when the counts differ and nobody moves; else None."""
     alive = [v for v in views if v["state"] not in GONE]
     if len(views) < 2 or not alive:
         return None
-    top, low = max(v["seq"] for v in views), min(v["seq"] for v in views)
+    count = progress(views)
+    top, low = max(count(v) for v in views), min(count(v) for v in views)
     if top == low:
         return None
-    waiting = [v for v in views if v["seq"] == top]
-    return {"culprits": sorted((v for v in views if v["seq"] == low), key=_key),
-            "waiting": sorted(waiting, key=_key), "behind": sorted((v for v in views if v["seq"] < top), key=_key),
-            "collective": _most(v["name"] for v in waiting), "seq": top,
-            "for_s": min(v["since_s"] for v in alive)}
+    waiting = [v for v in views if count(v) == top]
+    seq = max(v["seq"] for v in views)
+    collective = _most(v["name"] for v in waiting)
+    where = f"{collective} #{seq}"
+    if seq == min(v["seq"] for v in views):  # only the recorder's counts differ: a collective C++ issued
+        where = (f"a collective issued from C++ (flight recorder #{max(v['fr_enqueued'] for v in views)}; "
+                 f"last Python one: {where})")
+    return {"where": where, "culprits": sorted((v for v in views if count(v) == low), key=_key),
+            "waiting": sorted(waiting, key=_key), "behind": sorted((v for v in views if count(v) < top), key=_key),
+            "collective": collective, "seq": seq, "for_s": min(v["since_s"] for v in alive)}
 
 
 def _key(view):

@@ -9,6 +9,7 @@ and on request signals a rank to append its stacks to ``rank-<N>.stack``
 import os
 import time
 
+from .rankhook.nodeweave_flight import ask_path, dump_path
 from .rankhook.nodeweave_rankprobe import read, stack_signal
 
 STATES = {"R": "running", "S": "sleeping", "D": "in uninterruptible I/O", "T": "stopped", "t": "stopped by a tracer",
@@ -39,7 +40,7 @@ class RankFolder:
         """Create the folder; remove what an earlier launch's ranks left in it (only our own file names)."""
         os.makedirs(self.path, exist_ok=True)
         for name in os.listdir(self.path):
-            if name.startswith("rank-") and name.endswith((".bin", ".stack")):
+            if name.startswith("rank-") and name.endswith((".bin", ".stack", ".ask", ".flight.json")):
                 try:
                     os.unlink(os.path.join(self.path, name))
                 except OSError:
@@ -83,7 +84,7 @@ class RankFolder:
                 "pid": rec["pid"], "seq": rec["seq"], "name": rec["name"], "inside": rec["entered"] > 0,
                 "since_s": round(max(0.0, now - rec["changed"]), 2), "inside_s": round(rec["inside_s"], 4),
                 "outside_s": round(rec["outside_s"], 4), "state": state or "gone", "cpu_s": cpu, "cpu_rate": rate,
-                "thread": rec["thread"]})
+                "thread": rec["thread"], "fr_enqueued": rec["fr_enqueued"], "fr_completed": rec["fr_completed"]})
         return view
 
     def stacks(self, view, wait_s=STACK_WAIT_S):
@@ -117,6 +118,51 @@ class RankFolder:
         for number in offsets:
             texts[number] = f"no stack within {wait_s:g}s (the rank did not answer the signal)"
         return texts
+
+
+    def ask_flights(self, view):
+        """Ask every live rank's flight thread for a dump (a byte on its FIFO); {rank: (path, mtime before)}."""
+        asked = {}
+        for rank in view:
+            if rank["state"] in ("gone", "Z", "X", "T", "t"):
+                continue
+            number = rank["rank"]
+            try:
+                fd = os.open(ask_path(self.path, number), os.O_WRONLY | os.O_NONBLOCK)
+            except OSError:
+                continue  # no FIFO: the recorder is off in this rank, or torch.distributed never started
+            try:
+                path = dump_path(self.path, number)
+                asked[number] = (path, _mtime(path))
+                os.write(fd, b"d")
+            except OSError:
+                asked.pop(number, None)
+            finally:
+                os.close(fd)
+        return asked
+
+    def collect_flights(self, asked, wait_s=1.0):
+        """{rank: the recorder's JSON text} of each asked rank whose new dump appears within ``wait_s``."""
+        found, deadline = {}, time.monotonic() + wait_s
+        while True:
+            for number, (path, before) in list(asked.items()):
+                if _mtime(path) != before:
+                    try:
+                        with open(path) as f:
+                            found[number] = f.read()
+                    except OSError:
+                        pass
+                    del asked[number]
+            if not asked or time.monotonic() >= deadline:
+                return found
+            time.sleep(0.05)
+
+
+def _mtime(path):
+    try:
+        return os.stat(path).st_mtime_ns
+    except OSError:
+        return None
 
 
 def _appended(path, offset):

@@ -31,10 +31,10 @@ def _doing(v):
     return f"{STATES.get(state, state)}{use}, {where}"
 
 
-def stall_lines(finding, classes, warn_s, timeout_s, stop_code):
+def stall_lines(finding, classes, warn_s, timeout_s, stop_code, recorded=()):
     culprits, waiting = finding["culprits"], finding["waiting"]
     names = ", ".join(_who(v) for v in culprits[:4]) + (f" and {len(culprits) - 4} more" if len(culprits) > 4 else "")
-    head = (f"STALL: {len(waiting)} rank(s) wait in {finding['collective']} #{finding['seq']} that {names} "
+    head = (f"STALL: {len(waiting)} rank(s) wait in {finding['where']} that {names} "
             f"{'has' if len(culprits) == 1 else 'have'} not entered; nothing has moved for "
             f"{finding['for_s']:.0f}s (stall_warn {warn_s}s)")
     lines = [head]
@@ -42,6 +42,10 @@ def stall_lines(finding, classes, warn_s, timeout_s, stop_code):
         lines.append(f"  culprit {_who(v)}: {_doing(v)}, pid {v.get('pid')}")
     lines.append(f"  stacks of {sum(len(c['ranks']) for c in classes)} rank(s), {len(classes)} class(es):")
     lines += render(classes, indent="    ")
+    if recorded:
+        lines.append("  flight recorder, each rank's last collective entered and completed "
+                     "(whole dumps: flight/rank-<N>.json in each node's run folder):")
+        lines += list(recorded)
     lines.append(f"  the job is stopped after stall_timeout {timeout_s}s (exit {stop_code})" if timeout_s else
                  "  stall_timeout is 0: the job is not stopped for it")
     return lines

@@ -6,6 +6,19 @@ from ..planning.contract import STALL_TIMEOUT_S, STALL_WARN_S
 
 HOOK = os.path.join(os.path.dirname(os.path.abspath(__file__)), "rankhook")
 FOLDER_VARIABLE = "NODEWEAVE_RANKWATCH_DIR"
+FLIGHT_ENTRIES = "2000"  # torch's recorder ring per process group (TorchTitan's choice): a few hundred KiB
+FLIGHT_SIZES = ("TORCH_FR_BUFFER_SIZE", "TORCH_NCCL_TRACE_BUFFER_SIZE")
+
+
+def flight_recorder(environ, folder):
+    """torch's flight recorder on for the ranks, unless the user set its size (``0`` turns it off); NCCL's own
+    dump on a watchdog timeout lands in the ranks' folder too."""
+    if any(environ.get(name) for name in FLIGHT_SIZES):
+        return environ
+    environ = dict(environ, **{name: FLIGHT_ENTRIES for name in FLIGHT_SIZES})
+    environ.setdefault("TORCH_NCCL_DUMP_ON_TIMEOUT", "1")
+    environ.setdefault("TORCH_NCCL_DEBUG_INFO_TEMP_FILE", os.path.join(folder, "nccl-trace-rank-"))
+    return environ
 
 
 def attach(watch, plan, settings, environ, log):
@@ -25,7 +38,7 @@ def attach(watch, plan, settings, environ, log):
     except OSError as err:
         log(f"warning: stall watch off: cannot make {folder.path}: {err.strerror or err}")
         return environ
-    environ = dict(environ)
+    environ = flight_recorder(dict(environ), folder.path)
     environ[FOLDER_VARIABLE] = folder.path
     environ["PYTHONPATH"] = os.pathsep.join([HOOK] + ([environ["PYTHONPATH"]] if environ.get("PYTHONPATH") else []))
     run_id = settings.get("run_id")

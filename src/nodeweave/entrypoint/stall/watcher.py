@@ -10,7 +10,7 @@ every node prints; after ``stall_timeout`` it stops every node with
 import time
 
 from ..errors import EXIT_STALLED
-from . import judge, report
+from . import flight, judge, report
 from .stacks import describe_rank, group
 
 GATHER_S = 6.0
@@ -33,9 +33,17 @@ class StallWatch:
         return self.folder.sample(self.clock())
 
     def stacks(self, view=None):
+        """Every rank's described stack, with its flight recorder's last collectives (the dumps kept too)."""
         view = self.view() if view is None else view
+        asked = self.folder.ask_flights(view)  # the ranks' flight threads dump while the stacks are written
         texts = self.folder.stacks(view)
-        return [describe_rank(v, texts.get(v["rank"])) for v in view]
+        dumps = self.folder.collect_flights(asked)
+        flight.keep(self.run_dir, dumps)
+        described = [describe_rank(v, texts.get(v["rank"])) for v in view]
+        for item in described:
+            if item["rank"] in dumps:
+                item["flight"] = flight.summary(dumps[item["rank"]])
+        return described
 
     def publish(self, lines):
         for line in lines:
@@ -62,16 +70,17 @@ class StallWatch:
             self.verdicts["stall"] = None
             return
         self.verdicts["stall"] = _summary(finding)
-        key = (finding["seq"], tuple((v.get("node"), v["rank"]) for v in finding["culprits"]))
+        key = (finding["where"], tuple((v.get("node"), v["rank"]) for v in finding["culprits"]))
         if self.reported is None or self.reported[:2] != key:
-            classes = group(self._gather(hub_watch, own))
-            lines = report.stall_lines(finding, classes, self.warn_s, self.timeout_s, EXIT_STALLED)
+            described = self._gather(hub_watch, own)
+            lines = report.stall_lines(finding, group(described), self.warn_s, self.timeout_s, EXIT_STALLED,
+                                       flight.lines(described))
             self.reported = key + (", ".join(f"rank {v['rank']}" for v in finding["culprits"]),)
             self._say_all(hub_watch, lines)
         if self.timeout_s and finding["for_s"] >= self.timeout_s:
             culprit = finding["culprits"][0]
             how = (f"stalled for {finding['for_s']:.0f}s (stall_timeout {self.timeout_s}s): rank {culprit['rank']} "
-                   f"never entered {finding['collective']} #{finding['seq']}")
+                   f"never entered {finding['where']}")
             hub_watch.stop_all(f"node {culprit.get('node')} ({culprit.get('host')})", how, EXIT_STALLED)
 
     def _stragglers(self, hub_watch, views, now):
@@ -115,6 +124,6 @@ class StallWatch:
 
 
 def _summary(finding):
-    return {"collective": finding["collective"], "seq": finding["seq"], "for_s": finding["for_s"],
+    return {"collective": finding["collective"], "seq": finding["seq"], "where": finding["where"], "for_s": finding["for_s"],
             "culprits": [{"rank": v["rank"], "node": v.get("node"), "host": v.get("host")}
                          for v in finding["culprits"]]}

@@ -10,7 +10,11 @@ the script imports it). It
   imported (an import hook; the first call into one counts, nested calls do not);
 - registers :data:`STACK_SIGNAL` with ``faulthandler`` (``all_threads``), which
   appends every thread's Python stack to ``rank-<RANK>.stack`` — from C, so it
-  answers while the rank sleeps, reads a dead file system or waits in gloo.
+  answers while the rank sleeps, reads a dead file system or waits in gloo;
+- once the process group exists and torch's flight recorder is on, keeps a
+  thread (``flight.py``) that counts the default group's collectives as the
+  recorder sees them (C++-issued ones too: DDP's reducer) and dumps the
+  recorder to ``rank-<RANK>.flight.json`` when asked.
 
 Only a process with ``RANK`` and ``LOCAL_RANK`` set (a rank, not a launcher)
 starts it, and not a process it started itself (DataLoader workers).
@@ -23,8 +27,9 @@ import sys
 import time
 
 MAGIC = b"NWR1"
-# magic, gen, pid, rank, local rank, main thread ident, seq, changed, entered, inside_s, outside_s, name
-LAYOUT = struct.Struct("<4sIIiiQQdddd24s")
+# magic, gen, pid, rank, local rank, main thread ident, seq, changed, entered, inside_s, outside_s, name,
+# the flight recorder's last enqueued and last completed collective of the default group (-1: not known)
+LAYOUT = struct.Struct("<4sIIiiQQdddd24sqq")
 SIZE = 4096
 OWNER = "NODEWEAVE_RANKWATCH_PID"
 COLLECTIVES = (
@@ -48,6 +53,7 @@ class Probe:
     def __init__(self, path, rank, local_rank):
         import _thread
         import mmap
+        import threading
 
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
         try:
@@ -62,15 +68,36 @@ class Probe:
         self.entered = 0.0
         self.inside = self.outside = 0.0
         self.changed = self.last_exit = time.monotonic()
+        self.flight = (-1, -1)  # written by the flight thread (flight.py)
+        self.lock = threading.Lock()  # the main thread and the flight thread both write
+        self.forked = False
+        if hasattr(os, "register_at_fork"):
+            os.register_at_fork(after_in_child=self._forked)
         self.write()
 
+    def _forked(self):
+        """A process this rank forked (a DataLoader worker) shares the map: it must never write the rank's record."""
+        import threading
+
+        self.forked, self.lock = True, threading.Lock()
+
     def write(self):
-        self.gen += 1
-        struct.pack_into("<I", self.map, 4, self.gen)  # odd: a reader retries
-        LAYOUT.pack_into(self.map, 0, MAGIC, self.gen, os.getpid(), self.rank, self.local_rank, self.thread,
-                         self.seq, self.changed, self.entered, self.inside, self.outside, self.name)
-        self.gen += 1
-        struct.pack_into("<I", self.map, 4, self.gen)
+        if self.forked:
+            return
+        with self.lock:
+            self.gen += 1
+            struct.pack_into("<I", self.map, 4, self.gen)  # odd: a reader retries
+            LAYOUT.pack_into(self.map, 0, MAGIC, self.gen, os.getpid(), self.rank, self.local_rank, self.thread,
+                             self.seq, self.changed, self.entered, self.inside, self.outside, self.name,
+                             self.flight[0], self.flight[1])
+            self.gen += 1
+            struct.pack_into("<I", self.map, 4, self.gen)
+
+    def recorded(self, enqueued, completed):
+        """The flight recorder moved (flight thread): counts as progress, like entering a collective."""
+        self.flight = (enqueued, completed)
+        self.changed = time.monotonic()
+        self.write()
 
     def enter(self, name):
         now = time.monotonic()
@@ -140,6 +167,7 @@ class Finder:
         def exec_module(module):
             run(module)
             patch(probe, module)
+            start_flight(probe)
         spec.loader.exec_module = exec_module
         return spec
 
@@ -159,11 +187,23 @@ def install(env):
 
     probe.stacks = open(os.path.join(folder, f"rank-{rank}.stack"), "a")
     faulthandler.register(stack_signal(), file=probe.stacks, all_threads=True, chain=False)
+    probe.folder = folder
     if "torch.distributed.distributed_c10d" in sys.modules:
         patch(probe, sys.modules["torch.distributed.distributed_c10d"])
+        start_flight(probe)
     else:
         sys.meta_path.insert(0, Finder(probe))
     return probe
+
+
+def start_flight(probe):
+    """The flight recorder's thread, when torch's recorder is on (the entrypoint sets its size; 0 = off)."""
+    try:
+        import nodeweave_flight
+
+        nodeweave_flight.start(probe, os.environ)
+    except Exception as err:  # noqa: BLE001 - the recorder is a bonus: training goes on without it
+        sys.stderr.write(f"nodeweave: flight recorder watch not started in rank {probe.rank}: {err}\n")
 
 
 def read(data):
@@ -171,9 +211,10 @@ def read(data):
     if len(data) < LAYOUT.size or data[:4] != MAGIC:
         return None
     (_, gen, pid, rank, local_rank, thread, seq, changed, entered, inside, outside,
-     name) = LAYOUT.unpack_from(data, 0)
+     name, fr_enqueued, fr_completed) = LAYOUT.unpack_from(data, 0)
     if gen % 2:
         return None
     return {"pid": pid, "rank": rank, "local_rank": local_rank, "thread": thread, "seq": seq, "changed": changed,
             "entered": entered, "inside_s": inside, "outside_s": outside,
-            "name": name.rstrip(b"\0").decode(errors="replace")}
+            "name": name.rstrip(b"\0").decode(errors="replace"), "fr_enqueued": fr_enqueued,
+            "fr_completed": fr_completed}

@@ -1,0 +1,73 @@
+"""torch's flight recorder, as the stall report tells it: each rank's last collective entered and completed.
+
+A rank's dump (``rankhook/nodeweave_flight.py``) holds torch's JSON per
+recorder (NCCL's, and the generic one gloo uses): ``entries`` of every collective its process groups
+issued, Python's and C++'s alike (DDP's reducer), each with
+``collective_seq_id``, ``profiling_name`` (``nccl:all_reduce``), sizes, dtypes
+and whether it finished (``retired``, or ``state`` ``completed``). Each node
+keeps the whole dumps in the run folder (``flight/rank-<N>.json``); the
+report carries one line per class of ranks saying the same.
+"""
+
+import json
+import os
+
+FOLDER = "flight"
+
+
+def _entry(e):
+    """'#13 gloo:all_reduce [[1000]] Float' (and the group, when not the default one)."""
+    group = e.get("process_group") or ["0", "default_pg"]
+    where = "" if str(group[0]) == "0" else f" in group {group[1] or group[0]}"
+    sizes = e.get("input_sizes")
+    dtypes = ",".join(sorted(set(e.get("input_dtypes") or [])))
+    seq = e.get("p2p_seq_id") if e.get("is_p2p") else e.get("collective_seq_id")
+    return f"#{seq} {e.get('profiling_name') or '?'} {json.dumps(sizes, separators=(',', ':'))} {dtypes}".rstrip() + where
+
+
+def _finished(e):
+    return bool(e.get("retired")) or e.get("state") == "completed"
+
+
+def summary(text):
+    """'entered #13 gloo:all_reduce [[1000]] Float (not completed); completed #12 ...' of one dump, or why none."""
+    try:
+        recorders = json.loads(text)["recorders"].values()
+        entries = [e for r in recorders for e in (r.get("entries") or [])]
+    except (ValueError, AttributeError, KeyError, TypeError):
+        return "flight recorder: unreadable dump"
+    if not entries:
+        return "flight recorder: no collective recorded"
+    entries = sorted(entries, key=lambda e: (e.get("time_created_ns") or 0, e.get("record_id") or 0))
+    last = entries[-1]
+    done = next((e for e in reversed(entries) if _finished(e)), None)
+    entered = f"entered {_entry(last)}" + ("" if _finished(last) else f" (not completed, {last.get('state')})")
+    return f"{entered}; completed {_entry(done) if done else 'none'}"
+
+
+def lines(described, indent="    "):
+    """One line per class of ranks whose recorders say the same: 'ranks 0, 1, 2: entered #13 ...'."""
+    said = {}
+    for item in described:
+        if item.get("flight"):
+            said.setdefault(item["flight"], []).append(item["rank"])
+    out = []
+    for text, ranks in sorted(said.items(), key=lambda kv: (-len(kv[1]), min(kv[1]))):
+        ranks = sorted(ranks)
+        out.append(f"{indent}rank{'s' if len(ranks) > 1 else ''} {', '.join(str(r) for r in ranks)}: {text}")
+    return out
+
+
+def keep(run_dir, dumps):
+    """Write each rank's dump under ``<run folder>/flight/rank-<N>.json``; the folder, or None when not kept."""
+    if not run_dir or not dumps:
+        return None
+    folder = os.path.join(run_dir, FOLDER)
+    try:
+        os.makedirs(folder, exist_ok=True)
+        for rank, text in dumps.items():
+            with open(os.path.join(folder, f"rank-{rank}.json"), "w") as f:
+                f.write(text)
+    except OSError:
+        return None
+    return folder

@@ -1,0 +1,108 @@
+"""The flight recorder's thread inside a rank: what torch's own recorder says this rank did, cheaply.
+
+torch keeps a ring of every collective a process group issued, from Python or
+from C++ (DDP's reducer, FSDP), with its sequence id, op, sizes and state,
+when ``TORCH_FR_BUFFER_SIZE`` (or ``TORCH_NCCL_TRACE_BUFFER_SIZE``) is above
+0; the entrypoint sets it for the ranks unless the user set either (``0``
+turns this off). Started by the probe once ``torch.distributed`` is
+imported, this daemon thread
+
+- every :data:`POLL_S` reads the default group's last enqueued and last
+  completed collective (``pg_status``, about 20 µs) into the rank's record, so
+  the node counts collectives no Python call made;
+- on a byte written to the FIFO ``rank-<RANK>.ask`` writes the whole recorder
+  as JSON to ``rank-<RANK>.flight.json`` (written aside, then renamed): NCCL's
+  (``_dump_nccl_trace_json``) and the generic one gloo uses
+  (``_dump_fr_trace_json``), whichever this torch has.
+
+It runs while the main thread waits inside gloo or NCCL or sleeps (they
+release the GIL); a SIGSTOPped rank cannot answer. Stdlib only: torch is
+looked up in ``sys.modules``, never imported here.
+"""
+
+import json
+import os
+import select
+import sys
+import threading
+
+POLL_S = 1.0
+SIZE_VARIABLES = ("TORCH_FR_BUFFER_SIZE", "TORCH_NCCL_TRACE_BUFFER_SIZE")
+DEFAULT_GROUP = "0"
+
+
+def enabled(env):
+    """True when torch's flight recorder is on for this process (the first size variable set decides)."""
+    for name in SIZE_VARIABLES:
+        if env.get(name):
+            try:
+                return int(env[name]) > 0
+            except ValueError:
+                return False
+    return False
+
+
+def ask_path(folder, rank):
+    return os.path.join(folder, f"rank-{rank}.ask")
+
+
+def dump_path(folder, rank):
+    return os.path.join(folder, f"rank-{rank}.flight.json")
+
+
+def start(probe, env):
+    """Start the thread once per rank, when the recorder is on."""
+    if not enabled(env) or getattr(probe, "flight_thread", None) is not None:
+        return
+    path = ask_path(probe.folder, probe.rank)
+    if not os.path.exists(path):
+        os.mkfifo(path, 0o600)
+    fd = os.open(path, os.O_RDWR | os.O_NONBLOCK)  # read-write: never sees end-of-file when a writer leaves
+    probe.flight_thread = threading.Thread(target=_loop, args=(probe, fd), name="nodeweave-flight", daemon=True)
+    probe.flight_thread.start()
+
+
+RECORDERS = (("nccl", "_dump_nccl_trace_json"), ("generic", "_dump_fr_trace_json"))  # NCCL keeps its own
+
+
+def _recorders():
+    """{name: torch's JSON dump function} of each recorder this torch has, once the default group exists."""
+    dist = sys.modules.get("torch.distributed")
+    c10d = sys.modules.get("torch._C._distributed_c10d")
+    if dist is None or c10d is None or not dist.is_initialized():
+        return {}
+    return {name: getattr(c10d, attr) for name, attr in RECORDERS if hasattr(c10d, attr)}
+
+
+def _loop(probe, fd):
+    while True:
+        ready, _, _ = select.select([fd], [], [], POLL_S)
+        recorders = _recorders()
+        if ready:
+            try:
+                os.read(fd, 64)
+            except BlockingIOError:
+                pass
+            if recorders:
+                _write(probe, {name: json.loads(dump(True, False)) for name, dump in recorders.items()})
+        if recorders:
+            _poll(probe, recorders)
+
+
+def _poll(probe, recorders):
+    """The default group's counts, summed over the recorders (a ``cpu:gloo,cuda:nccl`` group has two)."""
+    enqueued = completed = 0
+    for dump in recorders.values():
+        own = (json.loads(dump(False, False)).get("pg_status") or {}).get(DEFAULT_GROUP) or {}
+        enqueued += max(0, int(own.get("last_enqueued_collective", -1)))
+        completed += max(0, int(own.get("last_completed_collective", -1)))
+    if (enqueued, completed) != probe.flight:
+        probe.recorded(enqueued, completed)
+
+
+def _write(probe, recorders):
+    """{"recorders": {name: torch's dump}} to the rank's dump file, whole or not at all."""
+    path = dump_path(probe.folder, probe.rank)
+    with open(path + ".part", "w") as f:
+        json.dump({"rank": probe.rank, "recorders": recorders}, f)
+    os.replace(path + ".part", path)
