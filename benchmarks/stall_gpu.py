@@ -1,8 +1,10 @@
 """The stall watch on real GPUs with NCCL: two simulated nodes (each an entrypoint with its own GPU through
 CUDA_VISIBLE_DEVICES, its own NCCL_HOSTID and TMPDIR), torchrun, one rank misbehaving.
 
-Cases: ``sleep`` (rank 1 sleeps inside step 5) and ``skip`` (rank 1 skips the all_reduce of step 5, ends its
-loop one collective early and sleeps). Each prints and keeps in ``--out/stall_gpu.json``: the time from the
+Cases: ``sleep`` (rank 1 sleeps inside step 5), ``skip`` (rank 1 skips the all_reduce of step 5, ends its
+loop one collective early and sleeps) and ``ddp`` (DistributedDataParallel; rank 1 sleeps before step 5's
+backward, so rank 0 waits in the all-reduce DDP's reducer issued from C++: only torch's flight recorder counts
+it). Each prints and keeps in ``--out/stall_gpu.json``: the time from the
 stall's start (the rank's own line) to the report on each node, to every node's exit, the exit codes and the
 report. Needs torch with CUDA and two GPUs; run from a checkout (no install needed):
 
@@ -27,6 +29,17 @@ dist.init_process_group("nccl", timeout=datetime.timedelta(seconds=600))
 rank = dist.get_rank()
 torch.cuda.set_device(0)
 a = torch.randn(4096, 4096, device="cuda")
+if case == "ddp":
+    model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(4096, 4096).cuda(), device_ids=[0])
+    for step in range(int(sys.argv[2])):
+        loss = model(a).square().mean()
+        if rank == 1 and step == 5:
+            os.write(1, f"NODEWEAVE-STALL rank={rank} step={step}\\n".encode())
+            time.sleep(600)
+        loss.backward()
+        model.module.weight.grad = None
+        total = loss.item()
+        time.sleep(0.1)
 for step in range(int(sys.argv[2])):
     b = a @ a
     t = torch.ones(1 << 20, device="cuda") * (rank + 1)
@@ -74,7 +87,7 @@ def main():
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--warn", type=int, default=10)
     parser.add_argument("--timeout", type=int, default=20)
-    parser.add_argument("--cases", default="sleep,skip")
+    parser.add_argument("--cases", default="sleep,skip,ddp")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     gpu = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
@@ -87,6 +100,7 @@ def main():
         results["cases"].append(run_case(case, args.out, args.warn, args.timeout))
         (args.out / "stall_gpu.json").write_text(json.dumps(results, indent=1))
     for case in results["cases"]:
+        print(f"--- {case['case']}: node 0")
         print("\n".join(line for line in case["node0_log"] if "nodeweave-entrypoint" in line))
     return 0
 

@@ -8,9 +8,12 @@
 3. hook overhead: two gloo ranks with the rank hook doing steps of matmul work + one all_reduce, in blocks
    of ``--steps`` steps through the probe's wrapped all_reduce and through the bare one it wraps, alternated
    in the same processes (paired rounds); the median of the per-pair ratios (goal: at most 1% added step
-   time), and the wrapper's own cost per call measured in process.
+   time), and the wrapper's own cost per call measured in process;
+4. flight recorder: the same steps (bare all_reduce) in fresh processes with torch's flight recorder on
+   (``TORCH_FR_BUFFER_SIZE=2000``, what the entrypoint sets, and the rank's 1 Hz counting thread) and off
+   (``0``), alternated; the median of the per-pair ratios of the median step times.
 
-    .venv/bin/python benchmarks/stall_watch.py [--rounds 3] [--warn 10] [--overhead-rounds 10]
+    .venv/bin/python benchmarks/stall_watch.py [--rounds 3] [--warn 10] [--overhead-rounds 10] [--flight-pairs 8]
 """
 
 import argparse
@@ -74,7 +77,7 @@ def stall_to_report(warn):
     finally:
         stall_nodes.stop(nodes)
     began = nodes[1].first("NODEWEAVE-STALL", "out")
-    return [node.first("STALL:") - began for node in nodes]
+    return [node.first("STALL:") - began for node in nodes], [node.ended - began for node in nodes]
 
 
 def straggler(factor):
@@ -112,14 +115,14 @@ def wrapper_cost(calls=200000):
     return best["wrapped"] - best["bare"]
 
 
-def overhead(rounds, steps):
+def overhead(rounds, steps, extra_env=None):
     """Both ranks with the hook; blocks of ``steps`` steps through the wrapped all_reduce and through the bare
     one it wraps, alternated in the same processes (so process-to-process noise does not enter the ratio)."""
     path = workdir()
     (path / "step.py").write_text(STEP)
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     env.update(OMP_NUM_THREADS="1", MASTER_ADDR="127.0.0.1", MASTER_PORT=str(stall_nodes.free_port_pair()),
-               WORLD_SIZE="2", PYTHONPATH=str(HOOK), NODEWEAVE_RANKWATCH_DIR=str(path))
+               WORLD_SIZE="2", PYTHONPATH=str(HOOK), NODEWEAVE_RANKWATCH_DIR=str(path), **(extra_env or {}))
     procs = [subprocess.Popen([sys.executable, str(path / "step.py"), str(rounds), str(steps)], text=True,
                               stdout=subprocess.PIPE, env=dict(env, RANK=str(r), LOCAL_RANK=str(r))) for r in (0, 1)]
     out = [p.communicate(timeout=1200)[0] for p in procs][0]
@@ -134,7 +137,8 @@ def main():
     parser.add_argument("--warn", type=int, default=10)
     parser.add_argument("--overhead-rounds", type=int, default=10)
     parser.add_argument("--steps", type=int, default=400)
-    parser.add_argument("--parts", default="stall,straggler,overhead")
+    parser.add_argument("--flight-pairs", type=int, default=8)
+    parser.add_argument("--parts", default="stall,straggler,overhead,flight")
     args = parser.parse_args()
     parts = args.parts.split(",")
     print(f"machine: {platform.node()}, {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}; "
@@ -145,14 +149,17 @@ def main():
         straggler_table()
     if "overhead" in parts:
         overhead_table(args)
+    if "flight" in parts:
+        flight_table(args)
     return 0
 
 
 def stall_table(args):
-    print(f"\n| stall → report (stall_warn {args.warn} s) | node 0 | node 1 |\n|---|---|---|")
+    print(f"\n| from the stall (stall_warn {args.warn} s, stall_timeout {args.warn + 5} s) | report on node 0 | "
+          f"node 1 | exit of node 0 | node 1 |\n|---|---|---|---|---|")
     for i in range(args.rounds):
-        got = stall_to_report(args.warn)
-        print(f"| round {i + 1} | {got[0]:.1f} s | {got[1]:.1f} s |", flush=True)
+        got, ended = stall_to_report(args.warn)
+        print(f"| round {i + 1} | {got[0]:.1f} s | {got[1]:.1f} s | {ended[0]:.1f} s | {ended[1]:.1f} s |", flush=True)
 
 
 def straggler_table():
@@ -173,6 +180,22 @@ def overhead_table(args):
     print(f"| the probe per collective call (in process, best of 3 x 200k) | {cost * 1e6:.2f} µs |")
     print(f"| that against the step without the wrapper (one collective per step) | "
           f"{cost / (plain * 1e-6) * 100:.3f} % |")
+
+
+def flight_table(args):
+    """Fresh processes with the recorder on and off, alternated (which goes first alternates too)."""
+    ratios, times = [], {"2000": [], "0": []}
+    for i in range(args.flight_pairs):
+        pair = {}
+        for size in (("2000", "0") if i % 2 == 0 else ("0", "2000")):
+            pair[size] = overhead(5, args.steps, {"TORCH_FR_BUFFER_SIZE": size})[1]
+            times[size].append(pair[size])
+        ratios.append(pair["2000"] / pair["0"])
+    print(f"\n| flight recorder ({args.flight_pairs} pairs of fresh processes, {args.steps} steps) | value |\n|---|---|")
+    print(f"| step, recorder off / on (medians) | {statistics.median(times['0']):.0f} / "
+          f"{statistics.median(times['2000']):.0f} µs |")
+    print(f"| on / off (median of the pairs) | {statistics.median(ratios):.4f} |")
+    print(f"| pairs' ratios | {', '.join(f'{r:.3f}' for r in ratios)} |")
 
 
 if __name__ == "__main__":

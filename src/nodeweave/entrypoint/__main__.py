@@ -15,6 +15,7 @@ from .core import build_plan
 from .errors import EXIT_FAILURE, EXIT_NOT_EXECUTABLE, EXIT_OK, EntrypointError, UsageError
 from .planning.settings import HelpRequested, parse, usage
 from .model import SUPERVISED
+from .planning.contract import STALL_WARN_S
 from .running.supervise import resolve, run_supervised
 from .detection.sysfs import Root
 
@@ -109,13 +110,18 @@ def run(settings):
         record_run(settings, plan)
     argv = plan.launch.argv
     environ = plan.environ(settings.env)
-    if session is not None and session.watch is not None:
+    watch = session.watch if session is not None else None
+    if watch is not None:
         from .stall.setup import attach  # the ranks' stall hook rides on the heartbeat
 
-        environ = attach(session.watch, plan, settings, environ, _say)
+        environ = attach(watch, plan, settings, environ, _say)
+    elif settings.get("stall_warn", STALL_WARN_S):
+        from .stall.local import watch_alone  # no heartbeat: this node judges its own ranks
+
+        watch, environ = watch_alone(plan, settings, environ, _say)
     executable = resolve(argv[0], environ.get("PATH", os.defpath))
-    if plan.launch.launcher in SUPERVISED:
-        return run_supervised(executable, argv, environ, watch=session.watch if session else None)
+    if plan.launch.launcher in SUPERVISED or watch is not None:  # the command launcher is exec'd unless watched
+        return run_supervised(executable, argv, environ, watch=watch)
     try:
         os.execve(executable, argv, environ)
     except OSError as err:

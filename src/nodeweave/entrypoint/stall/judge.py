@@ -52,6 +52,20 @@ def find_stall(views):
             "collective": collective, "seq": seq, "for_s": min(v["since_s"] for v in alive)}
 
 
+def find_wait(views):
+    """For a node that sees only its own ranks (no heartbeat): every live rank inside the same collective,
+    none behind, nobody moving; whoever has not entered it is on another node. Else None."""
+    alive = [v for v in views if v["state"] not in GONE]
+    if not alive or len(alive) < len(views) or not all(v["inside"] for v in alive):
+        return None
+    count = progress(views)
+    if len({count(v) for v in views}) != 1:
+        return None
+    seq = views[0]["seq"]
+    return {"where": f"{views[0]['name']} #{seq}", "culprits": [], "waiting": sorted(views, key=_key),
+            "behind": [], "collective": views[0]["name"], "seq": seq, "for_s": min(v["since_s"] for v in alive)}
+
+
 def _key(view):
     return (view.get("node", 0), view["rank"])
 

@@ -31,12 +31,16 @@ def _doing(v):
     return f"{STATES.get(state, state)}{use}, {where}"
 
 
-def stall_lines(finding, classes, warn_s, timeout_s, stop_code, recorded=()):
+def stall_lines(finding, classes, warn_s, timeout_s, stop_code, recorded=(), alone=None):
     culprits, waiting = finding["culprits"], finding["waiting"]
     names = ", ".join(_who(v) for v in culprits[:4]) + (f" and {len(culprits) - 4} more" if len(culprits) > 4 else "")
-    head = (f"STALL: {len(waiting)} rank(s) wait in {finding['where']} that {names} "
-            f"{'has' if len(culprits) == 1 else 'have'} not entered; nothing has moved for "
-            f"{finding['for_s']:.0f}s (stall_warn {warn_s}s)")
+    moved = f"nothing has moved for {finding['for_s']:.0f}s (stall_warn {warn_s}s)"
+    if culprits:
+        head = (f"STALL: {len(waiting)} rank(s) wait in {finding['where']} that {names} "
+                f"{'has' if len(culprits) == 1 else 'have'} not entered; {moved}")
+    else:  # a node that sees only its own ranks, all waiting
+        head = (f"STALL: all {len(waiting)} rank(s) of this node wait in {finding['where']}; {moved}; the rank "
+                f"that has not entered it is on another node, which this node cannot see ({alone})")
     lines = [head]
     for v in culprits[:8]:
         lines.append(f"  culprit {_who(v)}: {_doing(v)}, pid {v.get('pid')}")

@@ -15,7 +15,7 @@ def flight_recorder(environ, folder):
     dump on a watchdog timeout lands in the ranks' folder too."""
     if any(environ.get(name) for name in FLIGHT_SIZES):
         return environ
-    environ = dict(environ, **{name: FLIGHT_ENTRIES for name in FLIGHT_SIZES})
+    environ = dict(environ, TORCH_FR_BUFFER_SIZE=FLIGHT_ENTRIES)  # the older name draws a deprecation warning
     environ.setdefault("TORCH_NCCL_DUMP_ON_TIMEOUT", "1")
     environ.setdefault("TORCH_NCCL_DEBUG_INFO_TEMP_FILE", os.path.join(folder, "nccl-trace-rank-"))
     return environ

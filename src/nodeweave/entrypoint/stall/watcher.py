@@ -27,6 +27,7 @@ class StallWatch:
         self.named = frozenset()  # stragglers already named
         self.verdicts = {"stall": None, "stragglers": []}
         self.last_views = []
+        self.alone = None  # why this node sees only its own ranks in a job of several nodes (local.py)
 
     # --- every node ---------------------------------------------------------------------------------
     def view(self):
@@ -58,6 +59,8 @@ class StallWatch:
         views = own + hub_watch.peer_views()
         self.last_views = views
         finding = judge.find_stall(views)
+        if finding is None and self.alone:
+            finding = judge.find_wait(views)
         if finding is None or finding["for_s"] < judge.WINDOW_S / 4:
             self.stragglers.feed(now, views)
             self._stragglers(hub_watch, views, now)
@@ -74,13 +77,13 @@ class StallWatch:
         if self.reported is None or self.reported[:2] != key:
             described = self._gather(hub_watch, own)
             lines = report.stall_lines(finding, group(described), self.warn_s, self.timeout_s, EXIT_STALLED,
-                                       flight.lines(described))
+                                       flight.lines(described), self.alone)
             self.reported = key + (", ".join(f"rank {v['rank']}" for v in finding["culprits"]),)
             self._say_all(hub_watch, lines)
         if self.timeout_s and finding["for_s"] >= self.timeout_s:
-            culprit = finding["culprits"][0]
-            how = (f"stalled for {finding['for_s']:.0f}s (stall_timeout {self.timeout_s}s): rank {culprit['rank']} "
-                   f"never entered {finding['where']}")
+            culprit = (finding["culprits"] or finding["waiting"])[0]
+            who = f"rank {culprit['rank']} never entered" if finding["culprits"] else "this node's ranks waited in"
+            how = f"stalled for {finding['for_s']:.0f}s (stall_timeout {self.timeout_s}s): {who} {finding['where']}"
             hub_watch.stop_all(f"node {culprit.get('node')} ({culprit.get('host')})", how, EXIT_STALLED)
 
     def _stragglers(self, hub_watch, views, now):

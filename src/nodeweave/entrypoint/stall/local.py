@@ -1,0 +1,87 @@
+"""The stall watch where no heartbeat runs: a single-node job, the exchange switched off, the ``command``
+launcher on one node. This node judges its own ranks, every :data:`TICK_S`.
+
+It stands in for node 0's side of the heartbeat (``exchange.HubStall``) with
+no peers: the report is printed and kept here only, and after
+``stall_timeout`` this node's launcher is stopped and the entrypoint exits 7.
+A job of several nodes whose exchange is off sees only its own ranks: when
+all of them wait inside the same collective, unmoving, the rank that has not
+entered it is on another node, and the report says so (``judge.find_wait``).
+"""
+
+import threading
+import time
+
+from ..errors import EXIT_STALLED
+from .setup import attach
+
+TICK_S = 2.0
+GRACE_S = 10.0
+
+
+class LocalWatch:
+    """What ``running.supervise.run_supervised`` drives (start, finish) and ``watcher.StallWatch`` asks of
+    node 0's heartbeat (peer views, stacks, reports, stop), for one node alone."""
+
+    def __init__(self, log, why, other_nodes, clock=time.monotonic):
+        self.log, self.why, self.other_nodes, self.clock = log, why, other_nodes, clock
+        self.stall = None
+        self.stopping = threading.Event()
+        self.failure = None
+        self.stop_launcher = None
+        self.thread = None
+
+    def start(self, stop_launcher):
+        self.stop_launcher = stop_launcher
+        self.thread = threading.Thread(target=self._run, name="nodeweave-stallwatch", daemon=True)
+        self.thread.start()
+
+    def _run(self):
+        while not self.stopping.wait(TICK_S):
+            if self.stall is None or self.failure is not None:
+                continue
+            try:
+                self.stall.hub_tick(self)
+            except Exception as err:  # noqa: BLE001 - training goes on whatever the watch hits
+                self.log(f"warning: stall watch off: {err!r}")
+                return
+
+    def finish(self, code, how, tail):
+        """The launcher ended: 7 when this watch stopped it, else None (its own status stands)."""
+        self.stopping.set()
+        if self.thread is not None:
+            self.thread.join(2 * TICK_S)
+        return EXIT_STALLED if self.failure is not None else None
+
+    # --- node 0's side of the heartbeat, with no other node -------------------------------------------
+    def peer_views(self):
+        return []
+
+    def ask_stacks(self):
+        return 0
+
+    def collect_stacks(self, request, deadline):
+        return {}
+
+    def broadcast_report(self, lines):
+        pass
+
+    def stop_all(self, label, how, code):
+        if self.failure is not None:
+            return
+        self.failure = (label, how)
+        self.log(f"the job stalled at {label}: {how}; stopping this node's launcher (exit {code}: stalled)")
+        if self.stop_launcher:
+            self.stop_launcher(GRACE_S)
+
+
+def watch_alone(plan, settings, environ, log):
+    """(watch, environ) for a start with no heartbeat; (None, environ) when the stall watch is off."""
+    why = (plan.exchange or {}).get("why") or "single node"
+    nodes = plan.topology.nnodes_max
+    watch = LocalWatch(log, why, other_nodes=nodes > 1)
+    environ = attach(watch, plan, settings, environ, log)
+    if watch.stall is None:
+        return None, environ
+    watch.stall.alone = why if nodes > 1 else None
+    return watch, environ
