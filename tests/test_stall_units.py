@@ -147,3 +147,56 @@ def test_stack_classes_group_identical_stacks_and_the_largest_class_comes_first(
     assert lines[0] == "  15 ranks (0, 1, 2, 3, 4, 5, ... 14): in all_reduce (train.py:88)"
     assert "  1 rank (15): time.sleep (loader.py:41)" in lines
     assert not any("nodeweave_rankprobe" in line for line in lines)
+
+
+def test_a_command_launcher_is_watched_only_when_its_command_starts_ranks():
+    from nodeweave.entrypoint.stall.local import starts_ranks
+
+    assert starts_ranks(["torchrun", "--standalone", "train.py"], {})
+    assert starts_ranks(["/usr/bin/python3", "-m", "torch.distributed.run", "train.py"], {})
+    assert starts_ranks(["accelerate", "launch", "train.py"], {})
+    assert starts_ranks(["python", "train.py"], {"RANK": "0", "LOCAL_RANK": "0"})
+    assert not starts_ranks(["python", "train.py"], {"RANK": "0"})
+    assert not starts_ranks(["sh", "-c", "torchrun x"], {})
+    assert not starts_ranks(["python", "-m"], {})
+
+
+def test_a_node_that_sees_only_its_own_ranks_names_a_wait_when_all_are_inside_the_same_collective():
+    def view(rank, seq, since, inside=True, state="S"):
+        return {"rank": rank, "node": 0, "seq": seq, "since_s": since, "inside": inside, "state": state,
+                "name": "all_reduce", "fr_enqueued": -1}
+
+    found = judge.find_wait([view(0, 8, 12.0), view(1, 8, 11.0)])
+    assert found["where"] == "all_reduce #8" and found["culprits"] == [] and found["for_s"] == 11.0
+    assert judge.find_wait([view(0, 8, 12.0), view(1, 8, 11.0, inside=False)]) is None  # one is outside: not a wait
+    assert judge.find_wait([view(0, 8, 12.0), view(1, 7, 11.0)]) is None  # counts differ: find_stall's case
+    assert judge.find_wait([view(0, 8, 12.0), view(1, 8, 11.0, state="gone")]) is None
+
+
+def test_the_flight_recorders_counts_decide_when_the_python_counts_are_equal():
+    def view(rank, seq, fr, since=30.0):
+        return {"rank": rank, "node": rank, "seq": seq, "since_s": since, "inside": False, "state": "S",
+                "name": "init_process_group", "fr_enqueued": fr}
+
+    found = judge.find_stall([view(0, 1, 12), view(1, 1, 11)])
+    assert [v["rank"] for v in found["culprits"]] == [1]
+    assert found["where"].startswith("a collective issued from C++ (flight recorder #12")
+    assert judge.find_stall([view(0, 1, 12), view(1, 1, -1)]) is None  # one rank's recorder unread: Python counts
+
+
+def test_the_flight_summary_names_the_last_collective_entered_and_completed():
+    import json
+
+    from nodeweave.entrypoint.stall import flight
+
+    def entry(i, seq, done, group=("0", "default_pg")):
+        return {"record_id": i, "time_created_ns": i, "collective_seq_id": seq, "profiling_name": "nccl:all_reduce",
+                "input_sizes": [[1048576]], "input_dtypes": ["Float"], "retired": done, "state": "scheduled",
+                "process_group": list(group), "is_p2p": False}
+
+    dump = json.dumps({"recorders": {"nccl": {"entries": [entry(0, 5, True), entry(1, 6, False)]}}})
+    assert flight.summary(dump) == ("entered #6 nccl:all_reduce [[1048576]] Float (not completed, scheduled); "
+                                    "completed #5 nccl:all_reduce [[1048576]] Float")
+    assert flight.summary("{}") == "flight recorder: unreadable dump"
+    described = [{"rank": 0, "flight": "a"}, {"rank": 2, "flight": "a"}, {"rank": 1, "flight": "b"}]
+    assert flight.lines(described) == ["    ranks 0, 2: a", "    rank 1: b"]

@@ -26,7 +26,16 @@ def _say(text):
     print(f"{PROG}: {text}", file=sys.stderr, flush=True)
 
 
-def _summary(plan, session=None):
+def _watched(plan, settings):
+    """Whether the stall watch will supervise even a ``command`` launcher (stall/local.py)."""
+    if not settings.get("stall_warn", STALL_WARN_S) or plan.launch.launcher != "command":
+        return False
+    from .stall.local import starts_ranks
+
+    return starts_ranks(plan.launch.argv, plan.environ(settings.env))
+
+
+def _summary(plan, session=None, watched=False):
     t, launch = plan.topology, plan.launch
     set_vars = " ".join(f"{v.name}={v.value}" for v in plan.env if v.action == "set") or "no NCCL/RCCL variables"
     each = f"{t.nproc_per_node.value} process(es) each"
@@ -38,7 +47,7 @@ def _summary(plan, session=None):
             ", heartbeat on" if session.watch else "")
     return (f"node {t.node_rank.value} of {t.nnodes.value}, {each}, "
             f"master {t.master_addr.value}:{t.master_port.value}; sets {set_vars}{checked}; "
-            f"{'run' if launch.launcher in SUPERVISED else 'exec'} {launch.argv[0]}")
+            f"{'run' if launch.launcher in SUPERVISED or watched else 'exec'} {launch.argv[0]}")
 
 
 def _write_files(files):
@@ -102,7 +111,7 @@ def run(settings):
         apply_counts(plan, session.verdict)
     for warning in plan.warnings:
         _say(f"warning: {warning}")
-    _say(_summary(plan, session))
+    _say(_summary(plan, session, watched=_watched(plan, settings)))
     _write_files(plan.launch.files)
     if settings.get("run_id"):
         from .running.runstate import record_run

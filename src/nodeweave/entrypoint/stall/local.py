@@ -9,6 +9,7 @@ all of them wait inside the same collective, unmoving, the rank that has not
 entered it is on another node, and the report says so (``judge.find_wait``).
 """
 
+import os
 import threading
 import time
 
@@ -75,8 +76,27 @@ class LocalWatch:
             self.stop_launcher(GRACE_S)
 
 
+LAUNCHERS = ("torchrun", "deepspeed", "accelerate")
+LAUNCHER_MODULES = ("torch.distributed.run", "torch.distributed.launch", "deepspeed.launcher.runner", "accelerate")
+
+
+def starts_ranks(argv, environ):
+    """Whether a ``command`` launcher's command would start watchable ranks: it is itself a launcher
+    (``torchrun``, ``deepspeed``, ``accelerate``, ``python -m torch.distributed.run``), or RANK and
+    LOCAL_RANK are set for it. Anything else keeps the plain exec (its signals first hand)."""
+    if "RANK" in environ and "LOCAL_RANK" in environ:
+        return True
+    if os.path.basename(argv[0]) in LAUNCHERS:
+        return True
+    module = argv[argv.index("-m") + 1] if "-m" in argv[:-1] else ""
+    return os.path.basename(argv[0]).startswith("python") and module.startswith(LAUNCHER_MODULES)
+
+
 def watch_alone(plan, settings, environ, log):
-    """(watch, environ) for a start with no heartbeat; (None, environ) when the stall watch is off."""
+    """(watch, environ) for a start with no heartbeat; (None, environ) when the stall watch is off or a
+    ``command`` launcher's command starts no ranks."""
+    if plan.launch.launcher == "command" and not starts_ranks(plan.launch.argv, environ):
+        return None, environ
     why = (plan.exchange or {}).get("why") or "single node"
     nodes = plan.topology.nnodes_max
     watch = LocalWatch(log, why, other_nodes=nodes > 1)
