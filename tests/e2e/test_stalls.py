@@ -67,3 +67,108 @@ def test_a_sigstopped_rank_is_named_as_stopped(engine, cpu_image, tmp_path):
     codes, logs, ended = _stalled_run(engine, cpu_image, tmp_path, "e2e-ststop", '"--stop-self", "3"')
     _check(codes, logs, ended, "culprit rank 3 (node 1, host e2e-ststop-1): stopped",
            r"1 rank \(3\): stopped \(stopped, e\.g\. SIGSTOP\)")
+
+
+# --- what only containers prove, kept short: stall_warn 5, stall_timeout 12 ---------------------------------
+SHORT_WARN, SHORT_TIMEOUT = 5, 12
+
+
+def _short_run(engine, image, tmp_path, name, args, limit=180):
+    spec = SPEC.format(name=name, args=args, warn=SHORT_WARN, timeout=SHORT_TIMEOUT)
+    cluster = compose_cluster(engine, prepare_workdir(tmp_path, spec), image)
+    cluster.remove()
+    try:
+        cluster.up()
+        codes = cluster.wait_exit(timeout=limit)
+        return codes, {n: cluster.logs(n) for n in cluster.names}
+    finally:
+        cluster.remove()
+
+
+def test_a_rank_that_skipped_a_collective_is_named_with_each_ranks_flight_recorder(engine, cpu_image, tmp_path):
+    """Rank 3 skips step 6's all-reduce, ends its loop one collective early and sleeps: the others wait in their
+    last one. The report names it and what torch's flight recorder says each rank entered and completed."""
+    codes, logs = _short_run(engine, cpu_image, tmp_path, "e2e-stskip", '"--steps", "14", "--interval", "0.2", '
+                             '"--stall-step", "6", "--skip-rank", "3", "--stall-for", "600", "--timeout", "600"')
+    assert set(codes.values()) == {7}, f"{codes}\n{logs}"
+    for log in logs.values():
+        assert log.count("STALL:") == 1, log
+        assert "3 rank(s) wait in all_reduce #15 that rank 3 (node 1, host e2e-stskip-1) has not entered" in log, log
+        assert re.search(r"1 rank \(3\): time\.sleep \(allreduce\.py:\d+\)", log), log
+        assert "ranks 0, 1, 2: entered #14 gloo:all_reduce [[1]] Float (not completed" in log, log
+        assert "rank 3: entered #13 gloo:all_reduce [[1]] Float; completed #13" in log, log
+        assert "exit 7: stalled" in log, log
+
+
+def test_a_rank_blocked_reading_a_fifo_nobody_writes_is_named_at_its_open(engine, cpu_image, tmp_path):
+    """The FIFO is in the bind-mounted workspace (the host made it): rank 2 blocks in open() inside the
+    container, in the kernel, where no Python code runs; faulthandler still dumps its stack."""
+    import os
+
+    fifo = tmp_path / "nobody-writes"
+    os.mkfifo(fifo)
+    fifo.chmod(0o666)
+    codes, logs = _short_run(engine, cpu_image, tmp_path, "e2e-stfifo", LOOP.replace('"10"', '"6"') +
+                             '"--fifo-rank", "2", "--fifo", "/workspace/nobody-writes"')
+    assert set(codes.values()) == {7}, f"{codes}\n{logs}"
+    for log in logs.values():
+        assert log.count("STALL:") == 1, log
+        assert "culprit rank 2 (node 1, host e2e-stfifo-1): sleeping" in log, log
+        assert re.search(r"1 rank \(2\): open \(allreduce\.py:\d+\)", log), log
+        assert re.search(r"3 ranks \(0, 1, 3\): in all_reduce \(allreduce\.py:\d+\)", log), log
+
+
+def test_a_node_whose_cpus_are_cut_to_a_quarter_is_named_as_a_straggler(engine, cpu_image, tmp_path):
+    """Node 1 runs with ``--cpus 0.25`` (its cgroup's cpu.max says so); each rank spends 40 ms of CPU per step,
+    so node 1's two ranks take several times as long: node 1 is named with its gap, within 60 s of the start."""
+    name = "e2e-stcpu"
+    spec = SPEC.format(name=name, args='"--steps", "100000", "--interval", "0", "--burn-ms", "40"', warn=60,
+                       timeout=600)
+    cluster = compose_cluster(engine, prepare_workdir(tmp_path, spec), cpu_image)
+    cluster.remove()
+    try:
+        cluster.up(services=[f"{name}-0"])
+        cluster.run_like(f"{name}-0", f"{name}-1", extra=["--cpus", "0.25"])
+        limit = cluster.client.container.execute(f"{name}-1", ["cat", "/sys/fs/cgroup/cpu.max"]).split()
+        assert limit[:2] == ["25000", "100000"], limit
+        cluster.wait_log(f"{name}-0", "check-in: 2 node(s) agree", timeout=120)
+        took = cluster.wait_log(f"{name}-0", "STRAGGLER: node 1", timeout=120)
+        logs = {n: cluster.logs(n) for n in cluster.names}
+    finally:
+        cluster.remove()
+    assert took < 60, f"{took:.0f} s\n{logs}"
+    for log in logs.values():
+        gap = re.search(r"STRAGGLER: node 1 \(host e2e-stcpu-1\): all its ranks are (\d+)% or more slower", log)
+        assert gap and int(gap.group(1)) >= 10, log
+        assert not re.search(r"STRAGGLER: rank [01] ", log) and "STALL:" not in log, log
+
+
+def test_a_check_in_port_whose_packets_are_dropped_is_named_as_a_likely_firewall_within_30_s(engine, cpu_image,
+                                                                                             tmp_path):
+    """A real DROP rule (iptables in node 0's network namespace, entered from the host) on node 0's check-in
+    port: node 1's connections time out instead of being refused, and it names a likely firewall."""
+    import subprocess
+    import time
+
+    name = "e2e-stfw"
+    cluster = compose_cluster(engine, prepare_workdir(tmp_path, SPEC.format(
+        name=name, args='"--steps", "3"', warn=SHORT_WARN, timeout=SHORT_TIMEOUT)), cpu_image)
+    cluster.remove()
+    try:
+        cluster.up(services=[f"{name}-0"])
+        cluster.wait_log(f"{name}-0", "check-in: waiting for", timeout=60)
+        port = re.search(r"on port (\d+)", cluster.logs(f"{name}-0")).group(1)
+        pid = subprocess.run([engine.kind, "inspect", "-f", "{{.State.Pid}}", f"{name}-0"], capture_output=True,
+                             text=True, check=True).stdout.strip()
+        subprocess.run(["nsenter", "-t", pid, "-n", "iptables", "-A", "INPUT", "-p", "tcp", "--dport", port,
+                        "-j", "DROP"], check=True, capture_output=True, text=True)
+        began = time.monotonic()
+        cluster.run_like(f"{name}-0", f"{name}-1")
+        cluster.wait_log(f"{name}-1", "likely a firewall", timeout=45)
+        took = time.monotonic() - began  # from node 1's start (podman run) to the line
+        log = cluster.logs(f"{name}-1")
+    finally:
+        cluster.remove()
+    assert took < 30, f"{took:.1f} s\n{log}"
+    assert f"{name}-0:{port}: every connection for" in log, log
+    assert "packets to it are dropped, not refused" in log, log

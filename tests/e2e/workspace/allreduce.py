@@ -18,7 +18,8 @@ skip the all-reduce of --stall-step (it ends its loop one collective early and
 sleeps --stall-for seconds while the others wait in their last one); ``--save-rank R --save-for T`` makes
 rank R save checkpoints (torch.save) for T seconds at --stall-step while the
 others wait at a barrier; ``--work S`` spends S seconds per step before the
-all-reduce (``--slow-rank R --slow-factor F``: rank R spends F x S), and
+all-reduce (``--slow-rank R --slow-factor F``: rank R spends F x S); ``--burn-ms M`` spends M ms of
+the process's own CPU time per step (a node whose CPUs are cut takes longer to), and
 ``--stop-self R`` makes rank R SIGSTOP itself at --stall-step. ``--ddp`` does each step's
 all-reduce through DistributedDataParallel's reducer instead (issued from C++ during backward; the sum is
 read back from the averaged gradient).
@@ -40,6 +41,15 @@ import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
 
 IMPORTED = time.time()
+
+
+def burn(cpu_s) -> None:
+    """Spend ``cpu_s`` seconds of this process's CPU time (wall time grows when its CPUs are limited)."""
+    until = time.process_time() + cpu_s
+    x = 0
+    while time.process_time() < until:
+        for i in range(2000):
+            x += i * i
 
 
 def ddp_step(ddp, rank, world) -> float:
@@ -90,6 +100,7 @@ def main() -> int:
     parser.add_argument("--slow-rank", type=int, default=-1)
     parser.add_argument("--slow-factor", type=float, default=1.0)
     parser.add_argument("--stop-self", type=int, default=-1)
+    parser.add_argument("--burn-ms", type=float, default=0.0)
     parser.add_argument("--ddp", action="store_true", help="all-reduce through DDP's reducer (C++)")
     args, _unknown = parser.parse_known_args()  # deepspeed adds --local_rank=N
 
@@ -114,6 +125,8 @@ def main() -> int:
             special_step(args, rank)
         if args.work:
             time.sleep(args.work * (args.slow_factor if rank == args.slow_rank else 1.0))
+        if args.burn_ms:
+            burn(args.burn_ms / 1000)
         tensor = torch.tensor([float(rank + 1)])
         if ddp is not None:
             total = ddp_step(ddp, rank, world)
