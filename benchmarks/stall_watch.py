@@ -195,6 +195,9 @@ def flight_table(args):
     print(f"| step, recorder off / on (medians) | {statistics.median(times['0']):.0f} / "
           f"{statistics.median(times['2000']):.0f} µs |")
     print(f"| on / off (median of the pairs) | {statistics.median(ratios):.4f} |")
+    diffs = sorted(on - off for on, off in zip(times["2000"], times["0"]))
+    print(f"| on − off per step (one collective), median of the pairs | {statistics.median(diffs):.1f} µs "
+          f"(pairs {diffs[0]:.0f} to {diffs[-1]:.0f} µs) |")
     print(f"| pairs' ratios | {', '.join(f'{r:.3f}' for r in ratios)} |")
 
 
