@@ -9,7 +9,8 @@ group of its own (so tini's group-wide signal reaches the parent only), the
 parent passes each signal on exactly once, and when the launcher ends after a
 stop signal the entrypoint exits 128+N, as a process killed by N would. The
 ``command`` launcher is exec'd outright: a user's program takes its signals
-first hand and its status is already the truth.
+first hand and its status is already the truth (unless the stall watch must
+stay beside ranks it starts: ``stall/local.py``).
 """
 
 import os
