@@ -12,6 +12,9 @@
 4. flight recorder: the same steps (bare all_reduce) in fresh processes with torch's flight recorder on
    (``TORCH_FR_BUFFER_SIZE=2000``, what the entrypoint sets, and the rank's 1 Hz counting thread) and off
    (``0``), alternated; the median of the per-pair ratios of the median step times.
+5. a 45 s save on rank 0 (``--parts save``): rank 0 calls torch.save for 45 s at step 6 while rank 1 waits at a
+   barrier (stall_warn 10 s, stall_timeout 60 s): when the warning comes, that it names rank 0 and torch.save,
+   when ``the stall is over`` comes, and that the job completes (exit 0 on both nodes);
 
     .venv/bin/python benchmarks/stall_watch.py [--rounds 3] [--warn 10] [--overhead-rounds 10] [--flight-pairs 8]
 """
@@ -151,6 +154,8 @@ def main():
         overhead_table(args)
     if "flight" in parts:
         flight_table(args)
+    if "save" in parts:
+        save_table(args)
     return 0
 
 
@@ -180,6 +185,34 @@ def overhead_table(args):
     print(f"| the probe per collective call (in process, best of 3 x 200k) | {cost * 1e6:.2f} µs |")
     print(f"| that against the step without the wrapper (one collective per step) | "
           f"{cost / (plain * 1e-6) * 100:.3f} % |")
+
+
+def long_save(save_s=45, warn=10, timeout=60):
+    path = workdir()
+    args = ["allreduce.py", "--steps", "40", "--interval", "0.2", "--stall-step", "6", "--save-rank", "0",
+            "--save-for", str(save_s)]
+    nodes = stall_nodes.start(path, "torchrun", args, master=stall_nodes.own_address(),
+                              env={"NODEWEAVE_STALL_WARN": str(warn), "NODEWEAVE_STALL_TIMEOUT": str(timeout)})
+    try:
+        codes = [node.wait(save_s + 240) for node in nodes]
+    finally:
+        stall_nodes.stop(nodes)
+    began = nodes[0].first("NODEWEAVE-SAVE", "out")
+    report = nodes[0].text()
+    named = "that rank 0 (node 0" in report and "torch.save (allreduce.py:" in report
+    over = nodes[0].first("the stall is over")
+    return {"codes": codes, "warned_s": nodes[0].first("STALL:") - began, "over_s": over - began if over else None,
+            "reports": report.count("STALL:"), "named": named}
+
+
+def save_table(args):
+    got = long_save()
+    print("\n| 45 s torch.save on rank 0, rank 1 at a barrier (stall_warn 10 s, stall_timeout 60 s) | value |\n|---|---|")
+    print(f"| warning after the save began | {got['warned_s']:.1f} s ({got['reports']} report(s) per node; "
+          f"names rank 0 and torch.save: {got['named']}) |")
+    print(f"| `the stall is over` after the save began | {got['over_s']:.1f} s |" if got["over_s"] else
+          "| `the stall is over` | never |")
+    print(f"| exit codes | {got['codes']} |")
 
 
 def flight_table(args):

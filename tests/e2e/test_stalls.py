@@ -118,8 +118,12 @@ def test_a_rank_blocked_reading_a_fifo_nobody_writes_is_named_at_its_open(engine
         assert re.search(r"3 ranks \(0, 1, 3\): in all_reduce \(allreduce\.py:\d+\)", log), log
 
 
+CPU_LIMIT = ("cat /sys/fs/cgroup/cpu.max 2>/dev/null || "  # cgroup v2, else v1's two files
+             "echo $(cat /sys/fs/cgroup/cpu/cpu.cfs_quota_us) $(cat /sys/fs/cgroup/cpu/cpu.cfs_period_us)")
+
+
 def test_a_node_whose_cpus_are_cut_to_a_quarter_is_named_as_a_straggler(engine, cpu_image, tmp_path):
-    """Node 1 runs with ``--cpus 0.25`` (its cgroup's cpu.max says so); each rank spends 40 ms of CPU per step,
+    """Node 1 runs with ``--cpus 0.25`` (its cgroup's CPU quota says so); each rank spends 40 ms of CPU per step,
     so node 1's two ranks take several times as long: node 1 is named with its gap, within 60 s of the start."""
     name = "e2e-stcpu"
     spec = SPEC.format(name=name, args='"--steps", "100000", "--interval", "0", "--burn-ms", "40"', warn=60,
@@ -129,8 +133,8 @@ def test_a_node_whose_cpus_are_cut_to_a_quarter_is_named_as_a_straggler(engine, 
     try:
         cluster.up(services=[f"{name}-0"])
         cluster.run_like(f"{name}-0", f"{name}-1", extra=["--cpus", "0.25"])
-        limit = cluster.client.container.execute(f"{name}-1", ["cat", "/sys/fs/cgroup/cpu.max"]).split()
-        assert limit[:2] == ["25000", "100000"], limit
+        limit = cluster.client.container.execute(f"{name}-1", ["sh", "-c", CPU_LIMIT]).split()
+        assert limit[:2] == ["25000", "100000"], limit  # the quota the kernel enforces: a quarter of one CPU
         cluster.wait_log(f"{name}-0", "check-in: 2 node(s) agree", timeout=120)
         took = cluster.wait_log(f"{name}-0", "STRAGGLER: node 1", timeout=120)
         logs = {n: cluster.logs(n) for n in cluster.names}
