@@ -160,6 +160,10 @@ def test_status_shows_every_rank_and_stacks_dumps_them_grouped_without_stopping_
         assert any(re.match(r"rank 1 \(node 1, [^)]*\): after all_reduce #\d+ for \d+s, sleeping", x) for x in lines), lines
         assert any(re.match(r"rank 0 \(node 0, [^)]*\): in all_reduce #\d+ for \d+s", x) for x in lines), lines
         assert any(re.search(r"1 rank \(1\): time\.sleep \(allreduce\.py:\d+\)", x) for x in lines), lines
+        assert any(re.match(r"rank 0 \(node 0, .*, flight recorder: enqueued #\d+, completed #\d+$", x)
+                   for x in lines), lines
+        assert any(re.match(r"  rank 0: entered #\d+ gloo:all_reduce \[\[1\]\] Float \(not completed", x)
+                   for x in lines), lines
         assert all(node.proc.poll() is None for node in nodes)  # nothing was stopped
         assert "STALL:" not in nodes[0].text()
     finally:

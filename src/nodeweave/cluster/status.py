@@ -146,18 +146,25 @@ def rank_lines(ranks: dict) -> List[str]:
         where = (f"in {r['name']} #{r['seq']}" if r.get("inside") else
                  f"after {r.get('name') or 'no collective'} #{r['seq']}")
         cpu = f", CPU {r['cpu_rate'] * 100:.0f}%" if isinstance(r.get("cpu_rate"), (int, float)) else ""
+        enqueued = r.get("fr_enqueued")
+        recorded = (f", flight recorder: enqueued #{enqueued}, completed #{r.get('fr_completed')}"
+                    if isinstance(enqueued, int) and enqueued >= 0 else "")
         lines.append(f"rank {r['rank']} (node {r.get('node')}, {r.get('host')}): {where} for {r.get('since_s', 0):.0f}s, "
-                     f"{STATES.get(r.get('state'), r.get('state'))}{cpu}")
+                     f"{STATES.get(r.get('state'), r.get('state'))}{cpu}{recorded}")
     stall = ranks.get("stall")
     if stall:
         culprits = ", ".join(f"rank {c['rank']} (node {c['node']})" for c in stall["culprits"])
-        lines.append(f"stall: {culprits} not in {stall['collective']} #{stall['seq']}, nothing moved for "
+        where = stall.get("where") or f"{stall['collective']} #{stall['seq']}"
+        lines.append(f"stall: {culprits} not in {where}, nothing moved for "
                      f"{stall['for_s']:.0f}s")
     for s in ranks.get("stragglers") or []:
         lines.append(f"straggler: rank {s['rank']} (node {s['node']}, {s['host']}) {s['gap'] * 100:.0f}% slower")
     if ranks.get("stacks"):
         lines.append(f"stacks ({len(ranks['stacks'])} class(es)):")
         lines += render(ranks["stacks"])
+    if ranks.get("flight"):
+        lines.append("flight recorder, each rank's last collective entered and completed:")
+        lines += ranks["flight"]
     return lines
 
 

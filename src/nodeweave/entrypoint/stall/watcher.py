@@ -119,10 +119,11 @@ class StallWatch:
         own = self.view()
         self.last_views = own + hub_watch.peer_views()
         ranks = [{k: v.get(k) for k in ("node", "rank", "host", "pod", "seq", "name", "inside", "since_s", "state",
-                                        "cpu_rate")} for v in self.last_views]
+                                        "cpu_rate", "fr_enqueued", "fr_completed")} for v in self.last_views]
         answer = {"ranks": ranks, **self.verdicts}
         if stacks:
-            answer["stacks"] = group(self._gather(hub_watch, own))
+            described = self._gather(hub_watch, own)
+            answer["stacks"], answer["flight"] = group(described), flight.lines(described, indent="  ")
         return answer
 
 
