@@ -1,5 +1,6 @@
 """The stall watch on real containers (the rendered ``compose/local.yaml``, podman, gloo): two nodes of two
-ranks, spec ``launcher.stall_warn: 10`` and ``stall_timeout: 30``, one rank misbehaving mid-run.
+ranks, spec ``launcher.stall_warn: 5`` and ``stall_timeout: 12`` (short: CI time is a budget), one rank
+misbehaving mid-run.
 
 Each case asserts the culprit (rank, node, host), the grouped stacks, one report per node, exit 7 on every
 node, and the time bounds from the rank's own ``NODEWEAVE-STALL ... at=<epoch>`` line.
@@ -15,7 +16,7 @@ from e2e_harness import compose_cluster, prepare_workdir
 
 pytestmark = pytest.mark.engine
 
-WARN, TIMEOUT = 10, 30
+WARN, TIMEOUT = 5, 12
 SPEC = """name: {name}
 image: {{variant: cpu, registry: localhost/nodeweave-e2e}}
 nodes: 2
@@ -69,12 +70,11 @@ def test_a_sigstopped_rank_is_named_as_stopped(engine, cpu_image, tmp_path):
            r"1 rank \(3\): stopped \(stopped, e\.g\. SIGSTOP\)")
 
 
-# --- what only containers prove, kept short: stall_warn 5, stall_timeout 12 ---------------------------------
-SHORT_WARN, SHORT_TIMEOUT = 5, 12
+# --- what only containers prove -------------------------------------------------------------------------------
 
 
 def _short_run(engine, image, tmp_path, name, args, limit=180):
-    spec = SPEC.format(name=name, args=args, warn=SHORT_WARN, timeout=SHORT_TIMEOUT)
+    spec = SPEC.format(name=name, args=args, warn=WARN, timeout=TIMEOUT)
     cluster = compose_cluster(engine, prepare_workdir(tmp_path, spec), image)
     cluster.remove()
     try:
@@ -156,7 +156,7 @@ def test_a_check_in_port_whose_packets_are_dropped_is_named_as_a_likely_firewall
 
     name = "e2e-stfw"
     cluster = compose_cluster(engine, prepare_workdir(tmp_path, SPEC.format(
-        name=name, args='"--steps", "3"', warn=SHORT_WARN, timeout=SHORT_TIMEOUT)), cpu_image)
+        name=name, args='"--steps", "3"', warn=WARN, timeout=TIMEOUT)), cpu_image)
     cluster.remove()
     try:
         cluster.up(services=[f"{name}-0"])

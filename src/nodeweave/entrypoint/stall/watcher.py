@@ -36,9 +36,9 @@ class StallWatch:
     def stacks(self, view=None):
         """Every rank's described stack, with its flight recorder's last collectives (the dumps kept too)."""
         view = self.view() if view is None else view
-        asked = self.folder.ask_flights(view)  # the ranks' flight threads dump while the stacks are written
+        asked = self.folder.ask_flights(view)
+        dumps = self.folder.collect_flights(asked)  # first: faulthandler's signal must not meet the thread busy
         texts = self.folder.stacks(view)
-        dumps = self.folder.collect_flights(asked)
         flight.keep(self.run_dir, dumps)
         described = [describe_rank(v, texts.get(v["rank"])) for v in view]
         for item in described:

@@ -16,7 +16,11 @@ imported, this daemon thread
   (``_dump_fr_trace_json``), whichever this torch has.
 
 It runs while the main thread waits inside gloo or NCCL or sleeps (they
-release the GIL); a SIGSTOPped rank cannot answer. Stdlib only: torch is
+release the GIL); a SIGSTOPped rank cannot answer. After a dump it stays
+idle in ``select()`` for :data:`QUIET_S`: the node signals for the stacks
+next, and faulthandler's dump of every thread, from a signal handler, is
+safe only while no thread runs Python code (a dump taken while this thread
+ran killed a rank with SIGSEGV in a container test). Stdlib only: torch is
 looked up in ``sys.modules``, never imported here.
 """
 
@@ -25,8 +29,10 @@ import os
 import select
 import sys
 import threading
+import time
 
 POLL_S = 1.0
+QUIET_S = 5.0  # after a dump the node signals for stacks: this thread then stays in select() (no Python runs)
 SIZE_VARIABLES = ("TORCH_FR_BUFFER_SIZE", "TORCH_NCCL_TRACE_BUFFER_SIZE")
 DEFAULT_GROUP = "0"
 
@@ -75,6 +81,7 @@ def _recorders():
 
 
 def _loop(probe, fd):
+    quiet_until = 0.0
     while True:
         ready, _, _ = select.select([fd], [], [], POLL_S)
         recorders = _recorders()
@@ -85,7 +92,8 @@ def _loop(probe, fd):
                 pass
             if recorders:
                 _write(probe, {name: json.loads(dump(True, False)) for name, dump in recorders.items()})
-        if recorders:
+            quiet_until = time.monotonic() + QUIET_S
+        if recorders and time.monotonic() >= quiet_until:
             _poll(probe, recorders)
 
 
