@@ -5,8 +5,8 @@ the text of ``-q``: the machine-readable form of the same counters. Drivers
 from R535 call the throttle reasons ``clocks_event_reasons``; the older name
 is tried first and the newer one when the driver refuses it. Row remapping
 (A100 and later) has its own query. ``dcgmi diag -r 1`` (seconds) runs only
-where DCGM is installed, its JSON walked for failed tests. XID events are
-not read: they live in the kernel log, which a container rarely sees.
+where DCGM is installed, its JSON walked for failed tests. XID events and
+amd-smi are read by ``check.vendor``.
 """
 
 from __future__ import annotations
@@ -128,13 +128,24 @@ def failed_tests(document) -> List[str]:
 
 
 def dcgm_diag() -> Optional[dict]:
-    """``dcgmi diag -r 1 -j`` where DCGM is installed (and its host engine answers); None otherwise."""
+    """``dcgmi diag -r 1 -j`` where DCGM is installed (and its host engine answers); where it is not, a record
+    that says so (the report names the nodes that ran no DCGM diagnostic)."""
     if not shutil.which("dcgmi"):
-        return None
+        return {"ran": False, "installed": False, "error": "dcgmi not installed", "failed": []}
     done = _run(["dcgmi", "diag", "-r", "1", "-j"], timeout=120)
     if done is None:
         return {"ran": False, "error": "dcgmi diag did not answer in 120 s", "failed": []}
-    try:
-        return {"ran": True, "failed": failed_tests(json.loads(done.stdout)), "exit_code": done.returncode}
-    except ValueError:
+    document = parse_diag(done.stdout)
+    if document is None:
         return {"ran": False, "error": (done.stderr or done.stdout).strip()[:300], "failed": []}
+    return {"ran": True, "failed": failed_tests(document), "exit_code": done.returncode}
+
+
+def parse_diag(text: str):
+    """``dcgmi diag -j``'s document; dcgmi may print a warning line before it (DCGM's own tests read its
+    "real output" from the first ``{``). None when there is no JSON."""
+    start = text.find("{")
+    try:
+        return json.loads(text[start:]) if start >= 0 else None
+    except ValueError:
+        return None

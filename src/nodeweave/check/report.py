@@ -90,18 +90,55 @@ def heat_map(document: dict) -> Table:
     return table
 
 
+def _nodes(ranks: List[int]) -> str:
+    return ", ".join(f"node-{r}" for r in ranks)
+
+
+def vendor_lines(document: dict) -> List[str]:
+    """What the vendors' records could not say, and what they said that is not named: the kernel log
+    (Xid) unreadable, Xid codes that are usually the application's, DCGM or the GPU tool absent."""
+    lines, nodes = [], document.get("nodes", [])
+    unreadable = [(n["node"], n["xid"]) for n in nodes if n.get("xid") and not n["xid"].get("readable")]
+    for rank, xid in unreadable:
+        lines.append(f"Xid: node-{rank} cannot read the kernel log ({'; '.join(xid.get('errors', []))}): its Xid "
+                     "events are unknown (CAP_SYSLOG, or kernel.dmesg_restrict=0 on the host, lets it)")
+    readable = [n["node"] for n in nodes if (n.get("xid") or {}).get("readable")]
+    if readable:
+        lines.append(f"Xid: kernel log read on {_nodes(readable)} "
+                     f"({', '.join(sorted({n['xid']['source'] for n in nodes if (n.get('xid') or {}).get('readable')}))})")
+    for node in nodes:
+        minor = [e for e in (node.get("xid") or {}).get("events", []) if not e.get("hardware")]
+        if minor:
+            codes = sorted({e["code"] for e in minor})
+            lines.append(f"Xid on node-{node['node']}, not named (usually the application's fault): "
+                         + ", ".join(f"{c} x{sum(e['code'] == c for e in minor)}" for c in codes))
+    no_dcgm = [n["node"] for n in nodes if n.get("dcgm") and n["dcgm"].get("installed") is False]
+    if no_dcgm:
+        lines.append(f"DCGM: dcgmi is not installed on {_nodes(no_dcgm)}: no dcgmi diag -r 1 there")
+    no_tool = [n["node"] for n in nodes if n.get("facts", {}).get("gpu_count") and not n.get("gpu_tool", {}).get("tool")
+               and document.get("backend") == "nccl"]
+    if no_tool:
+        lines.append(f"GPU counters: neither nvidia-smi nor amd-smi answered on {_nodes(no_tool)}: no ECC, "
+                     "throttle or remap counters there")
+    return lines
+
+
 def summary_lines(result) -> List[str]:
     document, lines = result.document, []
     values = link_values(document.get("links", []))
     latencies = [v["latency_us"] for v in values.values() if v["latency_us"] is not None]
     if latencies:
-        lines.append(f"point-to-point: {len(values)} link(s) in {len(document.get('rounds', []))} round(s) "
+        rounds = len(document.get("rounds", []))
+        turns = sum(len(r) for r in document.get("turns", [])) or rounds
+        shared = f" in {turns} turns (pairs that share a machine take turns)" if turns > rounds else ""
+        lines.append(f"point-to-point: {len(values)} link(s) in {rounds} round(s){shared} "
                      f"x {document['repeated'].get('link_passes', 1)} pass(es), "
                      f"latency {min(latencies):.0f}-{max(latencies):.0f} us")
     ring = document.get("allreduce")
     if ring:
         lines.append(f"ring all-reduce of {fmt_bytes(ring['bytes'])}: busbw {fmt_rate(ring['busbw_gbps'])}, "
                      f"{'correct' if ring['correct'] else 'WRONG RESULT'}")
+    lines += vendor_lines(document)
     for finding in result.findings:
         lines.append(f"NAMED {finding.subject}: {finding.text}")
     lines.append("healthy: nothing named" if not result.findings else

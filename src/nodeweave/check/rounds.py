@@ -10,7 +10,7 @@ measured. Two nodes get two rounds of their one link: two samples.
 
 from __future__ import annotations
 
-from typing import List, Sequence, Set, Tuple
+from typing import Dict, FrozenSet, List, Sequence, Set, Tuple
 
 Pair = Tuple[int, int]
 
@@ -58,3 +58,52 @@ def partner(round_: Sequence[Pair], rank: int) -> "int | None":
         if rank == high:
             return low
     return None
+
+
+def machines(boot_ids: Sequence[str], host_ids: Sequence[str]) -> List[FrozenSet[str]]:
+    """Per rank, the machines it stands on: its kernel's boot id and, when set, its ``NCCL_HOSTID``.
+
+    Containers and pods on one machine share the boot id; nodes simulated on one machine with their
+    own ``NCCL_HOSTID`` share the boot id too, and nodes that claim one host id are one host to NCCL."""
+    out = []
+    for rank, boot in enumerate(boot_ids):
+        keys = {f"boot:{boot}" if boot else f"rank:{rank}"}
+        if rank < len(host_ids) and host_ids[rank]:
+            keys.add(f"hostid:{host_ids[rank]}")
+        out.append(frozenset(keys))
+    return out
+
+
+def turns(round_: Sequence[Pair], where: Sequence[FrozenSet[str]]) -> List[List[Pair]]:
+    """The pairs of one round in turns: no two pairs of a turn touch one machine (a shared NIC or bridge).
+
+    Greedy, in the round's order: each pair goes into the first turn none of whose machines it touches.
+    Nodes on separate machines keep the whole round in one turn; N nodes on one machine get one pair
+    per turn."""
+    out: List[List[Pair]] = []
+    used: List[Set[str]] = []
+    for pair in round_:
+        touched = set(where[pair[0]]) | set(where[pair[1]])
+        for index, taken in enumerate(used):
+            if not taken & touched:
+                out[index].append(pair)
+                taken |= touched
+                break
+        else:
+            out.append([pair])
+            used.append(set(touched))
+    return out
+
+
+def schedule(nodes: int, where: Sequence[FrozenSet[str]]) -> List[List[List[Pair]]]:
+    """Every round of :func:`pair_rounds`, each split into :func:`turns`."""
+    return [turns(round_, where) for round_ in pair_rounds(nodes)]
+
+
+def shared_machines(where: Sequence[FrozenSet[str]]) -> Dict[str, List[int]]:
+    """Machines that hold more than one node, with their ranks (for the report)."""
+    ranks: Dict[str, List[int]] = {}
+    for rank, keys in enumerate(where):
+        for key in keys:
+            ranks.setdefault(key, []).append(rank)
+    return {key: members for key, members in ranks.items() if len(members) > 1}

@@ -138,7 +138,9 @@ def node_findings(nodes: List[dict], threshold: float) -> List[Finding]:
     return sorted(out, key=lambda f: f.node)
 
 
-BAD_THROTTLE = ("hw_slowdown", "hw_thermal_slowdown", "hw_power_brake_slowdown", "sw_thermal_slowdown")
+BAD_THROTTLE = ("hw_slowdown", "hw_thermal_slowdown", "hw_power_brake_slowdown", "sw_thermal_slowdown",
+                # amd-smi's violation status (MI300 and later): thermal and PROCHOT, not PPT (the power limit)
+                "prochot_violation", "socket_thermal_violation", "vr_thermal_violation", "hbm_thermal_violation")
 
 
 def gpu_findings(node: dict) -> List[Finding]:
@@ -150,6 +152,10 @@ def gpu_findings(node: dict) -> List[Finding]:
             out.append(Finding(name, "gpu_ecc", f"{where}: {gpu['ecc_uncorrected_volatile']} uncorrected ECC "
                                "error(s) since the driver loaded: drain the node, the GPU needs a reset or RMA",
                                node=node["node"], value=gpu["ecc_uncorrected_volatile"]))
+        if (gpu.get("ecc_deferred") or 0) > 0:
+            out.append(Finding(name, "gpu_ecc", f"{where}: {gpu['ecc_deferred']} deferred (uncorrectable, poisoned) "
+                               "ECC error(s) (amd-smi): drain the node, the GPU needs a reset or RMA",
+                               node=node["node"], value=gpu["ecc_deferred"]))
         if gpu.get("remap_pending") or gpu.get("remap_failure"):
             out.append(Finding(name, "gpu_row_remap", f"{where}: row remapping "
                                f"{'failed' if gpu.get('remap_failure') else 'pending'}: a GPU reset applies a "
@@ -159,6 +165,32 @@ def gpu_findings(node: dict) -> List[Finding]:
             out.append(Finding(name, "gpu_throttle", f"{where}: clocks held down by {', '.join(active)} "
                                f"(SM {gpu.get('sm_clock_mhz')} of {gpu.get('sm_clock_max_mhz')} MHz): cooling, "
                                "power delivery or a hardware fault", node=node["node"]))
+    return out
+
+
+def _gpu_named(node: dict, pci: str) -> str:
+    """``GPU 1 (0000:3b:00.0)``: the index nvidia-smi/amd-smi gave it, else its place among the node's GPUs."""
+    from nodeweave.check.gpu_facts import same_device
+
+    for gpu in node.get("gpus", []):
+        if gpu.get("pci") and same_device(gpu["pci"], pci):
+            return f"GPU {gpu.get('index')} ({pci})"
+    own = node.get("facts", {}).get("gpu_pci") or []
+    return f"GPU {own.index(pci)} ({pci})" if pci in own else f"GPU {pci}"
+
+
+def xid_findings(node: dict) -> List[Finding]:
+    """Xid events of this node's own GPUs whose code says the hardware or its firmware is in trouble."""
+    from nodeweave.check.vendor.xid import summarise
+
+    events = [e for e in (node.get("xid") or {}).get("events", []) if e.get("hardware")]
+    out = []
+    for group in summarise(events):
+        when = f", last at {group['seconds']:.0f} s after boot" if group.get("seconds") is not None else ""
+        out.append(Finding(f"node-{node['node']}", "gpu_xid",
+                           f"{_gpu_named(node, group['gpu_pci'])}: Xid {group['code']} ({group['meaning']}) "
+                           f"{group['count']}x in the kernel log since boot{when} (\"{group['message'][:120]}\"): "
+                           f"{group['action']}", node=node["node"], value=group["code"]))
     return out
 
 
@@ -207,5 +239,5 @@ def findings(document: dict, threshold: float) -> List[Finding]:
     mtu_reference = statistics.mode(mtus) if len(mtus) > 2 else None
     out = node_findings(nodes, threshold)
     for node in nodes:
-        out += gpu_findings(node) + datasheet_findings(node) + host_findings(node, mtu_reference)
+        out += gpu_findings(node) + xid_findings(node) + datasheet_findings(node) + host_findings(node, mtu_reference)
     return out + link_findings(document.get("links", []), threshold)

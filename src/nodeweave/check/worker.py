@@ -25,7 +25,9 @@ import torch.distributed as dist
 from nodeweave.check import MARK, SCHEMA, probes
 from nodeweave.check.facts import node_facts
 from nodeweave.check.gpu_facts import dcgm_diag, nvidia_smi
-from nodeweave.check.rounds import pair_rounds, partner
+from nodeweave.check.vendor.amd_smi import amd_smi
+from nodeweave.check.vendor.xid import node_xids
+from nodeweave.check.rounds import machines, partner, schedule
 from nodeweave.check.verdict import to_repeat
 
 DEFAULT_BYTES = {"gloo": 4 << 20, "nccl": 64 << 20}
@@ -80,10 +82,12 @@ def cpu_in_turns(boot_ids, samples, passes: int = CPU_PASSES) -> None:
             dist.barrier()
 
 
-def gpu_probes(samples, addresses=None) -> dict:
-    """Every visible GPU's matmul and copy; nvidia-smi read while they run (throttling shows under load)."""
+def gpu_probes(samples, addresses=None, vendor="nvidia") -> dict:
+    """Every visible GPU's matmul and copy; nvidia-smi (amd-smi on ROCm) read while they run (throttling
+    shows under load)."""
     found = {}
-    reader = threading.Thread(target=lambda: found.update(nvidia_smi(addresses)), daemon=True)
+    tool = amd_smi if vendor == "amd" else nvidia_smi
+    reader = threading.Thread(target=lambda: found.update(tool(addresses)), daemon=True)
     reader.start()
     flops = [probes.gpu_tflops(torch.device("cuda", i)) for i in range(torch.cuda.device_count())]
     copies = [probes.gpu_mem_gbps(torch.device("cuda", i)) for i in range(torch.cuda.device_count())]
@@ -95,13 +99,13 @@ def gpu_probes(samples, addresses=None) -> dict:
     return found
 
 
-def node_stage(args, device, boot_ids, addresses):
+def node_stage(args, device, boot_ids, addresses, vendor):
     """Every node's probes in passes; while a node is near the line, more passes of every node
     (``repeats`` at most), so the verdict compares figures taken side by side."""
     samples, smi = {}, {"tool": None, "gpus": []}
     cpu_in_turns(boot_ids, samples)
     if device.type == "cuda":
-        smi = gpu_probes(samples, addresses)
+        smi = gpu_probes(samples, addresses, vendor)
         gpu_probes(samples)
     repeated = {"cpu_gflops": [], "gpu": []}
     for _ in range(args.repeats):
@@ -149,21 +153,26 @@ def merge(per_rank) -> dict:
     return links
 
 
-def link_stage(args, device, nbytes):
-    """One pass of the pair rounds; while a link is near the line, another pass of every link
-    (``repeats`` at most), so each link is judged against the others of the same pass."""
-    rounds, results, passes = pair_rounds(dist.get_world_size()), [], 1
-    for round_ in rounds:
-        measure(round_, nbytes, args.seconds, device, results)
+def link_stage(args, device, nbytes, where):
+    """One pass of the pair rounds (each round in turns where pairs would share a machine); while a link
+    is near the line, another pass of every link (``repeats`` at most), so each link is judged against
+    the others of the same pass."""
+    plan, results, passes = schedule(dist.get_world_size(), where), [], 1
+
+    def one_pass():
+        for round_ in plan:
+            for turn in round_:
+                measure(turn, nbytes, args.seconds, device, results)
+
+    one_pass()
     for _ in range(args.repeats):
         links = merge(gather(results))
         series = {pair: [min(f, b) for f, b in zip(l["forward_gbps"], l["back_gbps"])] for pair, l in links.items()}
         if not decide(bool(to_repeat(series, args.threshold)) if len(series) > 1 else False):
             break
         passes += 1
-        for round_ in rounds:
-            measure(round_, nbytes, args.seconds, device, results)
-    return list(merge(gather(results)).values()), rounds, passes
+        one_pass()
+    return list(merge(gather(results)).values()), plan, passes
 
 
 def allreduce_stage(backend, device, nbytes) -> dict:
@@ -197,26 +206,32 @@ def run(args) -> dict:
     backend, device = setup(args.backend, args.timeout)
     rank, world = dist.get_rank(), dist.get_world_size()
     facts = node_facts(os.environ, args.workspace)
-    dcgm = dcgm_diag() if device.type == "cuda" else None
+    vendor = facts.get("gpu_vendor")
+    dcgm = dcgm_diag() if device.type == "cuda" and vendor != "amd" else None
+    xid = node_xids(facts.get("gpu_pci") or None) if vendor == "nvidia" else None
     boot_ids = gather(facts.get("boot_id") or f"rank-{rank}")
+    where = machines(boot_ids, gather(os.environ.get("NCCL_HOSTID", "")))
     clock["facts"] = time.monotonic()
     say(f"node {rank} of {world}: facts read; probing ({backend})")
-    samples, smi, node_again = node_stage(args, device, boot_ids, facts.get("gpu_pci"))
+    samples, smi, node_again = node_stage(args, device, boot_ids, facts.get("gpu_pci"), vendor)
     clock["probes"] = time.monotonic()
     nbytes = args.bytes or DEFAULT_BYTES[backend]
-    links, rounds, link_passes = link_stage(args, device, nbytes) if world > 1 else ([], [], 0)
+    links, plan, link_passes = link_stage(args, device, nbytes, where) if world > 1 else ([], [], 0)
     clock["links"] = time.monotonic()
     allreduce = allreduce_stage(backend, device, args.allreduce_bytes or ALLREDUCE_BYTES[backend]) if world > 1 else None
     clock["allreduce"] = time.monotonic()
     node = {"node": rank, "group_rank": int(os.environ.get("GROUP_RANK", rank)), "facts": facts,
             "samples": {k: v for k, v in samples.items() if k != "per_gpu"}, "per_gpu": samples.get("per_gpu", []),
-            "gpus": smi.get("gpus", []), "gpu_tool": {k: v for k, v in smi.items() if k != "gpus"}, "dcgm": dcgm}
+            "gpus": smi.get("gpus", []), "gpu_tool": {k: v for k, v in smi.items() if k != "gpus"}, "dcgm": dcgm,
+            "xid": xid}
     nodes = gather(node)
     stages = {name: round(clock[name] - clock[before], 3) for before, name in
               (("start", "facts"), ("facts", "probes"), ("probes", "links"), ("links", "allreduce"))}
     return {"schema": SCHEMA, **describe(backend, device), "world": world, "threshold": args.threshold,
             "repeats": args.repeats, "message_bytes": nbytes, "nodes": sorted(nodes, key=lambda n: n["node"]),
-            "links": sorted(links, key=lambda l: l["pair"]), "rounds": rounds,
+            "links": sorted(links, key=lambda l: l["pair"]),
+            "rounds": [sorted(p for turn in round_ for p in turn) for round_ in plan], "turns": plan,
+            "machines": [sorted(keys) for keys in where],
             "repeated": {"nodes": node_again, "link_passes": link_passes}, "allreduce": allreduce, "stage_seconds": stages}
 
 

@@ -1,0 +1,49 @@
+"""Pairs that would share a machine's link take turns (``rounds.turns``): a shared NIC is not a slow node."""
+
+from __future__ import annotations
+
+from hypothesis import given, strategies as st
+
+from nodeweave.check.rounds import machines, pair_rounds, schedule, shared_machines, turns
+
+
+def test_nodes_on_their_own_machines_keep_each_round_in_one_turn():
+    where = machines(["a", "b", "c", "d"], ["", "", "", ""])
+    assert schedule(4, where) == [[[(0, 1), (2, 3)]], [[(0, 2), (1, 3)]]]
+    assert shared_machines(where) == {}
+
+
+def test_four_nodes_on_one_machine_measure_one_pair_at_a_time():
+    where = machines(["boot"] * 4, [""] * 4)  # four containers on one host: one boot id
+    assert schedule(4, where) == [[[(0, 1)], [(2, 3)]], [[(0, 2)], [(1, 3)]]]
+    assert shared_machines(where) == {"boot:boot": [0, 1, 2, 3]}
+
+
+def test_two_machines_of_two_nodes_split_only_the_rounds_that_cross_them_twice():
+    where = machines(["A", "A", "B", "B"], [""] * 4)
+    # round 0: (0,1) stays on A, (2,3) on B: at once; round 1: (0,2) and (1,3) both cross A<->B: in turns
+    assert schedule(4, where) == [[[(0, 1), (2, 3)]], [[(0, 2)], [(1, 3)]]]
+
+
+def test_one_nccl_hostid_is_one_host_whatever_the_boot_ids_say():
+    where = machines(["a", "b", "c", "d"], ["h1", "h1", "", ""])
+    assert turns([(0, 2), (1, 3)], where) == [[(0, 2)], [(1, 3)]]
+    assert turns([(0, 1), (2, 3)], where) == [[(0, 1), (2, 3)]]
+
+
+def test_an_unknown_boot_id_is_a_machine_of_its_own():
+    assert machines(["", None, "x"], []) == [frozenset({"rank:0"}), frozenset({"rank:1"}), frozenset({"boot:x"})]
+
+
+@given(st.integers(min_value=2, max_value=24).flatmap(
+    lambda n: st.lists(st.integers(min_value=0, max_value=5), min_size=n, max_size=n)))
+def test_turns_cover_each_round_and_never_share_a_machine(hosts):
+    where = machines([f"m{h}" for h in hosts], [""] * len(hosts))
+    for round_, split in zip(pair_rounds(len(hosts)), schedule(len(hosts), where)):
+        assert sorted(p for turn in split for p in turn) == sorted(round_)
+        for turn in split:
+            touched = [key for a, b in turn for key in where[a] | where[b]]
+            per_pair = [len(where[a] | where[b]) for a, b in turn]
+            assert len(touched) == sum(per_pair) and len(set(touched)) == len(touched), (turn, hosts)
+    if len(set(hosts)) == len(hosts):  # every node on its own machine: no round is split
+        assert all(len(split) == 1 for split in schedule(len(hosts), where))
