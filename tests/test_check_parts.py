@@ -180,3 +180,18 @@ def test_facts_of_synthetic_hgx_nodes_name_the_one_with_a_port_down(repo_root):
     nodes = [{"node": i, "facts": facts, "samples": {}} for i, facts in enumerate((good, good, bad))]
     found = findings({"nodes": nodes, "links": []}, 0.25)
     assert [(f.subject, f.metric) for f in found] == [("node-2", "rdma_active_ports")], found
+
+
+@pytest.mark.parametrize("target, tool", [("kubernetes", "kubectl"), ("openshift", "oc")])
+def test_cli_dry_run_on_kubernetes_and_openshift_execs_in_each_pod(tmp_path, repo_root, target, tool):
+    spec = tmp_path / "nodeweave.yaml"
+    spec.write_text((repo_root / "nodeweave.yaml").read_text())
+    out = subprocess.run([*NODEWEAVE, "check", "--spec", str(spec), "--target", target, "--dry-run"],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    lines = [line for line in out.stdout.splitlines() if not line.startswith("#")]
+    assert [line.split(" -- ")[0] for line in lines] == [
+        f"{tool} exec -n ml-training -c trainer llama-pretrain-{i}" for i in range(len(lines))] and len(lines) >= 2
+    assert all("nodeweave-entrypoint --mode run --run-id RUN_ID --launcher torchrun --nproc-per-node 1" in line
+               and line.endswith("-- -m nodeweave.check.worker --threshold 0.25 --repeats 2 --backend auto "
+                                 "--seconds 0.25 --timeout 300") for line in lines), lines

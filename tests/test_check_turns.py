@@ -47,3 +47,24 @@ def test_turns_cover_each_round_and_never_share_a_machine(hosts):
             assert len(touched) == sum(per_pair) and len(set(touched)) == len(touched), (turn, hosts)
     if len(set(hosts)) == len(hosts):  # every node on its own machine: no round is split
         assert all(len(split) == 1 for split in schedule(len(hosts), where))
+
+
+def test_four_h100s_on_one_machine_took_turns_and_the_report_says_so():
+    """The document of a real run: 4 simulated nodes (own GPU, own NCCL_HOSTID) on one 4x H100 machine."""
+    import json
+    from pathlib import Path
+
+    from nodeweave.check.driver import CheckResult
+    from nodeweave.check.report import plain_text
+    from nodeweave.check.verdict import findings
+
+    doc = json.loads((Path(__file__).parent / "fixtures/check/h100x4-one-machine-turns.json").read_text())
+    where = [frozenset(keys) for keys in doc["machines"]]
+    assert len({key for keys in where for key in keys if key.startswith("boot:")}) == 1
+    assert doc["turns"] == [[[list(p) for p in turn] for turn in round_] for round_ in schedule(4, where)]
+    result = CheckResult(Path("runs/x"), {"exit_code": 0}, doc, findings(doc, doc["threshold"]))
+    text = plain_text(result)
+    assert result.exit_code == 0 and "healthy: nothing named" in text
+    assert "4 link(s) in 2 round(s) in 4 turns (pairs that share a machine take turns) x 3 pass(es)" in text
+    assert "Xid: kernel log read on node-0, node-1, node-2, node-3 (/dev/kmsg)" in text
+    assert "DCGM: dcgmi is not installed on node-0, node-1, node-2, node-3: no dcgmi diag -r 1 there" in text

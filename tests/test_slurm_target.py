@@ -255,3 +255,53 @@ def test_sync_on_slurm_refuses_to_send_the_shared_workspace_onto_itself(tmp_path
     save_state(path, "slurmloop", ClusterOptions(target="slurm", slurm_job="42").checked())
     with pytest.raises(UsageError, match="nothing to send"):
         rq.build_request(None, None, rq.TargetArgs(), rq.FilterArgs(), rq.SyncOptions(), path)
+
+
+def test_check_dry_run_on_slurm_prints_the_step(tmp_path):
+    from nodeweave.cluster.options import save_state
+
+    path = write_spec(tmp_path)
+    save_state(path, "slurmloop", ClusterOptions(target="slurm", slurm_job="42").checked())
+    out = subprocess.run([*NODEWEAVE, "check", "--spec", str(path), "--dry-run"], capture_output=True, text=True,
+                         timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert "srun" in out.stdout and "--jobid=42" in out.stdout and "-m nodeweave.check.worker" in out.stdout, out.stdout
+
+
+@needs_slurm
+@pytest.mark.slow
+@pytest.mark.launchers
+def test_check_on_the_slurm_allocation(slurm, tmp_path):
+    """``nodeweave check`` as one srun step: both "nodes" are this machine (one boot id), so their one link
+    is measured alone and nothing is named."""
+    from test_slurm import _port
+
+    path = write_spec(tmp_path, port=_port())
+    env = {**slurm.env, "PATH": _per_node_tmpdir(tmp_path), "COLUMNS": "200"}
+
+    def nodeweave(*args, timeout=300):
+        return subprocess.run([*NODEWEAVE, *args], capture_output=True, text=True, cwd=tmp_path, env=env,
+                              timeout=timeout)
+
+    up = nodeweave("up", "--target", "slurm", "--spec", str(path), "--timeout", "120")
+    assert up.returncode == 0, up.stdout + up.stderr
+    try:
+        out = nodeweave("check", "--spec", str(path), "--json", "--timeout", "120")
+        assert out.stdout.strip().startswith("{"), out.stdout[-3000:] + out.stderr[-3000:]
+        report = json.loads(out.stdout)
+        document = report["check"]
+        assert out.returncode == 0 and report["healthy"], (report["findings"], out.stderr[-3000:])
+        assert document["world"] == 2 and document["backend"] == "gloo" and document["allreduce"]["correct"]
+        assert document["nodes"][0]["facts"]["boot_id"] == document["nodes"][1]["facts"]["boot_id"]
+        assert document["machines"][0] == document["machines"][1] and document["turns"] == [[[[0, 1]]], [[[0, 1]]]]
+        assert "Slurm allocation" in out.stderr and "healthy: nothing named" in out.stderr, out.stderr[-2000:]
+        folder = Path(report["folder"])
+        assert json.loads((folder / "run.json").read_text())["exit_code"] == 0
+        assert "NODEWEAVE_CHECK_REPORT" in (folder / "node-0.log").read_text()
+        assert "check: node 1 of 2" in (folder / "node-1.log").read_text()
+        job = json.loads((tmp_path / ".nodeweave/cluster.json").read_text())["slurmloop"]["slurm_job"]
+        steps = slurm.run(["squeue", "-s", "-j", job, "-h", "-o", "%i %j"]).stdout
+        assert "nodeweave-" not in steps, steps  # the check's step ended with it
+    finally:
+        down = nodeweave("down", "--spec", str(path))
+    assert down.returncode == 0, down.stdout + down.stderr

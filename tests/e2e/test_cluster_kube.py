@@ -94,6 +94,12 @@ def test_up_run_status_logs_stop_down_on_the_statefulsets_pods(standin, tmp_path
     assert "[node-0]" in logs and "done: world_size=2" in logs
     container = nodeweave(spec_path, "logs", "--container", "--node", "1", env=env, check=0).stdout
     assert "holding: node 1 of 2, master nwk-0.nwk.e2e.svc.cluster.local:29500" in container
+    check = nodeweave(spec_path, "check", "--json", "--timeout", "120", env=env, check=0)  # the check's exec path
+    report = json.loads(check.stdout)
+    assert report["healthy"] and report["check"]["world"] == 2 and report["check"]["backend"] == "gloo", report
+    assert [n["facts"]["hostname"] for n in report["check"]["nodes"]] == ["nwk-0", "nwk-1"]
+    assert "check" in report["folder"] and "kubectl exec" in check.stderr + json.dumps(
+        json.loads((Path(report["folder"]) / "run.json").read_text())), check.stderr[-2000:]
     assert "no run" in nodeweave(spec_path, "stop", env=env, check=0).stdout
     nodeweave(spec_path, "down", env=env, check=0)
     assert subprocess.run(["podman", "pod", "exists", "nwk-0"]).returncode != 0
