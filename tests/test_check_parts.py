@@ -110,6 +110,12 @@ def test_the_document_is_read_from_node_0s_log(tmp_path):
     assert read_document(log) == doc
     log.write_text("torchrun failed\n")
     assert read_document(log) is None
+    # srun --label cuts each task's output into 1024-byte lines: the document comes back in pieces
+    line = "NODEWEAVE_CHECK_REPORT " + json.dumps(doc)
+    log.write_text("check: probing\n" + "\n".join(line[i:i + 1024] for i in range(0, len(line), 1024)) + "\n")
+    assert len(line) > 3 * 1024 and read_document(log) == doc
+    log.write_text("NODEWEAVE_CHECK_REPORT {\"cut\": \n")
+    assert read_document(log) is None
 
 
 def test_options_refuse_what_cannot_work():

@@ -4,19 +4,17 @@ from __future__ import annotations
 
 from hypothesis import given, strategies as st
 
-from nodeweave.check.rounds import machines, pair_rounds, schedule, shared_machines, turns
+from nodeweave.check.rounds import machines, pair_rounds, schedule, turns
 
 
 def test_nodes_on_their_own_machines_keep_each_round_in_one_turn():
     where = machines(["a", "b", "c", "d"], ["", "", "", ""])
     assert schedule(4, where) == [[[(0, 1), (2, 3)]], [[(0, 2), (1, 3)]]]
-    assert shared_machines(where) == {}
 
 
 def test_four_nodes_on_one_machine_measure_one_pair_at_a_time():
     where = machines(["boot"] * 4, [""] * 4)  # four containers on one host: one boot id
     assert schedule(4, where) == [[[(0, 1)], [(2, 3)]], [[(0, 2)], [(1, 3)]]]
-    assert shared_machines(where) == {"boot:boot": [0, 1, 2, 3]}
 
 
 def test_two_machines_of_two_nodes_split_only_the_rounds_that_cross_them_twice():

@@ -87,15 +87,28 @@ class CheckResult:
                 "seconds": self.run.get("seconds"), "check": self.document}
 
 
-def read_document(log: Path) -> Optional[dict]:
-    """Rank 0's document: the last line of node 0's log that carries the mark."""
+def read_document(log: Path, most_lines: int = 4096) -> Optional[dict]:
+    """Rank 0's document: the last line of node 0's log that carries the mark, joined with the lines after
+    it while they do not yet make the JSON whole (``srun --label`` cuts a task's output into 1024-byte
+    lines, each with its own label, which the step runner strips)."""
     import json
 
     try:
-        lines = [line for line in log.read_text(encoding="utf-8", errors="replace").splitlines() if MARK in line]
-        return json.loads(lines[-1].split(MARK, 1)[1]) if lines else None
-    except (OSError, ValueError):
+        lines = log.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
         return None
+    marked = [i for i, line in enumerate(lines) if MARK in line]
+    if not marked:
+        return None
+    text = lines[marked[-1]].split(MARK, 1)[1]
+    for following in [*lines[marked[-1] + 1:marked[-1] + most_lines], None]:
+        try:
+            return json.loads(text)
+        except ValueError:
+            if following is None:
+                return None
+            text += following
+    return None
 
 
 def run_check(nodes: List[Node], options: CheckOptions, parent: Path, context, console: Console,

@@ -10,7 +10,7 @@ measured. Two nodes get two rounds of their one link: two samples.
 
 from __future__ import annotations
 
-from typing import Dict, FrozenSet, List, Sequence, Set, Tuple
+from typing import FrozenSet, List, Sequence, Set, Tuple
 
 Pair = Tuple[int, int]
 
@@ -99,11 +99,3 @@ def schedule(nodes: int, where: Sequence[FrozenSet[str]]) -> List[List[List[Pair
     """Every round of :func:`pair_rounds`, each split into :func:`turns`."""
     return [turns(round_, where) for round_ in pair_rounds(nodes)]
 
-
-def shared_machines(where: Sequence[FrozenSet[str]]) -> Dict[str, List[int]]:
-    """Machines that hold more than one node, with their ranks (for the report)."""
-    ranks: Dict[str, List[int]] = {}
-    for rank, keys in enumerate(where):
-        for key in keys:
-            ranks.setdefault(key, []).append(rank)
-    return {key: members for key, members in ranks.items() if len(members) > 1}
