@@ -96,3 +96,21 @@ def test_tiny_shm_names_that_node(four):
     assert named(report) == {"node-3"}, report["findings"]
     assert [f["metric"] for f in report["findings"]] == ["shm_bytes"], report["findings"]
     assert "1 MiB" in report["findings"][0]["text"]
+
+
+def test_a_node_container_reads_the_kernel_log_only_as_the_host_allows(four):
+    """The Xid reader in a node as podman starts it (no CAP_SYSLOG, no /dev/kmsg): with the host's
+    kernel.dmesg_restrict at 1 the node says it cannot read the log and why, never "no events"."""
+    import subprocess
+    from pathlib import Path
+
+    probe = ("import json; from nodeweave.check.vendor.xid import node_xids; "
+             "print(json.dumps(node_xids(None)))")
+    out = subprocess.run(["podman", "exec", f"{NAME}-0", "python3", "-c", probe], capture_output=True, text=True,
+                         timeout=60)
+    xid = json.loads(out.stdout)
+    if Path("/proc/sys/kernel/dmesg_restrict").read_text().strip() == "1":
+        assert not xid["readable"] and xid["source"] is None, xid
+        assert any("Operation not permitted" in e for e in xid["errors"]), xid
+    else:  # an unrestricted host lets dmesg read it
+        assert xid["readable"] and xid["source"] in ("/dev/kmsg", "dmesg"), xid
