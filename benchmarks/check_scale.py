@@ -7,7 +7,7 @@ up --hold``, not timed), then ``nodeweave check --json`` runs ``--runs``
 times as a user types it (a new process each time), timed from its start to
 its exit. The table gives the median wall time, the worker's own stages
 (facts, probes, links, all-reduce: rank 0's clock), the pair rounds per pass
-(⌈log2 N⌉), the link passes and the machine's load average. The goal:
+(⌈log2 N⌉) and the turns they took (nodes on one machine: one pair at a time), the link passes and the machine's load average. The goal:
 <= 60 s for 8 nodes on the CI-size machine, rounds growing as log N. The
 image must exist (the engine tests build it).
 """
@@ -65,6 +65,7 @@ def one_size(nodes: int, image: str, runs: int, folder: Path, keep: str = "") ->
             doc = report["check"] or {}
             rows.append({"wall": wall, "exit": out.returncode, "named": [f["subject"] for f in report["findings"]],
                          "stages": doc.get("stage_seconds", {}), "rounds": len(doc.get("rounds", [])),
+                         "turns": sum(len(r) for r in doc.get("turns", [])) or len(doc.get("rounds", [])),
                          "passes": doc.get("repeated", {}).get("link_passes"), "load": load})
     finally:
         nodeweave(spec, "down", timeout=300)
@@ -88,7 +89,7 @@ def main() -> int:
             results.append(one_size(nodes, args.image, args.runs, folder, args.keep))
             print(json.dumps(results[-1]), file=sys.stderr, flush=True)
     print(f"machine: {os.cpu_count()} CPUs; image {args.image}")
-    print("| nodes | rounds per pass | link passes | wall (median of runs) s | facts s | probes s | links s | "
+    print("| nodes | rounds (turns) per pass | link passes | wall (median of runs) s | facts s | probes s | links s | "
           "all-reduce s | named | load avg (1 min) |")
     print("|---|---|---|---|---|---|---|---|---|---|")
     for result in results:
@@ -99,7 +100,7 @@ def main() -> int:
         loads = ", ".join(f"{r['load']:.1f}" for r in rows)
         passes = ", ".join(str(r["passes"]) for r in rows)
         median_wall = statistics.median(r["wall"] for r in rows)
-        print(f"| {result['nodes']} | {rows[0]['rounds']} | {passes} | {median_wall:.1f} ({walls}) | "
+        print(f"| {result['nodes']} | {rows[0]['rounds']} ({rows[0]['turns']}) | {passes} | {median_wall:.1f} ({walls}) | "
               f"{stages['facts']:.1f} | {stages['probes']:.1f} | {stages['links']:.1f} | {stages['allreduce']:.1f} | "
               f"{sum(bool(r['named']) for r in rows)} of {len(rows)} | {loads} |")
     return 0

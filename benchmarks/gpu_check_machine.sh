@@ -1,7 +1,7 @@
 #!/bin/bash
 # `nodeweave check` on N GPUs of one machine as N simulated nodes (own GPU, own NCCL_HOSTID, own hostname;
-# docs/gpu.md): the pairs share the machine (one boot id), so each round runs in turns; the Xid events are
-# read from the kernel log. Run from a folder holding src/ (PYTHONPATH) with $OUT set; results in $OUT.
+# docs/gpu.md): the machines of the nodes (one boot id), the turns of each round, the Xid events read from
+# the kernel log. Run from a folder holding src/ (PYTHONPATH) with $OUT set; results in $OUT.
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
 export PYTHONPATH=$HERE/src PATH=$HERE/bin:$PATH

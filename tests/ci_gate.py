@@ -50,6 +50,7 @@ CI_TOOLS = {
         "tests/test_slurm.py::test_a_rendered_script_runs_a_two_node_job_on_slurm*",
         "tests/test_slurm.py::test_slurm_reads_every_directive_the_spec_sets",
         "tests/test_slurm_target.py::test_up_run_status_a_failing_rank_and_down_on_slurm",
+        "tests/test_slurm_target.py::test_check_on_the_slurm_allocation",
     ),
     "shellcheck (.ci/setup-tools.sh)": (
         "tests/test_slurm.py::test_bash_parses_and_shellcheck_passes*", "tests/test_slurm.py::test_shellcheck_is_live",

@@ -6,6 +6,17 @@ and every node meets ⌈log2 N⌉ partners, enough to tell a slow node (all its
 links slow) from a slow link (one). Nodes left without a partner in a round
 (N not a power of two) are paired among themselves on a link not yet
 measured. Two nodes get two rounds of their one link: two samples.
+
+Disjoint pairs are not always independent: nodes that share a machine (one
+kernel boot id, or one ``NCCL_HOSTID``) share its NIC, its bridge and its
+CPUs, so two pairs touching one machine at once would each see half of a
+shared link while pairs elsewhere see all of theirs, and be called slow.
+:func:`turns` splits a round into turns whose pairs touch disjoint
+machines; the turns run one after the other. When every node stands on one
+machine (a single-host test cluster), every pair of a round shares it alike,
+which the pass-by-pass ratio cancels, and the round stays whole: measured
+one pair at a time, 8 such nodes took 4x the steps and the load that came
+and went between turns named healthy links (docs/benchmarks.md).
 """
 
 from __future__ import annotations
@@ -95,7 +106,15 @@ def turns(round_: Sequence[Pair], where: Sequence[FrozenSet[str]]) -> List[List[
     return out
 
 
+def one_machine(where: Sequence[FrozenSet[str]]) -> bool:
+    """Every node stands on one machine (a key all of them share)."""
+    return bool(where) and bool(frozenset.intersection(*map(frozenset, where)))
+
+
 def schedule(nodes: int, where: Sequence[FrozenSet[str]]) -> List[List[List[Pair]]]:
-    """Every round of :func:`pair_rounds`, each split into :func:`turns`."""
+    """Every round of :func:`pair_rounds`, each split into :func:`turns`; whole rounds when every node is
+    on one machine (every pair shares it alike)."""
+    if one_machine(where[:nodes]):
+        return [[round_] for round_ in pair_rounds(nodes)]
     return [turns(round_, where) for round_ in pair_rounds(nodes)]
 

@@ -20,7 +20,7 @@ from nodeweave.errors import NodeweaveError
 
 CHECK_HELP = ("Check every node (facts, CPU/GPU probes, nvidia-smi or amd-smi, the Xid events of its GPUs in the "
               "kernel log where readable, dcgmi where installed) and every link (point-to-point bandwidth in "
-              "ceil(log2 N) rounds of disjoint pairs, in turns where pairs share a machine, through "
+              "ceil(log2 N) rounds of disjoint pairs, in turns where pairs would share a machine unequally, through "
               "torch.distributed with the job's backend, then one ring all-reduce) and name what is more than "
               "--threshold below the median of "
               "its peers, with the figure and the likely cause. The nodes should hold (`nodeweave up --hold`). "
