@@ -17,9 +17,6 @@ import socket
 import time
 
 from .connectback import answer_probe as _answer_probe
-from .refusal import add_refusals, note_refusal
-from .switchboard import Switchboard
-from .verdict import Entry, judge
 from .wire import (MAX_MESSAGE, SEND_TIMEOUT_S, Channel, ExchangeError, connect, finish_all, nonce, proof,
                    readable, verify)
 
@@ -46,6 +43,7 @@ class Peer:
         self.last_heard = since
 
     def entry(self):
+        from .verdict import Entry
         return Entry(self.fp, seen=self.seen, probe=self.probe)
 
 
@@ -54,6 +52,7 @@ class Hub:
     node 0's fingerprint is ready) and is completed before :meth:`gather`."""
 
     def __init__(self, port, token, own_fp, log, clock=time.monotonic, bind=""):
+        from .switchboard import Switchboard  # node 0's loop (and its threads): the other nodes never load it
         self.port, self.token, self.own_fp, self.log, self.clock = port, token, own_fp, log, clock
         try:
             self.sock = socket.create_server((bind, port), family=socket.AF_INET, backlog=512)
@@ -106,6 +105,7 @@ class Hub:
             self._answer_status(peer, hello)
             return
         if hello.get("t") == "refusal":
+            from .refusal import note_refusal
             note_refusal(self, peer, hello)
             return
         fp = hello.get("fp")
@@ -202,6 +202,8 @@ class Hub:
             self.step(POLL_S)
 
     def decide(self, nnodes_min, nnodes_max, launcher, allow, missing=None):
+        from .refusal import add_refusals
+        from .verdict import Entry, judge
         entries = [Entry(self.own_fp, seen=self.own_fp.get("route_address") or self.own_fp.get("address"), own=True)]
         entries += [peer.entry() for peer in self.peers]
         present = {e.fp.get("rank") for e in entries}

@@ -10,11 +10,11 @@ scalars (one dict, ``env`` the only nested one), so comparing and tabulating
 them needs no schema.
 """
 
-import hashlib
 import os
 
 from ..detection.host import _site_dirs, nccl_version, rccl_version
 from ..detection.net import resolve
+from .digest import sha256
 
 VERSION = 1
 SYNC_STAMP = ".nodeweave-sync.json"
@@ -82,7 +82,7 @@ def distributions(root):
 def distributions_digest(dists):
     """A short digest of the sorted ``name==version`` list: equal images give equal digests."""
     text = "\n".join(f"{name}=={version}" for name, version in sorted(dists.items()))
-    return hashlib.sha256(text.encode()).hexdigest()[:16] if dists else None
+    return sha256(text.encode()).hexdigest()[:16] if dists else None
 
 
 def _git_head(path):
@@ -185,7 +185,7 @@ def env_view(plan):
     chosen = {v.name: v.value for v in plan.env if v.name.startswith(ENV_PREFIXES) and (
               v.action == "kept" or (v.action == "set" and v.name not in PER_NODE))}
     text = "\n".join(f"{k}={v}" for k, v in sorted(chosen.items()))
-    digest = hashlib.sha256(text.encode()).hexdigest()[:12]
+    digest = sha256(text.encode()).hexdigest()[:12]
     return dict(sorted(chosen.items())[:MAX_ENV]), digest
 
 

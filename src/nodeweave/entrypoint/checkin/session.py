@@ -176,7 +176,6 @@ class CheckIn:
 
     def _as_node_0(self):
         from .refusal import refused_early
-        from .heartbeat import HubWatch
 
         plan, info, hub = self.plan, self.plan.exchange, self.hub
         topo = plan.topology
@@ -193,13 +192,14 @@ class CheckIn:
 
             tell_latecomers(hub, verdict, topo.nnodes_min, self.started + info["deadline_s"])
         if verdict["decision"] == "start" and info["heartbeat"]:
+            from .heartbeat import HubWatch  # the heartbeat (and its stall relay) only where it runs
+
             return verdict, HubWatch(hub, self.log, elastic=topo.elastic, admit=_admitter(hub, topo, plan, info))
         hub.close()
         return verdict, None
 
     def _as_node(self):
         from .exchange import Refused, check_in
-        from .heartbeat import LinkWatch
         from .wire import ExchangeError, frame_limit
 
         info, topo = self.plan.exchange, self.plan.topology
@@ -214,6 +214,8 @@ class CheckIn:
                                   f"is node 0 running the same job? (NODEWEAVE_WAIT_TIMEOUT sets the deadline)",
                                   EXIT_UNREACHABLE) from None
         if verdict["decision"] == "start" and info["heartbeat"]:
+            from .heartbeat import LinkWatch
+
             return verdict, LinkWatch(channel, self.log, elastic=topo.elastic)
         channel.finish(1.0)
         return verdict, None

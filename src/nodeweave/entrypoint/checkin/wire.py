@@ -13,13 +13,14 @@ its fingerprint under the token.
 """
 
 import collections
-import hashlib
-import hmac
 import json
 import os
 import select
 import socket
 import time
+
+from ..detection.net import lookup_host
+from .digest import compare_digest, hmac_sha256, sha256
 
 PROTOCOL = "nodeweave-exchange/1"
 MAX_MESSAGE = 1 << 20  # one line; a longer message goes as a frame
@@ -42,7 +43,7 @@ def job_token(env, job_id, master_port):
     from ..planning.exchange_plan import job_secret
 
     base = job_secret(env)[0] or f"job={job_id}"
-    return hashlib.sha256(f"{PROTOCOL}\0{base}\0port={master_port}".encode()).digest()
+    return sha256(f"{PROTOCOL}\0{base}\0port={master_port}".encode()).digest()
 
 
 def nonce():
@@ -52,11 +53,11 @@ def nonce():
 def proof(token, challenge, body=None):
     """HMAC-SHA256 of the challenge (and a canonical JSON body) under the token, hex."""
     data = challenge.encode() + (b"\0" + canonical(body) if body is not None else b"")
-    return hmac.new(token, data, hashlib.sha256).hexdigest()
+    return hmac_sha256(token, data).hex()
 
 
 def verify(token, challenge, mac, body=None):
-    return isinstance(mac, str) and hmac.compare_digest(proof(token, challenge, body), mac)
+    return isinstance(mac, str) and compare_digest(proof(token, challenge, body), mac)
 
 
 def canonical(obj):
@@ -290,7 +291,7 @@ def connect(host, port, timeout_s, limit=MAX_MESSAGE):
     """A Channel to ``host:port`` taking messages up to ``limit`` bytes; ExchangeError naming it when the
     connection fails."""
     try:
-        sock = socket.create_connection((host, port), timeout=timeout_s)
+        sock = socket.create_connection((lookup_host(host), port), timeout=timeout_s)
     except socket.timeout:
         raise ExchangeError(f"connecting to {host}:{port} timed out after {timeout_s:g}s") from None
     except OSError as err:

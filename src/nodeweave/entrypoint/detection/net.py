@@ -38,6 +38,20 @@ def is_ipv4(text):
     return ip_to_int(text) is not None
 
 
+def lookup_host(host):
+    """``host`` as ``socket.getaddrinfo`` should get it: an ASCII name as the bytes the "idna" codec's ASCII
+    path gives (the same checks, the same UnicodeError), so a start does not import ``encodings.idna``
+    (``unicodedata``, ``stringprep``: ~1.5 ms of CPU on every node); anything else unchanged."""
+    try:
+        name = host.encode("ascii")
+    except (AttributeError, UnicodeEncodeError):
+        return host
+    labels = name.split(b".")
+    if any(not 0 < len(label) < 64 for label in labels[:-1]) or len(labels[-1]) >= 64:
+        raise UnicodeError("label empty or too long")
+    return name
+
+
 def _le_hex(text):
     """/proc/net/route's little-endian hex → integer in network order."""
     v = int(text, 16)
@@ -208,7 +222,7 @@ def resolve(root, host):
     if root.real:
         import socket
         try:
-            infos = socket.getaddrinfo(host, None, socket.AF_INET, socket.SOCK_STREAM)
+            infos = socket.getaddrinfo(lookup_host(host), None, socket.AF_INET, socket.SOCK_STREAM)
         except (OSError, UnicodeError):
             return None, "no DNS answer"
         if infos:

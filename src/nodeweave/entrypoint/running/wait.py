@@ -10,6 +10,7 @@ import socket
 import sys
 import time
 
+from ..detection.net import lookup_host
 from ..errors import EXIT_UNREACHABLE, EntrypointError
 
 DROPPED_AFTER_S = 15.0  # connections that only time out for this long: packets are dropped, not refused
@@ -39,7 +40,7 @@ def wait_for(host, port, timeout_s, log=None, first_delay=0.25, max_delay=5.0, c
     while True:
         attempts += 1
         try:
-            infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+            infos = socket.getaddrinfo(lookup_host(host), port, type=socket.SOCK_STREAM)
         except socket.gaierror as err:
             last_error = f"{host} does not resolve ({err.strerror})"
             infos = []
