@@ -12,13 +12,20 @@ flight, as ``nodeweave run`` does):
 - ``nodes``: the exact argv ``nodeweave run`` gives each node (cd, env, ``nodeweave-entrypoint --mode run``,
   its planning and check-in with node 0), spawned by this script: nodeweave's node side without its CLI;
 - ``nodeweave run``: the whole verb (CLI start-up, run folder, fan-out, output), to every ``[node-i] first-line``;
-  with ``--baseline-src``, also with another checkout's code (both sides), interleaved.
+  with ``--baseline-src`` (repeatable), also ``nodes`` and the verb with another checkout's code (both sides),
+  interleaved.
+
+The nodes import nodeweave from bytecode where it is there, as a pip-installed nodeweave does (pip compiles
+it at install). A checkout gets its ``__pycache__`` on first import, unless ``PYTHONDONTWRITEBYTECODE`` is
+set (as on this shared machine): then every node compiles each entrypoint module again, ~50 ms more CPU per
+node. So the script first compiles this checkout's package and every ``--baseline-src`` (``compileall``; the
+``__pycache__`` folders are git-ignored), unless ``--no-compile``; the header says which trees have bytecode.
 
 Each row also gives the CPU seconds of the processes it started (the nodes; for ``nodeweave run`` the CLI
 and its nodes). What nodeweave adds over the harness at N nodes is ``run - python``; what its CLI adds is
 ``run - nodes``.
 
-    nice .venv/bin/python benchmarks/run_fanout.py [--nodes 2,64] [--rounds 3] [--baseline-src /work/main/src]
+    nice .venv/bin/python benchmarks/run_fanout.py [--nodes 2,64] [--rounds 3] [--baseline-src /work/main/src]...
 """
 
 import argparse
@@ -115,7 +122,7 @@ def _node_argvs(work, env, nodes):
     return [n["argv"] for n in data["nodes"]], data["run_id"]
 
 
-def _ways(work, env, nodes, argvs, run_id, baseline_src=None):
+def _ways(work, env, nodes, argvs, run_id, baseline_srcs=()):
     hosts = [f"127.3.{i // 250}.{i % 250 + 1}" for i in range(nodes)]
     ssh = str(work / "bin" / "ssh")
     counter = iter(range(1, 10 ** 6))
@@ -148,25 +155,45 @@ def _ways(work, env, nodes, argvs, run_id, baseline_src=None):
         "nodes": then_stop(lambda: _first_lines(fresh(), env, work, nodes)),
         "nodeweave run": then_stop(run_verb),
     }
-    if baseline_src:  # the same verb with another checkout's code, on this side and (PYTHONPATH travels) the nodes'
-        older = dict(env, PYTHONPATH=os.pathsep.join(filter(None, [baseline_src, env.get("PYTHONPATH")])))
-        ways["nodeweave run, baseline"] = then_stop(lambda: run_verb(older))
+    for src in baseline_srcs:  # another checkout's code, on this side and (PYTHONPATH travels) the nodes'
+        older = dict(env, PYTHONPATH=os.pathsep.join(filter(None, [src, env.get("PYTHONPATH")])))
+        ways[f"nodes, {src}"] = then_stop(lambda older=older: _first_lines(fresh(), older, work, nodes))
+        ways[f"nodeweave run, {src}"] = then_stop(lambda older=older: run_verb(older))
     return ways
+
+
+def _bytecode(trees, compile_them):
+    """Compile each tree's ``nodeweave`` package (unless not ``compile_them``); '<tree>: bytecode yes/no' each."""
+    said = []
+    for tree in trees:
+        package = Path(tree) / "nodeweave"
+        if compile_them:
+            subprocess.run([sys.executable, "-m", "compileall", "-q", str(package)], check=True,
+                           env={k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"})
+        sources = list((package / "entrypoint").rglob("*.py"))
+        cached = [p for p in sources if list((p.parent / "__pycache__").glob(f"{p.stem}.*.pyc"))]
+        said.append(f"{tree}: bytecode for {len(cached)}/{len(sources)} entrypoint modules")
+    return said
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--nodes", default="2,64")
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--baseline-src", help="another checkout's src/ (e.g. /work/main/src): its `nodeweave run` too")
+    parser.add_argument("--baseline-src", action="append", default=[],
+                        help="another checkout's src/ (e.g. /work/main/src): its nodes and `nodeweave run` too")
+    parser.add_argument("--no-compile", action="store_true", help="leave the trees' bytecode as it is")
     args = parser.parse_args()
+    here = str(Path(__file__).resolve().parent.parent / "src")
     print(f"machine: {platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}; "
           f"{args.rounds} rounds, load {os.getloadavg()[0]:.1f}", flush=True)
+    for line in _bytecode([here, *args.baseline_src], not args.no_compile):
+        print(f"  {line}", flush=True)
     results = {}
     with tempfile.TemporaryDirectory(prefix="nwscale-fanout-") as root:
         for n in [int(x) for x in args.nodes.split(",")]:
             work, env = _cluster(root, n)
-            ways = _ways(work, env, n, *_node_argvs(work, env, n), baseline_src=args.baseline_src)
+            ways = _ways(work, env, n, *_node_argvs(work, env, n), baseline_srcs=args.baseline_src)
             for round_ in range(args.rounds):
                 for name, way in ways.items():
                     seconds, cpu = way()
