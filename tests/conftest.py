@@ -115,3 +115,18 @@ def pytest_runtest_makereport(item, call):
     if tools:
         report.outcome = "failed"
         report.longrepr = ci_gate.failure_text(item.nodeid, tools, ci_gate.skip_reason(report.longrepr))
+
+
+@pytest.fixture(scope="session")
+def slurm(tmp_path_factory):
+    """The local Slurm cluster (slurmctld, two slurmd), shared by the cluster-target tests that take it."""
+    import slurm_cluster
+
+    c = slurm_cluster.Cluster(tmp_path_factory.mktemp("slurm"))
+    try:
+        c.start()
+    except RuntimeError as err:
+        c.stop()
+        pytest.fail(str(err))
+    yield c
+    c.stop()

@@ -99,14 +99,6 @@ def test_the_run_is_one_step_and_each_node_plans_as_in_it(tmp_path):
     assert (plan.topology.node_rank.value, plan.topology.master_addr.value) == (1, "gpu07")
 
 
-def test_only_the_host_runtime_is_a_cluster_target(tmp_path):
-    path = write_spec(tmp_path)
-    path.write_text(path.read_text().replace("runtime: host", "runtime: pyxis"))
-    out = subprocess.run([*NODEWEAVE, "status", "--target", "slurm", "--spec", str(path)], capture_output=True,
-                         text=True)
-    assert out.returncode == 2 and "runtime host" in out.stderr and "Traceback" not in out.stderr
-
-
 # -- the real local Slurm ---------------------------------------------------------------------------
 
 needs_slurm = pytest.mark.skipif(slurm_cluster.problem() is not None, reason=str(slurm_cluster.problem()))
@@ -117,18 +109,6 @@ if os.environ["RANK"] == "1":
     sys.exit(3)
 time.sleep(300)
 """
-
-
-@pytest.fixture(scope="module")
-def slurm(tmp_path_factory):
-    c = slurm_cluster.Cluster(tmp_path_factory.mktemp("slurm"))
-    try:
-        c.start()
-    except RuntimeError as err:
-        c.stop()
-        pytest.fail(str(err))
-    yield c
-    c.stop()
 
 
 def _per_node_tmpdir(folder: Path) -> str:

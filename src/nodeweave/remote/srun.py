@@ -5,13 +5,17 @@ Each command is a one-task step on that node inside the allocation
 with a running job's step (a status or a stop must get in while training
 holds every CPU). The command is an argv (no shell on the way). rsync cannot
 use srun as its transport (it appends a host name to the ``--rsh`` line),
-so sync sends a stream or tar over the exec.
+so sync sends a stream or tar over the exec. On a container runtime the
+step's command runs in the job's image (pyxis's options, or ``apptainer exec``
+in front); sync's remotes are plain steps on the node, into the folder the
+container mounts.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Tuple
 
 from nodeweave.errors import UsageError
 from nodeweave.remote.base import Remote, RemoteOptions
@@ -27,6 +31,10 @@ def srun_one(job: str, host: str) -> "list[str]":
 
 @dataclass(frozen=True)
 class Srun(Remote):
+    """``step_options``/``prefix``: how each step enters the job's container (pyxis options, ``apptainer exec``)."""
+
+    step_options: Tuple[str, ...] = ()
+    prefix: Tuple[str, ...] = ()
     kind = "srun"
     tool = "srun"
     network_link = False  # never rsync (it cannot ride srun): the stream, or tar without python3
@@ -48,7 +56,7 @@ class Srun(Remote):
 
     def exec_argv(self, argv: "list[str]", stdin: bool = True, tty: bool = False) -> "list[str]":
         io = (["--pty"] if tty else []) + ([] if stdin or tty else ["--input=none"])
-        return [*srun_one(self.job, self.host), *io, *argv]
+        return [*srun_one(self.job, self.host), *self.step_options, *io, *self.prefix, *argv]
 
     def rsh(self) -> str:
         raise UsageError(f"{self.label}: rsync cannot reach a node through srun; leave out --method rsync "

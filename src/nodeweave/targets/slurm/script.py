@@ -45,7 +45,7 @@ def pyxis_image(reference: str) -> str:
     return reference
 
 
-def _mounts(r: Resolved) -> List[Tuple[str, str, bool]]:
+def container_mounts(r: Resolved) -> List[Tuple[str, str, bool]]:
     """(host path, container path, read-only) of what the containers mount: workspace, cache, host volumes."""
     mounts = [(r.spec.workspace.host_path, r.spec.workspace.path, False), (r.spec.cache.host_path, r.spec.cache.path, False)]
     mounts += [(v.host_path, v.path, v.read_only) for v in r.spec.volumes if v.host_path is not None]
@@ -121,7 +121,8 @@ def _runs(r: Resolved, image_default: str, sif: Optional[str]) -> List[str]:
 
 def render_script(r: Resolved) -> str:
     slurm = r.spec.slurm or Slurm()
-    mounts = ",".join(f"{host_expression(h)}:{double_quoted(c)}{':ro' if ro else ''}" for h, c, ro in _mounts(r))
+    mounts = ",".join(f"{host_expression(h)}:{double_quoted(c)}{':ro' if ro else ''}"
+                      for h, c, ro in container_mounts(r))
     command = " ".join(shlex.quote(word) for word in ("nodeweave-entrypoint", r.spec.launcher.script, *r.spec.launcher.args))
     runs = _runs(r, r.image, slurm.sif)
     # Relative host paths are the submit directory's (sbatch runs a copy of this script elsewhere).

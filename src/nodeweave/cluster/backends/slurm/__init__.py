@@ -9,10 +9,14 @@ node's entrypoint takes its rank, the node count and the master from Slurm
 Everything else (status, stop, the run's report, a shell) is a one-task step
 on one node with ``--overlap`` (``srun:JOB/NODE``), given the run step's view
 of the allocation (its node list, this node's id) so the plan it shows is the
-one the run makes. The nodes run the entrypoint from a shared venv
-(``slurm.runtime: host``); pyxis and Apptainer stay with the batch script.
-``up`` also writes a random job token on every node (``cluster/token.py``),
-which the steps name by its path only.
+one the run makes. ``slurm.runtime`` says where every step runs: the nodes'
+shared venv (``host``), the job's image through pyxis (``srun
+--container-image``) or through ``apptainer exec`` (``runtime.py``). ``up``
+also writes a random job token on every node (``cluster/token.py``), through
+a plain step on the node (the folder the image mounts), which the steps name
+by its path only. Slurm's accounting (``sacct``) is never asked: the
+allocation's state is ``squeue``'s, a run's codes and logs are the step's own
+output, in the run folder.
 """
 
 from __future__ import annotations
@@ -27,9 +31,10 @@ from typing import Dict, List, Optional
 
 from nodeweave.cluster.base import Backend, Node
 from nodeweave.cluster.options import save_state
+from nodeweave.cluster.backends.slurm.runtime import step_runtime
 from nodeweave.cluster.backends.slurm.step import SlurmStep
 from nodeweave.cluster.steps import Step, need_tool
-from nodeweave.errors import NodeweaveError, UsageError
+from nodeweave.errors import EnvironmentProblem, NodeweaveError, UsageError
 from nodeweave.remote.srun import Srun
 
 GRANTED = re.compile(r"Granted job allocation (\d+)")
@@ -55,13 +60,11 @@ class SlurmCluster(Backend):
 
     def __init__(self, spec, spec_path, options):
         super().__init__(spec, spec_path, options)
-        runtime = spec.slurm.runtime if spec.slurm else "pyxis"
-        if runtime != "host":
-            raise UsageError(f"target slurm runs slurm.runtime host (nodeweave-entrypoint from a venv the nodes "
-                             f"share), not {runtime!r}: set `slurm: {{runtime: host}}`, or submit the batch script "
-                             "(`nodeweave render slurm`, then sbatch slurm/job.sbatch) for pyxis or Apptainer")
+        from nodeweave.resolve import resolve
+
         self.job = options.slurm_job
-        self.workdir = options.remote_dir or self._shared_workspace()
+        self.workdir = options.remote_dir or self._shared_workspace()  # the workspace on the nodes themselves
+        self.runtime = step_runtime(resolve(spec), self.spec_dir, self.workdir)
         self._record: Optional[dict] = None
 
     def _shared_workspace(self) -> str:
@@ -88,6 +91,16 @@ class SlurmCluster(Backend):
     def tool(self) -> str:
         return "srun"
 
+    def check_tools(self) -> None:
+        """Exit 3 before anything starts when pyxis is asked for and this srun has no pyxis options."""
+        super().check_tools()
+        if self.runtime.kind == "pyxis":
+            helped = subprocess.run(["srun", "--help"], capture_output=True, text=True, timeout=60)
+            if "--container-image" not in helped.stdout:
+                raise EnvironmentProblem("slurm.runtime pyxis: this machine's srun has no pyxis (`srun --help` lists no "
+                                  "--container-image): install pyxis on the cluster, or set slurm.runtime to "
+                                  "apptainer or host")
+
     def prepare_up(self, mode: str, dry_run: bool) -> List[str]:
         live = self.record()
         if live is not None and live.get("job_state") in LIVE + WAITING:
@@ -107,7 +120,8 @@ class SlurmCluster(Backend):
 
     def up_steps(self, mode: str, image: Optional[str]) -> List[List[Step]]:
         if image:
-            raise UsageError("--image is for compose targets; on Slurm (runtime host) the nodes run the shared venv")
+            raise UsageError("--image is for compose targets; on Slurm the nodes run the spec's image (pyxis, "
+                             "apptainer: image.* or slurm.sif) or the shared venv (host)")
         return [self.token_steps()] if self.makes_token else []
 
     @property
@@ -117,10 +131,17 @@ class SlurmCluster(Backend):
 
     @property
     def token_file(self) -> str:
-        """Where every node reads the job's token: in the folder its steps run in (0600, the user's)."""
+        """Where ``up`` writes the job's token on every node: in the workspace folder there (0600, the user's)."""
         from nodeweave.cluster import token
 
         return f"{self.workdir}/{token.STATE_FILE}"
+
+    @property
+    def token_file_seen(self) -> str:
+        """The same file as the steps see it: through the workspace mount when they run in the job's image."""
+        from nodeweave.cluster import token
+
+        return f"{self.runtime.workdir}/{token.STATE_FILE}" if self.runtime.in_container else self.token_file
 
     def token_steps(self) -> List[Step]:
         """A new random token for this up, written on every node by a one-task step, the token on stdin."""
@@ -128,7 +149,7 @@ class SlurmCluster(Backend):
 
         secret, (folder, name) = token.new_token(), self.token_file.rsplit("/", 1)
         return [Step(f"write a new job token on node-{node.index} ({node.remote.label}): {self.token_file}",
-                     tuple(node.remote.exec_argv([*token.USER_WRITE, folder, name], stdin=True)),
+                     tuple(Srun(node.remote.name).exec_argv([*token.USER_WRITE, folder, name], stdin=True)),
                      stdin=secret + "\n", stdin_name="a new random job token", timeout=120)
                 for node in self.nodes(for_up=True)]
 
@@ -139,7 +160,7 @@ class SlurmCluster(Backend):
         if self.record() is None:
             return []  # released already, or past its time limit: nothing left but the record
         forget = [Step(f"delete the job token on node-{node.index} ({node.remote.label})",
-                       tuple(node.remote.exec_argv(["rm", "-f", self.token_file], stdin=False)), timeout=120)
+                       tuple(Srun(node.remote.name).exec_argv(["rm", "-f", self.token_file], stdin=False)), timeout=120)
                   for node in self.nodes()] if self.makes_token and self.record().get("job_state") in LIVE else []
         release = [Step(f"release allocation {self.job} (every step in it ends)", ("scancel", self.job), timeout=120)]
         return [forget, release] if forget else [release]
@@ -172,16 +193,19 @@ class SlurmCluster(Backend):
             return self._nodes([f"NODE{i}" for i in range(self.spec.nodes.min)], self.job or "JOBID")
 
     def _nodes(self, hosts: List[str], job: str) -> List[Node]:
+        runtime = self.runtime
         step = SlurmStep(job=job, hosts=tuple(hosts), workdir=self.workdir, env=tuple(self.contract_env()),
-                         options=tuple(self.step_options()))
-        return [Node(i, Srun(f"{job}/{host}"), env=step.node_view(i), workdir=self.workdir, group=step)
+                         options=(*self.step_options(), *runtime.srun_options()), prefix=tuple(runtime.command_prefix()))
+        inside = runtime.workdir if runtime.in_container else self.workdir
+        return [Node(i, Srun(f"{job}/{host}", step_options=tuple(runtime.srun_options()),
+                             prefix=tuple(runtime.command_prefix())), env=step.node_view(i), workdir=inside, group=step)
                 for i, host in enumerate(hosts)]
 
     def contract_env(self):
         """The batch script's variables, the spec's env, and where ``up`` put the job token (a path, no secret)."""
         from nodeweave.resolve import resolve
 
-        token = [("NODEWEAVE_JOB_TOKEN_FILE", self.token_file)] if self.makes_token else []
+        token = [("NODEWEAVE_JOB_TOKEN_FILE", self.token_file_seen)] if self.makes_token else []
         return [*resolve(self.spec).contract_env("slurm"), *self.spec.env.items(), *token]
 
     def step_options(self) -> List[str]:
@@ -213,9 +237,9 @@ class SlurmCluster(Backend):
             raise UsageError(f"target slurm: the nodes work in {self.workdir}, the workspace itself on storage they "
                              "share with this machine, so there is nothing to send; with node-local copies, "
                              "`nodeweave up --target slurm --remote-dir /LOCAL/PATH` names the folder sync fills")
-        return [node.remote for node in self.nodes()], self.workdir
+        return [Srun(f"{self.job}/{host}") for host in self.hosts()], self.workdir  # the node, not the container
 
     def where(self) -> str:
         live = self._record
         nodes = f", {live.get('nodes')}" if live and live.get("nodes") else ""
-        return f"Slurm allocation {self.job or '(none yet)'}{nodes} (srun steps, {self.workdir})"
+        return f"Slurm allocation {self.job or '(none yet)'}{nodes} (srun steps, {self.runtime.kind}, {self.workdir})"

@@ -39,7 +39,8 @@ class SlurmStep:
     hosts: Tuple[str, ...]
     workdir: str
     env: Tuple[Tuple[str, str], ...]  # the contract's settings and the spec's env, as the batch script exports
-    options: Tuple[str, ...] = ()  # the step's share of each node (GPUs, CPUs)
+    options: Tuple[str, ...] = ()  # the step's share of each node (GPUs, CPUs), pyxis's container options
+    prefix: Tuple[str, ...] = ()  # apptainer exec ... IMAGE: the entrypoint runs in the job's image
 
     def name(self, run_id: str) -> str:
         return f"nodeweave-{run_id}"
@@ -50,7 +51,7 @@ class SlurmStep:
         return ["srun", f"--jobid={self.job}", f"--nodes={n}", f"--ntasks={n}", "--ntasks-per-node=1",
                 f"--nodelist={','.join(self.hosts)}", f"--job-name={self.name(request.run_id)}",
                 f"--chdir={self.workdir}", "--label", "--kill-on-bad-exit=0", "--input=none", *self.options,
-                *REPORT_EXIT, "env", *variables, ENTRYPOINT, *request.entrypoint_args()]
+                *REPORT_EXIT, *self.prefix, "env", *variables, ENTRYPOINT, *request.entrypoint_args()]
 
     def node_view(self, index: int) -> Tuple[Tuple[str, str], ...]:
         """What a one-node step on node ``index`` is told, so its plan is the run step's (node list, id, count)."""
