@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import time
@@ -54,6 +55,21 @@ except OSError:
 print(f"probe rank={os.environ['RANK']} node={os.environ['SLURM_NODEID']} cwd={os.getcwd()} "
       f"marker={open(inside + '/data/marker').read().strip()} read-only={ro}", flush=True)
 """
+
+
+def free_pair() -> int:
+    """A master port whose neighbour (the check-in exchange's, master port + 1) is free as well."""
+    for _ in range(50):
+        with socket.socket() as first:
+            first.bind(("", 0))
+            port = first.getsockname()[1]
+            with socket.socket() as second:
+                try:
+                    second.bind(("", port + 1))
+                except OSError:
+                    continue
+                return port
+    raise AssertionError("no two free neighbouring ports")
 
 
 def write_spec(folder: Path, runtime: str, port: int = 29561) -> Path:
@@ -170,9 +186,7 @@ def _probe_lines(output: str, tmp_path: Path):
 @pytest.mark.slow
 @pytest.mark.launchers
 def test_pyxis_up_run_status_stop_logs_down_on_slurm(slurm, tmp_path):
-    from test_slurm import _port
-
-    write_spec(tmp_path, "pyxis", port=_port())
+    write_spec(tmp_path, "pyxis", port=free_pair())
     nodeweave, env = _verbs(slurm, tmp_path, "pyxis")
     up = nodeweave("up", "--target", "slurm", "--timeout", "120")
     assert up.returncode == 0 and "2 node(s) up" in up.stdout, up.stdout + up.stderr
@@ -206,9 +220,7 @@ def test_pyxis_up_run_status_stop_logs_down_on_slurm(slurm, tmp_path):
 @pytest.mark.slow
 @pytest.mark.launchers
 def test_apptainer_up_run_status_down_on_slurm(slurm, tmp_path):
-    from test_slurm import _port
-
-    write_spec(tmp_path, "apptainer", port=_port())
+    write_spec(tmp_path, "apptainer", port=free_pair())
     nodeweave, _ = _verbs(slurm, tmp_path, "apptainer")
     up = nodeweave("up", "--target", "slurm", "--timeout", "120")
     assert up.returncode == 0 and "2 node(s) up" in up.stdout, up.stdout + up.stderr

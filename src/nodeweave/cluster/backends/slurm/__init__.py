@@ -108,6 +108,7 @@ class SlurmCluster(Backend):
         argv = self.allocation_argv()
         if dry_run:
             return [f"would take an allocation and record its job id: {shlex.join(argv)}"]
+        self._mount_sources()
         need_tool("salloc", "it takes the allocation")
         out = subprocess.run(argv, capture_output=True, text=True, timeout=3600, stdin=subprocess.DEVNULL)
         granted = GRANTED.search(out.stderr + out.stdout)
@@ -117,6 +118,18 @@ class SlurmCluster(Backend):
         self.job, self._record = granted.group(1), None
         save_state(self.spec_path, self.spec.name, replace(self.options, slurm_job=self.job))
         return [f"took allocation {self.job}: {shlex.join(argv)}"]
+
+    def _mount_sources(self) -> None:
+        """Make the cache folder the containers mount (shared storage, as compose makes it); refuse a missing volume."""
+        if not self.runtime.in_container:
+            return
+        for number, (source, inside, _) in enumerate(self.runtime.mounts):
+            if Path(source).exists() or source == "/tmp":
+                continue
+            if number > 1:  # a volume of the spec: the user's to provide
+                raise UsageError(f"volumes: host_path {source} (mounted at {inside}) does not exist on this "
+                                 "machine; accepted: a folder on the storage the Slurm nodes share")
+            Path(source).mkdir(parents=True, exist_ok=True)
 
     def up_steps(self, mode: str, image: Optional[str]) -> List[List[Step]]:
         if image:
