@@ -137,16 +137,10 @@ def test_an_unknown_runtime_is_refused(tmp_path):
 needs_slurm = pytest.mark.skipif(slurm_cluster.problem() is not None, reason=str(slurm_cluster.problem()))
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
-    c = slurm_cluster.Cluster(tmp_path_factory.mktemp("slurm"))
-    try:
-        c.start()
-    except RuntimeError as err:
-        c.stop()
-        pytest.fail(str(err))
-    yield c
-    c.stop()
+@pytest.fixture
+def cluster(slurm):
+    """The session's local Slurm cluster (tests/conftest.py): one start for every Slurm test file."""
+    return slurm
 
 
 def _render(spec_dir: Path, spec_text: str) -> Path:

@@ -248,6 +248,32 @@ def test_check_dry_run_on_slurm_prints_the_step(tmp_path):
     assert "srun" in out.stdout and "--jobid=42" in out.stdout and "-m nodeweave.check.worker" in out.stdout, out.stdout
 
 
+SEED_003 = """name: accslurm
+image: {{variant: cpu}}
+nodes: 2
+gpus_per_node: 1
+launcher:
+  type: accelerate
+  script: probe.py
+  options: [--mixed_precision, "no", --rdzv_backend, c10d]
+  setup: ["source ./site/activate.sh", "activate_env training"]
+  master_port: {port}
+  wait_timeout: 120
+env: {{OMP_NUM_THREADS: "1"}}
+slurm: {{runtime: host, time: "10:00", exclusive: false}}
+"""
+ACTIVATE = 'activate_env() { export ACTIVE_ENV="$1"; }\n'  # a site script's shape: a shell function to call
+ACC_PROBE = """import os
+import torch
+import torch.distributed as dist
+dist.init_process_group("gloo")  # what accelerate's launch set up: the 2-node world
+total = torch.tensor([dist.get_rank() + 1.0])
+dist.all_reduce(total)
+print(f"probe rank {dist.get_rank()} of {dist.get_world_size()} sum={total.item():.0f} "
+      f"env={os.environ.get('ACTIVE_ENV')}", flush=True)
+"""
+
+
 @needs_slurm
 @pytest.mark.slow
 @pytest.mark.launchers
@@ -285,3 +311,43 @@ def test_check_on_the_slurm_allocation(slurm, tmp_path):
     finally:
         down = nodeweave("down", "--spec", str(path))
     assert down.returncode == 0, down.stdout + down.stderr
+
+
+@needs_slurm
+@pytest.mark.slow
+@pytest.mark.launchers
+def test_the_accelerate_slurm_seed_loop_up_run_status_logs_down_and_the_same_job_unattended(slurm, tmp_path):
+    """Seed 003's shape: accelerate with a site environment activated first, as an allocation and as a batch job."""
+    from test_slurm_runtimes import free_pair
+
+    (tmp_path / "site").mkdir()
+    (tmp_path / "site" / "activate.sh").write_text(ACTIVATE)
+    (tmp_path / "probe.py").write_text(ACC_PROBE)
+    path = tmp_path / "nodeweave.yaml"
+    path.write_text(SEED_003.format(port=free_pair()))
+    env = {**slurm.env, "PATH": _per_node_tmpdir(tmp_path), "COLUMNS": "200"}
+
+    def nodeweave(*args):
+        return subprocess.run([*NODEWEAVE, *args, "--spec", str(path)], capture_output=True, text=True,
+                              cwd=tmp_path, env=env, timeout=300)
+
+    up = nodeweave("up", "--target", "slurm", "--timeout", "120")
+    assert up.returncode == 0 and "plans agree" in up.stdout, up.stdout + up.stderr
+    try:
+        run = nodeweave("run")
+        assert run.returncode == 0, run.stdout[-3000:] + run.stderr
+        for i in (0, 1):
+            assert f"probe rank {i} of 2 sum=3 env=training" in run.stdout, run.stdout[-3000:]
+        status = nodeweave("status", "--json")
+        assert [n["rank"] for n in json.loads(status.stdout)["nodes"]] == [0, 1], status.stdout + status.stderr
+        logs = nodeweave("logs")
+        assert "[node-1] probe rank 1 of 2 sum=3" in logs.stdout, logs.stdout + logs.stderr
+    finally:
+        down = nodeweave("down")
+    assert down.returncode == 0, down.stdout + down.stderr
+    render = subprocess.run([*NODEWEAVE, "render", "slurm", "--spec", str(path)], capture_output=True, text=True)
+    assert render.returncode == 0, render.stderr
+    batch = slurm.run(["sbatch", "--wait", f"--output={tmp_path}/batch-%j.out", "slurm/job.sbatch"], cwd=tmp_path,
+                      env={"PATH": env["PATH"]}, check=False, timeout=300)
+    (out,) = tmp_path.glob("batch-*.out")
+    assert batch.returncode == 0 and out.read_text().count("of 2 sum=3 env=training") == 2, out.read_text()[-3000:]
