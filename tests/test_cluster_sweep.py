@@ -31,7 +31,17 @@ def test_sweeps_multiply_first_option_slowest():
         {"NCCL_MAX_NCHANNELS": "16", "RCCL_THREADS_PER_BLOCK": "256"},
         {"NCCL_MAX_NCHANNELS": "16", "RCCL_THREADS_PER_BLOCK": "512"},
     ]
-    assert point_label({"NCCL_ALGO": "Ring", "X": "a b/c"}) == "NCCL_ALGO=Ring,X=a_b_c"
+    assert point_label({"NCCL_ALGO": "Ring", "X": "a b/c"}) == "NCCL_ALGO-Ring_X-a_b_c"
+
+
+def test_every_points_run_id_is_one_the_entrypoint_accepts():
+    """Seed 001's channel x thread sweep: the run id goes to every node's entrypoint as --run-id."""
+    from nodeweave.entrypoint.planning.contract import read_run_id
+
+    job = "j" * 63
+    for point in ({"NCCL_MAX_NCHANNELS": "28", "RCCL_THREADS_PER_BLOCK": "256"}, {"V": "x" * 300, "W": "1.5e-3"}):
+        run_id = f"20261126T210721Z-{job}-01-{point_label(point, job)}-2"
+        assert read_run_id(run_id, "run id", "--run-id") == run_id
 
 
 @pytest.mark.parametrize("bad, message", [

@@ -217,3 +217,33 @@ def test_the_lan_seed_loop_hosts_list_sync_and_run_with_nothing_hand_set(hosts, 
     out = nodeweave(spec, "run", check=0)  # the spec's own script and args
     assert out.stdout.count("done: world_size=2") == 2, out.stdout
     nodeweave(spec, "down", check=0)
+
+
+GEMM = """import os
+channels, threads = int(os.environ["NCCL_MAX_NCHANNELS"]), int(os.environ["RCCL_THREADS_PER_BLOCK"])
+print(f"rank {os.environ['RANK']} of {os.environ['WORLD_SIZE']}: TFLOPS {channels + threads / 1000:.3f}", flush=True)
+"""
+
+
+def test_the_rocm_hosts_seed_loop_compose_over_ssh_sync_and_a_sweep(hosts, tmp_path):
+    """Seed 001's shape: a container per host (compose over ssh, docker), up once; sync; a sweep with a metric.
+
+    The hosts' folder (/srv/rocm) is not this machine's: the experiment script gets there through sync alone.
+    """
+    spec = workdir(tmp_path, "nwrocm", 2)
+    (tmp_path / "gemm.py").write_text(GEMM)
+    flags = list(hosts["flags"])
+    flags[flags.index("none")] = "docker"
+    flags[flags.index("/srv/job")] = "/srv/rocm"
+    out = nodeweave(spec, "up", *flags, "--hold", "--timeout", "90", check=0)
+    assert "2 node(s) up in hold mode" in out.stdout, out.stdout
+    try:
+        synced = nodeweave(spec, "sync", check=0)  # the hosts and the folder up recorded
+        assert all(f"ssh:root@{a}" in synced.stdout + synced.stderr for a in hosts["addresses"]), synced.stderr
+        out = nodeweave(spec, "run", "--sweep", "NCCL_MAX_NCHANNELS=28,42", "--sweep", "RCCL_THREADS_PER_BLOCK=256",
+                        "--metric", r"TFLOPS ([0-9.]+)", "--", "gemm.py", check=0)
+        sweep = json.loads(max((tmp_path / "runs").glob("*-sweep")).joinpath("sweep.json").read_text())
+        assert [(p["point"]["NCCL_MAX_NCHANNELS"], p["exit_code"], p["per_node"]) for p in sweep["points"]] == [
+            ("28", 0, [28.256, 28.256]), ("42", 0, [42.256, 42.256])], out.stdout
+    finally:
+        nodeweave(spec, "down", check=0)

@@ -159,7 +159,7 @@ def _sweep(nodes, command, points, extra, profile, grace, parent, context, out, 
     rows = []
     for number, point in enumerate(points, start=1):
         data = _one_run(nodes, command, {**extra, **point}, profile, grace, sweep_folder.path, context, out, quiet,
-                        suffix=f"-{number:02d}-{point_label(point)}")
+                        suffix=f"-{number:02d}-{point_label(point, context.job)}")
         value, per_node = point_metric(pattern, Path(data["folder"]), len(nodes)) if pattern else (None, [])
         rows.append({"point": point, "exit_code": data["exit_code"], "seconds": data.get("seconds", 0.0),
                      "metric": value, "per_node": per_node, "folder": Path(data["folder"]).name})
@@ -177,7 +177,7 @@ def _sweep(nodes, command, points, extra, profile, grace, parent, context, out, 
     failed = [r for r in rows if r["exit_code"] != 0]
     if failed:
         raise NodeweaveError(f"{len(failed)} of {len(rows)} sweep point(s) failed: "
-                             + ", ".join(point_label(r["point"]) for r in failed))
+                             + "; ".join(",".join(f"{k}={v}" for k, v in r["point"].items()) for r in failed))
 
 
 def _plain(table) -> str:
@@ -197,7 +197,7 @@ def _dry_run(nodes, command, points, extra, profile, parent, job, as_json: bool 
 
     plan = []
     for number, point in enumerate(points, start=1):
-        folder = (f"{parent}/<UTC time>-{job}-sweep/<UTC time>-{job}-{number:02d}-{point_label(point)}/" if point
+        folder = (f"{parent}/<UTC time>-{job}-sweep/<UTC time>-{job}-{number:02d}-{point_label(point, job)}/" if point
                   else f"{parent}/<UTC time>-{job}/")
         request = RunRequest(run_id="RUN_ID", command=command, env={**extra, **point}, profile=profile)
         group = nodes[0].group if nodes else None  # one launch for every node (a Slurm step)

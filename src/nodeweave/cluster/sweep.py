@@ -58,10 +58,16 @@ def sweep_points(sweeps: List[Tuple[str, List[str]]]) -> List[Dict[str, str]]:
     return [dict(zip(names, combo)) for combo in itertools.product(*(values for _, values in sweeps))]
 
 
-def point_label(point: Dict[str, str]) -> str:
-    """A folder-safe name for a point: ``NCCL_MAX_NCHANNELS=16,RCCL_THREADS_PER_BLOCK=256``."""
-    text = ",".join(f"{k}={v}" for k, v in point.items())
-    return re.sub(r"[^A-Za-z0-9._=,+-]", "_", text)[:120]
+def point_label(point: Dict[str, str], job: str = "") -> str:
+    """A point's part of its run id: ``NCCL_MAX_NCHANNELS-16_RCCL_THREADS_PER_BLOCK-256``.
+
+    The run id names a folder on every node, and the entrypoint takes only letters, digits, ``.``, ``_`` and
+    ``-``, at most 128 characters: ``<UTC time>-<job>-NN-<label>`` (and ``-N`` for a taken second) must fit.
+    The point's values themselves are in ``sweep.json``.
+    """
+    text = "_".join(f"{k}-{v}" for k, v in point.items())
+    room = max(8, 128 - len("20260101T000000Z-") - len(job) - len("-00-") - len("-99"))
+    return re.sub(r"[^A-Za-z0-9._-]", "_", text)[:room]
 
 
 def compile_metric(text: Optional[str]) -> Optional["re.Pattern[str]"]:
