@@ -118,3 +118,51 @@ def test_a_pod_the_scheduler_never_places_is_named_after_the_deadline(standin, t
     assert "1 of 3 node(s) not up after" in out.stderr and "node-2 (pod:e2e/nwk-late-2[trainer])" in out.stderr
     assert "missing (no pod yet)" in out.stderr
     nodeweave(spec_path, "down", env=env)
+
+
+OPENSHIFT_SPEC = """name: {name}
+image: {{variant: cpu, registry: localhost/nodeweave-e2e}}
+nodes: {nodes}
+gpus_per_node: 1
+launcher: {{type: deepspeed, mode: hold, script: train.py, args: ["--steps", "10"], wait_timeout: 60}}
+env: {{OMP_NUM_THREADS: "1"}}
+kubernetes: {{namespace: e2e, anti_affinity: none, grace_period: 10, openshift: true, claim: shared}}
+"""
+
+
+def test_the_openshift_deepspeed_seed_loop_through_oc(standin, tmp_path):
+    """Seed 000's shape (and 002's verbs): a DeepSpeed StatefulSet on OpenShift, reached with `oc` alone.
+
+    ``oc`` is the kubectl stand-in under that name (no OpenShift runs here); ``kubectl`` on the verbs' PATH
+    is a script that leaves a mark and fails, so a call that still went to kubectl fails the test. The pods'
+    workspace claim is a folder only ``nodeweave sync`` fills.
+    """
+    env, names = standin
+    folder = Path(env["PATH"].split(os.pathsep)[0])
+    (folder / "kubectl").rename(folder / "oc")
+    (folder / "kubectl").write_text(f"#!/bin/sh\necho \"$@\" >> {tmp_path}/kubectl-asked\nexit 1\n")
+    (folder / "kubectl").chmod(0o755)
+    claim = tmp_path / "claim"
+    claim.mkdir()
+    os.chown(claim, 1000, 1000)  # the image's user owns the claim, as fsGroup makes a volume the pod's
+    spec_path = workdir(tmp_path / "ws", "nwos", 2, OPENSHIFT_SPEC)
+    names.append("nwos")
+    env = {**env, "STANDIN_WORKSPACE": str(claim)}
+    out = nodeweave(spec_path, "up", "-t", "openshift", "--timeout", "180", env=env, check=0)
+    assert "2 node(s) up in hold mode" in out.stdout and "oc apply -n e2e -k" in out.stdout, out.stdout
+    try:
+        synced = nodeweave(spec_path, "sync", env=env, check=0)
+        assert (claim / "train.py").is_file(), synced.stdout + synced.stderr
+        out = nodeweave(spec_path, "run", env=env, check=0)  # the spec's script and args, deepspeed --no_ssh per pod
+        assert out.stdout.count("done: world_size=2") == 2, out.stdout
+        report = json.loads(nodeweave(spec_path, "status", "--json", env=env, check=0).stdout)
+        assert report["plans_agree"] is True and [n["reached_as"] for n in report["nodes"]] == [
+            "oc:e2e/nwos-0[trainer]", "oc:e2e/nwos-1[trainer]"], report["nodes"]
+        logs = nodeweave(spec_path, "logs", env=env, check=0).stdout
+        assert "[node-1]" in logs and "done: world_size=2" in logs
+        shell = nodeweave(spec_path, "shell", "0", "--dry-run", env=env, check=0).stdout
+        assert shell.startswith("oc exec"), shell
+    finally:
+        nodeweave(spec_path, "down", env=env, check=0)
+    assert (claim / "train.py").is_file()  # down keeps the claim: code and checkpoints stay
+    assert not (tmp_path / "kubectl-asked").exists(), (tmp_path / "kubectl-asked").read_text()
