@@ -97,9 +97,9 @@ class SlurmCluster(Backend):
         if self.runtime.kind == "pyxis":
             helped = subprocess.run(["srun", "--help"], capture_output=True, text=True, timeout=60)
             if "--container-image" not in helped.stdout:
-                raise EnvironmentProblem("slurm.runtime pyxis: this machine's srun has no pyxis (`srun --help` lists no "
-                                  "--container-image): install pyxis on the cluster, or set slurm.runtime to "
-                                  "apptainer or host")
+                raise EnvironmentProblem("slurm.runtime pyxis: this machine's srun has no pyxis (`srun --help` "
+                                         "lists no --container-image): install pyxis on the cluster, or set "
+                                         "slurm.runtime to apptainer or host")
 
     def prepare_up(self, mode: str, dry_run: bool) -> List[str]:
         live = self.record()
@@ -208,7 +208,8 @@ class SlurmCluster(Backend):
     def _nodes(self, hosts: List[str], job: str) -> List[Node]:
         runtime = self.runtime
         step = SlurmStep(job=job, hosts=tuple(hosts), workdir=self.workdir, env=tuple(self.contract_env()),
-                         options=(*self.step_options(), *runtime.srun_options()), prefix=tuple(runtime.command_prefix()))
+                         options=(*self.step_options(), *runtime.srun_options()),
+                         prefix=tuple(runtime.command_prefix()))
         inside = runtime.workdir if runtime.in_container else self.workdir
         return [Node(i, Srun(f"{job}/{host}", step_options=tuple(runtime.srun_options()),
                              prefix=tuple(runtime.command_prefix())), env=step.node_view(i), workdir=inside, group=step)
