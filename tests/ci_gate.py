@@ -51,6 +51,9 @@ CI_TOOLS = {
         "tests/test_slurm.py::test_slurm_reads_every_directive_the_spec_sets",
         "tests/test_slurm_target.py::test_up_run_status_a_failing_rank_and_down_on_slurm",
         "tests/test_slurm_target.py::test_check_on_the_slurm_allocation",
+        "tests/test_slurm_target.py::test_the_accelerate_slurm_seed_loop_*",
+        "tests/test_slurm_runtimes.py::test_pyxis_up_run_status_stop_logs_down_on_slurm",
+        "tests/test_slurm_runtimes.py::test_apptainer_up_run_status_down_on_slurm",
     ),
     "shellcheck (.ci/setup-tools.sh)": (
         "tests/test_slurm.py::test_bash_parses_and_shellcheck_passes*", "tests/test_slurm.py::test_shellcheck_is_live",
