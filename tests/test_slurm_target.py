@@ -13,9 +13,10 @@ machines would have, and node 0's address is 127.0.0.1 (nw1 resolves nowhere).
 from __future__ import annotations
 
 import json
-import re
 import os
+import re
 import shutil
+import socket
 import subprocess
 import sys
 import time
@@ -347,6 +348,12 @@ def test_the_accelerate_slurm_seed_loop_up_run_status_logs_down_and_the_same_job
     finally:
         down = nodeweave("down")
     assert down.returncode == 0, down.stdout + down.stderr
+    port = int(re.search(r"master_port: (\d+)", path.read_text()).group(1))
+    for _ in range(60):  # scancel returns at once; both "nodes" are this machine, so wait out the last run's ports
+        with socket.socket() as probe:
+            if probe.connect_ex(("127.0.0.1", port)) != 0:
+                break
+        time.sleep(0.5)
     render = subprocess.run([*NODEWEAVE, "render", "slurm", "--spec", str(path)], capture_output=True, text=True)
     assert render.returncode == 0, render.stderr
     batch = slurm.run(["sbatch", "--wait", f"--output={tmp_path}/batch-%j.out", "slurm/job.sbatch"], cwd=tmp_path,
