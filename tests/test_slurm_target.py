@@ -254,9 +254,10 @@ nodes: 2
 gpus_per_node: 1
 launcher:
   type: accelerate
-  script: probe.py
+  script: train.py
+  args: ["--steps", "6", "--log-every", "3", "--expect-world", "2"]
   options: [--mixed_precision, "no"]
-  setup: ["source ./site/activate.sh", "activate_env training"]
+  setup: ["source ./site/activate.sh", "activate_env training", 'echo "setup: env=$ACTIVE_ENV on $(hostname)"']
   master_port: {port}
   wait_timeout: 120
 env: {{OMP_NUM_THREADS: "1"}}
@@ -266,15 +267,6 @@ slurm: {{runtime: host, time: "10:00", exclusive: false}}
 # "nodes" are this machine, so with c10d whichever agent starts first hosts the store on the master port, and
 # accelerate's port check on machine 0 then finds it taken (on real nodes they are different hosts).
 ACTIVATE = 'activate_env() { export ACTIVE_ENV="$1"; }\n'  # a site script's shape: a shell function to call
-ACC_PROBE = """import os
-import torch
-import torch.distributed as dist
-dist.init_process_group("gloo")  # what accelerate's launch set up: the 2-node world
-total = torch.tensor([dist.get_rank() + 1.0])
-dist.all_reduce(total)
-print(f"probe rank {dist.get_rank()} of {dist.get_world_size()} sum={total.item():.0f} "
-      f"env={os.environ.get('ACTIVE_ENV')}", flush=True)
-"""
 
 
 @needs_slurm
@@ -325,7 +317,7 @@ def test_the_accelerate_slurm_seed_loop_up_run_status_logs_down_and_the_same_job
 
     (tmp_path / "site").mkdir()
     (tmp_path / "site" / "activate.sh").write_text(ACTIVATE)
-    (tmp_path / "probe.py").write_text(ACC_PROBE)
+    shutil.copy(REPO / "examples" / "train.py", tmp_path / "train.py")
     path = tmp_path / "nodeweave.yaml"
     path.write_text(SEED_003.format(port=free_pair()))
     env = {**slurm.env, "PATH": _per_node_tmpdir(tmp_path), "COLUMNS": "200"}
@@ -340,18 +332,21 @@ def test_the_accelerate_slurm_seed_loop_up_run_status_logs_down_and_the_same_job
     batch = slurm.run(["sbatch", "--wait", f"--output={tmp_path}/batch-%j.out", "slurm/job.sbatch"], cwd=tmp_path,
                       env={"PATH": env["PATH"]}, check=False, timeout=300)
     (out,) = tmp_path.glob("batch-*.out")
-    assert batch.returncode == 0 and out.read_text().count("of 2 sum=3 env=training") == 2, out.read_text()[-3000:]
+    text = out.read_text()
+    assert batch.returncode == 0 and text.count("setup: env=training") == 2, text[-3000:]
+    assert text.count("done: world_size=2") == 2, text[-3000:]
     up = nodeweave("up", "--target", "slurm", "--timeout", "120")
     assert up.returncode == 0 and "plans agree" in up.stdout, up.stdout + up.stderr
     try:
         run = nodeweave("run")
         assert run.returncode == 0, run.stdout[-3000:] + run.stderr
         for i in (0, 1):
-            assert f"probe rank {i} of 2 sum=3 env=training" in run.stdout, run.stdout[-3000:]
+            assert f"[node-{i}] setup: env=training" in run.stdout, run.stdout[-3000:]
+        assert run.stdout.count("done: world_size=2") == 2, run.stdout[-3000:]
         status = nodeweave("status", "--json")
         assert [n["rank"] for n in json.loads(status.stdout)["nodes"]] == [0, 1], status.stdout + status.stderr
         logs = nodeweave("logs")
-        assert "[node-1] probe rank 1 of 2 sum=3" in logs.stdout, logs.stdout + logs.stderr
+        assert "[node-1] setup: env=training" in logs.stdout and "done: world_size=2" in logs.stdout, logs.stdout
     finally:
         down = nodeweave("down")
     assert down.returncode == 0, down.stdout + down.stderr
