@@ -28,11 +28,12 @@ VERBS = {
                              "summarise it."),
     "bench": Verb("bench", "Measure all_reduce, all_gather and reduce_scatter bandwidth (nccl-tests formulas) and "
                            "check every result."),
-    "check": Verb("check", "Check every node (facts, CPU/GPU probes, nvidia-smi, dcgmi where installed) and every "
-                           "link (point-to-point bandwidth in ceil(log2 N) rounds of disjoint pairs through "
-                           "torch.distributed with the job's backend, then one ring all-reduce) and name what is "
-                           "more than --threshold below the median of its peers, with the figure and the likely "
-                           "cause."),
+    "check": Verb("check", "Check every node (facts, CPU/GPU probes, nvidia-smi or amd-smi, the Xid events of its "
+                           "GPUs in the kernel log where readable, dcgmi where installed) and every link "
+                           "(point-to-point bandwidth in ceil(log2 N) rounds of disjoint pairs, in turns where pairs "
+                           "would share a machine unequally, through torch.distributed with the job's backend, then "
+                           "one ring all-reduce) and name what is more than --threshold below the median of its "
+                           "peers, with the figure and the likely cause."),
     "up": Verb("cluster", "Bring the cluster up: compose on this machine, compose over ssh on every host, or apply "
                           "-k on Kubernetes."),
     "down": Verb("cluster", "Take down what `up` made (keeps Kubernetes claims unless --delete-claims)."),
