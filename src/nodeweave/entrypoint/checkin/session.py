@@ -175,9 +175,10 @@ class CheckIn:
         return Session(verdict, watch if info["heartbeat"] else None, self.fingerprint)
 
     def _as_node_0(self):
+        plan, info, hub = self.plan, self.plan.exchange, self.hub
+        _load_node_0_modules(info["heartbeat"])
         from .refusal import refused_early
 
-        plan, info, hub = self.plan, self.plan.exchange, self.hub
         topo = plan.topology
         hub.own_fp = self.fingerprint
         self.log(f"check-in: waiting for {topo.nnodes_min - 1} more node(s) on port {info['port']} "
@@ -237,3 +238,14 @@ def _admitter(hub, topo, plan, info):
         others = [p.entry() for p in hub.peers if p.done is None]
         return judge([own, peer.entry()] + others, 0, topo.nnodes_max, plan.launch.launcher, info["allow"])
     return admit
+
+
+def _load_node_0_modules(heartbeat):
+    """Import now what node 0 imports later: a low RLIMIT_NOFILE is named and the nodes past it wait or
+    count as missing, but once the connections hold every descriptor an import cannot open its file."""
+    import json  # noqa: F401 - the run record
+    import select  # noqa: F401 - the switchboard's wait (an extension module: a file to open)
+
+    from . import refusal, verdict  # noqa: F401
+    if heartbeat:
+        from . import heartbeat as _heartbeat  # noqa: F401
