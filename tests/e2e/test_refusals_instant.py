@@ -65,3 +65,27 @@ def test_a_node_that_refuses_its_own_start_stops_node_0_within_5_s(engine, cpu_i
         assert ended["e2e-rfself-0"] - ended["e2e-rfself-1"] < 5, ended
     finally:
         cluster.remove()
+
+
+def test_node_0_expecting_another_node_count_refuses_the_moment_node_1_checks_in(engine, cpu_image, tmp_path):
+    """Node 0's rendered service hand-edited to ``NODEWEAVE_NNODES: 3`` (node 1 keeps 2): node 0 judges node 1's
+    claim when it arrives instead of waiting for a third node until the 120 s deadline; both end within 5 s."""
+    import yaml
+
+    cluster = _cluster(engine, cpu_image, tmp_path, "e2e-rfcnt")
+    document = yaml.safe_load(cluster.compose_file.read_text())
+    document["services"]["e2e-rfcnt-0"]["environment"]["NODEWEAVE_NNODES"] = "3"
+    cluster.compose_file.write_text(yaml.safe_dump(document))
+    try:
+        cluster.up(services=["e2e-rfcnt-0"])
+        cluster.wait_log("e2e-rfcnt-0", "check-in: waiting for", timeout=60)
+        cluster.up(services=["e2e-rfcnt-1"])
+        codes, took, logs = _ended(cluster)
+        assert codes == {"e2e-rfcnt-0": 3, "e2e-rfcnt-1": 3}, f"{codes}\n{logs}"
+        for log in logs.values():
+            assert "nodes disagree on the node count" in log, logs
+        started = cluster.state("e2e-rfcnt-1").started_at.timestamp()
+        ended = {n: cluster.state(n).finished_at.timestamp() - started for n in cluster.names}
+        assert max(ended.values()) < 5, f"seconds after node 1 started: {ended}\n{logs}"
+    finally:
+        cluster.remove()

@@ -176,3 +176,29 @@ def test_a_check_in_port_whose_packets_are_dropped_is_named_as_a_likely_firewall
     assert took < 30, f"{took:.1f} s\n{log}"
     assert f"{name}-0:{port}: every connection for" in log, log
     assert "packets to it are dropped, not refused" in log, log
+
+
+def test_a_45_s_checkpoint_on_rank_0_is_only_a_warning_naming_torch_save_and_the_job_completes(engine, cpu_image,
+                                                                                              tmp_path):
+    """Rank 0 saves checkpoints (torch.save) for 45 s while rank 1 waits at a barrier: slow by nature (the
+    issue's 45 s), so one rank per node and few steps. ``stall_timeout: 90``, past the save: a warning on every
+    node, never a stop."""
+    name = "e2e-stsave"
+    spec = SPEC.format(name=name, args='"--steps", "10", "--interval", "0.2", "--stall-step", "4", '
+                       '"--save-rank", "0", "--save-for", "45", "--timeout", "180"', warn=WARN, timeout=90)
+    spec = spec.replace("gpus_per_node: 2", "gpus_per_node: 1")
+    cluster = compose_cluster(engine, prepare_workdir(tmp_path, spec), cpu_image)
+    cluster.remove()
+    try:
+        cluster.up()
+        codes = cluster.wait_exit(timeout=240)
+        logs = {n: cluster.logs(n) for n in cluster.names}
+    finally:
+        cluster.remove()
+    assert set(codes.values()) == {0}, f"{codes}\n{logs}"
+    for log in logs.values():
+        assert log.count("STALL:") == 1, log
+        assert "wait in barrier" in log and "that rank 0 (node 0, host e2e-stsave-0)" in log, log
+        assert re.search(r"1 rank \(0\): torch\.save \(allreduce\.py:\d+\)", log), log
+        assert re.search(r"1 rank \(1\): in barrier \(allreduce\.py:\d+\)", log), log
+        assert "the stall is over" in log and "exit 7: stalled" not in log, log
