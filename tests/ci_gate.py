@@ -35,7 +35,9 @@ CI_TOOLS = {
     "Debian's mirror from a podman build, for the sshd test images (.ci/setup-tools.sh checks it)": (
         "tests/test_sync_ssh.py::*", "tests/e2e/test_cluster_ssh.py::*",
     ),
-    "docker-registry (.ci/setup-engine.sh)": ("tests/e2e/test_push.py::*",),
+    "docker-registry (.ci/setup-engine.sh)": (
+        "tests/e2e/test_push.py::*", "tests/e2e/test_docker_path.py::test_a_docker_push_records_the_digest*",
+    ),
     "nft and nsenter (.ci/setup-engine.sh)": ("tests/e2e/test_exchange.py::*",),
     "kubectl with kustomize >= v4 (.ci/setup-tools.sh)": (
         "tests/test_manifests.py::*", "tests/test_cluster_targets.py::*",

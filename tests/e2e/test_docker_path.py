@@ -16,6 +16,7 @@ import os
 import re
 import subprocess
 import sys
+import urllib.request
 import uuid
 
 import pytest
@@ -23,6 +24,7 @@ import pytest
 from docker_harness import builds_with_buildkit, candidate_clients, find_docker, table_rows
 from e2e_harness import BASE_IMAGE, REGISTRY, REPO, compose_cluster, prepare_workdir, snapshot_context
 from test_compose_cluster import SPEC as COMPOSE_SPEC, check_allreduce
+from test_push import registry  # noqa: F401 - the loopback registry fixture
 
 pytestmark = [pytest.mark.engine, pytest.mark.docker]
 
@@ -217,3 +219,22 @@ def test_sync_over_docker_exec_and_its_digest_check(docker, docker_env, docker_b
         assert _nodeweave(docker, "sync", str(src), dest, "--node", f"docker:{name}", "--check").returncode == 0
     finally:
         _docker(docker, "rm", "-f", name, check=False)
+
+
+def test_a_docker_push_records_the_digest_the_registry_serves(docker, docker_env, docker_base, registry):
+    """docker says a pushed image's digest only in RepoDigests after the push (podman's --digestfile is
+    test_push.py's): nodeweave's push reads it there, and it is the registry's own for that tag."""
+    from nodeweave.build import detect_engine
+    from nodeweave.build.pushed import push_tags
+
+    tag = f"{registry}/team/docker-pushed:base"
+    _docker(docker, "tag", docker_base, tag)
+    try:
+        digests = push_tags(detect_engine("docker"), [tag])
+        head = urllib.request.Request(f"http://{registry}/v2/team/docker-pushed/manifests/base", method="HEAD",
+                                      headers={"Accept": "application/vnd.oci.image.manifest.v1+json, "
+                                                         "application/vnd.docker.distribution.manifest.v2+json"})
+        with urllib.request.urlopen(head, timeout=10) as answer:
+            assert digests == {tag: answer.headers["Docker-Content-Digest"]}, digests
+    finally:
+        _docker(docker, "image", "rm", tag, check=False)
