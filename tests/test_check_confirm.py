@@ -70,3 +70,17 @@ def test_references_fall_back_to_a_link_that_shares_a_node_then_to_none():
 def test_step_ratios_skip_steps_without_a_figure():
     assert step_ratios(_confirm((0, 1), (2, 3), [0.5, None, 0.4], [1.0, 1.0, 0.0])) == [0.5]
     assert not cleared({"pair": [0, 1]}, 0.25)  # no steps: nothing clears it
+
+
+def test_the_report_says_what_was_measured_again_and_how_it_came_out():
+    from types import SimpleNamespace
+
+    from nodeweave.check.report import summary_lines
+
+    checks = [_confirm((1, 3), (0, 2), [0.40, 0.81, 0.35], [0.90, 0.85, 0.88])]
+    document = {"links": LOADED_HEALTHY, "rounds": [[[0, 1], [2, 3]], [[0, 2], [1, 3]]], "threshold": 0.25,
+                "repeated": {"link_passes": 3}, "confirmations": checks}
+    result = SimpleNamespace(document=document, findings=findings(document, 0.25), exit_code=0)
+    lines = summary_lines(result)
+    assert "measured again alone: link 1-3 beside link 0-2, step by step 44%, 95%, 40% of it (cleared)" in lines
+    assert lines[-1] == "healthy: nothing named"
