@@ -97,7 +97,8 @@ def _alone(rechecked: Dict[Pair, dict], pairs: Sequence[Pair]) -> str:
     ratios = [r for pair in pairs if pair in rechecked for r in step_ratios(rechecked[pair])]
     if not ratios:
         return ""
-    return f"; measured alone beside a normal link, {100 * (1 - max(ratios)):.0f}% below it or more in {len(ratios)} of {len(ratios)} steps"
+    return (f"; measured alone beside a normal link, {100 * (1 - max(ratios)):.0f}% below it or more in "
+            f"{len(ratios)} of {len(ratios)} steps")
 
 
 def link_findings(links: List[dict], threshold: float, confirmations: Optional[List[dict]] = None) -> List[Finding]:

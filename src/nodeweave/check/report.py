@@ -137,8 +137,8 @@ def summary_lines(result) -> List[str]:
     for check in document.get("confirmations") or []:
         (a, b), (c, d) = check["pair"], check["reference"]
         steps = ", ".join(f"{100 * r:.0f}%" for r in step_ratios(check))
-        lines.append(f"measured again alone: link {a}-{b} beside link {c}-{d}, step by step {steps} of it "
-                     f"({'cleared' if cleared(check, document.get('threshold', 0.25)) else 'below the line each step'})")
+        verdict = "cleared" if cleared(check, document.get("threshold", 0.25)) else "below the line each step"
+        lines.append(f"measured again alone: link {a}-{b} beside link {c}-{d}, step by step {steps} of it ({verdict})")
     ring = document.get("allreduce")
     if ring:
         lines.append(f"ring all-reduce of {fmt_bytes(ring['bytes'])}: busbw {fmt_rate(ring['busbw_gbps'])}, "
