@@ -6,16 +6,25 @@ other links' in the same pass, over the passes. When every link of a node with
 two or more links is slow, and each partner has a normal link elsewhere,
 the node is named (its NIC, port or cable) instead of each link; which
 direction is slow says whether traffic into or out of it suffers.
+
+A link slow pass by pass is only a suspect: on a loaded machine a healthy
+link can come out slow in each of its 2-3 passes (docs/benchmarks.md). The
+worker measures each suspect again *alone*, right beside one reference link
+also alone (:func:`references`), :data:`CONFIRM_STEPS` times in alternating
+order; the suspect is named only if it stays below the line against its
+reference in every one of those steps (:func:`cleared`). A shaper or a bad
+NIC caps every step; load that comes and goes does not.
 """
 
 from __future__ import annotations
 
-from typing import Dict, List, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 from nodeweave.check.metrics import LINK_CAUSE, fmt_rate
 from nodeweave.check.verdict import Finding, best, confirmed, median, pass_ratios, peer_reference
 
 Pair = Tuple[int, int]
+CONFIRM_STEPS = 3  # suspect and reference, each alone, this many times (order alternating)
 
 
 def link_values(links: List[dict]) -> Dict[Pair, dict]:
@@ -52,13 +61,54 @@ def _has_normal_link(partner: int, node: int, values: Dict[Pair, dict], slow: se
     return not elsewhere or any(pair not in slow for pair in elsewhere)
 
 
-def link_findings(links: List[dict], threshold: float) -> List[Finding]:
-    """Slow links (pass by pass against the other links), grouped under their node where it is the cause."""
-    values = link_values(links)
+def suspects(values: Dict[Pair, dict], threshold: float) -> Dict[Pair, float]:
+    """Links below the line pass by pass and in their best sample against the other links': their ratio."""
     ratios = pass_ratios({pair: v["passes"] for pair, v in values.items()}) if len(values) > 1 else {}
     figures = {pair: v["value"] for pair, v in values.items()}
-    slow = {pair for pair, ratio in ratios.items()
+    return {pair: ratio for pair, ratio in ratios.items()
             if confirmed(ratio, figures[pair], peer_reference(figures, pair), threshold)}
+
+
+def references(suspect: Sequence[Pair], measured: Sequence[Pair]) -> Dict[Pair, Optional[Pair]]:
+    """Per suspect, a link to measure beside it: not a suspect, sharing no node with it when one exists
+    (the first in order); None when every link is a suspect (nothing to compare with)."""
+    normal = sorted(pair for pair in measured if pair not in suspect)
+    out = {}
+    for pair in sorted(suspect):
+        apart = [other for other in normal if not set(other) & set(pair)]
+        out[pair] = (apart or normal or [None])[0]
+    return out
+
+
+def step_ratios(check: dict) -> List[float]:
+    """A confirmation's ratios, step by step: the suspect's figure over its reference's (each the slower
+    direction of one alone measurement)."""
+    return [s / r for s, r in zip(check.get("pair_gbps", []), check.get("reference_gbps", []))
+            if s is not None and r]
+
+
+def cleared(check: dict, threshold: float) -> bool:
+    """Measured alone beside its reference, the suspect reached the line in some step: load, not a limit."""
+    return any(ratio >= 1.0 - threshold for ratio in step_ratios(check))
+
+
+def _alone(rechecked: Dict[Pair, dict], pairs: Sequence[Pair]) -> str:
+    """What the confirmation measured, for a finding's text (empty where none ran)."""
+    ratios = [r for pair in pairs if pair in rechecked for r in step_ratios(rechecked[pair])]
+    if not ratios:
+        return ""
+    return (f"; measured alone beside a normal link, {100 * (1 - max(ratios)):.0f}% below it or more in "
+            f"{len(ratios)} of {len(ratios)} steps")
+
+
+def link_findings(links: List[dict], threshold: float, confirmations: Optional[List[dict]] = None) -> List[Finding]:
+    """Slow links (pass by pass against the other links, then alone beside a reference where the worker
+    measured that), grouped under their node where it is the cause."""
+    values = link_values(links)
+    ratios = suspects(values, threshold)
+    figures = {pair: v["value"] for pair, v in values.items()}
+    rechecked = {tuple(c["pair"]): c for c in confirmations or []}
+    slow = {pair for pair in ratios if not (pair in rechecked and cleared(rechecked[pair], threshold))}
     out, explained = [], set()
     for node in sorted({n for pair in values for n in pair}):
         mine = [pair for pair in values if node in pair]
@@ -76,13 +126,13 @@ def link_findings(links: List[dict], threshold: float) -> List[Finding]:
         out.append(Finding(f"node-{node}", "link_gbps",
                            f"every link of node-{node} is slow, {where}: {fmt_rate(mine_value)} vs "
                            f"{fmt_rate(others)} on the other links ({100 * (1 - ratio):.0f}% below them, pass by "
-                           f"pass): its NIC, port or cable, or {LINK_CAUSE}", node=node, value=mine_value,
+                           f"pass{_alone(rechecked, mine)}): its NIC, port or cable, or {LINK_CAUSE}", node=node, value=mine_value,
                            reference=others))
         explained |= set(mine)
     for pair in sorted(slow - explained):
         ref = peer_reference(figures, pair)
         out.append(Finding(f"node-{pair[0]}<->node-{pair[1]}", "link_gbps",
                            f"link node-{pair[0]}<->node-{pair[1]} {fmt_rate(figures[pair])} vs {fmt_rate(ref)} on "
-                           f"the other links ({100 * (1 - ratios[pair]):.0f}% below them, pass by pass): "
+                           f"the other links ({100 * (1 - ratios[pair]):.0f}% below them, pass by pass{_alone(rechecked, [pair])}): "
                            f"{LINK_CAUSE}", pair=pair, value=figures[pair], reference=ref))
     return out

@@ -16,7 +16,7 @@ from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
-from nodeweave.check.links import link_values
+from nodeweave.check.links import cleared, link_values, step_ratios
 from nodeweave.check.metrics import fmt_bytes, fmt_rate, fmt_value
 from nodeweave.check.verdict import best, median
 
@@ -134,6 +134,11 @@ def summary_lines(result) -> List[str]:
         lines.append(f"point-to-point: {len(values)} link(s) in {rounds} round(s){shared} "
                      f"x {document['repeated'].get('link_passes', 1)} pass(es), "
                      f"latency {min(latencies):.0f}-{max(latencies):.0f} us")
+    for check in document.get("confirmations") or []:
+        (a, b), (c, d) = check["pair"], check["reference"]
+        steps = ", ".join(f"{100 * r:.0f}%" for r in step_ratios(check))
+        verdict = "cleared" if cleared(check, document.get("threshold", 0.25)) else "below the line each step"
+        lines.append(f"measured again alone: link {a}-{b} beside link {c}-{d}, step by step {steps} of it ({verdict})")
     ring = document.get("allreduce")
     if ring:
         lines.append(f"ring all-reduce of {fmt_bytes(ring['bytes'])}: busbw {fmt_rate(ring['busbw_gbps'])}, "

@@ -240,4 +240,4 @@ def findings(document: dict, threshold: float) -> List[Finding]:
     out = node_findings(nodes, threshold)
     for node in nodes:
         out += gpu_findings(node) + xid_findings(node) + datasheet_findings(node) + host_findings(node, mtu_reference)
-    return out + link_findings(document.get("links", []), threshold)
+    return out + link_findings(document.get("links", []), threshold, document.get("confirmations"))

@@ -27,6 +27,7 @@ from nodeweave.check.facts import node_facts
 from nodeweave.check.gpu_facts import dcgm_diag, nvidia_smi
 from nodeweave.check.vendor.amd_smi import amd_smi
 from nodeweave.check.vendor.xid import node_xids
+from nodeweave.check.links import CONFIRM_STEPS, link_values, references, suspects
 from nodeweave.check.rounds import machines, partner, schedule
 from nodeweave.check.verdict import to_repeat
 
@@ -175,6 +176,28 @@ def link_stage(args, device, nbytes, where):
     return list(merge(gather(results)).values()), plan, passes
 
 
+def confirm_stage(args, device, nbytes, links) -> list:
+    """Each link slow pass by pass measured again alone, then its reference alone (order alternating,
+    ``CONFIRM_STEPS`` times): nothing else runs beside either, so load on a busy machine cannot single
+    one of them out for long; the verdict names the suspect only if it stays below the line each step."""
+    plan = decide(references(sorted(suspects(link_values(links), args.threshold)),
+                             sorted(tuple(l["pair"]) for l in links)))
+    out = []
+    for pair, reference in sorted(plan.items()):
+        if reference is None:
+            continue
+        results = []
+        for step in range(CONFIRM_STEPS):
+            for one in ((pair, reference) if step % 2 == 0 else (reference, pair)):
+                measure([one], nbytes, args.seconds, device, results)
+        merged = merge(gather(results))
+        figures = {key: [min(f, b) for f, b in zip(merged[key]["forward_gbps"], merged[key]["back_gbps"])]
+                   for key in (pair, reference)}
+        out.append({"pair": list(pair), "reference": list(reference), "pair_gbps": figures[pair],
+                    "reference_gbps": figures[reference]})
+    return out
+
+
 def allreduce_stage(backend, device, nbytes) -> dict:
     """One ring all-reduce, timed and checked the way ``nodeweave bench`` does it."""
     from nodeweave.bench.options import bandwidths
@@ -217,6 +240,7 @@ def run(args) -> dict:
     clock["probes"] = time.monotonic()
     nbytes = args.bytes or DEFAULT_BYTES[backend]
     links, plan, link_passes = link_stage(args, device, nbytes, where) if world > 1 else ([], [], 0)
+    confirmations = confirm_stage(args, device, nbytes, links) if world > 2 else []
     clock["links"] = time.monotonic()
     allreduce = allreduce_stage(backend, device, args.allreduce_bytes or ALLREDUCE_BYTES[backend]) if world > 1 else None
     clock["allreduce"] = time.monotonic()
@@ -231,7 +255,7 @@ def run(args) -> dict:
             "repeats": args.repeats, "message_bytes": nbytes, "nodes": sorted(nodes, key=lambda n: n["node"]),
             "links": sorted(links, key=lambda l: l["pair"]),
             "rounds": [sorted(p for turn in round_ for p in turn) for round_ in plan], "turns": plan,
-            "machines": [sorted(keys) for keys in where],
+            "machines": [sorted(keys) for keys in where], "confirmations": confirmations,
             "repeated": {"nodes": node_again, "link_passes": link_passes}, "allreduce": allreduce, "stage_seconds": stages}
 
 
