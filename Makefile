@@ -75,7 +75,7 @@ down: install ## Take the cluster down (Kubernetes claims are kept unless DOWN_A
 	$(BIN)/nodeweave down --spec $(SPEC) $(DOWN_ARGS)
 
 .PHONY: test
-test: install ## Run the whole test suite (engine tests skip with a reason where no engine runs)
+test: install ## Run the whole test suite in pytest-xdist workers (TEST_WORKERS=0: one process; engine tests skip with a reason where no engine runs)
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
 
 .PHONY: clean

@@ -120,7 +120,7 @@ def add_refusals(verdict, refusals):
     return verdict
 
 
-LATECOMERS_S = 3.0
+LATECOMERS_S = 3.0  # node 0 itself ends this much after a refusal that misses nodes (the 5 s bound of issue 28)
 
 
 def tell_latecomers(hub, verdict, needed, deadline):
@@ -131,7 +131,9 @@ def tell_latecomers(hub, verdict, needed, deadline):
 
     until = min(deadline, hub.clock() + LATECOMERS_S)
     told = len(hub.peers)
-    while len(hub.peers) + len(hub.refusals) + 1 < needed and hub.clock() < until:
+    # a node whose check-in is in progress (connected, its connect-back not done) is waited for too:
+    # closed on now, it would end with exit 4 ("closed the connection") instead of the refusal
+    while (len(hub.peers) + len(hub.refusals) + 1 < needed or hub.pending) and hub.clock() < until:
         hub.step(min(0.2, max(0.0, until - hub.clock())))
         for peer in hub.peers[told:]:
             try:
