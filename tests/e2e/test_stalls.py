@@ -31,11 +31,16 @@ LOOP = '"--steps", "100000", "--interval", "0.2", "--timeout", "600", "--stall-s
 
 def _stalled_run(engine, image, tmp_path, name, args):
     spec = SPEC.format(name=name, args=LOOP + args, warn=WARN, timeout=TIMEOUT)
+    return _run_to_the_end(engine, image, tmp_path, spec)
+
+
+def _run_to_the_end(engine, image, tmp_path, spec, wait=300):
+    """Bring the spec's compose cluster up, wait for every node to exit: (codes, logs, end times); removed after."""
     cluster = compose_cluster(engine, prepare_workdir(tmp_path, spec), image)
     cluster.remove()
     try:
         cluster.up()
-        codes = cluster.wait_exit(timeout=300)
+        codes = cluster.wait_exit(timeout=wait)
         logs = {n: cluster.logs(n) for n in cluster.names}
         ended = {n: cluster.state(n).finished_at.timestamp() for n in cluster.names}
         return codes, logs, ended
@@ -187,14 +192,7 @@ def test_a_45_s_checkpoint_on_rank_0_is_only_a_warning_naming_torch_save_and_the
     spec = SPEC.format(name=name, args='"--steps", "10", "--interval", "0.2", "--stall-step", "4", '
                        '"--save-rank", "0", "--save-for", "45", "--timeout", "180"', warn=WARN, timeout=90)
     spec = spec.replace("gpus_per_node: 2", "gpus_per_node: 1")
-    cluster = compose_cluster(engine, prepare_workdir(tmp_path, spec), cpu_image)
-    cluster.remove()
-    try:
-        cluster.up()
-        codes = cluster.wait_exit(timeout=240)
-        logs = {n: cluster.logs(n) for n in cluster.names}
-    finally:
-        cluster.remove()
+    codes, logs, _ = _run_to_the_end(engine, cpu_image, tmp_path, spec, wait=240)
     assert set(codes.values()) == {0}, f"{codes}\n{logs}"
     for log in logs.values():
         assert log.count("STALL:") == 1, log
