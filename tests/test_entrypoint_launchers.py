@@ -1,5 +1,6 @@
 """Every launcher command line the plan builds, parsed by the launcher's own parser."""
 
+import shlex
 from pathlib import Path
 
 import pytest
@@ -50,9 +51,50 @@ def test_torchrun_elastic_c10d(torchrun):
 def test_torchrun_elastic_master_declares_itself_host(torchrun):
     p = plan("cpu-only", "torchrun", NODEWEAVE_NNODES="1:2", NODE_RANK="0", MASTER_ADDR="192.168.1.40")
     args = torchrun.get_args_parser().parse_args(p.launch.argv[1:])
-    assert args.rdzv_conf == "is_host=true"
     config, _, _ = torchrun.config_from_args(args)
     assert config.rdzv_configs["is_host"] == "true"
+    assert config.rdzv_configs["keep_alive_max_attempt"] == "12"
+
+
+def _c10d_settings(config):
+    """What torch's own c10d rendezvous handler makes of a launch config (a real store on loopback)."""
+    from datetime import timedelta
+
+    from torch.distributed import TCPStore
+    from torch.distributed.elastic.rendezvous import RendezvousParameters
+    from torch.distributed.elastic.rendezvous.c10d_rendezvous_backend import C10dRendezvousBackend
+    from torch.distributed.elastic.rendezvous.dynamic_rendezvous import create_handler
+
+    store = TCPStore("127.0.0.1", 0, is_master=True, timeout=timedelta(seconds=10))
+    configs = {k: v for k, v in config.rdzv_configs.items() if k != "is_host"}
+    params = RendezvousParameters(backend="c10d", endpoint=config.rdzv_endpoint, run_id=config.run_id,
+                                  min_nodes=config.min_nodes, max_nodes=config.max_nodes, **configs)
+    return create_handler(store, C10dRendezvousBackend(store, config.run_id), params)._settings
+
+
+def test_elastic_keep_alive_outlasts_a_stalled_store(torchrun):
+    """A late node must not find the running nodes "dead" after a 20 s store stall (docs/engine.md): torch's
+    handler reads nodeweave's keep-alive setting as 60 s without a keep-alive, on every node."""
+    for env in ({"NODE_RANK": "0", "MASTER_ADDR": "192.168.1.40"}, {"NODE_RANK": "1", "MASTER_ADDR": "node-0"}):
+        p = plan("cpu-only", "torchrun", NODEWEAVE_NNODES="2:3", **env)
+        config, _, _ = torchrun.config_from_args(torchrun.get_args_parser().parse_args(p.launch.argv[1:]))
+        settings = _c10d_settings(config)
+        assert (settings.keep_alive_interval * settings.keep_alive_max_attempt).total_seconds() == 60
+        assert any("keep_alive_max_attempt=12" in note for note in p.launch.notes)
+
+
+def test_the_spec_rdzv_conf_merges_into_the_plan(torchrun):
+    """launcher.options' --rdzv-conf adds to what nodeweave passes (torchrun would keep only the last one)."""
+    for options in (["--rdzv-conf", "last_call_timeout=5,keep_alive_max_attempt=3"],
+                    ["--rdzv_conf=last_call_timeout=5", "--rdzv-conf=keep_alive_max_attempt=3"]):
+        p = plan("cpu-only", "torchrun", NODEWEAVE_LAUNCHER_OPTIONS=shlex.join(options), NODEWEAVE_NNODES="1:2",
+                 NODE_RANK="0", MASTER_ADDR="192.168.1.40")
+        assert sum(token.startswith("--rdzv") and "conf" in token for token in p.launch.argv) == 1
+        config, _, _ = torchrun.config_from_args(torchrun.get_args_parser().parse_args(p.launch.argv[1:]))
+        assert config.rdzv_configs["is_host"] == "true"
+        settings = _c10d_settings(config)
+        assert (settings.keep_alive_max_attempt, settings.timeout.last_call.total_seconds()) == (3, 5)
+        assert not any("keep_alive_max_attempt=12" in note for note in p.launch.notes)
 
 
 def test_pet_variables_alone_give_torchrun_the_same_values(torchrun, monkeypatch):

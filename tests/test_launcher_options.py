@@ -71,9 +71,12 @@ def test_the_entrypoint_refuses_an_option_this_plan_passes():
         with pytest.raises(EntrypointUsageError, match=rf"launcher option '{option}' .* sets --include, which nodeweave"):
             plan("hgx-h100", "deepspeed", [option, "x:0"], NNODES="2", NODE_RANK="1", MASTER_ADDR="hgx-a00",
                  NODEWEAVE_NPROC_PER_NODE="2", CUDA_VISIBLE_DEVICES="2,3")
-    with pytest.raises(EntrypointUsageError, match=r"'--rdzv_conf=timeout=900' .* sets --rdzv-conf"):
-        plan("cpu-only", "torchrun", ["--rdzv_conf=timeout=900"], NODEWEAVE_NNODES="1:2", NODE_RANK="0",
+    with pytest.raises(EntrypointUsageError, match=r"--rdzv-conf 'is_host=false' .* sets is_host, which nodeweave"):
+        plan("cpu-only", "torchrun", ["--rdzv_conf=is_host=false"], NODEWEAVE_NNODES="1:2", NODE_RANK="1",
              MASTER_ADDR="192.168.1.40")
+    for bad, says in ((["--rdzv-conf"], "has no value"), (["--rdzv-conf", "timeout"], "'timeout' is not KEY=VALUE")):
+        with pytest.raises(EntrypointUsageError, match=rf"--rdzv-conf.*\(from .*\).*{says}"):
+            plan("cpu-only", "torchrun", bad, NODEWEAVE_NNODES="1:2", NODE_RANK="0", MASTER_ADDR="192.168.1.40")
     with pytest.raises(EntrypointUsageError, match=r"need a launcher; launcher command runs the command as given"):
         plan("cpu-only", "command", ["--x"])
 

@@ -4,11 +4,18 @@ third node started later is admitted; the workers restart once with the larger w
 compose/local.yaml holds the minimum (two services); the third node is started
 exactly like them (same image, environment, volumes, network), as
 ``<name>-2``. The training script all-reduces until the world has 6 ranks.
+
+Node 0's torchrun agent, which hosts the c10d store, is frozen for 20 s while
+the third node starts: a store stalled that long (CI saw it: a reverse DNS
+lookup in the store's accept path that timed out) made torch's default
+keep-alive window (15 s) drop both running nodes from the rendezvous state, and
+the scale-up never came (docs/engine.md). nodeweave's 60 s window outlasts it.
 """
 
 from __future__ import annotations
 
 import re
+import time
 
 import pytest
 
@@ -26,8 +33,18 @@ image: {variant: cpu, registry: localhost/nodeweave-e2e}
 nodes: "2:3"
 gpus_per_node: 2
 launcher: {script: allreduce.py, args: ["--min-world", "6", "--interval", "0.5"], wait_timeout: 120}
-env: {OMP_NUM_THREADS: "1"}
+env: {OMP_NUM_THREADS: "1", LOGLEVEL: INFO}
 """
+STORE_STALL_S = 20  # longer than torch's default keep-alive window (5 s x 3), shorter than nodeweave's (60 s)
+
+
+def torchrun_pid(cluster, name):
+    """The pid of the torchrun agent in ``name`` (the c10d store's host on node 0)."""
+    for line in cluster.processes(name):
+        pid, _, _, args = line.split(None, 3)
+        if "bin/torchrun" in args:
+            return pid
+    raise AssertionError(f"no torchrun in {name}: {cluster.processes(name)}")
 
 
 def test_elastic_job_starts_at_minimum_and_admits_a_late_node(engine, cpu_image, tmp_path):
@@ -43,8 +60,15 @@ def test_elastic_job_starts_at_minimum_and_admits_a_late_node(engine, cpu_image,
         # the order the agents join, so node 0's container may hold ranks 2 and 3: wait for
         # any rank of a 4-rank world there, not for rank 0
         cluster.wait_log("e2e-elastic-0", " world=4 step=", timeout=240)
-        cluster.run_like("e2e-elastic-1", "e2e-elastic-2")
-        codes = cluster.wait_exit(timeout=300)
+        agent = torchrun_pid(cluster, "e2e-elastic-0")
+        cluster.client.container.execute("e2e-elastic-0", ["kill", "-STOP", agent])
+        frozen = time.monotonic()
+        try:
+            cluster.run_like("e2e-elastic-1", "e2e-elastic-2")
+            time.sleep(max(0.0, STORE_STALL_S - (time.monotonic() - frozen)))
+        finally:
+            cluster.client.container.execute("e2e-elastic-0", ["kill", "-CONT", agent])
+        codes = cluster.wait_exit(timeout=240)
         logs = cluster.all_logs()
         assert all(code == 0 for code in codes.values()), f"{codes}\n{logs}"
         found = records(logs)

@@ -97,6 +97,8 @@ def plan_launch(settings, topo, node):
     launch = build[launcher](topo, node, command, restarts, settings)
     own = launch.argv[:len(launch.argv) - len(command)]
     options = list(settings.get("launcher_options") or ())
+    if launcher == "torchrun" and topo.elastic:
+        options = launcher_options.without_rdzv_conf(options)  # merged into nodeweave's own (_torchrun)
     launcher_options.check(launcher, options, own, settings.source("launcher_options"))
     launch.argv = own + options + command  # the launcher's own options go before the script
     launch.launcher = launcher
@@ -125,15 +127,31 @@ def _wait(topo, settings):
     return {"host": topo.master_addr.value, "port": topo.master_port.value, "timeout_s": timeout}
 
 
+# c10d's keep-alive (every 5 s) is renewed through node 0's store. torch drops a node whose last one is older
+# than interval x attempts (15 s by default) from the rendezvous state, yet that node's agent never hears of it.
+# A store stalled longer (its accept path does a reverse DNS lookup: glibc gives up after 5 s x 2 tries per
+# nameserver) then splits a scale-up: the node that joins finds every running node "dead", opens a new round
+# alone and waits out the join timeout, while the others train on at the old size. 12 attempts (60 s) outlast
+# such a stall; a dead node is still dropped, 45 s later. docs/engine.md; launcher.options may set it.
+KEEP_ALIVE = {"keep_alive_max_attempt": "12"}
+
+
 def _torchrun(topo, node, command, restarts, settings):
     argv = ["torchrun", "--nnodes", topo.nnodes.value, "--nproc-per-node", str(topo.nproc_per_node.value)]
     notes = []
     addr, port = topo.master_addr.value, topo.master_port.value
     if topo.elastic:
         argv += ["--rdzv-backend", "c10d", "--rdzv-endpoint", f"{addr}:{port}", "--rdzv-id", topo.job_id]
+        conf = dict(KEEP_ALIVE)
         if topo.is_master:
-            argv += ["--rdzv-conf", "is_host=true"]
+            conf["is_host"] = "true"
             notes.append("node 0 hosts the c10d store: is_host=true, so an FQDN endpoint cannot hide that")
+        user = launcher_options.rdzv_conf(settings.get("launcher_options") or (), settings.source("launcher_options"))
+        conf.update(user)
+        argv += ["--rdzv-conf", ",".join(f"{key}={value}" for key, value in conf.items())]
+        if "keep_alive_max_attempt" not in user:
+            notes.append("keep_alive_max_attempt=12: a node is dropped from the rendezvous after 60 s without a "
+                         "keep-alive, not 15 s, so a store stalled by a slow DNS lookup cannot split a scale-up")
     else:
         argv += ["--node-rank", str(topo.node_rank.value), "--master-addr", addr, "--master-port", str(port)]
     if topo.nnodes_max > 1 and node.local_ipv4 and node.interface != "lo":

@@ -28,7 +28,8 @@ ALIASES = {
                    ("--max_restarts", "--max-restarts"), ("--rdzv_backend", "--rdzv-backend")),
 }
 # Options the spec may never give a launcher: every plan passes them, or passes what they would override.
-# (torchrun's --rdzv-conf and DeepSpeed's --include/--exclude are passed only in some plans: checked then.)
+# (DeepSpeed's --include/--exclude are passed only in some plans: checked then. torchrun's --rdzv-conf is
+# merged into nodeweave's own on an elastic plan, see rdzv_conf(); a fixed-size plan does not pass it.)
 ALWAYS = {
     "torchrun": ("--nnodes", "--nproc-per-node", "--node-rank", "--master-addr", "--master-port", "--rdzv-backend",
                  "--rdzv-endpoint", "--rdzv-id", "--local-addr", "--max-restarts"),
@@ -91,3 +92,62 @@ def check(launcher, options, argv, source):
             raise UsageError(f"launcher option {option!r} (from {source}) sets {own}, which nodeweave passes "
                              f"{launcher} itself from the spec and the node; accepted: any other {launcher} option "
                              "(docs/spec.md says which spec field sets each)")
+
+
+RDZV_CONF = ("--rdzv-conf", "--rdzv_conf")
+# rendezvous settings the plan decides: node 0 says it hosts the store, no other node may
+RDZV_OWN = ("is_host",)
+
+
+def _rdzv_conf_values(options):
+    """(index, value, consumed) of each torchrun ``--rdzv-conf`` in ``options``, in its four spellings."""
+    found = []
+    i = 0
+    while i < len(options):
+        option = options[i]
+        name, eq, value = option.partition("=")
+        if name in RDZV_CONF and eq:
+            found.append((i, value, 1))
+        elif option in RDZV_CONF:
+            if i + 1 >= len(options):
+                found.append((i, None, 1))
+            else:
+                found.append((i, options[i + 1], 2))
+                i += 1
+        i += 1
+    return found
+
+
+def rdzv_conf(options, source):
+    """The ``key=value`` pairs of the spec's ``--rdzv-conf`` (torchrun's own syntax: ``k=v,k2=v2``).
+
+    An elastic plan passes ``--rdzv-conf`` itself (keep-alive, and ``is_host`` on
+    node 0); the user's pairs are merged into it rather than replacing it, as
+    torchrun's parser would with a second ``--rdzv-conf``. ``is_host`` stays the
+    plan's: one node hosts the store.
+    """
+    pairs = {}
+    for _, value, _ in _rdzv_conf_values(list(options)):
+        if not value:
+            raise UsageError(f"launcher option --rdzv-conf (from {source}) has no value; accepted: "
+                             "--rdzv-conf KEY=VALUE[,KEY=VALUE...], e.g. --rdzv-conf last_call_timeout=60")
+        for pair in value.split(","):
+            key, eq, val = pair.partition("=")
+            key = key.strip()
+            if not eq or not key:
+                raise UsageError(f"launcher option --rdzv-conf {value!r} (from {source}): {pair!r} is not "
+                                 "KEY=VALUE; accepted: --rdzv-conf KEY=VALUE[,KEY=VALUE...]")
+            if key in RDZV_OWN:
+                raise UsageError(f"launcher option --rdzv-conf {value!r} (from {source}) sets {key}, which nodeweave "
+                                 "passes torchrun itself (node 0 hosts the c10d store); accepted: any other "
+                                 "rendezvous setting (join_timeout, last_call_timeout, keep_alive_interval, ...)")
+            pairs[key] = val.strip()
+    return pairs
+
+
+def without_rdzv_conf(options):
+    """``options`` less every ``--rdzv-conf`` (merged into the plan's own by :func:`rdzv_conf`)."""
+    drop = set()
+    for index, _, consumed in _rdzv_conf_values(list(options)):
+        drop.update(range(index, index + consumed))
+    return [option for i, option in enumerate(options) if i not in drop]
