@@ -74,9 +74,20 @@ CI_TOOLS = {
 }
 
 
-# The xdist group of the tests that drive the machine's real tools: one worker runs them in turn
-# (tests/conftest.py).
+# The xdist group of the tests that drive the machine's real tools and share its state: one worker runs
+# them in turn (tests/conftest.py).
 TOOL_GROUP = "real-tools"
+# The tools of CI_TOOLS whose tests share the machine's state: the engines' images, networks and
+# containers, the registry, network namespaces and nft rules, the one local Slurm. The others (kubectl's
+# kustomize build, checkov, shellcheck, rsync in a temporary folder, openssl, the Python packages) read and
+# write only their own test's files, so their tests spread over the workers like the pure ones.
+SHARED_STATE = (
+    "podman (.ci/setup-engine.sh)", "dockerd (.ci/setup-docker.sh)",
+    "the offline base image (.ci/make-base-image.sh)", "the wheelhouse (.ci/wheelhouse.sh)",
+    "Debian's mirror from a podman build, for the sshd test images (.ci/setup-tools.sh checks it)",
+    "docker-registry (.ci/setup-engine.sh)", "nft and nsenter (.ci/setup-engine.sh)",
+    "Slurm: slurm-wlm (.ci/setup-tools.sh)",
+)
 
 
 def on_ci() -> bool:
@@ -101,6 +112,14 @@ def tools_for(nodeid: str, markers: Iterable[str]) -> List[str]:
         if any(_matches(p, nodeid, markers) for p in takes) and not any(_matches(p, nodeid, markers) for p in leaves):
             found.append(tool)
     return found
+
+
+def shares_machine_state(nodeid: str, markers: Iterable[str]) -> bool:
+    """Whether a test belongs to the one-at-a-time group: the engine markers, tests/e2e/, a SHARED_STATE tool."""
+    markers = set(markers)
+    if markers & {"engine", "docker"} or nodeid.startswith("tests/e2e/"):
+        return True
+    return any(tool in SHARED_STATE for tool in tools_for(nodeid, markers))
 
 
 def skip_reason(longrepr) -> str:

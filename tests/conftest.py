@@ -66,10 +66,8 @@ def engine_problem() -> "str | None":
 
 
 def uses_real_tools(item) -> bool:
-    markers = {mark.name for mark in item.iter_markers()}
-    if markers & {"engine", "docker"} or item.nodeid.startswith("tests/e2e/"):
-        return True
-    return bool(ci_gate.tools_for(item.nodeid, markers))
+    """Whether the test shares the machine's engines, networks or Slurm with others (ci_gate.SHARED_STATE)."""
+    return ci_gate.shares_machine_state(item.nodeid, {mark.name for mark in item.iter_markers()})
 
 
 @pytest.hookimpl(tryfirst=True)

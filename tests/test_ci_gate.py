@@ -63,6 +63,20 @@ def test_a_test_names_every_tool_it_needs():
     assert [tool.split(" ")[0] for tool in tools] == ["podman", "the", "Debian's"]
 
 
+def test_only_tests_that_share_the_machines_state_run_one_at_a_time():
+    """Engines, their images and networks, netns/nft rules and the one Slurm are shared; a kustomize
+    build, checkov or the launchers' parsers are not, and run beside the pure tests."""
+    shared = ci_gate.shares_machine_state
+    assert shared("tests/test_images.py::test_x", ["engine"]) and shared("tests/e2e/test_elastic.py::test_x", [])
+    assert shared("tests/test_slurm_target.py::test_check_on_the_slurm_allocation", [])
+    assert shared("tests/e2e/test_exchange.py::test_x", []) and shared("tests/test_sync_ssh.py::test_x", [])
+    for nodeid in ("tests/test_manifests.py::test_x", "tests/test_scanners.py::test_checkov_finds_x",
+                   "tests/test_properties.py::test_x", "tests/test_launcher_options.py::test_x",
+                   "tests/test_slurm.py::test_bash_parses_and_shellcheck_passes_x", "tests/test_cli.py::test_x"):
+        assert not shared(nodeid, []), nodeid
+    assert set(ci_gate.SHARED_STATE) <= set(ci_gate.CI_TOOLS)
+
+
 @pytest.mark.parametrize("value, expected", [("true", True), ("TRUE", True), ("1", True), ("", False),
                                              ("false", False), ("0", False)])
 def test_ci_is_read_from_the_environment(value, expected, monkeypatch):
