@@ -150,8 +150,9 @@ def _torchrun(topo, node, command, restarts, settings):
         conf.update(user)
         argv += ["--rdzv-conf", ",".join(f"{key}={value}" for key, value in conf.items())]
         if "keep_alive_max_attempt" not in user:
-            notes.append("keep_alive_max_attempt=12: a node is dropped from the rendezvous after 60 s without a "
-                         "keep-alive, not 15 s, so a store stalled by a slow DNS lookup cannot split a scale-up")
+            notes.append("keep_alive_max_attempt=12: a node is dropped from the rendezvous after 12 keep-alive "
+                         "intervals without one (60 s at torch's 5 s), not 3, so a store stalled by a slow DNS "
+                         "lookup cannot split a scale-up")
     else:
         argv += ["--node-rank", str(topo.node_rank.value), "--master-addr", addr, "--master-port", str(port)]
     if topo.nnodes_max > 1 and node.local_ipv4 and node.interface != "lo":
