@@ -22,6 +22,7 @@ import socket
 import subprocess
 import sys
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -183,18 +184,29 @@ def _probe_lines(output: str, tmp_path: Path):
         assert line in output, output[-3000:]
 
 
-@needs_slurm
-@pytest.mark.slow
-@pytest.mark.launchers
-def test_pyxis_up_run_status_stop_logs_down_on_slurm(slurm, tmp_path):
-    write_spec(tmp_path, "pyxis", port=free_pair())
-    nodeweave, env = _verbs(slurm, tmp_path, "pyxis")
+@contextmanager
+def _up_and_run(slurm, tmp_path, runtime):
+    """``up --target slurm`` and one ``run`` whose probe lines show every rank inside the container; the
+    test's own steps in between; then ``down``, which must pass."""
+    write_spec(tmp_path, runtime, port=free_pair())
+    nodeweave, env = _verbs(slurm, tmp_path, runtime)
     up = nodeweave("up", "--target", "slurm", "--timeout", "120")
     assert up.returncode == 0 and "2 node(s) up" in up.stdout, up.stdout + up.stderr
     try:
         run = nodeweave("run")
         assert run.returncode == 0, run.stdout[-3000:] + run.stderr
         _probe_lines(run.stdout, tmp_path)
+        yield nodeweave, env
+    finally:
+        down = nodeweave("down")
+    assert down.returncode == 0, down.stdout + down.stderr
+
+
+@needs_slurm
+@pytest.mark.slow
+@pytest.mark.launchers
+def test_pyxis_up_run_status_stop_logs_down_on_slurm(slurm, tmp_path):
+    with _up_and_run(slurm, tmp_path, "pyxis") as (nodeweave, env):
         (tmp_path / "sleep.py").write_text("import time\nprint('sleeping', flush=True)\ntime.sleep(300)\n")
         sleeper = subprocess.Popen([*NODEWEAVE, "run", "--spec", str(tmp_path / "nodeweave.yaml"), "--", "sleep.py"],
                                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=tmp_path, env=env)
@@ -209,9 +221,6 @@ def test_pyxis_up_run_status_stop_logs_down_on_slurm(slurm, tmp_path):
         assert sleeper.wait(timeout=120) == 1
         logs = nodeweave("logs", "--run", max((tmp_path / "runs").iterdir()).name)
         assert logs.returncode == 0 and "[node-1] sleeping" in logs.stdout, logs.stdout + logs.stderr
-    finally:
-        down = nodeweave("down")
-    assert down.returncode == 0, down.stdout + down.stderr
     steps = [json.loads(line) for line in (tmp_path / "pyxis").read_text().splitlines()]
     assert {s["pyxis"]["container-name"] for s in steps} == {"nodeweave-nwpyxis"} and len(steps) >= 6, steps
     assert not (tmp_path / "sacct-asked").exists(), (tmp_path / "sacct-asked").read_text()
@@ -221,19 +230,9 @@ def test_pyxis_up_run_status_stop_logs_down_on_slurm(slurm, tmp_path):
 @pytest.mark.slow
 @pytest.mark.launchers
 def test_apptainer_up_run_status_down_on_slurm(slurm, tmp_path):
-    write_spec(tmp_path, "apptainer", port=free_pair())
-    nodeweave, _ = _verbs(slurm, tmp_path, "apptainer")
-    up = nodeweave("up", "--target", "slurm", "--timeout", "120")
-    assert up.returncode == 0 and "2 node(s) up" in up.stdout, up.stdout + up.stderr
-    try:
-        run = nodeweave("run")
-        assert run.returncode == 0, run.stdout[-3000:] + run.stderr
-        _probe_lines(run.stdout, tmp_path)
+    with _up_and_run(slurm, tmp_path, "apptainer") as (nodeweave, _):
         status = nodeweave("status")
         assert status.returncode == 0 and "plans agree" in status.stdout, status.stdout + status.stderr
-    finally:
-        down = nodeweave("down")
-    assert down.returncode == 0, down.stdout + down.stderr
     assert not (tmp_path / "sacct-asked").exists()
 
 
