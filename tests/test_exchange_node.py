@@ -172,7 +172,7 @@ def test_a_missing_pod_is_described_by_what_the_api_says():
     """A real HTTP server standing in for the API server answers pods/<name> (the Role grants get on pods)."""
     import http.server
 
-    from nodeweave.entrypoint.planning.kube import pod_phase
+    from nodeweave.entrypoint.detection.kube import pod_phase
 
     seen = []
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from nodeweave.check.metrics import LINK_CAUSE, fmt_rate
-from nodeweave.check.verdict import Finding, best, confirmed, median, pass_ratios, peer_reference
+from nodeweave.check.peers import Finding, best, confirmed, median, pass_ratios, peer_reference
 
 Pair = Tuple[int, int]
 CONFIRM_STEPS = 3  # suspect and reference, each alone, this many times (order alternating)
