@@ -20,6 +20,7 @@ import socket
 import time
 
 from ..detection.net import lookup_host
+from ..errors import ExchangeError
 from .digest import compare_digest, hmac_sha256, sha256
 
 PROTOCOL = "nodeweave-exchange/1"
@@ -28,10 +29,6 @@ PER_NODE_BYTES = 16 << 10  # what a frame may add per node of the job (a status 
 SEND_TIMEOUT_S = 5.0
 BEAT_LINE = b'{"t":"beat"}\n'
 OUTBOX_MAX = 4 * MAX_MESSAGE  # unread bytes (views of shared bytes) node 0 keeps for a node; beyond, it is dropped
-
-
-class ExchangeError(Exception):
-    """The exchange could not go on with this peer (closed, timed out, garbled, not of this job)."""
 
 
 class Closed(ExchangeError):
