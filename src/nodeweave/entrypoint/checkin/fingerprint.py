@@ -11,10 +11,10 @@ them needs no schema.
 """
 
 import os
+from hashlib import sha256
 
 from ..detection.host import _site_dirs, nccl_version, rccl_version
 from ..detection.net import resolve
-from .digest import sha256
 
 VERSION = 1
 SYNC_STAMP = ".nodeweave-sync.json"

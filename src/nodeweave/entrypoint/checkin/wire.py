@@ -13,6 +13,8 @@ its fingerprint under the token.
 """
 
 import collections
+import hashlib
+import hmac
 import json
 import os
 import select
@@ -21,7 +23,6 @@ import time
 
 from ..detection.net import lookup_host
 from ..errors import ExchangeError
-from .digest import compare_digest, hmac_sha256, sha256
 
 PROTOCOL = "nodeweave-exchange/1"
 MAX_MESSAGE = 1 << 20  # one line; a longer message goes as a frame
@@ -40,7 +41,7 @@ def job_token(env, job_id, master_port):
     from ..planning.exchange_plan import job_secret
 
     base = job_secret(env)[0] or f"job={job_id}"
-    return sha256(f"{PROTOCOL}\0{base}\0port={master_port}".encode()).digest()
+    return hashlib.sha256(f"{PROTOCOL}\0{base}\0port={master_port}".encode()).digest()
 
 
 def nonce():
@@ -50,11 +51,11 @@ def nonce():
 def proof(token, challenge, body=None):
     """HMAC-SHA256 of the challenge (and a canonical JSON body) under the token, hex."""
     data = challenge.encode() + (b"\0" + canonical(body) if body is not None else b"")
-    return hmac_sha256(token, data).hex()
+    return hmac.new(token, data, hashlib.sha256).hexdigest()
 
 
 def verify(token, challenge, mac, body=None):
-    return isinstance(mac, str) and compare_digest(proof(token, challenge, body), mac)
+    return isinstance(mac, str) and hmac.compare_digest(proof(token, challenge, body), mac)
 
 
 def canonical(obj):
