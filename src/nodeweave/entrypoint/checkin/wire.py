@@ -202,7 +202,8 @@ class Channel:
 
     def buffered(self):
         """The complete messages already read, without reading more."""
-        if self.frame_left is None and self.buffer == BEAT_LINE:  # by far the commonest message (node 0 reads ~500 a second at 1,024 nodes)
+        # A beat is by far the commonest message: node 0 reads ~500 a second at 1,024 nodes.
+        if self.frame_left is None and self.buffer == BEAT_LINE:
             del self.buffer[:]
             return [{"t": "beat"}]
         messages = []
