@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from nodeweave.entrypoint.detection.snapshot import NEVER, capture, detect_node
+from nodeweave.entrypoint.snapshot import NEVER, capture, detect_node
 
 REPO = Path(__file__).resolve().parents[1]
 CAPTURED = REPO / "tests" / "fixtures" / "captured"

@@ -8,7 +8,8 @@ from hypothesis import given, strategies as st
 
 from nodeweave.check.links import link_findings
 from nodeweave.check.rounds import pair_rounds, partner, round_count
-from nodeweave.check.verdict import findings, node_findings, pass_ratios, to_repeat
+from nodeweave.check.peers import pass_ratios, to_repeat
+from nodeweave.check.verdict import findings, node_findings
 
 
 @pytest.mark.parametrize("nodes, rounds", [(1, 0), (2, 2), (3, 2), (4, 2), (5, 3), (8, 3), (9, 4), (16, 4), (64, 6)])

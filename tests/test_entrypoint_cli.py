@@ -192,7 +192,7 @@ sys.path.insert(0, {src!r})
 import io, contextlib
 from nodeweave.entrypoint.__main__ import main
 from nodeweave.entrypoint import explain
-from nodeweave.entrypoint.planning import kube
+from nodeweave.entrypoint.detection import kube
 from nodeweave.entrypoint.running import wait
 import importlib, pkgutil, nodeweave.entrypoint as package  # every module of every room, not only those a run loads
 for info in pkgutil.walk_packages(package.__path__, "nodeweave.entrypoint."):

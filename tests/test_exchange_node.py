@@ -35,6 +35,15 @@ def test_versions_come_from_installed_distributions(tmp_path):
     json.dumps(fp)  # what crosses the wire
 
 
+def test_the_fingerprint_names_the_image_reference_and_variant():
+    """Both, as docs/entrypoint.md says (a crammed line once left the variant inside a comment)."""
+    plan = make_plan(["--nnodes", "2", "--node-rank", "1", "--master-addr", "hgx-a00", "--", "t.py"], {},
+                     sysroot=str(FIX / "hgx-h100"))
+    env = {"NODEWEAVE_IMAGE_REF": "ghcr.io/example/llama:cuda12", "NODEWEAVE_IMAGE_VARIANT": "cuda12"}
+    fp = local_fingerprint(plan, Root(str(FIX / "hgx-h100")), env)
+    assert (fp["image_ref"], fp["image_variant"]) == ("ghcr.io/example/llama:cuda12", "cuda12")
+
+
 def test_nccl_from_the_wheel_on_a_live_root():
     """The live root reads this venv's distributions: the same digest twice, torch's real version."""
     plan = make_plan(["--nnodes", "2", "--node-rank", "1", "--master-addr", "127.0.0.1", "--", "t.py"], {})
@@ -172,7 +181,7 @@ def test_a_missing_pod_is_described_by_what_the_api_says():
     """A real HTTP server standing in for the API server answers pods/<name> (the Role grants get on pods)."""
     import http.server
 
-    from nodeweave.entrypoint.planning.kube import pod_phase
+    from nodeweave.entrypoint.detection.kube import pod_phase
 
     seen = []
 

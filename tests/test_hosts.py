@@ -30,11 +30,6 @@ BASE_IMAGE = "localhost/nodeweave-base:bookworm"
 NODEWEAVE = [sys.executable, "-c", "import sys; from nodeweave.cli import main; sys.exit(main())"]
 
 
-# Standard-library modules of other CPython versions than the one running the tests: the zip runs on
-# the image's Python (3.6+), and checkin/digest.py tries CPython's SHA-256 under both of its names.
-OTHER_PYTHONS_STDLIB = {"_sha256", "_sha2"}  # 3.6-3.11, 3.12+
-
-
 def test_the_shipped_zip_is_the_entrypoint_package_and_stdlib_only():
     with zipfile.ZipFile(io.BytesIO(entrypoint_zip())) as zf:
         names = set(zf.namelist())
@@ -54,7 +49,7 @@ def test_the_shipped_zip_is_the_entrypoint_package_and_stdlib_only():
                             and "/" not in n[len(folder):]} if "/rankhook/" in name else set()
                 for mod in mods:
                     top = mod.split(".")[0]
-                    assert (top in sys.stdlib_module_names or top in OTHER_PYTHONS_STDLIB
+                    assert (top in sys.stdlib_module_names
                             or mod.startswith("nodeweave.entrypoint")
                             or mod in siblings), (name, mod)
 

@@ -500,6 +500,18 @@ def test_openshift_overlay_has_no_fixed_ids(case, built):
                                else "scc.yaml")
 
 
+def test_the_capability_rule_is_worked_out_once_per_render(monkeypatch):
+    """The pods, the SCC, the Pod Security level and checkov's skips all read one answer (Resolved.capabilities)."""
+    import nodeweave.resolve
+
+    calls = []
+    rule = nodeweave.resolve.pod_capabilities
+    monkeypatch.setattr(nodeweave.resolve, "pod_capabilities", lambda spec: calls.append(spec) or rule(spec))
+    files = render_files(spec_of("full"))
+    assert len(calls) == 1
+    assert "manifests/overlays/openshift/scc.yaml" in files
+
+
 def test_openshift_spec_renders_a_restricted_v2_base():
     sts = statefulset("openshift")
     assert "runAsUser" not in pod_spec(sts)["securityContext"]

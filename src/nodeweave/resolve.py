@@ -13,6 +13,7 @@ with a cuda12 spec) keeps its moving tag and its catalogue base.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Collection, List, Optional, Tuple
 
 from nodeweave.catalogue import Variant, Vendor, get_variant, get_vendor
@@ -27,6 +28,11 @@ class Resolved:
     spec: Spec
     variant: Variant
     vendor: Vendor
+
+    @cached_property
+    def capabilities(self) -> Tuple[str, ...]:
+        """What the pods add after ``drop: [ALL]`` (:func:`pod_capabilities`), worked out once per render."""
+        return pod_capabilities(self.spec)
 
     @property
     def own(self) -> bool:
@@ -100,6 +106,15 @@ def spec_value(spec: Spec, dotted: str):
     for part in dotted.split("."):
         value = getattr(value, part)
     return value
+
+
+def pod_capabilities(spec: Spec) -> Tuple[str, ...]:
+    """What a pod adds back after ``drop: [ALL]``: IPC_LOCK where RDMA registers (pins) memory past
+    RLIMIT_MEMLOCK, unless ``security.ipc_lock: false`` says the runtime's limit is already unlimited,
+    then ``security.cap_add``. The one rule the pods, the OpenShift SCC, the Pod Security level and
+    checkov's skips read (through :attr:`Resolved.capabilities`)."""
+    add = ("IPC_LOCK",) if spec.network.rdma and spec.security.ipc_lock else ()
+    return add + tuple(cap for cap in spec.security.cap_add if cap not in add)
 
 
 def resolve(spec: Spec, variant: Optional[str] = None) -> Resolved:

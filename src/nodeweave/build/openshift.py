@@ -16,7 +16,7 @@ import subprocess
 from pathlib import Path
 from typing import Callable, List, Tuple
 
-from nodeweave.cluster.steps import Step, execute, need_tool
+from nodeweave.steps import Step, execute, need_tool
 from nodeweave.errors import NodeweaveError, UsageError
 from nodeweave.remote import RemoteOptions, kind_class
 

@@ -11,8 +11,10 @@ node's plan), one process per node under torchrun:
 - ``probes``: the short measurements (CPU matmul, GPU matmul, GPU memory copy,
   point-to-point streams and ping-pong through torch.distributed);
 - ``rounds``: the pairs of each round (⌈log2 N⌉ rounds of disjoint pairs);
+- ``peers``: a subject against its peers (the best sample, the pass-by-pass
+  ratio, what to repeat), which ``verdict`` and ``links`` both use;
 - ``verdict``: which node or link is more than X% below the median of its
-  peers, and what to repeat before saying so (pure, stdlib);
+  peers, and why (pure, stdlib);
 - ``worker``: the program each node runs; rank 0 prints the document;
 - ``driver``: the workstation's side (the run engine, the run folder);
 - ``report``: the table, the heat map of the matrix, the JSON.

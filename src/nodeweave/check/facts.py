@@ -100,6 +100,7 @@ def node_facts(env: Mapping[str, str], workspace: str, sysroot: str = "/") -> di
         **interface_facts(root, planned_interface(env, node.interface)),
         "rdma_ports": ports, "rdma_active_ports": sum(p["state"] == "ACTIVE" for p in ports) if ports else None,
         "gpu_count": node.gpus.count if node.gpus.vendor != "none" else None,
-        "gpu_model": node.gpus.model, "gpu_pci": own_gpu_addresses(node.gpus), "gpu_vendor": node.gpus.vendor, "gpu_driver": node.gpus.driver,
+        "gpu_model": node.gpus.model, "gpu_pci": own_gpu_addresses(node.gpus),
+        "gpu_vendor": node.gpus.vendor, "gpu_driver": node.gpus.driver,
     }
     return facts

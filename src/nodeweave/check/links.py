@@ -21,7 +21,7 @@ from __future__ import annotations
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from nodeweave.check.metrics import LINK_CAUSE, fmt_rate
-from nodeweave.check.verdict import Finding, best, confirmed, median, pass_ratios, peer_reference
+from nodeweave.check.peers import Finding, best, confirmed, median, pass_ratios, peer_reference
 
 Pair = Tuple[int, int]
 CONFIRM_STEPS = 3  # suspect and reference, each alone, this many times (order alternating)
@@ -123,16 +123,15 @@ def link_findings(links: List[dict], threshold: float, confirmations: Optional[L
         ways = {_slow_direction(values[pair], pair, node) for pair in mine}
         way = ways.pop() if len(ways) == 1 else "both ways"
         where = f"traffic {way} it" if way != "both ways" else "both directions"
-        out.append(Finding(f"node-{node}", "link_gbps",
-                           f"every link of node-{node} is slow, {where}: {fmt_rate(mine_value)} vs "
-                           f"{fmt_rate(others)} on the other links ({100 * (1 - ratio):.0f}% below them, pass by "
-                           f"pass{_alone(rechecked, mine)}): its NIC, port or cable, or {LINK_CAUSE}", node=node, value=mine_value,
-                           reference=others))
+        text = (f"every link of node-{node} is slow, {where}: {fmt_rate(mine_value)} vs {fmt_rate(others)} "
+                f"on the other links ({100 * (1 - ratio):.0f}% below them, pass by pass{_alone(rechecked, mine)}): "
+                f"its NIC, port or cable, or {LINK_CAUSE}")
+        out.append(Finding(f"node-{node}", "link_gbps", text, node=node, value=mine_value, reference=others))
         explained |= set(mine)
     for pair in sorted(slow - explained):
         ref = peer_reference(figures, pair)
-        out.append(Finding(f"node-{pair[0]}<->node-{pair[1]}", "link_gbps",
-                           f"link node-{pair[0]}<->node-{pair[1]} {fmt_rate(figures[pair])} vs {fmt_rate(ref)} on "
-                           f"the other links ({100 * (1 - ratios[pair]):.0f}% below them, pass by pass{_alone(rechecked, [pair])}): "
-                           f"{LINK_CAUSE}", pair=pair, value=figures[pair], reference=ref))
+        name = f"node-{pair[0]}<->node-{pair[1]}"
+        text = (f"link {name} {fmt_rate(figures[pair])} vs {fmt_rate(ref)} on the other links "
+                f"({100 * (1 - ratios[pair]):.0f}% below them, pass by pass{_alone(rechecked, [pair])}): {LINK_CAUSE}")
+        out.append(Finding(name, "link_gbps", text, pair=pair, value=figures[pair], reference=ref))
     return out

@@ -18,7 +18,7 @@ from rich.text import Text
 
 from nodeweave.check.links import cleared, link_values, step_ratios
 from nodeweave.check.metrics import fmt_bytes, fmt_rate, fmt_value
-from nodeweave.check.verdict import best, median
+from nodeweave.check.peers import best, median
 
 
 def _named(findings, node: int) -> List[str]:

@@ -1,6 +1,6 @@
 """The verdict: which node or link is more than X% below the median of its peers, and why.
 
-Pure and stdlib only: the worker uses :func:`to_repeat` to decide what to
+Pure and stdlib only: the worker uses :func:`peers.to_repeat` to decide what to
 measure again before anything is named, the workstation uses
 :func:`findings` on the finished document. A measured figure is the
 compared pass by pass: every subject is measured in every pass, and its
@@ -14,82 +14,16 @@ exact and compared as they are.
 from __future__ import annotations
 
 import statistics
-from dataclasses import asdict, dataclass
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import List, Optional
 
 from nodeweave.check.expected import expected_for
+from nodeweave.check.links import link_findings
 from nodeweave.check.metrics import METRICS, fmt_value
+from nodeweave.check.peers import Finding, best, below, confirmed, median, pass_ratios, peer_reference
 
 DEFAULT_THRESHOLD = 0.25  # named when more than 25% below the median of its peers
-REPEAT_BAND = 0.15  # figures below line + this fraction of the median are measured again
 GPU_FLOOR = {"gpu_tflops": 0.5, "gpu_mem_gbps": 0.6}  # fraction of the datasheet figure below which a GPU is named
 DISK_FLOOR = 5 << 30  # bytes free under the workspace below which a node is named
-
-
-@dataclass
-class Finding:
-    subject: str  # "node-3" or "node-1<->node-3"
-    metric: str
-    text: str  # one line: the figure, the reference, the likely cause
-    node: Optional[int] = None
-    pair: Optional[Tuple[int, int]] = None
-    value: Optional[float] = None
-    reference: Optional[float] = None
-
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-
-def best(samples: Sequence[float]) -> Optional[float]:
-    """A measured figure: the best of its samples. Load elsewhere only ever slows a probe, so the best
-    sample is the closest to what the node or link can do; a shaper or a CPU limit caps every sample."""
-    samples = [v for v in samples if v is not None]
-    return max(samples) if samples else None
-
-
-def median(values: Sequence[float]) -> Optional[float]:
-    values = [v for v in values if v is not None]
-    return statistics.median(values) if values else None
-
-
-def below(value: float, reference: float, fraction: float) -> bool:
-    """``value`` more than ``fraction`` below ``reference``."""
-    return reference > 0 and value < (1.0 - fraction) * reference
-
-
-def peer_reference(values: Dict[object, Optional[float]], subject) -> Optional[float]:
-    """The median of every other subject's figure."""
-    return median([v for k, v in values.items() if k != subject and v is not None])
-
-
-def pass_ratios(series: Dict[object, Sequence[Optional[float]]]) -> Dict[object, float]:
-    """Each subject's median, over passes, of its figure over the median of the others' in that pass.
-
-    Every subject is measured once per pass and the passes are interleaved, so load that comes and goes
-    elsewhere on the machine touches the subjects of a pass alike and cancels in the ratio."""
-    out = {}
-    for subject, values in series.items():
-        ratios = []
-        for index, value in enumerate(values):
-            others = median([v[index] for k, v in series.items() if k != subject and len(v) > index])
-            if value is not None and others:
-                ratios.append(value / others)
-        if ratios:
-            out[subject] = median(ratios)
-    return out
-
-
-def confirmed(ratio: float, value: Optional[float], reference: Optional[float], threshold: float) -> bool:
-    """Below the line pass by pass *and* in its best sample against the peers' best: a limit (a shaper, a
-    CPU quota, a degraded GPU) caps every sample; a node that reached its peers' level in some pass was
-    slowed by load that came and went, and is not named for it."""
-    return ratio < 1.0 - threshold and value is not None and bool(reference) and below(value, reference, threshold)
-
-
-def to_repeat(series: Dict[object, Sequence[Optional[float]]], threshold: float,
-              band: float = REPEAT_BAND) -> List[object]:
-    """Subjects close to or below the line: another pass before a verdict."""
-    return [subject for subject, ratio in pass_ratios(series).items() if ratio < 1.0 - threshold + band]
 
 
 def node_value(node: dict, metric: str) -> Optional[float]:
@@ -232,8 +166,6 @@ def host_findings(node: dict, mtu_reference: Optional[int]) -> List[Finding]:
 
 def findings(document: dict, threshold: float) -> List[Finding]:
     """Everything named in a finished check document: nodes first, then links."""
-    from nodeweave.check.links import link_findings
-
     nodes = sorted(document.get("nodes", []), key=lambda n: n["node"])
     mtus = [n.get("facts", {}).get("mtu") for n in nodes if n.get("facts", {}).get("mtu")]
     mtu_reference = statistics.mode(mtus) if len(mtus) > 2 else None

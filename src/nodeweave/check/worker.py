@@ -29,7 +29,7 @@ from nodeweave.check.vendor.amd_smi import amd_smi
 from nodeweave.check.vendor.xid import node_xids
 from nodeweave.check.links import CONFIRM_STEPS, link_values, references, suspects
 from nodeweave.check.rounds import machines, partner, schedule
-from nodeweave.check.verdict import to_repeat
+from nodeweave.check.peers import to_repeat
 
 DEFAULT_BYTES = {"gloo": 4 << 20, "nccl": 64 << 20}
 ALLREDUCE_BYTES = {"gloo": 16 << 20, "nccl": 256 << 20}

@@ -36,7 +36,7 @@ def up_command(
     """Bring the cluster up: compose on this machine, compose over ssh on every host, or apply -k on Kubernetes."""
     spec_path = find_spec(spec_path)
     from nodeweave.cluster.ready import wait_until_up
-    from nodeweave.cluster.steps import execute_all
+    from nodeweave.steps import execute_all
 
     given = options(target, engine, host, hosts_file, remote_dir, namespace, kube_cli, kube_context, overlay, ssh_option)
     spec, backend, _ = open_cluster(spec_path, given, remember=not dry_run, dry_run=dry_run)
@@ -94,7 +94,7 @@ def down_command(
     """Take down what `up` made (keeps Kubernetes claims unless --delete-claims)."""
     spec_path = find_spec(spec_path)
     from nodeweave.cluster.options import load_state, save_state, ClusterOptions
-    from nodeweave.cluster.steps import execute_all
+    from nodeweave.steps import execute_all
 
     given = options(target, engine, host, hosts_file, remote_dir, namespace, kube_cli, kube_context, overlay, ssh_option)
     spec, backend, _ = open_cluster(spec_path, given, dry_run=dry_run)

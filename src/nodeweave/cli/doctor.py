@@ -171,7 +171,7 @@ def print_cluster_view(view, console: Console) -> None:
 
 
 def _capture(folder: Path) -> None:
-    from nodeweave.entrypoint.detection.snapshot import capture
+    from nodeweave.entrypoint.snapshot import capture
     from nodeweave.errors import UsageError
 
     try:

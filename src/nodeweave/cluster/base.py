@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Dict, List, Mapping, Optional, Tuple
 
 from nodeweave.cluster.options import ClusterOptions
-from nodeweave.cluster.steps import Step
+from nodeweave.steps import Step
 from nodeweave.errors import NodeweaveError
 from nodeweave.remote.base import Remote
 from nodeweave.spec import Spec

@@ -22,7 +22,7 @@ from rich.console import Console
 from nodeweave.cluster.base import Node
 from nodeweave.cluster.runfolder import SCHEMA, RunFolder, git_state, iso
 from nodeweave.cluster.runner import NodeRun, Runner, RunRequest
-from nodeweave.cluster.steps import fan_out
+from nodeweave.steps import fan_out
 
 
 @dataclass

@@ -21,7 +21,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from nodeweave.cluster.base import Backend, Node, NodeAnswer, ask_status
-from nodeweave.cluster.steps import fan_out
+from nodeweave.steps import fan_out
 from nodeweave.errors import NodeweaveError
 
 NOT_YET = ("missing", "created", "configured", "Pending", "ContainerCreating")

@@ -29,7 +29,7 @@ from rich.control import strip_control_codes
 from rich.text import Text
 
 from nodeweave.cluster.base import Node
-from nodeweave.cluster.steps import fan_out
+from nodeweave.steps import fan_out
 
 COLOURS = ("cyan", "magenta", "green", "yellow", "blue", "red", "bright_cyan", "bright_magenta")
 STOP_MARGIN = 20.0  # seconds past the grace before a still-running exec client is killed here

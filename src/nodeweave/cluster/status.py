@@ -16,7 +16,7 @@ import time
 from typing import TYPE_CHECKING, List, Optional, Tuple
 
 from nodeweave.cluster.base import Backend, Node, NodeAnswer, ask_status
-from nodeweave.cluster.steps import fan_out
+from nodeweave.steps import fan_out
 from nodeweave.failures import tool_message
 
 if TYPE_CHECKING:  # rich is imported where the table is drawn: `status -o json` and the checks before it need none

@@ -20,7 +20,7 @@ def stop_argv(nodes, grace: float) -> List[List[str]]:
 
 def stop_runs(backend, nodes, grace: float, out, every_node: bool = True) -> List[dict]:
     """Every node's report (``stopped``, ``left``, or ``error``), in node order."""
-    from nodeweave.cluster.steps import fan_out
+    from nodeweave.steps import fan_out
 
     def stop(line):
         done = subprocess.run(line, capture_output=True, text=True, timeout=grace + 60, stdin=subprocess.DEVNULL)

@@ -125,13 +125,19 @@ def cpu_only(ctx):
 
 
 BENCH = "nodeweave bench --sweep {name}=a,b ranks the choices"
+
+
+def _measure_first(name: str) -> str:
+    """The remedy for a forced NCCL choice: a measurement on this cluster first."""
+    return f"unset {name} unless a measurement on this cluster shows it helps ({BENCH.format(name=name)})"
+
 RULES = (
     Rule("forced-algo", _forced("NCCL_ALGO", "NCCL_ALGO={v} forces the algorithm for every size and topology; NCCL's "
                                 "tuner picks per size (Ring is no faster at 1 GiB on NVLink: 327 vs 325 GB/s)"),
-         WARNING, "unset NCCL_ALGO unless a measurement on this cluster shows it helps (" + BENCH.format(name="NCCL_ALGO") + ")"),
+         WARNING, _measure_first("NCCL_ALGO")),
     Rule("forced-proto", _forced("NCCL_PROTO", "NCCL_PROTO={v} forces the protocol; LL/LL128/Simple are each best at "
                                  "different sizes"),
-         WARNING, "unset NCCL_PROTO unless a measurement on this cluster shows it helps (" + BENCH.format(name="NCCL_PROTO") + ")"),
+         WARNING, _measure_first("NCCL_PROTO")),
     Rule("shm-transport-disabled", _forced("NCCL_SHM_DISABLE", "NCCL_SHM_DISABLE={v} turns off the shared-memory "
                                            "transport between processes of this node"),
          WARNING, "unset NCCL_SHM_DISABLE unless a measurement on this cluster shows it helps"),

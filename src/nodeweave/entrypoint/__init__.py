@@ -19,9 +19,12 @@ Python API (stable; ``doctor`` and ``hosts probe`` build on it)
 ``parse(argv, env) -> Settings`` then ``build_plan(settings, partial=False) -> Plan``
     The two halves of ``make_plan``; ``partial=True`` records errors in
     ``plan.errors`` instead of raising (what ``--explain`` shows).
-``discover(settings, node, root, warnings) -> Topology``, ``plan_env(node, topology, settings, root, warnings) -> [EnvVar]``,
+``discover(settings, node, root, kube, warnings) -> Topology``,
+``plan_env(node, topology, settings, root, warnings) -> [EnvVar]``,
 ``plan_launch(settings, topology, node) -> Launch``, ``exports(topology, env) -> [EnvVar]``
-    The steps, for callers that already hold a Node. ``root`` is ``Root(sysroot)``.
+    The steps, for callers that already hold a Node. ``root`` is ``Root(sysroot)``;
+    ``kube`` is ``detection.kube.read_kube(root, env)`` (``discover`` raises
+    ``ReplicasWanted`` where the node count must come from the API: ``build_plan`` asks it).
 ``plan = make_plan`` (the name docs/design.md uses).
 
 Records (attributes; ``.to_dict()`` gives the JSON below): ``Node(hostname,

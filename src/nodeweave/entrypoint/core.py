@@ -3,7 +3,8 @@
 import os
 
 from .detection.gpu import detect_gpus
-from .detection.host import detect_cloud, detect_limits, hostname
+from .detection.host import detect_cloud, detect_limits, hostname, in_container
+from .detection.kube import read_kube, statefulset_replicas
 from .detection.net import default_route, detect_interfaces, detect_rdma, read_routes, resolve, route_to
 from .planning.exchange_plan import plan_exchange
 from .planning.consistency import check_loopback_master, check_machine
@@ -13,7 +14,7 @@ from .model import Node, Plan
 from .planning.policy import plan_env
 from .planning.settings import parse
 from .detection.sysfs import Root
-from .planning.topology import discover
+from .planning.topology import ReplicasWanted, discover
 
 
 def detect(sysroot="/", env=None, master=None):
@@ -59,9 +60,9 @@ def build_plan(settings, partial=False, audit=False):
     plan.node = _detect(root, env, routes)
     try:
         check_machine(plan.node, settings)
-        plan.topology = discover(settings, plan.node, root, plan.warnings)
+        plan.topology = _discover(settings, plan.node, root, plan.warnings)
         locate_master(plan.node, root, plan.topology.master_addr.value, routes)
-        check_loopback_master(plan.topology, plan.node, root, settings)
+        check_loopback_master(plan.topology, plan.node, settings, in_container(root, env))
         plan.env = plan_env(plan.node, plan.topology, settings, root, plan.warnings, audit=audit)
         plan.launch = plan_launch(settings, plan.topology, plan.node)
         plan.env += exports(plan.topology, env) + launcher_exports(plan.launch, plan.node, env)
@@ -71,6 +72,21 @@ def build_plan(settings, partial=False, audit=False):
             raise
         plan.errors.append({"message": str(err), "exit_code": err.exit_code})
     return plan
+
+
+def _discover(settings, node, root, warnings):
+    """Planning weighs the Kubernetes facts read here; where it wants a StatefulSet's replica count
+    (no source names the node count), the API is asked once and the topology planned again."""
+    kube = read_kube(root, settings.env)
+    first = []
+    try:
+        topology = discover(settings, node, root, kube, first)
+    except ReplicasWanted as want:
+        kube.replicas[want.name] = statefulset_replicas(root, settings.env, want.name, want.namespace)
+        first = []
+        topology = discover(settings, node, root, kube, first)
+    warnings.extend(first)
+    return topology
 
 
 def make_plan(argv=None, env=None, sysroot=None):

@@ -52,3 +52,10 @@ class UsageError(EntrypointError):
 class TopologyError(EntrypointError):
     def __init__(self, message):
         super().__init__(message, EXIT_TOPOLOGY)
+
+
+class ExchangeError(Exception):
+    """The exchange could not go on with this peer (closed, timed out, garbled, not of this job).
+
+    Not for the user as is: the check-in (``checkin/``) and the stall watch's messages on its
+    heartbeat (``stall/exchange.py``) both raise it, so it stands below both."""

@@ -105,8 +105,9 @@ def _checkin(exchange, fp):
         rows.append(("this node", f"torch {fp.get('torch') or '-'}, nccl {fp.get('nccl') or '-'}, "
                                   f"rccl {fp.get('rccl') or '-'}, {fp.get('launcher')} {fp.get('launcher_version') or '-'}, "
                                   f"image {fp.get('image_digest') or '-'} ({fp.get('distributions')} distributions)"))
+        commit = str(fp.get("workspace_commit") or "-")[:12]
         rows.append(("", f"advertises {fp.get('address') or '-'} via {fp.get('address_source')}; "
-                         f"workspace {str(fp.get('workspace_commit') or '-')[:12]} ({fp.get('workspace_source') or 'no stamp, no git'})"))
+                         f"workspace {commit} ({fp.get('workspace_source') or 'no stamp, no git'})"))
     last = exchange.get("last")
     if last:
         import time

@@ -181,6 +181,18 @@ class Node(Record):
     )
 
 
+class Kube(Record):
+    """What Kubernetes tells this container (detection/kube.py); planning weighs it, never asks."""
+
+    FIELDS = (
+        ("pod", False),             # a pod: the API's address, a downward-API name or a service-account token
+        ("namespace", None),        # the service account's namespace, else POD_NAMESPACE
+        ("namespace_source", None),
+        ("search_domain", None),    # <domain> of /etc/resolv.conf's search entry svc.<domain>
+        ("search_entry", None),     # that entry, for the source
+        ("replicas", _DICT),        # {StatefulSet name: .spec.replicas}, filled when planning wants one
+    )
+
 # --- what the rank sources claim (sources.py) and discover() weighs -----------
 
 # Tiers of a claim, strongest first: ``flag`` (the user's override), ``env`` and

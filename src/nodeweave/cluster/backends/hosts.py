@@ -19,7 +19,7 @@ import posixpath
 from typing import List, Optional, Tuple
 
 from nodeweave.cluster.base import Backend, Node
-from nodeweave.cluster.steps import Step
+from nodeweave.steps import Step
 from nodeweave.errors import UsageError
 from nodeweave.remote import RemoteOptions, make_target
 

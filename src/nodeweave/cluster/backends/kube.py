@@ -24,7 +24,7 @@ from typing import Dict, List, Optional
 import yaml
 
 from nodeweave.cluster.base import Backend, Node
-from nodeweave.cluster.steps import Step
+from nodeweave.steps import Step
 from nodeweave.errors import NodeweaveError, UsageError
 from nodeweave.remote import RemoteOptions, cluster_kind, kind_class
 from nodeweave.remote.discover import statefulset_replicas, statefulset_targets

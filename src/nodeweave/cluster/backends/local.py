@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Dict, List, Optional
 
 from nodeweave.cluster.base import Backend, Node
-from nodeweave.cluster.steps import Step
+from nodeweave.steps import Step
 from nodeweave.errors import UsageError
 from nodeweave.remote import make_target
 

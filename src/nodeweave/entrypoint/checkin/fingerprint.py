@@ -11,10 +11,10 @@ them needs no schema.
 """
 
 import os
+from hashlib import sha256
 
 from ..detection.host import _site_dirs, nccl_version, rccl_version
 from ..detection.net import resolve
-from .digest import sha256
 
 VERSION = 1
 SYNC_STAMP = ".nodeweave-sync.json"
@@ -226,7 +226,8 @@ def local_fingerprint(plan, root, env, cwd=None):
         "gpu_driver": gpus.driver, "nproc": topo.nproc_per_node.value,
         "nccl": nccl, "rccl": rccl, "torch": dists.get("torch"),
         "launcher_version": dists.get(LAUNCHER_DISTRIBUTIONS.get(launcher, ""), None),
-        "image_ref": env.get("NODEWEAVE_IMAGE_REF") or None,  # what the renderer set (compose, manifests) "image_variant": env.get("NODEWEAVE_IMAGE_VARIANT") or None,
+        "image_ref": env.get("NODEWEAVE_IMAGE_REF") or None,  # what the renderer set (compose, manifests)
+        "image_variant": env.get("NODEWEAVE_IMAGE_VARIANT") or None,  # what the image says it is
         "image_digest": distributions_digest(dists), "distributions": len(dists),
         "workspace_commit": space["commit"], "workspace_digest": space["digest"], "workspace_source": space["source"],
         "env_hash": env_hash, "env": env_vars,

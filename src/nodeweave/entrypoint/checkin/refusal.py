@@ -22,15 +22,16 @@ TELL_FOR_S = 15.0  # node 0 opens its port as soon as it has planned: nodes star
 def _where(settings):
     """(host, exchange port, job id, master port) to tell, or None when there is nobody to tell."""
     from ..core import detect
-    from ..detection.host import in_kubernetes
+    from ..detection.host import host_networking
+    from ..detection.kube import read_kube
     from ..model import Topology, Value
     from ..planning.sources import Scene, collect
     from ..detection.sysfs import Root
-    from ..planning.topology import DEFAULT_PORT, _master, host_networking
+    from ..planning.topology import DEFAULT_PORT, _master
 
     root = Root(settings.sysroot)
     node = detect(settings.sysroot, settings.env)
-    scene = Scene(settings, node, root, in_kubernetes(root, settings.env), host_networking(node))
+    scene = Scene(settings, node, root, read_kube(root, settings.env), host_networking(node))
     claims = collect(scene)
     counts = [str(c.value) for c in claims.get("nnodes", ())]
     if counts and all(text.strip() in ("1", "1:1") for text in counts):

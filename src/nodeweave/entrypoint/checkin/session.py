@@ -121,7 +121,7 @@ def print_status(settings):
 def _missing(settings, plan):
     """rank -> what Kubernetes says about that node's pod (Pending, ...), when it can be asked."""
     from ..detection.host import in_kubernetes
-    from ..planning.kube import pod_phase
+    from ..detection.kube import pod_phase
     from ..detection.sysfs import Root
     from ..planning.sources import ordinal
 

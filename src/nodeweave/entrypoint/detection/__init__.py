@@ -2,7 +2,9 @@
 
 Owns the reads of sysfs/procfs and the platform (``sysfs.Root`` takes the
 ``--sysroot`` prefix so tests run on captured trees): GPUs (``gpu.py``), NICs,
-interfaces and routes (``net.py``), limits, cloud and libraries (``host.py``).
-May import only the standard library and ``..model`` (the records it fills);
+interfaces and routes (``net.py``), limits, cloud and libraries (``host.py``),
+the pod's Kubernetes facts and the API's answers (``kube.py``).
+May import only the standard library, ``..model`` (the records it fills) and
+``..errors``;
 never planning, check-in or running, and never torch.
 """

@@ -124,8 +124,9 @@ def _amd(root):
             continue  # GPU of the host not passed to this container
         loc = props.get("location_id", 0)
         pci = f"{props.get('domain', 0):04x}:{loc >> 8:02x}:{(loc >> 3) & 0x1F:02x}.{loc & 7}"
-        devices.append(Gpu(vendor="amd", model=AMD_MODELS.get(props.get("device_id"), f"AMD GPU 0x{props.get('device_id', 0):04x}"),
-                           pci=pci, numa_node=_numa(root, pci), arch=gfx_target(target)))
+        device_id = props.get("device_id")
+        model = AMD_MODELS.get(device_id, f"AMD GPU 0x{device_id or 0:04x}")
+        devices.append(Gpu(vendor="amd", model=model, pci=pci, numa_node=_numa(root, pci), arch=gfx_target(target)))
         if not xgmi:
             for link in root.listdir(f"{base}/{node}/io_links"):
                 if _props(root.read(f"{base}/{node}/io_links/{link}/properties")).get("type") == XGMI_LINK_TYPE:

@@ -22,6 +22,7 @@ GCP_PROFILES = (  # GPUDirect-TCPXO (A3 Mega) and GPUDirect-TCPX (A3 High) image
 )
 AZURE_TOPO_DIR = "/opt/microsoft"
 SA_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
+CONTAINER_MARKERS = ("/run/.containerenv", "/.dockerenv")  # podman's and docker's file in every container
 
 
 def hostname(root):
@@ -34,6 +35,22 @@ def hostname(root):
 def in_kubernetes(root, env):
     """A pod: the API's address, a downward-API pod name, or a service-account token directory."""
     return bool(env.get("KUBERNETES_SERVICE_HOST") or env.get("POD_NAME")) or root.exists(f"{SA_DIR}/namespace")
+
+
+def in_container(root, env):
+    """A container's marker file (podman's, docker's) or a pod."""
+    return any(root.exists(marker) for marker in CONTAINER_MARKERS) or in_kubernetes(root, env)
+
+
+def host_networking(node):
+    """Device-backed interfaces (PCI, virtio, ...): the container shares the host's network.
+
+    With or without an address: a server's address often sits on a bond,
+    bridge or VLAN (all virtual) above NICs that hold none, and the hostname
+    (``gpu-07``) is still the host's own. A container's own namespace holds
+    only virtual interfaces (veth, macvlan) outside Kubernetes.
+    """
+    return [i.name for i in node.interfaces if not i.virtual]
 
 
 def _size_option(options):

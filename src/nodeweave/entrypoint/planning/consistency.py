@@ -18,6 +18,7 @@ be accepted.
 import os
 
 from .contract import read_host, read_int
+from ..detection.host import host_networking
 from ..errors import TopologyError
 from ..model import FLAG, HOSTNAME
 from .rules import emit
@@ -143,7 +144,6 @@ def missing_script(launcher, command, cwd):
 
 
 LOOPBACK_NAMES = ("localhost", "localhost.localdomain", "ip6-localhost", "ip6-loopback")
-CONTAINER_MARKERS = ("/run/.containerenv", "/.dockerenv")  # podman's and docker's file in every container
 
 
 def _loopback(address):
@@ -151,18 +151,16 @@ def _loopback(address):
     return text in LOOPBACK_NAMES or text.startswith("127.") or text == "::1"
 
 
-def check_loopback_master(topo, node, root, settings):
+def check_loopback_master(topo, node, settings, contained):
     """A multi-node job whose master is loopback, in a container with a network namespace of its own (only
-    virtual interfaces, and a container's marker file or a pod): each node would reach only itself, and
-    every node would wait out the deadline. One machine running every node (its own NICs) is left alone."""
-    from ..detection.host import in_kubernetes
-    from .topology import host_networking
-
+    virtual interfaces, and ``contained``: a container's marker file or a pod): each node would reach only
+    itself, and every node would wait out the deadline. One machine running every node (its own NICs) is
+    left alone."""
     if topo.nnodes_max <= 1 or not _loopback(topo.master_addr.value) or host_networking(node):
         return
     if "address" in (settings.get("exchange_allow") or []):
         return
-    if not (any(root.exists(marker) for marker in CONTAINER_MARKERS) or in_kubernetes(root, settings.env)):
+    if not contained:
         return
     raise TopologyError(
         f"master address {topo.master_addr.value} is this container's own loopback ({topo.master_addr.source}), "

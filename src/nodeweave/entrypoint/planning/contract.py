@@ -17,7 +17,9 @@ EVERYWHERE = ("compose", "kubernetes", "slurm")
 # Where the per-host compose file mounts the hosts list it is rendered with (spec ``hosts``).
 HOSTFILE_PATH = "/etc/nodeweave/hosts"
 MODES = ("run", "hold")  # hold: plan, print it, keep the container up; `nodeweave run` starts jobs in it
-PROFILERS, STALL_WARN_S, STALL_TIMEOUT_S = ("nsys", "rocprofv3"), 60, 600  # stall defaults: docs/stalls.md
+PROFILERS = ("nsys", "rocprofv3")
+STALL_WARN_S = 60  # the stall defaults: docs/stalls.md
+STALL_TIMEOUT_S = 600
 
 
 # Readers: (text, what, source) -> value, where ``what`` names the setting ("max restarts") and
@@ -106,6 +108,11 @@ def list_text(value):
 def optional_text(value):
     """An optional spec value as the variable's text; None (variable left out) when unset."""
     return None if value is None else str(value)
+
+
+def text_unless(default):
+    """A spec value as the variable's text; None (variable left out) at the entrypoint's own ``default``."""
+    return lambda value: None if value == default else str(value)
 
 
 HOST_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.")
@@ -291,8 +298,12 @@ SETTINGS = (
             "the profiler's own options, shell-quoted, instead of nodeweave's (rocprofv3: --kernel-trace --stats; "
             "nsys: none), e.g. '-i counters.yaml' or '--trace=cuda,nvtx --stats=true'; the output stays nodeweave's",
             read=read_words),
-    Setting("stall_warn", "--stall-warn", "NODEWEAVE_STALL_WARN", "seconds of a stall before the report; 0 = off", spec="launcher.stall_warn", read=read_int(0), text=lambda v: None if v == STALL_WARN_S else str(v)),  # noqa: E501
-    Setting("stall_timeout", "--stall-timeout", "NODEWEAVE_STALL_TIMEOUT", "seconds of a stall before exit 7; 0 = never", spec="launcher.stall_timeout", read=read_int(0), text=lambda v: None if v == STALL_TIMEOUT_S else str(v)),  # noqa: E501
+    Setting("stall_warn", "--stall-warn", "NODEWEAVE_STALL_WARN",
+            "seconds of a stall before the report; 0 = off",
+            spec="launcher.stall_warn", read=read_int(0), text=text_unless(STALL_WARN_S)),
+    Setting("stall_timeout", "--stall-timeout", "NODEWEAVE_STALL_TIMEOUT",
+            "seconds of a stall before exit 7; 0 = never",
+            spec="launcher.stall_timeout", read=read_int(0), text=text_unless(STALL_TIMEOUT_S)),
 )
 
 BY_KEY = {row.key: row for row in SETTINGS}

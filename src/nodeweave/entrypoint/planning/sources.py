@@ -58,7 +58,7 @@ class Scene:
 
     def __init__(self, settings, node, root, kube, host_net):
         self.settings, self.env, self.node, self.root = settings, settings.env, node, root
-        self.kube, self.host_net = kube, host_net
+        self.kube_facts, self.kube, self.host_net = kube, kube.pod, host_net
         self.notes = []
         self.pod_name, self.name_source = node.hostname, "hostname"
 

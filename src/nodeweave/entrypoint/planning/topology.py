@@ -21,7 +21,7 @@ Every value carries the source it came from.
 
 from . import consistency
 from .contract import read_host, read_int
-from ..detection.host import in_kubernetes
+from ..detection.host import host_networking
 from ..errors import TopologyError, UsageError
 from ..model import FLAG, HOSTNAME, Topology, Value
 from .rules import emit
@@ -30,15 +30,13 @@ from .sources import RANK_NAMES, Scene, collect
 DEFAULT_PORT = 29500
 
 
-def host_networking(node):
-    """Device-backed interfaces (PCI, virtio, ...): the container shares the host's network.
+class ReplicasWanted(Exception):
+    """Planning needs StatefulSet ``name``'s replica count in ``namespace``: the caller reads it (the API,
+    :func:`..detection.kube.statefulset_replicas`), puts it in ``Kube.replicas`` and plans again."""
 
-    With or without an address: a server's address often sits on a bond,
-    bridge or VLAN (all virtual) above NICs that hold none, and the hostname
-    (``gpu-07``) is still the host's own. A container's own namespace holds
-    only virtual interfaces (veth, macvlan) outside Kubernetes.
-    """
-    return [i.name for i in node.interfaces if not i.virtual]
+    def __init__(self, name, namespace):
+        super().__init__(f"statefulsets/{name} in {namespace}")
+        self.name, self.namespace = name, namespace
 
 
 def normalize_nnodes(text, source):
@@ -106,11 +104,14 @@ def _hostname_claim(claims, field):
     return next((c for c in claims.get(field, ()) if c.tier == HOSTNAME), None)
 
 
-def discover(settings, node, root, warnings=None):
-    """The :class:`Topology` of this node; raises TopologyError/UsageError for the user."""
+def discover(settings, node, root, kube, warnings=None):
+    """The :class:`Topology` of this node; raises TopologyError/UsageError for the user.
+
+    ``kube`` is the :class:`..model.Kube` detection read; ReplicasWanted when the count must come from the API.
+    """
     warnings = warnings if warnings is not None else []
     env = settings.env
-    scene = Scene(settings, node, root, in_kubernetes(root, env), host_networking(node))
+    scene = Scene(settings, node, root, kube, host_networking(node))
     claims = collect(scene)
     notes = scene.notes
     rank, rank_claim = decide(claims.get("node_rank"), "node_rank", "node rank", read_int(0), notes, warnings)
@@ -166,11 +167,11 @@ def _count(scene, claims, rank, rank_src, prefix, nproc):
     """The node count when no source gives one: the StatefulSet's replicas, else a single node."""
     if prefix is not None and scene.kube and rank is not None and \
             rank_src.startswith(("ordinal", "NODEWEAVE_POD_INDEX")):
-        from .kube import namespace, statefulset_replicas  # Kubernetes pods only
-
-        ns, _ = namespace(scene.root, scene.env)
+        ns = scene.kube_facts.namespace
         if ns:
-            replicas = statefulset_replicas(scene.root, scene.env, prefix, ns)
+            if prefix not in scene.kube_facts.replicas:
+                raise ReplicasWanted(prefix, ns)
+            replicas = scene.kube_facts.replicas[prefix]
             return str(replicas), f"Kubernetes API statefulsets/{prefix} .spec.replicas"
     if rank not in (None, 0):
         raise TopologyError(f"node rank {rank} (from {rank_src}) but the node count is unknown; set NNODES "
@@ -200,18 +201,26 @@ def _master(scene, claims, prefix, hi, notes, warnings):
         service = scene.settings.get("service")
         if not service:
             return f"{prefix}-0", f"pod/host 0 of {prefix!r} (no Service: compose or local)"
-        from .kube import cluster_domain, namespace  # Kubernetes pods only
-
-        ns, ns_src = namespace(scene.root, scene.env)
+        ns, ns_src = scene.kube_facts.namespace, scene.kube_facts.namespace_source
         if not ns:
             return f"{prefix}-0.{service}", f"StatefulSet pod 0 of {prefix!r} behind Service {service!r}"
-        domain, domain_src = cluster_domain(scene.root, scene.settings)
+        domain, domain_src = cluster_domain(scene.settings, scene.kube_facts)
         return (f"{prefix}-0.{service}.{ns}.svc.{domain}",
                 f"StatefulSet pod 0 of {prefix!r} behind Service {service!r} (namespace from {ns_src}; "
                 f"cluster domain from {domain_src})")
     if hi == 1:
         return "127.0.0.1", "single node"
     raise TopologyError("no master address: set MASTER_ADDR (node 0's address) or NODEWEAVE_SERVICE in a StatefulSet")
+
+
+def cluster_domain(settings, kube):
+    """(domain, source) of the cluster's DNS names: the setting, else resolv.conf's ``svc.<domain>``, else
+    cluster.local."""
+    if settings.get("cluster_domain"):
+        return settings.get("cluster_domain"), settings.source("cluster_domain")
+    if kube.search_domain:
+        return kube.search_domain, f"the search list of /etc/resolv.conf ({kube.search_entry})"
+    return "cluster.local", "default cluster.local: no svc.<domain> in /etc/resolv.conf's search list"
 
 
 def _names(claims, hi, prefix):

@@ -8,6 +8,7 @@ a signal and reads torch's flight recorder), each node's view of its ranks
 every node prints (``report.py``), its messages on the heartbeat
 (``exchange.py``, ``watcher.py``), a node's watch without a heartbeat
 (``local.py``) and the launch-time set-up (``setup.py``). May import the
-standard library, ``..errors``, ``..model`` and ``..checkin.wire``; never torch
+standard library, ``..errors`` and ``..model`` (never ``..checkin``, which
+imports this room for the heartbeat's messages); never torch
 (the hook touches torch only inside the rank, after the script imported it).
 """

@@ -7,7 +7,7 @@
 - an ``abort`` with ``"code": 7``: the job stalled for stall_timeout; every node exits 7.
 """
 
-from ..checkin.wire import ExchangeError
+from ..errors import ExchangeError
 
 
 class LinkStall:

@@ -33,7 +33,8 @@ def is_single_line(value: str) -> bool:
 def dockerfile_word(value: str, field: str) -> str:
     """``value`` as a double-quoted Dockerfile word with nothing left to expand."""
     if any(_control(ch) for ch in value):
-        raise UsageError(f"{field}: {value!r} has a newline or control character, which a Dockerfile line cannot hold; accepted: a single-line value")
+        raise UsageError(f"{field}: {value!r} has a newline or control character, which a Dockerfile line "
+                         "cannot hold; accepted: a single-line value")
     escaped = value.replace("\\", "\\\\").replace('"', '\\"').replace("$", "\\$")
     return f'"{escaped}"'
 

@@ -105,7 +105,7 @@ def render_files(spec: Spec) -> Dict[str, str]:
 
 
 def _scc_needs(r: Resolved) -> str:
-    needs = [f"capabilities {', '.join(kustomize.scc_capabilities(r))}"] if kustomize.scc_capabilities(r) else []
+    needs = [f"capabilities {', '.join(r.capabilities)}"] if r.capabilities else []
     if r.spec.security.seccomp == "unconfined":
         needs.append("seccomp unconfined")
     if storage.uses_host_paths(r):

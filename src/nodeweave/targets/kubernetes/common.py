@@ -84,12 +84,6 @@ def gpu_count(r: Resolved) -> int:
     return r.spec.gpus_per_node
 
 
-def wants_rdma(r: Resolved) -> bool:
-    """RDMA registers (locks) memory: only then does the pod need IPC_LOCK on OpenShift (not with
-    ``security.ipc_lock: false``, where the runtime's memlock limit is unlimited)."""
-    return r.spec.network.rdma and r.spec.security.ipc_lock
-
-
 def env_var(name: str, value: str) -> Dict[str, str]:
     return {"name": name, "value": value}
 

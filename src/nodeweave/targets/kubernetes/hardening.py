@@ -26,35 +26,35 @@ HOME_VOLUME = "home"
 HOME = "/home/nodeweave"  # the rendered images' HOME (images/*/Dockerfile)
 READY_COMMAND = ["nodeweave-entrypoint", "--node", "ready"]
 
-# (check, reason, applies(spec, workload)): the findings a training pod keeps on purpose.
+# (check, reason, applies(r, workload)): the findings a training pod keeps on purpose.
 SKIPS = (
     ("CKV_K8S_8", "no liveness probe: restarting one rank's container breaks the collective; the check-in "
-                  "heartbeat stops every node together instead", lambda spec, w: True),
+                  "heartbeat stops every node together instead", lambda r, w: True),
     ("CKV_K8S_15", "imagePullPolicy IfNotPresent: training images are many GB; pin image.tag or image.digest "
-                   "so a cached image is the right one", lambda spec, w: True),
+                   "so a cached image is the right one", lambda r, w: True),
     ("CKV_K8S_40", "UID 1000 is the image's own user (files owned 1000:0, group-writable); OpenShift assigns a "
-                   "high UID from the namespace's range itself", lambda spec, w: True),
+                   "high UID from the namespace's range itself", lambda r, w: True),
     ("CKV_K8S_38", "the entrypoint reads .spec.replicas of its StatefulSet from the API (a Role granting get), "
-                   "so oc scale needs no edit", lambda spec, w: w == "statefulset"),
+                   "so oc scale needs no edit", lambda r, w: w == "statefulset"),
     ("CKV_K8S_43", "image by tag: set image.digest (the pushed image's sha256) to render it by digest",
-     lambda spec, w: not spec.image.digest),
+     lambda r, w: not r.spec.image.digest),
     ("CKV_K8S_11", "no CPU limit in the spec (resources.limits.cpu): a limit would throttle data loading",
-     lambda spec, w: "cpu" not in spec.resources.limits),
+     lambda r, w: "cpu" not in r.spec.resources.limits),
     ("CKV_K8S_13", "no memory limit in the spec (resources.limits.memory): set one for the node's size",
-     lambda spec, w: "memory" not in spec.resources.limits),
-    ("CKV_K8S_10", "no CPU request in the spec (resources.requests.cpu)", lambda spec, w: not _requests(spec, "cpu")),
+     lambda r, w: "memory" not in r.spec.resources.limits),
+    ("CKV_K8S_10", "no CPU request in the spec (resources.requests.cpu)", lambda r, w: not _requests(r.spec, "cpu")),
     ("CKV_K8S_12", "no memory request in the spec (resources.requests.memory)",
-     lambda spec, w: not _requests(spec, "memory")),
-    ("CKV2_K8S_6", "kubernetes.network_policy: false in the spec", lambda spec, w: not spec.kubernetes.network_policy),
+     lambda r, w: not _requests(r.spec, "memory")),
+    ("CKV2_K8S_6", "kubernetes.network_policy: false in the spec", lambda r, w: not r.spec.kubernetes.network_policy),
     ("CKV_K8S_25", "capabilities added on purpose: IPC_LOCK for RDMA memory registration, security.cap_add",
-     lambda spec, w: bool(added_capabilities(spec))),
+     lambda r, w: bool(r.capabilities)),
     ("CKV_K8S_37", "capabilities added on purpose after drop ALL: IPC_LOCK for RDMA, security.cap_add",
-     lambda spec, w: bool(added_capabilities(spec))),
-    ("CKV_K8S_22", "security.read_only_root: false in the spec", lambda spec, w: not spec.security.read_only_root),
+     lambda r, w: bool(r.capabilities)),
+    ("CKV_K8S_22", "security.read_only_root: false in the spec", lambda r, w: not r.spec.security.read_only_root),
     ("CKV_K8S_31", "security.seccomp: unconfined in the spec (AMD's advice for ROCm)",
-     lambda spec, w: spec.security.seccomp == "unconfined"),
+     lambda r, w: r.spec.security.seccomp == "unconfined"),
     ("CKV_K8S_32", "security.seccomp: unconfined in the spec (AMD's advice for ROCm)",
-     lambda spec, w: spec.security.seccomp == "unconfined"),
+     lambda r, w: r.spec.security.seccomp == "unconfined"),
 )
 
 
@@ -63,23 +63,11 @@ def _requests(spec: Spec, resource: str) -> bool:
     return resource in spec.resources.requests or resource in spec.resources.limits
 
 
-def needs_ipc_lock(spec: Spec) -> bool:
-    """RDMA registers (pins) memory past RLIMIT_MEMLOCK with IPC_LOCK, unless ``security.ipc_lock: false`` says
-    the container runtime's limit is already unlimited (then the pods pass Pod Security restricted)."""
-    return spec.network.rdma and spec.security.ipc_lock
-
-
-def added_capabilities(spec: Spec) -> List[str]:
-    """IPC_LOCK where RDMA registers (pins) memory, then ``security.cap_add``."""
-    add = ["IPC_LOCK"] if needs_ipc_lock(spec) else []
-    return add + [cap for cap in spec.security.cap_add if cap not in add]
-
-
 def container_security(r: Resolved) -> Dict[str, Any]:
     spec = r.spec
     capabilities: Dict[str, Any] = {"drop": ["ALL"]}
-    if added_capabilities(spec):
-        capabilities["add"] = added_capabilities(spec)
+    if r.capabilities:
+        capabilities["add"] = list(r.capabilities)
     body: Dict[str, Any] = {"allowPrivilegeEscalation": False, "capabilities": capabilities}
     if spec.security.read_only_root:
         body["readOnlyRootFilesystem"] = True
@@ -110,6 +98,5 @@ def scratch_volumes(r: Resolved) -> List[Dict[str, Any]]:
 
 def checkov_skips(r: Resolved, workload: str) -> Dict[str, str]:
     """``checkov.io/skipN: CHECK=reason`` for each finding this workload keeps on purpose."""
-    spec = r.spec
-    kept = [(check, reason) for check, reason, applies in SKIPS if applies(spec, workload)]
+    kept = [(check, reason) for check, reason, applies in SKIPS if applies(r, workload)]
     return {f"checkov.io/skip{i}": f"{check}={reason}" for i, (check, reason) in enumerate(kept, 1)}

@@ -9,7 +9,6 @@ overlay leaves as it is.
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any, Dict, List, Optional
 
 from nodeweave.catalogue import VENDORS
@@ -60,11 +59,10 @@ def _statefulset_patch(r: Resolved, pod_spec: Dict[str, Any]) -> Dict[str, Any]:
 
 def openshift_patch(r: Resolved) -> Dict[str, Any]:
     """restricted-v2: no fixed UID/GID/fsGroup (the SCC assigns them), ALL capabilities dropped."""
-    openshift = _with_openshift(r)
     seccomp = "Unconfined" if r.spec.security.seccomp == "unconfined" else "RuntimeDefault"
     pod_security = {"runAsUser": None, "runAsGroup": None, "fsGroup": None, "fsGroupChangePolicy": None,
                     "runAsNonRoot": True, "seccompProfile": {"type": seccomp}}  # fmt: skip
-    security = container_security(openshift)
+    security = container_security(r)  # the container's rules do not depend on kubernetes.openshift
     security["capabilities"].setdefault("add", None)  # without RDMA the base's IPC_LOCK goes
     return _statefulset_patch(r, {
         "securityContext": pod_security,
@@ -72,20 +70,14 @@ def openshift_patch(r: Resolved) -> Dict[str, Any]:
     })  # fmt: skip
 
 
-def scc_capabilities(r: Resolved) -> List[str]:
-    """What the pods add beyond restricted-v2: IPC_LOCK with RDMA, and ``security.cap_add``."""
-    caps = ["IPC_LOCK"] if common.wants_rdma(r) else []
-    return caps + [cap for cap in r.spec.security.cap_add if cap not in caps]
-
-
 def needs_scc(r: Resolved) -> bool:
     """Whether restricted-v2 would refuse the pods: extra capabilities, unconfined seccomp, host directories."""
-    return bool(scc_capabilities(r)) or r.spec.security.seccomp == "unconfined" or storage.uses_host_paths(r)
+    return bool(r.capabilities) or r.spec.security.seccomp == "unconfined" or storage.uses_host_paths(r)
 
 
 def scc_file(r: Resolved) -> str:
     """``scc-ipc-lock.yaml`` when IPC_LOCK is all it grants (RDMA), else ``scc.yaml``."""
-    plain = scc_capabilities(r) == ["IPC_LOCK"] and r.spec.security.seccomp != "unconfined"
+    plain = r.capabilities == ("IPC_LOCK",) and r.spec.security.seccomp != "unconfined"
     return "scc-ipc-lock.yaml" if plain and not storage.uses_host_paths(r) else "scc.yaml"
 
 
@@ -105,7 +97,7 @@ def openshift_scc(r: Resolved) -> Dict[str, Any]:
         "allowHostPorts": False,
         "allowPrivilegeEscalation": False,
         "allowPrivilegedContainer": False,
-        "allowedCapabilities": scc_capabilities(r),
+        "allowedCapabilities": list(r.capabilities),
         "requiredDropCapabilities": ["ALL"],
         "defaultAddCapabilities": None,
         "fsGroup": {"type": "MustRunAs"},
@@ -155,8 +147,3 @@ def rocm_images(r: Resolved) -> List[Dict[str, str]]:
     rocm = resolve(r.spec, VENDORS["amd"].default_variant)  # the ROCm overlay's own variant
     return [{"name": rocm.repository, "newTag": rocm.tag}]
 
-
-def _with_openshift(r: Resolved) -> Resolved:
-    """The spec as if ``kubernetes.openshift`` were on, to share the pod's security rules."""
-    spec = dataclasses.replace(r.spec, kubernetes=dataclasses.replace(r.spec.kubernetes, openshift=True))
-    return dataclasses.replace(r, spec=spec)

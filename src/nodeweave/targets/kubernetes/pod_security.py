@@ -17,7 +17,6 @@ from typing import Any, Dict, List, Tuple
 
 from nodeweave.resolve import Resolved
 from nodeweave.targets.kubernetes import storage
-from nodeweave.targets.kubernetes.hardening import added_capabilities
 
 # kubernetes.io/docs/concepts/security/pod-security-standards: the capabilities baseline lets a pod add.
 BASELINE_CAPABILITIES = ("AUDIT_WRITE", "CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID", "KILL", "MKNOD",
@@ -29,7 +28,7 @@ LABEL = "pod-security.kubernetes.io"
 def level(r: Resolved) -> Tuple[str, List[str]]:
     """(the least permissive level whose rules the job's pods pass, why not a stricter one)."""
     spec = r.spec
-    caps = added_capabilities(spec)
+    caps = r.capabilities
     privileged = [f"capabilities.add {cap}" + (" (RDMA; security.ipc_lock: false drops it)"
                                               if cap == "IPC_LOCK" else " (security.cap_add)")
                   for cap in caps if cap not in BASELINE_CAPABILITIES]
@@ -64,7 +63,7 @@ def note(r: Resolved) -> str:
     if why:
         lines.append("Not restricted because of:")
         lines += [f"- {reason}" for reason in why]
-    if "IPC_LOCK" in added_capabilities(r.spec):
+    if "IPC_LOCK" in r.capabilities:
         lines += ["IPC_LOCK added to a container whose user is not root reaches its process only where the",
                   "runtime makes it ambient (podman does; containerd and CRI-O do not): RDMA there depends on",
                   "the runtime's memlock limit either way (docs/kubernetes.md, RDMA and Pod Security)."]

@@ -33,7 +33,7 @@ from nodeweave.cluster.base import Backend, Node
 from nodeweave.cluster.options import save_state
 from nodeweave.cluster.backends.slurm.runtime import step_runtime
 from nodeweave.cluster.backends.slurm.step import SlurmStep
-from nodeweave.cluster.steps import Step, need_tool
+from nodeweave.steps import Step, need_tool
 from nodeweave.errors import EnvironmentProblem, NodeweaveError, UsageError
 from nodeweave.remote.srun import Srun
 

@@ -1,14 +1,29 @@
-"""Kubernetes facts: the pod's namespace, its StatefulSet's replica count, the cluster domain.
+"""Kubernetes facts: the pod's namespace, the cluster domain, a StatefulSet's replica count, a pod's phase.
 
-The node count of a StatefulSet is ``.spec.replicas``, read from the API with
-the pod's service-account token (stdlib ``urllib``, the CA from the token's
-directory), so ``oc scale`` needs no YAML edit. The manifests grant ``get`` on
-``statefulsets``. ``NODEWEAVE_KUBE_API`` replaces the in-cluster address
-(``http://127.0.0.1:8001`` for ``kubectl proxy``, or a test server).
+:func:`read_kube` gathers what every pod start may need (two small files:
+the service-account namespace and /etc/resolv.conf), as a
+:class:`~..model.Kube` that planning weighs as data. The node count of a
+StatefulSet is ``.spec.replicas``, read from the API with the pod's
+service-account token (stdlib ``urllib``, the CA from the token's
+directory), so ``oc scale`` needs no YAML edit; the API is asked only when
+planning says it needs the count (:class:`..planning.topology.ReplicasWanted`).
+The manifests grant ``get`` on ``statefulsets``. ``NODEWEAVE_KUBE_API``
+replaces the in-cluster address (``http://127.0.0.1:8001`` for ``kubectl
+proxy``, or a test server).
 """
 
-from ..detection.host import SA_DIR
 from ..errors import TopologyError
+from ..model import Kube
+from .host import SA_DIR, in_kubernetes
+
+
+def read_kube(root, env):
+    """The :class:`Kube` facts of this container: whether it is a pod, its namespace, the search domain."""
+    pod = in_kubernetes(root, env)
+    ns, ns_source = namespace(root, env)
+    domain, entry = search_domain(root) if ns else (None, None)
+    return Kube(pod=pod, namespace=ns, namespace_source=ns_source, search_domain=domain, search_entry=entry)
+
 
 def namespace(root, env):
     """(namespace, source) from the service-account file, then POD_NAMESPACE."""
@@ -20,22 +35,20 @@ def namespace(root, env):
     return None, None
 
 
-def cluster_domain(root, settings):
-    """(domain, source) of the cluster's DNS names: the setting, else resolv.conf's ``svc.<domain>``, else cluster.local.
+def search_domain(root):
+    """(domain, search entry) from /etc/resolv.conf's ``svc.<domain>``, or (None, None).
 
     The kubelet writes ``search <ns>.svc.<domain> svc.<domain> <domain>`` into
     every pod's /etc/resolv.conf, so a cluster whose domain is not
     ``cluster.local`` needs no setting at all.
     """
-    if settings.get("cluster_domain"):
-        return settings.get("cluster_domain"), settings.source("cluster_domain")
     for line in (root.read("/etc/resolv.conf") or "").splitlines():
         fields = line.split()
         if fields and fields[0] == "search":
             for entry in fields[1:]:
                 if entry.startswith("svc.") and len(entry) > 4:
-                    return entry[4:].rstrip("."), f"the search list of /etc/resolv.conf ({entry})"
-    return "cluster.local", "default cluster.local: no svc.<domain> in /etc/resolv.conf's search list"
+                    return entry[4:].rstrip("."), entry
+    return None, None
 
 
 def _api_base(env):

@@ -1,7 +1,9 @@
-"""What a cluster verb does to the world, as steps that print as the exact commands or run.
+"""What a verb does to the world, as steps that print as the exact commands or run.
 
 ``--dry-run`` prints the steps; a real run executes the same objects, so the
-two cannot drift apart. A step is one local argv (``podman-compose ...``,
+two cannot drift apart. The cluster verbs (``nodeweave.cluster``) and the
+OpenShift image build (``nodeweave.build.openshift``) both make them, so they
+live below both. A step is one local argv (``podman-compose ...``,
 ``ssh host -- ...``, ``kubectl apply -k ...``) with the variables it adds for
 the local process and, optionally, text for its stdin (a compose file sent
 over ssh).

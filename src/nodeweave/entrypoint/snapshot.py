@@ -21,7 +21,7 @@ import subprocess
 import sys
 import time
 
-from . import sysfs
+from .detection import sysfs
 
 NEVER = ("/var/run/secrets", "/run/secrets")  # service-account tokens: not for a bug report
 # Where a live root asks the kernel (uname, statvfs) and a sysroot reads a file instead (detect_host.py):
@@ -65,9 +65,9 @@ def recording(run):
 
 def detect_node(env, sysroot="/"):
     """What the entrypoint's ``--explain`` and doctor's rules read: the plan for one node, and its node."""
-    from ..core import build_plan
-    from ..planning.rules import RULES, Context, evaluate
-    from ..planning.settings import parse
+    from .core import build_plan
+    from .planning.rules import RULES, Context, evaluate
+    from .planning.settings import parse
 
     settings = parse(["--sysroot", sysroot] + EXPLAIN, env)
     plan = build_plan(settings, partial=True, audit=True)
@@ -185,7 +185,7 @@ def capture(dest, env=None, note=""):
                   "visible": {k: env[k] for k in ("CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES")
                               if k in env},
                   "paths_read": len(seen), "tools": tools, "note": note,
-                  "made_by": "nodeweave doctor --capture (src/nodeweave/entrypoint/detection/snapshot.py)"}
+                  "made_by": "nodeweave doctor --capture (src/nodeweave/entrypoint/snapshot.py)"}
     with open(os.path.join(info, "provenance.json"), "w") as f:
         json.dump(provenance, f, indent=1, sort_keys=True)
     return provenance
@@ -194,7 +194,7 @@ def capture(dest, env=None, note=""):
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     if len(argv) not in (1, 2) or argv[0].startswith("-"):
-        print("usage: python -m nodeweave.entrypoint.detection.snapshot DIR [NOTE]", file=sys.stderr)
+        print("usage: python -m nodeweave.entrypoint.snapshot DIR [NOTE]", file=sys.stderr)
         return 2
     try:
         provenance = capture(argv[0], note=argv[1] if len(argv) > 1 else "")
