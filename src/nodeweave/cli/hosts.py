@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, List, Optional
 import typer
 
 from nodeweave.cli.habits.base import NodeweaveTyper
+from nodeweave.cli.habits.nodes import checked_selectors
 from nodeweave.errors import EnvironmentProblem, NodeweaveError, UsageError
 
 if TYPE_CHECKING:  # rich is imported where a table is drawn, not at start-up
@@ -32,7 +33,7 @@ _STYLE = {"ok": "green", "no-gpu": "yellow", "unreachable": "bold red", "error":
 def probe_command(
     node: List[str] = typer.Option([], "--node", metavar="NODE", help="A host to probe, master first (repeat, or a "
                                    "list): an ssh host \\[user@]gpu01, or an address KIND:NAME (podman:trainer-0, "
-                                   "pod:llama-0, ssh+docker:gpu01/trainer), as every verb's --node"),
+                                   "pod:llama-0, ssh+docker:gpu01/trainer), as every verb's --node", callback=checked_selectors),
     hosts: List[str] = typer.Argument(None, hidden=True, help="Deprecated: the hosts (now --node)"),
     hosts_file: Optional[Path] = typer.Option(None, "--hosts-file", help="Read the hosts from this file: one per line, master first (a DeepSpeed hostfile works too)"),
     via: Optional[str] = typer.Option(None, "--via", hidden=True, help="Deprecated: --node KIND:NAME"),
