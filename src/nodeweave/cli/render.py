@@ -50,7 +50,7 @@ def _shown(paths: "list[str]") -> str:
     return ", ".join(paths[:8]) + (f" and {len(paths) - 8} more" if len(paths) > 8 else "")
 
 
-def _render(spec, spec_path: Path, targets: "list[str]", everything: bool) -> "tuple[dict, list[str]]":
+def _render(spec, spec_path: Path, targets: "list[str]", everything: bool) -> "tuple[dict, dict, list[str]]":
     """The files of ``targets``; with ``all``, a target the spec cannot feed is left out with a note, not fatal.
 
     Why: the minimal spec (name, image.variant, launcher.script) of a GPU variant has
@@ -58,7 +58,7 @@ def _render(spec, spec_path: Path, targets: "list[str]", everything: bool) -> "t
     """
     from nodeweave.rendering import render_targets
 
-    files, kept = {}, []
+    files, owners, kept = {}, {}, []
     for name in targets:
         try:
             part = render_targets(spec, [name])
@@ -71,8 +71,9 @@ def _render(spec, spec_path: Path, targets: "list[str]", everything: bool) -> "t
         if twice:
             raise NodeweaveError(f"renderers disagree: {twice[0]} is rendered twice (second time by {name})")
         files.update(part)
+        owners.update(dict.fromkeys(part, name))
         kept.append(name)
-    return dict(sorted(files.items())), kept
+    return dict(sorted(files.items())), owners, kept
 
 
 def render(
@@ -84,7 +85,9 @@ def render(
     as_json: bool = typer.Option(False, "--json", help="print the plan as JSON on stdout"),
     check: bool = typer.Option(False, "--check", help="write nothing; exit 4 when the files on disk differ from the spec"),
     force: bool = typer.Option(False, "--force", help="overwrite differing files even without the 'by nodeweave' mark"),
-    prune: bool = typer.Option(False, "--prune", help="remove rendered files (marked 'by nodeweave') no renderer makes any more"),
+    prune: bool = typer.Option(False, "--prune", help="remove files an earlier render of this spec wrote (recorded in "
+                               "<out>/.nodeweave/rendered.json) that no renderer makes any more; one changed since is "
+                               "kept and named"),
 ) -> None:
     """Render images, compose files, manifests, the entrypoint zipapp (and Slurm, OpenShift build, TrainJob, JobSet) into --out, byte-stable."""
     from nodeweave.rendering import MARK, plan_render, wanted_targets
@@ -98,8 +101,8 @@ def render(
     out_dir = (out if out is not None else spec_path.parent).resolve()
     writable_dir(out_dir, "--out")
     targets = wanted_targets(spec) if target == "all" else [target]
-    files, targets = _render(spec, spec_path, targets, everything=target == "all")
-    plan = plan_render(files, out_dir, force)
+    files, owners, targets = _render(spec, spec_path, targets, everything=target == "all")
+    plan = plan_render(files, out_dir, force, owners=owners, job=spec.name)
     header = {"spec": str(spec_path), "out": str(out_dir), "targets": targets, "dry_run": dry_run or check, "check": check}
     _report(plan, as_json, header)
     if check:
@@ -127,6 +130,9 @@ def render(
             plan.write(prune)
         except OSError as err:
             raise path_problem(err, f"render into --out {out_dir}") from None
+    if prune and plan.kept:
+        typer.echo(f"nodeweave: note: kept {_shown(plan.kept)}: no renderer makes them any more, but they changed "
+                   "since nodeweave wrote them, so they are yours now (remove them yourself if unwanted)", err=True)
 
 
 def register(app: typer.Typer) -> None:
