@@ -32,8 +32,8 @@ def nodeweave(spec, *args):
 def test_up_dry_run_prints_the_compose_command_and_touches_nothing(spec):
     out = nodeweave(spec, "up", "--hold", "--dry-run", "--engine", "podman")
     assert out.returncode == 0, out.stderr
-    assert "NODEWEAVE_MODE=hold" in out.stdout and "compose/local.yaml up -d" in out.stdout
-    assert "would write compose/local.yaml" in out.stdout
+    assert "NODEWEAVE_MODE=hold" in out.stdout and ".nodeweave/cli/compose.yaml up -d" in out.stdout
+    assert "would write .nodeweave/cli/compose.yaml" in out.stdout  # the job's own, beside its token
     assert not (spec.parent / "compose").exists() and not (spec.parent / ".nodeweave").exists()
 
 

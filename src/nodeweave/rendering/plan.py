@@ -81,7 +81,7 @@ class RenderPlan:
             target = self.out / item.path
             if item.status in ("new", "changed", "unchanged"):
                 if item.status != "unchanged":
-                    _write_atomically(target, _encoded(self.files[item.path]))
+                    write_atomically(target, _encoded(self.files[item.path]))
                 recorded[item.path] = record.Entry(item.sha256, self.owners.get(item.path, ""), self.job)
             elif prune and item.status == "obsolete":
                 target.unlink()
@@ -90,7 +90,7 @@ class RenderPlan:
                 recorded.pop(item.path, None)
         if self.job:
             recorded = {path: entry for path, entry in recorded.items() if (self.out / path).is_file()}
-            _write_atomically(self.out / record.RECORD, record.dumps(recorded).encode("utf-8"))
+            write_atomically(self.out / record.RECORD, record.dumps(recorded).encode("utf-8"))
 
 
 def is_marked(content: Rendered) -> bool:
@@ -151,7 +151,7 @@ def _obsolete(files: Dict[str, Rendered], out: Path, owners: Dict[str, str], job
     return found
 
 
-def _write_atomically(target: Path, data: bytes) -> None:
+def write_atomically(target: Path, data: bytes) -> None:
     import tempfile  # here: `render --check` and dry runs write nothing (tempfile imports random)
 
     target.parent.mkdir(parents=True, exist_ok=True)
