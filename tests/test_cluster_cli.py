@@ -113,7 +113,7 @@ def test_an_option_after_the_dashes_reaches_the_script_unread(spec):
     (("--dry-run", "train.py", "--", "--lr", "1"), "the command is given twice"),
     (("--dry-run", "--", "torchrun", "--nproc-per-node", "8", "train.py"),
      "nodeweave starts torchrun itself on every node (rank, master and node count from its plan); give only the "
-     "script: nodeweave run -- train.py; its options (--nproc-per-node 8) belong in the spec's launcher.options"),
+     "script: nodeweave run --nproc-per-node 8 -- train.py"),
     (("--dry-run", "--", "python", "-m", "torch.distributed.run", "train.py"), "nodeweave starts torchrun itself"),
     (("--dry-run", "--", "python", "-u", "train.py"), "give the script path after `--`"),
 ])

@@ -110,9 +110,10 @@ def first_nodes(nodes: Sequence, wanted: Sequence[str], verb: str) -> int:
     """How many nodes a job starts on: ``--node`` must select ranks 0..N-1 (node 0 the master), so N."""
     picked = [n.index for n in pick_nodes(nodes, wanted)]
     if picked != list(range(len(picked))):
+        count_flag = f" (or --nodes {max(picked) + 1})" if verb == "run" else ""  # only `run` takes --nodes
         raise UsageError(f"`nodeweave {verb}` starts one job whose ranks are the nodes' places (node 0 the "
-                         f"master): --node {','.join(words(wanted))} selects {picked}; select 0-{max(picked)} "
-                         f"(or --nodes {max(picked) + 1})")
+                         f"master): --node {','.join(words(wanted))} selects {picked}; select "
+                         f"--node 0-{max(picked)}{count_flag}")
     return len(picked)
 
 
