@@ -10,6 +10,7 @@ the command that needs them, so ``--help`` and the other commands stay quick.
 from __future__ import annotations
 
 import os
+import re
 import sys
 
 import typer
@@ -112,6 +113,8 @@ def _click_error_line(err: Exception) -> "tuple[str, int] | None":
     if type(err).__name__ == "NoArgsIsHelpError":  # `nodeweave` or `nodeweave hosts` alone: the help, as click shows it
         return str(format_message()).rstrip("\n"), exit_code
     message = " ".join(str(format_message()).split()).rstrip(".")
+    message = re.sub(r" ?\(Possible options: ([^)]*)\)| Did you mean ([^ ?]*)\?",
+                     lambda m: f" (did you mean {m.group(1) or m.group(2)}?)", message)  # one wording everywhere
     ctx = getattr(err, "ctx", None)
     command = getattr(ctx, "command_path", None) or "nodeweave"
     if not message:  # no arguments at all: click has printed the help already

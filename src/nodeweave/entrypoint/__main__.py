@@ -13,7 +13,7 @@ import sys
 from .planning.consistency import missing_script
 from .core import build_plan
 from .errors import EXIT_FAILURE, EXIT_NOT_EXECUTABLE, EXIT_OK, EntrypointError, UsageError, last_resort
-from .planning.settings import HelpRequested, parse, usage
+from .planning.settings import HelpRequested, VersionRequested, parse, usage
 from .model import SUPERVISED
 from .planning.contract import STALL_WARN_S
 from .running.supervise import resolve, run_supervised
@@ -178,6 +178,11 @@ def _main(argv):
         return run(settings)
     except HelpRequested:
         print(usage())
+        return EXIT_OK
+    except VersionRequested:
+        from .. import __version__
+
+        print(f"{PROG} {__version__}")
         return EXIT_OK
     except EntrypointError as err:
         _say(f"error: {err}")

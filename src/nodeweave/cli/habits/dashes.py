@@ -36,8 +36,10 @@ class CommandAfterDashes(NodeweaveCommand):
         except Exception as err:  # click's (or typer's vendored click's) NoSuchOption, found by shape
             option = getattr(err, "option_name", None)
             if option and type(err).__name__ == "NoSuchOption":
+                close = list(getattr(err, "possibilities", None) or ())
+                hint = f" (did you mean {', '.join(close)}?)" if close else ""
                 raise UsageError(
-                    f"{option!r} is not an option of `{verb}`; the command and its own options go "
+                    f"{option!r} is not an option of `{verb}`{hint}; the command and its own options go "
                     f"after `--`: {verb} [OPTIONS] -- train.py --lr 1e-3") from None
             raise
         words = tuple(ctx.params.get(COMMAND_PARAM) or ())

@@ -1,0 +1,79 @@
+"""The command line's habits from issue 34, item 5, over every verb so a new one cannot forget them.
+
+A misspelt option gets "did you mean" on every verb (click's suggestion, one wording, also on the
+verbs that take a command after ``--``, and in ``nodeweave-entrypoint``); ``nodeweave-entrypoint
+--version`` answers like ``nodeweave --version``.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import typer.main
+
+from nodeweave import __version__
+from nodeweave.cli import app, main
+from nodeweave.cli.habits.lazy import LazyVerbs, every_command
+from nodeweave.errors import EXIT_USAGE
+
+SRC = Path(__file__).resolve().parents[1] / "src"
+
+
+def leaves():
+    def walk(command, words):
+        below = every_command(command) if isinstance(command, LazyVerbs) else getattr(command, "commands", None)
+        if not below:
+            yield words, command
+            return
+        for name, sub in sorted(below.items()):
+            yield from walk(sub, [*words, name])
+    return list(walk(typer.main.get_command(app), []))
+
+
+def misspelt_options():
+    found = []
+    for words, command in leaves():
+        if getattr(command, "hidden", False):
+            continue
+        flags = [max(p.opts, key=len) for p in command.params
+                 if p.param_type_name == "option" and not getattr(p, "hidden", False)]
+        for flag in flags:
+            swapped = flag[:-2] + flag[-1] + flag[-2]  # the last two letters swapped, else the last one dropped
+            if len(flag) > 5:
+                found.append((words, flag, swapped if swapped != flag else flag[:-1]))
+    return found
+
+
+MISSPELT = misspelt_options()
+
+
+def test_the_walk_finds_every_verbs_options():
+    assert len({" ".join(words) for words, _, _ in MISSPELT}) > 20 and len(MISSPELT) > 150
+
+
+@pytest.mark.parametrize("words, flag, typo", MISSPELT, ids=[f"{' '.join(w)} {t}" for w, _, t in MISSPELT])
+def test_a_misspelt_option_gets_did_you_mean_on_every_verb(tmp_path, monkeypatch, capsys, words, flag, typo):
+    monkeypatch.chdir(tmp_path)
+    code = main([*words, typo, "x"])
+    err = capsys.readouterr().err
+    assert code == EXIT_USAGE, err
+    assert "did you mean" in err and flag in err.split("did you mean", 1)[1], err
+
+
+def entrypoint(*argv: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "nodeweave.entrypoint", *argv], capture_output=True, text=True,
+                          timeout=60, env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(SRC)})
+
+
+def test_entrypoint_version_answers_like_nodeweaves():
+    done = entrypoint("--version")
+    assert done.returncode == 0 and done.stdout == f"nodeweave-entrypoint {__version__}\n", done.stderr
+    assert "--version" in entrypoint("--help").stdout
+
+
+def test_entrypoint_names_the_option_meant():
+    done = entrypoint("--explian")
+    assert done.returncode == 2 and "unknown option '--explian' (did you mean --explain?)" in done.stderr
