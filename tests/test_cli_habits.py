@@ -77,3 +77,33 @@ def test_entrypoint_version_answers_like_nodeweaves():
 def test_entrypoint_names_the_option_meant():
     done = entrypoint("--explian")
     assert done.returncode == 2 and "unknown option '--explian' (did you mean --explain?)" in done.stderr
+
+
+def complete(cwd: Path, line: str) -> "list[str]":
+    """What the shell is offered for the last word of ``line`` (click's bash completion, the real program)."""
+    words = line.split(" ")
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(SRC), "_NODEWEAVE_COMPLETE": "complete_bash",
+           "COMP_WORDS": line, "COMP_CWORD": str(len(words) - 1)}
+    done = subprocess.run([sys.executable, "-c", "import sys; from nodeweave.start import main; sys.exit(main())"],
+                          capture_output=True, text=True, env=env, cwd=cwd, timeout=60)
+    return done.stdout.split()
+
+
+@pytest.mark.parametrize("line, offered", [
+    ("nodeweave status -o ", ["table", "wide", "json", "yaml"]), ("nodeweave runs ls -o j", ["json"]),
+    ("nodeweave up --target k", ["kubernetes"]), ("nodeweave up --engine ", ["podman", "docker", "none"]),
+    ("nodeweave render c", ["compose"]), ("nodeweave run --launcher d", ["deepspeed"]),
+    ("nodeweave run --profile ", ["nsys", "rocprofv3"]), ("nodeweave down --overlay o", ["openshift"]),
+])
+def test_fixed_choices_are_completed(tmp_path, line, offered):
+    assert complete(tmp_path, line) == offered
+
+
+def test_run_ids_are_completed(tmp_path):
+    (tmp_path / "nodeweave.yaml").write_text("name: j\nimage: {variant: cpu}\nlauncher: {script: t.py}\n")
+    for name in ("20260101T000000Z-j", "20260102T000000Z-j", "20260103T000000Z-sweep"):
+        (tmp_path / "runs" / name).mkdir(parents=True)
+    assert complete(tmp_path, "nodeweave runs show ") == ["last", "20260101T000000Z-j", "20260102T000000Z-j",
+                                                          "20260103T000000Z-sweep"]
+    assert complete(tmp_path, "nodeweave runs compare 20260102") == ["20260102T000000Z-j"]
+    assert complete(tmp_path, "nodeweave logs --run 20260103") == ["20260103T000000Z-sweep"]

@@ -15,7 +15,7 @@ from nodeweave.cli.habits.clusteropts import (DRY_RUN, ENGINE, HOST, HOSTS_FILE,
                                        OVERLAY, REMOTE_DIR, SPEC, SSH_OPTION, TARGET, cluster_nodes, console,
                                        default_mode, open_cluster, options, print_steps, spec_command)
 from nodeweave.cli.habits.nodes import NODE, checked_selectors, pick_nodes, pick_one, run_folder_indices
-from nodeweave.cli.habits.output import checked, emit, output_option
+from nodeweave.cli.habits.output import checked, complete_run_ids, emit, output_option
 from nodeweave.errors import NodeweaveError, UsageError
 
 
@@ -245,7 +245,7 @@ def logs_command(
     follow: bool = typer.Option(False, "--follow", "-f", help="Keep printing as lines arrive"),
     node: List[str] = NODE,
     container: bool = typer.Option(False, "--container", help="The containers' own logs even when they hold"),
-    run: Optional[str] = typer.Option(None, "--run", help="This run instead of the latest: its id (`nodeweave runs "
+    run: Optional[str] = typer.Option(None, "--run", autocompletion=complete_run_ids, help="This run instead of the latest: its id (`nodeweave runs "
                                       "ls`), a unique prefix, its folder, or last; read here, no cluster asked"),
     runs_dir: Optional[Path] = typer.Option(None, "--runs-dir", help="Where run folders are (default: runs/ beside the spec)"),
     spec_path: Optional[Path] = SPEC, target: Optional[str] = TARGET, engine: Optional[str] = ENGINE, host: List[str] = HOST,

@@ -16,6 +16,7 @@ from typing import Optional
 import typer
 
 from nodeweave.cli.habits.base import find_spec, spec_option
+from nodeweave.cli.habits.output import complete_from
 from nodeweave.errors import EXIT_STALE, NodeweaveError, UsageError
 from nodeweave.failures import path_problem, writable_dir
 # nodeweave.rendering.RENDERERS' names, spelled here so `--help` and `status` need not import every
@@ -77,7 +78,7 @@ def _render(spec, spec_path: Path, targets: "list[str]", everything: bool) -> "t
 
 
 def render(
-    target: str = typer.Argument("all", metavar="[TARGET]", help="what to render: " + ", ".join(TARGET_NAMES) + " or all (images, "
+    target: str = typer.Argument("all", metavar="[TARGET]", autocompletion=complete_from(*TARGET_NAMES, "all"), help="what to render: " + ", ".join(TARGET_NAMES) + " or all (images, "
                                     "compose, manifests, entrypoint, plus slurm and openshift-build when the spec has their section)"),
     spec_path: Optional[Path] = spec_option("The cluster spec"),
     out: Optional[Path] = typer.Option(None, "--out", help="output root (default: the spec's directory)"),
