@@ -16,7 +16,7 @@ from typing import Optional
 import typer
 
 from nodeweave.cli.habits.base import find_spec, spec_option
-from nodeweave.cli.habits.output import complete_from
+from nodeweave.cli.habits.output import complete_from, data_format, emit, is_data, output_option
 from nodeweave.errors import EXIT_STALE, NodeweaveError, UsageError
 from nodeweave.failures import path_problem, writable_dir
 # nodeweave.rendering.RENDERERS' names, spelled here so `--help` and `status` need not import every
@@ -32,9 +32,10 @@ def _relative_host_paths(spec) -> "list[str]":
     ]
 
 
-def _report(plan, as_json: bool, header: dict) -> None:
-    if as_json:
-        typer.echo(json.dumps({**header, "files": [asdict(p) for p in plan.entries]}, indent=2, sort_keys=True))
+def _report(plan, fmt: str, header: dict) -> None:
+    if is_data(fmt):
+        data = {**header, "files": [asdict(p) for p in plan.entries]}
+        emit(json.loads(json.dumps(data, sort_keys=True)), fmt)
         return
     from nodeweave.quantities import human_bytes
 
@@ -83,7 +84,8 @@ def render(
     spec_path: Optional[Path] = spec_option("The cluster spec"),
     out: Optional[Path] = typer.Option(None, "--out", help="output root (default: the spec's directory)"),
     dry_run: bool = typer.Option(False, "--dry-run", help="print what would be written (path, bytes, status); write nothing"),
-    as_json: bool = typer.Option(False, "--json", help="print the plan as JSON on stdout"),
+    as_json: bool = typer.Option(False, "--json", help="print the plan as JSON on stdout (as -o json)"),
+    output: str = output_option(),
     check: bool = typer.Option(False, "--check", help="write nothing; exit 4 when the files on disk differ from the spec"),
     force: bool = typer.Option(False, "--force", help="overwrite differing files even without the 'by nodeweave' mark"),
     prune: bool = typer.Option(False, "--prune", help="remove files an earlier render of this spec wrote (recorded in "
@@ -105,7 +107,7 @@ def render(
     files, owners, targets = _render(spec, spec_path, targets, everything=target == "all")
     plan = plan_render(files, out_dir, force, owners=owners, job=spec.name)
     header = {"spec": str(spec_path), "out": str(out_dir), "targets": targets, "dry_run": dry_run or check, "check": check}
-    _report(plan, as_json, header)
+    _report(plan, data_format(as_json, output), header)
     if check:
         if plan.stale:
             raise NodeweaveError(

@@ -59,3 +59,13 @@ def complete_run_ids(ctx: typer.Context, incomplete: str):
     except OSError:
         names = []
     return [name for name in ["last", *names] if name.startswith(incomplete)]
+
+
+def data_format(as_json: bool, output: str) -> str:
+    """The format a verb prints its data in: ``--json`` (kept: scripts use it) is ``-o json``."""
+    return "json" if as_json else checked(output)
+
+
+def is_data(fmt: str) -> bool:
+    """Whether the data goes to stdout as JSON or YAML (then the tables and notes go to stderr)."""
+    return fmt in ("json", "yaml")
