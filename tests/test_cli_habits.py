@@ -136,3 +136,19 @@ def test_o_yaml_prints_the_same_data_as_json(tmp_path, monkeypatch, capsys, argv
     as_json = json.loads(capsys.readouterr().out)
     assert main([*argv[:cut], "-o", "yaml", *argv[cut:]]) == 0
     assert yaml.safe_load(capsys.readouterr().out) == as_json
+
+
+def test_a_table_off_a_terminal_keeps_every_row_on_one_line(tmp_path):
+    """`nodeweave runs ls | grep ...` sees whole rows: no cell folded onto a second line at 80 or 140 columns."""
+    (tmp_path / "nodeweave.yaml").write_text("name: j\nimage: {variant: cpu}\nlauncher: {script: t.py}\n")
+    folder = tmp_path / "runs" / "20260101T000000Z-j"
+    folder.mkdir(parents=True)
+    words = ["t.py", *(f"--option-number-{i}=a-long-value-{i}" for i in range(12))]
+    (folder / "run.json").write_text(__import__("json").dumps({"job": "j", "command": words, "exit_code": 0,
+                                                               "started": "2026-01-01T00:00:00Z", "ended": "x"}))
+    done = subprocess.run([sys.executable, "-c", "import sys; from nodeweave.start import main; sys.exit(main())",
+                           "runs", "ls"], capture_output=True, text=True, cwd=tmp_path, timeout=60,
+                          env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(SRC), "HOME": str(tmp_path)})
+    assert done.returncode == 0, done.stderr
+    rows = [line for line in done.stdout.splitlines() if "20260101T000000Z-j" in line]
+    assert len(rows) == 1 and "--option-number-11=a-long-value-11" in rows[0], done.stdout

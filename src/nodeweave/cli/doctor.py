@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, List, Optional
 import typer
 
 from nodeweave.cli.habits.nodes import NODE
-from nodeweave.cli.habits.output import data_format, emit, is_data, output_option
+from nodeweave.cli.habits.output import data_format, emit, is_data, output_option, table_width
 from nodeweave.errors import UsageError
 
 if TYPE_CHECKING:  # rich is imported where a table is drawn, not at start-up
@@ -122,7 +122,7 @@ def _cluster(fmt: str, node: "list[str]") -> None:
     if is_data(fmt):
         emit({"schema": "nodeweave.doctor.cluster/1", **view.to_dict()}, fmt)
     else:
-        print_cluster_view(view, Console())
+        print_cluster_view(view, Console(width=table_width()))
     if any(f.severity == "error" for f in view.findings):
         raise typer.Exit(1)
 
@@ -255,7 +255,7 @@ def doctor(
     if is_data(fmt):
         emit(diagnosis.to_dict(), fmt)
     else:
-        console = Console()
+        console = Console(width=table_width())
         console.print(_hardware(diagnosis.node))
         if diagnosis.plan is not None:
             if diagnosis.plan.topology is not None:

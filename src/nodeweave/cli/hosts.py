@@ -7,9 +7,7 @@ name of ``--write-hostfile``) still works for one release, with a note.
 
 from __future__ import annotations
 
-import os
 import shutil
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, List, Optional
 
@@ -171,8 +169,10 @@ def _table(reports: list) -> Table:
 
 
 def _table_width() -> "int | None":
-    """Rich's default off a terminal is 80 columns, too narrow for these tables; COLUMNS still wins."""
-    return None if sys.stdout.isatty() or os.environ.get("COLUMNS") else 120
+    """Rich's default off a terminal is 80 columns, too narrow for these tables: full rows (COLUMNS still wins)."""
+    from nodeweave.cli.habits.output import table_width
+
+    return table_width()
 
 
 def register(app: typer.Typer) -> None:

@@ -7,8 +7,6 @@ remembered (``.nodeweave/cluster.json``) and returns the spec and backend.
 
 from __future__ import annotations
 
-import os
-import sys
 from pathlib import Path
 from typing import List, Optional, Tuple
 
@@ -98,8 +96,9 @@ def default_mode(spec) -> str:
 def console(stderr: bool = False):
     from rich.console import Console
 
-    width = None if sys.stdout.isatty() or os.environ.get("COLUMNS") else 140
-    return Console(stderr=stderr, width=width)
+    from nodeweave.cli.habits.output import table_width
+
+    return Console(stderr=stderr, width=table_width())
 
 
 def print_steps(out, phases, lines: List[str], as_json: bool = False) -> None:

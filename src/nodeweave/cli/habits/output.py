@@ -69,3 +69,15 @@ def data_format(as_json: bool, output: str) -> str:
 def is_data(fmt: str) -> bool:
     """Whether the data goes to stdout as JSON or YAML (then the tables and notes go to stderr)."""
     return fmt in ("json", "yaml")
+
+
+FULL_ROWS = 10_000  # columns off a terminal: wide enough that no table row is folded or cut
+
+
+def table_width() -> "int | None":
+    """A table's width: the terminal's (or $COLUMNS) on a terminal; off one (a pipe, a file), every row whole
+    on one line, so ``grep`` and ``awk`` see full rows (a table is only as wide as its content)."""
+    import os
+    import sys
+
+    return None if sys.stdout.isatty() or os.environ.get("COLUMNS") else FULL_ROWS
