@@ -9,6 +9,7 @@ starts itself, or the interpreter, is understood or refused here, before any nod
 
 from __future__ import annotations
 
+import difflib
 import os
 import re
 from typing import List, Sequence
@@ -36,7 +37,9 @@ class CommandAfterDashes(NodeweaveCommand):
         except Exception as err:  # click's (or typer's vendored click's) NoSuchOption, found by shape
             option = getattr(err, "option_name", None)
             if option and type(err).__name__ == "NoSuchOption":
-                close = list(getattr(err, "possibilities", None) or ())
+                known = [flag for param in self.get_params(ctx) for flag in getattr(param, "opts", ())
+                         if flag.startswith("--") and flag != "--help"]
+                close = difflib.get_close_matches(option, known, n=2, cutoff=0.7)  # --lr is no typo of --help
                 hint = f" (did you mean {', '.join(close)}?)" if close else ""
                 raise UsageError(
                     f"{option!r} is not an option of `{verb}`{hint}; the command and its own options go "
