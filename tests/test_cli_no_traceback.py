@@ -199,3 +199,23 @@ def test_a_hand_edited_state_file_is_named_with_its_remedy(project, text, place)
     no_traceback(done)
     assert done.returncode == EXIT_USAGE, done.stderr
     assert done.stderr.count("\n") == 1 and place in done.stderr and "remove the file" in done.stderr, done.stderr
+
+
+@pytest.mark.parametrize("text", ['{"ghcr.io/x/y": [1]}', '{"ghcr.io/x/y": {"tags": "cpu"}}', "[]", "{"])
+def test_a_hand_edited_push_record_is_read_as_nothing_recorded(tmp_path, text):
+    from nodeweave.build.pushed import RECORD, record_push, recorded_digest
+
+    (tmp_path / RECORD).parent.mkdir(parents=True)
+    (tmp_path / RECORD).write_text(text)
+    assert recorded_digest(tmp_path, "ghcr.io/x/y", "cpu") is None
+    digest = "sha256:" + "a" * 64
+    record_push(tmp_path, {"ghcr.io/x/y:cpu": digest})
+    assert recorded_digest(tmp_path, "ghcr.io/x/y", "cpu") == digest
+
+
+@pytest.mark.parametrize("text", ["[1]", "{", '"ended"'])
+def test_logs_follow_reads_a_damaged_run_record_as_not_ended(tmp_path, text):
+    from nodeweave.cluster.logs import _ended
+
+    (tmp_path / "run.json").write_text(text)
+    assert _ended(tmp_path) is False
