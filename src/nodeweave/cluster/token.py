@@ -7,7 +7,7 @@ exchange could check in as a node or relay a forged failure. Where nodeweave
 brings the nodes up it knows them all, so it hands each one a fresh secret:
 
 - compose (local and per host): a 0600 file, ``.nodeweave/<job>/job-token`` beside
-  the spec (on each host ``<remote dir>/compose/job-token``), bind-mounted
+  the spec (on each host ``<remote dir>/.nodeweave/<job>/job-token``), bind-mounted
   read-only at :data:`CONTAINER_PATH`; the rendered compose file names only
   the variables (``NODEWEAVE_JOB_TOKEN_HOST``, ``NODEWEAVE_JOB_TOKEN_FILE``);
 - Kubernetes/OpenShift: a Secret ``<name>-job-token-<hash>`` that ``up``'s
