@@ -162,7 +162,7 @@ def test_old_short_flags_still_work_with_a_note(capsys):
 
     assert upgrade(["sync", "-t", "podman:a", "--", "-t"]) == ["sync", "--node", "podman:a", "--", "-t"]
     assert upgrade(["sync", "-t", "local"]) == ["sync", "-t", "local"]  # -t is --target in every verb
-    assert upgrade(["bench", "-o", "x.json"]) == ["bench", "--json-out", "x.json"]
+    assert upgrade(["bench", "-o", "json"]) == ["bench", "-o", "json"]  # -o is the output format everywhere
     assert upgrade(["run", "-t", "local"]) == ["run", "-t", "local"]
     assert "`sync -t podman:a` is now `sync --node podman:a`" in capsys.readouterr().err
 

@@ -49,37 +49,55 @@ def test_local_up_and_down_are_compose_with_the_mode_in_the_environment(spec_pat
     b = backend(spec_path, engine="podman")
     b.prepare_up("hold", dry_run=True)
     (up,), = b.up_steps("hold", "localhost/t/job:cpu")
-    assert up.argv[-5:] == ("-f", str(spec_path.parent / "compose/local.yaml"), "up", "-d", "--force-recreate")
+    assert up.argv[-5:] == ("-f", str(spec_path.parent / ".nodeweave/job/compose.yaml"), "up", "-d", "--force-recreate")
     assert up.argv[0].endswith("podman-compose")
     assert dict(up.env) == {"NODEWEAVE_MODE": "hold", "NODEWEAVE_IMAGE": "localhost/t/job:cpu",
-                            "NODEWEAVE_JOB_TOKEN_HOST": str(spec_path.parent / ".nodeweave/job-token"),
+                            "NODEWEAVE_JOB_TOKEN_HOST": str(spec_path.parent / ".nodeweave/job/job-token"),
                             "NODEWEAVE_JOB_TOKEN_FILE": "/run/nodeweave/job-token"}
-    assert not (spec_path.parent / ".nodeweave/job-token").exists()  # a dry run makes no token
+    assert not (spec_path.parent / ".nodeweave/job/job-token").exists()  # a dry run makes no token
     (down,), = b.down_steps(False)
-    assert down.argv[-4:] == (str(spec_path.parent / "compose/local.yaml"), "down", "-t", "30")
+    assert down.argv[-4:] == (str(spec_path.parent / ".nodeweave/job/compose.yaml"), "down", "-t", "30")
     assert [n.remote.label for n in b.nodes()] == ["podman:job-0", "podman:job-1"]
     docker = backend(spec_path, engine="docker")
     assert docker.up_steps("run", None)[0][0].argv[:2] == ("docker", "compose")
 
 
-def test_local_up_renders_a_stale_compose_file_and_refuses_a_users_own(spec_path):
+def test_local_up_renders_the_jobs_own_compose_file_and_rotates_its_token(spec_path):
     b = backend(spec_path)
-    token_line = ("a new random job token to .nodeweave/job-token (0600), mounted at /run/nodeweave/job-token in "
+    token_line = ("a new random job token to .nodeweave/job/job-token (0600), mounted at /run/nodeweave/job-token in "
                   "every node")
-    assert b.prepare_up("hold", dry_run=True) == ["would write compose/local.yaml (new: rendered from nodeweave.yaml)",
-                                                  f"would write {token_line}"]
-    assert not (spec_path.parent / "compose" / "local.yaml").exists()
+    assert b.prepare_up("hold", dry_run=True) == ["would write .nodeweave/job/compose.yaml (new: rendered from "
+                                                  "nodeweave.yaml)", f"would write {token_line}"]
+    compose = spec_path.parent / ".nodeweave" / "job" / "compose.yaml"
+    assert not compose.exists()
     b.prepare_up("hold", dry_run=False)
-    assert "NODEWEAVE_MODE: ${NODEWEAVE_MODE:-run}" in (spec_path.parent / "compose" / "local.yaml").read_text()
-    token_file = spec_path.parent / ".nodeweave" / "job-token"
+    text = compose.read_text()
+    assert "NODEWEAVE_MODE: ${NODEWEAVE_MODE:-run}" in text
+    assert f"- {spec_path.parent.resolve()}:/workspace" in text  # host paths absolute: it lives in the state folder
+    assert not (spec_path.parent / "compose").exists()  # render's compose/local.yaml is not up's business
+    token_file = spec_path.parent / ".nodeweave" / "job" / "job-token"
     first = token_file.read_text()
     assert token_file.stat().st_mode & 0o777 == 0o600 and len(first.strip()) >= 40
     assert b.prepare_up("hold", dry_run=False) == [f"wrote {token_line}"]  # the compose file is unchanged
     assert token_file.read_text() != first  # every up rotates the token
-    assert first.strip() not in (spec_path.parent / "compose" / "local.yaml").read_text()
-    (spec_path.parent / "compose" / "local.yaml").write_text("services: {}\n")
-    with pytest.raises(UsageError, match="not nodeweave's"):
-        b.prepare_up("hold", dry_run=False)
+    assert first.strip() not in compose.read_text()
+
+
+def test_two_specs_in_one_folder_never_touch_each_others_job(spec_path):
+    """Issue 34: after `up --spec b.yaml`, `down --spec a.yaml` brought down job b (one compose/local.yaml, one token)."""
+    other = spec_path.parent / "b.yaml"
+    other.write_text(spec_path.read_text().replace("name: job", "name: other"))
+    a, b = backend(spec_path), backend(other)
+    a.prepare_up("run", dry_run=False)
+    a_token = (spec_path.parent / ".nodeweave/job/job-token").read_text()
+    b.prepare_up("run", dry_run=False)
+    assert (spec_path.parent / ".nodeweave/job/job-token").read_text() == a_token  # b's up did not re-key a
+    a.prepare_down(dry_run=False)
+    (down,), = a.down_steps(False)
+    used = Path(down.argv[down.argv.index("-f") + 1])
+    assert used == spec_path.parent / ".nodeweave/job/compose.yaml"
+    assert yaml.safe_load(used.read_text())["name"] == "job-local"  # compose's project: job a's, never b's
+    assert set(yaml.safe_load(used.read_text())["services"]) == {"job-0", "job-1"}
 
 
 def test_run_argv_goes_through_the_nodes_entrypoint(spec_path):
@@ -97,7 +115,7 @@ def test_hosts_up_sends_the_compose_file_and_generates_each_hosts_rank(spec_path
     tokens, writes = writes[:2], writes[2:]
     assert [t.stdin for t in tokens][0] == tokens[1].stdin and len(tokens[0].stdin.strip()) >= 40  # one per job
     assert all(t.stdin.strip() not in " ".join(step.text() for step in writes + starts + tokens) for t in tokens)
-    assert shlex.split(tokens[1].argv[-1])[-2:] == ["/srv/job/compose", "job-token"]
+    assert shlex.split(tokens[1].argv[-1])[-2:] == ["/srv/job/.nodeweave/job", "job-token"]
     assert "umask 077" in tokens[1].argv[-1]
     assert writes[1].stdin.startswith("# Generated by nodeweave") and "node:" in writes[1].stdin
     assert writes[1].argv[-3:] == ("me@gpu02", "--", "sh -c 'mkdir -p \"$1\" && cat > \"$1/$2\"' sh "
@@ -105,7 +123,7 @@ def test_hosts_up_sends_the_compose_file_and_generates_each_hosts_rank(spec_path
     remote = shlex.split(starts[1].argv[-1])
     assert starts[1].argv[starts[1].argv.index("--") - 1] == "me@gpu02"
     assert remote == ["env", "NODE_RANK=1", "MASTER_ADDR=gpu01", "NNODES=2", "NODEWEAVE_MODE=hold",
-                      "NODEWEAVE_JOB_TOKEN_HOST=/srv/job/compose/job-token",
+                      "NODEWEAVE_JOB_TOKEN_HOST=/srv/job/.nodeweave/job/job-token",
                       "NODEWEAVE_JOB_TOKEN_FILE=/run/nodeweave/job-token", "docker", "compose",
                       "-p", "job", "-f", "/srv/job/compose/node.yaml", "up", "-d", "--force-recreate"]
     assert [n.remote.label for n in b.nodes()] == ["ssh+docker:gpu01/job-node", "ssh+docker:me@gpu02/job-node"]
@@ -125,7 +143,7 @@ def test_bare_hosts_get_the_compose_environment_and_a_working_directory(spec_pat
     env = dict(item.split("=", 1) for item in remote[6:remote.index("nodeweave-entrypoint")])
     assert env["NODE_RANK"] == "1" and env["MASTER_ADDR"] == "10.0.0.1" and env["NODEWEAVE_NNODES"] == "2"
     assert env["NODEWEAVE_LAUNCHER"] == "torchrun" and env["OMP_NUM_THREADS"] == "1"
-    assert env["NODEWEAVE_JOB_TOKEN_FILE"] == "/srv/job/compose/job-token"
+    assert env["NODEWEAVE_JOB_TOKEN_FILE"] == "/srv/job/.nodeweave/job/job-token"
     with pytest.raises(UsageError, match="no container log"):
         b.logs_argv(node, follow=False)
 
@@ -214,8 +232,43 @@ def test_up_remembers_the_cluster_and_flags_still_win(spec_path):
     assert load_state(spec_path, "job") == saved
     assert ClusterOptions().merged(load_state(spec_path, "job")).checked() == saved
     assert ClusterOptions(target="local").merged(saved).checked().target == "local"
-    assert json.loads((spec_path.parent / ".nodeweave" / "cluster.json").read_text())["job"]["hosts"] == ["a", "b"]
+    assert json.loads((spec_path.parent / ".nodeweave" / "job" / "cluster.json").read_text())["hosts"] == ["a", "b"]
     assert load_state(spec_path, "other") == ClusterOptions()
+
+
+def test_the_old_single_state_file_is_read_once_and_moved_into_each_jobs_folder(spec_path):
+    legacy = spec_path.parent / ".nodeweave" / "cluster.json"
+    legacy.parent.mkdir()
+    legacy.write_text(json.dumps({"job": {"target": "hosts", "hosts": ["a", "b"], "engine": "none"},
+                                  "other": {"target": "local", "engine": "podman"}}))
+    assert load_state(spec_path, "job") == ClusterOptions(target="hosts", hosts=("a", "b"), engine="none")
+    assert json.loads((spec_path.parent / ".nodeweave/job/cluster.json").read_text())["hosts"] == ["a", "b"]
+    assert set(json.loads(legacy.read_text())) == {"other"}  # moved: the old file keeps only the jobs not opened
+    assert load_state(spec_path, "other").engine == "podman"
+    assert not legacy.exists()  # its last entry moved
+    assert load_state(spec_path, "job").hosts == ("a", "b")
+
+
+@pytest.mark.parametrize("text, words", [
+    ("{", "is not JSON"), ("[1]", "its top level is not a mapping"), ('{"hosts": "gpu01"}', "field hosts is 'gpu01'"),
+    ('{"target": 3}', "field target is 3"), ('{"tagret": "local"}', "unknown field 'tagret'"),
+    ('{"hosts": [1, 2]}', "not a list of text"),
+])
+def test_a_hand_edited_state_file_is_named_with_its_remedy(spec_path, text, words):
+    state = spec_path.parent / ".nodeweave" / "job" / "cluster.json"
+    state.parent.mkdir(parents=True)
+    state.write_text(text)
+    with pytest.raises(UsageError, match="remove the file and run `nodeweave up` again") as caught:
+        load_state(spec_path, "job")
+    assert str(state) in str(caught.value) and words in str(caught.value)
+
+
+def test_a_hand_edited_old_state_file_is_named_too(spec_path):
+    legacy = spec_path.parent / ".nodeweave" / "cluster.json"
+    legacy.parent.mkdir()
+    legacy.write_text('{"job": {"ssh_options": "-v"}}')
+    with pytest.raises(UsageError, match=r"cluster.json: field job.ssh_options is '-v', not a list of text"):
+        load_state(spec_path, "job")
 
 
 def test_the_specs_hosts_list_is_the_hosts_target_and_its_file_goes_along(tmp_path):

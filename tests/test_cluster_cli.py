@@ -32,8 +32,8 @@ def nodeweave(spec, *args):
 def test_up_dry_run_prints_the_compose_command_and_touches_nothing(spec):
     out = nodeweave(spec, "up", "--hold", "--dry-run", "--engine", "podman")
     assert out.returncode == 0, out.stderr
-    assert "NODEWEAVE_MODE=hold" in out.stdout and "compose/local.yaml up -d" in out.stdout
-    assert "would write compose/local.yaml" in out.stdout
+    assert "NODEWEAVE_MODE=hold" in out.stdout and ".nodeweave/cli/compose.yaml up -d" in out.stdout
+    assert "would write .nodeweave/cli/compose.yaml" in out.stdout  # the job's own, beside its token
     assert not (spec.parent / "compose").exists() and not (spec.parent / ".nodeweave").exists()
 
 
@@ -113,7 +113,7 @@ def test_an_option_after_the_dashes_reaches_the_script_unread(spec):
     (("--dry-run", "train.py", "--", "--lr", "1"), "the command is given twice"),
     (("--dry-run", "--", "torchrun", "--nproc-per-node", "8", "train.py"),
      "nodeweave starts torchrun itself on every node (rank, master and node count from its plan); give only the "
-     "script: nodeweave run -- train.py; its options (--nproc-per-node 8) belong in the spec's launcher.options"),
+     "script: nodeweave run --nproc-per-node 8 -- train.py"),
     (("--dry-run", "--", "python", "-m", "torch.distributed.run", "train.py"), "nodeweave starts torchrun itself"),
     (("--dry-run", "--", "python", "-u", "train.py"), "give the script path after `--`"),
 ])

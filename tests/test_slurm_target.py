@@ -68,8 +68,8 @@ def test_dry_runs_ask_no_slurm_and_print_the_exact_commands(tmp_path):
                         capture_output=True, text=True, env=env)
     assert up.returncode == 0, up.stderr
     assert "salloc --no-shell --job-name=slurmloop --nodes=2" in up.stdout and "srun:JOBID/NODE1" in up.stdout
-    token_file = f"{tmp_path}/.nodeweave/job-token"  # written on each node by a step, the token on its stdin
-    assert up.stdout.count(f"{tmp_path}/.nodeweave job-token < a new random job token") == 2, up.stdout
+    token_file = f"{tmp_path}/.nodeweave/slurmloop/job-token"  # written on each node by a step, the token on stdin
+    assert up.stdout.count(f"{tmp_path}/.nodeweave/slurmloop job-token < a new random job token") == 2, up.stdout
     run = subprocess.run([*NODEWEAVE, "run", "--target", "slurm", "--spec", str(path), "--dry-run", "--", "t.py"],
                          capture_output=True, text=True, env=env)
     assert run.returncode == 0, run.stderr
@@ -139,9 +139,9 @@ def test_up_run_status_a_failing_rank_and_down_on_slurm(slurm, tmp_path):
 
     up = nodeweave("up", "--target", "slurm", "--spec", str(path), "--timeout", "120")
     assert up.returncode == 0, up.stdout + up.stderr
-    job = json.loads((tmp_path / ".nodeweave/cluster.json").read_text())["slurmloop"]["slurm_job"]
+    job = json.loads((tmp_path / ".nodeweave/slurmloop/cluster.json").read_text())["slurm_job"]
     assert f"took allocation {job}" in up.stdout and "2 node(s) up" in up.stdout
-    token_file = tmp_path / ".nodeweave" / "job-token"  # up's random token, written by a step on each node
+    token_file = tmp_path / ".nodeweave" / "slurmloop" / "job-token"  # up's random token, written on each node
     secret = token_file.read_text().strip()
     assert token_file.stat().st_mode & 0o777 == 0o600 and len(secret) >= 40
     leaks = []  # every place the secret must not be: argv of every process, Slurm's views, logs, outputs
@@ -216,11 +216,11 @@ def test_up_run_status_a_failing_rank_and_down_on_slurm(slurm, tmp_path):
     assert down.returncode == 0, down.stdout + down.stderr
     assert not token_file.exists()  # down deleted it on the nodes before releasing them
     assert slurm.run(["squeue", "-h", "-j", job], check=False).stdout.strip() == ""
-    assert json.loads((tmp_path / ".nodeweave/cluster.json").read_text())["slurmloop"]["slurm_job"] is None
+    assert json.loads((tmp_path / ".nodeweave/slurmloop/cluster.json").read_text())["slurm_job"] is None
     # an allocation that ended by itself (time limit, scancel elsewhere): down forgets it, exit 0
-    state = json.loads((tmp_path / ".nodeweave/cluster.json").read_text())
-    state["slurmloop"].update(target="slurm", slurm_job=job)
-    (tmp_path / ".nodeweave/cluster.json").write_text(json.dumps(state))
+    state = json.loads((tmp_path / ".nodeweave/slurmloop/cluster.json").read_text())
+    state.update(target="slurm", slurm_job=job)
+    (tmp_path / ".nodeweave/slurmloop/cluster.json").write_text(json.dumps(state))
     gone = nodeweave("down", "--spec", str(path))
     assert gone.returncode == 0 and "is down" in gone.stdout, gone.stdout + gone.stderr
     status = nodeweave("status", "--target", "slurm", "--spec", str(path))
@@ -300,7 +300,7 @@ def test_check_on_the_slurm_allocation(slurm, tmp_path):
         assert json.loads((folder / "run.json").read_text())["exit_code"] == 0
         assert "NODEWEAVE_CHECK_REPORT" in (folder / "node-0.log").read_text()
         assert "check: node 1 of 2" in (folder / "node-1.log").read_text()
-        job = json.loads((tmp_path / ".nodeweave/cluster.json").read_text())["slurmloop"]["slurm_job"]
+        job = json.loads((tmp_path / ".nodeweave/slurmloop/cluster.json").read_text())["slurm_job"]
         steps = slurm.run(["squeue", "-s", "-j", job, "-h", "-o", "%i %j"]).stdout
         assert "nodeweave-" not in steps, steps  # the check's step ended with it
     finally:

@@ -63,7 +63,7 @@ def test_up_hands_every_node_a_random_token_that_no_output_holds(two):
     or committed file, no container's configuration and no log."""
     from e2e_harness import REPO
 
-    token_file = two.parent / ".nodeweave" / "job-token"
+    token_file = two.parent / ".nodeweave" / "nwt-two" / "job-token"
     secret = token_file.read_text().strip()
     assert token_file.stat().st_mode & 0o777 == 0o600 and len(secret) >= 40
     for index in (0, 1):

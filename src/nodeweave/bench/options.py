@@ -114,6 +114,11 @@ def parse_sweep(text: str) -> SweepAxis:
     variable = variable.strip()
     if not _VAR_RE.match(variable):
         raise UsageError(f"--sweep: {variable!r} is not an environment variable name; {hint}")
+    from nodeweave.spec.sections.job import is_reserved
+
+    if is_reserved(variable):
+        raise UsageError(f"--sweep: {variable} is set by nodeweave (or the platform) for every launch; accepted: "
+                         "any other variable, e.g. NCCL_MAX_NCHANNELS=8,16")
     values = tuple(value.strip() for value in raw.split(","))
     if not raw.strip() or any(value == "" for value in values):
         raise UsageError(f"--sweep: {text!r} has an empty value; {hint}")

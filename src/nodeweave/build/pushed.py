@@ -78,7 +78,9 @@ def record_push(spec_dir: Path, digests: Dict[str, str]) -> Path:
     path = spec_dir / RECORD
     data = read_record(spec_dir)
     for tag, digest in digests.items():
-        entry = data.setdefault(repository_of(tag), {"tags": {}})
+        entry = data.get(repository_of(tag))
+        if not isinstance(entry, dict) or not isinstance(entry.get("tags"), dict):  # absent, or hand-edited away
+            entry = data[repository_of(tag)] = {"tags": {}}
         entry["tags"][tag[len(repository_of(tag)) + 1:]] = digest
         entry["pushed_at"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -98,5 +100,7 @@ def read_record(spec_dir: Path) -> dict:
 
 def recorded_digest(spec_dir: Path, repository: str, tag: str) -> Optional[str]:
     """The digest the last ``image build --push`` stored for ``repository:tag``; None when none was recorded."""
-    digest = ((read_record(spec_dir).get(repository) or {}).get("tags") or {}).get(tag)
+    entry = read_record(spec_dir).get(repository)
+    tags = entry.get("tags") if isinstance(entry, dict) else None  # a hand edit of another shape: nothing recorded
+    digest = tags.get(tag) if isinstance(tags, dict) else None
     return digest if isinstance(digest, str) and DIGEST.fullmatch(digest) else None

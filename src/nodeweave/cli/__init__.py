@@ -10,6 +10,7 @@ the command that needs them, so ``--help`` and the other commands stay quick.
 from __future__ import annotations
 
 import os
+import re
 import sys
 
 import typer
@@ -17,7 +18,7 @@ import typer
 from nodeweave import __version__
 from nodeweave.cli.habits.base import NodeweaveTyper
 from nodeweave.cli.habits.lazy import LazyVerbs, Verb
-from nodeweave.errors import EXIT_USAGE, NodeweaveError
+from nodeweave.errors import EXIT_FAILURE, EXIT_USAGE, NodeweaveError
 
 # Every verb: the module whose ``register(app)`` adds it, and the line the root help shows for it
 # (its help's first sentence; tests/test_cli_startup.py holds the two equal). A module is imported
@@ -112,6 +113,8 @@ def _click_error_line(err: Exception) -> "tuple[str, int] | None":
     if type(err).__name__ == "NoArgsIsHelpError":  # `nodeweave` or `nodeweave hosts` alone: the help, as click shows it
         return str(format_message()).rstrip("\n"), exit_code
     message = " ".join(str(format_message()).split()).rstrip(".")
+    message = re.sub(r" ?\(Possible options: ([^)]*)\)| Did you mean ([^ ?]*)\?",
+                     lambda m: f" (did you mean {m.group(1) or m.group(2)}?)", message)  # one wording everywhere
     ctx = getattr(err, "ctx", None)
     command = getattr(ctx, "command_path", None) or "nodeweave"
     if not message:  # no arguments at all: click has printed the help already
@@ -140,7 +143,13 @@ def main(argv: "list[str] | None" = None) -> int:
     if argv is not None:
         return _main(list(argv))
     try:
-        return _main(sys.argv[1:])
+        code = _main(sys.argv[1:])
+        sys.stdout.flush()  # here, so a full disk is met inside the guard, not by the interpreter's exit
+        return code
+    except (KeyboardInterrupt, OSError) as err:  # a closed pipe, a full disk, Ctrl-C before a verb's own handler
+        from nodeweave.entrypoint.errors import ended_by  # one rule for both programs (imported only here)
+
+        return ended_by(err, "nodeweave", EXIT_FAILURE, pipe_closed=EXIT_FAILURE)  # click ends EPIPE with 1 too
     finally:
         import gc
 
@@ -170,7 +179,11 @@ def _main(argv: "list[str]") -> int:
     except typer.Exit as ex:
         return ex.exit_code
     except OSError as err:  # a tool or path no verb checked first: still one line, never a traceback
+        from nodeweave.entrypoint.errors import is_output_failure
         from nodeweave.failures import from_os_error
+
+        if isinstance(err, BrokenPipeError) or is_output_failure(err):
+            raise  # stdout itself failed: main's guard ends it quietly or in one line
 
         problem = from_os_error(err)
         typer.echo(f"nodeweave: error: {problem}", err=True)

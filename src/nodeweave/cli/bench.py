@@ -12,6 +12,7 @@ from typing import List, Optional
 
 import typer
 
+from nodeweave.cli.habits.output import checked, emit, output_option
 from nodeweave.errors import EXIT_FAILURE, EnvironmentProblem, UsageError
 
 
@@ -28,7 +29,9 @@ def bench(
     sweep: List[str] = typer.Option([], "--sweep", help="VAR=a,b,c; repeatable; each point of the matrix is a "
                                     "fresh launch with those variables, ranked against a baseline launch"),
     as_json: bool = typer.Option(False, "--json", help="print every number as JSON on stdout (tables go to stderr)"),
-    json_path: Path = typer.Option(Path("nodeweave-bench.json"), "--json-out", help="where to write every number"),
+    output: str = output_option(),
+    json_path: Path = typer.Option(Path("nodeweave-bench.json"), "--json-out", help="where to write every number "
+                                   "(long form only: -o selects the output format)"),
     plot: Optional[Path] = typer.Option(None, "--plot", help="PNG of busbw against size (needs matplotlib; "
                                         "default: beside --json-out when matplotlib is importable)"),
     timeout: float = typer.Option(1800.0, "--timeout", help="seconds one launch may take"),
@@ -39,6 +42,8 @@ def bench(
 
     from nodeweave.bench import options, report, runner
 
+    output = "json" if as_json else checked(output)
+    data_out = output in ("json", "yaml")
     if backend not in options.BACKENDS:
         raise UsageError(f"--backend: {backend!r} is not a backend; expected one of {', '.join(options.BACKENDS)}")
     if dtype not in options.DTYPES:
@@ -50,7 +55,7 @@ def bench(
     if timeout <= 0:
         raise UsageError(f"--timeout: {timeout:g} must be a positive number of seconds")
     err_console = Console(stderr=True)
-    console = err_console if as_json else Console()
+    console = err_console if data_out else Console()
     config = runner.BenchConfig(tuple(op_list), sizes, iters, warmup, _processes(nproc, backend, err_console),
                                 backend, dtype, timeout)
     plot = _plot_path(plot, json_path, report.matplotlib_available())
@@ -65,8 +70,8 @@ def bench(
     document = report.document(runs, ranking, list(sweep))
     report.write_json(json_path, document)
     console.print(f"wrote {json_path}")
-    if as_json:
-        typer.echo(json.dumps(document, indent=2, sort_keys=True))
+    if data_out:
+        emit(json.loads(json.dumps(document, sort_keys=True)), output)
     if plot is not None and any(run.report for run in runs):
         report.write_plot(plot, runs, op_list)
         console.print(f"wrote {plot}")

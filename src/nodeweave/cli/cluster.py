@@ -14,8 +14,8 @@ from nodeweave.cli.habits.base import find_spec
 from nodeweave.cli.habits.clusteropts import (DRY_RUN, ENGINE, HOST, HOSTS_FILE, JSON, KUBE_CLI, KUBE_CONTEXT, NAMESPACE,
                                        OVERLAY, REMOTE_DIR, SPEC, SSH_OPTION, TARGET, cluster_nodes, console,
                                        default_mode, open_cluster, options, print_steps, spec_command)
-from nodeweave.cli.habits.nodes import NODE, pick_nodes, pick_one, run_folder_indices
-from nodeweave.cli.habits.output import checked, emit, output_option
+from nodeweave.cli.habits.nodes import NODE, checked_selectors, pick_nodes, pick_one, run_folder_indices
+from nodeweave.cli.habits.output import checked, complete_run_ids, emit, output_option
 from nodeweave.errors import NodeweaveError, UsageError
 
 
@@ -215,7 +215,7 @@ def stop_command(
 
 def shell_command(
     node: List[str] = typer.Option([], "--node", metavar="NODE", help="The node (default: node 0, the master): "
-                                   "its index, name or address KIND:NAME, as every verb's --node"),
+                                   "its index, name or address KIND:NAME, as every verb's --node", callback=checked_selectors),
     index: Optional[str] = typer.Argument(None, hidden=True, help="Deprecated: the node's index (now --node)"),
     spec_path: Optional[Path] = SPEC, target: Optional[str] = TARGET, engine: Optional[str] = ENGINE, host: List[str] = HOST,
     hosts_file: Optional[Path] = HOSTS_FILE, remote_dir: Optional[str] = REMOTE_DIR,
@@ -245,7 +245,7 @@ def logs_command(
     follow: bool = typer.Option(False, "--follow", "-f", help="Keep printing as lines arrive"),
     node: List[str] = NODE,
     container: bool = typer.Option(False, "--container", help="The containers' own logs even when they hold"),
-    run: Optional[str] = typer.Option(None, "--run", help="This run instead of the latest: its id (`nodeweave runs "
+    run: Optional[str] = typer.Option(None, "--run", autocompletion=complete_run_ids, help="This run instead of the latest: its id (`nodeweave runs "
                                       "ls`), a unique prefix, its folder, or last; read here, no cluster asked"),
     runs_dir: Optional[Path] = typer.Option(None, "--runs-dir", help="Where run folders are (default: runs/ beside the spec)"),
     spec_path: Optional[Path] = SPEC, target: Optional[str] = TARGET, engine: Optional[str] = ENGINE, host: List[str] = HOST,

@@ -8,13 +8,13 @@ exchange could not be asked), 2 bad input (``--sysroot`` not a directory).
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import TYPE_CHECKING, List, Optional
 
 import typer
 
 from nodeweave.cli.habits.nodes import NODE
+from nodeweave.cli.habits.output import data_format, emit, is_data, output_option, table_width
 from nodeweave.errors import UsageError
 
 if TYPE_CHECKING:  # rich is imported where a table is drawn, not at start-up
@@ -110,7 +110,7 @@ def _cluster_table(view) -> Table:
     return table
 
 
-def _cluster(json_output: bool, node: "list[str]") -> None:
+def _cluster(fmt: str, node: "list[str]") -> None:
     from rich.console import Console
 
     from nodeweave.doctor.cluster import survey_here, survey_targets
@@ -119,10 +119,10 @@ def _cluster(json_output: bool, node: "list[str]") -> None:
         view = survey_targets(_asked_through(node))
     else:
         view = survey_here()
-    if json_output:
-        typer.echo(json.dumps({"schema": "nodeweave.doctor.cluster/1", **view.to_dict()}, indent=2))
+    if is_data(fmt):
+        emit({"schema": "nodeweave.doctor.cluster/1", **view.to_dict()}, fmt)
     else:
-        print_cluster_view(view, Console())
+        print_cluster_view(view, Console(width=table_width()))
     if any(f.severity == "error" for f in view.findings):
         raise typer.Exit(1)
 
@@ -206,7 +206,9 @@ def spec_env(spec_path: Path, node: "list[str]") -> "dict[str, str]":
 
 
 def doctor(
-    json_output: bool = typer.Option(False, "--json", help="print the diagnosis as JSON (schema nodeweave.doctor/1)"),
+    json_output: bool = typer.Option(False, "--json", help="print the diagnosis as JSON (schema nodeweave.doctor/1; "
+                                     "as -o json)"),
+    output: str = output_option(),
     sysroot: Optional[Path] = typer.Option(None, "--sysroot", help="read sysfs/procfs under this root "
                                            "(a captured tree), like nodeweave-entrypoint --sysroot"),
     bench: bool = typer.Option(False, "--bench", help="also run a short all_reduce through the entrypoint and "
@@ -234,9 +236,10 @@ def doctor(
 
     from nodeweave.doctor import diagnose
 
+    fmt = data_format(json_output, output)
     node = _which_nodes(node, on or [], cluster, spec_path)
     if cluster:
-        _cluster(json_output, node)
+        _cluster(fmt, node)
         return
     if capture is not None:
         _capture(capture)
@@ -249,10 +252,10 @@ def doctor(
 
         diagnosis.bench, found = run_bench(diagnosis.node)
         diagnosis.findings = sort_findings(diagnosis.findings + found)
-    if json_output:
-        typer.echo(json.dumps(diagnosis.to_dict(), indent=2))
+    if is_data(fmt):
+        emit(diagnosis.to_dict(), fmt)
     else:
-        console = Console()
+        console = Console(width=table_width())
         console.print(_hardware(diagnosis.node))
         if diagnosis.plan is not None:
             if diagnosis.plan.topology is not None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import shlex
 from pathlib import Path
 from typing import List, Optional
@@ -15,6 +14,7 @@ from nodeweave.cli.habits.clusteropts import (DRY_RUN, ENGINE, HOST, HOSTS_FILE,
                                        open_cluster, options)
 from nodeweave.cli.habits.nodes import NODE, pick_nodes
 from nodeweave.cli.habits.dashes import CommandAfterDashes
+from nodeweave.cli.habits.output import data_format, emit, is_data, output_option
 from nodeweave.errors import NodeweaveError, UsageError
 
 EXEC_HELP = ("Run COMMAND on every node at once through its exec channel, without the launcher (as `sky exec` or "
@@ -34,8 +34,11 @@ def exec_command(
     host: List[str] = HOST, hosts_file: Optional[Path] = HOSTS_FILE, remote_dir: Optional[str] = REMOTE_DIR,
     namespace: Optional[str] = NAMESPACE, kube_cli: Optional[str] = KUBE_CLI, kube_context: Optional[str] = KUBE_CONTEXT,
     overlay: Optional[str] = OVERLAY, ssh_option: List[str] = SSH_OPTION, dry_run: bool = DRY_RUN, as_json: bool = JSON,
+    output: str = output_option(),
 ) -> None:
     from nodeweave.cluster.sweep import parse_assignment
+
+    fmt = data_format(as_json, output)
 
     if not command:
         raise UsageError("no command: give it after `--`, e.g. nodeweave exec -- nvidia-smi -L")
@@ -46,25 +49,25 @@ def exec_command(
     nodes = pick_nodes(cluster_nodes(backend, spec, dry_run), node)
     if dry_run:
         argv = [(n, n.argv(list(command), variables)) for n in nodes]
-        if as_json:
-            typer.echo(json.dumps({"dry_run": True, "nodes": [{"node": n.name, "reached_as": n.remote.label,
-                                                               "argv": a} for n, a in argv]}, indent=2))
+        if is_data(fmt):
+            emit({"dry_run": True, "nodes": [{"node": n.name, "reached_as": n.remote.label, "argv": a}
+                                             for n, a in argv]}, fmt)
             return
         for n, a in argv:
             typer.echo(f"# {n.name} ({n.remote.label})\n{shlex.join(a)}")
         return
     backend.require_up(nodes, "exec")
-    _run(nodes, list(command), variables, timeout, quiet, as_json)
+    _run(nodes, list(command), variables, timeout, quiet, fmt)
 
 
-def _run(nodes, command, variables, timeout, quiet: bool, as_json: bool) -> None:
+def _run(nodes, command, variables, timeout, quiet: bool, fmt: str) -> None:
     from nodeweave.cluster.logs import exec_everywhere, summary
 
-    out = console(stderr=as_json)
+    out = console(stderr=is_data(fmt))
     results = exec_everywhere(nodes, command, None if quiet else out, variables, timeout)
     line = summary(results)
-    if as_json:
-        typer.echo(json.dumps({"command": command, "nodes": [r.to_dict() for r in results]}, indent=2))
+    if is_data(fmt):
+        emit({"command": command, "nodes": [r.to_dict() for r in results]}, fmt)
     if any(r.exit_code != 0 for r in results):
         raise NodeweaveError(line)
     out.print(f"[bold]nodeweave:[/] {line}", highlight=False)

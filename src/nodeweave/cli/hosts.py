@@ -7,16 +7,15 @@ name of ``--write-hostfile``) still works for one release, with a note.
 
 from __future__ import annotations
 
-import json
-import os
 import shutil
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, List, Optional
 
 import typer
 
 from nodeweave.cli.habits.base import NodeweaveTyper
+from nodeweave.cli.habits.nodes import checked_selectors
+from nodeweave.cli.habits.output import data_format, emit, is_data, output_option
 from nodeweave.errors import EnvironmentProblem, NodeweaveError, UsageError
 
 if TYPE_CHECKING:  # rich is imported where a table is drawn, not at start-up
@@ -32,7 +31,7 @@ _STYLE = {"ok": "green", "no-gpu": "yellow", "unreachable": "bold red", "error":
 def probe_command(
     node: List[str] = typer.Option([], "--node", metavar="NODE", help="A host to probe, master first (repeat, or a "
                                    "list): an ssh host \\[user@]gpu01, or an address KIND:NAME (podman:trainer-0, "
-                                   "pod:llama-0, ssh+docker:gpu01/trainer), as every verb's --node"),
+                                   "pod:llama-0, ssh+docker:gpu01/trainer), as every verb's --node", callback=checked_selectors),
     hosts: List[str] = typer.Argument(None, hidden=True, help="Deprecated: the hosts (now --node)"),
     hosts_file: Optional[Path] = typer.Option(None, "--hosts-file", help="Read the hosts from this file: one per line, master first (a DeepSpeed hostfile works too)"),
     via: Optional[str] = typer.Option(None, "--via", hidden=True, help="Deprecated: --node KIND:NAME"),
@@ -45,13 +44,16 @@ def probe_command(
     container: Optional[str] = typer.Option(None, "--container", "-c", help="Container in each pod (--node pod:NAME, oc:NAME)"),
     ssh_option: List[str] = typer.Option([], "--ssh-option", help="Extra ssh -o KEY=VALUE (repeat)"),
     jobs: int = typer.Option(16, "--jobs", "-j", min=1, max=256, help="Hosts probed at once"),
-    as_json: bool = typer.Option(False, "--json", help="Print each host's detection as JSON on stdout (everything else goes to stderr)"),
+    as_json: bool = typer.Option(False, "--json", help="Print each host's detection as JSON on stdout (everything else "
+                                 "goes to stderr; as -o json)"),
+    output: str = output_option(),
 ) -> None:
     """Ask every host at once what GPUs, RDMA NICs and interfaces it has: one row per host, exit 1 if any is unreachable."""
     from rich.console import Console
 
     from nodeweave.hosts import probe_hosts
 
+    fmt = data_format(as_json, output)
     hostfile = _hostfile_path(write_hostfile, old_hostfile, force)
     if vendor is not None:
         from nodeweave.hosts import GPU_VENDORS
@@ -68,12 +70,12 @@ def probe_command(
     for tool in sorted({t.tool for t in found}):
         if shutil.which(tool) is None:
             raise EnvironmentProblem(f"{tool} is not on PATH; install it or reach the hosts another way (--node KIND:NAME)")
-    console = Console(stderr=as_json, width=_table_width())
+    console = Console(stderr=is_data(fmt), width=_table_width())
     with console.status(f"probing {len(found)} host(s)"):
         reports = probe_hosts(found, master=master, jobs=jobs)
-    if as_json:
-        typer.echo(json.dumps([{"host": r.target.label, "status": r.status, "error": r.error,
-                                "seconds": round(r.seconds, 3), "node": r.node} for r in reports], indent=2))
+    if is_data(fmt):
+        emit([{"host": r.target.label, "status": r.status, "error": r.error, "seconds": round(r.seconds, 3),
+               "node": r.node} for r in reports], fmt)
     else:
         console.print(_table(reports))
     for r in reports:
@@ -167,8 +169,10 @@ def _table(reports: list) -> Table:
 
 
 def _table_width() -> "int | None":
-    """Rich's default off a terminal is 80 columns, too narrow for these tables; COLUMNS still wins."""
-    return None if sys.stdout.isatty() or os.environ.get("COLUMNS") else 120
+    """Rich's default off a terminal is 80 columns, too narrow for these tables: full rows (COLUMNS still wins)."""
+    from nodeweave.cli.habits.output import table_width
+
+    return table_width()
 
 
 def register(app: typer.Typer) -> None:

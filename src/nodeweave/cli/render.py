@@ -16,6 +16,7 @@ from typing import Optional
 import typer
 
 from nodeweave.cli.habits.base import find_spec, spec_option
+from nodeweave.cli.habits.output import complete_from, data_format, emit, is_data, output_option
 from nodeweave.errors import EXIT_STALE, NodeweaveError, UsageError
 from nodeweave.failures import path_problem, writable_dir
 # nodeweave.rendering.RENDERERS' names, spelled here so `--help` and `status` need not import every
@@ -31,9 +32,10 @@ def _relative_host_paths(spec) -> "list[str]":
     ]
 
 
-def _report(plan, as_json: bool, header: dict) -> None:
-    if as_json:
-        typer.echo(json.dumps({**header, "files": [asdict(p) for p in plan.entries]}, indent=2, sort_keys=True))
+def _report(plan, fmt: str, header: dict) -> None:
+    if is_data(fmt):
+        data = {**header, "files": [asdict(p) for p in plan.entries]}
+        emit(json.loads(json.dumps(data, sort_keys=True)), fmt)
         return
     from nodeweave.quantities import human_bytes
 
@@ -50,7 +52,7 @@ def _shown(paths: "list[str]") -> str:
     return ", ".join(paths[:8]) + (f" and {len(paths) - 8} more" if len(paths) > 8 else "")
 
 
-def _render(spec, spec_path: Path, targets: "list[str]", everything: bool) -> "tuple[dict, list[str]]":
+def _render(spec, spec_path: Path, targets: "list[str]", everything: bool) -> "tuple[dict, dict, list[str]]":
     """The files of ``targets``; with ``all``, a target the spec cannot feed is left out with a note, not fatal.
 
     Why: the minimal spec (name, image.variant, launcher.script) of a GPU variant has
@@ -58,7 +60,7 @@ def _render(spec, spec_path: Path, targets: "list[str]", everything: bool) -> "t
     """
     from nodeweave.rendering import render_targets
 
-    files, kept = {}, []
+    files, owners, kept = {}, {}, []
     for name in targets:
         try:
             part = render_targets(spec, [name])
@@ -71,20 +73,24 @@ def _render(spec, spec_path: Path, targets: "list[str]", everything: bool) -> "t
         if twice:
             raise NodeweaveError(f"renderers disagree: {twice[0]} is rendered twice (second time by {name})")
         files.update(part)
+        owners.update(dict.fromkeys(part, name))
         kept.append(name)
-    return dict(sorted(files.items())), kept
+    return dict(sorted(files.items())), owners, kept
 
 
 def render(
-    target: str = typer.Argument("all", metavar="[TARGET]", help="what to render: " + ", ".join(TARGET_NAMES) + " or all (images, "
+    target: str = typer.Argument("all", metavar="[TARGET]", autocompletion=complete_from(*TARGET_NAMES, "all"), help="what to render: " + ", ".join(TARGET_NAMES) + " or all (images, "
                                     "compose, manifests, entrypoint, plus slurm and openshift-build when the spec has their section)"),
     spec_path: Optional[Path] = spec_option("The cluster spec"),
     out: Optional[Path] = typer.Option(None, "--out", help="output root (default: the spec's directory)"),
     dry_run: bool = typer.Option(False, "--dry-run", help="print what would be written (path, bytes, status); write nothing"),
-    as_json: bool = typer.Option(False, "--json", help="print the plan as JSON on stdout"),
+    as_json: bool = typer.Option(False, "--json", help="print the plan as JSON on stdout (as -o json)"),
+    output: str = output_option(),
     check: bool = typer.Option(False, "--check", help="write nothing; exit 4 when the files on disk differ from the spec"),
     force: bool = typer.Option(False, "--force", help="overwrite differing files even without the 'by nodeweave' mark"),
-    prune: bool = typer.Option(False, "--prune", help="remove rendered files (marked 'by nodeweave') no renderer makes any more"),
+    prune: bool = typer.Option(False, "--prune", help="remove files an earlier render of this spec wrote (recorded in "
+                               "<out>/.nodeweave/rendered.json) that no renderer makes any more; one changed since is "
+                               "kept and named"),
 ) -> None:
     """Render images, compose files, manifests, the entrypoint zipapp (and Slurm, OpenShift build, TrainJob, JobSet) into --out, byte-stable."""
     from nodeweave.rendering import MARK, plan_render, wanted_targets
@@ -98,10 +104,10 @@ def render(
     out_dir = (out if out is not None else spec_path.parent).resolve()
     writable_dir(out_dir, "--out")
     targets = wanted_targets(spec) if target == "all" else [target]
-    files, targets = _render(spec, spec_path, targets, everything=target == "all")
-    plan = plan_render(files, out_dir, force)
+    files, owners, targets = _render(spec, spec_path, targets, everything=target == "all")
+    plan = plan_render(files, out_dir, force, owners=owners, job=spec.name)
     header = {"spec": str(spec_path), "out": str(out_dir), "targets": targets, "dry_run": dry_run or check, "check": check}
-    _report(plan, as_json, header)
+    _report(plan, data_format(as_json, output), header)
     if check:
         if plan.stale:
             raise NodeweaveError(
@@ -127,6 +133,9 @@ def render(
             plan.write(prune)
         except OSError as err:
             raise path_problem(err, f"render into --out {out_dir}") from None
+    if prune and plan.kept:
+        typer.echo(f"nodeweave: note: kept {_shown(plan.kept)}: no renderer makes them any more, but they changed "
+                   "since nodeweave wrote them, so they are yours now (remove them yourself if unwanted)", err=True)
 
 
 def register(app: typer.Typer) -> None:

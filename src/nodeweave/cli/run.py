@@ -15,8 +15,11 @@ from nodeweave.cli.habits.clusteropts import (DRY_RUN, ENGINE, HOST, HOSTS_FILE,
                                        options, spec_command)
 from nodeweave.cli.habits.dashes import CommandAfterDashes, launcher_command
 from nodeweave.cli.habits.nodes import NODE
+from nodeweave.cli.habits.output import complete_from
 from nodeweave.cli.habits.detach import announce
 from nodeweave.errors import NodeweaveError, UsageError
+
+LAUNCHER_CHOICES = complete_from("torchrun", "deepspeed", "accelerate", "command")
 
 RUN_HELP = ("Start COMMAND (default: the spec's script and args) on every node at once, through each node's "
             "entrypoint, and see it through: output with \\[node-i] prefixes; runs/<UTC time>-<job>/ with logs, plans, "
@@ -33,14 +36,14 @@ def run_command(
                                          "and compared across the sweep, e.g. 'samples/s ([0-9.]+)'"),
     lower_is_better: bool = typer.Option(False, "--lower-is-better", help="The sweep's best point has the lowest metric"),
     env: List[str] = typer.Option([], "--env", "-e", help="VAR=VALUE for every node's run (repeat)"),
-    profile: Optional[str] = typer.Option(None, "--profile", help="nsys or rocprofv3: every rank under the profiler, "
+    profile: Optional[str] = typer.Option(None, "--profile", autocompletion=complete_from("nsys", "rocprofv3"), help="nsys or rocprofv3: every rank under the profiler, "
                                           "its files collected into the run folder"),
     nproc_per_node: Optional[str] = typer.Option(None, "--nproc-per-node", help="Processes per node for this run "
                                                  "(a number, or auto); a node refuses more than its usable GPUs"),
     nodes_wanted: Optional[int] = typer.Option(None, "--nodes", help="The node count: run on the first N nodes only "
                                                "(node 0 the master), as torchrun's --nnodes"),
     node: List[str] = NODE,
-    launcher: Optional[str] = typer.Option(None, "--launcher", help="torchrun, deepspeed, accelerate or command, "
+    launcher: Optional[str] = typer.Option(None, "--launcher", autocompletion=LAUNCHER_CHOICES, help="torchrun, deepspeed, accelerate or command, "
                                            "for this run instead of the spec's launcher.type"),
     profile_options: Optional[str] = typer.Option(None, "--profile-options", help="The profiler's own options, "
                                                   "shell-quoted, instead of nodeweave's, e.g. '-i counters.yaml' "

@@ -12,7 +12,7 @@ from typing import List, Optional
 import typer
 
 from nodeweave.cli.habits.base import NodeweaveTyper, find_spec
-from nodeweave.cli.habits.output import checked, emit, output_option
+from nodeweave.cli.habits.output import checked, complete_run_ids, emit, output_option
 
 runs_app = NodeweaveTyper(help="List, show and compare past runs and sweeps (the run folders).", no_args_is_help=True)
 
@@ -62,7 +62,7 @@ def ls_command(
 
 @runs_app.command("show")
 def show_command(
-    run: str = typer.Argument("last", help="A run id (`nodeweave runs ls`), a unique prefix, a folder, or last"),
+    run: str = typer.Argument("last", autocompletion=complete_run_ids, help="A run id (`nodeweave runs ls`), a unique prefix, a folder, or last"),
     runs_dir: Optional[Path] = RUNS_DIR,
     metric: Optional[str] = METRIC,
     output: str = output_option(),
@@ -90,7 +90,7 @@ def show_command(
 
 @runs_app.command("compare")
 def compare_command(
-    runs: List[str] = typer.Argument(..., help="Run or sweep ids (a sweep: each of its points), oldest first"),
+    runs: List[str] = typer.Argument(..., autocompletion=complete_run_ids, help="Run or sweep ids (a sweep: each of its points), oldest first"),
     runs_dir: Optional[Path] = RUNS_DIR,
     metric: Optional[str] = METRIC,
     lower_is_better: bool = typer.Option(False, "--lower-is-better", help="The best run has the lowest metric"),

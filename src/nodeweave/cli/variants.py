@@ -11,7 +11,7 @@ from dataclasses import asdict
 
 import typer
 
-from nodeweave.cli.habits.output import checked, emit, output_option
+from nodeweave.cli.habits.output import checked, emit, output_option, table_width
 
 
 def variant_records() -> list:
@@ -57,7 +57,7 @@ def variants(
         index = r["torch_index_url"].rsplit("/", 1)[-1]
         wide = [str(r.get("python") or "-"), r["torch_index_url"]] if output == "wide" else []
         table.add_row(r["key"], r["vendor"], r["base_image"], f"{r['torch_version']} {index}", r["collectives"], *wide)
-    Console().print(table)
+    Console(width=table_width()).print(table)
 
 
 def deprecated_variants(

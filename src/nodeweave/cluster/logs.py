@@ -102,10 +102,12 @@ def run_logs(folder: Path, indices: List[int], follow: bool, console: Console, p
 
 
 def _ended(folder: Path) -> bool:
+    """Whether run.json says the run ended; a record cut short or not a mapping has not said so (yet)."""
     try:
-        return json.loads((folder / "run.json").read_text(encoding="utf-8")).get("ended") is not None
-    except (OSError, ValueError):
+        data = json.loads((folder / "run.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError):
         return False
+    return isinstance(data, dict) and data.get("ended") is not None
 
 
 @dataclass

@@ -1,10 +1,17 @@
 """Where a cluster runs and how to reach it: the options every cluster verb shares, and their memory.
 
 ``nodeweave up`` writes what it was told (target, engine, hosts, namespace,
-...) to ``.nodeweave/cluster.json`` beside the spec, so ``run``, ``status``,
-``logs``, ``stop``, ``shell`` and ``down`` find the same cluster without
-repeating the flags; a flag given to them still wins. Nothing here touches a
-node.
+...) to ``.nodeweave/<job>/cluster.json`` beside the spec (:class:`JobState`: every
+file nodeweave keeps for one job lives in that job's folder, so two specs in one
+folder never touch each other's), so ``run``, ``status``, ``logs``, ``stop``,
+``shell`` and ``down`` find the same cluster without repeating the flags; a flag
+given to them still wins. Nothing here touches a node.
+
+The old single file ``.nodeweave/cluster.json`` (one entry per job) is read once:
+a job's entry moves into the job's folder the first time that job is opened, and
+the old file goes when its last entry has moved. A state file that is not what
+nodeweave wrote (hand-edited, cut short) is one line naming it, the field and the
+remedy, never a traceback nor a silent default.
 """
 
 from __future__ import annotations
@@ -23,7 +30,44 @@ TARGET_ALIASES = {"compose": "local", "ssh": "hosts", "k8s": "kubernetes", "kube
 ENGINES = ("podman", "docker")
 HOST_ENGINES = ("docker", "podman", "none")  # none: bare hosts, the entrypoint installed on each
 OVERLAYS = ("base", "openshift", "rocm")
-STATE_FILE = ".nodeweave/cluster.json"
+STATE_DIR = ".nodeweave"
+STATE_FILE = ".nodeweave/<job>/cluster.json"
+LEGACY_STATE_FILE = ".nodeweave/cluster.json"  # before per-job folders: {job: options}
+
+
+@dataclass(frozen=True)
+class JobState:
+    """Where nodeweave keeps one job's files beside its spec: ``.nodeweave/<job>/``."""
+
+    spec_dir: Path
+    job: str
+
+    @classmethod
+    def of(cls, spec_path: Path, job: str) -> "JobState":
+        return cls(spec_path.resolve().parent, job)
+
+    @property
+    def folder(self) -> Path:
+        return self.spec_dir / STATE_DIR / self.job
+
+    @property
+    def cluster_file(self) -> Path:
+        """What ``up`` was told (target, engine, hosts, ...)."""
+        return self.folder / "cluster.json"
+
+    @property
+    def token_file(self) -> Path:
+        """The job's check-in secret (0600), mounted into the nodes of a compose target."""
+        return self.folder / "job-token"
+
+    @property
+    def compose_file(self) -> Path:
+        """The compose file ``up`` starts the local target from (absolute host paths, so it may live here)."""
+        return self.folder / "compose.yaml"
+
+    def shown(self, path: Path) -> str:
+        """``path`` as the user sees it: relative to the spec's folder."""
+        return path.relative_to(self.spec_dir).as_posix()
 
 
 @dataclass(frozen=True)
@@ -99,34 +143,88 @@ def check_host_count(hosts: Tuple[str, ...], nodes) -> None:
                      "(--host or --hosts-file, node 0 first), or change the spec's nodes")
 
 
-def state_path(spec_path: Path) -> Path:
-    return spec_path.resolve().parent / STATE_FILE
+def state_path(spec_path: Path, name: str) -> Path:
+    return JobState.of(spec_path, name).cluster_file
 
 
 def load_state(spec_path: Path, name: str) -> ClusterOptions:
     """What ``up`` remembered for the job ``name`` (nothing when it did not run here)."""
-    try:
-        data = json.loads(state_path(spec_path).read_text(encoding="utf-8")).get(name) or {}
-    except (OSError, ValueError, AttributeError):
+    path = state_path(spec_path, name)
+    data = _read_json(path)
+    if data is None:
+        data = _moved_from_legacy(spec_path, name)
+    if data is None:
         return ClusterOptions()
-    known = {f.name for f in fields(ClusterOptions)}
-    values = {k: tuple(v) if isinstance(v, list) else v for k, v in data.items() if k in known}
-    try:
-        return ClusterOptions(**values)
-    except TypeError:
-        return ClusterOptions()
+    return _options(path, data)
 
 
 def save_state(spec_path: Path, name: str, options: ClusterOptions) -> Path:
-    path = state_path(spec_path)
-    try:
-        everything = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        everything = {}
-    everything[name] = {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(options).items()}
+    path = state_path(spec_path, name)
+    data = {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(options).items()}
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(everything, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    scratch = path.with_name(f".{path.name}.tmp")
+    scratch.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    scratch.replace(path)
     return path
+
+
+def _read_json(path: Path):
+    """The JSON in ``path``, None when there is no such file; anything unreadable is named with its remedy."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError) as err:
+        raise _damaged(path, f"cannot be read ({getattr(err, 'strerror', None) or err})") from None
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError):
+        raise _damaged(path, "is not JSON") from None
+
+
+def _moved_from_legacy(spec_path: Path, name: str):
+    """This job's entry of the old single ``.nodeweave/cluster.json``, moved into the job's folder (once)."""
+    legacy = spec_path.resolve().parent / LEGACY_STATE_FILE
+    everything = _read_json(legacy)
+    if everything is None:
+        return None
+    if not isinstance(everything, dict):
+        raise _damaged(legacy, "is not a mapping of job names to what `up` was told")
+    if name not in everything:
+        return None
+    data = everything.pop(name)
+    save_state(spec_path, name, _options(legacy, data, f"{name}."))
+    if everything:
+        legacy.write_text(json.dumps(everything, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    else:
+        legacy.unlink()
+    return data
+
+
+_TEXT_FIELDS = ("target", "engine", "remote_dir", "namespace", "kube_cli", "kube_context", "overlay", "slurm_job")
+_LIST_FIELDS = ("hosts", "ssh_options")
+
+
+def _options(path: Path, data, prefix: str = "") -> ClusterOptions:
+    """``data`` as ClusterOptions, every field's type checked (a hand edit is named, not half-read)."""
+    if not isinstance(data, dict):
+        raise _damaged(path, f"{prefix.rstrip('.') or 'its top level'} is not a mapping of options")
+    unknown = sorted(set(data) - set(_TEXT_FIELDS) - set(_LIST_FIELDS))
+    if unknown:
+        raise _damaged(path, f"has an unknown field {prefix}{unknown[0]!r}")
+    for key in _TEXT_FIELDS:
+        if data.get(key) is not None and not isinstance(data[key], str):
+            raise _damaged(path, f"field {prefix}{key} is {data[key]!r}, not text or null")
+    for key in _LIST_FIELDS:
+        value = data.get(key, [])
+        if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+            raise _damaged(path, f"field {prefix}{key} is {value!r}, not a list of text")
+    return ClusterOptions(**{k: tuple(v) if k in _LIST_FIELDS else v for k, v in data.items()})
+
+
+def _damaged(path: Path, why: str) -> UsageError:
+    return UsageError(f"{path}: {why}, so what `nodeweave up` remembered cannot be used; remove the file and run "
+                      "`nodeweave up` again (or give the cluster's flags: --target, --host, ...)")
 
 
 def read_hosts_file(path: Path) -> Tuple[str, ...]:

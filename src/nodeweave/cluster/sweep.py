@@ -20,7 +20,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 from rich.table import Table
 
 from nodeweave.errors import UsageError
-from nodeweave.spec.sections.job import RESERVED_ENV
+from nodeweave.spec.sections.job import is_reserved
 
 VARIABLE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
@@ -32,10 +32,10 @@ def parse_assignment(text: str, option: str) -> Tuple[str, str]:
                          "(letters, digits, '_'), e.g. NCCL_MAX_NCHANNELS=16")
     if "\n" in value or "\0" in value:
         raise UsageError(f"{option} {text!r}: the value holds a newline or NUL byte")
-    if name in RESERVED_ENV:
+    if is_reserved(name):
         raise UsageError(f"{option} {text!r}: {name} is set on every node by nodeweave from the spec (nodes, "
-                         "launcher.master_port) or by the platform, as in the spec's env; accepted: any other "
-                         "variable, e.g. NCCL_DEBUG=INFO")
+                         "launcher.master_port, ...) or by the platform, as in the spec's env; accepted: any other "
+                         "variable, e.g. NCCL_DEBUG=INFO (change the matching spec field instead)")
     return name, value
 
 

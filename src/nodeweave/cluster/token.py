@@ -6,8 +6,8 @@ pods or read the compose file knows, so any container that reaches node 0's
 exchange could check in as a node or relay a forged failure. Where nodeweave
 brings the nodes up it knows them all, so it hands each one a fresh secret:
 
-- compose (local and per host): a 0600 file, ``.nodeweave/job-token`` beside
-  the spec (on each host ``<remote dir>/compose/job-token``), bind-mounted
+- compose (local and per host): a 0600 file, ``.nodeweave/<job>/job-token`` beside
+  the spec (on each host ``<remote dir>/.nodeweave/<job>/job-token``), bind-mounted
   read-only at :data:`CONTAINER_PATH`; the rendered compose file names only
   the variables (``NODEWEAVE_JOB_TOKEN_HOST``, ``NODEWEAVE_JOB_TOKEN_FILE``);
 - Kubernetes/OpenShift: a Secret ``<name>-job-token-<hash>`` that ``up``'s
@@ -15,7 +15,7 @@ brings the nodes up it knows them all, so it hands each one a fresh secret:
   overlay folder under ``.nodeweave/kube/``), mounted at the same path; a
   new token is a new name, so the pods roll onto it together;
 - bare hosts (``--engine none``): the file itself, named by the variable;
-- Slurm (``slurm.runtime: host``): ``<workdir>/.nodeweave/job-token`` on every
+- Slurm (``slurm.runtime: host``): ``<workdir>/.nodeweave/<job>/job-token`` on every
   node of the allocation, written by a one-task ``srun`` step per node with the
   token on stdin (never in argv, so not in ``ps``, ``sacct``'s SubmitLine or
   ``scontrol show job``), 0600 and owned by the user the steps run as; the run
@@ -37,7 +37,9 @@ from nodeweave.entrypoint.planning.exchange_plan import TOKEN_MOUNT as CONTAINER
 
 CONTAINER_DIR = CONTAINER_PATH.rpartition("/")[0]  # Kubernetes mounts the Secret's folder here
 TOKEN_BYTES = 32
-STATE_FILE = ".nodeweave/job-token"  # beside the spec; .nodeweave/ is git-ignored
+def job_file(job: str) -> str:
+    """The token's place relative to the spec's (or a Slurm workdir's) folder: one per job, git-ignored."""
+    return f".nodeweave/{job}/job-token"
 SECRET_KEY = CONTAINER_PATH.rpartition("/")[2]  # the Secret's one key: the file name in the mounted folder
 CONTAINER_UID, CONTAINER_GID = 1000, 0  # the images' `USER 1000:0`
 
@@ -66,10 +68,10 @@ def write_token(path: Path, token: str) -> Path:
     return path
 
 
-def rotate(spec_dir: Path) -> "tuple[Path, str]":
-    """A new token for this ``up``, written to the state file beside the spec: (path, token)."""
+def rotate(path: Path) -> "tuple[Path, str]":
+    """A new token for this ``up``, written to the job's state file ``path``: (path, token)."""
     token = new_token()
-    return write_token(spec_dir / STATE_FILE, token), token
+    return write_token(path, token), token
 
 
 def compose_env(host_file: str) -> "tuple[tuple[str, str], ...]":

@@ -12,8 +12,8 @@ import sys
 
 from .planning.consistency import missing_script
 from .core import build_plan
-from .errors import EXIT_FAILURE, EXIT_NOT_EXECUTABLE, EXIT_OK, EntrypointError, UsageError
-from .planning.settings import HelpRequested, parse, usage
+from .errors import EXIT_FAILURE, EXIT_NOT_EXECUTABLE, EXIT_OK, EntrypointError, UsageError, last_resort
+from .planning.settings import HelpRequested, VersionRequested, parse, usage
 from .model import SUPERVISED
 from .planning.contract import STALL_WARN_S
 from .running.supervise import resolve, run_supervised
@@ -138,7 +138,11 @@ def run(settings):
 
 
 def main(argv=None):
-    argv = sys.argv[1:] if argv is None else list(argv)
+    """The program: a closed pipe, a full disk or an early Ctrl-C end it quietly or in one line (errors.py)."""
+    return last_resort(_main, sys.argv[1:] if argv is None else list(argv), PROG)
+
+
+def _main(argv):
     env = dict(os.environ)
     try:
         if argv[:1] == ["--node"]:
@@ -174,6 +178,11 @@ def main(argv=None):
         return run(settings)
     except HelpRequested:
         print(usage())
+        return EXIT_OK
+    except VersionRequested:
+        from .. import __version__
+
+        print(f"{PROG} {__version__}")
         return EXIT_OK
     except EntrypointError as err:
         _say(f"error: {err}")

@@ -6,6 +6,11 @@ own (a plain command is exec'd and *is* the process), or 128+N when a
 supervised launcher (torchrun, deepspeed, accelerate) ended after signal N.
 """
 
+import errno
+import os
+import sys
+
+
 EXIT_OK = 0            # --explain printed the plan
 EXIT_FAILURE = 1       # a file the launch needs (the DeepSpeed hostfile) could not be written
 EXIT_USAGE = 2         # bad input: a malformed flag or variable value, a missing training script
@@ -16,6 +21,8 @@ EXIT_BUSY = 6          # another `nodeweave run` (a recorded --run-id) is still 
 EXIT_STALLED = 7       # the job stalled (a rank did not enter the collective the others waited in) for stall_timeout
 EXIT_NOT_EXECUTABLE = 126  # the launcher exists but cannot be executed
 EXIT_NOT_FOUND = 127   # the launcher (torchrun, deepspeed, accelerate, the command) is not on PATH
+EXIT_INTERRUPTED = 130  # Ctrl-C (SIGINT) before any launcher started
+EXIT_PIPE_CLOSED = 141  # stdout was closed early (`| head -1`): the rest of the output is dropped, quietly
 
 EXIT_CODES = {
     EXIT_OK: "--explain printed the plan (or --help)",
@@ -33,6 +40,8 @@ EXIT_CODES = {
                   "seconds; every node stopped its launcher (the report names the rank and every rank's stack)",
     EXIT_NOT_EXECUTABLE: "the launcher was found but is not executable",
     EXIT_NOT_FOUND: "the launcher is not installed / not on PATH",
+    EXIT_INTERRUPTED: "interrupted (Ctrl-C) before a launcher started",
+    EXIT_PIPE_CLOSED: "the reader of stdout closed it early (`| head`): the rest of the output was dropped",
 }
 
 
@@ -59,3 +68,60 @@ class ExchangeError(Exception):
 
     Not for the user as is: the check-in (``checkin/``) and the stall watch's messages on its
     heartbeat (``stall/exchange.py``) both raise it, so it stands below both."""
+
+
+def last_resort(main, argv, prog, write_failure=EXIT_FAILURE, pipe_closed=EXIT_PIPE_CLOSED):
+    """``main(argv)``, with what no command handles itself turned into a quiet exit or one line, never a traceback.
+
+    Why one wrapper at both programs' mains (``nodeweave`` and ``nodeweave-entrypoint``): any print can
+    meet a reader that went away (``| head -1``: EPIPE, exit 141 quietly, as a tool killed by SIGPIPE) or a
+    full disk (``> /dev/full``: ENOSPC, one line on stderr), and Ctrl-C can come before a command's own
+    handler (exit 130). stdout is flushed here, inside the guard, so the interpreter's exit flush cannot
+    print "Exception ignored" afterwards.
+    """
+    try:
+        code = main(argv)
+        sys.stdout.flush()
+        return code
+    except (KeyboardInterrupt, OSError) as err:
+        return ended_by(err, prog, write_failure, pipe_closed)
+
+
+def ended_by(err, prog, write_failure=EXIT_FAILURE, pipe_closed=EXIT_PIPE_CLOSED):
+    """The exit code for ``err`` that reached a program's main, saying at most one line; other errors re-raised."""
+    if isinstance(err, KeyboardInterrupt):
+        _drop_stdout()
+        return EXIT_INTERRUPTED
+    if isinstance(err, BrokenPipeError):
+        _drop_stdout()
+        return pipe_closed
+    if not is_output_failure(err):
+        raise err
+    _drop_stdout()
+    _tell("{}: error: cannot write the output to stdout: {} (free space, or send it elsewhere)".format(
+        prog, err.strerror or err))
+    return write_failure
+
+
+def is_output_failure(err):
+    """Whether ``err`` came from writing stdout: a full or failing disk (ENOSPC, EIO, EFBIG, EDQUOT) with no file name."""
+    return getattr(err, "filename", None) is None and err.errno in (errno.ENOSPC, errno.EIO, errno.EFBIG,
+                                                                      errno.EDQUOT)
+
+
+def _drop_stdout():
+    """Point stdout at /dev/null, so the exit flush of what is still buffered fails no more."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):
+        pass
+
+
+def _tell(line):
+    try:
+        sys.stderr.write(line + "\n")
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass

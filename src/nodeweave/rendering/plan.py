@@ -1,11 +1,18 @@
 """What writing the rendered files would do to each path, and doing it atomically.
 
 A rendered value is text (written as UTF-8) or bytes (a binary such as the
-entrypoint zipapp, written as they are). Ownership is one rule for both: a
-file is nodeweave's when "by nodeweave" stands in its first five lines; for a
+entrypoint zipapp, written as they are). Overwriting follows one rule for both: a
+file is nodeweave's to replace when the last render recorded it with the digest it
+still has, or when "by nodeweave" stands in its first five lines; for a
 binary only its text head counts, what comes before the first NUL byte (the
 zipapp's second line is the mark; the zip after it cannot fake one). A file
 that starts with ``#!`` is a program and is written executable.
+
+Removing (``--prune``) never trusts the mark: only a file the record
+(``<out>/.nodeweave/rendered.json``, :mod:`nodeweave.rendering.record`) says a
+render of this job wrote, for a target rendered now, that no renderer makes any
+more and whose bytes still have the recorded digest. One the user changed since
+is kept and named (``kept``), and forgotten by the record: it is the user's now.
 """
 
 from __future__ import annotations
@@ -13,9 +20,10 @@ from __future__ import annotations
 import hashlib
 import os
 from dataclasses import dataclass, field
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Dict, List
 
+from nodeweave.rendering import record
 from nodeweave.targets.registry import Rendered
 
 MARK = "by nodeweave"
@@ -26,7 +34,7 @@ MARK_LINES = 5
 class Planned:
     path: str
     bytes: int
-    status: str  # new | changed | unchanged | refused | obsolete
+    status: str  # new | changed | unchanged | refused | obsolete | kept (obsolete, but changed by the user)
     sha256: str
 
 
@@ -37,33 +45,52 @@ class RenderPlan:
     out: Path
     files: Dict[str, Rendered] = field(repr=False)
     entries: List[Planned]
+    owners: Dict[str, str] = field(default_factory=dict, repr=False)  # path -> the target that rendered it
+    job: str = ""
+    recorded: Dict[str, record.Entry] = field(default_factory=dict, repr=False)
 
     @property
     def stale(self) -> List[str]:
         """Paths that differ from the rendering (what ``--check`` reports)."""
-        return [p.path for p in self.entries if p.status != "unchanged"]
+        return [p.path for p in self.entries if p.status not in ("unchanged", "kept")]
 
     @property
     def refused(self) -> List[str]:
         """Differing files without the mark: they look like the user's own."""
         return [p.path for p in self.entries if p.status == "refused"]
 
+    @property
+    def kept(self) -> List[str]:
+        """Files an earlier render wrote that no renderer makes now, changed by the user since: never pruned."""
+        return [p.path for p in self.entries if p.status == "kept"]
+
     def counts(self) -> Dict[str, int]:
-        return {s: sum(1 for p in self.entries if p.status == s) for s in ("new", "changed", "unchanged", "obsolete")}
+        return {s: sum(1 for p in self.entries if p.status == s)
+                for s in ("new", "changed", "unchanged", "obsolete", "kept")}
 
     def write(self, prune: bool = False) -> None:
-        """Write new and changed files atomically (temp file + rename); remove obsolete ones if ``prune``.
+        """Write new and changed files atomically (temp file + rename); remove obsolete ones if ``prune``;
+        then record what this render wrote (with ``job`` set: the CLI's renders, not ``up``'s own file).
 
         Refuses (ValueError) while any file is refused: a run does all it says or nothing.
         """
         if self.refused:
             raise ValueError(f"refusing to write over {self.refused}")
+        recorded = dict(self.recorded)
         for item in self.entries:
             target = self.out / item.path
-            if item.status in ("new", "changed"):
-                _write_atomically(target, _encoded(self.files[item.path]))
-            elif item.status == "obsolete" and prune:
+            if item.status in ("new", "changed", "unchanged"):
+                if item.status != "unchanged":
+                    write_atomically(target, _encoded(self.files[item.path]))
+                recorded[item.path] = record.Entry(item.sha256, self.owners.get(item.path, ""), self.job)
+            elif prune and item.status == "obsolete":
                 target.unlink()
+                recorded.pop(item.path, None)
+            elif prune and item.status == "kept":
+                recorded.pop(item.path, None)
+        if self.job:
+            recorded = {path: entry for path, entry in recorded.items() if (self.out / path).is_file()}
+            write_atomically(self.out / record.RECORD, record.dumps(recorded).encode("utf-8"))
 
 
 def is_marked(content: Rendered) -> bool:
@@ -77,8 +104,11 @@ def _encoded(content: Rendered) -> bytes:
     return content.encode("utf-8") if isinstance(content, str) else content
 
 
-def plan_render(files: Dict[str, Rendered], out: Path, force: bool = False) -> RenderPlan:
-    """What writing ``files`` under ``out`` would do to each path, plus rendered files no longer made."""
+def plan_render(files: Dict[str, Rendered], out: Path, force: bool = False, owners: "Dict[str, str] | None" = None,
+                job: str = "") -> RenderPlan:
+    """What writing ``files`` under ``out`` would do to each path, plus files an earlier render of ``job``
+    wrote for the same targets (``owners``: path -> target) that no renderer makes now."""
+    recorded = record.read(out) if job else {}
     entries = []
     for path, content in files.items():
         data = _encoded(content)
@@ -91,33 +121,37 @@ def plan_render(files: Dict[str, Rendered], out: Path, force: bool = False) -> R
             old = target.read_bytes()
             if old == data:
                 status = "unchanged"
-            elif force or is_marked(old):
+            elif force or is_marked(old) or _as_recorded(recorded.get(path), old):
                 status = "changed"
             else:
                 status = "refused"
         entries.append(Planned(path, len(data), status, hashlib.sha256(data).hexdigest()))
-    return RenderPlan(out=out, files=files, entries=entries + _obsolete(files, out))
+    owners = dict(owners or {})
+    return RenderPlan(out=out, files=files, entries=entries + _obsolete(files, out, owners, job, recorded),
+                      owners=owners, job=job, recorded=recorded)
 
 
-def _obsolete(files: Dict[str, Rendered], out: Path) -> List[Planned]:
-    """Marked files under the rendered folders (compose/, images/, ...) that no renderer makes now."""
-    folders = sorted({PurePosixPath(p).parts[0] for p in files if len(PurePosixPath(p).parts) > 1})
+def _as_recorded(entry: "record.Entry | None", data: bytes) -> bool:
+    return entry is not None and entry.sha256 == hashlib.sha256(data).hexdigest()
+
+
+def _obsolete(files: Dict[str, Rendered], out: Path, owners: Dict[str, str], job: str,
+              recorded: Dict[str, "record.Entry"]) -> List[Planned]:
+    """Recorded files of ``job``'s targets rendered now that no renderer makes any more: ``obsolete`` when
+    their bytes are what was written, ``kept`` when the user changed them since."""
+    targets = set(owners.values())
     found = []
-    for folder in folders:
-        root = out / folder
-        if not root.is_dir():
+    for rel, entry in sorted(recorded.items()):
+        file = out / rel
+        if rel in files or entry.job != job or entry.target not in targets or file.is_symlink() or not file.is_file():
             continue
-        for file in sorted(p for p in root.rglob("*") if p.is_file() and not p.is_symlink()):
-            rel = file.relative_to(out).as_posix()
-            if rel in files:
-                continue
-            data = file.read_bytes()
-            if is_marked(data):
-                found.append(Planned(rel, len(data), "obsolete", hashlib.sha256(data).hexdigest()))
+        data = file.read_bytes()
+        status = "obsolete" if _as_recorded(entry, data) else "kept"
+        found.append(Planned(rel, len(data), status, hashlib.sha256(data).hexdigest()))
     return found
 
 
-def _write_atomically(target: Path, data: bytes) -> None:
+def write_atomically(target: Path, data: bytes) -> None:
     import tempfile  # here: `render --check` and dry runs write nothing (tempfile imports random)
 
     target.parent.mkdir(parents=True, exist_ok=True)

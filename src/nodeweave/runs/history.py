@@ -49,11 +49,43 @@ class RunEntry:
         return row
 
 
+_NUMBER = (int, float)
+# The fields the listings read, and the types `nodeweave run` writes them with (None: not known yet).
+_TOP_TYPES = {"job": str, "run_id": str, "started": str, "ended": str, "seconds": _NUMBER, "exit_code": int,
+              "command": (list, str), "env": dict, "target": str, "metric": str, "nodes": list, "profile": str}
+_NODE_TYPES = {"node": (str, int), "exit_code": int, "started_s": _NUMBER, "ended_s": _NUMBER, "log": str,
+               "sync": dict}
+
+
 def _load(path: Path, name: str) -> Optional[dict]:
+    """``path/name`` as nodeweave wrote it; absent or cut short (a run still starting) is None, wrong types an error."""
     try:
-        return json.loads((path / name).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        data = json.loads((path / name).read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError):
         return None
+    problem = _type_problem(data)
+    if problem:
+        raise UsageError(f"{path / name}: {problem}, not what `nodeweave run` writes; restore the file (or move "
+                         "the folder out of the runs folder) so the runs can be listed")
+    return data
+
+
+def _type_problem(data) -> Optional[str]:
+    if not isinstance(data, dict):
+        return "the top level is not a mapping"
+    for key, kind in _TOP_TYPES.items():
+        if data.get(key) is not None and not isinstance(data[key], kind):
+            return f"field {key} is {data[key]!r:.60}"
+    for index, node in enumerate(data.get("nodes") or []):
+        if not isinstance(node, dict):
+            return f"nodes[{index}] is not a mapping"
+        for key, kind in _NODE_TYPES.items():
+            if node.get(key) is not None and not isinstance(node[key], kind):
+                return f"field nodes[{index}].{key} is {node[key]!r:.60}"
+    command = data.get("command")
+    if isinstance(command, list) and not all(isinstance(word, str) for word in command):
+        return "field command holds a word that is not text"
+    return None
 
 
 def load_entry(path: Path) -> Optional[RunEntry]:

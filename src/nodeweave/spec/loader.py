@@ -27,6 +27,9 @@ from nodeweave.spec.sections import image, job, kubernetes, network, resources, 
 
 TOP_KEYS = ("name", "image", "nodes", "gpus_per_node", "launcher", "workspace", "cache", "network", "env",
             "kubernetes", "resources", "volumes", "security", "hosts", "slurm")
+# A spec is a page or two of YAML (the largest example is ~5 KB); past this, --spec names the wrong file
+# (a data set, a log) and reading it would take minutes, so it is refused at once.
+MAX_SPEC_BYTES = 1024 * 1024
 # Where nodeweave mounts things of its own: a spec volume there would hide them.
 HOSTFILE_DIR = posixpath.dirname(HOSTFILE_PATH)
 
@@ -35,6 +38,9 @@ def load_spec(path: "str | Path") -> Spec:
     """Read and validate a spec file; every problem is a UsageError naming file and line."""
     path = Path(path)
     try:
+        size = path.stat().st_size if path.is_file() else 0
+        if size > MAX_SPEC_BYTES:
+            raise UsageError(_too_large(path, size))
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise UsageError(f"{path}: spec file not found; pass an existing file with --spec (default nodeweave.yaml)")
@@ -53,6 +59,21 @@ def parse_spec(text: str, source_name: str = "nodeweave.yaml", base_dir: Optiona
     ``base_dir`` is the spec's directory, where files it names (``image.requirements``)
     are read and checked; without it they are taken on trust.
     """
+    if len(text) > MAX_SPEC_BYTES:
+        raise UsageError(_too_large(source_name, len(text)))
+    try:
+        return _parse(text, source_name, base_dir)
+    except RecursionError:  # thousands of nested [ or {: Python's reader and ours recurse per level
+        raise UsageError(f"{source_name}: nested too deeply to read (lists or mappings inside each other thousands "
+                         "of levels down); accepted: a spec nests a few levels, as nodeweave.yaml does") from None
+
+
+def _too_large(source, size: int) -> str:
+    return (f"{source}: {size / 1024 / 1024:.1f} MiB is too large for a spec (at most {MAX_SPEC_BYTES // 1024} KiB); "
+            "--spec names the cluster spec, a page of YAML such as nodeweave.yaml")
+
+
+def _parse(text: str, source_name: str, base_dir: Optional[Path]) -> Spec:
     try:
         root = yaml.compose(text, Loader=yaml.SafeLoader)
     except yaml.YAMLError as err:

@@ -9,6 +9,7 @@ as the user wrote it, and what would be accepted.
 from __future__ import annotations
 
 import difflib
+import re
 from typing import Iterable, Iterator, Optional, Tuple
 
 import yaml
@@ -21,6 +22,10 @@ _BOOL = "tag:yaml.org,2002:bool"
 _INT = "tag:yaml.org,2002:int"
 _STR = "tag:yaml.org,2002:str"
 _MERGE = "tag:yaml.org,2002:merge"
+# The only integers a spec takes: plain decimal digits. YAML 1.1 reads 010 as 8, 0x10 as 16, 8_0 as 80,
+# +5 as 5 and 1:30 as 90 (base 60); YAML 1.2 reads 0o7 as 7. Each is refused with the number to write.
+_PLAIN_INT = re.compile(r"-?(0|[1-9][0-9]*)\Z")
+_OTHER_INT = re.compile(r"[-+]?(0[xXoObB]?[0-9a-fA-F_]*|[0-9][0-9_]*)\Z")
 
 
 def shown(node: Optional[Node]) -> str:
@@ -66,6 +71,7 @@ class Reader:
 
     def integer(self, node: Node, path: str, low: int, high: Optional[int] = None) -> int:
         bounds = f"an integer from {low} to {high}" if high is not None else f"an integer >= {low}"
+        self.refuse_unplain_int(node, path, bounds)
         if not self.is_int(node):
             raise self.bad_value(node, path, bounds)
         try:
@@ -83,6 +89,34 @@ class Reader:
             return self._constructor.construct_object(node)
         except (KeyError, yaml.YAMLError):  # e.g. !!bool "maybe"
             raise self.bad_value(node, path, "true or false") from None
+
+    def refuse_unplain_int(self, node: Node, path: str, accepted: str) -> None:
+        """Refuse an integer not written in plain decimal digits, naming the number YAML reads and the one to write."""
+        if not isinstance(node, ScalarNode) or node.style is not None or _PLAIN_INT.match(node.value):
+            return
+        read = self._yaml_reading(node)
+        if read is None:
+            return
+        digits = node.value.lstrip("+-").replace("_", "")
+        meant = digits.lstrip("0") or "0" if digits.isdigit() else None
+        choices = sorted({str(read)} | ({meant} if meant else set()), key=int)
+        written = " or ".join(f"{path.rpartition('.')[2]}: {n}" for n in choices)
+        raise self.fail(node, path, f"{node.value!r} is not a plain decimal integer (YAML reads it as {read})",
+                        f"{accepted}, in plain digits: write {written}")
+
+    def _yaml_reading(self, node: ScalarNode) -> Optional[int]:
+        """The integer a YAML reader makes of ``node`` (1.1's octal, hex, 1_000, +5, base 60; 1.2's 0o7), else None."""
+        if node.tag == _INT:
+            try:
+                return int(self._constructor.construct_object(node))
+            except (ValueError, yaml.YAMLError):
+                return None
+        if node.tag == _STR and _OTHER_INT.match(node.value):
+            try:
+                return int(node.value.replace("_", ""), 0)
+            except ValueError:
+                return None
+        return None
 
     def is_int(self, node: Node) -> bool:
         # YAML 1.1 reads 2:4 as the base-60 integer 124; in a spec it is always a range or a typo.

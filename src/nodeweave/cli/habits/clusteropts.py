@@ -7,28 +7,27 @@ remembered (``.nodeweave/cluster.json``) and returns the spec and backend.
 
 from __future__ import annotations
 
-import os
-import sys
 from pathlib import Path
 from typing import List, Optional, Tuple
 
 import typer
 
 from nodeweave.cli.habits.base import spec_option
+from nodeweave.cli.habits.output import complete_from
 
 SPEC = spec_option()
-TARGET = typer.Option(None, "--target", "-t",
+TARGET = typer.Option(None, "--target", "-t", autocompletion=complete_from("local", "hosts", "kubernetes", "slurm"),
                       help="local (compose/local.yaml on this machine), hosts (ssh), kubernetes (kubectl/oc), slurm (an allocation, srun); "
                            "default: what `up` used, else hosts with --host, else local")
-ENGINE = typer.Option(None, "--engine", help="local: podman or docker; hosts: docker, podman or none (bare hosts)")
+ENGINE = typer.Option(None, "--engine", autocompletion=complete_from("podman", "docker", "none"), help="local: podman or docker; hosts: docker, podman or none (bare hosts)")
 HOST = typer.Option([], "--host", help="\\[user@]host over ssh, node 0 first (repeat)")
 HOSTS_FILE = typer.Option(None, "--hosts-file", help="One \\[user@]host per line, node 0 first")
 REMOTE_DIR = typer.Option(None, "--remote-dir", help="hosts: the workspace folder on every host (default: an absolute "
                                                      "workspace.host_path)")
 NAMESPACE = typer.Option(None, "--namespace", "-n", help="kubernetes: namespace (default: the spec's)")
-KUBE_CLI = typer.Option(None, "--kube-cli", help="kubectl or oc (default: oc when the spec says openshift)")
+KUBE_CLI = typer.Option(None, "--kube-cli", autocompletion=complete_from("kubectl", "oc"), help="kubectl or oc (default: oc when the spec says openshift)")
 KUBE_CONTEXT = typer.Option(None, "--kube-context", help="kubeconfig context")
-OVERLAY = typer.Option(None, "--overlay", help="kubernetes: base (default), openshift, rocm, or a kustomize folder of your own beside the spec")
+OVERLAY = typer.Option(None, "--overlay", autocompletion=complete_from("base", "openshift", "rocm"), help="kubernetes: base (default), openshift, rocm, or a kustomize folder of your own beside the spec")
 SSH_OPTION = typer.Option([], "--ssh-option", help="Extra ssh -o KEY=VALUE (repeat)")
 DRY_RUN = typer.Option(False, "--dry-run", help="Print what would be done; do nothing")
 JSON = typer.Option(False, "--json", help="Print the result as JSON on stdout")
@@ -97,8 +96,9 @@ def default_mode(spec) -> str:
 def console(stderr: bool = False):
     from rich.console import Console
 
-    width = None if sys.stdout.isatty() or os.environ.get("COLUMNS") else 140
-    return Console(stderr=stderr, width=width)
+    from nodeweave.cli.habits.output import table_width
+
+    return Console(stderr=stderr, width=table_width())
 
 
 def print_steps(out, phases, lines: List[str], as_json: bool = False) -> None:

@@ -52,7 +52,20 @@ class _Plain:
     label: str
 
     def convert(self, value, param, ctx):
+        if getattr(param, "param_type_name", "") == "option" and not str(value).strip():
+            raise BadParameter(blank_message(value, param), ctx=ctx, param=param)
         return value if isinstance(value, self.kind) else self.kind(value)
+
+
+def blank_message(value, param) -> str:
+    """Why an empty option value is refused: ``--node "$UNSET"`` must not mean every node, nor ``--out ''`` here."""
+    return (f"{str(value)!r} is empty; an empty value never means 'all' or 'here': give a value, or leave "
+            f"{_flag(param)} off for its default")
+
+
+def _flag(param) -> str:
+    names = [name for name in getattr(param, "opts", ()) if name.startswith("--")]
+    return names[0] if names else getattr(param, "name", "the option")
 
 
 @dataclass(frozen=True)

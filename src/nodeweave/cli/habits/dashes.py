@@ -9,6 +9,7 @@ starts itself, or the interpreter, is understood or refused here, before any nod
 
 from __future__ import annotations
 
+import difflib
 import os
 import re
 from typing import List, Sequence
@@ -36,15 +37,19 @@ class CommandAfterDashes(NodeweaveCommand):
         except Exception as err:  # click's (or typer's vendored click's) NoSuchOption, found by shape
             option = getattr(err, "option_name", None)
             if option and type(err).__name__ == "NoSuchOption":
+                known = [flag for param in self.get_params(ctx) for flag in getattr(param, "opts", ())
+                         if flag.startswith("--") and flag != "--help"]
+                close = difflib.get_close_matches(option, known, n=2, cutoff=0.7)  # --lr is no typo of --help
+                hint = f" (did you mean {', '.join(close)}?)" if close else ""
                 raise UsageError(
-                    f"{option!r} is not an option of `{verb}`; the command and its own options go "
+                    f"{option!r} is not an option of `{verb}`{hint}; the command and its own options go "
                     f"after `--`: {verb} [OPTIONS] -- train.py --lr 1e-3") from None
             raise
         words = tuple(ctx.params.get(COMMAND_PARAM) or ())
         if words and after:
             raise UsageError(f"the command is given twice ({' '.join(words)!r} before `--`, {' '.join(after)!r} "
-                             f"after it); give it once, after `--`: {verb} [OPTIONS] -- "
-                             f"{' '.join(after)}")
+                             f"after it); give it once, all of it after `--`: {verb} [OPTIONS] -- "
+                             f"{' '.join(words + tuple(after))}")
         ctx.params[COMMAND_PARAM] = words + tuple(after)
         return rest
 
@@ -73,11 +78,55 @@ def launcher_command(command: Sequence[str], launcher: str, verb: str = "nodewea
     return words
 
 
+# A launcher option nodeweave sets itself, and where its value goes instead: a flag of `nodeweave run`,
+# or a spec field (spellings of torchrun, deepspeed and accelerate; see planning/launcher_options.py).
+RUN_FLAGS = {"--nproc-per-node": "--nproc-per-node", "--nproc_per_node": "--nproc-per-node",
+             "--num_gpus": "--nproc-per-node", "--nnodes": "--nodes", "--num_nodes": "--nodes",
+             "--num_machines": "--nodes", "--num-machines": "--nodes"}
+SPEC_FIELDS = {"--master-port": "launcher.master_port", "--master_port": "launcher.master_port",
+               "--main_process_port": "launcher.master_port", "--main-process-port": "launcher.master_port",
+               "--max-restarts": "launcher.max_restarts", "--max_restarts": "launcher.max_restarts"}
+
+
 def _refuse_launcher(words: List[str], launcher: str, verb: str, rest: List[str]) -> None:
+    from nodeweave.entrypoint.planning.launcher_options import clash
+
     script = next((i for i, w in enumerate(rest) if w.endswith(".py")), None)
-    suggestion = " ".join(rest[script:]) if script is not None else "train.py ARGS"
-    options = " ".join(rest[:script]) if script else ""
-    note = (f"; its options ({options}) belong in the spec's launcher.options, processes per node in "
-            f"-e NODEWEAVE_NPROC_PER_NODE=N") if options else ""
+    tail = rest[script:] if script is not None else ["train.py", "ARGS"]
+    flags, notes, theirs = [], [], []
+    for name, value in _options(rest[:script] if script else []):
+        shown = f"{name} {value}".strip()
+        if name in RUN_FLAGS and value.isdigit() and verb == "nodeweave run":
+            flags += [RUN_FLAGS[name], value]
+        elif name in SPEC_FIELDS:
+            notes.append(f"{shown} is the spec's {SPEC_FIELDS[name]}")
+        elif name in RUN_FLAGS or clash(os.path.basename(words[0]), name, _taken(words[0])):
+            notes.append(f"{shown} is set by nodeweave from its plan (leave it out)")
+        else:
+            theirs.append(shown)
+    if theirs:
+        notes.append(f"{launcher}'s own options ({' '.join(theirs)}) go in the spec's launcher.options")
+    command = " ".join([verb, *flags, "--", *tail])
     raise UsageError(f"`{' '.join(words[:2])} ...`: nodeweave starts {launcher} itself on every node (rank, master "
-                     f"and node count from its plan); give only the script: {verb} -- {suggestion}{note}")
+                     f"and node count from its plan); give only the script: {command}"
+                     + "".join(f"; {note}" for note in notes))
+
+
+def _taken(word: str):
+    from nodeweave.entrypoint.planning.launcher_options import ALWAYS, NEVER
+
+    name = os.path.basename(word)
+    return ALWAYS.get(name, ()) + NEVER.get(name, ())
+
+
+def _options(words: List[str]) -> List["tuple[str, str]"]:
+    """(name, value) of each option in ``words``: ``--a 1``, ``--a=1`` and a flag alone (value "")."""
+    found, index = [], 0
+    while index < len(words):
+        word = words[index]
+        name, sep, value = word.partition("=")
+        if not sep and index + 1 < len(words) and not words[index + 1].startswith("-"):
+            value, index = words[index + 1], index + 1
+        found.append((name, value))
+        index += 1
+    return found

@@ -23,13 +23,32 @@ from nodeweave.errors import UsageError
 NODE_HELP = ("Only these nodes (repeat, or a list): an index 1, a range 0,2-3, a node's name (node-1, its "
              "container, pod or host), or its address KIND:NAME as `status` shows it (podman:llama-0, pod:llama-0, "
              "ssh:gpu01); default: every node")
-NODE = typer.Option([], "--node", metavar="NODE", help=NODE_HELP)
 _RANGE = re.compile(r"^(\d+)-(\d+)$")
 
 
 def words(wanted: Sequence[str]) -> List[str]:
-    """Every selector given, commas split: ``["0,2-3", "gpu01"]`` -> ``["0", "2-3", "gpu01"]``."""
-    return [w.strip() for text in wanted or () for w in str(text).split(",") if w.strip()]
+    """Every selector given, commas split: ``["0,2-3", "gpu01"]`` -> ``["0", "2-3", "gpu01"]``.
+
+    An empty item (``--node ','``, ``--node 0,,2``) is refused, never dropped: a selector that
+    shrinks to nothing would mean every node.
+    """
+    found = []
+    for text in wanted or ():
+        items = [w.strip() for w in str(text).split(",")]
+        if not all(items):
+            raise UsageError(f"--node {str(text)!r} holds an empty item; accepted: indices, ranges, names or "
+                             "addresses separated by commas, e.g. --node 0,2-3 (leave --node off for every node)")
+        found.extend(items)
+    return found
+
+
+def checked_selectors(value: List[str]) -> List[str]:
+    """``--node``'s callback: a blank or empty item is refused as the command line is read, before anything runs."""
+    words(value)
+    return value
+
+
+NODE = typer.Option([], "--node", metavar="NODE", help=NODE_HELP, callback=checked_selectors)
 
 
 def is_address(word: str) -> bool:
@@ -91,9 +110,10 @@ def first_nodes(nodes: Sequence, wanted: Sequence[str], verb: str) -> int:
     """How many nodes a job starts on: ``--node`` must select ranks 0..N-1 (node 0 the master), so N."""
     picked = [n.index for n in pick_nodes(nodes, wanted)]
     if picked != list(range(len(picked))):
+        count_flag = f" (or --nodes {max(picked) + 1})" if verb == "run" else ""  # only `run` takes --nodes
         raise UsageError(f"`nodeweave {verb}` starts one job whose ranks are the nodes' places (node 0 the "
-                         f"master): --node {','.join(words(wanted))} selects {picked}; select 0-{max(picked)} "
-                         f"(or --nodes {max(picked) + 1})")
+                         f"master): --node {','.join(words(wanted))} selects {picked}; select "
+                         f"--node 0-{max(picked)}{count_flag}")
     return len(picked)
 
 

@@ -7,6 +7,7 @@ on stdout, notes on stderr), so scripts can rely on ``-o json`` anywhere it is o
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import typer
 
@@ -16,7 +17,7 @@ OUTPUTS = ("table", "wide", "json", "yaml")
 
 
 def output_option():
-    return typer.Option("table", "--output", "-o", help="table (default), wide (every column), json or yaml "
+    return typer.Option("table", "--output", "-o", autocompletion=complete_from(*OUTPUTS), help="table (default), wide (every column), json or yaml "
                                                         "(the data on stdout, as kubectl -o)")
 
 
@@ -37,3 +38,46 @@ def emit(data, output: str) -> bool:
         typer.echo(yaml.safe_dump(json.loads(json.dumps(data, default=str)), sort_keys=False).rstrip())
         return True
     return False
+
+
+def complete_from(*values: str):
+    """A shell completion for an option of fixed choices: the values that start with what was typed."""
+    def complete(incomplete: str):
+        return [value for value in values if value.startswith(incomplete)]
+    return complete
+
+
+def complete_run_ids(ctx: typer.Context, incomplete: str):
+    """A shell completion for a run id: the run and sweep folders under --runs-dir (else runs/ beside the spec)."""
+    from nodeweave.cli.habits.base import find_spec
+    from nodeweave.cluster.runfolder import RUNS
+
+    given = (ctx.params or {}).get("runs_dir")
+    parent = Path(given) if given else find_spec(None).resolve().parent / RUNS
+    try:
+        names = sorted(p.name for p in parent.iterdir() if p.is_dir())
+    except OSError:
+        names = []
+    return [name for name in ["last", *names] if name.startswith(incomplete)]
+
+
+def data_format(as_json: bool, output: str) -> str:
+    """The format a verb prints its data in: ``--json`` (kept: scripts use it) is ``-o json``."""
+    return "json" if as_json else checked(output)
+
+
+def is_data(fmt: str) -> bool:
+    """Whether the data goes to stdout as JSON or YAML (then the tables and notes go to stderr)."""
+    return fmt in ("json", "yaml")
+
+
+FULL_ROWS = 10_000  # columns off a terminal: wide enough that no table row is folded or cut
+
+
+def table_width() -> "int | None":
+    """A table's width: the terminal's (or $COLUMNS) on a terminal; off one (a pipe, a file), every row whole
+    on one line, so ``grep`` and ``awk`` see full rows (a table is only as wide as its content)."""
+    import os
+    import sys
+
+    return None if sys.stdout.isatty() or os.environ.get("COLUMNS") else FULL_ROWS

@@ -4,6 +4,8 @@ Why: a short flag means one thing across every verb (``-t`` is ``--target``; ``-
 ``-o json|yaml|wide``), and every verb picks nodes with ``--node`` (``nodeweave.cli.habits.nodes``),
 so the verbs that spelled these otherwise lost those spellings. Scripts written for the old
 spelling keep working, and say what to change: ``note_renamed`` is the one line they print.
+``bench -o PATH`` (the old ``--json-out``) is not among them any more: ``-o`` selects an output
+format on every verb, so ``bench -o json`` prints JSON and never writes a file named ``json``.
 """
 
 from __future__ import annotations
@@ -13,9 +15,7 @@ from typing import Dict, List, Tuple
 import typer
 
 # verb -> {old short flag: (new long flag, since)}
-RENAMED: Dict[str, Dict[str, Tuple[str, str]]] = {
-    "bench": {"-o": ("--json-out", "-o is kept for an output format")},
-}
+RENAMED: Dict[str, Dict[str, Tuple[str, str]]] = {}
 NODE_NOTE = "every verb picks nodes with --node"
 
 

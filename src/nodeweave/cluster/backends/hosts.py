@@ -79,8 +79,11 @@ class HostsCluster(Backend):
 
     @property
     def token_file(self) -> str:
-        """Where ``up`` puts the job's random token on every host (0600)."""
-        return f"{self.dir}/compose/job-token"
+        """Where ``up`` puts the job's random token on every host (0600): per job, as beside the spec, so two
+        specs sharing a remote folder never re-key each other's nodes."""
+        from nodeweave.cluster import token
+
+        return f"{self.dir}/{token.job_file(self.spec.name)}"
 
     def nodes(self, for_up: bool = False) -> List[Node]:
         if self.engine == "none":
@@ -106,9 +109,9 @@ class HostsCluster(Backend):
         """A fresh random job token, the same on every host, written there as a 0600 file (on stdin, never argv)."""
         from nodeweave.cluster import token
 
-        secret = token.new_token()
+        secret, (folder, name) = token.new_token(), posixpath.split(self.token_file)
         return [Step(f"send a new job token to node-{i} ({self._ssh(host).label})", tuple(self._ssh(host).exec_argv(
-            [*token.REMOTE_WRITE, f"{self.dir}/compose", "job-token"], stdin=True)), stdin=secret + "\n",
+            [*token.REMOTE_WRITE, folder, name], stdin=True)), stdin=secret + "\n",
             stdin_name="a new random job token") for i, host in enumerate(self.hosts)]
 
     def up_steps(self, mode: str, image: Optional[str]) -> List[List[Step]]:

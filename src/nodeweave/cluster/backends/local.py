@@ -1,11 +1,13 @@
-"""The local cluster: ``compose/local.yaml`` on podman (podman-compose) or docker (``docker compose``).
+"""The local cluster: the spec's compose file on podman (podman-compose) or docker (``docker compose``).
 
 Each node is a container ``<name>-<i>`` on one bridge network, reached with
-``podman exec`` / ``docker exec``. ``up`` first makes sure the compose file is
-what the spec renders (writing it when it is stale and carries nodeweave's
-mark, refusing a file of the user's own), then starts it with
-``NODEWEAVE_MODE`` set (``--hold``: every node holds for ``nodeweave run``)
-and ``NODEWEAVE_IMAGE`` when ``--image`` names one.
+``podman exec`` / ``docker exec``. ``up`` renders the job's own compose file,
+``.nodeweave/<job>/compose.yaml`` (what ``render compose`` writes to
+``compose/local.yaml``, host paths made absolute so it can live there), then
+starts it with ``NODEWEAVE_MODE`` set (``--hold``: every node holds for
+``nodeweave run``) and ``NODEWEAVE_IMAGE`` when ``--image`` names one. Kept per
+job, with the job's token beside it, so two specs in one folder never start,
+stop or re-key each other's nodes: ``down --spec a.yaml`` uses a's file only.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from nodeweave.steps import Step
 from nodeweave.errors import UsageError
 from nodeweave.remote import make_target
 
-COMPOSE_FILE = "compose/local.yaml"
+COMPOSE_FILE = "compose/local.yaml"  # the rendered file this one is made like
 
 
 def compose_tool(engine: str) -> List[str]:
@@ -45,7 +47,10 @@ class LocalCluster(Backend):
         super().__init__(spec, spec_path, options)
         self.detected = options.engine or detect_engine()
         self.engine = self.detected or "podman"  # a dry run still shows the commands; check_tools refuses
-        self.compose_file = self.spec_dir / COMPOSE_FILE
+        from nodeweave.cluster.options import JobState
+
+        self.state = JobState(self.spec_dir, spec.name)
+        self.compose_file = self.state.compose_file
 
     def nodes(self, for_up: bool = False) -> List[Node]:
         return [Node(i, make_target(self.engine, f"{self.spec.name}-{i}")) for i in range(self.spec.nodes.min)]
@@ -67,32 +72,28 @@ class LocalCluster(Backend):
         return self._compose_file(dry_run) + self._new_token(dry_run)
 
     def _new_token(self, dry_run: bool) -> List[str]:
-        """A fresh job token for this up (0600 file beside the spec), mounted by compose/local.yaml."""
+        """A fresh job token for this up (0600 file in the job's state folder), mounted by its compose file."""
         from nodeweave.cluster import token
 
-        path = self.spec_dir / token.STATE_FILE
+        path = self.state.token_file
         if not dry_run:
-            token.rotate(self.spec_dir)
+            token.rotate(path)
         self.token_env = token.compose_env(str(path))
-        return [f"{'would write' if dry_run else 'wrote'} a new random job token to {token.STATE_FILE} (0600), "
+        return [f"{'would write' if dry_run else 'wrote'} a new random job token to {self.state.shown(path)} (0600), "
                 f"mounted at {token.CONTAINER_PATH} in every node"]
 
     def _compose_file(self, dry_run: bool) -> List[str]:
-        from nodeweave.targets.compose import render_files
-        from nodeweave.rendering import plan_render
-
-        plan = plan_render({COMPOSE_FILE: render_files(self.spec)[COMPOSE_FILE]}, self.spec_dir)
-        entry = plan.entries[0]
-        if entry.status == "refused":
-            raise UsageError(f"{self.compose_file} is not nodeweave's (no 'by nodeweave' mark in its first lines) and "
-                             f"differs from what {self.spec_path.name} renders; move it away, or "
-                             "`nodeweave render compose --force` to replace it")
-        if entry.status == "unchanged":
+        """The job's compose file, written when it differs from what the spec renders (it is nodeweave's own)."""
+        text = render_up_compose(self.spec, self.spec_dir)
+        if self.compose_file.is_file() and self.compose_file.read_text(encoding="utf-8") == text:
             return []
+        status = "changed" if self.compose_file.exists() else "new"
         if not dry_run:
-            plan.write()
-        return [f"{'would write' if dry_run else 'wrote'} {COMPOSE_FILE} ({entry.status}: rendered from "
-                f"{self.spec_path.name})"]
+            from nodeweave.rendering.plan import write_atomically
+
+            write_atomically(self.compose_file, text.encode("utf-8"))
+        return [f"{'would write' if dry_run else 'wrote'} {self.state.shown(self.compose_file)} ({status}: "
+                f"rendered from {self.spec_path.name})"]
 
     def up_steps(self, mode: str, image: Optional[str]) -> List[List[Step]]:
         env = (("NODEWEAVE_MODE", mode),) + ((("NODEWEAVE_IMAGE", image),) if image else ())
@@ -137,4 +138,22 @@ class LocalCluster(Backend):
         return [node.remote for node in self.nodes()], self.spec.workspace.path
 
     def where(self) -> str:
-        return f"{self.engine} on this machine ({COMPOSE_FILE})"
+        return f"{self.engine} on this machine ({self.state.shown(self.compose_file)})"
+
+
+def render_up_compose(spec, spec_dir: Path) -> str:
+    """``compose/local.yaml`` as ``render`` makes it, with every relative host path made absolute (from the spec's
+    folder), so the file means the same from the job's state folder as from compose/."""
+    from dataclasses import replace
+
+    from nodeweave.targets.compose import render_files
+
+    def absolute(host_path):
+        if host_path is None or host_path.startswith(("/", "~")):
+            return host_path
+        return str((spec_dir / host_path).resolve())
+
+    rebased = replace(spec, workspace=replace(spec.workspace, host_path=absolute(spec.workspace.host_path)),
+                      cache=replace(spec.cache, host_path=absolute(spec.cache.host_path)),
+                      volumes=tuple(replace(v, host_path=absolute(v.host_path)) for v in spec.volumes))
+    return render_files(rebased)[COMPOSE_FILE]

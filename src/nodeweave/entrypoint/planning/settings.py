@@ -57,7 +57,7 @@ def usage():
     ]
     rows = [("{} VALUE".format(row.flag), "{} [{}]".format(row.help, row.variable)) for row in SETTINGS]
     rows += [(flag, text) for flag, (_, text) in FLAGS.items()]
-    rows += [("-h, --help", "show this help and exit"),
+    rows += [("-h, --help", "show this help and exit"), ("--version", "print the version and exit"),
              ("--node ACTION", "status | stop | report: what nodeweave asks a node (JSON; first argument only)")]
     width = max(len(left) for left, _ in rows) + 4  # the longest flag still leaves two spaces before its text
     lines += [("  " + left).ljust(width) + text for left, text in rows]
@@ -65,6 +65,10 @@ def usage():
 
 
 class HelpRequested(Exception):
+    pass
+
+
+class VersionRequested(Exception):
     pass
 
 
@@ -80,6 +84,8 @@ def parse(argv, env):
             break
         if arg in ("-h", "--help"):
             raise HelpRequested()
+        if arg == "--version":
+            raise VersionRequested()
         if not arg.startswith("-") or arg == "-":
             command = list(argv[i:])
             break
@@ -92,9 +98,14 @@ def parse(argv, env):
             continue
         row = BY_FLAG.get(name)
         if row is None:
+            import difflib
+
+            known = sorted(list(BY_FLAG) + list(FLAGS) + ["--help", "--version"])
+            close = difflib.get_close_matches(name, known, n=1)
+            hint = f" (did you mean {close[0]}?)" if close else ""
             raise UsageError(
-                f"unknown option {name!r}; put the training command after the options "
-                f"(or after --). Options: {', '.join(sorted(list(BY_FLAG) + list(FLAGS)))}"
+                f"unknown option {name!r}{hint}; put the training command after the options "
+                f"(or after --). Options: {', '.join(known)}"
             )
         if eq:
             value = inline

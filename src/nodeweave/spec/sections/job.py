@@ -15,8 +15,24 @@ from nodeweave.spec.nodes import Fields, Reader
 
 # Variables the renderers set from the spec; a user value would silently fight them.
 RESERVED_ENV = ("NODE_RANK", "NNODES", "MASTER_ADDR", "MASTER_PORT", "POD_NAME", "POD_NAMESPACE", "POD_IP")
+# torchrun reads its flags from PET_<FLAG> too: the same settings under another spelling.
+TORCHRUN_ENV = tuple(f"PET_{name}" for name in ("NNODES", "NODE_RANK", "MASTER_ADDR", "MASTER_PORT",
+                                                "NPROC_PER_NODE", "RDZV_ENDPOINT", "RDZV_BACKEND", "RDZV_ID",
+                                                "MAX_RESTARTS"))
 # NODEWEAVE_* variables no spec field sets: the user's to give (the check-in secret's file, a mounted Secret).
 USER_NODEWEAVE_ENV = ("NODEWEAVE_JOB_TOKEN_FILE",)
+
+
+def is_reserved(name: str) -> bool:
+    """Whether ``name`` is nodeweave's or the platform's to set, under any spelling: every NODEWEAVE_* the
+    entrypoint contract owns, NNODES/NODE_RANK/MASTER_ADDR/..., and torchrun's PET_* names for them.
+
+    The one rule for every place a variable is taken (the spec's ``env:``, ``run -e``, ``exec -e``,
+    ``--sweep``), so no spelling slips past one of them.
+    """
+    if name.startswith("NODEWEAVE_"):
+        return name not in USER_NODEWEAVE_ENV
+    return name in RESERVED_ENV or name in TORCHRUN_ENV
 # Beyond this a typo is likelier than a job: 100000 rendered an 85 MB compose file for minutes.
 NODES_MAX = 2048
 NODES_ACCEPTED = (f'a node count from 1 to {NODES_MAX}, or "MIN:MAX" with 1 <= MIN <= MAX <= {NODES_MAX} for an '
@@ -27,6 +43,8 @@ GPUS_ACCEPTED = 'processes per node: an integer from 1 to 1024, or "auto" (one p
 def nodes(r: Reader, node: Optional[Node]) -> NodeRange:
     if node is None:
         return NodeRange(1, 1)
+    if ":" not in str(getattr(node, "value", "")):  # MIN:MAX (YAML 1.1's base 60) is the elastic range
+        r.refuse_unplain_int(node, "nodes", NODES_ACCEPTED)
     if r.is_int(node):
         count = r.integer(node, "nodes", 1, NODES_MAX)
         return NodeRange(count, count)
@@ -47,6 +65,7 @@ def nodes(r: Reader, node: Optional[Node]) -> NodeRange:
 def gpus(r: Reader, node: Optional[Node]):
     if node is None:
         return "auto"
+    r.refuse_unplain_int(node, "gpus_per_node", GPUS_ACCEPTED)
     if r.is_int(node):
         return r.integer(node, "gpus_per_node", 1, 1024)
     if r.string(node, "gpus_per_node", GPUS_ACCEPTED) != "auto":
@@ -143,7 +162,7 @@ def cache(r: Reader, top: Fields) -> Cache:
 
 
 def _refuse_reserved(r: Reader, node: Node, path: str, key: str) -> None:
-    if (key.startswith("NODEWEAVE_") and key not in USER_NODEWEAVE_ENV) or key in RESERVED_ENV:
+    if is_reserved(key):
         raise r.fail(node, path, "is set by nodeweave from the spec (nodes, launcher.master_port, ...) or by the platform",
                      "any other variable name; change the matching spec field instead")
 

@@ -147,14 +147,15 @@ class SlurmCluster(Backend):
         """Where ``up`` writes the job's token on every node: in the workspace folder there (0600, the user's)."""
         from nodeweave.cluster import token
 
-        return f"{self.workdir}/{token.STATE_FILE}"
+        return f"{self.workdir}/{token.job_file(self.spec.name)}"
 
     @property
     def token_file_seen(self) -> str:
         """The same file as the steps see it: through the workspace mount when they run in the job's image."""
         from nodeweave.cluster import token
 
-        return f"{self.runtime.workdir}/{token.STATE_FILE}" if self.runtime.in_container else self.token_file
+        seen = f"{self.runtime.workdir}/{token.job_file(self.spec.name)}"
+        return seen if self.runtime.in_container else self.token_file
 
     def token_steps(self) -> List[Step]:
         """A new random token for this up, written on every node by a one-task step, the token on stdin."""
@@ -168,7 +169,7 @@ class SlurmCluster(Backend):
 
     def down_steps(self, delete_claims: bool) -> List[List[Step]]:
         if self.job is None:
-            raise UsageError(f"no Slurm allocation is recorded for {self.spec.name} in .nodeweave/cluster.json: "
+            raise UsageError(f"no Slurm allocation is recorded for {self.spec.name} in .nodeweave/{self.spec.name}/cluster.json: "
                              "nothing to release (`squeue --me` lists your jobs)")
         if self.record() is None:
             return []  # released already, or past its time limit: nothing left but the record
