@@ -12,6 +12,7 @@ from nodeweave.entrypoint.stall import judge, stacks
 from nodeweave.entrypoint.stall.ranks import RankFolder
 from nodeweave.entrypoint.stall.rankhook import nodeweave_rankprobe as probe
 from nodeweave.entrypoint.stall.setup import HOOK
+from nodeweave.entrypoint.stall.watcher import StallWatch
 
 SLEEPER = textwrap.dedent("""\
     import os, sys, time
@@ -43,6 +44,8 @@ def test_a_sleeping_rank_is_seen_and_its_stack_read_without_stopping_it(tmp_path
         assert [(v["rank"], v["pid"], v["seq"], v["inside"]) for v in view] == [(3, proc.pid, 0, False)]
         assert view[0]["state"] == "S"
         described = [stacks.describe_rank(v, t) for v, t in zip(view, folder.stacks(view).values())]
+        assert described[0]["label"] == "line 3 (call not resolved) (loader.py:3)", described  # not asked where
+        described = StallWatch(folder, 60, 0, lambda line: None).stacks(view)
         assert described[0]["label"] == "time.sleep (loader.py:3)", described
         assert [f[2] for f in described[0]["frames"]] == ["load_batch", "<module>"]
         assert proc.poll() is None  # dumping a stack does not stop the rank
@@ -200,3 +203,40 @@ def test_the_flight_summary_names_the_last_collective_entered_and_completed():
     assert flight.summary("{}") == "flight recorder: unreadable dump"
     described = [{"rank": 0, "flight": "a"}, {"rank": 2, "flight": "a"}, {"rank": 1, "flight": "b"}]
     assert flight.lines(described) == ["    ranks 0, 2: a", "    rank 1: b"]
+
+
+TWO_CALLS = textwrap.dedent("""\
+    import os, sys, time
+    def load_batch():
+        started = time.time(); time.sleep(3600)
+    print("ready", flush=True)
+    load_batch()
+    """)
+
+
+def test_the_class_names_the_call_that_is_executing_not_the_first_call_on_its_line(tmp_path):
+    """``started = time.time(); time.sleep(3600)``: the rank sleeps, so the class is time.sleep (the frame's
+    position says which call runs), not time.time, the first call on the line."""
+    proc = start_rank(tmp_path, TWO_CALLS)
+    try:
+        folder = RankFolder(str(tmp_path), node=1, host="h", pod="p")
+        deadline = time.monotonic() + 10
+        view = folder.sample()
+        while view[0]["state"] != "S" and time.monotonic() < deadline:
+            time.sleep(0.05)
+            view = folder.sample()
+        time.sleep(0.3)
+        described = StallWatch(folder, 60, 0, lambda line: None).stacks(view)
+        assert described[0]["label"] == "time.sleep (loader.py:3)", described
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_a_call_whose_position_is_not_known_is_said_to_be_unresolved_not_guessed(tmp_path):
+    script = tmp_path / "job.py"
+    script.write_text("import time\nstarted = time.time(); time.sleep(3600)\n")
+    frames = [(str(script), 2, "<module>")]
+    assert stacks.classify(frames) == "line 2 (call not resolved) (job.py:2)"
+    where = [[str(script), 2, "<module>", 2, 2, 23, 39, True]]
+    assert stacks.classify(frames, where=where) == "time.sleep (job.py:2)"

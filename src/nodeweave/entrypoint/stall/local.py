@@ -71,9 +71,11 @@ class LocalWatch:
         if self.failure is not None:
             return
         self.failure = (label, how)
-        self.log(f"the job stalled at {label}: {how}; stopping this node's launcher (exit {code}: stalled)")
+        aside = self.stall.aside_path() if self.stall is not None and self.stop_launcher else None
+        self.log(f"the job stalled at {label}: {how}; stopping this node's launcher (exit {code}: stalled)"
+                 + (f"; its output from here on: {aside}" if aside else ""))
         if self.stop_launcher:
-            self.stop_launcher(GRACE_S)
+            self.stop_launcher(GRACE_S, aside=aside)
 
 
 LAUNCHERS = ("torchrun", "deepspeed", "accelerate")

@@ -1,6 +1,12 @@
-"""Switch the stall watch on for one supervised launch: the ranks' folder, their PYTHONPATH, the watch."""
+"""Switch the stall watch on for one supervised launch: the ranks' folder, their PYTHONPATH, the watch.
+
+The ranks' folder is per job and per node (``$TMPDIR/nodeweave/ranks/<job id>-<master port>/node-<i>``):
+two nodes of one job on one host sharing a TMPDIR (bare hosts, simulated nodes) never read each other's
+records, stacks or flight dumps, and another job's launch never clears them.
+"""
 
 import os
+import re
 
 from ..planning.contract import STALL_TIMEOUT_S, STALL_WARN_S
 
@@ -21,6 +27,12 @@ def flight_recorder(environ, folder):
     return environ
 
 
+def rank_folder_path(root, job_id, master_port, node):
+    """``<root>/ranks/<job id>-<master port>/node-<node>``; the job id made safe as one path component."""
+    job = re.sub(r"[^A-Za-z0-9._-]", "_", str(job_id or "job"))[:80] or "job"
+    return os.path.join(root, "ranks", f"{job}-{master_port}", f"node-{node}")
+
+
 def attach(watch, plan, settings, environ, log):
     """The launcher's environment with the hook on PYTHONPATH; ``watch.stall`` set. Unchanged when off."""
     warn = settings.get("stall_warn", STALL_WARN_S)
@@ -31,7 +43,9 @@ def attach(watch, plan, settings, environ, log):
     from .watcher import StallWatch
 
     env = settings.env
-    folder = RankFolder(os.path.join(state_root(env), "ranks"), plan.topology.node_rank.value, plan.node.hostname,
+    topo = plan.topology
+    path = rank_folder_path(state_root(env), topo.job_id, topo.master_port.value, topo.node_rank.value)
+    folder = RankFolder(path, topo.node_rank.value, plan.node.hostname,
                         env.get("POD_NAME") or plan.node.hostname)
     try:
         folder.prepare()

@@ -7,6 +7,7 @@ every node prints; after ``stall_timeout`` it stops every node with
 :data:`EXIT_STALLED`. A straggler is named once (again when the set changes).
 """
 
+import os
 import time
 
 from ..errors import EXIT_STALLED
@@ -14,6 +15,7 @@ from . import flight, judge, report
 from .stacks import describe_rank, group
 
 GATHER_S = 6.0
+AFTER_STOP = "launcher-after-stop.log"
 
 
 class StallWatch:
@@ -36,15 +38,19 @@ class StallWatch:
     def stacks(self, view=None):
         """Every rank's described stack, with its flight recorder's last collectives (the dumps kept too)."""
         view = self.view() if view is None else view
-        asked = self.folder.ask_flights(view)
-        dumps = self.folder.collect_flights(asked)  # first: faulthandler's signal must not meet the thread busy
+        asked = self.folder.ask(view)
+        dumps, wheres = self.folder.collect(asked)  # first: faulthandler's signal must not meet the thread busy
         texts = self.folder.stacks(view)
         flight.keep(self.run_dir, dumps)
-        described = [describe_rank(v, texts.get(v["rank"])) for v in view]
+        described = [describe_rank(v, texts.get(v["rank"]), wheres.get(v["rank"])) for v in view]
         for item in described:
             if item["rank"] in dumps:
                 item["flight"] = flight.summary(dumps[item["rank"]])
         return described
+
+    def aside_path(self):
+        """Where the launcher's output goes once a stall stops it: the run folder, else the ranks' folder."""
+        return os.path.join(self.run_dir or self.folder.path, AFTER_STOP)
 
     def publish(self, lines):
         for line in lines:

@@ -11,8 +11,10 @@ the script imports it). It
 - registers :data:`STACK_SIGNAL` with ``faulthandler`` (``all_threads``), which
   appends every thread's Python stack to ``rank-<RANK>.stack`` — from C, so it
   answers while the rank sleeps, reads a dead file system or waits in gloo;
-- once the process group exists and torch's flight recorder is on, keeps a
-  thread (``flight.py``) that counts the default group's collectives as the
+- keeps a thread (``nodeweave_flight.py``) that, asked through a FIFO, writes
+  where the main thread is (each frame's running instruction, so the node
+  names the call that executes); once the process group exists and torch's
+  flight recorder is on, the same thread counts the default group's collectives as the
   recorder sees them (C++-issued ones too: DDP's reducer) and dumps the
   recorder to ``rank-<RANK>.flight.json`` when asked.
 
@@ -167,7 +169,6 @@ class Finder:
         def exec_module(module):
             run(module)
             patch(probe, module)
-            start_flight(probe)
         spec.loader.exec_module = exec_module
         return spec
 
@@ -188,22 +189,22 @@ def install(env):
     probe.stacks = open(os.path.join(folder, f"rank-{rank}.stack"), "a")
     faulthandler.register(stack_signal(), file=probe.stacks, all_threads=True, chain=False)
     probe.folder = folder
+    start_flight(probe)
     if "torch.distributed.distributed_c10d" in sys.modules:
         patch(probe, sys.modules["torch.distributed.distributed_c10d"])
-        start_flight(probe)
     else:
         sys.meta_path.insert(0, Finder(probe))
     return probe
 
 
 def start_flight(probe):
-    """The flight recorder's thread, when torch's recorder is on (the entrypoint sets its size; 0 = off)."""
+    """The answer thread (where the main thread is; torch's recorder, when on: the entrypoint sets its size)."""
     try:
         import nodeweave_flight
 
         nodeweave_flight.start(probe, os.environ)
     except Exception as err:  # noqa: BLE001 - the recorder is a bonus: training goes on without it
-        sys.stderr.write(f"nodeweave: flight recorder watch not started in rank {probe.rank}: {err}\n")
+        sys.stderr.write(f"nodeweave: answer thread not started in rank {probe.rank}: {err}\n")
 
 
 def read(data):
