@@ -240,3 +240,59 @@ def test_a_call_whose_position_is_not_known_is_said_to_be_unresolved_not_guessed
     assert stacks.classify(frames) == "line 2 (call not resolved) (job.py:2)"
     where = [[str(script), 2, "<module>", 2, 2, 23, 39, True]]
     assert stacks.classify(frames, where=where) == "time.sleep (job.py:2)"
+
+
+def nccl_views(beat, waits, host_s=0.2, collectives=10):
+    """Views at a beat of ranks whose collectives return at once (NCCL): the same host time per collective
+    on every rank, and ``waits[rank]`` s of device time per collective waiting for the others."""
+    views = []
+    for rank, wait in waits.items():
+        n = beat * collectives
+        views.append(dict(view(rank, 2 + n, 0.1, node=rank), inside_s=0.00002 * n, outside_s=host_s * n,
+                          device_wait_s=wait * n, device_timed=n))
+    return views
+
+
+def test_under_nccl_the_rank_the_others_wait_for_on_the_device_is_named_and_a_healthy_run_is_not():
+    tracker, healthy = judge.Stragglers(window_s=10, confirm=3), judge.Stragglers(window_s=10, confirm=3)
+    for beat in range(20):
+        tracker.feed(beat * 2.0, nccl_views(beat, {0: 0.15, 1: 0.001}))
+        named = tracker.evaluate(beat * 2.0)
+        healthy.feed(beat * 2.0, nccl_views(beat, {0: 0.002 + 0.001 * (beat % 2), 1: 0.002}))
+        assert healthy.evaluate(beat * 2.0) == []
+    assert [(n["rank"], n["node"], n["device"]) for n in named] == [(1, 1, True)], named
+    assert abs(named[0]["per_s"] - 0.199) < 0.002 and abs(named[0]["ref_s"] - 0.05) < 0.002, named
+    old = judge.Stragglers(window_s=10, confirm=3)  # host time outside collectives alone (the gloo rule) is blind
+    for beat in range(20):
+        old.feed(beat * 2.0, [dict(v, device_timed=0) for v in nccl_views(beat, {0: 0.15, 1: 0.001})])
+        assert old.evaluate(beat * 2.0) == []
+
+
+def test_a_straggler_named_in_n_checks_in_a_row_is_handed_to_the_recovery_engine_once(tmp_path):
+    from nodeweave.entrypoint.stall.local import LocalWatch
+
+    class Peers(LocalWatch):
+        beat = 0
+
+        def peer_views(self):
+            self.beat += 1
+            return nccl_views(self.beat, {0: 0.15, 1: 0.001})
+
+    said, faults = [], []
+    peers = Peers(said.append, "test", other_nodes=True)
+    now = [0.0]
+    watch = StallWatch(RankFolder(str(tmp_path), node=0, host="h0", pod="h0"), 60, 0, said.append,
+                       run_dir=str(tmp_path / "run"), clock=lambda: now[0], fault_checks=4)
+    watch.stragglers = judge.Stragglers(window_s=10, confirm=3)
+    peers.on_straggler_fault = lambda fault: faults.append(fault) or True
+    for beat in range(30):
+        now[0] = beat * 2.0
+        watch.hub_tick(peers)
+    assert [(f["node"], f["ranks"], f["checks"]) for f in faults] == [(1, [1], 4)], faults
+    lines = [line for line in said if line.startswith("STRAGGLER")]
+    assert lines[0].startswith("STRAGGLER: node 1 (host h1): all its ranks are"), lines
+    assert lines[1].startswith("STRAGGLER: rank 1 (node 1, host h1) is 29") and "wait for it on the GPU" in lines[1]
+    assert lines[2] == ("STRAGGLER FAULT: node 1 (host h1): rank 1 named a straggler 4 checks in a row "
+                        f"({faults[0]['gap'] * 100:.0f}% slower); handed to recovery"), lines
+    assert len(lines) == 3
+    assert "STRAGGLER FAULT: node 1" in (tmp_path / "run" / "stalls.txt").read_text()

@@ -291,6 +291,9 @@ SETTINGS = (
             "the profiler's own options, shell-quoted, instead of nodeweave's (rocprofv3: --kernel-trace --stats; "
             "nsys: none), e.g. '-i counters.yaml' or '--trace=cuda,nvtx --stats=true'; the output stays nodeweave's",
             read=read_words),
+    Setting("straggler_fault", "--straggler-fault", "NODEWEAVE_STRAGGLER_FAULT",
+            "checks in a row a straggler is named before node 0 reports it as a fault to the recovery engine "
+            "(docs/stalls.md); 0 = never (default)", read=read_int(0)),
     Setting("stall_warn", "--stall-warn", "NODEWEAVE_STALL_WARN", "seconds of a stall before the report; 0 = off", spec="launcher.stall_warn", read=read_int(0), text=lambda v: None if v == STALL_WARN_S else str(v)),  # noqa: E501
     Setting("stall_timeout", "--stall-timeout", "NODEWEAVE_STALL_TIMEOUT", "seconds of a stall before exit 7; 0 = never", spec="launcher.stall_timeout", read=read_int(0), text=lambda v: None if v == STALL_TIMEOUT_S else str(v)),  # noqa: E501
 )

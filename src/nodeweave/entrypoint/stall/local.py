@@ -14,13 +14,14 @@ import threading
 import time
 
 from ..errors import EXIT_STALLED
+from .exchange import FaultSeam
 from .setup import attach
 
 TICK_S = 2.0
 GRACE_S = 10.0
 
 
-class LocalWatch:
+class LocalWatch(FaultSeam):
     """What ``running.supervise.run_supervised`` drives (start, finish) and ``watcher.StallWatch`` asks of
     node 0's heartbeat (peer views, stacks, reports, stop), for one node alone."""
 

@@ -57,7 +57,8 @@ def attach(watch, plan, settings, environ, log):
     environ["PYTHONPATH"] = os.pathsep.join([HOOK] + ([environ["PYTHONPATH"]] if environ.get("PYTHONPATH") else []))
     run_id = settings.get("run_id")
     watch.stall = StallWatch(folder, warn, settings.get("stall_timeout", STALL_TIMEOUT_S), log,
-                             run_dir(env, run_id) if run_id else None)
+                             run_dir(env, run_id) if run_id else None,
+                             fault_checks=settings.get("straggler_fault") or 0)
     hub = getattr(watch, "hub", None)
     if hub is not None:
         hub.live_status = lambda stacks=False: watch.stall.status(watch, stacks)

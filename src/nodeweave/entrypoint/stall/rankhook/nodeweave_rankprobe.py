@@ -5,7 +5,9 @@ the script imports it). It
 
 - maps ``$NODEWEAVE_RANKWATCH_DIR/rank-<RANK>.bin`` (:data:`LAYOUT`) and keeps
   there the count of collectives entered, the one it is in and since when,
-  and the time spent inside and outside collectives (the straggler measure);
+  the time spent inside and outside collectives (the straggler measure under
+  gloo) and, for collectives on GPU tensors, the device time spent waiting in
+  them (``nodeweave_device.py``: the measure under NCCL and RCCL);
 - wraps the ``torch.distributed`` collectives when ``distributed_c10d`` is
   imported (an import hook; the first call into one counts, nested calls do not);
 - registers :data:`STACK_SIGNAL` with ``faulthandler`` (``all_threads``), which
@@ -28,10 +30,11 @@ import struct
 import sys
 import time
 
-MAGIC = b"NWR1"
+MAGIC = b"NWR2"
 # magic, gen, pid, rank, local rank, main thread ident, seq, changed, entered, inside_s, outside_s, name,
-# the flight recorder's last enqueued and last completed collective of the default group (-1: not known)
-LAYOUT = struct.Struct("<4sIIiiQQdddd24sqq")
+# the flight recorder's last enqueued and last completed collective of the default group (-1: not known),
+# the device time waited in timed collectives and how many were timed
+LAYOUT = struct.Struct("<4sIIiiQQdddd24sqqdq")
 SIZE = 4096
 OWNER = "NODEWEAVE_RANKWATCH_PID"
 COLLECTIVES = (
@@ -71,6 +74,7 @@ class Probe:
         self.inside = self.outside = 0.0
         self.changed = self.last_exit = time.monotonic()
         self.flight = (-1, -1)  # written by the flight thread (flight.py)
+        self.device = None  # nodeweave_device.DeviceTimer, once a collective runs on a GPU tensor
         self.lock = threading.Lock()  # the main thread and the flight thread both write
         self.forked = False
         if hasattr(os, "register_at_fork"):
@@ -91,7 +95,8 @@ class Probe:
             struct.pack_into("<I", self.map, 4, self.gen)  # odd: a reader retries
             LAYOUT.pack_into(self.map, 0, MAGIC, self.gen, os.getpid(), self.rank, self.local_rank, self.thread,
                              self.seq, self.changed, self.entered, self.inside, self.outside, self.name,
-                             self.flight[0], self.flight[1])
+                             self.flight[0], self.flight[1], self.device.waited_s if self.device else 0.0,
+                             self.device.timed if self.device else 0)
             self.gen += 1
             struct.pack_into("<I", self.map, 4, self.gen)
 
@@ -108,6 +113,25 @@ class Probe:
         self.entered = self.changed = now
         self.name = name
         self.write()
+
+    def time_device(self, args, kwargs):
+        """The device timer's token for this collective, or None (not on a GPU tensor; a timer that failed)."""
+        try:
+            if self.device is None:
+                import nodeweave_device
+
+                self.device = nodeweave_device.timer_for(args, kwargs)
+                if self.device is None:
+                    return None
+            return self.device.begin(args, kwargs)
+        except Exception:  # noqa: BLE001 - the measure is a bonus: the collective runs whatever happens here
+            return None
+
+    def device_end(self, token):
+        try:
+            self.device.end(token)
+        except Exception:  # noqa: BLE001 - as above
+            pass
 
     def leave(self):
         now = time.monotonic()
@@ -128,9 +152,12 @@ def wrap(probe, name, fn):
             return fn(*args, **kwargs)
         probe.depth += 1
         probe.enter(label)
+        token = probe.time_device(args, kwargs)
         try:
             return fn(*args, **kwargs)
         finally:
+            if token is not None:
+                probe.device_end(token)
             probe.depth -= 1
             probe.leave()
     return nodeweave_collective
@@ -212,10 +239,10 @@ def read(data):
     if len(data) < LAYOUT.size or data[:4] != MAGIC:
         return None
     (_, gen, pid, rank, local_rank, thread, seq, changed, entered, inside, outside,
-     name, fr_enqueued, fr_completed) = LAYOUT.unpack_from(data, 0)
+     name, fr_enqueued, fr_completed, device_wait, device_timed) = LAYOUT.unpack_from(data, 0)
     if gen % 2:
         return None
     return {"pid": pid, "rank": rank, "local_rank": local_rank, "thread": thread, "seq": seq, "changed": changed,
             "entered": entered, "inside_s": inside, "outside_s": outside,
             "name": name.rstrip(b"\0").decode(errors="replace"), "fr_enqueued": fr_enqueued,
-            "fr_completed": fr_completed}
+            "fr_completed": fr_completed, "device_wait_s": device_wait, "device_timed": device_timed}
