@@ -238,8 +238,13 @@ def test_a_call_whose_position_is_not_known_is_said_to_be_unresolved_not_guessed
     script.write_text("import time\nstarted = time.time(); time.sleep(3600)\n")
     frames = [(str(script), 2, "<module>")]
     assert stacks.classify(frames) == "line 2 (call not resolved) (job.py:2)"
-    where = [[str(script), 2, "<module>", 2, 2, 23, 39, True]]
+    where = [[[str(script), 2, "<module>", 2, 2, 23, 39, True]]]
     assert stacks.classify(frames, where=where) == "time.sleep (job.py:2)"
+    saver = tmp_path / "save.py"  # a rank inside torch.save's own frames: the stack says which call it is in
+    saver.write_text("import io, torch\ntorch.save(torch.zeros(9), io.BytesIO())\n")
+    inside = [("/v/lib/python3.11/site-packages/torch/serialization.py", 900, "save"), (str(saver), 2, "<module>")]
+    assert stacks.classify(inside) == "torch.save (save.py:2)"
+    assert stacks.classify([(inside[0][0], 1, "wrapper"), inside[1]]) == "line 2 (call not resolved) (save.py:2)"
 
 
 def nccl_views(beat, waits, host_s=0.2, collectives=10):

@@ -15,6 +15,7 @@ from .rankhook.nodeweave_rankprobe import read, stack_signal
 STATES = {"R": "running", "S": "sleeping", "D": "in uninterruptible I/O", "T": "stopped", "t": "stopped by a tracer",
           "Z": "exited (zombie)", "X": "exited"}
 STACK_WAIT_S = 2.0
+SETTLE_S = 0.2
 
 
 def proc_state(pid):
@@ -143,15 +144,15 @@ class RankFolder:
                 os.close(fd)
         return asked
 
-    def collect(self, asked, wait_s=1.0):
-        """({rank: the recorder's JSON text}, {rank: [main thread frames with positions]}) of each asked rank
-        that answers within ``wait_s`` (its where file, written last, is new)."""
+    def collect(self, asked, wait_s=1.5):
+        """({rank: the recorder's JSON text}, {rank: [snapshots of the main thread's frames with positions]}) of
+        each asked rank that answers within ``wait_s`` (its where file, written last, is new)."""
         dumps, wheres, deadline = {}, {}, time.monotonic() + wait_s
         while True:
             for number, (where, where_before, dump, dump_before) in list(asked.items()):
                 if _mtime(where) == where_before:
                     continue
-                wheres[number] = _json(where, "frames")
+                wheres[number] = _json(where, "snapshots")
                 if _mtime(dump) != dump_before:
                     try:
                         with open(dump) as f:
@@ -160,6 +161,7 @@ class RankFolder:
                         pass
                 del asked[number]
             if not asked or time.monotonic() >= deadline:
+                time.sleep(SETTLE_S)  # let a main thread the answer parked at a GIL hand-off move on first
                 return dumps, wheres
             time.sleep(0.05)
 

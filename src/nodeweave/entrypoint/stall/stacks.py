@@ -90,25 +90,43 @@ CALLEE = re.compile(r"([A-Za-z_][\w.]*)\s*$")
 
 
 def _located(frame, where):
-    """The rank's own record of ``frame`` (same file, line and function) with its position, or None."""
-    for entry in where or []:
-        if len(entry) >= 8 and entry[0] == frame[0] and entry[1] == frame[1] and entry[2] == frame[2]:
-            return entry
-    return None
+    """The rank's own record of ``frame`` (same file, line and function) with its position, a call first, from
+    any of its snapshots (``where``: lists of frames); None when no snapshot saw the frame on that line."""
+    found = [entry for snapshot in where or [] for entry in snapshot
+             if len(entry) >= 8 and entry[0] == frame[0] and entry[1] == frame[1] and entry[2] == frame[2]]
+    return next((e for e in found if e[7]), found[0] if found else None)
+
+
+def _by_callee(path, line, callee_frame):
+    """The one call on the line whose name ends in the function the stack shows it in ('torch.save' for a
+    frame of ``save`` under ``torch.save(torch.zeros(9), io.BytesIO())``), else None."""
+    if callee_frame is None:
+        return None
+    source = linecache.getline(path, line)
+    hits = {m.group(1) for m in CALL.finditer(source)
+            if m.group(1) not in NOT_CALLS and m.group(1).rsplit(".", 1)[-1] == callee_frame[2]}
+    return hits.pop() if len(hits) == 1 else None
 
 
 def classify(frames, collective=None, where=None):
-    """The class line of a rank whose main thread has ``frames`` (innermost first); ``where``: the rank's
-    own frames with the running instruction's position (``nodeweave_flight.main_thread_frames``)."""
+    """The class line of a rank whose main thread has ``frames`` (innermost first); ``where``: the rank's own
+    snapshots of its frames with the running instruction's position (``nodeweave_flight.main_thread_frames``).
+
+    The call is named from the stack itself when the line's frame is inside a Python function only one call
+    on the line can have reached (same instant as the stack), else from the rank's snapshot of that line."""
     if not frames:
         return "no Python frame"
-    user = next((f for f in frames if not LIBRARY.search(f[0])), None)
+    index = next((i for i, f in enumerate(frames) if not LIBRARY.search(f[0])), None)
+    user = frames[index] if index is not None else None
     where_frame = user or frames[0]
     place = f"{_short(where_frame[0])}:{where_frame[1]}"
     if collective:
         return f"in {collective} ({place})"
     if user is None:
         return f"{where_frame[2]} ({place})"
+    name = _by_callee(user[0], user[1], frames[index - 1] if index else None)
+    if name:
+        return f"{name} ({place})"
     entry = _located(user, where)
     if entry is not None:
         name = callee(_segment(user[0], entry[3:7])) if entry[7] else None

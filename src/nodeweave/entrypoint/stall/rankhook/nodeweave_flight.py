@@ -88,27 +88,33 @@ def _recorders(on):
         return {}
     dist = sys.modules.get("torch.distributed")
     c10d = sys.modules.get("torch._C._distributed_c10d")
-    if dist is None or c10d is None or not dist.is_initialized():
+    initialized = getattr(dist, "is_initialized", None)  # absent while torch.distributed is still importing
+    if initialized is None or c10d is None or not initialized():
         return {}
     return {name: getattr(c10d, attr) for name, attr in RECORDERS if hasattr(c10d, attr)}
 
 
 def _loop(probe, fd):
-    quiet_until = 0.0
+    quiet_until, failed = 0.0, False
     while True:
         ready, _, _ = select.select([fd], [], [], POLL_S)
-        recorders = _recorders(probe.recorder_on)
-        if ready:
-            try:
-                os.read(fd, 64)
-            except BlockingIOError:
-                pass
-            if recorders:
-                _write(probe, {name: json.loads(dump(True, False)) for name, dump in recorders.items()})
-            _write_where(probe)  # last: its new file tells the node the answer is complete
-            quiet_until = time.monotonic() + QUIET_S
-        if recorders and time.monotonic() >= quiet_until:
-            _poll(probe, recorders)
+        try:
+            recorders = _recorders(probe.recorder_on)
+            if ready:
+                try:
+                    os.read(fd, 64)
+                except BlockingIOError:
+                    pass
+                if recorders:
+                    _write(probe, {name: json.loads(dump(True, False)) for name, dump in recorders.items()})
+                _write_where(probe)  # last: its new file tells the node the answer is complete
+                quiet_until = time.monotonic() + QUIET_S
+            if recorders and time.monotonic() >= quiet_until:
+                _poll(probe, recorders)
+        except Exception as err:  # noqa: BLE001 - torch half imported, a full disk: answer the next ask
+            if not failed:
+                sys.stderr.write(f"nodeweave: rank {probe.rank}'s answer thread: {err!r} (it goes on)\n")
+            failed = True
 
 
 def _poll(probe, recorders):
@@ -164,8 +170,18 @@ def main_thread_frames(thread):
     return out
 
 
+SNAPSHOTS, SNAPSHOT_GAP_S = 5, 0.02
+
+
 def _write_where(probe):
+    """:data:`SNAPSHOTS` looks at the main thread, :data:`SNAPSHOT_GAP_S` apart: a rank running Python code
+    is seen only where it lets go of the GIL, so one look could miss the line the node's stack shows."""
+    snapshots = []
+    for i in range(SNAPSHOTS):
+        if i:
+            time.sleep(SNAPSHOT_GAP_S)
+        snapshots.append(main_thread_frames(probe.thread))
     path = where_path(probe.folder, probe.rank)
     with open(path + ".part", "w") as f:
-        json.dump({"rank": probe.rank, "frames": main_thread_frames(probe.thread)}, f)
+        json.dump({"rank": probe.rank, "snapshots": snapshots}, f)
     os.replace(path + ".part", path)
