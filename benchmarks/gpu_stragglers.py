@@ -162,6 +162,7 @@ def overhead(args):
     ratios = sorted(r["on"] / r["off"] for r in rounds if r["off"])
     return {"rounds": rounds, "codes": codes, "logs": logs(nodes),
             "ratio_median": round(statistics.median(ratios), 4) if ratios else None,
+            "ratio_quartiles": [round(q, 4) for q in statistics.quantiles(ratios, n=4)] if len(ratios) > 1 else None,
             "step_ms_off": round(statistics.median(r["off"] for r in rounds), 3) if rounds else None}
 
 
@@ -197,7 +198,9 @@ def table(results, cost):
         lines.append(f"overhead: step time with the rank hook on / off, median of {len(cost['rounds'])} paired "
                      f"rounds = {ratio if ratio else 'n/a (see the overhead logs in the json)'}"
                      + (f" ({(ratio - 1) * 100:+.2f}%; goal <= +1%) on a {cost['step_ms_off']} ms step"
-                        if ratio else ""))
+                        if ratio else "")
+                     + (f"; quartiles of the round ratios {cost['ratio_quartiles'][0]}-{cost['ratio_quartiles'][2]}"
+                        " (the spread is the noise)" if cost.get("ratio_quartiles") else ""))
     return "\n".join(lines)
 
 
@@ -237,6 +240,7 @@ def main():
         print(f"case {case} ...", flush=True)
         if args.cpu and case in ("gpu_slow", "shared_gpu"):
             results.append({"case": case, "expect": "rank 1 (node 1)", "skipped": "skipped (needs GPUs)"})
+            print(f"  {case}: skipped (needs GPUs)", flush=True)
             continue
         if case == "cpu_slow":
             results.append(straggler_case(case, slow_cpu, args))
