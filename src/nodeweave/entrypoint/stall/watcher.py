@@ -80,6 +80,7 @@ class StallWatch:
             self._stragglers(hub_watch, views, now)
         else:
             self.stragglers.reset()  # a stalled job has no pace to compare, and its wait is no rank's pace
+            self.lasting = {}
         if finding is None or finding["for_s"] < self.warn_s:
             if self.reported is not None:  # the ranks moved (counts a beat apart are no stall)
                 self._say_all(hub_watch, [f"the stall is over: every rank moved on (after {self.reported[2]})"])
@@ -123,6 +124,7 @@ class StallWatch:
             self.faulted.add(node)
             taken = hub_watch.straggler_fault(fault)
             self._say_all(hub_watch, [report.fault_line(fault, taken)])
+
     def _gather(self, hub_watch, own):
         """Every rank's described stack: this node's now, the others' as they answer (bounded)."""
         request = hub_watch.ask_stacks()
