@@ -53,8 +53,11 @@ SLOW_MS = "150"
 
 def hostnames():
     """{node: argv prefix} giving each node its own hostname, or {} where ``unshare --uts`` is refused."""
-    probe = subprocess.run(["unshare", "--uts", "true"], capture_output=True) if shutil.which("unshare") else None
-    if probe is None or probe.returncode != 0:
+    if not shutil.which("unshare"):
+        return {}
+    probe = subprocess.run(["unshare", "--uts", "sh", "-c", "hostname simnode-x && hostname"], capture_output=True,
+                           text=True)
+    if probe.returncode != 0 or probe.stdout.strip() != "simnode-x":
         return {}
     return {i: ["unshare", "--uts", "sh", "-c", f'hostname simnode-{i} && exec "$@"', "sh"] for i in (0, 1)}
 
@@ -186,7 +189,9 @@ def table(results, cost):
     rows = [("case", "expect", "named?", "who", "gap (own work per collective)", "s to name", "verdict")]
     for r in results:
         rows.append((r["case"], r["expect"], "skipped" if r.get("skipped") else ("yes" if r.get("named") else "no"),
-                     "; ".join(r.get("who") or []) or "-", "; ".join(r.get("gap") or []) or "-",
+                     "; ".join((r.get("who") or []) + ([f"--status lists (node, rank) {r['status_ranks']}"]
+                                                       if "status_ranks" in r else [])) or "-",
+                     "; ".join(r.get("gap") or []) or "-",
                      "-" if r.get("seconds_to_name") is None else str(r["seconds_to_name"]),
                      r.get("skipped") or r["verdict"]))
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
@@ -227,7 +232,7 @@ def main():
     args.gpus = args.gpus.split(",")
     args.out = args.out.resolve()
     args.out.mkdir(parents=True, exist_ok=True)
-    args.prefix = {} if args.cpu else hostnames()
+    args.prefix = hostnames()
     began = time.monotonic()
     info = machine(args)
     print(f"machine: {info}; hostnames per node: {'yes (unshare --uts)' if args.prefix else 'no (same host name)'}",
