@@ -301,3 +301,13 @@ def test_a_straggler_named_in_n_checks_in_a_row_is_handed_to_the_recovery_engine
                         f"({faults[0]['gap'] * 100:.0f}% slower); handed to recovery"), lines
     assert len(lines) == 3
     assert "STRAGGLER FAULT: node 1" in (tmp_path / "run" / "stalls.txt").read_text()
+
+
+def test_the_fault_checks_come_from_the_setting_else_from_the_recovery_engines_switch():
+    from nodeweave.entrypoint.stall.setup import FAULT_CHECKS, fault_checks
+
+    assert fault_checks({}) == 0
+    assert fault_checks({"straggler_fault": 4}) == 4
+    assert fault_checks({"straggler_is_fault": True}) == FAULT_CHECKS
+    assert fault_checks({"straggler_is_fault": True, "straggler_fault": 2}) == 2
+    assert fault_checks({"straggler_is_fault": False}) == 0

@@ -27,6 +27,19 @@ def flight_recorder(environ, folder):
     return environ
 
 
+FAULT_CHECKS = 10  # with recovery.straggler_is_fault on: named 10 checks in a row (~33 s at node 0's 3.3 s)
+
+
+def fault_checks(settings):
+    """Checks in a row that make a named straggler a fault: ``NODEWEAVE_STRAGGLER_FAULT`` when set, else
+    :data:`FAULT_CHECKS` when the recovery engine's switch ``recovery.straggler_is_fault``
+    (``NODEWEAVE_STRAGGLER_IS_FAULT``, a row of the recovery branch's contract) is on, else 0: never."""
+    checks = settings.get("straggler_fault") or 0
+    if not checks and settings.get("straggler_is_fault"):
+        checks = FAULT_CHECKS
+    return checks
+
+
 def rank_folder_path(root, job_id, master_port, node):
     """``<root>/ranks/<job id>-<master port>/node-<node>``; the job id made safe as one path component."""
     job = re.sub(r"[^A-Za-z0-9._-]", "_", str(job_id or "job"))[:80] or "job"
@@ -58,7 +71,7 @@ def attach(watch, plan, settings, environ, log):
     run_id = settings.get("run_id")
     watch.stall = StallWatch(folder, warn, settings.get("stall_timeout", STALL_TIMEOUT_S), log,
                              run_dir(env, run_id) if run_id else None,
-                             fault_checks=settings.get("straggler_fault") or 0)
+                             fault_checks=fault_checks(settings))
     hub = getattr(watch, "hub", None)
     if hub is not None:
         hub.live_status = lambda stacks=False: watch.stall.status(watch, stacks)

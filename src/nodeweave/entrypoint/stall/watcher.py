@@ -122,7 +122,8 @@ class StallWatch:
             fault = {"node": node, "host": ranks[0]["host"], "ranks": [n["rank"] for n in ranks],
                      "gap": max(n["gap"] for n in ranks), "checks": self.fault_checks}
             self.faulted.add(node)
-            taken = hub_watch.straggler_fault(fault)
+            hand_over = getattr(hub_watch, "straggler_fault", None)  # exchange.FaultSeam
+            taken = bool(hand_over and hand_over(fault))
             self._say_all(hub_watch, [report.fault_line(fault, taken)])
 
     def _gather(self, hub_watch, own):
