@@ -14,7 +14,7 @@ import threading
 import time
 
 from ..errors import EXIT_STALLED
-from .exchange import FaultSeam
+from .fault import FaultSeam
 from .setup import attach
 
 TICK_S = 2.0

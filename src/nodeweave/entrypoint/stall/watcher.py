@@ -8,7 +8,7 @@ every node prints; after ``stall_timeout`` it stops every node with
 
 A straggler that lasts (named in ``fault_checks`` consecutive checks; 0, the
 default, never) is a fault: node 0 says so and hands it, with the culprit
-node, to ``hub_watch.straggler_fault`` (``exchange.HubStall``), whose
+node, to ``hub_watch.straggler_fault`` (``fault.FaultSeam``), whose
 ``on_straggler_fault`` callback is the recovery engine's seam.
 """
 
@@ -122,7 +122,7 @@ class StallWatch:
             fault = {"node": node, "host": ranks[0]["host"], "ranks": [n["rank"] for n in ranks],
                      "gap": max(n["gap"] for n in ranks), "checks": self.fault_checks}
             self.faulted.add(node)
-            hand_over = getattr(hub_watch, "straggler_fault", None)  # exchange.FaultSeam
+            hand_over = getattr(hub_watch, "straggler_fault", None)  # fault.FaultSeam
             taken = bool(hand_over and hand_over(fault))
             self._say_all(hub_watch, [report.fault_line(fault, taken)])
 
