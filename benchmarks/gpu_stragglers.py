@@ -214,9 +214,14 @@ def machine(args):
         return {"gpus": [], "note": "CPU, gloo"}
     import torch
 
-    gpus = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
-                          capture_output=True, text=True).stdout.strip().splitlines()
-    return {"gpus": gpus, "torch": torch.__version__, "nccl": ".".join(map(str, torch.cuda.nccl.version()))}
+    try:
+        gpus = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
+                              capture_output=True, text=True).stdout.strip().splitlines()
+    except OSError:
+        gpus = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
+    nccl = torch.cuda.nccl.version()
+    return {"gpus": gpus, "torch": torch.__version__,
+            "nccl": ".".join(map(str, nccl)) if isinstance(nccl, tuple) else str(nccl)}
 
 
 def main():
