@@ -247,6 +247,6 @@ def test_after_a_stall_stop_the_report_is_the_last_thing_printed_and_the_launche
         after = err.split("STALL:", 1)[1]
         assert "Traceback" not in after and "SignalException" not in after, err
         last = err.strip().splitlines()[-1]
-        kept = tmp_path / f"n{i}" / "nodeweave" / "runs" / "r1" / "launcher-after-stop.log"
+        kept = tmp_path / f"n{i}" / "nodeweave" / "runs" / "r1" / f"launcher-after-stop-node-{i}.log"
         assert "stopping this node's launcher (exit 7: stalled)" in last and str(kept) in last, err
         assert "SignalException" in kept.read_text(), kept.read_text()

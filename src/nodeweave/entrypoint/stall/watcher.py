@@ -20,7 +20,7 @@ from . import flight, judge, report
 from .stacks import describe_rank, group
 
 GATHER_S = 6.0
-AFTER_STOP = "launcher-after-stop.log"
+AFTER_STOP = "launcher-after-stop-node-{node}.log"  # per node: nodes on one host may share a run folder
 
 
 class StallWatch:
@@ -58,7 +58,7 @@ class StallWatch:
 
     def aside_path(self):
         """Where the launcher's output goes once a stall stops it: the run folder, else the ranks' folder."""
-        return os.path.join(self.run_dir or self.folder.path, AFTER_STOP)
+        return os.path.join(self.run_dir or self.folder.path, AFTER_STOP.format(node=self.folder.node))
 
     def publish(self, lines):
         for line in lines:
