@@ -70,8 +70,9 @@ class Node:
         return code
 
 
-def start(workdir, launcher, command, nodes=2, nproc=1, env=None, per_node=None, master="127.0.0.1"):
-    """``nodes`` entrypoints running ``command`` under ``launcher``, each with TMPDIR ``workdir/n<i>``."""
+def start(workdir, launcher, command, nodes=2, nproc=1, env=None, per_node=None, master="127.0.0.1", prefix=None):
+    """``nodes`` entrypoints running ``command`` under ``launcher``, each with TMPDIR ``workdir/n<i>`` (unless
+    ``per_node`` sets it); ``prefix``: {node: argv in front of the entrypoint's} (e.g. ``unshare --uts``)."""
     port = free_port_pair()
     started = []
     for rank in range(nodes):
@@ -82,6 +83,7 @@ def start(workdir, launcher, command, nodes=2, nproc=1, env=None, per_node=None,
         os.makedirs(node_env["TMPDIR"], exist_ok=True)
         argv = [*ENTRY, "--launcher", launcher, "--nnodes", str(nodes), "--node-rank", str(rank),
                 "--nproc-per-node", str(nproc), "--master-addr", master, "--master-port", str(port), "--", *command]
+        argv = [*(prefix or {}).get(rank, []), *argv]
         started.append(Node(subprocess.Popen(argv, env=node_env, cwd=workdir, stdout=subprocess.PIPE,
                                              stderr=subprocess.PIPE, text=True)))
     return started

@@ -16,8 +16,8 @@ STALL_ENV = {"NODEWEAVE_STALL_WARN": str(WARN), "NODEWEAVE_STALL_TIMEOUT": str(T
 LOOP = ["--steps", "100000", "--interval", "0.2", "--stall-step", "6"]
 
 
-def run_to_end(tmp_path, launcher, args, env=None, limit=150, nproc=1):
-    nodes = start(tmp_path, launcher, LOOP + args, env={**STALL_ENV, **(env or {})}, nproc=nproc)
+def run_to_end(tmp_path, launcher, args, env=None, limit=150, nproc=1, per_node=None):
+    nodes = start(tmp_path, launcher, LOOP + args, env={**STALL_ENV, **(env or {})}, nproc=nproc, per_node=per_node)
     try:
         codes = [node.wait(limit) for node in nodes]
     finally:
@@ -216,4 +216,37 @@ def test_the_flight_recorder_is_off_when_the_user_sets_its_size_to_0(tmp_path):
     assert codes == [7, 7], [n.text() for n in nodes]
     err = one_report(nodes[0])
     assert "flight recorder" not in err and "wait in all_reduce #8 that rank 1" in err, err
-    assert not list((tmp_path / "n0" / "nodeweave" / "ranks").glob("*.ask"))
+    assert not list((tmp_path / "n0" / "nodeweave" / "ranks").rglob("*.flight.json"))
+    assert list((tmp_path / "n0" / "nodeweave" / "ranks").rglob("rank-0.where.json"))  # the stacks still asked
+
+
+def test_two_nodes_sharing_one_tmpdir_report_each_rank_once(tmp_path):
+    """Two nodes on one host with one TMPDIR (bare hosts, the process simulation): each node keeps its ranks'
+    records in its own folder, so the report names rank 1 once and lists each rank's stack once."""
+    shared = {"TMPDIR": str(tmp_path / "shared")}
+    nodes, codes = run_to_end(tmp_path, "torchrun", ["--stall-ranks", "1", "--stall-for", "600"],
+                              per_node={0: shared, 1: shared})
+    assert codes == [7, 7], [n.text() for n in nodes]
+    for node in nodes:
+        err = one_report(node)
+        assert "STALL: 1 rank(s) wait in all_reduce #8 that rank 1 (node 1, host " in err, err
+        assert "has not entered" in err and "rank 1 (node 0" not in err, err
+        assert "stacks of 2 rank(s), 2 class(es)" in err, err
+        assert re.search(r"1 rank \(1\): time\.sleep \(allreduce\.py:\d+\)", err), err
+        assert re.search(r"1 rank \(0\): in all_reduce \(allreduce\.py:\d+\)", err), err
+
+
+def test_after_a_stall_stop_the_report_is_the_last_thing_printed_and_the_launchers_output_is_kept(tmp_path):
+    """torchrun answers the stop's SIGTERM with its SignalException traceback: it goes to a file the stop line
+    names, not under the report."""
+    nodes, codes = run_to_end(tmp_path, "torchrun", ["--stall-ranks", "1", "--stall-for", "600"],
+                              env={"NODEWEAVE_RUN_ID": "r1"})
+    assert codes == [7, 7], [n.text() for n in nodes]
+    for i, node in enumerate(nodes):
+        err = one_report(node)
+        after = err.split("STALL:", 1)[1]
+        assert "Traceback" not in after and "SignalException" not in after, err
+        last = err.strip().splitlines()[-1]
+        kept = tmp_path / f"n{i}" / "nodeweave" / "runs" / "r1" / f"launcher-after-stop-node-{i}.log"
+        assert "stopping this node's launcher (exit 7: stalled)" in last and str(kept) in last, err
+        assert "SignalException" in kept.read_text(), kept.read_text()

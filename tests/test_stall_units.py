@@ -12,6 +12,7 @@ from nodeweave.entrypoint.stall import judge, stacks
 from nodeweave.entrypoint.stall.ranks import RankFolder
 from nodeweave.entrypoint.stall.rankhook import nodeweave_rankprobe as probe
 from nodeweave.entrypoint.stall.setup import HOOK
+from nodeweave.entrypoint.stall.watcher import StallWatch
 
 SLEEPER = textwrap.dedent("""\
     import os, sys, time
@@ -43,6 +44,8 @@ def test_a_sleeping_rank_is_seen_and_its_stack_read_without_stopping_it(tmp_path
         assert [(v["rank"], v["pid"], v["seq"], v["inside"]) for v in view] == [(3, proc.pid, 0, False)]
         assert view[0]["state"] == "S"
         described = [stacks.describe_rank(v, t) for v, t in zip(view, folder.stacks(view).values())]
+        assert described[0]["label"] == "line 3 (call not resolved) (loader.py:3)", described  # not asked where
+        described = StallWatch(folder, 60, 0, lambda line: None).stacks(view)
         assert described[0]["label"] == "time.sleep (loader.py:3)", described
         assert [f[2] for f in described[0]["frames"]] == ["load_batch", "<module>"]
         assert proc.poll() is None  # dumping a stack does not stop the rank
@@ -200,3 +203,111 @@ def test_the_flight_summary_names_the_last_collective_entered_and_completed():
     assert flight.summary("{}") == "flight recorder: unreadable dump"
     described = [{"rank": 0, "flight": "a"}, {"rank": 2, "flight": "a"}, {"rank": 1, "flight": "b"}]
     assert flight.lines(described) == ["    ranks 0, 2: a", "    rank 1: b"]
+
+
+TWO_CALLS = textwrap.dedent("""\
+    import os, sys, time
+    def load_batch():
+        started = time.time(); time.sleep(3600)
+    print("ready", flush=True)
+    load_batch()
+    """)
+
+
+def test_the_class_names_the_call_that_is_executing_not_the_first_call_on_its_line(tmp_path):
+    """``started = time.time(); time.sleep(3600)``: the rank sleeps, so the class is time.sleep (the frame's
+    position says which call runs), not time.time, the first call on the line."""
+    proc = start_rank(tmp_path, TWO_CALLS)
+    try:
+        folder = RankFolder(str(tmp_path), node=1, host="h", pod="p")
+        deadline = time.monotonic() + 10
+        view = folder.sample()
+        while view[0]["state"] != "S" and time.monotonic() < deadline:
+            time.sleep(0.05)
+            view = folder.sample()
+        time.sleep(0.3)
+        described = StallWatch(folder, 60, 0, lambda line: None).stacks(view)
+        assert described[0]["label"] == "time.sleep (loader.py:3)", described
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_a_call_whose_position_is_not_known_is_said_to_be_unresolved_not_guessed(tmp_path):
+    script = tmp_path / "job.py"
+    script.write_text("import time\nstarted = time.time(); time.sleep(3600)\n")
+    frames = [(str(script), 2, "<module>")]
+    assert stacks.classify(frames) == "line 2 (call not resolved) (job.py:2)"
+    where = [[[str(script), 2, "<module>", 2, 2, 23, 39, True]]]
+    assert stacks.classify(frames, where=where) == "time.sleep (job.py:2)"
+    saver = tmp_path / "save.py"  # a rank inside torch.save's own frames: the stack says which call it is in
+    saver.write_text("import io, torch\ntorch.save(torch.zeros(9), io.BytesIO())\n")
+    inside = [("/v/lib/python3.11/site-packages/torch/serialization.py", 900, "save"), (str(saver), 2, "<module>")]
+    assert stacks.classify(inside) == "torch.save (save.py:2)"
+    assert stacks.classify([(inside[0][0], 1, "wrapper"), inside[1]]) == "line 2 (call not resolved) (save.py:2)"
+
+
+def nccl_views(beat, waits, host_s=0.2, collectives=10):
+    """Views at a beat of ranks whose collectives return at once (NCCL): the same host time per collective
+    on every rank, and ``waits[rank]`` s of device time per collective waiting for the others."""
+    views = []
+    for rank, wait in waits.items():
+        n = beat * collectives
+        views.append(dict(view(rank, 2 + n, 0.1, node=rank), inside_s=0.00002 * n, outside_s=host_s * n,
+                          device_wait_s=wait * n, device_timed=n))
+    return views
+
+
+def test_under_nccl_the_rank_the_others_wait_for_on_the_device_is_named_and_a_healthy_run_is_not():
+    tracker, healthy = judge.Stragglers(window_s=10, confirm=3), judge.Stragglers(window_s=10, confirm=3)
+    for beat in range(20):
+        tracker.feed(beat * 2.0, nccl_views(beat, {0: 0.15, 1: 0.001}))
+        named = tracker.evaluate(beat * 2.0)
+        healthy.feed(beat * 2.0, nccl_views(beat, {0: 0.002 + 0.001 * (beat % 2), 1: 0.002}))
+        assert healthy.evaluate(beat * 2.0) == []
+    assert [(n["rank"], n["node"], n["device"]) for n in named] == [(1, 1, True)], named
+    assert abs(named[0]["per_s"] - 0.199) < 0.002 and abs(named[0]["ref_s"] - 0.05) < 0.002, named
+    old = judge.Stragglers(window_s=10, confirm=3)  # host time outside collectives alone (the gloo rule) is blind
+    for beat in range(20):
+        old.feed(beat * 2.0, [dict(v, device_timed=0) for v in nccl_views(beat, {0: 0.15, 1: 0.001})])
+        assert old.evaluate(beat * 2.0) == []
+
+
+def test_a_straggler_named_in_n_checks_in_a_row_is_handed_to_the_recovery_engine_once(tmp_path):
+    from nodeweave.entrypoint.stall.local import LocalWatch
+
+    class Peers(LocalWatch):
+        beat = 0
+
+        def peer_views(self):
+            self.beat += 1
+            return nccl_views(self.beat, {0: 0.15, 1: 0.001})
+
+    said, faults = [], []
+    peers = Peers(said.append, "test", other_nodes=True)
+    now = [0.0]
+    watch = StallWatch(RankFolder(str(tmp_path), node=0, host="h0", pod="h0"), 60, 0, said.append,
+                       run_dir=str(tmp_path / "run"), clock=lambda: now[0], fault_checks=4)
+    watch.stragglers = judge.Stragglers(window_s=10, confirm=3)
+    peers.on_straggler_fault = lambda fault: faults.append(fault) or True
+    for beat in range(30):
+        now[0] = beat * 2.0
+        watch.hub_tick(peers)
+    assert [(f["node"], f["ranks"], f["checks"]) for f in faults] == [(1, [1], 4)], faults
+    lines = [line for line in said if line.startswith("STRAGGLER")]
+    assert lines[0].startswith("STRAGGLER: node 1 (host h1): all its ranks are"), lines
+    assert lines[1].startswith("STRAGGLER: rank 1 (node 1, host h1) is 29") and "wait for it on the GPU" in lines[1]
+    assert lines[2] == ("STRAGGLER FAULT: node 1 (host h1): rank 1 named a straggler 4 checks in a row "
+                        f"({faults[0]['gap'] * 100:.0f}% slower); handed to recovery"), lines
+    assert len(lines) == 3
+    assert "STRAGGLER FAULT: node 1" in (tmp_path / "run" / "stalls.txt").read_text()
+
+
+def test_the_fault_checks_come_from_the_setting_else_from_the_recovery_engines_switch():
+    from nodeweave.entrypoint.stall.setup import FAULT_CHECKS, fault_checks
+
+    assert fault_checks({}) == 0
+    assert fault_checks({"straggler_fault": 4}) == 4
+    assert fault_checks({"straggler_is_fault": True}) == FAULT_CHECKS
+    assert fault_checks({"straggler_is_fault": True, "straggler_fault": 2}) == 2
+    assert fault_checks({"straggler_is_fault": False}) == 0

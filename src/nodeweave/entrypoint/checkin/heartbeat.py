@@ -74,9 +74,15 @@ class Watch:
             self.failure, self.failure_code = (label, report), code
         lines = describe(report)
         if code == EXIT_STALLED:
-            self.log(f"the job stalled at {label}: {lines[0]}; stopping this node's launcher (exit {code}: stalled)")
-        else:
-            self.log(f"{label} failed: {lines[0]}; stopping this node's launcher (exit {code}: another node failed)")
+            aside = self.stall.aside_path() if self.stall is not None and self.stop_launcher else None
+            for line in lines[1:]:
+                self.log(line)
+            self.log(f"the job stalled at {label}: {lines[0]}; stopping this node's launcher (exit {code}: stalled)"
+                     + (f"; its output from here on: {aside}" if aside else ""))
+            if self.stop_launcher:  # after the last line: the report is what the user reads last
+                self.stop_launcher(GRACE_S, aside=aside)
+            return
+        self.log(f"{label} failed: {lines[0]}; stopping this node's launcher (exit {code}: another node failed)")
         for line in lines[1:]:
             self.log(line)
         if self.stop_launcher:

@@ -298,6 +298,9 @@ SETTINGS = (
             "the profiler's own options, shell-quoted, instead of nodeweave's (rocprofv3: --kernel-trace --stats; "
             "nsys: none), e.g. '-i counters.yaml' or '--trace=cuda,nvtx --stats=true'; the output stays nodeweave's",
             read=read_words),
+    Setting("straggler_fault", "--straggler-fault", "NODEWEAVE_STRAGGLER_FAULT",
+            "checks in a row a straggler is named before node 0 reports it as a fault to the recovery engine "
+            "(docs/stalls.md); 0 = never (default)", read=read_int(0)),
     Setting("stall_warn", "--stall-warn", "NODEWEAVE_STALL_WARN",
             "seconds of a stall before the report; 0 = off",
             spec="launcher.stall_warn", read=read_int(0), text=text_unless(STALL_WARN_S)),

@@ -7,6 +7,13 @@ byte on to the entrypoint's own stdout/stderr (the container log sees the same
 streams as before) and keeps the last :data:`KEEP_BYTES` of both, in arrival
 order. Used only when the exchange runs; otherwise the launcher writes to the
 container's streams directly.
+
+Once the entrypoint has decided to stop its launcher for a stall
+(:meth:`OutputTail.divert`), what the launcher and its ranks print from then on
+goes to a file the stop line names instead of the node's streams: torchrun
+answers the stop's SIGTERM with its ``SignalException`` traceback, which would
+otherwise be the last thing the user reads, under the report that says why.
+Nothing is dropped or filtered; it is moved where the stop line points.
 """
 
 import os
@@ -22,6 +29,7 @@ class OutputTail:
         self.lock = threading.Lock()
         self.pipes = [os.pipe(), os.pipe()]  # (read, write) for stdout, stderr
         self.threads = []
+        self.aside = None  # the file descriptor output goes to once diverted
 
     def child_side(self):
         """In the forked child, before exec: stdout/stderr become the pipes' write ends."""
@@ -59,13 +67,30 @@ class OutputTail:
                     return
                 if not chunk:
                     return
-                _write_all(target, chunk)
+                with self.lock:
+                    aside = self.aside
+                _write_all(target if aside is None else aside, chunk)
                 with self.lock:
                     self.data += chunk
                     if len(self.data) > 2 * self.keep:
                         del self.data[:-self.keep]
         finally:
             os.close(source)
+
+    def divert(self, path):
+        """From now on write both streams to ``path`` (appended) instead of ours; False when it cannot be opened
+        (the output then stays on our streams)."""
+        try:
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        except OSError:
+            return False
+        with self.lock:
+            if self.aside is None:
+                self.aside = fd
+                return True
+        os.close(fd)
+        return True
 
     def lines(self, count=20, wait_s=2.0):
         """The last ``count`` non-empty lines, once the pipes ended (or ``wait_s`` passed)."""

@@ -94,8 +94,10 @@ def _signal_name(signal, number):
         return f"signal {number}"
 
 
-def _stopper(pid, reaped):
-    """stop(grace): SIGTERM to the launcher's process group now, SIGKILL after ``grace`` seconds."""
+def _stopper(pid, reaped, tail=None):
+    """stop(grace, aside=None): SIGTERM to the launcher's process group now, SIGKILL after ``grace`` seconds;
+    with ``aside`` (a file) the launcher's output is diverted there first (``capture.OutputTail.divert``).
+    True when the output went aside."""
     import signal
     import threading
 
@@ -106,11 +108,13 @@ def _stopper(pid, reaped):
             except OSError:
                 pass
 
-    def stop(grace):
+    def stop(grace, aside=None):
+        diverted = bool(aside and tail is not None and tail.divert(aside))
         kill(signal.SIGTERM)
         timer = threading.Timer(grace, kill, args=(signal.SIGKILL,))
         timer.daemon = True
         timer.start()
+        return diverted
     return stop
 
 
@@ -170,7 +174,7 @@ def run_supervised(executable, argv, env, watch=None):
     reaped = []
     if watch is not None:
         tail.parent_side()
-        watch.start(_stopper(pid, reaped))
+        watch.start(_stopper(pid, reaped, tail))
     signal.pthread_sigmask(signal.SIG_SETMASK, saved)
     _, status = os.waitpid(pid, 0)  # PEP 475: retried after each forwarded signal
     reaped.append(pid)

@@ -8,6 +8,7 @@
 """
 
 from ..errors import ExchangeError
+from .fault import FaultSeam
 
 
 class LinkStall:
@@ -38,7 +39,7 @@ class LinkStall:
                 pass
 
 
-class HubStall:
+class HubStall(FaultSeam):
     """Node 0's side."""
 
     asked = 0

@@ -9,9 +9,15 @@ time is a duration measured on the rank's own node.
   ranks at the lowest count have not entered the collective the others wait
   in (or left it last: they are where the others cannot follow). A long step
   every rank is in keeps the counts equal and is not a stall.
-- **Straggler**: over :data:`WINDOW_S`, a rank's time outside collectives per
-  collective (its own work; the others spend the difference waiting inside
-  the next collective) is :data:`SLOWER` or more above the lower median.
+- **Straggler**: over :data:`WINDOW_S`, a rank's own work per collective is
+  :data:`SLOWER` or more above the lower median, :data:`CONFIRM` checks in a
+  row. Own work is the time between collectives less the time spent waiting
+  in them: under gloo (collectives block) the host time outside collectives;
+  under NCCL/RCCL (collectives return at once, the wait happens on the
+  device) the host time less the device time the rank's timed collectives
+  took (``rankhook/nodeweave_device.py``): the last rank to arrive waits
+  least, so its own work is the largest, whether it was late on the CPU or
+  on the GPU. Both are durations on the rank's own node.
 """
 
 from collections import deque
@@ -77,12 +83,26 @@ def _most(names):
     return max(sorted(counts), key=lambda n: counts[n]) if counts else None
 
 
+def own_work(a, b):
+    """Seconds of own work per collective between two samples of one rank, or None when it entered none.
+
+    ``(time, seq, inside_s, outside_s, device_wait_s, device_timed)``: with collectives timed on the
+    device in between, the host time across them less the device wait; else the host time outside."""
+    entered = b[1] - a[1]
+    if entered <= 0:
+        return None
+    if b[5] > a[5]:
+        host = (b[2] + b[3]) - (a[2] + a[3])
+        return max(0.0, host - (b[4] - a[4])) / entered
+    return (b[3] - a[3]) / entered
+
+
 class Stragglers:
-    """Per-rank history of (time, seq, time outside collectives); names ranks consistently slower."""
+    """Per-rank history of (time, seq, inside, outside, device wait, timed); names ranks consistently slower."""
 
     def __init__(self, window_s=WINDOW_S, slower=SLOWER, confirm=CONFIRM):
         self.window_s, self.slower, self.confirm = window_s, slower, confirm
-        self.history = {}   # (node, rank) -> deque of (now, seq, outside_s)
+        self.history = {}   # (node, rank) -> deque of own_work samples
         self.streak = {}    # (node, rank) -> consecutive evaluations found slower
         self.labels = {}
 
@@ -93,7 +113,8 @@ class Stragglers:
             key = (v.get("node", 0), v["rank"])
             self.labels[key] = v
             past = self.history.setdefault(key, deque())
-            past.append((now, v["seq"], v["outside_s"]))
+            past.append((now, v["seq"], v.get("inside_s", 0.0), v["outside_s"], v.get("device_wait_s", 0.0),
+                         v.get("device_timed", 0)))
             while len(past) > 2 and now - past[1][0] >= self.window_s:
                 past.popleft()
 
@@ -109,10 +130,15 @@ class Stragglers:
             first, last = past[0], past[-1]
             if now - first[0] < self.window_s * 0.9 or now - last[0] > 5 or last[1] - first[1] < MIN_COLLECTIVES:
                 continue
-            rates = sorted((b[2] - a[2]) / (b[1] - a[1]) for a, b in zip(past, list(past)[1:]) if b[1] > a[1])
+            rates = sorted(r for r in (own_work(a, b) for a, b in zip(past, list(past)[1:])) if r is not None)
             if len(rates) >= MIN_INTERVALS:
                 out[key] = rates[len(rates) // 2]
         return out
+
+    def timed_on_device(self, key):
+        """Whether the rank's window held collectives timed on the device (NCCL/RCCL)."""
+        past = self.history.get(key)
+        return bool(past) and past[-1][5] > past[0][5]
 
     def evaluate(self, now):
         """[{rank, node, host, pod, gap, per_s, ref_s}] of ranks slower for ``confirm`` evaluations in a row."""
@@ -128,7 +154,8 @@ class Stragglers:
             if self.streak[key] >= self.confirm:
                 v = self.labels[key]
                 named.append({"rank": v["rank"], "node": v.get("node"), "host": v.get("host"), "pod": v.get("pod"),
-                              "gap": value / ref - 1, "per_s": value, "ref_s": ref})
+                              "gap": value / ref - 1, "per_s": value, "ref_s": ref,
+                              "device": self.timed_on_device(key)})
         return named
 
 

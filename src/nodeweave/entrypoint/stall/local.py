@@ -14,13 +14,14 @@ import threading
 import time
 
 from ..errors import EXIT_STALLED
+from .fault import FaultSeam
 from .setup import attach
 
 TICK_S = 2.0
 GRACE_S = 10.0
 
 
-class LocalWatch:
+class LocalWatch(FaultSeam):
     """What ``running.supervise.run_supervised`` drives (start, finish) and ``watcher.StallWatch`` asks of
     node 0's heartbeat (peer views, stacks, reports, stop), for one node alone."""
 
@@ -71,9 +72,11 @@ class LocalWatch:
         if self.failure is not None:
             return
         self.failure = (label, how)
-        self.log(f"the job stalled at {label}: {how}; stopping this node's launcher (exit {code}: stalled)")
+        aside = self.stall.aside_path() if self.stall is not None and self.stop_launcher else None
+        self.log(f"the job stalled at {label}: {how}; stopping this node's launcher (exit {code}: stalled)"
+                 + (f"; its output from here on: {aside}" if aside else ""))
         if self.stop_launcher:
-            self.stop_launcher(GRACE_S)
+            self.stop_launcher(GRACE_S, aside=aside)
 
 
 LAUNCHERS = ("torchrun", "deepspeed", "accelerate")

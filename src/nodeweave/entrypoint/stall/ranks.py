@@ -9,12 +9,13 @@ and on request signals a rank to append its stacks to ``rank-<N>.stack``
 import os
 import time
 
-from .rankhook.nodeweave_flight import ask_path, dump_path
+from .rankhook.nodeweave_flight import ask_path, dump_path, where_path
 from .rankhook.nodeweave_rankprobe import read, stack_signal
 
 STATES = {"R": "running", "S": "sleeping", "D": "in uninterruptible I/O", "T": "stopped", "t": "stopped by a tracer",
           "Z": "exited (zombie)", "X": "exited"}
 STACK_WAIT_S = 2.0
+SETTLE_S = 0.2
 
 
 def proc_state(pid):
@@ -40,7 +41,7 @@ class RankFolder:
         """Create the folder; remove what an earlier launch's ranks left in it (only our own file names)."""
         os.makedirs(self.path, exist_ok=True)
         for name in os.listdir(self.path):
-            if name.startswith("rank-") and name.endswith((".bin", ".stack", ".ask", ".flight.json")):
+            if name.startswith("rank-") and name.endswith((".bin", ".stack", ".ask", ".flight.json", ".where.json")):
                 try:
                     os.unlink(os.path.join(self.path, name))
                 except OSError:
@@ -84,7 +85,8 @@ class RankFolder:
                 "pid": rec["pid"], "seq": rec["seq"], "name": rec["name"], "inside": rec["entered"] > 0,
                 "since_s": round(max(0.0, now - rec["changed"]), 2), "inside_s": round(rec["inside_s"], 4),
                 "outside_s": round(rec["outside_s"], 4), "state": state or "gone", "cpu_s": cpu, "cpu_rate": rate,
-                "thread": rec["thread"], "fr_enqueued": rec["fr_enqueued"], "fr_completed": rec["fr_completed"]})
+                "thread": rec["thread"], "fr_enqueued": rec["fr_enqueued"], "fr_completed": rec["fr_completed"],
+                "device_wait_s": round(rec["device_wait_s"], 4), "device_timed": rec["device_timed"]})
         return view
 
     def stacks(self, view, wait_s=STACK_WAIT_S):
@@ -120,8 +122,9 @@ class RankFolder:
         return texts
 
 
-    def ask_flights(self, view):
-        """Ask every live rank's flight thread for a dump (a byte on its FIFO); {rank: (path, mtime before)}."""
+    def ask(self, view):
+        """Ask every live rank's answer thread for where it is and its recorder's dump (a byte on its FIFO);
+        {rank: (where path, its mtime before, dump path, its mtime before)}."""
         asked = {}
         for rank in view:
             if rank["state"] in ("gone", "Z", "X", "T", "t"):
@@ -130,10 +133,10 @@ class RankFolder:
             try:
                 fd = os.open(ask_path(self.path, number), os.O_WRONLY | os.O_NONBLOCK)
             except OSError:
-                continue  # no FIFO: the recorder is off in this rank, or torch.distributed never started
+                continue  # no FIFO: a probe of an older nodeweave, or one that could not start its thread
             try:
-                path = dump_path(self.path, number)
-                asked[number] = (path, _mtime(path))
+                where, dump = where_path(self.path, number), dump_path(self.path, number)
+                asked[number] = (where, _mtime(where), dump, _mtime(dump))
                 os.write(fd, b"d")
             except OSError:
                 asked.pop(number, None)
@@ -141,21 +144,36 @@ class RankFolder:
                 os.close(fd)
         return asked
 
-    def collect_flights(self, asked, wait_s=1.0):
-        """{rank: the recorder's JSON text} of each asked rank whose new dump appears within ``wait_s``."""
-        found, deadline = {}, time.monotonic() + wait_s
+    def collect(self, asked, wait_s=1.5):
+        """({rank: the recorder's JSON text}, {rank: [snapshots of the main thread's frames with positions]}) of
+        each asked rank that answers within ``wait_s`` (its where file, written last, is new)."""
+        dumps, wheres, deadline = {}, {}, time.monotonic() + wait_s
         while True:
-            for number, (path, before) in list(asked.items()):
-                if _mtime(path) != before:
+            for number, (where, where_before, dump, dump_before) in list(asked.items()):
+                if _mtime(where) == where_before:
+                    continue
+                wheres[number] = _json(where, "snapshots")
+                if _mtime(dump) != dump_before:
                     try:
-                        with open(path) as f:
-                            found[number] = f.read()
+                        with open(dump) as f:
+                            dumps[number] = f.read()
                     except OSError:
                         pass
-                    del asked[number]
+                del asked[number]
             if not asked or time.monotonic() >= deadline:
-                return found
+                time.sleep(SETTLE_S)  # let a main thread the answer parked at a GIL hand-off move on first
+                return dumps, wheres
             time.sleep(0.05)
+
+
+def _json(path, key):
+    import json
+
+    try:
+        with open(path) as f:
+            return json.load(f).get(key)
+    except (OSError, ValueError, AttributeError):
+        return None
 
 
 def _mtime(path):

@@ -62,9 +62,19 @@ def straggler_lines(named, nodes, window_s):
         lines.append(f"STRAGGLER: node {node} (host {host}): all its ranks are {gap * 100:.0f}% or more slower "
                      f"than the others (own work per collective, last {window_s:.0f}s)")
     for n in named:
+        how = "; the others wait for it on the GPU" if n.get("device") else ""
         lines.append(f"STRAGGLER: {_who(n)} is {n['gap'] * 100:.0f}% slower: {n['per_s'] * 1000:.0f} ms of own "
-                     f"work per collective against {n['ref_s'] * 1000:.0f} ms (last {window_s:.0f}s)")
+                     f"work per collective against {n['ref_s'] * 1000:.0f} ms (last {window_s:.0f}s{how})")
     return lines
+
+
+def fault_line(fault, taken):
+    """'STRAGGLER FAULT: node 1 (host h1): rank 1 named a straggler 10 checks in a row (300% slower); ...'."""
+    ranks = ", ".join(str(r) for r in fault["ranks"])
+    then = ("handed to recovery" if taken else
+            "reported only: no recovery engine took it (on_straggler_fault, docs/stalls.md)")
+    return (f"STRAGGLER FAULT: node {fault['node']} (host {fault['host']}): rank{'s' if len(fault['ranks']) > 1 else ''}"
+            f" {ranks} named a straggler {fault['checks']} checks in a row ({fault['gap'] * 100:.0f}% slower); {then}")
 
 
 def keep(run_dir, lines):

@@ -1,4 +1,9 @@
-"""Switch the stall watch on for one supervised launch: the ranks' folder, their PYTHONPATH, the watch."""
+"""Switch the stall watch on for one supervised launch: the ranks' folder, their PYTHONPATH, the watch.
+
+The ranks' folder is per job and per node (``$TMPDIR/nodeweave/ranks/<job id>-<master port>/node-<i>``):
+two nodes of one job on one host sharing a TMPDIR (bare hosts, simulated nodes) never read each other's
+records, stacks or flight dumps, and another job's launch never clears them.
+"""
 
 import os
 
@@ -21,6 +26,26 @@ def flight_recorder(environ, folder):
     return environ
 
 
+SAFE = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-"  # a path component as is
+FAULT_CHECKS = 10  # with recovery.straggler_is_fault on: named 10 checks in a row (~33 s at node 0's 3.3 s)
+
+
+def fault_checks(settings):
+    """Checks in a row that make a named straggler a fault: ``NODEWEAVE_STRAGGLER_FAULT`` when set, else
+    :data:`FAULT_CHECKS` when the recovery engine's switch ``recovery.straggler_is_fault``
+    (``NODEWEAVE_STRAGGLER_IS_FAULT``, a row of the recovery branch's contract) is on, else 0: never."""
+    checks = settings.get("straggler_fault") or 0
+    if not checks and settings.get("straggler_is_fault"):
+        checks = FAULT_CHECKS
+    return checks
+
+
+def rank_folder_path(root, job_id, master_port, node):
+    """``<root>/ranks/<job id>-<master port>/node-<node>``; the job id made safe as one path component."""
+    job = "".join(c if c in SAFE else "_" for c in str(job_id or "job"))[:80]
+    return os.path.join(root, "ranks", f"{job}-{master_port}", f"node-{node}")
+
+
 def attach(watch, plan, settings, environ, log):
     """The launcher's environment with the hook on PYTHONPATH; ``watch.stall`` set. Unchanged when off."""
     warn = settings.get("stall_warn", STALL_WARN_S)
@@ -31,7 +56,9 @@ def attach(watch, plan, settings, environ, log):
     from .watcher import StallWatch
 
     env = settings.env
-    folder = RankFolder(os.path.join(state_root(env), "ranks"), plan.topology.node_rank.value, plan.node.hostname,
+    topo = plan.topology
+    path = rank_folder_path(state_root(env), topo.job_id, topo.master_port.value, topo.node_rank.value)
+    folder = RankFolder(path, topo.node_rank.value, plan.node.hostname,
                         env.get("POD_NAME") or plan.node.hostname)
     try:
         folder.prepare()
@@ -43,7 +70,8 @@ def attach(watch, plan, settings, environ, log):
     environ["PYTHONPATH"] = os.pathsep.join([HOOK] + ([environ["PYTHONPATH"]] if environ.get("PYTHONPATH") else []))
     run_id = settings.get("run_id")
     watch.stall = StallWatch(folder, warn, settings.get("stall_timeout", STALL_TIMEOUT_S), log,
-                             run_dir(env, run_id) if run_id else None)
+                             run_dir(env, run_id) if run_id else None,
+                             fault_checks=fault_checks(settings))
     hub = getattr(watch, "hub", None)
     if hub is not None:
         hub.live_status = lambda stacks=False: watch.stall.status(watch, stacks)

@@ -2,10 +2,16 @@
 
 The class names what the rank is doing in the user's terms: ``in all_reduce
 (train.py:88)`` for a rank inside a collective (the probe says which), else
-the call on the innermost line of the user's own code (``time.sleep
-(loader.py:41)``, ``torch.save (train.py:120)``), read from the source file on
-this node. Library frames (anything under ``lib/python3.N/``: the standard
-library, site-packages) are shown but never chosen as the place.
+the call running on the innermost line of the user's own code (``time.sleep
+(loader.py:41)``, ``torch.save (train.py:120)``). Which call runs comes from
+the rank itself (its answer thread reads the frame's instruction and its
+column range, Python 3.11+); the text of that range is read from the source
+file on this node. Where the rank could not say (Python before 3.11, a main
+thread that held the GIL, a frame that moved between the two looks) and the
+line holds a call, the class says ``line 41 (call not resolved)`` rather than
+guess the first call on the line. Library frames (anything under
+``lib/python3.N/``: the standard library, site-packages) are shown but never
+chosen as the place.
 """
 
 import linecache
@@ -47,37 +53,96 @@ def _short(path):
     return path.rsplit("/", 1)[-1]
 
 
-def _callee(path, line):
-    """'time.sleep' for a source line ``time.sleep(600)``; None when the line holds no call."""
+def _has_call(path, line):
+    """Whether the source line holds anything that looks like a call."""
     source = linecache.getline(path, line).strip()
-    for match in CALL.finditer(source):
-        if match.group(1) not in NOT_CALLS:
-            return match.group(1)
+    return any(m.group(1) not in NOT_CALLS for m in CALL.finditer(source))
+
+
+def _segment(path, pos):
+    """The source text of the column range ``pos`` = [line, end line, column, end column] (columns in UTF-8
+    bytes, as ``co_positions`` gives them)."""
+    line, end_line, col, end_col = pos[:4]
+    rows = [linecache.getline(path, n).encode() for n in range(line, end_line + 1)]
+    if not rows or not rows[0]:
+        return ""
+    if len(rows) == 1:
+        return rows[0][col:end_col].decode(errors="replace")
+    return b"".join([rows[0][col:]] + rows[1:-1] + [rows[-1][:end_col]]).decode(errors="replace")
+
+
+def callee(segment):
+    """'time.sleep' for the call expression ``time.sleep(600)``, 'item' for ``t[0].item()``; None when the
+    text is no call."""
+    text = segment.strip()
+    if not text.endswith(")"):
+        return None
+    depth = 0
+    for i in range(len(text) - 1, -1, -1):
+        depth += {")": 1, "(": -1}.get(text[i], 0)
+        if depth == 0:
+            name = CALLEE.search(text[:i])
+            return name.group(1) if name else None
     return None
 
 
-def classify(frames, collective=None):
-    """The class line of a rank whose main thread has ``frames`` (innermost first)."""
+CALLEE = re.compile(r"([A-Za-z_][\w.]*)\s*$")
+
+
+def _located(frame, where):
+    """The rank's own record of ``frame`` (same file, line and function) with its position, a call first, from
+    any of its snapshots (``where``: lists of frames); None when no snapshot saw the frame on that line."""
+    found = [entry for snapshot in where or [] for entry in snapshot
+             if len(entry) >= 8 and entry[0] == frame[0] and entry[1] == frame[1] and entry[2] == frame[2]]
+    return next((e for e in found if e[7]), found[0] if found else None)
+
+
+def _by_callee(path, line, callee_frame):
+    """The one call on the line whose name ends in the function the stack shows it in ('torch.save' for a
+    frame of ``save`` under ``torch.save(torch.zeros(9), io.BytesIO())``), else None."""
+    if callee_frame is None:
+        return None
+    source = linecache.getline(path, line)
+    hits = {m.group(1) for m in CALL.finditer(source)
+            if m.group(1) not in NOT_CALLS and m.group(1).rsplit(".", 1)[-1] == callee_frame[2]}
+    return hits.pop() if len(hits) == 1 else None
+
+
+def classify(frames, collective=None, where=None):
+    """The class line of a rank whose main thread has ``frames`` (innermost first); ``where``: the rank's own
+    snapshots of its frames with the running instruction's position (``nodeweave_flight.main_thread_frames``).
+
+    The call is named from the stack itself when the line's frame is inside a Python function only one call
+    on the line can have reached (same instant as the stack), else from the rank's snapshot of that line."""
     if not frames:
         return "no Python frame"
-    user = next((f for f in frames if not LIBRARY.search(f[0])), None)
-    where = user or frames[0]
-    place = f"{_short(where[0])}:{where[1]}"
+    index = next((i for i, f in enumerate(frames) if not LIBRARY.search(f[0])), None)
+    user = frames[index] if index is not None else None
+    where_frame = user or frames[0]
+    place = f"{_short(where_frame[0])}:{where_frame[1]}"
     if collective:
         return f"in {collective} ({place})"
-    callee = _callee(where[0], where[1]) if user else None
     if user is None:
-        return f"{where[2]} ({place})"
-    return f"{callee or where[2]} ({place})"
+        return f"{where_frame[2]} ({place})"
+    name = _by_callee(user[0], user[1], frames[index - 1] if index else None)
+    if name:
+        return f"{name} ({place})"
+    entry = _located(user, where)
+    if entry is not None:
+        name = callee(_segment(user[0], entry[3:7])) if entry[7] else None
+        return f"{name or user[2]} ({place})"
+    if _has_call(user[0], user[1]):
+        return f"line {user[1]} (call not resolved) ({place})"
+    return f"{user[2]} ({place})"
 
 
-def describe_rank(rank, text):
+def describe_rank(rank, text, where=None):
     """What a node sends node 0 for one rank: {rank, label, frames} (frames empty when there was no dump)."""
     if not text or "File " not in text:
         return {"rank": rank["rank"], "label": text or "no stack", "frames": []}
     frames = [f for f in main_frames(text, rank.get("thread")) if not f[0].endswith(PROBE)]
     collective = rank["name"] if rank.get("inside") else None
-    return {"rank": rank["rank"], "label": classify(frames, collective),
+    return {"rank": rank["rank"], "label": classify(frames, collective, where),
             "frames": [[f, n, fn] for f, n, fn in frames[:MAX_FRAMES]]}
 
 

@@ -5,8 +5,14 @@ its own, judges (``judge.py``) and, when the job stalls for ``stall_warn``,
 asks every node for its ranks' stacks, groups them, and sends the one report
 every node prints; after ``stall_timeout`` it stops every node with
 :data:`EXIT_STALLED`. A straggler is named once (again when the set changes).
+
+A straggler that lasts (named in ``fault_checks`` consecutive checks; 0, the
+default, never) is a fault: node 0 says so and hands it, with the culprit
+node, to ``hub_watch.straggler_fault`` (``fault.FaultSeam``), whose
+``on_straggler_fault`` callback is the recovery engine's seam.
 """
 
+import os
 import time
 
 from ..errors import EXIT_STALLED
@@ -14,17 +20,21 @@ from . import flight, judge, report
 from .stacks import describe_rank, group
 
 GATHER_S = 6.0
+AFTER_STOP = "launcher-after-stop-node-{node}.log"  # per node: nodes on one host may share a run folder
 
 
 class StallWatch:
     """This node's part; ``hub_tick`` runs on node 0 only."""
 
-    def __init__(self, folder, warn_s, timeout_s, log, run_dir=None, clock=time.monotonic):
+    def __init__(self, folder, warn_s, timeout_s, log, run_dir=None, clock=time.monotonic, fault_checks=0):
         self.folder, self.warn_s, self.timeout_s = folder, warn_s, timeout_s
         self.log, self.run_dir, self.clock = log, run_dir, clock
         self.stragglers = judge.Stragglers()
         self.reported = None      # (seq, culprit ranks) of the stall already reported
         self.named = frozenset()  # stragglers already named
+        self.fault_checks = fault_checks
+        self.lasting = {}         # (node, rank) -> consecutive checks it was named in
+        self.faulted = set()      # nodes already reported as a straggler fault (until they are no longer named)
         self.verdicts = {"stall": None, "stragglers": []}
         self.last_views = []
         self.alone = None  # why this node sees only its own ranks in a job of several nodes (local.py)
@@ -36,15 +46,19 @@ class StallWatch:
     def stacks(self, view=None):
         """Every rank's described stack, with its flight recorder's last collectives (the dumps kept too)."""
         view = self.view() if view is None else view
-        asked = self.folder.ask_flights(view)
-        dumps = self.folder.collect_flights(asked)  # first: faulthandler's signal must not meet the thread busy
+        asked = self.folder.ask(view)
+        dumps, wheres = self.folder.collect(asked)  # first: faulthandler's signal must not meet the thread busy
         texts = self.folder.stacks(view)
         flight.keep(self.run_dir, dumps)
-        described = [describe_rank(v, texts.get(v["rank"])) for v in view]
+        described = [describe_rank(v, texts.get(v["rank"]), wheres.get(v["rank"])) for v in view]
         for item in described:
             if item["rank"] in dumps:
                 item["flight"] = flight.summary(dumps[item["rank"]])
         return described
+
+    def aside_path(self):
+        """Where the launcher's output goes once a stall stops it: the run folder, else the ranks' folder."""
+        return os.path.join(self.run_dir or self.folder.path, AFTER_STOP.format(node=self.folder.node))
 
     def publish(self, lines):
         for line in lines:
@@ -66,6 +80,7 @@ class StallWatch:
             self._stragglers(hub_watch, views, now)
         else:
             self.stragglers.reset()  # a stalled job has no pace to compare, and its wait is no rank's pace
+            self.lasting = {}
         if finding is None or finding["for_s"] < self.warn_s:
             if self.reported is not None:  # the ranks moved (counts a beat apart are no stall)
                 self._say_all(hub_watch, [f"the stall is over: every rank moved on (after {self.reported[2]})"])
@@ -94,6 +109,22 @@ class StallWatch:
             self._say_all(hub_watch, report.straggler_lines(named, judge.slow_nodes(named, views),
                                                            self.stragglers.window_s))
         self.named = keys
+        self.lasting = {key: self.lasting.get(key, 0) + 1 for key in keys}
+        if self.fault_checks:
+            self._faults(hub_watch, named)
+
+    def _faults(self, hub_watch, named):
+        """Report each node with a straggler named ``fault_checks`` checks in a row as a fault, once."""
+        self.faulted &= {n["node"] for n in named}
+        lasting = [n for n in named if self.lasting[(n["node"], n["rank"])] >= self.fault_checks]
+        for node in sorted({n["node"] for n in lasting} - self.faulted, key=str):
+            ranks = [n for n in lasting if n["node"] == node]
+            fault = {"node": node, "host": ranks[0]["host"], "ranks": [n["rank"] for n in ranks],
+                     "gap": max(n["gap"] for n in ranks), "checks": self.fault_checks}
+            self.faulted.add(node)
+            hand_over = getattr(hub_watch, "straggler_fault", None)  # fault.FaultSeam
+            taken = bool(hand_over and hand_over(fault))
+            self._say_all(hub_watch, [report.fault_line(fault, taken)])
 
     def _gather(self, hub_watch, own):
         """Every rank's described stack: this node's now, the others' as they answer (bounded)."""

@@ -1,17 +1,22 @@
-"""The flight recorder's thread inside a rank: what torch's own recorder says this rank did, cheaply.
+"""The answer thread inside a rank: where its main thread is, and what torch's own recorder says it did.
 
 torch keeps a ring of every collective a process group issued, from Python or
 from C++ (DDP's reducer, FSDP), with its sequence id, op, sizes and state,
 when ``TORCH_FR_BUFFER_SIZE`` (or ``TORCH_NCCL_TRACE_BUFFER_SIZE``) is above
 0; the entrypoint sets it for the ranks unless the user set either (``0``
-turns this off). Started by the probe once ``torch.distributed`` is
-imported, this daemon thread
+turns this off). Started by the probe in every rank, this daemon thread
 
-- every :data:`POLL_S` reads the default group's last enqueued and last
+- on a byte written to the FIFO ``rank-<RANK>.ask`` writes the main thread's
+  frames with the position of the instruction each is running
+  (``rank-<RANK>.where.json``: ``frame.f_lasti`` into ``co_positions()``, Python
+  3.11+), so the node names the call that is executing, not the first call on
+  its line; it answers whenever the main thread lets go of the GIL (a sleep,
+  a blocking read, gloo or NCCL, every 5 ms of Python code);
+- once ``torch.distributed`` is imported and the recorder is on, every
+  :data:`POLL_S` reads the default group's last enqueued and last
   completed collective (``pg_status``, about 20 µs) into the rank's record, so
   the node counts collectives no Python call made;
-- on a byte written to the FIFO ``rank-<RANK>.ask`` writes the whole recorder
-  as JSON to ``rank-<RANK>.flight.json`` (written aside, then renamed): NCCL's
+- on the same byte writes the whole recorder as JSON to ``rank-<RANK>.flight.json`` (written aside, then renamed): NCCL's
   (``_dump_nccl_trace_json``) and the generic one gloo uses
   (``_dump_fr_trace_json``), whichever this torch has.
 
@@ -24,6 +29,7 @@ ran killed a rank with SIGSEGV in a container test). Stdlib only: torch is
 looked up in ``sys.modules``, never imported here.
 """
 
+import itertools
 import json
 import os
 import select
@@ -56,10 +62,15 @@ def dump_path(folder, rank):
     return os.path.join(folder, f"rank-{rank}.flight.json")
 
 
+def where_path(folder, rank):
+    return os.path.join(folder, f"rank-{rank}.where.json")
+
+
 def start(probe, env):
-    """Start the thread once per rank, when the recorder is on."""
-    if not enabled(env) or getattr(probe, "flight_thread", None) is not None:
+    """Start the thread once per rank; it reads the recorder only when the recorder is on."""
+    if getattr(probe, "flight_thread", None) is not None:
         return
+    probe.recorder_on = enabled(env)
     path = ask_path(probe.folder, probe.rank)
     if not os.path.exists(path):
         os.mkfifo(path, 0o600)
@@ -71,30 +82,39 @@ def start(probe, env):
 RECORDERS = (("nccl", "_dump_nccl_trace_json"), ("generic", "_dump_fr_trace_json"))  # NCCL keeps its own
 
 
-def _recorders():
+def _recorders(on):
     """{name: torch's JSON dump function} of each recorder this torch has, once the default group exists."""
+    if not on:
+        return {}
     dist = sys.modules.get("torch.distributed")
     c10d = sys.modules.get("torch._C._distributed_c10d")
-    if dist is None or c10d is None or not dist.is_initialized():
+    initialized = getattr(dist, "is_initialized", None)  # absent while torch.distributed is still importing
+    if initialized is None or c10d is None or not initialized():
         return {}
     return {name: getattr(c10d, attr) for name, attr in RECORDERS if hasattr(c10d, attr)}
 
 
 def _loop(probe, fd):
-    quiet_until = 0.0
+    quiet_until, failed = 0.0, False
     while True:
         ready, _, _ = select.select([fd], [], [], POLL_S)
-        recorders = _recorders()
-        if ready:
-            try:
-                os.read(fd, 64)
-            except BlockingIOError:
-                pass
-            if recorders:
-                _write(probe, {name: json.loads(dump(True, False)) for name, dump in recorders.items()})
-            quiet_until = time.monotonic() + QUIET_S
-        if recorders and time.monotonic() >= quiet_until:
-            _poll(probe, recorders)
+        try:
+            recorders = _recorders(probe.recorder_on)
+            if ready:
+                try:
+                    os.read(fd, 64)
+                except BlockingIOError:
+                    pass
+                if recorders:
+                    _write(probe, {name: json.loads(dump(True, False)) for name, dump in recorders.items()})
+                _write_where(probe)  # last: its new file tells the node the answer is complete
+                quiet_until = time.monotonic() + QUIET_S
+            if recorders and time.monotonic() >= quiet_until:
+                _poll(probe, recorders)
+        except Exception as err:  # noqa: BLE001 - torch half imported, a full disk: answer the next ask
+            if not failed:
+                sys.stderr.write(f"nodeweave: rank {probe.rank}'s answer thread: {err!r} (it goes on)\n")
+            failed = True
 
 
 def _poll(probe, recorders):
@@ -113,4 +133,55 @@ def _write(probe, recorders):
     path = dump_path(probe.folder, probe.rank)
     with open(path + ".part", "w") as f:
         json.dump({"rank": probe.rank, "recorders": recorders}, f)
+    os.replace(path + ".part", path)
+
+
+MAX_FRAMES = 64
+CALLS = ("CALL", "PRECALL")  # CALL, CALL_KW, CALL_FUNCTION_EX, CALL_FUNCTION (older), CALL_METHOD (older)
+
+
+def position(frame):
+    """[line, end line, column, end column, is a call] of the instruction ``frame`` is running; None where
+    this Python cannot say (before 3.11: no ``co_positions``)."""
+    code = frame.f_code
+    if not hasattr(code, "co_positions") or frame.f_lasti < 0:
+        return None
+    found = next(itertools.islice(code.co_positions(), frame.f_lasti // 2, None), None)
+    if not found or None in found:
+        return None
+    import dis
+
+    name = dis.opname[code.co_code[frame.f_lasti]]
+    return [found[0], found[1], found[2], found[3], name.startswith(CALLS)]
+
+
+def main_thread_frames(thread):
+    """[[file, line, function] + position] of ``thread``'s frames, innermost first."""
+    frame = sys._current_frames().get(thread)
+    out = []
+    while frame is not None and len(out) < MAX_FRAMES:
+        entry = [frame.f_code.co_filename, frame.f_lineno, frame.f_code.co_name]
+        try:
+            entry += position(frame) or []
+        except (IndexError, ValueError):
+            pass
+        out.append(entry)
+        frame = frame.f_back
+    return out
+
+
+SNAPSHOTS, SNAPSHOT_GAP_S = 5, 0.02
+
+
+def _write_where(probe):
+    """:data:`SNAPSHOTS` looks at the main thread, :data:`SNAPSHOT_GAP_S` apart: a rank running Python code
+    is seen only where it lets go of the GIL, so one look could miss the line the node's stack shows."""
+    snapshots = []
+    for i in range(SNAPSHOTS):
+        if i:
+            time.sleep(SNAPSHOT_GAP_S)
+        snapshots.append(main_thread_frames(probe.thread))
+    path = where_path(probe.folder, probe.rank)
+    with open(path + ".part", "w") as f:
+        json.dump({"rank": probe.rank, "snapshots": snapshots}, f)
     os.replace(path + ".part", path)

@@ -5,14 +5,18 @@ the script imports it). It
 
 - maps ``$NODEWEAVE_RANKWATCH_DIR/rank-<RANK>.bin`` (:data:`LAYOUT`) and keeps
   there the count of collectives entered, the one it is in and since when,
-  and the time spent inside and outside collectives (the straggler measure);
+  the time spent inside and outside collectives (the straggler measure under
+  gloo) and, for collectives on GPU tensors, the device time spent waiting in
+  them (``nodeweave_device.py``: the measure under NCCL and RCCL);
 - wraps the ``torch.distributed`` collectives when ``distributed_c10d`` is
   imported (an import hook; the first call into one counts, nested calls do not);
 - registers :data:`STACK_SIGNAL` with ``faulthandler`` (``all_threads``), which
   appends every thread's Python stack to ``rank-<RANK>.stack`` — from C, so it
   answers while the rank sleeps, reads a dead file system or waits in gloo;
-- once the process group exists and torch's flight recorder is on, keeps a
-  thread (``flight.py``) that counts the default group's collectives as the
+- keeps a thread (``nodeweave_flight.py``) that, asked through a FIFO, writes
+  where the main thread is (each frame's running instruction, so the node
+  names the call that executes); once the process group exists and torch's
+  flight recorder is on, the same thread counts the default group's collectives as the
   recorder sees them (C++-issued ones too: DDP's reducer) and dumps the
   recorder to ``rank-<RANK>.flight.json`` when asked.
 
@@ -26,10 +30,11 @@ import struct
 import sys
 import time
 
-MAGIC = b"NWR1"
+MAGIC = b"NWR2"
 # magic, gen, pid, rank, local rank, main thread ident, seq, changed, entered, inside_s, outside_s, name,
-# the flight recorder's last enqueued and last completed collective of the default group (-1: not known)
-LAYOUT = struct.Struct("<4sIIiiQQdddd24sqq")
+# the flight recorder's last enqueued and last completed collective of the default group (-1: not known),
+# the device time waited in timed collectives and how many were timed
+LAYOUT = struct.Struct("<4sIIiiQQdddd24sqqdq")
 SIZE = 4096
 OWNER = "NODEWEAVE_RANKWATCH_PID"
 COLLECTIVES = (
@@ -69,6 +74,7 @@ class Probe:
         self.inside = self.outside = 0.0
         self.changed = self.last_exit = time.monotonic()
         self.flight = (-1, -1)  # written by the flight thread (flight.py)
+        self.device = None  # nodeweave_device.DeviceTimer, once a collective runs on a GPU tensor
         self.lock = threading.Lock()  # the main thread and the flight thread both write
         self.forked = False
         if hasattr(os, "register_at_fork"):
@@ -89,7 +95,8 @@ class Probe:
             struct.pack_into("<I", self.map, 4, self.gen)  # odd: a reader retries
             LAYOUT.pack_into(self.map, 0, MAGIC, self.gen, os.getpid(), self.rank, self.local_rank, self.thread,
                              self.seq, self.changed, self.entered, self.inside, self.outside, self.name,
-                             self.flight[0], self.flight[1])
+                             self.flight[0], self.flight[1], self.device.waited_s if self.device else 0.0,
+                             self.device.timed if self.device else 0)
             self.gen += 1
             struct.pack_into("<I", self.map, 4, self.gen)
 
@@ -106,6 +113,25 @@ class Probe:
         self.entered = self.changed = now
         self.name = name
         self.write()
+
+    def time_device(self, args, kwargs):
+        """The device timer's token for this collective, or None (not on a GPU tensor; a timer that failed)."""
+        try:
+            if self.device is None:
+                import nodeweave_device
+
+                self.device = nodeweave_device.timer_for(args, kwargs)
+                if self.device is None:
+                    return None
+            return self.device.begin(args, kwargs)
+        except Exception:  # noqa: BLE001 - the measure is a bonus: the collective runs whatever happens here
+            return None
+
+    def device_end(self, token):
+        try:
+            self.device.end(token)
+        except Exception:  # noqa: BLE001 - as above
+            pass
 
     def leave(self):
         now = time.monotonic()
@@ -126,9 +152,12 @@ def wrap(probe, name, fn):
             return fn(*args, **kwargs)
         probe.depth += 1
         probe.enter(label)
+        token = probe.time_device(args, kwargs)
         try:
             return fn(*args, **kwargs)
         finally:
+            if token is not None:
+                probe.device_end(token)
             probe.depth -= 1
             probe.leave()
     return nodeweave_collective
@@ -167,7 +196,6 @@ class Finder:
         def exec_module(module):
             run(module)
             patch(probe, module)
-            start_flight(probe)
         spec.loader.exec_module = exec_module
         return spec
 
@@ -188,22 +216,22 @@ def install(env):
     probe.stacks = open(os.path.join(folder, f"rank-{rank}.stack"), "a")
     faulthandler.register(stack_signal(), file=probe.stacks, all_threads=True, chain=False)
     probe.folder = folder
+    start_flight(probe)
     if "torch.distributed.distributed_c10d" in sys.modules:
         patch(probe, sys.modules["torch.distributed.distributed_c10d"])
-        start_flight(probe)
     else:
         sys.meta_path.insert(0, Finder(probe))
     return probe
 
 
 def start_flight(probe):
-    """The flight recorder's thread, when torch's recorder is on (the entrypoint sets its size; 0 = off)."""
+    """The answer thread (where the main thread is; torch's recorder, when on: the entrypoint sets its size)."""
     try:
         import nodeweave_flight
 
         nodeweave_flight.start(probe, os.environ)
     except Exception as err:  # noqa: BLE001 - the recorder is a bonus: training goes on without it
-        sys.stderr.write(f"nodeweave: flight recorder watch not started in rank {probe.rank}: {err}\n")
+        sys.stderr.write(f"nodeweave: answer thread not started in rank {probe.rank}: {err}\n")
 
 
 def read(data):
@@ -211,10 +239,10 @@ def read(data):
     if len(data) < LAYOUT.size or data[:4] != MAGIC:
         return None
     (_, gen, pid, rank, local_rank, thread, seq, changed, entered, inside, outside,
-     name, fr_enqueued, fr_completed) = LAYOUT.unpack_from(data, 0)
+     name, fr_enqueued, fr_completed, device_wait, device_timed) = LAYOUT.unpack_from(data, 0)
     if gen % 2:
         return None
     return {"pid": pid, "rank": rank, "local_rank": local_rank, "thread": thread, "seq": seq, "changed": changed,
             "entered": entered, "inside_s": inside, "outside_s": outside,
             "name": name.rstrip(b"\0").decode(errors="replace"), "fr_enqueued": fr_enqueued,
-            "fr_completed": fr_completed}
+            "fr_completed": fr_completed, "device_wait_s": device_wait, "device_timed": device_timed}

@@ -1,0 +1,135 @@
+"""The training step of benchmarks/gpu_stragglers.py: GPU matmuls and CPU work, then collectives, one rank slowed.
+
+Per step: ``--gpu-ms`` of matmuls queued on the GPU (calibrated at start), ``--cpu-ms`` of busy CPU work,
+then ``--collectives`` all-reduces of 4 MiB and ``torch.cuda.synchronize()`` (NCCL), or the same on CPU
+tensors (gloo: ``--cpu``). ``--slow-rank R`` adds ``--slow-cpu-ms`` of busy CPU work and/or
+``--slow-gpu-ms`` of GPU kernel time (``torch.cuda._sleep``, calibrated) to rank R's steps. Runs
+``--seconds`` (or ``--steps``) and prints ``NWBENCH-START`` when the loop starts and ``NWBENCH-DONE`` with
+the median step time.
+
+``--overhead-rounds N`` measures instead what the stall watch's rank hook adds per step: N paired rounds of
+``--block`` steps each through the hooked ``dist.all_reduce`` (the probe's record, the device events) and
+through the function it wraps (``__wrapped__``), the order alternating; one ``NWBENCH-OVERHEAD`` line per
+round with both median step times. Needs the hook (run under the stall watch).
+"""
+
+import argparse
+import datetime
+import os
+import statistics
+import time
+
+import torch
+import torch.distributed as dist
+
+
+def burn(ms):
+    """Spin the CPU for ``ms`` milliseconds of wall time."""
+    until = time.perf_counter() + ms / 1000
+    x = 0
+    while time.perf_counter() < until:
+        x += 1
+
+
+def gpu_timed(fn, repeat):
+    """Milliseconds per call of ``fn`` on the GPU."""
+    fn()
+    torch.cuda.synchronize()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    for _ in range(repeat):
+        fn()
+    end.record()
+    end.synchronize()
+    return start.elapsed_time(end) / repeat
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--cpu", action="store_true", help="gloo on CPU tensors")
+    parser.add_argument("--seconds", type=float, default=60.0)
+    parser.add_argument("--steps", type=int, default=0, help="stop after this many steps (0: --seconds)")
+    parser.add_argument("--gpu-ms", type=float, default=30.0)
+    parser.add_argument("--cpu-ms", type=float, default=20.0)
+    parser.add_argument("--collectives", type=int, default=1)
+    parser.add_argument("--slow-rank", type=int, default=-1)
+    parser.add_argument("--slow-cpu-ms", type=float, default=0.0)
+    parser.add_argument("--slow-gpu-ms", type=float, default=0.0)
+    parser.add_argument("--overhead-rounds", type=int, default=0)
+    parser.add_argument("--block", type=int, default=25)
+    args = parser.parse_args()
+
+    dist.init_process_group("gloo" if args.cpu else "nccl", timeout=datetime.timedelta(seconds=600))
+    rank = dist.get_rank()
+    device = "cpu" if args.cpu else "cuda"
+    if not args.cpu:
+        torch.cuda.set_device(0)
+    buffers = [torch.ones(1 << 20, device=device) for _ in range(args.collectives)]
+    matmuls, a, cycles = 0, None, 0
+    if not args.cpu:
+        a = torch.randn(2048, 2048, device=device)
+        per = gpu_timed(lambda: a @ a, 20)
+        matmuls = max(1, round(args.gpu_ms / per)) if args.gpu_ms else 0
+        if args.slow_gpu_ms and rank == args.slow_rank:
+            cycles = int(10 ** 7 * args.slow_gpu_ms / gpu_timed(lambda: torch.cuda._sleep(10 ** 7), 3))
+    slow = rank == args.slow_rank
+    if args.overhead_rounds:
+        return overhead(args, rank, buffers, matmuls, a)
+    dist.barrier()
+    os.write(1, f"NWBENCH-START rank={rank} matmuls={matmuls} sleep_cycles={cycles}\n".encode())
+    began, times, step, done = time.monotonic(), [], 0, False
+    while not done:
+        t0 = time.perf_counter()
+        if not args.steps:  # rank 0's clock decides, through the step's own all-reduce: every rank stops together
+            buffers[0][0] = float(rank == 0 and time.monotonic() - began >= args.seconds)
+        for _ in range(matmuls):
+            a @ a
+        burn(args.cpu_ms + (args.slow_cpu_ms if slow else 0))
+        if cycles:
+            torch.cuda._sleep(cycles)
+        for buffer in buffers:
+            dist.all_reduce(buffer)
+        if not args.cpu:
+            torch.cuda.synchronize()
+        step += 1
+        done = step >= args.steps if args.steps else buffers[0][0].item() > 0
+        times.append(time.perf_counter() - t0)
+    warm = times[len(times) // 10:] or times
+    os.write(1, f"NWBENCH-DONE rank={rank} steps={step} median_step_ms={statistics.median(warm) * 1000:.3f}\n"
+             .encode())
+    dist.destroy_process_group()
+
+
+def overhead(args, rank, buffers, matmuls, a):
+    """Paired rounds: the hooked all_reduce against the plain one it wraps, same steps, alternating order."""
+    hooked = dist.all_reduce
+    if not getattr(hooked, "__wrapped_by_nodeweave__", False):
+        os.write(1, b"NWBENCH-OVERHEAD-ERROR the stall watch's hook is not on dist.all_reduce\n")
+        return
+
+    def block(reduce):
+        times = []
+        for _ in range(args.block):
+            t0 = time.perf_counter()
+            for _ in range(matmuls):
+                a @ a
+            burn(args.cpu_ms)
+            for buffer in buffers:
+                reduce(buffer)
+            if not args.cpu:
+                torch.cuda.synchronize()
+            times.append(time.perf_counter() - t0)
+        return statistics.median(times) * 1000
+
+    plain = hooked.__wrapped__
+    block(hooked)  # warm-up: the device timer's events, NCCL's channels
+    for i in range(args.overhead_rounds):
+        order = (("on", hooked), ("off", plain)) if i % 2 else (("off", plain), ("on", hooked))
+        got = {name: block(reduce) for name, reduce in order}
+        os.write(1, f"NWBENCH-OVERHEAD rank={rank} round={i} on_ms={got['on']:.4f} off_ms={got['off']:.4f}\n"
+                 .encode())
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()

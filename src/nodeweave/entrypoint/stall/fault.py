@@ -1,0 +1,23 @@
+"""The seam where a lasting straggler becomes a fault for the recovery engine (docs/stalls.md).
+
+Mixed into node 0's watch (``exchange.HubStall``, ``local.LocalWatch``); no imports, so the entrypoint's
+start-up path pays nothing for it.
+"""
+
+
+class FaultSeam:
+    """Where a lasting straggler goes: the recovery engine sets ``on_straggler_fault`` on node 0's watch to a
+    callable taking the fault ``{node, host, ranks, gap, checks}`` (``node``: the culprit node's rank) and
+    returning True when it takes it (swaps the node for a spare). Unset, the fault is reported only."""
+
+    on_straggler_fault = None
+
+    def straggler_fault(self, fault):
+        handler = self.on_straggler_fault
+        if handler is None:
+            return False
+        try:
+            return bool(handler(fault))
+        except Exception as err:  # noqa: BLE001 - the watch goes on; the fault stays reported
+            self.log(f"warning: the recovery engine's straggler fault handler failed: {err!r}")
+            return False
