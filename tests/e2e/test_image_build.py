@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 
-from e2e_harness import REGISTRY, REPO, snapshot_context
+from e2e_harness import REGISTRY, REPO, edit_entrypoint, snapshot_context
 
 pytestmark = pytest.mark.engine
 
@@ -60,8 +60,8 @@ def _build(base_image, engine, context, tag, tmp_path):
 
 
 def test_rebuild_is_cached_and_a_code_edit_reruns_only_the_code_layers(engine, image_build, base_image, tmp_path):
-    """Unchanged tree: every step but FROM comes from the cache. An edit under src/: only the
-    steps from ``COPY src`` on run again; the apt, torch and DeepSpeed layers stay cached."""
+    """Unchanged tree: every step but FROM comes from the cache. An edit of the entrypoint: only the
+    steps from its ``COPY`` on run again; the apt, torch and DeepSpeed layers stay cached."""
     context = snapshot_context(REPO, tmp_path / "context")
     tag = "rebuild-test"
     try:
@@ -69,12 +69,11 @@ def test_rebuild_is_cached_and_a_code_edit_reruns_only_the_code_layers(engine, i
         total, cached, ran = _build(base_image, engine, context, tag, tmp_path)
         assert cached == total - 1 and not ran, f"only FROM may be outside the cache; ran: {ran}"
 
-        marker = context / "src" / "nodeweave" / "_rebuild_marker.py"
-        marker.write_text("MARKER = 1\n")
+        edit_entrypoint(context, "_rebuild_marker", "MARKER = 1\n")
         total, cached, ran = _build(base_image, engine, context, tag, tmp_path)
-        heavy = [step for step in ran if step.startswith("RUN") and "nodeweave-src" not in step]
+        heavy = [step for step in ran if step.startswith("RUN")]
         assert not heavy, f"dependency layers ran again after a code-only edit: {heavy}"
-        assert any(step.startswith("COPY src") for step in ran), ran
+        assert any(step.startswith("COPY entrypoint/nodeweave-entrypoint.pyz") for step in ran), ran
         shown = engine.client.container.run(
             f"{REGISTRY}/e2e-rebuild:{tag}", ["-c", "from nodeweave import _rebuild_marker; print(_rebuild_marker.MARKER)"],
             entrypoint="python", remove=True)
