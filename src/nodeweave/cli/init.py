@@ -24,6 +24,8 @@ from nodeweave.cli.habits.output import checked, emit, output_option
 from nodeweave.errors import NodeweaveError, UsageError
 
 VARIANT_BY_VENDOR = {"nvidia": "cuda12", "amd": "rocm70", "none": "cpu"}
+# A team's dependencies, when its folder has this file: the image installs them (image.requirements).
+REQUIREMENTS = "requirements.txt"
 TEMPLATE = """\
 # nodeweave cluster spec, written by `nodeweave init` from what {source} showed:
 # {found}.
@@ -33,7 +35,7 @@ name: {name}  # DNS-1123 label: containers, pods and hosts <name>-0..N-1
 
 image:
   variant: {variant}  # `nodeweave image variants` lists the catalogue
-
+{requirements}
 nodes: {nodes}
 gpus_per_node: {gpus}  # processes per node{gpu_note}
 
@@ -126,7 +128,16 @@ def init(
         note_renamed(f"init --via {via} --host {host[0] if host else 'NAME'}",
                      f"init --host {via}:{host[0] if host else 'NAME'}", "a node's address is KIND:NAME everywhere")
     seen = seen_on_hosts(host, via or "ssh", ssh_option) if host else seen_here(sysroot)
-    text = spec_text(seen, name or _label(Path.cwd().name), len(seen.hosts) or nodes, script, launcher)
+    arguments = (seen, name or _label(Path.cwd().name), len(seen.hosts) or nodes, script, launcher)
+    text, note = spec_text(*arguments, requirements=REQUIREMENTS), ""
+    if (path.resolve().parent / REQUIREMENTS).is_file():
+        try:
+            parse_spec(text, str(path), base_dir=path.resolve().parent)
+        except UsageError as err:  # e.g. an unpinned line: the spec is written without it, and says why
+            text = spec_text(*arguments)
+            note = f"; {REQUIREMENTS} left out of image.requirements: {err}"
+    else:
+        text = spec_text(*arguments)
     parse_spec(text, str(path), base_dir=path.resolve().parent)  # the validator's word before anything is kept
     if dry_run:
         typer.echo(text, nl=False)
@@ -137,10 +148,13 @@ def init(
         from nodeweave.failures import path_problem
 
         raise path_problem(err, "init --out") from None
-    typer.echo(f"nodeweave: wrote {path}: {seen.summary()}; next: nodeweave validate, nodeweave render all", err=True)
+    typer.echo(f"nodeweave: wrote {path}: {seen.summary()}{note}; next: nodeweave validate, nodeweave render all",
+               err=True)
 
 
-def spec_text(seen: Seen, name: str, nodes: int, script: str, launcher: str) -> str:
+def spec_text(seen: Seen, name: str, nodes: int, script: str, launcher: str,
+              requirements: Optional[str] = None) -> str:
+    """The spec's text; ``requirements`` names the folder's requirements file for ``image.requirements``."""
     network = ("\nnetwork:\n  rdma: true  # active RDMA ports: " + ", ".join(seen.rdma_ports[:8]) + "\n"
                ) if seen.rdma_ports else ""
     hosts = ("\nhosts:  # node 0 first: its place is its rank\n" + "".join(f"  - {h}\n" for h in seen.hosts)
@@ -148,7 +162,9 @@ def spec_text(seen: Seen, name: str, nodes: int, script: str, launcher: str) -> 
     return TEMPLATE.format(
         source=seen.source, found=seen.summary(), name=name, variant=VARIANT_BY_VENDOR.get(seen.vendor, "cpu"),
         nodes=nodes, gpus=seen.gpus or 1, gpu_note=f": {seen.gpus}x {seen.model}" if seen.gpus else ": CPU",
-        launcher=launcher, script=script, network=network) + hosts
+        launcher=launcher, script=script, network=network,
+        requirements=(f"  requirements: {requirements}  # installed into the image (every line pinned)\n"
+                      if requirements else "")) + hosts
 
 
 def _label(text: str) -> str:
