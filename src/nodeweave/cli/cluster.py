@@ -12,7 +12,7 @@ import typer
 
 from nodeweave.cli.habits.base import find_spec
 from nodeweave.cli.habits.clusteropts import (DRY_RUN, ENGINE, HOST, HOSTS_FILE, JSON, KUBE_CLI, KUBE_CONTEXT, NAMESPACE,
-                                       OVERLAY, REMOTE_DIR, SPEC, SSH_OPTION, TARGET, cluster_nodes, console,
+                                       OVERLAY, REMOTE_DIR, SPEC, SSH_OPTION, TARGET, console,
                                        default_mode, open_cluster, options, print_steps, spec_command)
 from nodeweave.cli.habits.nodes import NODE, pick_nodes, pick_one, run_folder_indices
 from nodeweave.cli.habits.output import checked, emit, output_option
@@ -141,7 +141,7 @@ def status_command(
 
     given = options(target, engine, host, hosts_file, remote_dir, namespace, kube_cli, kube_context, overlay, ssh_option)
     spec, backend, _ = open_cluster(spec_path, given)
-    nodes = pick_nodes(backend.nodes(), node)
+    nodes = pick_nodes(backend.live_nodes("fingerprint") if fingerprints else backend.nodes(), node)
     rows = gather(backend, nodes, spec_command(spec))
     agree = agreement(rows)
     view = None
@@ -205,7 +205,7 @@ def stop_command(
     spec_path = find_spec(spec_path)
     given = options(target, engine, host, hosts_file, remote_dir, namespace, kube_cli, kube_context, overlay, ssh_option)
     spec, backend, _ = open_cluster(spec_path, given, dry_run=dry_run)
-    every = cluster_nodes(backend, spec, dry_run)
+    every = backend.live_nodes("stop", dry_run)
     nodes = pick_nodes(every, node)
     if not dry_run:
         backend.require_up(nodes, "stop")
@@ -232,7 +232,7 @@ def shell_command(
         wanted.append(index)
     given = options(target, engine, host, hosts_file, remote_dir, namespace, kube_cli, kube_context, overlay, ssh_option)
     spec, backend, _ = open_cluster(spec_path, given, dry_run=dry_run)
-    chosen = pick_one(cluster_nodes(backend, spec, dry_run), wanted, "shell")
+    chosen = pick_one(backend.live_nodes("open a shell in", dry_run), wanted, "shell")
     argv = chosen.remote.shell_argv()
     if dry_run:
         typer.echo(shlex.join(argv))
@@ -274,7 +274,7 @@ def logs_command(
     if not container:
         held = not backend.holds
         if not held:
-            held = ask_status(backend.nodes()[0], spec_command(spec)).holding
+            held = ask_status(backend.live_nodes("read logs of")[0], spec_command(spec)).holding
         if held:
             parent = runs_dir or spec_path.resolve().parent / RUNS
             folder = latest_run(parent, spec.name)
@@ -283,9 +283,9 @@ def logs_command(
                                  "`nodeweave run -- SCRIPT` starts one (or --container for the containers' logs)")
     if folder is not None:
         out.print(f"# {folder}", highlight=False, markup=False)
-        wanted = [n.index for n in pick_nodes(backend.nodes(), node)] if node else []
+        wanted = [n.index for n in pick_nodes(backend.live_nodes("read logs of"), node)] if node else []
         raise typer.Exit(run_logs(folder, wanted, follow, out))
-    nodes = pick_nodes(backend.nodes(), node)
+    nodes = pick_nodes(backend.live_nodes("read logs of"), node)
     backend.require_up(nodes, "logs")
     raise typer.Exit(container_logs(backend, nodes, follow, out))
 
