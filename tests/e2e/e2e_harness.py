@@ -214,13 +214,18 @@ def edit_entrypoint(context: Path, module: str, text: str) -> None:
     keeps as it is (a marked one that differs from this nodeweave's would be refreshed). The image puts
     the archive on the venv's path, so ``from nodeweave import <module>`` reads it back.
     """
+    import io
     import zipfile
 
     archive = context / "entrypoint" / "nodeweave-entrypoint.pyz"
-    with zipfile.ZipFile(archive, "a") as handle:
-        handle.writestr(f"nodeweave/{module}.py", text)
-    shebang, _mark, rest = archive.read_bytes().split(b"\n", 2)
-    archive.write_bytes(shebang + b"\n" + rest)
+    with zipfile.ZipFile(archive) as old:
+        members = {name: old.read(name) for name in old.namelist()}
+    members[f"nodeweave/{module}.py"] = text.encode()
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as new:  # written whole: zipimport misreads an appended-to archive
+        for name, data in sorted(members.items()):
+            new.writestr(name, data)
+    archive.write_bytes(archive.read_bytes().split(b"\n", 1)[0] + b"\n" + buffer.getvalue())
 
 
 _INTERPOLATION = re.compile(r"\$\{(\w+)(?::?([-?])([^}]*))?\}")

@@ -68,10 +68,14 @@ def up_command(
         progress = wait_until_up(backend, nodes, mode, timeout, out, spec_command(spec))
     finally:
         backend.close()
-    hashes = {a.data["plan"].get("hash") for a in progress.ready.values() if a.data and a.data.get("plan")}
-    agree = "plans agree" if len(hashes) == 1 else f"plans DISAGREE ({', '.join(sorted(map(str, hashes)))})"
+    from nodeweave.cluster.status import plan_verdict
+
+    agree, failures = plan_verdict([(n, progress.ready.get(n.index)) for n in nodes])
     what = f"in {mode} mode" if backend.holds else "and answer (bare hosts: nothing held)"
     out.print(f"{len(nodes)} node(s) up {what} on {backend.where()}; {agree}", highlight=False)
+    if failures:  # a node that answers but cannot start is no agreement (issue 33): up fails, naming it
+        raise NodeweaveError(f"{len(failures)} of {len(nodes)} node(s) cannot start: " + "; ".join(failures)
+                             + "; `nodeweave status` shows each plan (fix the spec, then `nodeweave up` again)")
     if as_json:
         typer.echo(json.dumps({"mode": mode, "where": backend.where(), "nodes": [
             {"node": n.name, "reached_as": n.remote.label, "state": progress.state.get(n.index)} for n in nodes]},

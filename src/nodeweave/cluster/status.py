@@ -45,6 +45,30 @@ def agreement(rows: List[dict]) -> Optional[bool]:
     return None if not hashes else len(hashes) == 1
 
 
+def plan_verdict(answers) -> Tuple[str, List[str]]:
+    """``up``'s word on the nodes' plans: "plans agree" only over plans that exist, and each failed plan.
+
+    ``answers`` pairs each node with its ``--node status`` answer (None: none). A failed plan has no
+    hash, so agreement is judged over the hashes that exist, and a node whose plan fails is named with
+    its errors instead of counting as agreement.
+    """
+    failures, hashes = [], set()
+    for node, answer in answers:
+        plan = ((answer.data if answer is not None else None) or {}).get("plan") or {}
+        errors = [e.get("message") for e in plan.get("errors") or [] if e.get("message")]
+        if errors:
+            failures.append(f"{node.name} ({node.remote.label}): its plan fails: {'; '.join(errors)}")
+        elif plan.get("hash"):
+            hashes.add(plan["hash"])
+    if failures:
+        verdict = f"{len(failures)} plan(s) FAIL"
+    elif not hashes:
+        verdict = "no node reported a plan"
+    else:
+        verdict = "plans agree" if len(hashes) == 1 else f"plans DISAGREE ({', '.join(sorted(map(str, hashes)))})"
+    return verdict, failures
+
+
 def problems(rows: List[dict]) -> List[str]:
     """What makes ``status`` exit 1: nodes down, a node whose plan fails (it cannot start), plans that disagree."""
     found = []

@@ -1,0 +1,66 @@
+"""``up`` says "plans agree" only over plans that exist: a node whose plan fails makes ``up`` fail, named.
+
+Bare hosts (``--engine none``) over the ssh stand-in (tests/ssh_standin.py: each host is a folder here,
+commands run by bash as sshd would), so every node's real ``nodeweave-entrypoint --node status`` plans
+on this machine. With ``network.interfaces: [ib9]``, which no host has, every plan fails; a failed plan
+has no hash, and before the fix one ``None`` read as agreement ("3 node(s) up ...; plans agree", exit 0).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+NODEWEAVE = [sys.executable, "-c", "import sys; from nodeweave.cli import main; sys.exit(main())"]
+STANDIN = Path(__file__).parent / "ssh_standin.py"
+SPEC = """name: lan
+image: {variant: cpu}
+nodes: 3
+gpus_per_node: 1
+launcher: {script: train.py}
+"""
+
+
+@pytest.fixture
+def lan(tmp_path):
+    """A spec folder, the env whose ssh is the stand-in (hosts desk1..3 under tmp/hosts), the host flags."""
+    (tmp_path / "nodeweave.yaml").write_text(SPEC)
+    (tmp_path / "train.py").write_text("print('train')\n")
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "ssh").write_text(f"#!/bin/sh\nexec {sys.executable} {STANDIN} \"$@\"\n")
+    (bin_dir / "ssh").chmod(0o755)
+    env = {"PATH": f"{bin_dir}:{Path(sys.executable).parent}:/usr/bin:/bin", "STANDIN_SSH_ROOT": str(tmp_path / "hosts"),
+           "COLUMNS": "200", "HOME": str(tmp_path), **{k: os.environ[k] for k in ("PYTHONPATH",) if k in os.environ}}
+    flags = ["--target", "hosts", "--engine", "none", "--remote-dir", str(tmp_path / "job"),
+             "--host", "desk1", "--host", "desk2", "--host", "desk3"]
+    return tmp_path, env, flags
+
+
+def nodeweave(folder: Path, env: dict, *args: str) -> "subprocess.CompletedProcess[str]":
+    return subprocess.run([*NODEWEAVE, *args], capture_output=True, text=True, cwd=folder, env=env, timeout=300,
+                          stdin=subprocess.DEVNULL)
+
+
+def test_up_on_bare_hosts_whose_plans_all_fail_fails_naming_each_node(lan):
+    folder, env, flags = lan
+    spec = folder / "nodeweave.yaml"
+    spec.write_text(SPEC + "network: {interfaces: [ib9]}\n")
+    out = nodeweave(folder, env, "up", *flags, "--timeout", "60")
+    assert out.returncode == 1, f"exit {out.returncode}\n{out.stdout}\n{out.stderr}"
+    assert "plans agree" not in out.stdout + out.stderr
+    assert "3 plan(s) FAIL" in out.stdout + out.stderr
+    last = out.stderr.strip().splitlines()[-1]
+    assert last.startswith("nodeweave: error: 3 of 3 node(s) cannot start: node-0 (ssh:desk1): its plan fails: ")
+    assert "ib9" in last and "node-2 (ssh:desk3)" in last and "Traceback" not in out.stderr
+
+
+def test_up_on_bare_hosts_with_good_plans_agrees(lan):
+    folder, env, flags = lan
+    out = nodeweave(folder, env, "up", *flags, "--timeout", "60")
+    assert out.returncode == 0, f"exit {out.returncode}\n{out.stdout}\n{out.stderr}"
+    assert "3 node(s) up and answer (bare hosts: nothing held)" in out.stdout and "plans agree" in out.stdout
