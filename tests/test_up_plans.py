@@ -9,6 +9,7 @@ has no hash, and before the fix one ``None`` read as agreement ("3 node(s) up ..
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -64,3 +65,44 @@ def test_up_on_bare_hosts_with_good_plans_agrees(lan):
     out = nodeweave(folder, env, "up", *flags, "--timeout", "60")
     assert out.returncode == 0, f"exit {out.returncode}\n{out.stdout}\n{out.stderr}"
     assert "3 node(s) up and answer (bare hosts: nothing held)" in out.stdout and "plans agree" in out.stdout
+
+
+def test_up_after_down_needs_no_flags_again(tmp_path):
+    """down keeps what up was told (.nodeweave/cluster.json): the next `up` alone goes to the same cluster.
+
+    Kubernetes through the kubectl stand-in (tests/e2e/kubectl_standin.py; its `delete -k` builds the tree
+    with the real kubectl's kustomize): up's record is written as `up -t kubernetes -n night` writes it.
+    """
+    from nodeweave.cluster.options import ClusterOptions, load_state, save_state
+
+    spec = tmp_path / "nodeweave.yaml"
+    spec.write_text(SPEC + "kubernetes: {namespace: ml}\n")
+    state, bin_dir = tmp_path / "standin", tmp_path / "bin"
+    state.mkdir()
+    bin_dir.mkdir()
+    standin = Path(__file__).parent / "e2e" / "kubectl_standin.py"
+    (bin_dir / "kubectl").write_text(f"#!/bin/sh\nexec {sys.executable} {standin} \"$@\"\n")
+    (bin_dir / "kubectl").chmod(0o755)
+    real = shutil.which("kubectl")
+    if real is None:
+        pytest.skip("kubectl is not installed (.ci/setup-tools.sh installs it)")
+    env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "COLUMNS": "200", "HOME": str(tmp_path), "STANDIN_STATE": str(state),
+           "STANDIN_REAL_KUBECTL": real, **{k: os.environ[k] for k in ("PYTHONPATH",) if k in os.environ}}
+    remembered = ClusterOptions(target="kubernetes", namespace="night").checked()
+    save_state(spec, "lan", remembered)
+    down = nodeweave(tmp_path, env, "down")
+    assert down.returncode == 0 and "lan is down (kubectl namespace night" in down.stdout, down.stdout + down.stderr
+    assert load_state(spec, "lan") == remembered
+    again = nodeweave(tmp_path, env, "up", "--dry-run")
+    assert again.returncode == 0 and "kubectl apply -n night -k" in again.stdout, again.stdout + again.stderr
+
+
+def test_an_openshift_spec_makes_kubernetes_the_first_ups_target(tmp_path):
+    (tmp_path / "nodeweave.yaml").write_text(SPEC + "kubernetes: {namespace: ml, openshift: true}\n")
+    env = {"PATH": "/usr/bin:/bin", "COLUMNS": "200", "HOME": str(tmp_path),
+           **{k: os.environ[k] for k in ("PYTHONPATH",) if k in os.environ}}
+    out = nodeweave(tmp_path, env, "up", "--dry-run")
+    assert out.returncode == 0, out.stderr
+    assert "oc apply -n ml -k" in out.stdout and "compose" not in out.stdout
+    local = nodeweave(tmp_path, env, "up", "--dry-run", "-t", "local")
+    assert local.returncode == 0 and "compose" in local.stdout, local.stdout + local.stderr

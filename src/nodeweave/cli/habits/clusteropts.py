@@ -19,7 +19,8 @@ from nodeweave.cli.habits.base import spec_option
 SPEC = spec_option()
 TARGET = typer.Option(None, "--target", "-t",
                       help="local (compose/local.yaml on this machine), hosts (ssh), kubernetes (kubectl/oc), slurm (an allocation, srun); "
-                           "default: what `up` used, else hosts with --host, else local")
+                           "default: what `up` used, else hosts with --host (or the spec's hosts), else kubernetes for an "
+                           "OpenShift spec (kubernetes.openshift or .build), else local")
 ENGINE = typer.Option(None, "--engine", help="local: podman or docker; hosts: docker, podman or none (bare hosts)")
 HOST = typer.Option([], "--host", help="\\[user@]host over ssh, node 0 first (repeat)")
 HOSTS_FILE = typer.Option(None, "--hosts-file", help="One \\[user@]host per line, node 0 first")
@@ -57,6 +58,7 @@ def open_cluster(spec_path: Path, given, remember: bool = False, dry_run: bool =
     merged = given.merged(load_state(spec_path, spec.name))
     if spec.hosts:
         merged = _spec_hosts(merged, spec)
+    merged = _spec_target(merged, spec)
     checked = merged.checked()
     if checked.target == "hosts":
         check_host_count(checked.hosts, spec.nodes)
@@ -81,6 +83,16 @@ def _spec_hosts(options, spec):
         raise UsageError(f"--host names {', '.join(named)} but the spec's hosts are {', '.join(spec.hosts)} (node 0 "
                          "first; compose/hosts gives each its rank): give the same hosts in the same order, "
                          "as user@host if you like, or none")
+    return options
+
+
+def _spec_target(options, spec):
+    """No target said or remembered: an OpenShift spec (``kubernetes.openshift`` or ``kubernetes.build``) is
+    for its cluster, so kubernetes (oc, from the spec) is the default rather than this machine's compose."""
+    from dataclasses import replace
+
+    if options.target is None and not options.hosts and (spec.kubernetes.openshift or spec.kubernetes.build):
+        return replace(options, target="kubernetes")
     return options
 
 
