@@ -106,3 +106,55 @@ def test_an_openshift_spec_makes_kubernetes_the_first_ups_target(tmp_path):
     assert "oc apply -n ml -k" in out.stdout and "compose" not in out.stdout
     local = nodeweave(tmp_path, env, "up", "--dry-run", "-t", "local")
     assert local.returncode == 0 and "compose" in local.stdout, local.stdout + local.stderr
+
+
+def test_the_lan_seeds_uneven_gpu_counts_are_one_plan_through_up_and_status(lan):
+    """Seed 004's LAN: desktops with 1, 1 and 2 GPUs (synthetic sysroots, one per stand-in host), torchrun,
+    gpus_per_node auto and no `nodes:` (the hosts given set the count): every node plans its own count, and
+    `up` and `status` call that one plan, not a disagreement; status shows each node's processes.
+
+    torchrun, not the seed's DeepSpeed: a node planning from a captured tree has its check-in off, and DeepSpeed's
+    hostfile needs the check-in for uneven counts (a plan that says so fails `up`, as the test above shows)."""
+    import json
+
+    folder, env, _ = lan
+    synthetic = Path(__file__).parent / "fixtures" / "synthetic"
+    hosts = {"ws-02": "desktop-rtx4090", "ws-03": "desktop-rtx3090", "ws-01": "desktop-2x3090"}
+    root = Path(env["STANDIN_SSH_ROOT"])
+    root.mkdir()
+    (root / "hosts.json").write_text(json.dumps({h: {"NODEWEAVE_SYSROOT": str(synthetic / t)} for h, t in hosts.items()}))
+    (folder / "nodeweave.yaml").write_text("name: lan\nimage: {variant: cuda12}\nlauncher: {script: train.py}\n")
+    flags = ["--target", "hosts", "--engine", "none", "--remote-dir", str(folder / "job"),
+             *(f"--host={h}" for h in hosts)]
+    up = nodeweave(folder, env, "up", *flags, "--timeout", "60")
+    assert up.returncode == 0, up.stdout + up.stderr
+    assert "3 node(s) up and answer (bare hosts: nothing held)" in up.stdout and "; plans agree" in up.stdout
+    status = nodeweave(folder, env, "status", "--json")
+    assert status.returncode == 0, status.stderr
+    data = json.loads(status.stdout)
+    assert data["plans_agree"] is True
+    assert [(r["node"], r["reached_as"], r["rank"], r["procs"]) for r in data["nodes"]] == [
+        ("node-0", "ssh:ws-02", 0, 1), ("node-1", "ssh:ws-03", 1, 1), ("node-2", "ssh:ws-01", 2, 2)]
+
+
+def test_init_over_uneven_hosts_writes_auto_where_the_launcher_takes_uneven_counts(lan):
+    """`init --host` probes each stand-in host (its own sysroot: 1, 1 and 2 GPUs): torchrun and DeepSpeed get
+    `gpus_per_node: auto`, accelerate (one total before the check-in) the smallest count, with the reason."""
+    import json
+
+    folder, env, _ = lan
+    synthetic = Path(__file__).parent / "fixtures" / "synthetic"
+    hosts = {"ws-02": "desktop-rtx4090", "ws-03": "desktop-rtx3090", "ws-01": "desktop-2x3090"}
+    root = Path(env["STANDIN_SSH_ROOT"])
+    root.mkdir()
+    (root / "hosts.json").write_text(json.dumps({h: {"NODEWEAVE_SYSROOT": str(synthetic / t)} for h, t in hosts.items()}))
+    host_flags = [f"--host={h}" for h in hosts]
+    for launcher, line in (("deepspeed", "gpus_per_node: auto  # processes per node: one per GPU each node has "
+                            "(1, 1, 2; uneven counts: deepspeed takes them)"),
+                           ("accelerate", "gpus_per_node: 1  # processes per node: the smallest of 1, 1, 2 "
+                            "(accelerate needs one count on every node)")):
+        out = nodeweave(folder, env, "init", "--force", "--launcher", launcher, *host_flags)
+        assert out.returncode == 0, out.stderr
+        text = (folder / "nodeweave.yaml").read_text()
+        assert line in text.splitlines(), text
+        assert "variant: cuda12" in text and "  - ws-02\n  - ws-03\n  - ws-01\n" in text

@@ -57,6 +57,7 @@ class Seen:
     rdma_ports: Tuple[str, ...]
     hosts: Tuple[str, ...] = ()
     note: str = ""
+    counts: Tuple[int, ...] = ()  # every host's GPU count, node 0 first (--host)
 
     def summary(self) -> str:
         found = f"{self.gpus}x {self.model} ({self.vendor})" if self.gpus else "no GPU"
@@ -96,9 +97,10 @@ def seen_on_hosts(hosts: List[str], via: str, ssh_option: List[str]) -> Seen:
     counts = [r.gpu_count for r in reports]
     first = reports[0].node or {}
     ports = tuple(f"{n.get('device')}:{n.get('port')}" for n in first.get("nics") or [] if n.get("state") == "ACTIVE")
-    note = f"uneven GPU counts {counts}: the smallest is used" if len(set(counts)) > 1 else ""
+    note = f"uneven GPU counts {counts}" if len(set(counts)) > 1 else ""
     return Seen(f"{len(hosts)} host(s) via {kind}", vendors[0], min(counts),
-                str((first.get("gpus") or {}).get("model") or ""), ports, tuple(r.host for r in reports), note)
+                str((first.get("gpus") or {}).get("model") or ""), ports, tuple(r.host for r in reports), note,
+                tuple(counts))
 
 
 def init(
@@ -152,6 +154,23 @@ def init(
                err=True)
 
 
+# Launchers that take every node's own process count: torchrun's agents sum them in the rendezvous, and the
+# check-in hands DeepSpeed's hostfile and a command's WORLD_SIZE every node's real count. accelerate is told
+# one --num_processes total before the check-in, so it needs one count everywhere.
+UNEVEN_LAUNCHERS = ("torchrun", "deepspeed", "command")
+
+
+def _gpus(seen: Seen, launcher: str) -> Tuple[str, str]:
+    """``gpus_per_node`` and its comment: ``auto`` over uneven counts where the launcher takes them."""
+    if len(set(seen.counts)) > 1 and launcher in UNEVEN_LAUNCHERS:
+        counts = ", ".join(map(str, seen.counts))
+        return "auto", f": one per GPU each node has ({counts}; uneven counts: {launcher} takes them)"
+    if len(set(seen.counts)) > 1:
+        return str(seen.gpus or 1), (f": the smallest of {', '.join(map(str, seen.counts))} ({launcher} needs one "
+                                     "count on every node)")
+    return str(seen.gpus or 1), f": {seen.gpus}x {seen.model}" if seen.gpus else ": CPU"
+
+
 def spec_text(seen: Seen, name: str, nodes: int, script: str, launcher: str,
               requirements: Optional[str] = None) -> str:
     """The spec's text; ``requirements`` names the folder's requirements file for ``image.requirements``."""
@@ -161,7 +180,7 @@ def spec_text(seen: Seen, name: str, nodes: int, script: str, launcher: str,
              ) if seen.hosts else ""
     return TEMPLATE.format(
         source=seen.source, found=seen.summary(), name=name, variant=VARIANT_BY_VENDOR.get(seen.vendor, "cpu"),
-        nodes=nodes, gpus=seen.gpus or 1, gpu_note=f": {seen.gpus}x {seen.model}" if seen.gpus else ": CPU",
+        nodes=nodes, gpus=_gpus(seen, launcher)[0], gpu_note=_gpus(seen, launcher)[1],
         launcher=launcher, script=script, network=network,
         requirements=(f"  requirements: {requirements}  # installed into the image (every line pinned)\n"
                       if requirements else "")) + hosts

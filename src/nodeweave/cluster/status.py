@@ -35,6 +35,7 @@ def row(node: Node, answer: NodeAnswer, platform: Optional[str]) -> dict:
     runs = data.get("runs") or []
     return {"node": node.name, "reached_as": node.remote.label, "platform": platform, "up": answer.up,
             "error": answer.error or None, "mode": data.get("mode"), "rank": plan.get("node_rank"),
+            "procs": plan.get("nproc_per_node"),
             "plan_hash": plan.get("hash"), "plan_errors": [e.get("message") for e in plan.get("errors") or []],
             "run": runs[0] if runs else None, "now": data.get("now"), "gpu": data.get("gpu")}
 

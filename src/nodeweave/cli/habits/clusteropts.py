@@ -61,6 +61,7 @@ def open_cluster(spec_path: Path, given, remember: bool = False, dry_run: bool =
     merged = _spec_target(merged, spec)
     checked = merged.checked()
     if checked.target == "hosts":
+        spec = _nodes_from_hosts(spec, checked.hosts)
         check_host_count(checked.hosts, spec.nodes)
     backend = open_backend(spec, spec_path, checked)
     if not dry_run:
@@ -84,6 +85,18 @@ def _spec_hosts(options, spec):
                          "first; compose/hosts gives each its rank): give the same hosts in the same order, "
                          "as user@host if you like, or none")
     return options
+
+
+def _nodes_from_hosts(spec, hosts):
+    """A spec that leaves ``nodes`` out runs on as many nodes as the hosts given (--host, --hosts-file); a
+    spec that sets it keeps it, and a different host count is still refused (check_host_count)."""
+    from dataclasses import replace
+
+    from nodeweave.spec.model import NodeRange
+
+    if spec.nodes_given or not hosts or spec.nodes.min == len(hosts):
+        return spec
+    return replace(spec, nodes=NodeRange(len(hosts), len(hosts)))
 
 
 def _spec_target(options, spec):
