@@ -158,3 +158,32 @@ def test_init_over_uneven_hosts_writes_auto_where_the_launcher_takes_uneven_coun
         text = (folder / "nodeweave.yaml").read_text()
         assert line in text.splitlines(), text
         assert "variant: cuda12" in text and "  - ws-02\n  - ws-03\n  - ws-01\n" in text
+
+
+def test_a_home_relative_remote_dir_is_each_hosts_own_home(lan):
+    """--remote-dir ~/aorta: every ssh command names "$HOME"/'aorta', expanded by each host's shell; the token,
+    the node's folder and its variables land under that host's home (the stand-in's hosts have their own)."""
+    folder, env, flags = lan
+    at = flags.index("--remote-dir")
+    flags = [*flags[:at], "--remote-dir", "~/aorta", *flags[at + 2:]]
+    up = nodeweave(folder, env, "up", *flags, "--timeout", "60", "--json")
+    assert up.returncode == 0, up.stdout + up.stderr
+    assert "3 hosts over ssh (bare hosts, ~/aorta)" in up.stderr
+    homes = Path(env["STANDIN_SSH_ROOT"])
+    for host in ("desk1", "desk2", "desk3"):
+        token = homes / host / "aorta" / "compose" / "job-token"
+        assert token.is_file() and token.stat().st_mode & 0o777 == 0o600, host
+    assert not list(homes.rglob("~")), "no folder named '~' anywhere: the shell expanded it"
+    where = nodeweave(folder, env, "exec", "--", "sh", "-c", 'echo "$PWD $NODEWEAVE_JOB_TOKEN_FILE"')
+    assert where.returncode == 0, where.stderr
+    for host in ("desk1", "desk2", "desk3"):
+        home = homes / host
+        assert f"{home}/aorta {home}/aorta/compose/job-token" in where.stdout, where.stdout
+
+
+@pytest.mark.parametrize("value", ["~", "~/../etc", "~/a b", "~user/x", "relative/x"])
+def test_a_remote_dir_that_is_no_folder_under_home_or_absolute_is_refused(lan, value):
+    folder, env, flags = lan
+    at = flags.index("--remote-dir")
+    out = nodeweave(folder, env, "up", *flags[:at], "--remote-dir", value, *flags[at + 2:], "--dry-run")
+    assert out.returncode == 2 and "--remote-dir" in out.stderr and "Traceback" not in out.stderr, out.stderr

@@ -24,8 +24,8 @@ TARGET = typer.Option(None, "--target", "-t",
 ENGINE = typer.Option(None, "--engine", help="local: podman or docker; hosts: docker, podman or none (bare hosts)")
 HOST = typer.Option([], "--host", help="\\[user@]host over ssh, node 0 first (repeat)")
 HOSTS_FILE = typer.Option(None, "--hosts-file", help="One \\[user@]host per line, node 0 first")
-REMOTE_DIR = typer.Option(None, "--remote-dir", help="hosts: the workspace folder on every host (default: an absolute "
-                                                     "workspace.host_path)")
+REMOTE_DIR = typer.Option(None, "--remote-dir", help="hosts: the workspace folder on every host, absolute or ~/DIR "
+                                                     "under each host's home (default: an absolute workspace.host_path)")
 NAMESPACE = typer.Option(None, "--namespace", "-n", help="kubernetes: namespace (default: the spec's)")
 KUBE_CLI = typer.Option(None, "--kube-cli", help="kubectl or oc (default: oc when the spec says openshift)")
 KUBE_CONTEXT = typer.Option(None, "--kube-context", help="kubeconfig context")
