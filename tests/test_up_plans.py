@@ -9,6 +9,7 @@ has no hash, and before the fix one ``None`` read as agreement ("3 node(s) up ..
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -108,24 +109,31 @@ def test_an_openshift_spec_makes_kubernetes_the_first_ups_target(tmp_path):
     assert local.returncode == 0 and "compose" in local.stdout, local.stdout + local.stderr
 
 
-def test_the_lan_seeds_uneven_gpu_counts_are_one_plan_through_up_and_status(lan):
+def test_the_lan_seeds_uneven_gpu_counts_through_up_status_and_run(lan):
     """Seed 004's LAN: desktops with 1, 1 and 2 GPUs (synthetic sysroots, one per stand-in host), torchrun,
-    gpus_per_node auto and no `nodes:` (the hosts given set the count): every node plans its own count, and
-    `up` and `status` call that one plan, not a disagreement; status shows each node's processes.
+    gpus_per_node auto and no `nodes:` (the hosts given set the count): every node plans its own count; `up`
+    and `status` call that one plan, not a disagreement (status shows each node's processes); `run` trains
+    examples/train.py on all three (gloo on this machine's CPU: the sysroots only say what GPUs there are),
+    world size 4 = 1 + 1 + 2.
 
-    torchrun, not the seed's DeepSpeed: a node planning from a captured tree has its check-in off, and DeepSpeed's
-    hostfile needs the check-in for uneven counts (a plan that says so fails `up`, as the test above shows)."""
+    The hosts are 127.0.0.1-3 (loopback addresses all reach this machine, so node 0's master port does). torchrun,
+    not the seed's DeepSpeed: a node planning from a captured tree has its check-in off, and DeepSpeed's hostfile
+    needs the check-in for uneven counts (a plan that says so fails `up`, as the tests above show)."""
     import json
+    import shutil
+
+    from test_slurm import _port
 
     folder, env, _ = lan
     synthetic = Path(__file__).parent / "fixtures" / "synthetic"
-    hosts = {"ws-02": "desktop-rtx4090", "ws-03": "desktop-rtx3090", "ws-01": "desktop-2x3090"}
+    hosts = {"127.0.0.1": "desktop-rtx4090", "127.0.0.2": "desktop-rtx3090", "127.0.0.3": "desktop-2x3090"}
     root = Path(env["STANDIN_SSH_ROOT"])
     root.mkdir()
     (root / "hosts.json").write_text(json.dumps({h: {"NODEWEAVE_SYSROOT": str(synthetic / t)} for h, t in hosts.items()}))
-    (folder / "nodeweave.yaml").write_text("name: lan\nimage: {variant: cuda12}\nlauncher: {script: train.py}\n")
-    flags = ["--target", "hosts", "--engine", "none", "--remote-dir", str(folder / "job"),
-             *(f"--host={h}" for h in hosts)]
+    shutil.copy(Path(__file__).parent.parent / "examples" / "train.py", folder / "train.py")
+    (folder / "nodeweave.yaml").write_text(f"name: lan\nimage: {{variant: cuda12}}\nlauncher: {{script: train.py, "
+                                           f"args: [--steps, '3'], master_port: {_port()}}}\n")
+    flags = ["--target", "hosts", "--engine", "none", "--remote-dir", str(folder), *(f"--host={h}" for h in hosts)]
     up = nodeweave(folder, env, "up", *flags, "--timeout", "60")
     assert up.returncode == 0, up.stdout + up.stderr
     assert "3 node(s) up and answer (bare hosts: nothing held)" in up.stdout and "; plans agree" in up.stdout
@@ -134,7 +142,12 @@ def test_the_lan_seeds_uneven_gpu_counts_are_one_plan_through_up_and_status(lan)
     data = json.loads(status.stdout)
     assert data["plans_agree"] is True
     assert [(r["node"], r["reached_as"], r["rank"], r["procs"]) for r in data["nodes"]] == [
-        ("node-0", "ssh:ws-02", 0, 1), ("node-1", "ssh:ws-03", 1, 1), ("node-2", "ssh:ws-01", 2, 2)]
+        ("node-0", "ssh:127.0.0.1", 0, 1), ("node-1", "ssh:127.0.0.2", 1, 1), ("node-2", "ssh:127.0.0.3", 2, 2)]
+    run = nodeweave(folder, env, "run")
+    assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
+    done = re.findall(r"\[rank (\d)/4 node (\d)\] done: world_size=4 backend=gloo final_loss=[0-9.]+ ok", run.stdout)
+    assert sorted(done) == [("0", "0"), ("1", "1"), ("2", "2"), ("3", "2")], run.stdout  # two ranks on the 2-GPU desk
+    assert "node 2 of 3, 2 process(es) each" in run.stdout and "node 1 of 3, 1 process(es) each" in run.stdout
 
 
 def test_init_over_uneven_hosts_writes_auto_where_the_launcher_takes_uneven_counts(lan):
