@@ -53,7 +53,8 @@ def heavy(steps) -> list:
 
 
 LAYER_NAMES = (("apt-get install", "OS packages (apt)"), ('"torch==', "PyTorch"), ("deepspeed==", "DeepSpeed + Accelerate"),
-               ("python3 -m venv", "venv"), ("useradd", "user and directories"), ("nodeweave-entrypoint", "nodeweave's entrypoint"),
+               ("python3 -m venv", "venv"), ("useradd", "user and directories"),
+               ("nodeweave-entrypoint", "nodeweave's entrypoint"),
                ("ADD file:", "base image"))
 
 

@@ -80,7 +80,8 @@ def build(
     quiet: bool = typer.Option(False, "--quiet", "-q", help="show the build's steps, not the engine's whole log"),
     dry_run: bool = typer.Option(False, "--dry-run", help="print the plan and the equivalent command; build nothing"),
     target: str = typer.Option("local", "--target", "-t", help="local (this machine's engine) or openshift (apply "
-                               "the spec's BuildConfig, upload what the Dockerfile reads: oc start-build --from-dir --follow --wait)"),
+                               "the spec's BuildConfig, upload what the Dockerfile reads: oc start-build "
+                               "--from-dir --follow --wait)"),
 ) -> None:
     """Build one variant's image from the Dockerfile rendered for the spec, tag it <variant>-<sha> and <variant>."""
     from rich.console import Console
