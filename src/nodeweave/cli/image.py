@@ -60,8 +60,9 @@ def build(
     variant: Optional[str] = typer.Argument(None, help="images catalogue key (`nodeweave image variants`), e.g. cpu, "
                                             "cuda12, rocm70 (default: the spec's image.variant)"),
     spec_path: Optional[Path] = spec_option("The cluster spec"),
-    context: Optional[Path] = typer.Option(None, "--context", help="build context (default: the spec's directory, "
-                                           "the repository root of the image build contract)"),
+    context: Optional[Path] = typer.Option(None, "--context", help="build context (default: the spec's folder, "
+                                           "where `nodeweave render` wrote entrypoint/; it must hold what the "
+                                           "Dockerfile copies)"),
     base: Optional[str] = typer.Option(None, "--base", help="base image instead of the variant's (BASE_IMAGE build arg; "
                                        "overrides image.base)"),
     push: bool = typer.Option(False, "--push", help="push every tag after the build; the registry's digest is "
