@@ -97,9 +97,7 @@ def down_command(
 ) -> None:
     """Take down what `up` made (keeps Kubernetes claims unless --delete-claims)."""
     spec_path = find_spec(spec_path)
-    from dataclasses import replace
-
-    from nodeweave.cluster.options import load_state, save_state
+    from nodeweave.cluster.options import forget_allocation
     from nodeweave.cluster.steps import execute_all
 
     given = options(target, engine, host, hosts_file, remote_dir, namespace, kube_cli, kube_context, overlay, ssh_option)
@@ -120,9 +118,7 @@ def down_command(
             execute_all(phase)
     finally:
         backend.close()
-    remembered = load_state(spec_path, spec.name)
-    if remembered.slurm_job is not None:  # the allocation is gone; the flags stay, so `up` alone brings it back
-        save_state(spec_path, spec.name, replace(remembered, slurm_job=None))
+    forget_allocation(spec_path, spec.name)  # the flags stay: `up` alone brings the same cluster back
     out.print(f"{spec.name} is down ({backend.where()})", highlight=False)
     if as_json:
         typer.echo(json.dumps({"job": spec.name, "where": backend.where(), "down": True}, indent=2))

@@ -142,6 +142,13 @@ def save_state(spec_path: Path, name: str, options: ClusterOptions) -> Path:
     return path
 
 
+def forget_allocation(spec_path: Path, name: str) -> None:
+    """After ``down``: the Slurm allocation's job id goes with the allocation; what ``up`` was told stays."""
+    remembered = load_state(spec_path, name)
+    if remembered.slurm_job is not None:
+        save_state(spec_path, name, replace(remembered, slurm_job=None))
+
+
 def read_hosts_file(path: Path) -> Tuple[str, ...]:
     """One ``[user@]host`` per line, node 0 first; ``#`` comments and DeepSpeed ``slots=`` words ignored."""
     try:
