@@ -2,7 +2,8 @@
 # Fill the wheelhouse an offline image build installs from (docs/design.md,
 # image build contract): containers on a build network reach no package index,
 # so every wheel comes from the host. The requirements are the variant's own
-# pins (nodeweave.catalogue ... pip_requirements) plus their dependencies.
+# pins (nodeweave.catalogue ... pip_requirements) plus their dependencies, and nodeweave's own
+# dependencies (a fresh venv installs the nodeweave wheel offline from here).
 # Idempotent: wheels already there are kept.
 # Usage: .ci/wheelhouse.sh [VARIANT [DIR]]   (default: cpu, wheelhouse/ — gitignored)
 set -euo pipefail
@@ -30,5 +31,14 @@ for req in "${reqs[@]}"; do
 done
 # torch's CPU wheel lies on disk (pip's find-links); the rest come from the index.
 "$py" -m pip download -q -d "$dest" --find-links "$dest" --only-binary=:all: "${reqs[@]}" \
+  2> >(grep -v "is neither a file nor a directory" >&2)
+# nodeweave's own dependencies and its `local` extra (podman-compose): tests/e2e/test_team_folder.py installs
+# the built nodeweave wheel into a fresh venv with --no-index from here, as a team would from PyPI.
+mapfile -t own < <("$py" -c "
+import tomllib
+with open('pyproject.toml', 'rb') as handle:
+    project = tomllib.load(handle)['project']
+print('\n'.join(project['dependencies'] + project['optional-dependencies']['local']))")
+"$py" -m pip download -q -d "$dest" --find-links "$dest" --only-binary=:all: "${own[@]}" \
   2> >(grep -v "is neither a file nor a directory" >&2)
 echo "wheelhouse $dest for $variant: $(ls "$dest" | wc -l) files, $(du -sh "$dest" | cut -f1) (${reqs[*]})"

@@ -119,6 +119,7 @@ def test_doctor_judges_the_node_as_a_node_of_the_spec(project, capsys, monkeypat
 
 def test_image_build_defaults_to_the_specs_variant(project, capsys):
     (project / "nodeweave.yaml").write_text(SPEC.replace("variant: cpu", "variant: cuda12"))
+    assert nodeweave(capsys, "render", "entrypoint")[0] == EXIT_OK  # what the Dockerfile copies from the folder
     code, out, err = nodeweave(capsys, "image", "build", "--dry-run")
     assert code == EXIT_OK, err
     assert "cuda12" in out + err and ":cpu" not in out + err

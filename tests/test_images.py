@@ -223,22 +223,24 @@ def test_cache_mounts_and_dependency_layers_before_code(case):
         apt = [at for at, r in runs if "apt-get install" in r and "python3-venv" in r]
         torch = [at for at, r in runs if "--index-url" in r and '"torch==' in r]
         deepspeed = [at for at, r in runs if '"deepspeed==' in r]
-        code = [at for at, r in runs if "/tmp/nodeweave-src" in r]
+        path_file = [at for at, r in runs if "nodeweave-entrypoint.pth" in r]
         copies = [(at, i["value"]) for at, i in enumerate(parsed) if i["instruction"] in ("COPY", "ADD")]
-        code_copies = [at for at, value in copies if "nodeweave-src" in value]
-        assert len(apt) == len(torch) == len(deepspeed) == len(code) == 1, path
-        assert apt[0] < torch[0] < deepspeed[0] < min(code_copies) < code[0] == runs[-1][0], path
+        code_copies = [at for at, value in copies if "nodeweave-entrypoint" in value]
+        assert len(apt) == len(torch) == len(deepspeed) == len(path_file) == len(code_copies) == 1, path
+        assert apt[0] < torch[0] < deepspeed[0] < path_file[0] < code_copies[0], path
+        assert path_file[0] == runs[-1][0] and code_copies[0] == max(at for at, _ in copies), path
         assert [value for at, value in copies if at in code_copies] == [
-            "pyproject.toml README.md /tmp/nodeweave-src/", "src /tmp/nodeweave-src/src"], path
+            "entrypoint/nodeweave-entrypoint.pyz /usr/local/bin/nodeweave-entrypoint"], path
+        assert not any("src" in value.split()[:-1] or "pyproject.toml" in value for _, value in copies), (
+            f"{path}: nodeweave's sources are not in a team's folder; the image takes the rendered zipapp")
         by_index = dict(runs)
         assert "--mount=type=cache,target=/var/cache/apt" in by_index[apt[0]]
         assert "--mount=type=cache,target=/var/lib/apt" in by_index[apt[0]]
         for layer in (torch[0], deepspeed[0]):
             assert "--mount=type=cache,target=/root/.cache/pip" in by_index[layer]
             assert "--mount=type=bind,source=wheelhouse,target=/wheelhouse" in by_index[layer]
-        assert "--no-deps" in by_index[code[0]]
         # The spec's own contents: each in its own layer(s), after the dependencies, before the code.
-        own = [at for at, r in runs if at not in (apt[0], torch[0], deepspeed[0], code[0]) and "useradd" not in r
+        own = [at for at, r in runs if at not in (apt[0], torch[0], deepspeed[0], path_file[0]) and "useradd" not in r
                and "python3 -m venv" not in r]
         own += [at for at, value in copies if at not in code_copies]
         expected = bool(spec.image.apt or spec.image.pip or spec.image.requirements or spec.image.project
@@ -256,7 +258,7 @@ def test_image_contents_layers_in_order():
     first = {}
     for at, item in enumerate(parsed):
         for marker in ("htop", "GPG-KEY-Mellanox", "efa_installer.sh", '"transformers==4.57.1"',
-                       "requirements-titan.txt", "third_party/torchtitan", "import torchtitan", "nodeweave-src"):
+                       "requirements-titan.txt", "third_party/torchtitan", "import torchtitan", "nodeweave-entrypoint.pyz"):
             if marker in item["value"]:
                 first.setdefault(marker, at)
     assert list(first) == sorted(first, key=first.get) and len(first) == 8, first
@@ -320,7 +322,8 @@ def test_every_rendered_file_carries_the_render_mark(case):
 def test_dockerignore_admits_exactly_what_the_build_reads():
     lines = [line for line in files_of("default")[".dockerignore"].splitlines() if line and not line.startswith("#")]
     assert lines[0] == "*"
-    assert {"!pyproject.toml", "!README.md", "!src/", "!wheelhouse/"} <= set(lines)
+    assert {"!entrypoint/nodeweave-entrypoint.pyz", "!wheelhouse/"} <= set(lines)
+    assert not {"!pyproject.toml", "!README.md", "!src/"} & set(lines), "nodeweave's sources stay out"
 
 
 def test_bake_file_builds_every_variant():
@@ -439,7 +442,7 @@ def test_podman_reads_hostile_values_back_verbatim(tmp_path):
 
 @pytest.mark.slow
 def test_wheel_ships_every_file_the_renderer_reads(tmp_path):
-    """The image installs nodeweave from a wheel: templates and lint config must be package data."""
+    """A pip-installed nodeweave renders from the wheel: templates and lint config must be package data."""
     repo = Path(__file__).resolve().parents[1]
     source = tmp_path / "source"  # a copy, as the image build has: setuptools writes build/ beside the sources
     source.mkdir()

@@ -1,14 +1,16 @@
 """``image build --target openshift``: apply the BuildConfig and ImageStream, start the build, follow its log.
 
 No OpenShift runs here: ``oc`` is a stand-in script that records its argv and,
-for ``start-build``, prints a build log the way ``--follow`` streams it, or
-fails. What is checked is nodeweave's part: the two commands, the upload
-folder, the namespace, the stream of the log, and a failed build named with
-exit 1.
+for ``start-build``, lists the folder it was given to upload and prints a build
+log the way ``--follow`` streams it, or fails; ``get build/NAME`` answers the
+build's phase. What is checked is nodeweave's part: the two commands, what the
+upload holds, the namespace, the stream of the log, and a failed build named
+with exit 1, whether oc's own exit says so or only the build's phase does.
 """
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -28,17 +30,22 @@ kubernetes: {namespace: nccl-test, openshift: true, build: {source: binary}}
 @pytest.fixture
 def project(tmp_path):
     (tmp_path / "nodeweave.yaml").write_text(SPEC)
-    rendered = subprocess.run([*NODEWEAVE, "render", "images", "--spec", str(tmp_path / "nodeweave.yaml")],
-                              capture_output=True, text=True)
-    assert rendered.returncode == 0, rendered.stderr  # the BuildConfig builds images/<variant>/Dockerfile
+    for target in ("images", "entrypoint"):  # what the BuildConfig's Dockerfile reads
+        rendered = subprocess.run([*NODEWEAVE, "render", target, "--spec", str(tmp_path / "nodeweave.yaml")],
+                                  capture_output=True, text=True, env=_env(os.environ["PATH"]))
+        assert rendered.returncode == 0, rendered.stderr
     log = tmp_path / "oc.log"
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     (bin_dir / "oc").write_text(f"""#!/bin/sh
 echo "$*" >> {log}
 case "$*" in
-  *start-build*) echo "Uploading directory \\".\\" as binary input for the build ..."; echo "STEP 1/9: FROM base"
+  *start-build*) for word in "$@"; do case "$word" in --from-dir=*) dir="${{word#--from-dir=}}"
+                   (cd "$dir" && find . -type f | sort) > {tmp_path}/uploaded;; esac; done
+                 echo "build.build.openshift.io/osb-1 started"
+                 echo "Uploading directory \\".\\" as binary input for the build ..."; echo "STEP 1/9: FROM base"
                  echo "Push successful"; [ -f {tmp_path}/fail ] && exit 1; exit 0;;
+  *"get build/osb-1"*) if [ -f {tmp_path}/phase ]; then cat {tmp_path}/phase; else echo Complete; fi; exit 0;;
 esac
 exit 0
 """)
@@ -46,22 +53,72 @@ exit 0
     return tmp_path, log, f"{bin_dir}:/usr/bin:/bin"
 
 
+def _env(path: str) -> dict:
+    """Only PATH (the stand-in first), and the sources under test when PYTHONPATH names them."""
+    return {"PATH": path, "COLUMNS": "200", **{k: os.environ[k] for k in ("PYTHONPATH",) if k in os.environ}}
+
+
 def run(project, *args):
     folder, _, path = project
     return subprocess.run([*NODEWEAVE, "image", "build", "cuda12", "--target", "openshift", "--spec", str(folder / "nodeweave.yaml"),
-                           *args], capture_output=True, text=True, cwd=folder, env={"PATH": path, "COLUMNS": "200"})
+                           *args], capture_output=True, text=True, cwd=folder, env=_env(path))
 
 
-def test_the_rendered_dockerfile_must_be_in_the_upload(project, tmp_path):
+def test_a_context_lacking_what_the_dockerfile_copies_is_refused_before_oc_runs(project, tmp_path):
+    folder, log, _ = project
     out = run(project, "--context", str(tmp_path / "bin"), "--dry-run")
-    assert out.returncode == 2 and "images/cuda12/Dockerfile is missing" in out.stderr
+    assert out.returncode == 2, out.stderr
+    assert "images/cuda12/Dockerfile copies what the build context lacks: entrypoint/nodeweave-entrypoint.pyz" in out.stderr
+    (folder / "entrypoint" / "nodeweave-entrypoint.pyz").unlink()
+    out = run(project)
+    assert out.returncode == 2 and "entrypoint/nodeweave-entrypoint.pyz is not in" in out.stderr, out.stderr
+    assert not log.exists(), "nothing is applied or uploaded before the context is complete"
+
+
+def test_the_upload_is_what_the_dockerfile_reads_not_the_whole_folder(project):
+    folder, _, _ = project
+    (folder / "data").mkdir()
+    (folder / "data" / "shard-0.bin").write_bytes(b"\0" * 4096)
+    (folder / "train.py").write_text("print('train')\n")
+    (folder / "wheelhouse").mkdir()
+    (folder / "wheelhouse" / "einops-0.8.2-py3-none-any.whl").write_bytes(b"wheel")
+    out = run(project)
+    assert out.returncode == 0, out.stderr
+    assert (folder / "uploaded").read_text().split() == [
+        "./.dockerignore", "./entrypoint/nodeweave-entrypoint.pyz", "./images/cuda12/Dockerfile",
+        "./wheelhouse/einops-0.8.2-py3-none-any.whl"]
+
+
+def test_another_context_uploads_the_dockerfile_rendered_for_this_spec(project, tmp_path):
+    """A nodeweave checkout as --context: its own images/cuda12/Dockerfile is not what the team's build runs."""
+    folder, _, _ = project
+    checkout = tmp_path / "checkout"
+    (checkout / "images" / "cuda12").mkdir(parents=True)
+    (checkout / "images" / "cuda12" / "Dockerfile").write_text("FROM someone-elses\n")
+    (checkout / "entrypoint").mkdir()
+    (checkout / "entrypoint" / "nodeweave-entrypoint.pyz").write_bytes(
+        (folder / "entrypoint" / "nodeweave-entrypoint.pyz").read_bytes())
+    out = run(project, "--context", str(checkout))
+    assert out.returncode == 0, out.stderr
+    uploaded = folder / ".nodeweave" / "openshift-upload" / "osb" / "images" / "cuda12" / "Dockerfile"
+    assert uploaded.read_text() == (folder / "images" / "cuda12" / "Dockerfile").read_text()
+
+
+def test_a_build_that_fails_on_the_cluster_is_failed_even_when_oc_exits_0(project):
+    folder, log, _ = project
+    (folder / "phase").write_text("Failed\n")
+    out = run(project)
+    assert out.returncode == 1, out.stderr
+    assert "the build osb-1 ended Failed on the cluster" in out.stderr and "oc logs build/osb-1 -n nccl-test" in out.stderr
+    assert "get build/osb-1 -n nccl-test -o jsonpath={.status.phase}" in log.read_text()
+    assert "Traceback" not in out.stderr
 
 
 def test_the_buildconfig_builds_the_specs_variant_only(project):
     folder, _, path = project
     out = subprocess.run([*NODEWEAVE, "image", "build", "rocm", "--target", "openshift", "--spec",
                           str(folder / "nodeweave.yaml"), "--dry-run"], capture_output=True, text=True, cwd=folder,
-                         env={"PATH": path})
+                         env=_env(path))
     assert out.returncode == 2 and "builds variant cuda12" in out.stderr, out.stderr
 
 
@@ -71,7 +128,8 @@ def test_the_dry_run_prints_both_commands_and_runs_neither(project):
     assert out.returncode == 0, out.stderr
     tree = folder / ".nodeweave" / "openshift-build" / "osb"
     assert f"oc apply -n nccl-test -k {tree}" in out.stdout
-    assert f"oc start-build osb -n nccl-test --from-dir={folder} --follow" in out.stdout
+    upload = folder / ".nodeweave" / "openshift-upload" / "osb"
+    assert f"oc start-build osb -n nccl-test --from-dir={upload} --follow --wait" in out.stdout
     assert not log.exists() and (tree / "buildconfig.yaml").is_file()
 
 

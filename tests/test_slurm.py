@@ -78,10 +78,15 @@ def test_directives_follow_the_spec():
     assert "#SBATCH --nodelist=node01,node02" in script_of("host") and "--gpus-per-node" not in script_of("host")
 
 
-def test_auto_gpus_cannot_be_allocated_and_says_so():
+def test_auto_gpus_take_whole_nodes_and_a_shared_node_needs_a_count():
     spec = parse_spec("name: a\nimage: {variant: cuda12}\nlauncher: {script: t.py}\nslurm: {}\n")
-    with pytest.raises(UsageError, match="gpus_per_node: 'auto' cannot go into a Slurm script .* accepted: an integer"):
-        render_files(spec)
+    script = next(text for path, text in render_files(spec).items() if path.endswith(".sbatch"))
+    assert "#SBATCH --exclusive" in script and "--gpus-per-node" not in script and "--gres" not in script
+    assert "# gpus_per_node: auto: whole nodes (--exclusive), no GPU count asked" in script
+    shared = parse_spec("name: a\nimage: {variant: cuda12}\nlauncher: {script: t.py}\nslurm: {exclusive: false}\n")
+    with pytest.raises(UsageError, match="gpus_per_node: 'auto' cannot go into a Slurm script .* slurm.exclusive: "
+                                         "false.* accepted: an integer"):
+        render_files(shared)
 
 
 # -- the command lines each runtime gets (srun/apptainer replaced by an argv recorder) ----------------

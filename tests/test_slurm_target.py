@@ -350,3 +350,31 @@ def test_the_accelerate_slurm_seed_loop_up_run_status_logs_down_and_the_same_job
     finally:
         down = nodeweave("down")
     assert down.returncode == 0, down.stdout + down.stderr
+
+
+@needs_slurm
+@pytest.mark.slow
+def test_up_on_slurm_fails_naming_each_node_whose_plan_fails(slurm, tmp_path):
+    """An interface no node has (network.interfaces: [ib9]): every node answers, with a failed plan and no hash.
+    up said "plans agree" and exited 0 (issue 33); now it exits 1 naming each node and why, and down still
+    releases the allocation."""
+    from test_slurm import _port
+
+    shutil.copy(REPO / "examples" / "train.py", tmp_path / "train.py")
+    path = write_spec(tmp_path, port=_port(), extra="network: {interfaces: [ib9]}\n")
+    env = {**slurm.env, "PATH": _per_node_tmpdir(tmp_path), "COLUMNS": "200"}
+
+    def nodeweave(*args):
+        return subprocess.run([*NODEWEAVE, *args, "--spec", str(path)], capture_output=True, text=True, cwd=tmp_path,
+                              env=env, timeout=300)
+
+    try:
+        up = nodeweave("up", "--target", "slurm", "--timeout", "120")
+        assert up.returncode == 1, up.stdout + up.stderr
+        assert "plans agree" not in up.stdout and "2 plan(s) FAIL" in up.stdout, up.stdout
+        last = up.stderr.strip().splitlines()[-1]
+        assert last.startswith("nodeweave: error: 2 of 2 node(s) cannot start: node-0 (") and "ib9" in last, last
+        assert "node-1 (" in last and "Traceback" not in up.stderr
+    finally:
+        down = nodeweave("down")
+    assert down.returncode == 0, down.stdout + down.stderr

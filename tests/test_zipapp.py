@@ -75,12 +75,29 @@ def test_the_members_are_in_order_with_one_time_and_stored():
         ((1980, 1, 1, 0, 0, 0), zipfile.ZIP_STORED, 0o100644)}
 
 
-def test_it_holds_the_entrypoint_and_nothing_else_of_nodeweave():
+def test_it_holds_the_entrypoint_and_the_check_worker_and_nothing_else_of_nodeweave():
+    """The entrypoint, and what ``nodeweave check`` runs on a node (the rendered images put the archive on
+    the venv's path): the worker and the modules it imports, not the CLI's workstation side."""
     names = set(zipfile.ZipFile(COMMITTED).namelist())
     sources = {p.relative_to(package_root().parent).as_posix()
                for p in (package_root() / "entrypoint").rglob("*.py") if "__pycache__" not in p.parts}
-    assert names == {"__main__.py", "nodeweave/__init__.py"} | sources
+    assert {"__main__.py", "nodeweave/__init__.py", "nodeweave/check/worker.py"} | sources <= names
+    others = {name.split("/")[1] for name in names - sources if name.count("/") >= 2}
+    assert others == {"check", "bench"}, others
+    assert "nodeweave/errors.py" in names  # bench/options.py's UsageError
+    assert not {"nodeweave/check/driver.py", "nodeweave/bench/runner.py", "nodeweave/cli/__init__.py"} & names
     assert not any(n.endswith(".pyc") for n in names)
+
+
+def test_the_check_worker_imports_from_the_archive_first_on_the_path(tmp_path):
+    """As in a rendered image (the archive on the venv's path): the worker and its modules load from it."""
+    pytest.importorskip("torch")
+    probe = ("import sys; sys.path.insert(0, sys.argv[1]); import nodeweave.check.worker as w, nodeweave.bench.worker; "
+             "print(w.__file__)")
+    out = subprocess.run([sys.executable, "-I", "-c", probe, str(COMMITTED)], capture_output=True, text=True,
+                         timeout=120, cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip().startswith(str(COMMITTED)), out.stdout
 
 
 def _imported(name: str, tree: ast.Module) -> "list[str]":

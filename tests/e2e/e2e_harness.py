@@ -197,16 +197,35 @@ def snapshot_context(repo: Path, target: Path) -> Path:
     The files the rendered .dockerignore lets in, with the wheelhouse hard-linked.
     """
     target.mkdir(parents=True, exist_ok=True)
-    for name in (".dockerignore", "pyproject.toml", "README.md"):
-        shutil.copy2(repo / name, target / name)
-    shutil.copytree(repo / "src", target / "src",
-                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info"))
+    shutil.copy2(repo / ".dockerignore", target / ".dockerignore")
+    shutil.copytree(repo / "entrypoint", target / "entrypoint")
     house = target / "wheelhouse"
     house.mkdir()
     for wheel in (repo / "wheelhouse").iterdir():
         if wheel.is_file():
             os.link(wheel, house / wheel.name)
     return target
+
+
+def edit_entrypoint(context: Path, module: str, text: str) -> None:
+    """A code edit as the image sees one: ``nodeweave/<module>.py`` added to the context's zipapp.
+
+    The "by nodeweave" line is dropped, so the result is the user's own archive, which ``image build``
+    keeps as it is (a marked one that differs from this nodeweave's would be refreshed). The image puts
+    the archive on the venv's path, so ``from nodeweave import <module>`` reads it back.
+    """
+    import io
+    import zipfile
+
+    archive = context / "entrypoint" / "nodeweave-entrypoint.pyz"
+    with zipfile.ZipFile(archive) as old:
+        members = {name: old.read(name) for name in old.namelist()}
+    members[f"nodeweave/{module}.py"] = text.encode()
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as new:  # written whole: zipimport misreads an appended-to archive
+        for name, data in sorted(members.items()):
+            new.writestr(name, data)
+    archive.write_bytes(archive.read_bytes().split(b"\n", 1)[0] + b"\n" + buffer.getvalue())
 
 
 _INTERPOLATION = re.compile(r"\$\{(\w+)(?::?([-?])([^}]*))?\}")

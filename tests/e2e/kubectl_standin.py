@@ -35,7 +35,10 @@ test instead of passing:
   and container state from ``podman pod inspect`` / ``podman inspect``;
 - ``exec [-i] [-t] -n NS -c CTR POD -- CMD``: ``podman exec`` in ``<pod>-<container>``, for a
   pod recorded in NS with that container;
-- ``logs [-f] -n NS -c CTR POD``: ``podman logs`` of it.
+- ``logs [-f] -n NS -c CTR POD``: ``podman logs`` of it;
+- ``scale -n NS statefulset/NAME --replicas N``: what a person types to make a StatefulSet dormant
+  (or smaller): the pods from ordinal N on are removed and the recorded count becomes N; more
+  pods than ``apply`` played cannot be made here, so growing past them is refused.
 
 SELECTOR is ``key=value[,key=value]``. Configured by the test through
 STANDIN_NETWORK, STANDIN_ADDRESSES (comma list), STANDIN_IMAGE,
@@ -73,6 +76,7 @@ GRAMMAR = {
     "get": ({"-n", "-l", "-o"}, {"--field-selector=status.phase=Running"}),
     "exec": ({"-n", "-c"}, {"-i", "-t"}),
     "logs": ({"-n", "-c"}, {"-f"}),
+    "scale": ({"-n", "--replicas"}, set()),
 }
 REPLICAS = "jsonpath={.spec.replicas}"
 RUNNING_NAMES = "jsonpath={.items[*].metadata.name}"
@@ -275,6 +279,22 @@ def get(space: dict, flags: dict, switches: set, positional: list) -> None:
         print(" ".join(item["metadata"]["name"] for item in items), end="")
 
 
+def scale(space: dict, flags: dict, positional: list) -> None:
+    kind, _, name = positional[0].partition("/") if len(positional) == 1 else ("", "", "")
+    if kind != "statefulset" or not name or not flags.get("--replicas", "").isdigit():
+        fail("scale: the stand-in knows `scale statefulset/NAME --replicas N` only", 2)
+    if name not in space.get("statefulsets", {}):
+        fail(f'Error from server (NotFound): statefulsets.apps "{name}" not found')
+    sts, count = space["statefulsets"][name], int(flags["--replicas"])
+    if count > sts["replicas"] and count > len(sts["pods"]):
+        fail(f"scale: the stand-in cannot make pods `apply` did not play ({count} > {len(sts['pods'])})", 2)
+    gone = {pod: info for pod, info in sts["pods"].items() if int(pod.rsplit("-", 1)[1]) >= count}
+    remove_pods({"pods": gone})
+    sts["pods"] = {pod: info for pod, info in sts["pods"].items() if pod not in gone}
+    sts["replicas"] = count
+    print(f"statefulset.apps/{name} scaled")
+
+
 def pod_json(name: str) -> "dict | None":
     pod = podman("pod", "inspect", name)
     if pod.returncode != 0:
@@ -305,6 +325,8 @@ def main(argv) -> None:
         delete(space, flags, switches, positional, namespace)
     elif verb == "get":
         get(space, flags, switches, positional)
+    elif verb == "scale":
+        scale(space, flags, positional)
     elif verb in ("exec", "logs") and len(positional) == 1 and "-c" in flags:
         find_pod(space, positional[0], flags["-c"], namespace)
         target = f"{positional[0]}-{flags['-c']}"

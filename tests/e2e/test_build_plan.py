@@ -62,6 +62,16 @@ def _feed(text: str) -> BuildProgress:
     return progress
 
 
+def with_entrypoint(context: Path) -> Path:
+    """What `nodeweave render` writes into a team's folder and the Dockerfile copies: the zipapp."""
+    from nodeweave.targets import zipapp
+
+    target = context / zipapp.PATH
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_bytes(zipapp.build(zipapp.package_root()))
+    return context
+
+
 def test_podman_cold_build_counts_steps_and_no_cache():
     progress = _feed(PODMAN_COLD)
     assert len(progress.steps) == 4
@@ -115,8 +125,7 @@ def test_offline_docker_build_drops_only_the_frontend_pin(tmp_path):
     wheels.mkdir()
     (wheels / "torch-2.13.0-cp311-cp311-linux_x86_64.whl").write_bytes(b"")
     for kind, offline, pinned in [("docker", True, False), ("docker", False, True), ("podman", True, True)]:
-        context = tmp_path / f"{kind}-{offline}"
-        context.mkdir()
+        context = with_entrypoint(tmp_path / f"{kind}-{offline}")
         prepared = prepare_build(spec, "cpu", context, context / "scratch", offline=offline, wheelhouse=wheels,
                                  engine_kind=kind)
         text = prepared.plan.dockerfile.read_text()
@@ -221,7 +230,7 @@ def test_cli_without_any_engine_exits_3_naming_both(tmp_path):
     (bindir / "python").symlink_to(sys.executable)
     (bindir / "git").symlink_to(subprocess.run(["which", "git"], capture_output=True, text=True).stdout.strip())
     env = {"PATH": str(bindir), "HOME": str(tmp_path)}
-    out = _cli("image", "build", "cpu", "--spec", str(spec), "--context", str(tmp_path), env=env)
+    out = _cli("image", "build", "cpu", "--spec", str(spec), "--context", str(with_entrypoint(tmp_path)), env=env)
     assert out.returncode == 3, out.stderr
     assert "no container engine" in out.stderr and "docker" in out.stderr and "podman" in out.stderr
     assert "Traceback" not in out.stderr
@@ -233,7 +242,7 @@ def test_engine_override_must_name_a_known_engine(value, tmp_path):
 
     spec = tmp_path / "nodeweave.yaml"
     spec.write_text(SPEC)
-    out = _cli("image", "build", "cpu", "--spec", str(spec), "--context", str(tmp_path),
+    out = _cli("image", "build", "cpu", "--spec", str(spec), "--context", str(with_entrypoint(tmp_path)),
                env={**os.environ, "NODEWEAVE_ENGINE": value})
     assert out.returncode == 2
     assert "NODEWEAVE_ENGINE" in out.stderr and value in out.stderr
@@ -243,6 +252,7 @@ def test_engine_override_must_name_a_known_engine(value, tmp_path):
 def test_cli_offline_with_an_empty_wheelhouse_is_a_usage_error(tmp_path):
     spec = tmp_path / "nodeweave.yaml"
     spec.write_text(SPEC)
+    with_entrypoint(tmp_path)
     out = _cli("image", "build", "cpu", "--spec", str(spec), "--offline", "--dry-run")
     assert out.returncode == 2, out.stderr
     assert "--offline needs wheels" in out.stderr and str(tmp_path / "wheelhouse") in out.stderr
@@ -291,7 +301,7 @@ def test_the_built_dockerfile_is_the_one_render_commits_for_that_variant(tmp_pat
     spec = parse_spec(OTHER_VARIANT_SPEC)
     files = render_files(spec)
     scratch = tmp_path / "scratch"
-    prepare_build(spec, "cpu", tmp_path, scratch)
+    prepare_build(spec, "cpu", with_entrypoint(tmp_path), scratch)
     assert (scratch / "Dockerfile").read_text() == files["images/cpu/Dockerfile"]
     assert "localhost/my-cuda:1" not in files["images/cpu/Dockerfile"]
 
@@ -308,6 +318,7 @@ def test_a_build_refuses_a_context_that_lacks_or_ignores_what_the_image_reads(tm
 
     (tmp_path / "req.txt").write_text("einops==0.8.2\n")
     (tmp_path / "nodeweave.yaml").write_text(CONTENTS_SPEC)
+    with_entrypoint(tmp_path)
     spec = load_spec(tmp_path / "nodeweave.yaml")
     with pytest.raises(UsageError, match=r"image.project.source: 'demo' is not in the build context"):
         prepare_build(spec, "cpu", tmp_path, tmp_path / "scratch", dry_run=True)

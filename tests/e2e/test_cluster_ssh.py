@@ -44,7 +44,8 @@ CONTAINERFILE = """FROM {image}
 USER root
 RUN apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \\
     openssh-server >/dev/null && rm -rf /var/lib/apt/lists/* && mkdir -p /run/sshd \\
- && ln -sf /opt/venv/bin/nodeweave-entrypoint /opt/venv/bin/torchrun /usr/local/bin/ \
+ && ln -sf /opt/venv/bin/torchrun /usr/local/bin/ \\
+ && printf '#!/bin/sh\\nexec /opt/venv/bin/python3 "$@"\\n' > /usr/local/bin/python3 && chmod 755 /usr/local/bin/python3 \
  && mkdir -p /etc/docker-standin && env -u HOSTNAME > /etc/docker-standin/image.env
 COPY docker_standin.py /usr/local/bin/docker
 COPY docker-compose /usr/local/bin/docker-compose

@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 
-from e2e_harness import REGISTRY, REPO, snapshot_context
+from e2e_harness import REGISTRY, REPO, edit_entrypoint, snapshot_context
 
 pytestmark = pytest.mark.engine
 
@@ -32,11 +32,15 @@ def test_image_runs_tini_then_the_entrypoint_as_uid_1000(engine, cpu_image):
     assert list(config.entrypoint) == ["tini", "-g", "--", "nodeweave-entrypoint"]
     assert config.user == "1000:0"
     out = engine.client.container.run(
-        cpu_image, ["-c", "id -u; id -g; command -v nodeweave-entrypoint; python -c 'import torch, deepspeed, accelerate; print(torch.__version__)'"],
+        cpu_image, ["-c", "id -u; id -g; command -v nodeweave-entrypoint; command -v nodeweave || echo no-cli; "
+                    "python -c 'import nodeweave.check.worker as w; print(w.__file__)'; "
+                    "python -c 'import torch, deepspeed, accelerate; print(torch.__version__)'"],
         entrypoint="bash", remove=True)
     lines = out.splitlines()
     assert lines[0] == "1000" and lines[1] == "0"
-    assert lines[2] == "/opt/venv/bin/nodeweave-entrypoint"
+    assert lines[2] == "/usr/local/bin/nodeweave-entrypoint", "the rendered zipapp, not nodeweave's sources"
+    assert lines[3] == "no-cli", "the CLI runs on the workstation; the image holds only the entrypoint"
+    assert lines[4] == "/usr/local/bin/nodeweave-entrypoint/nodeweave/check/worker.py", "the check worker, from the zipapp"
     assert lines[-1].startswith("2.13.0")
 
 
@@ -60,8 +64,8 @@ def _build(base_image, engine, context, tag, tmp_path):
 
 
 def test_rebuild_is_cached_and_a_code_edit_reruns_only_the_code_layers(engine, image_build, base_image, tmp_path):
-    """Unchanged tree: every step but FROM comes from the cache. An edit under src/: only the
-    steps from ``COPY src`` on run again; the apt, torch and DeepSpeed layers stay cached."""
+    """Unchanged tree: every step but FROM comes from the cache. An edit of the entrypoint: only the
+    steps from its ``COPY`` on run again; the apt, torch and DeepSpeed layers stay cached."""
     context = snapshot_context(REPO, tmp_path / "context")
     tag = "rebuild-test"
     try:
@@ -69,12 +73,11 @@ def test_rebuild_is_cached_and_a_code_edit_reruns_only_the_code_layers(engine, i
         total, cached, ran = _build(base_image, engine, context, tag, tmp_path)
         assert cached == total - 1 and not ran, f"only FROM may be outside the cache; ran: {ran}"
 
-        marker = context / "src" / "nodeweave" / "_rebuild_marker.py"
-        marker.write_text("MARKER = 1\n")
+        edit_entrypoint(context, "_rebuild_marker", "MARKER = 1\n")
         total, cached, ran = _build(base_image, engine, context, tag, tmp_path)
-        heavy = [step for step in ran if step.startswith("RUN") and "nodeweave-src" not in step]
+        heavy = [step for step in ran if step.startswith("RUN")]
         assert not heavy, f"dependency layers ran again after a code-only edit: {heavy}"
-        assert any(step.startswith("COPY src") for step in ran), ran
+        assert any(step.startswith("COPY entrypoint/nodeweave-entrypoint.pyz") for step in ran), ran
         shown = engine.client.container.run(
             f"{REGISTRY}/e2e-rebuild:{tag}", ["-c", "from nodeweave import _rebuild_marker; print(_rebuild_marker.MARKER)"],
             entrypoint="python", remove=True)

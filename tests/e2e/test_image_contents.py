@@ -4,7 +4,7 @@ The cpu variant is built by the same Python API ``nodeweave image build`` uses,
 offline from the local base and the host's wheelhouse (apt over --network host),
 from a spec whose ``image`` adds ``jq`` (apt), a requirements file pinning a
 wheel the wheelhouse holds, and a small project built by ``pip install .`` in
-its own layer. Then an edit under ``src/`` must rerun only nodeweave's layers:
+its own layer. Then an edit of the entrypoint must rerun only its COPY:
 the spec's layers come from the cache like the others.
 """
 
@@ -15,7 +15,7 @@ import shutil
 
 import pytest
 
-from e2e_harness import REGISTRY, REPO, snapshot_context
+from e2e_harness import REGISTRY, REPO, edit_entrypoint, snapshot_context
 
 pytestmark = pytest.mark.engine
 
@@ -83,11 +83,11 @@ def test_apt_requirements_and_project_layers_build_and_stay_cached(engine, base_
             entrypoint="bash", remove=True)
         assert re.search(r"^jq-\d", out, re.M) and "built into the image" in out, out
 
-        (context / "src" / "nodeweave" / "_contents_marker.py").write_text("MARKER = 1\n")
+        edit_entrypoint(context, "_contents_marker", "MARKER = 1\n")
         second = _build(engine, base_image, spec, context, tmp_path)
         own = [step for step in second.rebuilt_steps if any(mark in step for mark in ("jq", "requirements", "demo"))]
         assert not own, f"the spec's layers ran again after a code-only edit: {own}"
-        assert any(step.startswith("COPY src") for step in second.rebuilt_steps), second.rebuilt_steps
+        assert any(step.startswith("COPY entrypoint/") for step in second.rebuilt_steps), second.rebuilt_steps
         assert first.steps == second.steps
     finally:
         for name in (image, f"{REGISTRY}/e2e-contents:cpu"):

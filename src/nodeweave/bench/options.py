@@ -114,7 +114,7 @@ def parse_sweep(text: str) -> SweepAxis:
     variable = variable.strip()
     if not _VAR_RE.match(variable):
         raise UsageError(f"--sweep: {variable!r} is not an environment variable name; {hint}")
-    from nodeweave.spec.sections.job import is_reserved
+    from nodeweave.entrypoint.planning.reserved import is_reserved
 
     if is_reserved(variable):
         raise UsageError(f"--sweep: {variable} is set by nodeweave (or the platform) for every launch; accepted: "

@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import List, Mapping, Optional
 
 from nodeweave.build.builder import BuildProgress, BuildResult, git_revision, push_tags, run_build
-from nodeweave.build.context import (check_context_paths, choose_dockerfile, link_wheelhouse, rendered_dockerfile,
-                                     without_frontend_pin)
+from nodeweave.build.context import (check_context_paths, check_copied_sources, choose_dockerfile, link_wheelhouse,
+                                     refresh_entrypoint, rendered_dockerfile, without_frontend_pin)
 from nodeweave.build.engine import BUILDX, CLASSIC_BUILDKIT, Engine, detect_engine
 from nodeweave.build.plan import BuildPlan, Revision, plan_build
 from nodeweave.resolve import resolve
@@ -75,6 +75,10 @@ def prepare_build(spec, variant: str, context: Path, scratch: Path, base: Option
                                               build_text=build_text)
     relative = f"images/{variant}/Dockerfile"
     notes.append(_dockerfile_note(relative, committed, (context / relative).is_file(), frontend))
+    check_copied_sources(context, build_text, relative)
+    refreshed = refresh_entrypoint(context, write=not dry_run)
+    if refreshed:
+        notes.append(refreshed)
     house, count = link_wheelhouse(context, wheelhouse, write=not dry_run)
     notes.append(f"wheelhouse: {house} ({count} files)")
     if offline and count == 0:

@@ -112,3 +112,45 @@ def link_wheelhouse(context: Path, source: Optional[Path], write: bool = True) -
                 shutil.copy2(wheel, target / wheel.name)
     return target, len(present) + len(offered)
 
+
+
+def refresh_entrypoint(context: Path, write: bool = True) -> Optional[str]:
+    """Bring a stale ``entrypoint/nodeweave-entrypoint.pyz`` that nodeweave rendered up to this nodeweave's.
+
+    The image's entrypoint is the file in the context; after an upgrade of
+    nodeweave (or an edit of its sources in a checkout) the rendered copy lags,
+    and the CLI would drive nodes running another entrypoint. A file without
+    the "by nodeweave" mark is the user's own zipapp and is built as it is.
+    Returns a note when the file was (``write=False``: would be) refreshed.
+    """
+    from nodeweave.rendering.plan import is_marked, write_atomically
+    from nodeweave.targets import zipapp
+
+    target = context / zipapp.PATH
+    if not target.is_file():
+        return None
+    current = target.read_bytes()
+    if not is_marked(current):
+        return None
+    fresh = zipapp.build(zipapp.package_root())
+    if fresh == current:
+        return None
+    if write:
+        write_atomically(target, fresh)
+    verb = "refreshed" if write else "would be refreshed"
+    return f"{zipapp.PATH}: {verb} from this nodeweave's entrypoint (the copy in the context was stale)"
+
+
+def check_copied_sources(context: Path, dockerfile_text: str, dockerfile_name: str) -> None:
+    """Refuse, before any layer, a context that lacks (or whose .dockerignore keeps out) what the Dockerfile copies."""
+    from nodeweave.build.sources import missing_sources
+    from nodeweave.targets import zipapp
+
+    problems = missing_sources(context, dockerfile_text)
+    if not problems:
+        return
+    hint = "; give --context the folder holding them, or run `nodeweave render all` in the spec's folder"
+    if any(problem.startswith(zipapp.PATH) for problem in problems):
+        hint = (f"; `nodeweave render entrypoint --out {context}` writes {zipapp.PATH} (render all does too), "
+                "or give --context the folder holding it")
+    raise UsageError(f"{dockerfile_name} copies what the build context lacks: {'; '.join(problems)}{hint}")

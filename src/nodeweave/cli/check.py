@@ -13,7 +13,7 @@ from typing import List, Optional
 import typer
 
 from nodeweave.cli.habits.clusteropts import (DRY_RUN, ENGINE, HOST, HOSTS_FILE, JSON, KUBE_CLI, KUBE_CONTEXT, NAMESPACE,
-                                       OVERLAY, REMOTE_DIR, SPEC, SSH_OPTION, TARGET, cluster_nodes, console,
+                                       OVERLAY, REMOTE_DIR, SPEC, SSH_OPTION, TARGET, console,
                                        open_cluster, options)
 from nodeweave.cli.habits.nodes import NODE
 from nodeweave.errors import NodeweaveError
@@ -83,7 +83,7 @@ def check_command(
     check_options = CheckOptions(threshold / 100.0, repeats, backend_name, seconds, timeout, verbose)
     given = options(target, engine, host, hosts_file, remote_dir, namespace, kube_cli, kube_context, overlay, ssh_option)
     spec, backend, _ = open_cluster(spec_path, given, dry_run=dry_run)
-    nodes, shape = cluster_nodes(backend, spec, dry_run), {}
+    nodes, shape = backend.live_nodes("check", dry_run), {}
     if node:  # the first N nodes only: ranks are the nodes' places, as in `run --node`
         from nodeweave.cli.habits.nodes import first_nodes
         from nodeweave.cluster.overrides import run_overrides

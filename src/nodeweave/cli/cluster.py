@@ -12,7 +12,7 @@ import typer
 
 from nodeweave.cli.habits.base import find_spec
 from nodeweave.cli.habits.clusteropts import (DRY_RUN, ENGINE, HOST, HOSTS_FILE, JSON, KUBE_CLI, KUBE_CONTEXT, NAMESPACE,
-                                       OVERLAY, REMOTE_DIR, SPEC, SSH_OPTION, TARGET, cluster_nodes, console,
+                                       OVERLAY, REMOTE_DIR, SPEC, SSH_OPTION, TARGET, console,
                                        default_mode, open_cluster, options, print_steps, spec_command)
 from nodeweave.cli.habits.nodes import NODE, checked_selectors, pick_nodes, pick_one, run_folder_indices
 from nodeweave.cli.habits.output import checked, complete_run_ids, emit, output_option
@@ -68,10 +68,14 @@ def up_command(
         progress = wait_until_up(backend, nodes, mode, timeout, out, spec_command(spec))
     finally:
         backend.close()
-    hashes = {a.data["plan"].get("hash") for a in progress.ready.values() if a.data and a.data.get("plan")}
-    agree = "plans agree" if len(hashes) == 1 else f"plans DISAGREE ({', '.join(sorted(map(str, hashes)))})"
+    from nodeweave.cluster.status import plan_verdict
+
+    agree, failures = plan_verdict([(n, progress.ready.get(n.index)) for n in nodes])
     what = f"in {mode} mode" if backend.holds else "and answer (bare hosts: nothing held)"
     out.print(f"{len(nodes)} node(s) up {what} on {backend.where()}; {agree}", highlight=False)
+    if failures:  # a node that answers but cannot start is no agreement (issue 33): up fails, naming it
+        raise NodeweaveError(f"{len(failures)} of {len(nodes)} node(s) cannot start: " + "; ".join(failures)
+                             + "; `nodeweave status` shows each plan (fix the spec, then `nodeweave up` again)")
     if as_json:
         typer.echo(json.dumps({"mode": mode, "where": backend.where(), "nodes": [
             {"node": n.name, "reached_as": n.remote.label, "state": progress.state.get(n.index)} for n in nodes]},
@@ -93,7 +97,7 @@ def down_command(
 ) -> None:
     """Take down what `up` made (keeps Kubernetes claims unless --delete-claims)."""
     spec_path = find_spec(spec_path)
-    from nodeweave.cluster.options import load_state, save_state, ClusterOptions
+    from nodeweave.cluster.options import forget_allocation
     from nodeweave.steps import execute_all
 
     given = options(target, engine, host, hosts_file, remote_dir, namespace, kube_cli, kube_context, overlay, ssh_option)
@@ -114,8 +118,7 @@ def down_command(
             execute_all(phase)
     finally:
         backend.close()
-    if load_state(spec_path, spec.name) != ClusterOptions():
-        save_state(spec_path, spec.name, ClusterOptions())
+    forget_allocation(spec_path, spec.name)  # the flags stay: `up` alone brings the same cluster back
     out.print(f"{spec.name} is down ({backend.where()})", highlight=False)
     if as_json:
         typer.echo(json.dumps({"job": spec.name, "where": backend.where(), "down": True}, indent=2))
@@ -141,7 +144,7 @@ def status_command(
 
     given = options(target, engine, host, hosts_file, remote_dir, namespace, kube_cli, kube_context, overlay, ssh_option)
     spec, backend, _ = open_cluster(spec_path, given)
-    nodes = pick_nodes(backend.nodes(), node)
+    nodes = pick_nodes(backend.live_nodes("fingerprint") if fingerprints else backend.nodes(), node)
     rows = gather(backend, nodes, spec_command(spec))
     agree = agreement(rows)
     view = None
@@ -205,7 +208,7 @@ def stop_command(
     spec_path = find_spec(spec_path)
     given = options(target, engine, host, hosts_file, remote_dir, namespace, kube_cli, kube_context, overlay, ssh_option)
     spec, backend, _ = open_cluster(spec_path, given, dry_run=dry_run)
-    every = cluster_nodes(backend, spec, dry_run)
+    every = backend.live_nodes("stop", dry_run)
     nodes = pick_nodes(every, node)
     if not dry_run:
         backend.require_up(nodes, "stop")
@@ -232,7 +235,7 @@ def shell_command(
         wanted.append(index)
     given = options(target, engine, host, hosts_file, remote_dir, namespace, kube_cli, kube_context, overlay, ssh_option)
     spec, backend, _ = open_cluster(spec_path, given, dry_run=dry_run)
-    chosen = pick_one(cluster_nodes(backend, spec, dry_run), wanted, "shell")
+    chosen = pick_one(backend.live_nodes("open a shell in", dry_run), wanted, "shell")
     argv = chosen.remote.shell_argv()
     if dry_run:
         typer.echo(shlex.join(argv))
@@ -274,7 +277,7 @@ def logs_command(
     if not container:
         held = not backend.holds
         if not held:
-            held = ask_status(backend.nodes()[0], spec_command(spec)).holding
+            held = ask_status(backend.live_nodes("read logs of")[0], spec_command(spec)).holding
         if held:
             parent = runs_dir or spec_path.resolve().parent / RUNS
             folder = latest_run(parent, spec.name)
@@ -283,9 +286,9 @@ def logs_command(
                                  "`nodeweave run -- SCRIPT` starts one (or --container for the containers' logs)")
     if folder is not None:
         out.print(f"# {folder}", highlight=False, markup=False)
-        wanted = [n.index for n in pick_nodes(backend.nodes(), node)] if node else []
+        wanted = [n.index for n in pick_nodes(backend.live_nodes("read logs of"), node)] if node else []
         raise typer.Exit(run_logs(folder, wanted, follow, out))
-    nodes = pick_nodes(backend.nodes(), node)
+    nodes = pick_nodes(backend.live_nodes("read logs of"), node)
     backend.require_up(nodes, "logs")
     raise typer.Exit(container_logs(backend, nodes, follow, out))
 

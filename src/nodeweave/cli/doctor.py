@@ -155,7 +155,7 @@ def _asked_through(node: "list[str]") -> list:
         from nodeweave.cluster.options import ClusterOptions
 
         _, backend, _ = open_cluster(find_spec(None), ClusterOptions())
-        found += pick_nodes(backend.nodes(), picks)
+        found += pick_nodes(backend.live_nodes("ask"), picks)
     return found
 
 

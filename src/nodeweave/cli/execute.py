@@ -10,7 +10,7 @@ import typer
 
 from nodeweave.cli.habits.base import find_spec
 from nodeweave.cli.habits.clusteropts import (DRY_RUN, ENGINE, HOST, HOSTS_FILE, JSON, KUBE_CLI, KUBE_CONTEXT, NAMESPACE,
-                                       OVERLAY, REMOTE_DIR, SPEC, SSH_OPTION, TARGET, cluster_nodes, console,
+                                       OVERLAY, REMOTE_DIR, SPEC, SSH_OPTION, TARGET, console,
                                        open_cluster, options)
 from nodeweave.cli.habits.nodes import NODE, pick_nodes
 from nodeweave.cli.habits.dashes import CommandAfterDashes
@@ -46,7 +46,7 @@ def exec_command(
     spec_path = find_spec(spec_path)
     given = options(target, engine, host, hosts_file, remote_dir, namespace, kube_cli, kube_context, overlay, ssh_option)
     spec, backend, _ = open_cluster(spec_path, given, dry_run=dry_run)
-    nodes = pick_nodes(cluster_nodes(backend, spec, dry_run), node)
+    nodes = pick_nodes(backend.live_nodes("exec", dry_run), node)
     if dry_run:
         argv = [(n, n.argv(list(command), variables)) for n in nodes]
         if is_data(fmt):

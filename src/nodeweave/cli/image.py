@@ -60,8 +60,9 @@ def build(
     variant: Optional[str] = typer.Argument(None, help="images catalogue key (`nodeweave image variants`), e.g. cpu, "
                                             "cuda12, rocm70 (default: the spec's image.variant)"),
     spec_path: Optional[Path] = spec_option("The cluster spec"),
-    context: Optional[Path] = typer.Option(None, "--context", help="build context (default: the spec's directory, "
-                                           "the repository root of the image build contract)"),
+    context: Optional[Path] = typer.Option(None, "--context", help="build context (default: the spec's folder, "
+                                           "where `nodeweave render` wrote entrypoint/; it must hold what the "
+                                           "Dockerfile copies)"),
     base: Optional[str] = typer.Option(None, "--base", help="base image instead of the variant's (BASE_IMAGE build arg; "
                                        "overrides image.base)"),
     push: bool = typer.Option(False, "--push", help="push every tag after the build; the registry's digest is "
@@ -80,7 +81,8 @@ def build(
     quiet: bool = typer.Option(False, "--quiet", "-q", help="show the build's steps, not the engine's whole log"),
     dry_run: bool = typer.Option(False, "--dry-run", help="print the plan and the equivalent command; build nothing"),
     target: str = typer.Option("local", "--target", "-t", help="local (this machine's engine) or openshift (apply "
-                               "the spec's BuildConfig, oc start-build --from-dir=CONTEXT --follow)"),
+                               "the spec's BuildConfig, upload what the Dockerfile reads: oc start-build "
+                               "--from-dir --follow --wait)"),
 ) -> None:
     """Build one variant's image from the Dockerfile rendered for the spec, tag it <variant>-<sha> and <variant>."""
     from rich.console import Console

@@ -24,6 +24,8 @@ from nodeweave.cli.habits.output import checked, emit, output_option
 from nodeweave.errors import NodeweaveError, UsageError
 
 VARIANT_BY_VENDOR = {"nvidia": "cuda12", "amd": "rocm70", "none": "cpu"}
+# A team's dependencies, when its folder has this file: the image installs them (image.requirements).
+REQUIREMENTS = "requirements.txt"
 TEMPLATE = """\
 # nodeweave cluster spec, written by `nodeweave init` from what {source} showed:
 # {found}.
@@ -33,7 +35,7 @@ name: {name}  # DNS-1123 label: containers, pods and hosts <name>-0..N-1
 
 image:
   variant: {variant}  # `nodeweave image variants` lists the catalogue
-
+{requirements}
 nodes: {nodes}
 gpus_per_node: {gpus}  # processes per node{gpu_note}
 
@@ -55,6 +57,7 @@ class Seen:
     rdma_ports: Tuple[str, ...]
     hosts: Tuple[str, ...] = ()
     note: str = ""
+    counts: Tuple[int, ...] = ()  # every host's GPU count, node 0 first (--host)
 
     def summary(self) -> str:
         found = f"{self.gpus}x {self.model} ({self.vendor})" if self.gpus else "no GPU"
@@ -94,9 +97,10 @@ def seen_on_hosts(hosts: List[str], via: str, ssh_option: List[str]) -> Seen:
     counts = [r.gpu_count for r in reports]
     first = reports[0].node or {}
     ports = tuple(f"{n.get('device')}:{n.get('port')}" for n in first.get("nics") or [] if n.get("state") == "ACTIVE")
-    note = f"uneven GPU counts {counts}: the smallest is used" if len(set(counts)) > 1 else ""
+    note = f"uneven GPU counts {counts}" if len(set(counts)) > 1 else ""
     return Seen(f"{len(hosts)} host(s) via {kind}", vendors[0], min(counts),
-                str((first.get("gpus") or {}).get("model") or ""), ports, tuple(r.host for r in reports), note)
+                str((first.get("gpus") or {}).get("model") or ""), ports, tuple(r.host for r in reports), note,
+                tuple(counts))
 
 
 def init(
@@ -126,7 +130,16 @@ def init(
         note_renamed(f"init --via {via} --host {host[0] if host else 'NAME'}",
                      f"init --host {via}:{host[0] if host else 'NAME'}", "a node's address is KIND:NAME everywhere")
     seen = seen_on_hosts(host, via or "ssh", ssh_option) if host else seen_here(sysroot)
-    text = spec_text(seen, name or _label(Path.cwd().name), len(seen.hosts) or nodes, script, launcher)
+    arguments = (seen, name or _label(Path.cwd().name), len(seen.hosts) or nodes, script, launcher)
+    text, note = spec_text(*arguments, requirements=REQUIREMENTS), ""
+    if (path.resolve().parent / REQUIREMENTS).is_file():
+        try:
+            parse_spec(text, str(path), base_dir=path.resolve().parent)
+        except UsageError as err:  # e.g. an unpinned line: the spec is written without it, and says why
+            text = spec_text(*arguments)
+            note = f"; {REQUIREMENTS} left out of image.requirements: {err}"
+    else:
+        text = spec_text(*arguments)
     parse_spec(text, str(path), base_dir=path.resolve().parent)  # the validator's word before anything is kept
     if dry_run:
         typer.echo(text, nl=False)
@@ -137,18 +150,40 @@ def init(
         from nodeweave.failures import path_problem
 
         raise path_problem(err, "init --out") from None
-    typer.echo(f"nodeweave: wrote {path}: {seen.summary()}; next: nodeweave validate, nodeweave render all", err=True)
+    typer.echo(f"nodeweave: wrote {path}: {seen.summary()}{note}; next: nodeweave validate, nodeweave render all",
+               err=True)
 
 
-def spec_text(seen: Seen, name: str, nodes: int, script: str, launcher: str) -> str:
+# Launchers that take every node's own process count: torchrun's agents sum them in the rendezvous, and the
+# check-in hands DeepSpeed's hostfile and a command's WORLD_SIZE every node's real count. accelerate is told
+# one --num_processes total before the check-in, so it needs one count everywhere.
+UNEVEN_LAUNCHERS = ("torchrun", "deepspeed", "command")
+
+
+def _gpus(seen: Seen, launcher: str) -> Tuple[str, str]:
+    """``gpus_per_node`` and its comment: ``auto`` over uneven counts where the launcher takes them."""
+    if len(set(seen.counts)) > 1 and launcher in UNEVEN_LAUNCHERS:
+        counts = ", ".join(map(str, seen.counts))
+        return "auto", f": one per GPU each node has ({counts}; uneven counts: {launcher} takes them)"
+    if len(set(seen.counts)) > 1:
+        return str(seen.gpus or 1), (f": the smallest of {', '.join(map(str, seen.counts))} ({launcher} needs one "
+                                     "count on every node)")
+    return str(seen.gpus or 1), f": {seen.gpus}x {seen.model}" if seen.gpus else ": CPU"
+
+
+def spec_text(seen: Seen, name: str, nodes: int, script: str, launcher: str,
+              requirements: Optional[str] = None) -> str:
+    """The spec's text; ``requirements`` names the folder's requirements file for ``image.requirements``."""
     network = ("\nnetwork:\n  rdma: true  # active RDMA ports: " + ", ".join(seen.rdma_ports[:8]) + "\n"
                ) if seen.rdma_ports else ""
     hosts = ("\nhosts:  # node 0 first: its place is its rank\n" + "".join(f"  - {h}\n" for h in seen.hosts)
              ) if seen.hosts else ""
     return TEMPLATE.format(
         source=seen.source, found=seen.summary(), name=name, variant=VARIANT_BY_VENDOR.get(seen.vendor, "cpu"),
-        nodes=nodes, gpus=seen.gpus or 1, gpu_note=f": {seen.gpus}x {seen.model}" if seen.gpus else ": CPU",
-        launcher=launcher, script=script, network=network) + hosts
+        nodes=nodes, gpus=_gpus(seen, launcher)[0], gpu_note=_gpus(seen, launcher)[1],
+        launcher=launcher, script=script, network=network,
+        requirements=(f"  requirements: {requirements}  # installed into the image (every line pinned)\n"
+                      if requirements else "")) + hosts
 
 
 def _label(text: str) -> str:

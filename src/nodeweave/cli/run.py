@@ -11,7 +11,7 @@ import typer
 
 from nodeweave.cli.habits.base import find_spec
 from nodeweave.cli.habits.clusteropts import (DRY_RUN, ENGINE, HOST, HOSTS_FILE, JSON, KUBE_CLI, KUBE_CONTEXT, NAMESPACE,
-                                       OVERLAY, REMOTE_DIR, SPEC, SSH_OPTION, TARGET, cluster_nodes, console, open_cluster,
+                                       OVERLAY, REMOTE_DIR, SPEC, SSH_OPTION, TARGET, console, open_cluster,
                                        options, spec_command)
 from nodeweave.cli.habits.dashes import CommandAfterDashes, launcher_command
 from nodeweave.cli.habits.nodes import NODE
@@ -79,7 +79,7 @@ def run_command(
     command = launcher_command(command, launcher or spec.launcher.type) if command else spec_command(spec)
     from nodeweave.cluster.overrides import run_overrides
 
-    everyone = backend.require_nodes(cluster_nodes(backend, spec, dry_run))
+    everyone = backend.live_nodes("run", dry_run)
     nodes_wanted = _node_count(everyone, node, nodes_wanted)
     nodes, shape = run_overrides(everyone, nproc_per_node, nodes_wanted, launcher)
     extra = {**shape, **extra}

@@ -159,11 +159,21 @@ class Backend:
         """The nodes a dry run shows, asking nothing that changes the cluster."""
         return self.nodes()
 
-    def require_nodes(self, nodes: List[Node]) -> List[Node]:
-        """``nodes``, or an error saying why there is none to run on (a StatefulSet scaled to 0)."""
+    def require_nodes(self, nodes: List[Node], verb: str = "run") -> List[Node]:
+        """``nodes``, or exit 3 (the cluster is not up) saying why there is none to ``verb`` and how to get them."""
+        from nodeweave.errors import EnvironmentProblem
+
         if not nodes:
-            raise NodeweaveError(f"no node to run on: {self.where()}")
+            raise EnvironmentProblem(self.no_nodes_line(verb))
         return nodes
+
+    def no_nodes_line(self, verb: str) -> str:
+        """Why the cluster has no node, in one line with the command that brings nodes back."""
+        return f"{self.spec.name} has no node on {self.where()}: nothing to {verb}; `nodeweave up` starts it"
+
+    def live_nodes(self, verb: str, dry_run: bool = False) -> List[Node]:
+        """The nodes ``verb`` acts on (a dry run only reads); exit 3 naming the workload when there are none."""
+        return self.require_nodes(self.dry_run_nodes() if dry_run else self.nodes(), verb)
 
     def leftover_steps(self) -> List[Step]:
         """After every node's entrypoint stopped its run: what else ends it on the platform (a Slurm step)."""

@@ -115,8 +115,9 @@ class ClusterOptions:
                              "rank, so each host is listed once (node 0 first)")
         if target == "hosts" and not self.hosts:
             raise UsageError("target hosts needs its hosts: --host HOST (repeat, node 0 first) or --hosts-file FILE")
-        if self.remote_dir is not None:
-            check_dest(self.remote_dir, "--remote-dir")
+        remote_dir = self.remote_dir
+        if remote_dir is not None:
+            remote_dir = check_remote_dir(remote_dir)
         if self.namespace is not None:
             check_dns_label(self.namespace, "--namespace")
         if self.kube_cli not in (None, "kubectl", "oc"):
@@ -125,7 +126,19 @@ class ClusterOptions:
             raise UsageError(f"--overlay {self.overlay!r} is not accepted: {', '.join(OVERLAYS)}, or a folder of "
                              "your own beside the spec (relative, holding a kustomization.yaml)")
         kube_cli = "oc" if self.target == "openshift" and self.kube_cli is None else self.kube_cli
-        return replace(self, target=target, kube_cli=kube_cli)
+        return replace(self, target=target, kube_cli=kube_cli, remote_dir=remote_dir)
+
+
+def check_remote_dir(text: str) -> str:
+    """--remote-dir: an absolute folder, or one under each host's home (``~/aorta``), which the remote shell
+    expands on every host (nodeweave.remote.ssh); normalised, and never a system folder or the home itself."""
+    if text == "~" or text.startswith("~/"):
+        rest = check_dest("/" + text[2:].strip("/"), "--remote-dir").lstrip("/")  # the same rules, under ~
+        return f"~/{rest}"
+    try:
+        return check_dest(text, "--remote-dir")
+    except UsageError as err:
+        raise UsageError(f"{err}; or ~/FOLDER, under each host's home") from None
 
 
 def _relative_folder(text: str) -> bool:
@@ -225,6 +238,13 @@ def _options(path: Path, data, prefix: str = "") -> ClusterOptions:
 def _damaged(path: Path, why: str) -> UsageError:
     return UsageError(f"{path}: {why}, so what `nodeweave up` remembered cannot be used; remove the file and run "
                       "`nodeweave up` again (or give the cluster's flags: --target, --host, ...)")
+
+
+def forget_allocation(spec_path: Path, name: str) -> None:
+    """After ``down``: the Slurm allocation's job id goes with the allocation; what ``up`` was told stays."""
+    remembered = load_state(spec_path, name)
+    if remembered.slurm_job is not None:
+        save_state(spec_path, name, replace(remembered, slurm_job=None))
 
 
 def read_hosts_file(path: Path) -> Tuple[str, ...]:

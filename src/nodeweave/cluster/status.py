@@ -35,6 +35,7 @@ def row(node: Node, answer: NodeAnswer, platform: Optional[str]) -> dict:
     runs = data.get("runs") or []
     return {"node": node.name, "reached_as": node.remote.label, "platform": platform, "up": answer.up,
             "error": answer.error or None, "mode": data.get("mode"), "rank": plan.get("node_rank"),
+            "procs": plan.get("nproc_per_node"),
             "plan_hash": plan.get("hash"), "plan_errors": [e.get("message") for e in plan.get("errors") or []],
             "run": runs[0] if runs else None, "now": data.get("now"), "gpu": data.get("gpu")}
 
@@ -43,6 +44,30 @@ def agreement(rows: List[dict]) -> Optional[bool]:
     """Do all answering nodes share one plan hash (None when none answered with a plan)?"""
     hashes = {r["plan_hash"] for r in rows if r["up"] and r["plan_hash"]}
     return None if not hashes else len(hashes) == 1
+
+
+def plan_verdict(answers) -> Tuple[str, List[str]]:
+    """``up``'s word on the nodes' plans: "plans agree" only over plans that exist, and each failed plan.
+
+    ``answers`` pairs each node with its ``--node status`` answer (None: none). A failed plan has no
+    hash, so agreement is judged over the hashes that exist, and a node whose plan fails is named with
+    its errors instead of counting as agreement.
+    """
+    failures, hashes = [], set()
+    for node, answer in answers:
+        plan = ((answer.data if answer is not None else None) or {}).get("plan") or {}
+        errors = [e.get("message") for e in plan.get("errors") or [] if e.get("message")]
+        if errors:
+            failures.append(f"{node.name} ({node.remote.label}): its plan fails: {'; '.join(errors)}")
+        elif plan.get("hash"):
+            hashes.add(plan["hash"])
+    if failures:
+        verdict = f"{len(failures)} plan(s) FAIL"
+    elif not hashes:
+        verdict = "no node reported a plan"
+    else:
+        verdict = "plans agree" if len(hashes) == 1 else f"plans DISAGREE ({', '.join(sorted(map(str, hashes)))})"
+    return verdict, failures
 
 
 def problems(rows: List[dict]) -> List[str]:

@@ -20,7 +20,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 from rich.table import Table
 
 from nodeweave.errors import UsageError
-from nodeweave.spec.sections.job import is_reserved
+from nodeweave.entrypoint.planning.reserved import is_reserved
 
 VARIABLE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 

@@ -43,7 +43,12 @@ def plan_summary(plan, command):
     shared = {"launcher": plan.launch.launcher, "nnodes": str(t.nnodes.value), "nproc_per_node": t.nproc_per_node.value,
               "world_size": t.world_size, "master": f"{t.master_addr.value}:{t.master_port.value}",
               "command": list(command)}
-    digest = hashlib.sha256(json.dumps(shared, sort_keys=True).encode()).hexdigest()[:12]
+    agreed = shared
+    if str(t.nproc_per_node.source).startswith("auto") and plan.launch.launcher != "accelerate":
+        # One process per GPU each node has: uneven counts are the plan, not a disagreement (the check-in
+        # gives the launcher every node's count; accelerate is told one total before it, so it stays exact).
+        agreed = dict(shared, nproc_per_node="auto", world_size="the sum of every node's processes")
+    digest = hashlib.sha256(json.dumps(agreed, sort_keys=True).encode()).hexdigest()[:12]
     return {"node_rank": t.node_rank.value, **shared, "hash": digest, "warnings": list(plan.warnings),
             "errors": plan.errors}
 

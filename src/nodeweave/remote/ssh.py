@@ -1,7 +1,8 @@
 """Hosts over ssh, and containers on a host over ssh (``ssh`` then ``docker``/``podman exec``).
 
 Over ssh the remote command is one string that the far side's shell
-splits, so every argv is joined with ``shlex.join``; names are checked
+splits, so every argv word is quoted (``remote_command``; a home-relative
+``~/x`` becomes ``"$HOME"/'x'``, the host's own home); names are checked
 before that, so nothing typed can reach the shell unquoted. The user's
 ``-o`` options come first because ssh keeps the first value it gets.
 Exit 255 is ssh's own (connection) failure: worth a retry.
@@ -12,6 +13,7 @@ team runs one container per host: ``ssh HOST -- 'docker exec -i NAME CMD'``.
 
 from __future__ import annotations
 
+import re
 import shlex
 from dataclasses import dataclass
 
@@ -21,6 +23,25 @@ from nodeweave.remote.names import check_container_name, check_ssh_host, refuse
 
 SSH_DEFAULT_OPTIONS = ("BatchMode=yes", "ConnectTimeout=10", "ServerAliveInterval=15",
                        "ServerAliveCountMax=4")
+
+
+_ASSIGNMENT = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=~/(.*)$", re.S)
+
+
+def remote_word(word: str) -> str:
+    """One argv word for the remote shell: quoted, except that a home-relative path (``~/x``, or ``VAR=~/x``
+    as ``env`` takes it) becomes ``"$HOME"/'x'``, so each host's own home is used (``--remote-dir ~/x``)."""
+    if word.startswith("~/"):
+        return '"$HOME"/' + shlex.quote(word[2:])
+    found = _ASSIGNMENT.match(word)
+    if found:
+        return f'{found.group(1)}="$HOME"/{shlex.quote(found.group(2))}'
+    return shlex.quote(word)
+
+
+def remote_command(argv: "list[str]") -> str:
+    """The command string ssh sends: every word quoted (home-relative paths expanded there, see remote_word)."""
+    return " ".join(remote_word(word) for word in argv)
 
 
 def ssh_argv(options: RemoteOptions, stdin: bool = True, tty: bool = False) -> "list[str]":
@@ -50,7 +71,7 @@ class Ssh(Remote):
         return self.name.rpartition("@")[2]
 
     def exec_argv(self, argv: "list[str]", stdin: bool = True, tty: bool = False) -> "list[str]":
-        return [*ssh_argv(self.options, stdin, tty), self.name, "--", shlex.join(argv)]
+        return [*ssh_argv(self.options, stdin, tty), self.name, "--", remote_command(argv)]
 
     def rsh(self) -> str:
         return " ".join(rsync_quote(t) for t in ssh_argv(self.options))

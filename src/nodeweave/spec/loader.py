@@ -125,6 +125,7 @@ def _spec(r: Reader, root: Node, base_dir: Optional[Path]) -> Spec:
         security=security.security(r, top),
         hosts=hosts,
         slurm=security.slurm(r, top.get("slurm")),
+        nodes_given=top.get("nodes") is not None,
     )
 
 

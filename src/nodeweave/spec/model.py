@@ -284,3 +284,4 @@ class Spec:
     security: Security = Security()
     hosts: Tuple[str, ...] = ()  # bare hosts, node 0 first: compose's hostfile gives each its rank
     slurm: Optional[Slurm] = None  # None: no slurm section (``render slurm`` uses the defaults)
+    nodes_given: bool = True  # False: ``nodes`` left out, so a host list given to the cluster verbs sets the count

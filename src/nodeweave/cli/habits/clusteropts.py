@@ -18,12 +18,14 @@ from nodeweave.cli.habits.output import complete_from
 SPEC = spec_option()
 TARGET = typer.Option(None, "--target", "-t", autocompletion=complete_from("local", "hosts", "kubernetes", "slurm"),
                       help="local (compose/local.yaml on this machine), hosts (ssh), kubernetes (kubectl/oc), slurm (an allocation, srun); "
-                           "default: what `up` used, else hosts with --host, else local")
-ENGINE = typer.Option(None, "--engine", autocompletion=complete_from("podman", "docker", "none"), help="local: podman or docker; hosts: docker, podman or none (bare hosts)")
+                           "default: what `up` used, else hosts with --host (or the spec's hosts), else kubernetes for an "
+                           "OpenShift spec (kubernetes.openshift or .build), else local")
+ENGINE = typer.Option(None, "--engine", autocompletion=complete_from("podman", "docker", "none"),
+                      help="local: podman or docker; hosts: docker, podman or none (bare hosts)")
 HOST = typer.Option([], "--host", help="\\[user@]host over ssh, node 0 first (repeat)")
 HOSTS_FILE = typer.Option(None, "--hosts-file", help="One \\[user@]host per line, node 0 first")
-REMOTE_DIR = typer.Option(None, "--remote-dir", help="hosts: the workspace folder on every host (default: an absolute "
-                                                     "workspace.host_path)")
+REMOTE_DIR = typer.Option(None, "--remote-dir", help="hosts: the workspace folder on every host, absolute or ~/DIR "
+                                                     "under each host's home (default: an absolute workspace.host_path)")
 NAMESPACE = typer.Option(None, "--namespace", "-n", help="kubernetes: namespace (default: the spec's)")
 KUBE_CLI = typer.Option(None, "--kube-cli", autocompletion=complete_from("kubectl", "oc"), help="kubectl or oc (default: oc when the spec says openshift)")
 KUBE_CONTEXT = typer.Option(None, "--kube-context", help="kubeconfig context")
@@ -56,8 +58,10 @@ def open_cluster(spec_path: Path, given, remember: bool = False, dry_run: bool =
     merged = given.merged(load_state(spec_path, spec.name))
     if spec.hosts:
         merged = _spec_hosts(merged, spec)
+    merged = _spec_target(merged, spec)
     checked = merged.checked()
     if checked.target == "hosts":
+        spec = _nodes_from_hosts(spec, checked.hosts)
         check_host_count(checked.hosts, spec.nodes)
     backend = open_backend(spec, spec_path, checked)
     if not dry_run:
@@ -80,6 +84,28 @@ def _spec_hosts(options, spec):
         raise UsageError(f"--host names {', '.join(named)} but the spec's hosts are {', '.join(spec.hosts)} (node 0 "
                          "first; compose/hosts gives each its rank): give the same hosts in the same order, "
                          "as user@host if you like, or none")
+    return options
+
+
+def _nodes_from_hosts(spec, hosts):
+    """A spec that leaves ``nodes`` out runs on as many nodes as the hosts given (--host, --hosts-file); a
+    spec that sets it keeps it, and a different host count is still refused (check_host_count)."""
+    from dataclasses import replace
+
+    from nodeweave.spec.model import NodeRange
+
+    if spec.nodes_given or not hosts or spec.nodes.min == len(hosts):
+        return spec
+    return replace(spec, nodes=NodeRange(len(hosts), len(hosts)))
+
+
+def _spec_target(options, spec):
+    """No target said or remembered: an OpenShift spec (``kubernetes.openshift`` or ``kubernetes.build``) is
+    for its cluster, so kubernetes (oc, from the spec) is the default rather than this machine's compose."""
+    from dataclasses import replace
+
+    if options.target is None and not options.hosts and (spec.kubernetes.openshift or spec.kubernetes.build):
+        return replace(options, target="kubernetes")
     return options
 
 

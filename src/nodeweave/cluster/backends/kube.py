@@ -140,7 +140,14 @@ class KubeCluster(Backend):
         return self.nodes(count=count)
 
     def sync_targets(self):
-        return [node.remote for node in self.nodes()], self.spec.workspace.path
+        return [node.remote for node in self.live_nodes("sync")], self.spec.workspace.path
+
+    def no_nodes_line(self, verb: str) -> str:
+        if not self.scaled_down:
+            return super().no_nodes_line(verb)
+        return (f"{self.spec.name} is scaled to zero: StatefulSet/{self.spec.name} in {self.cli} namespace "
+                f"{self.namespace} has 0 replicas, so no pod to {verb}; `{self.cli} scale "
+                f"statefulset/{self.spec.name} -n {self.namespace} --replicas {self.spec.nodes.min}` brings them back")
 
     def _render(self, mode: Optional[str], keep_claims: bool) -> Path:
         """The spec's tree plus the nodeweave-up overlay, in a scratch folder; the overlay's path."""

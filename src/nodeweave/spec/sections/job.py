@@ -7,32 +7,13 @@ from typing import Mapping, Optional
 from yaml.nodes import Node
 
 from nodeweave.entrypoint.planning import launcher_options
+from nodeweave.entrypoint.planning.reserved import is_reserved
 from nodeweave.spec import rules
 from nodeweave.spec.fields import (boolean, choice, host_path, integer, optional, optional_container_path, rule_list,
                                    string_map)
 from nodeweave.spec.model import LAUNCHERS, MODES, Cache, Launcher, NodeRange, Workspace
 from nodeweave.spec.nodes import Fields, Reader
 
-# Variables the renderers set from the spec; a user value would silently fight them.
-RESERVED_ENV = ("NODE_RANK", "NNODES", "MASTER_ADDR", "MASTER_PORT", "POD_NAME", "POD_NAMESPACE", "POD_IP")
-# torchrun reads its flags from PET_<FLAG> too: the same settings under another spelling.
-TORCHRUN_ENV = tuple(f"PET_{name}" for name in ("NNODES", "NODE_RANK", "MASTER_ADDR", "MASTER_PORT",
-                                                "NPROC_PER_NODE", "RDZV_ENDPOINT", "RDZV_BACKEND", "RDZV_ID",
-                                                "MAX_RESTARTS"))
-# NODEWEAVE_* variables no spec field sets: the user's to give (the check-in secret's file, a mounted Secret).
-USER_NODEWEAVE_ENV = ("NODEWEAVE_JOB_TOKEN_FILE",)
-
-
-def is_reserved(name: str) -> bool:
-    """Whether ``name`` is nodeweave's or the platform's to set, under any spelling: every NODEWEAVE_* the
-    entrypoint contract owns, NNODES/NODE_RANK/MASTER_ADDR/..., and torchrun's PET_* names for them.
-
-    The one rule for every place a variable is taken (the spec's ``env:``, ``run -e``, ``exec -e``,
-    ``--sweep``), so no spelling slips past one of them.
-    """
-    if name.startswith("NODEWEAVE_"):
-        return name not in USER_NODEWEAVE_ENV
-    return name in RESERVED_ENV or name in TORCHRUN_ENV
 # Beyond this a typo is likelier than a job: 100000 rendered an 85 MB compose file for minutes.
 NODES_MAX = 2048
 NODES_ACCEPTED = (f'a node count from 1 to {NODES_MAX}, or "MIN:MAX" with 1 <= MIN <= MAX <= {NODES_MAX} for an '

@@ -5,7 +5,7 @@
 - ``openshift/build/``: an ImageStream (``lookupPolicy.local``, so pods in the
   namespace can name ``<name>:<tag>``) and a BuildConfig with the Docker
   strategy on the rendered ``images/<variant>/Dockerfile``, from a binary
-  upload (``oc start-build <name> --from-dir=.``) or a git repository;
+  upload (``oc start-build <name> --from-dir=DIR``) or a git repository;
 - ``openshift/deploy/``: the ``openshift`` overlay of the StatefulSet, its image
   pointed at the ImageStream tag and annotated with ``image.openshift.io/triggers``,
   so each finished build rolls the pods onto the new image;
@@ -30,9 +30,10 @@ DEPLOY = "openshift/deploy"
 JOB = "openshift/job"
 TRIGGERS_ANNOTATION = "image.openshift.io/triggers"
 BUILD_NOTE = (
-    "Build on the cluster: oc apply -k openshift/build, then from the directory that holds\n"
-    "nodeweave.yaml (the build context: images/, src/, wheelhouse/ ...):\n"
-    "  oc start-build {name} --from-dir=. --follow        (binary source)\n"
+    "Build on the cluster: `nodeweave image build -t openshift` (uploads only what the Dockerfile reads),\n"
+    "or oc apply -k openshift/build, then from the directory that holds nodeweave.yaml\n"
+    "(the build context: images/, entrypoint/, wheelhouse/ ...):\n"
+    "  oc start-build {name} --from-dir=. --follow --wait        (binary source)\n"
     "The deploy overlays follow the ImageStream tag {tag}."
 )
 

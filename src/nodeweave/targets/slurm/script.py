@@ -56,6 +56,15 @@ def container_mounts(r: Resolved) -> List[Tuple[str, str, bool]]:
     return mounts
 
 
+# gpus_per_node: auto on whole (exclusive) nodes: no GPU count is asked, each node runs one process per GPU
+# its steps see (uneven counts included: the check-in gives every node's count to the launcher).
+AUTO_GPUS_NOTE = [
+    "# gpus_per_node: auto: whole nodes (--exclusive), no GPU count asked; each node runs one process per GPU",
+    "# its steps see. Where the site's cgroups constrain devices (ConstrainDevices=yes) a step sees only GPUs",
+    "# it asked for: set gpus_per_node to a count there.",
+]
+
+
 def directives(r: Resolved) -> List[str]:
     return [f"#SBATCH {line}" for line in allocation_options(r)]
 
@@ -66,10 +75,13 @@ def allocation_options(r: Resolved) -> List[str]:
     nodes = f"{r.spec.nodes.min}-{r.spec.nodes.max}" if r.spec.nodes.elastic else str(r.spec.nodes.min)
     lines = [f"--job-name={r.spec.name}", f"--nodes={nodes}", "--ntasks-per-node=1"]
     if r.gpu_resource is not None:
-        if r.spec.gpus_per_node == "auto":
-            raise UsageError(f"gpus_per_node: 'auto' cannot go into a Slurm script for variant {r.variant.key!r}: "
-                             "sbatch needs a GPU count to allocate; accepted: an integer from 1 to 1024 (e.g. 8)")
-        lines.append(f"--gpus-per-node={r.spec.gpus_per_node}")
+        if r.spec.gpus_per_node == "auto" and not slurm.exclusive:
+            raise UsageError(f"gpus_per_node: 'auto' cannot go into a Slurm script for variant {r.variant.key!r} "
+                             "with slurm.exclusive: false: on a shared node sbatch needs a GPU count to allocate; "
+                             "accepted: an integer from 1 to 1024 (e.g. 8), or slurm.exclusive: true (whole nodes, "
+                             "each running one process per GPU it has)")
+        if r.spec.gpus_per_node != "auto":  # auto, exclusive: whole nodes; each counts its own GPUs
+            lines.append(f"--gpus-per-node={r.spec.gpus_per_node}")
     res = r.spec.resources
     cpu = res.requests.get("cpu") or res.limits.get("cpu")
     memory = res.requests.get("memory") or res.limits.get("memory")
@@ -134,6 +146,7 @@ def render_script(r: Resolved) -> str:
         "# `nodeweave render slurm`, not this file. Submit from the spec's directory:",
         "#   sbatch slurm/job.sbatch                        (runtime: NODEWEAVE_RUNTIME=pyxis|apptainer|host)",
         *directives(r),
+        *AUTO_GPUS_NOTE * (r.gpu_resource is not None and r.spec.gpus_per_node == "auto"),
         "set -euo pipefail",
         "",
         "# The spec's settings for the entrypoint. Rank, node count and master come from Slurm itself",

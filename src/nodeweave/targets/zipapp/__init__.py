@@ -3,9 +3,11 @@
 A team that brings its own image (an NGC or ROCm PyTorch image) adds two
 Dockerfile lines: COPY this file to ``/usr/local/bin/nodeweave-entrypoint`` and
 an ENTRYPOINT through tini (or ``--init``); docs/images.md shows them. The
-archive holds ``nodeweave.entrypoint`` and the package's ``__init__.py``, which
-is all it imports (tests/test_zipapp.py checks that), so the image needs
-Python 3 and nothing of nodeweave.
+rendered images do the same, so a team's folder (where ``render`` writes this
+file) is their whole build context. The archive holds ``nodeweave.entrypoint``
+and the package's ``__init__.py``, which is all it imports, and the check
+worker with what it imports (tests/test_zipapp.py checks both), so the image
+needs Python 3 and nothing of nodeweave.
 
 It does not depend on the spec: its input is the entrypoint's own sources,
 read from the installed package like the images target's templates. The value

@@ -14,6 +14,7 @@ nothing of nodeweave, so a test builds the archive under every Python from 3.9
 and compares the bytes.
 """
 
+import ast
 import io
 import zipfile
 from pathlib import Path
@@ -32,14 +33,56 @@ sys.exit(main())
 '''
 
 
+# What ``nodeweave check`` runs on every node (``python -m nodeweave.check.worker``, torch and the stdlib):
+# held too, with every nodeweave module it imports, so an image with this file alone can be checked.
+WORKER = "nodeweave/check/worker.py"
+
+
+def _imports(name: str, source: bytes):
+    """The nodeweave modules ``name`` imports (lazy ones too), as archive paths without ``.py``."""
+    package = name.split("/")[:-1]
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            modules = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = package[: len(package) - node.level + 1] if node.level else []
+            modules = [".".join([*base, *([node.module] if node.module else [])])]
+            modules += [f"{modules[0]}.{alias.name}" for alias in node.names]  # a submodule imported by name
+        else:
+            continue
+        for module in modules:
+            if module.split(".")[0] == "nodeweave":
+                yield module.replace(".", "/")
+
+
+def _closure(package_root: Path, start: str):
+    """``start`` and every nodeweave module it reaches through imports, with their packages' ``__init__.py``."""
+    found, todo = {}, [start]
+    while todo:
+        name = todo.pop()
+        if name in found:
+            continue
+        path = package_root.parent / name
+        if not path.is_file():
+            continue
+        found[name] = path.read_bytes()
+        parts = name.split("/")
+        todo += ["/".join(parts[:depth] + ["__init__.py"]) for depth in range(1, len(parts))]
+        for module in _imports(name, found[name]):
+            todo += [module + ".py", module + "/__init__.py"]
+    return found
+
+
 def members(package_root: Path):
-    """``(name in the archive, bytes)`` for the entrypoint: ``nodeweave/__init__.py``, every module of
-    ``nodeweave/entrypoint/`` (sources only, no bytecode), and the archive's ``__main__.py``; sorted."""
+    """``(name in the archive, bytes)``: ``nodeweave/__init__.py``, every module of ``nodeweave/entrypoint/``
+    (sources only, no bytecode), the check worker with what it imports, and the archive's ``__main__.py``;
+    sorted."""
     found = {"__main__.py": MAIN, "nodeweave/__init__.py": (package_root / "__init__.py").read_bytes()}
     for path in (package_root / "entrypoint").rglob("*.py"):
         relative = path.relative_to(package_root.parent)
         if "__pycache__" not in relative.parts:
             found[relative.as_posix()] = path.read_bytes()
+    found.update(_closure(package_root, WORKER))
     return sorted(found.items())
 
 
