@@ -60,6 +60,7 @@ class Watch:
         self.stop_launcher = None    # set by start()
         self.thread = None
         self.stall = None            # stall.watcher.StallWatch, when the ranks are watched
+        self.failed_at = None        # when the first failure was heard (recovery's time to recover starts here)
 
     def start(self, stop_launcher):
         self.stop_launcher = stop_launcher
@@ -72,6 +73,7 @@ class Watch:
             if self.failure is not None:
                 return
             self.failure, self.failure_code = (label, report), code
+            self.failed_at = time.time()
         lines = describe(report)
         if code == EXIT_STALLED:
             self.log(f"the job stalled at {label}: {lines[0]}; stopping this node's launcher (exit {code}: stalled)")
@@ -167,6 +169,7 @@ class HubWatch(HubStall, Watch):
         self.admit = admit           # elastic: judges a late node, returns its verdict; fixed: None
         self.own_done = threading.Event()
         self.label = f"node 0 ({hub.own_fp.get('hostname')})"
+        self.culprit = None          # recovery: (node rank or None, "crash" | "lost" | "stall", generation rank)
 
     def _send(self, peer, message):
         """Queue ``message`` for ``peer`` (never waits on it); False when the node is gone or not reading."""
@@ -188,8 +191,8 @@ class HubWatch(HubStall, Watch):
                 next_beat = now + LOST_S / HUB_BEATS
                 if self.stall is not None and self.failure is None:
                     self.stall_tick()
-            if self.own_done.is_set() and not any(p.done is None for p in hub.peers):
-                return  # everyone finished
+            if self.own_done.is_set() and not any(p.done is None for p in hub.peers if p.role == "member"):
+                return  # everyone finished (spares wait on: they hear the closing)
             accept, ready = hub.board.wait(min(0.5, max(0.0, next_beat - now)))
             if accept:
                 hub.accept()
@@ -220,6 +223,10 @@ class HubWatch(HubStall, Watch):
         self.hub.peers.remove(peer)
         self.hub.board.settle(peer, 10)
         verdict = self.admit(peer) if self.admit else None
+        if verdict is False:  # recovery: a node on its way to the next generation, early; it tries again
+            self.hub.board.forget(peer)
+            peer.channel.close()
+            return
         if verdict is None:
             verdict = {"decision": "refuse", "problems": [{
                 "check": "late", "severity": "refuse", "allowed": False, "fields": [], "nodes": [_label(peer)],
@@ -245,16 +252,26 @@ class HubWatch(HubStall, Watch):
             self.stall_message(peer, message)
             if message.get("t") == "exit":
                 peer.done = message
-                if message.get("code") != 0:
+                if message.get("code") != 0 and peer.role == "member":
+                    self._blame(peer, "crash")
                     self._failed(_label(peer), message)  # the others first, then this node's goodbye
                 self.hub.board.finish(peer, 0.5)
                 return
 
     def _gone(self, peer, report):
-        peer.done = report
+        peer.done = dict(report, lost=True)
         self.hub.board.forget(peer)
         peer.channel.close()
+        if peer.role != "member":
+            self.log(f"{_label(peer)} ({peer.role}) is gone: {report.get('how')}")
+            return
+        self._blame(peer, "lost")
         self._failed(_label(peer), report)
+
+    def _blame(self, peer, cause):
+        """Recovery's culprit: the first node that failed (its container's node rank)."""
+        if self.failure is None and self.culprit is None:
+            self.culprit = ((peer.fp or {}).get("rank"), cause, None)
 
     def _failed(self, label, report):
         news = {"node": label, "how": report.get("how"), "tail": (report.get("tail") or [])[-TAIL_LINES:]}
@@ -273,6 +290,9 @@ class HubWatch(HubStall, Watch):
             report = {"how": how, "tail": tail[-TAIL_LINES:]}
             with self.lock:
                 self.failure = (self.label, report)  # the first failure is this node's own
+                self.failed_at = time.time()
+            if self.culprit is None:
+                self.culprit = (self.hub.own_fp.get("rank", 0), "crash", None)
             news = {"node": self.label, "how": how, "tail": report["tail"]}
             self._broadcast({"t": "left" if self.elastic else "abort", **news})
         elif code == 0 and self.failure is None and self.thread is not None:
