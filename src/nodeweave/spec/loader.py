@@ -104,7 +104,7 @@ def _spec(r: Reader, root: Node, base_dir: Optional[Path]) -> Spec:
         security=security.security(r, top),
         hosts=hosts,
         slurm=security.slurm(r, top.get("slurm")),
-        recovery=recovery.recovery(r, top, launcher, nodes),
+        recovery=recovery.recovery(r, top, nodes),
     )
 
 

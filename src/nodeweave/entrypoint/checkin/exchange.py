@@ -40,8 +40,7 @@ class Peer:
         self.channel, self.challenge, self.since = channel, challenge, since
         self.fp = self.seen = self.probe = self.thread = self.label = self.done = None
         self.ranks = self.stacks = None  # the stall watch's: this node's ranks, its answer for stacks
-        self.last_heard = since
-        self.role = "member"  # recovery: "spare" or "left out" nodes wait connected; their loss aborts nothing
+        self.last_heard, self.role = since, "member"  # recovery's spares and left-out nodes: their loss aborts nothing
 
     def entry(self):
         from .verdict import Entry

@@ -4,14 +4,15 @@ from __future__ import annotations
 
 from nodeweave.spec import rules
 from nodeweave.spec.fields import boolean, integer
-from nodeweave.spec.model import Launcher, NodeRange, Recovery
+from nodeweave.spec.model import NodeRange, Recovery
 from nodeweave.spec.nodes import Fields, Reader
 
 KEYS = ("enabled", "spares", "max_restarts", "no_progress_restarts", "checkpoint_dir", "straggler_is_fault")
 CHECKPOINT_DIR = "a folder path, relative to workspace.path or absolute, e.g. checkpoints"
 
 
-def recovery(r: Reader, top: Fields, launcher: Launcher, nodes: NodeRange) -> Recovery:
+def recovery(r: Reader, top: Fields, nodes: NodeRange) -> Recovery:
+    """(The entrypoint refuses recovery without the check-in exchange: exit 2 on every node.)"""
     f = r.fields(top.get("recovery"), "recovery", KEYS)
     enabled = boolean(r, f, "enabled", False)
     folder_node = f.get("checkpoint_dir")
@@ -20,10 +21,6 @@ def recovery(r: Reader, top: Fields, launcher: Launcher, nodes: NodeRange) -> Re
         folder = r.string(folder_node, "recovery.checkpoint_dir", CHECKPOINT_DIR)
         if not rules.single_line(folder):
             raise r.bad_value(folder_node, "recovery.checkpoint_dir", CHECKPOINT_DIR)
-    if enabled and not launcher.exchange:
-        raise r.fail(f.get("enabled"), "recovery.enabled", "true needs the check-in exchange and its heartbeat "
-                     "(launcher.exchange is false): node 0 learns of every fault through them",
-                     "launcher.exchange: true (the default), or recovery.enabled: false")
     if enabled and nodes.max < 2 and not f.get("spares"):
         raise r.fail(f.get("enabled"), "recovery.enabled", "true on a one-node job without spares: there is no "
                      "other node to watch it or take its place", "nodes of 2 or more, or recovery.spares >= 1")
