@@ -253,7 +253,7 @@ class HubWatch(HubStall, Watch):
                 return
 
     def _gone(self, peer, report):
-        peer.done = dict(report, lost=True)
+        peer.done = dict(report, lost=self.failure is None)  # after a failure, closing is what nodes do
         self.hub.board.forget(peer)
         peer.channel.close()
         if peer.role != "member":  # a spare or a left-out node: nothing to stop

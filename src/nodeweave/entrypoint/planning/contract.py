@@ -18,7 +18,6 @@ EVERYWHERE = ("compose", "kubernetes", "slurm")
 HOSTFILE_PATH = "/etc/nodeweave/hosts"
 MODES = ("run", "hold")  # hold: plan, print it, keep the container up; `nodeweave run` starts jobs in it
 PROFILERS, STALL_WARN_S, STALL_TIMEOUT_S = ("nsys", "rocprofv3"), 60, 600  # stall defaults: docs/stalls.md
-RECOVERY_RESTARTS, RECOVERY_NO_PROGRESS = 5, 3  # recovery's brakes by default: docs/recovery.md
 
 
 # Readers: (text, what, source) -> value, where ``what`` names the setting ("max restarts") and
@@ -97,16 +96,6 @@ def read_allow(text, what, source):
 def switch_text(value):
     """Only a switched-off exchange is written out: on is the default."""
     return None if value else "off"
-
-
-def on_text(value):
-    """Only a switched-on option is written out: off is the default."""
-    return "on" if value else None
-
-
-def unless(default):
-    """A spec value as the variable's text, None (variable left out) when it is ``default``."""
-    return lambda value: None if value == default else str(value)
 
 
 def list_text(value):
@@ -227,7 +216,7 @@ class Setting:
         return f"Setting({self.key!r}, {self.flag!r}, {self.variable!r})"
 
 
-# Row order is the order renderers write the variables in.
+from ..recovery.contract import RECOVERY_ROWS  # noqa: E402 - its rows need Setting; row order is write order
 SETTINGS = (
     Setting("nnodes", "--nnodes", "NODEWEAVE_NNODES", "node count N, or MIN:MAX for elastic torchrun",
             spec="nodes", where=("compose", "kubernetes"), topology=True),  # Slurm: SLURM_NNODES says
@@ -304,30 +293,7 @@ SETTINGS = (
             read=read_words),
     Setting("stall_warn", "--stall-warn", "NODEWEAVE_STALL_WARN", "seconds of a stall before the report; 0 = off", spec="launcher.stall_warn", read=read_int(0), text=lambda v: None if v == STALL_WARN_S else str(v)),  # noqa: E501
     Setting("stall_timeout", "--stall-timeout", "NODEWEAVE_STALL_TIMEOUT", "seconds of a stall before exit 7; 0 = never", spec="launcher.stall_timeout", read=read_int(0), text=lambda v: None if v == STALL_TIMEOUT_S else str(v)),  # noqa: E501
-)
-
-RECOVERY_ROWS = (
-    Setting("recovery", "--recovery", "NODEWEAVE_RECOVERY", "on | off (default): a fault starts a new generation "
-            "of the job instead of ending it (docs/recovery.md)", spec="recovery.enabled", read=read_switch,
-            text=on_text),
-    Setting("spares", "--spares", "NODEWEAVE_SPARES", "nodes beyond the node count that check in and wait to "
-            "replace a left-out node (node ranks N..N+spares-1)", spec="recovery.spares", read=read_int(0),
-            text=unless(0)),
-    Setting("recovery_max_restarts", "--recovery-max-restarts", "NODEWEAVE_RECOVERY_MAX_RESTARTS",
-            f"restarts of the whole job before exit 8 (default {RECOVERY_RESTARTS})",
-            spec="recovery.max_restarts", read=read_int(1), text=unless(RECOVERY_RESTARTS)),
-    Setting("no_progress_restarts", "--no-progress-restarts", "NODEWEAVE_NO_PROGRESS_RESTARTS",
-            f"generations in a row without a newer checkpoint before exit 9; 0 = never (default "
-            f"{RECOVERY_NO_PROGRESS})", spec="recovery.no_progress_restarts", read=read_int(0),
-            text=unless(RECOVERY_NO_PROGRESS)),
-    Setting("checkpoint_dir", "--checkpoint-dir", "NODEWEAVE_CHECKPOINT_DIR", "the folder the script saves "
-            "checkpoints in; node 0 hands the newest complete one to the ranks as NODEWEAVE_RESUME_FROM",
-            spec="recovery.checkpoint_dir", text=optional_text),
-    Setting("straggler_is_fault", "--straggler-is-fault", "NODEWEAVE_STRAGGLER_IS_FAULT", "on | off (default): "
-            "a lasting straggler counts as a fault for recovery", spec="recovery.straggler_is_fault",
-            read=read_switch, text=on_text),
-)
-SETTINGS += RECOVERY_ROWS
+) + RECOVERY_ROWS
 
 BY_KEY = {row.key: row for row in SETTINGS}
 BY_FLAG = {flag: row for row in SETTINGS for flag in (row.flag, *row.aliases)}
