@@ -7,9 +7,12 @@ tests/fixtures/recovery/dcp-2ranks is a real two-rank DCP save (torch 2.13,
 gloo); its .metadata is read here without torch.
 """
 
+import io
+import json
 import os
 import shutil
 import stat
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -20,10 +23,18 @@ from nodeweave.entrypoint.recovery.progress import Progress
 DCP_FIXTURE = Path(__file__).parent / "fixtures" / "recovery" / "dcp-2ranks"
 
 
-def write(path, data=b"x" * 64):
+def write(path, data=None):
+    """A file with ``data``; by default 64 bytes, or a whole safetensors file for a .safetensors name."""
+    if data is None:
+        data = safetensors_bytes() if path.name.endswith(".safetensors") else b"x" * 64
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(data if isinstance(data, bytes) else data.encode())
     return path
+
+
+def safetensors_bytes():
+    header = json.dumps({"w": {"dtype": "F32", "shape": [16], "data_offsets": [0, 64]}}).encode()
+    return len(header).to_bytes(8, "little") + header + b"\0" * 64
 
 
 def reasons(folder):
@@ -132,7 +143,7 @@ def test_deepspeed_empty_or_missing_model_states_are_incomplete(tmp_path):
     deepspeed_tag(tmp_path, 300, skip=("mp_rank_00_model_states.pt",))
     assert newest_complete(tmp_path).step == 100
     found = reasons(tmp_path)
-    assert "empty file(s): mp_rank_01_model_states.pt" in found["global_step200"]
+    assert "unfinished file(s): mp_rank_01_model_states.pt (empty)" in found["global_step200"]
     assert "model states of mp rank 00 are missing" in found["global_step300"]
 
 
@@ -166,7 +177,7 @@ def test_trainer_sharded_weights_must_all_exist(tmp_path):
     folder = trainer_checkpoint(tmp_path, 1000, weights=None)
     index = {"metadata": {"total_size": 128}, "weight_map": {
         "a.weight": "model-00001-of-00002.safetensors", "b.weight": "model-00002-of-00002.safetensors"}}
-    write(folder / "model.safetensors.index.json", __import__("json").dumps(index))
+    write(folder / "model.safetensors.index.json", json.dumps(index))
     write(folder / "model-00001-of-00002.safetensors")
     assert newest_complete(tmp_path).step == 500
     assert "model-00002-of-00002.safetensors" in reasons(tmp_path)["checkpoint-1000"]
@@ -231,7 +242,7 @@ def test_megatron_tracker_naming_a_half_written_save_falls_back(tmp_path):
     found = newest_complete(tmp_path)
     assert (found.step, found.layout) == (1000, "megatron")
     assert found.why == "Megatron: model_optim_rng.pt in all 4 mp_rank folders, distrib_optim.pt in each"
-    assert "mp_rank_01_001/model_optim_rng.pt is missing or empty" in reasons(tmp_path)["iter_0002000"]
+    assert "mp_rank_01_001/model_optim_rng.pt is missing" in reasons(tmp_path)["iter_0002000"]
 
 
 def test_megatron_saves_past_the_tracker_and_grid_gaps_are_incomplete(tmp_path):
@@ -256,8 +267,23 @@ def test_megatron_torch_dist_needs_metadata_json_after_the_shards(tmp_path):
 # --- plain files written with an atomic rename ---------------------------------------
 
 
+def torch_save_like(path, cut=0):
+    """A zip as torch.save writes one (its end record last); ``cut`` bytes short when cut off mid-write."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr("archive/data.pkl", b"\x80\x02}q\x00." + b"w" * 4096)
+        archive.writestr("archive/data/0", b"\0" * 4096)
+    data = buffer.getvalue()
+    return write(path, data[:len(data) - cut])
+
+
+def safetensors_like(path, cut=0):
+    data = safetensors_bytes()
+    return write(path, data[:len(data) - cut])
+
+
 def test_plain_files_are_complete_when_not_empty_and_no_temporary_is_beside_them(tmp_path):
-    write(tmp_path / "ckpt_100.pt")
+    torch_save_like(tmp_path / "ckpt_100.pt")
     write(tmp_path / "ckpt_200.pt")
     write(tmp_path / "ckpt_200.pt.tmp")
     write(tmp_path / "model_step300.pt", b"")
@@ -270,6 +296,33 @@ def test_plain_files_are_complete_when_not_empty_and_no_temporary_is_beside_them
     assert "empty" in found["model_step300.pt"]
     assert "only ckpt_400.pt.partial exists" in found["ckpt_400.pt"]
     assert set(found) == {"ckpt_200.pt", "model_step300.pt", "ckpt_400.pt"}
+
+
+def test_a_torch_save_or_safetensors_file_cut_off_mid_write_is_incomplete(tmp_path):
+    torch_save_like(tmp_path / "step-100.pt")
+    torch_save_like(tmp_path / "step-200.pt", cut=30)  # torch.save writing in place, killed
+    write(tmp_path / "step-300.pt", b"PK\x03\x04 cut off")
+    safetensors_like(tmp_path / "model_step400.safetensors", cut=1)
+    assert newest_complete(tmp_path).step == 100
+    found = reasons(tmp_path)
+    assert "without its end record: cut off mid-write" in found["step-200.pt"]
+    assert "without its end record" in found["step-300.pt"]
+    assert "its header needs" in found["model_step400.safetensors"]
+    safetensors_like(tmp_path / "model_step400.safetensors")
+    assert newest_complete(tmp_path).step == 400
+
+
+def test_a_cut_off_shard_inside_a_layout_is_found_too(tmp_path):
+    deepspeed_tag(tmp_path, 100)
+    torch_save_like(deepspeed_tag(tmp_path, 200) / "mp_rank_00_model_states.pt", cut=10)
+    megatron_iter(tmp_path / "m", 100)
+    torch_save_like(megatron_iter(tmp_path / "m", 200) / "mp_rank_00_001" / "distrib_optim.pt", cut=5)
+    safetensors_like(trainer_checkpoint(tmp_path / "t", 100, weights=None) / "model.safetensors")
+    safetensors_like(trainer_checkpoint(tmp_path / "t", 200, weights=None) / "model.safetensors", cut=3)
+    assert [newest_complete(tmp_path / d).step for d in ("", "m", "t")] == [100, 100, 100]
+    assert "mp_rank_00_model_states.pt (a zip (torch.save)" in reasons(tmp_path)["global_step200"]
+    assert "mp_rank_00_001: unfinished distrib_optim.pt" in reasons(tmp_path / "m")["iter_0000200"]
+    assert "model.safetensors (safetensors holds" in reasons(tmp_path / "t")["checkpoint-200"]
 
 
 # --- mixed, unknown, empty, unreadable --------------------------------------------------

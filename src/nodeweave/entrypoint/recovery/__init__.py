@@ -1,12 +1,10 @@
-"""Recovery: the job survives a failed, stuck or bad node (issue 31).
+"""Recovery: a failed, stuck or bad node is left out or replaced and the job goes on as a new generation.
 
-This room owns what a restart needs to decide: which checkpoint is the newest
-*complete* one (``checkpoints.py``, with the per-layout rules in
-``layouts.py`` and the DCP ``.metadata`` reader in ``dcp_metadata.py``) and
-whether restarts still make checkpoint progress (``progress.py``). The
-recovery engine (generations, exclusion, spares, brakes) builds on these.
-
-May import the standard library and the entrypoint's ``..model`` and
-``..errors``; nothing above the entrypoint, and never torch: node 0 reads a
-checkpoint folder by stat and small files only, before any rank starts.
+This room owns what happens between generations of one job (docs/recovery.md):
+``decide.py`` (node 0's pure decision: who trains next, who waits as a spare,
+who is left out, or why the job stops), ``generations.py`` (the entrypoint's
+loop on every node: check in, launch, watch, again) and ``checkpoints.py``
+(the newest *complete* checkpoint, a separate helper's). It may import the
+entrypoint's check-in, heartbeat, running and stall rooms; nothing outside the
+entrypoint imports it except through ``__main__.run``. Stdlib only.
 """

@@ -9,6 +9,10 @@ only rule out saves *newer* than the tag they name (those were still being
 written); the named save is checked like any other, and when it fails the
 newest complete one before it is taken.
 
+A plain file (``ckpt_N.pt``, ``*step*N*.pt``) is complete when it is not
+empty, no ``<name>.tmp``/``.partial`` lies beside it, and, for a torch.save
+zip or a safetensors file, its end is written.
+
 Folders looked at: ``folder`` itself (a DCP folder), its children, and the
 children of ``folder/checkpoints`` (Accelerate's automatic naming). Unknown
 names are ignored; a candidate that cannot be read is incomplete, never a
@@ -16,14 +20,18 @@ traceback. Newest means the highest step; a candidate without a step number
 only wins when none has one, by modification time.
 
 API: ``newest_complete(folder) -> Checkpoint | None``,
-``incomplete(folder) -> [(path, reason)]``, ``scan(folder) -> Scan``.
+``incomplete(folder) -> [(path, reason)]``, ``scan(folder) -> Scan``, and
+``Progress`` (``progress.py``). The rules: ``layouts.py`` (DCP, DeepSpeed,
+Megatron), ``huggingface.py`` (Trainer, Accelerate), ``dcp_metadata.py``
+(DCP's ``.metadata`` read without torch), ``listing.py`` (one folder's
+entries, cut-off files). Stdlib only; imports nothing outside this room.
 """
 
 import os
 import re
 
-from . import layouts
-from .listing import TEMP_SUFFIXES, Listing, Unreadable, step_in
+from . import huggingface, layouts
+from .listing import TEMP_SUFFIXES, Listing, Unreadable, file_cut_off, step_in
 from .progress import Progress  # noqa: F401  (part of this module's API)
 
 _MEGATRON_TRACKER = "latest_checkpointed_iteration.txt"
@@ -185,11 +193,11 @@ _NAME_PATTERNS = (
     ("accelerate", re.compile(r"checkpoint_\d+")),
 )
 _NAMED_LAYOUTS = {
-    "hf-trainer": ("hf-trainer", layouts.check_hf_trainer),
+    "hf-trainer": ("hf-trainer", huggingface.check_hf_trainer),
     "torchtitan": ("torchtitan", layouts.check_dcp),
     "deepspeed": ("deepspeed", layouts.check_deepspeed_tag),
     "megatron": ("megatron", layouts.check_megatron_iter),
-    "accelerate": ("accelerate", layouts.check_accelerate),
+    "accelerate": ("accelerate", huggingface.check_accelerate),
 }
 
 
@@ -197,7 +205,7 @@ def _content_layout(listing):
     """A folder with another name, recognised by its files (a custom ``save_state`` or tag name)."""
     if "trainer_state.json" in listing:
         return _NAMED_LAYOUTS["hf-trainer"]
-    if listing.matching(layouts.RANDOM_STATES):
+    if listing.matching(huggingface.RANDOM_STATES):
         return _NAMED_LAYOUTS["accelerate"]
     if ".metadata" in listing or listing.matching(layouts.DISTCP):
         return ("dcp", layouts.check_dcp)
@@ -233,16 +241,15 @@ def _file_candidate(root, name, result):
         _lone_temporary(root, name, result)
         return
     path = root.join(name)
-    size = root.size(name)
     temp = [name + suffix for suffix in TEMP_SUFFIXES if name + suffix in root]
-    if size is None:
-        result.verdict(path, step_in(name), "file", False, "not a regular file or cannot be stat'ed")
-    elif size == 0:
-        result.verdict(path, step_in(name), "file", False, "empty")
+    why = file_cut_off(root, name)
+    if why:
+        result.verdict(path, step_in(name), "file", False, why)
     elif temp:
         result.verdict(path, step_in(name), "file", False, f"{temp[0]} beside it: a save of this name was in progress")
     else:
-        result.verdict(path, step_in(name), "file", True, f"file of {size} bytes, no temporary beside it")
+        result.verdict(path, step_in(name), "file", True,
+                       f"file of {root.size(name)} bytes, its end written, no temporary beside it")
 
 
 def _lone_temporary(root, name, result):

@@ -82,8 +82,14 @@ class Listing:
                 found.append((match, name))
         return found
 
-    def empty_files(self, names):
-        return [n for n in names if self.size(n) == 0]
+    def cut_off(self, names):
+        """"name (why)" for each of ``names`` that is empty or was cut off mid-write (:func:`file_cut_off`)."""
+        found = []
+        for name in names:
+            why = file_cut_off(self, name)
+            if why:
+                found.append(f"{name} ({why})")
+        return found
 
 
 def step_in(name):
@@ -96,3 +102,63 @@ def first_few(names, count=3):
     """Names for one line of text: the first few, and how many more."""
     shown = ", ".join(names[:count])
     return shown + (f" and {len(names) - count} more" if len(names) > count else "")
+
+
+_ZIP_LOCAL = b"PK\x03\x04"
+_ZIP_END = b"PK\x05\x06"
+_ZIP_TAIL = (64 << 10) + 22  # the end-of-central-directory record plus the longest comment
+
+
+def file_cut_off(listing, name):
+    """Why a torch.save or safetensors file was cut off mid-write, or None when its end is there.
+
+    ``torch.save`` writes a zip whose end-of-central-directory record comes
+    last; a safetensors file's header says how many bytes its tensors take.
+    Both are read from a few bytes at the ends, never the whole file. Other
+    files (a legacy pickle ``torch.save``) pass when not empty.
+    """
+    size = listing.size(name)
+    if not size:
+        return "empty" if size == 0 else "not a regular file"
+    try:
+        with open(listing.join(name), "rb") as handle:
+            head = handle.read(8)
+            if head.startswith(_ZIP_LOCAL):
+                return _zip_cut_off(handle, size)
+            if name.endswith(".safetensors"):
+                return _safetensors_cut_off(handle, head, size)
+    except OSError as exc:
+        return f"cannot read: {exc.strerror or exc}"
+    return None
+
+
+def _zip_cut_off(handle, size):
+    tail = min(size, _ZIP_TAIL)
+    handle.seek(size - tail)
+    data = handle.read(tail)
+    end = data.rfind(_ZIP_END)
+    if end < 0 or len(data) - end < 22:
+        return "a zip (torch.save) without its end record: cut off mid-write"
+    comment = int.from_bytes(data[end + 20:end + 22], "little")
+    if end + 22 + comment != len(data):
+        return "a zip (torch.save) whose end record does not end the file: cut off or appended to"
+    return None
+
+
+def _safetensors_cut_off(handle, head, size):
+    import json  # only here: most folders hold no safetensors
+
+    if len(head) < 8:
+        return "shorter than a safetensors header"
+    length = int.from_bytes(head, "little")
+    if length > SMALL_READ or 8 + length > size:
+        return f"a safetensors header of {length} bytes in a {size}-byte file: cut off"
+    try:
+        header = json.loads(handle.read(length).decode("utf-8"))
+        ends = [entry["data_offsets"][1] for key, entry in header.items() if key != "__metadata__"]
+    except (ValueError, KeyError, TypeError, IndexError, AttributeError):
+        return "a safetensors header that does not parse"
+    needed = 8 + length + max(ends, default=0)
+    if size < needed:
+        return f"safetensors holds {size} bytes, its header needs {needed}: cut off"
+    return None
