@@ -15,6 +15,7 @@ their ranks.
 """
 
 from ..errors import EXIT_GAVE_UP, EXIT_NO_PROGRESS
+from .progress import Progress
 
 FOR_GOOD = 2  # a node left out this many times is never taken back
 
@@ -29,11 +30,12 @@ class Limits:
         self.max_restarts, self.no_progress = max_restarts, no_progress  # 0 = no such brake
 
 
-def first(present, limits):
-    """Generation 0: the lowest identities train, the rest wait as spares."""
+def first(present, limits, step=None):
+    """Generation 0: the lowest identities train, the rest wait as spares. ``step``: the newest complete
+    checkpoint's step as the job starts (a job started again over its own folder), or None."""
     ids = sorted(present)
     book = {"generation": 0, "restarts": 0, "members": ids[:limits.slots], "spares": ids[limits.slots:],
-            "left_out": {}, "why": {}, "best_step": None, "stale": 0, "history": []}
+            "left_out": {}, "why": {}, "steps": [step], "best_step": step, "stale": 0, "history": []}
     return dict(book, decision="start")
 
 
@@ -41,12 +43,9 @@ def _stop(book, code, why):
     return dict(book, decision="stop", code=code, why=why)
 
 
-def _progress(book, step):
-    """(best step, generations since it grew) after a fault, with the newest checkpoint's step."""
-    best = book.get("best_step")
-    if step is not None and (best is None or step > best):
-        return step, 0
-    return best, book.get("stale", 0) + 1
+def _progress(book, step, limit):
+    """The checkpoint progress tracker (``progress.py``) with the next generation's newest step."""
+    return Progress(max(1, limit), book["steps"]).record(step)
 
 
 def _fill(old, available, slots):
@@ -74,8 +73,9 @@ def after_fault(book, culprit, why, present, step, limits):
     """
     book = dict(book, left_out=dict(book["left_out"]), why=dict(book["why"]), history=list(book["history"]))
     restarts = book["restarts"] + 1
-    best, stale = _progress(book, step)
-    book.update(restarts=restarts, best_step=best, stale=stale)
+    progress = _progress(book, step, limits.no_progress)
+    book.update(restarts=restarts, steps=progress.steps, best_step=progress.since(),
+                stale=progress.restarts_without_progress())
     if culprit is not None:
         key = str(culprit)
         book["left_out"][key] = book["left_out"].get(key, 0) + 1
@@ -83,10 +83,9 @@ def after_fault(book, culprit, why, present, step, limits):
     if limits.max_restarts and restarts > limits.max_restarts:
         return _stop(book, EXIT_GAVE_UP, f"restart budget spent: {limits.max_restarts} restart(s) "
                      f"(recovery.max_restarts); the last fault: {why}")
-    if limits.no_progress and stale >= limits.no_progress:
-        since = f"since step {best}" if best is not None else "and no checkpoint yet"
-        return _stop(book, EXIT_NO_PROGRESS, f"{stale} restarts {since}, no newer checkpoint "
-                     f"(recovery.no_progress_restarts {limits.no_progress}); the last fault: {why}")
+    if limits.no_progress and progress.stalled:
+        return _stop(book, EXIT_NO_PROGRESS, f"{progress.verdict()} (recovery.no_progress_restarts "
+                     f"{limits.no_progress}); the last fault: {why}")
     for_good = {int(k) for k, n in book["left_out"].items() if n >= FOR_GOOD}
     available = set(present) - for_good - ({culprit} if culprit is not None else set())
     members, spares = _fill(book["members"], available, limits.slots)

@@ -10,7 +10,8 @@ from ..errors import EXIT_TOPOLOGY, EntrypointError
 from . import decide
 from .setup import keep, newest_checkpoint, public, user_stopped
 
-REGATHER_CAP_S = 60    # node 0 waits at most this long for the nodes it expects back
+REGATHER_CAP_S = 60   # node 0 waits at most this long for the nodes it expects back
+STOP_WAIT_S = 30      # and this long for a culprit still up, to tell it the job ends
 
 
 def hub_loop(gens):
@@ -34,15 +35,9 @@ class HubSide:
             verdict = self._gather(hub, book)
             present = {0} | {p.fp.get("rank") for p in hub.peers}
             path, step = newest_checkpoint(self.config.folder, self.log)
-            if book is None:
-                book = decide.first(present, self.config.limits)
-            else:
-                book = decide.after_fault(book, fault["node"], fault["why"], present, step, self.config.limits)
-                fault["relaunched"] = time.time()
-                fault["recover_s"] = round(fault["relaunched"] - fault["at"], 2)
-                book["history"].append(fault)
+            book = self._next(hub, book, fault, present, step)
             book.update(resume_from=path if book["generation"] else None, step=step,
-                        master=self._master(hub, book), present=sorted(present))
+                        master=self._master(hub, book), present=book.get("present") or sorted(present))
             verdict = self._announce(hub, verdict, book)
             if book["generation"] == 0:
                 from ..checkin.session import _say_verdict
@@ -69,6 +64,20 @@ class HubSide:
                      f"{book['generation'] + 1}")
             hub = self._new_hub(hub)
 
+    def _next(self, hub, book, fault, present, step):
+        """The next generation's book; a culprit still up is waited for when the job ends, to be told so."""
+        if book is None:
+            return decide.first(present, self.config.limits, step)
+        book = decide.after_fault(book, fault["node"], fault["why"], present, step, self.config.limits)
+        culprit = fault["node"]
+        if book["decision"] == "stop" and culprit in book["alive"] and culprit not in present:
+            self._regather(hub, {culprit}, time.monotonic() + STOP_WAIT_S)
+            book["present"] = sorted(present | {p.fp.get("rank") for p in hub.peers})
+        fault["relaunched"] = time.time()
+        fault["recover_s"] = round(fault["relaunched"] - fault["at"], 2)
+        book["history"].append(fault)
+        return book
+
     def _hub_only(self, watch):
         """Node 0 without a training slot: watch the members until they finish or one fails."""
         watch.start(lambda grace: None)
@@ -94,7 +103,7 @@ class HubSide:
         if book is None:
             from ..checkin.refusal import refused_early
 
-            needed = self.config.nodes if self.config.minimum == self.config.slots else self.config.minimum
+            needed = self.config.nodes  # an elastic job too: generation 0 waits for all, up to the deadline
             self.log(f"check-in: waiting for {needed - 1} more node(s) on port {info['port']} "
                      f"(up to {info['deadline_s']}s)")
             hub.gather(needed, self.checkin.started + info["deadline_s"],
