@@ -104,3 +104,39 @@ def test_a_healthy_run_never_recovers(tmp_path):
     assert (record["decision"], record["generation"], record["restarts"], record["history"]) == ("done", 0, 0, [])
     assert done(nodes) == ["RECOVERY-DONE gen=0 step=40 state=40"]
     assert "this node was not needed" in nodes[2].text()
+
+
+def wait_for_step(node, step, limit=120):
+    import time
+
+    until = time.monotonic() + limit
+    while time.monotonic() < until:
+        if any(s[1] >= step for s in steps(node)):
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"no step {step} within {limit}s:\n{node.text()}")
+
+
+def test_a_lost_node_is_left_out_and_its_spare_takes_over(tmp_path):
+    import signal
+
+    nodes = start(tmp_path, RUN, spares=1)
+    wait_for_step(nodes[0], 12)
+    nodes[1].proc.send_signal(signal.SIGKILL)  # the entrypoint itself: the node is gone
+    codes = finish(nodes)
+    assert codes == [0, -9, 0], texts(nodes)
+    record = book(tmp_path)
+    assert [(h["node"], h["cause"]) for h in record["history"]] == [(1, "lost")]
+    assert record["members"] == [0, 2]
+    assert done(nodes) == ["RECOVERY-DONE gen=1 step=30 state=30"]
+
+
+def test_node_0s_crashing_rank_hands_its_training_slot_to_a_spare_and_node_0_stays_the_hub(tmp_path):
+    nodes = start(tmp_path, RUN + ["--fault", "exit", "--fault-node", "0", "--fault-step", "12"], spares=1)
+    codes = finish(nodes)
+    assert codes == [0, 0, 0], texts(nodes)
+    record = book(tmp_path)
+    assert record["members"] == [2, 1] and [(h["node"], h["cause"]) for h in record["history"]] == [(0, "crash")]
+    assert "generation 1: this node is LEFT OUT of the job: node 0: its launcher failed" in nodes[0].text()
+    assert done(nodes) == ["RECOVERY-DONE gen=1 step=30 state=30"]
+    assert nodes[2].first("RECOVERY-RESUME gen=1") is not None  # the spare holds training rank 0 now
