@@ -124,6 +124,6 @@ class Generations:
             self.log(f"generation {book['generation']}: this node is LEFT OUT of the job: {why}; it waits, and may "
                      "come back as a spare (left out twice: never)")
         else:
-            self.log(f"this node is LEFT OUT for good (left out {decide.FOR_GOOD} times; last: {why}); it stays up "
-                     "idle (nodeweave status shows it)")
+            self.log(f"generation {book['generation']}: this node is LEFT OUT for good (left out {decide.FOR_GOOD} "
+                     f"times; last: {why}); it waits idle until the job ends (nodeweave status shows it)")
 

@@ -4,7 +4,7 @@ import time
 
 from ..errors import EXIT_TOPOLOGY, EXIT_UNREACHABLE, EntrypointError
 from . import decide
-from .setup import idle, keep, user_stopped
+from .setup import keep, user_stopped
 
 RETRY_S = 0.3          # between a worker's attempts to check in for the next generation
 
@@ -52,9 +52,6 @@ class NodeSide:
                     return code
                 continue
             self.gens._say_role(book, role)
-            if role == "out for good":
-                channel.finish(1.0)
-                return idle()
             watch.start(lambda grace: None)
             watch.thread.join()
             watch.close()

@@ -103,11 +103,3 @@ def last_book(settings):
 def public(book):
     """What every node is told and `nodeweave status` shows: the book without node 0's bookkeeping."""
     return {k: v for k, v in book.items() if k not in ("last_culprit", "alive")}
-
-
-def idle():
-    """Stay up doing nothing (a container that exits would be restarted, and crash-loop); a stop signal ends it."""
-    import signal
-
-    while True:
-        signal.pause()
