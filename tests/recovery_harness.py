@@ -34,9 +34,19 @@ def start(tmp_path, args, nodes=2, spares=0, env=None, launcher="torchrun", per_
         argv = [*ENTRY, "--launcher", launcher, "--node-rank", str(rank), "--nproc-per-node", "1",
                 "--master-addr", "127.0.0.1", "--master-port", str(port), "--",
                 "resumable.py", "--ckpt", str(tmp_path / "checkpoints"), *args]
-        started.append(Node(subprocess.Popen(argv, env=node_env, cwd=tmp_path, stdout=subprocess.PIPE,
-                                             stderr=subprocess.PIPE, text=True)))
+        started.append(_spawn(argv, node_env, tmp_path))
     return started
+
+
+def _spawn(argv, env, cwd):
+    node = Node(subprocess.Popen(argv, env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+    node.how = (argv, env, cwd)
+    return node
+
+
+def again(node):
+    """The same node started again (its container restarted): a new process with the same command and variables."""
+    return _spawn(*node.how)
 
 
 def finish(nodes, limit=240):

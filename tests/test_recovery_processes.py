@@ -140,3 +140,21 @@ def test_node_0s_crashing_rank_hands_its_training_slot_to_a_spare_and_node_0_sta
     assert "generation 1: this node is LEFT OUT of the job: node 0: its launcher failed" in nodes[0].text()
     assert done(nodes) == ["RECOVERY-DONE gen=1 step=30 state=30"]
     assert nodes[2].first("RECOVERY-RESUME gen=1") is not None  # the spare holds training rank 0 now
+
+
+def test_node_0_lost_and_restarted_the_others_wait_and_training_resumes_from_the_checkpoint(tmp_path):
+    import signal
+
+    from recovery_harness import again
+
+    nodes = start(tmp_path, RUN, spares=0)
+    wait_for_step(nodes[0], 12)
+    nodes[0].proc.send_signal(signal.SIGKILL)  # node 0's entrypoint: the hub is gone
+    assert nodes[0].wait(30) == -9
+    nodes[0] = again(nodes[0])  # as its container's restart policy would
+    codes = finish(nodes)
+    assert codes == [0, 0], texts(nodes)
+    assert "recovery: node 0 came back; the other nodes ask for generation 1" in nodes[0].text(), nodes[0].text()
+    [(generation, path, step)] = resumed(nodes)  # the kill lands at step 12 or, on a loaded machine, a little later
+    assert generation == 1 and step in (10, 15) and path == str(tmp_path / "checkpoints" / f"step-{step}.pt")
+    assert done(nodes) == ["RECOVERY-DONE gen=1 step=30 state=30"]

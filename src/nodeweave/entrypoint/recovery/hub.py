@@ -67,7 +67,14 @@ class HubSide:
     def _next(self, hub, book, fault, present, step):
         """The next generation's book; a culprit still up is waited for when the job ends, to be told so."""
         if book is None:
-            return decide.first(present, self.config.limits, step)
+            book = decide.first(present, self.config.limits, step)
+            after = max([p.fp.get("generation", 0) for p in hub.peers] + [0])
+            if after:  # node 0 came back (its container restarted): the others were at generation ``after``
+                self.log(f"recovery: node 0 came back; the other nodes ask for generation {after}: going on from "
+                         "the newest checkpoint (the restart budget starts afresh)")
+                book.update(generation=after, history=[{"generation": after - 1, "node": 0, "cause": "lost",
+                                                        "why": "node 0 was lost and came back", "at": time.time()}])
+            return book
         book = decide.after_fault(book, fault["node"], fault["why"], present, step, self.config.limits)
         culprit = fault["node"]
         if book["decision"] == "stop" and culprit in book["alive"] and culprit not in present:
