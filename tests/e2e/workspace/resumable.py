@@ -9,6 +9,7 @@ it resumes from ``NODEWEAVE_RESUME_FROM`` when set, and says so. Rank 0 prints
 against ``NODEWEAVE_TEST_NODE``, else the hostname), in generation
 ``--fault-gen`` (``-1``: every generation) at step ``--fault-step``:
 ``--fault exit`` (exit 1), ``kill`` (SIGKILL itself), ``stop`` (SIGSTOP itself).
+``--faults KIND:NODE:GEN:STEP,...`` lists several such faults.
 ``--half-written`` leaves a ``step-<big>.pt`` without its rename, as a save
 cut off mid-write would (the resume must not take it).
 """
@@ -34,6 +35,7 @@ def parse():
     p.add_argument("--fault-node", default=None)
     p.add_argument("--fault-gen", type=int, default=0)
     p.add_argument("--fault-step", type=int, default=8)
+    p.add_argument("--faults", default="", help="KIND:NODE:GEN:STEP,... (several faults)")
     p.add_argument("--cuda", action="store_true")
     p.add_argument("--half-written", action="store_true")
     p.add_argument("--local_rank", "--local-rank", type=int, default=None)  # deepspeed's
@@ -48,15 +50,22 @@ def this_node():
     return os.environ.get("NODEWEAVE_TEST_NODE") or socket.gethostname()
 
 
+def faults(args):
+    """(kind, node, generation, step) of every fault asked for."""
+    listed = [tuple(item.split(":")) for item in args.faults.split(",") if item]
+    if args.fault:
+        listed.append((args.fault, args.fault_node, str(args.fault_gen), str(args.fault_step)))
+    return [(kind, node, int(gen), int(step)) for kind, node, gen, step in listed]
+
+
 def fault(args, gen, step):
-    if args.fault is None or step != args.fault_step or this_node() != args.fault_node:
-        return
-    if args.fault_gen not in (-1, gen):
-        return
-    say(f"RECOVERY-FAULT {args.fault} node={this_node()} gen={gen} step={step} t={time.time():.3f}")
-    if args.fault == "exit":
-        sys.exit(1)
-    os.kill(os.getpid(), signal.SIGKILL if args.fault == "kill" else signal.SIGSTOP)
+    for kind, node, when, at in faults(args):
+        if step != at or this_node() != node or when not in (-1, gen):
+            continue
+        say(f"RECOVERY-FAULT {kind} node={this_node()} gen={gen} step={step} t={time.time():.3f}")
+        if kind == "exit":
+            sys.exit(1)
+        os.kill(os.getpid(), signal.SIGKILL if kind == "kill" else signal.SIGSTOP)
 
 
 def save(args, step, state):

@@ -88,17 +88,25 @@ class Generations:
         return plan, settings
 
     def _launch(self, book, verdict, watch):
-        """Start this node's launcher for the generation under ``watch``; its exit code."""
-        from .. import __main__ as main
-        from ..running.supervise import resolve, run_supervised
-        from ..stall.setup import attach
+        """Start this node's launcher for the generation under ``watch``; its exit code. A start that fails here
+        (the plan, the files, the launcher not found) is reported to node 0 as this node's fault."""
+        from ..running.supervise import run_supervised
 
         try:
-            plan, settings = self._generation_plan(book, verdict)
-        except EntrypointError as err:  # this node's own start failed: node 0 hears it as this node's fault
+            executable, argv, environ = self._prepare_launch(book, verdict, watch)
+        except EntrypointError as err:
             self.log(f"error: {err}")
-            watch.start(lambda grace: None)
+            if watch.thread is None:
+                watch.start(lambda grace: None)
             return watch.finish(err.exit_code, f"its start failed: {err}", [str(err)]) or err.exit_code
+        return run_supervised(executable, argv, environ, watch=watch, received=self.received)
+
+    def _prepare_launch(self, book, verdict, watch):
+        from .. import __main__ as main
+        from ..running.supervise import resolve
+        from ..stall.setup import attach
+
+        plan, settings = self._generation_plan(book, verdict)
         if book["generation"] == 0:
             for warning in plan.warnings:
                 self.log(f"warning: {warning}")
@@ -112,8 +120,7 @@ class Generations:
         if book.get("resume_from"):
             environ["NODEWEAVE_RESUME_FROM"] = book["resume_from"]
         environ = attach(watch, plan, settings, environ, self.log)
-        executable = resolve(plan.launch.argv[0], environ.get("PATH", os.defpath))
-        return run_supervised(executable, plan.launch.argv, environ, watch=watch, received=self.received)
+        return resolve(plan.launch.argv[0], environ.get("PATH", os.defpath)), plan.launch.argv, environ
 
     def _say_role(self, book, role):
         why = book["why"].get(str(self.identity))

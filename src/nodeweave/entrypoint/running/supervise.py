@@ -108,6 +108,7 @@ def _stopper(pid, reaped):
 
     def stop(grace):
         kill(signal.SIGTERM)
+        kill(signal.SIGCONT)  # a stopped rank (SIGSTOP, a debugger) takes its SIGTERM now, not at the SIGKILL
         timer = threading.Timer(grace, kill, args=(signal.SIGKILL,))
         timer.daemon = True
         timer.start()
