@@ -168,7 +168,7 @@ class HubSide:
         verdict["world_size"] = sum(p for p in verdict["procs"] if isinstance(p, int))
         for peer in hub.peers:
             peer.role = decide.role(book, peer.fp.get("rank"))
-        keep(self.settings, book)
+        keep(self.settings, dict(book, role=decide.role(book, 0)))
         if book["decision"] == "start":
             self.log(f"recovery: generation {book['generation']}: training node(s) "
                      f"{', '.join(map(str, book['members']))}; spare(s) {', '.join(map(str, book['spares'])) or 'none'}"

@@ -38,7 +38,7 @@ class NodeSide:
                 raise EntrypointError(f"check-in refused the job: {_summary(verdict)} (table above; the same on "
                                       "every node)", EXIT_TOPOLOGY)
             book = verdict.get("recovery") or {}
-            keep(self.settings, book)
+            keep(self.settings, dict(book, role=decide.role(book, self.identity)))
             if book.get("decision") == "stop":
                 self.log(f"recovery: the job ends: {book.get('why')} (every node exits {book.get('code')})")
                 channel.finish(1.0)
