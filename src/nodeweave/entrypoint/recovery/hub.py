@@ -58,6 +58,8 @@ class HubSide:
                 keep(self.settings, dict(book, decision="done" if code == 0 else "stopped"))
                 if code == 0 and book["restarts"]:
                     self.log(f"recovery: the job finished after {book['restarts']} recovery(ies)")
+                if code == 0:
+                    self._tell_latecomers(hub, verdict, book)
                 return code
             fault = self._fault(watch, book)
             self.log(f"recovery: generation {book['generation']} ended: {fault['why']}; starting generation "
@@ -84,6 +86,20 @@ class HubSide:
         fault["recover_s"] = round(fault["relaunched"] - fault["at"], 2)
         book["history"].append(fault)
         return book
+
+    def _tell_latecomers(self, hub, verdict, book):
+        """Nodes still on their way back (a culprit slow to stop its ranks) hear that the job finished, rather
+        than finding no node 0 and exiting 4."""
+        late = set(book.get("present") or []) | set(book.get("alive") or [])
+        late -= {0} | {p.fp.get("rank") for p in hub.peers}
+        if not late:
+            return
+        hub = self._new_hub(hub)
+        self._regather(hub, late, time.monotonic() + REGATHER_CAP_S)
+        if hub.peers:
+            hub.announce(dict(verdict, recovery=public(dict(book, decision="stop", code=0,
+                                                            why="the job finished"))))
+        hub.close()
 
     def _hub_only(self, watch):
         """Node 0 without a training slot: watch the members until they finish or one fails."""
