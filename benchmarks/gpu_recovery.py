@@ -74,8 +74,8 @@ def start(folder, args):
     port, own_host = free_port_pair(), uts()
     nodes = []
     for rank in range(3):
-        env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}", "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT / "src"),
-                                                                        os.environ.get("PYTHONPATH")) if p),
+        path = os.pathsep.join(p for p in (str(ROOT / "src"), os.environ.get("PYTHONPATH")) if p)
+        env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}", "PYTHONPATH": path,
                "TMPDIR": str(folder / f"n{rank}"), "OMP_NUM_THREADS": "1", "NODEWEAVE_TEST_NODE": str(rank),
                "NODEWEAVE_RECOVERY": "on", "NODEWEAVE_SPARES": "1", "NODEWEAVE_NNODES": "2",
                "NODEWEAVE_CHECKPOINT_DIR": str(folder / "checkpoints"), "NODEWEAVE_WAIT_TIMEOUT": "120",

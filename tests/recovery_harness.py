@@ -11,7 +11,6 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 
-import stall_nodes  # noqa: E402
 from stall_nodes import ENTRY, ROOT, Node, free_port_pair, stop  # noqa: E402,F401
 
 WORKLOAD = Path(__file__).resolve().parent / "e2e" / "workspace" / "resumable.py"
@@ -59,9 +58,8 @@ def finish(nodes, limit=240):
 
 def steps(node):
     """[(generation, step, world)] of the RECOVERY-STEP lines rank 0 printed on ``node``."""
-    return [tuple(int(x) for x in m.groups()) for m in
-            (re.search(r"RECOVERY-STEP gen=(\d+) step=(\d+) world=(\d+)", line) for line in node.text("out").split("\n"))
-            if m]
+    found = re.finditer(r"RECOVERY-STEP gen=(\d+) step=(\d+) world=(\d+)", node.text("out"))
+    return [tuple(int(x) for x in m.groups()) for m in found]
 
 
 def resumed(nodes):

@@ -109,7 +109,8 @@ def status_table(backend: Backend, rows: List[dict]) -> "Table":
         style = "red" if r["plan_hash"] and r["plan_hash"] != common else ""
         table.add_row(escape(r["node"]), escape(r["reached_as"]), f"[{'green' if r['up'] else 'red'}]{escape(state)}[/]",
                       r["mode"] or "-", "-" if r["rank"] is None else str(r["rank"]),
-                      f"[{style}]{escape(plan)}[/]" if style else escape(plan), escape(_since(r["run"], r["now"]) + _generation(r.get("recovery"))),
+                      f"[{style}]{escape(plan)}[/]" if style else escape(plan),
+                      escape(_since(r["run"], r["now"]) + _generation(r.get("recovery"))),
                       escape(_gpus(r["gpu"])))
     return table
 
