@@ -72,6 +72,10 @@ def run(settings):
         from .running.runstate import begin_run  # a run `nodeweave run` started: recorded before anything else
 
         begin_run(settings)
+    if settings.get("recovery"):
+        from .recovery.generations import Generations  # a fault starts the next generation (docs/recovery.md)
+
+        return Generations(settings, _say).run()
     try:
         plan = build_plan(settings)
     except EntrypointError as err:

@@ -189,7 +189,7 @@ def report(args, env):
     data = {"schema": NODE_SCHEMA, "run": record, "plan": read_json(os.path.join(folder, "plan.json")),
             "alive": bool(record) and alive(record.get("pid", -1), record.get("starttime")),
             "stamp": read_json(os.path.join(os.getcwd(), STAMP)), "profile_dir": profile, "profile": files,
-            "stalls": _stall_reports(folder)}
+            "stalls": _stall_reports(folder), "recovery": read_json(os.path.join(folder, "recovery.json"))}
     return data, EXIT_OK
 
 

@@ -23,10 +23,10 @@ from nodeweave.spec import rules
 from nodeweave.spec.fields import rule_string
 from nodeweave.spec.model import NodeRange, Spec
 from nodeweave.spec.nodes import Fields, Reader
-from nodeweave.spec.sections import image, job, kubernetes, network, resources, security, volumes
+from nodeweave.spec.sections import image, job, kubernetes, network, recovery, resources, security, volumes
 
 TOP_KEYS = ("name", "image", "nodes", "gpus_per_node", "launcher", "workspace", "cache", "network", "env",
-            "kubernetes", "resources", "volumes", "security", "hosts", "slurm")
+            "kubernetes", "resources", "volumes", "security", "hosts", "slurm", "recovery")
 # Where nodeweave mounts things of its own: a spec volume there would hide them.
 HOSTFILE_DIR = posixpath.dirname(HOSTFILE_PATH)
 
@@ -104,6 +104,7 @@ def _spec(r: Reader, root: Node, base_dir: Optional[Path]) -> Spec:
         security=security.security(r, top),
         hosts=hosts,
         slurm=security.slurm(r, top.get("slurm")),
+        recovery=recovery.recovery(r, top, nodes),
     )
 
 

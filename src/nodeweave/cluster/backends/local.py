@@ -48,7 +48,8 @@ class LocalCluster(Backend):
         self.compose_file = self.spec_dir / COMPOSE_FILE
 
     def nodes(self, for_up: bool = False) -> List[Node]:
-        return [Node(i, make_target(self.engine, f"{self.spec.name}-{i}")) for i in range(self.spec.nodes.min)]
+        count = self.spec.nodes.min + self.spares()
+        return [Node(i, make_target(self.engine, f"{self.spec.name}-{i}")) for i in range(count)]
 
     def tool(self) -> str:
         return self.engine

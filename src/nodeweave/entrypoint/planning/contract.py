@@ -216,7 +216,7 @@ class Setting:
         return f"Setting({self.key!r}, {self.flag!r}, {self.variable!r})"
 
 
-# Row order is the order renderers write the variables in.
+from ..recovery.contract import RECOVERY_ROWS  # noqa: E402 - its rows need Setting; row order is write order
 SETTINGS = (
     Setting("nnodes", "--nnodes", "NODEWEAVE_NNODES", "node count N, or MIN:MAX for elastic torchrun",
             spec="nodes", where=("compose", "kubernetes"), topology=True),  # Slurm: SLURM_NNODES says
@@ -293,7 +293,7 @@ SETTINGS = (
             read=read_words),
     Setting("stall_warn", "--stall-warn", "NODEWEAVE_STALL_WARN", "seconds of a stall before the report; 0 = off", spec="launcher.stall_warn", read=read_int(0), text=lambda v: None if v == STALL_WARN_S else str(v)),  # noqa: E501
     Setting("stall_timeout", "--stall-timeout", "NODEWEAVE_STALL_TIMEOUT", "seconds of a stall before exit 7; 0 = never", spec="launcher.stall_timeout", read=read_int(0), text=lambda v: None if v == STALL_TIMEOUT_S else str(v)),  # noqa: E501
-)
+) + RECOVERY_ROWS
 
 BY_KEY = {row.key: row for row in SETTINGS}
 BY_FLAG = {flag: row for row in SETTINGS for flag in (row.flag, *row.aliases)}

@@ -132,17 +132,18 @@ def _become_launcher(executable, argv, env, parent, tail, forwarded, saved):
     os._exit(EXIT_NOT_EXECUTABLE)
 
 
-def run_supervised(executable, argv, env, watch=None):
+def run_supervised(executable, argv, env, watch=None, received=None):
     """Fork, exec the launcher in the child, forward signals, and return the exit code to use.
 
     With ``watch`` (the heartbeat, ``heartbeat.py``) the launcher's output is
     passed through :class:`capture.OutputTail`, the watch may stop the launcher
-    when another node fails, and it hears how the launcher ended.
+    when another node fails, and it hears how the launcher ended. ``received``: a list the caller keeps, to
+    learn which signals this process was sent (recovery stops for those, not for a fault).
     """
     import signal
 
     forwarded = _numbers(FORWARDED)
-    received = []
+    received = [] if received is None else received
     parent = os.getpid()
     tail = None
     if watch is not None:
