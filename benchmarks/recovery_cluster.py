@@ -70,15 +70,25 @@ class Node:
 
 
 def rank_pids(index, script):
-    """Pids of the training processes in a container (not the entrypoint, not torchrun)."""
-    done = podman("exec", name(index), "ps", "-eo", "pid,args", check=False, timeout=60)
+    """Pids of the running training processes in a container, newest first (not the entrypoint, not
+    torchrun; not a stopped or dead one: a rank SIGSTOPped earlier may outlive its launcher)."""
+    done = podman("exec", name(index), "ps", "-eo", "pid,stat,args", check=False, timeout=60)
     pids = []
     for line in done.stdout.splitlines()[1:]:
-        pid, _, args = line.strip().partition(" ")
-        if script in args and "torchrun" not in args and "nodeweave-entrypoint" not in args \
-                and "torch.distributed.run" not in args:
-            pids.append(pid)
-    return pids
+        fields = line.split(None, 2)
+        if len(fields) < 3 or fields[1][0] in "TtZ":
+            continue
+        args = fields[2]
+        if script in args and not any(x in args for x in ("torchrun", "nodeweave-entrypoint", "torch.distributed.run")):
+            pids.append(int(fields[0]))
+    return sorted(pids, reverse=True)
+
+
+def stopped_pids(index, script):
+    """Training processes in a container that are stopped (state T): what a SIGSTOP left behind."""
+    done = podman("exec", name(index), "ps", "-eo", "pid,stat,args", check=False, timeout=60)
+    return [int(f[0]) for f in (line.split(None, 2) for line in done.stdout.splitlines()[1:])
+            if len(f) == 3 and f[1][0] in "Tt" and script in f[2]]
 
 
 def signal_rank(index, script, signal_name):
@@ -87,7 +97,7 @@ def signal_rank(index, script, signal_name):
     if not pids:
         return None
     at = time.time()
-    podman("exec", name(index), "kill", f"-{signal_name}", pids[0], check=False, timeout=60)
+    podman("exec", name(index), "kill", f"-{signal_name}", str(pids[0]), check=False, timeout=60)
     return at
 
 

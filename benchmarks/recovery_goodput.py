@@ -1,4 +1,4 @@
-"""Fault injection on 4 podman nodes + 1 spare: time to train again, steps lost, goodput, against torchrun and no recovery.
+"""Faults on 4 podman nodes + 1 spare: time to train again, steps lost, goodput; torchrun and no recovery beside.
 
     flock /tmp/nw-engine.lock .venv/bin/python benchmarks/recovery_goodput.py --quick --mode nodeweave --out r.json
     .venv/bin/python benchmarks/recovery_goodput.py --table r.json        # the Markdown tables of saved modes
@@ -14,7 +14,9 @@ command (a restart policy). Modes:
 - ``nodeweave``: every node runs this checkout's entrypoint (the zipapp in
   entrypoint/) with recovery on (``NODEWEAVE_RECOVERY=on``, the spec's
   ``recovery.enabled``; ``NODEWEAVE_SPARES=1``; ``NODEWEAVE_CHECKPOINT_DIR``),
-  5 nodes for a job of 4; the ranks resume from ``NODEWEAVE_RESUME_FROM``.
+  5 nodes for a job of 4 (elastic ``3:4`` unless ``--min-nodes 4``: once the
+  spare is spent and a node is lost for good, it goes on with 3); the ranks
+  resume from ``NODEWEAVE_RESUME_FROM``; stall watch ``--stall-timeout``.
 - ``torchrun``: plain ``torchrun --max-restarts`` with c10d rendezvous on
   node 0, 4 nodes, restarting in place; the script resumes from its own
   ``latest`` (``--resume-latest``).
@@ -60,8 +62,11 @@ def parse_args(argv=None):
     parser.add_argument("--ckpt-every", default="30s", help="the script's checkpoint period (default 30s)")
     parser.add_argument("--step-time", type=float, default=0.25, help="seconds per step at least (default 0.25)")
     parser.add_argument("--stall-timeout", type=int, default=30, help="nodeweave's stall_timeout (default 30 s)")
-    parser.add_argument("--quick", action="store_true",
-                        help="a few minutes: 5 min per mode, a fault every 55 s, a checkpoint every 10 s, stall_timeout 20 s")
+    parser.add_argument("--min-nodes", type=int, default=3, choices=(1, 2, 3, 4),
+                        help="nodeweave: the elastic minimum (default 3: nodes 3:4, so the job goes on with 3 "
+                        "once the spare is spent); 4 = a fixed-size job, which ends when no spare is left")
+    parser.add_argument("--quick", action="store_true", help="a few minutes: 5 min per mode, a fault every 55 s, "
+                        "a checkpoint every 10 s, stall_timeout 20 s")
     parser.add_argument("--image", default="localhost/nodeweave-bench/recovery:cpu")
     parser.add_argument("--out", help="add each mode's results to this JSON file")
     parser.add_argument("--table", nargs="+", metavar="JSON", help="print the tables of saved results and stop")
@@ -81,14 +86,15 @@ def node_commands(mode, args, ckpt):
                 "--rdzv-endpoint", f"{cluster.name(0)}:29500", "--rdzv-id", "bench", "--max-restarts", "1000",
                 "--monitor-interval", "1", *train, "--resume-latest"]
         return {i: (argv, base_env) for i in range(4)}
-    env = dict(base_env, NODEWEAVE_WAIT_TIMEOUT="120")
+    env = dict(base_env, NODEWEAVE_WAIT_TIMEOUT="120", NODEWEAVE_NNODES="4",
+               NODEWEAVE_STALL_TIMEOUT=str(args.stall_timeout), NODEWEAVE_STALL_WARN=str(args.stall_timeout // 2))
     if mode == "nodeweave":
         env.update(NODEWEAVE_RECOVERY="on", NODEWEAVE_SPARES="1", NODEWEAVE_CHECKPOINT_DIR=ckpt,
-                   NODEWEAVE_STALL_TIMEOUT=str(args.stall_timeout), NODEWEAVE_STALL_WARN="0")
+                   NODEWEAVE_NNODES=f"{args.min_nodes}:4" if args.min_nodes < 4 else "4")
     count = 5 if mode == "nodeweave" else 4
-    return {i: (["python3", "/work/nodeweave-entrypoint.pyz", "--launcher", "torchrun", "--nnodes", "4",
-                 "--node-rank", str(i), "--nproc-per-node", "1", "--master-addr", cluster.name(0),
-                 "--master-port", "29500", "--", *train], env) for i in range(count)}
+    return {i: (["python3", "/work/nodeweave-entrypoint.pyz", "--launcher", "torchrun", "--node-rank", str(i),
+                 "--nproc-per-node", "1", "--master-addr", cluster.name(0), "--master-port", "29500", "--",
+                 *train], env) for i in range(count)}
 
 
 def training_nodes(nodes):
@@ -140,11 +146,14 @@ def run_mode(mode, args):
             print(f"[{mode}] {fault_time - started:6.1f} s: {kind} on node {target}", flush=True)
         time.sleep(max(0.0, deadline - time.time()))
         ended = time.time()
+        leftovers = {i: cluster.stopped_pids(i, SCRIPT) for i in nodes if cluster.alive(i)}
     finally:
         cluster.down(len(commands))
         shutil.rmtree(work, ignore_errors=True)
     lines = sorted((t, i, text) for i, node in nodes.items() for t, text in node.lines)
-    return measure(mode, args, lines, faults, started, ended)
+    result = measure(mode, args, lines, faults, started, ended)
+    result["stopped_ranks_at_end"] = {str(i): pids for i, pids in leftovers.items() if pids}
+    return result
 
 
 def _schedule(args):
@@ -163,7 +172,7 @@ def measure(mode, args, lines, faults, started, ended):
     return {"mode": mode, "minutes": args.minutes, "fault_every": args.fault_every, "ckpt_every": args.ckpt_every,
             "step_time": args.step_time, "faults": rows, "goodput": goodput(steps, started, ended),
             "final_step": max((s for _, s in steps), default=0), "wall_s": ended - started,
-            "log_tail": [f"{t - started:.1f} node{i}: {text}" for t, i, text in lines[-40:]]}
+            "log": [f"{t - started:.1f} node{i}: {text}" for t, i, text in lines]}
 
 
 def _fault_row(fault, lines, steps, window_end):
@@ -215,6 +224,10 @@ def table(results):
     for result in results:
         print(f"| {result['mode']} | {result['minutes']:g} | {result['fault_every']:g} | {result['ckpt_every']} "
               f"| {result['final_step']} | {result['goodput'] * 100:.0f}% |")
+    for result in results:
+        if result.get("stopped_ranks_at_end"):
+            print(f"\n{result['mode']}: SIGSTOPped ranks still there at the end (container: pids): "
+                  f"{result['stopped_ranks_at_end']}")
 
 
 def main(argv=None):
