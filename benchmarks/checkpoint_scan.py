@@ -29,7 +29,14 @@ from nodeweave.entrypoint.recovery.checkpoints import incomplete, newest_complet
 DCP = ROOT / "tests" / "fixtures" / "recovery" / "dcp-2ranks"
 
 
-def touch(path, data=b"x" * 64):
+SAFETENSORS_HEADER = b'{"w": {"dtype": "F32", "shape": [16], "data_offsets": [0, 64]}}'
+SAFETENSORS = len(SAFETENSORS_HEADER).to_bytes(8, "little") + SAFETENSORS_HEADER + bytes(64)
+
+
+def touch(path, data=None):
+    """A 64-byte file, or a whole (tiny) safetensors file for a .safetensors name."""
+    if data is None:
+        data = SAFETENSORS if path.name.endswith(".safetensors") else b"x" * 64
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(data)
 
