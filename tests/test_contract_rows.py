@@ -36,6 +36,8 @@ launcher: {type: deepspeed, script: t.py, master_port: 29555, max_restarts: 3, w
 network: {interfaces: [eno1, ibp25s0], exclude_hcas: ["mlx5_4", "mlx5_5:1"]}
 kubernetes: {service: rdzv, cluster_domain: corp.example}
 hosts: [gpu-a, gpu-b, gpu-c]
+recovery: {enabled: true, spares: 2, max_restarts: 7, no_progress_restarts: 0, checkpoint_dir: ckpts,
+           straggler_is_fault: true}
 """
 # What the entrypoint makes of each spec field's value (its own typed form).
 EXPECTED = {
@@ -57,6 +59,12 @@ EXPECTED = {
     "launcher.stall_timeout": 0,
     "network.interfaces": ["eno1", "ibp25s0"],
     "network.exclude_hcas": ["mlx5_4", "mlx5_5:1"],
+    "recovery.enabled": True,
+    "recovery.spares": 2,
+    "recovery.max_restarts": 7,
+    "recovery.no_progress_restarts": 0,
+    "recovery.checkpoint_dir": "ckpts",
+    "recovery.straggler_is_fault": True,
     "hosts": HOSTFILE_PATH,  # where compose mounts compose/hosts; test_compose reads the ranks from it
 }
 ROWS = [row for row in SETTINGS if row.spec]

@@ -99,7 +99,7 @@ def run_command(
     host_path = spec.workspace.host_path  # absolute: a path on the hosts, not here
     context = JobContext(job=spec.name, spec_text=spec_path.read_text(encoding="utf-8"),
                          workspace=spec_dir if host_path.startswith(("/", "~")) else (spec_dir / host_path).resolve(),
-                         target=backend.where())
+                         target=backend.where(), recovery=spec.recovery.enabled)
     out = console(stderr=as_json)
     if check:
         from nodeweave.cli.check import check_first
@@ -136,8 +136,12 @@ def _one_run(nodes, command, env, profile, grace, parent, context, out, quiet, s
     out.print(f"[bold]nodeweave:[/] run {folder.run_id} on {len(nodes)} node(s) ({context.target}): "
               f"{shlex.join(command)}" + (f" with {' '.join(f'{k}={v}' for k, v in env.items())}" if env else ""),
               highlight=False)
-    request = RunRequest(run_id=folder.run_id, command=command, env=env, profile=profile, grace=grace)
+    request = RunRequest(run_id=folder.run_id, command=command, env=env, profile=profile, grace=grace,
+                         recovery=context.recovery)
     data = run_job(nodes, request, folder, context, out, quiet=quiet)
+    recovered = (data.get("recovery") or {}).get("restarts")
+    if recovered and data.get("exit_code") == 0:
+        data["summary"] += f"; recovered {recovered} time(s) (runs/{folder.run_id}/recovery.json)"
     data["folder"] = str(folder.path)
     return data
 

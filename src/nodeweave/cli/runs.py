@@ -80,7 +80,8 @@ def show_command(
               if n.get("log") else None} for n in data.get("nodes") or []]
     shown = {"run": entry.run_id, "state": entry.state, "command": data.get("command"), "env": data.get("env"),
              "target": data.get("target"), "started": data.get("started"), "seconds": data.get("seconds"),
-             "summary": data.get("summary"), "folder": str(entry.path), "nodes": nodes}
+             "summary": data.get("summary"), "folder": str(entry.path), "nodes": nodes,
+             "recovery": data.get("recovery")}
     if emit(shown, checked(output)):
         return
     _print_run(shown, output == "wide")
@@ -167,7 +168,22 @@ def _print_run(shown: dict, wide: bool) -> None:
         table.add_row(*[str(node["node"]), str(node["exit_code"]), str(node["seconds"]),
                         commit if wide else commit[:12], node["last_line"] or "-"])
     out.print(table)
+    for line in _recovery_lines(shown.get("recovery")):
+        out.print(line, highlight=False, markup=False)
     out.print(f"folder {shown['folder']}", highlight=False, markup=False)
+
+
+def _recovery_lines(recovery: Optional[dict]) -> List[str]:
+    """The run's generations (docs/recovery.md): each fault, the node left out, the time to recover."""
+    if not recovery:
+        return []
+    lines = [f"recovery: {recovery.get('generations')} generation(s), {recovery.get('restarts')} restart(s), "
+             f"{recovery.get('decision')}; training nodes {recovery.get('members')}, spares {recovery.get('spares')}"]
+    for item in recovery.get("history") or []:
+        lines.append(f"  generation {item.get('generation')} ended: {item.get('why')}; left out node "
+                     f"{item.get('node') if item.get('node') is not None else '-'}; relaunched in "
+                     f"{item.get('recover_s')} s")
+    return lines
 
 
 def register(app: typer.Typer) -> None:

@@ -33,6 +33,7 @@ class JobContext:
     spec_text: str
     workspace: Path
     target: str
+    recovery: bool = False  # recovery.enabled: node 0 decides the outcome, a node's failure stops no one here
 
 
 def _node_report(node: Node, run_id: str) -> dict:
@@ -97,6 +98,15 @@ def _node_record(run: NodeRun, report: dict, folder: RunFolder, profile_files: L
     }
 
 
+def recovery_summary(book: dict) -> dict:
+    """What run.json keeps of node 0's recovery record (recovery.json beside it holds all of it)."""
+    return {"generations": book.get("generation", 0) + 1, "restarts": book.get("restarts", 0),
+            "decision": book.get("decision"), "members": book.get("members"), "spares": book.get("spares"),
+            "left_out": book.get("left_out"), "history": [
+                {k: h.get(k) for k in ("generation", "node", "cause", "why", "recover_s")}
+                for h in book.get("history") or []]}
+
+
 def record(folder: RunFolder, runner: Optional[Runner], request: RunRequest, context: JobContext,
            nodes: List[Node]) -> dict:
     """run.json: written when the run starts (no runner yet) and again, complete, when it ends."""
@@ -112,6 +122,10 @@ def record(folder: RunFolder, runner: Optional[Runner], request: RunRequest, con
         data.update(ended=iso(time.time()), seconds=round(time.monotonic() - runner.t0, 3),
                     exit_code=runner.exit_code, summary=runner.summary(),
                     nodes=[_node_record(r, rep, folder, prof) for r, rep, prof in zip(runner.runs, reports, profiles)])
+        recovery = next((rep["recovery"] for rep in reports if rep.get("recovery")), None)  # node 0's book first
+        if recovery:
+            folder.write_json("recovery.json", recovery)
+            data["recovery"] = recovery_summary(recovery)
         stalls = next((rep["stalls"] for rep in reports if rep.get("stalls")), None)  # every node keeps the same
         if stalls:
             (folder.path / "stalls.txt").write_text(stalls)

@@ -43,6 +43,7 @@ class RunRequest:
     env: Dict[str, str] = field(default_factory=dict)
     profile: Optional[str] = None
     grace: float = 10.0
+    recovery: bool = False  # recovery.enabled: node 0 restarts the job; node 0's exit is the run's
 
     def entrypoint_args(self) -> List[str]:
         profile = ["--profile", self.profile] if self.profile else []
@@ -163,7 +164,10 @@ class Runner:
             if run.code is None and run.proc.poll() is not None:
                 code = run.proc.returncode  # a client killed by signal N: 128+N, as exec and ssh report it
                 run.code, run.ended = (128 - code if code < 0 else code), time.monotonic() - self.t0
-                if run.code != 0 and self.first_failure is None and self.stop_began is None:
+                if run.code != 0 and self.request.recovery and run.node.index != 0:
+                    self._say(f"{run.node.name} ended with {exit_text(run.code)}; recovery is on: node 0 decides "
+                              "what follows")
+                elif run.code != 0 and self.first_failure is None and self.stop_began is None:
                     self.first_failure = run
                     self._say(f"{run.node.name} ({run.node.remote.label}) ended with {exit_text(run.code)}: stopping "
                               f"the other nodes (SIGTERM, SIGKILL after {self.request.grace:.0f} s)")
@@ -214,6 +218,8 @@ class Runner:
     def exit_code(self) -> int:
         if self.interrupted:
             return 130
+        if self.request.recovery and self.runs:  # node 0 saw the job through its generations
+            return 0 if self.runs[0].code == 0 else 1
         return 0 if all(r.code == 0 for r in self.runs) else 1
 
     def summary(self) -> str:

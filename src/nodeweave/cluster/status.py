@@ -37,7 +37,8 @@ def row(node: Node, answer: NodeAnswer, platform: Optional[str]) -> dict:
             "error": answer.error or None, "mode": data.get("mode"), "rank": plan.get("node_rank"),
             "procs": plan.get("nproc_per_node"),
             "plan_hash": plan.get("hash"), "plan_errors": [e.get("message") for e in plan.get("errors") or []],
-            "run": runs[0] if runs else None, "now": data.get("now"), "gpu": data.get("gpu")}
+            "run": runs[0] if runs else None, "now": data.get("now"), "gpu": data.get("gpu"),
+            "recovery": data.get("recovery")}
 
 
 def agreement(rows: List[dict]) -> Optional[bool]:
@@ -90,6 +91,13 @@ def _since(run: Optional[dict], now: Optional[float]) -> str:
     return f"{run.get('run_id')} since {clock} UTC ({(now or time.time()) - started:.0f} s)"
 
 
+def _generation(recovery: Optional[dict]) -> str:
+    """``; generation 1: spare`` for a node under recovery (docs/recovery.md), else nothing."""
+    if not recovery or recovery.get("generation") is None:
+        return ""
+    return f"; generation {recovery['generation']}: {recovery.get('role') or '?'}"
+
+
 def _gpus(gpu: Optional[dict]) -> str:
     if not gpu or not gpu.get("tool"):
         return "-"
@@ -126,7 +134,8 @@ def status_table(backend: Backend, rows: List[dict]) -> "Table":
         style = "red" if r["plan_hash"] and r["plan_hash"] != common else ""
         table.add_row(escape(r["node"]), escape(r["reached_as"]), f"[{'green' if r['up'] else 'red'}]{escape(state)}[/]",
                       r["mode"] or "-", "-" if r["rank"] is None else str(r["rank"]),
-                      f"[{style}]{escape(plan)}[/]" if style else escape(plan), escape(_since(r["run"], r["now"])),
+                      f"[{style}]{escape(plan)}[/]" if style else escape(plan),
+                      escape(_since(r["run"], r["now"]) + _generation(r.get("recovery"))),
                       escape(_gpus(r["gpu"])))
     return table
 

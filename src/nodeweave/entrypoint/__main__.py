@@ -12,19 +12,13 @@ import sys
 
 from .planning.consistency import missing_script
 from .core import build_plan
-from .errors import EXIT_FAILURE, EXIT_NOT_EXECUTABLE, EXIT_OK, EntrypointError, UsageError, last_resort
+from .errors import EXIT_NOT_EXECUTABLE, EXIT_OK, EntrypointError, UsageError, last_resort
 from .planning.settings import HelpRequested, VersionRequested, parse, usage
 from .model import SUPERVISED
 from .planning.contract import STALL_WARN_S
 from .running.supervise import resolve, run_supervised
 from .detection.sysfs import Root
-
-PROG = "nodeweave-entrypoint"
-
-
-def _say(text):
-    print(f"{PROG}: {text}", file=sys.stderr, flush=True)
-
+from .announce import PROG, say as _say, summary as _summary, write_files as _write_files
 
 def _watched(plan, settings):
     """Whether the stall watch will supervise even a ``command`` launcher (stall/local.py)."""
@@ -33,34 +27,6 @@ def _watched(plan, settings):
     from .stall.local import starts_ranks
 
     return starts_ranks(plan.launch.argv, plan.environ(settings.env))
-
-
-def _summary(plan, session=None, watched=False):
-    t, launch = plan.topology, plan.launch
-    set_vars = " ".join(f"{v.name}={v.value}" for v in plan.env if v.action == "set") or "no NCCL/RCCL variables"
-    each = f"{t.nproc_per_node.value} process(es) each"
-    checked = ""
-    if session is not None:
-        warned = [p["check"] for p in session.verdict["problems"]]
-        each = f"{t.nproc_per_node.value} process(es) here, world size {t.world_size}" if t.world_size else each
-        checked = f"; checked in{' with warnings: ' + ', '.join(warned) if warned else ''}" + (
-            ", heartbeat on" if session.watch else "")
-    return (f"node {t.node_rank.value} of {t.nnodes.value}, {each}, "
-            f"master {t.master_addr.value}:{t.master_port.value}; sets {set_vars}{checked}; "
-            f"{'run' if launch.launcher in SUPERVISED or watched else 'exec'} {launch.argv[0]}")
-
-
-def _write_files(files):
-    for path, content in files.items():
-        tmp = f"{path}.{os.getpid()}"
-        try:
-            os.makedirs(os.path.dirname(path), exist_ok=True)
-            with open(tmp, "w") as f:
-                f.write(content)
-            os.replace(tmp, path)
-        except OSError as err:
-            raise EntrypointError(f"cannot write {path}: {err.strerror}; set TMPDIR to a writable directory",
-                                  EXIT_FAILURE) from None
 
 
 def run(settings):
@@ -72,6 +38,10 @@ def run(settings):
         from .running.runstate import begin_run  # a run `nodeweave run` started: recorded before anything else
 
         begin_run(settings)
+    if settings.get("recovery"):
+        from .recovery.generations import Generations  # a fault starts the next generation (docs/recovery.md)
+
+        return Generations(settings, _say).run()
     try:
         plan = build_plan(settings)
     except EntrypointError as err:

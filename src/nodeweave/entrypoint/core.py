@@ -64,7 +64,7 @@ def build_plan(settings, partial=False, audit=False):
         locate_master(plan.node, root, plan.topology.master_addr.value, routes)
         check_loopback_master(plan.topology, plan.node, settings, in_container(root, env))
         plan.env = plan_env(plan.node, plan.topology, settings, root, plan.warnings, audit=audit)
-        plan.launch = plan_launch(settings, plan.topology, plan.node)
+        plan.launch = plan_launch(settings, plan.topology, plan.node, plan.warnings)
         plan.env += exports(plan.topology, env) + launcher_exports(plan.launch, plan.node, env)
         plan_exchange(plan, settings)
     except EntrypointError as err:

@@ -19,6 +19,8 @@ EXIT_UNREACHABLE = 4   # the master's address did not resolve or its port did no
 EXIT_PEER_FAILED = 5   # another node of the job failed (or vanished): this node stopped its launcher
 EXIT_BUSY = 6          # another `nodeweave run` (a recorded --run-id) is still in progress on this node
 EXIT_STALLED = 7       # the job stalled (a rank did not enter the collective the others waited in) for stall_timeout
+EXIT_GAVE_UP = 8       # recovery gave up: its restart budget is spent, or too few nodes are left to go on
+EXIT_NO_PROGRESS = 9   # recovery stopped: recovery.no_progress_restarts generations without a newer checkpoint
 EXIT_NOT_EXECUTABLE = 126  # the launcher exists but cannot be executed
 EXIT_NOT_FOUND = 127   # the launcher (torchrun, deepspeed, accelerate, the command) is not on PATH
 EXIT_INTERRUPTED = 130  # Ctrl-C (SIGINT) before any launcher started
@@ -38,6 +40,10 @@ EXIT_CODES = {
     EXIT_BUSY: "another nodeweave run is still in progress on this node (the message names it)",
     EXIT_STALLED: "the job stalled: ranks waited in a collective one rank did not enter for launcher.stall_timeout "
                   "seconds; every node stopped its launcher (the report names the rank and every rank's stack)",
+    EXIT_GAVE_UP: "recovery gave up: recovery.max_restarts restarts are spent, or a node was left out and no spare "
+                  "or elastic minimum lets the job go on (the one-line verdict names the node and why)",
+    EXIT_NO_PROGRESS: "recovery stopped: recovery.no_progress_restarts generations in a row found no newer complete "
+                      "checkpoint (\"3 restarts since step 4200, no newer checkpoint\"); do not requeue as is",
     EXIT_NOT_EXECUTABLE: "the launcher was found but is not executable",
     EXIT_NOT_FOUND: "the launcher is not installed / not on PATH",
     EXIT_INTERRUPTED: "interrupted (Ctrl-C) before a launcher started",

@@ -153,8 +153,17 @@ def status(args, env):
     runs = [{k: r.get(k) for k in ("run_id", "pid", "started", "node_rank")} for r in live_runs(env)]
     data = {"schema": NODE_SCHEMA, "now": time.time(), "hostname": os.uname().nodename,
             "mode": "hold" if hold else "run", "hold": hold, "runs": runs,
-            "plan": hold["plan"] if hold else _plan_now(command, env), "gpu": gpu_usage()}
+            "plan": hold["plan"] if hold else _plan_now(command, env), "gpu": gpu_usage(),
+            "recovery": _recovery(env)}
     return data, EXIT_OK
+
+
+def _recovery(env):
+    """This node's last recovery record (docs/recovery.md): the generation, its role in it, the spares."""
+    book = read_json(os.path.join(state_root(env), "recovery.json"))
+    if not book:
+        return None
+    return {k: book.get(k) for k in ("generation", "role", "decision", "members", "spares", "left_out")}
 
 
 def _option(args, name, default=None):
@@ -194,7 +203,7 @@ def report(args, env):
     data = {"schema": NODE_SCHEMA, "run": record, "plan": read_json(os.path.join(folder, "plan.json")),
             "alive": bool(record) and alive(record.get("pid", -1), record.get("starttime")),
             "stamp": read_json(os.path.join(os.getcwd(), STAMP)), "profile_dir": profile, "profile": files,
-            "stalls": _stall_reports(folder)}
+            "stalls": _stall_reports(folder), "recovery": read_json(os.path.join(folder, "recovery.json"))}
     return data, EXIT_OK
 
 

@@ -89,6 +89,18 @@ class Launcher:
 
 
 @dataclass(frozen=True)
+class Recovery:
+    """The ``recovery`` section (docs/recovery.md): off by default; on, nodeweave restarts the job itself."""
+
+    enabled: bool = False
+    spares: int = 0  # containers beyond ``nodes`` that check in and wait to take a left-out node's place
+    max_restarts: int = 5  # restarts of the whole job (counted by node 0), then exit 8
+    no_progress_restarts: int = 3  # generations in a row without a newer checkpoint, then exit 9; 0 = no brake
+    checkpoint_dir: Optional[str] = None  # where the script saves; None = no resume (NODEWEAVE_RESUME_FROM unset)
+    straggler_is_fault: bool = False  # a lasting straggler counts as a fault (issue 32 acts on it)
+
+
+@dataclass(frozen=True)
 class Workspace:
     path: str = "/workspace"
     host_path: str = "."
@@ -285,3 +297,4 @@ class Spec:
     hosts: Tuple[str, ...] = ()  # bare hosts, node 0 first: compose's hostfile gives each its rank
     slurm: Optional[Slurm] = None  # None: no slurm section (``render slurm`` uses the defaults)
     nodes_given: bool = True  # False: ``nodes`` left out, so a host list given to the cluster verbs sets the count
+    recovery: Recovery = Recovery()

@@ -53,7 +53,8 @@ class LocalCluster(Backend):
         self.compose_file = self.state.compose_file
 
     def nodes(self, for_up: bool = False) -> List[Node]:
-        return [Node(i, make_target(self.engine, f"{self.spec.name}-{i}")) for i in range(self.spec.nodes.min)]
+        count = self.spec.nodes.min + self.spares()
+        return [Node(i, make_target(self.engine, f"{self.spec.name}-{i}")) for i in range(count)]
 
     def tool(self) -> str:
         return self.engine

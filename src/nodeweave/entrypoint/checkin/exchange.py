@@ -34,13 +34,13 @@ class Peer:
     """A node checked in with node 0 (or on its way in)."""
 
     __slots__ = ("channel", "challenge", "since", "fp", "seen", "probe", "thread", "label", "done", "last_heard",
-                 "ranks", "stacks")
+                 "ranks", "stacks", "role")
 
     def __init__(self, channel, challenge, since):
         self.channel, self.challenge, self.since = channel, challenge, since
         self.fp = self.seen = self.probe = self.thread = self.label = self.done = None
         self.ranks = self.stacks = None  # the stall watch's: this node's ranks, its answer for stacks
-        self.last_heard = since
+        self.last_heard, self.role = since, "member"  # recovery's spares and left-out nodes: their loss aborts nothing
 
     def entry(self):
         from .verdict import Entry

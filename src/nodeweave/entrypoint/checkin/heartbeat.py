@@ -1,25 +1,19 @@
 """For the life of the job: tell every node at once when one fails, so nobody waits for NCCL's watchdog.
 
-The check-in's connections stay open. Every :data:`BEAT_S` seconds each node
-sends node 0 a beat, and node 0 :data:`HUB_BEATS` per :data:`LOST_S` to each. A node
-whose launcher ends reports how (exit code or signal, its last lines of
-output); node 0 relays a failure to every other node, and
-each stops its own launcher (SIGTERM to its process group, SIGKILL after
-:data:`GRACE_S`) and exits :data:`EXIT_PEER_FAILED`. A node that vanishes —
-its connection closes without a report, or is silent for :data:`LOST_S` —
-counts as failed too; node 0 vanishing stops every other node. In an elastic
-job a node leaving is reported, nothing is stopped: torchrun's membership
-rules. A clean finish ends quietly: node 0 waits (up to :data:`LINGER_S`) for
-the others to finish, then says it is closing.
+The check-in's connections stay open. Every :data:`BEAT_S` seconds each node sends node 0 a beat, and node 0
+:data:`HUB_BEATS` per :data:`LOST_S` to each. A node whose launcher ends reports how (exit code or signal, its
+last lines of output); node 0 relays a failure to every other node, and each stops its own launcher (SIGTERM to
+its process group, SIGKILL after :data:`GRACE_S`) and exits :data:`EXIT_PEER_FAILED`. A node that vanishes —
+its connection closes without a report, or is silent for :data:`LOST_S` — counts as failed too; node 0
+vanishing stops every other node. In an elastic job a node leaving is reported, nothing is stopped: torchrun's
+membership rules. A clean finish ends quietly: node 0 waits (up to :data:`LINGER_S`) for the others to finish,
+then says it is closing. Under recovery node 0 also keeps the culprit (``culprit``) for the next generation.
 
-Both sides run one daemon thread (``select`` with a short timeout); the main
-thread only waits for the launcher and calls :meth:`finish`. Node 0's thread
-serves every node from one selector (``switchboard.py``): a beat or an abort
-is encoded once and queued to each node without waiting on any, wake-ups are
-batched (:data:`BATCH_S`), and silence is looked for once a second, not on
-every wake-up.
+Both sides run one daemon thread (``select`` with a short timeout); the main thread only waits for the launcher
+and calls :meth:`finish`. Node 0's thread serves every node from one selector (``switchboard.py``): a beat or an
+abort is encoded once and queued to each node without waiting on any, wake-ups are batched (:data:`BATCH_S`),
+and silence is looked for once a second, not on every wake-up.
 """
-
 import threading
 import time
 
@@ -60,6 +54,7 @@ class Watch:
         self.stop_launcher = None    # set by start()
         self.thread = None
         self.stall = None            # stall.watcher.StallWatch, when the ranks are watched
+        self.failed_at = None        # when the first failure was heard (recovery's time to recover counts from it)
 
     def start(self, stop_launcher):
         self.stop_launcher = stop_launcher
@@ -72,6 +67,7 @@ class Watch:
             if self.failure is not None:
                 return
             self.failure, self.failure_code = (label, report), code
+            self.failed_at = time.time()
         lines = describe(report)
         if code == EXIT_STALLED:
             aside = self.stall.aside_path() if self.stall is not None and self.stop_launcher else None
@@ -173,6 +169,7 @@ class HubWatch(HubStall, Watch):
         self.admit = admit           # elastic: judges a late node, returns its verdict; fixed: None
         self.own_done = threading.Event()
         self.label = f"node 0 ({hub.own_fp.get('hostname')})"
+        self.culprit = None          # recovery: (node rank or None, "crash" | "lost" | "stall", generation rank)
 
     def _send(self, peer, message):
         """Queue ``message`` for ``peer`` (never waits on it); False when the node is gone or not reading."""
@@ -194,8 +191,8 @@ class HubWatch(HubStall, Watch):
                 next_beat = now + LOST_S / HUB_BEATS
                 if self.stall is not None and self.failure is None:
                     self.stall_tick()
-            if self.own_done.is_set() and not any(p.done is None for p in hub.peers):
-                return  # everyone finished
+            if self.own_done.is_set() and not any(p.done is None for p in hub.peers if p.role == "member"):
+                return  # everyone finished (spares wait on: they hear the closing)
             accept, ready = hub.board.wait(min(0.5, max(0.0, next_beat - now)))
             if accept:
                 hub.accept()
@@ -226,6 +223,10 @@ class HubWatch(HubStall, Watch):
         self.hub.peers.remove(peer)
         self.hub.board.settle(peer, 10)
         verdict = self.admit(peer) if self.admit else None
+        if verdict is False:  # recovery: a node on its way to the next generation, early; it tries again
+            self.hub.board.forget(peer)
+            peer.channel.close()
+            return
         if verdict is None:
             verdict = {"decision": "refuse", "problems": [{
                 "check": "late", "severity": "refuse", "allowed": False, "fields": [], "nodes": [_label(peer)],
@@ -251,16 +252,24 @@ class HubWatch(HubStall, Watch):
             self.stall_message(peer, message)
             if message.get("t") == "exit":
                 peer.done = message
-                if message.get("code") != 0:
+                if message.get("code") != 0 and peer.role == "member":
+                    self._blame(peer, "crash")
                     self._failed(_label(peer), message)  # the others first, then this node's goodbye
                 self.hub.board.finish(peer, 0.5)
                 return
 
     def _gone(self, peer, report):
-        peer.done = report
+        peer.done = dict(report, lost=self.failure is None)  # after a failure, closing is what nodes do
         self.hub.board.forget(peer)
         peer.channel.close()
+        if peer.role != "member":  # a spare or a left-out node: nothing to stop
+            return self.log(f"{_label(peer)} ({peer.role}) is gone: {report.get('how')}")
+        self._blame(peer, "lost")
         self._failed(_label(peer), report)
+
+    def _blame(self, peer, cause):  # recovery's culprit: the first node that failed (its container's node rank)
+        if self.failure is None and self.culprit is None:
+            self.culprit = ((peer.fp or {}).get("rank"), cause, None)
 
     def _failed(self, label, report):
         news = {"node": label, "how": report.get("how"), "tail": (report.get("tail") or [])[-TAIL_LINES:]}
@@ -278,7 +287,8 @@ class HubWatch(HubStall, Watch):
         if self.failure is None and code != 0:
             report = {"how": how, "tail": tail[-TAIL_LINES:]}
             with self.lock:
-                self.failure = (self.label, report)  # the first failure is this node's own
+                self.failure, self.failed_at = (self.label, report), time.time()  # the first failure is this node's own
+            self.culprit = self.culprit or (self.hub.own_fp.get("rank", 0), "crash", None)
             news = {"node": self.label, "how": how, "tail": report["tail"]}
             self._broadcast({"t": "left" if self.elastic else "abort", **news})
         elif code == 0 and self.failure is None and self.thread is not None:

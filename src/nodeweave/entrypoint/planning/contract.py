@@ -19,6 +19,7 @@ HOSTFILE_PATH = "/etc/nodeweave/hosts"
 MODES = ("run", "hold")  # hold: plan, print it, keep the container up; `nodeweave run` starts jobs in it
 PROFILERS = ("nsys", "rocprofv3")
 STALL_WARN_S = 60  # the stall defaults: docs/stalls.md
+RECOVERY_RESTARTS, RECOVERY_NO_PROGRESS = 5, 3  # recovery's brakes by default: docs/recovery.md
 STALL_TIMEOUT_S = 600
 
 
@@ -113,6 +114,11 @@ def optional_text(value):
 def text_unless(default):
     """A spec value as the variable's text; None (variable left out) at the entrypoint's own ``default``."""
     return lambda value: None if value == default else str(value)
+
+
+def on_text(value):
+    """Only a switched-on option is written out: off is the default."""
+    return "on" if value else None
 
 
 HOST_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.")
@@ -223,7 +229,6 @@ class Setting:
         return f"Setting({self.key!r}, {self.flag!r}, {self.variable!r})"
 
 
-# Row order is the order renderers write the variables in.
 SETTINGS = (
     Setting("nnodes", "--nnodes", "NODEWEAVE_NNODES", "node count N, or MIN:MAX for elastic torchrun",
             spec="nodes", where=("compose", "kubernetes"), topology=True),  # Slurm: SLURM_NNODES says
@@ -307,6 +312,25 @@ SETTINGS = (
     Setting("stall_timeout", "--stall-timeout", "NODEWEAVE_STALL_TIMEOUT",
             "seconds of a stall before exit 7; 0 = never",
             spec="launcher.stall_timeout", read=read_int(0), text=text_unless(STALL_TIMEOUT_S)),
+    Setting("recovery", "--recovery", "NODEWEAVE_RECOVERY", "on | off (default): a fault starts a new generation "
+            "of the job instead of ending it (docs/recovery.md)", spec="recovery.enabled", read=read_switch,
+            text=on_text),
+    Setting("spares", "--spares", "NODEWEAVE_SPARES", "nodes beyond the node count that check in and wait to "
+            "replace a left-out node (node ranks N..N+spares-1)", spec="recovery.spares", read=read_int(0),
+            text=text_unless(0)),
+    Setting("recovery_max_restarts", "--recovery-max-restarts", "NODEWEAVE_RECOVERY_MAX_RESTARTS",
+            f"restarts of the whole job before exit 8 (default {RECOVERY_RESTARTS})",
+            spec="recovery.max_restarts", read=read_int(1), text=text_unless(RECOVERY_RESTARTS)),
+    Setting("no_progress_restarts", "--no-progress-restarts", "NODEWEAVE_NO_PROGRESS_RESTARTS",
+            f"generations in a row without a newer checkpoint before exit 9; 0 = never (default "
+            f"{RECOVERY_NO_PROGRESS})", spec="recovery.no_progress_restarts", read=read_int(0),
+            text=text_unless(RECOVERY_NO_PROGRESS)),
+    Setting("checkpoint_dir", "--checkpoint-dir", "NODEWEAVE_CHECKPOINT_DIR", "the folder the script saves "
+            "checkpoints in; node 0 hands the newest complete one to the ranks as NODEWEAVE_RESUME_FROM",
+            spec="recovery.checkpoint_dir", text=optional_text),
+    Setting("straggler_is_fault", "--straggler-is-fault", "NODEWEAVE_STRAGGLER_IS_FAULT", "on | off (default): "
+            "a lasting straggler counts as a fault for recovery", spec="recovery.straggler_is_fault",
+            read=read_switch, text=on_text),
 )
 
 BY_KEY = {row.key: row for row in SETTINGS}

@@ -82,14 +82,30 @@ def launcher_exports(launch, node, env):
     return []
 
 
-def plan_launch(settings, topo, node):
+def _restarts(settings, topo, launcher, warnings):
+    """The launcher's own restart count: none under recovery (nodeweave restarts the job); a warning where
+    the launcher's restarts cannot work (a static rendezvous spanning nodes restarts one node's ranks alone)."""
+    restarts = settings.get("max_restarts")
+    if settings.get("recovery"):
+        return None
+    if restarts and topo.nnodes_max > 1 and not topo.elastic and launcher in ("torchrun", "accelerate") \
+            and warnings is not None:
+        from .rules import emit
+
+        emit(warnings, "restarts-across-nodes", f"max restarts {restarts} ({settings.source('max_restarts')}): "
+             f"{launcher}'s static rendezvous across {topo.nnodes_max} nodes restarts only the failed node's ranks, "
+             "and the others wait in the old collective until the stall watch stops the job")
+    return restarts
+
+
+def plan_launch(settings, topo, node, warnings=None):
     """The :class:`Launch` for this node."""
     launcher = settings.get("launcher", "torchrun")
     command = list(settings.command)
     if not command:
         raise UsageError("no training command: give the script and its arguments after the options, "
                          "e.g. nodeweave-entrypoint -- train.py --lr 3e-4 (the container's CMD)")
-    restarts = settings.get("max_restarts")
+    restarts = _restarts(settings, topo, launcher, warnings)
     if topo.elastic and launcher != "torchrun":
         raise UsageError(f"an elastic node count ({topo.nnodes.value}, from {topo.nnodes.source}) needs "
                          f"launcher torchrun; {launcher} runs a fixed number of nodes")

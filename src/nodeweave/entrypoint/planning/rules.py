@@ -250,6 +250,9 @@ NOTICES = (  # emitted inline by the planners (topology, policy)
          "drop the flag or the variable it overrides, so every node reads its rank from one place"),
     Rule("no-route-to-master", None, WARNING, "check that the master's name resolves and is routable from this node"),
     Rule("roce-gid-index-differs", None, WARNING, "use NCCL >= 2.21.5, which picks each port's GID itself"),
+    Rule("restarts-across-nodes", None, WARNING,
+         "set recovery.enabled: true (nodeweave restarts every node together as one generation) and "
+         "launcher.max_restarts: 0"),
     Rule("derived-job-token", None, WARNING,
          "bring the nodes up with `nodeweave up` (a random token per job), or hand every node the same secret "
          "in a file and point NODEWEAVE_JOB_TOKEN_FILE at it"),

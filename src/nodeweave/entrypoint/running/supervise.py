@@ -111,6 +111,7 @@ def _stopper(pid, reaped, tail=None):
     def stop(grace, aside=None):
         diverted = bool(aside and tail is not None and tail.divert(aside))
         kill(signal.SIGTERM)
+        kill(signal.SIGCONT)  # a stopped rank (SIGSTOP, a debugger) takes its SIGTERM now, not at the SIGKILL
         timer = threading.Timer(grace, kill, args=(signal.SIGKILL,))
         timer.daemon = True
         timer.start()
@@ -136,17 +137,18 @@ def _become_launcher(executable, argv, env, parent, tail, forwarded, saved):
     os._exit(EXIT_NOT_EXECUTABLE)
 
 
-def run_supervised(executable, argv, env, watch=None):
+def run_supervised(executable, argv, env, watch=None, received=None):
     """Fork, exec the launcher in the child, forward signals, and return the exit code to use.
 
     With ``watch`` (the heartbeat, ``heartbeat.py``) the launcher's output is
     passed through :class:`capture.OutputTail`, the watch may stop the launcher
-    when another node fails, and it hears how the launcher ended.
+    when another node fails, and it hears how the launcher ended. ``received``: a list the caller keeps, to
+    learn which signals this process was sent (recovery stops for those, not for a fault).
     """
     import signal
 
     forwarded = _numbers(FORWARDED)
-    received = []
+    received = [] if received is None else received
     parent = os.getpid()
     tail = None
     if watch is not None:

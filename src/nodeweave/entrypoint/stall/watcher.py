@@ -99,7 +99,8 @@ class StallWatch:
             culprit = (finding["culprits"] or finding["waiting"])[0]
             who = f"rank {culprit['rank']} never entered" if finding["culprits"] else "this node's ranks waited in"
             how = f"stalled for {finding['for_s']:.0f}s (stall_timeout {self.timeout_s}s): {who} {finding['where']}"
-            hub_watch.stop_all(f"node {culprit.get('node')} ({culprit.get('host')})", how, EXIT_STALLED)
+            hub_watch.stop_all(f"node {culprit.get('node')} ({culprit.get('host')})", how, EXIT_STALLED,
+                               node=culprit.get("node") if finding["culprits"] else None)
 
     def _stragglers(self, hub_watch, views, now):
         named = self.stragglers.evaluate(now)

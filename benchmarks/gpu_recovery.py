@@ -1,0 +1,154 @@
+"""Recovery on real GPUs (NCCL), no container engine: two simulated nodes and a spare, a rank killed and a rank
+stalled mid-run; for each fault the time from the fault to the first training step after it, and who was left out.
+
+Each simulated node is a real ``nodeweave-entrypoint`` (recovery on, torchrun, one rank) with its own TMPDIR,
+``NCCL_HOSTID`` and ``CUDA_VISIBLE_DEVICES`` (node 0 -> GPU 0, node 1 and the spare -> GPU 1: the spare takes
+the failed node's GPU), and, where ``unshare --uts`` works, its own hostname. The workload is
+tests/e2e/workspace/resumable.py: an all-reduce per step, a checkpoint every ``--save-every`` steps, resumed
+from ``NODEWEAVE_RESUME_FROM``. The schedule: node 1's rank is killed (SIGKILL) at step ``--kill-step`` of
+generation 0 (the spare takes its place); then the spare's rank stops itself (SIGSTOP) at step
+``--stop-step`` of generation 1 (the stall watch names it at ``--stall-warn``, stops the job at
+``--stall-timeout``; node 1, left out once, comes back in its place).
+
+    python benchmarks/gpu_recovery.py            # 2+ GPUs, NCCL
+    python benchmarks/gpu_recovery.py --cpu      # anywhere: gloo on CPU, same schedule
+
+Prints one row per fault: the fault, the node at fault, the node left out, fault -> first step after it
+(the workload's own timestamps), heard -> relaunch (node 0's record), the step resumed from, the steps lost.
+"""
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from stall_nodes import ENTRY, ROOT, Node, free_port_pair, stop  # noqa: E402
+
+WORKLOAD = ROOT / "tests" / "e2e" / "workspace" / "resumable.py"
+
+
+def parse():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--cpu", action="store_true", help="gloo on CPU instead of NCCL on GPUs")
+    p.add_argument("--steps", type=int, default=120)
+    p.add_argument("--interval", type=float, default=0.25, help="seconds each step sleeps after its all-reduce")
+    p.add_argument("--save-every", type=int, default=10)
+    p.add_argument("--kill-step", type=int, default=25)
+    p.add_argument("--stop-step", type=int, default=55)
+    p.add_argument("--stall-warn", type=int, default=10)
+    p.add_argument("--stall-timeout", type=int, default=20)
+    p.add_argument("--keep", action="store_true", help="keep the work folder (its path is printed)")
+    return p.parse_args()
+
+
+def uts():
+    """``unshare --uts`` with a hostname of its own, where this user may (root, or user namespaces)."""
+    if not shutil.which("unshare"):
+        return False
+    probe = subprocess.run(["unshare", "--uts", "--map-root-user", "true"], capture_output=True)
+    return probe.returncode == 0
+
+
+def node_argv(rank, port, folder, args, own_host):
+    work = [*ENTRY, "--launcher", "torchrun", "--node-rank", str(rank), "--nproc-per-node", "1",
+            "--master-addr", "127.0.0.1", "--master-port", str(port), "--",
+            "resumable.py", "--ckpt", str(folder / "checkpoints"), "--steps", str(args.steps),
+            "--interval", str(args.interval), "--save-every", str(args.save_every),
+            "--faults", f"kill:1:0:{args.kill_step},stop:2:1:{args.stop_step}"] + ([] if args.cpu else ["--cuda"])
+    if not own_host:
+        return work
+    script = f'hostname sim-node-{rank} && exec "$@"'
+    return ["unshare", "--uts", "--map-root-user", "sh", "-c", script, "sh", *work]
+
+
+def start(folder, args):
+    shutil.copy(WORKLOAD, folder / "resumable.py")
+    port, own_host = free_port_pair(), uts()
+    nodes = []
+    for rank in range(3):
+        path = os.pathsep.join(p for p in (str(ROOT / "src"), os.environ.get("PYTHONPATH")) if p)
+        env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}", "PYTHONPATH": path,
+               "TMPDIR": str(folder / f"n{rank}"), "OMP_NUM_THREADS": "1", "NODEWEAVE_TEST_NODE": str(rank),
+               "NODEWEAVE_RECOVERY": "on", "NODEWEAVE_SPARES": "1", "NODEWEAVE_NNODES": "2",
+               "NODEWEAVE_CHECKPOINT_DIR": str(folder / "checkpoints"), "NODEWEAVE_WAIT_TIMEOUT": "120",
+               "NODEWEAVE_STALL_WARN": str(args.stall_warn), "NODEWEAVE_STALL_TIMEOUT": str(args.stall_timeout),
+               "NCCL_HOSTID": f"sim-node-{rank}", "CUDA_VISIBLE_DEVICES": "0" if rank == 0 else "1"}
+        os.makedirs(env["TMPDIR"], exist_ok=True)
+        nodes.append(Node(subprocess.Popen(node_argv(rank, port, folder, args, own_host), env=env, cwd=folder,
+                                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)))
+    return nodes
+
+
+def lines(nodes, tag):
+    """Every ``tag`` line any node printed, as a dict of its key=value fields."""
+    found = []
+    for node in nodes:
+        for line in node.text("out").split("\n"):
+            if line.startswith(tag):
+                found.append(dict(re.findall(r"(\w+)=(\S+)", line), word=line.split()[1]))
+    return found
+
+
+def rows(nodes, record):
+    faults, step_lines = lines(nodes, "RECOVERY-FAULT"), lines(nodes, "RECOVERY-STEP")
+    resumes = {int(r["gen"]): int(r["step"]) for r in lines(nodes, "RECOVERY-RESUME")}
+    history = {h["generation"]: h for h in record.get("history") or []}
+    out = []
+    for fault in faults:
+        gen, at = int(fault["gen"]), float(fault["t"])
+        after = [float(s["t"]) for s in step_lines if int(s["gen"]) == gen + 1]
+        last = max([int(s["step"]) for s in step_lines if int(s["gen"]) == gen] or [0])
+        h = history.get(gen, {})
+        resumed = resumes.get(gen + 1)
+        out.append({"fault": fault["word"], "node": fault["node"],
+                    "left_out": h.get("node"), "cause": h.get("cause"),
+                    "fault_to_step_s": round(min(after) - at, 1) if after else None,
+                    "heard_to_relaunch_s": h.get("recover_s"), "resumed_step": resumed,
+                    "steps_lost": None if resumed is None else last - resumed})
+    return out
+
+
+def main():
+    args = parse()
+    folder = Path(tempfile.mkdtemp(prefix="nodeweave-gpu-recovery-"))
+    started = time.monotonic()
+    nodes = start(folder, args)
+    try:
+        codes = [node.wait(900) for node in nodes]
+    finally:
+        stop(nodes)
+    took = time.monotonic() - started
+    record = json.loads((folder / "n0" / "nodeweave" / "recovery.json").read_text())
+    kinds = {"kill": "rank killed (SIGKILL)", "stop": "rank stalled (SIGSTOP)"}
+    device = "CPU, gloo" if args.cpu else "GPU, NCCL (node 0: GPU 0; node 1 and the spare: GPU 1)"
+    print(f"recovery, two simulated nodes + one spare, {device}; stall_warn {args.stall_warn}s, "
+          f"stall_timeout {args.stall_timeout}s; exit codes {codes}; {took:.0f}s in all")
+    print(f"{'fault':<24} {'node':>4} {'left out':>8} {'cause':>6} {'fault->step s':>13} {'heard->relaunch s':>17} "
+          f"{'resumed at':>10} {'steps lost':>10}")
+    for row in rows(nodes, record):
+        print(f"{kinds.get(row['fault'], row['fault']):<24} {row['node']:>4} {str(row['left_out']):>8} "
+              f"{str(row['cause']):>6} {str(row['fault_to_step_s']):>13} {str(row['heard_to_relaunch_s']):>17} "
+              f"{str(row['resumed_step']):>10} {str(row['steps_lost']):>10}")
+    done = lines(nodes, "RECOVERY-DONE")
+    finished = f"step {done[0]['step']}, state {done[0]['state']}" if done else "no RECOVERY-DONE line"
+    print(f"final: generation {record.get('generation')}, training nodes {record.get('members')}, {finished}")
+    if args.keep or any(codes):
+        print(f"work folder: {folder}")
+        if any(codes):
+            for rank, node in enumerate(nodes):
+                print(f"--- node {rank} stderr (last lines)\n" + "\n".join(node.text().split("\n")[-15:]))
+    else:
+        shutil.rmtree(folder, ignore_errors=True)
+    return 0 if not any(codes) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

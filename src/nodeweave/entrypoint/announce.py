@@ -1,0 +1,42 @@
+"""What a node says and writes just before it launches: shared by one launch (``__main__``) and by each
+generation of a recovering job (``recovery/generations.py``), so neither imports the other."""
+
+import os
+import sys
+
+from .errors import EXIT_FAILURE, EntrypointError
+from .model import SUPERVISED
+
+PROG = "nodeweave-entrypoint"
+
+
+def say(text):
+    print(f"{PROG}: {text}", file=sys.stderr, flush=True)
+
+
+def summary(plan, session=None, watched=False):
+    t, launch = plan.topology, plan.launch
+    set_vars = " ".join(f"{v.name}={v.value}" for v in plan.env if v.action == "set") or "no NCCL/RCCL variables"
+    each = f"{t.nproc_per_node.value} process(es) each"
+    checked = ""
+    if session is not None:
+        warned = [p["check"] for p in session.verdict["problems"]]
+        each = f"{t.nproc_per_node.value} process(es) here, world size {t.world_size}" if t.world_size else each
+        checked = f"; checked in{' with warnings: ' + ', '.join(warned) if warned else ''}" + (
+            ", heartbeat on" if session.watch else "")
+    return (f"node {t.node_rank.value} of {t.nnodes.value}, {each}, "
+            f"master {t.master_addr.value}:{t.master_port.value}; sets {set_vars}{checked}; "
+            f"{'run' if launch.launcher in SUPERVISED or watched else 'exec'} {launch.argv[0]}")
+
+
+def write_files(files):
+    for path, content in files.items():
+        tmp = f"{path}.{os.getpid()}"
+        try:
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            with open(tmp, "w") as f:
+                f.write(content)
+            os.replace(tmp, path)
+        except OSError as err:
+            raise EntrypointError(f"cannot write {path}: {err.strerror}; set TMPDIR to a writable directory",
+                                  EXIT_FAILURE) from None

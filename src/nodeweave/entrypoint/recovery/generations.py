@@ -1,0 +1,136 @@
+"""The entrypoint with recovery on: check in, launch, watch — and on a fault, all again as the next generation.
+
+Every node runs this loop instead of ``__main__.run``'s single launch. Node 0
+keeps the check-in exchange (a fresh ``Hub`` on the same port each
+generation), gathers the nodes, asks ``decide.py`` who trains, who waits as a
+spare and who is left out, and sends that with the verdict (``"recovery"``).
+Each node plans its launch for the generation (its training rank, the node
+count, the master: the first member), runs it under the heartbeat, and when
+the heartbeat stops it (a crash, a lost node, a stall) checks in again. A
+node's hello names the generation it wants (``"generation"`` in its
+fingerprint), so a node early for the next one is turned away by the current
+one and tries again. Node 0 keeps the hub role for the job's life; its
+training slot may go to a spare (docs/recovery.md says why).
+"""
+
+import os
+
+from ..errors import EntrypointError
+from . import decide
+from .setup import Config, identity_settings, with_flags
+
+
+class Generations:
+    """The loop on one node; :meth:`run` returns the exit code."""
+
+    def __init__(self, settings, log):
+        self.settings, self.log = settings, log
+        self.ident_settings = identity_settings(settings)
+        self.received = []
+
+    # --- shared --------------------------------------------------------------------------------------
+    def prepare(self):
+        """The node's own plan (its container's rank among nodes + spares), the check-in made ready, the wait."""
+        from .. import announce
+        from ..checkin.session import CheckIn
+        from ..core import build_plan
+        from ..detection.sysfs import Root
+        from ..planning.consistency import missing_script
+
+        plan = build_plan(self.ident_settings)
+        problem = missing_script(plan.launch.launcher, self.settings.command, os.getcwd())
+        if problem:
+            raise EntrypointError(problem)
+        if not (plan.exchange and plan.exchange["enabled"] and plan.exchange["heartbeat"]):
+            why = (plan.exchange or {}).get("why") or "it is off"
+            raise EntrypointError(f"recovery is on (NODEWEAVE_RECOVERY) but the check-in exchange and its heartbeat "
+                                  f"do not run ({why}); node 0 learns of faults through them: turn "
+                                  "launcher.exchange on, or recovery off")
+        self.config = Config(self.settings, plan.topology)
+        self.root = Root(self.settings.sysroot)
+        self.checkin = CheckIn(plan, self.ident_settings, self.root, self.log)
+        wait = plan.launch.wait
+        if wait:
+            from ..running.wait import wait_for
+
+            what = wait.get("what", "master")
+            announce.say(f"waiting for {what} {wait['host']}:{wait['port']} (up to {wait['timeout_s']}s)")
+            wait_for(wait["host"], wait["port"], wait["timeout_s"], log=self.log, first_delay=0.02, what=what,
+                     steady_s=3.0)
+        self.plan = plan
+        self.identity = plan.topology.node_rank.value
+        self.log(f"recovery on: node {self.identity} of {self.config.nodes} "
+                 f"({self.config.slots} training, {self.config.spares} spare(s)); restart budget "
+                 f"{self.config.limits.max_restarts}, no-progress brake {self.config.limits.no_progress or 'off'}")
+
+    def run(self):
+        self.prepare()
+        if self.checkin.hub is not None:
+            from .hub import hub_loop
+
+            return hub_loop(self)
+        from .node import node_loop
+
+        return node_loop(self)
+
+    def _generation_plan(self, book, verdict):
+        """This node's plan for the book's generation: its rank among the members, their count, the master."""
+        from ..core import build_plan
+        from ..planning.launch import apply_counts
+
+        members = book["members"]
+        flags = {"node_rank": members.index(self.identity), "nnodes": len(members)}
+        if members[0] != 0:  # node 0's training slot went to a spare: the spare is the rendezvous host
+            flags["master_addr"] = book["master"]
+        settings = with_flags(self.settings, **flags)
+        plan = build_plan(settings)
+        apply_counts(plan, verdict)
+        return plan, settings
+
+    def _launch(self, book, verdict, watch):
+        """Start this node's launcher for the generation under ``watch``; its exit code. A start that fails here
+        (the plan, the files, the launcher not found) is reported to node 0 as this node's fault."""
+        from ..running.supervise import run_supervised
+
+        try:
+            executable, argv, environ = self._prepare_launch(book, verdict, watch)
+        except EntrypointError as err:
+            self.log(f"error: {err}")
+            if watch.thread is None:
+                watch.start(lambda grace: None)
+            return watch.finish(err.exit_code, f"its start failed: {err}", [str(err)]) or err.exit_code
+        return run_supervised(executable, argv, environ, watch=watch, received=self.received)
+
+    def _prepare_launch(self, book, verdict, watch):
+        from .. import announce
+        from ..running.supervise import resolve
+        from ..stall.setup import attach
+
+        plan, settings = self._generation_plan(book, verdict)
+        if book["generation"] == 0:
+            for warning in plan.warnings:
+                self.log(f"warning: {warning}")
+        self.log(f"generation {book['generation']}: " + announce.summary(plan))
+        announce.write_files(plan.launch.files)
+        if settings.get("run_id"):
+            from ..running.runstate import record_run
+
+            record_run(settings, plan)
+        environ = dict(plan.environ(settings.env), NODEWEAVE_RESTART_COUNT=str(book["generation"]))
+        if book.get("resume_from"):
+            environ["NODEWEAVE_RESUME_FROM"] = book["resume_from"]
+        environ = attach(watch, plan, settings, environ, self.log)
+        return resolve(plan.launch.argv[0], environ.get("PATH", os.defpath)), plan.launch.argv, environ
+
+    def _say_role(self, book, role):
+        why = book["why"].get(str(self.identity))
+        if role == "spare":
+            self.log(f"generation {book['generation']}: this node is a spare: it waits to take a left-out node's "
+                     "place")
+        elif role == "left out":
+            self.log(f"generation {book['generation']}: this node is LEFT OUT of the job: {why}; it waits, and may "
+                     "come back as a spare (left out twice: never)")
+        else:
+            self.log(f"generation {book['generation']}: this node is LEFT OUT for good (left out {decide.FOR_GOOD} "
+                     f"times; last: {why}); it waits idle until the job ends (nodeweave status shows it)")
+

@@ -1,0 +1,221 @@
+"""Node 0's side of the generations: gather, decide (``decide.py``), announce, launch or watch, and again.
+
+Node 0 keeps the hub role for the job's life (a fresh ``Hub`` on the same port each generation): its training
+slot may go to a spare, and the spare is then the rendezvous host (docs/recovery.md).
+"""
+
+import time
+
+from ..errors import EXIT_TOPOLOGY, EntrypointError
+from . import decide
+from .setup import keep, newest_checkpoint, public, user_stopped
+
+REGATHER_CAP_S = 60   # node 0 waits at most this long for the nodes it expects back
+STOP_WAIT_S = 30      # and this long for a culprit still up, to tell it the job ends
+
+
+def hub_loop(gens):
+    """Node 0's generations; the job's exit code."""
+    return HubSide(gens).loop()
+
+
+class HubSide:
+    def __init__(self, gens):
+        self.gens = gens
+        self.settings, self.log, self.config = gens.settings, gens.log, gens.config
+        self.checkin, self.plan = gens.checkin, gens.plan
+
+    # --- node 0 --------------------------------------------------------------------------------------
+    def loop(self):
+        from ..checkin.heartbeat import HubWatch
+
+        hub, book, fault = self.checkin.hub, None, None
+        hub.own_fp = self.checkin.fingerprint
+        while True:
+            verdict = self._gather(hub, book)
+            present = {0} | {p.fp.get("rank") for p in hub.peers}
+            path, step = newest_checkpoint(self.config.folder, self.log)
+            book = self._next(hub, book, fault, present, step)
+            book.update(resume_from=path if book["generation"] else None, step=step,
+                        master=self._master(hub, book), present=book.get("present") or sorted(present))
+            verdict = self._announce(hub, verdict, book)
+            if book["generation"] == 0:
+                from ..checkin.session import _say_verdict
+
+                _say_verdict(verdict, time.monotonic() - self.checkin.started, self.log)
+            if book["decision"] == "stop":
+                self.log(f"recovery: the job ends: {book['why']} (every node exits {book['code']})")
+                hub.close()
+                return book["code"]
+            watch = HubWatch(hub, self.log, elastic=False, admit=self._admitter(hub, verdict, book))
+            if 0 in book["members"]:
+                code = self.gens._launch(book, verdict, watch)
+            else:
+                self.gens._say_role(book, decide.role(book, 0))
+                code = self._hub_only(watch)
+            if code == 0 or user_stopped(self.gens.received):
+                book["finished"] = time.time() if code == 0 else None
+                keep(self.settings, dict(book, decision="done" if code == 0 else "stopped"))
+                if code == 0 and book["restarts"]:
+                    self.log(f"recovery: the job finished after {book['restarts']} recovery(ies)")
+                if code == 0:
+                    self._tell_latecomers(hub, verdict, book)
+                return code
+            fault = self._fault(watch, book)
+            self.log(f"recovery: generation {book['generation']} ended: {fault['why']}; starting generation "
+                     f"{book['generation'] + 1}")
+            hub = self._new_hub(hub)
+
+    def _next(self, hub, book, fault, present, step):
+        """The next generation's book; a culprit still up is waited for when the job ends, to be told so."""
+        if book is None:
+            book = decide.first(present, self.config.limits, step)
+            after = max([p.fp.get("generation", 0) for p in hub.peers] + [0])
+            if after:  # node 0 came back (its container restarted): the others were at generation ``after``
+                self.log(f"recovery: node 0 came back; the other nodes ask for generation {after}: going on from "
+                         "the newest checkpoint (the restart budget starts afresh)")
+                book.update(generation=after, history=[{"generation": after - 1, "node": 0, "cause": "lost",
+                                                        "why": "node 0 was lost and came back", "at": time.time()}])
+            return book
+        book = decide.after_fault(book, fault["node"], fault["why"], present, step, self.config.limits)
+        culprit = fault["node"]
+        if book["decision"] == "stop" and culprit in book["alive"] and culprit not in present:
+            self._regather(hub, {culprit}, time.monotonic() + STOP_WAIT_S)
+            book["present"] = sorted(present | {p.fp.get("rank") for p in hub.peers})
+        fault["relaunched"] = time.time()
+        fault["recover_s"] = round(fault["relaunched"] - fault["at"], 2)
+        book["history"].append(fault)
+        return book
+
+    def _tell_latecomers(self, hub, verdict, book):
+        """Nodes still on their way back (a culprit slow to stop its ranks) hear that the job finished, rather
+        than finding no node 0 and exiting 4."""
+        late = set(book.get("present") or []) | set(book.get("alive") or [])
+        late -= {0} | {p.fp.get("rank") for p in hub.peers}
+        if not late:
+            return
+        hub = self._new_hub(hub)
+        self._regather(hub, late, time.monotonic() + REGATHER_CAP_S)
+        if hub.peers:
+            hub.announce(dict(verdict, recovery=public(dict(book, decision="stop", code=0,
+                                                            why="the job finished"))))
+        hub.close()
+
+    def _hub_only(self, watch):
+        """Node 0 without a training slot: watch the members until they finish or one fails."""
+        watch.start(lambda grace: None)
+        watch.own_done.set()
+        watch.thread.join()
+        return watch.finish(0, "node 0 holds no training slot", []) or (1 if watch.failure else 0)
+
+    def _new_hub(self, old):
+        from ..checkin.exchange import Hub
+
+        if not old.board.closed:
+            old.close()
+        hub = Hub(old.port, old.token, self.checkin.fingerprint, self.log, bind=self.checkin._bind())
+        return hub
+
+    def _gather(self, hub, book):
+        """The check-in of one generation; the verdict (refused: every node exits 3)."""
+        from ..checkin.session import _load_node_0_modules, _say_verdict, _record
+
+        _load_node_0_modules(True)
+        plan, info = self.plan, self.plan.exchange
+        started = time.monotonic()
+        if book is None:
+            from ..checkin.refusal import refused_early
+
+            needed = self.config.nodes  # an elastic job too: generation 0 waits for all, up to the deadline
+            self.log(f"check-in: waiting for {needed - 1} more node(s) on port {info['port']} "
+                     f"(up to {info['deadline_s']}s)")
+            hub.gather(needed, self.checkin.started + info["deadline_s"],
+                       early=lambda: refused_early(hub, self.config.nodes, plan.launch.launcher, info["allow"]))
+        else:
+            expected = set(book["alive"]) - {0, book.get("last_culprit")}
+            self._regather(hub, expected, time.monotonic() + min(REGATHER_CAP_S, info["deadline_s"]))
+        minimum = (self.config.minimum if self.config.minimum < self.config.slots else self.config.nodes) \
+            if book is None else 0
+        verdict = hub.decide(minimum, self.config.nodes, plan.launch.launcher, info["allow"])
+        if verdict["decision"] != "start":
+            _say_verdict(verdict, time.monotonic() - started, self.log)
+        _record(plan, self.gens.ident_settings, verdict, self.checkin.fingerprint)
+        if verdict["decision"] != "start":
+            hub.announce(verdict)
+            hub.close()
+            from ..checkin.session import _summary
+
+            raise EntrypointError(f"check-in refused the job: {_summary(verdict)} (table above; the same on every "
+                                  "node)", EXIT_TOPOLOGY)
+        return verdict
+
+    def _regather(self, hub, expected, deadline):
+        from ..checkin.exchange import POLL_S
+
+        hub.board.prepare(len(expected) + 1, self.log)
+        next_log = time.monotonic() + 10.0
+        while True:
+            arrived = {p.fp.get("rank") for p in hub.peers}
+            now = time.monotonic()
+            if expected <= arrived or now >= deadline:
+                break
+            if now >= next_log:
+                self.log(f"recovery: waiting for node(s) {', '.join(map(str, sorted(expected - arrived)))} to check "
+                         f"in again ({int(deadline - now)}s more)")
+                next_log = now + 10.0
+            hub.step(min(POLL_S, deadline - now))
+        while hub.board.probing():
+            hub.step(POLL_S)
+        missing = expected - {p.fp.get("rank") for p in hub.peers}
+        if missing:
+            self.log(f"recovery: node(s) {', '.join(map(str, sorted(missing)))} did not check in again: left out")
+
+    def _master(self, hub, book):
+        members = book.get("members") or [0]
+        if members[0] == 0:
+            return None
+        peer = next((p for p in hub.peers if p.fp.get("rank") == members[0]), None)
+        return (peer.fp.get("address") or peer.seen) if peer else None
+
+    def _announce(self, hub, verdict, book):
+        procs = {0: self.checkin.fingerprint.get("nproc")}
+        procs.update({p.fp.get("rank"): p.fp.get("nproc") for p in hub.peers})
+        verdict = dict(verdict, procs=[procs.get(m) for m in book["members"]], recovery=public(book))
+        verdict["world_size"] = sum(p for p in verdict["procs"] if isinstance(p, int))
+        for peer in hub.peers:
+            peer.role = decide.role(book, peer.fp.get("rank"))
+        keep(self.settings, dict(book, role=decide.role(book, 0)))
+        if book["decision"] == "start":
+            self.log(f"recovery: generation {book['generation']}: training node(s) "
+                     f"{', '.join(map(str, book['members']))}; spare(s) {', '.join(map(str, book['spares'])) or 'none'}"
+                     + (f"; resuming from {book['resume_from']} (step {book['step']})" if book.get("resume_from")
+                        else ""))
+        hub.announce(verdict)
+        return verdict
+
+    def _admitter(self, hub, verdict, book):
+        """A node checking in during a generation: early for the next one (turned away, it tries again), or a
+        spare or left-out node arriving late (it waits)."""
+        def admit(peer):
+            node = peer.fp.get("rank")
+            if peer.fp.get("generation", 0) > book["generation"] or node in book["members"]:
+                return False
+            peer.role = decide.role(book, node)
+            return dict(verdict, recovery=public(book))
+        return admit
+
+    def _fault(self, watch, book):
+        """What ended the generation: the culprit's identity (None when no one node is) and why, in words."""
+        culprit = watch.culprit or (None, "unknown", None)
+        node, cause, gen_rank = culprit
+        if node is None and gen_rank is not None and 0 <= gen_rank < len(book["members"]):
+            node = book["members"][gen_rank]
+        label, report = watch.failure or ("?", {"how": "the launchers ended without a report"})
+        how = str(report.get("how") or "failed")
+        what = {"crash": "its launcher failed", "lost": "it was lost", "stall": "the job stalled"}.get(cause, cause)
+        why = f"node {node}: {what} ({how})" if node is not None else f"{label}: {what} ({how})"
+        book["last_culprit"] = node
+        book["alive"] = [p.fp.get("rank") for p in watch.hub.peers if not (p.done or {}).get("lost")]
+        return {"generation": book["generation"], "node": node, "cause": cause, "why": why,
+                "at": watch.failed_at or time.time()}
+

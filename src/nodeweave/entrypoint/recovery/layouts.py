@@ -1,0 +1,200 @@
+"""Is this one checkpoint complete? One rule per writer, each keyed on what that writer writes last.
+
+(The Hugging Face Trainer and Accelerate rules are in ``huggingface.py``.)
+
+Each rule takes a :class:`~.listing.Listing` of the checkpoint's folder and
+returns ``(complete, text)``: what proved it complete, or why it is not.
+
+- PyTorch DCP (``FileSystemWriter``, TorchTitan's ``step-N``, Megatron's
+  ``torch_dist``): ``.metadata`` is renamed into place after every
+  ``__<rank>_<n>.distcp``; it lists each shard's bytes, checked by ``stat``.
+- DeepSpeed tag (``global_stepN``): ``mp_rank_XX_model_states.pt`` (ZeRO-3:
+  ``zero_pp_rank_D_mp_rank_XX_model_states.pt``) and ZeRO's
+  ``[bf16_]zero_pp_rank_D_mp_rank_XX_optim_states.pt``; the ranks must run
+  0..N-1 with no gap. Rank 0 writes ``latest`` without waiting for the other
+  ranks, so ``latest`` alone proves nothing (checkpoints.py orders the tags).
+- Megatron ``iter_XXXXXXX``: every ``mp_rank_TT[_PPP]`` of the tensor x
+  pipeline grid holds ``model_optim_rng.pt`` (and ``distrib_optim.pt`` in all
+  or none); the ``torch_dist`` format is a DCP folder whose ``metadata.json``
+  is written after the shards.
+
+Every ``.pt``/``.bin``/``.pkl``/``.safetensors`` a rule names is also checked
+for a cut-off write from its ends (``listing.file_cut_off``): a torch.save zip
+needs its end record, a safetensors file the bytes its header promises.
+"""
+
+import re
+
+from .dcp_metadata import METADATA_LIMIT, MetadataError, shard_sizes
+from .listing import Listing, Unreadable, first_few
+
+_DCP_METADATA = re.compile(r"\.metadata|__(\d+)\.metadata")
+DISTCP = re.compile(r"__\d+_\d+\.distcp")
+
+
+def leftovers(listing):
+    """What unfinished writes left in the folder, as one phrase, or None."""
+    temp = listing.leftovers()
+    return f"unfinished files remain ({first_few(temp)})" if temp else None
+
+
+def check_dcp(listing):
+    """A DCP folder: complete when ``.metadata`` exists and every shard it lists holds its bytes."""
+    left = leftovers(listing)
+    if left:
+        return False, left
+    metadata = [name for _, name in listing.matching(_DCP_METADATA)]
+    shards = [name for _, name in listing.matching(DISTCP)]
+    if not metadata:
+        if shards:
+            return False, f"{len(shards)} shard file(s) but no .metadata (written last): the save had not finished"
+        return False, "no .metadata"
+    listed = {}
+    notes = []
+    for name in metadata:
+        size = listing.size(name)
+        if not size:
+            return False, f"{name} is empty" if size == 0 else f"{name} is not a regular file"
+        if size > METADATA_LIMIT:
+            notes.append(f"{name} is {size} bytes, not read")
+            continue
+        try:
+            listed.update(shard_sizes(listing.read(name, METADATA_LIMIT)))
+        except MetadataError as exc:
+            notes.append(f"{name} not parsed: {exc}")
+    for shard, needed in sorted(listed.items()):
+        have = listing.size(shard)
+        if have is None:
+            return False, f"{shard}, listed in .metadata, is missing"
+        if have < needed:
+            return False, f"{shard} holds {have} bytes, .metadata needs {needed}"
+    if notes:
+        return True, f"DCP: {first_few(metadata)} present, {len(shards)} shard file(s) ({'; '.join(notes)})"
+    return True, f"DCP: .metadata lists {len(listed)} shard file(s), all present with their sizes"
+
+
+_DS_MODEL = re.compile(r"mp_rank_(\d+)_model_states\.pt")
+_DS_ZERO_MODEL = re.compile(r"zero_pp_rank_(\d+)_mp_rank_(\d+)_model_states\.pt")
+_DS_ZERO_OPTIM = re.compile(r"(?:bf16_|fp16_)?zero_pp_rank_(\d+)_mp_rank_(\d+)_?optim_states\.pt")
+_DS_PIPE_LAYER = re.compile(r"layer_\d+-model_(\d+)-model_states\.pt")
+_DS_EXPERT = re.compile(r"(?:layer_\d+_)?expert_\d+_mp_rank_\d+_model_states\.pt")
+
+
+def gap(numbers):
+    """The first missing number of 0..max, or None when the set runs from 0 with no gap."""
+    for expected in range(max(numbers) + 1):
+        if expected not in numbers:
+            return expected
+    return None
+
+
+def _dp_ranks(matches):
+    """{mp rank: {dp ranks}} from ZeRO file matches (dp rank, mp rank)."""
+    ranks = {}
+    for match, _ in matches:
+        ranks.setdefault(int(match.group(2)), set()).add(int(match.group(1)))
+    return ranks
+
+
+def _zero_gaps(kind, ranks):
+    """Every model-parallel rank needs the files of every data-parallel rank 0..D-1."""
+    every = set().union(*ranks.values())
+    for mp_rank, dp in sorted(ranks.items()):
+        missing = gap(every) if gap(every) is not None else min(every - dp, default=None)
+        if missing is not None:
+            return f"{kind} of data-parallel rank {missing} (mp rank {mp_rank:02d}) is missing"
+    return None
+
+
+def check_deepspeed_tag(listing):
+    """A DeepSpeed tag folder: model states of every mp rank, ZeRO files of every dp rank, none cut off."""
+    left = leftovers(listing)
+    if left:
+        return False, left
+    plain = listing.matching(_DS_MODEL)
+    zero_model = listing.matching(_DS_ZERO_MODEL)
+    zero_optim = listing.matching(_DS_ZERO_OPTIM)
+    layers = listing.matching(_DS_PIPE_LAYER)
+    experts = listing.matching(_DS_EXPERT)
+    plain = [(m, n) for m, n in plain if not n.startswith(("zero_pp_rank_", "expert_", "layer_"))]
+    if not (plain or zero_model or layers):
+        return False, "no *model_states.pt (DeepSpeed writes one per model-parallel rank)"
+    names = [n for group in (plain, zero_model, zero_optim, layers, experts) for _, n in group]
+    broken = listing.cut_off(names)
+    if broken:
+        return False, f"unfinished file(s): {first_few(broken)}"
+    with_model = {int(m.group(1)) for m, _ in plain} | set(_dp_ranks(zero_model))
+    mp_ranks = with_model | set(_dp_ranks(zero_optim))
+    if not layers:
+        missing = gap(mp_ranks) if gap(mp_ranks) is not None else min(mp_ranks - with_model, default=None)
+        if missing is not None:
+            return False, f"model states of mp rank {missing:02d} are missing"
+    problem = _zero_gaps("ZeRO optimizer state", _dp_ranks(zero_optim)) if zero_optim else None
+    if not problem and zero_model:
+        problem = _zero_gaps("ZeRO-3 model state", _dp_ranks(zero_model))
+        if not problem and zero_optim and _dp_ranks(zero_model) != _dp_ranks(zero_optim):
+            problem = "ZeRO-3 model and optimizer files name different data-parallel ranks"
+    if problem:
+        return False, problem
+    text = f"DeepSpeed: {len(plain) + len(zero_model) + len(layers)} model-state file(s)"
+    if zero_optim:
+        text += f", {len(zero_optim)} ZeRO optimizer file(s)"
+    return True, text + ", ranks without gaps, none cut off"
+
+
+DS_TAG_DIR = re.compile(r"global_step(\d+)")
+
+
+def check_deepspeed_root(listing):
+    """A folder holding DeepSpeed tags: the tag ``latest`` names is complete (nested in Trainer/Accelerate)."""
+    try:
+        tag = listing.read("latest", 4096).decode("utf-8", "replace").strip()
+    except Unreadable as exc:
+        return False, f"no readable latest ({exc})"
+    if not tag or not listing.is_dir(tag):
+        return False, f"latest names {tag!r}, which is not a folder here"
+    ok, text = check_deepspeed_tag(Listing(listing.join(tag)))
+    return ok, f"latest -> {tag}: {text}"
+
+
+MEGATRON_RANK_DIR = re.compile(r"mp_rank_(\d{2})(?:_(\d{3}))?(?:_(\d{3}))?")
+
+
+def check_megatron_iter(listing):
+    """A Megatron ``iter_XXXXXXX``: the legacy per-rank grid, or a torch_dist DCP folder."""
+    left = leftovers(listing)
+    if left:
+        return False, left
+    if ".metadata" in listing or listing.matching(DISTCP) or "metadata.json" in listing:
+        if not listing.size("metadata.json"):
+            return False, "no metadata.json (Megatron writes it after the shards): the save had not finished"
+        ok, text = check_dcp(listing)
+        return ok, f"Megatron torch_dist: {text}"
+    grid = listing.matching(MEGATRON_RANK_DIR)
+    if not grid:
+        return False, "no mp_rank_* folders"
+    tensor = {int(m.group(1)) for m, _ in grid}
+    pipeline = {int(m.group(2) or 0) for m, _ in grid}
+    cells = {(int(m.group(1)), int(m.group(2) or 0)) for m, _ in grid}
+    for tp in sorted(tensor):
+        for pp in sorted(pipeline):
+            if (tp, pp) not in cells:
+                return False, f"tensor rank {tp} x pipeline rank {pp} has no folder"
+    if gap(tensor) is not None or gap(pipeline) is not None:
+        return False, "the mp_rank_* folders have a gap in their ranks"
+    with_optim = 0
+    for _, name in grid:
+        sub = Listing(listing.join(name))
+        if sub.size("model_optim_rng.pt") is None:
+            return False, f"{name}/model_optim_rng.pt is missing"
+        broken = sub.cut_off([n for n in ("model_optim_rng.pt", "distrib_optim.pt") if n in sub])
+        if broken:
+            return False, f"{name}: unfinished {first_few(broken)}"
+        leftover = leftovers(sub)
+        if leftover:
+            return False, f"{name}: {leftover}"
+        with_optim += 1 if sub.size("distrib_optim.pt") else 0
+    if with_optim not in (0, len(grid)):
+        return False, f"distrib_optim.pt in {with_optim} of {len(grid)} mp_rank folders"
+    extra = ", distrib_optim.pt in each" if with_optim else ""
+    return True, f"Megatron: model_optim_rng.pt in all {len(grid)} mp_rank folders{extra}"

@@ -1,0 +1,87 @@
+"""A worker's side of the generations: check in for the next one, then train, wait as a spare, or sit out."""
+
+import time
+
+from ..errors import EXIT_TOPOLOGY, EXIT_UNREACHABLE, EntrypointError
+from . import decide
+from .setup import keep, user_stopped
+
+RETRY_S = 0.3          # between a worker's attempts to check in for the next generation
+
+
+def node_loop(gens):
+    """This worker's generations; its exit code."""
+    return NodeSide(gens).loop()
+
+
+class NodeSide:
+    def __init__(self, gens):
+        self.gens, self.settings, self.log, self.config = gens, gens.settings, gens.log, gens.config
+        self.checkin, self.plan, self.identity = gens.checkin, gens.plan, gens.identity
+        self.generation = 0       # the generation this node asks for next
+
+    # --- the other nodes -----------------------------------------------------------------------------
+    def loop(self):
+        from ..checkin.heartbeat import LinkWatch
+        from ..checkin.session import _say_verdict, _record
+
+        started = time.monotonic()
+        while True:
+            verdict, channel = self._check_in()
+            if self.generation == 0 or verdict["decision"] != "start":
+                _say_verdict(verdict, time.monotonic() - started, self.log)
+                _record(self.plan, self.gens.ident_settings, verdict, self.checkin.fingerprint)
+            if verdict["decision"] != "start":
+                channel.close()
+                from ..checkin.session import _summary
+
+                raise EntrypointError(f"check-in refused the job: {_summary(verdict)} (table above; the same on "
+                                      "every node)", EXIT_TOPOLOGY)
+            book = verdict.get("recovery") or {}
+            keep(self.settings, dict(book, role=decide.role(book, self.identity)))
+            if book.get("decision") == "stop":
+                self.log(f"recovery: the job ends: {book.get('why')} (every node exits {book.get('code')})")
+                channel.finish(1.0)
+                return book.get("code")
+            self.generation = book["generation"] + 1
+            role = decide.role(book, self.identity)
+            watch = LinkWatch(channel, self.log)
+            if role == "member":
+                code = self.gens._launch(book, verdict, watch)
+                if code == 0 or user_stopped(self.gens.received):
+                    return code
+                continue
+            self.gens._say_role(book, role)
+            watch.start(lambda grace: None)
+            watch.thread.join()
+            watch.close()
+            channel.close()
+            if watch.closing:
+                self.log("recovery: the job finished; this node was not needed")
+                return 0
+
+    def _check_in(self):
+        """Check in for ``self.generation``, trying again until node 0 answers (it may be between generations)."""
+        from ..checkin.exchange import Refused, check_in
+        from ..checkin.wire import ExchangeError, frame_limit
+
+        info = self.plan.exchange
+        from ..checkin.session import VERDICT_GRACE_S
+
+        deadline = time.monotonic() + info["deadline_s"] + VERDICT_GRACE_S
+        fp = dict(self.checkin.fingerprint, generation=self.generation)
+        last = None
+        while time.monotonic() < deadline:
+            try:
+                return check_in(info["host"], info["port"], fp, self.checkin.token, deadline,
+                                bind=self.checkin._bind(), limit=frame_limit(self.config.nodes))
+            except Refused as err:
+                raise EntrypointError(str(err), EXIT_TOPOLOGY) from None
+            except ExchangeError as err:
+                last = err
+                time.sleep(RETRY_S)
+        raise EntrypointError(f"check-in with node 0 at {info['host']}:{info['port']} for generation "
+                              f"{self.generation} failed: {last}; node 0 is gone (NODEWEAVE_WAIT_TIMEOUT sets how long "
+                              "a node waits for it)", EXIT_UNREACHABLE)
+
+

@@ -1,0 +1,105 @@
+"""What every node's recovery loop reads once and keeps: the settings, the job's size, the record, the checkpoint."""
+
+import os
+
+from ..errors import EXIT_TOPOLOGY, EntrypointError
+from . import decide
+
+STOP_SIGNALS = ("SIGTERM", "SIGINT", "SIGHUP", "SIGQUIT")
+RECORD = "recovery.json"
+
+
+class Config:
+    """The recovery settings and the job's size (from the node count as given, before spares are added)."""
+
+    def __init__(self, settings, topo):
+        from ..planning.contract import RECOVERY_NO_PROGRESS, RECOVERY_RESTARTS
+
+        self.spares = settings.get("spares", 0) or 0
+        self.minimum, self.slots = job_size(settings) if self.spares else (topo.nnodes_min, topo.nnodes_max)
+        self.nodes = self.slots + self.spares  # containers: every identity 0..nodes-1
+        self.limits = decide.Limits(self.slots, self.minimum, settings.get("recovery_max_restarts", RECOVERY_RESTARTS),
+                                    settings.get("no_progress_restarts", RECOVERY_NO_PROGRESS))
+        self.folder = settings.get("checkpoint_dir")
+
+
+def job_size(settings):
+    """(fewest, most) training nodes, from --nnodes or NODEWEAVE_NNODES."""
+    from ..planning.topology import normalize_nnodes
+
+    text = settings.flags.get("nnodes") or settings.env.get("NODEWEAVE_NNODES")
+    if not text:
+        raise EntrypointError("recovery.spares needs the node count (NODEWEAVE_NNODES or --nnodes) to tell nodes "
+                              "from spares", EXIT_TOPOLOGY)
+    _, lo, hi = normalize_nnodes(text, "--nnodes" if settings.flags.get("nnodes") else "NODEWEAVE_NNODES")
+    return lo, hi
+
+
+def with_flags(settings, **flags):
+    """A copy of ``settings`` with topology flags set (a flag wins over every other source)."""
+    from ..planning.settings import Settings
+
+    copy = Settings(**{name: getattr(settings, name) for name, _ in Settings.FIELDS})
+    copy.flags = dict(settings.flags, **{k: str(v) for k, v in flags.items()})
+    return copy
+
+
+def identity_settings(settings):
+    """The settings a node checks in with: with spares, the job's containers are nodes + spares."""
+    spares = settings.get("spares", 0) or 0
+    return with_flags(settings, nnodes=job_size(settings)[1] + spares) if spares else settings
+
+
+def newest_checkpoint(folder, log):
+    """(path, step) of the newest complete checkpoint in ``folder``, or (None, None)."""
+    if not folder:
+        return None, None
+    try:
+        from .checkpoints import newest_complete
+    except ImportError:
+        return None, None
+    try:
+        found = newest_complete(folder)
+    except OSError as err:
+        log(f"recovery: cannot read the checkpoint folder {folder}: {err.strerror or err}")
+        return None, None
+    return (found.path, found.step) if found is not None else (None, None)
+
+
+def user_stopped(received):
+    import signal
+
+    stops = tuple(getattr(signal, name) for name in STOP_SIGNALS)
+    return any(s in stops for s in received)
+
+
+def keep(settings, book):
+    """The book beside the check-in record, and in the run's folder when `nodeweave run` started it."""
+    from ..running.runstate import run_dir, state_root, write_json
+
+    paths = [os.path.join(state_root(settings.env), RECORD)]
+    if settings.get("run_id"):
+        paths.append(os.path.join(run_dir(settings.env, settings.get("run_id")), RECORD))
+    for path in paths:
+        try:
+            write_json(path, book)
+        except OSError:
+            pass  # a record for later reading; the job does not depend on it
+
+
+def last_book(settings):
+    """The recovery record this node kept last (node 0's book, a worker's copy), or None."""
+    import json
+
+    from ..running.runstate import state_root
+
+    try:
+        with open(os.path.join(state_root(settings.env), RECORD)) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
+
+
+def public(book):
+    """What every node is told and `nodeweave status` shows: the book without node 0's bookkeeping."""
+    return {k: v for k, v in book.items() if k not in ("last_culprit", "alive")}

@@ -1,0 +1,117 @@
+"""A training loop that saves and resumes its own checkpoints: recovery's workload (tests, benchmarks/gpu_recovery.py).
+
+Each step all-reduces a tensor (gloo on CPU, NCCL with ``--cuda``) and sleeps
+``--interval``; every ``--save-every`` steps rank 0 saves ``step-N.pt`` into
+``--ckpt`` (written to ``.tmp``, then renamed: complete or absent). At start
+it resumes from ``NODEWEAVE_RESUME_FROM`` when set, and says so. Rank 0 prints
+``RECOVERY-STEP gen=G step=S world=W t=T`` per step, ``RECOVERY-RESUME`` and
+``RECOVERY-DONE``. Faults, on the node named ``--fault-node`` (matched
+against ``NODEWEAVE_TEST_NODE``, else the hostname), in generation
+``--fault-gen`` (``-1``: every generation) at step ``--fault-step``:
+``--fault exit`` (exit 1), ``kill`` (SIGKILL itself), ``stop`` (SIGSTOP itself).
+``--faults KIND:NODE:GEN:STEP,...`` lists several such faults.
+``--half-written`` leaves a ``step-<big>.pt`` without its rename, as a save
+cut off mid-write would (the resume must not take it).
+"""
+
+import argparse
+import os
+import signal
+import socket
+import sys
+import time
+
+import torch
+import torch.distributed as dist
+
+
+def parse():
+    p = argparse.ArgumentParser()
+    p.add_argument("--steps", type=int, default=40)
+    p.add_argument("--interval", type=float, default=0.2)
+    p.add_argument("--save-every", type=int, default=5)
+    p.add_argument("--ckpt", default="checkpoints")
+    p.add_argument("--fault", choices=("exit", "kill", "stop"), default=None)
+    p.add_argument("--fault-node", default=None)
+    p.add_argument("--fault-gen", type=int, default=0)
+    p.add_argument("--fault-step", type=int, default=8)
+    p.add_argument("--faults", default="", help="KIND:NODE:GEN:STEP,... (several faults)")
+    p.add_argument("--cuda", action="store_true")
+    p.add_argument("--half-written", action="store_true")
+    p.add_argument("--local_rank", "--local-rank", type=int, default=None)  # deepspeed's
+    return p.parse_args()
+
+
+def say(text):
+    os.write(1, (text + "\n").encode())
+
+
+def this_node():
+    return os.environ.get("NODEWEAVE_TEST_NODE") or socket.gethostname()
+
+
+def faults(args):
+    """(kind, node, generation, step) of every fault asked for."""
+    listed = [tuple(item.split(":")) for item in args.faults.split(",") if item]
+    if args.fault:
+        listed.append((args.fault, args.fault_node, str(args.fault_gen), str(args.fault_step)))
+    return [(kind, node, int(gen), int(step)) for kind, node, gen, step in listed]
+
+
+def fault(args, gen, step):
+    for kind, node, when, at in faults(args):
+        if step != at or this_node() != node or when not in (-1, gen):
+            continue
+        say(f"RECOVERY-FAULT {kind} node={this_node()} gen={gen} step={step} t={time.time():.3f}")
+        if kind == "exit":
+            sys.exit(1)
+        os.kill(os.getpid(), signal.SIGKILL if kind == "kill" else signal.SIGSTOP)
+
+
+def save(args, step, state):
+    os.makedirs(args.ckpt, exist_ok=True)
+    path = os.path.join(args.ckpt, f"step-{step}.pt")
+    torch.save({"step": step, "state": state}, path + ".tmp")
+    os.replace(path + ".tmp", path)
+    if args.half_written:  # a save cut off: the name of a finished one, a file torch cannot read
+        with open(os.path.join(args.ckpt, f"step-{step + 1000}.pt"), "wb") as f:
+            f.write(b"PK\x03\x04 cut off")
+
+
+def main():
+    args = parse()
+    gen = int(os.environ.get("NODEWEAVE_RESTART_COUNT", "0"))
+    rank, local = int(os.environ.get("RANK", "0")), int(os.environ.get("LOCAL_RANK", "0"))
+    device = torch.device(f"cuda:{local}") if args.cuda else torch.device("cpu")
+    if args.cuda:
+        torch.cuda.set_device(device)
+    dist.init_process_group("nccl" if args.cuda else "gloo")
+    world = dist.get_world_size()
+    step, state = 0, torch.zeros(4, device=device)
+    resume = os.environ.get("NODEWEAVE_RESUME_FROM")
+    if resume:
+        saved = torch.load(resume, map_location=device)
+        step, state = saved["step"], saved["state"].to(device)
+        if rank == 0:
+            say(f"RECOVERY-RESUME gen={gen} from={resume} step={step}")
+    while step < args.steps:
+        step += 1
+        fault(args, gen, step)
+        grad = torch.ones(4, device=device)
+        dist.all_reduce(grad)
+        state += grad / world
+        if args.cuda:
+            torch.cuda.synchronize()
+        if rank == 0:
+            say(f"RECOVERY-STEP gen={gen} step={step} world={world} t={time.time():.3f}")
+            if step % args.save_every == 0:
+                save(args, step, state.cpu())
+        time.sleep(args.interval)
+    dist.barrier()
+    if rank == 0:
+        say(f"RECOVERY-DONE gen={gen} step={step} state={state[0].item():g}")
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()

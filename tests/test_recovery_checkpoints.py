@@ -1,0 +1,412 @@
+"""The newest complete checkpoint: every layout complete and half-written, built in tmp_path.
+
+File names mirror what each writer writes (torch.distributed.checkpoint's
+FileSystemWriter, DeepSpeed's engine.save_checkpoint, the Trainer's
+_save_checkpoint, Accelerate's save_state, Megatron's checkpointing.py).
+tests/fixtures/recovery/dcp-2ranks is a real two-rank DCP save (torch 2.13,
+gloo); its .metadata is read here without torch.
+"""
+
+import io
+import json
+import os
+import shutil
+import stat
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from nodeweave.entrypoint.recovery.checkpoints import Checkpoint, incomplete, newest_complete, scan
+from nodeweave.entrypoint.recovery.progress import Progress
+
+DCP_FIXTURE = Path(__file__).parent / "fixtures" / "recovery" / "dcp-2ranks"
+
+
+def write(path, data=None):
+    """A file with ``data``; by default 64 bytes, or a whole safetensors file for a .safetensors name."""
+    if data is None:
+        data = safetensors_bytes() if path.name.endswith(".safetensors") else b"x" * 64
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data if isinstance(data, bytes) else data.encode())
+    return path
+
+
+def safetensors_bytes():
+    header = json.dumps({"w": {"dtype": "F32", "shape": [16], "data_offsets": [0, 64]}}).encode()
+    return len(header).to_bytes(8, "little") + header + b"\0" * 64
+
+
+def reasons(folder):
+    return {Path(path).name: reason for path, reason in incomplete(folder)}
+
+
+def dcp(folder):
+    shutil.copytree(DCP_FIXTURE, folder)
+    return folder
+
+
+# --- PyTorch DCP and TorchTitan ------------------------------------------------
+
+
+def test_a_real_dcp_save_is_complete_and_its_shards_are_read_from_metadata(tmp_path):
+    dcp(tmp_path / "step-100")
+    dcp(tmp_path / "step-200")
+    found = newest_complete(tmp_path)
+    assert found == Checkpoint(str(tmp_path / "step-200"), 200, "torchtitan",
+                               "DCP: .metadata lists 2 shard file(s), all present with their sizes")
+    assert incomplete(tmp_path) == []
+
+
+@pytest.mark.parametrize("damage, reason", [
+    (lambda d: (d / ".metadata").unlink(), "2 shard file(s) but no .metadata (written last)"),
+    (lambda d: (d / "__1_0.distcp").unlink(), "__1_0.distcp, listed in .metadata, is missing"),
+    (lambda d: os.truncate(d / "__1_0.distcp", 100), "__1_0.distcp holds 100 bytes, .metadata needs 3666"),
+    (lambda d: write(d / ".metadata.tmp"), "unfinished files remain (.metadata.tmp)"),
+    (lambda d: os.truncate(d / ".metadata", 0), ".metadata is empty"),
+])
+def test_a_half_written_dcp_save_falls_back_to_the_one_before(tmp_path, damage, reason):
+    dcp(tmp_path / "step-100")
+    damage(dcp(tmp_path / "step-200"))
+    assert newest_complete(tmp_path).path == str(tmp_path / "step-100")
+    assert reason in reasons(tmp_path)["step-200"]
+
+
+def test_an_unparsable_metadata_still_counts_when_present_and_nothing_is_left_unfinished(tmp_path):
+    folder = dcp(tmp_path / "step-300")
+    write(folder / ".metadata", b"not a pickle at all")
+    found = newest_complete(tmp_path)
+    assert found.step == 300 and "not parsed" in found.why
+
+
+def test_the_folder_itself_may_be_one_dcp_checkpoint(tmp_path):
+    folder = dcp(tmp_path / "ckpt-7")
+    assert newest_complete(folder) == Checkpoint(str(folder), 7, "dcp", newest_complete(folder).why)
+
+
+def test_a_dcp_save_of_the_installed_torch_is_read_without_torch(tmp_path):
+    torch = pytest.importorskip("torch")
+    import torch.distributed.checkpoint as dcp_api
+    state = {"w": torch.zeros(32, 4), "extra": {"lr": 0.1}}
+    with pytest.warns(UserWarning):
+        dcp_api.save(state, checkpoint_id=str(tmp_path / "step-5"))
+    found = newest_complete(tmp_path)
+    assert found.step == 5 and "all present with their sizes" in found.why
+
+
+# --- DeepSpeed -------------------------------------------------------------------
+
+
+def deepspeed_tag(root, step, mp=2, dp=4, zero3=False, skip=()):
+    tag = root / f"global_step{step}"
+    for mp_rank in range(mp):
+        names = [f"bf16_zero_pp_rank_{dp_rank}_mp_rank_{mp_rank:02d}_optim_states.pt" for dp_rank in range(dp)]
+        if zero3:
+            names += [f"zero_pp_rank_{dp_rank}_mp_rank_{mp_rank:02d}_model_states.pt" for dp_rank in range(dp)]
+        else:
+            names.append(f"mp_rank_{mp_rank:02d}_model_states.pt")
+        for name in names:
+            if name not in skip:
+                write(tag / name)
+    return tag
+
+
+def test_deepspeed_takes_the_tag_latest_names_when_complete(tmp_path):
+    deepspeed_tag(tmp_path, 100)
+    deepspeed_tag(tmp_path, 200, zero3=True)
+    write(tmp_path / "latest", "global_step200")
+    write(tmp_path / "zero_to_fp32.py", "# copied by DeepSpeed")
+    found = newest_complete(tmp_path)
+    assert (found.step, found.layout) == (200, "deepspeed")
+    assert "8 model-state file(s), 8 ZeRO optimizer file(s)" in found.why
+
+
+def test_deepspeed_latest_naming_a_half_written_tag_falls_back(tmp_path):
+    deepspeed_tag(tmp_path, 100)
+    deepspeed_tag(tmp_path, 200, skip=("bf16_zero_pp_rank_3_mp_rank_01_optim_states.pt",))
+    write(tmp_path / "latest", "global_step200")
+    assert newest_complete(tmp_path).step == 100
+    assert "data-parallel rank 3 (mp rank 01) is missing" in reasons(tmp_path)["global_step200"]
+
+
+def test_deepspeed_tags_newer_than_latest_were_still_being_written(tmp_path):
+    deepspeed_tag(tmp_path, 100)
+    deepspeed_tag(tmp_path, 200)  # every file there, but rank 0 had not yet written latest
+    write(tmp_path / "latest", "global_step100")
+    assert newest_complete(tmp_path).step == 100
+    assert "newer than latest (global_step100)" in reasons(tmp_path)["global_step200"]
+
+
+def test_deepspeed_empty_or_missing_model_states_are_incomplete(tmp_path):
+    deepspeed_tag(tmp_path, 100)
+    write(deepspeed_tag(tmp_path, 200) / "mp_rank_01_model_states.pt", b"")
+    deepspeed_tag(tmp_path, 300, skip=("mp_rank_00_model_states.pt",))
+    assert newest_complete(tmp_path).step == 100
+    found = reasons(tmp_path)
+    assert "unfinished file(s): mp_rank_01_model_states.pt (empty)" in found["global_step200"]
+    assert "model states of mp rank 00 are missing" in found["global_step300"]
+
+
+# --- Hugging Face Trainer and Accelerate -------------------------------------------
+
+
+def trainer_checkpoint(root, step, weights="model.safetensors", state=True):
+    folder = root / f"checkpoint-{step}"
+    for name in ("config.json", "optimizer.pt", "scheduler.pt", "rng_state_0.pth", "rng_state_1.pth",
+                 "training_args.bin"):
+        write(folder / name)
+    if weights:
+        write(folder / weights)
+    if state:
+        write(folder / "trainer_state.json", f'{{"global_step": {step}}}')
+    return folder
+
+
+def test_trainer_checkpoints_need_trainer_state_json_written_last(tmp_path):
+    trainer_checkpoint(tmp_path, 500)
+    trainer_checkpoint(tmp_path, 1000, weights="pytorch_model.bin")
+    trainer_checkpoint(tmp_path, 1500, state=False)
+    found = newest_complete(tmp_path)
+    assert (found.step, found.layout) == (1000, "hf-trainer")
+    assert found.why == "Trainer: trainer_state.json and pytorch_model.bin"
+    assert "no trainer_state.json (the Trainer writes it last)" in reasons(tmp_path)["checkpoint-1500"]
+
+
+def test_trainer_sharded_weights_must_all_exist(tmp_path):
+    trainer_checkpoint(tmp_path, 500)
+    folder = trainer_checkpoint(tmp_path, 1000, weights=None)
+    index = {"metadata": {"total_size": 128}, "weight_map": {
+        "a.weight": "model-00001-of-00002.safetensors", "b.weight": "model-00002-of-00002.safetensors"}}
+    write(folder / "model.safetensors.index.json", json.dumps(index))
+    write(folder / "model-00001-of-00002.safetensors")
+    assert newest_complete(tmp_path).step == 500
+    assert "model-00002-of-00002.safetensors" in reasons(tmp_path)["checkpoint-1000"]
+    write(folder / "model-00002-of-00002.safetensors")
+    assert newest_complete(tmp_path).why.endswith("model.safetensors.index.json and its 2 shard(s)")
+
+
+def test_trainer_with_deepspeed_checks_the_nested_tag(tmp_path):
+    folder = trainer_checkpoint(tmp_path, 500, weights=None)
+    deepspeed_tag(folder, 500)
+    write(folder / "latest", "global_step500")
+    half = trainer_checkpoint(tmp_path, 1000, weights=None)
+    deepspeed_tag(half, 1000, skip=("mp_rank_01_model_states.pt",))
+    write(half / "latest", "global_step1000")
+    assert newest_complete(tmp_path).step == 500
+    assert "mp rank 01 are missing" in reasons(tmp_path)["checkpoint-1000"]
+
+
+def accelerate_state(folder, processes=2, skip=()):
+    for name in ["model.safetensors", "optimizer.bin", "scheduler.bin", "sampler.bin"] + [
+            f"random_states_{p}.pkl" for p in range(processes)]:
+        if name not in skip:
+            write(folder / name)
+    return folder
+
+
+def test_accelerate_automatic_naming_needs_every_random_states_file(tmp_path):
+    accelerate_state(tmp_path / "checkpoints" / "checkpoint_0")
+    accelerate_state(tmp_path / "checkpoints" / "checkpoint_1", skip=("random_states_0.pkl",))
+    accelerate_state(tmp_path / "checkpoints" / "checkpoint_2", skip=("random_states_0.pkl", "random_states_1.pkl"))
+    found = newest_complete(tmp_path)
+    assert (found.step, found.layout) == (0, "accelerate")
+    found = reasons(tmp_path)
+    assert "random_states_0.pkl is missing" in found["checkpoint_1"]
+    assert "no random_states_0.pkl (save_state writes it last)" in found["checkpoint_2"]
+
+
+def test_accelerate_custom_folder_is_recognised_by_its_files(tmp_path):
+    accelerate_state(tmp_path / "my_state_at_300", processes=1)
+    found = newest_complete(tmp_path)
+    assert (found.step, found.layout) == (300, "accelerate")
+
+
+# --- Megatron ---------------------------------------------------------------------
+
+
+def megatron_iter(root, iteration, tp=2, pp=2, distrib_optim=True, skip=()):
+    folder = root / f"iter_{iteration:07d}"
+    for t in range(tp):
+        for p in range(pp):
+            rank_dir = folder / (f"mp_rank_{t:02d}_{p:03d}" if pp > 1 else f"mp_rank_{t:02d}")
+            for name in ["model_optim_rng.pt"] + (["distrib_optim.pt"] if distrib_optim else []):
+                if f"{rank_dir.name}/{name}" not in skip:
+                    write(rank_dir / name)
+    return folder
+
+
+def test_megatron_tracker_naming_a_half_written_save_falls_back(tmp_path):
+    megatron_iter(tmp_path, 1000)
+    megatron_iter(tmp_path, 2000, skip=("mp_rank_01_001/model_optim_rng.pt",))
+    write(tmp_path / "latest_checkpointed_iteration.txt", "2000")
+    found = newest_complete(tmp_path)
+    assert (found.step, found.layout) == (1000, "megatron")
+    assert found.why == "Megatron: model_optim_rng.pt in all 4 mp_rank folders, distrib_optim.pt in each"
+    assert "mp_rank_01_001/model_optim_rng.pt is missing" in reasons(tmp_path)["iter_0002000"]
+
+
+def test_megatron_saves_past_the_tracker_and_grid_gaps_are_incomplete(tmp_path):
+    megatron_iter(tmp_path, 1000, pp=1, distrib_optim=False)
+    megatron_iter(tmp_path, 2000, pp=1, distrib_optim=False)
+    write(tmp_path / "latest_checkpointed_iteration.txt", "1000")
+    shutil.rmtree(megatron_iter(tmp_path, 3000, pp=2) / "mp_rank_01_000")
+    assert newest_complete(tmp_path).step == 1000
+    found = reasons(tmp_path)
+    assert "newer than latest_checkpointed_iteration.txt (1000)" in found["iter_0002000"]
+    assert "newer than" in found["iter_0003000"]
+
+
+def test_megatron_torch_dist_needs_metadata_json_after_the_shards(tmp_path):
+    write(dcp(tmp_path / "iter_0000100") / "metadata.json", '{"sharded_backend": "torch_dist"}')
+    dcp(tmp_path / "iter_0000200")
+    found = newest_complete(tmp_path)
+    assert (found.step, found.layout) == (100, "megatron")
+    assert "no metadata.json" in reasons(tmp_path)["iter_0000200"]
+
+
+# --- plain files written with an atomic rename ---------------------------------------
+
+
+def torch_save_like(path, cut=0):
+    """A zip as torch.save writes one (its end record last); ``cut`` bytes short when cut off mid-write."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr("archive/data.pkl", b"\x80\x02}q\x00." + b"w" * 4096)
+        archive.writestr("archive/data/0", b"\0" * 4096)
+    data = buffer.getvalue()
+    return write(path, data[:len(data) - cut])
+
+
+def safetensors_like(path, cut=0):
+    data = safetensors_bytes()
+    return write(path, data[:len(data) - cut])
+
+
+def test_plain_files_are_complete_when_not_empty_and_no_temporary_is_beside_them(tmp_path):
+    torch_save_like(tmp_path / "ckpt_100.pt")
+    write(tmp_path / "ckpt_200.pt")
+    write(tmp_path / "ckpt_200.pt.tmp")
+    write(tmp_path / "model_step300.pt", b"")
+    write(tmp_path / "ckpt_400.pt.partial")
+    write(tmp_path / "notes.txt")
+    found = newest_complete(tmp_path)
+    assert (found.path, found.step, found.layout) == (str(tmp_path / "ckpt_100.pt"), 100, "file")
+    found = reasons(tmp_path)
+    assert "ckpt_200.pt.tmp beside it" in found["ckpt_200.pt"]
+    assert "empty" in found["model_step300.pt"]
+    assert "only ckpt_400.pt.partial exists" in found["ckpt_400.pt"]
+    assert set(found) == {"ckpt_200.pt", "model_step300.pt", "ckpt_400.pt"}
+
+
+def test_a_torch_save_or_safetensors_file_cut_off_mid_write_is_incomplete(tmp_path):
+    torch_save_like(tmp_path / "step-100.pt")
+    torch_save_like(tmp_path / "step-200.pt", cut=30)  # torch.save writing in place, killed
+    write(tmp_path / "step-300.pt", b"PK\x03\x04 cut off")
+    safetensors_like(tmp_path / "model_step400.safetensors", cut=1)
+    assert newest_complete(tmp_path).step == 100
+    found = reasons(tmp_path)
+    assert "without its end record: cut off mid-write" in found["step-200.pt"]
+    assert "without its end record" in found["step-300.pt"]
+    assert "its header needs" in found["model_step400.safetensors"]
+    safetensors_like(tmp_path / "model_step400.safetensors")
+    assert newest_complete(tmp_path).step == 400
+
+
+def test_a_cut_off_shard_inside_a_layout_is_found_too(tmp_path):
+    deepspeed_tag(tmp_path, 100)
+    torch_save_like(deepspeed_tag(tmp_path, 200) / "mp_rank_00_model_states.pt", cut=10)
+    megatron_iter(tmp_path / "m", 100)
+    torch_save_like(megatron_iter(tmp_path / "m", 200) / "mp_rank_00_001" / "distrib_optim.pt", cut=5)
+    safetensors_like(trainer_checkpoint(tmp_path / "t", 100, weights=None) / "model.safetensors")
+    safetensors_like(trainer_checkpoint(tmp_path / "t", 200, weights=None) / "model.safetensors", cut=3)
+    assert [newest_complete(tmp_path / d).step for d in ("", "m", "t")] == [100, 100, 100]
+    assert "mp_rank_00_model_states.pt (a zip (torch.save)" in reasons(tmp_path)["global_step200"]
+    assert "mp_rank_00_001: unfinished distrib_optim.pt" in reasons(tmp_path / "m")["iter_0000200"]
+    assert "model.safetensors (safetensors holds" in reasons(tmp_path / "t")["checkpoint-200"]
+
+
+# --- mixed, unknown, empty, unreadable --------------------------------------------------
+
+
+def test_mixed_layouts_take_the_highest_step_and_ignore_unknown_folders(tmp_path):
+    trainer_checkpoint(tmp_path, 900)
+    dcp(tmp_path / "step-1200")
+    write(tmp_path / "ckpt_1100.pt")
+    write(tmp_path / "logs" / "events.out")
+    write(tmp_path / "runs" / "step-99" / "readme.md")
+    (tmp_path / "empty-dir").mkdir()
+    assert newest_complete(tmp_path).step == 1200
+    assert incomplete(tmp_path) == []
+
+
+def test_an_empty_or_missing_folder_has_no_checkpoint(tmp_path):
+    assert newest_complete(tmp_path) is None and incomplete(tmp_path) == []
+    assert newest_complete(tmp_path / "absent") is None and incomplete(tmp_path / "absent") == []
+
+
+def test_unreadable_files_are_incomplete_never_a_traceback(tmp_path):
+    dcp(tmp_path / "step-100")
+    bad = dcp(tmp_path / "step-200")
+    (bad / ".metadata").unlink()
+    (bad / ".metadata").mkdir()  # read raises IsADirectoryError
+    fifo = dcp(tmp_path / "step-300")
+    (fifo / ".metadata").unlink()
+    os.mkfifo(fifo / ".metadata")  # opening it would block: it must not be opened
+    write(trainer_checkpoint(tmp_path, 400, weights=None) / "model.safetensors.index.json", b"\xff\xfe{")
+    (tmp_path / "ckpt_500.pt").symlink_to(tmp_path / "nowhere")
+    write(tmp_path / "latest_checkpointed_iteration.txt", b"\xff\xff")
+    found = reasons(tmp_path)
+    assert newest_complete(tmp_path).step == 100
+    assert "is not a regular file" in found["step-200"] and "is not a regular file" in found["step-300"]
+    assert "not a weight index" in found["checkpoint-400"]
+    assert "not a regular file" in found["ckpt_500.pt"]
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads files whatever their mode")
+def test_a_folder_without_read_permission_is_reported(tmp_path):
+    dcp(tmp_path / "step-100")
+    locked = dcp(tmp_path / "step-200")
+    locked.chmod(0)
+    try:
+        assert newest_complete(tmp_path).step == 100
+        assert "cannot list" in reasons(tmp_path)["step-200"]
+    finally:
+        locked.chmod(stat.S_IRWXU)
+
+
+def test_a_checkpoint_record_is_frozen_and_turns_into_json(tmp_path):
+    dcp(tmp_path / "step-1")
+    found = newest_complete(tmp_path)
+    with pytest.raises(AttributeError):
+        found.step = 2
+    assert found.to_dict() == {"path": found.path, "step": 1, "layout": "torchtitan", "why": found.why}
+    assert scan(tmp_path).complete == [found]
+
+
+# --- progress across generations -----------------------------------------------------------
+
+
+def test_progress_stops_after_k_restarts_without_a_newer_checkpoint():
+    progress = Progress(limit=3).record(None).record(4200)
+    assert progress.verdict() is None  # the first restart found a newer checkpoint
+    progress.record(4200).record(4200)
+    assert not progress.stalled and progress.restarts_without_progress() == 2
+    progress.record(4200)
+    assert progress.stalled
+    assert progress.verdict() == "3 restarts since step 4200, no newer checkpoint"
+    progress.record(4800)
+    assert not progress.stalled and progress.restarts == 5
+
+
+def test_progress_without_any_checkpoint_and_a_step_that_went_backwards():
+    progress = Progress(limit=2).record(None).record(None).record(None)
+    assert progress.verdict() == "2 restarts since the job started, no checkpoint yet"
+    progress = Progress(limit=2).record(600).record(500).record(600)
+    assert progress.verdict() == "2 restarts since step 600, no newer checkpoint"
+    assert Progress.from_dict(progress.to_dict()).verdict() == progress.verdict()
+
+
+@pytest.mark.parametrize("limit", [0, -1, "3", True])
+def test_progress_limit_is_checked(limit):
+    with pytest.raises(ValueError, match="Progress limit must be a whole number >= 1"):
+        Progress(limit=limit)

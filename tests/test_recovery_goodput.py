@@ -1,0 +1,43 @@
+"""benchmarks/recovery_goodput.py's arithmetic on made-up timelines: recovery time, steps lost, goodput."""
+
+import sys
+from argparse import Namespace
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+
+import recovery_goodput as bench  # noqa: E402
+
+ARGS = Namespace(minutes=1.0, fault_every=30.0, ckpt_every="10s", step_time=1.0)
+
+
+def step(t, n, gen=0):
+    return (t, 0, f"[rank 0/4 gen {gen}] step {n} loss 0.1 t={t:.3f}")
+
+
+def test_a_fault_is_timed_to_the_first_step_after_the_resume_and_counts_the_steps_redone():
+    lines = [step(100 + s, s) for s in range(1, 21)]  # steps 1..20 at 101..120, one a second
+    lines += [(125.0, 1, "nodeweave-entrypoint: generation 1: this node is LEFT OUT of the job: node 1: ..."),
+              (130.0, 0, "[rank 0/4 gen 1] resumed from step 10 (/work/checkpoints/step-10)")]
+    lines += [step(131 + k, 11 + k, gen=1) for k in range(29)]  # steps 11..39 at 131..159
+    fault = {"kind": "kill -9 rank", "node": 1, "t": 120.5}
+    result = bench.measure("nodeweave", ARGS, sorted(lines), [fault], started=100.0, ended=160.0)
+    row = result["faults"][0]
+    assert (row["recovered_s"], row["steps_lost"]) == (10.5, 10)
+    assert row["left_out"].startswith("nodeweave-entrypoint: generation 1: this node is LEFT OUT")
+    assert result["final_step"] == 39
+    # 39 steps kept, a second each (step 11's first run after the resume counts as a typical step): 39 s of 60
+    assert result["goodput"] == round(39 / 60, 3)
+
+
+def test_a_job_that_never_resumes_is_not_recovered_and_its_goodput_counts_the_dead_time():
+    lines = [step(100 + s, s) for s in range(1, 11)]
+    result = bench.measure("none", ARGS, lines, [{"kind": "kill -9 rank", "node": 1, "t": 110.5}],
+                           started=100.0, ended=200.0)
+    assert result["faults"][0]["recovered_s"] is None and result["faults"][0]["steps_lost"] is None
+    assert result["goodput"] == 0.1
+
+
+def test_the_schedule_cycles_through_the_fault_kinds():
+    args = Namespace(minutes=30.0, fault_every=300.0)
+    assert bench._schedule(args)[:6] == list(bench.FAULTS) + ["kill -9 rank"]

@@ -1,0 +1,160 @@
+"""Recovery on real launchers and gloo: two training nodes (plus spares) as real entrypoints on loopback, each with
+its own TMPDIR, running tests/e2e/workspace/resumable.py, which saves ``step-N.pt`` every 5 steps and resumes
+from NODEWEAVE_RESUME_FROM. Each test asserts the left-out node, the generations, the resumed step and every
+node's exit code. Bounds are generous (a loaded 2-core machine)."""
+
+import json
+
+import pytest
+
+from recovery_harness import done, finish, resumed, start, steps
+
+pytest.importorskip("torch")
+RUN = ["--steps", "30", "--interval", "0.2", "--save-every", "5"]
+
+
+def book(tmp_path, node=0):
+    return json.loads((tmp_path / f"n{node}" / "nodeweave" / "recovery.json").read_text())
+
+
+def texts(nodes):
+    return [node.text() for node in nodes]
+
+
+@pytest.mark.parametrize("fault", ["kill", "exit"])
+def test_a_killed_rank_is_left_out_a_spare_takes_its_place_and_training_resumes(tmp_path, fault):
+    nodes = start(tmp_path, RUN + ["--fault", fault, "--fault-node", "1", "--fault-step", "12", "--half-written"],
+                  spares=1)
+    codes = finish(nodes)
+    assert codes == [0, 0, 0], texts(nodes)
+    record = book(tmp_path)
+    assert (record["decision"], record["generation"], record["restarts"]) == ("done", 1, 1)
+    assert record["members"] == [0, 2] and record["left_out"] == {"1": 1}
+    assert [(h["node"], h["cause"]) for h in record["history"]] == [(1, "crash")]
+    assert resumed(nodes) == [(1, str(tmp_path / "checkpoints" / "step-10.pt"), 10)]  # not the cut-off step-1010
+    assert done(nodes) == ["RECOVERY-DONE gen=1 step=30 state=30"]  # 10 steps restored + 20 after: nothing lost
+    assert [s for s in steps(nodes[0]) if s[0] == 1][0] == (1, 11, 2)
+    assert "generation 1: this node is LEFT OUT of the job: node 1: its launcher failed" in nodes[1].text()
+    assert "recovery: the job finished after 1 recovery(ies)" in nodes[0].text()
+
+
+def test_without_a_spare_a_fixed_job_ends_on_every_node_naming_the_node_and_why(tmp_path):
+    nodes = start(tmp_path, RUN + ["--fault", "exit", "--fault-node", "1", "--fault-step", "6"])
+    codes = finish(nodes)
+    assert codes == [8, 8], texts(nodes)
+    for node in nodes:
+        assert ("recovery: the job ends: node 1: its launcher failed (torchrun exited 1); no spare takes its place "
+                "and the job needs 2 node(s), 1 left (every node exits 8)") in node.text(), node.text()
+
+
+def test_an_elastic_job_goes_on_with_fewer_nodes(tmp_path):
+    nodes = start(tmp_path, RUN + ["--fault", "exit", "--fault-node", "1", "--fault-step", "12"], nodes=2,
+                  env={"NODEWEAVE_NNODES": "1:2"})
+    codes = finish(nodes)
+    assert codes == [0, 0], texts(nodes)
+    record = book(tmp_path)
+    assert (record["generation"], record["members"]) == (1, [0])
+    assert done(nodes) == ["RECOVERY-DONE gen=1 step=30 state=30"]
+    assert {s[2] for s in steps(nodes[0]) if s[0] == 1} == {1}
+
+
+def test_a_stalled_rank_is_left_out_at_stall_timeout_and_its_spare_takes_over(tmp_path):
+    env = {"NODEWEAVE_STALL_WARN": "3", "NODEWEAVE_STALL_TIMEOUT": "8"}
+    nodes = start(tmp_path, RUN + ["--fault", "stop", "--fault-node", "1", "--fault-step", "12"], spares=1, env=env)
+    codes = finish(nodes)
+    assert codes == [0, 0, 0], texts(nodes)
+    record = book(tmp_path)
+    assert [(h["node"], h["cause"]) for h in record["history"]] == [(1, "stall")]
+    assert record["members"] == [0, 2]
+    assert resumed(nodes) == [(1, str(tmp_path / "checkpoints" / "step-10.pt"), 10)]
+    assert done(nodes) == ["RECOVERY-DONE gen=1 step=30 state=30"]
+
+
+def test_the_restart_budget_is_the_whole_jobs_and_ends_it_with_exit_8(tmp_path):
+    bad = {rank: {"NODEWEAVE_TEST_NODE": "bad"} for rank in (1, 2, 3)}  # every node but node 0 crashes each time
+    nodes = start(tmp_path, RUN + ["--fault", "exit", "--fault-node", "bad", "--fault-gen", "-1", "--fault-step", "7"],
+                  spares=2, per_node=bad, env={"NODEWEAVE_RECOVERY_MAX_RESTARTS": "1"})
+    codes = finish(nodes)
+    assert codes == [8, 8, 8, 8], texts(nodes)
+    record = book(tmp_path)
+    assert (record["decision"], record["restarts"]) == ("stop", 2)
+    assert [h["node"] for h in record["history"]] == [1, 2]
+    for node in nodes:
+        assert "recovery: the job ends: restart budget spent: 1 restart(s) (recovery.max_restarts); the last fault: " \
+               "node 2: its launcher failed" in node.text(), node.text()
+
+
+def test_restarts_without_a_newer_checkpoint_stop_the_job_with_exit_9(tmp_path):
+    bad = {rank: {"NODEWEAVE_TEST_NODE": "bad"} for rank in (1, 2, 3)}
+    nodes = start(tmp_path, RUN + ["--fault", "exit", "--fault-node", "bad", "--fault-gen", "-1", "--fault-step", "3"],
+                  spares=2, per_node=bad, env={"NODEWEAVE_NO_PROGRESS_RESTARTS": "2"})
+    codes = finish(nodes)
+    assert codes == [9, 9, 9, 9], texts(nodes)
+    for node in nodes:
+        assert "recovery: the job ends: 2 restarts since the job started, no checkpoint yet " \
+               "(recovery.no_progress_restarts 2)" in node.text(), node.text()
+
+
+def test_a_healthy_run_never_recovers(tmp_path):
+    nodes = start(tmp_path, ["--steps", "40", "--interval", "0.1", "--save-every", "10"], spares=1,
+                  env={"NODEWEAVE_STALL_WARN": "3", "NODEWEAVE_STALL_TIMEOUT": "8"})
+    codes = finish(nodes)
+    assert codes == [0, 0, 0], texts(nodes)
+    record = book(tmp_path)
+    assert (record["decision"], record["generation"], record["restarts"], record["history"]) == ("done", 0, 0, [])
+    assert done(nodes) == ["RECOVERY-DONE gen=0 step=40 state=40"]
+    assert "this node was not needed" in nodes[2].text()
+
+
+def wait_for_step(node, step, limit=120):
+    import time
+
+    until = time.monotonic() + limit
+    while time.monotonic() < until:
+        if any(s[1] >= step for s in steps(node)):
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"no step {step} within {limit}s:\n{node.text()}")
+
+
+def test_a_lost_node_is_left_out_and_its_spare_takes_over(tmp_path):
+    import signal
+
+    nodes = start(tmp_path, RUN, spares=1)
+    wait_for_step(nodes[0], 12)
+    nodes[1].proc.send_signal(signal.SIGKILL)  # the entrypoint itself: the node is gone
+    codes = finish(nodes)
+    assert codes == [0, -9, 0], texts(nodes)
+    record = book(tmp_path)
+    assert [(h["node"], h["cause"]) for h in record["history"]] == [(1, "lost")]
+    assert record["members"] == [0, 2]
+    assert done(nodes) == ["RECOVERY-DONE gen=1 step=30 state=30"]
+
+
+def test_node_0s_crashing_rank_hands_its_training_slot_to_a_spare_and_node_0_stays_the_hub(tmp_path):
+    nodes = start(tmp_path, RUN + ["--fault", "exit", "--fault-node", "0", "--fault-step", "12"], spares=1)
+    codes = finish(nodes)
+    assert codes == [0, 0, 0], texts(nodes)
+    record = book(tmp_path)
+    assert record["members"] == [2, 1] and [(h["node"], h["cause"]) for h in record["history"]] == [(0, "crash")]
+    assert "generation 1: this node is LEFT OUT of the job: node 0: its launcher failed" in nodes[0].text()
+    assert done(nodes) == ["RECOVERY-DONE gen=1 step=30 state=30"]
+    assert nodes[2].first("RECOVERY-RESUME gen=1") is not None  # the spare holds training rank 0 now
+
+
+def test_node_0_lost_and_restarted_the_others_wait_and_training_resumes_from_the_checkpoint(tmp_path):
+    import signal
+
+    from recovery_harness import again
+
+    nodes = start(tmp_path, RUN, spares=0)
+    wait_for_step(nodes[0], 12)
+    nodes[0].proc.send_signal(signal.SIGKILL)  # node 0's entrypoint: the hub is gone
+    assert nodes[0].wait(30) == -9
+    nodes[0] = again(nodes[0])  # as its container's restart policy would
+    codes = finish(nodes)
+    assert codes == [0, 0], texts(nodes)
+    assert "recovery: node 0 came back; the other nodes ask for generation 1" in nodes[0].text(), nodes[0].text()
+    [(generation, path, step)] = resumed(nodes)  # the kill lands at step 12 or, on a loaded machine, a little later
+    assert generation == 1 and step in (10, 15) and path == str(tmp_path / "checkpoints" / f"step-{step}.pt")
+    assert done(nodes) == ["RECOVERY-DONE gen=1 step=30 state=30"]
