@@ -49,6 +49,8 @@ tricky_text = st.one_of(
                      "naïve ✓", "\t tab", "*alias", "&anchor", "!tag", "%", "@", "`cmd`", " trailing "]),
 )
 single_line = any_text.filter(lambda s: s and all(ord(c) >= 32 and ord(c) != 127 for c in s))
+# A path may hold spaces, but a word after the first that starts with "-" is an option the spec refuses.
+script_path = single_line.filter(lambda s: not any(w.startswith("-") for w in s.split()[1:]))
 label = st.from_regex(r"[a-z]([-a-z0-9]{0,14}[a-z0-9])?", fullmatch=True)
 env_name = st.from_regex(r"[A-Za-z_][A-Za-z0-9_]{0,12}", fullmatch=True).filter(
     lambda k: not k.startswith("NODEWEAVE_") and k not in ("NODE_RANK", "NNODES", "MASTER_ADDR", "MASTER_PORT",
@@ -103,7 +105,7 @@ def spec_documents(draw):
         "gpus_per_node": gpus,
         "launcher": {
             "type": launcher,
-            "script": draw(single_line),
+            "script": draw(script_path),
             "args": draw(st.lists(tricky_text, max_size=4)),
             "master_port": draw(st.integers(1, 65535)),
             "max_restarts": draw(st.integers(0, 5)),

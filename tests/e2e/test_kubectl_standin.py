@@ -87,7 +87,7 @@ def test_a_selector_selects(standin):
 @pytest.mark.parametrize("argv, why", [
     (["delete", "pods", "--all"], "flag --all"),
     (["delete", "-n", "e2e", "statefulset", "nwk"], "delete -k DIR"),
-    (["scale", "statefulset", "nwk", "--replicas=3"], "verb ['scale']"),
+    (["rollout", "restart", "statefulset/nwk"], "verb ['rollout']"),
     (["get", "-n", "e2e", "pods", "-l", "a=b", "-o", "yaml"], "get statefulset NAME"),
     (["get", "-n", "e2e", "statefulset", "nwk", "-o", "json"], "get statefulset NAME"),
     (["exec", "-n", "e2e", "-c", "trainer", "nwk-0"], "exec without -- COMMAND"),
