@@ -158,3 +158,20 @@ def test_node_0_lost_and_restarted_the_others_wait_and_training_resumes_from_the
     [(generation, path, step)] = resumed(nodes)  # the kill lands at step 12 or, on a loaded machine, a little later
     assert generation == 1 and step in (10, 15) and path == str(tmp_path / "checkpoints" / f"step-{step}.pt")
     assert done(nodes) == ["RECOVERY-DONE gen=1 step=30 state=30"]
+
+
+def test_a_lasting_straggler_is_a_fault_its_node_is_left_out_and_a_spare_takes_over(tmp_path):
+    env = {"NODEWEAVE_STALL_WARN": "60", "NODEWEAVE_STALL_TIMEOUT": "0", "NODEWEAVE_STRAGGLER_IS_FAULT": "on",
+           "NODEWEAVE_STRAGGLER_FAULT": "2"}  # named 2 checks in a row (~7 s after it is first named)
+    nodes = start(tmp_path, ["--steps", "400", "--interval", "0.03", "--save-every", "10", "--slow-node", "1",
+                             "--slow-s", "0.25"], spares=1, env=env)
+    codes = finish(nodes)
+    assert codes == [0, 0, 0], texts(nodes)
+    record = book(tmp_path)
+    assert (record["decision"], record["generation"], record["members"]) == ("done", 1, [0, 2])
+    [fault] = record["history"]
+    assert (fault["node"], fault["cause"]) == (1, "straggler") and fault["gap"] > 1, fault
+    assert "a lasting straggler (rank(s) 1 named a straggler 2 checks in a row" in fault["why"]
+    assert "STRAGGLER FAULT: node 1" in nodes[0].text() and "handed to recovery" in nodes[0].text()
+    assert "generation 1: this node is LEFT OUT of the job: node 1: a lasting straggler" in nodes[1].text()
+    assert done(nodes) == ["RECOVERY-DONE gen=1 step=400 state=400"]

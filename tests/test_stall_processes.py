@@ -47,9 +47,20 @@ def test_a_sleeping_rank_is_named_with_grouped_stacks_and_the_job_stops_with_exi
         assert node.ended - stalled < TIMEOUT + 30, err
 
 
-def test_a_sigstopped_rank_is_named_as_stopped(tmp_path):
+def rank_left_behind(pid):
+    """The process ``pid`` if it is still a rank of the workload (torchrun runs ranks in sessions of their own)."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return b"allreduce.py" in f.read()
+    except OSError:
+        return False
+
+
+def test_a_sigstopped_rank_is_named_as_stopped_and_does_not_outlive_the_stop(tmp_path):
     nodes, codes = run_to_end(tmp_path, "torchrun", ["--stop-self", "1"], env={"NODEWEAVE_RUN_ID": "r1"})
     assert codes == [7, 7], [n.text() for n in nodes]
+    pid = int(re.search(r"culprit rank 1 \(node 1, [^\n]*: stopped[^\n]*, pid (\d+)", nodes[1].text()).group(1))
+    assert not rank_left_behind(pid), f"rank 1 (pid {pid}) outlived its launcher's stop"
     for rank in (0, 1):  # a run nodeweave run started keeps the report in its folder on every node
         kept = (tmp_path / f"n{rank}" / "nodeweave" / "runs" / "r1" / "stalls.txt").read_text()
         assert "STALL: 1 rank(s) wait in all_reduce" in kept and "1 rank (1): stopped" in kept, kept

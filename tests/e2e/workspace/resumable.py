@@ -10,6 +10,8 @@ against ``NODEWEAVE_TEST_NODE``, else the hostname), in generation
 ``--fault-gen`` (``-1``: every generation) at step ``--fault-step``:
 ``--fault exit`` (exit 1), ``kill`` (SIGKILL itself), ``stop`` (SIGSTOP itself).
 ``--faults KIND:NODE:GEN:STEP,...`` lists several such faults.
+``--slow-node NODE --slow-s S`` makes the ranks on that node sleep S more per
+step, in every generation (a straggler that lasts while it runs there).
 ``--half-written`` leaves a ``step-<big>.pt`` without its rename, as a save
 cut off mid-write would (the resume must not take it).
 """
@@ -36,6 +38,8 @@ def parse():
     p.add_argument("--fault-gen", type=int, default=0)
     p.add_argument("--fault-step", type=int, default=8)
     p.add_argument("--faults", default="", help="KIND:NODE:GEN:STEP,... (several faults)")
+    p.add_argument("--slow-node", default=None)
+    p.add_argument("--slow-s", type=float, default=0.0)
     p.add_argument("--cuda", action="store_true")
     p.add_argument("--half-written", action="store_true")
     p.add_argument("--local_rank", "--local-rank", type=int, default=None)  # deepspeed's
@@ -106,7 +110,7 @@ def main():
             say(f"RECOVERY-STEP gen={gen} step={step} world={world} t={time.time():.3f}")
             if step % args.save_every == 0:
                 save(args, step, state.cpu())
-        time.sleep(args.interval)
+        time.sleep(args.interval + (args.slow_s if this_node() == args.slow_node else 0.0))
     dist.barrier()
     if rank == 0:
         say(f"RECOVERY-DONE gen={gen} step={step} state={state[0].item():g}")

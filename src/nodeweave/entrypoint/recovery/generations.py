@@ -83,6 +83,9 @@ class Generations:
         if members[0] != 0:  # node 0's training slot went to a spare: the spare is the rendezvous host
             flags["master_addr"] = book["master"]
         settings = with_flags(self.settings, **flags)
+        # a fixed-size job of its members: NODEWEAVE_NNODES says so too (an elastic spec's MIN:MAX would be a
+        # claim the flag overrides, with a warning every generation, and the ranks would read a range)
+        settings.env = dict(settings.env, NODEWEAVE_NNODES=str(len(members)))
         plan = build_plan(settings)
         apply_counts(plan, verdict)
         return plan, settings

@@ -6,7 +6,7 @@ slot may go to a spare, and the spare is then the rendezvous host (docs/recovery
 
 import time
 
-from ..errors import EXIT_TOPOLOGY, EntrypointError
+from ..errors import EXIT_PEER_FAILED, EXIT_TOPOLOGY, EntrypointError
 from . import decide
 from .setup import keep, newest_checkpoint, public, user_stopped
 
@@ -48,6 +48,8 @@ class HubSide:
                 hub.close()
                 return book["code"]
             watch = HubWatch(hub, self.log, elastic=False, admit=self._admitter(hub, verdict, book))
+            if self.settings.get("straggler_is_fault"):
+                watch.on_straggler_fault = self._straggler_taker(watch)
             if 0 in book["members"]:
                 code = self.gens._launch(book, verdict, watch)
             else:
@@ -204,6 +206,21 @@ class HubSide:
             return dict(verdict, recovery=public(book))
         return admit
 
+    def _straggler_taker(self, watch):
+        """The stall watch's seam (``stall/fault.py``): a straggler named N checks in a row ends the generation
+        with its node as the culprit, as a crash would; the next one leaves that node out."""
+        def take(fault):
+            if watch.failure is not None:
+                return False
+            watch.straggler = fault
+            ranks = ", ".join(map(str, fault["ranks"]))
+            how = (f"rank(s) {ranks} named a straggler {fault['checks']} checks in a row "
+                   f"({fault['gap']:.0%} slower)")
+            watch.stop_all(f"node {fault['node']} ({fault['host']})", how, EXIT_PEER_FAILED, node=fault["node"],
+                           cause="straggler")
+            return True
+        return take
+
     def _fault(self, watch, book):
         """What ended the generation: the culprit's identity (None when no one node is) and why, in words."""
         culprit = watch.culprit or (None, "unknown", None)
@@ -212,10 +229,15 @@ class HubSide:
             node = book["members"][gen_rank]
         label, report = watch.failure or ("?", {"how": "the launchers ended without a report"})
         how = str(report.get("how") or "failed")
-        what = {"crash": "its launcher failed", "lost": "it was lost", "stall": "the job stalled"}.get(cause, cause)
+        what = {"crash": "its launcher failed", "lost": "it was lost", "stall": "the job stalled",
+                "straggler": "a lasting straggler"}.get(cause, cause)
         why = f"node {node}: {what} ({how})" if node is not None else f"{label}: {what} ({how})"
         book["last_culprit"] = node
         book["alive"] = [p.fp.get("rank") for p in watch.hub.peers if not (p.done or {}).get("lost")]
-        return {"generation": book["generation"], "node": node, "cause": cause, "why": why,
-                "at": watch.failed_at or time.time()}
+        fault = {"generation": book["generation"], "node": node, "cause": cause, "why": why,
+                 "at": watch.failed_at or time.time()}
+        straggler = getattr(watch, "straggler", None)
+        if cause == "straggler" and straggler:
+            fault["gap"] = round(straggler["gap"], 3)
+        return fault
 

@@ -94,12 +94,19 @@ def _signal_name(signal, number):
         return f"signal {number}"
 
 
-def _stopper(pid, reaped, tail=None):
+def _stopper(pid, reaped, tail=None, ranks=None):
     """stop(grace, aside=None): SIGTERM to the launcher's process group now, SIGKILL after ``grace`` seconds;
-    with ``aside`` (a file) the launcher's output is diverted there first (``capture.OutputTail.divert``).
-    True when the output went aside."""
+    the same to every descendant of the launcher found at the stop (``descendants.py``: torchrun's ranks run in
+    sessions of their own), kept in ``ranks`` ({"processes": ..., "deadline": ...}) for :func:`run_supervised`
+    to finish once the launcher is gone. With ``aside`` (a file) the launcher's output is diverted there first
+    (``capture.OutputTail.divert``). True when the output went aside."""
     import signal
     import threading
+    import time
+
+    from . import descendants
+
+    ranks = {} if ranks is None else ranks
 
     def kill(sig):
         if not reaped:
@@ -108,11 +115,18 @@ def _stopper(pid, reaped, tail=None):
             except OSError:
                 pass
 
+    def kill_all(sig):
+        kill(sig)
+        descendants.signal_all(ranks.get("processes") or [], sig, signal.SIGCONT)
+
     def stop(grace, aside=None):
         diverted = bool(aside and tail is not None and tail.divert(aside))
+        if not reaped and "processes" not in ranks:
+            ranks.update(processes=descendants.find(pid), deadline=time.monotonic() + grace)
         kill(signal.SIGTERM)
         kill(signal.SIGCONT)  # a stopped rank (SIGSTOP, a debugger) takes its SIGTERM now, not at the SIGKILL
-        timer = threading.Timer(grace, kill, args=(signal.SIGKILL,))
+        descendants.signal_all(ranks.get("processes") or [], signal.SIGTERM, signal.SIGCONT)
+        timer = threading.Timer(grace, kill_all, args=(signal.SIGKILL,))
         timer.daemon = True
         timer.start()
         return diverted
@@ -173,13 +187,17 @@ def run_supervised(executable, argv, env, watch=None, received=None):
 
     for sig in forwarded:
         signal.signal(sig, forward)
-    reaped = []
+    reaped, ranks = [], {}
     if watch is not None:
         tail.parent_side()
-        watch.start(_stopper(pid, reaped, tail))
+        watch.start(_stopper(pid, reaped, tail, ranks))
     signal.pthread_sigmask(signal.SIG_SETMASK, saved)
     _, status = os.waitpid(pid, 0)  # PEP 475: retried after each forwarded signal
     reaped.append(pid)
+    if ranks.get("processes"):  # stopped: no rank outlives its launcher (the stop's grace, then SIGKILL)
+        from .descendants import end
+
+        end(ranks["processes"], ranks["deadline"])
     code = exit_status(status, received)
     if watch is not None:
         stopped = watch.finish(code, how_it_ended(os.path.basename(argv[0]), status, received), tail.lines())

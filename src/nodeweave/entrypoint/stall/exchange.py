@@ -93,11 +93,11 @@ class HubStall(FaultSeam):
     def broadcast_report(self, lines):
         self._broadcast({"t": "report", "lines": lines})
 
-    def stop_all(self, label, how, code, node=None):
-        """Stop every node (and this one) with ``code``: the stall outlived stall_timeout. ``node``: the
-        culprit's node rank in this launch (recovery leaves that node out)."""
+    def stop_all(self, label, how, code, node=None, cause="stall"):
+        """Stop every node (and this one) with ``code``: the stall outlived stall_timeout, or (recovery) a
+        straggler lasted. ``node``: the culprit's node rank in this launch (recovery leaves that node out)."""
         if self.failure is None and getattr(self, "culprit", False) is None:
-            self.culprit = (None, "stall", node)
+            self.culprit = (None, cause, node)
         if self.failure is None:
             self._broadcast({"t": "abort", "node": label, "how": how, "tail": [], "code": code})
         self._stop_for(label, {"how": how}, code)
