@@ -37,16 +37,30 @@ def dump(entries):
 def test_completed_collectives_are_read_once_and_running_ones_wait_for_a_later_read():
     entries = [entry(1, duration_ms=150.0), entry(2, duration_ms=2.0), entry(3, state="started"),
                entry(4, state="scheduled")]
-    assert flight.completed_durations(dump(entries), -1) == (2, 0.152, 2)
+    assert flight.completed_durations(dump(entries), -1) == (2, 0.152, 2, False)
     entries[2] = entry(3, duration_ms=4.0)  # done by the next read; 4 still queued
-    assert flight.completed_durations(dump(entries), 2) == (3, 0.004, 1)
-    assert flight.completed_durations(dump(entries), 3) == (3, 0.0, 0)
+    assert flight.completed_durations(dump(entries), 2) == (3, 0.004, 1, False)
+    assert flight.completed_durations(dump(entries), 3) == (3, 0.0, 0, False)
 
 
 def test_other_groups_point_to_point_and_gloo_entries_are_left_out():
     entries = [entry(1, duration_ms=1.0), entry(2, duration_ms=50.0, group="1"), entry(3, duration_ms=50.0,
                name="gloo:all_reduce"), dict(entry(4, duration_ms=50.0, name="nccl:send"), is_p2p=True)]
-    assert flight.completed_durations(dump(entries), 0) == (1, 0.001, 1)
+    assert flight.completed_durations(dump(entries), 0) == (1, 0.001, 1, False)
+
+
+def test_collectives_the_ring_dropped_between_reads_start_a_new_span_and_faster_reads(tmp_path):
+    probe = rankprobe.Probe(str(tmp_path / "rank-0.bin"), 0, 0)
+    ring = [entry(seq, duration_ms=100.0) for seq in range(1, 2001)]
+    flight._durations(probe, lambda *_: json.dumps(dump(ring)).encode(), 0.0)  # the first read: a start only
+    ring = [entry(seq, duration_ms=100.0) for seq in range(2001, 2101)]
+    flight._durations(probe, lambda *_: json.dumps(dump(ring)).encode(), 10.0)
+    assert (probe.fr_seen, probe.fr_timed, probe.fr_span) == (2100, 100, 10.0)
+    ring = [entry(seq, duration_ms=100.0) for seq in range(2201, 4201)]  # 2101..2200 dropped from the ring
+    flight._durations(probe, lambda *_: json.dumps(dump(ring)).encode(), 20.0)
+    assert (probe.fr_seen, probe.fr_timed, probe.fr_span) == (4200, 100, 10.0)  # nothing added: a new start
+    assert probe.durations_s == flight.DURATIONS_S / 2
+    assert flight.completed_durations(dump(ring), 2100)[3] and not flight.completed_durations(dump(ring), 2200)[3]
 
 
 class Rank:

@@ -69,12 +69,13 @@ def timing_on(env):
 
 
 def completed_durations(dump, after):
-    """(last seq id read, seconds, collectives) of the default group's NCCL collectives in ``dump`` (torch's
+    """(last seq id read, seconds, collectives, lost) of the default group's NCCL collectives in ``dump`` (torch's
     recorder JSON, parsed) with ``collective_seq_id`` above ``after``, completed and timed, oldest first.
 
     Reading stops at the first one not yet ``completed`` (or completed but not yet retired with its
     duration): it is read on a later pass, and none is counted twice. Point-to-point entries and other
-    groups are left out, as in the collective count."""
+    groups are left out, as in the collective count. ``lost``: the ring no longer holds the collective
+    after ``after`` (more completed between two reads than the ring keeps)."""
     found = {}
     for e in dump.get("entries") or []:
         group = e.get("process_group") or [DEFAULT_GROUP]
@@ -85,6 +86,7 @@ def completed_durations(dump, after):
         if isinstance(seq, int) and seq > after:
             found[seq] = e
     last, seconds, count = after, 0.0, 0
+    lost = after >= 0 and bool(found) and min(found) > after + 1
     for seq in sorted(found):
         e = found[seq]
         duration = e.get("duration_ms")
@@ -94,7 +96,7 @@ def completed_durations(dump, after):
             seconds += float(duration) / 1000.0
             count += 1
         last = seq
-    return last, seconds, count
+    return last, seconds, count, lost
 
 
 def ask_path(folder, rank):
@@ -140,6 +142,7 @@ def _recorders(on):
 
 def _loop(probe, fd):
     quiet_until, failed, durations_at = 0.0, False, 0.0
+    probe.durations_s = DURATIONS_S
     while True:
         ready, _, _ = select.select([fd], [], [], POLL_S)
         try:
@@ -157,7 +160,7 @@ def _loop(probe, fd):
             if recorders and now >= quiet_until:
                 _poll(probe, recorders)
                 if probe.timing_on and "nccl" in recorders and now >= durations_at:
-                    durations_at = now + DURATIONS_S
+                    durations_at = now + probe.durations_s
                     _durations(probe, recorders["nccl"], now)
         except Exception as err:  # noqa: BLE001 - torch half imported, a full disk: answer the next ask
             if not failed:
@@ -176,9 +179,17 @@ def _poll(probe, recorders):
         probe.recorded(enqueued, completed)
 
 
+MIN_DURATIONS_S = 1.0
+
+
 def _durations(probe, dump, now):
-    """Add the collectives completed since the last read to the record (``Probe.timed_by_recorder``)."""
-    last, seconds, count = completed_durations(json.loads(dump(True, False)), probe.fr_seen)
+    """Add the collectives completed since the last read to the record (``Probe.timed_by_recorder``). When
+    the ring lost some since the last read, this read only starts a new span (a span whose wait is partly
+    unread would count that wait as work), and the reads come twice as often from then on."""
+    last, seconds, count, lost = completed_durations(json.loads(dump(True, False)), probe.fr_seen)
+    if lost:
+        probe.durations_s = max(MIN_DURATIONS_S, getattr(probe, "durations_s", DURATIONS_S) / 2)
+        probe.fr_read_at = None
     probe.timed_by_recorder(last, seconds, count, now)
 
 
