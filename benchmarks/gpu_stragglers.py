@@ -22,8 +22,10 @@ step, then all-reduces 4 MiB and synchronizes. Cases:
 
 A straggler case ends as soon as node 0 prints its STRAGGLER line (or after --name-limit s). It prints one
 table (case, named?, who, gap, seconds from the loop's start to the name, verdict) and keeps it with every
-node's log in --out (gpu_stragglers.json); exit 0 only when every case is ok. Every case with the quick
-healthy run (60 s) takes about 8-9 minutes on 2x H100; the 5-minute healthy proof alone about 6:
+node's log in --out (gpu_stragglers.json); exit 0 only when every case is ok, and a failed case prints what
+was named, --status's ranks and each node's last log lines. Every case with the quick healthy run (60 s)
+took 246 s on 2x H100 before ddp_gpu_slow, about 5-6 minutes with it; the 5-minute healthy proof alone
+about 6:
 
     PYTHONPATH=src python3 benchmarks/gpu_stragglers.py --out /tmp/gpu-stragglers
     PYTHONPATH=src python3 benchmarks/gpu_stragglers.py --out /tmp/gpu-ddp --cases ddp_gpu_slow --rounds 0

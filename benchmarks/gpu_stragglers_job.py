@@ -11,7 +11,8 @@ the median step time.
 ``loss.backward()`` (the reducer all-reduces the gradients from C++, no Python collective), an
 optimizer step; the batch is sized so that the step takes about ``--gpu-ms`` and the slow rank's
 ``--slow-gpu-ms`` of ``torch.cuda._sleep`` is queued before its forward. The stop flag rides on one
-``dist.all_reduce`` every 10 steps.
+``dist.all_reduce`` every 10 steps. With ``--cpu`` the same runs on gloo (a check of the script; the
+slow rank's GPU sleep is left out).
 
 ``--overhead-rounds N`` measures instead what the stall watch's rank hook adds per step: N paired rounds of
 ``--block`` steps each through the hooked ``dist.all_reduce`` (the probe's record, the device events) and
@@ -48,6 +49,15 @@ def gpu_timed(fn, repeat):
     end.record()
     end.synchronize()
     return start.elapsed_time(end) / repeat
+
+
+def wall_timed(fn, repeat):
+    """Milliseconds per call of ``fn`` on the CPU."""
+    fn()
+    t0 = time.perf_counter()
+    for _ in range(repeat):
+        fn()
+    return (time.perf_counter() - t0) * 1000 / repeat
 
 
 def main():
@@ -113,28 +123,31 @@ def ddp(args):
     """Train an ``nn.Linear`` stack under DDP; rank ``--slow-rank`` queues ``--slow-gpu-ms`` more per step."""
     from torch.nn.parallel import DistributedDataParallel
 
-    dist.init_process_group("nccl", timeout=datetime.timedelta(seconds=600))
+    dist.init_process_group("gloo" if args.cpu else "nccl", timeout=datetime.timedelta(seconds=600))
     rank = dist.get_rank()
-    torch.cuda.set_device(0)
+    device = "cpu" if args.cpu else "cuda"  # --cpu: a check of this function on gloo, no slow rank
+    if not args.cpu:
+        torch.cuda.set_device(0)
+    timed = wall_timed if args.cpu else gpu_timed
     torch.manual_seed(0)
-    width = 2048
-    model = torch.nn.Sequential(*[torch.nn.Linear(width, width) for _ in range(8)]).cuda()
-    model = DistributedDataParallel(model, device_ids=[0], bucket_cap_mb=25)
+    width = 1024  # 8 layers: 33.6 MB of gradients, ~5 buckets of 8 MB (the simulated nodes talk over sockets)
+    model = torch.nn.Sequential(*[torch.nn.Linear(width, width) for _ in range(8)]).to(device)
+    model = DistributedDataParallel(model, device_ids=None if args.cpu else [0], bucket_cap_mb=8)
     optimizer = torch.optim.SGD(model.parameters(), lr=1e-4)
-    batch = torch.randn(256, width, device="cuda")
+    batch = torch.randn(256, width, device=device)
 
     def step():
         optimizer.zero_grad(set_to_none=True)
         model(batch).square().mean().backward()
         optimizer.step()
 
-    per = gpu_timed(step, 5)
-    batch = torch.randn(min(16384, 256 * max(1, round(args.gpu_ms / per))), width, device="cuda")
-    per = gpu_timed(step, 5)  # one optimizer step of about --gpu-ms
+    per = timed(step, 5)
+    batch = torch.randn(min(16384, 256 * max(1, round(args.gpu_ms / per))), width, device=device)
+    per = timed(step, 5)  # one optimizer step of about --gpu-ms
     cycles = 0
-    if args.slow_gpu_ms and rank == args.slow_rank:
+    if args.slow_gpu_ms and rank == args.slow_rank and not args.cpu:
         cycles = int(10 ** 7 * args.slow_gpu_ms / gpu_timed(lambda: torch.cuda._sleep(10 ** 7), 3))
-    flag = torch.zeros(1, device="cuda")
+    flag = torch.zeros(1, device=device)
     dist.barrier()
     said = f"NWBENCH-START rank={rank} ddp_step_ms={per:.2f} batch={len(batch)} sleep_cycles={cycles}"
     os.write(1, f"{said} TORCH_NCCL_ENABLE_TIMING={os.environ.get('TORCH_NCCL_ENABLE_TIMING')}\n".encode())
@@ -150,7 +163,8 @@ def ddp(args):
             dist.all_reduce(flag)
             if flag.item() > 0:
                 break
-        torch.cuda.synchronize()
+        if not args.cpu:
+            torch.cuda.synchronize()
         times.append(time.perf_counter() - t0)
         if args.steps and count >= args.steps:
             break
