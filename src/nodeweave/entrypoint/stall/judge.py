@@ -150,7 +150,8 @@ class Stragglers:
         out = {}
         for key, past in self.history.items():
             first, last = past[0], past[-1]
-            if now - first[0] < self.window_s * 0.9 or now - last[0] > 5 or collectives(first, last) < MIN_COLLECTIVES:
+            full = now - first[0] >= self.window_s * 0.9 and now - last[0] <= 5
+            if not full or collectives(first, last) < MIN_COLLECTIVES:
                 continue
             if last[7] > first[7]:  # the recorder's durations, read every few seconds: the window as a whole
                 out[key] = own_work(first, last)
