@@ -8,6 +8,10 @@ step, then all-reduces 4 MiB and synchronizes. Cases:
   cpu_slow        rank 1 spends 0.15 s more CPU per step              expect: rank 1 (node 1) named
   gpu_slow        rank 1 queues 0.15 s more GPU kernel time per step   expect: rank 1 (node 1) named
   shared_gpu      a busy process hammers node 1's GPU                  expect: rank 1 (node 1) named
+  ddp_gpu_slow    a DDP model (nn.Linear stack, loss.backward(), optimizer.step(): the gradients are
+                  all-reduced by DDP's reducer from C++), rank 1 queues 0.15 s more GPU kernel time per
+                  step                                                 expect: rank 1 (node 1) named, from
+                                                                               the flight recorder's durations
   healthy         --healthy-s seconds, nobody slowed                    expect: nothing named
   shared_tmpdir   cpu_slow with ONE TMPDIR for both nodes              expect: rank 1 named once; --status
                                                                                lists exactly 2 ranks
@@ -18,16 +22,19 @@ step, then all-reduces 4 MiB and synchronizes. Cases:
 
 A straggler case ends as soon as node 0 prints its STRAGGLER line (or after --name-limit s). It prints one
 table (case, named?, who, gap, seconds from the loop's start to the name, verdict) and keeps it with every
-node's log in --out (gpu_stragglers.json); exit 0 only when every case is ok. Every case with the quick
-healthy run (60 s) takes about 7-8 minutes on 2x H100; the 5-minute healthy proof alone about 6:
+node's log in --out (gpu_stragglers.json); exit 0 only when every case is ok, and a failed case prints what
+was named, --status's ranks and each node's last log lines. Every case with the quick healthy run (60 s)
+took 246 s on 2x H100 before ddp_gpu_slow, about 5-6 minutes with it; the 5-minute healthy proof alone
+about 6:
 
     PYTHONPATH=src python3 benchmarks/gpu_stragglers.py --out /tmp/gpu-stragglers
+    PYTHONPATH=src python3 benchmarks/gpu_stragglers.py --out /tmp/gpu-ddp --cases ddp_gpu_slow --rounds 0
     PYTHONPATH=src python3 benchmarks/gpu_stragglers.py --out /tmp/gpu-healthy --cases healthy \
         --healthy-s 300 --rounds 0
     PYTHONPATH=src python3 benchmarks/gpu_stragglers.py --cpu --out /tmp/cpu-stragglers   # gloo smoke, no GPU
 
 ``--cpu`` runs the same on CPU tensors with gloo (cpu_slow, healthy, shared_tmpdir, overhead; the GPU
-cases are skipped): the smoke check of this script and of the gloo rule.
+cases, ddp_gpu_slow among them, are skipped): the smoke check of this script and of the gloo rule.
 """
 
 import argparse
@@ -49,6 +56,8 @@ JOB = Path(__file__).resolve().parent / "gpu_stragglers_job.py"
 NAMED = re.compile(r"STRAGGLER: rank (\d+) \(node (\d+), host ([^,)]*)[^)]*\) is (\d+)% slower: (\d+) ms of own "
                    r"work per collective against (\d+) ms")
 SLOW_MS = "150"
+CASES = ("cpu_slow", "gpu_slow", "shared_gpu", "ddp_gpu_slow", "healthy", "shared_tmpdir")
+GPU_ONLY = ("gpu_slow", "shared_gpu", "ddp_gpu_slow")
 
 
 def hostnames():
@@ -92,8 +101,8 @@ def end(nodes, grace=30):
     stall_nodes.stop(nodes)
 
 
-def ranks_listed(nodes, args):
-    """How many ranks ``nodeweave-entrypoint --status`` lists (asked through node 1, as a user would)."""
+def ranks_status(nodes, args):
+    """``nodeweave-entrypoint --status``'s ``ranks`` answer (asked through node 1, as a user would), or why none."""
     argv = nodes[1].proc.args[len(args.prefix.get(1, [])):]
     port = argv[argv.index("--master-port") + 1]
     master = argv[argv.index("--master-addr") + 1]
@@ -101,9 +110,15 @@ def ranks_listed(nodes, args):
                           master, "--master-port", port], capture_output=True, text=True, timeout=60,
                          env={"PATH": os.environ["PATH"], "PYTHONPATH": str(stall_nodes.ROOT / "src")})
     try:
-        return [(r["node"], r["rank"]) for r in json.loads(out.stdout)["ranks"]["ranks"]]
+        return json.loads(out.stdout)["ranks"]
     except (ValueError, KeyError, TypeError):
         return f"no answer: {out.stderr.strip()[-200:]}"
+
+
+def ranks_listed(nodes, args):
+    """The (node, rank) pairs ``--status`` lists, or why none."""
+    answer = ranks_status(nodes, args)
+    return [(r["node"], r["rank"]) for r in answer["ranks"]] if isinstance(answer, dict) else answer
 
 
 def straggler_case(name, job_args, args, expect_rank=1, busy=None, shared_tmpdir=False):
@@ -128,6 +143,8 @@ def straggler_case(name, job_args, args, expect_rank=1, busy=None, shared_tmpdir
             listed = result.get("status_ranks")
             ok = ok and isinstance(listed, list) and sorted(listed) == [(0, 0), (1, 1)]
         result["verdict"] = "ok" if ok and named_at - began <= 60 else "FAIL"
+        if result["verdict"] != "ok":  # each rank's counts and device sums, the verdicts: why nothing or who
+            result["status"] = ranks_status(nodes, args)
     finally:
         if busy is not None:
             busy.kill()
@@ -169,6 +186,19 @@ def overhead(args):
             "step_ms_off": round(statistics.median(r["off"] for r in rounds), 3) if rounds else None}
 
 
+def explain(result):
+    """On a failed case: what was named, and the end of each node's log (the ranks' output is in it)."""
+    print(f"  {result['case']} FAILED: named {result.get('who') or 'nobody'}; gaps {result.get('gap') or '-'}; "
+          f"s to name {result.get('seconds_to_name')}", flush=True)
+    if result.get("status"):
+        print(f"  --status then: {json.dumps(result['status'])}")
+    for node, lines in enumerate(result.get("logs") or []):
+        print(f"  --- node {node}, last {len(lines)} lines of its log ---")
+        for line in lines:
+            print(f"    {line}")
+    sys.stdout.flush()
+
+
 def wait_for(nodes, found, limit, since=None):
     deadline = (since or time.monotonic()) + limit
     while time.monotonic() < deadline:
@@ -182,7 +212,8 @@ def wait_for(nodes, found, limit, since=None):
 
 
 def logs(nodes):
-    return [node.text().splitlines()[-40:] for node in nodes]
+    """Each node's last 60 lines, its own (err) and its ranks' output (out) as they came."""
+    return [[f"{stream}: {line}" for _, stream, line in list(node.lines)][-60:] for node in nodes]
 
 
 def table(results, cost):
@@ -232,7 +263,7 @@ def main():
     parser.add_argument("--name-limit", type=int, default=75, help="seconds a straggler case waits for the name")
     parser.add_argument("--rounds", type=int, default=16, help="paired rounds of the overhead measure (0: skip)")
     parser.add_argument("--gpus", default="0,1", help="the two GPUs, node 0's first")
-    parser.add_argument("--cases", default="cpu_slow,gpu_slow,shared_gpu,healthy,shared_tmpdir")
+    parser.add_argument("--cases", default=",".join(CASES), help=f"comma-separated, of {', '.join(CASES)}")
     args = parser.parse_args()
     args.gpus = args.gpus.split(",")
     args.out = args.out.resolve()
@@ -245,10 +276,13 @@ def main():
     slow_cpu = ["--slow-rank", "1", "--slow-cpu-ms", SLOW_MS]
     if args.cpu:
         slow_cpu = ["--gpu-ms", "0", "--cpu-ms", "50", *slow_cpu]
+    unknown = [case for case in args.cases.split(",") if case not in CASES]
+    if unknown:
+        parser.error(f"--cases: unknown case {unknown[0]!r} (of {', '.join(CASES)})")
     results = []
     for case in args.cases.split(","):
         print(f"case {case} ...", flush=True)
-        if args.cpu and case in ("gpu_slow", "shared_gpu"):
+        if args.cpu and case in GPU_ONLY:
             results.append({"case": case, "expect": "rank 1 (node 1)", "skipped": "skipped (needs GPUs)"})
             print(f"  {case}: skipped (needs GPUs)", flush=True)
             continue
@@ -256,6 +290,8 @@ def main():
             results.append(straggler_case(case, slow_cpu, args))
         elif case == "gpu_slow":
             results.append(straggler_case(case, ["--slow-rank", "1", "--slow-gpu-ms", SLOW_MS], args))
+        elif case == "ddp_gpu_slow":
+            results.append(straggler_case(case, ["--ddp", "--slow-rank", "1", "--slow-gpu-ms", SLOW_MS], args))
         elif case == "shared_gpu":
             busy = subprocess.Popen([sys.executable, "-c", "import torch\na = torch.randn(8192, 8192, device='cuda')"
                                      "\nwhile True:\n    a @ a\n    torch.cuda.synchronize()"],
@@ -266,8 +302,10 @@ def main():
         elif case == "shared_tmpdir":
             results.append(straggler_case(case, slow_cpu, args, shared_tmpdir=True))
         else:
-            parser.error(f"--cases: unknown case {case!r} (cpu_slow, gpu_slow, shared_gpu, healthy, shared_tmpdir)")
+            parser.error(f"--cases: unknown case {case!r} ({', '.join(CASES)})")
         print(f"  {case}: {results[-1].get('skipped') or results[-1]['verdict']}", flush=True)
+        if not results[-1].get("skipped") and results[-1]["verdict"] != "ok":
+            explain(results[-1])
     if args.rounds:
         print("overhead ...", flush=True)
     cost = overhead(args) if args.rounds else None

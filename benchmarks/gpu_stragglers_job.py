@@ -7,6 +7,13 @@ tensors (gloo: ``--cpu``). ``--slow-rank R`` adds ``--slow-cpu-ms`` of busy CPU 
 ``--seconds`` (or ``--steps``) and prints ``NWBENCH-START`` when the loop starts and ``NWBENCH-DONE`` with
 the median step time.
 
+``--ddp`` trains instead a small model under ``DistributedDataParallel``: an ``nn.Linear`` stack, forward,
+``loss.backward()`` (the reducer all-reduces the gradients from C++, no Python collective), an
+optimizer step; the batch is sized so that the step takes about ``--gpu-ms`` and the slow rank's
+``--slow-gpu-ms`` of ``torch.cuda._sleep`` is queued before its forward. The stop flag rides on one
+``dist.all_reduce`` every 10 steps. With ``--cpu`` the same runs on gloo (a check of the script; the
+slow rank's GPU sleep is left out).
+
 ``--overhead-rounds N`` measures instead what the stall watch's rank hook adds per step: N paired rounds of
 ``--block`` steps each through the hooked ``dist.all_reduce`` (the probe's record, the device events) and
 through the function it wraps (``__wrapped__``), the order alternating; one ``NWBENCH-OVERHEAD`` line per
@@ -44,6 +51,15 @@ def gpu_timed(fn, repeat):
     return start.elapsed_time(end) / repeat
 
 
+def wall_timed(fn, repeat):
+    """Milliseconds per call of ``fn`` on the CPU."""
+    fn()
+    t0 = time.perf_counter()
+    for _ in range(repeat):
+        fn()
+    return (time.perf_counter() - t0) * 1000 / repeat
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--cpu", action="store_true", help="gloo on CPU tensors")
@@ -57,7 +73,10 @@ def main():
     parser.add_argument("--slow-gpu-ms", type=float, default=0.0)
     parser.add_argument("--overhead-rounds", type=int, default=0)
     parser.add_argument("--block", type=int, default=25)
+    parser.add_argument("--ddp", action="store_true", help="a DDP model: the collectives come from C++")
     args = parser.parse_args()
+    if args.ddp:
+        return ddp(args)
 
     dist.init_process_group("gloo" if args.cpu else "nccl", timeout=datetime.timedelta(seconds=600))
     rank = dist.get_rank()
@@ -96,6 +115,61 @@ def main():
         times.append(time.perf_counter() - t0)
     warm = times[len(times) // 10:] or times
     os.write(1, f"NWBENCH-DONE rank={rank} steps={step} median_step_ms={statistics.median(warm) * 1000:.3f}\n"
+             .encode())
+    dist.destroy_process_group()
+
+
+def ddp(args):
+    """Train an ``nn.Linear`` stack under DDP; rank ``--slow-rank`` queues ``--slow-gpu-ms`` more per step."""
+    from torch.nn.parallel import DistributedDataParallel
+
+    dist.init_process_group("gloo" if args.cpu else "nccl", timeout=datetime.timedelta(seconds=600))
+    rank = dist.get_rank()
+    device = "cpu" if args.cpu else "cuda"  # --cpu: a check of this function on gloo, no slow rank
+    if not args.cpu:
+        torch.cuda.set_device(0)
+    timed = wall_timed if args.cpu else gpu_timed
+    torch.manual_seed(0)
+    width = 1024  # 8 layers: 33.6 MB of gradients, ~5 buckets of 8 MB (the simulated nodes talk over sockets)
+    model = torch.nn.Sequential(*[torch.nn.Linear(width, width) for _ in range(8)]).to(device)
+    model = DistributedDataParallel(model, device_ids=None if args.cpu else [0], bucket_cap_mb=8)
+    optimizer = torch.optim.SGD(model.parameters(), lr=1e-4)
+    batch = torch.randn(256, width, device=device)
+
+    def step():
+        optimizer.zero_grad(set_to_none=True)
+        model(batch).square().mean().backward()
+        optimizer.step()
+
+    per = timed(step, 5)
+    batch = torch.randn(min(16384, 256 * max(1, round(args.gpu_ms / per))), width, device=device)
+    per = timed(step, 5)  # one optimizer step of about --gpu-ms
+    cycles = 0
+    if args.slow_gpu_ms and rank == args.slow_rank and not args.cpu:
+        cycles = int(10 ** 7 * args.slow_gpu_ms / gpu_timed(lambda: torch.cuda._sleep(10 ** 7), 3))
+    flag = torch.zeros(1, device=device)
+    dist.barrier()
+    said = f"NWBENCH-START rank={rank} ddp_step_ms={per:.2f} batch={len(batch)} sleep_cycles={cycles}"
+    os.write(1, f"{said} TORCH_NCCL_ENABLE_TIMING={os.environ.get('TORCH_NCCL_ENABLE_TIMING')}\n".encode())
+    began, times, count = time.monotonic(), [], 0
+    while True:
+        t0 = time.perf_counter()
+        if cycles:
+            torch.cuda._sleep(cycles)
+        step()
+        count += 1
+        if count % 10 == 0:  # rank 0's clock decides; the only Python-issued collective of the loop
+            flag[0] = float(rank == 0 and time.monotonic() - began >= args.seconds)
+            dist.all_reduce(flag)
+            if flag.item() > 0:
+                break
+        if not args.cpu:
+            torch.cuda.synchronize()
+        times.append(time.perf_counter() - t0)
+        if args.steps and count >= args.steps:
+            break
+    warm = times[len(times) // 10:] or times
+    os.write(1, f"NWBENCH-DONE rank={rank} steps={count} median_step_ms={statistics.median(warm) * 1000:.3f}\n"
              .encode())
     dist.destroy_process_group()
 

@@ -17,7 +17,12 @@ time is a duration measured on the rank's own node.
   device) the host time less the device time the rank's timed collectives
   took (``rankhook/nodeweave_device.py``): the last rank to arrive waits
   least, so its own work is the largest, whether it was late on the CPU or
-  on the GPU. Both are durations on the rank's own node.
+  on the GPU. Where NCCL's flight recorder gives each collective's device
+  duration (``TORCH_NCCL_ENABLE_TIMING``), that is used instead, for every
+  NCCL collective (DDP's reducer's, ``async_op=True`` ones): the host time
+  the recorder reads span less the durations they read, per collective;
+  a Python call both ways timed counts once. All are durations on the rank's
+  own node.
 """
 
 from collections import deque
@@ -86,8 +91,13 @@ def _most(names):
 def own_work(a, b):
     """Seconds of own work per collective between two samples of one rank, or None when it entered none.
 
-    ``(time, seq, inside_s, outside_s, device_wait_s, device_timed)``: with collectives timed on the
-    device in between, the host time across them less the device wait; else the host time outside."""
+    ``(time, seq, inside_s, outside_s, device_wait_s, device_timed, fr_wait_s, fr_timed, fr_span_s)``: with
+    collectives whose duration the flight recorder gave in between, the host time its reads span less
+    those durations (every NCCL collective, the Python ones among them: counted once); else with
+    collectives timed by the probe's events, the host time across them less the device wait; else the
+    host time outside collectives."""
+    if b[7] > a[7]:
+        return max(0.0, (b[8] - a[8]) - (b[6] - a[6])) / (b[7] - a[7])
     entered = b[1] - a[1]
     if entered <= 0:
         return None
@@ -97,8 +107,20 @@ def own_work(a, b):
     return (b[3] - a[3]) / entered
 
 
+def sample(now, view):
+    """The tuple :func:`own_work` compares, from one rank's view."""
+    return (now, view["seq"], view.get("inside_s", 0.0), view["outside_s"], view.get("device_wait_s", 0.0),
+            view.get("device_timed", 0), view.get("fr_wait_s", 0.0), view.get("fr_timed", 0),
+            view.get("fr_span_s", 0.0))
+
+
+def collectives(a, b):
+    """Collectives between two samples: Python calls, or those whose durations the recorder gave."""
+    return max(b[1] - a[1], b[7] - a[7])
+
+
 class Stragglers:
-    """Per-rank history of (time, seq, inside, outside, device wait, timed); names ranks consistently slower."""
+    """Per-rank history of :func:`sample` tuples; names ranks consistently slower."""
 
     def __init__(self, window_s=WINDOW_S, slower=SLOWER, confirm=CONFIRM):
         self.window_s, self.slower, self.confirm = window_s, slower, confirm
@@ -108,13 +130,12 @@ class Stragglers:
 
     def feed(self, now, views):
         for v in views:
-            if v["seq"] < 2:  # before the rendezvous ended: start-up time is not a rank's pace
+            if v["seq"] < 2 and not v.get("fr_timed"):  # before the rendezvous ended: start-up is not a pace
                 continue
             key = (v.get("node", 0), v["rank"])
             self.labels[key] = v
             past = self.history.setdefault(key, deque())
-            past.append((now, v["seq"], v.get("inside_s", 0.0), v["outside_s"], v.get("device_wait_s", 0.0),
-                         v.get("device_timed", 0)))
+            past.append(sample(now, v))
             while len(past) > 2 and now - past[1][0] >= self.window_s:
                 past.popleft()
 
@@ -124,11 +145,16 @@ class Stragglers:
 
     def per_collective(self, now):
         """{key: seconds of own work per collective}: the median over the window's beat-to-beat intervals
-        (one long save or a hiccup moves one interval, not the median), for ranks with a full window."""
+        (one long save or a hiccup moves one interval, not the median), for ranks with a full window; from
+        the flight recorder's durations (read every ``DURATIONS_S``, fewer than a beat's), the window whole."""
         out = {}
         for key, past in self.history.items():
             first, last = past[0], past[-1]
-            if now - first[0] < self.window_s * 0.9 or now - last[0] > 5 or last[1] - first[1] < MIN_COLLECTIVES:
+            full = now - first[0] >= self.window_s * 0.9 and now - last[0] <= 5
+            if not full or collectives(first, last) < MIN_COLLECTIVES:
+                continue
+            if last[7] > first[7]:  # the recorder's durations, read every few seconds: the window as a whole
+                out[key] = own_work(first, last)
                 continue
             rates = sorted(r for r in (own_work(a, b) for a, b in zip(past, list(past)[1:])) if r is not None)
             if len(rates) >= MIN_INTERVALS:
@@ -138,7 +164,7 @@ class Stragglers:
     def timed_on_device(self, key):
         """Whether the rank's window held collectives timed on the device (NCCL/RCCL)."""
         past = self.history.get(key)
-        return bool(past) and past[-1][5] > past[0][5]
+        return bool(past) and (past[-1][5] > past[0][5] or past[-1][7] > past[0][7])
 
     def evaluate(self, now):
         """[{rank, node, host, pod, gap, per_s, ref_s}] of ranks slower for ``confirm`` evaluations in a row."""

@@ -86,7 +86,9 @@ class RankFolder:
                 "since_s": round(max(0.0, now - rec["changed"]), 2), "inside_s": round(rec["inside_s"], 4),
                 "outside_s": round(rec["outside_s"], 4), "state": state or "gone", "cpu_s": cpu, "cpu_rate": rate,
                 "thread": rec["thread"], "fr_enqueued": rec["fr_enqueued"], "fr_completed": rec["fr_completed"],
-                "device_wait_s": round(rec["device_wait_s"], 4), "device_timed": rec["device_timed"]})
+                "device_wait_s": round(rec["device_wait_s"], 4), "device_timed": rec["device_timed"],
+                "fr_wait_s": round(rec["fr_wait_s"], 4), "fr_timed": rec["fr_timed"],
+                "fr_span_s": round(rec["fr_span_s"], 4)})
         return view
 
     def stacks(self, view, wait_s=STACK_WAIT_S):

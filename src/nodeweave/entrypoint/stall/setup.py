@@ -8,6 +8,7 @@ records, stacks or flight dumps, and another job's launch never clears them.
 import os
 
 from ..planning.contract import STALL_TIMEOUT_S, STALL_WARN_S
+from .rankhook.nodeweave_flight import enabled
 
 HOOK = os.path.join(os.path.dirname(os.path.abspath(__file__)), "rankhook")
 FOLDER_VARIABLE = "NODEWEAVE_RANKWATCH_DIR"
@@ -24,6 +25,18 @@ def flight_recorder(environ, folder):
     environ.setdefault("TORCH_NCCL_DUMP_ON_TIMEOUT", "1")
     environ.setdefault("TORCH_NCCL_DEBUG_INFO_TEMP_FILE", os.path.join(folder, "nccl-trace-rank-"))
     return environ
+
+
+TIMING = "TORCH_NCCL_ENABLE_TIMING"
+
+
+def device_timing(environ, gpus):
+    """NCCL's per-collective device timing on for the ranks of a node with GPUs (NCCL and RCCL read it, gloo
+    does not) while the flight recorder is on, so its entries carry ``duration_ms``; a user's own value,
+    ``0`` included, is kept."""
+    if not gpus or TIMING in environ or not enabled(environ):
+        return environ
+    return dict(environ, **{TIMING: "1"})
 
 
 SAFE = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-"  # a path component as is
@@ -66,6 +79,7 @@ def attach(watch, plan, settings, environ, log):
         log(f"warning: stall watch off: cannot make {folder.path}: {err.strerror or err}")
         return environ
     environ = flight_recorder(dict(environ), folder.path)
+    environ = device_timing(environ, getattr(getattr(plan.node, "gpus", None), "count", 0))
     environ[FOLDER_VARIABLE] = folder.path
     environ["PYTHONPATH"] = os.pathsep.join([HOOK] + ([environ["PYTHONPATH"]] if environ.get("PYTHONPATH") else []))
     run_id = settings.get("run_id")

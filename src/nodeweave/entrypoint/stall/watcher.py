@@ -151,7 +151,8 @@ class StallWatch:
         own = self.view()
         self.last_views = own + hub_watch.peer_views()
         ranks = [{k: v.get(k) for k in ("node", "rank", "host", "pod", "seq", "name", "inside", "since_s", "state",
-                                        "cpu_rate", "fr_enqueued", "fr_completed")} for v in self.last_views]
+                                        "cpu_rate", "fr_enqueued", "fr_completed", "device_wait_s", "device_timed",
+                                        "fr_wait_s", "fr_timed", "fr_span_s")} for v in self.last_views]
         answer = {"ranks": ranks, **self.verdicts}
         if stacks:
             described = self._gather(hub_watch, own)

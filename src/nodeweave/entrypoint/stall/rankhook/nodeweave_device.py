@@ -14,9 +14,11 @@ whether it was late on the CPU side (it enqueued late) or on the GPU side
 lazily, on a later collective, once done (``query()``): nothing here waits
 for the device. About 10 µs per collective; events are reused.
 
-Not timed (and so judged by host time only): ``async_op=True`` calls (the
-caller waits later), collectives without a tensor (``barrier``), ones
-captured into a CUDA graph, and collectives issued from C++ (DDP's reducer).
+Not timed here: ``async_op=True`` calls (the caller waits later),
+collectives without a tensor (``barrier``), ones captured into a CUDA graph,
+and collectives issued from C++ (DDP's reducer). NCCL's flight recorder
+durations (``nodeweave_flight.py``, with ``TORCH_NCCL_ENABLE_TIMING``) cover
+those; without them they are judged by host time only.
 Stdlib at import; torch is taken from ``sys.modules``, never imported here.
 """
 

@@ -16,6 +16,13 @@ turns this off). Started by the probe in every rank, this daemon thread
   :data:`POLL_S` reads the default group's last enqueued and last
   completed collective (``pg_status``, about 20 µs) into the rank's record, so
   the node counts collectives no Python call made;
+- when ``TORCH_NCCL_ENABLE_TIMING`` is on (the entrypoint sets it on a node
+  with GPUs unless the user set it), every :data:`DURATIONS_S` reads NCCL's
+  whole recorder and adds each newly completed collective's
+  ``duration_ms`` (its device time, start event to end event: this rank's
+  wait for the last rank plus the transfer) to the rank's record
+  (:func:`completed_durations`), so a slow GPU is seen for every NCCL
+  collective, DDP's reducer's, ``async_op=True`` and graph-captured ones too;
 - on the same byte writes the whole recorder as JSON to ``rank-<RANK>.flight.json`` (written aside, then renamed): NCCL's
   (``_dump_nccl_trace_json``) and the generic one gloo uses
   (``_dump_fr_trace_json``), whichever this torch has.
@@ -38,6 +45,8 @@ import threading
 import time
 
 POLL_S = 1.0
+DURATIONS_S = 10.0  # the whole-recorder read for durations (55 ms + 15 ms to parse, 2000 entries, H100)
+TIMING_VARIABLE = "TORCH_NCCL_ENABLE_TIMING"
 QUIET_S = 5.0  # after a dump the node signals for stacks: this thread then stays in select() (no Python runs)
 SIZE_VARIABLES = ("TORCH_FR_BUFFER_SIZE", "TORCH_NCCL_TRACE_BUFFER_SIZE")
 DEFAULT_GROUP = "0"
@@ -52,6 +61,42 @@ def enabled(env):
             except ValueError:
                 return False
     return False
+
+
+def timing_on(env):
+    """True when NCCL times each collective on the device (``TORCH_NCCL_ENABLE_TIMING``, as torch reads it)."""
+    return env.get(TIMING_VARIABLE, "").strip().lower() in ("1", "true", "yes", "y", "on")
+
+
+def completed_durations(dump, after):
+    """(last seq id read, seconds, collectives, lost) of the default group's NCCL collectives in ``dump`` (torch's
+    recorder JSON, parsed) with ``collective_seq_id`` above ``after``, completed and timed, oldest first.
+
+    Reading stops at the first one not yet ``completed`` (or completed but not yet retired with its
+    duration): it is read on a later pass, and none is counted twice. Point-to-point entries and other
+    groups are left out, as in the collective count. ``lost``: the ring no longer holds the collective
+    after ``after`` (more completed between two reads than the ring keeps)."""
+    found = {}
+    for e in dump.get("entries") or []:
+        group = e.get("process_group") or [DEFAULT_GROUP]
+        name = str(e.get("profiling_name") or "")
+        if str(group[0]) != DEFAULT_GROUP or e.get("is_p2p") or not name.startswith("nccl:"):
+            continue
+        seq = e.get("collective_seq_id")
+        if isinstance(seq, int) and seq > after:
+            found[seq] = e
+    last, seconds, count = after, 0.0, 0
+    lost = after >= 0 and bool(found) and min(found) > after + 1
+    for seq in sorted(found):
+        e = found[seq]
+        duration = e.get("duration_ms")
+        if e.get("state") != "completed" or (duration is None and not e.get("retired")):
+            break
+        if duration is not None:
+            seconds += float(duration) / 1000.0
+            count += 1
+        last = seq
+    return last, seconds, count, lost
 
 
 def ask_path(folder, rank):
@@ -71,6 +116,7 @@ def start(probe, env):
     if getattr(probe, "flight_thread", None) is not None:
         return
     probe.recorder_on = enabled(env)
+    probe.timing_on = probe.recorder_on and timing_on(env)
     path = ask_path(probe.folder, probe.rank)
     if not os.path.exists(path):
         os.mkfifo(path, 0o600)
@@ -95,7 +141,8 @@ def _recorders(on):
 
 
 def _loop(probe, fd):
-    quiet_until, failed = 0.0, False
+    quiet_until, failed, durations_at = 0.0, False, 0.0
+    probe.durations_s = DURATIONS_S
     while True:
         ready, _, _ = select.select([fd], [], [], POLL_S)
         try:
@@ -109,8 +156,12 @@ def _loop(probe, fd):
                     _write(probe, {name: json.loads(dump(True, False)) for name, dump in recorders.items()})
                 _write_where(probe)  # last: its new file tells the node the answer is complete
                 quiet_until = time.monotonic() + QUIET_S
-            if recorders and time.monotonic() >= quiet_until:
+            now = time.monotonic()
+            if recorders and now >= quiet_until:
                 _poll(probe, recorders)
+                if probe.timing_on and "nccl" in recorders and now >= durations_at:
+                    durations_at = now + probe.durations_s
+                    _durations(probe, recorders["nccl"], now)
         except Exception as err:  # noqa: BLE001 - torch half imported, a full disk: answer the next ask
             if not failed:
                 sys.stderr.write(f"nodeweave: rank {probe.rank}'s answer thread: {err!r} (it goes on)\n")
@@ -126,6 +177,20 @@ def _poll(probe, recorders):
         completed += max(0, int(own.get("last_completed_collective", -1)))
     if (enqueued, completed) != probe.flight:
         probe.recorded(enqueued, completed)
+
+
+MIN_DURATIONS_S = 1.0
+
+
+def _durations(probe, dump, now):
+    """Add the collectives completed since the last read to the record (``Probe.timed_by_recorder``). When
+    the ring lost some since the last read, this read only starts a new span (a span whose wait is partly
+    unread would count that wait as work), and the reads come twice as often from then on."""
+    last, seconds, count, lost = completed_durations(json.loads(dump(True, False)), probe.fr_seen)
+    if lost:
+        probe.durations_s = max(MIN_DURATIONS_S, getattr(probe, "durations_s", DURATIONS_S) / 2)
+        probe.fr_read_at = None
+    probe.timed_by_recorder(last, seconds, count, now)
 
 
 def _write(probe, recorders):

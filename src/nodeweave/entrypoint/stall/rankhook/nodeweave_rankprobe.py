@@ -7,7 +7,9 @@ the script imports it). It
   there the count of collectives entered, the one it is in and since when,
   the time spent inside and outside collectives (the straggler measure under
   gloo) and, for collectives on GPU tensors, the device time spent waiting in
-  them (``nodeweave_device.py``: the measure under NCCL and RCCL);
+  them (``nodeweave_device.py``: the measure under NCCL and RCCL), and the
+  same summed from NCCL's flight recorder's per-collective durations
+  (``nodeweave_flight.py``: every NCCL collective, DDP's reducer's too);
 - wraps the ``torch.distributed`` collectives when ``distributed_c10d`` is
   imported (an import hook; the first call into one counts, nested calls do not);
 - registers :data:`STACK_SIGNAL` with ``faulthandler`` (``all_threads``), which
@@ -30,11 +32,12 @@ import struct
 import sys
 import time
 
-MAGIC = b"NWR2"
+MAGIC = b"NWR3"
 # magic, gen, pid, rank, local rank, main thread ident, seq, changed, entered, inside_s, outside_s, name,
 # the flight recorder's last enqueued and last completed collective of the default group (-1: not known),
-# the device time waited in timed collectives and how many were timed
-LAYOUT = struct.Struct("<4sIIiiQQdddd24sqqdq")
+# the device time waited in timed collectives and how many were timed; the same from the NCCL flight
+# recorder's durations (every NCCL collective: C++-issued and async ones too) and the host time its reads span
+LAYOUT = struct.Struct("<4sIIiiQQdddd24sqqdqdqd")
 SIZE = 4096
 OWNER = "NODEWEAVE_RANKWATCH_PID"
 COLLECTIVES = (
@@ -75,6 +78,8 @@ class Probe:
         self.changed = self.last_exit = time.monotonic()
         self.flight = (-1, -1)  # written by the flight thread (flight.py)
         self.device = None  # nodeweave_device.DeviceTimer, once a collective runs on a GPU tensor
+        self.fr_seen = -1  # the last collective_seq_id whose duration was read (flight thread)
+        self.fr_wait, self.fr_timed, self.fr_span, self.fr_read_at = 0.0, 0, 0.0, None
         self.lock = threading.Lock()  # the main thread and the flight thread both write
         self.forked = False
         if hasattr(os, "register_at_fork"):
@@ -96,7 +101,7 @@ class Probe:
             LAYOUT.pack_into(self.map, 0, MAGIC, self.gen, os.getpid(), self.rank, self.local_rank, self.thread,
                              self.seq, self.changed, self.entered, self.inside, self.outside, self.name,
                              self.flight[0], self.flight[1], self.device.waited_s if self.device else 0.0,
-                             self.device.timed if self.device else 0)
+                             self.device.timed if self.device else 0, self.fr_wait, self.fr_timed, self.fr_span)
             self.gen += 1
             struct.pack_into("<I", self.map, 4, self.gen)
 
@@ -105,6 +110,19 @@ class Probe:
         self.flight = (enqueued, completed)
         self.changed = time.monotonic()
         self.write()
+
+    def timed_by_recorder(self, last_seq, seconds, count, now):
+        """The flight thread read ``count`` more completed collectives' device durations (``seconds``) up to
+        ``last_seq``; ``fr_span`` grows by the host time since its previous read, so a judge compares like
+        with like: the time these reads cover against the device wait within it."""
+        self.fr_seen = last_seq
+        if self.fr_read_at is not None:
+            self.fr_span += now - self.fr_read_at
+            self.fr_wait += seconds
+            self.fr_timed += count
+        self.fr_read_at = now  # the first read only sets the start: what completed before it has no span
+        if count or self.fr_timed:
+            self.write()
 
     def enter(self, name):
         now = time.monotonic()
@@ -239,10 +257,12 @@ def read(data):
     if len(data) < LAYOUT.size or data[:4] != MAGIC:
         return None
     (_, gen, pid, rank, local_rank, thread, seq, changed, entered, inside, outside,
-     name, fr_enqueued, fr_completed, device_wait, device_timed) = LAYOUT.unpack_from(data, 0)
+     name, fr_enqueued, fr_completed, device_wait, device_timed, fr_wait, fr_timed,
+     fr_span) = LAYOUT.unpack_from(data, 0)
     if gen % 2:
         return None
     return {"pid": pid, "rank": rank, "local_rank": local_rank, "thread": thread, "seq": seq, "changed": changed,
             "entered": entered, "inside_s": inside, "outside_s": outside,
             "name": name.rstrip(b"\0").decode(errors="replace"), "fr_enqueued": fr_enqueued,
-            "fr_completed": fr_completed, "device_wait_s": device_wait, "device_timed": device_timed}
+            "fr_completed": fr_completed, "device_wait_s": device_wait, "device_timed": device_timed,
+            "fr_wait_s": fr_wait, "fr_timed": fr_timed, "fr_span_s": fr_span}
