@@ -128,7 +128,7 @@ def test_without_the_token_an_impostor_checks_in_and_its_forged_failure_stops_th
 
 
 def test_with_the_defaults_the_impostor_is_turned_away_and_the_job_runs(job):
-    token_file, secret = token.rotate(job["dir"])  # what `nodeweave up` writes beside the spec
+    token_file, secret = token.rotate(job["dir"] / token.job_file(job["name"]))  # what `nodeweave up` writes beside the spec
     assert token_file.stat().st_mode & 0o777 == 0o600
     node0 = start_node(job, 0, 6, token_file)
     wait_for_exchange(node0)

@@ -37,9 +37,13 @@ from nodeweave.entrypoint.planning.exchange_plan import TOKEN_MOUNT as CONTAINER
 
 CONTAINER_DIR = CONTAINER_PATH.rpartition("/")[0]  # Kubernetes mounts the Secret's folder here
 TOKEN_BYTES = 32
+
+
 def job_file(job: str) -> str:
     """The token's place relative to the spec's (or a Slurm workdir's) folder: one per job, git-ignored."""
     return f".nodeweave/{job}/job-token"
+
+
 SECRET_KEY = CONTAINER_PATH.rpartition("/")[2]  # the Secret's one key: the file name in the mounted folder
 CONTAINER_UID, CONTAINER_GID = 1000, 0  # the images' `USER 1000:0`
 
