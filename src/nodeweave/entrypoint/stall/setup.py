@@ -8,7 +8,6 @@ records, stacks or flight dumps, and another job's launch never clears them.
 import os
 
 from ..planning.contract import STALL_TIMEOUT_S, STALL_WARN_S
-from .rankhook.nodeweave_flight import enabled
 
 HOOK = os.path.join(os.path.dirname(os.path.abspath(__file__)), "rankhook")
 FOLDER_VARIABLE = "NODEWEAVE_RANKWATCH_DIR"
@@ -34,7 +33,11 @@ def device_timing(environ, gpus):
     """NCCL's per-collective device timing on for the ranks of a node with GPUs (NCCL and RCCL read it, gloo
     does not) while the flight recorder is on, so its entries carry ``duration_ms``; a user's own value,
     ``0`` included, is kept."""
-    if not gpus or TIMING in environ or not enabled(environ):
+    if not gpus or TIMING in environ:
+        return environ
+    from .rankhook.nodeweave_flight import enabled  # json, threading: only a node with GPUs pays for them
+
+    if not enabled(environ):
         return environ
     return dict(environ, **{TIMING: "1"})
 
