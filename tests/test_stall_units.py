@@ -247,6 +247,30 @@ def test_a_call_whose_position_is_not_known_is_said_to_be_unresolved_not_guessed
     assert stacks.classify([(inside[0][0], 1, "wrapper"), inside[1]]) == "line 2 (call not resolved) (save.py:2)"
 
 
+def test_a_dump_that_caught_a_busy_rank_on_its_loop_line_is_outvoted_by_the_ranks_own_looks(tmp_path):
+    """``while time.time() < until: torch.save(...)``: the dump is one instant and now and then lands on the
+    loop's line; the class is where most looks saw the rank (the CI failure of the 45 s checkpoint test)."""
+    script = tmp_path / "save.py"
+    script.write_text("import io, time, torch\nuntil = time.time() + 45\nwhile time.time() < until:\n"
+                      "    torch.save(torch.zeros(9), io.BytesIO())\n")
+    dump = textwrap.dedent(f"""\
+        Current thread 0x00007f0000000001 (most recent call first):
+          File "{script}", line 3 in <module>
+        """)
+    lib = "/opt/venv/lib/python3.11/site-packages/torch/serialization.py"
+    saving = [[lib, 650, "_save", 650, 650, 4, 30, True], [lib, 900, "save", 900, 900, 8, 40, True],
+              [str(script), 4, "<module>", 4, 4, 4, 44, True]]
+    looping = [[str(script), 3, "<module>", 3, 3, 6, 17, True]]
+    rank = {"rank": 0, "thread": 0x7f0000000001, "inside": False, "name": ""}
+    described = stacks.describe_rank(rank, dump, where=[saving, looping, saving, saving])
+    assert described["label"] == "torch.save (save.py:4)", described
+    assert described["frames"][-1] == [str(script), 4, "<module>"] and len(described["frames"]) == 3
+    tie = stacks.describe_rank(rank, dump, where=[saving])  # one look against the dump: the dump stands
+    assert tie["label"] == "line 3 (call not resolved) (save.py:3)", tie
+    inside = dict(rank, inside=True, name="barrier")  # inside a collective the dump is the answer
+    assert stacks.describe_rank(inside, dump, where=[saving] * 5)["label"] == "in barrier (save.py:3)"
+
+
 def nccl_views(beat, waits, host_s=0.2, collectives=10):
     """Views at a beat of ranks whose collectives return at once (NCCL): the same host time per collective
     on every rank, and ``waits[rank]`` s of device time per collective waiting for the others."""

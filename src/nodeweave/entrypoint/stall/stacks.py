@@ -136,14 +136,40 @@ def classify(frames, collective=None, where=None):
     return f"{user[2]} ({place})"
 
 
+def _user_place(frames):
+    """(file, line, function) of the innermost frame of the user's own code, or None."""
+    return next((tuple(f[:3]) for f in frames if not LIBRARY.search(f[0])), None)
+
+
+def typical(frames, where):
+    """The frames that show where a busy rank spends its time: the dump is one instant, and a rank looping
+    around a long call (``while ...: torch.save(...)``) is now and then caught on the loop's own line. Each
+    of the rank's snapshots and the dump vote with their innermost line of user code; a line that more
+    looks saw than the dump's wins, and the newest snapshot on it gives the frames."""
+    looks = [[f for f in snapshot if len(f) >= 3 and not f[0].endswith(PROBE)] for snapshot in where or []]
+    looks = [look for look in looks if look]
+    votes = {}
+    for place in [_user_place(frames)] + [_user_place(look) for look in looks]:
+        if place is not None:
+            votes[place] = votes.get(place, 0) + 1
+    if not votes:
+        return frames
+    best = max(votes, key=votes.get)
+    if best == _user_place(frames) or votes[best] <= votes.get(_user_place(frames), 0):
+        return frames
+    return next(look for look in reversed(looks) if _user_place(look) == best)
+
+
 def describe_rank(rank, text, where=None):
     """What a node sends node 0 for one rank: {rank, label, frames} (frames empty when there was no dump)."""
     if not text or "File " not in text:
         return {"rank": rank["rank"], "label": text or "no stack", "frames": []}
     frames = [f for f in main_frames(text, rank.get("thread")) if not f[0].endswith(PROBE)]
     collective = rank["name"] if rank.get("inside") else None
+    if collective is None:
+        frames = typical(frames, where)
     return {"rank": rank["rank"], "label": classify(frames, collective, where),
-            "frames": [[f, n, fn] for f, n, fn in frames[:MAX_FRAMES]]}
+            "frames": [list(f[:3]) for f in frames[:MAX_FRAMES]]}
 
 
 def group(described):
