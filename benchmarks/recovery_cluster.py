@@ -15,8 +15,7 @@ import subprocess
 import threading
 import time
 
-PREFIX = "nwrb"
-NETWORK = f"{PREFIX}-net"
+PREFIX = "nwrb"  # set per mode (use_prefix), so modes can run side by side from separate processes
 BAD_NODE_MARKER = "/tmp/nw-bad-node"  # inside a container: that node alone is bad
 
 
@@ -27,6 +26,15 @@ def podman(*args, timeout=120, check=True):
     return done
 
 
+def use_prefix(prefix):
+    global PREFIX
+    PREFIX = prefix
+
+
+def network():
+    return f"{PREFIX}-net"
+
+
 def name(index):
     return f"{PREFIX}-{index}"
 
@@ -34,16 +42,16 @@ def name(index):
 def up(image, work, count):
     """``count`` holding containers on a fresh network, the workspace at /work."""
     down(count)
-    podman("network", "create", NETWORK)
+    podman("network", "create", network())
     for index in range(count):
-        podman("run", "-d", "--name", name(index), "--hostname", name(index), "--network", NETWORK,
+        podman("run", "-d", "--name", name(index), "--hostname", name(index), "--network", network(),
                "-v", f"{work}:/work", "-w", "/work", "--entrypoint", "sleep", image, "infinity")
 
 
 def down(count):
     for index in range(count):
         podman("rm", "-f", "-t", "0", name(index), check=False)
-    podman("network", "rm", "-f", NETWORK, check=False)
+    podman("network", "rm", "-f", network(), check=False)
 
 
 class Node:

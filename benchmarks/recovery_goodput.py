@@ -3,6 +3,11 @@
     flock /tmp/nw-engine.lock .venv/bin/python benchmarks/recovery_goodput.py --quick --mode nodeweave --out r.json
     .venv/bin/python benchmarks/recovery_goodput.py --table r.json        # the Markdown tables of saved modes
 
+Each mode's containers are its own (``nwrb-<mode>-N``, ``-soak`` for ``--soak``), so the modes can run side by
+side, one process each, and meet the same machine load: ``--mode nodeweave`` and ``--mode torchrun`` started
+together are the fairest comparison on a shared machine. ``--soak`` runs without faults and lists every
+line of a recovery, a node left out or a stall report (the goal: none).
+
 Each mode trains examples/resilient_train.py (DDP, gloo, one rank per node,
 a checkpoint every ``--ckpt-every``) for ``--minutes`` on fresh containers and
 meets the same fault schedule, one fault every ``--fault-every`` seconds, in
@@ -67,6 +72,8 @@ def parse_args(argv=None):
                         "once the spare is spent); 4 = a fixed-size job, which ends when no spare is left")
     parser.add_argument("--quick", action="store_true", help="a few minutes: 5 min per mode, a fault every 55 s, "
                         "a checkpoint every 10 s, stall_timeout 20 s")
+    parser.add_argument("--soak", action="store_true", help="no faults: count the recoveries a healthy run "
+                        "starts (generations, nodes left out, stall reports; the goal is 0)")
     parser.add_argument("--image", default="localhost/nodeweave-bench/recovery:cpu")
     parser.add_argument("--out", help="add each mode's results to this JSON file")
     parser.add_argument("--table", nargs="+", metavar="JSON", help="print the tables of saved results and stop")
@@ -123,7 +130,11 @@ def inject(kind, nodes):
     return (target, at) if at is not None else (None, time.time())
 
 
+SPURIOUS = re.compile(r"recovery: generation \d+ ended|left out|STALL:|straggler", re.I)
+
+
 def run_mode(mode, args):
+    cluster.use_prefix(f"nwrb-{mode[:5]}{'-soak' if args.soak else ''}")  # modes may run side by side
     work = Path(tempfile.mkdtemp(prefix=f"nw-recovery-{mode}-"))
     shutil.copy(ROOT / "examples" / SCRIPT, work / SCRIPT)
     shutil.copy(ROOT / "entrypoint" / "nodeweave-entrypoint.pyz", work / "nodeweave-entrypoint.pyz")
@@ -157,6 +168,8 @@ def run_mode(mode, args):
 
 
 def _schedule(args):
+    if args.soak:
+        return []
     count = int(args.minutes * 60 // args.fault_every) + 1
     return [FAULTS[k % len(FAULTS)] for k in range(count)]
 
@@ -171,7 +184,8 @@ def measure(mode, args, lines, faults, started, ended):
         rows.append(_fault_row(fault, lines, steps, window_end))
     return {"mode": mode, "minutes": args.minutes, "fault_every": args.fault_every, "ckpt_every": args.ckpt_every,
             "step_time": args.step_time, "faults": rows, "goodput": goodput(steps, started, ended),
-            "final_step": max((s for _, s in steps), default=0), "wall_s": ended - started,
+            "final_step": max((s for _, s in steps), default=0), "wall_s": ended - started, "soak": args.soak,
+            "spurious": [f"{t - started:.1f} node{i}: {text}" for t, i, text in lines if SPURIOUS.search(text)],
             "log": [f"{t - started:.1f} node{i}: {text}" for t, i, text in lines]}
 
 
@@ -225,6 +239,11 @@ def table(results):
         print(f"| {result['mode']} | {result['minutes']:g} | {result['fault_every']:g} | {result['ckpt_every']} "
               f"| {result['final_step']} | {result['goodput'] * 100:.0f}% |")
     for result in results:
+        if result.get("soak"):
+            print(f"\n{result['mode']} soak, {result['minutes']:g} min without faults: "
+                  f"{len(result['spurious'])} spurious recovery line(s)" + "".join(
+                      f"\n    {line}" for line in result["spurious"][:20]))
+    for result in results:
         if result.get("stopped_ranks_at_end"):
             print(f"\n{result['mode']}: SIGSTOPped ranks still there at the end (container: pids): "
                   f"{result['stopped_ranks_at_end']}")
@@ -243,7 +262,7 @@ def main(argv=None):
     for mode in args.mode or ["nodeweave", "torchrun", "none"]:
         result = run_mode(mode, args)
         results.append(result)
-        saved = [r for r in saved if r["mode"] != mode] + [result]
+        saved = [r for r in saved if (r["mode"], r.get("soak")) != (mode, args.soak)] + [result]
         if args.out:
             Path(args.out).write_text(json.dumps(saved, indent=1))
     print(f"\nmachine: {os.uname().nodename}, {os.cpu_count()} CPUs, podman; image {args.image}\n")

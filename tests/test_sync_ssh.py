@@ -96,6 +96,24 @@ def test_sync_over_ssh(sshd, tmp_path):
     assert podman("exec", sshd["name"], "cat", f"{dest}/train.py").stdout == "print('ssh again')\n"
 
 
+def test_a_home_relative_dest_lands_under_the_hosts_home_by_every_method(sshd, tmp_path):
+    """``nodeweave sync SRC ~/proj`` to ssh hosts (what `up --remote-dir ~/proj` remembers): the stream, tar and
+    rsync all write under the host's home, and no folder named '~' appears anywhere."""
+    src = tmp_path / "proj"
+    src.mkdir()
+    folder = f"proj-{uuid.uuid4().hex[:6]}"
+    for method in ("stream", "tar", "rsync"):
+        (src / "train.py").write_text(f"print('{method}')\n")
+        out = subprocess.run([*NODEWEAVE, "sync", "--json", str(src), f"~/{folder}", f"--to=ssh:root@{sshd['address']}",
+                              "--method", method, *sshd["options"]], capture_output=True, text=True, timeout=300)
+        assert out.returncode == 0, out.stderr
+        (result,) = json.loads(out.stdout)["targets"]
+        assert result["method"] == method and result["status"] == "ok", result
+        assert podman("exec", sshd["name"], "cat", f"/root/{folder}/train.py").stdout == f"print('{method}')\n"
+    found = podman("exec", sshd["name"], "find", "/", "-xdev", "-name", "~", check=False).stdout
+    assert not found.strip(), found
+
+
 def test_hosts_probe_over_ssh(sshd, tmp_path):
     out = subprocess.run([*NODEWEAVE, "hosts", "probe", "--json", f"root@{sshd['address']}", *sshd["options"],
                           "--write-hostfile", str(tmp_path / "hostfile")], capture_output=True, text=True, timeout=300)

@@ -133,8 +133,7 @@ def check_remote_dir(text: str) -> str:
     """--remote-dir: an absolute folder, or one under each host's home (``~/aorta``), which the remote shell
     expands on every host (nodeweave.remote.ssh); normalised, and never a system folder or the home itself."""
     if text == "~" or text.startswith("~/"):
-        rest = check_dest("/" + text[2:].strip("/"), "--remote-dir").lstrip("/")  # the same rules, under ~
-        return f"~/{rest}"
+        return check_dest(text, "--remote-dir", home=True)
     try:
         return check_dest(text, "--remote-dir")
     except UsageError as err:

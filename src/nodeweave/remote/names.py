@@ -67,8 +67,15 @@ def check_ssh_host(value: str, what: str = "host") -> str:
     return value
 
 
-def check_dest(dest: str, what: str = "DEST") -> str:
-    """An absolute, normalised directory on the nodes that is not a system directory."""
+def check_dest(dest: str, what: str = "DEST", home: bool = False) -> str:
+    """An absolute, normalised directory on the nodes that is not a system directory; with ``home``, also
+    ``~/FOLDER`` under each ssh host's home (the remote shell expands it there), by the same rules."""
+    if home and (dest == "~" or dest.startswith("~/")):
+        try:
+            return "~/" + check_dest("/" + dest[2:].strip("/"), what).lstrip("/")
+        except UsageError:
+            raise refuse(what, dest, "~/FOLDER: a folder under each host's home, of letters, digits and . _ @ + = , "
+                         "- / without '.' or '..' components, not the home itself") from None
     if not dest.startswith("/"):
         raise refuse(what, dest, "an absolute path on the targets such as /workspace "
                      "('~' and relative paths mean different places on different nodes)")

@@ -127,7 +127,7 @@ def resolve_paths(src: "Path | None", dest: "str | None", spec, spec_path: Path)
             raise UsageError("DEST is missing: give the absolute directory on the targets "
                              f"(or a spec, {spec_path}, whose workspace.path says it)")
         dest = spec.workspace.path
-    return src.resolve(), remote.check_dest(dest)
+    return src.resolve(), remote.check_dest(dest, home=True)
 
 
 def resolve_targets(args: TargetArgs, spec) -> "list[remote.Remote]":
@@ -221,7 +221,7 @@ def build_request(src: "Path | None", dest: "str | None", targets: TargetArgs, f
     src = resolve_src(src, spec, spec_path)
     if dest is None and spec is None:
         resolve_paths(src, dest, spec, spec_path)  # names the missing DEST
-    dest = remote.check_dest(dest) if dest is not None else None
+    dest = remote.check_dest(dest, home=True) if dest is not None else None
     filt = build_filter(src, extra_excludes=list(filters.excludes), default_excludes=filters.default_excludes,
                         include_secrets=filters.include_secrets, use_gitignore=filters.gitignore)
     recorded = recorded_cluster(spec, spec_path, cluster)
@@ -233,6 +233,10 @@ def build_request(src: "Path | None", dest: "str | None", targets: TargetArgs, f
     elif dest is None and recorded and not targets.explicit:
         dest = recorded[1]
     _, dest = resolve_paths(src, dest, spec, spec_path)
+    if dest.startswith("~/") and any(t.kind != "ssh" for t in found):
+        raise UsageError(f"DEST {dest!r} is not accepted for {', '.join(t.label for t in found if t.kind != 'ssh')}: "
+                         "~/FOLDER is for ssh hosts only (each host's home); a container or pod needs an absolute "
+                         "path such as /workspace")
     if shared is None:  # the spec's own pods on a claim: shared volume see one directory
         shared = bool(spec is not None and not targets.explicit and spec.kubernetes.claim == "shared"
                       and all(_names_a_pod(t.label) for t in found))
