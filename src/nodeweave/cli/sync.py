@@ -27,7 +27,7 @@ names every target that failed. --json prints JSON on stdout; everything else go
 
 def sync_command(
     src: Optional[Path] = typer.Argument(None, help="Local directory to send (default: spec workspace.host_path, else .)"),
-    dest: Optional[str] = typer.Argument(None, help="Absolute directory on the targets (default: spec workspace.path)"),
+    dest: Optional[str] = typer.Argument(None, help="Absolute directory on the targets, or '~/DIR' under each ssh host's home (default: spec workspace.path)"),
     node: List[str] = NODE,
     target: Optional[str] = TARGET,
     to: List[str] = typer.Option([], "--to", hidden=True, help="Deprecated: --node KIND:NAME"),
