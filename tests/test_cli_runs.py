@@ -8,6 +8,7 @@ runner tees them.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 import yaml
@@ -113,3 +114,27 @@ def test_an_unknown_run_is_one_line_naming_what_exists(project, capsys):
     assert len(err.strip().splitlines()) == 1
     code, _, err = nodeweave(capsys, "runs", "ls", "-o", "xml")
     assert code == EXIT_USAGE and "--output 'xml' is not accepted" in err
+
+
+def test_show_a_recovered_run_names_each_generation_its_fault_and_the_work_it_threw_away(project, capsys):
+    """run.json's ``recovery`` is node 0's recovery.json (docs/recovery.md): every generation that ended,
+    the node left out, the time to relaunch, the checkpoint resumed and the training time after it lost."""
+    folder = RunFolder.create(Path("runs"), "nwruns", SPEC, suffix="-recovered")  # the fixture's folder
+    run_json(folder, {}, 0, 300.0)
+    data = json.loads(folder.path.joinpath("run.json").read_text())
+    data["recovery"] = {"generations": 3, "restarts": 2, "decision": "done", "members": [0, 2], "spares": [],
+                        "history": [
+                            {"generation": 0, "node": 1, "cause": "crash", "why": "node 1: its launcher failed "
+                             "(exit 1)", "recover_s": 1.52, "resumed_step": 1200, "work_lost_s": 14.2,
+                             "resume_from": "/ckpt/step-1200"},
+                            {"generation": 1, "node": None, "cause": "stall", "why": "stalled", "recover_s": 3.1,
+                             "resumed_step": None, "work_lost_s": None, "resume_from": None}]}
+    folder.write_json("run.json", data)
+    code, out, err = nodeweave(capsys, "runs", "show", folder.run_id)
+    assert code == EXIT_OK, err
+    text = " ".join(out.split())  # a long line wraps at the terminal's width
+    assert "recovery: 3 generation(s), 2 restart(s), done; training nodes [0, 2], spares []" in text, out
+    assert ("generation 0 ended: node 1: its launcher failed (exit 1); left out node 1; relaunched in 1.52 s; "
+            "resumed from step 1200, 14.2 s of training after that checkpoint lost") in text, out
+    assert ("generation 1 ended: stalled; left out node -; relaunched in 3.1 s; no checkpoint: started again from "
+            "the beginning") in text, out

@@ -31,6 +31,9 @@ def test_a_killed_rank_is_left_out_a_spare_takes_its_place_and_training_resumes(
     assert (record["decision"], record["generation"], record["restarts"]) == ("done", 1, 1)
     assert record["members"] == [0, 2] and record["left_out"] == {"1": 1}
     assert [(h["node"], h["cause"]) for h in record["history"]] == [(1, "crash")]
+    [fault] = record["history"]  # what `nodeweave runs show` prints: the checkpoint resumed, the work after it lost
+    assert (fault["resumed_step"], fault["resume_from"]) == (10, str(tmp_path / "checkpoints" / "step-10.pt"))
+    assert 0 <= fault["work_lost_s"] < 30, fault  # steps 11-12 at 0.2 s, and the rank's start-up on a loaded machine
     assert resumed(nodes) == [(1, str(tmp_path / "checkpoints" / "step-10.pt"), 10)]  # not the cut-off step-1010
     assert done(nodes) == ["RECOVERY-DONE gen=1 step=30 state=30"]  # 10 steps restored + 20 after: nothing lost
     assert [s for s in steps(nodes[0]) if s[0] == 1][0] == (1, 11, 2)

@@ -182,8 +182,17 @@ def _recovery_lines(recovery: Optional[dict]) -> List[str]:
     for item in recovery.get("history") or []:
         lines.append(f"  generation {item.get('generation')} ended: {item.get('why')}; left out node "
                      f"{item.get('node') if item.get('node') is not None else '-'}; relaunched in "
-                     f"{item.get('recover_s')} s")
+                     f"{item.get('recover_s')} s" + _resumed(item))
     return lines
+
+
+def _resumed(item: dict) -> str:
+    """'; resumed from step 1200, 14.2 s of training after that checkpoint lost' (what the restart threw away)."""
+    if item.get("resume_from") is None:
+        return "; no checkpoint: started again from the beginning" if "resume_from" in item else ""
+    step = f"step {item['resumed_step']}" if item.get("resumed_step") is not None else item["resume_from"]
+    lost = item.get("work_lost_s")
+    return f"; resumed from {step}" + (f", {lost} s of training after that checkpoint lost" if lost is not None else "")
 
 
 def register(app: typer.Typer) -> None:

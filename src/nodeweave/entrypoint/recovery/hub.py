@@ -4,6 +4,7 @@ Node 0 keeps the hub role for the job's life (a fresh ``Hub`` on the same port e
 slot may go to a spare, and the spare is then the rendezvous host (docs/recovery.md).
 """
 
+import os
 import time
 
 from ..errors import EXIT_PEER_FAILED, EXIT_TOPOLOGY, EntrypointError
@@ -35,6 +36,8 @@ class HubSide:
             verdict = self._gather(hub, book)
             present = {0} | {p.fp.get("rank") for p in hub.peers}
             path, step = newest_checkpoint(self.config.folder, self.log)
+            if fault is not None:
+                fault.update(resumed_step=step, resume_from=path, work_lost_s=work_lost_s(path, fault["at"]))
             book = self._next(hub, book, fault, present, step)
             book.update(resume_from=path if book["generation"] else None, step=step,
                         master=self._master(hub, book), present=book.get("present") or sorted(present))
@@ -241,3 +244,18 @@ class HubSide:
             fault["gap"] = round(straggler["gap"], 3)
         return fault
 
+
+def work_lost_s(checkpoint, fault_at):
+    """Seconds of training between the checkpoint the next generation resumes from (its newest file's
+    time: what its writer wrote last) and the fault: the work the restart throws away, as nodeweave can
+    know it without reading the training's own step counter; None without a checkpoint."""
+    if not checkpoint:
+        return None
+    try:
+        newest = os.stat(checkpoint).st_mtime
+        if os.path.isdir(checkpoint):
+            for entry in os.scandir(checkpoint):
+                newest = max(newest, entry.stat(follow_symlinks=False).st_mtime)
+    except OSError:
+        return None
+    return round(max(0.0, fault_at - newest), 1)
