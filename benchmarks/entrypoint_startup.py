@@ -5,6 +5,7 @@ Runs, in the same process and interleaved so machine noise hits all alike:
   nodeweave-entrypoint ... -- true             the console script, HGX H100 fixture, launcher command
   python -m nodeweave.entrypoint ... -- true   the same through -m
   python entrypoint/nodeweave-entrypoint.pyz   the zipapp (docs/images.md): no cached bytecode in a zip
+  the zipapp as the images install it         unpacked and compiled, run by the image's three-line script
   worker check-in imports                      what a worker's check-in adds (its modules, one proof)
 Each sample is the wall time of the whole child (fork+exec → exit), so the
 entrypoint's number includes exec'ing ``true``. The sources are compiled
@@ -44,8 +45,23 @@ def cases():
     zipapp = ROOT / "entrypoint" / "nodeweave-entrypoint.pyz"
     if zipapp.exists():
         out["python nodeweave-entrypoint.pyz (zipapp)"] = [sys.executable, str(zipapp), *PLAN]
+        out["the zipapp unpacked and compiled (images)"] = [sys.executable, str(unpacked(zipapp)), *PLAN]
     out["worker check-in imports (python -c)"] = [sys.executable, "-c", CHECK_IN]
     return out
+
+
+def unpacked(zipapp):
+    """What the rendered Dockerfile does with the archive: unpack, compile, a three-line script runs it."""
+    import tempfile
+    import zipfile
+
+    lib = Path(tempfile.mkdtemp(prefix="nw-entrypoint-")) / "lib"
+    zipfile.ZipFile(zipapp).extractall(lib)
+    compileall.compile_dir(str(lib), quiet=1)
+    script = lib.parent / "nodeweave-entrypoint"
+    script.write_text(f"import sys\nsys.path.insert(0, {str(lib)!r})\n"
+                      "from nodeweave.entrypoint.__main__ import main\nsys.exit(main())\n")
+    return script
 
 
 def sample(argv, env):

@@ -8,7 +8,9 @@ tests/e2e/workspace/resumable.py: an all-reduce per step, a checkpoint every ``-
 from ``NODEWEAVE_RESUME_FROM``. The schedule: node 1's rank is killed (SIGKILL) at step ``--kill-step`` of
 generation 0 (the spare takes its place); then the spare's rank stops itself (SIGSTOP) at step
 ``--stop-step`` of generation 1 (the stall watch names it at ``--stall-warn``, stops the job at
-``--stall-timeout``; node 1, left out once, comes back in its place).
+``--stall-timeout``; node 1, left out once, comes back in its place); then, with ``--node0-step N``, node 0 is
+lost at step N of generation 2 (its whole process tree SIGKILLed, as a container dies) and started again with
+the same command (its restart policy): it takes the job's book on from the other nodes and relaunches.
 
     python benchmarks/gpu_recovery.py            # 2+ GPUs, NCCL
     python benchmarks/gpu_recovery.py --cpu      # anywhere: gloo on CPU, same schedule
@@ -45,6 +47,8 @@ def parse():
     p.add_argument("--stop-step", type=int, default=55)
     p.add_argument("--stall-warn", type=int, default=10)
     p.add_argument("--stall-timeout", type=int, default=20)
+    p.add_argument("--node0-step", type=int, default=0, help="lose node 0 at this step of generation 2 and "
+                   "start it again (0: never)")
     p.add_argument("--keep", action="store_true", help="keep the work folder (its path is printed)")
     return p.parse_args()
 
@@ -72,19 +76,40 @@ def node_argv(rank, port, folder, args, own_host):
 def start(folder, args):
     shutil.copy(WORKLOAD, folder / "resumable.py")
     port, own_host = free_port_pair(), uts()
-    nodes = []
-    for rank in range(3):
-        path = os.pathsep.join(p for p in (str(ROOT / "src"), os.environ.get("PYTHONPATH")) if p)
-        env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}", "PYTHONPATH": path,
-               "TMPDIR": str(folder / f"n{rank}"), "OMP_NUM_THREADS": "1", "NODEWEAVE_TEST_NODE": str(rank),
-               "NODEWEAVE_RECOVERY": "on", "NODEWEAVE_SPARES": "1", "NODEWEAVE_NNODES": "2",
-               "NODEWEAVE_CHECKPOINT_DIR": str(folder / "checkpoints"), "NODEWEAVE_WAIT_TIMEOUT": "120",
-               "NODEWEAVE_STALL_WARN": str(args.stall_warn), "NODEWEAVE_STALL_TIMEOUT": str(args.stall_timeout),
-               "NCCL_HOSTID": f"sim-node-{rank}", "CUDA_VISIBLE_DEVICES": "0" if rank == 0 else "1"}
-        os.makedirs(env["TMPDIR"], exist_ok=True)
-        nodes.append(Node(subprocess.Popen(node_argv(rank, port, folder, args, own_host), env=env, cwd=folder,
-                                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)))
-    return nodes
+    return [spawn(rank, port, folder, args, own_host) for rank in range(3)]
+
+
+def spawn(rank, port, folder, args, own_host):
+    """One simulated node in a session of its own, so losing it takes its whole tree (launcher, rank) at once."""
+    path = os.pathsep.join(p for p in (str(ROOT / "src"), os.environ.get("PYTHONPATH")) if p)
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}", "PYTHONPATH": path,
+           "TMPDIR": str(folder / f"n{rank}"), "OMP_NUM_THREADS": "1", "NODEWEAVE_TEST_NODE": str(rank),
+           "NODEWEAVE_RECOVERY": "on", "NODEWEAVE_SPARES": "1", "NODEWEAVE_NNODES": "2",
+           "NODEWEAVE_CHECKPOINT_DIR": str(folder / "checkpoints"), "NODEWEAVE_WAIT_TIMEOUT": "120",
+           "NODEWEAVE_STALL_WARN": str(args.stall_warn), "NODEWEAVE_STALL_TIMEOUT": str(args.stall_timeout),
+           "NCCL_HOSTID": f"sim-node-{rank}", "CUDA_VISIBLE_DEVICES": "0" if rank == 0 else "1"}
+    os.makedirs(env["TMPDIR"], exist_ok=True)
+    node = Node(subprocess.Popen(node_argv(rank, port, folder, args, own_host), env=env, cwd=folder,
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                 start_new_session=True))
+    node.how = (rank, port, folder, args, own_host)
+    return node
+
+
+def lose_node_0(nodes, args):
+    """At step ``--node0-step`` of generation 2: SIGKILL node 0's whole tree, start it again; (the old node,
+    the host time of the kill) or (None, None) when the job never got there."""
+    import signal
+
+    while any(node.proc.poll() is None for node in nodes):
+        if any(int(s["gen"]) == 2 and int(s["step"]) >= args.node0_step for s in lines(nodes, "RECOVERY-STEP")):
+            old, at = nodes[0], time.time()
+            os.killpg(old.proc.pid, signal.SIGKILL)
+            old.proc.wait()
+            nodes[0] = spawn(*old.how)
+            return old, at
+        time.sleep(0.1)
+    return None, None
 
 
 def lines(nodes, tag):
@@ -116,28 +141,62 @@ def rows(nodes, record):
     return out
 
 
+def merged_record(folder):
+    """Node 0's record, with the history of earlier generations from the others' copies (a node 0 that came
+    back keeps only what it saw since)."""
+    records = []
+    for rank in range(3):
+        try:
+            records.append(json.loads((folder / f"n{rank}" / "nodeweave" / "recovery.json").read_text()))
+        except (OSError, ValueError):
+            pass
+    if not records:
+        return {}
+    history = {}
+    for record in records:
+        for item in record.get("history") or []:
+            history.setdefault(item["generation"], item)
+    return dict(records[0], history=[history[g] for g in sorted(history)])
+
+
+def node_0_row(nodes, at):
+    """The row of node 0's loss: its kill to the first step of generation 3."""
+    if at is None:
+        return []
+    after = [float(s["t"]) for s in lines(nodes, "RECOVERY-STEP") if int(s["gen"]) == 3]
+    last = max([int(s["step"]) for s in lines(nodes, "RECOVERY-STEP") if int(s["gen"]) == 2] or [0])
+    resumed = {int(r["gen"]): int(r["step"]) for r in lines(nodes, "RECOVERY-RESUME")}.get(3)
+    return [{"fault": "node0", "node": 0, "left_out": None, "cause": "lost",
+             "fault_to_step_s": round(min(after) - at, 1) if after else None, "heard_to_relaunch_s": None,
+             "resumed_step": resumed, "steps_lost": None if resumed is None else last - resumed}]
+
+
 def main():
     args = parse()
     folder = Path(tempfile.mkdtemp(prefix="nodeweave-gpu-recovery-"))
     started = time.monotonic()
     nodes = start(folder, args)
+    lost = (None, None)
     try:
+        if args.node0_step:
+            lost = lose_node_0(nodes, args)
         codes = [node.wait(900) for node in nodes]
     finally:
-        stop(nodes)
+        stop(nodes + ([lost[0]] if lost[0] else []))
     took = time.monotonic() - started
-    record = json.loads((folder / "n0" / "nodeweave" / "recovery.json").read_text())
-    kinds = {"kill": "rank killed (SIGKILL)", "stop": "rank stalled (SIGSTOP)"}
+    record = merged_record(folder)
+    kinds = {"kill": "rank killed (SIGKILL)", "stop": "rank stalled (SIGSTOP)", "node0": "node 0 lost, restarted"}
     device = "CPU, gloo" if args.cpu else "GPU, NCCL (node 0: GPU 0; node 1 and the spare: GPU 1)"
     print(f"recovery, two simulated nodes + one spare, {device}; stall_warn {args.stall_warn}s, "
           f"stall_timeout {args.stall_timeout}s; exit codes {codes}; {took:.0f}s in all")
     print(f"{'fault':<24} {'node':>4} {'left out':>8} {'cause':>6} {'fault->step s':>13} {'heard->relaunch s':>17} "
           f"{'resumed at':>10} {'steps lost':>10}")
-    for row in rows(nodes, record):
+    every = nodes + ([lost[0]] if lost[0] else [])
+    for row in rows(every, record) + node_0_row(every, lost[1]):
         print(f"{kinds.get(row['fault'], row['fault']):<24} {row['node']:>4} {str(row['left_out']):>8} "
               f"{str(row['cause']):>6} {str(row['fault_to_step_s']):>13} {str(row['heard_to_relaunch_s']):>17} "
               f"{str(row['resumed_step']):>10} {str(row['steps_lost']):>10}")
-    done = lines(nodes, "RECOVERY-DONE")
+    done = lines(every, "RECOVERY-DONE")
     finished = f"step {done[0]['step']}, state {done[0]['state']}" if done else "no RECOVERY-DONE line"
     print(f"final: generation {record.get('generation')}, training nodes {record.get('members')}, {finished}")
     if args.keep or any(codes):

@@ -69,7 +69,7 @@ def test_a_team_folder_without_the_rendered_entrypoint_is_refused_before_the_bui
     assert planned.returncode == 0, planned.stderr
     assert "buildx build" in planned.stdout
     dockerfile = (tmp_path / "images" / "cpu" / "Dockerfile").read_text()
-    assert "COPY entrypoint/nodeweave-entrypoint.pyz /usr/local/bin/nodeweave-entrypoint" in dockerfile
+    assert "COPY entrypoint/nodeweave-entrypoint.pyz /opt/nodeweave/nodeweave-entrypoint.pyz" in dockerfile
     assert "COPY src" not in dockerfile and "pyproject.toml" not in dockerfile
 
 

@@ -227,10 +227,13 @@ def test_cache_mounts_and_dependency_layers_before_code(case):
         copies = [(at, i["value"]) for at, i in enumerate(parsed) if i["instruction"] in ("COPY", "ADD")]
         code_copies = [at for at, value in copies if "nodeweave-entrypoint" in value]
         assert len(apt) == len(torch) == len(deepspeed) == len(path_file) == len(code_copies) == 1, path
-        assert apt[0] < torch[0] < deepspeed[0] < path_file[0] < code_copies[0], path
+        assert apt[0] < torch[0] < deepspeed[0] < code_copies[0] < path_file[0], path
         assert path_file[0] == runs[-1][0] and code_copies[0] == max(at for at, _ in copies), path
         assert [value for at, value in copies if at in code_copies] == [
-            "entrypoint/nodeweave-entrypoint.pyz /usr/local/bin/nodeweave-entrypoint"], path
+            "entrypoint/nodeweave-entrypoint.pyz /opt/nodeweave/nodeweave-entrypoint.pyz"], path
+        unpack = dict(runs)[path_file[0]]  # the archive unpacked and compiled: bytecode cached in the image
+        assert "python3 -m zipfile -e /opt/nodeweave/nodeweave-entrypoint.pyz /opt/nodeweave/lib" in unpack, path
+        assert "python3 -m compileall -q /opt/nodeweave/lib" in unpack, path
         assert not any("src" in value.split()[:-1] or "pyproject.toml" in value for _, value in copies), (
             f"{path}: nodeweave's sources are not in a team's folder; the image takes the rendered zipapp")
         by_index = dict(runs)

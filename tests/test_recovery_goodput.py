@@ -8,7 +8,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 
 import recovery_goodput as bench  # noqa: E402
 
-ARGS = Namespace(minutes=1.0, fault_every=30.0, ckpt_every="10s", step_time=1.0)
+ARGS = Namespace(minutes=1.0, fault_every=30.0, ckpt_every="10s", step_time=1.0, soak=False)
 
 
 def step(t, n, gen=0):
@@ -39,5 +39,15 @@ def test_a_job_that_never_resumes_is_not_recovered_and_its_goodput_counts_the_de
 
 
 def test_the_schedule_cycles_through_the_fault_kinds():
-    args = Namespace(minutes=30.0, fault_every=300.0)
+    args = Namespace(minutes=30.0, fault_every=300.0, soak=False)
     assert bench._schedule(args)[:6] == list(bench.FAULTS) + ["kill -9 rank"]
+
+
+def test_a_soak_has_no_faults_and_lists_every_line_of_a_recovery():
+    assert bench._schedule(Namespace(minutes=30.0, fault_every=300.0, soak=True)) == []
+    args = Namespace(minutes=1.0, fault_every=30.0, ckpt_every="10s", step_time=1.0, soak=True)
+    lines = [(101.0, 0, "[rank 0/4 gen 0] step 1 loss 0.5 t=101.0"),
+             (150.0, 0, "nodeweave-entrypoint: recovery: generation 0 ended: node 1: its launcher failed"),
+             (151.0, 1, "nodeweave-entrypoint: generation 1: this node is LEFT OUT of the job")]
+    result = bench.measure("nodeweave", args, lines, [], started=100.0, ended=160.0)
+    assert [line.split(": ", 1)[1] for line in result["spurious"]] == [text for _, _, text in lines[1:]]

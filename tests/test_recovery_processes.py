@@ -163,6 +163,40 @@ def test_node_0_lost_and_restarted_the_others_wait_and_training_resumes_from_the
     assert done(nodes) == ["RECOVERY-DONE gen=1 step=30 state=30"]
 
 
+def test_node_0_back_after_a_node_was_lost_for_good_takes_the_book_on_and_does_not_wait_for_the_lost_node(tmp_path):
+    """Node 1 is lost (never comes back), its spare takes over; then node 0 is lost and restarted. Node 0 takes
+    the job's book on from the nodes that kept it (restarts, node 1 left out) and relaunches with the nodes
+    there, rather than waiting the check-in deadline for node 1 as a fresh job would (the 30-minute goodput
+    benchmark's node-0 fault: refused, every node exit 3, after 120 s)."""
+    import signal
+    import time
+
+    from recovery_harness import again
+
+    nodes = start(tmp_path, ["--steps", "60", "--interval", "0.2", "--save-every", "5"], spares=1,
+                  env={"NODEWEAVE_WAIT_TIMEOUT": "90"})
+    wait_for_step(nodes[0], 12)
+    nodes[1].proc.send_signal(signal.SIGKILL)  # node 1 is gone for good
+    until = time.monotonic() + 120
+    while not any(gen == 1 and step >= 22 for gen, step, _ in steps(nodes[0])):
+        assert time.monotonic() < until, nodes[0].text()
+        time.sleep(0.2)
+    nodes[0].proc.send_signal(signal.SIGKILL)
+    assert nodes[0].wait(30) == -9
+    back = time.monotonic()
+    nodes[0] = again(nodes[0])
+    codes = finish(nodes)
+    assert codes == [0, -9, 0], texts(nodes)
+    first = nodes[0].first("RECOVERY-STEP gen=2", "out") or nodes[2].first("RECOVERY-STEP gen=2", "out")
+    assert first is not None and first - back < 60, nodes[0].text()  # not the 90 s check-in deadline spent waiting for node 1
+    assert "going on from the book they kept (2 restart(s) with this one)" in nodes[0].text(), nodes[0].text()
+    record = book(tmp_path)
+    assert (record["decision"], record["generation"], record["restarts"]) == ("done", 2, 2), record
+    assert record["members"] == [0, 2] and record["left_out"] == {"1": 1}, record
+    assert [(h["node"], h["cause"]) for h in record["history"]] == [(1, "lost"), (None, "lost")], record
+    assert done(nodes) == ["RECOVERY-DONE gen=2 step=60 state=60"]
+
+
 def test_a_lasting_straggler_is_a_fault_its_node_is_left_out_and_a_spare_takes_over(tmp_path):
     env = {"NODEWEAVE_STALL_WARN": "60", "NODEWEAVE_STALL_TIMEOUT": "0", "NODEWEAVE_STRAGGLER_IS_FAULT": "on",
            "NODEWEAVE_STRAGGLER_FAULT": "2"}  # named 2 checks in a row (~7 s after it is first named)

@@ -34,13 +34,15 @@ def test_image_runs_tini_then_the_entrypoint_as_uid_1000(engine, cpu_image):
     out = engine.client.container.run(
         cpu_image, ["-c", "id -u; id -g; command -v nodeweave-entrypoint; command -v nodeweave || echo no-cli; "
                     "python -c 'import nodeweave.check.worker as w; print(w.__file__)'; "
+                    "find /opt/nodeweave/lib -name '*.py' | wc -l; find /opt/nodeweave/lib -name '*.pyc' | wc -l; "
                     "python -c 'import torch, deepspeed, accelerate; print(torch.__version__)'"],
         entrypoint="bash", remove=True)
     lines = out.splitlines()
     assert lines[0] == "1000" and lines[1] == "0"
-    assert lines[2] == "/usr/local/bin/nodeweave-entrypoint", "the rendered zipapp, not nodeweave's sources"
+    assert lines[2] == "/usr/local/bin/nodeweave-entrypoint", "the rendered zipapp's, not nodeweave's sources"
     assert lines[3] == "no-cli", "the CLI runs on the workstation; the image holds only the entrypoint"
-    assert lines[4] == "/usr/local/bin/nodeweave-entrypoint/nodeweave/check/worker.py", "the check worker, from the zipapp"
+    assert lines[4] == "/opt/nodeweave/lib/nodeweave/check/worker.py", "the check worker, from the zipapp"
+    assert int(lines[6]) >= int(lines[5]) > 50, "every module of the unpacked zipapp compiled in the image"
     assert lines[-1].startswith("2.13.0")
 
 

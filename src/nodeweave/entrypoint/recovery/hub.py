@@ -13,6 +13,7 @@ from .setup import keep, newest_checkpoint, public, user_stopped
 
 REGATHER_CAP_S = 60   # node 0 waits at most this long for the nodes it expects back
 STOP_WAIT_S = 30      # and this long for a culprit still up, to tell it the job ends
+RETURN_SETTLE_S = 10  # node 0 back in a running job: the nodes still alive check in again within this
 
 
 def hub_loop(gens):
@@ -74,14 +75,10 @@ class HubSide:
     def _next(self, hub, book, fault, present, step):
         """The next generation's book; a culprit still up is waited for when the job ends, to be told so."""
         if book is None:
-            book = decide.first(present, self.config.limits, step)
             after = max([p.fp.get("generation", 0) for p in hub.peers] + [0])
             if after:  # node 0 came back (its container restarted): the others were at generation ``after``
-                self.log(f"recovery: node 0 came back; the other nodes ask for generation {after}: going on from "
-                         "the newest checkpoint (the restart budget starts afresh)")
-                book.update(generation=after, history=[{"generation": after - 1, "node": 0, "cause": "lost",
-                                                        "why": "node 0 was lost and came back", "at": time.time()}])
-            return book
+                return self._came_back(hub, after, present, step)
+            return decide.first(present, self.config.limits, step)
         book = decide.after_fault(book, fault["node"], fault["why"], present, step, self.config.limits)
         culprit = fault["node"]
         if book["decision"] == "stop" and culprit in book["alive"] and culprit not in present:
@@ -90,6 +87,29 @@ class HubSide:
         fault["relaunched"] = time.time()
         fault["recover_s"] = round(fault["relaunched"] - fault["at"], 2)
         book["history"].append(fault)
+        return book
+
+    def _came_back(self, hub, after, present, step):
+        """Node 0 was lost and its container or pod started it again: the job's book goes on from the newest one
+        the other nodes kept (restarts spent, nodes left out for good stay out), and node 0's loss is one more
+        restart, added to the history they carried. Nodes of an older nodeweave carry no book: then it starts
+        afresh from generation ``after``."""
+        fault = {"generation": after - 1, "node": None, "cause": "lost", "why": "node 0 was lost and came back",
+                 "at": time.time()}
+        kept = max((p.fp.get("book") for p in hub.peers if isinstance(p.fp.get("book"), dict)),
+                   key=lambda b: b.get("generation", -1), default=None)
+        if kept is None:
+            self.log(f"recovery: node 0 came back; the other nodes ask for generation {after}: going on from "
+                     "the newest checkpoint (their nodeweave keeps no book: the restart budget starts afresh)")
+            return dict(decide.first(present, self.config.limits, step), generation=after, history=[fault])
+        book = dict(decide.first(set(), self.config.limits, step), **kept)
+        book = decide.after_fault(dict(book, generation=after - 1), None, fault["why"], present, step,
+                                  self.config.limits)
+        self.log(f"recovery: node 0 came back; the other nodes ask for generation {after}: going on from the book "
+                 f"they kept ({book['restarts']} restart(s) with this one) and the newest checkpoint")
+        fault["relaunched"] = time.time()
+        fault["recover_s"] = 0.0
+        book["history"] = list(kept.get("history") or []) + [fault]
         return book
 
     def _tell_latecomers(self, hub, verdict, book):
@@ -134,13 +154,21 @@ class HubSide:
             needed = self.config.nodes  # an elastic job too: generation 0 waits for all, up to the deadline
             self.log(f"check-in: waiting for {needed - 1} more node(s) on port {info['port']} "
                      f"(up to {info['deadline_s']}s)")
-            hub.gather(needed, self.checkin.started + info["deadline_s"],
-                       early=lambda: refused_early(hub, self.config.nodes, plan.launch.launcher, info["allow"]))
+            deadline = self.checkin.started + info["deadline_s"]
+            refused = []
+
+            def early():
+                refused.append(refused_early(hub, self.config.nodes, plan.launch.launcher, info["allow"]))
+                return refused[-1] or returned(hub)
+
+            hub.gather(needed, deadline, early=early)
+            if returned(hub) and not any(refused):  # node 0 came back to a running job: no node lost meanwhile
+                hub.gather(needed, min(deadline, time.monotonic() + RETURN_SETTLE_S))  # will check in, so wait less
         else:
             expected = set(book["alive"]) - {0, book.get("last_culprit")}
             self._regather(hub, expected, time.monotonic() + min(REGATHER_CAP_S, info["deadline_s"]))
         minimum = (self.config.minimum if self.config.minimum < self.config.slots else self.config.nodes) \
-            if book is None else 0
+            if book is None and not returned(hub) else 0  # a book's generations judge the count (decide.py)
         verdict = hub.decide(minimum, self.config.nodes, plan.launch.launcher, info["allow"])
         if verdict["decision"] != "start":
             _say_verdict(verdict, time.monotonic() - started, self.log)
@@ -259,3 +287,8 @@ def work_lost_s(checkpoint, fault_at):
     except OSError:
         return None
     return round(max(0.0, fault_at - newest), 1)
+
+
+def returned(hub):
+    """Whether nodes of generations past 0 checked in: node 0 was lost and came back to a running job."""
+    return any(p.fp.get("generation", 0) for p in hub.peers)

@@ -7,6 +7,11 @@ from . import decide
 from .setup import keep, user_stopped
 
 RETRY_S = 0.3          # between a worker's attempts to check in for the next generation
+# what a worker carries of the job's book into its next check-in: a node 0 that was lost and came back takes
+# the book on from the nodes that kept it (the restart budget, the nodes left out), not afresh
+CARRIED = ("generation", "restarts", "members", "spares", "left_out", "why", "steps", "best_step", "stale",
+           "history")
+CARRIED_HISTORY = 20   # the newest faults of the history: a check-in stays small however long the job ran
 
 
 def node_loop(gens):
@@ -19,6 +24,7 @@ class NodeSide:
         self.gens, self.settings, self.log, self.config = gens, gens.settings, gens.log, gens.config
         self.checkin, self.plan, self.identity = gens.checkin, gens.plan, gens.identity
         self.generation = 0       # the generation this node asks for next
+        self.carried = None       # the book of the last generation it heard of (CARRIED)
 
     # --- the other nodes -----------------------------------------------------------------------------
     def loop(self):
@@ -39,6 +45,8 @@ class NodeSide:
                                       "every node)", EXIT_TOPOLOGY)
             book = verdict.get("recovery") or {}
             keep(self.settings, dict(book, role=decide.role(book, self.identity)))
+            self.carried = {key: book[key] for key in CARRIED if key in book}
+            self.carried["history"] = (book.get("history") or [])[-CARRIED_HISTORY:]
             if book.get("decision") == "stop":
                 self.log(f"recovery: the job ends: {book.get('why')} (every node exits {book.get('code')})")
                 channel.finish(1.0)
@@ -70,6 +78,8 @@ class NodeSide:
 
         deadline = time.monotonic() + info["deadline_s"] + VERDICT_GRACE_S
         fp = dict(self.checkin.fingerprint, generation=self.generation)
+        if self.carried:
+            fp["book"] = self.carried
         last = None
         while time.monotonic() < deadline:
             try:

@@ -3,8 +3,9 @@
 A team that brings its own image (an NGC or ROCm PyTorch image) adds two
 Dockerfile lines: COPY this file to ``/usr/local/bin/nodeweave-entrypoint`` and
 an ENTRYPOINT through tini (or ``--init``); docs/images.md shows them. The
-rendered images do the same, so a team's folder (where ``render`` writes this
-file) is their whole build context. The archive holds ``nodeweave.entrypoint``
+rendered images install the same file (unpacked and compiled, so no start
+compiles it again), so a team's folder (where ``render`` writes this file)
+is their whole build context. The archive holds ``nodeweave.entrypoint``
 and the package's ``__init__.py``, which is all it imports, and the check
 worker with what it imports (tests/test_zipapp.py checks both), so the image
 needs Python 3 and nothing of nodeweave.
