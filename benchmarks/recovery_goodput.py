@@ -55,7 +55,7 @@ SCRIPT = "resilient_train.py"
 FAULTS = ("kill -9 rank", "SIGSTOP rank", "container killed", "bad node", "node 0 killed")
 STEP = re.compile(r"\] step (\d+) loss \S+ t=([0-9.]+)")
 RESUMED = re.compile(r"\] resumed from step (\d+) ")
-LEFT_OUT = re.compile(r"left out|excluded|takes (?:its|the) place", re.I)
+LEFT_OUT = re.compile(r"LEFT OUT|takes (?:its|the) place|did not check in again: left out")
 
 
 def parse_args(argv=None):
@@ -130,7 +130,8 @@ def inject(kind, nodes):
     return (target, at) if at is not None else (None, time.time())
 
 
-SPURIOUS = re.compile(r"recovery: generation \d+ ended|left out|STALL:|straggler", re.I)
+SPURIOUS = re.compile(r"recovery: generation \d+ ended|LEFT OUT")  # a recovery: what a healthy run must not do
+WARNED = re.compile(r"STALL:|STRAGGLER:")  # reports that stop or restart nothing (straggler_is_fault off)
 
 
 def run_mode(mode, args):
@@ -186,6 +187,7 @@ def measure(mode, args, lines, faults, started, ended):
             "step_time": args.step_time, "faults": rows, "goodput": goodput(steps, started, ended),
             "final_step": max((s for _, s in steps), default=0), "wall_s": ended - started, "soak": args.soak,
             "spurious": [f"{t - started:.1f} node{i}: {text}" for t, i, text in lines if SPURIOUS.search(text)],
+            "warnings": [f"{t - started:.1f} node{i}: {text}" for t, i, text in lines if WARNED.search(text)],
             "log": [f"{t - started:.1f} node{i}: {text}" for t, i, text in lines]}
 
 
@@ -241,8 +243,9 @@ def table(results):
     for result in results:
         if result.get("soak"):
             print(f"\n{result['mode']} soak, {result['minutes']:g} min without faults: "
-                  f"{len(result['spurious'])} spurious recovery line(s)" + "".join(
-                      f"\n    {line}" for line in result["spurious"][:20]))
+                  f"{len(result['spurious'])} spurious recovery line(s), {len(result.get('warnings', []))} "
+                  "stall/straggler report line(s) (reports only)" + "".join(
+                      f"\n    {line}" for line in (result["spurious"] + result.get("warnings", []))[:20]))
     for result in results:
         if result.get("stopped_ranks_at_end"):
             print(f"\n{result['mode']}: SIGSTOPped ranks still there at the end (container: pids): "
