@@ -32,10 +32,14 @@ import socket
 import sys
 import time
 
-import torch
-import torch.distributed as dist
-from torch import nn
-from torch.nn.parallel import DistributedDataParallel
+STARTED = time.monotonic()  # before torch's import: each rank says how long its start took (a restart's cost)
+
+import torch  # noqa: E402
+import torch.distributed as dist  # noqa: E402
+from torch import nn  # noqa: E402
+from torch.nn.parallel import DistributedDataParallel  # noqa: E402
+
+IMPORTED = time.monotonic()
 
 WIDTH = 32
 
@@ -194,6 +198,8 @@ def setup(args):
         device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
         torch.cuda.set_device(device)
     dist.init_process_group("nccl" if use_cuda else "gloo")
+    print(f"[rank {dist.get_rank()} start] torch imported in {IMPORTED - STARTED:.1f} s, the group joined "
+          f"{time.monotonic() - IMPORTED:.1f} s later", file=sys.stderr, flush=True)
     return device
 
 
