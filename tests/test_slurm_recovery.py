@@ -136,7 +136,8 @@ def _wait_for(path: Path, pattern: str, limit: float = 240) -> None:
         if path.exists() and re.search(pattern, path.read_text()):
             return
         time.sleep(0.3)
-    raise AssertionError(f"no {pattern!r} in {path} within {limit}s:\n{path.read_text()[-4000:] if path.exists() else ''}")
+    seen = path.read_text()[-4000:] if path.exists() else ""
+    raise AssertionError(f"no {pattern!r} in {path} within {limit}s:\n{seen}")
 
 
 def test_a_slurm_task_that_dies_leaves_the_step_running_and_node_0_goes_on_without_it(cluster, tmp_path):

@@ -175,3 +175,20 @@ def test_the_last_task_of_every_platform_is_a_spare(platform, tmp_path):
     env, hostname = platform()
     root = with_hostname(tmp_path, NODE, hostname)
     assert as_spare(env, root) == (2, 3, 2, 1)
+
+
+def test_up_on_slurm_takes_the_spares_and_its_run_step_tells_the_training_count(tmp_path):
+    """`nodeweave up --target slurm` asks salloc for what the script asks sbatch; each run step's node is told
+    NODEWEAVE_NNODES, as the script exports it."""
+    from nodeweave.cluster import ClusterOptions, open_backend
+
+    path = tmp_path / "nodeweave.yaml"
+    path.write_text(SPEC.read_text() + 'slurm: {runtime: host, partition: debug, time: "10:00"}\n')
+    spec = load_spec(path)
+    backend = open_backend(spec, path, ClusterOptions(target="slurm", slurm_job="42").checked())
+    argv = backend.allocation_argv()
+    assert "--nodes=3" in argv and "--no-kill" in argv, argv
+    script = render_targets(spec, ["slurm"])["slurm/job.sbatch"]
+    assert argv[2:] == directives(script), "salloc and sbatch ask for the same allocation"
+    nodes = backend._nodes(["gpu01", "gpu02", "gpu03"], "42")
+    assert dict(nodes[2].env)["NODEWEAVE_NNODES"] == "2" and dict(nodes[2].env)["NODEWEAVE_SPARES"] == "1"
