@@ -192,3 +192,48 @@ def test_up_on_slurm_takes_the_spares_and_its_run_step_tells_the_training_count(
     assert argv[2:] == directives(script), "salloc and sbatch ask for the same allocation"
     nodes = backend._nodes(["gpu01", "gpu02", "gpu03"], "42")
     assert dict(nodes[2].env)["NODEWEAVE_NNODES"] == "2" and dict(nodes[2].env)["NODEWEAVE_SPARES"] == "1"
+
+
+# -- compose over ssh and bare hosts: the hosts list names the spares last ------------------------------
+
+HOSTS_SPEC = """name: lan
+image: {variant: cpu}
+hosts: [desk1, desk2, desk3]
+launcher: {script: train.py}
+recovery: {enabled: true, spares: 1}
+"""
+
+
+def test_a_spec_hosts_list_names_the_training_nodes_then_the_spares():
+    spec = parse_spec(HOSTS_SPEC, "nodeweave.yaml")
+    assert (spec.nodes.min, spec.nodes.max, spec.recovery.spare_nodes) == (2, 2, 1)
+    assert parse_spec(HOSTS_SPEC.replace("name: lan", "name: lan\nnodes: 2"), "nodeweave.yaml").nodes.min == 2
+    from nodeweave.targets.compose import render_files
+
+    rendered = render_files(spec)
+    assert rendered["compose/hosts"].split()[-3:] == ["desk1", "desk2", "desk3"]
+    node = yaml.safe_load(rendered["compose/node.yaml"])["services"]["node"]["environment"]
+    assert node["NODEWEAVE_NNODES"].endswith("2}") and node["NODEWEAVE_SPARES"] == "1"
+
+
+@pytest.mark.parametrize("text, says", [
+    (HOSTS_SPEC.replace("name: lan", "name: lan\nnodes: 3"),
+     "nodes: 3 does not match the 3 hosts listed in hosts, less recovery.spares 1 (the last hosts)"),
+    (HOSTS_SPEC.replace("spares: 1", "spares: 3"), "3 host(s) leave no training node beside recovery.spares 3"),
+])
+def test_a_hosts_list_without_room_for_the_spares_is_one_line_naming_both(text, says):
+    from nodeweave.errors import UsageError
+
+    with pytest.raises(UsageError) as err:
+        parse_spec(text, "nodeweave.yaml")
+    assert says in str(err.value) and "\n" not in str(err.value), str(err.value)
+
+
+def test_up_on_hosts_takes_the_spares_last_and_refuses_a_list_without_them():
+    from nodeweave.cluster.options import check_host_count
+    from nodeweave.errors import UsageError
+    from nodeweave.spec.model import NodeRange
+
+    check_host_count(("a", "b", "c"), NodeRange(2, 2), spares=1)
+    with pytest.raises(UsageError, match=r"2 host\(s\) for a spec of nodes: 2 and recovery.spares: 1 \(a, b\); give 3"):
+        check_host_count(("a", "b"), NodeRange(2, 2), spares=1)
