@@ -43,6 +43,7 @@ CI_TOOLS = {
         "tests/test_manifests.py::*", "tests/test_cluster_targets.py::*",
         "tests/test_examples.py::test_kubernetes_objects_validate_and_every_folder_builds*",
         "tests/e2e/test_cluster_kube.py::*", "tests/e2e/test_kubectl_standin.py::test_down_*",
+        "tests/e2e/test_kube_recovery.py::*",
         "tests/test_seed_loops.py::test_up_applies_an_overlay_folder_of_the_users_own",
         "tests/test_scanners.py::test_checkov_*", "tests/test_scanners.py::test_the_default_pod_*",
     ),
@@ -56,6 +57,7 @@ CI_TOOLS = {
         "tests/test_slurm_target.py::test_the_accelerate_slurm_seed_loop_*",
         "tests/test_slurm_runtimes.py::test_pyxis_up_run_status_stop_logs_down_on_slurm",
         "tests/test_slurm_runtimes.py::test_apptainer_up_run_status_down_on_slurm",
+        "tests/test_slurm_recovery.py::*",
     ),
     "shellcheck (.ci/setup-tools.sh)": (
         "tests/test_slurm.py::test_bash_parses_and_shellcheck_passes*", "tests/test_slurm.py::test_shellcheck_is_live",

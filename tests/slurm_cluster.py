@@ -1,4 +1,5 @@
-"""A real Slurm cluster on this machine for the tests: slurmctld and two slurmd "nodes".
+"""A real Slurm cluster on this machine for the tests: slurmctld and two slurmd "nodes" (or more: ``Cluster(root,
+node_names(3))``, recovery's spare).
 
 Debian's slurm-wlm (22.05) is built with multiple-slurmd support, so one host
 can run two slurmd daemons (``slurmd -N HOST``, ``-N HOST-nw2``) on their own
@@ -23,9 +24,16 @@ import socket
 import subprocess
 import time
 from pathlib import Path
-from typing import Dict, Optional
+from typing import Dict, Optional, Tuple
 
-NODES = (socket.gethostname().split(".")[0], socket.gethostname().split(".")[0] + "-nw2")  # Slurm sorts: HOST first
+
+def node_names(count: int = 2) -> Tuple[str, ...]:
+    """HOST, HOST-nw2, ...: Slurm sorts them so, and the first (the master) is the name that reaches this machine."""
+    host = socket.gethostname().split(".")[0]
+    return (host, *(f"{host}-nw{i}" for i in range(2, count + 1)))
+
+
+NODES = node_names(2)
 NODELIST = ",".join(NODES)  # as Slurm prints it (sbatch --test-only, SLURM_JOB_NODELIST)
 
 
@@ -79,8 +87,8 @@ PartitionName=debug Nodes={nodelist} Default=YES MaxTime=INFINITE State=UP
 
 
 class Cluster:
-    def __init__(self, root: Path):
-        self.root = root
+    def __init__(self, root: Path, nodes: Tuple[str, ...] = NODES):
+        self.root, self.nodes = root, nodes
         self.env: Dict[str, str] = {**os.environ, "SLURM_CONF": str(root / "slurm.conf")}
         self.pids = []
 
@@ -89,18 +97,18 @@ class Cluster:
         (self.root / "spool").mkdir()
         host = socket.gethostname()
         nodes = "\n".join(f"NodeName={n} NodeHostname={host} NodeAddr=127.0.0.1 Port={_free_port()} CPUs=2 "
-                          f"RealMemory=4000 Feature=ib Gres=gpu:2" for n in NODES)
+                          f"RealMemory=4000 Feature=ib Gres=gpu:2" for n in self.nodes)
         (self.root / "slurm.conf").write_text(CONF.format(host=host, ctld_port=_free_port(), root=self.root, nodes=nodes,
-                                                              nodelist=NODELIST))
+                                                              nodelist=",".join(self.nodes)))
         (self.root / "gres.conf").write_text("AutoDetect=off\n" + "".join(
-            f"NodeName={n} Name=gpu File=/dev/tty[1-2]\n" for n in NODES))
+            f"NodeName={n} Name=gpu File=/dev/tty[1-2]\n" for n in self.nodes))
         self._daemon(["slurmctld", "-i", "-c"], "slurmctld.pid")
-        for node in NODES:
+        for node in self.nodes:
             self._daemon(["slurmd", "-N", node], f"slurmd-{node}.pid")
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             states = self.run(["sinfo", "-h", "-N", "-o", "%T"], check=False).stdout.split()
-            if states == ["idle", "idle"]:
+            if states == ["idle"] * len(self.nodes):
                 return
             time.sleep(0.5)
         raise RuntimeError(f"the local Slurm cluster did not come up (node states {states}):\n" + self.logs())

@@ -31,7 +31,8 @@ from test_manifests import kubectl_problem, needs_kustomize, validate_strict, wr
 REPO = Path(__file__).resolve().parents[1]
 GOLDEN = REPO / "tests" / "golden" / "targets"
 SPECS = {"cuda": REPO / "tests/golden/manifests/specs/cuda.yaml", "full": REPO / "tests/golden/manifests/specs/full.yaml",
-         "elastic": REPO / "tests/golden/manifests/specs/elastic.yaml", "git-build": GOLDEN / "specs/git-build.yaml"}
+         "elastic": REPO / "tests/golden/manifests/specs/elastic.yaml", "git-build": GOLDEN / "specs/git-build.yaml",
+         "recovery": REPO / "tests/golden/manifests/specs/recovery.yaml"}
 TARGETS = ("openshift-build", "trainjob", "jobset")
 
 

@@ -35,7 +35,7 @@ launcher: {type: deepspeed, script: t.py, master_port: 29555, max_restarts: 3, w
            stall_warn: 45, stall_timeout: 0}
 network: {interfaces: [eno1, ibp25s0], exclude_hcas: ["mlx5_4", "mlx5_5:1"]}
 kubernetes: {service: rdzv, cluster_domain: corp.example}
-hosts: [gpu-a, gpu-b, gpu-c]
+hosts: [gpu-a, gpu-b, gpu-c, gpu-d, gpu-e]  # the 3 nodes, then recovery's 2 spares
 recovery: {enabled: true, spares: 2, max_restarts: 7, no_progress_restarts: 0, checkpoint_dir: ckpts,
            straggler_is_fault: true}
 """

@@ -232,7 +232,7 @@ def test_statefulset_shape(case):
     spec, sts = spec_of(case), statefulset(case)
     assert sts["spec"]["podManagementPolicy"] == "Parallel"
     assert sts["spec"]["serviceName"] == spec.kubernetes.service
-    assert sts["spec"]["replicas"] == spec.nodes.min
+    assert sts["spec"]["replicas"] == spec.nodes.min + spec.recovery.spare_nodes
     assert pod_spec(sts)["terminationGracePeriodSeconds"] == spec.kubernetes.grace_period
     assert pod_spec(sts)["serviceAccountName"] == spec.name
     assert pod_spec(sts)["enableServiceLinks"] is False
@@ -325,10 +325,11 @@ def test_entrypoint_settings_and_spec_env(case):
 
 @pytest.mark.parametrize("case", CASES)
 def test_nnodes_only_where_the_api_cannot_tell(case):
-    """Fixed StatefulSet: no NNODES (the entrypoint reads replicas, so `oc scale` needs no edit)."""
+    """Fixed StatefulSet: no NNODES (the entrypoint reads replicas, so `oc scale` needs no edit); with spares the
+    replicas count them too, so the training count is told."""
     spec = spec_of(case)
     nnodes = env_of(statefulset(case)).get("NODEWEAVE_NNODES")
-    if spec.nodes.elastic:
+    if spec.nodes.elastic or spec.recovery.spare_nodes:
         assert nnodes == {"name": "NODEWEAVE_NNODES", "value": str(spec.nodes)}
     else:
         assert nnodes is None
@@ -339,7 +340,7 @@ def test_nnodes_only_where_the_api_cannot_tell(case):
 def test_indexed_job(case):
     spec, jb = spec_of(case), job(case)
     assert jb["spec"]["completionMode"] == "Indexed"
-    assert jb["spec"]["completions"] == jb["spec"]["parallelism"] == spec.nodes.max
+    assert jb["spec"]["completions"] == jb["spec"]["parallelism"] == spec.nodes.max + spec.recovery.spare_nodes
     assert pod_spec(jb)["subdomain"] == spec.kubernetes.service
     assert pod_spec(jb)["restartPolicy"] == "Never"
     index = env_of(jb)["NODEWEAVE_POD_INDEX"]["valueFrom"]["fieldRef"]["fieldPath"]

@@ -99,6 +99,12 @@ class Resolved:
                 out.append((row.variable, text))
         return out
 
+    def contract_pair(self, key: str) -> Tuple[str, Optional[str]]:
+        """``(variable, text)`` of contract setting ``key`` for this spec, whichever renderer passes it: a target
+        that leaves a setting to its platform may still need it (Slurm's node count beside spares)."""
+        row = next(row for row in SETTINGS if row.key == key)
+        return row.variable, row.text(spec_value(self.spec, row.spec))
+
 
 def spec_value(spec: Spec, dotted: str):
     """The value at a dotted field path of the spec (``launcher.type``)."""

@@ -10,7 +10,8 @@ because one machine is not a cluster (docs/engine.md lists these):
   test, and ``hostAliases`` map ``<name>-<i>.<service>.<namespace>.svc.cluster.local``
   to it, as the headless Service would;
 - no API server: ``NODEWEAVE_NNODES`` is set to the replica count, since the
-  entrypoint cannot read ``.spec.replicas``;
+  entrypoint cannot read ``.spec.replicas`` (only where the template names none: an elastic range, or the
+  training count beside recovery's spares, is the template's own, as in a cluster);
 - podman refuses ``fieldRef`` to ``metadata.namespace`` and ``status.podIP``:
   the namespace becomes a literal, ``POD_IP`` is left out;
 - podman 4.3 publishes every ``containerPort`` on the host (two pods would
@@ -84,7 +85,8 @@ def pods_from_statefulset(statefulset_text: str, image: str, workspace: str, add
         for container in body["containers"]:
             container["image"] = image
             container.pop("ports", None)
-            container["env"] = _env(container, namespace, {"NODEWEAVE_NNODES": str(count)})
+            told = any(var["name"] == "NODEWEAVE_NNODES" for var in container.get("env", []))
+            container["env"] = _env(container, namespace, {} if told else {"NODEWEAVE_NNODES": str(count)})
         for volume in body.get("volumes", []):
             if "persistentVolumeClaim" in volume:
                 volume.pop("persistentVolumeClaim")

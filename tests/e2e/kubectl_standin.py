@@ -25,7 +25,10 @@ test instead of passing:
   in NS: a StatefulSet's pods are removed, a claim the tree names is forgotten,
   one it leaves out is kept; ``delete -n NS pvc -l SELECTOR [--ignore-not-found]``:
   the claims whose labels match; ``delete -n NS secret -l SELECTOR [--ignore-not-found]``: the
-  Secrets ``apply`` recorded whose labels match (their folders go);
+  Secrets ``apply`` recorded whose labels match (their folders go); ``delete -n NS pod NAME``: what a
+  person (or a node that fails) does to one pod: it is stopped as the kubelet stops it (SIGTERM, SIGKILL
+  after its ``terminationGracePeriodSeconds``) and, as its StatefulSet's controller would, made again
+  under the same name and address, with fresh ``emptyDir`` folders;
 - a Secret ``apply`` carries (``nodeweave up``'s job token) becomes a host folder of its keys
   (mode 0440, uid 1000, as the kubelet with ``fsGroup: 0`` makes them), mounted where the pod
   template mounts the Secret; a volume naming a Secret the tree does not carry fails the apply;
@@ -57,7 +60,7 @@ from pathlib import Path
 import yaml
 
 sys.path.insert(0, str(Path(__file__).parent))
-from kube_play import pods_from_statefulset  # noqa: E402
+from kube_play import POD_INDEX_LABEL as POD_INDEX, pods_from_statefulset  # noqa: E402
 
 
 def fail(message: str, code: int = 1) -> None:
@@ -230,12 +233,14 @@ def delete(space: dict, flags: dict, switches: set, positional: list, namespace:
                   if obj["kind"] in ("StatefulSet", "PersistentVolumeClaim")]
     elif positional == ["secret"] and "-l" in flags and "-k" not in flags and selector_terms(flags["-l"]):
         return delete_secrets(space, flags["-l"])
+    elif positional[:1] == ["pod"] and len(positional) == 2 and not ({"-k", "-l"} & set(flags)):
+        return recreate_pod(space, positional[1], namespace)
     elif positional == ["pvc"] and "-l" in flags and "-k" not in flags and selector_terms(flags["-l"]):
         wanted = [("PersistentVolumeClaim", name) for name, labels in space.get("claims", {}).items()
                   if selector_matches(flags["-l"], labels)]
     else:
-        fail("delete: the stand-in knows `delete -k DIR`, `delete pvc -l SELECTOR` and `delete secret -l SELECTOR` "
-             "only", 2)
+        fail("delete: the stand-in knows `delete -k DIR`, `delete pvc -l SELECTOR`, `delete secret -l SELECTOR` "
+             "and `delete pod NAME` only", 2)
     for kind, name in wanted:
         table = space.get("statefulsets" if kind == "StatefulSet" else "claims", {})
         if name not in table:
@@ -246,6 +251,33 @@ def delete(space: dict, flags: dict, switches: set, positional: list, namespace:
             remove_pods(table[name])
         del table[name]
         print(f'{kind.lower()} "{name}" deleted')
+
+
+def recreate_pod(space: dict, name: str, namespace: str) -> None:
+    """The pod stopped and removed, then played again from what ``apply`` played: the StatefulSet's controller
+    recreates ``<name>-<ordinal>``; the new pod's emptyDirs start empty, its claim is the same."""
+    import shutil
+
+    if not any(name in sts["pods"] for sts in space.get("statefulsets", {}).values()):
+        fail(f'Error from server (NotFound): pods "{name}" not found in namespace {namespace}')
+    state = Path(os.environ["STANDIN_STATE"])
+    (pod,) = [doc for doc in yaml.safe_load_all((state / "pods.yaml").read_text()) if doc["metadata"]["name"] == name]
+    grace = pod["spec"].get("terminationGracePeriodSeconds", 30)
+    podman("pod", "rm", "-f", "-t", str(grace), name)
+    print(f'pod "{name}" deleted')
+    scratch = state / "emptydir" / name
+    for volume in pod["spec"].get("volumes", []):
+        folder = Path(volume.get("hostPath", {}).get("path", "/"))
+        if scratch in folder.parents:
+            shutil.rmtree(folder)
+            folder.mkdir(parents=True)
+            os.chown(folder, 1000, 0)
+    one = state / f"pod-{name}.yaml"
+    one.write_text(yaml.safe_dump(pod, sort_keys=False))
+    address = os.environ["STANDIN_ADDRESSES"].split(",")[int(pod["metadata"]["labels"][POD_INDEX])]
+    out = podman("kube", "play", "--network", os.environ["STANDIN_NETWORK"], "--ip", address, str(one))
+    if out.returncode != 0:
+        fail(f"podman kube play (the recreated pod {name}): {out.stderr.strip()}")
 
 
 def find_pod(space: dict, name: str, container: str, namespace: str) -> None:

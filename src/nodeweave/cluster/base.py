@@ -114,7 +114,7 @@ class Backend:
 
     def spares(self) -> int:
         """Recovery's spare nodes beyond ``nodes`` (docs/recovery.md): containers that run and wait."""
-        return self.spec.recovery.spares if self.spec.recovery.enabled else 0
+        return self.spec.recovery.spare_nodes
 
     def prepare_up(self, mode: str, dry_run: bool) -> List[str]:
         """Local work before the up steps (render files); returns what was (or would be) done."""

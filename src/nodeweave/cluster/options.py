@@ -146,13 +146,16 @@ def _relative_folder(text: str) -> bool:
         all(c.isalnum() or c in "._-/" for c in text)
 
 
-def check_host_count(hosts: Tuple[str, ...], nodes) -> None:
-    """As many hosts as the spec has nodes (an elastic MIN:MAX spec: MIN to MAX), each one a rank."""
-    if not hosts or nodes.min <= len(hosts) <= nodes.max:
+def check_host_count(hosts: Tuple[str, ...], nodes, spares: int = 0) -> None:
+    """As many hosts as the spec has nodes (an elastic MIN:MAX spec: MIN to MAX), each one a rank, and then
+    recovery's spares (docs/recovery.md)."""
+    fewest, most = nodes.min + spares, nodes.max + spares
+    if not hosts or fewest <= len(hosts) <= most:
         return
-    wanted = str(nodes.min) if nodes.min == nodes.max else f"{nodes.min} to {nodes.max}"
-    raise UsageError(f"{len(hosts)} host(s) for a spec of nodes: {nodes} ({', '.join(hosts)}); give {wanted} "
-                     "(--host or --hosts-file, node 0 first), or change the spec's nodes")
+    wanted = str(fewest) if fewest == most else f"{fewest} to {most}"
+    also = f" and recovery.spares: {spares}" if spares else ""
+    raise UsageError(f"{len(hosts)} host(s) for a spec of nodes: {nodes}{also} ({', '.join(hosts)}); give {wanted} "
+                     "(--host or --hosts-file, node 0 first, the spares last), or change the spec's nodes")
 
 
 def state_path(spec_path: Path, name: str) -> Path:

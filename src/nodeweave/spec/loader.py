@@ -97,7 +97,7 @@ def _spec(r: Reader, root: Node, base_dir: Optional[Path]) -> Spec:
     name = rule_string(r, top.require("name", rules.JOB_NAME.accepted), "name", rules.JOB_NAME)
     launcher = job.launcher(r, top)
     hosts = job.hosts(r, top.get("hosts"))
-    nodes = _nodes(r, top, hosts)
+    nodes = _nodes(r, top, hosts, recovery.listed_spares(r, top) if hosts else 0)
     if nodes.elastic and launcher.type != "torchrun":
         raise r.fail(
             top.get("nodes"),
@@ -130,17 +130,23 @@ def _spec(r: Reader, root: Node, base_dir: Optional[Path]) -> Spec:
     )
 
 
-def _nodes(r: Reader, top: Fields, hosts: tuple) -> NodeRange:
-    """``nodes``; with a hosts list it defaults to the list's length and must equal it."""
+def _nodes(r: Reader, top: Fields, hosts: tuple, spares: int) -> NodeRange:
+    """``nodes``; with a hosts list it defaults to the list's length, less recovery's spares (the list's last
+    hosts), and must equal that."""
     node = top.get("nodes")
     if not hosts:
         return job.nodes(r, node)
+    training = len(hosts) - spares
+    after = f", less recovery.spares {spares} (the last hosts)" if spares else ""
+    if training < 1:
+        raise r.fail(top.get("hosts"), "hosts", f"{len(hosts)} host(s) leave no training node beside "
+                     f"recovery.spares {spares}", f"more than {spares} hosts: the training nodes, then the spares")
     if node is None:
-        return NodeRange(len(hosts), len(hosts))
+        return NodeRange(training, training)
     nodes = job.nodes(r, node)
-    if nodes.elastic or nodes.min != len(hosts):
-        raise r.fail(node, "nodes", f"{nodes} does not match the {len(hosts)} hosts listed in hosts (each host is "
-                     "one node, in order)", f"{len(hosts)}, or leave nodes out with a hosts list")
+    if nodes.elastic or nodes.min != training:
+        raise r.fail(node, "nodes", f"{nodes} does not match the {len(hosts)} hosts listed in hosts{after} (each "
+                     "host is one node, in order)", f"{training}, or leave nodes out with a hosts list")
     return nodes
 
 

@@ -99,6 +99,12 @@ class Recovery:
     checkpoint_dir: Optional[str] = None  # where the script saves; None = no resume (NODEWEAVE_RESUME_FROM unset)
     straggler_is_fault: bool = False  # a lasting straggler counts as a fault (issue 32 acts on it)
 
+    @property
+    def spare_nodes(self) -> int:
+        """The spares every target runs beside ``nodes``: ``spares`` with recovery on, none with it off (a spare
+        only ever waits for recovery to call it)."""
+        return self.spares if self.enabled else 0
+
 
 @dataclass(frozen=True)
 class Workspace:

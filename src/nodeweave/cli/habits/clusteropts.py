@@ -62,7 +62,7 @@ def open_cluster(spec_path: Path, given, remember: bool = False, dry_run: bool =
     checked = merged.checked()
     if checked.target == "hosts":
         spec = _nodes_from_hosts(spec, checked.hosts)
-        check_host_count(checked.hosts, spec.nodes)
+        check_host_count(checked.hosts, spec.nodes, spec.recovery.spare_nodes)
     backend = open_backend(spec, spec_path, checked)
     if not dry_run:
         backend.check_tools()
@@ -88,15 +88,17 @@ def _spec_hosts(options, spec):
 
 
 def _nodes_from_hosts(spec, hosts):
-    """A spec that leaves ``nodes`` out runs on as many nodes as the hosts given (--host, --hosts-file); a
-    spec that sets it keeps it, and a different host count is still refused (check_host_count)."""
+    """A spec that leaves ``nodes`` out runs on as many nodes as the hosts given (--host, --hosts-file), less
+    recovery's spares (the last hosts); a spec that sets it keeps it, and a different host count is still
+    refused (check_host_count)."""
     from dataclasses import replace
 
     from nodeweave.spec.model import NodeRange
 
-    if spec.nodes_given or not hosts or spec.nodes.min == len(hosts):
+    training = len(hosts) - spec.recovery.spare_nodes
+    if spec.nodes_given or not hosts or spec.nodes.min == training or training < 1:
         return spec
-    return replace(spec, nodes=NodeRange(len(hosts), len(hosts)))
+    return replace(spec, nodes=NodeRange(training, training))
 
 
 def _spec_target(options, spec):

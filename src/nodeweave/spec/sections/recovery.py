@@ -11,6 +11,13 @@ KEYS = ("enabled", "spares", "max_restarts", "no_progress_restarts", "checkpoint
 CHECKPOINT_DIR = "a folder path, relative to workspace.path or absolute, e.g. checkpoints"
 
 
+def listed_spares(r: Reader, top: Fields) -> int:
+    """The spares a ``hosts`` list names after the training nodes: ``recovery.spares`` with recovery on (read
+    before ``nodes``, which a hosts list sets; :func:`recovery` reads and checks the whole section after)."""
+    f = r.fields(top.get("recovery"), "recovery", KEYS)
+    return integer(r, f, "spares", 0, 0, 1024) if boolean(r, f, "enabled", False) else 0
+
+
 def recovery(r: Reader, top: Fields, nodes: NodeRange) -> Recovery:
     """(The entrypoint refuses recovery without the check-in exchange: exit 2 on every node.)"""
     f = r.fields(top.get("recovery"), "recovery", KEYS)

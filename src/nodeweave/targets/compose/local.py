@@ -59,7 +59,7 @@ def _processes(r: Resolved) -> Dict[str, str]:
 
 def render_local(r: Resolved) -> str:
     local = resolve(r.spec, LOCAL_VARIANT)  # the local simulation's own variant, once for every node
-    count = r.spec.nodes.min + (r.spec.recovery.spares if r.spec.recovery.enabled else 0)  # spares: docs/recovery.md
+    count = r.spec.nodes.min + r.spec.recovery.spare_nodes  # spares: docs/recovery.md
     services = {f"{r.spec.name}-{i}": local_service(r, local, i) for i in range(count)}
     document = {
         "name": f"{r.spec.name}-local",

@@ -2,7 +2,7 @@
 
 ``render_files(spec)`` writes ``jobset/``: the ServiceAccount, the shared
 workspace claim (``claim: shared``) and a JobSet with one replicated Job
-``node`` of ``nodes`` pods. JobSet makes the headless Service itself
+``node`` of ``nodes`` pods (and ``recovery.spares`` more). JobSet makes the headless Service itself
 (``network.subdomain`` = ``kubernetes.service``, not-ready addresses
 published), so pods are ``<name>-node-0-<i>.<service>``; the entrypoint takes
 its rank from ``JOB_COMPLETION_INDEX`` and the master is
@@ -24,12 +24,14 @@ FOLDER = "jobset"
 
 
 def jobset(r: Resolved) -> Dict[str, Any]:
-    """The JobSet; its Job template is the Indexed Job's (one failed rank fails the set; evictions do not count)."""
+    """The JobSet; its Job template is the Indexed Job's, failure policy included (``workloads.failure_policy``:
+    without recovery one failed rank fails the set; with it a lost pod is recreated and the set goes on)."""
     job = workloads.indexed_job(r)["spec"]
     job["template"] = pod_template(r, "jobset")
     body = {
         "network": {"enableDNSHostnames": True, "publishNotReadyAddresses": True, "subdomain": r.spec.kubernetes.service},
-        # Restarts are torchrun's (launcher.max_restarts), in place; JobSet does not recreate the set.
+        # Restarts are in place (torchrun's, or recovery's generations); JobSet does not recreate the set: a
+        # failed Job is one its own policy gave up on (recovery's exit 8/9 included), and a new set would loop.
         "failurePolicy": {"maxRestarts": 0},
         "replicatedJobs": [{"name": common.REPLICATED_JOB, "replicas": 1, "template": {"spec": job}}],
     }

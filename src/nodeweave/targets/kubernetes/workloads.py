@@ -35,7 +35,7 @@ def headless_service(r: Resolved) -> Dict[str, Any]:
 def statefulset(r: Resolved) -> Dict[str, Any]:
     body: Dict[str, Any] = {
         "serviceName": r.spec.kubernetes.service,
-        "replicas": r.spec.nodes.min + (r.spec.recovery.spares if r.spec.recovery.enabled else 0),  # + recovery's spares
+        "replicas": r.spec.nodes.min + r.spec.recovery.spare_nodes,  # + recovery's spares
         # All pods start together: rendezvous needs every rank, ordered start only adds waiting.
         "podManagementPolicy": "Parallel",
         "selector": {"matchLabels": common.selector_labels(r)},
@@ -50,22 +50,36 @@ def statefulset(r: Resolved) -> Dict[str, Any]:
             "spec": body}
 
 
+# A pod evicted or preempted by the cluster is not the job's failure: it is replaced, uncounted.
+DISRUPTION_IGNORED = {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}]}
+# Recovery gave up (8) or made no progress (9) on every node: a replacement pod would only loop (docs/recovery.md).
+RECOVERY_GAVE_UP = {"action": "FailJob", "onExitCodes": {"operator": "In", "values": [8, 9]}}
+
+
 def indexed_job(r: Resolved) -> Dict[str, Any]:
-    """A batch run: ``JOB_COMPLETION_INDEX`` is the node rank; an elastic range starts its largest size."""
-    size = r.spec.nodes.max
-    body = {
-        "completionMode": "Indexed",
-        "completions": size,
-        "parallelism": size,
-        # One lost rank fails the whole collective; restarts are torchrun's --max-restarts, in place.
-        "backoffLimit": 0,
-        # ...but a pod evicted or preempted by the cluster does not count as a failure.
-        "podFailurePolicy": {
-            "rules": [{"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}]}]
-        },
-        "template": pod_template(r, "job"),
-    }
+    """A batch run: ``JOB_COMPLETION_INDEX`` is the node rank; an elastic range starts its largest size, and
+    recovery's spares are the indexes after it."""
+    size = r.spec.nodes.max + r.spec.recovery.spare_nodes
+    body = {"completionMode": "Indexed", "completions": size, "parallelism": size, **failure_policy(r),
+            "template": pod_template(r, "job")}
     return {"apiVersion": "batch/v1", "kind": "Job", "metadata": _metadata(r, "job"), "spec": body}
+
+
+def failure_policy(r: Resolved) -> Dict[str, Any]:
+    """What a failed pod does to the Job (and so to a JobSet, whose Job this is).
+
+    Without recovery one lost rank fails the whole collective: the first failed pod fails the Job (restarts
+    are torchrun's, in place). With recovery node 0 goes on without a lost pod (a spare takes its place), so
+    the Job must not end with it: each index may fail once and is recreated under the same name, to check in
+    again and wait as a spare (``backoffLimitPerIndex: 1``, as nodeweave never takes back a node left out
+    twice); the Job ends only when more indexes fail for good than the job can spare, or at once when every
+    node said recovery gave up.
+    """
+    if not r.spec.recovery.enabled:
+        return {"backoffLimit": 0, "podFailurePolicy": {"rules": [DISRUPTION_IGNORED]}}
+    room = r.spec.recovery.spare_nodes + r.spec.nodes.max - r.spec.nodes.min  # spares, and an elastic job's range
+    return {"backoffLimitPerIndex": 1, "maxFailedIndexes": room,
+            "podFailurePolicy": {"rules": [RECOVERY_GAVE_UP, DISRUPTION_IGNORED]}}
 
 
 def _metadata(r: Resolved, workload: str) -> Dict[str, Any]:

@@ -17,7 +17,7 @@ from nodeweave.errors import UsageError
 from nodeweave.resolve import Resolved
 from nodeweave.spec import Slurm
 
-RUN_ONE_PER_NODE = "srun --ntasks-per-node=1 --kill-on-bad-exit=1"
+RUN_ONE_PER_NODE = "srun --ntasks-per-node=1 --kill-on-bad-exit={kill}"
 APPTAINER_GPU_FLAGS = {"nvidia": ["--nv"], "amd": ["--rocm"], "cpu": []}
 
 
@@ -65,6 +65,12 @@ AUTO_GPUS_NOTE = [
 ]
 
 
+SPARES_NOTE = [
+    "# recovery.spares: the allocation holds the spares too (SLURM_NNODES counts them); NODEWEAVE_NNODES is",
+    "# the training node count, so the tasks with SLURM_NODEID from it on check in and wait as spares.",
+]
+
+
 def directives(r: Resolved) -> List[str]:
     return [f"#SBATCH {line}" for line in allocation_options(r)]
 
@@ -72,7 +78,9 @@ def directives(r: Resolved) -> List[str]:
 def allocation_options(r: Resolved) -> List[str]:
     """What the job asks Slurm for, as ``--option=value`` words: the #SBATCH lines, and ``salloc``'s options."""
     slurm = r.spec.slurm or Slurm()
-    nodes = f"{r.spec.nodes.min}-{r.spec.nodes.max}" if r.spec.nodes.elastic else str(r.spec.nodes.min)
+    spares = r.spec.recovery.spare_nodes  # the allocation holds them too: task N.. of it waits as a spare
+    fewest, most = r.spec.nodes.min + spares, r.spec.nodes.max + spares
+    nodes = f"{fewest}-{most}" if r.spec.nodes.elastic else str(fewest)
     lines = [f"--job-name={r.spec.name}", f"--nodes={nodes}", "--ntasks-per-node=1"]
     if r.gpu_resource is not None:
         if r.spec.gpus_per_node == "auto" and not slurm.exclusive:
@@ -97,32 +105,49 @@ def allocation_options(r: Resolved) -> List[str]:
         lines.append(f"--nodelist={','.join(slurm.nodelist)}")
     if slurm.exclusive:
         lines.append("--exclusive")
+    if r.spec.recovery.enabled:  # a failed node does not end the allocation: node 0 goes on without it
+        lines.append("--no-kill")
     return lines
 
 
-def exports(r: Resolved) -> List[str]:
+def exported(r: Resolved) -> List[Tuple[str, str]]:
+    """``(variable, text)`` every task gets: the contract's settings, the spec's env (the script's exports, and
+    what `nodeweave run`'s step passes)."""
     env = list(r.contract_env("slurm")) + list(r.spec.env.items())
-    return [f"export {name}={shlex.quote(text)}" for name, text in env]
+    if r.spec.recovery.spare_nodes:  # SLURM_NNODES counts the spares; recovery tells them apart by this one
+        env.insert(0, r.contract_pair("nnodes"))
+    return env
+
+
+def exports(r: Resolved) -> List[str]:
+    return [f"export {name}={shlex.quote(text)}" for name, text in exported(r)]
+
+
+def run_one_per_node(r: Resolved) -> str:
+    """srun, one task per node. With recovery a task that dies is a lost node node 0 recovers from, so the step
+    keeps the other tasks (``--kill-on-bad-exit=0``); without, the first bad exit ends the step."""
+    return RUN_ONE_PER_NODE.format(kill=0 if r.spec.recovery.enabled else 1)
 
 
 def _runs(r: Resolved, image_default: str, sif: Optional[str]) -> List[str]:
     workdir = shlex.quote(r.spec.workspace.path)
+    srun = run_one_per_node(r)
     gpu_flags = " ".join(APPTAINER_GPU_FLAGS[r.vendor.key] + [""]) if APPTAINER_GPU_FLAGS[r.vendor.key] else ""
     apptainer_image = sif or f"docker://{image_default}"
     return [
         "  pyxis)",
-        f"    {RUN_ONE_PER_NODE} \\",
+        f"    {srun} \\",
         f"      --container-image=\"${{NODEWEAVE_IMAGE:-{double_quoted(pyxis_image(image_default))}}}\" \\",
         f"      --container-mounts=\"${{mounts}}\" --container-workdir={workdir} \\",
         "      \"${command[@]}\"",
         "    ;;",
         "  apptainer)",
-        f"    {RUN_ONE_PER_NODE} \\",
+        f"    {srun} \\",
         f"      apptainer exec {gpu_flags}--bind \"${{mounts}}\" --pwd {workdir} \\",
         f"      \"${{NODEWEAVE_IMAGE:-{double_quoted(apptainer_image)}}}\" \"${{command[@]}}\"",
         "    ;;",
         "  host)",
-        f"    {RUN_ONE_PER_NODE} --chdir=\"{host_expression(r.spec.workspace.host_path)}\" \"${{command[@]}}\"",
+        f"    {srun} --chdir=\"{host_expression(r.spec.workspace.host_path)}\" \"${{command[@]}}\"",
         "    ;;",
         "  *)",
         "    echo \"NODEWEAVE_RUNTIME=${runtime}: accepted: pyxis, apptainer or host\" >&2",
@@ -151,6 +176,7 @@ def render_script(r: Resolved) -> str:
         "",
         "# The spec's settings for the entrypoint. Rank, node count and master come from Slurm itself",
         "# (SLURM_NODEID, SLURM_NNODES, the first host of SLURM_JOB_NODELIST).",
+        *SPARES_NOTE * bool(r.spec.recovery.spare_nodes),
         *exports(r),
         "",
         *(["submit_dir=\"${SLURM_SUBMIT_DIR:-${PWD}}\""] if uses_submit_dir else []),

@@ -34,7 +34,9 @@ FROM_TRAINER = ("nnodes", "service", "master_port", "nproc_per_node")
 
 def _env(r: Resolved) -> List[Dict[str, Any]]:
     downward = [e for e in common.downward_env("") if e["name"] != "NODEWEAVE_POD_INDEX"]
-    return downward + common.contract_env(r, omit=FROM_TRAINER, batch=True) + common.user_env(r)
+    # PET_NNODES counts recovery's spares too (numNodes); the training count goes beside it
+    omit = [key for key in FROM_TRAINER if not (key == "nnodes" and r.spec.recovery.spare_nodes)]
+    return downward + common.contract_env(r, omit=omit, batch=True) + common.user_env(r)
 
 
 def _trainer(r: Resolved) -> Dict[str, Any]:
@@ -43,7 +45,7 @@ def _trainer(r: Resolved) -> Dict[str, Any]:
         "command": list(ENTRYPOINT),
         "args": [r.spec.launcher.script, *r.spec.launcher.args],
         "env": _env(r),
-        "numNodes": r.spec.nodes.max,
+        "numNodes": r.spec.nodes.max + r.spec.recovery.spare_nodes,  # spares: the nodes after the training ones
     }
     if r.spec.gpus_per_node != "auto":
         body["numProcPerNode"] = r.spec.gpus_per_node

@@ -204,7 +204,8 @@ class SlurmCluster(Backend):
         try:
             return self.nodes()
         except NodeweaveError:  # no allocation yet: the job id and the nodes are Slurm's to pick
-            return self._nodes([f"NODE{i}" for i in range(self.spec.nodes.min)], self.job or "JOBID")
+            count = self.spec.nodes.min + self.spec.recovery.spare_nodes  # the allocation holds the spares too
+            return self._nodes([f"NODE{i}" for i in range(count)], self.job or "JOBID")
 
     def _nodes(self, hosts: List[str], job: str) -> List[Node]:
         runtime = self.runtime
@@ -219,9 +220,10 @@ class SlurmCluster(Backend):
     def contract_env(self):
         """The batch script's variables, the spec's env, and where ``up`` put the job token (a path, no secret)."""
         from nodeweave.resolve import resolve
+        from nodeweave.targets.slurm.script import exported
 
         token = [("NODEWEAVE_JOB_TOKEN_FILE", self.token_file_seen)] if self.makes_token else []
-        return [*resolve(self.spec).contract_env("slurm"), *self.spec.env.items(), *token]
+        return [*exported(resolve(self.spec)), *token]
 
     def step_options(self) -> List[str]:
         """The run step's share of each node: the GPUs and CPUs the allocation asked for."""
