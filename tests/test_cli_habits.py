@@ -109,9 +109,9 @@ def test_run_ids_are_completed(tmp_path):
     assert complete(tmp_path, "nodeweave logs --run 20260103") == ["20260103T000000Z-sweep"]
 
 
-# Verbs whose --json prints a dry run's plan or a run's result; -o there waits for one plan object per
-# verb (issue 34, item 1), which --dry-run -o json will print. Every other verb that prints data takes -o.
-JSON_ONLY_UNTIL_PLANS = {"up", "down", "run", "stop", "check", "sync", "variants"}
+# Every verb that prints data takes -o (up, down, run, stop, check and sync too since their plans, issue 34;
+# --json stays as the spelling of -o json); only the deprecated `variants` alias keeps --json alone.
+JSON_ONLY = {"variants"}
 
 
 def test_every_verb_that_prints_data_takes_o():
@@ -120,7 +120,7 @@ def test_every_verb_that_prints_data_takes_o():
         opts = {flag for param in command.params for flag in getattr(param, "opts", ())}
         if "--json" in opts and "--output" not in opts:
             lacking.add(" ".join(words))
-    assert lacking == JSON_ONLY_UNTIL_PLANS
+    assert lacking == JSON_ONLY
 
 
 @pytest.mark.parametrize("argv", [["render", "compose", "--dry-run"], ["doctor"], ["exec", "--dry-run", "--", "true"]])
