@@ -45,13 +45,13 @@ def up_command(
     if check and (mode != "hold" or not wait):
         raise UsageError("up --check needs nodes that hold and a wait for them: add --hold (and leave out --no-wait)")
     out = console(stderr=is_data(fmt))
-    nodes = backend.nodes(for_up=True) if wait else []
     try:
-        plan = up_plan(backend, mode, image, timeout, wait, dry_run, default_check(nodes, spec, spec_path) if check
-                       else None)
+        plan = up_plan(backend, mode, image, timeout, wait, dry_run,
+                       (lambda nodes: default_check(nodes, spec, spec_path)) if check else None)
         if dry_run:
             show_plan(plan, fmt)
             return
+        nodes = backend.nodes(for_up=True)
         handlers = {"wait": lambda phase: _wait(backend, spec, nodes, phase, out, fmt),
                     "check": lambda phase: check_first(nodes, spec, spec_path, backend, phase, out,
                                                        "the nodes stay up (`nodeweave down` takes them down)")}

@@ -135,7 +135,7 @@ def plan_lines(plan: Plan) -> List[str]:
             for step in phase.steps:
                 lines += [f"# {step.what}", step.text()]
         elif phase.kind == "wait":
-            lines.append(f"# then {phase.what} (up to {phase.timeout:.0f} s)")
+            lines.append(f"# then wait up to {phase.timeout:.0f} s {phase.what}")
         elif phase.kind == "sweep":
             lines.append(f"# {phase.what}; the sweep folder would be {phase.folder}")
         elif phase.kind in ("run", "check"):

@@ -7,7 +7,7 @@ The command line parses and opens the cluster; these decide what the verb does, 
 
 from __future__ import annotations
 
-from typing import List, Mapping, Optional, Sequence
+from typing import Callable, List, Mapping, Optional, Sequence
 
 from nodeweave.cluster.base import Backend, Node
 from nodeweave.cluster.plan import NodeCommand, Phase, Plan
@@ -23,21 +23,22 @@ def step_phases(phases) -> List[Phase]:
 
 
 def up_plan(backend: Backend, mode: str, image: Optional[str], timeout: float, wait: bool, dry_run: bool,
-            check: Optional[Phase] = None) -> Plan:
-    """Write the job's files, run the backend's up steps, wait for every node, then (``--check``) check them."""
+            check: Optional[Callable[[List[Node]], Phase]] = None) -> Plan:
+    """Write the job's files, run the backend's up steps, wait for every node, then (``--check``: the phase
+    ``check`` makes for the nodes) check them."""
     files = backend.up_files(mode)
     notes = tuple(backend.prepare_up(mode, dry_run)) if files is None else ()  # a backend that prepares alone
     phases = [Phase("files", "the job's files", files=tuple(files))] if files else []
     phases += step_phases(backend.up_steps(mode, image))
+    nodes = backend.nodes(for_up=True)  # after preparing: a Slurm allocation's nodes are known once it is taken
     if wait:
-        nodes = backend.nodes(for_up=True)
         waited = mode if backend.holds else "run"  # bare hosts: nothing to hold; up means every host answers
-        what = (f"wait until {len(nodes)} node(s) {'hold' if waited == 'hold' else 'run'}: "
+        what = (f"until {len(nodes)} node(s) {'hold' if waited == 'hold' else 'run'}: "
                 + ", ".join(n.remote.label for n in nodes))
         phases.append(Phase("wait", what, nodes=node_commands(nodes, [()] * len(nodes)), timeout=timeout,
                             request=waited))
     if check is not None:
-        phases.append(check)
+        phases.append(check(nodes))
     return Plan("up", backend.where(), tuple(phases), notes)
 
 
