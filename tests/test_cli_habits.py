@@ -152,3 +152,25 @@ def test_a_table_off_a_terminal_keeps_every_row_on_one_line(tmp_path):
     assert done.returncode == 0, done.stderr
     rows = [line for line in done.stdout.splitlines() if "20260101T000000Z-j" in line]
     assert len(rows) == 1 and "--option-number-11=a-long-value-11" in rows[0], done.stdout
+
+
+CLUSTER_VERBS = ("up", "down", "status", "stop", "shell", "logs", "run", "exec", "check")
+
+
+def test_the_reach_flags_are_declared_once_and_every_cluster_verb_takes_them():
+    """Issue 34: the ten reach flags were re-listed by nine verbs; now one table (clusteropts.REACH_FLAGS) that
+    @reach_options puts in each verb's signature, so every verb offers them with the same help."""
+    import inspect
+
+    from nodeweave.cli.habits.clusteropts import REACH_FLAGS
+
+    wanted = {option.param_decls[0]: option.help for _, _, option in REACH_FLAGS}
+    by_name = {" ".join(words): command for words, command in leaves()}
+    for verb in CLUSTER_VERBS:
+        shown = {opt: param.help for param in by_name[verb].params for opt in param.opts}
+        assert {flag: shown.get(flag) for flag in wanted} == wanted, verb
+        written = inspect.signature(inspect.unwrap(by_name[verb].callback)).parameters  # the verb as written
+        assert "reach" in written and not {name for name, _, _ in REACH_FLAGS} & set(written), verb
+    cli = Path(__file__).resolve().parents[1] / "src" / "nodeweave" / "cli"
+    declaring = sorted(p.relative_to(cli).as_posix() for p in cli.rglob("*.py") if '"--kube-context"' in p.read_text())
+    assert declaring == ["habits/clusteropts.py", "sync.py"]  # sync's targets are its own (pods, hosts, projects)

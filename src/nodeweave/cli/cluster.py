@@ -99,7 +99,7 @@ def down_command(
             show_plan(plan, fmt)
             return
         if plan.of_kind("stop"):  # bare hosts: nothing to take down but the runs
-            _stop(plan, out, fmt)
+            _stop(plan, backend.spec_dir, out, fmt)
             return
         execute(plan, backend.spec_dir, say(out))
     finally:
@@ -157,14 +157,14 @@ def status_command(
         raise NodeweaveError("; ".join(problems))
 
 
-def _stop(plan, out, fmt: str) -> bool:
+def _stop(plan, spec_dir: Path, out, fmt: str) -> bool:
     """Execute a stop plan; print every node's report (``-o json|yaml``: as data); False when a process outlived
     SIGKILL somewhere."""
     from nodeweave.cluster.execute import execute
     from nodeweave.cluster.stop import report_line, stop_runs
 
     reports = []
-    execute(plan, Path("."), say(out), {"stop": lambda phase: reports.extend(
+    execute(plan, spec_dir, say(out), {"stop": lambda phase: reports.extend(
         (n, r) for n, r in zip(phase.nodes, stop_runs(phase, out)))})
     emit([{"node": n.node, **r} for n, r in reports], fmt)
     for node, report in reports:
@@ -192,7 +192,7 @@ def stop_command(
         show_plan(plan, fmt)
         return
     backend.require_up(nodes, "stop")
-    if not _stop(plan, console(stderr=is_data(fmt)), fmt):
+    if not _stop(plan, backend.spec_dir, console(stderr=is_data(fmt)), fmt):
         raise NodeweaveError("a process outlived SIGKILL on some node (see above)")
 
 
