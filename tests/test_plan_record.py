@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+import slurm_cluster
 from test_slurm import _port
 
 NODEWEAVE = [sys.executable, "-c", "import sys; from nodeweave.cli import main; sys.exit(main())"]
@@ -181,3 +182,29 @@ def test_up_and_down_on_this_machine_write_the_files_their_dry_runs_plan(tmp_pat
     finally:
         subprocess.run(["podman", "rm", "-f", "-t", "0", "nwplanrec-0", "nwplanrec-1"], capture_output=True)
         subprocess.run(["podman", "network", "rm", "-f", "nwplanrec-local_nodeweave"], capture_output=True)
+
+
+@pytest.mark.skipif(slurm_cluster.problem() is not None, reason=str(slurm_cluster.problem()))
+@pytest.mark.slow
+def test_run_stop_and_down_on_slurm_run_their_dry_runs_plan(slurm, tmp_path):
+    """The local Slurm (tests/slurm_cluster.py): a run is one srun step, and the step's argv is the dry run's
+    (``RUN_ID`` where the id goes); stop and scancel as planned. `up` takes its allocation while it plans (the
+    nodes are Slurm's to pick), so its dry run says "would take" where the real one says "took": not compared."""
+    from test_slurm_target import _per_node_tmpdir
+
+    (tmp_path / "nodeweave.yaml").write_text(SPEC.format(port=_port()).replace("nodes: 3", "nodes: 2")
+                                             + 'slurm: {runtime: host, partition: debug, time: "10:00", '
+                                               'exclusive: false}\n')
+    shutil.copy(HERE.parent / "examples" / "train.py", tmp_path / "train.py")
+    env = {**slurm.env, "PATH": _per_node_tmpdir(tmp_path), "COLUMNS": "200"}
+    up = nodeweave(tmp_path, env, "up", "--target", "slurm", "--timeout", "120")
+    assert up.returncode == 0, up.stdout + up.stderr
+    try:
+        run = assert_same(tmp_path, env, "run", "--", "train.py", "--steps", "2", "--expect-world", "2")
+        (launch,) = run["phases"][0]["nodes"]
+        assert launch["node"] == "every node at once" and launch["argv"][0] == "srun"
+        stop = assert_same(tmp_path, env, "stop", "--grace", "3")
+        assert [n["node"] for n in stop["phases"][0]["nodes"]] == ["node-0", "node-1"]
+    finally:
+        down = assert_same(tmp_path, env, "down")
+    assert [s["argv"][0] for p in down["phases"] for s in p["steps"]][-1] == "scancel"
