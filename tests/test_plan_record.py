@@ -68,7 +68,8 @@ launcher: {{script: train.py, args: [--steps, '2', --log-every, '1'], master_por
 
 @pytest.fixture
 def bare_hosts(tmp_path):
-    """A spec folder with examples/train.py, ssh as the stand-in (hosts 127.0.0.1-3 under tmp/hosts), host flags."""
+    """A spec folder with examples/train.py, ssh as the stand-in (hosts 127.0.0.1-3 under tmp/hosts, each with a
+    TMPDIR of its own, so tests beside each other never see each other's runs), host flags."""
     (tmp_path / "nodeweave.yaml").write_text(SPEC.format(port=_port()))
     shutil.copy(HERE.parent / "examples" / "train.py", tmp_path / "train.py")
     bin_dir = tmp_path / "bin"
@@ -77,6 +78,11 @@ def bare_hosts(tmp_path):
     (bin_dir / "ssh").chmod(0o755)
     env = {"PATH": f"{bin_dir}:{Path(sys.executable).parent}:/usr/bin:/bin", "STANDIN_SSH_ROOT": str(tmp_path / "hosts"),
            "COLUMNS": "200", "HOME": str(tmp_path), **{k: os.environ[k] for k in ("PYTHONPATH",) if k in os.environ}}
+    root = tmp_path / "hosts"  # each host its own TMPDIR (its run records), as separate machines have
+    root.mkdir()
+    (root / "hosts.json").write_text(json.dumps({h: {"TMPDIR": str(root / f"tmp-{h}")} for h in HOSTS}))
+    for host in HOSTS:
+        (root / f"tmp-{host}").mkdir()
     flags = ["--target", "hosts", "--engine", "none", "--remote-dir", str(tmp_path), *(f"--host={h}" for h in HOSTS)]
     return tmp_path, env, flags
 
