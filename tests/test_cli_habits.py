@@ -109,9 +109,9 @@ def test_run_ids_are_completed(tmp_path):
     assert complete(tmp_path, "nodeweave logs --run 20260103") == ["20260103T000000Z-sweep"]
 
 
-# Verbs whose --json prints a dry run's plan or a run's result; -o there waits for one plan object per
-# verb (issue 34, item 1), which --dry-run -o json will print. Every other verb that prints data takes -o.
-JSON_ONLY_UNTIL_PLANS = {"up", "down", "run", "stop", "check", "sync", "variants"}
+# Every verb that prints data takes -o (up, down, run, stop, check and sync too since their plans, issue 34;
+# --json stays as the spelling of -o json); only the deprecated `variants` alias keeps --json alone.
+JSON_ONLY = {"variants"}
 
 
 def test_every_verb_that_prints_data_takes_o():
@@ -120,7 +120,7 @@ def test_every_verb_that_prints_data_takes_o():
         opts = {flag for param in command.params for flag in getattr(param, "opts", ())}
         if "--json" in opts and "--output" not in opts:
             lacking.add(" ".join(words))
-    assert lacking == JSON_ONLY_UNTIL_PLANS
+    assert lacking == JSON_ONLY
 
 
 @pytest.mark.parametrize("argv", [["render", "compose", "--dry-run"], ["doctor"], ["exec", "--dry-run", "--", "true"]])
@@ -152,3 +152,25 @@ def test_a_table_off_a_terminal_keeps_every_row_on_one_line(tmp_path):
     assert done.returncode == 0, done.stderr
     rows = [line for line in done.stdout.splitlines() if "20260101T000000Z-j" in line]
     assert len(rows) == 1 and "--option-number-11=a-long-value-11" in rows[0], done.stdout
+
+
+CLUSTER_VERBS = ("up", "down", "status", "stop", "shell", "logs", "run", "exec", "check")
+
+
+def test_the_reach_flags_are_declared_once_and_every_cluster_verb_takes_them():
+    """Issue 34: the ten reach flags were re-listed by nine verbs; now one table (clusteropts.REACH_FLAGS) that
+    @reach_options puts in each verb's signature, so every verb offers them with the same help."""
+    import inspect
+
+    from nodeweave.cli.habits.clusteropts import REACH_FLAGS
+
+    wanted = {option.param_decls[0]: option.help for _, _, option in REACH_FLAGS}
+    by_name = {" ".join(words): command for words, command in leaves()}
+    for verb in CLUSTER_VERBS:
+        shown = {opt: param.help for param in by_name[verb].params for opt in param.opts}
+        assert {flag: shown.get(flag) for flag in wanted} == wanted, verb
+        written = inspect.signature(inspect.unwrap(by_name[verb].callback)).parameters  # the verb as written
+        assert "reach" in written and not {name for name, _, _ in REACH_FLAGS} & set(written), verb
+    cli = Path(__file__).resolve().parents[1] / "src" / "nodeweave" / "cli"
+    declaring = sorted(p.relative_to(cli).as_posix() for p in cli.rglob("*.py") if '"--kube-context"' in p.read_text())
+    assert declaring == ["habits/clusteropts.py", "sync.py"]  # sync's targets are its own (pods, hosts, projects)

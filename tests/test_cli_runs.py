@@ -1,7 +1,7 @@
 """``nodeweave runs ls|show|compare`` over run folders laid out as ``nodeweave run`` writes them.
 
 The folders are made with the run engine's own ``RunFolder`` and hold run.json/sweep.json with
-the keys ``cluster.job.record`` and ``cli.run._sweep`` write; node logs are plain text, as the
+the keys ``cluster.job.record`` and ``cluster.runplan.RunSession`` write; node logs are plain text, as the
 runner tees them.
 """
 

@@ -76,8 +76,10 @@ def test_values_arrive_converted(tmp_path, capsys, monkeypatch):
     capsys.readouterr()
     assert main(["run", "--dry-run", "--json", "--grace", "2.5", "-e", "A=1", "-e", "B=2"]) == 0
     plan = json.loads(capsys.readouterr().out)
-    argv = plan["runs"][0]["nodes"][0]["argv"]
+    (run,) = plan["phases"]
+    argv = run["nodes"][0]["argv"]
     assert "A=1" in argv and "B=2" in argv and argv[argv.index("--run-id") + 1] == "RUN_ID"
+    assert run["request"]["grace"] == 2.5 and run["request"]["env"] == {"A": "1", "B": "2"}
 
 
 def test_help_to_a_pipe_is_plain_and_to_a_terminal_rich(tmp_path):

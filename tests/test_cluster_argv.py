@@ -64,8 +64,8 @@ def test_local_up_and_down_are_compose_with_the_mode_in_the_environment(spec_pat
 
 def test_local_up_renders_the_jobs_own_compose_file_and_rotates_its_token(spec_path):
     b = backend(spec_path)
-    token_line = ("a new random job token to .nodeweave/job/job-token (0600), mounted at /run/nodeweave/job-token in "
-                  "every node")
+    token_line = (".nodeweave/job/job-token (a new random job token (0600), mounted at /run/nodeweave/job-token in "
+                  "every node)")
     assert b.prepare_up("hold", dry_run=True) == ["would write .nodeweave/job/compose.yaml (new: rendered from "
                                                   "nodeweave.yaml)", f"would write {token_line}"]
     compose = spec_path.parent / ".nodeweave" / "job" / "compose.yaml"

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
 import pytest
 
+PYTHONPATH = {k: os.environ[k] for k in ("PYTHONPATH",) if k in os.environ}  # this checkout's sources, as run
 NODEWEAVE = [sys.executable, "-c", "import sys; from nodeweave.cli import main; sys.exit(main())"]
 SPEC = """name: cli
 image: {variant: cpu}
@@ -26,7 +28,8 @@ def spec(tmp_path):
 def nodeweave(spec, *args):
     return subprocess.run([*NODEWEAVE, *args, "--spec", str(spec)] if "--" not in args else
                           [*NODEWEAVE, args[0], "--spec", str(spec), *args[1:]],
-                          capture_output=True, text=True, cwd=spec.parent, env={"COLUMNS": "200", "PATH": "/usr/bin:/bin"})
+                          capture_output=True, text=True, cwd=spec.parent, env={"COLUMNS": "200", "PATH": "/usr/bin:/bin",
+                                                                                 **PYTHONPATH})
 
 
 def test_up_dry_run_prints_the_compose_command_and_touches_nothing(spec):
@@ -129,3 +132,19 @@ def test_python_before_the_script_is_understood(spec):
     out = _run_argv(spec, "--dry-run", "--engine", "podman", "--", "python3", "train.py", "--lr", "1")
     assert out.returncode == 0, out.stderr
     assert out.stdout.splitlines()[-1].endswith("nodeweave-entrypoint --mode run --run-id RUN_ID -- train.py --lr 1")
+
+
+@pytest.mark.parametrize("verb", [("run", "--check"), ("up", "--hold", "--check")])
+def test_a_check_is_in_the_dry_run_of_run_and_up(spec, verb):
+    """Issue 34: `run --check --dry-run` and `up --hold --check --dry-run` left the check out; it is a phase of
+    their plans now, printed as every node's worker argv, and up's dry run still writes nothing."""
+    import json
+
+    out = nodeweave(spec, *verb, "--dry-run", "--engine", "podman")
+    assert out.returncode == 0, out.stderr
+    workers = [line for line in out.stdout.splitlines() if "-m nodeweave.check.worker" in line]
+    assert [line.split()[2] for line in workers] == ["cli-0", "cli-1"], out.stdout
+    plan = json.loads(nodeweave(spec, *verb, "--dry-run", "--engine", "podman", "-o", "json").stdout)
+    kinds = [p["kind"] for p in plan["phases"]]
+    assert kinds == (["check", "run"] if verb[0] == "run" else ["files", "commands", "wait", "check"])
+    assert not (spec.parent / ".nodeweave").exists() and not (spec.parent / "runs").exists()

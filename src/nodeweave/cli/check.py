@@ -6,17 +6,19 @@ here: the worker imports it on the nodes.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import List, Optional
+from typing import TYPE_CHECKING, List, Optional
 
 import typer
 
-from nodeweave.cli.habits.clusteropts import (DRY_RUN, ENGINE, HOST, HOSTS_FILE, JSON, KUBE_CLI, KUBE_CONTEXT, NAMESPACE,
-                                       OVERLAY, REMOTE_DIR, SPEC, SSH_OPTION, TARGET, console,
-                                       open_cluster, options)
+from nodeweave.cli.habits.clusteropts import (DRY_RUN, JSON, REACH, SPEC, console, open_cluster, reach_options,
+                                              say, show_plan)
 from nodeweave.cli.habits.nodes import NODE
+from nodeweave.cli.habits.output import data_format, emit, is_data, output_option
 from nodeweave.errors import NodeweaveError
+
+if TYPE_CHECKING:
+    from nodeweave.cluster.options import ClusterOptions
 
 CHECK_HELP = ("Check every node (facts, CPU/GPU probes, nvidia-smi or amd-smi, the Xid events of its GPUs in the "
               "kernel log where readable, dcgmi where installed) and every link (point-to-point bandwidth in "
@@ -37,15 +39,13 @@ def job_context(spec, spec_path: Path, backend):
                       target=backend.where())
 
 
-def check_cluster(nodes, spec, spec_path: Path, backend, check_options, runs_dir: Optional[Path], out,
-                  as_json: bool = False, env: Optional[dict] = None):
-    """Run the check, print its report, save it; the result (its ``exit_code`` says what to do)."""
+def check_cluster(nodes, spec, spec_path: Path, backend, phase, out, fmt: str = "table"):
+    """Run the plan's check phase, print its report, save it; the result (its ``exit_code`` says what to do)."""
     from nodeweave.check.driver import run_check
     from nodeweave.check.report import plain_text, render
-    from nodeweave.cluster.runfolder import RUNS
 
-    parent = runs_dir or spec_path.resolve().parent / RUNS
-    result = run_check(nodes, check_options, parent, job_context(spec, spec_path, backend), out, env)
+    parent = Path(phase.folder).parent
+    result = run_check(nodes, phase.request, parent, job_context(spec, spec_path, backend), out, dict(phase.env))
     if result.document is None:
         out.print(f"[bold]nodeweave:[/] the check did not finish: {result.run.get('summary')}; logs in "
                   f"{result.folder}", highlight=False)
@@ -53,11 +53,11 @@ def check_cluster(nodes, spec, spec_path: Path, backend, check_options, runs_dir
         out.print(render(result))
         (result.folder / "check.txt").write_text(plain_text(result), encoding="utf-8")
         out.print(f"[bold]nodeweave:[/] report in {result.folder}", highlight=False)
-    if as_json:
-        typer.echo(json.dumps(result.to_dict(), indent=2, sort_keys=True))
+    emit(result.to_dict(), fmt)
     return result
 
 
+@reach_options
 def check_command(
     threshold: float = typer.Option(25.0, "--threshold", help="Percent below the median of its peers at which a "
                                     "node or link is named"),
@@ -70,39 +70,50 @@ def check_command(
                                             "the spec)"),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Show the nodes' output as it arrives"),
     node: List[str] = NODE,
-    spec_path: Optional[Path] = SPEC, target: Optional[str] = TARGET, engine: Optional[str] = ENGINE,
-    host: List[str] = HOST, hosts_file: Optional[Path] = HOSTS_FILE, remote_dir: Optional[str] = REMOTE_DIR,
-    namespace: Optional[str] = NAMESPACE, kube_cli: Optional[str] = KUBE_CLI, kube_context: Optional[str] = KUBE_CONTEXT,
-    overlay: Optional[str] = OVERLAY, ssh_option: List[str] = SSH_OPTION, dry_run: bool = DRY_RUN, as_json: bool = JSON,
+    spec_path: Optional[Path] = SPEC, reach: "ClusterOptions" = REACH, dry_run: bool = DRY_RUN, as_json: bool = JSON,
+    output: str = output_option(),
 ) -> None:
     from nodeweave.check.driver import CheckOptions
+    from nodeweave.check.plan import check_plan
     from nodeweave.cli.habits.base import find_spec
+    from nodeweave.cluster.execute import execute
+    from nodeweave.cluster.runfolder import RUNS
 
     spec_path = find_spec(spec_path)
-
+    fmt = data_format(as_json, output)
     check_options = CheckOptions(threshold / 100.0, repeats, backend_name, seconds, timeout, verbose)
-    given = options(target, engine, host, hosts_file, remote_dir, namespace, kube_cli, kube_context, overlay, ssh_option)
-    spec, backend, _ = open_cluster(spec_path, given, dry_run=dry_run)
+    spec, backend, _ = open_cluster(spec_path, reach, dry_run=dry_run)
     nodes, shape = backend.live_nodes("check", dry_run), {}
     if node:  # the first N nodes only: ranks are the nodes' places, as in `run --node`
         from nodeweave.cli.habits.nodes import first_nodes
         from nodeweave.cluster.overrides import run_overrides
 
         nodes, shape = run_overrides(nodes, nodes=first_nodes(nodes, node, "check"))
+    plan = check_plan(backend.where(), nodes, check_options, shape, runs_dir or spec_path.resolve().parent / RUNS,
+                      spec.name)
     if dry_run:
-        _dry_run(nodes, check_options, shape)
+        show_plan(plan, fmt)
         return
-    result = check_cluster(nodes, spec, spec_path, backend, check_options, runs_dir, console(stderr=as_json), as_json,
-                           shape)
-    if result.exit_code:
-        raise NodeweaveError(_failure(result), exit_code=result.exit_code)
+    out = console(stderr=is_data(fmt))
+    results = []
+    execute(plan, backend.spec_dir, say(out), {
+        "check": lambda phase: results.append(check_cluster(nodes, spec, spec_path, backend, phase, out, fmt))})
+    if results[0].exit_code:
+        raise NodeweaveError(_failure(results[0]), exit_code=results[0].exit_code)
 
 
-def check_first(nodes, spec, spec_path: Path, backend, runs_dir: Optional[Path], out, then: str) -> None:
-    """``run --check`` / ``up --check``: the check with its defaults; a named node or link stops here."""
+def default_check(nodes, spec, spec_path: Path, runs_dir: Optional[Path] = None):
+    """``run --check`` / ``up --check``: the check with its defaults, as the plan's phase."""
     from nodeweave.check.driver import CheckOptions
+    from nodeweave.check.plan import check_phase
+    from nodeweave.cluster.runfolder import RUNS
 
-    result = check_cluster(nodes, spec, spec_path, backend, CheckOptions(), runs_dir, out)
+    return check_phase(nodes, CheckOptions(), {}, runs_dir or spec_path.resolve().parent / RUNS, spec.name)
+
+
+def check_first(nodes, spec, spec_path: Path, backend, phase, out, then: str) -> None:
+    """``run --check`` / ``up --check``: the plan's check phase; a named node or link stops here."""
+    result = check_cluster(nodes, spec, spec_path, backend, phase, out)
     if result.exit_code:
         raise NodeweaveError(f"--check: {_failure(result)}; {then}", exit_code=result.exit_code)
 
@@ -111,17 +122,6 @@ def _failure(result) -> str:
     if result.document is None:
         return f"the check did not finish: {result.run.get('summary')}"
     return "; ".join(f"{f.subject}: {f.text}" for f in result.findings)
-
-
-def _dry_run(nodes, check_options, env) -> None:
-    import shlex
-
-    from nodeweave.check.driver import CheckRequest
-
-    request = CheckRequest(run_id="RUN_ID", command=check_options.worker_command(), flags=check_options.entrypoint_flags())
-    for node in nodes:
-        typer.echo(f"# {node.name} ({node.remote.label})")
-        typer.echo(shlex.join(node.entrypoint_argv(request.entrypoint_args(), env)))
 
 
 def register(app: typer.Typer) -> None:

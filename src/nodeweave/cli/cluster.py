@@ -4,21 +4,23 @@ from __future__ import annotations
 
 import json
 import os
-import shlex
 from pathlib import Path
-from typing import List, Optional
+from typing import TYPE_CHECKING, List, Optional
 
 import typer
 
 from nodeweave.cli.habits.base import find_spec
-from nodeweave.cli.habits.clusteropts import (DRY_RUN, ENGINE, HOST, HOSTS_FILE, JSON, KUBE_CLI, KUBE_CONTEXT, NAMESPACE,
-                                       OVERLAY, REMOTE_DIR, SPEC, SSH_OPTION, TARGET, console,
-                                       default_mode, open_cluster, options, print_steps, spec_command)
+from nodeweave.cli.habits.clusteropts import (DRY_RUN, JSON, REACH, SPEC, console, default_mode,
+                                              open_cluster, reach_options, say, show_plan, spec_command)
 from nodeweave.cli.habits.nodes import NODE, checked_selectors, pick_nodes, pick_one, run_folder_indices
-from nodeweave.cli.habits.output import checked, complete_run_ids, emit, output_option
+from nodeweave.cli.habits.output import checked, complete_run_ids, data_format, emit, is_data, output_option
 from nodeweave.errors import NodeweaveError, UsageError
 
+if TYPE_CHECKING:
+    from nodeweave.cluster.options import ClusterOptions
 
+
+@reach_options
 def up_command(
     hold: Optional[bool] = typer.Option(None, "--hold/--run", help="Hold: nodes plan and wait for `nodeweave run`; "
                                         "run: they start the spec's job (default: the spec's launcher.mode)"),
@@ -28,108 +30,89 @@ def up_command(
     wait: bool = typer.Option(True, "--wait/--no-wait", help="Wait until every node is up (live table)"),
     check: bool = typer.Option(False, "--check", help="Then `nodeweave check` the held nodes (exit 5 when it names "
                                "a node or link; the nodes stay up)"),
-    spec_path: Optional[Path] = SPEC, target: Optional[str] = TARGET, engine: Optional[str] = ENGINE, host: List[str] = HOST,
-    hosts_file: Optional[Path] = HOSTS_FILE, remote_dir: Optional[str] = REMOTE_DIR,
-    namespace: Optional[str] = NAMESPACE, kube_cli: Optional[str] = KUBE_CLI, kube_context: Optional[str] = KUBE_CONTEXT,
-    overlay: Optional[str] = OVERLAY, ssh_option: List[str] = SSH_OPTION, dry_run: bool = DRY_RUN, as_json: bool = JSON,
+    spec_path: Optional[Path] = SPEC, reach: "ClusterOptions" = REACH, dry_run: bool = DRY_RUN, as_json: bool = JSON,
+    output: str = output_option(),
 ) -> None:
     """Bring the cluster up: compose on this machine, compose over ssh on every host, or apply -k on Kubernetes."""
     spec_path = find_spec(spec_path)
-    from nodeweave.cluster.ready import wait_until_up
-    from nodeweave.steps import execute_all
+    from nodeweave.cli.check import check_first, default_check
+    from nodeweave.cluster.execute import execute
+    from nodeweave.cluster.verbs import up_plan
 
-    given = options(target, engine, host, hosts_file, remote_dir, namespace, kube_cli, kube_context, overlay, ssh_option)
-    spec, backend, _ = open_cluster(spec_path, given, remember=not dry_run, dry_run=dry_run)
+    fmt = data_format(as_json, output)
+    spec, backend, _ = open_cluster(spec_path, reach, remember=not dry_run, dry_run=dry_run)
     mode = default_mode(spec) if hold is None else ("hold" if hold else "run")
     if check and (mode != "hold" or not wait):
         raise UsageError("up --check needs nodes that hold and a wait for them: add --hold (and leave out --no-wait)")
-    out = console(stderr=as_json)
+    out = console(stderr=is_data(fmt))
     try:
-        done = backend.prepare_up(mode, dry_run)
-        phases = backend.up_steps(mode, image)
-        nodes = backend.nodes(for_up=True)
+        plan = up_plan(backend, mode, image, timeout, wait, dry_run,
+                       (lambda nodes: default_check(nodes, spec, spec_path)) if check else None)
         if dry_run:
-            print_steps(console(), phases, done, as_json)
-            if as_json:
-                return
-            typer.echo(f"# then wait up to {timeout:.0f} s until {len(nodes)} node(s) "
-                       f"{'hold' if mode == 'hold' else 'run'}: " + ", ".join(n.remote.label for n in nodes))
+            show_plan(plan, fmt)
             return
-        for line in done:
-            out.print(line, highlight=False)
-        for phase in phases:
-            for step in phase:
-                out.print(f"{step.what}: {step.text()}", highlight=False, markup=False, soft_wrap=True)
-            execute_all(phase)
-        if not wait:
-            return
-        if not backend.holds:
-            mode = "run"  # bare hosts: nothing to start or hold; up means every host answers
-        progress = wait_until_up(backend, nodes, mode, timeout, out, spec_command(spec))
+        nodes = backend.nodes(for_up=True)
+        handlers = {"wait": lambda phase: _wait(backend, spec, nodes, phase, out, fmt),
+                    "check": lambda phase: check_first(nodes, spec, spec_path, backend, phase, out,
+                                                       "the nodes stay up (`nodeweave down` takes them down)")}
+        execute(plan, backend.spec_dir, say(out), handlers)
     finally:
         backend.close()
+
+
+def _wait(backend, spec, nodes, phase, out, fmt: str) -> None:
+    """The plan's wait: the live table until every node is up, then whether their plans agree."""
+    from nodeweave.cluster.ready import wait_until_up
     from nodeweave.cluster.status import plan_verdict
 
+    mode = phase.request
+    progress = wait_until_up(backend, nodes, mode, phase.timeout, out, spec_command(spec))
     agree, failures = plan_verdict([(n, progress.ready.get(n.index)) for n in nodes])
     what = f"in {mode} mode" if backend.holds else "and answer (bare hosts: nothing held)"
     out.print(f"{len(nodes)} node(s) up {what} on {backend.where()}; {agree}", highlight=False)
     if failures:  # a node that answers but cannot start is no agreement (issue 33): up fails, naming it
         raise NodeweaveError(f"{len(failures)} of {len(nodes)} node(s) cannot start: " + "; ".join(failures)
                              + "; `nodeweave status` shows each plan (fix the spec, then `nodeweave up` again)")
-    if as_json:
-        typer.echo(json.dumps({"mode": mode, "where": backend.where(), "nodes": [
-            {"node": n.name, "reached_as": n.remote.label, "state": progress.state.get(n.index)} for n in nodes]},
-            indent=2))
-    if check and not dry_run:
-        from nodeweave.cli.check import check_first
-
-        check_first(nodes, spec, spec_path, backend, None, out, "the nodes stay up (`nodeweave down` takes them down)")
+    emit({"mode": mode, "where": backend.where(), "nodes": [
+        {"node": n.name, "reached_as": n.remote.label, "state": progress.state.get(n.index)} for n in nodes]}, fmt)
 
 
+@reach_options
 def down_command(
     delete_claims: bool = typer.Option(False, "--delete-claims", help="kubernetes: also delete the workspace claims "
                                        "(synced code, checkpoints)"),
-    spec_path: Optional[Path] = SPEC, target: Optional[str] = TARGET, engine: Optional[str] = ENGINE, host: List[str] = HOST,
-    hosts_file: Optional[Path] = HOSTS_FILE, remote_dir: Optional[str] = REMOTE_DIR,
-    namespace: Optional[str] = NAMESPACE, kube_cli: Optional[str] = KUBE_CLI, kube_context: Optional[str] = KUBE_CONTEXT,
-    overlay: Optional[str] = OVERLAY, ssh_option: List[str] = SSH_OPTION, dry_run: bool = DRY_RUN,
-    as_json: bool = JSON,
+    spec_path: Optional[Path] = SPEC, reach: "ClusterOptions" = REACH, dry_run: bool = DRY_RUN,
+    as_json: bool = JSON, output: str = output_option(),
 ) -> None:
     """Take down what `up` made (keeps Kubernetes claims unless --delete-claims)."""
     spec_path = find_spec(spec_path)
+    from nodeweave.cluster.execute import execute
     from nodeweave.cluster.options import forget_allocation
-    from nodeweave.steps import execute_all
+    from nodeweave.cluster.verbs import down_plan
 
-    given = options(target, engine, host, hosts_file, remote_dir, namespace, kube_cli, kube_context, overlay, ssh_option)
-    spec, backend, _ = open_cluster(spec_path, given, dry_run=dry_run)
-    out = console(stderr=as_json)
+    fmt = data_format(as_json, output)
+    spec, backend, _ = open_cluster(spec_path, reach, dry_run=dry_run)
+    out = console(stderr=is_data(fmt))
     try:
-        if backend.target == "hosts" and not backend.down_steps(delete_claims):
-            _stop_everywhere(backend, backend.nodes(), 10.0, out, dry_run, as_json)
-            return
-        done = backend.prepare_down(dry_run)
-        phases = backend.down_steps(delete_claims)
+        plan = down_plan(backend, delete_claims, dry_run)
         if dry_run:
-            print_steps(out, phases, done, as_json)
+            show_plan(plan, fmt)
             return
-        for phase in phases:
-            for step in phase:
-                out.print(f"{step.what}: {step.text()}", highlight=False, markup=False, soft_wrap=True)
-            execute_all(phase)
+        if plan.of_kind("stop"):  # bare hosts: nothing to take down but the runs
+            _stop(plan, backend.spec_dir, out, fmt)
+            return
+        execute(plan, backend.spec_dir, say(out))
     finally:
         backend.close()
     forget_allocation(spec_path, spec.name)  # the flags stay: `up` alone brings the same cluster back
     out.print(f"{spec.name} is down ({backend.where()})", highlight=False)
-    if as_json:
-        typer.echo(json.dumps({"job": spec.name, "where": backend.where(), "down": True}, indent=2))
+    emit({"job": spec.name, "where": backend.where(), "down": True}, fmt)
 
 
+@reach_options
 def status_command(
     node: List[str] = NODE,
-    spec_path: Optional[Path] = SPEC, target: Optional[str] = TARGET, engine: Optional[str] = ENGINE, host: List[str] = HOST,
-    hosts_file: Optional[Path] = HOSTS_FILE, remote_dir: Optional[str] = REMOTE_DIR,
-    namespace: Optional[str] = NAMESPACE, kube_cli: Optional[str] = KUBE_CLI, kube_context: Optional[str] = KUBE_CONTEXT,
-    overlay: Optional[str] = OVERLAY, ssh_option: List[str] = SSH_OPTION, as_json: bool = JSON,
+    spec_path: Optional[Path] = SPEC, reach: "ClusterOptions" = REACH, as_json: bool = JSON,
     output: str = output_option(),
     fingerprints: bool = typer.Option(False, "--fingerprints", help="Also every node's check-in fingerprint side by "
                                       "side, differences highlighted (node 0's exchange while a job runs, else each "
@@ -142,8 +125,7 @@ def status_command(
     from nodeweave.cluster.status import agreement, ask_ranks, gather, rank_view, status_table
     from nodeweave.cluster.status import problems as status_problems
 
-    given = options(target, engine, host, hosts_file, remote_dir, namespace, kube_cli, kube_context, overlay, ssh_option)
-    spec, backend, _ = open_cluster(spec_path, given)
+    spec, backend, _ = open_cluster(spec_path, reach)
     nodes = pick_nodes(backend.live_nodes("fingerprint") if fingerprints else backend.nodes(), node)
     rows = gather(backend, nodes, spec_command(spec))
     agree = agreement(rows)
@@ -175,55 +157,52 @@ def status_command(
         raise NodeweaveError("; ".join(problems))
 
 
-def _stop_everywhere(backend, nodes, grace: float, out, dry_run: bool, as_json: bool = False,
-                     every_node: bool = True) -> bool:
-    from nodeweave.cluster.stop import report_line, stop_argv, stop_runs
+def _stop(plan, spec_dir: Path, out, fmt: str) -> bool:
+    """Execute a stop plan; print every node's report (``-o json|yaml``: as data); False when a process outlived
+    SIGKILL somewhere."""
+    from nodeweave.cluster.execute import execute
+    from nodeweave.cluster.stop import report_line, stop_runs
 
-    if dry_run:
-        argv = stop_argv(nodes, grace)
-        if as_json:
-            typer.echo(json.dumps({"dry_run": True, "nodes": [{"node": n.name, "reached_as": n.remote.label,
-                                                               "argv": line} for n, line in zip(nodes, argv)]}, indent=2))
-        else:
-            for node, line in zip(nodes, argv):
-                typer.echo(f"# {node.name}\n{shlex.join(line)}")
-        return True
-    reports = stop_runs(backend, nodes, grace, out, every_node)
-    if as_json:
-        typer.echo(json.dumps([{"node": n.name, **r} for n, r in zip(nodes, reports)], indent=2))
-    for node, report in zip(nodes, reports):
-        out.print(f"{node.name} ({node.remote.label}): {report_line(report)}", highlight=False, markup=False)
-    return not any(r.get("left") for r in reports)
+    reports = []
+    execute(plan, spec_dir, say(out), {"stop": lambda phase: reports.extend(
+        (n, r) for n, r in zip(phase.nodes, stop_runs(phase, out)))})
+    emit([{"node": n.node, **r} for n, r in reports], fmt)
+    for node, report in reports:
+        out.print(f"{node.node} ({node.reached_as}): {report_line(report)}", highlight=False, markup=False)
+    return not any(r.get("left") for _, r in reports)
 
 
+@reach_options
 def stop_command(
     grace: float = typer.Option(10, "--grace", min=0, help="Seconds between SIGTERM and SIGKILL"),
     node: List[str] = NODE,
-    spec_path: Optional[Path] = SPEC, target: Optional[str] = TARGET, engine: Optional[str] = ENGINE, host: List[str] = HOST,
-    hosts_file: Optional[Path] = HOSTS_FILE, remote_dir: Optional[str] = REMOTE_DIR,
-    namespace: Optional[str] = NAMESPACE, kube_cli: Optional[str] = KUBE_CLI, kube_context: Optional[str] = KUBE_CONTEXT,
-    overlay: Optional[str] = OVERLAY, ssh_option: List[str] = SSH_OPTION, dry_run: bool = DRY_RUN, as_json: bool = JSON,
+    spec_path: Optional[Path] = SPEC, reach: "ClusterOptions" = REACH, dry_run: bool = DRY_RUN, as_json: bool = JSON,
+    output: str = output_option(),
 ) -> None:
     """Stop the current run on every node: SIGTERM to all its processes, SIGKILL after the grace."""
     spec_path = find_spec(spec_path)
-    given = options(target, engine, host, hosts_file, remote_dir, namespace, kube_cli, kube_context, overlay, ssh_option)
-    spec, backend, _ = open_cluster(spec_path, given, dry_run=dry_run)
+    from nodeweave.cluster.verbs import stop_plan
+
+    fmt = data_format(as_json, output)
+    spec, backend, _ = open_cluster(spec_path, reach, dry_run=dry_run)
     every = backend.live_nodes("stop", dry_run)
     nodes = pick_nodes(every, node)
-    if not dry_run:
-        backend.require_up(nodes, "stop")
-    if not _stop_everywhere(backend, nodes, grace, console(stderr=as_json), dry_run, as_json, len(nodes) == len(every)):
+    plan = stop_plan(backend, nodes, grace, every_node=len(nodes) == len(every))
+    if dry_run:
+        show_plan(plan, fmt)
+        return
+    backend.require_up(nodes, "stop")
+    if not _stop(plan, backend.spec_dir, console(stderr=is_data(fmt)), fmt):
         raise NodeweaveError("a process outlived SIGKILL on some node (see above)")
 
 
+@reach_options
 def shell_command(
     node: List[str] = typer.Option([], "--node", metavar="NODE", help="The node (default: node 0, the master): "
                                    "its index, name or address KIND:NAME, as every verb's --node", callback=checked_selectors),
     index: Optional[str] = typer.Argument(None, hidden=True, help="Deprecated: the node's index (now --node)"),
-    spec_path: Optional[Path] = SPEC, target: Optional[str] = TARGET, engine: Optional[str] = ENGINE, host: List[str] = HOST,
-    hosts_file: Optional[Path] = HOSTS_FILE, remote_dir: Optional[str] = REMOTE_DIR,
-    namespace: Optional[str] = NAMESPACE, kube_cli: Optional[str] = KUBE_CLI, kube_context: Optional[str] = KUBE_CONTEXT,
-    overlay: Optional[str] = OVERLAY, ssh_option: List[str] = SSH_OPTION, dry_run: bool = DRY_RUN,
+    spec_path: Optional[Path] = SPEC, reach: "ClusterOptions" = REACH, dry_run: bool = DRY_RUN,
+    output: str = output_option(),
 ) -> None:
     """An interactive shell in one node (--node; default node 0)."""
     spec_path = find_spec(spec_path)
@@ -233,17 +212,25 @@ def shell_command(
 
         note_renamed(f"shell {index}", f"shell --node {index}")
         wanted.append(index)
-    given = options(target, engine, host, hosts_file, remote_dir, namespace, kube_cli, kube_context, overlay, ssh_option)
-    spec, backend, _ = open_cluster(spec_path, given, dry_run=dry_run)
+    spec, backend, _ = open_cluster(spec_path, reach, dry_run=dry_run)
+    from nodeweave.cluster.execute import execute
+    from nodeweave.cluster.verbs import shell_plan
+
     chosen = pick_one(backend.live_nodes("open a shell in", dry_run), wanted, "shell")
-    argv = chosen.remote.shell_argv()
+    plan = shell_plan(backend, chosen)
     if dry_run:
-        typer.echo(shlex.join(argv))
+        show_plan(plan, checked(output))
         return
     backend.require_up([chosen], "shell")
+    execute(plan, backend.spec_dir, say(console(stderr=True)), {"shell": _exec_shell})
+
+
+def _exec_shell(phase) -> None:
+    argv = list(phase.nodes[0].argv)
     os.execvp(argv[0], argv)
 
 
+@reach_options
 def logs_command(
     follow: bool = typer.Option(False, "--follow", "-f", help="Keep printing as lines arrive"),
     node: List[str] = NODE,
@@ -251,10 +238,7 @@ def logs_command(
     run: Optional[str] = typer.Option(None, "--run", autocompletion=complete_run_ids, help="This run instead of the latest: its id (`nodeweave runs "
                                       "ls`), a unique prefix, its folder, or last; read here, no cluster asked"),
     runs_dir: Optional[Path] = typer.Option(None, "--runs-dir", help="Where run folders are (default: runs/ beside the spec)"),
-    spec_path: Optional[Path] = SPEC, target: Optional[str] = TARGET, engine: Optional[str] = ENGINE, host: List[str] = HOST,
-    hosts_file: Optional[Path] = HOSTS_FILE, remote_dir: Optional[str] = REMOTE_DIR,
-    namespace: Optional[str] = NAMESPACE, kube_cli: Optional[str] = KUBE_CLI, kube_context: Optional[str] = KUBE_CONTEXT,
-    overlay: Optional[str] = OVERLAY, ssh_option: List[str] = SSH_OPTION,
+    spec_path: Optional[Path] = SPEC, reach: "ClusterOptions" = REACH,
 ) -> None:
     """Every node's output with \\[node-i] prefixes: the containers' logs in run mode, the runs' logs in hold mode."""
     spec_path = find_spec(spec_path)
@@ -271,8 +255,7 @@ def logs_command(
             entry = entry.points[-1]  # the point running now, or the last one
         out.print(f"# {entry.path}", highlight=False, markup=False)
         raise typer.Exit(run_logs(entry.path, run_folder_indices(entry.path, node), follow, out))
-    given = options(target, engine, host, hosts_file, remote_dir, namespace, kube_cli, kube_context, overlay, ssh_option)
-    spec, backend, _ = open_cluster(spec_path, given)
+    spec, backend, _ = open_cluster(spec_path, reach)
     folder = None
     if not container:
         held = not backend.holds

@@ -10,6 +10,7 @@ import typer
 from nodeweave.cli.habits.base import find_spec, spec_option
 from nodeweave.cli.habits.clusteropts import TARGET
 from nodeweave.cli.habits.nodes import NODE
+from nodeweave.cli.habits.output import data_format, output_option
 
 SYNC_HELP = """Push SRC (default: the spec's workspace.host_path, else .) to DEST on every target at once.
 
@@ -60,6 +61,7 @@ def sync_command(
     relay: Optional[bool] = typer.Option(None, "--relay/--no-relay", help="Targets forward a payload to each other over TCP (each hop authenticated by a fresh token; the bytes unencrypted), so the source sends it once, and keep a resident agent so the next sync execs into one of them and reaches the rest through it; a target that cannot be reached so is fed over its own exec (default: payloads of 4 MiB or more, residents for 2+ targets; not over ssh, not with --include-secrets; --relay: always; --no-relay: never, and no resident)"),
     shared: Optional[bool] = typer.Option(None, "--shared/--no-shared", help="Targets mount the same storage at DEST: write through the first, check the rest (default: on for the spec's pods with kubernetes.claim: shared)"),
     as_json: bool = typer.Option(False, "--json", help="Print the results as JSON on stdout (everything else goes to stderr)"),
+    output: str = output_option(),
 ) -> None:
     from nodeweave.remote import RemoteOptions
     from nodeweave.sync import request as rq
@@ -84,7 +86,7 @@ def sync_command(
                              relay="auto" if relay is None else ("on" if relay else "off"))
     req = rq.build_request(src, dest, targets, filters, options, find_spec(spec_path), shared, cluster, choose)
     rq.check_tools(req)
-    run_and_show(req, as_json)
+    run_and_show(req, data_format(as_json, output))
 
 
 def _nodes(node: List[str], old_to: List[str]):

@@ -123,6 +123,13 @@ class Backend:
     def prepare_down(self, dry_run: bool) -> List[str]:
         return []
 
+    def up_files(self, mode: str) -> Optional[list]:
+        """The files ``up`` writes here, as a plan's ``PlannedFile``\\ s; None: prepare_up does its own work."""
+        return None
+
+    def down_files(self) -> Optional[list]:
+        return None
+
     def up_steps(self, mode: str, image: Optional[str]) -> List[List[Step]]:
         """Phases of steps: the steps of a phase run at once, phases one after another."""
         raise NotImplementedError

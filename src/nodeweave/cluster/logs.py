@@ -123,12 +123,14 @@ class NodeResult:
 
 
 def exec_everywhere(nodes: List[Node], command: List[str], console: Optional[Console], env: Mapping[str, str] = (),
-                    timeout: Optional[float] = None) -> List[NodeResult]:
-    """Run ``command`` on every node at once; lines printed as they come (``console`` None: kept quiet)."""
+                    timeout: Optional[float] = None, argv: Optional[List[List[str]]] = None) -> List[NodeResult]:
+    """Run ``command`` on every node at once (``argv``: each node's, as its plan says); lines printed as they
+    come (``console`` None: kept quiet)."""
     start = time.monotonic()
     width = max(len(n.name) for n in nodes)
-    procs = [subprocess.Popen(node.argv(command, env), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                              stdin=subprocess.DEVNULL) for node in nodes]
+    argv = argv if argv is not None else [node.argv(command, env) for node in nodes]
+    procs = [subprocess.Popen(list(line), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                              stdin=subprocess.DEVNULL) for line in argv]
     lines: "queue.Queue" = queue.Queue()
     last = {node.index: "" for node in nodes}
     ended = {}

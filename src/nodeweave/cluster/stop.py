@@ -18,19 +18,23 @@ def stop_argv(nodes, grace: float) -> List[List[str]]:
     return [n.entrypoint_argv(["--node", "stop", "--grace", f"{grace:g}"]) for n in nodes]
 
 
-def stop_runs(backend, nodes, grace: float, out, every_node: bool = True) -> List[dict]:
-    """Every node's report (``stopped``, ``left``, or ``error``), in node order."""
+def stop_runs(phase, out) -> List[dict]:
+    """A plan's stop phase: every node's argv at once, then its leftover steps; each node's report
+    (``stopped``, ``left``, or ``error``), in node order."""
     from nodeweave.steps import fan_out
 
+    grace = phase.timeout or 0.0
+
     def stop(line):
-        done = subprocess.run(line, capture_output=True, text=True, timeout=grace + 60, stdin=subprocess.DEVNULL)
+        done = subprocess.run(list(line), capture_output=True, text=True, timeout=grace + 60,
+                              stdin=subprocess.DEVNULL)
         try:
             return json.loads(done.stdout.strip().splitlines()[-1])
         except (ValueError, IndexError):
             return {"error": (done.stderr.strip().splitlines() or [f"exit {done.returncode}"])[-1], "left": None}
 
-    reports = fan_out(stop, stop_argv(nodes, grace))
-    for step in backend.leftover_steps() if every_node else ():  # a Slurm run step the entrypoints' stop did not end
+    reports = fan_out(stop, [n.argv for n in phase.nodes])
+    for step in phase.steps:  # a Slurm run step the entrypoints' stop did not end (planned when every node is asked)
         out.print(f"{step.what}: {step.text()}", highlight=False, markup=False)
         subprocess.run(list(step.argv), capture_output=True, timeout=step.timeout)
     return reports

@@ -106,9 +106,11 @@ def changes_text(results: "list[TargetResult]", limit: int = 20) -> "list[str]":
     return lines
 
 
-def run_and_show(req: SyncRequest, as_json: bool) -> None:
-    """Run the sync (or check) under a live view, print the outcome; NodeweaveError names failures."""
-    console = Console(stderr=as_json, width=_table_width())
+def run_and_show(req: SyncRequest, fmt: str = "table") -> None:
+    """Run the sync (or check) under a live view, print the outcome (``fmt`` json or yaml: the document on
+    stdout, everything else on stderr); NodeweaveError names failures."""
+    as_data = fmt in ("json", "yaml")
+    console = Console(stderr=as_data, width=_table_width())
     secrets = req.fileset.held_back_secrets
     if secrets:
         more = f" and {len(secrets) - 5} more" if len(secrets) > 5 else ""
@@ -116,8 +118,8 @@ def run_and_show(req: SyncRequest, as_json: bool) -> None:
                       f"{more} (--include-secrets sends them)[/]")
     with LiveTargets(list(req.targets), console) as live:
         results, digest = (run_check if req.options.check else run_sync)(req, live.update)
-    if as_json:
-        typer.echo(json.dumps(as_document(req, results, digest), indent=2))
+    if as_data:
+        _emit(as_document(req, results, digest), fmt)
     elif req.options.check:
         console.print(check_table(results, digest, req.git.commit))
     else:
@@ -130,6 +132,15 @@ def run_and_show(req: SyncRequest, as_json: bool) -> None:
             console.print(f"[yellow]relay: {r.target.label} was sent the payload {r.relay}[/]", highlight=False,
                           soft_wrap=True)
     _raise_on_failure(req, results)
+
+
+def _emit(document: dict, fmt: str) -> None:
+    if fmt == "json":
+        typer.echo(json.dumps(document, indent=2))
+        return
+    import yaml
+
+    typer.echo(yaml.safe_dump(json.loads(json.dumps(document)), sort_keys=False).rstrip())
 
 
 def _title(req: SyncRequest) -> str:

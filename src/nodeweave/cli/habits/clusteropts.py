@@ -1,12 +1,15 @@
 """The options every cluster verb takes (where the cluster is, how to reach it), and opening it.
 
-Declared once and reused by ``up``, ``down``, ``run``, ``status``, ``logs``,
-``stop`` and ``shell``; ``open_cluster`` merges them with what ``up``
-remembered (``.nodeweave/cluster.json``) and returns the spec and backend.
+Declared once (``REACH_FLAGS``) and added to a verb by :func:`reach_options`, which hands the verb one
+``ClusterOptions`` (``up``, ``down``, ``run``, ``status``, ``logs``, ``stop``, ``shell``, ``exec``,
+``check``); ``open_cluster`` merges them with what ``up`` remembered (``.nodeweave/<job>/cluster.json``)
+and returns the spec and backend. ``show_plan`` prints a verb's plan for ``--dry-run``.
 """
 
 from __future__ import annotations
 
+import functools
+import inspect
 from pathlib import Path
 from typing import List, Optional, Tuple
 
@@ -33,6 +36,41 @@ OVERLAY = typer.Option(None, "--overlay", autocompletion=complete_from("base", "
 SSH_OPTION = typer.Option([], "--ssh-option", help="Extra ssh -o KEY=VALUE (repeat)")
 DRY_RUN = typer.Option(False, "--dry-run", help="Print what would be done; do nothing")
 JSON = typer.Option(False, "--json", help="Print the result as JSON on stdout")
+
+
+# (parameter, type, option): the reach flags, in the order --help lists them.
+REACH_FLAGS = (("target", Optional[str], TARGET), ("engine", Optional[str], ENGINE), ("host", List[str], HOST),
+         ("hosts_file", Optional[Path], HOSTS_FILE), ("remote_dir", Optional[str], REMOTE_DIR),
+         ("namespace", Optional[str], NAMESPACE), ("kube_cli", Optional[str], KUBE_CLI),
+         ("kube_context", Optional[str], KUBE_CONTEXT), ("overlay", Optional[str], OVERLAY),
+         ("ssh_option", List[str], SSH_OPTION))
+
+
+REACH = None  # a verb's ``reach: ClusterOptions = REACH``: where reach_options puts the flags in its signature
+
+
+def reach_options(verb):
+    """Put the reach flags where the verb's ``reach`` parameter stands, and call it with one ``ClusterOptions``.
+
+    typer reads a command's parameters from its signature: the wrapper's signature lists the ten flags in
+    place of ``reach``, so every verb's ``--help``, completion and checks see them, declared here once.
+    """
+    signature = inspect.signature(verb)
+    names = [name for name, _, _ in REACH_FLAGS]
+    flags = [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=option, annotation=kind)
+             for name, kind, option in REACH_FLAGS]
+    params = []
+    for param in signature.parameters.values():
+        params += flags if param.name == "reach" else [param.replace(kind=inspect.Parameter.KEYWORD_ONLY)]
+
+    @functools.wraps(verb)
+    def with_reach(**given):
+        return verb(reach=options(**{name: given.pop(name) for name in names}), **given)
+
+    with_reach.__signature__ = signature.replace(parameters=params)
+    annotations = {k: v for k, v in verb.__annotations__.items() if k != "reach"}
+    with_reach.__annotations__ = {**annotations, **{name: kind for name, kind, _ in REACH_FLAGS}}
+    return with_reach
 
 
 def options(target, engine, host, hosts_file, remote_dir, namespace, kube_cli, kube_context, overlay, ssh_option):
@@ -129,21 +167,20 @@ def console(stderr: bool = False):
     return Console(stderr=stderr, width=table_width())
 
 
-def print_steps(out, phases, lines: List[str], as_json: bool = False) -> None:
-    """A dry run's steps as shell lines a person could paste, or (``--json``) as JSON on stdout."""
-    if as_json:
-        import json
+def say(out):
+    """What a plan's executor prints a line of what it does with: ``out``, as the line is (no markup)."""
+    return lambda line: out.print(line, highlight=False, markup=False, soft_wrap=True)
 
-        steps = [{"what": step.what, "argv": list(step.argv), "env": dict(step.env), "stdin": step.stdin_name or None,
-                  "phase": number} for number, phase in enumerate(phases) for step in phase]
-        typer.echo(json.dumps({"dry_run": True, "local": lines, "steps": steps}, indent=2))
+
+def show_plan(plan, fmt: str) -> None:
+    """A dry run: the plan as lines a person could paste, or (``-o json|yaml``, ``--json``) its ``to_dict()``."""
+    from nodeweave.cli.habits.output import emit
+    from nodeweave.cluster.plan import plan_lines
+
+    if emit(plan.to_dict(), fmt):
         return
-    for line in lines:
-        out.print(f"# {line}", highlight=False, markup=False)
-    for phase in phases:
-        for step in phase:
-            out.print(f"# {step.what}", highlight=False, markup=False)
-            out.print(step.text(), highlight=False, markup=False, soft_wrap=True)
+    for line in plan_lines(plan):
+        typer.echo(line)
 
 
 def cluster_nodes(backend, spec, dry_run: bool = False):

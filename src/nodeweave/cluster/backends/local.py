@@ -69,32 +69,48 @@ class LocalCluster(Backend):
     def compose(self, *args: str) -> tuple:
         return (*compose_tool(self.engine), "-f", str(self.compose_file), *args)
 
-    def prepare_up(self, mode: str, dry_run: bool) -> List[str]:
-        return self._compose_file(dry_run) + self._new_token(dry_run)
-
-    def _new_token(self, dry_run: bool) -> List[str]:
-        """A fresh job token for this up (0600 file in the job's state folder), mounted by its compose file."""
+    def up_files(self, mode: str) -> List["PlannedFile"]:
+        """The job's compose file (when it differs from what the spec renders) and a fresh job token."""
         from nodeweave.cluster import token
+        from nodeweave.cluster.plan import PlannedFile
 
         path = self.state.token_file
-        if not dry_run:
-            token.rotate(path)
         self.token_env = token.compose_env(str(path))
-        return [f"{'would write' if dry_run else 'wrote'} a new random job token to {self.state.shown(path)} (0600), "
-                f"mounted at {token.CONTAINER_PATH} in every node"]
+        secret = PlannedFile(self.state.shown(path), f"a new random job token (0600), mounted at "
+                             f"{token.CONTAINER_PATH} in every node", mode=0o600)
+        return self._compose_files() + [secret]
 
-    def _compose_file(self, dry_run: bool) -> List[str]:
-        """The job's compose file, written when it differs from what the spec renders (it is nodeweave's own)."""
+    def _compose_files(self) -> List["PlannedFile"]:
+        """The job's compose file, planned when it differs from what the spec renders (it is nodeweave's own)."""
+        from nodeweave.cluster.plan import PlannedFile
+
         text = render_up_compose(self.spec, self.spec_dir)
         if self.compose_file.is_file() and self.compose_file.read_text(encoding="utf-8") == text:
             return []
         status = "changed" if self.compose_file.exists() else "new"
-        if not dry_run:
-            from nodeweave.rendering.plan import write_atomically
+        return [PlannedFile(self.state.shown(self.compose_file), f"{status}: rendered from {self.spec_path.name}",
+                            text.encode("utf-8"))]
 
-            write_atomically(self.compose_file, text.encode("utf-8"))
-        return [f"{'would write' if dry_run else 'wrote'} {self.state.shown(self.compose_file)} ({status}: "
-                f"rendered from {self.spec_path.name})"]
+    def down_files(self) -> List["PlannedFile"]:
+        """compose takes the node list from the file: render it when it is gone (the spec's nodes)."""
+        return [] if self.compose_file.exists() else self._compose_files()
+
+    def prepare_up(self, mode: str, dry_run: bool) -> List[str]:
+        return self._done(self.up_files(mode), dry_run)
+
+    def prepare_down(self, dry_run: bool) -> List[str]:
+        return self._done(self.down_files(), dry_run)
+
+    def _done(self, files, dry_run: bool) -> List[str]:
+        """Write ``files`` (unless a dry run): what a verb without a plan executor did before (tests use it)."""
+        from nodeweave.cluster.execute import write_files
+        from nodeweave.cluster.plan import Phase
+
+        if dry_run:
+            return [f"would write {f.path} ({f.what})" for f in files]
+        done: List[str] = []
+        write_files(Phase("files", "write", files=tuple(files)), self.spec_dir, done.append)
+        return done
 
     def up_steps(self, mode: str, image: Optional[str]) -> List[List[Step]]:
         env = (("NODEWEAVE_MODE", mode),) + ((("NODEWEAVE_IMAGE", image),) if image else ())
@@ -103,10 +119,6 @@ class LocalCluster(Backend):
         return [[Step(f"start {self.spec.nodes.min} node containers ({mode} mode)",
                       self.compose("up", "-d", "--force-recreate"), env,
                       timeout=900)]]
-
-    def prepare_down(self, dry_run: bool) -> List[str]:
-        """compose takes the node list from the file: render it when it is gone (the spec's nodes)."""
-        return [] if self.compose_file.exists() else self._compose_file(dry_run)
 
     def down_steps(self, delete_claims: bool) -> List[List[Step]]:
         grace = str(self.spec.kubernetes.grace_period)

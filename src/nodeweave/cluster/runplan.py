@@ -1,0 +1,145 @@
+"""``nodeweave run``'s plan and its execution: one run, or a sweep of runs, each through every node's entrypoint.
+
+The plan (:func:`run_plan`) holds, in order: the check (``--check``), the sweep folder (``--sweep``)
+and one ``run`` phase per point, each with its variables, its folder and every node's argv
+(``RUN_ID`` where the run's id goes). :class:`RunSession` executes those phases: it opens the run
+folder, runs the point (``job.run_job``), and for a sweep reads the metric from each point's logs,
+keeps ``sweep.json`` current and writes the table when the last point ended (``finish``).
+"""
+
+from __future__ import annotations
+
+import io
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Callable, Dict, List, Optional
+
+from nodeweave.cluster.base import Node
+from nodeweave.cluster.job import JobContext
+from nodeweave.cluster.plan import RUN_ID, NodeCommand, Phase, Plan
+from nodeweave.cluster.runner import RunRequest
+from nodeweave.cluster.sweep import point_label, point_metric, sweep_table
+from nodeweave.cluster.verbs import node_commands
+
+
+@dataclass(frozen=True)
+class SweepRequest:
+    """What a sweep compares: the metric's regular expression (None: none) and which way is better."""
+
+    metric: Optional[str]
+    lower_is_better: bool = False
+
+
+def run_plan(where: str, nodes: List[Node], command: List[str], points: List[Dict[str, str]], env: Dict[str, str],
+             profile: Optional[str], grace: float, recovery: bool, parent: Path, job: str,
+             sweep: Optional[SweepRequest] = None, check: Optional[Phase] = None) -> Plan:
+    """One run phase per point (one point and no sweep: one run), after the check and the sweep's folder."""
+    phases = [check] if check is not None else []
+    if sweep is not None:
+        phases.append(Phase("sweep", f"{len(points)} run(s), one per point" + (
+            f", compared by {sweep.metric!r}" if sweep.metric else ""),
+            folder=f"{parent}/<UTC time>-{job}-sweep/", request=sweep))
+    for number, point in enumerate(points, start=1):
+        folder = (f"{parent}/<UTC time>-{job}-sweep/<UTC time>-{job}-{number:02d}-{point_label(point, job)}/"
+                  if sweep is not None else f"{parent}/<UTC time>-{job}/")
+        request = RunRequest(run_id=RUN_ID, command=list(command), env={**env, **point}, profile=profile,
+                             grace=grace, recovery=recovery)
+        what = f"point {number} of {len(points)}: {point}" if sweep is not None else "one run"
+        phases.append(Phase("run", what, nodes=_launches(nodes, request), folder=folder, request=request,
+                            point=tuple(point.items())))
+    return Plan("run", where, tuple(phases))
+
+
+def _launches(nodes: List[Node], request: RunRequest) -> tuple:
+    """Every node's exec, or the one launch that starts them all (a Slurm step)."""
+    group = nodes[0].group if nodes else None
+    if group is not None:
+        return (NodeCommand("every node at once", ", ".join(n.remote.label for n in nodes),
+                            tuple(group.argv(request))),)
+    return node_commands(nodes, [n.entrypoint_argv(request.entrypoint_args(), request.env) for n in nodes])
+
+
+class RunSession:
+    """Executes a run plan's ``sweep`` and ``run`` phases on ``nodes``; ``results``/``rows`` say how it went."""
+
+    def __init__(self, nodes: List[Node], parent: Path, context: JobContext, out, quiet: bool = False,
+                 on_folder: Callable[[Path], None] = lambda folder: None):
+        self.nodes, self.parent, self.context, self.out, self.quiet = nodes, parent, context, out, quiet
+        self.on_folder = on_folder  # told the first folder this run makes (a detached run names it)
+        self.sweep_folder = None
+        self.sweep: Optional[SweepRequest] = None
+        self.results: List[dict] = []
+        self.rows: List[dict] = []
+        self.stopped = False  # a point was interrupted: the later points are not started
+
+    def handlers(self) -> Dict[str, Callable[[Phase], None]]:
+        return {"sweep": self.open_sweep, "run": self.run}
+
+    def open_sweep(self, phase: Phase) -> None:
+        from nodeweave.cluster.runfolder import RunFolder
+
+        self.sweep = phase.request
+        self.sweep_folder = RunFolder.create(self.parent, self.context.job, self.context.spec_text, suffix="-sweep")
+        self.on_folder(self.sweep_folder.path)
+
+    def run(self, phase: Phase) -> None:
+        if self.stopped:
+            return
+        point = dict(phase.point)
+        number = len(self.results) + 1
+        suffix = f"-{number:02d}-{point_label(point, self.context.job)}" if self.sweep_folder else ""
+        data = self._one(phase.request, suffix)
+        self.results.append(data)
+        if self.sweep_folder is not None:
+            self._row(point, data, phase.request.command)
+        self.stopped = data["exit_code"] == 130
+
+    def _one(self, planned: RunRequest, suffix: str) -> dict:
+        import shlex
+
+        from nodeweave.cluster.job import run_job
+        from nodeweave.cluster.runfolder import RunFolder
+
+        parent = self.sweep_folder.path if self.sweep_folder else self.parent
+        folder = RunFolder.create(parent, self.context.job, self.context.spec_text, suffix)
+        if not suffix:
+            self.on_folder(folder.path)
+        env = planned.env
+        self.out.print(f"[bold]nodeweave:[/] run {folder.run_id} on {len(self.nodes)} node(s) ({self.context.target}): "
+                       f"{shlex.join(planned.command)}" + (f" with {' '.join(f'{k}={v}' for k, v in env.items())}"
+                                                          if env else ""), highlight=False)
+        data = run_job(self.nodes, replace(planned, run_id=folder.run_id), folder, self.context, self.out,
+                       quiet=self.quiet)
+        recovered = (data.get("recovery") or {}).get("restarts")
+        if recovered and data.get("exit_code") == 0:
+            data["summary"] += f"; recovered {recovered} time(s) (runs/{folder.run_id}/recovery.json)"
+        data["folder"] = str(folder.path)
+        return data
+
+    def _row(self, point: dict, data: dict, command: List[str]) -> None:
+        from nodeweave.cluster.sweep import compile_metric
+
+        pattern = compile_metric(self.sweep.metric)
+        value, per_node = point_metric(pattern, Path(data["folder"]), len(self.nodes)) if pattern else (None, [])
+        self.rows.append({"point": point, "exit_code": data["exit_code"], "seconds": data.get("seconds", 0.0),
+                          "metric": value, "per_node": per_node, "folder": Path(data["folder"]).name})
+        self.sweep_folder.write_json("sweep.json", {"metric": self.sweep.metric, "command": command,
+                                                    "points": self.rows})
+
+    def finish_sweep(self):
+        """The sweep's table, printed and kept as sweep.txt; None when the plan had no sweep."""
+        if self.sweep_folder is None:
+            return None
+        table = sweep_table(self.rows, self.sweep.metric, self.sweep.lower_is_better)
+        self.out.print(table)
+        (self.sweep_folder.path / "sweep.txt").write_text(_plain(table), encoding="utf-8")
+        self.out.print(f"[bold]nodeweave:[/] sweep folder {self.sweep_folder.path}", highlight=False)
+        return table
+
+
+def _plain(table) -> str:
+    from rich.console import Console
+
+    text = Console(width=200, record=True, file=io.StringIO(), color_system=None)
+    text.print(table)
+    return text.export_text()

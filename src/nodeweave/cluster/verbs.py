@@ -1,0 +1,76 @@
+"""The plans of ``up``, ``down``, ``stop``, ``exec`` and ``shell``: each built from the verb's input in one function.
+
+The command line parses and opens the cluster; these decide what the verb does, as a
+:class:`~nodeweave.cluster.plan.Plan` that its ``--dry-run`` prints and its real run hands to
+``nodeweave.cluster.execute``. ``run`` has its own (``runplan``), ``check`` too (``nodeweave.check.plan``).
+"""
+
+from __future__ import annotations
+
+from typing import Callable, List, Mapping, Optional, Sequence
+
+from nodeweave.cluster.base import Backend, Node
+from nodeweave.cluster.plan import NodeCommand, Phase, Plan
+
+
+def node_commands(nodes: Sequence[Node], argv: Sequence[Sequence[str]]) -> tuple:
+    return tuple(NodeCommand(n.name, n.remote.label, tuple(a)) for n, a in zip(nodes, argv))
+
+
+def step_phases(phases) -> List[Phase]:
+    """A backend's phases of steps (each phase's steps at once) as plan phases."""
+    return [Phase("commands", "; ".join(s.what for s in steps), steps=tuple(steps)) for steps in phases if steps]
+
+
+def up_plan(backend: Backend, mode: str, image: Optional[str], timeout: float, wait: bool, dry_run: bool,
+            check: Optional[Callable[[List[Node]], Phase]] = None) -> Plan:
+    """Write the job's files, run the backend's up steps, wait for every node, then (``--check``: the phase
+    ``check`` makes for the nodes) check them."""
+    files = backend.up_files(mode)
+    notes = tuple(backend.prepare_up(mode, dry_run)) if files is None else ()  # a backend that prepares alone
+    phases = [Phase("files", "the job's files", files=tuple(files))] if files else []
+    phases += step_phases(backend.up_steps(mode, image))
+    nodes = backend.nodes(for_up=True)  # after preparing: a Slurm allocation's nodes are known once it is taken
+    if wait:
+        waited = mode if backend.holds else "run"  # bare hosts: nothing to hold; up means every host answers
+        what = (f"until {len(nodes)} node(s) {'hold' if waited == 'hold' else 'run'}: "
+                + ", ".join(n.remote.label for n in nodes))
+        phases.append(Phase("wait", what, nodes=node_commands(nodes, [()] * len(nodes)), timeout=timeout,
+                            request=waited))
+    if check is not None:
+        phases.append(check(nodes))
+    return Plan("up", backend.where(), tuple(phases), notes)
+
+
+def down_plan(backend: Backend, delete_claims: bool, dry_run: bool) -> Plan:
+    """What ``up`` made, taken down; bare hosts have nothing to take down but the runs, which are stopped."""
+    phases = backend.down_steps(delete_claims)
+    if backend.target == "hosts" and not phases:
+        return stop_plan(backend, backend.nodes(), 10.0, verb="down")
+    files = backend.down_files()
+    notes = tuple(backend.prepare_down(dry_run)) if files is None else ()
+    planned = [Phase("files", "the job's files", files=tuple(files))] if files else []
+    return Plan("down", backend.where(), tuple(planned + step_phases(phases)), notes)
+
+
+def stop_plan(backend: Backend, nodes: List[Node], grace: float, every_node: bool = True, verb: str = "stop") -> Plan:
+    """Every node's entrypoint stops its run; then, when every node was asked, what is left on the platform."""
+    from nodeweave.cluster.stop import stop_argv
+
+    leftovers = tuple(backend.leftover_steps()) if every_node else ()
+    phase = Phase("stop", f"stop the run on {len(nodes)} node(s): SIGTERM, SIGKILL after {grace:g} s",
+                  nodes=node_commands(nodes, stop_argv(nodes, grace)), steps=leftovers, timeout=grace)
+    return Plan(verb, backend.where(), (phase,))
+
+
+def exec_plan(backend: Backend, nodes: List[Node], command: List[str], variables: Mapping[str, str],
+              timeout: Optional[float]) -> Plan:
+    argv = [n.argv(list(command), variables) for n in nodes]
+    phase = Phase("exec", f"run {command[0]} on {len(nodes)} node(s) at once", nodes=node_commands(nodes, argv),
+                  timeout=timeout, request=list(command))
+    return Plan("exec", backend.where(), (phase,))
+
+
+def shell_plan(backend: Backend, node: Node) -> Plan:
+    phase = Phase("shell", f"an interactive shell in {node.name}", nodes=node_commands([node], [node.remote.shell_argv()]))
+    return Plan("shell", backend.where(), (phase,))
