@@ -8,7 +8,7 @@ for cmd in podman buildah runc slirp4netns debootstrap rsync docker-registry nft
   command -v "$cmd" >/dev/null 2>&1 || need+=("$cmd")
 done
 if [ "${#need[@]}" -gt 0 ]; then
-  apt-get update -qq
+  bash "$(dirname "$0")/apt-update-once.sh"
   # docker-registry: a real registry on loopback for the --push test (no public one is reachable)
   # nftables, util-linux (nsenter): the check-in's firewall test sets a rule in one container's
   # network namespace from the host (tests/e2e/test_exchange.py)
