@@ -22,10 +22,18 @@ nofile=$(ulimit -Hn); nproc_lim=$(ulimit -Hu)
 [ "$nofile" = unlimited ] && nofile=1048576
 [ "$nproc_lim" = unlimited ] && nproc_lim=1048576
 nf=$(( nofile < 10000 ? nofile : 10000 )); np=$(( nproc_lim < 4096 ? nproc_lim : 4096 ))
-cat > /etc/containers/containers.conf <<CONF
+# Written whole and only when it changes: tests/e2e/test_readme_flow.py runs this script while other test
+# groups start containers, and podman must never read a half-written file.
+conf=$(mktemp /etc/containers/.containers.conf.XXXXXX)
+cat > "$conf" <<CONF
 [containers]
 default_ulimits = ["nofile=${nf}:${nf}", "nproc=${np}:${np}"]
 [engine]
 runtime = "runc"
 CONF
+if cmp -s "$conf" /etc/containers/containers.conf; then
+  rm -f "$conf"
+else
+  chmod 0644 "$conf" && mv -f "$conf" /etc/containers/containers.conf
+fi
 podman info --format '{{.Host.OCIRuntime.Name}} {{.Version.Version}}'
