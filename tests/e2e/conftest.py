@@ -15,7 +15,6 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 import pytest
@@ -37,23 +36,22 @@ def _run(argv, timeout):
     return out
 
 
-def once_per_run(name: str, make):
+def once_per_run(name: str, make, tmp_path_factory):
     """``make()``'s JSON result, made once per test run whichever xdist worker asks first.
 
     The groups of tests/conftest.py run in several workers, each its own session, and the session
     fixtures below write what they all share (the engine's base and cpu image tags, wheelhouse/): the first
-    worker makes it under a file lock, the others wait on the lock and take its result. Without xdist
-    (one process) ``make()`` just runs; a ``make()`` that fails leaves nothing, so the next worker tries
-    again and fails with its own reason.
+    worker makes it under a file lock in the run's temporary folder (the workers' basetemp's parent, which
+    pytest rotates away), the others wait on the lock and take its result. Without xdist (one process)
+    ``make()`` just runs; a ``make()`` that fails leaves nothing, so the next worker tries again and fails
+    with its own reason.
     """
-    run = os.environ.get("PYTEST_XDIST_TESTRUNUID")
-    if run is None:
+    if "PYTEST_XDIST_WORKER" not in os.environ:
         return make()
-    folder = Path(tempfile.gettempdir()) / f"nodeweave-e2e-run-{run}"
-    folder.mkdir(exist_ok=True)
-    with open(folder / f"{name}.lock", "w") as lock:
+    folder = tmp_path_factory.getbasetemp().parent
+    with open(folder / f"nodeweave-{name}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        made = folder / f"{name}.json"
+        made = folder / f"nodeweave-{name}.json"
         if made.exists():
             return json.loads(made.read_text())
         result = make()
@@ -71,7 +69,7 @@ def engine():
 
 
 @pytest.fixture(scope="session")
-def base_image(engine):
+def base_image(engine, tmp_path_factory):
     if engine.kind != "podman":
         pytest.skip("the offline Debian base is made with podman import (.ci/make-base-image.sh)")
 
@@ -80,12 +78,13 @@ def base_image(engine):
             _run(["bash", ".ci/make-base-image.sh", BASE_IMAGE], timeout=900)
         return BASE_IMAGE
 
-    return once_per_run("base-image", make)
+    return once_per_run("base-image", make, tmp_path_factory)
 
 
 @pytest.fixture(scope="session")
-def wheelhouse():
-    once_per_run("wheelhouse", lambda: _run(["bash", ".ci/wheelhouse.sh", "cpu"], timeout=900).returncode)
+def wheelhouse(tmp_path_factory):
+    once_per_run("wheelhouse", lambda: _run(["bash", ".ci/wheelhouse.sh", "cpu"], timeout=900).returncode,
+                 tmp_path_factory)
     return REPO / "wheelhouse"
 
 
@@ -101,7 +100,7 @@ def image_build(engine, base_image, wheelhouse, tmp_path_factory):
         out = _run(argv, timeout=1800)
         return {"spec": str(spec_path), "stdout": out.stdout, "stderr": out.stderr}
 
-    built = once_per_run("cpu-image", make)
+    built = once_per_run("cpu-image", make, tmp_path_factory)
     return {**built, "spec": Path(built["spec"])}
 
 
