@@ -125,7 +125,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     grouped = sorted((u for u in after if u[0] > 1 or u[2].startswith(ci_gate.TOOL_GROUP)), key=lambda u: -u[1])
     pure = sum(s for n, s, unit in after if not unit.startswith(ci_gate.TOOL_GROUP))
     print(f"{len(groups)} tests, {len(seconds)} with a duration ({len(unmeasured)} without: counted as 0 s)")
-    print(f"\n| group (after) | tests | seconds |\n|---|---:|---:|")
+    print("\n| group (after) | tests | seconds |\n|---|---:|---:|")
     for tests, secs, unit in grouped[:args.top]:
         print(f"| {unit} | {tests} | {secs:.0f} |")
     rest = grouped[args.top:]
