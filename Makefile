@@ -6,8 +6,9 @@ BIN := $(VENV)/bin
 SPEC ?= nodeweave.yaml
 VARIANT ?=
 PYTEST_ARGS ?=
-# pytest-xdist workers: the real-tool tests (engine, Slurm, kubectl) run in turn in one of them,
-# the pure tests spread over the rest (tests/conftest.py). TEST_WORKERS=0 runs everything in one process.
+# pytest-xdist workers: the real-tool tests (engine, Slurm) run in groups, a test file's (every Slurm test's)
+# in turn in one worker, the groups and the pure tests spread over all (tests/conftest.py, tests/ci_gate.py).
+# TEST_WORKERS=0 runs everything in one process.
 TEST_WORKERS ?= auto
 
 .DEFAULT_GOAL := help

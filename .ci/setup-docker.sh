@@ -30,7 +30,7 @@ give_up() {
 if answers; then rm -f "$why"; echo "dockerd answers at $host"; exit 0; fi
 if ! command -v dockerd >/dev/null 2>&1 || [ ! -x "$client" ]; then
   export DEBIAN_FRONTEND=noninteractive
-  { apt-get update -qq && apt-get install -y -qq docker.io >/dev/null; } \
+  { bash "$(dirname "$0")/apt-update-once.sh" && apt-get install -y -qq docker.io >/dev/null; } \
     || give_up "apt-get install docker.io failed (see the output above)"
 fi
 

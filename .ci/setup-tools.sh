@@ -23,7 +23,7 @@ command -v git >/dev/null 2>&1 || need+=(git)
 command -v ssh-keygen >/dev/null 2>&1 || need+=(openssh-client)
 command -v kubectl >/dev/null 2>&1 || need+=(kubernetes-client)
 if [ "${#need[@]}" -gt 0 ]; then
-  apt-get update -qq || die "apt-get update failed: cannot install ${need[*]}"
+  bash "$(dirname "$0")/apt-update-once.sh" || die "apt-get update failed: cannot install ${need[*]}"
   apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null || die "could not install ${need[*]}"
 fi
 for tool in slurmctld slurmd sbatch sinfo shellcheck openssl git ssh-keygen kubectl; do

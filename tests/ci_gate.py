@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import os
 from fnmatch import fnmatchcase
-from typing import Iterable, List, Tuple
+from typing import Iterable, List, Optional, Tuple
 
 CI_TOOLS = {
     "podman (.ci/setup-engine.sh)": (
@@ -77,9 +77,16 @@ CI_TOOLS = {
 }
 
 
-# The xdist group of the tests that drive the machine's real tools and share its state: one worker runs
-# them in turn (tests/conftest.py).
+# The xdist groups of the tests that drive the machine's real tools (tests/conftest.py): each group runs in
+# turn in one worker, the groups beside each other. A test file is a group: its tests share the file's fixed
+# container names, networks and module fixtures (a cluster brought up once per module); what files share
+# is made safe across workers (unique names per file, tests/e2e/conftest.py's session image built once under
+# a lock). What cannot be shared joins one group across files: GROUP_OF_TOOL.
 TOOL_GROUP = "real-tools"
+# The one local Slurm: the session fixture ``slurm`` starts a slurmctld and two slurmd per worker, so every
+# Slurm test runs in one worker (and never two controllers at once).
+SLURM_GROUP = TOOL_GROUP + "-slurm"
+GROUP_OF_TOOL = {"Slurm: slurm-wlm (.ci/setup-tools.sh)": SLURM_GROUP}
 # The tools of CI_TOOLS whose tests share the machine's state: the engines' images, networks and
 # containers, the registry, network namespaces and nft rules, the one local Slurm. The others (kubectl's
 # kustomize build, checkov, shellcheck, rsync in a temporary folder, openssl, the Python packages) read and
@@ -106,8 +113,7 @@ def _matches(pattern: str, nodeid: str, markers: Iterable[str]) -> bool:
 def tools_for(nodeid: str, markers: Iterable[str]) -> List[str]:
     """The tools of CI_TOOLS a test needs (in table order), by its node id and markers."""
     markers = set(markers)
-    # under ``--dist loadgroup`` xdist appends ``@<group>`` to the node id (tests/conftest.py)
-    nodeid = nodeid[: -len(TOOL_GROUP) - 1] if nodeid.endswith("@" + TOOL_GROUP) else nodeid
+    nodeid = without_group(nodeid)
     found = []
     for tool, patterns in CI_TOOLS.items():
         takes = [p for p in patterns if not p.startswith("!")]
@@ -118,11 +124,34 @@ def tools_for(nodeid: str, markers: Iterable[str]) -> List[str]:
 
 
 def shares_machine_state(nodeid: str, markers: Iterable[str]) -> bool:
-    """Whether a test belongs to the one-at-a-time group: the engine markers, tests/e2e/, a SHARED_STATE tool."""
+    """Whether a test drives a tool whose state others share (its group runs in turn: group_of): the engine
+    markers, tests/e2e/, a SHARED_STATE tool."""
     markers = set(markers)
     if markers & {"engine", "docker"} or nodeid.startswith("tests/e2e/"):
         return True
     return any(tool in SHARED_STATE for tool in tools_for(nodeid, markers))
+
+
+def without_group(nodeid: str) -> str:
+    """The node id without the ``@<group>`` xdist appends under ``--dist loadgroup`` (its own rule: an ``@``
+    after the last ``]``, so a parameter holding ``@`` is kept)."""
+    at = nodeid.rfind("@")
+    return nodeid[:at] if at > nodeid.rfind("]") and nodeid[at + 1:].startswith(TOOL_GROUP) else nodeid
+
+
+def group_of(nodeid: str, markers: Iterable[str], fixtures: Iterable[str] = ()) -> Optional[str]:
+    """The xdist group of a test: None for a pure test; one group per file, one across files for a tool
+    that cannot be shared (GROUP_OF_TOOL; a test taking the ``slurm`` fixture is a Slurm test)."""
+    markers = set(markers)
+    if "slurm" in set(fixtures):
+        return SLURM_GROUP
+    if not shares_machine_state(nodeid, markers):
+        return None
+    for tool in tools_for(nodeid, markers):
+        if tool in GROUP_OF_TOOL:
+            return GROUP_OF_TOOL[tool]
+    path = without_group(nodeid).split("::", 1)[0]
+    return f"{TOOL_GROUP}:{path.removeprefix('tests/').removesuffix('.py')}"
 
 
 def skip_reason(longrepr) -> str:

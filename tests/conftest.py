@@ -6,11 +6,12 @@ start they are skipped with the reason, never silently passed. With
 the tool (tests/ci_gate.py holds the table).
 
 ``make test`` runs the suite in pytest-xdist workers (``--dist loadgroup``):
-every test that drives a real tool (an engine, Slurm, kubectl, sshd images:
-the ``engine``/``docker`` markers, tests/e2e/ and the tests tests/ci_gate.py
-lists) joins one group, run one after another by one worker as before, since
-they share the engine's images, networks and the one local Slurm; the pure
-tests spread over the other workers beside it.
+the tests that drive a real tool (an engine, Slurm, sshd images: the
+``engine``/``docker`` markers, tests/e2e/ and the tests tests/ci_gate.py
+lists) run in groups, each group in turn in one worker: one group per test
+file (its fixed container names, networks, module-wide clusters), one for
+every Slurm test (the one local Slurm). The groups run beside each other and
+beside the pure tests, which spread over every worker.
 """
 
 from __future__ import annotations
@@ -65,9 +66,9 @@ def engine_problem() -> "str | None":
     return None
 
 
-def uses_real_tools(item) -> bool:
-    """Whether the test shares the machine's engines, networks or Slurm with others (ci_gate.SHARED_STATE)."""
-    return ci_gate.shares_machine_state(item.nodeid, {mark.name for mark in item.iter_markers()})
+def real_tools_group(item) -> "str | None":
+    """The xdist group of a test that shares the machine's engines, networks or Slurm (ci_gate.group_of)."""
+    return ci_gate.group_of(item.nodeid, {mark.name for mark in item.iter_markers()}, item.fixturenames)
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -75,8 +76,9 @@ def pytest_collection_modifyitems(config, items):
     # Before xdist's own hook reads the groups into the node ids (loadgroup only).
     if config.pluginmanager.hasplugin("xdist"):
         for item in items:
-            if uses_real_tools(item):
-                item.add_marker(pytest.mark.xdist_group(ci_gate.TOOL_GROUP))
+            group = real_tools_group(item)
+            if group:
+                item.add_marker(pytest.mark.xdist_group(group))
     # `docker`-marked tests need dockerd, not podman: their own fixture skips them with its reason.
     engine_items = [item for item in items if "engine" in item.keywords and "docker" not in item.keywords]
     if not engine_items:
@@ -93,11 +95,11 @@ def pytest_collection_finish(session):
     config = session.config
     if not (hasattr(config, "workerinput") and config.getvalue("loadgroup")):
         return
-    lost = [item.nodeid for item in session.items
-            if uses_real_tools(item) and not item.nodeid.endswith("@" + ci_gate.TOOL_GROUP)]
+    lost = [(item.nodeid, group) for item in session.items
+            for group in [real_tools_group(item)] if group and not item.nodeid.endswith("@" + group)]
     if lost:
         raise pytest.UsageError(
-            f"pytest-xdist did not put {lost[0]} (and {len(lost) - 1} more) in the {ci_gate.TOOL_GROUP!r} group, "
+            f"pytest-xdist did not put {lost[0][0]} (and {len(lost) - 1} more) in the {lost[0][1]!r} group, "
             "so tests that share the engine would run at once; this pytest/pytest-xdist pair is known to drop "
             "groups (pytest-dev/pytest-xdist#1386): install the versions pyproject.toml pins (make install)")
 

@@ -77,6 +77,24 @@ def test_only_tests_that_share_the_machines_state_run_one_at_a_time():
     assert set(ci_gate.SHARED_STATE) <= set(ci_gate.CI_TOOLS)
 
 
+def test_each_file_of_real_tool_tests_is_a_group_and_every_slurm_test_is_one_group():
+    """A file's tests share its fixed names and module clusters, so they stay in one worker; different files
+    run beside each other; Slurm tests share the one local Slurm wherever they are; a pure test has no group."""
+    group = ci_gate.group_of
+    local = group("tests/e2e/test_cluster_local.py::test_a", ["engine"])
+    assert local == "real-tools:e2e/test_cluster_local"
+    assert group("tests/e2e/test_cluster_local.py::test_b[x@y]", ["engine"]) == local
+    assert group("tests/e2e/test_stalls.py::test_a", ["engine"]) not in (None, local)
+    assert group("tests/test_images.py::test_a@real-tools:test_images", ["engine"]) == "real-tools:test_images"
+    slurm = {group("tests/test_slurm_target.py::test_check_on_the_slurm_allocation", []),
+             group("tests/test_slurm_runtimes.py::test_apptainer_up_run_status_down_on_slurm", []),
+             group("tests/test_slurm.py::test_some_new_one", [], ["tmp_path", "slurm"])}
+    assert slurm == {ci_gate.SLURM_GROUP}
+    assert group("tests/test_cli.py::test_x", []) is None and group("tests/test_manifests.py::test_x", []) is None
+    assert ci_gate.without_group("tests/test_x.py::test_y[a@b]") == "tests/test_x.py::test_y[a@b]"
+    assert ci_gate.without_group("tests/test_x.py::test_y[a]@real-tools-slurm") == "tests/test_x.py::test_y[a]"
+
+
 @pytest.mark.parametrize("value, expected", [("true", True), ("TRUE", True), ("1", True), ("", False),
                                              ("false", False), ("0", False)])
 def test_ci_is_read_from_the_environment(value, expected, monkeypatch):

@@ -1,6 +1,7 @@
 """Session fixtures of the end-to-end tests: the engine, the offline base, the wheelhouse, the cpu image.
 
-The cpu image is built once per session by ``nodeweave image build`` itself
+The cpu image is built once per test run (by the first xdist worker that needs
+it: once_per_run) by ``nodeweave image build`` itself
 (the command users run), from the Dockerfile the images renderer makes, on
 the locally made Debian base and the host's wheelhouse: no registry is
 reachable here. Tests marked ``engine`` are skipped by tests/conftest.py with
@@ -9,6 +10,9 @@ the reason when no engine can start.
 
 from __future__ import annotations
 
+import fcntl
+import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -32,6 +36,29 @@ def _run(argv, timeout):
     return out
 
 
+def once_per_run(name: str, make, tmp_path_factory):
+    """``make()``'s JSON result, made once per test run whichever xdist worker asks first.
+
+    The groups of tests/conftest.py run in several workers, each its own session, and the session
+    fixtures below write what they all share (the engine's base and cpu image tags, wheelhouse/): the first
+    worker makes it under a file lock in the run's temporary folder (the workers' basetemp's parent, which
+    pytest rotates away), the others wait on the lock and take its result. Without xdist (one process)
+    ``make()`` just runs; a ``make()`` that fails leaves nothing, so the next worker tries again and fails
+    with its own reason.
+    """
+    if "PYTEST_XDIST_WORKER" not in os.environ:
+        return make()
+    folder = tmp_path_factory.getbasetemp().parent
+    with open(folder / f"nodeweave-{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        made = folder / f"nodeweave-{name}.json"
+        if made.exists():
+            return json.loads(made.read_text())
+        result = make()
+        made.write_text(json.dumps(result))
+        return result
+
+
 @pytest.fixture(scope="session")
 def engine():
     """podman, which tests/conftest.py gates these tests on; the docker path has its own
@@ -42,29 +69,39 @@ def engine():
 
 
 @pytest.fixture(scope="session")
-def base_image(engine):
+def base_image(engine, tmp_path_factory):
     if engine.kind != "podman":
         pytest.skip("the offline Debian base is made with podman import (.ci/make-base-image.sh)")
-    if not engine.client.image.exists(BASE_IMAGE):
-        _run(["bash", ".ci/make-base-image.sh", BASE_IMAGE], timeout=900)
-    return BASE_IMAGE
+
+    def make():
+        if not engine.client.image.exists(BASE_IMAGE):
+            _run(["bash", ".ci/make-base-image.sh", BASE_IMAGE], timeout=900)
+        return BASE_IMAGE
+
+    return once_per_run("base-image", make, tmp_path_factory)
 
 
 @pytest.fixture(scope="session")
-def wheelhouse():
-    _run(["bash", ".ci/wheelhouse.sh", "cpu"], timeout=900)
+def wheelhouse(tmp_path_factory):
+    once_per_run("wheelhouse", lambda: _run(["bash", ".ci/wheelhouse.sh", "cpu"], timeout=900).returncode,
+                 tmp_path_factory)
     return REPO / "wheelhouse"
 
 
 @pytest.fixture(scope="session")
 def image_build(engine, base_image, wheelhouse, tmp_path_factory):
-    """The cpu variant built by ``nodeweave image build``; its output and the spec used."""
-    spec_path = prepare_workdir(tmp_path_factory.mktemp("image-spec"), IMAGE_SPEC)
-    argv = [sys.executable, "-c", "import sys; from nodeweave.cli import main; sys.exit(main(sys.argv[1:]))",
-            "image", "build", "cpu", "--spec", str(spec_path), "--context", str(REPO),
-            "--base", base_image, "--offline", "--network", "host", "--quiet", "--engine", engine.kind]
-    out = _run(argv, timeout=1800)
-    return {"spec": spec_path, "stdout": out.stdout, "stderr": out.stderr}
+    """The cpu variant built by ``nodeweave image build`` (once per run: once_per_run); its output and the spec used."""
+
+    def make():
+        spec_path = prepare_workdir(tmp_path_factory.mktemp("image-spec"), IMAGE_SPEC)
+        argv = [sys.executable, "-c", "import sys; from nodeweave.cli import main; sys.exit(main(sys.argv[1:]))",
+                "image", "build", "cpu", "--spec", str(spec_path), "--context", str(REPO),
+                "--base", base_image, "--offline", "--network", "host", "--quiet", "--engine", engine.kind]
+        out = _run(argv, timeout=1800)
+        return {"spec": str(spec_path), "stdout": out.stdout, "stderr": out.stderr}
+
+    built = once_per_run("cpu-image", make, tmp_path_factory)
+    return {**built, "spec": Path(built["spec"])}
 
 
 @pytest.fixture(scope="session")
