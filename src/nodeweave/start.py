@@ -14,14 +14,33 @@ EXIT_INTERRUPTED = 130
 
 
 def main() -> int:
+    # While the command line loads, a Ctrl-C ends the process at once: raised as KeyboardInterrupt it can
+    # land in code that cannot pass it on (importlib's module-lock callbacks), which prints "Exception
+    # ignored" with a traceback, and loading has nothing to clean up. The C module ``_signal`` sets the
+    # handler: the public ``signal`` module imports ``enum`` first (~5 ms), itself a window for the same.
+    import _signal
+
+    try:
+        loading = _signal.signal(_signal.SIGINT, _interrupted_while_loading)
+    except ValueError:  # not the main thread (embedded): nothing of ours to guard
+        loading = None
     try:
         from nodeweave.cli import main as cli_main
-
+    finally:
+        if loading is not None:
+            _signal.signal(_signal.SIGINT, loading)
+    try:
         code = cli_main()
     except KeyboardInterrupt:
         code = EXIT_INTERRUPTED
     _default_interrupt()
     return code
+
+
+def _interrupted_while_loading(signum, frame) -> None:
+    import os
+
+    os._exit(EXIT_INTERRUPTED)
 
 
 def _default_interrupt() -> None:
