@@ -4,7 +4,7 @@ import time
 
 from ..errors import EXIT_TOPOLOGY, EXIT_UNREACHABLE, EntrypointError
 from . import decide
-from .setup import keep, user_stopped
+from .setup import keep, own_record, user_stopped
 
 RETRY_S = 0.3          # between a worker's attempts to check in for the next generation
 
@@ -38,7 +38,7 @@ class NodeSide:
                 raise EntrypointError(f"check-in refused the job: {_summary(verdict)} (table above; the same on "
                                       "every node)", EXIT_TOPOLOGY)
             book = verdict.get("recovery") or {}
-            keep(self.settings, dict(book, role=decide.role(book, self.identity)))
+            keep(self.settings, own_record(book, self.identity))
             if book.get("decision") == "stop":
                 self.log(f"recovery: the job ends: {book.get('why')} (every node exits {book.get('code')})")
                 channel.finish(1.0)
