@@ -142,6 +142,7 @@ def test_a_lost_node_is_left_out_and_its_spare_takes_over(tmp_path):
     assert [(h["node"], h["cause"]) for h in record["history"]] == [(1, "lost")]
     assert record["members"] == [0, 2]
     assert done(nodes) == ["RECOVERY-DONE gen=1 step=30 state=30"]
+    assert "check in again" not in nodes[0].text()  # the job ends at once: node 0 waits for no node lost before
 
 
 def test_node_0s_crashing_rank_hands_its_training_slot_to_a_spare_and_node_0_stays_the_hub(tmp_path):

@@ -80,6 +80,7 @@ class HubSide:
                                                         "why": "node 0 was lost and came back", "at": time.time()}])
             return book
         book = decide.after_fault(book, fault["node"], fault["why"], present, step, self.config.limits)
+        book.pop("present", None)  # the last generation's: a node lost since must not be waited for at the end
         culprit = fault["node"]
         if book["decision"] == "stop" and culprit in book["alive"] and culprit not in present:
             self._regather(hub, {culprit}, time.monotonic() + STOP_WAIT_S)
