@@ -155,7 +155,7 @@ def test_node_0s_crashed_container_comes_back_and_the_job_resumes_from_the_newes
     assert generation == 1 and step in (10, 15) and path == f"checkpoints/step-{step}.pt", node0
     assert "RECOVERY-DONE gen=1 step=30 state=30" in node0, node0
     assert (book["decision"], book["generation"], book["members"]) == ("done", 1, [0, 1]), book
-    assert [(h["node"], h["cause"]) for h in book["history"]] == [(0, "lost")], book
+    assert [(h["cause"], h["why"]) for h in book["history"]] == [("lost", "node 0 was lost and came back")], book
 
 
 def test_an_elastic_job_that_loses_a_node_for_good_goes_on_with_fewer(engine, cpu_image, tmp_path):
