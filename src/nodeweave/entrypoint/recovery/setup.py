@@ -91,8 +91,9 @@ def own_record(book, node):
     """The book as ``node`` keeps it: its role in the generation and, when it sits out, why (`nodeweave status`
     shows both, so a left-out node says why there as on its console)."""
     role = decide.role(book, node)
-    sits_out = role in ("left out", "out for good")
-    return dict(book, role=role, reason=(book.get("why") or {}).get(str(node)) if sits_out else None)
+    reasons = book.get("why")  # per node; a book that ends the job holds why it ends there instead
+    reason = reasons.get(str(node)) if isinstance(reasons, dict) and role in ("left out", "out for good") else None
+    return dict(book, role=role, reason=reason)
 
 
 def last_book(settings):
