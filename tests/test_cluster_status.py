@@ -59,3 +59,13 @@ def test_long_addresses_are_never_cut(tmp_path):
     console = Console(file=io.StringIO(), width=100, color_system=None)
     console.print(status_table(backend, rows))
     assert long in console.file.getvalue()
+
+
+def test_a_node_that_sits_out_says_why_beside_its_generation(tmp_path):
+    """docs/recovery.md: a left-out node says why on its console and in `nodeweave status`."""
+    why = "node 1: it was lost (its connection closed without a report)"
+    rows = [{**row("node-0", "abc"), "recovery": {"generation": 1, "role": "member", "reason": None}},
+            {**row("node-1", "abc"), "recovery": {"generation": 1, "role": "left out", "reason": why}}]
+    text = render(rows, tmp_path)
+    assert "generation 1: member" in text and "generation 1: member:" not in text
+    assert f"generation 1: left out: {why}" in " ".join(text.split()), text

@@ -212,11 +212,44 @@ def test_node_file_refuses_to_start_without_rank_or_master(missing):
 # -- podman-compose 1.6 itself: the commands it would run ------------------------------------------
 
 
-def podman_compose_dry_run(tmp_path, case, rel, env):
+RECOVERY_SPEC = """name: rj
+image: {variant: cpu}
+nodes: "2:3"
+launcher: {script: t.py}
+recovery: {enabled: true, spares: 1}
+"""
+
+
+def test_with_recovery_a_node_container_that_dies_comes_back_and_every_slot_starts():
+    """docs/recovery.md: node 0 lost comes back through its restart policy; an elastic job starts at MAX + spares
+    (node 0 decides each generation's members, so it can shrink to MIN)."""
+    from nodeweave.spec import parse_spec
+
+    files = render_files(parse_spec(RECOVERY_SPEC))
+    local = yaml.safe_load(files["compose/local.yaml"])["services"]
+    assert list(local) == ["rj-0", "rj-1", "rj-2", "rj-3"]
+    assert {service["restart"] for service in local.values()} == {"on-failure:5"}  # recovery.max_restarts
+    assert yaml.safe_load(files["compose/node.yaml"])["services"]["node"]["restart"] == "on-failure:5"
+    fewer = render_files(parse_spec(RECOVERY_SPEC.replace("spares: 1", "spares: 1, max_restarts: 2")))
+    assert yaml.safe_load(fewer["compose/node.yaml"])["services"]["node"]["restart"] == "on-failure:2"
+    off = render_files(parse_spec(RECOVERY_SPEC.replace("enabled: true", "enabled: false")))
+    local_off = yaml.safe_load(off["compose/local.yaml"])["services"]
+    assert list(local_off) == ["rj-0", "rj-1"] and not any("restart" in s for s in local_off.values())
+    assert "restart" not in yaml.safe_load(off["compose/node.yaml"])["services"]["node"]
+
+
+def test_podman_compose_hands_the_restart_policy_to_podman(tmp_path):
+    from nodeweave.spec import parse_spec
+
+    creates = podman_compose_dry_run(tmp_path, "", "compose/local.yaml", {}, spec=parse_spec(RECOVERY_SPEC))
+    assert len(creates) == 4 and all(" --restart on-failure:5 " in line for line in creates), creates
+
+
+def podman_compose_dry_run(tmp_path, case, rel, env, spec=None):
     """The `podman create` lines podman-compose would run (it logs them space-joined, unquoted)."""
     if shutil.which("podman") is None:
         pytest.skip("podman is not installed (bash .ci/setup-engine.sh installs it); podman-compose asks it about networks")
-    for name, text in render_files(spec_of(case)).items():
+    for name, text in render_files(spec or spec_of(case)).items():
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_text(text, encoding="utf-8")
     out = subprocess.run(

@@ -113,3 +113,27 @@ def test_the_decision_does_not_change_the_book_it_was_given():
     before = repr(book)
     after_fault(book, 1, "node 1: crashed", {0, 1, 2}, 5, limits())
     assert repr(book) == before
+
+
+
+def test_a_node_that_came_back_sits_out_then_takes_a_place_and_keeps_why_in_its_record():
+    """A crashed container that comes back (its restart policy) waits out the generation that left it out,
+    then is a spare like any other: the next fault's place is its (docs/recovery.md)."""
+    from nodeweave.entrypoint.recovery.setup import own_record
+
+    book = after_fault(first({0, 1, 2}, limits(), None), 1, "node 1: it was lost", {0, 2}, 10, limits())
+    assert (book["members"], own_record(book, 1)["role"]) == ([0, 2], "left out")
+    assert own_record(book, 1)["reason"] == "node 1: it was lost" and own_record(book, 2)["reason"] is None
+    book = after_fault(book, 2, "node 2: it was lost", {0, 1}, 15, limits())
+    assert (book["members"], own_record(book, 1)["role"], own_record(book, 1)["reason"]) == ([0, 1], "member", None)
+    assert (own_record(book, 2)["role"], own_record(book, 2)["reason"]) == ("left out", "node 2: it was lost")
+
+
+def test_a_book_that_ends_the_job_is_kept_by_a_node_that_sits_out():
+    from nodeweave.entrypoint.recovery.setup import own_record
+
+    book = after_fault(first({0, 1, 2}, limits(max_restarts=1), None), 1, "node 1: crashed", {0, 1, 2}, None,
+                       limits(max_restarts=1))
+    ended = after_fault(book, 2, "node 2: crashed", {0, 1}, None, limits(max_restarts=1))
+    assert ended["decision"] == "stop" and isinstance(ended["why"], str)
+    assert (own_record(ended, 1)["role"], own_record(ended, 1)["reason"]) == ("left out", None)  # no crash

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from recovery_harness import done, finish, resumed, start, steps
+from recovery_harness import again, done, finish, resumed, start, steps
 
 pytest.importorskip("torch")
 RUN = ["--steps", "30", "--interval", "0.2", "--save-every", "5"]
@@ -48,6 +48,19 @@ def test_without_a_spare_a_fixed_job_ends_on_every_node_naming_the_node_and_why(
     for node in nodes:
         assert ("recovery: the job ends: node 1: its launcher failed (torchrun exited 1); no spare takes its place "
                 "and the job needs 2 node(s), 1 left (every node exits 8)") in node.text(), node.text()
+
+
+
+def test_a_container_restarted_after_its_job_gave_up_does_not_start_the_job_again(tmp_path):
+    """The compose files' ``restart: on-failure:N`` brings back a node that exited 8: it says so and exits 8
+    again at once, rather than starting a new job over the same checkpoints (docs/recovery.md)."""
+    nodes = start(tmp_path, RUN + ["--fault", "exit", "--fault-node", "1", "--fault-step", "6"])
+    assert finish(nodes) == [8, 8], texts(nodes)
+    back = [again(node) for node in nodes]
+    assert finish(back, limit=30) == [8, 8], texts(back)
+    for node in back:
+        assert "recovery: this container's job already ended (exit 8: node 1: its launcher failed" in node.text()
+        assert "RECOVERY-STEP" not in node.text() and "check-in" not in node.text(), node.text()
 
 
 def test_an_elastic_job_goes_on_with_fewer_nodes(tmp_path):
@@ -132,6 +145,7 @@ def test_a_lost_node_is_left_out_and_its_spare_takes_over(tmp_path):
     assert [(h["node"], h["cause"]) for h in record["history"]] == [(1, "lost")]
     assert record["members"] == [0, 2]
     assert done(nodes) == ["RECOVERY-DONE gen=1 step=30 state=30"]
+    assert "check in again" not in nodes[0].text()  # the job ends at once: node 0 waits for no node lost before
 
 
 def test_node_0s_crashing_rank_hands_its_training_slot_to_a_spare_and_node_0_stays_the_hub(tmp_path):

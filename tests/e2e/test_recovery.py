@@ -2,34 +2,42 @@
 containers: two train, one waits), the workload tests/e2e/workspace/resumable.py saving ``step-N.pt`` into the
 shared workspace every 5 steps. A rank crashing on every start, a rank SIGSTOPped, a container killed: each test
 asserts the node left out, the generations, the step resumed from and every container's exit code.
-Short stall limits (CI time is a budget); every wait is bounded, so a hang fails instead of stalling CI.
+
+A container that *crashes* (its PID 1 killed from the host, as the OOM killer would) comes back through the
+``restart: on-failure`` the compose file carries with recovery on: node 0 too, whom the others wait for; a
+container removed for good leaves an elastic job smaller. Short stall limits (CI time is a budget); every wait
+is bounded, so a hang fails instead of stalling CI.
 """
 
 from __future__ import annotations
 
+import json
+import os
 import re
 import subprocess
+import time
 
 import pytest
 
+from cluster_harness import status
 from e2e_harness import compose_cluster, prepare_workdir
 
 pytestmark = pytest.mark.engine
 
 SPEC = """name: {name}
 image: {{variant: cpu, registry: localhost/nodeweave-e2e}}
-nodes: 2
+nodes: {nodes}
 gpus_per_node: 1
 launcher: {{script: resumable.py, args: [{args}], wait_timeout: 120, stall_warn: 3, stall_timeout: 8}}
 env: {{OMP_NUM_THREADS: "1"}}
 cache: {{host_path: ./cache}}
-recovery: {{enabled: true, spares: 1, checkpoint_dir: checkpoints}}
+recovery: {{enabled: true, spares: {spares}, checkpoint_dir: checkpoints}}
 """
 RUN = '"--steps", "30", "--interval", "0.3", "--save-every", "5"'
 
 
-def _cluster(engine, image, tmp_path, name, fault):
-    spec_path = prepare_workdir(tmp_path, SPEC.format(name=name, args=f"{RUN}, {fault}"))
+def _cluster(engine, image, tmp_path, name, fault, run=RUN, nodes="2", spares=1):
+    spec_path = prepare_workdir(tmp_path, SPEC.format(name=name, args=f"{run}, {fault}", nodes=nodes, spares=spares))
     (tmp_path / "checkpoints").mkdir(mode=0o777)
     (tmp_path / "checkpoints").chmod(0o777)  # the image's uid 1000 saves there
     cluster = compose_cluster(engine, spec_path, image)
@@ -94,3 +102,118 @@ def test_a_killed_container_is_left_out_and_the_spare_takes_over(engine, cpu_ima
     [(generation, path, step)] = _resumed(node0)  # the kill lands at step 12 or, on a loaded machine, later
     assert generation == 1 and step in (10, 15) and path == f"checkpoints/step-{step}.pt", node0
     assert "RECOVERY-DONE gen=1 step=30 state=30" in node0, node0
+
+
+def _crash(engine, name):
+    """Kill the container's PID 1 (tini) from the host, as a crash or the OOM killer would: the engine sees its
+    main process die, which ``restart: on-failure`` answers (a ``podman kill`` is the user's own stop: podman
+    4.7+ and docker restart nothing after it)."""
+    pid = _inspect(engine, name, "{{.State.Pid}}")
+    kill = ["kill", "-9", pid] if os.geteuid() == 0 else ["podman", "unshare", "kill", "-9", pid]
+    subprocess.run(kill, capture_output=True, timeout=60, check=True)
+    deadline = time.monotonic() + 60
+    while _inspect(engine, name, "{{.RestartCount}} {{.State.Status}}") != "1 running":
+        assert time.monotonic() < deadline, f"{name} did not come back: {_inspect(engine, name, '{{.State.Status}}')}"
+        time.sleep(0.3)
+
+
+def _inspect(engine, name, template):
+    out = subprocess.run([engine.kind, "inspect", "-f", template, name], capture_output=True, text=True, timeout=60)
+    return out.stdout.strip()
+
+
+def _record(engine, name, tmp_path):
+    """The recovery record the node kept (``$TMPDIR/nodeweave/recovery.json``), read from its stopped container."""
+    target = tmp_path / f"{name}-recovery.json"
+    subprocess.run([engine.kind, "cp", f"{name}:/tmp/nodeweave/recovery.json", str(target)], check=True,
+                   capture_output=True, timeout=60)
+    return json.loads(target.read_text())
+
+
+def _worlds(logs):
+    return {(int(g), int(w)) for g, w in re.findall(r"RECOVERY-STEP gen=(\d+) step=\d+ world=(\d+)", logs)}
+
+
+def test_node_0s_crashed_container_comes_back_and_the_job_resumes_from_the_newest_checkpoint(engine, cpu_image,
+                                                                                              tmp_path):
+    cluster = _cluster(engine, cpu_image, tmp_path, "e2e-rnode0", '"--fault-node", "none"', spares=0)
+    try:
+        cluster.up()
+        cluster.wait_log("e2e-rnode0-0", "RECOVERY-STEP gen=0 step=12", timeout=240)
+        _crash(engine, "e2e-rnode0-0")
+        codes = cluster.wait_exit(timeout=300)
+        logs = {name: cluster.logs(name) for name in cluster.names}
+        restarts = {name: _inspect(engine, name, "{{.RestartCount}}") for name in cluster.names}
+        book = _record(engine, "e2e-rnode0-0", tmp_path)
+    finally:
+        cluster.remove()
+    assert codes == {"e2e-rnode0-0": 0, "e2e-rnode0-1": 0}, logs
+    assert restarts == {"e2e-rnode0-0": "1", "e2e-rnode0-1": "0"}  # node 0 came back; node 1 never left
+    node0 = logs["e2e-rnode0-0"]
+    assert "recovery: node 0 came back; the other nodes ask for generation 1" in node0, node0
+    [(generation, path, step)] = _resumed(node0)  # the crash lands at step 12 or, on a loaded machine, later
+    assert generation == 1 and step in (10, 15) and path == f"checkpoints/step-{step}.pt", node0
+    assert "RECOVERY-DONE gen=1 step=30 state=30" in node0, node0
+    assert (book["decision"], book["generation"], book["members"]) == ("done", 1, [0, 1]), book
+    assert [(h["cause"], h["why"]) for h in book["history"]] == [("lost", "node 0 was lost and came back")], book
+
+
+def test_an_elastic_job_that_loses_a_node_for_good_goes_on_with_fewer(engine, cpu_image, tmp_path):
+    cluster = _cluster(engine, cpu_image, tmp_path, "e2e-rshrink", '"--fault-node", "none"', nodes='"2:3"',
+                       spares=0)
+    assert cluster.names == ["e2e-rshrink-0", "e2e-rshrink-1", "e2e-rshrink-2"]  # with recovery: every slot
+    try:
+        cluster.up()
+        cluster.wait_log("e2e-rshrink-0", "RECOVERY-STEP gen=0 step=12", timeout=240)
+        subprocess.run([engine.kind, "rm", "-f", "-t", "0", "e2e-rshrink-2"], capture_output=True, timeout=60,
+                       check=True)
+        codes = cluster.wait_exit(["e2e-rshrink-0", "e2e-rshrink-1"], timeout=300)
+        logs = {name: cluster.logs(name) for name in ("e2e-rshrink-0", "e2e-rshrink-1")}
+        book = _record(engine, "e2e-rshrink-0", tmp_path)
+    finally:
+        cluster.remove()
+    assert codes == {"e2e-rshrink-0": 0, "e2e-rshrink-1": 0}, logs
+    node0 = logs["e2e-rshrink-0"]
+    assert "recovery: generation 0 ended: node 2: it was lost" in node0, node0
+    assert "recovery: generation 1: training node(s) 0, 1; spare(s) none; resuming from" in node0, node0
+    assert _worlds(node0) == {(0, 3), (1, 2)}, node0  # three ranks, then two
+    [(generation, path, step)] = _resumed(node0)
+    assert generation == 1 and step in (10, 15) and path == f"checkpoints/step-{step}.pt", node0
+    assert "RECOVERY-DONE gen=1 step=30 state=30" in node0, node0
+    assert (book["generation"], book["members"], book["left_out"]) == (1, [0, 1], {"2": 1}), book
+    assert book["why"]["2"].startswith("node 2: it was lost"), book
+    assert "check in again" not in node0, node0  # no wait at the end for the node removed
+
+
+def test_a_crashed_node_comes_back_sits_out_the_generation_then_takes_a_place_as_a_spare(engine, cpu_image,
+                                                                                           tmp_path):
+    run = '"--steps", "80", "--interval", "0.3", "--save-every", "5"'
+    cluster = _cluster(engine, cpu_image, tmp_path, "e2e-rback", '"--fault-node", "none"', run=run)
+    spec_path = tmp_path / "nodeweave.yaml"
+    try:
+        cluster.up()
+        cluster.wait_log("e2e-rback-0", "RECOVERY-STEP gen=0 step=12", timeout=240)
+        _crash(engine, "e2e-rback-1")
+        cluster.wait_log("e2e-rback-1", "generation 1: this node is LEFT OUT of the job", timeout=120)
+        rows = {row["node"]: row["recovery"] for row in status(spec_path)["nodes"]}
+        cluster.wait_log("e2e-rback-0", "RECOVERY-STEP gen=1 step=17", timeout=120)  # past the step-15 save
+        _crash(engine, "e2e-rback-2")  # the spare that took node 1's place: node 1 takes its place now
+        codes = cluster.wait_exit(timeout=300)
+        logs = {name: cluster.logs(name) for name in cluster.names}
+        book = _record(engine, "e2e-rback-0", tmp_path)
+    finally:
+        cluster.remove()
+    assert codes == {"e2e-rback-0": 0, "e2e-rback-1": 0, "e2e-rback-2": 0}, logs
+    assert (rows["node-1"]["role"], rows["node-1"]["generation"]) == ("left out", 1), rows
+    assert rows["node-1"]["reason"].startswith("node 1: it was lost"), rows
+    assert (rows["node-2"]["role"], rows["node-2"]["reason"]) == ("member", None), rows
+    node0, node1 = logs["e2e-rback-0"], logs["e2e-rback-1"]
+    assert "recovery: generation 1: training node(s) 0, 2; spare(s) none" in node0, node0
+    assert "recovery: generation 2: training node(s) 0, 1; spare(s) none" in node0, node0
+    assert "generation 1: this node is LEFT OUT of the job: node 1: it was lost" in node1, node1
+    assert "generation 2: " in node1.split("LEFT OUT of the job", 1)[1], node1  # it trained in generation 2
+    [(gen1, _, first), (gen2, _, second)] = _resumed(node0)
+    assert (gen1, gen2) == (1, 2) and first in (10, 15) and second >= 15, node0
+    assert "RECOVERY-DONE gen=2 step=80 state=80" in node0, node0
+    assert (book["generation"], book["members"], book["left_out"]) == (2, [0, 1], {"1": 1, "2": 1}), book
+    assert [(h["node"], h["cause"]) for h in book["history"]] == [(1, "lost"), (2, "lost")], book

@@ -112,10 +112,6 @@ class Backend:
     def nodes(self, for_up: bool = False) -> List[Node]:
         raise NotImplementedError
 
-    def spares(self) -> int:
-        """Recovery's spare nodes beyond ``nodes`` (docs/recovery.md): containers that run and wait."""
-        return self.spec.recovery.spare_nodes
-
     def prepare_up(self, mode: str, dry_run: bool) -> List[str]:
         """Local work before the up steps (render files); returns what was (or would be) done."""
         return []

@@ -92,10 +92,12 @@ def _since(run: Optional[dict], now: Optional[float]) -> str:
 
 
 def _generation(recovery: Optional[dict]) -> str:
-    """``; generation 1: spare`` for a node under recovery (docs/recovery.md), else nothing."""
+    """``; generation 1: spare`` for a node under recovery (docs/recovery.md), and why a node sits out
+    (``; generation 1: left out: node 1: it was lost (...)``); else nothing."""
     if not recovery or recovery.get("generation") is None:
         return ""
-    return f"; generation {recovery['generation']}: {recovery.get('role') or '?'}"
+    reason = f": {recovery['reason']}" if recovery.get("reason") else ""
+    return f"; generation {recovery['generation']}: {recovery.get('role') or '?'}{reason}"
 
 
 def _gpus(gpu: Optional[dict]) -> str:

@@ -163,7 +163,7 @@ def _recovery(env):
     book = read_json(os.path.join(state_root(env), "recovery.json"))
     if not book:
         return None
-    return {k: book.get(k) for k in ("generation", "role", "decision", "members", "spares", "left_out")}
+    return {k: book.get(k) for k in ("generation", "role", "reason", "decision", "members", "spares", "left_out")}
 
 
 def _option(args, name, default=None):

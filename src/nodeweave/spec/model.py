@@ -304,3 +304,12 @@ class Spec:
     slurm: Optional[Slurm] = None  # None: no slurm section (``render slurm`` uses the defaults)
     nodes_given: bool = True  # False: ``nodes`` left out, so a host list given to the cluster verbs sets the count
     recovery: Recovery = Recovery()
+
+    @property
+    def containers(self) -> int:
+        """The node containers (pods) the job starts with. Without recovery: ``nodes``, the minimum of an elastic
+        range (torchrun's c10d admits more as they come). With recovery, node 0 decides who trains each
+        generation: every training slot (an elastic range's MAX, so it can shrink) plus the spares."""
+        if not self.recovery.enabled:
+            return self.nodes.min
+        return self.nodes.max + self.recovery.spare_nodes

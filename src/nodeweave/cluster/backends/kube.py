@@ -121,7 +121,7 @@ class KubeCluster(Backend):
         """The pods up waits for: the spec's count, or what an overlay of the team's own sets (its build, here)."""
         overlay = getattr(self, "_overlay", None)
         if self.folder in FOLDERS or overlay is None:
-            return self.spec.nodes.min
+            return self.spec.containers  # the rendered replicas (with recovery: every slot and the spares)
         try:
             out = subprocess.run([self.cli, "kustomize", str(overlay)], capture_output=True, text=True, timeout=120)
             docs = list(yaml.safe_load_all(out.stdout)) if out.returncode == 0 else []
@@ -129,14 +129,14 @@ class KubeCluster(Backend):
             docs = []
         counts = [d["spec"].get("replicas", 1) for d in docs if d and d.get("kind") == "StatefulSet"
                   and d.get("metadata", {}).get("name") == self.spec.name]
-        return counts[0] if counts else self.spec.nodes.min
+        return counts[0] if counts else self.spec.containers
 
     def dry_run_nodes(self) -> List[Node]:
         """A dry run reads the live count (a read changes nothing); with no cluster to ask, the spec's."""
         try:
             count = self.replicas()
         except NodeweaveError:
-            count = self.spec.nodes.min
+            count = self.spec.containers
         return self.nodes(count=count)
 
     def sync_targets(self):
@@ -147,7 +147,7 @@ class KubeCluster(Backend):
             return super().no_nodes_line(verb)
         return (f"{self.spec.name} is scaled to zero: StatefulSet/{self.spec.name} in {self.cli} namespace "
                 f"{self.namespace} has 0 replicas, so no pod to {verb}; `{self.cli} scale "
-                f"statefulset/{self.spec.name} -n {self.namespace} --replicas {self.spec.nodes.min}` brings them back")
+                f"statefulset/{self.spec.name} -n {self.namespace} --replicas {self.spec.containers}` brings them back")
 
     def _render(self, mode: Optional[str], keep_claims: bool) -> Path:
         """The spec's tree plus the nodeweave-up overlay, in a scratch folder; the overlay's path."""

@@ -53,8 +53,7 @@ class LocalCluster(Backend):
         self.compose_file = self.state.compose_file
 
     def nodes(self, for_up: bool = False) -> List[Node]:
-        count = self.spec.nodes.min + self.spares()
-        return [Node(i, make_target(self.engine, f"{self.spec.name}-{i}")) for i in range(count)]
+        return [Node(i, make_target(self.engine, f"{self.spec.name}-{i}")) for i in range(self.spec.containers)]
 
     def tool(self) -> str:
         return self.engine
@@ -116,7 +115,7 @@ class LocalCluster(Backend):
         env = (("NODEWEAVE_MODE", mode),) + ((("NODEWEAVE_IMAGE", image),) if image else ())
         env += getattr(self, "token_env", ())
         # Every up recreates the nodes: each must start with this up's token, none with the last one's.
-        return [[Step(f"start {self.spec.nodes.min} node containers ({mode} mode)",
+        return [[Step(f"start {self.spec.containers} node containers ({mode} mode)",
                       self.compose("up", "-d", "--force-recreate"), env,
                       timeout=900)]]
 

@@ -15,9 +15,9 @@ training slot may go to a spare (docs/recovery.md says why).
 
 import os
 
-from ..errors import EntrypointError
+from ..errors import EXIT_GAVE_UP, EXIT_NO_PROGRESS, EntrypointError
 from . import decide
-from .setup import Config, identity_settings, with_flags
+from .setup import Config, identity_settings, last_book, with_flags
 
 
 class Generations:
@@ -64,6 +64,9 @@ class Generations:
                  f"{self.config.limits.max_restarts}, no-progress brake {self.config.limits.no_progress or 'off'}")
 
     def run(self):
+        ended = self._ended_before()
+        if ended is not None:
+            return ended
         self.prepare()
         if self.checkin.hub is not None:
             from .hub import hub_loop
@@ -72,6 +75,22 @@ class Generations:
         from .node import node_loop
 
         return node_loop(self)
+
+    def _ended_before(self):
+        """The exit code of a job that already gave up in this container (8 or 9 in the record it kept), or None.
+
+        The compose files restart a container on any non-zero exit (``restart: on-failure:N``, so a crashed
+        node comes back); a job that gave up must not start again as a new one over the same checkpoints,
+        which would only loop. A ``nodeweave run`` (a run id) is a new job the user asked for."""
+        book = last_book(self.settings)
+        if self.settings.get("run_id") or not book or book.get("decision") != "stop":
+            return None
+        code = book.get("code")
+        if code not in (EXIT_GAVE_UP, EXIT_NO_PROGRESS):
+            return None
+        self.log(f"recovery: this container's job already ended (exit {code}: {book.get('why')}); a restart brought "
+                 "it back: not starting it again. Recreate the containers (nodeweave up) to start the job anew")
+        return code
 
     def _generation_plan(self, book, verdict):
         """This node's plan for the book's generation: its rank among the members, their count, the master."""

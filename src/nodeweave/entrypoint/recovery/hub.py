@@ -9,7 +9,7 @@ import time
 
 from ..errors import EXIT_PEER_FAILED, EXIT_TOPOLOGY, EntrypointError
 from . import decide
-from .setup import keep, newest_checkpoint, public, user_stopped
+from .setup import keep, newest_checkpoint, own_record, public, user_stopped
 
 REGATHER_CAP_S = 60   # node 0 waits at most this long for the nodes it expects back
 STOP_WAIT_S = 30      # and this long for a culprit still up, to tell it the job ends
@@ -80,6 +80,7 @@ class HubSide:
                 return self._came_back(hub, after, present, step)
             return decide.first(present, self.config.limits, step)
         book = decide.after_fault(book, fault["node"], fault["why"], present, step, self.config.limits)
+        book.pop("present", None)  # the last generation's: a node lost since must not be waited for at the end
         culprit = fault["node"]
         if book["decision"] == "stop" and culprit in book["alive"] and culprit not in present:
             self._regather(hub, {culprit}, time.monotonic() + STOP_WAIT_S)
@@ -217,7 +218,7 @@ class HubSide:
         verdict["world_size"] = sum(p for p in verdict["procs"] if isinstance(p, int))
         for peer in hub.peers:
             peer.role = decide.role(book, peer.fp.get("rank"))
-        keep(self.settings, dict(book, role=decide.role(book, 0)))
+        keep(self.settings, own_record(book, 0))
         if book["decision"] == "start":
             self.log(f"recovery: generation {book['generation']}: training node(s) "
                      f"{', '.join(map(str, book['members']))}; spare(s) {', '.join(map(str, book['spares'])) or 'none'}"

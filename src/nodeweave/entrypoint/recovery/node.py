@@ -4,7 +4,7 @@ import time
 
 from ..errors import EXIT_TOPOLOGY, EXIT_UNREACHABLE, EntrypointError
 from . import decide
-from .setup import keep, user_stopped
+from .setup import keep, own_record, user_stopped
 
 RETRY_S = 0.3          # between a worker's attempts to check in for the next generation
 # what a worker carries of the job's book into its next check-in: a node 0 that was lost and came back takes
@@ -44,7 +44,7 @@ class NodeSide:
                 raise EntrypointError(f"check-in refused the job: {_summary(verdict)} (table above; the same on "
                                       "every node)", EXIT_TOPOLOGY)
             book = verdict.get("recovery") or {}
-            keep(self.settings, dict(book, role=decide.role(book, self.identity)))
+            keep(self.settings, own_record(book, self.identity))
             self.carried = {key: book[key] for key in CARRIED if key in book}
             self.carried["history"] = (book.get("history") or [])[-CARRIED_HISTORY:]
             if book.get("decision") == "stop":

@@ -87,6 +87,15 @@ def keep(settings, book):
             pass  # a record for later reading; the job does not depend on it
 
 
+def own_record(book, node):
+    """The book as ``node`` keeps it: its role in the generation and, when it sits out, why (`nodeweave status`
+    shows both, so a left-out node says why there as on its console)."""
+    role = decide.role(book, node)
+    reasons = book.get("why")  # per node; a book that ends the job holds why it ends there instead
+    reason = reasons.get(str(node)) if isinstance(reasons, dict) and role in ("left out", "out for good") else None
+    return dict(book, role=role, reason=reason)
+
+
 def last_book(settings):
     """The recovery record this node kept last (node 0's book, a worker's copy), or None."""
     import json

@@ -91,6 +91,17 @@ def contract_env(r: Resolved, omit: Collection[str] = ()) -> Dict[str, str]:
 OVERRIDABLE = frozenset(row.variable for row in SETTINGS if row.overridable)
 
 
+def restart_policy(r: Resolved) -> Dict[str, str]:
+    """With recovery on, a node whose container dies (its PID 1 killed, out of memory) comes back, node 0 too,
+    which the others wait for (docs/recovery.md). ``on-failure``: a job that finished (exit 0) stays finished,
+    which ``always`` and ``unless-stopped`` would start again; bounded by ``recovery.max_restarts``.
+    podman-compose and docker compose both pass ``restart:`` to the engine; a user's ``podman stop``,
+    ``docker kill`` or ``compose down`` restarts nothing."""
+    if not r.spec.recovery.enabled:
+        return {}
+    return {"restart": f"on-failure:{r.spec.recovery.max_restarts}"}
+
+
 def user_env(r: Resolved) -> Dict[str, str]:
     return {key: literal(value) for key, value in r.spec.env.items()}
 

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from typing import Any, Dict
 
-from nodeweave.targets.compose.common import (command, contract_env, dump, image, literal, named_volumes, token_env,
-                                              token_mount, user_env, volumes)
+from nodeweave.targets.compose.common import (command, contract_env, dump, image, literal, named_volumes,
+                                              restart_policy, token_env, token_mount, user_env, volumes)
 from nodeweave.resolve import Resolved, resolve
 
 LOCAL_VARIANT = "cpu"
@@ -49,6 +49,7 @@ def local_service(r: Resolved, local: Resolved, index: int) -> Dict[str, Any]:
                         "NODEWEAVE_IMAGE_REF": image(local), **token_env(r)},  # the check-in shows each node's image
         "volumes": volumes(r) + [token_mount()],
         "stop_grace_period": f"{r.spec.kubernetes.grace_period}s",
+        **restart_policy(r),
     }
 
 
@@ -59,8 +60,7 @@ def _processes(r: Resolved) -> Dict[str, str]:
 
 def render_local(r: Resolved) -> str:
     local = resolve(r.spec, LOCAL_VARIANT)  # the local simulation's own variant, once for every node
-    count = r.spec.nodes.min + r.spec.recovery.spare_nodes  # spares: docs/recovery.md
-    services = {f"{r.spec.name}-{i}": local_service(r, local, i) for i in range(count)}
+    services = {f"{r.spec.name}-{i}": local_service(r, local, i) for i in range(r.spec.containers)}
     document = {
         "name": f"{r.spec.name}-local",
         "services": services,

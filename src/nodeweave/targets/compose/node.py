@@ -18,8 +18,8 @@ from __future__ import annotations
 from typing import Any, Dict, List
 
 from nodeweave import quantities
-from nodeweave.targets.compose.common import (command, contract_env, dump, image, literal, named_volumes, token_env,
-                                              token_mount, user_env, volumes)
+from nodeweave.targets.compose.common import (command, contract_env, dump, image, literal, named_volumes,
+                                              restart_policy, token_env, token_mount, user_env, volumes)
 from nodeweave.entrypoint.planning.contract import HOSTFILE_PATH
 from nodeweave.resolve import Resolved
 
@@ -98,6 +98,7 @@ def node_service(r: Resolved) -> Dict[str, Any]:
         "environment": _node_env(r),
         "volumes": volumes(r) + [token_mount()],
         "stop_grace_period": f"{r.spec.kubernetes.grace_period}s",
+        **restart_policy(r),
         **_gpu_access(r),
     }
     if gpu_vendor != "cpu":

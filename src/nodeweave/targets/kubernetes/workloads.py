@@ -35,7 +35,7 @@ def headless_service(r: Resolved) -> Dict[str, Any]:
 def statefulset(r: Resolved) -> Dict[str, Any]:
     body: Dict[str, Any] = {
         "serviceName": r.spec.kubernetes.service,
-        "replicas": r.spec.nodes.min + r.spec.recovery.spare_nodes,  # + recovery's spares
+        "replicas": r.spec.containers,  # with recovery: every training slot + the spares
         # All pods start together: rendezvous needs every rank, ordered start only adds waiting.
         "podManagementPolicy": "Parallel",
         "selector": {"matchLabels": common.selector_labels(r)},
