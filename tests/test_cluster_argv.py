@@ -153,9 +153,19 @@ def test_hosts_need_an_absolute_remote_dir_when_the_workspace_is_relative(spec_p
         backend(spec_path, target="hosts", hosts=("gpu01",))
 
 
+def write_planned(files, spec_path):
+    """What the plan executor does with a plan's files phase."""
+    from nodeweave.cluster.execute import write_files
+    from nodeweave.cluster.plan import Phase
+
+    write_files(Phase("files", "the job's files", files=tuple(files)), spec_path.parent, lambda line: None)
+
+
 def test_kubernetes_up_applies_an_overlay_that_holds_and_down_keeps_the_claim(spec_path):
     b = backend(spec_path, target="kubernetes")
-    b.prepare_up("hold", dry_run=True)
+    planned = b.up_files("hold")
+    assert not (spec_path.parent / ".nodeweave/kube").exists()  # planned, not written: a dry run writes nothing
+    write_planned(planned, spec_path)
     (drop_old,), (apply,) = b.up_steps("hold", None)
     assert drop_old.argv[-4:] == ("secret", "-l", "app.kubernetes.io/instance=job,app.kubernetes.io/component=job-token",
                                   "--ignore-not-found")
@@ -178,6 +188,7 @@ def test_kubernetes_up_applies_an_overlay_that_holds_and_down_keeps_the_claim(sp
     b.close()
     assert overlay.exists() and overlay == spec_path.parent / ".nodeweave/kube/job/manifests/nodeweave-up"  # kept
     (delete,), (tokens,) = b.down_steps(delete_claims=False)
+    write_planned(b.down_files(), spec_path)
     assert tokens.argv[-3:-1] == ("-l", "app.kubernetes.io/instance=job,app.kubernetes.io/component=job-token")
     claim_patch = yaml.safe_load((Path(delete.argv[5]) / "patch-0.yaml").read_text())
     assert claim_patch["kind"] == "PersistentVolumeClaim" and claim_patch["$patch"] == "delete"
@@ -299,7 +310,7 @@ def test_kubernetes_up_pins_the_digest_the_last_push_recorded(spec_path):
     record_push(spec_path.parent, {"localhost/t/job:cpu": digest, "localhost/t/job:cpu-0123abc": "sha256:" + "cd" * 32})
     assert recorded_digest(spec_path.parent, "localhost/t/job", "cpu") == digest
     b = backend(spec_path, target="kubernetes")
-    b.prepare_up("run", dry_run=True)
+    write_planned(b.up_files("run"), spec_path)
     (_,), (apply,) = b.up_steps("run", None)
     built = subprocess.run(["kubectl", "kustomize", apply.argv[-1]], capture_output=True, text=True, timeout=120)
     assert built.returncode == 0, built.stderr

@@ -148,10 +148,12 @@ def test_down_on_kubernetes_runs_its_dry_runs_plan(tmp_path):
     env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "COLUMNS": "200", "HOME": str(tmp_path), "STANDIN_STATE": str(state),
            "STANDIN_REAL_KUBECTL": real, **{k: os.environ[k] for k in ("PYTHONPATH",) if k in os.environ}}
     down = assert_same(tmp_path, env, "down", "-t", "kubernetes")
-    deletes = [s["argv"] for p in down["phases"] for s in p["steps"]]
+    written = [f["path"] for p in down["phases"] for f in p.get("files", [])]  # the tree delete -k reads
+    assert ".nodeweave/kube/planrec/manifests/nodeweave-up/kustomization.yaml" in written, written
+    deletes = [s["argv"] for p in down["phases"] for s in p.get("steps", [])]
     assert deletes[0][:5] == ["kubectl", "delete", "-n", "ml", "-k"] and len(deletes) == 2  # the tree, the tokens
     claims = assert_same(tmp_path, env, "down", "-t", "kubernetes", "--delete-claims")
-    assert any("pvc" in s["argv"] for p in claims["phases"] for s in p["steps"])
+    assert any("pvc" in s["argv"] for p in claims["phases"] for s in p.get("steps", []))
 
 
 SLEEPER = "localhost/nwplanrec:sleeper"

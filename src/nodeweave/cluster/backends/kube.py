@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 from pathlib import Path
 from typing import Dict, List, Optional
@@ -57,13 +56,13 @@ def pod_state(pod: dict) -> str:
     return phase
 
 
-def token_secret(spec, overlay: Path) -> dict:
-    """A kustomize secretGenerator entry: this up's random token, from a 0600 file in the overlay folder."""
+def token_secret(spec) -> dict:
+    """A kustomize secretGenerator entry: this up's random token, from a 0600 file in the overlay folder (the
+    plan's file without content, made when written)."""
     from nodeweave.cluster import token
     from nodeweave.resolve import resolve
     from nodeweave.targets.kubernetes.common import labels
 
-    token.write_token(overlay / token.SECRET_KEY, token.new_token())
     return {"name": token.secret_name(spec.name), "files": [token.SECRET_KEY],
             "options": {"labels": labels(resolve(spec), "job-token")}}
 
@@ -92,7 +91,6 @@ class KubeCluster(Backend):
         self.namespace = options.namespace or spec.kubernetes.namespace
         self.remote = RemoteOptions(kube_context=options.kube_context)
         self.folder = options.overlay or "base"
-        self._scratch: Optional[Path] = None
         self.scaled_down = False
 
     def tool(self) -> str:
@@ -149,18 +147,19 @@ class KubeCluster(Backend):
                 f"{self.namespace} has 0 replicas, so no pod to {verb}; `{self.cli} scale "
                 f"statefulset/{self.spec.name} -n {self.namespace} --replicas {self.spec.containers}` brings them back")
 
-    def _render(self, mode: Optional[str], keep_claims: bool) -> Path:
-        """The spec's tree plus the nodeweave-up overlay, in a scratch folder; the overlay's path."""
+    def _tree(self, mode: Optional[str], keep_claims: bool) -> "tuple[Path, List[PlannedFile]]":
+        """The spec's tree plus the nodeweave-up overlay, as files to write under :meth:`tree_path` (a token
+        without content: made when written); the overlay's path. Nothing is written here."""
+        from nodeweave.cluster import token
+        from nodeweave.cluster.plan import PlannedFile
         from nodeweave.resolve import resolve
         from nodeweave.targets import kubernetes as manifests
         from nodeweave.targets.kubernetes.common import CONTAINER, workspace_claim
 
-        files = manifests.render_files(self.spec)
-        self._scratch = self.tree_path()
-        shutil.rmtree(self._scratch, ignore_errors=True)  # nodeweave's own folder: the last render of this job
-        for rel, text in files.items():
-            (self._scratch / rel).parent.mkdir(parents=True, exist_ok=True)
-            (self._scratch / rel).write_text(text, encoding="utf-8")
+        tree = self.tree_path()
+        shown = os.path.relpath(tree, self.spec_dir)
+        planned = [PlannedFile(f"{shown}/{rel}", "the spec's kustomize tree", text.encode("utf-8"))
+                   for rel, text in sorted(manifests.render_files(self.spec).items())]
         patches = []  # (target, strategic-merge patch): the target selects by kind and name, in any namespace
         if mode is not None:
             patches.append(({"kind": "StatefulSet", "name": self.spec.name},
@@ -172,22 +171,25 @@ class KubeCluster(Backend):
             patches.append(({"kind": "PersistentVolumeClaim", "name": claim},
                             {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": claim},
                              "$patch": "delete"}))
-        overlay = self._scratch / OVERLAY
-        overlay.mkdir(parents=True)
+        overlay = tree / OVERLAY
         kustomization = {"apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization",
                          "namespace": self.namespace, "resources": [self._resource(overlay)]}
         if mode is not None and "NODEWEAVE_JOB_TOKEN_FILE" not in self.spec.env:
-            kustomization["secretGenerator"] = [token_secret(self.spec, overlay)]
+            kustomization["secretGenerator"] = [token_secret(self.spec)]
             patches.append(({"kind": "StatefulSet", "name": self.spec.name}, token_patch(self.spec)))
+            planned.append(PlannedFile(f"{shown}/{OVERLAY}/{token.SECRET_KEY}", "a new random job token (0600), "
+                                       "the job token Secret's content", mode=0o600))
         pinned = self.pushed_digest()
         if pinned:
             kustomization["images"] = [pinned]
         kustomization["patches"] = [{"path": f"patch-{i}.yaml", "target": target}
                                     for i, (target, _) in enumerate(patches)]
         for i, (_, patch) in enumerate(patches):
-            (overlay / f"patch-{i}.yaml").write_text(yaml.safe_dump(patch, sort_keys=False), encoding="utf-8")
-        (overlay / "kustomization.yaml").write_text(yaml.safe_dump(kustomization, sort_keys=False), encoding="utf-8")
-        return overlay
+            planned.append(PlannedFile(f"{shown}/{OVERLAY}/patch-{i}.yaml", "the nodeweave-up overlay",
+                                       yaml.safe_dump(patch, sort_keys=False).encode("utf-8")))
+        planned.append(PlannedFile(f"{shown}/{OVERLAY}/kustomization.yaml", "the nodeweave-up overlay",
+                                   yaml.safe_dump(kustomization, sort_keys=False).encode("utf-8")))
+        return overlay, planned
 
     def pushed_digest(self) -> Optional[dict]:
         """kustomize's ``images`` entry naming the image by the digest ``image build --push`` recorded, or None.
@@ -218,23 +220,27 @@ class KubeCluster(Backend):
         """Where the applied tree is kept (to inspect, or to apply by hand): beside the spec, per job."""
         return self.spec_dir / KEPT_TREE / self.spec.name
 
-    def prepare_up(self, mode: str, dry_run: bool) -> List[str]:
-        self._overlay = self._render(mode, keep_claims=False)
-        return [f"rendered the kustomize tree of {self.spec_path.name} into {self._scratch} "
-                f"({self.folder}, namespace {self.namespace}, NODEWEAVE_MODE={mode})"]
+    def up_files(self, mode: str) -> List["PlannedFile"]:
+        """The tree ``apply -k`` reads, kept under ``.nodeweave/kube/<job>`` (files of an older render that
+        the new kustomizations do not name are never read)."""
+        self._overlay, planned = self._tree(mode, keep_claims=False)
+        return planned
 
     def up_steps(self, mode: str, image: Optional[str]) -> List[List[Step]]:
         if image:
             raise NodeweaveError("--image is for compose targets; on Kubernetes the image comes from the spec "
                                  "(image.registry, image.tag) or an overlay of your own", 2)
-        overlay = getattr(self, "_overlay", None) or self._render(mode, keep_claims=False)
+        overlay = getattr(self, "_overlay", None) or self._tree(mode, keep_claims=False)[0]
         # The last up's token Secret goes first: the pods roll onto this up's, whose name differs.
         return [[self.delete_tokens_step()],
                 [Step(f"apply the StatefulSet, Service, RBAC, claim and a new job token Secret ({self.folder}) "
                       f"to {self.namespace}", tuple(self.call("apply", "-k", str(overlay))), timeout=300)]]
 
+    def down_files(self) -> List["PlannedFile"]:
+        return getattr(self, "_down_files", [])
+
     def down_steps(self, delete_claims: bool) -> List[List[Step]]:
-        overlay = self._render(None, keep_claims=not delete_claims)
+        overlay, self._down_files = self._tree(None, keep_claims=not delete_claims)
         steps = [Step(f"delete what up applied{'' if delete_claims else ', keeping the workspace claim'}",
                       tuple(self.call("delete", "-k", str(overlay), "--ignore-not-found")), timeout=600),
                  self.delete_tokens_step()]
@@ -271,4 +277,4 @@ class KubeCluster(Backend):
         return f"{self.cli} namespace {self.namespace} (StatefulSet {self.spec.name}{dormant})"
 
     def close(self) -> None:
-        self._scratch = None  # the tree stays under .nodeweave/kube/<job>: what was (or would be) applied
+        pass  # the tree stays under .nodeweave/kube/<job>: what was applied
