@@ -222,8 +222,10 @@ def test_the_kube_dry_run_keeps_its_tree_under_dot_nodeweave_and_openshift_means
     tree = spec_path.parent / ".nodeweave" / "kube" / "seed"
     apply = [line for line in out.stdout.splitlines() if " apply " in line and not line.startswith("#")]
     assert apply == [f"oc apply -n ml -k {tree}/manifests/nodeweave-up"], out.stdout
-    assert (tree / "manifests/nodeweave-up/kustomization.yaml").is_file()  # there to inspect or apply by hand
-    assert (tree / "manifests/base/statefulset.yaml").is_file()
+    planned = [line for line in out.stdout.splitlines() if line.startswith("# would write .nodeweave/kube/seed/")]
+    assert any("manifests/nodeweave-up/kustomization.yaml" in line for line in planned), out.stdout
+    assert any("manifests/base/statefulset.yaml" in line and "sha256:" in line for line in planned), out.stdout
+    assert not tree.exists()  # a dry run writes nothing: the real up writes the tree it lists, kept to inspect
     again = nodeweave(spec_path, "down", "-t", "openshift", "--dry-run")
     assert again.returncode == 0 and "oc delete" in again.stdout and str(tree) in again.stdout, again.stdout
 
@@ -246,6 +248,10 @@ def test_up_applies_an_overlay_folder_of_the_users_own(spec_path):
     out = nodeweave(spec_path, "up", "-t", "kubernetes", "--overlay", "deploy/one-pod", "--hold", "--dry-run")
     assert out.returncode == 0, out.stderr
     overlay = folder / ".nodeweave/kube/seed/manifests/nodeweave-up"
+    assert not overlay.exists()  # the dry run writes nothing; the files it lists, written as the real up does:
+    from test_cluster_argv import backend, write_planned
+
+    write_planned(backend(spec_path, target="kubernetes", overlay="deploy/one-pod").up_files("hold"), spec_path)
     assert yaml.safe_load((overlay / "kustomization.yaml").read_text())["resources"] == ["../../../../../deploy/one-pod"]
     kubectl = sh.which("kubectl")
     if kubectl:  # kubectl's own kustomize builds the kept overlay over the team's folder

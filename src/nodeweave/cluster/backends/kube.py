@@ -116,12 +116,15 @@ class KubeCluster(Backend):
         return statefulset_replicas(self.spec.name, kind=self.cli, namespace=self.namespace, options=self.remote)
 
     def _up_replicas(self) -> int:
-        """The pods up waits for: the spec's count, or what an overlay of the team's own sets (its build, here)."""
+        """The pods up waits for: the spec's count, or what an overlay of the team's own sets (its own build,
+        here: the nodeweave-up overlay over it adds a namespace, a variable and the token, never replicas, and a
+        dry run has not written it)."""
         overlay = getattr(self, "_overlay", None)
         if self.folder in FOLDERS or overlay is None:
             return self.spec.containers  # the rendered replicas (with recovery: every slot and the spares)
         try:
-            out = subprocess.run([self.cli, "kustomize", str(overlay)], capture_output=True, text=True, timeout=120)
+            out = subprocess.run([self.cli, "kustomize", str(self.spec_dir / self.folder)], capture_output=True,
+                                 text=True, timeout=120)
             docs = list(yaml.safe_load_all(out.stdout)) if out.returncode == 0 else []
         except (OSError, subprocess.TimeoutExpired, yaml.YAMLError):
             docs = []
