@@ -156,14 +156,15 @@ class HubSide:
             self.log(f"check-in: waiting for {needed - 1} more node(s) on port {info['port']} "
                      f"(up to {info['deadline_s']}s)")
             deadline = self.checkin.started + info["deadline_s"]
-            refused = []
+            refused = False
 
-            def early():
-                refused.append(refused_early(hub, self.config.nodes, plan.launch.launcher, info["allow"]))
-                return refused[-1] or returned(hub)
+            def early():  # gather stops at the first True, so the last answer is the one that counts
+                nonlocal refused
+                refused = refused_early(hub, self.config.nodes, plan.launch.launcher, info["allow"])
+                return refused or returned(hub)
 
             hub.gather(needed, deadline, early=early)
-            if returned(hub) and not any(refused):  # node 0 came back to a running job: no node lost meanwhile
+            if returned(hub) and not refused:  # node 0 came back to a running job: no node lost meanwhile
                 hub.gather(needed, min(deadline, time.monotonic() + RETURN_SETTLE_S))  # will check in, so wait less
         else:
             expected = set(book["alive"]) - {0, book.get("last_culprit")}
