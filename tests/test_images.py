@@ -31,6 +31,7 @@ from nodeweave.errors import EXIT_USAGE, UsageError
 from nodeweave.targets.images import VARIANTS, get_variant, hadolint_config, render_files
 from nodeweave.targets.images.quoting import dockerfile_word
 from nodeweave.spec import load_spec, parse_spec
+from wheel_build import build_wheel
 
 GOLDEN = Path(__file__).parent / "golden" / "images"
 SPECS = GOLDEN / "specs"
@@ -447,13 +448,7 @@ def test_podman_reads_hostile_values_back_verbatim(tmp_path):
 def test_wheel_ships_every_file_the_renderer_reads(tmp_path):
     """A pip-installed nodeweave renders from the wheel: templates and lint config must be package data."""
     repo = Path(__file__).resolve().parents[1]
-    source = tmp_path / "source"  # a copy, as the image build has: setuptools writes build/ beside the sources
-    source.mkdir()
-    for name in ("pyproject.toml", "README.md"):
-        shutil.copy2(repo / name, source / name)
-    shutil.copytree(repo / "src", source / "src", ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
-    built = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
-                            "-w", str(tmp_path), str(source)], capture_output=True, text=True, timeout=300)
+    built = build_wheel(tmp_path)
     assert built.returncode == 0, built.stderr
     import zipfile
 

@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from wheel_build import build_wheel
 
 REPO = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.slow
@@ -21,8 +22,7 @@ pytestmark = pytest.mark.slow
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory):
     wheels, target = tmp_path_factory.mktemp("wheels"), tmp_path_factory.mktemp("site")
-    build = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w",
-                            str(wheels), str(REPO)], capture_output=True, text=True, timeout=300)
+    build = build_wheel(wheels)
     if build.returncode != 0:
         pytest.fail(f"the wheel did not build: {build.stderr[-800:]}")
     (wheel,) = wheels.glob("nodeweave-*.whl")

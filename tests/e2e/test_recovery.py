@@ -182,7 +182,10 @@ def test_an_elastic_job_that_loses_a_node_for_good_goes_on_with_fewer(engine, cp
     assert "RECOVERY-DONE gen=1 step=30 state=30" in node0, node0
     assert (book["generation"], book["members"], book["left_out"]) == (1, [0, 1], {"2": 1}), book
     assert book["why"]["2"].startswith("node 2: it was lost"), book
-    assert "check in again" not in node0, node0  # no wait at the end for the node removed
+    # No wait for the node removed (a node still alive may be slow to check in again on a loaded machine).
+    awaited = {int(n) for found in re.findall(r"waiting for node\(s\) ([\d, ]+) to check in again", node0)
+               for n in found.split(",")}
+    assert 2 not in awaited and "did not check in again" not in node0, node0
 
 
 def test_a_crashed_node_comes_back_sits_out_the_generation_then_takes_a_place_as_a_spare(engine, cpu_image,

@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 
 from e2e_harness import REPO
+from wheel_build import build_wheel
 
 pytestmark = [pytest.mark.engine, pytest.mark.slow]
 SECTION = "### Your own project"
@@ -66,9 +67,13 @@ def readme_script() -> str:
 
 
 def _wheel(source: Path, into: Path) -> Path:
-    """``pip wheel`` of ``source`` (setuptools from this venv: no network), as tests/test_packaging.py builds it."""
-    built = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w",
-                            str(into), str(source)], capture_output=True, text=True, timeout=600)
+    """``pip wheel`` of ``source`` (setuptools from this venv: no network); nodeweave's own from a private copy
+    of the checkout (tests/wheel_build.py: in-place builds of one checkout collide)."""
+    if source == REPO:
+        built = build_wheel(into, timeout=600)
+    else:
+        built = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation",
+                                "-w", str(into), str(source)], capture_output=True, text=True, timeout=600)
     assert built.returncode == 0, built.stderr[-3000:]
     name = source.name if source != REPO else "nodeweave"
     (wheel,) = into.glob(f"{name}-*.whl")
