@@ -216,6 +216,69 @@ def test_a_failing_node_stops_every_other_node_within_seconds():
         cluster.close()
 
 
+PEER_GONE = ("[rank2]: RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:537] Read error "
+             "[10.0.0.1]:25998: Connection reset by peer. This is typically caused by a remote worker hanging")
+
+
+def test_a_node_that_only_saw_its_peer_go_is_held_until_the_node_that_failed_first_reports():
+    """Under load the secondary failure can reach node 0 first: node 1 (its rank killed) is named, not node 2."""
+    cluster, hub_watch, links, launchers, logs = started_watches(3)
+    try:
+        assert links[2].finish(1, "torchrun exited 1", [PEER_GONE], peer_gone=PEER_GONE) is None
+        time.sleep(0.3)
+        assert not any(launchers[rank].stopped.is_set() for rank in (0, 1, 3)), "relayed before judging"
+        assert links[1].finish(1, "torchrun exited 1", ["exitcode  : -9 (pid: 12)  (SIGKILL)"]) is None
+        for rank in (0, 3):
+            assert launchers[rank].stopped.wait(5), logs
+        assert any("node 1 (trainer-1) failed: torchrun exited 1" in line for line in logs[3]), logs[3]
+        assert not any("node 2 (trainer-2) failed" in line for line in logs[3]), logs[3]
+        assert any("listening 2s for the node that failed first" in line for line in logs[0]), logs[0]
+        assert hub_watch.judged() == (1, "crash", None)
+        assert hub_watch.judged_report()["how"] == "torchrun exited 1" and "peer_gone" not in hub_watch.judged_report()
+    finally:
+        cluster.close()
+
+
+def test_a_failure_that_only_saw_a_peer_go_is_relayed_when_no_other_comes(monkeypatch):
+    monkeypatch.setattr(heartbeat, "JUDGE_S", 0.5)
+    cluster, hub_watch, links, launchers, logs = started_watches(2)
+    try:
+        held_at = time.monotonic()
+        assert links[2].finish(1, "torchrun exited 1", [PEER_GONE], peer_gone=PEER_GONE) is None
+        assert launchers[0].stopped.wait(5) and launchers[1].stopped.wait(5), logs
+        assert time.monotonic() - held_at >= 0.5
+        assert any("node 2 (trainer-2) failed" in line for line in logs[1]), logs[1]
+        assert hub_watch.judged() == (2, "crash", None)
+    finally:
+        cluster.close()
+
+
+def test_node_0s_own_secondary_failure_waits_for_the_node_that_failed_first():
+    cluster, hub_watch, links, launchers, logs = started_watches(2)
+    try:
+        later = threading.Timer(0.3, links[1].finish, args=(1, "torchrun exited 1", ["RuntimeError: CUDA error"]))
+        later.start()
+        started = time.monotonic()
+        assert hub_watch.finish(1, "torchrun exited 1", [PEER_GONE], peer_gone=PEER_GONE) == 5  # a peer failed
+        assert 0.25 < time.monotonic() - started < 2.0
+        assert hub_watch.judged() == (1, "crash", None)
+        assert any("node 1 (trainer-1) failed" in line for line in logs[2]), logs[2]
+    finally:
+        cluster.close()
+
+
+def test_a_lost_node_is_a_failure_of_its_own_and_ends_a_hold():
+    cluster, hub_watch, links, launchers, logs = started_watches(3)
+    try:
+        assert links[2].finish(1, "torchrun exited 1", [PEER_GONE], peer_gone=PEER_GONE) is None
+        links[1].stopping.set()
+        links[1].channel.sock.close()  # node 1's entrypoint was killed with its container
+        assert launchers[3].stopped.wait(1.9), logs  # before the hold's 2 s: a lost node needs no judging
+        assert hub_watch.judged() == (1, "lost", None)
+    finally:
+        cluster.close()
+
+
 def test_a_vanished_node_counts_as_failed():
     cluster, hub_watch, links, launchers, logs = started_watches(2)
     try:

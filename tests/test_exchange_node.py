@@ -89,8 +89,8 @@ class RecordingWatch:
             timer.daemon = True
             timer.start()
 
-    def finish(self, code, how, tail):
-        self.ended = (code, how, tail)
+    def finish(self, code, how, tail, peer_gone=None):
+        self.ended = (code, how, tail, peer_gone)
         return 5 if self.stop_after is not None else None
 
 
@@ -113,9 +113,18 @@ def test_the_launchers_output_passes_through_and_its_tail_is_reported():
     result = json.loads(out.stderr.split("RESULT ", 1)[1])
     assert out.stdout == "to-stdout\n" and out.stderr.startswith("to-stderr\n")
     assert result[0] == 3
-    code, how, tail = result[1]
+    code, how, tail, peer_gone = result[1]
     assert code == 3 and how == "sh exited 3"
-    assert sorted(tail) == ["to-stderr", "to-stdout"]
+    assert sorted(tail) == ["to-stderr", "to-stdout"] and peer_gone is None
+
+
+def test_a_launcher_whose_ranks_only_saw_a_peer_go_says_so_in_its_report():
+    """The report carries the peer-gone line found in the launcher's output (node 0 then judges, heartbeat.py)."""
+    out = _child("echo '[rank0]: RuntimeError: Read error [10.0.0.2]:4242: Connection reset by peer.' >&2; "
+                 "i=0; while [ $i -lt 300 ]; do echo step $i; i=$((i+1)); done; exit 1", None)
+    code, how, tail, peer_gone = json.loads(out.stderr.split("RESULT ", 1)[1])[1]
+    assert code == 1 and "Connection reset by peer" not in " ".join(tail)  # beyond the 20-line tail
+    assert peer_gone == "[rank0]: RuntimeError: Read error [10.0.0.2]:4242: Connection reset by peer."
 
 
 def test_the_watch_can_stop_the_launcher_and_choose_the_exit_code():

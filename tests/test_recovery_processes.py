@@ -41,6 +41,21 @@ def test_a_killed_rank_is_left_out_a_spare_takes_its_place_and_training_resumes(
     assert "recovery: the job finished after 1 recovery(ies)" in nodes[0].text()
 
 
+def test_the_node_whose_rank_died_is_left_out_though_node_0s_rank_failed_first_seeing_it_go(tmp_path):
+    """Node 1's torchrun looks at its ranks every 1.5 s (``--monitor-interval``), so node 0's rank, which only saw
+    the peer go ("Connection reset by peer"), fails first: node 0 must not blame itself."""
+    late = {1: {"NODEWEAVE_LAUNCHER_OPTIONS": "--monitor-interval 1.5"}}
+    nodes = start(tmp_path, RUN + ["--fault", "kill", "--fault-node", "1", "--fault-step", "12"], spares=1,
+                  per_node=late)
+    codes = finish(nodes)
+    assert codes == [0, 0, 0], texts(nodes)
+    record = book(tmp_path)
+    assert [(h["node"], h["cause"]) for h in record["history"]] == [(1, "crash")], record["history"]
+    assert record["members"] == [0, 2] and record["left_out"] == {"1": 1}
+    assert "this node's ranks failed after a peer went away" in nodes[0].text(), nodes[0].text()
+    assert done(nodes) == ["RECOVERY-DONE gen=1 step=30 state=30"]
+
+
 def test_without_a_spare_a_fixed_job_ends_on_every_node_naming_the_node_and_why(tmp_path):
     nodes = start(tmp_path, RUN + ["--fault", "exit", "--fault-node", "1", "--fault-step", "6"])
     codes = finish(nodes)

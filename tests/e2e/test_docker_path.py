@@ -241,3 +241,38 @@ def test_a_docker_push_records_the_digest_the_registry_serves(docker, docker_env
             assert digests == {tag: answer.headers["Docker-Content-Digest"]}, digests
     finally:
         _docker(docker, "image", "rm", tag, check=False)
+
+
+def test_node_0s_crashed_container_comes_back_through_dockers_restart_policy(docker, docker_env, docker_image,
+                                                                            tmp_path):
+    """Recovery's ``restart: on-failure`` under dockerd: node 0's PID 1 killed from the host, docker starts the
+    container again, node 0 takes the book the other node kept and training resumes from the newest checkpoint
+    (the podman twin: test_recovery.py)."""
+    if docker.compose_problem:
+        pytest.skip(docker.compose_problem)
+    from nodeweave.build import detect_engine
+    from test_recovery import RUN, SPEC as RECOVERY_SPEC, _crash, _inspect, _resumed
+
+    engine = detect_engine("docker")
+    spec_path = prepare_workdir(tmp_path, RECOVERY_SPEC.format(name="e2e-dkr0", args=f'{RUN}, "--fault-node", "none"',
+                                                               nodes="2", spares=0))
+    (tmp_path / "checkpoints").mkdir(mode=0o777)
+    (tmp_path / "checkpoints").chmod(0o777)  # the image's uid 1000 saves there
+    cluster = compose_cluster(engine, spec_path, IMAGE)
+    cluster.remove()
+    try:
+        cluster.up()
+        cluster.wait_log("e2e-dkr0-0", "RECOVERY-STEP gen=0 step=12", timeout=240)
+        _crash(engine, "e2e-dkr0-0")
+        codes = cluster.wait_exit(timeout=300)
+        logs = {name: cluster.logs(name) for name in cluster.names}
+        restarts = {name: _inspect(engine, name, "{{.RestartCount}}") for name in cluster.names}
+    finally:
+        cluster.remove()
+    assert codes == {"e2e-dkr0-0": 0, "e2e-dkr0-1": 0}, logs
+    assert restarts == {"e2e-dkr0-0": "1", "e2e-dkr0-1": "0"}, restarts  # docker restarted node 0 only
+    node0 = logs["e2e-dkr0-0"]
+    assert "recovery: node 0 came back; the other nodes ask for generation 1" in node0, node0
+    [(generation, path, step)] = _resumed(node0)
+    assert generation == 1 and step in (10, 15) and path == f"checkpoints/step-{step}.pt", node0
+    assert "RECOVERY-DONE gen=1 step=30 state=30" in node0, node0

@@ -7,7 +7,13 @@ its process group, SIGKILL after :data:`GRACE_S`) and exits :data:`EXIT_PEER_FAI
 its connection closes without a report, or is silent for :data:`LOST_S` — counts as failed too; node 0
 vanishing stops every other node. In an elastic job a node leaving is reported, nothing is stopped: torchrun's
 membership rules. A clean finish ends quietly: node 0 waits (up to :data:`LINGER_S`) for the others to finish,
-then says it is closing. Under recovery node 0 also keeps the culprit (``culprit``) for the next generation.
+then says it is closing. Under recovery node 0 also judges the culprit (:meth:`HubWatch.judged`) for the next
+generation.
+
+When one rank dies, its peers' ranks fail a moment later ("Connection reset by peer"), and under load their
+node's report can reach node 0 first. A report whose output shows only that (``running/symptoms.py``) is held
+for up to :data:`JUDGE_S` while node 0 listens for the node that failed of its own accord; the first such
+report is relayed and judged the culprit, and the held one only when none comes.
 
 Both sides run one daemon thread (``select`` with a short timeout); the main thread only waits for the launcher
 and calls :meth:`finish`. Node 0's thread serves every node from one selector (``switchboard.py``): a beat or an
@@ -30,6 +36,7 @@ BEAT = BEAT_LINE
 HUB_BEATS = 3    # node 0 beats to every node, so only HUB_BEATS times per LOST_S (each node hears three per window)
 BATCH_S = 0.1    # node 0 lets beats gather this long after a wake-up: tens of nodes per wake-up, not one
 SWEEP_S = 1.0    # how often node 0 looks for silent nodes
+JUDGE_S = 2.0    # a failure that shows only a peer gone waits this long for the node that failed first
 
 
 def describe(report):
@@ -147,12 +154,16 @@ class LinkWatch(LinkStall, Watch):
             return True
         return False
 
-    def finish(self, code, how, tail):
-        """This node's launcher ended: report it to node 0 (unless a peer's failure stopped it)."""
+    def finish(self, code, how, tail, peer_gone=None):
+        """This node's launcher ended: report it to node 0 (unless a peer's failure stopped it). ``peer_gone``:
+        the line showing its ranks failed only because a peer went away (``symptoms.secondary``)."""
         self.stopping.set()
         if self.failure is None and not self.closing:
+            report = {"t": "exit", "code": code, "how": how, "tail": tail[-TAIL_LINES:] if code else []}
+            if peer_gone:
+                report["peer_gone"] = peer_gone
             try:
-                self._send({"t": "exit", "code": code, "how": how, "tail": tail[-TAIL_LINES:] if code else []})
+                self._send(report)
             except ExchangeError:
                 pass
         self.close()
@@ -169,7 +180,9 @@ class HubWatch(HubStall, Watch):
         self.admit = admit           # elastic: judges a late node, returns its verdict; fixed: None
         self.own_done = threading.Event()
         self.label = f"node 0 ({hub.own_fp.get('hostname')})"
-        self.culprit = None          # recovery: (node rank or None, "crash" | "lost" | "stall", generation rank)
+        self.culprit = None          # a stall's or straggler's: (None, "stall" | "straggler", generation rank)
+        self.heard = []              # every member's failure: (when, node rank, cause, of its own accord, report)
+        self.held = None             # (until, label, report): a failure that shows only a peer gone, not relayed yet
 
     def _send(self, peer, message):
         """Queue ``message`` for ``peer`` (never waits on it); False when the node is gone or not reading."""
@@ -202,11 +215,20 @@ class HubWatch(HubStall, Watch):
                 elif peer.done is None:
                     self._read(peer)
             hub.expire()
+            if self.held is not None and self.clock() >= self.held[0]:
+                self._release()
             if self.clock() >= next_sweep:
                 next_sweep = self.clock() + SWEEP_S
                 self._sweep()
             if ready:
                 self.stopping.wait(BATCH_S)
+
+    def _listen(self):
+        """Node 0's own ranks failed after a peer went away: let the thread hear the node that failed first (it
+        relays that one), until the hold's end or JUDGE_S."""
+        until = self.held[0] if self.held is not None else self.clock() + JUDGE_S
+        while self.failure is None and self.thread is not None and self.thread.is_alive() and self.clock() < until:
+            self.stopping.wait(0.05)
 
     def _sweep(self):
         """Nodes silent for LOST_S count as gone."""
@@ -253,8 +275,7 @@ class HubWatch(HubStall, Watch):
             if message.get("t") == "exit":
                 peer.done = message
                 if message.get("code") != 0 and peer.role == "member":
-                    self._blame(peer, "crash")
-                    self._failed(_label(peer), message)  # the others first, then this node's goodbye
+                    self._heard(peer, "crash", message)  # the others first, then this node's goodbye
                 self.hub.board.finish(peer, 0.5)
                 return
 
@@ -264,12 +285,46 @@ class HubWatch(HubStall, Watch):
         peer.channel.close()
         if peer.role != "member":  # a spare or a left-out node: nothing to stop
             return self.log(f"{_label(peer)} ({peer.role}) is gone: {report.get('how')}")
-        self._blame(peer, "lost")
-        self._failed(_label(peer), report)
+        if self.failure is None:  # after a failure, closing is what the stopped nodes do: no evidence
+            self._heard(peer, "lost", report)
+        else:
+            self._failed(_label(peer), report)
 
-    def _blame(self, peer, cause):  # recovery's culprit: the first node that failed (its container's node rank)
-        if self.failure is None and self.culprit is None:
-            self.culprit = ((peer.fp or {}).get("rank"), cause, None)
+    def _heard(self, peer, cause, report):
+        """A member failed: kept as evidence; relayed at once when it failed of its own accord, held (up to
+        JUDGE_S) when its output shows only that a peer went away."""
+        own = not report.get("peer_gone")
+        self.heard.append((self.clock(), (peer.fp or {}).get("rank"), cause, own, report))
+        if self.failure is not None or self.elastic or own:
+            self.held = None
+            self._failed(_label(peer), report)
+        elif self.held is None:
+            self.held = (self.clock() + JUDGE_S, _label(peer), report)
+            self.log(f"{_label(peer)} failed after a peer went away ({report['peer_gone']}); listening "
+                     f"{JUDGE_S:g}s for the node that failed first")
+
+    def _release(self):
+        """The hold is over and no node failed of its own accord: relay the held failure."""
+        _, label, report = self.held
+        self.held = None
+        self._failed(label, report)
+
+    def judged(self):
+        """(node rank, cause, generation rank) of what ended the generation: the stall's or straggler's when one
+        did; else the first member that failed of its own accord; else the first that failed; None when none."""
+        if self.culprit is not None:
+            return self.culprit
+        first = self._first()
+        return (first[1], first[2], None) if first else None
+
+    def judged_report(self):
+        """The report of the member :meth:`judged` names (its own words, not those of a node that saw it go)."""
+        first = None if self.culprit is not None else self._first()
+        return first[4] if first else None
+
+    def _first(self):
+        heard = sorted(self.heard, key=lambda entry: entry[0])
+        return next((entry for entry in heard if entry[3]), heard[0] if heard else None)
 
     def _failed(self, label, report):
         news = {"node": label, "how": report.get("how"), "tail": (report.get("tail") or [])[-TAIL_LINES:]}
@@ -281,14 +336,22 @@ class HubWatch(HubStall, Watch):
             self._broadcast({"t": "abort", **news})
         self._stop_for(label, report)
 
-    def finish(self, code, how, tail):
-        """Node 0's launcher ended: relay a failure, or wait for the others to finish, then close."""
+    def finish(self, code, how, tail, peer_gone=None):
+        """Node 0's launcher ended: relay a failure, or wait for the others to finish, then close. A failure that
+        shows only a peer gone (``peer_gone``) first listens for the node that failed of its own accord."""
+        report = {"how": how, "tail": tail[-TAIL_LINES:]}
+        if self.failure is None and code != 0:
+            if peer_gone:
+                report["peer_gone"] = peer_gone
+            self.heard.append((self.clock(), self.hub.own_fp.get("rank", 0), "crash", not peer_gone, report))
+            if peer_gone:
+                self.log(f"this node's ranks failed after a peer went away ({peer_gone}); listening up to "
+                         f"{JUDGE_S:g}s for the node that failed first")
+                self._listen()
         self.own_done.set()
         if self.failure is None and code != 0:
-            report = {"how": how, "tail": tail[-TAIL_LINES:]}
             with self.lock:
                 self.failure, self.failed_at = (self.label, report), time.time()  # the first failure is this node's own
-            self.culprit = self.culprit or (self.hub.own_fp.get("rank", 0), "crash", None)
             news = {"node": self.label, "how": how, "tail": report["tail"]}
             self._broadcast({"t": "left" if self.elastic else "abort", **news})
         elif code == 0 and self.failure is None and self.thread is not None:

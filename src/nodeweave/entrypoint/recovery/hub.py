@@ -256,11 +256,12 @@ class HubSide:
 
     def _fault(self, watch, book):
         """What ended the generation: the culprit's identity (None when no one node is) and why, in words."""
-        culprit = watch.culprit or (None, "unknown", None)
+        culprit = watch.judged() or (None, "unknown", None)
         node, cause, gen_rank = culprit
         if node is None and gen_rank is not None and 0 <= gen_rank < len(book["members"]):
             node = book["members"][gen_rank]
         label, report = watch.failure or ("?", {"how": "the launchers ended without a report"})
+        report = watch.judged_report() or report  # the culprit's own words, not a node's that saw it go
         how = str(report.get("how") or "failed")
         what = {"crash": "its launcher failed", "lost": "it was lost", "stall": "the job stalled",
                 "straggler": "a lasting straggler"}.get(cause, cause)

@@ -94,11 +94,14 @@ class OutputTail:
 
     def lines(self, count=20, wait_s=2.0):
         """The last ``count`` non-empty lines, once the pipes ended (or ``wait_s`` passed)."""
+        return [line.rstrip() for line in self.text(wait_s).splitlines() if line.strip()][-count:]
+
+    def text(self, wait_s=2.0):
+        """The last :data:`KEEP_BYTES` of output, once the pipes ended (or ``wait_s`` passed)."""
         for thread in self.threads:
             thread.join(wait_s)
         with self.lock:
-            text = bytes(self.data[-self.keep:]).decode("utf-8", "replace")
-        return [line.rstrip() for line in text.splitlines() if line.strip()][-count:]
+            return bytes(self.data[-self.keep:]).decode("utf-8", "replace")
 
 
 def _write_all(fd, data):

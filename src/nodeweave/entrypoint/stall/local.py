@@ -48,7 +48,7 @@ class LocalWatch(FaultSeam):
                 self.log(f"warning: stall watch off: {err!r}")
                 return
 
-    def finish(self, code, how, tail):
+    def finish(self, code, how, tail, peer_gone=None):
         """The launcher ended: 7 when this watch stopped it, else None (its own status stands)."""
         self.stopping.set()
         if self.thread is not None:
