@@ -179,27 +179,34 @@ class Hub:
                 self.board.hold(peer)  # a judged node: what it sends waits for the heartbeat
         self.expire()
 
-    def gather(self, needed, deadline, early=None):
+    def gather(self, needed, deadline, early=None, wanted=None):
         """Wait until ``needed`` nodes (node 0 included) have checked in, or ``deadline``, or — as each
-        node arrives — ``early()`` says the job is refused already (another node count, a duplicate rank)."""
+        node arrives — ``early()`` says the job is refused already (another node count, a duplicate rank).
+        ``wanted``: a set of node ranks instead of a count (recovery's nodes checking in again); the ranks
+        still missing then (an empty set when all came)."""
         next_log = self.clock() + 10.0
-        self.board.prepare(needed, self.log)
+        self.board.prepare(needed if wanted is None else len(wanted) + 1, self.log)
         judged = 0
-        while len(self.peers) + 1 < needed:
+        while True:
+            arrived = {peer.fp.get("rank") for peer in self.peers}
+            missing = (wanted - arrived) if wanted is not None else None
             now = self.clock()
-            if now >= deadline:
+            if (not missing if wanted is not None else len(self.peers) + 1 >= needed) or now >= deadline:
                 break
             if early is not None and len(self.peers) + len(self.refusals) != judged:
                 judged = len(self.peers) + len(self.refusals)
                 if early():
                     break
             if now >= next_log:
-                self.log(f"check-in: {len(self.peers) + 1} of {needed} node(s) in; waiting up to "
+                self.log(f"check-in: waiting for node(s) {', '.join(map(str, sorted(missing)))} to check in "
+                         f"again ({int(deadline - now)}s more)" if wanted is not None else
+                         f"check-in: {len(self.peers) + 1} of {needed} node(s) in; waiting up to "
                          f"{int(deadline - now)}s more")
                 next_log = now + 10.0
             self.step(min(POLL_S, deadline - now))
         while self.board.probing():  # each connect-back ends by its own deadline
             self.step(POLL_S)
+        return None if wanted is None else wanted - {peer.fp.get("rank") for peer in self.peers}
 
     def decide(self, nnodes_min, nnodes_max, launcher, allow, missing=None):
         from .refusal import add_refusals

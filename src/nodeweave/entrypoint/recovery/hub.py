@@ -185,23 +185,7 @@ class HubSide:
         return verdict
 
     def _regather(self, hub, expected, deadline):
-        from ..checkin.exchange import POLL_S
-
-        hub.board.prepare(len(expected) + 1, self.log)
-        next_log = time.monotonic() + 10.0
-        while True:
-            arrived = {p.fp.get("rank") for p in hub.peers}
-            now = time.monotonic()
-            if expected <= arrived or now >= deadline:
-                break
-            if now >= next_log:
-                self.log(f"recovery: waiting for node(s) {', '.join(map(str, sorted(expected - arrived)))} to check "
-                         f"in again ({int(deadline - now)}s more)")
-                next_log = now + 10.0
-            hub.step(min(POLL_S, deadline - now))
-        while hub.board.probing():
-            hub.step(POLL_S)
-        missing = expected - {p.fp.get("rank") for p in hub.peers}
+        missing = hub.gather(len(expected) + 1, deadline, wanted=set(expected))
         if missing:
             self.log(f"recovery: node(s) {', '.join(map(str, sorted(missing)))} did not check in again: left out")
 
