@@ -194,20 +194,31 @@ def test_up_and_down_on_this_machine_write_the_files_their_dry_runs_plan(tmp_pat
 
 @pytest.mark.skipif(slurm_cluster.problem() is not None, reason=str(slurm_cluster.problem()))
 @pytest.mark.slow
-def test_run_stop_and_down_on_slurm_run_their_dry_runs_plan(slurm, tmp_path):
-    """The local Slurm (tests/slurm_cluster.py): a run is one srun step, and the step's argv is the dry run's
-    (``RUN_ID`` where the id goes); stop and scancel as planned. `up` takes its allocation while it plans (the
-    nodes are Slurm's to pick), so its dry run says "would take" where the real one says "took": not compared."""
+def test_up_run_stop_and_down_on_slurm_run_their_dry_runs_plan(slurm, tmp_path):
+    """The local Slurm (tests/slurm_cluster.py): `up`'s plan takes nothing while it is made; the allocation is its
+    `allocate` step (salloc), the later steps name the job and nodes JOBID, NODE0, NODE1 (the executor fills
+    them in); a run is one srun step, and the step's argv is the dry run's (``RUN_ID`` where the id goes);
+    stop and scancel as planned."""
     from test_slurm_target import _per_node_tmpdir
 
     (tmp_path / "nodeweave.yaml").write_text(SPEC.format(port=_port()).replace("nodes: 3", "nodes: 2")
+                                             .replace("planrec", "planrecslurm")
                                              + 'slurm: {runtime: host, partition: debug, time: "10:00", '
                                                'exclusive: false}\n')
     shutil.copy(HERE.parent / "examples" / "train.py", tmp_path / "train.py")
     env = {**slurm.env, "PATH": _per_node_tmpdir(tmp_path), "COLUMNS": "200"}
-    up = nodeweave(tmp_path, env, "up", "--target", "slurm", "--timeout", "120")
-    assert up.returncode == 0, up.stdout + up.stderr
+    jobs = ["squeue", "-h", "-n", "planrecslurm", "-o", "%i"]
+    dry = nodeweave(tmp_path, env, "up", "--target", "slurm", "--timeout", "120", "--dry-run", "-o", "json")
+    assert dry.returncode == 0, dry.stdout + dry.stderr
+    assert subprocess.run(jobs, capture_output=True, text=True, env=env).stdout.strip() == ""  # took nothing
     try:
+        up = assert_same(tmp_path, env, "up", "--target", "slurm", "--timeout", "120")
+        assert [p["kind"] for p in up["phases"]] == ["allocate", "commands", "wait"]
+        assert up["phases"][0]["steps"][0]["argv"][:2] == ["salloc", "--no-shell"]
+        tokens = [s["argv"] for s in up["phases"][1]["steps"]]
+        assert "--jobid=JOBID" in tokens[0] and "--nodelist=NODE1" in tokens[1]
+        (job,) = subprocess.run(jobs, capture_output=True, text=True, env=env).stdout.split()  # the step took it
+        assert json.loads((tmp_path / ".nodeweave" / "planrecslurm" / "cluster.json").read_text())["slurm_job"] == job
         run = assert_same(tmp_path, env, "run", "--", "train.py", "--steps", "2", "--expect-world", "2")
         (launch,) = run["phases"][0]["nodes"]
         assert launch["node"] == "every node at once" and launch["argv"][0] == "srun"
