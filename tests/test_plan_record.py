@@ -227,3 +227,23 @@ def test_up_run_stop_and_down_on_slurm_run_their_dry_runs_plan(slurm, tmp_path):
     finally:
         down = assert_same(tmp_path, env, "down")
     assert [s["argv"][0] for p in down["phases"] for s in p["steps"]][-1] == "scancel"
+
+
+def test_sync_to_bare_hosts_runs_its_dry_runs_plan(bare_hosts):
+    """sync's plan is one agent exec per target (``SYNC_AGENT`` where the agent's program goes), SRC, DEST and the
+    options as its request: the real sync records the very plan its dry run prints, and moves the files; --check
+    plans execs that write nothing (``dry``)."""
+    folder, env, _ = bare_hosts
+    src = folder / "ws"
+    src.mkdir()
+    (src / "train.py").write_text("print('hi')\n")
+    targets = [f"--node=ssh:{h}" for h in HOSTS[:2]]
+    sync = assert_same(folder, env, "sync", str(src), "~/ws", *targets)
+    (phase,) = sync["phases"]
+    assert phase["kind"] == "sync" and [n["node"] for n in phase["nodes"]] == ["ssh:127.0.0.1", "ssh:127.0.0.2"]
+    assert all("SYNC_AGENT" in " ".join(n["argv"]) and n["argv"][-1].endswith(" make") for n in phase["nodes"])
+    assert phase["request"]["files"] == 1 and phase["request"]["options"]["dry_run"] is False
+    for host in HOSTS[:2]:
+        assert (folder / "hosts" / host / "ws" / "train.py").read_text() == "print('hi')\n"
+    check = assert_same(folder, env, "sync", str(src), "~/ws", *targets, "--check")
+    assert all(n["argv"][-1].endswith(" dry") for n in check["phases"][0]["nodes"])
