@@ -247,3 +247,41 @@ def test_sync_to_bare_hosts_runs_its_dry_runs_plan(bare_hosts):
         assert (folder / "hosts" / host / "ws" / "train.py").read_text() == "print('hi')\n"
     check = assert_same(folder, env, "sync", str(src), "~/ws", *targets, "--check")
     assert all(n["argv"][-1].endswith(" dry") for n in check["phases"][0]["nodes"])
+
+
+IMAGE_SPEC = """name: nwplanrec-image
+image: {variant: cpu, registry: localhost/nwplanrec}
+nodes: 2
+gpus_per_node: 2
+launcher: {script: allreduce.py}
+"""
+
+
+@pytest.mark.engine
+@pytest.mark.slow
+def test_image_build_runs_the_steps_its_dry_run_prints(tmp_path):
+    """podman: the dry run's build argv is the one the real build runs (before, the real build went through
+    python-on-whales with its own arguments), after the Dockerfile rendered for the spec, written by the plan."""
+    if shutil.which("podman") is None or subprocess.run(["podman", "image", "exists", "localhost/nodeweave-base:bookworm"]
+                                                        ).returncode != 0:
+        pytest.skip("podman and localhost/nodeweave-base:bookworm are needed (.ci/make-base-image.sh)")
+    (tmp_path / "nodeweave.yaml").write_text(IMAGE_SPEC)
+    env = {**os.environ, "COLUMNS": "200"}
+    env.pop("NODEWEAVE_PLAN_RECORD", None)
+    args = ("image", "build", "cpu", "--context", str(HERE.parent), "--base", "localhost/nodeweave-base:bookworm",
+            "--offline", "--network", "host", "--quiet", "--engine", "podman", "--tag", "planrec")
+    try:
+        built = assert_same(tmp_path, env, *args)
+        (build,) = [p for p in built["phases"] if p["kind"] == "build"]
+        (step,) = build["steps"]
+        assert step["argv"][:3] == ["podman", "buildx", "build"] and step["argv"][-1] == str(HERE.parent)
+        file_at = step["argv"][step["argv"].index("--file") + 1]
+        planned = [f for p in built["phases"] for f in p.get("files", [])]
+        if planned:  # the context's Dockerfile is not this spec's rendering: the plan wrote it, as it says
+            assert file_at == str(tmp_path / planned[0]["path"]) and Path(file_at).stat().st_size == planned[0]["size"]
+        labels = subprocess.run(["podman", "image", "inspect", "--format", "{{json .Labels}}",
+                                 "localhost/nwplanrec/nwplanrec-image:planrec"], capture_output=True, text=True)
+        assert json.loads(labels.stdout)["io.nodeweave.job"] == "nwplanrec-image"
+    finally:
+        subprocess.run(["podman", "rmi", "-f", "localhost/nwplanrec/nwplanrec-image:planrec",
+                        "localhost/nwplanrec/nwplanrec-image:cpu"], capture_output=True)

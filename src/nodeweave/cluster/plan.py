@@ -18,7 +18,8 @@ A plan is an ordered tuple of :class:`Phase`\\ s, each of one kind:
 - ``allocate``: the step that takes a Slurm allocation; its job id and nodes are Slurm's to pick, so the
   later phases say ``JOBID`` and ``NODE0``, ``NODE1``, ... where they go, and the executor fills them in
   (:meth:`Phase.bound`) once the allocation is taken;
-- ``sync``: one agent exec per target (``nodeweave.sync.syncplan``), what each moves decided by its answer.
+- ``sync``: one agent exec per target (``nodeweave.sync.syncplan``), what each moves decided by its answer;
+- ``build``: ``image build``'s steps, one after another, the build's log streamed (``BuildPlan.steps``).
 
 Nothing here touches a node or a file.
 """
@@ -35,7 +36,7 @@ from nodeweave.steps import Step
 RUN_ID = "RUN_ID"  # what a run's argv carries in a plan: the run id is the folder's, made when the run starts
 JOB_ID = "JOBID"  # a Slurm allocation's job id, in the phases after the one that takes it
 NODE = "NODE"  # NODE0, NODE1, ...: the allocation's nodes, in the same phases
-KINDS = ("files", "commands", "wait", "sweep", "run", "check", "stop", "exec", "shell", "allocate", "sync")
+KINDS = ("files", "commands", "wait", "sweep", "run", "check", "stop", "exec", "shell", "allocate", "sync", "build")
 
 
 @dataclass(frozen=True)
@@ -153,7 +154,7 @@ def plan_lines(plan: Plan) -> List[str]:
         if phase.kind == "files":
             lines += [f"# would write {f.path} ({f.what}" + (f", {f.size} bytes, {f.digest}" if f.size is not None
                                                               else "") + ")" for f in phase.files]
-        elif phase.kind in ("commands", "allocate"):
+        elif phase.kind in ("commands", "allocate", "build"):
             for step in phase.steps:
                 lines += [f"# {step.what}", step.text()]
             if phase.kind == "allocate":
