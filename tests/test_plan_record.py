@@ -285,3 +285,23 @@ def test_image_build_runs_the_steps_its_dry_run_prints(tmp_path):
     finally:
         subprocess.run(["podman", "rmi", "-f", "localhost/nwplanrec/nwplanrec-image:planrec",
                         "localhost/nwplanrec/nwplanrec-image:cpu"], capture_output=True)
+
+
+def test_render_prune_records_the_file_plan_its_dry_run_prints(tmp_path):
+    """render's plan is its file plan (path, bytes, status, sha256; ``prune`` in it): the real `render --prune`
+    records the document its `--dry-run -o json` prints (but for ``dry_run``) and removes what it says."""
+    env = {**os.environ, "COLUMNS": "200"}
+    env.pop("NODEWEAVE_PLAN_RECORD", None)
+    spec = tmp_path / "nodeweave.yaml"
+    spec.write_text(SPEC.format(port=_port()).replace("nodes: 3", "nodes: 2\nhosts: [gpu01, gpu02]"))
+    assert nodeweave(tmp_path, env, "render", "compose").returncode == 0
+    spec.write_text(SPEC.format(port=_port()).replace("nodes: 3", "nodes: 2"))  # compose/hosts: no longer made
+    kept = nodeweave(tmp_path, env, "render", "compose", "--dry-run").stdout.splitlines()
+    gone = nodeweave(tmp_path, env, "render", "compose", "--dry-run", "--prune").stdout.splitlines()
+    assert [line.split()[0] for line in kept if line.endswith(" compose/hosts")] == ["obsolete"]  # left as it is
+    assert [line.split()[0] for line in gone if line.endswith(" compose/hosts")] == ["remove"]
+    dry, done = dry_and_real(tmp_path, env, "render", "compose", "--prune")
+    assert dry.pop("dry_run") is True and done.pop("dry_run") is False
+    assert dry == done and done["prune"] is True
+    assert {f["path"]: f["status"] for f in done["files"]}["compose/hosts"] == "obsolete"
+    assert not (tmp_path / "compose" / "hosts").exists()

@@ -44,11 +44,16 @@ def execute(plan: Plan, spec_dir: Path, say: Callable[[str], None],
 
 def record(plan: Plan) -> None:
     """``$NODEWEAVE_PLAN_RECORD``: the plan about to run, as JSON (what a dry run's ``-o json`` prints)."""
+    record_document(plan.to_dict())
+
+
+def record_document(document: dict) -> None:
+    """``$NODEWEAVE_PLAN_RECORD``: a verb's plan document about to be carried out (``render``'s: its file plan)."""
     target = os.environ.get(RECORD_ENV)
     if not target:
         return
     try:
-        Path(target).write_text(json.dumps(plan.to_dict(), indent=2, default=str) + "\n", encoding="utf-8")
+        Path(target).write_text(json.dumps(document, indent=2, default=str) + "\n", encoding="utf-8")
     except OSError as err:
         raise UsageError(f"{RECORD_ENV}={target}: cannot write the plan there ({err.strerror or err})") from None
 
