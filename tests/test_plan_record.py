@@ -262,8 +262,9 @@ launcher: {script: allreduce.py}
 def test_image_build_runs_the_steps_its_dry_run_prints(tmp_path):
     """podman: the dry run's build argv is the one the real build runs (before, the real build went through
     python-on-whales with its own arguments), after the Dockerfile rendered for the spec, written by the plan."""
-    if shutil.which("podman") is None or subprocess.run(["podman", "image", "exists", "localhost/nodeweave-base:bookworm"]
-                                                        ).returncode != 0:
+    base = subprocess.run(["podman", "image", "exists", "localhost/nodeweave-base:bookworm"]) if shutil.which(
+        "podman") else None
+    if base is None or base.returncode != 0:
         pytest.skip("podman and localhost/nodeweave-base:bookworm are needed (.ci/make-base-image.sh)")
     (tmp_path / "nodeweave.yaml").write_text(IMAGE_SPEC)
     env = {**os.environ, "COLUMNS": "200"}

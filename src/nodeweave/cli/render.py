@@ -112,8 +112,8 @@ def render(
     targets = wanted_targets(spec) if target == "all" else [target]
     files, owners, targets = _render(spec, spec_path, targets, everything=target == "all")
     plan = plan_render(files, out_dir, force, owners=owners, job=spec.name)
-    header = {"spec": str(spec_path), "out": str(out_dir), "targets": targets, "dry_run": dry_run or check, "check": check,
-              "prune": prune}
+    header = {"spec": str(spec_path), "out": str(out_dir), "targets": targets, "dry_run": dry_run or check,
+              "check": check, "prune": prune}
     _report(plan, data_format(as_json, output), header)
     if check:
         if plan.stale:

@@ -48,7 +48,8 @@ def sync_command(
     ssh_option: List[str] = typer.Option([], "--ssh-option", help="Extra ssh -o KEY=VALUE (repeat)"),
     spec_path: Optional[Path] = spec_option("Cluster spec for defaults"),
     delete: bool = typer.Option(False, "--delete", help="Delete files on the targets that SRC lacks (excluded files are kept)"),
-    dry_run: bool = typer.Option(False, "--dry-run", help="Print the plan (-o json: as JSON), then what would move where; change nothing"),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Print the plan (-o json: as JSON), then what would move "
+                                 "where; change nothing"),
     check: bool = typer.Option(False, "--check", help="Move nothing: compare every target's digest and stamp with SRC"),
     verify: bool = typer.Option(True, "--verify/--no-verify", help="Compare content digests (else size and mtime, as rsync's quick check) and stamp"),
     exclude: List[str] = typer.Option([], "--exclude", "-x", help="gitignore pattern to leave out (repeat); '!pat' re-includes"),

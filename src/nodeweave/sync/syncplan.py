@@ -1,4 +1,4 @@
-"""``nodeweave sync``'s plan: one ``sync`` phase, every target's agent exec, that ``--dry-run`` prints and the run executes.
+"""``nodeweave sync``'s plan: one ``sync`` phase of every target's agent exec; ``--dry-run`` prints it, a sync runs it.
 
 Why a plan here too (issue 34): the dry run and the real run were assembled apart, so nothing said the
 command a dry run showed was the one a sync would start. The plan holds, per target in order, the exec

@@ -141,8 +141,8 @@ class SlurmCluster(Backend):
         """The new allocation's nodes, once Slurm has started it (salloc returns when it is granted)."""
         hosts = self.hosts()
         if len(hosts) != self.allocated_count():
-            raise NodeweaveError(f"allocation {self.job} holds {len(hosts)} node(s), the plan {self.allocated_count()}: "
-                                 f"`scancel {self.job}`, then `nodeweave up` again")
+            raise NodeweaveError(f"allocation {self.job} holds {len(hosts)} node(s), the plan "
+                                 f"{self.allocated_count()}: `scancel {self.job}`, then `nodeweave up` again")
         return hosts
 
     def allocated_count(self) -> int:
