@@ -185,25 +185,38 @@ def _report(result, variant: str, plan, spec_path: Path) -> None:
 
 def _build_on_openshift(spec, spec_path: Path, context_dir: Path, variant: str, target: str, dry_run: bool,
                         console, fmt: str) -> None:
-    from nodeweave.build.openshift import build_steps, run_build_steps
+    from dataclasses import replace
+
+    from nodeweave.build.openshift import build_steps, run_build_steps, stage_upload
     from nodeweave.cluster.execute import execute
-    from nodeweave.cluster.plan import Phase, Plan
+    from nodeweave.cluster.plan import Phase, Plan, PlannedFile
 
     if target != "openshift":
         raise UsageError(f"--target {target!r} is not accepted: local or openshift")
-    steps = build_steps(spec, spec_path, context_dir, variant)
-    plan = Plan("image build", "openshift (the spec's BuildConfig)",
-                (Phase("build", f"build {variant} on the cluster", steps=tuple(steps)),))
+    cluster = build_steps(spec, spec_path, context_dir, variant)
+    kept = tuple(PlannedFile(path, "the ImageStream and BuildConfig (kept: apply -k reads them)", text.encode())
+                 for path, text in cluster.tree.items())
+    phases = [Phase("files", "the build objects", files=kept)]
+    if cluster.upload is not None:
+        phases.append(Phase("stage", "the upload: what the build reads", folder=str(cluster.upload.folder),
+                            request=cluster.upload.to_dict()))
+    phases.append(Phase("build", f"build {variant} on the cluster", steps=cluster.steps))
+    plan = Plan("image build", "openshift (the spec's BuildConfig)", tuple(phases))
     if dry_run:
         show_plan(plan, fmt)
         return
+
+    def stage_phase(phase) -> None:
+        staged = stage_upload(context_dir, replace(cluster.upload, sources=tuple(phase.request["files"])))
+        console.print(f"staged {staged} file(s) in {phase.folder}", highlight=False, markup=False)
 
     def build_phase(phase) -> None:
         for step in phase.steps:
             console.print(f"{step.what}: {step.text()}", highlight=False, markup=False)
         run_build_steps(phase.steps, lambda line: console.print(line, markup=False, highlight=False))
 
-    execute(plan, spec_path.resolve().parent, lambda line: console.print(line, markup=False), {"build": build_phase})
+    execute(plan, spec_path.resolve().parent, lambda line: console.print(line, markup=False),
+            {"stage": stage_phase, "build": build_phase})
 
 
 def _summary(variant: str, plan, result) -> Table:

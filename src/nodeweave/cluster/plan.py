@@ -19,7 +19,8 @@ A plan is an ordered tuple of :class:`Phase`\\ s, each of one kind:
   later phases say ``JOBID`` and ``NODE0``, ``NODE1``, ... where they go, and the executor fills them in
   (:meth:`Phase.bound`) once the allocation is taken;
 - ``sync``: one agent exec per target (``nodeweave.sync.syncplan``), what each moves decided by its answer;
-- ``build``: ``image build``'s steps, one after another, the build's log streamed (``BuildPlan.steps``).
+- ``build``: ``image build``'s steps, one after another, the build's log streamed (``BuildPlan.steps``);
+- ``stage``: a folder filled with files of the context (``image build -t openshift``'s upload; the list).
 
 Nothing here touches a node or a file.
 """
@@ -36,7 +37,8 @@ from nodeweave.steps import Step
 RUN_ID = "RUN_ID"  # what a run's argv carries in a plan: the run id is the folder's, made when the run starts
 JOB_ID = "JOBID"  # a Slurm allocation's job id, in the phases after the one that takes it
 NODE = "NODE"  # NODE0, NODE1, ...: the allocation's nodes, in the same phases
-KINDS = ("files", "commands", "wait", "sweep", "run", "check", "stop", "exec", "shell", "allocate", "sync", "build")
+KINDS = ("files", "commands", "wait", "sweep", "run", "check", "stop", "exec", "shell", "allocate", "sync", "build",
+         "stage")
 
 
 @dataclass(frozen=True)
@@ -159,6 +161,8 @@ def plan_lines(plan: Plan) -> List[str]:
                 lines += [f"# {step.what}", step.text()]
             if phase.kind == "allocate":
                 lines.append(f"# the job id and nodes it is granted replace {JOB_ID} and {NODE}0, {NODE}1, ... below")
+        elif phase.kind == "stage":
+            lines.append(f"# {phase.what}: {len(phase.request['files']) + 1} file(s) into {phase.folder}")
         elif phase.kind == "sync":
             lines.append(f"# {phase.what}")
             lines += _node_lines(phase.nodes, shlex)
