@@ -130,7 +130,31 @@ def test_the_dry_run_prints_both_commands_and_runs_neither(project):
     assert f"oc apply -n nccl-test -k {tree}" in out.stdout
     upload = folder / ".nodeweave" / "openshift-upload" / "osb"
     assert f"oc start-build osb -n nccl-test --from-dir={upload} --follow --wait" in out.stdout
-    assert not log.exists() and (tree / "buildconfig.yaml").is_file()
+    assert "would write .nodeweave/openshift-build/osb/buildconfig.yaml" in out.stdout
+    assert not log.exists() and not tree.exists() and not upload.exists()  # planned, not written
+
+
+def test_the_real_build_runs_the_plan_its_dry_run_prints(project):
+    """`--dry-run -o json` is the plan NODEWEAVE_PLAN_RECORD records of the real build: the kept tree (sizes,
+    digests), the upload's file list, the two oc steps; the real build wrote and uploaded what it listed."""
+    import json
+
+    folder, log, path = project
+    record = folder / "plan.json"
+    dry = run(project, "--dry-run", "-o", "json")
+    assert dry.returncode == 0, dry.stderr
+    env = {**_env(path), "NODEWEAVE_PLAN_RECORD": str(record)}
+    real = subprocess.run([*NODEWEAVE, "image", "build", "cuda12", "--target", "openshift", "--spec",
+                           str(folder / "nodeweave.yaml")], capture_output=True, text=True, cwd=folder, env=env)
+    assert real.returncode == 0, real.stderr
+    planned = json.loads(dry.stdout)
+    assert planned == json.loads(record.read_text())
+    assert [p["kind"] for p in planned["phases"]] == ["files", "stage", "build"]
+    for entry in planned["phases"][0]["files"]:
+        assert (folder / entry["path"]).stat().st_size == entry["size"]
+    stage = planned["phases"][1]["request"]
+    uploaded = (folder / "uploaded").read_text().split()
+    assert sorted(uploaded) == sorted(f"./{p}" for p in [*stage["files"], stage["dockerfile"]])
 
 
 def test_the_build_starts_on_the_cluster_and_its_log_is_followed(project):

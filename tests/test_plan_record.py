@@ -194,20 +194,31 @@ def test_up_and_down_on_this_machine_write_the_files_their_dry_runs_plan(tmp_pat
 
 @pytest.mark.skipif(slurm_cluster.problem() is not None, reason=str(slurm_cluster.problem()))
 @pytest.mark.slow
-def test_run_stop_and_down_on_slurm_run_their_dry_runs_plan(slurm, tmp_path):
-    """The local Slurm (tests/slurm_cluster.py): a run is one srun step, and the step's argv is the dry run's
-    (``RUN_ID`` where the id goes); stop and scancel as planned. `up` takes its allocation while it plans (the
-    nodes are Slurm's to pick), so its dry run says "would take" where the real one says "took": not compared."""
+def test_up_run_stop_and_down_on_slurm_run_their_dry_runs_plan(slurm, tmp_path):
+    """The local Slurm (tests/slurm_cluster.py): `up`'s plan takes nothing while it is made; the allocation is its
+    `allocate` step (salloc), the later steps name the job and nodes JOBID, NODE0, NODE1 (the executor fills
+    them in); a run is one srun step, and the step's argv is the dry run's (``RUN_ID`` where the id goes);
+    stop and scancel as planned."""
     from test_slurm_target import _per_node_tmpdir
 
     (tmp_path / "nodeweave.yaml").write_text(SPEC.format(port=_port()).replace("nodes: 3", "nodes: 2")
+                                             .replace("planrec", "planrecslurm")
                                              + 'slurm: {runtime: host, partition: debug, time: "10:00", '
                                                'exclusive: false}\n')
     shutil.copy(HERE.parent / "examples" / "train.py", tmp_path / "train.py")
     env = {**slurm.env, "PATH": _per_node_tmpdir(tmp_path), "COLUMNS": "200"}
-    up = nodeweave(tmp_path, env, "up", "--target", "slurm", "--timeout", "120")
-    assert up.returncode == 0, up.stdout + up.stderr
+    jobs = ["squeue", "-h", "-n", "planrecslurm", "-o", "%i"]
+    dry = nodeweave(tmp_path, env, "up", "--target", "slurm", "--timeout", "120", "--dry-run", "-o", "json")
+    assert dry.returncode == 0, dry.stdout + dry.stderr
+    assert subprocess.run(jobs, capture_output=True, text=True, env=env).stdout.strip() == ""  # took nothing
     try:
+        up = assert_same(tmp_path, env, "up", "--target", "slurm", "--timeout", "120")
+        assert [p["kind"] for p in up["phases"]] == ["allocate", "commands", "wait"]
+        assert up["phases"][0]["steps"][0]["argv"][:2] == ["salloc", "--no-shell"]
+        tokens = [s["argv"] for s in up["phases"][1]["steps"]]
+        assert "--jobid=JOBID" in tokens[0] and "--nodelist=NODE1" in tokens[1]
+        (job,) = subprocess.run(jobs, capture_output=True, text=True, env=env).stdout.split()  # the step took it
+        assert json.loads((tmp_path / ".nodeweave" / "planrecslurm" / "cluster.json").read_text())["slurm_job"] == job
         run = assert_same(tmp_path, env, "run", "--", "train.py", "--steps", "2", "--expect-world", "2")
         (launch,) = run["phases"][0]["nodes"]
         assert launch["node"] == "every node at once" and launch["argv"][0] == "srun"
@@ -216,3 +227,82 @@ def test_run_stop_and_down_on_slurm_run_their_dry_runs_plan(slurm, tmp_path):
     finally:
         down = assert_same(tmp_path, env, "down")
     assert [s["argv"][0] for p in down["phases"] for s in p["steps"]][-1] == "scancel"
+
+
+def test_sync_to_bare_hosts_runs_its_dry_runs_plan(bare_hosts):
+    """sync's plan is one agent exec per target (``SYNC_AGENT`` where the agent's program goes), SRC, DEST and the
+    options as its request: the real sync records the very plan its dry run prints, and moves the files; --check
+    plans execs that write nothing (``dry``)."""
+    folder, env, _ = bare_hosts
+    src = folder / "ws"
+    src.mkdir()
+    (src / "train.py").write_text("print('hi')\n")
+    targets = [f"--node=ssh:{h}" for h in HOSTS[:2]]
+    sync = assert_same(folder, env, "sync", str(src), "~/ws", *targets)
+    (phase,) = sync["phases"]
+    assert phase["kind"] == "sync" and [n["node"] for n in phase["nodes"]] == ["ssh:127.0.0.1", "ssh:127.0.0.2"]
+    assert all("SYNC_AGENT" in " ".join(n["argv"]) and n["argv"][-1].endswith(" make") for n in phase["nodes"])
+    assert phase["request"]["files"] == 1 and phase["request"]["options"]["dry_run"] is False
+    for host in HOSTS[:2]:
+        assert (folder / "hosts" / host / "ws" / "train.py").read_text() == "print('hi')\n"
+    check = assert_same(folder, env, "sync", str(src), "~/ws", *targets, "--check")
+    assert all(n["argv"][-1].endswith(" dry") for n in check["phases"][0]["nodes"])
+
+
+IMAGE_SPEC = """name: nwplanrec-image
+image: {variant: cpu, registry: localhost/nwplanrec}
+nodes: 2
+gpus_per_node: 2
+launcher: {script: allreduce.py}
+"""
+
+
+@pytest.mark.engine
+@pytest.mark.slow
+def test_image_build_runs_the_steps_its_dry_run_prints(tmp_path):
+    """podman: the dry run's build argv is the one the real build runs (before, the real build went through
+    python-on-whales with its own arguments), after the Dockerfile rendered for the spec, written by the plan."""
+    base = subprocess.run(["podman", "image", "exists", "localhost/nodeweave-base:bookworm"]) if shutil.which(
+        "podman") else None
+    if base is None or base.returncode != 0:
+        pytest.skip("podman and localhost/nodeweave-base:bookworm are needed (.ci/make-base-image.sh)")
+    (tmp_path / "nodeweave.yaml").write_text(IMAGE_SPEC)
+    env = {**os.environ, "COLUMNS": "200"}
+    env.pop("NODEWEAVE_PLAN_RECORD", None)
+    args = ("image", "build", "cpu", "--context", str(HERE.parent), "--base", "localhost/nodeweave-base:bookworm",
+            "--offline", "--network", "host", "--quiet", "--engine", "podman", "--tag", "planrec")
+    try:
+        built = assert_same(tmp_path, env, *args)
+        (build,) = [p for p in built["phases"] if p["kind"] == "build"]
+        (step,) = build["steps"]
+        assert step["argv"][:3] == ["podman", "buildx", "build"] and step["argv"][-1] == str(HERE.parent)
+        file_at = step["argv"][step["argv"].index("--file") + 1]
+        planned = [f for p in built["phases"] for f in p.get("files", [])]
+        if planned:  # the context's Dockerfile is not this spec's rendering: the plan wrote it, as it says
+            assert file_at == str(tmp_path / planned[0]["path"]) and Path(file_at).stat().st_size == planned[0]["size"]
+        labels = subprocess.run(["podman", "image", "inspect", "--format", "{{json .Labels}}",
+                                 "localhost/nwplanrec/nwplanrec-image:planrec"], capture_output=True, text=True)
+        assert json.loads(labels.stdout)["io.nodeweave.job"] == "nwplanrec-image"
+    finally:
+        subprocess.run(["podman", "rmi", "-f", "localhost/nwplanrec/nwplanrec-image:planrec",
+                        "localhost/nwplanrec/nwplanrec-image:cpu"], capture_output=True)
+
+
+def test_render_prune_records_the_file_plan_its_dry_run_prints(tmp_path):
+    """render's plan is its file plan (path, bytes, status, sha256; ``prune`` in it): the real `render --prune`
+    records the document its `--dry-run -o json` prints (but for ``dry_run``) and removes what it says."""
+    env = {**os.environ, "COLUMNS": "200"}
+    env.pop("NODEWEAVE_PLAN_RECORD", None)
+    spec = tmp_path / "nodeweave.yaml"
+    spec.write_text(SPEC.format(port=_port()).replace("nodes: 3", "nodes: 2\nhosts: [gpu01, gpu02]"))
+    assert nodeweave(tmp_path, env, "render", "compose").returncode == 0
+    spec.write_text(SPEC.format(port=_port()).replace("nodes: 3", "nodes: 2"))  # compose/hosts: no longer made
+    kept = nodeweave(tmp_path, env, "render", "compose", "--dry-run").stdout.splitlines()
+    gone = nodeweave(tmp_path, env, "render", "compose", "--dry-run", "--prune").stdout.splitlines()
+    assert [line.split()[0] for line in kept if line.endswith(" compose/hosts")] == ["obsolete"]  # left as it is
+    assert [line.split()[0] for line in gone if line.endswith(" compose/hosts")] == ["remove"]
+    dry, done = dry_and_real(tmp_path, env, "render", "compose", "--prune")
+    assert dry.pop("dry_run") is True and done.pop("dry_run") is False
+    assert dry == done and done["prune"] is True
+    assert {f["path"]: f["status"] for f in done["files"]}["compose/hosts"] == "obsolete"
+    assert not (tmp_path / "compose" / "hosts").exists()

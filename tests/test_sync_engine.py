@@ -258,7 +258,8 @@ def test_delete_is_opt_in_and_spares_excluded_files(fleet, workspace):
 
     rc, data, err = nodeweave(str(workspace), dest, target, "--delete", "--dry-run")
     assert rc == 0, err
-    assert any("deleting" in c and "extra.txt" in c for c in data["targets"][0]["changes"])
+    assert data["phases"][0]["request"]["options"]["delete"] is True  # the plan on stdout, what would move on stderr
+    assert "*deleting   extra.txt" in err
     assert podman("exec", container, "test", "-f", f"{dest}/extra.txt", check=False).returncode == 0
 
     rc, data, err = nodeweave(str(workspace), dest, target, "--delete")
@@ -283,10 +284,10 @@ def test_dry_run_changes_nothing_and_says_what_would_move(fleet, workspace):
     rc, data, err = nodeweave(str(workspace), dest, f"--to=podman:{container}", f"--to=podman:{fleet['bare']}",
                               "--dry-run")
     assert rc == 0, err
-    for result, where in zip(data["targets"], (container, fleet["bare"])):
-        changes = result["changes"]
-        assert result["status"] == "dry-run"
-        assert any(c.startswith("<f+++") and c.endswith(" train.py") for c in changes)
+    (phase,) = data["phases"]  # stdout: the plan the real sync would execute; stderr: what would move where
+    assert [n["node"] for n in phase["nodes"]] == [f"podman:{container}", f"podman:{fleet['bare']}"]
+    for where in (container, fleet["bare"]):
+        assert f"podman:{where}: " in err and "<f+++++++++ train.py" in err
         assert podman("exec", where, "test", "-e", dest, check=False).returncode != 0  # not even DEST
 
 

@@ -110,7 +110,7 @@ def test_classic_buildkit_command_line_is_docker_build_with_buildkit_on(tmp_path
     command = plan.command("docker", CLASSIC_BUILDKIT)
     assert command.startswith("DOCKER_BUILDKIT=1 docker build --progress plain --file ")
     assert "buildx" not in command and "--network host" in command
-    assert plan.command("docker").startswith("docker buildx build --file ")
+    assert plan.command("docker").startswith("docker buildx build --progress plain --load --file ")  # as it runs
 
 
 def test_offline_docker_build_drops_only_the_frontend_pin(tmp_path):

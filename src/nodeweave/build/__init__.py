@@ -2,7 +2,7 @@
 
 ``prepare_build`` turns a spec and a variant into a :class:`BuildPlan` (and
 readies the context: the rendered Dockerfile, the wheelhouse); ``run_build``
-executes it through python-on-whales. ``--dry-run`` stops after the first.
+runs its steps (``BuildPlan.steps``), the ones ``--dry-run`` prints.
 The image build contract this follows is in docs/design.md.
 """
 
@@ -13,11 +13,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import List, Mapping, Optional
 
-from nodeweave.build.builder import BuildProgress, BuildResult, git_revision, push_tags, run_build
+from nodeweave.build.builder import BuildProgress, BuildResult, git_revision, run_build
 from nodeweave.build.context import (check_context_paths, check_copied_sources, choose_dockerfile, link_wheelhouse,
                                      refresh_entrypoint, rendered_dockerfile, without_frontend_pin)
 from nodeweave.build.engine import BUILDX, CLASSIC_BUILDKIT, Engine, detect_engine
 from nodeweave.build.plan import BuildPlan, Revision, plan_build
+from nodeweave.build.pushed import push_tags
 from nodeweave.resolve import resolve
 
 __all__ = [
@@ -30,6 +31,7 @@ __all__ = [
 class PreparedBuild:
     plan: BuildPlan
     notes: List[str]  # what the user should know: which Dockerfile, wheelhouse size
+    dockerfile_text: Optional[str] = None  # what plan.dockerfile must hold when it is not the context's own
 
 
 def _git_remote(root: Path) -> Optional[str]:
@@ -57,10 +59,11 @@ def prepare_build(spec, variant: str, context: Path, scratch: Path, base: Option
                   push: bool = False, wheelhouse: Optional[Path] = None, offline: bool = False,
                   network: Optional[str] = None, tag: Optional[str] = None,
                   build_args: Optional[Mapping[str, str]] = None, dry_run: bool = False,
-                  engine_kind: Optional[str] = None) -> PreparedBuild:
+                  engine_kind: Optional[str] = None, write_dockerfile: bool = True) -> PreparedBuild:
     """Plan the build of ``variant`` for ``spec`` in ``context``; ``scratch`` holds a rendered Dockerfile.
 
-    Unless ``dry_run``, the context is readied: the Dockerfile written, the wheelhouse linked.
+    Unless ``dry_run``, the context is readied: the Dockerfile written (unless ``write_dockerfile`` is False:
+    the CLI's plan writes it, ``dockerfile_text``), the wheelhouse linked.
     ``engine_kind`` "docker" with ``offline`` drops the Dockerfile's frontend pin (``# syntax=``).
     """
     from nodeweave import __version__
@@ -71,8 +74,8 @@ def prepare_build(spec, variant: str, context: Path, scratch: Path, base: Option
     check_context_paths(context, spec)
     text = rendered_dockerfile(view)
     build_text, frontend = without_frontend_pin(text) if offline and engine_kind == "docker" else (text, None)
-    dockerfile, committed = choose_dockerfile(context, text, variant, scratch, write=not dry_run,
-                                              build_text=build_text)
+    dockerfile, committed = choose_dockerfile(context, text, variant, scratch,
+                                              write=write_dockerfile and not dry_run, build_text=build_text)
     relative = f"images/{variant}/Dockerfile"
     notes.append(_dockerfile_note(relative, committed, (context / relative).is_file(), frontend))
     check_copied_sources(context, build_text, relative)
@@ -88,4 +91,5 @@ def prepare_build(spec, variant: str, context: Path, scratch: Path, base: Option
     plan = plan_build(view, context, dockerfile, git_revision(context), base=base, push=push,
                       fixed_tag=tag, extra_args=build_args, offline=offline, network=network,
                       version=__version__, source=_git_remote(context))
-    return PreparedBuild(plan=plan, notes=notes)
+    own = dockerfile == context / relative  # the context's Dockerfile matches: nothing to write
+    return PreparedBuild(plan=plan, notes=notes, dockerfile_text=None if own else build_text)

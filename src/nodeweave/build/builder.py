@@ -5,7 +5,9 @@ with rich) and parsed on the way for the step count and which steps came from
 the layer cache, so a rebuild can prove that only code layers ran again.
 BuildKit prints the same plain progress through buildx and through the
 classic ``docker build`` of a client without buildx, so one parser reads both.
-Pushing (pushed.py) goes through the same engine as the build and returns the stored digests.
+The build runs the plan's own steps (``BuildPlan.steps``: the engine's argv, its variables), the ones
+``image build --dry-run`` prints, not a command a client library assembles beside them. Pushing
+(pushed.py) runs the plan's push steps and returns the stored digests.
 """
 
 from __future__ import annotations
@@ -15,12 +17,13 @@ import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterator, List, Optional
+from typing import Callable, Iterator, List, Optional, Sequence
 
-from nodeweave.build.engine import CLASSIC_BUILDKIT, Engine
+from nodeweave.build.engine import Engine
 from nodeweave.build.plan import BuildPlan, Revision
-from nodeweave.build.pushed import push_tags
+from nodeweave.build.pushed import push_steps
 from nodeweave.errors import NodeweaveError
+from nodeweave.steps import Step
 
 # podman/buildah: "STEP 3/9: RUN ...", a cached step then prints "--> Using cache <id>".
 _PODMAN_STEP = re.compile(r"^STEP (\d+)/(\d+): (.*)")
@@ -100,41 +103,26 @@ def git_revision(root: Path) -> Optional[Revision]:
     return Revision(sha=sha.stdout.strip(), dirty=bool(status.stdout.strip()))
 
 
-def _classic_buildkit_lines(engine: Engine, plan: BuildPlan, no_cache: bool) -> Iterator[str]:
-    """The log of ``DOCKER_BUILDKIT=1 docker build --progress plain``, for a client without buildx.
-
-    python-on-whales' ``legacy_build`` neither streams its log nor takes ``--progress``, and it reads
-    the image id from the legacy builder's "Successfully built" line, which BuildKit never prints; so
-    the command is assembled here on the client's own base command and streamed with its helper.
-    """
+def _build_lines(step: Step) -> Iterator[str]:
+    """The planned build step's log, line by line, as it runs (the very argv and variables the plan holds)."""
     from python_on_whales.utils import stream_stdout_and_stderr
 
-    command = engine.client.client_config.docker_cmd + plan.build_argv(CLASSIC_BUILDKIT, no_cache=no_cache)
-    for _source, raw in stream_stdout_and_stderr(command, env={"DOCKER_BUILDKIT": "1"}):
+    for _source, raw in stream_stdout_and_stderr(list(step.argv), env=dict(step.env) or None):
         yield raw.decode(errors="replace")
 
 
-def _build_lines(engine: Engine, plan: BuildPlan, no_cache: bool) -> Iterator[str]:
-    if engine.builder == CLASSIC_BUILDKIT:
-        return _classic_buildkit_lines(engine, plan, no_cache)
-    options = dict(context_path=plan.context, file=plan.dockerfile, tags=list(plan.tags),
-                   build_args=dict(plan.build_args), labels=dict(plan.labels), cache=not no_cache,
-                   network=plan.network, stream_logs=True)
-    if engine.kind == "docker":
-        options.update(progress="plain", load=True)
-    return engine.client.buildx.build(**options)
-
-
 def run_build(engine: Engine, plan: BuildPlan, on_line: Callable[[str], None] = lambda line: None,
-              no_cache: bool = False) -> BuildResult:
-    """Build (and, if planned, push) the image; raise NodeweaveError with the engine's last words on failure."""
+              no_cache: bool = False, steps: Optional[Sequence[Step]] = None) -> BuildResult:
+    """Run the build's steps (``steps``, as a plan holds them; else ``plan.steps`` for ``engine``): the build,
+    then any pushes; raise NodeweaveError with the engine's last words on failure."""
     from python_on_whales.exceptions import DockerException
 
+    build, *pushes = steps if steps is not None else plan.steps(engine.kind, engine.builder, no_cache)
     progress = BuildProgress()
     started = time.monotonic()
     tail: List[str] = []
     try:
-        for line in _build_lines(engine, plan, no_cache):
+        for line in _build_lines(build):
             progress.feed(line)
             tail = (tail + [line.rstrip()])[-15:]
             on_line(line.rstrip("\n"))
@@ -143,9 +131,11 @@ def run_build(engine: Engine, plan: BuildPlan, on_line: Callable[[str], None] = 
             f"{engine.kind} build of {plan.dockerfile} failed (exit {err.return_code}); last lines:\n"
             + "\n".join(tail)
         ) from None
+    except FileNotFoundError:
+        raise NodeweaveError(f"{build.argv[0]} is not installed here; it is needed to {build.what}") from None
     seconds = time.monotonic() - started
     image = engine.client.image.inspect(plan.tags[0])
-    digests = push_tags(engine, plan.tags) if plan.push else {}
+    digests = push_steps(engine, pushes)
     return BuildResult(plan=plan, image_id=image.id, size_bytes=int(image.size or 0), seconds=seconds,
                        steps=len(progress.steps), cached_steps=len(progress.cached),
                        rebuilt_steps=tuple(progress.rebuilt), digests=digests)

@@ -2,7 +2,7 @@
 
 The ImageStream and BuildConfig ``render openshift-build`` writes are
 applied from ``.nodeweave/openshift-build/<job>/`` beside the spec (kept, so a
-dry run's commands can be inspected and rerun), then ``oc start-build <job>
+real build's commands can be inspected and rerun), then ``oc start-build <job>
 --from-dir=<upload> --follow --wait`` uploads what the build reads (a binary
 source; a git source builds from its repository) and streams the build's log
 until it ends.
@@ -16,16 +16,22 @@ context lacks is refused before anything is applied, naming it. Not the whole
 folder: a team's repository holds data and checkpoints the build never reads.
 ``--follow`` alone can end 0 when the build fails on the cluster, so the step
 waits (``--wait``), and the build's phase is read back when oc named the build.
+
+``build_steps`` only plans (:class:`ClusterBuild`: the tree's files, the upload's
+list, the two steps); the CLI's executor writes the tree, stages the upload
+(``stage_upload``) and runs the steps, so a dry run writes nothing.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import shutil
 import subprocess
 from pathlib import Path
-from typing import Callable, List, Optional, Tuple
+from dataclasses import dataclass, field
+from typing import Callable, Dict, List, Optional, Tuple
 
 from nodeweave.steps import Step, execute, need_tool
 from nodeweave.errors import NodeweaveError, UsageError
@@ -45,36 +51,67 @@ def _link_or_copy(source: Path, target: Path) -> None:
         shutil.copy2(source, target)
 
 
-def stage_upload(context: Path, dockerfile_text: str, variant: str, upload: Path) -> int:
-    """Fill ``upload`` with what the build reads: the Dockerfile, its COPY/ADD sources, the wheelhouse.
+@dataclass(frozen=True)
+class Upload:
+    """What ``oc start-build --from-dir`` uploads, as planned: the folder, the Dockerfile, the context's files."""
 
-    Returns the number of files staged. Files are hard-linked where the filesystem allows.
-    """
+    folder: Path
+    variant: str
+    dockerfile_text: str = field(repr=False)
+    sources: Tuple[str, ...]  # paths relative to the context, in order
+
+    def to_dict(self) -> dict:
+        digest = "sha256:" + hashlib.sha256(self.dockerfile_text.encode("utf-8")).hexdigest()
+        return {"folder": str(self.folder), "dockerfile": f"images/{self.variant}/Dockerfile",
+                "dockerfile_digest": digest, "files": list(self.sources)}
+
+
+def upload_sources(context: Path, dockerfile_text: str) -> Tuple[str, ...]:
+    """The context's files the build reads (its COPY/ADD sources less what .dockerignore keeps out, the
+    wheelhouse, the .dockerignore itself), relative to the context: read, never written."""
     from nodeweave.build.context import WHEELHOUSE
     from nodeweave.build.sources import DockerIgnore, copied_sources
 
-    shutil.rmtree(upload, ignore_errors=True)  # nodeweave's own folder: the last upload of this job
-    (upload / WHEELHOUSE).mkdir(parents=True)
-    dockerfile = upload / "images" / variant / "Dockerfile"
-    dockerfile.parent.mkdir(parents=True)
-    dockerfile.write_text(dockerfile_text, encoding="utf-8")
     ignore = DockerIgnore.of(context)
-    count = 1
+    found = []
     for source in [*copied_sources(dockerfile_text), WHEELHOUSE]:
         root = context / source
         files = [root] if root.is_file() else sorted(p for p in root.rglob("*") if p.is_file()) if root.is_dir() else []
         for path in files:
             relative = path.relative_to(context).as_posix()
             if source == WHEELHOUSE or not ignore.excludes(relative):
-                _link_or_copy(path, upload / relative)
-                count += 1
+                found.append(relative)
     if (context / ".dockerignore").is_file():
-        shutil.copy2(context / ".dockerignore", upload / ".dockerignore")
-    return count
+        found.append(".dockerignore")
+    return tuple(found)
 
 
-def build_steps(spec, spec_path: Path, context: Path, variant: str, kube_cli: str = "oc") -> Tuple[Step, Step]:
-    """(apply the build objects, start the build and follow it); writes the kept tree the first one applies."""
+def stage_upload(context: Path, upload: Upload) -> int:
+    """Fill the upload folder as planned (hard links where the filesystem allows); the number of files staged."""
+    from nodeweave.build.context import WHEELHOUSE
+
+    shutil.rmtree(upload.folder, ignore_errors=True)  # nodeweave's own folder: the last upload of this job
+    (upload.folder / WHEELHOUSE).mkdir(parents=True)
+    dockerfile = upload.folder / "images" / upload.variant / "Dockerfile"
+    dockerfile.parent.mkdir(parents=True, exist_ok=True)
+    dockerfile.write_text(upload.dockerfile_text, encoding="utf-8")
+    for relative in upload.sources:
+        _link_or_copy(context / relative, upload.folder / relative)
+    return 1 + len(upload.sources)
+
+
+@dataclass(frozen=True)
+class ClusterBuild:
+    """The cluster build as planned: the kept tree's files (path under the spec's folder -> text), the upload
+    (None: a git source), then the two steps (apply, start-build and follow)."""
+
+    tree: Dict[str, str]
+    upload: Optional[Upload]
+    steps: Tuple[Step, Step]
+
+
+def build_steps(spec, spec_path: Path, context: Path, variant: str, kube_cli: str = "oc") -> ClusterBuild:
+    """What ``image build --target openshift`` does, planned: nothing is written here."""
     from nodeweave.targets import openshift_build
     from nodeweave.resolve import resolve
 
@@ -84,19 +121,17 @@ def build_steps(spec, spec_path: Path, context: Path, variant: str, kube_cli: st
                          f"variant {r.variant.key} (image.variant); build that, or change image.variant")
     binary = spec.kubernetes.build is None or spec.kubernetes.build.source != "git"
     upload = spec_path.resolve().parent / UPLOAD_TREE / spec.name
+    staged = None
     if binary:
         from nodeweave.build.context import check_context_paths, check_copied_sources, rendered_dockerfile
 
         check_context_paths(context, spec)
         text = rendered_dockerfile(r)
         check_copied_sources(context, text, f"images/{r.variant.key}/Dockerfile")
-        stage_upload(context, text, r.variant.key, upload)
+        staged = Upload(upload, r.variant.key, text, upload_sources(context, text))
     tree = spec_path.resolve().parent / KEPT_TREE / spec.name
-    shutil.rmtree(tree, ignore_errors=True)  # nodeweave's own folder: the last render of this job
-    tree.mkdir(parents=True)
-    for rel, text in openshift_build.render_files(spec).items():
-        if rel.startswith(openshift_build.BUILD + "/"):
-            (tree / rel[len(openshift_build.BUILD) + 1:]).write_text(text, encoding="utf-8")
+    kept = {f"{KEPT_TREE}/{spec.name}/{rel[len(openshift_build.BUILD) + 1:]}": text
+            for rel, text in openshift_build.render_files(spec).items() if rel.startswith(openshift_build.BUILD + "/")}
     cli = kind_class(kube_cli)
     ns = spec.kubernetes.namespace
     apply = Step(f"apply the ImageStream and BuildConfig {spec.name} to {ns}",
@@ -106,7 +141,7 @@ def build_steps(spec, spec_path: Path, context: Path, variant: str, kube_cli: st
                  tuple(cli.cli_argv("start-build", RemoteOptions(), None))
                  + (spec.name, "-n", ns, *from_dir, "--follow", "--wait"),
                  timeout=6 * 3600)
-    return apply, start
+    return ClusterBuild(kept, staged, (apply, start))
 
 
 def run_build_steps(steps: Tuple[Step, Step], on_line: Callable[[str], None]) -> None:

@@ -1,22 +1,25 @@
 """What an image build will do, decided before any engine runs.
 
 A :class:`BuildPlan` holds the Dockerfile, the context, the tags, the build
-arguments and the labels; ``nodeweave image build --dry-run`` prints it and
-stops, the real build executes the same object. Pure: no I/O here.
+arguments and the labels, and the steps it becomes (``BuildPlan.steps``: the
+engine's argv, its variables, one push per tag); ``nodeweave image build
+--dry-run`` prints those steps and stops, the real build executes the very
+same steps. Pure: no I/O here.
 """
 
 from __future__ import annotations
 
-import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import List, Mapping, Optional, Tuple
 
 from nodeweave.build.engine import BUILDX, CLASSIC_BUILDKIT
 from nodeweave.resolve import Resolved
+from nodeweave.steps import Step
 
 # The build argument the rendered Dockerfiles take their FROM image from.
 BASE_IMAGE_ARG = "BASE_IMAGE"
+BUILD_TIMEOUT_S = 6 * 3600  # a cold CUDA image builds for an hour or more
 
 
 @dataclass(frozen=True)
@@ -47,10 +50,13 @@ class BuildPlan:
         """The immutable reference; what a deployment should name."""
         return self.tags[0]
 
-    def build_argv(self, builder: str = BUILDX, no_cache: bool = False) -> List[str]:
-        """The build's arguments after the engine's name: ``buildx build ...``, or, for a docker
-        client with BuildKit built in, ``build --progress plain ...`` (run with DOCKER_BUILDKIT=1)."""
+    def build_argv(self, builder: str = BUILDX, no_cache: bool = False, engine_kind: str = "podman") -> List[str]:
+        """The build's arguments after the engine's name: ``buildx build ...`` (docker's with ``--progress plain
+        --load``: its log streams, the image lands in the engine), or, for a docker client with BuildKit built
+        in, ``build --progress plain ...`` (run with DOCKER_BUILDKIT=1)."""
         argv = ["build", "--progress", "plain"] if builder == CLASSIC_BUILDKIT else ["buildx", "build"]
+        if builder != CLASSIC_BUILDKIT and engine_kind == "docker":
+            argv += ["--progress", "plain", "--load"]
         argv += ["--file", str(self.dockerfile)]
         if self.network:
             argv += ["--network", self.network]
@@ -65,13 +71,19 @@ class BuildPlan:
         argv.append(str(self.context))
         return argv
 
-    def command(self, engine_kind: str = "podman", builder: str = BUILDX) -> str:
-        """The equivalent engine command line, for --dry-run and logs."""
-        prefix = ["DOCKER_BUILDKIT=1"] if builder == CLASSIC_BUILDKIT else []
-        lines = [shlex.join(prefix + [engine_kind] + self.build_argv(builder))]
-        if self.push:
-            lines += [shlex.join([engine_kind, "push", tag]) for tag in self.tags]
-        return "\n".join(lines)
+    def steps(self, engine_kind: str = "podman", builder: str = BUILDX, no_cache: bool = False) -> Tuple[Step, ...]:
+        """What ``image build`` runs, in order: the build, then (``--push``) one push per tag; ``--dry-run`` prints
+        these very steps and the real build executes them (``nodeweave.build.builder``)."""
+        from nodeweave.build.pushed import push_step
+
+        env = (("DOCKER_BUILDKIT", "1"),) if builder == CLASSIC_BUILDKIT else ()
+        build = Step(f"build {self.image} ({self.variant})",
+                     (engine_kind, *self.build_argv(builder, no_cache, engine_kind)), env=env, timeout=BUILD_TIMEOUT_S)
+        return (build, *(push_step(engine_kind, tag) for tag in self.tags)) if self.push else (build,)
+
+    def command(self, engine_kind: str = "podman", builder: str = BUILDX, no_cache: bool = False) -> str:
+        """The steps as shell lines (a log's, a person's)."""
+        return "\n".join(step.text() for step in self.steps(engine_kind, builder, no_cache))
 
 
 def plan_build(r: Resolved, context: Path, dockerfile: Path, revision: Optional[Revision],

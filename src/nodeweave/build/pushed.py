@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Dict, Optional, Sequence
 
 from nodeweave.errors import NodeweaveError
+from nodeweave.steps import Step
 
 RECORD = ".nodeweave/pushed.json"
 DIGEST = re.compile(r"sha256:[a-f0-9]{64}")
@@ -33,26 +34,40 @@ def repository_of(tag: str) -> str:
     return tag[:colon] if colon > slash else tag
 
 
-def _podman_push(engine, tag: str) -> str:
+DIGEST_FILE = "DIGEST_FILE"  # where podman writes the digest: a fresh temporary file, named when the push runs
+
+
+def push_step(engine_kind: str, tag: str) -> Step:
+    """The push of one tag as a plan's step: podman writes the digest to ``--digestfile``; docker's is read from
+    the image's RepoDigests after it (``DIGEST_FILE`` stands for the temporary file the push names)."""
+    digest = ["--digestfile", DIGEST_FILE] if engine_kind == "podman" else []
+    return Step(f"push {tag}", (engine_kind, "push", "--quiet", *digest, tag), timeout=3600)
+
+
+def run_push(engine, step: Step) -> str:
+    """Run a planned push; the digest the registry stored for its tag."""
+    tag = step.argv[-1]
     with tempfile.TemporaryDirectory(prefix="nodeweave-push-") as scratch:
         digest_file = os.path.join(scratch, "digest")
-        argv = [*engine.client.client_config.docker_cmd, "push", "--quiet", "--digestfile", digest_file, tag]
-        out = subprocess.run(argv, capture_output=True, text=True, timeout=3600)
+        argv = [digest_file if word == DIGEST_FILE else word for word in step.argv]
+        out = subprocess.run(argv, capture_output=True, text=True, timeout=step.timeout, stdin=subprocess.DEVNULL)
         if out.returncode != 0:
             reason = (out.stderr or "").strip().splitlines()[-1:] or ["no message"]
-            raise NodeweaveError(f"podman push {tag} failed: {reason[0]}")
-        return Path(digest_file).read_text(encoding="ascii").strip()
+            raise NodeweaveError(f"{engine.kind} push {tag} failed: {reason[0]}")
+        if DIGEST_FILE in step.argv:
+            return Path(digest_file).read_text(encoding="ascii").strip()
+    return _repo_digest(engine, tag)
 
 
-def _docker_push(engine, tag: str) -> str:
+def _repo_digest(engine, tag: str) -> str:
+    """docker: the digest of ``tag``'s repository in the image's RepoDigests, once the push is done."""
     from python_on_whales.exceptions import DockerException
 
     try:
-        engine.client.image.push(tag, quiet=True)
         repo_digests = engine.client.image.inspect(tag).repo_digests or []
     except DockerException as err:
         reason = (err.stderr or "").strip().splitlines()[-1:] or ["no message"]
-        raise NodeweaveError(f"docker push {tag} failed: {reason[0]}") from None
+        raise NodeweaveError(f"docker push {tag}: cannot read the image's digests: {reason[0]}") from None
     repository = repository_of(tag)
     for entry in repo_digests:
         name, _, digest = entry.partition("@")
@@ -62,15 +77,20 @@ def _docker_push(engine, tag: str) -> str:
                          f"(RepoDigests: {', '.join(repo_digests) or 'none'})")
 
 
-def push_tags(engine, tags: Sequence[str]) -> Dict[str, str]:
-    """Push every tag; {tag: the digest the registry stored}. A refusal names the tag and the engine's reason."""
+def push_steps(engine, steps: Sequence[Step]) -> Dict[str, str]:
+    """Run every planned push; {tag: the digest the registry stored}. A refusal names the tag and the reason."""
     digests = {}
-    for tag in tags:
-        digest = (_podman_push if engine.kind == "podman" else _docker_push)(engine, tag)
+    for step in steps:
+        tag, digest = step.argv[-1], run_push(engine, step)
         if not DIGEST.fullmatch(digest):
             raise NodeweaveError(f"{engine.kind} push {tag} reported {digest!r}, not a sha256 digest")
         digests[tag] = digest
     return digests
+
+
+def push_tags(engine, tags: Sequence[str]) -> Dict[str, str]:
+    """Push every tag (the steps a plan would hold); {tag: digest}."""
+    return push_steps(engine, [push_step(engine.kind, tag) for tag in tags])
 
 
 def record_push(spec_dir: Path, digests: Dict[str, str]) -> Path:

@@ -51,13 +51,23 @@ def up_command(
         if dry_run:
             show_plan(plan, fmt)
             return
-        nodes = backend.nodes(for_up=True)
-        handlers = {"wait": lambda phase: _wait(backend, spec, nodes, phase, out, fmt),
-                    "check": lambda phase: check_first(nodes, spec, spec_path, backend, phase, out,
-                                                       "the nodes stay up (`nodeweave down` takes them down)")}
+        # the nodes once the plan's phases before the wait ran (a Slurm allocation's are Slurm's to pick)
+        handlers = {"allocate": lambda phase: _allocate(backend, phase, out),
+                    "wait": lambda phase: _wait(backend, spec, backend.nodes(for_up=True), phase, out, fmt),
+                    "check": lambda phase: check_first(backend.nodes(for_up=True), spec, spec_path, backend, phase,
+                                                       out, "the nodes stay up (`nodeweave down` takes them down)")}
         execute(plan, backend.spec_dir, say(out), handlers)
     finally:
         backend.close()
+
+
+def _allocate(backend, phase, out) -> dict:
+    """The plan's allocation step (Slurm's salloc); the job id and nodes it was granted, for the later phases."""
+    (step,) = phase.steps
+    out.print(f"{step.what}: {step.text()}", highlight=False, markup=False)
+    values = backend.allocate(phase)
+    out.print(f"took allocation {backend.job} on {', '.join(backend.hosts())}", highlight=False)
+    return values
 
 
 def _wait(backend, spec, nodes, phase, out, fmt: str) -> None:

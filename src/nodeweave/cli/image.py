@@ -7,13 +7,14 @@ shows that only the code layers ran again.
 
 from __future__ import annotations
 
-import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, List, Optional
 
 import typer
 
 from nodeweave.cli.habits.base import NodeweaveTyper, find_spec, spec_option
+from nodeweave.cli.habits.clusteropts import show_plan
+from nodeweave.cli.habits.output import output_option
 from nodeweave.cli.variants import variants
 from nodeweave.errors import UsageError
 
@@ -79,17 +80,21 @@ def build(
                                               "through buildx, or `docker build` with BuildKit where buildx is missing)"),
     no_cache: bool = typer.Option(False, "--no-cache", help="ignore the layer cache"),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="show the build's steps, not the engine's whole log"),
-    dry_run: bool = typer.Option(False, "--dry-run", help="print the plan and the equivalent command; build nothing"),
+    dry_run: bool = typer.Option(False, "--dry-run", help="print the plan: the build's and pushes' commands, the "
+                                 "ones a real build runs (-o json: as JSON); build nothing"),
     target: str = typer.Option("local", "--target", "-t", help="local (this machine's engine) or openshift (apply "
                                "the spec's BuildConfig, upload what the Dockerfile reads: oc start-build "
                                "--from-dir --follow --wait)"),
+    output: str = output_option(),
 ) -> None:
     """Build one variant's image from the Dockerfile rendered for the spec, tag it <variant>-<sha> and <variant>."""
     from rich.console import Console
 
-    from nodeweave.build import BUILDX, BuildProgress, detect_engine, prepare_build, run_build
+    from nodeweave.build import BUILDX, detect_engine, prepare_build
+    from nodeweave.cli.habits.output import data_format
     from nodeweave.spec import load_spec
 
+    fmt = data_format(False, output)
     spec_path = find_spec(spec_path)
     spec = load_spec(spec_path)
     variant, tag = variant or spec.image.variant, _checked_tag(tag)
@@ -98,34 +103,75 @@ def build(
         raise UsageError(f"--context {context_dir}: not a directory")
     console = Console(stderr=True, soft_wrap=True)
     if target != "local":
-        _build_on_openshift(spec, spec_path, context_dir.resolve(), variant, target, dry_run, console)
+        _build_on_openshift(spec, spec_path, context_dir.resolve(), variant, target, dry_run, console, fmt)
         return
     options = dict(base=base, push=push, wheelhouse=wheelhouse, offline=offline, network=network, tag=tag,
                    build_args=_parse_build_args(build_arg))
-    with tempfile.TemporaryDirectory(prefix="nodeweave-build-") as scratch:
-        # Bad input is named before the machine is asked for an engine (whose kind the Dockerfile depends on).
-        prepare_build(spec, variant, context_dir, Path(scratch), dry_run=True, **options)
-        engine = _engine_for_dry_run(console, engine_name) if dry_run else detect_engine(engine_name)
-        kind = engine.kind if engine else (engine_name or "podman")
-        prepared = prepare_build(spec, variant, context_dir, Path(scratch), dry_run=dry_run, engine_kind=kind,
-                                 **options)
-        plan = prepared.plan
-        for note in prepared.notes:
-            console.print(f"[dim]{note}[/dim]", highlight=False)
-        if dry_run:
-            typer.echo(plan.command(kind, engine.builder if engine else BUILDX))
-            return
-        console.print(f"[bold]building[/bold] {plan.image} with {engine}", highlight=False)
-        echo = BuildProgress()
+    scratch = spec_path.resolve().parent / _scratch(spec.name, variant)  # a Dockerfile rendered for the spec
+    # Bad input is named before the machine is asked for an engine (whose kind the Dockerfile depends on).
+    prepare_build(spec, variant, context_dir, scratch, dry_run=True, **options)
+    engine = _engine_for_dry_run(console, engine_name) if dry_run else detect_engine(engine_name)
+    kind = engine.kind if engine else (engine_name or "podman")
+    prepared = prepare_build(spec, variant, context_dir, scratch, dry_run=dry_run, engine_kind=kind,
+                             write_dockerfile=False, **options)
+    for note in prepared.notes:
+        console.print(f"[dim]{note}[/dim]", highlight=False)
+    plan = _image_plan(prepared, _scratch(spec.name, variant), kind, engine.builder if engine else BUILDX, no_cache)
+    if dry_run:
+        show_plan(plan, fmt)
+        return
+    result = _execute_build(plan, engine, prepared.plan, spec_path, quiet, console)
+    _report(result, variant, prepared.plan, spec_path)
 
-        def on_line(line: str) -> None:
-            step = echo.feed(line)
-            if step:
-                console.print(f"[bold cyan]{step}[/bold cyan]", highlight=False, markup=True)
-            elif not quiet:
-                console.print(line, markup=False, highlight=False, style="dim")
 
-        result = run_build(engine, plan, on_line=on_line, no_cache=no_cache)
+def _scratch(job: str, variant: str) -> str:
+    """Where a build writes the Dockerfile rendered for the spec, beside the spec (nodeweave's own folder)."""
+    return f".nodeweave/{job}/build/{variant}"
+
+
+def _image_plan(prepared, scratch: str, kind: str, builder: str, no_cache: bool):
+    """The build as a plan: the Dockerfile rendered for the spec (unless the context's matches), then one ``build``
+    phase: the engine's build step, then one push per tag (--push)."""
+    from nodeweave.cluster.plan import Phase, Plan, PlannedFile
+
+    build = prepared.plan
+    phases = []
+    if prepared.dockerfile_text is not None:
+        dockerfile = PlannedFile(f"{scratch}/Dockerfile", f"the Dockerfile of {build.variant}, rendered for the spec",
+                                 prepared.dockerfile_text.encode())
+        phases.append(Phase("files", "the Dockerfile the build reads", files=(dockerfile,)))
+    what = f"build {build.image} ({build.variant})" + (f", then push {len(build.tags)} tag(s)" if build.push else "")
+    phases.append(Phase("build", what, steps=build.steps(kind, builder, no_cache)))
+    return Plan("image build", f"{kind} ({builder})", tuple(phases))
+
+
+def _execute_build(plan, engine, build, spec_path: Path, quiet: bool, console):
+    """The plan's build phase through the one executor (NODEWEAVE_PLAN_RECORD records it); the build's result."""
+    from nodeweave.build import BuildProgress, run_build
+    from nodeweave.cluster.execute import execute
+
+    echo, results = BuildProgress(), []
+
+    def on_line(line: str) -> None:
+        step = echo.feed(line)
+        if step:
+            console.print(f"[bold cyan]{step}[/bold cyan]", highlight=False, markup=True)
+        elif not quiet:
+            console.print(line, markup=False, highlight=False, style="dim")
+
+    def build_phase(phase) -> None:
+        console.print(f"[bold]building[/bold] {build.image} with {engine}", highlight=False)
+        for step in phase.steps:
+            console.print(f"{step.what}: {step.text()}", markup=False, highlight=False)
+        results.append(run_build(engine, build, on_line=on_line, steps=phase.steps))
+
+    execute(plan, spec_path.resolve().parent, lambda line: console.print(line, markup=False), {"build": build_phase})
+    return results[0]
+
+
+def _report(result, variant: str, plan, spec_path: Path) -> None:
+    from rich.console import Console
+
     if result.digests:
         from nodeweave.build.pushed import record_push
 
@@ -138,19 +184,39 @@ def build(
 
 
 def _build_on_openshift(spec, spec_path: Path, context_dir: Path, variant: str, target: str, dry_run: bool,
-                        console) -> None:
-    from nodeweave.build.openshift import build_steps, run_build_steps
+                        console, fmt: str) -> None:
+    from dataclasses import replace
+
+    from nodeweave.build.openshift import build_steps, run_build_steps, stage_upload
+    from nodeweave.cluster.execute import execute
+    from nodeweave.cluster.plan import Phase, Plan, PlannedFile
 
     if target != "openshift":
         raise UsageError(f"--target {target!r} is not accepted: local or openshift")
-    steps = build_steps(spec, spec_path, context_dir, variant)
+    cluster = build_steps(spec, spec_path, context_dir, variant)
+    kept = tuple(PlannedFile(path, "the ImageStream and BuildConfig (kept: apply -k reads them)", text.encode())
+                 for path, text in cluster.tree.items())
+    phases = [Phase("files", "the build objects", files=kept)]
+    if cluster.upload is not None:
+        phases.append(Phase("stage", "the upload: what the build reads", folder=str(cluster.upload.folder),
+                            request=cluster.upload.to_dict()))
+    phases.append(Phase("build", f"build {variant} on the cluster", steps=cluster.steps))
+    plan = Plan("image build", "openshift (the spec's BuildConfig)", tuple(phases))
     if dry_run:
-        for step in steps:
-            typer.echo(f"# {step.what}\n{step.text()}")
+        show_plan(plan, fmt)
         return
-    for step in steps:
-        console.print(f"{step.what}: {step.text()}", highlight=False, markup=False)
-    run_build_steps(steps, lambda line: console.print(line, markup=False, highlight=False))
+
+    def stage_phase(phase) -> None:
+        staged = stage_upload(context_dir, replace(cluster.upload, sources=tuple(phase.request["files"])))
+        console.print(f"staged {staged} file(s) in {phase.folder}", highlight=False, markup=False)
+
+    def build_phase(phase) -> None:
+        for step in phase.steps:
+            console.print(f"{step.what}: {step.text()}", highlight=False, markup=False)
+        run_build_steps(phase.steps, lambda line: console.print(line, markup=False, highlight=False))
+
+    execute(plan, spec_path.resolve().parent, lambda line: console.print(line, markup=False),
+            {"stage": stage_phase, "build": build_phase})
 
 
 def _summary(variant: str, plan, result) -> Table:

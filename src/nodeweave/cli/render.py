@@ -32,16 +32,22 @@ def _relative_host_paths(spec) -> "list[str]":
     ]
 
 
+def _document(plan, header: dict) -> dict:
+    """The render's plan as data: what ``-o json`` prints, and what a real render records
+    (``NODEWEAVE_PLAN_RECORD``) before it writes: the same document but for ``dry_run``."""
+    return json.loads(json.dumps({**header, "files": [asdict(p) for p in plan.entries]}, sort_keys=True))
+
+
 def _report(plan, fmt: str, header: dict) -> None:
     if is_data(fmt):
-        data = {**header, "files": [asdict(p) for p in plan.entries]}
-        emit(json.loads(json.dumps(data, sort_keys=True)), fmt)
+        emit(_document(plan, header), fmt)
         return
     from nodeweave.quantities import human_bytes
 
     width = max((len(human_bytes(p.bytes)) for p in plan.entries), default=1)
     for p in plan.entries:
-        typer.echo(f"{p.status:<9}  {human_bytes(p.bytes):>{width}}  {p.path}")
+        status = "remove" if p.status == "obsolete" and header["prune"] else p.status  # --prune removes these
+        typer.echo(f"{status:<9}  {human_bytes(p.bytes):>{width}}  {p.path}")
     counts = plan.counts()
     where = os.path.relpath(header["out"])
     where = header["out"] if where.startswith("..") else where
@@ -106,7 +112,8 @@ def render(
     targets = wanted_targets(spec) if target == "all" else [target]
     files, owners, targets = _render(spec, spec_path, targets, everything=target == "all")
     plan = plan_render(files, out_dir, force, owners=owners, job=spec.name)
-    header = {"spec": str(spec_path), "out": str(out_dir), "targets": targets, "dry_run": dry_run or check, "check": check}
+    header = {"spec": str(spec_path), "out": str(out_dir), "targets": targets, "dry_run": dry_run or check,
+              "check": check, "prune": prune}
     _report(plan, data_format(as_json, output), header)
     if check:
         if plan.stale:
@@ -129,6 +136,10 @@ def render(
             err=True,
         )
     if not dry_run:
+        if os.environ.get("NODEWEAVE_PLAN_RECORD"):
+            from nodeweave.cluster.execute import record_document
+
+            record_document(_document(plan, header))
         try:
             plan.write(prune)
         except OSError as err:

@@ -23,6 +23,8 @@ exec channel where peers cannot connect; rsync where it pays or python3 is missi
 every target's content digest and git commit are checked against the source. Nodes synced
 before keep a resident agent: the next sync execs into the first target only. Exit 1
 names every target that failed. --json prints JSON on stdout; everything else goes to stderr.
+--dry-run prints the plan the real sync executes (one agent exec per target; -o json: as JSON,
+what NODEWEAVE_PLAN_RECORD=FILE records of a real sync), then what would move where.
 """
 
 
@@ -46,7 +48,8 @@ def sync_command(
     ssh_option: List[str] = typer.Option([], "--ssh-option", help="Extra ssh -o KEY=VALUE (repeat)"),
     spec_path: Optional[Path] = spec_option("Cluster spec for defaults"),
     delete: bool = typer.Option(False, "--delete", help="Delete files on the targets that SRC lacks (excluded files are kept)"),
-    dry_run: bool = typer.Option(False, "--dry-run", help="Show what would move where; change nothing"),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Print the plan (-o json: as JSON), then what would move "
+                                 "where; change nothing"),
     check: bool = typer.Option(False, "--check", help="Move nothing: compare every target's digest and stamp with SRC"),
     verify: bool = typer.Option(True, "--verify/--no-verify", help="Compare content digests (else size and mtime, as rsync's quick check) and stamp"),
     exclude: List[str] = typer.Option([], "--exclude", "-x", help="gitignore pattern to leave out (repeat); '!pat' re-includes"),
@@ -65,7 +68,6 @@ def sync_command(
 ) -> None:
     from nodeweave.remote import RemoteOptions
     from nodeweave.sync import request as rq
-    from nodeweave.sync.display import run_and_show
 
     from nodeweave.cluster.backends.local import detect_engine
 
@@ -84,9 +86,28 @@ def sync_command(
     options = rq.SyncOptions(delete=delete, dry_run=dry_run, check=check, verify=verify, compress=compress,
                              method="tar" if force_tar else method, jobs=jobs, retries=retries,
                              relay="auto" if relay is None else ("on" if relay else "off"))
-    req = rq.build_request(src, dest, targets, filters, options, find_spec(spec_path), shared, cluster, choose)
+    spec_path = find_spec(spec_path)
+    req = rq.build_request(src, dest, targets, filters, options, spec_path, shared, cluster, choose)
     rq.check_tools(req)
-    run_and_show(req, data_format(as_json, output))
+    _run_plan(req, data_format(as_json, output), spec_path.resolve().parent)
+
+
+def _run_plan(req, fmt: str, spec_dir: Path) -> None:
+    """The sync's plan: a dry run prints it, then asks every target what would move (stderr under -o json|yaml),
+    writing nothing; a real run hands it to the executor, whose sync phase is synced as planned."""
+    from nodeweave.cli.habits.clusteropts import console, say, show_plan
+    from nodeweave.cli.habits.output import is_data
+    from nodeweave.cluster.execute import execute
+    from nodeweave.sync.display import run_and_show
+    from nodeweave.sync.syncplan import planned_request, sync_plan
+
+    plan = sync_plan(req)
+    if req.options.dry_run:
+        show_plan(plan, fmt)
+        run_and_show(req, "table", stderr=is_data(fmt))
+        return
+    execute(plan, spec_dir, say(console(stderr=True)),
+            {"sync": lambda phase: run_and_show(planned_request(req, phase), fmt)})
 
 
 def _nodes(node: List[str], old_to: List[str]):

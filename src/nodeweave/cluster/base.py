@@ -116,6 +116,14 @@ class Backend:
         """Local work before the up steps (render files); returns what was (or would be) done."""
         return []
 
+    def allocation_step(self) -> Optional[Step]:
+        """The step that takes the nodes before ``up``'s other steps (a Slurm allocation); None: nothing to take."""
+        return None
+
+    def allocate(self, phase) -> Dict[str, str]:
+        """Run the plan's ``allocate`` phase; the values of the placeholders the later phases carry."""
+        raise NotImplementedError
+
     def prepare_down(self, dry_run: bool) -> List[str]:
         return []
 

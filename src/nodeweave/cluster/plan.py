@@ -14,7 +14,13 @@ A plan is an ordered tuple of :class:`Phase`\\ s, each of one kind:
 - ``sweep``: the folder a sweep's runs go into, and the metric its table compares;
 - ``run`` / ``check``: a run through every node's entrypoint into a run folder (the folder is a
   pattern: its UTC time is known when it starts; ``RUN_ID`` stands for the id in every argv);
-- ``stop`` / ``exec`` / ``shell``: one argv per node (a shell: one node), run there.
+- ``stop`` / ``exec`` / ``shell``: one argv per node (a shell: one node), run there;
+- ``allocate``: the step that takes a Slurm allocation; its job id and nodes are Slurm's to pick, so the
+  later phases say ``JOBID`` and ``NODE0``, ``NODE1``, ... where they go, and the executor fills them in
+  (:meth:`Phase.bound`) once the allocation is taken;
+- ``sync``: one agent exec per target (``nodeweave.sync.syncplan``), what each moves decided by its answer;
+- ``build``: ``image build``'s steps, one after another, the build's log streamed (``BuildPlan.steps``);
+- ``stage``: a folder filled with files of the context (``image build -t openshift``'s upload; the list).
 
 Nothing here touches a node or a file.
 """
@@ -22,13 +28,17 @@ Nothing here touches a node or a file.
 from __future__ import annotations
 
 import hashlib
-from dataclasses import asdict, dataclass, field, is_dataclass
-from typing import List, Optional, Tuple
+import re
+from dataclasses import asdict, dataclass, field, is_dataclass, replace
+from typing import List, Mapping, Optional, Tuple
 
 from nodeweave.steps import Step
 
 RUN_ID = "RUN_ID"  # what a run's argv carries in a plan: the run id is the folder's, made when the run starts
-KINDS = ("files", "commands", "wait", "sweep", "run", "check", "stop", "exec", "shell")
+JOB_ID = "JOBID"  # a Slurm allocation's job id, in the phases after the one that takes it
+NODE = "NODE"  # NODE0, NODE1, ...: the allocation's nodes, in the same phases
+KINDS = ("files", "commands", "wait", "sweep", "run", "check", "stop", "exec", "shell", "allocate", "sync", "build",
+         "stage")
 
 
 @dataclass(frozen=True)
@@ -77,6 +87,21 @@ class Phase:
     request: Optional[object] = field(default=None)  # run: RunRequest; check: CheckOptions; wait: the mode
     point: Tuple[Tuple[str, str], ...] = ()  # run: this sweep point's variables
     env: Tuple[Tuple[str, str], ...] = ()  # check: variables in front of every node's entrypoint
+
+    def bound(self, values: Mapping[str, str]) -> "Phase":
+        """This phase with each placeholder word of ``values`` (``JOBID``, ``NODE0``, ...) replaced in its steps'
+        argv and env and its nodes' argv and labels: what a phase before it (an allocation) made known."""
+        if not values:
+            return self
+        words = re.compile(r"\b(" + "|".join(map(re.escape, sorted(values, key=len, reverse=True))) + r")\b")
+
+        def fill(text: str) -> str:
+            return words.sub(lambda found: values[found.group(1)], text)
+
+        steps = tuple(replace(s, what=fill(s.what), argv=tuple(map(fill, s.argv)),
+                              env=tuple((k, fill(v)) for k, v in s.env)) for s in self.steps)
+        nodes = tuple(replace(n, reached_as=fill(n.reached_as), argv=tuple(map(fill, n.argv))) for n in self.nodes)
+        return replace(self, what=fill(self.what), steps=steps, nodes=nodes)
 
     def to_dict(self) -> dict:
         data = {"kind": self.kind, "what": self.what}
@@ -131,9 +156,16 @@ def plan_lines(plan: Plan) -> List[str]:
         if phase.kind == "files":
             lines += [f"# would write {f.path} ({f.what}" + (f", {f.size} bytes, {f.digest}" if f.size is not None
                                                               else "") + ")" for f in phase.files]
-        elif phase.kind == "commands":
+        elif phase.kind in ("commands", "allocate", "build"):
             for step in phase.steps:
                 lines += [f"# {step.what}", step.text()]
+            if phase.kind == "allocate":
+                lines.append(f"# the job id and nodes it is granted replace {JOB_ID} and {NODE}0, {NODE}1, ... below")
+        elif phase.kind == "stage":
+            lines.append(f"# {phase.what}: {len(phase.request['files']) + 1} file(s) into {phase.folder}")
+        elif phase.kind == "sync":
+            lines.append(f"# {phase.what}")
+            lines += _node_lines(phase.nodes, shlex)
         elif phase.kind == "wait":
             lines.append(f"# then wait up to {phase.timeout:.0f} s {phase.what}")
         elif phase.kind == "sweep":

@@ -24,13 +24,16 @@ def step_phases(phases) -> List[Phase]:
 
 def up_plan(backend: Backend, mode: str, image: Optional[str], timeout: float, wait: bool, dry_run: bool,
             check: Optional[Callable[[List[Node]], Phase]] = None) -> Plan:
-    """Write the job's files, run the backend's up steps, wait for every node, then (``--check``: the phase
-    ``check`` makes for the nodes) check them."""
+    """Write the job's files, take the nodes (a Slurm allocation), run the backend's up steps, wait for every
+    node, then (``--check``: the phase ``check`` makes for the nodes) check them. Planning takes nothing."""
     files = backend.up_files(mode)
     notes = tuple(backend.prepare_up(mode, dry_run)) if files is None else ()  # a backend that prepares alone
     phases = [Phase("files", "the job's files", files=tuple(files))] if files else []
+    allocation = backend.allocation_step()  # Slurm: later phases name its job and nodes JOBID, NODE0, ...
+    if allocation is not None:
+        phases.append(Phase("allocate", allocation.what, steps=(allocation,)))
     phases += step_phases(backend.up_steps(mode, image))
-    nodes = backend.nodes(for_up=True)  # after preparing: a Slurm allocation's nodes are known once it is taken
+    nodes = backend.nodes(for_up=True)
     if wait:
         waited = mode if backend.holds else "run"  # bare hosts: nothing to hold; up means every host answers
         what = (f"until {len(nodes)} node(s) {'hold' if waited == 'hold' else 'run'}: "

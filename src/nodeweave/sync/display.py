@@ -106,11 +106,12 @@ def changes_text(results: "list[TargetResult]", limit: int = 20) -> "list[str]":
     return lines
 
 
-def run_and_show(req: SyncRequest, fmt: str = "table") -> None:
+def run_and_show(req: SyncRequest, fmt: str = "table", stderr: bool = False) -> None:
     """Run the sync (or check) under a live view, print the outcome (``fmt`` json or yaml: the document on
-    stdout, everything else on stderr); NodeweaveError names failures."""
+    stdout, everything else on stderr; ``stderr``: the tables too, as a dry run under ``-o json`` shows what
+    would move); NodeweaveError names failures."""
     as_data = fmt in ("json", "yaml")
-    console = Console(stderr=as_data, width=_table_width())
+    console = Console(stderr=as_data or stderr, width=_table_width())
     secrets = req.fileset.held_back_secrets
     if secrets:
         more = f" and {len(secrets) - 5} more" if len(secrets) > 5 else ""

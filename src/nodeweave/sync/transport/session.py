@@ -56,9 +56,10 @@ def stderr_tail(raw: "bytes | str") -> str:
     return tool_message(raw.decode(errors="replace") if isinstance(raw, bytes) else raw)
 
 
-def session_argv(target: Remote, dest: str, mode: str) -> "list[str]":
-    """The exec that starts the agent: ``mode`` is "dry", "make" or "tunnel"."""
-    return target.exec_argv(["sh", "-c", LAUNCH, "sh", AGENT_PROGRAM, dest, mode])
+def session_argv(target: Remote, dest: str, mode: str, program: str = AGENT_PROGRAM) -> "list[str]":
+    """The exec that starts the agent: ``mode`` is "dry", "make" or "tunnel"; ``program`` a word in its place
+    in a plan (``nodeweave.sync.syncplan``)."""
+    return target.exec_argv(["sh", "-c", LAUNCH, "sh", program, dest, mode])
 
 
 class Session:

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import json
 import re
-import shlex
 import subprocess
 from dataclasses import replace
 from pathlib import Path
@@ -101,23 +100,53 @@ class SlurmCluster(Backend):
                                          "lists no --container-image): install pyxis on the cluster, or set "
                                          "slurm.runtime to apptainer or host")
 
-    def prepare_up(self, mode: str, dry_run: bool) -> List[str]:
+    def needs_allocation(self) -> bool:
+        """Whether ``up`` takes a new allocation: none is recorded, or Slurm no longer holds the recorded one."""
         live = self.record()
-        if live is not None and live.get("job_state") in LIVE + WAITING:
-            return [f"allocation {self.job} is already up ({live.get('job_state')} on {live.get('nodes') or '-'})"]
-        argv = self.allocation_argv()
-        if dry_run:
-            return [f"would take an allocation and record its job id: {shlex.join(argv)}"]
+        return live is None or live.get("job_state") not in LIVE + WAITING
+
+    def prepare_up(self, mode: str, dry_run: bool) -> List[str]:
+        """Asks Slurm only what is recorded (``squeue``); taking an allocation is the plan's ``allocate`` step."""
+        if self.needs_allocation():
+            return []
+        live = self.record()
+        return [f"allocation {self.job} is already up ({live.get('job_state')} on {live.get('nodes') or '-'})"]
+
+    def allocation_step(self) -> Optional[Step]:
+        if not self.needs_allocation():
+            return None
+        return Step(f"take an allocation of {self.allocated_count()} node(s) and record its job id",
+                    tuple(self.allocation_argv()), timeout=3600)
+
+    def allocate(self, phase) -> Dict[str, str]:
+        """The plan's ``allocate`` step: salloc, its job id recorded in .nodeweave/<job>/cluster.json; the
+        values of ``JOBID`` and ``NODE0``, ``NODE1``, ... (the nodes Slurm granted, in its order)."""
+        from nodeweave.cluster.plan import JOB_ID, NODE
+
+        (step,) = phase.steps
         self._mount_sources()
-        need_tool("salloc", "it takes the allocation")
-        out = subprocess.run(argv, capture_output=True, text=True, timeout=3600, stdin=subprocess.DEVNULL)
+        need_tool(step.argv[0], "it takes the allocation")
+        out = subprocess.run(list(step.argv), capture_output=True, text=True, timeout=step.timeout,
+                             stdin=subprocess.DEVNULL)
         granted = GRANTED.search(out.stderr + out.stdout)
         if out.returncode != 0 or not granted:
             tail = " | ".join((out.stderr or out.stdout).strip().splitlines()[-3:])
             raise NodeweaveError(f"salloc took no allocation (exit {out.returncode}): {tail or 'no output'}")
         self.job, self._record = granted.group(1), None
         save_state(self.spec_path, self.spec.name, replace(self.options, slurm_job=self.job))
-        return [f"took allocation {self.job}: {shlex.join(argv)}"]
+        hosts = self._granted_hosts()
+        return {JOB_ID: self.job, **{f"{NODE}{i}": host for i, host in enumerate(hosts)}}
+
+    def _granted_hosts(self) -> List[str]:
+        """The new allocation's nodes, once Slurm has started it (salloc returns when it is granted)."""
+        hosts = self.hosts()
+        if len(hosts) != self.allocated_count():
+            raise NodeweaveError(f"allocation {self.job} holds {len(hosts)} node(s), the plan "
+                                 f"{self.allocated_count()}: `scancel {self.job}`, then `nodeweave up` again")
+        return hosts
+
+    def allocated_count(self) -> int:
+        return self.spec.nodes.min + self.spec.recovery.spare_nodes  # the allocation holds the spares too
 
     def _mount_sources(self) -> None:
         """Make the cache folder the containers mount (shared storage, as compose makes it); refuse a missing volume."""
@@ -196,16 +225,21 @@ class SlurmCluster(Backend):
         return expand_nodelist(live.get("nodes", ""))
 
     def nodes(self, for_up: bool = False) -> List[Node]:
-        if for_up and self.job is None:  # a dry run of up: no allocation was taken
-            return self.dry_run_nodes()
+        if for_up and self.needs_allocation():  # up's plan: the allocation is a step of it, not taken yet
+            return self.placeholder_nodes()
         return self._nodes(self.hosts(), self.job)
 
     def dry_run_nodes(self) -> List[Node]:
         try:
             return self.nodes()
-        except NodeweaveError:  # no allocation yet: the job id and the nodes are Slurm's to pick
-            count = self.spec.nodes.min + self.spec.recovery.spare_nodes  # the allocation holds the spares too
-            return self._nodes([f"NODE{i}" for i in range(count)], self.job or "JOBID")
+        except NodeweaveError:  # no allocation yet (or Slurm not asked): the nodes are Slurm's to pick
+            return self.placeholder_nodes(self.job)
+
+    def placeholder_nodes(self, job: Optional[str] = None) -> List[Node]:
+        """``JOBID``/``NODE0``, ...: what a plan says before the allocation is taken (the executor fills them in)."""
+        from nodeweave.cluster.plan import JOB_ID, NODE
+
+        return self._nodes([f"{NODE}{i}" for i in range(self.allocated_count())], job or JOB_ID)
 
     def _nodes(self, hosts: List[str], job: str) -> List[Node]:
         runtime = self.runtime

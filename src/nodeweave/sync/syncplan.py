@@ -1,0 +1,75 @@
+"""``nodeweave sync``'s plan: one ``sync`` phase of every target's agent exec; ``--dry-run`` prints it, a sync runs it.
+
+Why a plan here too (issue 34): the dry run and the real run were assembled apart, so nothing said the
+command a dry run showed was the one a sync would start. The plan holds, per target in order, the exec
+that starts the nodeweave agent there (``session_argv``: ``make`` creates DEST, ``dry`` writes nothing -
+``--check``, and with ``--shared`` every target after the first, whose view is checked), and as its
+request what the sync moves (SRC, DEST, the file count and size, the git commit, the options). The
+agent's program (some 50 KB of Python) stands in the argv as ``SYNC_AGENT``; its id is the request's
+``agent``. What each target is then sent (which files, by stream, rsync or tar, relayed or not) is
+decided by its answer to that exec, so it is the run's to report, not the plan's.
+
+The real run hands the plan to ``nodeweave.cluster.execute``; its ``sync`` handler (:func:`planned_request`)
+syncs exactly the phase's targets, in its order, with its DEST and options.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Optional, Tuple
+
+from nodeweave.cluster.plan import NodeCommand, Phase, Plan
+from nodeweave.sync.request import SyncOptions, SyncRequest
+from nodeweave.sync.transport.session import PROGRAM_ID, session_argv
+
+AGENT = "SYNC_AGENT"  # where the agent's program goes in a planned argv (its id: the request's ``agent``)
+
+
+@dataclass(frozen=True)
+class SyncWork:
+    """What one sync moves: the source as read once, where to, how (a ``sync`` phase's request)."""
+
+    src: str
+    dest: str
+    files: int
+    bytes: int
+    commit: Optional[str]
+    branch: Optional[str]
+    dirty: bool
+    held_back_secrets: Tuple[str, ...]
+    agent: str
+    options: SyncOptions
+
+
+def sync_plan(req: SyncRequest) -> Plan:
+    """The sync ``req`` asks for, as the real run does it (a dry run's own read-only asking is no part of it)."""
+    options = replace(req.options, dry_run=False)
+    modes = [_mode(options, number) for number in range(len(req.targets))]
+    nodes = tuple(NodeCommand(t.label, "checks DEST, writes nothing" if mode == "dry" else "writes DEST",
+                              tuple(session_argv(t, req.dest, mode, program=AGENT)))
+                  for t, mode in zip(req.targets, modes))
+    git = req.git
+    work = SyncWork(src=str(req.src), dest=req.dest, files=len(req.fileset.files), bytes=req.fileset.total_bytes,
+                    commit=git.commit, branch=git.branch, dirty=bool(git.dirty),
+                    held_back_secrets=tuple(req.fileset.held_back_secrets), agent=PROGRAM_ID, options=options)
+    verb = "compare" if options.check else "push"
+    what = (f"{verb} {work.files:,} file(s), {work.bytes / 2**20:.1f} MiB from {work.src} to {work.dest} on "
+            f"{len(nodes)} target(s) at once: one agent exec each ({AGENT}: the agent's program, id {PROGRAM_ID})"
+            + ("" if options.check else "; each target's answer decides what it is sent and how"))
+    kinds = sorted({t.kind for t in req.targets})
+    return Plan("sync", f"{len(nodes)} target(s) ({', '.join(kinds)})", (Phase("sync", what, nodes=nodes,
+                                                                             request=work),))
+
+
+def _mode(options: SyncOptions, number: int) -> str:
+    """``make`` for a target written, ``dry`` for one only compared (``--check``; shared storage after the first)."""
+    if options.check or (options.shared and number > 0):
+        return "dry"
+    return "make"
+
+
+def planned_request(req: SyncRequest, phase: Phase) -> SyncRequest:
+    """The request the executor runs for ``phase``: its targets in its order, its DEST and options."""
+    work: SyncWork = phase.request
+    by_label = {t.label: t for t in req.targets}
+    return replace(req, dest=work.dest, targets=tuple(by_label[n.node] for n in phase.nodes), options=work.options)
