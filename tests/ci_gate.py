@@ -55,7 +55,7 @@ CI_TOOLS = {
         "tests/test_slurm_target.py::test_up_run_status_a_failing_rank_and_down_on_slurm",
         "tests/test_slurm_target.py::test_check_on_the_slurm_allocation",
         "tests/test_slurm_target.py::test_the_accelerate_slurm_seed_loop_*",
-        "tests/test_plan_record.py::test_run_stop_and_down_on_slurm_run_their_dry_runs_plan",
+        "tests/test_plan_record.py::test_up_run_stop_and_down_on_slurm_run_their_dry_runs_plan",
         "tests/test_slurm_runtimes.py::test_pyxis_up_run_status_stop_logs_down_on_slurm",
         "tests/test_slurm_runtimes.py::test_apptainer_up_run_status_down_on_slurm",
         "tests/test_slurm_recovery.py::*",

@@ -4,6 +4,7 @@ from NODEWEAVE_RESUME_FROM. Each test asserts the left-out node, the generations
 node's exit code. Bounds are generous (a loaded 2-core machine)."""
 
 import json
+import re
 
 import pytest
 
@@ -52,7 +53,10 @@ def test_the_node_whose_rank_died_is_left_out_though_node_0s_rank_failed_first_s
     record = book(tmp_path)
     assert [(h["node"], h["cause"]) for h in record["history"]] == [(1, "crash")], record["history"]
     assert record["members"] == [0, 2] and record["left_out"] == {"1": 1}
-    assert "this node's ranks failed after a peer went away" in nodes[0].text(), nodes[0].text()
+    # Node 0 either listened (its rank's failure came first) or heard node 1 first (on a loaded machine its
+    # own torchrun can take longer than node 1's 1.5 s to notice): never "node 0: its launcher failed".
+    assert "this node's ranks failed after a peer went away" in nodes[0].text() or \
+        re.search(r"node 1 \(\S+\) failed: torchrun exited 1", nodes[0].text()), nodes[0].text()
     assert done(nodes) == ["RECOVERY-DONE gen=1 step=30 state=30"]
 
 

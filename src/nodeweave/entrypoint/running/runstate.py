@@ -187,7 +187,20 @@ def _protected():
 
 
 def _signal(members, table, sig, protected):
-    groups = {table[pid][2] for pid, _ in members if pid in table} - protected
+    """``sig`` to the run's root first, then to each process group from the top of the tree down: a worker
+    that dies first would let its launcher end 0 before the entrypoint heard the stop, so the run would read
+    as finished, not stopped."""
+    root = members[0] if members else None
+    if root and root[0] not in (os.getpid(), 1) and alive(*root):
+        try:
+            os.kill(root[0], sig)
+        except OSError:
+            pass
+    groups = []
+    for pid, _ in members:
+        group = table[pid][2] if pid in table else None
+        if group is not None and group not in protected and group not in groups:
+            groups.append(group)
     for group in groups:
         try:
             os.killpg(group, sig)
