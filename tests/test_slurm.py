@@ -13,6 +13,7 @@ replaced by a recorder of their arguments. Goldens:
 from __future__ import annotations
 
 import os
+import random
 import re
 import shutil
 import socket
@@ -239,9 +240,19 @@ def test_slurm_reads_every_directive_the_spec_sets(cluster, tmp_path):
 
 
 def _port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A free master port whose + 1 (the check-in exchange) is free too, below the kernel's ephemeral range
+    (32768-60999): a port the kernel hands out is any other test's next outgoing connection's, and the
+    exchange's port was never looked at (a parallel suite's "Address already in use")."""
+    for _ in range(200):
+        port = random.randrange(20000, 32000)
+        try:
+            for candidate in (port, port + 1):
+                with socket.socket() as s:
+                    s.bind(("", candidate))
+            return port
+        except OSError:
+            continue
+    raise RuntimeError("no free pair of ports between 20000 and 32000")
 
 
 RUN_SPEC = """name: slurm-smoke

@@ -271,6 +271,27 @@ def test_a_dump_that_caught_a_busy_rank_on_its_loop_line_is_outvoted_by_the_rank
     assert stacks.describe_rank(inside, dump, where=[saving] * 5)["label"] == "in barrier (save.py:3)"
 
 
+def test_a_dump_caught_on_the_calls_own_line_between_two_calls_shows_a_look_from_inside_the_call(tmp_path):
+    """``torch.save(...)`` called again and again: the dump now and then catches the rank on that very line,
+    but between two calls, with no frame of torch.save below it (the CI failure of the long-save process
+    test). The line is the same; a look from inside the call says which call it is."""
+    script = tmp_path / "save.py"
+    script.write_text("import io, torch\nfor _ in range(10 ** 6):\n    torch.save(torch.zeros(9), io.BytesIO())\n")
+    dump = textwrap.dedent(f"""\
+        Current thread 0x00007f0000000001 (most recent call first):
+          File "{script}", line 3 in <module>
+        """)
+    lib = "/opt/venv/lib/python3.11/site-packages/torch/serialization.py"
+    saving = [[lib, 900, "save", 900, 900, 8, 40, True], [str(script), 3, "<module>", 3, 3, 4, 44, True]]
+    between = [[str(script), 3, "<module>", 3, 3, 4, 44, True]]
+    rank = {"rank": 0, "thread": 0x7f0000000001, "inside": False, "name": ""}
+    described = stacks.describe_rank(rank, dump, where=[between, saving, between])
+    assert described["label"] == "torch.save (save.py:3)", described
+    assert described["frames"][0][0] == lib
+    alone = stacks.describe_rank(rank, dump, where=[between])  # no look from inside: the dump as it is
+    assert alone["frames"] == [[str(script), 3, "<module>"]], alone
+
+
 def nccl_views(beat, waits, host_s=0.2, collectives=10):
     """Views at a beat of ranks whose collectives return at once (NCCL): the same host time per collective
     on every rank, and ``waits[rank]`` s of device time per collective waiting for the others."""

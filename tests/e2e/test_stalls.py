@@ -189,7 +189,9 @@ def test_a_45_s_checkpoint_on_rank_0_is_only_a_warning_naming_torch_save_and_the
     issue's 45 s), so one rank per node and few steps. ``stall_timeout: 90``, past the save: a warning on every
     node, never a stop."""
     name = "e2e-stsave"
-    spec = SPEC.format(name=name, args='"--steps", "10", "--interval", "0.2", "--stall-step", "4", '
+    # 26 steps (5 s) after the save: node 0 judges every 3.3 s, and "the stall is over" must reach every node
+    # before the job ends (with 6 steps, 1.2 s, a loaded machine's nodes could finish first)
+    spec = SPEC.format(name=name, args='"--steps", "30", "--interval", "0.2", "--stall-step", "4", '
                        '"--save-rank", "0", "--save-for", "45", "--timeout", "180"', warn=WARN, timeout=90)
     spec = spec.replace("gpus_per_node: 2", "gpus_per_node: 1")
     codes, logs, _ = _run_to_the_end(engine, cpu_image, tmp_path, spec, wait=240)

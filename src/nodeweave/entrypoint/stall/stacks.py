@@ -143,9 +143,10 @@ def _user_place(frames):
 
 def typical(frames, where):
     """The frames that show where a busy rank spends its time: the dump is one instant, and a rank looping
-    around a long call (``while ...: torch.save(...)``) is now and then caught on the loop's own line. Each
-    of the rank's snapshots and the dump vote with their innermost line of user code; a line that more
-    looks saw than the dump's wins, and the newest snapshot on it gives the frames."""
+    around a long call (``while ...: torch.save(...)``) is now and then caught on the loop's own line, or on
+    the call's line between two calls. Each of the rank's snapshots and the dump vote with their innermost
+    line of user code; a line that more looks saw than the dump's wins. Of the stacks on the winning line,
+    the one deepest inside the call it makes there gives the frames (the dump first, then the newest)."""
     looks = [[f for f in snapshot if len(f) >= 3 and not f[0].endswith(PROBE)] for snapshot in where or []]
     looks = [look for look in looks if look]
     votes = {}
@@ -155,9 +156,15 @@ def typical(frames, where):
     if not votes:
         return frames
     best = max(votes, key=votes.get)
-    if best == _user_place(frames) or votes[best] <= votes.get(_user_place(frames), 0):
-        return frames
-    return next(look for look in reversed(looks) if _user_place(look) == best)
+    if votes[best] <= votes.get(_user_place(frames), 0):
+        best = _user_place(frames)
+    on_best = [stack for stack in [frames] + looks[::-1] if _user_place(stack) == best]
+    return max(on_best, key=_depth_below_user_code)
+
+
+def _depth_below_user_code(frames):
+    """How many library frames lie inside the innermost line of the user's code (0: caught on the line)."""
+    return next((i for i, f in enumerate(frames) if not LIBRARY.search(f[0])), 0)
 
 
 def describe_rank(rank, text, where=None):
