@@ -31,12 +31,18 @@ class LinkStall:
             else:
                 for line in lines:
                     self.log(line)
-        elif message.get("t") == "stacks":
-            ranks = self.stall.stacks() if self.stall is not None else []
-            try:
-                self._send({"t": "stacks", "id": message.get("id"), "ranks": ranks})
-            except ExchangeError:
-                pass
+        elif message.get("t") == "stacks":  # off the heartbeat's thread: a stopped rank's stacks take seconds,
+            import threading                  # and beats must go on meanwhile or node 0 counts this node lost
+
+            threading.Thread(target=self._answer_stacks, args=(message.get("id"),), daemon=True,
+                             name="nodeweave-stacks").start()
+
+    def _answer_stacks(self, request):
+        ranks = self.stall.stacks() if self.stall is not None else []
+        try:
+            self._send({"t": "stacks", "id": request, "ranks": ranks})
+        except (ExchangeError, OSError):
+            pass
 
 
 class HubStall(FaultSeam):
