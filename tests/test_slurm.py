@@ -13,7 +13,6 @@ replaced by a recorder of their arguments. Goldens:
 from __future__ import annotations
 
 import os
-import random
 import re
 import shutil
 import socket
@@ -24,6 +23,7 @@ from pathlib import Path
 import pytest
 
 import slurm_cluster
+from test_exchange_processes import free_port_pair
 from nodeweave.errors import UsageError
 from nodeweave.targets.slurm import SCRIPT, render_files
 from nodeweave.spec import load_spec, parse_spec
@@ -243,16 +243,7 @@ def _port() -> int:
     """A free master port whose + 1 (the check-in exchange) is free too, below the kernel's ephemeral range
     (32768-60999): a port the kernel hands out is any other test's next outgoing connection's, and the
     exchange's port was never looked at (a parallel suite's "Address already in use")."""
-    for _ in range(200):
-        port = random.randrange(20000, 32000)
-        try:
-            for candidate in (port, port + 1):
-                with socket.socket() as s:
-                    s.bind(("", candidate))
-            return port
-        except OSError:
-            continue
-    raise RuntimeError("no free pair of ports between 20000 and 32000")
+    return free_port_pair()
 
 
 RUN_SPEC = """name: slurm-smoke
