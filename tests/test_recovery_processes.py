@@ -127,6 +127,8 @@ def test_a_stalled_ranks_node_slow_to_gather_its_stacks_keeps_beating_and_is_lef
     assert "no heartbeat" not in nodes[0].text(), nodes[0].text()
     assert "1 rank (1): no answer from node 1 within 6s" in nodes[0].text(), nodes[0].text()  # the gather was held
     assert "generation 1: this node is LEFT OUT of the job: node 1: the job stalled" in nodes[1].text()
+    for node in nodes:  # no thread of an entrypoint died: the spare's watch hearing the stall, the late answer
+        assert "Exception in thread" not in node.text(), node.text()
     assert resumed(nodes) == [(1, str(tmp_path / "checkpoints" / "step-10.pt"), 10)]
     assert done(nodes) == ["RECOVERY-DONE gen=1 step=30 state=30"]
 
