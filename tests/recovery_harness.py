@@ -16,8 +16,9 @@ from stall_nodes import ENTRY, ROOT, Node, free_port_pair, stop  # noqa: E402,F4
 WORKLOAD = Path(__file__).resolve().parent / "e2e" / "workspace" / "resumable.py"
 
 
-def start(tmp_path, args, nodes=2, spares=0, env=None, launcher="torchrun", per_node=None):
-    """``nodes`` + ``spares`` entrypoints with recovery on; node i has TMPDIR tmp_path/n<i>."""
+def start(tmp_path, args, nodes=2, spares=0, env=None, launcher="torchrun", per_node=None, entry=ENTRY):
+    """``nodes`` + ``spares`` entrypoints (``entry``: the argv that starts one) with recovery on; node i has
+    TMPDIR tmp_path/n<i>."""
     shutil.copy(WORKLOAD, tmp_path / "resumable.py")
     port = free_port_pair()
     started = []
@@ -30,7 +31,7 @@ def start(tmp_path, args, nodes=2, spares=0, env=None, launcher="torchrun", per_
                     "NODEWEAVE_NNODES": str(nodes), "NODEWEAVE_STALL_WARN": "0",
                     **(env or {}), **((per_node or {}).get(rank, {}))}
         os.makedirs(node_env["TMPDIR"], exist_ok=True)
-        argv = [*ENTRY, "--launcher", launcher, "--node-rank", str(rank), "--nproc-per-node", "1",
+        argv = [*entry, "--launcher", launcher, "--node-rank", str(rank), "--nproc-per-node", "1",
                 "--master-addr", "127.0.0.1", "--master-port", str(port), "--",
                 "resumable.py", "--ckpt", str(tmp_path / "checkpoints"), *args]
         started.append(_spawn(argv, node_env, tmp_path))

@@ -105,6 +105,34 @@ def test_a_stalled_rank_is_left_out_at_stall_timeout_and_its_spare_takes_over(tm
     assert done(nodes) == ["RECOVERY-DONE gen=1 step=30 state=30"]
 
 
+def test_a_stalled_ranks_node_slow_to_gather_its_stacks_keeps_beating_and_is_left_out_as_stalled_not_lost(tmp_path):
+    """Node 0 asks node 1 for its ranks' stacks while node 1's rank is stopped, and node 1 takes 15 s to gather
+    them (tests/slow_stacks_entrypoint.py), longer than the heartbeat's 10 s: its heartbeat must go on meanwhile.
+    Answered on the heartbeat's own thread (before e3fe90a), node 0 heard nothing from node 1 for 10 s and
+    counted it lost before stall_timeout: cause "lost", not "stall"."""
+    import sys
+    from pathlib import Path
+
+    from slow_stacks_entrypoint import HOLD_VARIABLE
+
+    entry = [sys.executable, str(Path(__file__).resolve().parent / "slow_stacks_entrypoint.py")]
+    env = {"NODEWEAVE_STALL_WARN": "3", "NODEWEAVE_STALL_TIMEOUT": "20"}  # the window for a loss: ask -> timeout
+    nodes = start(tmp_path, RUN + ["--fault", "stop", "--fault-node", "1", "--fault-step", "12"], spares=1, env=env,
+                  per_node={1: {HOLD_VARIABLE: "15"}}, entry=entry)
+    codes = finish(nodes)
+    assert codes == [0, 0, 0], texts(nodes)
+    record = book(tmp_path)
+    assert [(h["node"], h["cause"]) for h in record["history"]] == [(1, "stall")], record["history"]
+    assert record["members"] == [0, 2] and record["left_out"] == {"1": 1}, record
+    assert "no heartbeat" not in nodes[0].text(), nodes[0].text()
+    assert "1 rank (1): no answer from node 1 within 6s" in nodes[0].text(), nodes[0].text()  # the gather was held
+    assert "generation 1: this node is LEFT OUT of the job: node 1: the job stalled" in nodes[1].text()
+    for node in nodes:  # no thread of an entrypoint died: the spare's watch hearing the stall, the late answer
+        assert "Exception in thread" not in node.text(), node.text()
+    assert resumed(nodes) == [(1, str(tmp_path / "checkpoints" / "step-10.pt"), 10)]
+    assert done(nodes) == ["RECOVERY-DONE gen=1 step=30 state=30"]
+
+
 def test_the_restart_budget_is_the_whole_jobs_and_ends_it_with_exit_8(tmp_path):
     bad = {rank: {"NODEWEAVE_TEST_NODE": "bad"} for rank in (1, 2, 3)}  # every node but node 0 crashes each time
     nodes = start(tmp_path, RUN + ["--fault", "exit", "--fault-node", "bad", "--fault-gen", "-1", "--fault-step", "7"],
