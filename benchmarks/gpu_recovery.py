@@ -33,7 +33,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from proc_tree import kill_tree  # noqa: E402
-from stall_nodes import ENTRY, ROOT, Node, free_port_pair, stop  # noqa: E402
+from stall_nodes import (ENTRY, ROOT, Node, free_port_pair, own_hostname_allowed, stop,  # noqa: E402
+                         with_hostname)
 
 WORKLOAD = ROOT / "tests" / "e2e" / "workspace" / "resumable.py"
 
@@ -54,29 +55,18 @@ def parse():
     return p.parse_args()
 
 
-def uts():
-    """``unshare --uts`` with a hostname of its own, where this user may (root, or user namespaces)."""
-    if not shutil.which("unshare"):
-        return False
-    probe = subprocess.run(["unshare", "--uts", "--map-root-user", "true"], capture_output=True)
-    return probe.returncode == 0
-
-
 def node_argv(rank, port, folder, args, own_host):
     work = [*ENTRY, "--launcher", "torchrun", "--node-rank", str(rank), "--nproc-per-node", "1",
             "--master-addr", "127.0.0.1", "--master-port", str(port), "--",
             "resumable.py", "--ckpt", str(folder / "checkpoints"), "--steps", str(args.steps),
             "--interval", str(args.interval), "--save-every", str(args.save_every),
             "--faults", f"kill:1:0:{args.kill_step},stop:2:1:{args.stop_step}"] + ([] if args.cpu else ["--cuda"])
-    if not own_host:
-        return work
-    script = f'hostname sim-node-{rank} && exec "$@"'
-    return ["unshare", "--uts", "--map-root-user", "sh", "-c", script, "sh", *work]
+    return with_hostname(f"sim-node-{rank}", work) if own_host else work
 
 
 def start(folder, args):
     shutil.copy(WORKLOAD, folder / "resumable.py")
-    port, own_host = free_port_pair(), uts()
+    port, own_host = free_port_pair(), own_hostname_allowed()
     return [spawn(rank, port, folder, args, own_host) for rank in range(3)]
 
 

@@ -2,11 +2,16 @@
 
     flock /tmp/nw-engine.lock .venv/bin/python benchmarks/recovery_goodput.py --quick --mode nodeweave --out r.json
     .venv/bin/python benchmarks/recovery_goodput.py --table r.json        # the Markdown tables of saved modes
+    python3 benchmarks/recovery_goodput.py --nodes processes --gpus 1 --mode nodeweave   # no engine: see below
 
 Each mode's containers are its own (``nwrb-<mode>-N``, ``-soak`` for ``--soak``), so the modes can run side by
 side, one process each, and meet the same machine load: ``--mode nodeweave`` and ``--mode torchrun`` started
 together are the fairest comparison on a shared machine. ``--soak`` runs without faults and lists every
 line of a recovery, a node left out or a stall report (the goal: none).
+
+``--nodes processes`` makes each node a process tree on this machine instead of a container
+(recovery_processes.py: its own hostname, TMPDIR and ``NCCL_HOSTID``, with ``--gpus N`` GPU ``N % GPUS``),
+for the lent GPU machines, which have no container engine: the same job under NCCL, the same faults.
 
 Each mode trains examples/resilient_train.py (DDP, gloo, one rank per node,
 a checkpoint every ``--ckpt-every``) for ``--minutes`` on fresh containers and
@@ -48,7 +53,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import recovery_cluster as cluster  # noqa: E402
+from recovery_cluster import PodmanNodes  # noqa: E402
+from recovery_processes import ProcessNodes  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = "resilient_train.py"
@@ -75,58 +81,72 @@ def parse_args(argv=None):
     parser.add_argument("--soak", action="store_true", help="no faults: count the recoveries a healthy run "
                         "starts (generations, nodes left out, stall reports; the goal is 0)")
     parser.add_argument("--image", default="localhost/nodeweave-bench/recovery:cpu")
+    parser.add_argument("--nodes", choices=("podman", "processes"), default="podman",
+                        help="podman: a container per node (default); processes: a process tree per node on this "
+                        "machine, for a machine with GPUs and no container engine (recovery_processes.py)")
+    parser.add_argument("--gpus", type=int, default=0, help="--nodes processes: node N sees GPU N %% GPUS alone, "
+                        "NCCL over its network transport (default 0: no GPU, gloo on CPU)")
+    parser.add_argument("--first-fault", type=float, default=None,
+                        help="seconds to the first fault (default: --fault-every)")
     parser.add_argument("--out", help="add each mode's results to this JSON file")
     parser.add_argument("--table", nargs="+", metavar="JSON", help="print the tables of saved results and stop")
     args = parser.parse_args(argv)
     if args.quick:
         args.minutes, args.fault_every, args.ckpt_every, args.stall_timeout = 5.0, 55.0, "10s", 20
+    if args.first_fault is None:
+        args.first_fault = args.fault_every
     return args
 
 
-def node_commands(mode, args, ckpt):
+def node_commands(mode, args, nodes):
     """{node index: (argv, env)} for a mode: 5 nodes with nodeweave (one spare), 4 otherwise."""
-    train = [SCRIPT, "--steps", "100000000", "--step-time", str(args.step_time), "--hidden", "64",
-             "--ckpt-every", args.ckpt_every, "--ckpt-dir", ckpt, "--bad-node-marker", cluster.BAD_NODE_MARKER]
+    ckpt = f"{nodes.workdir}/checkpoints"
+    address, port = nodes.master()
+
+    def train(index):
+        return [SCRIPT, "--steps", "100000000", "--step-time", str(args.step_time), "--hidden", "64",
+                "--ckpt-every", args.ckpt_every, "--ckpt-dir", ckpt, "--bad-node-marker", nodes.bad_marker(index)]
+
     base_env = {"OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1"}
     if mode == "torchrun":
-        argv = ["torchrun", "--nnodes", "4", "--nproc-per-node", "1", "--rdzv-backend", "c10d",
-                "--rdzv-endpoint", f"{cluster.name(0)}:29500", "--rdzv-id", "bench", "--max-restarts", "1000",
-                "--monitor-interval", "1", *train, "--resume-latest"]
-        return {i: (argv, base_env) for i in range(4)}
+        return {i: (["torchrun", "--nnodes", "4", "--nproc-per-node", "1", "--rdzv-backend", "c10d",
+                     "--rdzv-endpoint", f"{address}:{port}", "--rdzv-id", "bench", *nodes.torchrun_node_args(i),
+                     "--max-restarts", "1000", "--monitor-interval", "1", *train(i), "--resume-latest"], base_env)
+                for i in range(4)}
     env = dict(base_env, NODEWEAVE_WAIT_TIMEOUT="120", NODEWEAVE_NNODES="4",
                NODEWEAVE_STALL_TIMEOUT=str(args.stall_timeout), NODEWEAVE_STALL_WARN=str(args.stall_timeout // 2))
     if mode == "nodeweave":
         env.update(NODEWEAVE_RECOVERY="on", NODEWEAVE_SPARES="1", NODEWEAVE_CHECKPOINT_DIR=ckpt,
                    NODEWEAVE_NNODES=f"{args.min_nodes}:4" if args.min_nodes < 4 else "4")
     count = 5 if mode == "nodeweave" else 4
-    return {i: (["python3", "/work/nodeweave-entrypoint.pyz", "--launcher", "torchrun", "--node-rank", str(i),
-                 "--nproc-per-node", "1", "--master-addr", cluster.name(0), "--master-port", "29500", "--",
-                 *train], env) for i in range(count)}
+    return {i: ([nodes.python, f"{nodes.workdir}/nodeweave-entrypoint.pyz", "--launcher", "torchrun",
+                 "--node-rank", str(i), "--nproc-per-node", "1", "--master-addr", address, "--master-port",
+                 str(port), "--", *train(i)], env) for i in range(count)}
 
 
-def training_nodes(nodes):
-    """Indices whose container runs a rank now (node 0 last, so faults aim at the others first)."""
-    found = [n.index for n in nodes.values() if cluster.alive(n.index) and cluster.rank_pids(n.index, SCRIPT)]
+def training_nodes(nodes, started):
+    """Indices whose node runs a rank now (node 0 last, so faults aim at the others first)."""
+    found = [i for i in started if nodes.alive(i) and nodes.rank_pids(i, SCRIPT)]
     return sorted(found, key=lambda i: (i == 0, i))
 
 
-def inject(kind, nodes):
+def inject(kind, nodes, started):
     """Apply one fault: (the node it hit, the host time it was applied); (None, now) when no node was training."""
     if kind == "node 0 killed":
-        return 0, cluster.restart_container(nodes[0])
-    others = [i for i in training_nodes(nodes) if i != 0]
+        return 0, nodes.restart(started[0])
+    others = [i for i in training_nodes(nodes, started) if i != 0]
     if not others:
         return None, time.time()
     target = others[0]
     if kind == "kill -9 rank":
-        at = cluster.signal_rank(target, SCRIPT, "KILL")
+        at = nodes.signal_rank(target, SCRIPT, "KILL")
     elif kind == "SIGSTOP rank":
-        at = cluster.signal_rank(target, SCRIPT, "STOP")
+        at = nodes.signal_rank(target, SCRIPT, "STOP")
     elif kind == "container killed":
-        at = cluster.kill_container(target)
+        at = nodes.kill(target)
     else:  # bad node: from now on it fails at every start; its rank dies now
-        cluster.make_bad(target)
-        at = cluster.signal_rank(target, SCRIPT, "KILL")
+        nodes.make_bad(target)
+        at = nodes.signal_rank(target, SCRIPT, "KILL")
     return (target, at) if at is not None else (None, time.time())
 
 
@@ -135,36 +155,38 @@ WARNED = re.compile(r"STALL:|STRAGGLER:")  # reports that stop or restart nothin
 
 
 def run_mode(mode, args):
-    cluster.use_prefix(f"nwrb-{mode[:5]}{'-soak' if args.soak else ''}")  # modes may run side by side
+    prefix = f"nwrb-{mode[:5]}{'-soak' if args.soak else ''}"  # modes may run side by side
     work = Path(tempfile.mkdtemp(prefix=f"nw-recovery-{mode}-"))
+    nodes = ProcessNodes(prefix, work, args.gpus) if args.nodes == "processes" else PodmanNodes(prefix)
     shutil.copy(ROOT / "examples" / SCRIPT, work / SCRIPT)
     shutil.copy(ROOT / "entrypoint" / "nodeweave-entrypoint.pyz", work / "nodeweave-entrypoint.pyz")
     for path in (work, *work.iterdir()):
         path.chmod(0o777 if path.is_dir() else 0o644)
-    commands = node_commands(mode, args, "/work/checkpoints")
-    cluster.up(args.image, work, len(commands))
+    commands = node_commands(mode, args, nodes)
+    nodes.up(args.image, work, len(commands))
     faults = []
     try:
         started = time.time()
-        nodes = {i: cluster.Node(i, argv, env) for i, (argv, env) in commands.items()}
+        running = {i: nodes.start(i, argv, env) for i, (argv, env) in commands.items()}
         deadline = started + args.minutes * 60
-        for number, kind in enumerate(_schedule(args), start=1):
-            at = started + number * args.fault_every
+        for number, kind in enumerate(_schedule(args)):
+            at = started + args.first_fault + number * args.fault_every
             if at >= deadline:
                 break
             time.sleep(max(0.0, at - time.time()))
-            target, fault_time = inject(kind, nodes)
+            target, fault_time = inject(kind, nodes, running)
             faults.append({"kind": kind, "node": target, "t": fault_time})
             print(f"[{mode}] {fault_time - started:6.1f} s: {kind} on node {target}", flush=True)
         time.sleep(max(0.0, deadline - time.time()))
         ended = time.time()
-        leftovers = {i: cluster.stopped_pids(i, SCRIPT) for i in nodes if cluster.alive(i)}
+        leftovers = {i: nodes.stopped_pids(i, SCRIPT) for i in running if nodes.alive(i)}
     finally:
-        cluster.down(len(commands))
+        nodes.down(len(commands))
         shutil.rmtree(work, ignore_errors=True)
-    lines = sorted((t, i, text) for i, node in nodes.items() for t, text in node.lines)
+    lines = sorted((t, i, text) for i, node in running.items() for t, text in node.lines)
     result = measure(mode, args, lines, faults, started, ended)
     result["stopped_ranks_at_end"] = {str(i): pids for i, pids in leftovers.items() if pids}
+    result["nodes"] = args.nodes if args.nodes == "podman" else f"processes, {args.gpus} GPU(s)"
     return result
 
 
@@ -258,8 +280,8 @@ def main(argv=None):
         results = [r for path in args.table for r in json.loads(Path(path).read_text())]
         table(results)
         return 0
-    if shutil.which("podman") is None:
-        raise SystemExit("podman is not installed: this benchmark needs containers")
+    if args.nodes == "podman" and shutil.which("podman") is None:
+        raise SystemExit("podman is not installed: run with --nodes processes, or install podman")
     saved = json.loads(Path(args.out).read_text()) if args.out and os.path.exists(args.out) else []
     results = []
     for mode in args.mode or ["nodeweave", "torchrun", "none"]:
@@ -268,7 +290,8 @@ def main(argv=None):
         saved = [r for r in saved if (r["mode"], r.get("soak")) != (mode, args.soak)] + [result]
         if args.out:
             Path(args.out).write_text(json.dumps(saved, indent=1))
-    print(f"\nmachine: {os.uname().nodename}, {os.cpu_count()} CPUs, podman; image {args.image}\n")
+    nodes = f"podman, image {args.image}" if args.nodes == "podman" else f"process-tree nodes, {args.gpus} GPU(s)"
+    print(f"\nmachine: {os.uname().nodename}, {os.cpu_count()} CPUs; {nodes}\n")
     table(results)
     return 0
 

@@ -6,6 +6,7 @@ Used by benchmarks/stall_watch.py, benchmarks/stall_gpu.py and tests/stall_harne
 
 import os
 import random
+import shutil
 import socket
 import subprocess
 import sys
@@ -30,6 +31,19 @@ def free_port_pair():
         except OSError:
             continue
     raise RuntimeError("no free port pair")
+
+
+def own_hostname_allowed():
+    """Whether ``unshare --uts`` may give a node a hostname of its own here (root, or user namespaces)."""
+    if not shutil.which("unshare"):
+        return False
+    probe = subprocess.run(["unshare", "--uts", "--map-root-user", "true"], capture_output=True)
+    return probe.returncode == 0
+
+
+def with_hostname(name, argv):
+    """``argv`` run under a hostname of its own (``own_hostname_allowed`` first)."""
+    return ["unshare", "--uts", "--map-root-user", "sh", "-c", f'hostname {name} && exec "$@"', "sh", *argv]
 
 
 def own_address():

@@ -51,3 +51,42 @@ def test_a_soak_has_no_faults_and_lists_every_line_of_a_recovery():
              (151.0, 1, "nodeweave-entrypoint: generation 1: this node is LEFT OUT of the job")]
     result = bench.measure("nodeweave", args, lines, [], started=100.0, ended=160.0)
     assert [line.split(": ", 1)[1] for line in result["spurious"]] == [text for _, _, text in lines[1:]]
+
+
+def test_a_rank_is_told_from_its_launcher_by_the_words_before_the_script():
+    from recovery_cluster import is_rank
+
+    script = "resilient_train.py"
+    assert is_rank("/usr/bin/python3 -u resilient_train.py --ckpt /tmp/nw-recovery-torchrun-x/n1", script)
+    assert not is_rank("/usr/bin/python3 /usr/bin/torchrun --nnodes 4 resilient_train.py", script)
+    assert not is_rank("python3 /work/nodeweave-entrypoint.pyz --launcher torchrun -- resilient_train.py", script)
+    assert not is_rank("python3 -m torch.distributed.run resilient_train.py", script)
+
+
+def test_a_process_tree_node_is_every_process_it_started_and_is_killed_and_restarted_whole(tmp_path):
+    """recovery_processes.ProcessNodes on real processes: a node's members found by its environment mark, the
+    orphan of a killed parent included; a kill takes them all; a restart runs the command again."""
+    import time
+
+    from recovery_processes import ProcessNodes
+
+    nodes = ProcessNodes("nwrb-unit", tmp_path)
+    nodes.up(None, tmp_path, 2)
+    argv = ["sh", "-c", "sleep 60 & sleep 60 & wait"]
+    started = {i: nodes.start(i, argv, {}) for i in range(2)}
+    try:
+        deadline = time.time() + 10
+        while time.time() < deadline and len(nodes.processes(1)) < 3:
+            time.sleep(0.05)
+        assert len(nodes.processes(1)) == 3 and len(nodes.processes(0)) == 3
+        started[1].proc.kill()  # its first process gone: the two below it are orphans, still the node's
+        started[1].proc.wait(10)
+        assert len([p for p in nodes.processes(1) if p[1] != "Z"]) == 2
+        nodes.kill(1)
+        time.sleep(0.2)
+        assert [p for p in nodes.processes(1) if p[1] != "Z"] == [] and not nodes.alive(1)
+        assert len(nodes.processes(0)) == 3  # the other node untouched
+        nodes.restart(started[0])
+        assert started[0].runs == 2 and nodes.alive(0)
+    finally:
+        nodes.down(2)

@@ -31,8 +31,8 @@ class LinkStall:
             else:
                 for line in lines:
                     self.log(line)
-        elif message.get("t") == "stacks":  # off the heartbeat's thread: a stopped rank's stacks take seconds,
-            import threading                  # and beats must go on meanwhile or node 0 counts this node lost
+        elif message.get("t") == "stacks":  # off the heartbeat's thread: a rank that does not answer costs ~4 s
+            import threading                  # (more on a loaded machine), and beats must go on meanwhile
 
             threading.Thread(target=self._answer_stacks, args=(message.get("id"),), daemon=True,
                              name="nodeweave-stacks").start()
