@@ -279,6 +279,38 @@ def test_a_lost_node_is_a_failure_of_its_own_and_ends_a_hold():
         cluster.close()
 
 
+def test_a_spare_closing_after_a_failure_is_not_called_gone_and_one_vanishing_before_is():
+    """After a failure a spare closes its link to check in for the next generation: what every node does, no
+    news; a spare whose link ends while the job runs is news (its node went away), and stops nothing."""
+    cluster, hub_watch, links, launchers, logs = started_watches(3)
+    try:
+        spare = next(p for p in cluster.hub.peers if p.fp.get("rank") == 3)
+        spare.role = "spare"
+        links[3].stopping.set()
+        links[3].channel.sock.close()
+        deadline = time.monotonic() + 5
+        while not any("(spare) is gone" in line for line in logs[0]) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert any("node 3 (trainer-3) (spare) is gone" in line for line in logs[0]), logs[0]
+        assert not launchers[0].stopped.is_set() and not launchers[1].stopped.is_set()
+
+        cluster2, hub_watch2, links2, launchers2, logs2 = started_watches(3)
+        try:
+            spare2 = next(p for p in cluster2.hub.peers if p.fp.get("rank") == 3)
+            spare2.role = "spare"
+            assert links2[1].finish(1, "torchrun exited 1", ["RuntimeError: CUDA error"]) is None
+            assert launchers2[3].stopped.wait(5), logs2
+            links2[3].stopping.set()
+            links2[3].channel.sock.close()  # the spare, told of the failure, closes to check in again
+            assert launchers2[2].stopped.wait(5), logs2
+            time.sleep(1.5)  # node 0's sweep has read the closed link by now
+            assert not any("is gone" in line for line in logs2[0]), logs2[0]
+        finally:
+            cluster2.close()
+    finally:
+        cluster.close()
+
+
 def test_a_vanished_node_counts_as_failed():
     cluster, hub_watch, links, launchers, logs = started_watches(2)
     try:

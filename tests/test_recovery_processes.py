@@ -40,6 +40,7 @@ def test_a_killed_rank_is_left_out_a_spare_takes_its_place_and_training_resumes(
     assert [s for s in steps(nodes[0]) if s[0] == 1][0] == (1, 11, 2)
     assert "generation 1: this node is LEFT OUT of the job: node 1: its launcher failed" in nodes[1].text()
     assert "recovery: the job finished after 1 recovery(ies)" in nodes[0].text()
+    assert "(spare) is gone" not in nodes[0].text()  # it closed to check in for generation 1, as nodes do
 
 
 def test_the_node_whose_rank_died_is_left_out_though_node_0s_rank_failed_first_seeing_it_go(tmp_path):
@@ -251,6 +252,8 @@ def test_node_0_back_after_a_node_was_lost_for_good_takes_the_book_on_and_does_n
     first = nodes[0].first("RECOVERY-STEP gen=2", "out") or nodes[2].first("RECOVERY-STEP gen=2", "out")
     assert first is not None and first - back < 60, nodes[0].text()  # not the 90 s check-in deadline spent waiting for node 1
     assert "going on from the book they kept (2 restart(s) with this one)" in nodes[0].text(), nodes[0].text()
+    # it waits for the nodes of the generation it lost (node 2), not for all three as a fresh job would
+    assert "node 0 is back: waiting up to 10s for node(s) 2, those of the generation it lost" in nodes[0].text()
     record = book(tmp_path)
     assert (record["decision"], record["generation"], record["restarts"]) == ("done", 2, 2), record
     assert record["members"] == [0, 2] and record["left_out"] == {"1": 1}, record

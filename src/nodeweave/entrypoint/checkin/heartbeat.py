@@ -284,7 +284,9 @@ class HubWatch(HubStall, Watch):
         self.hub.board.forget(peer)
         peer.channel.close()
         if peer.role != "member":  # a spare or a left-out node: nothing to stop
-            return self.log(f"{_label(peer)} ({peer.role}) is gone: {report.get('how')}")
+            if self.failure is None:  # after a failure a spare closes too, to check in for the next generation
+                self.log(f"{_label(peer)} ({peer.role}) is gone: {report.get('how')}")
+            return None
         if self.failure is None:  # after a failure, closing is what the stopped nodes do: no evidence
             self._heard(peer, "lost", report)
         else:

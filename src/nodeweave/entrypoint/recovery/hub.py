@@ -97,8 +97,7 @@ class HubSide:
         afresh from generation ``after``."""
         fault = {"generation": after - 1, "node": None, "cause": "lost", "why": "node 0 was lost and came back",
                  "at": time.time()}
-        kept = max((p.fp.get("book") for p in hub.peers if isinstance(p.fp.get("book"), dict)),
-                   key=lambda b: b.get("generation", -1), default=None)
+        kept = kept_book(hub)
         if kept is None:
             self.log(f"recovery: node 0 came back; the other nodes ask for generation {after}: going on from "
                      "the newest checkpoint (their nodeweave keeps no book: the restart budget starts afresh)")
@@ -106,6 +105,7 @@ class HubSide:
         book = dict(decide.first(set(), self.config.limits, step), **kept)
         book = decide.after_fault(dict(book, generation=after - 1), None, fault["why"], present, step,
                                   self.config.limits)
+        book.pop("present", None)  # the lost generation's: the loop sets this one's
         self.log(f"recovery: node 0 came back; the other nodes ask for generation {after}: going on from the book "
                  f"they kept ({book['restarts']} restart(s) with this one) and the newest checkpoint")
         fault["relaunched"] = time.time()
@@ -164,8 +164,15 @@ class HubSide:
                 return refused or returned(hub)
 
             hub.gather(needed, deadline, early=early)
-            if returned(hub) and not refused:  # node 0 came back to a running job: no node lost meanwhile
-                hub.gather(needed, min(deadline, time.monotonic() + RETURN_SETTLE_S))  # will check in, so wait less
+            if returned(hub) and not refused:  # node 0 came back to a running job: the nodes still up check in
+                settle = min(deadline, time.monotonic() + RETURN_SETTLE_S)  # at once, so wait less
+                wanted = set((kept_book(hub) or {}).get("present") or []) - {0}
+                if wanted:  # the nodes of the generation node 0 lost, not a node lost before it
+                    self.log(f"recovery: node 0 is back: waiting up to {RETURN_SETTLE_S}s for node(s) "
+                             f"{', '.join(map(str, sorted(wanted)))}, those of the generation it lost")
+                    hub.gather(len(wanted) + 1, settle, wanted=wanted)
+                else:  # the others' nodeweave carries no book
+                    hub.gather(needed, settle)
         else:
             expected = set(book["alive"]) - {0, book.get("last_culprit")}
             self._regather(hub, expected, time.monotonic() + min(REGATHER_CAP_S, info["deadline_s"]))
@@ -274,6 +281,12 @@ def work_lost_s(checkpoint, fault_at):
     except OSError:
         return None
     return round(max(0.0, fault_at - newest), 1)
+
+
+def kept_book(hub):
+    """The newest book the nodes checking in carry (``node.CARRIED``), or None (an older nodeweave's)."""
+    return max((p.fp.get("book") for p in hub.peers if isinstance(p.fp.get("book"), dict)),
+               key=lambda b: b.get("generation", -1), default=None)
 
 
 def returned(hub):

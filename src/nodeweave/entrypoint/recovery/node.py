@@ -8,9 +8,10 @@ from .setup import keep, own_record, user_stopped
 
 RETRY_S = 0.3          # between a worker's attempts to check in for the next generation
 # what a worker carries of the job's book into its next check-in: a node 0 that was lost and came back takes
-# the book on from the nodes that kept it (the restart budget, the nodes left out), not afresh
+# the book on from the nodes that kept it (the restart budget, the nodes left out), not afresh, and waits for
+# the nodes that checked in for the generation it lost (``present``), no others
 CARRIED = ("generation", "restarts", "members", "spares", "left_out", "why", "steps", "best_step", "stale",
-           "history")
+           "present", "history")
 CARRIED_HISTORY = 20   # the newest faults of the history: a check-in stays small however long the job ran
 
 
