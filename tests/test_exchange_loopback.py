@@ -311,6 +311,31 @@ def test_a_spare_closing_after_a_failure_is_not_called_gone_and_one_vanishing_be
         cluster.close()
 
 
+def test_a_failure_heard_before_a_nodes_launcher_started_stops_that_launcher_as_it_attaches():
+    """Recovery's generations beat from before the launcher's plan; a failure relayed meanwhile has no launcher
+    to stop, so the launcher that attaches afterwards is stopped at once (and one attached before, as ever)."""
+    cluster = Cluster(2)
+    assert cluster.decide()["decision"] == "start"
+    logs = {rank: [] for rank in range(3)}
+    hub_watch = HubWatch(cluster.hub, logs[0].append)
+    links = {rank: LinkWatch(cluster.channels[rank], logs[rank].append) for rank in (1, 2)}
+    launchers = {rank: Launcher() for rank in range(3)}
+    try:
+        hub_watch.start(launchers[0].stop)
+        links[1].start(launchers[1].stop)
+        links[2].start()  # node 2 still making its plan: beating, no launcher yet
+        assert links[1].finish(1, "torchrun exited 1", ["RuntimeError: CUDA error"]) is None
+        deadline = time.monotonic() + 5
+        while links[2].failure is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert links[2].failure is not None and not launchers[2].stopped.is_set(), logs[2]
+        links[2].attach_launcher(launchers[2].stop)
+        assert launchers[2].stopped.is_set()
+        assert launchers[0].stopped.wait(5)
+    finally:
+        cluster.close()
+
+
 def test_a_vanished_node_counts_as_failed():
     cluster, hub_watch, links, launchers, logs = started_watches(2)
     try:

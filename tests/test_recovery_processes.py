@@ -108,15 +108,15 @@ def test_a_stalled_rank_is_left_out_at_stall_timeout_and_its_spare_takes_over(tm
 
 def test_a_stalled_ranks_node_slow_to_gather_its_stacks_keeps_beating_and_is_left_out_as_stalled_not_lost(tmp_path):
     """Node 0 asks node 1 for its ranks' stacks while node 1's rank is stopped, and node 1 takes 15 s to gather
-    them (tests/slow_stacks_entrypoint.py), longer than the heartbeat's 10 s: its heartbeat must go on meanwhile.
+    them (tests/held_entrypoint.py), longer than the heartbeat's 10 s: its heartbeat must go on meanwhile.
     Answered on the heartbeat's own thread (before e3fe90a), node 0 heard nothing from node 1 for 10 s and
     counted it lost before stall_timeout: cause "lost", not "stall"."""
     import sys
     from pathlib import Path
 
-    from slow_stacks_entrypoint import HOLD_VARIABLE
+    from held_entrypoint import HOLD_VARIABLE
 
-    entry = [sys.executable, str(Path(__file__).resolve().parent / "slow_stacks_entrypoint.py")]
+    entry = [sys.executable, str(Path(__file__).resolve().parent / "held_entrypoint.py")]
     env = {"NODEWEAVE_STALL_WARN": "3", "NODEWEAVE_STALL_TIMEOUT": "20"}  # the window for a loss: ask -> timeout
     nodes = start(tmp_path, RUN + ["--fault", "stop", "--fault-node", "1", "--fault-step", "12"], spares=1, env=env,
                   per_node={1: {HOLD_VARIABLE: "15"}}, entry=entry)
@@ -132,6 +132,27 @@ def test_a_stalled_ranks_node_slow_to_gather_its_stacks_keeps_beating_and_is_lef
         assert "Exception in thread" not in node.text(), node.text()
     assert resumed(nodes) == [(1, str(tmp_path / "checkpoints" / "step-10.pt"), 10)]
     assert done(nodes) == ["RECOVERY-DONE gen=1 step=30 state=30"]
+
+
+def test_a_node_slow_to_plan_its_generation_beats_meanwhile_and_is_not_counted_lost(tmp_path):
+    """Node 1 takes 12 s to make generation 0's plan (tests/held_entrypoint.py; under load a late DNS answer for
+    the master's name does that), longer than the heartbeat's 10 s. It beats meanwhile, so the job runs as one
+    generation. Before, a worker began beating only once its launcher started: node 0 counted node 1 lost at
+    10 s and the job went on without it (the full suite's e2e failure: 'no heartbeat for 10s' right after the
+    check-in)."""
+    import sys
+    from pathlib import Path
+
+    from held_entrypoint import PLAN_HOLD_VARIABLE
+
+    entry = [sys.executable, str(Path(__file__).resolve().parent / "held_entrypoint.py")]
+    nodes = start(tmp_path, RUN, spares=1, per_node={1: {PLAN_HOLD_VARIABLE: "12"}}, entry=entry)
+    codes = finish(nodes)
+    assert codes == [0, 0, 0], texts(nodes)
+    record = book(tmp_path)
+    assert (record["generation"], record["history"], record["members"]) == (0, [], [0, 1]), record
+    assert "no heartbeat" not in nodes[0].text(), nodes[0].text()
+    assert done(nodes) == ["RECOVERY-DONE gen=0 step=30 state=30"]
 
 
 def test_the_restart_budget_is_the_whole_jobs_and_ends_it_with_exit_8(tmp_path):

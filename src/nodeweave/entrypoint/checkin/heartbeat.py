@@ -63,10 +63,20 @@ class Watch:
         self.stall = None            # stall.watcher.StallWatch, when the ranks are watched
         self.failed_at = None        # when the first failure was heard (recovery's time to recover counts from it)
 
-    def start(self, stop_launcher):
+    def start(self, stop_launcher=None):
+        """Beat from now on; ``stop_launcher`` (or ``attach_launcher`` later) is what a failure stops."""
         self.stop_launcher = stop_launcher
         self.thread = threading.Thread(target=self._run, name="nodeweave-heartbeat", daemon=True)
         self.thread.start()
+
+    def attach_launcher(self, stop_launcher):
+        """The launcher started after the beats did (a generation's plan can take seconds: a DNS answer late
+        under load, and a node silent meanwhile would count as lost): a failure heard before it is stopped now."""
+        with self.lock:
+            self.stop_launcher = stop_launcher
+            missed = self.failure is not None
+        if missed:
+            stop_launcher(GRACE_S)
 
     def _stop_for(self, label, report, code=EXIT_PEER_FAILED):
         """A peer failed (or the job stalled): say so, and stop this node's launcher (once)."""
@@ -75,21 +85,22 @@ class Watch:
                 return
             self.failure, self.failure_code = (label, report), code
             self.failed_at = time.time()
+            stop = self.stop_launcher  # None: no launcher yet; attach_launcher stops it as it comes
         lines = describe(report)
         if code == EXIT_STALLED:
-            aside = self.stall.aside_path() if self.stall is not None and self.stop_launcher else None
+            aside = self.stall.aside_path() if self.stall is not None and stop else None
             for line in lines[1:]:
                 self.log(line)
             self.log(f"the job stalled at {label}: {lines[0]}; stopping this node's launcher (exit {code}: stalled)"
                      + (f"; its output from here on: {aside}" if aside else ""))
-            if self.stop_launcher:  # after the last line: the report is what the user reads last
-                self.stop_launcher(GRACE_S, aside=aside)
+            if stop:  # after the last line: the report is what the user reads last
+                stop(GRACE_S, aside=aside)
             return
         self.log(f"{label} failed: {lines[0]}; stopping this node's launcher (exit {code}: another node failed)")
         for line in lines[1:]:
             self.log(line)
-        if self.stop_launcher:
-            self.stop_launcher(GRACE_S)
+        if stop:
+            stop(GRACE_S)
 
     def _left(self, label, report):
         self.log(f"{label} left the job: {describe(report)[0]}; torchrun's rendezvous decides what follows")

@@ -114,12 +114,11 @@ class Generations:
         (the plan, the files, the launcher not found) is reported to node 0 as this node's fault."""
         from ..running.supervise import run_supervised
 
+        watch.start()  # beats go on while the generation's plan is made (DNS can take seconds under load)
         try:
             executable, argv, environ = self._prepare_launch(book, verdict, watch)
         except EntrypointError as err:
             self.log(f"error: {err}")
-            if watch.thread is None:
-                watch.start(lambda grace: None)
             return watch.finish(err.exit_code, f"its start failed: {err}", [str(err)]) or err.exit_code
         return run_supervised(executable, argv, environ, watch=watch, received=self.received)
 

@@ -190,7 +190,11 @@ def run_supervised(executable, argv, env, watch=None, received=None):
     reaped, ranks = [], {}
     if watch is not None:
         tail.parent_side()
-        watch.start(_stopper(pid, reaped, tail, ranks))
+        stopper = _stopper(pid, reaped, tail, ranks)
+        if watch.thread is None:
+            watch.start(stopper)
+        else:  # beating since before the launcher's plan (recovery's generations)
+            watch.attach_launcher(stopper)
     signal.pthread_sigmask(signal.SIG_SETMASK, saved)
     _, status = os.waitpid(pid, 0)  # PEP 475: retried after each forwarded signal
     reaped.append(pid)
