@@ -82,6 +82,7 @@ class RecordingWatch:
 
     def __init__(self, stop_after=None, grace=5.0):
         self.stop_after, self.grace, self.ended = stop_after, grace, None
+        self.thread = None  # not beating yet: run_supervised starts it with the launcher's stop
 
     def start(self, stop):
         if self.stop_after is not None:
