@@ -32,9 +32,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from proc_tree import kill_tree  # noqa: E402
 from stall_nodes import (ENTRY, ROOT, Node, free_port_pair, own_hostname_allowed, stop,  # noqa: E402
                          with_hostname)
+
+sys.path.insert(0, str(ROOT / "src"))
+from nodeweave.entrypoint.running.descendants import signal_all  # noqa: E402
+from nodeweave.entrypoint.running.runstate import descendants, process_table  # noqa: E402
 
 WORKLOAD = ROOT / "tests" / "e2e" / "workspace" / "resumable.py"
 
@@ -89,11 +92,15 @@ def spawn(rank, port, folder, args, own_host):
 
 def lose_node_0(nodes, args):
     """At step ``--node0-step`` of generation 2: SIGKILL node 0's whole tree, start it again; (the old node,
-    the host time of the kill) or (None, None) when the job never got there."""
+    the host time of the kill) or (None, None) when the job never got there. The whole tree, found by
+    /proc's parent links as the entrypoint finds its launcher's ranks: the launcher has a process group of its
+    own, so a killpg of the entrypoint's would leave it to its parent-death signal."""
+    import signal
+
     while any(node.proc.poll() is None for node in nodes):
         if any(int(s["gen"]) == 2 and int(s["step"]) >= args.node0_step for s in lines(nodes, "RECOVERY-STEP")):
             old, at = nodes[0], time.time()
-            kill_tree(old.proc.pid)  # entrypoint, launcher and rank at once, as a container dies
+            signal_all(descendants(old.proc.pid, process_table()), signal.SIGKILL)  # as a container dies
             old.proc.wait()
             nodes[0] = spawn(*old.how)
             return old, at

@@ -5,7 +5,7 @@ What stands in for a container:
 
 - membership: every process of node N carries ``NWRB_NODE=<prefix>-N`` in its environment (inherited by the
   entrypoint, the launcher and the ranks, and kept by a rank whose launcher died), found in
-  ``/proc/<pid>/environ``; its state and command line come from ``/proc/<pid>/stat`` and ``cmdline``;
+  ``/proc/<pid>/environ``; its state and command line come from ``/proc/<pid>/stat`` (``runstate.proc_stat``) and ``cmdline``;
 - its own hostname (``unshare --uts``, where this user may), ``TMPDIR`` (``<work>/nN``, where the
   entrypoint keeps its run record) and ``NCCL_HOSTID``, so NCCL joins the nodes only over its network
   transport, as it would join hosts; with ``gpus`` > 0 node N sees GPU ``N % gpus`` alone
@@ -27,7 +27,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from recovery_cluster import Nodes  # noqa: E402
-from stall_nodes import free_port_pair, own_hostname_allowed, with_hostname  # noqa: E402
+from stall_nodes import ROOT, free_port_pair, own_hostname_allowed, with_hostname  # noqa: E402
+
+sys.path.insert(0, str(ROOT / "src"))
+from nodeweave.entrypoint.running.runstate import proc_stat  # noqa: E402
 
 MARK = "NWRB_NODE"
 
@@ -115,13 +118,13 @@ class ProcessNodes(Nodes):
                 with open(f"/proc/{name}/environ", "rb") as f:
                     if needle not in b"\0" + f.read() + b"\0":
                         continue
-                with open(f"/proc/{name}/stat") as f:
-                    stat = f.read()
                 with open(f"/proc/{name}/cmdline", "rb") as f:
                     args = f.read().replace(b"\0", b" ").decode(errors="replace").strip()
             except OSError:
                 continue
-            found.append((int(name), stat[stat.rindex(")") + 2:].split()[0], args))
+            stat = proc_stat(int(name))
+            if stat is not None:
+                found.append((int(name), stat[0], args))
         return found
 
 

@@ -61,7 +61,7 @@ class NodeSide:
                     return code
                 continue
             self.gens._say_role(book, role)
-            watch.start(lambda grace, aside=None: None)  # a spare has no launcher to stop
+            watch.start()  # a spare has no launcher to stop
             watch.thread.join()
             watch.close()
             channel.close()
