@@ -14,9 +14,13 @@ the same command (its restart policy): it takes the job's book on from the other
 
     python benchmarks/gpu_recovery.py            # 2+ GPUs, NCCL
     python benchmarks/gpu_recovery.py --cpu      # anywhere: gloo on CPU, same schedule
+    python benchmarks/gpu_recovery.py --warm-start both   # the schedule cold, then warm: the ratio per fault
 
 Prints one row per fault: the fault, the node at fault, the node left out, fault -> first step after it
-(the workload's own timestamps), heard -> relaunch (node 0's record), the step resumed from, the steps lost.
+(the workload's own timestamps), heard -> relaunch (node 0's record), relaunch -> the ranks' start (node 0's
+record to the first rank's ``[rank start]`` line: the launcher's start, the rendezvous and the ranks' own
+import), the step resumed from, the steps lost. ``--warm-start`` (``recovery.warm_start``): ``on`` (the
+default), ``off`` (every generation's launcher started cold), ``both`` (off, then on, and the ratio).
 """
 
 import argparse
@@ -54,6 +58,8 @@ def parse():
     p.add_argument("--stall-timeout", type=int, default=20)
     p.add_argument("--node0-step", type=int, default=0, help="lose node 0 at this step of generation 2 and "
                    "start it again (0: never)")
+    p.add_argument("--warm-start", choices=("on", "off", "both"), default="on",
+                   help="recovery.warm_start: the next launcher held ready (default on); both: off, then on")
     p.add_argument("--keep", action="store_true", help="keep the work folder (its path is printed)")
     return p.parse_args()
 
@@ -67,13 +73,13 @@ def node_argv(rank, port, folder, args, own_host):
     return with_hostname(f"sim-node-{rank}", work) if own_host else work
 
 
-def start(folder, args):
+def start(folder, args, warm):
     shutil.copy(WORKLOAD, folder / "resumable.py")
     port, own_host = free_port_pair(), own_hostname_allowed()
-    return [spawn(rank, port, folder, args, own_host) for rank in range(3)]
+    return [spawn(rank, port, folder, args, own_host, warm) for rank in range(3)]
 
 
-def spawn(rank, port, folder, args, own_host):
+def spawn(rank, port, folder, args, own_host, warm):
     """One simulated node in a session of its own, so losing it takes its whole tree (launcher, rank) at once."""
     path = os.pathsep.join(p for p in (str(ROOT / "src"), os.environ.get("PYTHONPATH")) if p)
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}", "PYTHONPATH": path,
@@ -81,12 +87,13 @@ def spawn(rank, port, folder, args, own_host):
            "NODEWEAVE_RECOVERY": "on", "NODEWEAVE_SPARES": "1", "NODEWEAVE_NNODES": "2",
            "NODEWEAVE_CHECKPOINT_DIR": str(folder / "checkpoints"), "NODEWEAVE_WAIT_TIMEOUT": "120",
            "NODEWEAVE_STALL_WARN": str(args.stall_warn), "NODEWEAVE_STALL_TIMEOUT": str(args.stall_timeout),
-           "NCCL_HOSTID": f"sim-node-{rank}", "CUDA_VISIBLE_DEVICES": "0" if rank == 0 else "1"}
+           "NCCL_HOSTID": f"sim-node-{rank}", "CUDA_VISIBLE_DEVICES": "0" if rank == 0 else "1",
+           "NODEWEAVE_WARM_START": warm}
     os.makedirs(env["TMPDIR"], exist_ok=True)
     node = Node(subprocess.Popen(node_argv(rank, port, folder, args, own_host), env=env, cwd=folder,
                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                  start_new_session=True))
-    node.how = (rank, port, folder, args, own_host)
+    node.how = (rank, port, folder, args, own_host, warm)
     return node
 
 
@@ -133,8 +140,21 @@ def rows(nodes, record):
                     "left_out": h.get("node"), "cause": h.get("cause"),
                     "fault_to_step_s": round(min(after) - at, 1) if after else None,
                     "heard_to_relaunch_s": h.get("recover_s"), "resumed_step": resumed,
-                    "steps_lost": None if resumed is None else last - resumed})
+                    "steps_lost": None if resumed is None else last - resumed,
+                    **start_parts(nodes, gen + 1, h.get("relaunched"), after)})
     return out
+
+
+def start_parts(nodes, gen, relaunched, after):
+    """Where generation ``gen``'s start went (rank 0's RECOVERY-START): relaunch -> its process (the launcher's
+    start and rendezvous), its torch import, the group joined -> its first step (DDP, NCCL, the resume)."""
+    start = next((line for line in lines(nodes, "RECOVERY-START") if int(line["gen"]) == gen), None)
+    if start is None:
+        return {"launch_s": None, "import_s": None, "joined_to_step_s": None}
+    began, imported, joined = (float(start[key]) for key in ("started", "imported", "joined"))
+    return {"launch_s": round(began - relaunched, 1) if relaunched else None,
+            "import_s": round(imported - began, 1),
+            "joined_to_step_s": round(min(after) - joined, 1) if after else None}
 
 
 def merged_record(folder):
@@ -164,14 +184,18 @@ def node_0_row(nodes, at):
     resumed = {int(r["gen"]): int(r["step"]) for r in lines(nodes, "RECOVERY-RESUME")}.get(3)
     return [{"fault": "node0", "node": 0, "left_out": None, "cause": "lost",
              "fault_to_step_s": round(min(after) - at, 1) if after else None, "heard_to_relaunch_s": None,
-             "resumed_step": resumed, "steps_lost": None if resumed is None else last - resumed}]
+             "resumed_step": resumed, "steps_lost": None if resumed is None else last - resumed,
+             **start_parts(nodes, 3, None, after)}]
 
 
-def main():
-    args = parse()
+KINDS = {"kill": "rank killed (SIGKILL)", "stop": "rank stalled (SIGSTOP)", "node0": "node 0 lost, restarted"}
+
+
+def run_once(args, warm):
+    """The schedule once with ``recovery.warm_start`` = ``warm``: (rows, record, exit codes, seconds, done)."""
     folder = Path(tempfile.mkdtemp(prefix="nodeweave-gpu-recovery-"))
     started = time.monotonic()
-    nodes = start(folder, args)
+    nodes = start(folder, args, warm)
     lost = (None, None)
     try:
         if args.node0_step:
@@ -181,20 +205,9 @@ def main():
         stop(nodes + ([lost[0]] if lost[0] else []))
     took = time.monotonic() - started
     record = merged_record(folder)
-    kinds = {"kill": "rank killed (SIGKILL)", "stop": "rank stalled (SIGSTOP)", "node0": "node 0 lost, restarted"}
-    device = "CPU, gloo" if args.cpu else "GPU, NCCL (node 0: GPU 0; node 1 and the spare: GPU 1)"
-    print(f"recovery, two simulated nodes + one spare, {device}; stall_warn {args.stall_warn}s, "
-          f"stall_timeout {args.stall_timeout}s; exit codes {codes}; {took:.0f}s in all")
-    print(f"{'fault':<24} {'node':>4} {'left out':>8} {'cause':>6} {'fault->step s':>13} {'heard->relaunch s':>17} "
-          f"{'resumed at':>10} {'steps lost':>10}")
     every = nodes + ([lost[0]] if lost[0] else [])
-    for row in rows(every, record) + node_0_row(every, lost[1]):
-        print(f"{kinds.get(row['fault'], row['fault']):<24} {row['node']:>4} {str(row['left_out']):>8} "
-              f"{str(row['cause']):>6} {str(row['fault_to_step_s']):>13} {str(row['heard_to_relaunch_s']):>17} "
-              f"{str(row['resumed_step']):>10} {str(row['steps_lost']):>10}")
+    found = rows(every, record) + node_0_row(every, lost[1])
     done = lines(every, "RECOVERY-DONE")
-    finished = f"step {done[0]['step']}, state {done[0]['state']}" if done else "no RECOVERY-DONE line"
-    print(f"final: generation {record.get('generation')}, training nodes {record.get('members')}, {finished}")
     if args.keep or any(codes):
         print(f"work folder: {folder}")
         if any(codes):
@@ -202,7 +215,39 @@ def main():
                 print(f"--- node {rank} stderr (last lines)\n" + "\n".join(node.text().split("\n")[-15:]))
     else:
         shutil.rmtree(folder, ignore_errors=True)
-    return 0 if not any(codes) else 1
+    return found, record, codes, took, done
+
+
+def print_table(args, warm, found, record, codes, took, done):
+    device = "CPU, gloo" if args.cpu else "GPU, NCCL (node 0: GPU 0; node 1 and the spare: GPU 1)"
+    print(f"\nrecovery, two simulated nodes + one spare, {device}; stall_warn {args.stall_warn}s, "
+          f"stall_timeout {args.stall_timeout}s; warm start {warm}; exit codes {codes}; {took:.0f}s in all")
+    print(f"{'fault':<24} {'node':>4} {'left out':>8} {'cause':>6} {'fault->step s':>13} {'heard->relaunch s':>17} "
+          f"{'relaunch->rank s':>16} {'rank import s':>13} {'joined->step s':>14} {'resumed at':>10} "
+          f"{'steps lost':>10}")
+    for row in found:
+        print(f"{KINDS.get(row['fault'], row['fault']):<24} {row['node']:>4} {str(row['left_out']):>8} "
+              f"{str(row['cause']):>6} {str(row['fault_to_step_s']):>13} {str(row['heard_to_relaunch_s']):>17} "
+              f"{str(row['launch_s']):>16} {str(row['import_s']):>13} {str(row['joined_to_step_s']):>14} "
+              f"{str(row['resumed_step']):>10} {str(row['steps_lost']):>10}")
+    finished = f"step {done[0]['step']}, state {done[0]['state']}" if done else "no RECOVERY-DONE line"
+    print(f"final: generation {record.get('generation')}, training nodes {record.get('members')}, {finished}")
+
+
+def main():
+    args = parse()
+    runs = {}
+    for warm in (("off", "on") if args.warm_start == "both" else (args.warm_start,)):
+        runs[warm] = run_once(args, warm)
+        print_table(args, warm, *runs[warm])
+    if len(runs) == 2:
+        print("\nfault -> first step after it, warm start off / on (the same schedule, one after the other):")
+        for cold, warm in zip(runs["off"][0], runs["on"][0]):
+            a, b = cold["fault_to_step_s"], warm["fault_to_step_s"]
+            ratio = f"{a / b:.2f}x" if a and b else "-"
+            print(f"  {KINDS.get(cold['fault'], cold['fault']):<24} {a} s / {b} s  ({ratio}); relaunch -> rank "
+                  f"{cold['launch_s']} s / {warm['launch_s']} s")
+    return 0 if not any(code for run in runs.values() for code in run[2]) else 1
 
 
 if __name__ == "__main__":

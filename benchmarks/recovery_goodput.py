@@ -27,6 +27,9 @@ command (a restart policy). Modes:
   5 nodes for a job of 4 (elastic ``3:4`` unless ``--min-nodes 4``: once the
   spare is spent and a node is lost for good, it goes on with 3); the ranks
   resume from ``NODEWEAVE_RESUME_FROM``; stall watch ``--stall-timeout``.
+- ``nodeweave-cold``: the same with ``recovery.warm_start`` off (``NODEWEAVE_WARM_START=off``): every
+  generation's launcher started cold, as before warm start; beside ``nodeweave`` it measures what the held
+  launcher saves;
 - ``torchrun``: plain ``torchrun --max-restarts`` with c10d rendezvous on
   node 0, 4 nodes, restarting in place; the script resumes from its own
   ``latest`` (``--resume-latest``).
@@ -58,6 +61,8 @@ from recovery_processes import ProcessNodes  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = "resilient_train.py"
+MODES = ("nodeweave", "nodeweave-cold", "torchrun", "none")
+SHORT = {"nodeweave": "nodew", "nodeweave-cold": "nwcold", "torchrun": "torch", "none": "none"}  # container names
 FAULTS = ("kill -9 rank", "SIGSTOP rank", "container killed", "bad node", "node 0 killed")
 STEP = re.compile(r"\] step (\d+) loss \S+ t=([0-9.]+)")
 RESUMED = re.compile(r"\] resumed from step (\d+) ")
@@ -66,7 +71,7 @@ LEFT_OUT = re.compile(r"LEFT OUT|takes (?:its|the) place|did not check in again:
 
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--mode", choices=("nodeweave", "torchrun", "none"), action="append",
+    parser.add_argument("--mode", choices=MODES, action="append",
                         help="which to run (repeat; default all three, one after another)")
     parser.add_argument("--minutes", type=float, default=30.0, help="run length per mode (default 30)")
     parser.add_argument("--fault-every", type=float, default=300.0, help="seconds between faults (default 300)")
@@ -115,10 +120,12 @@ def node_commands(mode, args, nodes):
                 for i in range(4)}
     env = dict(base_env, NODEWEAVE_WAIT_TIMEOUT="120", NODEWEAVE_NNODES="4",
                NODEWEAVE_STALL_TIMEOUT=str(args.stall_timeout), NODEWEAVE_STALL_WARN=str(args.stall_timeout // 2))
-    if mode == "nodeweave":
+    if mode.startswith("nodeweave"):
+        if mode == "nodeweave-cold":
+            env["NODEWEAVE_WARM_START"] = "off"
         env.update(NODEWEAVE_RECOVERY="on", NODEWEAVE_SPARES="1", NODEWEAVE_CHECKPOINT_DIR=ckpt,
                    NODEWEAVE_NNODES=f"{args.min_nodes}:4" if args.min_nodes < 4 else "4")
-    count = 5 if mode == "nodeweave" else 4
+    count = 5 if mode.startswith("nodeweave") else 4
     return {i: ([nodes.python, f"{nodes.workdir}/nodeweave-entrypoint.pyz", "--launcher", "torchrun",
                  "--node-rank", str(i), "--nproc-per-node", "1", "--master-addr", address, "--master-port",
                  str(port), "--", *train(i)], env) for i in range(count)}
@@ -155,7 +162,7 @@ WARNED = re.compile(r"STALL:|STRAGGLER:")  # reports that stop or restart nothin
 
 
 def run_mode(mode, args):
-    prefix = f"nwrb-{mode[:5]}{'-soak' if args.soak else ''}"  # modes may run side by side
+    prefix = f"nwrb-{SHORT[mode]}{'-soak' if args.soak else ''}"  # modes may run side by side
     work = Path(tempfile.mkdtemp(prefix=f"nw-recovery-{mode}-"))
     nodes = ProcessNodes(prefix, work, args.gpus) if args.nodes == "processes" else PodmanNodes(prefix)
     shutil.copy(ROOT / "examples" / SCRIPT, work / SCRIPT)

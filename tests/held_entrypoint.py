@@ -8,6 +8,8 @@
 - ``NODEWEAVE_TEST_PLAN_HOLD_S``: making a recovery generation's plan (``Generations._generation_plan``) takes
   that many seconds longer, as a DNS answer late under load makes it (the master's name is looked up again
   each generation). A node must beat meanwhile, or node 0 counts it lost before its launcher ever started.
+- ``NODEWEAVE_TEST_WARM_AFTER_S``: a held launcher (``running/warm.py``) imports that many seconds after it is
+  started instead of ``WARM_AFTER_S`` (10 s), so a test's short generations still find it imported.
 """
 
 import os
@@ -16,10 +18,12 @@ import time
 
 from nodeweave.entrypoint.__main__ import main
 from nodeweave.entrypoint.recovery.generations import Generations
+from nodeweave.entrypoint.running import warm
 from nodeweave.entrypoint.stall.watcher import StallWatch
 
 HOLD_VARIABLE = "NODEWEAVE_TEST_STACKS_HOLD_S"
 PLAN_HOLD_VARIABLE = "NODEWEAVE_TEST_PLAN_HOLD_S"
+WARM_AFTER_VARIABLE = "NODEWEAVE_TEST_WARM_AFTER_S"
 
 
 def held(step, hold_s):
@@ -38,4 +42,6 @@ if __name__ == "__main__":
     plan_hold = float(os.environ.get(PLAN_HOLD_VARIABLE) or 0)
     if plan_hold:
         Generations._generation_plan = held(Generations._generation_plan, plan_hold)
+    if os.environ.get(WARM_AFTER_VARIABLE):
+        warm.WARM_AFTER_S = float(os.environ[WARM_AFTER_VARIABLE])
     sys.exit(main())

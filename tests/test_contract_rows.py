@@ -37,7 +37,7 @@ network: {interfaces: [eno1, ibp25s0], exclude_hcas: ["mlx5_4", "mlx5_5:1"]}
 kubernetes: {service: rdzv, cluster_domain: corp.example}
 hosts: [gpu-a, gpu-b, gpu-c, gpu-d, gpu-e]  # the 3 nodes, then recovery's 2 spares
 recovery: {enabled: true, spares: 2, max_restarts: 7, no_progress_restarts: 0, checkpoint_dir: ckpts,
-           straggler_is_fault: true}
+           straggler_is_fault: true, warm_start: false}
 """
 # What the entrypoint makes of each spec field's value (its own typed form).
 EXPECTED = {
@@ -65,6 +65,7 @@ EXPECTED = {
     "recovery.no_progress_restarts": 0,
     "recovery.checkpoint_dir": "ckpts",
     "recovery.straggler_is_fault": True,
+    "recovery.warm_start": False,
     "hosts": HOSTFILE_PATH,  # where compose mounts compose/hosts; test_compose reads the ranks from it
 }
 ROWS = [row for row in SETTINGS if row.spec]

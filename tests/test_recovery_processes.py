@@ -297,3 +297,30 @@ def test_a_lasting_straggler_is_a_fault_its_node_is_left_out_and_a_spare_takes_o
     assert "STRAGGLER FAULT: node 1" in nodes[0].text() and "handed to recovery" in nodes[0].text()
     assert "generation 1: this node is LEFT OUT of the job: node 1: a lasting straggler" in nodes[1].text()
     assert done(nodes) == ["RECOVERY-DONE gen=1 step=400 state=400"]
+
+
+def test_each_generation_after_the_first_starts_from_a_launcher_held_ready(tmp_path):
+    """Warm start (running/warm.py) with real torchrun: node 1's rank is killed in generation 0 and the spare's in
+    generation 1. Generation 1 runs on node 0's held launcher and the spare's (held while it waited), generation 2
+    on node 0's and on node 1's, held while it sat out generation 1; each stop reached the launcher it became, and
+    training resumed each time from the newest checkpoint."""
+    import sys
+    from pathlib import Path
+
+    from held_entrypoint import WARM_AFTER_VARIABLE
+
+    entry = [sys.executable, str(Path(__file__).resolve().parent / "held_entrypoint.py")]
+    run = ["--steps", "70", "--interval", "0.2", "--save-every", "5", "--faults", "kill:1:0:25,kill:2:1:50"]
+    nodes = start(tmp_path, run, spares=1, env={WARM_AFTER_VARIABLE: "0.5"}, entry=entry)
+    codes = finish(nodes)
+    assert codes == [0, 0, 0], texts(nodes)
+    record = book(tmp_path)
+    assert [(h["node"], h["cause"]) for h in record["history"]] == [(1, "crash"), (2, "crash")], record["history"]
+    assert (record["generation"], record["members"]) == (2, [0, 1]), record
+    # "its imports done" as a rule; "still importing" only when a loaded machine took longer than a generation
+    taken = [len(re.findall(r"warm start: torchrun held ready for \d+s \((?:its imports done|still importing)\) "
+                            r"takes this launch", node.text())) for node in nodes]
+    assert taken == [2, 1, 1], texts(nodes)
+    assert "starting it cold" not in "".join(texts(nodes))
+    assert [step for _, _, step in resumed(nodes)] == [20, 45]  # each kill came before its step's save
+    assert done(nodes) == ["RECOVERY-DONE gen=2 step=70 state=70"]

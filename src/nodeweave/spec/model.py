@@ -98,6 +98,7 @@ class Recovery:
     no_progress_restarts: int = 3  # generations in a row without a newer checkpoint, then exit 9; 0 = no brake
     checkpoint_dir: Optional[str] = None  # where the script saves; None = no resume (NODEWEAVE_RESUME_FROM unset)
     straggler_is_fault: bool = False  # a lasting straggler counts as a fault (issue 32 acts on it)
+    warm_start: bool = True  # each node holds its next launcher started ahead, its imports done
 
     @property
     def spare_nodes(self) -> int:

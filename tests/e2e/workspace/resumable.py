@@ -4,7 +4,8 @@ Each step all-reduces a tensor (gloo on CPU, NCCL with ``--cuda``) and sleeps
 ``--interval``; every ``--save-every`` steps rank 0 saves ``step-N.pt`` into
 ``--ckpt`` (written to ``.tmp``, then renamed: complete or absent). At start
 it resumes from ``NODEWEAVE_RESUME_FROM`` when set, and says so. Rank 0 prints
-``RECOVERY-STEP gen=G step=S world=W t=T`` per step, ``RECOVERY-RESUME`` and
+``RECOVERY-START`` (when its process started, torch was imported, the group
+joined), ``RECOVERY-STEP gen=G step=S world=W t=T`` per step, ``RECOVERY-RESUME`` and
 ``RECOVERY-DONE``. Faults, on the node named ``--fault-node`` (matched
 against ``NODEWEAVE_TEST_NODE``, else the hostname), in generation
 ``--fault-gen`` (``-1``: every generation) at step ``--fault-step``:
@@ -23,8 +24,12 @@ import socket
 import sys
 import time
 
-import torch
-import torch.distributed as dist
+STARTED = time.time()  # before torch's import: RECOVERY-START says where a rank's start went
+
+import torch  # noqa: E402
+import torch.distributed as dist  # noqa: E402
+
+IMPORTED = time.time()
 
 
 def parse():
@@ -91,6 +96,8 @@ def main():
         torch.cuda.set_device(device)
     dist.init_process_group("nccl" if args.cuda else "gloo")
     world = dist.get_world_size()
+    if rank == 0:
+        say(f"RECOVERY-START gen={gen} started={STARTED:.3f} imported={IMPORTED:.3f} joined={time.time():.3f}")
     step, state = 0, torch.zeros(4, device=device)
     resume = os.environ.get("NODEWEAVE_RESUME_FROM")
     if resume:

@@ -331,6 +331,9 @@ SETTINGS = (
     Setting("straggler_is_fault", "--straggler-is-fault", "NODEWEAVE_STRAGGLER_IS_FAULT", "on | off (default): "
             "a lasting straggler counts as a fault for recovery", spec="recovery.straggler_is_fault",
             read=read_switch, text=on_text),
+    Setting("warm_start", "--warm-start", "NODEWEAVE_WARM_START", "on (default) | off: under recovery each node "
+            "holds its next launcher started ahead, its imports done, so a relaunch skips them (docs/recovery.md)",
+            spec="recovery.warm_start", read=read_switch, text=switch_text),
 )
 
 BY_KEY = {row.key: row for row in SETTINGS}

@@ -59,6 +59,11 @@ class Generations:
                      steady_s=3.0)
         self.plan = plan
         self.identity = plan.topology.node_rank.value
+        from ..running.warm import WarmStart
+        from ..stall.setup import HOOK
+
+        self.warm = WarmStart(plan.launch.launcher, self.log, enabled=self.settings.get("warm_start", True),
+                              ignored_paths=(HOOK,))
         self.log(f"recovery on: node {self.identity} of {self.config.nodes} "
                  f"({self.config.slots} training, {self.config.spares} spare(s)); restart budget "
                  f"{self.config.limits.max_restarts}, no-progress brake {self.config.limits.no_progress or 'off'}")
@@ -68,13 +73,16 @@ class Generations:
         if ended is not None:
             return ended
         self.prepare()
-        if self.checkin.hub is not None:
-            from .hub import hub_loop
+        try:
+            if self.checkin.hub is not None:
+                from .hub import hub_loop
 
-            return hub_loop(self)
-        from .node import node_loop
+                return hub_loop(self)
+            from .node import node_loop
 
-        return node_loop(self)
+            return node_loop(self)
+        finally:
+            self.warm.discard()
 
     def _ended_before(self):
         """The exit code of a job that already gave up in this container (8 or 9 in the record it kept), or None.
@@ -120,7 +128,22 @@ class Generations:
         except EntrypointError as err:
             self.log(f"error: {err}")
             return watch.finish(err.exit_code, f"its start failed: {err}", [str(err)]) or err.exit_code
-        return run_supervised(executable, argv, environ, watch=watch, received=self.received)
+        return run_supervised(executable, argv, environ, watch=watch, received=self.received, warm=self.warm)
+
+    def hold_warm(self, role):
+        """A node that may train in a later generation (a spare, a node left out once) keeps its launcher held
+        meanwhile (``running/warm.py``); a node out for good keeps none."""
+        if role not in ("spare", "left out"):
+            self.warm.discard()
+            return
+        from ..running.supervise import resolve
+
+        environ = self.plan.environ(self.settings.env)
+        try:
+            executable = resolve(self.plan.launch.argv[0], environ.get("PATH", os.defpath))
+        except EntrypointError:
+            return  # its launch will say so, if it ever trains
+        self.warm.hold(executable, environ)
 
     def _prepare_launch(self, book, verdict, watch):
         from .. import announce

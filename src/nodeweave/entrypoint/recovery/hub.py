@@ -58,6 +58,7 @@ class HubSide:
                 code = self.gens._launch(book, verdict, watch)
             else:
                 self.gens._say_role(book, decide.role(book, 0))
+                self.gens.hold_warm(decide.role(book, 0))
                 code = self._hub_only(watch)
             if code == 0 or user_stopped(self.gens.received):
                 book["finished"] = time.time() if code == 0 else None

@@ -61,6 +61,7 @@ class NodeSide:
                     return code
                 continue
             self.gens._say_role(book, role)
+            self.gens.hold_warm(role)
             watch.start()  # a spare has no launcher to stop
             watch.thread.join()
             watch.close()

@@ -27,7 +27,7 @@ class OutputTail:
         self.keep = keep
         self.data = bytearray()
         self.lock = threading.Lock()
-        self.pipes = [os.pipe(), os.pipe()]  # (read, write) for stdout, stderr
+        self.pipes = [list(os.pipe()), list(os.pipe())]  # [read, write] for stdout, stderr; None once closed
         self.threads = []
         self.aside = None  # the file descriptor output goes to once diverted
 
@@ -40,21 +40,25 @@ class OutputTail:
 
     def parent_side(self):
         """In the entrypoint, after fork: copy each pipe to our own stream."""
-        for target, (read_end, write_end) in zip((1, 2), self.pipes):
-            os.close(write_end)
-            thread = threading.Thread(target=self._pump, args=(read_end, target), daemon=True,
+        self.close_child_ends()
+        for target, pair in zip((1, 2), self.pipes):
+            thread = threading.Thread(target=self._pump, args=(pair[0], target), daemon=True,
                                       name=f"nodeweave-output-{target}")
+            pair[0] = None  # the pump closes it
             thread.start()
             self.threads.append(thread)
 
-    def abandon(self):
-        """The fork failed: close every end."""
+    def close_child_ends(self):
+        """In the entrypoint, after fork: the write ends are the child's alone (a held launcher's pipes are read
+        only once it launches: ``warm.py``)."""
         for pair in self.pipes:
-            for fd in pair:
-                try:
-                    os.close(fd)
-                except OSError:
-                    pass
+            _close(pair, 1)
+
+    def abandon(self):
+        """The fork failed, or the child was not needed: close every end still open here."""
+        for pair in self.pipes:
+            _close(pair, 0)
+            _close(pair, 1)
 
     def _pump(self, source, target):
         try:
@@ -102,6 +106,15 @@ class OutputTail:
             thread.join(wait_s)
         with self.lock:
             return bytes(self.data[-self.keep:]).decode("utf-8", "replace")
+
+
+def _close(pair, index):
+    fd, pair[index] = pair[index], None
+    if fd is not None:
+        try:
+            os.close(fd)
+        except OSError:
+            pass
 
 
 def _write_all(fd, data):

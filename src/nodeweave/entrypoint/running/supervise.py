@@ -133,8 +133,9 @@ def _stopper(pid, reaped, tail=None, ranks=None):
     return stop
 
 
-def _become_launcher(executable, argv, env, parent, tail, forwarded, saved):
-    """In the forked child: a process group of its own, default signals, output to the tail's pipes, exec."""
+def _become_launcher(executable, argv, env, parent, tail, forwarded, saved, keep=None):
+    """In the forked child: a process group of its own, default signals, output to the tail's pipes, exec
+    (``keep``: a descriptor the exec'd program inherits, the held launcher's link)."""
     import signal
 
     try:
@@ -142,6 +143,8 @@ def _become_launcher(executable, argv, env, parent, tail, forwarded, saved):
         _stop_with_parent(parent)
         if tail is not None:
             tail.child_side()
+        if keep is not None:
+            os.set_inheritable(keep, True)
         for sig in forwarded:
             signal.signal(sig, signal.SIG_DFL)
         signal.pthread_sigmask(signal.SIG_SETMASK, saved)
@@ -151,13 +154,46 @@ def _become_launcher(executable, argv, env, parent, tail, forwarded, saved):
     os._exit(EXIT_NOT_EXECUTABLE)
 
 
-def run_supervised(executable, argv, env, watch=None, received=None):
+def spawn_held(python, bootstrap, executable, after_s, env, tail):
+    """A launcher process to hold (``warm.py``): forked as :func:`run_supervised` forks the launcher, running
+    ``python -c bootstrap LINK EXECUTABLE AFTER_S``; (its pid, the entrypoint's end of its link)."""
+    import signal
+    import socket
+
+    forwarded = _numbers(FORWARDED)
+    ours, theirs = socket.socketpair()
+    parent = os.getpid()
+    saved = signal.pthread_sigmask(signal.SIG_BLOCK, forwarded)
+    try:
+        pid = os.fork()
+    except OSError:
+        signal.pthread_sigmask(signal.SIG_SETMASK, saved)
+        ours.close()
+        theirs.close()
+        raise
+    if pid == 0:
+        ours.close()
+        _become_launcher(python, [python, "-c", bootstrap, str(theirs.fileno()), executable, str(after_s)], env,
+                         parent, tail, forwarded, saved, keep=theirs.fileno())
+    try:
+        os.setpgid(pid, pid)
+    except OSError:
+        pass
+    signal.pthread_sigmask(signal.SIG_SETMASK, saved)
+    theirs.close()
+    tail.close_child_ends()
+    return pid, ours
+
+
+def run_supervised(executable, argv, env, watch=None, received=None, warm=None):
     """Fork, exec the launcher in the child, forward signals, and return the exit code to use.
 
     With ``watch`` (the heartbeat, ``heartbeat.py``) the launcher's output is
     passed through :class:`capture.OutputTail`, the watch may stop the launcher
     when another node fails, and it hears how the launcher ended. ``received``: a list the caller keeps, to
-    learn which signals this process was sent (recovery stops for those, not for a fault).
+    learn which signals this process was sent (recovery stops for those, not for a fault). ``warm``
+    (``warm.WarmStart``, with ``watch``): a launcher held ready takes this launch, and once this one runs the
+    next one is held.
     """
     import signal
 
@@ -165,18 +201,24 @@ def run_supervised(executable, argv, env, watch=None, received=None):
     received = [] if received is None else received
     parent = os.getpid()
     tail = None
-    if watch is not None:
+    held = warm.take(executable, env) if warm is not None and watch is not None else None
+    if held is not None:
+        tail = held.tail
+    elif watch is not None:
         from .capture import OutputTail
 
         tail = OutputTail()
     saved = signal.pthread_sigmask(signal.SIG_BLOCK, forwarded)  # none may slip between fork and handlers
-    pid = os.fork()
-    if pid == 0:  # the child: becomes the launcher
-        _become_launcher(executable, argv, env, parent, tail, forwarded, saved)
-    try:
-        os.setpgid(pid, pid)
-    except OSError:
-        pass  # the child already did it, or already exec'd
+    if held is not None:
+        pid = held.pid
+    else:
+        pid = os.fork()
+        if pid == 0:  # the child: becomes the launcher
+            _become_launcher(executable, argv, env, parent, tail, forwarded, saved)
+        try:
+            os.setpgid(pid, pid)
+        except OSError:
+            pass  # the child already did it, or already exec'd
 
     def forward(signum, _frame):
         received.append(signum)
@@ -195,7 +237,11 @@ def run_supervised(executable, argv, env, watch=None, received=None):
             watch.start(stopper)
         else:  # beating since before the launcher's plan (recovery's generations)
             watch.attach_launcher(stopper)
+    if held is not None:
+        held.go(argv, env, os.getcwd())  # a held launcher that died meanwhile shows as the launcher's own end
     signal.pthread_sigmask(signal.SIG_SETMASK, saved)
+    if warm is not None and watch is not None:
+        warm.hold(executable, env)  # the next generation's launcher, while this one runs
     _, status = os.waitpid(pid, 0)  # PEP 475: retried after each forwarded signal
     reaped.append(pid)
     if ranks.get("processes"):  # stopped: no rank outlives its launcher (the stop's grace, then SIGKILL)

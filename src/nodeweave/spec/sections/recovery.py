@@ -7,7 +7,8 @@ from nodeweave.spec.fields import boolean, integer
 from nodeweave.spec.model import NodeRange, Recovery
 from nodeweave.spec.nodes import Fields, Reader
 
-KEYS = ("enabled", "spares", "max_restarts", "no_progress_restarts", "checkpoint_dir", "straggler_is_fault")
+KEYS = ("enabled", "spares", "max_restarts", "no_progress_restarts", "checkpoint_dir", "straggler_is_fault",
+        "warm_start")
 CHECKPOINT_DIR = "a folder path, relative to workspace.path or absolute, e.g. checkpoints"
 
 
@@ -38,4 +39,5 @@ def recovery(r: Reader, top: Fields, nodes: NodeRange) -> Recovery:
         no_progress_restarts=integer(r, f, "no_progress_restarts", 3, 0, 100000),
         checkpoint_dir=folder,
         straggler_is_fault=boolean(r, f, "straggler_is_fault", False),
+        warm_start=boolean(r, f, "warm_start", True),
     )
