@@ -14,6 +14,7 @@ import selectors
 import socket
 import time
 
+from ..detection import names
 from ..detection.net import lookup_host
 from .wire import MAX_MESSAGE, Channel, ExchangeError, encode, nonce, proof, verify
 
@@ -33,7 +34,7 @@ class Probe:
         self.where = f"{address}:{fp.get('probe_port')}"
         try:
             port = int(fp.get("probe_port") or 0)
-            family, kind, proto, _, target = socket.getaddrinfo(lookup_host(address), port, type=socket.SOCK_STREAM)[0]
+            family, kind, proto, _, target = names.getaddrinfo(lookup_host(address), port, 0, socket.SOCK_STREAM)[0]
             self.sock = socket.socket(family, kind, proto)
             self.sock.setblocking(False)
             code = self.sock.connect_ex(target)

@@ -21,6 +21,7 @@ import select
 import socket
 import time
 
+from ..detection import names
 from ..detection.net import lookup_host
 from ..errors import ExchangeError
 
@@ -290,7 +291,7 @@ def connect(host, port, timeout_s, limit=MAX_MESSAGE):
     """A Channel to ``host:port`` taking messages up to ``limit`` bytes; ExchangeError naming it when the
     connection fails."""
     try:
-        sock = socket.create_connection((lookup_host(host), port), timeout=timeout_s)
+        sock = names.create_connection(lookup_host(host), port, timeout_s)
     except socket.timeout:
         raise ExchangeError(f"connecting to {host}:{port} timed out after {timeout_s:g}s") from None
     except OSError as err:

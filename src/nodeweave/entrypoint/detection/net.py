@@ -221,8 +221,11 @@ def resolve(root, host):
             return fields[0], "/etc/hosts"
     if root.real:
         import socket
+
+        from . import names
+
         try:
-            infos = socket.getaddrinfo(lookup_host(host), None, socket.AF_INET, socket.SOCK_STREAM)
+            infos = names.getaddrinfo(lookup_host(host), None, socket.AF_INET, socket.SOCK_STREAM)
         except (OSError, UnicodeError):
             return None, "no DNS answer"
         if infos:

@@ -10,6 +10,7 @@ import socket
 import sys
 import time
 
+from ..detection import names
 from ..detection.net import lookup_host
 from ..errors import EXIT_UNREACHABLE, EntrypointError
 
@@ -40,7 +41,7 @@ def wait_for(host, port, timeout_s, log=None, first_delay=0.25, max_delay=5.0, c
     while True:
         attempts += 1
         try:
-            infos = socket.getaddrinfo(lookup_host(host), port, type=socket.SOCK_STREAM)
+            infos = names.getaddrinfo(lookup_host(host), port, 0, socket.SOCK_STREAM)
         except socket.gaierror as err:
             last_error = f"{host} does not resolve ({err.strerror})"
             infos = []
