@@ -68,6 +68,11 @@ def test_a_node_that_crashes_on_every_start_is_left_out_and_the_spare_takes_its_
     assert "this node is LEFT OUT of the job: node 1: its launcher failed" in logs["e2e-rcrash-1"]
     assert logs["e2e-rcrash-1"].count("RECOVERY-FAULT") == 1  # it never trained again
     assert "recovery: the job finished after 1 recovery(ies)" in node0
+    # warm start in the image: generation 1 ran on the torchrun node 0 held while generation 0 trained, and on
+    # the one the spare held while it waited (imported or still importing, by how soon the fault came)
+    held = r"warm start: torchrun held ready for \d+s \((?:its imports done|still importing)\) takes this launch"
+    assert [len(re.findall(held, logs[name])) for name in cluster.names] == [1, 0, 1], logs
+    assert not any("starting it cold" in text for text in logs.values()), logs
 
 
 def test_a_stalled_rank_is_left_out_at_stall_timeout_and_the_spare_takes_over(engine, cpu_image, tmp_path):

@@ -2,7 +2,8 @@
 
 Owns the wait for the master (``wait.py``), rank 0's check that the master is
 itself (``selfcheck.py``), the supervised launcher as a child (``supervise.py``,
-its output tail in ``capture.py``), every rank under a profiler
+its output tail in ``capture.py``; under recovery the next one held ready,
+``warm.py`` and the held process's side in ``warmstart/``), every rank under a profiler
 (``profile.py``) and the run records under ``$TMPDIR/nodeweave`` (``runstate.py``).
 May import the standard library, ``..errors``, ``..model`` and ``..detection``;
 ``runstate.py`` loads ``..explain`` lazily to record the plan (``explain``
