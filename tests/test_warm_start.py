@@ -51,6 +51,9 @@ DRIVER = textwrap.dedent("""\
     warm = WarmStart({launcher!r}, log, after_s={after_s!r})
     results = []
     for argv, env in json.loads(sys.argv[1]):
+        if env.get("KILL_HELD") and warm.held is not None:  # the held process ends before the launch
+            os.kill(warm.held.pid, 9)
+            time.sleep(0.5)
         began = time.time()
         code = run_supervised({exe!r}, argv, env, watch=RecordingWatch(), warm=warm)
         results.append({{"began": began, "code": code, "held": warm.held.pid if warm.held else None}})
@@ -201,4 +204,12 @@ def test_the_ranks_hook_on_pythonpath_is_not_a_start_up_difference():
 def test_warm_start_off_holds_nothing(tmp_path, launcher):
     warm = WarmStart("torchrun", print, enabled=False)
     warm.hold(str(launcher), {"PATH": "/usr/bin"})
-    assert warm.held is None and warm.take(str(launcher), {}) is None
+    assert warm.held is None and warm.take(str(launcher), ["torchrun"], {}, str(tmp_path)) is None
+
+
+def test_a_held_launcher_that_ended_before_the_launch_is_reaped_and_the_launch_starts_cold(tmp_path, launcher):
+    lines, result, err = drive(tmp_path, launcher, [(["torchrun"], {"SLEEP": "2.5"}),
+                                                    (["torchrun", "--again"], {"KILL_HELD": "1", "EXIT": "2"})])
+    assert "warm start: the held torchrun is not used (it had ended); starting it cold" in err
+    assert [r["code"] for r in result["launches"]] == [0, 2] and lines[1]["argv"][1:] == ["--again"]
+    assert lines[1]["pid"] != result["launches"][0]["held"] and result["children_left"] is None

@@ -201,17 +201,15 @@ def run_supervised(executable, argv, env, watch=None, received=None, warm=None):
     received = [] if received is None else received
     parent = os.getpid()
     tail = None
-    held = warm.take(executable, env) if warm is not None and watch is not None else None
-    if held is not None:
-        tail = held.tail
-    elif watch is not None:
-        from .capture import OutputTail
-
-        tail = OutputTail()
     saved = signal.pthread_sigmask(signal.SIG_BLOCK, forwarded)  # none may slip between fork and handlers
-    if held is not None:
-        pid = held.pid
+    held = warm.take(executable, argv, env, os.getcwd()) if warm is not None and watch is not None else None
+    if held is not None:  # already running this launch: signals wait for the handlers below
+        tail, pid = held.tail, held.pid
     else:
+        if watch is not None:
+            from .capture import OutputTail
+
+            tail = OutputTail()
         pid = os.fork()
         if pid == 0:  # the child: becomes the launcher
             _become_launcher(executable, argv, env, parent, tail, forwarded, saved)
@@ -237,8 +235,6 @@ def run_supervised(executable, argv, env, watch=None, received=None, warm=None):
             watch.start(stopper)
         else:  # beating since before the launcher's plan (recovery's generations)
             watch.attach_launcher(stopper)
-    if held is not None:
-        held.go(argv, env, os.getcwd())  # a held launcher that died meanwhile shows as the launcher's own end
     signal.pthread_sigmask(signal.SIG_SETMASK, saved)
     if warm is not None and watch is not None:
         warm.hold(executable, env)  # the next generation's launcher, while this one runs

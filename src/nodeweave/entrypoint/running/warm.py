@@ -113,7 +113,7 @@ class Held:
         return self.imported
 
     def go(self, argv, env, cwd):
-        """Hand it the launch; from here on it is the launcher. False when the link broke (it died meanwhile)."""
+        """Hand it the launch; from here on it is the launcher. False when the link broke (it ended meanwhile)."""
         request = json.dumps({"argv": list(argv), "env": dict(env), "cwd": cwd}).encode()
         try:
             self.link.sendall(request)
@@ -141,7 +141,7 @@ class Held:
 
 class WarmStart:
     """This node's held launcher, at most one: :meth:`hold` after a launch (or while a spare waits), :meth:`take`
-    at the next, :meth:`discard` when the job ends."""
+    at the next (it hands the launch over), :meth:`discard` when the job ends."""
 
     def __init__(self, launcher, log, enabled=True, ignored_paths=(), after_s=None):
         self.launcher, self.log = launcher, log
@@ -173,9 +173,9 @@ class WarmStart:
             return
         self.held = Held(pid, tail, link, executable, startup(env, self.ignored_paths))
 
-    def take(self, executable, env):
-        """The held launcher for this launch, or None (none held, gone, or held for other start-up variables:
-        started cold). The caller hands it the launch with :meth:`Held.go`."""
+    def take(self, executable, argv, env, cwd):
+        """The held launcher, handed this launch (``argv``, ``env``, ``cwd``) and running it now; or None (none
+        held, gone, or held for other start-up variables): the caller starts it cold."""
         held, self.held = self.held, None
         if held is None:
             return None
@@ -189,9 +189,11 @@ class WarmStart:
             why = f"{', '.join(names)} changed since it started"
         else:
             done = "its imports done" if held.poll_ready() else "still importing"
-            self.log(f"warm start: {self.launcher} held ready for {time.monotonic() - held.since:.0f}s "
-                     f"({done}) takes this launch")
-            return held
+            if held.go(argv, env, cwd):
+                self.log(f"warm start: {self.launcher} held ready for {time.monotonic() - held.since:.0f}s "
+                         f"({done}) takes this launch")
+                return held
+            why = "its link broke: it had ended"
         self.log(f"warm start: the held {self.launcher} is not used ({why}); starting it cold")
         held.end()
         return None
