@@ -302,9 +302,14 @@ def test_the_specs_hosts_list_is_the_hosts_target_and_its_file_goes_along(tmp_pa
 
 
 def test_kubernetes_up_pins_the_digest_the_last_push_recorded(spec_path):
+    import shutil
     import subprocess
 
     from nodeweave.build.pushed import record_push, recorded_digest
+
+    if shutil.which("kubectl") is None:
+        pytest.skip("kubectl (its built-in kustomize builds the tree up applies) is not installed "
+                    "(.ci/setup-tools.sh installs it)")
 
     digest = "sha256:" + "ab" * 32
     record_push(spec_path.parent, {"localhost/t/job:cpu": digest, "localhost/t/job:cpu-0123abc": "sha256:" + "cd" * 32})
