@@ -154,6 +154,19 @@ def _become_launcher(executable, argv, env, parent, tail, forwarded, saved, keep
     os._exit(EXIT_NOT_EXECUTABLE)
 
 
+def _fork_launcher(executable, argv, env, parent, tail, forwarded, saved, keep=None):
+    """Fork; the child becomes the launcher (:func:`_become_launcher`, ``keep`` as there), the parent puts it in
+    a process group of its own (whichever runs first does it) and gets its pid."""
+    pid = os.fork()
+    if pid == 0:
+        _become_launcher(executable, argv, env, parent, tail, forwarded, saved, keep)
+    try:
+        os.setpgid(pid, pid)
+    except OSError:
+        pass  # the child already did it, or already exec'd
+    return pid
+
+
 def spawn_held(python, bootstrap, executable, after_s, env, tail):
     """A launcher process to hold (``warm.py``): forked as :func:`run_supervised` forks the launcher, running
     ``python -c bootstrap LINK EXECUTABLE AFTER_S``; (its pid, the entrypoint's end of its link)."""
@@ -165,21 +178,14 @@ def spawn_held(python, bootstrap, executable, after_s, env, tail):
     parent = os.getpid()
     saved = signal.pthread_sigmask(signal.SIG_BLOCK, forwarded)
     try:
-        pid = os.fork()
+        pid = _fork_launcher(python, [python, "-c", bootstrap, str(theirs.fileno()), executable, str(after_s)],
+                             env, parent, tail, forwarded, saved, keep=theirs.fileno())  # ours: closed at exec
     except OSError:
-        signal.pthread_sigmask(signal.SIG_SETMASK, saved)
         ours.close()
         theirs.close()
         raise
-    if pid == 0:
-        ours.close()
-        _become_launcher(python, [python, "-c", bootstrap, str(theirs.fileno()), executable, str(after_s)], env,
-                         parent, tail, forwarded, saved, keep=theirs.fileno())
-    try:
-        os.setpgid(pid, pid)
-    except OSError:
-        pass
-    signal.pthread_sigmask(signal.SIG_SETMASK, saved)
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, saved)
     theirs.close()
     tail.close_child_ends()
     return pid, ours
@@ -202,7 +208,8 @@ def run_supervised(executable, argv, env, watch=None, received=None, warm=None):
     parent = os.getpid()
     tail = None
     saved = signal.pthread_sigmask(signal.SIG_BLOCK, forwarded)  # none may slip between fork and handlers
-    held = warm.take(executable, argv, env, os.getcwd()) if warm is not None and watch is not None else None
+    warm = warm if watch is not None else None  # a held launcher's output is read through the watch's tail
+    held = warm.take(executable, argv, env, os.getcwd()) if warm is not None else None
     if held is not None:  # already running this launch: signals wait for the handlers below
         tail, pid = held.tail, held.pid
     else:
@@ -210,13 +217,7 @@ def run_supervised(executable, argv, env, watch=None, received=None, warm=None):
             from .capture import OutputTail
 
             tail = OutputTail()
-        pid = os.fork()
-        if pid == 0:  # the child: becomes the launcher
-            _become_launcher(executable, argv, env, parent, tail, forwarded, saved)
-        try:
-            os.setpgid(pid, pid)
-        except OSError:
-            pass  # the child already did it, or already exec'd
+        pid = _fork_launcher(executable, argv, env, parent, tail, forwarded, saved)
 
     def forward(signum, _frame):
         received.append(signum)
@@ -236,7 +237,7 @@ def run_supervised(executable, argv, env, watch=None, received=None, warm=None):
         else:  # beating since before the launcher's plan (recovery's generations)
             watch.attach_launcher(stopper)
     signal.pthread_sigmask(signal.SIG_SETMASK, saved)
-    if warm is not None and watch is not None:
+    if warm is not None:
         warm.hold(executable, env)  # the next generation's launcher, while this one runs
     _, status = os.waitpid(pid, 0)  # PEP 475: retried after each forwarded signal
     reaped.append(pid)

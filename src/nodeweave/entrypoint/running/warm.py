@@ -48,7 +48,7 @@ def interpreter(path, search_path):
         quoted = lines[1][len(b"'''exec' "):].decode("utf-8", "replace").split('"')
         words = [quoted[1]] if len(quoted) > 2 else []
     if len(words) == 2 and os.path.basename(words[0]) == "env":
-        words = [_which(words[1], search_path)] if _which(words[1], search_path) else []
+        words = _on_path(words[1], search_path)
     if len(words) != 1 or not _is_python(words[0]) or not os.access(words[0], os.X_OK):
         return None  # options on the shebang line, or not a Python: a cold start keeps them exactly
     return words[0]
@@ -59,14 +59,15 @@ def _is_python(path):
     return name.startswith("python") and all(c.isdigit() or c == "." for c in name[len("python"):])
 
 
-def _which(name, search_path):
-    if "/" in name:
-        return name
-    for folder in search_path.split(os.pathsep):
-        candidate = os.path.join(folder or ".", name)
-        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
-            return candidate
-    return None
+def _on_path(name, search_path):
+    """[the file ``env name`` runs], or [] when there is none (the launch itself says so)."""
+    from ..errors import EntrypointError
+    from .supervise import resolve
+
+    try:
+        return [resolve(name, search_path)]
+    except EntrypointError:
+        return []
 
 
 def startup(env, ignored_paths=()):
