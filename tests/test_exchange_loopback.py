@@ -398,3 +398,42 @@ def test_elastic_leaving_is_reported_and_stops_nothing():
         assert not any(launcher.stopped.is_set() for launcher in launchers.values())
     finally:
         cluster.close()
+
+
+def test_nodes_still_checking_in_when_the_job_is_refused_are_told_why_not_cut_off():
+    """A node accepted but not through its hello, and one still waiting in the listen backlog, when node 0
+    refuses and closes: each gets the refusal (exit 3), not a closed connection (exit 4, CI saw it on a
+    loaded machine: the node started a little after the others)."""
+    import select
+
+    from nodeweave.entrypoint.checkin.refusal import refused_because
+    from nodeweave.entrypoint.checkin.wire import connect
+
+    cluster = Cluster(1, nnodes=3)
+    late = {}
+    try:
+        verdict = cluster.decide(deadline_s=1.0)
+        assert verdict["decision"] == "refuse" and verdict["problems"][0]["check"] == "missing"
+        accepted = connect("127.0.0.1", cluster.port, 5.0)  # in, challenged, no hello yet
+        assert select.select([cluster.hub.sock], [], [], 5.0)[0]
+        cluster.hub.accept()
+        assert len(cluster.hub.pending) == 1
+
+        def node_2():
+            try:
+                check_in("127.0.0.1", cluster.port, fp(2), TOKEN, time.monotonic() + 10)
+            except ExchangeError as err:
+                late["error"] = err
+        thread = threading.Thread(target=node_2, daemon=True)
+        thread.start()
+        assert select.select([cluster.hub.sock], [], [], 5.0)[0]  # node 2 waits to be accepted
+        cluster.hub.turn_away(refused_because(verdict))
+        cluster.hub.close()
+        thread.join(10)
+        assert isinstance(late.get("error"), Refused), late
+        assert "refused this job" in str(late["error"]) and "missing" in str(late["error"]), late
+        said = [accepted.receive(time.monotonic() + 5) for _ in range(2)]
+        assert [m["t"] for m in said] == ["challenge", "reject"] and "missing" in said[1]["reason"], said
+        accepted.close()
+    finally:
+        cluster.close()

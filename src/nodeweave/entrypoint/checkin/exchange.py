@@ -232,6 +232,15 @@ class Hub:
         self.peers = [peer for peer in self.peers if peer not in lost]
         self.board.drop(lost)
 
+    def turn_away(self, why):
+        """Tell every connection still on its way in — waiting to be accepted, or not through its hello —
+        ``why`` it is not taken (a ``reject``: the node exits 3 with it), instead of closing on it as
+        :meth:`close` would (the node would end with exit 4, "closed the connection")."""
+        self.accept()
+        if self.pending:
+            self.board.post(self.pending, {"t": "reject", "reason": why})
+            self.log(f"check-in: {len(self.pending)} node(s) still checking in were told the job is refused")
+
     def close(self):
         live = self.pending + self.peers
         self.board.flush_all(live, self.clock() + 1.0)

@@ -144,6 +144,19 @@ def tell_latecomers(hub, verdict, needed, deadline):
         told = len(hub.peers)
 
 
+def refused_because(verdict):
+    """What a node checking in after node 0 refused the job is told: each refusal, and each node's own
+    reason where it refused itself (the table node 0 printed is not sent to it)."""
+    parts = []
+    for problem in verdict["problems"]:
+        if problem["severity"] != "refuse":
+            continue
+        details = problem.get("details") or {}
+        nodes = "; ".join(f"{node}: {details[node]}" if node in details else node for node in problem["nodes"])
+        parts.append(f"{problem['check']}, {problem['says']} ({nodes})" if nodes else problem["check"])
+    return "node 0 refused this job before this node's check-in was through: " + " | ".join(parts)
+
+
 def refused_early(hub, nnodes_max, launcher, allow):
     """Whether the nodes in so far are refused whoever else comes: a node refused its own start, or a
     refusal among what each fingerprint says (not the connect-back, still being tried)."""

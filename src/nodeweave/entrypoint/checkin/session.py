@@ -192,6 +192,10 @@ class CheckIn:
             from .refusal import tell_latecomers
 
             tell_latecomers(hub, verdict, topo.nnodes_min, self.started + info["deadline_s"])
+        if verdict["decision"] == "refuse":
+            from .refusal import refused_because
+
+            hub.turn_away(refused_because(verdict))
         if verdict["decision"] == "start" and info["heartbeat"]:
             from .heartbeat import HubWatch  # the heartbeat (and its stall relay) only where it runs
 
