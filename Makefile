@@ -37,7 +37,7 @@ $(CHECKOV):
 	$(VENV)/checkov/bin/pip install -q checkov==3.3.30
 
 .PHONY: install
-install: $(BIN)/nodeweave $(CHECKOV) ## Create .venv with nodeweave, its validators, checkov (.venv/checkov) and the launchers (torch CPU, deepspeed, accelerate)
+install: $(BIN)/nodeweave $(CHECKOV) ## Create .venv with nodeweave, its validators, checkov (.venv/checkov) and the launchers (torch, deepspeed, accelerate)
 
 .PHONY: demo
 demo: install ## With podman: build the cpu image, up a 2-node local cluster, run examples/train.py, show runs/, down. Without: render into build/demo, explain the plan, name the one command that installs an engine

@@ -63,7 +63,8 @@ def test_doctor_cluster_asks_a_running_jobs_node_0(tmp_path):
 
     fake_torchrun(tmp_path)
     procs = start_nodes(tmp_path, 3, ["train.py"], launcher="torchrun",
-                        env={"RUN_FOR": "30", "NODEWEAVE_EXCHANGE_ALLOW": "nccl"},
+                        # every node's NCCL said outright: the venv's torch may carry a wheel of its own (PyPI's does)
+                        env={"RUN_FOR": "30", "NODEWEAVE_EXCHANGE_ALLOW": "nccl", "NODEWEAVE_NCCL_VERSION": "2.28.9"},
                         per_node_env={2: {"NODEWEAVE_NCCL_VERSION": "2.21.5"}})
     try:
         deadline = time.monotonic() + 30
@@ -80,7 +81,7 @@ def test_doctor_cluster_asks_a_running_jobs_node_0(tmp_path):
         assert view["table"]["nodes"] == ["node 0 (%s)" % os.uname().nodename, "node 1 (%s)" % os.uname().nodename,
                                           "node 2 (%s)" % os.uname().nodename]
         nccl = next(row for row in view["table"]["rows"] if row["field"] == "NCCL")
-        assert nccl["values"] == ["-", "-", "2.21.5"] and nccl["differs"] == [False, False, True]
+        assert nccl["values"] == ["2.28.9", "2.28.9", "2.21.5"] and nccl["differs"] == [False, False, True]
         # the job started with nccl allowed: doctor grades it as the job did, a warning (exit 0)
         assert out.returncode == 0 and [(f["severity"], f["code"]) for f in view["findings"]] == [
             ("warning", "cluster-nccl")], out.stdout
