@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from e2e_harness import BASE_IMAGE, REGISTRY, REPO, prepare_workdir
+from e2e_harness import BASE_IMAGE, REGISTRY, REPO, checkout_context, prepare_workdir
 # The spec the session's image is built from; clusters reuse the image (compose sets each command).
 IMAGE_SPEC = f"""name: e2e
 image: {{variant: cpu, registry: {REGISTRY}}}
@@ -94,8 +94,9 @@ def image_build(engine, base_image, wheelhouse, tmp_path_factory):
 
     def make():
         spec_path = prepare_workdir(tmp_path_factory.mktemp("image-spec"), IMAGE_SPEC)
+        context = checkout_context(REPO, tmp_path_factory.mktemp("image-context") / "checkout")
         argv = [sys.executable, "-c", "import sys; from nodeweave.cli import main; sys.exit(main(sys.argv[1:]))",
-                "image", "build", "cpu", "--spec", str(spec_path), "--context", str(REPO),
+                "image", "build", "cpu", "--spec", str(spec_path), "--context", str(context),
                 "--base", base_image, "--offline", "--network", "host", "--quiet", "--engine", engine.kind]
         out = _run(argv, timeout=1800)
         return {"spec": str(spec_path), "stdout": out.stdout, "stderr": out.stderr}

@@ -191,6 +191,23 @@ def compose_cluster(engine, spec_path: Path, image: str) -> ComposeCluster:
                           image=image)
 
 
+def checkout_context(repo: Path, target: Path) -> Path:
+    """:func:`snapshot_context` in a clone of the checkout's commit, holding only the context's paths.
+
+    The build labels the image with that commit (``-dirty`` where the checkout's context files differ from
+    it), and refreshes a stale zipapp in the copy, never in the checkout: the checkout's committed one must
+    stay as it is, for tests/test_rendered_up_to_date.py to find it stale when it is.
+    """
+    def git(*argv):
+        subprocess.run(["git", *argv], check=True, capture_output=True, text=True, timeout=120)
+
+    git("clone", "-q", "--shared", "--no-checkout", str(repo), str(target))
+    git("-C", str(target), "sparse-checkout", "set", "--no-cone", "/.dockerignore", "/entrypoint/")
+    git("-C", str(target), "reset", "-q", "--hard", "HEAD")
+    shutil.rmtree(target / "entrypoint")
+    return snapshot_context(repo, target)
+
+
 def snapshot_context(repo: Path, target: Path) -> Path:
     """A still copy of what the image build reads (others may edit the checkout meanwhile).
 

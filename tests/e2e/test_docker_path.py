@@ -182,7 +182,8 @@ def test_a_client_from_23_on_without_buildx_is_refused_with_the_reason(docker, t
     (bindir / "docker").symlink_to(newer[0])
     spec = prepare_workdir(tmp_path / "spec", IMAGE_SPEC)
     out = subprocess.run([*NODEWEAVE, "image", "build", "cpu", "--spec", str(spec), "--engine", "docker",
-                          "--context", str(REPO)],  # a complete context: the refusal is the client's, not the folder's
+                          # a complete context: the refusal is the client's, not the folder's
+                          "--context", str(snapshot_context(REPO, tmp_path / "context"))],
                          capture_output=True, text=True, timeout=120,
                          env={**os.environ, "DOCKER_HOST": docker.host, "PATH": f"{bindir}{os.pathsep}{os.environ['PATH']}"})
     version = builds_with_buildkit(newer[0])[1]
