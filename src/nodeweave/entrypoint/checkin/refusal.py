@@ -153,7 +153,7 @@ def refused_because(verdict):
             continue
         details = problem.get("details") or {}
         nodes = "; ".join(f"{node}: {details[node]}" if node in details else node for node in problem["nodes"])
-        parts.append(f"{problem['check']}, {problem['says']} ({nodes})" if nodes else problem["check"])
+        parts.append(f"{problem['check']}, {problem['says']}" + (f" ({nodes})" if nodes else ""))
     return "node 0 refused this job before this node's check-in was through: " + " | ".join(parts)
 
 

@@ -188,13 +188,11 @@ class CheckIn:
         verdict = hub.decide(topo.nnodes_min, topo.nnodes_max, plan.launch.launcher, info["allow"],
                              _missing(self.settings, plan))
         hub.announce(verdict)
-        if verdict["decision"] == "refuse" and len(hub.peers) + 1 < topo.nnodes_min:
-            from .refusal import tell_latecomers
-
-            tell_latecomers(hub, verdict, topo.nnodes_min, self.started + info["deadline_s"])
         if verdict["decision"] == "refuse":
-            from .refusal import refused_because
+            from .refusal import refused_because, tell_latecomers
 
+            if len(hub.peers) + 1 < topo.nnodes_min:
+                tell_latecomers(hub, verdict, topo.nnodes_min, self.started + info["deadline_s"])
             hub.turn_away(refused_because(verdict))
         if verdict["decision"] == "start" and info["heartbeat"]:
             from .heartbeat import HubWatch  # the heartbeat (and its stall relay) only where it runs
