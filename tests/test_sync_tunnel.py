@@ -220,6 +220,44 @@ def test_a_node_nobody_listens_for_ends_its_channel_with_the_reason(head, tmp_pa
         Session(Here("n1"), str(tmp_path / "x"), dry=False, proc=proc).open(Request({}, [], then="exit"), timeout=20)
 
 
+# The head as a recorder: it starts a tunnel, then writes down each frame as it comes (channel, kind, data).
+RECORDING_HEAD = """
+import json, sys
+from nodeweave.sync.node.tunnel import TUNNEL_HELLO, read_frame
+sys.stdout.buffer.write(TUNNEL_HELLO)
+sys.stdout.buffer.flush()
+with open(sys.argv[1], "w") as log:
+    while (frame := read_frame(sys.stdin.buffer)) is not None:
+        log.write(json.dumps([frame[0], frame[1], frame[2][:40].decode(errors="replace")]) + "\\n")
+"""
+
+
+def test_a_line_said_on_one_channel_reaches_the_head_before_what_another_writes_after_it(tmp_path, monkeypatch):
+    """A relayed payload goes to the head's own session, which forwards it to a node that waits for its
+    ``go`` line first; had the payload's frames taken the link before that line, the head (which hands
+    frames on one at a time) would wait on a forward that waits on the line. Channel 1's frames are held
+    back here as a pump thread the scheduler starts late would hold them, and its ``go`` still comes first."""
+    real_send = HeadLink.send
+
+    def late_for_channel_1(self, number, kind, data=b""):
+        if number == 1:
+            time.sleep(0.5)
+        return real_send(self, number, kind, data)
+    monkeypatch.setattr(HeadLink, "send", late_for_channel_1)
+    log = tmp_path / "frames.jsonl"
+    link = HeadLink([sys.executable, "-c", RECORDING_HEAD, str(log)], Here("head"))
+    own, peer_fed = link.open({"local": True}), link.open({"local": True})
+    Session(Here("n1"), "/x", dry=False, proc=peer_fed).say({"go": "peer"}, close=True)
+    own.stdin.write(b"payload " * 1000)
+    own.stdin.close()
+    assert own.stdin.closed
+    link.close()
+    frames_seen = [tuple(json.loads(line)[:2]) + (json.loads(line)[2][:12],) for line in log.read_text().splitlines()]
+    data = [f for f in frames_seen if f[1] == F_DATA]
+    assert data[0] == (1, F_DATA, '{"go": "peer'), frames_seen
+    assert [f[0] for f in data[1:]] == [0] * (len(data) - 1), frames_seen
+
+
 @pytest.mark.parametrize("script, said, code", [
     ("echo the head broke >&2; exit 7", "it said b''.*the head broke", 7),
     # the launcher's answer where python3 is missing; it then waits for its stdin's end

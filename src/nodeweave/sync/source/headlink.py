@@ -36,8 +36,38 @@ def reaches_all(targets: "list[Remote]") -> bool:
     return len(usable_addresses(registry.known(targets[1:], PROGRAM_ID))) == len(targets) - 1
 
 
+class ChannelInput:
+    """A channel's stdin as ``Session`` writes it: a pipe its pump reads, every byte counted so the channel
+    can tell when what was written is on the link (``Channel.wait_framed``)."""
+
+    def __init__(self, fd: int, channel: "Channel"):
+        self._file, self._channel = os.fdopen(fd, "wb", 0), channel
+
+    def write(self, data: bytes) -> int:
+        written = self._file.write(data)
+        self._channel.count_written(written or 0)
+        return written
+
+    def fileno(self) -> int:
+        return self._file.fileno()
+
+    def close(self) -> None:
+        self._file.close()
+
+    @property
+    def closed(self) -> bool:
+        return self._file.closed
+
+
 class Channel:
-    """One node's session inside the tunnel, shaped as the exec process ``Session`` expects."""
+    """One node's session inside the tunnel, shaped as the exec process ``Session`` expects.
+
+    Every channel's bytes share the head's one stdin, and the head hands them on in the order they come. A
+    relayed payload makes that order matter: the head's own session forwards the payload to a node that
+    waits for its ``go`` line first, so a ``go`` still in its channel's pump when the payload's frames take
+    the link would wait behind bytes that cannot move before it (the peer connection then sat idle until
+    ``IDLE_S``). ``wait_framed`` is what lets ``Session.say`` return only once its line is on the link.
+    """
 
     tunnel = True  # any failure after the channel opened is worth a retry over the node's own exec
 
@@ -46,10 +76,13 @@ class Channel:
         stdin_r, stdin_w = os.pipe()
         stdout_r, self._stdout_w = os.pipe()
         stderr_r, self._stderr_w = os.pipe()
-        self.stdin = os.fdopen(stdin_w, "wb", 0)
+        self.stdin = ChannelInput(stdin_w, self)
         self.stdout = os.fdopen(stdout_r, "rb", 0)
         self.stderr = os.fdopen(stderr_r, "rb", 0)
         self._ended, self._lock = threading.Event(), threading.Lock()
+        self._progress = threading.Condition()
+        self._written = self._framed = 0
+        self._pumped_all = False
         threading.Thread(target=self._pump, args=(stdin_r,), daemon=True).start()
 
     def _pump(self, stdin_r: int) -> None:
@@ -57,9 +90,26 @@ class Channel:
         try:
             while data := os.read(stdin_r, FRAME_MAX):  # up to the pipe's size (Session sets 1 MiB)
                 self.link.send(self.number, F_DATA, data)
+                with self._progress:
+                    self._framed += len(data)
+                    self._progress.notify_all()
+            self.link.send(self.number, F_EOF)
         finally:
             os.close(stdin_r)
-        self.link.send(self.number, F_EOF)
+            with self._progress:
+                self._pumped_all = True
+                self._progress.notify_all()
+
+    def count_written(self, size: int) -> None:
+        with self._progress:
+            self._written += size
+
+    def wait_framed(self) -> None:
+        """Return once every byte written to ``stdin`` so far is on the link, ahead of anything another
+        channel writes after this call (or once the pump has ended: a broken link sends nothing more)."""
+        with self._progress:
+            target = self._written
+            self._progress.wait_for(lambda: self._framed >= target or self._pumped_all)
 
     def deliver(self, data: bytes) -> None:
         try:

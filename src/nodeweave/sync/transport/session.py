@@ -155,8 +155,15 @@ class Session:
             pass
 
     def say(self, message: dict, close: bool = False) -> None:
-        """One line to the agent (a plan, a ``go``); ``close`` ends its stdin after it."""
+        """One line to the agent (a plan, a ``go``); ``close`` ends its stdin after it.
+
+        Through a tunnel it returns once the line is on the head's link (``Channel.wait_framed``), so
+        nothing written afterwards, to any node, can reach the head before it.
+        """
         self._write_quietly(plan_line(message), close=close)
+        wait_framed = getattr(self.proc, "wait_framed", None)
+        if wait_framed is not None:
+            wait_framed()
 
     def hear(self, timeout: float, stage: str) -> dict:
         """The agent's next line (a hop report, a result); a failure if it ends or says nothing in time."""
