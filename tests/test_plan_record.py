@@ -157,8 +157,11 @@ def test_down_on_kubernetes_runs_its_dry_runs_plan(tmp_path):
 
 
 SLEEPER = "localhost/nwplanrec:sleeper"
+# train.py is the containers' first process: it ends on SIGTERM (a first process without a handler ignores it,
+# and `down` then waited out the whole grace period, 120 s, before its SIGKILL)
 SLEEPER_FILE = ("FROM localhost/nodeweave-base:bookworm\n"
-                "RUN printf '#!/bin/sh\\nexec sleep 600\\n' > /usr/local/bin/train.py && chmod 755 /usr/local/bin/train.py\n")
+                "RUN printf '#!/bin/sh\\ntrap \"exit 0\" TERM\\nsleep 600 & wait\\n' > /usr/local/bin/train.py"
+                " && chmod 755 /usr/local/bin/train.py\n")
 
 
 @pytest.mark.engine
