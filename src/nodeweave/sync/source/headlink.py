@@ -36,27 +36,16 @@ def reaches_all(targets: "list[Remote]") -> bool:
     return len(usable_addresses(registry.known(targets[1:], PROGRAM_ID))) == len(targets) - 1
 
 
-class ChannelInput:
-    """A channel's stdin as ``Session`` writes it: a pipe its pump reads, every byte counted so the channel
-    can tell when what was written is on the link (``Channel.wait_framed``)."""
+class ChannelInput(io.FileIO):
+    """A channel's stdin as ``Session`` writes it: the pipe its pump reads, counting the bytes written through
+    it, so the channel can tell when they are on the link (``Channel.wait_framed``)."""
 
-    def __init__(self, fd: int, channel: "Channel"):
-        self._file, self._channel = os.fdopen(fd, "wb", 0), channel
+    written = 0
 
-    def write(self, data: bytes) -> int:
-        written = self._file.write(data)
-        self._channel.count_written(written or 0)
-        return written
-
-    def fileno(self) -> int:
-        return self._file.fileno()
-
-    def close(self) -> None:
-        self._file.close()
-
-    @property
-    def closed(self) -> bool:
-        return self._file.closed
+    def write(self, data) -> int:
+        size = super().write(data)
+        self.written += size or 0
+        return size
 
 
 class Channel:
@@ -76,12 +65,12 @@ class Channel:
         stdin_r, stdin_w = os.pipe()
         stdout_r, self._stdout_w = os.pipe()
         stderr_r, self._stderr_w = os.pipe()
-        self.stdin = ChannelInput(stdin_w, self)
+        self.stdin = ChannelInput(stdin_w, "wb")
         self.stdout = os.fdopen(stdout_r, "rb", 0)
         self.stderr = os.fdopen(stderr_r, "rb", 0)
         self._ended, self._lock = threading.Event(), threading.Lock()
         self._progress = threading.Condition()
-        self._written = self._framed = 0
+        self._framed = 0
         self._pumped_all = False
         threading.Thread(target=self._pump, args=(stdin_r,), daemon=True).start()
 
@@ -100,15 +89,11 @@ class Channel:
                 self._pumped_all = True
                 self._progress.notify_all()
 
-    def count_written(self, size: int) -> None:
-        with self._progress:
-            self._written += size
-
     def wait_framed(self) -> None:
         """Return once every byte written to ``stdin`` so far is on the link, ahead of anything another
         channel writes after this call (or once the pump has ended: a broken link sends nothing more)."""
         with self._progress:
-            target = self._written
+            target = self.stdin.written
             self._progress.wait_for(lambda: self._framed >= target or self._pumped_all)
 
     def deliver(self, data: bytes) -> None:
