@@ -12,6 +12,10 @@ lists) run in groups, each group in turn in one worker: one group per test
 file (its fixed container names, networks, module-wide clusters), one for
 every Slurm test (the one local Slurm). The groups run beside each other and
 beside the pure tests, which spread over every worker.
+
+When the run ends, what it made in podman and the tests' dockerd (images,
+containers, networks, volumes, BuildKit's cache) is removed
+(tests/engine_leftovers.py); the header says how much disk is free.
 """
 
 from __future__ import annotations
@@ -25,10 +29,38 @@ from pathlib import Path
 import pytest
 
 import ci_gate
+import engine_leftovers
 
 REPO = Path(__file__).resolve().parents[1]
 # ../shared beside the checkout (CI lays a copy there); NODEWEAVE_SHARED_DIR points elsewhere (a worktree).
 SHARED = Path(os.environ.get("NODEWEAVE_SHARED_DIR") or REPO.parent / "shared")
+
+
+ENGINE_SWEEPER = engine_leftovers.Sweeper()
+
+
+def _controller(config) -> bool:
+    """The process that runs the whole session: xdist's controller, or pytest alone."""
+    return not hasattr(config, "workerinput")
+
+
+def pytest_report_header(config):
+    return engine_leftovers.disk_line()
+
+
+def pytest_configure(config):
+    if _controller(config):
+        ENGINE_SWEEPER.start()
+
+
+def pytest_sessionfinish(session):
+    if _controller(session.config):
+        ENGINE_SWEEPER.finish()
+
+
+def pytest_terminal_summary(terminalreporter):
+    if ENGINE_SWEEPER.summary:
+        terminalreporter.write_line(ENGINE_SWEEPER.summary)
 
 
 @pytest.fixture(scope="session")

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import copy
 import os
-import tempfile
 from typing import Dict, List
 
 import yaml
@@ -59,9 +58,10 @@ def _own_empty_dir(volume: dict, scratch: str, pod: str) -> None:
 
 
 def pods_from_statefulset(statefulset_text: str, image: str, workspace: str, addresses: List[str],
-                          replicas: int = None, scratch: str = None) -> List[dict]:
-    """Pod documents for ``podman kube play``, one per replica, from the rendered StatefulSet."""
-    scratch = scratch or tempfile.mkdtemp(prefix="nodeweave-kube-play-")
+                          scratch: str, replicas: int = None) -> List[dict]:
+    """Pod documents for ``podman kube play``, one per replica, from the rendered StatefulSet.
+
+    ``scratch`` holds the pods' disk emptyDirs: the caller's own folder, removed with it."""
     sts = yaml.safe_load(statefulset_text)
     assert sts["kind"] == "StatefulSet", sts["kind"]
     name = sts["metadata"]["name"]

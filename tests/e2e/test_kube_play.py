@@ -49,7 +49,7 @@ def test_statefulset_pods_rendezvous_under_kube_play(engine, cpu_image, tmp_path
     rendered = manifests.render_files(load_spec(spec_path))["manifests/base/statefulset.yaml"]
     prefix = _free_subnet(engine)
     addresses = [f"{prefix}.10", f"{prefix}.11"]
-    pods = pods_from_statefulset(rendered, cpu_image, str(spec_path.parent), addresses)
+    pods = pods_from_statefulset(rendered, cpu_image, str(spec_path.parent), addresses, scratch=str(tmp_path / "emptydir"))
     assert [pod["metadata"]["name"] for pod in pods] == ["e2e-sts-0", "e2e-sts-1"]
     play = tmp_path / "pods.yaml"
     play.write_text(yaml.safe_dump_all(pods, sort_keys=False))
