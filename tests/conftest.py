@@ -13,9 +13,9 @@ file (its fixed container names, networks, module-wide clusters), one for
 every Slurm test (the one local Slurm). The groups run beside each other and
 beside the pure tests, which spread over every worker.
 
-When the run ends, what it made in podman and the tests' dockerd (images,
-containers, networks, volumes, BuildKit's cache) is removed
-(tests/engine_leftovers.py); the header says how much disk is free.
+When the run ends, the images it built under this checkout's own test
+repository are removed (tests/engine_leftovers.py); the header says how much
+disk is free.
 """
 
 from __future__ import annotations
@@ -36,7 +36,8 @@ REPO = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("NODEWEAVE_SHARED_DIR") or REPO.parent / "shared")
 
 
-ENGINE_SWEEPER = engine_leftovers.Sweeper()
+SWEEP = engine_leftovers.Sweep()
+SWEPT: list = []  # the sweep's one line, for the summary
 
 
 def _controller(config) -> bool:
@@ -50,17 +51,17 @@ def pytest_report_header(config):
 
 def pytest_configure(config):
     if _controller(config):
-        ENGINE_SWEEPER.start()
+        SWEEP.start()
 
 
 def pytest_sessionfinish(session):
     if _controller(session.config):
-        ENGINE_SWEEPER.finish()
+        SWEPT.append(SWEEP.finish())
 
 
 def pytest_terminal_summary(terminalreporter):
-    if ENGINE_SWEEPER.summary:
-        terminalreporter.write_line(ENGINE_SWEEPER.summary)
+    for line in filter(None, SWEPT):
+        terminalreporter.write_line(line)
 
 
 @pytest.fixture(scope="session")

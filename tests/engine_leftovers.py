@@ -1,142 +1,80 @@
-"""What a test run made in the container engines, removed when the run ends.
+"""The images a test run built, removed when the run ends; the disk's free space in the run's header.
 
-A run builds images (each with torch: about 1 GB of layers), pushes them to
-loopback registries, makes networks, volumes and pods, and the docker path
-leaves BuildKit's cache behind (every build's context and layers). Nothing
-else removes them: on 2026-11-28 one machine held 46 GB of BuildKit cache
-and 5 GB of podman images from a day's runs, on a disk that the workplace's
-machines share, and the next CI run ran out of space.
+A run builds images (each with torch: about 1 GB of layers) and a rebuild
+leaves the image before it untagged. Nothing removed them: on 2026-11-28 one
+machine held 5 GB of podman images and 46 GB of BuildKit cache from a day's
+runs, on a disk that the workplace's machines share, and the next CI run
+ran out of space. BuildKit's cache in the tests' own dockerd is capped by
+its garbage collector (.ci/setup-docker.sh); this module does the images.
 
-The controller (the one process without xdist) notes each engine's objects
-before any test starts; when the run ends it removes every object that is
-new, whichever test made it, and says what it removed and how much space
-came back. What was there before the run stays, and so does the offline
-base image (``e2e_harness.BASE_IMAGE``, minutes to make again).
-``NODEWEAVE_TEST_KEEP_ENGINE=1`` keeps everything, to look at what a failed
-run left.
+It removes only what this checkout's runs own: every image under the
+checkout's own test repository (``e2e_harness.REGISTRY``, one per checkout)
+in podman and in the tests' dockerd, with the untagged layers beneath them
+(``rmi`` prunes those), if the run made or moved their tags. Containers, pods, networks and volumes are the
+tests' own to remove, and nothing else is touched: another run, another
+checkout or the user may be using the engines at the same moment.
+``NODEWEAVE_TEST_KEEP_ENGINE=1`` keeps the images, to look at what a failed
+run built.
 """
 
 from __future__ import annotations
 
-import json
+import hashlib
 import os
 import shutil
 import subprocess
-from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Set, Tuple
+from pathlib import Path
+from typing import Dict, List, Optional
 
 KEEP_VARIABLE = "NODEWEAVE_TEST_KEEP_ENGINE"
-BASE_IMAGE = "localhost/nodeweave-base:bookworm"  # e2e_harness.BASE_IMAGE, without importing the e2e path
+REPO = Path(__file__).resolve().parents[1]
+# e2e_harness.REGISTRY, without importing the e2e path
+REGISTRY = os.environ.get("NODEWEAVE_E2E_REGISTRY") or (
+    "localhost/nodeweave-e2e-" + hashlib.sha256(str(REPO).encode()).hexdigest()[:8])
 DOCKER_HOST = os.environ.get("NODEWEAVE_DOCKER_HOST", "unix:///run/nodeweave-docker/docker.sock")
 PODMAN_STORAGE = "/var/lib/containers"
-DOCKER_STORAGE = "/var/lib/nodeweave-docker"  # .ci/setup-docker.sh's --data-root
-
-# kind -> (the command that lists its objects' ids, the command that removes some)
-PODMAN_KINDS = {
-    "container": (["ps", "-aq", "--no-trunc"], ["rm", "-f", "-t", "0"]),
-    "pod": (["pod", "ps", "-q", "--no-trunc"], ["pod", "rm", "-f"]),
-    "image": (["images", "-aq", "--no-trunc"], ["rmi", "-f"]),
-    "network": (["network", "ls", "--format", "{{.Name}}"], ["network", "rm", "-f"]),
-    "volume": (["volume", "ls", "-q"], ["volume", "rm", "-f"]),
-}
-DOCKER_KINDS = {
-    "container": (["ps", "-aq", "--no-trunc"], ["rm", "-f"]),
-    "image": (["images", "-aq", "--no-trunc"], ["rmi", "-f"]),
-    "network": (["network", "ls", "--format", "{{.Name}}"], ["network", "rm"]),
-    "volume": (["volume", "ls", "-q"], ["volume", "rm", "-f"]),
-}
-LIST_TIMEOUT_S = 60
-REMOVE_TIMEOUT_S = 600
+TIMEOUT_S = 600
 
 
-@dataclass
 class Engine:
-    name: str
-    argv: List[str]  # the client, with what points it at its daemon
-    env: Dict[str, str]
-    kinds: Dict[str, Tuple[List[str], List[str]]]
-    storage: str  # where its objects take disk space
-    kept_images: Tuple[str, ...] = (BASE_IMAGE,)  # kept even when the run made them
-    before: Dict[str, Set[str]] = field(default_factory=dict)
+    """One engine's client, as the tests reach it."""
 
-    def _run(self, args: List[str], timeout: int) -> Optional[subprocess.CompletedProcess]:
+    def __init__(self, name: str, argv: List[str], env: Optional[Dict[str, str]] = None) -> None:
+        self.name, self.argv, self.env = name, argv, env or {}
+
+    def run(self, *args: str) -> Optional[subprocess.CompletedProcess]:
         try:
-            return subprocess.run(self.argv + args, capture_output=True, text=True, timeout=timeout,
+            return subprocess.run(self.argv + list(args), capture_output=True, text=True, timeout=TIMEOUT_S,
                                   env={**os.environ, **self.env})
         except (OSError, subprocess.TimeoutExpired):
             return None
 
-    def listing(self, kind: str) -> Optional[Set[str]]:
-        out = self._run(self.kinds[kind][0], LIST_TIMEOUT_S)
+    def tags_under(self, repository: str) -> Dict[str, str]:
+        """Every ``repository/...:tag`` this engine holds, with its image's id."""
+        out = self.run("images", "--no-trunc", "--format", "{{.Repository}}:{{.Tag}} {{.ID}}")
         if out is None or out.returncode != 0:
-            return None
-        return {line.strip() for line in out.stdout.splitlines() if line.strip()}
+            return {}
+        pairs = (line.split() for line in out.stdout.splitlines())
+        return {tag: ident.removeprefix("sha256:") for tag, ident in (p for p in pairs if len(p) == 2)
+                if tag.startswith(repository + "/") and not tag.endswith(":<none>")}
 
-    def build_cache(self) -> Optional[Set[str]]:
-        """BuildKit's cache records (docker only): their ids."""
-        if self.name != "docker":
-            return None
-        out = self._run(["system", "df", "-v", "--format", "{{json .BuildCache}}"], LIST_TIMEOUT_S)
-        if out is None or out.returncode != 0:
-            return None
-        try:
-            return {record["ID"] for record in json.loads(out.stdout or "[]") or []}
-        except (ValueError, KeyError, TypeError):
-            return None
-
-    def image_id(self, ref: str) -> Optional[str]:
-        out = self._run(["image", "inspect", "--format", "{{.Id}}", ref], LIST_TIMEOUT_S)
-        if out is None or out.returncode != 0:
-            return None
-        return out.stdout.strip().removeprefix("sha256:")
-
-    def note(self) -> None:
-        for kind in self.kinds:
-            found = self.listing(kind)
-            if found is not None:
-                self.before[kind] = found
-        cache = self.build_cache()
-        if cache is not None:
-            self.before["build cache record"] = cache
-
-    def remove_new(self) -> Dict[str, int]:
-        """Remove what is new since ``note()``; how many of each kind went."""
-        removed: Dict[str, int] = {}
-        keep = {self.image_id(ref) for ref in self.kept_images} - {None}
-        for kind in self.kinds:  # containers and pods first: they hold images, networks and volumes
-            if kind not in self.before:
-                continue
-            now = self.listing(kind) or set()
-            new = sorted(ident for ident in now - self.before[kind]
-                         if ident.removeprefix("sha256:") not in keep)
-            if new:
-                self._run(self.kinds[kind][1] + new, REMOVE_TIMEOUT_S)
-                left = self.listing(kind) or set()
-                removed[kind] = len(set(new) - left)
-        if "build cache record" in self.before:
-            new = sorted((self.build_cache() or set()) - self.before["build cache record"])
-            if new:
-                filters = [arg for ident in new for arg in ("--filter", f"id={ident}")]
-                self._run(["builder", "prune", "-f"] + filters, REMOVE_TIMEOUT_S)
-                removed["build cache record"] = len(set(new) - (self.build_cache() or set()))
-        return {kind: count for kind, count in removed.items() if count}
-
-
-def _docker_client() -> Optional[str]:
-    """A docker client (Debian's, which .ci/setup-docker.sh installs, before any other)."""
-    if os.access("/usr/bin/docker", os.X_OK):
-        return "/usr/bin/docker"
-    return shutil.which("docker")
+    def remove_new(self, repository: str, before: Dict[str, str]) -> int:
+        """Remove the tags under ``repository`` made or moved since ``before`` (``rmi`` takes their untagged
+        parents with them); how many went."""
+        new = sorted(tag for tag, ident in self.tags_under(repository).items() if before.get(tag) != ident)
+        if new:
+            self.run("rmi", "-f", *new)
+        return len(set(new) - set(self.tags_under(repository)))
 
 
 def engines() -> List[Engine]:
-    """The engines that answer here: podman, and the tests' dockerd where it runs."""
+    """podman, and the tests' dockerd through Debian's client (.ci/setup-docker.sh) or any on PATH."""
     found = []
     if shutil.which("podman"):
-        found.append(Engine("podman", ["podman"], {}, PODMAN_KINDS, PODMAN_STORAGE))
-    client = _docker_client()
+        found.append(Engine("podman", ["podman"]))
+    client = "/usr/bin/docker" if os.access("/usr/bin/docker", os.X_OK) else shutil.which("docker")
     if client:
-        found.append(Engine("docker", [client], {"DOCKER_HOST": DOCKER_HOST}, DOCKER_KINDS, DOCKER_STORAGE))
+        found.append(Engine("docker", [client], {"DOCKER_HOST": DOCKER_HOST}))
     return found
 
 
@@ -154,49 +92,45 @@ def gigabytes(count: int) -> str:
     return f"{count / 1e9:.1f} GB"
 
 
-class Sweeper:
-    """Notes the engines at the start of a run and removes what the run made at its end."""
+class Sweep:
+    """This checkout's test images as a run starts, and at its end the ones the run made or moved removed.
 
-    def __init__(self) -> None:
-        self.engines: List[Engine] = []
-        self.summary: Optional[str] = None
+    A run that built nothing (one pure test file, say) removes nothing, so it never takes the image of a
+    whole-suite run of the same checkout that is still going."""
+
+    def __init__(self, repository: str = REGISTRY) -> None:
+        self.repository = repository
+        self.before: Dict[str, Dict[str, str]] = {}
 
     def start(self) -> None:
-        if os.environ.get(KEEP_VARIABLE) == "1":
-            return
-        for engine in engines():
-            engine.note()
-            if engine.before:
-                self.engines.append(engine)
+        self.before = {engine.name: engine.tags_under(self.repository) for engine in engines()}
 
-    def finish(self) -> None:
+    def finish(self) -> Optional[str]:
+        """Remove what the run made; a line saying what went, or None."""
         if os.environ.get(KEEP_VARIABLE) == "1":
-            self.summary = f"engine objects this run made are kept ({KEEP_VARIABLE}=1)"
-            return
-        parts, freed = [], 0
-        for engine in self.engines:
-            was = free_bytes(engine.storage)
-            removed = engine.remove_new()
-            now = free_bytes(engine.storage)
-            if was is not None and now is not None:
-                freed = max(freed, now - was)  # one disk, most often: the larger gain, not the sum
-            if removed:
-                parts.append(f"{engine.name}: " + ", ".join(f"{n} {kind}{'s' if n > 1 else ''}"
-                                                            for kind, n in removed.items()))
-        if parts:
-            self.summary = (f"removed what this run made in the engines ({'; '.join(parts)}), "
-                            f"{gigabytes(freed)} freed; {KEEP_VARIABLE}=1 keeps it")
+            return f"the images this run built under {self.repository} are kept ({KEEP_VARIABLE}=1)"
+        was = free_bytes(PODMAN_STORAGE)
+        removed = {engine.name: engine.remove_new(self.repository, self.before.get(engine.name, {}))
+                   for engine in engines()}
+        removed = {name: count for name, count in removed.items() if count}
+        if not removed:
+            return None
+        now = free_bytes(PODMAN_STORAGE)
+        freed = f", {gigabytes(now - was)} freed" if was is not None and now is not None else ""
+        counts = ", ".join(f"{name} {count}" for name, count in removed.items())
+        return (f"removed the images this run built under {self.repository} ({counts}){freed}; "
+                f"{KEEP_VARIABLE}=1 keeps them")
 
 
 def disk_line() -> str:
     """The free space where the engines and the tests write, for the run's header."""
     seen, parts = set(), []
-    for label, path in (("engines", PODMAN_STORAGE), ("tmp", os.environ.get("TMPDIR", "/tmp"))):
+    for label, path in (("engines", PODMAN_STORAGE), ("tests", os.environ.get("TMPDIR") or "/tmp")):
+        free = free_bytes(path)
         try:
             device = os.stat(path if os.path.exists(path) else "/").st_dev
         except OSError:
             continue
-        free = free_bytes(path)
         if device in seen or free is None:
             continue
         seen.add(device)

@@ -164,6 +164,23 @@ def test_deepspeed_slurm_names(ds_runner, tmp_path):
     assert (args.node_rank, args.master_addr) == (1, "gpu07")
 
 
+def test_two_jobs_on_one_host_launch_from_their_own_hostfiles():
+    """A Slurm node's /tmp (or a bare host's) is shared by every job on it: a second job's hostfile must not
+    replace the one the first job's deepspeed reads."""
+    def hostfile(**env):
+        p = plan("cpu-only", "deepspeed", SLURM_NODEID="0", SLURM_NNODES="2", TMPDIR="/scratch", **env)
+        (path, _), = p.launch.files.items()
+        assert p.launch.argv[p.launch.argv.index("--hostfile") + 1] == path
+        return path
+
+    first = hostfile(SLURM_JOB_ID="4101", SLURM_JOB_NODELIST="gpu[07-08]")
+    second = hostfile(SLURM_JOB_ID="4102", SLURM_JOB_NODELIST="gpu[07-08]")
+    assert first == "/scratch/nodeweave/jobs/4101-29500/hostfile"
+    assert second == "/scratch/nodeweave/jobs/4102-29500/hostfile"
+    odd = hostfile(NODEWEAVE_JOB_ID="team/run 1", SLURM_JOB_NODELIST="gpu[07-08]")
+    assert odd == "/scratch/nodeweave/jobs/team_run_1-29500/hostfile", "a job id is one path component"
+
+
 @pytest.fixture(scope="module")
 def accelerate_launch():
     return pytest.importorskip("accelerate.commands.launch")

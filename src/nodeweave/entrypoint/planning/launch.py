@@ -206,9 +206,17 @@ def hostfile_slots(topo, node, settings):
     return nproc.value  # more processes than usable GPUs is refused for every launcher (topology)
 
 
+def hostfile_path(env, topo):
+    """``$TMPDIR/nodeweave/jobs/<job id>-<master port>/hostfile``: two jobs on one host (a Slurm node's /tmp,
+    bare hosts) never launch from each other's hostfile."""
+    from ..running.runstate import job_key, state_root
+
+    return os.path.join(state_root(env), "jobs", job_key(topo.job_id, topo.master_port.value), "hostfile")
+
+
 def _deepspeed(topo, node, command, restarts, settings):
     nproc = hostfile_slots(topo, node, settings)
-    hostfile = os.path.join(settings.env.get("TMPDIR") or "/tmp", "nodeweave", "hostfile")
+    hostfile = hostfile_path(settings.env, topo)
     names = topo.node_names
     argv = ["deepspeed", "--hostfile", hostfile, "--no_ssh", "--node_rank", str(topo.node_rank.value),
             "--master_addr", topo.master_addr.value, "--master_port", str(topo.master_port.value)]

@@ -32,6 +32,15 @@ def state_root(env):
     return os.path.join(env.get("TMPDIR") or "/tmp", "nodeweave")
 
 
+SAFE = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-"  # a path component as is
+
+
+def job_key(job_id, master_port):
+    """``<job id>-<master port>`` as one path component: what two jobs sharing a host (and a TMPDIR) never share."""
+    job = "".join(c if c in SAFE else "_" for c in str(job_id or "job"))[:80]
+    return f"{job}-{master_port}"
+
+
 def run_dir(env, run_id):
     return os.path.join(state_root(env), "runs", run_id)
 

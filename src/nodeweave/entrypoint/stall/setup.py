@@ -42,7 +42,6 @@ def device_timing(environ, gpus):
     return dict(environ, **{TIMING: "1"})
 
 
-SAFE = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-"  # a path component as is
 FAULT_CHECKS = 10  # with recovery.straggler_is_fault on: named 10 checks in a row (~33 s at node 0's 3.3 s)
 
 
@@ -58,8 +57,9 @@ def fault_checks(settings):
 
 def rank_folder_path(root, job_id, master_port, node):
     """``<root>/ranks/<job id>-<master port>/node-<node>``; the job id made safe as one path component."""
-    job = "".join(c if c in SAFE else "_" for c in str(job_id or "job"))[:80]
-    return os.path.join(root, "ranks", f"{job}-{master_port}", f"node-{node}")
+    from ..running.runstate import job_key
+
+    return os.path.join(root, "ranks", job_key(job_id, master_port), f"node-{node}")
 
 
 def attach(watch, plan, settings, environ, log):
