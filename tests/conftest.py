@@ -13,9 +13,9 @@ file (its fixed container names, networks, module-wide clusters), one for
 every Slurm test (the one local Slurm). The groups run beside each other and
 beside the pure tests, which spread over every worker.
 
-When the run ends, the images it built under this checkout's own test
-repository are removed (tests/engine_leftovers.py); the header says how much
-disk is free.
+When the run ends, the images it built under the names the tests use are
+removed, and nothing it did not build (tests/engine_leftovers.py); the
+header says how much disk is free.
 """
 
 from __future__ import annotations

@@ -7,12 +7,15 @@ runs, on a disk that the workplace's machines share, and the next CI run
 ran out of space. BuildKit's cache in the tests' own dockerd is capped by
 its garbage collector (.ci/setup-docker.sh); this module does the images.
 
-It removes only what this checkout's runs own: every image under the
-checkout's own test repository (``e2e_harness.REGISTRY``, one per checkout)
-in podman and in the tests' dockerd, with the untagged layers beneath them
-(``rmi`` prunes those), if the run made or moved their tags. Containers, pods, networks and volumes are the
-tests' own to remove, and nothing else is touched: another run, another
-checkout or the user may be using the engines at the same moment.
+It removes only images the run made (ids new since its start) that carry,
+or carried before a rebuild moved the tag, a name the suite's tests use
+(``SUITE_REPOSITORIES``: this checkout's own ``e2e_harness.REGISTRY`` and a
+few fixed names), in podman and in the tests' dockerd, with the untagged
+layers beneath them (``rmi`` prunes those). Containers, pods, networks and
+volumes are the tests' own to remove, and nothing else is touched: another
+run, another checkout or the user may be using the engines at the same
+moment (a first version that removed every new object took a running
+suite's containers).
 ``NODEWEAVE_TEST_KEEP_ENGINE=1`` keeps the images, to look at what a failed
 run built.
 """
@@ -20,11 +23,14 @@ run built.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shutil
 import subprocess
+from dataclasses import dataclass
+from fnmatch import fnmatchcase
 from pathlib import Path
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Set, Tuple
 
 KEEP_VARIABLE = "NODEWEAVE_TEST_KEEP_ENGINE"
 REPO = Path(__file__).resolve().parents[1]
@@ -34,6 +40,32 @@ REGISTRY = os.environ.get("NODEWEAVE_E2E_REGISTRY") or (
 DOCKER_HOST = os.environ.get("NODEWEAVE_DOCKER_HOST", "unix:///run/nodeweave-docker/docker.sock")
 PODMAN_STORAGE = "/var/lib/containers"
 TIMEOUT_S = 600
+
+
+# Where the suite's tests put the images they build: this checkout's own repository, and the few fixed
+# names that tests need (a registry's path, the README's default, a test's own small image). fnmatch
+# patterns for the repository part of a tag; tests/test_engine_leftovers.py checks the tests' names match.
+SUITE_REPOSITORIES = (
+    f"{REGISTRY}/*",
+    "ghcr.io/example/llama-pretrain",  # the default spec's image: the README flow builds it
+    "127.0.0.1:*/team/pushed",  # test_push.py's loopback registry
+    "localhost/nwplanrec",  # test_plan_record.py's sleeper
+    "localhost/nwzip-byo",  # test_zipapp_image.py's own torch image
+    "localhost/nwl-*/*",  # test_engine_leftovers.py's own
+)
+
+
+def suite_made(name: str) -> bool:
+    """Whether an image name (``repository:tag``) is one the suite's tests use."""
+    repository = name.rsplit(":", 1)[0] if ":" in name.rsplit("/", 1)[-1] else name
+    return any(fnmatchcase(repository, pattern) for pattern in SUITE_REPOSITORIES)
+
+
+@dataclass(frozen=True)
+class Image:
+    names: Tuple[str, ...] = ()  # its tags now
+    history: Tuple[str, ...] = ()  # the tags it had (podman)
+    parent: str = ""  # the image it was built on (podman's layer cache)
 
 
 class Engine:
@@ -49,22 +81,54 @@ class Engine:
         except (OSError, subprocess.TimeoutExpired):
             return None
 
-    def tags_under(self, repository: str) -> Dict[str, str]:
-        """Every ``repository/...:tag`` this engine holds, with its image's id."""
-        out = self.run("images", "--no-trunc", "--format", "{{.Repository}}:{{.Tag}} {{.ID}}")
-        if out is None or out.returncode != 0:
-            return {}
-        pairs = (line.split() for line in out.stdout.splitlines())
-        return {tag: ident.removeprefix("sha256:") for tag, ident in (p for p in pairs if len(p) == 2)
-                if tag.startswith(repository + "/") and not tag.endswith(":<none>")}
+    def images(self) -> Optional[Dict[str, Image]]:
+        """Every image by id; None where the engine does not answer.
 
-    def remove_new(self, repository: str, before: Dict[str, str]) -> int:
-        """Remove the tags under ``repository`` made or moved since ``before`` (``rmi`` takes their untagged
-        parents with them); how many went."""
-        new = sorted(tag for tag, ident in self.tags_under(repository).items() if before.get(tag) != ident)
-        if new:
-            self.run("rmi", "-f", *new)
-        return len(set(new) - set(self.tags_under(repository)))
+        podman keeps each image's earlier names (``History``), so an image a rebuild left untagged is still
+        known by the tag it had, and its parent, so a build's cached layers are known as the image's own;
+        docker's BuildKit makes no such layers, and its fixtures remove their builds by id."""
+        if self.name == "podman":
+            out = self.run("images", "-a", "--format", "json")
+            if out is None or out.returncode != 0:
+                return None
+            try:
+                return {image["Id"]: Image(tuple(image.get("Names") or ()), tuple(image.get("History") or ()),
+                                           image.get("ParentId") or "")
+                        for image in json.loads(out.stdout or "[]")}
+            except (ValueError, KeyError, TypeError):
+                return None
+        out = self.run("images", "-a", "--no-trunc", "--format", "{{.ID}} {{.Repository}}:{{.Tag}}")
+        if out is None or out.returncode != 0:
+            return None
+        found: Dict[str, Image] = {}
+        for line in out.stdout.splitlines():
+            ident, _, name = line.partition(" ")
+            ident = ident.removeprefix("sha256:")
+            found[ident] = Image(found.get(ident, Image()).names + (name,))
+        return found
+
+    def remove_made(self, before: Set[str]) -> int:
+        """Remove the images new since ``before`` (ids) that carry or carried a suite name, then the untagged
+        layers beneath them that the run made too and nothing else stands on (a build's cache); how many
+        images went."""
+        now = self.images()
+        if not now:
+            return 0
+        made = sorted(ident for ident, image in now.items()
+                      if ident not in before and any(suite_made(name) for name in image.names + image.history))
+        if not made:
+            return 0
+        beneath = []  # each made image's untagged ancestors the run made, nearest first
+        for ident in made:
+            parent = now[ident].parent
+            while parent in now and parent not in before and not now[parent].names and parent not in beneath:
+                beneath.append(parent)
+                parent = now[parent].parent
+        self.run("rmi", "-f", *made)  # podman's rmi takes most of ``beneath`` with them
+        left = [ident for ident in beneath if ident in (self.images() or {})]
+        if left:  # nearest first, without -f: a layer another image stands on stays
+            self.run("rmi", *left)
+        return len(set(made + beneath) - set(self.images() or {}))
 
 
 def engines() -> List[Engine]:
@@ -93,33 +157,34 @@ def gigabytes(count: int) -> str:
 
 
 class Sweep:
-    """This checkout's test images as a run starts, and at its end the ones the run made or moved removed.
+    """Every image id as a run starts; at its end, the images the run made under the suite's names removed.
 
     A run that built nothing (one pure test file, say) removes nothing, so it never takes the image of a
-    whole-suite run of the same checkout that is still going."""
+    whole-suite run of the same checkout that is still going; an image that was there before stays."""
 
-    def __init__(self, repository: str = REGISTRY) -> None:
-        self.repository = repository
-        self.before: Dict[str, Dict[str, str]] = {}
+    def __init__(self) -> None:
+        self.before: Dict[str, Set[str]] = {}
 
     def start(self) -> None:
-        self.before = {engine.name: engine.tags_under(self.repository) for engine in engines()}
+        for engine in engines():
+            images = engine.images()
+            if images is not None:
+                self.before[engine.name] = set(images)
 
     def finish(self) -> Optional[str]:
         """Remove what the run made; a line saying what went, or None."""
         if os.environ.get(KEEP_VARIABLE) == "1":
-            return f"the images this run built under {self.repository} are kept ({KEEP_VARIABLE}=1)"
+            return f"the images this run built are kept ({KEEP_VARIABLE}=1)"
         was = free_bytes(PODMAN_STORAGE)
-        removed = {engine.name: engine.remove_new(self.repository, self.before.get(engine.name, {}))
-                   for engine in engines()}
+        removed = {engine.name: engine.remove_made(self.before[engine.name])
+                   for engine in engines() if engine.name in self.before}
         removed = {name: count for name, count in removed.items() if count}
         if not removed:
             return None
         now = free_bytes(PODMAN_STORAGE)
         freed = f", {gigabytes(now - was)} freed" if was is not None and now is not None else ""
         counts = ", ".join(f"{name} {count}" for name, count in removed.items())
-        return (f"removed the images this run built under {self.repository} ({counts}){freed}; "
-                f"{KEEP_VARIABLE}=1 keeps them")
+        return f"removed the images this run built ({counts}){freed}; {KEEP_VARIABLE}=1 keeps them"
 
 
 def disk_line() -> str:

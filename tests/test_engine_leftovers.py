@@ -1,13 +1,14 @@
-"""The end-of-run sweep of this checkout's test images, on real podman.
+"""The end-of-run sweep of the images a test run built, on real podman.
 
-Other test groups use podman meanwhile, so each test sweeps a repository of
-its own: the same start-then-finish logic the run's sweep uses on
-``e2e_harness.REGISTRY``.
+Other test groups use podman meanwhile, so the engine here sees only this
+test's own images (``localhost/nwl-*``, one of the suite's names): the same
+start-then-finish logic the run's sweep uses.
 """
 
 from __future__ import annotations
 
 import io
+import json
 import subprocess
 import sys
 import tarfile
@@ -26,8 +27,8 @@ def _podman(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run(["podman", *args], capture_output=True, text=True, timeout=120)
 
 
-def _import_image(ref: str) -> None:
-    """A one-file image, made in a second with ``podman import``; its content differs with ``ref``."""
+def _import_image(ref: str) -> str:
+    """A one-file image, made in a second with ``podman import``; its content differs with ``ref``; its id."""
     payload = io.BytesIO()
     with tarfile.open(fileobj=payload, mode="w") as tar:
         data = ref.encode()
@@ -36,64 +37,91 @@ def _import_image(ref: str) -> None:
         tar.addfile(info, io.BytesIO(data))
     out = subprocess.run(["podman", "import", "-", ref], input=payload.getvalue(), capture_output=True, timeout=120)
     assert out.returncode == 0, out.stderr
+    return _podman("image", "inspect", "--format", "{{.Id}}", ref).stdout.strip()
 
 
-def _exists(ref: str) -> bool:
-    return _podman("image", "exists", ref).returncode == 0
+class OwnImagesOnly(engine_leftovers.Engine):
+    """podman, listing only the images whose ids this test made: other groups' stay out of its sight."""
+
+    def __init__(self) -> None:
+        super().__init__("podman", ["podman"])
+        self.mine: set = set()
+
+    def images(self):
+        every = super().images()
+        return None if every is None else {ident: names for ident, names in every.items() if ident in self.mine}
 
 
-def test_the_sweep_reads_the_repository_the_e2e_images_are_built_under():
+def _exists(ident: str) -> bool:
+    return _podman("image", "exists", ident).returncode == 0
+
+
+def test_the_sweep_knows_the_names_the_tests_build_under():
     assert engine_leftovers.REGISTRY == REGISTRY
+    sys.path.insert(0, str(Path(__file__).parent))
+    from test_plan_record import SLEEPER
+    from test_zipapp_image import IMAGE as BYO
+    for name in (f"{REGISTRY}/e2e:cpu", f"{REGISTRY}/e2e-contents:contents-test", SLEEPER, BYO,
+                 "127.0.0.1:43635/team/pushed:cpu-16f49b61946e", "ghcr.io/example/llama-pretrain:cpu"):
+        assert engine_leftovers.suite_made(name), name
+    for name in ("localhost/nodeweave-base:bookworm", "docker.io/library/python:3.11", "localhost/my-job:cpu",
+                 "localhost/nodeweave-e2e-00000000/e2e:cpu", "<none>:<none>"):
+        assert not engine_leftovers.suite_made(name), name
 
 
 @pytest.mark.engine
-def test_the_images_the_run_made_or_moved_go_and_the_rest_stays(monkeypatch):
+def test_the_images_the_run_made_go_and_those_there_before_stay(monkeypatch):
     monkeypatch.delenv(engine_leftovers.KEEP_VARIABLE, raising=False)
-    monkeypatch.setattr(engine_leftovers, "engines", lambda: [engine_leftovers.Engine("podman", ["podman"])])
+    engine = OwnImagesOnly()
+    monkeypatch.setattr(engine_leftovers, "engines", lambda: [engine])
     mine = f"localhost/nwl-{uuid.uuid4().hex[:10]}"
-    kept, moved, made = f"{mine}/e2e:kept", f"{mine}/e2e:moved", f"{mine}/other:made"
-    outside = f"localhost/nwl-outside-{uuid.uuid4().hex[:10]}/e2e:cpu"
+    outside = f"localhost/not-the-suites-{uuid.uuid4().hex[:10]}:cpu"
+    made = []
     try:
-        _import_image(kept)
-        _import_image(moved)
-        sweep = engine_leftovers.Sweep(mine)
+        made.append(_import_image(f"{mine}/e2e:cpu"))
+        engine.mine.update(made)
+        sweep = engine_leftovers.Sweep()
         sweep.start()
-        assert set(sweep.before["podman"]) == {kept, moved}
-        _import_image(moved + "-again")
-        _podman("tag", moved + "-again", moved)  # a rebuild moves the tag to a new image
-        _podman("rmi", moved + "-again")
-        _import_image(made)
-        _import_image(outside)
+        assert sweep.before["podman"] == {made[0]}
+        made.append(_import_image(f"{mine}/e2e:new"))
+        made.append(_import_image(f"{mine}/e2e:moved"))
+        made.append(_import_image(f"{mine}/e2e:moved-again"))
+        _podman("tag", f"{mine}/e2e:moved-again", f"{mine}/e2e:moved")  # a rebuild moves the tag
+        _podman("untag", made[3], f"{mine}/e2e:moved-again")
+        made.append(_import_image(outside))
+        engine.mine.update(made)
+        untagged = json.loads(_podman("image", "inspect", made[2]).stdout)[0]
+        assert not untagged.get("RepoTags"), "the image the moved tag left is untagged, known by its history"
 
         line = sweep.finish()
 
-        assert line is not None and line.startswith(f"removed the images this run built under {mine} (podman 2)")
-        assert not _exists(moved) and not _exists(made)
-        assert _exists(kept), "a tag the run neither made nor moved stays"
-        assert _exists(outside), "an image outside the repository stays"
+        assert line is not None and line.startswith("removed the images this run built (podman 3)"), line
+        assert not any(_exists(ident) for ident in made[1:4])
+        assert _exists(made[0]), "an image there before the run stays"
+        assert _exists(made[4]), "an image under a name the suite does not use stays"
     finally:
-        _podman("rmi", "-f", kept, moved, made, outside, moved + "-again")
+        _podman("rmi", "-f", *made)
 
 
 @pytest.mark.engine
 def test_a_run_that_built_nothing_removes_nothing(monkeypatch):
-    monkeypatch.setattr(engine_leftovers, "engines", lambda: [engine_leftovers.Engine("podman", ["podman"])])
-    mine = f"localhost/nwl-{uuid.uuid4().hex[:10]}"
+    monkeypatch.delenv(engine_leftovers.KEEP_VARIABLE, raising=False)
+    engine = OwnImagesOnly()
+    monkeypatch.setattr(engine_leftovers, "engines", lambda: [engine])
+    ident = _import_image(f"localhost/nwl-{uuid.uuid4().hex[:10]}/e2e:cpu")
+    engine.mine.add(ident)
     try:
-        _import_image(f"{mine}/e2e:cpu")
-        sweep = engine_leftovers.Sweep(mine)
+        sweep = engine_leftovers.Sweep()
         sweep.start()
         assert sweep.finish() is None
-        assert _exists(f"{mine}/e2e:cpu")
+        assert _exists(ident)
     finally:
-        _podman("rmi", "-f", f"{mine}/e2e:cpu")
+        _podman("rmi", "-f", ident)
 
 
 def test_with_the_variable_set_the_images_are_kept(monkeypatch):
     monkeypatch.setenv(engine_leftovers.KEEP_VARIABLE, "1")
-    sweep = engine_leftovers.Sweep("localhost/anything")
-    assert sweep.finish() == f"the images this run built under localhost/anything are kept " \
-                             f"({engine_leftovers.KEEP_VARIABLE}=1)"
+    assert engine_leftovers.Sweep().finish() == f"the images this run built are kept ({engine_leftovers.KEEP_VARIABLE}=1)"
 
 
 def test_the_header_names_the_free_space_where_the_engines_write():
