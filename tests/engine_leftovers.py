@@ -39,7 +39,8 @@ REGISTRY = os.environ.get("NODEWEAVE_E2E_REGISTRY") or (
     "localhost/nodeweave-e2e-" + hashlib.sha256(str(REPO).encode()).hexdigest()[:8])
 DOCKER_HOST = os.environ.get("NODEWEAVE_DOCKER_HOST", "unix:///run/nodeweave-docker/docker.sock")
 PODMAN_STORAGE = "/var/lib/containers"
-TIMEOUT_S = 600
+LIST_TIMEOUT_S = 60  # a listing; a removal of many images may take minutes
+REMOVE_TIMEOUT_S = 600
 
 
 # Where the suite's tests put the images they build: this checkout's own repository, and the few fixed
@@ -74,9 +75,9 @@ class Engine:
     def __init__(self, name: str, argv: List[str], env: Optional[Dict[str, str]] = None) -> None:
         self.name, self.argv, self.env = name, argv, env or {}
 
-    def run(self, *args: str) -> Optional[subprocess.CompletedProcess]:
+    def run(self, *args: str, timeout: int = LIST_TIMEOUT_S) -> Optional[subprocess.CompletedProcess]:
         try:
-            return subprocess.run(self.argv + list(args), capture_output=True, text=True, timeout=TIMEOUT_S,
+            return subprocess.run(self.argv + list(args), capture_output=True, text=True, timeout=timeout,
                                   env={**os.environ, **self.env})
         except (OSError, subprocess.TimeoutExpired):
             return None
@@ -124,10 +125,10 @@ class Engine:
             while parent in now and parent not in before and not now[parent].names and parent not in beneath:
                 beneath.append(parent)
                 parent = now[parent].parent
-        self.run("rmi", "-f", *made)  # podman's rmi takes most of ``beneath`` with them
+        self.run("rmi", "-f", *made, timeout=REMOVE_TIMEOUT_S)  # podman's rmi takes most of ``beneath`` with them
         left = [ident for ident in beneath if ident in (self.images() or {})]
         if left:  # nearest first, without -f: a layer another image stands on stays
-            self.run("rmi", *left)
+            self.run("rmi", *left, timeout=REMOVE_TIMEOUT_S)
         return len(set(made + beneath) - set(self.images() or {}))
 
 
