@@ -126,10 +126,12 @@ class Engine:
                 beneath.append(parent)
                 parent = now[parent].parent
         self.run("rmi", "-f", *made, timeout=REMOVE_TIMEOUT_S)  # podman's rmi takes most of ``beneath`` with them
-        left = [ident for ident in beneath if ident in (self.images() or {})]
+        after = self.images() or {}
+        left = [ident for ident in beneath if ident in after]
         if left:  # nearest first, without -f: a layer another image stands on stays
             self.run("rmi", *left, timeout=REMOVE_TIMEOUT_S)
-        return len(set(made + beneath) - set(self.images() or {}))
+            after = self.images() or {}
+        return len(set(made + beneath) - set(after))
 
 
 def engines() -> List[Engine]:
@@ -143,12 +145,17 @@ def engines() -> List[Engine]:
     return found
 
 
-def free_bytes(path: str) -> Optional[int]:
-    """Free space where ``path`` is, or where its nearest existing parent is."""
+def _existing(path: str) -> str:
+    """``path``, or its nearest parent that exists (the engine's storage before its first image)."""
     while path and not os.path.exists(path):
         path = os.path.dirname(path)
+    return path or "/"
+
+
+def free_bytes(path: str) -> Optional[int]:
+    """Free space on the disk that holds ``path`` (or its nearest existing parent)."""
     try:
-        return shutil.disk_usage(path or "/").free
+        return shutil.disk_usage(_existing(path)).free
     except OSError:
         return None
 
@@ -194,7 +201,7 @@ def disk_line() -> str:
     for label, path in (("engines", PODMAN_STORAGE), ("tests", os.environ.get("TMPDIR") or "/tmp")):
         free = free_bytes(path)
         try:
-            device = os.stat(path if os.path.exists(path) else "/").st_dev
+            device = os.stat(_existing(path)).st_dev
         except OSError:
             continue
         if device in seen or free is None:
