@@ -69,3 +69,16 @@ def test_a_node_that_sits_out_says_why_beside_its_generation(tmp_path):
     text = render(rows, tmp_path)
     assert "generation 1: member" in text and "generation 1: member:" not in text
     assert f"generation 1: left out: {why}" in " ".join(text.split()), text
+
+
+def test_a_container_podman_has_stopped_but_not_yet_cleaned_up_reads_as_exited_with_its_code(tmp_path):
+    """podman reports ``stopped`` from the process's exit until its cleanup ran; docker says ``exited`` at once."""
+    from nodeweave.cluster.backends.local import container_state
+
+    assert container_state("stopped", "143") == container_state("exited", "143") == "exited (143)"
+    assert [container_state(s, "0") for s in ("running", "created", "stopping", "dead")] == \
+        ["running", "created", "stopping", "dead"]
+    path = tmp_path / "nodeweave.yaml"
+    path.write_text(SPEC)
+    backend = open_backend(parse_spec(SPEC, str(path)), path, ClusterOptions().checked())
+    assert backend.failed_state(container_state("stopped", "1")) and not backend.failed_state("stopping")

@@ -53,6 +53,11 @@ def prepare_workdir(workdir: Path, spec_text: str) -> Path:
     return workdir / "nodeweave.yaml"
 
 
+# The engines' words for a container whose process ended, its exit code known: podman says ``stopped`` until its own
+# cleanup has run (seconds on a loaded machine), then ``exited``; docker says ``exited`` at once, or ``dead``.
+ENDED = ("exited", "stopped", "dead")
+
+
 @dataclass
 class Cluster:
     """Containers of one test, by name, on the engine; knows how to read and remove them."""
@@ -70,8 +75,9 @@ class Cluster:
         return self.client.container.inspect(name).state
 
     def exit_code(self, name: str) -> Optional[int]:
+        """The exit code once the container ended; None while it is made, runs or is still stopping."""
         state = self.state(name)
-        return None if state.status in ("created", "running", "configured") else state.exit_code
+        return state.exit_code if state.status in ENDED else None
 
     def logs(self, name: str) -> str:
         return self.client.container.logs(name)

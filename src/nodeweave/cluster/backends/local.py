@@ -140,17 +140,24 @@ class LocalCluster(Backend):
             except ValueError:
                 continue
             if name in names:
-                found[names[name]] = f"exited ({code})" if status == "exited" else status
+                found[names[name]] = container_state(status, code)
         return {index: found.get(index, "missing") for index in names.values()}
 
     def failed_state(self, state: str) -> bool:
-        return state.startswith("exited") or state in ("dead", "stopped")
+        return state.startswith("exited") or state == "dead"
 
     def sync_targets(self):
         return [node.remote for node in self.nodes()], self.spec.workspace.path
 
     def where(self) -> str:
         return f"{self.engine} on this machine ({self.state.shown(self.compose_file)})"
+
+
+def container_state(status: str, exit_code: str) -> str:
+    """The engine's status as ``status`` shows it: ``exited (N)`` once the process ended. podman says ``stopped``
+    between the process's exit (its code already known) and its own cleanup, which a loaded machine can make last
+    seconds; that is the same ended container, so it reads the same as docker's ``exited``."""
+    return f"exited ({exit_code})" if status in ("exited", "stopped") else status
 
 
 def render_up_compose(spec, spec_dir: Path) -> str:
