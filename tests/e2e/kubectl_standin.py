@@ -335,12 +335,16 @@ def pod_json(name: str) -> "dict | None":
     statuses, phase = [], "Running"
     for container in containers:
         state = json.loads(podman("inspect", container["Name"]).stdout)[0]["State"]
-        if state["Status"] == "running":
+        if state["Status"] in ("running", "stopping"):  # the kubelet says running until the process ended
             statuses.append({"name": container["Name"], "ready": True, "state": {"running": {}}})
-        else:
+        elif state["Status"] in ("exited", "stopped"):  # podman: stopped until its cleanup ran, the code known
             phase = "Succeeded" if state["ExitCode"] == 0 else "Failed"
             statuses.append({"name": container["Name"], "ready": False,
                              "state": {"terminated": {"exitCode": state["ExitCode"]}}})
+        else:  # created, configured, initialized: not started yet
+            phase = "Pending" if phase == "Running" else phase
+            statuses.append({"name": container["Name"], "ready": False,
+                             "state": {"waiting": {"reason": "ContainerCreating"}}})
     ready = "True" if phase == "Running" and statuses else "False"
     return {"metadata": {"name": name}, "status": {"phase": phase, "containerStatuses": statuses,
                                                    "conditions": [{"type": "Ready", "status": ready}]}}

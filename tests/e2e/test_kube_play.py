@@ -82,3 +82,33 @@ def test_statefulset_pods_rendezvous_under_kube_play(engine, cpu_image, tmp_path
         assert master in explain, explain
     finally:
         cluster.remove()
+
+
+def test_the_standins_pod_view_follows_the_kubelets_words_for_each_container_state(engine, base_image):
+    """Created → Pending (waiting), running → Running, ended → Succeeded/Failed with the code: a pod whose
+    container is only made is not read as finished, which `up`'s readiness wait would take for a failure."""
+    import importlib
+    import uuid
+
+    standin = importlib.import_module("kubectl_standin")
+    pod = f"nwstandin-{uuid.uuid4().hex[:6]}"
+    container = f"{pod}-trainer"
+
+    def podman(*args):
+        return subprocess.run(["podman", *args], capture_output=True, text=True, timeout=120, check=True)
+
+    def view():
+        seen = standin.pod_json(pod)["status"]
+        return seen["phase"], seen["containerStatuses"][0]["state"]
+
+    try:
+        podman("pod", "create", "--name", pod)
+        podman("create", "--pod", pod, "--name", container, base_image, "sleep", "infinity")
+        assert view() == ("Pending", {"waiting": {"reason": "ContainerCreating"}})
+        podman("start", container)
+        assert view() == ("Running", {"running": {}})
+        podman("kill", container)
+        podman("wait", container)
+        assert view() == ("Failed", {"terminated": {"exitCode": 137}})
+    finally:
+        subprocess.run(["podman", "pod", "rm", "-f", "-t", "0", pod], capture_output=True, timeout=120)
