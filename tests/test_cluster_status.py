@@ -20,12 +20,15 @@ def row(node, plan_hash, up=True, error=None, gpu=None, platform="same"):
             "plan_hash": plan_hash, "plan_errors": [], "run": None, "now": None, "gpu": gpu}
 
 
-def render(rows, tmp_path):
+def local_backend(tmp_path):
     path = tmp_path / "nodeweave.yaml"
     path.write_text(SPEC)
-    backend = open_backend(parse_spec(SPEC, str(path)), path, ClusterOptions().checked())
+    return open_backend(parse_spec(SPEC, str(path)), path, ClusterOptions().checked())
+
+
+def render(rows, tmp_path):
     console = Console(file=io.StringIO(), width=220, color_system=None)
-    console.print(status_table(backend, rows))
+    console.print(status_table(local_backend(tmp_path), rows))
     return console.file.getvalue()
 
 
@@ -78,7 +81,5 @@ def test_a_container_podman_has_stopped_but_not_yet_cleaned_up_reads_as_exited_w
     assert container_state("stopped", "143") == container_state("exited", "143") == "exited (143)"
     assert [container_state(s, "0") for s in ("running", "created", "stopping", "dead")] == \
         ["running", "created", "stopping", "dead"]
-    path = tmp_path / "nodeweave.yaml"
-    path.write_text(SPEC)
-    backend = open_backend(parse_spec(SPEC, str(path)), path, ClusterOptions().checked())
+    backend = local_backend(tmp_path)
     assert backend.failed_state(container_state("stopped", "1")) and not backend.failed_state("stopping")

@@ -153,7 +153,7 @@ class Backend:
         """The nodes the platform says are not there or not running (missing, exited), with its word."""
         states = self.states(nodes)
         return {i: state for i, state in states.items()
-                if state.startswith("missing") or state in ("created", "stopped") or self.failed_state(state)}
+                if state.startswith("missing") or state == "created" or self.failed_state(state)}
 
     def require_up(self, nodes: List[Node], verb: str) -> None:
         """Refuse ``verb`` (exit 3) when the platform says nodes are not up, naming them and ``nodeweave up``."""
