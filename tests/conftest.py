@@ -13,9 +13,11 @@ file (its fixed container names, networks, module-wide clusters), one for
 every Slurm test (the one local Slurm). The groups run beside each other and
 beside the pure tests, which spread over every worker.
 
-When the run ends, the images it built under the names the tests use are
-removed, and nothing it did not build (tests/engine_leftovers.py); the
-header says how much disk is free.
+When the run ends, the images built during it under the names the tests
+use are removed, and nothing else; runs that overlap on one machine (the
+one-test pytest tests/test_ci_gate.py starts, say) leave that to the last of
+them to end (tests/engine_leftovers.py). The header says how much disk is
+free.
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ REPO = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("NODEWEAVE_SHARED_DIR") or REPO.parent / "shared")
 
 
-SWEEP = engine_leftovers.Sweep()
+SWEEP = engine_leftovers.Sweep(engine_leftovers.Runs())  # runs that overlap share one sweep, the last one's
 SWEPT: list = []  # the sweep's one line, for the summary
 
 

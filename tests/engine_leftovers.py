@@ -7,21 +7,29 @@ runs, on a disk that the workplace's machines share, and the next CI run
 ran out of space. BuildKit's cache in the tests' own dockerd is capped by
 its garbage collector (.ci/setup-docker.sh); this module does the images.
 
-It removes only images the run made (ids new since its start) that carry,
-or carried before a rebuild moved the tag, a name the suite's tests use
-(``SUITE_REPOSITORIES``: this checkout's own ``e2e_harness.REGISTRY`` and a
-few fixed names), in podman and in the tests' dockerd, with the untagged
-layers beneath them (``rmi`` prunes those). Containers, pods, networks and
-volumes are the tests' own to remove, and nothing else is touched: another
-run, another checkout or the user may be using the engines at the same
-moment (a first version that removed every new object took a running
-suite's containers).
+It removes only images made while test runs went on (ids new since the
+first of them started) that carry, or carried before a rebuild moved the
+tag, a name the suite's tests use (``SUITE_REPOSITORIES``: this checkout's
+own ``e2e_harness.REGISTRY`` and a few fixed names), in podman and in the
+tests' dockerd, with the untagged layers beneath them (``rmi`` prunes
+those). Containers, pods, networks and volumes are the tests' own to remove,
+and nothing else is touched: another run, another checkout or the user may
+be using the engines at the same moment (a first version that removed every
+new object took a running suite's containers).
+
+Runs that overlap on one machine share one sweep, done by the last to end
+(``Runs``). An image id cannot say which run built it, so a run that ended
+while another went on would take the other's images: on 2026-11-29 the
+one-test pytest that tests/test_ci_gate.py starts removed the image
+test_push.py had just built, and the push failed with "image not known".
 ``NODEWEAVE_TEST_KEEP_ENGINE=1`` keeps the images, to look at what a failed
 run built.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import json
 import os
@@ -30,7 +38,7 @@ import subprocess
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from pathlib import Path
-from typing import Dict, List, Optional, Set, Tuple
+from typing import Callable, Dict, Iterator, List, Optional, Set, Tuple
 
 KEEP_VARIABLE = "NODEWEAVE_TEST_KEEP_ENGINE"
 REPO = Path(__file__).resolve().parents[1]
@@ -39,6 +47,9 @@ REGISTRY = os.environ.get("NODEWEAVE_E2E_REGISTRY") or (
     "localhost/nodeweave-e2e-" + hashlib.sha256(str(REPO).encode()).hexdigest()[:8])
 DOCKER_HOST = os.environ.get("NODEWEAVE_DOCKER_HOST", "unix:///run/nodeweave-docker/docker.sock")
 PODMAN_STORAGE = "/var/lib/containers"
+# Machine-wide, as the engines are (not TMPDIR, which a run may point elsewhere); one per user, as
+# rootless podman's storage is.
+RUNS_DIR = Path("/tmp") / f"nodeweave-test-runs-{os.getuid()}"
 LIST_TIMEOUT_S = 60  # a listing; a removal of many images may take minutes
 REMOVE_TIMEOUT_S = 600
 
@@ -164,28 +175,129 @@ def gigabytes(count: int) -> str:
     return f"{count / 1e9:.1f} GB"
 
 
+Snapshot = Dict[str, Set[str]]  # engine name -> every image id it held
+
+
+class Runs:
+    """The test runs going on at once on this machine, through two ``flock`` files in ``directory``.
+
+    Each run holds ``running`` shared for its whole life; the kernel lets go of it when the run's process
+    ends, killed or not, so a crashed run never stalls the others. ``mutex`` makes joining and leaving
+    one step each. The first run to join while none goes on writes the engines' snapshot; a run that
+    leaves while others still hold ``running`` sweeps nothing; the last to leave gets that snapshot, and
+    sweeps while it still holds ``mutex``, so a run starting meanwhile waits rather than build an image
+    the sweep would list as made."""
+
+    def __init__(self, directory: Path = RUNS_DIR) -> None:
+        self.directory = directory
+        self.snapshot_path = directory / "snapshot.json"
+        self._running = None
+
+    @contextlib.contextmanager
+    def _mutex(self) -> Iterator[None]:
+        with open(self.directory / "mutex", "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            yield
+
+    def join(self, snapshot: Callable[[], Snapshot]) -> None:
+        """Count this run in; where it is the only one, record ``snapshot()`` as the overlap's start."""
+        self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+        with self._mutex():
+            self._running = open(self.directory / "running", "a")
+            if _try_lock(self._running, fcntl.LOCK_EX):
+                taken = {engine: sorted(ids) for engine, ids in snapshot().items()}
+                partial = self.snapshot_path.with_suffix(".partial")
+                partial.write_text(json.dumps(taken))
+                partial.replace(self.snapshot_path)
+            fcntl.flock(self._running, fcntl.LOCK_SH)  # under the mutex: no one tests the lock meanwhile
+
+    @contextlib.contextmanager
+    def leaving(self) -> Iterator[Tuple[bool, Optional[Snapshot]]]:
+        """Whether this run is the last of the overlapping runs to end and, where it is, the snapshot of
+        when the first of them started (None where none was recorded); the caller sweeps inside the
+        block."""
+        if self._running is None:
+            yield False, None
+            return
+        with self._mutex():
+            try:
+                if not _try_lock(self._running, fcntl.LOCK_EX):
+                    yield False, None
+                    return
+                try:
+                    taken = json.loads(self.snapshot_path.read_text())
+                    before = {engine: set(ids) for engine, ids in taken.items()}
+                except (OSError, ValueError, AttributeError):
+                    before = None
+                yield True, before
+                self.snapshot_path.unlink(missing_ok=True)
+            finally:
+                self._running.close()
+                self._running = None
+
+
+def _try_lock(handle, kind: int) -> bool:
+    try:
+        fcntl.flock(handle, kind | fcntl.LOCK_NB)
+        return True
+    except BlockingIOError:
+        return False
+
+
+def _snapshot() -> Snapshot:
+    """Every image id, per engine that answers."""
+    taken = {}
+    for engine in engines():
+        images = engine.images()
+        if images is not None:
+            taken[engine.name] = set(images)
+    return taken
+
+
 class Sweep:
-    """Every image id as a run starts; at its end, the images the run made under the suite's names removed.
+    """Every image id as a run starts; at its end, the images made since under the suite's names removed.
 
-    A run that built nothing (one pure test file, say) removes nothing, so it never takes the image of a
-    whole-suite run of the same checkout that is still going; an image that was there before stays."""
+    With ``runs``, the start is that of the first run still going when this one starts, and only the last
+    of the overlapping runs sweeps (``Runs``); without, this run's own start, as if it were alone. A run
+    that built nothing and ran alone removes nothing; an image that was there before stays."""
 
-    def __init__(self) -> None:
-        self.before: Dict[str, Set[str]] = {}
+    def __init__(self, runs: Optional[Runs] = None) -> None:
+        self.runs = runs
+        self.before: Snapshot = {}
+        self.kept_because = ""  # why this run sweeps nothing, known at its start
 
     def start(self) -> None:
-        for engine in engines():
-            images = engine.images()
-            if images is not None:
-                self.before[engine.name] = set(images)
+        if self.runs is None:
+            self.before = _snapshot()
+            return
+        try:
+            self.runs.join(_snapshot)
+        except OSError as error:  # no shared place to meet the other runs: keep, rather than take theirs
+            self.runs = None
+            self.kept_because = f"the images this run built are kept: the test runs' place: {error}"
 
     def finish(self) -> Optional[str]:
         """Remove what the run made; a line saying what went, or None."""
         if os.environ.get(KEEP_VARIABLE) == "1":
             return f"the images this run built are kept ({KEEP_VARIABLE}=1)"
+        if self.kept_because:
+            return self.kept_because
+        if self.runs is None:
+            return self._remove(self.before)
+        with self.runs.leaving() as (last, before):
+            if not last:
+                return ("the images this run built are left to the test run still going on this machine, "
+                        "whose end removes them")
+            if before is None:
+                return (f"the images this run built are kept: no record of when the test runs began "
+                        f"({self.runs.snapshot_path} is gone or unreadable)")
+            return self._remove(before)
+
+    @staticmethod
+    def _remove(before: Snapshot) -> Optional[str]:
         was = free_bytes(PODMAN_STORAGE)
-        removed = {engine.name: engine.remove_made(self.before[engine.name])
-                   for engine in engines() if engine.name in self.before}
+        removed = {engine.name: engine.remove_made(before[engine.name])
+                   for engine in engines() if engine.name in before}
         removed = {name: count for name, count in removed.items() if count}
         if not removed:
             return None

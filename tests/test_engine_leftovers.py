@@ -127,3 +127,73 @@ def test_with_the_variable_set_the_images_are_kept(monkeypatch):
 def test_the_header_names_the_free_space_where_the_engines_write():
     line = engine_leftovers.disk_line()
     assert line.startswith("disk: ") and " GB free for the engines (/var/lib/containers)" in line
+
+
+# A run joining the others from its own process: it holds the runs' lock until told to leave.
+CHILD_RUN = """
+import json, sys
+sys.path.insert(0, sys.argv[1])
+import engine_leftovers
+runs = engine_leftovers.Runs(engine_leftovers.Path(sys.argv[2]))
+runs.join(lambda: {"podman": {sys.argv[3]}})
+print("joined", flush=True)
+sys.stdin.readline()
+with runs.leaving() as (last, before):
+    print(json.dumps([last, sorted(before["podman"]) if before else None]), flush=True)
+"""
+
+
+def _child_run(directory: Path, name: str) -> subprocess.Popen:
+    child = subprocess.Popen([sys.executable, "-c", CHILD_RUN, str(Path(__file__).parent), str(directory), name],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert child.stdout.readline() == "joined\n"
+    return child
+
+
+def test_a_run_that_ends_while_another_goes_on_sweeps_nothing_and_the_last_gets_the_first_ones_start(tmp_path):
+    first = _child_run(tmp_path, "first's start")
+    later = engine_leftovers.Runs(tmp_path)
+    later.join(lambda: pytest.fail("a run that joins others must not take its own snapshot"))
+    ended, _ = first.communicate("leave\n", timeout=60)
+    assert json.loads(ended) == [False, None], "the first run ended while the later one went on"
+    with later.leaving() as (last, before):
+        assert last and before == {"podman": {"first's start"}}
+    assert not (tmp_path / "snapshot.json").exists()
+
+
+def test_a_killed_run_holds_no_one_up(tmp_path):
+    killed = _child_run(tmp_path, "killed")
+    killed.kill()
+    killed.wait(timeout=60)
+    runs = engine_leftovers.Runs(tmp_path)
+    runs.join(lambda: {"podman": {"mine"}})
+    with runs.leaving() as (last, before):
+        assert last and before == {"podman": {"mine"}}, "the killed run's lock went with its process"
+
+
+@pytest.mark.engine
+def test_overlapping_runs_leave_each_others_images_and_the_last_removes_them_all(monkeypatch, tmp_path):
+    """What broke stop 39's CI: test_ci_gate.py's one-test pytest ended while test_push.py built, and took
+    the image it had just built."""
+    monkeypatch.delenv(engine_leftovers.KEEP_VARIABLE, raising=False)
+    engine = OwnImagesOnly()
+    monkeypatch.setattr(engine_leftovers, "engines", lambda: [engine])
+    mine = f"localhost/nwl-{uuid.uuid4().hex[:10]}"
+    made = []
+    try:
+        suite = engine_leftovers.Sweep(engine_leftovers.Runs(tmp_path))
+        nested = engine_leftovers.Sweep(engine_leftovers.Runs(tmp_path))
+        suite.start()
+        made.append(_import_image(f"{mine}/e2e:suites"))
+        nested.start()
+        made.append(_import_image(f"{mine}/pushed:while-nested-ran"))
+        engine.mine.update(made)
+
+        line = nested.finish()
+
+        assert line is not None and "left to the test run still going" in line, line
+        assert all(_exists(ident) for ident in made), "a run that ends first takes nothing"
+        assert suite.finish().startswith("removed the images this run built (podman 2)")
+        assert not any(_exists(ident) for ident in made)
+    finally:
+        _podman("rmi", "-f", *made)
