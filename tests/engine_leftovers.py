@@ -215,10 +215,7 @@ class Runs:
     def leaving(self) -> Iterator[Tuple[bool, Optional[Snapshot]]]:
         """Whether this run is the last of the overlapping runs to end and, where it is, the snapshot of
         when the first of them started (None where none was recorded); the caller sweeps inside the
-        block."""
-        if self._running is None:
-            yield False, None
-            return
+        block. Only after ``join``."""
         with self._mutex():
             try:
                 if not _try_lock(self._running, fcntl.LOCK_EX):
@@ -273,7 +270,6 @@ class Sweep:
         try:
             self.runs.join(_snapshot)
         except OSError as error:  # no shared place to meet the other runs: keep, rather than take theirs
-            self.runs = None
             self.kept_because = f"the images this run built are kept: the test runs' place: {error}"
 
     def finish(self) -> Optional[str]:
