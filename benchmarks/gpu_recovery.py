@@ -44,6 +44,7 @@ from nodeweave.entrypoint.running.descendants import signal_all  # noqa: E402
 from nodeweave.entrypoint.running.runstate import descendants, process_table  # noqa: E402
 
 WORKLOAD = ROOT / "tests" / "e2e" / "workspace" / "resumable.py"
+GPUS = None  # set in main() from nvidia-smi
 
 
 def parse():
@@ -79,6 +80,21 @@ def start(folder, args, warm):
     return [spawn(rank, port, folder, args, own_host, warm) for rank in range(3)]
 
 
+def gpu_count():
+    """The GPUs nvidia-smi lists (1 where it lists none: the --cpu schedule never reads the answer)."""
+    try:
+        out = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=30).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return 1
+    return max(1, sum(line.startswith("GPU ") for line in out.splitlines()))
+
+
+def gpu_of(rank):
+    """Node 0 -> GPU 0, node 1 and the spare -> GPU 1 (the spare takes the failed node's GPU); on a machine of
+    one GPU every simulated node shares it, as NCCL allows for processes with distinct NCCL_HOSTIDs."""
+    return "0" if rank == 0 or GPUS == 1 else "1"
+
+
 def spawn(rank, port, folder, args, own_host, warm):
     """One simulated node in a session of its own, so losing it takes its whole tree (launcher, rank) at once."""
     path = os.pathsep.join(p for p in (str(ROOT / "src"), os.environ.get("PYTHONPATH")) if p)
@@ -87,7 +103,7 @@ def spawn(rank, port, folder, args, own_host, warm):
            "NODEWEAVE_RECOVERY": "on", "NODEWEAVE_SPARES": "1", "NODEWEAVE_NNODES": "2",
            "NODEWEAVE_CHECKPOINT_DIR": str(folder / "checkpoints"), "NODEWEAVE_WAIT_TIMEOUT": "120",
            "NODEWEAVE_STALL_WARN": str(args.stall_warn), "NODEWEAVE_STALL_TIMEOUT": str(args.stall_timeout),
-           "NCCL_HOSTID": f"sim-node-{rank}", "CUDA_VISIBLE_DEVICES": "0" if rank == 0 else "1",
+           "NCCL_HOSTID": f"sim-node-{rank}", "CUDA_VISIBLE_DEVICES": gpu_of(rank),
            "NODEWEAVE_WARM_START": warm}
     os.makedirs(env["TMPDIR"], exist_ok=True)
     node = Node(subprocess.Popen(node_argv(rank, port, folder, args, own_host), env=env, cwd=folder,
@@ -219,7 +235,8 @@ def run_once(args, warm):
 
 
 def print_table(args, warm, found, record, codes, took, done):
-    device = "CPU, gloo" if args.cpu else "GPU, NCCL (node 0: GPU 0; node 1 and the spare: GPU 1)"
+    device = ("CPU, gloo" if args.cpu else "GPU, NCCL (node 0: GPU 0; node 1 and the spare: GPU 1)" if GPUS > 1
+              else "GPU, NCCL (one GPU, shared by the three simulated nodes)")
     print(f"\nrecovery, two simulated nodes + one spare, {device}; stall_warn {args.stall_warn}s, "
           f"stall_timeout {args.stall_timeout}s; warm start {warm}; exit codes {codes}; {took:.0f}s in all")
     print(f"{'fault':<24} {'node':>4} {'left out':>8} {'cause':>6} {'fault->step s':>13} {'heard->relaunch s':>17} "
@@ -235,7 +252,9 @@ def print_table(args, warm, found, record, codes, took, done):
 
 
 def main():
+    global GPUS
     args = parse()
+    GPUS = 1 if args.cpu else gpu_count()
     runs = {}
     for warm in (("off", "on") if args.warm_start == "both" else (args.warm_start,)):
         runs[warm] = run_once(args, warm)

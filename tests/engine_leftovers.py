@@ -35,6 +35,7 @@ import json
 import os
 import shutil
 import subprocess
+import time
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from pathlib import Path
@@ -51,6 +52,7 @@ PODMAN_STORAGE = "/var/lib/containers"
 # rootless podman's storage is.
 RUNS_DIR = Path("/tmp") / f"nodeweave-test-runs-{os.getuid()}"
 LIST_TIMEOUT_S = 60  # a listing; a removal of many images may take minutes
+LIST_TRIES = 5  # a listing that raced another group's removal is asked again (Engine._listing)
 REMOVE_TIMEOUT_S = 600
 
 
@@ -93,6 +95,17 @@ class Engine:
         except (OSError, subprocess.TimeoutExpired):
             return None
 
+    def _listing(self, *args: str) -> Optional[subprocess.CompletedProcess]:
+        """A listing that succeeded, or None. podman's ``images`` fails as a whole ("image not known") when
+        another test group removes an image between its list and its inspect of it: a fresh listing is
+        then right, so a failed one is asked again, a few times (a time-out is not: it would only wait)."""
+        for attempt in range(LIST_TRIES):
+            out = self.run(*args)
+            if out is None or out.returncode == 0:
+                return out
+            time.sleep(0.5 * (attempt + 1))
+        return None
+
     def images(self) -> Optional[Dict[str, Image]]:
         """Every image by id; None where the engine does not answer.
 
@@ -100,8 +113,8 @@ class Engine:
         known by the tag it had, and its parent, so a build's cached layers are known as the image's own;
         docker's BuildKit makes no such layers, and its fixtures remove their builds by id."""
         if self.name == "podman":
-            out = self.run("images", "-a", "--format", "json")
-            if out is None or out.returncode != 0:
+            out = self._listing("images", "-a", "--format", "json")
+            if out is None:
                 return None
             try:
                 return {image["Id"]: Image(tuple(image.get("Names") or ()), tuple(image.get("History") or ()),
@@ -109,8 +122,8 @@ class Engine:
                         for image in json.loads(out.stdout or "[]")}
             except (ValueError, KeyError, TypeError):
                 return None
-        out = self.run("images", "-a", "--no-trunc", "--format", "{{.ID}} {{.Repository}}:{{.Tag}}")
-        if out is None or out.returncode != 0:
+        out = self._listing("images", "-a", "--no-trunc", "--format", "{{.ID}} {{.Repository}}:{{.Tag}}")
+        if out is None:
             return None
         found: Dict[str, Image] = {}
         for line in out.stdout.splitlines():
