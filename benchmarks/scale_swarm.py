@@ -11,7 +11,8 @@ every ``BEAT_S``, node 0's news read and timed. All nodes share one
 ``selectors`` loop, so a thousand of them cost one process, not a thousand.
 Each node records the ``time.monotonic()`` (one clock for the whole machine)
 of what it got; one JSON line tells the driver: the last hello, each verdict
-(and whether all were byte-identical), each abort.
+(whether the part every node is told alike was identical everywhere, each
+node's own row its own, the bytes), each abort.
 
     python benchmarks/scale_swarm.py --port P --nodes N --ranks 1:N [--last] [--hold S] [--fail exit|close|silent]
 """
@@ -70,6 +71,7 @@ class Node:
         self.state = "new"          # new, connecting, challenged, hello, in, gone
         self.hello_at = self.verdict_at = self.abort_at = None
         self.probed_at = self.challenge = self.last_beat = self.verdict_digest = self.next_beat = None
+        self.verdict_bytes, self.own_row = 0, False
         self.beats_heard, self.silent = 0, False
 
 
@@ -139,7 +141,15 @@ class Swarm:
         now = time.monotonic()
         if line.startswith(VERDICT_HEAD):
             node.verdict_at, node.state = now, "in"
-            node.verdict_digest = hashlib.sha1(line).hexdigest()
+            node.verdict_bytes = len(line) + 1
+            if b',"own":' in line[-(1 << 16):]:  # each node's part (verdict.py): the shared part must agree
+                message = json.loads(line)
+                node.verdict_digest = hashlib.sha1(json.dumps(message["verdict"], sort_keys=True).encode()).hexdigest()
+                row = (message.get("own") or {}).get("row") or {}
+                node.own_row = row.get("rank") == node.rank or len(message["verdict"].get("rows") or []) > 1
+            else:  # the whole verdict, the same bytes for every node (node 0 before linear bytes)
+                node.verdict_digest = hashlib.sha1(line).hexdigest()
+                node.own_row = True
             self.verdict_sample = self.verdict_sample or line
             node.next_beat = now + random.uniform(0, BEAT_S)  # real nodes beat in no common phase
             heapq.heappush(self.due, (node.next_beat, node.rank))
@@ -285,7 +295,10 @@ def main():
     sample = json.loads(swarm.verdict_sample) if swarm.verdict_sample else {}
     out = {"nodes": len(swarm.nodes), "connected_s": connected, "last_hello": last_hello,
            "verdict_last": max(v for v in verdicts if v), "verdict_after_last_hello": _spread(verdicts, last_hello),
-           "identical": len({n.verdict_digest for n in swarm.nodes}) == 1, "verdict_bytes": len(swarm.verdict_sample or b""),
+           "identical": len({n.verdict_digest for n in swarm.nodes}) == 1,
+           "verdict_bytes": max(n.verdict_bytes for n in swarm.nodes),  # the most one node was sent
+           "verdict_bytes_all": sum(n.verdict_bytes for n in swarm.nodes),  # what node 0 sent them all
+           "own_rows": sum(1 for n in swarm.nodes if n.own_row), "digest": sample.get("verdict", {}).get("digest"),
            "decision": sample.get("verdict", {}).get("decision")}
     if args.hold:
         print("READY", flush=True)  # the driver samples node 0's CPU from here

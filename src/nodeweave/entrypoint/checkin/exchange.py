@@ -7,7 +7,8 @@ fingerprint and an HMAC of node 0's nonce under the job token (``wire.py``).
 Node 0 connects back to the node's port — proving random-port traffic gets
 through — and notes the address the node's connection came from. Once every
 node is in (the minimum, for an elastic job) or the deadline passes, node 0
-judges them all at once (``verdict.py``) and sends the same verdict to each.
+judges them all at once (``verdict.py``) and sends each node the same verdict: the
+part every node is told alike, its own row, and the digest of the whole (node 0's bytes grow with N).
 The connections stay open: ``heartbeat.py`` watches them for the job's life.
 Node 0 serves every node, connect-backs included, from one loop (``switchboard.py``).
 """
@@ -17,8 +18,8 @@ import socket
 import time
 
 from .connectback import answer_probe as _answer_probe
-from .wire import (MAX_MESSAGE, SEND_TIMEOUT_S, Channel, ExchangeError, connect, finish_all, nonce, proof,
-                   readable, verify)
+from .wire import (MAX_MESSAGE, SEND_TIMEOUT_S, Channel, ExchangeError, connect, encode_json, finish_all, nonce,
+                   proof, readable, verify)
 
 HELLO_TIMEOUT_S = 10.0   # from accepting a connection to its hello
 PROBE_TIMEOUT_S = 3.0    # node 0's connect-back, connect and answer
@@ -44,7 +45,7 @@ class Peer:
 
     def entry(self):
         from .verdict import Entry
-        return Entry(self.fp, seen=self.seen, probe=self.probe)
+        return Entry(self.fp, seen=self.seen, probe=self.probe, tag=self)
 
 
 class Hub:
@@ -66,6 +67,7 @@ class Hub:
         self.board = Switchboard(self.sock)
         self.pending, self.peers = [], []
         self.verdict = None  # once announced
+        self.row_of, self.judged_rows = {}, None  # id(peer) -> its row of the rows decide judged
         self.live_status, self.refusals = None, []  # the stall watch's view; nodes that refused themselves
 
     def accept(self):
@@ -210,21 +212,54 @@ class Hub:
 
     def decide(self, nnodes_min, nnodes_max, launcher, allow, missing=None):
         from .refusal import add_refusals
-        from .verdict import Entry, judge
+        from .verdict import Entry, judge, ordered
         entries = [Entry(self.own_fp, seen=self.own_fp.get("route_address") or self.own_fp.get("address"), own=True)]
         entries += [peer.entry() for peer in self.peers]
         present = {e.fp.get("rank") for e in entries}
         gone = {rank: missing(rank) if missing else None for rank in range(nnodes_min) if rank not in present}
+        entries = ordered(entries)
         verdict = judge(entries, nnodes_min, nnodes_max, launcher, allow, gone)
+        self.row_of = {id(e.tag): i for i, e in enumerate(entries) if e.tag is not None}
+        self.judged_rows = verdict["rows"]
         if self.refusals:
             add_refusals(verdict, self.refusals)
         return verdict
 
+    def verdict_messages(self, peers, verdict):
+        """(peer, bytes) for each of ``peers``: the part of ``verdict`` every node is told alike (encoded once)
+        and the peer's own (``verdict.py``), so what node 0 sends grows with the node count, not its square.
+        ``verdict`` gets its digest (the whole's) here, where node 0 keeps it."""
+        import json
+
+        from .verdict import digest, own_parts, shared_view
+
+        verdict.setdefault("digest", digest(verdict))
+        head = b'{"t":"verdict","verdict":' + json.dumps(shared_view(verdict), separators=(",", ":")).encode()
+        parts = own_parts(verdict)
+        if verdict.get("rows") is self.judged_rows:
+            row_of = self.row_of
+        else:  # another verdict (an elastic job's late node; recovery's): its rows by rank and hostname
+            rows = {}
+            for i, row in enumerate(verdict.get("rows") or []):
+                rows.setdefault((row.get("rank"), row.get("hostname")), i)
+            row_of = {id(p): rows.get(((p.fp or {}).get("rank"), (p.fp or {}).get("hostname"))) for p in peers}
+        out = []
+        for peer in peers:
+            index = row_of.get(id(peer))
+            part = parts[index] if index is not None and index < len(parts) else {}
+            own = json.dumps(part, separators=(",", ":")).encode() if part else b"{}"
+            out.append((peer, encode_json(head + b',"own":' + own + b"}")))
+        return out
+
+    def tell(self, peers, verdict):
+        """Queue each of ``peers`` its verdict (never waiting on one); the peers that cannot take it."""
+        return self.board.post_each(self.verdict_messages(peers, verdict))
+
     def announce(self, verdict):
-        """Send the verdict to every node (encoded once, written without waiting on any one node); a node
-        that cannot be told within the send timeout is dropped."""
+        """Send the verdict to every node (its shared part encoded once, written without waiting on any one
+        node); a node that cannot be told within the send timeout is dropped."""
         self.verdict = verdict
-        lost = set(self.board.post(self.peers, {"t": "verdict", "verdict": verdict}))
+        lost = set(self.tell(self.peers, verdict))
         lost.update(self.board.flush_all(self.peers, self.clock() + SEND_TIMEOUT_S))
         if lost:
             self.log(f"check-in: {len(lost)} node(s) could not be sent the verdict (gone, not reading for "
@@ -281,7 +316,8 @@ def _await_verdict(channel, listener, token, deadline, clock):
     while True:
         for message in messages:
             if message.get("t") == "verdict" and isinstance(message.get("verdict"), dict):
-                return message["verdict"]
+                from .verdict import expand
+                return expand(message["verdict"], message.get("own") if isinstance(message.get("own"), dict) else None)
             if message.get("t") == "reject":
                 raise Refused(f"node 0 ({channel.peer}) turned this node away: {message.get('reason')}")
         left = deadline - clock()

@@ -128,31 +128,30 @@ def tell_latecomers(hub, verdict, needed, deadline):
     """A job refused before every node checked in: give the nodes still on their way (started with the others,
     a little later) the same verdict for a few seconds, so they exit 3 now instead of waiting out the deadline
     for an exchange that closed."""
-    from .wire import ExchangeError
-
     until = min(deadline, hub.clock() + LATECOMERS_S)
     told = len(hub.peers)
     # a node whose check-in is in progress (connected, its connect-back not done) is waited for too:
     # closed on now, it would end with exit 4 ("closed the connection") instead of the refusal
     while (len(hub.peers) + len(hub.refusals) + 1 < needed or hub.pending) and hub.clock() < until:
         hub.step(min(0.2, max(0.0, until - hub.clock())))
-        for peer in hub.peers[told:]:
-            try:
-                peer.channel.send({"t": "verdict", "verdict": verdict})
-            except ExchangeError:
-                pass
+        hub.tell(hub.peers[told:], verdict)  # each its part (queued; hub.close sends what is left)
         told = len(hub.peers)
 
 
 def refused_because(verdict):
     """What a node checking in after node 0 refused the job is told: each refusal, and each node's own
     reason where it refused itself (the table node 0 printed is not sent to it)."""
+    from .verdict import SHOWN_NODES
+
     parts = []
     for problem in verdict["problems"]:
         if problem["severity"] != "refuse":
             continue
         details = problem.get("details") or {}
-        nodes = "; ".join(f"{node}: {details[node]}" if node in details else node for node in problem["nodes"])
+        shown = problem["nodes"][:SHOWN_NODES]  # a line, not every node of a large job
+        more = len(problem["nodes"]) - len(shown) + (problem.get("more") or 0)
+        nodes = "; ".join(f"{node}: {details[node]}" if node in details else node for node in shown)
+        nodes += f"; and {more} more" if more else ""
         parts.append(f"{problem['check']}, {problem['says']}" + (f" ({nodes})" if nodes else ""))
     return "node 0 refused this job before this node's check-in was through: " + " | ".join(parts)
 

@@ -37,7 +37,8 @@ def _say_verdict(verdict, took, log):
         log(f"check-in: {nodes} node(s) agree with {len(problems)} warning(s) (world size "
             f"{verdict.get('world_size')}, {took:.2f}s); starting anyway:")
     else:
-        log(f"check-in: {nodes} node(s) agree (world size {verdict.get('world_size')}, {took:.2f}s)")
+        log(f"check-in: {nodes} node(s) agree (world size {verdict.get('world_size')}, {took:.2f}s)"
+            + (f"; verdict {verdict['digest']}" if verdict.get("digest") else ""))
     for line in render_table(verdict):
         log(line)
 
@@ -225,8 +226,9 @@ class CheckIn:
 
 
 def _summary(verdict):
-    return "; ".join(f"{p['check']} ({', '.join(p['nodes'])})" for p in verdict["problems"]
-                     if p["severity"] == "refuse")
+    from .verdict import SHOWN_NODES, named
+
+    return "; ".join(f"{p['check']} ({named(p, SHOWN_NODES)})" for p in verdict["problems"] if p["severity"] == "refuse")
 
 
 def _admitter(hub, topo, plan, info):

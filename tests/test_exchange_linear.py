@@ -1,0 +1,145 @@
+"""What node 0 sends grows with the node count, not its square (issue 45), and each node still holds the verdict.
+
+Node 0 used to send every node the whole verdict (a row per node): N² bytes, 1.66 GB at 4,096 nodes. Now
+each node is sent the part every node is told alike (encoded once), its own row and the digest of the
+whole. Measured here on node 0's real ``Hub`` (its ``decide`` and the bytes it queues for each node) at
+256 to 4,096 nodes, for a clean start, a warning that names every node, and a recovery book; then over
+real sockets, that each node's verdict is node 0's as far as the node needs it.
+"""
+
+import time
+
+import pytest
+
+from nodeweave.entrypoint.checkin.exchange import Hub, Peer
+from nodeweave.entrypoint.checkin.verdict import SHOWN_NODES, digest, expand, render_table, runs, unruns
+from nodeweave.entrypoint.checkin.wire import job_token
+from test_exchange_loopback import Cluster, fp as loop_fp
+from test_exchange_verdict import fp
+
+TOKEN = job_token({}, "trainer", 29500)
+
+
+def hub_with(nodes, **every):
+    """Node 0's Hub (a real one, on a free port) with ``nodes - 1`` nodes checked in and probed."""
+    hub = Hub(0, TOKEN, fp(0, nnodes=str(nodes)), lambda line: None)
+    for rank in range(1, nodes):
+        peer = Peer(None, "", 0.0)
+        peer.fp = fp(rank, nnodes=str(nodes), address=f"10.{rank // 65536}.{rank // 256 % 256}.{rank % 256}",
+                     route_address=None, hostname_address=None, **{k: v(rank) for k, v in every.items()})
+        peer.seen, peer.probe = peer.fp["address"], "ok"
+        hub.peers.append(peer)
+    hub.own_fp = dict(hub.own_fp, address="10.0.0.10", route_address=None, hostname_address=None)
+    return hub
+
+
+def sent(hub, verdict):
+    """{peer rank: bytes node 0 queues for it}; the message of the last node."""
+    messages = hub.verdict_messages(hub.peers, verdict)
+    return {peer.fp["rank"]: len(data) for peer, data in messages}, messages[-1][1]
+
+
+def bytes_at(nodes, book=False, **every):
+    hub = hub_with(nodes, **every)
+    try:
+        verdict = hub.decide(nodes, nodes, "torchrun", ())
+        if book:  # recovery's: the verdict carries the generation's book (recovery/hub.py _announce)
+            members = list(range(nodes))
+            verdict = dict(verdict, recovery={"generation": 1, "members": members[:-nodes // 64],
+                                              "spares": members[-nodes // 64:], "present": members,
+                                              "left_out": {}, "history": []})
+        per_node, _ = sent(hub, verdict)
+        return sum(per_node.values()), max(per_node.values())
+    finally:
+        hub.sock.close()
+
+
+CASES = {
+    "clean start": {},
+    "a warning naming every node": {"gpu_driver": lambda rank: f"550.{rank}"},
+    "a recovery book": {"book": True},
+}
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_the_bytes_node_0_sends_grow_linearly(case):
+    every = dict(CASES[case])
+    book = bool(every.pop("book", False))
+    totals = {n: bytes_at(n, book, **every) for n in (256, 1024, 4096)}
+    for small, large in ((256, 1024), (1024, 4096)):
+        (total_s, most_s), (total_l, most_l) = totals[small], totals[large]
+        assert total_l / total_s < 4.4, totals  # 4x the nodes, ~4x the bytes (the whole verdict: ~16x)
+        assert most_l < most_s * 1.1 + 64, totals  # the most one node is sent does not grow with the job
+    assert totals[4096][1] < 4096, totals  # a node's verdict fits a few KB at 4,096 nodes (was ~400 KB)
+
+
+def test_each_node_is_told_its_row_the_problems_naming_it_and_the_digest_of_the_whole():
+    hub = hub_with(300, gpu_driver=lambda rank: f"550.{rank}")
+    try:
+        verdict = hub.decide(300, 300, "torchrun", ())
+        verdict["procs"] = [8] * 299 + [4]
+        verdict["recovery"] = {"generation": 2, "members": [0, 1, 2, 5, 6, 7, 3], "spares": list(range(8, 300)),
+                               "present": list(range(300)), "left_out": {"4": 1}}
+        whole = digest(verdict)
+        import json
+
+        for peer, data in hub.verdict_messages(hub.peers, verdict):
+            message = json.loads(data)
+            mine = expand(message["verdict"], message["own"])
+            rank = peer.fp["rank"]
+            assert mine["digest"] == whole == verdict["digest"]
+            assert [row["rank"] for row in mine["rows"]] == [0, rank]
+            assert mine["rows"][1] == next(row for row in verdict["rows"] if row["rank"] == rank)
+            (driver,) = [p for p in mine["problems"] if p["check"] == "driver"]
+            assert mine["rows"][1]["node"] in driver["nodes"] and driver["more"] == 299 - len(driver["nodes"])
+            assert mine["procs"] == verdict["procs"] and mine["recovery"] == verdict["recovery"]
+        lines = render_table(mine)
+        assert any("298 more node(s)" in line and whole in line for line in lines), lines
+        assert any(f"and {299 - SHOWN_NODES - 1} more" in line for line in lines), lines
+    finally:
+        hub.sock.close()
+
+
+def test_runs_keep_the_order_of_the_ranks():
+    ranks = [0, 1, 2, 5, 6, 7, 3, 9, 10, 4]
+    assert runs(ranks) == [[0, 3], [5, 3], [3, 1], [9, 2], [4, 1]]
+    assert unruns(runs(ranks)) == ranks and runs(list(range(8192))) == [[0, 8192]] and runs([]) == []
+
+
+def test_over_sockets_a_job_past_the_shown_rows_gives_each_node_its_row_and_one_digest():
+    workers = SHOWN_NODES + 3
+    cluster = Cluster(workers, changes={r: {"gpu_driver": f"550.{r}"} for r in range(1, workers + 1)})
+    try:
+        verdict = cluster.decide()
+        assert verdict["decision"] == "start" and cluster.errors == {}
+        for rank in range(1, workers + 1):
+            mine = cluster.results[rank]
+            assert mine["digest"] == verdict["digest"] == digest(verdict)
+            assert [row["rank"] for row in mine["rows"]] == [0, rank]
+            assert mine["procs"] == verdict["procs"] and mine["world_size"] == verdict["world_size"]
+            (driver,) = [p for p in mine["problems"] if p["check"] == "driver"]
+            assert any(node.startswith(f"node {rank} ") for node in driver["nodes"])
+    finally:
+        cluster.close()
+
+
+def test_a_small_job_still_gives_every_node_the_whole_table():
+    cluster = Cluster(3, changes={2: {"gpu_driver": "551.0"}}, nnodes=4)
+    try:
+        verdict = cluster.decide()
+        assert all(cluster.results[rank] == verdict for rank in (1, 2, 3))
+        assert len(verdict["rows"]) == 4
+    finally:
+        cluster.close()
+
+
+def test_node_0_builds_8192_nodes_messages_in_well_under_a_second():
+    hub = hub_with(8192)
+    try:
+        verdict = hub.decide(8192, 8192, "torchrun", ())
+        started = time.process_time()
+        per_node, _ = sent(hub, verdict)
+        took = time.process_time() - started
+        assert len(per_node) == 8191 and took < 1.0, took  # ~0.1 s on the 2-core VM
+    finally:
+        hub.sock.close()
