@@ -143,3 +143,25 @@ def test_node_0_builds_8192_nodes_messages_in_well_under_a_second():
         assert len(per_node) == 8191 and took < 1.0, took  # ~0.1 s on the 2-core VM
     finally:
         hub.sock.close()
+
+
+def test_refused_early_judges_each_arrival_once_and_still_sees_a_rank_claimed_twice():
+    from nodeweave.entrypoint.checkin.refusal import refused_early
+
+    hub = hub_with(2000)
+    try:
+        assert not refused_early(hub, 2000, "torchrun", ())
+        assert hub.early["checked"] == 1999
+        twin = Peer(None, "", 0.0)
+        twin.fp, twin.seen, twin.probe = dict(hub.peers[5].fp, hostname="twin"), "10.9.9.9", "ok"
+        hub.peers.append(twin)
+        started = time.process_time()
+        assert refused_early(hub, 2000, "torchrun", ())  # the rank claimed twice
+        assert time.process_time() - started < 0.05  # one node judged, not 2,000
+    finally:
+        hub.sock.close()
+    hub = hub_with(50, torch=lambda rank: "2.12.0" if rank == 40 else "2.13.0")
+    try:
+        assert refused_early(hub, 50, "torchrun", ())
+    finally:
+        hub.sock.close()

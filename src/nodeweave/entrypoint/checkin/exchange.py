@@ -69,6 +69,7 @@ class Hub:
         self.verdict = None  # once announced
         self.row_of, self.judged_rows = {}, None  # id(peer) -> its row of the rows decide judged
         self.live_status, self.refusals = None, []  # the stall watch's view; nodes that refused themselves
+        self.early = {"checked": 0, "ranks": set(), "refused": False}  # refusal.refused_early's, node by node
 
     def accept(self):
         """Take every waiting connection and challenge it."""
@@ -190,8 +191,7 @@ class Hub:
         self.board.prepare(needed if wanted is None else len(wanted) + 1, self.log)
         judged = 0
         while True:
-            arrived = {peer.fp.get("rank") for peer in self.peers}
-            missing = (wanted - arrived) if wanted is not None else None
+            missing = (wanted - {peer.fp.get("rank") for peer in self.peers}) if wanted is not None else None
             now = self.clock()
             if (not missing if wanted is not None else len(self.peers) + 1 >= needed) or now >= deadline:
                 break

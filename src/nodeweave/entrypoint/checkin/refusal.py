@@ -158,12 +158,26 @@ def refused_because(verdict):
 
 def refused_early(hub, nnodes_max, launcher, allow):
     """Whether the nodes in so far are refused whoever else comes: a node refused its own start, or a
-    refusal among what each fingerprint says (not the connect-back, still being tried)."""
+    refusal among what each fingerprint says (not the connect-back, still being tried). Each node is judged
+    once, as it arrives, beside node 0 (every such rule compares a node with node 0, or with itself), and
+    its rank is noted for the one rule that compares nodes with each other (a rank claimed twice): the last
+    arrival costs one node's judging, not the whole job's."""
     from .verdict import Entry, judge
 
     if hub.refusals:
         return True
-    entries = [Entry(hub.own_fp, seen=hub.own_fp.get("route_address") or hub.own_fp.get("address"), own=True)]
-    entries += [peer.entry() for peer in hub.peers]
-    verdict = judge(entries, 0, nnodes_max, launcher, allow)
-    return any(p["severity"] == "refuse" and p["check"] != "connect-back" for p in verdict["problems"])
+    early = hub.early  # {"checked": peers judged so far, "ranks": the ranks they claim, "refused": bool}
+    if early["refused"]:
+        return True
+    own = Entry(hub.own_fp, seen=hub.own_fp.get("route_address") or hub.own_fp.get("address"), own=True)
+    early["ranks"].add(hub.own_fp.get("rank"))
+    for peer in hub.peers[early["checked"]:]:
+        early["checked"] += 1
+        rank = peer.fp.get("rank")
+        twice = rank in early["ranks"]
+        early["ranks"].add(rank)
+        verdict = judge([own, peer.entry()], 0, nnodes_max, launcher, allow)
+        if twice or any(p["severity"] == "refuse" and p["check"] != "connect-back" for p in verdict["problems"]):
+            early["refused"] = True
+            return True
+    return False

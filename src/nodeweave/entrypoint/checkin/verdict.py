@@ -273,8 +273,18 @@ def judge(entries, nnodes_min, nnodes_max, launcher, allow=(), missing=None, rea
 
 
 def ordered(entries):
-    """The entries in the order of the verdict's rows (:func:`judge` sorts them so)."""
-    return sorted(entries, key=lambda e: e.key)
+    """The entries in the order of the verdict's rows (:func:`judge` sorts them so): by :attr:`Entry.key`,
+    whose costly tail (every field's repr) is read only where its cheap head ties (a duplicate rank)."""
+    def head(e):
+        return (not e.own, _int(e.fp.get("rank")), str(e.fp.get("hostname")), str(e.seen))
+    out = sorted(entries, key=head)
+    start = 0
+    for i in range(1, len(out) + 1):
+        if i == len(out) or head(out[i]) != head(out[start]):
+            if i - start > 1:
+                out[start:i] = sorted(out[start:i], key=lambda e: e.key)
+            start = i
+    return out
 
 
 # --- what each node is told ---------------------------------------------------------------------------------
