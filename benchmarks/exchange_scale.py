@@ -1,4 +1,4 @@
-"""The check-in and the heartbeat at 64 to 1,024 nodes: node 0's critical path, its CPU, failure spread.
+"""The check-in and the heartbeat at 64 to 8,192 nodes: node 0's critical path, its CPU, failure spread.
 
 Node 0 is always the real thing: a ``nodeweave-entrypoint`` process (rank 0,
 master 127.0.0.1, live root), with the launcher ``command true`` for the
@@ -13,7 +13,8 @@ nodes are, by ``--mode``:
 
 What is measured, each with ``time.monotonic()`` (one clock for every process of the machine):
 
-  check-in   the critical path: the last node's hello -> its verdict on every node. The other nodes are in
+  check-in   the critical path: the last node's hello -> its verdict on every node, and the verdict's bytes:
+             the most one node got, and all node 0 sent (issue 45: N, not N²). The other nodes are in
              first (node 0 has probed each of them), so process start-up is not in it; it is printed beside
              it (spawn -> every other node in). Real workers: -> their process exit (an upper bound).
   heartbeat  node 0's CPU (every thread of the entrypoint, /proc/<pid>/task/*/schedstat) per minute of
@@ -171,6 +172,7 @@ def check_in(nodes, workdir, mode):
         return {"in_s": out["connected_s"], "path_s": out["verdict_last"] - last,
                 "exit_s": max(t for t, _ in job.exits.values()) - last,
                 "codes": sorted({c for _, c in job.exits.values()}), "bytes": out["verdict_bytes"],
+                "bytes_all": out.get("verdict_bytes_all"), "own_rows": out.get("own_rows") == nodes - 1,
                 "decision": out["decision"], "identical": out["identical"], **job.peak}
     finally:
         job.end()
@@ -267,16 +269,18 @@ def main():
             return 0
         if args.only != "heartbeat":
             print("\n| nodes | start-up: spawn -> others in, s | critical path: last hello -> every verdict, s "
-                  "(median of runs; each) | -> node 0/workers exit, s | verdict bytes | same bytes everywhere | "
-                  "node 0 peak threads / fds | load |")
-            print("|---:|---:|---:|---:|---:|---|---:|---:|")
+                  "(median of runs; each) | -> node 0/workers exit, s | verdict bytes, most one node got | node 0 sent "
+                  "all nodes, bytes | same verdict everywhere (shared part; own row) | node 0 peak threads / fds | "
+                  "load |")
+            print("|---:|---:|---:|---:|---:|---:|---|---:|---:|")
             for n in counts:
                 runs = [check_in(n, workdir, args.mode) for _ in range(args.runs)]
                 paths = sorted(r["path_s"] for r in runs)
                 ok = all(r["decision"] == "start" and r["codes"] == [0] for r in runs)
                 print(f"| {n} | {max(r['in_s'] for r in runs):.2f} | {paths[len(paths) // 2]:.3f} "
                       f"({', '.join(f'{p:.3f}' for p in paths)}) | {max(r['exit_s'] for r in runs):.3f} | "
-                      f"{runs[0]['bytes']} | {all(r['identical'] for r in runs) and ok} | "
+                      f"{runs[0]['bytes']} | {runs[0]['bytes_all']} | "
+                      f"{all(r['identical'] and r['own_rows'] for r in runs) and ok} | "
                       f"{max(r['threads'] for r in runs)} / {max(r['fds'] for r in runs)} | {_load():.1f} |", flush=True)
         if args.only != "checkin":
             print("\n| nodes | node 0 CPU, ms/min (window) | failure | every node told, s | node 0 exit (code) | "

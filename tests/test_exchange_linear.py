@@ -165,3 +165,48 @@ def test_refused_early_judges_each_arrival_once_and_still_sees_a_rank_claimed_tw
         assert refused_early(hub, 50, "torchrun", ())
     finally:
         hub.sock.close()
+
+
+def test_status_of_a_large_job_is_a_summary_first_and_whole_when_asked():
+    import json
+
+    hub = hub_with(5000)
+    try:
+        verdict = hub.decide(5000, 5000, "torchrun", ())
+        hub.verdict = dict(verdict, digest=digest(verdict))
+        hub.peers[10].done = {"code": 1, "how": "torchrun exited 1"}
+        hub.peers[20].last_heard = -100.0  # silent the longest
+        views = [{"node": r // 8, "rank": r, "host": f"trainer-{r // 8}", "name": "all_reduce", "inside": True,
+                  "seq": 7, "since_s": 1.0 + (r == 4242) * 50, "state": "S"} for r in range(5000 * 8)]
+        hub.live_status = lambda stacks=False: {"ranks": views, "stall": None, "stragglers": []}
+        started = time.process_time()
+        answer = hub.status()
+        took = time.process_time() - started
+        size = len(json.dumps(answer))
+        assert "nodes" not in answer and answer["nodes_left_out"] == 5000, list(answer)
+        summary = answer["summary"]
+        assert summary["nodes"] == 5000 and summary["states"] == {"node 0": 1, "running": 4998, "failed": 1}
+        assert [n["rank"] for n in summary["worst"][:2]] == [11, 21]  # the failed node, then the silent one
+        assert answer["verdict"]["digest"] == hub.verdict["digest"] and len(answer["verdict"]["rows"]) == 1
+        assert answer["ranks"]["summary"]["ranks"] == 40000 and len(answer["ranks"]["ranks"]) == 16
+        assert answer["ranks"]["ranks"][0]["rank"] == 4242
+        assert size < 20000 and took < 1.0, (size, took)
+        whole = hub.status(whole=True)
+        assert len(whole["nodes"]) == 5000 and len(whole["ranks"]["ranks"]) == 40000 and whole["summary"]
+    finally:
+        hub.sock.close()
+
+
+def test_status_of_a_small_job_still_lists_every_node():
+    hub = hub_with(20)
+    try:
+        answer = hub.status()
+        assert len(answer["nodes"]) == 20 and answer["summary"]["states"] == {"node 0": 1, "running": 19}
+    finally:
+        hub.sock.close()
+
+
+def test_status_all_is_a_flag_of_the_entrypoint():
+    from nodeweave.entrypoint.planning.settings import parse
+
+    assert parse(["--status", "--all"], {}).all_rows and not parse(["--status"], {}).all_rows

@@ -135,23 +135,39 @@ class Hub:
         self.pending.remove(peer)
         self.board.release(peer)
         try:
-            peer.channel.send(self.status(stacks=bool(request.get("stacks"))))
+            peer.channel.send(self.status(stacks=bool(request.get("stacks")), whole=bool(request.get("all"))))
         except ExchangeError:
             pass
         peer.channel.finish(1.0)
 
-    def status(self, stacks=False):
+    def status(self, stacks=False, whole=False):
+        """What ``--status`` shows: a summary first (``summary.py``: counts by state, the worst nodes and
+        ranks), then every node and every rank up to ``summary.WHOLE_UP_TO`` nodes or when asked
+        (``whole``, ``--status --all``); past a line's 1 MiB the answer goes as a frame (wire.py)."""
+        from .summary import WHOLE_UP_TO, nodes_summary, ranks_summary
+        from .verdict import shared_view
+
+        now = self.clock()
         nodes = [{"fp": self.own_fp, "seen": self.own_fp.get("route_address"), "probe": None, "own": True,
                   "state": "node 0"}]
         for peer in self.peers:
             state = "running" if peer.done is None else (
                 f"finished {peer.done.get('how')}" if peer.done.get("code") == 0 else f"failed: {peer.done.get('how')}")
-            nodes.append({"fp": peer.fp, "seen": peer.seen, "probe": peer.probe, "own": False, "state": state})
-        answer = {"t": "status", "phase": "gathering" if self.verdict is None else "running", "nodes": nodes,
-                  "verdict": self.verdict}
+            node = {"fp": peer.fp, "seen": peer.seen, "probe": peer.probe, "own": False, "state": state}
+            if self.verdict is not None and peer.done is None:
+                node["silent_s"] = round(max(0.0, now - peer.last_heard), 1)  # since node 0 last heard it
+            nodes.append(node)
+        whole = whole or len(nodes) <= WHOLE_UP_TO
+        answer = {"t": "status", "phase": "gathering" if self.verdict is None else "running",
+                  "summary": nodes_summary(nodes, self.verdict)}
+        if whole:
+            answer.update(nodes=nodes, verdict=self.verdict)
+        else:
+            answer.update(nodes_left_out=len(nodes), verdict=shared_view(self.verdict) if self.verdict else None)
         if self.live_status is not None:
-            answer["ranks"] = self.live_status(stacks)
-        return answer  # whole at any size: past a line's 1 MiB it goes as a frame (wire.py)
+            ranks = self.live_status(stacks)
+            answer["ranks"] = ranks if whole else ranks_summary(ranks)
+        return answer
 
     def _drop(self, peer, why):
         self.board.release(peer)
@@ -329,9 +345,10 @@ def _await_verdict(channel, listener, token, deadline, clock):
         messages = channel.drain() if channel.sock in ready else []
 
 
-def ask_status(host, port, job, token, timeout_s=10.0, stacks=False, limit=MAX_MESSAGE):
-    """Node 0's view of the job (every node's fingerprint, the verdict), as ``nodeweave doctor --cluster`` shows it;
-    ``limit`` as for :func:`check_in` (the answer grows with the job: ~1 KB per node)."""
+def ask_status(host, port, job, token, timeout_s=10.0, stacks=False, limit=MAX_MESSAGE, whole=False):
+    """Node 0's view of the job (a summary; every node's fingerprint and the verdict up to 64 nodes, or with
+    ``whole``), as ``nodeweave doctor --cluster`` shows it; ``limit`` as for :func:`check_in` (a whole answer
+    grows with the job: ~1 KB per node)."""
     deadline = time.monotonic() + timeout_s
     channel = connect(host, port, timeout_s, limit)
     try:
@@ -341,7 +358,7 @@ def ask_status(host, port, job, token, timeout_s=10.0, stacks=False, limit=MAX_M
         if challenge.get("job") != job:
             raise Refused(f"the exchange at {host}:{port} belongs to job {challenge.get('job')!r}, not {job!r}")
         channel.send({"t": "status", "job": job, "mac": proof(token, str(challenge.get("nonce")), STATUS_BODY),
-                      "stacks": bool(stacks)})
+                      "stacks": bool(stacks), "all": bool(whole)})
         answer = channel.receive(deadline)
         if answer.get("t") == "reject":
             raise Refused(f"node 0 ({host}:{port}) refused: {answer.get('reason')}")

@@ -103,7 +103,7 @@ def print_status(settings):
     token = job_token(settings.env, topo.job_id, topo.master_port.value)
     try:
         answer = ask_status(info["host"], info["port"], topo.job_id, token, timeout_s=20.0 if settings.stacks else 10.0,
-                            stacks=settings.stacks, limit=frame_limit(topo.nnodes_max))
+                            stacks=settings.stacks, limit=frame_limit(topo.nnodes_max), whole=settings.all_rows)
     except Refused as err:
         raise EntrypointError(str(err), EXIT_TOPOLOGY) from None
     except ExchangeError as err:
