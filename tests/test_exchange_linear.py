@@ -210,3 +210,21 @@ def test_status_all_is_a_flag_of_the_entrypoint():
     from nodeweave.entrypoint.planning.settings import parse
 
     assert parse(["--status", "--all"], {}).all_rows and not parse(["--status"], {}).all_rows
+
+
+def test_the_reports_every_node_is_sent_stay_short_at_65536_ranks():
+    """The stall report and the straggler table go to every node: their size must not grow with the ranks."""
+    from nodeweave.entrypoint.stall import flight, report
+
+    described = [{"rank": r, "flight": "entered #13, completed #12" if r != 77 else "entered #12"}
+                 for r in range(65536)]
+    lines = flight.lines(described)
+    assert lines == ["    ranks 0-76, 78-65535: entered #13, completed #12", "    rank 77: entered #12"]
+    many = flight.lines([{"rank": r, "flight": f"entered #{r}"} for r in range(65536)])
+    assert len(many) == flight.MAX_CLASSES + 1 and "65520 rank(s)" in many[-1]
+    assert flight.spans(list(range(0, 200, 2))).endswith("... (100 ranks)")
+    named = [{"rank": r, "node": r // 8, "host": f"h{r // 8}", "gap": 0.5, "per_s": 0.3, "ref_s": 0.2}
+             for r in range(4096)]
+    table = report.straggler_lines(named, {n: 0.5 for n in range(512)}, 60)
+    assert len(table) == 1 + 2 * report.SHOWN and "512 node(s) and 4096 rank(s) named" in table[0]
+    assert sum(len(line) for line in table) < 8000
