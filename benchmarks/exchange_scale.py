@@ -27,10 +27,12 @@ Bounded: every wait has a deadline, every process is ended. Only 127.0.0.0/8 is 
 exchange port listens on the wildcard address, as it does in a container).
 
     .venv/bin/python benchmarks/exchange_scale.py [--nodes 64,256,1024] [--window 60] [--mode swarm|real]
-        [--only checkin|heartbeat|status]   (status: a real ``--status`` process's answer, framed past 1 MiB)
+        [--only checkin|heartbeat|status]   (status: a real ``--status`` process's answer: the summary, then
+                                             ``--status --all``; node 0's resident memory)
 """
 
 import argparse
+import collections
 import json
 import os
 import platform
@@ -75,6 +77,8 @@ class Job:
         self.launcher, self.command = launcher, command
         self.workers, self.exits, self.swarms = [], {}, []
         self.node0_exit = None
+        self.node0_said = collections.deque(maxlen=40)  # node 0's last lines: read, so its log never fills the pipe
+        threading.Thread(target=lambda: self.node0_said.extend(self.node0.stderr), daemon=True).start()
         threading.Thread(target=self._reap, args=(self.node0, "node0"), daemon=True).start()
         self.peak = {"threads": 0, "fds": 0}
         threading.Thread(target=self._sample, daemon=True).start()
@@ -169,6 +173,10 @@ def check_in(nodes, workdir, mode):
             out = job.swarm(f"1:{nodes}", ["--last"])
         _wait_exits(job, 1 + len(job.workers), 60)
         last = out["last_hello"]
+        if not job.exits:
+            sys.stderr.write(f"node 0 did not end within 60 s of the last verdict ({out['decision']}); it said:\n"
+                             + "".join(list(job.node0_said)[-15:]))
+            job.exits["node0"] = (float("nan"), None)
         return {"in_s": out["connected_s"], "path_s": out["verdict_last"] - last,
                 "exit_s": max(t for t, _ in job.exits.values()) - last,
                 "codes": sorted({c for _, c in job.exits.values()}), "bytes": out["verdict_bytes"],
@@ -216,24 +224,52 @@ def heartbeat(nodes, workdir, mode, window, fail):
         job.end()
 
 
-def status(nodes, workdir):
-    """``nodeweave-entrypoint --status`` (a real process, as ``doctor --cluster`` asks) against node 0 with every
-    node in and beating: the answer's bytes (past 1 MiB a frame, wire.py) and the process's seconds."""
-    job = Job(nodes, workdir, "torchrun", 30)
+def _memory(pid):
+    """(VmRSS, VmHWM) of a process in MiB: now, and its peak so far."""
+    found = {}
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith(("VmRSS:", "VmHWM:")):
+                    found[line.split(":")[0]] = int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return found.get("VmRSS"), found.get("VmHWM")
+
+
+def status(nodes, workdir, rank_views=8):
+    """``nodeweave-entrypoint --status`` (a real process, as ``nodeweave status --ranks`` asks) against node 0
+    with every node in, beating, each with ``rank_views`` ranks in its stall watch's view (``nodes`` x 8 ranks):
+    the answer's bytes, the process's seconds, node 0's resident memory; the summary (the default past 64
+    nodes) and ``--status --all`` (every node and rank: what `doctor --cluster` asks for)."""
+    job = Job(nodes, workdir, "torchrun", 120)
     got = {}
 
-    def ask():
-        time.sleep(1)
-        argv = _argv(nodes, 1, job.port, "torchrun", [])[:-1] + ["--status"]  # node 1's settings, no `--`
+    def ask(flags):
+        argv = _argv(nodes, 1, job.port, "torchrun", [])[:-1] + ["--status", *flags]  # node 1's settings, no `--`
         started = time.monotonic()
-        out = subprocess.run(argv, env=job.env, cwd=workdir, capture_output=True, text=True, timeout=60)
-        got.update(seconds=time.monotonic() - started, code=out.returncode, bytes=len(out.stdout),
-                   error=out.stderr.strip()[-300:])
+        out = subprocess.run(argv, env=job.env, cwd=workdir, capture_output=True, text=True, timeout=120)
+        seconds = time.monotonic() - started
+        rss, peak = _memory(job.node0.pid)
+        one = {"seconds": seconds, "code": out.returncode, "bytes": len(out.stdout), "error": out.stderr.strip()[-300:],
+               "rss": rss, "peak": peak}
         if out.returncode == 0:
             answer = json.loads(out.stdout)
-            got.update(listed=len(answer["nodes"]), wire=len(json.dumps(answer, separators=(",", ":"))))
+            ranks = (answer.get("ranks") or {}).get("ranks") or []
+            one.update(listed=len(answer.get("nodes") or []), ranks=len(ranks),
+                       counted=(answer.get("summary") or {}).get("nodes"),
+                       wire=len(json.dumps(answer, separators=(",", ":"))))
+        return one
+
+    def asks():
+        time.sleep(3 + nodes / 2000)  # every node's first beat (its ranks' view) in
+        got["before"] = _memory(job.node0.pid)
+        got["summary"] = ask([])
+        got["all"] = ask(["--all"])
+        got["summary_again"] = ask([])
     try:
-        job.swarm(f"1:{nodes}", ["--hold", "8", "--fail", "exit"], on_ready=threading.Thread(target=ask).start)
+        job.swarm(f"1:{nodes}", ["--hold", str(40 + nodes / 100), "--fail", "exit", "--rank-views", str(rank_views)],
+                  on_ready=threading.Thread(target=asks).start)
         return got
     finally:
         job.end()
@@ -259,13 +295,19 @@ def main():
           f"nofile soft {soft} -> {hard} (hard); mode {args.mode}; node 0 runs {args.src}")
     with tempfile.TemporaryDirectory(prefix="nodeweave-scale-") as workdir:
         if args.only == "status":
-            print("\n| nodes | `--status` exit | nodes listed | answer on the wire, bytes | framed | process, s | load |")
-            print("|---:|---:|---:|---:|---|---:|---:|")
+            print("\n| nodes x ranks | asked | exit | nodes counted / listed | ranks listed | answer, bytes | "
+                  "`--status` process, s | node 0 RSS before -> after, MiB (peak) | load |")
+            print("|---|---|---:|---:|---:|---:|---:|---:|---:|")
             for n in counts:
                 r = status(n, workdir)
-                print(f"| {n} | {r.get('code')} {r.get('error', '')[:80] if r.get('code') else ''} | "
-                      f"{r.get('listed', '-')} | {r.get('wire', 0)} | {r.get('wire', 0) > (1 << 20)} | "
-                      f"{r.get('seconds', 0):.2f} | {_load():.1f} |", flush=True)
+                before = (r.get("before") or (None, None))[0]
+                for key in ("summary", "all", "summary_again"):
+                    one = r.get(key) or {}
+                    print(f"| {n} x 8 | {key.replace('_', ' ')} | {one.get('code')} "
+                          f"{one.get('error', '')[:80] if one.get('code') else ''} | {one.get('counted', '-')} / "
+                          f"{one.get('listed', '-')} | {one.get('ranks', '-')} | {one.get('wire', 0)} | "
+                          f"{one.get('seconds', 0):.2f} | {before or 0:.0f} -> {one.get('rss') or 0:.0f} "
+                          f"({one.get('peak') or 0:.0f}) | {_load():.1f} |", flush=True)
             return 0
         if args.only != "heartbeat":
             print("\n| nodes | start-up: spawn -> others in, s | critical path: last hello -> every verdict, s "

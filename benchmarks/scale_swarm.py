@@ -72,7 +72,7 @@ class Node:
         self.hello_at = self.verdict_at = self.abort_at = None
         self.probed_at = self.challenge = self.last_beat = self.verdict_digest = self.next_beat = None
         self.verdict_bytes, self.own_row = 0, False
-        self.beats_heard, self.silent = 0, False
+        self.beats_heard, self.silent, self.beats_sent = 0, False, 0
 
 
 class Swarm:
@@ -111,13 +111,31 @@ class Swarm:
             pass
 
     def on_probe(self, conn):
-        conn.setblocking(True)
-        conn.settimeout(3.0)
-        with conn.makefile("rb") as reader:
-            message = json.loads(reader.readline() or b"{}")
+        """Node 0's connect-back: read in the one loop (a blocking read here would stall every other node)."""
+        conn.setblocking(False)
+        self.sel.register(conn, selectors.EVENT_READ, ("probe", [conn, b""]))
+
+    def on_probe_line(self, probe):
+        conn, buf = probe
+        try:
+            chunk = conn.recv(4096)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
+            chunk = b""
+        probe[1] = buf = buf + chunk
+        if chunk and b"\n" not in buf:
+            return
+        self.sel.unregister(conn)
+        message = json.loads(buf.partition(b"\n")[0] or b"{}")
         if message.get("t") == "probe":
-            conn.sendall(json.dumps({"t": "probe-ok", "mac": proof(self.token, str(message.get("nonce")))},
-                                    separators=(",", ":")).encode() + b"\n")
+            try:
+                conn.setblocking(True)
+                conn.settimeout(3.0)
+                conn.sendall(json.dumps({"t": "probe-ok", "mac": proof(self.token, str(message.get("nonce")))},
+                                        separators=(",", ":")).encode() + b"\n")
+            except OSError:
+                pass
         conn.close()
 
     def on_link(self, node):
@@ -181,6 +199,8 @@ class Swarm:
                     continue
                 node.probed_at = time.monotonic()
                 self.on_probe(conn)
+            elif kind == "probe":
+                self.on_probe_line(node)
             else:
                 self.on_link(node)
 
@@ -190,9 +210,28 @@ class Swarm:
             _, rank = heapq.heappop(self.due)
             node = self.by_rank[rank]
             if node.state == "in" and not node.silent:
-                self.send(node, {"t": "beat"})
+                if self.args.rank_views and not node.beats_sent:  # once: node 0 keeps a node's last view
+                    self.send(node, {"t": "beat", "ranks": self.views(node)})
+                else:
+                    self.send(node, {"t": "beat"})
+                node.beats_sent += 1
                 node.last_beat, node.next_beat = now, node.next_beat + BEAT_S
                 heapq.heappush(self.due, (node.next_beat, rank))
+
+    def views(self, node):
+        """``--rank-views`` ranks of this node as its stall watch's beat carries them (stall/ranks.py sample):
+        all in one all_reduce, one of the job's ranks 60 s longer than the others (a culprit to find)."""
+        per = self.args.rank_views
+        views = []
+        for local in range(per):
+            rank = node.rank * per + local
+            views.append({"rank": rank, "local_rank": local, "node": node.rank, "host": node.fp["hostname"],
+                          "pod": node.fp["hostname"], "pid": 1000 + local, "seq": 4711, "name": "all_reduce",
+                          "inside": True, "since_s": 60.5 if rank == per * 5 + 3 else 0.5, "inside_s": 0.01,
+                          "outside_s": 0.2, "state": "S", "cpu_s": 12.5, "cpu_rate": 0.98, "thread": 1000 + local,
+                          "fr_enqueued": 4711, "fr_completed": 4710, "device_wait_s": 0.0, "device_timed": 0,
+                          "fr_wait_s": 0.0, "fr_timed": 0, "fr_span_s": 0.0})
+        return views
 
     def tick(self, longest=0.05):
         """Pump until the next beat is due (at most ``longest``), then send the beats that are due."""
@@ -211,7 +250,7 @@ class Swarm:
         """Every node connects (a bounded number at a time) and says hello; with ``--last`` the last one
         waits until node 0 has probed every other node, then says hello alone: the critical path starts."""
         started = time.monotonic()
-        waiting = list(self.nodes)
+        waiting = list(self.nodes[:-1] if self.args.last else self.nodes)  # the last connects once all are in
         while waiting:
             connecting = sum(1 for n in self.nodes if n.state == "connecting")
             for node in waiting[:max(0, MAX_CONNECTING - connecting)]:
@@ -223,6 +262,7 @@ class Swarm:
         connected = time.monotonic() - started
         if self.args.last:
             last = self.nodes[-1]
+            self.connect(last)
             self.until(lambda: last.state == "challenged", 30, "the last node's challenge")
             self.pump(0.3)  # let node 0 settle: nothing else is in flight
             self.hello(last)
@@ -281,6 +321,8 @@ def _options():
     parser.add_argument("--last", action="store_true", help="hold the last rank back: time last arrival -> verdicts")
     parser.add_argument("--hold", type=float, default=0.0, help="seconds of heartbeat after the verdict")
     parser.add_argument("--fail", choices=("exit", "close", "silent"))
+    parser.add_argument("--rank-views", type=int, default=0, help="each node's first beat carries this many "
+                        "ranks' stall-watch views (what `--status` lists)")
     return parser.parse_args()
 
 
