@@ -177,6 +177,11 @@ def check_in(nodes, workdir, mode):
             sys.stderr.write(f"node 0 did not end within 60 s of the last verdict ({out['decision']}); it said:\n"
                              + "".join(list(job.node0_said)[-15:]))
             job.exits["node0"] = (float("nan"), None)
+        codes = sorted({c for _, c in job.exits.values()})
+        if not (out["decision"] == "start" and codes == [0] and out["identical"] and out.get("own_rows") == nodes - 1):
+            sys.stderr.write(f"{nodes} nodes: decision {out['decision']}, exit codes {codes}, shared part identical "
+                             f"{out['identical']}, own rows {out.get('own_rows')}, closed without a verdict "
+                             f"{out.get('gone')}; node 0's last lines:\n" + "".join(list(job.node0_said)[-8:]))
         return {"in_s": out["connected_s"], "path_s": out["verdict_last"] - last,
                 "exit_s": max(t for t, _ in job.exits.values()) - last,
                 "codes": sorted({c for _, c in job.exits.values()}), "bytes": out["verdict_bytes"],
@@ -186,7 +191,7 @@ def check_in(nodes, workdir, mode):
         job.end()
 
 
-def heartbeat(nodes, workdir, mode, window, fail):
+def heartbeat(nodes, workdir, mode, window, fail, rack=1):
     """Node 0's CPU over ``window`` seconds of steady heartbeat (fail == exit), then one failure's spread."""
     job = Job(nodes, workdir, "torchrun", window)
     cpu = {}
@@ -204,12 +209,12 @@ def heartbeat(nodes, workdir, mode, window, fail):
         ranks = f"{nodes - 1}:{nodes}" if mode == "real" else f"1:{nodes}"
         hold = window + 3 if fail == "exit" else 3
         sampler = threading.Thread(target=sample, daemon=True)
-        out = job.swarm(ranks, ["--hold", str(hold), "--fail", fail],
+        out = job.swarm(ranks, ["--hold", str(hold), "--fail", fail, "--rack", str(rack)],
                         on_ready=sampler.start if fail == "exit" else None)
         _wait_exits(job, 1 + len(job.workers), 40)
         told = out["abort_after"]
         result = {"fail": fail, "abort_s": told and told["max"], "not_told": out["not_told"],
-                  "beats": out.get("beats_heard")}
+                  "beats": out.get("beats_heard"), "aborts_most": out.get("aborts_most"), "victims": out.get("victims")}
         if "node0" in job.exits:
             result["node0_exit_s"], result["node0_code"] = job.exits["node0"][0] - out["failed_at"], job.exits["node0"][1]
         workers = {key: value for key, value in job.exits.items() if key != "node0"}
@@ -283,6 +288,8 @@ def main():
     parser.add_argument("--runs", type=int, default=3, help="check-in samples per node count")
     parser.add_argument("--only", choices=("checkin", "heartbeat", "status"), default=None)
     parser.add_argument("--fails", default="exit,close,silent", help="the failures to time (exit: node 0's CPU too)")
+    parser.add_argument("--rack", type=int, default=1, help="this many nodes fail within a second (a rack losing "
+                        "power): every other node must be told once")
     parser.add_argument("--src", default=NODE0_SRC["path"], help="the nodeweave src/ node 0 runs (a 'before' copy: "
                         "git archive main src | tar -x -C /tmp/before)")
     args = parser.parse_args()
@@ -325,17 +332,18 @@ def main():
                       f"{all(r['identical'] and r['own_rows'] for r in runs) and ok} | "
                       f"{max(r['threads'] for r in runs)} / {max(r['fds'] for r in runs)} | {_load():.1f} |", flush=True)
         if args.only != "checkin":
-            print("\n| nodes | node 0 CPU, ms/min (window) | failure | every node told, s | node 0 exit (code) | "
-                  "workers exit, s | node 0 peak threads / fds | load |")
-            print("|---:|---:|---|---:|---:|---:|---:|---:|")
+            print("\n| nodes | node 0 CPU, ms/min (window) | failure (nodes failing) | every node told, s | most aborts "
+                  "one node got | node 0 exit (code) | workers exit, s | node 0 peak threads / fds | load |")
+            print("|---:|---:|---|---:|---:|---:|---:|---:|---:|")
             for n in counts:
                 for fail in args.fails.split(","):
-                    r = heartbeat(n, workdir, args.mode, args.window, fail)
+                    r = heartbeat(n, workdir, args.mode, args.window, fail, args.rack)
                     cpu = f"{r['cpu_ms_per_min']:.0f} ({args.window:g} s)" if "cpu_ms_per_min" in r else ""
                     n0 = f"{r['node0_exit_s']:.2f} ({r['node0_code']})" if "node0_exit_s" in r else "-"
                     workers = (f"{r['workers_exit_s']:.2f} ({r['worker_codes']})" if "workers_exit_s" in r else "-")
                     told = f"{r['abort_s']:.3f}" if r["abort_s"] is not None else "-"
-                    print(f"| {n} | {cpu} | {fail} | {told} (untold {r['not_told']}) | {n0} | {workers} | "
+                    print(f"| {n} | {cpu} | {fail} ({r['victims']}) | {told} (untold {r['not_told']}) | "
+                          f"{r['aborts_most']} | {n0} | {workers} | "
                           f"{r['threads']} / {r['fds']} | {_load():.1f} |", flush=True)
     return 0
 

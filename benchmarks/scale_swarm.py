@@ -72,7 +72,7 @@ class Node:
         self.hello_at = self.verdict_at = self.abort_at = None
         self.probed_at = self.challenge = self.last_beat = self.verdict_digest = self.next_beat = None
         self.verdict_bytes, self.own_row = 0, False
-        self.beats_heard, self.silent, self.beats_sent = 0, False, 0
+        self.beats_heard, self.silent, self.beats_sent, self.aborts = 0, False, 0, 0
 
 
 class Swarm:
@@ -110,13 +110,13 @@ class Swarm:
         except (BrokenPipeError, ConnectionResetError):
             pass
 
-    def on_probe(self, conn):
+    def on_probe(self, conn, node):
         """Node 0's connect-back: read in the one loop (a blocking read here would stall every other node)."""
         conn.setblocking(False)
-        self.sel.register(conn, selectors.EVENT_READ, ("probe", [conn, b""]))
+        self.sel.register(conn, selectors.EVENT_READ, ("probe", [conn, b"", node]))
 
     def on_probe_line(self, probe):
-        conn, buf = probe
+        conn, buf, node = probe
         try:
             chunk = conn.recv(4096)
         except (BlockingIOError, InterruptedError):
@@ -136,6 +136,7 @@ class Swarm:
                                         separators=(",", ":")).encode() + b"\n")
             except OSError:
                 pass
+        node.probed_at = time.monotonic()  # answered: the last node's hello waits for every answer
         conn.close()
 
     def on_link(self, node):
@@ -180,8 +181,9 @@ class Swarm:
                 self.hello(node)
         elif kind == "beat":
             node.beats_heard += 1
-        elif kind == "abort" and node.abort_at is None:
-            node.abort_at = now
+        elif kind == "abort":
+            node.aborts += 1
+            node.abort_at = node.abort_at or now
         elif kind == "reject":
             raise SystemExit(f"rank {node.rank} turned away: {message.get('reason')}")
 
@@ -190,15 +192,18 @@ class Swarm:
         self.send(node, {"t": "hello", "job": self.job, "fp": node.fp, "mac": proof(self.token, node.challenge, node.fp)})
 
     def pump(self, timeout):
-        for key, _ in self.sel.select(timeout):
+        # connect-backs first: node 0 gives each 3 s, and a real node answers its own on its own CPU
+        events = sorted(self.sel.select(timeout), key=lambda event: event[0].data[0] == "link")
+        for key, _ in events:
             kind, node = key.data
             if kind == "listen":
                 try:
                     conn, _ = node.listener.accept()
                 except (BlockingIOError, InterruptedError):
                     continue
-                node.probed_at = time.monotonic()
-                self.on_probe(conn)
+                self.on_probe(conn, node)
+                self.sel.unregister(node.listener)  # node 0 connects back once: one descriptor per node after
+                node.listener.close()
             elif kind == "probe":
                 self.on_probe_line(node)
             else:
@@ -270,8 +275,28 @@ class Swarm:
         return connected
 
     def fail(self, how):
-        """One node fails: reports exit 1, or its connection closes, or it goes silent. Returns its moment."""
-        victim = self.nodes[len(self.nodes) // 2]
+        """One node fails (``--rack`` nodes: a rack, each at its own moment within ``--spread`` seconds): reports
+        exit 1, or its connection closes, or it goes silent. Returns the first moment, the first victim, the rest."""
+        count = max(1, self.args.rack)
+        middle = len(self.nodes) // 2
+        victims = self.nodes[middle:middle + count]
+        moments = sorted(random.uniform(0, self.args.spread) for _ in victims[1:])
+        first = self._fail_one(victims[0], how)
+        for victim, after in zip(victims[1:], moments):
+            while time.monotonic() < first + after:
+                self.tick(0.01)
+            self._fail_one(victim, how)
+        others = [n for n in self.nodes if n not in victims]
+        if not others:  # real workers hear it (the driver times them): wait until node 0 let the victim go
+            self.until(lambda: victims[0].state == "gone", 40, "node 0 closing the failed node's connection")
+        self.until(lambda: all(n.abort_at or n.state == "gone" for n in others), 40, "every abort")
+        if count > 1:  # one event: each node is told once, and nothing after the first
+            end = time.monotonic() + 3.0
+            while time.monotonic() < end:
+                self.tick(0.05)
+        return first, victims[0], others
+
+    def _fail_one(self, victim, how):
         now = time.monotonic()
         if how == "exit":
             self.send(victim, {"t": "exit", "code": 1, "how": "torchrun exited 1",
@@ -284,11 +309,7 @@ class Swarm:
         else:
             victim.silent = True
             now = victim.last_beat or now  # node 0 last heard it then
-        others = [n for n in self.nodes if n is not victim]
-        if not others:  # real workers hear it (the driver times them): wait until node 0 let the victim go
-            self.until(lambda: victim.state == "gone", 40, "node 0 closing the failed node's connection")
-        self.until(lambda: all(n.abort_at or n.state == "gone" for n in others), 40, "every abort")
-        return now, victim, others
+        return now
 
 
 def wait_for_node_0(port, timeout):
@@ -321,6 +342,8 @@ def _options():
     parser.add_argument("--last", action="store_true", help="hold the last rank back: time last arrival -> verdicts")
     parser.add_argument("--hold", type=float, default=0.0, help="seconds of heartbeat after the verdict")
     parser.add_argument("--fail", choices=("exit", "close", "silent"))
+    parser.add_argument("--rack", type=int, default=1, help="with --fail: this many nodes fail (a rack losing power)")
+    parser.add_argument("--spread", type=float, default=1.0, help="with --rack: their moments spread over these seconds")
     parser.add_argument("--rank-views", type=int, default=0, help="each node's first beat carries this many "
                         "ranks' stall-watch views (what `--status` lists)")
     return parser.parse_args()
@@ -341,6 +364,7 @@ def main():
            "verdict_bytes": max(n.verdict_bytes for n in swarm.nodes),  # the most one node was sent
            "verdict_bytes_all": sum(n.verdict_bytes for n in swarm.nodes),  # what node 0 sent them all
            "own_rows": sum(1 for n in swarm.nodes if n.own_row), "digest": sample.get("verdict", {}).get("digest"),
+           "gone": sum(1 for n in swarm.nodes if n.state == "gone" and not n.verdict_at),
            "decision": sample.get("verdict", {}).get("decision")}
     if args.hold:
         print("READY", flush=True)  # the driver samples node 0's CPU from here
@@ -351,7 +375,8 @@ def main():
     if args.fail:
         moment, victim, others = swarm.fail(args.fail)
         out.update({"fail": args.fail, "victim": victim.rank, "failed_at": moment, "not_told": sum(
-            1 for n in others if n.abort_at is None), "abort_after": _spread([n.abort_at for n in others], moment)})
+            1 for n in others if n.abort_at is None), "abort_after": _spread([n.abort_at for n in others], moment),
+            "aborts_most": max((n.aborts for n in others), default=0), "victims": max(1, args.rack)})
     print(json.dumps(out))
     return 0
 

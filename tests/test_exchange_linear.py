@@ -228,3 +228,67 @@ def test_the_reports_every_node_is_sent_stay_short_at_65536_ranks():
     table = report.straggler_lines(named, {n: 0.5 for n in range(512)}, 60)
     assert len(table) == 1 + 2 * report.SHOWN and "512 node(s) and 4096 rank(s) named" in table[0]
     assert sum(len(line) for line in table) < 8000
+
+
+def _probe_target():
+    """A node's check port (a real listener) and a Peer naming it, as node 0 knows a node checking in."""
+    import socket
+
+    listener = socket.create_server(("127.0.0.1", 0))
+    peer = Peer(None, "", 0.0)
+    peer.fp, peer.seen = {"address": "127.0.0.1", "probe_port": listener.getsockname()[1]}, "127.0.0.1"
+    return listener, peer
+
+
+def _answer(listener):
+    import json
+
+    from nodeweave.entrypoint.checkin.wire import proof
+
+    conn, _ = listener.accept()
+    conn.settimeout(5)
+    message = json.loads(conn.makefile("rb").readline())
+    conn.sendall(json.dumps({"t": "probe-ok", "mac": proof(TOKEN, message["nonce"])}).encode() + b"\n")
+    return conn
+
+
+def test_a_connect_back_node_0_reaches_late_is_not_the_nodes_fault():
+    """Node 0 busy with thousands of hellos reaches a probe's events after its deadline: the connect that
+    completed in time sends the probe then, and the node gets its own time to answer (it was refused)."""
+    import threading
+
+    from nodeweave.entrypoint.checkin.connectback import Probe
+
+    listener, peer = _probe_target()
+    try:
+        probe = Probe(peer, TOKEN, 0.2, time.monotonic())
+        time.sleep(0.4)  # node 0 busy: no event handled before the deadline
+        probe.expire(time.monotonic())
+        assert peer.probe is None and probe.connected  # the probe went out now
+        answered = []
+        threading.Thread(target=lambda: answered.append(_answer(listener)), daemon=True).start()
+        deadline = time.monotonic() + 5
+        while peer.probe is None and time.monotonic() < deadline:
+            probe.on_event()
+            probe.expire(time.monotonic())
+            time.sleep(0.01)
+        assert peer.probe == "ok"
+    finally:
+        listener.close()
+
+
+def test_an_answer_waiting_unread_at_the_deadline_counts():
+    from nodeweave.entrypoint.checkin.connectback import Probe
+
+    listener, peer = _probe_target()
+    try:
+        probe = Probe(peer, TOKEN, 0.2, time.monotonic())
+        time.sleep(0.05)
+        probe.on_event()  # connected: the probe goes out
+        conn = _answer(listener)  # the node answers at once ...
+        time.sleep(0.5)  # ... but node 0 reads it only after the deadline
+        probe.expire(time.monotonic())
+        assert peer.probe == "ok"
+        conn.close()
+    finally:
+        listener.close()

@@ -22,7 +22,7 @@ from .wire import (MAX_MESSAGE, SEND_TIMEOUT_S, Channel, ExchangeError, connect,
                    proof, readable, verify)
 
 HELLO_TIMEOUT_S = 10.0   # from accepting a connection to its hello
-PROBE_TIMEOUT_S = 3.0    # node 0's connect-back, connect and answer
+PROBE_TIMEOUT_S = 3.0    # node 0's connect-back: to connect, then to answer once node 0 sent its probe
 POLL_S = 0.5
 STATUS_BODY = {"t": "status"}
 
