@@ -53,6 +53,7 @@ from exchange_startup import ENTRY, _argv, _cpu_seconds, _env, _port  # noqa: E4
 
 SWARM = HERE / "scale_swarm.py"
 NODE0_SRC = {"path": str(HERE.parent / "src")}  # --src: node 0 (and real workers) run this code instead
+CONNECTING = {"at_once": 4096}  # --connecting: simulated nodes connecting at once
 
 
 def _load():
@@ -123,7 +124,7 @@ class Job:
 
     def swarm(self, ranks, extra=(), on_ready=None):
         argv = [sys.executable, str(SWARM), "--port", str(self.exchange), "--nodes", str(self.nodes),
-                "--ranks", ranks, "--launcher", self.launcher, *extra]
+                "--ranks", ranks, "--launcher", self.launcher, "--connecting", str(CONNECTING["at_once"]), *extra]
         proc = subprocess.Popen(argv, cwd=self.workdir, env=dict(os.environ, **{"TMPDIR": self.workdir}),
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         self.swarms.append(proc)
@@ -288,18 +289,22 @@ def main():
     parser.add_argument("--runs", type=int, default=3, help="check-in samples per node count")
     parser.add_argument("--only", choices=("checkin", "heartbeat", "status"), default=None)
     parser.add_argument("--fails", default="exit,close,silent", help="the failures to time (exit: node 0's CPU too)")
+    parser.add_argument("--connecting", type=int, default=4096, help="simulated nodes connecting at once (all, up "
+                        "to 4,096; fewer where one swarm process cannot answer node 0's connect-backs in 3 s)")
     parser.add_argument("--rack", type=int, default=1, help="this many nodes fail within a second (a rack losing "
                         "power): every other node must be told once")
     parser.add_argument("--src", default=NODE0_SRC["path"], help="the nodeweave src/ node 0 runs (a 'before' copy: "
                         "git archive main src | tar -x -C /tmp/before)")
     args = parser.parse_args()
     NODE0_SRC["path"] = args.src
+    CONNECTING["at_once"] = args.connecting
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # a stopped run still ends its processes
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))  # inherited by node 0 and the swarm
     counts = [int(n) for n in args.nodes.split(",")]
     print(f"machine: {platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}; "
-          f"nofile soft {soft} -> {hard} (hard); mode {args.mode}; node 0 runs {args.src}")
+          f"nofile soft {soft} -> {hard} (hard); mode {args.mode}; node 0 runs {args.src}; {args.connecting} connecting at "
+          "once")
     with tempfile.TemporaryDirectory(prefix="nodeweave-scale-") as workdir:
         if args.only == "status":
             print("\n| nodes x ranks | asked | exit | nodes counted / listed | ranks listed | answer, bytes | "
