@@ -86,6 +86,7 @@ class Swarm:
         self.nodes = [Node(rank, base) for rank in range(lo, hi)]
         for node in self.nodes:
             self.sel.register(node.listener, selectors.EVENT_READ, ("listen", node))
+        self.failed = 0  # victims that failed before node 0 closed on them
         self.verdict_sample, self.due = None, []  # due: (next beat, rank): each beat on time, not in batches
         self.by_rank = {node.rank: node for node in self.nodes}
 
@@ -299,6 +300,9 @@ class Swarm:
 
     def _fail_one(self, victim, how):
         now = time.monotonic()
+        if victim.state == "gone":  # node 0 already stopped the job and closed on it: nothing left to fail
+            return now
+        self.failed += 1
         if how == "exit":
             self.send(victim, {"t": "exit", "code": 1, "how": "torchrun exited 1",
                                "tail": ["Traceback (most recent call last):", "RuntimeError: scale harness"]})
@@ -380,7 +384,7 @@ def main():
         moment, victim, others = swarm.fail(args.fail)
         out.update({"fail": args.fail, "victim": victim.rank, "failed_at": moment, "not_told": sum(
             1 for n in others if n.abort_at is None), "abort_after": _spread([n.abort_at for n in others], moment),
-            "aborts_most": max((n.aborts for n in others), default=0), "victims": max(1, args.rack)})
+            "aborts_most": max((n.aborts for n in others), default=0), "victims": swarm.failed})
     print(json.dumps(out))
     return 0
 
