@@ -1,4 +1,4 @@
-"""The check-in and the heartbeat at 64 to 1,024 nodes: node 0's critical path, its CPU, failure spread.
+"""The check-in and the heartbeat at 64 to 8,192 nodes: node 0's critical path, its CPU, failure spread.
 
 Node 0 is always the real thing: a ``nodeweave-entrypoint`` process (rank 0,
 master 127.0.0.1, live root), with the launcher ``command true`` for the
@@ -13,7 +13,8 @@ nodes are, by ``--mode``:
 
 What is measured, each with ``time.monotonic()`` (one clock for every process of the machine):
 
-  check-in   the critical path: the last node's hello -> its verdict on every node. The other nodes are in
+  check-in   the critical path: the last node's hello -> its verdict on every node, and the verdict's bytes:
+             the most one node got, and all node 0 sent (issue 45: N, not N²). The other nodes are in
              first (node 0 has probed each of them), so process start-up is not in it; it is printed beside
              it (spawn -> every other node in). Real workers: -> their process exit (an upper bound).
   heartbeat  node 0's CPU (every thread of the entrypoint, /proc/<pid>/task/*/schedstat) per minute of
@@ -26,10 +27,12 @@ Bounded: every wait has a deadline, every process is ended. Only 127.0.0.0/8 is 
 exchange port listens on the wildcard address, as it does in a container).
 
     .venv/bin/python benchmarks/exchange_scale.py [--nodes 64,256,1024] [--window 60] [--mode swarm|real]
-        [--only checkin|heartbeat|status]   (status: a real ``--status`` process's answer, framed past 1 MiB)
+        [--only checkin|heartbeat|status]   (status: a real ``--status`` process's answer: the summary, then
+                                             ``--status --all``; node 0's resident memory)
 """
 
 import argparse
+import collections
 import json
 import os
 import platform
@@ -50,6 +53,7 @@ from exchange_startup import ENTRY, _argv, _cpu_seconds, _env, _port  # noqa: E4
 
 SWARM = HERE / "scale_swarm.py"
 NODE0_SRC = {"path": str(HERE.parent / "src")}  # --src: node 0 (and real workers) run this code instead
+CONNECTING = {"at_once": 4096}  # --connecting: simulated nodes connecting at once
 
 
 def _load():
@@ -74,6 +78,8 @@ class Job:
         self.launcher, self.command = launcher, command
         self.workers, self.exits, self.swarms = [], {}, []
         self.node0_exit = None
+        self.node0_said = collections.deque(maxlen=40)  # node 0's last lines: read, so its log never fills the pipe
+        threading.Thread(target=lambda: self.node0_said.extend(self.node0.stderr), daemon=True).start()
         threading.Thread(target=self._reap, args=(self.node0, "node0"), daemon=True).start()
         self.peak = {"threads": 0, "fds": 0}
         threading.Thread(target=self._sample, daemon=True).start()
@@ -118,7 +124,7 @@ class Job:
 
     def swarm(self, ranks, extra=(), on_ready=None):
         argv = [sys.executable, str(SWARM), "--port", str(self.exchange), "--nodes", str(self.nodes),
-                "--ranks", ranks, "--launcher", self.launcher, *extra]
+                "--ranks", ranks, "--launcher", self.launcher, "--connecting", str(CONNECTING["at_once"]), *extra]
         proc = subprocess.Popen(argv, cwd=self.workdir, env=dict(os.environ, **{"TMPDIR": self.workdir}),
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         self.swarms.append(proc)
@@ -168,15 +174,25 @@ def check_in(nodes, workdir, mode):
             out = job.swarm(f"1:{nodes}", ["--last"])
         _wait_exits(job, 1 + len(job.workers), 60)
         last = out["last_hello"]
+        if not job.exits:
+            sys.stderr.write(f"node 0 did not end within 60 s of the last verdict ({out['decision']}); it said:\n"
+                             + "".join(list(job.node0_said)[-15:]))
+            job.exits["node0"] = (float("nan"), None)
+        codes = sorted({c for _, c in job.exits.values()})
+        if not (out["decision"] == "start" and codes == [0] and out["identical"] and out.get("own_rows") == nodes - 1):
+            sys.stderr.write(f"{nodes} nodes: decision {out['decision']}, exit codes {codes}, shared part identical "
+                             f"{out['identical']}, own rows {out.get('own_rows')}, closed without a verdict "
+                             f"{out.get('gone')}; node 0's last lines:\n" + "".join(list(job.node0_said)[-8:]))
         return {"in_s": out["connected_s"], "path_s": out["verdict_last"] - last,
                 "exit_s": max(t for t, _ in job.exits.values()) - last,
                 "codes": sorted({c for _, c in job.exits.values()}), "bytes": out["verdict_bytes"],
+                "bytes_all": out.get("verdict_bytes_all"), "own_rows": out.get("own_rows") == nodes - 1,
                 "decision": out["decision"], "identical": out["identical"], **job.peak}
     finally:
         job.end()
 
 
-def heartbeat(nodes, workdir, mode, window, fail):
+def heartbeat(nodes, workdir, mode, window, fail, rack=1):
     """Node 0's CPU over ``window`` seconds of steady heartbeat (fail == exit), then one failure's spread."""
     job = Job(nodes, workdir, "torchrun", window)
     cpu = {}
@@ -194,12 +210,12 @@ def heartbeat(nodes, workdir, mode, window, fail):
         ranks = f"{nodes - 1}:{nodes}" if mode == "real" else f"1:{nodes}"
         hold = window + 3 if fail == "exit" else 3
         sampler = threading.Thread(target=sample, daemon=True)
-        out = job.swarm(ranks, ["--hold", str(hold), "--fail", fail],
+        out = job.swarm(ranks, ["--hold", str(hold), "--fail", fail, "--rack", str(rack)],
                         on_ready=sampler.start if fail == "exit" else None)
         _wait_exits(job, 1 + len(job.workers), 40)
         told = out["abort_after"]
         result = {"fail": fail, "abort_s": told and told["max"], "not_told": out["not_told"],
-                  "beats": out.get("beats_heard")}
+                  "beats": out.get("beats_heard"), "aborts_most": out.get("aborts_most"), "victims": out.get("victims")}
         if "node0" in job.exits:
             result["node0_exit_s"], result["node0_code"] = job.exits["node0"][0] - out["failed_at"], job.exits["node0"][1]
         workers = {key: value for key, value in job.exits.items() if key != "node0"}
@@ -214,24 +230,52 @@ def heartbeat(nodes, workdir, mode, window, fail):
         job.end()
 
 
-def status(nodes, workdir):
-    """``nodeweave-entrypoint --status`` (a real process, as ``doctor --cluster`` asks) against node 0 with every
-    node in and beating: the answer's bytes (past 1 MiB a frame, wire.py) and the process's seconds."""
-    job = Job(nodes, workdir, "torchrun", 30)
+def _memory(pid):
+    """(VmRSS, VmHWM) of a process in MiB: now, and its peak so far."""
+    found = {}
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith(("VmRSS:", "VmHWM:")):
+                    found[line.split(":")[0]] = int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return found.get("VmRSS"), found.get("VmHWM")
+
+
+def status(nodes, workdir, rank_views=8):
+    """``nodeweave-entrypoint --status`` (a real process, as ``nodeweave status --ranks`` asks) against node 0
+    with every node in, beating, each with ``rank_views`` ranks in its stall watch's view (``nodes`` x 8 ranks):
+    the answer's bytes, the process's seconds, node 0's resident memory; the summary (the default past 64
+    nodes) and ``--status --all`` (every node and rank: what `doctor --cluster` asks for)."""
+    job = Job(nodes, workdir, "torchrun", 120)
     got = {}
 
-    def ask():
-        time.sleep(1)
-        argv = _argv(nodes, 1, job.port, "torchrun", [])[:-1] + ["--status"]  # node 1's settings, no `--`
+    def ask(flags):
+        argv = _argv(nodes, 1, job.port, "torchrun", [])[:-1] + ["--status", *flags]  # node 1's settings, no `--`
         started = time.monotonic()
-        out = subprocess.run(argv, env=job.env, cwd=workdir, capture_output=True, text=True, timeout=60)
-        got.update(seconds=time.monotonic() - started, code=out.returncode, bytes=len(out.stdout),
-                   error=out.stderr.strip()[-300:])
+        out = subprocess.run(argv, env=job.env, cwd=workdir, capture_output=True, text=True, timeout=120)
+        seconds = time.monotonic() - started
+        rss, peak = _memory(job.node0.pid)
+        one = {"seconds": seconds, "code": out.returncode, "bytes": len(out.stdout), "error": out.stderr.strip()[-300:],
+               "rss": rss, "peak": peak}
         if out.returncode == 0:
             answer = json.loads(out.stdout)
-            got.update(listed=len(answer["nodes"]), wire=len(json.dumps(answer, separators=(",", ":"))))
+            ranks = (answer.get("ranks") or {}).get("ranks") or []
+            one.update(listed=len(answer.get("nodes") or []), ranks=len(ranks),
+                       counted=(answer.get("summary") or {}).get("nodes"),
+                       wire=len(json.dumps(answer, separators=(",", ":"))))
+        return one
+
+    def asks():
+        time.sleep(3 + nodes / 2000)  # every node's first beat (its ranks' view) in
+        got["before"] = _memory(job.node0.pid)
+        got["summary"] = ask([])
+        got["all"] = ask(["--all"])
+        got["summary_again"] = ask([])
     try:
-        job.swarm(f"1:{nodes}", ["--hold", "8", "--fail", "exit"], on_ready=threading.Thread(target=ask).start)
+        job.swarm(f"1:{nodes}", ["--hold", str(40 + nodes / 100), "--fail", "exit", "--rank-views", str(rank_views)],
+                  on_ready=threading.Thread(target=asks).start)
         return got
     finally:
         job.end()
@@ -245,51 +289,66 @@ def main():
     parser.add_argument("--runs", type=int, default=3, help="check-in samples per node count")
     parser.add_argument("--only", choices=("checkin", "heartbeat", "status"), default=None)
     parser.add_argument("--fails", default="exit,close,silent", help="the failures to time (exit: node 0's CPU too)")
+    parser.add_argument("--connecting", type=int, default=4096, help="simulated nodes connecting at once (all, up "
+                        "to 4,096; fewer where one swarm process cannot answer node 0's connect-backs in 3 s)")
+    parser.add_argument("--rack", type=int, default=1, help="this many nodes fail within a second (a rack losing "
+                        "power): every other node must be told once")
     parser.add_argument("--src", default=NODE0_SRC["path"], help="the nodeweave src/ node 0 runs (a 'before' copy: "
                         "git archive main src | tar -x -C /tmp/before)")
     args = parser.parse_args()
     NODE0_SRC["path"] = args.src
+    CONNECTING["at_once"] = args.connecting
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # a stopped run still ends its processes
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))  # inherited by node 0 and the swarm
     counts = [int(n) for n in args.nodes.split(",")]
     print(f"machine: {platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}; "
-          f"nofile soft {soft} -> {hard} (hard); mode {args.mode}; node 0 runs {args.src}")
+          f"nofile soft {soft} -> {hard} (hard); mode {args.mode}; node 0 runs {args.src}; {args.connecting} connecting at "
+          "once")
     with tempfile.TemporaryDirectory(prefix="nodeweave-scale-") as workdir:
         if args.only == "status":
-            print("\n| nodes | `--status` exit | nodes listed | answer on the wire, bytes | framed | process, s | load |")
-            print("|---:|---:|---:|---:|---|---:|---:|")
+            print("\n| nodes x ranks | asked | exit | nodes counted / listed | ranks listed | answer, bytes | "
+                  "`--status` process, s | node 0 RSS before -> after, MiB (peak) | load |")
+            print("|---|---|---:|---:|---:|---:|---:|---:|---:|")
             for n in counts:
                 r = status(n, workdir)
-                print(f"| {n} | {r.get('code')} {r.get('error', '')[:80] if r.get('code') else ''} | "
-                      f"{r.get('listed', '-')} | {r.get('wire', 0)} | {r.get('wire', 0) > (1 << 20)} | "
-                      f"{r.get('seconds', 0):.2f} | {_load():.1f} |", flush=True)
+                before = (r.get("before") or (None, None))[0]
+                for key in ("summary", "all", "summary_again"):
+                    one = r.get(key) or {}
+                    print(f"| {n} x 8 | {key.replace('_', ' ')} | {one.get('code')} "
+                          f"{one.get('error', '')[:80] if one.get('code') else ''} | {one.get('counted', '-')} / "
+                          f"{one.get('listed', '-')} | {one.get('ranks', '-')} | {one.get('wire', 0)} | "
+                          f"{one.get('seconds', 0):.2f} | {before or 0:.0f} -> {one.get('rss') or 0:.0f} "
+                          f"({one.get('peak') or 0:.0f}) | {_load():.1f} |", flush=True)
             return 0
         if args.only != "heartbeat":
             print("\n| nodes | start-up: spawn -> others in, s | critical path: last hello -> every verdict, s "
-                  "(median of runs; each) | -> node 0/workers exit, s | verdict bytes | same bytes everywhere | "
-                  "node 0 peak threads / fds | load |")
-            print("|---:|---:|---:|---:|---:|---|---:|---:|")
+                  "(median of runs; each) | -> node 0/workers exit, s | verdict bytes, most one node got | node 0 sent "
+                  "all nodes, bytes | same verdict everywhere (shared part; own row) | node 0 peak threads / fds | "
+                  "load |")
+            print("|---:|---:|---:|---:|---:|---:|---|---:|---:|")
             for n in counts:
                 runs = [check_in(n, workdir, args.mode) for _ in range(args.runs)]
                 paths = sorted(r["path_s"] for r in runs)
                 ok = all(r["decision"] == "start" and r["codes"] == [0] for r in runs)
                 print(f"| {n} | {max(r['in_s'] for r in runs):.2f} | {paths[len(paths) // 2]:.3f} "
                       f"({', '.join(f'{p:.3f}' for p in paths)}) | {max(r['exit_s'] for r in runs):.3f} | "
-                      f"{runs[0]['bytes']} | {all(r['identical'] for r in runs) and ok} | "
+                      f"{runs[0]['bytes']} | {runs[0]['bytes_all']} | "
+                      f"{all(r['identical'] and r['own_rows'] for r in runs) and ok} | "
                       f"{max(r['threads'] for r in runs)} / {max(r['fds'] for r in runs)} | {_load():.1f} |", flush=True)
         if args.only != "checkin":
-            print("\n| nodes | node 0 CPU, ms/min (window) | failure | every node told, s | node 0 exit (code) | "
-                  "workers exit, s | node 0 peak threads / fds | load |")
-            print("|---:|---:|---|---:|---:|---:|---:|---:|")
+            print("\n| nodes | node 0 CPU, ms/min (window) | failure (nodes failing) | every node told, s | most aborts "
+                  "one node got | node 0 exit (code) | workers exit, s | node 0 peak threads / fds | load |")
+            print("|---:|---:|---|---:|---:|---:|---:|---:|---:|")
             for n in counts:
                 for fail in args.fails.split(","):
-                    r = heartbeat(n, workdir, args.mode, args.window, fail)
+                    r = heartbeat(n, workdir, args.mode, args.window, fail, args.rack)
                     cpu = f"{r['cpu_ms_per_min']:.0f} ({args.window:g} s)" if "cpu_ms_per_min" in r else ""
                     n0 = f"{r['node0_exit_s']:.2f} ({r['node0_code']})" if "node0_exit_s" in r else "-"
                     workers = (f"{r['workers_exit_s']:.2f} ({r['worker_codes']})" if "workers_exit_s" in r else "-")
                     told = f"{r['abort_s']:.3f}" if r["abort_s"] is not None else "-"
-                    print(f"| {n} | {cpu} | {fail} | {told} (untold {r['not_told']}) | {n0} | {workers} | "
+                    print(f"| {n} | {cpu} | {fail} ({r['victims']}) | {told} (untold {r['not_told']}) | "
+                          f"{r['aborts_most']} | {n0} | {workers} | "
                           f"{r['threads']} / {r['fds']} | {_load():.1f} |", flush=True)
     return 0
 

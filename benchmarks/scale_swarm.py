@@ -11,7 +11,8 @@ every ``BEAT_S``, node 0's news read and timed. All nodes share one
 ``selectors`` loop, so a thousand of them cost one process, not a thousand.
 Each node records the ``time.monotonic()`` (one clock for the whole machine)
 of what it got; one JSON line tells the driver: the last hello, each verdict
-(and whether all were byte-identical), each abort.
+(whether the part every node is told alike was identical everywhere, each
+node's own row its own, the bytes), each abort.
 
     python benchmarks/scale_swarm.py --port P --nodes N --ranks 1:N [--last] [--hold S] [--fail exit|close|silent]
 """
@@ -70,7 +71,8 @@ class Node:
         self.state = "new"          # new, connecting, challenged, hello, in, gone
         self.hello_at = self.verdict_at = self.abort_at = None
         self.probed_at = self.challenge = self.last_beat = self.verdict_digest = self.next_beat = None
-        self.beats_heard, self.silent = 0, False
+        self.verdict_bytes, self.own_row = 0, False
+        self.beats_heard, self.silent, self.beats_sent, self.aborts = 0, False, 0, 0
 
 
 class Swarm:
@@ -84,6 +86,7 @@ class Swarm:
         self.nodes = [Node(rank, base) for rank in range(lo, hi)]
         for node in self.nodes:
             self.sel.register(node.listener, selectors.EVENT_READ, ("listen", node))
+        self.failed = 0  # victims that failed before node 0 closed on them
         self.verdict_sample, self.due = None, []  # due: (next beat, rank): each beat on time, not in batches
         self.by_rank = {node.rank: node for node in self.nodes}
 
@@ -108,14 +111,33 @@ class Swarm:
         except (BrokenPipeError, ConnectionResetError):
             pass
 
-    def on_probe(self, conn):
-        conn.setblocking(True)
-        conn.settimeout(3.0)
-        with conn.makefile("rb") as reader:
-            message = json.loads(reader.readline() or b"{}")
+    def on_probe(self, conn, node):
+        """Node 0's connect-back: read in the one loop (a blocking read here would stall every other node)."""
+        conn.setblocking(False)
+        self.sel.register(conn, selectors.EVENT_READ, ("probe", [conn, b"", node]))
+
+    def on_probe_line(self, probe):
+        conn, buf, node = probe
+        try:
+            chunk = conn.recv(4096)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
+            chunk = b""
+        probe[1] = buf = buf + chunk
+        if chunk and b"\n" not in buf:
+            return
+        self.sel.unregister(conn)
+        message = json.loads(buf.partition(b"\n")[0] or b"{}")
         if message.get("t") == "probe":
-            conn.sendall(json.dumps({"t": "probe-ok", "mac": proof(self.token, str(message.get("nonce")))},
-                                    separators=(",", ":")).encode() + b"\n")
+            try:
+                conn.setblocking(True)
+                conn.settimeout(3.0)
+                conn.sendall(json.dumps({"t": "probe-ok", "mac": proof(self.token, str(message.get("nonce")))},
+                                        separators=(",", ":")).encode() + b"\n")
+            except OSError:
+                pass
+        node.probed_at = time.monotonic()  # answered: the last node's hello waits for every answer
         conn.close()
 
     def on_link(self, node):
@@ -139,7 +161,16 @@ class Swarm:
         now = time.monotonic()
         if line.startswith(VERDICT_HEAD):
             node.verdict_at, node.state = now, "in"
-            node.verdict_digest = hashlib.sha1(line).hexdigest()
+            node.verdict_bytes = len(line) + 1
+            cut = line.rfind(b',"own":', max(0, len(line) - 65536))  # the own part is small
+            if cut > 0:  # each node's part (verdict.py): the shared part (the bytes before it) must agree
+                node.verdict_digest = hashlib.sha1(line[:cut]).hexdigest()  # no parse: the swarm is 8,191 nodes
+                own = json.loads(line[cut + 7:-1])
+                row = own.get("row") or {}
+                node.own_row = row.get("rank") == node.rank or (not own and node.rank < 8)
+            else:  # the whole verdict, the same bytes for every node (node 0 before linear bytes)
+                node.verdict_digest = hashlib.sha1(line).hexdigest()
+                node.own_row = True
             self.verdict_sample = self.verdict_sample or line
             node.next_beat = now + random.uniform(0, BEAT_S)  # real nodes beat in no common phase
             heapq.heappush(self.due, (node.next_beat, node.rank))
@@ -152,8 +183,9 @@ class Swarm:
                 self.hello(node)
         elif kind == "beat":
             node.beats_heard += 1
-        elif kind == "abort" and node.abort_at is None:
-            node.abort_at = now
+        elif kind == "abort":
+            node.aborts += 1
+            node.abort_at = node.abort_at or now
         elif kind == "reject":
             raise SystemExit(f"rank {node.rank} turned away: {message.get('reason')}")
 
@@ -162,15 +194,20 @@ class Swarm:
         self.send(node, {"t": "hello", "job": self.job, "fp": node.fp, "mac": proof(self.token, node.challenge, node.fp)})
 
     def pump(self, timeout):
-        for key, _ in self.sel.select(timeout):
+        # connect-backs first: node 0 gives each 3 s, and a real node answers its own on its own CPU
+        events = sorted(self.sel.select(timeout), key=lambda event: event[0].data[0] == "link")
+        for key, _ in events:
             kind, node = key.data
             if kind == "listen":
                 try:
                     conn, _ = node.listener.accept()
                 except (BlockingIOError, InterruptedError):
                     continue
-                node.probed_at = time.monotonic()
-                self.on_probe(conn)
+                self.on_probe(conn, node)
+                self.sel.unregister(node.listener)  # node 0 connects back once: one descriptor per node after
+                node.listener.close()
+            elif kind == "probe":
+                self.on_probe_line(node)
             else:
                 self.on_link(node)
 
@@ -180,9 +217,28 @@ class Swarm:
             _, rank = heapq.heappop(self.due)
             node = self.by_rank[rank]
             if node.state == "in" and not node.silent:
-                self.send(node, {"t": "beat"})
+                if self.args.rank_views and not node.beats_sent:  # once: node 0 keeps a node's last view
+                    self.send(node, {"t": "beat", "ranks": self.views(node)})
+                else:
+                    self.send(node, {"t": "beat"})
+                node.beats_sent += 1
                 node.last_beat, node.next_beat = now, node.next_beat + BEAT_S
                 heapq.heappush(self.due, (node.next_beat, rank))
+
+    def views(self, node):
+        """``--rank-views`` ranks of this node as its stall watch's beat carries them (stall/ranks.py sample):
+        all in one all_reduce, one of the job's ranks 60 s longer than the others (a culprit to find)."""
+        per = self.args.rank_views
+        views = []
+        for local in range(per):
+            rank = node.rank * per + local
+            views.append({"rank": rank, "local_rank": local, "node": node.rank, "host": node.fp["hostname"],
+                          "pod": node.fp["hostname"], "pid": 1000 + local, "seq": 4711, "name": "all_reduce",
+                          "inside": True, "since_s": 60.5 if rank == per * 5 + 3 else 0.5, "inside_s": 0.01,
+                          "outside_s": 0.2, "state": "S", "cpu_s": 12.5, "cpu_rate": 0.98, "thread": 1000 + local,
+                          "fr_enqueued": 4711, "fr_completed": 4710, "device_wait_s": 0.0, "device_timed": 0,
+                          "fr_wait_s": 0.0, "fr_timed": 0, "fr_span_s": 0.0})
+        return views
 
     def tick(self, longest=0.05):
         """Pump until the next beat is due (at most ``longest``), then send the beats that are due."""
@@ -201,10 +257,10 @@ class Swarm:
         """Every node connects (a bounded number at a time) and says hello; with ``--last`` the last one
         waits until node 0 has probed every other node, then says hello alone: the critical path starts."""
         started = time.monotonic()
-        waiting = list(self.nodes)
+        waiting = list(self.nodes[:-1] if self.args.last else self.nodes)  # the last connects once all are in
         while waiting:
             connecting = sum(1 for n in self.nodes if n.state == "connecting")
-            for node in waiting[:max(0, MAX_CONNECTING - connecting)]:
+            for node in waiting[:max(0, self.args.connecting - connecting)]:
                 self.connect(node)
             waiting = [n for n in waiting if n.state == "new"]
             self.pump(0.01)
@@ -213,6 +269,7 @@ class Swarm:
         connected = time.monotonic() - started
         if self.args.last:
             last = self.nodes[-1]
+            self.connect(last)
             self.until(lambda: last.state == "challenged", 30, "the last node's challenge")
             self.pump(0.3)  # let node 0 settle: nothing else is in flight
             self.hello(last)
@@ -220,9 +277,32 @@ class Swarm:
         return connected
 
     def fail(self, how):
-        """One node fails: reports exit 1, or its connection closes, or it goes silent. Returns its moment."""
-        victim = self.nodes[len(self.nodes) // 2]
+        """One node fails (``--rack`` nodes: a rack, each at its own moment within ``--spread`` seconds): reports
+        exit 1, or its connection closes, or it goes silent. Returns the first moment, the first victim, the rest."""
+        count = max(1, self.args.rack)
+        middle = len(self.nodes) // 2
+        victims = self.nodes[middle:middle + count]
+        moments = sorted(random.uniform(0, self.args.spread) for _ in victims[1:])
+        first = self._fail_one(victims[0], how)
+        for victim, after in zip(victims[1:], moments):
+            while time.monotonic() < first + after:
+                self.tick(0.01)
+            self._fail_one(victim, how)
+        others = [n for n in self.nodes if n not in victims]
+        if not others:  # real workers hear it (the driver times them): wait until node 0 let the victim go
+            self.until(lambda: victims[0].state == "gone", 40, "node 0 closing the failed node's connection")
+        self.until(lambda: all(n.abort_at or n.state == "gone" for n in others), 40, "every abort")
+        if count > 1:  # one event: each node is told once, and nothing after the first
+            end = time.monotonic() + 3.0
+            while time.monotonic() < end:
+                self.tick(0.05)
+        return first, victims[0], others
+
+    def _fail_one(self, victim, how):
         now = time.monotonic()
+        if victim.state == "gone":  # node 0 already stopped the job and closed on it: nothing left to fail
+            return now
+        self.failed += 1
         if how == "exit":
             self.send(victim, {"t": "exit", "code": 1, "how": "torchrun exited 1",
                                "tail": ["Traceback (most recent call last):", "RuntimeError: scale harness"]})
@@ -234,11 +314,7 @@ class Swarm:
         else:
             victim.silent = True
             now = victim.last_beat or now  # node 0 last heard it then
-        others = [n for n in self.nodes if n is not victim]
-        if not others:  # real workers hear it (the driver times them): wait until node 0 let the victim go
-            self.until(lambda: victim.state == "gone", 40, "node 0 closing the failed node's connection")
-        self.until(lambda: all(n.abort_at or n.state == "gone" for n in others), 40, "every abort")
-        return now, victim, others
+        return now
 
 
 def wait_for_node_0(port, timeout):
@@ -271,6 +347,13 @@ def _options():
     parser.add_argument("--last", action="store_true", help="hold the last rank back: time last arrival -> verdicts")
     parser.add_argument("--hold", type=float, default=0.0, help="seconds of heartbeat after the verdict")
     parser.add_argument("--fail", choices=("exit", "close", "silent"))
+    parser.add_argument("--connecting", type=int, default=MAX_CONNECTING, help="connections not yet challenged "
+                        "at once (fewer: the swarm, one process for every node, answers node 0's connect-backs in time "
+                        "on a loaded machine)")
+    parser.add_argument("--rack", type=int, default=1, help="with --fail: this many nodes fail (a rack losing power)")
+    parser.add_argument("--spread", type=float, default=1.0, help="with --rack: their moments spread over these seconds")
+    parser.add_argument("--rank-views", type=int, default=0, help="each node's first beat carries this many "
+                        "ranks' stall-watch views (what `--status` lists)")
     return parser.parse_args()
 
 
@@ -285,7 +368,11 @@ def main():
     sample = json.loads(swarm.verdict_sample) if swarm.verdict_sample else {}
     out = {"nodes": len(swarm.nodes), "connected_s": connected, "last_hello": last_hello,
            "verdict_last": max(v for v in verdicts if v), "verdict_after_last_hello": _spread(verdicts, last_hello),
-           "identical": len({n.verdict_digest for n in swarm.nodes}) == 1, "verdict_bytes": len(swarm.verdict_sample or b""),
+           "identical": len({n.verdict_digest for n in swarm.nodes}) == 1,
+           "verdict_bytes": max(n.verdict_bytes for n in swarm.nodes),  # the most one node was sent
+           "verdict_bytes_all": sum(n.verdict_bytes for n in swarm.nodes),  # what node 0 sent them all
+           "own_rows": sum(1 for n in swarm.nodes if n.own_row), "digest": sample.get("verdict", {}).get("digest"),
+           "gone": sum(1 for n in swarm.nodes if n.state == "gone" and not n.verdict_at),
            "decision": sample.get("verdict", {}).get("decision")}
     if args.hold:
         print("READY", flush=True)  # the driver samples node 0's CPU from here
@@ -296,7 +383,8 @@ def main():
     if args.fail:
         moment, victim, others = swarm.fail(args.fail)
         out.update({"fail": args.fail, "victim": victim.rank, "failed_at": moment, "not_told": sum(
-            1 for n in others if n.abort_at is None), "abort_after": _spread([n.abort_at for n in others], moment)})
+            1 for n in others if n.abort_at is None), "abort_after": _spread([n.abort_at for n in others], moment),
+            "aborts_most": max((n.aborts for n in others), default=0), "victims": swarm.failed})
     print(json.dumps(out))
     return 0
 

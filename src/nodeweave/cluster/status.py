@@ -178,6 +178,13 @@ def rank_lines(ranks: dict) -> List[str]:
     from nodeweave.entrypoint.stall.stacks import render
 
     lines = []
+    summary = ranks.get("summary")
+    if summary:  # a large job: node 0 sent the counts and the ranks most worth a look, not every rank
+        states = ", ".join(f"{count} {STATES.get(state, state)}" for state, count in sorted(summary["states"].items()))
+        inside = ", ".join(f"{count} in {name}" for name, count in sorted(summary["inside"].items()))
+        lines.append(f"{summary['ranks']} rank(s): {states}" + (f"; {inside}" if inside else "")
+                     + f"; the {summary['listed']} longest in one place below (every rank: "
+                     "nodeweave-entrypoint --status --all on a node)")
     for r in sorted(ranks.get("ranks") or [], key=lambda r: (r.get("node") or 0, r["rank"])):
         where = (f"in {r['name']} #{r['seq']}" if r.get("inside") else
                  f"after {r.get('name') or 'no collective'} #{r['seq']}")

@@ -175,7 +175,7 @@ def survey_here(env: "dict[str, str] | None" = None) -> ClusterView:
     where = f"{info['host']}:{info['port']}"
     try:
         status = ask_status(info["host"], info["port"], topo.job_id, job_token(env, topo.job_id, topo.master_port.value),
-                            limit=frame_limit(topo.nnodes_max))
+                            limit=frame_limit(topo.nnodes_max), whole=True)  # every fingerprint, compared
     except (ExchangeError, OSError) as err:
         return _unreachable(where, str(err))
     return from_status(status, where)
@@ -200,7 +200,7 @@ def survey_targets(targets, timeout_s: float = 60.0) -> ClusterView:
 
     tried = []
     for target in targets:
-        out = _run_on(target, ["nodeweave-entrypoint", "--status"], timeout_s)
+        out = _run_on(target, ["nodeweave-entrypoint", "--status", "--all"], timeout_s)  # every fingerprint
         if out.returncode == 0:
             try:
                 return from_status(json.loads(out.stdout), f"asked on {target.label}")

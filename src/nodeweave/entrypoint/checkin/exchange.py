@@ -7,7 +7,8 @@ fingerprint and an HMAC of node 0's nonce under the job token (``wire.py``).
 Node 0 connects back to the node's port — proving random-port traffic gets
 through — and notes the address the node's connection came from. Once every
 node is in (the minimum, for an elastic job) or the deadline passes, node 0
-judges them all at once (``verdict.py``) and sends the same verdict to each.
+judges them all at once (``verdict.py``) and sends each node the same verdict: the
+part every node is told alike, its own row, and the digest of the whole (node 0's bytes grow with N).
 The connections stay open: ``heartbeat.py`` watches them for the job's life.
 Node 0 serves every node, connect-backs included, from one loop (``switchboard.py``).
 """
@@ -17,11 +18,11 @@ import socket
 import time
 
 from .connectback import answer_probe as _answer_probe
-from .wire import (MAX_MESSAGE, SEND_TIMEOUT_S, Channel, ExchangeError, connect, finish_all, nonce, proof,
-                   readable, verify)
+from .wire import (MAX_MESSAGE, SEND_TIMEOUT_S, Channel, ExchangeError, connect, encode_json, finish_all, nonce,
+                   proof, readable, verify)
 
 HELLO_TIMEOUT_S = 10.0   # from accepting a connection to its hello
-PROBE_TIMEOUT_S = 3.0    # node 0's connect-back, connect and answer
+PROBE_TIMEOUT_S = 3.0    # node 0's connect-back: to connect, then to answer once node 0 sent its probe
 POLL_S = 0.5
 STATUS_BODY = {"t": "status"}
 
@@ -44,7 +45,7 @@ class Peer:
 
     def entry(self):
         from .verdict import Entry
-        return Entry(self.fp, seen=self.seen, probe=self.probe)
+        return Entry(self.fp, seen=self.seen, probe=self.probe, tag=self)
 
 
 class Hub:
@@ -66,7 +67,9 @@ class Hub:
         self.board = Switchboard(self.sock)
         self.pending, self.peers = [], []
         self.verdict = None  # once announced
+        self.row_of, self.judged_rows = {}, None  # id(peer) -> its row of the rows decide judged
         self.live_status, self.refusals = None, []  # the stall watch's view; nodes that refused themselves
+        self.early = {"checked": 0, "ranks": set(), "refused": False}  # refusal.refused_early's, node by node
 
     def accept(self):
         """Take every waiting connection and challenge it."""
@@ -132,23 +135,39 @@ class Hub:
         self.pending.remove(peer)
         self.board.release(peer)
         try:
-            peer.channel.send(self.status(stacks=bool(request.get("stacks"))))
+            peer.channel.send(self.status(stacks=bool(request.get("stacks")), whole=bool(request.get("all"))))
         except ExchangeError:
             pass
         peer.channel.finish(1.0)
 
-    def status(self, stacks=False):
+    def status(self, stacks=False, whole=False):
+        """What ``--status`` shows: a summary first (``summary.py``: counts by state, the worst nodes and
+        ranks), then every node and every rank up to ``summary.WHOLE_UP_TO`` nodes or when asked
+        (``whole``, ``--status --all``); past a line's 1 MiB the answer goes as a frame (wire.py)."""
+        from .summary import WHOLE_UP_TO, nodes_summary, ranks_summary
+        from .verdict import shared_view
+
+        now = self.clock()
         nodes = [{"fp": self.own_fp, "seen": self.own_fp.get("route_address"), "probe": None, "own": True,
                   "state": "node 0"}]
         for peer in self.peers:
             state = "running" if peer.done is None else (
                 f"finished {peer.done.get('how')}" if peer.done.get("code") == 0 else f"failed: {peer.done.get('how')}")
-            nodes.append({"fp": peer.fp, "seen": peer.seen, "probe": peer.probe, "own": False, "state": state})
-        answer = {"t": "status", "phase": "gathering" if self.verdict is None else "running", "nodes": nodes,
-                  "verdict": self.verdict}
+            node = {"fp": peer.fp, "seen": peer.seen, "probe": peer.probe, "own": False, "state": state}
+            if self.verdict is not None and peer.done is None:
+                node["silent_s"] = round(max(0.0, now - peer.last_heard), 1)  # since node 0 last heard it
+            nodes.append(node)
+        whole = whole or len(nodes) <= WHOLE_UP_TO
+        answer = {"t": "status", "phase": "gathering" if self.verdict is None else "running",
+                  "summary": nodes_summary(nodes, self.verdict)}
+        if whole:
+            answer.update(nodes=nodes, verdict=self.verdict)
+        else:
+            answer.update(nodes_left_out=len(nodes), verdict=shared_view(self.verdict) if self.verdict else None)
         if self.live_status is not None:
-            answer["ranks"] = self.live_status(stacks)
-        return answer  # whole at any size: past a line's 1 MiB it goes as a frame (wire.py)
+            ranks = self.live_status(stacks)
+            answer["ranks"] = ranks if whole else ranks_summary(ranks)
+        return answer
 
     def _drop(self, peer, why):
         self.board.release(peer)
@@ -188,8 +207,7 @@ class Hub:
         self.board.prepare(needed if wanted is None else len(wanted) + 1, self.log)
         judged = 0
         while True:
-            arrived = {peer.fp.get("rank") for peer in self.peers}
-            missing = (wanted - arrived) if wanted is not None else None
+            missing = (wanted - {peer.fp.get("rank") for peer in self.peers}) if wanted is not None else None
             now = self.clock()
             if (not missing if wanted is not None else len(self.peers) + 1 >= needed) or now >= deadline:
                 break
@@ -210,21 +228,54 @@ class Hub:
 
     def decide(self, nnodes_min, nnodes_max, launcher, allow, missing=None):
         from .refusal import add_refusals
-        from .verdict import Entry, judge
+        from .verdict import Entry, judge, ordered
         entries = [Entry(self.own_fp, seen=self.own_fp.get("route_address") or self.own_fp.get("address"), own=True)]
         entries += [peer.entry() for peer in self.peers]
         present = {e.fp.get("rank") for e in entries}
         gone = {rank: missing(rank) if missing else None for rank in range(nnodes_min) if rank not in present}
+        entries = ordered(entries)
         verdict = judge(entries, nnodes_min, nnodes_max, launcher, allow, gone)
+        self.row_of = {id(e.tag): i for i, e in enumerate(entries) if e.tag is not None}
+        self.judged_rows = verdict["rows"]
         if self.refusals:
             add_refusals(verdict, self.refusals)
         return verdict
 
+    def verdict_messages(self, peers, verdict):
+        """(peer, bytes) for each of ``peers``: the part of ``verdict`` every node is told alike (encoded once)
+        and the peer's own (``verdict.py``), so what node 0 sends grows with the node count, not its square.
+        ``verdict`` gets its digest (the whole's) here, where node 0 keeps it."""
+        import json
+
+        from .verdict import digest, own_parts, shared_view
+
+        verdict.setdefault("digest", digest(verdict))
+        head = b'{"t":"verdict","verdict":' + json.dumps(shared_view(verdict), separators=(",", ":")).encode()
+        parts = own_parts(verdict)
+        if verdict.get("rows") is self.judged_rows:
+            row_of = self.row_of
+        else:  # another verdict (an elastic job's late node; recovery's): its rows by rank and hostname
+            rows = {}
+            for i, row in enumerate(verdict.get("rows") or []):
+                rows.setdefault((row.get("rank"), row.get("hostname")), i)
+            row_of = {id(p): rows.get(((p.fp or {}).get("rank"), (p.fp or {}).get("hostname"))) for p in peers}
+        out = []
+        for peer in peers:
+            index = row_of.get(id(peer))
+            part = parts[index] if index is not None and index < len(parts) else {}
+            own = json.dumps(part, separators=(",", ":")).encode() if part else b"{}"
+            out.append((peer, encode_json(head + b',"own":' + own + b"}")))
+        return out
+
+    def tell(self, peers, verdict):
+        """Queue each of ``peers`` its verdict (never waiting on one); the peers that cannot take it."""
+        return self.board.post_each(self.verdict_messages(peers, verdict))
+
     def announce(self, verdict):
-        """Send the verdict to every node (encoded once, written without waiting on any one node); a node
-        that cannot be told within the send timeout is dropped."""
+        """Send the verdict to every node (its shared part encoded once, written without waiting on any one
+        node); a node that cannot be told within the send timeout is dropped."""
         self.verdict = verdict
-        lost = set(self.board.post(self.peers, {"t": "verdict", "verdict": verdict}))
+        lost = set(self.tell(self.peers, verdict))
         lost.update(self.board.flush_all(self.peers, self.clock() + SEND_TIMEOUT_S))
         if lost:
             self.log(f"check-in: {len(lost)} node(s) could not be sent the verdict (gone, not reading for "
@@ -281,7 +332,8 @@ def _await_verdict(channel, listener, token, deadline, clock):
     while True:
         for message in messages:
             if message.get("t") == "verdict" and isinstance(message.get("verdict"), dict):
-                return message["verdict"]
+                from .verdict import expand
+                return expand(message["verdict"], message.get("own") if isinstance(message.get("own"), dict) else None)
             if message.get("t") == "reject":
                 raise Refused(f"node 0 ({channel.peer}) turned this node away: {message.get('reason')}")
         left = deadline - clock()
@@ -293,9 +345,10 @@ def _await_verdict(channel, listener, token, deadline, clock):
         messages = channel.drain() if channel.sock in ready else []
 
 
-def ask_status(host, port, job, token, timeout_s=10.0, stacks=False, limit=MAX_MESSAGE):
-    """Node 0's view of the job (every node's fingerprint, the verdict), as ``nodeweave doctor --cluster`` shows it;
-    ``limit`` as for :func:`check_in` (the answer grows with the job: ~1 KB per node)."""
+def ask_status(host, port, job, token, timeout_s=10.0, stacks=False, limit=MAX_MESSAGE, whole=False):
+    """Node 0's view of the job (a summary; every node's fingerprint and the verdict up to 64 nodes, or with
+    ``whole``), as ``nodeweave doctor --cluster`` shows it; ``limit`` as for :func:`check_in` (a whole answer
+    grows with the job: ~1 KB per node)."""
     deadline = time.monotonic() + timeout_s
     channel = connect(host, port, timeout_s, limit)
     try:
@@ -305,7 +358,7 @@ def ask_status(host, port, job, token, timeout_s=10.0, stacks=False, limit=MAX_M
         if challenge.get("job") != job:
             raise Refused(f"the exchange at {host}:{port} belongs to job {challenge.get('job')!r}, not {job!r}")
         channel.send({"t": "status", "job": job, "mac": proof(token, str(challenge.get("nonce")), STATUS_BODY),
-                      "stacks": bool(stacks)})
+                      "stacks": bool(stacks), "all": bool(whole)})
         answer = channel.receive(deadline)
         if answer.get("t") == "reject":
             raise Refused(f"node 0 ({host}:{port}) refused: {answer.get('reason')}")

@@ -265,7 +265,7 @@ class HubWatch(HubStall, Watch):
                 "check": "late", "severity": "refuse", "allowed": False, "fields": [], "nodes": [_label(peer)],
                 "says": "checked in after the job started; a fixed-size job restarts all its nodes together"}],
                 "fields": [], "rows": []}
-        if self._send(peer, {"t": "verdict", "verdict": verdict}) and verdict["decision"] == "start":
+        if not self.hub.tell([peer], verdict) and verdict["decision"] == "start":
             peer.last_heard = self.clock()
             self.hub.peers.append(peer)
             self.hub.board.watch(peer)

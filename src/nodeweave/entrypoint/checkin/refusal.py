@@ -128,43 +128,56 @@ def tell_latecomers(hub, verdict, needed, deadline):
     """A job refused before every node checked in: give the nodes still on their way (started with the others,
     a little later) the same verdict for a few seconds, so they exit 3 now instead of waiting out the deadline
     for an exchange that closed."""
-    from .wire import ExchangeError
-
     until = min(deadline, hub.clock() + LATECOMERS_S)
     told = len(hub.peers)
     # a node whose check-in is in progress (connected, its connect-back not done) is waited for too:
     # closed on now, it would end with exit 4 ("closed the connection") instead of the refusal
     while (len(hub.peers) + len(hub.refusals) + 1 < needed or hub.pending) and hub.clock() < until:
         hub.step(min(0.2, max(0.0, until - hub.clock())))
-        for peer in hub.peers[told:]:
-            try:
-                peer.channel.send({"t": "verdict", "verdict": verdict})
-            except ExchangeError:
-                pass
+        hub.tell(hub.peers[told:], verdict)  # each its part (queued; hub.close sends what is left)
         told = len(hub.peers)
 
 
 def refused_because(verdict):
     """What a node checking in after node 0 refused the job is told: each refusal, and each node's own
     reason where it refused itself (the table node 0 printed is not sent to it)."""
+    from .verdict import SHOWN_NODES
+
     parts = []
     for problem in verdict["problems"]:
         if problem["severity"] != "refuse":
             continue
         details = problem.get("details") or {}
-        nodes = "; ".join(f"{node}: {details[node]}" if node in details else node for node in problem["nodes"])
+        shown = problem["nodes"][:SHOWN_NODES]  # a line, not every node of a large job
+        more = len(problem["nodes"]) - len(shown) + (problem.get("more") or 0)
+        nodes = "; ".join(f"{node}: {details[node]}" if node in details else node for node in shown)
+        nodes += f"; and {more} more" if more else ""
         parts.append(f"{problem['check']}, {problem['says']}" + (f" ({nodes})" if nodes else ""))
     return "node 0 refused this job before this node's check-in was through: " + " | ".join(parts)
 
 
 def refused_early(hub, nnodes_max, launcher, allow):
     """Whether the nodes in so far are refused whoever else comes: a node refused its own start, or a
-    refusal among what each fingerprint says (not the connect-back, still being tried)."""
+    refusal among what each fingerprint says (not the connect-back, still being tried). Each node is judged
+    once, as it arrives, beside node 0 (every such rule compares a node with node 0, or with itself), and
+    its rank is noted for the one rule that compares nodes with each other (a rank claimed twice): the last
+    arrival costs one node's judging, not the whole job's."""
     from .verdict import Entry, judge
 
     if hub.refusals:
         return True
-    entries = [Entry(hub.own_fp, seen=hub.own_fp.get("route_address") or hub.own_fp.get("address"), own=True)]
-    entries += [peer.entry() for peer in hub.peers]
-    verdict = judge(entries, 0, nnodes_max, launcher, allow)
-    return any(p["severity"] == "refuse" and p["check"] != "connect-back" for p in verdict["problems"])
+    early = hub.early  # {"checked": peers judged so far, "ranks": the ranks they claim, "refused": bool}
+    if early["refused"]:
+        return True
+    own = Entry(hub.own_fp, seen=hub.own_fp.get("route_address") or hub.own_fp.get("address"), own=True)
+    early["ranks"].add(hub.own_fp.get("rank"))
+    for peer in hub.peers[early["checked"]:]:
+        early["checked"] += 1
+        rank = peer.fp.get("rank")
+        twice = rank in early["ranks"]
+        early["ranks"].add(rank)
+        verdict = judge([own, peer.entry()], 0, nnodes_max, launcher, allow)
+        if twice or any(p["severity"] == "refuse" and p["check"] != "connect-back" for p in verdict["problems"]):
+            early["refused"] = True
+            return True
+    return False

@@ -37,7 +37,8 @@ def _say_verdict(verdict, took, log):
         log(f"check-in: {nodes} node(s) agree with {len(problems)} warning(s) (world size "
             f"{verdict.get('world_size')}, {took:.2f}s); starting anyway:")
     else:
-        log(f"check-in: {nodes} node(s) agree (world size {verdict.get('world_size')}, {took:.2f}s)")
+        log(f"check-in: {nodes} node(s) agree (world size {verdict.get('world_size')}, {took:.2f}s)"
+            + (f"; verdict {verdict['digest']}" if verdict.get("digest") else ""))
     for line in render_table(verdict):
         log(line)
 
@@ -102,7 +103,7 @@ def print_status(settings):
     token = job_token(settings.env, topo.job_id, topo.master_port.value)
     try:
         answer = ask_status(info["host"], info["port"], topo.job_id, token, timeout_s=20.0 if settings.stacks else 10.0,
-                            stacks=settings.stacks, limit=frame_limit(topo.nnodes_max))
+                            stacks=settings.stacks, limit=frame_limit(topo.nnodes_max), whole=settings.all_rows)
     except Refused as err:
         raise EntrypointError(str(err), EXIT_TOPOLOGY) from None
     except ExchangeError as err:
@@ -225,8 +226,9 @@ class CheckIn:
 
 
 def _summary(verdict):
-    return "; ".join(f"{p['check']} ({', '.join(p['nodes'])})" for p in verdict["problems"]
-                     if p["severity"] == "refuse")
+    from .verdict import SHOWN_NODES, named
+
+    return "; ".join(f"{p['check']} ({named(p, SHOWN_NODES)})" for p in verdict["problems"] if p["severity"] == "refuse")
 
 
 def _admitter(hub, topo, plan, info):

@@ -156,6 +156,19 @@ class Switchboard:
                     lost.append(peer)
         return lost
 
+    def post_each(self, messages):
+        """Send each peer its own message (``(peer, encoded bytes)`` pairs, a verdict's part for each node);
+        the peers that cannot take theirs are returned."""
+        lost = []
+        with self.lock:
+            for peer, data in messages:
+                try:
+                    if not peer.channel.queue(data):
+                        self._update(peer.channel.sock)
+                except ExchangeError:
+                    lost.append(peer)
+        return lost
+
     def probe(self, peer, token, timeout_s):
         """Start the connect-back to ``peer``; ``peer.probe`` is set when it is over."""
         probe = Probe(peer, token, timeout_s, time.monotonic())

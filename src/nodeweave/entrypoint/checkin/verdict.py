@@ -7,7 +7,16 @@ refusals listed in ``NODEWEAVE_EXCHANGE_ALLOW`` (spec ``launcher.exchange_allow`
 become warnings, except the structural ones no job survives (a duplicate or
 missing rank, another node count or launcher). Values are compared with node
 0's: the table marks every node whose value differs.
+
+Node 0 keeps the whole verdict (every node's row); each other node is told
+only what it needs (:func:`shared_view`, :func:`own_part`, :func:`expand`):
+the decision, each problem with its first :data:`SHOWN_NODES` nodes named,
+node 0's row, its own row, and the :func:`digest` of the whole, so node 0's
+bytes grow with N, not N², and every node still names the same verdict.
 """
+
+import hashlib
+import json
 
 from ..planning.contract import EXCHANGE_ALLOWABLE as ALLOWABLE
 from .fingerprint import major_minor
@@ -15,15 +24,19 @@ from .fingerprint import major_minor
 REFUSE, WARN = "refuse", "warn"
 SHM_MIN = 1 << 30
 SHOWN_ALWAYS = ("rank", "address", "seen", "connect-back", "shm_bytes", "hostname_address")  # per-node findings
+SHOWN_NODES = 8  # nodes a problem names on every node; node 0's log and `status --fingerprints` name them all
+# the recovery book's lists of node ranks, sent as runs of consecutive ranks (a few runs, not N numbers)
+RANK_LISTS = ("members", "present", "spares", "alive")
 
 
 class Entry:
     """One checked-in node as node 0 sees it."""
 
-    __slots__ = ("fp", "seen", "probe", "own")
+    __slots__ = ("fp", "seen", "probe", "own", "tag")
 
-    def __init__(self, fp, seen=None, probe=None, own=False):
+    def __init__(self, fp, seen=None, probe=None, own=False, tag=None):
         self.fp, self.seen, self.probe, self.own = fp, seen, probe, own
+        self.tag = tag  # what the caller knows the node by (node 0's Peer): not judged
 
     @property
     def key(self):
@@ -220,7 +233,7 @@ def judge(entries, nnodes_min, nnodes_max, launcher, allow=(), missing=None, rea
     ``missing``: {rank: what is known about it} for ranks below ``nnodes_min``
     that never checked in (their pod's phase, in Kubernetes).
     """
-    entries = sorted(entries, key=lambda e: e.key)
+    entries = ordered(entries)
     labels = _labels(entries)
     problems = []
     present = {e.fp.get("rank") for e in entries}
@@ -259,6 +272,151 @@ def judge(entries, nnodes_min, nnodes_max, launcher, allow=(), missing=None, rea
     return verdict
 
 
+def ordered(entries):
+    """The entries in the order of the verdict's rows (:func:`judge` sorts them so): by :attr:`Entry.key`,
+    whose costly tail (every field's repr) is read only where its cheap head ties (a duplicate rank)."""
+    def head(e):
+        return (not e.own, _int(e.fp.get("rank")), str(e.fp.get("hostname")), str(e.seen))
+    out = sorted(entries, key=head)
+    start = 0
+    for i in range(1, len(out) + 1):
+        if i == len(out) or head(out[i]) != head(out[start]):
+            if i - start > 1:
+                out[start:i] = sorted(out[start:i], key=lambda e: e.key)
+            start = i
+    return out
+
+
+# --- what each node is told ---------------------------------------------------------------------------------
+
+def digest(verdict):
+    """The whole verdict's fingerprint (every row, every node named), 16 hex digits of SHA-256 over its
+    canonical JSON: every node is told it, so nodes that were each sent a part still show one verdict."""
+    whole = {k: v for k, v in verdict.items() if k != "digest"}
+    return hashlib.sha256(json.dumps(whole, sort_keys=True, separators=(",", ":")).encode()).hexdigest()[:16]
+
+
+def runs(ranks):
+    """[[first, count], ...] of consecutive ascending ranks, in order: a job's 8,192 members are one run."""
+    out = []
+    for rank in ranks:
+        if out and isinstance(rank, int) and not isinstance(rank, bool) and rank == out[-1][0] + out[-1][1]:
+            out[-1][1] += 1
+        else:
+            out.append([rank, 1])
+    return out
+
+
+def unruns(pairs):
+    out = []
+    for first, count in pairs:
+        out += [first] if count == 1 else list(range(first, first + count))
+    return out
+
+
+def repeats(values):
+    """[[value, count], ...] of equal neighbours: every node's process count, mostly one value."""
+    out = []
+    for value in values:
+        if out and out[-1][0] == value:
+            out[-1][1] += 1
+        else:
+            out.append([value, 1])
+    return out
+
+
+def named(problem, limit=None):
+    """The nodes a problem names, as a line shows them (the first ``limit``): '..., and 4088 more' when the
+    list is or was shortened."""
+    nodes = problem["nodes"][:limit] if limit else problem["nodes"]
+    more = (problem.get("more") or 0) + len(problem["nodes"]) - len(nodes)
+    return ", ".join(nodes) + (f", and {more} more" if more else "")
+
+
+def shared_view(verdict):
+    """What every node is told alike: the verdict without the other nodes' rows (node 0's stays, the
+    reference), each problem naming its first :data:`SHOWN_NODES` nodes, the process counts and the
+    recovery book's rank lists as runs, and the digest of the whole. Same size at 8 nodes and 8,192."""
+    view = {k: v for k, v in verdict.items() if k not in ("rows", "problems", "procs", "recovery")}
+    view["rows"] = verdict.get("rows", [])[:_shared_rows(verdict)]
+    view["problems"] = []
+    for problem in verdict.get("problems", []):
+        shown = dict(problem, nodes=problem["nodes"][:SHOWN_NODES])
+        if len(problem["nodes"]) > SHOWN_NODES:
+            shown["more"] = (problem.get("more") or 0) + len(problem["nodes"]) - SHOWN_NODES
+        if "details" in problem:
+            shown["details"] = {node: problem["details"][node] for node in shown["nodes"]
+                                if node in problem["details"]}
+        view["problems"].append(shown)
+    if "procs" in verdict:
+        view["procs_repeats"] = repeats(verdict["procs"])
+    if isinstance(verdict.get("recovery"), dict):
+        book = dict(verdict["recovery"])
+        for key in RANK_LISTS:
+            if isinstance(book.get(key), list):
+                book[key + "_runs"] = runs(book.pop(key))
+        view["recovery"] = book
+    view["digest"] = verdict.get("digest") or digest(verdict)
+    return view
+
+
+def _shared_rows(verdict):
+    """Rows every node is told: all of a job of up to :data:`SHOWN_NODES` nodes (each prints the whole table),
+    node 0's alone past that (the reference each node's own row is compared with)."""
+    rows = verdict.get("rows") or []
+    return len(rows) if len(rows) <= SHOWN_NODES else 1
+
+
+def own_parts(verdict):
+    """What only each node is told, by row: its row, and for each problem that names it past the first
+    :data:`SHOWN_NODES`, the problem's index and this node's detail (nothing for a row every node has)."""
+    rows = verdict.get("rows", [])
+    shared = _shared_rows(verdict)
+    parts = [{"row": row} if i >= shared else {} for i, row in enumerate(rows)]
+    at = {row["node"]: i for i, row in enumerate(rows)}
+    for p, problem in enumerate(verdict.get("problems", [])):
+        details = problem.get("details") or {}
+        for label in problem["nodes"][SHOWN_NODES:]:
+            if at.get(label):
+                parts[at[label]].setdefault("named", {})[str(p)] = details.get(label)
+    return parts
+
+
+def row_index(verdict, fp):
+    """The row of the node whose fingerprint is ``fp`` (its rank and hostname), or None."""
+    for i, row in enumerate(verdict.get("rows", [])):
+        if row.get("rank") == fp.get("rank") and row.get("hostname") == fp.get("hostname"):
+            return i
+    return None
+
+
+def expand(view, own=None):
+    """A node's verdict from what it was told (:func:`shared_view` and :func:`own_part`): node 0's row and its
+    own, the problems that name it naming it, the process counts and the book's rank lists whole again."""
+    verdict = dict(view)
+    own = own or {}
+    if "procs_repeats" in verdict:
+        verdict["procs"] = [value for value, count in verdict.pop("procs_repeats") for _ in range(count)]
+    if isinstance(verdict.get("recovery"), dict):
+        book = dict(verdict["recovery"])
+        for key in RANK_LISTS:
+            if isinstance(book.get(key + "_runs"), list):
+                book[key] = unruns(book.pop(key + "_runs"))
+        verdict["recovery"] = book
+    if isinstance(own.get("row"), dict):
+        verdict["rows"] = list(verdict.get("rows") or []) + [own["row"]]
+    problems = [dict(p) for p in verdict.get("problems") or []]
+    for index, detail in (own.get("named") or {}).items():
+        if own.get("row") and index.isdigit() and int(index) < len(problems):
+            problem, label = problems[int(index)], own["row"]["node"]
+            problem["nodes"] = list(problem["nodes"]) + [label]
+            problem["more"] = max(0, (problem.get("more") or 0) - 1)
+            if detail is not None:
+                problem["details"] = dict(problem.get("details") or {}, **{label: detail})
+    verdict["problems"] = problems
+    return verdict
+
+
 def _cell(value, width=24):
     text = _show(value)
     return text if len(text) <= width else text[:width - 1] + "…"
@@ -280,11 +438,15 @@ def render_table(verdict):
     lines = ["  " + "  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in [head] + body]
     if len(body) > 1:
         lines.append("  (* differs from node 0)")
+    others = (verdict.get("nodes") or 0) - len(body)
+    if others > 0:
+        lines.append(f"  ({others} more node(s): node 0's log and `nodeweave status --fingerprints` show every row; "
+                     f"verdict {verdict.get('digest')})")
     for p in problems:
         hint = " (allowed by NODEWEAVE_EXCHANGE_ALLOW)" if p["allowed"] else (
             f"; NODEWEAVE_EXCHANGE_ALLOW={p['check']} starts anyway" if p["severity"] == REFUSE
             and p["check"] in ALLOWABLE else "")
-        lines.append(f"  {p['severity']:<6} {p['check']}: {p['says']}: {', '.join(p['nodes'])}{hint}")
+        lines.append(f"  {p['severity']:<6} {p['check']}: {p['says']}: {named(p)}{hint}")
         for node, detail in (p.get("details") or {}).items():
             lines.append(f"           {node}: {detail}")
     return lines

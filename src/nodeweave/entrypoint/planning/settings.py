@@ -16,6 +16,8 @@ FLAGS = {
     "--json": ("json", "with --explain: the plan as JSON (schema nodeweave.entrypoint/1)"),
     "--status": ("status", "ask node 0's check-in exchange for every node's fingerprint and the verdict (JSON)"),
     "--stacks": ("stacks", "with --status: also every rank's Python stack, grouped into classes (nothing is stopped)"),
+    "--all": ("all_rows", "with --status: every node and every rank even past 64 nodes (else a summary first: "
+                          "counts by state, the worst nodes and ranks)"),
     "--no-wait": ("no_wait", "do not wait for node 0 (nor check in with it) before exec'ing"),
 }
 __all__ = ["LAUNCHERS", "TOPOLOGY_KEYS", "FLAGS", "Settings", "parse", "parse_int", "usage"]
@@ -30,6 +32,7 @@ class Settings(Record):
         ("json", False),
         ("status", False),
         ("stacks", False),
+        ("all_rows", False),
         ("no_wait", False),
         ("sysroot", "/"),
         ("env", None),          # the environment the plan reads (a dict)
@@ -133,6 +136,7 @@ def parse(argv, env):
         json=switches.get("json", False),
         status=switches.get("status", False) or switches.get("stacks", False),
         stacks=switches.get("stacks", False),
+        all_rows=switches.get("all_rows", False),
         no_wait=switches.get("no_wait", False),
         env=env,
     )

@@ -45,16 +45,39 @@ def summary(text):
     return f"{entered}; completed {_entry(done) if done else 'none'}"
 
 
+MAX_CLASSES = 16  # lines of a report every node is sent: the rest is counted, the dumps keep every rank
+MAX_SPANS = 8     # runs of ranks one line names
+
+
+def spans(ranks):
+    """'0-511, 513-1023' for sorted ranks: a class of 65,536 ranks is a few characters, not 400 KB; past
+    :data:`MAX_SPANS` runs, '... (N ranks)'."""
+    runs = []
+    for rank in ranks:
+        if runs and rank == runs[-1][1] + 1:
+            runs[-1][1] = rank
+        else:
+            runs.append([rank, rank])
+    text = ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in runs[:MAX_SPANS])
+    return text + (f", ... ({len(ranks)} ranks)" if len(runs) > MAX_SPANS else "")
+
+
 def lines(described, indent="    "):
-    """One line per class of ranks whose recorders say the same: 'ranks 0, 1, 2: entered #13 ...'."""
+    """One line per class of ranks whose recorders say the same: 'ranks 0-2: entered #13 ...'; the
+    :data:`MAX_CLASSES` largest classes, then a count of the rest (every node is sent these lines)."""
     said = {}
     for item in described:
         if item.get("flight"):
             said.setdefault(item["flight"], []).append(item["rank"])
     out = []
-    for text, ranks in sorted(said.items(), key=lambda kv: (-len(kv[1]), min(kv[1]))):
+    classes = sorted(said.items(), key=lambda kv: (-len(kv[1]), min(kv[1])))
+    for text, ranks in classes[:MAX_CLASSES]:
         ranks = sorted(ranks)
-        out.append(f"{indent}rank{'s' if len(ranks) > 1 else ''} {', '.join(str(r) for r in ranks)}: {text}")
+        out.append(f"{indent}rank{'s' if len(ranks) > 1 else ''} {spans(ranks)}: {text}")
+    if len(classes) > MAX_CLASSES:
+        rest = sum(len(ranks) for _, ranks in classes[MAX_CLASSES:])
+        out.append(f"{indent}... and {len(classes) - MAX_CLASSES} more class(es) of {rest} rank(s) "
+                   "(each rank's dump: flight/rank-<N>.json)")
     return out
 
 

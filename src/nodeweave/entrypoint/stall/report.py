@@ -13,6 +13,7 @@ from .ranks import STATES
 from .stacks import render
 
 FILE = "stalls.txt"
+SHOWN = 16  # stack classes, slow nodes, named ranks a report lists: every node is sent it, so a few and a count
 
 
 def _who(v):
@@ -45,7 +46,10 @@ def stall_lines(finding, classes, warn_s, timeout_s, stop_code, recorded=(), alo
     for v in culprits[:8]:
         lines.append(f"  culprit {_who(v)}: {_doing(v)}, pid {v.get('pid')}")
     lines.append(f"  stacks of {sum(len(c['ranks']) for c in classes)} rank(s), {len(classes)} class(es):")
-    lines += render(classes, indent="    ")
+    lines += render(classes[:SHOWN], indent="    ")  # every node is sent the report: a few classes, then a count
+    if len(classes) > SHOWN:
+        lines.append(f"    ... and {len(classes) - SHOWN} more class(es) of "
+                     f"{sum(len(c['ranks']) for c in classes[SHOWN:])} rank(s) (`nodeweave status --stacks` shows all)")
     if recorded:
         lines.append("  flight recorder, each rank's last collective entered and completed "
                      "(whole dumps: flight/rank-<N>.json in each node's run folder):")
@@ -56,7 +60,14 @@ def stall_lines(finding, classes, warn_s, timeout_s, stop_code, recorded=(), alo
 
 
 def straggler_lines(named, nodes, window_s):
+    """A line per slow node, then per named rank: the first :data:`SHOWN` of each, then a count (every node is
+    sent these lines; `nodeweave status --ranks` lists every straggler)."""
     lines = []
+    if len(nodes) > SHOWN or len(named) > SHOWN:
+        lines.append(f"STRAGGLER: {len(nodes)} node(s) and {len(named)} rank(s) named; the first {SHOWN} of each "
+                     "(`nodeweave status --ranks` lists all)")
+        nodes = dict(sorted(nodes.items())[:SHOWN])
+        named = named[:SHOWN]
     for node, gap in sorted(nodes.items()):
         host = next((n["host"] for n in named if n["node"] == node), "?")
         lines.append(f"STRAGGLER: node {node} (host {host}): all its ranks are {gap * 100:.0f}% or more slower "

@@ -1,0 +1,69 @@
+"""``--status`` of a large job: a summary first (counts by state, the worst nodes and ranks), not every row.
+
+Node 0 answers ``--status`` (``exchange.Hub.status``). Up to :data:`WHOLE_UP_TO` nodes the answer lists every
+node and every rank, as it always did; past that it lists the counts by state and the :data:`WORST` nodes
+and ranks most worth a look (failed, lost or flagged first, then the longest silent or longest in one
+place), and says how many it left out; ``--status --all`` asks for every row. Pure: lists in, dicts out.
+"""
+
+WHOLE_UP_TO = 64   # nodes: a job this small is listed whole (what a person reads in one screen or two)
+WORST = 16         # nodes, and ranks, a summary names
+
+
+def _node_badness(node):
+    """Sort key, worst first: failed, then lost or silent, then flagged by the verdict, then finished."""
+    state = node.get("state") or ""
+    return (0 if state.startswith("failed") else 1 if node.get("flagged") else 2 if state == "running" and
+            (node.get("silent_s") or 0) > 0 else 3, -(node.get("silent_s") or 0), _rank(node))
+
+
+def _rank(node):
+    rank = (node.get("fp") or {}).get("rank")
+    return rank if isinstance(rank, int) else 1 << 30
+
+
+def nodes_summary(nodes, verdict):
+    """{"nodes": N, "states": {state: count}, "worst": [up to WORST nodes without their fingerprint]}.
+
+    ``nodes``: ``Hub.status``' rows ({fp, seen, probe, own, state, silent_s}); ``verdict``: node 0's whole
+    verdict (its rows say which nodes a problem flagged), or None while gathering."""
+    flagged = {row.get("rank") for row in (verdict or {}).get("rows") or [] if row.get("flagged")}
+    states = {}
+    for node in nodes:
+        state = node.get("state") or "?"
+        key = "failed" if state.startswith("failed") else "finished" if state.startswith("finished") else state
+        states[key] = states.get(key, 0) + 1
+    marked = [dict(node, flagged=_rank(node) in flagged) for node in nodes if not node.get("own")]
+    import heapq
+
+    worst = heapq.nsmallest(WORST, marked, key=_node_badness)
+    return {"nodes": len(nodes), "states": states, "flagged": len(flagged - {0}),
+            "worst": [_brief(node) for node in worst]}
+
+
+def _brief(node):
+    fp = node.get("fp") or {}
+    out = {"rank": fp.get("rank"), "hostname": fp.get("hostname"), "seen": node.get("seen"),
+           "state": node.get("state"), "flagged": node.get("flagged", False)}
+    if node.get("silent_s") is not None:
+        out["silent_s"] = node["silent_s"]
+    return out
+
+
+def ranks_summary(ranks):
+    """The stall watch's ``ranks`` answer with its per-rank list cut to the WORST ranks (longest in one
+    place: the likeliest culprits and stragglers) and counts in front: {"ranks": N, "states": {...},
+    "inside": {collective: ranks in it}, "longest_s": ...}. The verdicts (stall, stragglers) stay whole."""
+    import heapq
+
+    rows = ranks.get("ranks") or []
+    states, inside = {}, {}
+    for row in rows:
+        states[row.get("state") or "?"] = states.get(row.get("state") or "?", 0) + 1
+        if row.get("inside"):
+            inside[row.get("name") or "?"] = inside.get(row.get("name") or "?", 0) + 1
+    worst = heapq.nlargest(WORST, rows, key=lambda r: (r.get("state") not in ("R", "S"), r.get("since_s") or 0))
+    out = dict(ranks, ranks=worst)
+    out["summary"] = {"ranks": len(rows), "states": states, "inside": inside, "listed": len(worst),
+                      "longest_s": max((r.get("since_s") or 0 for r in rows), default=None)}
+    return out
