@@ -12,6 +12,8 @@ import stat
 
 # What writers leave while a file is still being written (atomic-rename temporaries, downloads).
 TEMP_SUFFIXES = (".tmp", ".partial", ".part", ".incomplete")
+# What checkpoint loaders open (torch.load, safetensors, json, pickle); each is checked whole (file_cut_off).
+LOADER_SUFFIXES = (".pt", ".pth", ".bin", ".safetensors", ".json", ".pkl", ".ckpt")
 SMALL_READ = 8 << 20  # bytes: pointer files, JSON indexes
 
 
@@ -82,6 +84,10 @@ class Listing:
                 found.append((match, name))
         return found
 
+    def loader_files(self):
+        """The files a checkpoint loader opens, by suffix (``.pt``, ``.bin``, ``.safetensors``, ``.json``...)."""
+        return [n for n in self.names if n.endswith(LOADER_SUFFIXES) and not n.startswith(".")]
+
     def cut_off(self, names):
         """"name (why)" for each of ``names`` that is empty or was cut off mid-write (:func:`file_cut_off`)."""
         found = []
@@ -92,10 +98,14 @@ class Listing:
         return found
 
 
-def step_in(name):
-    """The last number in a folder or file name (``checkpoint-4200`` -> 4200), or None."""
-    numbers = re.findall(r"\d+", name)
-    return int(numbers[-1]) if numbers else None
+_NAMED_NUMBER = re.compile(r"(?i)(?:global_step|checkpoint|ckpt|step|iter|iteration)[^0-9a-z/]{0,3}(\d+)")
+
+
+def named_step(name):
+    """The number a checkpoint name gives after its own key (``checkpoint-4200``, ``ckpt_200_rank1.pt``,
+    ``model_step300.pt`` -> 4200, 200, 300), or None. Never the last number: a rank, a loss, a date is no step."""
+    match = _NAMED_NUMBER.search(name)
+    return int(match.group(1)) if match else None
 
 
 def first_few(names, count=3):
@@ -105,17 +115,22 @@ def first_few(names, count=3):
 
 
 _ZIP_LOCAL = b"PK\x03\x04"
-_ZIP_END = b"PK\x05\x06"
-_ZIP_TAIL = (64 << 10) + 22  # the end-of-central-directory record plus the longest comment
+
+
+_LEGACY_TORCH = b"\x80\x02\x8a\x0al\xfc\x9cF\xf9 j\xa8P\x19"  # the magic number torch.save pickled first (<1.6)
+JSON_READ = 8 << 20  # bytes: a JSON file up to this is parsed whole; a larger one only has its end looked at
 
 
 def file_cut_off(listing, name):
-    """Why a torch.save or safetensors file was cut off mid-write, or None when its end is there.
+    """Why a file a loader opens was cut off mid-write, or None when it is whole as far as its format says.
 
-    ``torch.save`` writes a zip whose end-of-central-directory record comes
-    last; a safetensors file's header says how many bytes its tensors take.
-    Both are read from a few bytes at the ends, never the whole file. Other
-    files (a legacy pickle ``torch.save``) pass when not empty.
+    - ``torch.save`` (a zip): the end record and the central directory it
+      points to parse, and every entry's local header sits where the central
+      directory says, its data ending before the central directory.
+    - safetensors: the file holds the header's length and every tensor's bytes.
+    - ``.json``: it parses (a larger one: it ends in ``}`` or ``]``).
+    - a plain pickle: it ends with the STOP opcode.
+    Nothing is read whole but a small JSON; a file of another kind passes when not empty.
     """
     size = listing.size(name)
     if not size:
@@ -127,21 +142,56 @@ def file_cut_off(listing, name):
                 return _zip_cut_off(handle, size)
             if name.endswith(".safetensors"):
                 return _safetensors_cut_off(handle, head, size)
+            if name.endswith(".json"):
+                return _json_cut_off(handle, size)
+            if head[:1] == b"\x80" and not (head + handle.read(len(_LEGACY_TORCH) - 8)).startswith(_LEGACY_TORCH):
+                handle.seek(size - 1)
+                if handle.read(1) != b".":
+                    return "a pickle without its STOP opcode at the end: cut off mid-write"
     except OSError as exc:
         return f"cannot read: {exc.strerror or exc}"
     return None
 
 
 def _zip_cut_off(handle, size):
-    tail = min(size, _ZIP_TAIL)
-    handle.seek(size - tail)
-    data = handle.read(tail)
-    end = data.rfind(_ZIP_END)
-    if end < 0 or len(data) - end < 22:
-        return "a zip (torch.save) without its end record: cut off mid-write"
-    comment = int.from_bytes(data[end + 20:end + 22], "little")
-    if end + 22 + comment != len(data):
-        return "a zip (torch.save) whose end record does not end the file: cut off or appended to"
+    import struct
+    import zipfile  # only here: most folders hold few zips
+
+    handle.seek(0)
+    try:
+        with zipfile.ZipFile(handle) as archive:
+            entries = archive.infolist()
+            start_dir = archive.start_dir
+            for info in entries:
+                handle.seek(info.header_offset)
+                local = handle.read(30)
+                if len(local) < 30 or local[:4] != _ZIP_LOCAL:
+                    return f"a zip (torch.save) whose entry {info.filename} has no local header: cut off or overwritten"
+                name_len, extra_len = struct.unpack("<HH", local[26:30])
+                if info.header_offset + 30 + name_len + extra_len + info.compress_size > start_dir:
+                    return f"a zip (torch.save) whose entry {info.filename} runs past its central directory"
+    except zipfile.BadZipFile as exc:
+        if "not a zip file" in str(exc).lower():
+            return "a zip (torch.save) without its end record: cut off mid-write"
+        return f"a zip (torch.save) whose central directory does not read ({exc}): cut off mid-write"
+    except (zipfile.LargeZipFile, ValueError, EOFError, struct.error) as exc:
+        return f"a zip (torch.save) that does not read ({exc}): cut off mid-write"
+    return None
+
+
+def _json_cut_off(handle, size):
+    import json
+
+    handle.seek(0)
+    if size <= JSON_READ:
+        try:
+            json.loads(handle.read(size + 1).decode("utf-8"))
+        except ValueError as exc:
+            return f"JSON that does not parse ({exc}): cut off mid-write"
+        return None
+    handle.seek(max(0, size - 64))
+    if not handle.read().rstrip().endswith((b"}", b"]")):
+        return "JSON that does not end in } or ]: cut off mid-write"
     return None
 
 
