@@ -25,11 +25,12 @@ DCP_FIXTURE = Path(__file__).parent / "fixtures" / "recovery" / "dcp-2ranks"
 
 
 def write(path, data=None):
-    """A file with ``data``; by default 64 bytes, a whole safetensors file for a .safetensors name, ``{}`` for
-    a .json name."""
+    """A file with ``data``; by default what its name holds when whole: a torch.save zip, a safetensors file,
+    ``{}`` for JSON, else 64 bytes."""
     if data is None:
         data = safetensors_bytes() if path.name.endswith(".safetensors") else b"{}" if path.name.endswith(
-            ".json") else b"x" * 64
+            ".json") else torch_save_zip({}) if path.name.endswith((".pt", ".pth", ".bin", ".ckpt", ".pkl")) else \
+            b"x" * 64
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(data if isinstance(data, bytes) else data.encode())
     return path

@@ -14,6 +14,7 @@ import stat
 TEMP_SUFFIXES = (".tmp", ".partial", ".part", ".incomplete")
 # What checkpoint loaders open (torch.load, safetensors, json, pickle); each is checked whole (file_cut_off).
 LOADER_SUFFIXES = (".pt", ".pth", ".bin", ".safetensors", ".json", ".pkl", ".ckpt")
+TORCH_SUFFIXES = (".pt", ".pth", ".bin", ".ckpt")  # torch.save writes a zip (or, before 1.6, a pickle) there
 SMALL_READ = 8 << 20  # bytes: pointer files, JSON indexes
 
 
@@ -130,6 +131,8 @@ def file_cut_off(listing, name):
     - safetensors: the file holds the header's length and every tensor's bytes.
     - ``.json``: it parses (a larger one: it ends in ``}`` or ``]``).
     - a plain pickle: it ends with the STOP opcode.
+    - ``.pt``/``.pth``/``.bin``/``.ckpt``: a zip or a pickle, nothing else
+      (a file cut inside its first bytes is neither).
     Nothing is read whole but a small JSON; a file of another kind passes when not empty.
     """
     size = listing.size(name)
@@ -148,6 +151,10 @@ def file_cut_off(listing, name):
                 handle.seek(size - 1)
                 if handle.read(1) != b".":
                     return "a pickle without its STOP opcode at the end: cut off mid-write"
+            elif name.endswith(TORCH_SUFFIXES) and head[:1] != b"\x80":
+                if _ZIP_LOCAL.startswith(head[:4]):
+                    return f"{size} byte(s) of a zip (torch.save): cut off mid-write"
+                return "neither a torch.save zip nor a pickle: cut off, or not torch's"
     except OSError as exc:
         return f"cannot read: {exc.strerror or exc}"
     return None
