@@ -47,8 +47,18 @@ class Stand:
         return Stand(*args, **kwargs)
 
 
+_STAND_CLASSES = {}
+_STAND_LIMIT = 10_000
+
+
 def _stand_class(module, name):
-    return type(name, (Stand,), {"__module__": module})
+    """One stand-in class per (module, name), made once: making a class costs more than the rest of a read."""
+    key = (module, name)
+    if key not in _STAND_CLASSES:
+        if len(_STAND_CLASSES) >= _STAND_LIMIT:
+            _STAND_CLASSES.clear()
+        _STAND_CLASSES[key] = type(str(name), (Stand,), {"__module__": str(module)})
+    return _STAND_CLASSES[key]
 
 
 class _InertUnpickler(pickle.Unpickler):

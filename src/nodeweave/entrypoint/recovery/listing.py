@@ -58,6 +58,13 @@ class Listing:
             return None
         return info.st_size if stat.S_ISREG(info.st_mode) else None
 
+    def mtime_ns(self, name):
+        """The modification time of an entry in ns, or None."""
+        try:
+            return self.entries[name].stat().st_mtime_ns
+        except (KeyError, OSError):
+            return None
+
     def read(self, name, limit=SMALL_READ):
         """The bytes of a small regular file; :class:`Unreadable` names the file and why not."""
         size = self.size(name)
@@ -138,8 +145,21 @@ def file_cut_off(listing, name):
     size = listing.size(name)
     if not size:
         return "empty" if size == 0 else "not a regular file"
+    key = (listing.join(name), size, listing.mtime_ns(name))
+    if key not in _VERDICTS:
+        if len(_VERDICTS) >= _VERDICTS_LIMIT:
+            _VERDICTS.clear()
+        _VERDICTS[key] = _read_cut_off(listing.join(name), name, size)
+    return _VERDICTS[key]
+
+
+_VERDICTS = {}  # (path, size, mtime_ns) -> why cut off, or None: a file that did not change is read once
+_VERDICTS_LIMIT = 100_000
+
+
+def _read_cut_off(path, name, size):
     try:
-        with open(listing.join(name), "rb") as handle:
+        with open(path, "rb") as handle:
             head = handle.read(8)
             if head.startswith(_ZIP_LOCAL):
                 return _zip_cut_off(handle, size)
@@ -160,30 +180,85 @@ def file_cut_off(listing, name):
     return None
 
 
-def _zip_cut_off(handle, size):
-    import struct
-    import zipfile  # only here: most folders hold few zips
+_ZIP_END = b"PK\x05\x06"
+_ZIP64_LOCATOR = b"PK\x06\x07"
+_ZIP64_END = b"PK\x06\x06"
+_ZIP_CENTRAL = b"PK\x01\x02"
+_ZIP_TAIL = (64 << 10) + 22  # the end-of-central-directory record plus the longest comment
+_CENTRAL_READ = 64 << 20     # bytes of central directory read at most (a million tensors)
 
-    handle.seek(0)
-    try:
-        with zipfile.ZipFile(handle) as archive:
-            entries = archive.infolist()
-            start_dir = archive.start_dir
-            for info in entries:
-                handle.seek(info.header_offset)
-                local = handle.read(30)
-                if len(local) < 30 or local[:4] != _ZIP_LOCAL:
-                    return f"a zip (torch.save) whose entry {info.filename} has no local header: cut off or overwritten"
-                name_len, extra_len = struct.unpack("<HH", local[26:30])
-                if info.header_offset + 30 + name_len + extra_len + info.compress_size > start_dir:
-                    return f"a zip (torch.save) whose entry {info.filename} runs past its central directory"
-    except zipfile.BadZipFile as exc:
-        if "not a zip file" in str(exc).lower():
-            return "a zip (torch.save) without its end record: cut off mid-write"
-        return f"a zip (torch.save) whose central directory does not read ({exc}): cut off mid-write"
-    except (zipfile.LargeZipFile, ValueError, EOFError, struct.error) as exc:
-        return f"a zip (torch.save) that does not read ({exc}): cut off mid-write"
+
+def _zip_cut_off(handle, size):
+    """The end record, the central directory it points to, every entry's data before it, and the local
+    headers of the first and last entry: read from the file's ends, never the tensors between."""
+    import struct
+
+    tail_size = min(size, _ZIP_TAIL)
+    handle.seek(size - tail_size)
+    tail = handle.read(tail_size)
+    end = tail.rfind(_ZIP_END)
+    if end < 0 or len(tail) - end < 22:
+        return "a zip (torch.save) without its end record: cut off mid-write"
+    entries, cd_size, cd_offset, comment = struct.unpack("<HIIH", tail[end + 10:end + 22])
+    if end + 22 + comment != len(tail):
+        return "a zip (torch.save) whose end record does not end the file: cut off or appended to"
+    end_at = size - tail_size + end
+    if 0xFFFFFFFF in (cd_size, cd_offset) or entries == 0xFFFF:
+        locator = tail[end - 20:end] if end >= 20 else b""
+        if not locator.startswith(_ZIP64_LOCATOR):
+            return "a zip64 (torch.save) without its zip64 locator: cut off mid-write"
+        end_at = struct.unpack("<Q", locator[8:16])[0]
+        handle.seek(end_at)
+        record = handle.read(56)
+        if len(record) < 56 or not record.startswith(_ZIP64_END):
+            return "a zip64 (torch.save) without its zip64 end record: cut off mid-write"
+        entries, cd_size, cd_offset = struct.unpack("<QQQ", record[32:56])
+    if cd_offset + cd_size > end_at:
+        return "a zip (torch.save) whose central directory runs past its end record: cut off mid-write"
+    if cd_size > _CENTRAL_READ:
+        return None  # the ends are whole; a directory this large is not read
+    handle.seek(cd_offset)
+    central = handle.read(cd_size)
+    offsets = []
+    at = 0
+    while at + 46 <= len(central) and central[at:at + 4] == _ZIP_CENTRAL:
+        compressed, uncompressed = struct.unpack("<II", central[at + 20:at + 28])
+        name_len, extra_len, note_len = struct.unpack("<HHH", central[at + 28:at + 34])
+        offset, = struct.unpack("<I", central[at + 42:at + 46])
+        if 0xFFFFFFFF in (compressed, offset):
+            compressed, offset = _zip64_sizes(central[at + 46 + name_len:at + 46 + name_len + extra_len],
+                                              uncompressed, compressed, offset)
+        if offset + 30 + name_len + compressed > cd_offset:
+            return "a zip (torch.save) whose entry runs past its central directory: cut off or overwritten"
+        offsets.append(offset)
+        at += 46 + name_len + extra_len + note_len
+    if len(offsets) != entries or at != len(central):
+        return (f"a zip (torch.save) whose central directory holds {len(offsets)} of its {entries} entries: "
+                "cut off or overwritten")
+    for offset in {min(offsets, default=0), max(offsets, default=0)} if offsets else ():
+        handle.seek(offset)
+        if handle.read(4) != _ZIP_LOCAL:
+            return "a zip (torch.save) whose entry has no local header: cut off or overwritten"
     return None
+
+
+def _zip64_sizes(extra, uncompressed, compressed, offset):
+    """(compressed size, local header offset) from a central entry's zip64 extra field."""
+    import struct
+
+    at = 0
+    while at + 4 <= len(extra):
+        kind, length = struct.unpack("<HH", extra[at:at + 4])
+        if kind == 1:
+            values = list(struct.unpack(f"<{length // 8}Q", extra[at + 4:at + 4 + length - length % 8]))
+            # in order: uncompressed, compressed, offset, each only when its 32-bit field is 0xFFFFFFFF
+            fields = []
+            for present in (uncompressed == 0xFFFFFFFF, compressed == 0xFFFFFFFF, offset == 0xFFFFFFFF):
+                fields.append(values.pop(0) if present and values else None)
+            return (fields[1] if fields[1] is not None else compressed), (
+                fields[2] if fields[2] is not None else offset)
+        at += 4 + length
+    return compressed, offset
 
 
 def _json_cut_off(handle, size):
