@@ -84,6 +84,10 @@ class Checkpoint:
         return {"path": self.path, "step": self.step, "layout": self.layout, "why": self.why}
 
 
+class NotASave(Exception):
+    """A folder named like a save turned out to hold none (``runs/step-99/`` of logs): no candidate after all."""
+
+
 class Scan:
     """What a look at a folder found: ``complete`` and ``incomplete`` [(path, reason)], newest first, and
     ``unjudged`` [(path, why)]: folders holding checkpoint-like files in a layout no rule here knows."""
@@ -109,6 +113,8 @@ class Scan:
         for path, step, layout, judge in sorted(ordered, key=_newest_first):
             try:
                 ok, text, *recorded = judge()
+            except NotASave:
+                continue
             except (Unreadable, PickleError) as exc:
                 ok, text, recorded = False, str(exc), ()
             if recorded and recorded[0] is not None:
@@ -208,18 +214,19 @@ def _search(root, result, depth):
     below = []
     for name in root.names:
         if root.is_dir(name):
-            found = _child_candidate(root, name, result, deepspeed_limit, megatron_limit, depth, accelerate)
+            found, listing = _child_candidate(root, name, result, deepspeed_limit, megatron_limit, depth, accelerate)
             if not found and not name.startswith(".") and depth < SEARCH_DEPTH:
-                below.append(name)
+                below.append((name, listing))
     _file_candidates(root, result)
-    _accelerate_siblings(accelerate, result)
-    for name in below:
+    _accelerate_siblings(accelerate, result, depth)
+    for name, listing in below:
         if result.folders >= SEARCH_FOLDERS:
             return
-        try:
-            listing = Listing(root.join(name))
-        except Unreadable:
-            continue
+        if listing is None:
+            try:
+                listing = Listing(root.join(name))
+            except Unreadable:
+                continue
         _search(listing, result, depth + 1)
 
 
@@ -233,18 +240,11 @@ def _known_name_step(name):
 
 def _child_candidate(root, name, result, deepspeed_limit, megatron_limit, depth, accelerate):
     """A child folder named like a checkpoint (judged later), or one whose files say which layout it is.
-    True when it is a candidate (or a layout nodeweave cannot judge, noted in ``result.unjudged``)."""
+    (True when it is a candidate, or a layout nodeweave cannot judge, noted in ``result.unjudged``; its
+    listing when one was made)."""
     path = root.join(name)
     step = _known_name_step(name)
     kind = _name_kind(name)
-    listing = None
-    if not kind or depth:
-        try:
-            listing = Listing(path)
-        except Unreadable:
-            return False  # an unknown folder that cannot be listed is no candidate
-    if kind and listing is not None and not _looks_saved(listing):
-        kind = None  # below the top, a folder named like a save holds one before it counts (runs/step-99/)
     if kind:
         layout, rule = _NAMED_LAYOUTS[kind]
         limit = {"deepspeed": deepspeed_limit, "megatron": megatron_limit}.get(layout)
@@ -253,21 +253,25 @@ def _child_candidate(root, name, result, deepspeed_limit, megatron_limit, depth,
         elif layout == "accelerate":
             accelerate.append((step, path))
         else:
-            result.candidate(path, step, layout, _deferred(rule, path))
-        return True
+            result.candidate(path, step, layout, _deferred(rule, path, depth))
+        return True, None
+    try:
+        listing = Listing(path)
+    except Unreadable:
+        return False, None  # an unknown folder that cannot be listed is no candidate
     layout = _content_layout(listing)
     if layout is None:
         if _looks_saved(listing) and not _holds_saves(listing):
             result.unjudged.append((path, f"checkpoint-like files ({first_few(_saved_files(listing))}) in a "
                                           "layout nodeweave does not know: never handed out"))
-        return False
+        return False, listing
     if layout[0] == "accelerate":
         accelerate.append((step, path))
     elif layout[0] == "deepspeed" and step is None:
         result.candidate(path, lambda: _deepspeed_step(listing), "deepspeed", lambda: layout[1](listing))
     else:
         result.candidate(path, step, layout[0], lambda: layout[1](listing))
-    return True
+    return True, listing
 
 
 def _saved_files(listing):
@@ -292,29 +296,39 @@ def _deepspeed_step(listing):
     return layouts.deepspeed_record(listing)[1].get("global_steps")
 
 
-def _accelerate_siblings(saves, result):
+def _accelerate_siblings(saves, result, depth=0):
     """Accelerate saves in one folder, each judged with the registered-object count of the save before it
     (the folder records no count; ``custom_checkpoint_N.pkl`` come last)."""
     ordered = sorted(saves, key=lambda item: (item[0] is None, item[0] if item[0] is not None else 0, item[1]))
     for index, (step, path) in enumerate(ordered):
         before = ordered[index - 1][1] if index else None
-        result.candidate(path, step, "accelerate", _accelerate_judge(path, before))
+        result.candidate(path, step, "accelerate", _accelerate_judge(path, before, depth))
 
 
-def _accelerate_judge(path, before):
+def _accelerate_judge(path, before, depth):
     def judge():
+        listing = Listing(path)
+        if depth and not _looks_saved(listing):
+            raise NotASave(path)
         expected = 0
         if before is not None:
             try:
                 expected = huggingface.registered_objects(Listing(before))
             except Unreadable:
                 expected = 0
-        return huggingface.check_accelerate(Listing(path), expected)
+        return huggingface.check_accelerate(listing, expected)
     return judge
 
 
-def _deferred(rule, path):
-    return lambda: rule(Listing(path))
+def _deferred(rule, path, depth=0):
+    """Judge a folder named like a save when its turn comes; below the top, one that holds nothing saved
+    (``runs/step-99/`` of logs) is no candidate."""
+    def judge():
+        listing = Listing(path)
+        if depth and not _looks_saved(listing):
+            raise NotASave(path)
+        return rule(listing)
+    return judge
 
 
 def _name_kind(name):
@@ -393,14 +407,17 @@ def _file_candidates(root, result):
         elif _LIGHTNING.fullmatch(name):
             _lightning_candidate(root, name, result)
         else:
-            ok, text = _judge_file(root, name)
-            result.verdict(root.join(name), named_step(name), "file", ok, text)
+            result.candidate(root.join(name), named_step(name), "file", _file_judge(root, name))
     _rank_groups(root, groups, result)
+
+
+def _file_judge(root, name):
+    return lambda: _judge_file(root, name)
 
 
 def _links_to_a_sibling(root, name):
     path = root.join(name)
-    if not os.path.islink(path):
+    if not root.is_link(name):
         return False
     target = os.path.realpath(path)
     return os.path.dirname(target) == os.path.realpath(root.path) and os.path.isfile(target)
@@ -444,21 +461,23 @@ def _rank_groups(root, groups, result):
     ordered = sorted(groups.items(), key=lambda item: (named_step(item[0]) is None, named_step(item[0]) or 0))
     before = 0
     for key, ranks in ordered:
-        step = named_step(key)
-        first = root.join(ranks[min(ranks)])
+        result.candidate(root.join(ranks[min(ranks)]), named_step(key), "per-rank files",
+                         _rank_group_judge(root, ranks, before))
+        before = max(before, len(ranks))
+
+
+def _rank_group_judge(root, ranks, before):
+    def judge():
         missing = next((r for r in range(max(max(ranks) + 1, before)) if r not in ranks), None)
         if missing is not None:
             why = f" (the save before had {before})" if missing >= max(ranks) + 1 else ""
-            result.verdict(first, step, "per-rank files", False, f"rank {missing}'s file is missing{why}")
-        else:
-            problems = [f"{ranks[r]}: {text}" for r in sorted(ranks) for ok, text in [_judge_file(root, ranks[r])]
-                        if not ok]
-            if problems:
-                result.verdict(first, step, "per-rank files", False, first_few(problems))
-            else:
-                result.verdict(first, step, "per-rank files", True,
-                               f"{len(ranks)} per-rank files (this is rank {min(ranks)}'s), all whole")
-        before = max(before, len(ranks))
+            return False, f"rank {missing}'s file is missing{why}"
+        problems = [f"{ranks[r]}: {text}" for r in sorted(ranks) for ok, text in [_judge_file(root, ranks[r])]
+                    if not ok]
+        if problems:
+            return False, first_few(problems)
+        return True, f"{len(ranks)} per-rank files (this is rank {min(ranks)}'s), all whole"
+    return judge
 
 
 def _lone_temporary(root, name, result):

@@ -47,6 +47,13 @@ class Listing:
         except OSError:
             return False
 
+    def is_link(self, name):
+        entry = self.entries.get(name)
+        try:
+            return entry is not None and entry.is_symlink()
+        except OSError:
+            return False
+
     def size(self, name):
         """Bytes of a regular file, or None when it is absent, not a regular file, or cannot be stat'ed."""
         entry = self.entries.get(name)
@@ -157,9 +164,16 @@ _VERDICTS = {}  # (path, size, mtime_ns) -> why cut off, or None: a file that di
 _VERDICTS_LIMIT = 100_000
 
 
+_READ_WHOLE = 1 << 20  # bytes: a smaller file is read in one call and judged in memory
+
+
 def _read_cut_off(path, name, size):
+    import io
+
     try:
         with open(path, "rb") as handle:
+            if size <= _READ_WHOLE:
+                handle = io.BytesIO(handle.read(size + 1))
             head = handle.read(8)
             if head.startswith(_ZIP_LOCAL):
                 return _zip_cut_off(handle, size)
