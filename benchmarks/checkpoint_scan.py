@@ -1,63 +1,92 @@
-"""How long node 0 takes at a restart to find the newest complete checkpoint among many.
+"""How long node 0 takes at a restart to find the newest complete checkpoint among many, against a baseline.
 
-Builds ``--count`` checkpoint folders of each layout in a temporary folder
-(file names as each writer writes them, 64-byte files; the DCP ones copy the
+Builds ``--count`` saves of each layout in a temporary folder, with the files
+each writer writes (torch.save zips, whole safetensors and JSON files,
+DeepSpeed model states that record their world sizes; the DCP ones copy the
 real two-rank save in tests/fixtures/recovery/dcp-2ranks), makes the newest
-one half-written, and times ``newest_complete`` (page cache warm, as it is
-at a restart: the ranks just wrote there; it judges newest first and stops
-at the first complete one) and ``incomplete`` (judges every folder). Prints a
-Markdown table; the target is well under a second for 1,000 folders.
+one half-written (what its writer writes last removed), and times, page
+cache warm as at a restart:
 
-    .venv/bin/python benchmarks/checkpoint_scan.py [--count 1000] [--runs 5]
+- ``newest_complete``: judges newest first, stops at the first complete one;
+- ``incomplete`` (judges every save) on its first call, when nothing is
+  cached yet, and again (median of ``--runs``), when the pickles it read
+  (DCP ``.metadata``, model states) are kept by (path, size, mtime_ns);
+- the same two calls of the finder before issue 42 (``--baseline``, a git
+  revision, read with ``git archive`` and run in a child process on the
+  same folders), where it knew the layout.
+
+Prints a Markdown table. Goal: newest <= 50 ms, every save <= 1 s for 1,000.
+
+    .venv/bin/python benchmarks/checkpoint_scan.py [--count 1000] [--runs 5] [--baseline REV]
 """
 
 import argparse
+import io
+import json
 import os
+import pickle
 import platform
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
+import zipfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "src"))
-
-from nodeweave.entrypoint.recovery.checkpoints import incomplete, newest_complete  # noqa: E402
-
 DCP = ROOT / "tests" / "fixtures" / "recovery" / "dcp-2ranks"
+BEFORE_ISSUE_42 = "322a31b"  # main before issue 42's finder
+
+
+def torch_save_zip(obj):
+    """The zip torch.save writes (data.pkl, a storage, version; the end record last), made without torch."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr("archive/data.pkl", pickle.dumps(obj, protocol=2))
+        archive.writestr("archive/data/0", bytes(256))
+        archive.writestr("archive/version", b"3\n")
+    return buffer.getvalue()
 
 
 SAFETENSORS_HEADER = b'{"w": {"dtype": "F32", "shape": [16], "data_offsets": [0, 64]}}'
 SAFETENSORS = len(SAFETENSORS_HEADER).to_bytes(8, "little") + SAFETENSORS_HEADER + bytes(64)
+STATE = torch_save_zip({"state": {}, "param_groups": []})
 
 
 def touch(path, data=None):
-    """A 64-byte file, or a whole (tiny) safetensors file for a .safetensors name."""
+    """What a whole file of that name holds: a safetensors file, JSON, or a torch.save zip."""
     if data is None:
-        data = SAFETENSORS if path.name.endswith(".safetensors") else b"x" * 64
+        data = SAFETENSORS if path.name.endswith(".safetensors") else b"{}" if path.name.endswith(".json") else STATE
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(data)
 
 
 def torchtitan(root, step):
     shutil.copytree(DCP, root / f"step-{step}")
+    return root / f"step-{step}" / ".metadata"
 
 
 def deepspeed(root, step):
     tag = root / f"global_step{step}"
+    states = torch_save_zip({"module": None, "global_steps": step, "dp_world_size": 4, "mp_world_size": 2,
+                             "ds_config": {"zero_optimization": {"stage": 2}}})
     for mp in range(2):
-        touch(tag / f"mp_rank_{mp:02d}_model_states.pt")
+        touch(tag / f"mp_rank_{mp:02d}_model_states.pt", states)
         for dp in range(4):
             touch(tag / f"bf16_zero_pp_rank_{dp}_mp_rank_{mp:02d}_optim_states.pt")
     touch(root / "latest", f"global_step{step}".encode())
+    return tag / "bf16_zero_pp_rank_3_mp_rank_01_optim_states.pt"
 
 
 def trainer(root, step):
     folder = root / f"checkpoint-{step}"
-    for name in ("model.safetensors", "optimizer.pt", "scheduler.pt", "rng_state_0.pth", "trainer_state.json"):
+    for name in ("config.json", "model.safetensors", "optimizer.pt", "scheduler.pt", "rng_state.pth",
+                 "training_args.bin"):
         touch(folder / name)
+    touch(folder / "trainer_state.json", json.dumps({"global_step": step, "log_history": []}).encode())
+    return folder / "trainer_state.json"
 
 
 def megatron(root, step):
@@ -65,47 +94,113 @@ def megatron(root, step):
         for pp in range(2):
             touch(root / f"iter_{step:07d}" / f"mp_rank_{tp:02d}_{pp:03d}" / "model_optim_rng.pt")
     touch(root / "latest_checkpointed_iteration.txt", str(step).encode())
+    return root / f"iter_{step:07d}" / "mp_rank_01_001" / "model_optim_rng.pt"
 
 
-LAYOUTS = {"torchtitan (DCP)": (torchtitan, ".metadata"), "deepspeed": (deepspeed, "mp_rank_01_model_states.pt"),
-           "hf-trainer": (trainer, "trainer_state.json"), "megatron": (megatron, "model_optim_rng.pt")}
+def accelerate(root, step):
+    folder = root / "checkpoints" / f"checkpoint_{step // 100 - 1}"
+    for name in ("model.safetensors", "optimizer.bin", "scheduler.bin", "random_states_0.pkl",
+                 "random_states_1.pkl", "custom_checkpoint_0.pkl"):
+        touch(folder / name)
+    return folder / "custom_checkpoint_0.pkl"
 
 
-def half_write(root, last_file):
-    """Remove what the writer writes last from the newest folder."""
-    newest = max((p for p in root.iterdir() if p.is_dir()), key=lambda p: int("".join(filter(str.isdigit, p.name))))
-    for path in sorted(newest.rglob(last_file), reverse=True)[:1]:
-        path.unlink()
+def lightning(root, step):
+    path = root / f"epoch={step // 1000}-step={step}-train_loss=0.{step % 97:02d}.ckpt"
+    touch(path, torch_save_zip({"epoch": step // 1000, "global_step": step, "state_dict": {}}))
+    return path
+
+
+def per_rank(root, step):
+    for rank in range(4):
+        touch(root / f"ckpt_{step}_rank{rank}.pt")
+    return root / f"ckpt_{step}_rank3.pt"
+
+
+LAYOUTS = {"torchtitan (DCP)": torchtitan, "deepspeed": deepspeed, "hf-trainer": trainer, "megatron": megatron,
+           "accelerate": accelerate, "lightning": lightning, "per-rank files": per_rank}
 
 
 def timed(function, root, runs):
+    """(result, first call's seconds, median seconds of ``runs`` more)."""
+    start = time.perf_counter()
+    result = function(root)
+    first = time.perf_counter() - start
     times = []
     for _ in range(runs):
         start = time.perf_counter()
-        result = function(root)
+        function(root)
         times.append(time.perf_counter() - start)
-    return result, statistics.median(times)
+    return result, first, statistics.median(times)
+
+
+def measure(root, runs):
+    """{newest, newest_s, newest_first_s, incomplete, every_first_s, every_s} of the finder on the path."""
+    from nodeweave.entrypoint.recovery.checkpoints import incomplete, newest_complete
+
+    found, newest_first, newest = timed(newest_complete, root, runs)
+    bad, every_first, every = timed(incomplete, root, runs)
+    return {"newest": Path(found.path).name if found else None, "newest_first_s": newest_first, "newest_s": newest,
+            "incomplete": len(bad), "every_first_s": every_first, "every_s": every}
+
+
+def baseline_source(revision, scratch):
+    """The finder at ``revision``, unpacked under ``scratch``, or None (no git, unknown revision)."""
+    target = Path(scratch) / "baseline"
+    target.mkdir()
+    try:
+        archive = subprocess.run(["git", "-C", str(ROOT), "archive", revision, "src/nodeweave/entrypoint"],
+                                 capture_output=True, check=True).stdout
+        subprocess.run(["tar", "-x", "-C", str(target)], input=archive, check=True)
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    (target / "src" / "nodeweave" / "__init__.py").touch()
+    return target / "src"
+
+
+def measure_in_child(source, root, runs):
+    env = dict(os.environ, PYTHONPATH=str(source))
+    done = subprocess.run([sys.executable, __file__, "--measure", str(root), "--runs", str(runs)], env=env,
+                          capture_output=True, text=True)
+    return json.loads(done.stdout) if done.returncode == 0 else None
+
+
+def ms(seconds):
+    return f"{seconds * 1000:.0f} ms"
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--count", type=int, default=1000, help="checkpoint folders per layout (default 1000)")
-    parser.add_argument("--runs", type=int, default=5, help="timed scans per layout; the median is shown")
+    parser.add_argument("--count", type=int, default=1000, help="saves per layout (default 1000)")
+    parser.add_argument("--runs", type=int, default=5, help="timed scans after the first; the median is shown")
+    parser.add_argument("--baseline", default=BEFORE_ISSUE_42, help="git revision of the finder to compare with")
+    parser.add_argument("--measure", help=argparse.SUPPRESS)  # a child: time the finder on its path, print JSON
     args = parser.parse_args()
+    if args.measure:
+        print(json.dumps(measure(args.measure, args.runs)))
+        return
+    sys.path.insert(0, str(ROOT / "src"))
     print(f"machine: {platform.node()} {platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}")
-    print("\n| layout | folders | newest complete | newest_complete | incomplete (every folder judged) |")
-    print("|---|---|---|---|---|")
+    print(f"\nbaseline: the finder at {args.baseline} (before issue 42), same folders, in a child process")
+    print("\n| layout | saves | newest complete | `newest_complete` | baseline | `incomplete` first call | "
+          "`incomplete` again | baseline (first / again) | baseline's pick |")
+    print("|---|---:|---|---:|---:|---:|---:|---:|---|")
     with tempfile.TemporaryDirectory() as scratch:
-        for name, (build, last_file) in LAYOUTS.items():
+        source = baseline_source(args.baseline, scratch)
+        for name, build in LAYOUTS.items():
             root = Path(scratch) / name.split()[0]
             root.mkdir()
+            last = None
             for index in range(1, args.count + 1):
-                build(root, index * 100)
-            half_write(root, last_file)
-            found, newest = timed(newest_complete, root, args.runs)
-            bad, every = timed(incomplete, root, args.runs)
-            print(f"| {name} | {args.count} | {Path(found.path).name} | {newest * 1000:.0f} ms "
-                  f"| {every * 1000:.0f} ms ({len(bad)} found) |")
+                last = build(root, index * 100)
+            last.unlink()  # the newest save: what its writer writes last is not there yet
+            ours = measure_in_child(ROOT / "src", root, args.runs)
+            theirs = measure_in_child(source, root, args.runs) if source else None
+            base = (f"{ms(theirs['newest_s'])}", f"{ms(theirs['every_first_s'])} / {ms(theirs['every_s'])}",
+                    str(theirs["newest"])) if theirs else ("-", "-", "-")
+            print(f"| {name} | {args.count} | {ours['newest']} | {ms(ours['newest_s'])} | {base[0]} "
+                  f"| {ms(ours['every_first_s'])} ({ours['incomplete']} found) | {ms(ours['every_s'])} | {base[1]} "
+                  f"| {base[2]} |", flush=True)
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@ gloo); its .metadata is read here without torch.
 import io
 import json
 import os
+import pickle
 import shutil
 import stat
 import zipfile
@@ -24,12 +25,25 @@ DCP_FIXTURE = Path(__file__).parent / "fixtures" / "recovery" / "dcp-2ranks"
 
 
 def write(path, data=None):
-    """A file with ``data``; by default 64 bytes, or a whole safetensors file for a .safetensors name."""
+    """A file with ``data``; by default what its name holds when whole: a torch.save zip, a safetensors file,
+    ``{}`` for JSON, else 64 bytes."""
     if data is None:
-        data = safetensors_bytes() if path.name.endswith(".safetensors") else b"x" * 64
+        data = safetensors_bytes() if path.name.endswith(".safetensors") else b"{}" if path.name.endswith(
+            ".json") else torch_save_zip({}) if path.name.endswith((".pt", ".pth", ".bin", ".ckpt", ".pkl")) else \
+            b"x" * 64
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(data if isinstance(data, bytes) else data.encode())
     return path
+
+
+def torch_save_zip(obj):
+    """The zip torch.save writes (``archive/data.pkl`` first, the end record last), made without torch."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr("archive/data.pkl", pickle.dumps(obj, protocol=2))
+        archive.writestr("archive/data/0", b"\0" * 256)
+        archive.writestr("archive/version", b"3\n")
+    return buffer.getvalue()
 
 
 def safetensors_bytes():
@@ -72,11 +86,14 @@ def test_a_half_written_dcp_save_falls_back_to_the_one_before(tmp_path, damage, 
     assert reason in reasons(tmp_path)["step-200"]
 
 
-def test_an_unparsable_metadata_still_counts_when_present_and_nothing_is_left_unfinished(tmp_path):
+@pytest.mark.parametrize("metadata", ["cut", "foreign"])
+def test_a_metadata_that_does_not_unpickle_is_incomplete(tmp_path, metadata):
+    dcp(tmp_path / "step-100")
     folder = dcp(tmp_path / "step-300")
-    write(folder / ".metadata", b"not a pickle at all")
-    found = newest_complete(tmp_path)
-    assert found.step == 300 and "not parsed" in found.why
+    data = (folder / ".metadata").read_bytes()
+    write(folder / ".metadata", data[:len(data) // 2] if metadata == "cut" else b"not a pickle at all")
+    assert newest_complete(tmp_path).step == 100
+    assert ".metadata does not unpickle as DCP metadata" in reasons(tmp_path)["step-300"]
 
 
 def test_the_folder_itself_may_be_one_dcp_checkpoint(tmp_path):
@@ -97,8 +114,14 @@ def test_a_dcp_save_of_the_installed_torch_is_read_without_torch(tmp_path):
 # --- DeepSpeed -------------------------------------------------------------------
 
 
-def deepspeed_tag(root, step, mp=2, dp=4, zero3=False, skip=()):
-    tag = root / f"global_step{step}"
+def deepspeed_states(step, mp=2, dp=4, zero3=False):
+    """What DeepSpeed's _common_checkpoint_state puts in a model-states file (the fields read here)."""
+    return torch_save_zip({"module": None, "optimizer": None, "global_steps": step, "dp_world_size": dp,
+                           "mp_world_size": mp, "ds_config": {"zero_optimization": {"stage": 3 if zero3 else 2}}})
+
+
+def deepspeed_tag(root, step, mp=2, dp=4, zero3=False, skip=(), tag=None):
+    tag = root / (tag or f"global_step{step}")
     for mp_rank in range(mp):
         names = [f"bf16_zero_pp_rank_{dp_rank}_mp_rank_{mp_rank:02d}_optim_states.pt" for dp_rank in range(dp)]
         if zero3:
@@ -107,7 +130,7 @@ def deepspeed_tag(root, step, mp=2, dp=4, zero3=False, skip=()):
             names.append(f"mp_rank_{mp_rank:02d}_model_states.pt")
         for name in names:
             if name not in skip:
-                write(tag / name)
+                write(tag / name, deepspeed_states(step, mp, dp, zero3) if "model_states" in name else None)
     return tag
 
 
@@ -168,7 +191,7 @@ def test_trainer_checkpoints_need_trainer_state_json_written_last(tmp_path):
     trainer_checkpoint(tmp_path, 1500, state=False)
     found = newest_complete(tmp_path)
     assert (found.step, found.layout) == (1000, "hf-trainer")
-    assert found.why == "Trainer: trainer_state.json and pytorch_model.bin"
+    assert found.why == "Trainer: trainer_state.json (global_step 1000) and pytorch_model.bin, every file whole"
     assert "no trainer_state.json (the Trainer writes it last)" in reasons(tmp_path)["checkpoint-1500"]
 
 
@@ -182,7 +205,7 @@ def test_trainer_sharded_weights_must_all_exist(tmp_path):
     assert newest_complete(tmp_path).step == 500
     assert "model-00002-of-00002.safetensors" in reasons(tmp_path)["checkpoint-1000"]
     write(folder / "model-00002-of-00002.safetensors")
-    assert newest_complete(tmp_path).why.endswith("model.safetensors.index.json and its 2 shard(s)")
+    assert "model.safetensors.index.json and its 2 shard(s)" in newest_complete(tmp_path).why
 
 
 def test_trainer_with_deepspeed_checks_the_nested_tag(tmp_path):
@@ -212,13 +235,13 @@ def test_accelerate_automatic_naming_needs_every_random_states_file(tmp_path):
     assert (found.step, found.layout) == (0, "accelerate")
     found = reasons(tmp_path)
     assert "random_states_0.pkl is missing" in found["checkpoint_1"]
-    assert "no random_states_0.pkl (save_state writes it last)" in found["checkpoint_2"]
+    assert "no random_states_0.pkl (save_state writes it after the weights)" in found["checkpoint_2"]
 
 
 def test_accelerate_custom_folder_is_recognised_by_its_files(tmp_path):
     accelerate_state(tmp_path / "my_state_at_300", processes=1)
     found = newest_complete(tmp_path)
-    assert (found.step, found.layout) == (300, "accelerate")
+    assert (found.path, found.step, found.layout) == (str(tmp_path / "my_state_at_300"), None, "accelerate")
 
 
 # --- Megatron ---------------------------------------------------------------------
@@ -410,3 +433,169 @@ def test_progress_without_any_checkpoint_and_a_step_that_went_backwards():
 def test_progress_limit_is_checked(limit):
     with pytest.raises(ValueError, match="Progress limit must be a whole number >= 1"):
         Progress(limit=limit)
+
+
+def test_progress_of_a_save_without_a_step_is_its_save_time():
+    progress = Progress(limit=2).record(None).record({"saved": 100.0}).record({"saved": 200.0})
+    progress.record({"saved": 300.5})
+    assert not progress.stalled  # the folder saved over in place is written again: the job moves
+    progress.record({"saved": 300.5}).record({"saved": 300.5})
+    assert progress.verdict() == ("2 restarts since the checkpoint saved at 1970-01-01T00:05:00Z "
+                                  "(it records no step), no newer save")
+    assert not Progress(limit=1).record(300).record({"saved": 1.0}).stalled  # a change of kind is progress
+    with pytest.raises(ValueError, match="a checkpoint mark is"):
+        Progress().record({"saved": "yesterday"})
+
+
+# --- issue 42: each case that handed out a broken save or misread a layout -----------------------------
+
+
+def test_deepspeed_missing_the_highest_ranks_zero_file_is_refused_by_its_recorded_world_size(tmp_path):
+    deepspeed_tag(tmp_path, 100)
+    deepspeed_tag(tmp_path, 200, skip=("bf16_zero_pp_rank_3_mp_rank_00_optim_states.pt",
+                                       "bf16_zero_pp_rank_3_mp_rank_01_optim_states.pt"))
+    write(tmp_path / "latest", "global_step200")  # rank 0 wrote it without waiting for rank 3
+    assert newest_complete(tmp_path).step == 100
+    assert ("ZeRO optimizer state of data-parallel rank 3 (mp rank 00) is missing: mp_rank_00_model_states.pt "
+            "records dp_world_size 4") in reasons(tmp_path)["global_step200"]
+
+
+def test_deepspeed_a_tag_named_by_the_user_takes_the_step_its_model_states_record(tmp_path):
+    deepspeed_tag(tmp_path, 700, tag="best_9")
+    deepspeed_tag(tmp_path, 300, tag="warmup_1000")
+    found = newest_complete(tmp_path)
+    assert (Path(found.path).name, found.step, found.layout) == ("best_9", 700, "deepspeed")
+
+
+def test_deepspeed_model_states_that_do_not_read_are_refused(tmp_path):
+    deepspeed_tag(tmp_path, 100)
+    write(deepspeed_tag(tmp_path, 200) / "mp_rank_00_model_states.pt", torch_save_zip(["no", "dict"]))
+    assert newest_complete(tmp_path).step == 100
+    assert "mp_rank_00_model_states.pt holds no dict" in reasons(tmp_path)["global_step200"]
+
+
+def test_accelerate_registered_objects_are_written_last_and_each_must_be_there(tmp_path):
+    def save(name, objects):
+        folder = accelerate_state(tmp_path / "checkpoints" / name)
+        for index in objects:
+            write(folder / f"custom_checkpoint_{index}.pkl", torch_save_zip({"n": index}))
+        return folder
+    save("checkpoint_0", (0, 1))
+    save("checkpoint_1", ())       # killed between random_states_*.pkl and custom_checkpoint_0.pkl
+    save("checkpoint_2", (1,))     # custom_checkpoint_0.pkl lost
+    found = newest_complete(tmp_path)
+    assert (found.step, "2 registered object(s)" in found.why) == (0, True)
+    found = reasons(tmp_path)
+    assert "custom_checkpoint_0.pkl is missing (registered objects are saved last; the save before held 2)" \
+        in found["checkpoint_1"]
+    assert "custom_checkpoint_0.pkl is missing" in found["checkpoint_2"]
+
+
+@pytest.mark.parametrize("name, data, why", [
+    ("optimizer.pt", torch_save_zip({"state": {}})[:-40], "optimizer.pt (a zip (torch.save) without its end record"),
+    ("scheduler.pt", torch_save_zip({"lr": 1})[:300] + b"\0" * 400, "scheduler.pt (a zip (torch.save)"),
+    ("trainer_state.json", b'{"global_step": 1000, "log_history": [{"loss"', "trainer_state.json does not parse"),
+    ("config.json", b'{"hidden_size": 6', "config.json (JSON that does not parse"),
+    ("rng_state_0.pth", b"\x80\x02}q\x00(X\x04\x00\x00\x00cuda", "rng_state_0.pth (a pickle without its STOP"),
+], ids=["optimizer-cut", "scheduler-zeroed-tail", "trainer-state-cut", "config-cut", "rng-pickle-cut"])
+def test_every_file_the_trainer_resume_opens_is_checked_whole(tmp_path, name, data, why):
+    trainer_checkpoint(tmp_path, 500)
+    write(trainer_checkpoint(tmp_path, 1000) / name, data)  # a lost page cache: the Trainer never fsyncs
+    assert newest_complete(tmp_path).step == 500
+    assert why in reasons(tmp_path)["checkpoint-1000"]
+
+
+def test_the_trainer_step_is_the_global_step_its_state_records(tmp_path):
+    write(trainer_checkpoint(tmp_path, 500) / "trainer_state.json", '{"global_step": 1500}')
+    assert newest_complete(tmp_path).step == 1500
+
+
+def lightning_ckpt(path, step, epoch=0):
+    """What Lightning's trainer.save_checkpoint dumps (the keys read here), as torch.save's zip."""
+    return write(path, torch_save_zip({"epoch": epoch, "global_step": step, "pytorch-lightning_version": "2.5.0",
+                                       "state_dict": {}, "loops": {}, "callbacks": {}, "optimizer_states": []}))
+
+
+def test_lightning_steps_come_from_step_keys_never_from_a_metric(tmp_path):
+    lightning_ckpt(tmp_path / "epoch=1-step=400-train_loss=0.52.ckpt", 400, 1)
+    lightning_ckpt(tmp_path / "epoch=2-step=600-train_loss=0.31.ckpt", 600, 2)
+    lightning_ckpt(tmp_path / "epoch=2-step=600-train_loss=0.31-v1.ckpt", 600, 2)
+    found = newest_complete(tmp_path)
+    assert (Path(found.path).name, found.step, found.layout) == ("epoch=2-step=600-train_loss=0.31-v1.ckpt", 600,
+                                                                 "lightning")
+
+
+def test_lightning_last_ckpt_and_names_without_keys_read_the_global_step_they_hold(tmp_path):
+    lightning_ckpt(tmp_path / "3-800-0.27.ckpt", 800, 3)          # auto_insert_metric_name=False
+    lightning_ckpt(tmp_path / "epoch=1-step=400.ckpt", 400, 1)
+    lightning_ckpt(tmp_path / "last.ckpt", 900, 4)
+    assert newest_complete(tmp_path).path == str(tmp_path / "last.ckpt")
+    write(tmp_path / "last.ckpt", torch_save_zip({"global_step": 900})[:-30])  # last.ckpt cut while rewritten
+    found = newest_complete(tmp_path)
+    assert (Path(found.path).name, found.step) == ("3-800-0.27.ckpt", 800)
+
+
+def test_lightnings_last_link_is_not_a_save_of_its_own(tmp_path):
+    lightning_ckpt(tmp_path / "epoch=1-step=400.ckpt", 400, 1)
+    (tmp_path / "last.ckpt").symlink_to(tmp_path / "epoch=1-step=400.ckpt")  # save_last="link"
+    assert [c.path for c in scan(tmp_path).complete] == [str(tmp_path / "epoch=1-step=400.ckpt")]
+
+
+def test_per_rank_files_are_one_save_and_a_rank_is_never_a_step(tmp_path):
+    for rank in (0, 1):
+        torch_save_like(tmp_path / f"ckpt_100_rank{rank}.pt")
+    torch_save_like(tmp_path / "ckpt_200_rank0.pt")  # rank 1 had not written yet
+    torch_save_like(tmp_path / "ckpt_300_rank0.pt")
+    torch_save_like(tmp_path / "ckpt_300_rank1.pt", cut=20)
+    found = newest_complete(tmp_path)
+    assert (found.path, found.step, found.layout) == (str(tmp_path / "ckpt_100_rank0.pt"), 100, "per-rank files")
+    found = reasons(tmp_path)
+    assert "rank 1's file is missing (the save before had 2)" in found["ckpt_200_rank0.pt"]
+    assert "ckpt_300_rank1.pt: a zip (torch.save) without its end record" in found["ckpt_300_rank0.pt"]
+
+
+def test_a_root_dcp_save_does_not_hide_newer_checkpoint_folders_beside_it(tmp_path):
+    for name in os.listdir(DCP_FIXTURE):
+        shutil.copy(DCP_FIXTURE / name, tmp_path / name)
+    trainer_checkpoint(tmp_path, 500)
+    found = newest_complete(tmp_path)
+    assert (found.step, found.layout) == (500, "hf-trainer")
+    assert {c.path for c in scan(tmp_path).complete} == {str(tmp_path), str(tmp_path / "checkpoint-500")}
+
+
+def test_a_folder_saved_over_in_place_has_its_save_time_as_progress(tmp_path):
+    from nodeweave.entrypoint.recovery.setup import newest_checkpoint
+
+    folder = dcp(tmp_path / "run3")  # the DCP tutorial's pattern: one folder, saved again each time
+
+    def saved_at(when):
+        for path in [folder] + list(folder.iterdir()):
+            os.utime(path, (when, when))
+        return newest_checkpoint(str(folder), print)
+
+    first = saved_at(1000)
+    assert first == (str(folder), None, {"saved": 1000.0})  # "run3" names no step: its 3 is not one
+    again = saved_at(1000)[2]
+    later = saved_at(5000)[2]
+    progress = Progress(limit=1).record(first[2]).record(later)
+    assert later == {"saved": 5000.0} and not progress.stalled  # the brake lets a moving job go on
+    assert progress.record(saved_at(5000)[2]).stalled and Progress(limit=1).record(first[2]).record(again).stalled
+
+
+def test_a_trainer_output_dir_a_level_down_is_searched(tmp_path):
+    trainer_checkpoint(tmp_path / "checkpoints" / "run-2026-11-28", 300)
+    trainer_checkpoint(tmp_path / "checkpoints" / "run-2026-11-29", 700)
+    write(tmp_path / "checkpoints" / "run-2026-11-29" / "runs" / "events.out.tfevents")
+    found = newest_complete(tmp_path)
+    assert (found.path, found.step) == (str(tmp_path / "checkpoints" / "run-2026-11-29" / "checkpoint-700"), 700)
+
+
+def test_a_layout_the_finder_cannot_judge_is_said_in_the_log_never_handed_out(tmp_path):
+    from nodeweave.entrypoint.recovery.setup import newest_checkpoint
+
+    write(tmp_path / "snapshots" / "weights.npz.bin")
+    write(tmp_path / "snapshots" / "opt-state.pt")
+    lines = []
+    assert newest_checkpoint(str(tmp_path), lines.append) == (None, None, None)
+    assert lines == [f"recovery: cannot judge {tmp_path / 'snapshots'}: checkpoint-like files (opt-state.pt, "
+                     "weights.npz.bin) in a layout nodeweave does not know: never handed out"]

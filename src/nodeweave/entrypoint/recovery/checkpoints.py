@@ -9,21 +9,36 @@ only rule out saves *newer* than the tag they name (those were still being
 written); the named save is checked like any other, and when it fails the
 newest complete one before it is taken.
 
-A plain file (``ckpt_N.pt``, ``*step*N*.pt``) is complete when it is not
-empty, no ``<name>.tmp``/``.partial`` lies beside it, and, for a torch.save
-zip or a safetensors file, its end is written.
+A plain file (``ckpt_N.pt``, ``*step*N*.pt``) is complete when it is whole
+(``listing.file_cut_off``) and no ``<name>.tmp``/``.partial`` lies beside it;
+per-rank files (``ckpt_200_rank1.pt``) are one save, complete when ranks
+0..N-1 are all there and whole. Lightning's ``ModelCheckpoint`` files
+(``epoch=E-step=S[-metric=...].ckpt``, ``last.ckpt``) take the step from
+their ``step=`` key or the ``global_step`` they hold; the ``last`` link is no
+save of its own.
 
-Folders looked at: ``folder`` itself (a DCP folder), its children, and the
-children of ``folder/checkpoints`` (Accelerate's automatic naming). Unknown
-names are ignored; a candidate that cannot be read is incomplete, never a
-traceback. Newest means the highest step; a candidate without a step number
-only wins when none has one, by modification time.
+Steps come from what the library writes: the Trainer's ``global_step``,
+DeepSpeed's recorded ``global_steps`` (a tag named by the user), the names
+each library gives its folders (``checkpoint-N``, ``global_stepN``,
+``iter_NNNNNNN``), never the last number of a name (a rank, a loss, a date).
+A save with no step (one folder saved over in place) is ordered by time, and
+``progress_mark`` gives the no-progress brake its save time.
+
+Folders looked at: ``folder`` itself (a DCP save, which hides nothing beside
+it), its children, and folders below that hold no save themselves, three
+levels deep (``checkpoints/checkpoint_N``, ``checkpoints/run-<date>/
+checkpoint-N``, ``lightning_logs/version_0/checkpoints``). A folder with
+checkpoint-like files in no known layout is listed in ``Scan.unjudged`` (the
+node's log says so) and never handed out; a candidate that cannot be read is
+incomplete, never a traceback. Newest means the highest step; a candidate
+without a step only wins when none has one, by modification time.
 
 API: ``newest_complete(folder) -> Checkpoint | None``,
 ``incomplete(folder) -> [(path, reason)]``, ``scan(folder) -> Scan``, and
 ``Progress`` (``progress.py``). The rules: ``layouts.py`` (DCP, DeepSpeed,
 Megatron), ``huggingface.py`` (Trainer, Accelerate), ``dcp_metadata.py``
-(DCP's ``.metadata`` read without torch), ``listing.py`` (one folder's
+(DCP's ``.metadata`` read without torch), ``inert_pickle.py`` (torch's
+pickles read without torch), ``listing.py`` (one folder's
 entries, cut-off files). Stdlib only; imports nothing outside this room.
 """
 
@@ -31,12 +46,17 @@ import os
 import re
 
 from . import huggingface, layouts
-from .listing import TEMP_SUFFIXES, Listing, Unreadable, file_cut_off, step_in
+from .inert_pickle import PickleError, torch_save_fields
+from .listing import TEMP_SUFFIXES, Listing, Unreadable, file_cut_off, first_few, named_step
 from .progress import Progress  # noqa: F401  (part of this module's API)
 
 _MEGATRON_TRACKER = "latest_checkpointed_iteration.txt"
 _PLAIN_FILE = re.compile(
     r"(?i).*(?:ckpt|checkpoint|step|iter)[^0-9/]{0,3}(\d+)[^/]*\.(?:pt|pth|ckpt|bin|safetensors|tar)")
+_LIGHTNING = re.compile(r"[^/]*\.ckpt")
+_RANK = re.compile(r"(?i)([_.-]?rank[_-]?)(\d+)")
+SEARCH_DEPTH = 3     # folders below ``folder`` looked into for saves (checkpoints/run-<date>/checkpoint-N)
+SEARCH_FOLDERS = 512  # and at most this many of them: a dataset in the folder must not make a restart slow
 
 
 class Checkpoint:
@@ -64,15 +84,23 @@ class Checkpoint:
         return {"path": self.path, "step": self.step, "layout": self.layout, "why": self.why}
 
 
+class NotASave(Exception):
+    """A folder named like a save turned out to hold none (``runs/step-99/`` of logs): no candidate after all."""
+
+
 class Scan:
-    """What a look at a folder found: ``complete`` and ``incomplete`` [(path, reason)], newest first."""
+    """What a look at a folder found: ``complete`` and ``incomplete`` [(path, reason)], newest first, and
+    ``unjudged`` [(path, why)]: folders holding checkpoint-like files in a layout no rule here knows."""
 
     def __init__(self):
         self.complete = []
         self.incomplete = []
-        self.candidates = []  # (path, step, layout, judge: () -> (complete, text))
+        self.unjudged = []
+        self.candidates = []  # (path, step, layout, judge: () -> (complete, text[, step]))
+        self.folders = 0
 
     def candidate(self, path, step, layout, judge):
+        """``step``: a number, None, or a callable that reads it from the save (called once, to order)."""
         self.candidates.append((path, step, layout, judge))
 
     def verdict(self, path, step, layout, ok, text):
@@ -81,11 +109,16 @@ class Scan:
 
     def judge(self, stop_at_complete):
         """Judge the candidates newest first; with ``stop_at_complete``, only until one is complete."""
-        for path, step, layout, judge in sorted(self.candidates, key=_newest_first):
+        ordered = [(path, _resolve(step), layout, judge) for path, step, layout, judge in self.candidates]
+        for path, step, layout, judge in sorted(ordered, key=_newest_first):
             try:
-                ok, text = judge()
-            except Unreadable as exc:
-                ok, text = False, str(exc)
+                ok, text, *recorded = judge()
+            except NotASave:
+                continue
+            except (Unreadable, PickleError) as exc:
+                ok, text, recorded = False, str(exc), ()
+            if recorded and recorded[0] is not None:
+                step = recorded[0]  # what the library wrote wins over the name
             if ok:
                 self.complete.append(Checkpoint(path, step, layout, text))
                 if stop_at_complete:
@@ -96,6 +129,15 @@ class Scan:
 
     def newest(self):
         return self.complete[0] if self.complete else None
+
+
+def _resolve(step):
+    if not callable(step):
+        return step
+    try:
+        return step()
+    except (Unreadable, PickleError, OSError):
+        return None
 
 
 def _newest_first(candidate):
@@ -130,52 +172,163 @@ def scan(folder, stop_at_complete=False):
     except Unreadable as exc:
         result.incomplete.append((folder, str(exc)))
         return result
-    _find_candidates(root, result)
-    if root.is_dir("checkpoints"):
-        try:
-            _find_candidates(Listing(root.join("checkpoints")), result)
-        except Unreadable as exc:
-            result.incomplete.append((root.join("checkpoints"), str(exc)))
+    _search(root, result, 0)
     return result.judge(stop_at_complete)
 
 
-def _find_candidates(root, result):
+def progress_mark(checkpoint):
+    """How far a save is, for the no-progress brake: its step, or, for a save with none (one folder saved over
+    in place), ``{"saved": <mtime>}`` of its newest file, so a save written again counts as progress."""
+    if checkpoint is None:
+        return None
+    if checkpoint.step is not None:
+        return checkpoint.step
+    return {"saved": round(_newest_mtime(checkpoint.path), 3)}
+
+
+def _newest_mtime(path):
+    newest = _mtime(path)
+    if os.path.isdir(path):
+        try:
+            with os.scandir(path) as entries:
+                for entry in entries:
+                    try:
+                        newest = max(newest, entry.stat().st_mtime)
+                    except OSError:
+                        pass
+        except OSError:
+            pass
+    return newest
+
+
+def _search(root, result, depth):
+    """The candidates in one folder: the folder itself when it is a DCP save, its children named or recognised
+    as saves, its files; folders that are none of these are looked into, ``SEARCH_DEPTH`` deep."""
+    result.folders += 1
     if ".metadata" in root or root.matching(layouts.DISTCP):
-        step = step_in(os.path.basename(root.path))
-        result.candidate(root.path, step, "dcp", lambda: layouts.check_dcp(root))
-        return
+        result.candidate(root.path, _known_name_step(os.path.basename(root.path)), "dcp",
+                         lambda: layouts.check_dcp(root))
     deepspeed_limit = _deepspeed_latest_step(root)
     megatron_limit = _megatron_tracker_step(root)
+    accelerate = []
+    below = []
     for name in root.names:
         if root.is_dir(name):
-            _child_candidate(root, name, result, deepspeed_limit, megatron_limit)
-        else:
-            _file_candidate(root, name, result)
+            found, listing = _child_candidate(root, name, result, deepspeed_limit, megatron_limit, depth, accelerate)
+            if not found and not name.startswith(".") and depth < SEARCH_DEPTH:
+                below.append((name, listing))
+    _file_candidates(root, result)
+    _accelerate_siblings(accelerate, result, depth)
+    for name, listing in below:
+        if result.folders >= SEARCH_FOLDERS:
+            return
+        if listing is None:
+            try:
+                listing = Listing(root.join(name))
+            except Unreadable:
+                continue
+        _search(listing, result, depth + 1)
 
 
-def _child_candidate(root, name, result, deepspeed_limit, megatron_limit):
-    """A child folder named like a checkpoint (judged later), or one whose files say which layout it is."""
+def _known_name_step(name):
+    """A folder's step when it is named by a layout's own key (``step-100``, ``checkpoint-4200``), else None."""
+    kind = _name_kind(name)
+    if kind:
+        return int(re.search(r"\d+", name).group())
+    return named_step(name)
+
+
+def _child_candidate(root, name, result, deepspeed_limit, megatron_limit, depth, accelerate):
+    """A child folder named like a checkpoint (judged later), or one whose files say which layout it is.
+    (True when it is a candidate, or a layout nodeweave cannot judge, noted in ``result.unjudged``; its
+    listing when one was made)."""
     path = root.join(name)
-    step = step_in(name)
-    named = _NAMED_LAYOUTS.get(_name_kind(name))
-    if named:
-        limit = {"deepspeed": deepspeed_limit, "megatron": megatron_limit}.get(named[0])
+    step = _known_name_step(name)
+    kind = _name_kind(name)
+    if kind:
+        layout, rule = _NAMED_LAYOUTS[kind]
+        limit = {"deepspeed": deepspeed_limit, "megatron": megatron_limit}.get(layout)
         if limit is not None and step is not None and step > limit[0]:
-            result.verdict(path, step, named[0], False, f"newer than {limit[1]}: its save had not finished")
+            result.verdict(path, step, layout, False, f"newer than {limit[1]}: its save had not finished")
+        elif layout == "accelerate":
+            accelerate.append((step, path))
         else:
-            result.candidate(path, step, named[0], _deferred(named[1], path))
-        return
+            result.candidate(path, step, layout, _deferred(rule, path, depth))
+        return True, None
     try:
         listing = Listing(path)
     except Unreadable:
-        return  # an unknown folder that cannot be listed is no candidate
+        return False, None  # an unknown folder that cannot be listed is no candidate
     layout = _content_layout(listing)
-    if layout:
+    if layout is None:
+        if _looks_saved(listing) and not _holds_saves(listing):
+            result.unjudged.append((path, f"checkpoint-like files ({first_few(_saved_files(listing))}) in a "
+                                          "layout nodeweave does not know: never handed out"))
+        return False, listing
+    if layout[0] == "accelerate":
+        accelerate.append((step, path))
+    elif layout[0] == "deepspeed" and step is None:
+        result.candidate(path, lambda: _deepspeed_step(listing), "deepspeed", lambda: layout[1](listing))
+    else:
         result.candidate(path, step, layout[0], lambda: layout[1](listing))
+    return True, listing
 
 
-def _deferred(rule, path):
-    return lambda: rule(Listing(path))
+def _saved_files(listing):
+    return [n for n in listing.loader_files() if not n.endswith(".json")] + \
+        [n for _, n in listing.matching(layouts.DISTCP)]
+
+
+def _looks_saved(listing):
+    """A folder holding weights, states or shards (not only logs, JSON or text)."""
+    return bool(_saved_files(listing)) or ".metadata" in listing or bool(
+        listing.matching(layouts.MEGATRON_RANK_DIR)) or bool(listing.matching(layouts.DS_TAG_DIR))
+
+
+def _holds_saves(listing):
+    """Saves further down (a run folder of checkpoint-N, a Lightning checkpoints/ of .ckpt files)."""
+    return any(_name_kind(n) or _PLAIN_FILE.fullmatch(n) or _LIGHTNING.fullmatch(n) for n in listing.names) or \
+        any(listing.is_dir(n) for n in listing.names)
+
+
+def _deepspeed_step(listing):
+    """``global_steps`` that DeepSpeed recorded in a tag's model states (a tag named by the user)."""
+    return layouts.deepspeed_record(listing)[1].get("global_steps")
+
+
+def _accelerate_siblings(saves, result, depth=0):
+    """Accelerate saves in one folder, each judged with the registered-object count of the save before it
+    (the folder records no count; ``custom_checkpoint_N.pkl`` come last)."""
+    ordered = sorted(saves, key=lambda item: (item[0] is None, item[0] if item[0] is not None else 0, item[1]))
+    for index, (step, path) in enumerate(ordered):
+        before = ordered[index - 1][1] if index else None
+        result.candidate(path, step, "accelerate", _accelerate_judge(path, before, depth))
+
+
+def _accelerate_judge(path, before, depth):
+    def judge():
+        listing = Listing(path)
+        if depth and not _looks_saved(listing):
+            raise NotASave(path)
+        expected = 0
+        if before is not None:
+            try:
+                expected = huggingface.registered_objects(Listing(before))
+            except Unreadable:
+                expected = 0
+        return huggingface.check_accelerate(listing, expected)
+    return judge
+
+
+def _deferred(rule, path, depth=0):
+    """Judge a folder named like a save when its turn comes; below the top, one that holds nothing saved
+    (``runs/step-99/`` of logs) is no candidate."""
+    def judge():
+        listing = Listing(path)
+        if depth and not _looks_saved(listing):
+            raise NotASave(path)
+        return rule(listing)
+    return judge
 
 
 def _name_kind(name):
@@ -236,20 +389,95 @@ def _pointer_step(root, name, parse):
     return (int(match.group(1)), f"{name} ({text})") if match else None
 
 
-def _file_candidate(root, name, result):
-    if not _PLAIN_FILE.fullmatch(name):
-        _lone_temporary(root, name, result)
-        return
+def _file_candidates(root, result):
+    """Plain files (``ckpt_N.pt``), Lightning ``.ckpt`` files, and per-rank files grouped into one save."""
+    groups = {}
+    for name in root.names:
+        if root.is_dir(name):
+            continue
+        if not (_PLAIN_FILE.fullmatch(name) or _LIGHTNING.fullmatch(name)):
+            _lone_temporary(root, name, result)
+            continue
+        if _links_to_a_sibling(root, name):
+            continue  # Lightning's last.ckpt link: the save it names is judged under its own name
+        rank = _RANK.search(name)
+        if rank and _PLAIN_FILE.fullmatch(name):
+            key = name[:rank.start()] + name[rank.end():]
+            groups.setdefault(key, {})[int(rank.group(2))] = name
+        elif _LIGHTNING.fullmatch(name):
+            _lightning_candidate(root, name, result)
+        else:
+            result.candidate(root.join(name), named_step(name), "file", _file_judge(root, name))
+    _rank_groups(root, groups, result)
+
+
+def _file_judge(root, name):
+    return lambda: _judge_file(root, name)
+
+
+def _links_to_a_sibling(root, name):
     path = root.join(name)
+    if not root.is_link(name):
+        return False
+    target = os.path.realpath(path)
+    return os.path.dirname(target) == os.path.realpath(root.path) and os.path.isfile(target)
+
+
+def _judge_file(root, name):
+    """(complete, text) for one saved file: whole, not empty, no temporary of it beside it."""
     temp = [name + suffix for suffix in TEMP_SUFFIXES if name + suffix in root]
     why = file_cut_off(root, name)
     if why:
-        result.verdict(path, step_in(name), "file", False, why)
-    elif temp:
-        result.verdict(path, step_in(name), "file", False, f"{temp[0]} beside it: a save of this name was in progress")
-    else:
-        result.verdict(path, step_in(name), "file", True,
-                       f"file of {root.size(name)} bytes, its end written, no temporary beside it")
+        return False, why
+    if temp:
+        return False, f"{temp[0]} beside it: a save of this name was in progress"
+    return True, f"file of {root.size(name)} bytes, whole, no temporary beside it"
+
+
+_LIGHTNING_STEP = re.compile(r"(?:^|[-_])step=(\d+)")
+
+
+def _lightning_candidate(root, name, result):
+    """A Lightning ``ModelCheckpoint`` file: the step from its ``step=`` key, else the ``global_step`` it holds
+    (``last.ckpt``, ``{epoch}-{step}`` names without keys); never a metric's digits."""
+    path = root.join(name)
+    keyed = _LIGHTNING_STEP.search(name)
+    step = int(keyed.group(1)) if keyed else (lambda: torch_save_fields(path, "global_step").get("global_step"))
+
+    def judge():
+        ok, text = _judge_file(root, name)
+        if not ok:
+            return ok, text
+        fields = torch_save_fields(path, "global_step", "epoch")
+        if "global_step" not in fields:
+            return False, "holds no global_step: not a Lightning checkpoint it can resume from"
+        return True, f"Lightning: {text}, global_step {fields['global_step']}", fields["global_step"]
+    result.candidate(path, step, "lightning", judge)
+
+
+def _rank_groups(root, groups, result):
+    """Per-rank files of one save (``ckpt_200_rank0.pt``..): complete when ranks 0..N-1 are all there and
+    whole, N being at least the rank count of the save before it (a save records no world size)."""
+    ordered = sorted(groups.items(), key=lambda item: (named_step(item[0]) is None, named_step(item[0]) or 0))
+    before = 0
+    for key, ranks in ordered:
+        result.candidate(root.join(ranks[min(ranks)]), named_step(key), "per-rank files",
+                         _rank_group_judge(root, ranks, before))
+        before = max(before, len(ranks))
+
+
+def _rank_group_judge(root, ranks, before):
+    def judge():
+        missing = next((r for r in range(max(max(ranks) + 1, before)) if r not in ranks), None)
+        if missing is not None:
+            why = f" (the save before had {before})" if missing >= max(ranks) + 1 else ""
+            return False, f"rank {missing}'s file is missing{why}"
+        problems = [f"{ranks[r]}: {text}" for r in sorted(ranks) for ok, text in [_judge_file(root, ranks[r])]
+                    if not ok]
+        if problems:
+            return False, first_few(problems)
+        return True, f"{len(ranks)} per-rank files (this is rank {min(ranks)}'s), all whole"
+    return judge
 
 
 def _lone_temporary(root, name, result):
@@ -257,8 +485,8 @@ def _lone_temporary(root, name, result):
     for suffix in TEMP_SUFFIXES:
         final = name[:-len(suffix)]
         if name.endswith(suffix) and _PLAIN_FILE.fullmatch(final) and final not in root:
-            result.verdict(root.join(final), step_in(final), "file", False,
-                       f"only {name} exists: the save never reached its rename")
+            result.verdict(root.join(final), named_step(final), "file", False,
+                           f"only {name} exists: the save never reached its rename")
             return
 
 

@@ -6,55 +6,14 @@ writes ``.metadata.tmp`` and renames it to ``.metadata`` after every rank's
 ``__<rank>_<n>.distcp`` is written. Knowing each shard's name and the bytes it
 must hold lets node 0 prove a checkpoint complete by ``stat`` alone.
 
-The pickle names torch classes; a restricted unpickler turns every class it
-names into an inert stand-in that only records its arguments and state, so
-nothing outside this module runs and torch is never imported.
+The pickle is read by ``inert_pickle`` (no torch, nothing run), once per
+(path, size, mtime_ns): a folder of 1,000 saves is unpickled once, not on
+every scan.
 """
 
-import io
-import pickle
+from .inert_pickle import PICKLE_LIMIT, PickleError, Stand, cached, loads
 
-METADATA_LIMIT = 64 << 20  # bytes: a larger .metadata is not read (the presence checks still hold)
-
-
-class _Stand:
-    """Whatever class the pickle names: keeps the state it is given, runs nothing."""
-
-    def __init__(self, *args, **kwargs):
-        self.args = args
-        self.state = {}
-        self.items = {}
-
-    def __setstate__(self, state):
-        if isinstance(state, tuple) and len(state) == 2:  # (dict state, slots state)
-            merged = dict(state[0] or {})
-            merged.update(state[1] or {})
-            state = merged
-        self.state = state if isinstance(state, dict) else {"value": state}
-
-    def __setitem__(self, key, value):
-        self.items[key] = value
-
-    def append(self, value):
-        self.items[len(self.items)] = value
-
-    def extend(self, values):
-        for value in values:
-            self.append(value)
-
-    def __call__(self, *args, **kwargs):
-        return _Stand(*args, **kwargs)
-
-
-def _stand_class(module, name):
-    return type(name, (_Stand,), {"__module__": module})
-
-
-class _InertUnpickler(pickle.Unpickler):
-    """Maps every global to a stand-in class, so no real callable is reached."""
-
-    def find_class(self, module, name):
-        return _stand_class(module, name)
+METADATA_LIMIT = PICKLE_LIMIT  # bytes: a larger .metadata is not read (the presence checks still hold)
 
 
 class MetadataError(Exception):
@@ -68,10 +27,10 @@ def shard_sizes(data):
     (truncated, another format, no ``storage_data``).
     """
     try:
-        metadata = _InertUnpickler(io.BytesIO(data)).load()
-    except Exception as exc:  # a truncated or foreign pickle fails in many ways
-        raise MetadataError(f"not a readable pickle ({type(exc).__name__}: {exc})") from None
-    storage = getattr(metadata, "state", {}).get("storage_data") if isinstance(metadata, _Stand) else None
+        metadata = loads(data)
+    except PickleError as exc:
+        raise MetadataError(str(exc)) from None
+    storage = metadata.state.get("storage_data") if isinstance(metadata, Stand) else None
     if not isinstance(storage, dict):
         raise MetadataError("no storage_data in it")
     needed = {}
@@ -83,6 +42,26 @@ def shard_sizes(data):
         path = fields["relative_path"]
         needed[path] = max(needed.get(path, 0), end)
     return needed
+
+
+def _read_shard_sizes(path):
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read(METADATA_LIMIT + 1)
+    except OSError as exc:
+        raise PickleError(f"cannot read: {exc.strerror or exc}") from None
+    try:
+        return shard_sizes(data)
+    except MetadataError as exc:
+        raise PickleError(str(exc)) from None
+
+
+def shard_sizes_of(path):
+    """:func:`shard_sizes` of the ``.metadata`` at ``path``, read once while its size and mtime stay."""
+    try:
+        return cached(path, _read_shard_sizes)
+    except PickleError as exc:
+        raise MetadataError(str(exc)) from None
 
 
 def _int(value):

@@ -5,14 +5,15 @@
   ``*.index.json`` names must all exist; with DeepSpeed the folder holds
   ``latest`` and ``global_stepN``, with FSDP a ``pytorch_model_fsdp_0`` DCP folder.
 - Accelerate ``save_state`` (``checkpoint_N`` under ``checkpoints/`` with
-  automatic naming, or any folder): ``random_states_<process>.pkl`` is written
-  last, one per process, after the weights.
+  automatic naming, or any folder): the weights, optimizer, scheduler and
+  sampler, then ``random_states_<process>.pkl`` (one per process), then
+  ``custom_checkpoint_<i>.pkl`` for each ``register_for_checkpointing`` object.
 """
 
 import json
 import re
 
-from .layouts import DS_TAG_DIR, check_dcp, check_deepspeed_root, gap, leftovers
+from .layouts import DS_TAG_DIR, check_dcp, check_deepspeed_root, gap, leftovers, whole
 from .listing import Listing, Unreadable, first_few
 
 _HF_WEIGHTS = ("model.safetensors", "pytorch_model.bin", "adapter_model.safetensors", "adapter_model.bin")
@@ -68,46 +69,81 @@ def _weights(listing, files):
     return False, "", False
 
 
+def _trainer_state_step(listing):
+    """``global_step`` from ``trainer_state.json``, or the reason it cannot be read."""
+    try:
+        state = json.loads(listing.read("trainer_state.json").decode("utf-8"))
+    except Unreadable as exc:
+        return None, str(exc)
+    except ValueError as exc:
+        return None, f"trainer_state.json does not parse ({exc}): cut off mid-write"
+    step = state.get("global_step") if isinstance(state, dict) else None
+    if not isinstance(step, int) or isinstance(step, bool):
+        return None, "trainer_state.json holds no global_step"
+    return step, None
+
+
 def check_hf_trainer(listing):
-    """A Trainer ``checkpoint-N``: ``trainer_state.json`` (written last) and complete weights."""
+    """A Trainer ``checkpoint-N``: ``trainer_state.json`` (written last) parses, the weights and every file
+    the Trainer's resume opens are whole. Returns ``(complete, text, step)``: ``global_step`` of the state."""
     left = leftovers(listing)
     if left:
         return False, left
     size = listing.size("trainer_state.json")
     if not size:
         return False, "no trainer_state.json (the Trainer writes it last): the save had not finished"
+    step, why = _trainer_state_step(listing)
+    if why:
+        return False, why
     ok, text, found = _weights(listing, _HF_WEIGHTS)
     if not found:
         return False, "no model weights (model.safetensors, pytorch_model.bin, a sharded index, FSDP or DeepSpeed)"
     if not ok:
         return False, text
-    return True, f"Trainer: trainer_state.json and {text}"
+    broken = whole(listing)
+    if broken:
+        return False, broken
+    return True, f"Trainer: trainer_state.json (global_step {step}) and {text}, every file whole", step
 
 
 RANDOM_STATES = re.compile(r"random_states_(\d+)\.pkl")
+CUSTOM_STATES = re.compile(r"custom_checkpoint_(\d+)\.pkl")
 
 
-def check_accelerate(listing):
-    """An Accelerate ``save_state`` folder: weights and every process's ``random_states_N.pkl`` (written last)."""
+def registered_objects(listing):
+    """How many ``register_for_checkpointing`` objects a save holds (``custom_checkpoint_0..N-1.pkl``)."""
+    return len(listing.matching(CUSTOM_STATES))
+
+
+def check_accelerate(listing, expected_objects=0):
+    """An Accelerate ``save_state`` folder: weights, every process's ``random_states_N.pkl``, then the
+    registered objects' ``custom_checkpoint_N.pkl`` (written last: ``expected_objects`` is how many the save
+    before this one held, since the folder itself records no count), every file whole."""
     left = leftovers(listing)
     if left:
         return False, left
     states = listing.matching(RANDOM_STATES)
     if not states:
-        return False, "no random_states_0.pkl (save_state writes it last): the save had not finished"
+        return False, "no random_states_0.pkl (save_state writes it after the weights): the save had not finished"
     processes = {int(m.group(1)) for m, _ in states}
     missing = gap(processes)
     if missing is not None:
         return False, f"random_states_{missing}.pkl is missing"
-    broken = listing.cut_off([n for _, n in states])
-    if broken:
-        return False, f"unfinished: {first_few(broken)}"
+    objects = {int(m.group(1)) for m, _ in listing.matching(CUSTOM_STATES)}
+    missing = gap(objects) if objects else None
+    if missing is None and len(objects) < expected_objects:
+        missing = len(objects)
+    if missing is not None:
+        return False, (f"custom_checkpoint_{missing}.pkl is missing (registered objects are saved last"
+                       + (f"; the save before held {expected_objects})" if expected_objects else ")"))
     files = [n for _, n in listing.matching(_SAFE_MODEL)]
     ok, text, found = _weights(listing, files)
     if not found:
         return False, "no model weights (model.safetensors, pytorch_model.bin, FSDP or DeepSpeed)"
     if not ok:
         return False, text
-    return True, f"Accelerate: {text} and random_states of {len(processes)} process(es)"
-
-
+    broken = whole(listing)
+    if broken:
+        return False, broken
+    extra = f", {len(objects)} registered object(s)" if objects else ""
+    return True, f"Accelerate: {text} and random_states of {len(processes)} process(es){extra}, every file whole"

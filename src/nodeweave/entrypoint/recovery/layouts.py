@@ -7,25 +7,30 @@ returns ``(complete, text)``: what proved it complete, or why it is not.
 
 - PyTorch DCP (``FileSystemWriter``, TorchTitan's ``step-N``, Megatron's
   ``torch_dist``): ``.metadata`` is renamed into place after every
-  ``__<rank>_<n>.distcp``; it lists each shard's bytes, checked by ``stat``.
+  ``__<rank>_<n>.distcp``; it must unpickle (a cut one is a broken save), and
+  each shard its ``storage_data`` lists must hold its bytes, checked by ``stat``.
 - DeepSpeed tag (``global_stepN``): ``mp_rank_XX_model_states.pt`` (ZeRO-3:
-  ``zero_pp_rank_D_mp_rank_XX_model_states.pt``) and ZeRO's
-  ``[bf16_]zero_pp_rank_D_mp_rank_XX_optim_states.pt``; the ranks must run
-  0..N-1 with no gap. Rank 0 writes ``latest`` without waiting for the other
+  ``zero_pp_rank_D_mp_rank_XX_model_states.pt``) records ``dp_world_size``,
+  ``mp_world_size``, ``global_steps`` and the ZeRO stage; every mp rank's
+  model states and ZeRO's ``[bf16_]zero_pp_rank_D_mp_rank_XX_optim_states.pt``
+  for every D below ``dp_world_size`` must be there, so a missing *highest*
+  rank is seen too. Rank 0 writes ``latest`` without waiting for the other
   ranks, so ``latest`` alone proves nothing (checkpoints.py orders the tags).
 - Megatron ``iter_XXXXXXX``: every ``mp_rank_TT[_PPP]`` of the tensor x
   pipeline grid holds ``model_optim_rng.pt`` (and ``distrib_optim.pt`` in all
   or none); the ``torch_dist`` format is a DCP folder whose ``metadata.json``
   is written after the shards.
 
-Every ``.pt``/``.bin``/``.pkl``/``.safetensors`` a rule names is also checked
-for a cut-off write from its ends (``listing.file_cut_off``): a torch.save zip
-needs its end record, a safetensors file the bytes its header promises.
+Every file a loader opens (``.pt``/``.pth``/``.bin``/``.pkl``/``.ckpt``/
+``.safetensors``/``.json``) is also checked whole (``listing.file_cut_off``):
+a torch.save zip's central directory and entries, a safetensors file's header
+and tensor bytes, a JSON file's parse, a pickle's STOP opcode.
 """
 
 import re
 
-from .dcp_metadata import METADATA_LIMIT, MetadataError, shard_sizes
+from .dcp_metadata import METADATA_LIMIT, MetadataError, shard_sizes_of
+from .inert_pickle import PickleError, cached, torch_save_top
 from .listing import Listing, Unreadable, first_few
 
 _DCP_METADATA = re.compile(r"\.metadata|__(\d+)\.metadata")
@@ -38,8 +43,14 @@ def leftovers(listing):
     return f"unfinished files remain ({first_few(temp)})" if temp else None
 
 
+def whole(listing, skip=()):
+    """Why one of the files a loader opens in this folder is cut off, or None (``listing.file_cut_off``)."""
+    broken = listing.cut_off([n for n in listing.loader_files() if n not in skip])
+    return f"unfinished file(s): {first_few(broken)}" if broken else None
+
+
 def check_dcp(listing):
-    """A DCP folder: complete when ``.metadata`` exists and every shard it lists holds its bytes."""
+    """A DCP folder: ``.metadata`` unpickles, and every shard its ``storage_data`` lists holds its bytes."""
     left = leftovers(listing)
     if left:
         return False, left
@@ -59,15 +70,18 @@ def check_dcp(listing):
             notes.append(f"{name} is {size} bytes, not read")
             continue
         try:
-            listed.update(shard_sizes(listing.read(name, METADATA_LIMIT)))
+            listed.update(shard_sizes_of(listing.join(name)))
         except MetadataError as exc:
-            notes.append(f"{name} not parsed: {exc}")
+            return False, f"{name} does not unpickle as DCP metadata ({exc}): cut off, or not DCP's"
     for shard, needed in sorted(listed.items()):
         have = listing.size(shard)
         if have is None:
             return False, f"{shard}, listed in .metadata, is missing"
         if have < needed:
             return False, f"{shard} holds {have} bytes, .metadata needs {needed}"
+    broken = whole(listing)
+    if broken:
+        return False, broken
     if notes:
         return True, f"DCP: {first_few(metadata)} present, {len(shards)} shard file(s) ({'; '.join(notes)})"
     return True, f"DCP: .metadata lists {len(listed)} shard file(s), all present with their sizes"
@@ -77,7 +91,6 @@ _DS_MODEL = re.compile(r"mp_rank_(\d+)_model_states\.pt")
 _DS_ZERO_MODEL = re.compile(r"zero_pp_rank_(\d+)_mp_rank_(\d+)_model_states\.pt")
 _DS_ZERO_OPTIM = re.compile(r"(?:bf16_|fp16_)?zero_pp_rank_(\d+)_mp_rank_(\d+)_?optim_states\.pt")
 _DS_PIPE_LAYER = re.compile(r"layer_\d+-model_(\d+)-model_states\.pt")
-_DS_EXPERT = re.compile(r"(?:layer_\d+_)?expert_\d+_mp_rank_\d+_model_states\.pt")
 
 
 def gap(numbers):
@@ -106,8 +119,37 @@ def _zero_gaps(kind, ranks):
     return None
 
 
+def deepspeed_record(listing):
+    """What DeepSpeed records in a model-states file (``_common_checkpoint_state``): {dp_world_size,
+    mp_world_size, global_steps, zero_stage}, read from the first mp rank's file without torch."""
+    for name in ("mp_rank_00_model_states.pt", "zero_pp_rank_0_mp_rank_00_model_states.pt"):
+        if name in listing:
+            top = cached(listing.join(name), torch_save_top)
+            if not isinstance(top, dict):
+                raise PickleError(f"{name} holds no dict")
+            config = top.get("ds_config") if isinstance(top.get("ds_config"), dict) else {}
+            zero = config.get("zero_optimization") if isinstance(config.get("zero_optimization"), dict) else {}
+            record = {k: top.get(k) for k in ("dp_world_size", "mp_world_size", "global_steps")}
+            record["zero_stage"] = zero.get("stage", 0)
+            return name, {k: (v if isinstance(v, int) and not isinstance(v, bool) else None)
+                          for k, v in record.items()}
+    return None, {}
+
+
+def _missing_zero_rank(ranks, dp_size, mp_size):
+    """The first (mp, dp) pair of 0..mp_size-1 x 0..dp_size-1 with no ZeRO file, or None."""
+    for mp_rank in range(mp_size):
+        for dp_rank in range(dp_size):
+            if dp_rank not in ranks.get(mp_rank, ()):
+                return mp_rank, dp_rank
+    return None
+
+
 def check_deepspeed_tag(listing):
-    """A DeepSpeed tag folder: model states of every mp rank, ZeRO files of every dp rank, none cut off."""
+    """A DeepSpeed tag folder: the world sizes its model states record, every rank's file there, none cut off.
+
+    Returns ``(complete, text, step)``: the step is ``global_steps`` from the model states.
+    """
     left = leftovers(listing)
     if left:
         return False, left
@@ -115,31 +157,41 @@ def check_deepspeed_tag(listing):
     zero_model = listing.matching(_DS_ZERO_MODEL)
     zero_optim = listing.matching(_DS_ZERO_OPTIM)
     layers = listing.matching(_DS_PIPE_LAYER)
-    experts = listing.matching(_DS_EXPERT)
     plain = [(m, n) for m, n in plain if not n.startswith(("zero_pp_rank_", "expert_", "layer_"))]
     if not (plain or zero_model or layers):
         return False, "no *model_states.pt (DeepSpeed writes one per model-parallel rank)"
-    names = [n for group in (plain, zero_model, zero_optim, layers, experts) for _, n in group]
-    broken = listing.cut_off(names)
+    broken = whole(listing)
     if broken:
-        return False, f"unfinished file(s): {first_few(broken)}"
+        return False, broken
     with_model = {int(m.group(1)) for m, _ in plain} | set(_dp_ranks(zero_model))
     mp_ranks = with_model | set(_dp_ranks(zero_optim))
     if not layers:
         missing = gap(mp_ranks) if gap(mp_ranks) is not None else min(mp_ranks - with_model, default=None)
         if missing is not None:
             return False, f"model states of mp rank {missing:02d} are missing"
-    problem = _zero_gaps("ZeRO optimizer state", _dp_ranks(zero_optim)) if zero_optim else None
-    if not problem and zero_model:
-        problem = _zero_gaps("ZeRO-3 model state", _dp_ranks(zero_model))
-        if not problem and zero_optim and _dp_ranks(zero_model) != _dp_ranks(zero_optim):
-            problem = "ZeRO-3 model and optimizer files name different data-parallel ranks"
-    if problem:
-        return False, problem
+    try:
+        source, record = deepspeed_record(listing)
+    except PickleError as exc:
+        return False, f"its model states do not read ({exc})"
+    dp_size, mp_size = record.get("dp_world_size"), record.get("mp_world_size")
+    if source is None or not dp_size or not mp_size:
+        return False, "the model states record no dp_world_size/mp_world_size: cannot tell every rank wrote"
+    if not layers:
+        missing = next((r for r in range(mp_size) if r not in with_model), None)
+        if missing is not None:
+            return False, f"model states of mp rank {missing:02d} are missing ({source} records {mp_size})"
+    zero_stage = record.get("zero_stage") or 0
+    for kind, files, needed in (("ZeRO optimizer state", zero_optim, zero_stage > 0),
+                                ("ZeRO-3 model state", zero_model, bool(zero_model))):
+        hole = _missing_zero_rank(_dp_ranks(files), dp_size, mp_size) if needed else None
+        if hole is not None:
+            return False, (f"{kind} of data-parallel rank {hole[1]} (mp rank {hole[0]:02d}) is missing: {source} "
+                           f"records dp_world_size {dp_size}")
     text = f"DeepSpeed: {len(plain) + len(zero_model) + len(layers)} model-state file(s)"
     if zero_optim:
         text += f", {len(zero_optim)} ZeRO optimizer file(s)"
-    return True, text + ", ranks without gaps, none cut off"
+    return True, text + f" for dp_world_size {dp_size} x mp_world_size {mp_size}, none cut off", \
+        record.get("global_steps")
 
 
 DS_TAG_DIR = re.compile(r"global_step(\d+)")
@@ -153,7 +205,7 @@ def check_deepspeed_root(listing):
         return False, f"no readable latest ({exc})"
     if not tag or not listing.is_dir(tag):
         return False, f"latest names {tag!r}, which is not a folder here"
-    ok, text = check_deepspeed_tag(Listing(listing.join(tag)))
+    ok, text = check_deepspeed_tag(Listing(listing.join(tag)))[:2]
     return ok, f"latest -> {tag}: {text}"
 
 
@@ -187,7 +239,7 @@ def check_megatron_iter(listing):
         sub = Listing(listing.join(name))
         if sub.size("model_optim_rng.pt") is None:
             return False, f"{name}/model_optim_rng.pt is missing"
-        broken = sub.cut_off([n for n in ("model_optim_rng.pt", "distrib_optim.pt") if n in sub])
+        broken = sub.cut_off(sub.loader_files())
         if broken:
             return False, f"{name}: unfinished {first_few(broken)}"
         leftover = leftovers(sub)

@@ -3,10 +3,17 @@
 A job that crashes before its next save restarts from the same checkpoint
 forever; NVIDIA's resiliency extension stops after K generations without a
 newer checkpoint, and so does nodeweave. Node 0 records, at the start of each
-generation, the step of the newest complete checkpoint it found (None: none
-yet); once the last ``limit`` restarts found nothing newer than the step
+generation, how far the newest complete checkpoint it found is (None: none
+yet); once the last ``limit`` restarts found nothing newer than the one
 before them, the job should stop with the verdict.
+
+How far a save is: its step, or, for a save that records none (one folder
+saved over in place, ``checkpoints.progress_mark``), ``{"saved": mtime}``: a
+save written again since is progress. Marks of the two kinds never compare
+as "not newer": a change of kind counts as progress.
 """
+
+import time
 
 
 class Progress:
@@ -19,9 +26,10 @@ class Progress:
         self.steps = list(steps)
 
     def record(self, step):
-        """Note the newest complete checkpoint step found as a generation starts (the first is generation 0)."""
-        if step is not None and (not isinstance(step, int) or isinstance(step, bool)):
-            raise ValueError(f"a checkpoint step is a whole number or None, got {step!r}")
+        """Note the newest complete checkpoint found as a generation starts (the first is generation 0): its
+        step, ``{"saved": mtime}`` for one without a step, or None."""
+        if step is not None and not _is_step(step) and not _is_saved(step):
+            raise ValueError(f"a checkpoint mark is a whole number, {{'saved': <mtime>}} or None, got {step!r}")
         self.steps.append(step)
         return self
 
@@ -57,6 +65,9 @@ class Progress:
         plural = "restart" if count == 1 else "restarts"
         if since is None:
             return f"{count} {plural} since the job started, no checkpoint yet"
+        if _is_saved(since):
+            when = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(since["saved"]))
+            return f"{count} {plural} since the checkpoint saved at {when} (it records no step), no newer save"
         return f"{count} {plural} since step {since}, no newer checkpoint"
 
     def to_dict(self):
@@ -70,10 +81,31 @@ class Progress:
         return f"Progress(limit={self.limit}, steps={self.steps})"
 
 
+def _is_step(mark):
+    return isinstance(mark, int) and not isinstance(mark, bool)
+
+
+def _is_saved(mark):
+    return isinstance(mark, dict) and set(mark) == {"saved"} and isinstance(mark["saved"], (int, float)) and \
+        not isinstance(mark["saved"], bool)
+
+
+def _order(mark):
+    return mark if _is_step(mark) else mark["saved"]
+
+
 def _best(steps):
+    """The furthest mark of the kind the latest known mark has (a step, or a save time)."""
     known = [s for s in steps if s is not None]
-    return max(known) if known else None
+    if not known:
+        return None
+    kind = _is_step(known[-1])
+    return max((s for s in known if _is_step(s) == kind), key=_order)
 
 
 def _newer(step, than):
-    return step is not None and (than is None or step > than)
+    if step is None:
+        return False
+    if than is None or _is_step(step) != _is_step(than):
+        return True
+    return _order(step) > _order(than)

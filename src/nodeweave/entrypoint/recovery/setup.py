@@ -51,19 +51,26 @@ def identity_settings(settings):
 
 
 def newest_checkpoint(folder, log):
-    """(path, step) of the newest complete checkpoint in ``folder``, or (None, None)."""
+    """(path, step, mark) of the newest complete checkpoint in ``folder``, or (None, None, None).
+
+    ``mark`` is what the no-progress brake compares (``checkpoints.progress_mark``): the step, or the save's
+    time for one that records no step. Folders in a layout the finder cannot judge are said in the log.
+    """
     if not folder:
-        return None, None
+        return None, None, None
     try:
-        from .checkpoints import newest_complete
+        from .checkpoints import progress_mark, scan
     except ImportError:
-        return None, None
+        return None, None, None
     try:
-        found = newest_complete(folder)
+        found = scan(folder, stop_at_complete=True)
     except OSError as err:
         log(f"recovery: cannot read the checkpoint folder {folder}: {err.strerror or err}")
-        return None, None
-    return (found.path, found.step) if found is not None else (None, None)
+        return None, None, None
+    for path, why in found.unjudged:
+        log(f"recovery: cannot judge {path}: {why}")
+    newest = found.newest()
+    return (newest.path, newest.step, progress_mark(newest)) if newest is not None else (None, None, None)
 
 
 def user_stopped(received):
