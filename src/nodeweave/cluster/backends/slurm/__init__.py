@@ -56,6 +56,8 @@ def job_record(job: str, timeout: float = 30) -> Optional[dict]:
 class SlurmCluster(Backend):
     target = "slurm"
     holds = False  # the allocation holds the nodes; the entrypoint runs only inside a run's step
+    reach_variables = ("SLURM_CONF",)
+    reach_prefixes = ("SALLOC_", "SRUN_")  # salloc and srun read their options from these too
 
     def __init__(self, spec, spec_path, options):
         super().__init__(spec, spec_path, options)
