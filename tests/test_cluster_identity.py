@@ -295,3 +295,53 @@ def test_kubernetes_namespace_changed_while_up(tmp_path, kube, monkeypatch):
     assert recorded.returncode == 0 and "kubectl exec -n ml " in recorded.stdout, recorded.stdout + recorded.stderr
     given = cli(spec.parent, env, "stop", "-n", "ml2", "--dry-run")  # a flag still wins for them
     assert given.returncode == 0 and "kubectl exec -n ml2 " in given.stdout, given.stdout + given.stderr
+
+
+def test_a_folder_only_its_owner_may_write_is_read_by_owner_group_and_other_bits(tmp_path):
+    from nodeweave.cluster.writable import HostUser, can_write, existing
+
+    folder = tmp_path / "ckpt"
+    folder.mkdir()
+    found = folder.stat()
+    stranger = HostUser(found.st_uid + 4242, found.st_gid + 4242, rootless=False)
+    same_group = HostUser(found.st_uid + 4242, found.st_gid, rootless=False)
+    owner = HostUser(found.st_uid or 4242, found.st_gid, rootless=False)
+    folder.chmod(0o755)
+    assert not can_write(folder, stranger) and not can_write(folder, same_group)
+    if found.st_uid:
+        assert can_write(folder, owner)
+    folder.chmod(0o775)
+    assert can_write(folder, same_group) and not can_write(folder, stranger)
+    folder.chmod(0o757)
+    assert can_write(folder, stranger)
+    assert existing(folder / "a" / "b") == folder
+
+
+RECOVERING = SPEC + "recovery: {enabled: true, checkpoint_dir: checkpoints}\n"
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="rootful podman maps the image's uid 1000 to this machine's 1000")
+def test_up_and_check_refuse_a_checkpoint_folder_the_images_user_cannot_write(tmp_path):
+    """Issue 41: a root-owned team folder; every rank failed its first save, recovery burned the spares."""
+    spec = _folder(tmp_path / "team", RECOVERING)
+    spec.parent.chmod(0o755)
+    (tmp_path / "bin").mkdir()
+    env = _env(tmp_path)
+    for verb in (("up", "--dry-run"), ("check", "--dry-run")):
+        out = cli(spec.parent, env, *verb)
+        assert out.returncode == 3, (verb, out.stdout, out.stderr)
+        line = out.stderr.strip().splitlines()[-1]
+        assert f"recovery.checkpoint_dir checkpoints is {spec.parent}/checkpoints on this machine (it does not " \
+               f"exist; its nearest folder {spec.parent} would hold it), owned by root:root (0:0), mode 0755" in line
+        assert f"`sudo chown -R 1000:0 {spec.parent}`" in line, line
+    (spec.parent / "checkpoints").mkdir()
+    os.chown(spec.parent / "checkpoints", 1000, 0)
+    up = cli(spec.parent, env, "up", "--dry-run")
+    assert up.returncode == 0, up.stderr
+    assert f"# the workspace {spec.parent} (owned by root:root (0:0), mode 0755) is read-only to the image's " \
+           "user" in up.stdout, up.stdout
+    (spec.parent / "checkpoints").chmod(0o755)
+    os.chown(spec.parent / "checkpoints", 0, 0)
+    assert cli(spec.parent, env, "up", "--dry-run").returncode == 3
+    (spec.parent / "checkpoints").chmod(0o777)
+    assert cli(spec.parent, env, "check", "--dry-run").returncode == 0

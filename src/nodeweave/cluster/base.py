@@ -137,6 +137,12 @@ class Backend:
 
         return inherited_notes(self.reach_variables, self.reach_prefixes)
 
+    def check_folders(self) -> List[str]:
+        """Before ``up`` or ``check`` starts anything: exit 3 when the image's user cannot write the checkpoint
+        folder; notes for what it cannot write but may not need (nodeweave.cluster.writable). Nothing where
+        the folders are not on this machine."""
+        return []
+
     def made(self) -> dict:
         """What ``up`` records it made (options.record_made): the verbs of a renamed job act on it."""
         return {"job": self.spec.name, "folder": self.mark.folder, "owner": self.mark.owner,

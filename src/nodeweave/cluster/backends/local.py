@@ -163,8 +163,13 @@ class LocalCluster(Backend):
 
         given = dict(self.up_env("hold", image))
         read = interpolated(render_up_compose(self.spec, self.spec_dir))
-        return [image_choice(image, self.spec_image())[1],
+        return [image_choice(image, self.spec_image())[1], *self.check_folders(),
                 *inherited_notes((*self.reach_variables, *read), given=given)]
+
+    def check_folders(self) -> List[str]:
+        from nodeweave.cluster.writable import check_folders
+
+        return check_folders(self.spec, self.spec_dir, self.engine)
 
     def up_steps(self, mode: str, image: Optional[str]) -> List[List[Step]]:
         env = self.up_env(mode, image)
