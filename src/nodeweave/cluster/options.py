@@ -7,6 +7,10 @@ folder never touch each other's), so ``run``, ``status``, ``logs``, ``stop``,
 ``shell`` and ``down`` find the same cluster without repeating the flags; a flag
 given to them still wins. Nothing here touches a node.
 
+Beside what it was told, ``up`` records what it made (``made``: the job's name, the
+folder's mark, the namespace or compose project, the spec file; ``record_made``),
+which ``down`` drops: the verbs of a renamed job act on it (``recorded.py``).
+
 The old single file ``.nodeweave/cluster.json`` (one entry per job) is read once:
 a job's entry moves into the job's folder the first time that job is opened, and
 the old file goes when its last entry has moved. A state file that is not what
@@ -292,7 +296,10 @@ def recorded_elsewhere(spec_path: Path, name: str) -> "list[dict]":
         job = path.parent.name
         if job == name:
             continue
-        made = load_made(spec_path, job)
+        try:
+            made = load_made(spec_path, job)
+        except UsageError:  # another job's damaged file is that job's to name (its own verbs do)
+            continue
         if made is not None and made.get("spec") == spec_path.name and made.get("job") == job:
             found.append(made)
     return found

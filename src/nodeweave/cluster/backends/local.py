@@ -5,9 +5,13 @@ Each node is a container ``<name>-<i>`` on one bridge network, reached with
 ``.nodeweave/<job>/compose.yaml`` (what ``render compose`` writes to
 ``compose/local.yaml``, host paths made absolute so it can live there), then
 starts it with ``NODEWEAVE_MODE`` set (``--hold``: every node holds for
-``nodeweave run``) and ``NODEWEAVE_IMAGE`` when ``--image`` names one. Kept per
+``nodeweave run``) and ``NODEWEAVE_IMAGE`` always given (``--image``, else the
+caller's ``NODEWEAVE_IMAGE``, noted in the plan, else the spec's). Kept per
 job, with the job's token beside it, so two specs in one folder never start,
-stop or re-key each other's nodes: ``down --spec a.yaml`` uses a's file only.
+stop or re-key each other's nodes: ``down --spec a.yaml`` uses a's file only;
+and in this folder's own compose project, every container labelled with the
+job and the folder (``identity.py``), so another folder's job of the same
+name is refused, never acted on.
 """
 
 from __future__ import annotations
