@@ -345,3 +345,15 @@ def test_up_and_check_refuse_a_checkpoint_folder_the_images_user_cannot_write(tm
     assert cli(spec.parent, env, "up", "--dry-run").returncode == 3
     (spec.parent / "checkpoints").chmod(0o777)
     assert cli(spec.parent, env, "check", "--dry-run").returncode == 0
+
+
+def test_kubernetes_and_slurm_plans_name_the_image_and_the_variables_their_tools_read(tmp_path):
+    spec = _folder(tmp_path / "k", KUBE_SPEC)
+    (tmp_path / "bin").mkdir()
+    kube = cli(spec.parent, _env(tmp_path, KUBECONFIG=str(tmp_path / "elsewhere.yaml")), "up", "-t", "kubernetes",
+               "--dry-run")
+    assert kube.returncode == 0, kube.stderr
+    assert "# every pod runs image localhost/t/twin:cpu: the spec's" in kube.stdout
+    assert f"# KUBECONFIG={tmp_path / 'elsewhere.yaml'} from this environment is read" in kube.stdout, kube.stdout
+    slurm = cli(spec.parent, _env(tmp_path, SALLOC_PARTITION="big"), "up", "-t", "slurm", "--dry-run")
+    assert "# SALLOC_PARTITION=big from this environment is read" in slurm.stdout, slurm.stdout + slurm.stderr

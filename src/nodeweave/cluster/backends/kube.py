@@ -282,6 +282,19 @@ class KubeCluster(Backend):
     def made(self) -> dict:
         return {**super().made(), "namespace": self.namespace}
 
+    def up_notes(self, image: Optional[str]) -> List[str]:
+        """The image every pod runs (the spec's, pinned by the digest `image build --push` recorded)."""
+        from nodeweave.resolve import resolve
+
+        pinned = self.pushed_digest()
+        ref = f"{pinned['name']}@{pinned['digest']}" if pinned else resolve(self.spec).image
+        why = "the digest `image build --push` recorded" if pinned else "the spec's"
+        if self.folder not in FOLDERS:
+            why += f", unless --overlay {self.folder} sets another"
+        line = (f"every pod runs image {ref}: {why}" if self.folder != "rocm"
+                else "every pod runs the rocm overlay's image (its variant's tag)")
+        return [line, *super().up_notes(image)]
+
     def states(self, nodes: List[Node]) -> Dict[int, str]:
         argv = self.call("get", "pods", "-l", f"app.kubernetes.io/instance={self.spec.name}", "-o", "json")
         try:
