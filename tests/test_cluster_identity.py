@@ -172,7 +172,10 @@ def test_rename_while_up_down_takes_down_the_old_job_and_status_names_it(tmp_pat
     assert data["renamed"] and ".nodeweave/oldname/ records a cluster `nodeweave up` started as job oldname" \
         in data["renamed"][0] and "`nodeweave down` takes it down" in status.stderr, status.stderr
     up = cli(spec.parent, env, "up", "--dry-run")
-    assert up.returncode == 0 and "newname" in up.stdout
+    assert up.returncode == 0 and "# .nodeweave/oldname/ records a cluster" in up.stdout, up.stdout
+    stop = cli(spec.parent, env, "stop")  # the new name has no node: the refusal names the old job too
+    assert stop.returncode == 3 and "newname is not up" in stop.stderr and ".nodeweave/oldname/ records a " \
+        "cluster `nodeweave up` started as job oldname" in stop.stderr, stop.stderr
 
 
 def test_a_real_down_forgets_the_old_jobs_record(tmp_path):

@@ -155,9 +155,7 @@ def status_command(
         view = survey_targets([n for n, r in zip(nodes, rows) if r["up"]])
     watch = ask_ranks([n for n, r in zip(nodes, rows) if r["up"]], stacks) if ranks or stacks else None
     extra = {**({"fingerprints": view.to_dict()} if view is not None else {}), **({"ranks": watch[0]} if watch else {})}
-    from nodeweave.cluster.recorded import renamed_jobs, renamed_line
-
-    renamed = [renamed_line(made, spec, spec_path) for made in renamed_jobs(spec, spec_path)]
+    renamed = list(backend.renamed)
     data = {"where": backend.where(), "plans_agree": agree, "nodes": rows, **extra,
             **({"renamed": renamed} if renamed else {})}
     if as_json:

@@ -204,7 +204,10 @@ class Backend:
         named = ", ".join(f"{n.name} ({down[n.index]})" for n in nodes if n.index in down)
         start = ("`nodeweave up --hold` starts it, then `nodeweave run`" if verb == "run"
                  else "`nodeweave up` starts it")
-        raise EnvironmentProblem(f"{self.spec.name} is not up on {self.where()}: {named}; nothing to {verb}; {start}")
+        raise EnvironmentProblem(f"{self.spec.name} is not up on {self.where()}: {named}; nothing to {verb}; {start}"
+                                 + "".join(f"; {line}" for line in self.renamed))
+
+    renamed: Tuple[str, ...] = ()  # lines naming what up made under the spec's old name (recorded.renamed_line)
 
     def logs_argv(self, node: Node, follow: bool) -> List[str]:
         return node.remote.logs_argv(follow)
@@ -218,7 +221,7 @@ class Backend:
         from nodeweave.errors import EnvironmentProblem
 
         if not nodes:
-            raise EnvironmentProblem(self.no_nodes_line(verb))
+            raise EnvironmentProblem(self.no_nodes_line(verb) + "".join(f"; {line}" for line in self.renamed))
         return nodes
 
     def no_nodes_line(self, verb: str) -> str:

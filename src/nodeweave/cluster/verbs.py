@@ -28,6 +28,7 @@ def up_plan(backend: Backend, mode: str, image: Optional[str], timeout: float, w
     node, then (``--check``: the phase ``check`` makes for the nodes) check them. Planning takes nothing."""
     files = backend.up_files(mode)
     notes = tuple(backend.up_notes(image))  # the image, and what this environment changes in the steps
+    notes += tuple(backend.renamed)  # what up made under the spec's old name stays up beside the new job
     notes += tuple(backend.prepare_up(mode, dry_run)) if files is None else ()  # a backend that prepares alone
     phases = [Phase("files", "the job's files", files=tuple(files))] if files else []
     allocation = backend.allocation_step()  # Slurm: later phases name its job and nodes JOBID, NODE0, ...

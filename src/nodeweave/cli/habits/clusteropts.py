@@ -92,7 +92,7 @@ def open_cluster(spec_path: Path, given, remember: bool = False, dry_run: bool =
     """
     from nodeweave.cluster import open_backend
     from nodeweave.cluster.options import check_host_count, load_state, record_made
-    from nodeweave.cluster.recorded import recorded_namespace
+    from nodeweave.cluster.recorded import recorded_namespace, renamed_jobs, renamed_line
     from nodeweave.spec import load_spec
 
     spec = load_spec(spec_path)  # the verb has found it (find_spec) before
@@ -108,6 +108,7 @@ def open_cluster(spec_path: Path, given, remember: bool = False, dry_run: bool =
     if not dry_run:
         backend.check_tools()
     backend.refuse_foreign()
+    backend.renamed = tuple(renamed_line(made, spec, spec_path) for made in renamed_jobs(spec, spec_path))
     if remember:
         # what up was told (a flag's namespace, not the recorded one) and what it makes
         record_made(spec_path, spec.name, merged.checked(), backend.made())
