@@ -98,9 +98,8 @@ def down_command(
     spec_path = find_spec(spec_path)
     from nodeweave.cluster.execute import execute
     from nodeweave.cluster.options import forget_allocation
-    from nodeweave.cluster.verbs import down_plan
-
     from nodeweave.cluster.recorded import renamed_down
+    from nodeweave.cluster.verbs import down_plan
 
     fmt = data_format(as_json, output)
     spec, backend, _ = open_cluster(spec_path, reach, dry_run=dry_run)

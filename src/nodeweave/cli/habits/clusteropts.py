@@ -109,9 +109,8 @@ def open_cluster(spec_path: Path, given, remember: bool = False, dry_run: bool =
         backend.check_tools()
     backend.refuse_foreign()
     backend.renamed = tuple(renamed_line(made, spec, spec_path) for made in renamed_jobs(spec, spec_path))
-    if remember:
-        # what up was told (a flag's namespace, not the recorded one) and what it makes
-        record_made(spec_path, spec.name, merged.checked(), backend.made())
+    if remember:  # what up was told, and what it makes
+        record_made(spec_path, spec.name, checked, backend.made())
     return spec, backend, checked
 
 
