@@ -96,7 +96,9 @@ def test_two_specs_in_one_folder_never_touch_each_others_job(spec_path):
     (down,), = a.down_steps(False)
     used = Path(down.argv[down.argv.index("-f") + 1])
     assert used == spec_path.parent / ".nodeweave/job/compose.yaml"
-    assert yaml.safe_load(used.read_text())["name"] == "job-local"  # compose's project: job a's, never b's
+    project = down.argv[down.argv.index("-p") + 1]  # compose's project: job a's of this folder, never b's
+    assert yaml.safe_load(used.read_text())["name"] == project == a.mark.project != b.mark.project
+    assert project.startswith("job-") and project != "job-local"
     assert set(yaml.safe_load(used.read_text())["services"]) == {"job-0", "job-1"}
 
 
@@ -123,6 +125,7 @@ def test_hosts_up_sends_the_compose_file_and_generates_each_hosts_rank(spec_path
     remote = shlex.split(starts[1].argv[-1])
     assert starts[1].argv[starts[1].argv.index("--") - 1] == "me@gpu02"
     assert remote == ["env", "NODE_RANK=1", "MASTER_ADDR=gpu01", "NNODES=2", "NODEWEAVE_MODE=hold",
+                      "NODEWEAVE_IMAGE=localhost/t/job:cpu",  # the spec's, never a host's own NODEWEAVE_IMAGE
                       "NODEWEAVE_JOB_TOKEN_HOST=/srv/job/.nodeweave/job/job-token",
                       "NODEWEAVE_JOB_TOKEN_FILE=/run/nodeweave/job-token", "docker", "compose",
                       "-p", "job", "-f", "/srv/job/compose/node.yaml", "up", "-d", "--force-recreate"]

@@ -189,7 +189,8 @@ def test_up_on_slurm_takes_the_spares_and_its_run_step_tells_the_training_count(
     argv = backend.allocation_argv()
     assert "--nodes=3" in argv and "--no-kill" in argv, argv
     script = render_targets(spec, ["slurm"])["slurm/job.sbatch"]
-    assert argv[2:] == directives(script), "salloc and sbatch ask for the same allocation"
+    assert argv[2:-1] == directives(script), "salloc and sbatch ask for the same allocation"
+    assert argv[-1].startswith("--comment=nodeweave-job "), argv  # and up's mark: the job and its folder
     nodes = backend._nodes(["gpu01", "gpu02", "gpu03"], "42")
     assert dict(nodes[2].env)["NODEWEAVE_NNODES"] == "2" and dict(nodes[2].env)["NODEWEAVE_SPARES"] == "1"
 

@@ -76,7 +76,7 @@ def podman(*args: str, **kw) -> "subprocess.CompletedProcess[str]":
 GRAMMAR = {
     "apply": ({"-n", "-k"}, set()),
     "delete": ({"-n", "-k", "-l"}, {"--ignore-not-found"}),
-    "get": ({"-n", "-l", "-o"}, {"--field-selector=status.phase=Running"}),
+    "get": ({"-n", "-l", "-o"}, {"--field-selector=status.phase=Running", "--ignore-not-found"}),
     "exec": ({"-n", "-c"}, {"-i", "-t"}),
     "logs": ({"-n", "-c"}, {"-f"}),
     "scale": ({"-n", "--replicas"}, set()),
@@ -182,7 +182,7 @@ def apply(space: dict, directory: str, namespace: str) -> None:
         fail(f"podman kube play: {out.stderr.strip()}")
     name = sts["metadata"]["name"]
     space.setdefault("statefulsets", {})[name] = {
-        "replicas": len(pods), "pods": {pod["metadata"]["name"]: {
+        "replicas": len(pods), "annotations": sts["metadata"].get("annotations") or {}, "pods": {pod["metadata"]["name"]: {
             "labels": pod["metadata"]["labels"], "containers": [c["name"] for c in pod["spec"]["containers"]]}
             for pod in played}}
     for claim in (doc for doc in objects if doc["kind"] == "PersistentVolumeClaim"):
@@ -289,13 +289,23 @@ def find_pod(space: dict, name: str, container: str, namespace: str) -> None:
     fail(f'Error from server (NotFound): pods "{name}" not found in namespace {namespace}')
 
 
-def get(space: dict, flags: dict, switches: set, positional: list) -> None:
-    if positional[:1] == ["statefulset"] and len(positional) == 2 and flags.get("-o") == REPLICAS \
-            and "-l" not in flags and not switches:
-        if positional[1] not in space.get("statefulsets", {}):
+def get(space: dict, flags: dict, switches: set, positional: list, namespace: str = "default") -> None:
+    if positional[:1] == ["statefulset"] and len(positional) == 2 and flags.get("-o") in (REPLICAS, "json") \
+            and "-l" not in flags and switches <= {"--ignore-not-found"}:
+        found = space.get("statefulsets", {}).get(positional[1])
+        if found is None:
+            if "--ignore-not-found" in switches:
+                return  # kubectl prints nothing and exits 0
             fail(f'Error from server (NotFound): statefulsets.apps "{positional[1]}" not found')
-        print(space["statefulsets"][positional[1]]["replicas"], end="")
+        if flags["-o"] == "json":  # what nodeweave reads of it: name, namespace, annotations, replicas
+            print(json.dumps({"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {
+                "name": positional[1], "namespace": namespace, "annotations": found.get("annotations") or {}},
+                "spec": {"replicas": found["replicas"]}}))
+        else:
+            print(found["replicas"], end="")
         return
+    if "--ignore-not-found" in switches:
+        fail("get: --ignore-not-found is known for `get statefulset NAME` only", 2)
     if positional != ["pods"] or "-l" not in flags or flags.get("-o") not in ("json", RUNNING_NAMES):
         fail("get: the stand-in knows `get statefulset NAME -o jsonpath={.spec.replicas}` and "
              "`get pods -l SELECTOR -o json|jsonpath={.items[*].metadata.name}` only", 2)
@@ -360,7 +370,7 @@ def main(argv) -> None:
     elif verb == "delete":
         delete(space, flags, switches, positional, namespace)
     elif verb == "get":
-        get(space, flags, switches, positional)
+        get(space, flags, switches, positional, namespace)
     elif verb == "scale":
         scale(space, flags, positional)
     elif verb in ("exec", "logs") and len(positional) == 1 and "-c" in flags:

@@ -83,6 +83,8 @@ def check_command(
     fmt = data_format(as_json, output)
     check_options = CheckOptions(threshold / 100.0, repeats, backend_name, seconds, timeout, verbose)
     spec, backend, _ = open_cluster(spec_path, reach, dry_run=dry_run)
+    for note in backend.check_folders():  # exit 3 first when the nodes could not write the checkpoint folder
+        console(stderr=True).print(f"note: {note}", highlight=False, markup=False, soft_wrap=True)
     nodes, shape = backend.live_nodes("check", dry_run), {}
     if node:  # the first N nodes only: ranks are the nodes' places, as in `run --node`
         from nodeweave.cli.habits.nodes import first_nodes

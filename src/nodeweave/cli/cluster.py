@@ -40,7 +40,7 @@ def up_command(
     from nodeweave.cluster.verbs import up_plan
 
     fmt = data_format(as_json, output)
-    spec, backend, _ = open_cluster(spec_path, reach, remember=not dry_run, dry_run=dry_run)
+    spec, backend, _ = open_cluster(spec_path, reach, remember=not dry_run, dry_run=dry_run, for_up=True)
     mode = default_mode(spec) if hold is None else ("hold" if hold else "run")
     if check and (mode != "hold" or not wait):
         raise UsageError("up --check needs nodes that hold and a wait for them: add --hold (and leave out --no-wait)")
@@ -98,13 +98,15 @@ def down_command(
     spec_path = find_spec(spec_path)
     from nodeweave.cluster.execute import execute
     from nodeweave.cluster.options import forget_allocation
+    from nodeweave.cluster.recorded import renamed_down
     from nodeweave.cluster.verbs import down_plan
 
     fmt = data_format(as_json, output)
     spec, backend, _ = open_cluster(spec_path, reach, dry_run=dry_run)
     out = console(stderr=is_data(fmt))
+    renamed = renamed_down(spec, spec_path)  # what up made under the spec's old name: down takes it down too
     try:
-        plan = down_plan(backend, delete_claims, dry_run)
+        plan = down_plan(backend, delete_claims, dry_run, renamed)
         if dry_run:
             show_plan(plan, fmt)
             return
@@ -114,9 +116,15 @@ def down_command(
         execute(plan, backend.spec_dir, say(out))
     finally:
         backend.close()
+        for old, _ in renamed:
+            old.close()
+    for old, _ in renamed:
+        forget_allocation(spec_path, old.spec.name)
+        out.print(f"{old.spec.name} (the job's old name) is down ({old.where()})", highlight=False)
     forget_allocation(spec_path, spec.name)  # the flags stay: `up` alone brings the same cluster back
     out.print(f"{spec.name} is down ({backend.where()})", highlight=False)
-    emit({"job": spec.name, "where": backend.where(), "down": True}, fmt)
+    emit({"job": spec.name, "where": backend.where(), "down": True,
+          "also": [{"job": old.spec.name, "where": old.where()} for old, _ in renamed]}, fmt)
 
 
 @reach_options
@@ -146,7 +154,9 @@ def status_command(
         view = survey_targets([n for n, r in zip(nodes, rows) if r["up"]])
     watch = ask_ranks([n for n, r in zip(nodes, rows) if r["up"]], stacks) if ranks or stacks else None
     extra = {**({"fingerprints": view.to_dict()} if view is not None else {}), **({"ranks": watch[0]} if watch else {})}
-    data = {"where": backend.where(), "plans_agree": agree, "nodes": rows, **extra}
+    renamed = list(backend.renamed)
+    data = {"where": backend.where(), "plans_agree": agree, "nodes": rows, **extra,
+            **({"renamed": renamed} if renamed else {})}
     if as_json:
         typer.echo(json.dumps(data, indent=2))
     elif not emit(data, checked(output)):
@@ -157,6 +167,8 @@ def status_command(
             print_cluster_view(view, console())
         for line in rank_view(watch):
             console().print(line, highlight=False, markup=False)
+    for line in renamed:  # the old name's nodes still hold their GPUs: said on every status until down
+        console(stderr=True).print(f"note: {line}", highlight=False, markup=False, soft_wrap=True)
     problems = status_problems(rows)
     if rows and not any(r["up"] for r in rows):
         problems = [f"{spec.name} is down on {backend.where()} (no node answers); `nodeweave up` starts it"]

@@ -106,8 +106,47 @@ class Backend:
     holds = True  # nodes can hold; bare hosts run the entrypoint only when asked
 
     def __init__(self, spec: Spec, spec_path: Path, options: ClusterOptions):
+        from nodeweave.cluster.identity import JobMark
+
         self.spec, self.spec_path, self.options = spec, spec_path, options
         self.spec_dir = spec_path.resolve().parent
+        self.mark = JobMark.of(self.spec_dir, spec.name)  # what up puts on everything it makes (identity.py)
+
+    def marks(self) -> Dict[str, object]:
+        """The mark each object of this job carries on the platform (name: FoundMark, None for no mark), read
+        without changing anything; empty where the platform cannot be asked."""
+        return {}
+
+    def refuse_foreign(self) -> None:
+        """Exit 3 naming the folder when what this job's names point at was made by another folder's ``up``."""
+        from nodeweave.cluster.identity import foreign_owner
+
+        foreign_owner(self.mark, self.marks(), self.marked_kind)
+
+    marked_kind = "container"  # what marks() reads, for the refusal's line
+
+    # Variables of the caller's environment that the target's own tools read (which engine, cluster or
+    # allocation the steps reach): a plan names each one set, since it changes what the plan does.
+    reach_variables: Tuple[str, ...] = ()
+    reach_prefixes: Tuple[str, ...] = ()
+
+    def up_notes(self, image: Optional[str]) -> List[str]:
+        """What ``up``'s plan says first: the image every node runs and where it comes from, and every variable
+        of this environment that changes what the steps do (nodeweave.cluster.environment)."""
+        from nodeweave.cluster.environment import inherited_notes
+
+        return inherited_notes(self.reach_variables, self.reach_prefixes)
+
+    def check_folders(self) -> List[str]:
+        """Before ``up`` or ``check`` starts anything: exit 3 when the image's user cannot write the checkpoint
+        folder; notes for what it cannot write but may not need (nodeweave.cluster.writable). Nothing where
+        the folders are not on this machine."""
+        return []
+
+    def made(self) -> dict:
+        """What ``up`` records it made (options.record_made): the verbs of a renamed job act on it."""
+        return {"job": self.spec.name, "folder": self.mark.folder, "owner": self.mark.owner,
+                "spec": self.spec_path.resolve().name, "target": self.target, "where": self.where()}
 
     def nodes(self, for_up: bool = False) -> List[Node]:
         raise NotImplementedError
@@ -165,7 +204,10 @@ class Backend:
         named = ", ".join(f"{n.name} ({down[n.index]})" for n in nodes if n.index in down)
         start = ("`nodeweave up --hold` starts it, then `nodeweave run`" if verb == "run"
                  else "`nodeweave up` starts it")
-        raise EnvironmentProblem(f"{self.spec.name} is not up on {self.where()}: {named}; nothing to {verb}; {start}")
+        raise EnvironmentProblem(f"{self.spec.name} is not up on {self.where()}: {named}; nothing to {verb}; {start}"
+                                 + "".join(f"; {line}" for line in self.renamed))
+
+    renamed: Tuple[str, ...] = ()  # lines naming what up made under the spec's old name (recorded.renamed_line)
 
     def logs_argv(self, node: Node, follow: bool) -> List[str]:
         return node.remote.logs_argv(follow)
@@ -179,7 +221,7 @@ class Backend:
         from nodeweave.errors import EnvironmentProblem
 
         if not nodes:
-            raise EnvironmentProblem(self.no_nodes_line(verb))
+            raise EnvironmentProblem(self.no_nodes_line(verb) + "".join(f"; {line}" for line in self.renamed))
         return nodes
 
     def no_nodes_line(self, verb: str) -> str:

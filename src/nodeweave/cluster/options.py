@@ -7,6 +7,10 @@ folder never touch each other's), so ``run``, ``status``, ``logs``, ``stop``,
 ``shell`` and ``down`` find the same cluster without repeating the flags; a flag
 given to them still wins. Nothing here touches a node.
 
+Beside what it was told, ``up`` records what it made (``made``: the job's name, the
+folder's mark, the namespace or compose project, the spec file; ``record_made``),
+which ``down`` drops: the verbs of a renamed job act on it (``recorded.py``).
+
 The old single file ``.nodeweave/cluster.json`` (one entry per job) is read once:
 a job's entry moves into the job's folder the first time that job is opened, and
 the old file goes when its last entry has moved. A state file that is not what
@@ -173,9 +177,16 @@ def load_state(spec_path: Path, name: str) -> ClusterOptions:
     return _options(path, data)
 
 
-def save_state(spec_path: Path, name: str, options: ClusterOptions) -> Path:
+def save_state(spec_path: Path, name: str, options: ClusterOptions, made: "Optional[dict] | bool" = True) -> Path:
+    """Write what ``up`` was told; ``made`` is what it made (:func:`load_made`): True keeps the file's, None
+    drops it (taken down)."""
     path = state_path(spec_path, name)
     data = {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(options).items()}
+    if made is True:
+        kept = _read_json(path)
+        made = kept.get(MADE) if isinstance(kept, dict) else None
+    if made:
+        data[MADE] = made
     path.parent.mkdir(parents=True, exist_ok=True)
     scratch = path.with_name(f".{path.name}.tmp")
     scratch.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n", encoding="utf-8")
@@ -224,6 +235,7 @@ def _options(path: Path, data, prefix: str = "") -> ClusterOptions:
     """``data`` as ClusterOptions, every field's type checked (a hand edit is named, not half-read)."""
     if not isinstance(data, dict):
         raise _damaged(path, f"{prefix.rstrip('.') or 'its top level'} is not a mapping of options")
+    data = {k: v for k, v in data.items() if k != MADE}
     unknown = sorted(set(data) - set(_TEXT_FIELDS) - set(_LIST_FIELDS))
     if unknown:
         raise _damaged(path, f"has an unknown field {prefix}{unknown[0]!r}")
@@ -243,10 +255,54 @@ def _damaged(path: Path, why: str) -> UsageError:
 
 
 def forget_allocation(spec_path: Path, name: str) -> None:
-    """After ``down``: the Slurm allocation's job id goes with the allocation; what ``up`` was told stays."""
+    """After ``down``: the Slurm allocation's job id and the record of what ``up`` made go with them; what
+    ``up`` was told stays."""
     remembered = load_state(spec_path, name)
-    if remembered.slurm_job is not None:
-        save_state(spec_path, name, replace(remembered, slurm_job=None))
+    if remembered.slurm_job is not None or load_made(spec_path, name) is not None:
+        save_state(spec_path, name, replace(remembered, slurm_job=None), made=None)
+
+
+# What ``up`` made, beside what it was told: the job's name, the folder's mark, the namespace or compose project
+# it made them in, and the spec file. Verbs act on this (a renamed job, a changed namespace); ``down`` drops it.
+MADE = "made"
+MADE_FIELDS = ("job", "folder", "owner", "spec", "target", "namespace", "project", "where")
+
+
+def record_made(spec_path: Path, name: str, options: ClusterOptions, made: dict) -> Path:
+    """At ``up``: what it was told and what it makes, in ``.nodeweave/<job>/cluster.json``."""
+    return save_state(spec_path, name, options, made={k: made.get(k) for k in MADE_FIELDS})
+
+
+def load_made(spec_path: Path, name: str) -> Optional[dict]:
+    """What ``up`` made for the job ``name`` of this folder and has not been taken down, or None."""
+    path = state_path(spec_path, name)
+    data = _read_json(path)
+    made = data.get(MADE) if isinstance(data, dict) else None
+    if made is None:
+        return None
+    if not isinstance(made, dict) or not all(isinstance(made.get(k), (str, type(None))) for k in MADE_FIELDS) \
+            or not made.get("job"):
+        raise _damaged(path, f"field {MADE} is {made!r}, not what `nodeweave up` records")
+    return made
+
+
+def recorded_elsewhere(spec_path: Path, name: str) -> "list[dict]":
+    """The jobs this spec file's ``up`` made under another name (the spec's ``name`` changed since), still
+    recorded as up in ``.nodeweave/<job>/cluster.json``: what ``down`` must take down too."""
+    spec_path = spec_path.resolve()
+    root = spec_path.parent / STATE_DIR
+    found = []
+    for path in sorted(root.glob("*/cluster.json")) if root.is_dir() else []:
+        job = path.parent.name
+        if job == name:
+            continue
+        try:
+            made = load_made(spec_path, job)
+        except UsageError:  # another job's damaged file is that job's to name (its own verbs do)
+            continue
+        if made is not None and made.get("spec") == spec_path.name and made.get("job") == job:
+            found.append(made)
+    return found
 
 
 def read_hosts_file(path: Path) -> Tuple[str, ...]:

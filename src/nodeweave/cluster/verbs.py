@@ -7,7 +7,7 @@ The command line parses and opens the cluster; these decide what the verb does, 
 
 from __future__ import annotations
 
-from typing import Callable, List, Mapping, Optional, Sequence
+from typing import Callable, List, Mapping, Optional, Sequence, Tuple
 
 from nodeweave.cluster.base import Backend, Node
 from nodeweave.cluster.plan import NodeCommand, Phase, Plan
@@ -27,7 +27,9 @@ def up_plan(backend: Backend, mode: str, image: Optional[str], timeout: float, w
     """Write the job's files, take the nodes (a Slurm allocation), run the backend's up steps, wait for every
     node, then (``--check``: the phase ``check`` makes for the nodes) check them. Planning takes nothing."""
     files = backend.up_files(mode)
-    notes = tuple(backend.prepare_up(mode, dry_run)) if files is None else ()  # a backend that prepares alone
+    notes = tuple(backend.up_notes(image))  # the image, and what this environment changes in the steps
+    notes += tuple(backend.renamed)  # what up made under the spec's old name stays up beside the new job
+    notes += tuple(backend.prepare_up(mode, dry_run)) if files is None else ()  # a backend that prepares alone
     phases = [Phase("files", "the job's files", files=tuple(files))] if files else []
     allocation = backend.allocation_step()  # Slurm: later phases name its job and nodes JOBID, NODE0, ...
     if allocation is not None:
@@ -45,15 +47,23 @@ def up_plan(backend: Backend, mode: str, image: Optional[str], timeout: float, w
     return Plan("up", backend.where(), tuple(phases), notes)
 
 
-def down_plan(backend: Backend, delete_claims: bool, dry_run: bool) -> Plan:
-    """What ``up`` made, taken down; bare hosts have nothing to take down but the runs, which are stopped."""
+def down_plan(backend: Backend, delete_claims: bool, dry_run: bool, renamed: Sequence[Tuple[Backend, str]] = ()) -> Plan:
+    """What ``up`` made, taken down; bare hosts have nothing to take down but the runs, which are stopped.
+    ``renamed``: jobs this spec's ``up`` made under a name it no longer has (backend, why), taken down first."""
     phases = backend.down_steps(delete_claims)
-    if backend.target == "hosts" and not phases:
+    if backend.target == "hosts" and not phases and not renamed:
         return stop_plan(backend, backend.nodes(), 10.0, verb="down")
+    earlier: List[Phase] = []
+    notes: Tuple[str, ...] = ()
+    for old, why in renamed:
+        old_files = old.down_files()
+        notes += (why,) + (tuple(old.prepare_down(dry_run)) if old_files is None else ())
+        earlier += [Phase("files", f"job {old.spec.name}'s files", files=tuple(old_files))] if old_files else []
+        earlier += step_phases(old.down_steps(delete_claims))
     files = backend.down_files()
-    notes = tuple(backend.prepare_down(dry_run)) if files is None else ()
+    notes += tuple(backend.prepare_down(dry_run)) if files is None else ()
     planned = [Phase("files", "the job's files", files=tuple(files))] if files else []
-    return Plan("down", backend.where(), tuple(planned + step_phases(phases)), notes)
+    return Plan("down", backend.where(), tuple(earlier + planned + step_phases(phases)), notes)
 
 
 def stop_plan(backend: Backend, nodes: List[Node], grace: float, every_node: bool = True, verb: str = "stop") -> Plan:

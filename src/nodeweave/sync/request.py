@@ -186,6 +186,7 @@ def recorded_cluster(spec, spec_path: Path, given=None):
         return None
     backend = open_backend(spec, spec_path, saved.checked())
     try:
+        backend.refuse_foreign()  # another folder's job of the same name is not this one's to sync into
         return backend.sync_targets()
     finally:
         backend.close()

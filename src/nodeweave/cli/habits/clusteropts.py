@@ -82,14 +82,17 @@ def options(target, engine, host, hosts_file, remote_dir, namespace, kube_cli, k
                           ssh_options=tuple(ssh_option))
 
 
-def open_cluster(spec_path: Path, given, remember: bool = False, dry_run: bool = False):
+def open_cluster(spec_path: Path, given, remember: bool = False, dry_run: bool = False, for_up: bool = False):
     """(spec, backend, checked options): flags, else what ``up`` remembered for this job, else defaults.
 
     Outside a dry run, a machine without the target's tool (engine, kubectl, ssh) is refused here,
-    with exit 3, before anything is announced, written or started.
+    with exit 3, before anything is announced, written or started. What the job's names point at on the
+    platform is read (a dry run too: reading changes nothing) and refused, exit 3, when another folder's
+    ``up`` made it (nodeweave.cluster.identity); ``remember`` (a real ``up``) records what it makes.
     """
     from nodeweave.cluster import open_backend
-    from nodeweave.cluster.options import check_host_count, load_state, save_state
+    from nodeweave.cluster.options import check_host_count, load_state, record_made
+    from nodeweave.cluster.recorded import recorded_namespace, renamed_jobs, renamed_line
     from nodeweave.spec import load_spec
 
     spec = load_spec(spec_path)  # the verb has found it (find_spec) before
@@ -97,15 +100,17 @@ def open_cluster(spec_path: Path, given, remember: bool = False, dry_run: bool =
     if spec.hosts:
         merged = _spec_hosts(merged, spec)
     merged = _spec_target(merged, spec)
-    checked = merged.checked()
+    checked = recorded_namespace(spec, spec_path, merged.checked(), given, for_up)
     if checked.target == "hosts":
         spec = _nodes_from_hosts(spec, checked.hosts)
         check_host_count(checked.hosts, spec.nodes, spec.recovery.spare_nodes)
     backend = open_backend(spec, spec_path, checked)
     if not dry_run:
         backend.check_tools()
-    if remember:
-        save_state(spec_path, spec.name, checked)
+    backend.refuse_foreign()
+    backend.renamed = tuple(renamed_line(made, spec, spec_path) for made in renamed_jobs(spec, spec_path))
+    if remember:  # what up was told, and what it makes
+        record_made(spec_path, spec.name, checked, backend.made())
     return spec, backend, checked
 
 

@@ -122,7 +122,7 @@ class HostsCluster(Backend):
         if self.engine == "none":
             return [(self._send_hostfile(files["compose/hosts"]) if self.spec.hosts else []) + self.token_steps()]
         sent = {name: files[f"compose/{name}"] for name in NODE_FILES if f"compose/{name}" in files}
-        env = (("NODEWEAVE_MODE", mode),) + ((("NODEWEAVE_IMAGE", image),) if image else ())
+        env = (("NODEWEAVE_MODE", mode), ("NODEWEAVE_IMAGE", image or self.spec_image(files)))  # never a host's own
         env += token.compose_env(self.token_file)
         writes = self.token_steps() + [Step(f"send compose/{name} to {host}",
                        tuple(self._ssh(host).exec_argv([*WRITE_FILE, f"{self.dir}/compose", name], stdin=True)),
@@ -132,6 +132,19 @@ class HostsCluster(Backend):
                        tuple(self._compose(i, "up", "-d", "--force-recreate", env=env)),
                        timeout=900) for i, host in enumerate(self.hosts)]
         return [writes, starts]
+
+    def spec_image(self, files=None) -> str:
+        """The image compose/node.yaml gives a node when NODEWEAVE_IMAGE is not set."""
+        from nodeweave.cluster.backends.local import default_image
+        from nodeweave.targets.compose import render_files
+
+        return default_image((files or render_files(self.spec))["compose/node.yaml"])
+
+    def up_notes(self, image: Optional[str]) -> List[str]:
+        if self.engine == "none":
+            return super().up_notes(image)
+        why = "--image" if image else "the spec's (a host's own NODEWEAVE_IMAGE is not read)"
+        return [f"every node runs image {image or self.spec_image()}: {why}", *super().up_notes(image)]
 
     def _send_hostfile(self, text: str) -> List[Step]:
         """Bare hosts: the spec's hosts list, where NODEWEAVE_HOSTFILE points (under the workspace folder)."""

@@ -175,8 +175,10 @@ class KubeCluster(Backend):
                             {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": claim},
                              "$patch": "delete"}))
         overlay = tree / OVERLAY
+        # every object carries the job and this folder (identity.py): no other folder's up or down acts on it
         kustomization = {"apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization",
-                         "namespace": self.namespace, "resources": [self._resource(overlay)]}
+                         "namespace": self.namespace, "commonAnnotations": self.mark.annotations(),
+                         "resources": [self._resource(overlay)]}
         if mode is not None and "NODEWEAVE_JOB_TOKEN_FILE" not in self.spec.env:
             kustomization["secretGenerator"] = [token_secret(self.spec)]
             patches.append(({"kind": "StatefulSet", "name": self.spec.name}, token_patch(self.spec)))
@@ -258,6 +260,40 @@ class KubeCluster(Backend):
         selector = f"app.kubernetes.io/instance={self.spec.name},app.kubernetes.io/component=job-token"
         return Step("delete the job's token Secrets", tuple(self.call("delete", "secret", "-l", selector,
                                                                        "--ignore-not-found")), timeout=300)
+
+    marked_kind = "StatefulSet"
+    reach_variables = ("KUBECONFIG",)  # which cluster (and, through its context, which namespace) kubectl reaches
+
+    def marks(self):
+        """The StatefulSet's mark (its annotations), read with one get; nothing when there is none or no answer."""
+        from nodeweave.cluster.identity import mark_of
+
+        argv = self.call("get", "statefulset", self.spec.name, "--ignore-not-found", "-o", "json")
+        try:
+            out = subprocess.run(argv, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+            found = json.loads(out.stdout) if out.returncode == 0 and out.stdout.strip() else None
+        except (OSError, ValueError, subprocess.TimeoutExpired):
+            found = None
+        if not isinstance(found, dict):
+            return {}
+        annotations = (found.get("metadata") or {}).get("annotations") or {}
+        return {f"{self.spec.name} in namespace {self.namespace}": mark_of(annotations, kube=True)}
+
+    def made(self) -> dict:
+        return {**super().made(), "namespace": self.namespace}
+
+    def up_notes(self, image: Optional[str]) -> List[str]:
+        """The image every pod runs (the spec's, pinned by the digest `image build --push` recorded)."""
+        from nodeweave.resolve import resolve
+
+        pinned = self.pushed_digest()
+        ref = f"{pinned['name']}@{pinned['digest']}" if pinned else resolve(self.spec).image
+        why = "the digest `image build --push` recorded" if pinned else "the spec's"
+        if self.folder not in FOLDERS:
+            why += f", unless --overlay {self.folder} sets another"
+        line = (f"every pod runs image {ref}: {why}" if self.folder != "rocm"
+                else "every pod runs the rocm overlay's image (its variant's tag)")
+        return [line, *super().up_notes(image)]
 
     def states(self, nodes: List[Node]) -> Dict[int, str]:
         argv = self.call("get", "pods", "-l", f"app.kubernetes.io/instance={self.spec.name}", "-o", "json")

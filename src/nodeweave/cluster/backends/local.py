@@ -5,14 +5,19 @@ Each node is a container ``<name>-<i>`` on one bridge network, reached with
 ``.nodeweave/<job>/compose.yaml`` (what ``render compose`` writes to
 ``compose/local.yaml``, host paths made absolute so it can live there), then
 starts it with ``NODEWEAVE_MODE`` set (``--hold``: every node holds for
-``nodeweave run``) and ``NODEWEAVE_IMAGE`` when ``--image`` names one. Kept per
+``nodeweave run``) and ``NODEWEAVE_IMAGE`` always given (``--image``, else the
+caller's ``NODEWEAVE_IMAGE``, noted in the plan, else the spec's). Kept per
 job, with the job's token beside it, so two specs in one folder never start,
-stop or re-key each other's nodes: ``down --spec a.yaml`` uses a's file only.
+stop or re-key each other's nodes: ``down --spec a.yaml`` uses a's file only;
+and in this folder's own compose project, every container labelled with the
+job and the folder (``identity.py``), so another folder's job of the same
+name is refused, never acted on.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -66,7 +71,36 @@ class LocalCluster(Backend):
         super().check_tools()
 
     def compose(self, *args: str) -> tuple:
-        return (*compose_tool(self.engine), "-f", str(self.compose_file), *args)
+        """compose on the job's file, in this folder's own project (``-p``: no COMPOSE_PROJECT_NAME of the
+        caller's, no other folder's job of the same name)."""
+        return (*compose_tool(self.engine), "-p", self.mark.project, "-f", str(self.compose_file), *args)
+
+    def marks(self):
+        """Each node container's mark (its labels), in one inspect; missing containers are left out."""
+        from nodeweave.cluster.identity import mark_of
+
+        if self.detected is None:
+            return {}
+        names = [node.remote.name for node in self.nodes()]
+        argv = [self.engine, "inspect", "--type", "container", "--format", "{{json .Name}} {{json .Config.Labels}}",
+                *names]
+        try:
+            out = subprocess.run(argv, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+        except (OSError, subprocess.TimeoutExpired):
+            return {}
+        found = {}
+        for line in out.stdout.splitlines():
+            try:
+                name_text, labels_text = line.split(" ", 1)
+                name, labels = json.loads(name_text).lstrip("/"), json.loads(labels_text)
+            except ValueError:
+                continue
+            if name in names:
+                found[name] = mark_of(labels if isinstance(labels, dict) else {})
+        return found
+
+    def made(self) -> dict:
+        return {**super().made(), "project": self.mark.project}
 
     def up_files(self, mode: str) -> List["PlannedFile"]:
         """The job's compose file (when it differs from what the spec renders) and a fresh job token."""
@@ -83,7 +117,7 @@ class LocalCluster(Backend):
         """The job's compose file, planned when it differs from what the spec renders (it is nodeweave's own)."""
         from nodeweave.cluster.plan import PlannedFile
 
-        text = render_up_compose(self.spec, self.spec_dir)
+        text = render_up_compose(self.spec, self.spec_dir, self.mark)
         if self.compose_file.is_file() and self.compose_file.read_text(encoding="utf-8") == text:
             return []
         status = "changed" if self.compose_file.exists() else "new"
@@ -111,9 +145,38 @@ class LocalCluster(Backend):
         write_files(Phase("files", "write", files=tuple(files)), self.spec_dir, done.append)
         return done
 
+    # which engine compose reaches (podman-compose and docker compose read them); the project and file are -p, -f
+    reach_variables = ("DOCKER_HOST", "DOCKER_CONTEXT", "DOCKER_CONFIG", "CONTAINER_HOST", "CONTAINER_CONNECTION",
+                       "CONTAINERS_CONF", "COMPOSE_PROFILES", "COMPOSE_ENV_FILES", "PODMAN_COMPOSE_PROVIDER")
+
+    def up_env(self, mode: str, image: Optional[str]) -> tuple:
+        """Every variable the compose file reads, given: none is left to the caller's environment."""
+        from nodeweave.cluster import token
+        from nodeweave.cluster.environment import IMAGE_VARIABLE, image_choice
+
+        chosen, _ = image_choice(image, self.spec_image())
+        env = (("NODEWEAVE_MODE", mode), (IMAGE_VARIABLE, chosen))
+        return env + (getattr(self, "token_env", None) or token.compose_env(str(self.state.token_file)))
+
+    def spec_image(self) -> str:
+        """The image the spec gives the local nodes (the compose file's ``${NODEWEAVE_IMAGE:-...}`` default)."""
+        return default_image(render_up_compose(self.spec, self.spec_dir))
+
+    def up_notes(self, image: Optional[str]) -> List[str]:
+        from nodeweave.cluster.environment import image_choice, inherited_notes, interpolated
+
+        given = dict(self.up_env("hold", image))
+        read = interpolated(render_up_compose(self.spec, self.spec_dir))
+        return [image_choice(image, self.spec_image())[1], *self.check_folders(),
+                *inherited_notes((*self.reach_variables, *read), given=given)]
+
+    def check_folders(self) -> List[str]:
+        from nodeweave.cluster.writable import check_folders
+
+        return check_folders(self.spec, self.spec_dir, self.engine)
+
     def up_steps(self, mode: str, image: Optional[str]) -> List[List[Step]]:
-        env = (("NODEWEAVE_MODE", mode),) + ((("NODEWEAVE_IMAGE", image),) if image else ())
-        env += getattr(self, "token_env", ())
+        env = self.up_env(mode, image)
         # Every up recreates the nodes: each must start with this up's token, none with the last one's.
         return [[Step(f"start {self.spec.containers} node containers ({mode} mode)",
                       self.compose("up", "-d", "--force-recreate"), env,
@@ -160,9 +223,20 @@ def container_state(status: str, exit_code: str) -> str:
     return f"exited ({exit_code})" if status in ("exited", "stopped") else status
 
 
-def render_up_compose(spec, spec_dir: Path) -> str:
+def default_image(compose_text: str) -> str:
+    """The image a rendered compose file's first service runs when ``NODEWEAVE_IMAGE`` is not given."""
+    import yaml
+
+    services = yaml.safe_load(compose_text).get("services") or {}
+    text = next(iter(services.values()), {}).get("image", "")
+    found = re.fullmatch(r"\$\{NODEWEAVE_IMAGE:-(.*)\}", text)
+    return (found.group(1) if found else text).replace("$$", "$")
+
+
+def render_up_compose(spec, spec_dir: Path, mark=None) -> str:
     """``compose/local.yaml`` as ``render`` makes it, with every relative host path made absolute (from the spec's
-    folder), so the file means the same from the job's state folder as from compose/."""
+    folder), so the file means the same from the job's state folder as from compose/; and, with ``mark``, this
+    folder's compose project and every container labelled with the job and the folder (identity.py)."""
     from dataclasses import replace
 
     from nodeweave.targets.compose import render_files
@@ -175,4 +249,19 @@ def render_up_compose(spec, spec_dir: Path) -> str:
     rebased = replace(spec, workspace=replace(spec.workspace, host_path=absolute(spec.workspace.host_path)),
                       cache=replace(spec.cache, host_path=absolute(spec.cache.host_path)),
                       volumes=tuple(replace(v, host_path=absolute(v.host_path)) for v in spec.volumes))
-    return render_files(rebased)[COMPOSE_FILE]
+    text = render_files(rebased)[COMPOSE_FILE]
+    return text if mark is None else marked_compose(text, mark)
+
+
+def marked_compose(text: str, mark) -> str:
+    """The compose file's project named per folder and every service labelled with ``mark``; its comments kept."""
+    import yaml
+
+    from nodeweave.yamltext import dump_yaml
+
+    head = "".join(line for line in text.splitlines(keepends=True) if line.startswith("#"))
+    data = yaml.safe_load(text)
+    data["name"] = mark.project
+    for service in data.get("services", {}).values():
+        service["labels"] = {**(service.get("labels") or {}), **mark.labels()}
+    return head + dump_yaml(data, sort_keys=True)

@@ -53,9 +53,15 @@ def job_record(job: str, timeout: float = 30) -> Optional[dict]:
     return jobs[0] if jobs else None
 
 
+COMMENT_MARK = "nodeweave-job"  # salloc --comment="nodeweave-job OWNER JOB FOLDER"
+
+
 class SlurmCluster(Backend):
     target = "slurm"
     holds = False  # the allocation holds the nodes; the entrypoint runs only inside a run's step
+    reach_variables = ("SLURM_CONF",)
+    reach_prefixes = ("SALLOC_", "SRUN_")  # salloc and srun read their options from these too
+    marked_kind = "Slurm allocation"
 
     def __init__(self, spec, spec_path, options):
         super().__init__(spec, spec_path, options)
@@ -78,7 +84,25 @@ class SlurmCluster(Backend):
         from nodeweave.resolve import resolve
         from nodeweave.targets.slurm.script import allocation_options
 
-        return ["salloc", "--no-shell", *allocation_options(resolve(self.spec))]
+        return ["salloc", "--no-shell", *allocation_options(resolve(self.spec)), f"--comment={self.comment()}"]
+
+    def comment(self) -> str:
+        """The allocation's mark (identity.py): Slurm keeps it with the job, ``squeue --json`` gives it back."""
+        return f"{COMMENT_MARK} {self.mark.owner} {self.mark.job} {self.mark.folder}"
+
+    def marks(self):
+        """The recorded allocation's mark, from its comment (a folder copied with its .nodeweave/ names the
+        other folder's allocation); nothing without one, or where Slurm cannot be asked."""
+        from nodeweave.cluster.identity import FoundMark
+
+        try:
+            live = self.record()
+        except NodeweaveError:
+            return {}
+        words = str((live or {}).get("comment") or "").split(" ", 3)
+        if len(words) < 4 or words[0] != COMMENT_MARK:
+            return {}
+        return {f"job {self.job}": FoundMark(words[1], words[3], words[2])}
 
     def record(self, fresh: bool = False) -> Optional[dict]:
         if self.job is None:

@@ -1,0 +1,90 @@
+"""Whose job is this: the mark ``up`` puts on what it makes, and the refusal of anything another folder made.
+
+A job is what its own folder started. Two folders holding a spec with the same ``name`` (two clones, a git
+worktree, two people on one box) would otherwise plan ``podman exec <name>-0`` alike, and ``run`` in one
+would run in the other's containers, ``down`` in one remove the other's job. So ``up`` marks every
+container, pod and StatefulSet it makes with the job and the spec's absolute folder (:class:`JobMark`:
+container labels, Kubernetes annotations, a per-folder compose project), records the mark in
+``.nodeweave/<job>/cluster.json``, and every verb reads the mark of what it is about to act on before it
+acts: another folder's is refused in one line naming that folder (exit 3, :func:`foreign_owner`).
+Something that carries no mark (plain compose of ``compose/local.yaml``, an older nodeweave) is acted on
+as before.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Mapping, Optional
+
+from nodeweave.errors import EnvironmentProblem
+
+# Container labels (podman, docker); Kubernetes keeps the same three as annotations under its own prefix.
+JOB_LABEL = "io.nodeweave.job"
+FOLDER_LABEL = "io.nodeweave.folder"
+OWNER_LABEL = "io.nodeweave.owner"
+KUBE_JOB = "nodeweave.io/job"
+KUBE_FOLDER = "nodeweave.io/folder"
+KUBE_OWNER = "nodeweave.io/owner"
+
+
+@dataclass(frozen=True)
+class JobMark:
+    """One job of one folder: the spec's absolute folder and the job's name, and a stable id of the two."""
+
+    folder: str  # the spec's folder, absolute
+    job: str
+
+    @classmethod
+    def of(cls, spec_dir: Path, job: str) -> "JobMark":
+        return cls(str(Path(spec_dir).resolve()), job)
+
+    @property
+    def owner(self) -> str:
+        """12 hex digits of SHA-256 over folder and job: the same for every verb of this folder's job."""
+        return hashlib.sha256(f"{self.folder}\0{self.job}".encode("utf-8")).hexdigest()[:12]
+
+    @property
+    def project(self) -> str:
+        """The compose project of this folder's job (compose's default would be one per name, machine-wide)."""
+        return f"{self.job}-{self.owner[:8]}"
+
+    def labels(self) -> dict:
+        return {JOB_LABEL: self.job, FOLDER_LABEL: self.folder, OWNER_LABEL: self.owner}
+
+    def annotations(self) -> dict:
+        return {KUBE_JOB: self.job, KUBE_FOLDER: self.folder, KUBE_OWNER: self.owner}
+
+
+@dataclass(frozen=True)
+class FoundMark:
+    """The mark read back from an object: the owner id it carries, and the folder and job it names."""
+
+    owner: str
+    folder: str
+    job: str
+
+
+def mark_of(found: Optional[Mapping[str, str]], kube: bool = False) -> Optional[FoundMark]:
+    """The mark on an object (its labels, or with ``kube`` its annotations), None when it carries none."""
+    job, folder, owner = (KUBE_JOB, KUBE_FOLDER, KUBE_OWNER) if kube else (JOB_LABEL, FOLDER_LABEL, OWNER_LABEL)
+    if not found or not found.get(owner):
+        return None
+    return FoundMark(found[owner], found.get(folder) or "an unnamed folder", found.get(job) or "?")
+
+
+def foreign_owner(mine: JobMark, found: Mapping[str, Optional[FoundMark]], what: str) -> None:
+    """Refuse (exit 3) when an object in ``found`` (its name: its mark, None for no mark) is another folder's,
+    naming that folder; ``what`` says what the objects are ("container", "StatefulSet")."""
+    theirs = {name: mark for name, mark in found.items() if mark is not None and mark.owner != mine.owner}
+    if not theirs:
+        return
+    name, mark = sorted(theirs.items())[0]
+    others = f" (and {len(theirs) - 1} more)" if len(theirs) > 1 else ""
+    whose = (f"job {mark.job} of this folder" if mark.folder == mine.folder
+             else f"`nodeweave up` in {mark.folder} (job {mark.job})")
+    raise EnvironmentProblem(
+        f"{what} {name}{others} was started by {whose}, not by this folder's job {mine.job} ({mine.folder}): "
+        f"nodeweave acts only on what this folder's `up` made; run the verb in {mark.folder}, or give this "
+        f"job another `name:` in its spec")

@@ -1,0 +1,74 @@
+"""What this folder's ``up`` made, read back: the verbs act on it even after the spec's name or namespace changed.
+
+``up`` records what it made in ``.nodeweave/<job>/cluster.json`` (``made``: the job's name, the folder's mark,
+the namespace or compose project, the spec file). A spec renamed while its job is up leaves that record
+under the old name: ``down`` takes the old job down too (a backend opened on the recorded name, options and
+namespace), ``status`` says it is there, ``up`` notes it. A namespace changed in the spec while the job is
+up: every verb but ``up`` keeps to the recorded namespace, and ``up`` refuses until ``down`` took the old one
+down.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+from typing import List, Tuple
+
+from nodeweave.cluster.base import Backend
+from nodeweave.cluster.options import STATE_DIR, ClusterOptions, load_made, load_state, recorded_elsewhere
+from nodeweave.errors import EnvironmentProblem
+
+
+def renamed_jobs(spec, spec_path: Path) -> List[dict]:
+    """What ``up`` of this spec file made under a name the spec no longer has, still recorded as up."""
+    return recorded_elsewhere(spec_path, spec.name)
+
+
+def renamed_line(made: dict, spec, spec_path: Path) -> str:
+    """One line: where the old job is recorded, what it is, and the verb that takes it down."""
+    return (f"{STATE_DIR}/{made['job']}/ records a cluster `nodeweave up` started as job {made['job']} "
+            f"({made.get('where') or made.get('target')}), which {spec_path.name} no longer names (its name is now "
+            f"{spec.name}); `nodeweave down` takes it down")
+
+
+def renamed_down(spec, spec_path: Path) -> List[Tuple[Backend, str]]:
+    """(backend, why) for each job this spec's ``up`` made under an old name, each checked to be this folder's."""
+    found = []
+    for made in renamed_jobs(spec, spec_path):
+        old = open_recorded(spec, spec_path, made)
+        old.refuse_foreign()
+        found.append((old, renamed_line(made, spec, spec_path).replace("; `nodeweave down` takes it down",
+                                                                        ": this down takes it down first")))
+    return found
+
+
+def open_recorded(spec, spec_path: Path, made: dict) -> Backend:
+    """A backend on the job ``made`` records: its name, the options ``up`` was told, the namespace it used."""
+    from nodeweave.cluster import open_backend
+
+    options = load_state(spec_path, made["job"])
+    if made.get("namespace"):
+        options = replace(options, namespace=made["namespace"])
+    old = replace(spec, name=made["job"])
+    return open_backend(old, spec_path, options.checked())
+
+
+def recorded_namespace(spec, spec_path: Path, checked: ClusterOptions, given: ClusterOptions,
+                       for_up: bool) -> ClusterOptions:
+    """Kubernetes: the namespace ``up`` made the job in, for every verb but ``up`` unless ``--namespace`` says
+    otherwise; ``up`` into another namespace while the recorded one is up is refused (exit 3)."""
+    if checked.target != "kubernetes":
+        return checked
+    made = load_made(spec_path, spec.name)
+    if made is None or made.get("target") != "kubernetes" or not made.get("namespace"):
+        return checked
+    wanted = checked.namespace or spec.kubernetes.namespace
+    if made["namespace"] == wanted:
+        return checked
+    if for_up:
+        raise EnvironmentProblem(
+            f"{STATE_DIR}/{spec.name}/cluster.json records {spec.name} up in namespace {made['namespace']}, and this "
+            f"up would start it in {wanted}: `nodeweave down` takes the recorded one down first (then `nodeweave up`)")
+    if given.namespace is not None:
+        return checked
+    return replace(checked, namespace=made["namespace"])

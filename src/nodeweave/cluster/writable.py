@@ -1,0 +1,145 @@
+"""Can the image's user write the job's folders? Asked on this machine before ``up`` starts anything.
+
+nodeweave's images run as uid 1000, group 0 (images/*/Dockerfile: ``useradd --uid 1000 --gid 0``). A
+workspace or checkpoint folder it cannot write (a team folder owned by root, mode 0755) makes every
+rank fail its first save with the same ``PermissionError``, which recovery would then read as a node's
+fault, node after node. So the local target reads the folders' owner and mode here, as the
+container's user maps onto this machine (rootful podman or docker: uid 1000, gid 0; rootless podman:
+the user's subordinate uid 1000, and the user's own group for group 0): the checkpoint folder
+(``recovery.checkpoint_dir``) it must write is refused (exit 3) in one line naming the folder, its
+owner and the fix; a workspace it cannot write is a note (many jobs only read their code).
+ACLs and SELinux labels are not read.
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+from typing import List, Optional
+
+from nodeweave.errors import EnvironmentProblem
+
+IMAGE_UID, IMAGE_GID = 1000, 0  # the images' user (images/*/Dockerfile)
+
+
+@dataclass(frozen=True)
+class HostUser:
+    """The image's user as this machine's kernel sees it inside a container of this engine."""
+
+    uid: int
+    gid: int
+    rootless: bool
+
+    def fix(self, folder: Path) -> str:
+        if self.rootless:
+            return f"`podman unshare chown -R {IMAGE_UID}:{IMAGE_GID} {folder}` (or `chmod -R o+w {folder}`)"
+        return f"`sudo chown -R {IMAGE_UID}:{IMAGE_GID} {folder}` (or `chmod -R g+w` with group 0, or o+w)"
+
+
+def image_user(engine: str) -> Optional[HostUser]:
+    """uid 1000 / gid 0 of the image, mapped onto this machine; None where the mapping is not known."""
+    if os.geteuid() == 0 or engine == "docker":  # rootful: the ids are the host's (docker: its root daemon)
+        return HostUser(IMAGE_UID, IMAGE_GID, rootless=False)
+    start = _subuid_start()
+    if start is None:
+        return None
+    return HostUser(start + IMAGE_UID - 1, os.getegid(), rootless=True)  # container 0 is you, 1 is start
+
+
+def _subuid_start() -> Optional[int]:
+    import pwd
+
+    try:
+        names = {pwd.getpwuid(os.geteuid()).pw_name, str(os.geteuid())}
+        lines = Path("/etc/subuid").read_text(encoding="utf-8").splitlines()
+    except (OSError, KeyError, UnicodeDecodeError):
+        return None
+    for line in lines:
+        parts = line.strip().split(":")
+        if len(parts) == 3 and parts[0] in names and parts[1].isdigit() and parts[2].isdigit() \
+                and int(parts[2]) >= IMAGE_UID:
+            return int(parts[1])
+    return None
+
+
+def can_write(folder: Path, user: HostUser) -> bool:
+    """Whether ``user`` may create files in ``folder`` (owner, group and other bits; root-like ids write all)."""
+    found = folder.stat()
+    if user.uid == 0:
+        return True
+    if found.st_uid == user.uid:
+        return bool(found.st_mode & stat.S_IWUSR and found.st_mode & stat.S_IXUSR)
+    if found.st_gid == user.gid:
+        return bool(found.st_mode & stat.S_IWGRP and found.st_mode & stat.S_IXGRP)
+    return bool(found.st_mode & stat.S_IWOTH and found.st_mode & stat.S_IXOTH)
+
+
+def existing(folder: Path) -> Path:
+    """``folder``, or its nearest parent that exists (where the container would have to make it)."""
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    return folder
+
+
+def owner_text(folder: Path) -> str:
+    import grp
+    import pwd
+
+    found = folder.stat()
+    try:
+        user = pwd.getpwuid(found.st_uid).pw_name
+    except KeyError:
+        user = str(found.st_uid)
+    try:
+        group = grp.getgrgid(found.st_gid).gr_name
+    except KeyError:
+        group = str(found.st_gid)
+    return f"owned by {user}:{group} ({found.st_uid}:{found.st_gid}), mode {stat.S_IMODE(found.st_mode):04o}"
+
+
+def checkpoint_on_host(spec, workspace: Path) -> Optional[Path]:
+    """``recovery.checkpoint_dir`` (a path in the container) as a folder of this machine, through the workspace
+    mount or a volume's host_path; None when it is in neither (the image's own file system)."""
+    folder = spec.recovery.checkpoint_dir
+    if not folder:
+        return None
+    inside = posixpath.normpath(posixpath.join(spec.workspace.path, folder))
+    mounts = [(spec.workspace.path, workspace)] + [(v.path, _host(v.host_path, workspace)) for v in spec.volumes
+                                                    if v.host_path and not v.read_only]
+    for path, host in sorted(mounts, key=lambda m: len(m[0]), reverse=True):
+        if inside == path or inside.startswith(path.rstrip("/") + "/"):
+            return host / posixpath.relpath(inside, path)
+    return None
+
+
+def _host(host_path: str, spec_dir: Path) -> Path:
+    return Path(host_path).expanduser() if host_path.startswith(("/", "~")) else (spec_dir / host_path).resolve()
+
+
+def workspace_on_host(spec, spec_dir: Path) -> Path:
+    return _host(spec.workspace.host_path, spec_dir)
+
+
+def check_folders(spec, spec_dir: Path, engine: str) -> List[str]:
+    """Refuse (exit 3) a checkpoint folder the image's user cannot write; notes for a workspace it cannot."""
+    user = image_user(engine)
+    if user is None:
+        return []
+    workspace = workspace_on_host(spec, spec_dir)
+    notes = []
+    if workspace.is_dir() and not can_write(workspace, user):
+        notes.append(f"the workspace {workspace} ({owner_text(workspace)}) is read-only to the image's user "
+                     f"(uid {IMAGE_UID}, group {IMAGE_GID}): a script that saves there fails; {user.fix(workspace)}")
+    folder = checkpoint_on_host(spec, workspace)
+    if folder is not None:
+        there = existing(folder)
+        if there.is_dir() and not can_write(there, user):
+            made = "" if there == folder else f" (it does not exist; its nearest folder {there} would hold it)"
+            raise EnvironmentProblem(
+                f"recovery.checkpoint_dir {spec.recovery.checkpoint_dir} is {folder} on this machine{made}, "
+                f"{owner_text(there)}, which the image's user (uid {IMAGE_UID}, group {IMAGE_GID}) cannot write: "
+                f"every rank's first save would fail; {user.fix(there)}")
+    return notes

@@ -1,0 +1,362 @@
+"""A job is what its own folder started (issue 41 item 4; first-day rows s2, s3, s4).
+
+- Two folders holding a spec with the same ``name`` (two clones, a git worktree): folder A's ``up`` labels
+  its containers with the job and A's folder; in folder B every verb refuses them (exit 3) naming A, dry
+  runs too, while A's verbs go on. The engine here is a stand-in ``podman`` on PATH that answers the one
+  read the verbs make (``podman inspect``) from the containers A's own compose file describes: the
+  labels are those of A's ``.nodeweave/<job>/compose.yaml``, written by A's ``up`` code.
+  tests/e2e/test_cluster_identity.py does the same with real podman containers.
+- Kubernetes through the kubectl stand-in (tests/e2e/kubectl_standin.py): a StatefulSet annotated by
+  folder A is not applied over or deleted from folder B; the annotations are what the real kubectl's
+  kustomize builds from A's overlay.
+- Rename the job (or change ``kubernetes.namespace``) while it is up: ``down`` takes down what ``up`` made,
+  ``status`` says the old job is there, ``up`` into another namespace is refused until then.
+- ``NODEWEAVE_IMAGE`` left in the shell: ``up``'s plan names the image and the variable.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+NODEWEAVE = [sys.executable, "-c", "import sys; from nodeweave.cli import main; sys.exit(main())"]
+KUBECTL_STANDIN = Path(__file__).parent / "e2e" / "kubectl_standin.py"
+SPEC = """name: twin
+image: {variant: cpu, registry: localhost/t}
+nodes: 2
+gpus_per_node: 1
+launcher: {script: train.py}
+"""
+# A podman that knows the containers of one JSON file ({name: labels}) and answers inspect for them, as podman
+# does: one line per container found, exit 125 when one is missing; anything else is refused (exit 2).
+PODMAN = r'''#!{python}
+import json, os, sys
+known = json.load(open(os.environ["STANDIN_CONTAINERS"]))
+args = sys.argv[1:]
+if args[:3] != ["inspect", "--type", "container"] or args[3] != "--format":
+    sys.stderr.write("podman stand-in: not a call nodeweave's verbs make here: %s\n" % args)
+    sys.exit(2)
+fmt, names = args[4], args[5:]
+missing = 0
+for name in names:
+    if name not in known:
+        sys.stderr.write("Error: no such container %s\n" % name)
+        missing = 1
+    elif fmt.startswith("{{{{json .Name}}}} {{{{json .Config.Labels}}}}"):
+        print(json.dumps(name), json.dumps(known[name]))
+    else:  # the state read: every known container runs
+        print(json.dumps(name), json.dumps("running"), 0)
+sys.exit(125 if missing else 0)
+'''
+
+
+def cli(folder: Path, env: dict, *args: str) -> "subprocess.CompletedProcess[str]":
+    return subprocess.run([*NODEWEAVE, *args], cwd=folder, env=env, capture_output=True, text=True, timeout=120)
+
+
+def _env(tmp_path: Path, **extra) -> dict:
+    return {"PATH": f"{tmp_path / 'bin'}:/usr/bin:/bin", "COLUMNS": "200", "HOME": str(tmp_path),
+            **{k: os.environ[k] for k in ("PYTHONPATH",) if k in os.environ}, **extra}
+
+
+def _folder(path: Path, spec: str = SPEC) -> Path:
+    path.mkdir(parents=True)
+    (path / "nodeweave.yaml").write_text(spec)
+    (path / "train.py").write_text("print('train')\n")
+    return path / "nodeweave.yaml"
+
+
+def _up_files(spec_path: Path):
+    """What `up` writes and records in its folder before it starts anything (the job's compose file, the record),
+    by the code `up` runs: open_cluster with remember, then the backend's files."""
+    from nodeweave.cli.habits.clusteropts import open_cluster
+    from nodeweave.cluster.options import ClusterOptions
+
+    _, backend, _ = open_cluster(spec_path, ClusterOptions(target="local", engine="podman"), remember=True)
+    backend.prepare_up("hold", dry_run=False)
+    return backend
+
+
+@pytest.fixture
+def twins(tmp_path, monkeypatch):
+    """Folders a and b holding the same spec; a's `up` made containers twin-0 and twin-1 (labels from a's file)."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "podman").write_text(PODMAN.format(python=sys.executable))
+    (bin_dir / "podman").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    a, b = _folder(tmp_path / "a"), _folder(tmp_path / "b")
+    monkeypatch.setenv("STANDIN_CONTAINERS", str(tmp_path / "none.json"))
+    (tmp_path / "none.json").write_text("{}")
+    backend = _up_files(a)
+    services = yaml.safe_load(backend.compose_file.read_text())["services"]
+    containers = {svc["container_name"]: svc.get("labels") or {} for svc in services.values()}
+    (tmp_path / "containers.json").write_text(json.dumps(containers))
+    return a, b, _env(tmp_path, STANDIN_CONTAINERS=str(tmp_path / "containers.json"))
+
+
+VERBS = (("run", "--dry-run", "--", "train.py"), ("exec", "--dry-run", "--", "hostname"), ("stop", "--dry-run"),
+         ("shell", "--dry-run"), ("down", "--dry-run"), ("up", "--dry-run"), ("check", "--dry-run"),
+         ("status",), ("logs",), ("sync", "-t", "local", "--dry-run"))
+
+
+@pytest.mark.parametrize("verb", VERBS, ids=[v[0] for v in VERBS])
+def test_a_verb_in_another_folder_refuses_the_containers_its_up_did_not_make(twins, verb):
+    a, b, env = twins
+    out = cli(b.parent, env, *verb)
+    assert out.returncode == 3, (verb, out.stdout, out.stderr)
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1 and f"`nodeweave up` in {a.parent} (job twin)" in lines[0], out.stderr
+    assert "container twin-0 (and 1 more) was started by" in lines[0] and str(b.parent) in lines[0], lines
+    assert "podman exec" not in out.stdout and "podman-compose" not in out.stdout, out.stdout
+
+
+def test_the_folder_that_made_them_acts_on_them(twins):
+    a, _, env = twins
+    for verb in (("stop", "--dry-run"), ("exec", "--dry-run", "--", "hostname"), ("down", "--dry-run")):
+        out = cli(a.parent, env, *verb)
+        assert out.returncode == 0, (verb, out.stdout, out.stderr)
+    down = cli(a.parent, env, "down", "--dry-run").stdout
+    assert f"-p twin-{_mark(a).owner[:8]} -f {a.parent}/.nodeweave/twin/compose.yaml down" in down, down
+
+
+def _mark(spec_path: Path):
+    from nodeweave.cluster.identity import JobMark
+
+    return JobMark.of(spec_path.parent, "twin")
+
+
+def test_each_folder_has_its_own_compose_project_and_labels(tmp_path):
+    a, b = _folder(tmp_path / "a"), _folder(tmp_path / "b")
+    env = _env(tmp_path)
+    (tmp_path / "bin").mkdir()
+    plans = [json.loads(cli(f.parent, env, "up", "--dry-run", "-o", "json").stdout) for f in (a, b)]
+    argvs = [p["phases"][1]["steps"][0]["argv"] for p in plans]
+    projects = [argv[argv.index("-p") + 1] for argv in argvs]
+    assert projects[0] != projects[1] and all(p.startswith("twin-") for p in projects), projects
+    written = yaml.safe_load(_up_files(a).compose_file.read_text())
+    assert written["name"] == projects[0]
+    assert written["services"]["twin-1"]["labels"] == {"io.nodeweave.job": "twin", "io.nodeweave.folder":
+                                                       str(a.parent.resolve()),
+                                                       "io.nodeweave.owner": _mark(a).owner}
+
+
+def test_rename_while_up_down_takes_down_the_old_job_and_status_names_it(tmp_path, monkeypatch):
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    spec = _folder(tmp_path / "r", SPEC.replace("name: twin", "name: oldname"))
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    (bin_dir / "podman").write_text(PODMAN.format(python=sys.executable))
+    (bin_dir / "podman").chmod(0o755)
+    (tmp_path / "c.json").write_text("{}")
+    monkeypatch.setenv("STANDIN_CONTAINERS", str(tmp_path / "c.json"))
+    old = _up_files(spec)
+    services = yaml.safe_load(old.compose_file.read_text())["services"]
+    (tmp_path / "c.json").write_text(json.dumps({s["container_name"]: s["labels"] for s in services.values()}))
+    spec.write_text(SPEC.replace("name: twin", "name: newname"))
+    env = _env(tmp_path, STANDIN_CONTAINERS=str(tmp_path / "c.json"))
+    down = cli(spec.parent, env, "down", "--dry-run")
+    assert down.returncode == 0, down.stderr
+    old_line = f"-p {old.mark.project} -f {spec.parent}/.nodeweave/oldname/compose.yaml down"
+    assert old_line in down.stdout and ".nodeweave/oldname/ records a cluster" in down.stdout, down.stdout
+    assert "/.nodeweave/newname/compose.yaml down" in down.stdout
+    status = cli(spec.parent, env, "status", "--json")
+    data = json.loads(status.stdout)
+    assert data["renamed"] and ".nodeweave/oldname/ records a cluster `nodeweave up` started as job oldname" \
+        in data["renamed"][0] and "`nodeweave down` takes it down" in status.stderr, status.stderr
+    up = cli(spec.parent, env, "up", "--dry-run")
+    assert up.returncode == 0 and "# .nodeweave/oldname/ records a cluster" in up.stdout, up.stdout
+    stop = cli(spec.parent, env, "stop")  # the new name has no node: the refusal names the old job too
+    assert stop.returncode == 3 and "newname is not up" in stop.stderr and ".nodeweave/oldname/ records a " \
+        "cluster `nodeweave up` started as job oldname" in stop.stderr, stop.stderr
+
+
+def test_a_real_down_forgets_the_old_jobs_record(tmp_path):
+    """down's real run drops ``made`` of every job it took down, so status stops naming them."""
+    from nodeweave.cluster.options import ClusterOptions, load_made, record_made, recorded_elsewhere
+
+    spec = _folder(tmp_path / "r", SPEC)
+    record_made(spec, "oldname", ClusterOptions(target="local"), {"job": "oldname", "spec": "nodeweave.yaml",
+                                                                  "target": "local"})
+    record_made(spec, "other", ClusterOptions(target="local"), {"job": "other", "spec": "b.yaml", "target": "local"})
+    assert [m["job"] for m in recorded_elsewhere(spec, "twin")] == ["oldname"]  # b.yaml's job is b.yaml's
+    from nodeweave.cluster.options import forget_allocation
+
+    forget_allocation(spec, "oldname")
+    assert load_made(spec, "oldname") is None and recorded_elsewhere(spec, "twin") == []
+    assert load_made(spec, "other")["spec"] == "b.yaml"
+
+
+def test_the_environments_image_is_in_the_plan(tmp_path):
+    spec = _folder(tmp_path / "e")
+    (tmp_path / "bin").mkdir()
+    plain = json.loads(cli(spec.parent, _env(tmp_path), "up", "--dry-run", "-o", "json").stdout)
+    step = plain["phases"][1]["steps"][0]
+    assert step["env"]["NODEWEAVE_IMAGE"] == "localhost/t/twin:cpu"
+    assert "every node runs image localhost/t/twin:cpu: the spec's" in plain["notes"]
+    left = cli(spec.parent, _env(tmp_path, NODEWEAVE_IMAGE="localhost/old:debug", DOCKER_HOST="unix:///x.sock"),
+               "up", "--dry-run")
+    assert left.returncode == 0, left.stderr
+    assert ("# every node runs image localhost/old:debug: NODEWEAVE_IMAGE from this environment overrides the "
+            "spec's localhost/t/twin:cpu") in left.stdout, left.stdout
+    assert "NODEWEAVE_IMAGE=localhost/old:debug " in left.stdout and "# DOCKER_HOST=unix:///x.sock from this " \
+        "environment" in left.stdout
+    flag = json.loads(cli(spec.parent, _env(tmp_path, NODEWEAVE_IMAGE="localhost/old:debug"), "up", "--image",
+                          "localhost/t/twin:cpu-abc", "--dry-run", "-o", "json").stdout)
+    assert flag["phases"][1]["steps"][0]["env"]["NODEWEAVE_IMAGE"] == "localhost/t/twin:cpu-abc"
+    assert any("--image (over NODEWEAVE_IMAGE=localhost/old:debug" in n for n in flag["notes"]), flag["notes"]
+
+
+def test_the_steps_set_every_variable_the_compose_file_reads(tmp_path):
+    """No ${VAR} of the job's compose file is left to the caller's environment (the class of NODEWEAVE_IMAGE)."""
+    from nodeweave.cli.habits.clusteropts import open_cluster
+    from nodeweave.cluster.environment import interpolated
+    from nodeweave.cluster.options import ClusterOptions
+
+    spec = _folder(tmp_path / "v")
+    _, backend, _ = open_cluster(spec, ClusterOptions(target="local", engine="podman"), dry_run=True)
+    backend.up_files("hold")
+    (start,), = backend.up_steps("hold", None)
+    from nodeweave.cluster.backends.local import render_up_compose
+
+    read = set(interpolated(render_up_compose(backend.spec, backend.spec_dir, backend.mark)))
+    assert read and read <= set(dict(start.env)), (read, start.env)
+
+
+@pytest.fixture
+def kube(tmp_path):
+    real = shutil.which("kubectl")
+    if real is None:
+        pytest.skip("kubectl is not installed (.ci/setup-tools.sh installs it)")
+    bin_dir, state = tmp_path / "bin", tmp_path / "standin"
+    bin_dir.mkdir()
+    state.mkdir()
+    (bin_dir / "kubectl").write_text(f"#!/bin/sh\nexec {sys.executable} {KUBECTL_STANDIN} \"$@\"\n")
+    (bin_dir / "kubectl").chmod(0o755)
+    return _env(tmp_path, STANDIN_STATE=str(state), STANDIN_REAL_KUBECTL=real), state, real
+
+
+KUBE_SPEC = SPEC + "kubernetes: {namespace: ml}\n"
+
+
+def _applied_annotations(spec_path: Path, real_kubectl: str) -> dict:
+    """The StatefulSet's annotations as the real kubectl's kustomize builds them from the overlay `up` writes."""
+    from nodeweave.cluster.execute import write_files
+    from nodeweave.cluster.options import ClusterOptions
+    from nodeweave.cluster import open_backend
+    from nodeweave.cluster.plan import Phase
+    from nodeweave.spec import load_spec
+
+    backend = open_backend(load_spec(spec_path), spec_path, ClusterOptions(target="kubernetes").checked())
+    files = backend.up_files("hold")
+    write_files(Phase("files", "tree", files=tuple(files)), backend.spec_dir, lambda line: None)
+    built = subprocess.run([real_kubectl, "kustomize", str(backend._overlay)], capture_output=True, text=True,
+                           check=True).stdout
+    (sts,) = [d for d in yaml.safe_load_all(built) if d and d["kind"] == "StatefulSet"]
+    assert sts["spec"]["template"]["metadata"]["annotations"]["nodeweave.io/owner"] == backend.mark.owner
+    return sts["metadata"]["annotations"]
+
+
+def test_kubernetes_refuses_a_statefulset_another_folder_applied(tmp_path, kube):
+    env, state, real = kube
+    a, b = _folder(tmp_path / "a", KUBE_SPEC), _folder(tmp_path / "b", KUBE_SPEC)
+    annotations = _applied_annotations(a, real)
+    assert annotations["nodeweave.io/folder"] == str(a.parent.resolve())
+    (state / "state.json").write_text(json.dumps({"standin/ml": {"statefulsets": {"twin": {
+        "replicas": 2, "annotations": annotations, "pods": {}}}}}))
+    for verb in (("up", "-t", "kubernetes", "--dry-run"), ("down", "-t", "kubernetes", "--dry-run"),
+                 ("stop", "-t", "kubernetes", "--dry-run")):
+        out = cli(b.parent, env, *verb)
+        assert out.returncode == 3, (verb, out.stdout, out.stderr)
+        assert f"StatefulSet twin in namespace ml was started by `nodeweave up` in {a.parent}" in out.stderr
+    mine = cli(a.parent, env, "down", "-t", "kubernetes", "--dry-run")
+    assert mine.returncode == 0 and "kubectl delete -n ml -k" in mine.stdout, mine.stderr
+
+
+def test_kubernetes_namespace_changed_while_up(tmp_path, kube, monkeypatch):
+    env, state, real = kube
+    spec = _folder(tmp_path / "k", KUBE_SPEC)
+    monkeypatch.setenv("PATH", env["PATH"])
+    monkeypatch.setenv("STANDIN_STATE", env["STANDIN_STATE"])
+    from nodeweave.cli.habits.clusteropts import open_cluster
+    from nodeweave.cluster.options import ClusterOptions
+
+    open_cluster(spec, ClusterOptions(target="kubernetes"), remember=True)  # what `up -t kubernetes` records
+    spec.write_text(KUBE_SPEC.replace("namespace: ml", "namespace: ml2"))
+    down = cli(spec.parent, env, "down", "--dry-run")
+    assert down.returncode == 0 and "kubectl delete -n ml -k" in down.stdout, down.stdout + down.stderr
+    up = cli(spec.parent, env, "up", "--dry-run")
+    assert up.returncode == 3 and "records twin up in namespace ml, and this up would start it in ml2" in up.stderr
+    recorded = cli(spec.parent, env, "stop", "--dry-run")  # the other verbs keep to what up made
+    assert recorded.returncode == 0 and "kubectl exec -n ml " in recorded.stdout, recorded.stdout + recorded.stderr
+    given = cli(spec.parent, env, "stop", "-n", "ml2", "--dry-run")  # a flag still wins for them
+    assert given.returncode == 0 and "kubectl exec -n ml2 " in given.stdout, given.stdout + given.stderr
+
+
+def test_a_folder_only_its_owner_may_write_is_read_by_owner_group_and_other_bits(tmp_path):
+    from nodeweave.cluster.writable import HostUser, can_write, existing
+
+    folder = tmp_path / "ckpt"
+    folder.mkdir()
+    found = folder.stat()
+    stranger = HostUser(found.st_uid + 4242, found.st_gid + 4242, rootless=False)
+    same_group = HostUser(found.st_uid + 4242, found.st_gid, rootless=False)
+    owner = HostUser(found.st_uid or 4242, found.st_gid, rootless=False)
+    folder.chmod(0o755)
+    assert not can_write(folder, stranger) and not can_write(folder, same_group)
+    if found.st_uid:
+        assert can_write(folder, owner)
+    folder.chmod(0o775)
+    assert can_write(folder, same_group) and not can_write(folder, stranger)
+    folder.chmod(0o757)
+    assert can_write(folder, stranger)
+    assert existing(folder / "a" / "b") == folder
+
+
+RECOVERING = SPEC + "recovery: {enabled: true, checkpoint_dir: checkpoints}\n"
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="rootful podman maps the image's uid 1000 to this machine's 1000")
+def test_up_and_check_refuse_a_checkpoint_folder_the_images_user_cannot_write(tmp_path):
+    """Issue 41: a root-owned team folder; every rank failed its first save, recovery burned the spares."""
+    spec = _folder(tmp_path / "team", RECOVERING)
+    spec.parent.chmod(0o755)
+    (tmp_path / "bin").mkdir()
+    env = _env(tmp_path)
+    for verb in (("up", "--dry-run"), ("check", "--dry-run")):
+        out = cli(spec.parent, env, *verb)
+        assert out.returncode == 3, (verb, out.stdout, out.stderr)
+        line = out.stderr.strip().splitlines()[-1]
+        assert f"recovery.checkpoint_dir checkpoints is {spec.parent}/checkpoints on this machine (it does not " \
+               f"exist; its nearest folder {spec.parent} would hold it), owned by root:root (0:0), mode 0755" in line
+        assert f"`sudo chown -R 1000:0 {spec.parent}`" in line, line
+    (spec.parent / "checkpoints").mkdir()
+    os.chown(spec.parent / "checkpoints", 1000, 0)
+    up = cli(spec.parent, env, "up", "--dry-run")
+    assert up.returncode == 0, up.stderr
+    assert f"# the workspace {spec.parent} (owned by root:root (0:0), mode 0755) is read-only to the image's " \
+           "user" in up.stdout, up.stdout
+    (spec.parent / "checkpoints").chmod(0o755)
+    os.chown(spec.parent / "checkpoints", 0, 0)
+    assert cli(spec.parent, env, "up", "--dry-run").returncode == 3
+    (spec.parent / "checkpoints").chmod(0o777)
+    assert cli(spec.parent, env, "check", "--dry-run").returncode == 0
+
+
+def test_kubernetes_and_slurm_plans_name_the_image_and_the_variables_their_tools_read(tmp_path):
+    spec = _folder(tmp_path / "k", KUBE_SPEC)
+    (tmp_path / "bin").mkdir()
+    kube = cli(spec.parent, _env(tmp_path, KUBECONFIG=str(tmp_path / "elsewhere.yaml")), "up", "-t", "kubernetes",
+               "--dry-run")
+    assert kube.returncode == 0, kube.stderr
+    assert "# every pod runs image localhost/t/twin:cpu: the spec's" in kube.stdout
+    assert f"# KUBECONFIG={tmp_path / 'elsewhere.yaml'} from this environment is read" in kube.stdout, kube.stdout
+    slurm = cli(spec.parent, _env(tmp_path, SALLOC_PARTITION="big"), "up", "-t", "slurm", "--dry-run")
+    assert "# SALLOC_PARTITION=big from this environment is read" in slurm.stdout, slurm.stdout + slurm.stderr
