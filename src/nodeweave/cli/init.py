@@ -198,10 +198,12 @@ def validate(
 ) -> None:
     """Check the spec (every mistake: file:line, field, what is accepted; exit 2) and summarise it."""
     from nodeweave.spec import load_spec
+    from nodeweave.spec.loader import STDIN_NAME, is_stdin
 
     spec_path = find_spec(spec_path)
     spec = load_spec(spec_path)
-    summary = {"spec": str(spec_path), "name": spec.name, "nodes": str(spec.nodes),
+    shown = STDIN_NAME if is_stdin(spec_path) else str(spec_path)
+    summary = {"spec": shown, "name": spec.name, "nodes": str(spec.nodes),
                "processes_per_node": spec.gpus_per_node, "launcher": spec.launcher.type,
                "script": spec.launcher.script, "variant": spec.image.variant}
     if as_json:
@@ -209,7 +211,7 @@ def validate(
         return
     if emit(summary, checked(output)):
         return
-    typer.echo(f"{spec_path}: valid: {spec.name}, {spec.nodes} node(s) x {spec.gpus_per_node} process(es), "
+    typer.echo(f"{shown}: valid: {spec.name}, {spec.nodes} node(s) x {spec.gpus_per_node} process(es), "
                f"{spec.launcher.type} {spec.launcher.script}, image variant {spec.image.variant}")
 
 

@@ -13,6 +13,7 @@ import typer
 
 from nodeweave.cli.habits.base import NodeweaveTyper, find_spec
 from nodeweave.cli.habits.output import checked, complete_run_ids, emit, output_option
+from nodeweave.entrypoint import bounded
 
 runs_app = NodeweaveTyper(help="List, show and compare past runs and sweeps (the run folders).", no_args_is_help=True)
 
@@ -145,9 +146,13 @@ def _span(node: dict):
     return round(end - start, 3) if start is not None and end is not None else None
 
 
+# The end of a log that holds its last line (a line longer than this is shown cut, as it is at 200 characters).
+LAST_LINE_BYTES = 64 * 1024
+
+
 def _last_line(log: Path) -> Optional[str]:
     try:
-        lines = [line for line in log.read_text(encoding="utf-8", errors="replace").splitlines() if line.strip()]
+        lines = [line for line in bounded.read_tail(log, LAST_LINE_BYTES).splitlines() if line.strip()]
     except OSError:
         return None
     return lines[-1][:200] if lines else None

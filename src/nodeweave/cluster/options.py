@@ -21,6 +21,7 @@ from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 from typing import Optional, Tuple
 
+from nodeweave.entrypoint import bounded
 from nodeweave.errors import UsageError
 from nodeweave.remote.names import check_dest, check_dns_label, check_ssh_host
 
@@ -186,7 +187,7 @@ def save_state(spec_path: Path, name: str, options: ClusterOptions) -> Path:
 def _read_json(path: Path):
     """The JSON in ``path``, None when there is no such file; anything unreadable is named with its remedy."""
     try:
-        text = path.read_text(encoding="utf-8")
+        text = bounded.read_text(path, bounded.RECORD_CAP, "a state file")
     except FileNotFoundError:
         return None
     except (OSError, UnicodeDecodeError) as err:
@@ -252,9 +253,9 @@ def forget_allocation(spec_path: Path, name: str) -> None:
 def read_hosts_file(path: Path) -> Tuple[str, ...]:
     """One ``[user@]host`` per line, node 0 first; ``#`` comments and DeepSpeed ``slots=`` words ignored."""
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        lines = bounded.read_text(path, bounded.TEXT_CAP, "a hosts file").splitlines()
     except (OSError, UnicodeDecodeError) as err:
-        raise UsageError(f"hosts file {path}: cannot read it ({err})") from err
+        raise UsageError(f"hosts file {path}: cannot read it ({getattr(err, 'strerror', None) or err})") from None
     hosts = [line.split("#", 1)[0].split()[0] for line in lines if line.split("#", 1)[0].strip()]
     if not hosts:
         raise UsageError(f"hosts file {path} lists no host: one [user@]host per line, node 0 first")

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List
 
+from nodeweave.entrypoint import bounded
 from nodeweave.rendering import record
 from nodeweave.targets.registry import Rendered
 
@@ -118,7 +119,7 @@ def plan_render(files: Dict[str, Rendered], out: Path, force: bool = False, owne
         elif not target.exists():
             status = "new"
         else:
-            old = target.read_bytes()
+            old = bounded.read_bytes(target, bounded.RENDERED_CAP, "a rendered file")
             if old == data:
                 status = "unchanged"
             elif force or is_marked(old) or _as_recorded(recorded.get(path), old):
@@ -145,7 +146,7 @@ def _obsolete(files: Dict[str, Rendered], out: Path, owners: Dict[str, str], job
         file = out / rel
         if rel in files or entry.job != job or entry.target not in targets or file.is_symlink() or not file.is_file():
             continue
-        data = file.read_bytes()
+        data = bounded.read_bytes(file, bounded.RENDERED_CAP, "a rendered file")
         status = "obsolete" if _as_recorded(entry, data) else "kept"
         found.append(Planned(rel, len(data), status, hashlib.sha256(data).hexdigest()))
     return found
