@@ -114,7 +114,9 @@ def render(
     plan = plan_render(files, out_dir, force, owners=owners, job=spec.name)
     header = {"spec": str(spec_path), "out": str(out_dir), "targets": targets, "dry_run": dry_run or check,
               "check": check, "prune": prune}
-    _report(plan, data_format(as_json, output), header)
+    fmt = data_format(as_json, output)
+    if dry_run or check:
+        _report(plan, fmt, header)
     if check:
         if plan.stale:
             raise NodeweaveError(
@@ -143,7 +145,10 @@ def render(
         try:
             plan.write(prune)
         except OSError as err:
-            raise path_problem(err, f"render into --out {out_dir}") from None
+            problem = path_problem(err, f"render into --out {out_dir}")
+            raise type(problem)(f"{problem}; nothing was written (a render writes every file or none)",
+                                problem.exit_code) from None
+        _report(plan, fmt, header)  # after the write: what it did, never a list of files it did not write
     if prune and plan.kept:
         typer.echo(f"nodeweave: note: kept {_shown(plan.kept)}: no renderer makes them any more, but they changed "
                    "since nodeweave wrote them, so they are yours now (remove them yourself if unwanted)", err=True)
