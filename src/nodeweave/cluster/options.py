@@ -167,20 +167,22 @@ def load_state(spec_path: Path, name: str) -> ClusterOptions:
     """What ``up`` remembered for the job ``name`` (nothing when it did not run here)."""
     path = state_path(spec_path, name)
     data = _read_json(path)
-    if data is None:
-        data = _moved_from_legacy(spec_path, name)
-    if data is None:
-        return ClusterOptions()
-    return _options(path, data)
+    if data is not None:
+        return _options(path, data)
+    legacy = _legacy_entry(spec_path, name)
+    return ClusterOptions() if legacy is None else _options(*legacy)
 
 
 def save_state(spec_path: Path, name: str, options: ClusterOptions) -> Path:
+    """Remember ``options`` for ``name`` (only a real ``up`` or ``down`` writes: a dry run reads, writes nothing);
+    the job's entry of the old single file moves out of it here."""
     path = state_path(spec_path, name)
     data = {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(options).items()}
     path.parent.mkdir(parents=True, exist_ok=True)
     scratch = path.with_name(f".{path.name}.tmp")
     scratch.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     scratch.replace(path)
+    _drop_legacy_entry(spec_path, name)
     return path
 
 
@@ -198,23 +200,30 @@ def _read_json(path: Path):
         raise _damaged(path, "is not JSON") from None
 
 
-def _moved_from_legacy(spec_path: Path, name: str):
-    """This job's entry of the old single ``.nodeweave/cluster.json``, moved into the job's folder (once)."""
+def _legacy_entry(spec_path: Path, name: str):
+    """(the old single ``.nodeweave/cluster.json``, this job's entry, its prefix), or None: read, never moved
+    here (cluster.md: a dry run writes nothing); ``save_state`` moves it on the next real ``up``."""
     legacy = spec_path.resolve().parent / LEGACY_STATE_FILE
     everything = _read_json(legacy)
     if everything is None:
         return None
     if not isinstance(everything, dict):
         raise _damaged(legacy, "is not a mapping of job names to what `up` was told")
-    if name not in everything:
-        return None
-    data = everything.pop(name)
-    save_state(spec_path, name, _options(legacy, data, f"{name}."))
+    return (legacy, everything[name], f"{name}.") if name in everything else None
+
+
+def _drop_legacy_entry(spec_path: Path, name: str) -> None:
+    legacy = spec_path.resolve().parent / LEGACY_STATE_FILE
+    try:
+        everything = json.loads(bounded.read_text(legacy, bounded.RECORD_CAP, "a state file"))
+    except (OSError, ValueError, RecursionError):
+        return
+    if not isinstance(everything, dict) or everything.pop(name, None) is None:
+        return
     if everything:
         legacy.write_text(json.dumps(everything, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     else:
         legacy.unlink()
-    return data
 
 
 _TEXT_FIELDS = ("target", "engine", "remote_dir", "namespace", "kube_cli", "kube_context", "overlay", "slurm_job")
@@ -231,6 +240,9 @@ def _options(path: Path, data, prefix: str = "") -> ClusterOptions:
     for key in _TEXT_FIELDS:
         if data.get(key) is not None and not isinstance(data[key], str):
             raise _damaged(path, f"field {prefix}{key} is {data[key]!r}, not text or null")
+    target = data.get("target")
+    if target is not None and TARGET_ALIASES.get(target, target) not in TARGETS:  # not a flag the user gave
+        raise _damaged(path, f"field {prefix}target is {target!r}, not one of {', '.join(TARGETS)}")
     for key in _LIST_FIELDS:
         value = data.get(key, [])
         if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
@@ -240,7 +252,7 @@ def _options(path: Path, data, prefix: str = "") -> ClusterOptions:
 
 def _damaged(path: Path, why: str) -> UsageError:
     return UsageError(f"{path}: {why}, so what `nodeweave up` remembered cannot be used; remove the file and run "
-                      "`nodeweave up` again (or give the cluster's flags: --target, --host, ...)")
+                      "`nodeweave up` again (the cluster's flags do not stand in for it: every verb reads it first)")
 
 
 def forget_allocation(spec_path: Path, name: str) -> None:
