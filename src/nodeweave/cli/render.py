@@ -54,6 +54,29 @@ def _report(plan, fmt: str, header: dict) -> None:
     typer.echo((", ".join(f"{n} {s}" for s, n in counts.items() if n) or "nothing to render") + f" in {where}", err=True)
 
 
+def _rerender(spec_path: Path, out: "Path | None") -> str:
+    """The exact command that brings the files up to date, with the --spec and --out this check was given;
+    `make render` only where a Makefile beside the spec has that target (a team's folder has none)."""
+    import shlex
+
+    from nodeweave.cli.habits.base import SPEC_NAME
+    from nodeweave.entrypoint import bounded
+
+    words = ["nodeweave", "render", "all", "--prune"]
+    if spec_path != Path(SPEC_NAME):
+        words += ["--spec", str(spec_path)]
+    if out is not None:
+        words += ["--out", str(out)]
+    command = f"`{' '.join(shlex.quote(w) for w in words)}`"
+    makefile = spec_path.resolve().parent / "Makefile"
+    try:
+        has_target = makefile.is_file() and "\nrender:" in "\n" + bounded.read_text(makefile, bounded.TEXT_CAP, "a Makefile",
+                                                                              errors="replace")
+    except OSError:
+        has_target = False
+    return f"`make render` (or {command})" if has_target and words[4:] == [] else command
+
+
 def _shown(paths: "list[str]") -> str:
     return ", ".join(paths[:8]) + (f" and {len(paths) - 8} more" if len(paths) > 8 else "")
 
@@ -121,7 +144,7 @@ def render(
         if plan.stale:
             raise NodeweaveError(
                 f"{len(plan.stale)} rendered file(s) under {out_dir} are stale for {spec_path}: {_shown(plan.stale)}; "
-                "run `make render` (or `nodeweave render all --prune`) and commit the result",
+                f"run {_rerender(spec_path, out)} and commit the result",
                 exit_code=EXIT_STALE,
             )
         return

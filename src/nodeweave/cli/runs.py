@@ -14,6 +14,7 @@ import typer
 from nodeweave.cli.habits.base import NodeweaveTyper, find_spec
 from nodeweave.cli.habits.output import checked, complete_run_ids, emit, output_option
 from nodeweave.entrypoint import bounded
+from nodeweave.errors import UsageError
 
 runs_app = NodeweaveTyper(help="List, show and compare past runs and sweeps (the run folders).", no_args_is_help=True)
 
@@ -26,7 +27,15 @@ METRIC = typer.Option(None, "--metric", help="REGEX whose first group is read fr
 def _parent(runs_dir: Optional[Path]) -> Path:
     from nodeweave.cluster.runfolder import RUNS
 
-    return runs_dir if runs_dir is not None else find_spec(None).resolve().parent / RUNS
+    if runs_dir is None:
+        return find_spec(None).resolve().parent / RUNS  # absent until the first run: "no runs yet"
+    if not runs_dir.exists():
+        raise UsageError(f"--runs-dir {runs_dir}: does not exist; accepted: a folder of run folders (runs/ beside "
+                         "the spec), or leave --runs-dir off")
+    if not runs_dir.is_dir():
+        raise UsageError(f"--runs-dir {runs_dir}: not a folder; accepted: a folder of run folders (runs/ beside the "
+                         "spec), or leave --runs-dir off")
+    return runs_dir
 
 
 def _console():
