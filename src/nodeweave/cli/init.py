@@ -140,7 +140,11 @@ def init(
             note = f"; {REQUIREMENTS} left out of image.requirements: {err}"
     else:
         text = spec_text(*arguments)
-    parse_spec(text, str(path), base_dir=path.resolve().parent)  # the validator's word before anything is kept
+    try:
+        parse_spec(text, str(path), base_dir=path.resolve().parent)  # the validator's word before anything is kept
+    except UsageError as err:
+        raise UsageError(_as_flag(str(err), {"name": name or arguments[1], "launcher.type": launcher,
+                                             "launcher.script": script})) from None
     if dry_run:
         typer.echo(text, nl=False)
         return
@@ -152,6 +156,20 @@ def init(
         raise path_problem(err, "init --out") from None
     typer.echo(f"nodeweave: wrote {path}: {seen.summary()}{note}; next: nodeweave validate, nodeweave render all",
                err=True)
+
+
+# The spec fields init fills from its flags: a refusal names the flag the user typed, not a line of a file
+# that was never written (issue 43, row 26).
+FLAG_OF_FIELD = {"name": "--name", "launcher.type": "--launcher", "launcher.script": "--script"}
+
+
+def _as_flag(message: str, values: "dict[str, str]") -> str:
+    """``nodeweave.yaml:5: name: got 'Bad_Name' ...`` as ``--name 'Bad_Name': got 'Bad_Name' ...``."""
+    found = re.match(r"^.*?:\d+: ([\w.]+): (.*)$", message, re.S)
+    if found and found.group(1) in FLAG_OF_FIELD:
+        field = found.group(1)
+        return f"{FLAG_OF_FIELD[field]} {values[field]!r}: {found.group(2)}"
+    return f"the spec init would write: {message}"
 
 
 # Launchers that take every node's own process count: torchrun's agents sum them in the rendezvous, and the

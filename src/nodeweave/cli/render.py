@@ -24,6 +24,12 @@ from nodeweave.failures import path_problem, writable_dir
 TARGET_NAMES = ("images", "compose", "manifests", "entrypoint", "slurm", "openshift-build", "trainjob", "jobset")
 
 
+# A team's folder often has its own .dockerignore: render never takes it over (issue 43, row 48). Docker reads
+# only the context's .dockerignore, so nodeweave's rules are written where a person merges them from.
+DOCKERIGNORE = ".dockerignore"
+KEPT_DOCKERIGNORE = "images/nodeweave.dockerignore"
+
+
 def _relative_host_paths(spec) -> "list[str]":
     return [
         f"{field}.host_path {value!r}"
@@ -125,6 +131,9 @@ def render(
     from nodeweave.rendering import MARK, plan_render, wanted_targets
     from nodeweave.spec import load_spec
 
+    if check and (force or prune):
+        raise UsageError(f"--check writes nothing, so {'--force' if force else '--prune'} would do nothing; give "
+                         "--check alone to compare, or leave it off to write")
     if target not in (*TARGET_NAMES, "all"):
         raise UsageError(f"render target {target!r} is not accepted: {', '.join(TARGET_NAMES)} or all "
                          "(`nodeweave render --help` says what each renders)")
@@ -135,6 +144,14 @@ def render(
     targets = wanted_targets(spec) if target == "all" else [target]
     files, owners, targets = _render(spec, spec_path, targets, everything=target == "all")
     plan = plan_render(files, out_dir, force, owners=owners, job=spec.name)
+    if DOCKERIGNORE in plan.refused:  # the user's own: kept, and nodeweave's rules written beside the Dockerfiles
+        files[KEPT_DOCKERIGNORE] = files.pop(DOCKERIGNORE)
+        owners[KEPT_DOCKERIGNORE] = owners.pop(DOCKERIGNORE)
+        plan = plan_render(dict(sorted(files.items())), out_dir, force, owners=owners, job=spec.name)
+        typer.echo(f"nodeweave: note: {out_dir / DOCKERIGNORE} is yours (no '{MARK}' mark), so it is left as it "
+                   f"is; nodeweave's rules went to {KEPT_DOCKERIGNORE}: merge what you need of them into yours (the "
+                   "build reads entrypoint/nodeweave-entrypoint.pyz, wheelhouse/ and what image.requirements and "
+                   "image.project.source name), or --force to replace yours with them", err=True)
     header = {"spec": str(spec_path), "out": str(out_dir), "targets": targets, "dry_run": dry_run or check,
               "check": check, "prune": prune}
     fmt = data_format(as_json, output)

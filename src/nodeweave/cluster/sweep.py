@@ -50,6 +50,10 @@ def parse_sweeps(options: Sequence[str]) -> List[Tuple[str, List[str]]]:
             raise UsageError(f"--sweep {text!r} is not accepted: VAR=a,b,c with no empty value")
         if name in (n for n, _ in found):
             raise UsageError(f"--sweep names {name} twice; give all its values in one option: {name}=a,b,c")
+        twice = sorted({v for v in points if points.count(v) > 1})
+        if twice:
+            raise UsageError(f"--sweep {text!r} gives {name}={twice[0]} twice, which would run the same point twice; "
+                             f"give each value once: {name}={','.join(dict.fromkeys(points))}")
         found.append((name, points))
     return found
 

@@ -105,6 +105,7 @@ class NodeweaveCommand(TyperCommand):
 
     def parse_args(self, ctx, args):
         given = list(args)  # click's parser consumes the list
+        refuse_both_sides(self, given)
         try:
             return super().parse_args(ctx, args)
         except Exception as err:  # click's UsageError (typer's vendored copy), found by shape
@@ -170,6 +171,17 @@ class NodeweaveTyper(typer.Typer):
 
     def command(self, name=None, *, cls=None, **kwargs):
         return super().command(name, cls=cls or NodeweaveCommand, **kwargs)
+
+
+def refuse_both_sides(command, args) -> None:
+    """``--hold --run``: both sides of one on/off flag given; click lets the last win, silently."""
+    from nodeweave.errors import UsageError
+
+    words = set(args[:args.index("--")] if "--" in args else args)
+    for param in command.params:
+        yes, no = set(getattr(param, "opts", ())) & words, set(getattr(param, "secondary_opts", ())) & words
+        if yes and no:
+            raise UsageError(f"{min(yes)} and {min(no)} contradict each other; give one of them")
 
 
 def spec_hint(command, ctx, args, err) -> str:
