@@ -9,7 +9,8 @@ process, the median's ratio to bare start-up, and whether the median is within t
   on a terminal (a pseudo-terminal here) with rich's panels, which import rich's markdown and
   traceback modules (typer's).
 - ``nodeweave render all --check``: the repository's nodeweave.yaml, every renderer, compared
-  with the committed files (nothing written).
+  with a tree the same code rendered into the scratch folder first (nothing written; a checkout
+  whose own files are stale while it is worked on can be measured too).
 - ``nodeweave status`` (no engine on PATH): everything before the first node is asked: the
   spec found and loaded, the cluster options merged, the backend opened, the tool looked up
   (exit 3). ``--engine`` adds ``status`` of a local cluster that is down, on podman, which
