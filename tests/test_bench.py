@@ -176,7 +176,7 @@ def test_bad_flags_exit_2_with_a_clear_message(tmp_path, args, needle):
     out = _bench(tmp_path, *args, timeout=120)
     assert out.returncode == 2, out.stdout + out.stderr
     assert needle in out.stderr and "Traceback" not in out.stderr
-    assert not (tmp_path / "nodeweave-bench.json").exists()
+    assert not (tmp_path / "runs").exists() and not (tmp_path / "nodeweave-bench.json").exists()
 
 
 def _has_matplotlib():
@@ -189,7 +189,7 @@ def _has_matplotlib():
 def test_plot_without_matplotlib_is_an_environment_error(tmp_path):
     out = _bench(tmp_path, "--plot", "p.png", timeout=120)
     assert out.returncode == 3 and "--plot p.png: matplotlib is not installed" in out.stderr
-    assert not (tmp_path / "nodeweave-bench.json").exists()
+    assert not (tmp_path / "runs").exists() and not (tmp_path / "nodeweave-bench.json").exists()
 
 
 @pytest.mark.skipif(not _has_matplotlib(), reason="matplotlib is not installed (it is optional)")

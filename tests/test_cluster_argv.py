@@ -250,17 +250,33 @@ def test_up_remembers_the_cluster_and_flags_still_win(spec_path):
     assert load_state(spec_path, "other") == ClusterOptions()
 
 
-def test_the_old_single_state_file_is_read_once_and_moved_into_each_jobs_folder(spec_path):
+def test_the_old_single_state_file_is_read_and_moved_only_when_up_saves(spec_path):
+    """Issue 43 (s8): reading writes nothing (a dry run reads state); the entry moves when state is saved."""
     legacy = spec_path.parent / ".nodeweave" / "cluster.json"
     legacy.parent.mkdir()
-    legacy.write_text(json.dumps({"job": {"target": "hosts", "hosts": ["a", "b"], "engine": "none"},
-                                  "other": {"target": "local", "engine": "podman"}}))
-    assert load_state(spec_path, "job") == ClusterOptions(target="hosts", hosts=("a", "b"), engine="none")
+    text = json.dumps({"job": {"target": "hosts", "hosts": ["a", "b"], "engine": "none"},
+                       "other": {"target": "local", "engine": "podman"}})
+    legacy.write_text(text)
+    job = load_state(spec_path, "job")
+    assert job == ClusterOptions(target="hosts", hosts=("a", "b"), engine="none")
+    assert legacy.read_text() == text and not (spec_path.parent / ".nodeweave/job").exists()  # read only
+    save_state(spec_path, "job", job)
     assert json.loads((spec_path.parent / ".nodeweave/job/cluster.json").read_text())["hosts"] == ["a", "b"]
-    assert set(json.loads(legacy.read_text())) == {"other"}  # moved: the old file keeps only the jobs not opened
-    assert load_state(spec_path, "other").engine == "podman"
+    assert set(json.loads(legacy.read_text())) == {"other"}  # moved: the old file keeps only the jobs not saved
+    save_state(spec_path, "other", load_state(spec_path, "other"))
     assert not legacy.exists()  # its last entry moved
     assert load_state(spec_path, "job").hosts == ("a", "b")
+    assert load_state(spec_path, "other").engine == "podman"
+
+
+def test_a_target_in_the_state_file_is_named_as_the_files_field(spec_path):
+    """Issue 43 (row 30): no "--target 'marsnet' is not accepted" for a flag the user never gave."""
+    state = spec_path.parent / ".nodeweave" / "job" / "cluster.json"
+    state.parent.mkdir(parents=True)
+    state.write_text('{"target": "marsnet"}')
+    with pytest.raises(UsageError) as caught:
+        load_state(spec_path, "job")
+    assert "field target is 'marsnet'" in str(caught.value) and "--target" not in str(caught.value)
 
 
 @pytest.mark.parametrize("text, words", [

@@ -20,6 +20,7 @@ import shutil
 from pathlib import Path
 from typing import Optional, Tuple
 
+from nodeweave.entrypoint import bounded
 from nodeweave.errors import UsageError
 from nodeweave.targets.images.dockerfile import render_dockerfile
 from nodeweave.resolve import Resolved
@@ -55,7 +56,7 @@ def choose_dockerfile(context: Path, text: str, variant: str, scratch: Path,
     matches the rendering; ``write=False`` (dry runs) only names the scratch path.
     """
     committed = context / "images" / variant / "Dockerfile"
-    matches = committed.is_file() and committed.read_text() == text
+    matches = committed.is_file() and bounded.read_text(committed, bounded.TEXT_CAP, "a Dockerfile") == text
     build_text = text if build_text is None else build_text
     if matches and build_text == text:
         return committed, True
@@ -71,7 +72,7 @@ def check_context_paths(context: Path, spec) -> None:
     from nodeweave.targets.images import context_paths
 
     ignore = context / ".dockerignore"
-    lines = ignore.read_text(encoding="utf-8").splitlines() if ignore.is_file() else None
+    lines = bounded.read_text(ignore, bounded.TEXT_CAP, "a .dockerignore").splitlines() if ignore.is_file() else None
     for field, path in context_paths(spec).items():
         if not (context / path.rstrip("/")).exists():
             raise UsageError(f"{field}: {path.rstrip('/')!r} is not in the build context {context}; accepted: a path "
@@ -129,7 +130,7 @@ def refresh_entrypoint(context: Path, write: bool = True) -> Optional[str]:
     target = context / zipapp.PATH
     if not target.is_file():
         return None
-    current = target.read_bytes()
+    current = bounded.read_bytes(target, bounded.RENDERED_CAP, "a rendered file")
     if not is_marked(current):
         return None
     fresh = zipapp.build(zipapp.package_root())

@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 from typing import Dict, Optional, Sequence
 
+from nodeweave.entrypoint import bounded
 from nodeweave.errors import NodeweaveError
 from nodeweave.steps import Step
 
@@ -112,7 +113,7 @@ def record_push(spec_dir: Path, digests: Dict[str, str]) -> Path:
 
 def read_record(spec_dir: Path) -> dict:
     try:
-        data = json.loads((spec_dir / RECORD).read_text(encoding="utf-8"))
+        data = json.loads(bounded.read_text(spec_dir / RECORD, bounded.RECORD_CAP, "a push record"))
     except (OSError, ValueError):
         return {}
     return data if isinstance(data, dict) else {}

@@ -21,6 +21,8 @@ import re
 from pathlib import Path
 from typing import List, Optional, Sequence
 
+from nodeweave.entrypoint import bounded
+
 _CONTEXT_READERS = ("COPY", "ADD")
 _URL = re.compile(r"^[a-z][a-z0-9+.-]*://", re.I)
 
@@ -122,7 +124,7 @@ class DockerIgnore:
     @classmethod
     def of(cls, context: Path) -> "DockerIgnore":
         path = context / ".dockerignore"
-        return cls(path.read_text(encoding="utf-8").splitlines() if path.is_file() else [])
+        return cls(bounded.read_text(path, bounded.TEXT_CAP, "a .dockerignore").splitlines() if path.is_file() else [])
 
     def excludes(self, path: str) -> bool:
         """Whether ``path`` stays out of the build: the last pattern matching it or a folder above it has no ``!``."""

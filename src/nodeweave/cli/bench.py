@@ -16,6 +16,11 @@ from nodeweave.cli.habits.output import checked, emit, output_option
 from nodeweave.errors import EXIT_FAILURE, EnvironmentProblem, UsageError
 
 
+# Under runs/, where nodeweave keeps what runs leave (ignored by git in nodeweave's own folder; docs/cluster.md),
+# not loose in whatever folder the command ran from.
+DEFAULT_JSON_OUT = Path("runs") / "nodeweave-bench.json"
+
+
 def bench(
     sizes: Optional[str] = typer.Option(None, "--sizes", help="MIN:MAX[:FACTOR] or a comma list, units K/M/G "
                                         "(default 1K:1G on GPUs, 1K:64M on CPU)"),
@@ -30,8 +35,9 @@ def bench(
                                     "fresh launch with those variables, ranked against a baseline launch"),
     as_json: bool = typer.Option(False, "--json", help="print every number as JSON on stdout (tables go to stderr)"),
     output: str = output_option(),
-    json_path: Path = typer.Option(Path("nodeweave-bench.json"), "--json-out", help="where to write every number "
-                                   "(long form only: -o selects the output format)"),
+    json_path: Path = typer.Option(DEFAULT_JSON_OUT, "--json-out", help="where to write every number (long form "
+                                   "only: -o selects the output format); nothing is written when no launch "
+                                   "measured anything"),
     plot: Optional[Path] = typer.Option(None, "--plot", help="PNG of busbw against size (needs matplotlib; "
                                         "default: beside --json-out when matplotlib is importable)"),
     timeout: float = typer.Option(1800.0, "--timeout", help="seconds one launch may take"),
@@ -68,6 +74,10 @@ def bench(
     ranking = runner.rank_runs(runs, op_list[0])
     _show(runs, ranking, points, op_list, console, err_console)
     document = report.document(runs, ranking, list(sweep))
+    if not any(run.report for run in runs):  # every launch failed: no numbers, so no results file to mistake
+        err_console.print(f"bench: no launch measured anything, so {json_path} was not written")
+        raise typer.Exit(EXIT_FAILURE)
+    json_path.parent.mkdir(parents=True, exist_ok=True)
     report.write_json(json_path, document)
     console.print(f"wrote {json_path}")
     if data_out:

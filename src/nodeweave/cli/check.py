@@ -31,10 +31,11 @@ CHECK_HELP = ("Check every node (facts, CPU/GPU probes, nvidia-smi or amd-smi, t
 
 def job_context(spec, spec_path: Path, backend):
     from nodeweave.cluster.job import JobContext
+    from nodeweave.spec.loader import read_spec_text
 
     spec_dir = spec_path.resolve().parent
     host_path = spec.workspace.host_path
-    return JobContext(job=spec.name, spec_text=spec_path.read_text(encoding="utf-8"),
+    return JobContext(job=spec.name, spec_text=read_spec_text(spec_path),
                       workspace=spec_dir if host_path.startswith(("/", "~")) else (spec_dir / host_path).resolve(),
                       target=backend.where())
 

@@ -140,7 +140,11 @@ def init(
             note = f"; {REQUIREMENTS} left out of image.requirements: {err}"
     else:
         text = spec_text(*arguments)
-    parse_spec(text, str(path), base_dir=path.resolve().parent)  # the validator's word before anything is kept
+    try:
+        parse_spec(text, str(path), base_dir=path.resolve().parent)  # the validator's word before anything is kept
+    except UsageError as err:
+        raise UsageError(_as_flag(str(err), {"name": name or arguments[1], "launcher.type": launcher,
+                                             "launcher.script": script})) from None
     if dry_run:
         typer.echo(text, nl=False)
         return
@@ -152,6 +156,20 @@ def init(
         raise path_problem(err, "init --out") from None
     typer.echo(f"nodeweave: wrote {path}: {seen.summary()}{note}; next: nodeweave validate, nodeweave render all",
                err=True)
+
+
+# The spec fields init fills from its flags: a refusal names the flag the user typed, not a line of a file
+# that was never written (issue 43, row 26).
+FLAG_OF_FIELD = {"name": "--name", "launcher.type": "--launcher", "launcher.script": "--script"}
+
+
+def _as_flag(message: str, values: "dict[str, str]") -> str:
+    """``nodeweave.yaml:5: name: got 'Bad_Name' ...`` as ``--name 'Bad_Name': got 'Bad_Name' ...``."""
+    found = re.match(r"^.*?:\d+: ([\w.]+): (.*)$", message, re.S)
+    if found and found.group(1) in FLAG_OF_FIELD:
+        field = found.group(1)
+        return f"{FLAG_OF_FIELD[field]} {values[field]!r}: {found.group(2)}"
+    return f"the spec init would write: {message}"
 
 
 # Launchers that take every node's own process count: torchrun's agents sum them in the rendezvous, and the
@@ -198,10 +216,12 @@ def validate(
 ) -> None:
     """Check the spec (every mistake: file:line, field, what is accepted; exit 2) and summarise it."""
     from nodeweave.spec import load_spec
+    from nodeweave.spec.loader import STDIN_NAME, is_stdin
 
     spec_path = find_spec(spec_path)
     spec = load_spec(spec_path)
-    summary = {"spec": str(spec_path), "name": spec.name, "nodes": str(spec.nodes),
+    shown = STDIN_NAME if is_stdin(spec_path) else str(spec_path)
+    summary = {"spec": shown, "name": spec.name, "nodes": str(spec.nodes),
                "processes_per_node": spec.gpus_per_node, "launcher": spec.launcher.type,
                "script": spec.launcher.script, "variant": spec.image.variant}
     if as_json:
@@ -209,7 +229,7 @@ def validate(
         return
     if emit(summary, checked(output)):
         return
-    typer.echo(f"{spec_path}: valid: {spec.name}, {spec.nodes} node(s) x {spec.gpus_per_node} process(es), "
+    typer.echo(f"{shown}: valid: {spec.name}, {spec.nodes} node(s) x {spec.gpus_per_node} process(es), "
                f"{spec.launcher.type} {spec.launcher.script}, image variant {spec.image.variant}")
 
 

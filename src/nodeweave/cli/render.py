@@ -24,6 +24,12 @@ from nodeweave.failures import path_problem, writable_dir
 TARGET_NAMES = ("images", "compose", "manifests", "entrypoint", "slurm", "openshift-build", "trainjob", "jobset")
 
 
+# A team's folder often has its own .dockerignore: render never takes it over (issue 43, row 48). Docker reads
+# only the context's .dockerignore, so nodeweave's rules are written where a person merges them from.
+DOCKERIGNORE = ".dockerignore"
+KEPT_DOCKERIGNORE = "images/nodeweave.dockerignore"
+
+
 def _relative_host_paths(spec) -> "list[str]":
     return [
         f"{field}.host_path {value!r}"
@@ -52,6 +58,29 @@ def _report(plan, fmt: str, header: dict) -> None:
     where = os.path.relpath(header["out"])
     where = header["out"] if where.startswith("..") else where
     typer.echo((", ".join(f"{n} {s}" for s, n in counts.items() if n) or "nothing to render") + f" in {where}", err=True)
+
+
+def _rerender(spec_path: Path, out: "Path | None") -> str:
+    """The exact command that brings the files up to date, with the --spec and --out this check was given;
+    `make render` only where a Makefile beside the spec has that target (a team's folder has none)."""
+    import shlex
+
+    from nodeweave.cli.habits.base import SPEC_NAME
+    from nodeweave.entrypoint import bounded
+
+    words = ["nodeweave", "render", "all", "--prune"]
+    if spec_path != Path(SPEC_NAME):
+        words += ["--spec", str(spec_path)]
+    if out is not None:
+        words += ["--out", str(out)]
+    command = f"`{' '.join(shlex.quote(w) for w in words)}`"
+    makefile = spec_path.resolve().parent / "Makefile"
+    try:
+        has_target = makefile.is_file() and "\nrender:" in "\n" + bounded.read_text(makefile, bounded.TEXT_CAP, "a Makefile",
+                                                                              errors="replace")
+    except OSError:
+        has_target = False
+    return f"`make render` (or {command})" if has_target and words[4:] == [] else command
 
 
 def _shown(paths: "list[str]") -> str:
@@ -102,6 +131,9 @@ def render(
     from nodeweave.rendering import MARK, plan_render, wanted_targets
     from nodeweave.spec import load_spec
 
+    if check and (force or prune):
+        raise UsageError(f"--check writes nothing, so {'--force' if force else '--prune'} would do nothing; give "
+                         "--check alone to compare, or leave it off to write")
     if target not in (*TARGET_NAMES, "all"):
         raise UsageError(f"render target {target!r} is not accepted: {', '.join(TARGET_NAMES)} or all "
                          "(`nodeweave render --help` says what each renders)")
@@ -112,14 +144,24 @@ def render(
     targets = wanted_targets(spec) if target == "all" else [target]
     files, owners, targets = _render(spec, spec_path, targets, everything=target == "all")
     plan = plan_render(files, out_dir, force, owners=owners, job=spec.name)
+    if DOCKERIGNORE in plan.refused:  # the user's own: kept, and nodeweave's rules written beside the Dockerfiles
+        files[KEPT_DOCKERIGNORE] = files.pop(DOCKERIGNORE)
+        owners[KEPT_DOCKERIGNORE] = owners.pop(DOCKERIGNORE)
+        plan = plan_render(dict(sorted(files.items())), out_dir, force, owners=owners, job=spec.name)
+        typer.echo(f"nodeweave: note: {out_dir / DOCKERIGNORE} is yours (no '{MARK}' mark), so it is left as it "
+                   f"is; nodeweave's rules went to {KEPT_DOCKERIGNORE}: merge what you need of them into yours (the "
+                   "build reads entrypoint/nodeweave-entrypoint.pyz, wheelhouse/ and what image.requirements and "
+                   "image.project.source name), or --force to replace yours with them", err=True)
     header = {"spec": str(spec_path), "out": str(out_dir), "targets": targets, "dry_run": dry_run or check,
               "check": check, "prune": prune}
-    _report(plan, data_format(as_json, output), header)
+    fmt = data_format(as_json, output)
+    if dry_run or check:
+        _report(plan, fmt, header)
     if check:
         if plan.stale:
             raise NodeweaveError(
                 f"{len(plan.stale)} rendered file(s) under {out_dir} are stale for {spec_path}: {_shown(plan.stale)}; "
-                "run `make render` (or `nodeweave render all --prune`) and commit the result",
+                f"run {_rerender(spec_path, out)} and commit the result",
                 exit_code=EXIT_STALE,
             )
         return
@@ -143,7 +185,10 @@ def render(
         try:
             plan.write(prune)
         except OSError as err:
-            raise path_problem(err, f"render into --out {out_dir}") from None
+            problem = path_problem(err, f"render into --out {out_dir}")
+            raise type(problem)(f"{problem}; nothing was written (a render writes every file or none)",
+                                problem.exit_code) from None
+        _report(plan, fmt, header)  # after the write: what it did, never a list of files it did not write
     if prune and plan.kept:
         typer.echo(f"nodeweave: note: kept {_shown(plan.kept)}: no renderer makes them any more, but they changed "
                    "since nodeweave wrote them, so they are yours now (remove them yourself if unwanted)", err=True)

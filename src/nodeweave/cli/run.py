@@ -72,9 +72,18 @@ def run_command(
         raise UsageError(f"--profile {profile!r} is not accepted: nsys or rocprofv3")
     if profile_options is not None and profile is None:
         raise UsageError("--profile-options needs --profile nsys or rocprofv3")
-    points = sweep_points(parse_sweeps(sweep)) if sweep else [{}]
+    sweeps = parse_sweeps(sweep)
+    points = sweep_points(sweeps) if sweep else [{}]
     compile_metric(metric)  # a bad expression is refused before anything starts
+    if not sweep and (metric is not None or lower_is_better):
+        given = "--metric" if metric is not None else "--lower-is-better"
+        raise UsageError(f"{given} ranks the points of a --sweep, and this run has none; add --sweep VAR=a,b, or "
+                         "compare finished runs with `nodeweave runs compare A B --metric REGEX`")
     extra = dict(parse_assignment(text, "--env") for text in env)
+    for name, values in sweeps:
+        if name in extra:
+            raise UsageError(f"{name} is both set (-e {name}={extra[name]}) and swept (--sweep {name}="
+                             f"{','.join(values)}); give it once: drop the -e, or add its value to the sweep")
     if profile_options is not None:  # the entrypoint's own variable, in front of it as every -e is
         extra = {"NODEWEAVE_PROFILE_OPTIONS": profile_options, **extra}
     spec, backend, _ = open_cluster(spec_path, reach, dry_run=dry_run)

@@ -13,6 +13,8 @@ import typer
 
 from nodeweave.cli.habits.base import NodeweaveTyper, find_spec
 from nodeweave.cli.habits.output import checked, complete_run_ids, emit, output_option
+from nodeweave.entrypoint import bounded
+from nodeweave.errors import UsageError
 
 runs_app = NodeweaveTyper(help="List, show and compare past runs and sweeps (the run folders).", no_args_is_help=True)
 
@@ -25,7 +27,15 @@ METRIC = typer.Option(None, "--metric", help="REGEX whose first group is read fr
 def _parent(runs_dir: Optional[Path]) -> Path:
     from nodeweave.cluster.runfolder import RUNS
 
-    return runs_dir if runs_dir is not None else find_spec(None).resolve().parent / RUNS
+    if runs_dir is None:
+        return find_spec(None).resolve().parent / RUNS  # absent until the first run: "no runs yet"
+    if not runs_dir.exists():
+        raise UsageError(f"--runs-dir {runs_dir}: does not exist; accepted: a folder of run folders (runs/ beside "
+                         "the spec), or leave --runs-dir off")
+    if not runs_dir.is_dir():
+        raise UsageError(f"--runs-dir {runs_dir}: not a folder; accepted: a folder of run folders (runs/ beside the "
+                         "spec), or leave --runs-dir off")
+    return runs_dir
 
 
 def _console():
@@ -145,9 +155,13 @@ def _span(node: dict):
     return round(end - start, 3) if start is not None and end is not None else None
 
 
+# The end of a log that holds its last line (a line longer than this is shown cut, as it is at 200 characters).
+LAST_LINE_BYTES = 64 * 1024
+
+
 def _last_line(log: Path) -> Optional[str]:
     try:
-        lines = [line for line in log.read_text(encoding="utf-8", errors="replace").splitlines() if line.strip()]
+        lines = [line for line in bounded.read_tail(log, LAST_LINE_BYTES).splitlines() if line.strip()]
     except OSError:
         return None
     return lines[-1][:200] if lines else None

@@ -27,6 +27,7 @@ from rich.text import Text
 
 from nodeweave.cluster.base import Backend, Node
 from nodeweave.cluster.runner import COLOURS
+from nodeweave.entrypoint import bounded
 
 
 def _print(console: Console, node_name: str, index: int, width: int, line: str) -> None:
@@ -104,7 +105,7 @@ def run_logs(folder: Path, indices: List[int], follow: bool, console: Console, p
 def _ended(folder: Path) -> bool:
     """Whether run.json says the run ended; a record cut short or not a mapping has not said so (yet)."""
     try:
-        data = json.loads((folder / "run.json").read_text(encoding="utf-8"))
+        data = json.loads(bounded.read_text(folder / "run.json", bounded.RECORD_CAP, "a run record"))
     except (OSError, ValueError, RecursionError):
         return False
     return isinstance(data, dict) and data.get("ended") is not None

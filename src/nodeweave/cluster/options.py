@@ -25,6 +25,7 @@ from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 from typing import Optional, Tuple
 
+from nodeweave.entrypoint import bounded
 from nodeweave.errors import UsageError
 from nodeweave.remote.names import check_dest, check_dns_label, check_ssh_host
 
@@ -170,16 +171,16 @@ def load_state(spec_path: Path, name: str) -> ClusterOptions:
     """What ``up`` remembered for the job ``name`` (nothing when it did not run here)."""
     path = state_path(spec_path, name)
     data = _read_json(path)
-    if data is None:
-        data = _moved_from_legacy(spec_path, name)
-    if data is None:
-        return ClusterOptions()
-    return _options(path, data)
+    if data is not None:
+        return _options(path, data)
+    legacy = _legacy_entry(spec_path, name)
+    return ClusterOptions() if legacy is None else _options(*legacy)
 
 
 def save_state(spec_path: Path, name: str, options: ClusterOptions, made: "Optional[dict] | bool" = True) -> Path:
     """Write what ``up`` was told; ``made`` is what it made (:func:`load_made`): True keeps the file's, None
-    drops it (taken down)."""
+    drops it (taken down). Only a real ``up`` or ``down`` writes (a dry run reads, writes nothing); the job's
+    entry of the old single file moves out of it here."""
     path = state_path(spec_path, name)
     data = {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(options).items()}
     if made is True:
@@ -191,13 +192,14 @@ def save_state(spec_path: Path, name: str, options: ClusterOptions, made: "Optio
     scratch = path.with_name(f".{path.name}.tmp")
     scratch.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     scratch.replace(path)
+    _drop_legacy_entry(spec_path, name)
     return path
 
 
 def _read_json(path: Path):
     """The JSON in ``path``, None when there is no such file; anything unreadable is named with its remedy."""
     try:
-        text = path.read_text(encoding="utf-8")
+        text = bounded.read_text(path, bounded.RECORD_CAP, "a state file")
     except FileNotFoundError:
         return None
     except (OSError, UnicodeDecodeError) as err:
@@ -208,23 +210,30 @@ def _read_json(path: Path):
         raise _damaged(path, "is not JSON") from None
 
 
-def _moved_from_legacy(spec_path: Path, name: str):
-    """This job's entry of the old single ``.nodeweave/cluster.json``, moved into the job's folder (once)."""
+def _legacy_entry(spec_path: Path, name: str):
+    """(the old single ``.nodeweave/cluster.json``, this job's entry, its prefix), or None: read, never moved
+    here (cluster.md: a dry run writes nothing); ``save_state`` moves it on the next real ``up``."""
     legacy = spec_path.resolve().parent / LEGACY_STATE_FILE
     everything = _read_json(legacy)
     if everything is None:
         return None
     if not isinstance(everything, dict):
         raise _damaged(legacy, "is not a mapping of job names to what `up` was told")
-    if name not in everything:
-        return None
-    data = everything.pop(name)
-    save_state(spec_path, name, _options(legacy, data, f"{name}."))
+    return (legacy, everything[name], f"{name}.") if name in everything else None
+
+
+def _drop_legacy_entry(spec_path: Path, name: str) -> None:
+    legacy = spec_path.resolve().parent / LEGACY_STATE_FILE
+    try:
+        everything = json.loads(bounded.read_text(legacy, bounded.RECORD_CAP, "a state file"))
+    except (OSError, ValueError, RecursionError):
+        return
+    if not isinstance(everything, dict) or everything.pop(name, None) is None:
+        return
     if everything:
         legacy.write_text(json.dumps(everything, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     else:
         legacy.unlink()
-    return data
 
 
 _TEXT_FIELDS = ("target", "engine", "remote_dir", "namespace", "kube_cli", "kube_context", "overlay", "slurm_job")
@@ -242,6 +251,9 @@ def _options(path: Path, data, prefix: str = "") -> ClusterOptions:
     for key in _TEXT_FIELDS:
         if data.get(key) is not None and not isinstance(data[key], str):
             raise _damaged(path, f"field {prefix}{key} is {data[key]!r}, not text or null")
+    target = data.get("target")
+    if target is not None and TARGET_ALIASES.get(target, target) not in TARGETS:  # not a flag the user gave
+        raise _damaged(path, f"field {prefix}target is {target!r}, not one of {', '.join(TARGETS)}")
     for key in _LIST_FIELDS:
         value = data.get(key, [])
         if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
@@ -251,7 +263,7 @@ def _options(path: Path, data, prefix: str = "") -> ClusterOptions:
 
 def _damaged(path: Path, why: str) -> UsageError:
     return UsageError(f"{path}: {why}, so what `nodeweave up` remembered cannot be used; remove the file and run "
-                      "`nodeweave up` again (or give the cluster's flags: --target, --host, ...)")
+                      "`nodeweave up` again (the cluster's flags do not stand in for it: every verb reads it first)")
 
 
 def forget_allocation(spec_path: Path, name: str) -> None:
@@ -308,9 +320,9 @@ def recorded_elsewhere(spec_path: Path, name: str) -> "list[dict]":
 def read_hosts_file(path: Path) -> Tuple[str, ...]:
     """One ``[user@]host`` per line, node 0 first; ``#`` comments and DeepSpeed ``slots=`` words ignored."""
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        lines = bounded.read_text(path, bounded.TEXT_CAP, "a hosts file").splitlines()
     except (OSError, UnicodeDecodeError) as err:
-        raise UsageError(f"hosts file {path}: cannot read it ({err})") from err
+        raise UsageError(f"hosts file {path}: cannot read it ({getattr(err, 'strerror', None) or err})") from None
     hosts = [line.split("#", 1)[0].split()[0] for line in lines if line.split("#", 1)[0].strip()]
     if not hosts:
         raise UsageError(f"hosts file {path} lists no host: one [user@]host per line, node 0 first")

@@ -20,6 +20,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 from rich.table import Table
 
 from nodeweave.errors import UsageError
+from nodeweave.entrypoint import bounded
 from nodeweave.entrypoint.planning.reserved import is_reserved
 
 VARIABLE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -49,6 +50,10 @@ def parse_sweeps(options: Sequence[str]) -> List[Tuple[str, List[str]]]:
             raise UsageError(f"--sweep {text!r} is not accepted: VAR=a,b,c with no empty value")
         if name in (n for n, _ in found):
             raise UsageError(f"--sweep names {name} twice; give all its values in one option: {name}=a,b,c")
+        twice = sorted({v for v in points if points.count(v) > 1})
+        if twice:
+            raise UsageError(f"--sweep {text!r} gives {name}={twice[0]} twice, which would run the same point twice; "
+                             f"give each value once: {name}={','.join(dict.fromkeys(points))}")
         found.append((name, points))
     return found
 
@@ -79,11 +84,15 @@ def compile_metric(text: Optional[str]) -> Optional["re.Pattern[str]"]:
         raise UsageError(f"--metric {text!r} is not a regular expression: {err}") from None
 
 
+# How much of a log's end is searched for the metric: a training log can hold gigabytes; its last report is near the end.
+METRIC_BYTES = 16 * 1024 * 1024
+
+
 def read_metric(pattern: "re.Pattern[str]", log: Path) -> Optional[float]:
-    """The last number ``pattern`` matches in ``log`` (its first group, else the whole match)."""
+    """The last number ``pattern`` matches in ``log``'s last METRIC_BYTES (its first group, else the whole match)."""
     value = None
     try:
-        text = log.read_text(encoding="utf-8", errors="replace")
+        text = bounded.read_tail(log, METRIC_BYTES)
     except OSError:
         return None
     for match in pattern.finditer(text):

@@ -11,6 +11,7 @@ import re
 import subprocess
 from pathlib import Path
 
+from nodeweave.entrypoint import bounded
 from nodeweave.errors import NodeweaveError, UsageError
 from nodeweave.remote import RemoteOptions, kind_class, make_target, pod_kind
 from nodeweave.remote.base import Remote
@@ -33,9 +34,9 @@ def read_hosts_file(path: Path, *, kind: str = "ssh", namespace: "str | None" = 
                     options: RemoteOptions = RemoteOptions()) -> "list[Remote]":
     """One node per line, master first; ``#`` comments; DeepSpeed ``host slots=N`` lines work too."""
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        lines = bounded.read_text(path, bounded.TEXT_CAP, "a hosts file").splitlines()
     except (OSError, UnicodeDecodeError) as err:
-        raise UsageError(f"hosts file {path}: cannot read it ({err})") from err
+        raise UsageError(f"hosts file {path}: cannot read it ({getattr(err, 'strerror', None) or err})") from None
     found, seen = [], set()
     for number, line in enumerate(lines, start=1):
         words = line.split("#", 1)[0].split()

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List
 
+from nodeweave.entrypoint import bounded
 from nodeweave.rendering import record
 from nodeweave.targets.registry import Rendered
 
@@ -69,28 +70,94 @@ class RenderPlan:
                 for s in ("new", "changed", "unchanged", "obsolete", "kept")}
 
     def write(self, prune: bool = False) -> None:
-        """Write new and changed files atomically (temp file + rename); remove obsolete ones if ``prune``;
-        then record what this render wrote (with ``job`` set: the CLI's renders, not ``up``'s own file).
+        """Write new and changed files, remove obsolete ones if ``prune``, and record what this render wrote
+        (with ``job`` set: the CLI's renders, not ``up``'s own file): all of it, or none of it.
 
-        Refuses (ValueError) while any file is refused: a run does all it says or nothing.
+        Why staged: a render stopped part-way (a read-only folder, a full disk, Ctrl-C) used to leave some
+        files new and others old, and no record for ``--prune``. Every file is first written beside its
+        target; only then is each renamed into place, the file it replaces kept aside until all are in.
+        A failure at any point puts back what was there. Refuses (ValueError) while any file is refused.
         """
         if self.refused:
             raise ValueError(f"refusing to write over {self.refused}")
         recorded = dict(self.recorded)
+        changes: "list[tuple[Path, bytes | None]]" = []  # (target, new bytes; None: remove it)
         for item in self.entries:
             target = self.out / item.path
             if item.status in ("new", "changed", "unchanged"):
                 if item.status != "unchanged":
-                    write_atomically(target, _encoded(self.files[item.path]))
+                    changes.append((target, _encoded(self.files[item.path])))
                 recorded[item.path] = record.Entry(item.sha256, self.owners.get(item.path, ""), self.job)
             elif prune and item.status == "obsolete":
-                target.unlink()
+                changes.append((target, None))
                 recorded.pop(item.path, None)
             elif prune and item.status == "kept":
                 recorded.pop(item.path, None)
         if self.job:
-            recorded = {path: entry for path, entry in recorded.items() if (self.out / path).is_file()}
-            write_atomically(self.out / record.RECORD, record.dumps(recorded).encode("utf-8"))
+            written = {target for target, data in changes if data is not None}
+            removed = {target for target, data in changes if data is None}
+            recorded = {path: entry for path, entry in recorded.items() if (self.out / path) in written
+                        or ((self.out / path).is_file() and (self.out / path) not in removed)}
+            changes.append((self.out / record.RECORD, record.dumps(recorded).encode("utf-8")))
+        write_all(changes)
+
+
+def write_all(changes: "list[tuple[Path, bytes | None]]") -> None:
+    """Each ``(target, bytes)`` written and each ``(target, None)`` removed, all or none (see RenderPlan.write)."""
+    import tempfile  # here: `render --check` and dry runs write nothing (tempfile imports random)
+
+    made: List[Path] = []  # folders this call created, outermost first
+    staged: List["tuple[Path, Path | None]"] = []  # (target, its new file beside it; None: to be removed)
+    aside: List["tuple[Path, Path | None]"] = []  # (target, where its old file waits; None: there was none)
+    try:
+        for target, data in changes:
+            if data is None:
+                staged.append((target, None))
+                continue
+            for folder in reversed([target.parent, *target.parent.parents]):
+                if not folder.exists():
+                    folder.mkdir()
+                    made.append(folder)
+            fd, temp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+            staged.append((target, Path(temp)))
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(data)
+            mode = (target.stat().st_mode & 0o777) if target.exists() else 0o644
+            os.chmod(temp, mode | 0o111 if data.startswith(b"#!") else mode)  # a program: runnable as it is
+        for target, temp in staged:
+            old = None
+            if target.exists() or target.is_symlink():
+                old = target.with_name(f".{target.name}.{os.getpid()}.old")
+                os.replace(target, old)
+            aside.append((target, old))
+            if temp is not None:
+                os.replace(temp, target)
+    except BaseException:
+        _put_back(staged, aside, made)
+        raise
+    for _, old in aside:
+        if old is not None:
+            old.unlink(missing_ok=True)
+
+
+def _put_back(staged, aside, made) -> None:
+    """Undo a ``write_all`` stopped part-way: old files back in place, new ones and new folders gone."""
+    for target, old in reversed(aside):
+        try:
+            if old is not None:
+                os.replace(old, target)
+            else:
+                target.unlink(missing_ok=True)
+        except OSError:
+            pass
+    for _, temp in staged:
+        if temp is not None:
+            temp.unlink(missing_ok=True)
+    for folder in reversed(made):
+        try:
+            folder.rmdir()
+        except OSError:
+            pass
 
 
 def is_marked(content: Rendered) -> bool:
@@ -118,7 +185,7 @@ def plan_render(files: Dict[str, Rendered], out: Path, force: bool = False, owne
         elif not target.exists():
             status = "new"
         else:
-            old = target.read_bytes()
+            old = bounded.read_bytes(target, bounded.RENDERED_CAP, "a rendered file")
             if old == data:
                 status = "unchanged"
             elif force or is_marked(old) or _as_recorded(recorded.get(path), old):
@@ -145,23 +212,12 @@ def _obsolete(files: Dict[str, Rendered], out: Path, owners: Dict[str, str], job
         file = out / rel
         if rel in files or entry.job != job or entry.target not in targets or file.is_symlink() or not file.is_file():
             continue
-        data = file.read_bytes()
+        data = bounded.read_bytes(file, bounded.RENDERED_CAP, "a rendered file")
         status = "obsolete" if _as_recorded(entry, data) else "kept"
         found.append(Planned(rel, len(data), status, hashlib.sha256(data).hexdigest()))
     return found
 
 
 def write_atomically(target: Path, data: bytes) -> None:
-    import tempfile  # here: `render --check` and dry runs write nothing (tempfile imports random)
-
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, temp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-        mode = (target.stat().st_mode & 0o777) if target.exists() else 0o644
-        os.chmod(temp, mode | 0o111 if data.startswith(b"#!") else mode)  # a program: runnable as it is
-        os.replace(temp, target)
-    except BaseException:
-        Path(temp).unlink(missing_ok=True)
-        raise
+    """One file, replaced whole or not at all (temp file + rename)."""
+    write_all([(target, data)])

@@ -14,6 +14,7 @@ import json
 from pathlib import Path
 from typing import Dict, NamedTuple
 
+from nodeweave.entrypoint import bounded
 from nodeweave.errors import UsageError
 
 RECORD = ".nodeweave/rendered.json"
@@ -30,7 +31,7 @@ def read(out: Path) -> Dict[str, Entry]:
     """The record under ``out`` (empty when no render wrote one); a damaged record is named with its remedy."""
     path = out / RECORD
     try:
-        text = path.read_text(encoding="utf-8")
+        text = bounded.read_text(path, bounded.RECORD_CAP, "a render record")
     except FileNotFoundError:
         return {}
     except (OSError, UnicodeDecodeError) as err:

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import List, Optional
 
+from nodeweave.entrypoint import bounded
 from nodeweave.errors import UsageError
 
 
@@ -60,7 +61,10 @@ _NODE_TYPES = {"node": (str, int), "exit_code": int, "started_s": _NUMBER, "ende
 def _load(path: Path, name: str) -> Optional[dict]:
     """``path/name`` as nodeweave wrote it; absent or cut short (a run still starting) is None, wrong types an error."""
     try:
-        data = json.loads((path / name).read_text(encoding="utf-8"))
+        data = json.loads(bounded.read_text(path / name, bounded.RECORD_CAP, "a run record"))
+    except bounded.TooLarge as err:
+        raise UsageError(f"{path / name}: {err.strerror}; restore the file (or move the folder out of the runs "
+                         "folder) so the runs can be listed") from None
     except (OSError, ValueError, RecursionError):
         return None
     problem = _type_problem(data)

@@ -17,6 +17,7 @@ from typing import Optional
 import yaml
 from yaml.nodes import Node
 
+from nodeweave.entrypoint import bounded
 from nodeweave.entrypoint.planning.contract import HOSTFILE_PATH
 from nodeweave.errors import UsageError
 from nodeweave.spec import rules
@@ -35,22 +36,79 @@ HOSTFILE_DIR = posixpath.dirname(HOSTFILE_PATH)
 
 
 def load_spec(path: "str | Path") -> Spec:
-    """Read and validate a spec file; every problem is a UsageError naming file and line."""
+    """Read and validate a spec file (``-``: standard input); every problem is a UsageError naming file and line."""
     path = Path(path)
+    text = read_spec_text(path)
+    if is_stdin(path):
+        return parse_spec(text, STDIN_NAME, base_dir=Path.cwd())
+    return parse_spec(text, str(path), base_dir=path.parent)
+
+
+STDIN = "-"
+STDIN_NAME = "<stdin>"
+SPEC_ENV = "NODEWEAVE_SPEC"
+_read_from_stdin: "list[str]" = []  # standard input can be read once; a verb that reads the spec twice gets it again
+
+
+def is_stdin(path: "str | Path") -> bool:
+    return str(path) == STDIN
+
+
+def read_spec_text(path: Path) -> str:
+    """The spec's text, at most MAX_SPEC_BYTES from any file (a device or a pipe too); ``-`` reads standard input."""
     try:
+        if is_stdin(path):
+            if not _read_from_stdin:
+                import sys
+
+                _read_from_stdin.append(bounded.read_stream(sys.stdin.buffer, MAX_SPEC_BYTES, "a spec", STDIN_NAME)
+                                        .decode("utf-8"))
+            return _read_from_stdin[0]
         size = path.stat().st_size if path.is_file() else 0
         if size > MAX_SPEC_BYTES:
             raise UsageError(_too_large(path, size))
-        text = path.read_text(encoding="utf-8")
+        return bounded.read_text(path, MAX_SPEC_BYTES, "a spec")
+    except bounded.TooLarge:  # a device or a pipe: stat said 0, the bytes said more
+        raise UsageError(_too_large(STDIN_NAME if is_stdin(path) else path, MAX_SPEC_BYTES + 1, "more than ")) from None
     except FileNotFoundError:
-        raise UsageError(f"{path}: spec file not found; pass an existing file with --spec (default nodeweave.yaml)")
+        raise UsageError(_not_found(path)) from None
     except IsADirectoryError:
-        raise UsageError(f"{path}: is a directory; pass the spec file itself (e.g. {path / 'nodeweave.yaml'})")
+        raise UsageError(f"{path}: is a directory{_came_from(path)}; pass the spec file itself "
+                         f"({_specs_in(path) or 'e.g. ' + str(path / 'nodeweave.yaml') + ', which it lacks'})") from None
     except UnicodeDecodeError as err:
-        raise UsageError(f"{path}: not UTF-8 text ({err.reason} at byte {err.start}); save the spec as UTF-8")
+        raise UsageError(f"{path}: not UTF-8 text ({err.reason} at byte {err.start}); save the spec as UTF-8") from None
     except OSError as err:
-        raise UsageError(f"{path}: cannot read the spec file: {err.strerror}")
-    return parse_spec(text, str(path), base_dir=path.parent)
+        raise UsageError(f"{path}: cannot read the spec file: {err.strerror}") from None
+
+
+def _came_from(path: Path) -> str:
+    """Where a path no flag gave came from: $NODEWEAVE_SPEC (a shell's leftover is the usual surprise)."""
+    import os
+
+    return f" (from ${SPEC_ENV})" if os.environ.get(SPEC_ENV) == str(path) else ""
+
+
+def _specs_in(folder: Path) -> str:
+    """``--spec a.yaml`` hints for the YAML files in ``folder``, or ""."""
+    try:
+        found = sorted(p.name for p in folder.iterdir() if p.suffix in (".yaml", ".yml") and p.is_file())[:4]
+    except OSError:
+        return ""
+    return ", ".join(f"--spec {folder / name}" if str(folder) not in ("", ".") else f"--spec {name}"
+                     for name in found)
+
+
+def _not_found(path: Path) -> str:
+    """Where the spec was looked for and what to do: init, --spec with a file found here, or the variable to fix."""
+    came = _came_from(path)
+    if came:
+        return (f"{path}: spec file not found{came}; fix or unset {SPEC_ENV}, or pass an existing file with --spec")
+    if str(path) == "nodeweave.yaml":
+        here = Path.cwd()
+        hint = _specs_in(Path("."))
+        return (f"no nodeweave.yaml in {here} or any folder above it; `nodeweave init` writes one"
+                + (f", or pass the spec you have: {hint}" if hint else ", or pass --spec FILE"))
+    return f"{path}: spec file not found; pass an existing file with --spec (default: the nearest nodeweave.yaml)"
 
 
 def parse_spec(text: str, source_name: str = "nodeweave.yaml", base_dir: Optional[Path] = None) -> Spec:
@@ -68,8 +126,8 @@ def parse_spec(text: str, source_name: str = "nodeweave.yaml", base_dir: Optiona
                          "of levels down); accepted: a spec nests a few levels, as nodeweave.yaml does") from None
 
 
-def _too_large(source, size: int) -> str:
-    return (f"{source}: {size / 1024 / 1024:.1f} MiB is too large for a spec (at most {MAX_SPEC_BYTES // 1024} KiB); "
+def _too_large(source, size: int, more: str = "") -> str:
+    return (f"{source}: {more}{size / 1024 / 1024:.1f} MiB is too large for a spec (at most {MAX_SPEC_BYTES // 1024} KiB); "
             "--spec names the cluster spec, a page of YAML such as nodeweave.yaml")
 
 

@@ -20,6 +20,7 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from nodeweave.entrypoint import bounded
 from nodeweave.errors import UsageError
 
 IGNORE_FILE = ".nodeweaveignore"
@@ -277,9 +278,9 @@ def build_filter(src: Path, *, extra_excludes: "list[str]" = (), default_exclude
     ignore_path = src / IGNORE_FILE
     if ignore_path.is_file():
         try:
-            text = ignore_path.read_text(encoding="utf-8")
+            text = bounded.read_text(ignore_path, bounded.TEXT_CAP, "an ignore file")
         except (OSError, UnicodeDecodeError) as err:
-            raise UsageError(f"{ignore_path}: cannot read it ({err}); it must be UTF-8 text "
+            raise UsageError(f"{ignore_path}: cannot read it ({getattr(err, 'strerror', None) or err}); it must be UTF-8 text "
                              "with one gitignore pattern per line") from err
         rules += gitignore_rules(text.splitlines(), str(ignore_path))
     if use_gitignore:

@@ -103,6 +103,19 @@ class NodeweaveCommand(TyperCommand):
     def format_help(self, ctx, formatter):
         return format_help(self, super().format_help, ctx, formatter)
 
+    def parse_args(self, ctx, args):
+        given = list(args)  # click's parser consumes the list
+        refuse_both_sides(self, given)
+        try:
+            return super().parse_args(ctx, args)
+        except Exception as err:  # click's UsageError (typer's vendored copy), found by shape
+            if hasattr(err, "ctx") and err.ctx is None:  # the option parser's errors carry no context: the
+                err.ctx = ctx  # hint would name `nodeweave --help`, not this verb's help
+            hint = spec_hint(self, ctx, given, err)
+            if hint:
+                err.message = f"{getattr(err, 'message', err)}{hint}"
+            raise
+
     def collect_usage_pieces(self, ctx):
         """The usage line without hidden (deprecated) arguments, such as ``shell INDEX``'s."""
         pieces = [self.options_metavar] if self.options_metavar else []
@@ -143,16 +156,42 @@ class NodeweaveGroup(TyperGroup):
             raise
 
 
+# `-h` as well as `--help` (the entrypoint, and most tools, take both); subcommands inherit it from the root.
+HELP_FLAGS = ["-h", "--help"]
+
+
 class NodeweaveTyper(typer.Typer):
     """typer.Typer whose commands and groups are the classes above unless told otherwise."""
 
     def __init__(self, **kwargs):
         kwargs.setdefault("cls", NodeweaveGroup)
+        kwargs.setdefault("context_settings", {"help_option_names": HELP_FLAGS})
         kwargs.setdefault("pretty_exceptions_enable", False)
         super().__init__(**kwargs)
 
     def command(self, name=None, *, cls=None, **kwargs):
         return super().command(name, cls=cls or NodeweaveCommand, **kwargs)
+
+
+def refuse_both_sides(command, args) -> None:
+    """``--hold --run``: both sides of one on/off flag given; click lets the last win, silently."""
+    from nodeweave.errors import UsageError
+
+    words = set(args[:args.index("--")] if "--" in args else args)
+    for param in command.params:
+        yes, no = set(getattr(param, "opts", ())) & words, set(getattr(param, "secondary_opts", ())) & words
+        if yes and no:
+            raise UsageError(f"{min(yes)} and {min(no)} contradict each other; give one of them")
+
+
+def spec_hint(command, ctx, args, err) -> str:
+    """" (did you mean --spec s3.yaml?)" when an extra word looks like a spec and the verb takes --spec, else ""."""
+    message = str(getattr(err, "message", "") or "")
+    if "unexpected extra argument" not in message.lower():
+        return ""
+    takes_spec = any("--spec" in getattr(param, "opts", ()) for param in command.params)
+    named = [word for word in args if word.endswith((".yaml", ".yml")) and not word.startswith("-")]
+    return f" (did you mean --spec {named[0]}?)" if takes_spec and named else ""
 
 
 SPEC_NAME = "nodeweave.yaml"

@@ -28,8 +28,22 @@ class PlainRuntimeParam(RuntimeParam):
 
     def _coerce_value(self, value: Any, param, ctx) -> Any:
         if isinstance(value, (list, tuple)):
+            if getattr(param, "param_type_name", "") == "argument":
+                refuse_blank_words(value, param, ctx)
             return [self.click_type.convert(item, param, ctx) for item in value]
         return self.click_type.convert(value, param, ctx)
+
+
+# Positionals whose words after the first are a program's own arguments, passed on as given (`-- train.py --tag ""`).
+COMMAND_ARGUMENTS = ("command",)
+
+
+def refuse_blank_words(words, param, ctx) -> None:
+    """An empty word of a repeated positional is refused; in a COMMAND only its program (the first word) is checked."""
+    checked = words[:1] if getattr(param, "name", "") in COMMAND_ARGUMENTS else words
+    for word in checked:
+        if not str(word).strip():
+            raise BadParameter(blank_message(word, param), ctx=ctx, param=param)
 
 
 def _click_type(annotation, info):
@@ -52,18 +66,25 @@ class _Plain:
     label: str
 
     def convert(self, value, param, ctx):
-        if getattr(param, "param_type_name", "") == "option" and not str(value).strip():
+        kind = getattr(param, "param_type_name", "")
+        if (kind == "option" or (kind == "argument" and getattr(param, "nargs", 1) == 1)) and not str(value).strip():
             raise BadParameter(blank_message(value, param), ctx=ctx, param=param)
         return value if isinstance(value, self.kind) else self.kind(value)
 
 
 def blank_message(value, param) -> str:
-    """Why an empty option value is refused: ``--node "$UNSET"`` must not mean every node, nor ``--out ''`` here."""
+    """Why an empty value is refused: ``--node "$UNSET"`` must not mean every node, nor ``--out ''`` or
+    ``sync "$UNSET" DEST`` here."""
+    if getattr(param, "param_type_name", "") == "argument":
+        return (f"{str(value)!r} is empty; an empty value never means 'all' or 'here' (an unset variable?): give "
+                f"{_flag(param)}, or leave it off for its default")
     return (f"{str(value)!r} is empty; an empty value never means 'all' or 'here': give a value, or leave "
             f"{_flag(param)} off for its default")
 
 
 def _flag(param) -> str:
+    if getattr(param, "param_type_name", "") == "argument":
+        return str(getattr(param, "human_readable_name", None) or param.name).upper()
     names = [name for name in getattr(param, "opts", ()) if name.startswith("--")]
     return names[0] if names else getattr(param, "name", "the option")
 

@@ -14,6 +14,7 @@ import os
 import re
 from typing import List, Sequence
 
+import typer
 
 from nodeweave.cli.habits.base import NodeweaveCommand
 from nodeweave.errors import UsageError
@@ -24,12 +25,20 @@ LAUNCHER_MODULES = ("torch.distributed.run", "torch.distributed.launch", "deepsp
 PYTHON = re.compile(r"python(\d+(\.\d+)?)?$")
 
 
+# What each verb's hints show after `--`: a command that verb is for.
+EXAMPLES = {"run": "train.py --lr 1e-3", "exec": "nvidia-smi -L"}
+# nodeweave's own flags a user may append out of habit; after `--` they are the command's, and the
+# run is real (`run -- train.py --dry-run` starts training), so each is named on stderr first.
+HABIT_FLAGS = ("--dry-run",)
+
+
 class CommandAfterDashes(NodeweaveCommand):
     """A typer command whose ``command`` argument is what follows ``--`` (or bare words before it)."""
 
     def parse_args(self, ctx, args: List[str]) -> List[str]:
         args = list(args)
         verb = f"nodeweave {ctx.info_name}"
+        example = EXAMPLES.get(ctx.info_name, "COMMAND ARGS")
         cut = args.index("--") if "--" in args else len(args)
         before, after = args[:cut], args[cut + 1:]
         try:
@@ -41,16 +50,26 @@ class CommandAfterDashes(NodeweaveCommand):
                          if flag.startswith("--") and flag != "--help"]
                 close = difflib.get_close_matches(option, known, n=2, cutoff=0.7)  # --lr is no typo of --help
                 hint = f" (did you mean {', '.join(close)}?)" if close else ""
-                raise UsageError(
-                    f"{option!r} is not an option of `{verb}`{hint}; the command and its own options go "
-                    f"after `--`: {verb} [OPTIONS] -- train.py --lr 1e-3") from None
+                where = ("" if close and "--" in args else  # a typo of ours, and `--` was used: the typo is all
+                         f"; the command and its own options go after `--`: {verb} [OPTIONS] -- {example}")
+                raise UsageError(f"{option!r} is not an option of `{verb}`{hint}{where}") from None
             raise
         words = tuple(ctx.params.get(COMMAND_PARAM) or ())
         if words and after:
             raise UsageError(f"the command is given twice ({' '.join(words)!r} before `--`, {' '.join(after)!r} "
                              f"after it); give it once, all of it after `--`: {verb} [OPTIONS] -- "
                              f"{' '.join(words + tuple(after))}")
-        ctx.params[COMMAND_PARAM] = words + tuple(after)
+        command = words + tuple(after)
+        if command and not command[0].strip():
+            raise UsageError(f"the command's program is empty ({command[0]!r}, an unset variable?); an empty value "
+                             f"never means a default: {verb} [OPTIONS] -- {example}")
+        for flag in HABIT_FLAGS:
+            if flag in after and flag not in before:
+                typer.echo(f"nodeweave: warning: {flag} comes after `--`, so it goes to the command "
+                           f"({' '.join(after[:after.index(flag) + 1])}), not to nodeweave: this is not a dry run; "
+                           f"for one, put it before `--`: {verb} {flag} -- {' '.join(w for w in after if w != flag)}",
+                           err=True)
+        ctx.params[COMMAND_PARAM] = command
         return rest
 
 

@@ -24,6 +24,7 @@ import sys
 from pathlib import Path
 from typing import Dict, List, Optional
 
+from nodeweave.entrypoint import bounded
 from nodeweave.cluster.base import Backend, Node
 from nodeweave.steps import Step
 from nodeweave.errors import UsageError
@@ -118,7 +119,7 @@ class LocalCluster(Backend):
         from nodeweave.cluster.plan import PlannedFile
 
         text = render_up_compose(self.spec, self.spec_dir, self.mark)
-        if self.compose_file.is_file() and self.compose_file.read_text(encoding="utf-8") == text:
+        if self.compose_file.is_file() and bounded.read_text(self.compose_file, bounded.TEXT_CAP, "a compose file") == text:
             return []
         status = "changed" if self.compose_file.exists() else "new"
         return [PlannedFile(self.state.shown(self.compose_file), f"{status}: rendered from {self.spec_path.name}",

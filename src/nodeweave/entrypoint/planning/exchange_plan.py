@@ -14,6 +14,10 @@ TOKEN_FILE_VARIABLE = "NODEWEAVE_JOB_TOKEN_FILE"  # a mounted Secret: the token 
 TOKEN_MOUNT = "/run/nodeweave/job-token"  # where `nodeweave up` mounts the random token it made for this job
 
 
+# A check-in secret is a line of text; a mounted Secret far larger than this is the wrong file.
+SECRET_CAP = 64 * 1024
+
+
 def job_secret(env):
     """(the job's check-in secret or None, where it came from); a token file that cannot be read is refused."""
     if env.get(TOKEN_VARIABLE):
@@ -21,11 +25,11 @@ def job_secret(env):
     path = env.get(TOKEN_FILE_VARIABLE)
     if not path:
         return None, None
+    from ..bounded import read_text
     from ..errors import UsageError
 
     try:
-        with open(path, encoding="utf-8") as handle:
-            secret = handle.read().strip()
+        secret = read_text(path, SECRET_CAP, "a token file").strip()
     except (OSError, UnicodeDecodeError) as err:
         why = getattr(err, "strerror", None) or str(err)
         raise UsageError(f"{TOKEN_FILE_VARIABLE}={path!r}: cannot read it ({why}); accepted: a readable UTF-8 "

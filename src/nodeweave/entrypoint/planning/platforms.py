@@ -30,6 +30,7 @@ documentation says and these readers rely on:
   MPI ranks are task ranks: only the tasks per node are read.
 """
 
+from ..bounded import TEXT_CAP, read_text
 from ..errors import UsageError
 from ..model import PLATFORM, Claim, host_list, variables
 
@@ -135,8 +136,7 @@ def google_batch(scene):
         return []
     claims = variables(env, [("node_rank", "BATCH_TASK_INDEX"), ("nnodes", "BATCH_TASK_COUNT")], PLATFORM)
     try:
-        with open(path) as f:
-            hosts = _hosts(f.read())
+        hosts = _hosts(read_text(path, TEXT_CAP, "a hosts file", errors="replace"))
     except OSError as err:
         raise UsageError(f"BATCH_HOSTS_FILE={path}: cannot read it ({err.strerror}); accepted: the hosts file "
                          "Google Cloud Batch writes with requireHostsFile") from None

@@ -15,6 +15,7 @@ plan decides), ``hosts`` (node names in rank order), ``prefix`` (the
 and ``rank`` (``WORLD_SIZE``/``RANK``), ``tasks_per_node`` (Slurm, MPI).
 """
 
+from ..bounded import TEXT_CAP, read_text
 from .contract import SETTINGS
 from ..errors import TopologyError, UsageError
 from ..model import ENV, FLAG, HOSTNAME, PLATFORM, Claim, Value, host_list, variables
@@ -166,8 +167,7 @@ def hostfile(scene):
 def read_hostfile(path):
     """[(host, slots or None)] from '<host> [slots=N]' lines."""
     try:
-        with open(path) as f:
-            lines = f.read().splitlines()
+        lines = read_text(path, TEXT_CAP, "a hostfile", errors="replace").splitlines()
     except OSError as err:
         raise UsageError(f"cannot read hostfile {path}: {err.strerror}") from None
     hosts = []

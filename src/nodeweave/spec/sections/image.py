@@ -12,6 +12,7 @@ from typing import List, Optional, Tuple
 
 from yaml.nodes import Node
 
+from nodeweave.entrypoint import bounded
 from nodeweave.catalogue import EXTRAS, get_variant, known_variants
 from nodeweave.errors import UsageError
 from nodeweave.spec import rules
@@ -92,12 +93,12 @@ def check_requirements_file(r: Reader, node: Node, file: Path, shown: str) -> No
     """Every requirement in ``file`` is pinned; the first that is not is named with its own line."""
     where = f"{r.source}:{node.start_mark.line + 1}: image.requirements"
     try:
-        text = file.read_text(encoding="utf-8")
+        text = bounded.read_text(file, bounded.TEXT_CAP, "a requirements file")
     except FileNotFoundError:
         raise UsageError(f"{where}: {shown!r} does not exist; accepted: a pinned requirements file inside the "
                          "build context, relative to the spec's directory") from None
     except (OSError, UnicodeDecodeError) as err:
-        raise UsageError(f"{where}: cannot read {shown!r} ({err}); accepted: a UTF-8 requirements file") from None
+        raise UsageError(f"{where}: cannot read {shown!r} ({getattr(err, 'strerror', None) or err}); accepted: a UTF-8 requirements file") from None
     for number, line in _logical_lines(text):
         problem = _requirement_problem(line)
         if problem:

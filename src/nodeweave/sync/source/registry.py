@@ -19,6 +19,7 @@ import os
 import time
 from pathlib import Path
 
+from nodeweave.entrypoint import bounded
 from nodeweave.remote import Remote
 
 UNREACHABLE_S = 3600.0
@@ -34,7 +35,7 @@ def key_of(target: Remote) -> str:
 
 def _load(path: Path) -> dict:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(bounded.read_text(path, bounded.RECORD_CAP, "a sync registry"))
         return data if isinstance(data, dict) else {}
     except (OSError, ValueError):
         return {}

@@ -35,7 +35,9 @@ def package_root() -> Path:
 
 
 def render_files(spec: Spec) -> Dict[str, bytes]:
-    return {PATH: build(package_root())}
+    from nodeweave.targets.zipapp.cache import cached_build
+
+    return {PATH: cached_build(package_root())}
 
 
 __all__ = ["PATH", "build", "package_root", "render_files"]

@@ -55,8 +55,9 @@ def _imports(name: str, source: bytes):
                 yield module.replace(".", "/")
 
 
-def _closure(package_root: Path, start: str):
-    """``start`` and every nodeweave module it reaches through imports, with their packages' ``__init__.py``."""
+def _closure(package_root: Path, start: str, absent: "set | None" = None):
+    """``start`` and every nodeweave module it reaches through imports, with their packages' ``__init__.py``
+    (``absent`` collects the paths looked for and not found: a file made there would change the archive)."""
     found, todo = {}, [start]
     while todo:
         name = todo.pop()
@@ -64,6 +65,8 @@ def _closure(package_root: Path, start: str):
             continue
         path = package_root.parent / name
         if not path.is_file():
+            if absent is not None:
+                absent.add(name)
             continue
         found[name] = path.read_bytes()
         parts = name.split("/")
@@ -73,24 +76,31 @@ def _closure(package_root: Path, start: str):
     return found
 
 
-def members(package_root: Path):
-    """``(name in the archive, bytes)``: ``nodeweave/__init__.py``, every module of ``nodeweave/entrypoint/``
-    (sources only, no bytecode), the check worker with what it imports, and the archive's ``__main__.py``;
-    sorted."""
-    found = {"__main__.py": MAIN, "nodeweave/__init__.py": (package_root / "__init__.py").read_bytes()}
+def entrypoint_sources(package_root: Path):
+    """The archive names of ``nodeweave/entrypoint/``'s modules (sources only, no bytecode), sorted."""
+    names = []
     for path in (package_root / "entrypoint").rglob("*.py"):
         relative = path.relative_to(package_root.parent)
         if "__pycache__" not in relative.parts:
-            found[relative.as_posix()] = path.read_bytes()
-    found.update(_closure(package_root, WORKER))
+            names.append(relative.as_posix())
+    return sorted(names)
+
+
+def members(package_root: Path, absent: "set | None" = None):
+    """``(name in the archive, bytes)``: ``nodeweave/__init__.py``, every module of ``nodeweave/entrypoint/``,
+    the check worker with what it imports, and the archive's ``__main__.py``; sorted."""
+    found = {"__main__.py": MAIN, "nodeweave/__init__.py": (package_root / "__init__.py").read_bytes()}
+    for name in entrypoint_sources(package_root):
+        found[name] = (package_root.parent / name).read_bytes()
+    found.update(_closure(package_root, WORKER, absent))
     return sorted(found.items())
 
 
-def build(package_root: Path) -> bytes:
+def build(package_root: Path, absent: "set | None" = None) -> bytes:
     """The zipapp's bytes for the ``nodeweave`` package at ``package_root`` (a source tree or site-packages)."""
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_STORED) as archive:
-        for name, data in members(package_root):
+        for name, data in members(package_root, absent):
             info = zipfile.ZipInfo(name, date_time=EPOCH)
             info.compress_type = zipfile.ZIP_STORED
             info.create_system = 3  # Unix, so the mode below is read as one

@@ -1,0 +1,66 @@
+"""Read a file a user names without trusting it to end: at most ``cap + 1`` bytes, whatever it is.
+
+Why one helper for every such read (the spec, a hosts file, a state or run record, a token file):
+a path can name a device or a pipe (``--spec /dev/zero``, ``--spec <(yes)``, a record linked to
+``/dev/urandom``), which ``stat`` reports as size 0 and a plain ``read()`` follows until the machine
+runs out of memory. Reading ``cap + 1`` bytes and refusing when they all came is the only check
+that holds for every kind of file. Stdlib only: the entrypoint and the CLI both use it.
+"""
+
+import errno
+
+MIB = 1024 * 1024
+# A spec, a hosts file, a requirements file: pages of text a person writes.
+TEXT_CAP = MIB
+# A record nodeweave writes (cluster.json, run.json, rendered.json): small JSON, far below this.
+RECORD_CAP = 16 * MIB
+# A file render writes (the entrypoint zipapp is the largest, under 2 MiB), read back to compare.
+RENDERED_CAP = 64 * MIB
+
+
+class TooLarge(OSError):
+    """``path`` held more than ``cap`` bytes (or never ended): an OSError, so every reader's handler names it."""
+
+    def __init__(self, path, cap, what):
+        super().__init__(errno.EFBIG, f"more than {size_text(cap)}: too large for {what} (a device, an endless "
+                                      "pipe or the wrong file?)", str(path))
+        self.cap = cap
+        self.what = what
+
+
+def size_text(size):
+    return f"{size // MIB} MiB" if size >= MIB and size % MIB == 0 else f"{size // 1024} KiB" if size >= 1024 else \
+        f"{size} bytes"
+
+
+def read_bytes(path, cap, what):
+    """The bytes of ``path``, at most ``cap``; :class:`TooLarge` when there are more (``what`` names the file's kind)."""
+    with open(path, "rb") as handle:
+        return read_stream(handle, cap, what, path)
+
+
+def read_stream(handle, cap, what, name):
+    """At most ``cap`` bytes of an open binary ``handle`` (standard input, say); ``name`` is what an error shows."""
+    data = handle.read(cap + 1)
+    if len(data) > cap:
+        raise TooLarge(name, cap, what)
+    return data
+
+
+def read_text(path, cap, what, errors="strict"):
+    """``read_bytes`` decoded as UTF-8 (a UnicodeDecodeError names the bad byte, as ``Path.read_text`` does)."""
+    return read_bytes(path, cap, what).decode("utf-8", errors)
+
+
+def read_tail(path, cap, errors="replace"):
+    """The last ``cap`` bytes of ``path`` as text: a run's log can hold gigabytes, its end is what is shown.
+
+    A file that cannot seek (a pipe, a device) gives its first ``cap`` bytes instead, never more.
+    """
+    with open(path, "rb") as handle:
+        try:
+            size = handle.seek(0, 2)
+            handle.seek(max(0, size - cap))
+        except OSError:
+            pass
+        return handle.read(cap).decode("utf-8", errors)
