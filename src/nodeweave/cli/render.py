@@ -110,7 +110,9 @@ def _render(spec, spec_path: Path, targets: "list[str]", everything: bool) -> "t
         files.update(part)
         owners.update(dict.fromkeys(part, name))
         kept.append(name)
-    return dict(sorted(files.items())), owners, kept
+    from nodeweave.rendering.provenance import named_for
+
+    return named_for(dict(sorted(files.items())), spec_path.name), owners, kept
 
 
 def render(
