@@ -76,8 +76,9 @@ def _rerender(spec_path: Path, out: "Path | None") -> str:
     command = f"`{' '.join(shlex.quote(w) for w in words)}`"
     makefile = spec_path.resolve().parent / "Makefile"
     try:
-        has_target = makefile.is_file() and "\nrender:" in "\n" + bounded.read_text(makefile, bounded.TEXT_CAP, "a Makefile",
-                                                                              errors="replace")
+        text = bounded.read_text(makefile, bounded.TEXT_CAP, "a Makefile", errors="replace") \
+            if makefile.is_file() else ""
+        has_target = "\nrender:" in "\n" + text
     except OSError:
         has_target = False
     return f"`make render` (or {command})" if has_target and words[4:] == [] else command
