@@ -123,7 +123,9 @@ def doc_command_lines():
 
 
 def resolve(words):
-    """The command a doc line names, and the words after its name."""
+    """The command a doc line names, and the words after its name (``help VERB`` is ``VERB --help``, as in main)."""
+    if words[1:2] == ["help"]:
+        words = [words[0], *words[2:], "--help"]
     path, rest = "", words[1:]
     while rest and f"{path} {rest[0]}".strip() in BY_PATH:
         path, rest = f"{path} {rest[0]}".strip(), rest[1:]

@@ -55,6 +55,25 @@ def test_s8_a_dry_run_does_not_move_the_old_state_file(project, capsys, verb):
     assert files(project) == before, err
 
 
+@pytest.mark.parametrize("spec_name", ["b.yaml", "my spec.yaml"])
+def test_s9_rendered_files_name_their_spec_and_the_command_that_renders_them(project, capsys, spec_name):
+    (project / spec_name).write_text(SPEC)
+    assert call(capsys, "render", "all", "--spec", spec_name)[0] == 0
+    flag = "--spec 'my spec.yaml'" if " " in spec_name else f"--spec {spec_name}"
+    heads = {path: text.decode().splitlines()[:4] for path, text in files(project).items()
+             if path.startswith(("compose/", "images/", "manifests/")) and path.endswith((".yaml", "Dockerfile"))}
+    naming = 0
+    for path, head in heads.items():
+        comments = "\n".join(line for line in head if line.startswith("#"))
+        assert "nodeweave.yaml" not in comments and "make render" not in comments, (path, comments)
+        assert "`nodeweave render " not in comments or flag in comments, (path, comments)
+        naming += spec_name in comments
+    assert naming > 10, heads
+    assert flag in (project / "images" / "docker-bake.json").read_text()
+    json.loads((project / "images" / "docker-bake.json").read_text())
+    assert call(capsys, "render", "all", "--check", "--spec", spec_name)[0] == 0
+
+
 @pytest.mark.parametrize("spec_name,expected", [
     ("a.yaml", "`nodeweave render all --prune --spec a.yaml`"),
     ("my spec.yaml", "`nodeweave render all --prune --spec 'my spec.yaml'`"),

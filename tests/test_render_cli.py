@@ -113,7 +113,8 @@ def test_a_changed_spec_overwrites_rendered_files(project, capsys):
 def test_check_exits_4_when_stale_and_0_when_fresh(project, capsys):
     spec = str(project / "nodeweave.yaml")
     code, _, err = run(capsys, "render", "compose", "--spec", spec, "--check")
-    assert code == EXIT_STALE and "3 rendered file(s)" in err and "make render" in err
+    assert code == EXIT_STALE and "3 rendered file(s)" in err and f"`nodeweave render all --prune --spec {spec}`" in err
+    assert "make render" not in err  # no Makefile beside this spec (issue 43, s10)
     assert snapshot(project).keys() == {"nodeweave.yaml"}  # --check writes nothing
     run(capsys, "render", "compose", "--spec", spec)
     assert run(capsys, "render", "compose", "--spec", spec, "--check")[0] == EXIT_OK

@@ -170,7 +170,7 @@ def _main(argv: "list[str]") -> int:
 
         argv = ["bench", *upgrade_old_spelling(argv[1:])]
     if argv[:1] == ["help"]:  # `nodeweave help [VERB ...]`: that verb's help, as git and pip give it
-        argv = [*argv[1:], "--help"]
+        argv = [*[word for word in argv[1:] if word != "help"], "--help"]
     _INVOKED[:] = argv
     try:
         # with standalone_mode=False, a command's typer.Exit(code) comes back as the return value

@@ -36,8 +36,8 @@ def bench(
     as_json: bool = typer.Option(False, "--json", help="print every number as JSON on stdout (tables go to stderr)"),
     output: str = output_option(),
     json_path: Path = typer.Option(DEFAULT_JSON_OUT, "--json-out", help="where to write every number (long form "
-                                   "only: -o selects the output format); nothing is written when no launch "
-                                   "measured anything"),
+                                   "only: -o selects the output format); by default nothing is written when no "
+                                   "launch measured anything"),
     plot: Optional[Path] = typer.Option(None, "--plot", help="PNG of busbw against size (needs matplotlib; "
                                         "default: beside --json-out when matplotlib is importable)"),
     timeout: float = typer.Option(1800.0, "--timeout", help="seconds one launch may take"),
@@ -74,8 +74,9 @@ def bench(
     ranking = runner.rank_runs(runs, op_list[0])
     _show(runs, ranking, points, op_list, console, err_console)
     document = report.document(runs, ranking, list(sweep))
-    if not any(run.report for run in runs):  # every launch failed: no numbers, so no results file to mistake
-        err_console.print(f"bench: no launch measured anything, so {json_path} was not written")
+    if not any(run.report for run in runs) and json_path == DEFAULT_JSON_OUT:  # no numbers: no file to mistake
+        err_console.print(f"bench: no launch measured anything, so {json_path} was not written (--json-out PATH "
+                          "writes the failed launches' exit codes and output there)")
         raise typer.Exit(EXIT_FAILURE)
     json_path.parent.mkdir(parents=True, exist_ok=True)
     report.write_json(json_path, document)

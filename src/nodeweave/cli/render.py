@@ -76,8 +76,9 @@ def _rerender(spec_path: Path, out: "Path | None") -> str:
     command = f"`{' '.join(shlex.quote(w) for w in words)}`"
     makefile = spec_path.resolve().parent / "Makefile"
     try:
-        has_target = makefile.is_file() and "\nrender:" in "\n" + bounded.read_text(makefile, bounded.TEXT_CAP, "a Makefile",
-                                                                              errors="replace")
+        text = bounded.read_text(makefile, bounded.TEXT_CAP, "a Makefile", errors="replace") \
+            if makefile.is_file() else ""
+        has_target = "\nrender:" in "\n" + text
     except OSError:
         has_target = False
     return f"`make render` (or {command})" if has_target and words[4:] == [] else command
@@ -110,7 +111,9 @@ def _render(spec, spec_path: Path, targets: "list[str]", everything: bool) -> "t
         files.update(part)
         owners.update(dict.fromkeys(part, name))
         kept.append(name)
-    return dict(sorted(files.items())), owners, kept
+    from nodeweave.rendering.provenance import named_for
+
+    return named_for(dict(sorted(files.items())), spec_path.name), owners, kept
 
 
 def render(

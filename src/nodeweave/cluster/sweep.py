@@ -84,7 +84,8 @@ def compile_metric(text: Optional[str]) -> Optional["re.Pattern[str]"]:
         raise UsageError(f"--metric {text!r} is not a regular expression: {err}") from None
 
 
-# How much of a log's end is searched for the metric: a training log can hold gigabytes; its last report is near the end.
+# How much of a log's end is searched for the metric: a training log can hold gigabytes; its last report
+# is near the end.
 METRIC_BYTES = 16 * 1024 * 1024
 
 

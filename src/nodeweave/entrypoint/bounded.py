@@ -34,7 +34,7 @@ def size_text(size):
 
 
 def read_bytes(path, cap, what):
-    """The bytes of ``path``, at most ``cap``; :class:`TooLarge` when there are more (``what`` names the file's kind)."""
+    """The bytes of ``path``, at most ``cap``; :class:`TooLarge` when there are more (``what``: the file's kind)."""
     with open(path, "rb") as handle:
         return read_stream(handle, cap, what, path)
 

@@ -73,8 +73,8 @@ def read_spec_text(path: Path) -> str:
     except FileNotFoundError:
         raise UsageError(_not_found(path)) from None
     except IsADirectoryError:
-        raise UsageError(f"{path}: is a directory{_came_from(path)}; pass the spec file itself "
-                         f"({_specs_in(path) or 'e.g. ' + str(path / 'nodeweave.yaml') + ', which it lacks'})") from None
+        example = _specs_in(path) or f"e.g. {path / 'nodeweave.yaml'}, which it lacks"
+        raise UsageError(f"{path}: is a directory{_came_from(path)}; pass the spec file itself ({example})") from None
     except UnicodeDecodeError as err:
         raise UsageError(f"{path}: not UTF-8 text ({err.reason} at byte {err.start}); save the spec as UTF-8") from None
     except OSError as err:
@@ -127,7 +127,8 @@ def parse_spec(text: str, source_name: str = "nodeweave.yaml", base_dir: Optiona
 
 
 def _too_large(source, size: int, more: str = "") -> str:
-    return (f"{source}: {more}{size / 1024 / 1024:.1f} MiB is too large for a spec (at most {MAX_SPEC_BYTES // 1024} KiB); "
+    return (f"{source}: {more}{size / 1024 / 1024:.1f} MiB is too large for a spec "
+            f"(at most {MAX_SPEC_BYTES // 1024} KiB); "
             "--spec names the cluster spec, a page of YAML such as nodeweave.yaml")
 
 

@@ -280,7 +280,8 @@ def build_filter(src: Path, *, extra_excludes: "list[str]" = (), default_exclude
         try:
             text = bounded.read_text(ignore_path, bounded.TEXT_CAP, "an ignore file")
         except (OSError, UnicodeDecodeError) as err:
-            raise UsageError(f"{ignore_path}: cannot read it ({getattr(err, 'strerror', None) or err}); it must be UTF-8 text "
+            why = getattr(err, "strerror", None) or err
+            raise UsageError(f"{ignore_path}: cannot read it ({why}); it must be UTF-8 text "
                              "with one gitignore pattern per line") from err
         rules += gitignore_rules(text.splitlines(), str(ignore_path))
     if use_gitignore:

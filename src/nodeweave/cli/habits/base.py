@@ -202,7 +202,7 @@ def spec_option(what: str = "The cluster spec"):
     """``--spec``, the same on every verb: the flag, else $NODEWEAVE_SPEC, else the nearest nodeweave.yaml."""
     return typer.Option(None, "--spec", envvar=SPEC_ENV, show_envvar=False, show_default=False,
                         help=f"{what} (default: ${SPEC_ENV}, else {SPEC_NAME} here or in the nearest folder above, "
-                             "as git finds its repository)")
+                             "as git finds its repository; -: read it from standard input)")
 
 
 def find_spec(given: "Path | None") -> Path:

@@ -119,7 +119,8 @@ class LocalCluster(Backend):
         from nodeweave.cluster.plan import PlannedFile
 
         text = render_up_compose(self.spec, self.spec_dir, self.mark)
-        if self.compose_file.is_file() and bounded.read_text(self.compose_file, bounded.TEXT_CAP, "a compose file") == text:
+        if self.compose_file.is_file() and \
+                bounded.read_text(self.compose_file, bounded.TEXT_CAP, "a compose file") == text:
             return []
         status = "changed" if self.compose_file.exists() else "new"
         return [PlannedFile(self.state.shown(self.compose_file), f"{status}: rendered from {self.spec_path.name}",

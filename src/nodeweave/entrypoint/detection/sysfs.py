@@ -9,6 +9,10 @@ what is there and never raises on what is not.
 
 import os
 
+from ..bounded import RECORD_CAP, read_bytes
+
+# A file of a captured tree: captures keep at most 1 MiB of each (snapshot.MAX_BYTES); this leaves room.
+CAPTURED_BYTES = RECORD_CAP
 
 def natural_key(name):
     """Sort key that orders ``mlx5_2`` before ``mlx5_10``."""
@@ -48,8 +52,11 @@ class Root:
         return path if self.real else self.path + path
 
     def read(self, path):
-        """File text, stripped; ``None`` when absent or unreadable."""
+        """File text, stripped; ``None`` when absent or unreadable. A captured tree (``--sysroot``, named by a
+        user) is read at most CAPTURED_BYTES a file: a link there to /dev/zero is no file of the machine's."""
         try:
+            if not self.real:
+                return read_bytes(self.at(path), CAPTURED_BYTES, "a captured file").decode("utf-8", "replace").strip()
             with open(self.at(path), "rb") as f:
                 return f.read().decode("utf-8", "replace").strip()
         except (OSError, ValueError):

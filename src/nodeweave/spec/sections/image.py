@@ -98,7 +98,8 @@ def check_requirements_file(r: Reader, node: Node, file: Path, shown: str) -> No
         raise UsageError(f"{where}: {shown!r} does not exist; accepted: a pinned requirements file inside the "
                          "build context, relative to the spec's directory") from None
     except (OSError, UnicodeDecodeError) as err:
-        raise UsageError(f"{where}: cannot read {shown!r} ({getattr(err, 'strerror', None) or err}); accepted: a UTF-8 requirements file") from None
+        why = getattr(err, "strerror", None) or err
+        raise UsageError(f"{where}: cannot read {shown!r} ({why}); accepted: a UTF-8 requirements file") from None
     for number, line in _logical_lines(text):
         problem = _requirement_problem(line)
         if problem:
