@@ -23,6 +23,7 @@ from typing import Optional, Tuple
 
 from nodeweave.errors import UsageError
 from nodeweave.remote.names import check_dest, check_dns_label, check_ssh_host
+from nodeweave.spec.rules import host_key
 
 TARGETS = ("local", "hosts", "kubernetes", "slurm")
 TARGET_ALIASES = {"compose": "local", "ssh": "hosts", "k8s": "kubernetes", "kube": "kubernetes",
@@ -108,10 +109,12 @@ class ClusterOptions:
             raise UsageError(f"--engine {self.engine!r} is not accepted for target {target}: {', '.join(engines)}")
         for host in self.hosts:
             check_ssh_host(host, "--host")
-        names = [h.rpartition("@")[2] for h in self.hosts]
+        names = [host_key(h.rpartition("@")[2]) for h in self.hosts]
         twice = sorted({n for n in names if names.count(n) > 1})
         if twice:
-            raise UsageError(f"--host {twice[0]} is given {names.count(twice[0])} times; a host's place is its node "
+            given = [h for h in self.hosts if host_key(h.rpartition("@")[2]) == twice[0]]
+            raise UsageError(f"--host {twice[0]} is given {len(given)} times ({', '.join(given)}: a host name is "
+                             "case-insensitive and a trailing dot names the same host); a host's place is its node "
                              "rank, so each host is listed once (node 0 first)")
         if target == "hosts" and not self.hosts:
             raise UsageError("target hosts needs its hosts: --host HOST (repeat, node 0 first) or --hosts-file FILE")

@@ -28,6 +28,9 @@ def up_plan(backend: Backend, mode: str, image: Optional[str], timeout: float, w
     node, then (``--check``: the phase ``check`` makes for the nodes) check them. Planning takes nothing."""
     files = backend.up_files(mode)
     notes = tuple(backend.prepare_up(mode, dry_run)) if files is None else ()  # a backend that prepares alone
+    spec = getattr(backend, "spec", None)
+    if spec is not None and spec.start_differs:  # a range or recovery: the count is not simply `nodes`
+        notes += (f"{spec.name} {spec.starts}",)
     phases = [Phase("files", "the job's files", files=tuple(files))] if files else []
     allocation = backend.allocation_step()  # Slurm: later phases name its job and nodes JOBID, NODE0, ...
     if allocation is not None:
