@@ -394,3 +394,24 @@ def test_every_spec_value_a_doc_names_is_one_the_spec_takes():
             pytest.fail(f"{where}: `{key}: {value}` is refused by the spec: {err}")
         checked += 1
     assert checked >= 30  # the docs name many; a pattern that matched none would check nothing
+
+
+def test_hosts_given_to_up_under_recovery_are_every_training_node_and_the_spares(capsys, tmp_path):
+    """With recovery every training node starts, so hosts given with --host must be nodes + spares exactly; a
+    range's MIN is enough only without recovery (torchrun admits the rest)."""
+    hosts = ["--host", "a", "--host", "b", "--host", "c"]
+    code, out, err = cli(capsys, tmp_path, RECOVERING, "up", "--dry-run", "--remote-dir", "/srv/j", *hosts)
+    assert code == EXIT_USAGE and "3 host(s) for a spec of nodes: 2:3 and recovery.spares: 1" in err and "give 4" in err
+    code, out, err = cli(capsys, tmp_path, RECOVERING, "up", "--dry-run", "--remote-dir", "/srv/j", *hosts,
+                         "--host", "d")
+    assert code == EXIT_OK, err
+    elastic = BASE.replace("nodes: 2", 'nodes: "2:4"')
+    code, out, err = cli(capsys, tmp_path, elastic, "up", "--dry-run", "--remote-dir", "/srv/j", *hosts)
+    assert code == EXIT_OK, err
+
+
+def test_host_flags_name_the_spec_hosts_in_any_case(capsys, tmp_path):
+    text = BASE.replace("nodes: 2\n", "hosts: [gpu01, gpu02]\n")
+    code, out, err = cli(capsys, tmp_path, text, "up", "--dry-run", "--remote-dir", "/srv/j", "--host", "GPU01",
+                         "--host", "me@gpu02.")
+    assert code == EXIT_OK, err

@@ -149,10 +149,11 @@ def _relative_folder(text: str) -> bool:
         all(c.isalnum() or c in "._-/" for c in text)
 
 
-def check_host_count(hosts: Tuple[str, ...], nodes, spares: int = 0) -> None:
-    """As many hosts as the spec has nodes (an elastic MIN:MAX spec: MIN to MAX), each one a rank, and then
-    recovery's spares (docs/recovery.md)."""
-    fewest, most = nodes.min + spares, nodes.max + spares
+def check_host_count(hosts: Tuple[str, ...], nodes, spares: int = 0, recovery: bool = False) -> None:
+    """As many hosts as the spec has nodes (an elastic MIN:MAX spec without recovery: MIN to MAX), each one a
+    rank, and then recovery's spares (docs/recovery.md); with recovery every training node starts (Spec.containers),
+    so the count is exact."""
+    fewest, most = (nodes.max if recovery else nodes.min) + spares, nodes.max + spares
     if not hosts or fewest <= len(hosts) <= most:
         return
     wanted = str(fewest) if fewest == most else f"{fewest} to {most}"
