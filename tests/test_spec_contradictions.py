@@ -415,3 +415,12 @@ def test_host_flags_name_the_spec_hosts_in_any_case(capsys, tmp_path):
     code, out, err = cli(capsys, tmp_path, text, "up", "--dry-run", "--remote-dir", "/srv/j", "--host", "GPU01",
                          "--host", "me@gpu02.")
     assert code == EXIT_OK, err
+
+
+def test_without_recovery_a_range_starts_min_and_says_which_workloads_start_max():
+    s = spec(base=BASE.replace("nodes: 2", 'nodes: "2:6"').replace("cpu}", "cpu}\ngpus_per_node: 4"))
+    assert s.starts == ("starts 2 node(s) (8 GPUs); torchrun admits more up to 6 as they join (MAX is a ceiling; "
+                        "a batch Job, JobSet or TrainJob, which cannot grow, starts all 6); to start fewer, lower nodes")
+    files = render_targets(s, ["manifests"])
+    assert yaml.safe_load(files["manifests/base/statefulset.yaml"])["spec"]["replicas"] == 2
+    assert yaml.safe_load(files["manifests/job/job.yaml"])["spec"]["completions"] == 6

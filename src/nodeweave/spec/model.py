@@ -325,7 +325,8 @@ class Spec:
         """What the job starts, and how to start fewer: ``validate``, ``render`` and ``up`` say it in these words."""
         gpus = f" ({self.containers * self.gpus_per_node} GPUs)" if isinstance(self.gpus_per_node, int) else ""
         if not self.recovery.enabled:
-            more = (f"; torchrun admits more up to {self.nodes.max} as they join (MAX is a ceiling)"
+            more = (f"; torchrun admits more up to {self.nodes.max} as they join (MAX is a ceiling; a batch "
+                    f"Job, JobSet or TrainJob, which cannot grow, starts all {self.nodes.max})"
                     if self.nodes.elastic else "")
             return f"starts {self.containers} node(s){gpus}{more}; to start fewer, lower nodes"
         spares = self.recovery.spare_nodes
