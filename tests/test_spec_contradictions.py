@@ -421,3 +421,23 @@ def test_without_recovery_a_range_starts_min_and_says_which_workloads_start_max(
     files = render_targets(s, ["manifests"])
     assert yaml.safe_load(files["manifests/base/statefulset.yaml"])["spec"]["replicas"] == 2
     assert yaml.safe_load(files["manifests/job/job.yaml"])["spec"]["completions"] == 6
+
+
+def test_the_entrypoint_reads_min_nodes_as_the_floor_and_the_last_pod_as_a_spare(tmp_path):
+    """recovery.min_nodes reaches the entrypoint as NODEWEAVE_NNODES=MIN:nodes: its recovery set-up counts
+    nodes + spares containers, `nodes` training slots, and the floor it shrinks to."""
+    from test_entrypoint_contract import pod_env, with_hostname
+    from test_spares_rendered import NODE, POD_INDEX, SPEC, build_plan, downward, identity_settings, parse
+
+    from nodeweave.entrypoint.recovery.setup import Config
+
+    text = SPEC.read_text().replace("nodes: 2", "nodes: 3").replace("spares: 1", "spares: 1, min_nodes: 2")
+    sts = yaml.safe_load(render_targets(parse_spec(text, "r.yaml"), ["manifests"])["manifests/base/statefulset.yaml"])
+    assert sts["spec"]["replicas"] == 4
+    env = pod_env(sts["spec"]["template"]["spec"]["containers"][0], {**downward("resilient-3", POD_INDEX),
+                                                                      POD_INDEX: "3"})
+    given = parse(["train.py"], {"PATH": "/usr/bin:/bin", **env})
+    given.sysroot = with_hostname(tmp_path, NODE, "resilient-3")
+    plan = build_plan(identity_settings(given))
+    config = Config(given, plan.topology)
+    assert (plan.topology.node_rank.value, config.nodes, config.slots, config.minimum, config.spares) == (3, 4, 3, 2, 1)
