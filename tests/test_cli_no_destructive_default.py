@@ -214,7 +214,7 @@ def test_a_reserved_variable_is_refused_wherever_a_variable_is_taken(project, ca
 
 @pytest.mark.parametrize("name", RESERVED)
 def test_a_reserved_variable_is_refused_in_the_spec(name):
-    with pytest.raises(UsageError, match=f"env.{name}: is set by nodeweave"):
+    with pytest.raises(UsageError, match=f"env.{name}: {name} .*by nodeweave"):
         parse_spec(spec_with(f"env: {{{name}: '4'}}"), "s.yaml")
 
 

@@ -214,15 +214,15 @@ def test_node_file_refuses_to_start_without_rank_or_master(missing):
 
 RECOVERY_SPEC = """name: rj
 image: {variant: cpu}
-nodes: "2:3"
+nodes: 3
 launcher: {script: t.py}
-recovery: {enabled: true, spares: 1}
+recovery: {enabled: true, spares: 1, min_nodes: 2}
 """
 
 
 def test_with_recovery_a_node_container_that_dies_comes_back_and_every_slot_starts():
-    """docs/recovery.md: node 0 lost comes back through its restart policy; an elastic job starts at MAX + spares
-    (node 0 decides each generation's members, so it can shrink to MIN)."""
+    """docs/recovery.md: node 0 lost comes back through its restart policy; a job under recovery starts every
+    training node and the spares (node 0 decides each generation's members, so it can shrink to min_nodes)."""
     from nodeweave.spec import parse_spec
 
     files = render_files(parse_spec(RECOVERY_SPEC))
@@ -234,7 +234,7 @@ def test_with_recovery_a_node_container_that_dies_comes_back_and_every_slot_star
     assert yaml.safe_load(fewer["compose/node.yaml"])["services"]["node"]["restart"] == "on-failure:2"
     off = render_files(parse_spec(RECOVERY_SPEC.replace("enabled: true", "enabled: false")))
     local_off = yaml.safe_load(off["compose/local.yaml"])["services"]
-    assert list(local_off) == ["rj-0", "rj-1"] and not any("restart" in s for s in local_off.values())
+    assert list(local_off) == ["rj-0", "rj-1", "rj-2"] and not any("restart" in s for s in local_off.values())
     assert "restart" not in yaml.safe_load(off["compose/node.yaml"])["services"]["node"]
 
 

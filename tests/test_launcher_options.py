@@ -145,3 +145,30 @@ def test_nodeweave_knows_every_spelling_the_launchers_accept():
         for group in groups:
             assert set(by_option[group[0]]) == set(group), (launcher, group, by_option[group[0]])
         assert (launcher in launcher_options.ABBREVIATES) == parser.allow_abbrev, launcher
+
+
+def test_the_spec_table_of_each_launchers_options_is_its_parsers_own():
+    """launcher.options are checked against a stdlib table (the spec never imports torch); the table must be the
+    installed parsers' option set exactly, so a launcher release that adds or drops an option fails here."""
+    from nodeweave.entrypoint.planning import launcher_table
+
+    run = pytest.importorskip("torch.distributed.run")
+    accelerate = pytest.importorskip("accelerate.commands.launch")
+    parsers = {"torchrun": run.get_args_parser(), "deepspeed": _deepspeed_parser(),
+               "accelerate": accelerate.launch_command_parser()}
+    assert set(launcher_table.OPTIONS) == set(parsers)
+    for launcher, parser in parsers.items():
+        options = {s for action in parser._actions for s in action.option_strings}
+        missing, extra = options - launcher_table.OPTIONS[launcher], launcher_table.OPTIONS[launcher] - options
+        assert not missing and not extra, (launcher, "not in the table:", sorted(missing), "gone:", sorted(extra))
+
+
+def test_the_spec_reads_the_table_without_importing_a_launcher():
+    import subprocess
+    import sys
+
+    code = ("import sys; from nodeweave.spec import parse_spec; parse_spec('name: j\\nimage: {variant: cpu}\\n"
+            "launcher: {script: t.py, options: [--log-dir, /x]}\\n'); "
+            "print(sorted(m for m in ('torch', 'deepspeed', 'accelerate') if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and done.stdout.strip() == "[]", done.stderr

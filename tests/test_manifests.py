@@ -240,13 +240,14 @@ def test_statefulset_shape(case):
 
 
 def test_with_recovery_the_statefulset_runs_every_slot_and_the_spares():
-    """An elastic job under recovery starts at MAX + spares: node 0 decides who trains, and shrinks to MIN."""
-    text = ('name: rj\nimage: {variant: cpu}\nnodes: "2:3"\nlauncher: {script: t.py}\n'
-            'recovery: {enabled: true, spares: 1}\n')
+    """A job under recovery starts every training node + the spares: node 0 decides who trains, and shrinks the
+    job to recovery.min_nodes."""
+    text = ('name: rj\nimage: {variant: cpu}\nnodes: 3\nlauncher: {script: t.py}\n'
+            'recovery: {enabled: true, spares: 1, min_nodes: 2}\n')
     sts = load(render_files(parse_spec(text, "r.yaml"))["manifests/base/statefulset.yaml"])
     assert sts["spec"]["replicas"] == 4
     off = load(render_files(parse_spec(text.replace("true", "false"), "r.yaml"))["manifests/base/statefulset.yaml"])
-    assert off["spec"]["replicas"] == 2
+    assert off["spec"]["replicas"] == 3
 
 
 @pytest.mark.parametrize("case", CASES)

@@ -67,7 +67,7 @@ def nodes_and_launcher(draw):
     low = draw(st.integers(1, 6))
     if launcher == "torchrun" and draw(st.booleans()):
         return f"{low}:{draw(st.integers(low + 1, low + 4))}", launcher
-    return draw(st.sampled_from([low, str(low)])), launcher
+    return low, launcher  # a quoted count ("2") is a string, refused with the number to write
 
 
 @st.composite
@@ -157,6 +157,10 @@ def spec_documents(draw):
                                               unique=True)),
                      "seccomp": draw(st.sampled_from(["runtime-default", "unconfined"]))},
     }
+    most = int(str(nodes).rpartition(":")[2])
+    pinned = doc["kubernetes"]["node_names"]
+    if doc["kubernetes"]["anti_affinity"] == "required" and pinned:  # one pod per node: a node for every pod
+        pinned += [f"{pinned[0]}-more{i}" for i in range(most - len(pinned))]
     if not isinstance(nodes, str) and draw(st.booleans()):  # a fixed-size job may list its hosts instead
         doc["hosts"] = [f"host{i}.lab" for i in range(int(nodes))]
     return doc

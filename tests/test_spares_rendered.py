@@ -82,10 +82,11 @@ def test_without_recovery_no_spare_runs_anywhere():
     assert "NODEWEAVE_NNODES" not in slurm_exports(script) and "--kill-on-bad-exit=1" in script
 
 
-def test_an_elastic_range_with_spares_asks_slurm_for_the_range_plus_the_spares():
-    text = SPEC.read_text().replace("nodes: 2", 'nodes: "2:4"')
+def test_min_nodes_with_spares_asks_slurm_for_every_training_node_and_the_spares():
+    """Under recovery every target starts nodes + spares (Spec.containers), Slurm too; min_nodes is the floor."""
+    text = SPEC.read_text().replace("nodes: 2", "nodes: 4").replace("spares: 1", "spares: 1, min_nodes: 2")
     script = files(text)["slurm/job.sbatch"]
-    assert "--nodes=3-5" in directives(script) and slurm_exports(script)["NODEWEAVE_NNODES"] == "2:4"
+    assert "--nodes=5" in directives(script) and slurm_exports(script)["NODEWEAVE_NNODES"] == "2:4"
     job = doc("manifests/job/job.yaml", text)["spec"]
     assert job["completions"] == 5 and job["maxFailedIndexes"] == 3  # the spare, and the elastic room of 2
 

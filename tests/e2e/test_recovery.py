@@ -164,8 +164,8 @@ def test_node_0s_crashed_container_comes_back_and_the_job_resumes_from_the_newes
 
 
 def test_an_elastic_job_that_loses_a_node_for_good_goes_on_with_fewer(engine, cpu_image, tmp_path):
-    cluster = _cluster(engine, cpu_image, tmp_path, "e2e-rshrink", '"--fault-node", "none"', nodes='"2:3"',
-                       spares=0)
+    cluster = _cluster(engine, cpu_image, tmp_path, "e2e-rshrink", '"--fault-node", "none"', nodes="3",
+                       spares="0, min_nodes: 2")
     assert cluster.names == ["e2e-rshrink-0", "e2e-rshrink-1", "e2e-rshrink-2"]  # with recovery: every slot
     try:
         cluster.up()

@@ -223,7 +223,8 @@ def validate(
     shown = STDIN_NAME if is_stdin(spec_path) else str(spec_path)
     summary = {"spec": shown, "name": spec.name, "nodes": str(spec.nodes),
                "processes_per_node": spec.gpus_per_node, "launcher": spec.launcher.type,
-               "script": spec.launcher.script, "variant": spec.image.variant}
+               "script": spec.launcher.script, "variant": spec.image.variant, "containers": spec.containers,
+               "starts": spec.starts}
     if as_json:
         typer.echo(json.dumps(summary, indent=2))
         return
@@ -231,6 +232,7 @@ def validate(
         return
     typer.echo(f"{shown}: valid: {spec.name}, {spec.nodes} node(s) x {spec.gpus_per_node} process(es), "
                f"{spec.launcher.type} {spec.launcher.script}, image variant {spec.image.variant}")
+    typer.echo(f"  {spec.starts}")
 
 
 def register(app: typer.Typer) -> None:

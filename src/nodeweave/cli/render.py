@@ -22,6 +22,7 @@ from nodeweave.failures import path_problem, writable_dir
 # nodeweave.rendering.RENDERERS' names, spelled here so `--help` and `status` need not import every
 # renderer (tests/test_cli_startup.py holds the two equal).
 TARGET_NAMES = ("images", "compose", "manifests", "entrypoint", "slurm", "openshift-build", "trainjob", "jobset")
+NODE_TARGETS = {"compose", "manifests", "slurm", "trainjob", "jobset"}  # what starts the job's nodes
 
 
 # A team's folder often has its own .dockerignore: render never takes it over (issue 43, row 48). Docker reads
@@ -174,6 +175,8 @@ def render(
             f"'{MARK}' mark, so they look like yours: {', '.join(plan.refused)}; move them away, "
             "render into another --out, or pass --force to overwrite them"
         )
+    if spec.start_differs and set(targets) & NODE_TARGETS:
+        typer.echo(f"nodeweave: note: {spec.name} {spec.starts}", err=True)
     if "compose" in targets and out_dir != spec_path.resolve().parent and _relative_host_paths(spec):
         typer.echo(
             f"nodeweave: warning: compose files under {out_dir} resolve {', '.join(_relative_host_paths(spec))} "

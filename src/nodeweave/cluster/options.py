@@ -28,6 +28,7 @@ from typing import Optional, Tuple
 from nodeweave.entrypoint import bounded
 from nodeweave.errors import UsageError
 from nodeweave.remote.names import check_dest, check_dns_label, check_ssh_host
+from nodeweave.spec.rules import host_key
 
 TARGETS = ("local", "hosts", "kubernetes", "slurm")
 TARGET_ALIASES = {"compose": "local", "ssh": "hosts", "k8s": "kubernetes", "kube": "kubernetes",
@@ -113,10 +114,12 @@ class ClusterOptions:
             raise UsageError(f"--engine {self.engine!r} is not accepted for target {target}: {', '.join(engines)}")
         for host in self.hosts:
             check_ssh_host(host, "--host")
-        names = [h.rpartition("@")[2] for h in self.hosts]
+        names = [host_key(h.rpartition("@")[2]) for h in self.hosts]
         twice = sorted({n for n in names if names.count(n) > 1})
         if twice:
-            raise UsageError(f"--host {twice[0]} is given {names.count(twice[0])} times; a host's place is its node "
+            given = [h for h in self.hosts if host_key(h.rpartition("@")[2]) == twice[0]]
+            raise UsageError(f"--host {twice[0]} is given {len(given)} times ({', '.join(given)}: a host name is "
+                             "case-insensitive and a trailing dot names the same host); a host's place is its node "
                              "rank, so each host is listed once (node 0 first)")
         if target == "hosts" and not self.hosts:
             raise UsageError("target hosts needs its hosts: --host HOST (repeat, node 0 first) or --hosts-file FILE")
@@ -151,10 +154,11 @@ def _relative_folder(text: str) -> bool:
         all(c.isalnum() or c in "._-/" for c in text)
 
 
-def check_host_count(hosts: Tuple[str, ...], nodes, spares: int = 0) -> None:
-    """As many hosts as the spec has nodes (an elastic MIN:MAX spec: MIN to MAX), each one a rank, and then
-    recovery's spares (docs/recovery.md)."""
-    fewest, most = nodes.min + spares, nodes.max + spares
+def check_host_count(hosts: Tuple[str, ...], nodes, spares: int = 0, recovery: bool = False) -> None:
+    """As many hosts as the spec has nodes (an elastic MIN:MAX spec without recovery: MIN to MAX), each one a
+    rank, and then recovery's spares (docs/recovery.md); with recovery every training node starts (Spec.containers),
+    so the count is exact."""
+    fewest, most = (nodes.max if recovery else nodes.min) + spares, nodes.max + spares
     if not hosts or fewest <= len(hosts) <= most:
         return
     wanted = str(fewest) if fewest == most else f"{fewest} to {most}"

@@ -21,7 +21,7 @@ from rich.table import Table
 
 from nodeweave.errors import UsageError
 from nodeweave.entrypoint import bounded
-from nodeweave.entrypoint.planning.reserved import is_reserved
+from nodeweave.entrypoint.planning.reserved import reserved_reason
 
 VARIABLE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
@@ -30,13 +30,13 @@ def parse_assignment(text: str, option: str) -> Tuple[str, str]:
     name, sep, value = text.partition("=")
     if not sep or not VARIABLE.match(name):
         raise UsageError(f"{option} {text!r} is not accepted: VAR=VALUE with VAR a variable name "
-                         "(letters, digits, '_'), e.g. NCCL_MAX_NCHANNELS=16")
+                         "(ASCII letters, digits and '_', not starting with a digit), e.g. NCCL_MAX_NCHANNELS=16")
     if "\n" in value or "\0" in value:
         raise UsageError(f"{option} {text!r}: the value holds a newline or NUL byte")
-    if is_reserved(name):
-        raise UsageError(f"{option} {text!r}: {name} is set on every node by nodeweave from the spec (nodes, "
-                         "launcher.master_port, ...) or by the platform, as in the spec's env; accepted: any other "
-                         "variable, e.g. NCCL_DEBUG=INFO (change the matching spec field instead)")
+    reason = reserved_reason(name)
+    if reason is not None:
+        raise UsageError(f"{option} {text!r}: {reason}; accepted: any other variable, e.g. NCCL_DEBUG=INFO "
+                         "(change the matching spec field instead)")
     return name, value
 
 

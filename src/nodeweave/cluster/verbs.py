@@ -30,6 +30,9 @@ def up_plan(backend: Backend, mode: str, image: Optional[str], timeout: float, w
     notes = tuple(backend.up_notes(image))  # the image, and what this environment changes in the steps
     notes += tuple(backend.renamed)  # what up made under the spec's old name stays up beside the new job
     notes += tuple(backend.prepare_up(mode, dry_run)) if files is None else ()  # a backend that prepares alone
+    spec = getattr(backend, "spec", None)
+    if spec is not None and spec.start_differs:  # a range or recovery: the count is not simply `nodes`
+        notes += (f"{spec.name} {spec.starts}",)
     phases = [Phase("files", "the job's files", files=tuple(files))] if files else []
     allocation = backend.allocation_step()  # Slurm: later phases name its job and nodes JOBID, NODE0, ...
     if allocation is not None:

@@ -53,14 +53,19 @@ def boolean(r: Reader, fields: Fields, key: str, default: bool) -> bool:
     return default if node is None else r.boolean(node, fields.path_of(key))
 
 
-def rule_list(r: Reader, node: Optional[Node], path: str, rule: rules.Rule, unique: bool = False) -> tuple:
-    """A list of rule-checked strings; ``unique`` refuses a repeated item, naming its first line."""
+def rule_list(r: Reader, node: Optional[Node], path: str, rule: rules.Rule, unique: bool = False,
+              same: Callable[[str], str] = str) -> tuple:
+    """A list of rule-checked strings; ``unique`` refuses a repeated item, naming its first line; ``same`` maps an
+    item to what makes two items one (``rules.host_key``: hosts are case-insensitive)."""
     values, seen = [], {}
     for item_path, item in r.sequence(node, path, rule.accepted):
         value = rule_string(r, item, item_path, rule)
-        if unique and value in seen:
-            raise r.fail(item, item_path, f"{value!r} is listed twice (first on line {seen[value]})", "each item once")
-        seen.setdefault(value, item.start_mark.line + 1)
+        key = same(value)
+        if unique and key in seen:
+            line, first = seen[key]
+            also = "" if first == value else f" as {first!r}"
+            raise r.fail(item, item_path, f"{value!r} is listed twice (first on line {line}{also})", "each item once")
+        seen.setdefault(key, (item.start_mark.line + 1, value))
         values.append(value)
     return tuple(values)
 

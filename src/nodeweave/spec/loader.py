@@ -23,6 +23,7 @@ from nodeweave.errors import UsageError
 from nodeweave.spec import rules
 from nodeweave.spec.fields import rule_string
 from nodeweave.spec.model import NodeRange, Spec
+from nodeweave.spec.mounts import MountPoints
 from nodeweave.spec.nodes import Fields, Reader
 from nodeweave.spec.sections import image, job, kubernetes, network, recovery, resources, security, volumes
 
@@ -152,22 +153,23 @@ def _parse(text: str, source_name: str, base_dir: Optional[Path]) -> Spec:
 
 
 def _spec(r: Reader, root: Node, base_dir: Optional[Path]) -> Spec:
-    top = r.fields(root, "", TOP_KEYS)
+    top = r.fields(root, "", TOP_KEYS, extensions=True)
     name = rule_string(r, top.require("name", rules.JOB_NAME.accepted), "name", rules.JOB_NAME)
     launcher = job.launcher(r, top)
     hosts = job.hosts(r, top.get("hosts"))
     nodes = _nodes(r, top, hosts, recovery.listed_spares(r, top) if hosts else 0)
-    if nodes.elastic and launcher.type != "torchrun":
-        raise r.fail(
-            top.get("nodes"),
-            "nodes",
-            f"the elastic range {nodes} needs launcher.type torchrun (got {launcher.type})",
-            "a fixed node count with " + launcher.type,
-        )
+    restarts, nodes = recovery.recovery(r, top, nodes, launcher)
+    if nodes.elastic and launcher.type != "torchrun":  # under recovery the range is recovery.min_nodes
+        field = "recovery.min_nodes" if restarts.enabled else "nodes"
+        where = r.fields(top.get("recovery"), "recovery", recovery.KEYS).get("min_nodes") if restarts.enabled \
+            else top.get("nodes")
+        raise r.fail(where, field, f"the elastic range {nodes} needs launcher.type torchrun (got {launcher.type})",
+                     "a fixed node count with " + launcher.type)
     spec_image, gpus = image.image(r, top, base_dir), job.gpus(r, top.get("gpus_per_node"))
     workspace, cache, net = job.workspace(r, top), job.cache(r, top), network.network(r, top)
     env, k8s = job.env(r, top.get("env")), kubernetes.kubernetes(r, top, name)
     extra = resources.resources(r, top, net.rdma_resources)
+    _placeable(r, top, k8s, nodes, restarts)
     return Spec(
         name=name,
         image=spec_image,
@@ -180,12 +182,12 @@ def _spec(r: Reader, root: Node, base_dir: Optional[Path]) -> Spec:
         env=env,
         kubernetes=k8s,
         resources=extra,
-        volumes=volumes.volumes(r, top.get("volumes"), _taken_paths(workspace.path, cache.path, extra, hosts)),
+        volumes=volumes.volumes(r, top.get("volumes"), _mount_points(r, top, workspace.path, cache.path, extra, hosts)),
         security=security.security(r, top),
         hosts=hosts,
         slurm=security.slurm(r, top.get("slurm")),
         nodes_given=top.get("nodes") is not None,
-        recovery=recovery.recovery(r, top, nodes),
+        recovery=restarts,
     )
 
 
@@ -204,15 +206,47 @@ def _nodes(r: Reader, top: Fields, hosts: tuple, spares: int) -> NodeRange:
         return NodeRange(training, training)
     nodes = job.nodes(r, node)
     if nodes.elastic or nodes.min != training:
+        more = (f", or list {nodes.max + spares} hosts (the training nodes, then a host for each spare)"
+                if spares and nodes.max + spares > len(hosts) else "")
         raise r.fail(node, "nodes", f"{nodes} does not match the {len(hosts)} hosts listed in hosts{after} (each "
-                     "host is one node, in order)", f"{training}, or leave nodes out with a hosts list")
+                     "host is one node, in order)", f"{training}{more}, or leave nodes out with a hosts list")
     return nodes
 
 
-def _taken_paths(workspace: str, cache: str, extra, hosts: tuple) -> "dict[str, str]":
-    taken = {workspace: "workspace.path", cache: "cache.path", "/dev/shm": "nodeweave's shared memory"}
+HOSTNAME_LABEL = "kubernetes.io/hostname"
+
+
+def _placeable(r: Reader, top: Fields, k8s, nodes: NodeRange, restarts) -> None:
+    """Required anti-affinity puts one pod per Kubernetes node; pinned to a list of nodes (``node_names``, or a
+    ``kubernetes.io/hostname In`` term), the list must hold every pod the job runs, spares and an elastic MAX
+    included, or the last pods stay Pending for ever."""
+    pinned = set(k8s.node_names) if k8s.node_names else None
+    for term in k8s.node_affinity:
+        if term.key == HOSTNAME_LABEL and term.operator == "In":
+            pinned = set(term.values) if pinned is None else pinned & set(term.values)
+    pods = nodes.max + restarts.spare_nodes
+    if k8s.anti_affinity != "required" or pinned is None or pods <= len(pinned):
+        return
+    parts = f"{nodes.max} node(s)" + (f" + recovery.spares {restarts.spare_nodes}" if restarts.spare_nodes else "")
+    scaled = " when scaled to the range's MAX" if nodes.elastic and not restarts.enabled else ""
+    where = r.fields(top.get("kubernetes"), "kubernetes", kubernetes.KEYS)
+    field = "node_names" if k8s.node_names else "node_affinity"
+    raise r.fail(where.get(field), f"kubernetes.{field}", f"{pods} pods ({parts}){scaled} with kubernetes."
+                 f"anti_affinity required (one pod per Kubernetes node) are pinned to {len(pinned)} node(s): "
+                 f"{pods - len(pinned)} pod(s) could never be scheduled",
+                 f"at least {pods} nodes listed, fewer nodes or spares, or kubernetes.anti_affinity: preferred")
+
+
+def _mount_points(r: Reader, top: Fields, workspace: str, cache: str, extra, hosts: tuple) -> MountPoints:
+    """nodeweave's own mounts, then the workspace's and the cache's, each claimed under the one mount rule."""
+    own = {"/dev/shm": "nodeweave's shared memory"}
     for _, _, path in extra.hugepage_mounts:
-        taken[path] = "resources.hugepages"
+        own[path] = "resources.hugepages"
     if hosts:
-        taken[HOSTFILE_DIR] = "the hosts list (compose mounts it there)"
-    return taken
+        own[HOSTFILE_DIR] = "the hosts list (compose mounts it there)"
+    mounts = MountPoints(r, own)
+    for section, keys, path in (("workspace", ("path", "host_path"), workspace),
+                                ("cache", ("path", "host_path", "size"), cache)):
+        node = top.get(section)
+        mounts.claim(r.fields(node, section, keys).get("path") or node, f"{section}.path", path)
+    return mounts

@@ -314,3 +314,24 @@ class Spec:
         if not self.recovery.enabled:
             return self.nodes.min
         return self.nodes.max + self.recovery.spare_nodes
+
+    @property
+    def start_differs(self) -> bool:
+        """Whether the started count is not simply ``nodes``: an elastic range, or recovery (spares, the floor)."""
+        return self.nodes.elastic or self.recovery.enabled
+
+    @property
+    def starts(self) -> str:
+        """What the job starts, and how to start fewer: ``validate``, ``render`` and ``up`` say it in these words."""
+        gpus = f" ({self.containers * self.gpus_per_node} GPUs)" if isinstance(self.gpus_per_node, int) else ""
+        if not self.recovery.enabled:
+            more = (f"; torchrun admits more up to {self.nodes.max} as they join (MAX is a ceiling; a batch "
+                    f"Job, JobSet or TrainJob, which cannot grow, starts all {self.nodes.max})"
+                    if self.nodes.elastic else "")
+            return f"starts {self.containers} node(s){gpus}{more}; to start fewer, lower nodes"
+        spares = self.recovery.spare_nodes
+        parts = f"{self.nodes.max} training node(s)" + (f" + {spares} spare(s)" if spares else "")
+        floor = (f"; recovery goes on with as few as {self.nodes.min} (recovery.min_nodes)"
+                 if self.nodes.elastic else "")
+        fewer = "lower nodes" + (" or recovery.spares" if spares else "")
+        return f"starts {self.containers} node(s): {parts}{gpus}{floor}; to start fewer, {fewer}"

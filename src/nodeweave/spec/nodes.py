@@ -26,6 +26,10 @@ _MERGE = "tag:yaml.org,2002:merge"
 # +5 as 5 and 1:30 as 90 (base 60); YAML 1.2 reads 0o7 as 7. Each is refused with the number to write.
 _PLAIN_INT = re.compile(r"-?(0|[1-9][0-9]*)\Z")
 _OTHER_INT = re.compile(r"[-+]?(0[xXoObB]?[0-9a-fA-F_]*|[0-9][0-9_]*)\Z")
+# What a scalar would be read as without its quotes (the safe loader's implicit types).
+_RESOLVER = yaml.resolver.Resolver()
+# Top-level keys starting with this are the user's own (anchors to reuse): ignored, as Compose ignores them.
+EXTENSION_PREFIX = "x-"
 
 
 def shown(node: Optional[Node]) -> str:
@@ -48,6 +52,7 @@ class Reader:
     def __init__(self, source: str):
         self.source = source
         self._constructor = yaml.constructor.SafeConstructor()
+        self._read: "dict[int, dict[str, Tuple[Node, Node]]]" = {}  # a mapping's entries, by node (merged once)
 
     def fail(self, node: Optional[Node], path: str, problem: str, accepted: str) -> "UsageError":
         line = f":{node.start_mark.line + 1}" if node is not None else ""
@@ -71,6 +76,7 @@ class Reader:
 
     def integer(self, node: Node, path: str, low: int, high: Optional[int] = None) -> int:
         bounds = f"an integer from {low} to {high}" if high is not None else f"an integer >= {low}"
+        self.refuse_quoted(node, path, bounds)
         self.refuse_unplain_int(node, path, bounds)
         if not self.is_int(node):
             raise self.bad_value(node, path, bounds)
@@ -83,12 +89,27 @@ class Reader:
         return value
 
     def boolean(self, node: Node, path: str) -> bool:
+        self.refuse_quoted(node, path, "true or false")
         if not isinstance(node, ScalarNode) or node.tag != _BOOL:
             raise self.bad_value(node, path, "true or false")
         try:
             return self._constructor.construct_object(node)
         except (KeyError, yaml.YAMLError):  # e.g. !!bool "maybe"
             raise self.bad_value(node, path, "true or false") from None
+
+    def refuse_quoted(self, node: Node, path: str, accepted: str) -> None:
+        """Refuse a number or boolean written in quotes: YAML reads ``"8"`` as the string '8', not the number.
+
+        The one rule for every integer and boolean field (``nodes`` and ``gpus_per_node`` too), so a quoted
+        value is never accepted in one field and refused as out of range in another.
+        """
+        if not isinstance(node, ScalarNode) or node.style not in ("'", '"'):
+            return
+        bare = node.value.strip()
+        tag = _RESOLVER.resolve(ScalarNode, bare, (True, False)) if bare else _STR
+        if tag not in (_INT, _BOOL) or (tag == _INT and not _PLAIN_INT.match(bare)):
+            return
+        raise self.fail(node, path, f"got the string {node.value!r}; write {bare} without quotes", accepted)
 
     def refuse_unplain_int(self, node: Node, path: str, accepted: str) -> None:
         """Refuse an integer not written in plain decimal digits, naming the number YAML reads and the one to write."""
@@ -141,12 +162,17 @@ class Reader:
             return iter(())
         return ((k, self.join(path, k), v) for k, (_, v) in self._entries(node, path, accepted).items())
 
-    def fields(self, node: Optional[Node], path: str, allowed: Iterable[str]) -> "Fields":
-        """A mapping with a fixed set of keys; an unknown key is an error with a suggestion."""
+    def fields(self, node: Optional[Node], path: str, allowed: Iterable[str], extensions: bool = False) -> "Fields":
+        """A mapping with a fixed set of keys; an unknown key is an error with a suggestion.
+
+        ``extensions``: keys starting with ``x-`` are the user's (a place for anchors), skipped as Compose does.
+        """
         allowed = list(allowed)
         if node is None or self.is_null(node):
             return Fields(self, node, path, {})
         entries = self._entries(node, path, "a mapping with keys " + ", ".join(allowed))
+        if extensions:
+            entries = {k: v for k, v in entries.items() if not k.startswith(EXTENSION_PREFIX)}
         for key, (key_node, _) in entries.items():
             if key not in allowed:
                 close = difflib.get_close_matches(key, allowed, n=1, cutoff=0.6)
@@ -160,28 +186,42 @@ class Reader:
         return Fields(self, node, path, entries)
 
     def _entries(self, node: Node, path: str, accepted: str) -> "dict[str, Tuple[Node, Node]]":
+        """The keys of a mapping with YAML's merge semantics: a key written here overrides one merged in with
+        ``<<: *anchor``, and of several merged mappings (``<<: [*a, *b]``) the first given wins; a key written
+        here twice is refused. Read once per node (an alias, a section read twice)."""
         if not isinstance(node, MappingNode):
             raise self.bad_value(node, path or "the file", accepted)
-        try:
-            self._constructor.flatten_mapping(node)  # resolve YAML merge keys (<<: *anchor)
-        except yaml.YAMLError as err:
-            mark = getattr(err, "problem_mark", None) or node.start_mark
-            raise UsageError(
-                f"{self.source}:{mark.line + 1}: {path or 'the file'}: a merge key (<<) needs a mapping "
-                f"or a list of mappings, such as <<: *defaults; accepted: {accepted}"
-            ) from None
-        entries: "dict[str, Tuple[Node, Node]]" = {}
+        if id(node) in self._read:
+            return self._read[id(node)]
+        merged: "dict[str, Tuple[Node, Node]]" = {}
+        own: "dict[str, Tuple[Node, Node]]" = {}
         for key_node, value_node in node.value:
+            if key_node.tag == _MERGE:
+                for source in self._merge_sources(value_node, path, accepted):
+                    for key, entry in self._entries(source, path, accepted).items():
+                        merged.setdefault(key, entry)
+                continue
             if not isinstance(key_node, ScalarNode) or key_node.tag == _NULL:
                 raise self.fail(key_node, path or "the file", f"key {shown(key_node)} is not a name", accepted)
             key = key_node.value
-            if key in entries:
-                first = entries[key][0].start_mark.line + 1
+            if key in own:
+                first = own[key][0].start_mark.line + 1
                 raise self.fail(
                     key_node, self.join(path, key), f"duplicate key (first given on line {first})", "each key once"
                 )
-            entries[key] = (key_node, value_node)
+            own[key] = (key_node, value_node)
+        entries = {**merged, **own}
+        self._read[id(node)] = entries
         return entries
+
+    def _merge_sources(self, value: Node, path: str, accepted: str) -> "list[MappingNode]":
+        sources = value.value if isinstance(value, SequenceNode) else [value]
+        if not all(isinstance(source, MappingNode) for source in sources):
+            raise UsageError(
+                f"{self.source}:{value.start_mark.line + 1}: {path or 'the file'}: a merge key (<<) needs a mapping "
+                f"or a list of mappings, such as <<: *defaults; accepted: {accepted}"
+            )
+        return sources
 
     @staticmethod
     def join(path: str, key: str) -> str:

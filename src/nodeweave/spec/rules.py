@@ -84,7 +84,7 @@ IMAGE_REFERENCE = Rule(
 
 ENV_NAME = Rule(
     _full(r"[A-Za-z_][A-Za-z0-9_]*"),
-    "an environment variable name: letters, digits and '_', not starting with a digit",
+    "an environment variable name: ASCII letters, digits and '_', not starting with a digit",
 )
 
 # Kubernetes resource.Quantity, the binary/decimal suffixes people use for storage.
@@ -191,6 +191,14 @@ HOST = Rule(
     "a host name (letters, digits, '-', dots) or an IP address, as each host knows itself, such as gpu01, "
     "gpu01.lab.example or 10.0.0.11",
 )
+
+
+
+def host_key(host: str) -> str:
+    """What makes two spellings one host: DNS names are case-insensitive and ``gpu01.`` is ``gpu01`` (the root's
+    dot). The spec's ``hosts`` and the cluster verbs' ``--host`` flags refuse a host listed twice by this key."""
+    return host.lower().rstrip(".")
+
 
 # Slurm's own time formats (sbatch --time).
 SLURM_TIME = Rule(

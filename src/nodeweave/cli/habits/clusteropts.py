@@ -103,7 +103,7 @@ def open_cluster(spec_path: Path, given, remember: bool = False, dry_run: bool =
     checked = recorded_namespace(spec, spec_path, merged.checked(), given, for_up)
     if checked.target == "hosts":
         spec = _nodes_from_hosts(spec, checked.hosts)
-        check_host_count(checked.hosts, spec.nodes, spec.recovery.spare_nodes)
+        check_host_count(checked.hosts, spec.nodes, spec.recovery.spare_nodes, spec.recovery.enabled)
     backend = open_backend(spec, spec_path, checked)
     if not dry_run:
         backend.check_tools()
@@ -122,8 +122,10 @@ def _spec_hosts(options, spec):
 
     if not options.hosts:
         return replace(options, hosts=tuple(spec.hosts), target=options.target or "hosts")
+    from nodeweave.spec.rules import host_key
+
     named = [h.rpartition("@")[2] for h in options.hosts]
-    if named != list(spec.hosts):
+    if [host_key(h) for h in named] != [host_key(h) for h in spec.hosts]:
         raise UsageError(f"--host names {', '.join(named)} but the spec's hosts are {', '.join(spec.hosts)} (node 0 "
                          "first; compose/hosts gives each its rank): give the same hosts in the same order, "
                          "as user@host if you like, or none")

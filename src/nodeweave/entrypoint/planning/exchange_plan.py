@@ -41,8 +41,15 @@ def job_secret(env):
 
 
 def exchange_port(topo, settings):
-    """(port, where it came from)."""
+    """(port, where it came from); one the launcher's rendezvous takes (the master port) is refused."""
     port = settings.get("exchange_port")
+    if port and port == topo.master_port.value:
+        from ..errors import UsageError
+
+        raise UsageError(f"exchange port {port} (from {settings.source('exchange_port')}) is the master port too "
+                         f"(from {topo.master_port.source}): node 0's check-in exchange and the launcher's rendezvous "
+                         "cannot share one port; accepted: another port, or leave the exchange port out (master port "
+                         "+ 1)")
     if port:
         return port, settings.source("exchange_port")
     master = topo.master_port.value

@@ -74,6 +74,28 @@ def clash(launcher, option, taken):
     return None
 
 
+def unknown(launcher, option):
+    """Why ``option`` is not one of ``launcher``'s own options (``launcher_table``), or None when it is one or
+    is a value. A parser that takes abbreviations takes an unambiguous prefix of a long option, as argparse does."""
+    from .launcher_table import OPTIONS
+
+    name = _names(option)
+    known = OPTIONS.get(launcher)
+    if name is None or known is None or name in known:
+        return None
+    if launcher in ABBREVIATES and name.startswith("--") and len(name) > 2:
+        longer = sorted(k for k in known if k.startswith(name))
+        if len(longer) == 1 or len({k.replace("-", "_") for k in longer}) == 1:
+            return None
+        if longer:
+            return f"is short for more than one {launcher} option ({', '.join(longer)})"
+    import difflib
+
+    close = difflib.get_close_matches(name, sorted(known), n=1, cutoff=0.75)
+    hint = f" (did you mean {close[0]}?)" if close else ""
+    return f"is not an option of {launcher}{hint}"
+
+
 def check(launcher, options, argv, source):
     """Refuse (exit 2) an option that ``argv`` (the planned launcher line) or nodeweave already sets."""
     if not options:

@@ -12,6 +12,10 @@ TORCHRUN_ENV = tuple(f"PET_{name}" for name in ("NNODES", "NODE_RANK", "MASTER_A
                                                 "MAX_RESTARTS"))
 # NODEWEAVE_* variables no spec field sets: the user's to give (the check-in secret's file, a mounted Secret).
 USER_NODEWEAVE_ENV = ("NODEWEAVE_JOB_TOKEN_FILE",)
+# Where each reserved name's value comes from, for the one sentence that refuses it.
+SET_FROM = {"NODE_RANK": "each node's rank", "NNODES": "the spec's nodes", "MASTER_ADDR": "node 0's address",
+            "MASTER_PORT": "launcher.master_port", "POD_NAME": "Kubernetes (the pod's name)",
+            "POD_NAMESPACE": "Kubernetes (the pod's namespace)", "POD_IP": "Kubernetes (the pod's address)"}
 
 
 def is_reserved(name: str) -> bool:
@@ -24,3 +28,20 @@ def is_reserved(name: str) -> bool:
     if name.startswith("NODEWEAVE_"):
         return name not in USER_NODEWEAVE_ENV
     return name in RESERVED_ENV or name in TORCHRUN_ENV
+
+
+def reserved_reason(name: str):
+    """Why ``name`` is not the user's to set (one clause naming where its value comes from), or None when it is.
+
+    The spec's ``env:`` and ``run -e``/``exec -e``/``--sweep`` say the same words, so a refusal reads alike wherever
+    the variable was given.
+    """
+    if not is_reserved(name):
+        return None
+    if name.startswith("NODEWEAVE_"):
+        return (f"{name} is in the NODEWEAVE_ prefix, reserved by nodeweave for its own settings (each set by a "
+                "spec field or an entrypoint flag; NODEWEAVE_JOB_TOKEN_FILE is the one a user sets)")
+    if name in TORCHRUN_ENV:
+        flag = "--" + name[len("PET_"):].lower().replace("_", "-")
+        return f"{name} is torchrun's spelling of {flag}, which is set by nodeweave from each node's plan"
+    return f"{name} is set on every node by nodeweave from {SET_FROM[name]}"

@@ -6,8 +6,8 @@ from typing import Mapping, Optional
 
 from yaml.nodes import Node
 
-from nodeweave.entrypoint.planning import launcher_options
-from nodeweave.entrypoint.planning.reserved import is_reserved
+from nodeweave.entrypoint.planning import launcher_options, launcher_table
+from nodeweave.entrypoint.planning.reserved import reserved_reason
 from nodeweave.spec import rules
 from nodeweave.spec.fields import (boolean, choice, host_path, integer, optional, optional_container_path, rule_list,
                                    string_map)
@@ -24,6 +24,7 @@ GPUS_ACCEPTED = 'processes per node: an integer from 1 to 1024, or "auto" (one p
 def nodes(r: Reader, node: Optional[Node]) -> NodeRange:
     if node is None:
         return NodeRange(1, 1)
+    r.refuse_quoted(node, "nodes", NODES_ACCEPTED)
     if ":" not in str(getattr(node, "value", "")):  # MIN:MAX (YAML 1.1's base 60) is the elastic range
         r.refuse_unplain_int(node, "nodes", NODES_ACCEPTED)
     if r.is_int(node):
@@ -46,6 +47,7 @@ def nodes(r: Reader, node: Optional[Node]) -> NodeRange:
 def gpus(r: Reader, node: Optional[Node]):
     if node is None:
         return "auto"
+    r.refuse_quoted(node, "gpus_per_node", GPUS_ACCEPTED)
     r.refuse_unplain_int(node, "gpus_per_node", GPUS_ACCEPTED)
     if r.is_int(node):
         return r.integer(node, "gpus_per_node", 1, 1024)
@@ -70,16 +72,22 @@ def launcher(r: Reader, top: Fields) -> Launcher:
     items = r.sequence(f.get("args"), "launcher.args", "strings")
     args = tuple(r.string(item, path, "a string (any scalar but null)") for path, item in items)
     kind = choice(r, f, "type", LAUNCHERS, "torchrun")
+    master_port = integer(r, f, "master_port", 29500, 1, 65535)
+    exchange_port = integer(r, f, "exchange_port", None, 1, 65535)
+    if exchange_port == master_port:
+        raise r.fail(f.get("exchange_port"), "launcher.exchange_port", f"{exchange_port} is launcher.master_port too: "
+                     "node 0's check-in exchange and the launcher's rendezvous cannot share one port",
+                     f"a port other than {master_port}, or leave exchange_port out (master_port + 1)")
     return Launcher(
         type=kind,
         script=script,
         args=args,
         options=_options(r, f.get("options"), kind),
-        master_port=integer(r, f, "master_port", 29500, 1, 65535),
+        master_port=master_port,
         max_restarts=integer(r, f, "max_restarts", 0, 0, 1000),
         wait_timeout=integer(r, f, "wait_timeout", 600, 1, 86400),
         exchange=boolean(r, f, "exchange", True),
-        exchange_port=integer(r, f, "exchange_port", None, 1, 65535),
+        exchange_port=exchange_port,
         exchange_allow=rule_list(r, f.get("exchange_allow"), "launcher.exchange_allow", rules.EXCHANGE_CHECK,
                                  unique=True),
         mode=choice(r, f, "mode", MODES, "run"),
@@ -121,9 +129,15 @@ def _options(r: Reader, node: Optional[Node], kind: str) -> tuple:
             field = OWN_OPTION_FIELDS.get(own, "the node's plan: rank, master, hostfile, process count")
             raise r.fail(item, path, f"{option!r} sets {kind}'s {own}, which nodeweave passes itself (from {field})",
                          f"any other {kind} option, e.g. " + EXAMPLE_OPTIONS[kind])
+        unknown = launcher_options.unknown(kind, option)
+        if unknown is not None:  # it would fail at launch, on every node, after the image pulled
+            raise r.fail(item, path, f"{option!r} {unknown}", f"an option of {kind}'s own parser (as of "
+                         f"{launcher_table.READ_FROM[kind]}; `{LAUNCHER_HELP[kind]}` lists them), e.g. "
+                         + EXAMPLE_OPTIONS[kind])
     return options
 
 
+LAUNCHER_HELP = {"torchrun": "torchrun --help", "deepspeed": "deepspeed --help", "accelerate": "accelerate launch --help"}
 EXAMPLE_OPTIONS = {"torchrun": "--log-dir /workspace/logs --redirects 3", "deepspeed": "--bind_cores_to_rank",
                    "accelerate": "--mixed_precision bf16 --dynamo_backend inductor"}
 
@@ -143,9 +157,9 @@ def cache(r: Reader, top: Fields) -> Cache:
 
 
 def _refuse_reserved(r: Reader, node: Node, path: str, key: str) -> None:
-    if is_reserved(key):
-        raise r.fail(node, path, "is set by nodeweave from the spec (nodes, launcher.master_port, ...) or by the platform",
-                     "any other variable name; change the matching spec field instead")
+    reason = reserved_reason(key)
+    if reason is not None:
+        raise r.fail(node, path, reason, "any other variable name (change the matching spec field instead)")
 
 
 def env(r: Reader, node: Optional[Node]) -> Mapping[str, str]:
@@ -153,5 +167,5 @@ def env(r: Reader, node: Optional[Node]) -> Mapping[str, str]:
 
 
 def hosts(r: Reader, node: Optional[Node]) -> tuple:
-    """Bare hosts, node 0 first; each must be listed once (a host's position is its rank)."""
-    return rule_list(r, node, "hosts", rules.HOST, unique=True)
+    """Bare hosts, node 0 first; each must be listed once, in any case (a host's position is its rank)."""
+    return rule_list(r, node, "hosts", rules.HOST, unique=True, same=rules.host_key)

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from nodeweave.spec import rules
 from nodeweave.spec.fields import boolean, integer
-from nodeweave.spec.model import NodeRange, Recovery
+from nodeweave.spec.model import Launcher, NodeRange, Recovery
 from nodeweave.spec.nodes import Fields, Reader
 
-KEYS = ("enabled", "spares", "max_restarts", "no_progress_restarts", "checkpoint_dir", "straggler_is_fault",
-        "warm_start")
+KEYS = ("enabled", "spares", "min_nodes", "max_restarts", "no_progress_restarts", "checkpoint_dir",
+        "straggler_is_fault", "warm_start")
 CHECKPOINT_DIR = "a folder path, relative to workspace.path or absolute, e.g. checkpoints"
 
 
@@ -19,8 +19,9 @@ def listed_spares(r: Reader, top: Fields) -> int:
     return integer(r, f, "spares", 0, 0, 1024) if boolean(r, f, "enabled", False) else 0
 
 
-def recovery(r: Reader, top: Fields, nodes: NodeRange) -> Recovery:
-    """(The entrypoint refuses recovery without the check-in exchange: exit 2 on every node.)"""
+def recovery(r: Reader, top: Fields, nodes: NodeRange, launcher: Launcher) -> "tuple[Recovery, NodeRange]":
+    """The section, and the training nodes it makes of ``nodes``: with recovery on, ``nodes`` is a count, the
+    nodes that start, and ``min_nodes`` the fewest the job goes on with (the range node 0 shrinks in)."""
     f = r.fields(top.get("recovery"), "recovery", KEYS)
     enabled = boolean(r, f, "enabled", False)
     folder_node = f.get("checkpoint_dir")
@@ -29,15 +30,41 @@ def recovery(r: Reader, top: Fields, nodes: NodeRange) -> Recovery:
         folder = r.string(folder_node, "recovery.checkpoint_dir", CHECKPOINT_DIR)
         if not rules.single_line(folder):
             raise r.bad_value(folder_node, "recovery.checkpoint_dir", CHECKPOINT_DIR)
-    if enabled and nodes.max < 2 and not f.get("spares"):
+    spares = integer(r, f, "spares", 0, 0, 1024)
+    if enabled:
+        nodes = _training(r, top, f, nodes, spares)
+        if not launcher.exchange:
+            raise r.fail(f.get("enabled"), "recovery.enabled", "true with launcher.exchange false: recovery runs on "
+                         "the check-in exchange (node 0 gathers the nodes, hears of faults and decides each "
+                         "generation), so every node would stop at start with exit 2", "launcher.exchange: true (the "
+                         "default; leave it out), or recovery.enabled: false")
+    if enabled and nodes.max < 2 and not spares:
         raise r.fail(f.get("enabled"), "recovery.enabled", "true on a one-node job without spares: there is no "
                      "other node to watch it or take its place", "nodes of 2 or more, or recovery.spares >= 1")
     return Recovery(
         enabled=enabled,
-        spares=integer(r, f, "spares", 0, 0, 1024),
+        spares=spares,
         max_restarts=integer(r, f, "max_restarts", 5, 1, 100000),
         no_progress_restarts=integer(r, f, "no_progress_restarts", 3, 0, 100000),
         checkpoint_dir=folder,
         straggler_is_fault=boolean(r, f, "straggler_is_fault", False),
         warm_start=boolean(r, f, "warm_start", True),
-    )
+    ), nodes
+
+
+def _training(r: Reader, top: Fields, f: Fields, nodes: NodeRange, spares: int) -> NodeRange:
+    """With recovery on, every training node starts (node 0 decides who trains each generation), so ``nodes`` must
+    say that count: an elastic range, which torchrun reads as "start MIN, admit up to MAX", is refused rather
+    than silently starting MAX. ``min_nodes`` keeps the elastic floor: the job goes on with as few."""
+    if nodes.elastic:
+        extra = f" + {spares} spare(s)" if spares else ""
+        raise r.fail(top.get("nodes"), "nodes", f"the elastic range {nodes} under recovery would start all {nodes.max} "
+                     f"nodes{extra}, not {nodes.min} as torchrun starts it: recovery starts every training node and "
+                     "shrinks the job as nodes are lost", f"the nodes to start as a count, and the fewest to go on "
+                     f"with as recovery.min_nodes: nodes: {nodes.max} with recovery.min_nodes: {nodes.min} (starts "
+                     f"{nodes.max}), or nodes: {nodes.min} (starts {nodes.min})")
+    node = f.get("min_nodes")
+    if node is None:
+        return nodes
+    fewest = r.integer(node, "recovery.min_nodes", 1, nodes.max)
+    return NodeRange(fewest, nodes.max)

@@ -17,6 +17,7 @@ from yaml.nodes import Node
 from nodeweave.spec import rules
 from nodeweave.spec.fields import boolean, container_path, host_path, optional, rule_string
 from nodeweave.spec.model import Volume
+from nodeweave.spec.mounts import MountPoints
 from nodeweave.spec.nodes import Reader
 
 KEYS = ("name", "path", "read_only", "host_path", "claim", "config_map", "secret", "cache")
@@ -26,22 +27,18 @@ SOURCES = "host_path, claim, config_map, secret or cache"
 RESERVED_NAMES = ("workspace", "cache", "dshm", "hugepages")
 
 
-def volumes(r: Reader, node: Optional[Node], taken_paths: Dict[str, str]) -> Tuple[Volume, ...]:
-    """The list; ``taken_paths`` maps mount paths already used (workspace, cache, /dev/shm) to their field."""
+def volumes(r: Reader, node: Optional[Node], mounts: MountPoints) -> Tuple[Volume, ...]:
+    """The list; ``mounts`` holds the mount points already taken (workspace, cache, /dev/shm) and their rule."""
     out: List[Volume] = []
     names: Dict[str, str] = {}
-    paths = dict(taken_paths)
     for path, item in r.sequence(node, "volumes", "mappings with name, path and a source"):
         volume = _volume(r, path, item)
         if volume.name in RESERVED_NAMES or volume.name.startswith("hugepages-") or volume.name in names:
             other = names.get(volume.name, "nodeweave's own volumes")
             raise r.fail(item, f"{path}.name", f"{volume.name!r} is already used by {other}",
                          "a name not used by another volume nor " + ", ".join(RESERVED_NAMES))
-        if volume.path in paths:
-            raise r.fail(item, f"{path}.path", f"{volume.path} is already mounted by {paths[volume.path]}",
-                         "a container path no other volume uses")
+        mounts.claim(item, f"{path}.path", volume.path)
         names[volume.name] = path
-        paths[volume.path] = path
         out.append(volume)
     return tuple(out)
 

@@ -78,9 +78,10 @@ def directives(r: Resolved) -> List[str]:
 def allocation_options(r: Resolved) -> List[str]:
     """What the job asks Slurm for, as ``--option=value`` words: the #SBATCH lines, and ``salloc``'s options."""
     slurm = r.spec.slurm or Slurm()
-    spares = r.spec.recovery.spare_nodes  # the allocation holds them too: task N.. of it waits as a spare
-    fewest, most = r.spec.nodes.min + spares, r.spec.nodes.max + spares
-    nodes = f"{fewest}-{most}" if r.spec.nodes.elastic else str(fewest)
+    # With recovery every training node starts, and the spares beside them (task N.. of it waits as a spare):
+    # the allocation is Spec.containers, as every target's count; without, an elastic range is Slurm's MIN-MAX.
+    elastic = r.spec.nodes.elastic and not r.spec.recovery.enabled
+    nodes = f"{r.spec.nodes.min}-{r.spec.nodes.max}" if elastic else str(r.spec.containers)
     lines = [f"--job-name={r.spec.name}", f"--nodes={nodes}", "--ntasks-per-node=1"]
     if r.gpu_resource is not None:
         if r.spec.gpus_per_node == "auto" and not slurm.exclusive:
