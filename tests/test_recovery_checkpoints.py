@@ -1,10 +1,12 @@
 """The newest complete checkpoint: every layout complete and half-written, built in tmp_path.
 
-File names mirror what each writer writes (torch.distributed.checkpoint's
-FileSystemWriter, DeepSpeed's engine.save_checkpoint, the Trainer's
-_save_checkpoint, Accelerate's save_state, Megatron's checkpointing.py).
-tests/fixtures/recovery/dcp-2ranks is a real two-rank DCP save (torch 2.13,
-gloo); its .metadata is read here without torch.
+File names and contents mirror what each writer writes (torch.distributed.checkpoint's
+FileSystemWriter, DeepSpeed's engine.save_checkpoint with the world sizes its
+model states record, the Trainer's _save_checkpoint, Accelerate's save_state,
+Megatron's checkpointing.py, Lightning's ModelCheckpoint); torch.save files
+are zips built here without torch. tests/fixtures/recovery/dcp-2ranks is a
+real two-rank DCP save (torch 2.13, gloo); its .metadata is read here without
+torch. Saves made by the real libraries: tests/test_recovery_real_saves.py.
 """
 
 import io

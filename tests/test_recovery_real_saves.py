@@ -244,7 +244,62 @@ def test_a_real_accelerate_save_killed_anywhere_is_never_handed_out(accelerate_s
     assert "loaded 21" in done.stdout, done.stderr[-800:]  # load_state takes back what was handed out
 
 
-def test_deepspeed_save_checkpoint_on_the_cpu_accelerator():
-    pytest.skip("deepspeed 0.19.8's deepspeed.initialize on the CPU accelerator (gloo, one rank) did not return "
-                "within 240 s on the 2-core machine these tests run on; the DeepSpeed rules are tested from files "
-                "laid out as its engine writes them (tests/test_recovery_checkpoints.py), model states included")
+DEEPSPEED_SAVE = textwrap.dedent("""
+    import os, sys
+    import torch, torch.distributed as dist, torch.multiprocessing as mp
+
+    def run(rank, save_dir, port, stage):
+        os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank), WORLD_SIZE="2",
+                          LOCAL_RANK=str(rank), DS_ACCELERATOR="cpu")
+        dist.init_process_group("gloo", rank=rank, world_size=2)
+        import deepspeed
+        import deepspeed.comm.torch  # noqa: F401  (the module, not the torch attribute deepspeed.comm also has)
+        # its shared-memory all-reduce is JIT-compiled on first use (minutes; a kill leaves its build lock behind
+        # for every later user): gloo alone carries this test's few collectives, the save path is untouched
+        sys.modules["deepspeed.comm.torch"].build_shm_op = lambda: None
+        torch.manual_seed(0)
+        model = torch.nn.Linear(16, 8)
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+        config = {"train_batch_size": 2, "zero_optimization": {"stage": stage}, "zero_allow_untested_optimizer": True}
+        engine, *_ = deepspeed.initialize(model=model, optimizer=optimizer, config=config)
+        for step in (1, 2):
+            loss = engine(torch.randn(1, 16)).sum()
+            engine.backward(loss)
+            engine.step()
+            engine.save_checkpoint(save_dir)
+        dist.destroy_process_group()
+
+    if __name__ == "__main__":
+        mp.spawn(run, args=(sys.argv[1], int(sys.argv[2]), int(sys.argv[3])), nprocs=2)
+""")
+
+
+@pytest.fixture(scope="module")
+def deepspeed_saves(tmp_path_factory):
+    """global_step1 and global_step2 from two gloo ranks' save_checkpoint with ZeRO-2 on the CPU accelerator."""
+    pytest.importorskip("deepspeed")
+    root = tmp_path_factory.mktemp("deepspeed")
+    (root / "save.py").write_text(DEEPSPEED_SAVE)
+    try:
+        done = subprocess.run([sys.executable, str(root / "save.py"), str(root / "saves"), str(free_port()), "2"],
+                              capture_output=True, text=True, timeout=240)
+    except subprocess.TimeoutExpired:
+        pytest.skip("deepspeed's two-rank save on the CPU accelerator took over 240 s here")
+    if done.returncode:
+        pytest.skip(f"deepspeed could not save on the CPU accelerator here: {done.stderr[-400:]}")
+    return [root / "saves" / f"global_step{step}" for step in (1, 2)]
+
+
+def test_a_real_deepspeed_zero_save_killed_anywhere_is_never_handed_out(deepspeed_saves, tmp_path):
+    older, whole = deepspeed_saves
+    assert sorted(p.name for p in whole.iterdir()) == [
+        "mp_rank_00_model_states.pt", "zero_pp_rank_0_mp_rank_00_optim_states.pt",
+        "zero_pp_rank_1_mp_rank_00_optim_states.pt"]
+    found = assert_never_handed_out(whole, older, tmp_path)
+    assert (found.step, found.layout) == (2, "deepspeed") and "dp_world_size 2" in found.why
+    root = tmp_path / "latest-ahead"  # rank 0 wrote latest; rank 1's ZeRO file is not there yet
+    shutil.copytree(older, root / older.name)
+    shutil.copytree(whole, root / whole.name)
+    (root / whole.name / "zero_pp_rank_1_mp_rank_00_optim_states.pt").unlink()
+    (root / "latest").write_text(whole.name)
+    assert newest_complete(root).path == str(root / older.name)
