@@ -601,3 +601,13 @@ def test_a_layout_the_finder_cannot_judge_is_said_in_the_log_never_handed_out(tm
     assert newest_checkpoint(str(tmp_path), lines.append) == (None, None, None)
     assert lines == [f"recovery: cannot judge {tmp_path / 'snapshots'}: checkpoint-like files (opt-state.pt, "
                      "weights.npz.bin) in a layout nodeweave does not know: never handed out"]
+
+
+def test_an_fsdp_optimizer_folder_inside_a_trainer_save_is_checked_like_any_dcp_save(tmp_path):
+    for step in (500, 1000):
+        folder = trainer_checkpoint(tmp_path, step, weights=None)
+        dcp(folder / "pytorch_model_fsdp_0")
+        dcp(folder / "optimizer_0")
+    (tmp_path / "checkpoint-1000" / "optimizer_0" / "__1_0.distcp").unlink()
+    assert newest_complete(tmp_path).step == 500
+    assert "optimizer_0/: __1_0.distcp, listed in .metadata, is missing" in reasons(tmp_path)["checkpoint-1000"]
