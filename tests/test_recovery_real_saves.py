@@ -1,14 +1,17 @@
 """The checkpoint finder against saves the real libraries make, killed or cut as storage leaves them.
 
 Each library here writes a whole save (torch DCP on two gloo ranks with
-DTensor shards, ``torch.save``, safetensors, Accelerate ``save_state`` with a
-registered object). A kill mid-save leaves the files written before it, the
+DTensor shards, ``torch.save``, safetensors, Accelerate ``save_state`` with
+registered objects, DeepSpeed ``save_checkpoint`` with ZeRO-2 on two gloo
+ranks and its CPU accelerator). Not here: the Hugging Face Trainer and
+Lightning (transformers and lightning are not installed; their layouts are
+tested from files as they write them in tests/test_recovery_checkpoints.py). A kill mid-save leaves the files written before it, the
 last one possibly cut short; so every prefix of the save's write order (its
 files by mtime), with and without its last file cut in half, must never be
 handed out, and the whole save must be, and must load back in the library.
 A file cut anywhere (a lost page cache) must be refused too.
 
-Marked ``slow`` and ``launchers`` (torch, accelerate installed: make install).
+Marked ``slow`` and ``launchers`` (torch, accelerate, deepspeed installed: make install).
 Nothing is downloaded: the models are built here.
 """
 
