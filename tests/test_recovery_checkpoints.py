@@ -597,10 +597,11 @@ def test_a_layout_the_finder_cannot_judge_is_said_in_the_log_never_handed_out(tm
 
     write(tmp_path / "snapshots" / "weights.npz.bin")
     write(tmp_path / "snapshots" / "opt-state.pt")
-    lines = []
-    assert newest_checkpoint(str(tmp_path), lines.append) == (None, None, None)
+    lines, kept = [], []
+    assert newest_checkpoint(str(tmp_path), lines.append, kept) == (None, None, None)
     assert lines == [f"recovery: cannot judge {tmp_path / 'snapshots'}: checkpoint-like files (opt-state.pt, "
                      "weights.npz.bin) in a layout nodeweave does not know: never handed out"]
+    assert kept == [lines[0][len("recovery: cannot judge "):]]  # node 0's record (recovery.json) keeps it too
 
 
 def test_an_fsdp_optimizer_folder_inside_a_trainer_save_is_checked_like_any_dcp_save(tmp_path):
