@@ -92,6 +92,16 @@ def free_port():
     pytest.skip("no two free ports next to each other")
 
 
+def run_on_free_ports(command, saves, timeout=300, tries=3):
+    """Run ``command(port)``; again on other ports when another process took the port meanwhile."""
+    for _ in range(tries):
+        done = subprocess.run(command(free_port()), capture_output=True, text=True, timeout=timeout)
+        if "EADDRINUSE" not in done.stderr:
+            return done
+        shutil.rmtree(saves, ignore_errors=True)
+    return done
+
+
 DCP_SAVE = textwrap.dedent("""
     import os, sys
     import torch, torch.distributed as dist, torch.multiprocessing as mp
@@ -121,8 +131,8 @@ def dcp_saves(tmp_path_factory):
     script = root / "save.py"
     script.write_text(DCP_SAVE)
     paths = [root / "saves" / "step-100", root / "saves" / "step-200"]
-    done = subprocess.run([sys.executable, str(script), str(free_port())] + [str(p) for p in paths],
-                          capture_output=True, text=True, timeout=300)
+    done = run_on_free_ports(lambda port: [sys.executable, str(script), str(port)] + [str(p) for p in paths],
+                             root / "saves")
     if done.returncode:
         pytest.skip(f"torch DCP could not save on two gloo ranks here: {done.stderr[-400:]}")
     return paths
@@ -284,8 +294,8 @@ def deepspeed_saves(tmp_path_factory):
     root = tmp_path_factory.mktemp("deepspeed")
     (root / "save.py").write_text(DEEPSPEED_SAVE)
     try:
-        done = subprocess.run([sys.executable, str(root / "save.py"), str(root / "saves"), str(free_port()), "2"],
-                              capture_output=True, text=True, timeout=240)
+        done = run_on_free_ports(lambda port: [sys.executable, str(root / "save.py"), str(root / "saves"), str(port),
+                                               "2"], root / "saves", timeout=240)
     except subprocess.TimeoutExpired:
         pytest.skip("deepspeed's two-rank save on the CPU accelerator took over 240 s here")
     if done.returncode:
