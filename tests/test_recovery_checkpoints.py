@@ -1,10 +1,12 @@
 """The newest complete checkpoint: every layout complete and half-written, built in tmp_path.
 
-File names mirror what each writer writes (torch.distributed.checkpoint's
-FileSystemWriter, DeepSpeed's engine.save_checkpoint, the Trainer's
-_save_checkpoint, Accelerate's save_state, Megatron's checkpointing.py).
-tests/fixtures/recovery/dcp-2ranks is a real two-rank DCP save (torch 2.13,
-gloo); its .metadata is read here without torch.
+File names and contents mirror what each writer writes (torch.distributed.checkpoint's
+FileSystemWriter, DeepSpeed's engine.save_checkpoint with the world sizes its
+model states record, the Trainer's _save_checkpoint, Accelerate's save_state,
+Megatron's checkpointing.py, Lightning's ModelCheckpoint); torch.save files
+are zips built here without torch. tests/fixtures/recovery/dcp-2ranks is a
+real two-rank DCP save (torch 2.13, gloo); its .metadata is read here without
+torch. Saves made by the real libraries: tests/test_recovery_real_saves.py.
 """
 
 import io
@@ -595,7 +597,18 @@ def test_a_layout_the_finder_cannot_judge_is_said_in_the_log_never_handed_out(tm
 
     write(tmp_path / "snapshots" / "weights.npz.bin")
     write(tmp_path / "snapshots" / "opt-state.pt")
-    lines = []
-    assert newest_checkpoint(str(tmp_path), lines.append) == (None, None, None)
+    lines, kept = [], []
+    assert newest_checkpoint(str(tmp_path), lines.append, kept) == (None, None, None)
     assert lines == [f"recovery: cannot judge {tmp_path / 'snapshots'}: checkpoint-like files (opt-state.pt, "
                      "weights.npz.bin) in a layout nodeweave does not know: never handed out"]
+    assert kept == [lines[0][len("recovery: cannot judge "):]]  # node 0's record (recovery.json) keeps it too
+
+
+def test_an_fsdp_optimizer_folder_inside_a_trainer_save_is_checked_like_any_dcp_save(tmp_path):
+    for step in (500, 1000):
+        folder = trainer_checkpoint(tmp_path, step, weights=None)
+        dcp(folder / "pytorch_model_fsdp_0")
+        dcp(folder / "optimizer_0")
+    (tmp_path / "checkpoint-1000" / "optimizer_0" / "__1_0.distcp").unlink()
+    assert newest_complete(tmp_path).step == 500
+    assert "optimizer_0/: __1_0.distcp, listed in .metadata, is missing" in reasons(tmp_path)["checkpoint-1000"]

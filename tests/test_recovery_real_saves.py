@@ -1,14 +1,17 @@
 """The checkpoint finder against saves the real libraries make, killed or cut as storage leaves them.
 
 Each library here writes a whole save (torch DCP on two gloo ranks with
-DTensor shards, ``torch.save``, safetensors, Accelerate ``save_state`` with a
-registered object). A kill mid-save leaves the files written before it, the
+DTensor shards, ``torch.save``, safetensors, Accelerate ``save_state`` with
+registered objects, DeepSpeed ``save_checkpoint`` with ZeRO-2 on two gloo
+ranks and its CPU accelerator). Not here: the Hugging Face Trainer and
+Lightning (transformers and lightning are not installed; their layouts are
+tested from files as they write them in tests/test_recovery_checkpoints.py). A kill mid-save leaves the files written before it, the
 last one possibly cut short; so every prefix of the save's write order (its
 files by mtime), with and without its last file cut in half, must never be
 handed out, and the whole save must be, and must load back in the library.
 A file cut anywhere (a lost page cache) must be refused too.
 
-Marked ``slow`` and ``launchers`` (torch, accelerate installed: make install).
+Marked ``slow`` and ``launchers`` (torch, accelerate, deepspeed installed: make install).
 Nothing is downloaded: the models are built here.
 """
 
@@ -89,6 +92,16 @@ def free_port():
     pytest.skip("no two free ports next to each other")
 
 
+def run_on_free_ports(command, saves, timeout=300, tries=3):
+    """Run ``command(port)``; again on other ports when another process took the port meanwhile."""
+    for _ in range(tries):
+        done = subprocess.run(command(free_port()), capture_output=True, text=True, timeout=timeout)
+        if "EADDRINUSE" not in done.stderr:
+            return done
+        shutil.rmtree(saves, ignore_errors=True)
+    return done
+
+
 DCP_SAVE = textwrap.dedent("""
     import os, sys
     import torch, torch.distributed as dist, torch.multiprocessing as mp
@@ -118,8 +131,8 @@ def dcp_saves(tmp_path_factory):
     script = root / "save.py"
     script.write_text(DCP_SAVE)
     paths = [root / "saves" / "step-100", root / "saves" / "step-200"]
-    done = subprocess.run([sys.executable, str(script), str(free_port())] + [str(p) for p in paths],
-                          capture_output=True, text=True, timeout=300)
+    done = run_on_free_ports(lambda port: [sys.executable, str(script), str(port)] + [str(p) for p in paths],
+                             root / "saves")
     if done.returncode:
         pytest.skip(f"torch DCP could not save on two gloo ranks here: {done.stderr[-400:]}")
     return paths
@@ -244,7 +257,62 @@ def test_a_real_accelerate_save_killed_anywhere_is_never_handed_out(accelerate_s
     assert "loaded 21" in done.stdout, done.stderr[-800:]  # load_state takes back what was handed out
 
 
-def test_deepspeed_save_checkpoint_on_the_cpu_accelerator():
-    pytest.skip("deepspeed 0.19.8's deepspeed.initialize on the CPU accelerator (gloo, one rank) did not return "
-                "within 240 s on the 2-core machine these tests run on; the DeepSpeed rules are tested from files "
-                "laid out as its engine writes them (tests/test_recovery_checkpoints.py), model states included")
+DEEPSPEED_SAVE = textwrap.dedent("""
+    import os, sys
+    import torch, torch.distributed as dist, torch.multiprocessing as mp
+
+    def run(rank, save_dir, port, stage):
+        os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank), WORLD_SIZE="2",
+                          LOCAL_RANK=str(rank), DS_ACCELERATOR="cpu")
+        dist.init_process_group("gloo", rank=rank, world_size=2)
+        import deepspeed
+        import deepspeed.comm.torch  # noqa: F401  (the module, not the torch attribute deepspeed.comm also has)
+        # its shared-memory all-reduce is JIT-compiled on first use (minutes; a kill leaves its build lock behind
+        # for every later user): gloo alone carries this test's few collectives, the save path is untouched
+        sys.modules["deepspeed.comm.torch"].build_shm_op = lambda: None
+        torch.manual_seed(0)
+        model = torch.nn.Linear(16, 8)
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+        config = {"train_batch_size": 2, "zero_optimization": {"stage": stage}, "zero_allow_untested_optimizer": True}
+        engine, *_ = deepspeed.initialize(model=model, optimizer=optimizer, config=config)
+        for step in (1, 2):
+            loss = engine(torch.randn(1, 16)).sum()
+            engine.backward(loss)
+            engine.step()
+            engine.save_checkpoint(save_dir)
+        dist.destroy_process_group()
+
+    if __name__ == "__main__":
+        mp.spawn(run, args=(sys.argv[1], int(sys.argv[2]), int(sys.argv[3])), nprocs=2)
+""")
+
+
+@pytest.fixture(scope="module")
+def deepspeed_saves(tmp_path_factory):
+    """global_step1 and global_step2 from two gloo ranks' save_checkpoint with ZeRO-2 on the CPU accelerator."""
+    pytest.importorskip("deepspeed")
+    root = tmp_path_factory.mktemp("deepspeed")
+    (root / "save.py").write_text(DEEPSPEED_SAVE)
+    try:
+        done = run_on_free_ports(lambda port: [sys.executable, str(root / "save.py"), str(root / "saves"), str(port),
+                                               "2"], root / "saves", timeout=240)
+    except subprocess.TimeoutExpired:
+        pytest.skip("deepspeed's two-rank save on the CPU accelerator took over 240 s here")
+    if done.returncode:
+        pytest.skip(f"deepspeed could not save on the CPU accelerator here: {done.stderr[-400:]}")
+    return [root / "saves" / f"global_step{step}" for step in (1, 2)]
+
+
+def test_a_real_deepspeed_zero_save_killed_anywhere_is_never_handed_out(deepspeed_saves, tmp_path):
+    older, whole = deepspeed_saves
+    assert sorted(p.name for p in whole.iterdir()) == [
+        "mp_rank_00_model_states.pt", "zero_pp_rank_0_mp_rank_00_optim_states.pt",
+        "zero_pp_rank_1_mp_rank_00_optim_states.pt"]
+    found = assert_never_handed_out(whole, older, tmp_path)
+    assert (found.step, found.layout) == (2, "deepspeed") and "dp_world_size 2" in found.why
+    root = tmp_path / "latest-ahead"  # rank 0 wrote latest; rank 1's ZeRO file is not there yet
+    shutil.copytree(older, root / older.name)
+    shutil.copytree(whole, root / whole.name)
+    (root / whole.name / "zero_pp_rank_1_mp_rank_00_optim_states.pt").unlink()
+    (root / "latest").write_text(whole.name)
+    assert newest_complete(root).path == str(root / older.name)

@@ -36,12 +36,15 @@ class HubSide:
         while True:
             verdict = self._gather(hub, book)
             present = {0} | {p.fp.get("rank") for p in hub.peers}
-            path, step, mark = newest_checkpoint(self.config.folder, self.log)
+            unjudged = []  # folders in a layout the finder cannot judge: in the log and in node 0's record
+            path, step, mark = newest_checkpoint(self.config.folder, self.log, unjudged)
             if fault is not None:
                 fault.update(resumed_step=step, resume_from=path, work_lost_s=work_lost_s(path, fault["at"]))
             book = self._next(hub, book, fault, present, mark)  # the brake compares the mark (step or save time)
             book.update(resume_from=path if book["generation"] else None, step=step,
                         master=self._master(hub, book), present=book.get("present") or sorted(present))
+            if unjudged:
+                book["checkpoint_unjudged"] = unjudged
             verdict = self._announce(hub, verdict, book)
             if book["generation"] == 0:
                 from ..checkin.session import _say_verdict

@@ -13,7 +13,7 @@
 import json
 import re
 
-from .layouts import DS_TAG_DIR, check_dcp, check_deepspeed_root, gap, leftovers, whole
+from .layouts import DISTCP, DS_TAG_DIR, check_dcp, check_deepspeed_root, gap, leftovers, whole
 from .listing import Listing, Unreadable, first_few
 
 _HF_WEIGHTS = ("model.safetensors", "pytorch_model.bin", "adapter_model.safetensors", "adapter_model.bin")
@@ -83,6 +83,20 @@ def _trainer_state_step(listing):
     return step, None
 
 
+def _dcp_subfolders(listing):
+    """Why a DCP folder inside the save (FSDP's ``pytorch_model_fsdp_0``, ``optimizer_0``) is not complete, or
+    None: the Trainer's and Accelerate's FSDP resume opens each."""
+    for name in listing.names:
+        if not listing.is_dir(name) or name.startswith("."):
+            continue
+        sub = Listing(listing.join(name))
+        if ".metadata" in sub or sub.matching(DISTCP):
+            ok, text = check_dcp(sub)
+            if not ok:
+                return f"{name}/: {text}"
+    return None
+
+
 def check_hf_trainer(listing):
     """A Trainer ``checkpoint-N``: ``trainer_state.json`` (written last) parses, the weights and every file
     the Trainer's resume opens are whole. Returns ``(complete, text, step)``: ``global_step`` of the state."""
@@ -100,7 +114,7 @@ def check_hf_trainer(listing):
         return False, "no model weights (model.safetensors, pytorch_model.bin, a sharded index, FSDP or DeepSpeed)"
     if not ok:
         return False, text
-    broken = whole(listing)
+    broken = whole(listing) or _dcp_subfolders(listing)
     if broken:
         return False, broken
     return True, f"Trainer: trainer_state.json (global_step {step}) and {text}, every file whole", step
@@ -142,7 +156,7 @@ def check_accelerate(listing, expected_objects=0):
         return False, "no model weights (model.safetensors, pytorch_model.bin, FSDP or DeepSpeed)"
     if not ok:
         return False, text
-    broken = whole(listing)
+    broken = whole(listing) or _dcp_subfolders(listing)
     if broken:
         return False, broken
     extra = f", {len(objects)} registered object(s)" if objects else ""

@@ -50,11 +50,12 @@ def identity_settings(settings):
     return with_flags(settings, nnodes=job_size(settings)[1] + spares) if spares else settings
 
 
-def newest_checkpoint(folder, log):
+def newest_checkpoint(folder, log, unjudged=None):
     """(path, step, mark) of the newest complete checkpoint in ``folder``, or (None, None, None).
 
     ``mark`` is what the no-progress brake compares (``checkpoints.progress_mark``): the step, or the save's
-    time for one that records no step. Folders in a layout the finder cannot judge are said in the log.
+    time for one that records no step. Folders in a layout the finder cannot judge are said in the log, and
+    added to ``unjudged`` ("path: why") for node 0's record.
     """
     if not folder:
         return None, None, None
@@ -69,6 +70,8 @@ def newest_checkpoint(folder, log):
         return None, None, None
     for path, why in found.unjudged:
         log(f"recovery: cannot judge {path}: {why}")
+        if unjudged is not None:
+            unjudged.append(f"{path}: {why}")
     newest = found.newest()
     return (newest.path, newest.step, progress_mark(newest)) if newest is not None else (None, None, None)
 
