@@ -166,12 +166,13 @@ def state_path(spec_path: Path, name: str) -> Path:
     return JobState.of(spec_path, name).cluster_file
 
 
-def load_state(spec_path: Path, name: str) -> ClusterOptions:
-    """What ``up`` remembered for the job ``name`` (nothing when it did not run here)."""
+def load_state(spec_path: Path, name: str, move: bool = True) -> ClusterOptions:
+    """What ``up`` remembered for the job ``name`` (nothing when it did not run here); ``move`` False (a dry
+    run): an entry of the old single file is read where it is, not moved."""
     path = state_path(spec_path, name)
     data = _read_json(path)
     if data is None:
-        data = _moved_from_legacy(spec_path, name)
+        data = _moved_from_legacy(spec_path, name, move)
     if data is None:
         return ClusterOptions()
     return _options(path, data)
@@ -208,8 +209,9 @@ def _read_json(path: Path):
         raise _damaged(path, "is not JSON") from None
 
 
-def _moved_from_legacy(spec_path: Path, name: str):
-    """This job's entry of the old single ``.nodeweave/cluster.json``, moved into the job's folder (once)."""
+def _moved_from_legacy(spec_path: Path, name: str, move: bool = True):
+    """This job's entry of the old single ``.nodeweave/cluster.json``, moved into the job's folder (once;
+    ``move`` False: only read)."""
     legacy = spec_path.resolve().parent / LEGACY_STATE_FILE
     everything = _read_json(legacy)
     if everything is None:
@@ -218,6 +220,9 @@ def _moved_from_legacy(spec_path: Path, name: str):
         raise _damaged(legacy, "is not a mapping of job names to what `up` was told")
     if name not in everything:
         return None
+    if not move:
+        _options(legacy, everything[name], f"{name}.")
+        return everything[name]
     data = everything.pop(name)
     save_state(spec_path, name, _options(legacy, data, f"{name}."))
     if everything:
