@@ -360,3 +360,24 @@ def test_kubernetes_and_slurm_plans_name_the_image_and_the_variables_their_tools
     assert f"# KUBECONFIG={tmp_path / 'elsewhere.yaml'} from this environment is read" in kube.stdout, kube.stdout
     slurm = cli(spec.parent, _env(tmp_path, SALLOC_PARTITION="big"), "up", "-t", "slurm", "--dry-run")
     assert "# SALLOC_PARTITION=big from this environment is read" in slurm.stdout, slurm.stdout + slurm.stderr
+
+
+def test_a_dry_run_reads_the_old_single_state_file_and_writes_nothing(tmp_path):
+    """First-day s8: `stop --dry-run` moved the entry of .nodeweave/cluster.json and rewrote the old file."""
+    spec = _folder(tmp_path / "old", SPEC)
+    (tmp_path / "bin").mkdir()
+    legacy = spec.parent / ".nodeweave" / "cluster.json"
+    legacy.parent.mkdir()
+    text = json.dumps({"twin": {"target": "kubernetes", "namespace": "night"}, "other": {"target": "local"}})
+    legacy.write_text(text)
+    for verb in (("stop", "--dry-run"), ("up", "--dry-run"), ("down", "--dry-run")):
+        out = cli(spec.parent, _env(tmp_path), *verb)
+        assert out.returncode == 0 and "kubectl" in out.stdout and "-n night" in out.stdout, (verb, out.stdout,
+                                                                                               out.stderr)
+        assert legacy.read_text() == text and not (spec.parent / ".nodeweave" / "twin").exists(), verb
+    from nodeweave.cluster.options import load_state, save_state
+
+    assert load_state(spec, "twin").namespace == "night"  # a read is a read: the entry stays where it is
+    assert legacy.read_text() == text
+    save_state(spec, "twin", load_state(spec, "twin"))  # what a real `up` does: the entry moves
+    assert json.loads(legacy.read_text()) == {"other": {"target": "local"}}

@@ -172,7 +172,8 @@ def state_path(spec_path: Path, name: str) -> Path:
 
 
 def load_state(spec_path: Path, name: str) -> ClusterOptions:
-    """What ``up`` remembered for the job ``name`` (nothing when it did not run here)."""
+    """What ``up`` remembered for the job ``name`` (nothing when it did not run here); an entry of the old
+    single file is read where it is, and moves on the next real ``up`` (``save_state``)."""
     path = state_path(spec_path, name)
     data = _read_json(path)
     if data is not None:

@@ -96,7 +96,7 @@ def open_cluster(spec_path: Path, given, remember: bool = False, dry_run: bool =
     from nodeweave.spec import load_spec
 
     spec = load_spec(spec_path)  # the verb has found it (find_spec) before
-    merged = given.merged(load_state(spec_path, spec.name))
+    merged = given.merged(load_state(spec_path, spec.name))  # reads only: a dry run writes nothing
     if spec.hosts:
         merged = _spec_hosts(merged, spec)
     merged = _spec_target(merged, spec)
