@@ -279,9 +279,24 @@ def status(nodes, workdir, rank_views=8):
                        wire=len(json.dumps(answer, separators=(",", ":"))))
         return one
 
+    def raw():
+        """The summary asked from this process (no interpreter to start): node 0's own answer time."""
+        from nodeweave.entrypoint.checkin.exchange import ask_status
+        from nodeweave.entrypoint.checkin.wire import frame_limit, job_token
+
+        started = time.monotonic()
+        answer = ask_status("127.0.0.1", job.exchange, "nodeweave", job_token({}, "nodeweave", job.port), 60,
+                            limit=frame_limit(nodes))
+        rss, peak = _memory(job.node0.pid)
+        return {"seconds": time.monotonic() - started, "code": 0, "rss": rss, "peak": peak,
+                "counted": answer["summary"]["nodes"], "listed": len(answer.get("nodes") or []),
+                "ranks": len((answer.get("ranks") or {}).get("ranks") or []),
+                "wire": len(json.dumps(answer, separators=(",", ":")))}
+
     def asks():
         time.sleep(3 + nodes / 2000)  # every node's first beat (its ranks' view) in
         got["before"] = _memory(job.node0.pid)
+        got["summary_wire"] = raw()
         got["summary"] = ask([])
         got["all"] = ask(["--all"])
         got["summary_again"] = ask([])
@@ -325,9 +340,10 @@ def main():
             for n in counts:
                 r = status(n, workdir)
                 before = (r.get("before") or (None, None))[0]
-                for key in ("summary", "all", "summary_again"):
+                for key in ("summary_wire", "summary", "all", "summary_again"):
                     one = r.get(key) or {}
-                    print(f"| {n} x 8 | {key.replace('_', ' ')} | {one.get('code')} "
+                    asked = {"summary_wire": "summary, asked in-process (no `--status` process)"}.get(key, key)
+                    print(f"| {n} x 8 | {asked.replace('_', ' ')} | {one.get('code')} "
                           f"{one.get('error', '')[:80] if one.get('code') else ''} | {one.get('counted', '-')} / "
                           f"{one.get('listed', '-')} | {one.get('ranks', '-')} | {one.get('wire', 0)} | "
                           f"{one.get('seconds', 0):.2f} | {before or 0:.0f} -> {one.get('rss') or 0:.0f} "
