@@ -81,18 +81,25 @@ class Job:
         self.node0_said = collections.deque(maxlen=40)  # node 0's last lines: read, so its log never fills the pipe
         threading.Thread(target=lambda: self.node0_said.extend(self.node0.stderr), daemon=True).start()
         threading.Thread(target=self._reap, args=(self.node0, "node0"), daemon=True).start()
-        self.peak = {"threads": 0, "fds": 0}
+        self.peak, self.cpu_at = {"threads": 0, "fds": 0}, []
         threading.Thread(target=self._sample, daemon=True).start()
 
     def _sample(self):
-        """Node 0's most threads and open descriptors, every 50 ms while it runs."""
+        """Node 0's most threads and open descriptors, every 50 ms while it runs, and its CPU seconds then."""
         while self.node0.poll() is None:
             try:
                 self.peak["threads"] = max(self.peak["threads"], len(os.listdir(f"/proc/{self.node0.pid}/task")))
                 self.peak["fds"] = max(self.peak["fds"], len(os.listdir(f"/proc/{self.node0.pid}/fd")))
+                self.cpu_at.append((time.monotonic(), _cpu_seconds(self.node0.pid)))
             except OSError:
                 return
             time.sleep(0.05)
+
+    def cpu_between(self, start, end):
+        """Node 0's CPU seconds from ``start`` to ``end`` (monotonic), from the 50 ms samples around them."""
+        before = [cpu for t, cpu in self.cpu_at if t <= start]
+        after = [cpu for t, cpu in self.cpu_at if t >= end]
+        return (after[0] - before[-1]) if before and after else None
 
     def _reap(self, proc, key):
         proc.wait()
@@ -154,6 +161,10 @@ class Job:
                 proc.kill()
 
 
+def _seconds(value):
+    return "-" if value is None else f"{value:.2f}"
+
+
 def _wait_exits(job, count, timeout):
     deadline = time.monotonic() + timeout
     while len(job.exits) < count and time.monotonic() < deadline:
@@ -184,6 +195,7 @@ def check_in(nodes, workdir, mode):
                              f"{out['identical']}, own rows {out.get('own_rows')}, closed without a verdict "
                              f"{out.get('gone')}; node 0's last lines:\n" + "".join(list(job.node0_said)[-8:]))
         return {"in_s": out["connected_s"], "path_s": out["verdict_last"] - last,
+                "node0_cpu_s": job.cpu_between(last, out["verdict_last"]),
                 "exit_s": max(t for t, _ in job.exits.values()) - last,
                 "codes": sorted({c for _, c in job.exits.values()}), "bytes": out["verdict_bytes"],
                 "bytes_all": out.get("verdict_bytes_all"), "own_rows": out.get("own_rows") == nodes - 1,
@@ -267,9 +279,24 @@ def status(nodes, workdir, rank_views=8):
                        wire=len(json.dumps(answer, separators=(",", ":"))))
         return one
 
+    def raw():
+        """The summary asked from this process (no interpreter to start): node 0's own answer time."""
+        from nodeweave.entrypoint.checkin.exchange import ask_status
+        from nodeweave.entrypoint.checkin.wire import frame_limit, job_token
+
+        started = time.monotonic()
+        answer = ask_status("127.0.0.1", job.exchange, "nodeweave", job_token({}, "nodeweave", job.port), 60,
+                            limit=frame_limit(nodes))
+        rss, peak = _memory(job.node0.pid)
+        return {"seconds": time.monotonic() - started, "code": 0, "rss": rss, "peak": peak,
+                "counted": answer["summary"]["nodes"], "listed": len(answer.get("nodes") or []),
+                "ranks": len((answer.get("ranks") or {}).get("ranks") or []),
+                "wire": len(json.dumps(answer, separators=(",", ":")))}
+
     def asks():
         time.sleep(3 + nodes / 2000)  # every node's first beat (its ranks' view) in
         got["before"] = _memory(job.node0.pid)
+        got["summary_wire"] = raw()
         got["summary"] = ask([])
         got["all"] = ask(["--all"])
         got["summary_again"] = ask([])
@@ -313,9 +340,10 @@ def main():
             for n in counts:
                 r = status(n, workdir)
                 before = (r.get("before") or (None, None))[0]
-                for key in ("summary", "all", "summary_again"):
+                for key in ("summary_wire", "summary", "all", "summary_again"):
                     one = r.get(key) or {}
-                    print(f"| {n} x 8 | {key.replace('_', ' ')} | {one.get('code')} "
+                    asked = {"summary_wire": "summary, asked in-process (no `--status` process)"}.get(key, key)
+                    print(f"| {n} x 8 | {asked.replace('_', ' ')} | {one.get('code')} "
                           f"{one.get('error', '')[:80] if one.get('code') else ''} | {one.get('counted', '-')} / "
                           f"{one.get('listed', '-')} | {one.get('ranks', '-')} | {one.get('wire', 0)} | "
                           f"{one.get('seconds', 0):.2f} | {before or 0:.0f} -> {one.get('rss') or 0:.0f} "
@@ -325,8 +353,8 @@ def main():
             print("\n| nodes | start-up: spawn -> others in, s | critical path: last hello -> every verdict, s "
                   "(median of runs; each) | -> node 0/workers exit, s | verdict bytes, most one node got | node 0 sent "
                   "all nodes, bytes | same verdict everywhere (shared part; own row) | node 0 peak threads / fds | "
-                  "load |")
-            print("|---:|---:|---:|---:|---:|---:|---|---:|---:|")
+                  "node 0's CPU on the path, s (each run; 50 ms samples around it) | load |")
+            print("|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|")
             for n in counts:
                 runs = [check_in(n, workdir, args.mode) for _ in range(args.runs)]
                 paths = sorted(r["path_s"] for r in runs)
@@ -335,7 +363,9 @@ def main():
                       f"({', '.join(f'{p:.3f}' for p in paths)}) | {max(r['exit_s'] for r in runs):.3f} | "
                       f"{runs[0]['bytes']} | {runs[0]['bytes_all']} | "
                       f"{all(r['identical'] and r['own_rows'] for r in runs) and ok} | "
-                      f"{max(r['threads'] for r in runs)} / {max(r['fds'] for r in runs)} | {_load():.1f} |", flush=True)
+                      f"{max(r['threads'] for r in runs)} / {max(r['fds'] for r in runs)} | "
+                      f"{', '.join(_seconds(r['node0_cpu_s']) for r in runs)} | "
+                      f"{_load():.1f} |", flush=True)
         if args.only != "checkin":
             print("\n| nodes | node 0 CPU, ms/min (window) | failure (nodes failing) | every node told, s | most aborts "
                   "one node got | node 0 exit (code) | workers exit, s | node 0 peak threads / fds | load |")

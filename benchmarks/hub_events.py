@@ -87,10 +87,8 @@ def measure(nodes, base, repeat):
         hub.live_status = lambda stacks=False: {"ranks": [dict(r) for r in ranks], "stall": None, "stragglers": []}
         out["summary"] = timed(lambda: len(encode(hub.status())), repeat)
         out["all"] = timed(lambda: len(encode(hub.status(whole=True))), 1)
-        hub.early = {"checked": nodes - 2, "ranks": set(range(nodes - 1)), "refused": False}
-
-        def arrival():
-            hub.early["checked"] = nodes - 2
+        def arrival():  # every node but the last judged already: the last one's arrival
+            hub.early = {"checked": nodes - 2, "ranks": set(range(nodes - 1)), "refused": False}
             return refused_early(hub, nodes, "torchrun", ())
         out["arrival"] = timed(arrival, repeat)
         return out

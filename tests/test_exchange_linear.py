@@ -292,3 +292,24 @@ def test_an_answer_waiting_unread_at_the_deadline_counts():
         conn.close()
     finally:
         listener.close()
+
+
+def test_a_beat_node_0_has_not_read_yet_is_not_silence():
+    """Node 0 behind on thousands of connections (8,192 nodes on a loaded machine) swept a node whose beat sat
+    unread in its socket, called it lost and stopped the job; now it reads before it judges silence."""
+    from nodeweave.entrypoint.checkin.heartbeat import LOST_S, HubWatch
+
+    cluster = Cluster(2)
+    try:
+        assert cluster.decide()["decision"] == "start"
+        watch = HubWatch(cluster.hub, lambda line: None)  # not started: node 0's loop is "behind"
+        cluster.hub.board.watch_all(cluster.hub.peers)
+        beating, silent = sorted(cluster.hub.peers, key=lambda p: p.fp["rank"])
+        for peer in (beating, silent):
+            peer.last_heard = time.monotonic() - LOST_S - 1
+        cluster.channels[beating.fp["rank"]].send({"t": "beat"})  # arrived, not read
+        time.sleep(0.2)
+        watch._sweep()
+        assert beating.done is None and silent.done["lost"], (beating.done, silent.done)
+    finally:
+        cluster.close()

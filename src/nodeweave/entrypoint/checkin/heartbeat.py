@@ -242,9 +242,17 @@ class HubWatch(HubStall, Watch):
             self.stopping.wait(0.05)
 
     def _sweep(self):
-        """Nodes silent for LOST_S count as gone."""
+        """Nodes silent for LOST_S count as gone: those whose beats node 0 has not read yet are read first (a
+        node 0 behind on thousands of connections must not take its own lag for a node's silence)."""
         now = self.clock()
-        for peer in [p for p in self.hub.peers if p.done is None and now - p.last_heard > LOST_S]:
+        silent = [p for p in self.hub.peers if p.done is None and now - p.last_heard > LOST_S]
+        if silent:
+            from .wire import readable
+
+            by_sock = {p.channel.sock: p for p in silent}
+            for sock in readable(list(by_sock), 0):
+                self._read(by_sock[sock])  # its beat (last_heard now), or its report, or its connection's end
+        for peer in [p for p in silent if p.done is None and now - p.last_heard > LOST_S]:
             self._gone(peer, {"how": f"no heartbeat for {LOST_S:g}s (node or network gone)"})
 
     def _late(self, peer):

@@ -30,15 +30,15 @@ def _say_verdict(verdict, took, log):
 
     problems = verdict["problems"]
     nodes = verdict.get("nodes")
+    named = f"; verdict {verdict['digest']}" if verdict.get("digest") else ""  # the same on every node
     if verdict["decision"] == "refuse":
-        log(f"check-in refused the job ({nodes} node(s) in, {len(problems)} problem(s)); every node exits "
+        log(f"check-in refused the job ({nodes} node(s) in, {len(problems)} problem(s){named}); every node exits "
             f"{EXIT_TOPOLOGY}:")
     elif problems:
         log(f"check-in: {nodes} node(s) agree with {len(problems)} warning(s) (world size "
-            f"{verdict.get('world_size')}, {took:.2f}s); starting anyway:")
+            f"{verdict.get('world_size')}, {took:.2f}s{named}); starting anyway:")
     else:
-        log(f"check-in: {nodes} node(s) agree (world size {verdict.get('world_size')}, {took:.2f}s)"
-            + (f"; verdict {verdict['digest']}" if verdict.get("digest") else ""))
+        log(f"check-in: {nodes} node(s) agree (world size {verdict.get('world_size')}, {took:.2f}s){named}")
     for line in render_table(verdict):
         log(line)
 
