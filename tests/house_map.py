@@ -190,6 +190,28 @@ def floors(graph: Graph) -> Dict[str, int]:
     return found
 
 
+def private_imports(found: Optional[Dict[str, Path]] = None, inside: str = f"nodeweave.{INSIDE}") -> List[str]:
+    """Each import under ``inside`` that takes another room's private name (``from ..checkin.session import
+    _record``, or a module ``_name`` of another room): 'module -> target.name'. Rooms are the entrypoint's own
+    (:func:`room_of` with ``inside``); a room's private names are its own business, its public ones its API."""
+    found = modules() if found is None else found
+    out = []
+    for name, path in sorted(found.items()):
+        if not _under(name, inside):
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+        for target, names in _imported(tree, name, path.name == "__init__.py"):
+            if not target.startswith("nodeweave."):
+                continue
+            for taken in names or (target.rpartition(".")[2],):
+                module = f"{target}.{taken}" if f"{target}.{taken}" in found else target
+                if not (taken.startswith("_") and not taken.startswith("__")):
+                    continue
+                if room_of(name, inside=True) != room_of(module, inside=True):
+                    out.append(f"{name} -> {target}.{taken}")
+    return out
+
+
 def _under(module: str, prefix: str) -> bool:
     return module == prefix.rstrip(".") or module.startswith(prefix.rstrip(".") + ".")
 

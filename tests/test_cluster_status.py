@@ -83,3 +83,19 @@ def test_a_container_podman_has_stopped_but_not_yet_cleaned_up_reads_as_exited_w
         ["running", "created", "stopping", "dead"]
     backend = local_backend(tmp_path)
     assert backend.failed_state(container_state("stopped", "1")) and not backend.failed_state("stopping")
+
+
+def test_a_spares_row_shows_its_role_in_the_rank_column(tmp_path):
+    """Issue 41: a spare's plan was an error ('node rank 2 ... is not below the node count 2'); its node status
+    now carries its role, and the table shows it where a rank would be."""
+    from nodeweave.cluster.status import rank_text, row as status_row
+    from nodeweave.cluster.base import NodeAnswer
+
+    role = {"kind": "spare", "identity": 2, "rank": None, "why": "waits", "generation": None}
+    node = type("N", (), {"name": "st-2", "remote": type("R", (), {"label": "podman:st-2"})()})()
+    answer = NodeAnswer(node, {"plan": {"node_rank": 2, "hash": "abc", "errors": [], "role": role}})
+    assert status_row(node, answer, "running")["role"] == role
+    assert rank_text({"rank": 2, "role": role}) == "spare (2)"
+    assert rank_text({"rank": 2, "role": dict(role, kind="training node", rank=1)}) == "1"
+    assert rank_text({"rank": 1}) == "1" and rank_text({"rank": None}) == "-"
+    assert "spare (2)" in render([row("node-0", "abc"), {**row("node-2", "abc"), "role": role}], tmp_path)

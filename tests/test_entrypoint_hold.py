@@ -226,3 +226,77 @@ def test_stop_with_a_run_id_finds_an_entrypoint_that_has_not_recorded_itself(tmp
         for proc in (other, stand_in):
             proc.kill()
             proc.wait()
+
+
+def spare_environment(tmp_path, pod, **extra):
+    """A container of a job with recovery on, two training nodes and one spare (nodeweave up --hold's)."""
+    return environment(tmp_path, POD_NAME=pod, NODEWEAVE_NNODES="2", NODEWEAVE_RECOVERY="on", NODEWEAVE_SPARES="1",
+                       **extra)
+
+
+def test_a_spare_in_hold_mode_holds_as_a_spare_and_says_so(tmp_path):
+    """Issue 41: the spare's plan failed with 'node rank 2 ... is not below the node count 2' (exit 2), and its
+    restart policy restarted it five times. It holds, says it is a spare, and `--node status` reports its role."""
+    proc = entrypoint(tmp_path, "--", "train.py", env=spare_environment(tmp_path, "rj-2", NODEWEAVE_MODE="hold"))
+    record = tmp_path / "nodeweave" / "hold.json"
+    try:
+        wait_for(lambda: record.exists() or proc.poll() is not None, "hold.json")
+        assert proc.poll() is None, proc.communicate()[0]
+        out = subprocess.run([sys.executable, "-m", "nodeweave.entrypoint", "--node", "status", "--", "train.py"],
+                             env=spare_environment(tmp_path, "rj-2"), capture_output=True, text=True, cwd=tmp_path,
+                             timeout=60)
+        status = json.loads(out.stdout)
+        assert out.returncode == 0 and status["mode"] == "hold" and status["plan"]["errors"] == [], status
+        assert status["plan"]["role"]["kind"] == "spare" and status["plan"]["role"]["identity"] == 2
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        out, _ = proc.communicate(timeout=10)
+    assert proc.returncode == 0, out
+    assert "holding: as a spare: container 2 of 3" in out and "not below the node count" not in out, out
+    assert "Role" in out and "spare (container identity 2)" in out, out
+
+
+def test_a_training_node_of_a_job_with_a_spare_holds_as_its_training_rank(tmp_path):
+    proc = entrypoint(tmp_path, "--", "train.py", env=spare_environment(tmp_path, "rj-1", NODEWEAVE_MODE="hold"))
+    wait_for(lambda: (tmp_path / "nodeweave" / "hold.json").exists() or proc.poll() is not None, "hold.json")
+    proc.send_signal(signal.SIGTERM)
+    out, _ = proc.communicate(timeout=10)
+    assert proc.returncode == 0, out
+    assert "holding: node 1 of 2 training node(s) (+1 spare(s))" in out, out
+    assert "overrides NODEWEAVE_NNODES" not in out, out  # one count for the containers, no warning about it
+
+
+@pytest.mark.parametrize("pod, kind, rank", [("rj-0", "training node", 0), ("rj-1", "training node", 1),
+                                             ("rj-2", "spare", None)])
+def test_explain_shows_each_nodes_role_in_text_and_json(tmp_path, pod, kind, rank):
+    """`--explain` on a spare failed with the same 'not below the node count' error; now every node's explain
+    names its role (training node i, or spare and why), in text and in --json."""
+    env = spare_environment(tmp_path, pod)
+    text = subprocess.run([sys.executable, "-m", "nodeweave.entrypoint", "--explain", "--", "train.py"], env=env,
+                          capture_output=True, text=True, cwd=tmp_path, timeout=60)
+    assert text.returncode == 0 and "Errors" not in text.stdout, text.stdout + text.stderr
+    name = f"training node {rank}" if rank is not None else "spare"
+    assert f"this node    {name} (container identity {pod[-1]})" in text.stdout, text.stdout
+    raw = subprocess.run([sys.executable, "-m", "nodeweave.entrypoint", "--explain", "--json", "--", "train.py"],
+                         env=env, capture_output=True, text=True, cwd=tmp_path, timeout=60)
+    plan = json.loads(raw.stdout)
+    assert raw.returncode == 0 and plan["errors"] == [], plan["errors"]
+    assert (plan["role"]["kind"], plan["role"]["rank"], plan["role"]["identity"]) == (kind, rank, int(pod[-1]))
+    if kind == "spare":
+        assert "wait to take a left-out node's place" in plan["role"]["why"]
+
+
+def test_explain_on_a_node_left_out_says_so_and_why(tmp_path):
+    """A node the running job left out (its kept book says so) explains itself as left out, with the reason."""
+    folder = tmp_path / "nodeweave"
+    folder.mkdir()
+    (folder / "recovery.json").write_text(json.dumps({
+        "generation": 1, "decision": "start", "members": [0, 2], "spares": [], "left_out": {"1": 1},
+        "why": {"1": "node 1: its launcher failed (torchrun exited 1)"}, "role": "left out",
+        "reason": "node 1: its launcher failed (torchrun exited 1)"}))
+    raw = subprocess.run([sys.executable, "-m", "nodeweave.entrypoint", "--explain", "--json", "--", "train.py"],
+                         env=spare_environment(tmp_path, "rj-1"), capture_output=True, text=True, cwd=tmp_path,
+                         timeout=60)
+    role = json.loads(raw.stdout)["role"]
+    assert (role["kind"], role["generation"], role["rank"]) == ("left out", 1, None), role
+    assert role["why"] == "node 1: its launcher failed (torchrun exited 1)"

@@ -90,7 +90,7 @@ class RecordingWatch:
             timer.daemon = True
             timer.start()
 
-    def finish(self, code, how, tail, peer_gone=None):
+    def finish(self, code, how, tail, peer_gone=None, error=None):
         self.ended = (code, how, tail, peer_gone)
         return 5 if self.stop_after is not None else None
 

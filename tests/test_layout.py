@@ -65,3 +65,37 @@ def test_every_room_is_a_package_that_says_what_it_owns():
         assert init.is_file(), f"{folder.relative_to(ROOT)} holds modules but no __init__.py"
         assert ast.get_docstring(ast.parse(init.read_text(encoding="utf-8"))), \
             f"{init.relative_to(ROOT)} has no docstring saying what the room owns"
+
+
+def test_no_entrypoint_module_imports_another_rooms_private_names():
+    """Issue 41: recovery imported four private helpers of checkin/session.py; a room's ``_names`` are its own,
+    and what another room needs is public API (docs/design.md)."""
+    import house_map
+
+    assert house_map.private_imports() == []
+
+
+def test_the_private_import_check_catches_what_it_names(tmp_path):
+    """The rule itself, on a throwaway tree: a private name across rooms is caught, within a room it is not."""
+    import house_map
+
+    files = {"__init__.py": "", "entrypoint/__init__.py": "", "entrypoint/checkin/__init__.py": "",
+             "entrypoint/checkin/session.py": "def _record(): pass\ndef record(): pass\n",
+             "entrypoint/checkin/wire.py": "from .session import _record\n",
+             "entrypoint/recovery/__init__.py": "",
+             "entrypoint/recovery/hub.py": "def go():\n    from ..checkin.session import _record, record\n",
+             "entrypoint/recovery/node.py": "from ..checkin import session\n"}
+    found = {}
+    for rel, source in files.items():
+        path = tmp_path / "nodeweave" / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(source, encoding="utf-8")
+        parts = ["nodeweave", *rel[:-3].split("/")]
+        found[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    saved = house_map.PACKAGE
+    house_map.PACKAGE = tmp_path / "nodeweave"  # room_of reads folders under the package
+    try:
+        assert house_map.private_imports(found) == [
+            "nodeweave.entrypoint.recovery.hub -> nodeweave.entrypoint.checkin.session._record"]
+    finally:
+        house_map.PACKAGE = saved

@@ -103,3 +103,27 @@ def test_two_real_torchrun_nodes_the_killed_ranks_node_is_primary_the_other_seco
     assert secondary(out[1]) is None, out[1]  # rank 1 was killed: its node failed of its own accord
     line = secondary(out[0])
     assert line and "by peer" in line, out[0]  # rank 0 only saw it go
+
+
+def test_the_scripts_own_exception_is_found_under_torchruns_summary():
+    from nodeweave.entrypoint.running.symptoms import script_error
+
+    text = "\n".join([
+        "RECOVERY-STEP gen=0 step=5 world=2",
+        "Traceback (most recent call last):",
+        '  File "resumable.py", line 80, in save',
+        "    raise PermissionError(13, 'Permission denied', path)",
+        "[rank0]: PermissionError: [Errno 13] Permission denied: '/ckpt/step-6.pt.tmp'",
+        "Traceback (most recent call last):",
+        "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: ",
+        "resumable.py FAILED",
+        "  exitcode  : 1 (pid: 12)",
+    ])
+    found = script_error(text)
+    assert found["line"] == "PermissionError: [Errno 13] Permission denied: '/ckpt/step-6.pt.tmp'"
+    assert found["lines"][-1].endswith("step-6.pt.tmp'") and len(found["lines"]) <= 6
+    # not the script's: a peer gone, a collective's timeout, a rank killed by a signal, a plain exit
+    assert script_error("RuntimeError: [../gloo/transport/tcp/pair.cc:534] Connection closed by peer") is None
+    assert script_error("torch.distributed.DistBackendError: [Rank 1] Watchdog caught collective timeout") is None
+    assert script_error("ValueError: x\n  exitcode  : -9 (pid: 3)") is None
+    assert script_error("sys.exit(1)\nexiting") is None

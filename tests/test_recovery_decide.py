@@ -137,3 +137,20 @@ def test_a_book_that_ends_the_job_is_kept_by_a_node_that_sits_out():
     ended = after_fault(book, 2, "node 2: crashed", {0, 1}, None, limits(max_restarts=1))
     assert ended["decision"] == "stop" and isinstance(ended["why"], str)
     assert (own_record(ended, 1)["role"], own_record(ended, 1)["reason"]) == ("left out", None)  # no crash
+
+
+def test_the_same_script_error_on_two_or_more_members_is_the_jobs_own():
+    from nodeweave.entrypoint.errors import EXIT_JOB_ERROR
+    from nodeweave.entrypoint.recovery.decide import job_error, shared_error
+
+    denied = {"line": "PermissionError: [Errno 13] Permission denied: '/ckpt/step-5.pt.tmp'", "lines": ["..."]}
+    assert shared_error({0: denied, 1: dict(denied)}, [0, 1]) == ([0, 1], denied)
+    assert shared_error({0: denied}, [0, 1]) is None  # one node's word: that node's fault, as before
+    assert shared_error({0: denied, 1: {"line": "ValueError: bad", "lines": []}}, [0, 1]) is None
+    assert shared_error({0: denied, 2: denied}, [0, 1]) is None  # a spare's report is not a member's
+    book = first({0, 1, 2}, Limits(2, 2, 5, 3))
+    stopped = job_error(book, [0, 1], denied)
+    assert (stopped["decision"], stopped["code"], stopped["restarts"], stopped["left_out"]) == \
+        ("stop", EXIT_JOB_ERROR, 0, {})
+    assert stopped["why"].startswith("the job's own error, the same on node(s) 0, 1: PermissionError")
+    assert stopped["error"]["nodes"] == [0, 1] and stopped["members"] == [0, 1] and stopped["spares"] == [2]

@@ -324,3 +324,31 @@ def test_each_generation_after_the_first_starts_from_a_launcher_held_ready(tmp_p
     assert "starting it cold" not in "".join(texts(nodes))
     assert [step for _, _, step in resumed(nodes)] == [20, 45]  # each kill came before its step's save
     assert done(nodes) == ["RECOVERY-DONE gen=2 step=70 state=70"]
+
+
+@pytest.mark.parametrize("nodes, spares", [(2, 1), (3, 0)], ids=["two-and-a-spare", "three"])
+def test_the_same_error_on_every_node_is_the_jobs_own_and_ends_it_naming_the_error(tmp_path, nodes, spares):
+    """Issue 41: every rank failed its first save with the same PermissionError (a workspace the image's user
+    cannot write); recovery left node 1 out, then node 0's slot, took the spare, and ended with exit 9 "3 restarts
+    since the job started, no checkpoint yet", never naming the error. The same exception from the script on
+    every node is the job's own: it ends at once with exit 10, the error and the ranks' last lines named on every
+    node, no node left out, no spare taken, no restart spent."""
+    from nodeweave.entrypoint.errors import EXIT_JOB_ERROR
+
+    run = ["--steps", "30", "--interval", "0.2", "--save-every", "5", "--fault", "raise", "--fault-node", "*",
+           "--fault-step", "6"]
+    started = start(tmp_path, run, nodes=nodes, spares=spares)
+    codes = finish(started)
+    assert codes == [EXIT_JOB_ERROR] * (nodes + spares), texts(started)
+    record = book(tmp_path)
+    assert (record["decision"], record["code"], record["generation"], record["restarts"]) == \
+        ("stop", EXIT_JOB_ERROR, 0, 0), record
+    assert record["left_out"] == {} and record["members"] == list(range(nodes)), record
+    assert record["error"]["line"].startswith("PermissionError: [Errno 13] Permission denied: "), record["error"]
+    assert len(record["error"]["nodes"]) >= 2, record["error"]
+    for node in started:
+        text = node.text()
+        assert "recovery: the job ends: the job's own error, the same on node(s) " in text, text
+        assert "PermissionError: [Errno 13] Permission denied" in text and "  | " in text, text
+        assert "LEFT OUT" not in text and "no checkpoint yet" not in text, text
+    assert [h["cause"] for h in record["history"]] == ["script"], record["history"]

@@ -56,7 +56,10 @@ class Progress:
 def _describe(answer: NodeAnswer, mode: str) -> str:
     plan = (answer.data or {}).get("plan") or {}
     if answer.holding:
-        return f"holding: rank {plan.get('node_rank')}, plan {plan.get('hash')}"
+        role = plan.get("role") or {}
+        what = f"{role['kind']} (container {role.get('identity')})" if role.get("kind") not in (
+            None, "training node") else f"rank {role.get('rank', plan.get('node_rank'))}"
+        return f"holding: {what}, plan {plan.get('hash')}"
     if answer.up:
         return "running (not holding)" if mode == "hold" else "running"
     return f"not answering: {answer.error}"

@@ -35,6 +35,7 @@ def row(node: Node, answer: NodeAnswer, platform: Optional[str]) -> dict:
     runs = data.get("runs") or []
     return {"node": node.name, "reached_as": node.remote.label, "platform": platform, "up": answer.up,
             "error": answer.error or None, "mode": data.get("mode"), "rank": plan.get("node_rank"),
+            "role": plan.get("role"),
             "procs": plan.get("nproc_per_node"),
             "plan_hash": plan.get("hash"), "plan_errors": [e.get("message") for e in plan.get("errors") or []],
             "run": runs[0] if runs else None, "now": data.get("now"), "gpu": data.get("gpu"),
@@ -100,6 +101,14 @@ def _generation(recovery: Optional[dict]) -> str:
     return f"; generation {recovery['generation']}: {recovery.get('role') or '?'}{reason}"
 
 
+def rank_text(r: dict) -> str:
+    """The rank column: the node's rank, or what a node under recovery is that does not train (``spare (2)``)."""
+    role = r.get("role") or {}
+    if role.get("kind") and role["kind"] != "training node":
+        return f"{role['kind']} ({role.get('identity')})"
+    return "-" if r["rank"] is None else str(role.get("rank", r["rank"]) if role else r["rank"])
+
+
 def _gpus(gpu: Optional[dict]) -> str:
     if not gpu or not gpu.get("tool"):
         return "-"
@@ -135,7 +144,7 @@ def status_table(backend: Backend, rows: List[dict]) -> "Table":
         plan = r["plan_hash"] or ("; ".join(r["plan_errors"])[:60] if r["plan_errors"] else "-")
         style = "red" if r["plan_hash"] and r["plan_hash"] != common else ""
         table.add_row(escape(r["node"]), escape(r["reached_as"]), f"[{'green' if r['up'] else 'red'}]{escape(state)}[/]",
-                      r["mode"] or "-", "-" if r["rank"] is None else str(r["rank"]),
+                      r["mode"] or "-", rank_text(r),
                       f"[{style}]{escape(plan)}[/]" if style else escape(plan),
                       escape(_since(r["run"], r["now"]) + _generation(r.get("recovery"))),
                       escape(_gpus(r["gpu"])))

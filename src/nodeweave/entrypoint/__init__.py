@@ -94,6 +94,10 @@ One JSON object; keys are only ever added under this schema name::
                      "gpu_count", "nproc", "nccl", "rccl", "torch", "launcher_version", "image_ref",
                      "image_digest", "workspace_commit", "workspace_digest", "env_hash", "env": {name: value},
                      "interface", "mtu", "speed_mbps", "shm_bytes", "memlock_bytes", ...}   (--explain only)
+      "role": null | {"kind": "training node"|"spare"|"left out"|"out for good",
+                      "identity": int (the container's node rank among nodes + spares),
+                      "rank": int|null (its training rank), "why": str, "generation": int|null}
+                  (nodeweave-entrypoint's own paths; null from build_plan alone)
     }
 
 ``--explain`` exits 0 when the plan is complete, else with the first error's

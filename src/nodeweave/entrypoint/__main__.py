@@ -11,7 +11,6 @@ import os
 import sys
 
 from .planning.consistency import missing_script
-from .core import build_plan
 from .errors import EXIT_NOT_EXECUTABLE, EXIT_OK, EntrypointError, UsageError, last_resort
 from .planning.settings import HelpRequested, VersionRequested, parse, usage
 from .model import SUPERVISED
@@ -19,6 +18,13 @@ from .planning.contract import STALL_WARN_S
 from .running.supervise import resolve, run_supervised
 from .detection.sysfs import Root
 from .announce import PROG, say as _say, summary as _summary, write_files as _write_files
+
+def _plan_node(settings, partial=False):
+    """This node's plan and role: the one way every path (start, hold, --explain, --status) plans it."""
+    from .recovery.roles import plan_node
+
+    return plan_node(settings, partial=partial)
+
 
 def _watched(plan, settings):
     """Whether the stall watch will supervise even a ``command`` launcher (stall/local.py)."""
@@ -43,7 +49,7 @@ def run(settings):
 
         return Generations(settings, _say).run()
     try:
-        plan = build_plan(settings)
+        plan = _plan_node(settings)
     except EntrypointError as err:
         from .checkin.refusal import tell_node_0  # node 0 would otherwise wait out its deadline for this node
 
@@ -66,7 +72,7 @@ def run(settings):
                           steady_s=3.0)
         _say(f"{what} {wait['host']}:{wait['port']} accepts connections after {waited:.1f}s")
         if plan.node.interface_reason and "does not resolve" in plan.node.interface_reason:
-            plan = build_plan(settings)  # the master resolves now: plan the route again
+            plan = _plan_node(settings)  # the master resolves now: plan the route again
             if checkin is not None:
                 checkin.replan(plan)
     if plan.topology.is_master and plan.topology.nnodes_max > 1 and plan.launch.launcher in SUPERVISED:
@@ -123,13 +129,14 @@ def _main(argv):
         if settings.status:
             from .checkin.session import print_status
 
-            return print_status(settings)
+            settings.command = settings.command or ("nodeweave-status",)  # a plan needs one; nothing is launched
+            return print_status(settings, _plan_node(settings, partial=True))
         if settings.get("mode") == "hold" and not settings.explain:
             from .hold import hold
 
             return hold(settings, _say)
         if settings.explain:
-            plan = build_plan(settings, partial=True)
+            plan = _plan_node(settings, partial=True)
             problem = plan.launch and missing_script(plan.launch.launcher, settings.command, os.getcwd())
             if problem and settings.sysroot == "/":
                 plan.launch.notes.append(f"{problem} — a start here would stop with exit 2")

@@ -88,6 +88,16 @@ def _topology(topo):
     return lines
 
 
+def _role(role):
+    """What this node does in its job: training node i, a spare, or left out, and why (recovery/roles.py)."""
+    name = f"training node {role['rank']}" if role["kind"] == "training node" else role["kind"]
+    when = f" in generation {role['generation']}" if role.get("generation") is not None else ""
+    rows = [("this node", f"{name}{when} (container identity {role['identity']})")]
+    if role.get("why"):
+        rows.append(("why", role["why"]))
+    return rows
+
+
 def _checkin(exchange, fp):
     """The exchange's part: where and how nodes check in, what this node tells node 0, the last verdict."""
     if not exchange.get("enabled"):
@@ -129,6 +139,8 @@ def render_text(plan):
             out.append(f"  {key:<{width}} {text}")
 
     section("Hardware", _hardware(plan.node))
+    if plan.role:
+        section("Role", _role(plan.role))
     if plan.topology:
         section("Topology", _topology(plan.topology))
     if plan.env:

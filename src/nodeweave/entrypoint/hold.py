@@ -16,7 +16,7 @@ that could have failed. Runs started in the container are not its children;
 import os
 import time
 
-from .core import build_plan
+from .recovery.roles import plan_node
 from .running.runstate import HOLD_SCHEMA, proc_stat, state_root, write_json
 
 STOPPING = ("SIGTERM", "SIGINT", "SIGHUP", "SIGQUIT")
@@ -31,7 +31,7 @@ def hold(settings, say):
     signal.pthread_sigmask(signal.SIG_BLOCK, stopping)  # a signal during planning waits for sigwait below
     if not settings.command:
         settings.command = (NO_COMMAND,)
-    plan = build_plan(settings)  # refuses what a start would refuse, here and now
+    plan = plan_node(settings)  # refuses what a start would refuse, here and now; a spare plans as a spare
     from .explain import render_text
     from .nodeinfo import plan_summary
 
@@ -42,10 +42,9 @@ def hold(settings, say):
                       "started": time.time(), "command": list(settings.command), "plan": summary})
     for warning in plan.warnings:
         say(f"warning: {warning}")
-    t = plan.topology
-    say(f"holding: node {t.node_rank.value} of {t.nnodes.value}, master {t.master_addr.value}:{t.master_port.value}, "
-        f"plan {summary['hash']}; nothing launched (`nodeweave run -- SCRIPT` starts a job here; a stop signal "
-        "ends the hold)")
+    say(f"holding: {holding_as(plan, settings)}, master {plan.topology.master_addr.value}:"
+        f"{plan.topology.master_port.value}, plan {summary['hash']}; nothing launched (`nodeweave run -- SCRIPT` "
+        "starts a job here; a stop signal ends the hold)")
     received = signal.sigwait(stopping)
     try:
         os.unlink(path)
@@ -53,3 +52,16 @@ def hold(settings, say):
         pass
     say(f"hold ended by {signal.Signals(received).name}")
     return 0
+
+
+def holding_as(plan, settings):
+    """``node 1 of 2``, or under recovery with spares what the container is: a training node or a spare."""
+    t, role = plan.topology, plan.role or {}
+    spares = settings.get("spares", 0) if settings.get("recovery") else 0
+    if not spares:
+        return f"node {t.node_rank.value} of {t.nnodes.value}"
+    training = int(t.nnodes.value) - spares
+    if role.get("kind") == "training node":
+        return f"node {role['rank']} of {training} training node(s) (+{spares} spare(s))"
+    kind = {"spare": "a spare", "left out": "a node left out", "out for good": "a node left out for good"}
+    return f"as {kind.get(role.get('kind'), role.get('kind'))}: {role.get('why') or f'container {t.node_rank.value}'}"

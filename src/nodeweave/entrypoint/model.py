@@ -6,8 +6,8 @@ job). Each record lists its fields and defaults once; ``to_dict()`` gives the
 JSON form documented in :mod:`nodeweave.entrypoint`.
 """
 
-_LIST = object()  # default marker: a fresh empty list per record
-_DICT = object()
+NEW_LIST = object()  # default marker: a fresh empty list per record
+NEW_DICT = object()
 # The launchers the entrypoint runs as its child (running/supervise.py), with a heartbeat; others it execs.
 SUPERVISED = ("torchrun", "deepspeed", "accelerate")
 
@@ -36,9 +36,9 @@ class Record:
         for name, default in self.FIELDS:
             if name in values:
                 value = values.pop(name)
-            elif default is _LIST:
+            elif default is NEW_LIST:
                 value = []
-            elif default is _DICT:
+            elif default is NEW_DICT:
                 value = {}
             else:
                 value = default
@@ -87,11 +87,11 @@ class Gpu(Record):
 class Gpus(Record):
     FIELDS = (
         ("vendor", "none"),        # "nvidia" | "amd" | "none" (CPU only: gloo)
-        ("devices", _LIST),        # [Gpu], every GPU the node exposes to this container
+        ("devices", NEW_LIST),        # [Gpu], every GPU the node exposes to this container
         ("count", 0),              # usable after CUDA/HIP/ROCR_VISIBLE_DEVICES
         ("visible", None),         # list of device indices/UUIDs from *_VISIBLE_DEVICES, None = all
         ("visible_env", None),     # the variable that restricted them
-        ("visible_invalid", _LIST),  # its entries that name no GPU here (the plan refuses them)
+        ("visible_invalid", NEW_LIST),  # its entries that name no GPU here (the plan refuses them)
         ("model", None),           # model of the first usable GPU
         ("arch", None),            # gfx target of the first usable AMD GPU
         ("driver", None),          # NVIDIA driver version / amdgpu version
@@ -138,7 +138,7 @@ class Interface(Record):
         ("operstate", None),      # "up" | "down" | "unknown" | ...
         ("mtu", None),
         ("speed_mbps", None),     # None where the driver reports none (virtual NICs)
-        ("ipv4", _LIST),          # addresses on this interface
+        ("ipv4", NEW_LIST),          # addresses on this interface
         ("virtual", False),       # no PCI device behind it (veth, bridge, lo, ...)
     )
 
@@ -170,14 +170,14 @@ class Node(Record):
         ("hostname", ""),
         ("sysroot", "/"),
         ("gpus", None),           # Gpus
-        ("nics", _LIST),          # [RdmaPort], every RDMA port
-        ("interfaces", _LIST),    # [Interface]
+        ("nics", NEW_LIST),          # [RdmaPort], every RDMA port
+        ("interfaces", NEW_LIST),    # [Interface]
         ("interface", None),      # name of the interface that routes to the master
         ("interface_reason", None),
         ("local_ipv4", None),     # this node's address on that interface
         ("limits", None),         # Limits
         ("cloud", None),          # Cloud
-        ("libraries", _DICT),     # {"nccl": "2.21.5" | None, "rccl": ... } (filled when needed)
+        ("libraries", NEW_DICT),     # {"nccl": "2.21.5" | None, "rccl": ... } (filled when needed)
     )
 
 
@@ -190,7 +190,7 @@ class Kube(Record):
         ("namespace_source", None),
         ("search_domain", None),    # <domain> of /etc/resolv.conf's search entry svc.<domain>
         ("search_entry", None),     # that entry, for the source
-        ("replicas", _DICT),        # {StatefulSet name: .spec.replicas}, filled when planning wants one
+        ("replicas", NEW_DICT),        # {StatefulSet name: .spec.replicas}, filled when planning wants one
     )
 
 # --- what the rank sources claim (sources.py) and discover() weighs -----------
@@ -247,10 +247,10 @@ class Topology(Record):
         ("master_port", None),     # Value(int)
         ("world_size", None),      # processes over all nodes; None when elastic
         ("is_master", False),      # this node hosts the rendezvous
-        ("node_names", _LIST),     # every node's name in rank order, when known
+        ("node_names", NEW_LIST),     # every node's name in rank order, when known
         ("platform", None),        # the SOURCES row that named the rank ("dstack", "Slurm", ...); None: single node
         ("job_id", None),          # rendezvous id (elastic)
-        ("notes", _LIST),          # [str] sources consulted and set aside
+        ("notes", NEW_LIST),          # [str] sources consulted and set aside
     )
 
 
@@ -267,10 +267,10 @@ class EnvVar(Record):
 class Launch(Record):
     FIELDS = (
         ("launcher", "torchrun"),
-        ("argv", _LIST),      # what is exec'd
-        ("files", _DICT),     # {path: content} written just before exec (the deepspeed hostfile)
+        ("argv", NEW_LIST),      # what is exec'd
+        ("files", NEW_DICT),     # {path: content} written just before exec (the deepspeed hostfile)
         ("wait", None),       # {"host", "port", "timeout_s"} or None (master, single node, disabled)
-        ("notes", _LIST),
+        ("notes", NEW_LIST),
     )
 
 
@@ -278,12 +278,13 @@ class Plan(Record):
     FIELDS = (
         ("node", None),       # Node
         ("topology", None),   # Topology
-        ("env", _LIST),       # [EnvVar]
+        ("env", NEW_LIST),       # [EnvVar]
         ("launch", None),     # Launch
-        ("warnings", _LIST),  # [str]
-        ("errors", _LIST),    # [{"message", "exit_code"}]: only --explain shows a plan that has them
+        ("warnings", NEW_LIST),  # [str]
+        ("errors", NEW_LIST),    # [{"message", "exit_code"}]: only --explain shows a plan that has them
         ("exchange", None),   # {"enabled", ...}: the check-in and heartbeat (exchange_plan.plan_exchange)
         ("fingerprint", None),  # this node's fingerprint (fingerprint.py); filled by --explain
+        ("role", None),       # {"kind", "identity", "rank", "why", "generation"} (recovery/roles.py)
     )
 
     def environ(self, base):

@@ -50,7 +50,7 @@ def plan_summary(plan, command):
         agreed = dict(shared, nproc_per_node="auto", world_size="the sum of every node's processes")
     digest = hashlib.sha256(json.dumps(agreed, sort_keys=True).encode()).hexdigest()[:12]
     return {"node_rank": t.node_rank.value, **shared, "hash": digest, "warnings": list(plan.warnings),
-            "errors": plan.errors}
+            "errors": plan.errors, "role": plan.role}
 
 
 def _which(tool):
@@ -138,11 +138,11 @@ def gpu_usage(timeout=10):
 
 
 def _plan_now(command, env):
-    from .core import build_plan
     from .planning.settings import parse
+    from .recovery.roles import plan_node
 
     settings = parse(["--mode", "run", "--", *command] if command else ["--mode", "run"], env)
-    return plan_summary(build_plan(settings, partial=True), command)
+    return plan_summary(plan_node(settings, partial=True), command)
 
 
 def status(args, env):

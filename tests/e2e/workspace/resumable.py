@@ -9,7 +9,9 @@ joined), ``RECOVERY-STEP gen=G step=S world=W t=T`` per step, ``RECOVERY-RESUME`
 ``RECOVERY-DONE``. Faults, on the node named ``--fault-node`` (matched
 against ``NODEWEAVE_TEST_NODE``, else the hostname), in generation
 ``--fault-gen`` (``-1``: every generation) at step ``--fault-step``:
-``--fault exit`` (exit 1), ``kill`` (SIGKILL itself), ``stop`` (SIGSTOP itself).
+``--fault exit`` (exit 1), ``kill`` (SIGKILL itself), ``stop`` (SIGSTOP itself), ``raise`` (a
+PermissionError, as a save into a folder the image's user cannot write raises); ``--fault-node '*'``
+faults every node (the job's own error, not a node's).
 ``--faults KIND:NODE:GEN:STEP,...`` lists several such faults.
 ``--slow-node NODE --slow-s S`` makes the ranks on that node sleep S more per
 step, in every generation (a straggler that lasts while it runs there).
@@ -38,7 +40,7 @@ def parse():
     p.add_argument("--interval", type=float, default=0.2)
     p.add_argument("--save-every", type=int, default=5)
     p.add_argument("--ckpt", default="checkpoints")
-    p.add_argument("--fault", choices=("exit", "kill", "stop"), default=None)
+    p.add_argument("--fault", choices=("exit", "kill", "stop", "raise"), default=None)
     p.add_argument("--fault-node", default=None)
     p.add_argument("--fault-gen", type=int, default=0)
     p.add_argument("--fault-step", type=int, default=8)
@@ -69,11 +71,13 @@ def faults(args):
 
 def fault(args, gen, step):
     for kind, node, when, at in faults(args):
-        if step != at or this_node() != node or when not in (-1, gen):
+        if step != at or node not in (this_node(), "*") or when not in (-1, gen):
             continue
         say(f"RECOVERY-FAULT {kind} node={this_node()} gen={gen} step={step} t={time.time():.3f}")
         if kind == "exit":
             sys.exit(1)
+        if kind == "raise":
+            raise PermissionError(13, "Permission denied", os.path.join(args.ckpt, f"step-{step}.pt.tmp"))
         os.kill(os.getpid(), signal.SIGKILL if kind == "kill" else signal.SIGSTOP)
 
 

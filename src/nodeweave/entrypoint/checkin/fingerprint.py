@@ -13,7 +13,7 @@ them needs no schema.
 import os
 from hashlib import sha256
 
-from ..detection.host import _site_dirs, nccl_version, rccl_version
+from ..detection.host import site_dirs, nccl_version, rccl_version
 from ..detection.net import resolve
 
 VERSION = 1
@@ -30,7 +30,7 @@ def _sites(root):
         import sys
 
         return [p for p in sys.path if p.endswith(("site-packages", "dist-packages"))]
-    return _site_dirs(root)
+    return site_dirs(root)
 
 
 # Distributions whose version the check-in compares: read from their METADATA (what ``torch.__version__``

@@ -37,6 +37,7 @@ HUB_BEATS = 3    # node 0 beats to every node, so only HUB_BEATS times per LOST_
 BATCH_S = 0.1    # node 0 lets beats gather this long after a wake-up: tens of nodes per wake-up, not one
 SWEEP_S = 1.0    # how often node 0 looks for silent nodes
 JUDGE_S = 2.0    # a failure that shows only a peer gone waits this long for the node that failed first
+REPORTS_S = 5.0  # node 0's script raised an error: it waits this long for the others' reports (the job's own?)
 
 
 def describe(report):
@@ -165,14 +166,18 @@ class LinkWatch(LinkStall, Watch):
             return True
         return False
 
-    def finish(self, code, how, tail, peer_gone=None):
-        """This node's launcher ended: report it to node 0 (unless a peer's failure stopped it). ``peer_gone``:
-        the line showing its ranks failed only because a peer went away (``symptoms.secondary``)."""
+    def finish(self, code, how, tail, peer_gone=None, error=None):
+        """This node's launcher ended: report it to node 0 (unless a peer's failure stopped it and its script
+        raised nothing: node 0 wants every node's ``error`` to tell the job's own error from a node's, see
+        ``symptoms.script_error``). ``peer_gone``: the line showing its ranks failed only because a peer went
+        away (``symptoms.secondary``)."""
         self.stopping.set()
-        if self.failure is None and not self.closing:
+        if (self.failure is None or error) and not self.closing:
             report = {"t": "exit", "code": code, "how": how, "tail": tail[-TAIL_LINES:] if code else []}
             if peer_gone:
                 report["peer_gone"] = peer_gone
+            if error:
+                report["error"] = error
             try:
                 self._send(report)
             except ExchangeError:
@@ -194,6 +199,7 @@ class HubWatch(HubStall, Watch):
         self.culprit = None          # a stall's or straggler's: (None, "stall" | "straggler", generation rank)
         self.heard = []              # every member's failure: (when, node rank, cause, of its own accord, report)
         self.held = None             # (until, label, report): a failure that shows only a peer gone, not relayed yet
+        self.own_report = None       # node 0's own launcher's failure, whichever failure was relayed first
 
     def _send(self, peer, message):
         """Queue ``message`` for ``peer`` (never waits on it); False when the node is gone or not reading."""
@@ -239,6 +245,14 @@ class HubWatch(HubStall, Watch):
         relays that one), until the hold's end or JUDGE_S."""
         until = self.held[0] if self.held is not None else self.clock() + JUDGE_S
         while self.failure is None and self.thread is not None and self.thread.is_alive() and self.clock() < until:
+            self.stopping.wait(0.05)
+
+    def _await_reports(self):
+        """This node's script raised an error: hear the other members' reports (up to :data:`REPORTS_S`) before
+        the hub closes, so the same error everywhere is seen as the job's own (``recovery/decide.shared_error``)."""
+        until = self.clock() + REPORTS_S
+        while self.thread is not None and self.thread.is_alive() and self.clock() < until and \
+                any(p.done is None for p in self.hub.peers if p.role == "member"):
             self.stopping.wait(0.05)
 
     def _sweep(self):
@@ -343,6 +357,17 @@ class HubWatch(HubStall, Watch):
         first = None if self.culprit is not None else self._first()
         return first[4] if first else None
 
+    def script_errors(self):
+        """{node rank: the exception its script raised} over every member's failure report node 0 has, its own
+        included (what tells the job's own error, the same on every node, from a node's)."""
+        found = {}
+        for _, node, _, _, report in sorted(self.heard, key=lambda entry: entry[0]):
+            if report.get("error") and node is not None:
+                found.setdefault(node, report["error"])
+        if self.own_report and self.own_report.get("error"):
+            found.setdefault(self.hub.own_fp.get("rank", 0), self.own_report["error"])
+        return found
+
     def _first(self):
         heard = sorted(self.heard, key=lambda entry: entry[0])
         return next((entry for entry in heard if entry[3]), heard[0] if heard else None)
@@ -357,10 +382,15 @@ class HubWatch(HubStall, Watch):
             self._broadcast({"t": "abort", **news})
         self._stop_for(label, report)
 
-    def finish(self, code, how, tail, peer_gone=None):
+    def finish(self, code, how, tail, peer_gone=None, error=None):
         """Node 0's launcher ended: relay a failure, or wait for the others to finish, then close. A failure that
-        shows only a peer gone (``peer_gone``) first listens for the node that failed of its own accord."""
+        shows only a peer gone (``peer_gone``) first listens for the node that failed of its own accord.
+        ``error``: the exception its script raised (``symptoms.script_error``), kept in :attr:`own_report`."""
         report = {"how": how, "tail": tail[-TAIL_LINES:]}
+        if error:
+            report["error"] = error
+        if code != 0:
+            self.own_report = report
         if self.failure is None and code != 0:
             if peer_gone:
                 report["peer_gone"] = peer_gone
@@ -375,6 +405,8 @@ class HubWatch(HubStall, Watch):
                 self.failure, self.failed_at = (self.label, report), time.time()  # the first failure is this node's own
             news = {"node": self.label, "how": how, "tail": report["tail"]}
             self._broadcast({"t": "left" if self.elastic else "abort", **news})
+        if error and code != 0 and not self.elastic:
+            self._await_reports()
         elif code == 0 and self.failure is None and self.thread is not None:
             self.thread.join(LINGER_S)
             self._broadcast({"t": "closing"})

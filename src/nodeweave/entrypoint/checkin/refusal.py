@@ -27,7 +27,7 @@ def _where(settings):
     from ..model import Topology, Value
     from ..planning.sources import Scene, collect
     from ..detection.sysfs import Root
-    from ..planning.topology import DEFAULT_PORT, _master
+    from ..planning.topology import DEFAULT_PORT, choose_master
 
     root = Root(settings.sysroot)
     node = detect(settings.sysroot, settings.env)
@@ -37,7 +37,7 @@ def _where(settings):
     if counts and all(text.strip() in ("1", "1:1") for text in counts):
         return None  # a single-node job: no exchange
     prefix = next((c.value for c in claims.get("prefix", ())), None)
-    master, _ = _master(scene, claims, prefix, 2, [], [])
+    master, _ = choose_master(scene, claims, prefix, 2, [], [])
     if prefix and _loopback(master):  # refused for that very address: node 0 is <name>-0 (compose, StatefulSet)
         master = f"{prefix}-0"
     ports = [c.value for c in claims.get("master_port", ())]
@@ -48,7 +48,7 @@ def _where(settings):
 
 
 def _loopback(address):
-    from ..planning.consistency import _loopback as loopback
+    from ..planning.consistency import is_loopback as loopback
 
     return loopback(address)
 

@@ -15,6 +15,7 @@ import time
 from ..errors import EXIT_TOPOLOGY, EXIT_UNREACHABLE, EntrypointError
 
 VERDICT_GRACE_S = 30  # a worker waits this much longer than node 0's deadline for its verdict
+RETRY_S = 0.3         # between a node's attempts to check in while node 0 is between generations
 RECORD = "checkin.json"
 
 
@@ -25,7 +26,7 @@ class Session:
         self.verdict, self.watch, self.fingerprint = verdict, watch, fingerprint
 
 
-def _say_verdict(verdict, took, log):
+def say_verdict(verdict, took, log):
     from .verdict import render_table
 
     problems = verdict["problems"]
@@ -43,7 +44,7 @@ def _say_verdict(verdict, took, log):
         log(line)
 
 
-def _record(plan, settings, verdict, fingerprint):
+def record_verdict(plan, settings, verdict, fingerprint):
     """Keep the verdict beside the hostfile, for --explain and doctor --cluster after the start."""
     import json
 
@@ -83,18 +84,15 @@ def explain_exchange(plan, settings, root):
         plan.exchange["last"] = last_record(settings)
 
 
-def print_status(settings):
-    """``--status``: node 0's view of the running job as JSON on stdout (what ``doctor --cluster`` reads)."""
+def print_status(settings, plan):
+    """``--status``: node 0's view of the running job as JSON on stdout (what ``doctor --cluster`` reads).
+    ``plan``: this node's, made as every path makes it (``recovery/roles.plan_node``: a spare plans as one)."""
     import json
     import sys
 
-    from ..core import build_plan
     from .exchange import Refused, ask_status
     from .wire import ExchangeError, frame_limit, job_token
 
-    if not settings.command:
-        settings.command = ("nodeweave-status",)  # the plan needs a command; nothing is launched
-    plan = build_plan(settings, partial=True)
     if plan.errors:
         raise EntrypointError(plan.errors[0]["message"], plan.errors[0]["exit_code"])
     if not plan.exchange["enabled"]:
@@ -150,10 +148,12 @@ class CheckIn:
         if topo.is_master:
             from .exchange import Hub
 
-            self.hub = Hub(plan.exchange["port"], self.token, {"job": topo.job_id}, log, bind=self._bind())
+            self.hub = Hub(plan.exchange["port"], self.token, {"job": topo.job_id}, log, bind=self.bind_address)
         self.fingerprint = local_fingerprint(plan, root, settings.env)
 
-    def _bind(self):
+    @property
+    def bind_address(self):
+        """The address node 0 listens on and a node checks in from (empty: every address)."""
         bind = self.plan.exchange.get("bind")
         return "" if bind in (None, "every address") else bind
 
@@ -166,28 +166,19 @@ class CheckIn:
     def run(self):
         plan, info, log = self.plan, self.plan.exchange, self.log
         verdict, watch = self._as_node_0() if self.hub else self._as_node()
-        _say_verdict(verdict, time.monotonic() - self.started, log)
-        _record(plan, self.settings, verdict, self.fingerprint)
+        say_verdict(verdict, time.monotonic() - self.started, log)
+        record_verdict(plan, self.settings, verdict, self.fingerprint)
         if verdict["decision"] != "start":
             if watch is not None:
                 watch.close()
-            raise EntrypointError(f"check-in refused the job: {_summary(verdict)} (table above; the same on every "
+            raise EntrypointError(f"check-in refused the job: {refused_checks(verdict)} (table above; the same on every "
                                   "node)", EXIT_TOPOLOGY)
         return Session(verdict, watch if info["heartbeat"] else None, self.fingerprint)
 
     def _as_node_0(self):
-        plan, info, hub = self.plan, self.plan.exchange, self.hub
-        _load_node_0_modules(info["heartbeat"])
-        from .refusal import refused_early
-
-        topo = plan.topology
-        hub.own_fp = self.fingerprint
-        self.log(f"check-in: waiting for {topo.nnodes_min - 1} more node(s) on port {info['port']} "
-                 f"(up to {info['deadline_s']}s)")
-        hub.gather(topo.nnodes_min, self.started + info["deadline_s"],
-                   early=lambda: refused_early(hub, topo.nnodes_max, plan.launch.launcher, info["allow"]))
-        verdict = hub.decide(topo.nnodes_min, topo.nnodes_max, plan.launch.launcher, info["allow"],
-                             _missing(self.settings, plan))
+        plan, info, hub, topo = self.plan, self.plan.exchange, self.hub, self.plan.topology
+        self.gather(topo.nnodes_min)
+        verdict = self.judge(topo.nnodes_min)
         hub.announce(verdict)
         if verdict["decision"] == "refuse":
             from .refusal import refused_because, tell_latecomers
@@ -202,30 +193,91 @@ class CheckIn:
         hub.close()
         return verdict, None
 
+    # --- node 0's public side: the first start's gather and every regather of recovery use these -------------
+    def gather(self, needed, deadline=None, wanted=None, also=None):
+        """Node 0 waits for nodes to check in on its hub.
+
+        Without ``wanted`` (a job's first gather): for ``needed`` nodes (node 0 counted) up to ``deadline``
+        (default: the check-in deadline); a refusal seen early, or ``also()`` true, ends the wait; returns
+        whether a refusal did. With ``wanted`` (recovery's regather): those identities until ``deadline``;
+        returns the ones that did not come."""
+        hub, info = self.hub, self.plan.exchange
+        if wanted is not None:
+            return hub.gather(needed, deadline, wanted=set(wanted))
+        load_node_0_modules(info["heartbeat"])
+        from .refusal import refused_early
+
+        hub.own_fp = self.fingerprint
+        self.log(f"check-in: waiting for {needed - 1} more node(s) on port {info['port']} "
+                 f"(up to {info['deadline_s']}s)")
+        refused = False
+
+        def early():  # gather stops at the first True, so the last answer is the one that counts
+            nonlocal refused
+            refused = refused_early(hub, self.plan.topology.nnodes_max, self.plan.launch.launcher, info["allow"])
+            return refused or bool(also and also())
+
+        hub.gather(needed, self.started + info["deadline_s"] if deadline is None else deadline, early=early)
+        return refused
+
+    def judge(self, minimum):
+        """Node 0's verdict over the nodes gathered: start, or refuse (every node exits 3)."""
+        return self.hub.decide(minimum, self.plan.topology.nnodes_max, self.plan.launch.launcher,
+                               self.plan.exchange["allow"], _missing(self.settings, self.plan))
+
+    def reopen(self):
+        """The next generation's hub: the last one closed, a fresh one on the same port (recovery's)."""
+        from .exchange import Hub
+
+        old = self.hub
+        if not old.board.closed:
+            old.close()
+        self.hub = Hub(old.port, old.token, self.fingerprint, self.log, bind=self.bind_address)
+        return self.hub
+
     def _as_node(self):
+        verdict, channel = self.join()
+        if verdict["decision"] == "start" and self.plan.exchange["heartbeat"]:
+            from .heartbeat import LinkWatch
+
+            return verdict, LinkWatch(channel, self.log, elastic=self.plan.topology.elastic)
+        channel.finish(1.0)
+        return verdict, None
+
+    def join(self, generation=None, carried=None):
+        """Check in with node 0: (verdict, channel). The one way a node joins, at the first start and for every
+        later generation: with ``generation`` (recovery) the hello names the generation it wants and the book it
+        ``carried``, and a node 0 between generations (not listening yet, or turning early nodes away) is tried
+        again until the deadline; without, the first failure is the answer. Raises EntrypointError (3 refused,
+        4 node 0 unreachable)."""
         from .exchange import Refused, check_in
         from .wire import ExchangeError, frame_limit
 
         info, topo = self.plan.exchange, self.plan.topology
         deadline = time.monotonic() + info["deadline_s"] + VERDICT_GRACE_S
-        try:
-            verdict, channel = check_in(info["host"], info["port"], self.fingerprint, self.token, deadline,
-                                        bind=self._bind(), limit=frame_limit(topo.nnodes_max))
-        except Refused as err:
-            raise EntrypointError(str(err), EXIT_TOPOLOGY) from None
-        except ExchangeError as err:
-            raise EntrypointError(f"check-in with node 0 at {info['host']}:{info['port']} failed: {err}; "
-                                  f"is node 0 running the same job? (NODEWEAVE_WAIT_TIMEOUT sets the deadline)",
-                                  EXIT_UNREACHABLE) from None
-        if verdict["decision"] == "start" and info["heartbeat"]:
-            from .heartbeat import LinkWatch
+        hello = self.fingerprint if generation is None else dict(self.fingerprint, generation=generation)
+        if carried:
+            hello["book"] = carried
+        while True:
+            try:
+                return check_in(info["host"], info["port"], hello, self.token, deadline, bind=self.bind_address,
+                                limit=frame_limit(topo.nnodes_max))
+            except Refused as err:
+                raise EntrypointError(str(err), EXIT_TOPOLOGY) from None
+            except ExchangeError as err:
+                if generation is None:
+                    raise EntrypointError(f"check-in with node 0 at {info['host']}:{info['port']} failed: {err}; "
+                                          "is node 0 running the same job? (NODEWEAVE_WAIT_TIMEOUT sets the "
+                                          "deadline)", EXIT_UNREACHABLE) from None
+                if time.monotonic() >= deadline:
+                    raise EntrypointError(f"check-in with node 0 at {info['host']}:{info['port']} for generation "
+                                          f"{generation} failed: {err}; node 0 is gone (NODEWEAVE_WAIT_TIMEOUT "
+                                          "sets how long a node waits for it)", EXIT_UNREACHABLE) from None
+                time.sleep(RETRY_S)
 
-            return verdict, LinkWatch(channel, self.log, elastic=topo.elastic)
-        channel.finish(1.0)
-        return verdict, None
 
-
-def _summary(verdict):
+def refused_checks(verdict):
+    """The refusing checks and the nodes each names (a few and a count, at any size): the job's refusal."""
     from .verdict import SHOWN_NODES, named
 
     return "; ".join(f"{p['check']} ({named(p, SHOWN_NODES)})" for p in verdict["problems"] if p["severity"] == "refuse")
@@ -244,7 +296,7 @@ def _admitter(hub, topo, plan, info):
     return admit
 
 
-def _load_node_0_modules(heartbeat):
+def load_node_0_modules(heartbeat):
     """Import now what node 0 imports later: a low RLIMIT_NOFILE is named and the nodes past it wait or
     count as missing, but once the connections hold every descriptor an import cannot open its file."""
     import json  # noqa: F401 - the run record

@@ -198,7 +198,7 @@ def version_at_least(text, minimum):
     return bool(have) and have >= minimum
 
 
-def _site_dirs(root):
+def site_dirs(root):
     dirs = []
     if root.real:
         import sys
@@ -216,7 +216,7 @@ def nccl_version(root, env):
     """NCCL's version from the pip wheel (torch's NCCL) or a versioned libnccl.so."""
     if env.get("NODEWEAVE_NCCL_VERSION"):
         return env["NODEWEAVE_NCCL_VERSION"], "NODEWEAVE_NCCL_VERSION"
-    for site in _site_dirs(root):
+    for site in site_dirs(root):
         for entry in root.listdir(site):
             if entry.startswith("nvidia_nccl_cu") and entry.endswith(".dist-info"):
                 return entry[:-len(".dist-info")].split("-")[1], f"{site}/{entry}"

@@ -146,7 +146,7 @@ def missing_script(launcher, command, cwd):
 LOOPBACK_NAMES = ("localhost", "localhost.localdomain", "ip6-localhost", "ip6-loopback")
 
 
-def _loopback(address):
+def is_loopback(address):
     text = str(address or "").strip().lower()
     return text in LOOPBACK_NAMES or text.startswith("127.") or text == "::1"
 
@@ -156,7 +156,7 @@ def check_loopback_master(topo, node, settings, contained):
     virtual interfaces, and ``contained``: a container's marker file or a pod): each node would reach only
     itself, and every node would wait out the deadline. One machine running every node (its own NICs) is
     left alone."""
-    if topo.nnodes_max <= 1 or not _loopback(topo.master_addr.value) or host_networking(node):
+    if topo.nnodes_max <= 1 or not is_loopback(topo.master_addr.value) or host_networking(node):
         return
     if "address" in (settings.get("exchange_allow") or []):
         return

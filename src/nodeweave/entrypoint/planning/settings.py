@@ -9,7 +9,7 @@ against the other rank sources and report where each value came from.
 
 from .contract import BY_FLAG, LAUNCHERS, SETTINGS, TOPOLOGY_KEYS, read_int
 from ..errors import UsageError
-from ..model import _DICT, Record, Value
+from ..model import NEW_DICT, Record, Value
 
 FLAGS = {
     "--explain": ("explain", "print what was found and decided, then exit without exec'ing"),
@@ -26,8 +26,8 @@ __all__ = ["LAUNCHERS", "TOPOLOGY_KEYS", "FLAGS", "Settings", "parse", "parse_in
 class Settings(Record):
     FIELDS = (
         ("command", ()),        # the script/command and its arguments
-        ("flags", _DICT),       # topology key → value given as a flag
-        ("options", _DICT),     # other key → Value(value, source)
+        ("flags", NEW_DICT),       # topology key → value given as a flag
+        ("options", NEW_DICT),     # other key → Value(value, source)
         ("explain", False),
         ("json", False),
         ("status", False),

@@ -136,7 +136,7 @@ def discover(settings, node, root, kube, warnings=None):
                          f"(from {nnodes_src}); ranks run 0..{hi - 1}")
     consistency.check_processes(claims, rank, lo, hi, nproc, nproc_src)
     consistency.check_tasks(claims, settings.get("launcher", "torchrun"))
-    master, master_src = _master(scene, claims, prefix, hi, notes, warnings)
+    master, master_src = choose_master(scene, claims, prefix, hi, notes, warnings)
     port, port_claim = decide(claims.get("master_port"), "master_port", "master port", _read_port, notes, warnings)
     port_value = Value(value=port, source=port_claim.source) if port_claim else \
         Value(value=DEFAULT_PORT, source=f"default {DEFAULT_PORT}")
@@ -192,7 +192,7 @@ def _no_rank(scene, hi):
         f"{', '.join(RANK_NAMES[:-1])} or {RANK_NAMES[-1]} is set; set NODE_RANK=0..{hi - 1} on each node")
 
 
-def _master(scene, claims, prefix, hi, notes, warnings):
+def choose_master(scene, claims, prefix, hi, notes, warnings):
     """(address, source) of node 0: the strongest claim, else derived from the StatefulSet, else loopback."""
     value, claim = decide(claims.get("master_addr"), "master_addr", "master address", read_host, notes, warnings)
     if claim is not None:

@@ -6,7 +6,10 @@ waited as a spare, how often each node was left out, and the newest
 checkpoint step. :func:`first` opens it from the nodes that checked in;
 :func:`after_fault` takes a fault (the culprit node and why), the nodes that
 checked in again and the newest complete checkpoint's step, and returns the
-next generation or the reason the job stops, with its exit code.
+next generation or the reason the job stops, with its exit code. A fault is a
+node's or the job's own: :func:`shared_error` finds the same exception raised
+by the script on every node that reported one, and :func:`job_error` stops the
+job with it, leaving no node out and spending no restart.
 
 Nodes are named by their *identity*: the node rank their container was given
 (0..nodes+spares-1). A generation's training ranks are positions in
@@ -14,7 +17,7 @@ Nodes are named by their *identity*: the node rank their container was given
 their ranks.
 """
 
-from ..errors import EXIT_GAVE_UP, EXIT_NO_PROGRESS
+from ..errors import EXIT_GAVE_UP, EXIT_JOB_ERROR, EXIT_NO_PROGRESS
 from .progress import Progress
 
 FOR_GOOD = 2  # a node left out this many times is never taken back
@@ -95,6 +98,26 @@ def after_fault(book, culprit, why, present, step, limits):
                      f"{len(members)} left")
     book.update(generation=book["generation"] + 1, members=members, spares=spares)
     return dict(book, decision="start")
+
+
+def shared_error(errors, members):
+    """The job's own error, or None: ``errors`` maps identities to the exception their script raised
+    ({"line", "lines"}, ``symptoms.script_error``); two or more of the generation's ``members`` raised the same
+    one and none another. Returns (the identities, the error)."""
+    raised = {node: error for node, error in errors.items() if node in members}
+    if len(raised) < 2 or len({error["line"] for error in raised.values()}) != 1:
+        return None
+    return sorted(raised), raised[min(raised)]
+
+
+def job_error(book, nodes, error):
+    """The book stopping the job on its own error: no node left out, no spare taken, no restart spent."""
+    where = ", ".join(map(str, nodes))
+    return dict(_stop(book, EXIT_JOB_ERROR, f"the job's own error, the same on node(s) {where}: {error['line']}; "
+                                            "a restart would only repeat it, so no node was left out and no spare "
+                                            "or restart spent: fix the script or what it reads and writes, then "
+                                            "start the job again"),
+                error=dict(error, nodes=list(nodes)))
 
 
 def role(book, node):

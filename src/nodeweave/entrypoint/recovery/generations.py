@@ -15,7 +15,7 @@ training slot may go to a spare (docs/recovery.md says why).
 
 import os
 
-from ..errors import EXIT_GAVE_UP, EXIT_NO_PROGRESS, EntrypointError
+from ..errors import EXIT_GAVE_UP, EXIT_JOB_ERROR, EXIT_NO_PROGRESS, EntrypointError
 from . import decide
 from .setup import Config, identity_settings, last_book, with_flags
 
@@ -33,11 +33,11 @@ class Generations:
         """The node's own plan (its container's rank among nodes + spares), the check-in made ready, the wait."""
         from .. import announce
         from ..checkin.session import CheckIn
-        from ..core import build_plan
         from ..detection.sysfs import Root
         from ..planning.consistency import missing_script
+        from .roles import plan_node
 
-        plan = build_plan(self.ident_settings)
+        plan = plan_node(self.settings)  # its identity among nodes + spares, as hold and --explain plan it
         problem = missing_script(plan.launch.launcher, self.settings.command, os.getcwd())
         if problem:
             raise EntrypointError(problem)
@@ -94,7 +94,7 @@ class Generations:
         if self.settings.get("run_id") or not book or book.get("decision") != "stop":
             return None
         code = book.get("code")
-        if code not in (EXIT_GAVE_UP, EXIT_NO_PROGRESS):
+        if code not in (EXIT_GAVE_UP, EXIT_NO_PROGRESS, EXIT_JOB_ERROR):
             return None
         self.log(f"recovery: this container's job already ended (exit {code}: {book.get('why')}); a restart brought "
                  "it back: not starting it again. Recreate the containers (nodeweave up) to start the job anew")
@@ -117,7 +117,7 @@ class Generations:
         apply_counts(plan, verdict)
         return plan, settings
 
-    def _launch(self, book, verdict, watch):
+    def launch(self, book, verdict, watch):
         """Start this node's launcher for the generation under ``watch``; its exit code. A start that fails here
         (the plan, the files, the launcher not found) is reported to node 0 as this node's fault."""
         from ..running.supervise import run_supervised

@@ -47,18 +47,18 @@ class HubSide:
                 book["checkpoint_unjudged"] = unjudged
             verdict = self._announce(hub, verdict, book)
             if book["generation"] == 0:
-                from ..checkin.session import _say_verdict
+                from ..checkin.session import say_verdict
 
-                _say_verdict(verdict, time.monotonic() - self.checkin.started, self.log)
+                say_verdict(verdict, time.monotonic() - self.checkin.started, self.log)
             if book["decision"] == "stop":
-                self.log(f"recovery: the job ends: {book['why']} (every node exits {book['code']})")
+                say_stop(book, self.log)
                 hub.close()
                 return book["code"]
             watch = HubWatch(hub, self.log, elastic=False, admit=self._admitter(hub, verdict, book))
             if self.settings.get("straggler_is_fault"):
                 watch.on_straggler_fault = self._straggler_taker(watch)
             if 0 in book["members"]:
-                code = self.gens._launch(book, verdict, watch)
+                code = self.gens.launch(book, verdict, watch)
             else:
                 self.gens._say_role(book, decide.role(book, 0))
                 self.gens.hold_warm(decide.role(book, 0))
@@ -83,11 +83,14 @@ class HubSide:
             if after:  # node 0 came back (its container restarted): the others were at generation ``after``
                 return self._came_back(hub, after, present, step)
             return decide.first(present, self.config.limits, step)
-        book = decide.after_fault(book, fault["node"], fault["why"], present, step, self.config.limits)
+        if fault.get("error"):  # the job's own error: it ends here, naming the error
+            book = decide.job_error(book, fault["error"]["nodes"], fault["error"])
+        else:
+            book = decide.after_fault(book, fault["node"], fault["why"], present, step, self.config.limits)
         book.pop("present", None)  # the last generation's: a node lost since must not be waited for at the end
         culprit = fault["node"]
         if book["decision"] == "stop" and culprit in book["alive"] and culprit not in present:
-            self._regather(hub, {culprit}, time.monotonic() + STOP_WAIT_S)
+            self._regather({culprit}, time.monotonic() + STOP_WAIT_S)
             book["present"] = sorted(present | {p.fp.get("rank") for p in hub.peers})
         fault["relaunched"] = time.time()
         fault["recover_s"] = round(fault["relaunched"] - fault["at"], 2)
@@ -125,7 +128,7 @@ class HubSide:
         if not late:
             return
         hub = self._new_hub(hub)
-        self._regather(hub, late, time.monotonic() + REGATHER_CAP_S)
+        self._regather(late, time.monotonic() + REGATHER_CAP_S)
         if hub.peers:
             hub.announce(dict(verdict, recovery=public(dict(book, decision="stop", code=0,
                                                             why="the job finished"))))
@@ -139,64 +142,45 @@ class HubSide:
         return watch.finish(0, "node 0 holds no training slot", []) or (1 if watch.failure else 0)
 
     def _new_hub(self, old):
-        from ..checkin.exchange import Hub
-
-        if not old.board.closed:
-            old.close()
-        hub = Hub(old.port, old.token, self.checkin.fingerprint, self.log, bind=self.checkin._bind())
-        return hub
+        return self.checkin.reopen()
 
     def _gather(self, hub, book):
         """The check-in of one generation; the verdict (refused: every node exits 3)."""
-        from ..checkin.session import _load_node_0_modules, _say_verdict, _record
+        from ..checkin.session import record_verdict, refused_checks, say_verdict
 
-        _load_node_0_modules(True)
-        plan, info = self.plan, self.plan.exchange
+        info = self.plan.exchange
         started = time.monotonic()
         if book is None:
-            from ..checkin.refusal import refused_early
-
             needed = self.config.nodes  # an elastic job too: generation 0 waits for all, up to the deadline
-            self.log(f"check-in: waiting for {needed - 1} more node(s) on port {info['port']} "
-                     f"(up to {info['deadline_s']}s)")
             deadline = self.checkin.started + info["deadline_s"]
-            refused = False
-
-            def early():  # gather stops at the first True, so the last answer is the one that counts
-                nonlocal refused
-                refused = refused_early(hub, self.config.nodes, plan.launch.launcher, info["allow"])
-                return refused or returned(hub)
-
-            hub.gather(needed, deadline, early=early)
+            refused = self.checkin.gather(needed, deadline, also=lambda: returned(hub))
             if returned(hub) and not refused:  # node 0 came back to a running job: the nodes still up check in
                 settle = min(deadline, time.monotonic() + RETURN_SETTLE_S)  # at once, so wait less
                 wanted = set((kept_book(hub) or {}).get("present") or []) - {0}
                 if wanted:  # the nodes of the generation node 0 lost, not a node lost before it
                     self.log(f"recovery: node 0 is back: waiting up to {RETURN_SETTLE_S}s for node(s) "
                              f"{', '.join(map(str, sorted(wanted)))}, those of the generation it lost")
-                    hub.gather(len(wanted) + 1, settle, wanted=wanted)
+                    self.checkin.gather(len(wanted) + 1, settle, wanted=wanted)
                 else:  # the others' nodeweave carries no book
                     hub.gather(needed, settle)
         else:
             expected = set(book["alive"]) - {0, book.get("last_culprit")}
-            self._regather(hub, expected, time.monotonic() + min(REGATHER_CAP_S, info["deadline_s"]))
+            self._regather(expected, time.monotonic() + min(REGATHER_CAP_S, info["deadline_s"]))
         minimum = (self.config.minimum if self.config.minimum < self.config.slots else self.config.nodes) \
             if book is None and not returned(hub) else 0  # a book's generations judge the count (decide.py)
-        verdict = hub.decide(minimum, self.config.nodes, plan.launch.launcher, info["allow"])
+        verdict = self.checkin.judge(minimum)
         if verdict["decision"] != "start":
-            _say_verdict(verdict, time.monotonic() - started, self.log)
-        _record(plan, self.gens.ident_settings, verdict, self.checkin.fingerprint)
+            say_verdict(verdict, time.monotonic() - started, self.log)
+        record_verdict(self.plan, self.gens.ident_settings, verdict, self.checkin.fingerprint)
         if verdict["decision"] != "start":
             hub.announce(verdict)
             hub.close()
-            from ..checkin.session import _summary
-
-            raise EntrypointError(f"check-in refused the job: {_summary(verdict)} (table above; the same on every "
-                                  "node)", EXIT_TOPOLOGY)
+            raise EntrypointError(f"check-in refused the job: {refused_checks(verdict)} (table above; the same on "
+                                  "every node)", EXIT_TOPOLOGY)
         return verdict
 
-    def _regather(self, hub, expected, deadline):
-        missing = hub.gather(len(expected) + 1, deadline, wanted=set(expected))
+    def _regather(self, expected, deadline):
+        missing = self.checkin.gather(len(expected) + 1, deadline, wanted=expected)
         if missing:
             self.log(f"recovery: node(s) {', '.join(map(str, sorted(missing)))} did not check in again: left out")
 
@@ -268,7 +252,23 @@ class HubSide:
         straggler = getattr(watch, "straggler", None)
         if cause == "straggler" and straggler:
             fault["gap"] = round(straggler["gap"], 3)
+        shared = decide.shared_error(watch.script_errors(), book["members"]) if cause == "crash" else None
+        if shared:  # the same exception on every node that raised one: the job's own, no node's
+            nodes, error = shared
+            fault.update(node=None, cause="script", error=dict(error, nodes=nodes),
+                         why=f"the script raised {error['line']} on node(s) {', '.join(map(str, nodes))}")
+            book["last_culprit"] = None
         return fault
+
+
+def say_stop(book, log):
+    """The job ends (node 0 and every node alike): why, and the job's own error's last lines when it was that."""
+    log(f"recovery: the job ends: {book.get('why')} (every node exits {book.get('code')})")
+    error = book.get("error")
+    if error:
+        log(f"the ranks' last lines (node {error['nodes'][0]}):")
+        for line in error.get("lines") or [error["line"]]:
+            log(f"  | {line}")
 
 
 def work_lost_s(checkpoint, fault_at):

@@ -2,11 +2,10 @@
 
 import time
 
-from ..errors import EXIT_TOPOLOGY, EXIT_UNREACHABLE, EntrypointError
+from ..errors import EXIT_TOPOLOGY, EntrypointError
 from . import decide
 from .setup import keep, own_record, user_stopped
 
-RETRY_S = 0.3          # between a worker's attempts to check in for the next generation
 # what a worker carries of the job's book into its next check-in: a node 0 that was lost and came back takes
 # the book on from the nodes that kept it (the restart budget, the nodes left out), not afresh, and waits for
 # the nodes that checked in for the generation it lost (``present``), no others
@@ -30,33 +29,35 @@ class NodeSide:
     # --- the other nodes -----------------------------------------------------------------------------
     def loop(self):
         from ..checkin.heartbeat import LinkWatch
-        from ..checkin.session import _say_verdict, _record
+        from ..checkin.session import say_verdict, record_verdict
 
         started = time.monotonic()
         while True:
-            verdict, channel = self._check_in()
+            verdict, channel = self.checkin.join(self.generation, self.carried)
             if self.generation == 0 or verdict["decision"] != "start":
-                _say_verdict(verdict, time.monotonic() - started, self.log)
-                _record(self.plan, self.gens.ident_settings, verdict, self.checkin.fingerprint)
+                say_verdict(verdict, time.monotonic() - started, self.log)
+                record_verdict(self.plan, self.gens.ident_settings, verdict, self.checkin.fingerprint)
             if verdict["decision"] != "start":
                 channel.close()
-                from ..checkin.session import _summary
+                from ..checkin.session import refused_checks
 
-                raise EntrypointError(f"check-in refused the job: {_summary(verdict)} (table above; the same on "
+                raise EntrypointError(f"check-in refused the job: {refused_checks(verdict)} (table above; the same on "
                                       "every node)", EXIT_TOPOLOGY)
             book = verdict.get("recovery") or {}
             keep(self.settings, own_record(book, self.identity))
             self.carried = {key: book[key] for key in CARRIED if key in book}
             self.carried["history"] = (book.get("history") or [])[-CARRIED_HISTORY:]
             if book.get("decision") == "stop":
-                self.log(f"recovery: the job ends: {book.get('why')} (every node exits {book.get('code')})")
+                from .hub import say_stop
+
+                say_stop(book, self.log)
                 channel.finish(1.0)
                 return book.get("code")
             self.generation = book["generation"] + 1
             role = decide.role(book, self.identity)
             watch = LinkWatch(channel, self.log)
             if role == "member":
-                code = self.gens._launch(book, verdict, watch)
+                code = self.gens.launch(book, verdict, watch)
                 if code == 0 or user_stopped(self.gens.received):
                     return code
                 continue
@@ -69,31 +70,3 @@ class NodeSide:
             if watch.closing:
                 self.log("recovery: the job finished; this node was not needed")
                 return 0
-
-    def _check_in(self):
-        """Check in for ``self.generation``, trying again until node 0 answers (it may be between generations)."""
-        from ..checkin.exchange import Refused, check_in
-        from ..checkin.wire import ExchangeError, frame_limit
-
-        info = self.plan.exchange
-        from ..checkin.session import VERDICT_GRACE_S
-
-        deadline = time.monotonic() + info["deadline_s"] + VERDICT_GRACE_S
-        fp = dict(self.checkin.fingerprint, generation=self.generation)
-        if self.carried:
-            fp["book"] = self.carried
-        last = None
-        while time.monotonic() < deadline:
-            try:
-                return check_in(info["host"], info["port"], fp, self.checkin.token, deadline,
-                                bind=self.checkin._bind(), limit=frame_limit(self.config.nodes))
-            except Refused as err:
-                raise EntrypointError(str(err), EXIT_TOPOLOGY) from None
-            except ExchangeError as err:
-                last = err
-                time.sleep(RETRY_S)
-        raise EntrypointError(f"check-in with node 0 at {info['host']}:{info['port']} for generation "
-                              f"{self.generation} failed: {last}; node 0 is gone (NODEWEAVE_WAIT_TIMEOUT sets how long "
-                              "a node waits for it)", EXIT_UNREACHABLE)
-
-

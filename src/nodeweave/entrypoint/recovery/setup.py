@@ -47,7 +47,11 @@ def with_flags(settings, **flags):
 def identity_settings(settings):
     """The settings a node checks in with: with spares, the job's containers are nodes + spares."""
     spares = settings.get("spares", 0) or 0
-    return with_flags(settings, nnodes=job_size(settings)[1] + spares) if spares else settings
+    if not spares:
+        return settings
+    ident = with_flags(settings, nnodes=job_size(settings)[1] + spares)
+    ident.env = dict(settings.env, NODEWEAVE_NNODES=ident.flags["nnodes"])  # one count: no flag-over-variable warning
+    return ident
 
 
 def newest_checkpoint(folder, log, unjudged=None):

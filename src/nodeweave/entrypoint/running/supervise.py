@@ -247,11 +247,11 @@ def run_supervised(executable, argv, env, watch=None, received=None, warm=None):
         end(ranks["processes"], ranks["deadline"])
     code = exit_status(status, received)
     if watch is not None:
-        from .symptoms import secondary
+        from .symptoms import script_error, secondary
 
         text = tail.text()
         stopped = watch.finish(code, how_it_ended(os.path.basename(argv[0]), status, received), tail.lines(),
-                               peer_gone=secondary(text) if code else None)
+                               peer_gone=secondary(text) if code else None, error=script_error(text) if code else None)
         if stopped is not None and not any(s in _numbers(STOPPING) for s in received):
             return stopped  # a stop this node was sent itself still shows as 128+N
     return code

@@ -6,6 +6,10 @@ reports can reach node 0 first. Recovery leaves the culprit's node out, so node 
 report at its word: a node whose output shows only that a peer went away is a *secondary* failure
 (:func:`secondary`), and node 0 waits a moment for a primary one before it judges (``heartbeat.py``).
 
+The other way round, :func:`script_error` finds the exception a rank's script raised (``PermissionError:
+[Errno 13] ...``): the same line from every node is the job's own error, not a node's (recovery stops the job
+naming it instead of leaving nodes out one by one, ``recovery/hub.py``).
+
 A node's output is secondary when it holds a peer-gone line and no rank of its own was killed by a signal
 (torchrun's summary: ``exitcode  : -9``, ``Signal 9 (SIGKILL) received by PID``; SIGABRT is how NCCL's
 watchdog ends a rank whose peer went away, so it proves nothing). A rank that raised an error of
@@ -42,3 +46,26 @@ def secondary(text):
     start = text.rfind("\n", 0, found.start()) + 1
     end = text.find("\n", found.end())
     return text[start:end if end >= 0 else len(text)].strip()[:300]
+
+
+# A Python exception's last traceback line as a rank prints it (torchrun may prefix ``[rank0]:`` or ``[default0]:``).
+EXCEPTION_LINE = re.compile(r"^(?:\[[\w.-]+\]:\s*)?((?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)(?::.*)?)$")
+# Not the script's own: the launcher's summary of its children, and what a rank raises when a peer or the
+# collective failed (every rank raises it, naming its own rank: a node's fault, or a stall's).
+NOT_THE_SCRIPTS = re.compile(r"ChildFailedError|SignalException|DistBackendError|DistNetworkError|Watchdog|"
+                             r"timed out|[Tt]imeout|NCCL|[Gg]loo")
+SCRIPT_LINES = 6  # the traceback's last lines kept with the error
+
+
+def script_error(text):
+    """The exception the script raised, as its last output shows it: {"line": the exception line, "lines": the
+    traceback's last lines}, or None (killed by a signal, a peer gone, an exit without a traceback)."""
+    if not text or OWN_SIGNAL.search(text):
+        return None
+    lines = text.splitlines()
+    for i in range(len(lines) - 1, -1, -1):
+        match = EXCEPTION_LINE.match(lines[i].strip())
+        if not match or NOT_THE_SCRIPTS.search(lines[i]) or PEER_GONE.search(lines[i]):
+            continue
+        return {"line": match.group(1)[:300], "lines": [line[:300] for line in lines[max(0, i - SCRIPT_LINES + 1):i + 1]]}
+    return None

@@ -48,7 +48,7 @@ class LocalWatch(FaultSeam):
                 self.log(f"warning: stall watch off: {err!r}")
                 return
 
-    def finish(self, code, how, tail, peer_gone=None):
+    def finish(self, code, how, tail, peer_gone=None, error=None):
         """The launcher ended: 7 when this watch stopped it, else None (its own status stands)."""
         self.stopping.set()
         if self.thread is not None:
@@ -63,6 +63,9 @@ class LocalWatch(FaultSeam):
         return 0
 
     def collect_stacks(self, request, deadline):
+        return {}
+
+    def answered_stacks(self, request, deadline):
         return {}
 
     def broadcast_report(self, lines):

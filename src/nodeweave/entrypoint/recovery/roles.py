@@ -1,0 +1,118 @@
+"""A node's role in its job, and the one way every entrypoint path plans this node.
+
+A start, hold mode, ``--explain``, ``--status`` and ``--node status`` all plan
+this node through :func:`plan_node`, so a spare is a spare everywhere: with
+``recovery.spares`` the job's containers are its training nodes plus its
+spares, and a container's node rank is its *identity* among them (0..N+S-1,
+``setup.identity_settings``), never a training rank past the node count. The
+role says what the node does: a training node (its rank), a spare (it waits to
+take a left-out node's place), or a node left out (and why), read from the
+book this node kept while the job runs (``recovery.json``).
+"""
+
+from ..core import build_plan
+from ..errors import EntrypointError
+from .setup import Config, identity_settings, last_book
+
+RUNNING = "start"  # a book whose generation is under way (a finished or stopped job's roles are history)
+
+
+class Kind:
+    """What a node does in a generation: the book's ``role`` values (``decide.role``), `nodeweave status`'s.
+    Plain strings, not an ``enum``: importing enum costs every start milliseconds (test_entrypoint_cli)."""
+
+    TRAINING = "member"
+    SPARE = "spare"
+    LEFT_OUT = "left out"
+    OUT_FOR_GOOD = "out for good"
+    ALL = (TRAINING, SPARE, LEFT_OUT, OUT_FOR_GOOD)
+
+    @classmethod
+    def shown(cls, kind):
+        """The word a person reads: ``training node`` for a member."""
+        return "training node" if kind == cls.TRAINING else kind
+
+
+class Role:
+    """This node's role: ``kind``, its ``identity`` (its container's node rank among nodes + spares), its
+    training ``rank`` in the generation (None unless it trains), ``why`` in words, the ``generation`` it
+    holds for (None: the job's start, before node 0 decided anything)."""
+
+    __slots__ = ("kind", "identity", "rank", "why", "generation")
+
+    def __init__(self, kind, identity, rank=None, why="", generation=None):
+        self.kind, self.identity, self.rank, self.why, self.generation = kind, identity, rank, why, generation
+
+    def __eq__(self, other):
+        return isinstance(other, Role) and self.to_dict() == other.to_dict()
+
+    def __repr__(self):
+        return f"Role({self.text()!r})"
+
+    def text(self):
+        """``training node 1``, ``spare``, ``left out`` — then why."""
+        name = f"training node {self.rank}" if self.kind == Kind.TRAINING else self.kind
+        when = f"generation {self.generation}: " if self.generation is not None else ""
+        return f"{when}{name}" + (f" ({self.why})" if self.why else "")
+
+    def to_dict(self):
+        return {"kind": Kind.shown(self.kind),
+                "identity": self.identity, "rank": self.rank, "why": self.why, "generation": self.generation}
+
+
+def plan_node(settings, partial=False):
+    """This node's plan with ``plan.role`` set; with ``partial``, errors are recorded (``--explain``)."""
+    if not settings.get("recovery"):
+        plan = build_plan(settings, partial=partial)
+        if plan.topology is not None:
+            rank = plan.topology.node_rank.value
+            plan.role = Role(Kind.TRAINING, rank, rank).to_dict()
+        return plan
+    try:
+        ident = identity_settings(settings)
+    except EntrypointError as err:
+        if not partial:
+            raise
+        plan = build_plan(settings, partial=True)
+        plan.errors.insert(0, {"message": str(err), "exit_code": err.exit_code})
+        return plan
+    plan = build_plan(ident, partial=partial)
+    if plan.topology is not None:
+        try:
+            plan.role = role_at_start(settings, plan.topology).to_dict()
+        except EntrypointError as err:
+            if not partial:
+                raise
+            plan.errors.append({"message": str(err), "exit_code": err.exit_code})
+    return plan
+
+
+def role_at_start(settings, topo):
+    """The role this node holds now: the one in the book it kept while its job runs, else the job's first
+    layout (the lowest identities train, the rest are spares: ``decide.first``)."""
+    config = Config(settings, topo)
+    identity = topo.node_rank.value
+    book = last_book(settings)
+    if book and book.get("decision") == RUNNING and book.get("role") and not settings.get("run_id"):
+        return from_book(book, identity)
+    layout = (f"the job trains on {config.slots} node(s), identities 0..{config.slots - 1}; "
+              f"{config.spares} spare(s) wait" if config.spares else "")
+    if identity < config.slots:
+        return Role(Kind.TRAINING, identity, identity, layout)
+    return Role(Kind.SPARE, identity, None, f"container {identity} of {config.nodes}: {layout} to take a "
+                                            "left-out node's place (recovery.spares)")
+
+
+def from_book(book, identity):
+    """The role the book gives ``identity`` (its training rank is its position among the members)."""
+    from .decide import role
+
+    kind = role(book, identity)
+    members = book.get("members") or []
+    rank = members.index(identity) if kind == Kind.TRAINING else None
+    why = book.get("reason") or ""
+    if kind == Kind.SPARE:
+        why = "waits to take a left-out node's place"
+    elif kind == Kind.TRAINING and rank != identity:
+        why = f"container {identity} trains as rank {rank}"
+    return Role(kind, identity, rank, why, book.get("generation"))
