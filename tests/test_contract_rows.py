@@ -38,6 +38,7 @@ kubernetes: {service: rdzv, cluster_domain: corp.example}
 hosts: [gpu-a, gpu-b, gpu-c, gpu-d, gpu-e]  # the 3 nodes, then recovery's 2 spares
 recovery: {enabled: true, spares: 2, max_restarts: 7, no_progress_restarts: 0, checkpoint_dir: ckpts,
            straggler_is_fault: true, warm_start: false}
+metrics: {enabled: false, port: 9100, step_pattern: 'global_step=(\\d+)'}
 """
 # What the entrypoint makes of each spec field's value (its own typed form).
 EXPECTED = {
@@ -66,6 +67,9 @@ EXPECTED = {
     "recovery.checkpoint_dir": "ckpts",
     "recovery.straggler_is_fault": True,
     "recovery.warm_start": False,
+    "metrics.enabled": False,
+    "metrics.port": 9100,
+    "metrics.step_pattern": "global_step=(\\d+)",
     "hosts": HOSTFILE_PATH,  # where compose mounts compose/hosts; test_compose reads the ranks from it
 }
 ROWS = [row for row in SETTINGS if row.spec]

@@ -8,7 +8,7 @@ Each action prints one JSON document (schema ``nodeweave.node/1``) on stdout:
   ``amd-smi`` or ``rocm-smi`` where one is installed;
 - ``stop [--run ID] [--grace S]``: stops the runs in progress (all, or ID),
   SIGTERM then SIGKILL after S seconds (default 10); exit 1 if a process outlived it;
-- ``report RUN_ID``: the run's record and plan, the workspace's sync stamp
+- ``report RUN_ID``: the run's record and plan, its recovery book and goodput timeline, the workspace's sync stamp
   (``.nodeweave-sync.json`` in the working directory) and the profiler's files;
 - ``ready``: the pods' readiness probe: exit 0 when the node holds (its hold
   record's process lives) or runs (run mode: the entrypoint is past its start,
@@ -203,7 +203,8 @@ def report(args, env):
     data = {"schema": NODE_SCHEMA, "run": record, "plan": read_json(os.path.join(folder, "plan.json")),
             "alive": bool(record) and alive(record.get("pid", -1), record.get("starttime")),
             "stamp": read_json(os.path.join(os.getcwd(), STAMP)), "profile_dir": profile, "profile": files,
-            "stalls": _stall_reports(folder), "recovery": read_json(os.path.join(folder, "recovery.json"))}
+            "stalls": _stall_reports(folder), "recovery": read_json(os.path.join(folder, "recovery.json")),
+            "goodput": read_json(os.path.join(folder, "goodput.json"))}
     return data, EXIT_OK
 
 

@@ -25,6 +25,7 @@ import time
 
 from ..errors import EXIT_PEER_FAILED, EXIT_STALLED
 from ..stall.exchange import HubStall, LinkStall
+from . import HUB_WATCHES
 from .wire import BEAT_LINE, ExchangeError, readable
 
 BEAT_S = 2.0
@@ -194,6 +195,8 @@ class HubWatch(HubStall, Watch):
         self.culprit = None          # a stall's or straggler's: (None, "stall" | "straggler", generation rank)
         self.heard = []              # every member's failure: (when, node rank, cause, of its own accord, report)
         self.held = None             # (until, label, report): a failure that shows only a peer gone, not relayed yet
+        for listener in HUB_WATCHES:  # metrics/: node 0's live picture of the job, its goodput timeline
+            listener(self)
 
     def _send(self, peer, message):
         """Queue ``message`` for ``peer`` (never waits on it); False when the node is gone or not reading."""
