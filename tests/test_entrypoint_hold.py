@@ -226,3 +226,15 @@ def test_stop_with_a_run_id_finds_an_entrypoint_that_has_not_recorded_itself(tmp
         for proc in (other, stand_in):
             proc.kill()
             proc.wait()
+
+
+def test_report_carries_the_runs_recovery_book_and_goodput_timeline(tmp_path):
+    """What `nodeweave run` copies into the run folder for `runs show` (docs/observability.md)."""
+    folder = tmp_path / "nodeweave" / "runs" / "r9"
+    folder.mkdir(parents=True)
+    (folder / "run.json").write_text(json.dumps({"run_id": "r9", "pid": -1}))
+    (folder / "goodput.json").write_text(json.dumps({"schema": "nodeweave.goodput/1", "launched": 1.0}))
+    (folder / "recovery.json").write_text(json.dumps({"generation": 1}))
+    report, code = node(tmp_path, "report", "r9")
+    assert code == 0 and report["goodput"] == {"schema": "nodeweave.goodput/1", "launched": 1.0}
+    assert report["recovery"] == {"generation": 1}

@@ -65,6 +65,7 @@ def test_the_accounted_goodput_matches_the_steps_the_workload_kept(tmp_path):
     assert max(s for s, _ in runs[1]) == STEPS and fault, out
     buckets = accounted["buckets"]
     report = f"accounted {buckets} of {wall} s; truth: kept {kept:.2f} s, redone {redone:.2f} s"
+    print(report)
     assert abs(buckets["training"] - kept) / wall < 0.03, report
     assert abs(accounted["productive"] - kept / wall) < 0.03, report
     # the redone bucket runs from the checkpoint's step to the fault as node 0 heard it: the partial step and the

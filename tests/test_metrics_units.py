@@ -97,3 +97,22 @@ def test_a_running_job_is_accounted_up_to_now():
     timeline = {"launched": 0.0, "ended": None, "generations": [{"generation": 0, "first": 5.0}]}
     assert goodput.account(timeline, now=25.0)["buckets"]["training"] == 20.0
     assert goodput.account({"launched": None})["productive"] is None
+
+
+def test_a_crash_counts_from_the_last_progress_and_the_wind_down_after_the_last_step_is_idle():
+    timeline = {"launched": 0.0, "ended": 60.0, "generations": [
+        {"generation": 0, "first": 10.0, "last": 20.0, "steps": [[11.0, 1], [15.0, 5], [20.0, 10]],
+         "fault": {"at": 28.0, "resumed_step": 5}},  # the crash was heard 8 s after the last step
+        {"generation": 1, "first": 35.0, "last": 50.0, "resumed_step": 5, "ended": 60.0},
+    ]}
+    result = goodput.account(timeline)
+    # gen 0: 10->20 active, redone 15->20; recovery 20->35; gen 1: 35->50 training; 50->60 wind-down: idle
+    assert result["buckets"] == {"training": 20.0, "startup": 10.0, "recovery": 15.0, "redone": 5.0,
+                                 "stalled": 0.0, "idle": 10.0}
+
+
+def test_a_stall_that_lasted_to_the_fault_stays_stalled():
+    timeline = {"launched": 0.0, "ended": 100.0, "generations": [
+        {"generation": 0, "first": 10.0, "last": 30.0, "stalls": [[30.0, None]], "fault": {"at": 90.0}},
+    ]}
+    assert goodput.account(timeline)["buckets"]["stalled"] == 60.0

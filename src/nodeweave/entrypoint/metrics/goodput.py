@@ -4,16 +4,18 @@ Pure arithmetic on the timeline ``live.py`` keeps (``goodput.json``, schema
 :data:`SCHEMA`), shared by node 0's metrics and ``nodeweave runs show``/``compare``:
 
 - **start-up**: the launch to generation 0's first collective;
-- **recovery**: a fault to the next generation's first collective;
+- **recovery**: a fault (the generation's last progress: a crash takes seconds to be heard) to the next
+  generation's first collective;
 - **work redone**: the part of a generation the next one repeats, from the step
   its checkpoint holds (``resumed_step``) to the fault: timed from the training's
   own step lines when known (the first step past the checkpoint's), else the
   checkpoint's age at the fault (``work_lost_s``), and the whole generation when
   the next one starts over without a checkpoint;
 - **stalled**: the stall watch's stalls (no rank moving while ranks wait);
-- **training**: the rest of each generation from its first collective;
-- **idle**: what is left of the wall time (waiting after the last generation, a
-  generation that never reached a collective is counted as start-up/recovery).
+- **training**: the rest of each generation from its first collective to its last
+  progress (a collective entered or a step logged);
+- **idle**: what is left of the wall time (the wind-down after the last
+  generation's last progress, waiting after it).
 
 The productive fraction is training over wall time. Every bucket is in seconds.
 """
@@ -37,7 +39,7 @@ def _overlap(intervals, start, end):
 def _redone(gen, resumed_step, end):
     """Seconds of ``gen`` (ended by a fault at ``end``) that the next generation repeats."""
     fault = gen.get("fault") or {}
-    steps = [(t, s) for t, s in gen.get("steps") or [] if t <= end]
+    steps = [(t, s) for t, s in gen.get("steps") or [] if t <= end + 1e-3]
     if resumed_step is None and fault.get("resume_from") is None and fault.get("resumed_step") is None:
         return None  # the next generation starts over: all of it (the caller knows the span)
     if steps and resumed_step is not None:
@@ -66,11 +68,15 @@ def account(timeline, now=None):
     for index, gen in enumerate(gens):
         buckets = dict.fromkeys(BUCKETS, 0.0)
         fault = gen.get("fault") or {}
-        end = fault.get("at") or gen.get("ended") or end_of_run
-        end = min(max(end, before), end_of_run)
+        closed = fault.get("at") or gen.get("ended")
+        end = min(max(closed or end_of_run, before), end_of_run)
         first = gen.get("first")
         reached = min(first, end) if first is not None else end
         buckets["startup" if index == 0 else "recovery"] = max(0.0, reached - before)
+        last = gen.get("last")
+        stalled_to_end = any(b is None or b > (last or 0) for _, b in gen.get("stalls") or [])
+        if closed and last is not None and reached <= last < end and not stalled_to_end:
+            end = last  # the last progress: a crash's news and a clean end's linger are not training
         active = max(0.0, end - reached) if first is not None else 0.0
         if active:
             buckets["stalled"] = min(active, _overlap(gen.get("stalls") or [], reached, end))
@@ -83,7 +89,7 @@ def account(timeline, now=None):
         for name in BUCKETS:
             total[name] += buckets[name]
         per_gen.append({"generation": gen.get("generation", index), "buckets": _rounded(buckets)})
-        before = end
+        before = end if fault else (closed or end)
     total["idle"] = max(0.0, wall - sum(total[name] for name in BUCKETS if name != "idle"))
     return {"wall_s": round(wall, 2), "buckets": _rounded(total),
             "productive": round(total["training"] / wall, 4) if wall > 0 else None, "generations": per_gen}

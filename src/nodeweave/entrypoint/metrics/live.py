@@ -84,7 +84,8 @@ class Live:
             gens = self.timeline["generations"]
             if gens and gens[-1]["generation"] == number:
                 return  # the same generation watched again (never today; harmless)
-            entry = {"generation": number, "began": time.time(), "first": None, "ended": None, "fault": None,
+            entry = {"generation": number, "began": time.time(), "first": None, "last": None, "ended": None,
+                     "fault": None,
                      "stalls": [], "steps": [], "resumed_step": book.get("step") if book and book.get("resume_from")
                      else None, "resume_from": book.get("resume_from") if book else None}
             past = {h.get("generation"): h for h in (book or {}).get("history") or []}
@@ -116,6 +117,8 @@ class Live:
             with self.lock:
                 self.step = (found[0], found[1], now)
                 steps = self.generation["steps"]
+                if self.generation["fault"] is None and self.generation["ended"] is None:
+                    self.generation["last"] = max(self.generation["last"] or 0.0, round(now, 3))
                 if not steps or steps[-1][1] != found[1]:
                     steps.append([round(now, 3), found[1]])
                     if len(steps) > MAX_STEPS:
@@ -174,11 +177,13 @@ class Live:
                 history.append((mono, count))
                 while history and mono - history[0][0] > RATE_WINDOW_S:
                     history.popleft()
-            if gen["first"] is None and gen["ended"] is None and gen["fault"] is None:
-                if any(_count(v, recorded) > 0 for v in views):
-                    gen["first"] = now
-                elif not views and gen["steps"]:
-                    gen["first"] = gen["steps"][0][0]  # no stall watch: the first step line
+            open_gen = gen["ended"] is None and gen["fault"] is None
+            moved = [now - float(v.get("since_s") or 0) for v in views if _count(v, recorded) > 0]
+            if open_gen and gen["first"] is None and (moved or gen["steps"]):
+                # the earliest sign of a collective: a rank's last move (views come a beat apart) or a step line
+                gen["first"] = round(min(moved + [s[0] for s in gen["steps"][:1]]), 3)
+            if open_gen and moved and not gen["steps"]:  # step lines, when there are some, time it exactly
+                gen["last"] = round(max([gen["last"] or 0.0] + moved), 3)  # (a view is up to a beat old)
             stall = verdicts.get("stall")
             open_stall = gen["stalls"] and gen["stalls"][-1][1] is None
             if stall and not open_stall:
