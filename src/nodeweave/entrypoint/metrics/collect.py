@@ -205,9 +205,13 @@ def status(live, now=None):
             fp = peer.fp or {}
             nodes.append({"node": fp.get("rank"), "host": fp.get("hostname"), "state": _peer_state(peer),
                           "role": peer.role, "heartbeat_age_s": round(max(0.0, clock - peer.last_heard), 2)})
+    named = {(s.get("node"), s.get("rank")): s.get("gap") for s in verdicts.get("stragglers") or []}
+    ratios = _ratios(watch)
     ranks = [{"node": v.get("node"), "rank": v.get("rank"), "host": v.get("host"), "seq": v.get("seq"),
               "state": v.get("state"), "collectives_per_s": live.rate(v.get("node"), v.get("rank")),
-              "inside_s": v.get("inside_s"), "outside_s": v.get("outside_s")} for v in views]
+              "inside_s": v.get("inside_s"), "outside_s": v.get("outside_s"),
+              "straggler_ratio": (1 + named[(v.get("node"), v.get("rank"))]) if (v.get("node"), v.get("rank")) in named
+              else ratios.get((v.get("node"), v.get("rank")))} for v in views]
     source, gpus, _ = live.sampler.latest if live.sampler is not None else (None, [], None)
     return {"schema": "nodeweave.live/1", "now": now, "job": timeline.get("job"), "book": live.book(),
             "nodes": nodes, "ranks": ranks, "verdicts": verdicts, "gpus": gpus, "gpu_source": source,
