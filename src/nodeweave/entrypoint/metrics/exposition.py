@@ -19,11 +19,16 @@ def _escape_help(text):
 
 
 def _escape_value(text):
-    return str(text).replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
+    text = str(text)
+    if "\\" not in text and "\n" not in text and '"' not in text:
+        return text
+    return text.replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
 
 
 def number(value):
     """A sample value as Prometheus writes it (``+Inf``, ``NaN``, no exponent noise for whole numbers)."""
+    if type(value) is int:
+        return str(value)
     value = float(value)
     if math.isnan(value):
         return "NaN"
@@ -34,10 +39,25 @@ def number(value):
     return repr(value)
 
 
+def _labels(labels, checked):
+    """``{a="1",b="x"}`` of one sample's labels (sorted; None values left out); ``checked``: names known good."""
+    pairs = []
+    for key in sorted(labels):
+        if key not in checked:
+            if not LABEL.match(key) or key.startswith("__"):
+                raise ValueError(f"not a label name: {key!r}")
+            checked.add(key)
+        text = labels[key]
+        if text is not None:
+            pairs.append(f'{key}="{_escape_value(text)}"')
+    return "{" + ",".join(pairs) + "}" if pairs else ""
+
+
 def render(families):
-    """The exposition text of ``families``; families without samples are left out (promtool flags them)."""
+    """The exposition text of ``families``; families without samples are left out (promtool flags them).
+    A labels dict shared by several samples (one rank's, in every per-rank family) is written once."""
     out = []
-    seen = set()
+    seen, checked, written = set(), set(), {}
     for name, kind, help_text, samples in families:
         if not NAME.match(name) or kind not in TYPES:
             raise ValueError(f"not a metric family: {name!r} {kind!r}")
@@ -50,12 +70,9 @@ def render(families):
         out.append(f"# HELP {name} {_escape_help(help_text)}")
         out.append(f"# TYPE {name} {kind}")
         for labels, value in rows:
-            pairs = []
-            for key, text in sorted(labels.items()):
-                if not LABEL.match(key) or key.startswith("__"):
-                    raise ValueError(f"not a label name: {key!r}")
-                if text is None:
-                    continue
-                pairs.append(f'{key}="{_escape_value(text)}"')
-            out.append(f"{name}{{{','.join(pairs)}}} {number(value)}" if pairs else f"{name} {number(value)}")
+            key = id(labels)
+            text = written.get(key)
+            if text is None or text[0] is not labels:
+                text = written[key] = (labels, _labels(labels, checked))
+            out.append(f"{name}{text[1]} {number(value)}")
     return "\n".join(out) + "\n" if out else ""
