@@ -47,7 +47,7 @@ VERBS = {
                             "its count: the containers' logs in run mode, the runs' logs in hold mode, across a "
                             "recovering job's generations."),
     "top": Verb("top", "The running job, redrawn: nodes and their heartbeats, ranks with their collective rate and "
-                       "straggler ratio, the stall state, the step, node 0's GPUs and the goodput so far."),
+                       "straggler ratio, the stall state, the step, every node's GPUs and the goodput so far."),
     "doctor": Verb("doctor", "Check this node for NCCL/RCCL settings, limits and hardware that hurt multi-node "
                              "training."),
     "render": Verb("render", "Render images, compose files, manifests, the entrypoint zipapp (and Slurm, OpenShift "

@@ -29,7 +29,7 @@ def top_command(
     spec_path: Optional[Path] = SPEC, reach: "ClusterOptions" = REACH,
 ) -> None:
     """The running job, redrawn: nodes and their heartbeats, ranks with their collective rate and straggler
-    ratio, the stall state, the step, node 0's GPUs and the goodput so far."""
+    ratio, the stall state, the step, every node's GPUs and the goodput so far."""
     from rich.live import Live
 
     from nodeweave.cluster.top import ask_live, picture

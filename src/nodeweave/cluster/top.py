@@ -67,7 +67,7 @@ def goodput_bar(accounted: dict) -> Text:
 
 
 def picture(live: dict) -> Group:
-    """The job now: a header line, the nodes, the ranks (a straggler in red), node 0's GPUs, the goodput."""
+    """The job now: a header line, the nodes, the ranks (a straggler in red), every node's GPUs, the goodput."""
     book = live.get("book") or {}
     verdicts = live.get("verdicts") or {}
     step = live.get("step")
@@ -97,13 +97,16 @@ def picture(live: dict) -> Group:
                       Text("-" if ratio is None else f"{ratio:.2f}x", style="bold red" if slow else ""),
                       "-" if not busy else f"{100 * (r.get('inside_s') or 0) / busy:.0f}%")
     parts = [head, nodes, ranks]
-    if live.get("gpus"):
-        gpus = Table(title=f"node 0's GPUs ({live.get('gpu_source')})", title_justify="left", expand=False)
-        for column in ("gpu", "busy", "memory", "power"):
+    every = live.get("node_gpus") or ([{"node": "0", "source": live.get("gpu_source"), "gpus": live["gpus"]}]
+                                      if live.get("gpus") else [])
+    if any(entry["gpus"] for entry in every):
+        gpus = Table(title="GPUs", title_justify="left", expand=False)
+        for column in ("node", "gpu", "busy", "memory", "power"):
             gpus.add_column(column)
-        for g in live["gpus"]:
+        for entry, g in [(entry, g) for entry in every for g in entry["gpus"]]:
             used, total = g.get("mem_used_bytes"), g.get("mem_total_bytes")
-            gpus.add_row(str(g.get("index")), "-" if g.get("util_ratio") is None else f"{100 * g['util_ratio']:.0f}%",
+            gpus.add_row(str(entry["node"]), str(g.get("index")),
+                         "-" if g.get("util_ratio") is None else f"{100 * g['util_ratio']:.0f}%",
                          "-" if used is None else f"{used / 2**30:.1f}/{(total or 0) / 2**30:.0f} GiB",
                          "-" if g.get("power_watts") is None else f"{g['power_watts']:.0f} W")
         parts.append(gpus)

@@ -25,7 +25,7 @@ import time
 
 from ..errors import EXIT_PEER_FAILED, EXIT_STALLED
 from ..stall.exchange import HubStall, LinkStall
-from . import HUB_WATCHES
+from . import HUB_WATCHES, LINK_WATCHES
 from .wire import BEAT_LINE, ExchangeError, readable
 
 BEAT_S = 2.0
@@ -122,6 +122,8 @@ class LinkWatch(LinkStall, Watch):
         super().__init__(log, elastic)
         self.channel, self.clock = channel, clock
         self.closing = False
+        for listener in LINK_WATCHES:  # metrics/: this node's GPU readings on its beats
+            listener(self)
 
     def _send(self, message):
         with self.lock:

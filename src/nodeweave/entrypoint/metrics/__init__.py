@@ -11,9 +11,9 @@ common training loggers' lines) and ``goodput.py`` (the wall time split into
 buckets: pure, shared with ``nodeweave runs``). Reads the other rooms through
 their public surfaces only (the HubWatch and its stall watch, ``recovery.json``,
 the checkpoint finder, the output capture's seam ``capture.OUTPUT_LISTENERS``).
-``__main__.run`` calls :func:`arm`, which hangs :func:`hub_watch` on the
-check-in's seam ``checkin.HUB_WATCHES`` (the package alone: the start-up path
-stays lean). Stdlib only.
+``__main__.run`` calls :func:`arm`, which hangs :func:`hub_watch` and
+:func:`link_watch` on the check-in's seams ``checkin.HUB_WATCHES`` and
+``LINK_WATCHES`` (the package alone: the start-up path stays lean). Stdlib only.
 """
 
 ARMED = []  # [settings, log] once ``__main__.run`` armed this process
@@ -21,11 +21,23 @@ ARMED = []  # [settings, log] once ``__main__.run`` armed this process
 
 def arm(settings, log):
     """Remember the settings; nothing more is imported or started until node 0 makes its first HubWatch."""
-    from ..checkin import HUB_WATCHES
+    from ..checkin import HUB_WATCHES, LINK_WATCHES
 
     ARMED[:] = [settings, log]
     if hub_watch not in HUB_WATCHES:
         HUB_WATCHES.append(hub_watch)
+    if settings.get("metrics", True) and link_watch not in LINK_WATCHES:
+        LINK_WATCHES.append(link_watch)
+
+
+def link_watch(watch):
+    """Another node's heartbeat began (one per generation): its GPU readings ride on its beats to node 0."""
+    try:
+        from . import gpus
+
+        watch.beat_extra = gpus.beat_extra()
+    except Exception as err:  # noqa: BLE001 - seeing the job must never stop it
+        ARMED[1](f"warning: this node's GPU readings stay here: {err!r}")
 
 
 def hub_watch(watch):

@@ -140,13 +140,12 @@ def families(live, now=None):
     family("nodeweave_steps_per_second", "gauge", "Steps a second over the last 30 seconds of step lines.",
            [(jobwide, live.step_rate())])
 
-    # --- GPUs: this node's ---
+    # --- GPUs: node 0's own, every other node's as its beats carried them ---
     if live.sampler is not None:
-        source, gpus, _ = live.sampler.latest
-        node = str((watch.hub.own_fp or {}).get("rank", 0)) if watch else "0"
         rows = {"util": [], "used": [], "total": [], "power": []}
-        for g in gpus:
-            labels = dict(base, node=node, gpu=str(g["index"]), source=source)
+        readings = [(node, source, g) for node, source, gpus in _every_nodes_gpus(live, watch) for g in gpus]
+        for node, source, g in readings:
+            labels = dict(base, node=node, gpu=str(g.get("index")), source=source)
             rows["util"].append((labels, g.get("util_ratio")))
             rows["used"].append((labels, g.get("mem_used_bytes")))
             rows["total"].append((labels, g.get("mem_total_bytes")))
@@ -167,6 +166,16 @@ def families(live, now=None):
     family("nodeweave_goodput_ratio", "gauge", "Training time over wall time so far (the productive fraction).",
            [(base, accounted["productive"])])
     return out
+
+
+def _every_nodes_gpus(live, watch):
+    """[(node, source, readings)]: node 0's from its sampler, the others' from their last beat that carried some."""
+    source, gpus, _ = live.sampler.latest
+    own = str((watch.hub.own_fp or {}).get("rank", 0)) if watch else "0"
+    found = [(own, source, gpus)]
+    for node, (their_source, theirs) in sorted((getattr(watch, "node_gpus", None) or {}).items(), key=str):
+        found.append((str(node), their_source, [g for g in theirs if isinstance(g, dict)]))
+    return found
 
 
 def _ratios(watch):
@@ -213,7 +222,10 @@ def status(live, now=None):
               "straggler_ratio": (1 + named[(v.get("node"), v.get("rank"))]) if (v.get("node"), v.get("rank")) in named
               else ratios.get((v.get("node"), v.get("rank")))} for v in views]
     source, gpus, _ = live.sampler.latest if live.sampler is not None else (None, [], None)
+    every = [{"node": node, "source": src, "gpus": found} for node, src, found in _every_nodes_gpus(live, watch)] \
+        if live.sampler is not None else []
     return {"schema": "nodeweave.live/1", "now": now, "job": timeline.get("job"), "book": live.book(),
             "nodes": nodes, "ranks": ranks, "verdicts": verdicts, "gpus": gpus, "gpu_source": source,
+            "node_gpus": every,
             "step": list(live.step) if live.step else None, "steps_per_s": live.step_rate(),
             "goodput": account(timeline, now), "timeline": timeline}

@@ -125,3 +125,22 @@ class Sampler:
             if source is None:
                 return  # no GPU tool and no sysfs GPUs: nothing will appear later
             time.sleep(self.every_s)
+
+
+SAMPLER = None  # this process's sampler (a worker's, for its beats), started by the first beat_extra
+
+
+def beat_extra():
+    """A callable for ``LinkStall.beat_extra``: each new reading once, ``{}`` between them (beats stay small)."""
+    global SAMPLER
+    if SAMPLER is None:
+        SAMPLER = Sampler().start()
+    sent = [None]
+
+    def extra():
+        source, found, at = SAMPLER.latest
+        if at is None or at == sent[0] or not found:
+            return {}
+        sent[0] = at
+        return {"gpus": found, "gpu_source": source}
+    return extra
