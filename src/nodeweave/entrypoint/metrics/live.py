@@ -130,7 +130,8 @@ class Live:
         from .gpus import Sampler
 
         capture.OUTPUT_LISTENERS.append(self.output)
-        self.sampler = Sampler().start()
+        if self.enabled:  # the readings are for /metrics and top; the goodput timeline needs none
+            self.sampler = Sampler().start()
         self.thread = threading.Thread(target=self._run, name="nodeweave-metrics-recorder", daemon=True)
         self.thread.start()
         atexit.register(self.close)
