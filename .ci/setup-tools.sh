@@ -9,6 +9,8 @@
 #               kustomize reads `patches:` (kustomize v4+, kubectl 1.21+); else Debian's kubernetes-client
 #               is installed and must pass the same probe. Debian 12's is kubectl 1.20 (kustomize
 #               v2.0.3), which cannot read `patches:`: on such a machine this script fails and says so.
+#   Prometheus  promtool checks node 0's /metrics, and a real server scrapes a simulated job
+#               (tests/test_metrics_prometheus.py): Debian's prometheus package gives both
 #   openssl, git, ssh-keygen  a test certificate, the git-ignore sync test, the ssh tests' keys
 #   Debian's mirror, reached from a podman build with the host network: the sshd test images
 #               (test_sync_ssh.py, e2e/test_cluster_ssh.py) apt-get install openssh-server.
@@ -22,11 +24,12 @@ command -v openssl >/dev/null 2>&1 || need+=(openssl)
 command -v git >/dev/null 2>&1 || need+=(git)
 command -v ssh-keygen >/dev/null 2>&1 || need+=(openssh-client)
 command -v kubectl >/dev/null 2>&1 || need+=(kubernetes-client)
+{ command -v promtool && command -v prometheus; } >/dev/null 2>&1 || need+=(prometheus)
 if [ "${#need[@]}" -gt 0 ]; then
   bash "$(dirname "$0")/apt-update-once.sh" || die "apt-get update failed: cannot install ${need[*]}"
   apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null || die "could not install ${need[*]}"
 fi
-for tool in slurmctld slurmd sbatch sinfo shellcheck openssl git ssh-keygen kubectl; do
+for tool in slurmctld slurmd sbatch sinfo shellcheck openssl git ssh-keygen kubectl promtool prometheus; do
   command -v "$tool" >/dev/null 2>&1 || die "$tool is still missing after the install"
 done
 

@@ -66,6 +66,7 @@ CI_TOOLS = {
         "tests/test_examples.py::test_the_slurm_script_parses_and_passes_shellcheck",
     ),
     "rsync and git (.ci/setup-engine.sh, .ci/setup-tools.sh)": ("tests/test_sync_filters.py::*",),
+    "promtool and prometheus: Debian's prometheus (.ci/setup-tools.sh)": ("tests/test_metrics_prometheus.py::*",),
     "openssl (.ci/setup-tools.sh)": ("tests/test_entrypoint_topology.py::test_statefulset_replicas_over_tls*",),
     "ip: iproute2 (.ci/setup-engine.sh)": ("tests/test_sync_relay.py::test_an_agent_reports_addresses*",),
     "the Python test and launcher packages (make install: .[test,launchers])": (

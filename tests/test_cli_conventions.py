@@ -200,6 +200,8 @@ NODES_WITHOUT_CLUSTER = {"sync", "doctor", "hosts probe"}
 OTHER_WAYS = {"--to", "--on", "--via", "--rank", "--node-rank", "--index", "--pod", "--pods", "--targets",
               "--nodes-list", "--node-list", "--only", "--where"}
 OTHER_ARGUMENTS = {"index", "node", "nodes", "host", "hosts", "target", "targets", "rank", "pod", "pods"}
+# --rank as a training rank (a process of the job, not a node): `logs --rank 3` keeps that rank's lines (issue 44).
+TRAINING_RANK = {"logs"}
 # --nodes is a count (torchrun's --nnodes), never a selection: these verbs only.
 NODE_COUNT = {"run", "init"}
 
@@ -214,7 +216,7 @@ def node_picking_problems(path, command):
         if param.param_type_name == "argument" and visible and param.name in OTHER_ARGUMENTS and acts_on_nodes:
             problems.append(f"{path}: positional {param.name.upper()} picks nodes; use --node")
         for flag in getattr(param, "opts", ()):
-            if flag in OTHER_WAYS and visible:
+            if flag in OTHER_WAYS and visible and not (flag == "--rank" and path in TRAINING_RANK):
                 problems.append(f"{path}: {flag} picks nodes another way; use --node (old spellings: hidden)")
             if flag == "--nodes" and (path not in NODE_COUNT or "count" not in (param.help or "").lower()):
                 problems.append(f"{path}: --nodes is the node count (run, init) and nothing else; use --node")

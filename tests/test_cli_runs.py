@@ -138,3 +138,32 @@ def test_show_a_recovered_run_names_each_generation_its_fault_and_the_work_it_th
             "resumed from step 1200, 14.2 s of training after that checkpoint lost") in text, out
     assert ("generation 1 ended: stalled; left out node -; relaunched in 3.1 s; no checkpoint: started again from "
             "the beginning") in text, out
+
+
+def test_show_and_compare_split_a_runs_wall_time_into_its_goodput_buckets(project, capsys):
+    """goodput.json is node 0's timeline (docs/observability.md), copied into the run folder by `nodeweave run`:
+    runs show accounts it per generation and for the run, runs compare puts the productive fraction beside."""
+    folder = RunFolder.create(Path("runs"), "nwruns", SPEC, suffix="-goodput")
+    run_json(folder, {}, 0, 100.0)
+    folder.write_json("goodput.json", {"schema": "nodeweave.goodput/1", "launched": 1000.0, "ended": 1100.0,
+                                       "generations": [
+                                           {"generation": 0, "first": 1010.0, "last": 1040.0,
+                                            "steps": [[1011.0, 1], [1030.0, 50], [1040.0, 70]],
+                                            "fault": {"at": 1045.0, "resumed_step": 50}},
+                                           {"generation": 1, "first": 1055.0, "last": 1095.0, "resumed_step": 50,
+                                            "ended": 1100.0}]})
+    code, out, err = nodeweave(capsys, "runs", "show", folder.run_id, "-o", "json")
+    assert code == EXIT_OK, err
+    accounted = json.loads(out)["goodput"]
+    assert accounted["buckets"] == {"training": 60.0, "startup": 10.0, "recovery": 15.0, "redone": 10.0,
+                                    "stalled": 0.0, "idle": 5.0}
+    assert accounted["productive"] == 0.6
+    code, out, err = nodeweave(capsys, "runs", "show", folder.run_id)
+    text = " ".join(out.split())
+    assert ("goodput: 60.0% of 100 s productive; training 60 s, start-up 10 s, recovery 15 s, work redone 10 s, "
+            "idle 5 s") in text, out
+    assert "generation 0: training 20 s, start-up 10 s, work redone 10 s" in text, out
+    code, out, err = nodeweave(capsys, "runs", "compare", project["single"], folder.run_id, "-o", "json")
+    assert [(r["goodput"] or {}).get("productive") for r in json.loads(out)["runs"]] == [None, 0.6]
+    code, out, err = nodeweave(capsys, "runs", "compare", project["single"], folder.run_id)
+    assert "60.0%" in out, out

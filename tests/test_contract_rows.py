@@ -38,6 +38,7 @@ kubernetes: {service: rdzv, cluster_domain: corp.example}
 hosts: [gpu-a, gpu-b, gpu-c, gpu-d, gpu-e]  # the 3 nodes, then recovery's 2 spares
 recovery: {enabled: true, spares: 2, max_restarts: 7, no_progress_restarts: 0, checkpoint_dir: ckpts,
            straggler_is_fault: true, warm_start: false}
+metrics: {enabled: false, port: 9100, step_pattern: 'global_step=(\\d+)'}
 """
 # launcher.exchange: false cannot go with recovery (refused at validate: recovery runs on the exchange), so the
 # switched-off row is read from the same spec without recovery (its hosts then all training nodes).
@@ -70,6 +71,9 @@ EXPECTED = {
     "recovery.checkpoint_dir": "ckpts",
     "recovery.straggler_is_fault": True,
     "recovery.warm_start": False,
+    "metrics.enabled": False,
+    "metrics.port": 9100,
+    "metrics.step_pattern": "global_step=(\\d+)",
     "hosts": HOSTFILE_PATH,  # where compose mounts compose/hosts; test_compose reads the ranks from it
 }
 ROWS = [row for row in SETTINGS if row.spec]

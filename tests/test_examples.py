@@ -73,7 +73,7 @@ def test_kubernetes_objects_validate_and_every_folder_builds(name, tmp_path):
             obj = yaml.safe_load(text)
             if schemas.has_schema(obj):
                 assert schemas.errors(obj) == [], rel
-            else:
+            elif obj["kind"] != "PodMonitor":  # the Operator's CRD: test_manifests.py checks it field by field
                 validate_strict(obj, f"{name}: {rel}")
     if kubectl_problem():
         pytest.skip(kubectl_problem())

@@ -168,7 +168,7 @@ def validate_strict(obj, where):
 def test_rendered_objects_validate_strict(case):
     for rel, text in files_of(case).items():
         name = rel.rsplit("/", 1)[-1]
-        if name == "kustomization.yaml" or name in ADMIN_ONLY:
+        if name == "kustomization.yaml" or name in ADMIN_ONLY or name in OPERATOR_ONLY:
             continue
         obj = load(text)
         if "/overlays/" in rel:
@@ -217,10 +217,47 @@ def test_headless_service_publishes_not_ready_addresses(case):
     assert service["spec"]["clusterIP"] == "None"
     assert service["spec"]["publishNotReadyAddresses"] is True
     assert service["spec"]["ports"] == [
-        {"name": "rendezvous", "port": spec.launcher.master_port, "targetPort": spec.launcher.master_port, "protocol": "TCP"}
+        {"name": "rendezvous", "port": spec.launcher.master_port, "targetPort": spec.launcher.master_port, "protocol": "TCP"},
+        *([{"name": "metrics", "port": spec.metrics.port, "targetPort": spec.metrics.port, "protocol": "TCP"}]
+          if spec.metrics.enabled else []),
     ]
     assert service["spec"]["selector"].items() <= pod_spec_labels(statefulset(case)).items()
     assert load(files_of(case)["manifests/job/service.yaml"]) == service
+
+
+# The Prometheus Operator's PodMonitor: a CRD kubernetes-validate has no schema for; its own test checks it.
+OPERATOR_ONLY = ("podmonitor.yaml",)
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_the_podmonitor_scrapes_node_0s_metrics_port_and_no_other_pod(case):
+    import re
+
+    spec = spec_of(case)
+    files = files_of(case)
+    if not spec.metrics.enabled:
+        assert "manifests/base/podmonitor.yaml" not in files
+        return
+    monitor = load(files["manifests/base/podmonitor.yaml"])
+    assert monitor == load(files["manifests/job/podmonitor.yaml"])
+    assert (monitor["apiVersion"], monitor["kind"]) == ("monitoring.coreos.com/v1", "PodMonitor")
+    assert "podmonitor.yaml" not in load(files["manifests/base/kustomization.yaml"])["resources"]
+    assert monitor["spec"]["selector"]["matchLabels"].items() <= pod_spec_labels(statefulset(case)).items()
+    [endpoint] = monitor["spec"]["podMetricsEndpoints"]
+    assert (endpoint["port"], endpoint["path"]) == ("metrics", "/metrics")
+    for workload in (statefulset(case), load(files["manifests/job/job.yaml"])):
+        [trainer] = workload["spec"]["template"]["spec"]["containers"]
+        assert {"name": "metrics", "containerPort": spec.metrics.port, "protocol": "TCP"} in trainer["ports"]
+    [keep] = endpoint["relabelings"]
+    assert keep["action"] == "keep"
+    regex = re.compile(f"^(?:{keep['regex']})$")  # Prometheus anchors a relabel regex
+
+    def kept(pod_index="", completion_index=""):
+        labels = {keep["sourceLabels"][0]: pod_index, keep["sourceLabels"][1]: completion_index}
+        return bool(regex.match(keep["separator"].join(labels[name] for name in keep["sourceLabels"])))
+
+    assert kept(pod_index="0") and kept(completion_index="0")
+    assert not kept(pod_index="1") and not kept(pod_index="10") and not kept(completion_index="20")
 
 
 def pod_spec_labels(workload):

@@ -43,8 +43,11 @@ VERBS = {
     "stop": Verb("cluster", "Stop the current run on every node: SIGTERM to all its processes, SIGKILL after the "
                             "grace."),
     "shell": Verb("cluster", "An interactive shell in one node (--node; default node 0)."),
-    "logs": Verb("cluster", "Every node's output with \\[node-i] prefixes: the containers' logs in run mode, the "
-                            "runs' logs in hold mode."),
+    "logs": Verb("cluster", "Every node's output with \\[node-i rN] prefixes, the same line from N ranks once with "
+                            "its count: the containers' logs in run mode, the runs' logs in hold mode, across a "
+                            "recovering job's generations."),
+    "top": Verb("top", "The running job, redrawn: nodes and their heartbeats, ranks with their collective rate and "
+                       "straggler ratio, the stall state, the step, every node's GPUs and the goodput so far."),
     "doctor": Verb("doctor", "Check this node for NCCL/RCCL settings, limits and hardware that hurt multi-node "
                              "training."),
     "render": Verb("render", "Render images, compose files, manifests, the entrypoint zipapp (and Slurm, OpenShift "

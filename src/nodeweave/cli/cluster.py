@@ -260,9 +260,14 @@ def logs_command(
     run: Optional[str] = typer.Option(None, "--run", autocompletion=complete_run_ids, help="This run instead of the latest: its id (`nodeweave runs "
                                       "ls`), a unique prefix, its folder, or last; read here, no cluster asked"),
     runs_dir: Optional[Path] = typer.Option(None, "--runs-dir", help="Where run folders are (default: runs/ beside the spec)"),
+    rank: Optional[int] = typer.Option(None, "--rank", min=0, help="Only this rank's lines (the rank the launcher "
+                                       "marks a line with: torchrun's \\[rank3]:, DeepSpeed's \\[Rank 3]); a training rank, not a node"),
+    no_collapse: bool = typer.Option(False, "--no-collapse", help="Print the same line from several ranks once per "
+                                     "rank, instead of once with their count"),
     spec_path: Optional[Path] = SPEC, reach: "ClusterOptions" = REACH,
 ) -> None:
-    """Every node's output with \\[node-i] prefixes: the containers' logs in run mode, the runs' logs in hold mode."""
+    """Every node's output with \\[node-i rN] prefixes, the same line from N ranks once with its count: the
+    containers' logs in run mode, the runs' logs in hold mode, across a recovering job's generations."""
     spec_path = find_spec(spec_path)
     from nodeweave.cluster.base import ask_status
     from nodeweave.cluster.logs import container_logs, run_logs
@@ -276,7 +281,8 @@ def logs_command(
         if entry.kind == "sweep" and entry.points:
             entry = entry.points[-1]  # the point running now, or the last one
         out.print(f"# {entry.path}", highlight=False, markup=False)
-        raise typer.Exit(run_logs(entry.path, run_folder_indices(entry.path, node), follow, out))
+        raise typer.Exit(run_logs(entry.path, run_folder_indices(entry.path, node), follow, out, rank=rank,
+                                  collapse=not no_collapse))
     spec, backend, _ = open_cluster(spec_path, reach)
     folder = None
     if not container:
@@ -292,10 +298,10 @@ def logs_command(
     if folder is not None:
         out.print(f"# {folder}", highlight=False, markup=False)
         wanted = [n.index for n in pick_nodes(backend.live_nodes("read logs of"), node)] if node else []
-        raise typer.Exit(run_logs(folder, wanted, follow, out))
+        raise typer.Exit(run_logs(folder, wanted, follow, out, rank=rank, collapse=not no_collapse))
     nodes = pick_nodes(backend.live_nodes("read logs of"), node)
     backend.require_up(nodes, "logs")
-    raise typer.Exit(container_logs(backend, nodes, follow, out))
+    raise typer.Exit(container_logs(backend, nodes, follow, out, rank=rank, collapse=not no_collapse))
 
 
 def register(app: typer.Typer) -> None:

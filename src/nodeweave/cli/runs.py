@@ -77,7 +77,9 @@ def show_command(
     metric: Optional[str] = METRIC,
     output: str = output_option(),
 ) -> None:
-    """One run: every node's result, seconds, sync commit and last line; a sweep: every point, charted."""
+    """One run: every node's result, seconds, sync commit and last line, its generations and where its wall time
+    went (goodput); a sweep: every point, charted."""
+    from nodeweave.runs.goodput import run_goodput
     from nodeweave.runs.history import find_run
 
     entry = find_run(_parent(runs_dir), run)
@@ -91,7 +93,7 @@ def show_command(
     shown = {"run": entry.run_id, "state": entry.state, "command": data.get("command"), "env": data.get("env"),
              "target": data.get("target"), "started": data.get("started"), "seconds": data.get("seconds"),
              "summary": data.get("summary"), "folder": str(entry.path), "nodes": nodes,
-             "recovery": data.get("recovery")}
+             "recovery": data.get("recovery"), "goodput": run_goodput(entry)}
     if emit(shown, checked(output)):
         return
     _print_run(shown, output == "wide")
@@ -109,7 +111,7 @@ def compare_command(
                                          "(needs the plot extra: pip install 'nodeweave\\[plot]')"),
     output: str = output_option(),
 ) -> None:
-    """Runs side by side: result, seconds, the metric per run and per node, the best marked, charted."""
+    """Runs side by side: result, seconds, goodput, the metric per run and per node, the best marked, charted."""
     from nodeweave.runs.history import find_run
 
     parent = _parent(runs_dir)
@@ -123,6 +125,7 @@ def _compare(entries, metric, lower_is_better: bool, chart, output: str) -> None
 
     from nodeweave.cluster.sweep import compile_metric
     from nodeweave.runs.chart import file_chart, terminal_chart
+    from nodeweave.runs.goodput import percent
     from nodeweave.runs.metrics import best, run_metric, runs_of
 
     pattern = compile_metric(metric)
@@ -131,11 +134,12 @@ def _compare(entries, metric, lower_is_better: bool, chart, output: str) -> None
     if emit({"metric": metric, "best": winner, "runs": rows}, checked(output)):
         return
     table = Table(title="runs side by side" + (f": {metric}" if metric else ""), title_justify="left")
-    for column in ("run", "point", "state", "seconds", "mean", "per node"):
+    for column in ("run", "point", "state", "seconds", "goodput", "mean", "per node"):
         table.add_column(column, no_wrap=column in ("run",), overflow="fold")
     for row in rows:
         mark = " (best)" if row["run"] == winner else ""
         table.add_row(row["run"], row["label"], row["state"], "-" if row["seconds"] is None else f"{row['seconds']:g}",
+                      percent((row.get("goodput") or {}).get("productive")),
                       ("-" if row["mean"] is None else f"{row['mean']:g}") + mark,
                       " ".join("-" if v is None else f"{v:g}" for v in row["per_node"]))
     out = _console()
@@ -170,6 +174,8 @@ def _last_line(log: Path) -> Optional[str]:
 def _print_run(shown: dict, wide: bool) -> None:
     from rich.table import Table
 
+    from nodeweave.runs.goodput import lines as goodput_lines
+
     out = _console()
     out.print(f"{shown['run']}: {shown['state']}; {' '.join(shown['command'] or [])} on {shown['target']} "
               f"(started {shown['started']}, {shown['seconds']} s)", highlight=False, markup=False)
@@ -183,6 +189,8 @@ def _print_run(shown: dict, wide: bool) -> None:
                         commit if wide else commit[:12], node["last_line"] or "-"])
     out.print(table)
     for line in _recovery_lines(shown.get("recovery")):
+        out.print(line, highlight=False, markup=False)
+    for line in goodput_lines(shown.get("goodput")):
         out.print(line, highlight=False, markup=False)
     out.print(f"folder {shown['folder']}", highlight=False, markup=False)
 

@@ -126,6 +126,9 @@ def record(folder: RunFolder, runner: Optional[Runner], request: RunRequest, con
         if recovery:
             folder.write_json("recovery.json", recovery)
             data["recovery"] = recovery_summary(recovery)
+        timeline = next((rep["goodput"] for rep in reports if rep.get("goodput")), None)  # node 0's alone
+        if timeline:
+            folder.write_json("goodput.json", timeline)  # `nodeweave runs show` accounts it (docs/observability.md)
         stalls = next((rep["stalls"] for rep in reports if rep.get("stalls")), None)  # every node keeps the same
         if stalls:
             (folder.path / "stalls.txt").write_text(stalls)

@@ -1,5 +1,10 @@
 """``nodeweave logs`` and ``exec``: every node's output, merged with ``[node-i]`` prefixes.
 
+``logs`` passes the lines through ``logview.LogView``: each shows its node and, where the launcher marked
+it, its rank (``[node-1 r3]``); ``--rank N`` keeps that rank's lines; the same line from several ranks is
+printed once with their count (``[x8 node-0,node-1 r0-7]``); a rule marks where each new generation of a
+recovering job starts (its lines go on in the same streams: the nodes relaunch inside their containers).
+
 In run mode a container's own log is the job's (its entrypoint is the
 training), read with ``podman/docker logs``, ``kubectl/oc logs`` or over ssh.
 In hold mode the job runs in ``nodeweave run``, which writes every node's
@@ -26,6 +31,7 @@ from rich.console import Console
 from rich.text import Text
 
 from nodeweave.cluster.base import Backend, Node
+from nodeweave.cluster.logview import LogView, rounds
 from nodeweave.cluster.runner import COLOURS
 from nodeweave.entrypoint import bounded
 
@@ -35,9 +41,27 @@ def _print(console: Console, node_name: str, index: int, width: int, line: str) 
     console.print(prefix + Text(line), highlight=False, soft_wrap=True)
 
 
-def container_logs(backend: Backend, nodes: List[Node], follow: bool, console: Console) -> int:
+class _Printer:
+    """Prints what a LogView lets through, each prefix in its node's colour, padded to the widest so far."""
+
+    def __init__(self, console: Console, colours: dict):
+        self.console, self.colours, self.width = console, colours, 0
+
+    def __call__(self, rows) -> None:
+        for node, prefix, text in rows:
+            if not prefix:  # a generation's rule
+                self.console.print(Text(text, style="bold"), highlight=False)
+                continue
+            self.width = max(self.width, len(prefix))
+            style = COLOURS[self.colours.get(node, 0) % len(COLOURS)]
+            self.console.print(Text(f"[{prefix}]".ljust(self.width + 3), style=style) + Text(text), highlight=False,
+                               soft_wrap=True)
+
+
+def container_logs(backend: Backend, nodes: List[Node], follow: bool, console: Console, rank: Optional[int] = None,
+                   collapse: bool = True) -> int:
     """Each node's container log; with ``follow``, interleaved as lines arrive until Ctrl-C."""
-    width = max(len(n.name) for n in nodes)
+    show = _Printer(console, {n.name: n.index for n in nodes})
     procs = [(n, subprocess.Popen(backend.logs_argv(n, follow), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                   stdin=subprocess.DEVNULL)) for n in nodes]
     lines: "queue.Queue" = queue.Queue()
@@ -48,55 +72,71 @@ def container_logs(backend: Backend, nodes: List[Node], follow: bool, console: C
         lines.put((node, None))
 
     if not follow:
+        view = LogView(rank, collapse)
+        streams = []
         for node, proc in procs:
-            for raw in proc.stdout:
-                _print(console, node.name, node.index, width, raw.decode("utf-8", errors="replace").rstrip("\r\n"))
+            streams.append((node.name, [raw.decode("utf-8", errors="replace").rstrip("\r\n") for raw in proc.stdout]))
             proc.wait()
+        for name, line in rounds(streams):
+            show(view.feed(name, line))
+        show(view.flush())
         return max((p.returncode for _, p in procs), default=0)
+    view = LogView(rank, collapse, hold_s=0.5)
     for node, proc in procs:
         threading.Thread(target=read, args=(node, proc), daemon=True).start()
     open_streams = len(procs)
     try:
         while open_streams:
-            node, line = lines.get()
+            try:
+                node, line = lines.get(timeout=0.2)
+            except queue.Empty:
+                show(view.tick())
+                continue
             if line is None:
                 open_streams -= 1
             else:
-                _print(console, node.name, node.index, width, line)
+                show(view.feed(node.name, line))
     except KeyboardInterrupt:
         pass
     finally:
+        show(view.flush())
         for _, proc in procs:
             if proc.poll() is None:
                 proc.terminate()
     return 0
 
 
-def run_logs(folder: Path, indices: List[int], follow: bool, console: Console, poll: float = 0.3) -> int:
+def run_logs(folder: Path, indices: List[int], follow: bool, console: Console, poll: float = 0.3,
+             rank: Optional[int] = None, collapse: bool = True) -> int:
     """The node logs of a run folder; with ``follow``, new lines until the run has ended."""
     files = sorted(folder.glob("node-*.log"), key=lambda p: int(p.stem.split("-")[1]))
     files = [f for f in files if not indices or int(f.stem.split("-")[1]) in indices]
-    width = max((len(f.stem) for f in files), default=6)
+    show = _Printer(console, {f.stem: int(f.stem.split("-")[1]) for f in files})
+    view = LogView(rank, collapse, hold_s=2 * poll if follow else None)
     handles = {f: open(f, "rb") for f in files}
     pending = {f: b"" for f in files}
     try:
         while True:
             ended = _ended(folder)
+            streams = []
             for f, handle in handles.items():
                 data = pending[f] + handle.read()
                 *complete, pending[f] = data.split(b"\n")
-                for raw in complete:
-                    _print(console, f.stem, int(f.stem.split("-")[1]), width,
-                           raw.decode("utf-8", errors="replace").rstrip("\r"))
-            if not follow or ended:
-                for f, rest in pending.items():  # a last line without its newline
+                streams.append((f.stem, [raw.decode("utf-8", errors="replace").rstrip("\r") for raw in complete]))
+            if not follow or ended:  # a last line without its newline
+                for (_, lines), rest in zip(streams, pending.values()):
                     if rest:
-                        _print(console, f.stem, int(f.stem.split("-")[1]), width, rest.decode("utf-8", "replace"))
+                        lines.append(rest.decode("utf-8", "replace"))
+            for name, line in rounds(streams):
+                show(view.feed(name, line))
+            show(view.tick())
+            if not follow or ended:
                 break
             time.sleep(poll)
     except KeyboardInterrupt:
         pass
     finally:
+        show(view.flush())
         for handle in handles.values():
             handle.close()
     return 0

@@ -40,6 +40,9 @@ def run(settings):
 
     Returns the exit code of a supervised launcher; an exec'd one never returns.
     """
+    from .metrics import arm  # node 0's /metrics and goodput timeline, once it watches (docs/observability.md)
+
+    arm(settings, _say)
     if settings.get("run_id"):
         from .running.runstate import begin_run  # a run `nodeweave run` started: recorded before anything else
 

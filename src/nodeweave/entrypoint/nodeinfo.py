@@ -8,8 +8,11 @@ Each action prints one JSON document (schema ``nodeweave.node/1``) on stdout:
   ``amd-smi`` or ``rocm-smi`` where one is installed;
 - ``stop [--run ID] [--grace S]``: stops the runs in progress (all, or ID),
   SIGTERM then SIGKILL after S seconds (default 10); exit 1 if a process outlived it;
-- ``report RUN_ID``: the run's record and plan, the workspace's sync stamp
+- ``report RUN_ID``: the run's record and plan, its recovery book and goodput timeline, the workspace's sync stamp
   (``.nodeweave-sync.json`` in the working directory) and the profiler's files;
+- ``live [--port P]``: node 0's live picture of the running job, as its ``/status.json`` on
+  ``127.0.0.1:P`` (``NODEWEAVE_METRICS_PORT``, default 9464) answers it (``nodeweave top``); exit 1 with
+  ``error`` when nothing answers there (not node 0, no job running, metrics off);
 - ``ready``: the pods' readiness probe: exit 0 when the node holds (its hold
   record's process lives) or runs (run mode: the entrypoint is past its start,
   waiting to check in or running the launcher), 1 while a holding node is still
@@ -30,7 +33,7 @@ from .running.runstate import HOLD_SCHEMA, alive, live_runs, read_json, run_dir,
 
 NODE_SCHEMA = "nodeweave.node/1"
 STAMP = ".nodeweave-sync.json"  # written by `nodeweave sync` at the workspace's root
-ACTIONS = ("status", "stop", "report", "ready")
+ACTIONS = ("status", "stop", "report", "ready", "live")
 
 
 def plan_summary(plan, command):
@@ -203,7 +206,8 @@ def report(args, env):
     data = {"schema": NODE_SCHEMA, "run": record, "plan": read_json(os.path.join(folder, "plan.json")),
             "alive": bool(record) and alive(record.get("pid", -1), record.get("starttime")),
             "stamp": read_json(os.path.join(os.getcwd(), STAMP)), "profile_dir": profile, "profile": files,
-            "stalls": _stall_reports(folder), "recovery": read_json(os.path.join(folder, "recovery.json"))}
+            "stalls": _stall_reports(folder), "recovery": read_json(os.path.join(folder, "recovery.json")),
+            "goodput": read_json(os.path.join(folder, "goodput.json"))}
     return data, EXIT_OK
 
 
@@ -222,6 +226,23 @@ def ready(args, env):
     return answer, EXIT_OK if answer["ready"] else EXIT_FAILURE
 
 
+def live(args, env):
+    """Node 0's ``/status.json`` (metrics/server.py), asked on loopback: what ``nodeweave top`` draws."""
+    from urllib.error import URLError
+    from urllib.request import urlopen
+
+    port = _option(args, "--port") or env.get("NODEWEAVE_METRICS_PORT") or "9464"
+    url = f"http://127.0.0.1:{port}/status.json"
+    try:
+        with urlopen(url, timeout=5) as answer:
+            data = json.loads(answer.read().decode("utf-8"))
+    except (OSError, URLError, ValueError) as err:
+        why = getattr(err, "reason", None) or err
+        return {"schema": NODE_SCHEMA, "live": None, "error": f"nothing answers at {url} ({why}): not node 0, no job "
+                                                              "running, or metrics.enabled false"}, EXIT_FAILURE
+    return {"schema": NODE_SCHEMA, "live": data}, EXIT_OK
+
+
 def _stall_reports(folder):
     """The stall watch's reports kept for this run (``stalls.txt``, docs/stalls.md), last 64 KiB, or None."""
     try:
@@ -236,7 +257,8 @@ def node_main(argv, env):
     """``--node ACTION ARGS``: print the action's JSON; its exit code."""
     if not argv or argv[0] not in ACTIONS:
         raise UsageError(f"--node needs an action: {', '.join(ACTIONS)} (what nodeweave asks a node)")
-    data, code = {"status": status, "stop": stop, "report": report, "ready": ready}[argv[0]](argv[1:], env)
+    data, code = {"status": status, "stop": stop, "report": report, "ready": ready,
+                  "live": live}[argv[0]](argv[1:], env)
     sys.stdout.write(json.dumps(data, sort_keys=True) + "\n")
     sys.stdout.flush()
     return code

@@ -17,8 +17,11 @@ def run_metric(pattern, entry: RunEntry) -> dict:
     nodes = len(entry.data.get("nodes") or []) or len(list(entry.path.glob("node-*.log")))
     mean, per_node = point_metric(pattern, entry.path, nodes) if pattern is not None else (None, [])
     env = entry.data.get("env") or {}
+    from nodeweave.runs.goodput import run_goodput
+
     return {"run": entry.run_id, "label": ",".join(f"{k}={v}" for k, v in env.items()) or entry.run_id,
-            "state": entry.state, "seconds": entry.data.get("seconds"), "mean": mean, "per_node": per_node}
+            "state": entry.state, "seconds": entry.data.get("seconds"), "mean": mean, "per_node": per_node,
+            "goodput": run_goodput(entry)}
 
 
 def runs_of(entries: List[RunEntry]) -> List[RunEntry]:

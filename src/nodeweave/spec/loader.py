@@ -25,10 +25,11 @@ from nodeweave.spec.fields import rule_string
 from nodeweave.spec.model import NodeRange, Spec
 from nodeweave.spec.mounts import MountPoints
 from nodeweave.spec.nodes import Fields, Reader
-from nodeweave.spec.sections import image, job, kubernetes, network, recovery, resources, security, volumes
+from nodeweave.spec.sections import (image, job, kubernetes, metrics, network, recovery, resources, security,
+                                     volumes)
 
 TOP_KEYS = ("name", "image", "nodes", "gpus_per_node", "launcher", "workspace", "cache", "network", "env",
-            "kubernetes", "resources", "volumes", "security", "hosts", "slurm", "recovery")
+            "kubernetes", "resources", "volumes", "security", "hosts", "slurm", "recovery", "metrics")
 # A spec is a page or two of YAML (the largest example is ~5 KB); past this, --spec names the wrong file
 # (a data set, a log) and reading it would take minutes, so it is refused at once.
 MAX_SPEC_BYTES = 1024 * 1024
@@ -188,6 +189,7 @@ def _spec(r: Reader, root: Node, base_dir: Optional[Path]) -> Spec:
         slurm=security.slurm(r, top.get("slurm")),
         nodes_given=top.get("nodes") is not None,
         recovery=restarts,
+        metrics=metrics.metrics(r, top),
     )
 
 

@@ -108,6 +108,15 @@ class Recovery:
 
 
 @dataclass(frozen=True)
+class Metrics:
+    """The ``metrics`` section (docs/observability.md): on by default — node 0 serves ``/metrics`` on ``port``."""
+
+    enabled: bool = True
+    port: int = 9464
+    step_pattern: Optional[str] = None  # a regular expression for the step in the training's own log lines
+
+
+@dataclass(frozen=True)
 class Workspace:
     path: str = "/workspace"
     host_path: str = "."
@@ -305,6 +314,7 @@ class Spec:
     slurm: Optional[Slurm] = None  # None: no slurm section (``render slurm`` uses the defaults)
     nodes_given: bool = True  # False: ``nodes`` left out, so a host list given to the cluster verbs sets the count
     recovery: Recovery = Recovery()
+    metrics: Metrics = Metrics()
 
     @property
     def containers(self) -> int:

@@ -8,3 +8,6 @@ May import the standard library, ``..errors``, ``..model``, ``..detection``
 and ``..planning`` (the contract's allowances, the exchange's plan);
 ``session.py`` calls ``..core.build_plan`` lazily for ``--status``.
 """
+
+HUB_WATCHES = []  # callables told of every heartbeat.HubWatch node 0 makes (metrics/: the job's live picture)
+LINK_WATCHES = []  # and of every LinkWatch another node makes (metrics/: its GPU readings ride on its beats)

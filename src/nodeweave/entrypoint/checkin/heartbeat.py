@@ -25,6 +25,7 @@ import time
 
 from ..errors import EXIT_PEER_FAILED, EXIT_STALLED
 from ..stall.exchange import HubStall, LinkStall
+from . import HUB_WATCHES, LINK_WATCHES
 from .wire import BEAT_LINE, ExchangeError, readable
 
 BEAT_S = 2.0
@@ -122,6 +123,8 @@ class LinkWatch(LinkStall, Watch):
         super().__init__(log, elastic)
         self.channel, self.clock = channel, clock
         self.closing = False
+        for listener in LINK_WATCHES:  # metrics/: this node's GPU readings on its beats
+            listener(self)
 
     def _send(self, message):
         with self.lock:
@@ -200,6 +203,8 @@ class HubWatch(HubStall, Watch):
         self.heard = []              # every member's failure: (when, node rank, cause, of its own accord, report)
         self.held = None             # (until, label, report): a failure that shows only a peer gone, not relayed yet
         self.own_report = None       # node 0's own launcher's failure, whichever failure was relayed first
+        for listener in HUB_WATCHES:  # metrics/: node 0's live picture of the job, its goodput timeline
+            listener(self)
 
     def _send(self, peer, message):
         """Queue ``message`` for ``peer`` (never waits on it); False when the node is gone or not reading."""

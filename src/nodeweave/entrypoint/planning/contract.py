@@ -21,6 +21,7 @@ PROFILERS = ("nsys", "rocprofv3")
 STALL_WARN_S = 60  # the stall defaults: docs/stalls.md
 RECOVERY_RESTARTS, RECOVERY_NO_PROGRESS = 5, 3  # recovery's brakes by default: docs/recovery.md
 STALL_TIMEOUT_S = 600
+METRICS_PORT = 9464  # node 0's /metrics by default: docs/observability.md
 
 
 # Readers: (text, what, source) -> value, where ``what`` names the setting ("max restarts") and
@@ -203,6 +204,22 @@ def read_run_id(text, what, source):
     return value
 
 
+def read_step_pattern(text, what, source):
+    """A regular expression with a group for the step (``(?P<step>\\d+)`` or the first group)."""
+    import re
+
+    value = str(text)
+    try:
+        pattern = re.compile(value)
+    except re.error as err:
+        raise UsageError(f"{what} {value!r} (from {source}) is not a regular expression ({err}); accepted: e.g. "
+                         "'global_step=(\\d+)'") from None
+    if "step" not in pattern.groupindex and pattern.groups < 1:
+        raise UsageError(f"{what} {value!r} (from {source}) has no group for the step number; accepted: a regular "
+                         "expression with (?P<step>\\d+) or one group, e.g. 'global_step=(\\d+)'")
+    return value
+
+
 class Setting:
     """One row of the contract."""
 
@@ -334,6 +351,14 @@ SETTINGS = (
     Setting("warm_start", "--warm-start", "NODEWEAVE_WARM_START", "on (default) | off: under recovery each node "
             "holds its next launcher started ahead, its imports done, so a relaunch skips them (docs/recovery.md)",
             spec="recovery.warm_start", read=read_switch, text=switch_text),
+    Setting("metrics", "--metrics", "NODEWEAVE_METRICS", "on (default) | off: node 0 serves Prometheus' /metrics "
+            "and /status.json (docs/observability.md)", spec="metrics.enabled", read=read_switch, text=switch_text),
+    Setting("metrics_port", "--metrics-port", "NODEWEAVE_METRICS_PORT",
+            f"port of node 0's /metrics (default {METRICS_PORT})", spec="metrics.port", read=read_port,
+            text=text_unless(METRICS_PORT)),
+    Setting("step_pattern", "--step-pattern", "NODEWEAVE_STEP_PATTERN", "a regular expression that finds the step "
+            "number in the training's log lines, beside the common loggers' formats nodeweave knows "
+            "(docs/observability.md)", spec="metrics.step_pattern", read=read_step_pattern, text=optional_text),
 )
 
 BY_KEY = {row.key: row for row in SETTINGS}

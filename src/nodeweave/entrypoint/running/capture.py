@@ -20,6 +20,7 @@ import os
 import threading
 
 KEEP_BYTES = 16384
+OUTPUT_LISTENERS = []  # callables(target fd, chunk) that read the output too (metrics/live.py: the step lines)
 
 
 class OutputTail:
@@ -78,6 +79,11 @@ class OutputTail:
                     self.data += chunk
                     if len(self.data) > 2 * self.keep:
                         del self.data[:-self.keep]
+                for listener in OUTPUT_LISTENERS:
+                    try:
+                        listener(target, chunk)
+                    except Exception:  # noqa: BLE001 - a reader of the output must never stop the copy
+                        pass
         finally:
             os.close(source)
 

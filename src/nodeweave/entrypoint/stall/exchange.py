@@ -1,6 +1,7 @@
 """The stall watch's messages on the heartbeat's connections (mixed into ``heartbeat.LinkWatch``/``HubWatch``).
 
-- beat ``{"t": "beat", "ranks": [...]}``: a node's ranks' view, every beat;
+- beat ``{"t": "beat", "ranks": [...]}``: a node's ranks' view, every beat (with ``"gpus"`` and
+  ``"gpu_source"`` when the node took a new GPU reading: ``metrics/``);
 - ``{"t": "stacks", "id": n}`` from node 0, answered with ``{"t": "stacks", "id": n, "ranks": [...]}``
   (each rank's stack class and frames);
 - ``{"t": "report", "lines": [...]}``: a report every node prints (a stall, a straggler);
@@ -14,14 +15,22 @@ from .fault import FaultSeam
 class LinkStall:
     """A worker's side."""
 
+    beat_extra = None  # a callable whose dict rides on the beat (metrics/: this node's GPU readings), or None
+
     def beat(self):
+        message = {"t": "beat"}
         if self.stall is not None:
             try:
-                return {"t": "beat", "ranks": self.stall.view()}
+                message["ranks"] = self.stall.view()
             except Exception as err:  # noqa: BLE001 - the heartbeat must go on whatever the watch hits
                 self.stall = None
                 self.log(f"warning: stall watch off on this node: {err!r}")
-        return {"t": "beat"}
+        if self.beat_extra is not None:
+            try:
+                message.update(self.beat_extra())
+            except Exception:  # noqa: BLE001 - nor whatever the metrics hit
+                self.beat_extra = None
+        return message
 
     def stall_message(self, message):
         if message.get("t") == "report":
@@ -49,6 +58,7 @@ class HubStall(FaultSeam):
     """Node 0's side."""
 
     asked = 0
+    node_gpus = None  # node rank -> (source, [GPU readings]) the node's beats carried (metrics/collect.py)
 
     def stall_tick(self):
         try:
@@ -61,6 +71,10 @@ class HubStall(FaultSeam):
         kind = message.get("t")
         if kind == "beat" and isinstance(message.get("ranks"), list):
             peer.ranks = message["ranks"]
+        if kind == "beat" and isinstance(message.get("gpus"), list):
+            if self.node_gpus is None:
+                self.node_gpus = {}
+            self.node_gpus[(peer.fp or {}).get("rank")] = (message.get("gpu_source"), message["gpus"])
         elif kind == "stacks":
             peer.stacks = (message.get("id"), message.get("ranks") or [])
 

@@ -12,7 +12,7 @@ one process per simulated node; a ``cpu`` spec keeps its own count.
 
 from __future__ import annotations
 
-from typing import Any, Dict
+from typing import Any, Dict, List
 
 from nodeweave.targets.compose.common import (command, contract_env, dump, image, literal, named_volumes,
                                               restart_policy, token_env, token_mount, user_env, volumes)
@@ -58,9 +58,18 @@ def _processes(r: Resolved) -> Dict[str, str]:
     return {} if r.vendor.key == "cpu" else {"NODEWEAVE_NPROC_PER_NODE": "auto"}
 
 
+def metrics_port(r: Resolved) -> List[str]:
+    """Node 0's /metrics published on this machine's loopback (docs/observability.md); none when off. Loopback:
+    a laptop's Prometheus scrapes it, the network around the laptop does not."""
+    port = r.spec.metrics.port
+    return [f"127.0.0.1:{port}:{port}"] if r.spec.metrics.enabled else []
+
+
 def render_local(r: Resolved) -> str:
     local = resolve(r.spec, LOCAL_VARIANT)  # the local simulation's own variant, once for every node
     services = {f"{r.spec.name}-{i}": local_service(r, local, i) for i in range(r.spec.containers)}
+    if metrics_port(r):
+        services[f"{r.spec.name}-0"]["ports"] = metrics_port(r)
     document = {
         "name": f"{r.spec.name}-local",
         "services": services,

@@ -141,7 +141,9 @@ def render_node(r: Resolved) -> str:
     document: Dict[str, Any] = {"name": r.spec.name, "services": {SERVICE: node_service(r)}}
     if named_volumes(r):
         document["volumes"] = named_volumes(r)
-    return dump(document, PREAMBLE_HOSTS if r.spec.hosts else PREAMBLE)
+    note = (f"# Node 0 serves Prometheus' /metrics on port {r.spec.metrics.port} of its host (the host network: "
+            "nothing to publish;\n# docs/observability.md).\n") if r.spec.metrics.enabled else ""
+    return dump(document, (PREAMBLE_HOSTS if r.spec.hosts else PREAMBLE) + note)
 
 
 def render_hosts(r: Resolved) -> str:

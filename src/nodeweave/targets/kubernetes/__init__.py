@@ -7,7 +7,8 @@
   ``oc scale`` needs no edit), the shared workspace claim, and a
   NetworkPolicy admitting ingress only from the job's own pods; ``namespace.yaml``
   (not in the kustomization) labels the namespace with the Pod Security level
-  the pods need;
+  the pods need; ``podmonitor.yaml`` (not in the kustomization either: it needs the
+  Prometheus Operator's CRD) scrapes node 0's ``/metrics``;
 - ``manifests/overlays/openshift/``: no fixed UID/GID (restricted-v2's
   arbitrary UID), capabilities dropped; with RDMA, ``scc-ipc-lock.yaml`` for a
   cluster admin to apply;
@@ -46,6 +47,12 @@ SCC_NOTE_EXTRA = (
     "exactly that, for this job's ServiceAccount only. Not part of the kustomization,\n"
     "so `oc apply -k` works for users who may not create SCCs. Pod Security Admission:\n"
     "the namespace needs the privileged level (baseline refuses these)."
+)
+PODMONITOR_NOTE = (
+    "For a cluster running the Prometheus Operator: `kubectl apply -f podmonitor.yaml`\n"
+    "scrapes node 0's /metrics (docs/observability.md). Not part of the kustomization:\n"
+    "`kubectl apply -k` must work where the PodMonitor CRD is not installed. A Prometheus\n"
+    "in another namespace also needs kubernetes.ingress_from (the NetworkPolicy)."
 )
 ROCM_NOTE = (
     "supplementalGroups: the host groups owning /dev/kfd and /dev/dri/renderD*\n"
@@ -95,6 +102,9 @@ def render_files(spec: Spec) -> Dict[str, str]:
     _directory(files, BASE, r, base_objects(r))
     files[f"{BASE}/namespace.yaml"] = dump(pod_security.namespace(r), pod_security.note(r))
     _directory(files, JOB, r, job_objects(r))
+    if r.spec.metrics.enabled:
+        for folder in (BASE, JOB):
+            files[f"{folder}/podmonitor.yaml"] = dump(workloads.pod_monitor(r), PODMONITOR_NOTE)
     _overlay(files, OPENSHIFT, r, "statefulset-openshift.yaml", kustomize.openshift_patch)
     if kustomize.needs_scc(r):
         name = kustomize.scc_file(r)

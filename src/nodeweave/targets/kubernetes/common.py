@@ -14,6 +14,7 @@ from nodeweave.resolve import Resolved
 
 CONTAINER = "trainer"
 RENDEZVOUS_PORT_NAME = "rendezvous"
+METRICS_PORT_NAME = "metrics"  # node 0's /metrics (docs/observability.md); the PodMonitor scrapes it by name
 WORKSPACE_VOLUME = "workspace"
 CACHE_VOLUME = "cache"
 SHM_VOLUME = "dshm"
@@ -115,3 +116,15 @@ def contract_env(r: Resolved, omit: Collection[str] = (), only=None, batch: bool
 def user_env(r: Resolved) -> List[Dict[str, str]]:
     """The spec's own ``env``, untouched."""
     return [env_var(key, value) for key, value in r.spec.env.items()]
+
+
+def metrics_ports(r: "Resolved", key: str) -> List[Dict[str, Any]]:
+    """Node 0's metrics port as a container (``containerPort``) or Service (``port``) port entry; none when off."""
+    metrics = r.spec.metrics
+    if not metrics.enabled:
+        return []
+    entry: Dict[str, Any] = {"name": METRICS_PORT_NAME, key: metrics.port}
+    if key == "port":
+        entry["targetPort"] = metrics.port
+    entry["protocol"] = "TCP"
+    return [entry]

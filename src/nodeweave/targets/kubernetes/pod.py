@@ -106,7 +106,8 @@ def container(r: Resolved, workload: str) -> Dict[str, Any]:
         "imagePullPolicy": "IfNotPresent",
         "args": [r.spec.launcher.script, *r.spec.launcher.args],
         "workingDir": r.spec.workspace.path,
-        "ports": [{"name": common.RENDEZVOUS_PORT_NAME, "containerPort": r.spec.launcher.master_port, "protocol": "TCP"}],
+        "ports": [{"name": common.RENDEZVOUS_PORT_NAME, "containerPort": r.spec.launcher.master_port, "protocol": "TCP"},
+                  *common.metrics_ports(r, "containerPort")],
         "env": env(r, workload),
     }
     resources = storage.resources(r)

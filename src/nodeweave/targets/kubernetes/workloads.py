@@ -27,7 +27,31 @@ def headless_service(r: Resolved) -> Dict[str, Any]:
             # Rendezvous happens before readiness; without this, DNS names appear too late.
             "publishNotReadyAddresses": True,
             "selector": common.selector_labels(r),
-            "ports": [{"name": common.RENDEZVOUS_PORT_NAME, "port": port, "targetPort": port, "protocol": "TCP"}],
+            "ports": [{"name": common.RENDEZVOUS_PORT_NAME, "port": port, "targetPort": port, "protocol": "TCP"},
+                      *common.metrics_ports(r, "port")],
+        },
+    }
+
+
+# Only node 0 serves /metrics: pod index 0 of the StatefulSet, completion index 0 of the Indexed Job (and of a
+# JobSet's or TrainJob's). Both labels are set by Kubernetes 1.28+ on the pods themselves.
+NODE_0_LABELS = ("__meta_kubernetes_pod_label_apps_kubernetes_io_pod_index",
+                 "__meta_kubernetes_pod_label_batch_kubernetes_io_job_completion_index")
+
+
+def pod_monitor(r: Resolved) -> Dict[str, Any]:
+    """The Prometheus Operator's PodMonitor: scrape node 0's ``metrics`` port (docs/observability.md)."""
+    return {
+        "apiVersion": "monitoring.coreos.com/v1",
+        "kind": "PodMonitor",
+        "metadata": common.metadata(r, f"{r.spec.name}-metrics", "metrics"),
+        "spec": {
+            "selector": {"matchLabels": common.selector_labels(r)},
+            "podMetricsEndpoints": [{
+                "port": common.METRICS_PORT_NAME, "path": "/metrics", "interval": "15s",
+                "relabelings": [{"action": "keep", "sourceLabels": list(NODE_0_LABELS), "separator": ";",
+                                 "regex": "0;.*|.*;0"}],
+            }],
         },
     }
 

@@ -1,0 +1,127 @@
+"""Node 0's /metrics and /status.json at 1, 64 and 1,024 nodes: how long a scrape takes (goal: 50 ms at 1,024).
+
+A stand-in for the heartbeat's live state, not the exchange benchmark's swarm: a HubWatch-shaped object whose
+hub holds N checked-in peers (fingerprint, last beat, role) and whose stall watch holds 8 rank views per node
+(the fields ``stall/ranks.py`` samples), served by the real metrics room (``metrics/live.py``,
+``collect.py``, ``server.py``) over a real loopback HTTP connection; each size is scraped ``--scrapes``
+times, every scrape rendered anew (the server's 2 s cache off), and the median and 95th percentile printed beside the 1-node baseline measured in the same run.
+What it leaves out: the heartbeat thread's own load at that size (it runs beside the scrape, which never
+waits for it).
+
+    .venv/bin/python benchmarks/metrics_scale.py [--scrapes 50] [--ranks 8]
+"""
+
+import argparse
+import os
+import platform
+import statistics
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+
+from nodeweave.entrypoint.metrics import server  # noqa: E402
+from nodeweave.entrypoint.metrics.live import Live  # noqa: E402
+
+server.CACHE_S = 0.0  # every scrape renders anew: the cost of a cold scrape, not of the 2 s cache
+
+
+class Settings:
+    def __init__(self, env, port):
+        self.env, self.values = env, {"metrics_port": port}
+
+    def get(self, key, default=None):
+        return self.values.get(key, default)
+
+
+class Peer:
+    def __init__(self, rank, now):
+        self.fp = {"rank": rank, "hostname": f"gpu{rank:04d}", "job": "bench"}
+        self.done, self.last_heard, self.role, self.ranks = None, now - 1.0, "member", None
+
+
+class Stall:
+    def __init__(self, views):
+        self.last_views, self.verdicts, self.stragglers = views, {"stall": None, "stragglers": []}, None
+
+
+class Watch:
+    def __init__(self, nodes, ranks):
+        now = time.monotonic()
+        self.clock, self.failed_at, self.failure, self.thread = time.monotonic, None, None, None
+        self.own_done = threading.Event()
+        self.hub = type("Hub", (), {})()
+        self.hub.own_fp = {"rank": 0, "hostname": "gpu0000", "job": "bench"}
+        self.hub.peers = [Peer(r, now) for r in range(1, nodes)]
+        views = [{"node": n, "rank": n * ranks + i, "host": f"gpu{n:04d}", "seq": 1000 + i, "name": "all_reduce",
+                  "inside": False, "since_s": 0.01, "inside_s": 12.5, "outside_s": 40.1, "state": "S",
+                  "fr_enqueued": 2000, "fr_completed": 2000} for n in range(nodes) for i in range(ranks)]
+        self.stall = Stall(views)
+
+
+def free_port():
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def measure(nodes, ranks, scrapes):
+    folder = tempfile.mkdtemp(prefix="nw-metrics-")
+    port = free_port()
+    live = Live(Settings({"TMPDIR": folder}, port), lambda line: None)
+    live.watching(Watch(nodes, ranks))
+    for _ in range(10):  # the recorder's first ticks: the rate histories fill
+        live.tick()
+        time.sleep(0.01)
+    times = {}
+    for path in ("/metrics", "/status.json"):
+        taken, size = [], 0
+        for _ in range(scrapes):
+            start = time.perf_counter()
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=30) as answer:
+                size = len(answer.read())
+            taken.append((time.perf_counter() - start) * 1000)
+        taken.sort()
+        times[path] = (statistics.median(taken), taken[int(0.95 * (len(taken) - 1))], size)
+    from nodeweave.entrypoint.metrics.collect import families
+    from nodeweave.entrypoint.metrics.exposition import render
+
+    cpu = []
+    for _ in range(max(3, scrapes // 5)):  # the CPU time of one rendering, which a loaded machine's wall time hides
+        start = time.process_time()
+        render(families(live))
+        cpu.append((time.process_time() - start) * 1000)
+    times["cpu"] = statistics.median(cpu)
+    live.server.shutdown()
+    return times
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--scrapes", type=int, default=50)
+    parser.add_argument("--ranks", type=int, default=8, help="ranks per node")
+    parser.add_argument("--nodes", type=int, nargs="+", default=[1, 64, 1024])
+    args = parser.parse_args()
+    print(f"# {platform.node()}: {os.cpu_count()} CPUs, Python {platform.python_version()}; {args.ranks} ranks a "
+          f"node, {args.scrapes} scrapes a size")
+    print(f"# load average {os.getloadavg()[0]:.1f} at the start")
+    print("| nodes | ranks | /metrics median ms | p95 ms | CPU ms (in process) | bytes | /status.json median ms | p95 ms "
+          "| bytes |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    baseline = None
+    for nodes in args.nodes:
+        times = measure(nodes, args.ranks, args.scrapes)
+        m, s = times["/metrics"], times["/status.json"]
+        baseline = baseline or m[0]
+        print(f"| {nodes} | {nodes * args.ranks} | {m[0]:.1f} ({m[0] / baseline:.1f}x the 1-node baseline) | "
+              f"{m[1]:.1f} | {times['cpu']:.1f} | {m[2]:,} | {s[0]:.1f} | {s[1]:.1f} | {s[2]:,} |")
+
+
+if __name__ == "__main__":
+    main()

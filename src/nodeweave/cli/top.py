@@ -1,0 +1,61 @@
+"""``nodeweave top``: the running job as node 0 sees it, redrawn every few seconds (docs/observability.md)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, List, Optional
+
+import typer
+
+from nodeweave.cli.habits.base import find_spec
+from nodeweave.cli.habits.clusteropts import REACH, SPEC, console, open_cluster, reach_options
+from nodeweave.cli.habits.nodes import checked_selectors, pick_one
+from nodeweave.errors import EXIT_FAILURE
+
+if TYPE_CHECKING:
+    from nodeweave.cluster.options import ClusterOptions
+
+
+@reach_options
+def top_command(
+    node: List[str] = typer.Option([], "--node", metavar="NODE", help="The node that serves the job's metrics "
+                                   "(default: node 0): its index, name or address KIND:NAME, as every verb's --node",
+                                   callback=checked_selectors),
+    url: Optional[str] = typer.Option(None, "--url", help="Read node 0's /status.json here instead of through the "
+                                      "cluster (a published or forwarded metrics port: http://127.0.0.1:9464)"),
+    interval: float = typer.Option(2.0, "--interval", min=0.2, help="Seconds between redraws"),
+    once: bool = typer.Option(False, "--once", help="Draw once and exit (scripts, a log)"),
+    spec_path: Optional[Path] = SPEC, reach: "ClusterOptions" = REACH,
+) -> None:
+    """The running job, redrawn: nodes and their heartbeats, ranks with their collective rate and straggler
+    ratio, the stall state, the step, every node's GPUs and the goodput so far."""
+    from rich.live import Live
+
+    from nodeweave.cluster.top import ask_live, picture
+
+    target = None
+    if url is None:
+        spec, backend, _ = open_cluster(find_spec(spec_path), reach)
+        target = pick_one(backend.live_nodes("watch"), node, "top")
+    out = console()
+    live, why = ask_live(target, url)
+    if live is None:
+        typer.echo(f"nodeweave: top: no live picture from {why}", err=True)
+        raise typer.Exit(EXIT_FAILURE)
+    if once:
+        out.print(picture(live))
+        return
+    try:
+        with Live(picture(live), console=out, refresh_per_second=4, screen=False) as screen:
+            while True:
+                time.sleep(interval)
+                live, why = ask_live(target, url)
+                if live is not None:
+                    screen.update(picture(live))
+    except KeyboardInterrupt:
+        pass
+
+
+def register(app: typer.Typer) -> None:
+    app.command("top")(top_command)

@@ -1,0 +1,146 @@
+"""What ``nodeweave logs`` makes of the nodes' lines: node and rank on each, a rank filter, repeats collapsed.
+
+Pure: lines in, lines to print out. A line's rank is read from the prefix the launchers put on their ranks'
+lines: torchrun's ``--tee`` (``[default3]:``, the local rank, or ``[rank3]:`` with
+``TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE='[rank${rank}]:'``), DeepSpeed's ``[Rank 3]`` (``log_dist``) and
+PyTorch's own ``[rank3]:`` on a rank's warnings and errors. A line without one shows its node alone.
+
+The same text from several ranks (every rank printing its loss, NCCL's banner on every GPU) collapses into
+one line naming how many ranks and which: the view holds each text for :data:`WINDOW` lines (or
+:data:`HOLD_S` seconds when following) and a copy from a rank not yet counted joins it; a second copy from
+the same rank is a new line, so nothing a rank repeats is hidden.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Iterable, List, Optional, Tuple
+
+PREFIXES = (
+    re.compile(r"^\[rank(?P<rank>\d+)\]:\s?"),                  # PyTorch's, torchrun's template [rank${rank}]:
+    re.compile(r"^\[(?P<role>[A-Za-z_]+?)(?P<local>\d+)\]:\s?"),  # torchrun --tee: [default0]: (local rank)
+    re.compile(r"^(?P<head>.*?)\[Rank (?P<rank>\d+)\]\s?"),     # DeepSpeed's log_dist: [INFO] ... [Rank 0]
+)
+NEXT_GENERATION = re.compile(r"recovery: generation (\d+) ended: .*; starting generation (\d+)")
+WINDOW = 256
+HOLD_S = 0.5
+
+
+def split_rank(line: str) -> Tuple[Optional[str], str]:
+    """(rank as shown: '3' or 'local 3', or None; the line without the launcher's prefix)."""
+    for pattern in PREFIXES:
+        match = pattern.match(line)
+        if not match:
+            continue
+        groups = match.groupdict()
+        if "local" in groups and groups.get("local") is not None:
+            if groups["role"].lower() == "rank":
+                continue
+            return f"local {groups['local']}", line[match.end():]
+        head = groups.get("head") or ""
+        return groups["rank"], head + line[match.end():]
+    return None, line
+
+
+def _ranks(ranks: List[str]) -> str:
+    """'0-3,7' from ['0', '1', '2', '3', '7']; local ranks and others as given."""
+    numbers = sorted({int(r) for r in ranks if r.isdigit()})
+    spans, start = [], None
+    for i, n in enumerate(numbers):
+        if start is None:
+            start = n
+        if i + 1 == len(numbers) or numbers[i + 1] != n + 1:
+            spans.append(f"{start}" if start == n else f"{start}-{n}")
+            start = None
+    return ",".join(spans + sorted({r for r in ranks if not r.isdigit()}))
+
+
+@dataclass
+class _Held:
+    text: str
+    since: float
+    sources: List[Tuple[str, Optional[str]]] = field(default_factory=list)  # (node, rank)
+
+
+class LogView:
+    """Feed (node, line) as they come; :meth:`feed` and :meth:`flush` return (node, prefix, text) to print."""
+
+    def __init__(self, rank: Optional[int] = None, collapse: bool = True, window: int = WINDOW,
+                 hold_s: Optional[float] = None, clock=time.monotonic):
+        self.rank, self.collapse, self.window, self.hold_s, self.clock = rank, collapse, window, hold_s, clock
+        self.held: "OrderedDict[int, _Held]" = OrderedDict()
+        self.by_text = {}
+        self.serial = 0
+        self.generation: Optional[int] = None
+
+    def feed(self, node: str, line: str) -> List[Tuple[str, str, str]]:
+        rank, text = split_rank(line)
+        out = self._generation_mark(text)
+        if self.rank is not None and rank != str(self.rank):
+            return out
+        if not self.collapse:
+            return out + [(node, _prefix([(node, rank)]), text)]
+        key = self.by_text.get(text)
+        entry = self.held.get(key) if key is not None else None
+        if entry is None or (node, rank) in entry.sources or rank is None and any(n == node for n, _ in
+                                                                                    entry.sources):
+            self.serial += 1
+            entry = _Held(text, self.clock())
+            self.held[self.serial] = entry
+            self.by_text[text] = self.serial
+        entry.sources.append((node, rank))
+        return out + self._due()
+
+    def _generation_mark(self, text: str) -> List[Tuple[str, str, str]]:
+        """A rule where a new generation starts (the recovery line every node prints), once per generation."""
+        match = NEXT_GENERATION.search(text)
+        if not match or self.generation == int(match.group(2)):
+            return []
+        self.generation = int(match.group(2))
+        return self.flush() + [("", "", f"── generation {self.generation} ──")]
+
+    def _due(self) -> List[Tuple[str, str, str]]:
+        out = []
+        now = self.clock()
+        while self.held:
+            key, entry = next(iter(self.held.items()))
+            if len(self.held) <= self.window and (self.hold_s is None or now - entry.since < self.hold_s):
+                break
+            out.append(self._emit(key))
+        return out
+
+    def flush(self) -> List[Tuple[str, str, str]]:
+        return [self._emit(key) for key in list(self.held)]
+
+    def tick(self) -> List[Tuple[str, str, str]]:
+        """Following: what has been held :data:`HOLD_S` or longer."""
+        return self._due()
+
+    def _emit(self, key: int) -> Tuple[str, str, str]:
+        entry = self.held.pop(key)
+        if self.by_text.get(entry.text) == key:
+            del self.by_text[entry.text]
+        return entry.sources[0][0], _prefix(entry.sources), entry.text
+
+
+def _prefix(sources: List[Tuple[str, Optional[str]]]) -> str:
+    """'node-1 r3', or for a collapsed line 'x8 node-0,node-1 r0-7'."""
+    nodes = list(dict.fromkeys(n for n, _ in sources))
+    ranks = [r for _, r in sources if r is not None]
+    rank_text = f" r{_ranks(ranks)}" if ranks else ""
+    if len(sources) == 1:
+        return f"{nodes[0]}{rank_text}"
+    return f"x{len(sources)} {','.join(nodes)}{rank_text}"
+
+
+def rounds(streams: Iterable[Tuple[str, List[str]]]) -> List[Tuple[str, str]]:
+    """(node, line) of every stream, line by line in turn (node-0's first, node-1's first, ...): the order that
+    lets the same line from every node meet in the view."""
+    streams = list(streams)
+    out = []
+    for index in range(max((len(lines) for _, lines in streams), default=0)):
+        out += [(node, lines[index]) for node, lines in streams if index < len(lines)]
+    return out

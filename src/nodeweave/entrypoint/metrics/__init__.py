@@ -1,0 +1,53 @@
+"""Seeing the job: node 0's Prometheus endpoint, the run's goodput timeline, the training's own step numbers.
+
+Owns what node 0 learns about a running job without a change to the script
+(docs/observability.md): ``live.py`` (the seams it rides on and the timeline
+it keeps: generations, first collectives, stalls, faults, steps),
+``collect.py`` (the metric families from the heartbeat's node table, the
+stall watch's rank views and the recovery book), ``exposition.py``
+(Prometheus' text format), ``server.py`` (``/metrics`` in a daemon thread),
+``gpus.py`` (the node's GPU readings), ``steps.py`` (step numbers from the
+common training loggers' lines) and ``goodput.py`` (the wall time split into
+buckets: pure, shared with ``nodeweave runs``). Reads the other rooms through
+their public surfaces only (the HubWatch and its stall watch, ``recovery.json``,
+the checkpoint finder, the output capture's seam ``capture.OUTPUT_LISTENERS``).
+``__main__.run`` calls :func:`arm`, which hangs :func:`hub_watch` and
+:func:`link_watch` on the check-in's seams ``checkin.HUB_WATCHES`` and
+``LINK_WATCHES`` (the package alone: the start-up path stays lean). Stdlib only.
+"""
+
+ARMED = []  # [settings, log] once ``__main__.run`` armed this process
+
+
+def arm(settings, log):
+    """Remember the settings; nothing more is imported or started until node 0 makes its first HubWatch."""
+    from ..checkin import HUB_WATCHES, LINK_WATCHES
+
+    ARMED[:] = [settings, log]
+    if hub_watch not in HUB_WATCHES:
+        HUB_WATCHES.append(hub_watch)
+    if settings.get("metrics", True) and link_watch not in LINK_WATCHES:
+        LINK_WATCHES.append(link_watch)
+
+
+def link_watch(watch):
+    """Another node's heartbeat began (one per generation): its GPU readings ride on its beats to node 0."""
+    try:
+        from . import gpus
+
+        watch.beat_extra = gpus.beat_extra()
+    except Exception as err:  # noqa: BLE001 - seeing the job must never stop it
+        ARMED[1](f"warning: this node's GPU readings stay here: {err!r}")
+
+
+def hub_watch(watch):
+    """Node 0 made a HubWatch (one per generation): record it, and on the first start the recorder and server."""
+    settings, log = ARMED
+    try:
+        from . import live
+
+        if live.LIVE is None:
+            live.LIVE = live.Live(settings, log)
+        live.LIVE.watching(watch)
+    except Exception as err:  # noqa: BLE001 - seeing the job must never stop it
+        log(f"warning: metrics and goodput off: {err!r}")

@@ -1,0 +1,231 @@
+"""The metric families node 0 serves, from what :class:`live.Live` can read at the moment of a scrape.
+
+Every family carries ``job``; job-wide ones ``generation`` too; per-node ones
+``node`` (and ``host``); per-rank ones ``node``, ``rank``; per-GPU ones ``node``,
+``gpu``. docs/observability.md lists them. Nothing here waits: the heartbeat's
+node table, the stall watch's views and verdicts are read as they stand.
+"""
+
+import os
+import time
+
+from .goodput import BUCKETS, account
+
+CHECKPOINT_TTL_S = 30.0
+_checkpoint = {"at": 0.0, "found": (None, None)}
+
+
+def newest_checkpoint(folder):
+    """(step, time.time() of its newest file) of the newest complete checkpoint, looked for at most every
+    :data:`CHECKPOINT_TTL_S`; (None, None) without one."""
+    now = time.time()
+    if not folder:
+        return None, None
+    if now - _checkpoint["at"] < CHECKPOINT_TTL_S:
+        return _checkpoint["found"]
+    found = (None, None)
+    try:
+        from ..recovery.checkpoints import newest_complete
+
+        best = newest_complete(folder)
+        if best is not None:
+            found = (best.step, os.stat(best.path).st_mtime)
+    except (OSError, ImportError, ValueError):
+        pass
+    _checkpoint.update(at=now, found=found)
+    return found
+
+
+def _peer_state(peer):
+    if peer.done is None:
+        return "running"
+    if peer.done.get("lost"):
+        return "lost"
+    return "finished" if peer.done.get("code") == 0 else "failed"
+
+
+def families(live, now=None):
+    """[(name, type, help, samples)] of the job as node 0 sees it now."""
+    now = time.time() if now is None else now
+    watch = live.watch
+    timeline = live.snapshot()
+    gen = timeline["generations"][-1] if timeline["generations"] else {}
+    job = timeline.get("job") or "nodeweave"
+    generation = str(gen.get("generation", 0))
+    base = {"job_name": job}
+    jobwide = dict(base, generation=generation)
+    out = []
+
+    def family(name, kind, help_text, samples):
+        out.append((name, kind, help_text, samples))
+
+    family("nodeweave_generation", "gauge", "The job's current generation (0 until the first recovery).",
+           [(base, gen.get("generation", 0))])
+    family("nodeweave_job_start_time_seconds", "gauge", "When node 0's entrypoint started (Unix time).",
+           [(base, timeline["launched"])])
+    book = live.book() or {}
+    family("nodeweave_restarts_total", "counter", "Restarts of the whole job recovery has spent.",
+           [(base, book.get("restarts", 0))])
+    if live.limits.get("max_restarts") and book:
+        family("nodeweave_restarts_limit", "gauge", "The restart budget (recovery.max_restarts).",
+               [(base, live.limits["max_restarts"])])
+    family("nodeweave_nodes_left_out", "gauge", "Nodes recovery left out of the current generation.",
+           [(jobwide, len(book.get("left_out") or {}))])
+    family("nodeweave_spares_waiting", "gauge", "Spare nodes waiting to take a left-out node's place.",
+           [(jobwide, len(book.get("spares") or []))])
+    family("nodeweave_training_nodes", "gauge", "Nodes training in the current generation.",
+           [(jobwide, len(book.get("members") or []) if book else (len(watch.hub.peers) + 1 if watch else 0))])
+
+    step, written = newest_checkpoint(live.checkpoint_dir)
+    family("nodeweave_checkpoint_step", "gauge", "The step of the newest complete checkpoint.", [(base, step)])
+    family("nodeweave_checkpoint_age_seconds", "gauge", "Seconds since the newest complete checkpoint was written.",
+           [(base, None if written is None else max(0.0, now - written))])
+
+    # --- nodes: the heartbeat's table ---
+    beats, ups = [], []
+    if watch is not None:
+        own = watch.hub.own_fp or {}
+        beats.append((dict(base, node=str(own.get("rank", 0)), host=own.get("hostname")), 0.0))
+        ups.append((dict(base, node=str(own.get("rank", 0)), host=own.get("hostname"), state="running", role="hub"), 1))
+        clock = watch.clock()
+        for peer in list(watch.hub.peers):
+            fp = peer.fp or {}
+            labels = dict(base, node=str(fp.get("rank")), host=fp.get("hostname"))
+            state = _peer_state(peer)
+            if state == "running":
+                beats.append((labels, max(0.0, clock - peer.last_heard)))
+            ups.append((dict(labels, state=state, role=peer.role or "member"), 1 if state == "running" else 0))
+    family("nodeweave_node_heartbeat_age_seconds", "gauge", "Seconds since node 0 last heard from the node.", beats)
+    family("nodeweave_node_up", "gauge", "1 while the node is in the job and beating; its state and role as labels.",
+           ups)
+
+    # --- ranks: the stall watch's views ---
+    views, verdicts = live.views()
+    named = {(s.get("node"), s.get("rank")): s.get("gap") for s in verdicts.get("stragglers") or []}
+    recorded = bool(views) and all(v.get("fr_enqueued", -1) >= 0 for v in views)
+    ratios = _ratios(watch)
+    counts, inside, outside, rates, slow, moving = [], [], [], [], [], []
+    for v in views:
+        labels = dict(jobwide, node=str(v.get("node")), rank=str(v.get("rank")), host=v.get("host"))
+        counts.append((labels, v.get("seq", 0) + (v.get("fr_enqueued", 0) if recorded else 0)))
+        inside.append((labels, v.get("inside_s")))
+        outside.append((labels, v.get("outside_s")))
+        rates.append((labels, live.rate(v.get("node"), v.get("rank"))))
+        key = (v.get("node"), v.get("rank"))
+        gap = named.get(key)
+        slow.append((labels, 1 + gap if gap is not None else ratios.get(key)))
+        moving.append((labels, 0 if v.get("state") in ("gone", "Z", "X") else 1))
+    family("nodeweave_rank_collectives_total", "counter", "Collectives the rank entered this generation.", counts)
+    family("nodeweave_rank_collective_seconds_total", "counter",
+           "Host seconds the rank spent inside collectives this generation.", inside)
+    family("nodeweave_rank_compute_seconds_total", "counter",
+           "Host seconds the rank spent outside collectives this generation.", outside)
+    family("nodeweave_rank_collectives_per_second", "gauge",
+           "The rank's collective rate over the last 30 seconds.", rates)
+    family("nodeweave_rank_straggler_ratio", "gauge",
+           "The rank's own work per collective over the job's median (1 = typical; 1.1 = 10% slower).", slow)
+    family("nodeweave_rank_alive", "gauge", "1 while the rank's process lives.", moving)
+    stall = verdicts.get("stall")
+    family("nodeweave_stalled", "gauge", "1 while the job is stalled (no rank moves while ranks wait).",
+           [(jobwide, 1 if stall else 0)])
+    family("nodeweave_stall_seconds", "gauge", "How long the current stall has lasted (0: none).",
+           [(jobwide, float(stall.get("for_s") or 0) if stall else 0)])
+    family("nodeweave_stragglers", "gauge", "Ranks named stragglers now.", [(jobwide, len(named))])
+
+    # --- steps: the training's own log lines ---
+    if live.step is not None:
+        logger, number, _ = live.step
+        family("nodeweave_step", "gauge", "The newest step the training logged (its logger as a label).",
+               [(dict(jobwide, logger=logger), number)])
+    family("nodeweave_steps_per_second", "gauge", "Steps a second over the last 30 seconds of step lines.",
+           [(jobwide, live.step_rate())])
+
+    # --- GPUs: node 0's own, every other node's as its beats carried them ---
+    if live.sampler is not None:
+        rows = {"util": [], "used": [], "total": [], "power": []}
+        readings = [(node, source, g) for node, source, gpus in _every_nodes_gpus(live, watch) for g in gpus]
+        for node, source, g in readings:
+            labels = dict(base, node=node, gpu=str(g.get("index")), source=source)
+            rows["util"].append((labels, g.get("util_ratio")))
+            rows["used"].append((labels, g.get("mem_used_bytes")))
+            rows["total"].append((labels, g.get("mem_total_bytes")))
+            rows["power"].append((labels, g.get("power_watts")))
+        family("nodeweave_gpu_utilization_ratio", "gauge", "GPU busy fraction (0-1) as the vendor tool reports it.",
+               rows["util"])
+        family("nodeweave_gpu_memory_used_bytes", "gauge", "GPU memory in use.", rows["used"])
+        family("nodeweave_gpu_memory_total_bytes", "gauge", "GPU memory in all.", rows["total"])
+        family("nodeweave_gpu_power_watts", "gauge", "GPU power draw.", rows["power"])
+
+    # --- goodput so far ---
+    accounted = account(timeline, now)
+    family("nodeweave_wall_seconds", "gauge", "Seconds since node 0's entrypoint started.",
+           [(base, accounted["wall_s"])])
+    family("nodeweave_time_seconds", "gauge",
+           "The run's wall time so far by where it went: training, startup, recovery, redone, stalled, idle.",
+           [(dict(base, bucket=name), accounted["buckets"][name]) for name in BUCKETS])
+    family("nodeweave_goodput_ratio", "gauge", "Training time over wall time so far (the productive fraction).",
+           [(base, accounted["productive"])])
+    return out
+
+
+def _every_nodes_gpus(live, watch):
+    """[(node, source, readings)]: node 0's from its sampler, the others' from their last beat that carried some."""
+    source, gpus, _ = live.sampler.latest
+    own = str((watch.hub.own_fp or {}).get("rank", 0)) if watch else "0"
+    found = [(own, source, gpus)]
+    for node, (their_source, theirs) in sorted((getattr(watch, "node_gpus", None) or {}).items(), key=str):
+        found.append((str(node), their_source, [g for g in theirs if isinstance(g, dict)]))
+    return found
+
+
+def _ratios(watch):
+    """(node, rank) -> own work per collective over the median, read from the stall watch's straggler history
+    (None where it has too little); {} when it cannot be read now."""
+    stall = getattr(watch, "stall", None)
+    stragglers = getattr(stall, "stragglers", None)
+    if stragglers is None:
+        return {}
+    try:
+        per = stragglers.per_collective(stall.clock())
+    except Exception:  # noqa: BLE001 - the heartbeat thread may be changing it: skip this scrape
+        return {}
+    if len(per) < 2:
+        return {}
+    ordered = sorted(per.values())
+    ref = ordered[(len(ordered) - 1) // 2]
+    if ref <= 0:
+        return {}
+    return {key: value / ref for key, value in per.items()}
+
+
+def status(live, now=None):
+    """The same picture as JSON (``/status.json``, what ``nodeweave top`` draws)."""
+    now = time.time() if now is None else now
+    timeline = live.snapshot()
+    views, verdicts = live.views()
+    watch = live.watch
+    nodes = []
+    if watch is not None:
+        own = watch.hub.own_fp or {}
+        nodes.append({"node": own.get("rank", 0), "host": own.get("hostname"), "state": "running", "role": "hub",
+                      "heartbeat_age_s": 0.0})
+        clock = watch.clock()
+        for peer in list(watch.hub.peers):
+            fp = peer.fp or {}
+            nodes.append({"node": fp.get("rank"), "host": fp.get("hostname"), "state": _peer_state(peer),
+                          "role": peer.role, "heartbeat_age_s": round(max(0.0, clock - peer.last_heard), 2)})
+    named = {(s.get("node"), s.get("rank")): s.get("gap") for s in verdicts.get("stragglers") or []}
+    ratios = _ratios(watch)
+    ranks = [{"node": v.get("node"), "rank": v.get("rank"), "host": v.get("host"), "seq": v.get("seq"),
+              "state": v.get("state"), "collectives_per_s": live.rate(v.get("node"), v.get("rank")),
+              "inside_s": v.get("inside_s"), "outside_s": v.get("outside_s"),
+              "straggler_ratio": (1 + named[(v.get("node"), v.get("rank"))]) if (v.get("node"), v.get("rank")) in named
+              else ratios.get((v.get("node"), v.get("rank")))} for v in views]
+    source, gpus, _ = live.sampler.latest if live.sampler is not None else (None, [], None)
+    every = [{"node": node, "source": src, "gpus": found} for node, src, found in _every_nodes_gpus(live, watch)] \
+        if live.sampler is not None else []
+    return {"schema": "nodeweave.live/1", "now": now, "job": timeline.get("job"), "book": live.book(),
+            "nodes": nodes, "ranks": ranks, "verdicts": verdicts, "gpus": gpus, "gpu_source": source,
+            "node_gpus": every,
+            "step": list(live.step) if live.step else None, "steps_per_s": live.step_rate(),
+            "goodput": account(timeline, now), "timeline": timeline}

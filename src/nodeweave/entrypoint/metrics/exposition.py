@@ -1,0 +1,78 @@
+"""Prometheus' text exposition format (version 0.0.4), from plain families: pure, no I/O.
+
+A family is ``(name, type, help, samples)`` with samples ``[(labels dict, value)]``. Names follow
+Prometheus' conventions (base units, ``_total`` on counters, ``_seconds``/``_bytes``/``_ratio``);
+``promtool check metrics`` reads the output in tests/test_metrics_exposition.py.
+"""
+
+import math
+import re
+
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+NAME = re.compile(r"^[a-zA-Z_:][a-zA-Z0-9_:]*$")
+LABEL = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]*$")
+TYPES = ("counter", "gauge", "untyped")
+
+
+def _escape_help(text):
+    return str(text).replace("\\", "\\\\").replace("\n", "\\n")
+
+
+def _escape_value(text):
+    text = str(text)
+    if "\\" not in text and "\n" not in text and '"' not in text:
+        return text
+    return text.replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
+
+
+def number(value):
+    """A sample value as Prometheus writes it (``+Inf``, ``NaN``, no exponent noise for whole numbers)."""
+    if type(value) is int:
+        return str(value)
+    value = float(value)
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "+Inf" if value > 0 else "-Inf"
+    if value.is_integer() and abs(value) < 1e15:
+        return str(int(value))
+    return repr(value)
+
+
+def _labels(labels, checked):
+    """``{a="1",b="x"}`` of one sample's labels (sorted; None values left out); ``checked``: names known good."""
+    pairs = []
+    for key in sorted(labels):
+        if key not in checked:
+            if not LABEL.match(key) or key.startswith("__"):
+                raise ValueError(f"not a label name: {key!r}")
+            checked.add(key)
+        text = labels[key]
+        if text is not None:
+            pairs.append(f'{key}="{_escape_value(text)}"')
+    return "{" + ",".join(pairs) + "}" if pairs else ""
+
+
+def render(families):
+    """The exposition text of ``families``; families without samples are left out (promtool flags them).
+    A labels dict shared by several samples (one rank's, in every per-rank family) is written once."""
+    out = []
+    seen, checked, written = set(), set(), {}
+    for name, kind, help_text, samples in families:
+        if not NAME.match(name) or kind not in TYPES:
+            raise ValueError(f"not a metric family: {name!r} {kind!r}")
+        if name in seen:
+            raise ValueError(f"metric family {name} given twice")
+        seen.add(name)
+        rows = [(labels, value) for labels, value in samples if value is not None]
+        if not rows:
+            continue
+        out.append(f"# HELP {name} {_escape_help(help_text)}")
+        out.append(f"# TYPE {name} {kind}")
+        for labels, value in rows:
+            key = id(labels)
+            text = written.get(key)
+            if text is None or text[0] is not labels:
+                text = written[key] = (labels, _labels(labels, checked))
+            out.append(f"{name}{text[1]} {number(value)}")
+    return "\n".join(out) + "\n" if out else ""

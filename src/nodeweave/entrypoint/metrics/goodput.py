@@ -1,0 +1,99 @@
+"""Where a run's wall time went, from node 0's timeline: training, start-up, recovery, work redone, stalled, idle.
+
+Pure arithmetic on the timeline ``live.py`` keeps (``goodput.json``, schema
+:data:`SCHEMA`), shared by node 0's metrics and ``nodeweave runs show``/``compare``:
+
+- **start-up**: the launch to generation 0's first collective;
+- **recovery**: a fault (the generation's last progress: a crash takes seconds to be heard) to the next
+  generation's first collective;
+- **work redone**: the part of a generation the next one repeats, from the step
+  its checkpoint holds (``resumed_step``) to the fault: timed from the training's
+  own step lines when known (the first step past the checkpoint's), else the
+  checkpoint's age at the fault (``work_lost_s``), and the whole generation when
+  the next one starts over without a checkpoint;
+- **stalled**: the stall watch's stalls (no rank moving while ranks wait);
+- **training**: the rest of each generation from its first collective to its last
+  progress (a collective entered or a step logged);
+- **idle**: what is left of the wall time (the wind-down after the last
+  generation's last progress, waiting after it).
+
+The productive fraction is training over wall time. Every bucket is in seconds.
+"""
+
+SCHEMA = "nodeweave.goodput/1"
+BUCKETS = ("training", "startup", "recovery", "redone", "stalled", "idle")
+
+
+def _overlap(intervals, start, end):
+    """Seconds of the union of ``intervals`` ([a, b], b None = open until ``end``) inside [start, end]."""
+    spans = sorted((max(a, start), min(b if b is not None else end, end)) for a, b in intervals)
+    total, reach = 0.0, start
+    for a, b in spans:
+        a = max(a, reach)
+        if b > a:
+            total += b - a
+            reach = b
+    return total
+
+
+def _redone(gen, resumed_step, end):
+    """Seconds of ``gen`` (ended by a fault at ``end``) that the next generation repeats."""
+    fault = gen.get("fault") or {}
+    steps = [(t, s) for t, s in gen.get("steps") or [] if t <= end + 1e-3]
+    if resumed_step is None and fault.get("resume_from") is None and fault.get("resumed_step") is None:
+        return None  # the next generation starts over: all of it (the caller knows the span)
+    if steps and resumed_step is not None:
+        past = [t for t, s in steps if s > resumed_step]
+        if not past:
+            return 0.0
+        before = [t for t, s in steps if s <= resumed_step]
+        start = max(before) if before else gen.get("first") or past[0]
+        return max(0.0, end - start)
+    lost = fault.get("work_lost_s")
+    return float(lost) if isinstance(lost, (int, float)) else 0.0
+
+
+def account(timeline, now=None):
+    """``{"wall_s", "buckets", "productive", "generations": [{"generation", "buckets"}]}`` of ``timeline``;
+    ``now`` closes what is still open (a running job's last generation)."""
+    launched = timeline.get("launched")
+    gens = sorted(timeline.get("generations") or [], key=lambda g: g.get("generation", 0))
+    end_of_run = timeline.get("ended") or now
+    if launched is None or end_of_run is None:
+        return {"wall_s": 0.0, "buckets": dict.fromkeys(BUCKETS, 0.0), "productive": None, "generations": []}
+    wall = max(0.0, end_of_run - launched)
+    total = dict.fromkeys(BUCKETS, 0.0)
+    per_gen = []
+    before = launched  # where this generation's wait for its first collective began (launch, or the last fault)
+    for index, gen in enumerate(gens):
+        buckets = dict.fromkeys(BUCKETS, 0.0)
+        fault = gen.get("fault") or {}
+        closed = fault.get("at") or gen.get("ended")
+        end = min(max(closed or end_of_run, before), end_of_run)
+        first = gen.get("first")
+        reached = min(first, end) if first is not None else end
+        buckets["startup" if index == 0 else "recovery"] = max(0.0, reached - before)
+        last = gen.get("last")
+        stalled_to_end = any(b is None or b > (last or 0) for _, b in gen.get("stalls") or [])
+        if closed and last is not None and reached <= last < end and not stalled_to_end:
+            end = last  # the last progress: a crash's news and a clean end's linger are not training
+        active = max(0.0, end - reached) if first is not None else 0.0
+        if active:
+            buckets["stalled"] = min(active, _overlap(gen.get("stalls") or [], reached, end))
+            if fault:
+                following = gens[index + 1] if index + 1 < len(gens) else {}
+                resumed = following.get("resumed_step", fault.get("resumed_step"))
+                redone = _redone(gen, resumed, end)
+                buckets["redone"] = min(active - buckets["stalled"], active if redone is None else redone)
+            buckets["training"] = max(0.0, active - buckets["stalled"] - buckets["redone"])
+        for name in BUCKETS:
+            total[name] += buckets[name]
+        per_gen.append({"generation": gen.get("generation", index), "buckets": _rounded(buckets)})
+        before = end if fault else (closed or end)
+    total["idle"] = max(0.0, wall - sum(total[name] for name in BUCKETS if name != "idle"))
+    return {"wall_s": round(wall, 2), "buckets": _rounded(total),
+            "productive": round(total["training"] / wall, 4) if wall > 0 else None, "generations": per_gen}
+
+
+def _rounded(buckets):
+    return {name: round(value, 2) for name, value in buckets.items()}

@@ -1,0 +1,261 @@
+"""Node 0's live picture of the job, and the timeline its goodput is accounted from.
+
+Only node 0 makes a HubWatch (one per generation; ``metrics.hub_watch``), so only
+node 0 ever makes a :class:`Live`: on its first watch it starts the recorder
+thread, the GPU sampler, listens to the launcher's output
+(``capture.OUTPUT_LISTENERS``: the training's step lines) and, when
+``metrics.enabled``, serves ``/metrics``.
+
+The recorder looks once a second at what the heartbeat and the stall watch
+already hold in memory (no file read, no message, nothing the heartbeat waits
+for) and keeps the timeline: each generation's start, its first collective (the
+stall watch's counts; without the watch, the first step line), its stalls, its
+fault, its step numbers; it writes it as ``goodput.json`` beside
+``recovery.json`` (and into the run's folder under ``nodeweave run``).
+"""
+
+import atexit
+import collections
+import json
+import os
+import threading
+import time
+
+from .goodput import SCHEMA
+
+DEFAULT_PORT = 9464  # the port Prometheus' registry lists for OpenTelemetry's exporter: free on a GPU node
+TICK_S = 1.0
+SAVE_S = 5.0
+RECORD = "goodput.json"
+MAX_STEPS = 4000  # per generation: step lines kept for the accounting (the first, then thinned)
+RATE_WINDOW_S = 30.0
+
+LIVE = None  # node 0's Live, from its first HubWatch on
+
+
+def _count(view, recorded):
+    """A rank's collectives: its Python calls, plus the flight recorder's when every rank's is read (judge.py)."""
+    return view.get("seq", 0) + (view.get("fr_enqueued", 0) if recorded else 0)
+
+
+class Live:
+    def __init__(self, settings, log):
+        from ..running.runstate import run_dir, state_root
+
+        self.log, self.env = log, settings.env
+        self.enabled = settings.get("metrics", True)
+        self.port = settings.get("metrics_port", DEFAULT_PORT)
+        pattern = settings.get("step_pattern")
+        self.pattern = None
+        if pattern:
+            from .steps import compile_pattern
+
+            self.pattern = compile_pattern(pattern)  # settings.py read it already: a bad one exited 2 there
+        run_id = settings.get("run_id")
+        self.folders = [state_root(self.env)] + ([run_dir(self.env, run_id)] if run_id else [])
+        self.checkpoint_dir = settings.get("checkpoint_dir")
+        self.limits = {"max_restarts": settings.get("recovery_max_restarts")}
+        self.lock = threading.Lock()
+        self.watch = None
+        self.generation = None  # the timeline's entry of the generation the current watch watches
+        self.timeline = {"schema": SCHEMA, "launched": time.time(), "ended": None, "job": None, "run_id": run_id,
+                         "generations": []}
+        self.splitters = {}
+        self.step = None  # (logger, step, time.time()) of the newest step line
+        self.rates = {}   # (node, rank) -> deque of (monotonic time, collectives)
+        self.sampler = self.server = self.thread = None
+        self.saved_at = 0.0
+        self.book_cache = (None, None)
+
+    # --- seams ------------------------------------------------------------------------------------------
+    def watching(self, watch):
+        """A HubWatch was made: this is node 0, and a generation begins."""
+        try:
+            self._watching(watch)
+        except Exception as err:  # noqa: BLE001 - seeing the job must never stop it
+            self.log(f"warning: metrics: {err!r}")
+
+    def _watching(self, watch):
+        book = self.book()
+        number = book.get("generation", 0) if book else 0
+        with self.lock:
+            self.watch = watch
+            self.timeline["job"] = (watch.hub.own_fp or {}).get("job")
+            gens = self.timeline["generations"]
+            if gens and gens[-1]["generation"] == number:
+                return  # the same generation watched again (never today; harmless)
+            entry = {"generation": number, "began": time.time(), "first": None, "last": None, "ended": None,
+                     "fault": None,
+                     "stalls": [], "steps": [], "resumed_step": book.get("step") if book and book.get("resume_from")
+                     else None, "resume_from": book.get("resume_from") if book else None}
+            past = {h.get("generation"): h for h in (book or {}).get("history") or []}
+            for gen in gens:
+                known = past.get(gen["generation"])
+                if known:
+                    gen["fault"] = dict(gen.get("fault") or {}, **{k: known.get(k) for k in (
+                        "at", "why", "cause", "node", "resumed_step", "resume_from", "work_lost_s") if k in known})
+                elif gen.get("ended") is None and gen.get("fault") is None:
+                    gen["ended"] = entry["began"]
+            gens.append(entry)
+            self.generation = entry
+            first = self.thread is None
+        if first:
+            self._start()
+
+    def output(self, target, chunk):
+        """A chunk of the launcher's output (``target`` 1 or 2): step lines are noted on node 0."""
+        if self.generation is None:
+            return  # not node 0 (or not yet): nothing to keep
+        from .steps import LineSplitter, find_step
+
+        splitter = self.splitters.setdefault(target, LineSplitter())
+        now = time.time()
+        for line in splitter.feed(chunk):
+            found = find_step(line, self.pattern)
+            if found is None:
+                continue
+            with self.lock:
+                self.step = (found[0], found[1], now)
+                steps = self.generation["steps"]
+                if self.generation["fault"] is None and self.generation["ended"] is None:
+                    self.generation["last"] = max(self.generation["last"] or 0.0, round(now, 3))
+                if not steps or steps[-1][1] != found[1]:
+                    steps.append([round(now, 3), found[1]])
+                    if len(steps) > MAX_STEPS:
+                        del steps[1:MAX_STEPS // 2:2]  # keep the first, thin the oldest half
+
+    # --- node 0 -----------------------------------------------------------------------------------------
+    def _start(self):
+        from ..running import capture
+        from .gpus import Sampler
+
+        capture.OUTPUT_LISTENERS.append(self.output)
+        if self.enabled:  # the readings are for /metrics and top; the goodput timeline needs none
+            self.sampler = Sampler().start()
+        self.thread = threading.Thread(target=self._run, name="nodeweave-metrics-recorder", daemon=True)
+        self.thread.start()
+        atexit.register(self.close)
+        if self.enabled:
+            from .server import serve
+
+            try:
+                self.server = serve(self.port, self)
+                self.log(f"metrics: Prometheus' /metrics on port {self.port} (docs/observability.md)")
+            except OSError as err:
+                self.log(f"warning: metrics off: cannot listen on port {self.port}: {err.strerror or err}; set "
+                         "metrics.port (NODEWEAVE_METRICS_PORT) to a free port, or metrics.enabled false")
+
+    def _run(self):
+        while True:
+            try:
+                self.tick()
+            except Exception as err:  # noqa: BLE001 - the recorder must not end the job
+                self.log(f"warning: goodput recorder: {err!r}")
+            time.sleep(TICK_S)
+
+    def views(self):
+        """(every rank's latest view, the stall verdicts) from the current watch's stall watch."""
+        watch = self.watch
+        stall = getattr(watch, "stall", None)
+        if stall is None:
+            return [], {"stall": None, "stragglers": []}
+        return list(stall.last_views or []), dict(stall.verdicts)
+
+    def tick(self, now=None):
+        now = time.time() if now is None else now
+        mono = time.monotonic()
+        watch, gen = self.watch, self.generation
+        if watch is None or gen is None:
+            return
+        views, verdicts = self.views()
+        recorded = bool(views) and all(v.get("fr_enqueued", -1) >= 0 for v in views)
+        with self.lock:
+            for view in views:
+                history = self.rates.setdefault((view.get("node"), view.get("rank")), collections.deque())
+                count = _count(view, recorded)
+                if history and count < history[-1][1]:
+                    history.clear()  # a new generation's ranks count from 0
+                history.append((mono, count))
+                while history and mono - history[0][0] > RATE_WINDOW_S:
+                    history.popleft()
+            open_gen = gen["ended"] is None and gen["fault"] is None
+            moved = [now - float(v.get("since_s") or 0) for v in views if _count(v, recorded) > 0]
+            if open_gen and gen["first"] is None and (moved or gen["steps"]):
+                # the earliest sign of a collective: a rank's last move (views come a beat apart) or a step line
+                gen["first"] = round(min(moved + [s[0] for s in gen["steps"][:1]]), 3)
+            if open_gen and moved and not gen["steps"]:  # step lines, when there are some, time it exactly
+                gen["last"] = round(max([gen["last"] or 0.0] + moved), 3)  # (a view is up to a beat old)
+            stall = verdicts.get("stall")
+            open_stall = gen["stalls"] and gen["stalls"][-1][1] is None
+            if stall and not open_stall:
+                gen["stalls"].append([round(now - float(stall.get("for_s") or 0), 3), None])
+            elif not stall and open_stall:
+                gen["stalls"][-1][1] = round(now, 3)
+            if watch.failed_at is not None and gen["fault"] is None:
+                label = (watch.failure or ("?",))[0]
+                gen["fault"] = {"at": watch.failed_at, "why": str(label)}
+                if open_stall or (gen["stalls"] and gen["stalls"][-1][1] is None):
+                    gen["stalls"][-1][1] = watch.failed_at
+            elif gen["fault"] is None and gen["ended"] is None and watch.thread is not None \
+                    and not watch.thread.is_alive() and watch.own_done.is_set():
+                gen["ended"] = now
+        if now - self.saved_at >= SAVE_S:
+            self.save(now)
+
+    def save(self, now=None):
+        self.saved_at = time.time() if now is None else now
+        from ..running.runstate import write_json
+
+        with self.lock:
+            data = json.loads(json.dumps(self.timeline))
+        for folder in self.folders:
+            try:
+                write_json(os.path.join(folder, RECORD), data)
+            except OSError:
+                pass  # a record for later reading; the job does not depend on it
+
+    def close(self):
+        """At exit: the run's end, written once more."""
+        with self.lock:
+            self.timeline["ended"] = time.time()
+            gen = self.generation
+            if gen is not None and gen["ended"] is None and gen["fault"] is None:
+                gen["ended"] = self.timeline["ended"]
+        self.save()
+
+    # --- what the collector reads -------------------------------------------------------------------------
+    def book(self):
+        """This job's recovery book (``recovery.json`` beside the check-in record), or None; one older than this
+        process is another job's."""
+        path = os.path.join(self.folders[0], "recovery.json")
+        try:
+            stamp = os.stat(path).st_mtime
+        except OSError:
+            return None
+        if stamp < self.timeline["launched"] - 1:
+            return None
+        if self.book_cache[0] != stamp:
+            try:
+                with open(path) as f:
+                    self.book_cache = (stamp, json.load(f))
+            except (OSError, ValueError):
+                return self.book_cache[1]
+        return self.book_cache[1]
+
+    def rate(self, node, rank):
+        history = self.rates.get((node, rank))
+        if not history or len(history) < 2 or history[-1][0] <= history[0][0]:
+            return None
+        return (history[-1][1] - history[0][1]) / (history[-1][0] - history[0][0])
+
+    def step_rate(self):
+        """Steps a second over the last :data:`RATE_WINDOW_S` of the current generation's step lines, or None."""
+        gen = self.generation
+        steps = [s for s in (gen or {}).get("steps") or [] if s[0] >= time.time() - RATE_WINDOW_S]
+        if len(steps) < 2 or steps[-1][0] <= steps[0][0]:
+            return None
+        return (steps[-1][1] - steps[0][1]) / (steps[-1][0] - steps[0][0])
+
+    def snapshot(self):
+        with self.lock:
+            return json.loads(json.dumps(self.timeline))

@@ -1,0 +1,29 @@
+"""``metrics``: node 0's Prometheus endpoint and the step lines it reads (docs/observability.md)."""
+
+from __future__ import annotations
+
+from nodeweave.entrypoint.planning.contract import METRICS_PORT
+from nodeweave.entrypoint.errors import UsageError as EntrypointUsageError
+from nodeweave.spec.fields import boolean, integer
+from nodeweave.spec.model import Metrics
+from nodeweave.spec.nodes import Fields, Reader
+
+KEYS = ("enabled", "port", "step_pattern")
+STEP_PATTERN = "a regular expression with a group for the step number, e.g. 'global_step=(\\d+)'"
+
+
+def metrics(r: Reader, top: Fields) -> Metrics:
+    f = r.fields(top.get("metrics"), "metrics", KEYS)
+    pattern = None
+    node = f.get("step_pattern")
+    if node is not None:
+        from nodeweave.entrypoint.planning.contract import read_step_pattern
+
+        pattern = r.string(node, "metrics.step_pattern", STEP_PATTERN)
+        try:
+            read_step_pattern(pattern, "metrics.step_pattern", "the spec")
+        except EntrypointUsageError as err:
+            problem = str(err).split(" (from the spec) ", 1)[-1].split("; accepted", 1)[0]
+            raise r.fail(node, "metrics.step_pattern", f"{pattern!r} {problem}", STEP_PATTERN) from None
+    return Metrics(enabled=boolean(r, f, "enabled", True), port=integer(r, f, "port", METRICS_PORT, 1, 65535),
+                   step_pattern=pattern)

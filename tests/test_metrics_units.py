@@ -1,0 +1,118 @@
+"""The metrics room's pure parts: the exposition text, the step lines of real loggers, the goodput arithmetic."""
+
+import shutil
+import subprocess
+
+import pytest
+
+from nodeweave.entrypoint.metrics import exposition, goodput, steps
+
+
+def test_the_exposition_escapes_label_values_and_leaves_out_empty_families():
+    text = exposition.render([
+        ("nodeweave_x_total", "counter", "A count\nof things.", [({"host": 'a"b\\c', "node": "0"}, 3)]),
+        ("nodeweave_empty", "gauge", "Nothing yet.", [({"node": "0"}, None)]),
+        ("nodeweave_ratio", "gauge", "A fraction.", [({}, 0.25), ({"gpu": "1"}, float("nan"))]),
+    ])
+    assert text == ('# HELP nodeweave_x_total A count\\nof things.\n# TYPE nodeweave_x_total counter\n'
+                    'nodeweave_x_total{host="a\\"b\\\\c",node="0"} 3\n'
+                    '# HELP nodeweave_ratio A fraction.\n# TYPE nodeweave_ratio gauge\n'
+                    'nodeweave_ratio 0.25\nnodeweave_ratio{gpu="1"} NaN\n')
+    if shutil.which("promtool"):
+        checked = subprocess.run(["promtool", "check", "metrics"], input=text, capture_output=True, text=True)
+        assert checked.returncode == 0, checked.stdout + checked.stderr
+
+
+@pytest.mark.parametrize("family", [("bad-name", "gauge", "h", [({}, 1)]), ("ok", "histogramish", "h", [({}, 1)]),
+                                    ("ok", "gauge", "h", [({"__x": "1"}, 1)])])
+def test_a_bad_name_type_or_label_is_refused(family):
+    with pytest.raises(ValueError):
+        exposition.render([family])
+
+
+# Lines as each logger prints them (copied from their output; the numbers are the step each line names).
+REAL_LINES = [
+    ("[titan] 2025-03-01 10:00:12,345 - root - INFO - step: 120  loss:  5.1234  memory: 31.20GiB(39.45%)  "
+     "tps: 6,123  tflops: 180.12  mfu: 18.21%", ("torchtitan", 120)),
+    ("[2024-05-02 11:22:33,444] [INFO] [logging.py:96:log_dist] [Rank 0] step=40, skipped=0, lr=[0.0001], "
+     "mom=[(0.9, 0.999)]", ("deepspeed", 40)),
+    (" [2024-05-02 11:22:33] iteration       30/     500 | consumed samples:         1920 | elapsed time per "
+     "iteration (ms): 845.2 | learning rate: 1.500E-04 | global batch size:    64 | lm loss: 7.1E+00 |",
+     ("megatron", 30)),
+    ("Epoch 2:  45%|████▌     | 45/100 [00:05<00:06,  8.50it/s, v_num=0, train_loss=0.512]", ("lightning", 245)),
+    (" 10%|█         | 50/500 [00:10<01:30,  4.97it/s]", ("tqdm", 50)),
+    ("Saving model checkpoint to out/checkpoint-500", ("huggingface", 500)),
+    ("model.safetensors:  45%|████▌     | 450M/1.00G [00:05<00:06, 90.0MB/s]", None),
+    ("{'loss': 2.31, 'grad_norm': 1.2, 'learning_rate': 5e-05, 'epoch': 0.5}", None),
+    ("plain output without a step", None),
+]
+
+
+@pytest.mark.parametrize("line,expected", REAL_LINES)
+def test_the_common_loggers_lines_give_their_step(line, expected):
+    assert steps.find_step(line) == expected
+
+
+def test_the_spec_pattern_wins_and_reads_a_named_group():
+    pattern = steps.compile_pattern(r"RECOVERY-STEP gen=\d+ step=(?P<step>\d+)")
+    assert steps.find_step("RECOVERY-STEP gen=1 step=17 world=2", pattern) == ("pattern", 17)
+    with pytest.raises(ValueError, match="no group"):
+        steps.compile_pattern(r"step=\d+")
+
+
+def test_lines_are_cut_at_newlines_and_a_bars_carriage_returns():
+    splitter = steps.LineSplitter()
+    assert splitter.feed(b" 1%|| 1/100 [00:01<01:39, 1.00it/s]\r 2%|| 2/1") == [" 1%|| 1/100 [00:01<01:39, 1.00it/s]"]
+    assert splitter.feed(b"00 [00:02<01:38, 1.00it/s]\n") == [" 2%|| 2/100 [00:02<01:38, 1.00it/s]"]
+
+
+def test_goodput_splits_a_run_with_one_fault_into_its_buckets():
+    timeline = {"launched": 100.0, "ended": 200.0, "generations": [
+        {"generation": 0, "began": 102.0, "first": 110.0, "stalls": [[130.0, 140.0]],
+         "steps": [[111.0, 1], [120.0, 10], [150.0, 20]], "fault": {"at": 160.0, "resumed_step": 10}},
+        {"generation": 1, "began": 165.0, "first": 170.0, "resumed_step": 10, "stalls": [],
+         "steps": [[171.0, 11]], "ended": 195.0, "fault": None},
+    ]}
+    result = goodput.account(timeline)
+    # start-up 100->110; gen 0 active 110->160 (50 s): stalled 10, redone from step 10's line (120) to the fault: 40,
+    # training 0; recovery 160->170; gen 1: 170->195 training 25; idle 195->200.
+    assert result["buckets"] == {"training": 25.0, "startup": 10.0, "recovery": 10.0, "redone": 40.0,
+                                 "stalled": 10.0, "idle": 5.0}
+    assert result["wall_s"] == 100.0 and result["productive"] == 0.25
+    assert [g["buckets"]["training"] for g in result["generations"]] == [0.0, 25.0]
+
+
+def test_without_step_lines_the_checkpoints_age_is_the_work_redone_and_without_a_checkpoint_all_of_it():
+    timeline = {"launched": 0.0, "ended": 100.0, "generations": [
+        {"generation": 0, "first": 10.0, "fault": {"at": 50.0, "work_lost_s": 15.0, "resume_from": "/c/step-5"}},
+        {"generation": 1, "first": 60.0, "resumed_step": 5, "ended": 100.0},
+    ]}
+    assert goodput.account(timeline)["buckets"]["redone"] == 15.0
+    timeline["generations"][0]["fault"] = {"at": 50.0}
+    timeline["generations"][1]["resumed_step"] = None
+    assert goodput.account(timeline)["buckets"]["redone"] == 40.0
+
+
+def test_a_running_job_is_accounted_up_to_now():
+    timeline = {"launched": 0.0, "ended": None, "generations": [{"generation": 0, "first": 5.0}]}
+    assert goodput.account(timeline, now=25.0)["buckets"]["training"] == 20.0
+    assert goodput.account({"launched": None})["productive"] is None
+
+
+def test_a_crash_counts_from_the_last_progress_and_the_wind_down_after_the_last_step_is_idle():
+    timeline = {"launched": 0.0, "ended": 60.0, "generations": [
+        {"generation": 0, "first": 10.0, "last": 20.0, "steps": [[11.0, 1], [15.0, 5], [20.0, 10]],
+         "fault": {"at": 28.0, "resumed_step": 5}},  # the crash was heard 8 s after the last step
+        {"generation": 1, "first": 35.0, "last": 50.0, "resumed_step": 5, "ended": 60.0},
+    ]}
+    result = goodput.account(timeline)
+    # gen 0: 10->20 active, redone 15->20; recovery 20->35; gen 1: 35->50 training; 50->60 wind-down: idle
+    assert result["buckets"] == {"training": 20.0, "startup": 10.0, "recovery": 15.0, "redone": 5.0,
+                                 "stalled": 0.0, "idle": 10.0}
+
+
+def test_a_stall_that_lasted_to_the_fault_stays_stalled():
+    timeline = {"launched": 0.0, "ended": 100.0, "generations": [
+        {"generation": 0, "first": 10.0, "last": 30.0, "stalls": [[30.0, None]], "fault": {"at": 90.0}},
+    ]}
+    assert goodput.account(timeline)["buckets"]["stalled"] == 60.0
