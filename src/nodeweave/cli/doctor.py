@@ -132,7 +132,7 @@ def _which_nodes(node: "list[str]", on: "list[str]", cluster: bool, spec_path: "
     if on:
         from nodeweave.cli.habits.spellings import note_renamed
 
-        note_renamed(f"doctor --on {on[0]}", f"doctor --node {on[0]}")
+        note_renamed(f"doctor --on {on[0]}", f"doctor --cluster --node {on[0]}")  # --on only ever meant --cluster's
         if not cluster:
             raise UsageError("--on names the nodes of --cluster; add --cluster (or leave --on out)")
     if node and not cluster and spec_path is None:

@@ -129,8 +129,10 @@ def _hostfile_path(new: "Path | None", old: "Path | None", force: bool) -> "Path
     if new is not None and old is not None:
         raise UsageError("--hostfile is the old spelling of --write-hostfile: give only --write-hostfile")
     if old is not None:
-        typer.echo("nodeweave: note: --hostfile is deprecated for hosts probe (it reads like the input "
-                   "list); use --write-hostfile. The old spelling goes away in the next release.", err=True)
+        from nodeweave.cli.habits.spellings import note_renamed
+
+        note_renamed(f"hosts probe --hostfile {old}", f"hosts probe --write-hostfile {old}",
+                     "--hostfile reads like the input list")
     path = new or old
     if path is not None and path.exists() and not force:
         raise UsageError(f"{path} exists; pass --force to replace it, or choose another --write-hostfile path")

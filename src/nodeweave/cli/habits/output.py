@@ -44,6 +44,7 @@ def complete_from(*values: str):
     """A shell completion for an option of fixed choices: the values that start with what was typed."""
     def complete(incomplete: str):
         return [value for value in values if value.startswith(incomplete)]
+    complete.choices = values  # the fixed list, for checks of the values named in docs and hints
     return complete
 
 

@@ -1,0 +1,330 @@
+"""Every command line nodeweave names anywhere is one the real command line takes.
+
+A user copies what they read: the README and docs/, every ``--help``, ``make help``, and the hints in
+error messages and notes. Each ``nodeweave ...`` command found in any of them (code spans and blocks in
+the docs; backticked spans in help texts and in every string of the sources; the ``make`` examples
+substituted into the target's recipe; the hints the CLI prints for common mistakes) is parsed by the
+real click tree: the verb exists, every flag is a shown one (a deprecated, hidden spelling named in a
+doc fails), each value of a fixed-choice option is one of its choices, the arguments fit. A note that
+says "`OLD` is now `NEW`" is checked by running NEW: it must do what OLD did, not be refused.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import shlex
+import subprocess
+from pathlib import Path
+
+import pytest
+import typer.main
+
+from nodeweave.cli import app, main
+from nodeweave.cli.habits.lazy import LazyVerbs, every_command
+
+REPO = Path(__file__).resolve().parents[1]
+ROOT = typer.main.get_command(app)
+SPAN = re.compile(r"`([^`\n]+)`")
+PLACEHOLDER = re.compile(r"[<{\[]|^[A-Z][A-Z0-9_]*$|\.\.\.")
+
+
+def walk(command=ROOT, path=""):
+    yield path, command
+    below = every_command(command) if isinstance(command, LazyVerbs) else getattr(command, "commands", {})
+    for name, sub in sorted(below.items()):
+        yield from walk(sub, f"{path} {name}".strip())
+
+
+COMMANDS = dict(walk())
+VERBS = {p.split()[0] for p in COMMANDS if p}
+
+
+def command_lines(text: str, *, verb_first: bool = False):
+    """The ``nodeweave ...`` commands in ``text``'s backticked spans (``verb_first``: also spans that start
+    with a verb, as notes write them: `doctor --node X`)."""
+    found = []
+    for piece in SPAN.findall(text.replace("\\[", "[")):
+        for part in re.split(r"\s*(?:;|&&|\|\|?)\s*", piece.split("  #")[0]):
+            words = part.strip().split()
+            while words and re.match(r"^[A-Z_][A-Z0-9_]*=", words[0]):  # VAR=value nodeweave ...
+                words = words[1:]
+            if verb_first and words[:1] and words[0] in VERBS:
+                words = ["nodeweave", *words]
+            if words[:1] == ["nodeweave"] and len(words) > 1:
+                found.append(" ".join(words))
+    return found
+
+
+def doc_lines():
+    found = []
+    for doc in [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]:
+        block, held = False, ""
+        for number, line in enumerate(doc.read_text(encoding="utf-8").splitlines(), start=1):
+            if line.strip().startswith("```"):
+                block = not block
+                continue
+            if block and line.rstrip().endswith("\\"):  # a command continued on the next line
+                held += line.rstrip()[:-1] + " "
+                continue
+            line, held = held + line, ""
+            for text in command_lines(f"`{line}`" if block else line):
+                found.append((f"{doc.name}:{number}", text))
+    return found
+
+
+def help_lines():
+    found = []
+    for path, command in COMMANDS.items():
+        texts = [command.help or ""] + [getattr(p, "help", None) or "" for p in command.params]
+        for text in texts:
+            found += [(f"`nodeweave {path} --help`", line) for line in command_lines(text)]
+    return found
+
+
+def _string(node) -> "str | None":
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    if isinstance(node, ast.JoinedStr):  # an f-string: each value becomes a placeholder
+        return "".join(v.value if isinstance(v, ast.Constant) else "{X}" for v in node.values)
+    return None
+
+
+def source_lines():
+    """Backticked commands in every string of the sources: the hints errors and notes print."""
+    found = []
+    for path in sorted((REPO / "src" / "nodeweave").rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        docstrings = {id(n.body[0].value) for n in ast.walk(tree)
+                      if isinstance(n, (ast.Module, ast.FunctionDef, ast.ClassDef, ast.AsyncFunctionDef))
+                      and n.body and isinstance(n.body[0], ast.Expr)}
+        for node in ast.walk(tree):
+            text = _string(node)
+            if text is None or id(node) in docstrings:
+                continue
+            for line in command_lines(text):
+                found.append((f"{path.relative_to(REPO)}:{node.lineno}", line))
+    return found
+
+
+def make_lines():
+    """``make help``'s examples, each put in its target's recipe: SYNC_ARGS="--dry-run" -> nodeweave sync ... --dry-run."""
+    makefile = (REPO / "Makefile").read_text(encoding="utf-8")
+    recipes = {m.group(1): m.group(2) for m in re.finditer(r"^([a-z]+):.*\n\t\$\(BIN\)/nodeweave (.*)$", makefile, re.M)}
+    shown = subprocess.run(["make", "-s", "help"], cwd=REPO, capture_output=True, text=True, timeout=60).stdout
+    found = []
+    for line in shown.replace("\\\n", " ").splitlines():
+        for target, rest in re.findall(r"make ([a-z]+)\s+(.*?)(?=;\s*make |$)", line):
+            recipe = recipes.get(target)
+            if recipe is None:
+                continue
+            examples = []
+            for var, values in re.findall(r'([A-Z]+_ARGS)=((?:"[^"]*"(?:, )?)+|[^\s"),;]+)', rest):
+                for value in re.findall(r'"([^"]*)"', values) or [values]:
+                    examples.append((var, value))
+            if not examples and rest.split()[:1] == []:
+                examples = [(None, "")]
+            for var, value in examples or [(None, "")]:
+                command = re.sub(r"\$\(([A-Z_]+)\)", lambda m: value if m.group(1) == var else
+                                 {"SPEC": "nodeweave.yaml"}.get(m.group(1), ""), recipe)
+                found.append((f"make help: make {target}", "nodeweave " + " ".join(command.split())))
+    return found
+
+
+def _parse(words):
+    """Parse ``words`` (after ``nodeweave``) down to the leaf command as click would; its context."""
+    command, ctx = ROOT, ROOT.make_context("nodeweave", list(words), resilient_parsing=False)
+    while hasattr(command, "resolve_command"):
+        args = [*ctx._protected_args, *ctx.args]
+        if not args:
+            break
+        name, sub, rest = command.resolve_command(ctx, args)
+        ctx, command = sub.make_context(name, rest, parent=ctx), sub
+    return command, ctx
+
+
+def path_of(words) -> str:
+    path = ""
+    for word in words:
+        if word == "--":
+            break
+        if not word.startswith("-") and f"{path} {word}".strip() in COMMANDS:
+            path = f"{path} {word}".strip()
+    return path
+
+
+def problems(text: str) -> "list[str]":
+    """What is wrong with the command line ``text`` (empty: the real command line takes it)."""
+    try:
+        words = shlex.split(text)
+    except ValueError:
+        words = text.split()
+    words = [w for w in words[1:] if w not in ("...", "[OPTIONS]")]
+    if "--help" in words or "-h" in words:
+        return [] if path_of(words) in COMMANDS else ["names no command"]
+    out = []
+    if "--" in words:
+        tail = words.index("--")
+    else:
+        tail = len(words)
+    path = path_of(words[:tail])
+    command = COMMANDS.get(path)
+    if command is None:
+        return [f"names no command"]
+    flags = {}
+    for param in command.params:
+        for flag in (*getattr(param, "opts", ()), *getattr(param, "secondary_opts", ())):
+            if flag.startswith("-"):
+                flags[flag] = param
+    for i, word in enumerate(words[:tail]):
+        flag = word.split("=", 1)[0]
+        if not word.startswith("-") or re.match(r"^-\d", word) or word == "-":
+            continue
+        param = flags.get(flag)
+        if param is None:
+            continue  # the parser below names it
+        if getattr(param, "hidden", False):
+            out.append(f"{flag} is a deprecated spelling (hidden from --help): {param.help}")
+        value = word.split("=", 1)[1] if "=" in word else (words[i + 1] if i + 1 < tail else None)
+        choices = fixed_choices(param)
+        if choices and value is not None and not getattr(param, "is_flag", False) and not PLACEHOLDER.search(value) \
+                and value not in choices:
+            out.append(f"{flag} {value!r} is not one of its values: {', '.join(choices)}")
+    if PLACEHOLDER.search(" ".join(words[:tail])):  # placeholders (<job>, {X}, ID): flags checked, no parse
+        return out
+    try:
+        _parse(words)
+    except Exception as err:  # click's usage errors
+        message = getattr(err, "format_message", lambda: str(err))()
+        prose = "requires an argument" in message and words[-1].startswith("-")  # `run --profile` in a sentence
+        if type(err).__name__ not in ("Exit", "MissingParameter") and not prose:
+            out.append(f"the parser refuses it: {message}")
+    return out
+
+
+def fixed_choices(param) -> "tuple[str, ...]":
+    """The values an option offers by completion when they are a fixed list (output formats, targets, ...)."""
+    if "--target" in getattr(param, "opts", ()):
+        from nodeweave.cluster.options import TARGET_ALIASES, TARGETS
+
+        return (*TARGETS, *TARGET_ALIASES)
+    complete = getattr(param, "_custom_shell_complete", None)
+    inner = getattr(complete, "__closure__", None) or ()
+    for cell in inner:
+        found = getattr(cell.cell_contents, "choices", None)
+        if found:
+            return tuple(found)
+    return ()
+
+
+ALL_LINES = doc_lines() + help_lines() + source_lines() + make_lines()
+
+
+def test_the_walk_finds_commands_in_every_source():
+    kinds = {where.split(":")[0] for where, _ in ALL_LINES}
+    assert len(ALL_LINES) > 250
+    assert {"README.md", "spec.md", "make help", "src/nodeweave/cli/render.py"} <= kinds
+    assert any(where.startswith("`nodeweave sync --help`") for where, _ in ALL_LINES)
+
+
+@pytest.mark.parametrize("where, text", ALL_LINES, ids=[f"{w}|{t}" for w, t in ALL_LINES])
+def test_every_named_command_is_taken_by_the_command_line(where, text):
+    assert problems(text) == [], f"{where}: `{text}`"
+
+
+def test_the_check_refuses_what_it_should():
+    """Not vacuous: a deprecated flag, a bad choice, an unknown flag and an unknown verb each fail."""
+    assert problems("nodeweave sync --to podman:c1")
+    assert problems("nodeweave status -o tabel")
+    assert problems("nodeweave up --target marsnet")
+    assert problems("nodeweave run --dryrun -- x.py")
+    assert problems("nodeweave frobnicate")
+    assert problems("nodeweave sync --node podman:c1 --dry-run") == []
+
+
+# ---- the hints the command line prints, and its "`OLD` is now `NEW`" notes ----------------------
+
+def _call(argv, capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("PATH", str(tmp_path / "no-tools"))  # no engine, kubectl or ssh: nothing is reached
+    code = main(argv)
+    captured = capsys.readouterr()
+    return code, captured.out + captured.err
+
+
+SPEC = "name: demo\nnodes: 2\ngpus_per_node: 1\nimage: {variant: cpu}\nlauncher: {type: torchrun, script: train.py}\n"
+
+# Mistakes a new user makes whose answer names a command to type instead.
+MISTAKES = [
+    ["run", "--", "accelerate", "launch", "train.py"],
+    ["run", "--", "deepspeed", "train.py"],
+    ["run", "--", "torchrun", "--nproc-per-node", "2", "train.py"],
+    ["run", "--dry-run", "--", "python", "-m", "torch.distributed.run", "train.py"],
+    ["doctor", "--on", "podman:x"],
+    ["sync", "--to", "podman:c1", "--dry-run", ".", "/workspace"],
+    ["sync", "-t", "podman:c1", "--dry-run", ".", "/workspace"],
+    ["shell", "1", "--dry-run"],
+    ["variants"],
+    ["hosts", "probe", "--via", "podman:x"],
+    ["init", "--via", "podman", "--host", "x", "--dry-run"],
+]
+
+
+@pytest.mark.parametrize("argv", MISTAKES, ids=[" ".join(a) for a in MISTAKES])
+def test_every_hint_printed_names_a_command_that_is_taken(argv, capsys, tmp_path, monkeypatch):
+    (tmp_path / "nodeweave.yaml").write_text(SPEC)
+    (tmp_path / "train.py").write_text("print('hi')\n")
+    _, said = _call(argv, capsys, tmp_path, monkeypatch)
+    named = command_lines(said, verb_first=True)
+    notes = dict(re.findall(r"`([^`]+)` is now `([^`]+)`", said))
+    for line in named:
+        if any(line.endswith(old) for old in notes):
+            continue  # the old spelling the note quotes
+        assert problems(line) == [], f"`nodeweave {' '.join(argv)}` says {said.strip()!r}; `{line}` is not taken"
+
+
+def _hidden_params():
+    return sorted({(path, p.opts[0] if getattr(p, "opts", None) else p.name)
+                   for path, c in COMMANDS.items() for p in c.params if getattr(p, "hidden", False)})
+
+
+# each hidden (deprecated) spelling, as a user would still type it: the note must name a working new one
+OLD_SPELLINGS = {
+    ("doctor", "--on"): ["doctor", "--on", "podman:x"],  # --on only ever named the nodes --cluster asks
+    ("hosts probe", "hosts"): ["hosts", "probe", "podman:x"],
+    ("hosts probe", "--via"): ["hosts", "probe", "--via", "podman:x"],
+    ("hosts probe", "--hostfile"): ["hosts", "probe", "--node", "podman:x", "--hostfile", "h.txt"],
+    ("init", "--via"): ["init", "--via", "podman", "--host", "x", "--dry-run"],
+    ("shell", "index"): ["shell", "1", "--dry-run"],
+    ("sync", "--to"): ["sync", "--to", "podman:c1", "--dry-run", ".", "/workspace"],
+}
+
+
+def test_every_hidden_spelling_has_a_case():
+    assert set(_hidden_params()) <= set(OLD_SPELLINGS)
+
+
+@pytest.mark.parametrize("key", sorted(OLD_SPELLINGS), ids=[" ".join(k) for k in sorted(OLD_SPELLINGS)])
+def test_a_renamed_spelling_notes_a_new_one_that_does_the_same(key, capsys, tmp_path, monkeypatch):
+    (tmp_path / "nodeweave.yaml").write_text(SPEC)
+    argv = OLD_SPELLINGS[key]
+    old_code, said = _call(argv, capsys, tmp_path, monkeypatch)
+    notes = re.findall(r"`([^`]+)` is now `([^`]+)`", said)
+    assert notes, f"`nodeweave {' '.join(argv)}` prints no note naming the new spelling: {said!r}"
+    old, new = notes[0]
+    old_words, new_words = shlex.split(old), shlex.split(new)
+    old_words = old_words[1:] if old_words[0] == "nodeweave" else old_words
+    new_words = new_words[1:] if new_words[0] == "nodeweave" else new_words
+    rest = list(argv)
+    for word in old_words:  # the words the note quotes, in order, replaced by the new ones
+        if word in rest:
+            rest.remove(word)
+    verb_words = [w for w in new_words if f"{w}" in VERBS or w in ("probe",)]
+    rest = [w for w in rest if w not in verb_words]
+    new_argv = [*new_words, *rest]
+    new_code, new_said = _call(new_argv, capsys, tmp_path, monkeypatch)
+    assert "is now" not in new_said
+    assert new_code != 2 or old_code == 2 and "error: --node" not in new_said, (
+        f"`nodeweave {' '.join(argv)}` says to type `nodeweave {' '.join(new_argv)}`, which is refused: {new_said!r}")
+    assert new_code == old_code or old_code == 2, (f"`nodeweave {' '.join(argv)}` (exit {old_code}) says to type "
+                                  f"`nodeweave {' '.join(new_argv)}`, which ends {new_code}: {new_said.strip()!r}")
