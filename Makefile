@@ -52,7 +52,7 @@ image: install ## Build $(SPEC)'s image.variant (VARIANT=cpu: another) with dock
 	$(BIN)/nodeweave image build $(VARIANT) --spec $(SPEC) $(IMAGE_ARGS)
 
 .PHONY: sync
-sync: install ## Push this workspace to every pod of $(SPEC)'s StatefulSet and check they match (SYNC_ARGS="--dry-run", "--node podman:c1", ...)
+sync: install ## Push this workspace to every node of the cluster `up` made for $(SPEC) (as every verb picks it) and check they match (SYNC_ARGS="--dry-run", "--node podman:c1", ...)
 	$(BIN)/nodeweave sync --spec $(SPEC) $(SYNC_ARGS)
 
 .PHONY: up

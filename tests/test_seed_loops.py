@@ -86,11 +86,16 @@ def test_sync_to_a_hosts_file_defaults_to_the_recorded_workspace_not_the_contain
     assert [t.label for t in req.targets] == ["ssh:gpu01", "ssh:gpu02"] and req.dest == "/srv/seed"
 
 
-def test_sync_follows_the_local_target_to_its_containers(spec_path):
+def test_sync_follows_the_local_target_to_its_containers(spec_path, monkeypatch):
+    from nodeweave.cluster.backends.local import LocalCluster
     from nodeweave.cluster.options import ClusterOptions, save_state
+    from nodeweave.errors import EnvironmentProblem
     from nodeweave.sync import request as rq
 
     save_state(spec_path, "seed", ClusterOptions(target="local", engine="docker").checked())
+    with pytest.raises(EnvironmentProblem, match="seed is not up on docker .*nowhere to sync to; `nodeweave up`"):
+        rq.build_request(None, None, rq.TargetArgs(), rq.FilterArgs(), rq.SyncOptions(), spec_path)
+    monkeypatch.setattr(LocalCluster, "not_up", lambda self, nodes: {})  # as if both containers ran
     req = rq.build_request(None, None, rq.TargetArgs(), rq.FilterArgs(), rq.SyncOptions(), spec_path)
     assert [t.label for t in req.targets] == ["docker:seed-0", "docker:seed-1"] and req.dest == "/workspace"
 

@@ -92,8 +92,9 @@ def check_command(
     plan = check_plan(backend.where(), nodes, check_options, shape, runs_dir or spec_path.resolve().parent / RUNS,
                       spec.name)
     if dry_run:
-        show_plan(plan, fmt)
+        show_plan(plan, fmt, backend, nodes, "check")
         return
+    backend.require_up(nodes, "check")  # before the run folder is made: nothing up is exit 3, said once
     out = console(stderr=is_data(fmt))
     results = []
     execute(plan, backend.spec_dir, say(out), {

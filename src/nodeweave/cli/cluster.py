@@ -49,7 +49,7 @@ def up_command(
         plan = up_plan(backend, mode, image, timeout, wait, dry_run,
                        (lambda nodes: default_check(nodes, spec, spec_path)) if check else None)
         if dry_run:
-            show_plan(plan, fmt)
+            show_plan(plan, fmt, backend, None, "up")  # the engine or tool missing; the nodes need not be up
             return
         # the nodes once the plan's phases before the wait ran (a Slurm allocation's are Slurm's to pick)
         handlers = {"allocate": lambda phase: _allocate(backend, phase, out),
@@ -106,7 +106,7 @@ def down_command(
     try:
         plan = down_plan(backend, delete_claims, dry_run)
         if dry_run:
-            show_plan(plan, fmt)
+            show_plan(plan, fmt, backend, None, "down")
             return
         if plan.of_kind("stop"):  # bare hosts: nothing to take down but the runs
             _stop(plan, backend.spec_dir, out, fmt)
@@ -140,10 +140,11 @@ def status_command(
     rows = gather(backend, nodes, spec_command(spec))
     agree = agreement(rows)
     view = None
-    if fingerprints:
+    answering = [n for n, r in zip(nodes, rows) if r["up"]]
+    if fingerprints and answering:  # nothing up: no fingerprints to ask for, and none "refused"
         from nodeweave.doctor.cluster import survey_targets  # doctor --cluster's view, asked through the nodes
 
-        view = survey_targets([n for n, r in zip(nodes, rows) if r["up"]])
+        view = survey_targets(answering)
     watch = ask_ranks([n for n, r in zip(nodes, rows) if r["up"]], stacks) if ranks or stacks else None
     extra = {**({"fingerprints": view.to_dict()} if view is not None else {}), **({"ranks": watch[0]} if watch else {})}
     data = {"where": backend.where(), "plans_agree": agree, "nodes": rows, **extra}
@@ -158,8 +159,11 @@ def status_command(
         for line in rank_view(watch):
             console().print(line, highlight=False, markup=False)
     problems = status_problems(rows)
-    if rows and not any(r["up"] for r in rows):
-        problems = [f"{spec.name} is down on {backend.where()} (no node answers); `nodeweave up` starts it"]
+    if rows and not answering:  # the same answer as every verb's when nothing is up: exit 3, one line
+        from nodeweave.errors import EnvironmentProblem
+
+        raise EnvironmentProblem(f"{spec.name} is down on {backend.where()} (no node answers); `nodeweave up` "
+                                 "starts it")
     refusals = sum(f.severity == "error" for f in view.findings) if view is not None else 0
     if refusals:
         problems.append(f"the fingerprints hold {refusals} refusal(s) (see the findings)")
@@ -199,7 +203,7 @@ def stop_command(
     nodes = pick_nodes(every, node)
     plan = stop_plan(backend, nodes, grace, every_node=len(nodes) == len(every))
     if dry_run:
-        show_plan(plan, fmt)
+        show_plan(plan, fmt, backend, nodes, "stop")
         return
     backend.require_up(nodes, "stop")
     if not _stop(plan, backend.spec_dir, console(stderr=is_data(fmt)), fmt):
@@ -229,7 +233,7 @@ def shell_command(
     chosen = pick_one(backend.live_nodes("open a shell in", dry_run), wanted, "shell")
     plan = shell_plan(backend, chosen)
     if dry_run:
-        show_plan(plan, checked(output))
+        show_plan(plan, checked(output), backend, [chosen], "shell")
         return
     backend.require_up([chosen], "shell")
     execute(plan, backend.spec_dir, say(console(stderr=True)), {"shell": _exec_shell})

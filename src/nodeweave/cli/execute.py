@@ -49,7 +49,7 @@ def exec_command(
     nodes = pick_nodes(backend.live_nodes("exec", dry_run), node)
     plan = exec_plan(backend, nodes, list(command), variables, timeout)
     if dry_run:
-        show_plan(plan, fmt)
+        show_plan(plan, fmt, backend, nodes, "exec")
         return
     backend.require_up(nodes, "exec")
     out = console(stderr=is_data(fmt))

@@ -88,7 +88,7 @@ def run_command(
                     spec.recovery.enabled, parent, spec.name, SweepRequest(metric, lower_is_better) if sweep else None,
                     checking)
     if dry_run:
-        show_plan(plan, fmt)
+        show_plan(plan, fmt, backend, nodes, "run")
         return
     backend.require_up(nodes, "run")
     if detach:

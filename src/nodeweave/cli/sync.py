@@ -14,8 +14,9 @@ from nodeweave.cli.habits.output import data_format, output_option
 
 SYNC_HELP = """Push SRC (default: the spec's workspace.host_path, else .) to DEST on every target at once.
 
-Targets: the nodes of the cluster -t/--target names (default: the one `nodeweave up` made, else
-the spec's StatefulSet pods <name>-0..N-1), --node picking some as in every verb; or nodes
+Targets: the nodes of the cluster -t/--target names (default, as on every verb: the one `nodeweave up`
+made, else the spec's hosts, else kubernetes for an OpenShift spec, else local; not up: exit 3),
+--node picking some as in every verb; or nodes
 named directly: --node KIND:NAME (podman, docker, pod, oc, ssh, ssh+docker), --hosts-file,
 --statefulset, --compose-project. The source is read once; every target says what differs there, targets needing the same files get one tar
 stream, sent once to the first of them and forwarded target to target (relay; over each

@@ -129,6 +129,19 @@ class ClusterOptions:
         return replace(self, target=target, kube_cli=kube_cli, remote_dir=remote_dir)
 
 
+def spec_default(options: ClusterOptions, spec) -> ClusterOptions:
+    """No target said or remembered: the spec's ``hosts`` (target hosts), an OpenShift spec's cluster
+    (``kubernetes.openshift`` or ``.build``: kubernetes, oc), else this machine (local), the default ``checked``
+    gives. One rule for every verb, ``sync`` included."""
+    if options.target is not None or options.hosts:
+        return options
+    if spec.hosts:
+        return replace(options, target="hosts", hosts=tuple(spec.hosts))
+    if spec.kubernetes.openshift or spec.kubernetes.build:
+        return replace(options, target="kubernetes")
+    return options
+
+
 def check_remote_dir(text: str) -> str:
     """--remote-dir: an absolute folder, or one under each host's home (``~/aorta``), which the remote shell
     expands on every host (nodeweave.remote.ssh); normalised, and never a system folder or the home itself."""

@@ -147,7 +147,9 @@ class LocalCluster(Backend):
         return state.startswith("exited") or state == "dead"
 
     def sync_targets(self):
-        return [node.remote for node in self.nodes()], self.spec.workspace.path
+        nodes = self.nodes()
+        self.require_up(nodes, "sync")  # not up: exit 3 in one line, as every verb, before any exec is tried
+        return [node.remote for node in nodes], self.spec.workspace.path
 
     def where(self) -> str:
         return f"{self.engine} on this machine ({self.state.shown(self.compose_file)})"
