@@ -271,7 +271,7 @@ def test_the_verbs_that_pick_nodes_are_the_expected_ones():
     (["sync", "src", "/workspace", "-t", "podman:nwold-0", "--dry-run"], "sync -t podman:nwold-0",
      "sync --node podman:nwold-0"),
     (["doctor", "--cluster", "--on", "podman:nwold-0", "--json"], "doctor --on podman:nwold-0",
-     "doctor --node podman:nwold-0"),
+     "doctor --cluster --node podman:nwold-0"),
     (["hosts", "probe", "--via", "podman", "nwold-0"], "hosts probe --via podman nwold-0",
      "hosts probe --node podman:nwold-0"),
     (["init", "--via", "podman", "--host", "nwold-0", "--dry-run"], "init --via podman --host nwold-0",

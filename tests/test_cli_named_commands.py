@@ -328,3 +328,37 @@ def test_a_renamed_spelling_notes_a_new_one_that_does_the_same(key, capsys, tmp_
         f"`nodeweave {' '.join(argv)}` says to type `nodeweave {' '.join(new_argv)}`, which is refused: {new_said!r}")
     assert new_code == old_code or old_code == 2, (f"`nodeweave {' '.join(argv)}` (exit {old_code}) says to type "
                                   f"`nodeweave {' '.join(new_argv)}`, which ends {new_code}: {new_said.strip()!r}")
+
+
+# ---- the defaults and exit codes each help states ----------------------------------------------
+
+def test_every_help_that_lists_exit_codes_lists_bad_input_and_not_up():
+    """A verb's `Exit 0: ...` list is whole: every verb that acts on nodes also ends 2 (bad input) and 3."""
+    listed = {path: c.help for path, c in COMMANDS.items() if re.search(r"\bExit 0\b", c.help or "")}
+    assert {"run", "exec", "check", "sync"} <= set(listed)
+    for path, text in listed.items():
+        for code in ("1", "2", "3"):
+            assert re.search(rf"\b{code}: ", text), f"`nodeweave {path} --help` lists no exit {code}: {text}"
+    assert "5: " in listed["run"], "run --check ends 5 when it names a node"
+
+
+def test_one_default_target_and_one_text_on_every_verb():
+    """Every verb's -t/--target says the same default (sync's included), naming the file local starts."""
+    texts = {path: next(p.help for p in c.params if "--target" in getattr(p, "opts", ()))
+             for path, c in COMMANDS.items() if any("--target" in getattr(p, "opts", ()) for p in c.params)
+             and path != "image build"}  # where to build (this machine or OpenShift), not a cluster
+    assert len(set(texts.values())) == 1, texts
+    text = next(iter(texts.values()))
+    assert ".nodeweave/<job>/compose.yaml" in text and "compose/local.yaml" not in text
+    sync_help = COMMANDS["sync"].help
+    assert "StatefulSet pods" not in sync_help and "else local" in sync_help
+
+
+def test_an_option_default_and_its_verb_say_the_same():
+    """doctor: the description and --node agree on what --node defaults to."""
+    doctor = COMMANDS["doctor"]
+    node = next(p for p in doctor.params if "--node" in getattr(p, "opts", ()))
+    description = " ".join((doctor.help or "").split())
+    said_by_option = re.findall(r"default: ([^;,.)]*)", node.help or "")
+    said_by_verb = re.findall(r"default: ([^;,.)]*)", description)
+    assert said_by_option and said_by_option == said_by_verb, (node.help, description)

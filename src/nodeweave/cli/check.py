@@ -26,7 +26,8 @@ CHECK_HELP = ("Check every node (facts, CPU/GPU probes, nvidia-smi or amd-smi, t
               "torch.distributed with the job's backend, then one ring all-reduce) and name what is more than "
               "--threshold below the median of "
               "its peers, with the figure and the likely cause. The nodes should hold (`nodeweave up --hold`). "
-              "Report in runs/<time>-<job>-check/. Exit 0: healthy; 5: something named; 1: the check could not run.")
+              "Report in runs/<time>-<job>-check/. Exit 0: healthy; 1: the check could not run; 2: bad input (named); "
+              "3: no engine or the cluster is not up; 5: something named.")
 
 
 def job_context(spec, spec_path: Path, backend):

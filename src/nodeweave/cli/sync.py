@@ -22,8 +22,9 @@ named directly: --node KIND:NAME (podman, docker, pod, oc, ssh, ssh+docker), --h
 stream, sent once to the first of them and forwarded target to target (relay; over each
 exec channel where peers cannot connect; rsync where it pays or python3 is missing), and
 every target's content digest and git commit are checked against the source. Nodes synced
-before keep a resident agent: the next sync execs into the first target only. Exit 1
-names every target that failed. --json prints JSON on stdout; everything else goes to stderr.
+before keep a resident agent: the next sync execs into the first target only. Exit 0: every
+target matches; 1: names every target that failed; 2: bad input (named); 3: no engine or tool,
+or the cluster is not up. --json prints JSON on stdout; everything else goes to stderr.
 --dry-run prints the plan the real sync executes (one agent exec per target; -o json: as JSON,
 what NODEWEAVE_PLAN_RECORD=FILE records of a real sync), then what would move where.
 """
