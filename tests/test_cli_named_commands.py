@@ -362,3 +362,104 @@ def test_an_option_default_and_its_verb_say_the_same():
     said_by_option = re.findall(r"default: ([^;,.)]*)", node.help or "")
     said_by_verb = re.findall(r"default: ([^;,.)]*)", description)
     assert said_by_option and said_by_option == said_by_verb, (node.help, description)
+
+
+# ---- what the docs say a spec or a verb takes ----------------------------------------------------
+
+DOC_FILES = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+
+
+def test_every_synopsis_lists_every_choice_of_its_argument():
+    """`nodeweave render [images|compose|...]`: the bracketed list is the argument's whole choice list."""
+    seen = 0
+    for doc in DOC_FILES:
+        for match in re.finditer(r"nodeweave ([a-z ]+?) \[([a-z-]+(?:\|[a-z-]+)+)\]", doc.read_text(encoding="utf-8")):
+            command = COMMANDS.get(match.group(1).strip())
+            argument = next((p for p in getattr(command, "params", ()) if p.param_type_name == "argument"), None)
+            choices = fixed_choices(argument) if argument is not None else ()
+            if not choices:
+                continue
+            seen += 1
+            assert set(match.group(2).split("|")) == set(choices), (
+                f"{doc.name}: `nodeweave {match.group(1)} [{match.group(2)}]`; the command takes {'|'.join(choices)}")
+    assert seen
+
+
+def test_each_spec_field_has_one_row():
+    rows = re.findall(r"^\| `([a-z_.]+)` \|", (REPO / "docs" / "spec.md").read_text(encoding="utf-8"), re.M)
+    assert len(rows) > 40
+    assert sorted(r for r in set(rows) if rows.count(r) > 1) == []
+
+
+def _field_paths():
+    return set(re.findall(r"^\| `([a-z_.]+)` \|", (REPO / "docs" / "spec.md").read_text(encoding="utf-8"), re.M))
+
+
+BASE_SPEC = {"name": "demo", "nodes": 2, "gpus_per_node": 1, "image": {"variant": "cpu"},
+             "launcher": {"type": "torchrun", "script": "train.py"}}
+REFUSED_NEAR = re.compile(r"refus|not accepted|rejected|is an error|errors?\b|caught|surprise|instead of|not `", re.I)
+
+
+def doc_spec_settings():
+    """(where, field path, value text) of every `field: value` a doc writes as something to put in a spec."""
+    paths = _field_paths()
+    leaves = {}
+    for path in paths:
+        leaves.setdefault(path.rsplit(".", 1)[-1], []).append(path)
+    found = []
+    for doc in DOC_FILES:
+        for number, line in enumerate(doc.read_text(encoding="utf-8").splitlines(), start=1):
+            for match in re.finditer(r"`([a-z_]+(?:\.[a-z_]+)*): ([^`{}\[\]<>]+)`", line):
+                name, value = match.group(1), match.group(2).strip()
+                path = name if name in paths else (leaves.get(name, [None])[0] if len(leaves.get(name, [])) == 1 else None)
+                if path is None or re.search(r"[A-Z]{2,}|\.\.\.|\bS\b", value):
+                    continue
+                context = line[max(0, match.start() - 80):match.end() + 80]
+                if REFUSED_NEAR.search(context):
+                    continue  # the doc shows it as a mistake
+                found.append((f"{doc.name}:{number}", path, value))
+    return found
+
+
+SETTINGS = doc_spec_settings()
+
+
+def test_the_docs_write_many_spec_settings():
+    assert len(SETTINGS) > 15
+
+
+@pytest.mark.parametrize("where, path, value", SETTINGS, ids=[f"{w}|{p}: {v}" for w, p, v in SETTINGS])
+def test_every_spec_setting_a_doc_writes_is_accepted(where, path, value, tmp_path):
+    import copy
+
+    import yaml
+
+    from nodeweave.errors import NodeweaveError
+    from nodeweave.spec.loader import parse_spec
+
+    data = copy.deepcopy(BASE_SPEC)
+    keys = path.split(".")
+    holder = data
+    for key in keys[:-1]:
+        holder = holder.setdefault(key, {})
+        if not isinstance(holder, dict):
+            pytest.skip(f"{path} sits under a value that is not a mapping here")
+    holder[keys[-1]] = yaml.safe_load(value)
+    if path.startswith("slurm"):
+        data.setdefault("slurm", {})
+    (tmp_path / "train.py").write_text("print(1)\n")
+    try:
+        parse_spec(yaml.safe_dump(data), base_dir=tmp_path)
+    except NodeweaveError as err:
+        pytest.fail(f"{where}: `{path.rsplit('.', 1)[-1] if path not in value else path}: {value}` is refused: {err}")
+
+
+def test_a_job_keeps_everything_in_its_own_folder(tmp_path, capsys, monkeypatch):
+    """cluster.md: everything nodeweave keeps for a job lives in `.nodeweave/<job>/`, so a job named `kube`
+    meets no other job's tree (the kube tree was .nodeweave/kube/<job>, every job's in one folder)."""
+    (tmp_path / "train.py").write_text("print(1)\n")
+    (tmp_path / "nodeweave.yaml").write_text(SPEC)
+    monkeypatch.chdir(tmp_path)
+    assert main(["up", "-t", "kubernetes", "--dry-run"]) == 0
+    written = re.findall(r"would write (\S+)", capsys.readouterr().out)
+    assert written and all(path.startswith(".nodeweave/demo/") for path in written), written

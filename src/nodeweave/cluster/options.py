@@ -50,6 +50,12 @@ class JobState:
     def folder(self) -> Path:
         return self.spec_dir / STATE_DIR / self.job
 
+    def kept(self, what: str) -> Path:
+        """A tree nodeweave keeps for this job (``kube``: what ``apply -k`` read; ``openshift-build``,
+        ``openshift-upload``: what the OpenShift build applied and sent), inside the job's folder, so two
+        jobs never share one and no job's name can meet another's tree."""
+        return self.folder / what
+
     @property
     def cluster_file(self) -> Path:
         """What ``up`` was told (target, engine, hosts, ...)."""
