@@ -463,3 +463,25 @@ def test_a_job_keeps_everything_in_its_own_folder(tmp_path, capsys, monkeypatch)
     assert main(["up", "-t", "kubernetes", "--dry-run"]) == 0
     written = re.findall(r"would write (\S+)", capsys.readouterr().out)
     assert written and all(path.startswith(".nodeweave/demo/") for path in written), written
+
+
+def test_doctor_judges_this_machine_as_the_specs_job(tmp_path, capsys, monkeypatch):
+    """doctor --spec: the token warning names the spec's job (what the nodes use), not the fallback id."""
+    (tmp_path / "nodeweave.yaml").write_text(SPEC.replace("name: demo", "name: llama-pretrain"))
+    (tmp_path / "train.py").write_text("print(1)\n")
+    monkeypatch.chdir(tmp_path)
+    for name in ("NODEWEAVE_JOB_ID", "NODEWEAVE_JOB_TOKEN", "NODEWEAVE_JOB_TOKEN_FILE"):
+        monkeypatch.delenv(name, raising=False)
+    main(["doctor", "--spec", "nodeweave.yaml", "-o", "json"])
+    said = capsys.readouterr().out
+    assert "job id 'llama-pretrain'" in said and "job id 'nodeweave'" not in said
+
+
+def test_a_node_index_miss_lists_the_nodes_as_a_name_miss_does(tmp_path, capsys, monkeypatch):
+    """cluster.md: a --node that is no node fails listing the cluster's nodes with their addresses."""
+    (tmp_path / "nodeweave.yaml").write_text(SPEC)
+    monkeypatch.chdir(tmp_path)
+    for wanted in ("5", "1-5", "node-9"):
+        assert main(["exec", "--node", wanted, "--dry-run", "--", "hostname"]) == 2
+        err = capsys.readouterr().err
+        assert "node-0 (podman:demo-0), node-1 (podman:demo-1)" in err, err

@@ -201,7 +201,8 @@ def spec_env(spec_path: Path, node: "list[str]") -> "dict[str, str]":
     rank = picked[0]
     master = spec.hosts[0] if spec.hosts else f"{spec.name}-0"
     env = {**spec.env, **dict(resolve(spec).contract_env("compose")), "NODEWEAVE_NNODES": str(spec.nodes),
-           "NODE_RANK": str(rank), "MASTER_ADDR": master, "MASTER_PORT": str(spec.launcher.master_port)}
+           "NODE_RANK": str(rank), "MASTER_ADDR": master, "MASTER_PORT": str(spec.launcher.master_port),
+           "NODEWEAVE_JOB_ID": spec.name}  # the job id the nodes read from their names <name>-<i>
     return {**env, **os.environ}
 
 
