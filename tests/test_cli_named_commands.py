@@ -485,3 +485,19 @@ def test_a_node_index_miss_lists_the_nodes_as_a_name_miss_does(tmp_path, capsys,
         assert main(["exec", "--node", wanted, "--dry-run", "--", "hostname"]) == 2
         err = capsys.readouterr().err
         assert "node-0 (podman:demo-0), node-1 (podman:demo-1)" in err, err
+
+
+# ---- make's loop targets need only the command line --------------------------------------------
+
+LOOP_TARGETS = ("render", "image", "sync", "up", "run", "status", "logs", "down")
+
+
+@pytest.mark.parametrize("target", LOOP_TARGETS)
+def test_a_loop_target_installs_only_the_command_line(target, tmp_path):
+    """`make status` on a fresh checkout builds a venv with nodeweave alone: no torch, launchers or checkov."""
+    planned = subprocess.run(["make", "-n", target, f"VENV={tmp_path / 'venv'}"], cwd=REPO, capture_output=True,
+                             text=True, timeout=60)
+    assert planned.returncode == 0, planned.stderr
+    assert "pip install" in planned.stdout, planned.stdout
+    for heavy in ("torch", "checkov", "deepspeed", "[test", "launchers"):
+        assert heavy not in planned.stdout, f"make {target} would install {heavy}: {planned.stdout}"
