@@ -42,7 +42,8 @@ def sync_command(
     selector: Optional[str] = typer.Option(None, "--selector", "-l", help="Pods by label selector instead of ordinals"),
     compose_project: Optional[str] = typer.Option(None, "--compose-project", help="The running containers of this compose project"),
     engine: Optional[str] = typer.Option(None, "--engine", help="Engine for --compose-project: podman or docker "
-                                         "(default: podman where installed, else docker, as `nodeweave up` picks)"),
+                                         "(default: $NODEWEAVE_ENGINE, else podman where installed, else docker, as "
+                                         "every verb picks)"),
     namespace: Optional[str] = typer.Option(None, "--namespace", "-n", help="Kubernetes namespace (default: the spec's)"),
     container: Optional[str] = typer.Option(None, "--container", "-c", help="Container in each pod (default: the pod's default)"),
     kube_cli: Optional[str] = typer.Option(None, "--kube-cli", help="kubectl or oc (default: oc when the spec says openshift)"),
@@ -80,7 +81,7 @@ def sync_command(
 
         cluster = ClusterOptions(target=target, engine=engine, namespace=namespace, kube_cli=kube_cli,
                                  kube_context=kube_context, ssh_options=tuple(ssh_option))
-    engine = engine or detect_engine() or "podman"
+    engine = detect_engine(engine) or "podman"
     targets = rq.TargetArgs(tuple(addresses), hosts_file, statefulset, replicas, selector, compose_project, engine,
                             namespace, container, kube_cli,
                             RemoteOptions(ssh_options=tuple(ssh_option), kube_context=kube_context))

@@ -35,9 +35,12 @@ def compose_tool(engine: str) -> List[str]:
     return [str(beside) if beside.exists() else "podman-compose"]
 
 
-def detect_engine() -> str:
-    """podman where it is installed (this project's engine), else docker (None: neither is)."""
-    return "podman" if shutil.which("podman") else "docker" if shutil.which("docker") else None
+def detect_engine(given: "str | None" = None) -> "str | None":
+    """The engine every verb uses (``nodeweave.engines``): --engine, else $NODEWEAVE_ENGINE, else podman where
+    installed, else docker (None: neither is)."""
+    from nodeweave.engines import installed_engine
+
+    return installed_engine(given)
 
 
 class LocalCluster(Backend):
@@ -45,7 +48,7 @@ class LocalCluster(Backend):
 
     def __init__(self, spec, spec_path, options):
         super().__init__(spec, spec_path, options)
-        self.detected = options.engine or detect_engine()
+        self.detected = detect_engine(options.engine)
         self.engine = self.detected or "podman"  # a dry run still shows the commands; check_tools refuses
         from nodeweave.cluster.options import JobState
 
