@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING, List, Optional
@@ -13,7 +12,7 @@ from nodeweave.cli.habits.base import find_spec
 from nodeweave.cli.habits.clusteropts import (DRY_RUN, JSON, REACH, SPEC, console, default_mode,
                                               open_cluster, reach_options, say, show_plan, spec_command)
 from nodeweave.cli.habits.nodes import NODE, checked_selectors, pick_nodes, pick_one, run_folder_indices
-from nodeweave.cli.habits.output import checked, complete_run_ids, data_format, emit, is_data, output_option
+from nodeweave.cli.habits.output import complete_run_ids, data_format, emit, is_data, output_option
 from nodeweave.errors import NodeweaveError, UsageError
 
 if TYPE_CHECKING:
@@ -148,9 +147,7 @@ def status_command(
     watch = ask_ranks([n for n, r in zip(nodes, rows) if r["up"]], stacks) if ranks or stacks else None
     extra = {**({"fingerprints": view.to_dict()} if view is not None else {}), **({"ranks": watch[0]} if watch else {})}
     data = {"where": backend.where(), "plans_agree": agree, "nodes": rows, **extra}
-    if as_json:
-        typer.echo(json.dumps(data, indent=2))
-    elif not emit(data, checked(output)):
+    if not emit(data, data_format(as_json, output)):
         console().print(status_table(backend, rows))
         if view is not None:
             from nodeweave.cli.doctor import print_cluster_view
@@ -216,7 +213,7 @@ def shell_command(
                                    "its index, name or address KIND:NAME, as every verb's --node", callback=checked_selectors),
     index: Optional[str] = typer.Argument(None, hidden=True, help="Deprecated: the node's index (now --node)"),
     spec_path: Optional[Path] = SPEC, reach: "ClusterOptions" = REACH, dry_run: bool = DRY_RUN,
-    output: str = output_option(),
+    output: str = output_option(), as_json: bool = JSON,
 ) -> None:
     """An interactive shell in one node (--node; default node 0)."""
     spec_path = find_spec(spec_path)
@@ -233,7 +230,7 @@ def shell_command(
     chosen = pick_one(backend.live_nodes("open a shell in", dry_run), wanted, "shell")
     plan = shell_plan(backend, chosen)
     if dry_run:
-        show_plan(plan, checked(output), backend, [chosen], "shell")
+        show_plan(plan, data_format(as_json, output), backend, [chosen], "shell")
         return
     backend.require_up([chosen], "shell")
     execute(plan, backend.spec_dir, say(console(stderr=True)), {"shell": _exec_shell})

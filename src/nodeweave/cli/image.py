@@ -14,7 +14,7 @@ import typer
 
 from nodeweave.cli.habits.base import NodeweaveTyper, find_spec, spec_option
 from nodeweave.cli.habits.clusteropts import show_plan
-from nodeweave.cli.habits.output import output_option
+from nodeweave.cli.habits.output import json_option, output_option
 from nodeweave.cli.variants import variants
 from nodeweave.errors import UsageError
 
@@ -87,7 +87,7 @@ def build(
     target: str = typer.Option("local", "--target", "-t", help="local (this machine's engine) or openshift (apply "
                                "the spec's BuildConfig, upload what the Dockerfile reads: oc start-build "
                                "--from-dir --follow --wait)"),
-    output: str = output_option(),
+    output: str = output_option(), as_json: bool = json_option(),
 ) -> None:
     """Build one variant's image from the Dockerfile rendered for the spec, tag it <variant>-<sha> and <variant>."""
     from rich.console import Console
@@ -96,7 +96,7 @@ def build(
     from nodeweave.cli.habits.output import data_format
     from nodeweave.spec import load_spec
 
-    fmt = data_format(False, output)
+    fmt = data_format(as_json, output)
     spec_path = find_spec(spec_path)
     spec = load_spec(spec_path)
     variant, tag = variant or spec.image.variant, _checked_tag(tag)

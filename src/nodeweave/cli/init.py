@@ -11,7 +11,6 @@ through the validator before it is kept; an existing file is never overwritten w
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,7 +19,7 @@ from typing import List, Optional, Tuple
 import typer
 
 from nodeweave.cli.habits.base import find_spec, spec_option
-from nodeweave.cli.habits.output import checked, emit, output_option
+from nodeweave.cli.habits.output import data_format, emit, output_option
 from nodeweave.errors import NodeweaveError, UsageError
 
 VARIANT_BY_VENDOR = {"nvidia": "cuda12", "amd": "rocm70", "none": "cpu"}
@@ -201,13 +200,14 @@ def validate(
 
     spec_path = find_spec(spec_path)
     spec = load_spec(spec_path)
-    summary = {"spec": str(spec_path), "name": spec.name, "nodes": str(spec.nodes),
-               "processes_per_node": spec.gpus_per_node, "launcher": spec.launcher.type,
+    # stable JSON types whatever the spec says: counts are integers (an elastic range: nodes is its minimum,
+    # nodes_max its maximum), processes_per_node an integer or null (auto: each node counts its GPUs)
+    auto = spec.gpus_per_node == "auto"
+    summary = {"spec": str(spec_path), "name": spec.name, "nodes": spec.nodes.min, "nodes_max": spec.nodes.max,
+               "elastic": spec.nodes.elastic, "processes_per_node": None if auto else int(spec.gpus_per_node),
+               "processes_per_node_auto": auto, "launcher": spec.launcher.type,
                "script": spec.launcher.script, "variant": spec.image.variant}
-    if as_json:
-        typer.echo(json.dumps(summary, indent=2))
-        return
-    if emit(summary, checked(output)):
+    if emit(summary, data_format(as_json, output)):
         return
     typer.echo(f"{spec_path}: valid: {spec.name}, {spec.nodes} node(s) x {spec.gpus_per_node} process(es), "
                f"{spec.launcher.type} {spec.launcher.script}, image variant {spec.image.variant}")

@@ -12,7 +12,7 @@ from typing import List, Optional
 import typer
 
 from nodeweave.cli.habits.base import NodeweaveTyper, find_spec
-from nodeweave.cli.habits.output import checked, complete_run_ids, emit, output_option
+from nodeweave.cli.habits.output import checked, complete_run_ids, data_format, emit, json_option, output_option
 
 runs_app = NodeweaveTyper(help="List, show and compare past runs and sweeps (the run folders).", no_args_is_help=True)
 
@@ -38,7 +38,7 @@ def _console():
 def ls_command(
     runs_dir: Optional[Path] = RUNS_DIR,
     job: Optional[str] = typer.Option(None, "--job", help="Only this job's runs (the spec's name)"),
-    output: str = output_option(),
+    output: str = output_option(), as_json: bool = json_option(),
 ) -> None:
     """One row per run or sweep, oldest first: id, job, start, result, seconds, nodes, command."""
     from rich.table import Table
@@ -47,7 +47,8 @@ def ls_command(
 
     parent = _parent(runs_dir)
     rows = [e.summary() for e in list_runs(parent, job)]
-    if emit(rows, checked(output)):
+    output = data_format(as_json, output)
+    if emit(rows, output):
         return
     table = Table(title=f"runs in {parent}", title_justify="left")
     columns = ["run", "job", "started", "state", "seconds", "nodes", "command"] + (["folder"] if output == "wide" else [])
@@ -65,11 +66,12 @@ def show_command(
     run: str = typer.Argument("last", autocompletion=complete_run_ids, help="A run id (`nodeweave runs ls`), a unique prefix, a folder, or last"),
     runs_dir: Optional[Path] = RUNS_DIR,
     metric: Optional[str] = METRIC,
-    output: str = output_option(),
+    output: str = output_option(), as_json: bool = json_option(),
 ) -> None:
     """One run: every node's result, seconds, sync commit and last line; a sweep: every point, charted."""
     from nodeweave.runs.history import find_run
 
+    output = data_format(as_json, output)
     entry = find_run(_parent(runs_dir), run)
     if entry.kind == "sweep":
         _compare([entry], metric or entry.data.get("metric"), False, None, output)
@@ -82,7 +84,7 @@ def show_command(
              "target": data.get("target"), "started": data.get("started"), "seconds": data.get("seconds"),
              "summary": data.get("summary"), "folder": str(entry.path), "nodes": nodes,
              "recovery": data.get("recovery")}
-    if emit(shown, checked(output)):
+    if emit(shown, output):
         return
     _print_run(shown, output == "wide")
     if metric:
@@ -97,11 +99,12 @@ def compare_command(
     lower_is_better: bool = typer.Option(False, "--lower-is-better", help="The best run has the lowest metric"),
     chart: Optional[Path] = typer.Option(None, "--chart", help="Also write the chart to this .png or .svg "
                                          "(needs the plot extra: pip install 'nodeweave\\[plot]')"),
-    output: str = output_option(),
+    output: str = output_option(), as_json: bool = json_option(),
 ) -> None:
     """Runs side by side: result, seconds, the metric per run and per node, the best marked, charted."""
     from nodeweave.runs.history import find_run
 
+    output = data_format(as_json, output)
     parent = _parent(runs_dir)
     entries = [find_run(parent, text) for text in runs]
     sweep_metric = next((e.data.get("metric") for e in entries if e.kind == "sweep" and e.data.get("metric")), None)

@@ -66,7 +66,8 @@ def _indices(word: str, nodes: Sequence) -> List[int]:
     """The node indices ``word`` picks; a miss (an index, range or name) lists the nodes with their addresses."""
     last = len(nodes) - 1
     span = f"0..{last}" if nodes else "none (the cluster has no nodes)"
-    known = ", ".join(f"{n.name} ({n.remote.label})" for n in nodes) or "none"
+    known = ", ".join(f"{n.name} ({n.remote.label})" if getattr(n, "remote", None) else n.name
+                      for n in nodes) or "none"
     if word.isdigit():
         low = high = int(word)
     elif _RANGE.match(word):

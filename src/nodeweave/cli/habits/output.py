@@ -62,9 +62,18 @@ def complete_run_ids(ctx: typer.Context, incomplete: str):
     return [name for name in ["last", *names] if name.startswith(incomplete)]
 
 
+def json_option():
+    """``--json``, on every verb that takes ``-o``: the same as ``-o json`` (scripts use it; README)."""
+    return typer.Option(False, "--json", help="Print the data as JSON on stdout (the same as -o json)")
+
+
 def data_format(as_json: bool, output: str) -> str:
-    """The format a verb prints its data in: ``--json`` (kept: scripts use it) is ``-o json``."""
-    return "json" if as_json else checked(output)
+    """The format a verb prints its data in: ``--json`` (kept: scripts use it) is ``-o json``; with another
+    ``-o`` it is refused, not silently resolved."""
+    fmt = checked(output)
+    if as_json and fmt not in ("table", "json"):
+        raise UsageError(f"--json is -o json, and -o {fmt} asks for {fmt}: give one of them")
+    return "json" if as_json else fmt
 
 
 def is_data(fmt: str) -> bool:
@@ -77,8 +86,8 @@ FULL_ROWS = 10_000  # columns off a terminal: wide enough that no table row is f
 
 def table_width() -> "int | None":
     """A table's width: the terminal's (or $COLUMNS) on a terminal; off one (a pipe, a file), every row whole
-    on one line, so ``grep`` and ``awk`` see full rows (a table is only as wide as its content)."""
-    import os
+    on one line, so ``grep`` and ``awk`` see full rows (a table is only as wide as its content), even where
+    the shell exports COLUMNS (bash does, for every child)."""
     import sys
 
-    return None if sys.stdout.isatty() or os.environ.get("COLUMNS") else FULL_ROWS
+    return None if sys.stdout.isatty() else FULL_ROWS

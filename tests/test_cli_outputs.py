@@ -1,0 +1,131 @@
+"""Output formats, one habit on every verb that prints data.
+
+Every verb with ``-o table|wide|json|yaml`` also takes ``--json`` (README: "`--json` is `-o json`") and
+prints the very same bytes for both; ``--json -o yaml`` is refused, not silently JSON; ``-o yaml`` is the
+same data; JSON types do not flip with the spec's spelling; a table sent to a pipe is whole even where the
+shell exports COLUMNS (bash does); ``-o wide`` shows more than the table where there is more to show.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+import typer.main
+import yaml
+
+from nodeweave.cli import app, main
+from nodeweave.cli.habits.lazy import LazyVerbs, every_command
+
+SPEC = "name: demo\nnodes: 2\ngpus_per_node: 1\nimage: {variant: cpu}\nlauncher: {type: torchrun, script: train.py}\n"
+RUN = {"run_id": "20260101T000000Z-demo", "job": "demo", "started": "2026-01-01T00:00:00Z", "seconds": 3.5,
+       "command": ["train.py"], "summary": "every node exited 0",
+       "nodes": [{"node": "node-0", "exit_code": 0, "log": "node-0.log"}, {"node": "node-1", "exit_code": 0,
+                                                                          "log": "node-1.log"}]}
+
+
+def walk(command, path=""):
+    yield path, command
+    below = every_command(command) if isinstance(command, LazyVerbs) else getattr(command, "commands", {})
+    for name, sub in sorted(below.items()):
+        yield from walk(sub, f"{path} {name}".strip())
+
+
+LEAVES = {p: c for p, c in walk(typer.main.get_command(app)) if not hasattr(c, "commands")}
+
+
+def flags(command):
+    return {flag for p in command.params for flag in getattr(p, "opts", ())}
+
+
+DATA_VERBS = sorted(p for p, c in LEAVES.items() if {"-o", "--json"} & flags(c) and not getattr(c, "hidden", False))
+
+# each data verb as a new user runs it here (no engine needed: a dry run, or what reads local files)
+SAMPLES = {
+    "validate": ["validate"], "image variants": ["image", "variants"], "runs ls": ["runs", "ls"],
+    "runs show": ["runs", "show", "last"], "render": ["render", "all", "--dry-run", "--out", "out"],
+    "up": ["up", "--dry-run"], "down": ["down", "--dry-run"], "run": ["run", "--dry-run"],
+    "exec": ["exec", "--dry-run", "--", "hostname"], "stop": ["stop", "--dry-run"], "shell": ["shell", "--dry-run"],
+    "check": ["check", "--dry-run"],
+    "image build": ["image", "build", "--dry-run"],
+}
+# data verbs that need a machine, a cluster or a second run to print anything
+NO_SAMPLE = {"bench", "doctor", "hosts probe", "status", "runs compare", "sync"}  # sync's dry run asks its targets
+
+
+@pytest.fixture()
+def folder(tmp_path, monkeypatch):
+    (tmp_path / "nodeweave.yaml").write_text(SPEC)
+    (tmp_path / "train.py").write_text("print(1)\n")
+    run = tmp_path / "runs" / RUN["run_id"]
+    run.mkdir(parents=True)
+    (run / "run.json").write_text(json.dumps(RUN))
+    for node in ("node-0", "node-1"):
+        (run / f"{node}.log").write_text("step 1 samples/s 10.0\n")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("PATH", str(tmp_path / "no-tools"))  # no engine: dry runs plan, nothing is reached
+    monkeypatch.setenv("COLUMNS", "40")  # exported by the shell; stdout here is no terminal
+    return tmp_path
+
+
+def _call(argv, capsys):
+    code = main(argv)
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def _with(argv, *extra):
+    at = argv.index("--") if "--" in argv else len(argv)
+    return [*argv[:at], *extra, *argv[at:]]
+
+
+def test_every_data_verb_takes_both_spellings():
+    for path in DATA_VERBS:
+        assert {"-o", "--json"} <= flags(LEAVES[path]), f"`nodeweave {path}` lacks {({'-o', '--json'} - flags(LEAVES[path]))}"
+    assert set(DATA_VERBS) <= set(SAMPLES) | NO_SAMPLE, set(DATA_VERBS) - set(SAMPLES) - NO_SAMPLE
+
+
+@pytest.mark.parametrize("path", sorted(SAMPLES))
+def test_json_is_o_json_and_yaml_the_same_data(path, folder, capsys):
+    argv = SAMPLES[path]
+    if path == "image build":
+        repo = Path(__file__).resolve().parents[1]
+        argv = [*argv, "--spec", str(repo / "nodeweave.yaml"), "--context", str(repo)]
+    code, by_o, err = _call(_with(argv, "-o", "json"), capsys)
+    assert code == 0, err
+    code, by_flag, err = _call(_with(argv, "--json"), capsys)
+    assert code == 0 and by_flag == by_o, f"`{path} --json` and `-o json` differ"
+    code, as_yaml, err = _call(_with(argv, "-o", "yaml"), capsys)
+    assert code == 0 and yaml.safe_load(as_yaml) == json.loads(by_o)
+    code, _, err = _call(_with(argv, "--json", "-o", "yaml"), capsys)
+    assert code == 2 and "--json is -o json" in err, (code, err)
+
+
+def test_validate_json_types_do_not_flip_with_the_spelling(folder, capsys):
+    seen = []
+    for nodes, gpus in (("2", "8"), ("2", "auto"), ('"2:4"', "8"), ("3", "auto")):
+        (folder / "nodeweave.yaml").write_text(SPEC.replace("nodes: 2", f"nodes: {nodes}")
+                                               .replace("gpus_per_node: 1", f"gpus_per_node: {gpus}"))
+        code, out, err = _call(["validate", "-o", "json"], capsys)
+        assert code == 0, err
+        data = json.loads(out)
+        seen.append({key: type(value).__name__ for key, value in data.items() if value is not None})
+    assert all(s == seen[0] for s in seen if set(s) == set(seen[0])), seen
+    assert seen[0]["nodes"] == "int" and seen[0]["processes_per_node"] == "int"
+
+
+@pytest.mark.parametrize("argv, whole", [(["image", "variants"], "NCCL"), (["runs", "ls"], RUN["run_id"]),
+                                         (["runs", "show", "last"], "step 1 samples/s 10.0")])
+def test_a_piped_table_is_whole_under_an_exported_columns(argv, whole, folder, capsys):
+    code, out, err = _call(argv, capsys)
+    assert code == 0, err
+    assert "…" not in out and whole in out, out
+
+
+@pytest.mark.parametrize("argv", [["image", "variants"], ["runs", "ls"]])
+def test_wide_shows_more_than_the_table(argv, folder, capsys):
+    _, table, _ = _call([*argv, "-o", "table"], capsys)
+    _, wide, _ = _call([*argv, "-o", "wide"], capsys)
+    assert wide != table and len(wide) > len(table)
