@@ -129,3 +129,62 @@ def test_wide_shows_more_than_the_table(argv, folder, capsys):
     _, table, _ = _call([*argv, "-o", "table"], capsys)
     _, wide, _ = _call([*argv, "-o", "wide"], capsys)
     assert wide != table and len(wide) > len(table)
+
+
+# ---- value completion for every fixed choice -----------------------------------------------------
+
+import re  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+
+LISTED = re.compile(r"^\\?\[?([a-z0-9][a-z0-9.-]*)\]?(?: \| [a-z0-9][a-z0-9.-]*| \([^)]*\) \| [a-z0-9.-]+)+"
+                    r"|^([a-z0-9][a-z0-9-]*)(?:, [a-z0-9][a-z0-9-]*)*,? or [a-z0-9][a-z0-9-]*\b")
+
+
+def _offered(param):
+    complete = getattr(param, "_custom_shell_complete", None)
+    for cell in getattr(complete, "__closure__", None) or ():
+        found = getattr(cell.cell_contents, "choices", None)
+        if found:
+            return set(found)
+    return set()
+
+
+def _listed(text):
+    """The values a help text opens with: 'auto | nccl | gloo', 'torchrun, deepspeed, accelerate or command'."""
+    head = re.split(r"[:;(]", text or "", maxsplit=1)[0] if "|" not in (text or "") else (text or "").split(";")[0]
+    match = LISTED.match(head.strip())
+    if not match:
+        return set()
+    words = re.findall(r"[a-z0-9][a-z0-9.-]*", re.sub(r"\([^)]*\)", "", match.group(0)))
+    return {w for w in words if w not in ("or",)}
+
+
+def test_every_option_that_lists_its_values_completes_them():
+    missing = []
+    for path, command in LEAVES.items():
+        for param in command.params:
+            listed = _listed(getattr(param, "help", ""))
+            if len(listed) >= 2 and not getattr(param, "is_flag", False) and not listed <= _offered(param):
+                missing.append(f"{path} {param.opts[0] if getattr(param, 'opts', None) else param.name}: "
+                               f"{sorted(listed - _offered(param))}")
+    assert missing == []
+
+
+def _complete(words, cword, cwd):
+    env = {**os.environ, "_NODEWEAVE_COMPLETE": "complete_bash", "COMP_WORDS": words, "COMP_CWORD": str(cword)}
+    return subprocess.run([sys.executable, "-c", "import sys; from nodeweave.cli import main; sys.exit(main())"],
+                          capture_output=True, text=True, env=env, cwd=cwd, timeout=60).stdout.split()
+
+
+@pytest.mark.parametrize("words, wanted", [
+    ("nodeweave image build ", {"cpu"}), ("nodeweave init --launcher ", {"deepspeed", "command"}),
+    ("nodeweave sync --method ", {"stream", "rsync", "tar"}), ("nodeweave bench --backend ", {"nccl", "gloo"}),
+    ("nodeweave bench --dtype ", {"bfloat16"}), ("nodeweave run --node ", {"0", "1", "node-1"}),
+    ("nodeweave shell --node ", {"node-0"}), ("nodeweave exec --node n", {"node-0", "node-1"}),
+])
+def test_values_complete_in_the_shell(words, wanted, tmp_path):
+    (tmp_path / "nodeweave.yaml").write_text(SPEC)
+    (tmp_path / "train.py").write_text("print(1)\n")
+    offered = set(_complete(words, len(words.split()) - (0 if words.endswith(" ") else 1), tmp_path))
+    assert wanted <= offered, offered

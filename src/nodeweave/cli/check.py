@@ -14,7 +14,7 @@ import typer
 from nodeweave.cli.habits.clusteropts import (DRY_RUN, JSON, REACH, SPEC, console, open_cluster, reach_options,
                                               say, show_plan)
 from nodeweave.cli.habits.nodes import NODE
-from nodeweave.cli.habits.output import data_format, emit, is_data, output_option
+from nodeweave.cli.habits.output import complete_from, data_format, emit, is_data, output_option
 from nodeweave.errors import NodeweaveError
 
 if TYPE_CHECKING:
@@ -63,7 +63,7 @@ def check_command(
     threshold: float = typer.Option(25.0, "--threshold", help="Percent below the median of its peers at which a "
                                     "node or link is named"),
     repeats: int = typer.Option(2, "--repeats", help="Extra samples of every figure near the line, before a verdict"),
-    backend_name: str = typer.Option("auto", "--backend", help="auto (nccl where torch sees a GPU, else gloo) | "
+    backend_name: str = typer.Option("auto", "--backend", autocompletion=complete_from("auto", "nccl", "gloo"), help="auto (nccl where torch sees a GPU, else gloo) | "
                                      "nccl | gloo"),
     seconds: float = typer.Option(0.25, "--seconds", help="Seconds per direction of a link measurement"),
     timeout: float = typer.Option(300.0, "--timeout", help="Seconds a node may wait for the others: the check-in and each collective"),

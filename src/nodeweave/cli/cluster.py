@@ -11,7 +11,7 @@ import typer
 from nodeweave.cli.habits.base import find_spec
 from nodeweave.cli.habits.clusteropts import (DRY_RUN, JSON, REACH, SPEC, console, default_mode,
                                               open_cluster, reach_options, say, show_plan, spec_command)
-from nodeweave.cli.habits.nodes import NODE, checked_selectors, pick_nodes, pick_one, run_folder_indices
+from nodeweave.cli.habits.nodes import NODE, checked_selectors, complete_node, pick_nodes, pick_one, run_folder_indices
 from nodeweave.cli.habits.output import complete_run_ids, data_format, emit, is_data, output_option
 from nodeweave.errors import NodeweaveError, UsageError
 
@@ -210,7 +210,8 @@ def stop_command(
 @reach_options
 def shell_command(
     node: List[str] = typer.Option([], "--node", metavar="NODE", help="The node (default: node 0, the master): "
-                                   "its index, name or address KIND:NAME, as every verb's --node", callback=checked_selectors),
+                                   "its index, name or address KIND:NAME, as every verb's --node", callback=checked_selectors,
+                                   autocompletion=complete_node),
     index: Optional[str] = typer.Argument(None, hidden=True, help="Deprecated: the node's index (now --node)"),
     spec_path: Optional[Path] = SPEC, reach: "ClusterOptions" = REACH, dry_run: bool = DRY_RUN,
     output: str = output_option(), as_json: bool = JSON,

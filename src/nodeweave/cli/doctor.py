@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, List, Optional
 
 import typer
 
-from nodeweave.cli.habits.nodes import checked_selectors
+from nodeweave.cli.habits.nodes import checked_selectors, complete_node
 from nodeweave.cli.habits.output import data_format, emit, is_data, output_option, table_width
 from nodeweave.errors import UsageError
 
@@ -225,7 +225,7 @@ def doctor(
                                            "DIR/capture/: attach it to a bug report (DIR must be new or empty)"),
     spec_path: Optional[Path] = typer.Option(None, "--spec", help="judge this node as node --node of this spec: "
                                              "its node count, launcher, env and master (variables set here win)"),
-    node: List[str] = typer.Option([], "--node", metavar="NODE", callback=checked_selectors,
+    node: List[str] = typer.Option([], "--node", metavar="NODE", callback=checked_selectors, autocompletion=complete_node,
                                    help="As every verb's --node (an index, a range, a name or KIND:NAME); with "
                                         "--spec, the one node this machine is judged as (default: 0); with "
                                         "--cluster, the nodes to ask through (default: every node)"),

@@ -14,7 +14,7 @@ import typer
 
 from nodeweave.cli.habits.base import NodeweaveTyper, find_spec, spec_option
 from nodeweave.cli.habits.clusteropts import show_plan
-from nodeweave.cli.habits.output import json_option, output_option
+from nodeweave.cli.habits.output import complete_from, complete_variants, json_option, output_option
 from nodeweave.cli.variants import variants
 from nodeweave.errors import UsageError
 
@@ -60,7 +60,7 @@ def _checked_tag(tag: Optional[str]) -> Optional[str]:
 
 @image_app.command("build")
 def build(
-    variant: Optional[str] = typer.Argument(None, help="images catalogue key (`nodeweave image variants`), e.g. cpu, "
+    variant: Optional[str] = typer.Argument(None, autocompletion=complete_variants, help="images catalogue key (`nodeweave image variants`), e.g. cpu, "
                                             "cuda12, rocm70 (default: the spec's image.variant)"),
     spec_path: Optional[Path] = spec_option("The cluster spec"),
     context: Optional[Path] = typer.Option(None, "--context", help="build context (default: the spec's folder, "
@@ -77,7 +77,8 @@ def build(
     network: Optional[str] = typer.Option(None, "--network", help="build-time network, e.g. host (apt reaches a mirror)"),
     tag: Optional[str] = typer.Option(None, "--tag", help="a fixed tag instead of <variant>-<git sha> (overrides image.tag)"),
     build_arg: List[str] = typer.Option([], "--build-arg", help="KEY=VALUE, repeatable; over image.build_args"),
-    engine_name: Optional[str] = typer.Option(None, "--engine", help="docker or podman (default: $NODEWEAVE_ENGINE, "
+    engine_name: Optional[str] = typer.Option(None, "--engine", autocompletion=complete_from("podman", "docker"),
+                                              help="docker or podman (default: $NODEWEAVE_ENGINE, "
                                               "else the first that answers, podman before docker, as every verb; docker builds "
                                               "through buildx, or `docker build` with BuildKit where buildx is missing)"),
     no_cache: bool = typer.Option(False, "--no-cache", help="ignore the layer cache"),

@@ -19,7 +19,7 @@ from typing import List, Optional, Tuple
 import typer
 
 from nodeweave.cli.habits.base import find_spec, spec_option
-from nodeweave.cli.habits.output import data_format, emit, output_option
+from nodeweave.cli.habits.output import complete_from, data_format, emit, output_option
 from nodeweave.errors import NodeweaveError, UsageError
 
 VARIANT_BY_VENDOR = {"nvidia": "cuda12", "amd": "rocm70", "none": "cpu"}
@@ -107,7 +107,7 @@ def init(
     name: Optional[str] = typer.Option(None, "--name", help="The job's name (default: this folder's, made a DNS label)"),
     nodes: int = typer.Option(2, "--nodes", min=1, max=2048, help="Node count (with --host: their number)"),
     script: str = typer.Option("train.py", "--script", help="The training script, relative to this folder"),
-    launcher: str = typer.Option("torchrun", "--launcher", help="torchrun, deepspeed, accelerate or command"),
+    launcher: str = typer.Option("torchrun", "--launcher", autocompletion=complete_from("torchrun", "deepspeed", "accelerate", "command"), help="torchrun, deepspeed, accelerate or command"),
     host: List[str] = typer.Option([], "--host", help="Probe these hosts (node 0 first, repeat) instead of this "
                                    "machine, as `nodeweave hosts probe` does; they become the spec's hosts (an "
                                    "address KIND:NAME, e.g. podman:trainer-0, probes through that container)"),

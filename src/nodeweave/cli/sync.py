@@ -10,7 +10,7 @@ import typer
 from nodeweave.cli.habits.base import find_spec, spec_option
 from nodeweave.cli.habits.clusteropts import TARGET
 from nodeweave.cli.habits.nodes import NODE
-from nodeweave.cli.habits.output import data_format, output_option
+from nodeweave.cli.habits.output import complete_from, data_format, output_option
 
 SYNC_HELP = """Push SRC (default: the spec's workspace.host_path, else .) to DEST on every target at once.
 
@@ -46,7 +46,7 @@ def sync_command(
                                          "every verb picks)"),
     namespace: Optional[str] = typer.Option(None, "--namespace", "-n", help="Kubernetes namespace (default: the spec's)"),
     container: Optional[str] = typer.Option(None, "--container", "-c", help="Container in each pod (default: the pod's default)"),
-    kube_cli: Optional[str] = typer.Option(None, "--kube-cli", help="kubectl or oc (default: oc when the spec says openshift)"),
+    kube_cli: Optional[str] = typer.Option(None, "--kube-cli", autocompletion=complete_from("kubectl", "oc"), help="kubectl or oc (default: oc when the spec says openshift)"),
     kube_context: Optional[str] = typer.Option(None, "--kube-context", help="kubeconfig context"),
     ssh_option: List[str] = typer.Option([], "--ssh-option", help="Extra ssh -o KEY=VALUE (repeat)"),
     spec_path: Optional[Path] = spec_option("Cluster spec for defaults"),
@@ -62,7 +62,7 @@ def sync_command(
     jobs: int = typer.Option(8, "--jobs", "-j", min=1, max=256, help="Targets synced at once (execs started at once; through the head, one round takes every target)"),
     retries: int = typer.Option(2, "--retries", min=0, max=10, help="Retries for transient failures, with exponential backoff"),
     compress: bool = typer.Option(False, "--compress", "-z", help="rsync -z, where rsync is used (worth it over slow links only)"),
-    method: str = typer.Option("auto", "--method", help="auto (a stream to targets with python3, else rsync or tar), stream, rsync or tar"),
+    method: str = typer.Option("auto", "--method", autocompletion=complete_from("auto", "stream", "rsync", "tar"), help="auto (a stream to targets with python3, else rsync or tar), stream, rsync or tar"),
     force_tar: bool = typer.Option(False, "--tar", help="Same as --method tar: the target's own tar -x receives"),
     relay: Optional[bool] = typer.Option(None, "--relay/--no-relay", help="Targets forward a payload to each other over TCP (each hop authenticated by a fresh token; the bytes unencrypted), so the source sends it once, and keep a resident agent so the next sync execs into one of them and reaches the rest through it; a target that cannot be reached so is fed over its own exec (default: payloads of 4 MiB or more, residents for 2+ targets; not over ssh, not with --include-secrets; --relay: always; --no-relay: never, and no resident)"),
     shared: Optional[bool] = typer.Option(None, "--shared/--no-shared", help="Targets mount the same storage at DEST: write through the first, check the rest (default: on for the spec's pods with kubernetes.claim: shared)"),

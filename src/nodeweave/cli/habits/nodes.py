@@ -48,7 +48,15 @@ def checked_selectors(value: List[str]) -> List[str]:
     return value
 
 
-NODE = typer.Option([], "--node", metavar="NODE", help=NODE_HELP, callback=checked_selectors)
+def complete_node(ctx: typer.Context, incomplete: str):
+    """--node's shell completion: the nearest spec's node indices and names."""
+    from nodeweave.cli.habits.output import complete_nodes
+
+    return complete_nodes(ctx, incomplete)
+
+
+NODE = typer.Option([], "--node", metavar="NODE", help=NODE_HELP, callback=checked_selectors,
+                    autocompletion=complete_node)
 
 
 def is_address(word: str) -> bool:

@@ -48,6 +48,28 @@ def complete_from(*values: str):
     return complete
 
 
+def complete_variants(incomplete: str):
+    """A shell completion for an image variant: the catalogue's keys (`nodeweave image variants`)."""
+    from nodeweave.catalogue import VARIANTS
+
+    return [key for key in VARIANTS if key.startswith(incomplete)]
+
+
+def complete_nodes(ctx: typer.Context, incomplete: str):
+    """A shell completion for --node: the indices and names of the nodes of the nearest spec (or --spec)."""
+    from nodeweave.cli.habits.base import find_spec
+
+    try:
+        from nodeweave.spec import load_spec
+
+        spec = load_spec(find_spec((ctx.params or {}).get("spec_path")))
+        count = spec.containers
+    except Exception:  # no spec or a bad one: nothing to offer, never a traceback in the shell
+        return []
+    values = [str(i) for i in range(count)] + [f"node-{i}" for i in range(count)]
+    return [value for value in values if value.startswith(incomplete)]
+
+
 def complete_run_ids(ctx: typer.Context, incomplete: str):
     """A shell completion for a run id: the run and sweep folders under --runs-dir (else runs/ beside the spec)."""
     from nodeweave.cli.habits.base import find_spec
