@@ -188,3 +188,37 @@ def test_values_complete_in_the_shell(words, wanted, tmp_path):
     (tmp_path / "train.py").write_text("print(1)\n")
     offered = set(_complete(words, len(words.split()) - (0 if words.endswith(" ") else 1), tmp_path))
     assert wanted <= offered, offered
+
+
+# ---- runs compare compares -------------------------------------------------------------------------
+
+def _second_run(folder):
+    other = dict(RUN, run_id="20260102T000000Z-demo", started="2026-01-02T00:00:00Z")
+    run = folder / "runs" / other["run_id"]
+    run.mkdir(parents=True)
+    (run / "run.json").write_text(json.dumps(other))
+    for node in ("node-0", "node-1"):
+        (run / f"{node}.log").write_text("step 1 samples/s 12.0\n")
+    return other["run_id"]
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["runs", "compare", RUN["run_id"]], "compare needs two or more runs"),
+    (["runs", "compare", "last", "last"], "is given 2 times"),
+    (["runs", "compare", RUN["run_id"], "SECOND", "--chart", "c.txt", "--metric", "x"], ".png or .svg"),
+    (["runs", "compare", RUN["run_id"], "SECOND", "--chart", "no/such/dir/c.png", "--metric", "x"], "does not exist"),
+])
+def test_runs_compare_refuses_what_compares_nothing(argv, words, folder, capsys):
+    second = _second_run(folder)
+    code, out, err = _call([second if a == "SECOND" else a for a in argv], capsys)
+    assert code == 2 and words in err and out == "", (code, out, err)
+
+
+def test_runs_compare_says_when_the_metric_is_missing_or_matches_nothing(folder, capsys):
+    second = _second_run(folder)
+    code, out, err = _call(["runs", "compare", RUN["run_id"], second], capsys)
+    assert code == 0 and "--metric REGEX" in err
+    code, out, err = _call(["runs", "compare", RUN["run_id"], second, "--metric", "tokens/s ([0-9.]+)"], capsys)
+    assert code == 0 and "matches no line" in err
+    code, out, err = _call(["runs", "compare", RUN["run_id"], second, "--metric", "samples/s ([0-9.]+)"], capsys)
+    assert code == 0 and "matches no line" not in err and "(best)" in out

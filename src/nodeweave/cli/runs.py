@@ -104,11 +104,29 @@ def compare_command(
     """Runs side by side: result, seconds, the metric per run and per node, the best marked, charted."""
     from nodeweave.runs.history import find_run
 
+    from nodeweave.errors import UsageError
+    from nodeweave.runs.metrics import runs_of
+
     output = data_format(as_json, output)
+    if chart is not None:  # judged before any run is read or table printed
+        from nodeweave.runs.chart import check_chart_path
+
+        check_chart_path(chart)
     parent = _parent(runs_dir)
     entries = [find_run(parent, text) for text in runs]
+    ids = [e.run_id for e in runs_of(entries)]
+    twice = sorted({i for i in ids if ids.count(i) > 1})
+    if twice:
+        raise UsageError(f"run {twice[0]} is given {ids.count(twice[0])} times ({', '.join(runs)}): compare distinct "
+                         "runs, each once")
+    if len(ids) < 2:
+        raise UsageError(f"{' '.join(runs)} is one run ({ids[0] if ids else 'none'}): compare needs two or more runs "
+                         f"or a sweep; `nodeweave runs show {runs[0]}` shows one")
     sweep_metric = next((e.data.get("metric") for e in entries if e.kind == "sweep" and e.data.get("metric")), None)
-    _compare(entries, metric or sweep_metric, lower_is_better, chart, output)
+    metric = metric or sweep_metric
+    if chart is not None and not metric:
+        raise UsageError("--chart draws the metric: give --metric REGEX too")
+    _compare(entries, metric, lower_is_better, chart, output)
 
 
 def _compare(entries, metric, lower_is_better: bool, chart, output: str) -> None:
@@ -121,6 +139,13 @@ def _compare(entries, metric, lower_is_better: bool, chart, output: str) -> None
     pattern = compile_metric(metric)
     rows = [run_metric(pattern, e) for e in runs_of(entries)]
     winner = best(rows, lower_is_better)
+    if metric and all(r["mean"] is None for r in rows):
+        typer.echo(f"nodeweave: warning: --metric {metric!r} matches no line of any node's log in these runs; "
+                   "check the regex against a log (`nodeweave logs --run ID`): its first group is the number",
+                   err=True)
+    elif not metric:
+        typer.echo("nodeweave: note: no --metric, so no mean to compare: give --metric REGEX, whose first group "
+                   "is read from each node's log, e.g. --metric 'samples/s ([0-9.]+)'", err=True)
     if emit({"metric": metric, "best": winner, "runs": rows}, checked(output)):
         return
     table = Table(title="runs side by side" + (f": {metric}" if metric else ""), title_justify="left")
@@ -135,6 +160,7 @@ def _compare(entries, metric, lower_is_better: bool, chart, output: str) -> None
     out.print(table)
     if metric and any(r["mean"] is not None for r in rows):
         out.print(terminal_chart(rows, metric))
+
     if chart is not None:
         if not metric:
             from nodeweave.errors import UsageError
