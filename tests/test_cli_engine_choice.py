@@ -57,7 +57,7 @@ def test_an_unknown_engine_is_refused_by_every_verb(verb, folder, capsys, monkey
     monkeypatch.setenv("NODEWEAVE_ENGINE", "dockr")
     code, _, err = _call(VERBS[verb], capsys)
     assert code == 2, (verb, err)
-    assert "NODEWEAVE_ENGINE='dockr' is not an engine" in err and err.count("\n") == 1, err
+    assert "NODEWEAVE_ENGINE 'dockr' is not accepted: podman or docker" in err and err.count("\n") == 1, err
 
 
 PLANNED = {"up", "down", "run", "exec", "stop", "shell", "check"}

@@ -100,3 +100,24 @@ def test_a_dry_run_with_nothing_up_notes_it(name, folder, capsys):
     code, out, err = _call(DRY_RUNS[name], capsys)
     assert code == 0, err
     assert re.search(r"^# the real .* would end with exit 3: demo is not up", out, re.M), out
+
+
+REFUSING_KUBECTL = """#!/bin/sh
+echo "E1129 couldn't get current server API group list: Get \\"http://localhost:8080/api\\": dial tcp 127.0.0.1:8080: connect: connection refused" >&2
+echo "The connection to the server localhost:8080 was refused - did you specify the right host or port?" >&2
+echo call >> "$(dirname "$0")/calls"
+exit 1
+"""
+
+
+def test_sync_to_pods_with_no_api_is_one_line_exit_3_without_retries(folder, capsys, monkeypatch):
+    """kubectl cannot reach the API at all: one cause for every pod, said once (exit 3), and no retry."""
+    tools = folder / "kbin"
+    tools.mkdir()
+    (tools / "kubectl").write_text(REFUSING_KUBECTL)
+    (tools / "kubectl").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tools}:/usr/bin:/bin")
+    code, _, err = _call(["sync", ".", "/workspace", "--statefulset", "demo", "--replicas", "2"], capsys)
+    lines = [line for line in err.splitlines() if line.startswith("nodeweave: ")]
+    assert code == 3 and len(lines) == 1 and "the Kubernetes API cannot be reached" in lines[0], err
+    assert len((tools / "calls").read_text().split()) == 1, "a refused API connection was retried"

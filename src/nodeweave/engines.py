@@ -26,7 +26,7 @@ def engine_said(preferred: "str | None" = None) -> "str | None":
     choice = preferred or os.environ.get(ENGINE_VARIABLE) or None
     if choice is not None and choice not in ENGINES:
         source = "--engine" if preferred else ENGINE_VARIABLE
-        raise UsageError(f"{source}={choice!r} is not an engine nodeweave drives; use one of {', '.join(ENGINES)}")
+        raise UsageError(f"{source} {choice!r} is not accepted: podman or docker (the engines nodeweave drives)")
     return choice
 
 
