@@ -222,3 +222,11 @@ def test_runs_compare_says_when_the_metric_is_missing_or_matches_nothing(folder,
     assert code == 0 and "matches no line" in err
     code, out, err = _call(["runs", "compare", RUN["run_id"], second, "--metric", "samples/s ([0-9.]+)"], capsys)
     assert code == 0 and "matches no line" not in err and "(best)" in out
+
+
+@pytest.mark.skipif(__import__("shutil").which("podman") is None, reason="status asks podman for the containers")
+def test_status_wide_shows_more_than_the_table(folder, capsys, monkeypatch):
+    monkeypatch.setenv("PATH", "/usr/local/bin:/usr/bin:/bin")  # the engine, which the fixture hides
+    _, table, _ = _call(["status", "-o", "table"], capsys)
+    _, wide, _ = _call(["status", "-o", "wide"], capsys)
+    assert "processes" in wide and "processes" not in table

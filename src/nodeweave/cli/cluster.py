@@ -147,8 +147,9 @@ def status_command(
     watch = ask_ranks([n for n, r in zip(nodes, rows) if r["up"]], stacks) if ranks or stacks else None
     extra = {**({"fingerprints": view.to_dict()} if view is not None else {}), **({"ranks": watch[0]} if watch else {})}
     data = {"where": backend.where(), "plans_agree": agree, "nodes": rows, **extra}
-    if not emit(data, data_format(as_json, output)):
-        console().print(status_table(backend, rows))
+    fmt = data_format(as_json, output)
+    if not emit(data, fmt):
+        console().print(status_table(backend, rows, wide=fmt == "wide"))
         if view is not None:
             from nodeweave.cli.doctor import print_cluster_view
 
