@@ -39,40 +39,51 @@ $(CHECKOV):
 .PHONY: install
 install: $(BIN)/nodeweave $(CHECKOV) ## Create .venv with nodeweave, its validators, checkov (.venv/checkov) and the launchers (torch, deepspeed, accelerate)
 
+# The loop targets (render, image, sync, up, run, status, logs, down) need only the command line: nodeweave
+# itself, without torch, the launchers, the test tools or checkov, which the nodes and `make test` need.
+CLI := $(VENV)/.nodeweave-cli
+$(CLI): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q -e .
+	@touch $@
+
+.PHONY: cli
+cli: $(CLI) ## Create .venv with the nodeweave command line only (what the loop targets need; no torch, no checkov)
+
 .PHONY: demo
 demo: install ## With podman: build the cpu image, up a 2-node local cluster, run examples/train.py, show runs/, down. Without: render into build/demo, explain the plan, name the one command that installs an engine
 	bash examples/demo.sh $(SPEC)
 
 .PHONY: render
-render: install ## Regenerate the committed images/, compose/, manifests/ and entrypoint/ (the zipapp) from $(SPEC) (tests fail when they are stale)
+render: cli ## Regenerate the committed images/, compose/, manifests/ and entrypoint/ (the zipapp) from $(SPEC) (tests fail when they are stale)
 	$(BIN)/nodeweave render all --spec $(SPEC) --prune
 
 .PHONY: image
-image: install ## Build $(SPEC)'s image.variant (VARIANT=cpu: another) with docker (BuildKit) or podman, tags <variant>-<sha> and <variant> (IMAGE_ARGS="--base IMG --push ...")
+image: cli ## Build $(SPEC)'s image.variant (VARIANT=cpu: another) with docker (BuildKit) or podman, tags <variant>-<sha> and <variant> (IMAGE_ARGS="--base IMG --push ...")
 	$(BIN)/nodeweave image build $(VARIANT) --spec $(SPEC) $(IMAGE_ARGS)
 
 .PHONY: sync
-sync: install ## Push this workspace to every pod of $(SPEC)'s StatefulSet and check they match (SYNC_ARGS="--dry-run", "--to podman:c1", ...)
+sync: cli ## Push this workspace to every node of the cluster `up` made for $(SPEC) (as every verb picks it) and check they match (SYNC_ARGS="--dry-run", "--node podman:c1", ...)
 	$(BIN)/nodeweave sync --spec $(SPEC) $(SYNC_ARGS)
 
 .PHONY: up
-up: install ## Bring the cluster up holding (UP_ARGS="--target kubernetes", "--target hosts --host gpu01 --host gpu02 --remote-dir /srv/job", ...)
+up: cli ## Bring the cluster up holding (UP_ARGS="--target kubernetes", "--target hosts --host gpu01 --host gpu02 --remote-dir /srv/job", ...)
 	$(BIN)/nodeweave up --spec $(SPEC) --hold $(UP_ARGS)
 
 .PHONY: run
-run: install ## Run the spec's job (or RUN_ARGS="-- train.py --lr 1e-3", "--sweep NCCL_MAX_NCHANNELS=8,16 --metric 'samples/s ([0-9.]+)'") on every node; logs in runs/
+run: cli ## Run the spec's job (or RUN_ARGS="-- train.py --lr 1e-3", "--sweep NCCL_MAX_NCHANNELS=8,16 --metric 'samples/s ([0-9.]+)'") on every node; logs in runs/
 	$(BIN)/nodeweave run --spec $(SPEC) $(RUN_ARGS)
 
 .PHONY: status
-status: install ## One row per node: up, hold, rank, plan hash, run in progress, GPU use
+status: cli ## One row per node: up, hold, rank, plan hash, run in progress, GPU use
 	$(BIN)/nodeweave status --spec $(SPEC)
 
 .PHONY: logs
-logs: install ## Every node's output with [node-i] prefixes, followed (the last run's in hold mode)
+logs: cli ## Every node's output with [node-i] prefixes, followed (the last run's in hold mode)
 	$(BIN)/nodeweave logs --spec $(SPEC) -f
 
 .PHONY: down
-down: install ## Take the cluster down (Kubernetes claims are kept unless DOWN_ARGS=--delete-claims)
+down: cli ## Take the cluster down (Kubernetes claims are kept unless DOWN_ARGS=--delete-claims)
 	$(BIN)/nodeweave down --spec $(SPEC) $(DOWN_ARGS)
 
 .PHONY: test

@@ -275,7 +275,7 @@ def test_the_verbs_that_pick_nodes_are_the_expected_ones():
     (["sync", "src", "/workspace", "-t", "podman:nwold-0", "--dry-run"], "sync -t podman:nwold-0",
      "sync --node podman:nwold-0"),
     (["doctor", "--cluster", "--on", "podman:nwold-0", "--json"], "doctor --on podman:nwold-0",
-     "doctor --node podman:nwold-0"),
+     "doctor --cluster --node podman:nwold-0"),
     (["hosts", "probe", "--via", "podman", "nwold-0"], "hosts probe --via podman nwold-0",
      "hosts probe --node podman:nwold-0"),
     (["init", "--via", "podman", "--host", "nwold-0", "--dry-run"], "init --via podman --host nwold-0",
@@ -315,7 +315,7 @@ def test_the_node_selector(given, chosen):
 
 
 @pytest.mark.parametrize("given, words", [
-    (["4"], "--node 4 is not a node of this cluster: 0..3"), (["3-1"], "a range runs low to high"),
+    (["4"], "--node 4 is not a node of this cluster (0..3); the nodes: node-0 ("), (["3-1"], "a range runs low to high"),
     (["gpu09"], "--node 'gpu09' names no node of this cluster"),
 ])
 def test_a_bad_node_is_one_line_naming_it(given, words):

@@ -167,7 +167,7 @@ def write_planned(files, spec_path):
 def test_kubernetes_up_applies_an_overlay_that_holds_and_down_keeps_the_claim(spec_path):
     b = backend(spec_path, target="kubernetes")
     planned = b.up_files("hold")
-    assert not (spec_path.parent / ".nodeweave/kube").exists()  # planned, not written: a dry run writes nothing
+    assert not (spec_path.parent / ".nodeweave/job/kube").exists()  # planned, not written: a dry run writes nothing
     write_planned(planned, spec_path)
     (drop_old,), (apply,) = b.up_steps("hold", None)
     assert drop_old.argv[-4:] == ("secret", "-l", "app.kubernetes.io/instance=job,app.kubernetes.io/component=job-token",
@@ -189,7 +189,7 @@ def test_kubernetes_up_applies_an_overlay_that_holds_and_down_keeps_the_claim(sp
     assert mount["containers"][0]["env"] == [{"name": "NODEWEAVE_JOB_TOKEN_FILE", "value": "/run/nodeweave/job-token"}]
     assert all(token not in p.read_text() for p in overlay.parent.rglob("*.yaml"))
     b.close()
-    assert overlay.exists() and overlay == spec_path.parent / ".nodeweave/kube/job/manifests/nodeweave-up"  # kept
+    assert overlay.exists() and overlay == spec_path.parent / ".nodeweave/job/kube/manifests/nodeweave-up"  # kept
     (delete,), (tokens,) = b.down_steps(delete_claims=False)
     write_planned(b.down_files(), spec_path)
     assert tokens.argv[-3:-1] == ("-l", "app.kubernetes.io/instance=job,app.kubernetes.io/component=job-token")

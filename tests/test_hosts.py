@@ -146,7 +146,7 @@ def test_the_old_hostfile_spelling_still_works_with_a_note(tmp_path):
     """--hostfile was the output's name; it reads like the input list, so --write-hostfile replaces it."""
     out = subprocess.run([*NODEWEAVE, "hosts", "probe", "--hostfile", str(tmp_path / "hf"), "--via", "ssh", "a;b"],
                          capture_output=True, text=True)
-    assert "--hostfile is deprecated for hosts probe" in out.stderr and "use --write-hostfile" in out.stderr
+    assert "`hosts probe --hostfile " in out.stderr and "is now `hosts probe --write-hostfile " in out.stderr
     assert out.returncode == 2 and "host 'a;b'" in out.stderr and out.stdout == ""
 
 

@@ -100,7 +100,7 @@ def test_another_context_uploads_the_dockerfile_rendered_for_this_spec(project, 
         (folder / "entrypoint" / "nodeweave-entrypoint.pyz").read_bytes())
     out = run(project, "--context", str(checkout))
     assert out.returncode == 0, out.stderr
-    uploaded = folder / ".nodeweave" / "openshift-upload" / "osb" / "images" / "cuda12" / "Dockerfile"
+    uploaded = folder / ".nodeweave" / "osb" / "openshift-upload" / "images" / "cuda12" / "Dockerfile"
     assert uploaded.read_text() == (folder / "images" / "cuda12" / "Dockerfile").read_text()
 
 
@@ -126,11 +126,11 @@ def test_the_dry_run_prints_both_commands_and_runs_neither(project):
     folder, log, _ = project
     out = run(project, "--dry-run")
     assert out.returncode == 0, out.stderr
-    tree = folder / ".nodeweave" / "openshift-build" / "osb"
+    tree = folder / ".nodeweave" / "osb" / "openshift-build"
     assert f"oc apply -n nccl-test -k {tree}" in out.stdout
-    upload = folder / ".nodeweave" / "openshift-upload" / "osb"
+    upload = folder / ".nodeweave" / "osb" / "openshift-upload"
     assert f"oc start-build osb -n nccl-test --from-dir={upload} --follow --wait" in out.stdout
-    assert "would write .nodeweave/openshift-build/osb/buildconfig.yaml" in out.stdout
+    assert "would write .nodeweave/osb/openshift-build/buildconfig.yaml" in out.stdout
     assert not log.exists() and not tree.exists() and not upload.exists()  # planned, not written
 
 

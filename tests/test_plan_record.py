@@ -149,7 +149,7 @@ def test_down_on_kubernetes_runs_its_dry_runs_plan(tmp_path):
            "STANDIN_REAL_KUBECTL": real, **{k: os.environ[k] for k in ("PYTHONPATH",) if k in os.environ}}
     down = assert_same(tmp_path, env, "down", "-t", "kubernetes")
     written = [f["path"] for p in down["phases"] for f in p.get("files", [])]  # the tree delete -k reads
-    assert ".nodeweave/kube/planrec/manifests/nodeweave-up/kustomization.yaml" in written, written
+    assert ".nodeweave/planrec/kube/manifests/nodeweave-up/kustomization.yaml" in written, written
     deletes = [s["argv"] for p in down["phases"] for s in p.get("steps", [])]
     assert deletes[0][:5] == ["kubectl", "delete", "-n", "ml", "-k"] and len(deletes) == 2  # the tree, the tokens
     claims = assert_same(tmp_path, env, "down", "-t", "kubernetes", "--delete-claims")

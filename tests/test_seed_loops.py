@@ -86,11 +86,16 @@ def test_sync_to_a_hosts_file_defaults_to_the_recorded_workspace_not_the_contain
     assert [t.label for t in req.targets] == ["ssh:gpu01", "ssh:gpu02"] and req.dest == "/srv/seed"
 
 
-def test_sync_follows_the_local_target_to_its_containers(spec_path):
+def test_sync_follows_the_local_target_to_its_containers(spec_path, monkeypatch):
+    from nodeweave.cluster.backends.local import LocalCluster
     from nodeweave.cluster.options import ClusterOptions, save_state
+    from nodeweave.errors import EnvironmentProblem
     from nodeweave.sync import request as rq
 
     save_state(spec_path, "seed", ClusterOptions(target="local", engine="docker").checked())
+    with pytest.raises(EnvironmentProblem, match="seed is not up on docker .*nowhere to sync to; `nodeweave up`"):
+        rq.build_request(None, None, rq.TargetArgs(), rq.FilterArgs(), rq.SyncOptions(), spec_path)
+    monkeypatch.setattr(LocalCluster, "not_up", lambda self, nodes: {})  # as if both containers ran
     req = rq.build_request(None, None, rq.TargetArgs(), rq.FilterArgs(), rq.SyncOptions(), spec_path)
     assert [t.label for t in req.targets] == ["docker:seed-0", "docker:seed-1"] and req.dest == "/workspace"
 
@@ -219,10 +224,10 @@ def test_accelerates_rdzv_backend_is_the_users_and_its_parser_reads_it():
 def test_the_kube_dry_run_keeps_its_tree_under_dot_nodeweave_and_openshift_means_oc(spec_path):
     out = nodeweave(spec_path, "up", "-t", "openshift", "--hold", "--dry-run")
     assert out.returncode == 0, out.stderr
-    tree = spec_path.parent / ".nodeweave" / "kube" / "seed"
+    tree = spec_path.parent / ".nodeweave" / "seed" / "kube"
     apply = [line for line in out.stdout.splitlines() if " apply " in line and not line.startswith("#")]
     assert apply == [f"oc apply -n ml -k {tree}/manifests/nodeweave-up"], out.stdout
-    planned = [line for line in out.stdout.splitlines() if line.startswith("# would write .nodeweave/kube/seed/")]
+    planned = [line for line in out.stdout.splitlines() if line.startswith("# would write .nodeweave/seed/kube/")]
     assert any("manifests/nodeweave-up/kustomization.yaml" in line for line in planned), out.stdout
     assert any("manifests/base/statefulset.yaml" in line and "sha256:" in line for line in planned), out.stdout
     assert not tree.exists()  # a dry run writes nothing: the real up writes the tree it lists, kept to inspect
@@ -247,7 +252,7 @@ def test_up_applies_an_overlay_folder_of_the_users_own(spec_path):
         "  patch: '[{\"op\": \"replace\", \"path\": \"/spec/replicas\", \"value\": 1}]'\n")
     out = nodeweave(spec_path, "up", "-t", "kubernetes", "--overlay", "deploy/one-pod", "--hold", "--dry-run")
     assert out.returncode == 0, out.stderr
-    overlay = folder / ".nodeweave/kube/seed/manifests/nodeweave-up"
+    overlay = folder / ".nodeweave/seed/kube/manifests/nodeweave-up"
     assert not overlay.exists()  # the dry run writes nothing; the files it lists, written as the real up does:
     from test_cluster_argv import backend, write_planned
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -86,13 +87,18 @@ def test_missing_tools_exit_3(tmp_path):
     assert out.returncode == 2 and "--method 'scp' is not accepted: auto | stream | rsync | tar" in out.stderr
 
 
-def test_spec_defaults_name_the_statefulset_pods(tmp_path):
-    """With no target flags, the spec's pods <name>-0..N-1 in its namespace are the targets."""
-    (tmp_path / "nodeweave.yaml").write_text(
-        "name: llama\nimage: {variant: cpu}\nnodes: 3\nlauncher: {script: train.py}\n"
-        "workspace: {path: /workspace/llama}\nkubernetes: {namespace: ml}\n")
-    env = {"PATH": str(tmp_path / "empty-bin"), "HOME": str(tmp_path)}
+def test_with_no_target_sync_goes_where_every_verb_goes(tmp_path):
+    """With no target flags and nothing up, the default cluster of every verb: local (here without an engine:
+    exit 3 naming it), or for an OpenShift spec the spec's pods; never a different default for sync."""
+    spec = tmp_path / "nodeweave.yaml"
+    plain = ("name: llama\nimage: {variant: cpu}\nnodes: 3\nlauncher: {script: train.py}\n"
+             "workspace: {path: /workspace/llama}\nkubernetes: {namespace: ml%s}\n")
+    spec.write_text(plain % "")
+    env = {"PATH": str(tmp_path / "empty-bin"), "HOME": str(tmp_path), **{k: v for k, v in os.environ.items()
+                                                                          if k == "PYTHONPATH"}}
     out = run("--tar", cwd=tmp_path, env=env)
     assert out.returncode == 3, out.stderr
-    assert ("pod:ml/llama-0[trainer], pod:ml/llama-1[trainer], pod:ml/llama-2[trainer] need it"
-            in out.stderr)
+    assert "podman:llama-0, podman:llama-1, podman:llama-2 need it" in out.stderr
+    spec.write_text(plain % ", openshift: true")
+    out = run("--tar", cwd=tmp_path, env=env)
+    assert out.returncode == 3 and "oc" in out.stderr and out.stderr.count("\n") == 1, out.stderr

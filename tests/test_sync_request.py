@@ -22,7 +22,11 @@ def project(tmp_path, monkeypatch):
     return tmp_path
 
 
-def build(project: Path, *, src=None, dest=None, targets=TargetArgs(), filters=FilterArgs(), shared=None,
+# The spec's own pods, named (with no target, sync goes to the cluster `up` made, as every verb: test_sync_cli.py)
+SPEC_PODS = TargetArgs(statefulset="llama", replicas=3)
+
+
+def build(project: Path, *, src=None, dest=None, targets=SPEC_PODS, filters=FilterArgs(), shared=None,
           extra="", options=SyncOptions()):
     spec = project / "nodeweave.yaml"
     spec.write_text(SPEC % extra)

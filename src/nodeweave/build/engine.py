@@ -8,7 +8,8 @@ through the buildx plugin when the client has it, else through the classic
 as Debian 12's docker.io 20.10) carry built in. A client from 23.0 on without
 buildx can only run the legacy builder, which lacks ``RUN --mount``: it is
 reported and skipped, as is a client whose daemon does not answer.
-``NODEWEAVE_ENGINE=docker|podman`` picks one explicitly.
+``NODEWEAVE_ENGINE=docker|podman`` picks one explicitly, for every verb (``--engine`` wins over it); else
+podman is asked first, then docker, by every verb (``ORDER``), so an image is built into the engine ``up`` runs.
 """
 
 from __future__ import annotations
@@ -21,8 +22,7 @@ from typing import List, Optional
 
 from nodeweave.errors import EnvironmentProblem, UsageError
 
-ENGINES = ("docker", "podman")
-ENGINE_VARIABLE = "NODEWEAVE_ENGINE"
+from nodeweave.engines import ENGINE_VARIABLE, ENGINES, ORDER, engine_said, installed_engine  # noqa: F401 (one rule)
 # How an engine builds: `<engine> buildx build` (the buildx plugin; podman's built-in alias), or the
 # classic `docker build` of a client with BuildKit built in, driven with DOCKER_BUILDKIT=1.
 BUILDX = "buildx"
@@ -106,19 +106,22 @@ _PROBES = {"docker": _probe_docker, "podman": _probe_podman}
 
 
 def detect_engine(preferred: "str | None" = None) -> Engine:
-    """The first engine that answers: ``preferred``, else $NODEWEAVE_ENGINE, else docker then podman."""
-    choice = preferred or os.environ.get(ENGINE_VARIABLE) or None
-    if choice is not None and choice not in ENGINES:
-        source = "--engine" if preferred else ENGINE_VARIABLE
-        raise UsageError(f"{source}={choice!r} is not an engine nodeweave drives; use one of {', '.join(ENGINES)}")
-    order = [choice] if choice else list(ENGINES)
+    """The first engine that answers: ``preferred``, else $NODEWEAVE_ENGINE, else podman then docker."""
+    choice = engine_said(preferred)
+    order = [choice] if choice else list(ORDER)
     reasons: List[str] = []
     for kind in order:
         engine, reason = _PROBES[kind]()
         if engine is not None:
             return engine
         reasons.append(reason)
+    if choice is not None:
+        other = next(kind for kind in ENGINES if kind != choice)
+        source = "--engine" if preferred else ENGINE_VARIABLE
+        instead = (f"; {other} is installed: leave out {source} (or name {other}) to use it" if shutil.which(other)
+                   else f"; start it, or install {other}")
+        raise EnvironmentProblem(f"{source} names {choice}, which does not answer: {reasons[0]}{instead}")
     raise EnvironmentProblem(
         "no container engine is running: " + "; ".join(reasons)
-        + ". Start dockerd or install podman (bash .ci/setup-engine.sh and .ci/setup-docker.sh do it on Debian)."
+        + ". Install podman or start dockerd (bash .ci/setup-engine.sh and .ci/setup-docker.sh do it on Debian)."
     )

@@ -1,13 +1,13 @@
 """``image build --target openshift``: the cluster builds the image from the spec's BuildConfig.
 
 The ImageStream and BuildConfig ``render openshift-build`` writes are
-applied from ``.nodeweave/openshift-build/<job>/`` beside the spec (kept, so a
+applied from ``.nodeweave/<job>/openshift-build/`` beside the spec (kept, so a
 real build's commands can be inspected and rerun), then ``oc start-build <job>
 --from-dir=<upload> --follow --wait`` uploads what the build reads (a binary
 source; a git source builds from its repository) and streams the build's log
 until it ends.
 
-The upload is ``.nodeweave/openshift-upload/<job>/``: the Dockerfile rendered
+The upload is ``.nodeweave/<job>/openshift-upload/``: the Dockerfile rendered
 for this spec at ``images/<variant>/Dockerfile`` (whatever the context holds
 there: a nodeweave checkout given as ``--context`` would otherwise build its
 own), the sources its COPY/ADD lines read from the context (less what the
@@ -36,9 +36,10 @@ from typing import Callable, Dict, List, Optional, Tuple
 from nodeweave.steps import Step, execute, need_tool
 from nodeweave.errors import NodeweaveError, UsageError
 from nodeweave.remote import RemoteOptions, kind_class
+from nodeweave.cluster.options import JobState
 
-KEPT_TREE = ".nodeweave/openshift-build"
-UPLOAD_TREE = ".nodeweave/openshift-upload"
+KEPT_TREE = "openshift-build"  # in the job's folder: .nodeweave/<job>/openshift-build
+UPLOAD_TREE = "openshift-upload"
 # `oc start-build` prints "build.build.openshift.io/<name> started" before the log.
 _STARTED = re.compile(r"^build(?:\.build\.openshift\.io)?/(\S+) started")
 
@@ -120,7 +121,8 @@ def build_steps(spec, spec_path: Path, context: Path, variant: str, kube_cli: st
         raise UsageError(f"variant {variant!r} is not accepted for --target openshift: the spec's BuildConfig builds "
                          f"variant {r.variant.key} (image.variant); build that, or change image.variant")
     binary = spec.kubernetes.build is None or spec.kubernetes.build.source != "git"
-    upload = spec_path.resolve().parent / UPLOAD_TREE / spec.name
+    job = JobState.of(spec_path, spec.name)
+    upload = job.kept(UPLOAD_TREE)
     staged = None
     if binary:
         from nodeweave.build.context import check_context_paths, check_copied_sources, rendered_dockerfile
@@ -129,8 +131,8 @@ def build_steps(spec, spec_path: Path, context: Path, variant: str, kube_cli: st
         text = rendered_dockerfile(r)
         check_copied_sources(context, text, f"images/{r.variant.key}/Dockerfile")
         staged = Upload(upload, r.variant.key, text, upload_sources(context, text))
-    tree = spec_path.resolve().parent / KEPT_TREE / spec.name
-    kept = {f"{KEPT_TREE}/{spec.name}/{rel[len(openshift_build.BUILD) + 1:]}": text
+    tree = job.kept(KEPT_TREE)
+    kept = {f"{job.shown(tree)}/{rel[len(openshift_build.BUILD) + 1:]}": text
             for rel, text in openshift_build.render_files(spec).items() if rel.startswith(openshift_build.BUILD + "/")}
     cli = kind_class(kube_cli)
     ns = spec.kubernetes.namespace

@@ -12,7 +12,7 @@ from typing import List, Optional
 
 import typer
 
-from nodeweave.cli.habits.output import checked, emit, output_option
+from nodeweave.cli.habits.output import checked, complete_from, emit, output_option
 from nodeweave.errors import EXIT_FAILURE, EnvironmentProblem, UsageError
 
 
@@ -29,8 +29,8 @@ def bench(
     iters: int = typer.Option(20, "--iters", help="timed iterations per size"),
     warmup: int = typer.Option(5, "--warmup", help="untimed iterations per size"),
     nproc: str = typer.Option("auto", "--nproc", help="processes on this node (auto: one per GPU)"),
-    backend: str = typer.Option("auto", "--backend", help="auto | nccl | gloo (auto: nccl where torch sees a GPU)"),
-    dtype: str = typer.Option("float32", "--dtype", help="float32 | bfloat16 | float16"),
+    backend: str = typer.Option("auto", "--backend", autocompletion=complete_from("auto", "nccl", "gloo"), help="auto | nccl | gloo (auto: nccl where torch sees a GPU)"),
+    dtype: str = typer.Option("float32", "--dtype", autocompletion=complete_from("float32", "bfloat16", "float16"), help="float32 | bfloat16 | float16"),
     sweep: List[str] = typer.Option([], "--sweep", help="VAR=a,b,c; repeatable; each point of the matrix is a "
                                     "fresh launch with those variables, ranked against a baseline launch"),
     as_json: bool = typer.Option(False, "--json", help="print every number as JSON on stdout (tables go to stderr)"),

@@ -14,7 +14,7 @@ import typer
 from nodeweave.cli.habits.clusteropts import (DRY_RUN, JSON, REACH, SPEC, console, open_cluster, reach_options,
                                               say, show_plan)
 from nodeweave.cli.habits.nodes import NODE
-from nodeweave.cli.habits.output import data_format, emit, is_data, output_option
+from nodeweave.cli.habits.output import complete_from, data_format, emit, is_data, output_option
 from nodeweave.errors import NodeweaveError
 
 if TYPE_CHECKING:
@@ -26,7 +26,8 @@ CHECK_HELP = ("Check every node (facts, CPU/GPU probes, nvidia-smi or amd-smi, t
               "torch.distributed with the job's backend, then one ring all-reduce) and name what is more than "
               "--threshold below the median of "
               "its peers, with the figure and the likely cause. The nodes should hold (`nodeweave up --hold`). "
-              "Report in runs/<time>-<job>-check/. Exit 0: healthy; 5: something named; 1: the check could not run.")
+              "Report in runs/<time>-<job>-check/. Exit 0: healthy; 1: the check could not run; 2: bad input (named); "
+              "3: no engine or the cluster is not up; 5: something named.")
 
 
 def job_context(spec, spec_path: Path, backend):
@@ -63,7 +64,7 @@ def check_command(
     threshold: float = typer.Option(25.0, "--threshold", help="Percent below the median of its peers at which a "
                                     "node or link is named"),
     repeats: int = typer.Option(2, "--repeats", help="Extra samples of every figure near the line, before a verdict"),
-    backend_name: str = typer.Option("auto", "--backend", help="auto (nccl where torch sees a GPU, else gloo) | "
+    backend_name: str = typer.Option("auto", "--backend", autocompletion=complete_from("auto", "nccl", "gloo"), help="auto (nccl where torch sees a GPU, else gloo) | "
                                      "nccl | gloo"),
     seconds: float = typer.Option(0.25, "--seconds", help="Seconds per direction of a link measurement"),
     timeout: float = typer.Option(300.0, "--timeout", help="Seconds a node may wait for the others: the check-in and each collective"),
@@ -84,8 +85,7 @@ def check_command(
     fmt = data_format(as_json, output)
     check_options = CheckOptions(threshold / 100.0, repeats, backend_name, seconds, timeout, verbose)
     spec, backend, _ = open_cluster(spec_path, reach, dry_run=dry_run)
-    for note in backend.check_folders():  # exit 3 first when the nodes could not write the checkpoint folder
-        console(stderr=True).print(f"note: {note}", highlight=False, markup=False, soft_wrap=True)
+    notes = backend.check_folders()  # exit 3 first when the nodes could not write the checkpoint folder
     nodes, shape = backend.live_nodes("check", dry_run), {}
     if node:  # the first N nodes only: ranks are the nodes' places, as in `run --node`
         from nodeweave.cli.habits.nodes import first_nodes
@@ -94,8 +94,12 @@ def check_command(
         nodes, shape = run_overrides(nodes, nodes=first_nodes(nodes, node, "check"))
     plan = check_plan(backend.where(), nodes, check_options, shape, runs_dir or spec_path.resolve().parent / RUNS,
                       spec.name)
+    if not dry_run:
+        backend.require_up(nodes, "check")  # before the run folder is made: nothing up is exit 3, said once
+    for note in notes:  # what the nodes may not write: worth saying only to nodes that are up, or in the plan
+        console(stderr=True).print(f"note: {note}", highlight=False, markup=False, soft_wrap=True)
     if dry_run:
-        show_plan(plan, fmt)
+        show_plan(plan, fmt, backend, nodes, "check")
         return
     out = console(stderr=is_data(fmt))
     results = []

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING, List, Optional
@@ -12,8 +11,8 @@ import typer
 from nodeweave.cli.habits.base import find_spec
 from nodeweave.cli.habits.clusteropts import (DRY_RUN, JSON, REACH, SPEC, console, default_mode,
                                               open_cluster, reach_options, say, show_plan, spec_command)
-from nodeweave.cli.habits.nodes import NODE, checked_selectors, pick_nodes, pick_one, run_folder_indices
-from nodeweave.cli.habits.output import checked, complete_run_ids, data_format, emit, is_data, output_option
+from nodeweave.cli.habits.nodes import NODE, checked_selectors, complete_node, pick_nodes, pick_one, run_folder_indices
+from nodeweave.cli.habits.output import complete_run_ids, data_format, emit, is_data, output_option
 from nodeweave.errors import NodeweaveError, UsageError
 
 if TYPE_CHECKING:
@@ -49,7 +48,7 @@ def up_command(
         plan = up_plan(backend, mode, image, timeout, wait, dry_run,
                        (lambda nodes: default_check(nodes, spec, spec_path)) if check else None)
         if dry_run:
-            show_plan(plan, fmt)
+            show_plan(plan, fmt, backend, None, "up")  # the engine or tool missing; the nodes need not be up
             return
         # the nodes once the plan's phases before the wait ran (a Slurm allocation's are Slurm's to pick)
         handlers = {"allocate": lambda phase: _allocate(backend, phase, out),
@@ -108,7 +107,7 @@ def down_command(
     try:
         plan = down_plan(backend, delete_claims, dry_run, renamed)
         if dry_run:
-            show_plan(plan, fmt)
+            show_plan(plan, fmt, backend, None, "down")
             return
         if plan.of_kind("stop"):  # bare hosts: nothing to take down but the runs
             _stop(plan, backend.spec_dir, out, fmt)
@@ -148,19 +147,19 @@ def status_command(
     rows = gather(backend, nodes, spec_command(spec))
     agree = agreement(rows)
     view = None
-    if fingerprints:
+    answering = [n for n, r in zip(nodes, rows) if r["up"]]
+    if fingerprints and answering:  # nothing up: no fingerprints to ask for, and none "refused"
         from nodeweave.doctor.cluster import survey_targets  # doctor --cluster's view, asked through the nodes
 
-        view = survey_targets([n for n, r in zip(nodes, rows) if r["up"]])
+        view = survey_targets(answering)
     watch = ask_ranks([n for n, r in zip(nodes, rows) if r["up"]], stacks) if ranks or stacks else None
     extra = {**({"fingerprints": view.to_dict()} if view is not None else {}), **({"ranks": watch[0]} if watch else {})}
     renamed = list(backend.renamed)
     data = {"where": backend.where(), "plans_agree": agree, "nodes": rows, **extra,
             **({"renamed": renamed} if renamed else {})}
-    if as_json:
-        typer.echo(json.dumps(data, indent=2))
-    elif not emit(data, checked(output)):
-        console().print(status_table(backend, rows))
+    fmt = data_format(as_json, output)
+    if not emit(data, fmt):
+        console().print(status_table(backend, rows, wide=fmt == "wide"))
         if view is not None:
             from nodeweave.cli.doctor import print_cluster_view
 
@@ -170,8 +169,11 @@ def status_command(
     for line in renamed:  # the old name's nodes still hold their GPUs: said on every status until down
         console(stderr=True).print(f"note: {line}", highlight=False, markup=False, soft_wrap=True)
     problems = status_problems(rows)
-    if rows and not any(r["up"] for r in rows):
-        problems = [f"{spec.name} is down on {backend.where()} (no node answers); `nodeweave up` starts it"]
+    if rows and not answering:  # the same answer as every verb's when nothing is up: exit 3, one line
+        from nodeweave.errors import EnvironmentProblem
+
+        raise EnvironmentProblem(f"{spec.name} is down on {backend.where()} (no node answers); `nodeweave up` "
+                                 "starts it")
     refusals = sum(f.severity == "error" for f in view.findings) if view is not None else 0
     if refusals:
         problems.append(f"the fingerprints hold {refusals} refusal(s) (see the findings)")
@@ -211,7 +213,7 @@ def stop_command(
     nodes = pick_nodes(every, node)
     plan = stop_plan(backend, nodes, grace, every_node=len(nodes) == len(every))
     if dry_run:
-        show_plan(plan, fmt)
+        show_plan(plan, fmt, backend, nodes, "stop")
         return
     backend.require_up(nodes, "stop")
     if not _stop(plan, backend.spec_dir, console(stderr=is_data(fmt)), fmt):
@@ -221,10 +223,11 @@ def stop_command(
 @reach_options
 def shell_command(
     node: List[str] = typer.Option([], "--node", metavar="NODE", help="The node (default: node 0, the master): "
-                                   "its index, name or address KIND:NAME, as every verb's --node", callback=checked_selectors),
+                                   "its index, name or address KIND:NAME, as every verb's --node", callback=checked_selectors,
+                                   autocompletion=complete_node),
     index: Optional[str] = typer.Argument(None, hidden=True, help="Deprecated: the node's index (now --node)"),
     spec_path: Optional[Path] = SPEC, reach: "ClusterOptions" = REACH, dry_run: bool = DRY_RUN,
-    output: str = output_option(),
+    output: str = output_option(), as_json: bool = JSON,
 ) -> None:
     """An interactive shell in one node (--node; default node 0)."""
     spec_path = find_spec(spec_path)
@@ -241,7 +244,7 @@ def shell_command(
     chosen = pick_one(backend.live_nodes("open a shell in", dry_run), wanted, "shell")
     plan = shell_plan(backend, chosen)
     if dry_run:
-        show_plan(plan, checked(output))
+        show_plan(plan, data_format(as_json, output), backend, [chosen], "shell")
         return
     backend.require_up([chosen], "shell")
     execute(plan, backend.spec_dir, say(console(stderr=True)), {"shell": _exec_shell})

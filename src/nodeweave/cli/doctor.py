@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, List, Optional
 
 import typer
 
-from nodeweave.cli.habits.nodes import NODE
+from nodeweave.cli.habits.nodes import checked_selectors, complete_node
 from nodeweave.cli.habits.output import data_format, emit, is_data, output_option, table_width
 from nodeweave.errors import UsageError
 
@@ -132,7 +132,7 @@ def _which_nodes(node: "list[str]", on: "list[str]", cluster: bool, spec_path: "
     if on:
         from nodeweave.cli.habits.spellings import note_renamed
 
-        note_renamed(f"doctor --on {on[0]}", f"doctor --node {on[0]}")
+        note_renamed(f"doctor --on {on[0]}", f"doctor --cluster --node {on[0]}")  # --on only ever meant --cluster's
         if not cluster:
             raise UsageError("--on names the nodes of --cluster; add --cluster (or leave --on out)")
     if node and not cluster and spec_path is None:
@@ -201,7 +201,8 @@ def spec_env(spec_path: Path, node: "list[str]") -> "dict[str, str]":
     rank = picked[0]
     master = spec.hosts[0] if spec.hosts else f"{spec.name}-0"
     env = {**spec.env, **dict(resolve(spec).contract_env("compose")), "NODEWEAVE_NNODES": str(spec.nodes),
-           "NODE_RANK": str(rank), "MASTER_ADDR": master, "MASTER_PORT": str(spec.launcher.master_port)}
+           "NODE_RANK": str(rank), "MASTER_ADDR": master, "MASTER_PORT": str(spec.launcher.master_port),
+           "NODEWEAVE_JOB_ID": spec.name}  # the job id the nodes read from their names <name>-<i>
     return {**env, **os.environ}
 
 
@@ -224,13 +225,16 @@ def doctor(
                                            "DIR/capture/: attach it to a bug report (DIR must be new or empty)"),
     spec_path: Optional[Path] = typer.Option(None, "--spec", help="judge this node as node --node of this spec: "
                                              "its node count, launcher, env and master (variables set here win)"),
-    node: List[str] = NODE,
+    node: List[str] = typer.Option([], "--node", metavar="NODE", callback=checked_selectors, autocompletion=complete_node,
+                                   help="As every verb's --node (an index, a range, a name or KIND:NAME); with "
+                                        "--spec, the one node this machine is judged as (default: 0); with "
+                                        "--cluster, the nodes to ask through (default: every node)"),
 ) -> None:
     """Check this node for NCCL/RCCL settings, limits and hardware that hurt multi-node training.
 
-    --node, as in every verb: with --spec, the one node of the spec this machine is judged as (default 0);
+    --node, as in every verb: with --spec, the one node of the spec this machine is judged as (default: 0);
     with --cluster, the nodes to ask through (KIND:NAME addresses, or indices and names of the cluster
-    `nodeweave up` made).
+    `nodeweave up` made; default: every node).
     """
     from rich.console import Console
 

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
 EXEC_HELP = ("Run COMMAND on every node at once through its exec channel, without the launcher (as `sky exec` or "
              "pdsh): each line prefixed with \\[node-i], every node's exit code collected. Exit 0: every node 0; "
-             "1: a node failed or timed out (all named); 3: the cluster is not up.")
+             "1: a node failed or timed out (all named); 2: bad input (named); 3: no engine or the cluster is not up.")
 
 
 @reach_options
@@ -49,7 +49,7 @@ def exec_command(
     nodes = pick_nodes(backend.live_nodes("exec", dry_run), node)
     plan = exec_plan(backend, nodes, list(command), variables, timeout)
     if dry_run:
-        show_plan(plan, fmt)
+        show_plan(plan, fmt, backend, nodes, "exec")
         return
     backend.require_up(nodes, "exec")
     out = console(stderr=is_data(fmt))

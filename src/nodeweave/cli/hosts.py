@@ -15,7 +15,7 @@ import typer
 
 from nodeweave.cli.habits.base import NodeweaveTyper
 from nodeweave.cli.habits.nodes import checked_selectors
-from nodeweave.cli.habits.output import data_format, emit, is_data, output_option
+from nodeweave.cli.habits.output import complete_from, data_format, emit, is_data, output_option
 from nodeweave.errors import EnvironmentProblem, NodeweaveError, UsageError
 
 if TYPE_CHECKING:  # rich is imported where a table is drawn, not at start-up
@@ -38,7 +38,7 @@ def probe_command(
     write_hostfile: Optional[Path] = typer.Option(None, "--write-hostfile", help="Write a DeepSpeed hostfile (host slots=N, master first) here"),
     old_hostfile: Optional[Path] = typer.Option(None, "--hostfile", hidden=True, help="Deprecated spelling of --write-hostfile"),
     force: bool = typer.Option(False, "--force", help="Replace an existing --write-hostfile"),
-    vendor: Optional[str] = typer.Option(None, "--vendor", help="Write only the nvidia or amd hosts (a hostfile mixing both is refused)"),
+    vendor: Optional[str] = typer.Option(None, "--vendor", autocompletion=complete_from("nvidia", "amd"), help="Write only the nvidia or amd hosts (a hostfile mixing both is refused)"),
     master: Optional[str] = typer.Option(None, "--master", help="Name whose route picks each host's interface (default: the first host)"),
     namespace: Optional[str] = typer.Option(None, "--namespace", "-n", help="Namespace of the pods (--node pod:NAME, oc:NAME)"),
     container: Optional[str] = typer.Option(None, "--container", "-c", help="Container in each pod (--node pod:NAME, oc:NAME)"),
@@ -129,8 +129,10 @@ def _hostfile_path(new: "Path | None", old: "Path | None", force: bool) -> "Path
     if new is not None and old is not None:
         raise UsageError("--hostfile is the old spelling of --write-hostfile: give only --write-hostfile")
     if old is not None:
-        typer.echo("nodeweave: note: --hostfile is deprecated for hosts probe (it reads like the input "
-                   "list); use --write-hostfile. The old spelling goes away in the next release.", err=True)
+        from nodeweave.cli.habits.spellings import note_renamed
+
+        note_renamed(f"hosts probe --hostfile {old}", f"hosts probe --write-hostfile {old}",
+                     "--hostfile reads like the input list")
     path = new or old
     if path is not None and path.exists() and not force:
         raise UsageError(f"{path} exists; pass --force to replace it, or choose another --write-hostfile path")

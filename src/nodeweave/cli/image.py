@@ -14,7 +14,7 @@ import typer
 
 from nodeweave.cli.habits.base import NodeweaveTyper, find_spec, spec_option
 from nodeweave.cli.habits.clusteropts import show_plan
-from nodeweave.cli.habits.output import output_option
+from nodeweave.cli.habits.output import complete_from, complete_variants, json_option, output_option
 from nodeweave.cli.variants import variants
 from nodeweave.errors import UsageError
 
@@ -35,16 +35,18 @@ def _parse_build_args(values: List[str]) -> dict:
     return parsed
 
 
-def _engine_for_dry_run(console, engine_name: Optional[str]):
-    """The engine a real build would use, for the dry run's command line; None when none answers."""
+def _engine_for_dry_run(engine_name: Optional[str]):
+    """(the engine a real build would use, or None when it does not answer; the kind the plan shows: the engine
+    named, else the first installed, as the real build picks; what the real build would end with, or None)."""
     from nodeweave.build import detect_engine
+    from nodeweave.engines import installed_engine
     from nodeweave.errors import EnvironmentProblem
 
     try:
-        return detect_engine(engine_name)
+        engine = detect_engine(engine_name)
+        return engine, engine.kind, None
     except EnvironmentProblem as problem:
-        console.print(f"[yellow]note[/yellow]: {problem}", highlight=False)
-        return None
+        return None, installed_engine(engine_name) or "podman", f"the real build would end with exit 3: {problem}"
 
 
 def _checked_tag(tag: Optional[str]) -> Optional[str]:
@@ -58,7 +60,7 @@ def _checked_tag(tag: Optional[str]) -> Optional[str]:
 
 @image_app.command("build")
 def build(
-    variant: Optional[str] = typer.Argument(None, help="images catalogue key (`nodeweave image variants`), e.g. cpu, "
+    variant: Optional[str] = typer.Argument(None, autocompletion=complete_variants, help="images catalogue key (`nodeweave image variants`), e.g. cpu, "
                                             "cuda12, rocm70 (default: the spec's image.variant)"),
     spec_path: Optional[Path] = spec_option("The cluster spec"),
     context: Optional[Path] = typer.Option(None, "--context", help="build context (default: the spec's folder, "
@@ -75,8 +77,9 @@ def build(
     network: Optional[str] = typer.Option(None, "--network", help="build-time network, e.g. host (apt reaches a mirror)"),
     tag: Optional[str] = typer.Option(None, "--tag", help="a fixed tag instead of <variant>-<git sha> (overrides image.tag)"),
     build_arg: List[str] = typer.Option([], "--build-arg", help="KEY=VALUE, repeatable; over image.build_args"),
-    engine_name: Optional[str] = typer.Option(None, "--engine", help="docker or podman (default: $NODEWEAVE_ENGINE, "
-                                              "else the first that answers, docker before podman; docker builds "
+    engine_name: Optional[str] = typer.Option(None, "--engine", autocompletion=complete_from("podman", "docker"),
+                                              help="docker or podman (default: $NODEWEAVE_ENGINE, "
+                                              "else the first that answers, podman before docker, as every verb; docker builds "
                                               "through buildx, or `docker build` with BuildKit where buildx is missing)"),
     no_cache: bool = typer.Option(False, "--no-cache", help="ignore the layer cache"),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="show the build's steps, not the engine's whole log"),
@@ -85,7 +88,7 @@ def build(
     target: str = typer.Option("local", "--target", "-t", help="local (this machine's engine) or openshift (apply "
                                "the spec's BuildConfig, upload what the Dockerfile reads: oc start-build "
                                "--from-dir --follow --wait)"),
-    output: str = output_option(),
+    output: str = output_option(), as_json: bool = json_option(),
 ) -> None:
     """Build one variant's image from the Dockerfile rendered for the spec, tag it <variant>-<sha> and <variant>."""
     from rich.console import Console
@@ -94,7 +97,7 @@ def build(
     from nodeweave.cli.habits.output import data_format
     from nodeweave.spec import load_spec
 
-    fmt = data_format(False, output)
+    fmt = data_format(as_json, output)
     spec_path = find_spec(spec_path)
     spec = load_spec(spec_path)
     variant, tag = variant or spec.image.variant, _checked_tag(tag)
@@ -110,16 +113,20 @@ def build(
     scratch = spec_path.resolve().parent / _scratch(spec.name, variant)  # a Dockerfile rendered for the spec
     # Bad input is named before the machine is asked for an engine (whose kind the Dockerfile depends on).
     prepare_build(spec, variant, context_dir, scratch, dry_run=True, **options)
-    engine = _engine_for_dry_run(console, engine_name) if dry_run else detect_engine(engine_name)
-    kind = engine.kind if engine else (engine_name or "podman")
+    if dry_run:
+        engine, kind, would_fail = _engine_for_dry_run(engine_name)
+    else:
+        engine, would_fail = detect_engine(engine_name), None
+        kind = engine.kind
     prepared = prepare_build(spec, variant, context_dir, scratch, dry_run=dry_run, engine_kind=kind,
                              write_dockerfile=False, **options)
+    plan = _image_plan(prepared, _scratch(spec.name, variant), kind, engine.builder if engine else BUILDX, no_cache,
+                       [would_fail] if would_fail else [])
+    if dry_run:
+        show_plan(plan, fmt)  # its notes: what the build writes beside the Dockerfile, what would fail
+        return
     for note in prepared.notes:
         console.print(f"[dim]{note}[/dim]", highlight=False)
-    plan = _image_plan(prepared, _scratch(spec.name, variant), kind, engine.builder if engine else BUILDX, no_cache)
-    if dry_run:
-        show_plan(plan, fmt)
-        return
     result = _execute_build(plan, engine, prepared.plan, spec_path, quiet, console)
     _report(result, variant, prepared.plan, spec_path)
 
@@ -129,9 +136,10 @@ def _scratch(job: str, variant: str) -> str:
     return f".nodeweave/{job}/build/{variant}"
 
 
-def _image_plan(prepared, scratch: str, kind: str, builder: str, no_cache: bool):
+def _image_plan(prepared, scratch: str, kind: str, builder: str, no_cache: bool, would_fail=()):
     """The build as a plan: the Dockerfile rendered for the spec (unless the context's matches), then one ``build``
-    phase: the engine's build step, then one push per tag (--push)."""
+    phase: the engine's build step, then one push per tag (--push). Its notes: what else the build writes in the
+    context (the entrypoint zipapp refreshed, the wheelhouse linked) and, for a dry run, what would fail."""
     from nodeweave.cluster.plan import Phase, Plan, PlannedFile
 
     build = prepared.plan
@@ -142,7 +150,7 @@ def _image_plan(prepared, scratch: str, kind: str, builder: str, no_cache: bool)
         phases.append(Phase("files", "the Dockerfile the build reads", files=(dockerfile,)))
     what = f"build {build.image} ({build.variant})" + (f", then push {len(build.tags)} tag(s)" if build.push else "")
     phases.append(Phase("build", what, steps=build.steps(kind, builder, no_cache)))
-    return Plan("image build", f"{kind} ({builder})", tuple(phases))
+    return Plan("image build", f"{kind} ({builder})", tuple(phases), notes=(*would_fail, *prepared.notes))
 
 
 def _execute_build(plan, engine, build, spec_path: Path, quiet: bool, console):

@@ -11,7 +11,6 @@ through the validator before it is kept; an existing file is never overwritten w
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,7 +19,7 @@ from typing import List, Optional, Tuple
 import typer
 
 from nodeweave.cli.habits.base import find_spec, spec_option
-from nodeweave.cli.habits.output import checked, emit, output_option
+from nodeweave.cli.habits.output import complete_from, data_format, emit, output_option
 from nodeweave.errors import NodeweaveError, UsageError
 
 VARIANT_BY_VENDOR = {"nvidia": "cuda12", "amd": "rocm70", "none": "cpu"}
@@ -108,7 +107,7 @@ def init(
     name: Optional[str] = typer.Option(None, "--name", help="The job's name (default: this folder's, made a DNS label)"),
     nodes: int = typer.Option(2, "--nodes", min=1, max=2048, help="Node count (with --host: their number)"),
     script: str = typer.Option("train.py", "--script", help="The training script, relative to this folder"),
-    launcher: str = typer.Option("torchrun", "--launcher", help="torchrun, deepspeed, accelerate or command"),
+    launcher: str = typer.Option("torchrun", "--launcher", autocompletion=complete_from("torchrun", "deepspeed", "accelerate", "command"), help="torchrun, deepspeed, accelerate or command"),
     host: List[str] = typer.Option([], "--host", help="Probe these hosts (node 0 first, repeat) instead of this "
                                    "machine, as `nodeweave hosts probe` does; they become the spec's hosts (an "
                                    "address KIND:NAME, e.g. podman:trainer-0, probes through that container)"),
@@ -220,15 +219,16 @@ def validate(
 
     spec_path = find_spec(spec_path)
     spec = load_spec(spec_path)
+    # stable JSON types whatever the spec says: counts are integers (an elastic range: nodes is its minimum,
+    # nodes_max its maximum), processes_per_node an integer or null (auto: each node counts its GPUs)
+    auto = spec.gpus_per_node == "auto"
     shown = STDIN_NAME if is_stdin(spec_path) else str(spec_path)
-    summary = {"spec": shown, "name": spec.name, "nodes": str(spec.nodes),
-               "processes_per_node": spec.gpus_per_node, "launcher": spec.launcher.type,
+    summary = {"spec": shown, "name": spec.name, "nodes": spec.nodes.min, "nodes_max": spec.nodes.max,
+               "elastic": spec.nodes.elastic, "processes_per_node": None if auto else int(spec.gpus_per_node),
+               "processes_per_node_auto": auto, "launcher": spec.launcher.type,
                "script": spec.launcher.script, "variant": spec.image.variant, "containers": spec.containers,
                "starts": spec.starts}
-    if as_json:
-        typer.echo(json.dumps(summary, indent=2))
-        return
-    if emit(summary, checked(output)):
+    if emit(summary, data_format(as_json, output)):
         return
     typer.echo(f"{shown}: valid: {spec.name}, {spec.nodes} node(s) x {spec.gpus_per_node} process(es), "
                f"{spec.launcher.type} {spec.launcher.script}, image variant {spec.image.variant}")

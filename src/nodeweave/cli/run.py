@@ -25,6 +25,7 @@ RUN_HELP = ("Start COMMAND (default: the spec's script and args) on every node a
             "entrypoint, and see it through: output with \\[node-i] prefixes; runs/<UTC time>-<job>/ with logs, plans, "
             "exit codes, commit and sync digest; the first node to fail stops the others; Ctrl-C stops every node. "
             "The nodes should hold (`nodeweave up --hold`). Exit 0: every node 0; 1: a node failed (named); "
+            "2: bad input (named); 3: no engine or the cluster is not up; 5: --check named a node or link; "
             "130: interrupted.")
 
 
@@ -97,7 +98,7 @@ def run_command(
                     spec.recovery.enabled, parent, spec.name, SweepRequest(metric, lower_is_better) if sweep else None,
                     checking)
     if dry_run:
-        show_plan(plan, fmt)
+        show_plan(plan, fmt, backend, nodes, "run")
         return
     backend.require_up(nodes, "run")
     if detach:

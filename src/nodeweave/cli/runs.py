@@ -12,7 +12,7 @@ from typing import List, Optional
 import typer
 
 from nodeweave.cli.habits.base import NodeweaveTyper, find_spec
-from nodeweave.cli.habits.output import checked, complete_run_ids, emit, output_option
+from nodeweave.cli.habits.output import checked, complete_run_ids, data_format, emit, json_option, output_option
 from nodeweave.entrypoint import bounded
 from nodeweave.errors import UsageError
 
@@ -48,7 +48,7 @@ def _console():
 def ls_command(
     runs_dir: Optional[Path] = RUNS_DIR,
     job: Optional[str] = typer.Option(None, "--job", help="Only this job's runs (the spec's name)"),
-    output: str = output_option(),
+    output: str = output_option(), as_json: bool = json_option(),
 ) -> None:
     """One row per run or sweep, oldest first: id, job, start, result, seconds, nodes, command."""
     from rich.table import Table
@@ -57,7 +57,8 @@ def ls_command(
 
     parent = _parent(runs_dir)
     rows = [e.summary() for e in list_runs(parent, job)]
-    if emit(rows, checked(output)):
+    output = data_format(as_json, output)
+    if emit(rows, output):
         return
     table = Table(title=f"runs in {parent}", title_justify="left")
     columns = ["run", "job", "started", "state", "seconds", "nodes", "command"] + (["folder"] if output == "wide" else [])
@@ -75,13 +76,14 @@ def show_command(
     run: str = typer.Argument("last", autocompletion=complete_run_ids, help="A run id (`nodeweave runs ls`), a unique prefix, a folder, or last"),
     runs_dir: Optional[Path] = RUNS_DIR,
     metric: Optional[str] = METRIC,
-    output: str = output_option(),
+    output: str = output_option(), as_json: bool = json_option(),
 ) -> None:
     """One run: every node's result, seconds, sync commit and last line, its generations and where its wall time
     went (goodput); a sweep: every point, charted."""
     from nodeweave.runs.goodput import run_goodput
     from nodeweave.runs.history import find_run
 
+    output = data_format(as_json, output)
     entry = find_run(_parent(runs_dir), run)
     if entry.kind == "sweep":
         _compare([entry], metric or entry.data.get("metric"), False, None, output)
@@ -94,7 +96,7 @@ def show_command(
              "target": data.get("target"), "started": data.get("started"), "seconds": data.get("seconds"),
              "summary": data.get("summary"), "folder": str(entry.path), "nodes": nodes,
              "recovery": data.get("recovery"), "goodput": run_goodput(entry)}
-    if emit(shown, checked(output)):
+    if emit(shown, output):
         return
     _print_run(shown, output == "wide")
     if metric:
@@ -109,15 +111,34 @@ def compare_command(
     lower_is_better: bool = typer.Option(False, "--lower-is-better", help="The best run has the lowest metric"),
     chart: Optional[Path] = typer.Option(None, "--chart", help="Also write the chart to this .png or .svg "
                                          "(needs the plot extra: pip install 'nodeweave\\[plot]')"),
-    output: str = output_option(),
+    output: str = output_option(), as_json: bool = json_option(),
 ) -> None:
     """Runs side by side: result, seconds, goodput, the metric per run and per node, the best marked, charted."""
     from nodeweave.runs.history import find_run
 
+    from nodeweave.errors import UsageError
+    from nodeweave.runs.metrics import runs_of
+
+    output = data_format(as_json, output)
+    if chart is not None:  # judged before any run is read or table printed
+        from nodeweave.runs.chart import check_chart_path
+
+        check_chart_path(chart)
     parent = _parent(runs_dir)
     entries = [find_run(parent, text) for text in runs]
+    ids = [e.run_id for e in runs_of(entries)]
+    twice = sorted({i for i in ids if ids.count(i) > 1})
+    if twice:
+        raise UsageError(f"run {twice[0]} is given {ids.count(twice[0])} times ({', '.join(runs)}): compare distinct "
+                         "runs, each once")
+    if len(ids) < 2:
+        raise UsageError(f"{' '.join(runs)} is one run ({ids[0] if ids else 'none'}): compare needs two or more runs "
+                         f"or a sweep; `nodeweave runs show {runs[0]}` shows one")
     sweep_metric = next((e.data.get("metric") for e in entries if e.kind == "sweep" and e.data.get("metric")), None)
-    _compare(entries, metric or sweep_metric, lower_is_better, chart, output)
+    metric = metric or sweep_metric
+    if chart is not None and not metric:
+        raise UsageError("--chart draws the metric: give --metric REGEX too")
+    _compare(entries, metric, lower_is_better, chart, output)
 
 
 def _compare(entries, metric, lower_is_better: bool, chart, output: str) -> None:
@@ -131,6 +152,13 @@ def _compare(entries, metric, lower_is_better: bool, chart, output: str) -> None
     pattern = compile_metric(metric)
     rows = [run_metric(pattern, e) for e in runs_of(entries)]
     winner = best(rows, lower_is_better)
+    if metric and all(r["mean"] is None for r in rows):
+        typer.echo(f"nodeweave: warning: --metric {metric!r} matches no line of any node's log in these runs; "
+                   "check the regex against a log (`nodeweave logs --run ID`): its first group is the number",
+                   err=True)
+    elif not metric:
+        typer.echo("nodeweave: note: no --metric, so no mean to compare: give --metric REGEX, whose first group "
+                   "is read from each node's log, e.g. --metric 'samples/s ([0-9.]+)'", err=True)
     if emit({"metric": metric, "best": winner, "runs": rows}, checked(output)):
         return
     table = Table(title="runs side by side" + (f": {metric}" if metric else ""), title_justify="left")
@@ -146,6 +174,7 @@ def _compare(entries, metric, lower_is_better: bool, chart, output: str) -> None
     out.print(table)
     if metric and any(r["mean"] is not None for r in rows):
         out.print(terminal_chart(rows, metric))
+
     if chart is not None:
         if not metric:
             from nodeweave.errors import UsageError

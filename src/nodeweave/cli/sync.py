@@ -10,19 +10,21 @@ import typer
 from nodeweave.cli.habits.base import find_spec, spec_option
 from nodeweave.cli.habits.clusteropts import TARGET
 from nodeweave.cli.habits.nodes import NODE
-from nodeweave.cli.habits.output import data_format, output_option
+from nodeweave.cli.habits.output import complete_from, data_format, output_option
 
 SYNC_HELP = """Push SRC (default: the spec's workspace.host_path, else .) to DEST on every target at once.
 
-Targets: the nodes of the cluster -t/--target names (default: the one `nodeweave up` made, else
-the spec's StatefulSet pods <name>-0..N-1), --node picking some as in every verb; or nodes
+Targets: the nodes of the cluster -t/--target names (default, as on every verb: the one `nodeweave up`
+made, else the spec's hosts, else kubernetes for an OpenShift spec, else local; not up: exit 3),
+--node picking some as in every verb; or nodes
 named directly: --node KIND:NAME (podman, docker, pod, oc, ssh, ssh+docker), --hosts-file,
 --statefulset, --compose-project. The source is read once; every target says what differs there, targets needing the same files get one tar
 stream, sent once to the first of them and forwarded target to target (relay; over each
 exec channel where peers cannot connect; rsync where it pays or python3 is missing), and
 every target's content digest and git commit are checked against the source. Nodes synced
-before keep a resident agent: the next sync execs into the first target only. Exit 1
-names every target that failed. --json prints JSON on stdout; everything else goes to stderr.
+before keep a resident agent: the next sync execs into the first target only. Exit 0: every
+target matches; 1: names every target that failed; 2: bad input (named); 3: no engine or tool,
+or the cluster is not up. --json prints JSON on stdout; everything else goes to stderr.
 --dry-run prints the plan the real sync executes (one agent exec per target; -o json: as JSON,
 what NODEWEAVE_PLAN_RECORD=FILE records of a real sync), then what would move where.
 """
@@ -40,10 +42,11 @@ def sync_command(
     selector: Optional[str] = typer.Option(None, "--selector", "-l", help="Pods by label selector instead of ordinals"),
     compose_project: Optional[str] = typer.Option(None, "--compose-project", help="The running containers of this compose project"),
     engine: Optional[str] = typer.Option(None, "--engine", help="Engine for --compose-project: podman or docker "
-                                         "(default: podman where installed, else docker, as `nodeweave up` picks)"),
+                                         "(default: $NODEWEAVE_ENGINE, else podman where installed, else docker, as "
+                                         "every verb picks)"),
     namespace: Optional[str] = typer.Option(None, "--namespace", "-n", help="Kubernetes namespace (default: the spec's)"),
     container: Optional[str] = typer.Option(None, "--container", "-c", help="Container in each pod (default: the pod's default)"),
-    kube_cli: Optional[str] = typer.Option(None, "--kube-cli", help="kubectl or oc (default: oc when the spec says openshift)"),
+    kube_cli: Optional[str] = typer.Option(None, "--kube-cli", autocompletion=complete_from("kubectl", "oc"), help="kubectl or oc (default: oc when the spec says openshift)"),
     kube_context: Optional[str] = typer.Option(None, "--kube-context", help="kubeconfig context"),
     ssh_option: List[str] = typer.Option([], "--ssh-option", help="Extra ssh -o KEY=VALUE (repeat)"),
     spec_path: Optional[Path] = spec_option("Cluster spec for defaults"),
@@ -59,7 +62,7 @@ def sync_command(
     jobs: int = typer.Option(8, "--jobs", "-j", min=1, max=256, help="Targets synced at once (execs started at once; through the head, one round takes every target)"),
     retries: int = typer.Option(2, "--retries", min=0, max=10, help="Retries for transient failures, with exponential backoff"),
     compress: bool = typer.Option(False, "--compress", "-z", help="rsync -z, where rsync is used (worth it over slow links only)"),
-    method: str = typer.Option("auto", "--method", help="auto (a stream to targets with python3, else rsync or tar), stream, rsync or tar"),
+    method: str = typer.Option("auto", "--method", autocompletion=complete_from("auto", "stream", "rsync", "tar"), help="auto (a stream to targets with python3, else rsync or tar), stream, rsync or tar"),
     force_tar: bool = typer.Option(False, "--tar", help="Same as --method tar: the target's own tar -x receives"),
     relay: Optional[bool] = typer.Option(None, "--relay/--no-relay", help="Targets forward a payload to each other over TCP (each hop authenticated by a fresh token; the bytes unencrypted), so the source sends it once, and keep a resident agent so the next sync execs into one of them and reaches the rest through it; a target that cannot be reached so is fed over its own exec (default: payloads of 4 MiB or more, residents for 2+ targets; not over ssh, not with --include-secrets; --relay: always; --no-relay: never, and no resident)"),
     shared: Optional[bool] = typer.Option(None, "--shared/--no-shared", help="Targets mount the same storage at DEST: write through the first, check the rest (default: on for the spec's pods with kubernetes.claim: shared)"),
@@ -78,7 +81,7 @@ def sync_command(
 
         cluster = ClusterOptions(target=target, engine=engine, namespace=namespace, kube_cli=kube_cli,
                                  kube_context=kube_context, ssh_options=tuple(ssh_option))
-    engine = engine or detect_engine() or "podman"
+    engine = detect_engine(engine) or "podman"
     targets = rq.TargetArgs(tuple(addresses), hosts_file, statefulset, replicas, selector, compose_project, engine,
                             namespace, container, kube_cli,
                             RemoteOptions(ssh_options=tuple(ssh_option), kube_context=kube_context))

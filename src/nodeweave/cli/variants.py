@@ -6,12 +6,11 @@ The table is for choosing ``image.variant``; ``--json`` is for scripts
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict
 
 import typer
 
-from nodeweave.cli.habits.output import checked, emit, output_option, table_width
+from nodeweave.cli.habits.output import data_format, emit, output_option, table_width
 
 
 def variant_records() -> list:
@@ -30,7 +29,8 @@ def variant_records() -> list:
 
 
 def variants(
-    as_json: bool = typer.Option(False, "--json", help="print the catalogue as JSON (a list of objects) on stdout"),
+    as_json: bool = typer.Option(False, "--json", help="print the catalogue as JSON (a list of objects) on stdout; "
+                                 "the same as -o json"),
     output: str = output_option(),
 ) -> None:
     """List the image variants: base image, PyTorch build, NCCL/RCCL (--json, -o json|yaml: every pinned field)."""
@@ -38,10 +38,7 @@ def variants(
     from rich.table import Table
 
     records = variant_records()
-    if as_json:
-        typer.echo(json.dumps(records, indent=2, sort_keys=True))
-        return
-    if emit(records, checked(output)):
+    if emit(records, data_format(as_json, output)):  # --json is -o json: one output
         return
     table = Table(title="nodeweave image variants (image.variant)")
     table.add_column("variant", no_wrap=True)

@@ -194,18 +194,22 @@ class Backend:
         return {i: state for i, state in states.items()
                 if state.startswith("missing") or state == "created" or self.failed_state(state)}
 
+    def down_line(self, nodes: List[Node], verb: str) -> Optional[str]:
+        """Why ``verb`` cannot act on ``nodes`` (they are not up), naming them and what starts them; None: all up."""
+        down = self.not_up(nodes)
+        if not down:
+            return None
+        named = ", ".join(f"{n.name} ({down[n.index]})" for n in nodes if n.index in down)
+        return (f"{self.spec.name} is not up on {self.where()}: {named}; {nothing_to(verb)}; {start_hint(verb)}"
+                + "".join(f"; {line}" for line in self.renamed))
+
     def require_up(self, nodes: List[Node], verb: str) -> None:
         """Refuse ``verb`` (exit 3) when the platform says nodes are not up, naming them and ``nodeweave up``."""
         from nodeweave.errors import EnvironmentProblem
 
-        down = self.not_up(nodes)
-        if not down:
-            return
-        named = ", ".join(f"{n.name} ({down[n.index]})" for n in nodes if n.index in down)
-        start = ("`nodeweave up --hold` starts it, then `nodeweave run`" if verb == "run"
-                 else "`nodeweave up` starts it")
-        raise EnvironmentProblem(f"{self.spec.name} is not up on {self.where()}: {named}; nothing to {verb}; {start}"
-                                 + "".join(f"; {line}" for line in self.renamed))
+        line = self.down_line(nodes, verb)
+        if line is not None:
+            raise EnvironmentProblem(line)
 
     renamed: Tuple[str, ...] = ()  # lines naming what up made under the spec's old name (recorded.renamed_line)
 
@@ -226,7 +230,7 @@ class Backend:
 
     def no_nodes_line(self, verb: str) -> str:
         """Why the cluster has no node, in one line with the command that brings nodes back."""
-        return f"{self.spec.name} has no node on {self.where()}: nothing to {verb}; `nodeweave up` starts it"
+        return f"{self.spec.name} has no node on {self.where()}: {nothing_to(verb)}; {start_hint(verb)}"
 
     def live_nodes(self, verb: str, dry_run: bool = False) -> List[Node]:
         """The nodes ``verb`` acts on (a dry run only reads); exit 3 naming the workload when there are none."""
@@ -256,3 +260,22 @@ class Backend:
 
     def close(self) -> None:
         """Remove scratch files (rendered trees)."""
+
+
+# What a verb finds nothing of when no node is up, as a person says it (not "nothing to logs").
+NOTHING = {"logs": "no logs to show", "read logs of": "no logs to show", "shell": "no shell to open",
+           "open a shell in": "no shell to open", "exec": "nowhere to run the command", "run": "nowhere to run",
+           "check": "nothing to check", "stop": "nothing to stop", "sync": "nowhere to sync to"}
+# Verbs that go into held nodes (a run, a check): their hint starts the nodes holding.
+HELD_VERBS = ("run", "check")
+
+
+def nothing_to(verb: str) -> str:
+    return NOTHING.get(verb, f"nothing to {verb}")
+
+
+def start_hint(verb: str) -> str:
+    """The command that brings the nodes ``verb`` needs, the same on every verb."""
+    if verb in HELD_VERBS:
+        return f"`nodeweave up --hold` starts it, then `nodeweave {verb}`"
+    return "`nodeweave up` starts it"

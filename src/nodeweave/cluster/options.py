@@ -56,6 +56,12 @@ class JobState:
     def folder(self) -> Path:
         return self.spec_dir / STATE_DIR / self.job
 
+    def kept(self, what: str) -> Path:
+        """A tree nodeweave keeps for this job (``kube``: what ``apply -k`` read; ``openshift-build``,
+        ``openshift-upload``: what the OpenShift build applied and sent), inside the job's folder, so two
+        jobs never share one and no job's name can meet another's tree."""
+        return self.folder / what
+
     @property
     def cluster_file(self) -> Path:
         """What ``up`` was told (target, engine, hosts, ...)."""
@@ -135,6 +141,19 @@ class ClusterOptions:
                              "your own beside the spec (relative, holding a kustomization.yaml)")
         kube_cli = "oc" if self.target == "openshift" and self.kube_cli is None else self.kube_cli
         return replace(self, target=target, kube_cli=kube_cli, remote_dir=remote_dir)
+
+
+def spec_default(options: ClusterOptions, spec) -> ClusterOptions:
+    """No target said or remembered: the spec's ``hosts`` (target hosts), an OpenShift spec's cluster
+    (``kubernetes.openshift`` or ``.build``: kubernetes, oc), else this machine (local), the default ``checked``
+    gives. One rule for every verb, ``sync`` included."""
+    if options.target is not None or options.hosts:
+        return options
+    if spec.hosts:
+        return replace(options, target="hosts", hosts=tuple(spec.hosts))
+    if spec.kubernetes.openshift or spec.kubernetes.build:
+        return replace(options, target="kubernetes")
+    return options
 
 
 def check_remote_dir(text: str) -> str:

@@ -120,7 +120,9 @@ def _gpus(gpu: Optional[dict]) -> str:
     return " ".join(parts) or f"{gpu['tool']}: no GPU"
 
 
-def status_table(backend: Backend, rows: List[dict]) -> "Table":
+def status_table(backend: Backend, rows: List[dict], wide: bool = False) -> "Table":
+    """One row per node; ``wide`` (-o wide) adds the processes per node, and keeps a down node's reason and a
+    plan's errors whole instead of cut at 60 characters."""
     from rich.markup import escape
     from rich.table import Table
 
@@ -131,7 +133,9 @@ def status_table(backend: Backend, rows: List[dict]) -> "Table":
     widest = max((len(r["reached_as"]) for r in rows), default=10)
     table.add_column("node", no_wrap=True)
     table.add_column("reached as", no_wrap=True, min_width=widest)  # an address cut in half helps no one
-    for column in ("state", "mode", "rank", "plan", "run in progress", "GPU use, memory"):
+    extra = ("processes",) if wide else ()
+    cut = 10_000 if wide else 60
+    for column in ("state", "mode", "rank", "plan", "run in progress", "GPU use, memory", *extra):
         table.add_column(column, overflow="fold")
     hashes = [r["plan_hash"] for r in rows if r["plan_hash"]]
     common = max(set(hashes), key=hashes.count) if hashes else None
@@ -140,14 +144,15 @@ def status_table(backend: Backend, rows: List[dict]) -> "Table":
         if r["platform"]:
             state = f"{state} ({r['platform']})"
         elif not r["up"]:
-            state = f"down: {tool_message(r['error'] or '', 60)}"
-        plan = r["plan_hash"] or ("; ".join(r["plan_errors"])[:60] if r["plan_errors"] else "-")
+            state = f"down: {tool_message(r['error'] or '', cut)}"
+        plan = r["plan_hash"] or ("; ".join(r["plan_errors"])[:cut] if r["plan_errors"] else "-")
+        more = ("-" if r.get("procs") is None else str(r["procs"]),)
         style = "red" if r["plan_hash"] and r["plan_hash"] != common else ""
         table.add_row(escape(r["node"]), escape(r["reached_as"]), f"[{'green' if r['up'] else 'red'}]{escape(state)}[/]",
                       r["mode"] or "-", rank_text(r),
                       f"[{style}]{escape(plan)}[/]" if style else escape(plan),
                       escape(_since(r["run"], r["now"]) + _generation(r.get("recovery"))),
-                      escape(_gpus(r["gpu"])))
+                      escape(_gpus(r["gpu"])), *[escape(m) for m in (more if wide else ())])
     return table
 
 

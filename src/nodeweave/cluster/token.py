@@ -12,7 +12,7 @@ brings the nodes up it knows them all, so it hands each one a fresh secret:
   the variables (``NODEWEAVE_JOB_TOKEN_HOST``, ``NODEWEAVE_JOB_TOKEN_FILE``);
 - Kubernetes/OpenShift: a Secret ``<name>-job-token-<hash>`` that ``up``'s
   overlay generates (kustomize ``secretGenerator``, from a 0600 file in the
-  overlay folder under ``.nodeweave/kube/``), mounted at the same path; a
+  overlay folder under ``.nodeweave/<job>/kube/``), mounted at the same path; a
   new token is a new name, so the pods roll onto it together;
 - bare hosts (``--engine none``): the file itself, named by the variable;
 - Slurm (``slurm.runtime: host``): ``<workdir>/.nodeweave/<job>/job-token`` on every

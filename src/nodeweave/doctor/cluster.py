@@ -217,8 +217,9 @@ def survey_targets(targets, timeout_s: float = 60.0) -> ClusterView:
         except ValueError:
             missing.append(f"{target.label}: {_last_line(out.stderr) or f'exit {out.returncode}'}")
     view = from_fingerprints([p for p in plans if (p[1] or {}).get("fingerprint")])
-    note = Finding(WARNING, "cluster-not-running", "no node's --status reached a running check-in exchange ("
-                   + "; ".join(tried) + "): fingerprints from each node's --explain instead, without what only node "
+    asked = f" ({'; '.join(tried)})" if tried else ""
+    note = Finding(WARNING, "cluster-not-running", "no node's --status reached a running check-in exchange"
+                   + asked + ": fingerprints from each node's --explain instead, without what only node "
                    "0 sees (addresses, connect-back)", "start the job, or ask again while it runs")
     view.findings = [note] + [Finding(ERROR, "cluster-unreachable", f"no fingerprint from {m}",
                                       "check the target runs a nodeweave image") for m in missing] + view.findings

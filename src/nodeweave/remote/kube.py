@@ -9,6 +9,8 @@ krsync's shell wrapper does). A dropped API connection is worth a retry.
 
 from __future__ import annotations
 
+import re
+
 from dataclasses import dataclass
 
 from nodeweave.remote.base import Remote, RemoteOptions, flags, rsync_quote, transient_text
@@ -65,7 +67,7 @@ class KubeExec(Remote):
                 self.name]
 
     def transient(self, code: int, stderr: str) -> bool:
-        return code not in (126, 127) and transient_text(stderr)
+        return code not in (126, 127) and transient_text(stderr) and not api_unreachable(stderr)
 
 
 @dataclass(frozen=True)
@@ -81,3 +83,13 @@ class OcExec(KubeExec):
     aliases = ("openshift",)
     tool = "oc"
     openshift = True
+
+
+# kubectl/oc could not reach the API server at all (nothing listens, no kubeconfig, a wrong context): no
+# retry helps, and it is the same answer for every pod, so the verb says it once (exit 3).
+_API_UNREACHABLE = re.compile(r"couldn't get current server API group list|The connection to the server \S+ was "
+                              r"refused|Unable to connect to the server|no configuration has been provided", re.I)
+
+
+def api_unreachable(stderr: str) -> bool:
+    return bool(_API_UNREACHABLE.search(stderr or ""))

@@ -36,10 +36,18 @@ def terminal_chart(rows: List[dict], metric: str, width: int = 40) -> Table:
     return table
 
 
-def file_chart(rows: List[dict], metric: str, path: Path) -> Path:
-    """A grouped bar chart (one group per run, one bar per node) written to ``path`` (.png or .svg)."""
+def check_chart_path(path: Path) -> None:
+    """Refuse a --chart path the chart cannot be written to, before any run is read or table printed."""
     if path.suffix.lower() not in FORMATS:
         raise UsageError(f"--chart {path}: accepted: a file name ending in .png or .svg")
+    folder = path.parent if str(path.parent) else Path(".")
+    if not folder.is_dir():
+        raise UsageError(f"--chart {path}: the folder {folder} does not exist; give a path in an existing folder")
+
+
+def file_chart(rows: List[dict], metric: str, path: Path) -> Path:
+    """A grouped bar chart (one group per run, one bar per node) written to ``path`` (.png or .svg)."""
+    check_chart_path(path)
     try:
         import matplotlib
 

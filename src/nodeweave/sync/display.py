@@ -17,6 +17,7 @@ from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedCo
 from rich.table import Table
 
 from nodeweave.errors import NodeweaveError
+from nodeweave.remote.kube import api_unreachable
 from nodeweave.remote import Remote
 from nodeweave.sync.request import SyncRequest
 from nodeweave.sync.outcome import TargetResult
@@ -158,6 +159,14 @@ def _raise_on_failure(req: SyncRequest, results: "list[TargetResult]") -> None:
     split = req.options.check and len(commits) > 1
     if split:
         typer.echo(f"nodeweave: targets disagree on the commit: {', '.join(sorted(commits))}", err=True)
+    cut_off = [r for r in failed if api_unreachable(r.error)]
+    if cut_off and all(r in cut_off or str(r.error).startswith("not checked") for r in failed):  # one cause: exit 3
+        from nodeweave.errors import EnvironmentProblem
+
+        said = [part for part in str(cut_off[0].error).split(" | ") if api_unreachable(part)] or [str(cut_off[0].error)]
+        raise EnvironmentProblem(f"the Kubernetes API cannot be reached ({said[0].strip()[:200]}): nothing synced to "
+                                 f"{', '.join(r.target.label for r in failed)}; check the kubeconfig context "
+                                 "(--kube-context) and that the cluster answers (`kubectl get pods`)")
     for r in failed:
         typer.echo(f"nodeweave: {r.status}: {r.target.label}: {r.error}", err=True)
     if failed:

@@ -131,7 +131,7 @@ def resolve_paths(src: "Path | None", dest: "str | None", spec, spec_path: Path)
 
 
 def resolve_targets(args: TargetArgs, spec) -> "list[remote.Remote]":
-    """Every target named on the command line, or the spec's StatefulSet pods."""
+    """Every target named on the command line (the cluster's own nodes come from ``recorded_cluster``)."""
     openshift = bool(spec and spec.kubernetes.openshift)
     kind = remote.pod_kind(args.kube_cli) if args.kube_cli else remote.cluster_kind(openshift)
     engine = remote.engine_kind(args.engine)
@@ -146,13 +146,15 @@ def resolve_targets(args: TargetArgs, spec) -> "list[remote.Remote]":
         check_dns_label(args.statefulset, "StatefulSet name")  # before asking the cluster
         count = args.replicas or discover.statefulset_replicas(args.statefulset, kind=kind, namespace=ns,
                                                                options=args.options)
+        if spec is not None and args.statefulset == spec.name and args.container is None:
+            from nodeweave.targets.kubernetes.common import CONTAINER
+
+            where["container"] = CONTAINER  # the spec's own pods: the container its manifests define
         found += discover.statefulset_targets(args.statefulset, count, kind=kind, **where)
     if args.compose_project is not None:
         found += discover.compose_targets(args.compose_project, engine=engine, options=args.options)
-    if not found and spec is not None:
-        found = _spec_pods(args, spec, kind, ns)
     if not found:
-        raise UsageError("no targets: give --to KIND:NAME, --hosts-file, --statefulset or "
+        raise UsageError("no targets: give --node KIND:NAME, --hosts-file, --statefulset or "
                          "--compose-project, or run where nodeweave.yaml is (--spec)")
     labels = [t.label for t in found]
     dupes = sorted({lab for lab in labels if labels.count(lab) > 1})
@@ -161,29 +163,21 @@ def resolve_targets(args: TargetArgs, spec) -> "list[remote.Remote]":
     return found
 
 
-def _spec_pods(args: TargetArgs, spec, kind: str, ns: "str | None") -> "list[remote.Remote]":
-    from nodeweave.targets.kubernetes.common import CONTAINER
-
-    count = args.replicas or (spec.nodes.min if not spec.nodes.elastic
-                              else discover.statefulset_replicas(spec.name, kind=kind, namespace=ns,
-                                                                 options=args.options))
-    return discover.statefulset_targets(spec.name, count, kind=kind, namespace=ns,
-                                        container=args.container or CONTAINER, options=args.options)
-
-
-def recorded_cluster(spec, spec_path: Path, given=None):
+def recorded_cluster(spec, spec_path: Path, given=None, fallback: bool = True):
     """(remotes, folder) of the cluster ``-t/--target`` names (``given``, ClusterOptions), else the one
-    ``nodeweave up`` recorded for this job (.nodeweave/cluster.json), or None."""
+    ``nodeweave up`` recorded for this job (.nodeweave/cluster.json), else the spec's default cluster, as
+    every verb picks it (``spec_default``; ``fallback`` False: None instead); None without a spec."""
     if spec is None:
         return None
     from nodeweave.cluster import open_backend
-    from nodeweave.cluster.options import load_state
+    from nodeweave.cluster.options import load_state, spec_default
 
     saved = load_state(spec_path, spec.name)
     if given is not None:
         saved = given.merged(saved)
-    if saved.target is None:
+    if saved.target is None and not fallback:
         return None
+    saved = spec_default(saved, spec)
     backend = open_backend(spec, spec_path, saved.checked())
     try:
         backend.refuse_foreign()  # another folder's job of the same name is not this one's to sync into
@@ -225,7 +219,7 @@ def build_request(src: "Path | None", dest: "str | None", targets: TargetArgs, f
     dest = remote.check_dest(dest, home=True) if dest is not None else None
     filt = build_filter(src, extra_excludes=list(filters.excludes), default_excludes=filters.default_excludes,
                         include_secrets=filters.include_secrets, use_gitignore=filters.gitignore)
-    recorded = recorded_cluster(spec, spec_path, cluster)
+    recorded = recorded_cluster(spec, spec_path, cluster, fallback=not targets.explicit)
     found = recorded[0] if recorded and not targets.explicit else resolve_targets(targets, spec)
     if choose is not None:
         found = choose(found)
@@ -239,7 +233,8 @@ def build_request(src: "Path | None", dest: "str | None", targets: TargetArgs, f
                          "~/FOLDER is for ssh hosts only (each host's home); a container or pod needs an absolute "
                          "path such as /workspace")
     if shared is None:  # the spec's own pods on a claim: shared volume see one directory
-        shared = bool(spec is not None and not targets.explicit and spec.kubernetes.claim == "shared"
+        own_pods = not targets.explicit or (targets.statefulset == spec.name if spec is not None else False)
+        shared = bool(spec is not None and own_pods and spec.kubernetes.claim == "shared"
                       and all(_names_a_pod(t.label) for t in found))
     # credentials sent on request travel only over each target's own exec channel, never relayed in the clear
     relay = "off" if filters.include_secrets and options.relay == "auto" else options.relay

@@ -20,7 +20,7 @@ from nodeweave.cli.habits.output import complete_from
 
 SPEC = spec_option()
 TARGET = typer.Option(None, "--target", "-t", autocompletion=complete_from("local", "hosts", "kubernetes", "slurm"),
-                      help="local (compose/local.yaml on this machine), hosts (ssh), kubernetes (kubectl/oc), slurm (an allocation, srun); "
+                      help="local (.nodeweave/<job>/compose.yaml on this machine), hosts (ssh), kubernetes (kubectl/oc), slurm (an allocation, srun); "
                            "default: what `up` used, else hosts with --host (or the spec's hosts), else kubernetes for an "
                            "OpenShift spec (kubernetes.openshift or .build), else local")
 ENGINE = typer.Option(None, "--engine", autocompletion=complete_from("podman", "docker", "none"),
@@ -147,13 +147,11 @@ def _nodes_from_hosts(spec, hosts):
 
 
 def _spec_target(options, spec):
-    """No target said or remembered: an OpenShift spec (``kubernetes.openshift`` or ``kubernetes.build``) is
-    for its cluster, so kubernetes (oc, from the spec) is the default rather than this machine's compose."""
-    from dataclasses import replace
+    """No target said or remembered: the spec's default (``spec_default``: an OpenShift spec is for its cluster,
+    so kubernetes, oc from the spec, rather than this machine's compose)."""
+    from nodeweave.cluster.options import spec_default
 
-    if options.target is None and not options.hosts and (spec.kubernetes.openshift or spec.kubernetes.build):
-        return replace(options, target="kubernetes")
-    return options
+    return spec_default(options, spec)
 
 
 def spec_command(spec) -> List[str]:
@@ -179,15 +177,40 @@ def say(out):
     return lambda line: out.print(line, highlight=False, markup=False, soft_wrap=True)
 
 
-def show_plan(plan, fmt: str) -> None:
-    """A dry run: the plan as lines a person could paste, or (``-o json|yaml``, ``--json``) its ``to_dict()``."""
+def show_plan(plan, fmt: str, backend=None, nodes=None, verb: str = "") -> None:
+    """A dry run: the plan as lines a person could paste, or (``-o json|yaml``, ``--json``) its ``to_dict()``.
+
+    With ``backend``, its notes say what the real run would meet first, as ``image build --dry-run``
+    does: this machine lacks the target's tool, or (``nodes``) the nodes are not up.
+    """
+    from dataclasses import replace
+
     from nodeweave.cli.habits.output import emit
     from nodeweave.cluster.plan import plan_lines
 
+    if backend is not None:
+        plan = replace(plan, notes=(*plan.notes, *would_fail(backend, nodes, verb)))
     if emit(plan.to_dict(), fmt):
         return
     for line in plan_lines(plan):
         typer.echo(line)
+
+
+def would_fail(backend, nodes, verb: str) -> "list[str]":
+    """What the real ``verb`` would refuse with (exit 3), asking only what a dry run may read; empty: nothing."""
+    from nodeweave.errors import EnvironmentProblem
+
+    try:
+        backend.check_tools()
+    except EnvironmentProblem as err:
+        return [f"the real {verb} would end with exit 3: {err}"]
+    if not nodes:
+        return []
+    try:
+        line = backend.down_line(nodes, verb)
+    except (EnvironmentProblem, OSError) as err:  # the platform could not be asked
+        line = str(err)
+    return [f"the real {verb} would end with exit 3: {line}"] if line else []
 
 
 def cluster_nodes(backend, spec, dry_run: bool = False):

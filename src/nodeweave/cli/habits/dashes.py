@@ -22,6 +22,10 @@ from nodeweave.errors import UsageError
 COMMAND_PARAM = "command"
 LAUNCHER_WORDS = ("torchrun", "deepspeed", "accelerate")
 LAUNCHER_MODULES = ("torch.distributed.run", "torch.distributed.launch", "deepspeed", "accelerate.commands.launch")
+# The launcher a typed word or module starts (`--launcher` of run), and its sub-command that is no option.
+LAUNCHER_OF = {"torchrun": "torchrun", "torch.distributed.run": "torchrun", "torch.distributed.launch": "torchrun",
+               "deepspeed": "deepspeed", "accelerate": "accelerate", "accelerate.commands.launch": "accelerate"}
+SUB_COMMANDS = {"accelerate": ("launch",)}
 PYTHON = re.compile(r"python(\d+(\.\d+)?)?$")
 
 
@@ -87,13 +91,16 @@ def launcher_command(command: Sequence[str], launcher: str, verb: str = "nodewea
     head = os.path.basename(words[0])
     if PYTHON.match(head) and len(words) > 1:
         if words[1] == "-m" and len(words) > 2 and words[2] in LAUNCHER_MODULES:
-            _refuse_launcher(words, launcher, verb, words[3:])
+            _refuse_launcher(words, launcher, verb, words[3:], LAUNCHER_OF[words[2]])
         if not words[1].startswith("-"):
             return words[1:]
         raise UsageError(f"`{' '.join(words[:3])}`: {launcher} runs the script with the image's Python; give the "
                          f"script path after `--`: {verb} -- train.py ARGS (interpreter options are not passed)")
     if head in LAUNCHER_WORDS:
-        _refuse_launcher(words, launcher, verb, words[1:])
+        rest = words[1:]
+        if rest[:1] and rest[0] in SUB_COMMANDS.get(head, ()):  # `accelerate launch ...`: the sub-command
+            rest = rest[1:]
+        _refuse_launcher(words, launcher, verb, rest, LAUNCHER_OF[head])
     return words
 
 
@@ -107,12 +114,17 @@ SPEC_FIELDS = {"--master-port": "launcher.master_port", "--master_port": "launch
                "--max-restarts": "launcher.max_restarts", "--max_restarts": "launcher.max_restarts"}
 
 
-def _refuse_launcher(words: List[str], launcher: str, verb: str, rest: List[str]) -> None:
+def _refuse_launcher(words: List[str], launcher: str, verb: str, rest: List[str], typed: str) -> None:
+    """Refuse a launcher typed before the script, naming the command to type: the script alone, with
+    ``--launcher`` where the typed launcher is not the spec's (``run -- deepspeed train.py``)."""
     from nodeweave.entrypoint.planning.launcher_options import clash
 
     script = next((i for i, w in enumerate(rest) if w.endswith(".py")), None)
     tail = rest[script:] if script is not None else ["train.py", "ARGS"]
     flags, notes, theirs = [], [], []
+    if typed != launcher and verb == "nodeweave run":
+        flags += ["--launcher", typed]
+        launcher = typed
     for name, value in _options(rest[:script] if script else []):
         shown = f"{name} {value}".strip()
         if name in RUN_FLAGS and value.isdigit() and verb == "nodeweave run":
@@ -127,7 +139,7 @@ def _refuse_launcher(words: List[str], launcher: str, verb: str, rest: List[str]
         notes.append(f"{launcher}'s own options ({' '.join(theirs)}) go in the spec's launcher.options")
     command = " ".join([verb, *flags, "--", *tail])
     raise UsageError(f"`{' '.join(words[:2])} ...`: nodeweave starts {launcher} itself on every node (rank, master "
-                     f"and node count from its plan); give only the script: {command}"
+                     f"and node count from its plan); give only the script: `{command}`"
                      + "".join(f"; {note}" for note in notes))
 
 

@@ -48,7 +48,15 @@ def checked_selectors(value: List[str]) -> List[str]:
     return value
 
 
-NODE = typer.Option([], "--node", metavar="NODE", help=NODE_HELP, callback=checked_selectors)
+def complete_node(ctx: typer.Context, incomplete: str):
+    """--node's shell completion: the nearest spec's node indices and names."""
+    from nodeweave.cli.habits.output import complete_nodes
+
+    return complete_nodes(ctx, incomplete)
+
+
+NODE = typer.Option([], "--node", metavar="NODE", help=NODE_HELP, callback=checked_selectors,
+                    autocompletion=complete_node)
 
 
 def is_address(word: str) -> bool:
@@ -63,8 +71,11 @@ def split_addresses(wanted: Sequence[str]) -> Tuple[List[str], List[str]]:
 
 
 def _indices(word: str, nodes: Sequence) -> List[int]:
+    """The node indices ``word`` picks; a miss (an index, range or name) lists the nodes with their addresses."""
     last = len(nodes) - 1
     span = f"0..{last}" if nodes else "none (the cluster has no nodes)"
+    known = ", ".join(f"{n.name} ({n.remote.label})" if getattr(n, "remote", None) else n.name
+                      for n in nodes) or "none"
     if word.isdigit():
         low = high = int(word)
     elif _RANGE.match(word):
@@ -74,12 +85,11 @@ def _indices(word: str, nodes: Sequence) -> List[int]:
     else:
         found = [n.index for n in nodes if word in _names(n)]
         if not found:
-            known = ", ".join(f"{n.name} ({n.remote.label})" for n in nodes) or "none"
             raise UsageError(f"--node {word!r} names no node of this cluster: an index ({span}), a range "
                              f"(0,2-3), a name or an address; the nodes: {known}")
         return found
     if high > last:
-        raise UsageError(f"--node {word} is not a node of this cluster: {span}")
+        raise UsageError(f"--node {word} is not a node of this cluster ({span}); the nodes: {known}")
     return list(range(low, high + 1))
 
 

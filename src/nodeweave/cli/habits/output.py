@@ -44,7 +44,30 @@ def complete_from(*values: str):
     """A shell completion for an option of fixed choices: the values that start with what was typed."""
     def complete(incomplete: str):
         return [value for value in values if value.startswith(incomplete)]
+    complete.choices = values  # the fixed list, for checks of the values named in docs and hints
     return complete
+
+
+def complete_variants(incomplete: str):
+    """A shell completion for an image variant: the catalogue's keys (`nodeweave image variants`)."""
+    from nodeweave.catalogue import VARIANTS
+
+    return [key for key in VARIANTS if key.startswith(incomplete)]
+
+
+def complete_nodes(ctx: typer.Context, incomplete: str):
+    """A shell completion for --node: the indices and names of the nodes of the nearest spec (or --spec)."""
+    from nodeweave.cli.habits.base import find_spec
+
+    try:
+        from nodeweave.spec import load_spec
+
+        spec = load_spec(find_spec((ctx.params or {}).get("spec_path")))
+        count = spec.containers
+    except Exception:  # no spec or a bad one: nothing to offer, never a traceback in the shell
+        return []
+    values = [str(i) for i in range(count)] + [f"node-{i}" for i in range(count)]
+    return [value for value in values if value.startswith(incomplete)]
 
 
 def complete_run_ids(ctx: typer.Context, incomplete: str):
@@ -61,9 +84,18 @@ def complete_run_ids(ctx: typer.Context, incomplete: str):
     return [name for name in ["last", *names] if name.startswith(incomplete)]
 
 
+def json_option():
+    """``--json``, on every verb that takes ``-o``: the same as ``-o json`` (scripts use it; README)."""
+    return typer.Option(False, "--json", help="Print the data as JSON on stdout (the same as -o json)")
+
+
 def data_format(as_json: bool, output: str) -> str:
-    """The format a verb prints its data in: ``--json`` (kept: scripts use it) is ``-o json``."""
-    return "json" if as_json else checked(output)
+    """The format a verb prints its data in: ``--json`` (kept: scripts use it) is ``-o json``; with another
+    ``-o`` it is refused, not silently resolved."""
+    fmt = checked(output)
+    if as_json and fmt not in ("table", "json"):
+        raise UsageError(f"--json is -o json, and -o {fmt} asks for {fmt}: give one of them")
+    return "json" if as_json else fmt
 
 
 def is_data(fmt: str) -> bool:
@@ -76,8 +108,8 @@ FULL_ROWS = 10_000  # columns off a terminal: wide enough that no table row is f
 
 def table_width() -> "int | None":
     """A table's width: the terminal's (or $COLUMNS) on a terminal; off one (a pipe, a file), every row whole
-    on one line, so ``grep`` and ``awk`` see full rows (a table is only as wide as its content)."""
-    import os
+    on one line, so ``grep`` and ``awk`` see full rows (a table is only as wide as its content), even where
+    the shell exports COLUMNS (bash does, for every child)."""
     import sys
 
-    return None if sys.stdout.isatty() or os.environ.get("COLUMNS") else FULL_ROWS
+    return None if sys.stdout.isatty() else FULL_ROWS

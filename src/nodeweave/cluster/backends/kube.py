@@ -1,6 +1,6 @@
 """Kubernetes and OpenShift: ``kubectl``/``oc apply -k`` of the rendered tree, pods reached with exec.
 
-``up`` renders the spec's kustomize tree into ``.nodeweave/kube/<job>/`` beside
+``up`` renders the spec's kustomize tree into ``.nodeweave/<job>/kube/`` beside
 the spec (kept: the dry run's ``apply -k`` line can be inspected and rerun) and applies a
 small overlay of it (``manifests/nodeweave-up``): the chosen folder (``base``
 or an overlay), the namespace, and a strategic-merge patch setting
@@ -29,7 +29,7 @@ from nodeweave.remote import RemoteOptions, cluster_kind, kind_class
 from nodeweave.remote.discover import statefulset_replicas, statefulset_targets
 
 OVERLAY = "manifests/nodeweave-up"
-KEPT_TREE = ".nodeweave/kube"
+KEPT_TREE = "kube"  # in the job's folder: .nodeweave/<job>/kube
 FOLDERS = {"base": "../base", "openshift": "../overlays/openshift", "rocm": "../overlays/rocm"}
 # Waiting reasons a pod does not leave by itself.
 STUCK = ("CrashLoopBackOff", "ErrImagePull", "ImagePullBackOff", "InvalidImageName", "CreateContainerConfigError",
@@ -223,10 +223,12 @@ class KubeCluster(Backend):
 
     def tree_path(self) -> Path:
         """Where the applied tree is kept (to inspect, or to apply by hand): beside the spec, per job."""
-        return self.spec_dir / KEPT_TREE / self.spec.name
+        from nodeweave.cluster.options import JobState
+
+        return JobState(self.spec_dir, self.spec.name).kept(KEPT_TREE)
 
     def up_files(self, mode: str) -> List["PlannedFile"]:
-        """The tree ``apply -k`` reads, kept under ``.nodeweave/kube/<job>`` (files of an older render that
+        """The tree ``apply -k`` reads, kept under ``.nodeweave/<job>/kube`` (files of an older render that
         the new kustomizations do not name are never read)."""
         self._overlay, planned = self._tree(mode, keep_claims=False)
         return planned
@@ -316,4 +318,4 @@ class KubeCluster(Backend):
         return f"{self.cli} namespace {self.namespace} (StatefulSet {self.spec.name}{dormant})"
 
     def close(self) -> None:
-        pass  # the tree stays under .nodeweave/kube/<job>: what was applied
+        pass  # the tree stays under .nodeweave/<job>/kube: what was applied

@@ -41,9 +41,12 @@ def compose_tool(engine: str) -> List[str]:
     return [str(beside) if beside.exists() else "podman-compose"]
 
 
-def detect_engine() -> str:
-    """podman where it is installed (this project's engine), else docker (None: neither is)."""
-    return "podman" if shutil.which("podman") else "docker" if shutil.which("docker") else None
+def detect_engine(given: "str | None" = None) -> "str | None":
+    """The engine every verb uses (``nodeweave.engines``): --engine, else $NODEWEAVE_ENGINE, else podman where
+    installed, else docker (None: neither is)."""
+    from nodeweave.engines import installed_engine
+
+    return installed_engine(given)
 
 
 class LocalCluster(Backend):
@@ -51,7 +54,7 @@ class LocalCluster(Backend):
 
     def __init__(self, spec, spec_path, options):
         super().__init__(spec, spec_path, options)
-        self.detected = options.engine or detect_engine()
+        self.detected = detect_engine(options.engine)
         self.engine = self.detected or "podman"  # a dry run still shows the commands; check_tools refuses
         from nodeweave.cluster.options import JobState
 
@@ -212,7 +215,9 @@ class LocalCluster(Backend):
         return state.startswith("exited") or state == "dead"
 
     def sync_targets(self):
-        return [node.remote for node in self.nodes()], self.spec.workspace.path
+        nodes = self.nodes()
+        self.require_up(nodes, "sync")  # not up: exit 3 in one line, as every verb, before any exec is tried
+        return [node.remote for node in nodes], self.spec.workspace.path
 
     def where(self) -> str:
         return f"{self.engine} on this machine ({self.state.shown(self.compose_file)})"

@@ -1,0 +1,35 @@
+"""Which container engine a verb uses: one rule for every verb (image build, up, status, run, sync, ...).
+
+Why one module: ``image build`` and the cluster verbs once chose differently (docker first for builds,
+podman first for ``up``; $NODEWEAVE_ENGINE read by builds only), so on a machine with both the image
+went into docker and ``up`` ran podman without it. Stdlib only: the cluster verbs import it at start-up.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+
+from nodeweave.errors import UsageError
+
+ENGINES = ("docker", "podman")
+ENGINE_VARIABLE = "NODEWEAVE_ENGINE"
+ORDER = ("podman", "docker")  # the default on every verb: podman (this project's engine) first, then docker
+
+
+def engine_said(preferred: "str | None" = None) -> "str | None":
+    """The engine the user named: ``--engine`` (``preferred``), else $NODEWEAVE_ENGINE; None: neither.
+
+    One rule for every verb (image build, up, status, run, sync, ...): a value that is no engine is exit 2
+    naming where it came from.
+    """
+    choice = preferred or os.environ.get(ENGINE_VARIABLE) or None
+    if choice is not None and choice not in ENGINES:
+        source = "--engine" if preferred else ENGINE_VARIABLE
+        raise UsageError(f"{source} {choice!r} is not accepted: podman or docker (the engines nodeweave drives)")
+    return choice
+
+
+def installed_engine(preferred: "str | None" = None) -> "str | None":
+    """The engine a verb runs without asking it: the one named, else the first of ``ORDER`` installed."""
+    return engine_said(preferred) or next((kind for kind in ORDER if shutil.which(kind)), None)
