@@ -99,3 +99,15 @@ def test_a_spares_row_shows_its_role_in_the_rank_column(tmp_path):
     assert rank_text({"rank": 2, "role": dict(role, kind="training node", rank=1)}) == "1"
     assert rank_text({"rank": 1}) == "1" and rank_text({"rank": None}) == "-"
     assert "spare (2)" in render([row("node-0", "abc"), {**row("node-2", "abc"), "role": role}], tmp_path)
+
+
+def test_up_waiting_for_a_held_spare_says_it_holds_as_a_spare():
+    from nodeweave.cluster.base import NodeAnswer
+    from nodeweave.cluster.ready import _describe
+
+    node = type("N", (), {"name": "st-2", "remote": type("R", (), {"label": "podman:st-2"})()})()
+    spare = {"kind": "spare", "identity": 2, "rank": None, "why": "waits", "generation": None}
+    answer = NodeAnswer(node, {"hold": {"pid": 1}, "plan": {"node_rank": 2, "hash": "abc", "role": spare}})
+    assert _describe(answer, "hold") == "holding: spare (container 2), plan abc"
+    trained = NodeAnswer(node, {"hold": {"pid": 1}, "plan": {"node_rank": 1, "hash": "abc"}})
+    assert _describe(trained, "hold") == "holding: rank 1, plan abc"

@@ -312,3 +312,13 @@ def test_report_carries_the_runs_recovery_book_and_goodput_timeline(tmp_path):
     report, code = node(tmp_path, "report", "r9")
     assert code == 0 and report["goodput"] == {"schema": "nodeweave.goodput/1", "launched": 1.0}
     assert report["recovery"] == {"generation": 1}
+
+
+def test_status_on_a_spare_asks_node_0_instead_of_failing_its_own_plan(tmp_path):
+    """`--status` on a spare failed its own plan ('node rank 2 ... is not below the node count 2', exit 2)
+    before it asked anything; it plans as a spare and asks node 0 (here none answers: exit 4, named)."""
+    out = subprocess.run([sys.executable, "-m", "nodeweave.entrypoint", "--status"],
+                         env=spare_environment(tmp_path, "rj-2", NODEWEAVE_WAIT_TIMEOUT="5"), capture_output=True,
+                         text=True, cwd=tmp_path, timeout=60)
+    assert "not below the node count" not in out.stderr, out.stderr
+    assert out.returncode == 4 and "node 0's check-in exchange at rj-0:" in out.stderr, out.stderr

@@ -33,7 +33,7 @@ def test_without_a_spare_a_fixed_job_ends_naming_the_node_and_why():
     book = first({0, 1}, limits())
     nxt = after_fault(book, 1, "node 1: its launcher failed (torchrun exited 1)", {0, 1}, 5, limits())
     assert (nxt["decision"], nxt["code"]) == ("stop", EXIT_GAVE_UP)
-    assert nxt["why"] == ("node 1: its launcher failed (torchrun exited 1); no spare takes its place and the job "
+    assert nxt["ended"] == ("node 1: its launcher failed (torchrun exited 1); no spare takes its place and the job "
                           "needs 2 node(s), 1 left")
 
 
@@ -44,7 +44,7 @@ def test_an_elastic_job_goes_on_with_fewer_nodes_down_to_its_minimum():
     assert (nxt["decision"], nxt["members"]) == ("start", [0, 1])
     last = after_fault(nxt, 1, "node 1: lost", {0}, 10, lim)
     assert (last["decision"], last["code"]) == ("stop", EXIT_GAVE_UP)
-    assert "needs 2 node(s) (the elastic minimum), 1 left" in last["why"]
+    assert "needs 2 node(s) (the elastic minimum), 1 left" in last["ended"]
 
 
 def test_an_elastic_job_grows_back_when_a_left_out_node_returns_as_a_spare():
@@ -82,7 +82,7 @@ def test_the_restart_budget_is_the_whole_jobs():
     assert book["decision"] == "start"
     book = after_fault(book, 3, "node 3: crashed", {0, 1, 2, 3, 4}, None, lim)
     assert (book["decision"], book["code"]) == ("stop", EXIT_GAVE_UP)
-    assert book["why"] == "restart budget spent: 2 restart(s) (recovery.max_restarts); the last fault: node 3: crashed"
+    assert book["ended"] == "restart budget spent: 2 restart(s) (recovery.max_restarts); the last fault: node 3: crashed"
 
 
 def test_k_restarts_without_a_newer_checkpoint_stop_the_job_with_their_own_code():
@@ -95,7 +95,7 @@ def test_k_restarts_without_a_newer_checkpoint_stop_the_job_with_their_own_code(
     assert book["decision"] == "start"
     book = after_fault(book, None, "the job stalled", {0, 1, 2}, 4200, lim)
     assert (book["decision"], book["code"]) == ("stop", EXIT_NO_PROGRESS)
-    assert book["why"].startswith("3 restarts since step 4200, no newer checkpoint")
+    assert book["ended"].startswith("3 restarts since step 4200, no newer checkpoint")
 
 
 def test_progress_resets_the_no_progress_count():
@@ -135,8 +135,10 @@ def test_a_book_that_ends_the_job_is_kept_by_a_node_that_sits_out():
     book = after_fault(first({0, 1, 2}, limits(max_restarts=1), None), 1, "node 1: crashed", {0, 1, 2}, None,
                        limits(max_restarts=1))
     ended = after_fault(book, 2, "node 2: crashed", {0, 1}, None, limits(max_restarts=1))
-    assert ended["decision"] == "stop" and isinstance(ended["why"], str)
-    assert (own_record(ended, 1)["role"], own_record(ended, 1)["reason"]) == ("left out", None)  # no crash
+    assert ended["decision"] == "stop" and isinstance(ended["ended"], str) and isinstance(ended["why"], dict)
+    # why stays the nodes' reasons when the job ends (issue 41: it was a dict while running, a string once
+    # stopped, and a node that sat out lost its reason): why the job ends is "ended"
+    assert (own_record(ended, 1)["role"], own_record(ended, 1)["reason"]) == ("left out", "node 1: crashed")
 
 
 def test_the_same_script_error_on_two_or_more_members_is_the_jobs_own():
@@ -152,5 +154,5 @@ def test_the_same_script_error_on_two_or_more_members_is_the_jobs_own():
     stopped = job_error(book, [0, 1], denied)
     assert (stopped["decision"], stopped["code"], stopped["restarts"], stopped["left_out"]) == \
         ("stop", EXIT_JOB_ERROR, 0, {})
-    assert stopped["why"].startswith("the job's own error, the same on node(s) 0, 1: PermissionError")
+    assert stopped["ended"].startswith("the job's own error, the same on node(s) 0, 1: PermissionError")
     assert stopped["error"]["nodes"] == [0, 1] and stopped["members"] == [0, 1] and stopped["spares"] == [2]

@@ -334,7 +334,7 @@ def test_a_straggler_named_in_n_checks_in_a_row_is_handed_to_the_recovery_engine
     watch = StallWatch(RankFolder(str(tmp_path), node=0, host="h0", pod="h0"), 60, 0, said.append,
                        run_dir=str(tmp_path / "run"), clock=lambda: now[0], fault_checks=4)
     watch.stragglers = judge.Stragglers(window_s=10, confirm=3)
-    peers.on_straggler_fault = lambda fault: faults.append(fault) or True
+    peers.on_straggler_fault = lambda watch, fault: faults.append(fault) or True
     for beat in range(30):
         now[0] = beat * 2.0
         watch.hub_tick(peers)
@@ -356,3 +356,39 @@ def test_the_fault_checks_come_from_the_setting_else_from_the_recovery_engines_s
     assert fault_checks({"straggler_is_fault": True}) == FAULT_CHECKS
     assert fault_checks({"straggler_is_fault": True, "straggler_fault": 2}) == 2
     assert fault_checks({"straggler_is_fault": False}) == 0
+
+
+def test_node_0s_stall_report_is_gathered_off_the_heartbeats_thread_and_the_stop_waits_for_it(tmp_path):
+    """Issue 41: hub_tick runs on node 0's heartbeat thread, and its stack gather (this node's ranks, then up to
+    GATHER_S for the others) held that thread ~9.5 s against the 10 s a node waits before counting node 0 lost.
+    The tick now returns at once; the report still comes, and the stop at stall_timeout only after it."""
+    import threading
+    import time
+
+    from nodeweave.entrypoint.stall.local import LocalWatch
+
+    class Peers(LocalWatch):
+        def peer_views(self):
+            return [view(1, 8, 45.0, node=1, inside=False), view(2, 9, 30.5, node=1)]
+
+        def stop_all(self, label, how, code, node=None):
+            stops.append((label, code, len([line for line in said if line.startswith("STALL")])))
+
+    said, stops = [], []
+    peers = Peers(said.append, "test", other_nodes=True)
+    watch = StallWatch(RankFolder(str(tmp_path), node=0, host="h0", pod="h0"), 3, 20, said.append,
+                       run_dir=str(tmp_path / "run"))
+    release = threading.Event()
+    watch.view = lambda: [view(0, 9, 31.0)]
+    watch.stacks = lambda own: [{"rank": 0, "label": "in all_reduce", "frames": [], "waited": release.wait(3)}]
+    started = time.monotonic()
+    watch.hub_tick(peers)
+    assert time.monotonic() - started < 1.0, "the tick waited for the stacks on the heartbeat's thread"
+    assert watch.report_in_flight() and stops == []
+    watch.hub_tick(peers)  # past stall_timeout (31 s >= 20 s): the stop waits for the report in flight
+    assert stops == [] and watch.report_in_flight()
+    release.set()
+    watch.reporting.join(10)
+    assert any(line.startswith("STALL") for line in said), said
+    watch.hub_tick(peers)
+    assert stops and stops[0][1] == 7 and stops[0][2] >= 1, stops  # stopped after the report was printed

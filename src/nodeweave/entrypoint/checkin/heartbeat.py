@@ -193,10 +193,12 @@ class LinkWatch(LinkStall, Watch):
 class HubWatch(HubStall, Watch):
     """Node 0's side: beats to every node, their reports, and the first failure relayed to all."""
 
-    def __init__(self, hub, log, elastic=False, admit=None, clock=time.monotonic):
+    def __init__(self, hub, log, elastic=False, admit=None, clock=time.monotonic, on_straggler_fault=None):
         super().__init__(log, elastic)
         self.hub, self.clock = hub, clock
         self.admit = admit           # elastic: judges a late node, returns its verdict; fixed: None
+        self.on_straggler_fault = on_straggler_fault  # recovery's seam (stall/fault.py), or None: reported only
+        self.straggler = None        # the straggler fault the seam took (recovery reads its gap)
         self.own_done = threading.Event()
         self.label = f"node 0 ({hub.own_fp.get('hostname')})"
         self.culprit = None          # a stall's or straggler's: (None, "stall" | "straggler", generation rank)

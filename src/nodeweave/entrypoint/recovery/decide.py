@@ -42,8 +42,20 @@ def first(present, limits, step=None):
     return dict(book, decision="start")
 
 
-def _stop(book, code, why):
-    return dict(book, decision="stop", code=code, why=why)
+def _stop(book, code, ended):
+    """The book ending the job: ``ended`` says why in words (``why`` stays the nodes' reasons, one type)."""
+    return dict(book, decision="stop", code=code, ended=ended)
+
+
+def finished(book):
+    """The book telling nodes still on their way back that the job finished (every node exits 0)."""
+    return _stop(book, 0, "the job finished")
+
+
+def closed(book, code, at):
+    """The book as node 0 keeps it when its launcher ended the job: ``done`` (exit 0, ``finished`` at ``at``)
+    or ``stopped`` (a stop signal)."""
+    return dict(book, decision="done" if code == 0 else "stopped", finished=at if code == 0 else None)
 
 
 def _progress(book, step, limit):
@@ -67,7 +79,7 @@ def _fill(old, available, slots):
 
 
 def after_fault(book, culprit, why, present, step, limits):
-    """The next generation's book (``decision`` start), or the book with ``decision`` stop, ``code``, ``why``.
+    """The next generation's book (``decision`` start), or the book with ``decision`` stop, ``code``, ``ended``.
 
     ``culprit``: the identity of the node at fault, or None when no one node is
     (its label and cause are in ``why``); ``present``: identities checked in for

@@ -96,7 +96,8 @@ class Generations:
         code = book.get("code")
         if code not in (EXIT_GAVE_UP, EXIT_NO_PROGRESS, EXIT_JOB_ERROR):
             return None
-        self.log(f"recovery: this container's job already ended (exit {code}: {book.get('why')}); a restart brought "
+        ended = book.get("ended") or book.get("why")  # "why" held it in the records of nodeweave before issue 41
+        self.log(f"recovery: this container's job already ended (exit {code}: {ended}); a restart brought "
                  "it back: not starting it again. Recreate the containers (nodeweave up) to start the job anew")
         return code
 

@@ -54,9 +54,9 @@ class HubSide:
                 say_stop(book, self.log)
                 hub.close()
                 return book["code"]
-            watch = HubWatch(hub, self.log, elastic=False, admit=self._admitter(hub, verdict, book))
-            if self.settings.get("straggler_is_fault"):
-                watch.on_straggler_fault = self._straggler_taker(watch)
+            watch = HubWatch(hub, self.log, elastic=False, admit=self._admitter(hub, verdict, book),
+                             on_straggler_fault=self._take_straggler if self.settings.get("straggler_is_fault")
+                             else None)
             if 0 in book["members"]:
                 code = self.gens.launch(book, verdict, watch)
             else:
@@ -64,8 +64,8 @@ class HubSide:
                 self.gens.hold_warm(decide.role(book, 0))
                 code = self._hub_only(watch)
             if code == 0 or user_stopped(self.gens.received):
-                book["finished"] = time.time() if code == 0 else None
-                keep(self.settings, dict(book, decision="done" if code == 0 else "stopped"))
+                book = decide.closed(book, code, time.time())
+                keep(self.settings, book)
                 if code == 0 and book["restarts"]:
                     self.log(f"recovery: the job finished after {book['restarts']} recovery(ies)")
                 if code == 0:
@@ -130,8 +130,7 @@ class HubSide:
         hub = self._new_hub(hub)
         self._regather(late, time.monotonic() + REGATHER_CAP_S)
         if hub.peers:
-            hub.announce(dict(verdict, recovery=public(dict(book, decision="stop", code=0,
-                                                            why="the job finished"))))
+            hub.announce(dict(verdict, recovery=public(decide.finished(book))))
         hub.close()
 
     def _hub_only(self, watch):
@@ -218,20 +217,18 @@ class HubSide:
             return dict(verdict, recovery=public(book))
         return admit
 
-    def _straggler_taker(self, watch):
+    @staticmethod
+    def _take_straggler(watch, fault):
         """The stall watch's seam (``stall/fault.py``): a straggler named N checks in a row ends the generation
         with its node as the culprit, as a crash would; the next one leaves that node out."""
-        def take(fault):
-            if watch.failure is not None:
-                return False
-            watch.straggler = fault
-            ranks = ", ".join(map(str, fault["ranks"]))
-            how = (f"rank(s) {ranks} named a straggler {fault['checks']} checks in a row "
-                   f"({fault['gap']:.0%} slower)")
-            watch.stop_all(f"node {fault['node']} ({fault['host']})", how, EXIT_PEER_FAILED, node=fault["node"],
-                           cause="straggler")
-            return True
-        return take
+        if watch.failure is not None:
+            return False
+        watch.straggler = fault
+        ranks = ", ".join(map(str, fault["ranks"]))
+        how = f"rank(s) {ranks} named a straggler {fault['checks']} checks in a row ({fault['gap']:.0%} slower)"
+        watch.stop_all(f"node {fault['node']} ({fault['host']})", how, EXIT_PEER_FAILED, node=fault["node"],
+                       cause="straggler")
+        return True
 
     def _fault(self, watch, book):
         """What ended the generation: the culprit's identity (None when no one node is) and why, in words."""
@@ -249,7 +246,7 @@ class HubSide:
         book["alive"] = [p.fp.get("rank") for p in watch.hub.peers if not (p.done or {}).get("lost")]
         fault = {"generation": book["generation"], "node": node, "cause": cause, "why": why,
                  "at": watch.failed_at or time.time()}
-        straggler = getattr(watch, "straggler", None)
+        straggler = watch.straggler
         if cause == "straggler" and straggler:
             fault["gap"] = round(straggler["gap"], 3)
         shared = decide.shared_error(watch.script_errors(), book["members"]) if cause == "crash" else None
@@ -263,7 +260,7 @@ class HubSide:
 
 def say_stop(book, log):
     """The job ends (node 0 and every node alike): why, and the job's own error's last lines when it was that."""
-    log(f"recovery: the job ends: {book.get('why')} (every node exits {book.get('code')})")
+    log(f"recovery: the job ends: {book.get('ended')} (every node exits {book.get('code')})")
     error = book.get("error")
     if error:
         log(f"the ranks' last lines (node {error['nodes'][0]}):")

@@ -105,7 +105,7 @@ def own_record(book, node):
     """The book as ``node`` keeps it: its role in the generation and, when it sits out, why (`nodeweave status`
     shows both, so a left-out node says why there as on its console)."""
     role = decide.role(book, node)
-    reasons = book.get("why")  # per node; a book that ends the job holds why it ends there instead
+    reasons = book.get("why")  # per node, always (why the job ends is ``ended``)
     reason = reasons.get(str(node)) if isinstance(reasons, dict) and role in ("left out", "out for good") else None
     return dict(book, role=role, reason=reason)
 

@@ -110,6 +110,18 @@ class HubStall(FaultSeam):
         return {f"node {(p.fp or {}).get('rank')}": p.stacks[1] for p in self.hub.peers
                 if p.stacks and p.stacks[0] == request}
 
+    def answered_stacks(self, request, deadline):
+        """As :meth:`collect_stacks`, from another thread than the heartbeat's: that thread reads the answers
+        (``stall_message``); this one only waits for them, never touching the connections."""
+        import time
+
+        def waiting():
+            return [p for p in self.hub.peers if p.done is None and not (p.stacks and p.stacks[0] == request)]
+        while waiting() and self.clock() < deadline and not self.hub.board.closed:
+            time.sleep(0.05)
+        return {f"node {(p.fp or {}).get('rank')}": p.stacks[1] for p in self.hub.peers
+                if p.stacks and p.stacks[0] == request}
+
     def broadcast_report(self, lines):
         self._broadcast({"t": "report", "lines": lines})
 

@@ -6,9 +6,10 @@ start-up path pays nothing for it.
 
 
 class FaultSeam:
-    """Where a lasting straggler goes: the recovery engine sets ``on_straggler_fault`` on node 0's watch to a
-    callable taking the fault ``{node, host, ranks, gap, checks}`` (``node``: the culprit node's rank) and
-    returning True when it takes it (swaps the node for a spare). Unset, the fault is reported only."""
+    """Where a lasting straggler goes: the recovery engine passes node 0's watch ``on_straggler_fault`` as it
+    makes it (``heartbeat.HubWatch(..., on_straggler_fault=)``), a callable taking the watch and the fault
+    ``{node, host, ranks, gap, checks}`` (``node``: the culprit node's rank) and returning True when it takes
+    it (swaps the node for a spare). None, the fault is reported only."""
 
     on_straggler_fault = None
 
@@ -17,7 +18,7 @@ class FaultSeam:
         if handler is None:
             return False
         try:
-            return bool(handler(fault))
+            return bool(handler(self, fault))
         except Exception as err:  # noqa: BLE001 - the watch goes on; the fault stays reported
             self.log(f"warning: the recovery engine's straggler fault handler failed: {err!r}")
             return False

@@ -4,7 +4,13 @@ Each beat a node sends carries its ranks' view (``ranks.py``). Node 0 adds
 its own, judges (``judge.py``) and, when the job stalls for ``stall_warn``,
 asks every node for its ranks' stacks, groups them, and sends the one report
 every node prints; after ``stall_timeout`` it stops every node with
-:data:`EXIT_STALLED`. A straggler is named once (again when the set changes).
+:data:`EXIT_STALLED`. The report's gathering runs on a thread of its own
+(``nodeweave-stall-report``): this node's ranks can take seconds to dump their
+stacks and the others up to :data:`GATHER_S` to answer, and ``hub_tick`` runs
+on node 0's heartbeat thread, which must go on beating (a node hearing
+nothing from node 0 for ``LOST_S``, 10 s, counts it lost). The stop at
+``stall_timeout`` waits for a report in flight, so the report is still what
+every node prints first. A straggler is named once (again when the set changes).
 
 A straggler that lasts (named in ``fault_checks`` consecutive checks; 0, the
 default, never) is a fault: node 0 says so and hands it, with the culprit
@@ -13,6 +19,7 @@ node, to ``hub_watch.straggler_fault`` (``fault.FaultSeam``), whose
 """
 
 import os
+import threading
 import time
 
 from ..errors import EXIT_STALLED
@@ -38,6 +45,7 @@ class StallWatch:
         self.verdicts = {"stall": None, "stragglers": []}
         self.last_views = []
         self.alone = None  # why this node sees only its own ranks in a job of several nodes (local.py)
+        self.reporting = None  # the thread gathering and sending a stall report, off the heartbeat's thread
 
     # --- every node ---------------------------------------------------------------------------------
     def view(self):
@@ -89,18 +97,30 @@ class StallWatch:
             return
         self.verdicts["stall"] = _summary(finding)
         key = (finding["where"], tuple((v.get("node"), v["rank"]) for v in finding["culprits"]))
-        if self.reported is None or self.reported[:2] != key:
-            described = self._gather(hub_watch, own)
-            lines = report.stall_lines(finding, group(described), self.warn_s, self.timeout_s, EXIT_STALLED,
-                                       flight.lines(described), self.alone)
+        if (self.reported is None or self.reported[:2] != key) and not self.report_in_flight():
             self.reported = key + (", ".join(f"rank {v['rank']}" for v in finding["culprits"]),)
-            self._say_all(hub_watch, lines)
-        if self.timeout_s and finding["for_s"] >= self.timeout_s:
+            self.reporting = threading.Thread(target=self._report, args=(hub_watch, own, finding), daemon=True,
+                                              name="nodeweave-stall-report")
+            self.reporting.start()
+        if self.timeout_s and finding["for_s"] >= self.timeout_s and not self.report_in_flight():
             culprit = (finding["culprits"] or finding["waiting"])[0]
             who = f"rank {culprit['rank']} never entered" if finding["culprits"] else "this node's ranks waited in"
             how = f"stalled for {finding['for_s']:.0f}s (stall_timeout {self.timeout_s}s): {who} {finding['where']}"
             hub_watch.stop_all(f"node {culprit.get('node')} ({culprit.get('host')})", how, EXIT_STALLED,
                                node=culprit.get("node") if finding["culprits"] else None)
+
+    def report_in_flight(self):
+        return self.reporting is not None and self.reporting.is_alive()
+
+    def _report(self, hub_watch, own, finding):
+        """The stall report, gathered and sent on its own thread (the heartbeat's goes on meanwhile)."""
+        try:
+            described = self._gather(hub_watch, own, aside=True)
+            lines = report.stall_lines(finding, group(described), self.warn_s, self.timeout_s, EXIT_STALLED,
+                                       flight.lines(described), self.alone)
+            self._say_all(hub_watch, lines)
+        except Exception as err:  # noqa: BLE001 - the job goes on whatever the report hits; the stop still comes
+            self.log(f"warning: the stall report failed: {err!r}")
 
     def _stragglers(self, hub_watch, views, now):
         named = self.stragglers.evaluate(now)
@@ -123,15 +143,17 @@ class StallWatch:
             fault = {"node": node, "host": ranks[0]["host"], "ranks": [n["rank"] for n in ranks],
                      "gap": max(n["gap"] for n in ranks), "checks": self.fault_checks}
             self.faulted.add(node)
-            hand_over = getattr(hub_watch, "straggler_fault", None)  # fault.FaultSeam
-            taken = bool(hand_over and hand_over(fault))
+            taken = hub_watch.straggler_fault(fault)  # fault.FaultSeam: every node-0 watch has the seam
             self._say_all(hub_watch, [report.fault_line(fault, taken)])
 
-    def _gather(self, hub_watch, own):
-        """Every rank's described stack: this node's now, the others' as they answer (bounded)."""
+    def _gather(self, hub_watch, own, aside=False):
+        """Every rank's described stack: this node's now, the others' as they answer (bounded). ``aside``: off the
+        heartbeat's thread, which reads the answers meanwhile (``answered_stacks``); else this thread reads them
+        (``collect_stacks``)."""
         request = hub_watch.ask_stacks()
         described = self.stacks(own)
-        answers = hub_watch.collect_stacks(request, self.clock() + GATHER_S)
+        wait = hub_watch.answered_stacks if aside else hub_watch.collect_stacks
+        answers = wait(request, self.clock() + GATHER_S)
         for ranks in answers.values():
             described += ranks
         known = {d["rank"] for d in described}
