@@ -36,7 +36,7 @@ from typing import Callable, Dict, List, Optional, Tuple
 from nodeweave.steps import Step, execute, need_tool
 from nodeweave.errors import NodeweaveError, UsageError
 from nodeweave.remote import RemoteOptions, kind_class
-from nodeweave.cluster.options import JobState
+from nodeweave.jobstate import JobState
 
 KEPT_TREE = "openshift-build"  # in the job's folder: .nodeweave/<job>/openshift-build
 UPLOAD_TREE = "openshift-upload"

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Optional, Tuple
 
 from nodeweave.entrypoint import bounded
+from nodeweave.jobstate import STATE_DIR, JobState
 from nodeweave.errors import UsageError
 from nodeweave.remote.names import check_dest, check_dns_label, check_ssh_host
 from nodeweave.spec.rules import host_key
@@ -36,50 +37,8 @@ TARGET_ALIASES = {"compose": "local", "ssh": "hosts", "k8s": "kubernetes", "kube
 ENGINES = ("podman", "docker")
 HOST_ENGINES = ("docker", "podman", "none")  # none: bare hosts, the entrypoint installed on each
 OVERLAYS = ("base", "openshift", "rocm")
-STATE_DIR = ".nodeweave"
 STATE_FILE = ".nodeweave/<job>/cluster.json"
 LEGACY_STATE_FILE = ".nodeweave/cluster.json"  # before per-job folders: {job: options}
-
-
-@dataclass(frozen=True)
-class JobState:
-    """Where nodeweave keeps one job's files beside its spec: ``.nodeweave/<job>/``."""
-
-    spec_dir: Path
-    job: str
-
-    @classmethod
-    def of(cls, spec_path: Path, job: str) -> "JobState":
-        return cls(spec_path.resolve().parent, job)
-
-    @property
-    def folder(self) -> Path:
-        return self.spec_dir / STATE_DIR / self.job
-
-    def kept(self, what: str) -> Path:
-        """A tree nodeweave keeps for this job (``kube``: what ``apply -k`` read; ``openshift-build``,
-        ``openshift-upload``: what the OpenShift build applied and sent), inside the job's folder, so two
-        jobs never share one and no job's name can meet another's tree."""
-        return self.folder / what
-
-    @property
-    def cluster_file(self) -> Path:
-        """What ``up`` was told (target, engine, hosts, ...)."""
-        return self.folder / "cluster.json"
-
-    @property
-    def token_file(self) -> Path:
-        """The job's check-in secret (0600), mounted into the nodes of a compose target."""
-        return self.folder / "job-token"
-
-    @property
-    def compose_file(self) -> Path:
-        """The compose file ``up`` starts the local target from (absolute host paths, so it may live here)."""
-        return self.folder / "compose.yaml"
-
-    def shown(self, path: Path) -> str:
-        """``path`` as the user sees it: relative to the spec's folder."""
-        return path.relative_to(self.spec_dir).as_posix()
 
 
 @dataclass(frozen=True)

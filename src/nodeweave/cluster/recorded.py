@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import List, Tuple
 
 from nodeweave.cluster.base import Backend
-from nodeweave.cluster.options import STATE_DIR, ClusterOptions, load_made, load_state, recorded_elsewhere
+from nodeweave.cluster.options import ClusterOptions, load_made, load_state, recorded_elsewhere
+from nodeweave.jobstate import STATE_DIR
 from nodeweave.errors import EnvironmentProblem
 
 

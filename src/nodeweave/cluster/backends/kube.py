@@ -223,7 +223,7 @@ class KubeCluster(Backend):
 
     def tree_path(self) -> Path:
         """Where the applied tree is kept (to inspect, or to apply by hand): beside the spec, per job."""
-        from nodeweave.cluster.options import JobState
+        from nodeweave.jobstate import JobState
 
         return JobState(self.spec_dir, self.spec.name).kept(KEPT_TREE)
 

@@ -56,7 +56,7 @@ class LocalCluster(Backend):
         super().__init__(spec, spec_path, options)
         self.detected = detect_engine(options.engine)
         self.engine = self.detected or "podman"  # a dry run still shows the commands; check_tools refuses
-        from nodeweave.cluster.options import JobState
+        from nodeweave.jobstate import JobState
 
         self.state = JobState(self.spec_dir, spec.name)
         self.compose_file = self.state.compose_file
