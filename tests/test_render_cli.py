@@ -91,6 +91,34 @@ def test_refuses_to_overwrite_a_users_file_and_writes_nothing(project, capsys):
     assert not (project / "compose" / "local.yaml").exists()  # all or nothing
 
 
+@pytest.mark.parametrize("head", ["# my compose, adapted from the one made by nodeweave\n",
+                                  "# TODO: check what rendered by nodeweave would say\n",
+                                  "services: {}  # by nodeweave's example\n"])
+def test_a_users_file_that_only_mentions_nodeweave_is_the_users(project, capsys, head):
+    """The first-day walk: a user's compose file whose first line said it was "adapted from the one made by
+    nodeweave" carried the old mark (the words anywhere in the first five lines) and was replaced, no backup."""
+    (project / "compose").mkdir()
+    mine = project / "compose" / "node.yaml"
+    mine.write_text(head + "services:\n  mine: {image: my/own}\n")
+    code, _, err = run(capsys, "render", "compose", "--spec", str(project / "nodeweave.yaml"))
+    assert code == EXIT_USAGE and "refusing to overwrite 1 file(s)" in err, err
+    assert mine.read_text().startswith(head)
+
+
+def test_every_renderers_files_carry_the_header_that_marks_them_nodeweaves(project, capsys):
+    """Each target's every file is recognised as nodeweave's by the rule the overwrite check uses."""
+    from nodeweave.rendering.plan import is_marked
+
+    out = project / "out"
+    for target in ("all", "slurm", "jobset", "trainjob", "openshift-build"):
+        code, _, err = run(capsys, "render", target, "--spec", str(project / "nodeweave.yaml"), "--out", str(out))
+        assert code == EXIT_OK, err
+    files = [p for p in out.rglob("*") if p.is_file() and ".nodeweave" not in p.parts]
+    assert len(files) > 30
+    unmarked = [str(p.relative_to(out)) for p in files if not is_marked(p.read_bytes())]
+    assert unmarked == [], unmarked
+
+
 def test_force_overwrites_a_users_file(project, capsys):
     (project / "compose").mkdir()
     (project / "compose" / "node.yaml").write_text("mine\n")
