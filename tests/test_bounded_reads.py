@@ -191,6 +191,9 @@ UNBOUNDED = {
     "entrypoint/checkin/fingerprint.py": "the workspace's git metadata, each file a line",
     "entrypoint/checkin/session.py": "the node's own session record",
     "entrypoint/detection/kube.py": "the Kubernetes API's answer",
+    "cluster/writable.py": "/etc/subuid, the machine's own user mapping (rootless podman)",
+    "entrypoint/metrics/gpus.py": "the GPU driver's sysfs files (a number each) and its own reading thread",
+    "entrypoint/metrics/live.py": "node 0's own recovery record, written by its entrypoint",
     "entrypoint/detection/sysfs.py": "the live machine's sysfs and procfs (a --sysroot capture is read bounded)",
     "entrypoint/nodeinfo.py": "the node's own stall file",
     "entrypoint/recovery/setup.py": "the node's own recovery record",
@@ -256,3 +259,37 @@ def test_a_captured_tree_with_an_endless_file_is_read_within_bounds(tmp_path):
     done = run([*NODEWEAVE, "doctor", "--sysroot", str(tree)], tmp_path)
     assert "Traceback" not in done.stderr and "MemoryError" not in done.stderr, done.stderr[-2000:]
     assert done.returncode in (0, 1), done.stderr[-2000:]  # graded findings, not a crash
+
+
+def fifo_spec(project: Path):
+    os.mkfifo(project / "pipe.yaml")
+    return ["validate", "--spec", str(project / "pipe.yaml")], "pipe.yaml"
+
+
+def fifo_state_file(project: Path):
+    (project / ".nodeweave" / "nwbound").mkdir(parents=True)
+    os.mkfifo(project / ".nodeweave" / "nwbound" / "cluster.json")
+    return ["status"], "cluster.json"
+
+
+def fifo_run_record(project: Path):
+    run = project / "runs" / "20260101T000000Z-nwbound"
+    run.mkdir(parents=True)
+    os.mkfifo(run / "run.json")
+    return ["runs", "ls"], None
+
+
+@pytest.mark.parametrize("member", [fifo_spec, fifo_state_file, fifo_run_record], ids=lambda m: m.__name__)
+def test_a_named_pipe_no_one_writes_is_answered_at_once_not_waited_on_forever(tmp_path, member):
+    """The fresh-eyes walk: `validate --spec FIFO`, a FIFO as cluster.json or as a run's run.json hung until
+    killed: open() of a FIFO waits for a writer. Read as the empty file it is, each is answered in one line."""
+    project = spec_at(tmp_path)
+    words, named = member(project)
+    done = run([*NODEWEAVE, *words], project)  # run() times out at 120 s: a hang fails here
+    assert "Traceback" not in done.stderr, done.stderr[-2000:]
+    if named is None:  # runs ls lists what it can and names the unreadable run, never waits
+        assert done.returncode in (0, 2), done.stderr
+        return
+    assert done.returncode == 2, (done.returncode, done.stdout, done.stderr)
+    errors = [line for line in done.stderr.splitlines() if "error:" in line]
+    assert len(errors) == 1 and named in errors[0], done.stderr

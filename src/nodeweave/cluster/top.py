@@ -17,6 +17,7 @@ from rich.table import Table
 from rich.text import Text
 
 from nodeweave.cluster.base import Node
+from nodeweave.entrypoint import bounded
 
 BUCKETS = ("training", "startup", "recovery", "redone", "stalled", "idle")
 BUCKET_STYLES = {"training": "green", "startup": "cyan", "recovery": "yellow", "redone": "magenta",
@@ -30,7 +31,7 @@ def ask_live(node: Optional[Node] = None, url: Optional[str] = None, timeout: fl
         try:
             with urllib.request.urlopen(url.rstrip("/") + ("" if url.endswith(".json") else "/status.json"),
                                         timeout=timeout) as answer:
-                return json.loads(answer.read().decode("utf-8")), ""
+                return json.loads(bounded.read_stream(answer, bounded.RECORD_CAP, "node 0's status", url).decode("utf-8")), ""
         except (OSError, ValueError) as err:
             return None, f"{url}: {getattr(err, 'reason', None) or err}"
     argv = node.entrypoint_argv(["--node", "live"])

@@ -8,6 +8,8 @@ that holds for every kind of file. Stdlib only: the entrypoint and the CLI both 
 """
 
 import errno
+import fcntl
+import os
 
 MIB = 1024 * 1024
 # A spec, a hosts file, a requirements file: pages of text a person writes.
@@ -33,9 +35,22 @@ def size_text(size):
         f"{size} bytes"
 
 
+def _open(path):
+    """``path`` opened for reading without waiting for a writer: a named FIFO nobody writes to blocked ``open``
+    forever (``validate --spec FIFO`` hung); opened non-blocking, then blocking again, its read ends at once
+    when no one has it open for writing (POSIX: end of file), and waits as before for a writer that has."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) & ~os.O_NONBLOCK)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
 def read_bytes(path, cap, what):
     """The bytes of ``path``, at most ``cap``; :class:`TooLarge` when there are more (``what``: the file's kind)."""
-    with open(path, "rb") as handle:
+    with _open(path) as handle:
         return read_stream(handle, cap, what, path)
 
 
@@ -57,7 +72,7 @@ def read_tail(path, cap, errors="replace"):
 
     A file that cannot seek (a pipe, a device) gives its first ``cap`` bytes instead, never more.
     """
-    with open(path, "rb") as handle:
+    with _open(path) as handle:
         try:
             size = handle.seek(0, 2)
             handle.seek(max(0, size - cap))

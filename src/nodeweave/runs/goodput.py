@@ -11,6 +11,7 @@ from typing import List, Optional
 
 from nodeweave.entrypoint.metrics.goodput import BUCKETS, account
 from nodeweave.runs.history import RunEntry
+from nodeweave.entrypoint import bounded
 
 RECORD = "goodput.json"
 NAMES = {"training": "training", "startup": "start-up", "recovery": "recovery", "redone": "work redone",
@@ -20,7 +21,7 @@ NAMES = {"training": "training", "startup": "start-up", "recovery": "recovery", 
 def run_goodput(entry: RunEntry) -> Optional[dict]:
     """The accounting of ``entry``'s timeline, or None when node 0 kept none (an older nodeweave, no heartbeat)."""
     try:
-        timeline = json.loads((entry.path / RECORD).read_text(encoding="utf-8"))
+        timeline = json.loads(bounded.read_text(entry.path / RECORD, bounded.RECORD_CAP, "a goodput record"))
     except (OSError, ValueError):
         return None
     if not isinstance(timeline, dict) or not timeline.get("launched"):

@@ -286,7 +286,7 @@ def _json_cut_off(handle, size):
             return f"JSON that does not parse ({exc}): cut off mid-write"
         return None
     handle.seek(max(0, size - 64))
-    if not handle.read().rstrip().endswith((b"}", b"]")):
+    if not handle.read(64).rstrip().endswith((b"}", b"]")):
         return "JSON that does not end in } or ]: cut off mid-write"
     return None
 
