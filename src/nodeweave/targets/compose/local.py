@@ -60,9 +60,11 @@ def _processes(r: Resolved) -> Dict[str, str]:
 
 def metrics_port(r: Resolved) -> List[str]:
     """Node 0's /metrics published on this machine's loopback (docs/observability.md); none when off. Loopback:
-    a laptop's Prometheus scrapes it, the network around the laptop does not."""
+    a laptop's Prometheus scrapes it, the network around the laptop does not. The host port is the engine's
+    choice (``podman port <job>-0 9464`` names it): a fixed one made a second job on the same machine fail to
+    start ("127.0.0.1:9464: address already in use"), a test suite's parallel jobs first."""
     port = r.spec.metrics.port
-    return [f"127.0.0.1:{port}:{port}"] if r.spec.metrics.enabled else []
+    return [f"127.0.0.1::{port}"] if r.spec.metrics.enabled else []
 
 
 def render_local(r: Resolved) -> str:
