@@ -82,8 +82,21 @@ def test_a_new_generation_is_marked_once_and_its_lines_follow_in_the_same_stream
     console = _console()
     run_logs(tmp_path, [], follow=False, console=console)
     lines = [" ".join(line.split()) for line in console.file.getvalue().splitlines()]
-    assert lines == ["[x2 node-0,node-2 r0-1] step 9", "── generation 1 ──", f"[x2 node-0,node-2] {ended}",
-                     "[x2 node-0,node-2 r0-1] step 6"], lines
+    assert lines == ["[x2 node-0,node-2 r0-1] step 9", "── generation 1 ──", f"[node-0] {ended}", f"[node-2] {ended}",
+                     "[x2 node-0,node-2 r0-1] step 6"], lines  # a line no rank marks is its node's: never merged
+
+
+def test_a_line_no_launcher_marked_stays_its_nodes_and_the_prefix_is_one_space_whatever_came_before(tmp_path):
+    """The Slurm loops' `[node-1] sleeping` (a one-rank node's output, unmarked) was merged into
+    `[x2 node-0,node-1] sleeping`, and every later prefix padded to the widest so far: a grep for
+    `[node-1] text` found nothing."""
+    (tmp_path / "node-0.log").write_text("[rank0]:loss 1\nsleeping\n")
+    (tmp_path / "node-1.log").write_text("[rank1]:loss 1\nsleeping\n")
+    (tmp_path / "run.json").write_text(json.dumps({"ended": "2026-01-01T00:00:00Z"}))
+    console = _console()
+    run_logs(tmp_path, [], follow=False, console=console)
+    lines = console.file.getvalue().splitlines()
+    assert lines == ["[x2 node-0,node-1 r0-1] loss 1", "[node-0] sleeping", "[node-1] sleeping"], lines
 
 
 def test_without_collapse_every_ranks_line_stays():

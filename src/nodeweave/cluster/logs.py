@@ -42,20 +42,19 @@ def _print(console: Console, node_name: str, index: int, width: int, line: str) 
 
 
 class _Printer:
-    """Prints what a LogView lets through, each prefix in its node's colour, padded to the widest so far."""
+    """Prints what a LogView lets through, each prefix in its node's colour and one space: `[node-1] text` stays
+    what a grep finds, whatever prefix came before it (a collapsed line's is wider)."""
 
     def __init__(self, console: Console, colours: dict):
-        self.console, self.colours, self.width = console, colours, 0
+        self.console, self.colours = console, colours
 
     def __call__(self, rows) -> None:
         for node, prefix, text in rows:
             if not prefix:  # a generation's rule
                 self.console.print(Text(text, style="bold"), highlight=False)
                 continue
-            self.width = max(self.width, len(prefix))
             style = COLOURS[self.colours.get(node, 0) % len(COLOURS)]
-            self.console.print(Text(f"[{prefix}]".ljust(self.width + 3), style=style) + Text(text), highlight=False,
-                               soft_wrap=True)
+            self.console.print(Text(f"[{prefix}] ", style=style) + Text(text), highlight=False, soft_wrap=True)
 
 
 def container_logs(backend: Backend, nodes: List[Node], follow: bool, console: Console, rank: Optional[int] = None,

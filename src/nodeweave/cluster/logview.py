@@ -6,7 +6,8 @@ lines: torchrun's ``--tee`` (``[default3]:``, the local rank, or ``[rank3]:`` wi
 PyTorch's own ``[rank3]:`` on a rank's warnings and errors. A line without one shows its node alone.
 
 The same text from several ranks (every rank printing its loss, NCCL's banner on every GPU) collapses into
-one line naming how many ranks and which: the view holds each text for :data:`WINDOW` lines (or
+one line naming how many ranks and which; a line that no launcher marked with its rank is its node's own
+(the entrypoint's lines, a one-rank node's output) and stays a ``[node-i]`` line, in order: the view holds each text for :data:`WINDOW` lines (or
 :data:`HOLD_S` seconds when following) and a copy from a rank not yet counted joins it; a second copy from
 the same rank is a new line, so nothing a rank repeats is hidden.
 """
@@ -81,8 +82,8 @@ class LogView:
         out = self._generation_mark(text)
         if self.rank is not None and rank != str(self.rank):
             return out
-        if not self.collapse:
-            return out + [(node, _prefix([(node, rank)]), text)]
+        if not self.collapse or rank is None:  # a line no launcher marked is its node's own: shown as it came
+            return out + self.flush() + [(node, _prefix([(node, rank)]), text)]
         key = self.by_text.get(text)
         entry = self.held.get(key) if key is not None else None
         if entry is None or (node, rank) in entry.sources or rank is None and any(n == node for n, _ in
