@@ -198,7 +198,7 @@ def show_plan(plan, fmt: str, backend=None, nodes=None, verb: str = "") -> None:
 
 def would_fail(backend, nodes, verb: str) -> "list[str]":
     """What the real ``verb`` would refuse with (exit 3), asking only what a dry run may read; empty: nothing."""
-    from nodeweave.errors import EnvironmentProblem
+    from nodeweave.errors import EnvironmentProblem, NodeweaveError
 
     try:
         backend.check_tools()
@@ -210,6 +210,8 @@ def would_fail(backend, nodes, verb: str) -> "list[str]":
         line = backend.down_line(nodes, verb)
     except (EnvironmentProblem, OSError) as err:  # the platform could not be asked
         line = str(err)
+    except NodeweaveError as err:  # it answered with an error (a scheduler with no controller): a note, no verdict
+        return [f"whether the nodes are up could not be asked: {err}"]
     return [f"the real {verb} would end with exit 3: {line}"] if line else []
 
 
