@@ -75,7 +75,7 @@ def test_a_verb_before_up_names_nodeweave_up(project, verb):
 @pytest.mark.engine
 def test_status_of_a_down_cluster_says_down_not_the_engines_words(project):
     done = nodeweave(project, "status", "--engine", "podman")
-    assert done.returncode == 1
+    assert done.returncode == EXIT_ENVIRONMENT, done.stderr  # nothing up: exit 3, as every verb (issue 43, row 22)
     assert "no such container" not in done.stdout + done.stderr
     assert "down (missing)" in done.stdout
     assert "`nodeweave up` starts it" in one_line(done)

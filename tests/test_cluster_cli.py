@@ -116,7 +116,7 @@ def test_an_option_after_the_dashes_reaches_the_script_unread(spec):
     (("--dry-run", "train.py", "--", "--lr", "1"), "the command is given twice"),
     (("--dry-run", "--", "torchrun", "--nproc-per-node", "8", "train.py"),
      "nodeweave starts torchrun itself on every node (rank, master and node count from its plan); give only the "
-     "script: nodeweave run --nproc-per-node 8 -- train.py"),
+     "script: `nodeweave run --nproc-per-node 8 -- train.py`"),
     (("--dry-run", "--", "python", "-m", "torch.distributed.run", "train.py"), "nodeweave starts torchrun itself"),
     (("--dry-run", "--", "python", "-u", "train.py"), "give the script path after `--`"),
 ])
