@@ -170,7 +170,7 @@ def healthy_case(args):
 
 def overhead(args):
     """One job of ``--rounds`` paired rounds (gpu_stragglers_job.py --overhead-rounds); rank 0's numbers."""
-    job = ["--steps", "1", "--overhead-rounds", str(args.rounds), "--block", "25", "--collectives", "4",
+    job = ["--steps", "1", "--overhead-rounds", str(args.rounds), "--block", "25", "--collectives", str(args.collectives),
            "--gpu-ms", "20", "--cpu-ms", "0" if not args.cpu else "5"]
     nodes = start(args.out / "overhead", job, args)
     try:
@@ -262,7 +262,9 @@ def main():
     parser.add_argument("--healthy-s", type=int, default=60, help="length of the healthy run (300 for the proof)")
     parser.add_argument("--name-limit", type=int, default=75, help="seconds a straggler case waits for the name")
     parser.add_argument("--rounds", type=int, default=16, help="paired rounds of the overhead measure (0: skip)")
-    parser.add_argument("--gpus", default="0,1", help="the two GPUs, node 0's first")
+    parser.add_argument("--gpus", default="0,1", help="the two GPUs, node 0's first (0,0: both nodes share one)")
+    parser.add_argument("--collectives", type=int, default=4, help="all-reduces per step of the overhead measure "
+                        "(100: an FSDP-like step)")
     parser.add_argument("--cases", default=",".join(CASES), help=f"comma-separated, of {', '.join(CASES)}")
     args = parser.parse_args()
     args.gpus = args.gpus.split(",")
