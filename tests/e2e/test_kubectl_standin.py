@@ -91,7 +91,7 @@ def test_a_selector_selects(standin):
     (["delete", "-n", "e2e", "statefulset", "nwk"], "delete -k DIR"),
     (["rollout", "restart", "statefulset/nwk"], "verb ['rollout']"),
     (["get", "-n", "e2e", "pods", "-l", "a=b", "-o", "yaml"], "get statefulset NAME"),
-    (["get", "-n", "e2e", "statefulset", "nwk", "-o", "json"], "get statefulset NAME"),
+    (["get", "-n", "e2e", "statefulset", "nwk", "-o", "yaml"], "get statefulset NAME"),
     (["exec", "-n", "e2e", "-c", "trainer", "nwk-0"], "exec without -- COMMAND"),
     (["exec", "-n", "e2e", "nwk-0", "--", "true"], "exec nwk-0"),
     (["logs", "--tail=5", "-n", "e2e", "-c", "trainer", "nwk-0"], "flag --tail=5"),

@@ -26,6 +26,7 @@ FOLDER_LABEL = "io.nodeweave.folder"
 OWNER_LABEL = "io.nodeweave.owner"
 KUBE_JOB = "nodeweave.io/job"
 KUBE_FOLDER = "nodeweave.io/folder"
+ANNOTATION_MAX = 63  # podman kube play's limit on an annotation's value
 KUBE_OWNER = "nodeweave.io/owner"
 
 
@@ -54,7 +55,11 @@ class JobMark:
         return {JOB_LABEL: self.job, FOLDER_LABEL: self.folder, OWNER_LABEL: self.owner}
 
     def annotations(self) -> dict:
-        return {KUBE_JOB: self.job, KUBE_FOLDER: self.folder, KUBE_OWNER: self.owner}
+        """The mark on Kubernetes objects. The owner id decides; the folder is only shown, and at most 63
+        characters of it (its end) are kept: `podman kube play`, which runs the StatefulSet's pods on one
+        machine (docs/engine.md), refuses a longer annotation value, as it does a label's."""
+        folder = self.folder if len(self.folder) <= ANNOTATION_MAX else "…" + self.folder[-(ANNOTATION_MAX - 1):]
+        return {KUBE_JOB: self.job, KUBE_FOLDER: folder, KUBE_OWNER: self.owner}
 
 
 @dataclass(frozen=True)
