@@ -269,7 +269,7 @@ def test_kubernetes_refuses_a_statefulset_another_folder_applied(tmp_path, kube)
     a, b = _folder(tmp_path / "a", KUBE_SPEC), _folder(tmp_path / "b", KUBE_SPEC)
     annotations = _applied_annotations(a, real)
     folder = str(a.parent.resolve())
-    shown = folder if len(folder) <= 63 else "…" + folder[-62:]  # podman kube play's limit on a value
+    shown = folder if len(folder.encode()) <= 63 else "..." + folder[-60:]  # podman kube play's limit on a value
     assert annotations["nodeweave.io/folder"] == shown
     (state / "state.json").write_text(json.dumps({"standin/ml": {"statefulsets": {"twin": {
         "replicas": 2, "annotations": annotations, "pods": {}}}}}))

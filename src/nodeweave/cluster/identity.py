@@ -56,9 +56,11 @@ class JobMark:
 
     def annotations(self) -> dict:
         """The mark on Kubernetes objects. The owner id decides; the folder is only shown, and at most 63
-        characters of it (its end) are kept: `podman kube play`, which runs the StatefulSet's pods on one
+        bytes of it (its end, after '...') are kept: `podman kube play`, which runs the StatefulSet's pods on one
         machine (docs/engine.md), refuses a longer annotation value, as it does a label's."""
-        folder = self.folder if len(self.folder) <= ANNOTATION_MAX else "…" + self.folder[-(ANNOTATION_MAX - 1):]
+        raw = self.folder.encode("utf-8")  # podman counts bytes
+        folder = self.folder if len(raw) <= ANNOTATION_MAX else \
+            "..." + raw[-(ANNOTATION_MAX - 3):].decode("utf-8", "ignore")
         return {KUBE_JOB: self.job, KUBE_FOLDER: folder, KUBE_OWNER: self.owner}
 
 
