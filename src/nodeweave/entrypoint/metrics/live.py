@@ -54,7 +54,10 @@ class Live:
         run_id = settings.get("run_id")
         self.folders = [state_root(self.env)] + ([run_dir(self.env, run_id)] if run_id else [])
         self.checkpoint_dir = settings.get("checkpoint_dir")
-        self.limits = {"max_restarts": settings.get("recovery_max_restarts")}
+        from ..planning.contract import RECOVERY_RESTARTS
+
+        self.limits = {"max_restarts": settings.get("recovery_max_restarts", RECOVERY_RESTARTS)
+                       if settings.get("recovery") else None}
         self.lock = threading.Lock()
         self.watch = None
         self.generation = None  # the timeline's entry of the generation the current watch watches
