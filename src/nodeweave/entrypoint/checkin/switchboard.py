@@ -146,15 +146,7 @@ class Switchboard:
         """Send one message to every peer (encoded once); the peers that cannot take it (gone, or with
         :data:`wire.OUTBOX_MAX` unread) are returned."""
         data = message if isinstance(message, bytes) else encode(message)  # any size: a frame past 1 MiB
-        lost = []
-        with self.lock:
-            for peer in peers:
-                try:
-                    if not peer.channel.queue(data):
-                        self._update(peer.channel.sock)
-                except ExchangeError:
-                    lost.append(peer)
-        return lost
+        return self.post_each((peer, data) for peer in peers)
 
     def post_each(self, messages):
         """Send each peer its own message (``(peer, encoded bytes)`` pairs, a verdict's part for each node);
