@@ -26,6 +26,8 @@ import time
 from pathlib import Path
 from typing import Dict, Optional, Tuple
 
+from free_ports import free_port as _free_port
+
 
 def node_names(count: int = 2) -> Tuple[str, ...]:
     """HOST, HOST-nw2, ...: Slurm sorts them so, and the first (the master) is the name that reaches this machine."""
@@ -51,12 +53,6 @@ def problem() -> Optional[str]:
     if not all(Path(f"/dev/tty{i}").exists() for i in (1, 2)):
         return "/dev/tty1 and /dev/tty2 (the fake GPU files) are absent"
     return None
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 CONF = """ClusterName=nodeweave

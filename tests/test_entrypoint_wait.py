@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 import pytest
+from free_ports import free_port
 
 from nodeweave.entrypoint.errors import EXIT_UNREACHABLE, EntrypointError
 from nodeweave.entrypoint.running.wait import wait_for
@@ -17,12 +18,6 @@ FIX = Path(__file__).parent / "fixtures" / "synthetic"
 SRC = Path(__file__).resolve().parents[1] / "src"
 SCRIPT = Path(sys.executable).parent / "nodeweave-entrypoint"
 ENTRY = [str(SCRIPT)] if SCRIPT.exists() else [sys.executable, "-m", "nodeweave.entrypoint"]
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def listen_later(port, delay):

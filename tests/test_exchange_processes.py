@@ -7,34 +7,17 @@ heartbeat run exactly as in a container.
 """
 
 import os
-import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
+from free_ports import free_port_pair
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 SCRIPT = Path(sys.executable).parent / "nodeweave-entrypoint"
 ENTRY = [str(SCRIPT)] if SCRIPT.exists() else [sys.executable, "-m", "nodeweave.entrypoint"]
-
-
-def free_port_pair():
-    """A master port whose + 1 (the exchange) is free too, below the ephemeral range (so no node's own
-    connection or check port can take it meanwhile)."""
-    import random
-
-    for _ in range(200):
-        port = random.randrange(20000, 32000)
-        try:
-            for candidate in (port, port + 1):
-                with socket.socket() as s:
-                    s.bind(("", candidate))
-            return port
-        except OSError:
-            continue
-    raise RuntimeError("no free port pair")
 
 
 def start_nodes(tmp_path, nodes, command, per_node_env=None, env=None, launcher="command", ranks=None, counts=None):

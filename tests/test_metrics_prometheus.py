@@ -7,9 +7,7 @@ a throwaway config and storage folder, scrapes node 0 and its HTTP API answers f
 """
 
 import json
-import random
 import shutil
-import socket
 import subprocess
 import time
 import urllib.parse
@@ -18,24 +16,12 @@ import urllib.request
 import pytest
 
 from stall_harness import start, stop
+from free_ports import free_port
 
 pytest.importorskip("torch")
 PROMTOOL, PROMETHEUS = shutil.which("promtool"), shutil.which("prometheus")
 needs_prometheus = pytest.mark.skipif(not (PROMTOOL and PROMETHEUS),
                                       reason="promtool/prometheus not installed (Debian: apt-get install prometheus)")
-
-
-def free_port():
-    """A free port below the ephemeral range: the nodes' own probe ports (ephemeral) never take it meanwhile."""
-    for _ in range(200):
-        port = random.randrange(10000, 20000)
-        with socket.socket() as s:
-            try:
-                s.bind(("", port))
-            except OSError:
-                continue
-            return port
-    raise RuntimeError("no free port")
 
 
 def get(url, timeout=3.0):

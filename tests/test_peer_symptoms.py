@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from free_ports import free_port as _free_port
 
 from nodeweave.entrypoint.running.symptoms import secondary
 
@@ -66,12 +66,6 @@ def test_a_peer_gone_and_no_signal_of_its_own_is_secondary(text):
 ])
 def test_a_failure_of_its_own_is_not_secondary(text):
     assert secondary(text) is None
-
-
-def _free_port():
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 VICTIM = """

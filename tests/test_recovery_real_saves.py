@@ -17,13 +17,13 @@ Nothing is downloaded: the models are built here.
 
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
 
 import pytest
+from free_ports import free_port_pair as free_port
 
 from nodeweave.entrypoint.recovery.checkpoints import newest_complete, scan
 
@@ -76,20 +76,6 @@ def assert_never_handed_out(whole, older, tmp_path):
     found = newest_complete(whole.parent)
     assert found is not None and found.path == str(whole), scan(whole.parent).incomplete
     return found
-
-
-def free_port():
-    """A port with the one after it free too (one per save)."""
-    for _ in range(50):
-        with socket.socket() as first, socket.socket() as second:
-            first.bind(("127.0.0.1", 0))
-            port = first.getsockname()[1]
-            try:
-                second.bind(("127.0.0.1", port + 1))
-            except OSError:
-                continue
-            return port
-    pytest.skip("no two free ports next to each other")
 
 
 def run_on_free_ports(command, saves, timeout=300, tries=3):

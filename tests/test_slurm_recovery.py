@@ -16,7 +16,6 @@ import json
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -25,6 +24,7 @@ from pathlib import Path
 import pytest
 
 import slurm_cluster
+from free_ports import free_port_pair as _port
 
 pytest.importorskip("torch")
 REPO = Path(__file__).resolve().parents[1]
@@ -73,12 +73,6 @@ def cluster(tmp_path_factory):
         pytest.fail(str(err))
     yield c
     c.stop()
-
-
-def _port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _prepare(folder: Path, fault: str = "") -> Path:

@@ -18,7 +18,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -34,6 +33,7 @@ from nodeweave.cluster.backends.slurm.step import REPORT_EXIT
 from nodeweave.cluster.runner import RunRequest
 from nodeweave.spec import parse_spec
 from test_slurm_target import NODEWEAVE, _per_node_tmpdir
+from free_ports import free_port_pair as free_pair
 
 STANDIN = Path(container_standin.__file__)
 SPEC = """name: {name}
@@ -56,21 +56,6 @@ except OSError:
 print(f"probe rank={os.environ['RANK']} node={os.environ['SLURM_NODEID']} cwd={os.getcwd()} "
       f"marker={open(inside + '/data/marker').read().strip()} read-only={ro}", flush=True)
 """
-
-
-def free_pair() -> int:
-    """A master port whose neighbour (the check-in exchange's, master port + 1) is free as well."""
-    for _ in range(50):
-        with socket.socket() as first:
-            first.bind(("", 0))
-            port = first.getsockname()[1]
-            with socket.socket() as second:
-                try:
-                    second.bind(("", port + 1))
-                except OSError:
-                    continue
-                return port
-    raise AssertionError("no two free neighbouring ports")
 
 
 def write_spec(folder: Path, runtime: str, port: int = 29561) -> Path:

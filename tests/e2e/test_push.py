@@ -12,13 +12,13 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import time
 import urllib.request
 
 import pytest
+from free_ports import free_port as _free_port
 
 from e2e_harness import REPO, prepare_workdir
 
@@ -30,12 +30,6 @@ nodes: 2
 gpus_per_node: 2
 launcher: {{script: allreduce.py}}
 """
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture()
