@@ -61,6 +61,10 @@ def run(settings):
     problem = missing_script(plan.launch.launcher, settings.command, os.getcwd())
     if problem:  # here, once, not in every rank the launcher would start
         raise UsageError(problem)
+    if plan.topology.is_master and plan.topology.nnodes_max > 1 and plan.launch.launcher in SUPERVISED:
+        from .running.selfcheck import check_master_is_self  # only rank 0 of a multi-node job pays for it
+
+        check_master_is_self(plan, Root(settings.sysroot))  # before node 0 listens: a refusal needs no port
     checkin = None
     if plan.exchange and plan.exchange["enabled"]:
         from .checkin.session import CheckIn  # sockets, threads, hashing: only a multi-node start pays for them
@@ -78,10 +82,6 @@ def run(settings):
             plan = _plan_node(settings)  # the master resolves now: plan the route again
             if checkin is not None:
                 checkin.replan(plan)
-    if plan.topology.is_master and plan.topology.nnodes_max > 1 and plan.launch.launcher in SUPERVISED:
-        from .running.selfcheck import check_master_is_self  # only rank 0 of a multi-node job pays for it
-
-        check_master_is_self(plan, Root(settings.sysroot))
     session = None
     if checkin is not None:
         from .planning.launch import apply_counts

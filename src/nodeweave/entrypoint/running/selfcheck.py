@@ -3,9 +3,10 @@
 Rank 0 hosts the rendezvous store at MASTER_ADDR. A second node told it is
 rank 0 (a copied ``.env``, a wrong ``NODE_RANK``) would host a store of its
 own on its own port and wait, like the real master, for a world that never
-completes: a silent hang until the rendezvous timeout. Checked just before
-the exec, on a live root only: MASTER_ADDR must resolve to an address this
-node can bind (or loopback), else exit 3 naming both.
+completes: a silent hang until the rendezvous timeout. Checked before node 0
+opens its check-in exchange (a refusal needs no port, so a busy one cannot hide
+it), on a live root only: MASTER_ADDR must resolve to an address this node can
+bind (or loopback), else exit 3 naming both.
 """
 
 from ..detection.net import resolve
