@@ -88,7 +88,9 @@ down: cli ## Take the cluster down (Kubernetes claims are kept unless DOWN_ARGS=
 
 .PHONY: test
 test: install ## Run the whole test suite in pytest-xdist workers (TEST_WORKERS=0: one process; engine tests skip with a reason where no engine runs)
-	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup $(PYTEST_ARGS) || { rc=$$?; \
+	  [ $$rc -ne 5 ] || echo "make test: pytest collected no test (exit 5): nothing was tested, so this fails; check PYTEST_ARGS" >&2; \
+	  exit $$rc; }
 
 .PHONY: clean
 clean: ## Remove build outputs (keeps .venv)
