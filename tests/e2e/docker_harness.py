@@ -85,6 +85,15 @@ def _daemon_problem(client: Path, host: str) -> Optional[str]:
     return f"dockerd does not answer at {host} ({last}); `bash .ci/setup-docker.sh` installs and starts it"
 
 
+def no_client_reason(seen: List[str]) -> str:
+    """Why no client will do: none installed, or those found (``path version``) cannot build with BuildKit."""
+    setup = "`bash .ci/setup-docker.sh` installs Debian's docker.io"
+    if not seen:
+        return f"no docker client is installed (none on PATH or at {DEBIAN_CLIENT}); {setup}"
+    return (f"no docker client here can build with BuildKit (tried: {', '.join(seen)}; each lacks buildx and is "
+            f"{BUILDX_REQUIRED_FROM}.0 or newer); {setup}")
+
+
 def find_docker(workdir: Path) -> Tuple[Optional[DockerSetup], str]:
     """The docker setup the tests use, with links made under ``workdir``; or None and why."""
     host = os.environ.get("NODEWEAVE_DOCKER_HOST", DEFAULT_HOST)
@@ -96,9 +105,7 @@ def find_docker(workdir: Path) -> Tuple[Optional[DockerSetup], str]:
             usable = (client, version)
             break
     if usable is None:
-        tried = ", ".join(seen) or "none on PATH or at /usr/bin/docker"
-        return None, (f"no docker client here can build with BuildKit (tried: {tried}; each lacks buildx and is "
-                      f"{BUILDX_REQUIRED_FROM}.0 or newer); `bash .ci/setup-docker.sh` installs Debian's docker.io")
+        return None, no_client_reason(seen)
     client, version = usable
     problem = _daemon_problem(client, host)
     if problem:
