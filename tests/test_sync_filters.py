@@ -107,7 +107,13 @@ def rsync_file_list(src, rules: "list[Rule]") -> "set[str]":
     return {line for line in out.stdout.splitlines() if line and not line.endswith("/")}
 
 
-@pytest.mark.skipif(shutil.which("rsync") is None, reason="rsync is not installed (apt-get install rsync)")
+def missing(*tools: str) -> "str | None":
+    """Why a test cannot run here: the tools of ``tools`` not on PATH, with the Debian packages that hold them."""
+    absent = [tool for tool in tools if shutil.which(tool) is None]
+    return f"{' and '.join(absent)} not installed (apt-get install {' '.join(absent)})" if absent else None
+
+
+@pytest.mark.skipif(bool(missing("rsync")), reason=str(missing("rsync")))
 def test_the_python_walk_and_real_rsync_select_the_same_files(tree):
     """The file set we digest must be exactly what rsync sends."""
     for kwargs in ({}, {"include_secrets": True}, {"default_excludes": False},
@@ -116,8 +122,7 @@ def test_the_python_walk_and_real_rsync_select_the_same_files(tree):
         assert set(filt.walk(tree).files) == rsync_file_list(tree, filt.rules), kwargs
 
 
-@pytest.mark.skipif(shutil.which("git") is None or shutil.which("rsync") is None,
-                    reason="needs git and rsync")
+@pytest.mark.skipif(bool(missing("git", "rsync")), reason=str(missing("git", "rsync")))
 def test_what_git_ignores_is_left_out_nested_rules_included(tree):
     shutil.rmtree(tree / ".git")  # the fixture's fake one
     (tree / "pkg" / ".gitignore").write_text("model.py\n")
