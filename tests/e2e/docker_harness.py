@@ -75,14 +75,17 @@ def _compose_binary() -> Tuple[Optional[Path], Optional[str]]:
     return binary, None
 
 
-def _daemon_problem(client: Path, host: str) -> Optional[str]:
+def daemon_problem(client: Path, host: str) -> Optional[str]:
     out = _run([str(client), "info", "--format", "{{.ServerVersion}}"], env={"DOCKER_HOST": host})
     if out.returncode == 0:
         return None
     if UNAVAILABLE.is_file():
         return f"dockerd could not start here: {UNAVAILABLE.read_text().strip()}"
-    last = (out.stderr.strip().splitlines() or ["no message"])[-1][:300]
-    return f"dockerd does not answer at {host} ({last}); `bash .ci/setup-docker.sh` installs and starts it"
+    lines = out.stderr.strip().splitlines() or ["no message"]
+    # the client's own words about the daemon ("Cannot connect to the Docker daemon at ..."), not the
+    # --format template's complaint about the empty answer that a newer client prints after them
+    said = next((line for line in lines if "daemon" in line.lower()), lines[-1])[:300]
+    return f"dockerd does not answer at {host} ({said}); `bash .ci/setup-docker.sh` installs and starts it"
 
 
 def no_client_reason(seen: List[str]) -> str:
@@ -107,7 +110,7 @@ def find_docker(workdir: Path) -> Tuple[Optional[DockerSetup], str]:
     if usable is None:
         return None, no_client_reason(seen)
     client, version = usable
-    problem = _daemon_problem(client, host)
+    problem = daemon_problem(client, host)
     if problem:
         return None, problem
     bindir, config = workdir / "bin", workdir / "docker-config"

@@ -88,8 +88,13 @@ def _image_id(out) -> str:
 
 
 @pytest.fixture(scope="module")
-def docker_image(docker, docker_base, wheelhouse, tmp_path_factory):
-    """The cpu image, built cold by `nodeweave image build --engine docker` from a still copy of the checkout."""
+def docker_image(docker, docker_base, request, tmp_path_factory):
+    """The cpu image, built cold by `nodeweave image build --engine docker` from a still copy of the checkout.
+
+    The session's wheelhouse is asked for here, once ``docker`` has answered: as a parameter, pytest would
+    set it up first (a session fixture before this module's ``docker``), filling wheelhouse/ on a machine
+    without docker, or failing there offline, where these tests must skip."""
+    request.getfixturevalue("wheelhouse")
     work = tmp_path_factory.mktemp("docker-build")
     spec = prepare_workdir(work / "spec", IMAGE_SPEC)
     context = snapshot_context(REPO, work / "context")
