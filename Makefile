@@ -52,7 +52,7 @@ cli: $(CLI) ## Create .venv with the nodeweave command line only (what the loop 
 
 .PHONY: demo
 demo: install ## With podman: build the cpu image, up a 2-node local cluster, run examples/train.py, show runs/, down. Without: render into build/demo, explain the plan, name the one command that installs an engine
-	bash examples/demo.sh $(SPEC)
+	NODEWEAVE_VENV=$(VENV) bash examples/demo.sh $(SPEC)
 
 .PHONY: render
 render: cli ## Regenerate the committed images/, compose/, manifests/ and entrypoint/ (the zipapp) from $(SPEC) (tests fail when they are stale)

@@ -6,11 +6,12 @@
 # training script on both nodes (`nodeweave run`), show the run folder, take the cluster down.
 # Without an engine: render everything for the spec into build/demo, explain the entrypoint's plan for
 # this machine, and print the one command that installs an engine.
-# Usage: examples/demo.sh [SPEC]   (default nodeweave.yaml; .venv/bin must hold nodeweave)
+# Usage: examples/demo.sh [SPEC]   (default nodeweave.yaml; .venv/bin, or NODEWEAVE_VENV/bin as `make demo
+# VENV=...` passes it, must hold nodeweave)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 spec="${1:-nodeweave.yaml}"
-bin=.venv/bin
+bin="${NODEWEAVE_VENV:-.venv}/bin"
 base=localhost/nodeweave-base:bookworm
 
 explain() {
