@@ -181,7 +181,7 @@ UNBOUNDED = {
     "bench/runner.py": "rank 0's report, written by the bench's own worker into a private temporary folder",
     "build/pushed.py": "the digest file the engine writes into a private temporary folder",
     "check/driver.py": "the check's own log under runs/",
-    "check/vendor/kernel_log.py": "a tool's captured output (a pipe nodeweave opened)",
+    "cluster/dashboard.py": "package data: the page it serves",
     "cli/habits/detach.py": "the detached run's note and log under runs/, written by this program",
     "cluster/job.py": "members of an archive nodeweave packed",
     "cluster/logs.py": "followed logs under runs/, read as they grow",

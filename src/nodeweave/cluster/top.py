@@ -102,14 +102,17 @@ def picture(live: dict) -> Group:
                                       if live.get("gpus") else [])
     if any(entry["gpus"] for entry in every):
         gpus = Table(title="GPUs", title_justify="left", expand=False)
-        for column in ("node", "gpu", "busy", "memory", "power"):
+        for column in ("node", "gpu", "busy", "memory", "power", "Xid"):
             gpus.add_column(column)
         for entry, g in [(entry, g) for entry in every for g in entry["gpus"]]:
             used, total = g.get("mem_used_bytes"), g.get("mem_total_bytes")
             gpus.add_row(str(entry["node"]), str(g.get("index")),
                          "-" if g.get("util_ratio") is None else f"{100 * g['util_ratio']:.0f}%",
                          "-" if used is None else f"{used / 2**30:.1f}/{(total or 0) / 2**30:.0f} GiB",
-                         "-" if g.get("power_watts") is None else f"{g['power_watts']:.0f} W")
+                         "-" if g.get("power_watts") is None else f"{g['power_watts']:.0f} W",
+                         Text("-" if "xid_errors" not in g else str(g["xid_errors"]) + (
+                             f" (last {g['xid_last']})" if g.get("xid_last") is not None else ""),
+                              style="bold red" if g.get("xid_errors") else ""))
         parts.append(gpus)
     if live.get("goodput"):
         parts.append(goodput_bar(live["goodput"]))

@@ -3,7 +3,8 @@
 ``nvidia-smi`` (utilisation, memory, power draw), else ``rocm-smi`` (use, VRAM,
 average socket power), else AMD's sysfs (``gpu_busy_percent``,
 ``mem_info_vram_*``, hwmon ``power1_average``) — as ``nodeinfo.py`` reads them
-for ``nodeweave status``, plus power. A :class:`Sampler` thread reads them every
+for ``nodeweave status``, plus power and, on NVIDIA nodes that may read ``/dev/kmsg``, each GPU's Xid
+events since the sampler started. A :class:`Sampler` thread reads them every
 :data:`EVERY_S` so a scrape never waits on a tool (nvidia-smi takes ~0.1-1 s).
 """
 
@@ -15,7 +16,8 @@ import threading
 import time
 
 EVERY_S = 10.0
-NVIDIA = ["--query-gpu=index,utilization.gpu,memory.used,memory.total,power.draw", "--format=csv,noheader,nounits"]
+NVIDIA = ["--query-gpu=index,utilization.gpu,memory.used,memory.total,power.draw,pci.bus_id",
+          "--format=csv,noheader,nounits"]
 ROCM = ["--showuse", "--showmeminfo", "vram", "--showpower", "--json"]
 MIB = 2 ** 20
 
@@ -28,16 +30,20 @@ def _number(text):
 
 
 def parse_nvidia(text):
-    """[{index, util_ratio, mem_used_bytes, mem_total_bytes, power_watts}] from ``nvidia-smi`` csv lines."""
+    """[{index, util_ratio, mem_used_bytes, mem_total_bytes, power_watts, pci}] from ``nvidia-smi`` csv lines
+    (``pci``, the bus id its Xid events are printed with, where the line has it)."""
     gpus = []
     for line in text.splitlines():
         parts = [p.strip() for p in line.split(",")]
-        if len(parts) != 5 or not parts[0].isdigit():
+        if len(parts) not in (5, 6) or not parts[0].isdigit():
             continue
-        util, used, total, power = (_number(p) for p in parts[1:])
-        gpus.append({"index": int(parts[0]), "util_ratio": None if util is None else util / 100,
-                     "mem_used_bytes": None if used is None else used * MIB,
-                     "mem_total_bytes": None if total is None else total * MIB, "power_watts": power})
+        util, used, total, power = (_number(p) for p in parts[1:5])
+        reading = {"index": int(parts[0]), "util_ratio": None if util is None else util / 100,
+                   "mem_used_bytes": None if used is None else used * MIB,
+                   "mem_total_bytes": None if total is None else total * MIB, "power_watts": power}
+        if len(parts) == 6 and parts[5] and not parts[5].startswith("["):
+            reading["pci"] = parts[5]
+        gpus.append(reading)
     return gpus
 
 
@@ -103,11 +109,19 @@ def read_gpus(timeout=8):
     return ("sysfs", found) if found else (None, [])
 
 
-class Sampler:
-    """The latest readings, refreshed every :data:`EVERY_S` in a daemon thread."""
+def with_xids(gpus, xids):
+    """NVIDIA readings with their Xid events since the sampler started (``xid_errors``, ``xid_last``), where the
+    kernel log is readable; the others as they are."""
+    return [dict(g, **xids.of(g.get("pci"))) for g in gpus]
 
-    def __init__(self, read=read_gpus, every_s=EVERY_S):
-        self.read, self.every_s = read, every_s
+
+class Sampler:
+    """The latest readings, refreshed every :data:`EVERY_S` in a daemon thread; on an NVIDIA node each GPU's Xid
+    events from the kernel log as they come (``detection.xid.XidCounter``), where the node may read it."""
+
+    def __init__(self, read=read_gpus, every_s=EVERY_S, kmsg="/dev/kmsg"):
+        self.read, self.every_s, self.kmsg = read, every_s, kmsg
+        self.xids = None  # the node's XidCounter, from its first nvidia-smi reading on
         self.latest = (None, [], None)  # (source, gpus, time.time() of the reading)
         self.thread = threading.Thread(target=self._run, name="nodeweave-gpus", daemon=True)
 
@@ -115,13 +129,24 @@ class Sampler:
         self.thread.start()
         return self
 
+    def sample(self):
+        try:
+            source, gpus = self.read()
+        except Exception:  # noqa: BLE001 - a reading that fails is only missing
+            source, gpus = None, []
+        if source == "nvidia-smi":
+            if self.xids is None:
+                from ..detection.xid import XidCounter
+
+                self.xids = XidCounter(self.kmsg)
+            self.xids.update()
+            gpus = with_xids(gpus, self.xids)
+        self.latest = (source, gpus, time.time())
+        return source
+
     def _run(self):
         while True:
-            try:
-                source, gpus = self.read()
-            except Exception:  # noqa: BLE001 - a reading that fails is only missing
-                source, gpus = None, []
-            self.latest = (source, gpus, time.time())
+            source = self.sample()
             if source is None:
                 return  # no GPU tool and no sysfs GPUs: nothing will appear later
             time.sleep(self.every_s)
