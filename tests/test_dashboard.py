@@ -238,13 +238,19 @@ def test_the_page_shows_a_fault_the_left_out_node_and_the_resumed_checkpoint_wit
 
         seen_by_node_0 = wait_until(node_0_says_generation_1, 240, pause=0.1)
         assert seen_by_node_0, [n.text() for n in nodes]
+        served = wait_until(lambda: time.monotonic() if ((dashboard_state(url)["live"] or {}).get("book") or {})
+                            .get("generation") == 1 else None, 10, pause=0.1)
+        # the page fetches /state.json every second: open, it shows what the dashboard serves within 1 s more
+        assert served and served - seen_by_node_0 <= 1.5, (served and served - seen_by_node_0)
         page = wait_until(lambda: (lambda p: p if 'data-generation="1"' in p else None)(browse(url, tmp_path)), 30,
                           pause=0)
         shown = time.monotonic()
         assert page, dashboard_state(url)
         # node 0's own picture changed at seen_by_node_0; one browser load takes a second or two on a loaded VM
+        print(f"generation 1: the dashboard served it {served - seen_by_node_0:.2f} s after node 0's /status.json did, "
+              f"a page loaded then showed it after {shown - seen_by_node_0:.2f} s")
         assert shown - seen_by_node_0 <= 2 + 5, (shown - seen_by_node_0)
-        assert re.search(r'class="bad fault-text">fault: node 1 ', page), page
+        assert re.search(r'class="bad fault-text">fault: node 1, \w+: ', page), page
         assert re.search(r'id="left-out">left out: node 1 \(', page), page
         assert "resumed from the checkpoint of step 10" in page, page
         assert re.search(r'data-node="2"', page), page  # the spare that took node 1's place
@@ -283,4 +289,4 @@ def test_a_finished_runs_folder_is_the_same_page(tmp_path):
         stop_dashboard(proc)
     assert "finished run 20260101T000000Z-job" in page and 'data-node="node-1"' in page, page
     assert 'id="goodput-figure">goodput 71.7%' in page, page  # (120-105) + (158-130) = 43 s of training in 60
-    assert "fault: node 1 crashed rank 1 exited 1" in page and "left out: node 1" in page, page
+    assert "fault: node 1, crashed: rank 1 exited 1" in page and "left out: node 1" in page, page
