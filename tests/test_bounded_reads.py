@@ -192,7 +192,7 @@ UNBOUNDED = {
     "entrypoint/checkin/session.py": "the node's own session record",
     "entrypoint/detection/kube.py": "the Kubernetes API's answer",
     "cluster/writable.py": "/etc/subuid, the machine's own user mapping (rootless podman)",
-    "entrypoint/metrics/gpus.py": "the GPU driver's sysfs files (a number each) and its own reading thread",
+    "entrypoint/metrics/gpus.py": "self.read() is the sampler's reader (detection/gpu_use.py), not a file",
     "entrypoint/metrics/live.py": "node 0's own recovery record, written by its entrypoint",
     "entrypoint/detection/sysfs.py": "the live machine's sysfs and procfs (a --sysroot capture is read bounded)",
     "entrypoint/nodeinfo.py": "the node's own stall file",

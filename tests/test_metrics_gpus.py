@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from nodeweave.entrypoint.metrics.gpus import Sampler, parse_nvidia, parse_rocm
+from nodeweave.entrypoint.detection.gpu_use import parse_nvidia, parse_rocm
+from nodeweave.entrypoint.metrics.gpus import Sampler
 from stall_harness import start, stop
 from test_metrics_prometheus import free_port
 
