@@ -97,12 +97,23 @@ def cli(*args, cwd, timeout=60):
     (["--bind", " ", "--url", "http://127.0.0.1:9"], "'--bind': ' ' is empty"),
     (["--run", "nosuchrun", "--runs-dir", "."], "no run 'nosuchrun'"),
     (["--bind", "256.1.1.1", "--url", "http://127.0.0.1:9"], "--bind 256.1.1.1 --port 0: cannot listen there"),
+    (["--url", "127.0.0.1:9464"], "--url 127.0.0.1:9464: not an http(s) URL with a host"),
 ])
 def test_bad_input_is_one_line_and_exit_2(tmp_path, args, words):
     done = cli(*args, cwd=tmp_path)
     assert done.returncode == 2, done.stdout + done.stderr
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and words in lines[0] and "Traceback" not in done.stderr, done.stderr
+
+
+@pytest.mark.parametrize("verb", ["top", "dashboard"])
+def test_a_url_that_cannot_be_node_0s_port_is_bad_input_for_top_and_the_dashboard(tmp_path, verb):
+    env = {"PATH": os.environ["PATH"], "PYTHONPATH": str(SRC), "HOME": str(tmp_path)}
+    done = subprocess.run([sys.executable, "-m", "nodeweave.cli", verb, "--url", "gpu01:9464"], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and done.stderr.strip().splitlines() == [
+        "nodeweave: error: --url gpu01:9464: not an http(s) URL with a host; accepted: node 0's metrics port as a "
+        "URL, e.g. http://127.0.0.1:9464"], done.stderr
 
 
 def test_a_port_already_taken_is_refused_in_one_line_with_exit_2(tmp_path):

@@ -70,6 +70,10 @@ def dashboard_command(
     the goodput so far; --run shows a finished run's folder the same way."""
     from nodeweave.cluster import dashboard
 
+    if url is not None:
+        from nodeweave.cluster.top import check_url
+
+        check_url(url)
     if run is not None and (url is not None or node):
         raise UsageError(f"--run {run} with {'--url' if url is not None else '--node'}: a finished run's folder is "
                          "read from disk; accepted: --run alone, or --url/--node for the running job")

@@ -25,6 +25,18 @@ BUCKET_STYLES = {"training": "green", "startup": "cyan", "recovery": "yellow", "
 BAR = 40
 
 
+def check_url(url: str) -> None:
+    """A ``--url`` that cannot be node 0's metrics port is the user's mistake (exit 2), not a job that is down."""
+    from urllib.parse import urlsplit
+
+    from nodeweave.errors import UsageError
+
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise UsageError(f"--url {url}: not an http(s) URL with a host; accepted: node 0's metrics port as a URL, "
+                         "e.g. http://127.0.0.1:9464")
+
+
 def ask_live(node: Optional[Node] = None, url: Optional[str] = None, timeout: float = 20) -> Tuple[Optional[dict], str]:
     """(node 0's /status.json, "") or (None, why not)."""
     if url is not None:
