@@ -2,7 +2,8 @@
 
 The browser tests start real simulated jobs (two entrypoints on loopback under torchrun: tests/stall_harness.py,
 tests/recovery_harness.py), run ``nodeweave dashboard --url`` against node 0's metrics port as a user would, and
-load the page in Debian's Chromium (``--headless --dump-dom``): the page draws what its own JavaScript fetched
+load the page in Debian's headless Chromium: with ``--dump-dom``, or held open and asked over the DevTools
+protocol (tests/cdp.py) to watch one page follow a fault. The page draws what its own JavaScript fetched
 (``/state.json``; the HTML the server sends holds no data). A screenshot of each state is kept in the test's
 folder, or in ``$NODEWEAVE_DASHBOARD_SHOTS`` when set (docs/images/ holds the ones docs/observability.md shows).
 """
@@ -20,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from cdp import Browser
 from free_ports import free_port
 from nodeweave.cluster.dashboard import History, heat_map, run_state, state
 
@@ -150,10 +152,10 @@ def browse(url, tmp_path, screenshot=None, budget_ms=4000):
     return done.stdout
 
 
-def start_dashboard(tmp_path, metrics_port):
+def start_dashboard(tmp_path, metrics_port, interval=0.5):
     env = {"PATH": os.environ["PATH"], "PYTHONPATH": str(SRC), "HOME": str(tmp_path)}
     proc = subprocess.Popen([sys.executable, "-m", "nodeweave.cli", "dashboard", "--url",
-                             f"http://127.0.0.1:{metrics_port}", "--port", "0", "--interval", "0.5"],
+                             f"http://127.0.0.1:{metrics_port}", "--port", "0", "--interval", str(interval)],
                             cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     line = proc.stdout.readline()
     found = re.search(r"dashboard at (http://127\.0\.0\.1:\d+/) ", line)
@@ -232,12 +234,14 @@ def test_the_page_shows_a_fault_the_left_out_node_and_the_resumed_checkpoint_wit
     nodes = start(tmp_path, ["--steps", "400", "--interval", "0.2", "--save-every", "5", "--fault", "kill",
                              "--fault-node", "1", "--fault-step", "12"], spares=1,
                   env={"NODEWEAVE_METRICS_PORT": str(metrics), "NODEWEAVE_STALL_WARN": "60"})
-    proc = None
+    proc = browser = None
     try:
-        proc, url = start_dashboard(tmp_path, metrics)
+        proc, url = start_dashboard(tmp_path, metrics, interval=1.0)  # the default: node 0 read every second
         assert wait_until(lambda: (dashboard_state(url)["live"] or {}).get("nodes"), 240), dashboard_state(url)
-        before = browse(url, tmp_path, shots(tmp_path) / "dashboard-starting.png")
-        assert 'data-node="0"' in before and "generation 0" in before, before
+        browser = Browser(CHROMIUM, tmp_path / "held-profile", url)  # one page, held open while the job goes on
+        assert wait_until(lambda: browser.evaluate("document.querySelectorAll('tr.node').length") >= 2, 60)
+        assert browser.evaluate("document.body.dataset.generation") == "0"
+        browser.screenshot(shots(tmp_path) / "dashboard-starting.png")
 
         def node_0_says_generation_1():
             try:
@@ -247,26 +251,22 @@ def test_the_page_shows_a_fault_the_left_out_node_and_the_resumed_checkpoint_wit
                 return None
             return time.monotonic() if (live.get("book") or {}).get("generation") == 1 else None
 
-        seen_by_node_0 = wait_until(node_0_says_generation_1, 240, pause=0.1)
+        seen_by_node_0 = wait_until(node_0_says_generation_1, 240, pause=0.05)
         assert seen_by_node_0, [n.text() for n in nodes]
-        served = wait_until(lambda: time.monotonic() if ((dashboard_state(url)["live"] or {}).get("book") or {})
-                            .get("generation") == 1 else None, 10, pause=0.1)
-        # the page fetches /state.json every second: open, it shows what the dashboard serves within 1 s more
-        assert served and served - seen_by_node_0 <= 1.5, (served and served - seen_by_node_0)
-        page = wait_until(lambda: (lambda p: p if 'data-generation="1"' in p else None)(browse(url, tmp_path)), 30,
-                          pause=0)
-        shown = time.monotonic()
-        assert page, dashboard_state(url)
-        # node 0's own picture changed at seen_by_node_0; one browser load takes a second or two on a loaded VM
-        print(f"generation 1: the dashboard served it {served - seen_by_node_0:.2f} s after node 0's /status.json did, "
-              f"a page loaded then showed it after {shown - seen_by_node_0:.2f} s")
-        assert shown - seen_by_node_0 <= 2 + 5, (shown - seen_by_node_0)
+        shown = wait_until(lambda: time.monotonic() if browser.evaluate("document.body.dataset.generation") == "1"
+                           else None, 30, pause=0.05)
+        assert shown, dashboard_state(url)
+        print(f"generation 1: the open page showed it {shown - seen_by_node_0:.2f} s after node 0's /status.json did")
+        assert shown - seen_by_node_0 <= 2.0, shown - seen_by_node_0  # the issue's goal: within 2 s
+        page = browser.evaluate("document.documentElement.outerHTML")
         assert re.search(r'class="bad fault-text">fault: node 1, \w+: ', page), page
         assert re.search(r'id="left-out">left out: node 1 \(', page), page
         assert "resumed from the checkpoint of step 10" in page, page
         assert re.search(r'data-node="2"', page), page  # the spare that took node 1's place
-        browse(url, tmp_path, shots(tmp_path) / "dashboard-recovered.png")
+        browser.screenshot(shots(tmp_path) / "dashboard-recovered.png")
     finally:
+        if browser is not None:
+            browser.close()
         if proc is not None:
             stop_dashboard(proc)
         stop(nodes)

@@ -184,7 +184,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(body)
 
     def log_message(self, format, *args):  # noqa: A002 - http.server's signature
-        pass  # a page polling every second is not news
+        pass  # a page polling twice a second is not news
 
 
 def serve(document: Callable[[], dict], bind: str, port: int) -> ThreadingHTTPServer:
