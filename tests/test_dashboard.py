@@ -15,6 +15,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 from pathlib import Path
@@ -219,6 +220,30 @@ def test_the_page_shows_every_node_and_rank_of_a_running_job_and_marks_the_strag
         assert 'id="stall">moving' in page and "goodput " in page and "generation 0" in page, page
         polls = int(re.search(r'<body data-polls="(\d+)"', page).group(1))
         assert polls >= 2, page  # the page fetched /state.json again and drew it: it follows the job
+
+        # Without --url the dashboard asks node 0 through the node's exec channel, as top does: the same readings
+        from dataclasses import dataclass
+
+        from nodeweave.cluster.base import Node
+        from nodeweave.cluster.dashboard import poll
+        from nodeweave.cluster.top import ask_live
+        from nodeweave.remote.base import Remote
+
+        @dataclass(frozen=True)
+        class Here(Remote):  # a node that is this machine: its exec channel runs the command as it is
+            def exec_argv(self, argv, stdin=True, tty=False):
+                return list(argv)
+
+        node_0 = Node(0, Here("here"), env=(("PATH", f"{Path(sys.executable).parent}:{os.environ['PATH']}"),
+                                            ("PYTHONPATH", str(SRC)), ("NODEWEAVE_METRICS_PORT", str(metrics))))
+        history, done = History(), threading.Event()
+        poll(history, lambda: ask_live(node_0), 0.5, done)
+        through = wait_until(lambda: (lambda r: r if heat_map(r[0])["cells"] else None)(history.snapshot()), 60)
+        done.set()
+        assert through, history.snapshot()
+        document = state(*through, node_0.name)
+        assert [r["rank"] for r in document["live"]["ranks"]] == [0, 1] and document["answering"], document
+        assert document["heat"]["ranks"] == ["0/0", "1/1"], document["heat"]
     finally:
         if proc is not None:
             stop_dashboard(proc)
