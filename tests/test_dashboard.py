@@ -288,6 +288,7 @@ def test_the_page_shows_a_fault_the_left_out_node_and_the_resumed_checkpoint_wit
         assert re.search(r'id="left-out">left out: node 1 \(', page), page
         assert "resumed from the checkpoint of step 10" in page, page
         assert re.search(r'data-node="2"', page), page  # the spare that took node 1's place
+        assert 'id="members">training in generation 1: node 0, node 2<' in page, page
         time.sleep(4)  # generation 1 under way, for the picture
         browser.screenshot(shots(tmp_path) / "dashboard-recovered.png")
     finally:
