@@ -11,6 +11,8 @@
 #               v2.0.3), which cannot read `patches:`: on such a machine this script fails and says so.
 #   Prometheus  promtool checks node 0's /metrics, and a real server scrapes a simulated job
 #               (tests/test_metrics_prometheus.py): Debian's prometheus package gives both
+#   Chromium    headless, loads `nodeweave dashboard`'s page from a simulated job and dumps its DOM
+#               (tests/test_dashboard.py): Debian's chromium package
 #   openssl, git, ssh-keygen  a test certificate, the git-ignore sync test, the ssh tests' keys
 #   Debian's mirror, reached from a podman build with the host network: the sshd test images
 #               (test_sync_ssh.py, e2e/test_cluster_ssh.py) apt-get install openssh-server.
@@ -25,11 +27,12 @@ command -v git >/dev/null 2>&1 || need+=(git)
 command -v ssh-keygen >/dev/null 2>&1 || need+=(openssh-client)
 command -v kubectl >/dev/null 2>&1 || need+=(kubernetes-client)
 { command -v promtool && command -v prometheus; } >/dev/null 2>&1 || need+=(prometheus)
+command -v chromium >/dev/null 2>&1 || need+=(chromium)
 if [ "${#need[@]}" -gt 0 ]; then
   bash "$(dirname "$0")/apt-update-once.sh" || die "apt-get update failed: cannot install ${need[*]}"
   apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null || die "could not install ${need[*]}"
 fi
-for tool in slurmctld slurmd sbatch sinfo shellcheck openssl git ssh-keygen kubectl promtool prometheus; do
+for tool in slurmctld slurmd sbatch sinfo shellcheck openssl git ssh-keygen kubectl promtool prometheus chromium; do
   command -v "$tool" >/dev/null 2>&1 || die "$tool is still missing after the install"
 done
 

@@ -67,6 +67,9 @@ CI_TOOLS = {
     ),
     "rsync and git (.ci/setup-engine.sh, .ci/setup-tools.sh)": ("tests/test_sync_filters.py::*",),
     "promtool and prometheus: Debian's prometheus (.ci/setup-tools.sh)": ("tests/test_metrics_prometheus.py::*",),
+    "Chromium: Debian's chromium (.ci/setup-tools.sh)": (
+        "tests/test_dashboard.py::test_the_page_*", "tests/test_dashboard.py::test_a_finished_runs_folder_is_the_same_page",
+    ),
     "openssl (.ci/setup-tools.sh)": ("tests/test_entrypoint_topology.py::test_statefulset_replicas_over_tls*",),
     "ip: iproute2 (.ci/setup-engine.sh)": ("tests/test_sync_relay.py::test_an_agent_reports_addresses*",),
     "the Python test and launcher packages (make install: .[test,launchers])": (

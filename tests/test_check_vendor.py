@@ -17,8 +17,8 @@ import pytest
 from nodeweave.check.gpu_facts import failed_tests, parse_diag
 from nodeweave.check.report import vendor_lines
 from nodeweave.check.vendor import amd_smi
-from nodeweave.check.vendor.kernel_log import kmsg_record, read_kmsg, text_lines
-from nodeweave.check.vendor.xid import kernel_address, node_xids, parse_xid, xid_events
+from nodeweave.entrypoint.detection.kernel_log import kmsg_record, read_kmsg, text_lines
+from nodeweave.entrypoint.detection.xid import kernel_address, node_xids, parse_xid, xid_events
 from nodeweave.check.verdict import findings
 
 FIXTURES = Path(__file__).parent / "fixtures" / "check"

@@ -16,7 +16,6 @@ import pytest
 
 from nodeweave.entrypoint import make_plan
 from nodeweave.entrypoint.errors import EntrypointError
-from nodeweave.entrypoint.nodeinfo import parse_amd_smi, parse_nvidia_smi, parse_rocm_smi
 
 FIX = Path(__file__).parent / "fixtures"
 SCRIPT = ["train.py", "--lr", "3e-4"]
@@ -74,25 +73,6 @@ def test_a_missing_profiler_is_exit_127_naming_it(tmp_path):
     with pytest.raises(EntrypointError) as err:
         plan("torchrun", "nsys", {"PATH": str(tmp_path), "TMPDIR": str(tmp_path)})
     assert err.value.exit_code == 127 and "'nsys'" in str(err.value)
-
-
-def test_nvidia_smi_csv():
-    gpus = parse_nvidia_smi((FIX / "smi" / "nvidia-smi.csv").read_text())
-    assert len(gpus) >= 1 and gpus[0]["index"] == 0
-    assert all(g["mem_total_mib"] and g["mem_total_mib"] > 1000 for g in gpus)
-    assert all(0 <= g["util_pct"] <= 100 for g in gpus)
-
-
-def test_rocm_smi_json():
-    (gpu,) = parse_rocm_smi((FIX / "smi" / "rocm-smi.json").read_text())
-    assert gpu == {"index": 0, "util_pct": 0.0, "mem_used_mib": 27, "mem_total_mib": 20464}
-
-
-def test_amd_smi_json_plain_and_wrapped():
-    text = (FIX / "smi" / "amd-smi.json").read_text()
-    (gpu,) = parse_amd_smi(text)
-    assert gpu["util_pct"] == 42 and gpu["mem_used_mib"] == 3000 and gpu["mem_total_mib"] == 8000
-    assert parse_amd_smi('{"gpu_data": ' + text + "}") == [gpu]
 
 
 @pytest.mark.launchers

@@ -93,6 +93,18 @@ def test_without_step_lines_the_checkpoints_age_is_the_work_redone_and_without_a
     assert goodput.account(timeline)["buckets"]["redone"] == 40.0
 
 
+def test_without_step_lines_the_checkpoints_age_counts_to_the_last_progress_not_to_when_the_fault_was_heard():
+    timeline = {"launched": 0.0, "ended": 100.0, "generations": [
+        {"generation": 0, "first": 10.0, "last": 40.0,  # the checkpoint written at 35, the crash heard at 50
+         "fault": {"at": 50.0, "work_lost_s": 15.0, "resume_from": "/c/step-5"}},
+        {"generation": 1, "first": 60.0, "resumed_step": 5, "ended": 100.0},
+    ]}
+    result = goodput.account(timeline)
+    # gen 0: 10->40 active, redone 35->40; recovery 40->60 (the 10 s the crash took to be heard included)
+    assert result["buckets"] == {"training": 65.0, "startup": 10.0, "recovery": 20.0, "redone": 5.0,
+                                 "stalled": 0.0, "idle": 0.0}
+
+
 def test_a_running_job_is_accounted_up_to_now():
     timeline = {"launched": 0.0, "ended": None, "generations": [{"generation": 0, "first": 5.0}]}
     assert goodput.account(timeline, now=25.0)["buckets"]["training"] == 20.0

@@ -55,3 +55,11 @@ def test_the_wheels_entrypoint_and_catalogue_work(installed, tmp_path):
     done = outside(installed, tmp_path, "import sys; from nodeweave.cli import main; "
                    "sys.exit(main(['image', 'variants', '--json']))")
     assert done.returncode == 0 and '"cuda12"' in done.stdout, done.stderr
+
+
+def test_the_wheel_carries_the_dashboards_page(installed, tmp_path):
+    done = outside(installed, tmp_path, "from nodeweave.cluster.dashboard import PAGE; "
+                   "print(PAGE); print(len(PAGE.read_bytes()))")
+    assert done.returncode == 0, done.stderr
+    where, size = done.stdout.split()
+    assert where.startswith(str(installed)) and int(size) > 5000, done.stdout

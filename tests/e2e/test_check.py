@@ -104,7 +104,7 @@ def test_a_node_container_reads_the_kernel_log_only_as_the_host_allows(four):
     import subprocess
     from pathlib import Path
 
-    probe = ("import json; from nodeweave.check.vendor.xid import node_xids; "
+    probe = ("import json; from nodeweave.entrypoint.detection.xid import node_xids; "
              "print(json.dumps(node_xids(None)))")
     out = subprocess.run(["podman", "exec", f"{NAME}-0", "python3", "-c", probe], capture_output=True, text=True,
                          timeout=60)

@@ -115,7 +115,7 @@ def _gpu_named(node: dict, pci: str) -> str:
 
 def xid_findings(node: dict) -> List[Finding]:
     """Xid events of this node's own GPUs whose code says the hardware or its firmware is in trouble."""
-    from nodeweave.check.vendor.xid import summarise
+    from nodeweave.entrypoint.detection.xid import summarise
 
     events = [e for e in (node.get("xid") or {}).get("events", []) if e.get("hardware")]
     out = []

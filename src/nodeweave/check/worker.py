@@ -26,7 +26,7 @@ from nodeweave.check import MARK, SCHEMA, probes
 from nodeweave.check.facts import node_facts
 from nodeweave.check.gpu_facts import dcgm_diag, nvidia_smi
 from nodeweave.check.vendor.amd_smi import amd_smi
-from nodeweave.check.vendor.xid import node_xids
+from nodeweave.entrypoint.detection.xid import node_xids
 from nodeweave.check.links import CONFIRM_STEPS, link_values, references, suspects
 from nodeweave.check.rounds import machines, partner, schedule
 from nodeweave.check.peers import to_repeat

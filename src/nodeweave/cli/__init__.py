@@ -48,6 +48,11 @@ VERBS = {
                             "recovering job's generations."),
     "top": Verb("top", "The running job, redrawn: nodes and their heartbeats, ranks with their collective rate and "
                        "straggler ratio, the stall state, the step, every node's GPUs and the goodput so far."),
+    "dashboard": Verb("dashboard", "The running job as a web page on this machine, read from node 0 every second: "
+                                   "nodes and ranks with their state, the step and collective rates over time, a "
+                                   "per-rank step-time heat map (a straggler in red), the generations on a timeline "
+                                   "with each fault, left-out node, spare and resumed checkpoint, every node's GPUs "
+                                   "and the goodput so far; --run shows a finished run's folder the same way."),
     "doctor": Verb("doctor", "Check this node for NCCL/RCCL settings, limits and hardware that hurt multi-node "
                              "training."),
     "render": Verb("render", "Render images, compose files, manifests, the entrypoint zipapp (and Slurm, OpenShift "

@@ -32,9 +32,11 @@ def top_command(
     ratio, the stall state, the step, every node's GPUs and the goodput so far."""
     from rich.live import Live
 
-    from nodeweave.cluster.top import ask_live, picture
+    from nodeweave.cluster.top import ask_live, check_url, picture
 
     target = None
+    if url is not None:
+        check_url(url)
     if url is None:
         spec, backend, _ = open_cluster(find_spec(spec_path), reach)
         target = pick_one(backend.live_nodes("watch"), node, "top")

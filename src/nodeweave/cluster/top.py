@@ -25,6 +25,18 @@ BUCKET_STYLES = {"training": "green", "startup": "cyan", "recovery": "yellow", "
 BAR = 40
 
 
+def check_url(url: str) -> None:
+    """A ``--url`` that cannot be node 0's metrics port is the user's mistake (exit 2), not a job that is down."""
+    from urllib.parse import urlsplit
+
+    from nodeweave.errors import UsageError
+
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise UsageError(f"--url {url}: not an http(s) URL with a host; accepted: node 0's metrics port as a URL, "
+                         "e.g. http://127.0.0.1:9464")
+
+
 def ask_live(node: Optional[Node] = None, url: Optional[str] = None, timeout: float = 20) -> Tuple[Optional[dict], str]:
     """(node 0's /status.json, "") or (None, why not)."""
     if url is not None:
@@ -102,14 +114,17 @@ def picture(live: dict) -> Group:
                                       if live.get("gpus") else [])
     if any(entry["gpus"] for entry in every):
         gpus = Table(title="GPUs", title_justify="left", expand=False)
-        for column in ("node", "gpu", "busy", "memory", "power"):
+        for column in ("node", "gpu", "busy", "memory", "power", "Xid"):
             gpus.add_column(column)
         for entry, g in [(entry, g) for entry in every for g in entry["gpus"]]:
             used, total = g.get("mem_used_bytes"), g.get("mem_total_bytes")
             gpus.add_row(str(entry["node"]), str(g.get("index")),
                          "-" if g.get("util_ratio") is None else f"{100 * g['util_ratio']:.0f}%",
                          "-" if used is None else f"{used / 2**30:.1f}/{(total or 0) / 2**30:.0f} GiB",
-                         "-" if g.get("power_watts") is None else f"{g['power_watts']:.0f} W")
+                         "-" if g.get("power_watts") is None else f"{g['power_watts']:.0f} W",
+                         Text("-" if "xid_errors" not in g else str(g["xid_errors"]) + (
+                             f" (last {g['xid_last']})" if g.get("xid_last") is not None else ""),
+                              style="bold red" if g.get("xid_errors") else ""))
         parts.append(gpus)
     if live.get("goodput"):
         parts.append(goodput_bar(live["goodput"]))

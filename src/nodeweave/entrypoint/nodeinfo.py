@@ -5,7 +5,7 @@ Each action prints one JSON document (schema ``nodeweave.node/1``) on stdout:
 - ``status [-- COMMAND...]``: the hold record, the runs in progress, this
   node's plan summary (the held plan, else one made now for COMMAND) with the
   hash of what every node must agree on, and GPU use from ``nvidia-smi``,
-  ``amd-smi`` or ``rocm-smi`` where one is installed;
+  ``amd-smi``, ``rocm-smi`` or AMD's sysfs (``detection.gpu_use``);
 - ``stop [--run ID] [--grace S]``: stops the runs in progress (all, or ID),
   SIGTERM then SIGKILL after S seconds (default 10); exit 1 if a process outlived it;
 - ``report RUN_ID``: the run's record and plan, its recovery book and goodput timeline, the workspace's sync stamp
@@ -56,88 +56,20 @@ def plan_summary(plan, command):
             "errors": plan.errors, "role": plan.role}
 
 
-def _which(tool):
-    for folder in os.environ.get("PATH", os.defpath).split(os.pathsep):
-        path = os.path.join(folder or ".", tool)
-        if os.path.isfile(path) and os.access(path, os.X_OK):
-            return path
-    return None
+def gpu_usage():
+    """GPU utilisation and memory from the node's one GPU reader (``detection.gpu_use``), in the units the
+    ``nodeweave.node/1`` answer has always had (percent, MiB): ``tool`` None when there is none."""
+    from .detection.gpu_use import read_gpu_use
 
+    found = read_gpu_use()
 
-def _number(text):
-    try:
-        return float(str(text).strip())
-    except ValueError:
-        return None
+    def mib(value):
+        return None if value is None else round(value / 2**20)
 
-
-def parse_nvidia_smi(text):
-    """``index, utilization.gpu, memory.used, memory.total`` lines (csv, noheader, nounits; MiB)."""
-    gpus = []
-    for line in text.splitlines():
-        parts = [p.strip() for p in line.split(",")]
-        if len(parts) == 4 and parts[0].isdigit():
-            gpus.append({"index": int(parts[0]), "util_pct": _number(parts[1]),
-                         "mem_used_mib": _number(parts[2]), "mem_total_mib": _number(parts[3])})
-    return gpus
-
-
-def _value(entry, *keys):
-    for key in keys:
-        entry = entry.get(key) if isinstance(entry, dict) else None
-    return _number(entry.get("value")) if isinstance(entry, dict) else _number(entry) if entry is not None else None
-
-
-def parse_amd_smi(text):
-    """``amd-smi metric --usage --mem-usage --json``: a list of {gpu, usage, mem_usage} (MB values)."""
-    data = json.loads(text)
-    if isinstance(data, dict):  # some versions wrap the list
-        data = data.get("gpu_data", [data])
-    return [{"index": int(entry.get("gpu", i)), "util_pct": _value(entry, "usage", "gfx_activity"),
-             "mem_used_mib": _value(entry, "mem_usage", "used_vram"),
-             "mem_total_mib": _value(entry, "mem_usage", "total_vram")}
-            for i, entry in enumerate(data) if isinstance(entry, dict)]
-
-
-def parse_rocm_smi(text):
-    """``rocm-smi --showuse --showmeminfo vram --json``: {"card0": {"GPU use (%)": ..., "VRAM ... (B)": ...}}."""
-    gpus = []
-    for name, card in sorted(json.loads(text).items()):
-        if not name.startswith("card") or not isinstance(card, dict):
-            continue
-        used, total = _number(card.get("VRAM Total Used Memory (B)")), _number(card.get("VRAM Total Memory (B)"))
-        gpus.append({"index": int(name[4:]) if name[4:].isdigit() else len(gpus),
-                     "util_pct": _number(card.get("GPU use (%)")),
-                     "mem_used_mib": None if used is None else round(used / 2**20),
-                     "mem_total_mib": None if total is None else round(total / 2**20)})
-    return gpus
-
-
-SMI = (
-    ("nvidia-smi", ["--query-gpu=index,utilization.gpu,memory.used,memory.total",
-                    "--format=csv,noheader,nounits"], parse_nvidia_smi),
-    ("amd-smi", ["metric", "--usage", "--mem-usage", "--json"], parse_amd_smi),
-    ("rocm-smi", ["--showuse", "--showmeminfo", "vram", "--json"], parse_rocm_smi),
-)
-
-
-def gpu_usage(timeout=10):
-    """GPU utilisation and memory from the first vendor tool installed; ``tool`` None when there is none."""
-    import subprocess
-
-    for tool, args, parse in SMI:
-        path = _which(tool)
-        if path is None:
-            continue
-        try:
-            out = subprocess.run([path, *args], capture_output=True, text=True, timeout=timeout)
-            if out.returncode == 0:
-                return {"tool": tool, "gpus": parse(out.stdout)}
-            problem = (out.stderr or out.stdout).strip().splitlines()[-1:] or [f"exit {out.returncode}"]
-        except (OSError, ValueError, subprocess.TimeoutExpired) as err:
-            problem = [str(err)]
-        return {"tool": tool, "gpus": [], "error": problem[0][:300]}
-    return {"tool": None, "gpus": []}
+    gpus = [{"index": g["index"], "util_pct": None if g.get("util_ratio") is None else round(100 * g["util_ratio"], 1),
+             "mem_used_mib": mib(g.get("mem_used_bytes")), "mem_total_mib": mib(g.get("mem_total_bytes"))}
+            for g in found["gpus"]]
+    return dict(found, gpus=gpus)
 
 
 def _plan_now(command, env):

@@ -142,7 +142,7 @@ def families(live, now=None):
 
     # --- GPUs: node 0's own, every other node's as its beats carried them ---
     if live.sampler is not None:
-        rows = {"util": [], "used": [], "total": [], "power": []}
+        rows = {"util": [], "used": [], "total": [], "power": [], "xid": [], "xid_last": []}
         readings = [(node, source, g) for node, source, gpus in _every_nodes_gpus(live, watch) for g in gpus]
         for node, source, g in readings:
             labels = dict(base, node=node, gpu=str(g.get("index")), source=source)
@@ -150,11 +150,19 @@ def families(live, now=None):
             rows["used"].append((labels, g.get("mem_used_bytes")))
             rows["total"].append((labels, g.get("mem_total_bytes")))
             rows["power"].append((labels, g.get("power_watts")))
+            if "xid_errors" in g:  # the node reads its kernel log: a count, 0 included, means something
+                rows["xid"].append((dict(base, node=node, gpu=str(g.get("index"))), g["xid_errors"]))
+                if g.get("xid_last") is not None:
+                    rows["xid_last"].append((dict(base, node=node, gpu=str(g.get("index"))), g["xid_last"]))
         family("nodeweave_gpu_utilization_ratio", "gauge", "GPU busy fraction (0-1) as the vendor tool reports it.",
                rows["util"])
         family("nodeweave_gpu_memory_used_bytes", "gauge", "GPU memory in use.", rows["used"])
         family("nodeweave_gpu_memory_total_bytes", "gauge", "GPU memory in all.", rows["total"])
         family("nodeweave_gpu_power_watts", "gauge", "GPU power draw.", rows["power"])
+        family("nodeweave_gpu_xid_errors_total", "counter", "NVIDIA Xid events of the GPU in the kernel log since "
+               "the node's entrypoint started (only where the node may read /dev/kmsg).", rows["xid"])
+        family("nodeweave_gpu_xid_last_code", "gauge", "The code of the GPU's newest Xid event since the node's "
+               "entrypoint started.", rows["xid_last"])
 
     # --- goodput so far ---
     accounted = account(timeline, now)

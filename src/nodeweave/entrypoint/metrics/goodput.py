@@ -9,7 +9,8 @@ Pure arithmetic on the timeline ``live.py`` keeps (``goodput.json``, schema
 - **work redone**: the part of a generation the next one repeats, from the step
   its checkpoint holds (``resumed_step``) to the fault: timed from the training's
   own step lines when known (the first step past the checkpoint's), else the
-  checkpoint's age at the fault (``work_lost_s``), and the whole generation when
+  checkpoint's age at the generation's last progress (``work_lost_s``, its age when the fault
+  was heard, less the seconds the fault took to be heard), and the whole generation when
   the next one starts over without a checkpoint;
 - **stalled**: the stall watch's stalls (no rank moving while ranks wait);
 - **training**: the rest of each generation from its first collective to its last
@@ -49,8 +50,12 @@ def _redone(gen, resumed_step, end):
         before = [t for t, s in steps if s <= resumed_step]
         start = max(before) if before else gen.get("first") or past[0]
         return max(0.0, end - start)
-    lost = fault.get("work_lost_s")
-    return float(lost) if isinstance(lost, (int, float)) else 0.0
+    lost = fault.get("work_lost_s")  # the checkpoint's age when the fault was heard, which is after ``end``
+    if not isinstance(lost, (int, float)):
+        return 0.0
+    heard = fault.get("at")
+    late = max(0.0, heard - end) if isinstance(heard, (int, float)) else 0.0
+    return max(0.0, float(lost) - late)  # from the checkpoint to the last progress: the rest is recovery
 
 
 def account(timeline, now=None):

@@ -22,6 +22,7 @@ from typing import List, Optional, Tuple
 
 Line = Tuple[Optional[float], str]  # seconds since boot (when the source says), the message
 MAX_RECORDS = 1 << 20
+CAPTURE_CAP = 64 << 20  # a saved capture read as the device: at most this much of it
 DMESG_TIME = re.compile(r"^\[\s*(\d+\.\d+)\]\s?")
 
 
@@ -39,28 +40,71 @@ def read_kmsg(path: str = "/dev/kmsg") -> List[Line]:
     read as a saved capture of the device, one record a line."""
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     try:
-        if stat.S_ISREG(os.fstat(fd).st_mode):
-            with os.fdopen(os.dup(fd), encoding="utf-8", errors="replace") as capture:
-                records = [line for line in capture.read().splitlines() if line and not line[0].isspace()]
-            return [r for r in map(kmsg_record, records) if r]
-        lines: List[Line] = []
-        for _ in range(MAX_RECORDS):
-            try:
-                chunk = os.read(fd, 8192)  # one record per read
-            except OSError as err:
-                if err.errno == errno.EPIPE:  # overwritten while we read: the next one is there
-                    continue
-                if err.errno == errno.EAGAIN:
-                    break
-                raise
-            line = kmsg_record(chunk.decode("utf-8", errors="replace")) if chunk else None
-            if not chunk:
-                break
-            if line:
-                lines.append(line)
-        return lines
+        return _drain(fd)
     finally:
         os.close(fd)
+
+
+def _drain(fd: int) -> List[Line]:
+    """The records from ``fd``'s place on (a device: one record per read, ``EAGAIN`` at the end)."""
+    if stat.S_ISREG(os.fstat(fd).st_mode):
+        chunks, size = [], 0
+        while size < CAPTURE_CAP:
+            chunk = os.read(fd, 1 << 16)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+        text = b"".join(chunks).decode("utf-8", errors="replace")
+        return [r for r in map(kmsg_record, (line for line in text.splitlines() if line and not line[0].isspace()))
+                if r]
+    lines: List[Line] = []
+    for _ in range(MAX_RECORDS):
+        try:
+            chunk = os.read(fd, 8192)  # one record per read
+        except OSError as err:
+            if err.errno == errno.EPIPE:  # overwritten while we read: the next one is there
+                continue
+            if err.errno == errno.EAGAIN:
+                break
+            raise
+        if not chunk:
+            break
+        line = kmsg_record(chunk.decode("utf-8", errors="replace"))
+        if line:
+            lines.append(line)
+    return lines
+
+
+class KmsgFollower:
+    """``/dev/kmsg`` held open from now on: :meth:`new` returns the records written since the last call (an
+    open descriptor keeps its place in the ring buffer), so a long-running node counts events as they come
+    without reading the whole buffer again. ``error`` says why it could not be opened (None when it was)."""
+
+    def __init__(self, path: str = "/dev/kmsg") -> None:
+        self.fd: Optional[int] = None
+        self.error: Optional[str] = None
+        try:
+            self.fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+            os.lseek(self.fd, 0, os.SEEK_END)  # the device: after the last record; a capture: its end
+        except OSError as err:
+            self.close()
+            self.error = f"{path}: {os.strerror(err.errno) if err.errno else err}"
+
+    def new(self) -> List[Line]:
+        if self.fd is None:
+            return []
+        try:
+            return _drain(self.fd)
+        except OSError as err:
+            self.error = f"reading stopped: {os.strerror(err.errno) if err.errno else err}"
+            self.close()
+            return []
+
+    def close(self) -> None:
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
 
 
 def text_lines(text: str) -> List[Line]:

@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 from typing import Dict, List, Optional, Sequence
 
-from nodeweave.check.vendor.kernel_log import Line, read_kernel_log
+from .kernel_log import KmsgFollower, Line, read_kernel_log
 
 XID_LINE = re.compile(r"NVRM: Xid \(PCI:(?P<pci>[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2})"
                       r"(?: GPU-I:(?P<gi>\d+))?(?: GPU-CI:(?P<ci>\d+))?\): (?P<code>\d+)(?:, (?P<rest>.*))?$")
@@ -114,3 +114,38 @@ def summarise(events: List[dict]) -> List[dict]:
         group["count"] += 1
         group.update({"seconds": event["seconds"], "message": event["message"]})
     return list(groups.values())
+
+
+class XidCounter:
+    """Xid events per GPU since this counter was made, read from ``/dev/kmsg`` as they come (node metrics:
+    ``nodeweave_gpu_xid_errors_total``). ``readable`` is False, with ``error`` saying why, where the node may
+    not read the kernel log (no CAP_SYSLOG under ``kernel.dmesg_restrict = 1``, the default in containers):
+    then no count is shown rather than a zero that would claim no events."""
+
+    def __init__(self, kmsg: str = "/dev/kmsg") -> None:
+        self.follower = KmsgFollower(kmsg)
+        self.counts: Dict[str, int] = {}  # the driver's address (``0000:3b:00``) -> events
+        self.last: Dict[str, int] = {}    # -> the newest event's code
+
+    @property
+    def readable(self) -> bool:
+        return self.follower.fd is not None
+
+    @property
+    def error(self) -> Optional[str]:
+        return self.follower.error
+
+    def update(self) -> None:
+        for _, text in self.follower.new():
+            event = parse_xid(text)
+            if event is not None:
+                self.counts[event["pci"]] = self.counts.get(event["pci"], 0) + 1
+                self.last[event["pci"]] = event["code"]
+
+    def of(self, pci: Optional[str]) -> dict:
+        """``{"xid_errors", "xid_last"}`` of the GPU at ``pci`` (nvidia-smi's or sysfs' spelling), or {} when the
+        log cannot be read or the GPU's address is unknown."""
+        if not self.readable or not pci:
+            return {}
+        address = kernel_address(pci)
+        return {"xid_errors": self.counts.get(address, 0), "xid_last": self.last.get(address)}

@@ -1,0 +1,126 @@
+"""``nodeweave dashboard``: the running job (or a finished run's folder) as a web page on this machine
+(docs/observability.md). The page and its data: ``nodeweave.cluster.dashboard``."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, List, Optional
+
+import typer
+
+from nodeweave.cli.habits.base import find_spec
+from nodeweave.cli.habits.clusteropts import REACH, SPEC, open_cluster, reach_options
+from nodeweave.cli.habits.nodes import checked_selectors, pick_one
+from nodeweave.errors import UsageError
+
+if TYPE_CHECKING:
+    from nodeweave.cluster.options import ClusterOptions
+
+
+def _finished_run(run: str, runs_dir: Optional[Path]):
+    """(folder, run.json, goodput.json, recovery.json) of a finished run, found as ``runs show`` finds it."""
+    from nodeweave.cluster.runfolder import RUNS
+    from nodeweave.entrypoint import bounded
+    from nodeweave.runs.history import find_run
+
+    if runs_dir is not None and not runs_dir.is_dir():
+        raise UsageError(f"--runs-dir {runs_dir}: not a folder; accepted: a folder of run folders (runs/ beside the "
+                         "spec), or leave --runs-dir off")
+    parent = runs_dir if runs_dir is not None else find_spec(None).resolve().parent / RUNS
+    entry = find_run(parent, run)
+    if entry.kind != "run":
+        raise UsageError(f"--run {run}: {entry.path} is a sweep; accepted: one run (a sweep's point: "
+                         "`nodeweave runs show` lists them)")
+
+    def optional(name: str) -> Optional[dict]:
+        try:
+            found = json.loads(bounded.read_text(entry.path / name, bounded.RECORD_CAP, name))
+        except (OSError, ValueError):
+            return None
+        return found if isinstance(found, dict) else None
+
+    return entry.path, entry.data, optional("goodput.json"), optional("recovery.json")
+
+
+@reach_options
+def dashboard_command(
+    node: List[str] = typer.Option([], "--node", metavar="NODE", help="The node that serves the job's metrics "
+                                   "(default: node 0): its index, name or address KIND:NAME, as every verb's --node",
+                                   callback=checked_selectors),
+    url: Optional[str] = typer.Option(None, "--url", help="Read node 0's /status.json here instead of through the "
+                                      "cluster (a published or forwarded metrics port: http://127.0.0.1:9464)"),
+    run: Optional[str] = typer.Option(None, "--run", help="Show a finished run's folder instead of the running job: "
+                                      "a run id (`nodeweave runs ls`), a unique prefix, a folder, or last"),
+    runs_dir: Optional[Path] = typer.Option(None, "--runs-dir", help="With --run: where run folders are (default: "
+                                            "runs/ beside the spec)"),
+    port: int = typer.Option(0, "--port", min=0, max=65535, help="The port the page is served on (0: a free one, "
+                             "printed)"),
+    bind: str = typer.Option("127.0.0.1", "--bind", help="The address the page is served on (default: this machine "
+                             "only; 0.0.0.0 shows the job's hosts and state to every machine that can reach it)"),
+    interval: float = typer.Option(1.0, "--interval", min=0.2, help="Seconds between readings of node 0"),
+    open_browser: bool = typer.Option(False, "--open", help="Open the page in this machine's browser"),
+    spec_path: Optional[Path] = SPEC, reach: "ClusterOptions" = REACH,
+) -> None:
+    """The running job as a web page on this machine, read from node 0 every second: nodes and ranks with their
+    state, the step and collective rates over time, a per-rank step-time heat map (a straggler in red), the
+    generations on a timeline with each fault, left-out node, spare and resumed checkpoint, every node's GPUs and
+    the goodput so far; --run shows a finished run's folder the same way."""
+    from nodeweave.cluster import dashboard
+
+    if url is not None:
+        from nodeweave.cluster.top import check_url
+
+        check_url(url)
+    if run is not None and (url is not None or node):
+        raise UsageError(f"--run {run} with {'--url' if url is not None else '--node'}: a finished run's folder is "
+                         "read from disk; accepted: --run alone, or --url/--node for the running job")
+    if runs_dir is not None and run is None:
+        raise UsageError(f"--runs-dir {runs_dir} without --run: it only says where --run's folder is; accepted: "
+                         "--run RUN --runs-dir DIR, or neither")
+    stop = threading.Event()
+    if run is not None:
+        folder, data, timeline, book = _finished_run(run, runs_dir)
+        fixed = dashboard.run_state(folder, data, timeline, book)
+        document, source = (lambda: fixed), f"the run folder {folder}"
+    else:
+        from nodeweave.cluster.top import ask_live
+
+        target = None
+        if url is None:
+            spec, backend, _ = open_cluster(find_spec(spec_path), reach)
+            target = pick_one(backend.live_nodes("watch"), node, "dashboard")
+        source = url or f"{target.name} (its /status.json through the exec channel)"
+        history = dashboard.History()
+        dashboard.poll(history, lambda: ask_live(target, url), interval, stop)
+
+        def document():
+            readings, asked = history.snapshot()
+            return dashboard.state(readings, asked, url or target.name)
+    try:
+        server = dashboard.serve(document, bind, port)
+    except OSError as err:
+        raise UsageError(f"--bind {bind} --port {port}: cannot listen there: {err.strerror or err}; accepted: an "
+                         "address of this machine and a free port (--port 0 picks one)") from None
+    host, chosen = server.server_address[:2]
+    shown = f"[{host}]" if ":" in str(host) else host
+    page = f"http://{shown}:{chosen}/"
+    typer.echo(f"nodeweave: dashboard at {page} ({source}); Ctrl-C stops it", err=False)
+    if open_browser:
+        import webbrowser
+
+        webbrowser.open(page)
+    try:
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        stop.set()
+        server.shutdown()
+
+
+def register(app: typer.Typer) -> None:
+    app.command("dashboard")(dashboard_command)

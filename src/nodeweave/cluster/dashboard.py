@@ -1,0 +1,213 @@
+"""``nodeweave dashboard``: node 0's live picture over time, served to a browser on this machine.
+
+Three parts along the usual seams:
+
+- :class:`History` keeps the readings of node 0's ``/status.json`` (the document ``nodeweave top`` draws) as they
+  come, a bounded number of them;
+- :func:`state` is pure: the readings in, the document the page draws out (the newest picture, the rates over
+  time, the per-rank step-time heat map, the generations on a timeline, the goodput); :func:`run_state` makes
+  the same document from a finished run's folder (``runs/<id>/``: run.json, goodput.json, recovery.json);
+- :func:`serve` is the effect: a stdlib ``http.server`` that sends ``dashboard.html`` (one file, plain
+  JavaScript and SVG, no build step) and ``/state.json``, and a thread that asks node 0 every ``interval``
+  seconds through :func:`nodeweave.cluster.top.ask_live` (the exec channel on every target, or a URL).
+
+The heat map's cell is a rank's own work per collective over one reading's span (the growth of its seconds
+outside collectives over the growth of its collectives, what the stall watch's straggler check compares),
+over the median rank's in the same span: a straggler does more own work per collective while the others wait
+for it inside theirs, so its row is the one that turns red.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import threading
+import time
+from collections import deque
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Callable, Deque, List, Optional, Tuple
+
+SCHEMA = "nodeweave.dashboard/1"
+PAGE = Path(__file__).with_name("dashboard.html")
+KEEP = 600             # readings kept: 10 minutes at the default 1 s
+HEAT_COLUMNS = 60      # the heat map's newest columns
+STRAGGLER_RATIO = 1.1  # a cell at or above this is marked (top's red: 10% slower than the median)
+Reading = Tuple[float, dict]  # (time.time() it was read, node 0's /status.json)
+
+
+class History:
+    """Node 0's readings as they come, at most :data:`KEEP`; the same picture twice (node 0 caches 2 s) once."""
+
+    def __init__(self, keep: int = KEEP) -> None:
+        self.readings: Deque[Reading] = deque(maxlen=keep)
+        self.lock = threading.Lock()
+        self.answering: Optional[bool] = None
+        self.why = ""
+        self.asked_at: Optional[float] = None
+
+    def add(self, live: Optional[dict], why: str = "", at: Optional[float] = None) -> None:
+        at = time.time() if at is None else at
+        with self.lock:
+            self.asked_at, self.answering, self.why = at, live is not None, why
+            if live is None:
+                return
+            if self.readings and self.readings[-1][1].get("now") == live.get("now"):
+                return
+            self.readings.append((at, live))
+
+    def snapshot(self) -> Tuple[List[Reading], dict]:
+        with self.lock:
+            return list(self.readings), {"answering": self.answering, "why": self.why, "asked_at": self.asked_at}
+
+
+def _key(rank: dict) -> str:
+    return f"{rank.get('node')}/{rank.get('rank')}"
+
+
+def _generation(live: dict) -> int:
+    return int((live.get("book") or {}).get("generation") or 0)
+
+
+def _lower_median(values: List[float]) -> float:
+    ordered = sorted(values)
+    return ordered[(len(ordered) - 1) // 2]
+
+
+def heat_map(readings: List[Reading], columns: int = HEAT_COLUMNS) -> dict:
+    """Rows: every rank seen; columns: the spans between consecutive readings of one generation; each cell the
+    rank's own work per collective in ms and that over the span's median rank (None where it made no collective)."""
+    rows: List[str] = []
+    spans = []
+    for (_, before), (_, after) in zip(readings, readings[1:]):
+        if _generation(before) != _generation(after):
+            continue  # a new generation's ranks count from 0
+        old = {_key(r): r for r in before.get("ranks") or []}
+        own = {}
+        for rank in after.get("ranks") or []:
+            key = _key(rank)
+            if key not in rows:
+                rows.append(key)
+            was = old.get(key)
+            if was is None:
+                continue
+            made = (rank.get("seq") or 0) - (was.get("seq") or 0)
+            outside = (rank.get("outside_s") or 0.0) - (was.get("outside_s") or 0.0)
+            if made > 0 and outside >= 0:
+                own[key] = outside / made
+        if own:
+            spans.append((after.get("now"), _generation(after), own))
+    spans = spans[-columns:]
+    cells = []
+    for _, _, own in spans:
+        median = _lower_median(list(own.values()))
+        cells.append([None if key not in own else
+                      {"ms": round(1000 * own[key], 2),
+                       "ratio": round(own[key] / median, 3) if median > 0 else None} for key in rows])
+    return {"ranks": rows, "times": [t for t, _, _ in spans], "generations": [g for _, g, _ in spans],
+            "cells": cells, "straggler_ratio": STRAGGLER_RATIO}
+
+
+def rates(readings: List[Reading]) -> dict:
+    """The step rate and every rank's collective rate at each reading (node 0's 30 s windows), for the chart."""
+    ranks = sorted({_key(r) for _, live in readings for r in live.get("ranks") or []})
+    series = {key: [] for key in ranks}
+    for _, live in readings:
+        by = {_key(r): r.get("collectives_per_s") for r in live.get("ranks") or []}
+        for key in ranks:
+            series[key].append(by.get(key))
+    return {"times": [live.get("now") for _, live in readings],
+            "steps_per_s": [live.get("steps_per_s") for _, live in readings], "ranks": series}
+
+
+def _finite(value):
+    """The document with every NaN or infinity made null (JSON has neither; the browser's parser refuses them)."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    return value
+
+
+def state(readings: List[Reading], asked: dict, source: str) -> dict:
+    """What the page draws: the newest picture and what the readings show over time."""
+    live = readings[-1][1] if readings else None
+    return _finite({"schema": SCHEMA, "mode": "live", "source": source, "answering": asked.get("answering"),
+                    "why": asked.get("why") or "", "asked_at": asked.get("asked_at"),
+                    "read_at": readings[-1][0] if readings else None, "live": live,
+                    "rates": rates(readings), "heat": heat_map(readings)})
+
+
+def run_state(folder: Path, data: dict, timeline: Optional[dict], book: Optional[dict]) -> dict:
+    """The same document for a finished run's folder: its nodes' exits, generations and goodput (the per-rank
+    readings were node 0's memory: a folder keeps none)."""
+    from nodeweave.entrypoint.metrics.goodput import account
+
+    nodes = [{"node": n.get("node"), "host": None, "role": None, "heartbeat_age_s": None,
+              "state": "running" if n.get("exit_code") is None else
+              "finished" if n.get("exit_code") == 0 else f"failed (exit {n.get('exit_code')})"}
+             for n in data.get("nodes") or []]
+    ended = (timeline or {}).get("ended") or (timeline or {}).get("saved")
+    live = {"schema": "nodeweave.live/1", "now": ended, "job": data.get("job"), "book": book, "nodes": nodes,
+            "ranks": [], "verdicts": {}, "node_gpus": [], "step": None, "steps_per_s": None,
+            "goodput": account(timeline, now=ended) if timeline and timeline.get("launched") else None,
+            "timeline": timeline}
+    empty = {"ranks": [], "times": [], "generations": [], "cells": [], "straggler_ratio": STRAGGLER_RATIO}
+    return _finite({"schema": SCHEMA, "mode": "run", "source": str(folder), "answering": None, "why": "",
+                    "asked_at": None, "read_at": None, "live": live, "run": {
+                        "id": folder.name, "command": data.get("command"), "started": data.get("started"),
+                        "seconds": data.get("seconds"), "exit_code": data.get("exit_code"),
+                        "summary": data.get("summary")},
+                    "rates": {"times": [], "steps_per_s": [], "ranks": {}}, "heat": empty})
+
+
+class _Handler(BaseHTTPRequestHandler):
+    document: Callable[[], dict] = staticmethod(lambda: {})
+    server_version = "nodeweave-dashboard"
+
+    def do_GET(self):  # noqa: N802 - http.server's name
+        path = self.path.split("?", 1)[0]
+        if path in ("/", "/index.html"):
+            body, kind = PAGE.read_bytes(), "text/html; charset=utf-8"
+        elif path == "/state.json":
+            body, kind = json.dumps(self.document(), allow_nan=False).encode(), "application/json"
+        else:
+            self.send_error(404, "only / and /state.json")
+            return
+        self.send_response(200)
+        self.send_header("Content-Type", kind)
+        self.send_header("Content-Length", str(len(body)))
+        self.send_header("Cache-Control", "no-store")
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format, *args):  # noqa: A002 - http.server's signature
+        pass  # a page polling twice a second is not news
+
+
+def serve(document: Callable[[], dict], bind: str, port: int) -> ThreadingHTTPServer:
+    """A server of the page and ``document()`` on ``bind:port`` (0: the kernel picks), serving from a daemon
+    thread; OSError when the address cannot be bound."""
+    handler = type("Handler", (_Handler,), {"document": staticmethod(document)})
+    server = ThreadingHTTPServer((bind, port), handler)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, name="nodeweave-dashboard", daemon=True).start()
+    return server
+
+
+def poll(history: History, ask: Callable[[], Tuple[Optional[dict], str]], interval: float,
+         stop: threading.Event) -> threading.Thread:
+    """Ask node 0 every ``interval`` seconds into ``history`` until ``stop`` is set, from a daemon thread."""
+
+    def loop():
+        while not stop.is_set():
+            began = time.monotonic()
+            live, why = ask()
+            history.add(live, why)
+            stop.wait(max(0.0, interval - (time.monotonic() - began)))
+
+    thread = threading.Thread(target=loop, name="nodeweave-dashboard-poll", daemon=True)
+    thread.start()
+    return thread
