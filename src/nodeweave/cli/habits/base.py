@@ -35,10 +35,17 @@ def plain_placeholders(params, ctx):
 
 def plain_help_wanted() -> bool:
     """Help for a pipe or a file is plain text: no panels to grep through, and no rich import (0.1 s)."""
-    return not sys.stdout.isatty() and os.environ.get(RICH_HELP_ENV, "") not in ("1", "yes", "true")
+    from nodeweave.entrypoint.switch import parse_switch, switch_problem
+    from nodeweave.errors import UsageError
+
+    text = os.environ.get(RICH_HELP_ENV, "")
+    wanted = parse_switch(text) if text.strip() else False
+    if wanted is None:
+        raise UsageError(switch_problem(RICH_HELP_ENV, text, "this environment"))
+    return not sys.stdout.isatty() and not wanted
 
 
-RICH_HELP_ENV = "NODEWEAVE_RICH_HELP"  # 1: rich panels even when help goes to a pipe
+RICH_HELP_ENV = "NODEWEAVE_RICH_HELP"  # on: rich panels even when help goes to a pipe
 
 
 def format_help(command, base_format, ctx, formatter) -> None:

@@ -1,0 +1,198 @@
+"""The fresh walk's open findings (issue 43, /work/wt/walk-report.md), each fixed as a class and walked here.
+
+Each test walks every member of its class it can find (every switch variable, every recovery field, every
+run reference, every reach flag of every cluster verb, every path option, ...), not only the walk's instance,
+and each fails on the main before these fixes. No container is started.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from nodeweave.cli import main
+from nodeweave.errors import EXIT_USAGE, UsageError
+from nodeweave.spec import parse_spec
+
+REPO = Path(__file__).resolve().parents[1]
+BASE = "name: j\nimage: {variant: cpu}\nnodes: 2\nlauncher: {script: t.py}\n"
+
+
+def run_cli(capsys, *argv) -> "tuple[int, str, str]":
+    code = main(list(argv))
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def one_line(text: str) -> str:
+    lines = [line for line in text.splitlines() if line.strip()]
+    assert len(lines) == 1 and "Traceback" not in text, text
+    return lines[0]
+
+
+# -- boolean environment variables: one parser, the documented words only --------------------------
+
+
+def switch_variables():
+    from nodeweave.entrypoint.planning.contract import SETTINGS, read_switch
+
+    return [row for row in SETTINGS if row.read is read_switch]
+
+
+def test_the_walk_finds_every_switch_of_the_entrypoint():
+    names = {row.variable for row in switch_variables()}
+    assert {"NODEWEAVE_RECOVERY", "NODEWEAVE_EXCHANGE", "NODEWEAVE_WARM_START", "NODEWEAVE_METRICS",
+            "NODEWEAVE_STRAGGLER_IS_FAULT"} <= names
+
+
+@pytest.mark.parametrize("row", switch_variables(), ids=lambda row: row.variable)
+@pytest.mark.parametrize("word", ["yes", "no", "y", "enable", "maybe"])
+def test_every_switch_variable_refuses_an_undocumented_word_naming_variable_value_and_words(row, word):
+    from nodeweave.entrypoint.planning.settings import parse
+
+    with pytest.raises(Exception) as caught:
+        parse(["--", "t.py"], {row.variable: word})
+    message = str(caught.value)
+    assert row.variable in message and repr(word) in message
+    assert "accepted: on, off (also true, false, 1, 0)" in message
+
+
+@pytest.mark.parametrize("row", switch_variables(), ids=lambda row: row.variable)
+@pytest.mark.parametrize("word, value", [("on", True), ("OFF", False), ("true", True), ("0", False)])
+def test_every_switch_variable_reads_the_documented_words(row, word, value):
+    from nodeweave.entrypoint.planning.settings import parse
+
+    assert parse(["--", "t.py"], {row.variable: word}).get(row.key) is value
+
+
+def test_the_recovery_variable_of_the_walk_is_refused_by_the_entrypoint_with_exit_2(tmp_path):
+    import subprocess
+    import sys
+
+    env = {"PATH": os.environ["PATH"], "PYTHONPATH": str(REPO / "src"), "MASTER_ADDR": "10.0.0.1",
+           "NODE_RANK": "0", "NODEWEAVE_NNODES": "2", "NODEWEAVE_RECOVERY": "yes"}
+    done = subprocess.run([sys.executable, "-m", "nodeweave.entrypoint", "--explain", "--", "t.py"], env=env,
+                          cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert done.returncode == EXIT_USAGE, done.stderr
+    assert "recovery must be on or off, got 'yes' (from NODEWEAVE_RECOVERY)" in done.stderr
+
+
+def test_the_command_lines_switch_variable_uses_the_same_words(capsys, monkeypatch):
+    from nodeweave.cli.habits.base import RICH_HELP_ENV
+
+    monkeypatch.setenv(RICH_HELP_ENV, "yes")
+    code, _, err = run_cli(capsys, "validate", "--help")
+    assert code == EXIT_USAGE
+    assert f"{RICH_HELP_ENV} must be on or off, got 'yes'" in one_line(err)
+    monkeypatch.setenv(RICH_HELP_ENV, "off")
+    assert run_cli(capsys, "validate", "--help")[0] == 0
+
+
+# -- runs: a run reference with no runs at all ------------------------------------------------------
+
+
+@pytest.mark.parametrize("argv", [["runs", "show"], ["runs", "show", "last"], ["runs", "show", "2026"],
+                                  ["runs", "compare", "last", "2026"], ["logs", "--run", "last"]])
+def test_every_run_reference_with_no_runs_says_there_are_none_yet(capsys, tmp_path, monkeypatch, argv):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "nodeweave.yaml").write_text(BASE)
+    code, _, err = run_cli(capsys, *argv)
+    assert code == EXIT_USAGE
+    line = one_line(err)
+    assert "no runs under" in line and "yet (`nodeweave run` makes them)" in line
+    assert "accepted: a run id" not in line  # `last` was never the mistake
+
+
+def test_a_prefix_matching_several_runs_names_them(capsys, tmp_path, monkeypatch):
+    import json
+
+    monkeypatch.chdir(tmp_path)
+    for name in ("20260101T000000Z-j", "20260102T000000Z-j"):
+        (tmp_path / "runs" / name).mkdir(parents=True)
+        (tmp_path / "runs" / name / "run.json").write_text(json.dumps({"job": "j", "exit_code": 0}))
+    code, _, err = run_cli(capsys, "runs", "show", "2026")
+    assert code == EXIT_USAGE
+    assert "matches 2 runs" in one_line(err) and "20260101T000000Z-j" in err
+
+
+# -- the spec: cross-field contradictions and paths leaving the workspace, at validate ------------------
+
+
+def refusal(extra: str, base: str = BASE) -> str:
+    with pytest.raises(UsageError) as caught:
+        parse_spec(base + extra, "s.yaml")
+    message = str(caught.value)
+    assert "\n" not in message
+    return message
+
+
+RECOVERY_FIELDS = {"spares": "2", "max_restarts": "7", "no_progress_restarts": "0", "checkpoint_dir": "ck",
+                   "straggler_is_fault": "true", "warm_start": "false", "min_nodes": "1"}
+
+
+def test_the_walk_covers_every_recovery_field():
+    from nodeweave.spec.sections.recovery import KEYS
+
+    assert set(KEYS) == {"enabled", *RECOVERY_FIELDS}
+
+
+@pytest.mark.parametrize("key", sorted(RECOVERY_FIELDS))
+@pytest.mark.parametrize("off", ["enabled: false, ", ""])
+def test_every_recovery_field_set_with_recovery_off_is_refused(key, off):
+    message = refusal(f"recovery: {{{off}{key}: {RECOVERY_FIELDS[key]}}}\n")
+    assert f"recovery.{key}" in message and "does nothing with recovery.enabled false" in message
+    assert "recovery.enabled: true, or leave" in message
+    parse_spec(BASE + f"recovery: {{enabled: true, {key}: {RECOVERY_FIELDS[key]}}}\n", "s.yaml")  # on: read
+
+
+def test_recovery_fields_at_their_defaults_with_recovery_off_are_valid():
+    """docs/design.md writes the whole section at its defaults, enabled: false: nothing there does anything."""
+    parse_spec(BASE + "recovery: {enabled: false, spares: 0, max_restarts: 5, no_progress_restarts: 3, "
+                      "checkpoint_dir: null, straggler_is_fault: false, warm_start: true}\n", "s.yaml")
+
+
+@pytest.mark.parametrize("warn, timeout, words", [
+    (600, 60, "stall_warn 600 s is above stall_timeout 60 s"),
+    (0, 60, "stall_timeout 60 s with stall_warn 0"),
+])
+def test_a_stall_warning_that_cannot_come_before_its_stop_is_refused_in_the_spec_and_the_entrypoint(warn, timeout,
+                                                                                                       words):
+    from nodeweave.entrypoint.planning.settings import parse
+
+    assert words in refusal("", BASE.replace("{script: t.py}", f"{{script: t.py, stall_warn: {warn}, "
+                                                               f"stall_timeout: {timeout}}}"))
+    with pytest.raises(Exception) as caught:
+        parse(["--", "t.py"], {"NODEWEAVE_STALL_WARN": str(warn), "NODEWEAVE_STALL_TIMEOUT": str(timeout)})
+    assert words in str(caught.value) and "NODEWEAVE_STALL_TIMEOUT" in str(caught.value)
+    with pytest.raises(Exception):
+        parse(["--stall-warn", str(warn), "--stall-timeout", str(timeout), "--", "t.py"], {})
+
+
+@pytest.mark.parametrize("launcher", ["{script: t.py, stall_warn: 0}", "{script: t.py, stall_warn: 30, stall_timeout: 60}",
+                                      "{script: t.py, stall_warn: 600, stall_timeout: 0}"])
+def test_stall_settings_that_agree_are_valid(launcher):
+    parse_spec(BASE.replace("{script: t.py}", launcher), "s.yaml")
+
+
+@pytest.mark.parametrize("field, line", [
+    ("recovery.checkpoint_dir", "recovery: {enabled: true, checkpoint_dir: ../../etc}\n"),
+    ("recovery.checkpoint_dir", "recovery: {enabled: true, checkpoint_dir: ck/../../x}\n"),
+    ("recovery.checkpoint_dir", "recovery: {enabled: true, checkpoint_dir: /etc}\n"),
+    ("recovery.checkpoint_dir", "recovery: {enabled: true, checkpoint_dir: /}\n"),
+    ("recovery.checkpoint_dir", "recovery: {enabled: true, checkpoint_dir: /proc/x}\n"),
+    ("launcher.script", None),
+])
+def test_a_path_read_relative_to_the_workspace_that_leaves_it_is_refused(field, line):
+    if line is None:
+        message = refusal("", BASE.replace("{script: t.py}", "{script: ../../etc/t.py}"))
+    else:
+        message = refusal(line)
+    assert field in message and "accepted: a path inside workspace.path" in message
+
+
+def test_paths_inside_the_workspace_or_of_the_jobs_own_are_valid():
+    for folder in ("checkpoints", "a/../b", "/data/checkpoints", "/workspace/ck"):
+        parse_spec(BASE + f"recovery: {{enabled: true, checkpoint_dir: {folder}}}\n", "s.yaml")
+    parse_spec(BASE.replace("{script: t.py}", "{script: /usr/bin/env, type: command}"), "s.yaml")
