@@ -196,3 +196,199 @@ def test_paths_inside_the_workspace_or_of_the_jobs_own_are_valid():
     for folder in ("checkpoints", "a/../b", "/data/checkpoints", "/workspace/ck"):
         parse_spec(BASE + f"recovery: {{enabled: true, checkpoint_dir: {folder}}}\n", "s.yaml")
     parse_spec(BASE.replace("{script: t.py}", "{script: /usr/bin/env, type: command}"), "s.yaml")
+
+
+# -- flags that contradict each other, or do nothing without another, on every verb ----------------------
+
+
+def leaves():
+    import typer.main
+
+    from nodeweave.cli import app
+    from nodeweave.cli.habits.lazy import LazyVerbs, every_command
+
+    def walk(command, words):
+        below = every_command(command) if isinstance(command, LazyVerbs) else getattr(command, "commands", None)
+        if not below:
+            yield words, command
+            return
+        for name, sub in sorted(below.items()):
+            yield from walk(sub, [*words, name])
+    return list(walk(typer.main.get_command(app), []))
+
+
+LEAVES = leaves()
+VALUES = {"--host": "gpu01", "--hosts-file": "hosts.txt", "--statefulset": "x", "--selector": "a=b",
+          "--replicas": "3", "--remote-dir": "/srv/x", "--namespace": "ns", "--kube-cli": "oc",
+          "--kube-context": "c", "--overlay": "base", "--ssh-option": "Port=22", "--engine": "podman",
+          "--container": "c"}
+
+
+def flags_of(command) -> "set[str]":
+    return {name for p in command.params if p.param_type_name == "option" for name in p.opts if name.startswith("--")}
+
+
+def with_value(flag: str) -> "list[str]":
+    return [flag, VALUES[flag]] if flag in VALUES else [flag]
+
+
+def conflict_cases():
+    from nodeweave.cli.habits.conflicts import EXCLUSIVE, IDLE_WITH, NEEDS
+
+    cases = []
+    for words, command in LEAVES:
+        flags = flags_of(command)
+        for (first, second) in [*EXCLUSIVE, *IDLE_WITH]:
+            if first in flags and second in flags:
+                cases.append((words, [*with_value(first), *with_value(second)], f"{first} "))
+        for flag, (needed, _) in NEEDS.items():
+            if flag in flags:
+                cases.append((words, with_value(flag), f"{flag} does nothing without {needed}"))
+    return cases
+
+
+CONFLICTS = conflict_cases()
+
+
+def test_the_walk_finds_the_conflicting_flags_on_every_cluster_verb():
+    verbs = {" ".join(words) for words, argv, _ in CONFLICTS if "--host" in argv}
+    assert {"up", "down", "run", "exec", "status", "logs", "stop", "shell", "check", "top"} <= verbs
+    assert {"sync"} <= {" ".join(words) for words, _, _ in CONFLICTS}
+
+
+@pytest.mark.parametrize("words, argv, words_said", CONFLICTS,
+                         ids=[f"{' '.join(w)} {' '.join(a)}" for w, a, _ in CONFLICTS])
+def test_flags_that_contradict_or_do_nothing_together_are_refused_on_every_verb(capsys, tmp_path, monkeypatch, words,
+                                                                              argv, words_said):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "nodeweave.yaml").write_text(BASE)
+    (tmp_path / "t.py").write_text("print(1)\n")
+    (tmp_path / "hosts.txt").write_text("gpu01\ngpu02\n")
+    tail = ["--", "t.py"] if words[0] in ("run", "exec") else []
+    code, out, err = run_cli(capsys, *words, *argv, *tail)
+    assert code == EXIT_USAGE, (out, err)
+    line = one_line(err)
+    assert words_said in line and ("give one of them" in line or "leave" in line), line
+
+
+def test_the_walks_host_and_hosts_file_case_names_both_flags(capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "nodeweave.yaml").write_text(BASE)
+    (tmp_path / "hosts.txt").write_text("gpu01\ngpu02\n")
+    code, _, err = run_cli(capsys, "up", "--target", "hosts", "--host", "gpu01", "--hosts-file", "hosts.txt",
+                           "--remote-dir", "/srv/job", "--dry-run")
+    assert code == EXIT_USAGE
+    assert one_line(err) == "nodeweave: error: --host and --hosts-file both name the hosts (node 0 first): give one of them"
+
+
+# -- flags that do nothing for the chosen target ------------------------------------------------------------
+
+
+def idle_cases():
+    from nodeweave.cluster.options import FLAG_TARGETS, TARGETS
+
+    cases = []
+    for words, command in LEAVES:
+        flags = flags_of(command)
+        if "--remote-dir" not in flags:  # the reach verbs (image build's --target is another thing)
+            continue
+        for name, (shown, targets) in FLAG_TARGETS.items():
+            flag = shown.split("/")[0]
+            wrong = next(t for t in ("local", "kubernetes") if t not in targets)
+            cases.append((words, ["--target", wrong, *with_value(flag)], f"{shown} does nothing for target {wrong}"))
+    cases.append((["down"], ["--delete-claims"], "--delete-claims does nothing for target local"))
+    cases.append((["sync"], ["--target", "local", "--namespace", "ns"], "--namespace does nothing for target local"))
+    cases.append((["sync"], ["--target", "local", "--container", "c"], "--container does nothing for target local"))
+    assert TARGETS
+    return cases
+
+
+IDLE = idle_cases()
+
+
+def test_the_walk_finds_every_reach_flag_on_every_cluster_verb():
+    assert len({" ".join(w) for w, _, _ in IDLE}) >= 10 and len(IDLE) >= 80
+
+
+@pytest.mark.parametrize("words, argv, words_said", IDLE, ids=[f"{' '.join(w)} {' '.join(a)}" for w, a, _ in IDLE])
+def test_a_flag_that_does_nothing_for_the_target_is_refused_on_every_verb(capsys, tmp_path, monkeypatch, words, argv,
+                                                                        words_said):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "nodeweave.yaml").write_text(BASE)
+    (tmp_path / "t.py").write_text("print(1)\n")
+    (tmp_path / "hosts.txt").write_text("gpu01\ngpu02\n")
+    tail = ["--", "t.py"] if words[0] in ("run", "exec") else []
+    dry = ["--dry-run"] if "--dry-run" in flags_of(dict((" ".join(w), c) for w, c in LEAVES)[" ".join(words)]) else []
+    code, out, err = run_cli(capsys, *words, *argv, *dry, *tail)
+    assert code == EXIT_USAGE, (out, err)
+    assert words_said in one_line(err)
+
+
+def test_flags_for_the_chosen_target_are_still_taken(capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "nodeweave.yaml").write_text(BASE)
+    code, out, err = run_cli(capsys, "up", "--target", "hosts", "--host", "a", "--host", "b", "--remote-dir", "/srv/x",
+                             "--ssh-option", "Port=22", "--engine", "podman", "--dry-run")
+    assert code == 0, err
+    code, out, err = run_cli(capsys, "up", "--target", "local", "--engine", "podman", "--dry-run")
+    assert code == 0, err
+
+
+# -- `~` the shell left in a path option ---------------------------------------------------------------------
+
+
+def path_params():
+    from nodeweave.cli.habits.coercion import plain_runtime_param
+
+    found = []
+    for words, command in LEAVES:
+        for param in command.params:
+            descriptor = getattr(param, "type_descriptor", None)
+            if descriptor is not None and descriptor.annotation is Path:
+                found.append((words, param, plain_runtime_param(param)))
+    return found
+
+
+PATHS = path_params()
+
+
+def test_the_walk_finds_every_local_path_option():
+    names = {f"{' '.join(w)} {max(p.opts, key=len) if p.opts else p.name}" for w, p, _ in PATHS}
+    assert {"validate --spec", "init --out", "render --out", "runs ls --runs-dir", "up --hosts-file",
+            "doctor --capture", "image build --context", "sync src"} <= names, names
+    assert len(PATHS) >= 40
+
+
+@pytest.mark.parametrize("words, param, plain", PATHS,
+                         ids=[f"{' '.join(w)} {max(p.opts, key=len) if p.opts else p.name}" for w, p, _ in PATHS])
+def test_every_local_path_option_expands_a_tilde_the_shell_left(monkeypatch, tmp_path, words, param, plain):
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert plain is not None, "a path option converted outside nodeweave's plain conversion would keep '~'"
+    assert plain.click_type.convert("~/x.yaml", param, None) == tmp_path / "x.yaml"
+    assert plain.click_type.convert("~", param, None) == tmp_path
+    with pytest.raises(Exception) as caught:
+        plain.click_type.convert("~no-such-user-43/x", param, None)
+    assert "no user 'no-such-user-43'" in str(caught.value)
+
+
+def test_spec_given_as_opt_equals_tilde_is_the_homes_file(capsys, tmp_path, monkeypatch):
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.chdir(tmp_path / "..")
+    (tmp_path / "s.yaml").write_text(BASE)
+    code, out, err = run_cli(capsys, "validate", "--spec=~/s.yaml")
+    assert code == 0, err
+    assert f"{tmp_path / 's.yaml'}: valid" in out
+
+
+@pytest.mark.parametrize("argv", [["up", "--target", "hosts", "--host", "a", "--host", "b", "--dry-run"],
+                                  ["sync", ".", "--node", "ssh:a", "--dry-run"]])
+def test_a_remote_folder_under_this_machines_home_gets_the_quoted_spelling(capsys, tmp_path, monkeypatch, argv):
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "nodeweave.yaml").write_text(BASE)
+    where = ["--remote-dir", f"{home}/aorta"] if argv[0] == "up" else [f"{home}/aorta"]
+    argv = argv[:2] + where + argv[2:] if argv[0] == "sync" else argv + where
+    _, _, err = run_cli(capsys, *argv)
+    assert f"is under this machine's home ({home})" in err and "'~/aorta' (quoted)" in err, err

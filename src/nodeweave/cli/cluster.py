@@ -101,7 +101,8 @@ def down_command(
     from nodeweave.cluster.verbs import down_plan
 
     fmt = data_format(as_json, output)
-    spec, backend, _ = open_cluster(spec_path, reach, dry_run=dry_run)
+    spec, backend, _ = open_cluster(spec_path, reach, dry_run=dry_run,
+                                    extra={"--delete-claims": (delete_claims, ("kubernetes",))})
     out = console(stderr=is_data(fmt))
     renamed = renamed_down(spec, spec_path)  # what up made under the spec's old name: down takes it down too
     try:

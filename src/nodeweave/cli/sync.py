@@ -75,12 +75,19 @@ def sync_command(
     from nodeweave.cluster.backends.local import detect_engine
 
     addresses, choose = _nodes(node, to)
+    if dest is not None:
+        from nodeweave.cli.habits.clusteropts import note_local_home
+
+        note_local_home("DEST", dest)
     cluster = None
     if target is not None:
-        from nodeweave.cluster.options import ClusterOptions
+        from nodeweave.cluster.options import TARGET_ALIASES, TARGETS, ClusterOptions, refuse_idle_flags
 
         cluster = ClusterOptions(target=target, engine=engine, namespace=namespace, kube_cli=kube_cli,
                                  kube_context=kube_context, ssh_options=tuple(ssh_option))
+        if TARGET_ALIASES.get(target, target) in TARGETS:  # a wrong name is refused by name below
+            refuse_idle_flags(cluster, TARGET_ALIASES.get(target, target),
+                              {"--container": (container is not None, ("kubernetes",))})
     engine = detect_engine(engine) or "podman"
     targets = rq.TargetArgs(tuple(addresses), hosts_file, statefulset, replicas, selector, compose_project, engine,
                             namespace, container, kube_cli,

@@ -17,6 +17,7 @@ import typer
 from typer.core import TyperCommand, TyperGroup
 
 from nodeweave.cli.habits.coercion import use_plain_conversion
+from nodeweave.cli.habits.conflicts import refuse_conflicts
 
 
 def plain_placeholders(params, ctx):
@@ -114,7 +115,7 @@ class NodeweaveCommand(TyperCommand):
         given = list(args)  # click's parser consumes the list
         refuse_both_sides(self, given)
         try:
-            return super().parse_args(ctx, args)
+            rest = super().parse_args(ctx, args)
         except Exception as err:  # click's UsageError (typer's vendored copy), found by shape
             if hasattr(err, "ctx") and err.ctx is None:  # the option parser's errors carry no context: the
                 err.ctx = ctx  # hint would name `nodeweave --help`, not this verb's help
@@ -122,6 +123,8 @@ class NodeweaveCommand(TyperCommand):
             if hint:
                 err.message = f"{getattr(err, 'message', err)}{hint}"
             raise
+        refuse_conflicts(self, given)  # after each value is read: an empty or bad value is named first
+        return rest
 
     def collect_usage_pieces(self, ctx):
         """The usage line without hidden (deprecated) arguments, such as ``shell INDEX``'s."""
