@@ -392,3 +392,51 @@ def test_a_remote_folder_under_this_machines_home_gets_the_quoted_spelling(capsy
     argv = argv[:2] + where + argv[2:] if argv[0] == "sync" else argv + where
     _, _, err = run_cli(capsys, *argv)
     assert f"is under this machine's home ({home})" in err and "'~/aorta' (quoted)" in err, err
+
+
+# -- sync's sources, and dry runs with nothing up -------------------------------------------------------------
+
+
+@pytest.mark.parametrize("src", ["/", "/etc", "/usr/", "/etc/..", "/home"])
+def test_sync_refuses_a_source_that_is_root_or_a_system_folder(capsys, tmp_path, monkeypatch, src):
+    monkeypatch.chdir(tmp_path)
+    code, _, err = run_cli(capsys, "sync", src, "/workspace", "--dry-run", "--node", "podman:a")
+    assert code == EXIT_USAGE
+    line = one_line(err)
+    assert f"SRC {str(Path(src))!r} is not accepted" in line and "whole tree would be sent" in line
+
+
+DRY_VERBS = [words for words, command in LEAVES if "--dry-run" in flags_of(command) and "--remote-dir" in
+             flags_of(command)] + [["sync"]]
+
+
+def test_the_walk_finds_every_cluster_verbs_dry_run():
+    assert {"up", "down", "run", "exec", "stop", "check", "shell", "sync"} <= {" ".join(w) for w in DRY_VERBS}
+
+
+@pytest.mark.parametrize("words", DRY_VERBS, ids=[" ".join(w) for w in DRY_VERBS])
+def test_every_dry_run_with_nothing_up_exits_0_and_says_what_the_real_verb_would_meet(capsys, tmp_path, monkeypatch,
+                                                                                    words):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "nodeweave.yaml").write_text(BASE)
+    (tmp_path / "t.py").write_text("print(1)\n")
+    tail = ["--", "t.py"] if words[0] in ("run", "exec") else []
+    code, out, err = run_cli(capsys, *words, "--dry-run", *tail)
+    assert code == 0, (out, err)
+    if words[0] != "up":
+        assert "the real " in out or "nothing to take down" in out, out
+    assert not (tmp_path / ".nodeweave" / "j" / "compose.yaml").exists()  # a dry run writes nothing
+
+
+def test_down_with_nothing_up_says_so_and_writes_nothing(capsys, tmp_path, monkeypatch):
+    import shutil
+
+    if shutil.which("podman") is None:
+        pytest.skip("needs podman to say that no container exists (nothing is started)")
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "nodeweave.yaml").write_text(BASE.replace("name: j", "name: walk-down-nothing-up"))
+    code, out, err = run_cli(capsys, "down", "--dry-run")
+    assert code == 0 and "nothing to take down" in out and "podman-compose" not in out, out
+    code, out, err = run_cli(capsys, "down")
+    assert code == 0 and "nothing to take down" in out + err, (out, err)
+    assert not (tmp_path / ".nodeweave" / "walk-down-nothing-up" / "compose.yaml").exists()

@@ -105,6 +105,18 @@ def down_command(
                                     extra={"--delete-claims": (delete_claims, ("kubernetes",))})
     out = console(stderr=is_data(fmt))
     renamed = renamed_down(spec, spec_path)  # what up made under the spec's old name: down takes it down too
+    idle = None if renamed else backend.nothing_up_line()
+    if idle is not None:  # nothing to take down: said, nothing rendered or written, exit 0 (a dry run the same)
+        backend.close()
+        if dry_run:
+            from nodeweave.cluster.plan import Plan
+
+            show_plan(Plan("down", backend.where(), (), (idle,)), fmt)
+            return
+        forget_allocation(spec_path, spec.name)
+        out.print(idle, highlight=False, markup=False)
+        emit({"job": spec.name, "where": backend.where(), "down": True, "was_up": False, "also": []}, fmt)
+        return
     try:
         plan = down_plan(backend, delete_claims, dry_run, renamed)
         if dry_run:

@@ -214,6 +214,13 @@ class LocalCluster(Backend):
     def failed_state(self, state: str) -> bool:
         return state.startswith("exited") or state == "dead"
 
+    def nothing_up_line(self) -> Optional[str]:
+        states = self.states(self.nodes())  # {} when the engine could not be asked: then down goes on as planned
+        if states and all(state == "missing" for state in states.values()):
+            return (f"{self.spec.name} is not up on {self.where()}: none of its {len(states)} container(s) exists; "
+                    "nothing to take down")
+        return None
+
     def sync_targets(self):
         nodes = self.nodes()
         self.require_up(nodes, "sync")  # not up: exit 3 in one line, as every verb, before any exec is tried
