@@ -440,3 +440,38 @@ def test_down_with_nothing_up_says_so_and_writes_nothing(capsys, tmp_path, monke
     code, out, err = run_cli(capsys, "down")
     assert code == 0 and "nothing to take down" in out + err, (out, err)
     assert not (tmp_path / ".nodeweave" / "walk-down-nothing-up" / "compose.yaml").exists()
+
+
+# -- output paths that are not regular files ----------------------------------------------------------------
+
+
+def output_file_params():
+    from nodeweave.cli.habits.output import output_file
+
+    return [(words, max(p.opts, key=len)) for words, command in LEAVES for p in command.params
+            if getattr(getattr(p, "callback", None), "__wrapped__", None) is output_file]
+
+
+OUTPUT_FILES = output_file_params()
+
+
+def test_every_option_naming_a_file_nodeweave_writes_is_judged():
+    assert {("init", "--out"), ("bench", "--json-out"), ("bench", "--plot"), ("runs compare", "--chart"),
+            ("hosts probe", "--write-hostfile"), ("hosts probe", "--hostfile")} <= \
+        {(" ".join(w), flag) for w, flag in OUTPUT_FILES}, OUTPUT_FILES
+
+
+@pytest.mark.parametrize("words, flag", OUTPUT_FILES, ids=[f"{' '.join(w)} {f}" for w, f in OUTPUT_FILES])
+@pytest.mark.parametrize("kind", ["device", "fifo", "folder"])
+def test_an_output_file_that_is_a_device_a_pipe_or_a_folder_is_refused(capsys, tmp_path, monkeypatch, words, flag,
+                                                                       kind):
+    monkeypatch.chdir(tmp_path)
+    target = {"device": "/dev/zero", "fifo": str(tmp_path / "fifo"), "folder": str(tmp_path)}[kind]
+    if kind == "fifo":
+        os.mkfifo(target)
+    extra = ["a", "b"] if words == ["runs", "compare"] else []
+    code, _, err = run_cli(capsys, *words, flag, target, "--force", *extra) if "--force" in flags_of(
+        dict((" ".join(w), c) for w, c in LEAVES)[" ".join(words)]) else run_cli(capsys, *words, flag, target, *extra)
+    assert code == EXIT_USAGE, err
+    what = {"device": "a character device", "fifo": "a named pipe", "folder": "a folder"}[kind]
+    assert f"{flag} {target}: is {what}, not a file" in one_line(err)
