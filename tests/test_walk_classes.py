@@ -475,3 +475,49 @@ def test_an_output_file_that_is_a_device_a_pipe_or_a_folder_is_refused(capsys, t
     assert code == EXIT_USAGE, err
     what = {"device": "a character device", "fifo": "a named pipe", "folder": "a folder"}[kind]
     assert f"{flag} {target}: is {what}, not a file" in one_line(err)
+
+
+# -- nodeweave's own options typed after `--` -------------------------------------------------------------------
+
+
+def after_dashes_cases():
+    from nodeweave.cli.habits.dashes import CommandAfterDashes
+
+    cases = []
+    for words, command in LEAVES:
+        if not isinstance(command, CommandAfterDashes):
+            continue
+        for param in command.params:
+            if param.param_type_name != "option" or "--help" in param.opts or "--dry-run" in param.opts:
+                continue
+            value = [] if param.is_flag else [{"--output": "json", "--node": "1", "--env": "A=1"}.get(
+                max(param.opts, key=len), "1")]
+            for name in param.opts:
+                cases.append((words, [name, *value]))
+    return cases
+
+
+AFTER_DASHES = after_dashes_cases()
+
+
+def test_the_walk_finds_every_option_of_the_verbs_that_take_a_command():
+    assert {" ".join(w) for w, _ in AFTER_DASHES} == {"run", "exec"} and len(AFTER_DASHES) > 30
+
+
+@pytest.mark.parametrize("words, typed", AFTER_DASHES, ids=[f"{' '.join(w)} -- x {' '.join(t)}" for w, t in AFTER_DASHES])
+def test_an_option_of_the_verb_appended_after_the_command_is_warned_about(capsys, tmp_path, monkeypatch, words, typed):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "nodeweave.yaml").write_text(BASE)
+    (tmp_path / "t.py").write_text("print(1)\n")
+    program = "t.py" if words == ["run"] else "ls"
+    _, _, err = run_cli(capsys, *words, "--dry-run", "--", program, *typed)
+    assert f"warning: {' '.join(typed)} comes after `--`, so it goes to the command" in err, err
+    assert f"put it before `--`: nodeweave {words[0]} --dry-run {' '.join(typed)} -- {program}" in err, err
+
+
+def test_an_option_in_the_middle_of_the_command_is_the_commands(capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "nodeweave.yaml").write_text(BASE)
+    (tmp_path / "t.py").write_text("print(1)\n")
+    code, out, err = run_cli(capsys, "run", "--dry-run", "--", "t.py", "--output", "x", "--epochs", "3")
+    assert "comes after `--`" not in err
