@@ -521,3 +521,48 @@ def test_an_option_in_the_middle_of_the_command_is_the_commands(capsys, tmp_path
     (tmp_path / "t.py").write_text("print(1)\n")
     code, out, err = run_cli(capsys, "run", "--dry-run", "--", "t.py", "--output", "x", "--epochs", "3")
     assert "comes after `--`" not in err
+
+
+# -- image references: one validator --------------------------------------------------------------------------
+
+
+def image_params():
+    from nodeweave.cli.habits.output import image_reference
+
+    return [(words, max(p.opts, key=len)) for words, command in LEAVES for p in command.params
+            if getattr(getattr(p, "callback", None), "__wrapped__", None) is image_reference]
+
+
+IMAGES = image_params()
+
+
+def test_the_walk_finds_every_option_naming_an_image():
+    named = {(" ".join(w), f) for w, f in IMAGES}
+    assert {("up", "--image"), ("image build", "--base")} <= named
+    for words, command in LEAVES:  # no option that takes an image reference is left out of the rule
+        for p in command.params:
+            if p.param_type_name == "option" and set(p.opts) & {"--image", "--base"}:
+                assert (" ".join(words), max(p.opts, key=len)) in named
+
+
+@pytest.mark.parametrize("words, flag", IMAGES, ids=[f"{' '.join(w)} {f}" for w, f in IMAGES])
+@pytest.mark.parametrize("bad", ["UPPER:tag", "a b", "x:", "ghcr.io/x/y:tag with space", ":latest"])
+def test_an_invalid_image_reference_is_refused_by_the_specs_rule(capsys, tmp_path, monkeypatch, words, flag, bad):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "nodeweave.yaml").write_text(BASE)
+    code, _, err = run_cli(capsys, *words, flag, bad, "--dry-run")
+    assert code == EXIT_USAGE
+    line = one_line(err)
+    assert f"{flag} {bad!r} is not accepted" in line and "an image reference such as" in line
+
+
+def test_an_invalid_image_in_the_environment_is_refused_naming_the_variable(capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "nodeweave.yaml").write_text(BASE)
+    monkeypatch.setenv("NODEWEAVE_IMAGE", "UPPER:tag")
+    code, _, err = run_cli(capsys, "up", "--dry-run")
+    assert code == EXIT_USAGE
+    assert "NODEWEAVE_IMAGE='UPPER:tag' from this environment is not an image reference" in one_line(err)
+    monkeypatch.setenv("NODEWEAVE_IMAGE", "ghcr.io/x/y:t")
+    code, out, _ = run_cli(capsys, "up", "--dry-run")
+    assert code == 0 and "ghcr.io/x/y:t" in out

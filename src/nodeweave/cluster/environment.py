@@ -41,6 +41,14 @@ def image_choice(flag: Optional[str], spec_image: str, environ: Optional[Mapping
     environment (which the compose file would read anyway), else the spec's."""
     environ = os.environ if environ is None else environ
     inherited = environ.get(IMAGE_VARIABLE)
+    if inherited and not flag:  # the one rule for image references, naming the variable
+        from nodeweave.spec.rules import IMAGE_REFERENCE
+
+        from nodeweave.errors import UsageError
+
+        if not IMAGE_REFERENCE.check(inherited):
+            raise UsageError(f"{IMAGE_VARIABLE}={inherited!r} from this environment is not an image reference: "
+                             f"{IMAGE_REFERENCE.accepted} (unset it, or give --image)")
     if flag:
         over = f" (over {IMAGE_VARIABLE}={inherited} from this environment)" if inherited and inherited != flag else ""
         return flag, f"every node runs image {flag}: --image{over}"

@@ -146,3 +146,23 @@ def not_a_file_to_write(path: Path) -> str:
     kinds = ((stat.S_ISDIR, "a folder"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
              (stat.S_ISFIFO, "a named pipe"), (stat.S_ISSOCK, "a socket"))
     return f"is {next((what for test, what in kinds if test(mode)), 'not a regular file')}, not a file"
+
+
+def image_reference(ctx: typer.Context, param: typer.CallbackParam, value: "str | None") -> "str | None":
+    """The callback of every option naming an image (``up --image``, ``image build --base``): the spec's own rule
+    (``IMAGE_REFERENCE``, as for ``image.base``), judged before podman is asked or anything is written."""
+    if value is None:
+        return value
+    check_image_reference(value, max(param.opts, key=len) if param.opts else param.name)
+    return value
+
+
+def check_image_reference(value: str, what: str) -> str:
+    """``value`` if it is an image reference by the one rule every image field and option uses, else exit 2."""
+    from nodeweave.spec.rules import IMAGE_REFERENCE
+
+    if not IMAGE_REFERENCE.check(value):
+        lower = " (repository names are lower case)" if value.split(":")[0].split("@")[0] != \
+            value.split(":")[0].split("@")[0].lower() else ""
+        raise UsageError(f"{what} {value!r} is not accepted{lower}: {IMAGE_REFERENCE.accepted}")
+    return value
