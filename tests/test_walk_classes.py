@@ -566,3 +566,18 @@ def test_an_invalid_image_in_the_environment_is_refused_naming_the_variable(caps
     monkeypatch.setenv("NODEWEAVE_IMAGE", "ghcr.io/x/y:t")
     code, out, _ = run_cli(capsys, "up", "--dry-run")
     assert code == 0 and "ghcr.io/x/y:t" in out
+
+
+# -- a push outside git --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("fmt", [[], ["-o", "json"]])
+def test_a_push_outside_git_says_only_the_mutable_tag_goes(capsys, tmp_path, monkeypatch, fmt):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "nodeweave.yaml").write_text(BASE)
+    assert run_cli(capsys, "render", "entrypoint")[0] == 0
+    code, out, err = run_cli(capsys, "image", "build", "cpu", "--push", "--dry-run", *fmt)
+    assert code == 0, err
+    assert "is not in a git checkout, so there is no <variant>-<git sha> tag: only the mutable :cpu is pushed" in out
+    code, out, err = run_cli(capsys, "image", "build", "cpu", "--push", "--dry-run", "--tag", "v1", *fmt)
+    assert code == 0 and "not in a git checkout" not in out  # a fixed tag was asked for
