@@ -581,3 +581,24 @@ def test_a_push_outside_git_says_only_the_mutable_tag_goes(capsys, tmp_path, mon
     assert "is not in a git checkout, so there is no <variant>-<git sha> tag: only the mutable :cpu is pushed" in out
     code, out, err = run_cli(capsys, "image", "build", "cpu", "--push", "--dry-run", "--tag", "v1", *fmt)
     assert code == 0 and "not in a git checkout" not in out  # a fixed tag was asked for
+
+
+# -- the plan's first line: why each node runs the image it runs, a whole clause on every target -----------------
+
+
+@pytest.mark.parametrize("variant, target", [("cpu", "local"), ("cuda12", "local"), ("cuda12", "hosts"),
+                                             ("cuda12", "kubernetes")])
+def test_the_image_line_of_every_targets_plan_says_why_in_full(capsys, tmp_path, monkeypatch, variant, target):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("NODEWEAVE_IMAGE", raising=False)
+    (tmp_path / "nodeweave.yaml").write_text(BASE.replace("variant: cpu", f"variant: {variant}")
+                                             + ("gpus_per_node: 8\n" if variant != "cpu" else ""))
+    reach = {"local": [], "hosts": ["--host", "a", "--host", "b", "--remote-dir", "/srv/x"],
+             "kubernetes": []}[target]
+    code, out, err = run_cli(capsys, "up", "--target", target, *reach, "--dry-run")
+    line = next(line for line in out.splitlines() if "runs image" in line)
+    assert not line.rstrip().endswith("the spec's"), line  # the walk's cut sentence
+    if target == "local" and variant != "cpu":
+        assert f"with the cpu variant, not its {variant}: the local target simulates every node" in line, line
+    else:
+        assert "the spec's image (image.registry, name and variant)" in line, line
