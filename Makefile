@@ -59,7 +59,7 @@ render: cli ## Regenerate the committed images/, compose/, manifests/ and entryp
 	$(BIN)/nodeweave render all --spec $(SPEC) --prune
 
 .PHONY: image
-image: cli ## Build $(SPEC)'s image.variant (VARIANT=cpu: another) with docker (BuildKit) or podman, tags <variant>-<sha> and <variant> (IMAGE_ARGS="--base IMG --push ...")
+image: cli ## Build $(SPEC)'s image.variant (VARIANT=cpu: another) with docker (BuildKit) or podman, tags <variant>-<sha> and <variant> (IMAGE_ARGS="--base localhost/nodeweave-base:bookworm --push ...")
 	$(BIN)/nodeweave image build $(VARIANT) --spec $(SPEC) $(IMAGE_ARGS)
 
 .PHONY: sync

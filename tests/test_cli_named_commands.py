@@ -449,6 +449,8 @@ def test_every_spec_setting_a_doc_writes_is_accepted(where, path, value, tmp_pat
     holder[keys[-1]] = yaml.safe_load(value)
     if path.startswith("slurm"):
         data.setdefault("slurm", {})
+    if path.startswith("recovery.") and path != "recovery.enabled":  # the docs write recovery's fields with it on;
+        data["recovery"].setdefault("enabled", True)  # with it off they do nothing and are refused
     (tmp_path / "train.py").write_text("print(1)\n")
     try:
         parse_spec(yaml.safe_dump(data), base_dir=tmp_path)

@@ -26,14 +26,13 @@ ACTING = {
     "shell": ["shell", "--node", "1"],
     "check": ["check"],
     "sync": ["sync"],
-    "sync --dry-run": ["sync", "--dry-run"],
     "status": ["status"],
     "status --fingerprints": ["status", "--fingerprints"],
 }
 HELD = {"run", "check"}
 DRY_RUNS = {"run": ["run", "--dry-run", "--", "train.py"], "exec": ["exec", "--dry-run", "--", "hostname"],
             "stop": ["stop", "--dry-run"], "shell": ["shell", "--dry-run"], "check": ["check", "--dry-run"],
-            "up": ["up", "--dry-run"], "down": ["down", "--dry-run"]}
+            "up": ["up", "--dry-run"], "down": ["down", "--dry-run"], "sync": ["sync", "--dry-run"]}
 
 
 @pytest.fixture()
@@ -95,7 +94,7 @@ def test_every_dry_run_notes_what_the_real_run_would_meet(name, folder, capsys, 
 
 
 @pytest.mark.skipif(shutil.which("podman") is None, reason="podman answers 'missing' for containers that are not up")
-@pytest.mark.parametrize("name", sorted(set(DRY_RUNS) - {"up", "down"}))
+@pytest.mark.parametrize("name", sorted(set(DRY_RUNS) - {"up", "down"}))  # down: "nothing to take down" (below)
 def test_a_dry_run_with_nothing_up_notes_it(name, folder, capsys):
     code, out, err = _call(DRY_RUNS[name], capsys)
     assert code == 0, err

@@ -200,7 +200,7 @@ def test_the_environments_image_is_in_the_plan(tmp_path):
     plain = json.loads(cli(spec.parent, _env(tmp_path), "up", "--dry-run", "-o", "json").stdout)
     step = plain["phases"][1]["steps"][0]
     assert step["env"]["NODEWEAVE_IMAGE"] == "localhost/t/twin:cpu"
-    assert "every node runs image localhost/t/twin:cpu: the spec's" in plain["notes"]
+    assert "every node runs image localhost/t/twin:cpu: the spec's image (image.registry, name and variant)" in plain["notes"]
     left = cli(spec.parent, _env(tmp_path, NODEWEAVE_IMAGE="localhost/old:debug", DOCKER_HOST="unix:///x.sock"),
                "up", "--dry-run")
     assert left.returncode == 0, left.stderr

@@ -130,11 +130,16 @@ def test_a_missing_script_behind_python_for_the_command_launcher(tmp_path, monke
     assert proc.returncode == 0 and out == "ran\n"
 
 
-def test_explain_notes_a_missing_script_on_a_live_root(tmp_path, monkeypatch):
+@pytest.mark.parametrize("json_flag", [[], ["--json"]])
+def test_explain_of_a_missing_script_on_a_live_root_is_an_error_exit_2(tmp_path, monkeypatch, json_flag):
+    """README's exit codes: `--explain -- SCRIPT` with the script missing is one of the plan's errors, exit 2, as the
+    start would be (it was a note, exit 0)."""
     monkeypatch.chdir(tmp_path / "..")
-    out = subprocess.run([*ENTRY, "--explain", "--", "absent.py"], capture_output=True, text=True, timeout=60,
-                         env={"PATH": os.environ["PATH"], "PYTHONPATH": str(SRC)})
-    assert out.returncode == 0 and "script 'absent.py' is not in the working directory" in out.stdout
+    out = subprocess.run([*ENTRY, "--explain", *json_flag, "--", "absent.py"], capture_output=True, text=True,
+                         timeout=60, env={"PATH": os.environ["PATH"], "PYTHONPATH": str(SRC)})
+    assert out.returncode == 2 and "script 'absent.py' is not in the working directory" in out.stdout
+    if not json_flag:
+        assert out.stdout.index("Errors") < out.stdout.index("script 'absent.py'")
 
 
 def test_help():

@@ -272,6 +272,7 @@ def test_explain_shows_each_nodes_role_in_text_and_json(tmp_path, pod, kind, ran
     """`--explain` on a spare failed with the same 'not below the node count' error; now every node's explain
     names its role (training node i, or spare and why), in text and in --json."""
     env = spare_environment(tmp_path, pod)
+    (tmp_path / "train.py").write_text("print(1)\n")  # a missing script is an error of the plan (exit 2)
     text = subprocess.run([sys.executable, "-m", "nodeweave.entrypoint", "--explain", "--", "train.py"], env=env,
                           capture_output=True, text=True, cwd=tmp_path, timeout=60)
     assert text.returncode == 0 and "Errors" not in text.stdout, text.stdout + text.stderr

@@ -88,7 +88,12 @@ def prepare_build(spec, variant: str, context: Path, scratch: Path, base: Option
         from nodeweave.errors import UsageError
 
         raise UsageError(f"--offline needs wheels, but {house} is empty; fill it (.ci/wheelhouse.sh) or pass --wheelhouse DIR")
-    plan = plan_build(view, context, dockerfile, git_revision(context), base=base, push=push,
+    revision = git_revision(context)
+    if push and revision is None and not (tag or view.fixed_tag):
+        notes.append(f"{context} is not in a git checkout, so there is no <variant>-<git sha> tag: only the mutable "
+                     f":{variant} is pushed (a later push replaces it); commit the folder in git, or give --tag for "
+                     "a fixed tag")
+    plan = plan_build(view, context, dockerfile, revision, base=base, push=push,
                       fixed_tag=tag, extra_args=build_args, offline=offline, network=network,
                       version=__version__, source=_git_remote(context))
     own = dockerfile == context / relative  # the context's Dockerfile matches: nothing to write

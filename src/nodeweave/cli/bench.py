@@ -12,7 +12,7 @@ from typing import List, Optional
 
 import typer
 
-from nodeweave.cli.habits.output import checked, complete_from, emit, output_option
+from nodeweave.cli.habits.output import checked, complete_from, emit, output_file, output_option
 from nodeweave.errors import EXIT_FAILURE, EnvironmentProblem, UsageError
 
 
@@ -35,10 +35,10 @@ def bench(
                                     "fresh launch with those variables, ranked against a baseline launch"),
     as_json: bool = typer.Option(False, "--json", help="print every number as JSON on stdout (tables go to stderr)"),
     output: str = output_option(),
-    json_path: Path = typer.Option(DEFAULT_JSON_OUT, "--json-out", help="where to write every number (long form "
+    json_path: Path = typer.Option(DEFAULT_JSON_OUT, "--json-out", callback=output_file, help="where to write every number (long form "
                                    "only: -o selects the output format); by default nothing is written when no "
                                    "launch measured anything"),
-    plot: Optional[Path] = typer.Option(None, "--plot", help="PNG of busbw against size (needs matplotlib; "
+    plot: Optional[Path] = typer.Option(None, "--plot", callback=output_file, help="PNG of busbw against size (needs matplotlib; "
                                         "default: beside --json-out when matplotlib is importable)"),
     timeout: float = typer.Option(1800.0, "--timeout", help="seconds one launch may take"),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="stream the launches' output"),

@@ -12,7 +12,7 @@ from nodeweave.cli.habits.base import find_spec
 from nodeweave.cli.habits.clusteropts import (DRY_RUN, JSON, REACH, SPEC, console, default_mode,
                                               open_cluster, reach_options, say, show_plan, spec_command)
 from nodeweave.cli.habits.nodes import NODE, checked_selectors, complete_node, pick_nodes, pick_one, run_folder_indices
-from nodeweave.cli.habits.output import complete_run_ids, data_format, emit, is_data, output_option
+from nodeweave.cli.habits.output import complete_run_ids, data_format, emit, is_data, image_reference, output_option
 from nodeweave.errors import NodeweaveError, UsageError
 
 if TYPE_CHECKING:
@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 def up_command(
     hold: Optional[bool] = typer.Option(None, "--hold/--run", help="Hold: nodes plan and wait for `nodeweave run`; "
                                         "run: they start the spec's job (default: the spec's launcher.mode)"),
-    image: Optional[str] = typer.Option(None, "--image", help="compose targets: the image every node runs "
+    image: Optional[str] = typer.Option(None, "--image", callback=image_reference, help="compose targets: the image every node runs "
                                         "(NODEWEAVE_IMAGE), e.g. a <variant>-<sha> tag"),
     timeout: float = typer.Option(300, "--timeout", min=1, help="Seconds every node has to come up"),
     wait: bool = typer.Option(True, "--wait/--no-wait", help="Wait until every node is up (live table)"),
@@ -101,9 +101,22 @@ def down_command(
     from nodeweave.cluster.verbs import down_plan
 
     fmt = data_format(as_json, output)
-    spec, backend, _ = open_cluster(spec_path, reach, dry_run=dry_run)
+    spec, backend, _ = open_cluster(spec_path, reach, dry_run=dry_run,
+                                    extra={"--delete-claims": (delete_claims, ("kubernetes",))})
     out = console(stderr=is_data(fmt))
     renamed = renamed_down(spec, spec_path)  # what up made under the spec's old name: down takes it down too
+    idle = None if renamed else backend.nothing_up_line()
+    if idle is not None:  # nothing to take down: said, nothing rendered or written, exit 0 (a dry run the same)
+        backend.close()
+        if dry_run:
+            from nodeweave.cluster.plan import Plan
+
+            show_plan(Plan("down", backend.where(), (), (idle,)), fmt)
+            return
+        forget_allocation(spec_path, spec.name)
+        out.print(idle, highlight=False, markup=False)
+        emit({"job": spec.name, "where": backend.where(), "down": True, "was_up": False, "also": []}, fmt)
+        return
     try:
         plan = down_plan(backend, delete_claims, dry_run, renamed)
         if dry_run:

@@ -15,7 +15,7 @@ import typer
 
 from nodeweave.cli.habits.base import NodeweaveTyper
 from nodeweave.cli.habits.nodes import checked_selectors
-from nodeweave.cli.habits.output import complete_from, data_format, emit, is_data, output_option
+from nodeweave.cli.habits.output import complete_from, data_format, emit, is_data, output_file, output_option
 from nodeweave.errors import EnvironmentProblem, NodeweaveError, UsageError
 
 if TYPE_CHECKING:  # rich is imported where a table is drawn, not at start-up
@@ -35,8 +35,8 @@ def probe_command(
     hosts: List[str] = typer.Argument(None, hidden=True, help="Deprecated: the hosts (now --node)"),
     hosts_file: Optional[Path] = typer.Option(None, "--hosts-file", help="Read the hosts from this file: one per line, master first (a DeepSpeed hostfile works too)"),
     via: Optional[str] = typer.Option(None, "--via", hidden=True, help="Deprecated: --node KIND:NAME"),
-    write_hostfile: Optional[Path] = typer.Option(None, "--write-hostfile", help="Write a DeepSpeed hostfile (host slots=N, master first) here"),
-    old_hostfile: Optional[Path] = typer.Option(None, "--hostfile", hidden=True, help="Deprecated spelling of --write-hostfile"),
+    write_hostfile: Optional[Path] = typer.Option(None, "--write-hostfile", callback=output_file, help="Write a DeepSpeed hostfile (host slots=N, master first) here"),
+    old_hostfile: Optional[Path] = typer.Option(None, "--hostfile", callback=output_file, hidden=True, help="Deprecated spelling of --write-hostfile"),
     force: bool = typer.Option(False, "--force", help="Replace an existing --write-hostfile"),
     vendor: Optional[str] = typer.Option(None, "--vendor", autocompletion=complete_from("nvidia", "amd"), help="Write only the nvidia or amd hosts (a hostfile mixing both is refused)"),
     master: Optional[str] = typer.Option(None, "--master", help="Name whose route picks each host's interface (default: the first host)"),

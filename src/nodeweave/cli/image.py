@@ -14,7 +14,7 @@ import typer
 
 from nodeweave.cli.habits.base import NodeweaveTyper, find_spec, spec_option
 from nodeweave.cli.habits.clusteropts import show_plan
-from nodeweave.cli.habits.output import complete_from, complete_variants, json_option, output_option
+from nodeweave.cli.habits.output import complete_from, complete_variants, image_reference, json_option, output_option
 from nodeweave.cli.variants import variants
 from nodeweave.errors import UsageError
 
@@ -66,7 +66,7 @@ def build(
     context: Optional[Path] = typer.Option(None, "--context", help="build context (default: the spec's folder, "
                                            "where `nodeweave render` wrote entrypoint/; it must hold what the "
                                            "Dockerfile copies)"),
-    base: Optional[str] = typer.Option(None, "--base", help="base image instead of the variant's (BASE_IMAGE build arg; "
+    base: Optional[str] = typer.Option(None, "--base", callback=image_reference, help="base image instead of the variant's (BASE_IMAGE build arg; "
                                        "overrides image.base)"),
     push: bool = typer.Option(False, "--push", help="push every tag after the build; the registry's digest is "
                               "recorded in .nodeweave/pushed.json (kubernetes `up` pins it)"),

@@ -19,7 +19,7 @@ from typing import List, Optional, Tuple
 import typer
 
 from nodeweave.cli.habits.base import find_spec, spec_option
-from nodeweave.cli.habits.output import complete_from, data_format, emit, output_option
+from nodeweave.cli.habits.output import complete_from, data_format, emit, output_file, output_option
 from nodeweave.errors import NodeweaveError, UsageError
 
 VARIANT_BY_VENDOR = {"nvidia": "cuda12", "amd": "rocm70", "none": "cpu"}
@@ -103,7 +103,7 @@ def seen_on_hosts(hosts: List[str], via: str, ssh_option: List[str]) -> Seen:
 
 
 def init(
-    path: Path = typer.Option(Path("nodeweave.yaml"), "--out", help="Where to write the spec"),
+    path: Path = typer.Option(Path("nodeweave.yaml"), "--out", callback=output_file, help="Where to write the spec"),
     name: Optional[str] = typer.Option(None, "--name", help="The job's name (default: this folder's, made a DNS label)"),
     nodes: int = typer.Option(2, "--nodes", min=1, max=2048, help="Node count (with --host: their number)"),
     script: str = typer.Option("train.py", "--script", help="The training script, relative to this folder"),

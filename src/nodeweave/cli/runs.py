@@ -12,7 +12,7 @@ from typing import List, Optional
 import typer
 
 from nodeweave.cli.habits.base import NodeweaveTyper, find_spec
-from nodeweave.cli.habits.output import checked, complete_run_ids, data_format, emit, json_option, output_option
+from nodeweave.cli.habits.output import checked, complete_run_ids, data_format, emit, json_option, output_file, output_option
 from nodeweave.entrypoint import bounded
 from nodeweave.errors import UsageError
 
@@ -109,7 +109,7 @@ def compare_command(
     runs_dir: Optional[Path] = RUNS_DIR,
     metric: Optional[str] = METRIC,
     lower_is_better: bool = typer.Option(False, "--lower-is-better", help="The best run has the lowest metric"),
-    chart: Optional[Path] = typer.Option(None, "--chart", help="Also write the chart to this .png or .svg "
+    chart: Optional[Path] = typer.Option(None, "--chart", callback=output_file, help="Also write the chart to this .png or .svg "
                                          "(needs the plot extra: pip install 'nodeweave\\[plot]')"),
     output: str = output_option(), as_json: bool = json_option(),
 ) -> None:

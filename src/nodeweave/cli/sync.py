@@ -24,7 +24,7 @@ exec channel where peers cannot connect; rsync where it pays or python3 is missi
 every target's content digest and git commit are checked against the source. Nodes synced
 before keep a resident agent: the next sync execs into the first target only. Exit 0: every
 target matches; 1: names every target that failed; 2: bad input (named); 3: no engine or tool,
-or the cluster is not up. --json prints JSON on stdout; everything else goes to stderr.
+or the cluster is not up (a dry run notes it and exits 0, as every verb's). --json prints JSON on stdout; everything else goes to stderr.
 --dry-run prints the plan the real sync executes (one agent exec per target; -o json: as JSON,
 what NODEWEAVE_PLAN_RECORD=FILE records of a real sync), then what would move where.
 """
@@ -69,18 +69,26 @@ def sync_command(
     as_json: bool = typer.Option(False, "--json", help="Print the results as JSON on stdout (everything else goes to stderr)"),
     output: str = output_option(),
 ) -> None:
+    from nodeweave.errors import EnvironmentProblem
     from nodeweave.remote import RemoteOptions
     from nodeweave.sync import request as rq
 
     from nodeweave.cluster.backends.local import detect_engine
 
     addresses, choose = _nodes(node, to)
+    if dest is not None:
+        from nodeweave.cli.habits.clusteropts import note_local_home
+
+        note_local_home("DEST", dest)
     cluster = None
     if target is not None:
-        from nodeweave.cluster.options import ClusterOptions
+        from nodeweave.cluster.options import TARGET_ALIASES, TARGETS, ClusterOptions, refuse_idle_flags
 
         cluster = ClusterOptions(target=target, engine=engine, namespace=namespace, kube_cli=kube_cli,
                                  kube_context=kube_context, ssh_options=tuple(ssh_option))
+        if TARGET_ALIASES.get(target, target) in TARGETS:  # a wrong name is refused by name below
+            refuse_idle_flags(cluster, TARGET_ALIASES.get(target, target),
+                              {"--container": (container is not None, ("kubernetes",))})
     engine = detect_engine(engine) or "podman"
     targets = rq.TargetArgs(tuple(addresses), hosts_file, statefulset, replicas, selector, compose_project, engine,
                             namespace, container, kube_cli,
@@ -91,7 +99,14 @@ def sync_command(
                              relay="auto" if relay is None else ("on" if relay else "off"))
     spec_path = find_spec(spec_path)
     req = rq.build_request(src, dest, targets, filters, options, spec_path, shared, cluster, choose)
-    rq.check_tools(req)
+    try:
+        rq.check_tools(req)
+    except EnvironmentProblem as err:  # a dry run, as every verb's, notes what the real sync would end with
+        if not dry_run:
+            raise
+        from dataclasses import replace
+
+        req = replace(req, notes=(*req.notes, f"the real sync would end with exit 3: {err}"))
     _run_plan(req, data_format(as_json, output), spec_path.resolve().parent)
 
 
@@ -106,8 +121,11 @@ def _run_plan(req, fmt: str, spec_dir: Path) -> None:
 
     plan = sync_plan(req)
     if req.options.dry_run:
-        show_plan(plan, fmt)
-        run_and_show(req, "table", stderr=is_data(fmt))
+        from dataclasses import replace
+
+        show_plan(replace(plan, notes=(*plan.notes, *req.notes)), fmt)
+        if not req.notes:  # the targets are up: ask each what would move
+            run_and_show(req, "table", stderr=is_data(fmt))
         return
     execute(plan, spec_dir, say(console(stderr=True)),
             {"sync": lambda phase: run_and_show(planned_request(req, phase), fmt)})

@@ -203,6 +203,11 @@ class Backend:
         return (f"{self.spec.name} is not up on {self.where()}: {named}; {nothing_to(verb)}; {start_hint(verb)}"
                 + "".join(f"; {line}" for line in self.renamed))
 
+    def nothing_up_line(self) -> Optional[str]:
+        """One line when the platform says none of the job's nodes exists, so ``down`` has nothing to take down (it
+        says so and writes nothing, a dry run too); None: something is there, or the platform could not say."""
+        return None
+
     def require_up(self, nodes: List[Node], verb: str) -> None:
         """Refuse ``verb`` (exit 3) when the platform says nodes are not up, naming them and ``nodeweave up``."""
         from nodeweave.errors import EnvironmentProblem

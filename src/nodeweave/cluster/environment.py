@@ -16,6 +16,7 @@ import re
 from typing import Iterable, List, Mapping, Optional, Tuple
 
 IMAGE_VARIABLE = "NODEWEAVE_IMAGE"
+SPEC_IMAGE = "the spec's image (image.registry, name and variant)"  # why a node runs the image the spec gives
 _INTERPOLATED = re.compile(r"(?<!\$)\$\{([A-Za-z_][A-Za-z0-9_]*)")
 
 
@@ -35,16 +36,25 @@ def interpolated(text: str) -> Tuple[str, ...]:
     return tuple(sorted(set(_INTERPOLATED.findall(text))))
 
 
-def image_choice(flag: Optional[str], spec_image: str, environ: Optional[Mapping[str, str]] = None
-                 ) -> Tuple[str, str]:
+def image_choice(flag: Optional[str], spec_image: str, environ: Optional[Mapping[str, str]] = None,
+                 why: str = SPEC_IMAGE) -> Tuple[str, str]:
     """(the image every node runs, the note saying why): ``--image``, else ``NODEWEAVE_IMAGE`` from this
-    environment (which the compose file would read anyway), else the spec's."""
+    environment (which the compose file would read anyway), else the spec's (``why``: how the spec gives it, a
+    whole clause)."""
     environ = os.environ if environ is None else environ
     inherited = environ.get(IMAGE_VARIABLE)
+    if inherited and not flag:  # the one rule for image references, naming the variable
+        from nodeweave.spec.rules import IMAGE_REFERENCE
+
+        from nodeweave.errors import UsageError
+
+        if not IMAGE_REFERENCE.check(inherited):
+            raise UsageError(f"{IMAGE_VARIABLE}={inherited!r} from this environment is not an image reference: "
+                             f"{IMAGE_REFERENCE.accepted} (unset it, or give --image)")
     if flag:
         over = f" (over {IMAGE_VARIABLE}={inherited} from this environment)" if inherited and inherited != flag else ""
         return flag, f"every node runs image {flag}: --image{over}"
     if inherited and inherited != spec_image:
         return inherited, (f"every node runs image {inherited}: {IMAGE_VARIABLE} from this environment overrides "
                            f"the spec's {spec_image} (unset it, or give --image)")
-    return spec_image, f"every node runs image {spec_image}: the spec's"
+    return spec_image, f"every node runs image {spec_image}: {why}"

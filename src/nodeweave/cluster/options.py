@@ -102,6 +102,27 @@ class ClusterOptions:
         return replace(self, target=target, kube_cli=kube_cli, remote_dir=remote_dir)
 
 
+# Each reach flag and the targets it does something for; given for any other target it is refused (one wording).
+FLAG_TARGETS = {"engine": ("--engine", ("local", "hosts")), "hosts": ("--host/--hosts-file", ("hosts",)),
+                "remote_dir": ("--remote-dir", ("hosts", "slurm")), "namespace": ("--namespace", ("kubernetes",)),
+                "kube_cli": ("--kube-cli", ("kubernetes",)), "kube_context": ("--kube-context", ("kubernetes",)),
+                "overlay": ("--overlay", ("kubernetes",)), "ssh_options": ("--ssh-option", ("hosts",))}
+
+
+def refuse_idle_flags(given: ClusterOptions, target: str, extra: "dict[str, tuple[bool, tuple]]" = None) -> None:
+    """A flag given on the command line that does nothing for ``target`` is refused, exit 2, naming the targets it
+    is for (README: a flag that would do nothing is refused). ``extra``: a verb's own such flags, {flag: (given,
+    targets)} (``down --delete-claims``)."""
+    rows = [(flag, bool(getattr(given, name)), targets) for name, (flag, targets) in FLAG_TARGETS.items()]
+    rows += [(flag, said, targets) for flag, (said, targets) in (extra or {}).items()]
+    for flag, said, targets in rows:
+        if said and target not in targets:
+            if flag == "--engine" and target == "slurm":
+                continue  # refused with its own reason by ClusterOptions.checked
+            raise UsageError(f"{flag} does nothing for target {target} (it is for target {' or '.join(targets)}): "
+                             f"leave it out, or give --target {targets[0]}")
+
+
 def spec_default(options: ClusterOptions, spec) -> ClusterOptions:
     """No target said or remembered: the spec's ``hosts`` (target hosts), an OpenShift spec's cluster
     (``kubernetes.openshift`` or ``.build``: kubernetes, oc), else this machine (local), the default ``checked``

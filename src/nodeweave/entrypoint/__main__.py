@@ -141,8 +141,8 @@ def _main(argv):
         if settings.explain:
             plan = _plan_node(settings, partial=True)
             problem = plan.launch and missing_script(plan.launch.launcher, settings.command, os.getcwd())
-            if problem and settings.sysroot == "/":
-                plan.launch.notes.append(f"{problem} — a start here would stop with exit 2")
+            if problem and settings.sysroot == "/":  # a start here stops with exit 2: so does its plan (README)
+                plan.errors.append({"message": problem, "exit_code": UsageError(problem).exit_code})
             if plan.launch and plan.exchange is not None:
                 from .checkin.session import explain_exchange
 

@@ -23,6 +23,11 @@ _ROOTISH = {"/", "/bin", "/boot", "/dev", "/etc", "/home", "/lib", "/lib32", "/l
             "/usr/lib", "/usr/local", "/usr/local/bin", "/var", "/var/lib", "/var/log", "/var/tmp"}
 
 
+def system_folder(path: str) -> bool:
+    """``/`` or a system folder (``/etc``, ``/usr``, ``/home``, ...): what no sync may send from or write over."""
+    return "/" + "/".join(p for p in path.split("/") if p) in _ROOTISH
+
+
 def refuse(what: str, value: str, accepted: str) -> UsageError:
     return UsageError(f"{what} {value!r} is not accepted: {accepted}")
 

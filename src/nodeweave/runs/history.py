@@ -124,7 +124,9 @@ def find_run(parent: Path, wanted: str) -> RunEntry:
         if entry is not None:
             return entry
     everything = list_runs(parent)
-    if wanted in ("last", "latest") and everything:
+    if not everything:
+        raise UsageError(f"no runs under {parent} yet (`nodeweave run` makes them), so there is no run {wanted!r}")
+    if wanted in ("last", "latest"):
         return everything[-1]
     for entry in everything:
         if entry.run_id == wanted:
@@ -135,6 +137,10 @@ def find_run(parent: Path, wanted: str) -> RunEntry:
     matches = [e for e in everything if e.run_id.startswith(wanted)]
     if len(matches) == 1:
         return matches[0]
+    if len(matches) > 1:
+        shown = ", ".join(e.run_id for e in matches[:5]) + (", ..." if len(matches) > 5 else "")
+        raise UsageError(f"run prefix {wanted!r} matches {len(matches)} runs under {parent} ({shown}); give more of "
+                         "the id")
     known = ", ".join(e.run_id for e in everything[-5:]) or "none yet"
     raise UsageError(f"no run {wanted!r} under {parent}; accepted: a run id (`nodeweave runs ls`; the last few: "
                      f"{known}), a unique prefix, a run folder's path, or last")

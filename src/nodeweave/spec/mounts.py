@@ -62,3 +62,37 @@ class MountPoints:
                     return f"a mount at {path} would hide {what}"
                 return f"a mount at {path} would hide {folder} below it ({what})"
         return None
+
+
+INSIDE_WORKSPACE = ("a path inside workspace.path (relative, without '..' leading out of it, e.g. checkpoints), or an "
+                    "absolute folder that is not / nor a system folder (/etc, /usr, /tmp, ...) nor inside /proc, "
+                    "/sys or /dev, e.g. /data/checkpoints")
+
+
+def check_inside_workspace(reader: Reader, node: Optional[Node], field: str, text: str,
+                           absolute_too: bool = True) -> None:
+    """A path the spec reads as relative to ``workspace.path`` stays inside it (``../../etc`` is refused); with
+    ``absolute_too``, an absolute one is a folder of the job's own, never a system folder."""
+    import posixpath
+
+    if not text.startswith("/"):
+        normal = posixpath.normpath(text)
+        if normal == ".." or normal.startswith("../"):
+            raise reader.fail(node, field, f"{text!r} leaves workspace.path (it is read relative to it)",
+                              INSIDE_WORKSPACE)
+        return
+    if not absolute_too:
+        return
+    normal = posixpath.normpath(text)
+    problem = None
+    if normal == "/":
+        problem = "/ is the whole file system"
+    for folder, what in FILLED.items():
+        if normal.startswith(folder + "/"):
+            problem = f"{normal} is inside {folder}, which {what}"
+    for folder, what in SYSTEM.items():
+        if folder == normal or folder.startswith(normal.rstrip("/") + "/"):
+            problem = problem or (f"{normal} is a system folder ({what})" if folder == normal else
+                                 f"{normal} holds the system folder {folder} ({what})")
+    if problem is not None:
+        raise reader.fail(node, field, problem, INSIDE_WORKSPACE)

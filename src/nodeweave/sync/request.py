@@ -100,6 +100,7 @@ class SyncRequest:
     filt: Filter
     options: SyncOptions = SyncOptions()
     git: GitInfo = field(default_factory=GitInfo)
+    notes: "tuple[str, ...]" = ()  # a dry run's: what the real sync would meet first (the cluster is not up)
 
 
 def load_spec_if_present(path: Path):
@@ -116,7 +117,19 @@ def resolve_src(src: "Path | None", spec, spec_path: Path) -> Path:
         src = (spec_path.parent / spec.workspace.host_path) if spec else Path(".")
     if not src.is_dir():
         raise UsageError(f"SRC {str(src)!r} is not a directory: give the workspace folder to send")
+    check_src(src)
     return src.resolve()
+
+
+def check_src(src: Path) -> None:
+    """SRC is a workspace folder: never ``/`` or a system folder (``/etc``, ``/usr``, ``/home``, ...), whose whole
+    tree would be walked and sent (and mirrored over DEST with --delete); the same folders DEST refuses."""
+    from nodeweave.remote.names import system_folder
+
+    real = str(src.resolve())
+    if system_folder(real):
+        raise UsageError(f"SRC {str(src)!r} is not accepted ({real} is a system folder, whose whole tree would be "
+                         "sent): give the workspace folder to send, such as . or ~/project")
 
 
 def resolve_paths(src: "Path | None", dest: "str | None", spec, spec_path: Path) -> "tuple[Path, str]":
@@ -163,10 +176,11 @@ def resolve_targets(args: TargetArgs, spec) -> "list[remote.Remote]":
     return found
 
 
-def recorded_cluster(spec, spec_path: Path, given=None, fallback: bool = True):
+def recorded_cluster(spec, spec_path: Path, given=None, fallback: bool = True, dry_run: bool = False):
     """(remotes, folder) of the cluster ``-t/--target`` names (``given``, ClusterOptions), else the one
     ``nodeweave up`` recorded for this job (.nodeweave/cluster.json), else the spec's default cluster, as
-    every verb picks it (``spec_default``; ``fallback`` False: None instead); None without a spec."""
+    every verb picks it (``spec_default``; ``fallback`` False: None instead); None without a spec. The third item:
+    notes; a dry run of a cluster that is not up plans its nodes anyway, with the note the real sync would fail with."""
     if spec is None:
         return None
     from nodeweave.cluster import open_backend
@@ -181,7 +195,14 @@ def recorded_cluster(spec, spec_path: Path, given=None, fallback: bool = True):
     backend = open_backend(spec, spec_path, saved.checked())
     try:
         backend.refuse_foreign()  # another folder's job of the same name is not this one's to sync into
-        return backend.sync_targets()
+        try:
+            return (*backend.sync_targets(), ())
+        except EnvironmentProblem as err:  # not up, or the platform does not answer: exit 3 ...
+            if not dry_run:
+                raise
+            # ... which a dry run, as every verb's, says in a note and plans the nodes `up` would start
+            return ([node.remote for node in backend.dry_run_nodes()], spec.workspace.path,
+                    (f"the real sync would end with exit 3: {err}",))
     finally:
         backend.close()
 
@@ -219,7 +240,8 @@ def build_request(src: "Path | None", dest: "str | None", targets: TargetArgs, f
     dest = remote.check_dest(dest, home=True) if dest is not None else None
     filt = build_filter(src, extra_excludes=list(filters.excludes), default_excludes=filters.default_excludes,
                         include_secrets=filters.include_secrets, use_gitignore=filters.gitignore)
-    recorded = recorded_cluster(spec, spec_path, cluster, fallback=not targets.explicit)
+    recorded = recorded_cluster(spec, spec_path, cluster, fallback=not targets.explicit, dry_run=options.dry_run)
+    notes = recorded[2] if recorded and not targets.explicit else ()
     found = recorded[0] if recorded and not targets.explicit else resolve_targets(targets, spec)
     if choose is not None:
         found = choose(found)
@@ -239,7 +261,7 @@ def build_request(src: "Path | None", dest: "str | None", targets: TargetArgs, f
     # credentials sent on request travel only over each target's own exec channel, never relayed in the clear
     relay = "off" if filters.include_secrets and options.relay == "auto" else options.relay
     return SyncRequest(src=src, dest=dest, targets=tuple(found), fileset=filt.walk(src), filt=filt,
-                       options=replace(options, shared=shared, relay=relay), git=git_info(src))
+                       options=replace(options, shared=shared, relay=relay), git=git_info(src), notes=notes)
 
 
 def check_tools(req: SyncRequest) -> None:

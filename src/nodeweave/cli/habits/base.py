@@ -17,6 +17,7 @@ import typer
 from typer.core import TyperCommand, TyperGroup
 
 from nodeweave.cli.habits.coercion import use_plain_conversion
+from nodeweave.cli.habits.conflicts import refuse_conflicts
 
 
 def plain_placeholders(params, ctx):
@@ -35,10 +36,17 @@ def plain_placeholders(params, ctx):
 
 def plain_help_wanted() -> bool:
     """Help for a pipe or a file is plain text: no panels to grep through, and no rich import (0.1 s)."""
-    return not sys.stdout.isatty() and os.environ.get(RICH_HELP_ENV, "") not in ("1", "yes", "true")
+    from nodeweave.entrypoint.switch import parse_switch, switch_problem
+    from nodeweave.errors import UsageError
+
+    text = os.environ.get(RICH_HELP_ENV, "")
+    wanted = parse_switch(text) if text.strip() else False
+    if wanted is None:
+        raise UsageError(switch_problem(RICH_HELP_ENV, text, "this environment"))
+    return not sys.stdout.isatty() and not wanted
 
 
-RICH_HELP_ENV = "NODEWEAVE_RICH_HELP"  # 1: rich panels even when help goes to a pipe
+RICH_HELP_ENV = "NODEWEAVE_RICH_HELP"  # on: rich panels even when help goes to a pipe
 
 
 def format_help(command, base_format, ctx, formatter) -> None:
@@ -107,7 +115,7 @@ class NodeweaveCommand(TyperCommand):
         given = list(args)  # click's parser consumes the list
         refuse_both_sides(self, given)
         try:
-            return super().parse_args(ctx, args)
+            rest = super().parse_args(ctx, args)
         except Exception as err:  # click's UsageError (typer's vendored copy), found by shape
             if hasattr(err, "ctx") and err.ctx is None:  # the option parser's errors carry no context: the
                 err.ctx = ctx  # hint would name `nodeweave --help`, not this verb's help
@@ -115,6 +123,8 @@ class NodeweaveCommand(TyperCommand):
             if hint:
                 err.message = f"{getattr(err, 'message', err)}{hint}"
             raise
+        refuse_conflicts(self, given)  # after each value is read: an empty or bad value is named first
+        return rest
 
     def collect_usage_pieces(self, ctx):
         """The usage line without hidden (deprecated) arguments, such as ``shell INDEX``'s."""

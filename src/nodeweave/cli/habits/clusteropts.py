@@ -25,10 +25,10 @@ TARGET = typer.Option(None, "--target", "-t", autocompletion=complete_from("loca
                            "OpenShift spec (kubernetes.openshift or .build), else local")
 ENGINE = typer.Option(None, "--engine", autocompletion=complete_from("podman", "docker", "none"),
                       help="local: podman or docker; hosts: docker, podman or none (bare hosts)")
-HOST = typer.Option([], "--host", help="\\[user@]host over ssh, node 0 first (repeat)")
-HOSTS_FILE = typer.Option(None, "--hosts-file", help="One \\[user@]host per line, node 0 first")
-REMOTE_DIR = typer.Option(None, "--remote-dir", help="hosts: the workspace folder on every host, absolute or ~/DIR "
-                                                     "under each host's home (default: an absolute workspace.host_path)")
+HOST = typer.Option([], "--host", help="hosts: \\[user@]host over ssh, node 0 first (repeat; or --hosts-file)")
+HOSTS_FILE = typer.Option(None, "--hosts-file", help="hosts: one \\[user@]host per line, node 0 first (or --host)")
+REMOTE_DIR = typer.Option(None, "--remote-dir", help="hosts, slurm: the workspace folder on every host, absolute or "
+                                                     "'~/DIR' (quoted) under each host's home (default: an absolute workspace.host_path)")
 NAMESPACE = typer.Option(None, "--namespace", "-n", help="kubernetes: namespace (default: the spec's)")
 KUBE_CLI = typer.Option(None, "--kube-cli", autocompletion=complete_from("kubectl", "oc"), help="kubectl or oc (default: oc when the spec says openshift)")
 KUBE_CONTEXT = typer.Option(None, "--kube-context", help="kubeconfig context")
@@ -77,21 +77,38 @@ def options(target, engine, host, hosts_file, remote_dir, namespace, kube_cli, k
     from nodeweave.cluster.options import ClusterOptions, read_hosts_file
 
     hosts: Tuple[str, ...] = tuple(host) + (read_hosts_file(hosts_file) if hosts_file else ())
+    if remote_dir:
+        note_local_home("--remote-dir", remote_dir)
     return ClusterOptions(target=target, engine=engine, hosts=hosts, remote_dir=remote_dir, namespace=namespace,
                           kube_cli=kube_cli, kube_context=kube_context, overlay=overlay,
                           ssh_options=tuple(ssh_option))
 
 
-def open_cluster(spec_path: Path, given, remember: bool = False, dry_run: bool = False, for_up: bool = False):
+def note_local_home(flag: str, value: str) -> None:
+    """A remote folder under this machine's home was most likely a ``~/DIR`` the local shell expanded (unquoted):
+    said on stderr, with the quoted spelling that means each host's own home. (Shared homes are common, so it is
+    a note, not a refusal.)"""
+    import os
+
+    home = os.path.expanduser("~").rstrip("/")
+    if home and home != "~" and (value == home or value.startswith(home + "/")):
+        below = value[len(home):].lstrip("/")
+        typer.echo(f"nodeweave: note: {flag} {value} is under this machine's home ({home}), which your shell puts "
+                   f"for an unquoted ~; for each host's own home write {flag} '~/{below}' (quoted)", err=True)
+
+
+def open_cluster(spec_path: Path, given, remember: bool = False, dry_run: bool = False, for_up: bool = False,
+                 extra=None):
     """(spec, backend, checked options): flags, else what ``up`` remembered for this job, else defaults.
 
     Outside a dry run, a machine without the target's tool (engine, kubectl, ssh) is refused here,
     with exit 3, before anything is announced, written or started. What the job's names point at on the
     platform is read (a dry run too: reading changes nothing) and refused, exit 3, when another folder's
-    ``up`` made it (nodeweave.cluster.identity); ``remember`` (a real ``up``) records what it makes.
+    ``up`` made it (nodeweave.cluster.identity); ``remember`` (a real ``up``) records what it makes. A flag
+    given that does nothing for the chosen target is refused (``refuse_idle_flags``; ``extra``: the verb's own).
     """
     from nodeweave.cluster import open_backend
-    from nodeweave.cluster.options import check_host_count, load_state, record_made
+    from nodeweave.cluster.options import check_host_count, load_state, record_made, refuse_idle_flags
     from nodeweave.cluster.recorded import recorded_namespace, renamed_jobs, renamed_line
     from nodeweave.spec import load_spec
 
@@ -101,6 +118,7 @@ def open_cluster(spec_path: Path, given, remember: bool = False, dry_run: bool =
         merged = _spec_hosts(merged, spec)
     merged = _spec_target(merged, spec)
     checked = recorded_namespace(spec, spec_path, merged.checked(), given, for_up)
+    refuse_idle_flags(given, checked.target, extra)
     if checked.target == "hosts":
         spec = _nodes_from_hosts(spec, checked.hosts)
         check_host_count(checked.hosts, spec.nodes, spec.recovery.spare_nodes, spec.recovery.enabled)

@@ -69,7 +69,23 @@ class _Plain:
         kind = getattr(param, "param_type_name", "")
         if (kind == "option" or (kind == "argument" and getattr(param, "nargs", 1) == 1)) and not str(value).strip():
             raise BadParameter(blank_message(value, param), ctx=ctx, param=param)
+        if self.kind is Path and str(value).startswith("~"):
+            value = expand_home(str(value), param, ctx)
         return value if isinstance(value, self.kind) else self.kind(value)
+
+
+def expand_home(text: str, param, ctx) -> str:
+    """A local path's leading ``~`` or ``~user`` that the shell left as it was (quoted, or after ``--opt=``) is
+    expanded as the shell would: ``--spec=~/s.yaml`` is the home's s.yaml, never a folder named ``~`` here.
+    (A remote path, ``--remote-dir`` or sync's DEST, keeps its ``~`` for each host's own home.)"""
+    import os
+
+    expanded = os.path.expanduser(text)
+    if expanded.startswith("~"):
+        user = text[1:].split("/", 1)[0]
+        raise BadParameter(f"{text!r}: no user {user!r} on this machine whose home ~{user} could be; give the "
+                           "path without ~, or with ~/ for your own home", ctx=ctx, param=param)
+    return expanded
 
 
 def blank_message(value, param) -> str:

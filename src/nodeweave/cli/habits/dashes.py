@@ -46,7 +46,7 @@ class CommandAfterDashes(NodeweaveCommand):
         cut = args.index("--") if "--" in args else len(args)
         before, after = args[:cut], args[cut + 1:]
         try:
-            rest = super().parse_args(ctx, before)
+            rest = super().parse_args(ctx, list(before))  # click consumes the list it is given
         except Exception as err:  # click's (or typer's vendored click's) NoSuchOption, found by shape
             option = getattr(err, "option_name", None)
             if option and type(err).__name__ == "NoSuchOption":
@@ -73,8 +73,42 @@ class CommandAfterDashes(NodeweaveCommand):
                            f"({' '.join(after[:after.index(flag) + 1])}), not to nodeweave: this is not a dry run; "
                            f"for one, put it before `--`: {verb} {flag} -- {' '.join(w for w in after if w != flag)}",
                            err=True)
+        trailing = self.trailing_options(ctx, after)
+        if trailing and not set(trailing) & set(HABIT_FLAGS):
+            moved = [w for w in before] + trailing
+            typer.echo(f"nodeweave: warning: {' '.join(trailing)} comes after `--`, so it goes to the command "
+                       f"({' '.join(after)}), not to nodeweave; for nodeweave, put it before `--`: "
+                       f"{verb} {' '.join(moved)} -- {' '.join(after[:len(after) - len(trailing)])}", err=True)
         ctx.params[COMMAND_PARAM] = command
         return rest
+
+    def trailing_options(self, ctx, after: List[str]) -> List[str]:
+        """The words at the end of the command that are all options of this verb with their values (``exec -- ls -o
+        json``: ``-o json``), as appended out of habit; [] when the command ends in words of its own. Options in the
+        middle of a command are the command's (``run -- train.py --output out.txt --epochs 3``)."""
+        takes_value, flags = {}, set()
+        for param in self.get_params(ctx):
+            if getattr(param, "param_type_name", "") != "option":
+                continue
+            for name in (*param.opts, *getattr(param, "secondary_opts", ())):
+                if name in ("-h", "--help"):
+                    continue
+                (flags.add(name) if getattr(param, "is_flag", False) else takes_value.__setitem__(name, param))
+        for start in range(1, len(after)):
+            words, index, ok = after[start:], 0, True
+            while index < len(words) and ok:
+                word = words[index]
+                name = word.split("=", 1)[0] if word.startswith("--") else word
+                if name in flags and "=" not in word:
+                    index += 1
+                elif name in takes_value:
+                    index += 1 if "=" in word else 2
+                    ok = index <= len(words)
+                else:
+                    ok = False
+            if ok and words:
+                return words
+        return []
 
 
 def launcher_command(command: Sequence[str], launcher: str, verb: str = "nodeweave run") -> List[str]:

@@ -113,3 +113,56 @@ def table_width() -> "int | None":
     import sys
 
     return None if sys.stdout.isatty() else FULL_ROWS
+
+
+def output_file(ctx: typer.Context, param: typer.CallbackParam, value: "Path | None") -> "Path | None":
+    """The callback of every option naming a file nodeweave writes (``init --out``, ``bench --json-out``, ``--plot``,
+    ``runs compare --chart``, ``hosts probe --write-hostfile``): a regular file or a new path in a folder, never a
+    device, a pipe, a socket or a folder (``init --out /dev/sdb --force`` would write over a disk; a FIFO would
+    hang). Judged as the command line is read, before anything runs."""
+    if value is None:
+        return value
+    flag = max(param.opts, key=len) if param.opts else param.name
+    problem = not_a_file_to_write(Path(value))
+    if problem:
+        raise UsageError(f"{flag} {value}: {problem}; accepted: a regular file (replaced with --force where the verb "
+                         "asks for it) or a new path in an existing folder")
+    return value
+
+
+def not_a_file_to_write(path: Path) -> str:
+    """Why ``path`` cannot be written as a file, or "" (a regular file, or nothing there yet)."""
+    import os
+    import stat
+
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        return ""
+    except OSError as err:
+        return f"cannot be looked at ({err.strerror or err})"
+    if stat.S_ISREG(mode):
+        return ""
+    kinds = ((stat.S_ISDIR, "a folder"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+             (stat.S_ISFIFO, "a named pipe"), (stat.S_ISSOCK, "a socket"))
+    return f"is {next((what for test, what in kinds if test(mode)), 'not a regular file')}, not a file"
+
+
+def image_reference(ctx: typer.Context, param: typer.CallbackParam, value: "str | None") -> "str | None":
+    """The callback of every option naming an image (``up --image``, ``image build --base``): the spec's own rule
+    (``IMAGE_REFERENCE``, as for ``image.base``), judged before podman is asked or anything is written."""
+    if value is None:
+        return value
+    check_image_reference(value, max(param.opts, key=len) if param.opts else param.name)
+    return value
+
+
+def check_image_reference(value: str, what: str) -> str:
+    """``value`` if it is an image reference by the one rule every image field and option uses, else exit 2."""
+    from nodeweave.spec.rules import IMAGE_REFERENCE
+
+    if not IMAGE_REFERENCE.check(value):
+        lower = " (repository names are lower case)" if value.split(":")[0].split("@")[0] != \
+            value.split(":")[0].split("@")[0].lower() else ""
+        raise UsageError(f"{what} {value!r} is not accepted{lower}: {IMAGE_REFERENCE.accepted}")
+    return value

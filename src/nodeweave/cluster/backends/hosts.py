@@ -141,9 +141,11 @@ class HostsCluster(Backend):
         return default_image((files or render_files(self.spec))["compose/node.yaml"])
 
     def up_notes(self, image: Optional[str]) -> List[str]:
+        from nodeweave.cluster.environment import SPEC_IMAGE
+
         if self.engine == "none":
             return super().up_notes(image)
-        why = "--image" if image else "the spec's (a host's own NODEWEAVE_IMAGE is not read)"
+        why = "--image" if image else f"{SPEC_IMAGE}; a host's own NODEWEAVE_IMAGE is not read"
         return [f"every node runs image {image or self.spec_image()}: {why}", *super().up_notes(image)]
 
     def _send_hostfile(self, text: str) -> List[Step]:

@@ -286,11 +286,12 @@ class KubeCluster(Backend):
 
     def up_notes(self, image: Optional[str]) -> List[str]:
         """The image every pod runs (the spec's, pinned by the digest `image build --push` recorded)."""
+        from nodeweave.cluster.environment import SPEC_IMAGE
         from nodeweave.resolve import resolve
 
         pinned = self.pushed_digest()
         ref = f"{pinned['name']}@{pinned['digest']}" if pinned else resolve(self.spec).image
-        why = "the digest `image build --push` recorded" if pinned else "the spec's"
+        why = "the digest `image build --push` recorded" if pinned else SPEC_IMAGE
         if self.folder not in FOLDERS:
             why += f", unless --overlay {self.folder} sets another"
         line = (f"every pod runs image {ref}: {why}" if self.folder != "rocm"

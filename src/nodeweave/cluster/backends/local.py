@@ -167,12 +167,24 @@ class LocalCluster(Backend):
         """The image the spec gives the local nodes (the compose file's ``${NODEWEAVE_IMAGE:-...}`` default)."""
         return default_image(render_up_compose(self.spec, self.spec_dir))
 
+    def spec_image_why(self) -> str:
+        """Why the local nodes run the spec's image, or its ``cpu`` variant (the local target simulates each node on
+        this machine's CPU, whatever variant the spec builds)."""
+        from nodeweave.cluster.environment import SPEC_IMAGE
+        from nodeweave.targets.compose.local import LOCAL_VARIANT
+
+        if self.spec.image.variant == LOCAL_VARIANT:
+            return SPEC_IMAGE
+        return (f"the spec's image.registry and name with the {LOCAL_VARIANT} variant, not its "
+                f"{self.spec.image.variant}: the local target simulates every node on this machine's CPU (give "
+                "--image for another)")
+
     def up_notes(self, image: Optional[str]) -> List[str]:
         from nodeweave.cluster.environment import image_choice, inherited_notes, interpolated
 
         given = dict(self.up_env("hold", image))
         read = interpolated(render_up_compose(self.spec, self.spec_dir))
-        return [image_choice(image, self.spec_image())[1], *self.check_folders(),
+        return [image_choice(image, self.spec_image(), why=self.spec_image_why())[1], *self.check_folders(),
                 *inherited_notes((*self.reach_variables, *read), given=given)]
 
     def check_folders(self) -> List[str]:
@@ -213,6 +225,21 @@ class LocalCluster(Backend):
 
     def failed_state(self, state: str) -> bool:
         return state.startswith("exited") or state == "dead"
+
+    def nothing_up_line(self) -> Optional[str]:
+        """Only when the engine answers, for every container, that there is no such container (podman exit 125,
+        docker exit 1, "no such ..."): any other answer, or none, leaves down to go on as planned."""
+        names = [node.remote.name for node in self.nodes()]
+        argv = [self.engine, "inspect", "--type", "container", "--format", "{{.Name}}", *names]
+        try:
+            out = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+        said = out.stderr.lower()
+        if out.returncode == 0 or out.stdout.strip() or said.count("no such") < len(names):
+            return None
+        return (f"{self.spec.name} is not up on {self.where()}: none of its {len(names)} container(s) exists; "
+                "nothing to take down")
 
     def sync_targets(self):
         nodes = self.nodes()

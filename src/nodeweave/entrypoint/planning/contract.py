@@ -11,6 +11,7 @@ Stdlib only, like the whole entrypoint.
 import os
 
 from ..errors import UsageError
+from ..switch import parse_switch, switch_problem
 
 LAUNCHERS = ("torchrun", "deepspeed", "accelerate", "command")
 EVERYWHERE = ("compose", "kubernetes", "slurm")
@@ -67,17 +68,33 @@ def read_directory(text, what, source):
     return path
 
 
-SWITCH = {"on": True, "true": True, "yes": True, "1": True, "off": False, "false": False, "no": False, "0": False}
 # The check-in's refusals a job may turn into warnings (nodeweave.entrypoint.checkin.verdict); the
 # structural ones (a duplicate or missing rank, another node count or launcher) are not among them.
 EXCHANGE_ALLOWABLE = ("vendor", "nccl", "rccl", "torch", "image", "workspace", "address", "connect-back")
 
 
 def read_switch(text, what, source):
-    value = SWITCH.get(str(text).strip().lower())
+    value = parse_switch(text)
     if value is None:
-        raise UsageError(f"{what} must be on or off, got {text!r} (from {source}); accepted: on, off, true, false")
+        raise UsageError(switch_problem(what, text, source))
     return value
+
+
+def stall_problem(warn, timeout, timeout_given):
+    """Why a stall warning and stop cannot both hold, or None: one rule for the spec and the entrypoint.
+
+    The report comes at ``warn`` and the stop at ``timeout`` (0: never); a report after the stop, or a stop
+    asked for (``timeout_given``) with the watch switched off (``warn`` 0: no hook on the ranks), never happens.
+    """
+    if warn and timeout and warn > timeout:
+        return (f"stall_warn {warn} s is above stall_timeout {timeout} s: the report would come after the stop",
+                f"a stall_warn below stall_timeout (defaults {STALL_WARN_S} and {STALL_TIMEOUT_S}), or stall_timeout 0 "
+                "(never stop)")
+    if not warn and timeout and timeout_given:
+        return (f"stall_timeout {timeout} s with stall_warn 0: stall_warn 0 switches the stall watch off, so no "
+                "stall is ever seen to time out", f"a stall_warn above 0 (default {STALL_WARN_S}), or leave "
+                "stall_timeout out")
+    return None
 
 
 def read_port(text, what, source):

@@ -141,7 +141,20 @@ def parse(argv, env):
         env=env,
     )
     settings.sysroot = settings.get("sysroot", "/") or "/"
+    _check_stall_limits(options)
     return settings
+
+
+def _check_stall_limits(options):
+    """The stall warning and stop given together must both be able to happen (``stall_problem``)."""
+    from .contract import STALL_TIMEOUT_S, STALL_WARN_S, stall_problem
+
+    warn, timeout = options.get("stall_warn"), options.get("stall_timeout")
+    problem = stall_problem(warn.value if warn else STALL_WARN_S, timeout.value if timeout else STALL_TIMEOUT_S,
+                            timeout is not None)
+    if problem is not None and (warn or timeout):
+        given = ", ".join(f"{v.value} (from {v.source})" for v in (warn, timeout) if v)
+        raise UsageError(f"{problem[0]} ({given}); accepted: {problem[1]}")
 
 
 def parse_int(text, what, source, minimum=0):

@@ -11,7 +11,9 @@ from nodeweave.entrypoint.planning.reserved import reserved_reason
 from nodeweave.spec import rules
 from nodeweave.spec.fields import (boolean, choice, host_path, integer, optional, optional_container_path, rule_list,
                                    string_map)
+from nodeweave.entrypoint.planning.contract import stall_problem
 from nodeweave.spec.model import LAUNCHERS, MODES, Cache, Launcher, NodeRange, Workspace
+from nodeweave.spec.mounts import check_inside_workspace
 from nodeweave.spec.nodes import Fields, Reader
 
 # Beyond this a typo is likelier than a job: 100000 rendered an 85 MB compose file for minutes.
@@ -78,6 +80,14 @@ def launcher(r: Reader, top: Fields) -> Launcher:
         raise r.fail(f.get("exchange_port"), "launcher.exchange_port", f"{exchange_port} is launcher.master_port too: "
                      "node 0's check-in exchange and the launcher's rendezvous cannot share one port",
                      f"a port other than {master_port}, or leave exchange_port out (master_port + 1)")
+    stall_warn = integer(r, f, "stall_warn", 60, 0, 86400)
+    stall_timeout = integer(r, f, "stall_timeout", 600, 0, 604800)
+    stall = stall_problem(stall_warn, stall_timeout, f.get("stall_timeout") is not None)
+    if stall is not None:
+        field = "stall_timeout" if f.get("stall_timeout") is not None else "stall_warn"
+        raise r.fail(f.get(field), f"launcher.{field}", stall[0], stall[1])
+    if kind != "command":  # a command's argv[0] is a program (bash, /usr/bin/env), not a workspace file
+        check_inside_workspace(r, script_node, "launcher.script", script, absolute_too=False)
     return Launcher(
         type=kind,
         script=script,
@@ -92,8 +102,8 @@ def launcher(r: Reader, top: Fields) -> Launcher:
                                  unique=True),
         mode=choice(r, f, "mode", MODES, "run"),
         setup=_setup(r, f.get("setup")),
-        stall_warn=integer(r, f, "stall_warn", 60, 0, 86400),
-        stall_timeout=integer(r, f, "stall_timeout", 600, 0, 604800),
+        stall_warn=stall_warn,
+        stall_timeout=stall_timeout,
     )
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from nodeweave.spec import rules
 from nodeweave.spec.fields import boolean, integer
 from nodeweave.spec.model import Launcher, NodeRange, Recovery
+from nodeweave.spec.mounts import check_inside_workspace
 from nodeweave.spec.nodes import Fields, Reader
 
 KEYS = ("enabled", "spares", "min_nodes", "max_restarts", "no_progress_restarts", "checkpoint_dir",
@@ -30,6 +31,7 @@ def recovery(r: Reader, top: Fields, nodes: NodeRange, launcher: Launcher) -> "t
         folder = r.string(folder_node, "recovery.checkpoint_dir", CHECKPOINT_DIR)
         if not rules.single_line(folder):
             raise r.bad_value(folder_node, "recovery.checkpoint_dir", CHECKPOINT_DIR)
+        check_inside_workspace(r, folder_node, "recovery.checkpoint_dir", folder)
     spares = integer(r, f, "spares", 0, 0, 1024)
     if enabled:
         nodes = _training(r, top, f, nodes, spares)
@@ -41,7 +43,7 @@ def recovery(r: Reader, top: Fields, nodes: NodeRange, launcher: Launcher) -> "t
     if enabled and nodes.max < 2 and not spares:
         raise r.fail(f.get("enabled"), "recovery.enabled", "true on a one-node job without spares: there is no "
                      "other node to watch it or take its place", "nodes of 2 or more, or recovery.spares >= 1")
-    return Recovery(
+    made = Recovery(
         enabled=enabled,
         spares=spares,
         max_restarts=integer(r, f, "max_restarts", 5, 1, 100000),
@@ -49,7 +51,28 @@ def recovery(r: Reader, top: Fields, nodes: NodeRange, launcher: Launcher) -> "t
         checkpoint_dir=folder,
         straggler_is_fault=boolean(r, f, "straggler_is_fault", False),
         warm_start=boolean(r, f, "warm_start", True),
-    ), nodes
+    )
+    if not enabled:
+        _refuse_idle_fields(r, f, made)
+    return made, nodes
+
+
+def _refuse_idle_fields(r: Reader, f: Fields, made: Recovery) -> None:
+    """With recovery off, a field set to anything but its default does nothing (spares render only with recovery,
+    and so do its brakes, checkpoint folder and warm start): refused, as a flag that would do nothing is."""
+    idle = Recovery(enabled=False)
+    for key in KEYS:
+        node = f.get(key)
+        if key == "enabled" or node is None or key == "min_nodes":
+            continue
+        if getattr(made, key) != getattr(idle, key):
+            raise r.fail(node, f"recovery.{key}", f"{getattr(made, key)!r} does nothing with recovery.enabled false "
+                         "(recovery's fields are read only with recovery on)", "recovery.enabled: true, or leave "
+                         f"recovery.{key} out")
+    if f.get("min_nodes") is not None:
+        raise r.fail(f.get("min_nodes"), "recovery.min_nodes", "does nothing with recovery.enabled false (the "
+                     "fewest nodes recovery goes on with)", "recovery.enabled: true, or leave recovery.min_nodes out "
+                     "(an elastic job without recovery writes nodes: MIN:MAX)")
 
 
 def _training(r: Reader, top: Fields, f: Fields, nodes: NodeRange, spares: int) -> NodeRange:

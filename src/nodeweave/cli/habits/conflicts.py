@@ -1,0 +1,62 @@
+"""Flags that contradict each other, or one that does nothing without another: one table, one wording, every verb.
+
+Why: click takes each flag on its own, so ``--host gpu01 --hosts-file hosts.txt`` was read as one list (and
+refused as gpu01 "given 2 times"), ``sync --check --delete`` deleted nothing without a word, and
+``--replicas`` without ``--statefulset`` was dropped. A verb that has both flags of a row gets the row's
+refusal before anything is read (``NodeweaveCommand.parse_args``); tests/test_walk_classes.py walks every
+verb against this table. Flags that do nothing for the chosen *target* are judged once the target is known
+(``nodeweave.cluster.options.refuse_idle_flags``).
+"""
+
+from __future__ import annotations
+
+from typing import Dict, Iterable, Sequence, Tuple
+
+# (flag, flag): both say the same thing two ways; only one may be given.
+EXCLUSIVE: Dict[Tuple[str, str], str] = {
+    ("--host", "--hosts-file"): "both name the hosts (node 0 first)",
+    ("--statefulset", "--selector"): "both pick the pods to sync (the selector would win, silently)",
+}
+# (flag, flag): the second makes the first do nothing.
+IDLE_WITH: Dict[Tuple[str, str], str] = {
+    ("--delete", "--check"): "--check moves and deletes nothing",
+    ("--compress", "--check"): "--check moves nothing",
+}
+# flag: (the flag it needs, what it is): without that flag it does nothing.
+NEEDS: Dict[str, Tuple[str, str]] = {
+    "--replicas": ("--statefulset", "the pod count of --statefulset"),
+}
+
+
+def given_flags(command, words: Sequence[str]) -> "set[str]":
+    """The long names of the options of ``command`` that appear in ``words`` (as ``--x``, ``--x=v`` or a short ``-x``)."""
+    found = set()
+    for param in getattr(command, "params", ()):
+        if getattr(param, "param_type_name", "") != "option":
+            continue
+        names = [*getattr(param, "opts", ()), *getattr(param, "secondary_opts", ())]
+        longest = max(getattr(param, "opts", ()) or names, key=len)
+        for word in words:
+            if any(word == name or (name.startswith("--") and word.startswith(name + "=")) for name in names):
+                if word.split("=", 1)[0] not in getattr(param, "secondary_opts", ()):
+                    found.add(longest)
+    return found
+
+
+def refuse_conflicts(command, words: Iterable[str]) -> None:
+    """The one refusal (exit 2) for the first row of the tables that the given flags meet."""
+    from nodeweave.errors import UsageError
+
+    words = list(words)
+    words = words[:words.index("--")] if "--" in words else words
+    given = given_flags(command, words)
+    for (first, second), why in EXCLUSIVE.items():
+        if first in given and second in given:
+            raise UsageError(f"{first} and {second} {why}: give one of them")
+    for (flag, other), why in IDLE_WITH.items():
+        if flag in given and other in given:
+            raise UsageError(f"{flag} does nothing with {other} ({why}): give one of them")
+    for flag, (needed, what) in NEEDS.items():
+        if flag in given and needed not in given:
+            raise UsageError(f"{flag} does nothing without {needed} (it is {what}): give {needed} too, or leave "
+                             f"{flag} out")
