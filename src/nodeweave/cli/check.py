@@ -46,8 +46,7 @@ def check_cluster(nodes, spec, spec_path: Path, backend, phase, out, fmt: str = 
     from nodeweave.check.driver import run_check
     from nodeweave.check.report import plain_text, render
 
-    parent = Path(phase.folder).parent
-    result = run_check(nodes, phase.request, parent, job_context(spec, spec_path, backend), out, dict(phase.env))
+    result = run_check(nodes, phase, job_context(spec, spec_path, backend), out)
     if result.document is None:
         out.print(f"[bold]nodeweave:[/] the check did not finish: {result.run.get('summary')}; logs in "
                   f"{result.folder}", highlight=False)

@@ -103,6 +103,11 @@ class Phase:
         nodes = tuple(replace(n, reached_as=fill(n.reached_as), argv=tuple(map(fill, n.argv))) for n in self.nodes)
         return replace(self, what=fill(self.what), steps=steps, nodes=nodes)
 
+    def launches(self, run_id: str) -> List[List[str]]:
+        """A run's or a check's argv as planned, with the run's id (made when its folder was) for ``RUN_ID``: what
+        the runner spawns, one per node (a Slurm step: one for all)."""
+        return [list(n.argv) for n in self.bound({RUN_ID: run_id}).nodes]
+
     def to_dict(self) -> dict:
         data = {"kind": self.kind, "what": self.what}
         if self.steps:
