@@ -128,7 +128,10 @@ def test_hosts_up_sends_the_compose_file_and_generates_each_hosts_rank(spec_path
                       "NODEWEAVE_IMAGE=localhost/t/job:cpu",  # the spec's, never a host's own NODEWEAVE_IMAGE
                       "NODEWEAVE_JOB_TOKEN_HOST=/srv/job/.nodeweave/job/job-token",
                       "NODEWEAVE_JOB_TOKEN_FILE=/run/nodeweave/job-token", "docker", "compose",
-                      "-p", "job", "-f", "/srv/job/compose/node.yaml", "up", "-d", "--force-recreate"]
+                      "-p", b.mark.project, "-f", "/srv/job/compose/node.yaml", "up", "-d", "--force-recreate"]
+    sent = yaml.safe_load(writes[0].stdin)  # this folder's project, its container labelled with job and folder
+    assert sent["name"] == b.mark.project and b.mark.project.startswith("job-")
+    assert sent["services"]["node"]["labels"] == b.mark.labels(), sent["services"]
     assert [n.remote.label for n in b.nodes()] == ["ssh+docker:gpu01/job-node", "ssh+docker:me@gpu02/job-node"]
     (downs,) = b.down_steps(False)
     assert shlex.split(downs[0].argv[-1])[-3:] == ["down", "-t", "30"]

@@ -11,6 +11,11 @@ nothing is started (a spec ``hosts`` list is sent to
 ``<remote dir>/.nodeweave/hosts``, where ``NODEWEAVE_HOSTFILE`` points), and
 every command gets the variables a compose file would have given the
 container, plus ``cd <remote dir>``.
+
+A job is what its own folder started (``identity.py``): the compose file sent to the hosts names this
+folder's own compose project and labels each host's container with the job and the folder, and every
+verb reads those labels first (one ``inspect`` over ssh per host): another folder's container is
+refused, never acted on. Bare hosts start no container and carry no mark.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from __future__ import annotations
 import posixpath
 from typing import List, Optional, Tuple
 
+from nodeweave.cluster.backends.local import marked_compose
 from nodeweave.cluster.base import Backend, Node
 from nodeweave.steps import Step
 from nodeweave.errors import UsageError
@@ -101,7 +107,7 @@ class HostsCluster(Backend):
 
     def _compose(self, index: int, *args: str, env: Tuple[Tuple[str, str], ...] = ()) -> List[str]:
         variables = [f"{k}={v}" for k, v in (*self.host_env(index), *env)]
-        argv = ["env", *variables, *COMPOSE_CLI[self.engine], "-p", self.spec.name,
+        argv = ["env", *variables, *COMPOSE_CLI[self.engine], "-p", self.mark.project,
                 "-f", f"{self.dir}/compose/node.yaml", *args]
         return self._ssh(self.hosts[index]).exec_argv(argv, stdin=False)
 
@@ -122,6 +128,7 @@ class HostsCluster(Backend):
         if self.engine == "none":
             return [(self._send_hostfile(files["compose/hosts"]) if self.spec.hosts else []) + self.token_steps()]
         sent = {name: files[f"compose/{name}"] for name in NODE_FILES if f"compose/{name}" in files}
+        sent["node.yaml"] = marked_compose(sent["node.yaml"], self.mark)  # this folder's project and labels
         env = (("NODEWEAVE_MODE", mode), ("NODEWEAVE_IMAGE", image or self.spec_image(files)))  # never a host's own
         env += token.compose_env(self.token_file)
         writes = self.token_steps() + [Step(f"send compose/{name} to {host}",
@@ -159,6 +166,40 @@ class HostsCluster(Backend):
         grace = str(self.spec.kubernetes.grace_period)
         return [[Step(f"stop and remove node {i} on {host}", tuple(self._compose(i, "down", "-t", grace)),
                       timeout=self.spec.kubernetes.grace_period + 300) for i, host in enumerate(self.hosts)]]
+
+    marked_kind = "container"
+
+    def marks(self):
+        """Each host's node container's mark (its labels), one ``inspect`` over ssh per host, all hosts at once;
+        a host that does not answer or has no such container is left out (bare hosts: no container, no mark)."""
+        from nodeweave.steps import fan_out
+
+        if self.engine == "none":
+            return {}
+        found = {}
+        for host, mark in fan_out(self._mark_on, self.hosts, jobs=32):
+            if mark is not False:
+                found[f"{self.container} on {host.rpartition('@')[2]}"] = mark
+        return found
+
+    def _mark_on(self, host: str):
+        """(host, the container's mark or None when it carries none); False: nothing read there."""
+        import json
+        import subprocess
+
+        from nodeweave.cluster.identity import mark_of
+
+        argv = self._ssh(host).exec_argv([self.engine, "inspect", "--type", "container", "--format",
+                                          "{{json .Config.Labels}}", self.container], stdin=False)
+        try:
+            out = subprocess.run(argv, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+            labels = json.loads(out.stdout.strip().splitlines()[-1]) if out.returncode == 0 else False
+        except (OSError, subprocess.TimeoutExpired, ValueError, IndexError):
+            return host, False
+        return host, False if labels is False else mark_of(labels if isinstance(labels, dict) else {})
+
+    def made(self) -> dict:
+        return {**super().made(), **({"project": self.mark.project} if self.engine != "none" else {})}
 
     def sync_targets(self):
         """The hosts themselves, at the workspace folder (a container's workspace is the same folder, mounted)."""
