@@ -463,3 +463,30 @@ def test_hosts_containers_carry_the_jobs_mark_and_another_folder_is_refused(host
     assert cli(a.parent, env, "down").returncode == 0
     assert json.loads((tmp_path / "hosts" / "h1" / "containers.json").read_text()) == {}
     assert cli(b.parent, env, "up", *flags(b), "--dry-run").returncode == 0
+
+
+def test_bare_hosts_carry_the_jobs_mark_beside_its_token_and_another_folder_is_refused(host_twins, tmp_path):
+    """Bare hosts (`--engine none`) start no container: a's `up` leaves a's mark in the remote folder beside the
+    job's token; b, sharing that remote folder, is refused on every verb (its `up` would re-key a's nodes), a's
+    verbs go on, and a's `down` takes the mark back."""
+    a, b, env, _ = host_twins
+    remote = tmp_path / "shared"
+    flags = ["--target", "hosts", "--engine", "none", "--remote-dir", str(remote), *(f"--host={h}" for h in HOSTS)]
+    up = cli(a.parent, env, "up", *flags, "--no-wait")
+    assert up.returncode == 0, up.stdout + up.stderr
+    mark = remote / ".nodeweave" / "twin" / "owner.json"
+    assert json.loads(mark.read_text()) == _mark(a).labels()
+    token = (remote / ".nodeweave" / "twin" / "job-token").read_text()
+    for verb in (("up",), ("up", "--dry-run"), ("down", "--dry-run"), ("stop", "--dry-run"),
+                 ("exec", "--dry-run", "--", "hostname"), ("status",)):
+        out = cli(b.parent, env, verb[0], *flags, *verb[1:])
+        assert out.returncode == 3, (verb, out.stdout, out.stderr)
+        lines = out.stderr.strip().splitlines()
+        assert len(lines) == 1 and f"`nodeweave up` in {a.parent} (job twin)" in lines[0], (verb, out.stderr)
+        assert f"the job's mark {mark} on h1 (and 1 more) was started by" in lines[0], lines
+    assert (remote / ".nodeweave" / "twin" / "job-token").read_text() == token  # b's up re-keyed nothing
+    down = cli(a.parent, env, "down", "--dry-run")
+    assert down.returncode == 0 and f"rm -f {mark}" in down.stdout, down.stdout + down.stderr
+    assert cli(a.parent, env, "down").returncode == 0
+    assert not mark.exists()
+    assert cli(b.parent, env, "up", *flags, "--dry-run").returncode == 0

@@ -182,6 +182,8 @@ def plan_lines(plan: Plan) -> List[str]:
             lines += [shlex.join(n.argv) for n in phase.nodes]
         else:
             lines += _node_lines(phase.nodes, shlex)
+            for step in phase.steps:  # a stop's steps after the nodes' (a Slurm step, bare hosts' marks)
+                lines += [f"# then {step.what}", step.text()]
     return lines
 
 

@@ -7,6 +7,7 @@ The command line parses and opens the cluster; these decide what the verb does, 
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Callable, List, Mapping, Optional, Sequence, Tuple
 
 from nodeweave.cluster.base import Backend, Node
@@ -54,8 +55,10 @@ def down_plan(backend: Backend, delete_claims: bool, dry_run: bool, renamed: Seq
     """What ``up`` made, taken down; bare hosts have nothing to take down but the runs, which are stopped.
     ``renamed``: jobs this spec's ``up`` made under a name it no longer has (backend, why), taken down first."""
     phases = backend.down_steps(delete_claims)
-    if backend.target == "hosts" and not phases and not renamed:
-        return stop_plan(backend, backend.nodes(), 10.0, verb="down")
+    if backend.target == "hosts" and not phases and not renamed:  # bare hosts: the runs stopped, the mark taken back
+        stopped = stop_plan(backend, backend.nodes(), 10.0, verb="down")
+        (stop,) = stopped.phases
+        return replace(stopped, phases=(replace(stop, steps=stop.steps + tuple(backend.release_steps())),))
     earlier: List[Phase] = []
     notes: Tuple[str, ...] = ()
     for old, why in renamed:
