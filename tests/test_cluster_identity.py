@@ -80,7 +80,11 @@ def _up_files(spec_path: Path):
     from nodeweave.cluster.options import ClusterOptions
 
     _, backend, _ = open_cluster(spec_path, ClusterOptions(target="local", engine="podman"), remember=True)
-    backend.prepare_up("hold", dry_run=False)
+    from nodeweave.cluster.execute import write_files
+    from nodeweave.cluster.plan import Phase
+
+    write_files(Phase("files", "the job's files", files=tuple(backend.up_files("hold"))), backend.spec_dir,
+                lambda line: None)
     return backend
 
 
@@ -257,7 +261,9 @@ def _applied_annotations(spec_path: Path, real_kubectl: str) -> dict:
     backend = open_backend(load_spec(spec_path), spec_path, ClusterOptions(target="kubernetes").checked())
     files = backend.up_files("hold")
     write_files(Phase("files", "tree", files=tuple(files)), backend.spec_dir, lambda line: None)
-    built = subprocess.run([real_kubectl, "kustomize", str(backend._overlay)], capture_output=True, text=True,
+    from nodeweave.cluster.backends.kube import OVERLAY
+
+    built = subprocess.run([real_kubectl, "kustomize", str(backend.tree_path() / OVERLAY)], capture_output=True, text=True,
                            check=True).stdout
     (sts,) = [d for d in yaml.safe_load_all(built) if d and d["kind"] == "StatefulSet"]
     assert sts["spec"]["template"]["metadata"]["annotations"]["nodeweave.io/owner"] == backend.mark.owner

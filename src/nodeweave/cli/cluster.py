@@ -45,7 +45,7 @@ def up_command(
         raise UsageError("up --check needs nodes that hold and a wait for them: add --hold (and leave out --no-wait)")
     out = console(stderr=is_data(fmt))
     try:
-        plan = up_plan(backend, mode, image, timeout, wait, dry_run,
+        plan = up_plan(backend, mode, image, timeout, wait,
                        (lambda nodes: default_check(nodes, spec, spec_path)) if check else None)
         if dry_run:
             show_plan(plan, fmt, backend, None, "up")  # the engine or tool missing; the nodes need not be up
@@ -105,7 +105,7 @@ def down_command(
     out = console(stderr=is_data(fmt))
     renamed = renamed_down(spec, spec_path)  # what up made under the spec's old name: down takes it down too
     try:
-        plan = down_plan(backend, delete_claims, dry_run, renamed)
+        plan = down_plan(backend, delete_claims, renamed)
         if dry_run:
             show_plan(plan, fmt, backend, None, "down")
             return

@@ -167,7 +167,7 @@ class HostsCluster(Backend):
 
         folder, name = posixpath.split(self.mark_file)
         text = json.dumps(self.mark.labels(), sort_keys=True) + "\n"
-        return [Step(f"mark node-{i} ({host}) as this folder's job", tuple(self._ssh(host).exec_argv(
+        return [Step(f"mark node-{i} ({self._ssh(host).label}) as this folder's job", tuple(self._ssh(host).exec_argv(
             [*WRITE_FILE, folder, name], stdin=True)), stdin=text, stdin_name=f"the job's mark ({MARK_FILE})")
                 for i, host in enumerate(self.hosts)]
 
@@ -176,7 +176,7 @@ class HostsCluster(Backend):
         folder's is never reached: the verb refused it first)."""
         if self.engine != "none":
             return []
-        return [Step(f"take this folder's mark back from node-{i} ({host})", tuple(self._ssh(host).exec_argv(
+        return [Step(f"take this folder's mark back from node-{i} ({self._ssh(host).label})", tuple(self._ssh(host).exec_argv(
             ["rm", "-f", self.mark_file], stdin=False)), timeout=60) for i, host in enumerate(self.hosts)]
 
     def _send_hostfile(self, text: str) -> List[Step]:

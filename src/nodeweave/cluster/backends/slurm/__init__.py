@@ -129,12 +129,14 @@ class SlurmCluster(Backend):
         live = self.record()
         return live is None or live.get("job_state") not in LIVE + WAITING
 
-    def prepare_up(self, mode: str, dry_run: bool) -> List[str]:
-        """Asks Slurm only what is recorded (``squeue``); taking an allocation is the plan's ``allocate`` step."""
+    def up_notes(self, image: Optional[str]) -> List[str]:
+        """What ``up`` says first, and the recorded allocation when Slurm still holds it (asked with ``squeue``
+        only; taking an allocation is the plan's ``allocate`` step)."""
+        notes = super().up_notes(image)
         if self.needs_allocation():
-            return []
+            return notes
         live = self.record()
-        return [f"allocation {self.job} is already up ({live.get('job_state')} on {live.get('nodes') or '-'})"]
+        return [*notes, f"allocation {self.job} is already up ({live.get('job_state')} on {live.get('nodes') or '-'})"]
 
     def allocation_step(self) -> Optional[Step]:
         if not self.needs_allocation():
