@@ -167,7 +167,7 @@ def test_hosts_need_an_absolute_remote_dir_when_the_workspace_is_relative(spec_p
 def write_planned(files, spec_path):
     """What the plan executor does with a plan's files phase."""
     from nodeweave.cluster.execute import write_files
-    from nodeweave.cluster.plan import Phase
+    from nodeweave.plan import Phase
 
     write_files(Phase("files", "the job's files", files=tuple(files)), spec_path.parent, lambda line: None)
 

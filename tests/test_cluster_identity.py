@@ -81,7 +81,7 @@ def _up_files(spec_path: Path):
 
     _, backend, _ = open_cluster(spec_path, ClusterOptions(target="local", engine="podman"), remember=True)
     from nodeweave.cluster.execute import write_files
-    from nodeweave.cluster.plan import Phase
+    from nodeweave.plan import Phase
 
     write_files(Phase("files", "the job's files", files=tuple(backend.up_files("hold"))), backend.spec_dir,
                 lambda line: None)
@@ -255,7 +255,7 @@ def _applied_annotations(spec_path: Path, real_kubectl: str) -> dict:
     from nodeweave.cluster.execute import write_files
     from nodeweave.cluster.options import ClusterOptions
     from nodeweave.cluster import open_backend
-    from nodeweave.cluster.plan import Phase
+    from nodeweave.plan import Phase
     from nodeweave.spec import load_spec
 
     backend = open_backend(load_spec(spec_path), spec_path, ClusterOptions(target="kubernetes").checked())

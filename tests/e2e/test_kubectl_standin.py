@@ -20,7 +20,7 @@ import pytest
 from nodeweave.cluster.backends.kube import KubeCluster
 from nodeweave.cluster.execute import write_files
 from nodeweave.cluster.options import ClusterOptions
-from nodeweave.cluster.plan import Phase
+from nodeweave.plan import Phase
 from nodeweave.spec import parse_spec
 
 STANDIN = Path(__file__).parent / "kubectl_standin.py"

@@ -1,7 +1,7 @@
 """The check as a plan's phase: ``nodeweave check`` is one, ``run --check`` and ``up --check`` put one first.
 
 Why here: the worker's argv comes from the check's own options (``driver.CheckRequest``), and
-the cluster room stands below this one; the phase is data (``nodeweave.cluster.plan``), which
+the cluster room stands below this one; the phase is data (``nodeweave.plan``), which
 ``--dry-run`` prints and the real check runs (``run_check_phase``).
 """
 
@@ -12,7 +12,7 @@ from typing import List, Mapping
 
 from nodeweave.check.driver import CheckOptions, CheckRequest
 from nodeweave.cluster.base import Node
-from nodeweave.cluster.plan import RUN_ID, Phase, Plan
+from nodeweave.plan import RUN_ID, Phase, Plan
 from nodeweave.cluster.runner import launch_argv
 from nodeweave.cluster.verbs import node_commands
 

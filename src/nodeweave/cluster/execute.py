@@ -1,4 +1,4 @@
-"""The one executor: walk a verb's :class:`~nodeweave.cluster.plan.Plan`, phase by phase, as planned.
+"""The one executor: walk a verb's :class:`~nodeweave.plan.Plan`, phase by phase, as planned.
 
 Files and local steps are done here; a phase that needs the verb's context (a wait with its live
 table, a run with its console, a check with its report) goes to the handler the verb passes for
@@ -17,7 +17,7 @@ import os
 from pathlib import Path
 from typing import Callable, Dict, Mapping, Optional
 
-from nodeweave.cluster.plan import Phase, Plan
+from nodeweave.plan import Phase, Plan
 from nodeweave.errors import UsageError
 
 RECORD_ENV = "NODEWEAVE_PLAN_RECORD"

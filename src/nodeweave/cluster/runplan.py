@@ -16,7 +16,7 @@ from typing import Callable, Dict, List, Optional
 
 from nodeweave.cluster.base import Node
 from nodeweave.cluster.job import JobContext
-from nodeweave.cluster.plan import RUN_ID, NodeCommand, Phase, Plan
+from nodeweave.plan import RUN_ID, NodeCommand, Phase, Plan
 from nodeweave.cluster.runner import RunRequest, launch_argv
 from nodeweave.cluster.sweep import point_label, point_metric, sweep_table
 from nodeweave.cluster.verbs import node_commands

@@ -1,7 +1,7 @@
 """The plans of ``up``, ``down``, ``stop``, ``exec`` and ``shell``: each built from the verb's input in one function.
 
 The command line parses and opens the cluster; these decide what the verb does, as a
-:class:`~nodeweave.cluster.plan.Plan` that its ``--dry-run`` prints and its real run hands to
+:class:`~nodeweave.plan.Plan` that its ``--dry-run`` prints and its real run hands to
 ``nodeweave.cluster.execute``. ``run`` has its own (``runplan``), ``check`` too (``nodeweave.check.plan``).
 """
 
@@ -11,7 +11,7 @@ from dataclasses import replace
 from typing import Callable, List, Mapping, Optional, Sequence, Tuple
 
 from nodeweave.cluster.base import Backend, Node
-from nodeweave.cluster.plan import NodeCommand, Phase, Plan
+from nodeweave.plan import NodeCommand, Phase, Plan
 
 
 def node_commands(nodes: Sequence[Node], argv: Sequence[Sequence[str]]) -> tuple:

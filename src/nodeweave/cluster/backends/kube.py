@@ -152,7 +152,7 @@ class KubeCluster(Backend):
         """The spec's tree plus the nodeweave-up overlay, as files to write under :meth:`tree_path` (a token
         without content: made when written); the overlay's path. Nothing is written here."""
         from nodeweave.cluster import token
-        from nodeweave.cluster.plan import PlannedFile
+        from nodeweave.plan import PlannedFile
         from nodeweave.resolve import resolve
         from nodeweave.targets import kubernetes as manifests
         from nodeweave.targets.kubernetes.common import CONTAINER, workspace_claim

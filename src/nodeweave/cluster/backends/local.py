@@ -109,7 +109,7 @@ class LocalCluster(Backend):
     def up_files(self, mode: str) -> List["PlannedFile"]:
         """The job's compose file (when it differs from what the spec renders) and a fresh job token."""
         from nodeweave.cluster import token
-        from nodeweave.cluster.plan import PlannedFile
+        from nodeweave.plan import PlannedFile
 
         path = self.state.token_file
         secret = PlannedFile(self.state.shown(path), f"a new random job token (0600), mounted at "
@@ -118,7 +118,7 @@ class LocalCluster(Backend):
 
     def _compose_files(self) -> List["PlannedFile"]:
         """The job's compose file, planned when it differs from what the spec renders (it is nodeweave's own)."""
-        from nodeweave.cluster.plan import PlannedFile
+        from nodeweave.plan import PlannedFile
 
         text = render_up_compose(self.spec, self.spec_dir, self.mark)
         if self.compose_file.is_file() and \

@@ -147,7 +147,7 @@ class SlurmCluster(Backend):
     def allocate(self, phase) -> Dict[str, str]:
         """The plan's ``allocate`` step: salloc, its job id recorded in .nodeweave/<job>/cluster.json; the
         values of ``JOBID`` and ``NODE0``, ``NODE1``, ... (the nodes Slurm granted, in its order)."""
-        from nodeweave.cluster.plan import JOB_ID, NODE
+        from nodeweave.plan import JOB_ID, NODE
 
         (step,) = phase.steps
         self._mount_sources()
@@ -263,7 +263,7 @@ class SlurmCluster(Backend):
 
     def placeholder_nodes(self, job: Optional[str] = None) -> List[Node]:
         """``JOBID``/``NODE0``, ...: what a plan says before the allocation is taken (the executor fills them in)."""
-        from nodeweave.cluster.plan import JOB_ID, NODE
+        from nodeweave.plan import JOB_ID, NODE
 
         return self._nodes([f"{NODE}{i}" for i in range(self.allocated_count())], job or JOB_ID)
 

@@ -1,8 +1,11 @@
 """A verb's plan: what it would do, in order, as one object that ``--dry-run`` prints and the real run executes.
 
 Why one object: a dry run assembled beside the real run drifts from it (a wait, a check, a file
-written, a sweep point left out of the printout). Each cluster verb turns its input into a
-:class:`Plan` in ``nodeweave.cluster.verbs``; ``--dry-run`` prints it (``plan_lines``, or
+written, a sweep point left out of the printout). Why a room of its own, below the CLI and below
+``cluster/`` and ``build/``: it is the one plan type of every verb that acts (the cluster verbs'
+plans in ``nodeweave.cluster.verbs`` and ``runplan``, the check's in ``nodeweave.check.plan``, the
+sync's in ``nodeweave.sync.syncplan``, the image build's in ``nodeweave.build.plan``), so each is
+assembled next to what it plans, none in ``cli/``. ``--dry-run`` prints a plan (``plan_lines``, or
 ``to_dict()`` as ``-o json|yaml``) and ``nodeweave.cluster.execute`` walks the very same object.
 
 A plan is an ordered tuple of :class:`Phase`\\ s, each of one kind:
