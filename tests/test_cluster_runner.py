@@ -159,7 +159,7 @@ def test_a_run_spawns_the_argv_its_plan_recorded_not_one_derived_again(tmp_path)
     where deriving it again from the request would give another (here node 1's planned argv is swapped)."""
     from dataclasses import replace as swap
 
-    from nodeweave.cluster.execute import execute
+    from nodeweave.cluster.execute import Execution, execute
     from nodeweave.cluster.runplan import RunSession, run_plan
 
     the_nodes = nodes(tmp_path)
@@ -172,7 +172,7 @@ def test_a_run_spawns_the_argv_its_plan_recorded_not_one_derived_again(tmp_path)
     context = JobContext(job="job", spec_text="name: job\n", workspace=tmp_path, target="here")
     console = Console(file=io.StringIO(), width=200, color_system=None)
     session = RunSession(the_nodes, tmp_path / "runs", context, console)
-    execute(plan, tmp_path, lambda line: None, session.handlers())
+    execute(plan, Execution(tmp_path, lambda line: None), session.runners())
     (data,) = session.results
     folder = Path(data["folder"])
     assert (folder / "node-0.log").read_text().splitlines()[-1] == "derived 0"

@@ -77,7 +77,7 @@ def check_command(
     from nodeweave.check.driver import CheckOptions
     from nodeweave.check.plan import check_plan
     from nodeweave.cli.habits.base import find_spec
-    from nodeweave.cluster.execute import execute
+    from nodeweave.cluster.execute import Execution, Handled, execute
     from nodeweave.cluster.runfolder import RUNS
 
     spec_path = find_spec(spec_path)
@@ -102,8 +102,9 @@ def check_command(
         return
     out = console(stderr=is_data(fmt))
     results = []
-    execute(plan, backend.spec_dir, say(out), {
-        "check": lambda phase: results.append(check_cluster(nodes, spec, spec_path, backend, phase, out, fmt))})
+    execute(plan, Execution(backend.spec_dir, say(out), out, backend, nodes), [
+        Handled("check", lambda phase: results.append(check_cluster(nodes, spec, spec_path, backend, phase, out,
+                                                                    fmt)))])
     if results[0].exit_code:
         raise NodeweaveError(_failure(results[0]), exit_code=results[0].exit_code)
 

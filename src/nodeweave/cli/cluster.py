@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import TYPE_CHECKING, List, Optional
 
@@ -35,7 +34,7 @@ def up_command(
     """Bring the cluster up: compose on this machine, compose over ssh on every host, or apply -k on Kubernetes."""
     spec_path = find_spec(spec_path)
     from nodeweave.cli.check import check_first, default_check
-    from nodeweave.cluster.execute import execute
+    from nodeweave.cluster.execute import Execution, Handled, execute
     from nodeweave.cluster.verbs import up_plan
 
     fmt = data_format(as_json, output)
@@ -51,22 +50,13 @@ def up_command(
             show_plan(plan, fmt, backend, None, "up")  # the engine or tool missing; the nodes need not be up
             return
         # the nodes once the plan's phases before the wait ran (a Slurm allocation's are Slurm's to pick)
-        handlers = {"allocate": lambda phase: _allocate(backend, phase, out),
-                    "wait": lambda phase: _wait(backend, spec, backend.nodes(for_up=True), phase, out, fmt),
-                    "check": lambda phase: check_first(backend.nodes(for_up=True), spec, spec_path, backend, phase,
-                                                       out, "the nodes stay up (`nodeweave down` takes them down)")}
-        execute(plan, backend.spec_dir, say(out), handlers)
+        runners = [Handled("wait", lambda phase: _wait(backend, spec, backend.nodes(for_up=True), phase, out, fmt)),
+                   Handled("check", lambda phase: check_first(backend.nodes(for_up=True), spec, spec_path, backend,
+                                                              phase, out, "the nodes stay up (`nodeweave down` takes "
+                                                              "them down)"))]
+        execute(plan, Execution(backend.spec_dir, say(out), out, backend), runners)
     finally:
         backend.close()
-
-
-def _allocate(backend, phase, out) -> dict:
-    """The plan's allocation step (Slurm's salloc); the job id and nodes it was granted, for the later phases."""
-    (step,) = phase.steps
-    out.print(f"{step.what}: {step.text()}", highlight=False, markup=False)
-    values = backend.allocate(phase)
-    out.print(f"took allocation {backend.job} on {', '.join(backend.hosts())}", highlight=False)
-    return values
 
 
 def _wait(backend, spec, nodes, phase, out, fmt: str) -> None:
@@ -95,7 +85,7 @@ def down_command(
 ) -> None:
     """Take down what `up` made (keeps Kubernetes claims unless --delete-claims)."""
     spec_path = find_spec(spec_path)
-    from nodeweave.cluster.execute import execute
+    from nodeweave.cluster.execute import Execution, execute
     from nodeweave.cluster.options import forget_allocation
     from nodeweave.cluster.recorded import renamed_down
     from nodeweave.cluster.verbs import down_plan
@@ -112,7 +102,7 @@ def down_command(
         if plan.of_kind("stop"):  # bare hosts: nothing to take down but the runs
             _stop(plan, backend.spec_dir, out, fmt)
             return
-        execute(plan, backend.spec_dir, say(out))
+        execute(plan, Execution(backend.spec_dir, say(out), out, backend))
     finally:
         backend.close()
         for old, _ in renamed:
@@ -184,12 +174,11 @@ def status_command(
 def _stop(plan, spec_dir: Path, out, fmt: str) -> bool:
     """Execute a stop plan; print every node's report (``-o json|yaml``: as data); False when a process outlived
     SIGKILL somewhere."""
-    from nodeweave.cluster.execute import execute
-    from nodeweave.cluster.stop import report_line, stop_runs
+    from nodeweave.cluster.execute import Execution, execute
+    from nodeweave.cluster.stop import report_line
 
-    reports = []
-    execute(plan, spec_dir, say(out), {"stop": lambda phase: reports.extend(
-        (n, r) for n, r in zip(phase.nodes, stop_runs(phase, out)))})
+    done = execute(plan, Execution(spec_dir, say(out), out))
+    reports = [pair for stopped in done.outcomes.get("stop", []) for pair in stopped]
     emit([{"node": n.node, **r} for n, r in reports], fmt)
     for node, report in reports:
         out.print(f"{node.node} ({node.reached_as}): {report_line(report)}", highlight=False, markup=False)
@@ -238,7 +227,7 @@ def shell_command(
         note_renamed(f"shell {index}", f"shell --node {index}")
         wanted.append(index)
     spec, backend, _ = open_cluster(spec_path, reach, dry_run=dry_run)
-    from nodeweave.cluster.execute import execute
+    from nodeweave.cluster.execute import Execution, execute
     from nodeweave.cluster.verbs import shell_plan
 
     chosen = pick_one(backend.live_nodes("open a shell in", dry_run), wanted, "shell")
@@ -247,12 +236,7 @@ def shell_command(
         show_plan(plan, data_format(as_json, output), backend, [chosen], "shell")
         return
     backend.require_up([chosen], "shell")
-    execute(plan, backend.spec_dir, say(console(stderr=True)), {"shell": _exec_shell})
-
-
-def _exec_shell(phase) -> None:
-    argv = list(phase.nodes[0].argv)
-    os.execvp(argv[0], argv)
+    execute(plan, Execution(backend.spec_dir, say(console(stderr=True)), backend=backend, nodes=[chosen]))
 
 
 @reach_options

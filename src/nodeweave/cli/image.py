@@ -140,7 +140,7 @@ def _scratch(job: str, variant: str) -> str:
 def _execute_build(plan, engine, build, spec_path: Path, quiet: bool, console):
     """The plan's build phase through the one executor (NODEWEAVE_PLAN_RECORD records it); the build's result."""
     from nodeweave.build import BuildProgress, run_build
-    from nodeweave.cluster.execute import execute
+    from nodeweave.cluster.execute import Execution, Handled, execute
 
     echo, results = BuildProgress(), []
 
@@ -157,7 +157,8 @@ def _execute_build(plan, engine, build, spec_path: Path, quiet: bool, console):
             console.print(f"{step.what}: {step.text()}", markup=False, highlight=False)
         results.append(run_build(engine, build, on_line=on_line, steps=phase.steps))
 
-    execute(plan, spec_path.resolve().parent, lambda line: console.print(line, markup=False), {"build": build_phase})
+    execute(plan, Execution(spec_path.resolve().parent, lambda line: console.print(line, markup=False)),
+            [Handled("build", build_phase)])
     return results[0]
 
 
@@ -181,7 +182,7 @@ def _build_on_openshift(spec, spec_path: Path, context_dir: Path, variant: str, 
 
     from nodeweave.build.openshift import build_steps, run_build_steps, stage_upload
     from nodeweave.build.plan import cluster_image_plan
-    from nodeweave.cluster.execute import execute
+    from nodeweave.cluster.execute import Execution, Handled, execute
 
     if target != "openshift":
         raise UsageError(f"--target {target!r} is not accepted: local or openshift")
@@ -200,8 +201,8 @@ def _build_on_openshift(spec, spec_path: Path, context_dir: Path, variant: str, 
             console.print(f"{step.what}: {step.text()}", highlight=False, markup=False)
         run_build_steps(phase.steps, lambda line: console.print(line, markup=False, highlight=False))
 
-    execute(plan, spec_path.resolve().parent, lambda line: console.print(line, markup=False),
-            {"stage": stage_phase, "build": build_phase})
+    execute(plan, Execution(spec_path.resolve().parent, lambda line: console.print(line, markup=False)),
+            [Handled("stage", stage_phase), Handled("build", build_phase)])
 
 
 def _summary(variant: str, plan, result) -> Table:

@@ -71,8 +71,11 @@ class RunSession:
         self.rows: List[dict] = []
         self.stopped = False  # a point was interrupted: the later points are not started
 
-    def handlers(self) -> Dict[str, Callable[[Phase], None]]:
-        return {"sweep": self.open_sweep, "run": self.run}
+    def runners(self) -> list:
+        """What runs this session's phases in the executor: the sweep's folder, each point's run."""
+        from nodeweave.cluster.execute import Handled
+
+        return [Handled("sweep", self.open_sweep), Handled("run", self.run)]
 
     def open_sweep(self, phase: Phase) -> None:
         from nodeweave.cluster.runfolder import RunFolder
