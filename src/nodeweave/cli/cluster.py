@@ -49,31 +49,18 @@ def up_command(
         if dry_run:
             show_plan(plan, fmt, backend, None, "up")  # the engine or tool missing; the nodes need not be up
             return
-        # the nodes once the plan's phases before the wait ran (a Slurm allocation's are Slurm's to pick)
-        runners = [Handled("wait", lambda phase: _wait(backend, spec, backend.nodes(for_up=True), phase, out, fmt)),
-                   Handled("check", lambda phase: check_first(backend.nodes(for_up=True), spec, spec_path, backend,
+        # the nodes once the plan's phases before the check ran (a Slurm allocation's are Slurm's to pick)
+        runners = [Handled("check", lambda phase: check_first(backend.nodes(for_up=True), spec, spec_path, backend,
                                                               phase, out, "the nodes stay up (`nodeweave down` takes "
                                                               "them down)"))]
-        execute(plan, Execution(backend.spec_dir, say(out), out, backend), runners)
+        job = Execution(backend.spec_dir, say(out), out, backend)
+        try:
+            execute(plan, job, runners)
+        finally:  # the nodes the wait saw up, as data, even when the check after it named one
+            for waited in job.outcomes.get("wait", []):
+                emit(waited, fmt)
     finally:
         backend.close()
-
-
-def _wait(backend, spec, nodes, phase, out, fmt: str) -> None:
-    """The plan's wait: the live table until every node is up, then whether their plans agree."""
-    from nodeweave.cluster.ready import wait_until_up
-    from nodeweave.cluster.status import plan_verdict
-
-    mode = phase.request
-    progress = wait_until_up(backend, nodes, mode, phase.timeout, out, spec_command(spec))
-    agree, failures = plan_verdict([(n, progress.ready.get(n.index)) for n in nodes])
-    what = f"in {mode} mode" if backend.holds else "and answer (bare hosts: nothing held)"
-    out.print(f"{len(nodes)} node(s) up {what} on {backend.where()}; {agree}", highlight=False)
-    if failures:  # a node that answers but cannot start is no agreement (issue 33): up fails, naming it
-        raise NodeweaveError(f"{len(failures)} of {len(nodes)} node(s) cannot start: " + "; ".join(failures)
-                             + "; `nodeweave status` shows each plan (fix the spec, then `nodeweave up` again)")
-    emit({"mode": mode, "where": backend.where(), "nodes": [
-        {"node": n.name, "reached_as": n.remote.label, "state": progress.state.get(n.index)} for n in nodes]}, fmt)
 
 
 @reach_options

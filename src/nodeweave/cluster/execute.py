@@ -3,13 +3,13 @@
 Each phase kind is run by a small class with ``run(phase, job)`` (:class:`PhaseRun`); the executor
 only iterates: it looks up the kind's runner and hands it the phase itself, so what runs is what the
 plan says. The kinds that need nothing but the plan and the verb's :class:`Execution` (where files
-go, the console, the backend, the nodes) run here: ``files``, ``commands``, ``allocate``, ``stop``,
-``exec``, ``shell`` (:data:`BUILT_IN`). A verb adds runners for the kinds that carry a session of
-its own (a run's folder and console, a check's report, the wait's live table, a sync's request, an
-image build's engine), as objects with the same ``run``. A runner that makes something known the
-plan could only name (a Slurm allocation's ``JOBID``, ``NODE0``, ...) returns those names' values,
-and every later phase runs with them filled in (``Phase.bound``); what else a runner returns is
-kept in ``Execution.outcomes`` under its kind (a stop's reports, an exec's results).
+go, the console, the backend, the nodes) run here: ``files``, ``commands``, ``allocate``, ``wait``,
+``stop``, ``exec``, ``shell`` (:data:`BUILT_IN`). A verb adds runners for the kinds that carry a
+session of its own (a run's folder and console, a check's report, a sync's request, an image
+build's engine), as objects with the same ``run``. The ``allocate`` runner makes known what the
+plan could only name (a Slurm allocation's ``JOBID``, ``NODE0``, ...): it returns those names' values,
+and every later phase runs with them filled in (``Phase.bound``); what any other runner returns is
+kept in ``Execution.outcomes`` under its kind (a stop's reports, an exec's results, the wait's nodes).
 
 ``NODEWEAVE_PLAN_RECORD=<file>`` (a debugging aid) writes the executed plan's ``to_dict()`` there as
 JSON before the first phase runs: compare it with ``--dry-run -o json`` of the same command.
@@ -65,7 +65,7 @@ def execute(plan: Plan, job: Execution, runners: Sequence[PhaseRun] = ()) -> Exe
         if phase.kind not in chosen:
             raise ValueError(f"{plan.verb}: nothing runs a {phase.kind} phase")  # a verb's own bug, not input
         made = chosen[phase.kind].run(phase.bound(known), job)
-        if isinstance(made, Mapping):
+        if isinstance(made, Mapping) and phase.kind == "allocate":  # the placeholders' values it made known
             known.update(made)
         elif made is not None:
             job.outcomes.setdefault(phase.kind, []).append(made)
@@ -145,6 +145,31 @@ class Allocate(PhaseRun):
         return values
 
 
+class Wait(PhaseRun):
+    """The live table until every node the backend has for ``up`` is up, then whether their plans agree (a node
+    that answers but cannot start fails ``up``, naming it); what ``up -o json`` prints of the nodes."""
+
+    kind = "wait"
+
+    def run(self, phase: Phase, job: Execution):
+        from nodeweave.cluster.ready import wait_until_up
+        from nodeweave.cluster.status import plan_verdict
+        from nodeweave.errors import NodeweaveError
+
+        backend, mode = job.backend, phase.request
+        nodes = backend.nodes(for_up=True)  # once the phases before ran (a Slurm allocation's: Slurm's to pick)
+        command = [backend.spec.launcher.script, *backend.spec.launcher.args]  # what a held node's plan is for
+        progress = wait_until_up(backend, nodes, mode, phase.timeout, job.out, command)
+        agree, failures = plan_verdict([(n, progress.ready.get(n.index)) for n in nodes])
+        what = f"in {mode} mode" if backend.holds else "and answer (bare hosts: nothing held)"
+        job.out.print(f"{len(nodes)} node(s) up {what} on {backend.where()}; {agree}", highlight=False)
+        if failures:  # a node that answers but cannot start is no agreement (issue 33): up fails, naming it
+            raise NodeweaveError(f"{len(failures)} of {len(nodes)} node(s) cannot start: " + "; ".join(failures)
+                                 + "; `nodeweave status` shows each plan (fix the spec, then `nodeweave up` again)")
+        return {"mode": mode, "where": backend.where(), "nodes": [
+            {"node": n.name, "reached_as": n.remote.label, "state": progress.state.get(n.index)} for n in nodes]}
+
+
 class Stop(PhaseRun):
     """Every node's stop at once, then the platform's leftovers; the nodes' reports, as (planned node, report)."""
 
@@ -178,4 +203,4 @@ class Shell(PhaseRun):
         os.execvp(argv[0], argv)
 
 
-BUILT_IN = (WriteFiles(), RunSteps(), Allocate(), Stop(), Exec(), Shell())
+BUILT_IN = (WriteFiles(), RunSteps(), Allocate(), Wait(), Stop(), Exec(), Shell())
