@@ -13,17 +13,15 @@ from typing import List, Mapping
 from nodeweave.check.driver import CheckOptions, CheckRequest
 from nodeweave.cluster.base import Node
 from nodeweave.plan import RUN_ID, Phase, Plan
-from nodeweave.cluster.runner import launch_argv
-from nodeweave.cluster.verbs import node_commands
+from nodeweave.cluster.runplan import launch_commands
 
 
 def check_phase(nodes: List[Node], options: CheckOptions, env: Mapping[str, str], parent: Path, job: str) -> Phase:
     """Every node's worker through its entrypoint, into ``<parent>/<UTC time>-<job>-check/``."""
     request = CheckRequest(run_id=RUN_ID, command=options.worker_command(), flags=options.entrypoint_flags(),
                            env=dict(env))
-    argv = launch_argv(nodes, request)
     return Phase("check", f"check {len(nodes)} node(s) and every link (threshold {options.threshold * 100:g}%)",
-                 nodes=node_commands(nodes, argv), folder=f"{parent}/<UTC time>-{job}-check/", request=options,
+                 nodes=launch_commands(nodes, request), folder=f"{parent}/<UTC time>-{job}-check/", request=options,
                  env=tuple(dict(env).items()))
 
 

@@ -45,13 +45,14 @@ def run_plan(where: str, nodes: List[Node], command: List[str], points: List[Dic
         request = RunRequest(run_id=RUN_ID, command=list(command), env={**env, **point}, profile=profile,
                              grace=grace, recovery=recovery)
         what = f"point {number} of {len(points)}: {point}" if sweep is not None else "one run"
-        phases.append(Phase("run", what, nodes=_launches(nodes, request), folder=folder, request=request,
+        phases.append(Phase("run", what, nodes=launch_commands(nodes, request), folder=folder, request=request,
                             point=tuple(point.items())))
     return Plan("run", where, tuple(phases))
 
 
-def _launches(nodes: List[Node], request: RunRequest) -> tuple:
-    """Every node's exec, or the one launch that starts them all (a Slurm step)."""
+def launch_commands(nodes: List[Node], request: RunRequest) -> tuple:
+    """A run's or a check's launches as a plan records them: every node's exec, or the one launch that starts
+    them all (a Slurm step)."""
     argv = launch_argv(nodes, request)
     if nodes and nodes[0].group is not None:
         return (NodeCommand("every node at once", ", ".join(n.remote.label for n in nodes), tuple(argv[0])),)
