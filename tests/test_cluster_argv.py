@@ -47,7 +47,7 @@ def texts(phases):
 
 def test_local_up_and_down_are_compose_with_the_mode_in_the_environment(spec_path):
     b = backend(spec_path, engine="podman")
-    b.prepare_up("hold", dry_run=True)
+    b.up_files("hold")
     (up,), = b.up_steps("hold", "localhost/t/job:cpu")
     assert up.argv[-5:] == ("-f", str(spec_path.parent / ".nodeweave/job/compose.yaml"), "up", "-d", "--force-recreate")
     assert up.argv[0].endswith("podman-compose")
@@ -66,11 +66,11 @@ def test_local_up_renders_the_jobs_own_compose_file_and_rotates_its_token(spec_p
     b = backend(spec_path)
     token_line = (".nodeweave/job/job-token (a new random job token (0600), mounted at /run/nodeweave/job-token in "
                   "every node)")
-    assert b.prepare_up("hold", dry_run=True) == ["would write .nodeweave/job/compose.yaml (new: rendered from "
-                                                  "nodeweave.yaml)", f"would write {token_line}"]
+    assert [f"{f.path} ({f.what})" for f in b.up_files("hold")] == [
+        ".nodeweave/job/compose.yaml (new: rendered from nodeweave.yaml)", token_line]
     compose = spec_path.parent / ".nodeweave" / "job" / "compose.yaml"
     assert not compose.exists()
-    b.prepare_up("hold", dry_run=False)
+    write_planned(b.up_files("hold"), spec_path)
     text = compose.read_text()
     assert "NODEWEAVE_MODE: ${NODEWEAVE_MODE:-run}" in text
     assert f"- {spec_path.parent.resolve()}:/workspace" in text  # host paths absolute: it lives in the state folder
@@ -78,7 +78,8 @@ def test_local_up_renders_the_jobs_own_compose_file_and_rotates_its_token(spec_p
     token_file = spec_path.parent / ".nodeweave" / "job" / "job-token"
     first = token_file.read_text()
     assert token_file.stat().st_mode & 0o777 == 0o600 and len(first.strip()) >= 40
-    assert b.prepare_up("hold", dry_run=False) == [f"wrote {token_line}"]  # the compose file is unchanged
+    assert [f"{f.path} ({f.what})" for f in b.up_files("hold")] == [token_line]  # the compose file is unchanged
+    write_planned(b.up_files("hold"), spec_path)
     assert token_file.read_text() != first  # every up rotates the token
     assert first.strip() not in compose.read_text()
 
@@ -88,11 +89,11 @@ def test_two_specs_in_one_folder_never_touch_each_others_job(spec_path):
     other = spec_path.parent / "b.yaml"
     other.write_text(spec_path.read_text().replace("name: job", "name: other"))
     a, b = backend(spec_path), backend(other)
-    a.prepare_up("run", dry_run=False)
+    write_planned(a.up_files("run"), spec_path)
     a_token = (spec_path.parent / ".nodeweave/job/job-token").read_text()
-    b.prepare_up("run", dry_run=False)
+    write_planned(b.up_files("run"), spec_path)
     assert (spec_path.parent / ".nodeweave/job/job-token").read_text() == a_token  # b's up did not re-key a
-    a.prepare_down(dry_run=False)
+    write_planned(a.down_files(False), spec_path)
     (down,), = a.down_steps(False)
     used = Path(down.argv[down.argv.index("-f") + 1])
     assert used == spec_path.parent / ".nodeweave/job/compose.yaml"
@@ -128,7 +129,10 @@ def test_hosts_up_sends_the_compose_file_and_generates_each_hosts_rank(spec_path
                       "NODEWEAVE_IMAGE=localhost/t/job:cpu",  # the spec's, never a host's own NODEWEAVE_IMAGE
                       "NODEWEAVE_JOB_TOKEN_HOST=/srv/job/.nodeweave/job/job-token",
                       "NODEWEAVE_JOB_TOKEN_FILE=/run/nodeweave/job-token", "docker", "compose",
-                      "-p", "job", "-f", "/srv/job/compose/node.yaml", "up", "-d", "--force-recreate"]
+                      "-p", b.mark.project, "-f", "/srv/job/compose/node.yaml", "up", "-d", "--force-recreate"]
+    sent = yaml.safe_load(writes[0].stdin)  # this folder's project, its container labelled with job and folder
+    assert sent["name"] == b.mark.project and b.mark.project.startswith("job-")
+    assert sent["services"]["node"]["labels"] == b.mark.labels(), sent["services"]
     assert [n.remote.label for n in b.nodes()] == ["ssh+docker:gpu01/job-node", "ssh+docker:me@gpu02/job-node"]
     (downs,) = b.down_steps(False)
     assert shlex.split(downs[0].argv[-1])[-3:] == ["down", "-t", "30"]
@@ -136,8 +140,12 @@ def test_hosts_up_sends_the_compose_file_and_generates_each_hosts_rank(spec_path
 
 def test_bare_hosts_get_the_compose_environment_and_a_working_directory(spec_path):
     b = backend(spec_path, target="hosts", hosts=("10.0.0.1", "10.0.0.2"), engine="none", remote_dir="/srv/job")
-    (tokens,) = b.up_steps("hold", None)
-    assert [t.what for t in tokens] == ["send a new job token to node-0 (ssh:10.0.0.1)", "send a new job token to node-1 (ssh:10.0.0.2)"]
+    (steps,) = b.up_steps("hold", None)
+    assert [t.what for t in steps] == ["send a new job token to node-0 (ssh:10.0.0.1)", "send a new job token to "
+                                       "node-1 (ssh:10.0.0.2)", "mark node-0 (ssh:10.0.0.1) as this folder's job",
+                                       "mark node-1 (ssh:10.0.0.2) as this folder's job"]
+    assert json.loads(steps[3].stdin) == b.mark.labels() and steps[3].argv[-1].endswith("/srv/job/.nodeweave/job "
+                                                                                          "owner.json")
     assert b.down_steps(False) == []
     node = b.nodes()[1]
     argv = node.entrypoint_argv(["--node", "status"])
@@ -159,7 +167,7 @@ def test_hosts_need_an_absolute_remote_dir_when_the_workspace_is_relative(spec_p
 def write_planned(files, spec_path):
     """What the plan executor does with a plan's files phase."""
     from nodeweave.cluster.execute import write_files
-    from nodeweave.cluster.plan import Phase
+    from nodeweave.plan import Phase
 
     write_files(Phase("files", "the job's files", files=tuple(files)), spec_path.parent, lambda line: None)
 
@@ -191,7 +199,7 @@ def test_kubernetes_up_applies_an_overlay_that_holds_and_down_keeps_the_claim(sp
     b.close()
     assert overlay.exists() and overlay == spec_path.parent / ".nodeweave/job/kube/manifests/nodeweave-up"  # kept
     (delete,), (tokens,) = b.down_steps(delete_claims=False)
-    write_planned(b.down_files(), spec_path)
+    write_planned(b.down_files(False), spec_path)
     assert tokens.argv[-3:-1] == ("-l", "app.kubernetes.io/instance=job,app.kubernetes.io/component=job-token")
     claim_patch = yaml.safe_load((Path(delete.argv[5]) / "patch-0.yaml").read_text())
     assert claim_patch["kind"] == "PersistentVolumeClaim" and claim_patch["$patch"] == "delete"

@@ -80,7 +80,11 @@ def _up_files(spec_path: Path):
     from nodeweave.cluster.options import ClusterOptions
 
     _, backend, _ = open_cluster(spec_path, ClusterOptions(target="local", engine="podman"), remember=True)
-    backend.prepare_up("hold", dry_run=False)
+    from nodeweave.cluster.execute import write_files
+    from nodeweave.plan import Phase
+
+    write_files(Phase("files", "the job's files", files=tuple(backend.up_files("hold"))), backend.spec_dir,
+                lambda line: None)
     return backend
 
 
@@ -251,13 +255,15 @@ def _applied_annotations(spec_path: Path, real_kubectl: str) -> dict:
     from nodeweave.cluster.execute import write_files
     from nodeweave.cluster.options import ClusterOptions
     from nodeweave.cluster import open_backend
-    from nodeweave.cluster.plan import Phase
+    from nodeweave.plan import Phase
     from nodeweave.spec import load_spec
 
     backend = open_backend(load_spec(spec_path), spec_path, ClusterOptions(target="kubernetes").checked())
     files = backend.up_files("hold")
     write_files(Phase("files", "tree", files=tuple(files)), backend.spec_dir, lambda line: None)
-    built = subprocess.run([real_kubectl, "kustomize", str(backend._overlay)], capture_output=True, text=True,
+    from nodeweave.cluster.backends.kube import OVERLAY
+
+    built = subprocess.run([real_kubectl, "kustomize", str(backend.tree_path() / OVERLAY)], capture_output=True, text=True,
                            check=True).stdout
     (sts,) = [d for d in yaml.safe_load_all(built) if d and d["kind"] == "StatefulSet"]
     assert sts["spec"]["template"]["metadata"]["annotations"]["nodeweave.io/owner"] == backend.mark.owner
@@ -383,3 +389,110 @@ def test_a_dry_run_reads_the_old_single_state_file_and_writes_nothing(tmp_path):
     assert legacy.read_text() == text
     save_state(spec, "twin", load_state(spec, "twin"))  # what a real `up` does: the entry moves
     assert json.loads(legacy.read_text()) == {"other": {"target": "local"}}
+
+
+# docker on a host of the ssh stand-in (tests/ssh_standin.py: each host is a folder, HOME there): compose up and down
+# of the file nodeweave's `up` sent there, kept as that host's containers ($HOME/containers.json: name -> labels);
+# inspect answers from them as docker does (one line, exit 1 for a missing container); exec answers from a running
+# container; anything else is refused (exit 2).
+HOST_DOCKER = r'''#!{python}
+import json, os, sys
+import yaml
+kept = os.path.join(os.environ["HOME"], "containers.json")
+known = json.load(open(kept)) if os.path.exists(kept) else {{}}
+args = sys.argv[1:]
+if args[:1] == ["compose"]:
+    compose_file, verb = args[args.index("-f") + 1], args[args.index("-f") + 2]
+    names = {{s["container_name"]: s.get("labels") or {{}}
+              for s in yaml.safe_load(open(compose_file))["services"].values()}}
+    if verb == "up":
+        known.update(names)
+    elif verb == "down":
+        known = {{n: labels for n, labels in known.items() if n not in names}}
+    json.dump(known, open(kept, "w"))
+    sys.exit(0)
+if args[:3] == ["inspect", "--type", "container"] and args[3] == "--format" and len(args) == 6:
+    if args[5] not in known:
+        sys.stderr.write("Error: No such container: %s\n" % args[5])
+        sys.exit(1)
+    print(json.dumps(known[args[5]]))
+    sys.exit(0)
+sys.stderr.write("docker stand-in: not a call nodeweave makes here: %s\n" % args)
+sys.exit(2)
+'''
+HOSTS = ("h1", "h2")
+
+
+@pytest.fixture
+def host_twins(tmp_path):
+    """Folders a and b holding the same spec for the hosts target (docker compose on each host, over ssh); each
+    folder's own remote folder on the hosts; ssh and the hosts' docker are the stand-ins above."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    standin = Path(__file__).parent / "ssh_standin.py"
+    (bin_dir / "ssh").write_text(f"#!/bin/sh\nexec {sys.executable} {standin} \"$@\"\n")
+    (bin_dir / "docker").write_text(HOST_DOCKER.format(python=sys.executable))
+    for tool in ("ssh", "docker"):
+        (bin_dir / tool).chmod(0o755)
+    a, b = _folder(tmp_path / "a"), _folder(tmp_path / "b")
+    env = _env(tmp_path, STANDIN_SSH_ROOT=str(tmp_path / "hosts"))
+    env["PATH"] = f"{bin_dir}:{Path(sys.executable).parent}:/usr/bin:/bin"
+
+    def flags(folder: Path):
+        return ["--target", "hosts", "--engine", "docker", "--remote-dir", str(folder.parent / "remote"),
+                *(f"--host={h}" for h in HOSTS)]
+    return a, b, env, flags
+
+
+def test_hosts_containers_carry_the_jobs_mark_and_another_folder_is_refused(host_twins, tmp_path):
+    """Issue 41 item 4 on the hosts target: a's real `up` sends each host a compose file whose container carries
+    a's labels, in a's own compose project; in folder b every verb refuses those containers (exit 3) naming a,
+    while a's verbs go on, and after a's `down` b may start its own job there."""
+    a, b, env, flags = host_twins
+    up = cli(a.parent, env, "up", *flags(a), "--no-wait")
+    assert up.returncode == 0, up.stdout + up.stderr
+    for host in HOSTS:
+        labels = json.loads((tmp_path / "hosts" / host / "containers.json").read_text())["twin-node"]
+        assert labels == {"io.nodeweave.job": "twin", "io.nodeweave.folder": str(a.parent.resolve()),
+                          "io.nodeweave.owner": _mark(a).owner}, labels
+    for verb in (("up", "--dry-run"), ("down", "--dry-run"), ("down",), ("stop", "--dry-run"),
+                 ("exec", "--dry-run", "--", "hostname"), ("run", "--dry-run", "--", "train.py"), ("status",)):
+        out = cli(b.parent, env, verb[0], *flags(b), *verb[1:])
+        assert out.returncode == 3, (verb, out.stdout, out.stderr)
+        lines = out.stderr.strip().splitlines()
+        assert len(lines) == 1 and f"`nodeweave up` in {a.parent} (job twin)" in lines[0], (verb, out.stderr)
+        assert "container twin-node on h1 (and 1 more) was started by" in lines[0], lines
+    assert json.loads((tmp_path / "hosts" / "h1" / "containers.json").read_text())  # b's down removed nothing
+    plan = cli(a.parent, env, "down", "--dry-run")
+    assert plan.returncode == 0 and f"-p twin-{_mark(a).owner[:8]} -f {a.parent}/remote/compose/node.yaml down" \
+        in plan.stdout, plan.stdout + plan.stderr
+    assert cli(a.parent, env, "down").returncode == 0
+    assert json.loads((tmp_path / "hosts" / "h1" / "containers.json").read_text()) == {}
+    assert cli(b.parent, env, "up", *flags(b), "--dry-run").returncode == 0
+
+
+def test_bare_hosts_carry_the_jobs_mark_beside_its_token_and_another_folder_is_refused(host_twins, tmp_path):
+    """Bare hosts (`--engine none`) start no container: a's `up` leaves a's mark in the remote folder beside the
+    job's token; b, sharing that remote folder, is refused on every verb (its `up` would re-key a's nodes), a's
+    verbs go on, and a's `down` takes the mark back."""
+    a, b, env, _ = host_twins
+    remote = tmp_path / "shared"
+    flags = ["--target", "hosts", "--engine", "none", "--remote-dir", str(remote), *(f"--host={h}" for h in HOSTS)]
+    up = cli(a.parent, env, "up", *flags, "--no-wait")
+    assert up.returncode == 0, up.stdout + up.stderr
+    mark = remote / ".nodeweave" / "twin" / "owner.json"
+    assert json.loads(mark.read_text()) == _mark(a).labels()
+    token = (remote / ".nodeweave" / "twin" / "job-token").read_text()
+    for verb in (("up",), ("up", "--dry-run"), ("down", "--dry-run"), ("stop", "--dry-run"),
+                 ("exec", "--dry-run", "--", "hostname"), ("status",)):
+        out = cli(b.parent, env, verb[0], *flags, *verb[1:])
+        assert out.returncode == 3, (verb, out.stdout, out.stderr)
+        lines = out.stderr.strip().splitlines()
+        assert len(lines) == 1 and f"`nodeweave up` in {a.parent} (job twin)" in lines[0], (verb, out.stderr)
+        assert f"the job's mark {mark} on h1 (and 1 more) was started by" in lines[0], lines
+    assert (remote / ".nodeweave" / "twin" / "job-token").read_text() == token  # b's up re-keyed nothing
+    down = cli(a.parent, env, "down", "--dry-run")
+    assert down.returncode == 0 and f"rm -f {mark}" in down.stdout, down.stdout + down.stderr
+    assert cli(a.parent, env, "down").returncode == 0
+    assert not mark.exists()
+    assert cli(b.parent, env, "up", *flags, "--dry-run").returncode == 0

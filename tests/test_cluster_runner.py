@@ -25,7 +25,7 @@ from rich.console import Console
 from nodeweave.cluster.base import Node
 from nodeweave.cluster.job import JobContext, record, run_job
 from nodeweave.cluster.runfolder import RunFolder
-from nodeweave.cluster.runner import Runner, RunRequest
+from nodeweave.cluster.runner import Runner, RunRequest, launch_argv
 from nodeweave.remote.base import Remote
 
 FIX = Path(__file__).parent / "fixtures" / "synthetic" / "cpu-only"
@@ -61,8 +61,9 @@ def job(tmp_path, command, grace=3.0, interrupt_after=None):
     console = Console(file=io.StringIO(), width=200, color_system=None)
     the_nodes = nodes(tmp_path)
     if interrupt_after is None:
-        return run_job(the_nodes, request, folder, context, console), console.file.getvalue(), folder
-    runner = Runner(the_nodes, request, folder, console)
+        return (run_job(the_nodes, request, launch_argv(the_nodes, request), folder, context, console),
+                console.file.getvalue(), folder)
+    runner = Runner(the_nodes, request, launch_argv(the_nodes, request), folder, console)
     threading.Timer(interrupt_after, runner.interrupt).start()  # what Ctrl-C's handler calls
     runner.run()
     return record(folder, runner, request, context, the_nodes), console.file.getvalue(), folder
@@ -129,7 +130,8 @@ def test_lines_are_shown_as_a_styled_print_showed_them(colours):
 
     nodes = [Node(i, make_target("podman", f"n{i}")) for i in range(12)]
     console = Console(file=io.StringIO(), width=200, color_system=colours, force_terminal=bool(colours))
-    runner = Runner(nodes, RunRequest(run_id="r", command=["true"]), None, console)
+    request = RunRequest(run_id="r", command=["true"])
+    runner = Runner(nodes, request, launch_argv(nodes, request), None, console)
     lines = [(nodes[11], "step 1\r step 2"), (nodes[0], "[bold]not markup[/]"), (nodes[3], "a\tb\t\tc é 中")]
     for node, line in lines:
         runner.lines.put((type("R", (), {"node": node, "tail": []})(), line, 0.0))
@@ -149,3 +151,33 @@ def test_lines_are_shown_as_a_styled_print_showed_them(colours):
     assert ("\x1b[" in console.file.getvalue()) == bool(colours)
     if not colours:
         assert console.file.getvalue().splitlines()[0] == "[node-11] step 1 step 2"
+
+
+def test_a_run_spawns_the_argv_its_plan_recorded_not_one_derived_again(tmp_path):
+    """The plan is what runs (issue 41 item 5): the run session hands the runner each node's argv from the plan's
+    ``run`` phase (``RUN_ID`` filled with the folder's id), so an argv the plan holds is the one spawned, even
+    where deriving it again from the request would give another (here node 1's planned argv is swapped)."""
+    from dataclasses import replace as swap
+
+    from nodeweave.cluster.execute import Execution, execute
+    from nodeweave.cluster.runplan import RunSession, run_plan
+
+    the_nodes = nodes(tmp_path)
+    plan = run_plan("here", the_nodes, sh('echo "derived $NODE_RANK"'), [{}], {}, None, 3.0, False,
+                    tmp_path / "runs", "job")
+    (phase,) = plan.phases
+    planned = phase.nodes[1]
+    edited = swap(planned, argv=tuple(a.replace("derived", "planned") for a in planned.argv))
+    plan = swap(plan, phases=(swap(phase, nodes=(phase.nodes[0], edited)),))
+    context = JobContext(job="job", spec_text="name: job\n", workspace=tmp_path, target="here")
+    console = Console(file=io.StringIO(), width=200, color_system=None)
+    session = RunSession(the_nodes, tmp_path / "runs", context, console)
+    execute(plan, Execution(tmp_path, lambda line: None), session.runners())
+    (data,) = session.results
+    folder = Path(data["folder"])
+    assert (folder / "node-0.log").read_text().splitlines()[-1] == "derived 0"
+    assert (folder / "node-1.log").read_text().splitlines()[-1] == "planned 1"
+    run_id = json.loads((folder / "run.json").read_text())["run_id"]
+    spawned = [n["argv"] for n in json.loads((folder / "run.json").read_text())["nodes"]]
+    assert spawned == [[a.replace("RUN_ID", run_id) for a in n.argv] for n in (phase.nodes[0], edited)]
+    assert all("RUN_ID" not in " ".join(a) for a in spawned) and all(run_id in a for a in spawned)

@@ -309,3 +309,29 @@ def test_render_prune_records_the_file_plan_its_dry_run_prints(tmp_path):
     assert dry == done and done["prune"] is True
     assert {f["path"]: f["status"] for f in done["files"]}["compose/hosts"] == "obsolete"
     assert not (tmp_path / "compose" / "hosts").exists()
+
+
+def test_run_spawns_exactly_the_argv_its_dry_run_printed(bare_hosts):
+    """`run --dry-run -o json` prints each node's argv with RUN_ID for the run's id; the real run's exec clients are
+    those argv, word for word, with the id filled in. The witness is outside nodeweave: ssh on PATH is a wrapper
+    that appends the argv it was started with to a file, then runs the stand-in (a real subprocess each)."""
+    folder, env, flags = bare_hosts
+    seen = folder / "ssh-argv.jsonl"
+    wrapper = folder / "bin" / "ssh"
+    wrapper.write_text(f"#!{sys.executable}\nimport json, os, sys\n"
+                       f"open({str(seen)!r}, 'a').write(json.dumps(sys.argv) + '\\n')\n"
+                       f"os.execv({sys.executable!r}, [{sys.executable!r}, {str(SSH_STANDIN)!r}, *sys.argv[1:]])\n")
+    assert nodeweave(folder, env, "up", *flags, "--timeout", "60").returncode == 0
+    dry = nodeweave(folder, env, "run", "-e", "GREETING=hi", "--dry-run", "-o", "json")
+    assert dry.returncode == 0, dry.stderr
+    (phase,) = json.loads(dry.stdout)["phases"]
+    planned = [n["argv"] for n in phase["nodes"]]
+    seen.unlink()
+    real = nodeweave(folder, env, "run", "-e", "GREETING=hi")
+    assert real.returncode == 0, real.stderr[-3000:]
+    (made,) = list((folder / "runs").glob("*-planrec"))
+    run_id = json.loads((made / "run.json").read_text())["run_id"]
+    started = [json.loads(line) for line in seen.read_text().splitlines()]
+    launches = [["ssh", *argv[1:]] for argv in started if "--mode run" in " ".join(argv)]
+    expected = [[word.replace("RUN_ID", run_id) for word in argv] for argv in planned]
+    assert sorted(launches) == sorted(expected) and len(launches) == 3, (launches, expected)

@@ -57,7 +57,7 @@ def test_up_takes_an_allocation_with_the_batch_scripts_options(tmp_path):
     assert backend.allocation_argv() == ["salloc", "--no-shell", "--job-name=slurmloop", "--nodes=2",
                                          "--ntasks-per-node=1", "--time=10:00", "--partition=debug",
                                          f"--comment=nodeweave-job {backend.mark.owner} slurmloop {tmp_path.resolve()}"]
-    assert backend.prepare_up("run", dry_run=True) == []  # asks nothing, takes nothing: no job yet
+    assert backend.up_files("run") == [] and not any("allocation" in n for n in backend.up_notes(None))  # no job yet
     assert backend.allocation_step().argv == tuple(backend.allocation_argv())  # the plan's allocate step
     with pytest.raises(UsageError, match="no Slurm allocation is recorded"):
         backend.down_steps(False)
@@ -248,6 +248,12 @@ def test_check_dry_run_on_slurm_prints_the_step(tmp_path):
                          timeout=60)
     assert out.returncode == 0, out.stderr
     assert "srun" in out.stdout and "--jobid=42" in out.stdout and "-m nodeweave.check.worker" in out.stdout, out.stdout
+    # the check runs as one srun step for every node (the step runner), so that is what its plan prints; it printed
+    # a one-task step per node, which never ran
+    launches = [line for line in out.stdout.splitlines() if line.startswith("srun ")]
+    assert len(launches) == 1 and "--ntasks=2" in launches[0] and "--job-name=nodeweave-RUN_ID" in launches[0], \
+        out.stdout
+    assert "# every node at once (srun:42/NODE0, srun:42/NODE1)" in out.stdout, out.stdout
 
 
 SEED_003 = """name: accslurm

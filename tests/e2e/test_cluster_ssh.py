@@ -156,6 +156,8 @@ def test_compose_over_ssh_generates_each_hosts_rank_and_runs_through_docker_exec
             hosts["addresses"][0], "2", "hold", str(index))
         sent = podman("exec", name, "cat", "/srv/job/compose/node.yaml").stdout
         assert "container_name: nwd-node" in sent and "NODE_RANK must be set" in sent
+        assert record["labels"]["io.nodeweave.folder"] == str(spec.parent.resolve()), record  # this folder's job
+        assert record["project"].startswith("nwd-") and record["project"] != "nwd", record
     report = json.loads(nodeweave(spec, "status", "--json", check=0).stdout)
     assert [(n["reached_as"], n["mode"], n["rank"]) for n in report["nodes"]] == [
         (f"ssh+docker:root@{a}/nwd-node", "hold", i) for i, a in enumerate(hosts["addresses"])]

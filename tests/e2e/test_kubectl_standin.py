@@ -20,7 +20,7 @@ import pytest
 from nodeweave.cluster.backends.kube import KubeCluster
 from nodeweave.cluster.execute import write_files
 from nodeweave.cluster.options import ClusterOptions
-from nodeweave.cluster.plan import Phase
+from nodeweave.plan import Phase
 from nodeweave.spec import parse_spec
 
 STANDIN = Path(__file__).parent / "kubectl_standin.py"
@@ -114,7 +114,7 @@ def test_down_deletes_the_trees_objects_in_its_namespace_and_keeps_the_claim_it_
     backend = KubeCluster(spec, tmp_path / "nwk.yaml", ClusterOptions(target="kubernetes"))
     try:
         (keep,) = backend.down_steps(delete_claims=False)[0]
-        _write(backend.down_files(), tmp_path)  # the tree `delete -k` reads: the plan's files, written first
+        _write(backend.down_files(False), tmp_path)  # the tree `delete -k` reads: the plan's files, written first
         argv = list(keep.argv)
         assert argv[:3] == ["kubectl", "delete", "-n"] and argv[3] == "e2e", argv
         elsewhere = standin(*argv[1:3], "default", *argv[4:])
@@ -125,7 +125,7 @@ def test_down_deletes_the_trees_objects_in_its_namespace_and_keeps_the_claim_it_
         space = standin.state()["standin/e2e"]
         assert space["statefulsets"] == {} and list(space["claims"]) == ["nwk-workspace"]
         claims = [step for (step,) in backend.down_steps(delete_claims=True) if "pvc" in step.argv][0]
-        _write(backend.down_files(), tmp_path)
+        _write(backend.down_files(True), tmp_path)
         assert standin(*claims.argv[1:]).returncode == 0
         assert standin.state()["standin/e2e"]["claims"] == {}
     finally:

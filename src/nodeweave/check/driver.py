@@ -111,21 +111,20 @@ def read_document(log: Path, most_lines: int = 4096) -> Optional[dict]:
     return None
 
 
-def run_check(nodes: List[Node], options: CheckOptions, parent: Path, context, console: Console,
-              env: Optional[dict] = None) -> CheckResult:
-    """Run the worker on ``nodes`` into a new ``<time>-<job>-check`` folder; the judged result.
-
-    ``env``: the variables in front of every node's entrypoint (``NNODES`` when the first nodes only are checked).
-    """
+def run_check(nodes: List[Node], phase, context, console: Console) -> CheckResult:
+    """Run the plan's check ``phase`` on ``nodes`` into a new ``<time>-<job>-check`` folder, spawning the argv it
+    planned; the judged result. The phase's ``env``: the variables in front of every node's entrypoint (``NNODES``
+    when the first nodes only are checked)."""
     from nodeweave.cluster.job import run_job
     from nodeweave.cluster.runfolder import RunFolder
 
-    folder = RunFolder.create(parent, context.job, context.spec_text, suffix="-check")
+    options: CheckOptions = phase.request
+    folder = RunFolder.create(Path(phase.folder).parent, context.job, context.spec_text, suffix="-check")
     request = CheckRequest(run_id=folder.run_id, command=options.worker_command(), grace=5.0,
-                           flags=options.entrypoint_flags(), env=dict(env or {}))
+                           flags=options.entrypoint_flags(), env=dict(phase.env))
     console.print(f"[bold]nodeweave:[/] check {folder.run_id} on {len(nodes)} node(s) ({context.target})",
                   highlight=False)
-    data = run_job(nodes, request, folder, context, console, quiet=not options.verbose)
+    data = run_job(nodes, request, phase.launches(folder.run_id), folder, context, console, quiet=not options.verbose)
     document = read_document(folder.log_path(nodes[0].name)) if data.get("exit_code") == 0 else None
     found = findings(document, options.threshold) if document else []
     result = CheckResult(folder.path, data, document, found)

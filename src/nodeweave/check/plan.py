@@ -1,7 +1,7 @@
 """The check as a plan's phase: ``nodeweave check`` is one, ``run --check`` and ``up --check`` put one first.
 
 Why here: the worker's argv comes from the check's own options (``driver.CheckRequest``), and
-the cluster room stands below this one; the phase is data (``nodeweave.cluster.plan``), which
+the cluster room stands below this one; the phase is data (``nodeweave.plan``), which
 ``--dry-run`` prints and the real check runs (``run_check_phase``).
 """
 
@@ -12,17 +12,16 @@ from typing import List, Mapping
 
 from nodeweave.check.driver import CheckOptions, CheckRequest
 from nodeweave.cluster.base import Node
-from nodeweave.cluster.plan import RUN_ID, Phase, Plan
-from nodeweave.cluster.verbs import node_commands
+from nodeweave.plan import RUN_ID, Phase, Plan
+from nodeweave.cluster.runplan import launch_commands
 
 
 def check_phase(nodes: List[Node], options: CheckOptions, env: Mapping[str, str], parent: Path, job: str) -> Phase:
     """Every node's worker through its entrypoint, into ``<parent>/<UTC time>-<job>-check/``."""
     request = CheckRequest(run_id=RUN_ID, command=options.worker_command(), flags=options.entrypoint_flags(),
                            env=dict(env))
-    argv = [n.entrypoint_argv(request.entrypoint_args(), request.env) for n in nodes]
     return Phase("check", f"check {len(nodes)} node(s) and every link (threshold {options.threshold * 100:g}%)",
-                 nodes=node_commands(nodes, argv), folder=f"{parent}/<UTC time>-{job}-check/", request=options,
+                 nodes=launch_commands(nodes, request), folder=f"{parent}/<UTC time>-{job}-check/", request=options,
                  env=tuple(dict(env).items()))
 
 

@@ -46,8 +46,7 @@ def check_cluster(nodes, spec, spec_path: Path, backend, phase, out, fmt: str = 
     from nodeweave.check.driver import run_check
     from nodeweave.check.report import plain_text, render
 
-    parent = Path(phase.folder).parent
-    result = run_check(nodes, phase.request, parent, job_context(spec, spec_path, backend), out, dict(phase.env))
+    result = run_check(nodes, phase, job_context(spec, spec_path, backend), out)
     if result.document is None:
         out.print(f"[bold]nodeweave:[/] the check did not finish: {result.run.get('summary')}; logs in "
                   f"{result.folder}", highlight=False)
@@ -78,7 +77,7 @@ def check_command(
     from nodeweave.check.driver import CheckOptions
     from nodeweave.check.plan import check_plan
     from nodeweave.cli.habits.base import find_spec
-    from nodeweave.cluster.execute import execute
+    from nodeweave.cluster.execute import Execution, Handled, execute
     from nodeweave.cluster.runfolder import RUNS
 
     spec_path = find_spec(spec_path)
@@ -103,8 +102,9 @@ def check_command(
         return
     out = console(stderr=is_data(fmt))
     results = []
-    execute(plan, backend.spec_dir, say(out), {
-        "check": lambda phase: results.append(check_cluster(nodes, spec, spec_path, backend, phase, out, fmt))})
+    execute(plan, Execution(backend.spec_dir, say(out), out, backend, nodes), [
+        Handled("check", lambda phase: results.append(check_cluster(nodes, spec, spec_path, backend, phase, out,
+                                                                    fmt)))])
     if results[0].exit_code:
         raise NodeweaveError(_failure(results[0]), exit_code=results[0].exit_code)
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import TYPE_CHECKING, List, Optional
 
@@ -35,7 +34,7 @@ def up_command(
     """Bring the cluster up: compose on this machine, compose over ssh on every host, or apply -k on Kubernetes."""
     spec_path = find_spec(spec_path)
     from nodeweave.cli.check import check_first, default_check
-    from nodeweave.cluster.execute import execute
+    from nodeweave.cluster.execute import Execution, Handled, execute
     from nodeweave.cluster.verbs import up_plan
 
     fmt = data_format(as_json, output)
@@ -45,45 +44,23 @@ def up_command(
         raise UsageError("up --check needs nodes that hold and a wait for them: add --hold (and leave out --no-wait)")
     out = console(stderr=is_data(fmt))
     try:
-        plan = up_plan(backend, mode, image, timeout, wait, dry_run,
+        plan = up_plan(backend, mode, image, timeout, wait,
                        (lambda nodes: default_check(nodes, spec, spec_path)) if check else None)
         if dry_run:
             show_plan(plan, fmt, backend, None, "up")  # the engine or tool missing; the nodes need not be up
             return
-        # the nodes once the plan's phases before the wait ran (a Slurm allocation's are Slurm's to pick)
-        handlers = {"allocate": lambda phase: _allocate(backend, phase, out),
-                    "wait": lambda phase: _wait(backend, spec, backend.nodes(for_up=True), phase, out, fmt),
-                    "check": lambda phase: check_first(backend.nodes(for_up=True), spec, spec_path, backend, phase,
-                                                       out, "the nodes stay up (`nodeweave down` takes them down)")}
-        execute(plan, backend.spec_dir, say(out), handlers)
+        # the nodes once the plan's phases before the check ran (a Slurm allocation's are Slurm's to pick)
+        runners = [Handled("check", lambda phase: check_first(backend.nodes(for_up=True), spec, spec_path, backend,
+                                                              phase, out, "the nodes stay up (`nodeweave down` takes "
+                                                              "them down)"))]
+        job = Execution(backend.spec_dir, say(out), out, backend)
+        try:
+            execute(plan, job, runners)
+        finally:  # the nodes the wait saw up, as data, even when the check after it named one
+            for waited in job.outcomes.get("wait", []):
+                emit(waited, fmt)
     finally:
         backend.close()
-
-
-def _allocate(backend, phase, out) -> dict:
-    """The plan's allocation step (Slurm's salloc); the job id and nodes it was granted, for the later phases."""
-    (step,) = phase.steps
-    out.print(f"{step.what}: {step.text()}", highlight=False, markup=False)
-    values = backend.allocate(phase)
-    out.print(f"took allocation {backend.job} on {', '.join(backend.hosts())}", highlight=False)
-    return values
-
-
-def _wait(backend, spec, nodes, phase, out, fmt: str) -> None:
-    """The plan's wait: the live table until every node is up, then whether their plans agree."""
-    from nodeweave.cluster.ready import wait_until_up
-    from nodeweave.cluster.status import plan_verdict
-
-    mode = phase.request
-    progress = wait_until_up(backend, nodes, mode, phase.timeout, out, spec_command(spec))
-    agree, failures = plan_verdict([(n, progress.ready.get(n.index)) for n in nodes])
-    what = f"in {mode} mode" if backend.holds else "and answer (bare hosts: nothing held)"
-    out.print(f"{len(nodes)} node(s) up {what} on {backend.where()}; {agree}", highlight=False)
-    if failures:  # a node that answers but cannot start is no agreement (issue 33): up fails, naming it
-        raise NodeweaveError(f"{len(failures)} of {len(nodes)} node(s) cannot start: " + "; ".join(failures)
-                             + "; `nodeweave status` shows each plan (fix the spec, then `nodeweave up` again)")
-    emit({"mode": mode, "where": backend.where(), "nodes": [
-        {"node": n.name, "reached_as": n.remote.label, "state": progress.state.get(n.index)} for n in nodes]}, fmt)
 
 
 @reach_options
@@ -95,7 +72,7 @@ def down_command(
 ) -> None:
     """Take down what `up` made (keeps Kubernetes claims unless --delete-claims)."""
     spec_path = find_spec(spec_path)
-    from nodeweave.cluster.execute import execute
+    from nodeweave.cluster.execute import Execution, execute
     from nodeweave.cluster.options import forget_allocation
     from nodeweave.cluster.recorded import renamed_down
     from nodeweave.cluster.verbs import down_plan
@@ -118,14 +95,14 @@ def down_command(
         emit({"job": spec.name, "where": backend.where(), "down": True, "was_up": False, "also": []}, fmt)
         return
     try:
-        plan = down_plan(backend, delete_claims, dry_run, renamed)
+        plan = down_plan(backend, delete_claims, renamed)
         if dry_run:
             show_plan(plan, fmt, backend, None, "down")
             return
         if plan.of_kind("stop"):  # bare hosts: nothing to take down but the runs
             _stop(plan, backend.spec_dir, out, fmt)
             return
-        execute(plan, backend.spec_dir, say(out))
+        execute(plan, Execution(backend.spec_dir, say(out), out, backend))
     finally:
         backend.close()
         for old, _ in renamed:
@@ -197,12 +174,11 @@ def status_command(
 def _stop(plan, spec_dir: Path, out, fmt: str) -> bool:
     """Execute a stop plan; print every node's report (``-o json|yaml``: as data); False when a process outlived
     SIGKILL somewhere."""
-    from nodeweave.cluster.execute import execute
-    from nodeweave.cluster.stop import report_line, stop_runs
+    from nodeweave.cluster.execute import Execution, execute
+    from nodeweave.cluster.stop import report_line
 
-    reports = []
-    execute(plan, spec_dir, say(out), {"stop": lambda phase: reports.extend(
-        (n, r) for n, r in zip(phase.nodes, stop_runs(phase, out)))})
+    done = execute(plan, Execution(spec_dir, say(out), out))
+    reports = [pair for stopped in done.outcomes.get("stop", []) for pair in stopped]
     emit([{"node": n.node, **r} for n, r in reports], fmt)
     for node, report in reports:
         out.print(f"{node.node} ({node.reached_as}): {report_line(report)}", highlight=False, markup=False)
@@ -251,7 +227,7 @@ def shell_command(
         note_renamed(f"shell {index}", f"shell --node {index}")
         wanted.append(index)
     spec, backend, _ = open_cluster(spec_path, reach, dry_run=dry_run)
-    from nodeweave.cluster.execute import execute
+    from nodeweave.cluster.execute import Execution, execute
     from nodeweave.cluster.verbs import shell_plan
 
     chosen = pick_one(backend.live_nodes("open a shell in", dry_run), wanted, "shell")
@@ -260,12 +236,7 @@ def shell_command(
         show_plan(plan, data_format(as_json, output), backend, [chosen], "shell")
         return
     backend.require_up([chosen], "shell")
-    execute(plan, backend.spec_dir, say(console(stderr=True)), {"shell": _exec_shell})
-
-
-def _exec_shell(phase) -> None:
-    argv = list(phase.nodes[0].argv)
-    os.execvp(argv[0], argv)
+    execute(plan, Execution(backend.spec_dir, say(console(stderr=True)), backend=backend, nodes=[chosen]))
 
 
 @reach_options

@@ -35,7 +35,7 @@ def exec_command(
     spec_path: Optional[Path] = SPEC, reach: "ClusterOptions" = REACH, dry_run: bool = DRY_RUN, as_json: bool = JSON,
     output: str = output_option(),
 ) -> None:
-    from nodeweave.cluster.execute import execute
+    from nodeweave.cluster.execute import Execution, execute
     from nodeweave.cluster.sweep import parse_assignment
     from nodeweave.cluster.verbs import exec_plan
 
@@ -53,15 +53,14 @@ def exec_command(
         return
     backend.require_up(nodes, "exec")
     out = console(stderr=is_data(fmt))
-    execute(plan, backend.spec_dir, say(out), {"exec": lambda phase: _run(nodes, phase, quiet, fmt, out)})
+    done = execute(plan, Execution(backend.spec_dir, say(out), out, backend, nodes, quiet=quiet))
+    _report(plan.phases[0].request, done.outcomes["exec"][0], fmt, out)
 
 
-def _run(nodes, phase, quiet: bool, fmt: str, out) -> None:
-    from nodeweave.cluster.logs import exec_everywhere, summary
+def _report(command: List[str], results, fmt: str, out) -> None:
+    """Every node's result (-o json|yaml: as data), then the summary; exit 1 when a node failed."""
+    from nodeweave.cluster.logs import summary
 
-    command = phase.request
-    results = exec_everywhere(nodes, command, None if quiet else out, timeout=phase.timeout,
-                              argv=[n.argv for n in phase.nodes])
     line = summary(results)
     emit({"command": command, "nodes": [r.to_dict() for r in results]}, fmt)
     if any(r.exit_code != 0 for r in results):

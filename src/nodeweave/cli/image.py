@@ -94,6 +94,7 @@ def build(
     from rich.console import Console
 
     from nodeweave.build import BUILDX, detect_engine, prepare_build
+    from nodeweave.build.plan import image_plan
     from nodeweave.cli.habits.output import data_format
     from nodeweave.spec import load_spec
 
@@ -120,8 +121,8 @@ def build(
         kind = engine.kind
     prepared = prepare_build(spec, variant, context_dir, scratch, dry_run=dry_run, engine_kind=kind,
                              write_dockerfile=False, **options)
-    plan = _image_plan(prepared, _scratch(spec.name, variant), kind, engine.builder if engine else BUILDX, no_cache,
-                       [would_fail] if would_fail else [])
+    plan = image_plan(prepared, _scratch(spec.name, variant), kind, engine.builder if engine else BUILDX, no_cache,
+                      (would_fail,) if would_fail else ())
     if dry_run:
         show_plan(plan, fmt)  # its notes: what the build writes beside the Dockerfile, what would fail
         return
@@ -136,27 +137,10 @@ def _scratch(job: str, variant: str) -> str:
     return f".nodeweave/{job}/build/{variant}"
 
 
-def _image_plan(prepared, scratch: str, kind: str, builder: str, no_cache: bool, would_fail=()):
-    """The build as a plan: the Dockerfile rendered for the spec (unless the context's matches), then one ``build``
-    phase: the engine's build step, then one push per tag (--push). Its notes: what else the build writes in the
-    context (the entrypoint zipapp refreshed, the wheelhouse linked) and, for a dry run, what would fail."""
-    from nodeweave.cluster.plan import Phase, Plan, PlannedFile
-
-    build = prepared.plan
-    phases = []
-    if prepared.dockerfile_text is not None:
-        dockerfile = PlannedFile(f"{scratch}/Dockerfile", f"the Dockerfile of {build.variant}, rendered for the spec",
-                                 prepared.dockerfile_text.encode())
-        phases.append(Phase("files", "the Dockerfile the build reads", files=(dockerfile,)))
-    what = f"build {build.image} ({build.variant})" + (f", then push {len(build.tags)} tag(s)" if build.push else "")
-    phases.append(Phase("build", what, steps=build.steps(kind, builder, no_cache)))
-    return Plan("image build", f"{kind} ({builder})", tuple(phases), notes=(*would_fail, *prepared.notes))
-
-
 def _execute_build(plan, engine, build, spec_path: Path, quiet: bool, console):
     """The plan's build phase through the one executor (NODEWEAVE_PLAN_RECORD records it); the build's result."""
     from nodeweave.build import BuildProgress, run_build
-    from nodeweave.cluster.execute import execute
+    from nodeweave.cluster.execute import Execution, Handled, execute
 
     echo, results = BuildProgress(), []
 
@@ -173,7 +157,8 @@ def _execute_build(plan, engine, build, spec_path: Path, quiet: bool, console):
             console.print(f"{step.what}: {step.text()}", markup=False, highlight=False)
         results.append(run_build(engine, build, on_line=on_line, steps=phase.steps))
 
-    execute(plan, spec_path.resolve().parent, lambda line: console.print(line, markup=False), {"build": build_phase})
+    execute(plan, Execution(spec_path.resolve().parent, lambda line: console.print(line, markup=False)),
+            [Handled("build", build_phase)])
     return results[0]
 
 
@@ -196,20 +181,13 @@ def _build_on_openshift(spec, spec_path: Path, context_dir: Path, variant: str, 
     from dataclasses import replace
 
     from nodeweave.build.openshift import build_steps, run_build_steps, stage_upload
-    from nodeweave.cluster.execute import execute
-    from nodeweave.cluster.plan import Phase, Plan, PlannedFile
+    from nodeweave.build.plan import cluster_image_plan
+    from nodeweave.cluster.execute import Execution, Handled, execute
 
     if target != "openshift":
         raise UsageError(f"--target {target!r} is not accepted: local or openshift")
     cluster = build_steps(spec, spec_path, context_dir, variant)
-    kept = tuple(PlannedFile(path, "the ImageStream and BuildConfig (kept: apply -k reads them)", text.encode())
-                 for path, text in cluster.tree.items())
-    phases = [Phase("files", "the build objects", files=kept)]
-    if cluster.upload is not None:
-        phases.append(Phase("stage", "the upload: what the build reads", folder=str(cluster.upload.folder),
-                            request=cluster.upload.to_dict()))
-    phases.append(Phase("build", f"build {variant} on the cluster", steps=cluster.steps))
-    plan = Plan("image build", "openshift (the spec's BuildConfig)", tuple(phases))
+    plan = cluster_image_plan(cluster, variant)
     if dry_run:
         show_plan(plan, fmt)
         return
@@ -223,8 +201,8 @@ def _build_on_openshift(spec, spec_path: Path, context_dir: Path, variant: str, 
             console.print(f"{step.what}: {step.text()}", highlight=False, markup=False)
         run_build_steps(phase.steps, lambda line: console.print(line, markup=False, highlight=False))
 
-    execute(plan, spec_path.resolve().parent, lambda line: console.print(line, markup=False),
-            {"stage": stage_phase, "build": build_phase})
+    execute(plan, Execution(spec_path.resolve().parent, lambda line: console.print(line, markup=False)),
+            [Handled("stage", stage_phase), Handled("build", build_phase)])
 
 
 def _summary(variant: str, plan, result) -> Table:

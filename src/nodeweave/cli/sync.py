@@ -115,7 +115,7 @@ def _run_plan(req, fmt: str, spec_dir: Path) -> None:
     writing nothing; a real run hands it to the executor, whose sync phase is synced as planned."""
     from nodeweave.cli.habits.clusteropts import console, say, show_plan
     from nodeweave.cli.habits.output import is_data
-    from nodeweave.cluster.execute import execute
+    from nodeweave.cluster.execute import Execution, Handled, execute
     from nodeweave.sync.display import run_and_show
     from nodeweave.sync.syncplan import planned_request, sync_plan
 
@@ -127,8 +127,8 @@ def _run_plan(req, fmt: str, spec_dir: Path) -> None:
         if not req.notes:  # the targets are up: ask each what would move
             run_and_show(req, "table", stderr=is_data(fmt))
         return
-    execute(plan, spec_dir, say(console(stderr=True)),
-            {"sync": lambda phase: run_and_show(planned_request(req, phase), fmt)})
+    execute(plan, Execution(spec_dir, say(console(stderr=True))),
+            [Handled("sync", lambda phase: run_and_show(planned_request(req, phase), fmt))])
 
 
 def _nodes(node: List[str], old_to: List[str]):

@@ -151,10 +151,6 @@ class Backend:
     def nodes(self, for_up: bool = False) -> List[Node]:
         raise NotImplementedError
 
-    def prepare_up(self, mode: str, dry_run: bool) -> List[str]:
-        """Local work before the up steps (render files); returns what was (or would be) done."""
-        return []
-
     def allocation_step(self) -> Optional[Step]:
         """The step that takes the nodes before ``up``'s other steps (a Slurm allocation); None: nothing to take."""
         return None
@@ -163,15 +159,14 @@ class Backend:
         """Run the plan's ``allocate`` phase; the values of the placeholders the later phases carry."""
         raise NotImplementedError
 
-    def prepare_down(self, dry_run: bool) -> List[str]:
+    def up_files(self, mode: str) -> list:
+        """The files ``up`` writes on this machine, as a plan's ``PlannedFile``\\ s: the one way a backend writes
+        a file here (the executor writes them; a dry run prints them)."""
         return []
 
-    def up_files(self, mode: str) -> Optional[list]:
-        """The files ``up`` writes here, as a plan's ``PlannedFile``\\ s; None: prepare_up does its own work."""
-        return None
-
-    def down_files(self) -> Optional[list]:
-        return None
+    def down_files(self, delete_claims: bool) -> list:
+        """The files ``down`` needs written first (a compose file that is gone), as ``up_files``."""
+        return []
 
     def up_steps(self, mode: str, image: Optional[str]) -> List[List[Step]]:
         """Phases of steps: the steps of a phase run at once, phases one after another."""

@@ -138,12 +138,13 @@ def record(folder: RunFolder, runner: Optional[Runner], request: RunRequest, con
     return data
 
 
-def run_job(nodes: List[Node], request: RunRequest, folder: RunFolder, context: JobContext, console: Console,
-            quiet: bool = False) -> dict:
-    """Run ``request`` on ``nodes`` into ``folder``; the final run.json data."""
+def run_job(nodes: List[Node], request: RunRequest, argv: List[List[str]], folder: RunFolder, context: JobContext,
+            console: Console, quiet: bool = False) -> dict:
+    """Run ``request`` on ``nodes`` into ``folder``, spawning the planned ``argv`` (``Phase.launches``); the final
+    run.json data."""
     record(folder, None, request, context, nodes)
     runner_class = Runner
     if nodes and nodes[0].group is not None:  # one launch for every node: a Slurm step
         from nodeweave.cluster.backends.slurm.step import StepRunner as runner_class
-    runner = runner_class(nodes, request, folder, console, quiet=quiet).run()
+    runner = runner_class(nodes, request, argv, folder, console, quiet=quiet).run()
     return record(folder, runner, request, context, nodes)

@@ -22,7 +22,7 @@ import threading
 import time
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Deque, Dict, List, Optional
+from typing import Deque, Dict, List, Optional, Sequence
 
 from rich.console import Console
 from rich.control import strip_control_codes
@@ -65,11 +65,29 @@ class NodeRun:
     killed_here: bool = False
 
 
-class Runner:
-    """One run over ``nodes``; :meth:`run` returns when every node's exec client has ended."""
+def launch_argv(nodes: List[Node], request: RunRequest) -> List[List[str]]:
+    """What starts ``request`` on ``nodes``: every node's exec of its entrypoint, or the one launch that starts
+    them all (a Slurm step). A run's or a check's plan records it (``runplan``, ``check.plan``); the one place
+    it is derived."""
+    group = nodes[0].group if nodes else None
+    if group is not None:
+        return [list(group.argv(request))]
+    return [node.entrypoint_argv(request.entrypoint_args(), request.env) for node in nodes]
 
-    def __init__(self, nodes: List[Node], request: RunRequest, folder, console: Console, quiet: bool = False):
+
+class Runner:
+    """One run over ``nodes``; :meth:`run` returns when every node's exec client has ended.
+
+    ``argv``: what each node's exec client runs, exactly as the plan recorded it (``Phase.launches``), one per
+    node (a Slurm step: one for all); the runner derives none of its own, so the dry run's argv is the spawned one.
+    """
+
+    def __init__(self, nodes: List[Node], request: RunRequest, argv: Sequence[Sequence[str]], folder,
+                 console: Console, quiet: bool = False):
         self.nodes, self.request, self.folder, self.console, self.quiet = nodes, request, folder, console, quiet
+        self.argv = [list(a) for a in argv]
+        if len(self.argv) != self.launches:
+            raise ValueError(f"{len(self.argv)} planned argv for {self.launches} launch(es)")  # a caller's bug
         self.lines: "queue.Queue[tuple]" = queue.Queue()
         self.runs: List[NodeRun] = []
         self.t0 = time.monotonic()
@@ -82,15 +100,20 @@ class Runner:
         self.width = max(len(n.name) for n in nodes)
         self.prefixes: Dict[int, tuple] = {}
 
+    @property
+    def launches(self) -> int:
+        """How many exec clients a run starts: one per node."""
+        return len(self.nodes)
+
     # --- starting ------------------------------------------------------------------------------------
     def start(self) -> None:
         """Every node's exec client, SPAWN_JOBS at a time: a spawn returns only once the client has exec'd,
         which on a busy machine takes tens of ms, so one after another the 64th node started 1.3-1.8 s after
         the first (docs/benchmarks.md); the clients then all run at once."""
-        self.runs = fan_out(self._spawn, self.nodes, jobs=SPAWN_JOBS)
+        self.runs = fan_out(self._spawn, list(zip(self.nodes, self.argv)), jobs=SPAWN_JOBS)
 
-    def _spawn(self, node: Node) -> NodeRun:
-        argv = node.entrypoint_argv(self.request.entrypoint_args(), self.request.env)
+    def _spawn(self, planned: "tuple[Node, List[str]]") -> NodeRun:
+        node, argv = planned
         log = open(self.folder.log_path(node.name), "wb")
         proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                 start_new_session=True)

@@ -16,8 +16,8 @@ from typing import Callable, Dict, List, Optional
 
 from nodeweave.cluster.base import Node
 from nodeweave.cluster.job import JobContext
-from nodeweave.cluster.plan import RUN_ID, NodeCommand, Phase, Plan
-from nodeweave.cluster.runner import RunRequest
+from nodeweave.plan import RUN_ID, NodeCommand, Phase, Plan
+from nodeweave.cluster.runner import RunRequest, launch_argv
 from nodeweave.cluster.sweep import point_label, point_metric, sweep_table
 from nodeweave.cluster.verbs import node_commands
 
@@ -45,18 +45,18 @@ def run_plan(where: str, nodes: List[Node], command: List[str], points: List[Dic
         request = RunRequest(run_id=RUN_ID, command=list(command), env={**env, **point}, profile=profile,
                              grace=grace, recovery=recovery)
         what = f"point {number} of {len(points)}: {point}" if sweep is not None else "one run"
-        phases.append(Phase("run", what, nodes=_launches(nodes, request), folder=folder, request=request,
+        phases.append(Phase("run", what, nodes=launch_commands(nodes, request), folder=folder, request=request,
                             point=tuple(point.items())))
     return Plan("run", where, tuple(phases))
 
 
-def _launches(nodes: List[Node], request: RunRequest) -> tuple:
-    """Every node's exec, or the one launch that starts them all (a Slurm step)."""
-    group = nodes[0].group if nodes else None
-    if group is not None:
-        return (NodeCommand("every node at once", ", ".join(n.remote.label for n in nodes),
-                            tuple(group.argv(request))),)
-    return node_commands(nodes, [n.entrypoint_argv(request.entrypoint_args(), request.env) for n in nodes])
+def launch_commands(nodes: List[Node], request: RunRequest) -> tuple:
+    """A run's or a check's launches as a plan records them: every node's exec, or the one launch that starts
+    them all (a Slurm step)."""
+    argv = launch_argv(nodes, request)
+    if nodes and nodes[0].group is not None:
+        return (NodeCommand("every node at once", ", ".join(n.remote.label for n in nodes), tuple(argv[0])),)
+    return node_commands(nodes, argv)
 
 
 class RunSession:
@@ -72,8 +72,11 @@ class RunSession:
         self.rows: List[dict] = []
         self.stopped = False  # a point was interrupted: the later points are not started
 
-    def handlers(self) -> Dict[str, Callable[[Phase], None]]:
-        return {"sweep": self.open_sweep, "run": self.run}
+    def runners(self) -> list:
+        """What runs this session's phases in the executor: the sweep's folder, each point's run."""
+        from nodeweave.cluster.execute import Handled
+
+        return [Handled("sweep", self.open_sweep), Handled("run", self.run)]
 
     def open_sweep(self, phase: Phase) -> None:
         from nodeweave.cluster.runfolder import RunFolder
@@ -88,13 +91,13 @@ class RunSession:
         point = dict(phase.point)
         number = len(self.results) + 1
         suffix = f"-{number:02d}-{point_label(point, self.context.job)}" if self.sweep_folder else ""
-        data = self._one(phase.request, suffix)
+        data = self._one(phase, suffix)
         self.results.append(data)
         if self.sweep_folder is not None:
             self._row(point, data, phase.request.command)
         self.stopped = data["exit_code"] == 130
 
-    def _one(self, planned: RunRequest, suffix: str) -> dict:
+    def _one(self, phase: Phase, suffix: str) -> dict:
         import shlex
 
         from nodeweave.cluster.job import run_job
@@ -104,12 +107,13 @@ class RunSession:
         folder = RunFolder.create(parent, self.context.job, self.context.spec_text, suffix)
         if not suffix:
             self.on_folder(folder.path)
+        planned: RunRequest = phase.request
         env = planned.env
         self.out.print(f"[bold]nodeweave:[/] run {folder.run_id} on {len(self.nodes)} node(s) ({self.context.target}): "
                        f"{shlex.join(planned.command)}" + (f" with {' '.join(f'{k}={v}' for k, v in env.items())}"
                                                           if env else ""), highlight=False)
-        data = run_job(self.nodes, replace(planned, run_id=folder.run_id), folder, self.context, self.out,
-                       quiet=self.quiet)
+        data = run_job(self.nodes, replace(planned, run_id=folder.run_id), phase.launches(folder.run_id), folder,
+                       self.context, self.out, quiet=self.quiet)
         recovered = (data.get("recovery") or {}).get("restarts")
         if recovered and data.get("exit_code") == 0:
             data["summary"] += f"; recovered {recovered} time(s) (runs/{folder.run_id}/recovery.json)"

@@ -1,16 +1,17 @@
 """The plans of ``up``, ``down``, ``stop``, ``exec`` and ``shell``: each built from the verb's input in one function.
 
 The command line parses and opens the cluster; these decide what the verb does, as a
-:class:`~nodeweave.cluster.plan.Plan` that its ``--dry-run`` prints and its real run hands to
+:class:`~nodeweave.plan.Plan` that its ``--dry-run`` prints and its real run hands to
 ``nodeweave.cluster.execute``. ``run`` has its own (``runplan``), ``check`` too (``nodeweave.check.plan``).
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Callable, List, Mapping, Optional, Sequence, Tuple
 
 from nodeweave.cluster.base import Backend, Node
-from nodeweave.cluster.plan import NodeCommand, Phase, Plan
+from nodeweave.plan import NodeCommand, Phase, Plan
 
 
 def node_commands(nodes: Sequence[Node], argv: Sequence[Sequence[str]]) -> tuple:
@@ -22,14 +23,13 @@ def step_phases(phases) -> List[Phase]:
     return [Phase("commands", "; ".join(s.what for s in steps), steps=tuple(steps)) for steps in phases if steps]
 
 
-def up_plan(backend: Backend, mode: str, image: Optional[str], timeout: float, wait: bool, dry_run: bool,
+def up_plan(backend: Backend, mode: str, image: Optional[str], timeout: float, wait: bool,
             check: Optional[Callable[[List[Node]], Phase]] = None) -> Plan:
     """Write the job's files, take the nodes (a Slurm allocation), run the backend's up steps, wait for every
     node, then (``--check``: the phase ``check`` makes for the nodes) check them. Planning takes nothing."""
     files = backend.up_files(mode)
     notes = tuple(backend.up_notes(image))  # the image, and what this environment changes in the steps
     notes += tuple(backend.renamed)  # what up made under the spec's old name stays up beside the new job
-    notes += tuple(backend.prepare_up(mode, dry_run)) if files is None else ()  # a backend that prepares alone
     spec = getattr(backend, "spec", None)
     if spec is not None and spec.start_differs:  # a range or recovery: the count is not simply `nodes`
         notes += (f"{spec.name} {spec.starts}",)
@@ -50,21 +50,22 @@ def up_plan(backend: Backend, mode: str, image: Optional[str], timeout: float, w
     return Plan("up", backend.where(), tuple(phases), notes)
 
 
-def down_plan(backend: Backend, delete_claims: bool, dry_run: bool, renamed: Sequence[Tuple[Backend, str]] = ()) -> Plan:
+def down_plan(backend: Backend, delete_claims: bool, renamed: Sequence[Tuple[Backend, str]] = ()) -> Plan:
     """What ``up`` made, taken down; bare hosts have nothing to take down but the runs, which are stopped.
     ``renamed``: jobs this spec's ``up`` made under a name it no longer has (backend, why), taken down first."""
     phases = backend.down_steps(delete_claims)
-    if backend.target == "hosts" and not phases and not renamed:
-        return stop_plan(backend, backend.nodes(), 10.0, verb="down")
+    if backend.target == "hosts" and not phases and not renamed:  # bare hosts: the runs stopped, the mark taken back
+        stopped = stop_plan(backend, backend.nodes(), 10.0, verb="down")
+        (stop,) = stopped.phases
+        return replace(stopped, phases=(replace(stop, steps=stop.steps + tuple(backend.release_steps())),))
     earlier: List[Phase] = []
     notes: Tuple[str, ...] = ()
     for old, why in renamed:
-        old_files = old.down_files()
-        notes += (why,) + (tuple(old.prepare_down(dry_run)) if old_files is None else ())
+        old_files = old.down_files(delete_claims)
+        notes += (why,)
         earlier += [Phase("files", f"job {old.spec.name}'s files", files=tuple(old_files))] if old_files else []
         earlier += step_phases(old.down_steps(delete_claims))
-    files = backend.down_files()
-    notes += tuple(backend.prepare_down(dry_run)) if files is None else ()
+    files = backend.down_files(delete_claims)
     planned = [Phase("files", "the job's files", files=tuple(files))] if files else []
     return Plan("down", backend.where(), tuple(earlier + planned + step_phases(phases)), notes)
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Optional, Tuple
 
-from nodeweave.cluster.plan import NodeCommand, Phase, Plan
+from nodeweave.plan import NodeCommand, Phase, Plan
 from nodeweave.sync.request import SyncOptions, SyncRequest
 from nodeweave.sync.transport.session import PROGRAM_ID, session_argv
 

@@ -204,7 +204,7 @@ def show_plan(plan, fmt: str, backend=None, nodes=None, verb: str = "") -> None:
     from dataclasses import replace
 
     from nodeweave.cli.habits.output import emit
-    from nodeweave.cluster.plan import plan_lines
+    from nodeweave.plan import plan_lines
 
     if backend is not None:
         plan = replace(plan, notes=(*plan.notes, *would_fail(backend, nodes, verb)))

@@ -11,6 +11,12 @@ nothing is started (a spec ``hosts`` list is sent to
 ``<remote dir>/.nodeweave/hosts``, where ``NODEWEAVE_HOSTFILE`` points), and
 every command gets the variables a compose file would have given the
 container, plus ``cd <remote dir>``.
+
+A job is what its own folder started (``identity.py``): the compose file sent to the hosts names this
+folder's own compose project and labels each host's container with the job and the folder, and every
+verb reads those labels first (one ``inspect`` over ssh per host): another folder's container is
+refused, never acted on. Bare hosts start no container: ``up`` leaves the same labels as
+``.nodeweave/<job>/owner.json`` beside the job's token in the remote folder, and ``down`` takes it back.
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ from __future__ import annotations
 import posixpath
 from typing import List, Optional, Tuple
 
+from nodeweave.cluster.backends.local import marked_compose
 from nodeweave.cluster.base import Backend, Node
 from nodeweave.steps import Step
 from nodeweave.errors import UsageError
@@ -26,7 +33,8 @@ from nodeweave.remote import RemoteOptions, make_target
 WRITE_FILE = ("sh", "-c", 'mkdir -p "$1" && cat > "$1/$2"', "sh")  # fixed text; the folder and name are arguments
 COMPOSE_CLI = {"docker": ("docker", "compose"), "podman": ("podman-compose",)}
 BARE_HOSTFILE = ".nodeweave/hosts"  # bare hosts: the spec's hosts list, under the workspace folder
-NODE_FILES = ("node.yaml", "hosts")  # what a host needs: the compose file, and the hosts list it mounts (spec hosts)
+NODE_FILES = ("node.yaml", "hosts")
+MARK_FILE = "owner.json"  # bare hosts: the job's mark (identity.py's labels), beside its token  # what a host needs: the compose file, and the hosts list it mounts (spec hosts)
 
 
 class HostsCluster(Backend):
@@ -101,7 +109,7 @@ class HostsCluster(Backend):
 
     def _compose(self, index: int, *args: str, env: Tuple[Tuple[str, str], ...] = ()) -> List[str]:
         variables = [f"{k}={v}" for k, v in (*self.host_env(index), *env)]
-        argv = ["env", *variables, *COMPOSE_CLI[self.engine], "-p", self.spec.name,
+        argv = ["env", *variables, *COMPOSE_CLI[self.engine], "-p", self.mark.project,
                 "-f", f"{self.dir}/compose/node.yaml", *args]
         return self._ssh(self.hosts[index]).exec_argv(argv, stdin=False)
 
@@ -120,8 +128,10 @@ class HostsCluster(Backend):
 
         files = render_files(self.spec)
         if self.engine == "none":
-            return [(self._send_hostfile(files["compose/hosts"]) if self.spec.hosts else []) + self.token_steps()]
+            return [(self._send_hostfile(files["compose/hosts"]) if self.spec.hosts else []) + self.token_steps()
+                    + self.mark_steps()]
         sent = {name: files[f"compose/{name}"] for name in NODE_FILES if f"compose/{name}" in files}
+        sent["node.yaml"] = marked_compose(sent["node.yaml"], self.mark)  # this folder's project and labels
         env = (("NODEWEAVE_MODE", mode), ("NODEWEAVE_IMAGE", image or self.spec_image(files)))  # never a host's own
         env += token.compose_env(self.token_file)
         writes = self.token_steps() + [Step(f"send compose/{name} to {host}",
@@ -148,6 +158,29 @@ class HostsCluster(Backend):
         why = "--image" if image else f"{SPEC_IMAGE}; a host's own NODEWEAVE_IMAGE is not read"
         return [f"every node runs image {image or self.spec_image()}: {why}", *super().up_notes(image)]
 
+    @property
+    def mark_file(self) -> str:
+        """Bare hosts: where ``up`` leaves the job's mark, beside its token (no container carries one)."""
+        return f"{self.dir}/.nodeweave/{self.spec.name}/{MARK_FILE}"
+
+    def mark_steps(self) -> List[Step]:
+        """Bare hosts: this folder's mark (the labels a container would carry, as JSON) sent to every host."""
+        import json
+
+        folder, name = posixpath.split(self.mark_file)
+        text = json.dumps(self.mark.labels(), sort_keys=True) + "\n"
+        return [Step(f"mark node-{i} ({self._ssh(host).label}) as this folder's job", tuple(self._ssh(host).exec_argv(
+            [*WRITE_FILE, folder, name], stdin=True)), stdin=text, stdin_name=f"the job's mark ({MARK_FILE})")
+                for i, host in enumerate(self.hosts)]
+
+    def release_steps(self) -> List[Step]:
+        """Bare hosts' ``down``: the mark taken back from every host once the runs are stopped (a mark of another
+        folder's is never reached: the verb refused it first)."""
+        if self.engine != "none":
+            return []
+        return [Step(f"take this folder's mark back from node-{i} ({self._ssh(host).label})", tuple(self._ssh(host).exec_argv(
+            ["rm", "-f", self.mark_file], stdin=False)), timeout=60) for i, host in enumerate(self.hosts)]
+
     def _send_hostfile(self, text: str) -> List[Step]:
         """Bare hosts: the spec's hosts list, where NODEWEAVE_HOSTFILE points (under the workspace folder)."""
         folder, name = posixpath.split(self.bare_hostfile)
@@ -161,6 +194,44 @@ class HostsCluster(Backend):
         grace = str(self.spec.kubernetes.grace_period)
         return [[Step(f"stop and remove node {i} on {host}", tuple(self._compose(i, "down", "-t", grace)),
                       timeout=self.spec.kubernetes.grace_period + 300) for i, host in enumerate(self.hosts)]]
+
+    def marks(self):
+        """Each host's mark of the job, all hosts at once over ssh: its node container's labels (``inspect``), or
+        on bare hosts the mark file ``up`` left beside the job's token; a host that does not answer or has
+        neither is left out."""
+        from nodeweave.steps import fan_out
+
+        found = {}
+        what = self.mark_file if self.engine == "none" else self.container
+        for host, mark in fan_out(self._mark_on, self.hosts, jobs=32):
+            if mark is not False:
+                found[f"{what} on {host.rpartition('@')[2]}"] = mark
+        return found
+
+    @property
+    def marked_kind(self) -> str:
+        return "the job's mark" if self.engine == "none" else "container"
+
+    def _mark_on(self, host: str):
+        """(host, the mark read there or None when there is none); False: nothing read there (no such container
+        or mark file, or the host did not answer)."""
+        import json
+        import subprocess
+
+        from nodeweave.cluster.identity import mark_of
+
+        read = ["cat", self.mark_file] if self.engine == "none" else \
+            [self.engine, "inspect", "--type", "container", "--format", "{{json .Config.Labels}}", self.container]
+        argv = self._ssh(host).exec_argv(read, stdin=False)
+        try:
+            out = subprocess.run(argv, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+            labels = json.loads(out.stdout.strip().splitlines()[-1]) if out.returncode == 0 else False
+        except (OSError, subprocess.TimeoutExpired, ValueError, IndexError):
+            return host, False
+        return host, False if labels is False else mark_of(labels if isinstance(labels, dict) else {})
+
+    def made(self) -> dict:
+        return {**super().made(), **({"project": self.mark.project} if self.engine != "none" else {})}
 
     def sync_targets(self):
         """The hosts themselves, at the workspace folder (a container's workspace is the same folder, mounted)."""

@@ -117,10 +117,8 @@ class KubeCluster(Backend):
 
     def _up_replicas(self) -> int:
         """The pods up waits for: the spec's count, or what an overlay of the team's own sets (its own build,
-        here: the nodeweave-up overlay over it adds a namespace, a variable and the token, never replicas, and a
-        dry run has not written it)."""
-        overlay = getattr(self, "_overlay", None)
-        if self.folder in FOLDERS or overlay is None:
+        here: the nodeweave-up overlay over it adds a namespace, a variable and the token, never replicas)."""
+        if self.folder in FOLDERS:
             return self.spec.containers  # the rendered replicas (with recovery: every slot and the spares)
         try:
             out = subprocess.run([self.cli, "kustomize", str(self.spec_dir / self.folder)], capture_output=True,
@@ -154,7 +152,7 @@ class KubeCluster(Backend):
         """The spec's tree plus the nodeweave-up overlay, as files to write under :meth:`tree_path` (a token
         without content: made when written); the overlay's path. Nothing is written here."""
         from nodeweave.cluster import token
-        from nodeweave.cluster.plan import PlannedFile
+        from nodeweave.plan import PlannedFile
         from nodeweave.resolve import resolve
         from nodeweave.targets import kubernetes as manifests
         from nodeweave.targets.kubernetes.common import CONTAINER, workspace_claim
@@ -230,24 +228,24 @@ class KubeCluster(Backend):
     def up_files(self, mode: str) -> List["PlannedFile"]:
         """The tree ``apply -k`` reads, kept under ``.nodeweave/<job>/kube`` (files of an older render that
         the new kustomizations do not name are never read)."""
-        self._overlay, planned = self._tree(mode, keep_claims=False)
-        return planned
+        return self._tree(mode, keep_claims=False)[1]
 
     def up_steps(self, mode: str, image: Optional[str]) -> List[List[Step]]:
         if image:
             raise NodeweaveError("--image is for compose targets; on Kubernetes the image comes from the spec "
                                  "(image.registry, image.tag) or an overlay of your own", 2)
-        overlay = getattr(self, "_overlay", None) or self._tree(mode, keep_claims=False)[0]
+        overlay = self.tree_path() / OVERLAY  # where up_files puts the overlay
         # The last up's token Secret goes first: the pods roll onto this up's, whose name differs.
         return [[self.delete_tokens_step()],
                 [Step(f"apply the StatefulSet, Service, RBAC, claim and a new job token Secret ({self.folder}) "
                       f"to {self.namespace}", tuple(self.call("apply", "-k", str(overlay))), timeout=300)]]
 
-    def down_files(self) -> List["PlannedFile"]:
-        return getattr(self, "_down_files", [])
+    def down_files(self, delete_claims: bool) -> List["PlannedFile"]:
+        """The tree ``delete -k`` reads: the spec's, the claim kept out of it unless ``--delete-claims``."""
+        return self._tree(None, keep_claims=not delete_claims)[1]
 
     def down_steps(self, delete_claims: bool) -> List[List[Step]]:
-        overlay, self._down_files = self._tree(None, keep_claims=not delete_claims)
+        overlay = self.tree_path() / OVERLAY  # where down_files puts the overlay
         steps = [Step(f"delete what up applied{'' if delete_claims else ', keeping the workspace claim'}",
                       tuple(self.call("delete", "-k", str(overlay), "--ignore-not-found")), timeout=600),
                  self.delete_tokens_step()]

@@ -109,17 +109,16 @@ class LocalCluster(Backend):
     def up_files(self, mode: str) -> List["PlannedFile"]:
         """The job's compose file (when it differs from what the spec renders) and a fresh job token."""
         from nodeweave.cluster import token
-        from nodeweave.cluster.plan import PlannedFile
+        from nodeweave.plan import PlannedFile
 
         path = self.state.token_file
-        self.token_env = token.compose_env(str(path))
         secret = PlannedFile(self.state.shown(path), f"a new random job token (0600), mounted at "
                              f"{token.CONTAINER_PATH} in every node", mode=0o600)
         return self._compose_files() + [secret]
 
     def _compose_files(self) -> List["PlannedFile"]:
         """The job's compose file, planned when it differs from what the spec renders (it is nodeweave's own)."""
-        from nodeweave.cluster.plan import PlannedFile
+        from nodeweave.plan import PlannedFile
 
         text = render_up_compose(self.spec, self.spec_dir, self.mark)
         if self.compose_file.is_file() and \
@@ -129,26 +128,9 @@ class LocalCluster(Backend):
         return [PlannedFile(self.state.shown(self.compose_file), f"{status}: rendered from {self.spec_path.name}",
                             text.encode("utf-8"))]
 
-    def down_files(self) -> List["PlannedFile"]:
+    def down_files(self, delete_claims: bool) -> List["PlannedFile"]:
         """compose takes the node list from the file: render it when it is gone (the spec's nodes)."""
         return [] if self.compose_file.exists() else self._compose_files()
-
-    def prepare_up(self, mode: str, dry_run: bool) -> List[str]:
-        return self._done(self.up_files(mode), dry_run)
-
-    def prepare_down(self, dry_run: bool) -> List[str]:
-        return self._done(self.down_files(), dry_run)
-
-    def _done(self, files, dry_run: bool) -> List[str]:
-        """Write ``files`` (unless a dry run): what a verb without a plan executor did before (tests use it)."""
-        from nodeweave.cluster.execute import write_files
-        from nodeweave.cluster.plan import Phase
-
-        if dry_run:
-            return [f"would write {f.path} ({f.what})" for f in files]
-        done: List[str] = []
-        write_files(Phase("files", "write", files=tuple(files)), self.spec_dir, done.append)
-        return done
 
     # which engine compose reaches (podman-compose and docker compose read them); the project and file are -p, -f
     reach_variables = ("DOCKER_HOST", "DOCKER_CONTEXT", "DOCKER_CONFIG", "CONTAINER_HOST", "CONTAINER_CONNECTION",
@@ -161,7 +143,7 @@ class LocalCluster(Backend):
 
         chosen, _ = image_choice(image, self.spec_image())
         env = (("NODEWEAVE_MODE", mode), (IMAGE_VARIABLE, chosen))
-        return env + (getattr(self, "token_env", None) or token.compose_env(str(self.state.token_file)))
+        return env + token.compose_env(str(self.state.token_file))
 
     def spec_image(self) -> str:
         """The image the spec gives the local nodes (the compose file's ``${NODEWEAVE_IMAGE:-...}`` default)."""

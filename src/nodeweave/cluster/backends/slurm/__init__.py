@@ -129,12 +129,14 @@ class SlurmCluster(Backend):
         live = self.record()
         return live is None or live.get("job_state") not in LIVE + WAITING
 
-    def prepare_up(self, mode: str, dry_run: bool) -> List[str]:
-        """Asks Slurm only what is recorded (``squeue``); taking an allocation is the plan's ``allocate`` step."""
+    def up_notes(self, image: Optional[str]) -> List[str]:
+        """What ``up`` says first, and the recorded allocation when Slurm still holds it (asked with ``squeue``
+        only; taking an allocation is the plan's ``allocate`` step)."""
+        notes = super().up_notes(image)
         if self.needs_allocation():
-            return []
+            return notes
         live = self.record()
-        return [f"allocation {self.job} is already up ({live.get('job_state')} on {live.get('nodes') or '-'})"]
+        return [*notes, f"allocation {self.job} is already up ({live.get('job_state')} on {live.get('nodes') or '-'})"]
 
     def allocation_step(self) -> Optional[Step]:
         if not self.needs_allocation():
@@ -145,7 +147,7 @@ class SlurmCluster(Backend):
     def allocate(self, phase) -> Dict[str, str]:
         """The plan's ``allocate`` step: salloc, its job id recorded in .nodeweave/<job>/cluster.json; the
         values of ``JOBID`` and ``NODE0``, ``NODE1``, ... (the nodes Slurm granted, in its order)."""
-        from nodeweave.cluster.plan import JOB_ID, NODE
+        from nodeweave.plan import JOB_ID, NODE
 
         (step,) = phase.steps
         self._mount_sources()
@@ -261,7 +263,7 @@ class SlurmCluster(Backend):
 
     def placeholder_nodes(self, job: Optional[str] = None) -> List[Node]:
         """``JOBID``/``NODE0``, ...: what a plan says before the allocation is taken (the executor fills them in)."""
-        from nodeweave.cluster.plan import JOB_ID, NODE
+        from nodeweave.plan import JOB_ID, NODE
 
         return self._nodes([f"{NODE}{i}" for i in range(self.allocated_count())], job or JOB_ID)
 

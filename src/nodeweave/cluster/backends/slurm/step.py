@@ -74,9 +74,12 @@ class SlurmStep:
 class StepRunner(Runner):
     """:class:`Runner` over one srun step: one client process, its lines split by task into the nodes' runs."""
 
+    @property
+    def launches(self) -> int:
+        return 1  # one srun for every node
+
     def start(self) -> None:
-        step = self.nodes[0].group
-        argv = step.argv(self.request)
+        (argv,) = self.argv
         proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                 start_new_session=True)
         started = time.monotonic() - self.t0

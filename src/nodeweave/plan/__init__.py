@@ -1,8 +1,11 @@
 """A verb's plan: what it would do, in order, as one object that ``--dry-run`` prints and the real run executes.
 
 Why one object: a dry run assembled beside the real run drifts from it (a wait, a check, a file
-written, a sweep point left out of the printout). Each cluster verb turns its input into a
-:class:`Plan` in ``nodeweave.cluster.verbs``; ``--dry-run`` prints it (``plan_lines``, or
+written, a sweep point left out of the printout). Why a room of its own, below the CLI and below
+``cluster/`` and ``build/``: it is the one plan type of every verb that acts (the cluster verbs'
+plans in ``nodeweave.cluster.verbs`` and ``runplan``, the check's in ``nodeweave.check.plan``, the
+sync's in ``nodeweave.sync.syncplan``, the image build's in ``nodeweave.build.plan``), so each is
+assembled next to what it plans, none in ``cli/``. ``--dry-run`` prints a plan (``plan_lines``, or
 ``to_dict()`` as ``-o json|yaml``) and ``nodeweave.cluster.execute`` walks the very same object.
 
 A plan is an ordered tuple of :class:`Phase`\\ s, each of one kind:
@@ -103,6 +106,11 @@ class Phase:
         nodes = tuple(replace(n, reached_as=fill(n.reached_as), argv=tuple(map(fill, n.argv))) for n in self.nodes)
         return replace(self, what=fill(self.what), steps=steps, nodes=nodes)
 
+    def launches(self, run_id: str) -> List[List[str]]:
+        """A run's or a check's argv as planned, with the run's id (made when its folder was) for ``RUN_ID``: what
+        the runner spawns, one per node (a Slurm step: one for all)."""
+        return [list(n.argv) for n in self.bound({RUN_ID: run_id}).nodes]
+
     def to_dict(self) -> dict:
         data = {"kind": self.kind, "what": self.what}
         if self.steps:
@@ -177,6 +185,8 @@ def plan_lines(plan: Plan) -> List[str]:
             lines += [shlex.join(n.argv) for n in phase.nodes]
         else:
             lines += _node_lines(phase.nodes, shlex)
+            for step in phase.steps:  # a stop's steps after the nodes' (a Slurm step, bare hosts' marks)
+                lines += [f"# then {step.what}", step.text()]
     return lines
 
 
