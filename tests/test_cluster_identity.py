@@ -459,7 +459,7 @@ def test_hosts_containers_carry_the_jobs_mark_and_another_folder_is_refused(host
                  ("exec", "--dry-run", "--", "hostname"), ("run", "--dry-run", "--", "train.py"), ("status",)):
         out = cli(b.parent, env, verb[0], *flags(b), *verb[1:])
         assert out.returncode == 3, (verb, out.stdout, out.stderr)
-        lines = out.stderr.strip().splitlines()
+        lines = [line for line in out.stderr.strip().splitlines() if not line.startswith("nodeweave: note:")]
         assert len(lines) == 1 and f"`nodeweave up` in {a.parent} (job twin)" in lines[0], (verb, out.stderr)
         assert "container twin-node on h1 (and 1 more) was started by" in lines[0], lines
     assert json.loads((tmp_path / "hosts" / "h1" / "containers.json").read_text())  # b's down removed nothing
@@ -487,7 +487,7 @@ def test_bare_hosts_carry_the_jobs_mark_beside_its_token_and_another_folder_is_r
                  ("exec", "--dry-run", "--", "hostname"), ("status",)):
         out = cli(b.parent, env, verb[0], *flags, *verb[1:])
         assert out.returncode == 3, (verb, out.stdout, out.stderr)
-        lines = out.stderr.strip().splitlines()
+        lines = [line for line in out.stderr.strip().splitlines() if not line.startswith("nodeweave: note:")]
         assert len(lines) == 1 and f"`nodeweave up` in {a.parent} (job twin)" in lines[0], (verb, out.stderr)
         assert f"the job's mark {mark} on h1 (and 1 more) was started by" in lines[0], lines
     assert (remote / ".nodeweave" / "twin" / "job-token").read_text() == token  # b's up re-keyed nothing

@@ -86,7 +86,7 @@ def down_command(
     if idle is not None:  # nothing to take down: said, nothing rendered or written, exit 0 (a dry run the same)
         backend.close()
         if dry_run:
-            from nodeweave.cluster.plan import Plan
+            from nodeweave.plan import Plan
 
             show_plan(Plan("down", backend.where(), (), (idle,)), fmt)
             return
