@@ -87,6 +87,11 @@ def plan_node(settings, partial=False):
     return plan
 
 
+def planning_settings(settings):
+    """The settings this node plans and checks in with: under recovery, its identity among nodes + spares."""
+    return identity_settings(settings) if settings.get("recovery") else settings
+
+
 def role_at_start(settings, topo):
     """The role this node holds now: the one in the book it kept while its job runs, else the job's first
     layout (the lowest identities train, the rest are spares: ``decide.first``)."""
