@@ -18,7 +18,7 @@ from nodeweave.cluster.verbs import node_commands
 
 def check_phase(nodes: List[Node], options: CheckOptions, env: Mapping[str, str], parent: Path, job: str) -> Phase:
     """Every node's worker through its entrypoint, into ``<parent>/<UTC time>-<job>-check/``."""
-    request = CheckRequest(run_id=RUN_ID, command=options.worker_command(), flags=options.entrypoint_flags(),
+    request = CheckRequest(run_id=RUN_ID, command=options.worker_command(), flags=options.entrypoint_flags(len(nodes)),
                            env=dict(env))
     argv = [n.entrypoint_argv(request.entrypoint_args(), request.env) for n in nodes]
     return Phase("check", f"check {len(nodes)} node(s) and every link (threshold {options.threshold * 100:g}%)",
