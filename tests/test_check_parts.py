@@ -141,6 +141,26 @@ def test_the_entrypoint_parses_the_check_run_with_its_own_parser(tmp_path):
     assert launch[-len(CheckOptions().worker_command()):] == CheckOptions().worker_command()
 
 
+@pytest.mark.parametrize("pod, rank", [("rj-1", "1"), ("rj-2", "2")])
+def test_the_check_runs_a_recovery_jobs_spare_as_a_node_it_checks(tmp_path, pod, rank):
+    """Issue 41: under the spec's recovery the check's run was a recovery job: a spare's entrypoint planned it a
+    spare, which waits, unchecked, while the others ran the worker ("check 3 node(s)" checked 2). The check
+    is one generation of every node it names: recovery off, the count of its nodes."""
+    args = CheckRequest(run_id="r1", command=CheckOptions().worker_command(),
+                        flags=CheckOptions().entrypoint_flags(3)).entrypoint_args()
+    argv = [a for a in args if a not in ("--run-id", "r1")]
+    env = {"PATH": str(Path(sys.executable).parent) + ":/usr/bin:/bin", "TMPDIR": str(tmp_path), "POD_NAME": pod,
+           "NODEWEAVE_NNODES": "2", "NODEWEAVE_RECOVERY": "on", "NODEWEAVE_SPARES": "1",
+           "NODEWEAVE_MASTER_ADDR": "127.0.0.1"}
+    out = subprocess.run([sys.executable, "-m", "nodeweave.entrypoint", "--explain", "--json", *argv],
+                         capture_output=True, text=True, env=env, timeout=60)
+    assert out.returncode == 0, out.stderr
+    plan = json.loads(out.stdout)
+    assert plan["errors"] == [] and plan["role"]["kind"] == "training node", plan["role"]
+    launch = plan["launch"]["argv"]
+    assert launch[launch.index("--nnodes") + 1] == "3" and launch[launch.index("--node-rank") + 1] == rank, launch
+
+
 def test_cli_dry_run_and_a_bad_threshold(tmp_path, repo_root):
     spec = tmp_path / "nodeweave.yaml"
     spec.write_text((repo_root / "nodeweave.yaml").read_text())

@@ -22,7 +22,10 @@ from nodeweave.cluster.base import Node
 from nodeweave.cluster.runner import RunRequest
 from nodeweave.errors import UsageError
 
-CHECK_FLAGS = ("--launcher", "torchrun", "--nproc-per-node", "1", "--launcher-options", "", "--max-restarts", "0")
+# recovery off: a check is one generation of every node it runs on. Under the spec's recovery a spare would only
+# wait, unchecked, for a fault that never comes, and a node that failed the check would start a generation
+CHECK_FLAGS = ("--launcher", "torchrun", "--nproc-per-node", "1", "--launcher-options", "", "--max-restarts", "0",
+               "--recovery", "off")
 
 
 @dataclass
@@ -46,9 +49,12 @@ class CheckOptions:
         if self.seconds <= 0 or self.timeout <= 0:
             raise UsageError("--seconds and --timeout must be positive numbers of seconds")
 
-    def entrypoint_flags(self) -> tuple:
-        """The launcher pinned to torchrun, one process; the check-in may wait as long as a collective."""
-        return (*CHECK_FLAGS, "--wait-timeout", f"{self.timeout:.0f}")
+    def entrypoint_flags(self, nodes: Optional[int] = None) -> tuple:
+        """The launcher pinned to torchrun, one process; the check-in may wait as long as a collective. ``nodes``:
+        how many nodes are checked, every one of them a node of the check (a recovery job's spares too: their
+        containers count only the training nodes in NODEWEAVE_NNODES)."""
+        count = ("--nnodes", str(nodes)) if nodes else ()
+        return (*CHECK_FLAGS, "--wait-timeout", f"{self.timeout:.0f}", *count)
 
     def worker_command(self) -> List[str]:
         return ["-m", "nodeweave.check.worker", "--threshold", f"{self.threshold:g}", "--repeats",
@@ -121,7 +127,7 @@ def run_check(nodes: List[Node], phase, context, console: Console) -> CheckResul
     options: CheckOptions = phase.request
     folder = RunFolder.create(Path(phase.folder).parent, context.job, context.spec_text, suffix="-check")
     request = CheckRequest(run_id=folder.run_id, command=options.worker_command(), grace=5.0,
-                           flags=options.entrypoint_flags(), env=dict(phase.env))
+                           flags=options.entrypoint_flags(len(nodes)), env=dict(phase.env))
     console.print(f"[bold]nodeweave:[/] check {folder.run_id} on {len(nodes)} node(s) ({context.target})",
                   highlight=False)
     data = run_job(nodes, request, phase.launches(folder.run_id), folder, context, console, quiet=not options.verbose)

@@ -18,7 +18,7 @@ from nodeweave.cluster.runplan import launch_commands
 
 def check_phase(nodes: List[Node], options: CheckOptions, env: Mapping[str, str], parent: Path, job: str) -> Phase:
     """Every node's worker through its entrypoint, into ``<parent>/<UTC time>-<job>-check/``."""
-    request = CheckRequest(run_id=RUN_ID, command=options.worker_command(), flags=options.entrypoint_flags(),
+    request = CheckRequest(run_id=RUN_ID, command=options.worker_command(), flags=options.entrypoint_flags(len(nodes)),
                            env=dict(env))
     return Phase("check", f"check {len(nodes)} node(s) and every link (threshold {options.threshold * 100:g}%)",
                  nodes=launch_commands(nodes, request), folder=f"{parent}/<UTC time>-{job}-check/", request=options,

@@ -60,8 +60,8 @@ def _hardware(node) -> Table:
     return table
 
 
-def _topology(topology) -> Table:
-    """Who this node is, and the rank source (platform) that said so."""
+def _topology(topology, role=None) -> Table:
+    """Who this node is, and the rank source (platform) that said so; with recovery, its role (a spare...)."""
     from rich.table import Table
 
     table = Table(title="this node in the job", show_header=False)
@@ -71,6 +71,9 @@ def _topology(topology) -> Table:
     for label, value in (("node rank", topology.node_rank), ("nodes", topology.nnodes),
                          ("master", topology.master_addr)):
         table.add_row(label, f"{value.value} ({value.source})")
+    if role and (role["kind"] != "training node" or role.get("why")):  # recovery said more than the rank
+        name = f"training node {role['rank']}" if role["kind"] == "training node" else role["kind"]
+        table.add_row("role", name + (f" ({role['why']})" if role.get("why") else ""))
     return table
 
 
@@ -195,7 +198,10 @@ def spec_env(spec_path: Path, node: "list[str]") -> "dict[str, str]":
     from nodeweave.spec import load_spec
 
     spec = load_spec(spec_path)
-    picked = picked_indices(node, spec.nodes.max, f"{spec_path} (nodes: {spec.nodes}) without a cluster") or [0]
+    containers = spec.nodes.max + spec.recovery.spare_nodes  # a spare is a node of the job too (docs/recovery.md)
+    shown = f"nodes: {spec.nodes}" + (f", recovery.spares: {spec.recovery.spare_nodes}" if spec.recovery.spare_nodes
+                                      else "")
+    picked = picked_indices(node, containers, f"{spec_path} ({shown}) without a cluster") or [0]
     if len(picked) != 1:
         raise UsageError(f"--node {','.join(node)}: this machine is judged as one node of {spec_path}; give one index")
     rank = picked[0]
@@ -263,7 +269,7 @@ def doctor(
         console.print(_hardware(diagnosis.node))
         if diagnosis.plan is not None:
             if diagnosis.plan.topology is not None:
-                console.print(_topology(diagnosis.plan.topology))
+                console.print(_topology(diagnosis.plan.topology, diagnosis.plan.role))
             console.print(_plan_env(diagnosis.plan))
         if diagnosis.findings:
             console.print(_findings(diagnosis.findings))

@@ -1,7 +1,8 @@
 """``nodeweave doctor``: what this node is, what the entrypoint would do, and what is wrong.
 
-Built on the entrypoint's Python API (``nodeweave.entrypoint.parse`` /
-``build_plan``), never on a copy of its detection: the node, the plan and its
+Built on the entrypoint's Python API (``nodeweave.entrypoint.parse``, then
+``recovery.roles.plan_node``: the one way every entrypoint path plans the node,
+so a spare is judged as a spare), never on a copy of its detection: the node, the plan and its
 warnings are what ``nodeweave-entrypoint`` would act on, with its rule table
 evaluated in ``audit`` mode (the node on its own, not only this launch).
 Doctor adds its own rows of the same type (``rules.py``); each finding takes
@@ -55,6 +56,7 @@ class Diagnosis:
                 "env": [var.to_dict() for var in plan.env],
                 "warnings": list(plan.warnings),
                 "errors": list(plan.errors),
+                "role": plan.role,  # training node i, spare, left out (recovery/roles.py); null without a plan
             },
             "bench": self.bench,
         }
@@ -73,8 +75,9 @@ def _single_node(node):
 
 def diagnose(sysroot: "str | None" = None, env: "dict[str, str] | None" = None) -> Diagnosis:
     """Everything doctor knows about the node under ``sysroot`` with the variables ``env``."""
-    from nodeweave.entrypoint import EntrypointError, Root, build_plan, detect, parse, plan_env
+    from nodeweave.entrypoint import EntrypointError, Root, detect, parse, plan_env
     from nodeweave.entrypoint.planning.rules import RULES, Context, evaluate
+    from nodeweave.entrypoint.recovery.roles import plan_node
 
     env = dict(os.environ) if env is None else dict(env)
     if sysroot is not None and not os.path.isdir(sysroot):
@@ -91,7 +94,7 @@ def diagnose(sysroot: "str | None" = None, env: "dict[str, str] | None" = None) 
         hits = evaluate(RULES, Context(node, env, root, audit=True))
         return Diagnosis(node, None, merge([finding] + findings_of(hits, "entrypoint"),
                                            findings_of(own_hits(node, env, root, False))))
-    plan = build_plan(settings, partial=True, audit=True)
+    plan = plan_node(settings, partial=True, audit=True)  # as the entrypoint plans it: a spare plans as a spare
     if plan.topology is None:
         # No topology, so the env policy did not run: run it as for this node alone.
         plan.env = plan_env(plan.node, _single_node(plan.node), settings, Root(settings.sysroot), plan.warnings,

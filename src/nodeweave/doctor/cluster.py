@@ -158,13 +158,14 @@ def survey_here(env: "dict[str, str] | None" = None) -> ClusterView:
     """Ask node 0's exchange from this machine, as the entrypoint here would reach it (its variables)."""
     import os
 
-    from nodeweave.entrypoint import EntrypointError, build_plan, parse
+    from nodeweave.entrypoint import EntrypointError, parse
     from nodeweave.entrypoint.checkin.exchange import ask_status
     from nodeweave.entrypoint.checkin.wire import ExchangeError, frame_limit, job_token
+    from nodeweave.entrypoint.recovery.roles import plan_node
 
     env = dict(os.environ) if env is None else dict(env)
     try:
-        plan = build_plan(parse(["--", "nodeweave-doctor-cluster"], env), partial=True)
+        plan = plan_node(parse(["--", "nodeweave-doctor-cluster"], env), partial=True)  # a spare plans as one
     except EntrypointError as err:
         return _unreachable("this machine's settings", str(err))
     if plan.errors:

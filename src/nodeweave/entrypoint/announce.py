@@ -1,5 +1,5 @@
-"""What a node says and writes just before it launches: shared by one launch (``__main__``) and by each
-generation of a recovering job (``recovery/generations.py``), so neither imports the other."""
+"""What a node says and writes just before it launches (``loop.Start.ready``, for every generation of every
+start), and the entrypoint's one way to say a line."""
 
 import os
 import sys

@@ -1,12 +1,15 @@
-"""The entrypoint with recovery on: check in, launch, watch — and on a fault, all again as the next generation.
+"""Recovery's policy of the entrypoint's one loop (``loop.py``): check in, launch, watch — and on a fault, all
+again as the next generation.
 
-Every node runs this loop instead of ``__main__.run``'s single launch. Node 0
+The node is prepared as every start prepares it (``loop.Start.prepare``: its plan, the check-in made ready,
+the wait); recovery off runs one generation of it and stops, recovery on runs this. Node 0
 keeps the check-in exchange (a fresh ``Hub`` on the same port each
 generation), gathers the nodes, asks ``decide.py`` who trains, who waits as a
 spare and who is left out, and sends that with the verdict (``"recovery"``).
 Each node plans its launch for the generation (its training rank, the node
-count, the master: the first member), runs it under the heartbeat, and when
-the heartbeat stops it (a crash, a lost node, a stall) checks in again. A
+count, the master: the first member), launches it through ``loop.Start`` under
+the heartbeat, and when the heartbeat stops it (a crash, a lost node, a stall)
+checks in again. A
 node's hello names the generation it wants (``"generation"`` in its
 fingerprint), so a node early for the next one is turned away by the current
 one and tries again. Node 0 keeps the hub role for the job's life; its
@@ -17,62 +20,41 @@ import os
 
 from ..errors import EXIT_GAVE_UP, EXIT_JOB_ERROR, EXIT_NO_PROGRESS, EntrypointError
 from . import decide
-from .setup import Config, identity_settings, last_book, with_flags
+from .setup import Config, last_book, with_flags
 
 
 class Generations:
-    """The loop on one node; :meth:`run` returns the exit code."""
+    """Recovery's policy of the entrypoint's loop (``loop.run``): generations until the job finishes, or its
+    restart budget or no-progress brake ends it. ``start`` (``loop.Start``) holds the start steps this policy
+    shares with recovery off: the node's preparation once, and every generation's launch. :meth:`run`
+    returns the exit code."""
 
-    def __init__(self, settings, log):
-        self.settings, self.log = settings, log
-        self.ident_settings = identity_settings(settings)
+    def __init__(self, settings, log, start=None):
+        self.settings, self.log, self.start = settings, log, start
         self.received = []
 
-    # --- shared --------------------------------------------------------------------------------------
-    def prepare(self):
-        """The node's own plan (its container's rank among nodes + spares), the check-in made ready, the wait."""
-        from .. import announce
-        from ..checkin.session import CheckIn
-        from ..detection.sysfs import Root
-        from ..planning.consistency import missing_script
-        from .roles import plan_node
-
-        plan = plan_node(self.settings)  # its identity among nodes + spares, as hold and --explain plan it
-        problem = missing_script(plan.launch.launcher, self.settings.command, os.getcwd())
-        if problem:
-            raise EntrypointError(problem)
+    def requires(self, plan):
+        """Node 0 learns of faults through the check-in exchange and its heartbeat: without them, refused."""
         if not (plan.exchange and plan.exchange["enabled"] and plan.exchange["heartbeat"]):
             why = (plan.exchange or {}).get("why") or "it is off"
             raise EntrypointError(f"recovery is on (NODEWEAVE_RECOVERY) but the check-in exchange and its heartbeat "
                                   f"do not run ({why}); node 0 learns of faults through them: turn "
                                   "launcher.exchange on, or recovery off")
-        self.config = Config(self.settings, plan.topology)
-        self.root = Root(self.settings.sysroot)
-        self.checkin = CheckIn(plan, self.ident_settings, self.root, self.log)
-        wait = plan.launch.wait
-        if wait:
-            from ..running.wait import wait_for
 
-            what = wait.get("what", "master")
-            announce.say(f"waiting for {what} {wait['host']}:{wait['port']} (up to {wait['timeout_s']}s)")
-            wait_for(wait["host"], wait["port"], wait["timeout_s"], log=self.log, first_delay=0.02, what=what,
-                     steady_s=3.0)
-        self.plan = plan
-        self.identity = plan.topology.node_rank.value
+    def run(self):
+        """After ``start.prepare``: node 0's generations or a worker's; the job's exit code."""
         from ..running.warm import WarmStart
         from ..stall.setup import HOOK
 
-        self.warm = WarmStart(plan.launch.launcher, self.log, enabled=self.settings.get("warm_start", True),
+        start = self.start
+        self.plan, self.checkin, self.ident_settings = start.plan, start.checkin, start.checkin_settings
+        self.config = Config(self.settings, self.plan.topology)
+        self.identity = self.plan.topology.node_rank.value
+        self.warm = WarmStart(self.plan.launch.launcher, self.log, enabled=self.settings.get("warm_start", True),
                               ignored_paths=(HOOK,))
         self.log(f"recovery on: node {self.identity} of {self.config.nodes} "
                  f"({self.config.slots} training, {self.config.spares} spare(s)); restart budget "
                  f"{self.config.limits.max_restarts}, no-progress brake {self.config.limits.no_progress or 'off'}")
-
-    def run(self):
-        ended = self._ended_before()
-        if ended is not None:
-            return ended
-        self.prepare()
         try:
             if self.checkin.hub is not None:
                 from .hub import hub_loop
@@ -84,7 +66,7 @@ class Generations:
         finally:
             self.warm.discard()
 
-    def _ended_before(self):
+    def ended_before(self):
         """The exit code of a job that already gave up in this container (8 or 9 in the record it kept), or None.
 
         The compose files restart a container on any non-zero exit (``restart: on-failure:N``, so a crashed
@@ -119,17 +101,20 @@ class Generations:
         return plan, settings
 
     def launch(self, book, verdict, watch):
-        """Start this node's launcher for the generation under ``watch``; its exit code. A start that fails here
-        (the plan, the files, the launcher not found) is reported to node 0 as this node's fault."""
-        from ..running.supervise import run_supervised
-
+        """Start this node's launcher for the generation under ``watch`` (``loop.Start``'s steps); its exit code.
+        A start that fails here (the plan, the files, the launcher not found) is reported to node 0 as this
+        node's fault."""
         watch.start()  # beats go on while the generation's plan is made (DNS can take seconds under load)
         try:
-            executable, argv, environ = self._prepare_launch(book, verdict, watch)
+            plan, settings = self._generation_plan(book, verdict)
+            added = {"NODEWEAVE_RESTART_COUNT": str(book["generation"])}
+            if book.get("resume_from"):
+                added["NODEWEAVE_RESUME_FROM"] = book["resume_from"]
+            launch = self.start.ready(plan, settings, watch, generation=book["generation"], environ=added)
         except EntrypointError as err:
             self.log(f"error: {err}")
             return watch.finish(err.exit_code, f"its start failed: {err}", [str(err)]) or err.exit_code
-        return run_supervised(executable, argv, environ, watch=watch, received=self.received, warm=self.warm)
+        return self.start.go(launch, received=self.received, warm=self.warm)
 
     def hold_warm(self, role):
         """A node that may train in a later generation (a spare, a node left out once) keeps its launcher held
@@ -145,27 +130,6 @@ class Generations:
         except EntrypointError:
             return  # its launch will say so, if it ever trains
         self.warm.hold(executable, environ)
-
-    def _prepare_launch(self, book, verdict, watch):
-        from .. import announce
-        from ..running.supervise import resolve
-        from ..stall.setup import attach
-
-        plan, settings = self._generation_plan(book, verdict)
-        if book["generation"] == 0:
-            for warning in plan.warnings:
-                self.log(f"warning: {warning}")
-        self.log(f"generation {book['generation']}: " + announce.summary(plan))
-        announce.write_files(plan.launch.files)
-        if settings.get("run_id"):
-            from ..running.runstate import record_run
-
-            record_run(settings, plan)
-        environ = dict(plan.environ(settings.env), NODEWEAVE_RESTART_COUNT=str(book["generation"]))
-        if book.get("resume_from"):
-            environ["NODEWEAVE_RESUME_FROM"] = book["resume_from"]
-        environ = attach(watch, plan, settings, environ, self.log)
-        return resolve(plan.launch.argv[0], environ.get("PATH", os.defpath)), plan.launch.argv, environ
 
     def _say_role(self, book, role):
         why = book["why"].get(str(self.identity))

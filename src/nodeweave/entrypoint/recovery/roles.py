@@ -1,7 +1,8 @@
 """A node's role in its job, and the one way every entrypoint path plans this node.
 
-A start, hold mode, ``--explain``, ``--status`` and ``--node status`` all plan
-this node through :func:`plan_node`, so a spare is a spare everywhere: with
+A start, hold mode, ``--explain``, ``--status``, ``--node status`` and
+``nodeweave doctor`` (on the node, ``--spec``, ``--cluster``) all plan this node
+through :func:`plan_node`, so a spare is a spare everywhere: with
 ``recovery.spares`` the job's containers are its training nodes plus its
 spares, and a container's node rank is its *identity* among them (0..N+S-1,
 ``setup.identity_settings``), never a training rank past the node count. The
@@ -60,10 +61,11 @@ class Role:
                 "identity": self.identity, "rank": self.rank, "why": self.why, "generation": self.generation}
 
 
-def plan_node(settings, partial=False):
-    """This node's plan with ``plan.role`` set; with ``partial``, errors are recorded (``--explain``)."""
+def plan_node(settings, partial=False, audit=False):
+    """This node's plan with ``plan.role`` set; with ``partial``, errors are recorded (``--explain``, doctor);
+    ``audit`` (doctor) as ``core.build_plan``'s."""
     if not settings.get("recovery"):
-        plan = build_plan(settings, partial=partial)
+        plan = build_plan(settings, partial=partial, audit=audit)
         if plan.topology is not None:
             rank = plan.topology.node_rank.value
             plan.role = Role(Kind.TRAINING, rank, rank).to_dict()
@@ -73,10 +75,10 @@ def plan_node(settings, partial=False):
     except EntrypointError as err:
         if not partial:
             raise
-        plan = build_plan(settings, partial=True)
+        plan = build_plan(settings, partial=True, audit=audit)
         plan.errors.insert(0, {"message": str(err), "exit_code": err.exit_code})
         return plan
-    plan = build_plan(ident, partial=partial)
+    plan = build_plan(ident, partial=partial, audit=audit)
     if plan.topology is not None:
         try:
             plan.role = role_at_start(settings, plan.topology).to_dict()
@@ -85,6 +87,11 @@ def plan_node(settings, partial=False):
                 raise
             plan.errors.append({"message": str(err), "exit_code": err.exit_code})
     return plan
+
+
+def planning_settings(settings):
+    """The settings this node plans and checks in with: under recovery, its identity among nodes + spares."""
+    return identity_settings(settings) if settings.get("recovery") else settings
 
 
 def role_at_start(settings, topo):
