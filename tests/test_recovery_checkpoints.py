@@ -512,6 +512,46 @@ def test_the_trainer_step_is_the_global_step_its_state_records(tmp_path):
     assert newest_complete(tmp_path).step == 1500
 
 
+def test_a_long_runs_trainer_state_json_too_large_to_parse_whole_is_read_from_its_head(tmp_path):
+    """A long run's log_history makes trainer_state.json larger than the 8 MiB parsed whole; the Trainer writes
+    it with sort_keys and indent 2, so global_step comes before the log. It was refused as unreadable before."""
+    history = [{"epoch": i / 1000, "learning_rate": 1e-4, "loss": 1.5, "step": i} for i in range(120_000)]
+    state = json.dumps({"epoch": 120.0, "global_step": 120_000, "log_history": history}, indent=2, sort_keys=True)
+    assert len(state) > 8 << 20
+    write(trainer_checkpoint(tmp_path, 500) / "trainer_state.json", state + "\n")
+    write(trainer_checkpoint(tmp_path, 600) / "trainer_state.json", state[:-5000])  # cut: no closing brace
+    found = newest_complete(tmp_path)
+    assert (Path(found.path).name, found.step) == ("checkpoint-500", 120_000), reasons(tmp_path)
+    assert "JSON that does not end in } or ]" in reasons(tmp_path)["checkpoint-600"]
+
+
+def many_tensors_zip(count, compress_pickle=False):
+    """A torch.save-like zip with ``count`` tensor entries after data.pkl (a large model's optimizer.pt)."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr("archive/data.pkl", pickle.dumps({"global_steps": 7, "dp_world_size": 1,
+                                                           "mp_world_size": 1}, protocol=2),
+                         compress_type=zipfile.ZIP_DEFLATED if compress_pickle else zipfile.ZIP_STORED)
+        for index in range(count):
+            archive.writestr(f"archive/data/{index}", bytes([index % 251]) * 40)
+        archive.writestr("archive/version", b"3\n")
+    return buffer.getvalue()
+
+
+@pytest.mark.parametrize("compress_pickle", [False, True], ids=["stored", "deflated"])
+def test_a_zip_of_many_entries_is_walked_whole_and_its_pickle_read_from_the_central_directory(tmp_path,
+                                                                                              compress_pickle):
+    data = many_tensors_zip(900, compress_pickle)
+    write(deepspeed_tag(tmp_path, 100) / "mp_rank_00_model_states.pt", data)
+    assert newest_complete(tmp_path).step == 7  # the global_steps its data.pkl records, found by its entry
+    central = data.rindex(b"PK\x01\x02")  # the last entry's record: its data said to run past the directory
+    broken = bytearray(data)
+    broken[central + 20:central + 24] = (10 ** 6).to_bytes(4, "little")
+    write(tmp_path / "global_step100" / "mp_rank_00_model_states.pt", bytes(broken))
+    assert newest_complete(tmp_path) is None
+    assert "whose entry runs past its central directory" in reasons(tmp_path)["global_step100"]
+
+
 def lightning_ckpt(path, step, epoch=0):
     """What Lightning's trainer.save_checkpoint dumps (the keys read here), as torch.save's zip."""
     return write(path, torch_save_zip({"epoch": epoch, "global_step": step, "pytorch-lightning_version": "2.5.0",

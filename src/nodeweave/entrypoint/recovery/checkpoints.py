@@ -39,7 +39,8 @@ API: ``newest_complete(folder) -> Checkpoint | None``,
 Megatron), ``huggingface.py`` (Trainer, Accelerate), ``dcp_metadata.py``
 (DCP's ``.metadata`` read without torch), ``inert_pickle.py`` (torch's
 pickles read without torch), ``listing.py`` (one folder's
-entries, cut-off files). Stdlib only; imports nothing outside this room.
+entries), ``whole_files.py`` (is one file whole, read from the offsets its
+format records). Stdlib only; imports nothing outside this room.
 """
 
 import os

@@ -13,7 +13,8 @@ read each file once while it stays the same.
 import io
 import os
 import pickle
-import zipfile
+
+from .whole_files import NotWhole, torch_save_pickle
 
 PICKLE_LIMIT = 64 << 20  # bytes: a larger pickle is not read (the presence and size checks still hold)
 
@@ -108,19 +109,12 @@ def cached(path, reader):
 
 
 def torch_save_top(path):
-    """The top-level object a ``torch.save`` zip holds (tensors as None), read from its ``data.pkl``."""
+    """The top-level object a ``torch.save`` zip holds (tensors as None), read from its ``data.pkl``, which the
+    file's whole-file check found in its central directory (``whole_files.torch_save_pickle``)."""
     try:
-        with zipfile.ZipFile(path) as archive:
-            names = [n for n in archive.namelist() if n.endswith("/data.pkl") and n.count("/") == 1]
-            if not names:
-                raise PickleError("a zip without data.pkl: not a torch.save file")
-            info = archive.getinfo(names[0])
-            if info.file_size > PICKLE_LIMIT:
-                raise PickleError(f"its data.pkl is {info.file_size} bytes, more than the {PICKLE_LIMIT} read")
-            data = archive.read(info)
-    except (OSError, zipfile.BadZipFile, zipfile.LargeZipFile, RuntimeError, EOFError) as exc:
+        return loads(torch_save_pickle(path, PICKLE_LIMIT))
+    except NotWhole as exc:
         raise PickleError(f"not a readable torch.save zip ({exc})") from None
-    return loads(data)
 
 
 def torch_save_fields(path, *names):
