@@ -181,7 +181,7 @@ def cpu(measured):
 
 
 def main():
-    global TENSORS
+    global TENSORS, STATE
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--count", type=int, default=1000, help="saves per layout (default 1000)")
     parser.add_argument("--runs", type=int, default=5, help="timed scans after the first; the median is shown")
@@ -195,6 +195,7 @@ def main():
         return
     os.environ["CHECKPOINT_SCAN_TENSORS"] = str(args.tensors)
     TENSORS = args.tensors
+    STATE = torch_save_zip({"state": {}, "param_groups": []})  # every whole torch.save file: N storages too
     sys.path.insert(0, str(ROOT / "src"))
     print(f"machine: {platform.node()} {platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}")
     print(f"\nbaseline: the finder at {args.baseline}, same folders, in a child process; "
