@@ -364,6 +364,26 @@ def test_mixed_layouts_take_the_highest_step_and_ignore_unknown_folders(tmp_path
     assert incomplete(tmp_path) == []
 
 
+def test_judging_every_save_in_threads_gives_the_serial_answer_in_the_same_order(tmp_path, monkeypatch):
+    """incomplete() and scan() judge many saves in JUDGES threads; the verdicts, their order and the saves
+    that turn out to hold nothing are those of one thread."""
+    from nodeweave.entrypoint.recovery import checkpoints
+
+    for step in range(100, 4100, 100):
+        trainer_checkpoint(tmp_path, step, state=step % 300 != 0)  # every third one killed before its state
+        deepspeed_tag(tmp_path, step, mp=1, dp=2, skip=("bf16_zero_pp_rank_1_mp_rank_00_optim_states.pt",)
+                      if step % 700 == 0 else ())
+    write(tmp_path / "global_step5000" / "mp_rank_00_model_states.pt", b"PK\x03\x04cut")
+    write(tmp_path / "runs" / "step-99" / "readme.md")  # named like a save, holds none
+    assert len(scan(tmp_path).candidates) > 2 * checkpoints.JUDGES
+    threaded = scan(tmp_path)
+    monkeypatch.setattr(checkpoints, "JUDGES", 10 ** 6)  # one thread
+    serial = scan(tmp_path)
+    assert threaded.complete == serial.complete and threaded.incomplete == serial.incomplete
+    assert len(serial.incomplete) == 13 + 5 + 1 and len(serial.complete) == 40 + 40 + 1 - 19
+    assert serial.complete[0].step == 4000 and "runs/step-99" not in str(serial.incomplete)
+
+
 def test_an_empty_or_missing_folder_has_no_checkpoint(tmp_path):
     assert newest_complete(tmp_path) is None and incomplete(tmp_path) == []
     assert newest_complete(tmp_path / "absent") is None and incomplete(tmp_path / "absent") == []

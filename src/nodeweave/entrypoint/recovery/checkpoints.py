@@ -109,15 +109,23 @@ class Scan:
         self.candidate(path, step, layout, lambda: (ok, text))
 
     def judge(self, stop_at_complete):
-        """Judge the candidates newest first; with ``stop_at_complete``, only until one is complete."""
-        ordered = [(path, _resolve(step), layout, judge) for path, step, layout, judge in self.candidates]
-        for path, step, layout, judge in sorted(ordered, key=_newest_first):
-            try:
-                ok, text, *recorded = judge()
-            except NotASave:
+        """Judge the candidates newest first; with ``stop_at_complete``, only until one is complete. Judging
+        every one, ``JUDGES`` threads read the saves at once (each wait for storage, a network file system's
+        above all, overlaps the others'); the verdicts are taken in the same order."""
+        ordered = sorted([(path, _resolve(step), layout, judge) for path, step, layout, judge in self.candidates],
+                         key=_newest_first)
+        if stop_at_complete or len(ordered) < 2 * JUDGES:
+            verdicts = (_verdict(judge) for _, _, _, judge in ordered)
+        else:
+            from concurrent.futures import ThreadPoolExecutor
+
+            pool = ThreadPoolExecutor(JUDGES, thread_name_prefix="nodeweave-checkpoints")
+            verdicts = pool.map(_verdict, [judge for _, _, _, judge in ordered])
+            pool.shutdown(wait=False)  # map has queued every judge; the loop below waits for each in turn
+        for (path, step, layout, _), verdict in zip(ordered, verdicts):
+            if verdict is None:
                 continue
-            except (Unreadable, PickleError) as exc:
-                ok, text, recorded = False, str(exc), ()
+            ok, text, *recorded = verdict
             if recorded and recorded[0] is not None:
                 step = recorded[0]  # what the library wrote wins over the name
             if ok:
@@ -130,6 +138,19 @@ class Scan:
 
     def newest(self):
         return self.complete[0] if self.complete else None
+
+
+JUDGES = 8  # threads that judge saves at once when every save is judged (incomplete, scan)
+
+
+def _verdict(judge):
+    """(complete, text[, step]) of one candidate, or None when it turned out to be no save."""
+    try:
+        return judge()
+    except NotASave:
+        return None
+    except (Unreadable, PickleError) as exc:
+        return False, str(exc)
 
 
 def _resolve(step):
