@@ -18,7 +18,7 @@ cache warm as at a restart:
 
 Prints a Markdown table. Goal: newest <= 50 ms, every save <= 1 s for 1,000.
 
-    .venv/bin/python benchmarks/checkpoint_scan.py [--count 1000] [--runs 5] [--baseline REV] [--tensors N]
+    .venv/bin/python benchmarks/checkpoint_scan.py [--count 1000] [--runs 5] [--baseline REV] [--tensors N] [--samples K]
 """
 
 import argparse
@@ -171,6 +171,19 @@ def measure_in_child(source, root, runs):
     return json.loads(done.stdout) if done.returncode == 0 else None
 
 
+def measure_pair(sources, root, runs, samples):
+    """Each finder of ``sources`` timed in ``samples`` fresh processes, taking turns (a loaded machine moves
+    one process's times by 2x or more, and its load drifts): each number is the median of the samples."""
+    found = [[] for _ in sources]
+    for _ in range(samples):
+        for index, source in enumerate(sources):
+            measured = measure_in_child(source, root, runs) if source else None
+            if measured:
+                found[index].append(measured)
+    return [{key: statistics.median(f[key] for f in got) if isinstance(got[0][key], float) else got[0][key]
+             for key in got[0]} if got else None for got in found]
+
+
 def ms(seconds):
     return f"{seconds * 1000:.0f} ms"
 
@@ -186,6 +199,8 @@ def main():
     parser.add_argument("--count", type=int, default=1000, help="saves per layout (default 1000)")
     parser.add_argument("--runs", type=int, default=5, help="timed scans after the first; the median is shown")
     parser.add_argument("--baseline", default=BEFORE_ISSUE_42, help="git revision of the finder to compare with")
+    parser.add_argument("--samples", type=int, default=1,
+                        help="fresh processes per finder; each time shown is their median (default 1)")
     parser.add_argument("--tensors", type=int, default=TENSORS,
                         help="storages in each torch.save zip (default 1; a 7B model's optimizer.pt holds ~600)")
     parser.add_argument("--measure", help=argparse.SUPPRESS)  # a child: time the finder on its path, print JSON
@@ -199,7 +214,8 @@ def main():
     sys.path.insert(0, str(ROOT / "src"))
     print(f"machine: {platform.node()} {platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}")
     print(f"\nbaseline: the finder at {args.baseline}, same folders, in a child process; "
-          f"{args.tensors} storage(s) per torch.save zip; load average {os.getloadavg()[0]:.1f}")
+          f"{args.tensors} storage(s) per torch.save zip; median of {args.samples} process(es); "
+          f"load average {os.getloadavg()[0]:.1f}")
     print("\n| layout | saves | newest complete | `newest_complete` | baseline | `incomplete` first call (CPU) | "
           "`incomplete` again | baseline first call (CPU) / again | baseline's pick |")
     print("|---|---:|---|---:|---:|---:|---:|---:|---|")
@@ -212,8 +228,7 @@ def main():
             for index in range(1, args.count + 1):
                 last = build(root, index * 100)
             last.unlink()  # the newest save: what its writer writes last is not there yet
-            ours = measure_in_child(ROOT / "src", root, args.runs)
-            theirs = measure_in_child(source, root, args.runs) if source else None
+            ours, theirs = measure_pair([ROOT / "src", source], root, args.runs, args.samples)
             base = (f"{ms(theirs['newest_s'])}", f"{ms(theirs['every_first_s'])} ({cpu(theirs)}) / "
                     f"{ms(theirs['every_s'])}", str(theirs["newest"])) if theirs else ("-", "-", "-")
             print(f"| {name} | {args.count} | {ours['newest']} | {ms(ours['newest_s'])} | {base[0]} "
