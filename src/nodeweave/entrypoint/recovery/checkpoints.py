@@ -117,11 +117,7 @@ class Scan:
         if stop_at_complete or len(ordered) < 2 * JUDGES:
             verdicts = (_verdict(judge) for _, _, _, judge in ordered)
         else:
-            from concurrent.futures import ThreadPoolExecutor
-
-            pool = ThreadPoolExecutor(JUDGES, thread_name_prefix="nodeweave-checkpoints")
-            verdicts = pool.map(_verdict, [judge for _, _, _, judge in ordered])
-            pool.shutdown(wait=False)  # map has queued every judge; the loop below waits for each in turn
+            verdicts = _judged_in_threads([judge for _, _, _, judge in ordered])
         for (path, step, layout, _), verdict in zip(ordered, verdicts):
             if verdict is None:
                 continue
@@ -151,6 +147,17 @@ def _verdict(judge):
         return None
     except (Unreadable, PickleError) as exc:
         return False, str(exc)
+
+
+def _judged_in_threads(judges):
+    """Every judge's verdict, in order, from ``JUDGES`` threads, each taking every JUDGES-th judge: one task per
+    thread, not one per save (a future per save cost more than judging a small save)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(JUDGES, thread_name_prefix="nodeweave-checkpoints") as pool:
+        shares = list(pool.map(lambda share: [_verdict(judge) for judge in share],
+                               [judges[start::JUDGES] for start in range(JUDGES)]))
+    return [shares[index % JUDGES][index // JUDGES] for index in range(len(judges))]
 
 
 def _resolve(step):
