@@ -55,11 +55,12 @@ _STAND_LIMIT = 10_000
 def _stand_class(module, name):
     """One stand-in class per (module, name), made once: making a class costs more than the rest of a read."""
     key = (module, name)
-    if key not in _STAND_CLASSES:
+    made = _STAND_CLASSES.get(key)  # a local: another judging thread may clear the table meanwhile
+    if made is None:
         if len(_STAND_CLASSES) >= _STAND_LIMIT:
             _STAND_CLASSES.clear()
-        _STAND_CLASSES[key] = type(str(name), (Stand,), {"__module__": str(module)})
-    return _STAND_CLASSES[key]
+        made = _STAND_CLASSES[key] = type(str(name), (Stand,), {"__module__": str(module)})
+    return made
 
 
 class _InertUnpickler(pickle.Unpickler):
@@ -95,14 +96,16 @@ def cached(path, reader):
     except OSError as exc:
         raise PickleError(f"cannot stat: {exc.strerror or exc}") from None
     key = (path, info.st_size, info.st_mtime_ns, reader)
-    if key not in _CACHE:
+    kept = _CACHE.get(key)  # a local: another judging thread may clear the cache meanwhile
+    if kept is None:
         if len(_CACHE) >= _CACHE_LIMIT:
             _CACHE.clear()
         try:
-            _CACHE[key] = (True, reader(path))
+            kept = (True, reader(path))
         except PickleError as exc:
-            _CACHE[key] = (False, exc)
-    ok, value = _CACHE[key]
+            kept = (False, exc)
+        _CACHE[key] = kept
+    ok, value = kept
     if not ok:
         raise value
     return value
