@@ -27,7 +27,7 @@ $(BIN)/nodeweave: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip wheel setuptools poetry-core
 	$(BIN)/pip install -q torch==2.13.0
-	DS_BUILD_OPS=0 $(BIN)/pip install -q --no-build-isolation -e '.[test,launchers]'
+	DS_BUILD_OPS=0 $(BIN)/pip install -q --no-build-isolation -e '.[test,launchers,saves]'
 	@touch $@
 
 # checkov (tests/test_scanners.py) pins dependencies the test tools need newer: a venv of its own inside .venv.
@@ -37,7 +37,7 @@ $(CHECKOV):
 	$(VENV)/checkov/bin/pip install -q checkov==3.3.30
 
 .PHONY: install
-install: $(BIN)/nodeweave $(CHECKOV) ## Create .venv with nodeweave, its validators, checkov (.venv/checkov) and the launchers (torch, deepspeed, accelerate)
+install: $(BIN)/nodeweave $(CHECKOV) ## Create .venv with nodeweave, its validators, checkov (.venv/checkov), the launchers (torch, deepspeed, accelerate) and the libraries whose saves the tests make (transformers, lightning)
 
 # The loop targets (render, image, sync, up, run, status, logs, down) need only the command line: nodeweave
 # itself, without torch, the launchers, the test tools or checkov, which the nodes and `make test` need.

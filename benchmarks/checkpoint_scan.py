@@ -9,7 +9,8 @@ cache warm as at a restart:
 
 - ``newest_complete``: judges newest first, stops at the first complete one;
 - ``incomplete`` (judges every save) on its first call, when nothing is
-  cached yet, and again (median of ``--runs``), when the pickles it read
+  cached yet (its CPU time beside it: on a loaded machine the wall time
+  also counts the waits for a core), and again (median of ``--runs``), when the pickles it read
   (DCP ``.metadata``, model states) are kept by (path, size, mtime_ns);
 - the same two calls of the finder before issue 42 (``--baseline``, a git
   revision, read with ``git archive`` and run in a child process on the
@@ -17,7 +18,7 @@ cache warm as at a restart:
 
 Prints a Markdown table. Goal: newest <= 50 ms, every save <= 1 s for 1,000.
 
-    .venv/bin/python benchmarks/checkpoint_scan.py [--count 1000] [--runs 5] [--baseline REV]
+    .venv/bin/python benchmarks/checkpoint_scan.py [--count 1000] [--runs 5] [--baseline REV] [--tensors N] [--samples K]
 """
 
 import argparse
@@ -40,12 +41,16 @@ DCP = ROOT / "tests" / "fixtures" / "recovery" / "dcp-2ranks"
 BEFORE_ISSUE_42 = "322a31b"  # main before issue 42's finder
 
 
+TENSORS = int(os.environ.get("CHECKPOINT_SCAN_TENSORS", "1"))  # storages per torch.save zip (--tensors)
+
+
 def torch_save_zip(obj):
-    """The zip torch.save writes (data.pkl, a storage, version; the end record last), made without torch."""
+    """The zip torch.save writes (data.pkl, its storages, version; the end record last), made without torch."""
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w") as archive:
         archive.writestr("archive/data.pkl", pickle.dumps(obj, protocol=2))
-        archive.writestr("archive/data/0", bytes(256))
+        for index in range(TENSORS):
+            archive.writestr(f"archive/data/{index}", bytes(256 if TENSORS == 1 else 16))
         archive.writestr("archive/version", b"3\n")
     return buffer.getvalue()
 
@@ -122,26 +127,27 @@ LAYOUTS = {"torchtitan (DCP)": torchtitan, "deepspeed": deepspeed, "hf-trainer":
 
 
 def timed(function, root, runs):
-    """(result, first call's seconds, median seconds of ``runs`` more)."""
-    start = time.perf_counter()
+    """(result, first call's seconds, its CPU seconds, median seconds of ``runs`` more)."""
+    start, cpu = time.perf_counter(), time.process_time()
     result = function(root)
-    first = time.perf_counter() - start
+    first, first_cpu = time.perf_counter() - start, time.process_time() - cpu
     times = []
     for _ in range(runs):
         start = time.perf_counter()
         function(root)
         times.append(time.perf_counter() - start)
-    return result, first, statistics.median(times)
+    return result, first, first_cpu, statistics.median(times)
 
 
 def measure(root, runs):
     """{newest, newest_s, newest_first_s, incomplete, every_first_s, every_s} of the finder on the path."""
     from nodeweave.entrypoint.recovery.checkpoints import incomplete, newest_complete
 
-    found, newest_first, newest = timed(newest_complete, root, runs)
-    bad, every_first, every = timed(incomplete, root, runs)
+    found, newest_first, _, newest = timed(newest_complete, root, runs)
+    bad, every_first, every_first_cpu, every = timed(incomplete, root, runs)
     return {"newest": Path(found.path).name if found else None, "newest_first_s": newest_first, "newest_s": newest,
-            "incomplete": len(bad), "every_first_s": every_first, "every_s": every}
+            "incomplete": len(bad), "every_first_s": every_first, "every_first_cpu_s": every_first_cpu,
+            "every_s": every}
 
 
 def baseline_source(revision, scratch):
@@ -165,25 +171,53 @@ def measure_in_child(source, root, runs):
     return json.loads(done.stdout) if done.returncode == 0 else None
 
 
+def measure_pair(sources, root, runs, samples):
+    """Each finder of ``sources`` timed in ``samples`` fresh processes, taking turns (a loaded machine moves
+    one process's times by 2x or more, and its load drifts): each number is the median of the samples."""
+    found = [[] for _ in sources]
+    for _ in range(samples):
+        for index, source in enumerate(sources):
+            measured = measure_in_child(source, root, runs) if source else None
+            if measured:
+                found[index].append(measured)
+    return [{key: statistics.median(f[key] for f in got) if isinstance(got[0][key], float) else got[0][key]
+             for key in got[0]} if got else None for got in found]
+
+
 def ms(seconds):
     return f"{seconds * 1000:.0f} ms"
 
 
+def cpu(measured):
+    """The first call's CPU time (a baseline too old to report it: ``?``): what the load does not inflate."""
+    return ms(measured["every_first_cpu_s"]) if "every_first_cpu_s" in measured else "?"
+
+
 def main():
+    global TENSORS, STATE
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--count", type=int, default=1000, help="saves per layout (default 1000)")
     parser.add_argument("--runs", type=int, default=5, help="timed scans after the first; the median is shown")
     parser.add_argument("--baseline", default=BEFORE_ISSUE_42, help="git revision of the finder to compare with")
+    parser.add_argument("--samples", type=int, default=1,
+                        help="fresh processes per finder; each time shown is their median (default 1)")
+    parser.add_argument("--tensors", type=int, default=TENSORS,
+                        help="storages in each torch.save zip (default 1; a 7B model's optimizer.pt holds ~600)")
     parser.add_argument("--measure", help=argparse.SUPPRESS)  # a child: time the finder on its path, print JSON
     args = parser.parse_args()
     if args.measure:
         print(json.dumps(measure(args.measure, args.runs)))
         return
+    os.environ["CHECKPOINT_SCAN_TENSORS"] = str(args.tensors)
+    TENSORS = args.tensors
+    STATE = torch_save_zip({"state": {}, "param_groups": []})  # every whole torch.save file: N storages too
     sys.path.insert(0, str(ROOT / "src"))
     print(f"machine: {platform.node()} {platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}")
-    print(f"\nbaseline: the finder at {args.baseline} (before issue 42), same folders, in a child process")
-    print("\n| layout | saves | newest complete | `newest_complete` | baseline | `incomplete` first call | "
-          "`incomplete` again | baseline (first / again) | baseline's pick |")
+    print(f"\nbaseline: the finder at {args.baseline}, same folders, in a child process; "
+          f"{args.tensors} storage(s) per torch.save zip; median of {args.samples} process(es); "
+          f"load average {os.getloadavg()[0]:.1f}")
+    print("\n| layout | saves | newest complete | `newest_complete` | baseline | `incomplete` first call (CPU) | "
+          "`incomplete` again | baseline first call (CPU) / again | baseline's pick |")
     print("|---|---:|---|---:|---:|---:|---:|---:|---|")
     with tempfile.TemporaryDirectory() as scratch:
         source = baseline_source(args.baseline, scratch)
@@ -194,13 +228,12 @@ def main():
             for index in range(1, args.count + 1):
                 last = build(root, index * 100)
             last.unlink()  # the newest save: what its writer writes last is not there yet
-            ours = measure_in_child(ROOT / "src", root, args.runs)
-            theirs = measure_in_child(source, root, args.runs) if source else None
-            base = (f"{ms(theirs['newest_s'])}", f"{ms(theirs['every_first_s'])} / {ms(theirs['every_s'])}",
-                    str(theirs["newest"])) if theirs else ("-", "-", "-")
+            ours, theirs = measure_pair([ROOT / "src", source], root, args.runs, args.samples)
+            base = (f"{ms(theirs['newest_s'])}", f"{ms(theirs['every_first_s'])} ({cpu(theirs)}) / "
+                    f"{ms(theirs['every_s'])}", str(theirs["newest"])) if theirs else ("-", "-", "-")
             print(f"| {name} | {args.count} | {ours['newest']} | {ms(ours['newest_s'])} | {base[0]} "
-                  f"| {ms(ours['every_first_s'])} ({ours['incomplete']} found) | {ms(ours['every_s'])} | {base[1]} "
-                  f"| {base[2]} |", flush=True)
+                  f"| {ms(ours['every_first_s'])} ({cpu(ours)}; {ours['incomplete']} found) | {ms(ours['every_s'])} "
+                  f"| {base[1]} | {base[2]} |", flush=True)
 
 
 if __name__ == "__main__":

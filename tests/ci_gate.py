@@ -79,6 +79,10 @@ CI_TOOLS = {
         "!tests/test_properties.py::test_accepted_specs_render_compose_files_the_compose_schema_accepts",  # ../shared
         "tests/test_bench.py::*", "!tests/test_bench.py::test_plot_*", "tests/e2e/test_docker_standin.py::*",
     ),
+    "transformers and lightning (make install: .[saves])": (
+        "tests/test_recovery_real_saves.py::test_a_real_trainer_*",
+        "tests/test_recovery_real_saves.py::test_a_real_lightning_*",
+    ),
 }
 
 

@@ -140,6 +140,37 @@ def test_show_a_recovered_run_names_each_generation_its_fault_and_the_work_it_th
             "the beginning") in text, out
 
 
+def test_show_prints_what_node_0_recorded_each_restart_resumed_from_and_the_folders_it_could_not_judge(
+        project, capsys):
+    """run.json's recovery is made from node 0's book by recovery_summary, as `nodeweave run` makes it: the
+    checkpoint each restart resumed from and ``checkpoint_unjudged`` (folders in a layout the checkpoint finder
+    does not know, never handed out) reach `runs show`. Before, the summary dropped both."""
+    from nodeweave.cluster.job import recovery_summary
+
+    unjudged = [f"/ckpt/snapshots-{i}: checkpoint-like files (opt-state.pt) in a layout nodeweave does not know: "
+                "never handed out" for i in range(7)]
+    book = {"generation": 1, "restarts": 1, "decision": "done", "members": [0, 1], "spares": [],
+            "checkpoint_unjudged": unjudged, "history": [
+                {"generation": 0, "node": 1, "cause": "crash", "why": "node 1: its launcher failed (exit 1)",
+                 "at": 1000.0, "recover_s": 2.5, "resume_from": "/ckpt/step-300", "resumed_step": 300,
+                 "work_lost_s": 9.5}]}
+    folder = RunFolder.create(Path("runs"), "nwruns", SPEC, suffix="-unjudged")
+    run_json(folder, {}, 0, 60.0)
+    data = json.loads(folder.path.joinpath("run.json").read_text())
+    data["recovery"] = recovery_summary(book)
+    folder.write_json("run.json", data)
+    code, out, err = nodeweave(capsys, "runs", "show", folder.run_id)
+    assert code == EXIT_OK, err
+    text = " ".join(out.split())
+    assert ("generation 0 ended: node 1: its launcher failed (exit 1); left out node 1; relaunched in 2.5 s; "
+            "resumed from step 300, 9.5 s of training after that checkpoint lost") in text, out
+    assert f"checkpoint not judged, never handed out: {unjudged[0]}" in text, out
+    assert f"checkpoint not judged, never handed out: {unjudged[4]}" in text and unjudged[5] not in text, out
+    assert "and 2 more folder(s) not judged (checkpoint_unjudged in the run's recovery.json)" in text, out
+    code, out, err = nodeweave(capsys, "runs", "show", folder.run_id, "-o", "json")
+    assert json.loads(out)["recovery"]["checkpoint_unjudged"] == unjudged
+
+
 def test_show_and_compare_split_a_runs_wall_time_into_its_goodput_buckets(project, capsys):
     """goodput.json is node 0's timeline (docs/observability.md), copied into the run folder by `nodeweave run`:
     runs show accounts it per generation and for the run, runs compare puts the productive fraction beside."""

@@ -364,6 +364,26 @@ def test_mixed_layouts_take_the_highest_step_and_ignore_unknown_folders(tmp_path
     assert incomplete(tmp_path) == []
 
 
+def test_judging_every_save_in_threads_gives_the_serial_answer_in_the_same_order(tmp_path, monkeypatch):
+    """incomplete() and scan() judge many saves in JUDGES threads; the verdicts, their order and the saves
+    that turn out to hold nothing are those of one thread."""
+    from nodeweave.entrypoint.recovery import checkpoints
+
+    for step in range(100, 4100, 100):
+        trainer_checkpoint(tmp_path, step, state=step % 300 != 0)  # every third one killed before its state
+        deepspeed_tag(tmp_path, step, mp=1, dp=2, skip=("bf16_zero_pp_rank_1_mp_rank_00_optim_states.pt",)
+                      if step % 700 == 0 else ())
+    write(tmp_path / "global_step5000" / "mp_rank_00_model_states.pt", b"PK\x03\x04cut")
+    write(tmp_path / "runs" / "step-99" / "readme.md")  # named like a save, holds none
+    assert len(scan(tmp_path).candidates) > 2 * checkpoints.JUDGES
+    threaded = scan(tmp_path)
+    monkeypatch.setattr(checkpoints, "JUDGES", 10 ** 6)  # one thread
+    serial = scan(tmp_path)
+    assert threaded.complete == serial.complete and threaded.incomplete == serial.incomplete
+    assert len(serial.incomplete) == 13 + 5 + 1 and len(serial.complete) == 40 + 40 + 1 - 19
+    assert serial.complete[0].step == 4000 and "runs/step-99" not in str(serial.incomplete)
+
+
 def test_an_empty_or_missing_folder_has_no_checkpoint(tmp_path):
     assert newest_complete(tmp_path) is None and incomplete(tmp_path) == []
     assert newest_complete(tmp_path / "absent") is None and incomplete(tmp_path / "absent") == []
@@ -510,6 +530,46 @@ def test_every_file_the_trainer_resume_opens_is_checked_whole(tmp_path, name, da
 def test_the_trainer_step_is_the_global_step_its_state_records(tmp_path):
     write(trainer_checkpoint(tmp_path, 500) / "trainer_state.json", '{"global_step": 1500}')
     assert newest_complete(tmp_path).step == 1500
+
+
+def test_a_long_runs_trainer_state_json_too_large_to_parse_whole_is_read_from_its_head(tmp_path):
+    """A long run's log_history makes trainer_state.json larger than the 8 MiB parsed whole; the Trainer writes
+    it with sort_keys and indent 2, so global_step comes before the log. It was refused as unreadable before."""
+    history = [{"epoch": i / 1000, "learning_rate": 1e-4, "loss": 1.5, "step": i} for i in range(120_000)]
+    state = json.dumps({"epoch": 120.0, "global_step": 120_000, "log_history": history}, indent=2, sort_keys=True)
+    assert len(state) > 8 << 20
+    write(trainer_checkpoint(tmp_path, 500) / "trainer_state.json", state + "\n")
+    write(trainer_checkpoint(tmp_path, 600) / "trainer_state.json", state[:-5000])  # cut: no closing brace
+    found = newest_complete(tmp_path)
+    assert (Path(found.path).name, found.step) == ("checkpoint-500", 120_000), reasons(tmp_path)
+    assert "JSON that does not end in } or ]" in reasons(tmp_path)["checkpoint-600"]
+
+
+def many_tensors_zip(count, compress_pickle=False):
+    """A torch.save-like zip with ``count`` tensor entries after data.pkl (a large model's optimizer.pt)."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr("archive/data.pkl", pickle.dumps({"global_steps": 7, "dp_world_size": 1,
+                                                           "mp_world_size": 1}, protocol=2),
+                         compress_type=zipfile.ZIP_DEFLATED if compress_pickle else zipfile.ZIP_STORED)
+        for index in range(count):
+            archive.writestr(f"archive/data/{index}", bytes([index % 251]) * 40)
+        archive.writestr("archive/version", b"3\n")
+    return buffer.getvalue()
+
+
+@pytest.mark.parametrize("compress_pickle", [False, True], ids=["stored", "deflated"])
+def test_a_zip_of_many_entries_is_walked_whole_and_its_pickle_read_from_the_central_directory(tmp_path,
+                                                                                              compress_pickle):
+    data = many_tensors_zip(900, compress_pickle)
+    write(deepspeed_tag(tmp_path, 100) / "mp_rank_00_model_states.pt", data)
+    assert newest_complete(tmp_path).step == 7  # the global_steps its data.pkl records, found by its entry
+    central = data.rindex(b"PK\x01\x02")  # the last entry's record: its data said to run past the directory
+    broken = bytearray(data)
+    broken[central + 20:central + 24] = (10 ** 6).to_bytes(4, "little")
+    write(tmp_path / "global_step100" / "mp_rank_00_model_states.pt", bytes(broken))
+    assert newest_complete(tmp_path) is None
+    assert "whose entry runs past its central directory" in reasons(tmp_path)["global_step100"]
 
 
 def lightning_ckpt(path, step, epoch=0):

@@ -225,7 +225,8 @@ def _print_run(shown: dict, wide: bool) -> None:
 
 
 def _recovery_lines(recovery: Optional[dict]) -> List[str]:
-    """The run's generations (docs/recovery.md): each fault, the node left out, the time to recover."""
+    """The run's generations (docs/recovery.md): each fault, the node left out, the time to recover, the
+    checkpoint resumed; and the folders the checkpoint finder could not judge (``checkpoint_unjudged``)."""
     if not recovery:
         return []
     lines = [f"recovery: {recovery.get('generations')} generation(s), {recovery.get('restarts')} restart(s), "
@@ -234,7 +235,16 @@ def _recovery_lines(recovery: Optional[dict]) -> List[str]:
         lines.append(f"  generation {item.get('generation')} ended: {item.get('why')}; left out node "
                      f"{item.get('node') if item.get('node') is not None else '-'}; relaunched in "
                      f"{item.get('recover_s')} s" + _resumed(item))
+    unjudged = recovery.get("checkpoint_unjudged") or []
+    for text in unjudged[:UNJUDGED_SHOWN]:
+        lines.append(f"  checkpoint not judged, never handed out: {text}")
+    if len(unjudged) > UNJUDGED_SHOWN:
+        lines.append(f"  and {len(unjudged) - UNJUDGED_SHOWN} more folder(s) not judged (checkpoint_unjudged in "
+                     "the run's recovery.json)")
     return lines
+
+
+UNJUDGED_SHOWN = 5  # folders the checkpoint finder could not judge, named one a line
 
 
 def _resumed(item: dict) -> str:

@@ -98,13 +98,23 @@ def _node_record(run: NodeRun, report: dict, folder: RunFolder, profile_files: L
     }
 
 
+# what each ended generation keeps in run.json; the checkpoint it resumed from only where node 0 recorded one
+_HISTORY = ("generation", "node", "cause", "why", "recover_s")
+_RESUMED = ("resume_from", "resumed_step", "work_lost_s")
+
+
 def recovery_summary(book: dict) -> dict:
-    """What run.json keeps of node 0's recovery record (recovery.json beside it holds all of it)."""
-    return {"generations": book.get("generation", 0) + 1, "restarts": book.get("restarts", 0),
-            "decision": book.get("decision"), "members": book.get("members"), "spares": book.get("spares"),
-            "left_out": book.get("left_out"), "history": [
-                {k: h.get(k) for k in ("generation", "node", "cause", "why", "recover_s")}
-                for h in book.get("history") or []]}
+    """What run.json keeps of node 0's recovery record (recovery.json beside it holds all of it): the
+    generations, the checkpoint each restart resumed from, and the folders the checkpoint finder could not
+    judge (``checkpoint_unjudged``: never handed out), which `nodeweave runs show` prints."""
+    summary = {"generations": book.get("generation", 0) + 1, "restarts": book.get("restarts", 0),
+               "decision": book.get("decision"), "members": book.get("members"), "spares": book.get("spares"),
+               "left_out": book.get("left_out"), "history": [
+                   dict({k: h.get(k) for k in _HISTORY}, **{k: h[k] for k in _RESUMED if k in h})
+                   for h in book.get("history") or []]}
+    if book.get("checkpoint_unjudged"):
+        summary["checkpoint_unjudged"] = list(book["checkpoint_unjudged"])
+    return summary
 
 
 def record(folder: RunFolder, runner: Optional[Runner], request: RunRequest, context: JobContext,

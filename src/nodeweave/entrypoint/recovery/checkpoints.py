@@ -39,7 +39,8 @@ API: ``newest_complete(folder) -> Checkpoint | None``,
 Megatron), ``huggingface.py`` (Trainer, Accelerate), ``dcp_metadata.py``
 (DCP's ``.metadata`` read without torch), ``inert_pickle.py`` (torch's
 pickles read without torch), ``listing.py`` (one folder's
-entries, cut-off files). Stdlib only; imports nothing outside this room.
+entries), ``whole_files.py`` (is one file whole, read from the offsets its
+format records). Stdlib only; imports nothing outside this room.
 """
 
 import os
@@ -108,15 +109,19 @@ class Scan:
         self.candidate(path, step, layout, lambda: (ok, text))
 
     def judge(self, stop_at_complete):
-        """Judge the candidates newest first; with ``stop_at_complete``, only until one is complete."""
-        ordered = [(path, _resolve(step), layout, judge) for path, step, layout, judge in self.candidates]
-        for path, step, layout, judge in sorted(ordered, key=_newest_first):
-            try:
-                ok, text, *recorded = judge()
-            except NotASave:
+        """Judge the candidates newest first; with ``stop_at_complete``, only until one is complete. Judging
+        every one, ``JUDGES`` threads read the saves at once (each wait for storage, a network file system's
+        above all, overlaps the others'); the verdicts are taken in the same order."""
+        ordered = sorted([(path, _resolve(step), layout, judge) for path, step, layout, judge in self.candidates],
+                         key=_newest_first)
+        if stop_at_complete or len(ordered) < 2 * JUDGES:
+            verdicts = (_verdict(judge) for _, _, _, judge in ordered)
+        else:
+            verdicts = _judged_in_threads([judge for _, _, _, judge in ordered])
+        for (path, step, layout, _), verdict in zip(ordered, verdicts):
+            if verdict is None:
                 continue
-            except (Unreadable, PickleError) as exc:
-                ok, text, recorded = False, str(exc), ()
+            ok, text, *recorded = verdict
             if recorded and recorded[0] is not None:
                 step = recorded[0]  # what the library wrote wins over the name
             if ok:
@@ -129,6 +134,30 @@ class Scan:
 
     def newest(self):
         return self.complete[0] if self.complete else None
+
+
+JUDGES = 8  # threads that judge saves at once when every save is judged (incomplete, scan)
+
+
+def _verdict(judge):
+    """(complete, text[, step]) of one candidate, or None when it turned out to be no save."""
+    try:
+        return judge()
+    except NotASave:
+        return None
+    except (Unreadable, PickleError) as exc:
+        return False, str(exc)
+
+
+def _judged_in_threads(judges):
+    """Every judge's verdict, in order, from ``JUDGES`` threads, each taking every JUDGES-th judge: one task per
+    thread, not one per save (a future per save cost more than judging a small save)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(JUDGES, thread_name_prefix="nodeweave-checkpoints") as pool:
+        shares = list(pool.map(lambda share: [_verdict(judge) for judge in share],
+                               [judges[start::JUDGES] for start in range(JUDGES)]))
+    return [shares[index % JUDGES][index // JUDGES] for index in range(len(judges))]
 
 
 def _resolve(step):

@@ -45,6 +45,8 @@ class HubSide:
                         master=self._master(hub, book), present=book.get("present") or sorted(present))
             if unjudged:
                 book["checkpoint_unjudged"] = unjudged
+            else:  # this generation's look: a folder judged before and gone since is no longer named
+                book.pop("checkpoint_unjudged", None)
             verdict = self._announce(hub, verdict, book)
             if book["generation"] == 0:
                 from ..checkin.session import say_verdict

@@ -14,7 +14,7 @@ import json
 import re
 
 from .layouts import DISTCP, DS_TAG_DIR, check_dcp, check_deepspeed_root, gap, leftovers, whole
-from .listing import Listing, Unreadable, first_few
+from .listing import SMALL_READ, Listing, Unreadable, file_cut_off, first_few
 
 _HF_WEIGHTS = ("model.safetensors", "pytorch_model.bin", "adapter_model.safetensors", "adapter_model.bin")
 _HF_INDEXES = ("model.safetensors.index.json", "pytorch_model.bin.index.json")
@@ -69,8 +69,26 @@ def _weights(listing, files):
     return False, "", False
 
 
+# TrainerState.save_to_json writes json.dumps(..., indent=2, sort_keys=True): global_step is a top-level key
+# (two spaces in) before log_history, which is what grows; a long run's file is read from its head.
+_TOP_GLOBAL_STEP = re.compile(rb'\n  "global_step": (\d+),?\n')
+_STATE_HEAD = 64 << 10
+
+
 def _trainer_state_step(listing):
-    """``global_step`` from ``trainer_state.json``, or the reason it cannot be read."""
+    """``global_step`` from ``trainer_state.json``, or the reason it cannot be read. A file too large to parse
+    whole (a long run's ``log_history``) is judged by its end and its step read from its leading keys."""
+    if (listing.size("trainer_state.json") or 0) > SMALL_READ:
+        why = file_cut_off(listing, "trainer_state.json")
+        if why:
+            return None, f"trainer_state.json: {why}"
+        try:
+            match = _TOP_GLOBAL_STEP.search(listing.head("trainer_state.json", _STATE_HEAD))
+        except Unreadable as exc:
+            return None, str(exc)
+        if not match:
+            return None, f"trainer_state.json holds no global_step in its first {_STATE_HEAD} bytes"
+        return int(match.group(1)), None
     try:
         state = json.loads(listing.read("trainer_state.json").decode("utf-8"))
     except Unreadable as exc:
@@ -114,7 +132,7 @@ def check_hf_trainer(listing):
         return False, "no model weights (model.safetensors, pytorch_model.bin, a sharded index, FSDP or DeepSpeed)"
     if not ok:
         return False, text
-    broken = whole(listing) or _dcp_subfolders(listing)
+    broken = whole(listing, skip=("trainer_state.json",)) or _dcp_subfolders(listing)  # it was read above
     if broken:
         return False, broken
     return True, f"Trainer: trainer_state.json (global_step {step}) and {text}, every file whole", step

@@ -13,7 +13,8 @@ read each file once while it stays the same.
 import io
 import os
 import pickle
-import zipfile
+
+from .whole_files import NotWhole, torch_save_pickle
 
 PICKLE_LIMIT = 64 << 20  # bytes: a larger pickle is not read (the presence and size checks still hold)
 
@@ -54,11 +55,12 @@ _STAND_LIMIT = 10_000
 def _stand_class(module, name):
     """One stand-in class per (module, name), made once: making a class costs more than the rest of a read."""
     key = (module, name)
-    if key not in _STAND_CLASSES:
+    made = _STAND_CLASSES.get(key)  # a local: another judging thread may clear the table meanwhile
+    if made is None:
         if len(_STAND_CLASSES) >= _STAND_LIMIT:
             _STAND_CLASSES.clear()
-        _STAND_CLASSES[key] = type(str(name), (Stand,), {"__module__": str(module)})
-    return _STAND_CLASSES[key]
+        made = _STAND_CLASSES[key] = type(str(name), (Stand,), {"__module__": str(module)})
+    return made
 
 
 class _InertUnpickler(pickle.Unpickler):
@@ -94,33 +96,28 @@ def cached(path, reader):
     except OSError as exc:
         raise PickleError(f"cannot stat: {exc.strerror or exc}") from None
     key = (path, info.st_size, info.st_mtime_ns, reader)
-    if key not in _CACHE:
+    kept = _CACHE.get(key)  # a local: another judging thread may clear the cache meanwhile
+    if kept is None:
         if len(_CACHE) >= _CACHE_LIMIT:
             _CACHE.clear()
         try:
-            _CACHE[key] = (True, reader(path))
+            kept = (True, reader(path))
         except PickleError as exc:
-            _CACHE[key] = (False, exc)
-    ok, value = _CACHE[key]
+            kept = (False, exc)
+        _CACHE[key] = kept
+    ok, value = kept
     if not ok:
         raise value
     return value
 
 
 def torch_save_top(path):
-    """The top-level object a ``torch.save`` zip holds (tensors as None), read from its ``data.pkl``."""
+    """The top-level object a ``torch.save`` zip holds (tensors as None), read from its ``data.pkl``, which the
+    file's whole-file check found in its central directory (``whole_files.torch_save_pickle``)."""
     try:
-        with zipfile.ZipFile(path) as archive:
-            names = [n for n in archive.namelist() if n.endswith("/data.pkl") and n.count("/") == 1]
-            if not names:
-                raise PickleError("a zip without data.pkl: not a torch.save file")
-            info = archive.getinfo(names[0])
-            if info.file_size > PICKLE_LIMIT:
-                raise PickleError(f"its data.pkl is {info.file_size} bytes, more than the {PICKLE_LIMIT} read")
-            data = archive.read(info)
-    except (OSError, zipfile.BadZipFile, zipfile.LargeZipFile, RuntimeError, EOFError) as exc:
+        return loads(torch_save_pickle(path, PICKLE_LIMIT))
+    except NotWhole as exc:
         raise PickleError(f"not a readable torch.save zip ({exc})") from None
-    return loads(data)
 
 
 def torch_save_fields(path, *names):

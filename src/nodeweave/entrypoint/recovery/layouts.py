@@ -119,10 +119,13 @@ def _zero_gaps(kind, ranks):
     return None
 
 
+_DS_RECORDS = ("mp_rank_00_model_states.pt", "zero_pp_rank_0_mp_rank_00_model_states.pt")
+
+
 def deepspeed_record(listing):
     """What DeepSpeed records in a model-states file (``_common_checkpoint_state``): {dp_world_size,
     mp_world_size, global_steps, zero_stage}, read from the first mp rank's file without torch."""
-    for name in ("mp_rank_00_model_states.pt", "zero_pp_rank_0_mp_rank_00_model_states.pt"):
+    for name in _DS_RECORDS:
         if name in listing:
             top = cached(listing.join(name), torch_save_top)
             if not isinstance(top, dict):
@@ -160,15 +163,15 @@ def check_deepspeed_tag(listing):
     plain = [(m, n) for m, n in plain if not n.startswith(("zero_pp_rank_", "expert_", "layer_"))]
     if not (plain or zero_model or layers):
         return False, "no *model_states.pt (DeepSpeed writes one per model-parallel rank)"
-    broken = whole(listing)
-    if broken:
-        return False, broken
     with_model = {int(m.group(1)) for m, _ in plain} | set(_dp_ranks(zero_model))
     mp_ranks = with_model | set(_dp_ranks(zero_optim))
     if not layers:
         missing = gap(mp_ranks) if gap(mp_ranks) is not None else min(mp_ranks - with_model, default=None)
         if missing is not None:
             return False, f"model states of mp rank {missing:02d} are missing"
+    broken = listing.cut_off([name for name in _DS_RECORDS if name in listing])  # before it is unpickled
+    if broken:
+        return False, f"unfinished file(s): {first_few(broken)}"
     try:
         source, record = deepspeed_record(listing)
     except PickleError as exc:
@@ -187,6 +190,9 @@ def check_deepspeed_tag(listing):
         if hole is not None:
             return False, (f"{kind} of data-parallel rank {hole[1]} (mp rank {hole[0]:02d}) is missing: {source} "
                            f"records dp_world_size {dp_size}")
+    broken = whole(listing)  # last: every rank's file is there, now each is read
+    if broken:
+        return False, broken
     text = f"DeepSpeed: {len(plain) + len(zero_model) + len(layers)} model-state file(s)"
     if zero_optim:
         text += f", {len(zero_optim)} ZeRO optimizer file(s)"
