@@ -126,6 +126,7 @@ def test_every_nodeweave_import_inside_resolves_inside():
 
 def test_it_runs_with_no_nodeweave_installed(tmp_path):
     """-I -S: no site-packages, no PYTHONPATH, no current directory; the archive is all of nodeweave there is."""
+    (tmp_path / "train.py").write_text("")  # a script --explain finds (a missing one is the plan's error, exit 2)
     out = subprocess.run([sys.executable, "-I", "-S", str(COMMITTED), "--explain", "--json", "--nnodes", "1",
                           "--", "train.py"], capture_output=True, text=True, timeout=120, cwd=tmp_path)
     assert out.returncode == 0, out.stderr
@@ -144,6 +145,7 @@ def test_it_runs_as_a_program_under_the_oldest_python3_an_image_may_bring(tmp_pa
     link = tmp_path / "bin" / "python3"
     link.parent.mkdir()
     link.symlink_to(oldest[0])  # the shebang's `env python3` finds this one
+    (tmp_path / "train.py").write_text("")
     out = subprocess.run([str(COMMITTED), "--explain", "--nnodes", "1", "--", "train.py"], capture_output=True,
                          text=True, timeout=120, cwd=tmp_path, env={"PATH": f"{link.parent}:/usr/bin:/bin"})
     assert out.returncode == 0, out.stderr

@@ -12,7 +12,7 @@ import os
 import sys
 
 from .planning.consistency import missing_script
-from .errors import EXIT_OK, EntrypointError, last_resort
+from .errors import EXIT_OK, EntrypointError, UsageError, last_resort
 from .planning.settings import HelpRequested, VersionRequested, parse, usage
 from .detection.sysfs import Root
 from .announce import PROG, say as _say
