@@ -123,3 +123,46 @@ def test_a_status_answer_with_stacks_does_not_hold_the_thread_that_reads_node_0s
     assert answers and answers[0]["t"] == "status" and "ranks" in answers[0]
     assert asked_on and asked_on[0][1] is True and asked_on[0][0] != threading.current_thread().name
     assert held < 1.0, held
+
+
+def test_a_node_checking_in_late_does_not_hold_node_0s_heartbeat_while_node_0_connects_back():
+    """Node 0's heartbeat thread waited for a late node's connect-back (up to PROBE_TIMEOUT_S, 3 s, per node:
+    a spare or a restarted container checking in mid-generation) and sent no beat meanwhile; it is judged once
+    its connect-back is over, from the same loop."""
+    import socket
+
+    from nodeweave.entrypoint.checkin.heartbeat import HubWatch
+    from nodeweave.entrypoint.checkin.wire import connect, proof
+
+    hub = Hub(0, TOKEN, fp(0), lambda line: None)
+    silent = socket.create_server(("127.0.0.1", 0))  # takes the connect-back, never answers it: 3 s to time out
+    judged = []
+    watch = HubWatch(hub, lambda line: None, admit=lambda peer: judged.append((time.monotonic(), peer.probe)) or False)
+    late = connect("127.0.0.1", hub.sock.getsockname()[1], 5.0, 1 << 20)
+    try:
+        challenge = None
+        held, until = 0.0, time.monotonic() + 15
+        while not judged and time.monotonic() < until:  # this thread plays the heartbeat's (HubWatch._run's loop)
+            accept, ready = hub.board.wait(0.1)
+            if accept:
+                hub.accept()
+                challenge = late.receive(time.monotonic() + 5)
+                hello = fp(5, address="127.0.0.1", probe_port=silent.getsockname()[1])
+                late.send({"t": "hello", "job": "trainer", "fp": hello,
+                           "mac": proof(TOKEN, str(challenge.get("nonce")), hello)})
+            for peer in ready:
+                if peer.fp is None:
+                    started = time.monotonic()
+                    watch._late(peer)
+                    held = max(held, time.monotonic() - started)
+                    asked = time.monotonic()
+            if getattr(watch, "settling", None):  # (a watch that judged it at once has none)
+                watch._settled()
+    finally:
+        late.close()
+        silent.close()
+        hub.close()
+    assert challenge is not None and judged, "the late node was never judged"
+    assert held < 1.0, held  # was ~3 s: the connect-back's whole timeout
+    when, probe = judged[0]
+    assert probe is not None and when - asked >= 2.0, probe  # judged once its connect-back was over (timed out)
