@@ -40,7 +40,6 @@ BATCH_S = 0.1    # node 0 lets beats gather this long after a wake-up: tens of n
 SWEEP_S = 1.0    # how often node 0 looks for silent nodes
 JUDGE_S = 2.0    # a failure that shows only a peer gone waits this long for the node that failed first
 REPORTS_S = 5.0  # node 0's script raised an error: it waits this long for the others' reports (the job's own?)
-SETTLE_S = 10.0  # a node checking in late is judged once its connect-back is over, or after this long
 
 
 def describe(report):
@@ -212,7 +211,6 @@ class HubWatch(HubStall, Watch):
         self.heard = []              # every member's failure: (when, node rank, cause, of its own accord, report)
         self.held = None             # (until, label, report): a failure that shows only a peer gone, not relayed yet
         self.own_report = None       # node 0's own launcher's failure, whichever failure was relayed first
-        self.settling = []           # (until, peer): nodes checking in late whose connect-back is still under way
         for listener in HUB_WATCHES:  # metrics/: node 0's live picture of the job, its goodput timeline
             listener(self)
 
@@ -252,8 +250,6 @@ class HubWatch(HubStall, Watch):
                 elif peer.done is None:
                     self._read(peer)
             hub.expire()
-            if self.settling:
-                self._settled()
             if self.held is not None and self.clock() >= self.held[0]:
                 self._release()
             if self.clock() >= next_sweep:
@@ -298,19 +294,7 @@ class HubWatch(HubStall, Watch):
         if len(self.hub.peers) == before:
             return
         self.hub.peers.remove(peer)
-        # its connect-back runs in this thread's loop (board.wait): judged once it is over (``_settled``), never
-        # waited for here, where node 0's beats to every node would wait with it (up to PROBE_TIMEOUT_S each)
-        self.settling.append((self.clock() + SETTLE_S, peer))
-
-    def _settled(self):
-        """Late nodes whose connect-back is over (or overdue): judge them now."""
-        now = self.clock()
-        ready = [(until, peer) for until, peer in self.settling if peer.probe is not None or now >= until]
-        for entry in ready:
-            self.settling.remove(entry)
-            self._judge_late(entry[1])
-
-    def _judge_late(self, peer):
+        self.hub.board.settle(peer, 10)
         verdict = self.admit(peer) if self.admit else None
         if verdict is False:  # recovery: a node on its way to the next generation, early; it tries again
             self.hub.board.forget(peer)
