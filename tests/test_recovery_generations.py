@@ -1,6 +1,7 @@
 """Each generation's plan under recovery: a fixed-size job of its members, whatever the spec's node count says."""
 
 from nodeweave.entrypoint.planning.settings import parse
+from nodeweave.entrypoint.recovery.book import Book
 from nodeweave.entrypoint.recovery.generations import Generations
 
 ARGV = ["--node-rank", "3", "--nproc-per-node", "1", "--master-addr", "127.0.0.1", "--master-port", "29500", "--",
@@ -12,7 +13,7 @@ def generation_plan(tmp_path, nnodes, members):
            "NODEWEAVE_LAUNCHER": "torchrun"}
     gens = Generations(parse(ARGV, env), lambda line: None)
     gens.identity = 3  # the node's container rank; it trains at its position among the members
-    book = {"generation": 1, "members": members, "master": None}
+    book = Book(generation=1, members=tuple(members))
     plan, settings = gens._generation_plan(book, {"procs": [1] * len(members)})
     return plan, plan.environ(settings.env)
 

@@ -10,4 +10,5 @@ and ``..planning`` (the contract's allowances, the exchange's plan);
 """
 
 HUB_WATCHES = []  # callables told of every heartbeat.HubWatch node 0 makes (metrics/: the job's live picture)
-LINK_WATCHES = []  # and of every LinkWatch another node makes (metrics/: its GPU readings ride on its beats)
+LINK_WATCHES = []  # and of every LinkWatch another node makes; each returns what rides on its beats, or None
+# (metrics/: the node's GPU readings; ``LinkWatch.beat_extra``)

@@ -15,6 +15,7 @@ Node 0 serves every node, connect-backs included, from one loop (``switchboard.p
 
 import errno
 import socket
+import threading
 import time
 
 from .connectback import answer_probe as _answer_probe
@@ -68,7 +69,7 @@ class Hub:
         self.pending, self.peers = [], []
         self.verdict = None  # once announced
         self.row_of, self.judged_rows = {}, None  # id(peer) -> its row of the rows decide judged
-        self.live_status, self.refusals = None, []  # the stall watch's view; nodes that refused themselves
+        self.live_status, self.refusals = None, []  # the stall watch's view (show_ranks); nodes that refused themselves
         self.early = {"checked": 0, "ranks": set(), "refused": False}  # refusal.refused_early's, node by node
 
     def accept(self):
@@ -134,11 +135,22 @@ class Hub:
             return
         self.pending.remove(peer)
         self.board.release(peer)
+        # answered on a thread of its own: the thread reading here is, while the job runs, the heartbeat's, and
+        # the answer can take seconds (every rank's stacks gathered, a large answer sent, the peer's close awaited)
+        # while a node not hearing node 0 for LOST_S counts it lost
+        threading.Thread(target=self._send_status, args=(peer, bool(request.get("stacks")), bool(request.get("all"))),
+                         daemon=True, name="nodeweave-status").start()
+
+    def _send_status(self, peer, stacks, whole):
         try:
-            peer.channel.send(self.status(stacks=bool(request.get("stacks")), whole=bool(request.get("all"))))
+            peer.channel.send(self.status(stacks=stacks, whole=whole))
         except ExchangeError:
             pass
         peer.channel.finish(1.0)
+
+    def show_ranks(self, source):
+        """`--status` shows the ranks from ``source(stacks)`` (the stall watch's view: ``HubWatch.use_stall``)."""
+        self.live_status = source
 
     def status(self, stacks=False, whole=False):
         """What ``--status`` shows: a summary first (``summary.py``: counts by state, the worst nodes and

@@ -25,6 +25,7 @@ import time
 
 from ..errors import EXIT_PEER_FAILED, EXIT_STALLED
 from ..stall.exchange import HubStall, LinkStall
+from ..stall.surface import WatchSurface
 from . import HUB_WATCHES, LINK_WATCHES
 from .wire import BEAT_LINE, ExchangeError, readable
 
@@ -51,8 +52,9 @@ def describe(report):
     return lines
 
 
-class Watch:
-    """What both sides share: the thread, the lock, the first failure and the launcher's stop."""
+class Watch(WatchSurface):
+    """What both sides share: the thread, the lock, the first failure and the launcher's stop (and what the
+    stall exchange mixed into each side uses of it: ``stall/surface.py``)."""
 
     def __init__(self, log, elastic):
         self.log, self.elastic = log, elastic
@@ -62,7 +64,7 @@ class Watch:
         self.failure_code = EXIT_PEER_FAILED
         self.stop_launcher = None    # set by start()
         self.thread = None
-        self.stall = None            # stall.watcher.StallWatch, when the ranks are watched
+        self.stall = None            # stall.watcher.StallWatch, when the ranks are watched (use_stall)
         self.failed_at = None        # when the first failure was heard (recovery's time to recover counts from it)
 
     def start(self, stop_launcher=None):
@@ -70,6 +72,10 @@ class Watch:
         self.stop_launcher = stop_launcher
         self.thread = threading.Thread(target=self._run, name="nodeweave-heartbeat", daemon=True)
         self.thread.start()
+
+    def _run(self):
+        """The heartbeat's thread: each side's own (``LinkWatch._run``, ``HubWatch._run``)."""
+        raise NotImplementedError
 
     def attach_launcher(self, stop_launcher):
         """The launcher started after the beats did (a generation's plan can take seconds: a DNS answer late
@@ -123,8 +129,8 @@ class LinkWatch(LinkStall, Watch):
         super().__init__(log, elastic)
         self.channel, self.clock = channel, clock
         self.closing = False
-        for listener in LINK_WATCHES:  # metrics/: this node's GPU readings on its beats
-            listener(self)
+        for listener in LINK_WATCHES:  # metrics/: this node's GPU readings on its beats (a callable, or None)
+            self.beat_extra = listener(self) or self.beat_extra
 
     def _send(self, message):
         with self.lock:
@@ -207,6 +213,11 @@ class HubWatch(HubStall, Watch):
         self.own_report = None       # node 0's own launcher's failure, whichever failure was relayed first
         for listener in HUB_WATCHES:  # metrics/: node 0's live picture of the job, its goodput timeline
             listener(self)
+
+    def use_stall(self, stall):
+        """Watch the ranks with ``stall``; `--status` on node 0 shows its view (``exchange.Hub.status``)."""
+        self.stall = stall
+        self.hub.show_ranks(lambda stacks=False: stall.status(self, stacks))
 
     def _send(self, peer, message):
         """Queue ``message`` for ``peer`` (never waits on it); False when the node is gone or not reading."""

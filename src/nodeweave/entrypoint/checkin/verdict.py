@@ -351,11 +351,9 @@ def shared_view(verdict):
     if "procs" in verdict:
         view["procs_repeats"] = repeats(verdict["procs"])
     if isinstance(verdict.get("recovery"), dict):
-        book = dict(verdict["recovery"])
-        for key in RANK_LISTS:
-            if isinstance(book.get(key), list):
-                book[key + "_runs"] = runs(book.pop(key))
-        view["recovery"] = book
+        view["recovery"] = {(key + "_runs" if key in RANK_LISTS and isinstance(value, list) else key):
+                            (runs(value) if key in RANK_LISTS and isinstance(value, list) else value)
+                            for key, value in verdict["recovery"].items()}  # the book's JSON, its lists as runs
     view["digest"] = verdict.get("digest") or digest(verdict)
     return view
 
@@ -398,11 +396,10 @@ def expand(view, own=None):
     if "procs_repeats" in verdict:
         verdict["procs"] = [value for value, count in verdict.pop("procs_repeats") for _ in range(count)]
     if isinstance(verdict.get("recovery"), dict):
-        book = dict(verdict["recovery"])
-        for key in RANK_LISTS:
-            if isinstance(book.get(key + "_runs"), list):
-                book[key] = unruns(book.pop(key + "_runs"))
-        verdict["recovery"] = book
+        listed = {key + "_runs": key for key in RANK_LISTS}
+        verdict["recovery"] = {(listed[key] if key in listed and isinstance(value, list) else key):
+                               (unruns(value) if key in listed and isinstance(value, list) else value)
+                               for key, value in verdict["recovery"].items()}  # the runs as lists again
     if isinstance(own.get("row"), dict):
         verdict["rows"] = list(verdict.get("rows") or []) + [own["row"]]
     problems = [dict(p) for p in verdict.get("problems") or []]

@@ -31,13 +31,15 @@ def arm(settings, log):
 
 
 def link_watch(watch):
-    """Another node's heartbeat began (one per generation): its GPU readings ride on its beats to node 0."""
+    """Another node's heartbeat began (one per generation): its GPU readings ride on its beats to node 0. Returns
+    the callable whose dict each beat carries (``LinkWatch.beat_extra``), or None."""
     try:
         from . import gpus
 
-        watch.beat_extra = gpus.beat_extra()
+        return gpus.beat_extra()
     except Exception as err:  # noqa: BLE001 - seeing the job must never stop it
         ARMED[1](f"warning: this node's GPU readings stay here: {err!r}")
+        return None
 
 
 def hub_watch(watch):

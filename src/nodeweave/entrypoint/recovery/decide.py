@@ -1,26 +1,37 @@
-"""Node 0's decision for the next generation: pure, so every rule is a unit test.
+"""Node 0's decision for the next generation, and the only writer of the job's book: pure, so every rule is a
+unit test.
 
-A *book* (a JSON-able dict node 0 keeps, and writes to its run record) holds
-what the job has seen: the generation, the restarts spent, who trained, who
-waited as a spare, how often each node was left out, and the newest
-checkpoint step. :func:`first` opens it from the nodes that checked in;
-:func:`after_fault` takes a fault (the culprit node and why), the nodes that
-checked in again and the newest complete checkpoint's step, and returns the
-next generation or the reason the job stops, with its exit code. A fault is a
-node's or the job's own: :func:`shared_error` finds the same exception raised
-by the script on every node that reported one, and :func:`job_error` stops the
-job with it, leaving no node out and spending no restart.
+The *book* (``book.Book``, a typed immutable record node 0 keeps, sends with
+the verdict and writes to its run record) holds what the job has seen: the
+generation, the restarts spent, who trained, who waited as a spare, how often
+each node was left out and why, the newest checkpoint step, every fault.
+Every book is made here: :func:`first` opens it from the nodes that checked
+in; :func:`ended` notes how a generation ended (the nodes still up, its
+culprit); :func:`after_fault` takes a fault (the culprit node and why), the
+nodes that checked in again and the newest complete checkpoint's step, and
+returns the next generation or the reason the job stops, with its exit code;
+:func:`announced` adds what the generation starts from (the checkpoint, the
+rendezvous host, the fault in the history); :func:`closed`, :func:`finished`
+and :func:`kept_by` the end and a node's own copy. A fault is a node's or the
+job's own: :func:`shared_error` finds the same exception raised by the script
+on every node that reported one, and :func:`job_error` stops the job with it,
+leaving no node out and spending no restart. ``hub.py`` hands these functions
+its facts and keeps the book they return; no other module changes a book.
 
 Nodes are named by their *identity*: the node rank their container was given
 (0..nodes+spares-1). A generation's training ranks are positions in
-``members``: a spare takes the left-out node's position, so the others keep
-their ranks.
+``members`` (``Book.rank_of``, ``Book.node_at``): a spare takes the left-out
+node's position, so the others keep their ranks.
 """
 
+from dataclasses import replace
+
 from ..errors import EXIT_GAVE_UP, EXIT_JOB_ERROR, EXIT_NO_PROGRESS
+from .book import FOR_GOOD, Book, Cause, Decision, Fault, Role
 from .progress import Progress
 
-FOR_GOOD = 2  # a node left out this many times is never taken back
+__all__ = ("FOR_GOOD", "Limits", "first", "came_back", "ended", "after_fault", "job_error", "shared_error",
+           "announced", "closed", "finished", "kept_by", "role")
 
 
 class Limits:
@@ -37,14 +48,36 @@ def first(present, limits, step=None):
     """Generation 0: the lowest identities train, the rest wait as spares. ``step``: the newest complete
     checkpoint's step as the job starts (a job started again over its own folder), or None."""
     ids = sorted(present)
-    book = {"generation": 0, "restarts": 0, "members": ids[:limits.slots], "spares": ids[limits.slots:],
-            "left_out": {}, "why": {}, "steps": [step], "best_step": step, "stale": 0, "history": []}
-    return dict(book, decision="start")
+    return Book(generation=0, decision=Decision.START, members=tuple(ids[:limits.slots]),
+                spares=tuple(ids[limits.slots:]), steps=(step,), best_step=step)
 
 
-def _stop(book, code, ended):
+def came_back(kept, after, present, step, limits, now):
+    """Node 0 was lost and its container or pod started it again, the others asking for generation ``after``:
+    the job's book goes on from ``kept``, the newest book they carried (restarts spent, nodes left out for good
+    stay out), and node 0's loss is one more restart, added to the history they carried. ``kept`` None (nodes
+    of an older nodeweave carry no book): the book starts afresh from generation ``after``."""
+    fault = Fault(generation=after - 1, node=None, cause=Cause.LOST, why="node 0 was lost and came back", at=now,
+                  relaunched=now, recover_s=0.0)
+    if kept is None:
+        return replace(first(present, limits, step), generation=after, history=(fault,))
+    kept = Book.from_json(kept)
+    if not kept.steps:  # carried by a node that kept no marks: the job's newest checkpoint is the first
+        kept = replace(kept, steps=(step,), best_step=step)
+    book = after_fault(replace(kept, generation=after - 1, decision=Decision.START), None, fault.why, present,
+                       step, limits)
+    return replace(book, present=(), history=kept.history + (fault,))
+
+
+def ended(book, culprit, alive):
+    """The book once its generation ended: the culprit's identity (None when no one node is) and the identities
+    still up, node 0's bookkeeping for the regather (it waits for those, not for the culprit)."""
+    return replace(book, last_culprit=culprit, alive=tuple(alive))
+
+
+def _stop(book, code, why_ended):
     """The book ending the job: ``ended`` says why in words (``why`` stays the nodes' reasons, one type)."""
-    return dict(book, decision="stop", code=code, ended=ended)
+    return replace(book, decision=Decision.STOP, code=code, ended=why_ended)
 
 
 def finished(book):
@@ -55,12 +88,13 @@ def finished(book):
 def closed(book, code, at):
     """The book as node 0 keeps it when its launcher ended the job: ``done`` (exit 0, ``finished`` at ``at``)
     or ``stopped`` (a stop signal)."""
-    return dict(book, decision="done" if code == 0 else "stopped", finished=at if code == 0 else None)
+    return replace(book, decision=Decision.DONE if code == 0 else Decision.STOPPED,
+                   finished=at if code == 0 else None)
 
 
 def _progress(book, step, limit):
     """The checkpoint progress tracker (``progress.py``) with the next generation's newest step."""
-    return Progress(max(1, limit), book["steps"]).record(step)
+    return Progress(max(1, limit), list(book.steps)).record(step)
 
 
 def _fill(old, available, slots):
@@ -75,7 +109,7 @@ def _fill(old, available, slots):
             members.append(pool.pop(0))
     while len(members) < slots and pool:
         members.append(pool.pop(0))
-    return members, pool
+    return tuple(members), tuple(pool)
 
 
 def after_fault(book, culprit, why, present, step, limits):
@@ -86,30 +120,27 @@ def after_fault(book, culprit, why, present, step, limits):
     the next generation (node 0's included); ``step``: the newest complete
     checkpoint's step, or None.
     """
-    book = dict(book, left_out=dict(book["left_out"]), why=dict(book["why"]), history=list(book["history"]))
-    restarts = book["restarts"] + 1
+    restarts = book.restarts + 1
     progress = _progress(book, step, limits.no_progress)
-    book.update(restarts=restarts, steps=progress.steps, best_step=progress.since(),
-                stale=progress.restarts_without_progress())
+    left_out, reasons = dict(book.left_out), dict(book.why)
     if culprit is not None:
-        key = str(culprit)
-        book["left_out"][key] = book["left_out"].get(key, 0) + 1
-        book["why"][key] = why
+        left_out[culprit] = left_out.get(culprit, 0) + 1
+        reasons[culprit] = why
+    book = replace(book, restarts=restarts, steps=tuple(progress.steps), best_step=progress.since(),
+                   stale=progress.restarts_without_progress(), left_out=left_out, why=reasons)
     if limits.max_restarts and restarts > limits.max_restarts:
         return _stop(book, EXIT_GAVE_UP, f"restart budget spent: {limits.max_restarts} restart(s) "
                      f"(recovery.max_restarts); the last fault: {why}")
     if limits.no_progress and progress.stalled:
         return _stop(book, EXIT_NO_PROGRESS, f"{progress.verdict()} (recovery.no_progress_restarts "
                      f"{limits.no_progress}); the last fault: {why}")
-    for_good = {int(k) for k, n in book["left_out"].items() if n >= FOR_GOOD}
-    available = set(present) - for_good - ({culprit} if culprit is not None else set())
-    members, spares = _fill(book["members"], available, limits.slots)
+    available = set(present) - book.for_good - ({culprit} if culprit is not None else set())
+    members, spares = _fill(book.members, available, limits.slots)
     if len(members) < limits.minimum:
         need = f"{limits.minimum} node(s)" + (" (the elastic minimum)" if limits.minimum < limits.slots else "")
         return _stop(book, EXIT_GAVE_UP, f"{why}; no spare takes its place and the job needs {need}, "
                      f"{len(members)} left")
-    book.update(generation=book["generation"] + 1, members=members, spares=spares)
-    return dict(book, decision="start")
+    return replace(book, generation=book.generation + 1, members=members, spares=spares, decision=Decision.START)
 
 
 def shared_error(errors, members):
@@ -125,20 +156,38 @@ def shared_error(errors, members):
 def job_error(book, nodes, error):
     """The book stopping the job on its own error: no node left out, no spare taken, no restart spent."""
     where = ", ".join(map(str, nodes))
-    return dict(_stop(book, EXIT_JOB_ERROR, f"the job's own error, the same on node(s) {where}: {error['line']}; "
-                                            "a restart would only repeat it, so no node was left out and no spare "
-                                            "or restart spent: fix the script or what it reads and writes, then "
-                                            "start the job again"),
-                error=dict(error, nodes=list(nodes)))
+    stopped = _stop(book, EXIT_JOB_ERROR, f"the job's own error, the same on node(s) {where}: {error['line']}; "
+                                          "a restart would only repeat it, so no node was left out and no spare "
+                                          "or restart spent: fix the script or what it reads and writes, then "
+                                          "start the job again")
+    return replace(stopped, error=dict(error, nodes=list(nodes)))
+
+
+def announced(book, present, checkpoint, addresses, now, fault=None, work_lost_s=None, unjudged=()):
+    """The book as node 0 announces its generation: the identities checked in (``present``), the checkpoint it
+    resumes from (``checkpoint``: (path, step), the newest complete one; generation 0 resumes from none), the
+    rendezvous host when node 0's training slot went to a spare (``addresses``: identity -> address), the
+    folders the checkpoint finder could not judge; and ``fault``, what ended the last generation, in the history
+    with what its restart cost (the checkpoint resumed from, ``work_lost_s``, the time to recover)."""
+    path, step = checkpoint
+    history = book.history
+    if fault is not None:
+        history += (replace(fault, resumed_step=step, resume_from=path, work_lost_s=work_lost_s, relaunched=now,
+                            recover_s=round(now - fault.at, 2)),)
+    head = book.members[0] if book.members else 0
+    return replace(book, present=tuple(sorted(present)), resume_from=path if book.generation else None, step=step,
+                   master=addresses.get(head) if head != 0 else None, checkpoint_unjudged=tuple(unjudged),
+                   history=history)
+
+
+def kept_by(book, node):
+    """The book as ``node`` keeps it: its role in the generation and, when it sits out, why (`nodeweave status`
+    shows both, so a left-out node says why there as on its console)."""
+    kind = book.role_of(node)
+    reason = book.why.get(node) if kind in (Role.LEFT_OUT, Role.OUT_FOR_GOOD) else None
+    return replace(book, role=kind, reason=reason)
 
 
 def role(book, node):
-    """What ``node`` does in the book's generation: train, wait as a spare, or sit out (for good)."""
-    key = str(node)
-    if node in book.get("members", ()):
-        return "member"
-    if book.get("left_out", {}).get(key, 0) >= FOR_GOOD:
-        return "out for good"
-    if node in book.get("spares", ()):
-        return "spare"
-    return "left out"
+    """What ``node`` does in the book's generation (``Book.role_of``)."""
+    return book.role_of(node)

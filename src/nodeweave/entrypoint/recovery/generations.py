@@ -20,6 +20,7 @@ import os
 
 from ..errors import EXIT_GAVE_UP, EXIT_JOB_ERROR, EXIT_NO_PROGRESS, EntrypointError
 from . import decide
+from .book import Decision, Role
 from .setup import Config, last_book, with_flags
 
 
@@ -73,12 +74,12 @@ class Generations:
         node comes back); a job that gave up must not start again as a new one over the same checkpoints,
         which would only loop. A ``nodeweave run`` (a run id) is a new job the user asked for."""
         book = last_book(self.settings)
-        if self.settings.get("run_id") or not book or book.get("decision") != "stop":
+        if self.settings.get("run_id") or not book or book.decision is not Decision.STOP:
             return None
-        code = book.get("code")
+        code = book.code
         if code not in (EXIT_GAVE_UP, EXIT_NO_PROGRESS, EXIT_JOB_ERROR):
             return None
-        ended = book.get("ended") or book.get("why")  # "why" held it in the records of nodeweave before issue 41
+        ended = book.ended  # an older nodeweave's record said it in "why": Book.from_json reads it as ``ended``
         self.log(f"recovery: this container's job already ended (exit {code}: {ended}); a restart brought "
                  "it back: not starting it again. Recreate the containers (nodeweave up) to start the job anew")
         return code
@@ -88,10 +89,10 @@ class Generations:
         from ..core import build_plan
         from ..planning.launch import apply_counts
 
-        members = book["members"]
-        flags = {"node_rank": members.index(self.identity), "nnodes": len(members)}
+        members = book.members
+        flags = {"node_rank": book.rank_of(self.identity), "nnodes": len(members)}
         if members[0] != 0:  # node 0's training slot went to a spare: the spare is the rendezvous host
-            flags["master_addr"] = book["master"]
+            flags["master_addr"] = book.master
         settings = with_flags(self.settings, **flags)
         # a fixed-size job of its members: NODEWEAVE_NNODES says so too (an elastic spec's MIN:MAX would be a
         # claim the flag overrides, with a warning every generation, and the ranks would read a range)
@@ -107,10 +108,10 @@ class Generations:
         watch.start()  # beats go on while the generation's plan is made (DNS can take seconds under load)
         try:
             plan, settings = self._generation_plan(book, verdict)
-            added = {"NODEWEAVE_RESTART_COUNT": str(book["generation"])}
-            if book.get("resume_from"):
-                added["NODEWEAVE_RESUME_FROM"] = book["resume_from"]
-            launch = self.start.ready(plan, settings, watch, generation=book["generation"], environ=added)
+            added = {"NODEWEAVE_RESTART_COUNT": str(book.generation)}
+            if book.resume_from:
+                added["NODEWEAVE_RESUME_FROM"] = book.resume_from
+            launch = self.start.ready(plan, settings, watch, generation=book.generation, environ=added)
         except EntrypointError as err:
             self.log(f"error: {err}")
             return watch.finish(err.exit_code, f"its start failed: {err}", [str(err)]) or err.exit_code
@@ -119,7 +120,7 @@ class Generations:
     def hold_warm(self, role):
         """A node that may train in a later generation (a spare, a node left out once) keeps its launcher held
         meanwhile (``running/warm.py``); a node out for good keeps none."""
-        if role not in ("spare", "left out"):
+        if role not in (Role.SPARE, Role.LEFT_OUT):
             self.warm.discard()
             return
         from ..running.supervise import resolve
@@ -132,14 +133,14 @@ class Generations:
         self.warm.hold(executable, environ)
 
     def _say_role(self, book, role):
-        why = book["why"].get(str(self.identity))
-        if role == "spare":
-            self.log(f"generation {book['generation']}: this node is a spare: it waits to take a left-out node's "
+        why = book.why.get(self.identity)
+        if role is Role.SPARE:
+            self.log(f"generation {book.generation}: this node is a spare: it waits to take a left-out node's "
                      "place")
-        elif role == "left out":
-            self.log(f"generation {book['generation']}: this node is LEFT OUT of the job: {why}; it waits, and may "
+        elif role is Role.LEFT_OUT:
+            self.log(f"generation {book.generation}: this node is LEFT OUT of the job: {why}; it waits, and may "
                      "come back as a spare (left out twice: never)")
         else:
-            self.log(f"generation {book['generation']}: this node is LEFT OUT for good (left out {decide.FOR_GOOD} "
+            self.log(f"generation {book.generation}: this node is LEFT OUT for good (left out {decide.FOR_GOOD} "
                      f"times; last: {why}); it waits idle until the job ends (nodeweave status shows it)")
 

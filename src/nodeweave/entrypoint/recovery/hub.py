@@ -9,7 +9,8 @@ import time
 
 from ..errors import EXIT_PEER_FAILED, EXIT_TOPOLOGY, EntrypointError
 from . import decide
-from .setup import keep, newest_checkpoint, own_record, public, user_stopped
+from .book import Book, Cause, Decision, Fault
+from .setup import keep, newest_checkpoint, user_stopped
 
 REGATHER_CAP_S = 60   # node 0 waits at most this long for the nodes it expects back
 STOP_WAIT_S = 30      # and this long for a culprit still up, to tell it the job ends
@@ -38,101 +39,83 @@ class HubSide:
             present = {0} | {p.fp.get("rank") for p in hub.peers}
             unjudged = []  # folders in a layout the finder cannot judge: in the log and in node 0's record
             path, step, mark = newest_checkpoint(self.config.folder, self.log, unjudged)
-            if fault is not None:
-                fault.update(resumed_step=step, resume_from=path, work_lost_s=work_lost_s(path, fault["at"]))
-            book = self._next(hub, book, fault, present, mark)  # the brake compares the mark (step or save time)
-            book.update(resume_from=path if book["generation"] else None, step=step,
-                        master=self._master(hub, book), present=book.get("present") or sorted(present))
-            if unjudged:
-                book["checkpoint_unjudged"] = unjudged
-            else:  # this generation's look: a folder judged before and gone since is no longer named
-                book.pop("checkpoint_unjudged", None)
+            decided, present = self._next(hub, book, fault, present, mark)  # the brake compares the mark
+            book = decide.announced(decided, present, (path, step), self._addresses(hub), time.time(), fault=fault,
+                                    work_lost_s=work_lost_s(path, fault.at) if fault is not None else None,
+                                    unjudged=unjudged)
             verdict = self._announce(hub, verdict, book)
-            if book["generation"] == 0:
+            if book.generation == 0:
                 from ..checkin.session import say_verdict
 
                 say_verdict(verdict, time.monotonic() - self.checkin.started, self.log)
-            if book["decision"] == "stop":
+            if book.decision is Decision.STOP:
                 say_stop(book, self.log)
                 hub.close()
-                return book["code"]
+                return book.code
             watch = HubWatch(hub, self.log, elastic=False, admit=self._admitter(hub, verdict, book),
                              on_straggler_fault=self._take_straggler if self.settings.get("straggler_is_fault")
                              else None)
-            if 0 in book["members"]:
+            if 0 in book.members:
                 code = self.gens.launch(book, verdict, watch)
             else:
-                self.gens._say_role(book, decide.role(book, 0))
-                self.gens.hold_warm(decide.role(book, 0))
+                self.gens._say_role(book, book.role_of(0))
+                self.gens.hold_warm(book.role_of(0))
                 code = self._hub_only(watch)
             if code == 0 or user_stopped(self.gens.received):
                 book = decide.closed(book, code, time.time())
                 keep(self.settings, book)
-                if code == 0 and book["restarts"]:
-                    self.log(f"recovery: the job finished after {book['restarts']} recovery(ies)")
+                if code == 0 and book.restarts:
+                    self.log(f"recovery: the job finished after {book.restarts} recovery(ies)")
                 if code == 0:
                     self._tell_latecomers(hub, verdict, book)
                 return code
-            fault = self._fault(watch, book)
-            self.log(f"recovery: generation {book['generation']} ended: {fault['why']}; starting generation "
-                     f"{book['generation'] + 1}")
+            fault, alive = self._fault(watch, book)
+            book = decide.ended(book, fault.node, alive)
+            self.log(f"recovery: generation {book.generation} ended: {fault.why}; starting generation "
+                     f"{book.generation + 1}")
             hub = self._new_hub(hub)
 
     def _next(self, hub, book, fault, present, step):
-        """The next generation's book; a culprit still up is waited for when the job ends, to be told so."""
+        """The next generation's decided book and the identities it counts as present; a culprit still up is
+        waited for when the job ends, to be told so."""
         if book is None:
             after = max([p.fp.get("generation", 0) for p in hub.peers] + [0])
             if after:  # node 0 came back (its container restarted): the others were at generation ``after``
-                return self._came_back(hub, after, present, step)
-            return decide.first(present, self.config.limits, step)
-        if fault.get("error"):  # the job's own error: it ends here, naming the error
-            book = decide.job_error(book, fault["error"]["nodes"], fault["error"])
+                return self._came_back(hub, after, present, step), present
+            return decide.first(present, self.config.limits, step), present
+        if fault.error:  # the job's own error: it ends here, naming the error
+            decided = decide.job_error(book, fault.error["nodes"], fault.error)
         else:
-            book = decide.after_fault(book, fault["node"], fault["why"], present, step, self.config.limits)
-        book.pop("present", None)  # the last generation's: a node lost since must not be waited for at the end
-        culprit = fault["node"]
-        if book["decision"] == "stop" and culprit in book["alive"] and culprit not in present:
+            decided = decide.after_fault(book, fault.node, fault.why, present, step, self.config.limits)
+        culprit = fault.node
+        if decided.decision is Decision.STOP and culprit in book.alive and culprit not in present:
             self._regather({culprit}, time.monotonic() + STOP_WAIT_S)
-            book["present"] = sorted(present | {p.fp.get("rank") for p in hub.peers})
-        fault["relaunched"] = time.time()
-        fault["recover_s"] = round(fault["relaunched"] - fault["at"], 2)
-        book["history"].append(fault)
-        return book
+            present = present | {p.fp.get("rank") for p in hub.peers}
+        return decided, present
 
     def _came_back(self, hub, after, present, step):
-        """Node 0 was lost and its container or pod started it again: the job's book goes on from the newest one
-        the other nodes kept (restarts spent, nodes left out for good stay out), and node 0's loss is one more
-        restart, added to the history they carried. Nodes of an older nodeweave carry no book: then it starts
-        afresh from generation ``after``."""
-        fault = {"generation": after - 1, "node": None, "cause": "lost", "why": "node 0 was lost and came back",
-                 "at": time.time()}
+        """Node 0 was lost and its container or pod started it again (``decide.came_back``)."""
         kept = kept_book(hub)
+        book = decide.came_back(kept, after, present, step, self.config.limits, time.time())
         if kept is None:
             self.log(f"recovery: node 0 came back; the other nodes ask for generation {after}: going on from "
                      "the newest checkpoint (their nodeweave keeps no book: the restart budget starts afresh)")
-            return dict(decide.first(present, self.config.limits, step), generation=after, history=[fault])
-        book = dict(decide.first(set(), self.config.limits, step), **kept)
-        book = decide.after_fault(dict(book, generation=after - 1), None, fault["why"], present, step,
-                                  self.config.limits)
-        book.pop("present", None)  # the lost generation's: the loop sets this one's
-        self.log(f"recovery: node 0 came back; the other nodes ask for generation {after}: going on from the book "
-                 f"they kept ({book['restarts']} restart(s) with this one) and the newest checkpoint")
-        fault["relaunched"] = time.time()
-        fault["recover_s"] = 0.0
-        book["history"] = list(kept.get("history") or []) + [fault]
+        else:
+            self.log(f"recovery: node 0 came back; the other nodes ask for generation {after}: going on from the "
+                     f"book they kept ({book.restarts} restart(s) with this one) and the newest checkpoint")
         return book
 
     def _tell_latecomers(self, hub, verdict, book):
         """Nodes still on their way back (a culprit slow to stop its ranks) hear that the job finished, rather
         than finding no node 0 and exiting 4."""
-        late = set(book.get("present") or []) | set(book.get("alive") or [])
+        late = set(book.present) | set(book.alive)
         late -= {0} | {p.fp.get("rank") for p in hub.peers}
         if not late:
             return
         hub = self._new_hub(hub)
         self._regather(late, time.monotonic() + REGATHER_CAP_S)
         if hub.peers:
-            hub.announce(dict(verdict, recovery=public(decide.finished(book))))
+            hub.announce(dict(verdict, recovery=decide.finished(book).to_json(public=True)))
         hub.close()
 
     def _hub_only(self, watch):
@@ -157,7 +140,8 @@ class HubSide:
             refused = self.checkin.gather(needed, deadline, also=lambda: returned(hub))
             if returned(hub) and not refused:  # node 0 came back to a running job: the nodes still up check in
                 settle = min(deadline, time.monotonic() + RETURN_SETTLE_S)  # at once, so wait less
-                wanted = set((kept_book(hub) or {}).get("present") or []) - {0}
+                kept = kept_book(hub)
+                wanted = set(Book.from_json(kept).present if kept else ()) - {0}
                 if wanted:  # the nodes of the generation node 0 lost, not a node lost before it
                     self.log(f"recovery: node 0 is back: waiting up to {RETURN_SETTLE_S}s for node(s) "
                              f"{', '.join(map(str, sorted(wanted)))}, those of the generation it lost")
@@ -165,7 +149,7 @@ class HubSide:
                 else:  # the others' nodeweave carries no book
                     hub.gather(needed, settle)
         else:
-            expected = set(book["alive"]) - {0, book.get("last_culprit")}
+            expected = set(book.alive) - {0, book.last_culprit}
             self._regather(expected, time.monotonic() + min(REGATHER_CAP_S, info["deadline_s"]))
         minimum = (self.config.minimum if self.config.minimum < self.config.slots else self.config.nodes) \
             if book is None and not returned(hub) else 0  # a book's generations judge the count (decide.py)
@@ -185,26 +169,23 @@ class HubSide:
         if missing:
             self.log(f"recovery: node(s) {', '.join(map(str, sorted(missing)))} did not check in again: left out")
 
-    def _master(self, hub, book):
-        members = book.get("members") or [0]
-        if members[0] == 0:
-            return None
-        peer = next((p for p in hub.peers if p.fp.get("rank") == members[0]), None)
-        return (peer.fp.get("address") or peer.seen) if peer else None
+    @staticmethod
+    def _addresses(hub):
+        """identity -> the address a node checked in from (the rendezvous host when a spare holds rank 0)."""
+        return {p.fp.get("rank"): p.fp.get("address") or p.seen for p in hub.peers}
 
     def _announce(self, hub, verdict, book):
         procs = {0: self.checkin.fingerprint.get("nproc")}
         procs.update({p.fp.get("rank"): p.fp.get("nproc") for p in hub.peers})
-        verdict = dict(verdict, procs=[procs.get(m) for m in book["members"]], recovery=public(book))
+        verdict = dict(verdict, procs=[procs.get(m) for m in book.members], recovery=book.to_json(public=True))
         verdict["world_size"] = sum(p for p in verdict["procs"] if isinstance(p, int))
         for peer in hub.peers:
-            peer.role = decide.role(book, peer.fp.get("rank"))
-        keep(self.settings, own_record(book, 0))
-        if book["decision"] == "start":
-            self.log(f"recovery: generation {book['generation']}: training node(s) "
-                     f"{', '.join(map(str, book['members']))}; spare(s) {', '.join(map(str, book['spares'])) or 'none'}"
-                     + (f"; resuming from {book['resume_from']} (step {book['step']})" if book.get("resume_from")
-                        else ""))
+            peer.role = book.role_of(peer.fp.get("rank")).value
+        keep(self.settings, decide.kept_by(book, 0))
+        if book.decision is Decision.START:
+            self.log(f"recovery: generation {book.generation}: training node(s) "
+                     f"{', '.join(map(str, book.members))}; spare(s) {', '.join(map(str, book.spares)) or 'none'}"
+                     + (f"; resuming from {book.resume_from} (step {book.step})" if book.resume_from else ""))
         hub.announce(verdict)
         return verdict
 
@@ -213,10 +194,10 @@ class HubSide:
         spare or left-out node arriving late (it waits)."""
         def admit(peer):
             node = peer.fp.get("rank")
-            if peer.fp.get("generation", 0) > book["generation"] or node in book["members"]:
+            if peer.fp.get("generation", 0) > book.generation or node in book.members:
                 return False
-            peer.role = decide.role(book, node)
-            return dict(verdict, recovery=public(book))
+            peer.role = book.role_of(node).value
+            return dict(verdict, recovery=book.to_json(public=True))
         return admit
 
     @staticmethod
@@ -225,7 +206,6 @@ class HubSide:
         with its node as the culprit, as a crash would; the next one leaves that node out."""
         if watch.failure is not None:
             return False
-        watch.straggler = fault
         ranks = ", ".join(map(str, fault["ranks"]))
         how = f"rank(s) {ranks} named a straggler {fault['checks']} checks in a row ({fault['gap']:.0%} slower)"
         watch.stop_all(f"node {fault['node']} ({fault['host']})", how, EXIT_PEER_FAILED, node=fault["node"],
@@ -233,37 +213,36 @@ class HubSide:
         return True
 
     def _fault(self, watch, book):
-        """What ended the generation: the culprit's identity (None when no one node is) and why, in words."""
+        """What ended the generation (a ``book.Fault``: the culprit's identity, None when no one node is, and why
+        in words) and the identities still up."""
         culprit = watch.judged() or (None, "unknown", None)
         node, cause, gen_rank = culprit
-        if node is None and gen_rank is not None and 0 <= gen_rank < len(book["members"]):
-            node = book["members"][gen_rank]
+        if node is None:
+            node = book.node_at(gen_rank)  # a stall's or straggler's culprit is named by its rank in the launch
+        cause = Cause.read(cause)
         label, report = watch.failure or ("?", {"how": "the launchers ended without a report"})
         report = watch.judged_report() or report  # the culprit's own words, not a node's that saw it go
         how = str(report.get("how") or "failed")
-        what = {"crash": "its launcher failed", "lost": "it was lost", "stall": "the job stalled",
-                "straggler": "a lasting straggler"}.get(cause, cause)
+        what = {Cause.CRASH: "its launcher failed", Cause.LOST: "it was lost", Cause.STALL: "the job stalled",
+                Cause.STRAGGLER: "a lasting straggler"}.get(cause, str(culprit[1]))
         why = f"node {node}: {what} ({how})" if node is not None else f"{label}: {what} ({how})"
-        book["last_culprit"] = node
-        book["alive"] = [p.fp.get("rank") for p in watch.hub.peers if not (p.done or {}).get("lost")]
-        fault = {"generation": book["generation"], "node": node, "cause": cause, "why": why,
-                 "at": watch.failed_at or time.time()}
+        alive = [p.fp.get("rank") for p in watch.hub.peers if not (p.done or {}).get("lost")]
+        at = watch.failed_at or time.time()
         straggler = watch.straggler
-        if cause == "straggler" and straggler:
-            fault["gap"] = round(straggler["gap"], 3)
-        shared = decide.shared_error(watch.script_errors(), book["members"]) if cause == "crash" else None
+        gap = round(straggler["gap"], 3) if cause is Cause.STRAGGLER and straggler else None
+        shared = decide.shared_error(watch.script_errors(), book.members) if cause is Cause.CRASH else None
         if shared:  # the same exception on every node that raised one: the job's own, no node's
             nodes, error = shared
-            fault.update(node=None, cause="script", error=dict(error, nodes=nodes),
-                         why=f"the script raised {error['line']} on node(s) {', '.join(map(str, nodes))}")
-            book["last_culprit"] = None
-        return fault
+            return Fault(generation=book.generation, node=None, cause=Cause.SCRIPT, at=at,
+                         why=f"the script raised {error['line']} on node(s) {', '.join(map(str, nodes))}",
+                         error=dict(error, nodes=nodes)), alive
+        return Fault(generation=book.generation, node=node, cause=cause, why=why, at=at, gap=gap), alive
 
 
 def say_stop(book, log):
     """The job ends (node 0 and every node alike): why, and the job's own error's last lines when it was that."""
-    log(f"recovery: the job ends: {book.get('ended')} (every node exits {book.get('code')})")
-    error = book.get("error")
+    log(f"recovery: the job ends: {book.ended} (every node exits {book.code})")
+    error = book.error
     if error:
         log(f"the ranks' last lines (node {error['nodes'][0]}):")
         for line in error.get("lines") or [error["line"]]:

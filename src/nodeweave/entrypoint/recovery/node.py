@@ -4,7 +4,8 @@ import time
 
 from ..errors import EXIT_TOPOLOGY, EntrypointError
 from . import decide
-from .setup import keep, own_record, user_stopped
+from .book import Book, Decision, Role
+from .setup import keep, user_stopped
 
 # what a worker carries of the job's book into its next check-in: a node 0 that was lost and came back takes
 # the book on from the nodes that kept it (the restart budget, the nodes left out), not afresh, and waits for
@@ -43,20 +44,21 @@ class NodeSide:
 
                 raise EntrypointError(f"check-in refused the job: {refused_checks(verdict)} (table above; the same on "
                                       "every node)", EXIT_TOPOLOGY)
-            book = verdict.get("recovery") or {}
-            keep(self.settings, own_record(book, self.identity))
-            self.carried = {key: book[key] for key in CARRIED if key in book}
-            self.carried["history"] = (book.get("history") or [])[-CARRIED_HISTORY:]
-            if book.get("decision") == "stop":
+            book = Book.from_json(verdict.get("recovery") or {})
+            keep(self.settings, decide.kept_by(book, self.identity))
+            told = book.to_json(public=True)
+            self.carried = {key: told[key] for key in CARRIED if key in told}
+            self.carried["history"] = told["history"][-CARRIED_HISTORY:]
+            if book.decision is Decision.STOP:
                 from .hub import say_stop
 
                 say_stop(book, self.log)
                 channel.finish(1.0)
-                return book.get("code")
-            self.generation = book["generation"] + 1
-            role = decide.role(book, self.identity)
+                return book.code
+            self.generation = book.generation + 1
+            role = book.role_of(self.identity)
             watch = LinkWatch(channel, self.log)
-            if role == "member":
+            if role is Role.TRAINING:
                 code = self.gens.launch(book, verdict, watch)
                 if code == 0 or user_stopped(self.gens.received):
                     return code

@@ -15,12 +15,12 @@ from ..core import build_plan
 from ..errors import EntrypointError
 from .setup import Config, identity_settings, last_book
 
-RUNNING = "start"  # a book whose generation is under way (a finished or stopped job's roles are history)
 
 
 class Kind:
-    """What a node does in a generation: the book's ``role`` values (``decide.role``), `nodeweave status`'s.
-    Plain strings, not an ``enum``: importing enum costs every start milliseconds (test_entrypoint_cli)."""
+    """What a node does in a generation: the values of the book's ``book.Role`` (`nodeweave status`'s), spelt
+    as plain strings here: this module is on every start's path, and importing enum costs it milliseconds
+    (test_entrypoint_cli); tests/test_recovery_book.py holds the two spellings equal."""
 
     TRAINING = "member"
     SPARE = "spare"
@@ -100,7 +100,8 @@ def role_at_start(settings, topo):
     config = Config(settings, topo)
     identity = topo.node_rank.value
     book = last_book(settings)
-    if book and book.get("decision") == RUNNING and book.get("role") and not settings.get("run_id"):
+    # a book whose generation is under way (a finished or stopped job's roles are history)
+    if book and not book.decision.ended and book.role is not None and not settings.get("run_id"):
         return from_book(book, identity)
     layout = (f"the job trains on {config.slots} node(s), identities 0..{config.slots - 1}; "
               f"{config.spares} spare(s) wait" if config.spares else "")
@@ -111,15 +112,13 @@ def role_at_start(settings, topo):
 
 
 def from_book(book, identity):
-    """The role the book gives ``identity`` (its training rank is its position among the members)."""
-    from .decide import role
-
-    kind = role(book, identity)
-    members = book.get("members") or []
-    rank = members.index(identity) if kind == Kind.TRAINING else None
-    why = book.get("reason") or ""
+    """The role the book (``book.Book``) gives ``identity`` (its training rank is its position among the
+    members)."""
+    kind = book.role_of(identity).value
+    rank = book.rank_of(identity)
+    why = book.reason or ""
     if kind == Kind.SPARE:
         why = "waits to take a left-out node's place"
     elif kind == Kind.TRAINING and rank != identity:
         why = f"container {identity} trains as rank {rank}"
-    return Role(kind, identity, rank, why, book.get("generation"))
+    return Role(kind, identity, rank, why, book.generation)

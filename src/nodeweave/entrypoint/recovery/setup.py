@@ -3,7 +3,6 @@
 import os
 
 from ..errors import EXIT_TOPOLOGY, EntrypointError
-from . import decide
 
 STOP_SIGNALS = ("SIGTERM", "SIGINT", "SIGHUP", "SIGQUIT")
 RECORD = "recovery.json"
@@ -14,6 +13,7 @@ class Config:
 
     def __init__(self, settings, topo):
         from ..planning.contract import RECOVERY_NO_PROGRESS, RECOVERY_RESTARTS
+        from . import decide  # with the typed book: recovery's alone, not the start-up path's (roles.py)
 
         self.spares = settings.get("spares", 0) or 0
         self.minimum, self.slots = job_size(settings) if self.spares else (topo.nnodes_min, topo.nnodes_max)
@@ -88,41 +88,37 @@ def user_stopped(received):
 
 
 def keep(settings, book):
-    """The book beside the check-in record, and in the run's folder when `nodeweave run` started it."""
+    """The book (``book.Book``) beside the check-in record, and in the run's folder when `nodeweave run` started
+    it: its JSON, as `nodeweave runs show`, `status` and a restarted container read it."""
     from ..running.runstate import run_dir, state_root, write_json
 
     paths = [os.path.join(state_root(settings.env), RECORD)]
     if settings.get("run_id"):
         paths.append(os.path.join(run_dir(settings.env, settings.get("run_id")), RECORD))
+    data = book.to_json()
     for path in paths:
         try:
-            write_json(path, book)
+            write_json(path, data)
         except OSError:
             pass  # a record for later reading; the job does not depend on it
 
 
-def own_record(book, node):
-    """The book as ``node`` keeps it: its role in the generation and, when it sits out, why (`nodeweave status`
-    shows both, so a left-out node says why there as on its console)."""
-    role = decide.role(book, node)
-    reasons = book.get("why")  # per node, always (why the job ends is ``ended``)
-    reason = reasons.get(str(node)) if isinstance(reasons, dict) and role in ("left out", "out for good") else None
-    return dict(book, role=role, reason=reason)
-
-
 def last_book(settings):
-    """The recovery record this node kept last (node 0's book, a worker's copy), or None."""
+    """The recovery record this node kept last (node 0's book, a worker's copy) as a ``book.Book``, or None;
+    one an older nodeweave wrote reads too (``Book.from_json``)."""
     import json
 
     from ..running.runstate import state_root
+    from .book import Book
 
     try:
         with open(os.path.join(state_root(settings.env), RECORD)) as f:
-            return json.load(f)
+            data = json.load(f)
     except (OSError, ValueError):
         return None
-
-
-def public(book):
-    """What every node is told and `nodeweave status` shows: the book without node 0's bookkeeping."""
-    return {k: v for k, v in book.items() if k not in ("last_culprit", "alive")}
+    if not isinstance(data, dict):
+        return None
+    try:
+        return Book.from_json(data)
+    except (TypeError, ValueError, AttributeError):
+        return None  # not a book this nodeweave can read: as if none was kept

@@ -10,10 +10,11 @@
 
 from ..errors import ExchangeError
 from .fault import FaultSeam
+from .surface import HubSurface, LinkSurface
 
 
-class LinkStall:
-    """A worker's side."""
+class LinkStall(LinkSurface):
+    """A worker's side (what it uses of the watch: ``surface.LinkSurface``)."""
 
     beat_extra = None  # a callable whose dict rides on the beat (metrics/: this node's GPU readings), or None
 
@@ -54,8 +55,8 @@ class LinkStall:
             pass
 
 
-class HubStall(FaultSeam):
-    """Node 0's side."""
+class HubStall(FaultSeam, HubSurface):
+    """Node 0's side (what it uses of the watch: ``surface.HubSurface``)."""
 
     asked = 0
     node_gpus = None  # node rank -> (source, [GPU readings]) the node's beats carried (metrics/collect.py)
@@ -93,26 +94,11 @@ class HubStall(FaultSeam):
         self._broadcast({"t": "stacks", "id": self.asked})
         return self.asked
 
-    def collect_stacks(self, request, deadline):
-        """{node label: described ranks} of every live node that answers ``request`` before ``deadline``."""
-        def waiting():
-            return [p for p in self.hub.peers if p.done is None and not (p.stacks and p.stacks[0] == request)]
-        board = self.hub.board  # node 0's one loop (checkin/switchboard.py): it sends the request, reads answers
-        while waiting() and self.clock() < deadline and not board.closed:
-            accept, ready = board.wait(max(0.0, min(0.5, deadline - self.clock())))
-            if accept:
-                self.hub.accept()
-            for peer in ready:
-                if peer.fp is None:
-                    self._late(peer)
-                elif peer.done is None:
-                    self._read(peer)
-        return {f"node {(p.fp or {}).get('rank')}": p.stacks[1] for p in self.hub.peers
-                if p.stacks and p.stacks[0] == request}
-
     def answered_stacks(self, request, deadline):
-        """As :meth:`collect_stacks`, from another thread than the heartbeat's: that thread reads the answers
-        (``stall_message``); this one only waits for them, never touching the connections."""
+        """{node label: described ranks} of every live node that answers ``request`` before ``deadline``. Called
+        on another thread than the heartbeat's (a stall report's, a `--status --stacks` answer's): the heartbeat's
+        thread reads the answers (``stall_message``); this one only waits for them, never touching the
+        connections, so the beats go on meanwhile."""
         import time
 
         def waiting():
@@ -128,7 +114,7 @@ class HubStall(FaultSeam):
     def stop_all(self, label, how, code, node=None, cause="stall"):
         """Stop every node (and this one) with ``code``: the stall outlived stall_timeout, or (recovery) a
         straggler lasted. ``node``: the culprit's node rank in this launch (recovery leaves that node out)."""
-        if self.failure is None and getattr(self, "culprit", False) is None:
+        if self.failure is None and self.culprit is None:
             self.culprit = (None, cause, node)
         if self.failure is None:
             self._broadcast({"t": "abort", "node": label, "how": how, "tail": [], "code": code})

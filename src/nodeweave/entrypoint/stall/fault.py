@@ -1,24 +1,32 @@
 """The seam where a lasting straggler becomes a fault for the recovery engine (docs/stalls.md).
 
-Mixed into node 0's watch (``exchange.HubStall``, ``local.LocalWatch``); no imports, so the entrypoint's
-start-up path pays nothing for it.
+Mixed into node 0's watch (``exchange.HubStall``, ``local.LocalWatch``); no imports but ``surface.py``'s, so
+the entrypoint's start-up path pays nothing for it.
 """
 
+from .surface import WatchSurface
 
-class FaultSeam:
+
+class FaultSeam(WatchSurface):
     """Where a lasting straggler goes: the recovery engine passes node 0's watch ``on_straggler_fault`` as it
     makes it (``heartbeat.HubWatch(..., on_straggler_fault=)``), a callable taking the watch and the fault
     ``{node, host, ranks, gap, checks}`` (``node``: the culprit node's rank) and returning True when it takes
-    it (swaps the node for a spare). None, the fault is reported only."""
+    it (swaps the node for a spare). None, the fault is reported only. The fault it took is :attr:`straggler`
+    (recovery reads its gap)."""
 
     on_straggler_fault = None
+    straggler = None
 
     def straggler_fault(self, fault):
         handler = self.on_straggler_fault
         if handler is None:
             return False
+        before, self.straggler = self.straggler, fault  # before the handler stops the launch: read once it ended
         try:
-            return bool(handler(self, fault))
+            taken = bool(handler(self, fault))
         except Exception as err:  # noqa: BLE001 - the watch goes on; the fault stays reported
             self.log(f"warning: the recovery engine's straggler fault handler failed: {err!r}")
-            return False
+            taken = False
+        if not taken:
+            self.straggler = before
+        return taken

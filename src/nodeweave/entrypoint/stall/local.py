@@ -62,9 +62,6 @@ class LocalWatch(FaultSeam):
     def ask_stacks(self):
         return 0
 
-    def collect_stacks(self, request, deadline):
-        return {}
-
     def answered_stacks(self, request, deadline):
         return {}
 
@@ -106,8 +103,7 @@ def watch_alone(plan, settings, environ, log):
     why = (plan.exchange or {}).get("why") or "single node"
     nodes = plan.topology.nnodes_max
     watch = LocalWatch(log, why, other_nodes=nodes > 1)
-    environ = attach(watch, plan, settings, environ, log)
+    environ = attach(watch, plan, settings, environ, log, alone=why if nodes > 1 else None)
     if watch.stall is None:
         return None, environ
-    watch.stall.alone = why if nodes > 1 else None
     return watch, environ

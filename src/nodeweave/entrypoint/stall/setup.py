@@ -62,8 +62,10 @@ def rank_folder_path(root, job_id, master_port, node):
     return os.path.join(root, "ranks", job_key(job_id, master_port), f"node-{node}")
 
 
-def attach(watch, plan, settings, environ, log):
-    """The launcher's environment with the hook on PYTHONPATH; ``watch.stall`` set. Unchanged when off."""
+def attach(watch, plan, settings, environ, log, alone=None):
+    """The launcher's environment with the hook on PYTHONPATH, the ranks watched through ``watch.use_stall``
+    (``surface.WatchSurface``). Unchanged when off. ``alone``: why this node sees only its own ranks in a job of
+    several nodes (``local.py``), or None."""
     warn = settings.get("stall_warn", STALL_WARN_S)
     if not warn or watch is None:
         return environ
@@ -86,10 +88,7 @@ def attach(watch, plan, settings, environ, log):
     environ[FOLDER_VARIABLE] = folder.path
     environ["PYTHONPATH"] = os.pathsep.join([HOOK] + ([environ["PYTHONPATH"]] if environ.get("PYTHONPATH") else []))
     run_id = settings.get("run_id")
-    watch.stall = StallWatch(folder, warn, settings.get("stall_timeout", STALL_TIMEOUT_S), log,
-                             run_dir(env, run_id) if run_id else None,
-                             fault_checks=fault_checks(settings))
-    hub = getattr(watch, "hub", None)
-    if hub is not None:
-        hub.live_status = lambda stacks=False: watch.stall.status(watch, stacks)
+    watch.use_stall(StallWatch(folder, warn, settings.get("stall_timeout", STALL_TIMEOUT_S), log,
+                               run_dir(env, run_id) if run_id else None, fault_checks=fault_checks(settings),
+                               alone=alone))
     return environ

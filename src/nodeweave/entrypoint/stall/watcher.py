@@ -33,7 +33,8 @@ AFTER_STOP = "launcher-after-stop-node-{node}.log"  # per node: nodes on one hos
 class StallWatch:
     """This node's part; ``hub_tick`` runs on node 0 only."""
 
-    def __init__(self, folder, warn_s, timeout_s, log, run_dir=None, clock=time.monotonic, fault_checks=0):
+    def __init__(self, folder, warn_s, timeout_s, log, run_dir=None, clock=time.monotonic, fault_checks=0,
+                 alone=None):
         self.folder, self.warn_s, self.timeout_s = folder, warn_s, timeout_s
         self.log, self.run_dir, self.clock = log, run_dir, clock
         self.stragglers = judge.Stragglers()
@@ -44,7 +45,7 @@ class StallWatch:
         self.faulted = set()      # nodes already reported as a straggler fault (until they are no longer named)
         self.verdicts = {"stall": None, "stragglers": []}
         self.last_views = []
-        self.alone = None  # why this node sees only its own ranks in a job of several nodes (local.py)
+        self.alone = alone  # why this node sees only its own ranks in a job of several nodes (local.py)
         self.reporting = None  # the thread gathering and sending a stall report, off the heartbeat's thread
 
     # --- every node ---------------------------------------------------------------------------------
@@ -115,7 +116,7 @@ class StallWatch:
     def _report(self, hub_watch, own, finding):
         """The stall report, gathered and sent on its own thread (the heartbeat's goes on meanwhile)."""
         try:
-            described = self._gather(hub_watch, own, aside=True)
+            described = self._gather(hub_watch, own)
             lines = report.stall_lines(finding, group(described), self.warn_s, self.timeout_s, EXIT_STALLED,
                                        flight.lines(described), self.alone)
             self._say_all(hub_watch, lines)
@@ -146,14 +147,13 @@ class StallWatch:
             taken = hub_watch.straggler_fault(fault)  # fault.FaultSeam: every node-0 watch has the seam
             self._say_all(hub_watch, [report.fault_line(fault, taken)])
 
-    def _gather(self, hub_watch, own, aside=False):
-        """Every rank's described stack: this node's now, the others' as they answer (bounded). ``aside``: off the
-        heartbeat's thread, which reads the answers meanwhile (``answered_stacks``); else this thread reads them
-        (``collect_stacks``)."""
+    def _gather(self, hub_watch, own):
+        """Every rank's described stack: this node's now, the others' as they answer (bounded). Never on the
+        heartbeat's thread (a stall report's thread, a `--status` answer's): that thread reads the answers
+        meanwhile (``answered_stacks``) and goes on beating."""
         request = hub_watch.ask_stacks()
         described = self.stacks(own)
-        wait = hub_watch.answered_stacks if aside else hub_watch.collect_stacks
-        answers = wait(request, self.clock() + GATHER_S)
+        answers = hub_watch.answered_stacks(request, self.clock() + GATHER_S)
         for ranks in answers.values():
             described += ranks
         known = {d["rank"] for d in described}
@@ -168,8 +168,9 @@ class StallWatch:
         hub_watch.broadcast_report(lines)
 
     def status(self, hub_watch, stacks=False):
-        """For `--status`: where each rank is and for how long (this node's now, the others' as of their last
-        beat), the verdicts; with ``stacks`` every rank's stack grouped, gathered now, stopping nothing."""
+        """For `--status` (answered on a thread of its own, ``exchange.Hub._send_status``): where each rank is and
+        for how long (this node's now, the others' as of their last beat), the verdicts; with ``stacks`` every
+        rank's stack grouped, gathered now, stopping nothing."""
         own = self.view()
         self.last_views = own + hub_watch.peer_views()
         ranks = [{k: v.get(k) for k in ("node", "rank", "host", "pod", "seq", "name", "inside", "since_s", "state",

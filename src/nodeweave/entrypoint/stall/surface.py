@@ -1,0 +1,54 @@
+"""What the stall exchange, the fault seam and the stall watch use of the watch they ride on, declared.
+
+``exchange.LinkStall`` and ``exchange.HubStall`` are mixed into the heartbeat's
+watches (``checkin/heartbeat.py``), ``fault.FaultSeam`` into node 0's watch and
+into ``local.LocalWatch``; they call back into that watch. Those names are
+declared here, once, with what each holds, so a mixin uses only names it (or a
+base) defines: ``checkin.heartbeat.Watch`` derives from :class:`WatchSurface`
+and supplies them, and tests/test_recovery_book.py fails on a mixin that uses
+a name nothing declares. No imports: the start-up path pays nothing for it.
+"""
+
+
+class WatchSurface:
+    """Every watch: its log, its clock, the rank watch riding on it, and the failure that stopped this node."""
+
+    log = None       # callable(line): the node's log
+    clock = None     # callable() -> monotonic seconds (a test's own clock)
+    stall = None     # ``watcher.StallWatch`` once the ranks are watched (``use_stall``), else None
+    failure = None   # (label, report) of what stopped this node's launcher, or None
+    culprit = None   # node 0: (None, cause, generation rank) of a stall or straggler that ended the launch
+
+    def use_stall(self, stall):
+        """Watch the ranks with ``stall`` (``stall.setup.attach``, once the launch is planned)."""
+        self.stall = stall
+
+    def _stop_for(self, label, report, code):
+        """Stop this node's launcher for ``label``'s failure (the heartbeat's ``Watch._stop_for``)."""
+        raise NotImplementedError
+
+
+class LinkSurface(WatchSurface):
+    """A worker's watch: it sends to node 0."""
+
+    def _send(self, message):
+        """One message to node 0 (the heartbeat's ``LinkWatch._send``)."""
+        raise NotImplementedError
+
+
+class HubSurface(WatchSurface):
+    """Node 0's watch: the hub of every node's connection, and the heartbeat's own reading of it."""
+
+    hub = None  # ``checkin.exchange.Hub``: its ``peers`` and their switchboard
+
+    def _broadcast(self, message):
+        """``message`` to every node still running (the heartbeat's ``HubWatch._broadcast``)."""
+        raise NotImplementedError
+
+    def _late(self, peer):
+        """A node checking in after the start (``HubWatch._late``)."""
+        raise NotImplementedError
+
+    def _read(self, peer):
+        """Read what ``peer`` sent (``HubWatch._read``)."""
+        raise NotImplementedError

@@ -1,0 +1,125 @@
+"""The watches' interfaces are declared and passed in, not attached (issue 41): the stall exchange's mixins use
+only names they or their bases declare (``stall/surface.py``), nothing outside a watch's class sets its
+attributes, and a `--status` answer (with stacks: seconds) never runs on node 0's heartbeat thread."""
+
+import ast
+import importlib
+import inspect
+import pathlib
+import textwrap
+import threading
+import time
+
+from nodeweave.entrypoint.checkin.exchange import Hub, ask_status
+from test_exchange_linear import TOKEN
+from test_exchange_verdict import fp
+
+ENTRYPOINT = pathlib.Path(__file__).resolve().parents[1] / "src" / "nodeweave" / "entrypoint"
+MIXED_IN = [("stall.exchange", "LinkStall"), ("stall.exchange", "HubStall"), ("stall.fault", "FaultSeam"),
+            ("checkin.heartbeat", "Watch"), ("checkin.heartbeat", "LinkWatch"), ("checkin.heartbeat", "HubWatch"),
+            ("stall.local", "LocalWatch"), ("stall.watcher", "StallWatch")]
+
+
+def _self_names(cls):
+    """(names read as ``self.x``, names assigned as ``self.x = ``) in ``cls``'s own source."""
+    used, assigned = set(), set()
+    for node in ast.walk(ast.parse(textwrap.dedent(inspect.getsource(cls)))):
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self":
+            (assigned if isinstance(node.ctx, ast.Store) else used).add(node.attr)
+        if isinstance(node, ast.Call) and getattr(node.func, "id", None) in ("getattr", "hasattr") and \
+                node.args and getattr(node.args[0], "id", None) == "self" and isinstance(node.args[1], ast.Constant):
+            used.add(node.args[1].value)  # getattr(self, "name", default): a name it does not trust is there
+    return used, assigned
+
+
+def undeclared(cls):
+    """The names ``cls`` uses on ``self`` that neither it nor a base declares (a method, a class attribute, an
+    assignment in a method)."""
+    used, _ = _self_names(cls)
+    declared = set(dir(cls))
+    for base in cls.__mro__[:-1]:
+        declared |= _self_names(base)[1]
+    return sorted(used - declared)
+
+
+def test_every_name_a_watch_mixin_uses_is_declared():
+    """The stall mixins used 11 names they did not define (the watch they were mixed into had them)."""
+    found = {}
+    for module, name in MIXED_IN:
+        cls = getattr(importlib.import_module("nodeweave.entrypoint." + module), name)
+        if undeclared(cls):
+            found[name] = undeclared(cls)
+    assert found == {}
+
+
+def test_the_check_sees_a_mixin_using_a_name_nothing_declares():
+    class Mixin:
+        def tick(self):
+            return self.hub.peers, self.log, getattr(self, "culprit", None)
+
+    assert undeclared(Mixin) == ["culprit", "hub", "log"]
+
+
+def _outside_attachments(path):
+    """(line, target) for each assignment to an attribute of another object named ``*watch``."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        targets = node.targets if isinstance(node, ast.Assign) else \
+            [node.target] if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else []
+        for target in targets:
+            for part in ast.walk(target):
+                if isinstance(part, ast.Attribute) and isinstance(part.ctx, ast.Store) and \
+                        isinstance(part.value, ast.Name) and part.value.id.lower().endswith("watch"):
+                    found.append((node.lineno, ast.unparse(part)))
+    return found
+
+
+def test_nothing_attaches_attributes_to_a_watch_from_outside():
+    """Was: ``watch.stall = StallWatch(...)`` (stall/setup.py), ``watch.beat_extra = ...`` (metrics/),
+    ``watch.straggler = fault`` (recovery/hub.py)."""
+    found = {str(p.relative_to(ENTRYPOINT)): hits for p in sorted(ENTRYPOINT.rglob("*.py"))
+             if (hits := _outside_attachments(p))}
+    assert found == {}
+
+
+def test_the_attachment_check_catches_the_old_forms(tmp_path):
+    old = tmp_path / "setup.py"
+    old.write_text("def attach(watch, hub_watch, stall):\n    watch.stall = stall\n    hub_watch.straggler = 1\n")
+    assert [line for line, _ in _outside_attachments(old)] == [2, 3]
+
+
+def test_a_status_answer_with_stacks_does_not_hold_the_thread_that_reads_node_0s_connections():
+    """That thread is the heartbeat's while the job runs: every rank's stacks took it ~10 s (node 0's own
+    ranks dumping theirs, the others answering), against the 10 s after which a node counts node 0 lost."""
+    hub = Hub(0, TOKEN, fp(0), lambda line: None)
+    port = hub.sock.getsockname()[1]
+    asked_on = []
+
+    def slow_ranks(stacks=False):
+        asked_on.append((threading.current_thread().name, stacks))
+        time.sleep(3.0 if stacks else 0.0)
+        return {"ranks": [], "stall": None, "stragglers": []}
+
+    hub.show_ranks(slow_ranks)
+    answers = []
+    client = threading.Thread(target=lambda: answers.append(
+        ask_status("127.0.0.1", port, "trainer", TOKEN, timeout_s=20, stacks=True)), daemon=True)
+    client.start()
+    held = 0.0
+    try:
+        until = time.monotonic() + 20
+        while not answers and time.monotonic() < until:  # this thread plays the heartbeat's: node 0's one loop
+            accept, ready = hub.board.wait(0.1)
+            if accept:
+                hub.accept()
+            for peer in ready:
+                if peer.fp is None:
+                    started = time.monotonic()
+                    hub.read_hello(peer)
+                    held = max(held, time.monotonic() - started)
+    finally:
+        client.join(20)
+        hub.sock.close()
+    assert answers and answers[0]["t"] == "status" and "ranks" in answers[0]
+    assert asked_on and asked_on[0][1] is True and asked_on[0][0] != threading.current_thread().name
+    assert held < 1.0, held
