@@ -102,7 +102,7 @@ def test_a_stopped_record_from_before_issue_41_still_ends_a_restarted_container(
     assert book.why == {} and book.ended.startswith("restart budget spent") and book.code == EXIT_GAVE_UP
     assert book.history[0].cause is Cause.UNKNOWN and book.role_of(1) is Role.OUT_FOR_GOOD
     said = []
-    assert Generations(settings, said.append)._ended_before() == EXIT_GAVE_UP
+    assert Generations(settings, said.append).ended_before() == EXIT_GAVE_UP
     assert "this container's job already ended (exit 8: restart budget spent" in said[0]
 
 
