@@ -14,6 +14,36 @@ CARRIED = ("generation", "restarts", "members", "spares", "left_out", "why", "st
 CARRIED_HISTORY = 20   # the newest faults of the history: a check-in stays small however long the job ran
 
 
+def carried(book):
+    """What a node's next hello carries of ``book``: its ``CARRIED`` keys, the newest faults of its history, and
+    its lists of node ranks as runs of consecutive ranks (``verdict.runs``: a few pairs, not 4,096 numbers in
+    each of 4,096 hellos). Node 0 reads it back with :func:`kept`."""
+    from ..checkin.verdict import RANK_LISTS, runs
+
+    out = {key: book[key] for key in CARRIED if key in book}
+    out["history"] = (book.get("history") or [])[-CARRIED_HISTORY:]
+    for key in RANK_LISTS:
+        if isinstance(out.get(key), list):
+            out[key + "_runs"] = runs(out.pop(key))
+    return out
+
+
+def kept(book):
+    """A book a node carried (:func:`carried`), its rank lists whole again; a book of a nodeweave that sent them
+    whole is taken as it is."""
+    from ..checkin.verdict import RANK_LISTS, unruns
+
+    book = dict(book)
+    for key in RANK_LISTS:
+        pairs = book.pop(key + "_runs", None)
+        if isinstance(pairs, list):
+            try:
+                book[key] = unruns(pairs)
+            except (TypeError, ValueError):
+                pass  # not runs of ranks: the list is left out, as a book without it
+    return book
+
+
 def node_loop(gens):
     """This worker's generations; its exit code."""
     return NodeSide(gens).loop()
@@ -45,8 +75,7 @@ class NodeSide:
                                       "every node)", EXIT_TOPOLOGY)
             book = verdict.get("recovery") or {}
             keep(self.settings, own_record(book, self.identity))
-            self.carried = {key: book[key] for key in CARRIED if key in book}
-            self.carried["history"] = (book.get("history") or [])[-CARRIED_HISTORY:]
+            self.carried = carried(book)
             if book.get("decision") == "stop":
                 from .hub import say_stop
 
