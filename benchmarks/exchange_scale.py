@@ -306,7 +306,7 @@ def recovery(slots, workdir, fail, rack, per_spare=64, swarms=1):
                 "aborts_most": max(o["aborts_most"] for o in outs), "hello_bytes": max(o["hello_bytes"] for o in outs),
                 "retries": sum(o["retries"] for o in outs),
                 "node0_said": [f"+{when - failed_at:.2f}s {line.rstrip()}" for when, line in job.node0_when
-                               if when >= failed_at - 0.5][-8:], **job.peak}
+                               if when >= failed_at - 0.5][-10:], **job.peak}
     finally:
         job.end()
 
