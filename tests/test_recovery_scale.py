@@ -126,3 +126,26 @@ def test_a_hello_carries_the_books_rank_lists_as_runs_and_node_0_reads_them_back
     assert newest["generation"] == 1 and newest["members"] == members
     assert kept({"members": [1, 2], "generation": 0})["members"] == [1, 2]  # a book sent whole, as before
     assert "members" not in kept({"members_runs": [["x", 2]]})  # not runs: left out, no error
+
+
+def test_after_a_failure_node_0_leaves_nodes_coming_back_in_the_backlog_for_the_next_generations_hub():
+    """A node whose launcher stopped fast checked in again while node 0 still heard the others out: the old
+    generation's heartbeat took it, turned it away, and it tried again 0.3 s later (one retry per node at 4,160
+    nodes). Now node 0 stops accepting once a generation failed: the node waits for the next hub."""
+    cluster, hub_watch, links, launchers, logs = watched(2)
+    try:
+        assert links[1].finish(1, "torchrun exited 1", ["RuntimeError: CUDA error"]) is None
+        assert launchers[0].stopped.wait(5), logs
+        time.sleep(0.3)
+        coming_back = socket.create_connection(("127.0.0.1", cluster.port), timeout=2)
+        coming_back.settimeout(1.0)
+        try:
+            coming_back.recv(4096)
+            taken = True  # a challenge, or closed on it
+        except socket.timeout:
+            taken = False
+        assert not taken
+        coming_back.close()
+    finally:
+        hub_watch.close()
+        cluster.close()

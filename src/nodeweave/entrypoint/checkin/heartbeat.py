@@ -240,7 +240,9 @@ class HubWatch(HubStall, Watch):
             if self.own_done.is_set() and not any(p.done is None for p in hub.peers if p.role == "member"):
                 return  # everyone finished (spares wait on: they hear the closing)
             accept, ready = hub.board.wait(min(0.5, max(0.0, next_beat - now)))
-            if accept:
+            if accept and self.hear_back and self.failure is not None:
+                hub.board.stop_accepting()  # nodes coming back wait in the backlog for the next generation's hub
+            elif accept:
                 hub.accept()
             for peer in ready:
                 if peer.fp is None:
