@@ -95,7 +95,7 @@ class NodeSide:
             watch.start()  # a spare has no launcher to stop
             watch.thread.join()
             watch.close()
-            channel.close()
+            channel.finish(2.0)  # not close(): a reset with node 0's beats unread would lose this node's answer
             if watch.closing:
                 self.log("recovery: the job finished; this node was not needed")
                 return 0
