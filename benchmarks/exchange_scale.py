@@ -27,8 +27,14 @@ Bounded: every wait has a deadline, every process is ended. Only 127.0.0.0/8 is 
 exchange port listens on the wildcard address, as it does in a container).
 
     .venv/bin/python benchmarks/exchange_scale.py [--nodes 64,256,1024] [--window 60] [--mode swarm|real]
-        [--only checkin|heartbeat|status]   (status: a real ``--status`` process's answer: the summary, then
-                                             ``--status --all``; node 0's resident memory)
+        [--only checkin|heartbeat|status|recovery]   (status: a real ``--status`` process's answer: the summary,
+                                             then ``--status --all``; node 0's resident memory)
+
+  recovery   node 0 with recovery on and one spare per 64 nodes (``--nodes`` are the training nodes), the others
+             ``scale_swarm.py --recover`` in ``--swarms`` processes; ``--fails`` exit|close|silent, ``--rack`` nodes
+             within a second: the first check-in (the baseline), then the fault -> every node that lives on told
+             its role in the next generation, node 0's CPU then, the generations, restarts, nodes left out and
+             spares taken (one event: one of each per rack), and node 0's own steps timed from the fault
 """
 
 import argparse
