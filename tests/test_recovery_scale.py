@@ -149,3 +149,27 @@ def test_after_a_failure_node_0_leaves_nodes_coming_back_in_the_backlog_for_the_
     finally:
         hub_watch.close()
         cluster.close()
+
+
+def test_node_0_reads_on_after_every_member_ended_until_the_spares_answered():
+    """Node 0's own ranks failed after its peer's did (``peer_gone``): once its launcher and every member had ended,
+    its heartbeat stopped reading, so a spare's answer to the abort went unread, the spare counted as not coming
+    back, and the next generation had no spare (the job ended, exit 8). It now reads on until every node is heard."""
+    import threading
+
+    cluster, hub_watch, links, launchers, logs = watched(2)
+    try:
+        spare = next(p for p in cluster.hub.peers if p.fp["rank"] == 2)
+        spare.role = "spare"
+        links[2].stopping.set()  # the spare's answer is sent by hand below, once node 0 is finishing
+        links[2].thread.join(5)
+        assert links[1].finish(1, "torchrun exited 1", ["RuntimeError: CUDA error"]) is None
+        assert launchers[0].stopped.wait(5), logs
+        finisher = threading.Thread(target=hub_watch.finish, args=(1, "torchrun exited 1", []))
+        finisher.start()
+        time.sleep(0.5)
+        links[2].channel.send({"t": "stopping"})
+        finisher.join(15)
+        assert spare.stopping and not (spare.done or {}).get("lost")
+    finally:
+        cluster.close()

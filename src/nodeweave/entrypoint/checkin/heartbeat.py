@@ -237,8 +237,10 @@ class HubWatch(HubStall, Watch):
                 next_beat = now + LOST_S / HUB_BEATS
                 if self.stall is not None and self.failure is None:
                     self.stall_tick()
-            if self.own_done.is_set() and not any(p.done is None for p in hub.peers if p.role == "member"):
-                return  # everyone finished (spares wait on: they hear the closing)
+            if self.own_done.is_set() and not any(p.done is None for p in hub.peers if p.role == "member") and \
+                    not (self.hear_back and self.failure is not None):
+                return  # everyone finished (spares wait on: they hear the closing); after a failure, recovery's
+                # node 0 reads on until it has heard every node out (``_hear_every_node``)
             accept, ready = hub.board.wait(min(0.5, max(0.0, next_beat - now)))
             if accept and self.hear_back and self.failure is not None:
                 hub.board.stop_accepting()  # nodes coming back wait in the backlog for the next generation's hub
