@@ -27,8 +27,14 @@ Bounded: every wait has a deadline, every process is ended. Only 127.0.0.0/8 is 
 exchange port listens on the wildcard address, as it does in a container).
 
     .venv/bin/python benchmarks/exchange_scale.py [--nodes 64,256,1024] [--window 60] [--mode swarm|real]
-        [--only checkin|heartbeat|status]   (status: a real ``--status`` process's answer: the summary, then
-                                             ``--status --all``; node 0's resident memory)
+        [--only checkin|heartbeat|status|recovery]   (status: a real ``--status`` process's answer: the summary,
+                                             then ``--status --all``; node 0's resident memory)
+
+  recovery   node 0 with recovery on and one spare per 64 nodes (``--nodes`` are the training nodes), the others
+             ``scale_swarm.py --recover`` in ``--swarms`` processes; ``--fails`` exit|close|silent, ``--rack`` nodes
+             within a second: the first check-in (the baseline), then the fault -> every node that lives on told
+             its role in the next generation, node 0's CPU then, the generations, restarts, nodes left out and
+             spares taken (one event: one of each per rack), and node 0's own steps timed from the fault
 """
 
 import argparse
@@ -63,7 +69,7 @@ def _load():
 class Job:
     """Node 0 (a real entrypoint) and the other nodes for one measurement; always ended."""
 
-    def __init__(self, nodes, workdir, launcher, window):
+    def __init__(self, nodes, workdir, launcher, window, extra_env=None):
         self.nodes, self.workdir = nodes, workdir
         self.port = _port()
         self.exchange = self.port + 1
@@ -72,17 +78,25 @@ class Job:
         fake.write_text(f"#!/bin/sh\nexec sleep {window + 120}\n")
         fake.chmod(0o755)
         (Path(workdir) / "train.py").write_text("")
-        self.env = dict(_env({"NODEWEAVE_WAIT_TIMEOUT": "180"}, workdir), PYTHONPATH=NODE0_SRC["path"])
+        self.env = dict(_env({"NODEWEAVE_WAIT_TIMEOUT": "180", **(extra_env or {})}, workdir),
+                        PYTHONPATH=NODE0_SRC["path"])
+        self.extra_env = extra_env or {}
         self.node0 = subprocess.Popen(_argv(nodes, 0, self.port, launcher, command), env=self.env, cwd=workdir,
                                       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         self.launcher, self.command = launcher, command
         self.workers, self.exits, self.swarms = [], {}, []
         self.node0_exit = None
         self.node0_said = collections.deque(maxlen=40)  # node 0's last lines: read, so its log never fills the pipe
-        threading.Thread(target=lambda: self.node0_said.extend(self.node0.stderr), daemon=True).start()
+        self.node0_when = collections.deque(maxlen=40)  # (when read, line): recovery's steps timed
+        threading.Thread(target=self._read_node0, daemon=True).start()
         threading.Thread(target=self._reap, args=(self.node0, "node0"), daemon=True).start()
         self.peak, self.cpu_at = {"threads": 0, "fds": 0}, []
         threading.Thread(target=self._sample, daemon=True).start()
+
+    def _read_node0(self):
+        for line in self.node0.stderr:
+            self.node0_said.append(line)
+            self.node0_when.append((time.monotonic(), line))
 
     def _sample(self):
         """Node 0's most threads and open descriptors, every 50 ms while it runs, and its CPU seconds then."""
@@ -132,7 +146,7 @@ class Job:
     def swarm(self, ranks, extra=(), on_ready=None):
         argv = [sys.executable, str(SWARM), "--port", str(self.exchange), "--nodes", str(self.nodes),
                 "--ranks", ranks, "--launcher", self.launcher, "--connecting", str(CONNECTING["at_once"]), *extra]
-        proc = subprocess.Popen(argv, cwd=self.workdir, env=dict(os.environ, **{"TMPDIR": self.workdir}),
+        proc = subprocess.Popen(argv, cwd=self.workdir, env=dict(os.environ, TMPDIR=self.workdir, **self.extra_env),
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         self.swarms.append(proc)
         result = None
@@ -242,6 +256,67 @@ def heartbeat(nodes, workdir, mode, window, fail, rack=1):
         job.end()
 
 
+def recovery(slots, workdir, fail, rack, per_spare=64, swarms=1):
+    """Recovery at ``slots`` training nodes and one spare per ``per_spare``: node 0 (a real entrypoint, recovery on,
+    the stand-in ``torchrun``) and the others (``scale_swarm.py --recover``, in ``swarms`` processes: where the
+    machine has the cores, the simulated nodes are not the bottleneck) check in; after a few beats ``rack``
+    nodes fail (``fail``); every node that lives on checks in again and is told its role in the next generation.
+    Measured: the first check-in (every node's hello -> its verdict: the baseline), then the fault -> every
+    surviving node holding its next generation's verdict, node 0's CPU in between, and what the book says."""
+    spares = max(1, slots // per_spare)
+    env = {"NODEWEAVE_RECOVERY": "on", "NODEWEAVE_SPARES": str(spares)}
+    job = Job(slots, workdir, "torchrun", 120, extra_env=env)
+    total, first = slots + spares, slots // 2
+    cuts = [1 + (total - 1) * i // swarms for i in range(swarms + 1)]
+    outs = [None] * swarms
+
+    def one(i, proc):
+        for line in proc.stdout:  # its one JSON line; then it beats on until every swarm has said its own
+            if line.startswith("{"):
+                outs[i] = json.loads(line)
+                return
+        sys.stderr.write(f"swarm {i} failed: {proc.stderr.read()[-3000:]}\n")
+    try:
+        procs = []
+        for i in range(swarms):
+            argv = [sys.executable, str(SWARM), "--port", str(job.exchange), "--nodes", str(total), "--ranks",
+                    f"{cuts[i]}:{cuts[i + 1]}", "--launcher", "torchrun", "--connecting", str(CONNECTING["at_once"]),
+                    "--recover", "--slots", str(slots), "--hold", "4", "--fail", fail, "--rack", str(rack),
+                    "--first-victim", str(first)]
+            procs.append(subprocess.Popen(argv, cwd=workdir, env=dict(os.environ, TMPDIR=workdir, **env),
+                                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                          text=True))
+        job.swarms += procs
+        threads = [threading.Thread(target=one, args=(i, proc)) for i, proc in enumerate(procs)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(400)
+        for proc in procs:
+            proc.stdin.close()
+        if None in outs:
+            sys.stderr.write("node 0's last lines:\n" + "".join(list(job.node0_said)[-12:]))
+            raise SystemExit("a swarm failed (its error above)")
+        failed_at = next(o["failed_at"] for o in outs if o["failed_at"])
+        told = sorted(t - failed_at for o in outs for t in o["told"])
+        roles = collections.Counter()
+        for o in outs:
+            roles.update(o["roles"])
+        victims = next(o for o in outs if o["failed_at"])
+        checkin = max(o["verdict_last"] for o in outs) - max(o["last_hello"] for o in outs)
+        return {"nodes": total, "spares": spares, "checkin_s": checkin, "told_s": told[-1],
+                "told_median_s": told[len(told) // 2], "told_n": len(told), "roles": dict(roles),
+                "node0_cpu_s": job.cpu_between(failed_at, failed_at + told[-1]), "victims": victims["victims"],
+                "generations": max(o["generations"] for o in outs), "restarts": victims["restarts"],
+                "left_out": victims["left_out"], "spares_in": victims["spares_in"],
+                "aborts_most": max(o["aborts_most"] for o in outs), "hello_bytes": max(o["hello_bytes"] for o in outs),
+                "retries": sum(o["retries"] for o in outs),
+                "node0_said": [f"+{when - failed_at:.2f}s {line.rstrip()}" for when, line in job.node0_when
+                               if when >= failed_at - 0.5][-10:], **job.peak}
+    finally:
+        job.end()
+
+
 def _memory(pid):
     """(VmRSS, VmHWM) of a process in MiB: now, and its peak so far."""
     found = {}
@@ -300,9 +375,15 @@ def status(nodes, workdir, rank_views=8):
         got["summary"] = ask([])
         got["all"] = ask(["--all"])
         got["summary_again"] = ask([])
+        for proc in job.swarms:  # asked: the swarm's hold need not run out
+            proc.terminate()
     try:
-        job.swarm(f"1:{nodes}", ["--hold", str(40 + nodes / 100), "--fail", "exit", "--rank-views", str(rank_views)],
-                  on_ready=threading.Thread(target=asks).start)
+        try:
+            job.swarm(f"1:{nodes}", ["--hold", str(40 + nodes / 100), "--fail", "exit", "--rank-views",
+                                     str(rank_views)], on_ready=threading.Thread(target=asks).start)
+        except SystemExit:
+            if "summary_again" not in got:
+                raise
         return got
     finally:
         job.end()
@@ -314,12 +395,14 @@ def main():
     parser.add_argument("--mode", choices=("swarm", "real"), default="swarm")
     parser.add_argument("--window", type=float, default=60.0, help="seconds of heartbeat to measure node 0's CPU")
     parser.add_argument("--runs", type=int, default=3, help="check-in samples per node count")
-    parser.add_argument("--only", choices=("checkin", "heartbeat", "status"), default=None)
+    parser.add_argument("--only", choices=("checkin", "heartbeat", "status", "recovery"), default=None)
     parser.add_argument("--fails", default="exit,close,silent", help="the failures to time (exit: node 0's CPU too)")
     parser.add_argument("--connecting", type=int, default=4096, help="simulated nodes connecting at once (all, up "
                         "to 4,096; fewer where one swarm process cannot answer node 0's connect-backs in 3 s)")
     parser.add_argument("--rack", type=int, default=1, help="this many nodes fail within a second (a rack losing "
                         "power): every other node must be told once")
+    parser.add_argument("--swarms", type=int, default=1, help="recovery: simulated nodes in this many processes "
+                        "(one per spare core: one process for thousands of nodes is the bottleneck otherwise)")
     parser.add_argument("--src", default=NODE0_SRC["path"], help="the nodeweave src/ node 0 runs (a 'before' copy: "
                         "git archive main src | tar -x -C /tmp/before)")
     args = parser.parse_args()
@@ -333,6 +416,23 @@ def main():
           f"nofile soft {soft} -> {hard} (hard); mode {args.mode}; node 0 runs {args.src}; {args.connecting} connecting at "
           "once")
     with tempfile.TemporaryDirectory(prefix="nodeweave-scale-") as workdir:
+        if args.only == "recovery":
+            print("\n| training nodes + spares | fault (nodes failing) | baseline: first check-in, every hello -> every "
+                  "verdict, s | fault -> every surviving node told its next role, s (median) | node 0's CPU then, s | "
+                  "generations started | restarts spent | victims left out / spares in | roles told | most aborts "
+                  "one node got | hello bytes (carried book) | retries | load |")
+            print("|---|---|---:|---:|---:|---:|---:|---|---|---:|---:|---:|---:|")
+            for n in counts:
+                for fail in args.fails.split(","):
+                    r = recovery(n, workdir, fail, args.rack, swarms=args.swarms)
+                    print(f"| {n:,} + {r['spares']} | {fail} ({r['victims']}) | {_seconds(r['checkin_s'])} | "
+                          f"**{_seconds(r['told_s'])}** ({_seconds(r['told_median_s'])}) | {_seconds(r['node0_cpu_s'])} | "
+                          f"{r['generations']} | {r['restarts']} | {r['left_out']} / {r['spares_in']} | "
+                          f"{r['roles']} | {r['aborts_most']} | {r['hello_bytes']} | {r['retries']} | {_load():.1f} |",
+                          flush=True)
+                    for line in r["node0_said"]:
+                        print(f"    node 0: {line[:200]}")
+            return 0
         if args.only == "status":
             print("\n| nodes x ranks | asked | exit | nodes counted / listed | ranks listed | answer, bytes | "
                   "`--status` process, s | node 0 RSS before -> after, MiB (peak) | load |")

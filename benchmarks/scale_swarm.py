@@ -14,10 +14,19 @@ of what it got; one JSON line tells the driver: the last hello, each verdict
 (whether the part every node is told alike was identical everywhere, each
 node's own row its own, the bytes), each abort.
 
+With ``--recover`` (node 0 runs recovery, ``NODEWEAVE_RECOVERY=on``) each node does what a worker's recovery
+loop does on the wire (``recovery/node.py``): its hello names the generation it wants and carries the book
+it kept, and on node 0's abort it says it heard (``heartbeat.STOPPING``), closes, and checks in again for the
+next generation (turned away or refused while node 0 is between generations: again after ``RETRY_S``, as
+``CheckIn.join``); the time each node holds its next generation's verdict, with its role in it, is recorded.
+A node's own launcher stop (its ranks exiting) is not simulated: the control plane's part alone.
+
     python benchmarks/scale_swarm.py --port P --nodes N --ranks 1:N [--last] [--hold S] [--fail exit|close|silent]
+        [--recover]
 """
 
 import argparse
+import collections
 import errno
 import hashlib
 import heapq
@@ -34,9 +43,15 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from nodeweave.entrypoint.checkin.heartbeat import BEAT_S  # noqa: E402
+from nodeweave.entrypoint.checkin.session import RETRY_S  # noqa: E402
+from nodeweave.entrypoint.checkin.verdict import expand  # noqa: E402
 from nodeweave.entrypoint.checkin.wire import job_token, proof  # noqa: E402
+from nodeweave.entrypoint.recovery.decide import role  # noqa: E402
+from nodeweave.entrypoint.recovery.node import carried  # noqa: E402
 
 VERDICT_HEAD = b'{"t":"verdict",'
+STOPPING = "stopping"  # a worker heard node 0's abort (heartbeat.STOPPING)
+FINISH_S = 2.0  # a worker's channel.finish after the abort: node 0 closes first, or this passes
 MAX_CONNECTING = 4096  # connections not yet challenged at once: all, as nodes started together would
 
 
@@ -64,15 +79,24 @@ class Node:
         self.rank, self.addr = rank, address(rank)
         self.fp = dict(base_fp, rank=rank, hostname=f"scale-{rank}", address=self.addr, route_address=self.addr,
                        address_source="lo (scale harness)")
-        self.listener = socket.create_server((self.addr, 0), backlog=8)
-        self.listener.setblocking(False)
-        self.fp["probe_port"] = self.listener.getsockname()[1]
+        self.listener = None
+        self.listen()
         self.sock, self.inbuf = None, b""
         self.state = "new"          # new, connecting, challenged, hello, in, gone
         self.hello_at = self.verdict_at = self.abort_at = None
         self.probed_at = self.challenge = self.last_beat = self.verdict_digest = self.next_beat = None
         self.verdict_bytes, self.own_row = 0, False
         self.beats_heard, self.silent, self.beats_sent, self.aborts = 0, False, 0, 0
+        self.generation, self.carried, self.victim = 0, None, False  # --recover: what its hello names and carries
+        self.retry_at, self.retries, self.rejoined = None, 0, {}  # generation -> (when its verdict came, role)
+        self.hello_bytes = 0
+
+
+    def listen(self):
+        """A check port for node 0's connect-back (each check-in opens its own, as ``exchange.check_in``)."""
+        self.listener = socket.create_server((self.addr, 0), backlog=8)
+        self.listener.setblocking(False)
+        self.fp["probe_port"] = self.listener.getsockname()[1]
 
 
 class Swarm:
@@ -89,13 +113,23 @@ class Swarm:
         self.failed = 0  # victims that failed before node 0 closed on them
         self.verdict_sample, self.due = None, []  # due: (next beat, rank): each beat on time, not in batches
         self.by_rank = {node.rank: node for node in self.nodes}
+        self.rejoins = []  # --recover: (when, rank) of nodes to check in (again) for their next generation
+        self.books = {}    # the verdict's shared part (its hash) -> the book in it, rank lists as sets
+        self.stdin_closed = False
 
     def connect(self, node):
+        if node.listener is None:  # checking in again: a new check port
+            node.listen()
+            self.sel.register(node.listener, selectors.EVENT_READ, ("listen", node))
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         sock.bind((node.addr, 0))
         sock.setblocking(False)
         code = sock.connect_ex(("127.0.0.1", self.args.port))
+        if code == errno.ECONNREFUSED and self.args.recover:  # node 0 between generations: again shortly
+            sock.close()
+            self.retry(node)
+            return
         if code not in (0, errno.EINPROGRESS):
             raise SystemExit(f"rank {node.rank}: connect failed: {os.strerror(code)}")
         node.sock, node.state = sock, "connecting"
@@ -148,9 +182,15 @@ class Swarm:
         except OSError:
             chunk = b""
         if not chunk:
+            was = node.state
             node.state = "gone"
             self.sel.unregister(node.sock)
             node.sock.close()
+            if self.args.recover and not (node.victim and self.args.fail != "exit"):
+                if was == "in" and (node.aborts or node.victim):  # node 0 closed after the abort: check in again
+                    self.rejoin(node, time.monotonic())
+                elif was in ("connecting", "challenged", "hello"):  # turned away between generations
+                    self.retry(node)
             return
         node.inbuf += chunk
         while b"\n" in node.inbuf:
@@ -172,6 +212,8 @@ class Swarm:
                 node.verdict_digest = hashlib.sha1(line).hexdigest()
                 node.own_row = True
             self.verdict_sample = self.verdict_sample or line
+            if self.args.recover:
+                self.on_book(node, line, cut, now)
             node.next_beat = now + random.uniform(0, BEAT_S)  # real nodes beat in no common phase
             heapq.heappush(self.due, (node.next_beat, node.rank))
             return
@@ -186,19 +228,91 @@ class Swarm:
         elif kind == "abort":
             node.aborts += 1
             node.abort_at = node.abort_at or now
+            if self.args.recover and node.aborts == 1 and not (node.victim and self.args.fail != "exit"):  # LinkWatch: say it heard, then finish and check in again
+                self.send(node, {"t": STOPPING})
+                try:
+                    node.sock.shutdown(socket.SHUT_WR)
+                except OSError:
+                    pass
+                self.rejoin(node, now + FINISH_S)  # channel.finish's wait, when node 0 does not close first
         elif kind == "reject":
             raise SystemExit(f"rank {node.rank} turned away: {message.get('reason')}")
 
     def hello(self, node):
         node.hello_at, node.state = time.monotonic(), "hello"
-        self.send(node, {"t": "hello", "job": self.job, "fp": node.fp, "mac": proof(self.token, node.challenge, node.fp)})
+        fp = node.fp
+        if self.args.recover:  # recovery/node.py: the generation it wants, the book it kept
+            fp = dict(fp, generation=node.generation)
+            if node.carried:
+                fp["book"] = node.carried
+        data = json.dumps({"t": "hello", "job": self.job, "fp": fp, "mac": proof(self.token, node.challenge, fp)},
+                          separators=(",", ":")).encode() + b"\n"
+        node.hello_bytes = len(data)
+        try:
+            node.sock.send(data)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+
+    # --- --recover: a worker's generations on the wire ----------------------------------------------------
+    def on_book(self, node, line, cut, now):
+        """The verdict's book (parsed once per distinct shared part): this node's role and next generation."""
+        key = hashlib.sha1(line[:cut] if cut > 0 else line).digest()
+        book = self.books.get(key)
+        if book is None:
+            shared = json.loads(line[:cut] + b"}" if cut > 0 else line)["verdict"]
+            book = expand(shared).get("recovery") or {}
+            fast = dict(book, members=set(book.get("members") or ()), spares=set(book.get("spares") or ()))
+            self.books[key] = book = (book, fast)
+        book, fast = book
+        generation = book.get("generation", 0)
+        if book.get("decision") == "stop":  # the job ends (no spare left, the budget spent): told, no next one
+            node.rejoined[generation + 1] = (now, f"stop: {book.get('ended')}"[:80])
+            node.generation = generation + 2
+            return
+        node.rejoined[generation] = (now, role(fast, node.rank))
+        node.generation, node.carried = generation + 1, carried(book)
+
+    def rejoin(self, node, when):
+        node.retry_at = when  # the latest call wins: an earlier one still in the heap is stale
+        heapq.heappush(self.rejoins, (when, node.rank))
+
+    def retry(self, node):
+        node.retries += 1
+        node.state = "gone"
+        self.rejoin(node, time.monotonic() + RETRY_S)
+
+    def check_in_again(self):
+        """Nodes due to check in (again): the old connection closed, a new one opened (a bounded number at once)."""
+        now = time.monotonic()
+        room = self.args.connecting - sum(1 for n in self.nodes if n.state == "connecting")
+        while self.rejoins and self.rejoins[0][0] <= now and room > 0:
+            room -= 1
+            when, rank = heapq.heappop(self.rejoins)
+            node = self.by_rank[rank]
+            if when != node.retry_at:
+                continue
+            node.retry_at = None
+            if node.victim and self.args.fail != "exit":
+                continue  # gone for good
+            if node.state in ("connecting", "challenged", "hello"):
+                continue  # already on its way in
+            if node.state != "gone":  # the abort's finish waited its time: close and go
+                try:
+                    self.sel.unregister(node.sock)
+                except (KeyError, ValueError):
+                    pass
+                node.sock.close()
+            node.inbuf = b""
+            self.connect(node)
 
     def pump(self, timeout):
         # connect-backs first: node 0 gives each 3 s, and a real node answers its own on its own CPU
         events = sorted(self.sel.select(timeout), key=lambda event: event[0].data[0] == "link")
         for key, _ in events:
             kind, node = key.data
-            if kind == "listen":
+            if kind == "stdin":
+                self.stdin_closed = not os.read(sys.stdin.fileno(), 4096)
+            elif kind == "listen":
                 try:
                     conn, _ = node.listener.accept()
                 except (BlockingIOError, InterruptedError):
@@ -206,6 +320,7 @@ class Swarm:
                 self.on_probe(conn, node)
                 self.sel.unregister(node.listener)  # node 0 connects back once: one descriptor per node after
                 node.listener.close()
+                node.listener = None
             elif kind == "probe":
                 self.on_probe_line(node)
             else:
@@ -245,6 +360,8 @@ class Swarm:
         wait = longest if not self.due else min(longest, max(0.0, self.due[0][0] - time.monotonic()))
         self.pump(wait)
         self.beat()
+        if self.rejoins:
+            self.check_in_again()
 
     def until(self, done, timeout, what):
         deadline = time.monotonic() + timeout
@@ -280,8 +397,18 @@ class Swarm:
         """One node fails (``--rack`` nodes: a rack, each at its own moment within ``--spread`` seconds): reports
         exit 1, or its connection closes, or it goes silent. Returns the first moment, the first victim, the rest."""
         count = max(1, self.args.rack)
-        middle = len(self.nodes) // 2
-        victims = self.nodes[middle:middle + count]
+        if self.args.first_victim is not None:  # --recover over several swarms: the victims are in one of them
+            victims = [self.by_rank[r] for r in range(self.args.first_victim, self.args.first_victim + count)
+                       if r in self.by_rank]
+        else:
+            middle = len(self.nodes) // 2
+            victims = self.nodes[middle:middle + count]
+        self.victim_ranks = set(range(self.args.first_victim, self.args.first_victim + count)) \
+            if self.args.first_victim is not None else {n.rank for n in victims}
+        for victim in victims:  # --recover: a node going down (close, silent) neither answers nor comes back
+            victim.victim = True
+        if not victims:  # another swarm's nodes fail: these hear it and check in again
+            return None, None, self.nodes, self.next_generation([], self.nodes)
         moments = sorted(random.uniform(0, self.args.spread) for _ in victims[1:])
         first = self._fail_one(victims[0], how)
         for victim, after in zip(victims[1:], moments):
@@ -289,6 +416,8 @@ class Swarm:
                 self.tick(0.01)
             self._fail_one(victim, how)
         others = [n for n in self.nodes if n not in victims]
+        if self.args.recover:
+            return first, victims[0], others, self.next_generation(victims, others)
         if not others:  # real workers hear it (the driver times them): wait until node 0 let the victim go
             self.until(lambda: victims[0].state == "gone", 40, "node 0 closing the failed node's connection")
         self.until(lambda: all(n.abort_at or n.state == "gone" for n in others), 40, "every abort")
@@ -298,9 +427,29 @@ class Swarm:
                 self.tick(0.05)
         return first, victims[0], others
 
+    def next_generation(self, victims, others):
+        """--recover: until every node that lives on holds its next generation's verdict; then 3 s more, to see
+        nothing follows (one event: one generation, each node told once). What each node was told, and when."""
+        back = others + (victims if self.args.fail == "exit" else [])
+        self.until(lambda: all(n.generation > 1 for n in back), 120, "every node's next generation")
+        end = time.monotonic() + 3.0
+        while time.monotonic() < end:
+            self.tick(0.05)
+        roles = collections.Counter(n.rejoined[1][1] for n in back)
+        book = self.books and list(self.books.values())[-1][0]
+        return {"told": [n.rejoined[1][0] for n in back], "roles": dict(roles), "back": len(back),
+                "generations": max(n.generation for n in self.nodes) - 1, "retries": sum(n.retries for n in back),
+                "hello_bytes": max(n.hello_bytes for n in back), "restarts": book.get("restarts") if book else None,
+                "left_out": len(self.victim_ranks - set((book or {}).get("members", ()))),
+                "spares_in": sum(1 for rank in (book or {}).get("members", ()) if rank >= self.args.slots),
+                "aborts_most": max(n.aborts for n in back)}
+
     def _fail_one(self, victim, how):
         now = time.monotonic()
-        if victim.state == "gone":  # node 0 already stopped the job and closed on it: nothing left to fail
+        if victim.state == "gone" and not self.args.recover:  # node 0 already closed on it: nothing left to fail
+            return now
+        if victim.state == "gone" or (how == "exit" and (victim.state != "in" or victim.aborts)):
+            self.failed += 1  # --recover: between connections; it never checks in again (close, silent)
             return now
         self.failed += 1
         if how == "exit":
@@ -309,6 +458,10 @@ class Swarm:
             victim.sock.shutdown(socket.SHUT_WR)
         elif how == "close":
             self.sel.unregister(victim.sock)
+            if victim.listener is not None:
+                self.sel.unregister(victim.listener)
+                victim.listener.close()
+                victim.listener = None
             victim.sock.close()
             victim.state = "gone"
         else:
@@ -352,6 +505,12 @@ def _options():
                         "on a loaded machine)")
     parser.add_argument("--rack", type=int, default=1, help="with --fail: this many nodes fail (a rack losing power)")
     parser.add_argument("--spread", type=float, default=1.0, help="with --rack: their moments spread over these seconds")
+    parser.add_argument("--recover", action="store_true", help="node 0 runs recovery: after --fail, every node "
+                        "checks in again for the next generation (the time each holds its role in it is measured)")
+    parser.add_argument("--first-victim", type=int, help="with --recover: the first failing node's rank (the "
+                        "rack follows it); a swarm holding none of them only hears the fault")
+    parser.add_argument("--slots", type=int, default=0, help="with --recover: training nodes (identities past are "
+                        "spares)")
     parser.add_argument("--rank-views", type=int, default=0, help="each node's first beat carries this many "
                         "ranks' stall-watch views (what `--status` lists)")
     return parser.parse_args()
@@ -380,12 +539,21 @@ def main():
         while time.monotonic() < end:
             swarm.tick()
         out["beats_heard"] = _spread([n.beats_heard for n in swarm.nodes], 0)
-    if args.fail:
+    if args.fail and args.recover:
+        moment, victim, others, after = swarm.fail(args.fail)
+        out.update({"fail": args.fail, "failed_at": moment, "victims": swarm.failed,
+                    "told_after": _spread(after["told"], moment) if moment else None, **after})
+        out["victim"] = victim.rank if victim else None
+    elif args.fail:
         moment, victim, others = swarm.fail(args.fail)
         out.update({"fail": args.fail, "victim": victim.rank, "failed_at": moment, "not_told": sum(
             1 for n in others if n.abort_at is None), "abort_after": _spread([n.abort_at for n in others], moment),
             "aborts_most": max((n.aborts for n in others), default=0), "victims": swarm.failed})
-    print(json.dumps(out))
+    print(json.dumps(out), flush=True)
+    if args.recover:  # beat on until the driver closes stdin: swarms ending one by one would be new faults
+        swarm.sel.register(sys.stdin, selectors.EVENT_READ, ("stdin", None))
+        while not swarm.stdin_closed:
+            swarm.tick()
     return 0
 
 

@@ -186,3 +186,23 @@ def test_check_exits_4_when_the_zipapp_is_stale_and_render_refreshes_it(tmp_path
     assert PATH in capsys.readouterr().err
     assert main(["render", "entrypoint", "--spec", spec, "--out", str(tmp_path)]) == EXIT_OK
     assert (tmp_path / PATH).read_bytes() == old
+
+
+def test_under_python_3_6_a_plan_with_a_master_runs_and_recovery_is_refused_in_one_line(tmp_path):
+    """The oldest python3 an image may bring: the plan of a worker with a master address runs there (a 3.7 string
+    method had crept in), and recovery, whose book needs 3.7, is refused in one line, exit 2, not a traceback."""
+    found = [p for p in _pythons((3, 6)) if Path(p).parents[1].name.startswith("3.6.")][:1]
+    if not found:
+        pytest.skip("no pyenv Python 3.6 here")
+    (tmp_path / "train.py").write_text("")
+    env = {"PATH": f"{Path(found[0]).parent}:/usr/bin:/bin"}
+    argv = [found[0], str(COMMITTED), "--explain", "--nnodes", "2", "--node-rank", "1", "--master-addr", "10.0.0.1",
+            "--", "train.py"]
+    plan = subprocess.run(argv, capture_output=True, text=True, timeout=120, cwd=tmp_path, env=env)
+    assert plan.returncode == 0 and "plan for" in plan.stdout, plan.stderr
+    for extra in (["--explain"], ["--node", "status"]):
+        args = argv[:2] + extra if extra[0] == "--node" else argv
+        out = subprocess.run(args, capture_output=True, text=True, timeout=120, cwd=tmp_path,
+                             env=dict(env, NODEWEAVE_RECOVERY="on"))
+        assert out.returncode == 2 and "needs python3 3.7 or later" in out.stderr, (extra, out.stderr)
+        assert "Traceback" not in out.stderr and len(out.stderr.strip().splitlines()) == 1, out.stderr

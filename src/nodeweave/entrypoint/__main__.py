@@ -12,7 +12,7 @@ import os
 import sys
 
 from .planning.consistency import missing_script
-from .errors import EXIT_OK, EntrypointError, UsageError, last_resort
+from .errors import EXIT_OK, EXIT_USAGE, EntrypointError, UsageError, last_resort
 from .planning.settings import HelpRequested, VersionRequested, parse, usage
 from .detection.sysfs import Root
 from .announce import PROG, say as _say
@@ -35,7 +35,15 @@ def run(settings):
 
 def main(argv=None):
     """The program: a closed pipe, a full disk or an early Ctrl-C end it quietly or in one line (errors.py)."""
-    return last_resort(_main, sys.argv[1:] if argv is None else list(argv), PROG)
+    try:
+        return last_resort(_main, sys.argv[1:] if argv is None else list(argv), PROG)
+    except ImportError as err:
+        if getattr(err, "name", None) != "dataclasses":
+            raise
+        # recovery's book is a dataclass (3.7+); every other path runs on the 3.6 an old image may bring
+        _say("error: recovery (NODEWEAVE_RECOVERY) needs python3 3.7 or later in the image; this one is {}: "
+             "install a newer python3 in the image, or turn recovery off".format(sys.version.split()[0]))
+        return EXIT_USAGE
 
 
 def _main(argv):

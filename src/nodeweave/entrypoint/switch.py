@@ -5,8 +5,6 @@ error listed fewer words than were accepted), so ``NODEWEAVE_RECOVERY=yes`` left
 whether recovery was on. The accepted words are exactly these, and docs/entrypoint.md lists them.
 """
 
-from __future__ import annotations
-
 SWITCH_WORDS = {"on": True, "off": False, "true": True, "false": False, "1": True, "0": False}
 ACCEPTED = "on, off (also true, false, 1, 0)"
 

@@ -36,13 +36,14 @@ class Peer:
     """A node checked in with node 0 (or on its way in)."""
 
     __slots__ = ("channel", "challenge", "since", "fp", "seen", "probe", "thread", "label", "done", "last_heard",
-                 "ranks", "stacks", "role")
+                 "ranks", "stacks", "role", "stopping")
 
     def __init__(self, channel, challenge, since):
         self.channel, self.challenge, self.since = channel, challenge, since
         self.fp = self.seen = self.probe = self.thread = self.label = self.done = None
         self.ranks = self.stacks = None  # the stall watch's: this node's ranks, its answer for stacks
         self.last_heard, self.role = since, "member"  # recovery's spares and left-out nodes: their loss aborts nothing
+        self.stopping = False  # it answered node 0's abort (heartbeat.STOPPING): it stops, and is not lost
 
     def entry(self):
         from .verdict import Entry
@@ -53,11 +54,12 @@ class Hub:
     """Node 0's side of the exchange. ``own_fp`` may start as ``{"job": ...}`` (the port opens before
     node 0's fingerprint is ready) and is completed before :meth:`gather`."""
 
-    def __init__(self, port, token, own_fp, log, clock=time.monotonic, bind=""):
+    def __init__(self, port, token, own_fp, log, clock=time.monotonic, bind="", listener=None):
         from .switchboard import Switchboard  # node 0's loop (and its threads): the other nodes never load it
         self.port, self.token, self.own_fp, self.log, self.clock = port, token, own_fp, log, clock
+        self.keep_listener = False  # recovery: the next generation's hub takes the port over, never closed between
         try:
-            self.sock = socket.create_server((bind, port), family=socket.AF_INET, backlog=512)
+            self.sock = listener or socket.create_server((bind, port), family=socket.AF_INET, backlog=512)
         except OSError as err:
             from ..errors import EXIT_UNREACHABLE, EntrypointError
 
@@ -218,8 +220,11 @@ class Hub:
         next_log = self.clock() + 10.0
         self.board.prepare(needed if wanted is None else len(wanted) + 1, self.log)
         judged = 0
+        missing, counted = (set(wanted), 0) if wanted is not None else (None, 0)
         while True:
-            missing = (wanted - {peer.fp.get("rank") for peer in self.peers}) if wanted is not None else None
+            if wanted is not None:  # only the nodes in since the last turn: a regather of N nodes costs N, not N²
+                missing.difference_update(peer.fp.get("rank") for peer in self.peers[counted:])
+                counted = len(self.peers)
             now = self.clock()
             if (not missing if wanted is not None else len(self.peers) + 1 >= needed) or now >= deadline:
                 break
@@ -305,10 +310,17 @@ class Hub:
             self.log(f"check-in: {len(self.pending)} node(s) still checking in were told the job is refused")
 
     def close(self):
+        """Send what is queued, then let every connection go: those that answered an abort (``stopping``) at
+        once (node 0 read all they send before their close), the others once they close too or after 1 s."""
         live = self.pending + self.peers
         self.board.flush_all(live, self.clock() + 1.0)
         self.board.close()
-        finish_all([peer.channel for peer in live], 1.0)
+        for peer in live:
+            if peer.stopping:
+                peer.channel.close()
+        finish_all([peer.channel for peer in live if not peer.stopping], 1.0)
+        if self.keep_listener:  # nodes checking in for the next generation wait in its backlog, not refused
+            return
         try:
             self.sock.close()
         except OSError:

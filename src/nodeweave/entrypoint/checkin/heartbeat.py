@@ -40,6 +40,8 @@ BATCH_S = 0.1    # node 0 lets beats gather this long after a wake-up: tens of n
 SWEEP_S = 1.0    # how often node 0 looks for silent nodes
 JUDGE_S = 2.0    # a failure that shows only a peer gone waits this long for the node that failed first
 REPORTS_S = 5.0  # node 0's script raised an error: it waits this long for the others' reports (the job's own?)
+STOPPING = "stopping"  # a node's answer to the abort: it heard, and (under recovery) it checks in again
+HEAR_BACK_S = LOST_S + SWEEP_S  # recovery's node 0 after a failure: each node answers, or is gone, or is silent
 
 
 def describe(report):
@@ -163,6 +165,10 @@ class LinkWatch(LinkStall, Watch):
         """True when the watch is over."""
         kind = message.get("t")
         if kind == "abort":
+            try:  # node 0 under recovery waits for this node in the next generation only once it answered
+                self._send({"t": STOPPING})
+            except ExchangeError:
+                pass
             code = EXIT_STALLED if message.get("code") == EXIT_STALLED else EXIT_PEER_FAILED
             self._stop_for(str(message.get("node")), message, code)
             return True
@@ -199,8 +205,11 @@ class LinkWatch(LinkStall, Watch):
 class HubWatch(HubStall, Watch):
     """Node 0's side: beats to every node, their reports, and the first failure relayed to all."""
 
-    def __init__(self, hub, log, elastic=False, admit=None, clock=time.monotonic, on_straggler_fault=None):
+    def __init__(self, hub, log, elastic=False, admit=None, clock=time.monotonic, on_straggler_fault=None,
+                 hear_back=False, turn_away=None):
         super().__init__(log, elastic)
+        self.turn_away = turn_away   # recovery: a node early for the next generation, sent away before its connect-back
+        self.hear_back = hear_back   # recovery: after a failure, hear every node answer before the hub closes
         self.hub, self.clock = hub, clock
         self.admit = admit           # elastic: judges a late node, returns its verdict; fixed: None
         self.on_straggler_fault = on_straggler_fault  # recovery's seam (stall/fault.py), or None: reported only
@@ -239,10 +248,14 @@ class HubWatch(HubStall, Watch):
                 next_beat = now + LOST_S / HUB_BEATS
                 if self.stall is not None and self.failure is None:
                     self.stall_tick()
-            if self.own_done.is_set() and not any(p.done is None for p in hub.peers if p.role == "member"):
-                return  # everyone finished (spares wait on: they hear the closing)
+            if self.own_done.is_set() and not any(p.done is None for p in hub.peers if p.role == "member") and \
+                    not (self.hear_back and self.failure is not None):
+                return  # everyone finished (spares wait on: they hear the closing); after a failure, recovery's
+                # node 0 reads on until it has heard every node out (``_hear_every_node``)
             accept, ready = hub.board.wait(min(0.5, max(0.0, next_beat - now)))
-            if accept:
+            if accept and self.hear_back and self.failure is not None:
+                hub.board.stop_accepting()  # nodes coming back wait in the backlog for the next generation's hub
+            elif accept:
                 hub.accept()
             for peer in ready:
                 if peer.fp is None:
@@ -273,6 +286,15 @@ class HubWatch(HubStall, Watch):
                 any(p.done is None for p in self.hub.peers if p.role == "member"):
             self.stopping.wait(0.05)
 
+    def _hear_every_node(self):
+        """Recovery's node 0, after a failure: until every node answered the abort (``STOPPING``), reported, or is
+        gone (closed without a word, or silent :data:`LOST_S`: the sweep), up to :data:`HEAR_BACK_S`. The next
+        generation waits for the nodes that answered, not for a rack that lost its power (its nodes never will)."""
+        until = self.clock() + HEAR_BACK_S
+        while self.thread is not None and self.thread.is_alive() and self.clock() < until and \
+                any(p.done is None and not p.stopping for p in self.hub.peers):
+            self.stopping.wait(0.02)
+
     def _sweep(self):
         """Nodes silent for LOST_S count as gone: those whose beats node 0 has not read yet are read first (a
         node 0 behind on thousands of connections must not take its own lag for a node's silence)."""
@@ -294,6 +316,10 @@ class HubWatch(HubStall, Watch):
         if len(self.hub.peers) == before:
             return
         self.hub.peers.remove(peer)
+        if self.turn_away is not None and self.turn_away(peer):  # no wait on its connect-back: it tries again
+            self.hub.board.forget(peer)
+            peer.channel.close()
+            return
         self.hub.board.settle(peer, 10)
         verdict = self.admit(peer) if self.admit else None
         if verdict is False:  # recovery: a node on its way to the next generation, early; it tries again
@@ -322,6 +348,9 @@ class HubWatch(HubStall, Watch):
             return
         peer.last_heard = self.clock()
         for message in messages:
+            if message.get("t") == STOPPING:
+                peer.stopping = True
+                continue
             self.stall_message(peer, message)
             if message.get("t") == "exit":
                 peer.done = message
@@ -331,7 +360,8 @@ class HubWatch(HubStall, Watch):
                 return
 
     def _gone(self, peer, report):
-        peer.done = dict(report, lost=self.failure is None)  # after a failure, closing is what nodes do
+        # after a failure closing is what nodes do, once they answered the abort; one that did not is lost
+        peer.done = dict(report, lost=self.failure is None or not peer.stopping)
         self.hub.board.forget(peer)
         peer.channel.close()
         if peer.role != "member":  # a spare or a left-out node: nothing to stop
@@ -428,6 +458,8 @@ class HubWatch(HubStall, Watch):
         elif code == 0 and self.failure is None and self.thread is not None:
             self.thread.join(LINGER_S)
             self._broadcast({"t": "closing"})
+        if self.hear_back and self.failure is not None and not self.elastic:
+            self._hear_every_node()
         self.close()
         self.hub.close()
         if self.failure and self.failure_code == EXIT_STALLED:

@@ -232,7 +232,9 @@ class CheckIn:
         old = self.hub
         if not old.board.closed:
             old.close()
-        self.hub = Hub(old.port, old.token, self.fingerprint, self.log, bind=self.bind_address)
+        kept = old.sock if old.keep_listener and old.sock.fileno() >= 0 else None  # the port never closed
+        self.hub = Hub(old.port, old.token, self.fingerprint, self.log, bind=self.bind_address, listener=kept)
+        self.hub.keep_listener = old.keep_listener
         return self.hub
 
     def _as_node(self):

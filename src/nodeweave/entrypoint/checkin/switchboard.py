@@ -265,6 +265,12 @@ class Switchboard:
         self.accept_paused_until = time.monotonic() + PAUSE_ACCEPT_S
         self._set(self.listener, 0, None)
 
+    def stop_accepting(self):
+        """Leave new connections in the listener's backlog for good (recovery: they are for the next
+        generation's hub, which takes the listener over)."""
+        self.accept_paused_until = 0.0
+        self._set(self.listener, 0, None)
+
     def close(self):
         for probe in list(self.probes):
             probe.fail("node 0 stopped before the connect-back ended")

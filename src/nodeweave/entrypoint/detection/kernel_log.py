@@ -10,8 +10,6 @@ on. A record is ``PRIORITY,SEQUENCE,MICROSECONDS,FLAGS;MESSAGE`` followed by con
 start with a space (``SUBSYSTEM=pci``); see Documentation/ABI/testing/dev-kmsg.
 """
 
-from __future__ import annotations
-
 import errno
 import os
 import re

@@ -16,8 +16,6 @@ its log, so each node keeps only the events of its own GPUs (the addresses its
 trouble name a node; the rest are usually the application's own faults and are reported, not named.
 """
 
-from __future__ import annotations
-
 import re
 from typing import Dict, List, Optional, Sequence
 

@@ -149,7 +149,7 @@ def _host_problem(text):
         text.encode("utf-8")
     except UnicodeEncodeError:
         return "holds bytes that are not UTF-8"
-    if not text.isascii():
+    if any(ord(c) > 127 for c in text):  # str.isascii is 3.7+; the entrypoint runs on 3.6
         return "holds non-ASCII characters"
     if any(ch.isspace() for ch in text):
         return "holds spaces"

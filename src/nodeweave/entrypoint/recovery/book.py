@@ -170,10 +170,19 @@ class Book:
     OPTIONAL = ("code", "ended", "error", "finished", "checkpoint_unjudged", "alive", "last_culprit", "role",
                 "reason")
 
+    def __post_init__(self):
+        # lookups by identity: a generation of 8,192 nodes asks each node's role, N lookups must cost N, not N^2
+        object.__setattr__(self, "_ranks", {node: rank for rank, node in enumerate(self.members)})
+        object.__setattr__(self, "_spare_set", frozenset(self.spares))
+
     # --- reading ---------------------------------------------------------------------------------------
+    def trains(self, node):
+        """Whether ``node`` is a member of this generation."""
+        return node in self._ranks
+
     def rank_of(self, node):
         """``node``'s generation rank (its position among the members), or None when it does not train."""
-        return self.members.index(node) if node in self.members else None
+        return self._ranks.get(node)
 
     def node_at(self, rank):
         """The identity training as generation rank ``rank``, or None."""
@@ -181,11 +190,11 @@ class Book:
 
     def role_of(self, node):
         """What ``node`` does in this generation: train, wait as a spare, or sit out (for good)."""
-        if node in self.members:
+        if node in self._ranks:
             return Role.TRAINING
         if self.left_out.get(node, 0) >= FOR_GOOD:
             return Role.OUT_FOR_GOOD
-        if node in self.spares:
+        if node in self._spare_set:
             return Role.SPARE
         return Role.LEFT_OUT
 

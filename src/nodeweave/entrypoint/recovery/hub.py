@@ -34,6 +34,7 @@ class HubSide:
 
         hub, book, fault = self.checkin.hub, None, None
         hub.own_fp = self.checkin.fingerprint
+        hub.keep_listener = True  # each generation's hub hands the port to the next: nodes coming back queue
         while True:
             verdict = self._gather(hub, book)
             present = {0} | {p.fp.get("rank") for p in hub.peers}
@@ -50,9 +51,11 @@ class HubSide:
                 say_verdict(verdict, time.monotonic() - self.checkin.started, self.log)
             if book.decision is Decision.STOP:
                 say_stop(book, self.log)
+                hub.keep_listener = False
                 hub.close()
                 return book.code
-            watch = HubWatch(hub, self.log, elastic=False, admit=self._admitter(hub, verdict, book),
+            watch = HubWatch(hub, self.log, elastic=False, admit=self._admitter(hub, verdict, book), hear_back=True,
+                             turn_away=lambda peer: ahead(peer, book),
                              on_straggler_fault=self._take_straggler if self.settings.get("straggler_is_fault")
                              else None)
             if 0 in book.members:
@@ -116,6 +119,7 @@ class HubSide:
         self._regather(late, time.monotonic() + REGATHER_CAP_S)
         if hub.peers:
             hub.announce(dict(verdict, recovery=decide.finished(book).to_json(public=True)))
+        hub.keep_listener = False
         hub.close()
 
     def _hub_only(self, watch):
@@ -159,6 +163,7 @@ class HubSide:
         record_verdict(self.plan, self.gens.ident_settings, verdict, self.checkin.fingerprint)
         if verdict["decision"] != "start":
             hub.announce(verdict)
+            hub.keep_listener = False
             hub.close()
             raise EntrypointError(f"check-in refused the job: {refused_checks(verdict)} (table above; the same on "
                                   "every node)", EXIT_TOPOLOGY)
@@ -179,12 +184,12 @@ class HubSide:
         procs.update({p.fp.get("rank"): p.fp.get("nproc") for p in hub.peers})
         verdict = dict(verdict, procs=[procs.get(m) for m in book.members], recovery=book.to_json(public=True))
         verdict["world_size"] = sum(p for p in verdict["procs"] if isinstance(p, int))
-        for peer in hub.peers:
+        for peer in hub.peers:  # each node's role looked up in the book's sets: N nodes cost N, not N x members
             peer.role = book.role_of(peer.fp.get("rank")).value
         keep(self.settings, decide.kept_by(book, 0))
         if book.decision is Decision.START:
             self.log(f"recovery: generation {book.generation}: training node(s) "
-                     f"{', '.join(map(str, book.members))}; spare(s) {', '.join(map(str, book.spares)) or 'none'}"
+                     f"{listed(book.members)}; spare(s) {listed(book.spares) or 'none'}"
                      + (f"; resuming from {book.resume_from} (step {book.step})" if book.resume_from else ""))
         hub.announce(verdict)
         return verdict
@@ -194,7 +199,7 @@ class HubSide:
         spare or left-out node arriving late (it waits)."""
         def admit(peer):
             node = peer.fp.get("rank")
-            if peer.fp.get("generation", 0) > book.generation or node in book.members:
+            if ahead(peer, book):
                 return False
             peer.role = book.role_of(node).value
             return dict(verdict, recovery=book.to_json(public=True))
@@ -226,7 +231,9 @@ class HubSide:
         what = {Cause.CRASH: "its launcher failed", Cause.LOST: "it was lost", Cause.STALL: "the job stalled",
                 Cause.STRAGGLER: "a lasting straggler"}.get(cause, str(culprit[1]))
         why = f"node {node}: {what} ({how})" if node is not None else f"{label}: {what} ({how})"
-        alive = [p.fp.get("rank") for p in watch.hub.peers if not (p.done or {}).get("lost")]
+        # the nodes that answered the abort or reported: the next generation waits for these (heartbeat.STOPPING)
+        alive = [p.fp.get("rank") for p in watch.hub.peers
+                 if (p.stopping or p.done is not None) and not (p.done or {}).get("lost")]
         at = watch.failed_at or time.time()
         straggler = watch.straggler
         gap = round(straggler["gap"], 3) if cause is Cause.STRAGGLER and straggler else None
@@ -249,6 +256,21 @@ def say_stop(book, log):
             log(f"  | {line}")
 
 
+def ahead(peer, book):
+    """A node checking in during a generation that belongs to the next one (its hello asks for a later
+    generation, or it is a member whose connection ended): turned away at once, it tries again."""
+    return peer.fp.get("generation", 0) > book.generation or book.trains(peer.fp.get("rank"))
+
+
+def listed(ranks):
+    """Node ranks as a log line names them: each of a few, runs of many ('0-519, 4096, 521-4095')."""
+    if len(ranks) <= 16:
+        return ", ".join(map(str, ranks))
+    from ..stall.flight import spans
+
+    return spans(ranks)
+
+
 def work_lost_s(checkpoint, fault_at):
     """Seconds of training between the checkpoint the next generation resumes from (its newest file's
     time: what its writer wrote last) and the fault: the work the restart throws away, as nodeweave can
@@ -266,9 +288,12 @@ def work_lost_s(checkpoint, fault_at):
 
 
 def kept_book(hub):
-    """The newest book the nodes checking in carry (``node.CARRIED``), or None (an older nodeweave's)."""
-    return max((p.fp.get("book") for p in hub.peers if isinstance(p.fp.get("book"), dict)),
+    """The newest book the nodes checking in carry (``node.carried``), or None (an older nodeweave's)."""
+    from .node import kept
+
+    book = max((p.fp.get("book") for p in hub.peers if isinstance(p.fp.get("book"), dict)),
                key=lambda b: b.get("generation", -1), default=None)
+    return kept(book) if book is not None else None
 
 
 def returned(hub):

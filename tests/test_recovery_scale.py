@@ -1,0 +1,175 @@
+"""Recovery's regather at scale (issue 45): what grew faster than the job, and a rack's failures as one event.
+
+Real loopback sockets and node 0's real hub and heartbeat; benchmarks/exchange_scale.py ``--only recovery``
+measures the same at thousands of simulated nodes.
+"""
+
+import json
+import socket
+import time
+
+from free_ports import free_port
+from nodeweave.entrypoint.checkin.exchange import Hub
+from nodeweave.entrypoint.checkin.heartbeat import HubWatch, LinkWatch
+from nodeweave.entrypoint.checkin.wire import Channel, proof
+from nodeweave.entrypoint.recovery.hub import kept_book
+from nodeweave.entrypoint.recovery.node import carried, kept
+from test_exchange_loopback import TOKEN, Cluster, Launcher, fp
+
+
+def watched(workers):
+    """Node 0's hub after a check-in of ``workers`` nodes, its heartbeat under recovery, each node's link."""
+    cluster = Cluster(workers)
+    assert cluster.decide()["decision"] == "start"
+    logs = {rank: [] for rank in range(workers + 1)}
+    hub_watch = HubWatch(cluster.hub, logs[0].append, hear_back=True)
+    links = {rank: LinkWatch(cluster.channels[rank], logs[rank].append) for rank in range(1, workers + 1)}
+    launchers = {rank: Launcher() for rank in range(workers + 1)}
+    hub_watch.start(launchers[0].stop)
+    for rank, link in links.items():
+        link.start(launchers[rank].stop)
+    return cluster, hub_watch, links, launchers, logs
+
+
+def test_after_an_abort_a_node_that_closes_without_answering_is_lost_and_one_that_answered_is_not():
+    """A rack losing power: the first node's failure is relayed; nodes that hear it answer and come back, a node of
+    the rack closes without a word. Node 0 hears every node before its hub closes, and the next generation waits
+    only for those that answered (it waited up to 60 s for the rack's nodes, as if they were on their way)."""
+    cluster, hub_watch, links, launchers, logs = watched(4)
+    try:
+        links[4].stopping.set()  # node 4 is going down: it reads nothing more
+        links[4].thread.join(5)
+        assert links[1].finish(1, "torchrun exited 1", ["RuntimeError: CUDA error"]) is None
+        for rank in (0, 2, 3):
+            assert launchers[rank].stopped.wait(5), logs
+        links[4].channel.sock.close()  # ... and its connection ends, the abort unanswered
+        started = time.monotonic()
+        assert hub_watch.finish(143, "torchrun exited 143", []) == 5
+        assert time.monotonic() - started < 3  # every node answered or gone: no wait for the silent window
+        by_rank = {p.fp["rank"]: p for p in cluster.hub.peers}
+        assert by_rank[2].stopping and by_rank[3].stopping
+        assert (by_rank[4].done or {}).get("lost") is True, by_rank[4].done
+        assert not (by_rank[2].done or {}).get("lost") and not (by_rank[3].done or {}).get("lost")
+    finally:
+        cluster.close()
+
+
+def _hello(port, fp_):
+    """A node's first steps by hand: connect, take the challenge, say hello; the connection."""
+    channel = Channel(socket.create_connection(("127.0.0.1", port), timeout=5))
+    challenge = channel.receive(time.monotonic() + 5)
+    channel.send({"t": "hello", "job": fp_["job"], "fp": fp_, "mac": proof(TOKEN, str(challenge["nonce"]), fp_)})
+    return channel
+
+
+def test_a_node_early_for_the_next_generation_is_turned_away_at_once_not_after_its_connect_back():
+    """During a generation, node 0 turned a node asking for the next one away only after connecting back to it
+    (up to its 3 s timeout, one node at a time in the heartbeat's thread): thousands of nodes coming back queued
+    behind each other. Now it is turned away as soon as its hello is read."""
+    cluster = Cluster(1)
+    assert cluster.decide()["decision"] == "start"
+    hub_watch = HubWatch(cluster.hub, [].append, hear_back=True, turn_away=lambda peer: True)
+    hub_watch.start(Launcher().stop)
+    mute = socket.create_server(("127.0.0.1", 0))  # the node's check port: accepts, never answers
+    try:
+        early = _hello(cluster.port, dict(fp(1, 2), generation=1, probe_port=mute.getsockname()[1]))
+        started = time.monotonic()
+        early.sock.settimeout(8)
+        assert early.sock.recv(4096) == b""  # closed on it
+        assert time.monotonic() - started < 1.5
+        early.close()
+    finally:
+        mute.close()
+        hub_watch.close()
+        cluster.close()
+
+
+def test_a_node_checking_in_between_generations_waits_in_the_backlog_and_the_next_hub_takes_it():
+    """Between one generation's hub closing and the next one's opening, node 0's port was closed: every node coming
+    back was refused and tried again 0.3 s later. The port is now handed from hub to hub."""
+    log = []
+    port = free_port()
+    old = Hub(port, TOKEN, fp(0, 2), log.append)
+    old.keep_listener = True
+    old.close()
+    waiting = socket.create_connection(("127.0.0.1", port), timeout=2)  # refused before
+    new = Hub(port, TOKEN, fp(0, 2), log.append, listener=old.sock)
+    try:
+        new.gather(2, time.monotonic() + 1)
+        waiting.settimeout(5)
+        assert json.loads(waiting.recv(4096).split(b"\n")[0])["t"] == "challenge"
+    finally:
+        waiting.close()
+        new.close()
+
+
+def test_a_hello_carries_the_books_rank_lists_as_runs_and_node_0_reads_them_back():
+    """Every node's hello carried the book's members, spares and present nodes whole: ~20 KB from each of 4,096 nodes
+    (80 MB for node 0 to read and check in a regather). Runs of ranks make it a few hundred bytes."""
+    members = list(range(4096))
+    members[520] = 4096  # a spare took node 520's place
+    book = {"generation": 1, "restarts": 1, "members": members, "spares": list(range(4097, 4160)),
+            "present": list(range(4160)), "left_out": {"520": 1}, "why": {"520": "node 520: it was lost"},
+            "steps": [None], "best_step": None, "stale": 0, "history": [{"generation": 0, "node": 520}] * 30,
+            "decision": "start", "resume_from": None}
+    sent = carried(book)
+    assert len(json.dumps(sent)) < 4000, len(json.dumps(sent))
+    assert len(sent["history"]) == 20
+    back = kept(sent)
+    assert back["members"] == members and back["spares"] == book["spares"] and back["present"] == book["present"]
+
+    class Peer:
+        def __init__(self, book_):
+            self.fp = {"book": book_, "generation": 2}
+
+    newest = kept_book(type("H", (), {"peers": [Peer(sent), Peer(dict(sent, generation=0))]})())
+    assert newest["generation"] == 1 and newest["members"] == members
+    assert kept({"members": [1, 2], "generation": 0})["members"] == [1, 2]  # a book sent whole, as before
+    assert "members" not in kept({"members_runs": [["x", 2]]})  # not runs: left out, no error
+
+
+def test_after_a_failure_node_0_leaves_nodes_coming_back_in_the_backlog_for_the_next_generations_hub():
+    """A node whose launcher stopped fast checked in again while node 0 still heard the others out: the old
+    generation's heartbeat took it, turned it away, and it tried again 0.3 s later (one retry per node at 4,160
+    nodes). Now node 0 stops accepting once a generation failed: the node waits for the next hub."""
+    cluster, hub_watch, links, launchers, logs = watched(2)
+    try:
+        assert links[1].finish(1, "torchrun exited 1", ["RuntimeError: CUDA error"]) is None
+        assert launchers[0].stopped.wait(5), logs
+        time.sleep(0.3)
+        coming_back = socket.create_connection(("127.0.0.1", cluster.port), timeout=2)
+        coming_back.settimeout(1.0)
+        try:
+            coming_back.recv(4096)
+            taken = True  # a challenge, or closed on it
+        except socket.timeout:
+            taken = False
+        assert not taken
+        coming_back.close()
+    finally:
+        hub_watch.close()
+        cluster.close()
+
+
+def test_node_0_reads_on_after_every_member_ended_until_the_spares_answered():
+    """Node 0's own ranks failed after its peer's did (``peer_gone``): once its launcher and every member had ended,
+    its heartbeat stopped reading, so a spare's answer to the abort went unread, the spare counted as not coming
+    back, and the next generation had no spare (the job ended, exit 8). It now reads on until every node is heard."""
+    import threading
+
+    cluster, hub_watch, links, launchers, logs = watched(2)
+    try:
+        spare = next(p for p in cluster.hub.peers if p.fp["rank"] == 2)
+        spare.role = "spare"
+        links[2].stopping.set()  # the spare's answer is sent by hand below, once node 0 is finishing
+        links[2].thread.join(5)
+        assert links[1].finish(1, "torchrun exited 1", ["RuntimeError: CUDA error"]) is None
+        assert launchers[0].stopped.wait(5), logs
+        finisher = threading.Thread(target=hub_watch.finish, args=(1, "torchrun exited 1", []))
+        finisher.start()
+        time.sleep(0.5)
+        links[2].channel.send({"t": "stopping"})
+        finisher.join(15)
+        assert spare.stopping and not (spare.done or {}).get("lost")
+    finally:
+        cluster.close()
