@@ -13,7 +13,7 @@ from nodeweave.entrypoint.checkin.exchange import Hub
 from nodeweave.entrypoint.checkin.heartbeat import HubWatch, LinkWatch
 from nodeweave.entrypoint.checkin.wire import Channel, proof
 from nodeweave.entrypoint.recovery.hub import kept_book
-from nodeweave.entrypoint.recovery.node import carried, kept
+from nodeweave.entrypoint.recovery.carried import carried, kept
 from test_exchange_loopback import TOKEN, Cluster, Launcher, fp
 
 

@@ -289,7 +289,7 @@ def work_lost_s(checkpoint, fault_at):
 
 def kept_book(hub):
     """The newest book the nodes checking in carry (``node.carried``), or None (an older nodeweave's)."""
-    from .node import kept
+    from .carried import kept
 
     book = max((p.fp.get("book") for p in hub.peers if isinstance(p.fp.get("book"), dict)),
                key=lambda b: b.get("generation", -1), default=None)
