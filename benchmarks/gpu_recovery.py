@@ -191,17 +191,20 @@ def merged_record(folder):
     return dict(records[0], history=[history[g] for g in sorted(history)])
 
 
-def node_0_row(nodes, at):
-    """The row of node 0's loss: its kill to the first step of generation 3."""
+def node_0_row(nodes, at, record):
+    """The row of node 0's loss: its kill to the first step of generation 3; the new node 0's decision (its
+    history's ``relaunched`` for generation 2, when it kept one) splits it into kill -> relaunch and the start."""
     if at is None:
         return []
+    relaunched = next((h.get("relaunched") for h in record.get("history") or [] if h.get("generation") == 2), None)
     after = [float(s["t"]) for s in lines(nodes, "RECOVERY-STEP") if int(s["gen"]) == 3]
     last = max([int(s["step"]) for s in lines(nodes, "RECOVERY-STEP") if int(s["gen"]) == 2] or [0])
     resumed = {int(r["gen"]): int(r["step"]) for r in lines(nodes, "RECOVERY-RESUME")}.get(3)
     return [{"fault": "node0", "node": 0, "left_out": None, "cause": "lost",
-             "fault_to_step_s": round(min(after) - at, 1) if after else None, "heard_to_relaunch_s": None,
+             "fault_to_step_s": round(min(after) - at, 1) if after else None,
+             "heard_to_relaunch_s": round(relaunched - at, 2) if relaunched else None,
              "resumed_step": resumed, "steps_lost": None if resumed is None else last - resumed,
-             **start_parts(nodes, 3, None, after)}]
+             **start_parts(nodes, 3, relaunched, after)}]
 
 
 KINDS = {"kill": "rank killed (SIGKILL)", "stop": "rank stalled (SIGSTOP)", "node0": "node 0 lost, restarted"}
@@ -222,7 +225,7 @@ def run_once(args, warm):
     took = time.monotonic() - started
     record = merged_record(folder)
     every = nodes + ([lost[0]] if lost[0] else [])
-    found = rows(every, record) + node_0_row(every, lost[1])
+    found = rows(every, record) + node_0_row(every, lost[1], record)
     done = lines(every, "RECOVERY-DONE")
     if args.keep or any(codes):
         print(f"work folder: {folder}")
