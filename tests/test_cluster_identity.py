@@ -288,6 +288,27 @@ def test_kubernetes_refuses_a_statefulset_another_folder_applied(tmp_path, kube)
     assert mine.returncode == 0 and "kubectl delete -n ml -k" in mine.stdout, mine.stderr
 
 
+def test_kubernetes_refuses_a_claim_another_folders_down_kept(tmp_path, kube):
+    """Folder A's `down` (without --delete-claims) keeps its workspace claim; folder B's job of the same name
+    would apply over it (its pods mounting A's data) or delete it with `down --delete-claims`, both by the job's
+    name alone: every verb of B refuses, naming the claim and A; A's own `down --delete-claims` goes on."""
+    env, state, real = kube
+    a, b = _folder(tmp_path / "a", KUBE_SPEC), _folder(tmp_path / "b", KUBE_SPEC)
+    annotations = _applied_annotations(a, real)
+    (state / "state.json").write_text(json.dumps({"standin/ml": {
+        "claims": {"twin-workspace": {"app.kubernetes.io/instance": "twin"}},
+        "claim_annotations": {"twin-workspace": annotations}}}))
+    for verb in (("up", "-t", "kubernetes", "--dry-run"), ("down", "-t", "kubernetes", "--delete-claims"),
+                 ("down", "-t", "kubernetes", "--delete-claims", "--dry-run")):
+        out = cli(b.parent, env, *verb)
+        assert out.returncode == 3, (verb, out.stdout, out.stderr)
+        assert "claim twin-workspace in namespace ml was started by `nodeweave up` in" in out.stderr, out.stderr
+    assert "twin-workspace" in json.loads((state / "state.json").read_text())["standin/ml"]["claims"]
+    mine = cli(a.parent, env, "down", "-t", "kubernetes", "--delete-claims", "--dry-run")
+    assert mine.returncode == 0 and "delete -n ml pvc -l app.kubernetes.io/instance=twin" in mine.stdout, \
+        mine.stdout + mine.stderr
+
+
 def test_kubernetes_namespace_changed_while_up(tmp_path, kube, monkeypatch):
     env, state, real = kube
     spec = _folder(tmp_path / "k", KUBE_SPEC)

@@ -187,6 +187,8 @@ def apply(space: dict, directory: str, namespace: str) -> None:
             for pod in played}}
     for claim in (doc for doc in objects if doc["kind"] == "PersistentVolumeClaim"):
         space.setdefault("claims", {})[claim["metadata"]["name"]] = claim["metadata"].get("labels", {})
+        space.setdefault("claim_annotations", {})[claim["metadata"]["name"]] = \
+            claim["metadata"].get("annotations", {})
     print(f"statefulset.apps/{name} configured (stand-in: {len(played)} pod(s) played)")
 
 
@@ -304,11 +306,19 @@ def get(space: dict, flags: dict, switches: set, positional: list, namespace: st
         else:
             print(found["replicas"], end="")
         return
+    if positional == ["pvc"] and "-l" in flags and flags.get("-o") == "json" and not switches:
+        selector_terms(flags["-l"])  # what nodeweave reads of a claim: its name, labels and annotations
+        notes = space.get("claim_annotations", {})
+        items = [{"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {
+            "name": name, "namespace": namespace, "labels": labels, "annotations": notes.get(name) or {}}}
+            for name, labels in sorted(space.get("claims", {}).items()) if selector_matches(flags["-l"], labels)]
+        print(json.dumps({"kind": "List", "items": items}))
+        return
     if "--ignore-not-found" in switches:
         fail("get: --ignore-not-found is known for `get statefulset NAME` only", 2)
     if positional != ["pods"] or "-l" not in flags or flags.get("-o") not in ("json", RUNNING_NAMES):
-        fail("get: the stand-in knows `get statefulset NAME -o jsonpath={.spec.replicas}` and "
-             "`get pods -l SELECTOR -o json|jsonpath={.items[*].metadata.name}` only", 2)
+        fail("get: the stand-in knows `get statefulset NAME -o jsonpath={.spec.replicas}`, `get pvc -l SELECTOR "
+             "-o json` and `get pods -l SELECTOR -o json|jsonpath={.items[*].metadata.name}` only", 2)
     selector_terms(flags["-l"])
     names = sorted(pod for sts in space.get("statefulsets", {}).values() for pod, info in sts["pods"].items()
                    if selector_matches(flags["-l"], info["labels"]))

@@ -261,23 +261,37 @@ class KubeCluster(Backend):
         return Step("delete the job's token Secrets", tuple(self.call("delete", "secret", "-l", selector,
                                                                        "--ignore-not-found")), timeout=300)
 
-    marked_kind = "StatefulSet"
+    marked_kind = "the job's"  # marks() names each object's kind: "the job's StatefulSet ...", "the job's claim ..."
     reach_variables = ("KUBECONFIG",)  # which cluster (and, through its context, which namespace) kubectl reaches
 
     def marks(self):
-        """The StatefulSet's mark (its annotations), read with one get; nothing when there is none or no answer."""
+        """The marks (annotations) of the StatefulSet and of the job's claims, read with two gets; nothing for
+        what is not there or does not answer. The claims count too: another folder's `down` keeps its claim, and
+        this folder's `up` would apply over it (its pods mounting that folder's data) or its `down
+        --delete-claims` delete it, both by the job's name alone."""
         from nodeweave.cluster.identity import mark_of
 
-        argv = self.call("get", "statefulset", self.spec.name, "--ignore-not-found", "-o", "json")
+        found = {}
+        sts = self._get_json("get", "statefulset", self.spec.name, "--ignore-not-found", "-o", "json")
+        if isinstance(sts, dict) and sts.get("metadata"):
+            annotations = sts["metadata"].get("annotations") or {}
+            found[f"StatefulSet {self.spec.name} in namespace {self.namespace}"] = mark_of(annotations, kube=True)
+        claims = self._get_json("get", "pvc", "-l", f"app.kubernetes.io/instance={self.spec.name}", "-o", "json")
+        for item in (claims.get("items") or []) if isinstance(claims, dict) else []:
+            meta = (item.get("metadata") or {}) if isinstance(item, dict) else {}
+            if meta.get("name"):
+                found[f"claim {meta['name']} in namespace {self.namespace}"] = \
+                    mark_of(meta.get("annotations") or {}, kube=True)
+        return found
+
+    def _get_json(self, *words):
+        """kubectl's JSON answer to ``words``, or None (no answer, an error, nothing found)."""
         try:
-            out = subprocess.run(argv, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
-            found = json.loads(out.stdout) if out.returncode == 0 and out.stdout.strip() else None
+            out = subprocess.run(self.call(*words), capture_output=True, text=True, timeout=60,
+                                 stdin=subprocess.DEVNULL)
+            return json.loads(out.stdout) if out.returncode == 0 and out.stdout.strip() else None
         except (OSError, ValueError, subprocess.TimeoutExpired):
-            found = None
-        if not isinstance(found, dict):
-            return {}
-        annotations = (found.get("metadata") or {}).get("annotations") or {}
-        return {f"{self.spec.name} in namespace {self.namespace}": mark_of(annotations, kube=True)}
+            return None
 
     def made(self) -> dict:
         return {**super().made(), "namespace": self.namespace}
