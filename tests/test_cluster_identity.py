@@ -365,7 +365,9 @@ def test_up_and_check_refuse_a_checkpoint_folder_the_images_user_cannot_write(tm
         line = out.stderr.strip().splitlines()[-1]
         assert f"recovery.checkpoint_dir checkpoints is {spec.parent}/checkpoints on this machine (it does not " \
                f"exist; its nearest folder {spec.parent} would hold it), owned by root:root (0:0), mode 0755" in line
-        assert f"`sudo chown -R 1000:0 {spec.parent}`" in line, line
+        # the folder to make, handed over alone: never a chown -R of the whole project (the fresh walk's hint)
+        assert f"`mkdir -p {spec.parent}/checkpoints && sudo chown 1000:0 {spec.parent}/checkpoints`" in line, line
+        assert "chown -R" not in line, line
     (spec.parent / "checkpoints").mkdir()
     os.chown(spec.parent / "checkpoints", 1000, 0)
     up = cli(spec.parent, env, "up", "--dry-run")

@@ -38,6 +38,12 @@ class HostUser:
             return f"`podman unshare chown -R {IMAGE_UID}:{IMAGE_GID} {folder}` (or `chmod -R o+w {folder}`)"
         return f"`sudo chown -R {IMAGE_UID}:{IMAGE_GID} {folder}` (or `chmod -R g+w` with group 0, or o+w)"
 
+    def make(self, folder: Path) -> str:
+        """The fix for a folder that does not exist yet: make it and hand only it to the image's user (its
+        parent, often the whole project with its .git, stays the user's)."""
+        chown = "podman unshare chown" if self.rootless else "sudo chown"
+        return f"`mkdir -p {folder} && {chown} {IMAGE_UID}:{IMAGE_GID} {folder}` (or `chmod o+w {folder}`)"
+
 
 def image_user(engine: str) -> Optional[HostUser]:
     """uid 1000 / gid 0 of the image, mapped onto this machine; None where the mapping is not known."""
@@ -141,5 +147,5 @@ def check_folders(spec, spec_dir: Path, engine: str) -> List[str]:
             raise EnvironmentProblem(
                 f"recovery.checkpoint_dir {spec.recovery.checkpoint_dir} is {folder} on this machine{made}, "
                 f"{owner_text(there)}, which the image's user (uid {IMAGE_UID}, group {IMAGE_GID}) cannot write: "
-                f"every rank's first save would fail; {user.fix(there)}")
+                f"every rank's first save would fail; {user.fix(there) if there == folder else user.make(folder)}")
     return notes
