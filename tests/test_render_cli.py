@@ -64,7 +64,7 @@ def test_writes_then_reruns_byte_identical(project, capsys):
     spec = str(project / "nodeweave.yaml")
     assert run(capsys, "render", "compose", "--spec", spec)[0] == EXIT_OK
     first = snapshot(project)
-    assert set(first) == {"nodeweave.yaml", ".nodeweave/rendered.json", *COMPOSE}
+    assert set(first) == {"nodeweave.yaml", ".nodeweave/rendered.json", ".nodeweave/.gitignore", *COMPOSE}
     code, out, _ = run(capsys, "render", "compose", "--spec", spec, "--json")
     assert code == EXIT_OK
     assert {f["status"] for f in json.loads(out)["files"]} == {"unchanged"}

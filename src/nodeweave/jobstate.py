@@ -10,6 +10,18 @@ from dataclasses import dataclass
 from pathlib import Path
 
 STATE_DIR = ".nodeweave"
+GITIGNORE = "# made by nodeweave: what it keeps for this folder's jobs (each job's check-in token among them)\n*\n"
+
+
+def keep_out_of_git(state_dir: Path) -> None:
+    """``.nodeweave/.gitignore`` ignoring everything in it, once: a team folder is a git repository, and
+    ``git add -A`` would otherwise commit a job's token. A ``.gitignore`` already there is the user's: kept."""
+    ignore = state_dir / ".gitignore"
+    if state_dir.name == STATE_DIR and not ignore.exists():
+        try:
+            ignore.write_text(GITIGNORE, encoding="utf-8")
+        except OSError:
+            pass  # a read-only folder: the token's own write says what went wrong
 
 
 @dataclass(frozen=True)

@@ -193,6 +193,9 @@ def save_state(spec_path: Path, name: str, options: ClusterOptions, made: "Optio
     if made:
         data[MADE] = made
     path.parent.mkdir(parents=True, exist_ok=True)
+    from nodeweave.jobstate import keep_out_of_git
+
+    keep_out_of_git(path.parent.parent)
     scratch = path.with_name(f".{path.name}.tmp")
     scratch.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     scratch.replace(path)

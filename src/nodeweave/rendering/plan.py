@@ -104,6 +104,11 @@ class RenderPlan:
             recorded = {path: entry for path, entry in recorded.items() if (self.out / path) in written
                         or ((self.out / path).is_file() and (self.out / path) not in removed)}
             changes.append((self.out / record.RECORD, record.dumps(recorded).encode("utf-8")))
+            from nodeweave.jobstate import GITIGNORE
+
+            ignore = (self.out / record.RECORD).parent / ".gitignore"  # the record is nodeweave's, never committed
+            if not ignore.exists():
+                changes.append((ignore, GITIGNORE.encode("utf-8")))
         write_all(changes)
 
 
