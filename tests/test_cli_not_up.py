@@ -28,6 +28,8 @@ ACTING = {
     "sync": ["sync"],
     "status": ["status"],
     "status --fingerprints": ["status", "--fingerprints"],
+    "top": ["top", "--once"],  # the fresh walk: exit 1, "no live picture from node-0: list index out of range"
+    "dashboard": ["dashboard"],
 }
 HELD = {"run", "check"}
 DRY_RUNS = {"run": ["run", "--dry-run", "--", "train.py"], "exec": ["exec", "--dry-run", "--", "hostname"],

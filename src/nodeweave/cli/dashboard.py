@@ -92,9 +92,9 @@ def dashboard_command(
         if url is None:
             spec, backend, _ = open_cluster(find_spec(spec_path), reach)
             target = pick_one(backend.live_nodes("watch"), node, "dashboard")
+            backend.require_up([target], "watch")  # nothing up: exit 3 and `nodeweave up`, as every verb
         source = url or f"{target.name} (its /status.json through the exec channel)"
         history = dashboard.History()
-        dashboard.poll(history, lambda: ask_live(target, url), interval, stop)
 
         def document():
             readings, asked = history.snapshot()
@@ -104,6 +104,8 @@ def dashboard_command(
     except OSError as err:
         raise UsageError(f"--bind {bind} --port {port}: cannot listen there: {err.strerror or err}; accepted: an "
                          "address of this machine and a free port (--port 0 picks one)") from None
+    if run is None:  # polled once the page is served: a refusal above is the only line, never after a poll's
+        dashboard.poll(history, lambda: ask_live(target, url), interval, stop)
     host, chosen = server.server_address[:2]
     shown = f"[{host}]" if ":" in str(host) else host
     page = f"http://{shown}:{chosen}/"

@@ -40,6 +40,7 @@ def top_command(
     if url is None:
         spec, backend, _ = open_cluster(find_spec(spec_path), reach)
         target = pick_one(backend.live_nodes("watch"), node, "top")
+        backend.require_up([target], "watch")  # nothing up: exit 3 and `nodeweave up`, as every verb
     out = console()
     live, why = ask_live(target, url)
     if live is None:

@@ -49,9 +49,16 @@ def ask_live(node: Optional[Node] = None, url: Optional[str] = None, timeout: fl
     argv = node.entrypoint_argv(["--node", "live"])
     try:
         out = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
-        answer = json.loads(out.stdout.strip().splitlines()[-1])
-    except (OSError, subprocess.TimeoutExpired, ValueError, IndexError) as err:
+    except (OSError, subprocess.TimeoutExpired) as err:
         return None, f"{node.name}: {err}"
+    lines = out.stdout.strip().splitlines()
+    try:
+        answer = json.loads(lines[-1]) if lines else None
+    except ValueError:
+        answer = None
+    if not isinstance(answer, dict):  # no entrypoint answered: the exec's own words say why
+        said = (out.stderr.strip().splitlines() or [f"exit {out.returncode}, no answer"])[-1]
+        return None, f"{node.name}: its entrypoint gave no picture ({said})"
     return (answer.get("live"), "") if answer.get("live") else (None, f"{node.name}: {answer.get('error')}")
 
 
