@@ -132,7 +132,7 @@ def test_recovery_min_nodes_is_checked_against_nodes_and_the_launcher():
     assert "recovery.min_nodes: got '5'; accepted: an integer from 1 to 3" in refusal(
         RECOVERING.replace("min_nodes: 2", "min_nodes: 5"), base="")
     message = refusal(RECOVERING.replace("{script: t.py}", "{script: t.py, type: deepspeed}"), base="")
-    assert "recovery.min_nodes: the elastic range 2:3 needs launcher.type torchrun" in message
+    assert "recovery.min_nodes: makes the job elastic (2:3), which needs launcher.type torchrun" in message
 
 
 # -- row 24: a quoted number or boolean, in every field that takes one ------------------------------

@@ -164,13 +164,18 @@ def _spec(r: Reader, root: Node, base_dir: Optional[Path]) -> Spec:
         field = "recovery.min_nodes" if restarts.enabled else "nodes"
         where = r.fields(top.get("recovery"), "recovery", recovery.KEYS).get("min_nodes") if restarts.enabled \
             else top.get("nodes")
-        raise r.fail(where, field, f"the elastic range {nodes} needs launcher.type torchrun (got {launcher.type})",
-                     "a fixed node count with " + launcher.type)
+        what = (f"makes the job elastic ({nodes}), which needs launcher.type torchrun "
+                f"(got {launcher.type})") if restarts.enabled else \
+            f"the elastic range {nodes} needs launcher.type torchrun (got {launcher.type})"
+        raise r.fail(where, field, what, "a fixed node count with " + launcher.type +
+                     (" (leave recovery.min_nodes out)" if restarts.enabled else ""))
     spec_image, gpus = image.image(r, top, base_dir), job.gpus(r, top.get("gpus_per_node"))
     workspace, cache, net = job.workspace(r, top), job.cache(r, top), network.network(r, top)
     env, k8s = job.env(r, top.get("env")), kubernetes.kubernetes(r, top, name)
     extra = resources.resources(r, top, net.rdma_resources)
     _placeable(r, top, k8s, nodes, restarts)
+    watched = metrics.metrics(r, top)
+    _ports_apart(r, top, launcher, watched)
     return Spec(
         name=name,
         image=spec_image,
@@ -189,8 +194,26 @@ def _spec(r: Reader, root: Node, base_dir: Optional[Path]) -> Spec:
         slurm=security.slurm(r, top.get("slurm")),
         nodes_given=top.get("nodes") is not None,
         recovery=restarts,
-        metrics=metrics.metrics(r, top),
+        metrics=watched,
     )
+
+
+def _ports_apart(r: Reader, top: Fields, launcher, watched) -> None:
+    """Node 0 listens on three ports (the rendezvous, the check-in exchange, /metrics): the metrics port may be
+    neither of the others, or node 0's metrics server and the job would fight for it."""
+    if not watched.enabled:
+        return
+    exchange = launcher.exchange_port or launcher.master_port + 1
+    taken = {launcher.master_port: "launcher.master_port", exchange: (
+        "launcher.exchange_port" if launcher.exchange_port else "the check-in exchange's port (launcher.master_port "
+        "+ 1)")}
+    if watched.port not in taken:
+        return
+    given = r.fields(top.get("metrics"), "metrics", metrics.KEYS).get("port")
+    others = " and ".join(str(p) for p in sorted(taken))
+    raise r.fail(given or top.get("launcher"), "metrics.port",
+                 f"{watched.port}{'' if given else ' (the default)'} is {taken[watched.port]} too: node 0 listens "
+                 "on each", f"metrics.port other than {others}" + ("" if given else ", or another master_port"))
 
 
 def _nodes(r: Reader, top: Fields, hosts: tuple, spares: int) -> NodeRange:

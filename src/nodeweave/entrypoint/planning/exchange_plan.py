@@ -57,6 +57,22 @@ def exchange_port(topo, settings):
         master - 1, f"master port {master} - 1")
 
 
+def _metrics_apart(topo, settings, port, port_source):
+    """Node 0 serves /metrics on a port of its own: the rendezvous' or the exchange's is refused (the spec's rule)."""
+    from .contract import METRICS_PORT
+
+    metrics = settings.get("metrics_port", METRICS_PORT)
+    if not settings.get("metrics", True) or metrics not in (port, topo.master_port.value):
+        return
+    from ..errors import UsageError
+
+    which = (f"the master port (from {topo.master_port.source})" if metrics == topo.master_port.value
+             else f"the check-in exchange's port ({port_source})")
+    raise UsageError(f"metrics port {metrics} (from {settings.source('metrics_port') or 'its default'}) is {which} "
+                     f"too: node 0 listens on each; accepted: a metrics port other than {topo.master_port.value} and "
+                     f"{port} (--metrics-port, NODEWEAVE_METRICS_PORT), or metrics off")
+
+
 def off_because(topo, settings):
     """Why the exchange does not run for this start, or None when it does."""
     if topo.nnodes_max <= 1:
@@ -116,6 +132,7 @@ def plan_exchange(plan, settings):
     from ..model import SUPERVISED
 
     port, port_source = exchange_port(topo, settings)
+    _metrics_apart(topo, settings, port, port_source)
     deadline = settings.get("wait_timeout", 600)
     secret_source = job_secret(settings.env)[1]
     plan.exchange = {
