@@ -25,7 +25,7 @@ from nodeweave.errors import EXIT_FAILURE, EXIT_USAGE, NodeweaveError
 # only when one of its verbs runs (habits/lazy.py).
 VERBS = {
     "init": Verb("init", "Write a first spec from this machine's (or the hosts') GPUs and RDMA ports, validated."),
-    "validate": Verb("init", "Check the spec (every mistake: file:line, field, what is accepted; exit 2) and "
+    "validate": Verb("init", "Check the spec (its first mistake: file:line, field, what is accepted; exit 2) and "
                              "summarise it."),
     "bench": Verb("bench", "Measure all_reduce, all_gather and reduce_scatter bandwidth (nccl-tests formulas) and "
                            "check every result."),

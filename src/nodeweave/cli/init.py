@@ -213,12 +213,19 @@ def validate(
     as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON on stdout"),
     output: str = output_option(),
 ) -> None:
-    """Check the spec (every mistake: file:line, field, what is accepted; exit 2) and summarise it."""
+    """Check the spec (its first mistake: file:line, field, what is accepted; exit 2) and summarise it; with -o
+    json or yaml a refused spec is {"valid": false, "error": ...} on stdout too."""
+    from nodeweave.errors import UsageError
     from nodeweave.spec import load_spec
     from nodeweave.spec.loader import STDIN_NAME, is_stdin
 
+    fmt = data_format(as_json, output)
     spec_path = find_spec(spec_path)
-    spec = load_spec(spec_path)
+    try:
+        spec = load_spec(spec_path)
+    except UsageError as err:
+        emit({"spec": str(spec_path), "valid": False, "error": str(err)}, fmt)  # a script reads why, not nothing
+        raise
     # stable JSON types whatever the spec says: counts are integers (an elastic range: nodes is its minimum,
     # nodes_max its maximum), processes_per_node an integer or null (auto: each node counts its GPUs)
     auto = spec.gpus_per_node == "auto"
@@ -227,8 +234,8 @@ def validate(
                "elastic": spec.nodes.elastic, "processes_per_node": None if auto else int(spec.gpus_per_node),
                "processes_per_node_auto": auto, "launcher": spec.launcher.type,
                "script": spec.launcher.script, "variant": spec.image.variant, "containers": spec.containers,
-               "starts": spec.starts}
-    if emit(summary, data_format(as_json, output)):
+               "starts": spec.starts, "valid": True}
+    if emit(summary, fmt):
         return
     typer.echo(f"{shown}: valid: {spec.name}, {spec.nodes} node(s) x {spec.gpus_per_node} process(es), "
                f"{spec.launcher.type} {spec.launcher.script}, image variant {spec.image.variant}")
