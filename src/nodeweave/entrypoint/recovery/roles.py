@@ -13,7 +13,7 @@ book this node kept while the job runs (``recovery.json``).
 
 from ..core import build_plan
 from ..errors import EntrypointError
-from .setup import Config, identity_settings, last_book
+from .setup import Config, identity_settings, last_book, with_flags
 
 
 
@@ -122,3 +122,26 @@ def from_book(book, identity):
     elif kind == Kind.TRAINING and rank != identity:
         why = f"container {identity} trains as rank {rank}"
     return Role(kind, identity, rank, why, book.generation)
+
+
+def shown_plan(settings, plan, partial=True):
+    """What ``--explain`` shows of this node under recovery: a training node's launch as the job's first
+    generation runs it (its rank among the training nodes, their count: ``Generations._generation_plan``), not
+    the identity plan it checks in with (nodes + spares); a spare's with a note that it launches nothing until
+    it takes a place. ``plan`` itself when recovery is off or the plan could not be made."""
+    role = getattr(plan, "role", None)
+    if not settings.get("recovery") or not role or plan.topology is None or plan.launch is None:
+        return plan
+    config = Config(settings, plan.topology)
+    if role["kind"] == Kind.shown(Kind.SPARE):
+        plan.launch.notes.append(f"a spare launches nothing until node 0 gives it a left-out node's place; it then "
+                                 f"runs as that node's rank with --nnodes {config.slots} (the training nodes)")
+        return plan
+    if role["kind"] != Kind.shown(Kind.TRAINING) or role.get("generation") is not None or not config.spares:
+        return plan  # a kept book's generation: its members and master are node 0's to say (nodeweave status)
+    first = with_flags(settings, node_rank=role["rank"], nnodes=config.slots)
+    first.env = dict(settings.env, NODEWEAVE_NNODES=str(config.slots))
+    shown = build_plan(first, partial=partial)
+    shown.role, shown.exchange = plan.role, plan.exchange  # it checks in as its identity among nodes + spares
+    shown.errors = plan.errors + [e for e in shown.errors if e not in plan.errors]
+    return shown
