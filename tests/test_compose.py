@@ -232,7 +232,7 @@ def test_with_recovery_a_node_container_that_dies_comes_back_and_every_slot_star
     assert yaml.safe_load(files["compose/node.yaml"])["services"]["node"]["restart"] == "on-failure:5"
     fewer = render_files(parse_spec(RECOVERY_SPEC.replace("spares: 1", "spares: 1, max_restarts: 2")))
     assert yaml.safe_load(fewer["compose/node.yaml"])["services"]["node"]["restart"] == "on-failure:2"
-    off = render_files(parse_spec(RECOVERY_SPEC.replace("enabled: true", "enabled: false")))
+    off = render_files(parse_spec(RECOVERY_SPEC.replace("recovery: {enabled: true, spares: 1, min_nodes: 2}\n", "")))
     local_off = yaml.safe_load(off["compose/local.yaml"])["services"]
     assert list(local_off) == ["rj-0", "rj-1", "rj-2"] and not any("restart" in s for s in local_off.values())
     assert "restart" not in yaml.safe_load(off["compose/node.yaml"])["services"]["node"]

@@ -283,7 +283,7 @@ def test_with_recovery_the_statefulset_runs_every_slot_and_the_spares():
             'recovery: {enabled: true, spares: 1, min_nodes: 2}\n')
     sts = load(render_files(parse_spec(text, "r.yaml"))["manifests/base/statefulset.yaml"])
     assert sts["spec"]["replicas"] == 4
-    off = load(render_files(parse_spec(text.replace("true", "false"), "r.yaml"))["manifests/base/statefulset.yaml"])
+    off = load(render_files(parse_spec(text.replace("recovery: {enabled: true, spares: 1, min_nodes: 2}\n", ""), "r.yaml"))["manifests/base/statefulset.yaml"])
     assert off["spec"]["replicas"] == 3
 
 

@@ -75,8 +75,12 @@ def test_statefulset_pods_rendezvous_under_kube_play(engine, cpu_image, tmp_path
             assert record["host"] == f"e2e-sts-{record['rank'] // 2}", record
         # the master came from the Service name, resolved as cluster DNS would
         master = "e2e-sts-0.e2e-sts.e2e.svc.cluster.local"
+        script = tmp_path / "explained" / "allreduce.py"  # --explain of a script the node lacks is exit 2
+        script.parent.mkdir()
+        script.write_text("")
         explain = engine.client.container.run(
             cpu_image, ["--explain", "--json", "--", "allreduce.py"], remove=True, hostname="e2e-sts-1",
+            volumes=[(str(script.parent), "/workspace", "ro")],
             envs={"NODEWEAVE_SERVICE": "e2e-sts", "POD_NAMESPACE": "e2e", "NODEWEAVE_NNODES": "2",
                   "POD_NAME": "e2e-sts-1", "NODEWEAVE_NPROC_PER_NODE": "2"})
         assert master in explain, explain

@@ -71,11 +71,13 @@ def test_the_two_lines_are_the_ones_docs_images_md_gives():
     assert TWO_LINES in (REPO / "docs" / "images.md").read_text()
 
 
-def test_the_image_has_torch_and_no_nodeweave_and_explains(byo_image):
+def test_the_image_has_torch_and_no_nodeweave_and_explains(byo_image, tmp_path):
     probe = podman("run", "--rm", "--entrypoint", "python3", byo_image, "-c",
                    "import importlib.util as u, torch; print(torch.__version__, u.find_spec('nodeweave'))")
     assert probe.stdout.split()[1] == "None" and probe.stdout.startswith("2.13.0"), probe.stdout
-    explained = podman("run", "--rm", byo_image, "--explain", "--nnodes", "1", "--", "train.py")
+    (tmp_path / "train.py").write_text("")  # the script it explains, in its working directory (a missing one: exit 2)
+    explained = podman("run", "--rm", "-v", f"{tmp_path}:/workspace:ro", byo_image, "--explain", "--nnodes", "1",
+                       "--", "train.py")
     assert "plan for" in explained.stdout and "torchrun" in explained.stdout, explained.stdout
 
 

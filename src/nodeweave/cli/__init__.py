@@ -26,7 +26,8 @@ from nodeweave.errors import EXIT_FAILURE, EXIT_USAGE, NodeweaveError
 VERBS = {
     "init": Verb("init", "Write a first spec from this machine's (or the hosts') GPUs and RDMA ports, validated."),
     "validate": Verb("init", "Check the spec (its first mistake: file:line, field, what is accepted; exit 2) and "
-                             "summarise it."),
+                             "summarise it; with -o json or yaml a refused spec is {\"valid\": false, \"error\": "
+                             "...} on stdout too."),
     "bench": Verb("bench", "Measure all_reduce, all_gather and reduce_scatter bandwidth (nccl-tests formulas) and "
                            "check every result."),
     "check": Verb("check", "Check every node (facts, CPU/GPU probes, nvidia-smi or amd-smi, the Xid events of its "

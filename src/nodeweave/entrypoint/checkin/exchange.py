@@ -15,7 +15,6 @@ Node 0 serves every node, connect-backs included, from one loop (``switchboard.p
 
 import errno
 import socket
-import threading
 import time
 
 from .connectback import answer_probe as _answer_probe
@@ -140,6 +139,8 @@ class Hub:
         # answered on a thread of its own: the thread reading here is, while the job runs, the heartbeat's, and
         # the answer can take seconds (every rank's stacks gathered, a large answer sent, the peer's close awaited)
         # while a node not hearing node 0 for LOST_S counts it lost
+        import threading  # here: a worker's check-in starts no thread (test_checkin_digest)
+
         threading.Thread(target=self._send_status, args=(peer, bool(request.get("stacks")), bool(request.get("all"))),
                          daemon=True, name="nodeweave-status").start()
 
