@@ -451,17 +451,21 @@ def test_down_with_nothing_up_says_so_and_writes_nothing(capsys, tmp_path, monke
 # -- output paths that are not regular files ----------------------------------------------------------------
 
 
-def output_file_params():
+def params_judged_by(name):
+    """(command words, longest flag) of every option whose callback is ``habits.output``'s ``name``; none before
+    that one callback existed (the walk finds none, and the tests below say so)."""
     try:
-        from nodeweave.cli.habits.output import output_file
-    except ImportError:  # before the one callback: the walk finds none, and its test below says so
+        from nodeweave.cli.habits import output
+    except ImportError:
         return []
-
+    judge = getattr(output, name, None)
+    if judge is None:
+        return []
     return [(words, max(p.opts, key=len)) for words, command in LEAVES for p in command.params
-            if getattr(getattr(p, "callback", None), "__wrapped__", None) is output_file]
+            if getattr(getattr(p, "callback", None), "__wrapped__", None) is judge]
 
 
-OUTPUT_FILES = output_file_params()
+OUTPUT_FILES = params_judged_by("output_file")
 
 
 def test_every_option_naming_a_file_nodeweave_writes_is_judged():
@@ -535,17 +539,7 @@ def test_an_option_in_the_middle_of_the_command_is_the_commands(capsys, tmp_path
 # -- image references: one validator --------------------------------------------------------------------------
 
 
-def image_params():
-    try:
-        from nodeweave.cli.habits.output import image_reference
-    except ImportError:  # before the one validator: the walk finds none, and its test below says so
-        return []
-
-    return [(words, max(p.opts, key=len)) for words, command in LEAVES for p in command.params
-            if getattr(getattr(p, "callback", None), "__wrapped__", None) is image_reference]
-
-
-IMAGES = image_params()
+IMAGES = params_judged_by("image_reference")
 
 
 def test_the_walk_finds_every_option_naming_an_image():
