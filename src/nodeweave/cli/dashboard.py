@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, List, Optional
 import typer
 
 from nodeweave.cli.habits.base import find_spec
-from nodeweave.cli.habits.clusteropts import REACH, SPEC, open_cluster, reach_options
-from nodeweave.cli.habits.nodes import checked_selectors, pick_one
+from nodeweave.cli.habits.clusteropts import REACH, SPEC, reach_options
+from nodeweave.cli.top import METRICS_NODE, STATUS_URL, watched_node
 from nodeweave.errors import UsageError
 
 if TYPE_CHECKING:
@@ -47,11 +47,8 @@ def _finished_run(run: str, runs_dir: Optional[Path]):
 
 @reach_options
 def dashboard_command(
-    node: List[str] = typer.Option([], "--node", metavar="NODE", help="The node that serves the job's metrics "
-                                   "(default: node 0): its index, name or address KIND:NAME, as every verb's --node",
-                                   callback=checked_selectors),
-    url: Optional[str] = typer.Option(None, "--url", help="Read node 0's /status.json here instead of through the "
-                                      "cluster (a published or forwarded metrics port: http://127.0.0.1:9464)"),
+    node: List[str] = METRICS_NODE,
+    url: Optional[str] = STATUS_URL,
     run: Optional[str] = typer.Option(None, "--run", help="Show a finished run's folder instead of the running job: "
                                       "a run id (`nodeweave runs ls`), a unique prefix, a folder, or last"),
     runs_dir: Optional[Path] = typer.Option(None, "--runs-dir", help="With --run: where run folders are (default: "
@@ -90,9 +87,7 @@ def dashboard_command(
 
         target = None
         if url is None:
-            spec, backend, _ = open_cluster(find_spec(spec_path), reach)
-            target = pick_one(backend.live_nodes("watch"), node, "dashboard")
-            backend.require_up([target], "watch")  # nothing up: exit 3 and `nodeweave up`, as every verb
+            target = watched_node(spec_path, reach, node, "dashboard")
         source = url or f"{target.name} (its /status.json through the exec channel)"
         history = dashboard.History()
 

@@ -17,13 +17,27 @@ if TYPE_CHECKING:
     from nodeweave.cluster.options import ClusterOptions
 
 
+# the options top and the dashboard share: which node serves the picture, or a URL that does
+METRICS_NODE = typer.Option([], "--node", metavar="NODE", help="The node that serves the job's metrics (default: node "
+                            "0): its index, name or address KIND:NAME, as every verb's --node",
+                            callback=checked_selectors)
+STATUS_URL = typer.Option(None, "--url", help="Read node 0's /status.json here instead of through the cluster (a "
+                          "published or forwarded metrics port: http://127.0.0.1:9464)")
+
+
+def watched_node(spec_path: Optional[Path], reach: "ClusterOptions", node: List[str], verb: str):
+    """The node whose /status.json top and the dashboard read; nothing up is exit 3 and `nodeweave up`, as every
+    verb."""
+    spec, backend, _ = open_cluster(find_spec(spec_path), reach)
+    target = pick_one(backend.live_nodes("watch"), node, verb)
+    backend.require_up([target], "watch")
+    return target
+
+
 @reach_options
 def top_command(
-    node: List[str] = typer.Option([], "--node", metavar="NODE", help="The node that serves the job's metrics "
-                                   "(default: node 0): its index, name or address KIND:NAME, as every verb's --node",
-                                   callback=checked_selectors),
-    url: Optional[str] = typer.Option(None, "--url", help="Read node 0's /status.json here instead of through the "
-                                      "cluster (a published or forwarded metrics port: http://127.0.0.1:9464)"),
+    node: List[str] = METRICS_NODE,
+    url: Optional[str] = STATUS_URL,
     interval: float = typer.Option(2.0, "--interval", min=0.2, help="Seconds between redraws"),
     once: bool = typer.Option(False, "--once", help="Draw once and exit (scripts, a log)"),
     spec_path: Optional[Path] = SPEC, reach: "ClusterOptions" = REACH,
@@ -38,9 +52,7 @@ def top_command(
     if url is not None:
         check_url(url)
     if url is None:
-        spec, backend, _ = open_cluster(find_spec(spec_path), reach)
-        target = pick_one(backend.live_nodes("watch"), node, "top")
-        backend.require_up([target], "watch")  # nothing up: exit 3 and `nodeweave up`, as every verb
+        target = watched_node(spec_path, reach, node, "top")
     out = console()
     live, why = ask_live(target, url)
     if live is None:
