@@ -191,3 +191,39 @@ def test_a_zip64_end_record_is_judged_at_a_glance_like_the_walk(tmp_path, walks,
     assert judge(tmp_path / "cut.pt", cut)
     walked_only(monkeypatch)
     assert judge(tmp_path / "big-walked.pt", data) is None
+
+
+def with_zip64_end(data):
+    """``data`` with the zip64 end record and locator torch.save writes before the end record of every file
+    (its values the end record's own, which are not at their maximum)."""
+    end = data.rindex(b"PK\x05\x06")
+    entries, cd_size, cd_offset = (int.from_bytes(data[end + at:end + at + width], "little")
+                                   for at, width in ((10, 2), (12, 4), (16, 4)))
+    record = (b"PK\x06\x06" + (44).to_bytes(8, "little") + b"\x1e\x03\x2d\x00" + bytes(8) +
+              entries.to_bytes(8, "little") * 2 + cd_size.to_bytes(8, "little") + cd_offset.to_bytes(8, "little"))
+    locator = b"PK\x06\x07" + bytes(4) + end.to_bytes(8, "little") + (1).to_bytes(4, "little")
+    return data[:end] + record + locator + data[end:]
+
+
+def test_torch_saves_zip64_end_record_is_where_the_table_ends_and_a_zero_filled_end_record_is_refused(tmp_path):
+    data = with_zip64_end(torch_like(300))
+    assert judge(tmp_path / "whole.pt", data) is None
+    end = data.rindex(b"PK\x05\x06")
+    for cut in range(end + 4, len(data)):  # the end record's fields lost past its signature, the zip64 one kept
+        zeroed = data[:cut] + bytes(len(data) - cut)
+        if zeroed != data:
+            assert judge(tmp_path / f"zeros{cut}.pt", zeroed), cut  # torch's reader takes them: no entries
+
+
+def test_a_real_torch_save_is_judged_at_a_glance_and_refused_cut_or_zero_filled_anywhere(tmp_path, walks):
+    torch = pytest.importorskip("torch")
+    torch.save({f"layer{index}": torch.zeros(4) for index in range(300)} | {"step": 7}, tmp_path / "whole.pt")
+    data = (tmp_path / "whole.pt").read_bytes()
+    assert judge(tmp_path / "model.pt", data) is None
+    assert walks == []
+    start = data.rindex(b"PK\x06\x06") - 20_000
+    for cut in sorted(set(range(1, len(data), 211)) | set(range(start, len(data), 7))):
+        assert judge(tmp_path / f"cut{cut}.pt", data[:cut]), cut
+        zeroed = data[:cut] + bytes(len(data) - cut)
+        if zeroed != data:
+            assert judge(tmp_path / f"zeros{cut}.pt", zeroed), cut

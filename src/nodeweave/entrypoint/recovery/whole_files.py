@@ -5,10 +5,12 @@ so each is opened once with ``os.open`` (no buffered file object), a small one
 read in one call and judged in memory, a large one read at the few offsets
 its format names with ``os.pread``; never the tensors between. A verdict is
 kept per (path, size, mtime_ns): a file that did not change is read once per
-process. A ``torch.save`` zip's check walks its central directory, so the
-place of its ``data.pkl`` is kept with the verdict, and reading that pickle
-later (DeepSpeed's model states, Lightning's ``global_step``) costs one read
-more, not a second pass through the zip.
+process. A ``torch.save`` zip's central directory is judged at a glance
+(its two end entries and C-speed searches over it; a large model's file holds
+hundreds of entries, 1,000 saves millions) and walked entry by entry only when
+the glance cannot tell; either finds the place of its ``data.pkl``, kept with
+the verdict, so reading that pickle later (DeepSpeed's model states,
+Lightning's ``global_step``) costs one read more, not a second pass.
 """
 
 import os
@@ -43,9 +45,12 @@ def cut_off(path, name, size, mtime_ns):
     """Why the file at ``path`` (``name`` decides its format, ``size`` and ``mtime_ns`` from its stat) was cut
     off mid-write, or None when it is whole as far as its format says:
 
-    - ``torch.save`` (a zip): the end record and the central directory it
-      points to parse, every entry's data ends before the central directory,
-      and the first and last entry's local headers sit where it says;
+    - ``torch.save`` (a zip): the end record parses and the central
+      directory it points to ends where it begins; that directory holds as
+      many entries as it counts, chained to its end, each entry's data ends
+      before the directory, and the first and last entry's local headers sit
+      where it says (at a glance: the first and last entries, and data.pkl's,
+      read, the rest counted by signature; see :func:`_central_glance`);
     - safetensors: the file holds the header's length and every tensor's bytes;
     - ``.json``: it parses (a larger one: it ends in ``}`` or ``]``);
     - a plain pickle: it ends with the STOP opcode;
@@ -167,15 +172,20 @@ def _zip_cut_off(file, size):
     if end + 22 + comment != len(tail):
         return "a zip (torch.save) whose end record does not end the file: cut off or appended to", None
     end_at = size - tail_size + end
-    if 0xFFFFFFFF in (cd_size, cd_offset) or entries == 0xFFFF:
-        locator = tail[end - 20:end] if end >= 20 else b""
+    locator = tail[end - 20:end] if end >= 20 else b""
+    if 0xFFFFFFFF in (cd_size, cd_offset) or entries == 0xFFFF or locator.startswith(_ZIP64_LOCATOR):
+        # torch.save writes the zip64 end record and its locator before the end record always; its reader
+        # (miniz) takes a zip64 value only where the end record's field is at its maximum
         if not locator.startswith(_ZIP64_LOCATOR):
             return "a zip64 (torch.save) without its zip64 locator: cut off mid-write", None
         end_at = struct.unpack("<Q", locator[8:16])[0]
         record = file.at(end_at, 56)
         if len(record) < 56 or not record.startswith(_ZIP64_END):
             return "a zip64 (torch.save) without its zip64 end record: cut off mid-write", None
-        entries, cd_size, cd_offset = struct.unpack("<QQQ", record[32:56])
+        entries64, cd_size64, cd_offset64 = struct.unpack("<QQQ", record[32:56])
+        entries = entries64 if entries == 0xFFFF else entries
+        cd_size = cd_size64 if cd_size == 0xFFFFFFFF else cd_size
+        cd_offset = cd_offset64 if cd_offset == 0xFFFFFFFF else cd_offset
     if cd_offset + cd_size > end_at:
         return "a zip (torch.save) whose central directory runs past its end record: cut off mid-write", None
     if cd_offset + cd_size != end_at:
