@@ -3,7 +3,10 @@
 Builds ``--count`` saves of each layout in a temporary folder, with the files
 each writer writes (torch.save zips, whole safetensors and JSON files,
 DeepSpeed model states that record their world sizes; the DCP ones copy the
-real two-rank save in tests/fixtures/recovery/dcp-2ranks), makes the newest
+real two-rank save in tests/fixtures/recovery/dcp-2ranks), ``--tensors N``
+tensors in each (a large model's file: N entries in every torch.save zip and
+safetensors header, and with torch installed a DCP save of N tensors made
+here in place of the fixture), makes the newest
 one half-written (what its writer writes last removed), and times, page
 cache warm as at a restart:
 
@@ -55,8 +58,15 @@ def torch_save_zip(obj):
     return buffer.getvalue()
 
 
-SAFETENSORS_HEADER = b'{"w": {"dtype": "F32", "shape": [16], "data_offsets": [0, 64]}}'
-SAFETENSORS = len(SAFETENSORS_HEADER).to_bytes(8, "little") + SAFETENSORS_HEADER + bytes(64)
+def safetensors_file():
+    """A whole safetensors file of ``TENSORS`` 16-float tensors (its JSON header read whole by the finder)."""
+    header = json.dumps({f"model.layers.{index}.weight": {"dtype": "F32", "shape": [16],
+                                                          "data_offsets": [index * 64, index * 64 + 64]}
+                         for index in range(TENSORS)}).encode()
+    return len(header).to_bytes(8, "little") + header + bytes(64 * TENSORS)
+
+
+SAFETENSORS = safetensors_file()
 STATE = torch_save_zip({"state": {}, "param_groups": []})
 
 
@@ -66,6 +76,25 @@ def touch(path, data=None):
         data = SAFETENSORS if path.name.endswith(".safetensors") else b"{}" if path.name.endswith(".json") else STATE
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(data)
+
+
+def dcp_template(scratch):
+    """A DCP save of ``TENSORS`` tensors to copy (its ``.metadata`` holds one storage entry per tensor), made
+    with the installed torch in a child process; the two-tensor fixture when ``TENSORS`` is 1 or torch is
+    not installed."""
+    if TENSORS == 1:
+        return DCP
+    target = Path(scratch) / "dcp-template"
+    script = ("import sys, torch, torch.distributed.checkpoint as dcp\n"
+              "state = {'model': {f'layers.{i}.weight': torch.zeros(16) for i in range(int(sys.argv[2]))},"
+              " 'step': 0}\n"
+              "dcp.save(state, checkpoint_id=sys.argv[1], no_dist=True)\n")
+    done = subprocess.run([sys.executable, "-W", "ignore", "-c", script, str(target), str(TENSORS)],
+                          capture_output=True, text=True)
+    if done.returncode != 0 or not (target / ".metadata").exists():
+        print(f"(no torch to make a DCP save of {TENSORS} tensors: the DCP rows copy the 2-tensor fixture)")
+        return DCP
+    return target
 
 
 def torchtitan(root, step):
@@ -194,7 +223,7 @@ def cpu(measured):
 
 
 def main():
-    global TENSORS, STATE
+    global TENSORS, STATE, SAFETENSORS, DCP
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--count", type=int, default=1000, help="saves per layout (default 1000)")
     parser.add_argument("--runs", type=int, default=5, help="timed scans after the first; the median is shown")
@@ -211,6 +240,7 @@ def main():
     os.environ["CHECKPOINT_SCAN_TENSORS"] = str(args.tensors)
     TENSORS = args.tensors
     STATE = torch_save_zip({"state": {}, "param_groups": []})  # every whole torch.save file: N storages too
+    SAFETENSORS = safetensors_file()  # and every safetensors header N tensors
     sys.path.insert(0, str(ROOT / "src"))
     print(f"machine: {platform.node()} {platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}")
     print(f"\nbaseline: the finder at {args.baseline}, same folders, in a child process; "
@@ -221,6 +251,7 @@ def main():
     print("|---|---:|---|---:|---:|---:|---:|---:|---|")
     with tempfile.TemporaryDirectory() as scratch:
         source = baseline_source(args.baseline, scratch)
+        DCP = dcp_template(scratch)  # and every DCP .metadata N storage entries
         for name, build in LAYOUTS.items():
             root = Path(scratch) / name.split()[0]
             root.mkdir()
