@@ -227,3 +227,21 @@ def test_a_real_torch_save_is_judged_at_a_glance_and_refused_cut_or_zero_filled_
         zeroed = data[:cut] + bytes(len(data) - cut)
         if zeroed != data:
             assert judge(tmp_path / f"zeros{cut}.pt", zeroed), cut
+
+
+def test_a_data_pkl_in_the_middle_whose_data_runs_past_the_table_is_refused(tmp_path, walks):
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        for index in range(150):
+            archive.writestr(f"archive/data/{index}", bytes([1]) * 16)
+        archive.writestr("archive/data.pkl", pickle.dumps({"global_steps": 7}, protocol=2))
+        for index in range(150, 300):
+            archive.writestr(f"archive/data/{index}", bytes([1]) * 16)
+    data = buffer.getvalue()
+    assert judge(tmp_path / "whole.pt", data) is None
+    assert walks == []
+    assert pickle.loads(torch_save_pickle(str(tmp_path / "whole.pt"), 1 << 20)) == {"global_steps": 7}
+    record = data.index(b"archive/data.pkl", table(data)[0]) - 46
+    broken = bytearray(data)
+    broken[record + 20:record + 24] = (10 ** 6).to_bytes(4, "little")  # its data said to run past the table
+    assert "whose entry runs past its central directory" in judge(tmp_path / "broken.pt", bytes(broken))

@@ -234,10 +234,11 @@ def _central_glance(file, central, entries, cd_offset):
     found = central.find(_DATA_PKL)
     while found >= 0:  # the first entry whose name is <folder>/data.pkl, as the walk takes it
         at = central.rfind(_ZIP_CENTRAL, 0, found)
-        entry = _glanced_entry(central, at, cd_offset) if at >= 0 else None
+        entry = _glanced_entry(central, at, None) if at >= 0 else None
         name_end = found + len(_DATA_PKL)
-        if entry is not None and entry[0] >= name_end and entry[2] == name_end and \
-                central.count(b"/", at + 46, name_end) == 1:
+        if entry is not None and entry[2] == name_end and central.count(b"/", at + 46, name_end) == 1:
+            if _glanced_entry(central, at, cd_offset) is None:
+                return None  # its data runs past the table: the walk says so
             member = entry[3]
             break
         found = central.find(_DATA_PKL, name_end)
@@ -249,7 +250,8 @@ def _central_glance(file, central, entries, cd_offset):
 
 def _glanced_entry(central, at, cd_offset):
     """(where the entry at ``at`` ends, its local header offset, where its name ends, (offset, compressed,
-    method, uncompressed)), or None when it does not parse or its data runs past the table."""
+    method, uncompressed)), or None when it does not parse or its data runs past the table at ``cd_offset``
+    (not asked when None)."""
     if at + 46 > len(central):
         return None
     signature, method, compressed, uncompressed, name_len, extra_len, note_len, offset = _CENTRAL_ENTRY.unpack_from(
@@ -260,7 +262,7 @@ def _glanced_entry(central, at, cd_offset):
     if compressed == 0xFFFFFFFF or uncompressed == 0xFFFFFFFF or offset == 0xFFFFFFFF:
         uncompressed, compressed, offset = _zip64_sizes(
             central[at + 46 + name_len:at + 46 + name_len + extra_len], uncompressed, compressed, offset)
-    if offset + 30 + name_len + compressed > cd_offset:
+    if cd_offset is not None and offset + 30 + name_len + compressed > cd_offset:
         return None
     return end, offset, at + 46 + name_len, (offset, compressed, method, uncompressed)
 
