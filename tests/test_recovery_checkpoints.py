@@ -337,6 +337,31 @@ def test_a_torch_save_or_safetensors_file_cut_off_mid_write_is_incomplete(tmp_pa
     assert newest_complete(tmp_path).step == 400
 
 
+@pytest.mark.parametrize("zeros", [6, 18, 22, 300])  # 18: a zip end record past its signature
+@pytest.mark.parametrize("kind", ["torch.save", "trainer_state.json", "pickle", "dcp .metadata"])
+def test_a_file_whose_tail_reads_back_as_zeros_is_refused(tmp_path, kind, zeros):
+    """ext4's delayed allocation after a crash: the file has its size, its last blocks were never written
+    (a safetensors file's tail is its tensors' bytes: zeros there cannot be told from a model's)."""
+    paths = {}
+    for step in (100, 200):
+        if kind == "torch.save":
+            path, whole = tmp_path / f"ckpt_{step}.pt", torch_save_zip({"w": list(range(200))})
+        elif kind == "dcp .metadata":
+            path = dcp(tmp_path / f"step-{step}") / ".metadata"
+            whole = path.read_bytes()
+        else:
+            folder = trainer_checkpoint(tmp_path, step)
+            if kind == "pickle":
+                path, whole = folder / "rng_state_0.pth", pickle.dumps({"python": list(range(400))}, protocol=4)
+            else:
+                path = folder / "trainer_state.json"
+                whole = json.dumps({"global_step": step, "log_history": [{"loss": 1.5}] * 40}).encode()
+        paths[step] = write(path, whole if step == 100 else whole[:len(whole) - zeros] + bytes(zeros))
+    assert paths[200].read_bytes() != whole
+    assert newest_complete(tmp_path).step == 100
+    assert list(reasons(tmp_path)) == [paths[200].relative_to(tmp_path).parts[0]], kind
+
+
 def test_a_cut_off_shard_inside_a_layout_is_found_too(tmp_path):
     deepspeed_tag(tmp_path, 100)
     torch_save_like(deepspeed_tag(tmp_path, 200) / "mp_rank_00_model_states.pt", cut=10)
