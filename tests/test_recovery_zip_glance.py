@@ -135,7 +135,7 @@ def test_the_entry_signature_inside_a_name_or_extra_sends_the_zip_to_the_walk_an
 def test_a_fake_last_entry_hidden_in_an_extra_never_stands_in_for_the_real_one(tmp_path, walks):
     # the glance reads the last entry at the table's last signature: an extra ending in a well-formed
     # entry record (its data before the table) must not hide a real last entry whose data runs past it
-    data = torch_like(3)
+    data = torch_like(40)
     start, end = table(data)
     fake = bytearray(data[start:start + 46 + len("archive/data.pkl")])
     fake[42:46] = (0).to_bytes(4, "little")  # local header at 0: data.pkl's, before the table
@@ -172,7 +172,7 @@ def test_data_pkl_in_another_folder_or_inside_an_extra_is_not_taken_for_the_pick
 
 
 def test_entries_out_of_the_order_of_their_data_are_walked(tmp_path, walks):
-    data = torch_like(4)
+    data = torch_like(40)
     start, end = table(data)
     first, last = start, data.rindex(CENTRAL, start, end)
     swapped = bytearray(data)  # the first and last entries' local header offsets swapped

@@ -27,6 +27,7 @@ _ZIP64_LOCATOR = b"PK\x06\x07"
 _ZIP64_END = b"PK\x06\x06"
 _ZIP_CENTRAL = b"PK\x01\x02"
 _DATA_PKL = b"/data.pkl"  # torch.save's pickle: <archive folder>/data.pkl
+_GLANCE_FROM = 16  # entries: a smaller central directory is walked whole (as fast as a glance, 3 entries: 11 us)
 _ZERO_SECTOR = bytes(512)  # what a lost disk sector reads back as; no whole central directory holds it
 # a central directory entry: signature, method, compressed and uncompressed size, name/extra/comment lengths,
 # local header offset (the version, flags, time, CRC, disk, attributes between are skipped)
@@ -198,7 +199,7 @@ def _zip_cut_off(file, size):
     if cd_size > _CENTRAL_READ:
         return None, None  # the ends are whole; a directory this large is not read
     central = file.at(cd_offset, cd_size)
-    glance = _central_glance(file, central, entries, cd_offset)
+    glance = _central_glance(file, central, entries, cd_offset) if entries >= _GLANCE_FROM else None
     if glance is not None:
         return None, glance[0]
     return _central_walk(file, central, entries, cd_offset)
