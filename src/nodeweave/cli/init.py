@@ -213,8 +213,8 @@ def validate(
     as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON on stdout"),
     output: str = output_option(),
 ) -> None:
-    """Check the spec (its first mistake: file:line, field, what is accepted; exit 2) and summarise it; with -o
-    json or yaml a refused spec is {"valid": false, "error": ...} on stdout too."""
+    """Check the spec (every independent mistake, one line each: file:line, field, what is accepted; exit 2) and
+    summarise it; with -o json or yaml a refused spec is {"valid": false, "errors": [...]} on stdout too."""
     from nodeweave.errors import UsageError
     from nodeweave.spec import load_spec
     from nodeweave.spec.loader import STDIN_NAME, is_stdin
@@ -224,7 +224,8 @@ def validate(
     try:
         spec = load_spec(spec_path)
     except UsageError as err:
-        emit({"spec": str(spec_path), "valid": False, "error": str(err)}, fmt)  # a script reads why, not nothing
+        problems = getattr(err, "problems", None) or [str(err)]  # a script reads why, not nothing
+        emit({"spec": str(spec_path), "valid": False, "errors": problems, "error": problems[0]}, fmt)
         raise
     # stable JSON types whatever the spec says: counts are integers (an elastic range: nodes is its minimum,
     # nodes_max its maximum), processes_per_node an integer or null (auto: each node counts its GPUs)

@@ -24,7 +24,7 @@ from nodeweave.spec import rules
 from nodeweave.spec.fields import rule_string
 from nodeweave.spec.model import NodeRange, Spec
 from nodeweave.spec.mounts import MountPoints
-from nodeweave.spec.nodes import Fields, Reader
+from nodeweave.spec.nodes import FAILED, Fields, Reader, SpecErrors
 from nodeweave.spec.sections import (image, job, kubernetes, metrics, network, recovery, resources, security,
                                      volumes)
 
@@ -150,32 +150,48 @@ def _parse(text: str, source_name: str, base_dir: Optional[Path]) -> Spec:
             f"{source_name}: the spec is empty; accepted: a mapping with at least 'name', "
             "'image: {variant: ...}' and 'launcher: {script: ...}' (see nodeweave.yaml in the repository)"
         )
-    return _spec(reader, root, base_dir)
+    try:
+        return _spec(reader, root, base_dir)
+    except SpecErrors:
+        raise
+    except UsageError as err:  # a structural refusal (the file is not a mapping): what was kept before it, then it
+        reader.keep(err)
+        raise reader.refusal() from None
 
 
 def _spec(r: Reader, root: Node, base_dir: Optional[Path]) -> Spec:
+    """Every part of the file read on its own, so one run names every independent mistake (one line each); a check
+    across parts runs only when the parts it weighs were read (the first refusal of a part stops that part)."""
     top = r.fields(root, "", TOP_KEYS, extensions=True)
-    name = rule_string(r, top.require("name", rules.JOB_NAME.accepted), "name", rules.JOB_NAME)
-    launcher = job.launcher(r, top)
-    hosts = job.hosts(r, top.get("hosts"))
-    nodes = _nodes(r, top, hosts, recovery.listed_spares(r, top) if hosts else 0)
-    restarts, nodes = recovery.recovery(r, top, nodes, launcher)
-    if nodes.elastic and launcher.type != "torchrun":  # under recovery the range is recovery.min_nodes
-        field = "recovery.min_nodes" if restarts.enabled else "nodes"
-        where = r.fields(top.get("recovery"), "recovery", recovery.KEYS).get("min_nodes") if restarts.enabled \
-            else top.get("nodes")
-        what = (f"makes the job elastic ({nodes}), which needs launcher.type torchrun "
-                f"(got {launcher.type})") if restarts.enabled else \
-            f"the elastic range {nodes} needs launcher.type torchrun (got {launcher.type})"
-        raise r.fail(where, field, what, "a fixed node count with " + launcher.type +
-                     (" (leave recovery.min_nodes out)" if restarts.enabled else ""))
-    spec_image, gpus = image.image(r, top, base_dir), job.gpus(r, top.get("gpus_per_node"))
-    workspace, cache, net = job.workspace(r, top), job.cache(r, top), network.network(r, top)
-    env, k8s = job.env(r, top.get("env")), kubernetes.kubernetes(r, top, name)
-    extra = resources.resources(r, top, net.rdma_resources)
-    _placeable(r, top, k8s, nodes, restarts)
-    watched = metrics.metrics(r, top)
-    _ports_apart(r, top, launcher, watched)
+    name = r.attempt(lambda: rule_string(r, top.require("name", rules.JOB_NAME.accepted), "name", rules.JOB_NAME))
+    launcher = r.attempt(job.launcher, r, top)
+    hosts = r.attempt(job.hosts, r, top.get("hosts"))
+    nodes = restarts = FAILED
+    if hosts is not FAILED:
+        nodes = r.attempt(lambda: _nodes(r, top, hosts, recovery.listed_spares(r, top) if hosts else 0))
+    if nodes is not FAILED and launcher is not FAILED:
+        made = r.attempt(recovery.recovery, r, top, nodes, launcher)
+        restarts, nodes = (FAILED, FAILED) if made is FAILED else made
+    if nodes is not FAILED and launcher is not FAILED and restarts is not FAILED:
+        r.attempt(_elastic_needs_torchrun, r, top, nodes, launcher, restarts)
+    spec_image = r.attempt(image.image, r, top, base_dir)
+    gpus = r.attempt(job.gpus, r, top.get("gpus_per_node"))
+    workspace, cache, net = r.attempt(job.workspace, r, top), r.attempt(job.cache, r, top), r.attempt(network.network, r, top)
+    env = r.attempt(job.env, r, top.get("env"))
+    k8s = r.attempt(kubernetes.kubernetes, r, top, name if name is not FAILED else "job")
+    extra = FAILED if net is FAILED else r.attempt(resources.resources, r, top, net.rdma_resources)
+    if FAILED not in (k8s, nodes, restarts):
+        r.attempt(_placeable, r, top, k8s, nodes, restarts)
+    watched = r.attempt(metrics.metrics, r, top)
+    if launcher is not FAILED and watched is not FAILED:
+        r.attempt(_ports_apart, r, top, launcher, watched)
+    mounts = FAILED if FAILED in (workspace, cache, extra, hosts) else \
+        r.attempt(_mount_points, r, top, workspace.path, cache.path, extra, hosts)
+    spec_volumes = FAILED if mounts is FAILED else r.attempt(volumes.volumes, r, top.get("volumes"), mounts)
+    guarded, slurm = r.attempt(security.security, r, top), r.attempt(security.slurm, r, top.get("slurm"))
+    refusal = r.refusal()
+    if refusal is not None:
+        raise refusal
     return Spec(
         name=name,
         image=spec_image,
@@ -188,14 +204,28 @@ def _spec(r: Reader, root: Node, base_dir: Optional[Path]) -> Spec:
         env=env,
         kubernetes=k8s,
         resources=extra,
-        volumes=volumes.volumes(r, top.get("volumes"), _mount_points(r, top, workspace.path, cache.path, extra, hosts)),
-        security=security.security(r, top),
+        volumes=spec_volumes,
+        security=guarded,
         hosts=hosts,
-        slurm=security.slurm(r, top.get("slurm")),
+        slurm=slurm,
         nodes_given=top.get("nodes") is not None,
         recovery=restarts,
         metrics=watched,
     )
+
+
+def _elastic_needs_torchrun(r: Reader, top: Fields, nodes: NodeRange, launcher, restarts) -> None:
+    """An elastic range needs torchrun's rendezvous; under recovery the range is recovery.min_nodes."""
+    if not nodes.elastic or launcher.type == "torchrun":
+        return
+    field = "recovery.min_nodes" if restarts.enabled else "nodes"
+    where = r.fields(top.get("recovery"), "recovery", recovery.KEYS).get("min_nodes") if restarts.enabled \
+        else top.get("nodes")
+    what = (f"makes the job elastic ({nodes}), which needs launcher.type torchrun "
+            f"(got {launcher.type})") if restarts.enabled else \
+        f"the elastic range {nodes} needs launcher.type torchrun (got {launcher.type})"
+    raise r.fail(where, field, what, "a fixed node count with " + launcher.type +
+                 (" (leave recovery.min_nodes out)" if restarts.enabled else ""))
 
 
 def _ports_apart(r: Reader, top: Fields, launcher, watched) -> None:

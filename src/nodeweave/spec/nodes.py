@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import difflib
 import re
-from typing import Iterable, Iterator, Optional, Tuple
+from typing import Callable, Iterable, Iterator, List, Optional, Tuple, TypeVar
 
 import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
@@ -30,6 +30,23 @@ _OTHER_INT = re.compile(r"[-+]?(0[xXoObB]?[0-9a-fA-F_]*|[0-9][0-9_]*)\Z")
 _RESOLVER = yaml.resolver.Resolver()
 # Top-level keys starting with this are the user's own (anchors to reuse): ignored, as Compose ignores them.
 EXTENSION_PREFIX = "x-"
+T = TypeVar("T")
+
+
+class SpecErrors(UsageError):
+    """Every independent mistake of one spec, one line each (``validate`` reports them all, not the first)."""
+
+    def __init__(self, problems: "List[str]"):
+        super().__init__("\n".join(problems))
+        self.problems = list(problems)
+
+
+class _Failed:
+    def __repr__(self) -> str:
+        return "FAILED"
+
+
+FAILED = _Failed()  # what :meth:`Reader.attempt` returns for a part that was refused
 
 
 def shown(node: Optional[Node]) -> str:
@@ -53,6 +70,31 @@ class Reader:
         self.source = source
         self._constructor = yaml.constructor.SafeConstructor()
         self._read: "dict[int, dict[str, Tuple[Node, Node]]]" = {}  # a mapping's entries, by node (merged once)
+        self.problems: "dict[str, None]" = {}  # every refusal kept so far, in order, each once
+
+    def attempt(self, read: "Callable[..., T]", *args) -> "T | _Failed":
+        """``read(*args)``, or FAILED when it refuses: the refusal is kept and reading goes on, so one run names
+        every independent mistake; a check that needs the refused part is skipped (its verdict would be noise)."""
+        try:
+            return read(*args)
+        except SpecErrors as err:
+            for problem in err.problems:
+                self.problems.setdefault(problem)
+        except UsageError as err:
+            self.problems.setdefault(str(err))
+        return FAILED
+
+    def keep(self, error: UsageError) -> None:
+        """A refusal that does not stop reading (an unknown key: the keys beside it still mean something)."""
+        self.problems.setdefault(str(error))
+
+    def refusal(self) -> "Optional[SpecErrors]":
+        """Every kept refusal, in the file's order (by line; one without a line first)."""
+        def line(problem: str) -> int:
+            found = re.match(re.escape(self.source) + r":(\d+):", problem)
+            return int(found.group(1)) if found else 0
+
+        return SpecErrors(sorted(self.problems, key=line)) if self.problems else None
 
     def fail(self, node: Optional[Node], path: str, problem: str, accepted: str) -> "UsageError":
         line = f":{node.start_mark.line + 1}" if node is not None else ""
@@ -177,13 +219,8 @@ class Reader:
             if key not in allowed:
                 close = difflib.get_close_matches(key, allowed, n=1, cutoff=0.6)
                 hint = f" (did you mean '{close[0]}'?)" if close else ""
-                raise self.fail(
-                    key_node,
-                    self.join(path, key),
-                    f"unknown key{hint}",
-                    "one of " + ", ".join(allowed),
-                )
-        return Fields(self, node, path, entries)
+                self.keep(self.fail(key_node, self.join(path, key), f"unknown key{hint}", "one of " + ", ".join(allowed)))
+        return Fields(self, node, path, {k: v for k, v in entries.items() if k in allowed})
 
     def _entries(self, node: Node, path: str, accepted: str) -> "dict[str, Tuple[Node, Node]]":
         """The keys of a mapping with YAML's merge semantics: a key written here overrides one merged in with
