@@ -18,7 +18,9 @@ import yaml
 from yaml.nodes import Node
 
 from nodeweave.entrypoint import bounded
-from nodeweave.entrypoint.planning.contract import HOSTFILE_PATH
+from nodeweave.entrypoint.planning import shared_rules
+from nodeweave.entrypoint.planning.contract import BY_KEY, HOSTFILE_PATH
+from nodeweave.entrypoint.planning.shared_rules import Naming
 from nodeweave.errors import UsageError
 from nodeweave.spec import rules
 from nodeweave.spec.fields import rule_string
@@ -169,8 +171,8 @@ def _spec(r: Reader, root: Node, base_dir: Optional[Path]) -> Spec:
     nodes = restarts = FAILED
     if hosts is not FAILED:
         nodes = r.attempt(lambda: _nodes(r, top, hosts, recovery.listed_spares(r, top) if hosts else 0))
-    if nodes is not FAILED and launcher is not FAILED:
-        made = r.attempt(recovery.recovery, r, top, nodes, launcher)
+    if nodes is not FAILED:
+        made = r.attempt(recovery.recovery, r, top, nodes)
         restarts, nodes = (FAILED, FAILED) if made is FAILED else made
     if nodes is not FAILED and launcher is not FAILED and restarts is not FAILED:
         r.attempt(_elastic_needs_torchrun, r, top, nodes, launcher, restarts)
@@ -185,6 +187,8 @@ def _spec(r: Reader, root: Node, base_dir: Optional[Path]) -> Spec:
     watched = r.attempt(metrics.metrics, r, top)
     if launcher is not FAILED and watched is not FAILED:
         r.attempt(_ports_apart, r, top, launcher, watched)
+    if FAILED not in (launcher, restarts, watched):
+        _shared_rules(r, top, {"launcher": launcher, "recovery": restarts, "metrics": watched})
     mounts = FAILED if FAILED in (workspace, cache, extra, hosts) else \
         r.attempt(_mount_points, r, top, workspace.path, cache.path, extra, hosts)
     spec_volumes = FAILED if mounts is FAILED else r.attempt(volumes.volumes, r, top.get("volumes"), mounts)
@@ -212,6 +216,24 @@ def _spec(r: Reader, root: Node, base_dir: Optional[Path]) -> Spec:
         recovery=restarts,
         metrics=watched,
     )
+
+
+SPEC_NAMING = Naming(lambda key: BY_KEY[key].spec, on="true", off="false", assign=": ")
+
+
+def _shared_rules(r: Reader, top: Fields, sections: dict) -> None:
+    """The rules the entrypoint applies to its flags and variables (``shared_rules``), on the spec's fields."""
+    values, given, nodes = {}, set(), {}
+    for key in {k for rule in shared_rules.RULES for bad in rule.bad for k in bad} | set(shared_rules.SWITCHED):
+        section, _, field = BY_KEY[key].spec.partition(".")
+        values[key] = getattr(sections[section], field)
+        entries = {k: v for k, _, v in r.mapping(top.get(section), section, "a mapping")}
+        if not r.is_null(entries.get(field)):
+            given.add(key)
+            nodes[key] = entries[field]
+    for problem in shared_rules.problems(values, given, SPEC_NAMING):
+        r.keep(r.fail(nodes.get(problem.key, top.get(BY_KEY[problem.key].spec.partition(".")[0])),
+                      BY_KEY[problem.key].spec, problem.problem, problem.accepted))
 
 
 def _elastic_needs_torchrun(r: Reader, top: Fields, nodes: NodeRange, launcher, restarts) -> None:

@@ -215,12 +215,15 @@ class Reader:
         entries = self._entries(node, path, "a mapping with keys " + ", ".join(allowed))
         if extensions:
             entries = {k: v for k, v in entries.items() if not k.startswith(EXTENSION_PREFIX)}
+        unknown = []
         for key, (key_node, _) in entries.items():
             if key not in allowed:
                 close = difflib.get_close_matches(key, allowed, n=1, cutoff=0.6)
                 hint = f" (did you mean '{close[0]}'?)" if close else ""
-                self.keep(self.fail(key_node, self.join(path, key), f"unknown key{hint}", "one of " + ", ".join(allowed)))
-        return Fields(self, node, path, {k: v for k, v in entries.items() if k in allowed})
+                unknown.append(self.fail(key_node, self.join(path, key), f"unknown key{hint}",
+                                         "one of " + ", ".join(allowed)))
+                self.keep(unknown[-1])
+        return Fields(self, node, path, {k: v for k, v in entries.items() if k in allowed}, unknown)
 
     def _entries(self, node: Node, path: str, accepted: str) -> "dict[str, Tuple[Node, Node]]":
         """The keys of a mapping with YAML's merge semantics: a key written here overrides one merged in with
@@ -270,8 +273,10 @@ class Reader:
 class Fields:
     """The known keys of one mapping in the spec, with the node of each for error lines."""
 
-    def __init__(self, reader: Reader, node: Optional[Node], path: str, entries: "dict[str, Tuple[Node, Node]]"):
+    def __init__(self, reader: Reader, node: Optional[Node], path: str, entries: "dict[str, Tuple[Node, Node]]",
+                 unknown: "List[UsageError] | None" = None):
         self.reader, self.node, self.path, self._entries = reader, node, path, entries
+        self.unknown = unknown or []  # its unknown keys' refusals (kept by the reader already)
 
     def has(self, key: str) -> bool:
         return key in self._entries and not self.reader.is_null(self._entries[key][1])
@@ -282,6 +287,8 @@ class Fields:
 
     def require(self, key: str, accepted: str) -> Node:
         if not self.has(key):
+            if key not in self._entries and self.unknown:  # likely misspelt: its unknown key is the one mistake
+                raise self.unknown[0]
             # A null value points at its own line; a missing key at the mapping that lacks it.
             given, where = ("is null", self._entries[key][1]) if key in self._entries else ("is missing", self.node)
             raise self.reader.fail(where, self.path_of(key), f"required field {given}", accepted)

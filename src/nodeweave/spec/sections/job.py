@@ -13,6 +13,7 @@ from nodeweave.spec.fields import (boolean, choice, host_path, integer, optional
                                    string_map)
 from nodeweave.entrypoint.planning.contract import stall_problem
 from nodeweave.spec.model import LAUNCHERS, MODES, Cache, Launcher, NodeRange, Workspace
+from nodeweave.entrypoint.planning.shared_rules import SCRIPT_ACCEPTED
 from nodeweave.spec.mounts import check_inside_workspace
 from nodeweave.spec.nodes import Fields, Reader
 
@@ -87,7 +88,7 @@ def launcher(r: Reader, top: Fields) -> Launcher:
         field = "stall_timeout" if f.get("stall_timeout") is not None else "stall_warn"
         raise r.fail(f.get(field), f"launcher.{field}", stall[0], stall[1])
     if kind != "command":  # a command's argv[0] is a program (bash, /usr/bin/env), not a workspace file
-        check_inside_workspace(r, script_node, "launcher.script", script, absolute_too=False)
+        check_inside_workspace(r, script_node, "launcher.script", script, SCRIPT_ACCEPTED, absolute_too=False)
     return Launcher(
         type=kind,
         script=script,
