@@ -235,7 +235,9 @@ def validate(
                "elastic": spec.nodes.elastic, "processes_per_node": None if auto else int(spec.gpus_per_node),
                "processes_per_node_auto": auto, "launcher": spec.launcher.type,
                "script": spec.launcher.script, "variant": spec.image.variant, "containers": spec.containers,
-               "starts": spec.starts, "valid": True}
+               "starts": spec.starts, "valid": True, "notes": list(spec.notes)}
+    for note in spec.notes:  # valid, but likely not what was meant
+        typer.echo(f"nodeweave: note: {note}", err=True)
     if emit(summary, fmt):
         return
     typer.echo(f"{shown}: valid: {spec.name}, {spec.nodes} node(s) x {spec.gpus_per_node} process(es), "

@@ -193,6 +193,8 @@ def _spec(r: Reader, root: Node, base_dir: Optional[Path]) -> Spec:
         r.attempt(_mount_points, r, top, workspace.path, cache.path, extra, hosts)
     spec_volumes = FAILED if mounts is FAILED else r.attempt(volumes.volumes, r, top.get("volumes"), mounts)
     guarded, slurm = r.attempt(security.security, r, top), r.attempt(security.slurm, r, top.get("slurm"))
+    if FAILED not in (slurm, gpus, spec_image) and slurm is not None:
+        r.attempt(_slurm_allocates, r, top, slurm, gpus, spec_image)
     refusal = r.refusal()
     if refusal is not None:
         raise refusal
@@ -215,7 +217,18 @@ def _spec(r: Reader, root: Node, base_dir: Optional[Path]) -> Spec:
         nodes_given=top.get("nodes") is not None,
         recovery=restarts,
         metrics=watched,
+        notes=_notes(restarts, spec_volumes),
     )
+
+
+def _notes(restarts, spec_volumes) -> tuple:
+    """The entrypoint's warnings (``shared_rules.notes``) that no volume of the spec answers: a checkpoint folder
+    in /tmp is each container's own unless a volume is mounted over it."""
+    folder = restarts.checkpoint_dir or ""
+    if any(folder == v.path or folder.startswith(v.path + "/") for v in spec_volumes):
+        return ()
+    return tuple(f"recovery.checkpoint_dir: {line}" for _, line in
+                 shared_rules.notes({"recovery": restarts.enabled, "checkpoint_dir": restarts.checkpoint_dir}))
 
 
 SPEC_NAMING = Naming(lambda key: BY_KEY[key].spec, on="true", off="false", assign=": ")
@@ -234,6 +247,19 @@ def _shared_rules(r: Reader, top: Fields, sections: dict) -> None:
     for problem in shared_rules.problems(values, given, SPEC_NAMING):
         r.keep(r.fail(nodes.get(problem.key, top.get(BY_KEY[problem.key].spec.partition(".")[0])),
                       BY_KEY[problem.key].spec, problem.problem, problem.accepted))
+
+
+def _slurm_allocates(r: Reader, top: Fields, slurm, gpus, spec_image) -> None:
+    """On a shared node (``exclusive: false``) sbatch must be told a GPU count: ``auto`` asks for none, so the
+    job would see no GPU or another job's. Refused here, where ``render slurm`` refused it after validate passed."""
+    from nodeweave.catalogue import get_variant
+
+    if gpus != "auto" or slurm.exclusive or get_variant(spec_image.variant).gpu_resource is None:
+        return
+    node = {k: v for k, _, v in r.mapping(top.get("slurm"), "slurm", "a mapping")}.get("exclusive")
+    raise r.fail(node, "slurm.exclusive", f"false with gpus_per_node auto (variant {spec_image.variant}): on "
+                 "a shared node sbatch needs a GPU count to allocate", "gpus_per_node as a count (e.g. 8), or "
+                 "slurm.exclusive: true (whole nodes, each running one process per GPU it has)")
 
 
 def _elastic_needs_torchrun(r: Reader, top: Fields, nodes: NodeRange, launcher, restarts) -> None:

@@ -15,6 +15,7 @@ from typing import Callable, Iterable, Iterator, List, Optional, Tuple, TypeVar
 import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
+from nodeweave.entrypoint.switch import parse_switch
 from nodeweave.errors import UsageError
 
 _NULL = "tag:yaml.org,2002:null"
@@ -28,6 +29,7 @@ _PLAIN_INT = re.compile(r"-?(0|[1-9][0-9]*)\Z")
 _OTHER_INT = re.compile(r"[-+]?(0[xXoObB]?[0-9a-fA-F_]*|[0-9][0-9_]*)\Z")
 # What a scalar would be read as without its quotes (the safe loader's implicit types).
 _RESOLVER = yaml.resolver.Resolver()
+BOOLEAN = "true or false (also on, off, 1, 0)"
 # Top-level keys starting with this are the user's own (anchors to reuse): ignored, as Compose ignores them.
 EXTENSION_PREFIX = "x-"
 T = TypeVar("T")
@@ -131,13 +133,21 @@ class Reader:
         return value
 
     def boolean(self, node: Node, path: str) -> bool:
-        self.refuse_quoted(node, path, "true or false")
-        if not isinstance(node, ScalarNode) or node.tag != _BOOL:
-            raise self.bad_value(node, path, "true or false")
-        try:
-            return self._constructor.construct_object(node)
-        except (KeyError, yaml.YAMLError):  # e.g. !!bool "maybe"
-            raise self.bad_value(node, path, "true or false") from None
+        """The entrypoint's switch words (``switch.SWITCH_WORDS``: true/false, on/off, 1/0, any case), one rule for
+        a spec field and its variable: YAML 1.1's ``yes``/``no`` are refused in both (YAML 1.2 reads them as
+        strings, so the same file means two things to two readers)."""
+        self.refuse_quoted(node, path, BOOLEAN)
+        if not isinstance(node, ScalarNode) or node.tag not in (_BOOL, _INT, _STR) or node.tag == _STR and \
+                node.style is not None:
+            raise self.bad_value(node, path, BOOLEAN)
+        value = parse_switch(node.value)
+        if value is None:
+            meant = {"yes": "true", "no": "false", "y": "true", "n": "false"}.get(node.value.strip().lower())
+            if meant:
+                raise self.fail(node, path, f"got {shown(node)}, which YAML 1.2 and the entrypoint's variables "
+                                "read as a word, not a switch", f"{BOOLEAN}: write {meant}")
+            raise self.bad_value(node, path, BOOLEAN)
+        return value
 
     def refuse_quoted(self, node: Node, path: str, accepted: str) -> None:
         """Refuse a number or boolean written in quotes: YAML reads ``"8"`` as the string '8', not the number.

@@ -83,6 +83,14 @@ class Naming:
     def __init__(self, name, on="on", off="off", assign="="):
         self.name, self.on, self.off, self.assign = name, on, off, assign
 
+    def shown(self, value):
+        """A value as this side writes it: a switch in its words, a list comma-joined, a text quoted."""
+        if isinstance(value, bool):
+            return self.on if value else self.off
+        if isinstance(value, (list, tuple)):
+            return repr(",".join(value))
+        return repr(value) if isinstance(value, str) else str(value)
+
     def turned_on(self, key):
         return f"{self.name(key)}{self.assign}{self.on}"
 
@@ -126,9 +134,7 @@ def switched_off(values, given, naming):
             continue
         for key, idle in dependents.items():
             if key in given and not _unset(values.get(key, idle), idle):
-                value = values[key]
-                shown = ",".join(value) if isinstance(value, (list, tuple)) else value
-                found.append(Problem(key, f"{shown!r} does nothing with {naming.turned_off(switch)} (read only while "
+                found.append(Problem(key, f"{naming.shown(values[key])} does nothing with {naming.turned_off(switch)} (read only while "
                                           f"it is {naming.on})", f"{naming.turned_on(switch)}, or leave "
                                           f"{naming.name(key)} out"))
     return found
