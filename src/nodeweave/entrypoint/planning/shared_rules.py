@@ -29,7 +29,7 @@ FILLED = {"/proc": "the kernel fills", "/sys": "the kernel fills", "/dev": "the 
           "/run/nodeweave": "nodeweave fills", "/etc/nodeweave": "nodeweave fills"}
 # Folders each container has to itself (an emptyDir, the image's own layer): what a node writes there the others
 # never see, and it is gone with the container.
-PER_CONTAINER = ("/tmp", "/var/tmp", "/dev/shm", "/run")
+PER_CONTAINER = ("/tmp", "/var/tmp", "/run")  # /dev/shm: refused outright (inside /dev)
 
 
 def inside_workspace_accepted(example, absolute_example=None):
