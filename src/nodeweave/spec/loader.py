@@ -187,8 +187,8 @@ def _spec(r: Reader, root: Node, base_dir: Optional[Path]) -> Spec:
     watched = r.attempt(metrics.metrics, r, top)
     if launcher is not FAILED and watched is not FAILED:
         r.attempt(_ports_apart, r, top, launcher, watched)
-    if FAILED not in (launcher, restarts, watched):
-        _shared_rules(r, top, {"launcher": launcher, "recovery": restarts, "metrics": watched})
+    if FAILED not in (launcher, restarts, watched, nodes):
+        _shared_rules(r, top, {"launcher": launcher, "recovery": restarts, "metrics": watched}, nodes)
     mounts = FAILED if FAILED in (workspace, cache, extra, hosts) else \
         r.attempt(_mount_points, r, top, workspace.path, cache.path, extra, hosts)
     spec_volumes = FAILED if mounts is FAILED else r.attempt(volumes.volumes, r, top.get("volumes"), mounts)
@@ -234,10 +234,11 @@ def _notes(restarts, spec_volumes) -> tuple:
 SPEC_NAMING = Naming(lambda key: BY_KEY[key].spec, on="true", off="false", assign=": ")
 
 
-def _shared_rules(r: Reader, top: Fields, sections: dict) -> None:
+def _shared_rules(r: Reader, top: Fields, sections: dict, count: NodeRange) -> None:
     """The rules the entrypoint applies to its flags and variables (``shared_rules``), on the spec's fields."""
-    values, given, nodes = {}, set(), {}
-    for key in {k for rule in shared_rules.RULES for bad in rule.bad for k in bad} | set(shared_rules.SWITCHED):
+    values, given, nodes = {"nnodes": count.max}, {"nnodes"}, {"nnodes": top.get("nodes") or top.get("hosts")}
+    keys = {k for rule in shared_rules.RULES for bad in rule.bad for k in bad} | set(shared_rules.SWITCHED)
+    for key in keys - {"nnodes"}:
         section, _, field = BY_KEY[key].spec.partition(".")
         values[key] = getattr(sections[section], field)
         entries = {k: v for k, _, v in r.mapping(top.get(section), section, "a mapping")}

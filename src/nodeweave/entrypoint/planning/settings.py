@@ -143,21 +143,30 @@ def parse(argv, env):
     )
     settings.sysroot = settings.get("sysroot", "/") or "/"
     _check_stall_limits(options)
-    _check_shared_rules(options)
+    _check_shared_rules(options, flags, env)
     return settings
 
 
-def _check_shared_rules(options):
+def _check_shared_rules(options, flags, env):
     """The rules the spec's fields obey (``shared_rules``), on the flags and variables: the first one broken is
     refused, naming where it came from (a spec that passes validate renders nothing that breaks one)."""
     from . import shared_rules
 
     def name(key):
-        source = options[key].source if key in options else BY_KEY[key].variable
+        source = sources[key].source if key in sources else BY_KEY[key].variable
         return source[len("flag "):] if source.startswith("flag ") else source
 
     values = {key: value.value for key, value in options.items()}
-    found = shared_rules.problems(values, set(options), shared_rules.Naming(name))
+    given = set(options)
+    nnodes = (flags.get("nnodes") or env.get("NODEWEAVE_NNODES", "")).strip()
+    if nnodes.rpartition(":")[2].isdigit():  # the count's maximum; a malformed one: topology refuses it
+        values["nnodes"] = int(nnodes.rpartition(":")[2])
+        given.add("nnodes")
+        sources = dict(options, nnodes=Value(value=nnodes, source="flag --nnodes" if flags.get("nnodes") else
+                                             "NODEWEAVE_NNODES"))
+    else:
+        sources = options
+    found = shared_rules.problems(values, given, shared_rules.Naming(name))
     if found:
         problem = found[0]
         raise UsageError(f"{name(problem.key)}: {problem.problem}; accepted: {problem.accepted}")

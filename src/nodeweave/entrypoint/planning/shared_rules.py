@@ -48,7 +48,11 @@ SCRIPT_ACCEPTED = inside_workspace_accepted("train.py")
 
 def path_problem(text, absolute_too=True):
     """Why ``text``, read relative to ``workspace.path``, is not a folder of the job's own, or None: a relative
-    path stays inside the workspace; with ``absolute_too`` an absolute one is not a system folder."""
+    path stays inside the workspace; with ``absolute_too`` an absolute one is not a system folder. ``~`` and
+    ``$VAR`` are refused: no shell reads the path, so they would name a folder ``~`` or ``$HOME`` in the workspace."""
+    if text.startswith("~") or "$" in text:
+        return (f"{text!r} holds {'~' if text.startswith('~') else '$'}, which nothing expands here (the path is "
+                "used as written: a folder of that name inside workspace.path)")
     if not text.startswith("/"):
         normal = posixpath.normpath(text)
         if normal == ".." or normal.startswith("../"):
@@ -151,6 +155,17 @@ def recovery_needs_exchange(values, given, naming):
     return []
 
 
+def recovery_needs_another_node(values, given, naming):
+    """Recovery watches a node from another and replaces it with a spare: one node without spares has neither.
+    ``nnodes`` is the training count's maximum, when known (the entrypoint: only from NODEWEAVE_NNODES/--nnodes)."""
+    nnodes = values.get("nnodes")
+    if values.get("recovery") and nnodes is not None and nnodes < 2 and not values.get("spares"):
+        return [Problem("recovery", f"{naming.on} with one node ({naming.name('nnodes')} {nnodes}) and no "
+                                    f"spares: there is no other node to watch it or take its place",
+                        f"{naming.name('nnodes')} of 2 or more, or {naming.name('spares')} 1 or more")]
+    return []
+
+
 def checkpoint_dir_inside(values, given, naming):
     """The checkpoint folder is the job's own: inside the workspace, or an absolute folder that is no system one."""
     folder = values.get("checkpoint_dir")
@@ -171,8 +186,11 @@ RULES = (
                         {"metrics": False, "metrics_port": 9000}, {"metrics": False, "step_pattern": "step=(\\d+)"},
                         {"exchange": False, "exchange_port": 30000}, {"exchange": False, "exchange_allow": ["nccl"]}]),
     Rule(recovery_needs_exchange, [{"recovery": True, "exchange": False}]),
+    Rule(recovery_needs_another_node, [{"recovery": True, "nnodes": 1}]),
     Rule(checkpoint_dir_inside, [{"recovery": True, "checkpoint_dir": "/"}, {"recovery": True, "checkpoint_dir":
                                  "../../etc"}, {"recovery": True, "checkpoint_dir": "/etc"},
+                                 {"recovery": True, "checkpoint_dir": "~/ckpt"},
+                                 {"recovery": True, "checkpoint_dir": "$HOME/ckpt"},
                                  {"recovery": True, "checkpoint_dir": "/proc/1"}]),
 )
 

@@ -36,9 +36,6 @@ def recovery(r: Reader, top: Fields, nodes: NodeRange) -> "tuple[Recovery, NodeR
     spares = integer(r, f, "spares", 0, 0, 1024)
     if enabled:
         nodes = _training(r, top, f, nodes, spares)
-    if enabled and nodes.max < 2 and not spares:
-        raise r.fail(f.get("enabled"), "recovery.enabled", "true on a one-node job without spares: there is no "
-                     "other node to watch it or take its place", "nodes of 2 or more, or recovery.spares >= 1")
     made = Recovery(
         enabled=enabled,
         spares=spares,
