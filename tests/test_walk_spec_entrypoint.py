@@ -124,11 +124,14 @@ def test_validate_help_says_every_mistake(capsys):
 def _spec_text(bad: dict) -> str:
     """The spec that sets ``bad`` (contract key -> spec value) through each key's spec field."""
     sections: "dict[str, dict]" = {"launcher": {"script": "t.py"}}
+    base = BASE.replace("launcher: {script: t.py}\n", "")
     for key, value in bad.items():
         section, _, field = BY_KEY[key].spec.partition(".")
+        if not field:  # a top-level field: nodes
+            base = base.replace(f"{section}: 2", f"{section}: {json.dumps(value)}")
+            continue
         sections.setdefault(section, {})[field] = value
-    body = "".join(f"{section}: {json.dumps(fields)}\n" for section, fields in sections.items())
-    return BASE.replace("launcher: {script: t.py}\n", "") + body
+    return base + "".join(f"{section}: {json.dumps(fields)}\n" for section, fields in sections.items())
 
 
 def _env(bad: dict) -> dict:
@@ -327,3 +330,29 @@ def test_a_count_recovery_sets_is_not_called_a_flag_the_user_gave(tmp_path):
     nnodes = [w for w in warnings if w.startswith("nnodes:")]
     assert nnodes and not any("flag --nnodes" in w for w in nnodes), warnings
     assert any("generation 0's training nodes" in w or "recovery's containers" in w for w in nnodes), warnings
+
+
+# -- the last walk's own findings (spec side) ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("snippet, path", [("volumes: [null]\n", "volumes[0]"),
+                                           ("kubernetes: {tolerations: [null]}\n", "kubernetes.tolerations[0]"),
+                                           ("kubernetes: {node_affinity: [null]}\n", "kubernetes.node_affinity[0]")])
+def test_an_empty_list_item_is_named_as_such_not_as_a_missing_field(snippet, path):
+    (line,) = spec_refusal(BASE + snippet)
+    assert f": {path}: got null; accepted: a mapping with keys " in line, line
+
+
+@pytest.mark.parametrize("section", ["recovery", "metrics"])
+@pytest.mark.parametrize("word", ["true", "false", "on"])
+def test_a_switch_written_where_its_section_goes_says_the_mapping_to_write(section, word):
+    (line,) = spec_refusal(BASE + f"{section}: {word}\n")
+    assert line.endswith(f"write {section}: {{enabled: {word}}}"), line
+
+
+@pytest.mark.parametrize("folder", ["~/ckpt", "$HOME/ckpt", "${RUN}/ck"])
+def test_a_path_nothing_expands_is_refused_by_both_sides(folder):
+    (line,) = spec_refusal(BASE + f"recovery: {{enabled: true, checkpoint_dir: '{folder}'}}\n")
+    assert "which nothing expands here" in line
+    message = entrypoint_refusal(_env({"recovery": True, "checkpoint_dir": folder}))
+    assert message.startswith("NODEWEAVE_CHECKPOINT_DIR: ") and "which nothing expands here" in message

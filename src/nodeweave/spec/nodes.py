@@ -220,8 +220,13 @@ class Reader:
         ``extensions``: keys starting with ``x-`` are the user's (a place for anchors), skipped as Compose does.
         """
         allowed = list(allowed)
+        if node is not None and self.is_null(node) and path.endswith("]"):  # `- ` alone: a list item is never empty
+            raise self.bad_value(node, path, "a mapping with keys " + ", ".join(allowed))
         if node is None or self.is_null(node):
             return Fields(self, node, path, {})
+        if "enabled" in allowed and isinstance(node, ScalarNode) and parse_switch(node.value) is not None:
+            raise self.fail(node, path, f"got {shown(node)}, a switch where a section goes", "a mapping with keys "
+                            f"{', '.join(allowed)}: write {path}: {{enabled: {node.value}}}")
         entries = self._entries(node, path, "a mapping with keys " + ", ".join(allowed))
         if extensions:
             entries = {k: v for k, v in entries.items() if not k.startswith(EXTENSION_PREFIX)}
