@@ -236,17 +236,16 @@ SPEC_NAMING = Naming(lambda key: BY_KEY[key].spec, on="true", off="false", assig
 
 def _shared_rules(r: Reader, top: Fields, sections: dict, count: NodeRange) -> None:
     """The rules the entrypoint applies to its flags and variables (``shared_rules``), on the spec's fields."""
-    values, given, nodes = {"nnodes": count.max}, {"nnodes"}, {"nnodes": top.get("nodes") or top.get("hosts")}
-    keys = {k for rule in shared_rules.RULES for bad in rule.bad for k in bad} | set(shared_rules.SWITCHED)
-    for key in keys - {"nnodes"}:
+    values, given, where = {"nnodes": count.max}, {"nnodes"}, {"nnodes": top.get("nodes") or top.get("hosts")}
+    for key in shared_rules.KEYS - {"nnodes"}:
         section, _, field = BY_KEY[key].spec.partition(".")
         values[key] = getattr(sections[section], field)
         entries = {k: v for k, _, v in r.mapping(top.get(section), section, "a mapping")}
         if not r.is_null(entries.get(field)):
             given.add(key)
-            nodes[key] = entries[field]
+            where[key] = entries[field]
     for problem in shared_rules.problems(values, given, SPEC_NAMING):
-        r.keep(r.fail(nodes.get(problem.key, top.get(BY_KEY[problem.key].spec.partition(".")[0])),
+        r.keep(r.fail(where.get(problem.key, top.get(BY_KEY[problem.key].spec.partition(".")[0])),
                       BY_KEY[problem.key].spec, problem.problem, problem.accepted))
 
 

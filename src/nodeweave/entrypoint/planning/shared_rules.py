@@ -195,6 +195,11 @@ RULES = (
 )
 
 
+# Every setting a rule reads (contract keys): the spec's loader reads each from its field.
+KEYS = ({key for rule in RULES for bad in rule.bad for key in bad} | set(SWITCHED)
+        | {key for dependents in SWITCHED.values() for key in dependents})
+
+
 def problems(values, given, naming):
     """Every problem of every rule, for ``values`` (contract key -> value; ``given``: the keys set by the user)."""
     return [problem for rule in RULES for problem in rule.check(values, given, naming)]
