@@ -356,3 +356,12 @@ def test_a_path_nothing_expands_is_refused_by_both_sides(folder):
     assert "which nothing expands here" in line
     message = entrypoint_refusal(_env({"recovery": True, "checkpoint_dir": folder}))
     assert message.startswith("NODEWEAVE_CHECKPOINT_DIR: ") and "which nothing expands here" in message
+
+
+@pytest.mark.parametrize("nnodes", ["2:1", "x", "0:"])
+def test_a_malformed_node_count_is_left_to_the_topologys_own_refusal_not_called_one_node(nnodes):
+    from nodeweave.entrypoint.planning.settings import parse
+
+    parse(["--recovery", "on", "--nnodes", nnodes, "--", "t.py"], {})  # topology refuses it, naming the count
+    with pytest.raises(Exception, match="one node"):
+        parse(["--recovery", "on", "--nnodes", "1", "--", "t.py"], {})

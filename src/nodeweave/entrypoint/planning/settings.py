@@ -159,8 +159,9 @@ def _check_shared_rules(options, flags, env):
     values = {key: value.value for key, value in options.items()}
     given = set(options)
     nnodes = (flags.get("nnodes") or env.get("NODEWEAVE_NNODES", "")).strip()
-    if nnodes.rpartition(":")[2].isdigit():  # the count's maximum; a malformed one: topology refuses it
-        values["nnodes"] = int(nnodes.rpartition(":")[2])
+    low, _, high = nnodes.partition(":")
+    if low.isdigit() and (high or low).isdigit() and int(low) <= int(high or low):  # else topology refuses it
+        values["nnodes"] = int(high or low)  # the count's maximum
         given.add("nnodes")
         sources = dict(options, nnodes=Value(value=nnodes, source="flag --nnodes" if flags.get("nnodes") else
                                              "NODEWEAVE_NNODES"))
