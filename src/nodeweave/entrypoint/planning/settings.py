@@ -160,7 +160,7 @@ def _check_shared_rules(options, flags, env):
     given = set(options)
     nnodes = (flags.get("nnodes") or env.get("NODEWEAVE_NNODES", "")).strip()
     low, _, high = nnodes.partition(":")
-    if low.isdigit() and (high or low).isdigit() and int(low) <= int(high or low):  # else topology refuses it
+    if low.isdigit() and (high or low).isdigit() and 1 <= int(low) <= int(high or low):  # else topology refuses it
         values["nnodes"] = int(high or low)  # the count's maximum
         given.add("nnodes")
         sources = dict(options, nnodes=Value(value=nnodes, source="flag --nnodes" if flags.get("nnodes") else
