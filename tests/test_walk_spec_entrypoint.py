@@ -365,3 +365,23 @@ def test_a_malformed_node_count_is_left_to_the_topologys_own_refusal_not_called_
     parse(["--recovery", "on", "--nnodes", nnodes, "--", "t.py"], {})  # topology refuses it, naming the count
     with pytest.raises(Exception, match="one node"):
         parse(["--recovery", "on", "--nnodes", "1", "--", "t.py"], {})
+
+
+def test_every_bad_field_of_one_section_is_named():
+    text = BASE.replace("{script: t.py}", "{script: t.py, type: x, master_port: 0, wait_timeout: -1, mode: holdd}")
+    lines = spec_refusal(text)
+    assert [line.split(": ")[1] for line in lines] == ["launcher.type", "launcher.master_port", "launcher.wait_timeout",
+                                                       "launcher.mode"], lines
+
+
+@pytest.mark.parametrize("extra, field", [
+    # a refused field is read as its default; a check weighing it with another is dropped, not said of the default
+    ("launcher: {script: t.py, master_port: 0, exchange_port: 29500}\n", "launcher.master_port"),
+    ("slurm: {runtime: apptainr, sif: /shared/t.sif}\n", "slurm.runtime"),
+    ("recovery: {enabled: maybe, min_nodes: 1}\n", "recovery.enabled"),
+    ("kubernetes: {tolerations: [{operator: Exist}]}\n", "kubernetes.tolerations[0].operator"),
+])
+def test_a_check_weighing_a_refused_field_says_nothing_of_its_default(extra, field):
+    base = BASE.replace("launcher: {script: t.py}\n", "") if extra.startswith("launcher") else BASE
+    (line,) = spec_refusal(base + extra)
+    assert f": {field}: got " in line, line

@@ -73,21 +73,42 @@ class Reader:
         self._constructor = yaml.constructor.SafeConstructor()
         self._read: "dict[int, dict[str, Tuple[Node, Node]]]" = {}  # a mapping's entries, by node (merged once)
         self.problems: "dict[str, None]" = {}  # every refusal kept so far, in order, each once
+        self.kept = 0  # refusals kept, repeats counted: a part that kept one is refused (attempt)
 
     def attempt(self, read: "Callable[..., T]", *args) -> "T | _Failed":
-        """``read(*args)``, or FAILED when it refuses: the refusal is kept and reading goes on, so one run names
-        every independent mistake; a check that needs the refused part is skipped (its verdict would be noise)."""
+        """``read(*args)``, or FAILED when it refuses or kept a refusal of one of its fields (``field``): the
+        refusals are kept and reading goes on, so one run names every independent mistake. A part that kept a
+        field's refusal read that field's default in its place, so a check of the part that weighs fields
+        together may be noise: its refusal is dropped, as every check across parts that needs a refused part is
+        skipped."""
+        before = self.kept
         try:
-            return read(*args)
+            value = read(*args)
         except SpecErrors as err:
             for problem in err.problems:
-                self.problems.setdefault(problem)
+                self.keep(problem)
         except UsageError as err:
-            self.problems.setdefault(str(err))
+            if self.kept == before:  # else it may weigh a field read as its default: the user fixes that first
+                self.keep(err)
+        else:
+            if self.kept == before:
+                return value
         return FAILED
 
-    def keep(self, error: UsageError) -> None:
+    def field(self, read: "Callable[[], T]", default: T) -> T:
+        """One field's value, or ``default`` when it is refused: the refusal is kept and the fields beside it are
+        still read (their own mistakes reported in the same run); the part is refused at its end (attempt)."""
+        try:
+            return read()
+        except SpecErrors:
+            raise
+        except UsageError as err:
+            self.keep(err)
+            return default
+
+    def keep(self, error: "UsageError | str") -> None:
         """A refusal that does not stop reading (an unknown key: the keys beside it still mean something)."""
+        self.kept += 1
         self.problems.setdefault(str(error))
 
     def refusal(self) -> "Optional[SpecErrors]":
