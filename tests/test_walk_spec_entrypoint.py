@@ -385,3 +385,15 @@ def test_a_check_weighing_a_refused_field_says_nothing_of_its_default(extra, fie
     base = BASE.replace("launcher: {script: t.py}\n", "") if extra.startswith("launcher") else BASE
     (line,) = spec_refusal(base + extra)
     assert f": {field}: got " in line, line
+
+
+def test_every_volumes_mistake_is_named():
+    text = BASE + ("volumes:\n  - {name: Bad, path: /a, host_path: /a}\n  - {name: b, path: data, host_path: /b}\n"
+                   "  - {name: c, path: /workspace, host_path: /c}\n  - {name: c, path: /d, host_path: /d}\n")
+    fields = [line.split(": ")[1] for line in spec_refusal(text)]
+    assert fields == ["volumes[0].name", "volumes[1].path", "volumes[2].path", "volumes[3].name"], fields
+
+
+def test_a_quoted_yes_is_told_the_word_to_write_not_to_drop_its_quotes():
+    (line,) = spec_refusal(BASE + "metrics: {enabled: \"yes\"}\n")
+    assert line.endswith("write true") and "without quotes" not in line, line

@@ -157,16 +157,17 @@ class Reader:
         """The entrypoint's switch words (``switch.SWITCH_WORDS``: true/false, on/off, 1/0, any case), one rule for
         a spec field and its variable: YAML 1.1's ``yes``/``no`` are refused in both (YAML 1.2 reads them as
         strings, so the same file means two things to two readers)."""
+        meant = {"yes": "true", "no": "false", "y": "true", "n": "false"}.get(str(getattr(node, "value", "")).strip()
+                                                                          .lower())
+        if meant and isinstance(node, ScalarNode):  # quoted or not: the word to write, not "write yes unquoted"
+            raise self.fail(node, path, f"got {shown(node)}, which YAML 1.2 and the entrypoint's variables read as "
+                            "a word, not a switch", f"{BOOLEAN}: write {meant}")
         self.refuse_quoted(node, path, BOOLEAN)
         if not isinstance(node, ScalarNode) or node.tag not in (_BOOL, _INT, _STR) or node.tag == _STR and \
                 node.style is not None:
             raise self.bad_value(node, path, BOOLEAN)
         value = parse_switch(node.value)
         if value is None:
-            meant = {"yes": "true", "no": "false", "y": "true", "n": "false"}.get(node.value.strip().lower())
-            if meant:
-                raise self.fail(node, path, f"got {shown(node)}, which YAML 1.2 and the entrypoint's variables "
-                                "read as a word, not a switch", f"{BOOLEAN}: write {meant}")
             raise self.bad_value(node, path, BOOLEAN)
         return value
 
