@@ -397,3 +397,11 @@ def test_every_volumes_mistake_is_named():
 def test_a_quoted_yes_is_told_the_word_to_write_not_to_drop_its_quotes():
     (line,) = spec_refusal(BASE + "metrics: {enabled: \"yes\"}\n")
     assert line.endswith("write true") and "without quotes" not in line, line
+
+
+def test_init_names_every_flag_the_written_spec_would_refuse(capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    code = main(["init", "--name", "Bad_Name", "--script", "../x.py", "--dry-run"])
+    err = capsys.readouterr().err.splitlines()
+    assert code == EXIT_USAGE
+    assert [line.split(": ")[2].split(" ")[0] for line in err] == ["--name", "--script"], err

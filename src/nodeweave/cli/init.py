@@ -142,8 +142,8 @@ def init(
     try:
         parse_spec(text, str(path), base_dir=path.resolve().parent)  # the validator's word before anything is kept
     except UsageError as err:
-        raise UsageError(_as_flag(str(err), {"name": name or arguments[1], "launcher.type": launcher,
-                                             "launcher.script": script})) from None
+        flags = {"name": name or arguments[1], "launcher.type": launcher, "launcher.script": script}
+        raise UsageError("\n".join(_as_flag(line, flags) for line in str(err).splitlines())) from None
     if dry_run:
         typer.echo(text, nl=False)
         return
