@@ -173,6 +173,19 @@ def checkpoint_dir_inside(values, given, naming):
     return [Problem("checkpoint_dir", problem, CHECKPOINT_DIR_ACCEPTED)] if problem else []
 
 
+# The range of each whole-number setting the spec bounds: beyond it a typo is likelier than a job (the spec's
+# sections read their fields with these bounds; the entrypoint's readers only know the minimum).
+RANGES = {"spares": (0, 1024), "recovery_max_restarts": (1, 100000), "no_progress_restarts": (0, 100000),
+          "max_restarts": (0, 1000), "stall_warn": (0, 86400), "stall_timeout": (0, 604800)}
+
+
+def in_range(values, given, naming):
+    """A whole number the spec would refuse as out of its range."""
+    return [Problem(key, f"{values[key]} is out of range", f"an integer from {low} to {high}")
+            for key, (low, high) in RANGES.items()
+            if key in given and isinstance(values.get(key), int) and not low <= values[key] <= high]
+
+
 class Rule:
     __slots__ = ("check", "bad")
 
@@ -185,6 +198,9 @@ RULES = (
                         {"no_progress_restarts": 0}, {"straggler_is_fault": True}, {"warm_start": False},
                         {"metrics": False, "metrics_port": 9000}, {"metrics": False, "step_pattern": "step=(\\d+)"},
                         {"exchange": False, "exchange_port": 30000}, {"exchange": False, "exchange_allow": ["nccl"]}]),
+    Rule(in_range, [{"recovery": True, "spares": 2000}, {"recovery": True, "recovery_max_restarts": 100001},
+                    {"recovery": True, "no_progress_restarts": 100001}, {"max_restarts": 1001},
+                    {"stall_warn": 86401, "stall_timeout": 0}, {"stall_timeout": 604801}]),
     Rule(recovery_needs_exchange, [{"recovery": True, "exchange": False}]),
     Rule(recovery_needs_another_node, [{"recovery": True, "nnodes": 1}]),
     Rule(checkpoint_dir_inside, [{"recovery": True, "checkpoint_dir": "/"}, {"recovery": True, "checkpoint_dir":

@@ -13,7 +13,7 @@ from nodeweave.spec.fields import (boolean, choice, host_path, integer, optional
                                    string_map)
 from nodeweave.entrypoint.planning.contract import stall_problem
 from nodeweave.spec.model import LAUNCHERS, MODES, Cache, Launcher, NodeRange, Workspace
-from nodeweave.entrypoint.planning.shared_rules import SCRIPT_ACCEPTED
+from nodeweave.entrypoint.planning.shared_rules import RANGES, SCRIPT_ACCEPTED
 from nodeweave.spec.mounts import check_inside_workspace
 from nodeweave.spec.nodes import Fields, Reader
 
@@ -81,8 +81,8 @@ def launcher(r: Reader, top: Fields) -> Launcher:
         raise r.fail(f.get("exchange_port"), "launcher.exchange_port", f"{exchange_port} is launcher.master_port too: "
                      "node 0's check-in exchange and the launcher's rendezvous cannot share one port",
                      f"a port other than {master_port}, or leave exchange_port out (master_port + 1)")
-    stall_warn = integer(r, f, "stall_warn", 60, 0, 86400)
-    stall_timeout = integer(r, f, "stall_timeout", 600, 0, 604800)
+    stall_warn = integer(r, f, "stall_warn", 60, *RANGES["stall_warn"])
+    stall_timeout = integer(r, f, "stall_timeout", 600, *RANGES["stall_timeout"])
     stall = stall_problem(stall_warn, stall_timeout, f.get("stall_timeout") is not None)
     if stall is not None:
         field = "stall_timeout" if f.get("stall_timeout") is not None else "stall_warn"
@@ -95,7 +95,7 @@ def launcher(r: Reader, top: Fields) -> Launcher:
         args=args,
         options=_options(r, f.get("options"), kind),
         master_port=master_port,
-        max_restarts=integer(r, f, "max_restarts", 0, 0, 1000),
+        max_restarts=integer(r, f, "max_restarts", 0, *RANGES["max_restarts"]),
         wait_timeout=integer(r, f, "wait_timeout", 600, 1, 86400),
         exchange=boolean(r, f, "exchange", True),
         exchange_port=exchange_port,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from nodeweave.entrypoint.planning.shared_rules import CHECKPOINT_DIR_ACCEPTED
+from nodeweave.entrypoint.planning.shared_rules import CHECKPOINT_DIR_ACCEPTED, RANGES
 from nodeweave.spec import rules
 from nodeweave.spec.fields import boolean, integer
 from nodeweave.spec.model import NodeRange, Recovery
@@ -18,7 +18,7 @@ def listed_spares(r: Reader, top: Fields) -> int:
     """The spares a ``hosts`` list names after the training nodes: ``recovery.spares`` with recovery on (read
     before ``nodes``, which a hosts list sets; :func:`recovery` reads and checks the whole section after)."""
     f = r.fields(top.get("recovery"), "recovery", KEYS)
-    return integer(r, f, "spares", 0, 0, 1024) if boolean(r, f, "enabled", False) else 0
+    return integer(r, f, "spares", 0, *RANGES["spares"]) if boolean(r, f, "enabled", False) else 0
 
 
 def recovery(r: Reader, top: Fields, nodes: NodeRange) -> "tuple[Recovery, NodeRange]":
@@ -33,14 +33,14 @@ def recovery(r: Reader, top: Fields, nodes: NodeRange) -> "tuple[Recovery, NodeR
         if not rules.single_line(folder):
             raise r.bad_value(folder_node, "recovery.checkpoint_dir", CHECKPOINT_DIR)
         check_inside_workspace(r, folder_node, "recovery.checkpoint_dir", folder, CHECKPOINT_DIR_ACCEPTED)
-    spares = integer(r, f, "spares", 0, 0, 1024)
+    spares = integer(r, f, "spares", 0, *RANGES["spares"])
     if enabled:
         nodes = _training(r, top, f, nodes, spares)
     made = Recovery(
         enabled=enabled,
         spares=spares,
-        max_restarts=integer(r, f, "max_restarts", 5, 1, 100000),
-        no_progress_restarts=integer(r, f, "no_progress_restarts", 3, 0, 100000),
+        max_restarts=integer(r, f, "max_restarts", 5, *RANGES["recovery_max_restarts"]),
+        no_progress_restarts=integer(r, f, "no_progress_restarts", 3, *RANGES["no_progress_restarts"]),
         checkpoint_dir=folder,
         straggler_is_fault=boolean(r, f, "straggler_is_fault", False),
         warm_start=boolean(r, f, "warm_start", True),
