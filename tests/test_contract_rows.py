@@ -38,12 +38,15 @@ kubernetes: {service: rdzv, cluster_domain: corp.example}
 hosts: [gpu-a, gpu-b, gpu-c, gpu-d, gpu-e]  # the 3 nodes, then recovery's 2 spares
 recovery: {enabled: true, spares: 2, max_restarts: 7, no_progress_restarts: 0, checkpoint_dir: ckpts,
            straggler_is_fault: true, warm_start: false}
-metrics: {enabled: false, port: 9100, step_pattern: 'global_step=(\\d+)'}
+metrics: {port: 9100, step_pattern: 'global_step=(\\d+)'}
 """
-# launcher.exchange: false cannot go with recovery (refused at validate: recovery runs on the exchange), so the
-# switched-off row is read from the same spec without recovery (its hosts then all training nodes).
+# launcher.exchange: false cannot go with recovery (refused at validate: recovery runs on the exchange), and a
+# switch's own settings are refused while it is off (shared_rules.SWITCHED), so the switched-off rows are read
+# from the same spec without recovery (its hosts then all training nodes), the exchange's and the metrics' own
+# settings left out.
 EXCHANGE_OFF = (SPEC.replace("exchange: true", "exchange: false").replace(", gpu-d, gpu-e]", "]")
-                .split("recovery:")[0])
+                .replace("exchange_port: 31000, exchange_allow: [nccl, workspace], ", "")
+                .split("recovery:")[0]) + "metrics: {enabled: false}\n"
 # What the entrypoint makes of each spec field's value (its own typed form).
 EXPECTED = {
     "nodes": "3",

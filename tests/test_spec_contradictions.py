@@ -115,7 +115,7 @@ def test_every_target_starts_nodes_plus_spares_and_recovery_goes_on_down_to_min_
     assert yaml.safe_load(files["manifests/base/statefulset.yaml"])["spec"]["replicas"] == 4
     sbatch = files["slurm/job.sbatch"]
     assert "#SBATCH --nodes=4" in sbatch.splitlines() and "NODEWEAVE_NNODES=2:3" in sbatch.replace('"', "")
-    assert s.starts == ("starts 4 node(s): 3 training node(s) + 1 spare(s) (32 GPUs); recovery goes on with as few "
+    assert s.starts == ("starts 4 node(s): 3 training node(s) + 1 spare(s) (32 processes); recovery goes on with as few "
                         "as 2 (recovery.min_nodes); to start fewer, lower nodes or recovery.spares")
 
 
@@ -416,7 +416,7 @@ def test_host_flags_name_the_spec_hosts_in_any_case(capsys, tmp_path):
 
 def test_without_recovery_a_range_starts_min_and_says_which_workloads_start_max():
     s = spec(base=BASE.replace("nodes: 2", 'nodes: "2:6"').replace("cpu}", "cpu}\ngpus_per_node: 4"))
-    assert s.starts == ("starts 2 node(s) (8 GPUs); torchrun admits more up to 6 as they join (MAX is a ceiling; "
+    assert s.starts == ("starts 2 node(s) (8 processes); torchrun admits more up to 6 as they join (MAX is a ceiling; "
                         "a batch Job, JobSet or TrainJob, which cannot grow, starts all 6); to start fewer, lower nodes")
     files = render_targets(s, ["manifests"])
     assert yaml.safe_load(files["manifests/base/statefulset.yaml"])["spec"]["replicas"] == 2

@@ -28,7 +28,8 @@ def error(source: str) -> str:
     return str(caught.value)
 
 
-FULL = """resources:
+FULL = """gpus_per_node: 8  # slurm.exclusive false needs a count on a GPU variant
+resources:
   requests: {cpu: 500m, memory: 400Gi}
   limits: {cpu: "64", memory: 512Gi}
   devices: {smarter-devices/fuse: 2}

@@ -27,7 +27,8 @@ def test_a_refused_spec_is_data_on_stdout_and_one_line_on_stderr(tmp_path, flags
     assert out.returncode == 2, out.stderr
     data = load(out.stdout)
     assert data["valid"] is False and data["error"].startswith("bad.yaml:1: name: got 'Bad_Name'"), data
-    assert out.stderr.strip().splitlines() == [f"nodeweave: error: {data['error']}"], out.stderr
+    assert data["errors"][0] == data["error"] and len(data["errors"]) == 3, data  # the name, image and launcher
+    assert out.stderr.strip().splitlines() == [f"nodeweave: error: {e}" for e in data["errors"]], out.stderr
 
 
 def test_a_valid_spec_says_so(tmp_path):

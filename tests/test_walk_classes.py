@@ -64,7 +64,11 @@ def test_every_switch_variable_refuses_an_undocumented_word_naming_variable_valu
 def test_every_switch_variable_reads_the_documented_words(row, word, value):
     from nodeweave.entrypoint.planning.settings import parse
 
-    assert parse(["--", "t.py"], {row.variable: word}).get(row.key) is value
+    from nodeweave.entrypoint.planning.shared_rules import SWITCHED
+
+    switch = next((s for s, keys in SWITCHED.items() if row.key in keys), None)  # read only while its switch is on
+    assert parse(["--", "t.py"], {row.variable: word, **({"NODEWEAVE_" + switch.upper(): "on"} if switch else {})}
+                 ).get(row.key) is value
 
 
 def test_the_recovery_variable_of_the_walk_is_refused_by_the_entrypoint_with_exit_2(tmp_path):

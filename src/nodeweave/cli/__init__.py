@@ -25,9 +25,9 @@ from nodeweave.errors import EXIT_FAILURE, EXIT_USAGE, NodeweaveError
 # only when one of its verbs runs (habits/lazy.py).
 VERBS = {
     "init": Verb("init", "Write a first spec from this machine's (or the hosts') GPUs and RDMA ports, validated."),
-    "validate": Verb("init", "Check the spec (its first mistake: file:line, field, what is accepted; exit 2) and "
-                             "summarise it; with -o json or yaml a refused spec is {\"valid\": false, \"error\": "
-                             "...} on stdout too."),
+    "validate": Verb("init", "Check the spec (every independent mistake, one line each: file:line, field, what is "
+                             "accepted; exit 2) and summarise it; with -o json or yaml a refused spec is "
+                             "{\"valid\": false, \"errors\": [...]} on stdout too."),
     "bench": Verb("bench", "Measure all_reduce, all_gather and reduce_scatter bandwidth (nccl-tests formulas) and "
                            "check every result."),
     "check": Verb("check", "Check every node (facts, CPU/GPU probes, nvidia-smi or amd-smi, the Xid events of its "
@@ -185,7 +185,8 @@ def _main(argv: "list[str]") -> int:
         # with standalone_mode=False, a command's typer.Exit(code) comes back as the return value
         result = app(args=argv, prog_name="nodeweave", standalone_mode=False)
     except NodeweaveError as err:
-        typer.echo(f"nodeweave: error: {err}", err=True)
+        for line in str(err).splitlines() or [""]:  # several mistakes (a spec's): each line stands on its own
+            typer.echo(f"nodeweave: error: {line}", err=True)
         return err.exit_code
     except typer.Exit as ex:
         return ex.exit_code

@@ -142,8 +142,8 @@ def init(
     try:
         parse_spec(text, str(path), base_dir=path.resolve().parent)  # the validator's word before anything is kept
     except UsageError as err:
-        raise UsageError(_as_flag(str(err), {"name": name or arguments[1], "launcher.type": launcher,
-                                             "launcher.script": script})) from None
+        flags = {"name": name or arguments[1], "launcher.type": launcher, "launcher.script": script}
+        raise UsageError("\n".join(_as_flag(line, flags) for line in str(err).splitlines())) from None
     if dry_run:
         typer.echo(text, nl=False)
         return
@@ -213,8 +213,8 @@ def validate(
     as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON on stdout"),
     output: str = output_option(),
 ) -> None:
-    """Check the spec (its first mistake: file:line, field, what is accepted; exit 2) and summarise it; with -o
-    json or yaml a refused spec is {"valid": false, "error": ...} on stdout too."""
+    """Check the spec (every independent mistake, one line each: file:line, field, what is accepted; exit 2) and
+    summarise it; with -o json or yaml a refused spec is {"valid": false, "errors": [...]} on stdout too."""
     from nodeweave.errors import UsageError
     from nodeweave.spec import load_spec
     from nodeweave.spec.loader import STDIN_NAME, is_stdin
@@ -224,7 +224,8 @@ def validate(
     try:
         spec = load_spec(spec_path)
     except UsageError as err:
-        emit({"spec": str(spec_path), "valid": False, "error": str(err)}, fmt)  # a script reads why, not nothing
+        problems = getattr(err, "problems", None) or [str(err)]  # a script reads why, not nothing
+        emit({"spec": str(spec_path), "valid": False, "errors": problems, "error": problems[0]}, fmt)
         raise
     # stable JSON types whatever the spec says: counts are integers (an elastic range: nodes is its minimum,
     # nodes_max its maximum), processes_per_node an integer or null (auto: each node counts its GPUs)
@@ -234,7 +235,9 @@ def validate(
                "elastic": spec.nodes.elastic, "processes_per_node": None if auto else int(spec.gpus_per_node),
                "processes_per_node_auto": auto, "launcher": spec.launcher.type,
                "script": spec.launcher.script, "variant": spec.image.variant, "containers": spec.containers,
-               "starts": spec.starts, "valid": True}
+               "starts": spec.starts, "valid": True, "notes": list(spec.notes)}
+    for note in spec.notes:  # valid, but likely not what was meant
+        typer.echo(f"nodeweave: note: {note}", err=True)
     if emit(summary, fmt):
         return
     typer.echo(f"{shown}: valid: {spec.name}, {spec.nodes} node(s) x {spec.gpus_per_node} process(es), "

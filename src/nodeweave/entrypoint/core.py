@@ -65,6 +65,7 @@ def build_plan(settings, partial=False, audit=False):
         check_loopback_master(plan.topology, plan.node, settings, in_container(root, env))
         plan.env = plan_env(plan.node, plan.topology, settings, root, plan.warnings, audit=audit)
         plan.launch = plan_launch(settings, plan.topology, plan.node, plan.warnings)
+        _shared_notes(settings, plan.warnings)
         plan.env += exports(plan.topology, env) + launcher_exports(plan.launch, plan.node, env)
         plan_exchange(plan, settings)
     except EntrypointError as err:
@@ -72,6 +73,15 @@ def build_plan(settings, partial=False, audit=False):
             raise
         plan.errors.append({"message": str(err), "exit_code": err.exit_code})
     return plan
+
+
+def _shared_notes(settings, warnings):
+    """What the spec notes at validate (``shared_rules.notes``), as this node's warnings."""
+    from .planning.rules import emit
+    from .planning.shared_rules import notes
+
+    for _, line in notes({"recovery": settings.get("recovery"), "checkpoint_dir": settings.get("checkpoint_dir")}):
+        emit(warnings, "checkpoint-dir-per-container", line)
 
 
 def _discover(settings, node, root, warnings):

@@ -29,7 +29,7 @@ def rule_string(r: Reader, node: Node, path: str, rule: rules.Rule) -> str:
 
 def optional(r: Reader, fields: Fields, key: str, rule: rules.Rule) -> Optional[str]:
     node = fields.get(key)
-    return None if node is None else rule_string(r, node, fields.path_of(key), rule)
+    return None if node is None else r.field(lambda: rule_string(r, node, fields.path_of(key), rule), None)
 
 
 def choice(r: Reader, fields: Fields, key: str, choices: Sequence[str], default: str) -> str:
@@ -37,20 +37,24 @@ def choice(r: Reader, fields: Fields, key: str, choices: Sequence[str], default:
     if node is None:
         return default
     accepted = "one of " + ", ".join(choices)
-    value = r.string(node, fields.path_of(key), accepted)
-    if value not in choices:
-        raise r.bad_value(node, fields.path_of(key), accepted)
-    return value
+
+    def read() -> str:
+        value = r.string(node, fields.path_of(key), accepted)
+        if value not in choices:
+            raise r.bad_value(node, fields.path_of(key), accepted)
+        return value
+
+    return r.field(read, default)
 
 
 def integer(r: Reader, fields: Fields, key: str, default: int, low: int, high: Optional[int] = None) -> int:
     node = fields.get(key)
-    return default if node is None else r.integer(node, fields.path_of(key), low, high)
+    return default if node is None else r.field(lambda: r.integer(node, fields.path_of(key), low, high), default)
 
 
 def boolean(r: Reader, fields: Fields, key: str, default: bool) -> bool:
     node = fields.get(key)
-    return default if node is None else r.boolean(node, fields.path_of(key))
+    return default if node is None else r.field(lambda: r.boolean(node, fields.path_of(key)), default)
 
 
 def rule_list(r: Reader, node: Optional[Node], path: str, rule: rules.Rule, unique: bool = False,

@@ -18,13 +18,15 @@ import yaml
 from yaml.nodes import Node
 
 from nodeweave.entrypoint import bounded
-from nodeweave.entrypoint.planning.contract import HOSTFILE_PATH
+from nodeweave.entrypoint.planning import shared_rules
+from nodeweave.entrypoint.planning.contract import BY_KEY, HOSTFILE_PATH
+from nodeweave.entrypoint.planning.shared_rules import Naming
 from nodeweave.errors import UsageError
 from nodeweave.spec import rules
 from nodeweave.spec.fields import rule_string
 from nodeweave.spec.model import NodeRange, Spec
 from nodeweave.spec.mounts import MountPoints
-from nodeweave.spec.nodes import Fields, Reader
+from nodeweave.spec.nodes import FAILED, Fields, Reader, SpecErrors
 from nodeweave.spec.sections import (image, job, kubernetes, metrics, network, recovery, resources, security,
                                      volumes)
 
@@ -150,32 +152,52 @@ def _parse(text: str, source_name: str, base_dir: Optional[Path]) -> Spec:
             f"{source_name}: the spec is empty; accepted: a mapping with at least 'name', "
             "'image: {variant: ...}' and 'launcher: {script: ...}' (see nodeweave.yaml in the repository)"
         )
-    return _spec(reader, root, base_dir)
+    try:
+        return _spec(reader, root, base_dir)
+    except SpecErrors:
+        raise
+    except UsageError as err:  # a structural refusal (the file is not a mapping): what was kept before it, then it
+        reader.keep(err)
+        raise reader.refusal() from None
 
 
 def _spec(r: Reader, root: Node, base_dir: Optional[Path]) -> Spec:
+    """Every part of the file read on its own, so one run names every independent mistake (one line each); a check
+    across parts runs only when the parts it weighs were read (the first refusal of a part stops that part)."""
     top = r.fields(root, "", TOP_KEYS, extensions=True)
-    name = rule_string(r, top.require("name", rules.JOB_NAME.accepted), "name", rules.JOB_NAME)
-    launcher = job.launcher(r, top)
-    hosts = job.hosts(r, top.get("hosts"))
-    nodes = _nodes(r, top, hosts, recovery.listed_spares(r, top) if hosts else 0)
-    restarts, nodes = recovery.recovery(r, top, nodes, launcher)
-    if nodes.elastic and launcher.type != "torchrun":  # under recovery the range is recovery.min_nodes
-        field = "recovery.min_nodes" if restarts.enabled else "nodes"
-        where = r.fields(top.get("recovery"), "recovery", recovery.KEYS).get("min_nodes") if restarts.enabled \
-            else top.get("nodes")
-        what = (f"makes the job elastic ({nodes}), which needs launcher.type torchrun "
-                f"(got {launcher.type})") if restarts.enabled else \
-            f"the elastic range {nodes} needs launcher.type torchrun (got {launcher.type})"
-        raise r.fail(where, field, what, "a fixed node count with " + launcher.type +
-                     (" (leave recovery.min_nodes out)" if restarts.enabled else ""))
-    spec_image, gpus = image.image(r, top, base_dir), job.gpus(r, top.get("gpus_per_node"))
-    workspace, cache, net = job.workspace(r, top), job.cache(r, top), network.network(r, top)
-    env, k8s = job.env(r, top.get("env")), kubernetes.kubernetes(r, top, name)
-    extra = resources.resources(r, top, net.rdma_resources)
-    _placeable(r, top, k8s, nodes, restarts)
-    watched = metrics.metrics(r, top)
-    _ports_apart(r, top, launcher, watched)
+    name = r.attempt(lambda: rule_string(r, top.require("name", rules.JOB_NAME.accepted), "name", rules.JOB_NAME))
+    launcher = r.attempt(job.launcher, r, top)
+    hosts = r.attempt(job.hosts, r, top.get("hosts"))
+    nodes = restarts = FAILED
+    if hosts is not FAILED:
+        nodes = r.attempt(lambda: _nodes(r, top, hosts, recovery.listed_spares(r, top) if hosts else 0))
+    if nodes is not FAILED:
+        made = r.attempt(recovery.recovery, r, top, nodes)
+        restarts, nodes = (FAILED, FAILED) if made is FAILED else made
+    if nodes is not FAILED and launcher is not FAILED and restarts is not FAILED:
+        r.attempt(_elastic_needs_torchrun, r, top, nodes, launcher, restarts)
+    spec_image = r.attempt(image.image, r, top, base_dir)
+    gpus = r.attempt(job.gpus, r, top.get("gpus_per_node"))
+    workspace, cache, net = r.attempt(job.workspace, r, top), r.attempt(job.cache, r, top), r.attempt(network.network, r, top)
+    env = r.attempt(job.env, r, top.get("env"))
+    k8s = r.attempt(kubernetes.kubernetes, r, top, name if name is not FAILED else "job")
+    extra = FAILED if net is FAILED else r.attempt(resources.resources, r, top, net.rdma_resources)
+    if FAILED not in (k8s, nodes, restarts):
+        r.attempt(_placeable, r, top, k8s, nodes, restarts)
+    watched = r.attempt(metrics.metrics, r, top)
+    if launcher is not FAILED and watched is not FAILED:
+        r.attempt(_ports_apart, r, top, launcher, watched)
+    if FAILED not in (launcher, restarts, watched, nodes):
+        _shared_rules(r, top, {"launcher": launcher, "recovery": restarts, "metrics": watched}, nodes)
+    mounts = FAILED if FAILED in (workspace, cache, extra, hosts) else \
+        r.attempt(_mount_points, r, top, workspace.path, cache.path, extra, hosts)
+    spec_volumes = FAILED if mounts is FAILED else r.attempt(volumes.volumes, r, top.get("volumes"), mounts)
+    guarded, slurm = r.attempt(security.security, r, top), r.attempt(security.slurm, r, top.get("slurm"))
+    if FAILED not in (slurm, gpus, spec_image) and slurm is not None:
+        r.attempt(_slurm_allocates, r, top, slurm, gpus, spec_image)
+    refusal = r.refusal()
+    if refusal is not None:
+        raise refusal
     return Spec(
         name=name,
         image=spec_image,
@@ -188,14 +210,70 @@ def _spec(r: Reader, root: Node, base_dir: Optional[Path]) -> Spec:
         env=env,
         kubernetes=k8s,
         resources=extra,
-        volumes=volumes.volumes(r, top.get("volumes"), _mount_points(r, top, workspace.path, cache.path, extra, hosts)),
-        security=security.security(r, top),
+        volumes=spec_volumes,
+        security=guarded,
         hosts=hosts,
-        slurm=security.slurm(r, top.get("slurm")),
+        slurm=slurm,
         nodes_given=top.get("nodes") is not None,
         recovery=restarts,
         metrics=watched,
+        notes=_notes(restarts, spec_volumes),
     )
+
+
+def _notes(restarts, spec_volumes) -> tuple:
+    """The entrypoint's warnings (``shared_rules.notes``) that no volume of the spec answers: a checkpoint folder
+    in /tmp is each container's own unless a volume is mounted over it."""
+    folder = restarts.checkpoint_dir or ""
+    if any(folder == v.path or folder.startswith(v.path + "/") for v in spec_volumes):
+        return ()
+    return tuple(f"recovery.checkpoint_dir: {line}" for _, line in
+                 shared_rules.notes({"recovery": restarts.enabled, "checkpoint_dir": restarts.checkpoint_dir}))
+
+
+SPEC_NAMING = Naming(lambda key: BY_KEY[key].spec, on="true", off="false", assign=": ")
+
+
+def _shared_rules(r: Reader, top: Fields, sections: dict, count: NodeRange) -> None:
+    """The rules the entrypoint applies to its flags and variables (``shared_rules``), on the spec's fields."""
+    values, given, where = {"nnodes": count.max}, {"nnodes"}, {"nnodes": top.get("nodes") or top.get("hosts")}
+    for key in shared_rules.KEYS - {"nnodes"}:
+        section, _, field = BY_KEY[key].spec.partition(".")
+        values[key] = getattr(sections[section], field)
+        entries = {k: v for k, _, v in r.mapping(top.get(section), section, "a mapping")}
+        if not r.is_null(entries.get(field)):
+            given.add(key)
+            where[key] = entries[field]
+    for problem in shared_rules.problems(values, given, SPEC_NAMING):
+        r.keep(r.fail(where.get(problem.key, top.get(BY_KEY[problem.key].spec.partition(".")[0])),
+                      BY_KEY[problem.key].spec, problem.problem, problem.accepted))
+
+
+def _slurm_allocates(r: Reader, top: Fields, slurm, gpus, spec_image) -> None:
+    """On a shared node (``exclusive: false``) sbatch must be told a GPU count: ``auto`` asks for none, so the
+    job would see no GPU or another job's. Refused here, where ``render slurm`` refused it after validate passed."""
+    from nodeweave.catalogue import get_variant
+
+    if gpus != "auto" or slurm.exclusive or get_variant(spec_image.variant).gpu_resource is None:
+        return
+    node = {k: v for k, _, v in r.mapping(top.get("slurm"), "slurm", "a mapping")}.get("exclusive")
+    raise r.fail(node, "slurm.exclusive", f"false with gpus_per_node auto (variant {spec_image.variant}): on "
+                 "a shared node sbatch needs a GPU count to allocate", "gpus_per_node as a count (e.g. 8), or "
+                 "slurm.exclusive: true (whole nodes, each running one process per GPU it has)")
+
+
+def _elastic_needs_torchrun(r: Reader, top: Fields, nodes: NodeRange, launcher, restarts) -> None:
+    """An elastic range needs torchrun's rendezvous; under recovery the range is recovery.min_nodes."""
+    if not nodes.elastic or launcher.type == "torchrun":
+        return
+    field = "recovery.min_nodes" if restarts.enabled else "nodes"
+    where = r.fields(top.get("recovery"), "recovery", recovery.KEYS).get("min_nodes") if restarts.enabled \
+        else top.get("nodes")
+    what = (f"makes the job elastic ({nodes}), which needs launcher.type torchrun "
+            f"(got {launcher.type})") if restarts.enabled else \
+        f"the elastic range {nodes} needs launcher.type torchrun (got {launcher.type})"
+    raise r.fail(where, field, what, "a fixed node count with " + launcher.type +
+                 (" (leave recovery.min_nodes out)" if restarts.enabled else ""))
 
 
 def _ports_apart(r: Reader, top: Fields, launcher, watched) -> None:

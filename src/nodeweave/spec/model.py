@@ -315,6 +315,7 @@ class Spec:
     nodes_given: bool = True  # False: ``nodes`` left out, so a host list given to the cluster verbs sets the count
     recovery: Recovery = Recovery()
     metrics: Metrics = Metrics()
+    notes: Tuple[str, ...] = ()  # allowed but likely not meant (``shared_rules.notes``): validate says them
 
     @property
     def containers(self) -> int:
@@ -333,7 +334,10 @@ class Spec:
     @property
     def starts(self) -> str:
         """What the job starts, and how to start fewer: ``validate``, ``render`` and ``up`` say it in these words."""
-        gpus = f" ({self.containers * self.gpus_per_node} GPUs)" if isinstance(self.gpus_per_node, int) else ""
+        from nodeweave.catalogue import get_variant
+
+        unit = "GPUs" if get_variant(self.image.variant).gpu_resource else "processes"  # a cpu variant has no GPU
+        gpus = f" ({self.containers * self.gpus_per_node} {unit})" if isinstance(self.gpus_per_node, int) else ""
         if not self.recovery.enabled:
             more = (f"; torchrun admits more up to {self.nodes.max} as they join (MAX is a ceiling; a batch "
                     f"Job, JobSet or TrainJob, which cannot grow, starts all {self.nodes.max})"

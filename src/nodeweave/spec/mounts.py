@@ -16,23 +16,13 @@ from yaml.nodes import Node
 
 from nodeweave.spec.nodes import Reader
 
-# Folders of the image a mount at them, or above them, would hide: the system's, and those nodeweave puts there.
-SYSTEM = {
-    "/bin": "the system's programs", "/boot": "the boot files", "/dev": "the devices", "/etc": "the system's "
-    "configuration", "/home": "the image user's home", "/lib": "the system's libraries", "/lib32": "the system's "
-    "libraries", "/lib64": "the system's libraries", "/proc": "the kernel's process files", "/root": "root's home",
-    "/run": "the runtime's files", "/sbin": "the system's programs", "/sys": "the kernel's files", "/tmp": "the "
-    "temporary folder (pods mount their own there)", "/usr": "the installed software", "/usr/bin": "the "
-    "installed programs", "/usr/lib": "the installed libraries", "/usr/local": "the image's own software",
-    "/usr/local/bin": "nodeweave-entrypoint and the launchers", "/var": "the system's state",
-    "/run/nodeweave": "the job token nodeweave mounts", "/etc/nodeweave": "the hosts file nodeweave mounts",
-}  # fmt: skip
-# Folders whose inside is the kernel's or nodeweave's own: nothing of the spec's is mounted in them.
-FILLED = {"/proc": "the kernel fills", "/sys": "the kernel fills", "/dev": "the kernel and runtime fill",
-          "/run/nodeweave": "nodeweave fills", "/etc/nodeweave": "nodeweave fills"}
+from nodeweave.entrypoint.planning.shared_rules import FILLED, SYSTEM, path_problem  # one rule with the entrypoint
+
 ACCEPTED = ("a container path no other volume, workspace.path or cache.path uses, not / nor a system folder or one "
-            "above it (/etc, /usr, /usr/local/bin, /tmp, ...) nor inside /proc, /sys, /dev or /run/nodeweave; "
-            "such as /workspace, /data or /etc/deepspeed")
+            "above it (/etc, /usr, /usr/local/bin, /tmp, ...) nor inside /proc, /sys or /dev or /run/nodeweave")
+# Examples for the hint, offered only while free: a hint never suggests the path it refuses (a volume at
+# /workspace was told "such as /workspace").
+EXAMPLES = ("/workspace", "/data", "/datasets", "/etc/deepspeed")
 
 
 class MountPoints:
@@ -45,8 +35,12 @@ class MountPoints:
     def claim(self, node: Optional[Node], field: str, path: str) -> None:
         problem = self.problem(path)
         if problem is not None:
-            raise self.reader.fail(node, field, problem, ACCEPTED)
+            raise self.reader.fail(node, field, problem, self.accepted())
         self.taken[path] = field
+
+    def accepted(self) -> str:
+        free = [example for example in EXAMPLES if self.problem(example) is None][:3]
+        return ACCEPTED + (f"; such as {', '.join(free)}" if free else "")
 
     def problem(self, path: str) -> Optional[str]:
         if path in self.taken:
@@ -64,35 +58,11 @@ class MountPoints:
         return None
 
 
-INSIDE_WORKSPACE = ("a path inside workspace.path (relative, without '..' leading out of it, e.g. checkpoints), or an "
-                    "absolute folder that is not / nor a system folder (/etc, /usr, /tmp, ...) nor inside /proc, "
-                    "/sys or /dev, e.g. /data/checkpoints")
-
-
-def check_inside_workspace(reader: Reader, node: Optional[Node], field: str, text: str,
+def check_inside_workspace(reader: Reader, node: Optional[Node], field: str, text: str, accepted: str,
                            absolute_too: bool = True) -> None:
     """A path the spec reads as relative to ``workspace.path`` stays inside it (``../../etc`` is refused); with
-    ``absolute_too``, an absolute one is a folder of the job's own, never a system folder."""
-    import posixpath
-
-    if not text.startswith("/"):
-        normal = posixpath.normpath(text)
-        if normal == ".." or normal.startswith("../"):
-            raise reader.fail(node, field, f"{text!r} leaves workspace.path (it is read relative to it)",
-                              INSIDE_WORKSPACE)
-        return
-    if not absolute_too:
-        return
-    normal = posixpath.normpath(text)
-    problem = None
-    if normal == "/":
-        problem = "/ is the whole file system"
-    for folder, what in FILLED.items():
-        if normal.startswith(folder + "/"):
-            problem = f"{normal} is inside {folder}, which {what}"
-    for folder, what in SYSTEM.items():
-        if folder == normal or folder.startswith(normal.rstrip("/") + "/"):
-            problem = problem or (f"{normal} is a system folder ({what})" if folder == normal else
-                                 f"{normal} holds the system folder {folder} ({what})")
+    ``absolute_too``, an absolute one is a folder of the job's own, never a system folder (the entrypoint's rule,
+    ``shared_rules.path_problem``). ``accepted`` is the field's own words, with examples of its kind."""
+    problem = path_problem(text, absolute_too)
     if problem is not None:
-        raise reader.fail(node, field, problem, INSIDE_WORKSPACE)
+        raise reader.fail(node, field, problem, accepted)

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import difflib
 import re
-from typing import Iterable, Iterator, Optional, Tuple
+from typing import Callable, Iterable, Iterator, List, Optional, Tuple, TypeVar
 
 import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
+from nodeweave.entrypoint.switch import parse_switch
 from nodeweave.errors import UsageError
 
 _NULL = "tag:yaml.org,2002:null"
@@ -28,8 +29,26 @@ _PLAIN_INT = re.compile(r"-?(0|[1-9][0-9]*)\Z")
 _OTHER_INT = re.compile(r"[-+]?(0[xXoObB]?[0-9a-fA-F_]*|[0-9][0-9_]*)\Z")
 # What a scalar would be read as without its quotes (the safe loader's implicit types).
 _RESOLVER = yaml.resolver.Resolver()
+BOOLEAN = "true or false (also on, off, 1, 0)"
 # Top-level keys starting with this are the user's own (anchors to reuse): ignored, as Compose ignores them.
 EXTENSION_PREFIX = "x-"
+T = TypeVar("T")
+
+
+class SpecErrors(UsageError):
+    """Every independent mistake of one spec, one line each (``validate`` reports them all, not the first)."""
+
+    def __init__(self, problems: "List[str]"):
+        super().__init__("\n".join(problems))
+        self.problems = list(problems)
+
+
+class _Failed:
+    def __repr__(self) -> str:
+        return "FAILED"
+
+
+FAILED = _Failed()  # what :meth:`Reader.attempt` returns for a part that was refused
 
 
 def shown(node: Optional[Node]) -> str:
@@ -53,6 +72,52 @@ class Reader:
         self.source = source
         self._constructor = yaml.constructor.SafeConstructor()
         self._read: "dict[int, dict[str, Tuple[Node, Node]]]" = {}  # a mapping's entries, by node (merged once)
+        self.problems: "dict[str, None]" = {}  # every refusal kept so far, in order, each once
+        self.kept = 0  # refusals kept, repeats counted: a part that kept one is refused (attempt)
+
+    def attempt(self, read: "Callable[..., T]", *args) -> "T | _Failed":
+        """``read(*args)``, or FAILED when it refuses or kept a refusal of one of its fields (``field``): the
+        refusals are kept and reading goes on, so one run names every independent mistake. A part that kept a
+        field's refusal read that field's default in its place, so a check of the part that weighs fields
+        together may be noise: its refusal is dropped, as every check across parts that needs a refused part is
+        skipped."""
+        before = self.kept
+        try:
+            value = read(*args)
+        except SpecErrors as err:
+            for problem in err.problems:
+                self.keep(problem)
+        except UsageError as err:
+            if self.kept == before:  # else it may weigh a field read as its default: the user fixes that first
+                self.keep(err)
+        else:
+            if self.kept == before:
+                return value
+        return FAILED
+
+    def field(self, read: "Callable[[], T]", default: T) -> T:
+        """One field's value, or ``default`` when it is refused: the refusal is kept and the fields beside it are
+        still read (their own mistakes reported in the same run); the part is refused at its end (attempt)."""
+        try:
+            return read()
+        except SpecErrors:
+            raise
+        except UsageError as err:
+            self.keep(err)
+            return default
+
+    def keep(self, error: "UsageError | str") -> None:
+        """A refusal that does not stop reading (an unknown key: the keys beside it still mean something)."""
+        self.kept += 1
+        self.problems.setdefault(str(error))
+
+    def refusal(self) -> "Optional[SpecErrors]":
+        """Every kept refusal, in the file's order (by line; one without a line first)."""
+        def line(problem: str) -> int:
+            found = re.match(re.escape(self.source) + r":(\d+):", problem)
+            return int(found.group(1)) if found else 0
+
+        return SpecErrors(sorted(self.problems, key=line)) if self.problems else None
 
     def fail(self, node: Optional[Node], path: str, problem: str, accepted: str) -> "UsageError":
         line = f":{node.start_mark.line + 1}" if node is not None else ""
@@ -89,13 +154,22 @@ class Reader:
         return value
 
     def boolean(self, node: Node, path: str) -> bool:
-        self.refuse_quoted(node, path, "true or false")
-        if not isinstance(node, ScalarNode) or node.tag != _BOOL:
-            raise self.bad_value(node, path, "true or false")
-        try:
-            return self._constructor.construct_object(node)
-        except (KeyError, yaml.YAMLError):  # e.g. !!bool "maybe"
-            raise self.bad_value(node, path, "true or false") from None
+        """The entrypoint's switch words (``switch.SWITCH_WORDS``: true/false, on/off, 1/0, any case), one rule for
+        a spec field and its variable: YAML 1.1's ``yes``/``no`` are refused in both (YAML 1.2 reads them as
+        strings, so the same file means two things to two readers)."""
+        meant = {"yes": "true", "no": "false", "y": "true", "n": "false"}.get(str(getattr(node, "value", "")).strip()
+                                                                          .lower())
+        if meant and isinstance(node, ScalarNode):  # quoted or not: the word to write, not "write yes unquoted"
+            raise self.fail(node, path, f"got {shown(node)}, which YAML 1.2 and the entrypoint's variables read as "
+                            "a word, not a switch", f"{BOOLEAN}: write {meant}")
+        self.refuse_quoted(node, path, BOOLEAN)
+        if not isinstance(node, ScalarNode) or node.tag not in (_BOOL, _INT, _STR) or node.tag == _STR and \
+                node.style is not None:
+            raise self.bad_value(node, path, BOOLEAN)
+        value = parse_switch(node.value)
+        if value is None:
+            raise self.bad_value(node, path, BOOLEAN)
+        return value
 
     def refuse_quoted(self, node: Node, path: str, accepted: str) -> None:
         """Refuse a number or boolean written in quotes: YAML reads ``"8"`` as the string '8', not the number.
@@ -168,22 +242,25 @@ class Reader:
         ``extensions``: keys starting with ``x-`` are the user's (a place for anchors), skipped as Compose does.
         """
         allowed = list(allowed)
+        if node is not None and self.is_null(node) and path.endswith("]"):  # `- ` alone: a list item is never empty
+            raise self.bad_value(node, path, "a mapping with keys " + ", ".join(allowed))
         if node is None or self.is_null(node):
             return Fields(self, node, path, {})
+        if "enabled" in allowed and isinstance(node, ScalarNode) and parse_switch(node.value) is not None:
+            raise self.fail(node, path, f"got {shown(node)}, a switch where a section goes", "a mapping with keys "
+                            f"{', '.join(allowed)}: write {path}: {{enabled: {node.value}}}")
         entries = self._entries(node, path, "a mapping with keys " + ", ".join(allowed))
         if extensions:
             entries = {k: v for k, v in entries.items() if not k.startswith(EXTENSION_PREFIX)}
+        unknown = []
         for key, (key_node, _) in entries.items():
             if key not in allowed:
                 close = difflib.get_close_matches(key, allowed, n=1, cutoff=0.6)
                 hint = f" (did you mean '{close[0]}'?)" if close else ""
-                raise self.fail(
-                    key_node,
-                    self.join(path, key),
-                    f"unknown key{hint}",
-                    "one of " + ", ".join(allowed),
-                )
-        return Fields(self, node, path, entries)
+                unknown.append(self.fail(key_node, self.join(path, key), f"unknown key{hint}",
+                                         "one of " + ", ".join(allowed)))
+                self.keep(unknown[-1])
+        return Fields(self, node, path, {k: v for k, v in entries.items() if k in allowed}, unknown)
 
     def _entries(self, node: Node, path: str, accepted: str) -> "dict[str, Tuple[Node, Node]]":
         """The keys of a mapping with YAML's merge semantics: a key written here overrides one merged in with
@@ -233,8 +310,10 @@ class Reader:
 class Fields:
     """The known keys of one mapping in the spec, with the node of each for error lines."""
 
-    def __init__(self, reader: Reader, node: Optional[Node], path: str, entries: "dict[str, Tuple[Node, Node]]"):
+    def __init__(self, reader: Reader, node: Optional[Node], path: str, entries: "dict[str, Tuple[Node, Node]]",
+                 unknown: "List[UsageError] | None" = None):
         self.reader, self.node, self.path, self._entries = reader, node, path, entries
+        self.unknown = unknown or []  # its unknown keys' refusals (kept by the reader already)
 
     def has(self, key: str) -> bool:
         return key in self._entries and not self.reader.is_null(self._entries[key][1])
@@ -245,6 +324,8 @@ class Fields:
 
     def require(self, key: str, accepted: str) -> Node:
         if not self.has(key):
+            if key not in self._entries and self.unknown:  # likely misspelt: its unknown key is the one mistake
+                raise self.unknown[0]
             # A null value points at its own line; a missing key at the mapping that lacks it.
             given, where = ("is null", self._entries[key][1]) if key in self._entries else ("is missing", self.node)
             raise self.reader.fail(where, self.path_of(key), f"required field {given}", accepted)

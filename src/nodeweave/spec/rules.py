@@ -200,10 +200,25 @@ def host_key(host: str) -> str:
     return host.lower().rstrip(".")
 
 
-# Slurm's own time formats (sbatch --time).
+def _slurm_time(value: str) -> bool:
+    """Slurm's own time formats (sbatch --time), each part in its range: minutes and seconds after the first part
+    below 60, hours after a day count below 24 (``25:99:00`` matched the shape and meant nothing)."""
+    if value in ("UNLIMITED", "INFINITE"):
+        return True
+    days, dash, clock = value.rpartition("-")
+    parts = clock.split(":")
+    if (dash and not days.isdigit()) or not all(p.isdigit() and len(p) <= (2 if i or dash else 9)
+                                                for i, p in enumerate(parts)):
+        return False
+    if dash:
+        return len(parts) <= 3 and int(parts[0]) < 24 and all(int(p) < 60 for p in parts[1:])
+    return len(parts) <= 3 and all(int(p) < 60 for p in parts[1:])
+
+
 SLURM_TIME = Rule(
-    _full(r"[0-9]+(:[0-9]{1,2}){0,2}|[0-9]+-[0-9]{1,2}(:[0-9]{1,2}){0,2}|UNLIMITED|INFINITE"),
-    "a Slurm time limit: MINUTES, MM:SS, HH:MM:SS, DAYS-HH, DAYS-HH:MM or DAYS-HH:MM:SS (e.g. 24:00:00 or 2-00:00:00)",
+    _slurm_time,
+    "a Slurm time limit: MINUTES, MM:SS, HH:MM:SS, DAYS-HH, DAYS-HH:MM or DAYS-HH:MM:SS, minutes and seconds "
+    "below 60 and hours after DAYS- below 24 (e.g. 24:00:00 or 2-00:00:00)",
 )
 
 SLURM_NAME = Rule(

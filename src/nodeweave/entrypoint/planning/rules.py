@@ -253,6 +253,9 @@ NOTICES = (  # emitted inline by the planners (topology, policy)
     Rule("restarts-across-nodes", None, WARNING,
          "set recovery.enabled: true (nodeweave restarts every node together as one generation) and "
          "launcher.max_restarts: 0"),
+    Rule("checkpoint-dir-per-container", None, WARNING,
+         "save checkpoints on storage every node mounts (a volume, or a folder inside workspace.path); a folder in "
+         "/tmp is fine only where a shared volume is mounted there"),
     Rule("derived-job-token", None, WARNING,
          "bring the nodes up with `nodeweave up` (a random token per job), or hand every node the same secret "
          "in a file and point NODEWEAVE_JOB_TOKEN_FILE at it"),

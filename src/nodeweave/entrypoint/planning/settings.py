@@ -7,7 +7,7 @@ variables; topology flags are kept raw so :mod:`topology` can weigh them
 against the other rank sources and report where each value came from.
 """
 
-from .contract import BY_FLAG, LAUNCHERS, SETTINGS, TOPOLOGY_KEYS, read_int
+from .contract import BY_FLAG, BY_KEY, LAUNCHERS, SETTINGS, TOPOLOGY_KEYS, read_int
 from ..errors import UsageError
 from ..model import NEW_DICT, Record, Value
 
@@ -27,6 +27,7 @@ class Settings(Record):
     FIELDS = (
         ("command", ()),        # the script/command and its arguments
         ("flags", NEW_DICT),       # topology key → value given as a flag
+        ("flag_sources", NEW_DICT),  # topology key → what set it when recovery did, not the user (``with_flags``)
         ("options", NEW_DICT),     # other key → Value(value, source)
         ("explain", False),
         ("json", False),
@@ -142,7 +143,34 @@ def parse(argv, env):
     )
     settings.sysroot = settings.get("sysroot", "/") or "/"
     _check_stall_limits(options)
+    _check_shared_rules(options, flags, env)
     return settings
+
+
+def _check_shared_rules(options, flags, env):
+    """The rules the spec's fields obey (``shared_rules``), on the flags and variables: the first one broken is
+    refused, naming where it came from (a spec that passes validate renders nothing that breaks one)."""
+    from . import shared_rules
+
+    def name(key):
+        source = sources[key].source if key in sources else BY_KEY[key].variable
+        return source[len("flag "):] if source.startswith("flag ") else source
+
+    values = {key: value.value for key, value in options.items()}
+    given = set(options)
+    nnodes = (flags.get("nnodes") or env.get("NODEWEAVE_NNODES", "")).strip()
+    low, _, high = nnodes.partition(":")
+    if low.isdigit() and (high or low).isdigit() and 1 <= int(low) <= int(high or low):  # else topology refuses it
+        values["nnodes"] = int(high or low)  # the count's maximum
+        given.add("nnodes")
+        sources = dict(options, nnodes=Value(value=nnodes, source="flag --nnodes" if flags.get("nnodes") else
+                                             "NODEWEAVE_NNODES"))
+    else:
+        sources = options
+    found = shared_rules.problems(values, given, shared_rules.Naming(name))
+    if found:
+        problem = found[0]
+        raise UsageError(f"{name(problem.key)}: {problem.problem}; accepted: {problem.accepted}")
 
 
 def _check_stall_limits(options):

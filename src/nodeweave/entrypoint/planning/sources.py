@@ -69,8 +69,9 @@ def _variables(scene, names, tier=ENV):
 
 
 def flags(scene):
-    given = scene.settings.flags
-    return [Claim(row.key, given[row.key], f"flag {row.flag}", FLAG) for row in TOPOLOGY_ROWS if row.key in given]
+    given, set_by = scene.settings.flags, scene.settings.flag_sources
+    return [Claim(row.key, given[row.key], set_by.get(row.key) or f"flag {row.flag}", FLAG) for row in TOPOLOGY_ROWS
+            if row.key in given]
 
 
 def nodeweave_variables(scene):

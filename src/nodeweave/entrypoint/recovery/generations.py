@@ -93,7 +93,7 @@ class Generations:
         flags = {"node_rank": book.rank_of(self.identity), "nnodes": len(members)}
         if members[0] != 0:  # node 0's training slot went to a spare: the spare is the rendezvous host
             flags["master_addr"] = book.master
-        settings = with_flags(self.settings, **flags)
+        settings = with_flags(self.settings, f"generation {book.generation}'s members (node 0's decision)", **flags)
         # a fixed-size job of its members: NODEWEAVE_NNODES says so too (an elastic spec's MIN:MAX would be a
         # claim the flag overrides, with a warning every generation, and the ranks would read a range)
         settings.env = dict(settings.env, NODEWEAVE_NNODES=str(len(members)))

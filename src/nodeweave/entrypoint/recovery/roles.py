@@ -139,7 +139,7 @@ def shown_plan(settings, plan, partial=True):
         return plan
     if role["kind"] != Kind.shown(Kind.TRAINING) or role.get("generation") is not None or not config.spares:
         return plan  # a kept book's generation: its members and master are node 0's to say (nodeweave status)
-    first = with_flags(settings, node_rank=role["rank"], nnodes=config.slots)
+    first = with_flags(settings, "generation 0's training nodes", node_rank=role["rank"], nnodes=config.slots)
     first.env = dict(settings.env, NODEWEAVE_NNODES=str(config.slots))
     shown = build_plan(first, partial=partial)
     shown.role, shown.exchange = plan.role, plan.exchange  # it checks in as its identity among nodes + spares

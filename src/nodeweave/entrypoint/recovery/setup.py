@@ -35,12 +35,14 @@ def job_size(settings):
     return lo, hi
 
 
-def with_flags(settings, **flags):
-    """A copy of ``settings`` with topology flags set (a flag wins over every other source)."""
+def with_flags(settings, why, **flags):
+    """A copy of ``settings`` with topology flags set (a flag wins over every other source); ``why`` names what
+    set them in every message (no ``flag --nnodes`` the user never gave)."""
     from ..planning.settings import Settings
 
     copy = Settings(**{name: getattr(settings, name) for name, _ in Settings.FIELDS})
     copy.flags = dict(settings.flags, **{k: str(v) for k, v in flags.items()})
+    copy.flag_sources = dict(settings.flag_sources, **{k: why for k in flags})
     return copy
 
 
@@ -49,7 +51,9 @@ def identity_settings(settings):
     spares = settings.get("spares", 0) or 0
     if not spares:
         return settings
-    ident = with_flags(settings, nnodes=job_size(settings)[1] + spares)
+    slots = job_size(settings)[1]
+    ident = with_flags(settings, f"recovery's containers ({slots} training + {spares} spare(s))",
+                       nnodes=slots + spares)
     ident.env = dict(settings.env, NODEWEAVE_NNODES=ident.flags["nnodes"])  # one count: no flag-over-variable warning
     return ident
 

@@ -13,6 +13,7 @@ from nodeweave.spec.fields import (boolean, choice, host_path, integer, optional
                                    string_map)
 from nodeweave.entrypoint.planning.contract import stall_problem
 from nodeweave.spec.model import LAUNCHERS, MODES, Cache, Launcher, NodeRange, Workspace
+from nodeweave.entrypoint.planning.shared_rules import RANGES, SCRIPT_ACCEPTED
 from nodeweave.spec.mounts import check_inside_workspace
 from nodeweave.spec.nodes import Fields, Reader
 
@@ -80,21 +81,21 @@ def launcher(r: Reader, top: Fields) -> Launcher:
         raise r.fail(f.get("exchange_port"), "launcher.exchange_port", f"{exchange_port} is launcher.master_port too: "
                      "node 0's check-in exchange and the launcher's rendezvous cannot share one port",
                      f"a port other than {master_port}, or leave exchange_port out (master_port + 1)")
-    stall_warn = integer(r, f, "stall_warn", 60, 0, 86400)
-    stall_timeout = integer(r, f, "stall_timeout", 600, 0, 604800)
+    stall_warn = integer(r, f, "stall_warn", 60, *RANGES["stall_warn"])
+    stall_timeout = integer(r, f, "stall_timeout", 600, *RANGES["stall_timeout"])
     stall = stall_problem(stall_warn, stall_timeout, f.get("stall_timeout") is not None)
     if stall is not None:
         field = "stall_timeout" if f.get("stall_timeout") is not None else "stall_warn"
         raise r.fail(f.get(field), f"launcher.{field}", stall[0], stall[1])
     if kind != "command":  # a command's argv[0] is a program (bash, /usr/bin/env), not a workspace file
-        check_inside_workspace(r, script_node, "launcher.script", script, absolute_too=False)
+        check_inside_workspace(r, script_node, "launcher.script", script, SCRIPT_ACCEPTED, absolute_too=False)
     return Launcher(
         type=kind,
         script=script,
         args=args,
         options=_options(r, f.get("options"), kind),
         master_port=master_port,
-        max_restarts=integer(r, f, "max_restarts", 0, 0, 1000),
+        max_restarts=integer(r, f, "max_restarts", 0, *RANGES["max_restarts"]),
         wait_timeout=integer(r, f, "wait_timeout", 600, 1, 86400),
         exchange=boolean(r, f, "exchange", True),
         exchange_port=exchange_port,

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from nodeweave.entrypoint.planning.shared_rules import CHECKPOINT_DIR_ACCEPTED, RANGES
 from nodeweave.spec import rules
 from nodeweave.spec.fields import boolean, integer
-from nodeweave.spec.model import Launcher, NodeRange, Recovery
+from nodeweave.spec.model import NodeRange, Recovery
 from nodeweave.spec.mounts import check_inside_workspace
 from nodeweave.spec.nodes import Fields, Reader
 
@@ -17,10 +18,10 @@ def listed_spares(r: Reader, top: Fields) -> int:
     """The spares a ``hosts`` list names after the training nodes: ``recovery.spares`` with recovery on (read
     before ``nodes``, which a hosts list sets; :func:`recovery` reads and checks the whole section after)."""
     f = r.fields(top.get("recovery"), "recovery", KEYS)
-    return integer(r, f, "spares", 0, 0, 1024) if boolean(r, f, "enabled", False) else 0
+    return integer(r, f, "spares", 0, *RANGES["spares"]) if boolean(r, f, "enabled", False) else 0
 
 
-def recovery(r: Reader, top: Fields, nodes: NodeRange, launcher: Launcher) -> "tuple[Recovery, NodeRange]":
+def recovery(r: Reader, top: Fields, nodes: NodeRange) -> "tuple[Recovery, NodeRange]":
     """The section, and the training nodes it makes of ``nodes``: with recovery on, ``nodes`` is a count, the
     nodes that start, and ``min_nodes`` the fewest the job goes on with (the range node 0 shrinks in)."""
     f = r.fields(top.get("recovery"), "recovery", KEYS)
@@ -31,48 +32,24 @@ def recovery(r: Reader, top: Fields, nodes: NodeRange, launcher: Launcher) -> "t
         folder = r.string(folder_node, "recovery.checkpoint_dir", CHECKPOINT_DIR)
         if not rules.single_line(folder):
             raise r.bad_value(folder_node, "recovery.checkpoint_dir", CHECKPOINT_DIR)
-        check_inside_workspace(r, folder_node, "recovery.checkpoint_dir", folder)
-    spares = integer(r, f, "spares", 0, 0, 1024)
+        check_inside_workspace(r, folder_node, "recovery.checkpoint_dir", folder, CHECKPOINT_DIR_ACCEPTED)
+    spares = integer(r, f, "spares", 0, *RANGES["spares"])
     if enabled:
         nodes = _training(r, top, f, nodes, spares)
-        if not launcher.exchange:
-            raise r.fail(f.get("enabled"), "recovery.enabled", "true with launcher.exchange false: recovery runs on "
-                         "the check-in exchange (node 0 gathers the nodes, hears of faults and decides each "
-                         "generation), so every node would stop at start with exit 2", "launcher.exchange: true (the "
-                         "default; leave it out), or recovery.enabled: false")
-    if enabled and nodes.max < 2 and not spares:
-        raise r.fail(f.get("enabled"), "recovery.enabled", "true on a one-node job without spares: there is no "
-                     "other node to watch it or take its place", "nodes of 2 or more, or recovery.spares >= 1")
     made = Recovery(
         enabled=enabled,
         spares=spares,
-        max_restarts=integer(r, f, "max_restarts", 5, 1, 100000),
-        no_progress_restarts=integer(r, f, "no_progress_restarts", 3, 0, 100000),
+        max_restarts=integer(r, f, "max_restarts", 5, *RANGES["recovery_max_restarts"]),
+        no_progress_restarts=integer(r, f, "no_progress_restarts", 3, *RANGES["no_progress_restarts"]),
         checkpoint_dir=folder,
         straggler_is_fault=boolean(r, f, "straggler_is_fault", False),
         warm_start=boolean(r, f, "warm_start", True),
     )
-    if not enabled:
-        _refuse_idle_fields(r, f, made)
-    return made, nodes
-
-
-def _refuse_idle_fields(r: Reader, f: Fields, made: Recovery) -> None:
-    """With recovery off, a field set to anything but its default does nothing (spares render only with recovery,
-    and so do its brakes, checkpoint folder and warm start): refused, as a flag that would do nothing is."""
-    idle = Recovery(enabled=False)
-    for key in KEYS:
-        node = f.get(key)
-        if key == "enabled" or node is None or key == "min_nodes":
-            continue
-        if getattr(made, key) != getattr(idle, key):
-            raise r.fail(node, f"recovery.{key}", f"{getattr(made, key)!r} does nothing with recovery.enabled false "
-                         "(recovery's fields are read only with recovery on)", "recovery.enabled: true, or leave "
-                         f"recovery.{key} out")
-    if f.get("min_nodes") is not None:
+    if not enabled and f.get("min_nodes") is not None:  # the other fields: shared_rules.switched_off (loader.py)
         raise r.fail(f.get("min_nodes"), "recovery.min_nodes", "does nothing with recovery.enabled false (the "
                      "fewest nodes recovery goes on with)", "recovery.enabled: true, or leave recovery.min_nodes out "
                      "(an elastic job without recovery writes nodes: MIN:MAX)")
+    return made, nodes
 
 
 def _training(r: Reader, top: Fields, f: Fields, nodes: NodeRange, spares: int) -> NodeRange:

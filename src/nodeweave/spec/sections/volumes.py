@@ -18,7 +18,7 @@ from nodeweave.spec import rules
 from nodeweave.spec.fields import boolean, container_path, host_path, optional, rule_string
 from nodeweave.spec.model import Volume
 from nodeweave.spec.mounts import MountPoints
-from nodeweave.spec.nodes import Reader
+from nodeweave.spec.nodes import FAILED, Reader
 
 KEYS = ("name", "path", "read_only", "host_path", "claim", "config_map", "secret", "cache")
 KUBERNETES_SOURCES = ("claim", "config_map", "secret", "cache")
@@ -32,12 +32,15 @@ def volumes(r: Reader, node: Optional[Node], mounts: MountPoints) -> Tuple[Volum
     out: List[Volume] = []
     names: Dict[str, str] = {}
     for path, item in r.sequence(node, "volumes", "mappings with name, path and a source"):
-        volume = _volume(r, path, item)
+        volume = r.attempt(_volume, r, path, item)  # each volume on its own: every one's mistake is named
+        if volume is FAILED:
+            continue
         if volume.name in RESERVED_NAMES or volume.name.startswith("hugepages-") or volume.name in names:
             other = names.get(volume.name, "nodeweave's own volumes")
-            raise r.fail(item, f"{path}.name", f"{volume.name!r} is already used by {other}",
-                         "a name not used by another volume nor " + ", ".join(RESERVED_NAMES))
-        mounts.claim(item, f"{path}.path", volume.path)
+            r.keep(r.fail(item, f"{path}.name", f"{volume.name!r} is already used by {other}",
+                          "a name not used by another volume nor " + ", ".join(RESERVED_NAMES)))
+            continue
+        r.field(lambda: mounts.claim(item, f"{path}.path", volume.path), None)
         names[volume.name] = path
         out.append(volume)
     return tuple(out)
