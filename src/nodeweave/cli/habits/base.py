@@ -18,6 +18,7 @@ from typer.core import TyperCommand, TyperGroup
 
 from nodeweave.cli.habits.coercion import use_plain_conversion
 from nodeweave.cli.habits.conflicts import refuse_conflicts
+from nodeweave.cli.habits.repeats import refuse_repeats
 
 
 def plain_placeholders(params, ctx):
@@ -124,6 +125,7 @@ class NodeweaveCommand(TyperCommand):
                 err.message = f"{getattr(err, 'message', err)}{hint}"
             raise
         refuse_conflicts(self, given)  # after each value is read: an empty or bad value is named first
+        refuse_repeats(self, ctx.params)
         return rest
 
     def collect_usage_pieces(self, ctx):
