@@ -12,7 +12,7 @@ from nodeweave.cli.habits.clusteropts import (DRY_RUN, JSON, REACH, SPEC, consol
                                               say, show_plan, spec_command)
 from nodeweave.cli.habits.dashes import CommandAfterDashes, launcher_command
 from nodeweave.cli.habits.nodes import NODE
-from nodeweave.cli.habits.output import complete_from, data_format, emit, is_data, output_option
+from nodeweave.cli.habits.output import complete_from, data_format, emit, is_data, output_option, runs_folder_written
 from nodeweave.cli.habits.detach import announce
 from nodeweave.errors import NodeweaveError, UsageError
 
@@ -51,7 +51,7 @@ def run_command(
                                                   "shell-quoted, instead of nodeweave's, e.g. '-i counters.yaml' "
                                                   "(rocprofv3) or '--trace=cuda,nvtx --stats=true' (nsys)"),
     grace: float = typer.Option(10, "--grace", min=0, help="Seconds between SIGTERM and SIGKILL when stopping nodes"),
-    runs_dir: Optional[Path] = typer.Option(None, "--runs-dir", help="Where run folders go (default: runs/ beside the spec)"),
+    runs_dir: Optional[Path] = typer.Option(None, "--runs-dir", callback=runs_folder_written, help="Where run folders go (default: runs/ beside the spec)"),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Do not show the nodes' output (it still goes to the run folder)"),
     check: bool = typer.Option(False, "--check", help="`nodeweave check` first (its defaults); start nothing when it "
                                "names a node or link (exit 5)"),
