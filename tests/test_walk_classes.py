@@ -221,7 +221,8 @@ LEAVES = leaves()
 VALUES = {"--host": "gpu01", "--hosts-file": "hosts.txt", "--statefulset": "x", "--selector": "a=b",
           "--replicas": "3", "--remote-dir": "/srv/x", "--namespace": "ns", "--kube-cli": "oc",
           "--kube-context": "c", "--overlay": "base", "--ssh-option": "Port=22", "--engine": "podman",
-          "--container": "c", "--nodes": "1", "--node": "0", "--compose-project": "p"}
+          "--container": "c", "--nodes": "1", "--node": "0", "--compose-project": "p",
+          "--url": "http://127.0.0.1:9", "--target": "local"}
 
 
 def flags_of(command) -> "set[str]":

@@ -28,6 +28,11 @@ EXCLUSIVE: Dict[Tuple[str, str], str] = {
 IDLE_WITH: Dict[Tuple[str, str], str] = {
     ("--delete", "--check"): "--check moves and deletes nothing",
     ("--compress", "--check"): "--check moves nothing",
+    # top and dashboard: --url reads that address, so nothing that picks or reaches a node of the cluster is used
+    ("--node", "--url"): "--url reads the picture there, not from a node of the cluster",
+    **{(flag, "--url"): "--url reads the picture there, not through the cluster" for flag in (
+        "--target", "--engine", "--host", "--hosts-file", "--remote-dir", "--namespace", "--kube-cli",
+        "--kube-context", "--overlay", "--ssh-option")},
 }
 # verb: {(flag, flag): why}: as IDLE_WITH, on that verb only (``render --dry-run --force`` shows what --force
 # would replace, so it is a preview there; ``init --dry-run`` prints the spec whatever --force says).
