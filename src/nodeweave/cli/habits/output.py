@@ -164,7 +164,7 @@ def not_a_file_to_write(path: Path, makes_folders: bool = False) -> str:
 
     try:
         mode = os.stat(path).st_mode
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):  # nothing there yet, or a path through a file
         return _folder_problem(path.absolute().parent, makes_folders)
     except OSError as err:
         return f"cannot be looked at ({err.strerror or err})"
