@@ -96,6 +96,12 @@ def test_an_ssh_option_key_is_one_whatever_its_case(capsys, project):
     assert code == EXIT_USAGE and "--ssh-option port is given 2 times (Port=22, port 23)" in one_line(err)
 
 
+@pytest.mark.parametrize("value", ["=1", " =1", "", " "])
+def test_a_keyed_option_with_no_key_is_named_by_its_own_check_never_a_traceback(capsys, project, value):
+    code, _, err = run_cli(capsys, "run", "--dry-run", "-e", value, "-e", value, "--", "t.py")
+    assert code == EXIT_USAGE and "--env" in one_line(err)
+
+
 def test_distinct_values_of_a_repeatable_option_are_taken(capsys, project):
     code, out, err = run_cli(capsys, "run", "-e", "A=1", "-e", "B=2", "--dry-run", "--", "t.py")
     assert code == 0, err

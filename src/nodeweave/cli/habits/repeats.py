@@ -44,7 +44,7 @@ def refuse_repeats(command, values: "Dict[str, object]") -> None:
         given = [str(v) for v in values.get(param.name) or ()]
         if name in KEYED:
             keys: List[str] = [_key(v, KEYED[name]) for v in given]
-            twice = next((k for k in keys if keys.count(k) > 1), None)
+            twice = next((k for k in keys if k and keys.count(k) > 1), None)  # no key: its own check names it
             if twice is not None:
                 same = [v for v, k in zip(given, keys) if k == twice]
                 raise UsageError(f"{name} {twice} is given {len(same)} times ({', '.join(same)}): one of them would "
@@ -57,5 +57,7 @@ def refuse_repeats(command, values: "Dict[str, object]") -> None:
 
 def _key(value: str, ignore_case: bool) -> str:
     """KEY of ``KEY=VALUE`` (ssh also reads ``KEY VALUE``)."""
-    key = value.split("=", 1)[0].split(None, 1)[0] if value.strip() else value
+    key = value.split("=", 1)[0]
+    words = key.split(None, 1)
+    key = words[0] if words else key  # "=1" has an empty key: the option's own check names it
     return key.lower() if ignore_case else key
