@@ -225,7 +225,8 @@ LEAVES = leaves()
 VALUES = {"--host": "gpu01", "--hosts-file": "hosts.txt", "--statefulset": "x", "--selector": "a=b",
           "--replicas": "3", "--remote-dir": "/srv/x", "--namespace": "ns", "--kube-cli": "oc",
           "--kube-context": "c", "--overlay": "base", "--ssh-option": "Port=22", "--engine": "podman",
-          "--container": "c"}
+          "--container": "c", "--nodes": "1", "--node": "0", "--compose-project": "p",
+          "--url": "http://127.0.0.1:9", "--target": "local"}
 
 
 def flags_of(command) -> "set[str]":
@@ -263,6 +264,7 @@ def test_the_walk_finds_the_conflicting_flags_on_every_cluster_verb():
     assert {"sync"} <= {" ".join(words) for words, _, _ in CONFLICTS}
 
 
+@pytest.mark.timeout(120)  # a refusal is at once; without one, dashboard --url would serve until stopped
 @pytest.mark.parametrize("words, argv, words_said", CONFLICTS,
                          ids=[f"{' '.join(w)} {' '.join(a)}" for w, a, _ in CONFLICTS])
 def test_flags_that_contradict_or_do_nothing_together_are_refused_on_every_verb(capsys, tmp_path, monkeypatch, words,

@@ -55,6 +55,26 @@ def _dockerfile_note(relative: str, committed: bool, in_context: bool, frontend:
     return "Dockerfile: rendered for this spec"
 
 
+# The build-time network modes podman and docker both name (besides container:ID, ns:PATH and a network's name).
+NETWORK_MODES = ("host", "none", "bridge", "default", "private", "slirp4netns", "pasta")
+
+
+def check_build_network(network: str) -> None:
+    """``--network hots``: a word one letter from a mode is a typo, refused before the engine is asked (exit 2);
+    any other word may be a network of the engine, so it goes through."""
+    from difflib import get_close_matches
+
+    from nodeweave.errors import UsageError
+
+    if network in NETWORK_MODES or ":" in network:
+        return
+    close = get_close_matches(network.lower(), NETWORK_MODES, n=1, cutoff=0.7)
+    if close or network.lower() in NETWORK_MODES:
+        guess = close[0] if close else network.lower()
+        raise UsageError(f"--network {network!r} is not accepted (did you mean {guess}?): {', '.join(NETWORK_MODES)}, "
+                         "container:ID, ns:PATH, or the name of a network of the engine")
+
+
 def prepare_build(spec, variant: str, context: Path, scratch: Path, base: Optional[str] = None,
                   push: bool = False, wheelhouse: Optional[Path] = None, offline: bool = False,
                   network: Optional[str] = None, tag: Optional[str] = None,
@@ -83,7 +103,8 @@ def prepare_build(spec, variant: str, context: Path, scratch: Path, base: Option
     if refreshed:
         notes.append(refreshed)
     house, count = link_wheelhouse(context, wheelhouse, write=not dry_run)
-    notes.append(f"wheelhouse: {house} ({count} files)")
+    notes.append(f"wheelhouse: {house} ({count} files)" if house.is_dir() or not dry_run else
+                 f"wheelhouse: {house} (no such folder: the build makes it empty, and pip uses the index)")
     if offline and count == 0:
         from nodeweave.errors import UsageError
 
@@ -93,8 +114,15 @@ def prepare_build(spec, variant: str, context: Path, scratch: Path, base: Option
         notes.append(f"{context} is not in a git checkout, so there is no <variant>-<git sha> tag: only the mutable "
                      f":{variant} is pushed (a later push replaces it); commit the folder in git, or give --tag for "
                      "a fixed tag")
+    if network is not None:
+        check_build_network(network)
     plan = plan_build(view, context, dockerfile, revision, base=base, push=push,
                       fixed_tag=tag, extra_args=build_args, offline=offline, network=network,
                       version=__version__, source=_git_remote(context))
+    local = [t for t in plan.tags if t.split("/", 1)[0] == "localhost"] if push else []
+    if local:
+        notes.append(f"warning: --push sends {local[0]} to localhost/, podman's prefix for images of this machine "
+                     "only (no registry answers there; docker refuses it): set image.registry to a registry the "
+                     "nodes pull from (e.g. ghcr.io/you), or build without --push")
     own = dockerfile == context / relative  # the context's Dockerfile matches: nothing to write
     return PreparedBuild(plan=plan, notes=notes, dockerfile_text=None if own else build_text)

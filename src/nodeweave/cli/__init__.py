@@ -119,6 +119,8 @@ def _click_error_line(err: Exception) -> "tuple[str, int] | None":
     exit_code = getattr(err, "exit_code", None)
     if not callable(format_message) or not isinstance(exit_code, int):
         return None
+    if getattr(err, "possibilities", None) and getattr(err, "option_name", None):
+        err.possibilities = close_options(err.option_name, err.possibilities)
     if type(err).__name__ == "NoArgsIsHelpError":  # `nodeweave` or `nodeweave hosts` alone: the help, as click shows it
         return str(format_message()).rstrip("\n"), exit_code
     message = " ".join(str(format_message()).split()).rstrip(".")
@@ -131,6 +133,49 @@ def _click_error_line(err: Exception) -> "tuple[str, int] | None":
     if exit_code == EXIT_USAGE:
         message = f"{message[:1].lower()}{message[1:]}; `{command} --help` lists what is accepted"
     return f"nodeweave: error: {message}", exit_code
+
+
+# Options every verb that has them reads the same way, typed before the verb as kubectl and docker take theirs
+# (`nodeweave -o json status`): the verb gets them (and refuses them, naming itself, where it has none).
+VERB_OPTIONS_WITH_VALUE = ("-o", "--output", "--spec")
+VERB_FLAGS = ("--json",)
+
+
+def verb_options_first(argv: "list[str]") -> "list[str]":
+    """``-o json status`` as ``status -o json``: the verb's own options, typed before it, moved after it."""
+    moved, index = [], 0
+    while index < len(argv):
+        word = argv[index]
+        name = word.split("=", 1)[0]
+        if name in VERB_OPTIONS_WITH_VALUE and "=" not in word and word in VERB_OPTIONS_WITH_VALUE:
+            if index + 1 >= len(argv):
+                break
+            moved += argv[index:index + 2]
+            index += 2
+        elif name in VERB_OPTIONS_WITH_VALUE or word in VERB_FLAGS:
+            moved.append(word)
+            index += 1
+        else:
+            break
+    if not moved or index >= len(argv) or argv[index].startswith("-"):
+        return argv  # nothing moved, or no verb after them: click answers as before
+    verb_end = index + 1
+    while verb_end < len(argv) and argv[verb_end] in GROUPS.get(argv[index], ()):  # `runs ls`, `image build`
+        verb_end += 1
+    return [*argv[index:verb_end], *moved, *argv[verb_end:]]
+
+
+# Verbs that are groups, and their sub-verbs: options typed before the group go after the sub-verb.
+GROUPS = {"runs": ("ls", "show", "compare"), "image": ("build", "variants"), "hosts": ("probe",)}
+
+
+def close_options(typed: str, known) -> "list[str]":
+    """The options a mistyped one is near, judged without the dashes: click's 0.6 offered --engine, --node and
+    --spec for ``logs --since`` (each shares the dashes and two letters), which is noise, not a hint."""
+    from difflib import SequenceMatcher
+
+    bare = typed.lstrip("-")
+    return [name for name in known if SequenceMatcher(None, bare, name.lstrip("-")).ratio() >= 0.7]
 
 
 _INVOKED: "list[str]" = []
@@ -170,6 +215,7 @@ def _main(argv: "list[str]") -> int:
         from typer._completion_classes import completion_init
 
         completion_init()
+    argv = verb_options_first(argv)
     if argv[:1] in (["sync"], ["bench"]):
         from nodeweave.cli.habits.spellings import upgrade
 

@@ -14,7 +14,7 @@ import typer
 from nodeweave.cli.habits.clusteropts import (DRY_RUN, JSON, REACH, SPEC, console, open_cluster, reach_options,
                                               say, show_plan)
 from nodeweave.cli.habits.nodes import NODE
-from nodeweave.cli.habits.output import complete_from, data_format, emit, is_data, output_option
+from nodeweave.cli.habits.output import complete_from, data_format, emit, is_data, output_option, runs_folder_written
 from nodeweave.errors import NodeweaveError
 
 if TYPE_CHECKING:
@@ -67,7 +67,7 @@ def check_command(
                                      "nccl | gloo"),
     seconds: float = typer.Option(0.25, "--seconds", help="Seconds per direction of a link measurement"),
     timeout: float = typer.Option(300.0, "--timeout", help="Seconds a node may wait for the others: the check-in and each collective"),
-    runs_dir: Optional[Path] = typer.Option(None, "--runs-dir", help="Where the report goes (default: runs/ beside "
+    runs_dir: Optional[Path] = typer.Option(None, "--runs-dir", callback=runs_folder_written, help="Where the report goes (default: runs/ beside "
                                             "the spec)"),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Show the nodes' output as it arrives"),
     node: List[str] = NODE,

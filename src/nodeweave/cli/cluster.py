@@ -11,7 +11,8 @@ from nodeweave.cli.habits.base import find_spec
 from nodeweave.cli.habits.clusteropts import (DRY_RUN, JSON, REACH, SPEC, console, default_mode,
                                               open_cluster, reach_options, say, show_plan, spec_command)
 from nodeweave.cli.habits.nodes import NODE, checked_selectors, complete_node, pick_nodes, pick_one, run_folder_indices
-from nodeweave.cli.habits.output import complete_run_ids, data_format, emit, is_data, image_reference, output_option
+from nodeweave.cli.habits.output import (complete_run_ids, data_format, emit, image_reference, is_data, output_option,
+                                        runs_folder_read)
 from nodeweave.errors import NodeweaveError, UsageError
 
 if TYPE_CHECKING:
@@ -246,7 +247,7 @@ def logs_command(
     container: bool = typer.Option(False, "--container", help="The containers' own logs even when they hold"),
     run: Optional[str] = typer.Option(None, "--run", autocompletion=complete_run_ids, help="This run instead of the latest: its id (`nodeweave runs "
                                       "ls`), a unique prefix, its folder, or last; read here, no cluster asked"),
-    runs_dir: Optional[Path] = typer.Option(None, "--runs-dir", help="Where run folders are (default: runs/ beside the spec)"),
+    runs_dir: Optional[Path] = typer.Option(None, "--runs-dir", callback=runs_folder_read, help="Where run folders are (default: runs/ beside the spec)"),
     rank: Optional[int] = typer.Option(None, "--rank", min=0, help="Only this rank's lines (the rank the launcher "
                                        "marks a line with: torchrun's \\[rank3]:, DeepSpeed's \\[Rank 3]); a training rank, not a node"),
     no_collapse: bool = typer.Option(False, "--no-collapse", help="Print the same line from several ranks once per "

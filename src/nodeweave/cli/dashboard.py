@@ -13,6 +13,7 @@ import typer
 
 from nodeweave.cli.habits.base import find_spec
 from nodeweave.cli.habits.clusteropts import REACH, SPEC, reach_options
+from nodeweave.cli.habits.output import runs_folder_read
 from nodeweave.cli.top import METRICS_NODE, STATUS_URL, watched_node
 from nodeweave.errors import UsageError
 
@@ -26,9 +27,6 @@ def _finished_run(run: str, runs_dir: Optional[Path]):
     from nodeweave.entrypoint import bounded
     from nodeweave.runs.history import find_run
 
-    if runs_dir is not None and not runs_dir.is_dir():
-        raise UsageError(f"--runs-dir {runs_dir}: not a folder; accepted: a folder of run folders (runs/ beside the "
-                         "spec), or leave --runs-dir off")
     parent = runs_dir if runs_dir is not None else find_spec(None).resolve().parent / RUNS
     entry = find_run(parent, run)
     if entry.kind != "run":
@@ -51,7 +49,7 @@ def dashboard_command(
     url: Optional[str] = STATUS_URL,
     run: Optional[str] = typer.Option(None, "--run", help="Show a finished run's folder instead of the running job: "
                                       "a run id (`nodeweave runs ls`), a unique prefix, a folder, or last"),
-    runs_dir: Optional[Path] = typer.Option(None, "--runs-dir", help="With --run: where run folders are (default: "
+    runs_dir: Optional[Path] = typer.Option(None, "--runs-dir", callback=runs_folder_read, help="With --run: where run folders are (default: "
                                             "runs/ beside the spec)"),
     port: int = typer.Option(0, "--port", min=0, max=65535, help="The port the page is served on (0: a free one, "
                              "printed)"),

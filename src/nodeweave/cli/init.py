@@ -103,6 +103,7 @@ def seen_on_hosts(hosts: List[str], via: str, ssh_option: List[str]) -> Seen:
 
 
 def init(
+    ctx: typer.Context,
     path: Path = typer.Option(Path("nodeweave.yaml"), "--out", callback=output_file, help="Where to write the spec"),
     name: Optional[str] = typer.Option(None, "--name", help="The job's name (default: this folder's, made a DNS label)"),
     nodes: int = typer.Option(2, "--nodes", min=1, max=2048, help="Node count (with --host: their number)"),
@@ -128,6 +129,8 @@ def init(
 
         note_renamed(f"init --via {via} --host {host[0] if host else 'NAME'}",
                      f"init --host {via}:{host[0] if host else 'NAME'}", "a node's address is KIND:NAME everywhere")
+    if host:
+        refuse_before_probing(host, nodes, _given(ctx, "nodes"))
     seen = seen_on_hosts(host, via or "ssh", ssh_option) if host else seen_here(sysroot)
     arguments = (seen, name or _label(Path.cwd().name), len(seen.hosts) or nodes, script, launcher)
     text, note = spec_text(*arguments, requirements=REQUIREMENTS), ""
@@ -155,6 +158,22 @@ def init(
         raise path_problem(err, "init --out") from None
     typer.echo(f"nodeweave: wrote {path}: {seen.summary()}{note}; next: nodeweave validate, nodeweave render all",
                err=True)
+
+
+def _given(ctx: typer.Context, name: str) -> bool:
+    """Whether the user typed option ``name`` (not its default)."""
+    source = ctx.get_parameter_source(name)
+    return source is not None and getattr(source, "name", "") in ("COMMANDLINE", "ENVIRONMENT")
+
+
+def refuse_before_probing(hosts: List[str], nodes: int, nodes_given: bool) -> None:
+    """What the hosts' list says wrong is refused before any of them is reached over ssh (exit 2)."""
+    from nodeweave.cluster.options import refuse_repeated_hosts
+
+    refuse_repeated_hosts(hosts)
+    if nodes_given and nodes != len(hosts):
+        raise UsageError(f"--nodes {nodes} with {len(hosts)} --host: with --host the node count is the hosts' "
+                         f"number (one node each); leave --nodes out, or give {nodes} hosts")
 
 
 # The spec fields init fills from its flags: a refusal names the flag the user typed, not a line of a file

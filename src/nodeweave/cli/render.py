@@ -117,6 +117,17 @@ def _render(spec, spec_path: Path, targets: "list[str]", everything: bool) -> "t
     return named_for(dict(sorted(files.items())), spec_path.name), owners, kept
 
 
+def refuse_nested_out(out: Path, out_dir: Path, files) -> None:
+    """``render images --out images``: --out is the root the tree goes under, and the tree starts with images/, so
+    it would land in images/images/; refused (exit 2) before anything is written."""
+    tops = sorted({Path(name).parts[0] for name in files if len(Path(name).parts) > 1})
+    if out_dir.name in tops and not (out_dir / out_dir.name).is_dir():
+        example = next(name for name in sorted(files) if Path(name).parts[0] == out_dir.name)
+        raise UsageError(f"--out {out}: the rendered tree already starts with {out_dir.name}/ ({example}), so it would "
+                         f"go to {out_dir.name}/{out_dir.name}/; --out is the folder that holds {out_dir.name}/: give "
+                         f"--out {out_dir.parent if out.is_absolute() else (out.parent if str(out.parent) else '.')}")
+
+
 def render(
     target: str = typer.Argument("all", metavar="[TARGET]", autocompletion=complete_from(*TARGET_NAMES, "all"), help="what to render: " + ", ".join(TARGET_NAMES) + " or all (images, "
                                     "compose, manifests, entrypoint, plus slurm and openshift-build when the spec has their section)"),
@@ -147,6 +158,8 @@ def render(
     writable_dir(out_dir, "--out")
     targets = wanted_targets(spec) if target == "all" else [target]
     files, owners, targets = _render(spec, spec_path, targets, everything=target == "all")
+    if out is not None:
+        refuse_nested_out(out, out_dir, files)
     plan = plan_render(files, out_dir, force, owners=owners, job=spec.name)
     if DOCKERIGNORE in plan.refused:  # the user's own: kept, and nodeweave's rules written beside the Dockerfiles
         files[KEPT_DOCKERIGNORE] = files.pop(DOCKERIGNORE)

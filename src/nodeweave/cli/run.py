@@ -12,7 +12,7 @@ from nodeweave.cli.habits.clusteropts import (DRY_RUN, JSON, REACH, SPEC, consol
                                               say, show_plan, spec_command)
 from nodeweave.cli.habits.dashes import CommandAfterDashes, launcher_command
 from nodeweave.cli.habits.nodes import NODE
-from nodeweave.cli.habits.output import complete_from, data_format, emit, is_data, output_option
+from nodeweave.cli.habits.output import complete_from, data_format, emit, is_data, output_option, runs_folder_written
 from nodeweave.cli.habits.detach import announce
 from nodeweave.errors import NodeweaveError, UsageError
 
@@ -51,7 +51,7 @@ def run_command(
                                                   "shell-quoted, instead of nodeweave's, e.g. '-i counters.yaml' "
                                                   "(rocprofv3) or '--trace=cuda,nvtx --stats=true' (nsys)"),
     grace: float = typer.Option(10, "--grace", min=0, help="Seconds between SIGTERM and SIGKILL when stopping nodes"),
-    runs_dir: Optional[Path] = typer.Option(None, "--runs-dir", help="Where run folders go (default: runs/ beside the spec)"),
+    runs_dir: Optional[Path] = typer.Option(None, "--runs-dir", callback=runs_folder_written, help="Where run folders go (default: runs/ beside the spec)"),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Do not show the nodes' output (it still goes to the run folder)"),
     check: bool = typer.Option(False, "--check", help="`nodeweave check` first (its defaults); start nothing when it "
                                "names a node or link (exit 5)"),
@@ -89,6 +89,7 @@ def run_command(
         extra = {"NODEWEAVE_PROFILE_OPTIONS": profile_options, **extra}
     spec, backend, _ = open_cluster(spec_path, reach, dry_run=dry_run)
     command = launcher_command(command, launcher or spec.launcher.type) if command else spec_command(spec)
+    judge_script(spec, spec_path, command, launcher or spec.launcher.type)
     everyone = backend.live_nodes("run", dry_run)
     nodes_wanted = _node_count(everyone, node, nodes_wanted)
     nodes, shape = run_overrides(everyone, nproc_per_node, nodes_wanted, launcher)
@@ -130,15 +131,43 @@ def _execute(plan, nodes, spec, spec_path: Path, backend, parent: Path, quiet: b
 
 
 def _node_count(nodes, node: List[str], count: Optional[int]) -> Optional[int]:
-    """--nodes N, or the N of --node 0-(N-1): a run's ranks are the nodes' places, so only a prefix can run."""
+    """--nodes N, or the N of --node 0-(N-1): a run's ranks are the nodes' places, so only a prefix can run (the
+    two together are refused as the command line is read: habits/conflicts.py)."""
     if not node:
         return count
     from nodeweave.cli.habits.nodes import first_nodes
 
     picked = first_nodes(nodes, node, "run")
-    if count is not None and count != picked:
-        raise UsageError(f"--nodes {count} and --node {','.join(node)} ({picked} node(s)) disagree; give one")
-    return picked if picked < len(nodes) else count
+    return picked if picked < len(nodes) else None
+
+
+PYTHONS = ("python", "python3")
+
+
+def judge_script(spec, spec_path: Path, command: List[str], launcher: str) -> None:
+    """The script the nodes would run, judged here before any node is asked: one that leaves the workspace is
+    refused by the spec's own rule for launcher.script (exit 2); one the workspace lacks gets a note (the image may
+    hold it), for a dry run and a real run alike."""
+    import posixpath
+
+    words = list(command)
+    if launcher == "command":
+        words = words[1:] if words and posixpath.basename(words[0]) in PYTHONS else []
+    script = words[0] if words else ""
+    if not script or script.startswith("-") or posixpath.isabs(script) and not script.startswith(
+            spec.workspace.path.rstrip("/") + "/"):
+        return  # a program, an option, or a path in the image: nothing here to compare with
+    inside = posixpath.relpath(script, spec.workspace.path) if posixpath.isabs(script) else script
+    normal = posixpath.normpath(inside)
+    if normal == ".." or normal.startswith("../"):  # the spec's rule for launcher.script (spec/mounts.py)
+        raise UsageError(f"{script}: the script leaves the workspace ({spec.workspace.path}), which is all the "
+                         "nodes see of this folder; accepted: a path inside it (as launcher.script), or an "
+                         "absolute path in the image")
+    folder = (spec_path.resolve().parent / Path(spec.workspace.host_path).expanduser()).resolve()
+    if not (folder / inside).exists():
+        typer.echo(f"nodeweave: note: {script} is not in the workspace {folder} (the nodes see it at "
+                   f"{spec.workspace.path}): the run would fail with 'No such file' unless the image holds it",
+                   err=True)
 
 
 def _finish(data: dict, fmt: str, out) -> None:

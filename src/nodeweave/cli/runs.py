@@ -12,13 +12,13 @@ from typing import List, Optional
 import typer
 
 from nodeweave.cli.habits.base import NodeweaveTyper, find_spec
-from nodeweave.cli.habits.output import checked, complete_run_ids, data_format, emit, json_option, output_file, output_option
+from nodeweave.cli.habits.output import checked, complete_run_ids, runs_folder_read, data_format, emit, json_option, output_file, output_option
 from nodeweave.entrypoint import bounded
 from nodeweave.errors import UsageError
 
 runs_app = NodeweaveTyper(help="List, show and compare past runs and sweeps (the run folders).", no_args_is_help=True)
 
-RUNS_DIR = typer.Option(None, "--runs-dir", help="Where run folders are (default: runs/ beside the spec, found as "
+RUNS_DIR = typer.Option(None, "--runs-dir", callback=runs_folder_read, help="Where run folders are (default: runs/ beside the spec, found as "
                                                  "every verb finds it)")
 METRIC = typer.Option(None, "--metric", help="REGEX whose first group is read from each node's log, e.g. "
                                              "'samples/s ([0-9.]+)' (a sweep's: the one it was run with)")
@@ -29,12 +29,7 @@ def _parent(runs_dir: Optional[Path]) -> Path:
 
     if runs_dir is None:
         return find_spec(None).resolve().parent / RUNS  # absent until the first run: "no runs yet"
-    if not runs_dir.exists():
-        raise UsageError(f"--runs-dir {runs_dir}: does not exist; accepted: a folder of run folders (runs/ beside "
-                         "the spec), or leave --runs-dir off")
-    if not runs_dir.is_dir():
-        raise UsageError(f"--runs-dir {runs_dir}: not a folder; accepted: a folder of run folders (runs/ beside the "
-                         "spec), or leave --runs-dir off")
+    # a given one was judged as the command line was read (habits.output.runs_folder_read)
     return runs_dir
 
 

@@ -38,7 +38,7 @@ def sync_command(
     to: List[str] = typer.Option([], "--to", hidden=True, help="Deprecated: --node KIND:NAME"),
     hosts_file: Optional[Path] = typer.Option(None, "--hosts-file", help="ssh hosts, one per line, master first"),
     statefulset: Optional[str] = typer.Option(None, "--statefulset", help="Pods <NAME>-0..N-1 of this StatefulSet"),
-    replicas: Optional[int] = typer.Option(None, "--replicas", help="N for --statefulset (default: ask the cluster)"),
+    replicas: Optional[int] = typer.Option(None, "--replicas", min=1, help="N for --statefulset (default: ask the cluster)"),
     selector: Optional[str] = typer.Option(None, "--selector", "-l", help="Pods by label selector instead of ordinals"),
     compose_project: Optional[str] = typer.Option(None, "--compose-project", help="The running containers of this compose project"),
     engine: Optional[str] = typer.Option(None, "--engine", help="Engine for --compose-project: podman or docker "

@@ -79,13 +79,7 @@ class ClusterOptions:
             raise UsageError(f"--engine {self.engine!r} is not accepted for target {target}: {', '.join(engines)}")
         for host in self.hosts:
             check_ssh_host(host, "--host")
-        names = [host_key(h.rpartition("@")[2]) for h in self.hosts]
-        twice = sorted({n for n in names if names.count(n) > 1})
-        if twice:
-            given = [h for h in self.hosts if host_key(h.rpartition("@")[2]) == twice[0]]
-            raise UsageError(f"--host {twice[0]} is given {len(given)} times ({', '.join(given)}: a host name is "
-                             "case-insensitive and a trailing dot names the same host); a host's place is its node "
-                             "rank, so each host is listed once (node 0 first)")
+        refuse_repeated_hosts(self.hosts)
         if target == "hosts" and not self.hosts:
             raise UsageError("target hosts needs its hosts: --host HOST (repeat, node 0 first) or --hosts-file FILE")
         remote_dir = self.remote_dir
@@ -334,3 +328,14 @@ def read_hosts_file(path: Path) -> Tuple[str, ...]:
     if not hosts:
         raise UsageError(f"hosts file {path} lists no host: one [user@]host per line, node 0 first")
     return tuple(hosts)
+
+
+def refuse_repeated_hosts(hosts, flag: str = "--host") -> None:
+    """Exit 2 when one host is listed twice (``up``'s hosts, ``init --host`` before any is probed over ssh)."""
+    names = [host_key(str(h).rpartition("@")[2]) for h in hosts]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        given = [h for h in hosts if host_key(str(h).rpartition("@")[2]) == twice[0]]
+        raise UsageError(f"{flag} {twice[0]} is given {len(given)} times ({', '.join(given)}: a host name is "
+                         "case-insensitive and a trailing dot names the same host); a host's place is its node "
+                         "rank, so each host is listed once (node 0 first)")

@@ -10,6 +10,7 @@ that holds for every kind of file. Stdlib only: the entrypoint and the CLI both 
 import errno
 import fcntl
 import os
+import stat
 
 MIB = 1024 * 1024
 # A spec, a hosts file, a requirements file: pages of text a person writes.
@@ -49,9 +50,22 @@ def _open(path):
 
 
 def read_bytes(path, cap, what):
-    """The bytes of ``path``, at most ``cap``; :class:`TooLarge` when there are more (``what``: the file's kind)."""
+    """The bytes of ``path``, at most ``cap``; :class:`TooLarge` when there are more (``what``: the file's kind);
+    :class:`NothingWritten` for a named pipe that gave nothing (read as empty, it was "the spec is empty")."""
     with _open(path) as handle:
-        return read_stream(handle, cap, what, path)
+        data = read_stream(handle, cap, what, path)
+        if not data and stat.S_ISFIFO(os.fstat(handle.fileno()).st_mode):
+            raise NothingWritten(path)
+        return data
+
+
+class NothingWritten(OSError):
+    """A named pipe that nothing was written to: no writer had it open, or one closed it without a byte."""
+
+    def __init__(self, path):
+        super().__init__(errno.ENODATA, "a named pipe that nothing was written to (no program had it open for "
+                                        "writing); give a regular file, or a pipe a program writes, as <(cmd) "
+                                        "makes", str(path))
 
 
 def read_stream(handle, cap, what, name):

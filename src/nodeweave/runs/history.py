@@ -19,6 +19,7 @@ class RunEntry:
     kind: str  # "run" | "sweep"
     data: dict = field(default_factory=dict)
     points: List["RunEntry"] = field(default_factory=list)  # a sweep's runs, in point order
+    problem: str = ""  # why its record cannot be read ("" when it can): listed so, never hidden as "no runs"
 
     @property
     def run_id(self) -> str:
@@ -26,6 +27,8 @@ class RunEntry:
 
     @property
     def state(self) -> str:
+        if self.problem:
+            return f"unreadable: {self.problem}"
         if self.kind == "sweep":
             codes = [p.data.get("exit_code") for p in self.points]
             failed = sum(1 for c in codes if c not in (0, None))
@@ -58,15 +61,24 @@ _NODE_TYPES = {"node": (str, int), "exit_code": int, "started_s": _NUMBER, "ende
                "sync": dict}
 
 
+class Unreadable(Exception):
+    """A run record that is there but cannot be read: its folder is listed with why, not left out."""
+
+
 def _load(path: Path, name: str) -> Optional[dict]:
-    """``path/name`` as nodeweave wrote it; absent or cut short (a run still starting) is None, wrong types an error."""
+    """``path/name`` as nodeweave wrote it; absent is None, there but not JSON :class:`Unreadable` (cut short
+    while it is written, or damaged), wrong types an error."""
     try:
         data = json.loads(bounded.read_text(path / name, bounded.RECORD_CAP, "a run record"))
     except bounded.TooLarge as err:
         raise UsageError(f"{path / name}: {err.strerror}; restore the file (or move the folder out of the runs "
                          "folder) so the runs can be listed") from None
-    except (OSError, ValueError, RecursionError):
+    except FileNotFoundError:
         return None
+    except (OSError, ValueError, RecursionError) as err:
+        why = err.strerror if isinstance(err, OSError) and err.strerror else "not JSON" if isinstance(
+            err, ValueError) else "nested too deep"
+        raise Unreadable(f"{name} {why} (being written, or damaged)") from None
     problem = _type_problem(data)
     if problem:
         raise UsageError(f"{path / name}: {problem}, not what `nodeweave run` writes; restore the file (or move "
@@ -94,11 +106,19 @@ def _type_problem(data) -> Optional[str]:
 
 def load_entry(path: Path) -> Optional[RunEntry]:
     """The run or sweep in ``path``, or None when it is neither."""
-    sweep = _load(path, "sweep.json")
-    if sweep is not None or path.name.endswith("-sweep"):
+    try:
+        sweep = _load(path, "sweep.json")
+    except Unreadable as err:
+        sweep, problem = None, str(err)
+    else:
+        problem = ""
+    if sweep is not None or problem or path.name.endswith("-sweep"):
         points = [e for e in (load_entry(p) for p in sorted(path.iterdir()) if p.is_dir()) if e is not None]
-        return RunEntry(path, "sweep", sweep or {}, points)
-    run = _load(path, "run.json")
+        return RunEntry(path, "sweep", sweep or {}, points, problem)
+    try:
+        run = _load(path, "run.json")
+    except Unreadable as err:
+        return RunEntry(path, "run", {}, problem=str(err))
     return RunEntry(path, "run", run) if run is not None else None
 
 
@@ -117,7 +137,16 @@ def _job_of(entry: RunEntry) -> Optional[str]:
 
 
 def find_run(parent: Path, wanted: str) -> RunEntry:
-    """A run by id (its folder name, a sweep's point too), by path, or ``last``; a usage error names what exists."""
+    """A run by id (its folder name, a sweep's point too), by path, or ``last``; a usage error names what exists,
+    or why the run found cannot be read."""
+    entry = _found(parent, wanted)
+    if entry.problem:
+        raise UsageError(f"run {entry.run_id} ({wanted}): {entry.problem}; a run still starting writes it within "
+                         f"seconds, else restore it or move {entry.path} out of the runs folder")
+    return entry
+
+
+def _found(parent: Path, wanted: str) -> RunEntry:
     candidate = Path(wanted)
     if candidate.is_dir():
         entry = load_entry(candidate)

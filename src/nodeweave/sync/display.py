@@ -167,6 +167,10 @@ def _raise_on_failure(req: SyncRequest, results: "list[TargetResult]") -> None:
         raise EnvironmentProblem(f"the Kubernetes API cannot be reached ({said[0].strip()[:200]}): nothing synced to "
                                  f"{', '.join(r.target.label for r in failed)}; check the kubeconfig context "
                                  "(--kube-context) and that the cluster answers (`kubectl get pods`)")
+    if failed and req.options.dry_run:  # a dry run, as every verb's, notes what the real sync would meet: exit 0
+        for r in failed:
+            typer.echo(f"nodeweave: the real sync would fail on {r.target.label}: {r.error}", err=True)
+        return
     for r in failed:
         typer.echo(f"nodeweave: {r.status}: {r.target.label}: {r.error}", err=True)
     if failed:

@@ -18,6 +18,8 @@ from typer.core import TyperCommand, TyperGroup
 
 from nodeweave.cli.habits.coercion import use_plain_conversion
 from nodeweave.cli.habits.conflicts import refuse_conflicts
+from nodeweave.cli.habits.output import refuse_folder_spellings
+from nodeweave.cli.habits.repeats import refuse_repeats
 
 
 def plain_placeholders(params, ctx):
@@ -114,6 +116,7 @@ class NodeweaveCommand(TyperCommand):
     def parse_args(self, ctx, args):
         given = list(args)  # click's parser consumes the list
         refuse_both_sides(self, given)
+        refuse_folder_spellings(self, given)
         try:
             rest = super().parse_args(ctx, args)
         except Exception as err:  # click's UsageError (typer's vendored copy), found by shape
@@ -124,6 +127,7 @@ class NodeweaveCommand(TyperCommand):
                 err.message = f"{getattr(err, 'message', err)}{hint}"
             raise
         refuse_conflicts(self, given)  # after each value is read: an empty or bad value is named first
+        refuse_repeats(self, ctx.params)
         return rest
 
     def collect_usage_pieces(self, ctx):

@@ -16,11 +16,28 @@ from typing import Dict, Iterable, Sequence, Tuple
 EXCLUSIVE: Dict[Tuple[str, str], str] = {
     ("--host", "--hosts-file"): "both name the hosts (node 0 first)",
     ("--statefulset", "--selector"): "both pick the pods to sync (the selector would win, silently)",
+    ("--nodes", "--node"): "both pick the nodes the job starts on (--nodes N is --node 0-(N-1))",
+    # sync's targets named directly: one kind per call (docs/sync.md), never one silently winning
+    ("--statefulset", "--compose-project"): "both name the targets to sync",
+    ("--selector", "--compose-project"): "both name the targets to sync",
+    ("--hosts-file", "--statefulset"): "both name the targets to sync",
+    ("--hosts-file", "--selector"): "both name the targets to sync",
+    ("--hosts-file", "--compose-project"): "both name the targets to sync",
 }
 # (flag, flag): the second makes the first do nothing.
 IDLE_WITH: Dict[Tuple[str, str], str] = {
     ("--delete", "--check"): "--check moves and deletes nothing",
     ("--compress", "--check"): "--check moves nothing",
+    # top and dashboard: --url reads that address, so nothing that picks or reaches a node of the cluster is used
+    ("--node", "--url"): "--url reads the picture there, not from a node of the cluster",
+    **{(flag, "--url"): "--url reads the picture there, not through the cluster" for flag in (
+        "--target", "--engine", "--host", "--hosts-file", "--remote-dir", "--namespace", "--kube-cli",
+        "--kube-context", "--overlay", "--ssh-option")},
+}
+# verb: {(flag, flag): why}: as IDLE_WITH, on that verb only (``render --dry-run --force`` shows what --force
+# would replace, so it is a preview there; ``init --dry-run`` prints the spec whatever --force says).
+IDLE_WITH_ON: Dict[str, Dict[Tuple[str, str], str]] = {
+    "init": {("--force", "--dry-run"): "--dry-run writes nothing, so it replaces nothing"},
 }
 # flag: (the flag it needs, what it is): without that flag it does nothing.
 NEEDS: Dict[str, Tuple[str, str]] = {
@@ -53,7 +70,8 @@ def refuse_conflicts(command, words: Iterable[str]) -> None:
     for (first, second), why in EXCLUSIVE.items():
         if first in given and second in given:
             raise UsageError(f"{first} and {second} {why}: give one of them")
-    for (flag, other), why in IDLE_WITH.items():
+    idle = {**IDLE_WITH, **IDLE_WITH_ON.get(getattr(command, "name", None) or "", {})}
+    for (flag, other), why in idle.items():
         if flag in given and other in given:
             raise UsageError(f"{flag} does nothing with {other} ({why}): give one of them")
     for flag, (needed, what) in NEEDS.items():

@@ -75,12 +75,36 @@ class CommandAfterDashes(NodeweaveCommand):
                            err=True)
         trailing = self.trailing_options(ctx, after)
         if trailing and not set(trailing) & set(HABIT_FLAGS):
-            moved = [w for w in before] + trailing
+            kept, replaced = self.without_once_options(ctx, before, trailing)
+            instead = f" in place of {' '.join(replaced)}" if replaced else ""
             typer.echo(f"nodeweave: warning: {' '.join(trailing)} comes after `--`, so it goes to the command "
-                       f"({' '.join(after)}), not to nodeweave; for nodeweave, put it before `--`: "
-                       f"{verb} {' '.join(moved)} -- {' '.join(after[:len(after) - len(trailing)])}", err=True)
+                       f"({' '.join(after)}), not to nodeweave; for nodeweave, put it before `--`{instead}: "
+                       f"{verb} {' '.join(kept + trailing)} -- {' '.join(after[:len(after) - len(trailing)])}",
+                       err=True)
         ctx.params[COMMAND_PARAM] = command
         return rest
+
+    def without_once_options(self, ctx, before: List[str], moved: List[str]) -> "tuple[List[str], List[str]]":
+        """(``before`` less the options ``moved`` gives again, those words): an option taken once
+        (``--spec a ... -- t.py --spec b``) is replaced by the moved one in the hint, never shown twice."""
+        once = {}
+        for param in self.get_params(ctx):
+            if getattr(param, "param_type_name", "") == "option" and not getattr(param, "multiple", False):
+                for name in (*param.opts, *getattr(param, "secondary_opts", ())):
+                    once[name] = param
+        again = {id(once[w.split("=", 1)[0]]) for w in moved if w.split("=", 1)[0] in once}
+        kept, replaced, index = [], [], 0
+        while index < len(before):
+            word = before[index]
+            param = once.get(word.split("=", 1)[0])
+            if param is not None and id(param) in again:
+                width = 1 if "=" in word or getattr(param, "is_flag", False) else 2
+                replaced += before[index:index + width]
+                index += width
+                continue
+            kept.append(word)
+            index += 1
+        return kept, replaced
 
     def trailing_options(self, ctx, after: List[str]) -> List[str]:
         """The words at the end of the command that are all options of this verb with their values (``exec -- ls -o

@@ -39,6 +39,9 @@ def words(wanted: Sequence[str]) -> List[str]:
             raise UsageError(f"--node {str(text)!r} holds an empty item; accepted: indices, ranges, names or "
                              "addresses separated by commas, e.g. --node 0,2-3 (leave --node off for every node)")
         found.extend(items)
+    twice = next((w for w in found if found.count(w) > 1), None)
+    if twice is not None:  # `--node 0,0`: picked once, said twice; never collapsed silently
+        raise UsageError(f"--node {twice} is given {found.count(twice)} times; give each node once")
     return found
 
 
@@ -103,7 +106,12 @@ def pick_nodes(nodes: Sequence, wanted: Sequence[str]) -> List:
     given = words(wanted)
     if not given:
         return list(nodes)
-    chosen = {i for word in given for i in _indices(word, nodes)}
+    chosen: "dict[int, str]" = {}
+    for word in given:
+        for index in _indices(word, nodes):
+            if index in chosen:  # `--node 0-2,1`, `--node 0 --node node-0`: two words, one node
+                raise UsageError(f"--node {chosen[index]} and {word} both pick node-{index}; give each node once")
+            chosen[index] = word
     return [n for n in nodes if n.index in chosen]
 
 

@@ -123,22 +123,49 @@ def output_file(ctx: typer.Context, param: typer.CallbackParam, value: "Path | N
     if value is None:
         return value
     flag = max(param.opts, key=len) if param.opts else param.name
-    problem = not_a_file_to_write(Path(value))
+    problem = not_a_file_to_write(Path(value), makes_folders=flag in MAKES_FOLDERS)
     if problem:
         raise UsageError(f"{flag} {value}: {problem}; accepted: a regular file (replaced with --force where the verb "
                          "asks for it) or a new path in an existing folder")
     return value
 
 
-def not_a_file_to_write(path: Path) -> str:
-    """Why ``path`` cannot be written as a file, or "" (a regular file, or nothing there yet)."""
+# The output files whose verb makes their missing folders (bench's default is runs/nodeweave-bench.json); every
+# other one's folder must exist, judged before anything runs, so a dry run is refused as its real run would be.
+MAKES_FOLDERS = ("--json-out", "--plot")
+
+
+def refuse_folder_spellings(command, words) -> None:
+    """``init --out sub/``: a value spelt as a folder (a trailing /, ``.``, ``..``) for an option naming a file
+    nodeweave writes is refused; click's Path drops the slash, so the file would be called ``sub``."""
+    judged = [p for p in getattr(command, "params", ())
+              if getattr(getattr(p, "callback", None), "__wrapped__", None) is output_file]
+    words = list(words)
+    words = words[:words.index("--")] if "--" in words else words
+    for param in judged:
+        for i, word in enumerate(words):
+            value = None
+            for name in param.opts:
+                if word == name and i + 1 < len(words):
+                    value = words[i + 1]
+                elif name.startswith("--") and word.startswith(name + "="):
+                    value = word[len(name) + 1:]
+            if value and (value.endswith(("/", "\\")) or Path(value).name in ("", ".", "..")):
+                flag = max(param.opts, key=len)
+                raise UsageError(f"{flag} {value}: names a folder, not a file; accepted: a file's path, e.g. "
+                                 f"{flag} {value.rstrip('/') or '.'}/{param.default.name if isinstance(param.default, Path) else 'FILE'}")
+
+
+def not_a_file_to_write(path: Path, makes_folders: bool = False) -> str:
+    """Why ``path`` cannot be written as a file, or "" (a regular file, or nothing there yet in a folder that
+    exists, or that the verb makes: ``makes_folders``)."""
     import os
     import stat
 
     try:
         mode = os.stat(path).st_mode
-    except FileNotFoundError:
-        return ""
+    except (FileNotFoundError, NotADirectoryError):  # nothing there yet, or a path through a file
+        return _folder_problem(path.absolute().parent, makes_folders)
     except OSError as err:
         return f"cannot be looked at ({err.strerror or err})"
     if stat.S_ISREG(mode):
@@ -146,6 +173,42 @@ def not_a_file_to_write(path: Path) -> str:
     kinds = ((stat.S_ISDIR, "a folder"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
              (stat.S_ISFIFO, "a named pipe"), (stat.S_ISSOCK, "a socket"))
     return f"is {next((what for test, what in kinds if test(mode)), 'not a regular file')}, not a file"
+
+
+def _folder_problem(folder: Path, makes_folders: bool) -> str:
+    """Why a new file cannot go into ``folder``, or "": a missing folder (unless the verb makes it), or a path
+    through something that is not a folder (``/etc/hostname/x``)."""
+    nearest = folder
+    while not nearest.exists() and nearest != nearest.parent:
+        nearest = nearest.parent
+    if not nearest.is_dir():
+        return f"goes through {nearest}, which is not a folder"
+    if nearest != folder and not makes_folders:
+        return f"its folder {folder} does not exist (create it first)"
+    return ""
+
+
+def runs_folder_read(ctx: typer.Context, param: typer.CallbackParam, value: "Path | None") -> "Path | None":
+    """The callback of every ``--runs-dir`` a verb reads (``runs``, ``logs --run``, ``dashboard --run``): an existing
+    folder, judged before anything runs."""
+    if value is None:
+        return value
+    problem = "does not exist" if not value.exists() else "" if value.is_dir() else "not a folder"
+    if problem:
+        raise UsageError(f"--runs-dir {value}: {problem}; accepted: a folder of run folders (runs/ beside the spec), "
+                         "or leave --runs-dir off")
+    return value
+
+
+def runs_folder_written(ctx: typer.Context, param: typer.CallbackParam, value: "Path | None") -> "Path | None":
+    """The callback of every ``--runs-dir`` a verb writes a run folder into (``run``, ``check``): a folder, or one
+    that can be made, judged before anything runs, so ``--dry-run`` is refused as the real run would be."""
+    if value is None:
+        return value
+    from nodeweave.failures import writable_dir
+
+    writable_dir(value, "--runs-dir")
+    return value
 
 
 def image_reference(ctx: typer.Context, param: typer.CallbackParam, value: "str | None") -> "str | None":
