@@ -128,3 +128,78 @@ def test_a_stall_that_lasted_to_the_fault_stays_stalled():
         {"generation": 0, "first": 10.0, "last": 30.0, "stalls": [[30.0, None]], "fault": {"at": 90.0}},
     ]}
     assert goodput.account(timeline)["buckets"]["stalled"] == 60.0
+
+
+class _Settings:
+    def __init__(self, tmp_path):
+        self.env = {"TMPDIR": str(tmp_path)}
+
+    def get(self, key, default=None):
+        return {"metrics": False, "recovery": True}.get(key, default)
+
+
+class _Watch:
+    def __init__(self, job):
+        self.hub = type("Hub", (), {"own_fp": {"job": job}})()
+
+
+def _node_0_came_back(tmp_path, kept, book_generation=2, job="j"):
+    """A fresh node 0 process's Live watching its first generation, ``kept`` (a lost process's timeline) and
+    the book of generation ``book_generation`` (node 0's loss in its history) in its state folder."""
+    import json
+    import threading
+    import time
+
+    from nodeweave.entrypoint.metrics.live import Live
+
+    folder = tmp_path / "nodeweave"
+    folder.mkdir(exist_ok=True)
+    (folder / "goodput.json").write_text(json.dumps(kept))
+    (folder / "recovery.json").write_text(json.dumps({
+        "generation": book_generation, "step": 80, "resume_from": "/ckpt/step-80",
+        "history": [{"generation": book_generation - 1, "at": time.time() - 5, "why": "node 0 was lost and came "
+                     "back", "node": None, "cause": "lost"}]}))
+    live = Live(_Settings(tmp_path), lambda line: None)
+    live.thread = threading.Thread(target=lambda: None)  # the recorder is not what this looks at
+    live._watching(_Watch(job))
+    return live.snapshot()
+
+
+def _kept_timeline(**change):
+    """A lost node 0's timeline: launched 200 s ago, generation 0 faulted (resumed from step 40), generation 1
+    training from step 41 to 80 when node 0 was lost."""
+    import time
+
+    t = time.time() - 200
+    return dict({"schema": goodput.SCHEMA, "launched": t, "ended": None, "job": "j", "run_id": None,
+                 "generations": [
+                     {"generation": 0, "began": t + 1, "first": t + 10, "last": t + 50, "ended": None, "stalls": [],
+                      "steps": [[t + 40, 40], [t + 50, 50]], "fault": {"at": t + 52, "why": "node 1"},
+                      "resumed_step": None},
+                     {"generation": 1, "began": t + 55, "first": t + 60, "last": t + 100, "ended": None,
+                      "stalls": [], "steps": [[t + 61, 41], [t + 100, 80]], "fault": None, "resumed_step": 40}]},
+                **change)
+
+
+def test_node_0_come_back_goes_on_with_the_runs_timeline_rather_than_starting_the_run_again(tmp_path):
+    """Issue 44: node 0 killed and its container restarted made a fresh timeline, so the goodput of the run
+    became the seconds since the restart (seen on the podman fault schedule, docs/benchmarks.md)."""
+    kept = _kept_timeline()
+    timeline = _node_0_came_back(tmp_path, kept)
+    assert timeline["launched"] == kept["launched"]
+    assert [g["generation"] for g in timeline["generations"]] == [0, 1, 2]
+    assert timeline["generations"][1]["fault"]["why"] == "node 0 was lost and came back"
+    assert timeline["generations"][2]["resumed_step"] == 80
+    accounted = goodput.account(timeline, now=kept["launched"] + 200)
+    # generation 0: 10->40 training, 40->50 redone (resumed from 40); generation 1: 60->100 training, then the
+    # loss until now: recovery (no first collective yet)
+    assert accounted["wall_s"] == 200.0
+    assert accounted["buckets"]["training"] == 70.0 and accounted["buckets"]["redone"] == 10.0
+    assert accounted["buckets"]["recovery"] == 110.0
+
+
+@pytest.mark.parametrize("change", [{"job": "another"}, {"run_id": "r2"}, {"launched": 4e9},
+                                    {"schema": "other"}, {"generations": [{"generation": 5}]}])
+def test_a_kept_timeline_of_another_job_run_or_a_later_generation_is_not_carried_on(tmp_path, change):
+    timeline = _node_0_came_back(tmp_path, _kept_timeline(**change))
+    assert timeline["launched"] > 1e9 and [g["generation"] for g in timeline["generations"]] == [2]
