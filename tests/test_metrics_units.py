@@ -203,3 +203,15 @@ def test_node_0_come_back_goes_on_with_the_runs_timeline_rather_than_starting_th
 def test_a_kept_timeline_of_another_job_run_or_a_later_generation_is_not_carried_on(tmp_path, change):
     timeline = _node_0_came_back(tmp_path, _kept_timeline(**change))
     assert timeline["launched"] > 1e9 and [g["generation"] for g in timeline["generations"]] == [2]
+
+
+def test_with_step_lines_training_begins_at_the_first_step_not_at_the_set_up_collectives():
+    """Seen on podman (docs/benchmarks.md): on a loaded machine DDP's set-up collectives came ~50 s before the
+    first step, and that time was counted as training."""
+    steps = [[30.0 + k, 1 + k] for k in range(20)]  # one step a second; the first ends at 30, so began at 29
+    timeline = {"launched": 0.0, "ended": 60.0, "generations": [
+        {"generation": 0, "first": 10.0, "last": 49.0, "steps": steps, "ended": 50.0}]}
+    buckets = goodput.account(timeline)["buckets"]
+    assert (buckets["startup"], buckets["training"], buckets["idle"]) == (29.0, 20.0, 11.0)
+    timeline["generations"][0]["steps"] = [[30.0, 1], [49.0, 20]]  # no two a step apart: the step's length unknown
+    assert goodput.account(timeline)["buckets"]["startup"] == 10.0
