@@ -215,3 +215,39 @@ def test_with_step_lines_training_begins_at_the_first_step_not_at_the_set_up_col
     assert (buckets["startup"], buckets["training"], buckets["idle"]) == (29.0, 20.0, 11.0)
     timeline["generations"][0]["steps"] = [[30.0, 1], [49.0, 20]]  # no two a step apart: the step's length unknown
     assert goodput.account(timeline)["buckets"]["startup"] == 10.0
+
+
+def test_a_generation_that_logged_no_step_in_a_run_that_logs_them_never_began_training():
+    """Seen on podman: a rank killed during generation 0's DDP set-up, before its first step; its seconds from
+    the first collective to the fault were counted as work redone, though no step was done."""
+    steps = [[100.0 + k, 1 + k] for k in range(20)]
+    timeline = {"launched": 0.0, "ended": 130.0, "generations": [
+        {"generation": 0, "first": 20.0, "last": 45.0, "steps": [], "fault": {"at": 46.0}},
+        {"generation": 1, "first": 80.0, "last": 119.0, "steps": steps, "ended": 120.0}]}
+    buckets = goodput.account(timeline)["buckets"]
+    # start-up to the fault at 46 (no step: no training began), recovery 46 -> 99 (the first step's start)
+    assert (buckets["startup"], buckets["recovery"], buckets["redone"], buckets["training"]) == (46.0, 53.0, 0.0,
+                                                                                                 20.0)
+    timeline["generations"][0]["node_0_trains"] = False  # node 0 only watched: its output holds no step line
+    assert goodput.account(timeline)["buckets"]["startup"] == 20.0
+
+
+def test_a_stall_the_watch_still_reports_after_the_generations_fault_is_not_recorded_again(tmp_path):
+    """Seen on podman: the stall verdict outlived the fault by a tick, and a second stall, open for ever, was
+    added to the faulted generation."""
+    import threading
+
+    from nodeweave.entrypoint.metrics.live import Live
+
+    stall = type("Stall", (), {"last_views": [], "verdicts": {"stall": {"for_s": 4.0}}})()
+    watch = type("Watch", (), {"hub": type("Hub", (), {"own_fp": {"job": "j"}})(), "stall": stall, "failed_at": None,
+                               "failure": None, "thread": None})()
+    live = Live(_Settings(tmp_path), lambda line: None)
+    live.thread = threading.Thread(target=lambda: None)
+    live._watching(watch)
+    live.tick(now=1000.0)
+    watch.failed_at, watch.failure = 1010.0, ("node 2: the job stalled",)
+    live.tick(now=1011.0)
+    live.tick(now=1012.0)  # the verdict is still there
+    [gen] = live.snapshot()["generations"]
+    assert gen["stalls"] == [[996.0, 1010.0]] and gen["fault"]["at"] == 1010.0

@@ -69,11 +69,14 @@ def _step_seconds(gens):
 def _training_began(gen, step_s):
     """When the generation's training began: its first collective, or, where the training logs its steps, the
     start of its first step (its line less a typical step) when that is later: the collectives before it
-    (the process group's, DDP's broadcast of the model) are the start-up's, not steps."""
+    (the process group's, DDP's broadcast of the model) are the start-up's, not steps. A generation of such a
+    run that logged no step (where node 0's ranks print them) never began training: None."""
     first, steps = gen.get("first"), gen.get("steps") or []
-    if first is None or not steps or step_s is None:
-        return first  # no step lines, or none a step apart: a step's length is not known
-    return max(first, steps[0][0] - step_s)
+    if step_s is None:
+        return first  # no step lines a step apart in the whole run: a step's length is not known
+    if not steps:
+        return None if gen.get("node_0_trains", True) else first
+    return max(first if first is not None else steps[0][0], steps[0][0] - step_s)
 
 
 def account(timeline, now=None):

@@ -108,7 +108,8 @@ class Live:
                 return  # the same generation watched again (never today; harmless)
             entry = {"generation": number, "began": time.time(), "first": None, "last": None, "ended": None,
                      "fault": None,
-                     "stalls": [], "steps": [], "resumed_step": book.get("step") if book and book.get("resume_from")
+                     "stalls": [], "steps": [], "node_0_trains": 0 in book["members"] if book and
+                     isinstance(book.get("members"), list) else True, "resumed_step": book.get("step") if book and book.get("resume_from")
                      else None, "resume_from": book.get("resume_from") if book else None}
             past = {h.get("generation"): h for h in (book or {}).get("history") or []}
             for gen in gens:
@@ -225,7 +226,7 @@ class Live:
                 gen["last"] = round(max([gen["last"] or 0.0] + moved), 3)  # (a view is up to a beat old)
             stall = verdicts.get("stall")
             open_stall = gen["stalls"] and gen["stalls"][-1][1] is None
-            if stall and not open_stall:
+            if stall and not open_stall and open_gen:  # a faulted generation's stall closed at its fault
                 gen["stalls"].append([round(now - float(stall.get("for_s") or 0), 3), None])
             elif not stall and open_stall:
                 gen["stalls"][-1][1] = round(now, 3)
