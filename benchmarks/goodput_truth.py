@@ -11,7 +11,7 @@ when it injected each fault. That is enough to label every instant of the run wi
   crash threw it away (the last step line before the fault to the fault);
 - **stalled**: a SIGSTOPped rank: from the last step line before the stop to the moment the job gave the
   generation up (the entrypoint's ``recovery: generation N ended`` line, as it arrived);
-- **start-up**: the launch (node 0's entrypoint start) to the start of the first step;
+- **start-up**: the launch to the start of the first step (or to the first fault, when one came before it);
 - **recovery**: a fault (for a stall: its end) to the start of the first step after it;
 - **idle**: whatever is left.
 
@@ -55,10 +55,11 @@ def truth(lines, faults, launched, ended):
         spans["training" if last[step] == k else "redone"].append((start, end))
     ends = [end for _, end, _ in runs]
     starts = sorted(start for start, _, _ in runs)
+    previous = launched  # the last fault (a stall: when it was given up), or the launch
     for fault in (f for f in faults if f.get("node") is not None):
         at = fault["t"]
-        before = [e for e in ends if e <= at]
-        progress = max(before) if before else at
+        before = [e for e in ends if previous <= e <= at]
+        progress = max(before) if before else at  # no step since the last fault: no work in flight
         if fault["kind"] == "SIGSTOP rank":
             gave_up = min((t for t, _, text in lines if t > at and GEN_ENDED.search(text)), default=ended)
             spans["stalled"].append((progress, gave_up))
@@ -67,8 +68,11 @@ def truth(lines, faults, launched, ended):
             spans["redone"].append((progress, at))
         after = [s for s in starts if s > at]
         spans["recovery"].append((at, min(after[0], ended) if after else ended))
+        previous = at
+    hits = [f["t"] for f in faults if f.get("node") is not None]
+    if ends or hits:  # start-up ends at the first step's start, or at a fault that came before it
+        spans["startup"].append((launched, min([ended] + starts[:1] + hits[:1])))
     if ends:
-        spans["startup"].append((launched, min(starts[0], ended)))
         if not any(f["t"] > ends[-1] for f in faults if f.get("node") is not None):
             spans["training"].append((ends[-1], ended))  # the step in flight at the end
     return _label(spans, launched, ended)
