@@ -9,8 +9,10 @@ when it injected each fault. That is enough to label every instant of the run wi
   the step in flight when the run ends is training too (it will be kept);
 - **work redone**: an execution that a later one of the same step replaced, and the step in flight when a
   crash threw it away (the last step line before the fault to the fault);
-- **stalled**: a SIGSTOPped rank: from the last step line before the stop to the moment the job gave the
-  generation up (the entrypoint's ``recovery: generation N ended`` line, as it arrived);
+- **stalled**: a SIGSTOPped rank: from the last step line before the stop to the moment the job gave up on it
+  (the first line that says so, as it arrived: ``the job stalled at node N ...: stopping this node's launcher``,
+  else ``recovery: generation N ended``). Nothing in the workload knows when a stall is over; this is the one
+  bucket whose end the truth takes from nodeweave's own output;
 - **start-up**: the launch to the start of the first step (or to the first fault, when one came before it);
 - **recovery**: a fault (for a stall: its end) to the start of the first step after it;
 - **idle**: whatever is left.
@@ -25,7 +27,7 @@ import statistics
 
 BUCKETS = ("training", "startup", "recovery", "redone", "stalled", "idle")
 STEP_LINE = re.compile(r"\[rank \d+/\d+ gen (\d+)\] step (\d+) loss \S+ t=([0-9.]+)")
-GEN_ENDED = re.compile(r"recovery: generation \d+ ended")
+GAVE_UP = re.compile(r"the job stalled at node|recovery: generation \d+ ended")  # the first of them
 RESOLUTION_S = 0.01
 
 
@@ -61,7 +63,7 @@ def truth(lines, faults, launched, ended):
         before = [e for e in ends if previous <= e <= at]
         progress = max(before) if before else at  # no step since the last fault: no work in flight
         if fault["kind"] == "SIGSTOP rank":
-            gave_up = min((t for t, _, text in lines if t > at and GEN_ENDED.search(text)), default=ended)
+            gave_up = min((t for t, _, text in lines if t > at and GAVE_UP.search(text)), default=ended)
             spans["stalled"].append((progress, gave_up))
             at = gave_up
         else:

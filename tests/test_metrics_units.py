@@ -74,12 +74,13 @@ def test_goodput_splits_a_run_with_one_fault_into_its_buckets():
          "steps": [[171.0, 11]], "ended": 195.0, "fault": None},
     ]}
     result = goodput.account(timeline)
-    # start-up 100->110; gen 0 active 110->160 (50 s): stalled 10, redone from step 10's line (120) to the fault: 40,
-    # training 0; recovery 160->170; gen 1: 170->195 training 25; idle 195->200.
-    assert result["buckets"] == {"training": 25.0, "startup": 10.0, "recovery": 10.0, "redone": 40.0,
+    # start-up 100->110; gen 0 active 110->160 (50 s): stalled 10, redone from step 10's line (120) to the fault
+    # less the stall: 30 (a stall is not work, and was counted in both), training 110->120: 10; recovery 160->170;
+    # gen 1: 170->195 training 25; idle 195->200.
+    assert result["buckets"] == {"training": 35.0, "startup": 10.0, "recovery": 10.0, "redone": 30.0,
                                  "stalled": 10.0, "idle": 5.0}
-    assert result["wall_s"] == 100.0 and result["productive"] == 0.25
-    assert [g["buckets"]["training"] for g in result["generations"]] == [0.0, 25.0]
+    assert result["wall_s"] == 100.0 and result["productive"] == 0.35
+    assert [g["buckets"]["training"] for g in result["generations"]] == [10.0, 25.0]
 
 
 def test_without_step_lines_the_checkpoints_age_is_the_work_redone_and_without_a_checkpoint_all_of_it():
@@ -251,3 +252,14 @@ def test_a_stall_the_watch_still_reports_after_the_generations_fault_is_not_reco
     live.tick(now=1012.0)  # the verdict is still there
     [gen] = live.snapshot()["generations"]
     assert gen["stalls"] == [[996.0, 1010.0]] and gen["fault"]["at"] == 1010.0
+
+
+def test_the_work_redone_before_a_stall_that_ended_the_generation_leaves_the_stall_out():
+    """Seen on podman: a rank SIGSTOPped 10 s after the checkpoint's step, given up 20 s later: the 20 s were
+    counted both as stalled and as work redone, and taken from training."""
+    steps = [[10.0 + k, 1 + k] for k in range(41)]  # steps 1..41 end at 10..50; the checkpoint holds step 31
+    timeline = {"launched": 0.0, "ended": 80.0, "generations": [
+        {"generation": 0, "first": 9.0, "last": 50.0, "steps": steps, "stalls": [[50.0, None]],
+         "fault": {"at": 70.0, "resumed_step": 31}}]}
+    buckets = goodput.account(timeline)["buckets"]
+    assert (buckets["training"], buckets["redone"], buckets["stalled"]) == (31.0, 10.0, 20.0)

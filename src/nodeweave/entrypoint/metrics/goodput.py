@@ -50,7 +50,7 @@ def _redone(gen, resumed_step, end):
             return 0.0
         before = [t for t, s in steps if s <= resumed_step]
         start = max(before) if before else gen.get("first") or past[0]
-        return max(0.0, end - start)
+        return max(0.0, end - start - _overlap(gen.get("stalls") or [], start, end))  # a stall is not work
     lost = fault.get("work_lost_s")  # the checkpoint's age when the fault was heard, which is after ``end``
     if not isinstance(lost, (int, float)):
         return 0.0
