@@ -41,6 +41,11 @@ done before the fault minus N) and the node the entrypoint left out (its
 line, as printed). Goodput: the time of the steps the final model kept (each
 step's last execution) over the wall time of the run. A fault the job did not
 recover from before the next one is shown as such; the wall time still counts.
+
+With nodeweave, node 0's own goodput accounting (its ``goodput.json``, the step lines read through
+``metrics.step_pattern``) is put beside the workload's truth, bucket by bucket (goodput_truth.py): a
+machine whose ranks take a minute to start (a loaded 2-core VM: torch's import ~35 s) needs a longer
+schedule than ``--quick``, e.g. ``--minutes 11.5 --fault-every 120 --first-fault 150`` (docs/benchmarks.md).
 """
 
 import argparse
@@ -202,6 +207,7 @@ def run_mode(mode, args):
     if timeline is not None:
         result["accounting"] = check_accounting(timeline, lines, faults, started, ended)
     result["stopped_ranks_at_end"] = {str(i): pids for i, pids in leftovers.items() if pids}
+    result["fault_times_s"] = [[f["kind"], f["node"], round(f["t"] - started, 3)] for f in faults]  # from the start
     result["nodes"] = args.nodes if args.nodes == "podman" else f"processes, {args.gpus} GPU(s)"
     return result
 
