@@ -263,3 +263,23 @@ def test_the_work_redone_before_a_stall_that_ended_the_generation_leaves_the_sta
          "fault": {"at": 70.0, "resumed_step": 31}}]}
     buckets = goodput.account(timeline)["buckets"]
     assert (buckets["training"], buckets["redone"], buckets["stalled"]) == (31.0, 10.0, 20.0)
+
+
+def test_the_runs_wall_time_begins_when_node_0s_entrypoint_started_not_after_the_check_in(tmp_path, monkeypatch):
+    """The timeline began at node 0's first HubWatch, after every node had checked in: the check-in's wait
+    (minutes on a cluster whose pods start one by one) was in no bucket, the wall time too short."""
+    import time
+
+    from nodeweave.entrypoint import checkin, metrics
+    from nodeweave.entrypoint.metrics import live
+
+    monkeypatch.setattr(checkin, "HUB_WATCHES", [])
+    monkeypatch.setattr(checkin, "LINK_WATCHES", [])
+    monkeypatch.setattr(live, "LIVE", None)
+    monkeypatch.setattr(live.Live, "_start", lambda self: None)  # no recorder thread, no server
+    monkeypatch.setattr(metrics, "ARMED", [])
+    before = time.time()
+    metrics.arm(_Settings(tmp_path), lambda line: None)
+    time.sleep(0.3)  # the check-in
+    metrics.hub_watch(_Watch("j"))
+    assert before <= live.LIVE.snapshot()["launched"] <= before + 0.2

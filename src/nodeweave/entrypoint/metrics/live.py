@@ -56,7 +56,7 @@ def carried_timeline(kept, fresh, generation):
 
 
 class Live:
-    def __init__(self, settings, log):
+    def __init__(self, settings, log, launched=None):
         from ..running.runstate import run_dir, state_root
 
         self.log, self.env = log, settings.env
@@ -78,7 +78,7 @@ class Live:
         self.lock = threading.Lock()
         self.watch = None
         self.generation = None  # the timeline's entry of the generation the current watch watches
-        self.timeline = {"schema": SCHEMA, "launched": time.time(), "ended": None, "job": None, "run_id": run_id,
+        self.timeline = {"schema": SCHEMA, "launched": launched or time.time(), "ended": None, "job": None, "run_id": run_id,
                          "generations": []}
         self.splitters = {}
         self.step = None  # (logger, step, time.time()) of the newest step line
