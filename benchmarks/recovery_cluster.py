@@ -14,6 +14,7 @@ file that makes a node fail at every start, and node 0's container killed and
 started again with its command (what a restart policy does).
 """
 
+import json
 import subprocess
 import threading
 import time
@@ -126,6 +127,15 @@ class PodmanNodes(Nodes):
 
     def make_bad(self, index):
         podman("exec", self.name(index), "touch", BAD_NODE_MARKER, check=False, timeout=60)
+
+    def goodput_record(self, index):
+        """The node's goodput timeline (``$TMPDIR/nodeweave/goodput.json``: node 0 keeps it), or None."""
+        done = podman("exec", self.name(index), "sh", "-c", 'cat "${TMPDIR:-/tmp}/nodeweave/goodput.json"',
+                      check=False, timeout=60)
+        try:
+            return json.loads(done.stdout) if done.returncode == 0 else None
+        except ValueError:
+            return None
 
     def alive(self, index):
         done = podman("inspect", "-f", "{{.State.Running}}", self.name(index), check=False, timeout=60)

@@ -41,6 +41,11 @@ done before the fault minus N) and the node the entrypoint left out (its
 line, as printed). Goodput: the time of the steps the final model kept (each
 step's last execution) over the wall time of the run. A fault the job did not
 recover from before the next one is shown as such; the wall time still counts.
+
+With nodeweave, node 0's own goodput accounting (its ``goodput.json``, the step lines read through
+``metrics.step_pattern``) is put beside the workload's truth, bucket by bucket (goodput_truth.py): a
+machine whose ranks take a minute to start (a loaded 2-core VM: torch's import ~35 s) needs a longer
+schedule than ``--quick``, e.g. ``--minutes 11.5 --fault-every 120 --first-fault 150`` (docs/benchmarks.md).
 """
 
 import argparse
@@ -56,6 +61,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from goodput_truth import compare, truth  # noqa: E402
 from recovery_cluster import PodmanNodes  # noqa: E402
 from recovery_processes import ProcessNodes  # noqa: E402
 
@@ -65,6 +71,7 @@ MODES = ("nodeweave", "nodeweave-cold", "torchrun", "none")
 SHORT = {"nodeweave": "nodew", "nodeweave-cold": "nwcold", "torchrun": "torch", "none": "none"}  # container names
 FAULTS = ("kill -9 rank", "SIGSTOP rank", "container killed", "bad node", "node 0 killed")
 STEP = re.compile(r"\] step (\d+) loss \S+ t=([0-9.]+)")
+STEP_PATTERN = r"\] step (?P<step>\d+) loss "  # for node 0's goodput timeline (its accounting is compared)
 RESUMED = re.compile(r"\] resumed from step (\d+) ")
 LEFT_OUT = re.compile(r"LEFT OUT|takes (?:its|the) place|did not check in again: left out")
 
@@ -93,6 +100,9 @@ def parse_args(argv=None):
                         "NCCL over its network transport (default 0: no GPU, gloo on CPU)")
     parser.add_argument("--first-fault", type=float, default=None,
                         help="seconds to the first fault (default: --fault-every)")
+    parser.add_argument("--zipapp", default=str(ROOT / "entrypoint" / "nodeweave-entrypoint.pyz"),
+                        help="the entrypoint the nodes run (default: the rendered one; `nodeweave render entrypoint "
+                        "--out DIR` makes one from this checkout's sources)")
     parser.add_argument("--out", help="add each mode's results to this JSON file")
     parser.add_argument("--table", nargs="+", metavar="JSON", help="print the tables of saved results and stop")
     args = parser.parse_args(argv)
@@ -124,6 +134,7 @@ def node_commands(mode, args, nodes):
         if mode == "nodeweave-cold":
             env["NODEWEAVE_WARM_START"] = "off"
         env.update(NODEWEAVE_RECOVERY="on", NODEWEAVE_SPARES="1", NODEWEAVE_CHECKPOINT_DIR=ckpt,
+                   NODEWEAVE_STEP_PATTERN=STEP_PATTERN,  # metrics.step_pattern: the script's own step lines
                    NODEWEAVE_NNODES=f"{args.min_nodes}:4" if args.min_nodes < 4 else "4")
     count = 5 if mode.startswith("nodeweave") else 4
     return {i: ([nodes.python, f"{nodes.workdir}/nodeweave-entrypoint.pyz", "--launcher", "torchrun",
@@ -166,7 +177,7 @@ def run_mode(mode, args):
     work = Path(tempfile.mkdtemp(prefix=f"nw-recovery-{mode}-"))
     nodes = ProcessNodes(prefix, work, args.gpus) if args.nodes == "processes" else PodmanNodes(prefix)
     shutil.copy(ROOT / "examples" / SCRIPT, work / SCRIPT)
-    shutil.copy(ROOT / "entrypoint" / "nodeweave-entrypoint.pyz", work / "nodeweave-entrypoint.pyz")
+    shutil.copy(args.zipapp, work / "nodeweave-entrypoint.pyz")
     for path in (work, *work.iterdir()):
         path.chmod(0o777 if path.is_dir() else 0o644)
     commands = node_commands(mode, args, nodes)
@@ -187,12 +198,16 @@ def run_mode(mode, args):
         time.sleep(max(0.0, deadline - time.time()))
         ended = time.time()
         leftovers = {i: nodes.stopped_pids(i, SCRIPT) for i in running if nodes.alive(i)}
+        timeline = nodes.goodput_record(0) if mode.startswith("nodeweave") else None
     finally:
         nodes.down(len(commands))
         shutil.rmtree(work, ignore_errors=True)
     lines = sorted((t, i, text) for i, node in running.items() for t, text in node.lines)
     result = measure(mode, args, lines, faults, started, ended)
+    if timeline is not None:
+        result["accounting"] = check_accounting(timeline, lines, faults, started, ended)
     result["stopped_ranks_at_end"] = {str(i): pids for i, pids in leftovers.items() if pids}
+    result["fault_times_s"] = [[f["kind"], f["node"], round(f["t"] - started, 3)] for f in faults]  # from the start
     result["nodes"] = args.nodes if args.nodes == "podman" else f"processes, {args.gpus} GPU(s)"
     return result
 
@@ -255,6 +270,21 @@ def goodput(steps, started, ended):
     return round(useful / (ended - started), 3) if ended > started else 0.0
 
 
+def check_accounting(timeline, lines, faults, started, ended):
+    """Node 0's goodput accounting (its goodput.json, closed at the run's end) beside the workload's own truth
+    (goodput_truth.py), in percentage points of the run's wall time."""
+    sys.path.insert(0, str(ROOT / "src"))
+    from nodeweave.entrypoint.metrics.goodput import account
+
+    accounted = account(timeline, now=ended)
+    true = truth(lines, faults, started, ended)
+    wall = ended - started
+    return {"wall_s": round(wall, 2), "accounted_wall_s": accounted["wall_s"],
+            "launched_after_s": round(timeline["launched"] - started, 2), "accounted": accounted, "truth": true,
+            "rows": [[name, a, t, round(d, 2)] for name, a, t, d in compare(accounted, true, wall)],
+            "timeline": timeline}
+
+
 def table(results):
     print("| mode | fault | node | first step after it (s) | steps lost | left out (the entrypoint's line) |")
     print("|---|---|---|---|---|---|")
@@ -269,6 +299,18 @@ def table(results):
     for result in results:
         print(f"| {result['mode']} | {result['minutes']:g} | {result['fault_every']:g} | {result['ckpt_every']} "
               f"| {result['final_step']} | {result['goodput'] * 100:.0f}% |")
+    for result in results:
+        check = result.get("accounting")
+        if not check:
+            continue
+        print(f"\n{result['mode']}: node 0's goodput accounting against the workload's own steps "
+              f"(wall {check['wall_s']:g} s; node 0's entrypoint started {check['launched_after_s']:g} s in, "
+              f"its wall {check['accounted_wall_s']:g} s)")
+        print("\n| bucket | accounted (s) | truth (s) | difference (points of wall) |")
+        print("|---|---|---|---|")
+        for name, accounted, true, points in check["rows"]:
+            unit = "%" if name == "productive" else ""
+            print(f"| {name} | {accounted:g}{unit} | {true:g}{unit} | {points:+.1f} |")
     for result in results:
         if result.get("soak"):
             print(f"\n{result['mode']} soak, {result['minutes']:g} min without faults: "

@@ -17,6 +17,7 @@ What stands in for a container:
 Node 0 is reached at 127.0.0.1 on a port pair of its own, so modes run side by side.
 """
 
+import json
 import os
 import signal
 import subprocess
@@ -103,6 +104,13 @@ class ProcessNodes(Nodes):
 
     def make_bad(self, index):
         Path(self.bad_marker(index)).touch()
+
+    def goodput_record(self, index):
+        """The node's goodput timeline (``<work>/nN/nodeweave/goodput.json``: node 0 keeps it), or None."""
+        try:
+            return json.loads(Path(f"{self.workdir}/n{index}/nodeweave/goodput.json").read_text())
+        except (OSError, ValueError):
+            return None
 
     def alive(self, index):
         return index not in self.killed

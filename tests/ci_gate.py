@@ -69,6 +69,7 @@ CI_TOOLS = {
     "promtool and prometheus: Debian's prometheus (.ci/setup-tools.sh)": ("tests/test_metrics_prometheus.py::*",),
     "Chromium: Debian's chromium (.ci/setup-tools.sh)": (
         "tests/test_dashboard.py::test_the_page_*", "tests/test_dashboard.py::test_a_finished_runs_folder_is_the_same_page",
+        "tests/e2e/test_dashboard_engine.py::*",
     ),
     "openssl (.ci/setup-tools.sh)": ("tests/test_entrypoint_topology.py::test_statefulset_replicas_over_tls*",),
     "ip: iproute2 (.ci/setup-engine.sh)": ("tests/test_sync_relay.py::test_an_agent_reports_addresses*",),

@@ -74,12 +74,13 @@ def test_goodput_splits_a_run_with_one_fault_into_its_buckets():
          "steps": [[171.0, 11]], "ended": 195.0, "fault": None},
     ]}
     result = goodput.account(timeline)
-    # start-up 100->110; gen 0 active 110->160 (50 s): stalled 10, redone from step 10's line (120) to the fault: 40,
-    # training 0; recovery 160->170; gen 1: 170->195 training 25; idle 195->200.
-    assert result["buckets"] == {"training": 25.0, "startup": 10.0, "recovery": 10.0, "redone": 40.0,
+    # start-up 100->110; gen 0 active 110->160 (50 s): stalled 10, redone from step 10's line (120) to the fault
+    # less the stall: 30 (a stall is not work, and was counted in both), training 110->120: 10; recovery 160->170;
+    # gen 1: 170->195 training 25; idle 195->200.
+    assert result["buckets"] == {"training": 35.0, "startup": 10.0, "recovery": 10.0, "redone": 30.0,
                                  "stalled": 10.0, "idle": 5.0}
-    assert result["wall_s"] == 100.0 and result["productive"] == 0.25
-    assert [g["buckets"]["training"] for g in result["generations"]] == [0.0, 25.0]
+    assert result["wall_s"] == 100.0 and result["productive"] == 0.35
+    assert [g["buckets"]["training"] for g in result["generations"]] == [10.0, 25.0]
 
 
 def test_without_step_lines_the_checkpoints_age_is_the_work_redone_and_without_a_checkpoint_all_of_it():
@@ -128,3 +129,157 @@ def test_a_stall_that_lasted_to_the_fault_stays_stalled():
         {"generation": 0, "first": 10.0, "last": 30.0, "stalls": [[30.0, None]], "fault": {"at": 90.0}},
     ]}
     assert goodput.account(timeline)["buckets"]["stalled"] == 60.0
+
+
+class _Settings:
+    def __init__(self, tmp_path):
+        self.env = {"TMPDIR": str(tmp_path)}
+
+    def get(self, key, default=None):
+        return {"metrics": False, "recovery": True}.get(key, default)
+
+
+class _Watch:
+    def __init__(self, job):
+        self.hub = type("Hub", (), {"own_fp": {"job": job}})()
+
+
+def _node_0_came_back(tmp_path, kept, book_generation=2, job="j"):
+    """A fresh node 0 process's Live watching its first generation, ``kept`` (a lost process's timeline) and
+    the book of generation ``book_generation`` (node 0's loss in its history) in its state folder."""
+    import json
+    import threading
+    import time
+
+    from nodeweave.entrypoint.metrics.live import Live
+
+    folder = tmp_path / "nodeweave"
+    folder.mkdir(exist_ok=True)
+    (folder / "goodput.json").write_text(json.dumps(kept))
+    (folder / "recovery.json").write_text(json.dumps({
+        "generation": book_generation, "step": 80, "resume_from": "/ckpt/step-80",
+        "history": [{"generation": book_generation - 1, "at": time.time() - 5, "why": "node 0 was lost and came "
+                     "back", "node": None, "cause": "lost"}]}))
+    live = Live(_Settings(tmp_path), lambda line: None)
+    live.thread = threading.Thread(target=lambda: None)  # the recorder is not what this looks at
+    live._watching(_Watch(job))
+    return live.snapshot()
+
+
+def _kept_timeline(**change):
+    """A lost node 0's timeline: launched 200 s ago, generation 0 faulted (resumed from step 40), generation 1
+    training from step 41 to 80 when node 0 was lost."""
+    import time
+
+    t = time.time() - 200
+    return dict({"schema": goodput.SCHEMA, "launched": t, "ended": None, "job": "j", "run_id": None,
+                 "generations": [
+                     {"generation": 0, "began": t + 1, "first": t + 10, "last": t + 50, "ended": None, "stalls": [],
+                      "steps": [[t + 40, 40], [t + 50, 50]], "fault": {"at": t + 52, "why": "node 1"},
+                      "resumed_step": None},
+                     {"generation": 1, "began": t + 55, "first": t + 60, "last": t + 100, "ended": None,
+                      "stalls": [], "steps": [[t + 61, 41], [t + 100, 80]], "fault": None, "resumed_step": 40}]},
+                **change)
+
+
+def test_node_0_come_back_goes_on_with_the_runs_timeline_rather_than_starting_the_run_again(tmp_path):
+    """Issue 44: node 0 killed and its container restarted made a fresh timeline, so the goodput of the run
+    became the seconds since the restart (seen on the podman fault schedule, docs/benchmarks.md)."""
+    kept = _kept_timeline()
+    timeline = _node_0_came_back(tmp_path, kept)
+    assert timeline["launched"] == kept["launched"]
+    assert [g["generation"] for g in timeline["generations"]] == [0, 1, 2]
+    assert timeline["generations"][1]["fault"]["why"] == "node 0 was lost and came back"
+    assert timeline["generations"][2]["resumed_step"] == 80
+    accounted = goodput.account(timeline, now=kept["launched"] + 200)
+    # generation 0: 10->40 training, 40->50 redone (resumed from 40); generation 1: 60->100 training, then the
+    # loss until now: recovery (no first collective yet)
+    assert accounted["wall_s"] == 200.0
+    assert accounted["buckets"]["training"] == 70.0 and accounted["buckets"]["redone"] == 10.0
+    assert accounted["buckets"]["recovery"] == 110.0
+
+
+@pytest.mark.parametrize("change", [{"job": "another"}, {"run_id": "r2"}, {"launched": 4e9},
+                                    {"schema": "other"}, {"generations": [{"generation": 5}]}])
+def test_a_kept_timeline_of_another_job_run_or_a_later_generation_is_not_carried_on(tmp_path, change):
+    timeline = _node_0_came_back(tmp_path, _kept_timeline(**change))
+    assert timeline["launched"] > 1e9 and [g["generation"] for g in timeline["generations"]] == [2]
+
+
+def test_with_step_lines_training_begins_at_the_first_step_not_at_the_set_up_collectives():
+    """Seen on podman (docs/benchmarks.md): on a loaded machine DDP's set-up collectives came ~50 s before the
+    first step, and that time was counted as training."""
+    steps = [[30.0 + k, 1 + k] for k in range(20)]  # one step a second; the first ends at 30, so began at 29
+    timeline = {"launched": 0.0, "ended": 60.0, "generations": [
+        {"generation": 0, "first": 10.0, "last": 49.0, "steps": steps, "ended": 50.0}]}
+    buckets = goodput.account(timeline)["buckets"]
+    assert (buckets["startup"], buckets["training"], buckets["idle"]) == (29.0, 20.0, 11.0)
+    timeline["generations"][0]["steps"] = [[30.0, 1], [49.0, 20]]  # no two a step apart: the step's length unknown
+    assert goodput.account(timeline)["buckets"]["startup"] == 10.0
+
+
+def test_a_generation_that_logged_no_step_in_a_run_that_logs_them_never_began_training():
+    """Seen on podman: a rank killed during generation 0's DDP set-up, before its first step; its seconds from
+    the first collective to the fault were counted as work redone, though no step was done."""
+    steps = [[100.0 + k, 1 + k] for k in range(20)]
+    timeline = {"launched": 0.0, "ended": 130.0, "generations": [
+        {"generation": 0, "first": 20.0, "last": 45.0, "steps": [], "fault": {"at": 46.0}},
+        {"generation": 1, "first": 80.0, "last": 119.0, "steps": steps, "ended": 120.0}]}
+    buckets = goodput.account(timeline)["buckets"]
+    # start-up to the fault at 46 (no step: no training began), recovery 46 -> 99 (the first step's start)
+    assert (buckets["startup"], buckets["recovery"], buckets["redone"], buckets["training"]) == (46.0, 53.0, 0.0,
+                                                                                                 20.0)
+    timeline["generations"][0]["node_0_trains"] = False  # node 0 only watched: its output holds no step line
+    assert goodput.account(timeline)["buckets"]["startup"] == 20.0
+
+
+def test_a_stall_the_watch_still_reports_after_the_generations_fault_is_not_recorded_again(tmp_path):
+    """Seen on podman: the stall verdict outlived the fault by a tick, and a second stall, open for ever, was
+    added to the faulted generation."""
+    import threading
+
+    from nodeweave.entrypoint.metrics.live import Live
+
+    stall = type("Stall", (), {"last_views": [], "verdicts": {"stall": {"for_s": 4.0}}})()
+    watch = type("Watch", (), {"hub": type("Hub", (), {"own_fp": {"job": "j"}})(), "stall": stall, "failed_at": None,
+                               "failure": None, "thread": None})()
+    live = Live(_Settings(tmp_path), lambda line: None)
+    live.thread = threading.Thread(target=lambda: None)
+    live._watching(watch)
+    live.tick(now=1000.0)
+    watch.failed_at, watch.failure = 1010.0, ("node 2: the job stalled",)
+    live.tick(now=1011.0)
+    live.tick(now=1012.0)  # the verdict is still there
+    [gen] = live.snapshot()["generations"]
+    assert gen["stalls"] == [[996.0, 1010.0]] and gen["fault"]["at"] == 1010.0
+
+
+def test_the_work_redone_before_a_stall_that_ended_the_generation_leaves_the_stall_out():
+    """Seen on podman: a rank SIGSTOPped 10 s after the checkpoint's step, given up 20 s later: the 20 s were
+    counted both as stalled and as work redone, and taken from training."""
+    steps = [[10.0 + k, 1 + k] for k in range(41)]  # steps 1..41 end at 10..50; the checkpoint holds step 31
+    timeline = {"launched": 0.0, "ended": 80.0, "generations": [
+        {"generation": 0, "first": 9.0, "last": 50.0, "steps": steps, "stalls": [[50.0, None]],
+         "fault": {"at": 70.0, "resumed_step": 31}}]}
+    buckets = goodput.account(timeline)["buckets"]
+    assert (buckets["training"], buckets["redone"], buckets["stalled"]) == (31.0, 10.0, 20.0)
+
+
+def test_the_runs_wall_time_begins_when_node_0s_entrypoint_started_not_after_the_check_in(tmp_path, monkeypatch):
+    """The timeline began at node 0's first HubWatch, after every node had checked in: the check-in's wait
+    (minutes on a cluster whose pods start one by one) was in no bucket, the wall time too short."""
+    import time
+
+    from nodeweave.entrypoint import checkin, metrics
+    from nodeweave.entrypoint.metrics import live
+
+    monkeypatch.setattr(checkin, "HUB_WATCHES", [])
+    monkeypatch.setattr(checkin, "LINK_WATCHES", [])
+    monkeypatch.setattr(live, "LIVE", None)
+    monkeypatch.setattr(live.Live, "_start", lambda self: None)  # no recorder thread, no server
+    monkeypatch.setattr(metrics, "ARMED", [])
+    before = time.time()
+    metrics.arm(_Settings(tmp_path), lambda line: None)
+    time.sleep(0.3)  # the check-in
+    metrics.hub_watch(_Watch("j"))
+    assert before <= live.LIVE.snapshot()["launched"] <= before + 0.2

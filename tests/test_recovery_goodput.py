@@ -90,3 +90,25 @@ def test_a_process_tree_node_is_every_process_it_started_and_is_killed_and_resta
         assert started[0].runs == 2 and nodes.alive(0)
     finally:
         nodes.down(2)
+
+
+def test_the_truth_labels_kept_steps_redone_steps_a_stall_and_the_recoveries_from_the_workloads_lines():
+    """goodput_truth.py, the ground truth node 0's accounting is compared with: steps one a second; a crash at
+    120.5 after step 20 (resumed from step 10 at 131); a SIGSTOP at 160.2 after step 39, given up at 170
+    (resumed from step 30 at 180)."""
+    from goodput_truth import compare, truth
+
+    lines = [step(100 + s, s) for s in range(1, 21)]  # steps 1..20 end at 101..120
+    lines += [step(131 + k, 11 + k, gen=1) for k in range(29)]  # 11..39 end at 131..159
+    lines += [(170.0, 0, "nodeweave-entrypoint: recovery: generation 1 ended: node 2: the job stalled")]
+    lines += [step(181 + k, 31 + k, gen=2) for k in range(10)]  # 31..40 end at 181..190
+    faults = [{"kind": "kill -9 rank", "node": 1, "t": 120.5}, {"kind": "SIGSTOP rank", "node": 2, "t": 160.2},
+              {"kind": "bad node", "node": None, "t": 175.0}]  # hit no node: not a fault
+    true = truth(sorted(lines), faults, launched=95.0, ended=195.0)
+    # start-up 95->100; kept: 1..10 (100->110), 11..30 (130->150), 31..40 (180->190), the step in flight to 195
+    assert true == {"training": 45.0, "startup": 5.0, "recovery": 19.5, "redone": 19.5, "stalled": 11.0,
+                    "idle": 0.0}
+    accounted = {"buckets": dict(true, training=48.0, idle=-3.0)}
+    rows = compare(accounted, true, 100.0)
+    assert rows[0] == ("training", 48.0, 45.0, 3.0) and rows[-1][0] == "productive"
+    assert abs(rows[-1][3] - 3.0) < 1e-9

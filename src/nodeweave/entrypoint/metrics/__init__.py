@@ -16,14 +16,17 @@ the checkpoint finder, the output capture's seam ``capture.OUTPUT_LISTENERS``).
 ``LINK_WATCHES`` (the package alone: the start-up path stays lean). Stdlib only.
 """
 
-ARMED = []  # [settings, log] once ``__main__.run`` armed this process
+import time
+
+ARMED = []  # [settings, log, when] once ``__main__.run`` armed this process
 
 
 def arm(settings, log):
-    """Remember the settings; nothing more is imported or started until node 0 makes its first HubWatch."""
+    """Remember the settings and when the entrypoint started (the run's launch: the check-in's wait is
+    start-up too); nothing more is imported or started until node 0 makes its first HubWatch."""
     from ..checkin import HUB_WATCHES, LINK_WATCHES
 
-    ARMED[:] = [settings, log]
+    ARMED[:] = [settings, log, time.time()]
     if hub_watch not in HUB_WATCHES:
         HUB_WATCHES.append(hub_watch)
     if settings.get("metrics", True) and link_watch not in LINK_WATCHES:
@@ -44,12 +47,12 @@ def link_watch(watch):
 
 def hub_watch(watch):
     """Node 0 made a HubWatch (one per generation): record it, and on the first start the recorder and server."""
-    settings, log = ARMED
+    settings, log, launched = ARMED
     try:
         from . import live
 
         if live.LIVE is None:
-            live.LIVE = live.Live(settings, log)
+            live.LIVE = live.Live(settings, log, launched)
         live.LIVE.watching(watch)
     except Exception as err:  # noqa: BLE001 - seeing the job must never stop it
         log(f"warning: metrics and goodput off: {err!r}")

@@ -3,9 +3,10 @@
 Pure arithmetic on the timeline ``live.py`` keeps (``goodput.json``, schema
 :data:`SCHEMA`), shared by node 0's metrics and ``nodeweave runs show``/``compare``:
 
-- **start-up**: the launch to generation 0's first collective;
+- **start-up**: the launch to generation 0's first collective (where the training logs its steps, to the
+  start of its first step when that is later: setting the model up is not training);
 - **recovery**: a fault (the generation's last progress: a crash takes seconds to be heard) to the next
-  generation's first collective;
+  generation's first collective (or first step, as for start-up);
 - **work redone**: the part of a generation the next one repeats, from the step
   its checkpoint holds (``resumed_step``) to the fault: timed from the training's
   own step lines when known (the first step past the checkpoint's), else the
@@ -49,13 +50,33 @@ def _redone(gen, resumed_step, end):
             return 0.0
         before = [t for t, s in steps if s <= resumed_step]
         start = max(before) if before else gen.get("first") or past[0]
-        return max(0.0, end - start)
+        return max(0.0, end - start - _overlap(gen.get("stalls") or [], start, end))  # a stall is not work
     lost = fault.get("work_lost_s")  # the checkpoint's age when the fault was heard, which is after ``end``
     if not isinstance(lost, (int, float)):
         return 0.0
     heard = fault.get("at")
     late = max(0.0, heard - end) if isinstance(heard, (int, float)) else 0.0
     return max(0.0, float(lost) - late)  # from the checkpoint to the last progress: the rest is recovery
+
+
+def _step_seconds(gens):
+    """The run's typical step: the median gap between consecutive step lines (step N, then N + 1), or None."""
+    gaps = sorted(b[0] - a[0] for gen in gens for a, b in zip(gen.get("steps") or [], (gen.get("steps") or [])[1:])
+                  if b[1] == a[1] + 1 and b[0] >= a[0])
+    return gaps[len(gaps) // 2] if gaps else None
+
+
+def _training_began(gen, step_s):
+    """When the generation's training began: its first collective, or, where the training logs its steps, the
+    start of its first step (its line less a typical step) when that is later: the collectives before it
+    (the process group's, DDP's broadcast of the model) are the start-up's, not steps. A generation of such a
+    run that logged no step (where node 0's ranks print them) never began training: None."""
+    first, steps = gen.get("first"), gen.get("steps") or []
+    if step_s is None:
+        return first  # no step lines a step apart in the whole run: a step's length is not known
+    if not steps:
+        return None if gen.get("node_0_trains", True) else first
+    return max(first if first is not None else steps[0][0], steps[0][0] - step_s)
 
 
 def account(timeline, now=None):
@@ -70,12 +91,13 @@ def account(timeline, now=None):
     total = dict.fromkeys(BUCKETS, 0.0)
     per_gen = []
     before = launched  # where this generation's wait for its first collective began (launch, or the last fault)
+    step_s = _step_seconds(gens)
     for index, gen in enumerate(gens):
         buckets = dict.fromkeys(BUCKETS, 0.0)
         fault = gen.get("fault") or {}
         closed = fault.get("at") or gen.get("ended")
         end = min(max(closed or end_of_run, before), end_of_run)
-        first = gen.get("first")
+        first = _training_began(gen, step_s)
         reached = min(first, end) if first is not None else end
         buckets["startup" if index == 0 else "recovery"] = max(0.0, reached - before)
         last = gen.get("last")

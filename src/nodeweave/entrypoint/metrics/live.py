@@ -38,8 +38,25 @@ def _count(view, recorded):
     return view.get("seq", 0) + (view.get("fr_enqueued", 0) if recorded else 0)
 
 
+def carried_timeline(kept, fresh, generation):
+    """``kept`` (the timeline a lost node 0 process saved) going on as this process's, or None when it is not this
+    run's: the same schema, job and run, launched before this process, its generations all before
+    ``generation`` (the one node 0 came back to). Its end, if a stopped process wrote one, is taken back."""
+    if not isinstance(kept, dict) or kept.get("schema") != fresh["schema"]:
+        return None
+    launched, gens = kept.get("launched"), kept.get("generations")
+    if not isinstance(launched, (int, float)) or launched >= fresh["launched"] or not isinstance(gens, list):
+        return None
+    if kept.get("job") != fresh["job"] or kept.get("run_id") != fresh["run_id"]:
+        return None
+    if not all(isinstance(g, dict) and isinstance(g.get("generation"), int) and g["generation"] < generation
+               for g in gens):
+        return None
+    return dict(fresh, launched=launched, generations=gens, ended=None)
+
+
 class Live:
-    def __init__(self, settings, log):
+    def __init__(self, settings, log, launched=None):
         from ..running.runstate import run_dir, state_root
 
         self.log, self.env = log, settings.env
@@ -61,7 +78,7 @@ class Live:
         self.lock = threading.Lock()
         self.watch = None
         self.generation = None  # the timeline's entry of the generation the current watch watches
-        self.timeline = {"schema": SCHEMA, "launched": time.time(), "ended": None, "job": None, "run_id": run_id,
+        self.timeline = {"schema": SCHEMA, "launched": launched or time.time(), "ended": None, "job": None, "run_id": run_id,
                          "generations": []}
         self.splitters = {}
         self.step = None  # (logger, step, time.time()) of the newest step line
@@ -84,12 +101,15 @@ class Live:
         with self.lock:
             self.watch = watch
             self.timeline["job"] = (watch.hub.own_fp or {}).get("job")
+            if not self.timeline["generations"] and number > 0:  # node 0 came back to a job under way
+                self._carry_on(book)
             gens = self.timeline["generations"]
             if gens and gens[-1]["generation"] == number:
                 return  # the same generation watched again (never today; harmless)
             entry = {"generation": number, "began": time.time(), "first": None, "last": None, "ended": None,
                      "fault": None,
-                     "stalls": [], "steps": [], "resumed_step": book.get("step") if book and book.get("resume_from")
+                     "stalls": [], "steps": [], "node_0_trains": 0 in book["members"] if book and
+                     isinstance(book.get("members"), list) else True, "resumed_step": book.get("step") if book and book.get("resume_from")
                      else None, "resume_from": book.get("resume_from") if book else None}
             past = {h.get("generation"): h for h in (book or {}).get("history") or []}
             for gen in gens:
@@ -104,6 +124,22 @@ class Live:
             first = self.thread is None
         if first:
             self._start()
+
+    def _carry_on(self, book):
+        """Node 0 was lost and its container started it again: go on with the timeline its lost process kept
+        (``goodput.json`` in the same folder), so the run's wall time and its generations before the loss stay
+        in the accounting rather than the run seeming to start now."""
+        try:
+            with open(os.path.join(self.folders[0], RECORD)) as f:
+                kept = json.load(f)
+        except (OSError, ValueError):
+            return
+        carried = carried_timeline(kept, self.timeline, book.get("generation", 0))
+        if carried is not None:
+            self.timeline = carried
+            self.log(f"metrics: node 0 came back: its goodput timeline goes on from the run's launch "
+                     f"({time.time() - carried['launched']:.0f} s ago, {len(carried['generations'])} "
+                     "generation(s) before)")
 
     def output(self, target, chunk):
         """A chunk of the launcher's output (``target`` 1 or 2): step lines are noted on node 0."""
@@ -190,7 +226,7 @@ class Live:
                 gen["last"] = round(max([gen["last"] or 0.0] + moved), 3)  # (a view is up to a beat old)
             stall = verdicts.get("stall")
             open_stall = gen["stalls"] and gen["stalls"][-1][1] is None
-            if stall and not open_stall:
+            if stall and not open_stall and open_gen:  # a faulted generation's stall closed at its fault
                 gen["stalls"].append([round(now - float(stall.get("for_s") or 0), 3), None])
             elif not stall and open_stall:
                 gen["stalls"][-1][1] = round(now, 3)
