@@ -65,7 +65,7 @@ class Live:
                          "generations": []}
         self.splitters = {}
         self.step = None  # (logger, step, time.time()) of the newest step line
-        self.rates = {}   # (node, rank) -> deque of (monotonic time, collectives)
+        self.rates_seen = {}  # (node, rank) -> deque of (monotonic time, collectives)
         self.sampler = self.server = self.thread = None
         self.saved_at = 0.0
         self.book_cache = (None, None)
@@ -174,7 +174,7 @@ class Live:
         recorded = bool(views) and all(v.get("fr_enqueued", -1) >= 0 for v in views)
         with self.lock:
             for view in views:
-                history = self.rates.setdefault((view.get("node"), view.get("rank")), collections.deque())
+                history = self.rates_seen.setdefault((view.get("node"), view.get("rank")), collections.deque())
                 count = _count(view, recorded)
                 if history and count < history[-1][1]:
                     history.clear()  # a new generation's ranks count from 0
@@ -245,11 +245,12 @@ class Live:
                 return self.book_cache[1]
         return self.book_cache[1]
 
-    def rate(self, node, rank):
-        history = self.rates.get((node, rank))
-        if not history or len(history) < 2 or history[-1][0] <= history[0][0]:
-            return None
-        return (history[-1][1] - history[0][1]) / (history[-1][0] - history[0][0])
+    def rates(self):
+        """{(node, rank): collectives a second over the last :data:`RATE_WINDOW_S`} of the ranks with two readings
+        apart in time (one pass for every rank: a scrape reads 8,192 of them)."""
+        with self.lock:
+            return {key: (h[-1][1] - h[0][1]) / (h[-1][0] - h[0][0])
+                    for key, h in self.rates_seen.items() if len(h) >= 2 and h[-1][0] > h[0][0]}
 
     def step_rate(self):
         """Steps a second over the last :data:`RATE_WINDOW_S` of the current generation's step lines, or None."""
