@@ -118,3 +118,23 @@ def test_the_per_rank_series_at_scale_pass_promtool_and_carry_every_rank(tmp_pat
     if shutil.which("promtool"):
         checked = subprocess.run(["promtool", "check", "metrics"], input=text, capture_output=True, text=True)
         assert checked.returncode == 0, checked.stdout + checked.stderr
+
+
+def test_the_recorder_keeps_the_per_rank_heat_map_beside_the_goodput_timeline(tmp_path):
+    import json
+    from pathlib import Path
+
+    from nodeweave.entrypoint.metrics import heat
+    from nodeweave.entrypoint.running.runstate import state_root
+
+    watch = Watch(2, 1)
+    live = live_of(tmp_path, watch)
+    start = time.time()
+    for beat in range(0, 25):
+        watch.stall.last_views = [dict(v, seq=10 * beat, outside_s=beat * (1.3 if v["rank"] == 1 else 1.0))
+                                  for v in watch.stall.last_views]
+        live.tick(now=start + beat)
+    live.save(start + 25)
+    kept = json.loads((Path(state_root(live.env)) / heat.RECORD).read_text())
+    assert kept["schema"] == heat.SCHEMA and len(kept["columns"]) == 2
+    assert kept["columns"][0]["cells"] == {"1/1": 1.3, "0/0": 1.0}

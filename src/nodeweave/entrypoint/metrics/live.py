@@ -11,7 +11,8 @@ already hold in memory (no file read, no message, nothing the heartbeat waits
 for) and keeps the timeline: each generation's start, its first collective (the
 stall watch's counts; without the watch, the first step line), its stalls, its
 fault, its step numbers; it writes it as ``goodput.json`` beside
-``recovery.json`` (and into the run's folder under ``nodeweave run``).
+``recovery.json`` (and into the run's folder under ``nodeweave run``), and
+beside it ``heat.json``, the bounded per-rank heat map (``heat.py``).
 """
 
 import atexit
@@ -21,6 +22,7 @@ import os
 import threading
 import time
 
+from . import heat
 from .goodput import SCHEMA
 
 DEFAULT_PORT = 9464  # the port Prometheus' registry lists for OpenTelemetry's exporter: free on a GPU node
@@ -69,6 +71,7 @@ class Live:
         self.sampler = self.server = self.thread = None
         self.saved_at = 0.0
         self.book_cache = (None, None)
+        self.heat = heat.HeatSummary()  # the per-rank heat map a finished run's folder keeps (heat.json)
 
     # --- seams ------------------------------------------------------------------------------------------
     def watching(self, watch):
@@ -182,6 +185,8 @@ class Live:
                 while history and mono - history[0][0] > RATE_WINDOW_S:
                     history.popleft()
             open_gen = gen["ended"] is None and gen["fault"] is None
+            if open_gen and views:
+                self.heat.feed(now, gen["generation"], views)
             moved = [now - float(v.get("since_s") or 0) for v in views if _count(v, recorded) > 0]
             if open_gen and gen["first"] is None and (moved or gen["steps"]):
                 # the earliest sign of a collective: a rank's last move (views come a beat apart) or a step line
@@ -211,9 +216,12 @@ class Live:
 
         with self.lock:
             data = json.loads(json.dumps(self.timeline))
+            summary = self.heat.document() if self.heat.columns else None
         for folder in self.folders:
             try:
                 write_json(os.path.join(folder, RECORD), data)
+                if summary is not None:
+                    write_json(os.path.join(folder, heat.RECORD), summary)
             except OSError:
                 pass  # a record for later reading; the job does not depend on it
 
