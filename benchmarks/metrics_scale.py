@@ -154,7 +154,9 @@ def main():
         child = [sys.executable, __file__, "--json", "--scrapes", str(args.scrapes), "--ranks", str(args.ranks),
                  "--nodes"] + [str(n) for n in args.nodes]
         answer = subprocess.run(child, env=dict(os.environ, NODEWEAVE_BENCH_SRC=args.before), capture_output=True,
-                                text=True, check=True)
+                                text=True)
+        if answer.returncode != 0:
+            raise SystemExit(f"the baseline's run failed (exit {answer.returncode}):\n{answer.stderr[-3000:]}")
         before = json.loads(answer.stdout)
         print(f"\nBefore: {args.before}\n")
         table(args, before)
