@@ -17,6 +17,8 @@ Bounded whatever the job's size (``heat.json``: a few hundred KB at 65,536 ranks
 Pure: no clock, no I/O (``live.py`` feeds it and writes :meth:`document`). Stdlib only.
 """
 
+import heapq
+
 SCHEMA = "nodeweave.heat/1"
 RECORD = "heat.json"
 SPAN_S = 10.0
@@ -24,8 +26,8 @@ MAX_COLUMNS = 120
 MAX_CELLS = 64
 
 
-def _key(view):
-    return f"{view.get('node')}/{view.get('rank')}"
+def _key(node_rank):
+    return f"{node_rank[0]}/{node_rank[1]}"
 
 
 def _lower_median(values):
@@ -34,7 +36,8 @@ def _lower_median(values):
 
 
 def column(began, ended, generation, before, after, ranks_seen):
-    """One span's column from two readings {key: (collectives, outside_s)}; None when no rank made a collective."""
+    """One span's column from two readings {(node, rank): (collectives, outside_s)}; None when no rank made a
+    collective. Only the slowest :data:`MAX_CELLS` are named (``heapq``: no sort of every rank's ratio)."""
     own = {}
     for key, (made_now, out_now) in after.items():
         was = before.get(key)
@@ -48,12 +51,12 @@ def column(began, ended, generation, before, after, ranks_seen):
     median = _lower_median(list(own.values()))
     if median <= 0:
         return None
-    ratios = sorted(((value / median, key) for key, value in own.items()), reverse=True)
-    kept = ratios[:MAX_CELLS]
+    slowest = heapq.nlargest(MAX_CELLS + 1, own.items(), key=lambda item: item[1])
+    kept = slowest[:MAX_CELLS]
     return {"began": round(began, 3), "ended": round(ended, 3), "generation": generation,
             "median_ms": round(1000 * median, 3), "ranks": len(own), "ranks_seen": ranks_seen,
-            "cells": {key: round(ratio, 3) for ratio, key in kept},
-            "floor": round(ratios[len(kept)][0], 3) if len(ratios) > len(kept) else None}
+            "cells": {_key(key): round(value / median, 3) for key, value in kept},
+            "floor": round(slowest[MAX_CELLS][1] / median, 3) if len(slowest) > MAX_CELLS else None}
 
 
 def merge(a, b):
@@ -91,7 +94,7 @@ class HeatSummary:
         """A reading of every rank (``now``: time.time()); closes a column once :attr:`span_s` has passed."""
         if self.mark is not None and self.mark[1] == generation and now - self.mark[0] < self.span_s:
             return
-        reading = {_key(v): (v.get("seq") or 0, v.get("outside_s") or 0.0) for v in views}
+        reading = {(v.get("node"), v.get("rank")): (v.get("seq") or 0, v.get("outside_s") or 0.0) for v in views}
         if self.mark is not None and self.mark[1] == generation:  # a new generation's ranks count from 0
             closed = column(self.mark[0], now, generation, self.mark[2], reading, len(reading))
             if closed is not None:
