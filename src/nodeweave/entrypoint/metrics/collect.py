@@ -83,25 +83,30 @@ def families(live, now=None):
            [(base, None if written is None else max(0.0, now - written))])
 
     # --- nodes: the heartbeat's table ---
+    views, verdicts = live.views()
     beats, ups = [], []
     if watch is not None:
         own = watch.hub.own_fp or {}
         beats.append((dict(base, node=str(own.get("rank", 0)), host=own.get("hostname")), 0.0))
         ups.append((dict(base, node=str(own.get("rank", 0)), host=own.get("hostname"), state="running", role="hub"), 1))
         clock = watch.clock()
-        for peer in list(watch.hub.peers):
+        peers = list(watch.hub.peers)
+        _forget_labels_past(4 * (len(peers) + len(views)) + 256)
+        for peer in peers:
             fp = peer.fp or {}
-            labels = dict(base, node=str(fp.get("rank")), host=fp.get("hostname"))
-            state = _peer_state(peer)
+            node, host = str(fp.get("rank")), fp.get("hostname")
+            state, role = _peer_state(peer), peer.role or "member"
             if state == "running":
-                beats.append((labels, max(0.0, clock - peer.last_heard)))
-            ups.append((dict(labels, state=state, role=peer.role or "member"), 1 if state == "running" else 0))
+                beats.append((_LABELS.get(("beat", job, node, host)) or _remember(
+                    ("beat", job, node, host), dict(base, node=node, host=host)), max(0.0, clock - peer.last_heard)))
+            ups.append((_LABELS.get(("up", job, node, host, state, role)) or _remember(
+                ("up", job, node, host, state, role), dict(base, node=node, host=host, state=state, role=role)),
+                1 if state == "running" else 0))
     family("nodeweave_node_heartbeat_age_seconds", "gauge", "Seconds since node 0 last heard from the node.", beats)
     family("nodeweave_node_up", "gauge", "1 while the node is in the job and beating; its state and role as labels.",
            ups)
 
     # --- ranks: the stall watch's views ---
-    views, verdicts = live.views()
     named = {(s.get("node"), s.get("rank")): s.get("gap") for s in verdicts.get("stragglers") or []}
     recorded = bool(views) and all(v.get("fr_enqueued", -1) >= 0 for v in views)
     ratios = _ratios(watch)
@@ -176,7 +181,18 @@ def families(live, now=None):
     return out
 
 
-_RANK_LABELS = {}  # (job, generation, node, rank, host) -> the label text of that rank's series
+_LABELS = {}  # a series' labels (its kind and values) -> their text: made once, reused by every scrape after
+
+
+def _remember(key, labels):
+    text = _LABELS[key] = label_text(labels)
+    return text
+
+
+def _forget_labels_past(most):
+    """Nodes and ranks come and go (generations, spares): past ``most`` texts, start afresh."""
+    if len(_LABELS) > most:
+        _LABELS.clear()
 
 
 def _rank_label_texts(jobwide, views):
@@ -186,12 +202,10 @@ def _rank_label_texts(jobwide, views):
     texts = []
     for v in views:
         node, rank, host = v.get("node"), v.get("rank"), v.get("host")
-        key = (job, generation, node, rank, host)
-        text = _RANK_LABELS.get(key)
+        key = ("rank", job, generation, node, rank, host)
+        text = _LABELS.get(key)
         if text is None:
-            if len(_RANK_LABELS) > 2 * len(views) + 64:
-                _RANK_LABELS.clear()  # the generation's ranks came, the last one's went: forget theirs
-            text = _RANK_LABELS[key] = label_text(dict(jobwide, node=str(node), rank=str(rank), host=host))
+            text = _remember(key, dict(jobwide, node=str(node), rank=str(rank), host=host))
         texts.append(text)
     return texts
 
