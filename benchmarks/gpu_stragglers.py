@@ -33,6 +33,15 @@ about 6:
         --healthy-s 300 --rounds 0
     PYTHONPATH=src python3 benchmarks/gpu_stragglers.py --cpu --out /tmp/cpu-stragglers   # gloo smoke, no GPU
 
+The overhead measure alone, short enough for a 4-minute call (``--budget-s`` stops starting rounds that would end
+past it; the rounds done, the on/off ratio with its quartiles and the cost per collective are printed), one
+all-reduce a step and a hundred (an FSDP-like step):
+
+    PYTHONPATH=src python3 benchmarks/gpu_stragglers.py --out /tmp/gpu-cost1 --cases none --rounds 8 --block 10 \
+        --collectives 1 --budget-s 150
+    PYTHONPATH=src python3 benchmarks/gpu_stragglers.py --out /tmp/gpu-cost100 --cases none --rounds 8 --block 5 \
+        --collectives 100 --collective-kb 256 --budget-s 150
+
 ``--cpu`` runs the same on CPU tensors with gloo (cpu_slow, healthy, shared_tmpdir, overhead; the GPU
 cases, ddp_gpu_slow among them, are skipped): the smoke check of this script and of the gloo rule.
 """
@@ -170,17 +179,26 @@ def healthy_case(args):
 
 def overhead(args):
     """One job of ``--rounds`` paired rounds (gpu_stragglers_job.py --overhead-rounds); rank 0's numbers."""
-    job = ["--steps", "1", "--overhead-rounds", str(args.rounds), "--block", "25", "--collectives", str(args.collectives),
-           "--gpu-ms", "20", "--cpu-ms", "0" if not args.cpu else "5"]
+    job = ["--steps", "1", "--overhead-rounds", str(args.rounds), "--block", str(args.block),
+           "--collectives", str(args.collectives), "--collective-kb", str(args.collective_kb),
+           "--gpu-ms", str(args.step_gpu_ms), "--cpu-ms", "0" if not args.cpu else "5",
+           "--overhead-budget-s", str(args.budget_s)]
+    began = time.monotonic()
     nodes = start(args.out / "overhead", job, args)
     try:
-        codes = [node.wait(600) for node in nodes]
+        codes = [node.wait(args.budget_s + 120 if args.budget_s else 600) for node in nodes]
     finally:
         end(nodes)
+    ended = re.search(r"NWBENCH-OVERHEAD-END rank=0 rounds=(\d+) of=(\d+) seconds=([\d.]+)", nodes[0].text("out"))
     rounds = [{"on": float(on), "off": float(off)} for on, off in
               re.findall(r"NWBENCH-OVERHEAD rank=0 round=\d+ on_ms=([\d.]+) off_ms=([\d.]+)", nodes[0].text("out"))]
     ratios = sorted(r["on"] / r["off"] for r in rounds if r["off"])
-    return {"rounds": rounds, "codes": codes, "logs": logs(nodes),
+    per_call = sorted((r["on"] - r["off"]) * 1000 / args.collectives for r in rounds)
+    return {"rounds": rounds, "codes": codes, "logs": logs(nodes), "collectives": args.collectives,
+            "collective_kb": args.collective_kb, "block": args.block,
+            "wall_s": round(time.monotonic() - began, 1), "loop_s": float(ended.group(3)) if ended else None,
+            "rounds_asked": args.rounds,
+            "us_per_collective_median": round(statistics.median(per_call), 2) if per_call else None,
             "ratio_median": round(statistics.median(ratios), 4) if ratios else None,
             "ratio_quartiles": [round(q, 4) for q in statistics.quantiles(ratios, n=4)] if len(ratios) > 1 else None,
             "step_ms_off": round(statistics.median(r["off"] for r in rounds), 3) if rounds else None}
@@ -237,6 +255,10 @@ def table(results, cost):
                         if ratio else "")
                      + (f"; quartiles of the round ratios {cost['ratio_quartiles'][0]}-{cost['ratio_quartiles'][2]}"
                         " (the spread is the noise)" if cost.get("ratio_quartiles") else ""))
+        lines.append(f"  {cost['collectives']} all-reduce(s) of {cost['collective_kb']} KiB a step, blocks of "
+                     f"{cost['block']} steps, {len(cost['rounds'])} of {cost['rounds_asked']} rounds done "
+                     f"(loop {cost['loop_s']} s, {cost['wall_s']} s with the start-up); (on - off) / collectives "
+                     f"= {cost['us_per_collective_median']} us per collective (median of the rounds)")
     return "\n".join(lines)
 
 
@@ -265,8 +287,19 @@ def main():
     parser.add_argument("--gpus", default="0,1", help="the two GPUs, node 0's first (0,0: both nodes share one)")
     parser.add_argument("--collectives", type=int, default=4, help="all-reduces per step of the overhead measure "
                         "(100: an FSDP-like step)")
-    parser.add_argument("--cases", default=",".join(CASES), help=f"comma-separated, of {', '.join(CASES)}")
+    parser.add_argument("--block", type=int, default=25, help="steps a block of the overhead measure (one arm of a "
+                        "round)")
+    parser.add_argument("--collective-kb", type=int, default=4096, help="the size of each all-reduce of the overhead "
+                        "measure, KiB")
+    parser.add_argument("--step-gpu-ms", type=float, default=20.0, help="matmul milliseconds a step of the overhead "
+                        "measure")
+    parser.add_argument("--budget-s", type=float, default=0.0, help="the overhead measure starts no round that would "
+                        "end past this many seconds of its loop (0: every round); what ran is reported")
+    parser.add_argument("--cases", default=",".join(CASES), help=f"comma-separated, of {', '.join(CASES)}; "
+                        "none: only the overhead measure")
     args = parser.parse_args()
+    if args.cases == "none":
+        args.cases = ""
     args.gpus = args.gpus.split(",")
     args.out = args.out.resolve()
     args.out.mkdir(parents=True, exist_ok=True)
@@ -278,11 +311,12 @@ def main():
     slow_cpu = ["--slow-rank", "1", "--slow-cpu-ms", SLOW_MS]
     if args.cpu:
         slow_cpu = ["--gpu-ms", "0", "--cpu-ms", "50", *slow_cpu]
-    unknown = [case for case in args.cases.split(",") if case not in CASES]
+    chosen = [case for case in args.cases.split(",") if case]
+    unknown = [case for case in chosen if case not in CASES]
     if unknown:
         parser.error(f"--cases: unknown case {unknown[0]!r} (of {', '.join(CASES)})")
     results = []
-    for case in args.cases.split(","):
+    for case in chosen:
         print(f"case {case} ...", flush=True)
         if args.cpu and case in GPU_ONLY:
             results.append({"case": case, "expect": "rank 1 (node 1)", "skipped": "skipped (needs GPUs)"})

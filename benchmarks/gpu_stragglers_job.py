@@ -1,7 +1,7 @@
 """The training step of benchmarks/gpu_stragglers.py: GPU matmuls and CPU work, then collectives, one rank slowed.
 
 Per step: ``--gpu-ms`` of matmuls queued on the GPU (calibrated at start), ``--cpu-ms`` of busy CPU work,
-then ``--collectives`` all-reduces of 4 MiB and ``torch.cuda.synchronize()`` (NCCL), or the same on CPU
+then ``--collectives`` all-reduces of ``--collective-kb`` (4 MiB) and ``torch.cuda.synchronize()`` (NCCL), or the same on CPU
 tensors (gloo: ``--cpu``). ``--slow-rank R`` adds ``--slow-cpu-ms`` of busy CPU work and/or
 ``--slow-gpu-ms`` of GPU kernel time (``torch.cuda._sleep``, calibrated) to rank R's steps. Runs
 ``--seconds`` (or ``--steps``) and prints ``NWBENCH-START`` when the loop starts and ``NWBENCH-DONE`` with
@@ -17,7 +17,8 @@ slow rank's GPU sleep is left out).
 ``--overhead-rounds N`` measures instead what the stall watch's rank hook adds per step: N paired rounds of
 ``--block`` steps each through the hooked ``dist.all_reduce`` (the probe's record, the device events) and
 through the function it wraps (``__wrapped__``), the order alternating; one ``NWBENCH-OVERHEAD`` line per
-round with both median step times. Needs the hook (run under the stall watch).
+round with both median step times; ``--overhead-budget-s`` stops starting rounds that would end past it (the
+rounds done are printed, ``NWBENCH-OVERHEAD-END`` says how many). Needs the hook (run under the stall watch).
 """
 
 import argparse
@@ -73,6 +74,9 @@ def main():
     parser.add_argument("--slow-gpu-ms", type=float, default=0.0)
     parser.add_argument("--overhead-rounds", type=int, default=0)
     parser.add_argument("--block", type=int, default=25)
+    parser.add_argument("--collective-kb", type=int, default=4096, help="the size of each all-reduce")
+    parser.add_argument("--overhead-budget-s", type=float, default=0.0,
+                        help="start no overhead round that would end past this many seconds (0: every round)")
     parser.add_argument("--ddp", action="store_true", help="a DDP model: the collectives come from C++")
     args = parser.parse_args()
     if args.ddp:
@@ -83,7 +87,7 @@ def main():
     device = "cpu" if args.cpu else "cuda"
     if not args.cpu:
         torch.cuda.set_device(0)
-    buffers = [torch.ones(1 << 20, device=device) for _ in range(args.collectives)]
+    buffers = [torch.ones(max(1, args.collective_kb * 256), device=device) for _ in range(args.collectives)]
     matmuls, a, cycles = 0, None, 0
     if not args.cpu:
         a = torch.randn(2048, 2048, device=device)
@@ -196,12 +200,25 @@ def overhead(args, rank, buffers, matmuls, a):
         return statistics.median(times) * 1000
 
     plain = hooked.__wrapped__
+    began = time.monotonic()
     block(hooked)  # warm-up: the device timer's events, NCCL's channels
+    done, last = 0, time.monotonic() - began
     for i in range(args.overhead_rounds):
+        if args.overhead_budget_s:  # rank 0's clock decides, through a collective: every rank stops together
+            stop = torch.tensor([float(time.monotonic() - began + 1.5 * last > args.overhead_budget_s)],
+                                device=buffers[0].device)
+            plain(stop)
+            if stop.item() > 0:
+                break
+        t0 = time.monotonic()
         order = (("on", hooked), ("off", plain)) if i % 2 else (("off", plain), ("on", hooked))
         got = {name: block(reduce) for name, reduce in order}
+        last = time.monotonic() - t0
+        done += 1
         os.write(1, f"NWBENCH-OVERHEAD rank={rank} round={i} on_ms={got['on']:.4f} off_ms={got['off']:.4f}\n"
                  .encode())
+    os.write(1, f"NWBENCH-OVERHEAD-END rank={rank} rounds={done} of={args.overhead_rounds} "
+             f"seconds={time.monotonic() - began:.1f}\n".encode())
     dist.destroy_process_group()
 
 

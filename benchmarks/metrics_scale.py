@@ -4,28 +4,36 @@ A stand-in for the heartbeat's live state, not the exchange benchmark's swarm: a
 hub holds N checked-in peers (fingerprint, last beat, role) and whose stall watch holds 8 rank views per node
 (the fields ``stall/ranks.py`` samples), served by the real metrics room (``metrics/live.py``,
 ``collect.py``, ``server.py``) over a real loopback HTTP connection; each size is scraped ``--scrapes``
-times, every scrape rendered anew (the server's 2 s cache off), and the median and 95th percentile printed beside the 1-node baseline measured in the same run.
+times, every scrape rendered anew (the server's 2 s cache off), and the median and 95th percentile printed
+beside the 1-node baseline measured in the same run. The stall watch's straggler judge is the real one
+(``stall/judge.py``), fed a full window of beats, so the per-rank straggler ratio costs what it costs in a job.
+``--before SRC`` runs the same sizes against another checkout's sources (e.g. ``/work/main/src``) first, in a
+child process of the same run, and prints both tables and the ratio of their medians.
 What it leaves out: the heartbeat thread's own load at that size (it runs beside the scrape, which never
 waits for it).
 
-    .venv/bin/python benchmarks/metrics_scale.py [--scrapes 50] [--ranks 8]
+    .venv/bin/python benchmarks/metrics_scale.py [--scrapes 50] [--ranks 8] [--before /work/main/src]
 """
 
 import argparse
+import json
 import os
 import platform
 import statistics
 import sys
 import tempfile
 import threading
+import subprocess
 import time
 import urllib.request
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+SRC = os.environ.get("NODEWEAVE_BENCH_SRC") or str(Path(__file__).resolve().parents[1] / "src")
+sys.path.insert(0, SRC)
 
 from nodeweave.entrypoint.metrics import server  # noqa: E402
 from nodeweave.entrypoint.metrics.live import Live  # noqa: E402
+from nodeweave.entrypoint.stall.judge import WINDOW_S, Stragglers  # noqa: E402
 
 server.CACHE_S = 0.0  # every scrape renders anew: the cost of a cold scrape, not of the 2 s cache
 
@@ -45,8 +53,21 @@ class Peer:
 
 
 class Stall:
+    """The stall watch's state at a beat: the rank views and a straggler judge fed a window of beats (1 s apart,
+    each rank one collective further a beat, rank 0 of node 1 10% slower)."""
+
     def __init__(self, views):
-        self.last_views, self.verdicts, self.stragglers = views, {"stall": None, "stragglers": []}, None
+        self.last_views, self.verdicts = views, {"stall": None, "stragglers": []}
+        self.now = 0.0
+        self.clock = lambda: self.now
+        self.stragglers = Stragglers()
+        beats = int(WINDOW_S) + 2
+        for beat in range(beats):
+            self.now = float(beat)
+            self.stragglers.feed(self.now, [dict(v, seq=v["seq"] + beat * 10,
+                                                 outside_s=v["outside_s"] + beat * (1.1 if v["rank"] == 8 else 1.0))
+                                            for v in views])
+            self.stragglers.evaluate(self.now)
 
 
 class Watch:
@@ -102,25 +123,53 @@ def measure(nodes, ranks, scrapes):
     return times
 
 
+def table(args, rows):
+    print("| nodes | ranks | /metrics median ms | p95 ms | CPU ms (in process) | bytes | /status.json median ms | p95 ms "
+          "| bytes |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    baseline = None
+    for nodes, times in rows:
+        m, s = times["/metrics"], times["/status.json"]
+        baseline = baseline or m[0]
+        print(f"| {nodes} | {nodes * args.ranks} | {m[0]:.1f} ({m[0] / baseline:.1f}x the 1-node baseline) | "
+              f"{m[1]:.1f} | {times['cpu']:.1f} | {m[2]:,} | {s[0]:.1f} | {s[1]:.1f} | {s[2]:,} |")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scrapes", type=int, default=50)
     parser.add_argument("--ranks", type=int, default=8, help="ranks per node")
     parser.add_argument("--nodes", type=int, nargs="+", default=[1, 64, 1024])
+    parser.add_argument("--before", metavar="SRC", help="another checkout's src/ to measure first (the baseline)")
+    parser.add_argument("--json", action="store_true", help=argparse.SUPPRESS)  # the --before child's answer
     args = parser.parse_args()
+    if args.json:
+        print(json.dumps([[nodes, measure(nodes, args.ranks, args.scrapes)] for nodes in args.nodes]))
+        return
     print(f"# {platform.node()}: {os.cpu_count()} CPUs, Python {platform.python_version()}; {args.ranks} ranks a "
           f"node, {args.scrapes} scrapes a size")
     print(f"# load average {os.getloadavg()[0]:.1f} at the start")
-    print("| nodes | ranks | /metrics median ms | p95 ms | CPU ms (in process) | bytes | /status.json median ms | p95 ms "
-          "| bytes |")
-    print("|---|---|---|---|---|---|---|---|---|")
-    baseline = None
-    for nodes in args.nodes:
-        times = measure(nodes, args.ranks, args.scrapes)
-        m, s = times["/metrics"], times["/status.json"]
-        baseline = baseline or m[0]
-        print(f"| {nodes} | {nodes * args.ranks} | {m[0]:.1f} ({m[0] / baseline:.1f}x the 1-node baseline) | "
-              f"{m[1]:.1f} | {times['cpu']:.1f} | {m[2]:,} | {s[0]:.1f} | {s[1]:.1f} | {s[2]:,} |")
+    before = None
+    if args.before:
+        child = [sys.executable, __file__, "--json", "--scrapes", str(args.scrapes), "--ranks", str(args.ranks),
+                 "--nodes"] + [str(n) for n in args.nodes]
+        answer = subprocess.run(child, env=dict(os.environ, NODEWEAVE_BENCH_SRC=args.before), capture_output=True,
+                                text=True)
+        if answer.returncode != 0:
+            raise SystemExit(f"the baseline's run failed (exit {answer.returncode}):\n{answer.stderr[-3000:]}")
+        before = json.loads(answer.stdout)
+        print(f"\nBefore: {args.before}\n")
+        table(args, before)
+        print(f"\nAfter: {SRC}\n")
+    after = [(nodes, measure(nodes, args.ranks, args.scrapes)) for nodes in args.nodes]
+    table(args, after)
+    if before:
+        print("\n| nodes | ranks | /metrics median before / after | CPU before / after | /status.json before / after |")
+        print("|---|---|---|---|---|")
+        for (nodes, b), (_, a) in zip(before, after):
+            print(f"| {nodes} | {nodes * args.ranks} | {b['/metrics'][0]:.1f} / {a['/metrics'][0]:.1f} ms "
+                  f"({b['/metrics'][0] / a['/metrics'][0]:.1f}x) | {b['cpu']:.1f} / {a['cpu']:.1f} ms | "
+                  f"{b['/status.json'][0]:.1f} / {a['/status.json'][0]:.1f} ms |")
 
 
 if __name__ == "__main__":

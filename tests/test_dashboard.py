@@ -25,6 +25,7 @@ import pytest
 from cdp import Browser
 from free_ports import free_port
 from nodeweave.cluster.dashboard import History, heat_map, run_state, state
+from nodeweave.entrypoint.metrics.heat import HeatSummary
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 CHROMIUM = next((shutil.which(name) for name in ("chromium", "chromium-browser", "google-chrome")
@@ -244,6 +245,15 @@ def test_the_page_shows_every_node_and_rank_of_a_running_job_and_marks_the_strag
         document = state(*through, node_0.name)
         assert [r["rank"] for r in document["live"]["ranks"]] == [0, 1] and document["answering"], document
         assert document["heat"]["ranks"] == ["0/0", "1/1"], document["heat"]
+
+        # What node 0 keeps for the run's folder (heat.json beside goodput.json): the same straggler, after the job
+        kept = tmp_path / "n0" / "nodeweave" / "heat.json"
+        summary = wait_until(lambda: kept.is_file() and len(json.loads(kept.read_text())["columns"]) >= 2 and
+                             json.loads(kept.read_text()), 60)
+        assert summary, kept
+        assert all(c["cells"]["1/1"] >= 1.1 > c["cells"]["0/0"] for c in summary["columns"][1:]), summary
+        shown = run_state(tmp_path, {"job": "j"}, None, None, summary)["heat"]
+        assert shown["ranks"] == ["0/0", "1/1"] and len(shown["cells"]) == len(summary["columns"]), shown
     finally:
         if proc is not None:
             stop_dashboard(proc)
@@ -316,6 +326,11 @@ def test_a_finished_runs_folder_is_the_same_page(tmp_path):
     (folder / "recovery.json").write_text(json.dumps({
         "generation": 1, "restarts": 1, "left_out": {"1": 1}, "why": {"1": "rank 1 exited 1"}, "spares": [],
         "history": [{"generation": 0, "node": 1, "cause": "crashed", "why": "rank 1 exited 1", "at": 121.0}]}))
+    summary = HeatSummary(span_s=5)  # node 0's heat map as its recorder keeps it: rank 1/1 25% slower
+    for t in range(105, 121):
+        summary.feed(float(t), 0, [{"node": n, "rank": n, "seq": 10 * t, "outside_s": t * (1.25 if n else 1.0)}
+                                   for n in (0, 1)])
+    (folder / "heat.json").write_text(json.dumps(summary.document()))
     env = {"PATH": os.environ["PATH"], "PYTHONPATH": str(SRC), "HOME": str(tmp_path)}
     proc = subprocess.Popen([sys.executable, "-m", "nodeweave.cli", "dashboard", "--run", "last", "--runs-dir",
                              str(tmp_path / "runs")], cwd=tmp_path, env=env, stdout=subprocess.PIPE,
@@ -328,3 +343,7 @@ def test_a_finished_runs_folder_is_the_same_page(tmp_path):
     assert "finished run 20260101T000000Z-job" in page and 'data-node="node-1"' in page, page
     assert 'id="goodput-figure">goodput 71.7%' in page, page  # (120-105) + (158-130) = 43 s of training in 60
     assert "fault: node 1, crashed: rank 1 exited 1" in page and "left out: node 1" in page, page
+    rows = dict(re.findall(r'<tr data-rank="(\d+/\d+)">(.*?)</tr>', page))  # the heat map from heat.json
+    assert set(rows) == {"0/0", "1/1"}, page
+    assert rows["1/1"].count('class="cell straggler"') == 3 and "straggler" not in rows["0/0"], rows
+    assert "3 spans of up to 5 s from the run's heat.json, 2 of 2 ranks" in page, page

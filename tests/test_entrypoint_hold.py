@@ -303,16 +303,18 @@ def test_explain_on_a_node_left_out_says_so_and_why(tmp_path):
     assert role["why"] == "node 1: its launcher failed (torchrun exited 1)"
 
 
-def test_report_carries_the_runs_recovery_book_and_goodput_timeline(tmp_path):
+def test_report_carries_the_runs_recovery_book_goodput_timeline_and_heat_map(tmp_path):
     """What `nodeweave run` copies into the run folder for `runs show` (docs/observability.md)."""
     folder = tmp_path / "nodeweave" / "runs" / "r9"
     folder.mkdir(parents=True)
     (folder / "run.json").write_text(json.dumps({"run_id": "r9", "pid": -1}))
     (folder / "goodput.json").write_text(json.dumps({"schema": "nodeweave.goodput/1", "launched": 1.0}))
     (folder / "recovery.json").write_text(json.dumps({"generation": 1}))
+    (folder / "heat.json").write_text(json.dumps({"schema": "nodeweave.heat/1", "columns": []}))
     report, code = node(tmp_path, "report", "r9")
     assert code == 0 and report["goodput"] == {"schema": "nodeweave.goodput/1", "launched": 1.0}
     assert report["recovery"] == {"generation": 1}
+    assert report["heat"] == {"schema": "nodeweave.heat/1", "columns": []}  # the finished run's heat map
 
 
 def test_status_on_a_spare_asks_node_0_instead_of_failing_its_own_plan(tmp_path):

@@ -392,3 +392,30 @@ def test_node_0s_stall_report_is_gathered_off_the_heartbeats_thread_and_the_stop
     assert any(line.startswith("STALL") for line in said), said
     watch.hub_tick(peers)
     assert stops and stops[0][1] == 7 and stops[0][2] >= 1, stops  # stopped after the report was printed
+
+
+def test_the_device_timer_finds_the_collectives_tensor_wherever_torch_takes_it():
+    from nodeweave.entrypoint.stall.rankhook import nodeweave_device as device
+
+    class Tensor:
+        is_cuda = False
+
+    t, u = Tensor(), Tensor()
+    assert device.first_tensor((t,), {}) is t  # all_reduce(t)
+    assert device.first_tensor(([u, t], t), {}) is u  # all_gather(list, t): the list's first
+    assert device.first_tensor(([], t), {}) is t
+    assert device.first_tensor((), {"tensor": t}) is t
+    assert device.first_tensor((None,), {"output_tensor": u, "tensor": t}) is t  # torch's order of names
+    assert device.first_tensor((), {"tensor_list": [u]}) is u
+    assert device.first_tensor(("x", 3), {"async_op": True}) is None
+    assert device.timer_for((t,), {}) is None  # a CPU tensor: no device timer
+
+
+def test_the_record_names_the_ranks_pid_and_the_hook_keeps_counting_across_calls(tmp_path):
+    record = probe.Probe(str(tmp_path / "rank-0.bin"), 0, 0)
+    wrapped = probe.wrap(record, "all_reduce", lambda tensor: tensor)
+    for i in range(3):
+        assert wrapped(i) == i
+    data = probe.read(bytes(record.map[:probe.LAYOUT.size]))
+    assert data["pid"] == os.getpid() and data["seq"] == 3 and data["name"] == "all_reduce"
+    assert data["inside_s"] >= 0 and data["outside_s"] >= 0

@@ -22,7 +22,8 @@ if TYPE_CHECKING:
 
 
 def _finished_run(run: str, runs_dir: Optional[Path]):
-    """(folder, run.json, goodput.json, recovery.json) of a finished run, found as ``runs show`` finds it."""
+    """(folder, run.json, goodput.json, recovery.json, heat.json) of a finished run, found as ``runs show`` finds
+    it."""
     from nodeweave.cluster.runfolder import RUNS
     from nodeweave.entrypoint import bounded
     from nodeweave.runs.history import find_run
@@ -40,7 +41,7 @@ def _finished_run(run: str, runs_dir: Optional[Path]):
             return None
         return found if isinstance(found, dict) else None
 
-    return entry.path, entry.data, optional("goodput.json"), optional("recovery.json")
+    return entry.path, entry.data, optional("goodput.json"), optional("recovery.json"), optional("heat.json")
 
 
 @reach_options
@@ -77,8 +78,8 @@ def dashboard_command(
                          "--run RUN --runs-dir DIR, or neither")
     stop = threading.Event()
     if run is not None:
-        folder, data, timeline, book = _finished_run(run, runs_dir)
-        fixed = dashboard.run_state(folder, data, timeline, book)
+        folder, data, timeline, book, heat = _finished_run(run, runs_dir)
+        fixed = dashboard.run_state(folder, data, timeline, book, heat)
         document, source = (lambda: fixed), f"the run folder {folder}"
     else:
         from nodeweave.cluster.top import ask_live

@@ -6,7 +6,8 @@ Three parts along the usual seams:
   come, a bounded number of them;
 - :func:`state` is pure: the readings in, the document the page draws out (the newest picture, the rates over
   time, the per-rank step-time heat map, the generations on a timeline, the goodput); :func:`run_state` makes
-  the same document from a finished run's folder (``runs/<id>/``: run.json, goodput.json, recovery.json);
+  the same document from a finished run's folder (``runs/<id>/``: run.json, goodput.json, recovery.json,
+  heat.json);
 - :func:`serve` is the effect: a stdlib ``http.server`` that sends ``dashboard.html`` (one file, plain
   JavaScript and SVG, no build step) and ``/state.json``, and a thread that asks node 0 every ``interval``
   seconds through :func:`nodeweave.cluster.top.ask_live` (the exec channel on every target, or a URL).
@@ -32,6 +33,7 @@ SCHEMA = "nodeweave.dashboard/1"
 PAGE = Path(__file__).with_name("dashboard.html")
 KEEP = 600             # readings kept: 10 minutes at the default 1 s
 HEAT_COLUMNS = 60      # the heat map's newest columns
+RUN_HEAT_ROWS = 64     # a finished run's heat map: at most this many ranks, the slowest (heat.json keeps 64 a column)
 STRAGGLER_RATIO = 1.1  # a cell at or above this is marked (top's red: 10% slower than the median)
 Reading = Tuple[float, dict]  # (time.time() it was read, node 0's /status.json)
 
@@ -140,9 +142,47 @@ def state(readings: List[Reading], asked: dict, source: str) -> dict:
                     "rates": rates(readings), "heat": heat_map(readings)})
 
 
-def run_state(folder: Path, data: dict, timeline: Optional[dict], book: Optional[dict]) -> dict:
-    """The same document for a finished run's folder: its nodes' exits, generations and goodput (the per-rank
-    readings were node 0's memory: a folder keeps none)."""
+def _rank_order(key: str):
+    node, _, rank = key.partition("/")
+    return tuple((0, int(part), "") if part.lstrip("-").isdigit() else (1, 0, part) for part in (node, rank))
+
+
+def run_heat(summary: Optional[dict]) -> dict:
+    """The heat map of a finished run from node 0's bounded summary (``heat.json``, ``entrypoint/metrics/heat.py``):
+    one column per summarised span; rows the ranks any span kept, the :data:`RUN_HEAT_ROWS` slowest at their peak
+    when more; a rank a span did not keep (not among its slowest) is ``{"below": floor}``: at most that ratio."""
+    columns = [c for c in (summary or {}).get("columns") or [] if isinstance(c, dict) and c.get("cells")]
+    peak: dict = {}
+    for c in columns:
+        for key, ratio in c["cells"].items():
+            peak[key] = max(peak.get(key, 0.0), ratio)
+    rows = sorted(peak, key=lambda k: (-peak[k], _rank_order(k)))[:RUN_HEAT_ROWS]
+    rows.sort(key=_rank_order)
+    cells = []
+    for c in columns:
+        median = c.get("median_ms") or 0.0
+        column = []
+        for key in rows:
+            ratio = c["cells"].get(key)
+            if ratio is not None:
+                column.append({"ms": round(ratio * median, 2), "ratio": ratio})
+            elif c.get("floor") is not None:
+                column.append({"ms": None, "ratio": None, "below": c["floor"]})
+            else:
+                column.append(None)
+        cells.append(column)
+    seen = max([c.get("ranks_seen") or 0 for c in columns] or [0])
+    return {"ranks": rows, "times": [c.get("ended") for c in columns],
+            "generations": [c.get("generation") for c in columns], "cells": cells, "straggler_ratio": STRAGGLER_RATIO,
+            "summary": {"columns": len(columns), "ranks": seen,
+                        "longest_span_s": max(round(c["ended"] - c["began"], 1) for c in columns)} if columns else None}
+
+
+def run_state(folder: Path, data: dict, timeline: Optional[dict], book: Optional[dict],
+              heat: Optional[dict] = None) -> dict:
+    """The same document for a finished run's folder: its nodes' exits, generations, goodput, and the heat map of
+    node 0's bounded summary (``heat.json``; the rank table and the rates were node 0's memory: a folder keeps
+    neither)."""
     from nodeweave.entrypoint.metrics.goodput import account
 
     nodes = [{"node": n.get("node"), "host": None, "role": None, "heartbeat_age_s": None,
@@ -154,13 +194,12 @@ def run_state(folder: Path, data: dict, timeline: Optional[dict], book: Optional
             "ranks": [], "verdicts": {}, "node_gpus": [], "step": None, "steps_per_s": None,
             "goodput": account(timeline, now=ended) if timeline and timeline.get("launched") else None,
             "timeline": timeline}
-    empty = {"ranks": [], "times": [], "generations": [], "cells": [], "straggler_ratio": STRAGGLER_RATIO}
     return _finite({"schema": SCHEMA, "mode": "run", "source": str(folder), "answering": None, "why": "",
                     "asked_at": None, "read_at": None, "live": live, "run": {
                         "id": folder.name, "command": data.get("command"), "started": data.get("started"),
                         "seconds": data.get("seconds"), "exit_code": data.get("exit_code"),
                         "summary": data.get("summary")},
-                    "rates": {"times": [], "steps_per_s": [], "ranks": {}}, "heat": empty})
+                    "rates": {"times": [], "steps_per_s": [], "ranks": {}}, "heat": run_heat(heat)})
 
 
 class _Handler(BaseHTTPRequestHandler):

@@ -139,6 +139,9 @@ def record(folder: RunFolder, runner: Optional[Runner], request: RunRequest, con
         timeline = next((rep["goodput"] for rep in reports if rep.get("goodput")), None)  # node 0's alone
         if timeline:
             folder.write_json("goodput.json", timeline)  # `nodeweave runs show` accounts it (docs/observability.md)
+        heat = next((rep["heat"] for rep in reports if rep.get("heat")), None)  # node 0's alone
+        if heat:
+            folder.write_json("heat.json", heat)  # `nodeweave dashboard --run` draws its heat map
         stalls = next((rep["stalls"] for rep in reports if rep.get("stalls")), None)  # every node keeps the same
         if stalls:
             (folder.path / "stalls.txt").write_text(stalls)

@@ -139,7 +139,8 @@ def report(args, env):
             "alive": bool(record) and alive(record.get("pid", -1), record.get("starttime")),
             "stamp": read_json(os.path.join(os.getcwd(), STAMP)), "profile_dir": profile, "profile": files,
             "stalls": _stall_reports(folder), "recovery": read_json(os.path.join(folder, "recovery.json")),
-            "goodput": read_json(os.path.join(folder, "goodput.json"))}
+            "goodput": read_json(os.path.join(folder, "goodput.json")),
+            "heat": read_json(os.path.join(folder, "heat.json"))}
     return data, EXIT_OK
 
 

@@ -9,6 +9,7 @@ node table, the stall watch's views and verdicts are read as they stand.
 import os
 import time
 
+from .exposition import label_text
 from .goodput import BUCKETS, account
 
 CHECKPOINT_TTL_S = 30.0
@@ -82,39 +83,43 @@ def families(live, now=None):
            [(base, None if written is None else max(0.0, now - written))])
 
     # --- nodes: the heartbeat's table ---
+    views, verdicts = live.views()
     beats, ups = [], []
     if watch is not None:
         own = watch.hub.own_fp or {}
         beats.append((dict(base, node=str(own.get("rank", 0)), host=own.get("hostname")), 0.0))
         ups.append((dict(base, node=str(own.get("rank", 0)), host=own.get("hostname"), state="running", role="hub"), 1))
         clock = watch.clock()
-        for peer in list(watch.hub.peers):
+        peers = list(watch.hub.peers)
+        _forget_labels_past(4 * (len(peers) + len(views)) + 256)
+        for peer in peers:
             fp = peer.fp or {}
-            labels = dict(base, node=str(fp.get("rank")), host=fp.get("hostname"))
-            state = _peer_state(peer)
+            node, host = str(fp.get("rank")), fp.get("hostname")
+            state, role = _peer_state(peer), peer.role or "member"
             if state == "running":
-                beats.append((labels, max(0.0, clock - peer.last_heard)))
-            ups.append((dict(labels, state=state, role=peer.role or "member"), 1 if state == "running" else 0))
+                beats.append((_LABELS.get(("beat", job, node, host)) or _remember(
+                    ("beat", job, node, host), dict(base, node=node, host=host)), max(0.0, clock - peer.last_heard)))
+            ups.append((_LABELS.get(("up", job, node, host, state, role)) or _remember(
+                ("up", job, node, host, state, role), dict(base, node=node, host=host, state=state, role=role)),
+                1 if state == "running" else 0))
     family("nodeweave_node_heartbeat_age_seconds", "gauge", "Seconds since node 0 last heard from the node.", beats)
     family("nodeweave_node_up", "gauge", "1 while the node is in the job and beating; its state and role as labels.",
            ups)
 
     # --- ranks: the stall watch's views ---
-    views, verdicts = live.views()
     named = {(s.get("node"), s.get("rank")): s.get("gap") for s in verdicts.get("stragglers") or []}
     recorded = bool(views) and all(v.get("fr_enqueued", -1) >= 0 for v in views)
     ratios = _ratios(watch)
-    counts, inside, outside, rates, slow, moving = [], [], [], [], [], []
-    for v in views:
-        labels = dict(jobwide, node=str(v.get("node")), rank=str(v.get("rank")), host=v.get("host"))
-        counts.append((labels, v.get("seq", 0) + (v.get("fr_enqueued", 0) if recorded else 0)))
-        inside.append((labels, v.get("inside_s")))
-        outside.append((labels, v.get("outside_s")))
-        rates.append((labels, live.rate(v.get("node"), v.get("rank"))))
-        key = (v.get("node"), v.get("rank"))
-        gap = named.get(key)
-        slow.append((labels, 1 + gap if gap is not None else ratios.get(key)))
-        moving.append((labels, 0 if v.get("state") in ("gone", "Z", "X") else 1))
+    texts = _rank_label_texts(jobwide, views)
+    keys = [(v.get("node"), v.get("rank")) for v in views]
+    extra = [v.get("fr_enqueued", 0) for v in views] if recorded else [0] * len(views)
+    counts = list(zip(texts, [v.get("seq", 0) + more for v, more in zip(views, extra)]))
+    inside = list(zip(texts, [v.get("inside_s") for v in views]))
+    outside = list(zip(texts, [v.get("outside_s") for v in views]))
+    rate = live.rates()
+    rates = list(zip(texts, [rate.get(key) for key in keys]))
+    slow = list(zip(texts, [1 + named[key] if named.get(key) is not None else ratios.get(key) for key in keys]))
+    moving = list(zip(texts, [0 if v.get("state") in ("gone", "Z", "X") else 1 for v in views]))
     family("nodeweave_rank_collectives_total", "counter", "Collectives the rank entered this generation.", counts)
     family("nodeweave_rank_collective_seconds_total", "counter",
            "Host seconds the rank spent inside collectives this generation.", inside)
@@ -176,6 +181,35 @@ def families(live, now=None):
     return out
 
 
+_LABELS = {}  # a series' labels (its kind and values) -> their text: made once, reused by every scrape after
+
+
+def _remember(key, labels):
+    text = _LABELS[key] = label_text(labels)
+    return text
+
+
+def _forget_labels_past(most):
+    """Nodes and ranks come and go (generations, spares): past ``most`` texts, start afresh."""
+    if len(_LABELS) > most:
+        _LABELS.clear()
+
+
+def _rank_label_texts(jobwide, views):
+    """Each view's label text, made once a rank and generation and reused by every scrape after (a rank's
+    labels do not change while its generation lasts; 8,192 ranks make 8,192 texts, not 49,152 dicts)."""
+    job, generation = jobwide["job_name"], jobwide["generation"]
+    texts = []
+    for v in views:
+        node, rank, host = v.get("node"), v.get("rank"), v.get("host")
+        key = ("rank", job, generation, node, rank, host)
+        text = _LABELS.get(key)
+        if text is None:
+            text = _remember(key, dict(jobwide, node=str(node), rank=str(rank), host=host))
+        texts.append(text)
+    return texts
+
+
 def _every_nodes_gpus(live, watch):
     """[(node, source, readings)]: node 0's from its sampler, the others' from their last beat that carried some."""
     source, gpus, _ = live.sampler.latest
@@ -187,23 +221,10 @@ def _every_nodes_gpus(live, watch):
 
 
 def _ratios(watch):
-    """(node, rank) -> own work per collective over the median, read from the stall watch's straggler history
-    (None where it has too little); {} when it cannot be read now."""
-    stall = getattr(watch, "stall", None)
-    stragglers = getattr(stall, "stragglers", None)
-    if stragglers is None:
-        return {}
-    try:
-        per = stragglers.per_collective(stall.clock())
-    except Exception:  # noqa: BLE001 - the heartbeat thread may be changing it: skip this scrape
-        return {}
-    if len(per) < 2:
-        return {}
-    ordered = sorted(per.values())
-    ref = ordered[(len(ordered) - 1) // 2]
-    if ref <= 0:
-        return {}
-    return {key: value / ref for key, value in per.items()}
+    """(node, rank) -> own work per collective over the median, as the stall watch's last evaluation found it
+    (one beat old at most; a scrape at 8,192 ranks does not go through every rank's window again); {} without."""
+    stragglers = getattr(getattr(watch, "stall", None), "stragglers", None)
+    return getattr(stragglers, "ratios", None) or {}
 
 
 def status(live, now=None):
@@ -224,8 +245,9 @@ def status(live, now=None):
                           "role": peer.role, "heartbeat_age_s": round(max(0.0, clock - peer.last_heard), 2)})
     named = {(s.get("node"), s.get("rank")): s.get("gap") for s in verdicts.get("stragglers") or []}
     ratios = _ratios(watch)
+    rate = live.rates()
     ranks = [{"node": v.get("node"), "rank": v.get("rank"), "host": v.get("host"), "seq": v.get("seq"),
-              "state": v.get("state"), "collectives_per_s": live.rate(v.get("node"), v.get("rank")),
+              "state": v.get("state"), "collectives_per_s": rate.get((v.get("node"), v.get("rank"))),
               "inside_s": v.get("inside_s"), "outside_s": v.get("outside_s"),
               "straggler_ratio": (1 + named[(v.get("node"), v.get("rank"))]) if (v.get("node"), v.get("rank")) in named
               else ratios.get((v.get("node"), v.get("rank")))} for v in views]

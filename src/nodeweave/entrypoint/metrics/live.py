@@ -11,7 +11,8 @@ already hold in memory (no file read, no message, nothing the heartbeat waits
 for) and keeps the timeline: each generation's start, its first collective (the
 stall watch's counts; without the watch, the first step line), its stalls, its
 fault, its step numbers; it writes it as ``goodput.json`` beside
-``recovery.json`` (and into the run's folder under ``nodeweave run``).
+``recovery.json`` (and into the run's folder under ``nodeweave run``), and
+beside it ``heat.json``, the bounded per-rank heat map (``heat.py``).
 """
 
 import atexit
@@ -21,6 +22,7 @@ import os
 import threading
 import time
 
+from . import heat
 from .goodput import SCHEMA
 
 DEFAULT_PORT = 9464  # the port Prometheus' registry lists for OpenTelemetry's exporter: free on a GPU node
@@ -82,10 +84,11 @@ class Live:
                          "generations": []}
         self.splitters = {}
         self.step = None  # (logger, step, time.time()) of the newest step line
-        self.rates = {}   # (node, rank) -> deque of (monotonic time, collectives)
+        self.rates_seen = {}  # (node, rank) -> deque of (monotonic time, collectives)
         self.sampler = self.server = self.thread = None
         self.saved_at = 0.0
         self.book_cache = (None, None)
+        self.heat = heat.HeatSummary()  # the per-rank heat map a finished run's folder keeps (heat.json)
 
     # --- seams ------------------------------------------------------------------------------------------
     def watching(self, watch):
@@ -210,7 +213,7 @@ class Live:
         recorded = bool(views) and all(v.get("fr_enqueued", -1) >= 0 for v in views)
         with self.lock:
             for view in views:
-                history = self.rates.setdefault((view.get("node"), view.get("rank")), collections.deque())
+                history = self.rates_seen.setdefault((view.get("node"), view.get("rank")), collections.deque())
                 count = _count(view, recorded)
                 if history and count < history[-1][1]:
                     history.clear()  # a new generation's ranks count from 0
@@ -238,6 +241,8 @@ class Live:
             elif gen["fault"] is None and gen["ended"] is None and watch.thread is not None \
                     and not watch.thread.is_alive() and watch.own_done.is_set():
                 gen["ended"] = now
+        if open_gen and views:  # outside the lock: closing a column at 65,536 ranks takes ~70 ms, no scrape waits
+            self.heat.feed(now, gen["generation"], views)
         if now - self.saved_at >= SAVE_S:
             self.save(now)
 
@@ -247,9 +252,12 @@ class Live:
 
         with self.lock:
             data = json.loads(json.dumps(self.timeline))
+            summary = self.heat.document() if self.heat.columns else None
         for folder in self.folders:
             try:
                 write_json(os.path.join(folder, RECORD), data)
+                if summary is not None:
+                    write_json(os.path.join(folder, heat.RECORD), summary)
             except OSError:
                 pass  # a record for later reading; the job does not depend on it
 
@@ -281,11 +289,12 @@ class Live:
                 return self.book_cache[1]
         return self.book_cache[1]
 
-    def rate(self, node, rank):
-        history = self.rates.get((node, rank))
-        if not history or len(history) < 2 or history[-1][0] <= history[0][0]:
-            return None
-        return (history[-1][1] - history[0][1]) / (history[-1][0] - history[0][0])
+    def rates(self):
+        """{(node, rank): collectives a second over the last :data:`RATE_WINDOW_S`} of the ranks with two readings
+        apart in time (one pass for every rank: a scrape reads 8,192 of them)."""
+        with self.lock:
+            return {key: (h[-1][1] - h[0][1]) / (h[-1][0] - h[0][0])
+                    for key, h in self.rates_seen.items() if len(h) >= 2 and h[-1][0] > h[0][0]}
 
     def step_rate(self):
         """Steps a second over the last :data:`RATE_WINDOW_S` of the current generation's step lines, or None."""

@@ -127,6 +127,7 @@ class Stragglers:
         self.history = {}   # (node, rank) -> deque of own_work samples
         self.streak = {}    # (node, rank) -> consecutive evaluations found slower
         self.labels = {}
+        self.ratios = {}    # (node, rank) -> own work per collective over the median, as the last evaluation found
 
     def feed(self, now, views):
         for v in views:
@@ -142,6 +143,7 @@ class Stragglers:
     def reset(self):
         self.history.clear()
         self.streak.clear()
+        self.ratios = {}
 
     def per_collective(self, now):
         """{key: seconds of own work per collective}: the median over the window's beat-to-beat intervals
@@ -170,9 +172,11 @@ class Stragglers:
         """[{rank, node, host, pod, gap, per_s, ref_s}] of ranks slower for ``confirm`` evaluations in a row."""
         per = self.per_collective(now)
         if len(per) < 2:
+            self.ratios = {}
             return []
         ordered = sorted(per.values())
         ref = ordered[(len(ordered) - 1) // 2]
+        self.ratios = {key: value / ref for key, value in per.items()} if ref > 0 else {}
         named = []
         for key, value in sorted(per.items()):
             slow = ref > 0 and value >= ref * (1 + self.slower)

@@ -29,12 +29,20 @@ MAX_PENDING = 1024  # collectives not yet done on the device; past it, a collect
 
 
 def first_tensor(args, kwargs):
-    """The collective's first tensor (``all_reduce(t)``; ``all_gather(list, t)``'s first list item), or None."""
-    for value in list(args[:2]) + [kwargs.get("tensor"), kwargs.get("output_tensor"), kwargs.get("tensor_list")]:
+    """The collective's first tensor (``all_reduce(t)``; ``all_gather(list, t)``'s first list item), or None.
+    Runs on every collective: the common ``all_reduce(t)`` is answered without building anything."""
+    for value in args[:2]:
         if isinstance(value, (list, tuple)):
             value = value[0] if value else None
         if value is not None and hasattr(value, "is_cuda"):
             return value
+    if kwargs:
+        for key in ("tensor", "output_tensor", "tensor_list"):
+            value = kwargs.get(key)
+            if isinstance(value, (list, tuple)):
+                value = value[0] if value else None
+            if value is not None and hasattr(value, "is_cuda"):
+                return value
     return None
 
 

@@ -70,6 +70,7 @@ class Probe:
         finally:
             os.close(fd)
         self.rank, self.local_rank, self.thread = rank, local_rank, _thread.get_ident()
+        self.pid = os.getpid()  # a forked child never writes (``forked``): the rank's pid, read once
         self.gen = self.seq = 0
         self.depth = 0
         self.name = b""
@@ -78,6 +79,7 @@ class Probe:
         self.changed = self.last_exit = time.monotonic()
         self.flight = (-1, -1)  # written by the flight thread (flight.py)
         self.device = None  # nodeweave_device.DeviceTimer, once a collective runs on a GPU tensor
+        self.device_module = None  # nodeweave_device, imported at the first collective
         self.fr_seen = -1  # the last collective_seq_id whose duration was read (flight thread)
         self.fr_wait, self.fr_timed, self.fr_span, self.fr_read_at = 0.0, 0, 0.0, None
         self.lock = threading.Lock()  # the main thread and the flight thread both write
@@ -98,7 +100,7 @@ class Probe:
         with self.lock:
             self.gen += 1
             struct.pack_into("<I", self.map, 4, self.gen)  # odd: a reader retries
-            LAYOUT.pack_into(self.map, 0, MAGIC, self.gen, os.getpid(), self.rank, self.local_rank, self.thread,
+            LAYOUT.pack_into(self.map, 0, MAGIC, self.gen, self.pid, self.rank, self.local_rank, self.thread,
                              self.seq, self.changed, self.entered, self.inside, self.outside, self.name,
                              self.flight[0], self.flight[1], self.device.waited_s if self.device else 0.0,
                              self.device.timed if self.device else 0, self.fr_wait, self.fr_timed, self.fr_span)
@@ -136,9 +138,11 @@ class Probe:
         """The device timer's token for this collective, or None (not on a GPU tensor; a timer that failed)."""
         try:
             if self.device is None:
-                import nodeweave_device
+                if self.device_module is None:
+                    import nodeweave_device
 
-                self.device = nodeweave_device.timer_for(args, kwargs)
+                    self.device_module = nodeweave_device
+                self.device = self.device_module.timer_for(args, kwargs)
                 if self.device is None:
                     return None
             return self.device.begin(args, kwargs)
