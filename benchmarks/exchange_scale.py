@@ -256,13 +256,14 @@ def heartbeat(nodes, workdir, mode, window, fail, rack=1):
         job.end()
 
 
-def recovery(slots, workdir, fail, rack, per_spare=64, swarms=1):
+def recovery(slots, workdir, fail, rack, per_spare=64, swarms=1, deaf=()):
     """Recovery at ``slots`` training nodes and one spare per ``per_spare``: node 0 (a real entrypoint, recovery on,
     the stand-in ``torchrun``) and the others (``scale_swarm.py --recover``, in ``swarms`` processes: where the
     machine has the cores, the simulated nodes are not the bottleneck) check in; after a few beats ``rack``
     nodes fail (``fail``); every node that lives on checks in again and is told its role in the next generation.
     Measured: the first check-in (every node's hello -> its verdict: the baseline), then the fault -> every
-    surviving node holding its next generation's verdict, node 0's CPU in between, and what the book says."""
+    surviving node holding its next generation's verdict, node 0's CPU in between, and what the book says.
+    ``deaf``: ranks that check in again with a check port refusing node 0's connect-back (left out, not refused)."""
     spares = max(1, slots // per_spare)
     env = {"NODEWEAVE_RECOVERY": "on", "NODEWEAVE_SPARES": str(spares)}
     job = Job(slots, workdir, "torchrun", 120, extra_env=env)
@@ -282,7 +283,7 @@ def recovery(slots, workdir, fail, rack, per_spare=64, swarms=1):
             argv = [sys.executable, str(SWARM), "--port", str(job.exchange), "--nodes", str(total), "--ranks",
                     f"{cuts[i]}:{cuts[i + 1]}", "--launcher", "torchrun", "--connecting", str(CONNECTING["at_once"]),
                     "--recover", "--slots", str(slots), "--hold", "4", "--fail", fail, "--rack", str(rack),
-                    "--first-victim", str(first)]
+                    "--first-victim", str(first), "--deaf", ",".join(map(str, deaf))]
             procs.append(subprocess.Popen(argv, cwd=workdir, env=dict(os.environ, TMPDIR=workdir, **env),
                                           stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                           text=True))

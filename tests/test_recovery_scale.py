@@ -173,3 +173,26 @@ def test_node_0_reads_on_after_every_member_ended_until_the_spares_answered():
         assert spare.stopping and not (spare.done or {}).get("lost")
     finally:
         cluster.close()
+
+
+def test_a_node_whose_connect_back_fails_at_the_regather_is_left_out_not_the_job_refused(tmp_path):
+    """A node that answers the abort and checks in again, but whose check port now refuses node 0 (its network
+    path went bad mid-job; at 2,048 nodes on a loaded VM, a swarm too slow to answer in 3 s): the regather refused
+    the whole job (every node exit 3). Now that node is left out, the reason in the book, and a spare takes its
+    place. A real node 0 (``nodeweave-entrypoint``, recovery on) and ``scale_swarm.py --recover`` nodes."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    from exchange_scale import recovery
+
+    result = recovery(4, str(tmp_path), "exit", 1, per_spare=2, deaf=(3,))  # 4 training nodes + 2 spares
+    said = "\n".join(result["node0_said"])
+    assert "check-in refused" not in said, said
+    assert "node(s) 3 checked in again but node 0 cannot reach them: left out" in said, said
+    assert (result["generations"], result["restarts"]) == (1, 1), result
+    assert result["roles"] == {"member": 3, "left out": 2}, result  # node 2 (its launcher failed) and node 3
+    book = json.loads((tmp_path / "nodeweave" / "recovery.json").read_text())
+    assert book["members"] == [0, 1, 4, 5] and book["left_out"] == {"2": 1, "3": 1}, book
+    assert book["why"]["3"].startswith("node 0 could not connect back to a port the node opened: connecting to "), book
+    assert "refused" in book["why"]["3"].lower(), book

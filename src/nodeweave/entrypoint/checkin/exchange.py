@@ -244,11 +244,18 @@ class Hub:
             self.step(POLL_S)
         return None if wanted is None else wanted - {peer.fp.get("rank") for peer in self.peers}
 
-    def decide(self, nnodes_min, nnodes_max, launcher, allow, missing=None):
+    def unreachable(self, allow):
+        """{peer: why} for the nodes in that node 0 cannot reach as their peers must (``verdict.unreachable``)."""
+        from .verdict import unreachable
+
+        return {entry.tag: why for entry, why in unreachable([peer.entry() for peer in self.peers], allow)}
+
+    def decide(self, nnodes_min, nnodes_max, launcher, allow, missing=None, without=()):
+        """The verdict over node 0 and the nodes in, less ``without`` (peers recovery leaves out: not judged)."""
         from .refusal import add_refusals
         from .verdict import Entry, judge, ordered
         entries = [Entry(self.own_fp, seen=self.own_fp.get("route_address") or self.own_fp.get("address"), own=True)]
-        entries += [peer.entry() for peer in self.peers]
+        entries += [peer.entry() for peer in self.peers if peer not in without]
         present = {e.fp.get("rank") for e in entries}
         gone = {rank: missing(rank) if missing else None for rank in range(nnodes_min) if rank not in present}
         entries = ordered(entries)
