@@ -60,6 +60,7 @@ from exchange_startup import ENTRY, _argv, _cpu_seconds, _env, _port  # noqa: E4
 SWARM = HERE / "scale_swarm.py"
 NODE0_SRC = {"path": str(HERE.parent / "src")}  # --src: node 0 (and real workers) run this code instead
 CONNECTING = {"at_once": 4096}  # --connecting: simulated nodes connecting at once
+PROFILE = {"path": None}  # --profile: node 0 runs under benchmarks/profiled.py, its stats written here
 
 
 def _load():
@@ -81,7 +82,11 @@ class Job:
         self.env = dict(_env({"NODEWEAVE_WAIT_TIMEOUT": "180", **(extra_env or {})}, workdir),
                         PYTHONPATH=NODE0_SRC["path"])
         self.extra_env = extra_env or {}
-        self.node0 = subprocess.Popen(_argv(nodes, 0, self.port, launcher, command), env=self.env, cwd=workdir,
+        argv = _argv(nodes, 0, self.port, launcher, command)
+        if PROFILE["path"]:  # every thread of node 0 under cProfile (benchmarks/profiled.py)
+            argv = [sys.executable, str(HERE / "profiled.py"), PROFILE["path"], "-m", "nodeweave.entrypoint",
+                    *argv[argv.index("--launcher"):]]
+        self.node0 = subprocess.Popen(argv, env=self.env, cwd=workdir,
                                       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         self.launcher, self.command = launcher, command
         self.workers, self.exits, self.swarms = [], {}, []
@@ -298,6 +303,11 @@ def recovery(slots, workdir, fail, rack, per_spare=64, swarms=1, deaf=()):
         if None in outs:
             sys.stderr.write("node 0's last lines:\n" + "".join(list(job.node0_said)[-12:]))
             raise SystemExit("a swarm failed (its error above)")
+        if PROFILE["path"]:  # the measurement is over: node 0 writes its profile now
+            Path(PROFILE["path"] + ".now").touch()
+            deadline = time.monotonic() + 120
+            while not os.path.exists(PROFILE["path"] + ".done") and time.monotonic() < deadline:
+                time.sleep(0.2)
         failed_at = next(o["failed_at"] for o in outs if o["failed_at"])
         told = sorted(t - failed_at for o in outs for t in o["told"])
         roles = collections.Counter()
@@ -406,8 +416,11 @@ def main():
                         "(one per spare core: one process for thousands of nodes is the bottleneck otherwise)")
     parser.add_argument("--src", default=NODE0_SRC["path"], help="the nodeweave src/ node 0 runs (a 'before' copy: "
                         "git archive main src | tar -x -C /tmp/before)")
+    parser.add_argument("--profile", help="recovery: node 0's every thread under cProfile, the stats to this file "
+                        "(and FILE.txt, the top functions), from its start until every node was told its role")
     args = parser.parse_args()
     NODE0_SRC["path"] = args.src
+    PROFILE["path"] = os.path.abspath(args.profile) if args.profile else None
     CONNECTING["at_once"] = args.connecting
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # a stopped run still ends its processes
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
