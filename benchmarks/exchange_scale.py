@@ -315,7 +315,10 @@ def recovery(slots, workdir, fail, rack, per_spare=64, swarms=1, deaf=()):
             roles.update(o["roles"])
         victims = next(o for o in outs if o["failed_at"])
         checkin = max(o["verdict_last"] for o in outs) - max(o["last_hello"] for o in outs)
+        # node 0 hears the fault: its first line naming a failure (a silent node's: LOST_S after its last beat)
+        heard = next((when for when, line in job.node0_when if when >= failed_at - 0.5 and " failed" in line), None)
         return {"nodes": total, "spares": spares, "checkin_s": checkin, "told_s": told[-1],
+                "heard_told_s": failed_at + told[-1] - heard if heard is not None else None,
                 "told_median_s": told[len(told) // 2], "told_n": len(told), "roles": dict(roles),
                 "node0_cpu_s": job.cpu_between(failed_at, failed_at + told[-1]), "victims": victims["victims"],
                 "generations": max(o["generations"] for o in outs), "restarts": victims["restarts"],
@@ -405,7 +408,7 @@ def main():
     parser.add_argument("--nodes", default="64,256,1024")
     parser.add_argument("--mode", choices=("swarm", "real"), default="swarm")
     parser.add_argument("--window", type=float, default=60.0, help="seconds of heartbeat to measure node 0's CPU")
-    parser.add_argument("--runs", type=int, default=3, help="check-in samples per node count")
+    parser.add_argument("--runs", type=int, default=3, help="samples per node count (check-in; recovery: per fault)")
     parser.add_argument("--only", choices=("checkin", "heartbeat", "status", "recovery"), default=None)
     parser.add_argument("--fails", default="exit,close,silent", help="the failures to time (exit: node 0's CPU too)")
     parser.add_argument("--connecting", type=int, default=4096, help="simulated nodes connecting at once (all, up "
@@ -432,20 +435,35 @@ def main():
     with tempfile.TemporaryDirectory(prefix="nodeweave-scale-") as workdir:
         if args.only == "recovery":
             print("\n| training nodes + spares | fault (nodes failing) | baseline: first check-in, every hello -> every "
-                  "verdict, s | fault -> every surviving node told its next role, s (median) | node 0's CPU then, s | "
+                  "verdict, s | **fault heard -> every surviving node told its next role, s (goal <= 3)** | "
+                  "fault -> every surviving node told, s (median) | node 0's CPU then, s | "
                   "generations started | restarts spent | victims left out / spares in | roles told | most aborts "
                   "one node got | hello bytes (carried book) | retries | load |")
-            print("|---|---|---:|---:|---:|---:|---:|---|---|---:|---:|---:|---:|")
+            print("|---|---|---:|---:|---:|---:|---:|---:|---|---|---:|---:|---:|---:|")
+            medians = []
             for n in counts:
                 for fail in args.fails.split(","):
-                    r = recovery(n, workdir, fail, args.rack, swarms=args.swarms)
-                    print(f"| {n:,} + {r['spares']} | {fail} ({r['victims']}) | {_seconds(r['checkin_s'])} | "
-                          f"**{_seconds(r['told_s'])}** ({_seconds(r['told_median_s'])}) | {_seconds(r['node0_cpu_s'])} | "
-                          f"{r['generations']} | {r['restarts']} | {r['left_out']} / {r['spares_in']} | "
-                          f"{r['roles']} | {r['aborts_most']} | {r['hello_bytes']} | {r['retries']} | {_load():.1f} |",
-                          flush=True)
-                    for line in r["node0_said"]:
-                        print(f"    node 0: {line[:200]}")
+                    heard = []
+                    for _ in range(args.runs):
+                        r = recovery(n, workdir, fail, args.rack, swarms=args.swarms)
+                        heard.append(r["heard_told_s"] if r["heard_told_s"] is not None else float("inf"))
+                        print(f"| {n:,} + {r['spares']} | {fail} ({r['victims']}) | {_seconds(r['checkin_s'])} | "
+                              f"**{_seconds(r['heard_told_s'])}** | {_seconds(r['told_s'])} "
+                              f"({_seconds(r['told_median_s'])}) | {_seconds(r['node0_cpu_s'])} | "
+                              f"{r['generations']} | {r['restarts']} | {r['left_out']} / {r['spares_in']} | "
+                              f"{r['roles']} | {r['aborts_most']} | {r['hello_bytes']} | {r['retries']} | "
+                              f"{_load():.1f} |", flush=True)
+                        for line in r["node0_said"]:
+                            print(f"    node 0: {line[:200]}")
+                    heard.sort()
+                    medians.append((n, r["spares"], fail, args.rack, heard))
+            print("\n| training nodes + spares | fault | nodes failing within 1 s | fault heard -> every surviving "
+                  "node told, s: median (each run) | goal | met |")
+            print("|---|---|---:|---:|---:|---|")
+            for n, spares, fail, rack, heard in medians:
+                median = heard[len(heard) // 2]
+                print(f"| {n:,} + {spares} | {fail} | {rack} | **{median:.2f}** ({', '.join(f'{h:.2f}' for h in heard)}) "
+                      f"| 3.00 | {'yes' if median <= 3.0 else 'no'} |")
             return 0
         if args.only == "status":
             print("\n| nodes x ranks | asked | exit | nodes counted / listed | ranks listed | answer, bytes | "

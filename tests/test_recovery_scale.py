@@ -196,3 +196,62 @@ def test_a_node_whose_connect_back_fails_at_the_regather_is_left_out_not_the_job
     assert book["members"] == [0, 1, 4, 5] and book["left_out"] == {"2": 1, "3": 1}, book
     assert book["why"]["3"].startswith("node 0 could not connect back to a port the node opened: connecting to "), book
     assert "refused" in book["why"]["3"].lower(), book
+
+
+def test_nodes_not_heard_out_are_read_on_by_the_regather_one_gone_at_its_links_end_one_slow_waited_for():
+    """A rack failing over a second: node 0 waited until the rack's last node had gone (or HEAR_BACK_S, 11 s,
+    for a node neither answering nor gone) before it closed the hub and regathered: the rack's second, or more,
+    before anything else. Now the hear-back ends once no node answered for QUIET_S; the nodes not heard yet are
+    handed to the next hub, whose regather reads their old links: node 3 (its rack lost power: its link closes
+    without a word) is not waited for once its link ends; node 4 (alive but slow to answer) is waited for and
+    taken when it checks in again."""
+    import threading
+
+    from nodeweave.entrypoint.checkin.exchange import check_in
+
+    cluster, hub_watch, links, launchers, logs = watched(4)
+    cluster.hub.keep_listener = True
+    new, rejoined = None, {}
+    try:
+        for rank in (3, 4):  # neither reads the abort: node 3 is going down, node 4 is slow
+            links[rank].stopping.set()
+            links[rank].thread.join(5)
+        assert links[1].finish(1, "torchrun exited 1", ["RuntimeError: CUDA error"]) is None
+        assert launchers[0].stopped.wait(5) and launchers[2].stopped.wait(5), logs
+        started = time.monotonic()
+        hub_watch.finish(143, "torchrun exited 143", [])
+        assert time.monotonic() - started < 3, "waited for the nodes neither answering nor gone"
+        assert sorted(p.fp["rank"] for p in cluster.hub.undecided) == [3, 4]
+        log = []
+        new = Hub(cluster.port, TOKEN, fp(0, 5), log.append, listener=cluster.hub.sock)
+        new.take_undecided(cluster.hub.undecided)
+        assert new.undecided_ranks() == {3, 4}
+
+        def come_back(rank, after):
+            time.sleep(after)
+            if rank == 4:  # the slow node answers on its old link at last, lets it go, and checks in again
+                links[4].channel.send({"t": "stopping"})
+                links[4].channel.sock.shutdown(socket.SHUT_WR)
+            try:
+                rejoined[rank] = check_in("127.0.0.1", cluster.port, dict(fp(rank, 5), generation=1), TOKEN,
+                                          time.monotonic() + 8)
+            except Exception as err:  # noqa: BLE001 - the regather gives no verdict here: the wait ends
+                rejoined[rank] = err
+
+        threading.Thread(target=come_back, args=(2, 0.1), daemon=True).start()
+        threading.Thread(target=come_back, args=(4, 1.5), daemon=True).start()
+        threading.Timer(0.5, links[3].channel.sock.close).start()  # the rack's power: node 3's link ends
+        started = time.monotonic()
+        missing = new.gather(3, time.monotonic() + 20, wanted={2, 3, 4})
+        took = time.monotonic() - started
+        assert missing == set(), (missing, log)
+        assert {p.fp["rank"] for p in new.peers} == {2, 4}, log
+        assert 1.4 < took < 6, took  # node 4 waited for; node 3 not (the deadline was 20 s)
+        assert new.gone_after_abort == {3}
+        assert any("node 3" in line and "is gone: its connection closed without answering the abort" in line
+                   for line in log), log
+        assert new.undecided_ranks() == set()  # the old links are let go once the regather is over
+    finally:
+        if new is not None:
+            new.close()
+        cluster.close()

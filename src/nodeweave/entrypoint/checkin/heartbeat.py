@@ -42,6 +42,7 @@ JUDGE_S = 2.0    # a failure that shows only a peer gone waits this long for the
 REPORTS_S = 5.0  # node 0's script raised an error: it waits this long for the others' reports (the job's own?)
 STOPPING = "stopping"  # a node's answer to the abort: it heard, and (under recovery) it checks in again
 HEAR_BACK_S = LOST_S + SWEEP_S  # recovery's node 0 after a failure: each node answers, or is gone, or is silent
+QUIET_S = 0.25   # ... or no node answered for this long: the rest are read on by the regather (``Hub.undecided``)
 
 
 def describe(report):
@@ -220,6 +221,7 @@ class HubWatch(HubStall, Watch):
         self.heard = []              # every member's failure: (when, node rank, cause, of its own accord, report)
         self.held = None             # (until, label, report): a failure that shows only a peer gone, not relayed yet
         self.own_report = None       # node 0's own launcher's failure, whichever failure was relayed first
+        self.answered_at = None      # recovery: when a node last answered the abort (the hear-back's quiet)
         for listener in HUB_WATCHES:  # metrics/: node 0's live picture of the job, its goodput timeline
             listener(self)
 
@@ -288,12 +290,21 @@ class HubWatch(HubStall, Watch):
 
     def _hear_every_node(self):
         """Recovery's node 0, after a failure: until every node answered the abort (``STOPPING``), reported, or is
-        gone (closed without a word, or silent :data:`LOST_S`: the sweep), up to :data:`HEAR_BACK_S`. The next
-        generation waits for the nodes that answered, not for a rack that lost its power (its nodes never will)."""
-        until = self.clock() + HEAR_BACK_S
-        while self.thread is not None and self.thread.is_alive() and self.clock() < until and \
-                any(p.done is None and not p.stopping for p in self.hub.peers):
+        gone (closed without a word, or silent :data:`LOST_S`: the sweep), or no node answered for
+        :data:`QUIET_S` (up to :data:`HEAR_BACK_S`). The next generation waits for the nodes that answered, not
+        for a rack that lost its power (its nodes never will); the nodes not heard yet are left open for the
+        regather (``Hub.undecided``), which reads on until each checks in again or is gone. A rack failing over
+        a second is then one event without node 0 waiting that second out before it regathers, and a node slow
+        to answer is still waited for, as long as its link shows it alive."""
+        started = self.clock()
+        until = started + HEAR_BACK_S
+        unheard = [p for p in self.hub.peers if p.done is None and not p.stopping]
+        while unheard and self.thread is not None and self.thread.is_alive() and self.clock() < until:
+            if self.clock() - max(started, self.answered_at or started) >= QUIET_S:
+                break
             self.stopping.wait(0.02)
+            unheard = [p for p in unheard if p.done is None and not p.stopping]
+        self.hub.undecided = unheard
 
     def _sweep(self):
         """Nodes silent for LOST_S count as gone: those whose beats node 0 has not read yet are read first (a
@@ -349,7 +360,7 @@ class HubWatch(HubStall, Watch):
         peer.last_heard = self.clock()
         for message in messages:
             if message.get("t") == STOPPING:
-                peer.stopping = True
+                peer.stopping, self.answered_at = True, self.clock()
                 continue
             self.stall_message(peer, message)
             if message.get("t") == "exit":

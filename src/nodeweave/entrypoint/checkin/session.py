@@ -240,6 +240,7 @@ class CheckIn:
         kept = old.sock if old.keep_listener and old.sock.fileno() >= 0 else None  # the port never closed
         self.hub = Hub(old.port, old.token, self.fingerprint, self.log, bind=self.bind_address, listener=kept)
         self.hub.keep_listener = old.keep_listener
+        self.hub.take_undecided(old.undecided)  # recovery: nodes not heard out yet, read on by the regather
         return self.hub
 
     def _as_node(self):

@@ -47,9 +47,13 @@ class HubSide:
                                     work_lost_s=work_lost_s(path, fault.at) if fault is not None else None,
                                     unjudged=unjudged)
             verdict = self._announce(hub, verdict, book)
-            if book.generation == 0:
-                from ..checkin.session import say_verdict
+            from ..checkin.session import record_verdict, say_verdict
 
+            # written once every node was told (the record is for --explain and doctor later: at 4,096 nodes its
+            # whole verdict is ~0.1 s of JSON and disk that no node's role waits for any more)
+            record_verdict(self.plan, self.gens.ident_settings, verdict, self.checkin.fingerprint)
+            keep(self.settings, decide.kept_by(book, 0))
+            if book.generation == 0:
                 say_verdict(verdict, time.monotonic() - self.checkin.started, self.log)
             if book.decision is Decision.STOP:
                 say_stop(book, self.log)
@@ -157,7 +161,9 @@ class HubSide:
                 else:  # the others' nodeweave carries no book
                     hub.gather(needed, settle)
         else:
-            expected = set(book.alive) - {0, book.last_culprit}
+            # the nodes that answered the abort or reported, and those not heard out when the hub closed (their
+            # old links tell the regather when they are gone: a rack failing over a second is not waited out first)
+            expected = (set(book.alive) | hub.undecided_ranks()) - {0, book.last_culprit}
             self._regather(expected, time.monotonic() + min(REGATHER_CAP_S, info["deadline_s"]))
         regather = book is not None or returned(hub)
         minimum = 0 if regather else (self.config.minimum if self.config.minimum < self.config.slots
@@ -170,8 +176,7 @@ class HubSide:
         verdict = self.checkin.judge(minimum, without=aside)
         if verdict["decision"] != "start":
             say_verdict(verdict, time.monotonic() - started, self.log)
-        record_verdict(self.plan, self.gens.ident_settings, verdict, self.checkin.fingerprint)
-        if verdict["decision"] != "start":
+            record_verdict(self.plan, self.gens.ident_settings, verdict, self.checkin.fingerprint)
             hub.announce(verdict)
             hub.keep_listener = False
             hub.close()
@@ -196,7 +201,6 @@ class HubSide:
         verdict["world_size"] = sum(p for p in verdict["procs"] if isinstance(p, int))
         for peer in hub.peers:  # each node's role looked up in the book's sets: N nodes cost N, not N x members
             peer.role = book.role_of(peer.fp.get("rank")).value
-        keep(self.settings, decide.kept_by(book, 0))
         if book.decision is Decision.START:
             self.log(f"recovery: generation {book.generation}: training node(s) "
                      f"{listed(book.members)}; spare(s) {listed(book.spares) or 'none'}"
