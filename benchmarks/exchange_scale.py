@@ -270,7 +270,11 @@ def recovery(slots, workdir, fail, rack, per_spare=64, swarms=1, deaf=()):
     surviving node holding its next generation's verdict, node 0's CPU in between, and what the book says.
     ``deaf``: ranks that check in again with a check port refusing node 0's connect-back (left out, not refused)."""
     spares = max(1, slots // per_spare)
+    if rack > spares:
+        raise SystemExit(f"--rack {rack} is more than the {spares} spare(s) of {slots} training nodes (one per "
+                         f"{per_spare}): the job would end (exit 8), not recover; use --nodes {rack * per_spare} or more")
     env = {"NODEWEAVE_RECOVERY": "on", "NODEWEAVE_SPARES": str(spares)}
+    workdir = tempfile.mkdtemp(dir=workdir)  # each run its own: node 0's kept book must not carry over
     job = Job(slots, workdir, "torchrun", 120, extra_env=env)
     total, first = slots + spares, slots // 2
     cuts = [1 + (total - 1) * i // swarms for i in range(swarms + 1)]

@@ -38,6 +38,7 @@ BEAT = BEAT_LINE
 HUB_BEATS = 3    # node 0 beats to every node, so only HUB_BEATS times per LOST_S (each node hears three per window)
 BATCH_S = 0.1    # node 0 lets beats gather this long after a wake-up: tens of nodes per wake-up, not one
 SWEEP_S = 1.0    # how often node 0 looks for silent nodes
+DOOR_EVERY = 256  # node 0 looks at its door (a `--status`, a late node) between chunks of this many beats
 JUDGE_S = 2.0    # a failure that shows only a peer gone waits this long for the node that failed first
 REPORTS_S = 5.0  # node 0's script raised an error: it waits this long for the others' reports (the job's own?)
 STOPPING = "stopping"  # a node's answer to the abort: it heard, and (under recovery) it checks in again
@@ -255,14 +256,14 @@ class HubWatch(HubStall, Watch):
                 return  # everyone finished (spares wait on: they hear the closing); after a failure, recovery's
                 # node 0 reads on until it has heard every node out (``_hear_every_node``)
             accept, ready = hub.board.wait(min(0.5, max(0.0, next_beat - now)))
-            if accept and self.hear_back and self.failure is not None:
-                hub.board.stop_accepting()  # nodes coming back wait in the backlog for the next generation's hub
-            elif accept:
-                hub.accept()
-            for peer in ready:
-                if peer.fp is None:
-                    self._late(peer)
-                elif peer.done is None:
+            if accept:
+                self._accept()
+            for peer in [p for p in ready if p.fp is None]:  # a `--status` or a late node: before the beats
+                self._late(peer)
+            for count, peer in enumerate(p for p in ready if p.fp is not None):
+                if count and count % DOOR_EVERY == 0:
+                    self._front_door()
+                if peer.done is None:
                     self._read(peer)
             hub.expire()
             if self.held is not None and self.clock() >= self.held[0]:
@@ -272,6 +273,30 @@ class HubWatch(HubStall, Watch):
                 self._sweep()
             if ready:
                 self.stopping.wait(BATCH_S)
+
+    def _accept(self):
+        hub = self.hub
+        if self.hear_back and self.failure is not None:
+            hub.board.stop_accepting()  # nodes coming back wait in the backlog for the next generation's hub
+        else:
+            hub.accept()
+
+    def _front_door(self):
+        """Between chunks of :data:`DOOR_EVERY` beats: take a connection waiting to be accepted and read a
+        request that arrived (a `--status`, a late node's hello). A node 0 starved of CPU reads thousands of beats
+        per wake-up; the `--status` asked meanwhile waited for two of those wake-ups (its challenge, its request)
+        behind every beat, and now for a chunk of them."""
+        hub = self.hub
+        socks = {peer.channel.sock: peer for peer in hub.pending}
+        if not hub.board.closed and hub.board.masks.get(hub.sock):
+            socks[hub.sock] = None
+        if not socks:
+            return
+        for sock in readable(list(socks), 0):
+            if sock is hub.sock:
+                self._accept()
+            elif socks[sock].fp is None and socks[sock] in hub.pending:
+                self._late(socks[sock])
 
     def _listen(self):
         """Node 0's own ranks failed after a peer went away: let the thread hear the node that failed first (it
