@@ -34,7 +34,14 @@ exchange port listens on the wildcard address, as it does in a container).
              ``scale_swarm.py --recover`` in ``--swarms`` processes; ``--fails`` exit|close|silent, ``--rack`` nodes
              within a second: the first check-in (the baseline), then the fault -> every node that lives on told
              its role in the next generation, node 0's CPU then, the generations, restarts, nodes left out and
-             spares taken (one event: one of each per rack), and node 0's own steps timed from the fault
+             spares taken (one event: one of each per rack), and node 0's own steps timed from the fault;
+             then a table of the goal's measure, fault heard (node 0's first line naming the failure: for a
+             silent node LOST_S after its last beat) -> every surviving node told its role, the median of
+             ``--runs``, beside the 3 s goal. ``--profile FILE``: node 0's every thread under cProfile.
+
+    the issue's goal on a machine with the cores (the lead's 16-core run):
+        python3 benchmarks/exchange_scale.py --only recovery --nodes 4096 --fails close,silent,exit --rack 32 \
+            --swarms 8 --connecting 1024 --runs 3
 """
 
 import argparse

@@ -74,7 +74,7 @@ class Hub:
         self.early = {"checked": 0, "ranks": set(), "refused": False}  # refusal.refused_early's, node by node
         # recovery: nodes of the last generation that had neither answered node 0's abort nor gone when its hub
         # closed (heartbeat: the hear-back's quiet); their old links are read on here (take_undecided)
-        self.undecided, self.undecided_by_sock, self.gone_after_abort = [], {}, set()
+        self.undecided, self.undecided_by_sock, self.gone_after_abort = [], {}, {}  # gone: rank -> why
 
     def accept(self):
         """Take every waiting connection and challenge it."""
@@ -251,9 +251,7 @@ class Hub:
         self.board.forget(peer)
         peer.channel.close()
         if gone:
-            self.gone_after_abort.add(peer.fp.get("rank"))
-            self.log(f"recovery: node {peer.fp.get('rank')} ({peer.fp.get('hostname')}) is gone: {gone}; the "
-                     "regather does not wait for it")
+            self.gone_after_abort[peer.fp.get("rank")] = gone
 
     def _undecided_silent(self):
         """Nodes whose old link stayed silent :data:`heartbeat.LOST_S` (read first: node 0's lag is no silence)."""
@@ -274,9 +272,17 @@ class Hub:
 
     def let_undecided_go(self):
         """The regather is over: the old links still open are closed (their nodes checked in again, or the
-        regather's deadline passed)."""
+        regather's deadline passed), and the nodes found gone on theirs are named (one line: a rack is 32)."""
         for peer in list(self.undecided_by_sock.values()):
             self._let_undecided_go(peer, None)
+        from ..stall.flight import spans
+
+        by_why = {}
+        for rank, why in self.gone_after_abort.items():
+            by_why.setdefault(why, []).append(rank)
+        for why, ranks in sorted(by_why.items()):
+            self.log(f"recovery: node(s) {spans(sorted(ranks))} went away after the abort ({why}): the regather "
+                     "did not wait for them")
 
     def gather(self, needed, deadline, early=None, wanted=None):
         """Wait until ``needed`` nodes (node 0 included) have checked in, or ``deadline``, or — as each
@@ -293,7 +299,7 @@ class Hub:
                 counted = len(self.peers)
                 if self.undecided_by_sock:
                     self._undecided_silent()
-                missing -= self.gone_after_abort
+                missing.difference_update(self.gone_after_abort)
             now = self.clock()
             if (not missing if wanted is not None else len(self.peers) + 1 >= needed) or now >= deadline:
                 break
@@ -313,7 +319,7 @@ class Hub:
         if wanted is None:
             return None
         self.let_undecided_go()
-        return wanted - {peer.fp.get("rank") for peer in self.peers} - self.gone_after_abort
+        return wanted - {peer.fp.get("rank") for peer in self.peers} - set(self.gone_after_abort)
 
     def unreachable(self, allow):
         """{peer: why} for the nodes in that node 0 cannot reach as their peers must (``verdict.unreachable``)."""
