@@ -158,6 +158,8 @@ def test_node_0_reads_on_after_every_member_ended_until_the_spares_answered():
     import threading
 
     cluster, hub_watch, links, launchers, logs = watched(2)
+    cluster.hub.keep_listener = True
+    new = None
     try:
         spare = next(p for p in cluster.hub.peers if p.fp["rank"] == 2)
         spare.role = "spare"
@@ -170,8 +172,16 @@ def test_node_0_reads_on_after_every_member_ended_until_the_spares_answered():
         time.sleep(0.5)
         links[2].channel.send({"t": "stopping"})
         finisher.join(15)
+        if not spare.stopping:  # the hear-back went quiet first: the spare's old link is the regather's to read
+            assert cluster.hub.undecided == [spare]
+            new = Hub(cluster.port, TOKEN, fp(0, 3), [].append, listener=cluster.hub.sock)
+            new.take_undecided(cluster.hub.undecided)
+            new.gather(2, time.monotonic() + 1.0, wanted={2})
         assert spare.stopping and not (spare.done or {}).get("lost")
+        assert new is None or not new.gone_after_abort
     finally:
+        if new is not None:
+            new.close()
         cluster.close()
 
 

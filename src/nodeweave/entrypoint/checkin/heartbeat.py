@@ -74,12 +74,16 @@ class Watch(WatchSurface):
     def start(self, stop_launcher=None):
         """Beat from now on; ``stop_launcher`` (or ``attach_launcher`` later) is what a failure stops."""
         self.stop_launcher = stop_launcher
+        self._before_start()
         self.thread = threading.Thread(target=self._run, name="nodeweave-heartbeat", daemon=True)
         self.thread.start()
 
     def _run(self):
         """The heartbeat's thread: each side's own (``LinkWatch._run``, ``HubWatch._run``)."""
         raise NotImplementedError
+
+    def _before_start(self):
+        """What a side prepares on the starting thread (node 0: a way to wake its loop, ``close``)."""
 
     def attach_launcher(self, stop_launcher):
         """The launcher started after the beats did (a generation's plan can take seconds: a DNS answer late
@@ -223,6 +227,7 @@ class HubWatch(HubStall, Watch):
         self.held = None             # (until, label, report): a failure that shows only a peer gone, not relayed yet
         self.own_report = None       # node 0's own launcher's failure, whichever failure was relayed first
         self.answered_at = None      # recovery: when a node last answered the abort (the hear-back's quiet)
+        self.aborted_at = None       # when node 0 relayed the abort (clock)
         for listener in HUB_WATCHES:  # metrics/: node 0's live picture of the job, its goodput timeline
             listener(self)
 
@@ -237,6 +242,14 @@ class HubWatch(HubStall, Watch):
 
     def _broadcast(self, message):
         self.hub.board.post([peer for peer in self.hub.peers if peer.done is None], message)
+
+    def _before_start(self):
+        self.hub.board.wakeable()
+
+    def close(self):
+        self.stopping.set()
+        self.hub.board.wake()  # the loop may be waiting up to 0.5 s on the nodes: it ends now
+        super().close()
 
     def _run(self):
         hub = self.hub
@@ -325,7 +338,9 @@ class HubWatch(HubStall, Watch):
         until = started + HEAR_BACK_S
         unheard = [p for p in self.hub.peers if p.done is None and not p.stopping]
         while unheard and self.thread is not None and self.thread.is_alive() and self.clock() < until:
-            if self.clock() - max(started, self.answered_at or started) >= QUIET_S:
+            # quiet since the abort went out or the last answer came (node 0's own launcher may have taken that)
+            heard = [t for t in (self.aborted_at, self.answered_at) if t is not None]
+            if self.clock() - (max(heard) if heard else started) >= QUIET_S:
                 break
             self.stopping.wait(0.02)
             unheard = [p for p in unheard if p.done is None and not p.stopping]
@@ -464,6 +479,7 @@ class HubWatch(HubStall, Watch):
             return
         if self.failure is None:
             self._broadcast({"t": "abort", **news})
+            self.aborted_at = self.clock()
         self._stop_for(label, report)
 
     def finish(self, code, how, tail, peer_gone=None, error=None):
@@ -489,6 +505,7 @@ class HubWatch(HubStall, Watch):
                 self.failure, self.failed_at = (self.label, report), time.time()  # the first failure is this node's own
             news = {"node": self.label, "how": how, "tail": report["tail"]}
             self._broadcast({"t": "left" if self.elastic else "abort", **news})
+            self.aborted_at = self.clock()
         if error and code != 0 and not self.elastic:
             self._await_reports()
         elif code == 0 and self.failure is None and self.thread is not None:
