@@ -46,8 +46,8 @@ from nodeweave.entrypoint.checkin.heartbeat import BEAT_S  # noqa: E402
 from nodeweave.entrypoint.checkin.session import RETRY_S  # noqa: E402
 from nodeweave.entrypoint.checkin.verdict import expand  # noqa: E402
 from nodeweave.entrypoint.checkin.wire import job_token, proof  # noqa: E402
-from nodeweave.entrypoint.recovery.decide import role  # noqa: E402
-from nodeweave.entrypoint.recovery.node import carried  # noqa: E402
+from nodeweave.entrypoint.recovery.book import Book  # noqa: E402
+from nodeweave.entrypoint.recovery.carried import carried  # noqa: E402
 
 VERDICT_HEAD = b'{"t":"verdict",'
 STOPPING = "stopping"  # a worker heard node 0's abort (heartbeat.STOPPING)
@@ -118,7 +118,11 @@ class Swarm:
         self.stdin_closed = False
 
     def connect(self, node):
-        if node.listener is None:  # checking in again: a new check port
+        if node.listener is None and node.rank in self.args.deaf:  # --deaf: its check port refuses node 0
+            node.listen()
+            node.listener.close()
+            node.listener = None
+        elif node.listener is None:  # checking in again: a new check port
             node.listen()
             self.sel.register(node.listener, selectors.EVENT_READ, ("listen", node))
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -261,15 +265,14 @@ class Swarm:
         if book is None:
             shared = json.loads(line[:cut] + b"}" if cut > 0 else line)["verdict"]
             book = expand(shared).get("recovery") or {}
-            fast = dict(book, members=set(book.get("members") or ()), spares=set(book.get("spares") or ()))
-            self.books[key] = book = (book, fast)
+            self.books[key] = book = (book, Book.from_json(book))  # its roles looked up in sets, once per book
         book, fast = book
         generation = book.get("generation", 0)
         if book.get("decision") == "stop":  # the job ends (no spare left, the budget spent): told, no next one
             node.rejoined[generation + 1] = (now, f"stop: {book.get('ended')}"[:80])
             node.generation = generation + 2
             return
-        node.rejoined[generation] = (now, role(fast, node.rank))
+        node.rejoined[generation] = (now, fast.role_of(node.rank).value)
         node.generation, node.carried = generation + 1, carried(book)
 
     def rejoin(self, node, when):
@@ -511,6 +514,9 @@ def _options():
                         "rack follows it); a swarm holding none of them only hears the fault")
     parser.add_argument("--slots", type=int, default=0, help="with --recover: training nodes (identities past are "
                         "spares)")
+    parser.add_argument("--deaf", type=lambda text: {int(r) for r in text.split(",") if r}, default=set(),
+                        help="with --recover: these ranks check in again with a check port that refuses node 0's "
+                        "connect-back (a node whose network path went bad mid-job: left out, not the job refused)")
     parser.add_argument("--rank-views", type=int, default=0, help="each node's first beat carries this many "
                         "ranks' stall-watch views (what `--status` lists)")
     return parser.parse_args()

@@ -272,3 +272,22 @@ def test_two_nodes_that_differ_get_the_legend():
     own = Entry(fp(0), seen="10.0.0.10", own=True)
     table = render_table(judge([own, Entry(fp(1, nccl="2.26.2"), seen="10.0.0.11", probe="ok")], 2, 2, "torchrun"))
     assert table[3] == "  (* differs from node 0)"
+
+
+def test_unreachable_names_the_nodes_node_0_cannot_reach_with_why_and_keeps_to_the_allow_list():
+    """Recovery's regather leaves these out (``recovery/hub.py``) rather than refusing the job: one line each saying
+    why; a rule the user allowed (NODEWEAVE_EXCHANGE_ALLOW) names none; another rule's finding (a torch differing)
+    is no reason to leave a node out here."""
+    from nodeweave.entrypoint.checkin.verdict import unreachable
+
+    found = entries(fp(1), fp(2, torch="2.12.0"), fp(3))
+    found[1].probe = "connecting to 10.0.0.11:40000 failed: Connection refused"
+    found[3] = Entry(fp(3, address="127.0.0.1"), seen="10.0.0.13", probe="ok")
+    named = {entry.fp["rank"]: why for entry, why in unreachable(found)}
+    assert named == {
+        1: "node 0 could not connect back to a port the node opened: connecting to 10.0.0.11:40000 failed: "
+           "Connection refused",
+        3: "the address the node advertises is not where node 0 reaches it: advertises loopback 127.0.0.1 "
+           "(eth0 (GLOO_SOCKET_IFNAME=eth0 (set))) but node 0 sees it from 10.0.0.13"}
+    assert [e.fp["rank"] for e, _ in unreachable(found, allow=("connect-back",))] == [3]
+    assert unreachable(found, allow=("connect-back", "address")) == []

@@ -158,6 +158,8 @@ def test_node_0_reads_on_after_every_member_ended_until_the_spares_answered():
     import threading
 
     cluster, hub_watch, links, launchers, logs = watched(2)
+    cluster.hub.keep_listener = True
+    new = None
     try:
         spare = next(p for p in cluster.hub.peers if p.fp["rank"] == 2)
         spare.role = "spare"
@@ -170,6 +172,140 @@ def test_node_0_reads_on_after_every_member_ended_until_the_spares_answered():
         time.sleep(0.5)
         links[2].channel.send({"t": "stopping"})
         finisher.join(15)
+        if not spare.stopping:  # the hear-back went quiet first: the spare's old link is the regather's to read
+            assert cluster.hub.undecided == [spare]
+            new = Hub(cluster.port, TOKEN, fp(0, 3), [].append, listener=cluster.hub.sock)
+            new.take_undecided(cluster.hub.undecided)
+            new.gather(2, time.monotonic() + 1.0, wanted={2})
         assert spare.stopping and not (spare.done or {}).get("lost")
+        assert new is None or not new.gone_after_abort
     finally:
+        if new is not None:
+            new.close()
+        cluster.close()
+
+
+def test_a_node_whose_connect_back_fails_at_the_regather_is_left_out_not_the_job_refused(tmp_path):
+    """A node that answers the abort and checks in again, but whose check port now refuses node 0 (its network
+    path went bad mid-job; at 2,048 nodes on a loaded VM, a swarm too slow to answer in 3 s): the regather refused
+    the whole job (every node exit 3). Now that node is left out, the reason in the book, and a spare takes its
+    place. A real node 0 (``nodeweave-entrypoint``, recovery on) and ``scale_swarm.py --recover`` nodes."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    from exchange_scale import recovery
+
+    result = recovery(4, str(tmp_path), "exit", 1, per_spare=2, deaf=(3,))  # 4 training nodes + 2 spares
+    said = "\n".join(result["node0_said"])
+    assert "check-in refused" not in said, said
+    assert "node(s) 3 checked in again but node 0 cannot reach them: left out" in said, said
+    assert (result["generations"], result["restarts"]) == (1, 1), result
+    assert result["roles"] == {"member": 3, "left out": 2}, result  # node 2 (its launcher failed) and node 3
+    [kept] = tmp_path.glob("*/nodeweave/recovery.json")  # node 0's book, in the run's own folder
+    book = json.loads(kept.read_text())
+    assert book["members"] == [0, 1, 4, 5] and book["left_out"] == {"2": 1, "3": 1}, book
+    assert book["why"]["3"].startswith("node 0 could not connect back to a port the node opened: connecting to "), book
+    assert "refused" in book["why"]["3"].lower(), book
+
+
+def test_nodes_not_heard_out_are_read_on_by_the_regather_one_gone_at_its_links_end_one_slow_waited_for():
+    """A rack failing over a second: node 0 waited until the rack's last node had gone (or HEAR_BACK_S, 11 s,
+    for a node neither answering nor gone) before it closed the hub and regathered: the rack's second, or more,
+    before anything else. Now the hear-back ends once no node answered for QUIET_S; the nodes not heard yet are
+    handed to the next hub, whose regather reads their old links: node 3 (its rack lost power: its link closes
+    without a word) is not waited for once its link ends; node 4 (alive but slow to answer) is waited for and
+    taken when it checks in again."""
+    import threading
+
+    from nodeweave.entrypoint.checkin.exchange import check_in
+
+    cluster, hub_watch, links, launchers, logs = watched(4)
+    cluster.hub.keep_listener = True
+    new, rejoined = None, {}
+    try:
+        for rank in (3, 4):  # neither reads the abort: node 3 is going down, node 4 is slow
+            links[rank].stopping.set()
+            links[rank].thread.join(5)
+        assert links[1].finish(1, "torchrun exited 1", ["RuntimeError: CUDA error"]) is None
+        assert launchers[0].stopped.wait(5) and launchers[2].stopped.wait(5), logs
+        started = time.monotonic()
+        hub_watch.finish(143, "torchrun exited 143", [])
+        assert time.monotonic() - started < 3, "waited for the nodes neither answering nor gone"
+        assert sorted(p.fp["rank"] for p in cluster.hub.undecided) == [3, 4]
+        log = []
+        new = Hub(cluster.port, TOKEN, fp(0, 5), log.append, listener=cluster.hub.sock)
+        new.take_undecided(cluster.hub.undecided)
+        assert new.undecided_ranks() == {3, 4}
+
+        def come_back(rank, after):
+            time.sleep(after)
+            if rank == 4:  # the slow node answers on its old link at last, lets it go, and checks in again
+                links[4].channel.send({"t": "stopping"})
+                links[4].channel.sock.shutdown(socket.SHUT_WR)
+            try:
+                rejoined[rank] = check_in("127.0.0.1", cluster.port, dict(fp(rank, 5), generation=1), TOKEN,
+                                          time.monotonic() + 8)
+            except Exception as err:  # noqa: BLE001 - the regather gives no verdict here: the wait ends
+                rejoined[rank] = err
+
+        threading.Thread(target=come_back, args=(2, 0.1), daemon=True).start()
+        threading.Thread(target=come_back, args=(4, 1.5), daemon=True).start()
+        threading.Timer(0.5, links[3].channel.sock.close).start()  # the rack's power: node 3's link ends
+        started = time.monotonic()
+        missing = new.gather(3, time.monotonic() + 20, wanted={2, 3, 4})
+        took = time.monotonic() - started
+        assert missing == set(), (missing, log)
+        assert {p.fp["rank"] for p in new.peers} == {2, 4}, log
+        assert 1.4 < took < 6, took  # node 4 waited for; node 3 not (the deadline was 20 s)
+        assert new.gone_after_abort == {3: "its connection closed without answering the abort"}
+        assert "recovery: node(s) 3 went away after the abort (its connection closed without answering the " \
+               "abort): the regather did not wait for them" in log, log
+        assert new.undecided_ranks() == set()  # the old links are let go once the regather is over
+    finally:
+        if new is not None:
+            new.close()
+        cluster.close()
+
+
+def test_a_status_asked_while_node_0_reads_a_wake_ups_beats_is_answered_between_chunks_of_them(monkeypatch):
+    """A starved node 0 reads thousands of beats per wake-up; a `--status` asked meanwhile waited behind all of
+    them twice (its challenge, then its request): 20.9 s at 8,192 nodes on the loaded VM. Node 0 now looks at its
+    door between chunks of beats. Here six beats arrive at once and each takes node 0 0.4 s to read (2.4 s)."""
+    import threading
+
+    from nodeweave.entrypoint.checkin import heartbeat
+    from nodeweave.entrypoint.checkin.exchange import ask_status
+
+    cluster, hub_watch, links, launchers, logs = watched(6)
+    try:
+        for link in links.values():  # the nodes' own beats stop; node 0's wake-up gets six sent at once below
+            link.stopping.set()
+            link.thread.join(5)
+        plain_read = heartbeat.HubWatch._read
+
+        def slow_read(self, peer):
+            time.sleep(0.4)  # a node 0 starved of CPU
+            plain_read(self, peer)
+
+        monkeypatch.setattr(heartbeat.HubWatch, "_read", slow_read)
+        monkeypatch.setattr(heartbeat, "DOOR_EVERY", 1, raising=False)
+        time.sleep(0.3)  # the loop waits for its next wake-up
+        for link in links.values():
+            link.channel.send({"t": "beat"})
+        time.sleep(0.2)  # node 0 is reading them
+        answered = {}
+
+        def ask():
+            started = time.monotonic()
+            answered["answer"] = ask_status("127.0.0.1", cluster.port, "trainer", TOKEN, 10)
+            answered["s"] = time.monotonic() - started
+
+        asker = threading.Thread(target=ask)
+        asker.start()
+        asker.join(10)
+        assert answered["answer"]["t"] == "status" and len(answered["answer"]["nodes"]) == 7
+        assert answered["s"] < 1.6, answered["s"]  # behind the six beats: 2.4 s and more
+    finally:
+        hub_watch.close()
         cluster.close()

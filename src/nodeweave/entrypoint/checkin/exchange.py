@@ -72,6 +72,9 @@ class Hub:
         self.row_of, self.judged_rows = {}, None  # id(peer) -> its row of the rows decide judged
         self.live_status, self.refusals = None, []  # the stall watch's view (show_ranks); nodes that refused themselves
         self.early = {"checked": 0, "ranks": set(), "refused": False}  # refusal.refused_early's, node by node
+        # recovery: nodes of the last generation that had neither answered node 0's abort nor gone when its hub
+        # closed (heartbeat: the hear-back's quiet); their old links are read on here (take_undecided)
+        self.undecided, self.undecided_by_sock, self.gone_after_abort = [], {}, {}  # gone: rank -> why
 
     def accept(self):
         """Take every waiting connection and challenge it."""
@@ -209,9 +212,77 @@ class Hub:
         for peer in ready:
             if peer.fp is None:
                 self.read_hello(peer)
+            elif peer.channel.sock in self.undecided_by_sock:
+                self._read_undecided(peer)
             else:
                 self.board.hold(peer)  # a judged node: what it sends waits for the heartbeat
         self.expire()
+
+    # --- recovery: the last generation's nodes not heard out when its hub closed ----------------------------
+    def take_undecided(self, peers):
+        """The regather reads on the old links of ``peers`` (the last hub's ``undecided``: nodes that had
+        neither answered its abort nor gone): each is waited for until it checks in again, or its old link shows
+        it gone — closed without answering (a rack's power, its entrypoint killed: at once, not after LOST_S) or
+        silent for :data:`heartbeat.LOST_S` — so a rack failing over a second is one event and a slow node that
+        is alive is not left out."""
+        for peer in peers:
+            self.undecided_by_sock[peer.channel.sock] = peer
+            self.board.watch(peer)
+
+    def _read_undecided(self, peer):
+        from .heartbeat import STOPPING
+
+        try:
+            messages = peer.channel.drain()
+        except ExchangeError:
+            self._let_undecided_go(peer, None if peer.stopping or peer.done is not None else
+                                   "its connection closed without answering the abort")
+            return
+        peer.last_heard = self.clock()
+        for message in messages:
+            if message.get("t") == STOPPING:
+                peer.stopping = True  # it heard: on its way back (its old link closes next)
+            elif message.get("t") == "exit":
+                peer.done = message   # its launcher ended: it checks in again as the others do
+
+    def _let_undecided_go(self, peer, gone):
+        """Stop reading ``peer``'s old link; ``gone``: why it will not come back (the regather waits no more)."""
+        self.undecided_by_sock.pop(peer.channel.sock, None)
+        self.board.forget(peer)
+        peer.channel.close()
+        if gone:
+            self.gone_after_abort[peer.fp.get("rank")] = gone
+
+    def _undecided_silent(self):
+        """Nodes whose old link stayed silent :data:`heartbeat.LOST_S` (read first: node 0's lag is no silence)."""
+        from .heartbeat import LOST_S
+
+        now = self.clock()  # a node that answered since is on its way back: its link goes quiet as it stops
+        for peer in [p for p in self.undecided_by_sock.values()
+                     if not p.stopping and p.done is None and now - p.last_heard > LOST_S]:
+            if readable([peer.channel.sock], 0):
+                self._read_undecided(peer)
+            if peer.channel.sock in self.undecided_by_sock and self.clock() - peer.last_heard > LOST_S:
+                self._let_undecided_go(peer, f"silent for {LOST_S:g}s without answering the abort")
+
+    def undecided_ranks(self):
+        """The identities :meth:`take_undecided` reads on: the regather waits for them as for the nodes that
+        answered, unless their links show them gone."""
+        return {peer.fp.get("rank") for peer in self.undecided_by_sock.values()}
+
+    def let_undecided_go(self):
+        """The regather is over: the old links still open are closed (their nodes checked in again, or the
+        regather's deadline passed), and the nodes found gone on theirs are named (one line: a rack is 32)."""
+        for peer in list(self.undecided_by_sock.values()):
+            self._let_undecided_go(peer, None)
+        from ..stall.flight import spans
+
+        by_why = {}
+        for rank, why in self.gone_after_abort.items():
+            by_why.setdefault(why, []).append(rank)
+        for why, ranks in sorted(by_why.items()):
+            self.log(f"recovery: node(s) {spans(sorted(ranks))} went away after the abort ({why}): the regather "
+                     "did not wait for them")
 
     def gather(self, needed, deadline, early=None, wanted=None):
         """Wait until ``needed`` nodes (node 0 included) have checked in, or ``deadline``, or — as each
@@ -226,6 +297,9 @@ class Hub:
             if wanted is not None:  # only the nodes in since the last turn: a regather of N nodes costs N, not N²
                 missing.difference_update(peer.fp.get("rank") for peer in self.peers[counted:])
                 counted = len(self.peers)
+                if self.undecided_by_sock:
+                    self._undecided_silent()
+                missing.difference_update(self.gone_after_abort)
             now = self.clock()
             if (not missing if wanted is not None else len(self.peers) + 1 >= needed) or now >= deadline:
                 break
@@ -242,13 +316,23 @@ class Hub:
             self.step(min(POLL_S, deadline - now))
         while self.board.probing():  # each connect-back ends by its own deadline
             self.step(POLL_S)
-        return None if wanted is None else wanted - {peer.fp.get("rank") for peer in self.peers}
+        if wanted is None:
+            return None
+        self.let_undecided_go()
+        return wanted - {peer.fp.get("rank") for peer in self.peers} - set(self.gone_after_abort)
 
-    def decide(self, nnodes_min, nnodes_max, launcher, allow, missing=None):
+    def unreachable(self, allow):
+        """{peer: why} for the nodes in that node 0 cannot reach as their peers must (``verdict.unreachable``)."""
+        from .verdict import unreachable
+
+        return {entry.tag: why for entry, why in unreachable([peer.entry() for peer in self.peers], allow)}
+
+    def decide(self, nnodes_min, nnodes_max, launcher, allow, missing=None, without=()):
+        """The verdict over node 0 and the nodes in, less ``without`` (peers recovery leaves out: not judged)."""
         from .refusal import add_refusals
         from .verdict import Entry, judge, ordered
         entries = [Entry(self.own_fp, seen=self.own_fp.get("route_address") or self.own_fp.get("address"), own=True)]
-        entries += [peer.entry() for peer in self.peers]
+        entries += [peer.entry() for peer in self.peers if peer not in without]
         present = {e.fp.get("rank") for e in entries}
         gone = {rank: missing(rank) if missing else None for rank in range(nnodes_min) if rank not in present}
         entries = ordered(entries)
@@ -312,9 +396,12 @@ class Hub:
 
     def close(self):
         """Send what is queued, then let every connection go: those that answered an abort (``stopping``) at
-        once (node 0 read all they send before their close), the others once they close too or after 1 s."""
-        live = self.pending + self.peers
-        self.board.flush_all(live, self.clock() + 1.0)
+        once (node 0 read all they send before their close), the others once they close too or after 1 s;
+        but not the ``undecided`` (recovery: neither answered nor gone), whose links the next hub reads on."""
+        self.undecided = [p for p in self.undecided if p.done is None and not p.stopping]
+        kept = set(self.undecided)
+        live = [p for p in self.pending + self.peers if p not in kept]
+        self.board.flush_all(live + self.undecided, self.clock() + 1.0)
         self.board.close()
         for peer in live:
             if peer.stopping:

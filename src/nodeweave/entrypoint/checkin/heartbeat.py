@@ -38,10 +38,12 @@ BEAT = BEAT_LINE
 HUB_BEATS = 3    # node 0 beats to every node, so only HUB_BEATS times per LOST_S (each node hears three per window)
 BATCH_S = 0.1    # node 0 lets beats gather this long after a wake-up: tens of nodes per wake-up, not one
 SWEEP_S = 1.0    # how often node 0 looks for silent nodes
+DOOR_EVERY = 256  # node 0 looks at its door (a `--status`, a late node) between chunks of this many beats
 JUDGE_S = 2.0    # a failure that shows only a peer gone waits this long for the node that failed first
 REPORTS_S = 5.0  # node 0's script raised an error: it waits this long for the others' reports (the job's own?)
 STOPPING = "stopping"  # a node's answer to the abort: it heard, and (under recovery) it checks in again
 HEAR_BACK_S = LOST_S + SWEEP_S  # recovery's node 0 after a failure: each node answers, or is gone, or is silent
+QUIET_S = 0.25   # ... or no node answered for this long: the rest are read on by the regather (``Hub.undecided``)
 
 
 def describe(report):
@@ -72,12 +74,16 @@ class Watch(WatchSurface):
     def start(self, stop_launcher=None):
         """Beat from now on; ``stop_launcher`` (or ``attach_launcher`` later) is what a failure stops."""
         self.stop_launcher = stop_launcher
+        self._before_start()
         self.thread = threading.Thread(target=self._run, name="nodeweave-heartbeat", daemon=True)
         self.thread.start()
 
     def _run(self):
         """The heartbeat's thread: each side's own (``LinkWatch._run``, ``HubWatch._run``)."""
         raise NotImplementedError
+
+    def _before_start(self):
+        """What a side prepares on the starting thread (node 0: a way to wake its loop, ``close``)."""
 
     def attach_launcher(self, stop_launcher):
         """The launcher started after the beats did (a generation's plan can take seconds: a DNS answer late
@@ -220,6 +226,8 @@ class HubWatch(HubStall, Watch):
         self.heard = []              # every member's failure: (when, node rank, cause, of its own accord, report)
         self.held = None             # (until, label, report): a failure that shows only a peer gone, not relayed yet
         self.own_report = None       # node 0's own launcher's failure, whichever failure was relayed first
+        self.answered_at = None      # recovery: when a node last answered the abort (the hear-back's quiet)
+        self.aborted_at = None       # when node 0 relayed the abort (clock)
         for listener in HUB_WATCHES:  # metrics/: node 0's live picture of the job, its goodput timeline
             listener(self)
 
@@ -234,6 +242,14 @@ class HubWatch(HubStall, Watch):
 
     def _broadcast(self, message):
         self.hub.board.post([peer for peer in self.hub.peers if peer.done is None], message)
+
+    def _before_start(self):
+        self.hub.board.wakeable()
+
+    def close(self):
+        self.stopping.set()
+        self.hub.board.wake()  # the loop may be waiting up to 0.5 s on the nodes: it ends now
+        super().close()
 
     def _run(self):
         hub = self.hub
@@ -253,14 +269,14 @@ class HubWatch(HubStall, Watch):
                 return  # everyone finished (spares wait on: they hear the closing); after a failure, recovery's
                 # node 0 reads on until it has heard every node out (``_hear_every_node``)
             accept, ready = hub.board.wait(min(0.5, max(0.0, next_beat - now)))
-            if accept and self.hear_back and self.failure is not None:
-                hub.board.stop_accepting()  # nodes coming back wait in the backlog for the next generation's hub
-            elif accept:
-                hub.accept()
-            for peer in ready:
-                if peer.fp is None:
-                    self._late(peer)
-                elif peer.done is None:
+            if accept:
+                self._accept()
+            for peer in [p for p in ready if p.fp is None]:  # a `--status` or a late node: before the beats
+                self._late(peer)
+            for count, peer in enumerate(p for p in ready if p.fp is not None):
+                if count and count % DOOR_EVERY == 0:
+                    self._front_door()
+                if peer.done is None:
                     self._read(peer)
             hub.expire()
             if self.held is not None and self.clock() >= self.held[0]:
@@ -270,6 +286,30 @@ class HubWatch(HubStall, Watch):
                 self._sweep()
             if ready:
                 self.stopping.wait(BATCH_S)
+
+    def _accept(self):
+        hub = self.hub
+        if self.hear_back and self.failure is not None:
+            hub.board.stop_accepting()  # nodes coming back wait in the backlog for the next generation's hub
+        else:
+            hub.accept()
+
+    def _front_door(self):
+        """Between chunks of :data:`DOOR_EVERY` beats: take a connection waiting to be accepted and read a
+        request that arrived (a `--status`, a late node's hello). A node 0 starved of CPU reads thousands of beats
+        per wake-up; the `--status` asked meanwhile waited for two of those wake-ups (its challenge, its request)
+        behind every beat, and now for a chunk of them."""
+        hub = self.hub
+        socks = {peer.channel.sock: peer for peer in hub.pending}
+        if not hub.board.closed and hub.board.masks.get(hub.sock):
+            socks[hub.sock] = None
+        if not socks:
+            return
+        for sock in readable(list(socks), 0):
+            if sock is hub.sock:
+                self._accept()
+            elif socks[sock].fp is None and socks[sock] in hub.pending:
+                self._late(socks[sock])
 
     def _listen(self):
         """Node 0's own ranks failed after a peer went away: let the thread hear the node that failed first (it
@@ -288,12 +328,23 @@ class HubWatch(HubStall, Watch):
 
     def _hear_every_node(self):
         """Recovery's node 0, after a failure: until every node answered the abort (``STOPPING``), reported, or is
-        gone (closed without a word, or silent :data:`LOST_S`: the sweep), up to :data:`HEAR_BACK_S`. The next
-        generation waits for the nodes that answered, not for a rack that lost its power (its nodes never will)."""
-        until = self.clock() + HEAR_BACK_S
-        while self.thread is not None and self.thread.is_alive() and self.clock() < until and \
-                any(p.done is None and not p.stopping for p in self.hub.peers):
+        gone (closed without a word, or silent :data:`LOST_S`: the sweep), or no node answered for
+        :data:`QUIET_S` (up to :data:`HEAR_BACK_S`). The next generation waits for the nodes that answered, not
+        for a rack that lost its power (its nodes never will); the nodes not heard yet are left open for the
+        regather (``Hub.undecided``), which reads on until each checks in again or is gone. A rack failing over
+        a second is then one event without node 0 waiting that second out before it regathers, and a node slow
+        to answer is still waited for, as long as its link shows it alive."""
+        started = self.clock()
+        until = started + HEAR_BACK_S
+        unheard = [p for p in self.hub.peers if p.done is None and not p.stopping]
+        while unheard and self.thread is not None and self.thread.is_alive() and self.clock() < until:
+            # quiet since the abort went out or the last answer came (node 0's own launcher may have taken that)
+            heard = [t for t in (self.aborted_at, self.answered_at) if t is not None]
+            if self.clock() - (max(heard) if heard else started) >= QUIET_S:
+                break
             self.stopping.wait(0.02)
+            unheard = [p for p in unheard if p.done is None and not p.stopping]
+        self.hub.undecided = unheard
 
     def _sweep(self):
         """Nodes silent for LOST_S count as gone: those whose beats node 0 has not read yet are read first (a
@@ -349,7 +400,7 @@ class HubWatch(HubStall, Watch):
         peer.last_heard = self.clock()
         for message in messages:
             if message.get("t") == STOPPING:
-                peer.stopping = True
+                peer.stopping, self.answered_at = True, self.clock()
                 continue
             self.stall_message(peer, message)
             if message.get("t") == "exit":
@@ -428,6 +479,7 @@ class HubWatch(HubStall, Watch):
             return
         if self.failure is None:
             self._broadcast({"t": "abort", **news})
+            self.aborted_at = self.clock()
         self._stop_for(label, report)
 
     def finish(self, code, how, tail, peer_gone=None, error=None):
@@ -453,6 +505,7 @@ class HubWatch(HubStall, Watch):
                 self.failure, self.failed_at = (self.label, report), time.time()  # the first failure is this node's own
             news = {"node": self.label, "how": how, "tail": report["tail"]}
             self._broadcast({"t": "left" if self.elastic else "abort", **news})
+            self.aborted_at = self.clock()
         if error and code != 0 and not self.elastic:
             self._await_reports()
         elif code == 0 and self.failure is None and self.thread is not None:

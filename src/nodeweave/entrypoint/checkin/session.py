@@ -220,10 +220,15 @@ class CheckIn:
         hub.gather(needed, self.started + info["deadline_s"] if deadline is None else deadline, early=early)
         return refused
 
-    def judge(self, minimum):
-        """Node 0's verdict over the nodes gathered: start, or refuse (every node exits 3)."""
+    def judge(self, minimum, without=()):
+        """Node 0's verdict over the nodes gathered, less ``without`` (peers recovery leaves out): start, or
+        refuse (every node exits 3)."""
         return self.hub.decide(minimum, self.plan.topology.nnodes_max, self.plan.launch.launcher,
-                               self.plan.exchange["allow"], _missing(self.settings, self.plan))
+                               self.plan.exchange["allow"], _missing(self.settings, self.plan), without=without)
+
+    def unreachable(self):
+        """{peer: why} for the nodes in that node 0 cannot reach as peers must (``Hub.unreachable``)."""
+        return self.hub.unreachable(self.plan.exchange["allow"])
 
     def reopen(self):
         """The next generation's hub: the last one closed, a fresh one on the same port (recovery's)."""
@@ -235,6 +240,7 @@ class CheckIn:
         kept = old.sock if old.keep_listener and old.sock.fileno() >= 0 else None  # the port never closed
         self.hub = Hub(old.port, old.token, self.fingerprint, self.log, bind=self.bind_address, listener=kept)
         self.hub.keep_listener = old.keep_listener
+        self.hub.take_undecided(old.undecided)  # recovery: nodes not heard out yet, read on by the regather
         return self.hub
 
     def _as_node(self):

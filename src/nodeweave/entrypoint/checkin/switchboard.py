@@ -65,6 +65,7 @@ class Switchboard:
         self.closed = False
         self.fd_limit, self.told_files = None, False  # the soft RLIMIT_NOFILE, once raise_fd_limit set it
         self._set(listener, selectors.EVENT_READ, None)
+        self.waker = None  # (read end, write end): another thread ends this loop's wait at once (wake)
 
     def _set(self, sock, mask, owner):
         """Register ``sock`` for ``mask`` (0: not at all), owned by ``owner``."""
@@ -197,11 +198,33 @@ class Switchboard:
         with self.lock:
             return self._handle(events)
 
+    def wakeable(self):
+        """Let :meth:`wake` end a :meth:`wait` from another thread (the heartbeat's loop, stopped while it waits
+        up to 0.5 s on its nodes: recovery's node 0 waited that out before it regathered)."""
+        import socket
+
+        if self.waker is None:
+            self.waker = socket.socketpair()
+            self.waker[0].setblocking(False)
+            self.selector.register(self.waker[0], selectors.EVENT_READ, self.waker)
+
+    def wake(self):
+        if self.waker is not None:
+            try:
+                self.waker[1].send(b"x")
+            except OSError:
+                pass
+
     def _handle(self, events):
         accept, readable = False, []
         for key, mask in events:
             owner = key.data
-            if owner is None:
+            if owner is self.waker and owner is not None:
+                try:
+                    owner[0].recv(64)
+                except OSError:
+                    pass
+            elif owner is None:
                 accept = True
             elif isinstance(owner, Probe):
                 owner.on_event()
@@ -277,3 +300,6 @@ class Switchboard:
             self._after(probe)
         self.closed = True
         self.selector.close()
+        if self.waker is not None:
+            for end in self.waker:
+                end.close()

@@ -227,6 +227,25 @@ def _value(entry, field, ref, env_names=()):
     return entry.fp.get(field)
 
 
+REACHABILITY = ("address", "connect-back")  # the rules about one node's network path, seen from node 0
+
+
+def unreachable(entries, allow=()):
+    """[(entry, why)] for the nodes node 0 cannot reach as their peers must (the address and connect-back rules,
+    unless ``allow`` lets them start): recovery's regather leaves such a node out, one node's path going bad
+    mid-job, rather than refusing the whole job as the first check-in does (a firewall seen before any work)."""
+    found, named = [], set()
+    for check in checks(1, None):
+        if check.name not in REACHABILITY or (check.name in allow and check.name in ALLOWABLE):
+            continue
+        headline = check.says.split(":")[0].split(" (")[0]
+        for entry in check.rule(entries):
+            if not entry.own and id(entry) not in named:
+                named.add(id(entry))
+                found.append((entry, f"{headline}: {check.detail(entry)}" if check.detail else headline))
+    return found
+
+
 def judge(entries, nnodes_min, nnodes_max, launcher, allow=(), missing=None, reachability=True):
     """The verdict dict for the checked-in ``entries`` (node 0's own among them, ``own=True``).
 

@@ -30,8 +30,8 @@ from ..errors import EXIT_GAVE_UP, EXIT_JOB_ERROR, EXIT_NO_PROGRESS
 from .book import FOR_GOOD, Book, Cause, Decision, Fault, Role
 from .progress import Progress
 
-__all__ = ("FOR_GOOD", "Limits", "first", "came_back", "ended", "after_fault", "job_error", "shared_error",
-           "announced", "closed", "finished", "kept_by", "role")
+__all__ = ("FOR_GOOD", "Limits", "first", "came_back", "ended", "after_fault", "unreachable", "job_error",
+           "shared_error", "announced", "closed", "finished", "kept_by", "role")
 
 
 class Limits:
@@ -141,6 +141,20 @@ def after_fault(book, culprit, why, present, step, limits):
         return _stop(book, EXIT_GAVE_UP, f"{why}; no spare takes its place and the job needs {need}, "
                      f"{len(members)} left")
     return replace(book, generation=book.generation + 1, members=members, spares=spares, decision=Decision.START)
+
+
+def unreachable(book, reasons):
+    """The book with the nodes node 0 could not reach at the regather left out (``reasons``: identity -> why,
+    ``Hub.unreachable``): each counted as left out once and its reason kept, as a culprit's is; they were not in
+    the ``present`` that :func:`after_fault` or :func:`came_back` filled the members from, so a spare holds
+    their places. One node's path going bad mid-job costs that node, not the job (it refused the whole job)."""
+    if not reasons:
+        return book
+    left_out, why = dict(book.left_out), dict(book.why)
+    for node, reason in reasons.items():
+        left_out[node] = left_out.get(node, 0) + 1
+        why[node] = reason
+    return replace(book, left_out=left_out, why=why)
 
 
 def shared_error(errors, members):

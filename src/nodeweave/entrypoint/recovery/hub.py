@@ -36,18 +36,24 @@ class HubSide:
         hub.own_fp = self.checkin.fingerprint
         hub.keep_listener = True  # each generation's hub hands the port to the next: nodes coming back queue
         while True:
-            verdict = self._gather(hub, book)
+            verdict, unreachable = self._gather(hub, book)
             present = {0} | {p.fp.get("rank") for p in hub.peers}
+            present -= set(unreachable)
             unjudged = []  # folders in a layout the finder cannot judge: in the log and in node 0's record
             path, step, mark = newest_checkpoint(self.config.folder, self.log, unjudged)
             decided, present = self._next(hub, book, fault, present, mark)  # the brake compares the mark
+            decided, present = decide.unreachable(decided, unreachable), present - set(unreachable)
             book = decide.announced(decided, present, (path, step), self._addresses(hub), time.time(), fault=fault,
                                     work_lost_s=work_lost_s(path, fault.at) if fault is not None else None,
                                     unjudged=unjudged)
             verdict = self._announce(hub, verdict, book)
-            if book.generation == 0:
-                from ..checkin.session import say_verdict
+            from ..checkin.session import record_verdict, say_verdict
 
+            # written once every node was told (the record is for --explain and doctor later: at 4,096 nodes its
+            # whole verdict is ~0.1 s of JSON and disk that no node's role waits for any more)
+            record_verdict(self.plan, self.gens.ident_settings, verdict, self.checkin.fingerprint)
+            keep(self.settings, decide.kept_by(book, 0))
+            if book.generation == 0:
                 say_verdict(verdict, time.monotonic() - self.checkin.started, self.log)
             if book.decision is Decision.STOP:
                 say_stop(book, self.log)
@@ -133,7 +139,9 @@ class HubSide:
         return self.checkin.reopen()
 
     def _gather(self, hub, book):
-        """The check-in of one generation; the verdict (refused: every node exits 3)."""
+        """The check-in of one generation: the verdict (refused: every node exits 3) and, at a regather,
+        {identity: why} of the nodes in that node 0 cannot reach (``Hub.unreachable``: its connect-back to the
+        node failed): those are left out, not judged, where the first check-in refuses the job for them."""
         from ..checkin.session import record_verdict, refused_checks, say_verdict
 
         info = self.plan.exchange
@@ -153,21 +161,28 @@ class HubSide:
                 else:  # the others' nodeweave carries no book
                     hub.gather(needed, settle)
         else:
-            expected = set(book.alive) - {0, book.last_culprit}
+            # the nodes that answered the abort or reported, and those not heard out when the hub closed (their
+            # old links tell the regather when they are gone: a rack failing over a second is not waited out first)
+            expected = (set(book.alive) | hub.undecided_ranks()) - {0, book.last_culprit}
             self._regather(expected, time.monotonic() + min(REGATHER_CAP_S, info["deadline_s"]))
-        minimum = (self.config.minimum if self.config.minimum < self.config.slots else self.config.nodes) \
-            if book is None and not returned(hub) else 0  # a book's generations judge the count (decide.py)
-        verdict = self.checkin.judge(minimum)
+        regather = book is not None or returned(hub)
+        minimum = 0 if regather else (self.config.minimum if self.config.minimum < self.config.slots
+                                      else self.config.nodes)  # a book's generations judge the count (decide.py)
+        aside = self.checkin.unreachable() if regather else {}
+        unreachable = {peer.fp.get("rank"): why for peer, why in aside.items()}
+        if unreachable:
+            self.log(f"recovery: node(s) {listed(sorted(unreachable))} checked in again but node 0 cannot reach "
+                     f"them: left out (node {min(unreachable)}: {unreachable[min(unreachable)]})")
+        verdict = self.checkin.judge(minimum, without=aside)
         if verdict["decision"] != "start":
             say_verdict(verdict, time.monotonic() - started, self.log)
-        record_verdict(self.plan, self.gens.ident_settings, verdict, self.checkin.fingerprint)
-        if verdict["decision"] != "start":
+            record_verdict(self.plan, self.gens.ident_settings, verdict, self.checkin.fingerprint)
             hub.announce(verdict)
             hub.keep_listener = False
             hub.close()
             raise EntrypointError(f"check-in refused the job: {refused_checks(verdict)} (table above; the same on "
                                   "every node)", EXIT_TOPOLOGY)
-        return verdict
+        return verdict, unreachable
 
     def _regather(self, expected, deadline):
         missing = self.checkin.gather(len(expected) + 1, deadline, wanted=expected)
@@ -186,7 +201,6 @@ class HubSide:
         verdict["world_size"] = sum(p for p in verdict["procs"] if isinstance(p, int))
         for peer in hub.peers:  # each node's role looked up in the book's sets: N nodes cost N, not N x members
             peer.role = book.role_of(peer.fp.get("rank")).value
-        keep(self.settings, decide.kept_by(book, 0))
         if book.decision is Decision.START:
             self.log(f"recovery: generation {book.generation}: training node(s) "
                      f"{listed(book.members)}; spare(s) {listed(book.spares) or 'none'}"
