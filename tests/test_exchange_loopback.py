@@ -135,7 +135,9 @@ def test_connect_back_failure_is_named():
         cluster.hub.peers[0].probe = None
         cluster.hub.peers[0].fp = dict(cluster.hub.peers[0].fp, probe_port=free_port())
         cluster.hub.board.probe(cluster.hub.peers[0], TOKEN, 3.0)  # node 0's own connect-back, in its loop
-        cluster.hub.board.settle(cluster.hub.peers[0], 5)
+        until = time.monotonic() + 5
+        while cluster.hub.peers[0].probe is None and time.monotonic() < until:  # the loop advances the probe
+            cluster.hub.board.wait(0.05)
         assert "refused" in cluster.hub.peers[0].probe.lower(), cluster.hub.peers[0].probe
         verdict = cluster.hub.decide(2, 2, "torchrun", ())
         assert [p["check"] for p in verdict["problems"]] == ["connect-back"]

@@ -220,6 +220,7 @@ class HubWatch(HubStall, Watch):
         self.own_done = threading.Event()
         self.label = f"node 0 ({hub.own_fp.get('hostname')})"
         self.held = None             # (until, label, report): a failure that shows only a peer gone, not relayed yet
+        self.settling = []           # nodes checking in late whose connect-back is under way (``_late``)
         for listener in HUB_WATCHES:  # metrics/: node 0's live picture of the job, its goodput timeline
             listener(self)
 
@@ -263,6 +264,8 @@ class HubWatch(HubStall, Watch):
                 elif peer.done is None:
                     self._read(peer)
             hub.expire()
+            if self.settling:
+                self._settled()
             if self.held is not None and self.clock() >= self.held[0]:
                 self._release()
             if self.clock() >= next_sweep:
@@ -320,7 +323,18 @@ class HubWatch(HubStall, Watch):
             self.hub.board.forget(peer)
             peer.channel.close()
             return
-        self.hub.board.settle(peer, 10)
+        # its connect-back runs in this loop (``board.wait``) and it is judged once that is over (``_settled``): never
+        # waited for here, where node 0's beats to every node would wait with it (up to PROBE_TIMEOUT_S, each)
+        self.settling.append(peer)
+
+    def _settled(self, every=False):
+        """Judge the late nodes whose connect-back is over (``every``: all of them, the watch ending)."""
+        ready = [peer for peer in self.settling if every or peer.probe is not None]
+        for peer in ready:
+            self.settling.remove(peer)
+            self._judge_late(peer)
+
+    def _judge_late(self, peer):
         verdict = self.admit(peer) if self.admit else None
         if verdict is False:  # recovery: a node on its way to the next generation, early; it tries again
             self.hub.board.forget(peer)
@@ -431,6 +445,7 @@ class HubWatch(HubStall, Watch):
         if self.hear_back and self.failure is not None and not self.elastic:
             self._hear_every_node()
         self.close()
+        self._settled(every=True)  # a node still checking in is told (refused, or its role) before the hub closes
         self.hub.close()
         if self.failure and self.failure_code == EXIT_STALLED:
             return EXIT_STALLED
