@@ -371,7 +371,7 @@ def test_node_0s_stall_report_is_gathered_off_the_heartbeats_thread_and_the_stop
         def peer_views(self):
             return [view(1, 8, 45.0, node=1, inside=False), view(2, 9, 30.5, node=1)]
 
-        def stop_all(self, label, how, code, node=None):
+        def stop_all(self, label, how, code, rank=None):
             stops.append((label, code, len([line for line in said if line.startswith("STALL")])))
 
     said, stops = [], []

@@ -123,3 +123,68 @@ def test_a_status_answer_with_stacks_does_not_hold_the_thread_that_reads_node_0s
     assert answers and answers[0]["t"] == "status" and "ranks" in answers[0]
     assert asked_on and asked_on[0][1] is True and asked_on[0][0] != threading.current_thread().name
     assert held < 1.0, held
+
+
+def _late_node(port, probe_port):
+    """A node checking in after the start whose connect-back port takes the connection and never answers (node 0's
+    connect-back runs out its PROBE_TIMEOUT_S, 3 s); its channel, once its hello is sent."""
+    from nodeweave.entrypoint.checkin.wire import connect, proof
+
+    late = connect("127.0.0.1", port, 5.0, 1 << 20)
+    challenge = late.receive(time.monotonic() + 5)
+    hello = fp(5, address="127.0.0.1", probe_port=probe_port)
+    late.send({"t": "hello", "job": "trainer", "fp": hello, "mac": proof(TOKEN, str(challenge.get("nonce")), hello)})
+    return late
+
+
+def test_a_node_checking_in_late_does_not_hold_node_0s_heartbeat_while_node_0_connects_back():
+    """Node 0's heartbeat thread waited for a late node's connect-back (up to 3 s per node: a spare or a restarted
+    container checking in mid-generation) and read nothing meanwhile: a node's failure reported then was relayed
+    only after it. The late node is judged once its connect-back is over, from the same loop."""
+    import socket
+
+    from test_exchange_loopback import started_watches
+
+    silent = socket.create_server(("127.0.0.1", 0))
+    cluster, hub_watch, links, launchers, logs = started_watches(2)
+    late = None
+    try:
+        late = _late_node(cluster.port, silent.getsockname()[1])
+        time.sleep(0.5)  # node 0 read the hello and its connect-back is under way
+        failed = time.monotonic()
+        assert links[1].finish(1, "torchrun exited 1", ["boom"]) is None
+        assert launchers[2].stopped.wait(10), logs
+        relayed = time.monotonic() - failed
+        verdict = late.receive(time.monotonic() + 10)
+        told = time.monotonic() - failed
+    finally:
+        if late is not None:
+            late.close()
+        silent.close()
+        cluster.close()
+    assert relayed < 1.5, relayed  # was 3.7 s: the connect-back timing out (3 s from when node 0 connected)
+    assert verdict["t"] == "verdict" and verdict["verdict"]["decision"] == "refuse", verdict
+    assert [p["check"] for p in verdict["verdict"]["problems"]] == ["late"] and told >= 2.0, told
+
+
+def test_a_node_still_checking_in_when_node_0s_watch_ends_is_told_before_the_hub_closes():
+    import socket
+
+    from test_exchange_loopback import started_watches
+
+    silent = socket.create_server(("127.0.0.1", 0))
+    cluster, hub_watch, links, launchers, logs = started_watches(1)
+    late = None
+    try:
+        late = _late_node(cluster.port, silent.getsockname()[1])
+        time.sleep(0.5)
+        assert links[1].finish(0, "torchrun exited 0", []) is None
+        assert hub_watch.finish(0, "torchrun exited 0", []) is None
+        verdict = late.receive(time.monotonic() + 10)  # not a bare close: a fixed job's latecomer is refused
+    finally:
+        if late is not None:
+            late.close()
+        silent.close()
+        cluster.close()
+    assert verdict["t"] == "verdict" and verdict["verdict"]["decision"] == "refuse", verdict
+    assert hub_watch.settling == []

@@ -7,8 +7,10 @@ its process group, SIGKILL after :data:`GRACE_S`) and exits :data:`EXIT_PEER_FAI
 its connection closes without a report, or is silent for :data:`LOST_S` — counts as failed too; node 0
 vanishing stops every other node. In an elastic job a node leaving is reported, nothing is stopped: torchrun's
 membership rules. A clean finish ends quietly: node 0 waits (up to :data:`LINGER_S`) for the others to finish,
-then says it is closing. Under recovery node 0 also judges the culprit (:meth:`HubWatch.judged`) for the next
-generation.
+then says it is closing. Every failure node 0 hears — a node's report, a node lost, its own launcher's end, a
+stall or a lasting straggler (``stall/exchange.py``) — goes on the watch's failure news (``news.News``) as one
+``news.Evidence``; recovery's node 0 drains it once the generation ended (``recovery/decide.judged`` names the
+culprit).
 
 When one rank dies, its peers' ranks fail a moment later ("Connection reset by peer"), and under load their
 node's report can reach node 0 first. A report whose output shows only that (``running/symptoms.py``) is held
@@ -24,6 +26,7 @@ import threading
 import time
 
 from ..errors import EXIT_PEER_FAILED, EXIT_STALLED
+from ..news import Cause, News, NodeId, heard
 from ..stall.exchange import HubStall, LinkStall
 from ..stall.surface import WatchSurface
 from . import HUB_WATCHES, LINK_WATCHES
@@ -212,22 +215,20 @@ class HubWatch(HubStall, Watch):
     """Node 0's side: beats to every node, their reports, and the first failure relayed to all."""
 
     def __init__(self, hub, log, elastic=False, admit=None, clock=time.monotonic, on_straggler_fault=None,
-                 hear_back=False, turn_away=None):
+                 hear_back=False, turn_away=None, news=None):
         super().__init__(log, elastic)
+        self.news = news if news is not None else News()  # every failure heard, for recovery's node 0 to drain
         self.turn_away = turn_away   # recovery: a node early for the next generation, sent away before its connect-back
         self.hear_back = hear_back   # recovery: after a failure, hear every node answer before the hub closes
         self.hub, self.clock = hub, clock
         self.admit = admit           # elastic: judges a late node, returns its verdict; fixed: None
         self.on_straggler_fault = on_straggler_fault  # recovery's seam (stall/fault.py), or None: reported only
-        self.straggler = None        # the straggler fault the seam took (recovery reads its gap)
         self.own_done = threading.Event()
         self.label = f"node 0 ({hub.own_fp.get('hostname')})"
-        self.culprit = None          # a stall's or straggler's: (None, "stall" | "straggler", generation rank)
-        self.heard = []              # every member's failure: (when, node rank, cause, of its own accord, report)
         self.held = None             # (until, label, report): a failure that shows only a peer gone, not relayed yet
-        self.own_report = None       # node 0's own launcher's failure, whichever failure was relayed first
         self.answered_at = None      # recovery: when a node last answered the abort (the hear-back's quiet)
         self.aborted_at = None       # when node 0 relayed the abort (clock)
+        self.settling = []           # nodes checking in late whose connect-back is under way (``_late``)
         for listener in HUB_WATCHES:  # metrics/: node 0's live picture of the job, its goodput timeline
             listener(self)
 
@@ -279,6 +280,8 @@ class HubWatch(HubStall, Watch):
                 if peer.done is None:
                     self._read(peer)
             hub.expire()
+            if self.settling:
+                self._settled()
             if self.held is not None and self.clock() >= self.held[0]:
                 self._release()
             if self.clock() >= next_sweep:
@@ -371,7 +374,18 @@ class HubWatch(HubStall, Watch):
             self.hub.board.forget(peer)
             peer.channel.close()
             return
-        self.hub.board.settle(peer, 10)
+        # its connect-back runs in this loop (``board.wait``) and it is judged once that is over (``_settled``): never
+        # waited for here, where node 0's beats to every node would wait with it (up to PROBE_TIMEOUT_S, each)
+        self.settling.append(peer)
+
+    def _settled(self, every=False):
+        """Judge the late nodes whose connect-back is over (``every``: all of them, the watch ending)."""
+        ready = [peer for peer in self.settling if every or peer.probe is not None]
+        for peer in ready:
+            self.settling.remove(peer)
+            self._judge_late(peer)
+
+    def _judge_late(self, peer):
         verdict = self.admit(peer) if self.admit else None
         if verdict is False:  # recovery: a node on its way to the next generation, early; it tries again
             self.hub.board.forget(peer)
@@ -406,7 +420,7 @@ class HubWatch(HubStall, Watch):
             if message.get("t") == "exit":
                 peer.done = message
                 if message.get("code") != 0 and peer.role == "member":
-                    self._heard(peer, "crash", message)  # the others first, then this node's goodbye
+                    self._heard(peer, Cause.CRASH, message)  # the others first, then this node's goodbye
                 self.hub.board.finish(peer, 0.5)
                 return
 
@@ -420,15 +434,15 @@ class HubWatch(HubStall, Watch):
                 self.log(f"{_label(peer)} ({peer.role}) is gone: {report.get('how')}")
             return None
         if self.failure is None:  # after a failure, closing is what the stopped nodes do: no evidence
-            self._heard(peer, "lost", report)
+            self._heard(peer, Cause.LOST, report)
         else:
             self._failed(_label(peer), report)
 
     def _heard(self, peer, cause, report):
-        """A member failed: kept as evidence; relayed at once when it failed of its own accord, held (up to
+        """A member failed: put on the failure news; relayed at once when it failed of its own accord, held (up to
         JUDGE_S) when its output shows only that a peer went away."""
         own = not report.get("peer_gone")
-        self.heard.append((self.clock(), (peer.fp or {}).get("rank"), cause, own, report))
+        self.news.put(heard(cause, _label(peer), report, node=_identity(peer), own=own))
         if self.failure is not None or self.elastic or own:
             self.held = None
             self._failed(_label(peer), report)
@@ -442,34 +456,6 @@ class HubWatch(HubStall, Watch):
         _, label, report = self.held
         self.held = None
         self._failed(label, report)
-
-    def judged(self):
-        """(node rank, cause, generation rank) of what ended the generation: the stall's or straggler's when one
-        did; else the first member that failed of its own accord; else the first that failed; None when none."""
-        if self.culprit is not None:
-            return self.culprit
-        first = self._first()
-        return (first[1], first[2], None) if first else None
-
-    def judged_report(self):
-        """The report of the member :meth:`judged` names (its own words, not those of a node that saw it go)."""
-        first = None if self.culprit is not None else self._first()
-        return first[4] if first else None
-
-    def script_errors(self):
-        """{node rank: the exception its script raised} over every member's failure report node 0 has, its own
-        included (what tells the job's own error, the same on every node, from a node's)."""
-        found = {}
-        for _, node, _, _, report in sorted(self.heard, key=lambda entry: entry[0]):
-            if report.get("error") and node is not None:
-                found.setdefault(node, report["error"])
-        if self.own_report and self.own_report.get("error"):
-            found.setdefault(self.hub.own_fp.get("rank", 0), self.own_report["error"])
-        return found
-
-    def _first(self):
-        heard = sorted(self.heard, key=lambda entry: entry[0])
-        return next((entry for entry in heard if entry[3]), heard[0] if heard else None)
 
     def _failed(self, label, report):
         news = {"node": label, "how": report.get("how"), "tail": (report.get("tail") or [])[-TAIL_LINES:]}
@@ -485,20 +471,18 @@ class HubWatch(HubStall, Watch):
     def finish(self, code, how, tail, peer_gone=None, error=None):
         """Node 0's launcher ended: relay a failure, or wait for the others to finish, then close. A failure that
         shows only a peer gone (``peer_gone``) first listens for the node that failed of its own accord.
-        ``error``: the exception its script raised (``symptoms.script_error``), kept in :attr:`own_report`."""
+        ``error``: the exception its script raised (``symptoms.script_error``): on the failure news whichever failure
+        was relayed first (the same error on every node is the job's own)."""
         report = {"how": how, "tail": tail[-TAIL_LINES:]}
         if error:
             report["error"] = error
-        if code != 0:
-            self.own_report = report
-        if self.failure is None and code != 0:
-            if peer_gone:
-                report["peer_gone"] = peer_gone
-            self.heard.append((self.clock(), self.hub.own_fp.get("rank", 0), "crash", not peer_gone, report))
-            if peer_gone:
-                self.log(f"this node's ranks failed after a peer went away ({peer_gone}); listening up to "
-                         f"{JUDGE_S:g}s for the node that failed first")
-                self._listen()
+        if code != 0:  # after another node's failure stopped it, evidence of its error only, never the culprit
+            self.news.put(heard(Cause.CRASH, self.label, report, node=NodeId(self.hub.own_fp.get("rank", 0)),
+                                own=self.failure is None and not peer_gone))
+        if self.failure is None and code != 0 and peer_gone:
+            self.log(f"this node's ranks failed after a peer went away ({peer_gone}); listening up to "
+                     f"{JUDGE_S:g}s for the node that failed first")
+            self._listen()
         self.own_done.set()
         if self.failure is None and code != 0:
             with self.lock:
@@ -514,6 +498,7 @@ class HubWatch(HubStall, Watch):
         if self.hear_back and self.failure is not None and not self.elastic:
             self._hear_every_node()
         self.close()
+        self._settled(every=True)  # a node still checking in is told (refused, or its role) before the hub closes
         self.hub.close()
         if self.failure and self.failure_code == EXIT_STALLED:
             return EXIT_STALLED
@@ -523,3 +508,9 @@ class HubWatch(HubStall, Watch):
 def _label(peer):
     fp = peer.fp or {}
     return f"node {fp.get('rank')} ({fp.get('hostname')})"
+
+
+def _identity(peer):
+    """The node a connection belongs to, by its identity (its fingerprint's node rank among nodes + spares)."""
+    rank = (peer.fp or {}).get("rank")
+    return None if rank is None else NodeId(int(rank))

@@ -137,12 +137,6 @@ class Switchboard:
         self.release(peer)
         peer.channel.finish(wait_s)
 
-    def settle(self, peer, timeout_s):
-        """Wait for ``peer``'s connect-back alone (a node checking in late); other events wait their turn."""
-        deadline = time.monotonic() + timeout_s
-        while peer.probe is None and time.monotonic() < deadline:
-            self.wait(0.05)
-
     def post(self, peers, message):
         """Send one message to every peer (encoded once); the peers that cannot take it (gone, or with
         :data:`wire.OUTBOX_MAX` unread) are returned."""

@@ -10,14 +10,15 @@ container (``setup.keep``, ``setup.last_book``); :meth:`Book.from_json`
 reads that JSON back, an older nodeweave's included (``why`` a string once
 the job stopped, roles and causes this module does not know).
 
-Two numberings, never mixed:
+Two numberings, never mixed, each a type of its own (``news.NodeId``,
+``news.GenRank``; tests/test_node_identities.py reads the code for them):
 
-- a node's **identity** is its container's node rank among nodes + spares
-  (0..N+S-1): ``members``, ``spares``, ``present``, ``alive``,
+- a node's **identity** (``NodeId``) is its container's node rank among nodes
+  + spares (0..N+S-1): ``members``, ``spares``, ``present``, ``alive``,
   ``last_culprit``, the keys of ``left_out`` and ``why``, a fault's ``node``;
-- a **generation rank** is a position in ``members`` (the training node rank
-  the generation's launcher gets): only :meth:`Book.rank_of` and
-  :meth:`Book.node_at` turn one into the other.
+- a **generation rank** (``GenRank``) is a position in ``members`` (the
+  training node rank the generation's launcher gets): only :meth:`Book.rank_of`
+  and :meth:`Book.node_at` turn one into the other.
 
 Recovery only: ``enum`` and ``dataclasses`` cost the start-up path
 milliseconds, so nothing on it imports this module (``roles.Kind`` spells the
@@ -28,17 +29,9 @@ import dataclasses
 import enum
 from typing import Dict, Optional, Tuple
 
+from ..news import Cause, GenRank, NodeId, Word  # Cause: a fault's, as the failure news names it
+
 FOR_GOOD = 2  # a node left out this many times is never taken back
-
-
-class Word(str, enum.Enum):
-    """An enum whose members read as their word (logs, f-strings, JSON) on every Python the entrypoint runs on."""
-
-    def __str__(self):
-        return self.value
-
-    def __format__(self, spec):
-        return format(self.value, spec)
 
 
 class Role(Word):
@@ -63,32 +56,13 @@ class Decision(Word):
         return self is not Decision.START
 
 
-class Cause(Word):
-    """What ended a generation (a fault's ``cause``)."""
-
-    CRASH = "crash"            # a member's launcher failed
-    LOST = "lost"              # a member went silent or its connection closed
-    STALL = "stall"            # the ranks stalled for stall_timeout
-    STRAGGLER = "straggler"    # a lasting straggler (stall.fault_checks with straggler_is_fault)
-    SCRIPT = "script"          # the job's own error: the same exception on every member that raised one
-    UNKNOWN = "unknown"        # the launchers ended without a report
-
-    @classmethod
-    def read(cls, text):
-        """The cause ``text`` names; UNKNOWN for a word this nodeweave does not know (an older or newer one's)."""
-        try:
-            return cls(text)
-        except ValueError:
-            return cls.UNKNOWN
-
-
 def _identities(values):
-    return tuple(int(v) for v in values or ())
+    return tuple(NodeId(int(v)) for v in values or ())
 
 
 def _by_identity(mapping):
     """A JSON object keyed by identity ("3") as {3: value}."""
-    return {int(k): v for k, v in (mapping or {}).items()}
+    return {NodeId(int(k)): v for k, v in (mapping or {}).items()}
 
 
 def _keyed(mapping):
@@ -100,7 +74,7 @@ class Fault:
     """One fault in the book's history: what ended ``generation``, and what the restart cost."""
 
     generation: int
-    node: Optional[int]           # the culprit's identity; None when no one node is (a stall, the job's own error)
+    node: Optional[NodeId]        # the culprit's identity; None when no one node is (a stall, the job's own error)
     cause: Cause
     why: str                      # in words, as the logs say it
     at: float                     # when node 0 heard it (epoch seconds)
@@ -130,7 +104,7 @@ class Fault:
         values.setdefault("generation", 0)
         values.setdefault("why", "")
         values.setdefault("at", 0.0)
-        values["node"] = None if data.get("node") is None else int(data["node"])
+        values["node"] = None if data.get("node") is None else NodeId(int(data["node"]))
         values["cause"] = Cause.read(data.get("cause"))
         return cls(**values)
 
@@ -142,10 +116,10 @@ class Book:
     generation: int = 0
     decision: Decision = Decision.START
     restarts: int = 0                              # recoveries spent (recovery.max_restarts is their budget)
-    members: Tuple[int, ...] = ()                  # identities that train; a member's position is its rank
-    spares: Tuple[int, ...] = ()                   # identities waiting to take a left-out node's place
-    left_out: Dict[int, int] = dataclasses.field(default_factory=dict)  # identity -> times left out
-    why: Dict[int, str] = dataclasses.field(default_factory=dict)       # identity -> why it was last left out
+    members: Tuple[NodeId, ...] = ()               # identities that train; a member's position is its rank
+    spares: Tuple[NodeId, ...] = ()                # identities waiting to take a left-out node's place
+    left_out: Dict[NodeId, int] = dataclasses.field(default_factory=dict)  # identity -> times left out
+    why: Dict[NodeId, str] = dataclasses.field(default_factory=dict)       # identity -> why it was last left out
     steps: Tuple = ()                              # the newest checkpoint's mark at each generation's start
     best_step: object = None                       # the newest mark seen (a step, or a save's time)
     stale: int = 0                                 # restarts since that mark grew (the no-progress brake)
@@ -153,15 +127,15 @@ class Book:
     resume_from: Optional[str] = None              # the checkpoint this generation resumes from, and its step
     step: Optional[int] = None
     master: Optional[str] = None                   # the rendezvous host when node 0's slot went to a spare
-    present: Tuple[int, ...] = ()                  # identities checked in for this generation
+    present: Tuple[NodeId, ...] = ()               # identities checked in for this generation
     checkpoint_unjudged: Tuple[str, ...] = ()      # "path: why" of folders the checkpoint finder cannot judge
     code: Optional[int] = None                     # the job's exit code once it stopped
     ended: Optional[str] = None                    # why the job ended, in words
     error: Optional[dict] = None                   # the job's own error: {line, lines, nodes}
     finished: Optional[float] = None               # when the job finished (decision done)
     # node 0's own bookkeeping (not in the verdict): the identities still up when the generation ended, its culprit
-    alive: Tuple[int, ...] = ()
-    last_culprit: Optional[int] = None
+    alive: Tuple[NodeId, ...] = ()
+    last_culprit: Optional[NodeId] = None
     # as one node keeps it (``decide.kept_by``): its role in the generation and, when it sits out, why
     role: Optional[Role] = None
     reason: Optional[str] = None
@@ -172,7 +146,7 @@ class Book:
 
     def __post_init__(self):
         # lookups by identity: a generation of 8,192 nodes asks each node's role, N lookups must cost N, not N^2
-        object.__setattr__(self, "_ranks", {node: rank for rank, node in enumerate(self.members)})
+        object.__setattr__(self, "_ranks", {node: GenRank(rank) for rank, node in enumerate(self.members)})
         object.__setattr__(self, "_spare_set", frozenset(self.spares))
 
     # --- reading ---------------------------------------------------------------------------------------
@@ -180,13 +154,17 @@ class Book:
         """Whether ``node`` is a member of this generation."""
         return node in self._ranks
 
-    def rank_of(self, node):
+    def rank_of(self, node: NodeId) -> Optional[GenRank]:
         """``node``'s generation rank (its position among the members), or None when it does not train."""
         return self._ranks.get(node)
 
-    def node_at(self, rank):
+    def node_at(self, rank: Optional[GenRank]) -> Optional[NodeId]:
         """The identity training as generation rank ``rank``, or None."""
         return self.members[rank] if rank is not None and 0 <= rank < len(self.members) else None
+
+    def rendezvous(self) -> Optional[NodeId]:
+        """The identity training as generation rank 0: the launch's master (node 0 unless a spare took its slot)."""
+        return self.node_at(GenRank(0))
 
     def role_of(self, node):
         """What ``node`` does in this generation: train, wait as a spare, or sit out (for good)."""
@@ -257,5 +235,6 @@ class Book:
             present=_identities(data.get("present")),
             checkpoint_unjudged=tuple(data.get("checkpoint_unjudged") or ()),
             code=data.get("code"), ended=ended, error=data.get("error"), finished=data.get("finished"),
-            alive=_identities(data.get("alive")), last_culprit=data.get("last_culprit"),
+            alive=_identities(data.get("alive")),
+            last_culprit=None if data.get("last_culprit") is None else NodeId(int(data["last_culprit"])),
             role=role, reason=data.get("reason"))

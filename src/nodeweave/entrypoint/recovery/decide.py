@@ -6,8 +6,9 @@ the verdict and writes to its run record) holds what the job has seen: the
 generation, the restarts spent, who trained, who waited as a spare, how often
 each node was left out and why, the newest checkpoint step, every fault.
 Every book is made here: :func:`first` opens it from the nodes that checked
-in; :func:`ended` notes how a generation ended (the nodes still up, its
-culprit); :func:`after_fault` takes a fault (the culprit node and why), the
+in; :func:`judged` names what ended a generation from its failure news (the
+``news.Evidence`` node 0 drains from its one queue); :func:`ended` notes how a
+generation ended (the nodes still up, its culprit); :func:`after_fault` takes a fault (the culprit node and why), the
 nodes that checked in again and the newest complete checkpoint's step, and
 returns the next generation or the reason the job stops, with its exit code;
 :func:`announced` adds what the generation starts from (the checkpoint, the
@@ -30,7 +31,7 @@ from ..errors import EXIT_GAVE_UP, EXIT_JOB_ERROR, EXIT_NO_PROGRESS
 from .book import FOR_GOOD, Book, Cause, Decision, Fault, Role
 from .progress import Progress
 
-__all__ = ("FOR_GOOD", "Limits", "first", "came_back", "ended", "after_fault", "unreachable", "job_error",
+__all__ = ("FOR_GOOD", "Limits", "first", "came_back", "judged", "ended", "after_fault", "unreachable", "job_error",
            "shared_error", "announced", "closed", "finished", "kept_by", "role")
 
 
@@ -157,6 +158,43 @@ def unreachable(book, reasons):
     return replace(book, left_out=left_out, why=why)
 
 
+NAMED = (Cause.STALL, Cause.STRAGGLER)  # the stall watch's verdicts: they name the culprit, whatever crashed after
+SAID = {Cause.CRASH: "its launcher failed", Cause.LOST: "it was lost", Cause.STALL: "the job stalled",
+        Cause.STRAGGLER: "a lasting straggler"}
+
+
+def judged(evidence, book, now):
+    """The fault a generation's failure news names (``news.Evidence``, drained from node 0's watch once the
+    generation ended): a stall's or straggler's culprit when the stall watch named one; else the first member
+    that failed of its own accord; else the first that failed. A culprit the stall watch names by its rank in
+    the launch is turned into its identity here (``Book.node_at``). The same exception on every member that
+    raised one is the job's own (:func:`shared_error`): no node's fault. ``now``: the fault's time when the
+    news holds nothing (the launchers ended without a report)."""
+    heard = sorted(evidence, key=lambda e: e.at)  # stable: one thread's news keeps its order
+    culprit = next((e for e in heard if e.cause in NAMED), None) or next((e for e in heard if e.own), None) or \
+        (heard[0] if heard else None)
+    if culprit is None:
+        return Fault(generation=book.generation, node=None, cause=Cause.UNKNOWN, at=now,
+                     why="?: unknown (the launchers ended without a report)")
+    at = heard[0].at
+    if culprit.cause is Cause.CRASH:
+        errors = {}
+        for e in heard:
+            if e.error and e.node is not None:
+                errors.setdefault(e.node, e.error)
+        shared = shared_error(errors, book.members)
+        if shared:  # the same exception on every node that raised one: the job's own, no node's
+            nodes, error = shared
+            return Fault(generation=book.generation, node=None, cause=Cause.SCRIPT, at=at,
+                         why=f"the script raised {error['line']} on node(s) {', '.join(map(str, nodes))}",
+                         error=dict(error, nodes=nodes))
+    node = culprit.node if culprit.node is not None else book.node_at(culprit.rank)
+    what = SAID.get(culprit.cause, str(culprit.cause))
+    why = f"node {node}: {what} ({culprit.how})" if node is not None else f"{culprit.label}: {what} ({culprit.how})"
+    gap = round(culprit.gap, 3) if culprit.cause is Cause.STRAGGLER and culprit.gap is not None else None
+    return Fault(generation=book.generation, node=node, cause=culprit.cause, why=why, at=at, gap=gap)
+
+
 def shared_error(errors, members):
     """The job's own error, or None: ``errors`` maps identities to the exception their script raised
     ({"line", "lines"}, ``symptoms.script_error``); two or more of the generation's ``members`` raised the same
@@ -188,9 +226,9 @@ def announced(book, present, checkpoint, addresses, now, fault=None, work_lost_s
     if fault is not None:
         history += (replace(fault, resumed_step=step, resume_from=path, work_lost_s=work_lost_s, relaunched=now,
                             recover_s=round(now - fault.at, 2)),)
-    head = book.members[0] if book.members else 0
+    head = book.rendezvous()
     return replace(book, present=tuple(sorted(present)), resume_from=path if book.generation else None, step=step,
-                   master=addresses.get(head) if head != 0 else None, checkpoint_unjudged=tuple(unjudged),
+                   master=addresses.get(head) if head not in (None, 0) else None, checkpoint_unjudged=tuple(unjudged),
                    history=history)
 
 

@@ -19,6 +19,7 @@ training slot may go to a spare (docs/recovery.md says why).
 import os
 
 from ..errors import EXIT_GAVE_UP, EXIT_JOB_ERROR, EXIT_NO_PROGRESS, EntrypointError
+from ..news import NodeId
 from . import decide
 from .book import Decision, Role
 from .setup import Config, last_book, with_flags
@@ -50,7 +51,7 @@ class Generations:
         start = self.start
         self.plan, self.checkin, self.ident_settings = start.plan, start.checkin, start.checkin_settings
         self.config = Config(self.settings, self.plan.topology)
-        self.identity = self.plan.topology.node_rank.value
+        self.identity = NodeId(self.plan.topology.node_rank.value)  # among nodes + spares: never a generation rank
         self.warm = WarmStart(self.plan.launch.launcher, self.log, enabled=self.settings.get("warm_start", True),
                               ignored_paths=(HOOK,))
         self.log(f"recovery on: node {self.identity} of {self.config.nodes} "
@@ -91,7 +92,7 @@ class Generations:
 
         members = book.members
         flags = {"node_rank": book.rank_of(self.identity), "nnodes": len(members)}
-        if members[0] != 0:  # node 0's training slot went to a spare: the spare is the rendezvous host
+        if book.rendezvous() != 0:  # node 0's training slot went to a spare: the spare is the rendezvous host
             flags["master_addr"] = book.master
         settings = with_flags(self.settings, f"generation {book.generation}'s members (node 0's decision)", **flags)
         # a fixed-size job of its members: NODEWEAVE_NNODES says so too (an elastic spec's MIN:MAX would be a

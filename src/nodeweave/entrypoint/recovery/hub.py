@@ -8,8 +8,9 @@ import os
 import time
 
 from ..errors import EXIT_PEER_FAILED, EXIT_TOPOLOGY, EntrypointError
+from ..news import Cause, News
 from . import decide
-from .book import Book, Cause, Decision, Fault
+from .book import Book, Decision
 from .setup import keep, newest_checkpoint, user_stopped
 
 REGATHER_CAP_S = 60   # node 0 waits at most this long for the nodes it expects back
@@ -60,8 +61,9 @@ class HubSide:
                 hub.keep_listener = False
                 hub.close()
                 return book.code
+            news = News()  # this generation's failure news: every producer puts, this loop drains (``_fault``)
             watch = HubWatch(hub, self.log, elastic=False, admit=self._admitter(hub, verdict, book), hear_back=True,
-                             turn_away=lambda peer: ahead(peer, book),
+                             turn_away=lambda peer: ahead(peer, book), news=news,
                              on_straggler_fault=self._take_straggler if self.settings.get("straggler_is_fault")
                              else None)
             if 0 in book.members:
@@ -78,7 +80,7 @@ class HubSide:
                 if code == 0:
                     self._tell_latecomers(hub, verdict, book)
                 return code
-            fault, alive = self._fault(watch, book)
+            fault, alive = decide.judged(news.drain(), book, time.time()), self._alive(watch)
             book = decide.ended(book, fault.node, alive)
             self.log(f"recovery: generation {book.generation} ended: {fault.why}; starting generation "
                      f"{book.generation + 1}")
@@ -227,37 +229,16 @@ class HubSide:
             return False
         ranks = ", ".join(map(str, fault["ranks"]))
         how = f"rank(s) {ranks} named a straggler {fault['checks']} checks in a row ({fault['gap']:.0%} slower)"
-        watch.stop_all(f"node {fault['node']} ({fault['host']})", how, EXIT_PEER_FAILED, node=fault["node"],
-                       cause="straggler")
+        watch.stop_all(f"node {fault['node']} ({fault['host']})", how, EXIT_PEER_FAILED,
+                       rank=fault["node"], cause=Cause.STRAGGLER, gap=fault.get("gap"))
         return True
 
-    def _fault(self, watch, book):
-        """What ended the generation (a ``book.Fault``: the culprit's identity, None when no one node is, and why
-        in words) and the identities still up."""
-        culprit = watch.judged() or (None, "unknown", None)
-        node, cause, gen_rank = culprit
-        if node is None:
-            node = book.node_at(gen_rank)  # a stall's or straggler's culprit is named by its rank in the launch
-        cause = Cause.read(cause)
-        label, report = watch.failure or ("?", {"how": "the launchers ended without a report"})
-        report = watch.judged_report() or report  # the culprit's own words, not a node's that saw it go
-        how = str(report.get("how") or "failed")
-        what = {Cause.CRASH: "its launcher failed", Cause.LOST: "it was lost", Cause.STALL: "the job stalled",
-                Cause.STRAGGLER: "a lasting straggler"}.get(cause, str(culprit[1]))
-        why = f"node {node}: {what} ({how})" if node is not None else f"{label}: {what} ({how})"
-        # the nodes that answered the abort or reported: the next generation waits for these (heartbeat.STOPPING)
-        alive = [p.fp.get("rank") for p in watch.hub.peers
-                 if (p.stopping or p.done is not None) and not (p.done or {}).get("lost")]
-        at = watch.failed_at or time.time()
-        straggler = watch.straggler
-        gap = round(straggler["gap"], 3) if cause is Cause.STRAGGLER and straggler else None
-        shared = decide.shared_error(watch.script_errors(), book.members) if cause is Cause.CRASH else None
-        if shared:  # the same exception on every node that raised one: the job's own, no node's
-            nodes, error = shared
-            return Fault(generation=book.generation, node=None, cause=Cause.SCRIPT, at=at,
-                         why=f"the script raised {error['line']} on node(s) {', '.join(map(str, nodes))}",
-                         error=dict(error, nodes=nodes)), alive
-        return Fault(generation=book.generation, node=node, cause=cause, why=why, at=at, gap=gap), alive
+    @staticmethod
+    def _alive(watch):
+        """The identities still up when the generation ended: those that answered the abort or reported (the
+        next generation waits for these, ``heartbeat.STOPPING``)."""
+        return [p.fp.get("rank") for p in watch.hub.peers
+                if (p.stopping or p.done is not None) and not (p.done or {}).get("lost")]
 
 
 def say_stop(book, log):

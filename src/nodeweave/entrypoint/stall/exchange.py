@@ -8,7 +8,10 @@
 - an ``abort`` with ``"code": 7``: the job stalled for stall_timeout; every node exits 7.
 """
 
+import time
+
 from ..errors import ExchangeError
+from ..news import Cause, Evidence, GenRank
 from .fault import FaultSeam
 from .surface import HubSurface, LinkSurface
 
@@ -99,8 +102,6 @@ class HubStall(FaultSeam, HubSurface):
         on another thread than the heartbeat's (a stall report's, a `--status --stacks` answer's): the heartbeat's
         thread reads the answers (``stall_message``); this one only waits for them, never touching the
         connections, so the beats go on meanwhile."""
-        import time
-
         def waiting():
             return [p for p in self.hub.peers if p.done is None and not (p.stacks and p.stacks[0] == request)]
         while waiting() and self.clock() < deadline and not self.hub.board.closed:
@@ -111,11 +112,12 @@ class HubStall(FaultSeam, HubSurface):
     def broadcast_report(self, lines):
         self._broadcast({"t": "report", "lines": lines})
 
-    def stop_all(self, label, how, code, node=None, cause="stall"):
+    def stop_all(self, label, how, code, rank=None, cause=Cause.STALL, gap=None):
         """Stop every node (and this one) with ``code``: the stall outlived stall_timeout, or (recovery) a
-        straggler lasted. ``node``: the culprit's node rank in this launch (recovery leaves that node out)."""
-        if self.failure is None and self.culprit is None:
-            self.culprit = (None, cause, node)
+        straggler lasted (``gap``: how much slower). ``rank``: the culprit's node rank in this launch, as the
+        ranks' views name it (recovery leaves that node out): evidence on the failure news."""
         if self.failure is None:
+            self.news.put(Evidence(cause=cause, label=label, how=how, at=time.time(),
+                                   rank=None if rank is None else GenRank(int(rank)), gap=gap))
             self._broadcast({"t": "abort", "node": label, "how": how, "tail": [], "code": code})
         self._stop_for(label, {"how": how}, code)

@@ -68,7 +68,7 @@ class LocalWatch(FaultSeam):
     def broadcast_report(self, lines):
         pass
 
-    def stop_all(self, label, how, code, node=None):  # node: the culprit's node rank (recovery's, unused alone)
+    def stop_all(self, label, how, code, rank=None, cause=None, gap=None):  # the culprit: recovery's, unused alone
         if self.failure is not None:
             return
         self.failure = (label, how)

@@ -17,7 +17,6 @@ class WatchSurface:
     clock = None     # callable() -> monotonic seconds (a test's own clock)
     stall = None     # ``watcher.StallWatch`` once the ranks are watched (``use_stall``), else None
     failure = None   # (label, report) of what stopped this node's launcher, or None
-    culprit = None   # node 0: (None, cause, generation rank) of a stall or straggler that ended the launch
 
     def use_stall(self, stall):
         """Watch the ranks with ``stall`` (``stall.setup.attach``, once the launch is planned)."""
@@ -39,7 +38,8 @@ class LinkSurface(WatchSurface):
 class HubSurface(WatchSurface):
     """Node 0's watch: the hub of every node's connection, and the heartbeat's own reading of it."""
 
-    hub = None  # ``checkin.exchange.Hub``: its ``peers`` and their switchboard
+    hub = None   # ``checkin.exchange.Hub``: its ``peers`` and their switchboard
+    news = None  # ``news.News``: the failure news, where a stall or a lasting straggler goes as evidence
 
     def _broadcast(self, message):
         """``message`` to every node still running (the heartbeat's ``HubWatch._broadcast``)."""

@@ -108,7 +108,7 @@ class StallWatch:
             who = f"rank {culprit['rank']} never entered" if finding["culprits"] else "this node's ranks waited in"
             how = f"stalled for {finding['for_s']:.0f}s (stall_timeout {self.timeout_s}s): {who} {finding['where']}"
             hub_watch.stop_all(f"node {culprit.get('node')} ({culprit.get('host')})", how, EXIT_STALLED,
-                               node=culprit.get("node") if finding["culprits"] else None)
+                               rank=culprit.get("node") if finding["culprits"] else None)
 
     def report_in_flight(self):
         return self.reporting is not None and self.reporting.is_alive()

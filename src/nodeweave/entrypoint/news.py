@@ -1,0 +1,105 @@
+"""Failure news: every sign that a generation is failing, one typed record on one queue that node 0 drains.
+
+A generation's news reaches node 0 on three threads: the heartbeat's (a
+node's exit report, a node lost: silent, or its connection closed), the main
+thread's (node 0's own launcher ended: the supervisor's ``finish``) and the
+stall watch's (a stall at stall_timeout, a lasting straggler: the heartbeat's
+tick or a stall report's thread). Each producer puts one frozen
+:class:`Evidence` on the watch's :class:`News` and keeps nothing of it; the
+one consumer, recovery's node 0 (``recovery/hub.py``), drains the queue once
+the generation ended and hands it to ``recovery/decide.judged``, which names
+the fault. Without recovery nobody drains it: a generation's news is a
+handful of records.
+
+Two numberings, never mixed (``recovery/book.py`` converts, and only there:
+``Book.rank_of``, ``Book.node_at``): a node's **identity** (:data:`NodeId`:
+its container's node rank among nodes + spares) and a **generation rank**
+(:data:`GenRank`: its position among the generation's training nodes, the node
+rank its launcher got). A report or a lost connection names an identity; the
+stall watch's views name the rank the launch gave (``NODE_RANK``).
+
+Stdlib only, and importable on Python 3.6 (the heartbeat carries it on every
+multi-node start, recovery or not): ``typing.NamedTuple`` rather than
+dataclasses, ``queue.SimpleQueue`` where there is one.
+"""
+
+import enum
+import queue
+import time
+from typing import NamedTuple, NewType, Optional, Tuple
+
+NodeId = NewType("NodeId", int)    # a container's node rank among nodes + spares (0..N+S-1)
+GenRank = NewType("GenRank", int)  # a position among one generation's training nodes (its launcher's node rank)
+
+
+class Word(str, enum.Enum):
+    """An enum whose members read as their word (logs, f-strings, JSON) on every Python the entrypoint runs on."""
+
+    def __str__(self):
+        return self.value
+
+    def __format__(self, spec):
+        return format(self.value, spec)
+
+
+class Cause(Word):
+    """What the evidence says happened (a fault's ``cause`` in the book)."""
+
+    CRASH = "crash"            # a member's launcher failed
+    LOST = "lost"              # a member went silent or its connection closed
+    STALL = "stall"            # the ranks stalled for stall_timeout
+    STRAGGLER = "straggler"    # a lasting straggler (stall.fault_checks with straggler_is_fault)
+    SCRIPT = "script"          # the job's own error: the same exception on every member that raised one
+    UNKNOWN = "unknown"        # the launchers ended without a report
+
+    @classmethod
+    def read(cls, text):
+        """The cause ``text`` names; UNKNOWN for a word this nodeweave does not know (an older or newer one's)."""
+        try:
+            return cls(text)
+        except ValueError:
+            return cls.UNKNOWN
+
+
+class Evidence(NamedTuple):
+    """One piece of failure news, as node 0 heard it. ``node`` names who it is about by identity (a report's
+    sender, a lost node, node 0 itself); a stall's or straggler's culprit is named by ``rank`` instead, the
+    launch's numbering, since the ranks' views carry no identity."""
+
+    cause: Cause
+    label: str                        # "node 1 (host-b)", as the logs name it
+    how: str                          # "torchrun exited 1", "no heartbeat for 10s", "stalled for 600s ..."
+    at: float                         # when node 0 heard it (epoch seconds)
+    node: Optional[NodeId] = None
+    rank: Optional[GenRank] = None
+    own: bool = True                  # failed of its own accord, not only because a peer went away
+    tail: Tuple[str, ...] = ()        # its last lines of output
+    error: Optional[dict] = None      # the exception its script raised (``running/symptoms.script_error``)
+    gap: Optional[float] = None       # a straggler's: how much slower (0.5 = 50%)
+
+
+def heard(cause, label, report, node=None, rank=None, own=True, gap=None):
+    """The :class:`Evidence` of ``report`` (a node's exit report or node 0's own: ``how``, ``tail``, ``error``),
+    stamped now."""
+    return Evidence(cause=cause, label=label, how=str(report.get("how") or "failed"), at=time.time(), node=node,
+                    rank=rank, own=own, tail=tuple(str(line) for line in report.get("tail") or ()),
+                    error=report.get("error"), gap=gap)
+
+
+class News:
+    """The one queue of a generation's evidence: any thread puts, never waiting; the consumer drains."""
+
+    def __init__(self):
+        self._queue = getattr(queue, "SimpleQueue", queue.Queue)()  # SimpleQueue: Python 3.7+
+
+    def put(self, evidence):
+        self._queue.put(evidence)
+
+    def drain(self):
+        """Every record put so far, oldest first (in the order they were put: one thread's news keeps its order)."""
+        out = []
+        while True:
+            try:
+                out.append(self._queue.get_nowait())
+            except queue.Empty:
+                return out
