@@ -167,9 +167,9 @@ def test_hosts_need_an_absolute_remote_dir_when_the_workspace_is_relative(spec_p
 def write_planned(files, spec_path):
     """What the plan executor does with a plan's files phase."""
     from nodeweave.cluster.execute import write_files
-    from nodeweave.plan import Phase
+    from nodeweave.plan import FilesPhase
 
-    write_files(Phase("files", "the job's files", files=tuple(files)), spec_path.parent, lambda line: None)
+    write_files(FilesPhase("the job's files", files=tuple(files)), spec_path.parent, lambda line: None)
 
 
 def test_kubernetes_up_applies_an_overlay_that_holds_and_down_keeps_the_claim(spec_path):
