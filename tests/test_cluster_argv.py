@@ -229,9 +229,14 @@ def test_kubernetes_pod_states_come_from_get_pods_json():
     unschedulable = {"status": {"phase": "Pending", "conditions": [
         {"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
          "message": "0/4 nodes are available: 4 Insufficient nvidia.com/gpu."}]}}
-    assert pod_state(ready) == "Running, ready"
-    assert pod_state(pulling) == "Pending: ImagePullBackOff"
-    assert pod_state(unschedulable).startswith("Pending: Unschedulable (0/4 nodes")
+    from nodeweave.cluster.base import NodeState
+
+    assert pod_state(ready).word == "Running, ready" and pod_state(ready).state is NodeState.RUNNING
+    assert pod_state(pulling).word == "Pending: ImagePullBackOff" and pod_state(pulling).state is NodeState.STUCK
+    assert pod_state(unschedulable).word.startswith("Pending: Unschedulable (0/4 nodes")
+    assert pod_state(unschedulable).state is NodeState.STARTING
+    assert pod_state({"status": {"phase": "Failed"}}).state is NodeState.STUCK
+    assert pod_state({"status": {"phase": "Succeeded"}}).state is NodeState.UNKNOWN  # asked, as before
 
 
 @pytest.mark.parametrize("options, message", [

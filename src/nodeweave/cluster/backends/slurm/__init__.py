@@ -28,7 +28,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Dict, List, Optional
 
-from nodeweave.cluster.base import Backend, Node
+from nodeweave.cluster.base import Backend, Node, NodeState, PlatformState
 from nodeweave.cluster.options import save_state
 from nodeweave.cluster.backends.slurm.runtime import step_runtime
 from nodeweave.cluster.backends.slurm.step import SlurmStep
@@ -293,13 +293,16 @@ class SlurmCluster(Backend):
         return words
 
     # --- the platform's view -------------------------------------------------------------------------
-    def states(self, nodes: List[Node]) -> Dict[int, str]:
+    def states(self, nodes: List[Node]) -> Dict[int, PlatformState]:
+        """Every node's is the allocation's: running while Slurm runs it, else stuck (pending, suspended...) or
+        ended (gone from squeue)."""
         live = self.record(fresh=True)
-        text = "gone" if live is None else f"{live.get('job_state')} (allocation {self.job})"
-        return {node.index: text for node in nodes}
-
-    def failed_state(self, state: str) -> bool:
-        return not state.startswith(LIVE)
+        if live is None:
+            seen = PlatformState(NodeState.ENDED, "gone")
+        else:
+            state = NodeState.RUNNING if str(live.get("job_state")).startswith(LIVE) else NodeState.STUCK
+            seen = PlatformState(state, f"{live.get('job_state')} (allocation {self.job})")
+        return {node.index: seen for node in nodes}
 
     def leftover_steps(self) -> List[Step]:
         """``scancel`` of every run step still listed once the nodes' entrypoints have stopped their runs."""
