@@ -18,7 +18,8 @@ import hashlib
 from dataclasses import asdict, dataclass, field, is_dataclass, replace
 from typing import Any, ClassVar, List, Mapping, Optional, Protocol, Tuple
 
-from nodeweave.plan.placeholders import JOB_ID, RUN_ID, command_text, filled, node_placeholder, step_dict, step_text
+from nodeweave.plan.placeholders import (JOB_ID, RUN_ID, command_text, filled, node_placeholder, shown_data, step_dict,
+                                         step_text)
 from nodeweave.steps import Step
 
 
@@ -127,6 +128,7 @@ class Phase:
         return replace(self, **changes)
 
     def to_dict(self) -> dict:
+        """The phase as data, as ``-o json`` prints it: each placeholder as ``<name>``."""
         data: dict = {"kind": self.kind, "what": self.what}
         if getattr(self, "steps", ()):
             data["steps"] = [step_dict(s) for s in self.steps]
@@ -145,7 +147,7 @@ class Phase:
             data["point"] = dict(self.point)
         if getattr(self, "env", ()):
             data["env"] = dict(self.env)
-        return data
+        return shown_data(data)
 
 
 def _step_lines(steps) -> List[str]:
