@@ -167,7 +167,7 @@ def test_cli_dry_run_and_a_bad_threshold(tmp_path, repo_root):
     out = subprocess.run([*NODEWEAVE, "check", "--spec", str(spec), "--dry-run"], capture_output=True, text=True,
                          timeout=60)
     assert out.returncode == 0, out.stderr
-    assert "podman exec llama-pretrain-1 nodeweave-entrypoint --mode run --run-id RUN_ID --launcher torchrun" \
+    assert "podman exec llama-pretrain-1 nodeweave-entrypoint --mode run --run-id <run-id> --launcher torchrun" \
         in out.stdout and "-- -m nodeweave.check.worker --threshold 0.25" in out.stdout
     bad = subprocess.run([*NODEWEAVE, "check", "--spec", str(spec), "--threshold", "0"], capture_output=True,
                          text=True, timeout=60)
@@ -218,6 +218,6 @@ def test_cli_dry_run_on_kubernetes_and_openshift_execs_in_each_pod(tmp_path, rep
     lines = [line for line in out.stdout.splitlines() if not line.startswith("#")]
     assert [line.split(" -- ")[0] for line in lines] == [
         f"{tool} exec -n ml-training -c trainer llama-pretrain-{i}" for i in range(len(lines))] and len(lines) >= 2
-    assert all("nodeweave-entrypoint --mode run --run-id RUN_ID --launcher torchrun --nproc-per-node 1" in line
+    assert all("nodeweave-entrypoint --mode run --run-id <run-id> --launcher torchrun --nproc-per-node 1" in line
                and line.endswith("-- -m nodeweave.check.worker --threshold 0.25 --repeats 2 --backend auto "
                                  "--seconds 0.25 --timeout 300") for line in lines), lines

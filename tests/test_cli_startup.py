@@ -78,7 +78,7 @@ def test_values_arrive_converted(tmp_path, capsys, monkeypatch):
     plan = json.loads(capsys.readouterr().out)
     (run,) = plan["phases"]
     argv = run["nodes"][0]["argv"]
-    assert "A=1" in argv and "B=2" in argv and argv[argv.index("--run-id") + 1] == "RUN_ID"
+    assert "A=1" in argv and "B=2" in argv and argv[argv.index("--run-id") + 1] == "<run-id>"
     assert run["request"]["grace"] == 2.5 and run["request"]["env"] == {"A": "1", "B": "2"}
 
 

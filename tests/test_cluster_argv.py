@@ -167,9 +167,9 @@ def test_hosts_need_an_absolute_remote_dir_when_the_workspace_is_relative(spec_p
 def write_planned(files, spec_path):
     """What the plan executor does with a plan's files phase."""
     from nodeweave.cluster.execute import write_files
-    from nodeweave.plan import Phase
+    from nodeweave.plan import FilesPhase
 
-    write_files(Phase("files", "the job's files", files=tuple(files)), spec_path.parent, lambda line: None)
+    write_files(FilesPhase("the job's files", files=tuple(files)), spec_path.parent, lambda line: None)
 
 
 def test_kubernetes_up_applies_an_overlay_that_holds_and_down_keeps_the_claim(spec_path):
@@ -229,9 +229,14 @@ def test_kubernetes_pod_states_come_from_get_pods_json():
     unschedulable = {"status": {"phase": "Pending", "conditions": [
         {"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
          "message": "0/4 nodes are available: 4 Insufficient nvidia.com/gpu."}]}}
-    assert pod_state(ready) == "Running, ready"
-    assert pod_state(pulling) == "Pending: ImagePullBackOff"
-    assert pod_state(unschedulable).startswith("Pending: Unschedulable (0/4 nodes")
+    from nodeweave.cluster.base import NodeState
+
+    assert pod_state(ready).word == "Running, ready" and pod_state(ready).state is NodeState.RUNNING
+    assert pod_state(pulling).word == "Pending: ImagePullBackOff" and pod_state(pulling).state is NodeState.STUCK
+    assert pod_state(unschedulable).word.startswith("Pending: Unschedulable (0/4 nodes")
+    assert pod_state(unschedulable).state is NodeState.STARTING
+    assert pod_state({"status": {"phase": "Failed"}}).state is NodeState.STUCK
+    assert pod_state({"status": {"phase": "Succeeded"}}).state is NodeState.UNKNOWN  # asked, as before
 
 
 @pytest.mark.parametrize("options, message", [

@@ -45,7 +45,7 @@ def test_run_dry_run_prints_every_nodes_exec_per_sweep_point(spec):
                     "train.py", "--lr", "1e-3")
     assert out.returncode == 0, out.stderr
     lines = [l for l in out.stdout.splitlines() if l.startswith("podman exec")]
-    assert lines == [f"podman exec cli-{i} env NCCL_MAX_NCHANNELS={n} nodeweave-entrypoint --mode run --run-id RUN_ID "
+    assert lines == [f"podman exec cli-{i} env NCCL_MAX_NCHANNELS={n} nodeweave-entrypoint --mode run --run-id <run-id> "
                      f"-- train.py --lr 1e-3" for n in (8, 16) for i in (0, 1)]
     assert not (spec.parent / "runs").exists()
 
@@ -86,7 +86,7 @@ def test_help_lists_the_verbs():
 def _run_argv(spec, *words):
     """``nodeweave run WORDS`` exactly as typed (``--spec`` first, so it never lands after ``--``)."""
     return subprocess.run([*NODEWEAVE, "run", "--spec", str(spec), *words], capture_output=True, text=True,
-                          cwd=spec.parent, env={"COLUMNS": "200", "PATH": "/usr/bin:/bin"})
+                          cwd=spec.parent, env={"COLUMNS": "200", "PATH": "/usr/bin:/bin", **PYTHONPATH})
 
 
 @pytest.mark.parametrize("words", [
@@ -98,7 +98,7 @@ def test_dry_run_anywhere_before_the_dashes_is_nodeweaves(spec, words):
     out = _run_argv(spec, *words)
     assert out.returncode == 0, out.stderr
     lines = [l for l in out.stdout.splitlines() if l.startswith("podman exec")]
-    assert lines == [f"podman exec cli-{i} nodeweave-entrypoint --mode run --run-id RUN_ID -- train.py"
+    assert lines == [f"podman exec cli-{i} nodeweave-entrypoint --mode run --run-id <run-id> -- train.py"
                      for i in (0, 1)]
     assert not (spec.parent / "runs").exists()
 
@@ -131,7 +131,7 @@ def test_a_command_before_the_dashes_or_a_launcher_is_refused_with_the_form_to_t
 def test_python_before_the_script_is_understood(spec):
     out = _run_argv(spec, "--dry-run", "--engine", "podman", "--", "python3", "train.py", "--lr", "1")
     assert out.returncode == 0, out.stderr
-    assert out.stdout.splitlines()[-1].endswith("nodeweave-entrypoint --mode run --run-id RUN_ID -- train.py --lr 1")
+    assert out.stdout.splitlines()[-1].endswith("nodeweave-entrypoint --mode run --run-id <run-id> -- train.py --lr 1")
 
 
 @pytest.mark.parametrize("verb", [("run", "--check"), ("up", "--hold", "--check")])

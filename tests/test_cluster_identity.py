@@ -81,9 +81,9 @@ def _up_files(spec_path: Path):
 
     _, backend, _ = open_cluster(spec_path, ClusterOptions(target="local", engine="podman"), remember=True)
     from nodeweave.cluster.execute import write_files
-    from nodeweave.plan import Phase
+    from nodeweave.plan import FilesPhase
 
-    write_files(Phase("files", "the job's files", files=tuple(backend.up_files("hold"))), backend.spec_dir,
+    write_files(FilesPhase("the job's files", files=tuple(backend.up_files("hold"))), backend.spec_dir,
                 lambda line: None)
     return backend
 
@@ -255,12 +255,12 @@ def _applied_annotations(spec_path: Path, real_kubectl: str) -> dict:
     from nodeweave.cluster.execute import write_files
     from nodeweave.cluster.options import ClusterOptions
     from nodeweave.cluster import open_backend
-    from nodeweave.plan import Phase
+    from nodeweave.plan import FilesPhase
     from nodeweave.spec import load_spec
 
     backend = open_backend(load_spec(spec_path), spec_path, ClusterOptions(target="kubernetes").checked())
     files = backend.up_files("hold")
-    write_files(Phase("files", "tree", files=tuple(files)), backend.spec_dir, lambda line: None)
+    write_files(FilesPhase("tree", files=tuple(files)), backend.spec_dir, lambda line: None)
     from nodeweave.cluster.backends.kube import OVERLAY
 
     built = subprocess.run([real_kubectl, "kustomize", str(backend.tree_path() / OVERLAY)], capture_output=True, text=True,

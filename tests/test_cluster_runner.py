@@ -155,12 +155,13 @@ def test_lines_are_shown_as_a_styled_print_showed_them(colours):
 
 def test_a_run_spawns_the_argv_its_plan_recorded_not_one_derived_again(tmp_path):
     """The plan is what runs (issue 41 item 5): the run session hands the runner each node's argv from the plan's
-    ``run`` phase (``RUN_ID`` filled with the folder's id), so an argv the plan holds is the one spawned, even
+    ``run`` phase (its run-id placeholder filled with the folder's id), so an argv the plan holds is the one spawned, even
     where deriving it again from the request would give another (here node 1's planned argv is swapped)."""
     from dataclasses import replace as swap
 
     from nodeweave.cluster.execute import Execution, execute
     from nodeweave.cluster.runplan import RunSession, run_plan
+    from nodeweave.plan import RUN_ID
 
     the_nodes = nodes(tmp_path)
     plan = run_plan("here", the_nodes, sh('echo "derived $NODE_RANK"'), [{}], {}, None, 3.0, False,
@@ -172,12 +173,12 @@ def test_a_run_spawns_the_argv_its_plan_recorded_not_one_derived_again(tmp_path)
     context = JobContext(job="job", spec_text="name: job\n", workspace=tmp_path, target="here")
     console = Console(file=io.StringIO(), width=200, color_system=None)
     session = RunSession(the_nodes, tmp_path / "runs", context, console)
-    execute(plan, Execution(tmp_path, lambda line: None), session.runners())
+    execute(plan, Execution(tmp_path, lambda line: None, runs=session))
     (data,) = session.results
     folder = Path(data["folder"])
     assert (folder / "node-0.log").read_text().splitlines()[-1] == "derived 0"
     assert (folder / "node-1.log").read_text().splitlines()[-1] == "planned 1"
     run_id = json.loads((folder / "run.json").read_text())["run_id"]
     spawned = [n["argv"] for n in json.loads((folder / "run.json").read_text())["nodes"]]
-    assert spawned == [[a.replace("RUN_ID", run_id) for a in n.argv] for n in (phase.nodes[0], edited)]
-    assert all("RUN_ID" not in " ".join(a) for a in spawned) and all(run_id in a for a in spawned)
+    assert spawned == [[a.replace(RUN_ID, run_id) for a in n.argv] for n in (phase.nodes[0], edited)]
+    assert all(RUN_ID not in " ".join(a) for a in spawned) and all(run_id in a for a in spawned)

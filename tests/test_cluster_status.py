@@ -77,12 +77,15 @@ def test_a_node_that_sits_out_says_why_beside_its_generation(tmp_path):
 def test_a_container_podman_has_stopped_but_not_yet_cleaned_up_reads_as_exited_with_its_code(tmp_path):
     """podman reports ``stopped`` from the process's exit until its cleanup ran; docker says ``exited`` at once."""
     from nodeweave.cluster.backends.local import container_state
+    from nodeweave.cluster.base import NodeState
 
-    assert container_state("stopped", "143") == container_state("exited", "143") == "exited (143)"
-    assert [container_state(s, "0") for s in ("running", "created", "stopping", "dead")] == \
+    assert container_state("stopped", "143") == container_state("exited", "143")
+    assert container_state("stopped", "143").word == "exited (143)"
+    assert [container_state(s, "0").word for s in ("running", "created", "stopping", "dead")] == \
         ["running", "created", "stopping", "dead"]
-    backend = local_backend(tmp_path)
-    assert backend.failed_state(container_state("stopped", "1")) and not backend.failed_state("stopping")
+    assert [container_state(s, "0").state for s in ("running", "created", "configured", "stopping", "dead")] == \
+        [NodeState.RUNNING, NodeState.CREATED, NodeState.STARTING, NodeState.UNKNOWN, NodeState.ENDED]
+    assert container_state("stopped", "1").state.failed and not container_state("stopping", "0").state.failed
 
 
 def test_a_spares_row_shows_its_role_in_the_rank_column(tmp_path):
@@ -111,3 +114,28 @@ def test_up_waiting_for_a_held_spare_says_it_holds_as_a_spare():
     assert _describe(answer, "hold") == "holding: spare (container 2), plan abc"
     trained = NodeAnswer(node, {"hold": {"pid": 1}, "plan": {"node_rank": 1, "hash": "abc"}})
     assert _describe(trained, "hold") == "holding: rank 1, plan abc"
+
+
+def test_up_and_the_not_up_refusal_read_the_platforms_state_not_its_words(tmp_path):
+    """One state enum for every backend: ``up``'s wait stops at once on a node whose state says waiting will not
+    bring it up (ended, stuck) and names it with the platform's word; a node not made yet is waited for, not
+    asked; the "not up" refusal names the absent, created, ended and stuck ones, not one on its way."""
+    import pytest
+
+    from nodeweave.cluster.base import NodeState, PlatformState
+    from nodeweave.cluster.ready import wait_until_up
+    from nodeweave.errors import NodeweaveError
+
+    backend = local_backend(tmp_path)
+    seen = {0: PlatformState(NodeState.ABSENT, "missing"), 1: PlatformState(NodeState.ENDED, "exited (3)")}
+    backend.states = lambda nodes: {n.index: seen[n.index] for n in nodes}
+    nodes = backend.nodes()
+    console = Console(file=io.StringIO(), width=200, color_system=None)
+    with pytest.raises(NodeweaveError) as failed:
+        wait_until_up(backend, nodes, "hold", 60.0, console, ["t.py"], poll=0.01)
+    assert str(failed.value).startswith(f"1 of 2 node(s) cannot come up: node-1 ({nodes[1].remote.label}): exited (3)")
+    assert f"node-0 ({nodes[0].remote.label}): missing" in console.file.getvalue()  # its word, waited for
+    assert backend.not_up(nodes) == {0: "missing", 1: "exited (3)"}
+    seen.update({0: PlatformState(NodeState.STARTING, "configured"), 1: PlatformState(NodeState.STUCK, "Failed")})
+    assert backend.not_up(nodes) == {1: "Failed"}
+    assert [s.failed for s in NodeState] == [s in (NodeState.ENDED, NodeState.STUCK) for s in NodeState]

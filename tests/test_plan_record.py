@@ -98,7 +98,7 @@ def test_up_exec_run_stop_shell_down_on_bare_hosts_run_their_dry_runs_plan(bare_
     (phase,) = run["phases"]
     assert phase["kind"] == "run" and phase["folder"].endswith("<UTC time>-planrec/")
     assert phase["request"]["env"] == {"NCCL_DEBUG": "WARN"} and phase["request"]["command"][0] == "train.py"
-    assert all("RUN_ID" in " ".join(n["argv"]) for n in phase["nodes"])
+    assert all("<run-id>" in " ".join(n["argv"]) for n in phase["nodes"])
     assert len(list((folder / "runs").glob("*-planrec/run.json"))) == 1  # the dry run made no folder
     stop = assert_same(folder, env, "stop", "--grace", "3")
     assert stop["phases"][0]["kind"] == "stop" and stop["phases"][0]["timeout"] == 3
@@ -199,8 +199,8 @@ def test_up_and_down_on_this_machine_write_the_files_their_dry_runs_plan(tmp_pat
 @pytest.mark.slow
 def test_up_run_stop_and_down_on_slurm_run_their_dry_runs_plan(slurm, tmp_path):
     """The local Slurm (tests/slurm_cluster.py): `up`'s plan takes nothing while it is made; the allocation is its
-    `allocate` step (salloc), the later steps name the job and nodes JOBID, NODE0, NODE1 (the executor fills
-    them in); a run is one srun step, and the step's argv is the dry run's (``RUN_ID`` where the id goes);
+    `allocate` step (salloc), the later steps name the job and nodes <job-id>, <node0>, <node1> (the executor fills
+    them in); a run is one srun step, and the step's argv is the dry run's (``<run-id>`` where the id goes);
     stop and scancel as planned."""
     from test_slurm_target import _per_node_tmpdir
 
@@ -219,7 +219,7 @@ def test_up_run_stop_and_down_on_slurm_run_their_dry_runs_plan(slurm, tmp_path):
         assert [p["kind"] for p in up["phases"]] == ["allocate", "commands", "wait"]
         assert up["phases"][0]["steps"][0]["argv"][:2] == ["salloc", "--no-shell"]
         tokens = [s["argv"] for s in up["phases"][1]["steps"]]
-        assert "--jobid=JOBID" in tokens[0] and "--nodelist=NODE1" in tokens[1]
+        assert "--jobid=<job-id>" in tokens[0] and "--nodelist=<node1>" in tokens[1]
         (job,) = subprocess.run(jobs, capture_output=True, text=True, env=env).stdout.split()  # the step took it
         assert json.loads((tmp_path / ".nodeweave" / "planrecslurm" / "cluster.json").read_text())["slurm_job"] == job
         run = assert_same(tmp_path, env, "run", "--", "train.py", "--steps", "2", "--expect-world", "2")
@@ -312,7 +312,7 @@ def test_render_prune_records_the_file_plan_its_dry_run_prints(tmp_path):
 
 
 def test_run_spawns_exactly_the_argv_its_dry_run_printed(bare_hosts):
-    """`run --dry-run -o json` prints each node's argv with RUN_ID for the run's id; the real run's exec clients are
+    """`run --dry-run -o json` prints each node's argv with <run-id> for the run's id; the real run's exec clients are
     those argv, word for word, with the id filled in. The witness is outside nodeweave: ssh on PATH is a wrapper
     that appends the argv it was started with to a file, then runs the stand-in (a real subprocess each)."""
     folder, env, flags = bare_hosts
@@ -333,5 +333,5 @@ def test_run_spawns_exactly_the_argv_its_dry_run_printed(bare_hosts):
     run_id = json.loads((made / "run.json").read_text())["run_id"]
     started = [json.loads(line) for line in seen.read_text().splitlines()]
     launches = [["ssh", *argv[1:]] for argv in started if "--mode run" in " ".join(argv)]
-    expected = [[word.replace("RUN_ID", run_id) for word in argv] for argv in planned]
+    expected = [[word.replace("<run-id>", run_id) for word in argv] for argv in planned]
     assert sorted(launches) == sorted(expected) and len(launches) == 3, (launches, expected)

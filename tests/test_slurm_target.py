@@ -31,6 +31,7 @@ from nodeweave.spec import parse_spec
 REPO = Path(__file__).resolve().parents[1]
 VENV_BIN = Path(sys.executable).parent
 NODEWEAVE = [sys.executable, "-c", "import sys; from nodeweave.cli import main; sys.exit(main())"]
+PYTHONPATH = {k: os.environ[k] for k in ("PYTHONPATH",) if k in os.environ}  # this checkout's sources, as run
 SPEC = """name: slurmloop
 image: {{variant: cpu}}
 nodes: 2
@@ -65,17 +66,17 @@ def test_up_takes_an_allocation_with_the_batch_scripts_options(tmp_path):
 
 def test_dry_runs_ask_no_slurm_and_print_the_exact_commands(tmp_path):
     path = write_spec(tmp_path)
-    env = {"PATH": "/usr/bin:/bin", "COLUMNS": "300"}  # squeue is never asked: no allocation is recorded
+    env = {"PATH": "/usr/bin:/bin", "COLUMNS": "300", **PYTHONPATH}  # squeue is never asked: no allocation is recorded
     up = subprocess.run([*NODEWEAVE, "up", "--target", "slurm", "--spec", str(path), "--dry-run"],
                         capture_output=True, text=True, env=env)
     assert up.returncode == 0, up.stderr
-    assert "salloc --no-shell --job-name=slurmloop --nodes=2" in up.stdout and "srun:JOBID/NODE1" in up.stdout
+    assert "salloc --no-shell --job-name=slurmloop --nodes=2" in up.stdout and "srun:<job-id>/<node1>" in up.stdout
     token_file = f"{tmp_path}/.nodeweave/slurmloop/job-token"  # written on each node by a step, the token on stdin
     assert up.stdout.count(f"{tmp_path}/.nodeweave/slurmloop job-token < a new random job token") == 2, up.stdout
     run = subprocess.run([*NODEWEAVE, "run", "--target", "slurm", "--spec", str(path), "--dry-run", "--", "t.py"],
                          capture_output=True, text=True, env=env)
     assert run.returncode == 0, run.stderr
-    assert "srun --jobid=JOBID --nodes=2 --ntasks=2 --ntasks-per-node=1 --nodelist=NODE0,NODE1" in run.stdout
+    assert "srun --jobid=<job-id> --nodes=2 --ntasks=2 --ntasks-per-node=1 --nodelist=<node0>,<node1>" in run.stdout
     assert f"NODEWEAVE_JOB_TOKEN_FILE={token_file}" in run.stdout  # the path, never the secret
     assert not (tmp_path / ".nodeweave").exists()  # a dry run remembers nothing
 
@@ -251,9 +252,9 @@ def test_check_dry_run_on_slurm_prints_the_step(tmp_path):
     # the check runs as one srun step for every node (the step runner), so that is what its plan prints; it printed
     # a one-task step per node, which never ran
     launches = [line for line in out.stdout.splitlines() if line.startswith("srun ")]
-    assert len(launches) == 1 and "--ntasks=2" in launches[0] and "--job-name=nodeweave-RUN_ID" in launches[0], \
+    assert len(launches) == 1 and "--ntasks=2" in launches[0] and "--job-name=nodeweave-<run-id>" in launches[0], \
         out.stdout
-    assert "# every node at once (srun:42/NODE0, srun:42/NODE1)" in out.stdout, out.stdout
+    assert "# every node at once (srun:42/<node0>, srun:42/<node1>)" in out.stdout, out.stdout
 
 
 SEED_003 = """name: accslurm

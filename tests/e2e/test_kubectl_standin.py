@@ -20,7 +20,7 @@ import pytest
 from nodeweave.cluster.backends.kube import KubeCluster
 from nodeweave.cluster.execute import write_files
 from nodeweave.cluster.options import ClusterOptions
-from nodeweave.plan import Phase
+from nodeweave.plan import FilesPhase
 from nodeweave.spec import parse_spec
 
 STANDIN = Path(__file__).parent / "kubectl_standin.py"
@@ -105,7 +105,7 @@ def test_what_it_does_not_understand_is_refused(standin, argv, why):
 
 def _write(planned, spec_dir):
     """The planned files, as the executor writes them before the plan's commands run."""
-    write_files(Phase("files", "the kept tree", files=tuple(planned)), spec_dir, lambda line: None)
+    write_files(FilesPhase("the kept tree", files=tuple(planned)), spec_dir, lambda line: None)
 
 
 @pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl (with its built-in kustomize) is not installed")

@@ -139,29 +139,29 @@ def image_plan(prepared, scratch: str, kind: str, builder: str, no_cache: bool, 
     spec (unless the context's matches), then one ``build`` phase: the engine's build step, then one push per tag
     (--push). Its notes: what else the build writes in the context (the entrypoint zipapp refreshed, the
     wheelhouse linked) and, for a dry run, what would fail. ``prepared``: ``nodeweave.build.PreparedBuild``."""
-    from nodeweave.plan import Phase, Plan, PlannedFile
+    from nodeweave.plan import BuildPhase, FilesPhase, Plan, PlannedFile
 
     build = prepared.plan
     phases = []
     if prepared.dockerfile_text is not None:
         dockerfile = PlannedFile(f"{scratch}/Dockerfile", f"the Dockerfile of {build.variant}, rendered for the spec",
                                  prepared.dockerfile_text.encode())
-        phases.append(Phase("files", "the Dockerfile the build reads", files=(dockerfile,)))
+        phases.append(FilesPhase("the Dockerfile the build reads", files=(dockerfile,)))
     what = f"build {build.image} ({build.variant})" + (f", then push {len(build.tags)} tag(s)" if build.push else "")
-    phases.append(Phase("build", what, steps=build.steps(kind, builder, no_cache)))
+    phases.append(BuildPhase(what, steps=build.steps(kind, builder, no_cache)))
     return Plan("image build", f"{kind} ({builder})", tuple(phases), notes=(*would_fail, *prepared.notes))
 
 
 def cluster_image_plan(cluster, variant: str):
     """``image build -t openshift`` as a :class:`nodeweave.plan.Plan`: the kept BuildConfig tree, the upload staged
     (a context upload, not a git source), then apply and start-build. ``cluster``: ``openshift.ClusterBuild``."""
-    from nodeweave.plan import Phase, Plan, PlannedFile
+    from nodeweave.plan import BuildPhase, FilesPhase, Plan, PlannedFile, StagePhase
 
     kept = tuple(PlannedFile(path, "the ImageStream and BuildConfig (kept: apply -k reads them)", text.encode())
                  for path, text in cluster.tree.items())
-    phases = [Phase("files", "the build objects", files=kept)]
+    phases = [FilesPhase("the build objects", files=kept)]
     if cluster.upload is not None:
-        phases.append(Phase("stage", "the upload: what the build reads", folder=str(cluster.upload.folder),
-                            request=cluster.upload.to_dict()))
-    phases.append(Phase("build", f"build {variant} on the cluster", steps=cluster.steps))
+        phases.append(StagePhase("the upload: what the build reads", folder=str(cluster.upload.folder),
+                                 upload=cluster.upload.to_dict()))
+    phases.append(BuildPhase(f"build {variant} on the cluster", steps=cluster.steps))
     return Plan("image build", "openshift (the spec's BuildConfig)", tuple(phases))

@@ -124,7 +124,7 @@ def run_check(nodes: List[Node], phase, context, console: Console) -> CheckResul
     from nodeweave.cluster.job import run_job
     from nodeweave.cluster.runfolder import RunFolder
 
-    options: CheckOptions = phase.request
+    options: CheckOptions = phase.options
     folder = RunFolder.create(Path(phase.folder).parent, context.job, context.spec_text, suffix="-check")
     request = CheckRequest(run_id=folder.run_id, command=options.worker_command(), grace=5.0,
                            flags=options.entrypoint_flags(len(nodes)), env=dict(phase.env))

@@ -12,17 +12,18 @@ from typing import List, Mapping
 
 from nodeweave.check.driver import CheckOptions, CheckRequest
 from nodeweave.cluster.base import Node
-from nodeweave.plan import RUN_ID, Phase, Plan
+from nodeweave.plan import RUN_ID, CheckPhase, Plan
 from nodeweave.cluster.runplan import launch_commands
 
 
-def check_phase(nodes: List[Node], options: CheckOptions, env: Mapping[str, str], parent: Path, job: str) -> Phase:
+def check_phase(nodes: List[Node], options: CheckOptions, env: Mapping[str, str], parent: Path,
+                job: str) -> CheckPhase:
     """Every node's worker through its entrypoint, into ``<parent>/<UTC time>-<job>-check/``."""
     request = CheckRequest(run_id=RUN_ID, command=options.worker_command(), flags=options.entrypoint_flags(len(nodes)),
                            env=dict(env))
-    return Phase("check", f"check {len(nodes)} node(s) and every link (threshold {options.threshold * 100:g}%)",
-                 nodes=launch_commands(nodes, request), folder=f"{parent}/<UTC time>-{job}-check/", request=options,
-                 env=tuple(dict(env).items()))
+    return CheckPhase(f"check {len(nodes)} node(s) and every link (threshold {options.threshold * 100:g}%)",
+                      nodes=launch_commands(nodes, request), folder=f"{parent}/<UTC time>-{job}-check/",
+                      options=options, env=tuple(dict(env).items()))
 
 
 def check_plan(where: str, nodes: List[Node], options: CheckOptions, env: Mapping[str, str], parent: Path,

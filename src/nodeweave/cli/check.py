@@ -7,7 +7,7 @@ here: the worker imports it on the nodes.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, List, Optional
+from typing import TYPE_CHECKING, Callable, List, Optional
 
 import typer
 
@@ -77,7 +77,7 @@ def check_command(
     from nodeweave.check.driver import CheckOptions
     from nodeweave.check.plan import check_plan
     from nodeweave.cli.habits.base import find_spec
-    from nodeweave.cluster.execute import Execution, Handled, execute
+    from nodeweave.cluster.execute import Execution, execute
     from nodeweave.cluster.runfolder import RUNS
 
     spec_path = find_spec(spec_path)
@@ -101,12 +101,10 @@ def check_command(
         show_plan(plan, fmt, backend, nodes, "check")
         return
     out = console(stderr=is_data(fmt))
-    results = []
-    execute(plan, Execution(backend.spec_dir, say(out), out, backend, nodes), [
-        Handled("check", lambda phase: results.append(check_cluster(nodes, spec, spec_path, backend, phase, out,
-                                                                    fmt)))])
-    if results[0].exit_code:
-        raise NodeweaveError(_failure(results[0]), exit_code=results[0].exit_code)
+    session = CheckSession(lambda: nodes, spec, spec_path, backend, out, fmt=fmt)
+    execute(plan, Execution(backend.spec_dir, say(out), out, backend, nodes, checks=session))
+    if session.results[0].exit_code:
+        raise NodeweaveError(_failure(session.results[0]), exit_code=session.results[0].exit_code)
 
 
 def default_check(nodes, spec, spec_path: Path, runs_dir: Optional[Path] = None):
@@ -118,11 +116,23 @@ def default_check(nodes, spec, spec_path: Path, runs_dir: Optional[Path] = None)
     return check_phase(nodes, CheckOptions(), {}, runs_dir or spec_path.resolve().parent / RUNS, spec.name)
 
 
-def check_first(nodes, spec, spec_path: Path, backend, phase, out, then: str) -> None:
-    """``run --check`` / ``up --check``: the plan's check phase; a named node or link stops here."""
-    result = check_cluster(nodes, spec, spec_path, backend, phase, out)
-    if result.exit_code:
-        raise NodeweaveError(f"--check: {_failure(result)}; {then}", exit_code=result.exit_code)
+class CheckSession:
+    """What a plan's check phase runs with (``Execution.checks``): the nodes as they are when it runs (``up``'s:
+    once the phases before it took them), the report printed and saved. ``then``: a check before a run or after
+    ``up`` (``run --check``, ``up --check``): a named node or link stops the verb here, saying what was left;
+    None (``nodeweave check``): the results are the verb's to judge."""
+
+    def __init__(self, nodes: Callable[[], list], spec, spec_path: Path, backend, out, then: Optional[str] = None,
+                 fmt: str = "table"):
+        self.nodes, self.spec, self.spec_path, self.backend, self.out = nodes, spec, spec_path, backend, out
+        self.then, self.fmt = then, fmt
+        self.results: list = []
+
+    def check(self, phase) -> None:
+        result = check_cluster(self.nodes(), self.spec, self.spec_path, self.backend, phase, self.out, self.fmt)
+        self.results.append(result)
+        if self.then is not None and result.exit_code:
+            raise NodeweaveError(f"--check: {_failure(result)}; {self.then}", exit_code=result.exit_code)
 
 
 def _failure(result) -> str:

@@ -34,8 +34,8 @@ def up_command(
 ) -> None:
     """Bring the cluster up: compose on this machine, compose over ssh on every host, or apply -k on Kubernetes."""
     spec_path = find_spec(spec_path)
-    from nodeweave.cli.check import check_first, default_check
-    from nodeweave.cluster.execute import Execution, Handled, execute
+    from nodeweave.cli.check import CheckSession, default_check
+    from nodeweave.cluster.execute import Execution, execute
     from nodeweave.cluster.verbs import up_plan
 
     fmt = data_format(as_json, output)
@@ -51,12 +51,11 @@ def up_command(
             show_plan(plan, fmt, backend, None, "up")  # the engine or tool missing; the nodes need not be up
             return
         # the nodes once the plan's phases before the check ran (a Slurm allocation's are Slurm's to pick)
-        runners = [Handled("check", lambda phase: check_first(backend.nodes(for_up=True), spec, spec_path, backend,
-                                                              phase, out, "the nodes stay up (`nodeweave down` takes "
-                                                              "them down)"))]
-        job = Execution(backend.spec_dir, say(out), out, backend)
+        checks = CheckSession(lambda: backend.nodes(for_up=True), spec, spec_path, backend, out,
+                              then="the nodes stay up (`nodeweave down` takes them down)")
+        job = Execution(backend.spec_dir, say(out), out, backend, checks=checks)
         try:
-            execute(plan, job, runners)
+            execute(plan, job)
         finally:  # the nodes the wait saw up, as data, even when the check after it named one
             for waited in job.outcomes.get("wait", []):
                 emit(waited, fmt)
@@ -75,6 +74,7 @@ def down_command(
     spec_path = find_spec(spec_path)
     from nodeweave.cluster.execute import Execution, execute
     from nodeweave.cluster.options import forget_allocation
+    from nodeweave.plan import StopPhase
     from nodeweave.cluster.recorded import renamed_down
     from nodeweave.cluster.verbs import down_plan
 
@@ -100,7 +100,7 @@ def down_command(
         if dry_run:
             show_plan(plan, fmt, backend, None, "down")
             return
-        if plan.of_kind("stop"):  # bare hosts: nothing to take down but the runs
+        if plan.of_kind(StopPhase):  # bare hosts: nothing to take down but the runs
             _stop(plan, backend.spec_dir, out, fmt)
             return
         execute(plan, Execution(backend.spec_dir, say(out), out, backend))

@@ -54,7 +54,7 @@ def exec_command(
     backend.require_up(nodes, "exec")
     out = console(stderr=is_data(fmt))
     done = execute(plan, Execution(backend.spec_dir, say(out), out, backend, nodes, quiet=quiet))
-    _report(plan.phases[0].request, done.outcomes["exec"][0], fmt, out)
+    _report(list(plan.phases[0].command), done.outcomes["exec"][0], fmt, out)
 
 
 def _report(command: List[str], results, fmt: str, out) -> None:

@@ -139,27 +139,13 @@ def _scratch(job: str, variant: str) -> str:
 
 def _execute_build(plan, engine, build, spec_path: Path, quiet: bool, console):
     """The plan's build phase through the one executor (NODEWEAVE_PLAN_RECORD records it); the build's result."""
-    from nodeweave.build import BuildProgress, run_build
-    from nodeweave.cluster.execute import Execution, Handled, execute
+    from nodeweave.build.sessions import LocalBuild
+    from nodeweave.cluster.execute import Execution, execute
 
-    echo, results = BuildProgress(), []
-
-    def on_line(line: str) -> None:
-        step = echo.feed(line)
-        if step:
-            console.print(f"[bold cyan]{step}[/bold cyan]", highlight=False, markup=True)
-        elif not quiet:
-            console.print(line, markup=False, highlight=False, style="dim")
-
-    def build_phase(phase) -> None:
-        console.print(f"[bold]building[/bold] {build.image} with {engine}", highlight=False)
-        for step in phase.steps:
-            console.print(f"{step.what}: {step.text()}", markup=False, highlight=False)
-        results.append(run_build(engine, build, on_line=on_line, steps=phase.steps))
-
-    execute(plan, Execution(spec_path.resolve().parent, lambda line: console.print(line, markup=False)),
-            [Handled("build", build_phase)])
-    return results[0]
+    session = LocalBuild(engine, build, console, quiet)
+    execute(plan, Execution(spec_path.resolve().parent, lambda line: console.print(line, markup=False),
+                            builds=session))
+    return session.results[0]
 
 
 def _report(result, variant: str, plan, spec_path: Path) -> None:
@@ -178,11 +164,10 @@ def _report(result, variant: str, plan, spec_path: Path) -> None:
 
 def _build_on_openshift(spec, spec_path: Path, context_dir: Path, variant: str, target: str, dry_run: bool,
                         console, fmt: str) -> None:
-    from dataclasses import replace
-
-    from nodeweave.build.openshift import build_steps, run_build_steps, stage_upload
+    from nodeweave.build.openshift import build_steps
     from nodeweave.build.plan import cluster_image_plan
-    from nodeweave.cluster.execute import Execution, Handled, execute
+    from nodeweave.build.sessions import OpenShiftBuild
+    from nodeweave.cluster.execute import Execution, execute
 
     if target != "openshift":
         raise UsageError(f"--target {target!r} is not accepted: local or openshift")
@@ -192,17 +177,11 @@ def _build_on_openshift(spec, spec_path: Path, context_dir: Path, variant: str, 
         show_plan(plan, fmt)
         return
 
-    def stage_phase(phase) -> None:
-        staged = stage_upload(context_dir, replace(cluster.upload, sources=tuple(phase.request["files"])))
-        console.print(f"staged {staged} file(s) in {phase.folder}", highlight=False, markup=False)
+    def say(line: str) -> None:
+        console.print(line, highlight=False, markup=False)
 
-    def build_phase(phase) -> None:
-        for step in phase.steps:
-            console.print(f"{step.what}: {step.text()}", highlight=False, markup=False)
-        run_build_steps(phase.steps, lambda line: console.print(line, markup=False, highlight=False))
-
-    execute(plan, Execution(spec_path.resolve().parent, lambda line: console.print(line, markup=False)),
-            [Handled("stage", stage_phase), Handled("build", build_phase)])
+    execute(plan, Execution(spec_path.resolve().parent, lambda line: console.print(line, markup=False),
+                            builds=OpenShiftBuild(cluster, context_dir, say)))
 
 
 def _summary(variant: str, plan, result) -> Table:

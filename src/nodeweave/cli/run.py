@@ -112,18 +112,16 @@ def run_command(
 
 def _execute(plan, nodes, spec, spec_path: Path, backend, parent: Path, quiet: bool, fmt: str) -> None:
     """Walk the run plan (check, sweep folder, each point's run), then say how it went."""
-    from nodeweave.cli.check import check_first, job_context
-    from nodeweave.cluster.execute import Execution, Handled, execute
+    from nodeweave.cli.check import CheckSession, job_context
+    from nodeweave.cluster.execute import Execution, execute
     from nodeweave.cluster.runplan import RunSession
 
     context = job_context(spec, spec_path, backend)
     context.recovery = spec.recovery.enabled
     out = console(stderr=is_data(fmt))
     session = RunSession(nodes, parent, context, out, quiet, on_folder=announce)
-    runners = [*session.runners(),
-               Handled("check", lambda phase: check_first(nodes, spec, spec_path, backend, phase, out,
-                                                          "nothing was started"))]
-    execute(plan, Execution(backend.spec_dir, say(out), out, backend, nodes), runners)
+    checks = CheckSession(lambda: nodes, spec, spec_path, backend, out, then="nothing was started")
+    execute(plan, Execution(backend.spec_dir, say(out), out, backend, nodes, runs=session, checks=checks))
     if session.finish_sweep() is None:
         _finish(session.results[0], fmt, out)
         return

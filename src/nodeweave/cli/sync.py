@@ -115,9 +115,9 @@ def _run_plan(req, fmt: str, spec_dir: Path) -> None:
     writing nothing; a real run hands it to the executor, whose sync phase is synced as planned."""
     from nodeweave.cli.habits.clusteropts import console, say, show_plan
     from nodeweave.cli.habits.output import is_data
-    from nodeweave.cluster.execute import Execution, Handled, execute
+    from nodeweave.cluster.execute import Execution, execute
     from nodeweave.sync.display import run_and_show
-    from nodeweave.sync.syncplan import planned_request, sync_plan
+    from nodeweave.sync.syncplan import SyncSession, sync_plan
 
     plan = sync_plan(req)
     if req.options.dry_run:
@@ -127,8 +127,7 @@ def _run_plan(req, fmt: str, spec_dir: Path) -> None:
         if not req.notes:  # the targets are up: ask each what would move
             run_and_show(req, "table", stderr=is_data(fmt))
         return
-    execute(plan, Execution(spec_dir, say(console(stderr=True))),
-            [Handled("sync", lambda phase: run_and_show(planned_request(req, phase), fmt))])
+    execute(plan, Execution(spec_dir, say(console(stderr=True)), syncs=SyncSession(req, fmt)))
 
 
 def _nodes(node: List[str], old_to: List[str]):

@@ -11,6 +11,7 @@ steps that bring them up and down, and the platform's own view of each
 
 from __future__ import annotations
 
+import enum
 import json
 import subprocess
 from dataclasses import dataclass, field
@@ -25,6 +26,51 @@ from nodeweave.spec import Spec
 
 ENTRYPOINT = "nodeweave-entrypoint"
 CD_THEN_EXEC = ("sh", "-c", 'cd "$1" && shift && exec "$@"', "sh")  # fixed text; the directory is an argument
+
+
+class NodeState(enum.Enum):
+    """A node as its platform sees it, the same words for every backend (a container, a pod, an allocation).
+
+    Why one enum: each backend had its own strings (``exited (1)``, ``Pending: ImagePullBackOff``,
+    ``PENDING (allocation 42)``) and its own ``failed_state`` test of them, and the verbs matched
+    prefixes (``missing``, ``created``, ``Pending``). The platform's own word stays beside the state,
+    for people (:class:`PlatformState`); what a verb decides reads the state only.
+    """
+
+    ABSENT = "absent"  # not made (yet): no such container or pod
+    CREATED = "created"  # made, never started
+    STARTING = "starting"  # on its way (pending, being created): not asked yet
+    RUNNING = "running"
+    ENDED = "ended"  # its process or its allocation ended: it does not come up by waiting
+    STUCK = "stuck"  # the platform will not start it (a crash loop, an image it cannot pull, an allocation not running)
+    UNKNOWN = "unknown"  # a word the backend does not sort: the node is asked, as a running one is
+
+    @property
+    def failed(self) -> bool:
+        """Waiting will not bring it up: ``up`` stops waiting and names it."""
+        return self in (NodeState.ENDED, NodeState.STUCK)
+
+    @property
+    def down(self) -> bool:
+        """Not up: a verb that needs the node refuses, naming it and ``nodeweave up``."""
+        return self in (NodeState.ABSENT, NodeState.CREATED, NodeState.ENDED, NodeState.STUCK)
+
+    @property
+    def askable(self) -> bool:
+        """Worth asking the node's entrypoint how it is."""
+        return self in (NodeState.RUNNING, NodeState.UNKNOWN)
+
+
+@dataclass(frozen=True)
+class PlatformState:
+    """A node's :class:`NodeState` and the platform's own word for it (``exited (1)``, ``Pending: Unschedulable
+    (...)``), which is what ``status`` and ``up``'s table show."""
+
+    state: NodeState
+    word: str
+
+    def __str__(self) -> str:
+        return self.word
 
 
 @dataclass(frozen=True)
@@ -175,19 +221,14 @@ class Backend:
     def down_steps(self, delete_claims: bool) -> List[List[Step]]:
         raise NotImplementedError
 
-    def states(self, nodes: List[Node]) -> Dict[int, str]:
-        """The platform's word on each node (container or pod state); empty where it has none."""
+    def states(self, nodes: List[Node]) -> Dict[int, PlatformState]:
+        """The platform's view of each node (container, pod or allocation); empty where it has none (bare hosts,
+        or a platform that did not answer)."""
         return {}
-
-    def failed_state(self, state: str) -> bool:
-        """A state from which the node will not come up by waiting (exited, crash loop)."""
-        return False
 
     def not_up(self, nodes: List[Node]) -> Dict[int, str]:
         """The nodes the platform says are not there or not running (missing, exited), with its word."""
-        states = self.states(nodes)
-        return {i: state for i, state in states.items()
-                if state.startswith("missing") or state == "created" or self.failed_state(state)}
+        return {i: seen.word for i, seen in self.states(nodes).items() if seen.state.down}
 
     def down_line(self, nodes: List[Node], verb: str) -> Optional[str]:
         """Why ``verb`` cannot act on ``nodes`` (they are not up), naming them and what starts them; None: all up."""

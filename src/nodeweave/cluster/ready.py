@@ -24,14 +24,14 @@ from nodeweave.cluster.base import Backend, Node, NodeAnswer, ask_status
 from nodeweave.steps import fan_out
 from nodeweave.errors import NodeweaveError
 
-NOT_YET = ("missing", "created", "configured", "Pending", "ContainerCreating")
 
 
 @dataclass
 class Progress:
     nodes: List[Node]
     started: float = field(default_factory=time.monotonic)
-    state: Dict[int, str] = field(default_factory=dict)
+    state: Dict[int, str] = field(default_factory=dict)  # what the table shows of each node
+    failed: Dict[int, bool] = field(default_factory=dict)  # the platform says waiting will not bring it up
     ready: Dict[int, NodeAnswer] = field(default_factory=dict)
     since: Dict[int, float] = field(default_factory=dict)
 
@@ -68,19 +68,19 @@ def _describe(answer: NodeAnswer, mode: str) -> str:
 def _poll(backend: Backend, progress: Progress, mode: str, command: List[str]) -> List[Node]:
     """One round: platform states, then an exec to each node that may be up; the nodes that failed for good."""
     pending = [n for n in progress.nodes if n.index not in progress.ready]
-    states = backend.states(pending)
-    askable = [n for n in pending if not states.get(n.index, "").startswith(NOT_YET)
-               and not backend.failed_state(states.get(n.index, ""))]
+    states = backend.states(pending)  # a node it has no word on (bare hosts, no answer) is asked
+    askable = [n for n in pending if n.index not in states or states[n.index].state.askable]
     answers = dict(zip([n.index for n in askable], fan_out(lambda n: ask_status(n, command), askable)))
     failed = []
     for node in pending:
         answer = answers.get(node.index)
-        platform = states.get(node.index, "")
+        seen = states.get(node.index)
         if answer is not None and answer.up and (answer.holding or mode != "hold"):
             progress.ready[node.index] = answer
-        if backend.failed_state(platform):
+        progress.failed[node.index] = seen is not None and seen.state.failed
+        if progress.failed[node.index]:
             failed.append(node)
-        progress.update(node.index, _state_text(answer, platform, mode))
+        progress.update(node.index, _state_text(answer, seen.word if seen is not None else "", mode))
     return failed
 
 
@@ -136,7 +136,7 @@ def _not_up(backend: Backend, progress: Progress, failed: List[Node], elapsed: f
     late = failed or [n for n in progress.nodes if n.index not in progress.ready]
     parts = []
     for node in late:
-        tail = _log_tail(backend, node) if backend.failed_state(progress.state.get(node.index, "")) else ""
+        tail = _log_tail(backend, node) if progress.failed.get(node.index) else ""
         parts.append(f"{node.name} ({node.remote.label}): {progress.state.get(node.index, 'no answer')}"
                      + (f"; its log ends: {tail}" if tail else ""))
     why = "cannot come up" if failed else f"not up after {elapsed:.0f} s (--timeout {timeout:.0f})"

@@ -2,7 +2,8 @@
 
 The plan (:func:`run_plan`) holds, in order: the check (``--check``), the sweep folder (``--sweep``)
 and one ``run`` phase per point, each with its variables, its folder and every node's argv
-(``RUN_ID`` where the run's id goes). :class:`RunSession` executes those phases: it opens the run
+(the placeholder ``RUN_ID`` where the run's id goes). :class:`RunSession` is the run's session those phases
+run with (``nodeweave.plan.RunsPoints``): it opens the run
 folder, runs the point (``job.run_job``), and for a sweep reads the metric from each point's logs,
 keeps ``sweep.json`` current and writes the table when the last point ended (``finish``).
 """
@@ -16,7 +17,7 @@ from typing import Callable, Dict, List, Optional
 
 from nodeweave.cluster.base import Node
 from nodeweave.cluster.job import JobContext
-from nodeweave.plan import RUN_ID, NodeCommand, Phase, Plan
+from nodeweave.plan import RUN_ID, NodeCommand, Phase, Plan, RunPhase, SweepPhase
 from nodeweave.cluster.runner import RunRequest, launch_argv
 from nodeweave.cluster.sweep import point_label, point_metric, sweep_table
 from nodeweave.cluster.verbs import node_commands
@@ -36,17 +37,17 @@ def run_plan(where: str, nodes: List[Node], command: List[str], points: List[Dic
     """One run phase per point (one point and no sweep: one run), after the check and the sweep's folder."""
     phases = [check] if check is not None else []
     if sweep is not None:
-        phases.append(Phase("sweep", f"{len(points)} run(s), one per point" + (
+        phases.append(SweepPhase(f"{len(points)} run(s), one per point" + (
             f", compared by {sweep.metric!r}" if sweep.metric else ""),
-            folder=f"{parent}/<UTC time>-{job}-sweep/", request=sweep))
+            folder=f"{parent}/<UTC time>-{job}-sweep/", sweep=sweep))
     for number, point in enumerate(points, start=1):
         folder = (f"{parent}/<UTC time>-{job}-sweep/<UTC time>-{job}-{number:02d}-{point_label(point, job)}/"
                   if sweep is not None else f"{parent}/<UTC time>-{job}/")
         request = RunRequest(run_id=RUN_ID, command=list(command), env={**env, **point}, profile=profile,
                              grace=grace, recovery=recovery)
         what = f"point {number} of {len(points)}: {point}" if sweep is not None else "one run"
-        phases.append(Phase("run", what, nodes=launch_commands(nodes, request), folder=folder, request=request,
-                            point=tuple(point.items())))
+        phases.append(RunPhase(what, nodes=launch_commands(nodes, request), folder=folder, request=request,
+                               point=tuple(point.items())))
     return Plan("run", where, tuple(phases))
 
 
@@ -60,7 +61,8 @@ def launch_commands(nodes: List[Node], request: RunRequest) -> tuple:
 
 
 class RunSession:
-    """Executes a run plan's ``sweep`` and ``run`` phases on ``nodes``; ``results``/``rows`` say how it went."""
+    """What a run plan's ``sweep`` and ``run`` phases run with on ``nodes`` (``Execution.runs``);
+    ``results``/``rows`` say how it went."""
 
     def __init__(self, nodes: List[Node], parent: Path, context: JobContext, out, quiet: bool = False,
                  on_folder: Callable[[Path], None] = lambda folder: None):
@@ -72,20 +74,14 @@ class RunSession:
         self.rows: List[dict] = []
         self.stopped = False  # a point was interrupted: the later points are not started
 
-    def runners(self) -> list:
-        """What runs this session's phases in the executor: the sweep's folder, each point's run."""
-        from nodeweave.cluster.execute import Handled
-
-        return [Handled("sweep", self.open_sweep), Handled("run", self.run)]
-
-    def open_sweep(self, phase: Phase) -> None:
+    def open_sweep(self, phase: SweepPhase) -> None:
         from nodeweave.cluster.runfolder import RunFolder
 
-        self.sweep = phase.request
+        self.sweep = phase.sweep
         self.sweep_folder = RunFolder.create(self.parent, self.context.job, self.context.spec_text, suffix="-sweep")
         self.on_folder(self.sweep_folder.path)
 
-    def run(self, phase: Phase) -> None:
+    def run_point(self, phase: RunPhase) -> None:
         if self.stopped:
             return
         point = dict(phase.point)
@@ -97,7 +93,7 @@ class RunSession:
             self._row(point, data, phase.request.command)
         self.stopped = data["exit_code"] == 130
 
-    def _one(self, phase: Phase, suffix: str) -> dict:
+    def _one(self, phase: RunPhase, suffix: str) -> dict:
         import shlex
 
         from nodeweave.cluster.job import run_job

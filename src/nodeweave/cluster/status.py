@@ -26,7 +26,8 @@ if TYPE_CHECKING:  # rich is imported where the table is drawn: `status -o json`
 def gather(backend: Backend, nodes: List[Node], command: List[str]) -> List[dict]:
     states = backend.states(nodes)
     answers = fan_out(lambda n: ask_status(n, command), nodes)
-    return [row(node, answer, states.get(node.index)) for node, answer in zip(nodes, answers)]
+    return [row(node, answer, states[node.index].word if node.index in states else None)
+            for node, answer in zip(nodes, answers)]
 
 
 def row(node: Node, answer: NodeAnswer, platform: Optional[str]) -> dict:

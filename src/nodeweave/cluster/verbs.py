@@ -11,7 +11,8 @@ from dataclasses import replace
 from typing import Callable, List, Mapping, Optional, Sequence, Tuple
 
 from nodeweave.cluster.base import Backend, Node
-from nodeweave.plan import NodeCommand, Phase, Plan
+from nodeweave.plan import (AllocatePhase, CommandsPhase, ExecPhase, FilesPhase, NodeCommand, Phase, Plan,
+                            ShellPhase, StopPhase, WaitPhase)
 
 
 def node_commands(nodes: Sequence[Node], argv: Sequence[Sequence[str]]) -> tuple:
@@ -20,7 +21,7 @@ def node_commands(nodes: Sequence[Node], argv: Sequence[Sequence[str]]) -> tuple
 
 def step_phases(phases) -> List[Phase]:
     """A backend's phases of steps (each phase's steps at once) as plan phases."""
-    return [Phase("commands", "; ".join(s.what for s in steps), steps=tuple(steps)) for steps in phases if steps]
+    return [CommandsPhase("; ".join(s.what for s in steps), steps=tuple(steps)) for steps in phases if steps]
 
 
 def up_plan(backend: Backend, mode: str, image: Optional[str], timeout: float, wait: bool,
@@ -33,18 +34,17 @@ def up_plan(backend: Backend, mode: str, image: Optional[str], timeout: float, w
     spec = getattr(backend, "spec", None)
     if spec is not None and spec.start_differs:  # a range or recovery: the count is not simply `nodes`
         notes += (f"{spec.name} {spec.starts}",)
-    phases = [Phase("files", "the job's files", files=tuple(files))] if files else []
-    allocation = backend.allocation_step()  # Slurm: later phases name its job and nodes JOBID, NODE0, ...
+    phases = [FilesPhase("the job's files", files=tuple(files))] if files else []
+    allocation = backend.allocation_step()  # Slurm: later phases name its job and nodes <job-id>, <node0>, ...
     if allocation is not None:
-        phases.append(Phase("allocate", allocation.what, steps=(allocation,)))
+        phases.append(AllocatePhase(allocation.what, steps=(allocation,)))
     phases += step_phases(backend.up_steps(mode, image))
     nodes = backend.nodes(for_up=True)
     if wait:
         waited = mode if backend.holds else "run"  # bare hosts: nothing to hold; up means every host answers
         what = (f"until {len(nodes)} node(s) {'hold' if waited == 'hold' else 'run'}: "
                 + ", ".join(n.remote.label for n in nodes))
-        phases.append(Phase("wait", what, nodes=node_commands(nodes, [()] * len(nodes)), timeout=timeout,
-                            request=waited))
+        phases.append(WaitPhase(what, nodes=node_commands(nodes, [()] * len(nodes)), timeout=timeout, mode=waited))
     if check is not None:
         phases.append(check(nodes))
     return Plan("up", backend.where(), tuple(phases), notes)
@@ -63,10 +63,10 @@ def down_plan(backend: Backend, delete_claims: bool, renamed: Sequence[Tuple[Bac
     for old, why in renamed:
         old_files = old.down_files(delete_claims)
         notes += (why,)
-        earlier += [Phase("files", f"job {old.spec.name}'s files", files=tuple(old_files))] if old_files else []
+        earlier += [FilesPhase(f"job {old.spec.name}'s files", files=tuple(old_files))] if old_files else []
         earlier += step_phases(old.down_steps(delete_claims))
     files = backend.down_files(delete_claims)
-    planned = [Phase("files", "the job's files", files=tuple(files))] if files else []
+    planned = [FilesPhase("the job's files", files=tuple(files))] if files else []
     return Plan("down", backend.where(), tuple(earlier + planned + step_phases(phases)), notes)
 
 
@@ -75,7 +75,7 @@ def stop_plan(backend: Backend, nodes: List[Node], grace: float, every_node: boo
     from nodeweave.cluster.stop import stop_argv
 
     leftovers = tuple(backend.leftover_steps()) if every_node else ()
-    phase = Phase("stop", f"stop the run on {len(nodes)} node(s): SIGTERM, SIGKILL after {grace:g} s",
+    phase = StopPhase(f"stop the run on {len(nodes)} node(s): SIGTERM, SIGKILL after {grace:g} s",
                   nodes=node_commands(nodes, stop_argv(nodes, grace)), steps=leftovers, timeout=grace)
     return Plan(verb, backend.where(), (phase,))
 
@@ -83,11 +83,11 @@ def stop_plan(backend: Backend, nodes: List[Node], grace: float, every_node: boo
 def exec_plan(backend: Backend, nodes: List[Node], command: List[str], variables: Mapping[str, str],
               timeout: Optional[float]) -> Plan:
     argv = [n.argv(list(command), variables) for n in nodes]
-    phase = Phase("exec", f"run {command[0]} on {len(nodes)} node(s) at once", nodes=node_commands(nodes, argv),
-                  timeout=timeout, request=list(command))
+    phase = ExecPhase(f"run {command[0]} on {len(nodes)} node(s) at once", nodes=node_commands(nodes, argv),
+                      timeout=timeout, command=tuple(command))
     return Plan("exec", backend.where(), (phase,))
 
 
 def shell_plan(backend: Backend, node: Node) -> Plan:
-    phase = Phase("shell", f"an interactive shell in {node.name}", nodes=node_commands([node], [node.remote.shell_argv()]))
+    phase = ShellPhase(f"an interactive shell in {node.name}", nodes=node_commands([node], [node.remote.shell_argv()]))
     return Plan("shell", backend.where(), (phase,))

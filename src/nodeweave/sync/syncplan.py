@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Optional, Tuple
 
-from nodeweave.plan import NodeCommand, Phase, Plan
+from nodeweave.plan import NodeCommand, Plan, SyncPhase
 from nodeweave.sync.request import SyncOptions, SyncRequest
 from nodeweave.sync.transport.session import PROGRAM_ID, session_argv
 
@@ -57,8 +57,7 @@ def sync_plan(req: SyncRequest) -> Plan:
             f"{len(nodes)} target(s) at once: one agent exec each ({AGENT}: the agent's program, id {PROGRAM_ID})"
             + ("" if options.check else "; each target's answer decides what it is sent and how"))
     kinds = sorted({t.kind for t in req.targets})
-    return Plan("sync", f"{len(nodes)} target(s) ({', '.join(kinds)})", (Phase("sync", what, nodes=nodes,
-                                                                             request=work),))
+    return Plan("sync", f"{len(nodes)} target(s) ({', '.join(kinds)})", (SyncPhase(what, nodes=nodes, work=work),))
 
 
 def _mode(options: SyncOptions, number: int) -> str:
@@ -68,8 +67,22 @@ def _mode(options: SyncOptions, number: int) -> str:
     return "make"
 
 
-def planned_request(req: SyncRequest, phase: Phase) -> SyncRequest:
+def planned_request(req: SyncRequest, phase: SyncPhase) -> SyncRequest:
     """The request the executor runs for ``phase``: its targets in its order, its DEST and options."""
-    work: SyncWork = phase.request
+    work: SyncWork = phase.work
     by_label = {t.label: t for t in req.targets}
     return replace(req, dest=work.dest, targets=tuple(by_label[n.node] for n in phase.nodes), options=work.options)
+
+
+class SyncSession:
+    """What the sync plan's phase runs with (``Execution.syncs``): the request, its targets and DEST as the phase
+    planned them, the outcome shown as ``fmt``."""
+
+    def __init__(self, req, fmt: str):
+        self.req, self.fmt = req, fmt
+
+    def sync(self, phase) -> None:
+        from nodeweave.sync.display import run_and_show
+
+        run_and_show(planned_request(self.req, phase), self.fmt)
+

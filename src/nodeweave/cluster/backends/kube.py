@@ -22,7 +22,7 @@ from typing import Dict, List, Optional
 
 import yaml
 
-from nodeweave.cluster.base import Backend, Node
+from nodeweave.cluster.base import Backend, Node, NodeState, PlatformState
 from nodeweave.steps import Step
 from nodeweave.errors import NodeweaveError, UsageError
 from nodeweave.remote import RemoteOptions, cluster_kind, kind_class
@@ -36,8 +36,19 @@ STUCK = ("CrashLoopBackOff", "ErrImagePull", "ImagePullBackOff", "InvalidImageNa
          "CreateContainerError", "RunContainerError", "Failed", "Error")
 
 
-def pod_state(pod: dict) -> str:
-    """``Running, ready``, ``Pending: Unschedulable (...)``, ``Pending: ImagePullBackOff``, ``Failed``..."""
+def pod_state(pod: dict) -> PlatformState:
+    """``Running, ready``, ``Pending: Unschedulable (...)``, ``Pending: ImagePullBackOff``, ``Failed``..., as a
+    :class:`NodeState` with that word."""
+    word = pod_word(pod)
+    if any(stuck in word for stuck in STUCK):
+        return PlatformState(NodeState.STUCK, word)
+    if word.startswith(("Pending", "ContainerCreating")):
+        return PlatformState(NodeState.STARTING, word)
+    return PlatformState(NodeState.RUNNING if word.startswith("Running") else NodeState.UNKNOWN, word)
+
+
+def pod_word(pod: dict) -> str:
+    """The pod's phase and why, as ``status`` shows it."""
     status = pod.get("status") or {}
     phase = status.get("phase", "Unknown")
     conditions = {c.get("type"): c for c in status.get("conditions") or []}
@@ -310,7 +321,7 @@ class KubeCluster(Backend):
                 else "every pod runs the rocm overlay's image (its variant's tag)")
         return [line, *super().up_notes(image)]
 
-    def states(self, nodes: List[Node]) -> Dict[int, str]:
+    def states(self, nodes: List[Node]) -> Dict[int, PlatformState]:
         argv = self.call("get", "pods", "-l", f"app.kubernetes.io/instance={self.spec.name}", "-o", "json")
         try:
             out = subprocess.run(argv, capture_output=True, text=True, timeout=60)
@@ -320,10 +331,8 @@ class KubeCluster(Backend):
         if items is None:
             return {}
         by_name = {(pod.get("metadata") or {}).get("name"): pod_state(pod) for pod in items}
-        return {node.index: by_name.get(node.remote.name, "missing (no pod yet)") for node in nodes}
-
-    def failed_state(self, state: str) -> bool:
-        return any(word in state for word in STUCK)
+        absent = PlatformState(NodeState.ABSENT, "missing (no pod yet)")
+        return {node.index: by_name.get(node.remote.name, absent) for node in nodes}
 
     def where(self) -> str:
         dormant = (f", scaled down (0 replicas): `{self.cli} scale statefulset/{self.spec.name} -n {self.namespace} "

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Dict, List, Optional
 
 from nodeweave.entrypoint import bounded
-from nodeweave.cluster.base import Backend, Node
+from nodeweave.cluster.base import Backend, Node, NodeState, PlatformState
 from nodeweave.steps import Step
 from nodeweave.errors import UsageError
 from nodeweave.remote import make_target
@@ -186,7 +186,7 @@ class LocalCluster(Backend):
         return [[Step("stop and remove the node containers and their network", self.compose("down", "-t", grace),
                       timeout=self.spec.kubernetes.grace_period + 300)]]
 
-    def states(self, nodes: List[Node]) -> Dict[int, str]:
+    def states(self, nodes: List[Node]) -> Dict[int, PlatformState]:
         """``running``, ``exited (N)``, ``created`` or ``missing`` per container, in one inspect."""
         names = {node.remote.name: node.index for node in nodes}
         argv = [self.engine, "inspect", "--format", "{{json .Name}} {{json .State.Status}} {{.State.ExitCode}}", *names]
@@ -203,10 +203,7 @@ class LocalCluster(Backend):
                 continue
             if name in names:
                 found[names[name]] = container_state(status, code)
-        return {index: found.get(index, "missing") for index in names.values()}
-
-    def failed_state(self, state: str) -> bool:
-        return state.startswith("exited") or state == "dead"
+        return {index: found.get(index, PlatformState(NodeState.ABSENT, "missing")) for index in names.values()}
 
     def nothing_up_line(self) -> Optional[str]:
         """Only when the engine answers, for every container, that there is no such container (podman exit 125,
@@ -232,11 +229,17 @@ class LocalCluster(Backend):
         return f"{self.engine} on this machine ({self.state.shown(self.compose_file)})"
 
 
-def container_state(status: str, exit_code: str) -> str:
+ENGINE_STATES = {"running": NodeState.RUNNING, "created": NodeState.CREATED, "configured": NodeState.STARTING,
+                 "dead": NodeState.ENDED}  # podman's and docker's words; any other is asked (paused, restarting)
+
+
+def container_state(status: str, exit_code: str) -> PlatformState:
     """The engine's status as ``status`` shows it: ``exited (N)`` once the process ended. podman says ``stopped``
     between the process's exit (its code already known) and its own cleanup, which a loaded machine can make last
     seconds; that is the same ended container, so it reads the same as docker's ``exited``."""
-    return f"exited ({exit_code})" if status in ("exited", "stopped") else status
+    if status in ("exited", "stopped"):
+        return PlatformState(NodeState.ENDED, f"exited ({exit_code})")
+    return PlatformState(ENGINE_STATES.get(status, NodeState.UNKNOWN), status)
 
 
 def default_image(compose_text: str) -> str:

@@ -28,7 +28,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Dict, List, Optional
 
-from nodeweave.cluster.base import Backend, Node
+from nodeweave.cluster.base import Backend, Node, NodeState, PlatformState
 from nodeweave.cluster.options import save_state
 from nodeweave.cluster.backends.slurm.runtime import step_runtime
 from nodeweave.cluster.backends.slurm.step import SlurmStep
@@ -146,8 +146,9 @@ class SlurmCluster(Backend):
 
     def allocate(self, phase) -> Dict[str, str]:
         """The plan's ``allocate`` step: salloc, its job id recorded in .nodeweave/<job>/cluster.json; the
-        values of ``JOBID`` and ``NODE0``, ``NODE1``, ... (the nodes Slurm granted, in its order)."""
-        from nodeweave.plan import JOB_ID, NODE
+        values of the placeholders ``<job-id>`` and ``<node0>``, ``<node1>``, ... (the nodes Slurm granted, in its
+        order)."""
+        from nodeweave.plan import JOB_ID, node_placeholder
 
         (step,) = phase.steps
         self._mount_sources()
@@ -161,7 +162,7 @@ class SlurmCluster(Backend):
         self.job, self._record = granted.group(1), None
         save_state(self.spec_path, self.spec.name, replace(self.options, slurm_job=self.job))
         hosts = self._granted_hosts()
-        return {JOB_ID: self.job, **{f"{NODE}{i}": host for i, host in enumerate(hosts)}}
+        return {JOB_ID: self.job, **{node_placeholder(i): host for i, host in enumerate(hosts)}}
 
     def _granted_hosts(self) -> List[str]:
         """The new allocation's nodes, once Slurm has started it (salloc returns when it is granted)."""
@@ -262,10 +263,11 @@ class SlurmCluster(Backend):
             return self.placeholder_nodes(self.job)
 
     def placeholder_nodes(self, job: Optional[str] = None) -> List[Node]:
-        """``JOBID``/``NODE0``, ...: what a plan says before the allocation is taken (the executor fills them in)."""
-        from nodeweave.plan import JOB_ID, NODE
+        """``<job-id>``/``<node0>``, ... (placeholders): what a plan says before the allocation is taken (the
+        executor fills them in)."""
+        from nodeweave.plan import JOB_ID, node_placeholder
 
-        return self._nodes([f"{NODE}{i}" for i in range(self.allocated_count())], job or JOB_ID)
+        return self._nodes([node_placeholder(i) for i in range(self.allocated_count())], job or JOB_ID)
 
     def _nodes(self, hosts: List[str], job: str) -> List[Node]:
         runtime = self.runtime
@@ -291,13 +293,16 @@ class SlurmCluster(Backend):
         return words
 
     # --- the platform's view -------------------------------------------------------------------------
-    def states(self, nodes: List[Node]) -> Dict[int, str]:
+    def states(self, nodes: List[Node]) -> Dict[int, PlatformState]:
+        """Every node's is the allocation's: running while Slurm runs it, else stuck (pending, suspended...) or
+        ended (gone from squeue)."""
         live = self.record(fresh=True)
-        text = "gone" if live is None else f"{live.get('job_state')} (allocation {self.job})"
-        return {node.index: text for node in nodes}
-
-    def failed_state(self, state: str) -> bool:
-        return not state.startswith(LIVE)
+        if live is None:
+            seen = PlatformState(NodeState.ENDED, "gone")
+        else:
+            state = NodeState.RUNNING if str(live.get("job_state")).startswith(LIVE) else NodeState.STUCK
+            seen = PlatformState(state, f"{live.get('job_state')} (allocation {self.job})")
+        return {node.index: seen for node in nodes}
 
     def leftover_steps(self) -> List[Step]:
         """``scancel`` of every run step still listed once the nodes' entrypoints have stopped their runs."""
