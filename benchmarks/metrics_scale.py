@@ -129,8 +129,8 @@ def measure(nodes, ranks, scrapes):
 
 
 def table(args, rows):
-    print("| nodes | ranks | /metrics median ms | p95 ms | CPU ms (in process) | bytes | /status.json median ms | p95 ms "
-          "| bytes |")
+    print("| nodes | ranks | /metrics median ms | p95 ms | CPU ms (in process) | bytes | /status.json median ms "
+          "| p95 ms | bytes |")
     print("|---|---|---|---|---|---|---|---|---|")
     baseline = None
     for nodes, times in rows:
