@@ -1,8 +1,8 @@
 """The training step of benchmarks/gpu_stragglers.py: GPU matmuls and CPU work, then collectives, one rank slowed.
 
 Per step: ``--gpu-ms`` of matmuls queued on the GPU (calibrated at start), ``--cpu-ms`` of busy CPU work,
-then ``--collectives`` all-reduces of ``--collective-kb`` (4 MiB) and ``torch.cuda.synchronize()`` (NCCL), or the same on CPU
-tensors (gloo: ``--cpu``). ``--slow-rank R`` adds ``--slow-cpu-ms`` of busy CPU work and/or
+then ``--collectives`` all-reduces of ``--collective-kb`` (4 MiB) and ``torch.cuda.synchronize()`` (NCCL), or
+the same on CPU tensors (gloo: ``--cpu``). ``--slow-rank R`` adds ``--slow-cpu-ms`` of busy CPU work and/or
 ``--slow-gpu-ms`` of GPU kernel time (``torch.cuda._sleep``, calibrated) to rank R's steps. Runs
 ``--seconds`` (or ``--steps``) and prints ``NWBENCH-START`` when the loop starts and ``NWBENCH-DONE`` with
 the median step time.

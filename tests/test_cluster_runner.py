@@ -121,6 +121,17 @@ def test_the_stall_reports_a_node_kept_reach_the_run_folder(tmp_path):
     assert (folder.path / "stalls.txt").read_text() == "STALL: rank 1 waited for\n"
 
 
+def test_node_0s_heat_map_reaches_the_run_folder_for_dashboard_run(tmp_path):
+    """What node 0's recorder keeps as runs/<id>/heat.json (entrypoint/metrics/heat.py) comes back into the run
+    folder, where `nodeweave dashboard --run` draws it; here the command writes it where the recorder would."""
+    heat = '{"schema": "nodeweave.heat/1", "span_s": 10.0, "max_cells": 64, "columns": []}'
+    script = (f"if [ \"$NODE_RANK\" = 0 ]; then printf '%s' '{heat}' "
+              '> "$(echo "$TMPDIR"/nodeweave/runs/*)/heat.json"; fi')
+    data, _, folder = job(tmp_path, sh(script))
+    assert data["exit_code"] == 0, data
+    assert json.loads((folder.path / "heat.json").read_text()) == json.loads(heat)
+
+
 @pytest.mark.parametrize("colours", [None, "standard"])
 def test_lines_are_shown_as_a_styled_print_showed_them(colours):
     """One write per batch, each node's prefix rendered once: the same text as printing each line (control
