@@ -416,3 +416,11 @@ def test_a_flag_turning_a_switch_off_over_the_environment_leaves_its_variables_b
     assert parse(["--recovery", "off", "--", "t.py"], env).get("recovery") is False
     message = entrypoint_refusal(env, ["--recovery", "off", "--spares", "2"])
     assert message.startswith("--spares: 2 does nothing with --recovery off"), message
+
+
+def test_a_snapshot_of_a_recovery_jobs_node_is_not_refused_as_one_node():
+    """The snapshot plans one node of its own (--nnodes 1) in whatever environment the node has."""
+    from nodeweave.entrypoint.snapshot import detect_node
+
+    node = detect_node({"NODEWEAVE_RECOVERY": "on", "NODEWEAVE_NNODES": "2", "PATH": os.environ["PATH"]})
+    assert "gpus" in node
