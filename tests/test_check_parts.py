@@ -151,7 +151,8 @@ def test_the_check_runs_a_recovery_jobs_spare_as_a_node_it_checks(tmp_path, pod,
     argv = [a for a in args if a not in ("--run-id", "r1")]
     env = {"PATH": str(Path(sys.executable).parent) + ":/usr/bin:/bin", "TMPDIR": str(tmp_path), "POD_NAME": pod,
            "NODEWEAVE_NNODES": "2", "NODEWEAVE_RECOVERY": "on", "NODEWEAVE_SPARES": "1",
-           "NODEWEAVE_MASTER_ADDR": "127.0.0.1"}
+           "NODEWEAVE_MASTER_ADDR": "127.0.0.1",
+           "PYTHONPATH": str(Path(__file__).resolve().parents[1] / "src")}  # this checkout's, not the installed one
     out = subprocess.run([sys.executable, "-m", "nodeweave.entrypoint", "--explain", "--json", *argv],
                          capture_output=True, text=True, env=env, timeout=60)
     assert out.returncode == 0, out.stderr

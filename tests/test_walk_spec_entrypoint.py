@@ -405,3 +405,22 @@ def test_init_names_every_flag_the_written_spec_would_refuse(capsys, tmp_path, m
     err = capsys.readouterr().err.splitlines()
     assert code == EXIT_USAGE
     assert [line.split(": ")[2].split(" ")[0] for line in err] == ["--name", "--script"], err
+
+
+def test_a_flag_turning_a_switch_off_over_the_environment_leaves_its_variables_be():
+    """`nodeweave check` runs a recovery job's nodes with --recovery off: the container's NODEWEAVE_SPARES is the
+    environment's, not a mistake; a dependent given as a flag still is."""
+    from nodeweave.entrypoint.planning.settings import parse
+
+    env = {"NODEWEAVE_RECOVERY": "on", "NODEWEAVE_SPARES": "1", "NODEWEAVE_CHECKPOINT_DIR": "ck"}
+    assert parse(["--recovery", "off", "--", "t.py"], env).get("recovery") is False
+    message = entrypoint_refusal(env, ["--recovery", "off", "--spares", "2"])
+    assert message.startswith("--spares: 2 does nothing with --recovery off"), message
+
+
+def test_a_snapshot_of_a_recovery_jobs_node_is_not_refused_as_one_node():
+    """The snapshot plans one node of its own (--nnodes 1) in whatever environment the node has."""
+    from nodeweave.entrypoint.snapshot import detect_node
+
+    node = detect_node({"NODEWEAVE_RECOVERY": "on", "NODEWEAVE_NNODES": "2", "PATH": os.environ["PATH"]})
+    assert "gpus" in node

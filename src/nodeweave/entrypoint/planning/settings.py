@@ -158,6 +158,11 @@ def _check_shared_rules(options, flags, env):
 
     values = {key: value.value for key, value in options.items()}
     given = set(options)
+    for switch, dependents in shared_rules.SWITCHED.items():
+        if switch in options and options[switch].source.startswith("flag "):
+            # a flag that turns a switch off over the container's environment (`nodeweave check` runs a recovery
+            # job's nodes with --recovery off): the variables that environment set for it are not the mistake
+            given -= {key for key in dependents if key in options and not options[key].source.startswith("flag ")}
     nnodes = (flags.get("nnodes") or env.get("NODEWEAVE_NNODES", "")).strip()
     low, _, high = nnodes.partition(":")
     if low.isdigit() and (high or low).isdigit() and 1 <= int(low) <= int(high or low):  # else topology refuses it

@@ -138,9 +138,9 @@ def switched_off(values, given, naming):
             continue
         for key, idle in dependents.items():
             if key in given and not _unset(values.get(key, idle), idle):
-                found.append(Problem(key, f"{naming.shown(values[key])} does nothing with {naming.turned_off(switch)} (read only while "
-                                          f"it is {naming.on})", f"{naming.turned_on(switch)}, or leave "
-                                          f"{naming.name(key)} out"))
+                problem = f"{naming.shown(values[key])} does nothing with {naming.turned_off(switch)} (read only " \
+                          f"while it is {naming.on})"
+                found.append(Problem(key, problem, f"{naming.turned_on(switch)}, or leave {naming.name(key)} out"))
     return found
 
 
