@@ -329,7 +329,8 @@ def recovery(slots, workdir, fail, rack, per_spare=64, swarms=1, deaf=()):
         checkin = max(o["verdict_last"] for o in outs) - max(o["last_hello"] for o in outs)
         # node 0 hears the fault: its first line naming a failure (a silent node's: LOST_S after its last beat)
         heard = next((when for when, line in job.node0_when if when >= failed_at - 0.5 and " failed" in line), None)
-        # node 0 has queued every node its role: its next line after the announce (its own launch, or its role)
+        # node 0 has queued every node its role: its next line after the announce (its own launch, or its role;
+        # an upper bound: the line follows its own plan for the generation)
         sent = next((when for when, line in job.node0_when if heard is not None and when >= heard and
                      ("generation 1: node 0 of" in line or "generation 1: this node is" in line)), None)
         return {"nodes": total, "spares": spares, "checkin_s": checkin, "told_s": told[-1],
