@@ -279,7 +279,8 @@ def recovery(slots, workdir, fail, rack, per_spare=64, swarms=1, deaf=()):
     spares = max(1, slots // per_spare)
     if rack > spares:
         raise SystemExit(f"--rack {rack} is more than the {spares} spare(s) of {slots} training nodes (one per "
-                         f"{per_spare}): the job would end (exit 8), not recover; use --nodes {rack * per_spare} or more")
+                         f"{per_spare}): the job would end (exit 8), not recover; use --nodes {rack * per_spare} "
+                         "or more")
     env = {"NODEWEAVE_RECOVERY": "on", "NODEWEAVE_SPARES": str(spares)}
     workdir = tempfile.mkdtemp(dir=workdir)  # each run its own: node 0's kept book must not carry over
     job = Job(slots, workdir, "torchrun", 120, extra_env=env)
@@ -328,7 +329,8 @@ def recovery(slots, workdir, fail, rack, per_spare=64, swarms=1, deaf=()):
         checkin = max(o["verdict_last"] for o in outs) - max(o["last_hello"] for o in outs)
         # node 0 hears the fault: its first line naming a failure (a silent node's: LOST_S after its last beat)
         heard = next((when for when, line in job.node0_when if when >= failed_at - 0.5 and " failed" in line), None)
-        # node 0 has queued every node its role: its next line after the announce (its own launch, or its role)
+        # node 0 has queued every node its role: its next line after the announce (its own launch, or its role;
+        # an upper bound: the line follows its own plan for the generation)
         sent = next((when for when, line in job.node0_when if heard is not None and when >= heard and
                      ("generation 1: node 0 of" in line or "generation 1: this node is" in line)), None)
         return {"nodes": total, "spares": spares, "checkin_s": checkin, "told_s": told[-1],
@@ -479,8 +481,9 @@ def main():
             print("|---|---|---:|---:|---:|---|---:|")
             for n, spares, fail, rack, heard, sent in medians:
                 median = heard[len(heard) // 2]
-                print(f"| {n:,} + {spares} | {fail} | {rack} | **{median:.2f}** ({', '.join(f'{h:.2f}' for h in heard)}) "
-                      f"| 3.00 | {'yes' if median <= 3.0 else 'no'} | {sent[len(sent) // 2]:.2f} |")
+                each = ", ".join(f"{h:.2f}" for h in heard)
+                print(f"| {n:,} + {spares} | {fail} | {rack} | **{median:.2f}** ({each}) | 3.00 | "
+                      f"{'yes' if median <= 3.0 else 'no'} | {sent[len(sent) // 2]:.2f} |")
             return 0
         if args.only == "status":
             print("\n| nodes x ranks | asked | exit | nodes counted / listed | ranks listed | answer, bytes | "

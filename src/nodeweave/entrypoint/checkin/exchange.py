@@ -79,8 +79,8 @@ class Hub:
     def accept(self):
         """Take every waiting connection and challenge it."""
         while True:
-            if self.board.full(len(self.pending) + len(self.peers)):
-                self.board.out_of_files(self.log, len(self.pending) + len(self.peers))
+            if self.board.full(self.connections()):
+                self.board.out_of_files(self.log, self.connections())
                 return
             try:
                 sock, _ = self.sock.accept()
@@ -88,7 +88,7 @@ class Hub:
                 return
             except OSError as err:
                 if err.errno in (errno.EMFILE, errno.ENFILE):
-                    self.board.out_of_files(self.log, len(self.pending) + len(self.peers))
+                    self.board.out_of_files(self.log, self.connections())
                 return
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             peer = Peer(Channel(sock), nonce(), self.clock())
@@ -98,6 +98,10 @@ class Hub:
                 peer.channel.close()
             else:
                 self.pending.append(peer)
+
+    def connections(self):
+        """The nodes' connections node 0 holds: on their way in, in, and the old links a regather reads."""
+        return len(self.pending) + len(self.peers) + len(self.undecided_by_sock)
 
     def read_hello(self, peer):
         """Move ``peer`` to ``peers`` once its hello checks out; drop it on anything else."""
@@ -290,7 +294,8 @@ class Hub:
         ``wanted``: a set of node ranks instead of a count (recovery's nodes checking in again); the ranks
         still missing then (an empty set when all came)."""
         next_log = self.clock() + 10.0
-        self.board.prepare(needed if wanted is None else len(wanted) + 1, self.log)
+        # descriptors for every node, and for the old links a regather still reads (take_undecided)
+        self.board.prepare((needed if wanted is None else len(wanted) + 1) + len(self.undecided_by_sock), self.log)
         judged = 0
         missing, counted = (set(wanted), 0) if wanted is not None else (None, 0)
         while True:
