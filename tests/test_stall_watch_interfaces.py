@@ -188,3 +188,34 @@ def test_a_node_still_checking_in_when_node_0s_watch_ends_is_told_before_the_hub
         cluster.close()
     assert verdict["t"] == "verdict" and verdict["verdict"]["decision"] == "refuse", verdict
     assert hub_watch.settling == []
+
+
+def test_nodes_reporting_their_exit_do_not_hold_node_0s_heartbeat_while_their_connections_close():
+    """Node 0's heartbeat thread let go of each node that reported its exit by waiting up to 0.5 s for that node to
+    close its connection, one node after the other, reading nothing meanwhile: six nodes slow to close held a
+    failure's relay 3 s. They are let go of in the loop itself (``Switchboard.let_go``)."""
+    from test_exchange_loopback import Cluster, Launcher
+
+    from nodeweave.entrypoint.checkin.heartbeat import HubWatch, LinkWatch
+
+    cluster = Cluster(7)
+    assert cluster.decide()["decision"] == "start"
+    logs = []
+    hub_watch = HubWatch(cluster.hub, logs.append)
+    failing = LinkWatch(cluster.channels[7], logs.append)
+    launchers = {0: Launcher(), 7: Launcher()}
+    hub_watch.start(launchers[0].stop)
+    failing.start(launchers[7].stop)
+    try:
+        for rank in range(1, 7):  # finished, and slow to close their connections (a loaded node)
+            cluster.channels[rank].send({"t": "exit", "code": 0, "how": "torchrun exited 0", "tail": []})
+        time.sleep(0.2)
+        failed = time.monotonic()
+        assert failing.finish(1, "torchrun exited 1", ["boom"]) is None
+        assert launchers[0].stopped.wait(10), logs
+        relayed = time.monotonic() - failed
+        done = [peer.done for peer in cluster.hub.peers if (peer.fp or {}).get("rank") in range(1, 7)]
+    finally:
+        cluster.close()
+    assert relayed < 1.0, relayed
+    assert len(done) == 6 and all(d and d["code"] == 0 for d in done), done

@@ -402,7 +402,7 @@ class HubWatch(HubStall, Watch):
             self.hub.board.watch(peer)
             self.log(f"{_label(peer)} joined the job")
         else:
-            self.hub.board.finish(peer, 1.0)
+            self.hub.board.let_go(peer, 1.0)
 
     def _read(self, peer):
         try:
@@ -421,7 +421,7 @@ class HubWatch(HubStall, Watch):
                 peer.done = message
                 if message.get("code") != 0 and peer.role == "member":
                     self._heard(peer, Cause.CRASH, message)  # the others first, then this node's goodbye
-                self.hub.board.finish(peer, 0.5)
+                self.hub.board.let_go(peer, 0.5)  # in this loop: its close is not waited for here
                 return
 
     def _gone(self, peer, report):

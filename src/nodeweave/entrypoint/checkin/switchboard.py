@@ -11,21 +11,28 @@ is judged and waits for its verdict is *held*: not read, so nothing it sends
 early is lost and a closed connection does not wake the loop over and over;
 the heartbeat watches it again.
 
+A connection node 0 lets go of while the job runs (a node that reported its
+exit, a latecomer told its verdict) is let go of in the same loop
+(:meth:`Switchboard.let_go`): what is queued goes out, it is half-closed and
+read until the node closes too, as the loop turns, never waited for there.
+
 It also raises node 0's open-file limit to what the job needs (a node costs
 one descriptor, two while it is probed), up to the hard limit, and says what
 to raise when even that is too low.
 """
 
 import selectors
+import socket
 import threading
 import time
 
 from .connectback import Probe
-from .wire import SEND_TIMEOUT_S, ExchangeError, encode
+from .wire import SEND_TIMEOUT_S, ExchangeError, encode, finish_all
 
 FD_SPARE = 64            # descriptors node 0 asks for beyond two per node
 FD_RESERVE = 32          # descriptors node 0 never gives to connections (its own files, imports, the launcher)
 PAUSE_ACCEPT_S = 0.5     # out of descriptors: stop accepting this long, then try again
+CLOSE_WAIT_S = 1.0       # node 0 closing: connections it was letting go of get this long to close too
 
 
 def raise_fd_limit(nodes, log):
@@ -50,6 +57,36 @@ def raise_fd_limit(nodes, log):
     return None if soft == resource.RLIM_INFINITY else soft
 
 
+class Closing:
+    """A connection node 0 lets go of from its loop: its outbox sent as the socket takes it, then half-closed and
+    read until the node closes too (a plain close could reset what the node has not read yet), or its deadline."""
+
+    __slots__ = ("channel", "deadline", "shut")
+
+    def __init__(self, channel, deadline):
+        self.channel, self.deadline, self.shut = channel, deadline, False
+
+    def wants(self):
+        return selectors.EVENT_WRITE if self.channel.outbox else selectors.EVENT_READ
+
+    def on_event(self):
+        """Advance on readiness; True when the connection is over (the node closed, or went away): close it."""
+        sock = self.channel.sock
+        try:
+            if self.channel.outbox and not self.channel.flush():
+                return False
+            if not self.shut:
+                sock.shutdown(socket.SHUT_WR)
+                self.shut = True
+            while sock.recv(65536, socket.MSG_DONTWAIT):  # what the node still sends is read and dropped
+                pass
+        except (BlockingIOError, InterruptedError):
+            return False
+        except (OSError, ExchangeError):
+            pass
+        return True
+
+
 class Switchboard:
     """One selector for node 0's listener, every node's connection and every connect-back."""
 
@@ -58,9 +95,10 @@ class Switchboard:
         self.listener = listener
         self.lock = threading.RLock()   # the heartbeat thread and the main thread both send
         self.masks = {}                 # socket -> the events it is registered for
-        self.owners = {}                # socket -> the Peer or Probe it belongs to
+        self.owners = {}                # socket -> the Peer, Probe or Closing it belongs to
         self.held = set()               # sockets not read for now (judged nodes waiting for the verdict)
         self.probes = []
+        self.closing = []               # connections let go of, read until their node closes (``let_go``)
         self.accept_paused_until = 0.0
         self.closed = False
         self.fd_limit, self.told_files = None, False  # the soft RLIMIT_NOFILE, once raise_fd_limit set it
@@ -136,6 +174,25 @@ class Switchboard:
         self.flush_all([peer], time.monotonic() + SEND_TIMEOUT_S)
         self.release(peer)
         peer.channel.finish(wait_s)
+
+    def let_go(self, peer, wait_s):
+        """:meth:`finish` from node 0's loop, which must not wait: ``peer``'s connection is let go of in the loop
+        itself (:class:`Closing`, up to ``wait_s`` after what is queued went out)."""
+        self.forget(peer)
+        closing = Closing(peer.channel, time.monotonic() + SEND_TIMEOUT_S + wait_s)
+        if closing.on_event():  # the node closed already
+            peer.channel.close()
+            return
+        self.closing.append(closing)
+        self._set(peer.channel.sock, closing.wants(), closing)
+
+    def _closed(self, closing):
+        """Out of the loop, then closed."""
+        self._set(closing.channel.sock, 0, None)
+        self.owners.pop(closing.channel.sock, None)
+        if closing in self.closing:
+            self.closing.remove(closing)
+        closing.channel.close()
 
     def post(self, peers, message):
         """Send one message to every peer (encoded once); the peers that cannot take it (gone, or with
@@ -223,6 +280,11 @@ class Switchboard:
             elif isinstance(owner, Probe):
                 owner.on_event()
                 self._after(owner)
+            elif isinstance(owner, Closing):
+                if owner.on_event():
+                    self._closed(owner)
+                else:
+                    self._set(owner.channel.sock, owner.wants(), owner)
             else:
                 if mask & selectors.EVENT_WRITE:
                     self._flush(owner)
@@ -232,6 +294,8 @@ class Switchboard:
         for probe in list(self.probes):
             probe.expire(now)
             self._after(probe)
+        for closing in [c for c in self.closing if now >= c.deadline]:
+            self._closed(closing)
         return accept, readable
 
     def _flush(self, peer):
@@ -292,6 +356,13 @@ class Switchboard:
         for probe in list(self.probes):
             probe.fail("node 0 stopped before the connect-back ended")
             self._after(probe)
+        closing, self.closing = self.closing, []
+        for each in closing:  # what they were sent goes out, and each is let go of as finish_all does
+            try:
+                each.channel.flush()
+            except ExchangeError:
+                pass
+        finish_all([each.channel for each in closing], CLOSE_WAIT_S)
         self.closed = True
         self.selector.close()
         if self.waker is not None:
