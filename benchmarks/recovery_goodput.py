@@ -277,6 +277,8 @@ def check_accounting(timeline, lines, faults, started, ended):
     from nodeweave.entrypoint.metrics.goodput import account
 
     accounted = account(timeline, now=ended)
+    if timeline.get("ended"):  # the job ended before the run did (node 0 exited): both account its life
+        ended = min(ended, timeline["ended"])
     true = truth(lines, faults, started, ended)
     wall = ended - started
     return {"wall_s": round(wall, 2), "accounted_wall_s": accounted["wall_s"],
