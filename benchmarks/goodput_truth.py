@@ -14,7 +14,8 @@ when it injected each fault. That is enough to label every instant of the run wi
   else ``recovery: generation N ended``). Nothing in the workload knows when a stall is over; this is the one
   bucket whose end the truth takes from nodeweave's own output;
 - **start-up**: the launch to the start of the first step (or to the first fault, when one came before it);
-- **recovery**: a fault (for a stall: its end) to the start of the first step after it;
+- **recovery**: a fault (for a stall: its end) to the start of the first run of steps begun after it (a
+  resume); steps of the same run that end just after the fault are its work in flight, redone;
 - **idle**: whatever is left.
 
 ``compare`` puts each bucket beside node 0's own accounting (``nodeweave.entrypoint.metrics.goodput.account``
@@ -56,7 +57,9 @@ def truth(lines, faults, launched, ended):
     for k, (start, end, step) in enumerate(runs):
         spans["training" if last[step] == k else "redone"].append((start, end))
     ends = [end for _, end, _ in runs]
-    starts = sorted(start for start, _, _ in runs)
+    # where a run of steps (re)starts: a step that does not follow the one before (a resume, the first step); a
+    # step of the same run ending just after a fault is its work in flight (the signal lands a moment later)
+    starts = [start for k, (start, _, _) in enumerate(runs) if k == 0 or runs[k - 1][1] != start]
     previous = launched  # the last fault (a stall: when it was given up), or the launch
     for fault in (f for f in faults if f.get("node") is not None):
         at = fault["t"]
@@ -74,9 +77,8 @@ def truth(lines, faults, launched, ended):
     hits = [f["t"] for f in faults if f.get("node") is not None]
     if ends or hits:  # start-up ends at the first step's start, or at a fault that came before it
         spans["startup"].append((launched, min([ended] + starts[:1] + hits[:1])))
-    if ends:
-        if not any(f["t"] > ends[-1] for f in faults if f.get("node") is not None):
-            spans["training"].append((ends[-1], ended))  # the step in flight at the end
+    if ends and not [t for t in hits if t > runs[-1][0]]:  # no fault since the last step began
+        spans["training"].append((ends[-1], ended))  # the step in flight at the end
     return _label(spans, launched, ended)
 
 

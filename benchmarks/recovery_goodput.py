@@ -105,6 +105,8 @@ def parse_args(argv=None):
                         "--out DIR` makes one from this checkout's sources)")
     parser.add_argument("--out", help="add each mode's results to this JSON file")
     parser.add_argument("--table", nargs="+", metavar="JSON", help="print the tables of saved results and stop")
+    parser.add_argument("--account", nargs="+", metavar="JSON", help="account saved results' node 0 timelines and "
+                        "truth again with this checkout's arithmetic, print their tables and stop")
     args = parser.parse_args(argv)
     if args.quick:
         args.minutes, args.fault_every, args.ckpt_every, args.stall_timeout = 5.0, 55.0, "10s", 20
@@ -277,12 +279,31 @@ def check_accounting(timeline, lines, faults, started, ended):
     from nodeweave.entrypoint.metrics.goodput import account
 
     accounted = account(timeline, now=ended)
+    if timeline.get("ended"):  # the job ended before the run did (node 0 exited): both account its life
+        ended = min(ended, timeline["ended"])
     true = truth(lines, faults, started, ended)
     wall = ended - started
     return {"wall_s": round(wall, 2), "accounted_wall_s": accounted["wall_s"],
             "launched_after_s": round(timeline["launched"] - started, 2), "accounted": accounted, "truth": true,
             "rows": [[name, a, t, round(d, 2)] for name, a, t, d in compare(accounted, true, wall)],
             "timeline": timeline}
+
+
+def account_again(result):
+    """A saved result with its accounting check redone from what it kept (node 0's timeline, the lines at
+    0.1 s, the faults' times)."""
+    check = result.get("accounting")
+    if not check or "fault_times_s" not in result:
+        return result
+    started = check["timeline"]["launched"] - check["launched_after_s"]
+    lines = []
+    for line in result["log"]:
+        at, rest = line.split(" ", 1)
+        node, text = rest.split(": ", 1)
+        lines.append((started + float(at), int(node[len("node"):]), text))
+    faults = [{"kind": kind, "node": node, "t": started + at} for kind, node, at in result["fault_times_s"]]
+    again = check_accounting(check["timeline"], lines, faults, started, started + result["wall_s"])
+    return dict(result, accounting=again)
 
 
 def table(results):
@@ -325,8 +346,10 @@ def table(results):
 
 def main(argv=None):
     args = parse_args(argv)
-    if args.table:
-        results = [r for path in args.table for r in json.loads(Path(path).read_text())]
+    if args.table or args.account:
+        results = [r for path in args.table or args.account for r in json.loads(Path(path).read_text())]
+        if args.account:
+            results = [account_again(r) for r in results]
         table(results)
         return 0
     if args.nodes == "podman" and shutil.which("podman") is None:

@@ -283,3 +283,16 @@ def test_the_runs_wall_time_begins_when_node_0s_entrypoint_started_not_after_the
     time.sleep(0.3)  # the check-in
     metrics.hub_watch(_Watch("j"))
     assert before <= live.LIVE.snapshot()["launched"] <= before + 0.2
+
+
+def test_a_run_told_its_step_pattern_that_logged_no_step_yet_never_trained():
+    """Seen on podman under a load of 25 on 2 cores: three generations killed during their set-up, not one step;
+    their seconds from the first collective to the fault were counted as work redone."""
+    timeline = {"launched": 0.0, "ended": 100.0, "step_pattern": True, "generations": [
+        {"generation": 0, "first": 20.0, "last": 45.0, "steps": [], "fault": {"at": 46.0}},
+        {"generation": 1, "first": 70.0, "last": 90.0, "steps": [], "ended": 95.0}]}
+    buckets = goodput.account(timeline)["buckets"]
+    assert (buckets["startup"], buckets["recovery"], buckets["redone"], buckets["training"]) == (46.0, 49.0, 0.0,
+                                                                                                 0.0)
+    timeline["step_pattern"] = False  # nothing says the training logs steps: its collectives are all there is
+    assert goodput.account(timeline)["buckets"]["training"] == 20.0

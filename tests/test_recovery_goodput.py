@@ -112,3 +112,20 @@ def test_the_truth_labels_kept_steps_redone_steps_a_stall_and_the_recoveries_fro
     rows = compare(accounted, true, 100.0)
     assert rows[0] == ("training", 48.0, 45.0, 3.0) and rows[-1][0] == "productive"
     assert abs(rows[-1][3] - 3.0) < 1e-9
+
+
+def test_the_truth_counts_a_step_that_ends_just_after_a_fault_as_work_in_flight_not_a_resume():
+    """Seen on podman: the kill landed 0.5 s after the benchmark noted the fault, a step line came after it,
+    and the truth ended the recovery there (0.2 s) and counted the rest of the run as training in flight."""
+    from goodput_truth import truth
+
+    lines = [step(100 + s, s) for s in range(1, 21)]  # steps 1..20 end at 101..120; the fault is noted at 118.5
+    lines += [step(141 + k, 11 + k, gen=1) for k in range(10)]  # resumed from 10: 11..20 end at 141..150
+    fault = {"kind": "bad node", "node": 2, "t": 118.5}  # its kill landed after step 20 began (119)
+    true = truth(sorted(lines), [fault], launched=100.0, ended=160.0)
+    # recovery 118.5 -> 140 (the resumed run's first step began); gen 0's steps 11..20 (110 -> 120) redone, less
+    # what is recovery; training: 1..10, 11..20 again, the step in flight at the end
+    assert (true["recovery"], true["redone"], true["training"], true["idle"]) == (21.5, 8.5, 30.0, 0.0)
+    late = {"kind": "node 0 killed", "node": 0, "t": 149.8}  # after the last step began (149): none in flight
+    true = truth(sorted(lines), [fault, late], launched=100.0, ended=160.0)
+    assert true["training"] == 20.0 and true["recovery"] == 31.5

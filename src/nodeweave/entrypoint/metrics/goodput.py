@@ -66,16 +66,17 @@ def _step_seconds(gens):
     return gaps[len(gaps) // 2] if gaps else None
 
 
-def _training_began(gen, step_s):
+def _training_began(gen, step_s, logs_steps):
     """When the generation's training began: its first collective, or, where the training logs its steps, the
     start of its first step (its line less a typical step) when that is later: the collectives before it
-    (the process group's, DDP's broadcast of the model) are the start-up's, not steps. A generation of such a
-    run that logged no step (where node 0's ranks print them) never began training: None."""
+    (the process group's, DDP's broadcast of the model) are the start-up's, not steps. A generation of a run
+    that logs its steps (lines a step apart seen, or ``metrics.step_pattern`` given) that logged none, where
+    node 0's ranks print them, never began training: None."""
     first, steps = gen.get("first"), gen.get("steps") or []
-    if step_s is None:
-        return first  # no step lines a step apart in the whole run: a step's length is not known
     if not steps:
-        return None if gen.get("node_0_trains", True) else first
+        return None if logs_steps and gen.get("node_0_trains", True) else first
+    if step_s is None:
+        return first  # no two step lines a step apart: a step's length is not known
     return max(first if first is not None else steps[0][0], steps[0][0] - step_s)
 
 
@@ -92,12 +93,13 @@ def account(timeline, now=None):
     per_gen = []
     before = launched  # where this generation's wait for its first collective began (launch, or the last fault)
     step_s = _step_seconds(gens)
+    logs_steps = step_s is not None or bool(timeline.get("step_pattern"))  # every step, or the user said how
     for index, gen in enumerate(gens):
         buckets = dict.fromkeys(BUCKETS, 0.0)
         fault = gen.get("fault") or {}
         closed = fault.get("at") or gen.get("ended")
         end = min(max(closed or end_of_run, before), end_of_run)
-        first = _training_began(gen, step_s)
+        first = _training_began(gen, step_s, logs_steps)
         reached = min(first, end) if first is not None else end
         buckets["startup" if index == 0 else "recovery"] = max(0.0, reached - before)
         last = gen.get("last")

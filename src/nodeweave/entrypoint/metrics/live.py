@@ -80,8 +80,8 @@ class Live:
         self.lock = threading.Lock()
         self.watch = None
         self.generation = None  # the timeline's entry of the generation the current watch watches
-        self.timeline = {"schema": SCHEMA, "launched": launched or time.time(), "ended": None, "job": None, "run_id": run_id,
-                         "generations": []}
+        self.timeline = {"schema": SCHEMA, "launched": launched or time.time(), "ended": None, "job": None,
+                         "run_id": run_id, "step_pattern": bool(pattern), "generations": []}
         self.splitters = {}
         self.step = None  # (logger, step, time.time()) of the newest step line
         self.rates_seen = {}  # (node, rank) -> deque of (monotonic time, collectives)
@@ -109,11 +109,13 @@ class Live:
             gens = self.timeline["generations"]
             if gens and gens[-1]["generation"] == number:
                 return  # the same generation watched again (never today; harmless)
+            resumed = bool(book and book.get("resume_from"))
+            members = book.get("members") if book else None
             entry = {"generation": number, "began": time.time(), "first": None, "last": None, "ended": None,
-                     "fault": None,
-                     "stalls": [], "steps": [], "node_0_trains": 0 in book["members"] if book and
-                     isinstance(book.get("members"), list) else True, "resumed_step": book.get("step") if book and book.get("resume_from")
-                     else None, "resume_from": book.get("resume_from") if book else None}
+                     "fault": None, "stalls": [], "steps": [],
+                     "node_0_trains": 0 in members if isinstance(members, list) else True,  # its ranks print steps
+                     "resumed_step": book.get("step") if resumed else None,
+                     "resume_from": book.get("resume_from") if book else None}
             past = {h.get("generation"): h for h in (book or {}).get("history") or []}
             for gen in gens:
                 known = past.get(gen["generation"])
