@@ -184,12 +184,29 @@ def test_init_with_as_many_nodes_as_hosts_still_probes_them(capsys, project, rea
     (["init", "--dry-run", "--force"], "--force does nothing with --dry-run"),
     (["top", "--url", "http://127.0.0.1:9", "--node", "1"], "--node does nothing with --url"),
     (["dashboard", "--url", "http://127.0.0.1:9", "--target", "local"], "--target does nothing with --url"),
+    (["sync", "--tar", "--method", "rsync", "--dry-run"], "--tar and --method both pick how files are sent"),
+    (["hosts", "probe", "--node", "a", "--hosts-file", "hosts.txt"], "--node and --hosts-file both name the hosts"),
 ])
 @pytest.mark.timeout(120)  # before the fix, dashboard --url served its page until stopped
 def test_flags_that_say_one_thing_twice_or_do_nothing_together_are_refused(capsys, project, argv, said):
     code, out, err = run_cli(capsys, *argv)
     assert code == EXIT_USAGE, (out, err)
     assert said in one_line(err)
+
+
+@pytest.mark.parametrize("argv", [["shell", "--", "ls"], ["shell", "ls"], ["shell", "--node", "1", "--", "nvidia-smi"]])
+def test_a_command_given_to_shell_points_to_exec(capsys, project, argv):
+    code, _, err = run_cli(capsys, *argv)
+    assert code == EXIT_USAGE
+    line = one_line(err)
+    assert "opens an interactive shell and runs no command" in line and "nodeweave exec --node " in line
+    assert "is now `shell --node" not in err
+
+
+def test_a_cluster_verbs_node_still_picks_among_the_hosts_file(capsys, project):
+    code, _, err = run_cli(capsys, "status", "--target", "hosts", "--hosts-file", "hosts.txt", "--remote-dir", "/x",
+                           "--node", "0")
+    assert "both name" not in err
 
 
 def test_render_dry_run_with_force_stays_a_preview_of_what_force_replaces(capsys, project):

@@ -222,6 +222,9 @@ def shell_command(
     """An interactive shell in one node (--node; default node 0)."""
     spec_path = find_spec(spec_path)
     wanted = list(node)
+    if index is not None and not index.isdigit():  # `shell -- ls`, `shell ls`: a command, not the old INDEX
+        raise UsageError(f"`nodeweave shell` opens an interactive shell and runs no command ({index!r}): "
+                         f"`nodeweave exec --node {','.join(node) or '0'} -- {index}` runs one, on that node")
     if index is not None:
         from nodeweave.cli.habits.spellings import note_renamed
 
