@@ -32,8 +32,8 @@ IDLE_WITH: Dict[Tuple[str, str], str] = {
     # top and dashboard: --url reads that address, so nothing that picks or reaches a node of the cluster is used
     ("--node", "--url"): "--url reads the picture there, not from a node of the cluster",
     **{(flag, "--url"): "--url reads the picture there, not through the cluster" for flag in (
-        "--target", "--engine", "--host", "--hosts-file", "--remote-dir", "--namespace", "--kube-cli",
-        "--kube-context", "--overlay", "--ssh-option")},
+        "--target --engine --host --hosts-file --remote-dir --namespace --kube-cli --kube-context --overlay "
+        "--ssh-option").split()},  # the reach flags (clusteropts.REACH_FLAGS declares them, once)
 }
 # verb: {(flag, flag): why}: as EXCLUSIVE, on that verb only (`status --hosts-file h --node 1` picks node 1 of the
 # hosts; `hosts probe` takes its hosts from either, and would probe both lists as one).
