@@ -464,3 +464,41 @@ def test_a_push_to_localhost_is_warned_about_and_an_absent_wheelhouse_said_so(ca
     code, out, err = run_cli(capsys, "image", "build", "cpu", "--push", "--context", str(context), "--dry-run")
     assert code == 0, err
     assert "localhost/" not in out
+
+
+# -- an option that takes one value, given twice ---------------------------------------------------------------------
+
+
+def once_cases():
+    cases = []
+    for words, command in LEAVES:
+        for param in command.params:
+            if param.param_type_name != "option" or param.multiple or param.is_flag or getattr(param, "count", False):
+                continue
+            names = [n for n in param.opts if n not in ("-h", "--help")]
+            if names:
+                cases.append((words, names[0], max(names, key=len)))
+    return cases
+
+
+ONCE = once_cases()
+
+
+def test_the_walk_finds_every_option_taking_one_value():
+    found = {(" ".join(w), longest) for w, _, longest in ONCE}
+    assert {("validate", "--spec"), ("status", "--output"), ("run", "--target"), ("runs ls", "--job"),
+            ("sync", "--statefulset"), ("image build", "--tag"), ("init", "--out")} <= found
+    assert len(ONCE) > 150
+
+
+@pytest.mark.parametrize("words, typed, longest", ONCE, ids=[f"{' '.join(w)} {t}" for w, t, _ in ONCE])
+def test_an_option_taking_one_value_given_twice_is_refused_naming_both(capsys, project, words, typed, longest):
+    first = [f"{typed}=1"] if typed.startswith("--") else [typed, "1"]
+    code, out, err = run_cli(capsys, *words, *first, typed, "2", *tail_for(words))
+    assert code == EXIT_USAGE, (out, err)
+    assert f"{longest} is given 2 times (1, 2) and takes one value" in one_line(err)
+
+
+def test_an_option_after_dashes_is_the_commands_even_when_given_before(capsys, project):
+    code, _, err = run_cli(capsys, "run", "--dry-run", "--spec", "nodeweave.yaml", "--", "t.py", "--spec", "x")
+    assert code == 0 and "is given 2 times" not in err
