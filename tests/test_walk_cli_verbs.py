@@ -194,7 +194,8 @@ def test_flags_that_say_one_thing_twice_or_do_nothing_together_are_refused(capsy
     assert said in one_line(err)
 
 
-@pytest.mark.parametrize("argv", [["shell", "--", "ls"], ["shell", "ls"], ["shell", "--node", "1", "--", "nvidia-smi"]])
+@pytest.mark.parametrize("argv", [["shell", "--", "ls"], ["shell", "ls"], ["shell", "--node", "1", "--", "nvidia-smi"],
+                                  ["shell", "--", "ls", "-la"], ["shell", "--", "ls", "ls"]])
 def test_a_command_given_to_shell_points_to_exec(capsys, project, argv):
     code, _, err = run_cli(capsys, *argv)
     assert code == EXIT_USAGE
