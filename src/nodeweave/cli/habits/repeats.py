@@ -47,8 +47,8 @@ def refuse_repeats(command, values: "Dict[str, object]") -> None:
             twice = next((k for k in keys if k and keys.count(k) > 1), None)  # no key: its own check names it
             if twice is not None:
                 same = [v for v, k in zip(given, keys) if k == twice]
-                raise UsageError(f"{name} {twice} is given {len(same)} times ({', '.join(same)}): one of them would "
-                                 f"win silently; give {twice} once")
+                why = "" if len(set(same)) == 1 else ": one of them would win silently"
+                raise UsageError(f"{name} {twice} is given {len(same)} times ({', '.join(same)}){why}; give {twice} once")
             continue
         twice = next((v for v in given if given.count(v) > 1), None)
         if twice is not None:
