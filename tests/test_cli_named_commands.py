@@ -297,7 +297,7 @@ OLD_SPELLINGS = {
     ("hosts probe", "--via"): ["hosts", "probe", "--via", "podman:x"],
     ("hosts probe", "--hostfile"): ["hosts", "probe", "--node", "podman:x", "--hostfile", "h.txt"],
     ("init", "--via"): ["init", "--via", "podman", "--host", "x", "--dry-run"],
-    ("shell", "index"): ["shell", "1", "--dry-run"],
+    ("shell", "command"): ["shell", "1", "--dry-run"],
     ("sync", "--to"): ["sync", "--to", "podman:c1", "--dry-run", ".", "/workspace"],
 }
 

@@ -50,6 +50,7 @@ def test_the_tests_start_the_programs_as_their_console_scripts_do():
 @pytest.fixture
 def project(tmp_path):
     (tmp_path / "nodeweave.yaml").write_text(SPEC)
+    (tmp_path / "train.py").write_text("print(1)\n")  # the spec's script: else `run` notes it is missing, on stderr
     return tmp_path
 
 

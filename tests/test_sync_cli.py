@@ -29,7 +29,7 @@ def run(*args: str, cwd=None, env=None) -> "subprocess.CompletedProcess[str]":
     (["SRC", "/workspace", "--node", "pod:Bad_Pod"], 2, "DNS-1123 subdomain"),
     (["SRC", "/workspace", "--node", "pod:llama-0", "-n", "Bad"], 2, "namespace 'Bad'"),
     (["SRC", "/workspace", "--node", "ssh:gpu01", "--ssh-option", "ProxyCommand=nc x"], 2, "--ssh-option"),
-    (["SRC", "/workspace", "--node", "podman:c1", "--node", "podman:c1"], 2, "named twice"),
+    (["SRC", "/workspace", "--node", "podman:c1", "--node", "podman:c1"], 2, "--node podman:c1 is given 2 times"),
     (["SRC", "/workspace", "--node", "podman:c1", "--exclude", "/"], 2, "matches nothing useful"),
     (["SRC", "/workspace"], 2, "no targets"),
     (["SRC"], 2, "DEST is missing"),
@@ -56,7 +56,7 @@ def test_a_bad_ignore_file_line_is_named(tmp_path):
     (["SRC", "/workspace", "--node", "podman:c1;reboot"], "container name 'c1;reboot'"),
     (["SRC", "/workspace", "--node", "ssh:-oProxyCommand=x"], "is not accepted"),
     (["SRC", "/etc", "--node", "podman:c1"], "DEST '/etc' is not accepted"),
-    (["SRC", "/workspace", "--node", "podman:c1", "--node", "podman:c1"], "named twice"),
+    (["SRC", "/workspace", "--node", "podman:c1", "--node", "podman:c1"], "--node podman:c1 is given 2 times"),
     (["SRC", "/workspace", "--node", "podman:c1", "--statefulset", "Llama"], "StatefulSet name 'Llama'"),
 ])
 def test_bad_input_is_judged_before_the_machine_is_asked_for_tools(tmp_path, args, message):

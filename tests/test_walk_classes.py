@@ -226,7 +226,7 @@ VALUES = {"--host": "gpu01", "--hosts-file": "hosts.txt", "--statefulset": "x", 
           "--replicas": "3", "--remote-dir": "/srv/x", "--namespace": "ns", "--kube-cli": "oc",
           "--kube-context": "c", "--overlay": "base", "--ssh-option": "Port=22", "--engine": "podman",
           "--container": "c", "--nodes": "1", "--node": "0", "--compose-project": "p",
-          "--url": "http://127.0.0.1:9", "--target": "local"}
+          "--url": "http://127.0.0.1:9", "--target": "local", "--method": "rsync"}
 
 
 def flags_of(command) -> "set[str]":

@@ -184,12 +184,30 @@ def test_init_with_as_many_nodes_as_hosts_still_probes_them(capsys, project, rea
     (["init", "--dry-run", "--force"], "--force does nothing with --dry-run"),
     (["top", "--url", "http://127.0.0.1:9", "--node", "1"], "--node does nothing with --url"),
     (["dashboard", "--url", "http://127.0.0.1:9", "--target", "local"], "--target does nothing with --url"),
+    (["sync", "--tar", "--method", "rsync", "--dry-run"], "--tar and --method both pick how files are sent"),
+    (["hosts", "probe", "--node", "a", "--hosts-file", "hosts.txt"], "--node and --hosts-file both name the hosts"),
 ])
 @pytest.mark.timeout(120)  # before the fix, dashboard --url served its page until stopped
 def test_flags_that_say_one_thing_twice_or_do_nothing_together_are_refused(capsys, project, argv, said):
     code, out, err = run_cli(capsys, *argv)
     assert code == EXIT_USAGE, (out, err)
     assert said in one_line(err)
+
+
+@pytest.mark.parametrize("argv", [["shell", "--", "ls"], ["shell", "ls"], ["shell", "--node", "1", "--", "nvidia-smi"],
+                                  ["shell", "--", "ls", "-la"], ["shell", "--", "ls", "ls"]])
+def test_a_command_given_to_shell_points_to_exec(capsys, project, argv):
+    code, _, err = run_cli(capsys, *argv)
+    assert code == EXIT_USAGE
+    line = one_line(err)
+    assert "opens an interactive shell and runs no command" in line and "nodeweave exec --node " in line
+    assert "is now `shell --node" not in err
+
+
+def test_a_cluster_verbs_node_still_picks_among_the_hosts_file(capsys, project):
+    code, _, err = run_cli(capsys, "status", "--target", "hosts", "--hosts-file", "hosts.txt", "--remote-dir", "/x",
+                           "--node", "0")
+    assert "both name" not in err
 
 
 def test_render_dry_run_with_force_stays_a_preview_of_what_force_replaces(capsys, project):
@@ -447,3 +465,41 @@ def test_a_push_to_localhost_is_warned_about_and_an_absent_wheelhouse_said_so(ca
     code, out, err = run_cli(capsys, "image", "build", "cpu", "--push", "--context", str(context), "--dry-run")
     assert code == 0, err
     assert "localhost/" not in out
+
+
+# -- an option that takes one value, given twice ---------------------------------------------------------------------
+
+
+def once_cases():
+    cases = []
+    for words, command in LEAVES:
+        for param in command.params:
+            if param.param_type_name != "option" or param.multiple or param.is_flag or getattr(param, "count", False):
+                continue
+            names = [n for n in param.opts if n not in ("-h", "--help")]
+            if names:
+                cases.append((words, names[0], max(names, key=len)))
+    return cases
+
+
+ONCE = once_cases()
+
+
+def test_the_walk_finds_every_option_taking_one_value():
+    found = {(" ".join(w), longest) for w, _, longest in ONCE}
+    assert {("validate", "--spec"), ("status", "--output"), ("run", "--target"), ("runs ls", "--job"),
+            ("sync", "--statefulset"), ("image build", "--tag"), ("init", "--out")} <= found
+    assert len(ONCE) > 150
+
+
+@pytest.mark.parametrize("words, typed, longest", ONCE, ids=[f"{' '.join(w)} {t}" for w, t, _ in ONCE])
+def test_an_option_taking_one_value_given_twice_is_refused_naming_both(capsys, project, words, typed, longest):
+    first = [f"{typed}=1"] if typed.startswith("--") else [typed, "1"]
+    code, out, err = run_cli(capsys, *words, *first, typed, "2", *tail_for(words))
+    assert code == EXIT_USAGE, (out, err)
+    assert f"{longest} is given 2 times (1, 2) and takes one value" in one_line(err)
+
+
+def test_an_option_after_dashes_is_the_commands_even_when_given_before(capsys, project):
+    code, _, err = run_cli(capsys, "run", "--dry-run", "--spec", "nodeweave.yaml", "--", "t.py", "--spec", "x")
+    assert code == 0 and "is given 2 times" not in err

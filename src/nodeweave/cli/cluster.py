@@ -215,13 +215,20 @@ def shell_command(
     node: List[str] = typer.Option([], "--node", metavar="NODE", help="The node (default: node 0, the master): "
                                    "its index, name or address KIND:NAME, as every verb's --node", callback=checked_selectors,
                                    autocompletion=complete_node),
-    index: Optional[str] = typer.Argument(None, hidden=True, help="Deprecated: the node's index (now --node)"),
+    command: Optional[List[str]] = typer.Argument(None, hidden=True, help="Deprecated: the node's index (now "
+                                                  "--node); a command here is pointed to exec"),
     spec_path: Optional[Path] = SPEC, reach: "ClusterOptions" = REACH, dry_run: bool = DRY_RUN,
     output: str = output_option(), as_json: bool = JSON,
 ) -> None:
     """An interactive shell in one node (--node; default node 0)."""
     spec_path = find_spec(spec_path)
     wanted = list(node)
+    words = list(command or ())
+    if len(words) > 1 or words and not words[0].isdigit():  # `shell -- ls -la`: a command, not the old INDEX
+        typed = " ".join(words)
+        raise UsageError(f"`nodeweave shell` opens an interactive shell and runs no command ({typed!r}): "
+                         f"`nodeweave exec --node {','.join(node) or '0'} -- {typed}` runs one, on that node")
+    index = words[0] if words else None
     if index is not None:
         from nodeweave.cli.habits.spellings import note_renamed
 

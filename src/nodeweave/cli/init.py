@@ -106,7 +106,7 @@ def init(
     ctx: typer.Context,
     path: Path = typer.Option(Path("nodeweave.yaml"), "--out", callback=output_file, help="Where to write the spec"),
     name: Optional[str] = typer.Option(None, "--name", help="The job's name (default: this folder's, made a DNS label)"),
-    nodes: int = typer.Option(2, "--nodes", min=1, max=2048, help="Node count (with --host: their number)"),
+    nodes: int = typer.Option(2, "--nodes", min=1, max=2048, help="Node count (with --host: the hosts' number; another is refused)"),
     script: str = typer.Option("train.py", "--script", help="The training script, relative to this folder"),
     launcher: str = typer.Option("torchrun", "--launcher", autocompletion=complete_from("torchrun", "deepspeed", "accelerate", "command"), help="torchrun, deepspeed, accelerate or command"),
     host: List[str] = typer.Option([], "--host", help="Probe these hosts (node 0 first, repeat) instead of this "

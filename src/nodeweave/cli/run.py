@@ -89,10 +89,12 @@ def run_command(
         extra = {"NODEWEAVE_PROFILE_OPTIONS": profile_options, **extra}
     spec, backend, _ = open_cluster(spec_path, reach, dry_run=dry_run)
     command = launcher_command(command, launcher or spec.launcher.type) if command else spec_command(spec)
-    judge_script(spec, spec_path, command, launcher or spec.launcher.type)
+    script_note = judge_script(spec, spec_path, command, launcher or spec.launcher.type)
     everyone = backend.live_nodes("run", dry_run)
     nodes_wanted = _node_count(everyone, node, nodes_wanted)
     nodes, shape = run_overrides(everyone, nproc_per_node, nodes_wanted, launcher)
+    if script_note:  # after the nodes are judged: a refusal there is the one line a mistake gets
+        typer.echo(f"nodeweave: note: {script_note}", err=True)
     parent = runs_dir or spec_path.resolve().parent / RUNS
     checking = default_check(nodes, spec, spec_path, runs_dir) if check else None
     plan = run_plan(backend.where(), nodes, command, points, {**shape, **extra}, profile, grace,
@@ -142,10 +144,10 @@ def _node_count(nodes, node: List[str], count: Optional[int]) -> Optional[int]:
 PYTHONS = ("python", "python3")
 
 
-def judge_script(spec, spec_path: Path, command: List[str], launcher: str) -> None:
+def judge_script(spec, spec_path: Path, command: List[str], launcher: str) -> str:
     """The script the nodes would run, judged here before any node is asked: one that leaves the workspace is
-    refused by the spec's own rule for launcher.script (exit 2); one the workspace lacks gets a note (the image may
-    hold it), for a dry run and a real run alike."""
+    refused by the spec's own rule for launcher.script (exit 2); for one the workspace lacks, the note to print
+    (the image may hold it), for a dry run and a real run alike; else ""."""
     import posixpath
 
     words = list(command)
@@ -154,7 +156,7 @@ def judge_script(spec, spec_path: Path, command: List[str], launcher: str) -> No
     script = words[0] if words else ""
     if not script or script.startswith("-") or posixpath.isabs(script) and not script.startswith(
             spec.workspace.path.rstrip("/") + "/"):
-        return  # a program, an option, or a path in the image: nothing here to compare with
+        return ""  # a program, an option, or a path in the image: nothing here to compare with
     inside = posixpath.relpath(script, spec.workspace.path) if posixpath.isabs(script) else script
     normal = posixpath.normpath(inside)
     if normal == ".." or normal.startswith("../"):  # the spec's rule for launcher.script (spec/mounts.py)
@@ -162,10 +164,10 @@ def judge_script(spec, spec_path: Path, command: List[str], launcher: str) -> No
                          "nodes see of this folder; accepted: a path inside it (as launcher.script), or an "
                          "absolute path in the image")
     folder = (spec_path.resolve().parent / Path(spec.workspace.host_path).expanduser()).resolve()
-    if not (folder / inside).exists():
-        typer.echo(f"nodeweave: note: {script} is not in the workspace {folder} (the nodes see it at "
-                   f"{spec.workspace.path}): the run would fail with 'No such file' unless the image holds it",
-                   err=True)
+    if (folder / inside).exists():
+        return ""
+    return (f"{script} is not in the workspace {folder} (the nodes see it at {spec.workspace.path}): the run would "
+            "fail with 'No such file' unless the image holds it")
 
 
 def _finish(data: dict, fmt: str, out) -> None:

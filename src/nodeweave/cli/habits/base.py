@@ -19,7 +19,7 @@ from typer.core import TyperCommand, TyperGroup
 from nodeweave.cli.habits.coercion import use_plain_conversion
 from nodeweave.cli.habits.conflicts import refuse_conflicts
 from nodeweave.cli.habits.output import refuse_folder_spellings
-from nodeweave.cli.habits.repeats import refuse_repeats
+from nodeweave.cli.habits.repeats import refuse_repeats, refuse_said_twice
 
 
 def plain_placeholders(params, ctx):
@@ -116,6 +116,7 @@ class NodeweaveCommand(TyperCommand):
     def parse_args(self, ctx, args):
         given = list(args)  # click's parser consumes the list
         refuse_both_sides(self, given)
+        refuse_said_twice(self, given)
         refuse_folder_spellings(self, given)
         try:
             rest = super().parse_args(ctx, args)

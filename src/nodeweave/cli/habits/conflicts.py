@@ -17,6 +17,7 @@ EXCLUSIVE: Dict[Tuple[str, str], str] = {
     ("--host", "--hosts-file"): "both name the hosts (node 0 first)",
     ("--statefulset", "--selector"): "both pick the pods to sync (the selector would win, silently)",
     ("--nodes", "--node"): "both pick the nodes the job starts on (--nodes N is --node 0-(N-1))",
+    ("--tar", "--method"): "both pick how files are sent (--tar is --method tar)",
     # sync's targets named directly: one kind per call (docs/sync.md), never one silently winning
     ("--statefulset", "--compose-project"): "both name the targets to sync",
     ("--selector", "--compose-project"): "both name the targets to sync",
@@ -31,8 +32,13 @@ IDLE_WITH: Dict[Tuple[str, str], str] = {
     # top and dashboard: --url reads that address, so nothing that picks or reaches a node of the cluster is used
     ("--node", "--url"): "--url reads the picture there, not from a node of the cluster",
     **{(flag, "--url"): "--url reads the picture there, not through the cluster" for flag in (
-        "--target", "--engine", "--host", "--hosts-file", "--remote-dir", "--namespace", "--kube-cli",
-        "--kube-context", "--overlay", "--ssh-option")},
+        "--target --engine --host --hosts-file --remote-dir --namespace --kube-cli --kube-context --overlay "
+        "--ssh-option").split()},  # the reach flags (clusteropts.REACH_FLAGS declares them, once)
+}
+# verb: {(flag, flag): why}: as EXCLUSIVE, on that verb only (`status --hosts-file h --node 1` picks node 1 of the
+# hosts; `hosts probe` takes its hosts from either, and would probe both lists as one).
+EXCLUSIVE_ON: Dict[str, Dict[Tuple[str, str], str]] = {
+    "probe": {("--node", "--hosts-file"): "both name the hosts to probe"},
 }
 # verb: {(flag, flag): why}: as IDLE_WITH, on that verb only (``render --dry-run --force`` shows what --force
 # would replace, so it is a preview there; ``init --dry-run`` prints the spec whatever --force says).
@@ -67,10 +73,11 @@ def refuse_conflicts(command, words: Iterable[str]) -> None:
     words = list(words)
     words = words[:words.index("--")] if "--" in words else words
     given = given_flags(command, words)
-    for (first, second), why in EXCLUSIVE.items():
+    verb = getattr(command, "name", None) or ""
+    for (first, second), why in {**EXCLUSIVE, **EXCLUSIVE_ON.get(verb, {})}.items():
         if first in given and second in given:
             raise UsageError(f"{first} and {second} {why}: give one of them")
-    idle = {**IDLE_WITH, **IDLE_WITH_ON.get(getattr(command, "name", None) or "", {})}
+    idle = {**IDLE_WITH, **IDLE_WITH_ON.get(verb, {})}
     for (flag, other), why in idle.items():
         if flag in given and other in given:
             raise UsageError(f"{flag} does nothing with {other} ({why}): give one of them")

@@ -47,8 +47,8 @@ def refuse_repeats(command, values: "Dict[str, object]") -> None:
             twice = next((k for k in keys if k and keys.count(k) > 1), None)  # no key: its own check names it
             if twice is not None:
                 same = [v for v, k in zip(given, keys) if k == twice]
-                raise UsageError(f"{name} {twice} is given {len(same)} times ({', '.join(same)}): one of them would "
-                                 f"win silently; give {twice} once")
+                why = "" if len(set(same)) == 1 else ": one of them would win silently"
+                raise UsageError(f"{name} {twice} is given {len(same)} times ({', '.join(same)}){why}; give {twice} once")
             continue
         twice = next((v for v in given if given.count(v) > 1), None)
         if twice is not None:
@@ -61,3 +61,32 @@ def _key(value: str, ignore_case: bool) -> str:
     words = key.split(None, 1)
     key = words[0] if words else key  # "=1" has an empty key: the option's own check names it
     return key.lower() if ignore_case else key
+
+
+def refuse_said_twice(command, words) -> None:
+    """``--spec a.yaml --spec b.yaml``, ``-o json -o yaml``, ``-t local -t hosts``: an option that takes one value,
+    given twice (in any of its spellings), kept only the last, silently; refused (exit 2) naming both values. Only
+    the words before ``--`` are nodeweave's."""
+    from nodeweave.errors import UsageError
+
+    words = list(words)
+    words = words[:words.index("--")] if "--" in words else words
+    for param in getattr(command, "params", ()):
+        if getattr(param, "param_type_name", "") != "option" or getattr(param, "multiple", False) or \
+                getattr(param, "is_flag", False) or getattr(param, "count", False):
+            continue
+        names = [name for name in param.opts if name not in ("-h", "--help")]
+        given, index = [], 0
+        while index < len(words):
+            word = words[index]
+            long_eq = next((n for n in names if n.startswith("--") and word.startswith(n + "=")), None)
+            if long_eq:
+                given.append(word[len(long_eq) + 1:])
+            elif word in names and index + 1 < len(words):
+                given.append(words[index + 1])
+                index += 1
+            index += 1
+        if len(given) > 1:
+            flag = max(names, key=len)
+            raise UsageError(f"{flag} is given {len(given)} times ({', '.join(given)}) and takes one value (only the "
+                             f"last would count); give it once")
