@@ -19,6 +19,7 @@ from typer.core import TyperCommand, TyperGroup
 from nodeweave.cli.habits.coercion import use_plain_conversion
 from nodeweave.cli.habits.conflicts import refuse_conflicts
 from nodeweave.cli.habits.output import refuse_folder_spellings
+from nodeweave.cli.habits.spec_path import SPEC_NAME, find_spec  # noqa: F401 (verbs import them from here)
 from nodeweave.cli.habits.repeats import refuse_repeats, refuse_said_twice
 
 
@@ -209,7 +210,6 @@ def spec_hint(command, ctx, args, err) -> str:
     return f" (did you mean --spec {named[0]}?)" if takes_spec and named else ""
 
 
-SPEC_NAME = "nodeweave.yaml"
 SPEC_ENV = "NODEWEAVE_SPEC"
 
 
@@ -220,13 +220,3 @@ def spec_option(what: str = "The cluster spec"):
                              "as git finds its repository; -: read it from standard input)")
 
 
-def find_spec(given: "Path | None") -> Path:
-    """The spec a verb works on: ``given`` as is, else the nearest ``nodeweave.yaml`` from here upwards."""
-    if given is not None:
-        return given
-    here = Path.cwd()
-    for folder in (here, *here.parents):
-        candidate = folder / SPEC_NAME
-        if candidate.is_file():
-            return Path(SPEC_NAME) if folder == here else Path(os.path.relpath(candidate, here))
-    return Path(SPEC_NAME)  # absent: the loader names it and what to pass

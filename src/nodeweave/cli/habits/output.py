@@ -57,7 +57,7 @@ def complete_variants(incomplete: str):
 
 def complete_nodes(ctx: typer.Context, incomplete: str):
     """A shell completion for --node: the indices and names of the nodes of the nearest spec (or --spec)."""
-    from nodeweave.cli.habits.base import find_spec
+    from nodeweave.cli.habits.spec_path import find_spec
 
     try:
         from nodeweave.spec import load_spec
@@ -72,7 +72,7 @@ def complete_nodes(ctx: typer.Context, incomplete: str):
 
 def complete_run_ids(ctx: typer.Context, incomplete: str):
     """A shell completion for a run id: the run and sweep folders under --runs-dir (else runs/ beside the spec)."""
-    from nodeweave.cli.habits.base import find_spec
+    from nodeweave.cli.habits.spec_path import find_spec
     from nodeweave.cluster.runfolder import RUNS
 
     given = (ctx.params or {}).get("runs_dir")
