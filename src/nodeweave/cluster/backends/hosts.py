@@ -24,7 +24,6 @@ from __future__ import annotations
 import posixpath
 from typing import List, Optional, Tuple
 
-from nodeweave.cluster.backends.local import marked_compose
 from nodeweave.cluster.base import Backend, Node
 from nodeweave.steps import Step
 from nodeweave.errors import UsageError
@@ -33,8 +32,7 @@ from nodeweave.remote import RemoteOptions, make_target
 WRITE_FILE = ("sh", "-c", 'mkdir -p "$1" && cat > "$1/$2"', "sh")  # fixed text; the folder and name are arguments
 COMPOSE_CLI = {"docker": ("docker", "compose"), "podman": ("podman-compose",)}
 BARE_HOSTFILE = ".nodeweave/hosts"  # bare hosts: the spec's hosts list, under the workspace folder
-NODE_FILES = ("node.yaml", "hosts")
-MARK_FILE = "owner.json"  # bare hosts: the job's mark (identity.py's labels), beside its token  # what a host needs: the compose file, and the hosts list it mounts (spec hosts)
+MARK_FILE = "owner.json"  # bare hosts: the job's mark (identity.py's labels), beside its token
 
 
 class HostsCluster(Backend):
@@ -125,13 +123,13 @@ class HostsCluster(Backend):
     def up_steps(self, mode: str, image: Optional[str]) -> List[List[Step]]:
         from nodeweave.cluster import token
         from nodeweave.targets.compose import render_files
+        from nodeweave.targets.overlay import host_files
 
         files = render_files(self.spec)
         if self.engine == "none":
             return [(self._send_hostfile(files["compose/hosts"]) if self.spec.hosts else []) + self.token_steps()
                     + self.mark_steps()]
-        sent = {name: files[f"compose/{name}"] for name in NODE_FILES if f"compose/{name}" in files}
-        sent["node.yaml"] = marked_compose(sent["node.yaml"], self.mark)  # this folder's project and labels
+        sent = host_files(self.spec, self.mark.project, self.mark.labels())  # this folder's project and labels
         env = (("NODEWEAVE_MODE", mode), ("NODEWEAVE_IMAGE", image or self.spec_image(files)))  # never a host's own
         env += token.compose_env(self.token_file)
         writes = self.token_steps() + [Step(f"send compose/{name} to {host}",

@@ -30,9 +30,6 @@ from nodeweave.steps import Step
 from nodeweave.errors import UsageError
 from nodeweave.remote import make_target
 
-COMPOSE_FILE = "compose/local.yaml"  # the rendered file this one is made like
-
-
 def compose_tool(engine: str) -> List[str]:
     """podman-compose (the one beside this Python first) or ``docker compose``."""
     if engine == "docker":
@@ -253,34 +250,11 @@ def default_image(compose_text: str) -> str:
 
 
 def render_up_compose(spec, spec_dir: Path, mark=None) -> str:
-    """``compose/local.yaml`` as ``render`` makes it, with every relative host path made absolute (from the spec's
-    folder), so the file means the same from the job's state folder as from compose/; and, with ``mark``, this
-    folder's compose project and every container labelled with the job and the folder (identity.py)."""
-    from dataclasses import replace
+    """The job's compose file (``targets.overlay.local_compose``, pure): host paths absolute from the spec's
+    folder; with ``mark``, this folder's compose project and every container labelled with the job and the
+    folder (identity.py)."""
+    from nodeweave.targets.overlay import local_compose
 
-    from nodeweave.targets.compose import render_files
-
-    def absolute(host_path):
-        if host_path is None or host_path.startswith(("/", "~")):
-            return host_path
-        return str((spec_dir / host_path).resolve())
-
-    rebased = replace(spec, workspace=replace(spec.workspace, host_path=absolute(spec.workspace.host_path)),
-                      cache=replace(spec.cache, host_path=absolute(spec.cache.host_path)),
-                      volumes=tuple(replace(v, host_path=absolute(v.host_path)) for v in spec.volumes))
-    text = render_files(rebased)[COMPOSE_FILE]
-    return text if mark is None else marked_compose(text, mark)
-
-
-def marked_compose(text: str, mark) -> str:
-    """The compose file's project named per folder and every service labelled with ``mark``; its comments kept."""
-    import yaml
-
-    from nodeweave.yamltext import dump_yaml
-
-    head = "".join(line for line in text.splitlines(keepends=True) if line.startswith("#"))
-    data = yaml.safe_load(text)
-    data["name"] = mark.project
-    for service in data.get("services", {}).values():
-        service["labels"] = {**(service.get("labels") or {}), **mark.labels()}
-    return head + dump_yaml(data, sort_keys=True)
+    if mark is None:
+        return local_compose(spec, str(spec_dir))
+    return local_compose(spec, str(spec_dir), mark.project, mark.labels())
