@@ -111,7 +111,7 @@ class HostsCluster(Backend):
                 "-f", f"{self.dir}/compose/node.yaml", *args]
         return self._ssh(self.hosts[index]).exec_argv(argv, stdin=False)
 
-    def token_steps(self) -> List[Step]:
+    def _token_steps(self) -> List[Step]:
         """A fresh random job token, the same on every host, written there as a 0600 file (on stdin, never argv)."""
         from nodeweave.cluster import token
 
@@ -120,19 +120,19 @@ class HostsCluster(Backend):
             [*token.REMOTE_WRITE, folder, name], stdin=True)), stdin=secret + "\n",
             stdin_name="a new random job token") for i, host in enumerate(self.hosts)]
 
-    def up_steps(self, mode: str, image: Optional[str]) -> List[List[Step]]:
+    def _up_steps(self, mode: str, image: Optional[str]) -> List[List[Step]]:
         from nodeweave.cluster import token
         from nodeweave.targets.compose import render_files
         from nodeweave.targets.overlay import host_files
 
         files = render_files(self.spec)
         if self.engine == "none":
-            return [(self._send_hostfile(files["compose/hosts"]) if self.spec.hosts else []) + self.token_steps()
-                    + self.mark_steps()]
+            return [(self._send_hostfile(files["compose/hosts"]) if self.spec.hosts else []) + self._token_steps()
+                    + self._mark_steps()]
         sent = host_files(self.spec, self.mark.project, self.mark.labels())  # this folder's project and labels
         env = (("NODEWEAVE_MODE", mode), ("NODEWEAVE_IMAGE", image or self.spec_image(files)))  # never a host's own
         env += token.compose_env(self.token_file)
-        writes = self.token_steps() + [Step(f"send compose/{name} to {host}",
+        writes = self._token_steps() + [Step(f"send compose/{name} to {host}",
                        tuple(self._ssh(host).exec_argv([*WRITE_FILE, f"{self.dir}/compose", name], stdin=True)),
                        stdin=text, stdin_name=f"compose/{name} (rendered)")
                   for host in self.hosts for name, text in sent.items()]
@@ -161,7 +161,7 @@ class HostsCluster(Backend):
         """Bare hosts: where ``up`` leaves the job's mark, beside its token (no container carries one)."""
         return f"{self.dir}/.nodeweave/{self.spec.name}/{MARK_FILE}"
 
-    def mark_steps(self) -> List[Step]:
+    def _mark_steps(self) -> List[Step]:
         """Bare hosts: this folder's mark (the labels a container would carry, as JSON) sent to every host."""
         import json
 
@@ -171,7 +171,7 @@ class HostsCluster(Backend):
             [*WRITE_FILE, folder, name], stdin=True)), stdin=text, stdin_name=f"the job's mark ({MARK_FILE})")
                 for i, host in enumerate(self.hosts)]
 
-    def release_steps(self) -> List[Step]:
+    def _release_steps(self) -> List[Step]:
         """Bare hosts' ``down``: the mark taken back from every host once the runs are stopped (a mark of another
         folder's is never reached: the verb refused it first)."""
         if self.engine != "none":
@@ -186,7 +186,19 @@ class HostsCluster(Backend):
                                                                                       stdin=True)),
                      stdin=text, stdin_name=f"compose/hosts (rendered) as {self.bare_hostfile}") for host in self.hosts]
 
-    def down_steps(self, delete_claims: bool) -> List[List[Step]]:
+    def plan_down(self, delete_claims: bool, renamed=()):
+        """Bare hosts have nothing to take down but the runs: they are stopped and the mark taken back."""
+        from dataclasses import replace
+
+        from nodeweave.cluster.verbs import stop_plan
+
+        if self.engine != "none" or renamed:
+            return super().plan_down(delete_claims, renamed)
+        stopped = stop_plan(self, self.nodes(), 10.0, verb="down")
+        (stop,) = stopped.phases
+        return replace(stopped, phases=(replace(stop, steps=stop.steps + tuple(self._release_steps())),))
+
+    def _down_steps(self, delete_claims: bool) -> List[List[Step]]:
         if self.engine == "none":
             return []
         grace = str(self.spec.kubernetes.grace_period)

@@ -182,37 +182,37 @@ class KubeCluster(Backend):
 
         return JobState(self.spec_dir, self.spec.name).kept(KEPT_TREE)
 
-    def up_files(self, mode: str) -> List["PlannedFile"]:
+    def _up_files(self, mode: str) -> List["PlannedFile"]:
         """The tree ``apply -k`` reads, kept under ``.nodeweave/<job>/kube`` (files of an older render that
         the new kustomizations do not name are never read)."""
         return self._tree(mode, keep_claims=False)
 
-    def up_steps(self, mode: str, image: Optional[str]) -> List[List[Step]]:
+    def _up_steps(self, mode: str, image: Optional[str]) -> List[List[Step]]:
         if image:
             raise NodeweaveError("--image is for compose targets; on Kubernetes the image comes from the spec "
                                  "(image.registry, image.tag) or an overlay of your own", 2)
-        overlay = self.tree_path() / OVERLAY  # where up_files puts the overlay
+        overlay = self.tree_path() / OVERLAY  # where _up_files puts the overlay
         # The last up's token Secret goes first: the pods roll onto this up's, whose name differs.
-        return [[self.delete_tokens_step()],
+        return [[self._delete_tokens_step()],
                 [Step(f"apply the StatefulSet, Service, RBAC, claim and a new job token Secret ({self.folder}) "
                       f"to {self.namespace}", tuple(self.call("apply", "-k", str(overlay))), timeout=300)]]
 
-    def down_files(self, delete_claims: bool) -> List["PlannedFile"]:
+    def _down_files(self, delete_claims: bool) -> List["PlannedFile"]:
         """The tree ``delete -k`` reads: the spec's, the claim kept out of it unless ``--delete-claims``."""
         return self._tree(None, keep_claims=not delete_claims)
 
-    def down_steps(self, delete_claims: bool) -> List[List[Step]]:
-        overlay = self.tree_path() / OVERLAY  # where down_files puts the overlay
+    def _down_steps(self, delete_claims: bool) -> List[List[Step]]:
+        overlay = self.tree_path() / OVERLAY  # where _down_files puts the overlay
         steps = [Step(f"delete what up applied{'' if delete_claims else ', keeping the workspace claim'}",
                       tuple(self.call("delete", "-k", str(overlay), "--ignore-not-found")), timeout=600),
-                 self.delete_tokens_step()]
+                 self._delete_tokens_step()]
         if delete_claims:
             selector = f"app.kubernetes.io/instance={self.spec.name}"
             steps.append(Step("delete every claim of the job (shared and per-pod)",
                               tuple(self.call("delete", "pvc", "-l", selector, "--ignore-not-found")), timeout=600))
         return [[step] for step in steps]
 
-    def delete_tokens_step(self) -> Step:
+    def _delete_tokens_step(self) -> Step:
         """Every job-token Secret an up made (each up's has its own name: the content hash)."""
         selector = f"app.kubernetes.io/instance={self.spec.name},app.kubernetes.io/component=job-token"
         return Step("delete the job's token Secrets", tuple(self.call("delete", "secret", "-l", selector,

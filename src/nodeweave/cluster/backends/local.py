@@ -103,7 +103,7 @@ class LocalCluster(Backend):
     def made(self) -> dict:
         return {**super().made(), "project": self.mark.project}
 
-    def up_files(self, mode: str) -> List["PlannedFile"]:
+    def _up_files(self, mode: str) -> List["PlannedFile"]:
         """The job's compose file (when it differs from what the spec renders) and a fresh job token."""
         from nodeweave.cluster import token
         from nodeweave.plan import PlannedFile
@@ -125,7 +125,7 @@ class LocalCluster(Backend):
         return [PlannedFile(self.state.shown(self.compose_file), f"{status}: rendered from {self.spec_path.name}",
                             text.encode("utf-8"))]
 
-    def down_files(self, delete_claims: bool) -> List["PlannedFile"]:
+    def _down_files(self, delete_claims: bool) -> List["PlannedFile"]:
         """compose takes the node list from the file: render it when it is gone (the spec's nodes)."""
         return [] if self.compose_file.exists() else self._compose_files()
 
@@ -171,14 +171,14 @@ class LocalCluster(Backend):
 
         return check_folders(self.spec, self.spec_dir, self.engine)
 
-    def up_steps(self, mode: str, image: Optional[str]) -> List[List[Step]]:
+    def _up_steps(self, mode: str, image: Optional[str]) -> List[List[Step]]:
         env = self.up_env(mode, image)
         # Every up recreates the nodes: each must start with this up's token, none with the last one's.
         return [[Step(f"start {self.spec.containers} node containers ({mode} mode)",
                       self.compose("up", "-d", "--force-recreate"), env,
                       timeout=900)]]
 
-    def down_steps(self, delete_claims: bool) -> List[List[Step]]:
+    def _down_steps(self, delete_claims: bool) -> List[List[Step]]:
         grace = str(self.spec.kubernetes.grace_period)
         return [[Step("stop and remove the node containers and their network", self.compose("down", "-t", grace),
                       timeout=self.spec.kubernetes.grace_period + 300)]]

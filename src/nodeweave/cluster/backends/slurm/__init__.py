@@ -138,7 +138,7 @@ class SlurmCluster(Backend):
         live = self.record()
         return [*notes, f"allocation {self.job} is already up ({live.get('job_state')} on {live.get('nodes') or '-'})"]
 
-    def allocation_step(self) -> Optional[Step]:
+    def _allocation_step(self) -> Optional[Step]:
         if not self.needs_allocation():
             return None
         return Step(f"take an allocation of {self.allocated_count()} node(s) and record its job id",
@@ -187,11 +187,11 @@ class SlurmCluster(Backend):
                                  "machine; accepted: a folder on the storage the Slurm nodes share")
             Path(source).mkdir(parents=True, exist_ok=True)
 
-    def up_steps(self, mode: str, image: Optional[str]) -> List[List[Step]]:
+    def _up_steps(self, mode: str, image: Optional[str]) -> List[List[Step]]:
         if image:
             raise UsageError("--image is for compose targets; on Slurm the nodes run the spec's image (pyxis, "
                              "apptainer: image.* or slurm.sif) or the shared venv (host)")
-        return [self.token_steps()] if self.makes_token else []
+        return [self._token_steps()] if self.makes_token else []
 
     @property
     def makes_token(self) -> bool:
@@ -213,7 +213,7 @@ class SlurmCluster(Backend):
         seen = f"{self.runtime.workdir}/{token.job_file(self.spec.name)}"
         return seen if self.runtime.in_container else self.token_file
 
-    def token_steps(self) -> List[Step]:
+    def _token_steps(self) -> List[Step]:
         """A new random token for this up, written on every node by a one-task step, the token on stdin."""
         from nodeweave.cluster import token
 
@@ -223,7 +223,7 @@ class SlurmCluster(Backend):
                      stdin=secret + "\n", stdin_name="a new random job token", timeout=120)
                 for node in self.nodes(for_up=True)]
 
-    def down_steps(self, delete_claims: bool) -> List[List[Step]]:
+    def _down_steps(self, delete_claims: bool) -> List[List[Step]]:
         if self.job is None:
             raise UsageError(f"no Slurm allocation is recorded for {self.spec.name} in .nodeweave/{self.spec.name}/cluster.json: "
                              "nothing to release (`squeue --me` lists your jobs)")
