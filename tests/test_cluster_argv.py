@@ -359,4 +359,5 @@ def test_kubernetes_up_pins_the_digest_the_last_push_recorded(spec_path):
     pinned = spec_path.read_text().replace("image: {variant: cpu,", 'image: {variant: cpu, digest: "sha256:' + "ef" * 32 + '",')
     spec_path.write_text(pinned)  # the spec's own digest wins: up adds no images entry
     b = backend(spec_path, target="kubernetes")
-    assert b.pushed_digest() is None
+    kustomization = [f for f in up_files(b, "run") if f.path.endswith("nodeweave-up/kustomization.yaml")]
+    assert "images" not in yaml.safe_load(kustomization[0].content)

@@ -264,8 +264,9 @@ def _applied_annotations(spec_path: Path, real_kubectl: str) -> dict:
     write_files(FilesPhase("tree", files=tuple(files)), backend.spec_dir, lambda line: None)
     from nodeweave.cluster.backends.kube import OVERLAY
 
-    built = subprocess.run([real_kubectl, "kustomize", str(backend.tree_path() / OVERLAY)], capture_output=True, text=True,
-                           check=True).stdout
+    overlay = [f.path for f in files if f.path.endswith(f"{OVERLAY}/kustomization.yaml")][0].rpartition("/")[0]
+    built = subprocess.run([real_kubectl, "kustomize", str(backend.spec_dir / overlay)], capture_output=True,
+                           text=True, check=True).stdout
     (sts,) = [d for d in yaml.safe_load_all(built) if d and d["kind"] == "StatefulSet"]
     assert sts["spec"]["template"]["metadata"]["annotations"]["nodeweave.io/owner"] == backend.mark.owner
     return sts["metadata"]["annotations"]

@@ -176,7 +176,7 @@ class Backend:
     reach_variables: Tuple[str, ...] = ()
     reach_prefixes: Tuple[str, ...] = ()
 
-    def up_notes(self, image: Optional[str]) -> List[str]:
+    def _up_notes(self, image: Optional[str]) -> List[str]:
         """What ``up``'s plan says first: the image every node runs and where it comes from, and every variable
         of this environment that changes what the steps do (nodeweave.cluster.environment)."""
         from nodeweave.cluster.environment import inherited_notes
@@ -207,7 +207,7 @@ class Backend:
         from nodeweave.plan import AllocatePhase, FilesPhase, Plan, WaitPhase
 
         files = self._up_files(mode)
-        notes = tuple(self.up_notes(image))  # the image, and what this environment changes in the steps
+        notes = tuple(self._up_notes(image))  # the image, and what this environment changes in the steps
         notes += tuple(self.renamed)  # what up made under the spec's old name stays up beside the new job
         if self.spec.start_differs:  # a range or recovery: the count is not simply `nodes`
             notes += (f"{self.spec.name} {self.spec.starts}",)
@@ -310,7 +310,7 @@ class Backend:
         """The nodes a dry run shows, asking nothing that changes the cluster."""
         return self.nodes()
 
-    def require_nodes(self, nodes: List[Node], verb: str = "run") -> List[Node]:
+    def _require_nodes(self, nodes: List[Node], verb: str = "run") -> List[Node]:
         """``nodes``, or exit 3 (the cluster is not up) saying why there is none to ``verb`` and how to get them."""
         from nodeweave.errors import EnvironmentProblem
 
@@ -324,7 +324,7 @@ class Backend:
 
     def live_nodes(self, verb: str, dry_run: bool = False) -> List[Node]:
         """The nodes ``verb`` acts on (a dry run only reads); exit 3 naming the workload when there are none."""
-        return self.require_nodes(self.dry_run_nodes() if dry_run else self.nodes(), verb)
+        return self._require_nodes(self.dry_run_nodes() if dry_run else self.nodes(), verb)
 
     def leftover_steps(self) -> List[Step]:
         """After every node's entrypoint stopped its run: what else ends it on the platform (a Slurm step)."""

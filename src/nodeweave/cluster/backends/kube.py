@@ -139,10 +139,10 @@ class KubeCluster(Backend):
         from nodeweave.plan import PlannedFile
         from nodeweave.targets.overlay import kube_makes_token, kube_token_file, kube_tree
 
-        tree = self.tree_path()
+        tree = self._tree_path()
         shown = os.path.relpath(tree, self.spec_dir)
         rendered = kube_tree(self.spec, self.namespace, self._resource(tree / OVERLAY), self.mark.annotations(),
-                             mode=mode, keep_claims=keep_claims, pinned=self.pushed_digest())
+                             mode=mode, keep_claims=keep_claims, pinned=self._pushed_digest())
         planned = [PlannedFile(f"{shown}/{rel}", "the spec's kustomize tree", text.encode("utf-8"))
                    for rel, text in rendered.items() if not rel.startswith(OVERLAY + "/")]
         if kube_makes_token(self.spec, mode):
@@ -151,7 +151,7 @@ class KubeCluster(Backend):
         return planned + [PlannedFile(f"{shown}/{rel}", "the nodeweave-up overlay", text.encode("utf-8"))
                           for rel, text in rendered.items() if rel.startswith(OVERLAY + "/")]
 
-    def pushed_digest(self) -> Optional[dict]:
+    def _pushed_digest(self) -> Optional[dict]:
         """kustomize's ``images`` entry naming the image by the digest ``image build --push`` recorded, or None.
 
         Only where the spec pins nothing itself (``image.digest``), and only for the repository and tag the
@@ -176,7 +176,7 @@ class KubeCluster(Backend):
                              f"{', '.join(FOLDERS)} or a kustomize folder of your own beside the spec")
         return os.path.relpath(mine, overlay)
 
-    def tree_path(self) -> Path:
+    def _tree_path(self) -> Path:
         """Where the applied tree is kept (to inspect, or to apply by hand): beside the spec, per job."""
         from nodeweave.jobstate import JobState
 
@@ -191,7 +191,7 @@ class KubeCluster(Backend):
         if image:
             raise NodeweaveError("--image is for compose targets; on Kubernetes the image comes from the spec "
                                  "(image.registry, image.tag) or an overlay of your own", 2)
-        overlay = self.tree_path() / OVERLAY  # where _up_files puts the overlay
+        overlay = self._tree_path() / OVERLAY  # where _up_files puts the overlay
         # The last up's token Secret goes first: the pods roll onto this up's, whose name differs.
         return [[self._delete_tokens_step()],
                 [Step(f"apply the StatefulSet, Service, RBAC, claim and a new job token Secret ({self.folder}) "
@@ -202,7 +202,7 @@ class KubeCluster(Backend):
         return self._tree(None, keep_claims=not delete_claims)
 
     def _down_steps(self, delete_claims: bool) -> List[List[Step]]:
-        overlay = self.tree_path() / OVERLAY  # where _down_files puts the overlay
+        overlay = self._tree_path() / OVERLAY  # where _down_files puts the overlay
         steps = [Step(f"delete what up applied{'' if delete_claims else ', keeping the workspace claim'}",
                       tuple(self.call("delete", "-k", str(overlay), "--ignore-not-found")), timeout=600),
                  self._delete_tokens_step()]
@@ -253,19 +253,19 @@ class KubeCluster(Backend):
     def made(self) -> dict:
         return {**super().made(), "namespace": self.namespace}
 
-    def up_notes(self, image: Optional[str]) -> List[str]:
+    def _up_notes(self, image: Optional[str]) -> List[str]:
         """The image every pod runs (the spec's, pinned by the digest `image build --push` recorded)."""
         from nodeweave.cluster.environment import SPEC_IMAGE
         from nodeweave.resolve import resolve
 
-        pinned = self.pushed_digest()
+        pinned = self._pushed_digest()
         ref = f"{pinned['name']}@{pinned['digest']}" if pinned else resolve(self.spec).image
         why = "the digest `image build --push` recorded" if pinned else SPEC_IMAGE
         if self.folder not in FOLDERS:
             why += f", unless --overlay {self.folder} sets another"
         line = (f"every pod runs image {ref}: {why}" if self.folder != "rocm"
                 else "every pod runs the rocm overlay's image (its variant's tag)")
-        return [line, *super().up_notes(image)]
+        return [line, *super()._up_notes(image)]
 
     def states(self, nodes: List[Node]) -> Dict[int, PlatformState]:
         argv = self.call("get", "pods", "-l", f"app.kubernetes.io/instance={self.spec.name}", "-o", "json")

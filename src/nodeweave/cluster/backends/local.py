@@ -133,20 +133,20 @@ class LocalCluster(Backend):
     reach_variables = ("DOCKER_HOST", "DOCKER_CONTEXT", "DOCKER_CONFIG", "CONTAINER_HOST", "CONTAINER_CONNECTION",
                        "CONTAINERS_CONF", "COMPOSE_PROFILES", "COMPOSE_ENV_FILES", "PODMAN_COMPOSE_PROVIDER")
 
-    def up_env(self, mode: str, image: Optional[str]) -> tuple:
+    def _up_env(self, mode: str, image: Optional[str]) -> tuple:
         """Every variable the compose file reads, given: none is left to the caller's environment."""
         from nodeweave.cluster import token
         from nodeweave.cluster.environment import IMAGE_VARIABLE, image_choice
 
-        chosen, _ = image_choice(image, self.spec_image())
+        chosen, _ = image_choice(image, self._spec_image())
         env = (("NODEWEAVE_MODE", mode), (IMAGE_VARIABLE, chosen))
         return env + token.compose_env(str(self.state.token_file))
 
-    def spec_image(self) -> str:
+    def _spec_image(self) -> str:
         """The image the spec gives the local nodes (the compose file's ``${NODEWEAVE_IMAGE:-...}`` default)."""
         return default_image(render_up_compose(self.spec, self.spec_dir))
 
-    def spec_image_why(self) -> str:
+    def _spec_image_why(self) -> str:
         """Why the local nodes run the spec's image, or its ``cpu`` variant (the local target simulates each node on
         this machine's CPU, whatever variant the spec builds)."""
         from nodeweave.cluster.environment import SPEC_IMAGE
@@ -158,12 +158,12 @@ class LocalCluster(Backend):
                 f"{self.spec.image.variant}: the local target simulates every node on this machine's CPU (give "
                 "--image for another)")
 
-    def up_notes(self, image: Optional[str]) -> List[str]:
+    def _up_notes(self, image: Optional[str]) -> List[str]:
         from nodeweave.cluster.environment import image_choice, inherited_notes, interpolated
 
-        given = dict(self.up_env("hold", image))
+        given = dict(self._up_env("hold", image))
         read = interpolated(render_up_compose(self.spec, self.spec_dir))
-        return [image_choice(image, self.spec_image(), why=self.spec_image_why())[1], *self.check_folders(),
+        return [image_choice(image, self._spec_image(), why=self._spec_image_why())[1], *self.check_folders(),
                 *inherited_notes((*self.reach_variables, *read), given=given)]
 
     def check_folders(self) -> List[str]:
@@ -172,7 +172,7 @@ class LocalCluster(Backend):
         return check_folders(self.spec, self.spec_dir, self.engine)
 
     def _up_steps(self, mode: str, image: Optional[str]) -> List[List[Step]]:
-        env = self.up_env(mode, image)
+        env = self._up_env(mode, image)
         # Every up recreates the nodes: each must start with this up's token, none with the last one's.
         return [[Step(f"start {self.spec.containers} node containers ({mode} mode)",
                       self.compose("up", "-d", "--force-recreate"), env,
