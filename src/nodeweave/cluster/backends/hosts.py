@@ -93,7 +93,8 @@ class HostsCluster(Backend):
 
     def nodes(self, for_up: bool = False) -> List[Node]:
         if self.engine == "none":
-            token = (("NODEWEAVE_JOB_TOKEN_FILE", self._token_file),) if "NODEWEAVE_JOB_TOKEN_FILE" not in self.spec.env \
+            token = (("NODEWEAVE_JOB_TOKEN_FILE", self._token_file),) \
+                if "NODEWEAVE_JOB_TOKEN_FILE" not in self.spec.env \
                 else ()
             return [Node(i, make_target("ssh", host, options=self.remote), env=self._bare_env(i) + token,
                          workdir=self.dir)
@@ -184,7 +185,8 @@ class HostsCluster(Backend):
         folder, name = posixpath.split(self._bare_hostfile)
         return [Step(f"send compose/hosts to {host}", tuple(self._ssh(host).exec_argv([*WRITE_FILE, folder, name],
                                                                                       stdin=True)),
-                     stdin=text, stdin_name=f"compose/hosts (rendered) as {self._bare_hostfile}") for host in self.hosts]
+                     stdin=text, stdin_name=f"compose/hosts (rendered) as {self._bare_hostfile}")
+                for host in self.hosts]
 
     def plan_down(self, delete_claims: bool, renamed=()):
         """Bare hosts have nothing to take down but the runs: they are stopped and the mark taken back."""

@@ -230,7 +230,8 @@ class SlurmCluster(Backend):
         if self.record() is None:
             return []  # released already, or past its time limit: nothing left but the record
         forget = [Step(f"delete the job token on node-{node.index} ({node.remote.label})",
-                       tuple(Srun(node.remote.name).exec_argv(["rm", "-f", self._token_file], stdin=False)), timeout=120)
+                       tuple(Srun(node.remote.name).exec_argv(["rm", "-f", self._token_file], stdin=False)),
+                       timeout=120)
                   for node in self.nodes()] if self._makes_token and self.record().get("job_state") in LIVE else []
         release = [Step(f"release allocation {self.job} (every step in it ends)", ("scancel", self.job), timeout=120)]
         return [forget, release] if forget else [release]
