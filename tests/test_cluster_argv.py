@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from plan_parts import down_files, down_steps, up_files, up_steps
 from nodeweave.cluster import ClusterOptions, open_backend
 from nodeweave.cluster.options import load_state, save_state
 from nodeweave.cluster.runner import RunRequest
@@ -47,30 +48,30 @@ def texts(phases):
 
 def test_local_up_and_down_are_compose_with_the_mode_in_the_environment(spec_path):
     b = backend(spec_path, engine="podman")
-    b.up_files("hold")
-    (up,), = b.up_steps("hold", "localhost/t/job:cpu")
+    up_files(b, "hold")
+    (up,), = up_steps(b, "hold", "localhost/t/job:cpu")
     assert up.argv[-5:] == ("-f", str(spec_path.parent / ".nodeweave/job/compose.yaml"), "up", "-d", "--force-recreate")
     assert up.argv[0].endswith("podman-compose")
     assert dict(up.env) == {"NODEWEAVE_MODE": "hold", "NODEWEAVE_IMAGE": "localhost/t/job:cpu",
                             "NODEWEAVE_JOB_TOKEN_HOST": str(spec_path.parent / ".nodeweave/job/job-token"),
                             "NODEWEAVE_JOB_TOKEN_FILE": "/run/nodeweave/job-token"}
     assert not (spec_path.parent / ".nodeweave/job/job-token").exists()  # a dry run makes no token
-    (down,), = b.down_steps(False)
+    (down,), = down_steps(b, False)
     assert down.argv[-4:] == (str(spec_path.parent / ".nodeweave/job/compose.yaml"), "down", "-t", "30")
     assert [n.remote.label for n in b.nodes()] == ["podman:job-0", "podman:job-1"]
     docker = backend(spec_path, engine="docker")
-    assert docker.up_steps("run", None)[0][0].argv[:2] == ("docker", "compose")
+    assert up_steps(docker, "run", None)[0][0].argv[:2] == ("docker", "compose")
 
 
 def test_local_up_renders_the_jobs_own_compose_file_and_rotates_its_token(spec_path):
     b = backend(spec_path)
     token_line = (".nodeweave/job/job-token (a new random job token (0600), mounted at /run/nodeweave/job-token in "
                   "every node)")
-    assert [f"{f.path} ({f.what})" for f in b.up_files("hold")] == [
+    assert [f"{f.path} ({f.what})" for f in up_files(b, "hold")] == [
         ".nodeweave/job/compose.yaml (new: rendered from nodeweave.yaml)", token_line]
     compose = spec_path.parent / ".nodeweave" / "job" / "compose.yaml"
     assert not compose.exists()
-    write_planned(b.up_files("hold"), spec_path)
+    write_planned(up_files(b, "hold"), spec_path)
     text = compose.read_text()
     assert "NODEWEAVE_MODE: ${NODEWEAVE_MODE:-run}" in text
     assert f"- {spec_path.parent.resolve()}:/workspace" in text  # host paths absolute: it lives in the state folder
@@ -78,8 +79,8 @@ def test_local_up_renders_the_jobs_own_compose_file_and_rotates_its_token(spec_p
     token_file = spec_path.parent / ".nodeweave" / "job" / "job-token"
     first = token_file.read_text()
     assert token_file.stat().st_mode & 0o777 == 0o600 and len(first.strip()) >= 40
-    assert [f"{f.path} ({f.what})" for f in b.up_files("hold")] == [token_line]  # the compose file is unchanged
-    write_planned(b.up_files("hold"), spec_path)
+    assert [f"{f.path} ({f.what})" for f in up_files(b, "hold")] == [token_line]  # the compose file is unchanged
+    write_planned(up_files(b, "hold"), spec_path)
     assert token_file.read_text() != first  # every up rotates the token
     assert first.strip() not in compose.read_text()
 
@@ -89,12 +90,12 @@ def test_two_specs_in_one_folder_never_touch_each_others_job(spec_path):
     other = spec_path.parent / "b.yaml"
     other.write_text(spec_path.read_text().replace("name: job", "name: other"))
     a, b = backend(spec_path), backend(other)
-    write_planned(a.up_files("run"), spec_path)
+    write_planned(up_files(a, "run"), spec_path)
     a_token = (spec_path.parent / ".nodeweave/job/job-token").read_text()
-    write_planned(b.up_files("run"), spec_path)
+    write_planned(up_files(b, "run"), spec_path)
     assert (spec_path.parent / ".nodeweave/job/job-token").read_text() == a_token  # b's up did not re-key a
-    write_planned(a.down_files(False), spec_path)
-    (down,), = a.down_steps(False)
+    write_planned(down_files(a, False), spec_path)
+    (down,), = down_steps(a, False)
     used = Path(down.argv[down.argv.index("-f") + 1])
     assert used == spec_path.parent / ".nodeweave/job/compose.yaml"
     project = down.argv[down.argv.index("-p") + 1]  # compose's project: job a's of this folder, never b's
@@ -114,7 +115,7 @@ def test_run_argv_goes_through_the_nodes_entrypoint(spec_path):
 
 def test_hosts_up_sends_the_compose_file_and_generates_each_hosts_rank(spec_path):
     b = backend(spec_path, target="hosts", hosts=("gpu01", "me@gpu02"), remote_dir="/srv/job")
-    writes, starts = b.up_steps("hold", None)
+    writes, starts = up_steps(b, "hold", None)
     tokens, writes = writes[:2], writes[2:]
     assert [t.stdin for t in tokens][0] == tokens[1].stdin and len(tokens[0].stdin.strip()) >= 40  # one per job
     assert all(t.stdin.strip() not in " ".join(step.text() for step in writes + starts + tokens) for t in tokens)
@@ -134,19 +135,19 @@ def test_hosts_up_sends_the_compose_file_and_generates_each_hosts_rank(spec_path
     assert sent["name"] == b.mark.project and b.mark.project.startswith("job-")
     assert sent["services"]["node"]["labels"] == b.mark.labels(), sent["services"]
     assert [n.remote.label for n in b.nodes()] == ["ssh+docker:gpu01/job-node", "ssh+docker:me@gpu02/job-node"]
-    (downs,) = b.down_steps(False)
+    (downs,) = down_steps(b, False)
     assert shlex.split(downs[0].argv[-1])[-3:] == ["down", "-t", "30"]
 
 
 def test_bare_hosts_get_the_compose_environment_and_a_working_directory(spec_path):
     b = backend(spec_path, target="hosts", hosts=("10.0.0.1", "10.0.0.2"), engine="none", remote_dir="/srv/job")
-    (steps,) = b.up_steps("hold", None)
+    (steps,) = up_steps(b, "hold", None)
     assert [t.what for t in steps] == ["send a new job token to node-0 (ssh:10.0.0.1)", "send a new job token to "
                                        "node-1 (ssh:10.0.0.2)", "mark node-0 (ssh:10.0.0.1) as this folder's job",
                                        "mark node-1 (ssh:10.0.0.2) as this folder's job"]
     assert json.loads(steps[3].stdin) == b.mark.labels() and steps[3].argv[-1].endswith("/srv/job/.nodeweave/job "
                                                                                           "owner.json")
-    assert b.down_steps(False) == []
+    assert down_steps(b, False) == []
     node = b.nodes()[1]
     argv = node.entrypoint_argv(["--node", "status"])
     remote = shlex.split(argv[-1])
@@ -174,10 +175,10 @@ def write_planned(files, spec_path):
 
 def test_kubernetes_up_applies_an_overlay_that_holds_and_down_keeps_the_claim(spec_path):
     b = backend(spec_path, target="kubernetes")
-    planned = b.up_files("hold")
+    planned = up_files(b, "hold")
     assert not (spec_path.parent / ".nodeweave/job/kube").exists()  # planned, not written: a dry run writes nothing
     write_planned(planned, spec_path)
-    (drop_old,), (apply,) = b.up_steps("hold", None)
+    (drop_old,), (apply,) = up_steps(b, "hold", None)
     assert drop_old.argv[-4:] == ("secret", "-l", "app.kubernetes.io/instance=job,app.kubernetes.io/component=job-token",
                                   "--ignore-not-found")
     overlay = Path(apply.argv[-1])
@@ -198,13 +199,13 @@ def test_kubernetes_up_applies_an_overlay_that_holds_and_down_keeps_the_claim(sp
     assert all(token not in p.read_text() for p in overlay.parent.rglob("*.yaml"))
     b.close()
     assert overlay.exists() and overlay == spec_path.parent / ".nodeweave/job/kube/manifests/nodeweave-up"  # kept
-    (delete,), (tokens,) = b.down_steps(delete_claims=False)
-    write_planned(b.down_files(False), spec_path)
+    (delete,), (tokens,) = down_steps(b, False)
+    write_planned(down_files(b, False), spec_path)
     assert tokens.argv[-3:-1] == ("-l", "app.kubernetes.io/instance=job,app.kubernetes.io/component=job-token")
     claim_patch = yaml.safe_load((Path(delete.argv[5]) / "patch-0.yaml").read_text())
     assert claim_patch["kind"] == "PersistentVolumeClaim" and claim_patch["$patch"] == "delete"
     assert list(delete.argv) == ["kubectl", "delete", "-n", "ml", "-k", delete.argv[5], "--ignore-not-found"]
-    phases = b.down_steps(delete_claims=True)
+    phases = down_steps(b, True)
     assert phases[-1][0].argv[-4:] == ("pvc", "-l", "app.kubernetes.io/instance=job", "--ignore-not-found")
     b.close()
 
@@ -322,7 +323,7 @@ def test_the_specs_hosts_list_is_the_hosts_target_and_its_file_goes_along(tmp_pa
     path.write_text(SPEC.replace("nodes: 2\n", "hosts: [gpu01, gpu02]\nworkspace: {host_path: /srv/job}\n"))
     spec, b, options = open_cluster(path, Given())
     assert options.target == "hosts" and options.hosts == ("gpu01", "gpu02")
-    writes, _ = b.up_steps("hold", None)
+    writes, _ = up_steps(b, "hold", None)
     writes = writes[2:]  # after the job token to each host
     assert [step.what for step in writes] == ["send compose/node.yaml to gpu01", "send compose/hosts to gpu01",
                                               "send compose/node.yaml to gpu02", "send compose/hosts to gpu02"]
@@ -347,8 +348,8 @@ def test_kubernetes_up_pins_the_digest_the_last_push_recorded(spec_path):
     record_push(spec_path.parent, {"localhost/t/job:cpu": digest, "localhost/t/job:cpu-0123abc": "sha256:" + "cd" * 32})
     assert recorded_digest(spec_path.parent, "localhost/t/job", "cpu") == digest
     b = backend(spec_path, target="kubernetes")
-    write_planned(b.up_files("run"), spec_path)
-    (_,), (apply,) = b.up_steps("run", None)
+    write_planned(up_files(b, "run"), spec_path)
+    (_,), (apply,) = up_steps(b, "run", None)
     built = subprocess.run(["kubectl", "kustomize", apply.argv[-1]], capture_output=True, text=True, timeout=120)
     assert built.returncode == 0, built.stderr
     images = {c["image"] for doc in yaml.safe_load_all(built.stdout) if doc and doc["kind"] == "StatefulSet"
@@ -358,4 +359,5 @@ def test_kubernetes_up_pins_the_digest_the_last_push_recorded(spec_path):
     pinned = spec_path.read_text().replace("image: {variant: cpu,", 'image: {variant: cpu, digest: "sha256:' + "ef" * 32 + '",')
     spec_path.write_text(pinned)  # the spec's own digest wins: up adds no images entry
     b = backend(spec_path, target="kubernetes")
-    assert b.pushed_digest() is None
+    kustomization = [f for f in up_files(b, "run") if f.path.endswith("nodeweave-up/kustomization.yaml")]
+    assert "images" not in yaml.safe_load(kustomization[0].content)

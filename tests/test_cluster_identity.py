@@ -23,6 +23,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from plan_parts import up_files, up_steps
 import pytest
 import yaml
 
@@ -83,7 +84,7 @@ def _up_files(spec_path: Path):
     from nodeweave.cluster.execute import write_files
     from nodeweave.plan import FilesPhase
 
-    write_files(FilesPhase("the job's files", files=tuple(backend.up_files("hold"))), backend.spec_dir,
+    write_files(FilesPhase("the job's files", files=tuple(up_files(backend, "hold"))), backend.spec_dir,
                 lambda line: None)
     return backend
 
@@ -226,8 +227,8 @@ def test_the_steps_set_every_variable_the_compose_file_reads(tmp_path):
 
     spec = _folder(tmp_path / "v")
     _, backend, _ = open_cluster(spec, ClusterOptions(target="local", engine="podman"), dry_run=True)
-    backend.up_files("hold")
-    (start,), = backend.up_steps("hold", None)
+    up_files(backend, "hold")
+    (start,), = up_steps(backend, "hold", None)
     from nodeweave.cluster.backends.local import render_up_compose
 
     read = set(interpolated(render_up_compose(backend.spec, backend.spec_dir, backend.mark)))
@@ -259,12 +260,13 @@ def _applied_annotations(spec_path: Path, real_kubectl: str) -> dict:
     from nodeweave.spec import load_spec
 
     backend = open_backend(load_spec(spec_path), spec_path, ClusterOptions(target="kubernetes").checked())
-    files = backend.up_files("hold")
+    files = up_files(backend, "hold")
     write_files(FilesPhase("tree", files=tuple(files)), backend.spec_dir, lambda line: None)
     from nodeweave.cluster.backends.kube import OVERLAY
 
-    built = subprocess.run([real_kubectl, "kustomize", str(backend.tree_path() / OVERLAY)], capture_output=True, text=True,
-                           check=True).stdout
+    overlay = [f.path for f in files if f.path.endswith(f"{OVERLAY}/kustomization.yaml")][0].rpartition("/")[0]
+    built = subprocess.run([real_kubectl, "kustomize", str(backend.spec_dir / overlay)], capture_output=True,
+                           text=True, check=True).stdout
     (sts,) = [d for d in yaml.safe_load_all(built) if d and d["kind"] == "StatefulSet"]
     assert sts["spec"]["template"]["metadata"]["annotations"]["nodeweave.io/owner"] == backend.mark.owner
     return sts["metadata"]["annotations"]

@@ -26,6 +26,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from plan_parts import up_files, up_steps
 from nodeweave.spec import parse_spec
 
 NODEWEAVE = [sys.executable, "-c", "import sys; from nodeweave.cli import main; sys.exit(main())"]
@@ -125,7 +126,7 @@ def test_the_sent_hosts_list_gives_each_bare_host_its_rank(tmp_path):
     path.write_text(SPEC.replace("nodes: 2\n", "hosts: [desk1, desk2]\n") + "workspace: {host_path: /srv/lan}\n")
     spec = parse_spec(path.read_text(), str(path))
     backend = open_backend(spec, path, ClusterOptions(target="hosts", engine="none", hosts=spec.hosts).checked())
-    (writes,) = backend.up_steps("run", None)
+    (writes,) = up_steps(backend, "run", None)
     hostfile = tmp_path / "hosts"
     hostfile.write_text(writes[0].stdin)
     node = backend.nodes()[1]
@@ -256,7 +257,7 @@ def test_up_applies_an_overlay_folder_of_the_users_own(spec_path):
     assert not overlay.exists()  # the dry run writes nothing; the files it lists, written as the real up does:
     from test_cluster_argv import backend, write_planned
 
-    write_planned(backend(spec_path, target="kubernetes", overlay="deploy/one-pod").up_files("hold"), spec_path)
+    write_planned(up_files(backend(spec_path, target="kubernetes", overlay="deploy/one-pod"), "hold"), spec_path)
     assert yaml.safe_load((overlay / "kustomization.yaml").read_text())["resources"] == ["../../../../../deploy/one-pod"]
     kubectl = sh.which("kubectl")
     if kubectl:  # kubectl's own kustomize builds the kept overlay over the team's folder

@@ -23,9 +23,11 @@ from pathlib import Path
 import pytest
 
 import slurm_cluster
+from plan_parts import down_steps, files_of
 from nodeweave.cluster import ClusterOptions, open_backend
 from nodeweave.cluster.runner import RunRequest
 from nodeweave.errors import UsageError
+from nodeweave.plan import AllocatePhase
 from nodeweave.spec import parse_spec
 
 REPO = Path(__file__).resolve().parents[1]
@@ -58,10 +60,12 @@ def test_up_takes_an_allocation_with_the_batch_scripts_options(tmp_path):
     assert backend.allocation_argv() == ["salloc", "--no-shell", "--job-name=slurmloop", "--nodes=2",
                                          "--ntasks-per-node=1", "--time=10:00", "--partition=debug",
                                          f"--comment=nodeweave-job {backend.mark.owner} slurmloop {tmp_path.resolve()}"]
-    assert backend.up_files("run") == [] and not any("allocation" in n for n in backend.up_notes(None))  # no job yet
-    assert backend.allocation_step().argv == tuple(backend.allocation_argv())  # the plan's allocate step
+    plan = backend.plan_up("run", None, 0, wait=False)
+    assert files_of(plan) == [] and not any("allocation" in n for n in plan.notes)  # no job yet
+    (allocate,) = plan.of_kind(AllocatePhase)
+    assert allocate.steps[0].argv == tuple(backend.allocation_argv())  # the plan's allocate step
     with pytest.raises(UsageError, match="no Slurm allocation is recorded"):
-        backend.down_steps(False)
+        down_steps(backend, False)
 
 
 def test_dry_runs_ask_no_slurm_and_print_the_exact_commands(tmp_path):

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from plan_parts import down_files, down_steps
 from nodeweave.cluster.backends.kube import KubeCluster
 from nodeweave.cluster.execute import write_files
 from nodeweave.cluster.options import ClusterOptions
@@ -113,8 +114,8 @@ def test_down_deletes_the_trees_objects_in_its_namespace_and_keeps_the_claim_it_
     spec = parse_spec(SPEC, "nwk.yaml")
     backend = KubeCluster(spec, tmp_path / "nwk.yaml", ClusterOptions(target="kubernetes"))
     try:
-        (keep,) = backend.down_steps(delete_claims=False)[0]
-        _write(backend.down_files(False), tmp_path)  # the tree `delete -k` reads: the plan's files, written first
+        (keep,) = down_steps(backend, False)[0]
+        _write(down_files(backend, False), tmp_path)  # the tree `delete -k` reads: the plan's files, written first
         argv = list(keep.argv)
         assert argv[:3] == ["kubectl", "delete", "-n"] and argv[3] == "e2e", argv
         elsewhere = standin(*argv[1:3], "default", *argv[4:])
@@ -124,8 +125,8 @@ def test_down_deletes_the_trees_objects_in_its_namespace_and_keeps_the_claim_it_
         assert out.returncode == 0, out.stderr
         space = standin.state()["standin/e2e"]
         assert space["statefulsets"] == {} and list(space["claims"]) == ["nwk-workspace"]
-        claims = [step for (step,) in backend.down_steps(delete_claims=True) if "pvc" in step.argv][0]
-        _write(backend.down_files(True), tmp_path)
+        claims = [step for (step,) in down_steps(backend, True) if "pvc" in step.argv][0]
+        _write(down_files(backend, True), tmp_path)
         assert standin(*claims.argv[1:]).returncode == 0
         assert standin.state()["standin/e2e"]["claims"] == {}
     finally:

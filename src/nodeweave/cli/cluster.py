@@ -36,7 +36,6 @@ def up_command(
     spec_path = find_spec(spec_path)
     from nodeweave.cli.check import CheckSession, default_check
     from nodeweave.cluster.execute import Execution, execute
-    from nodeweave.cluster.verbs import up_plan
 
     fmt = data_format(as_json, output)
     spec, backend, _ = open_cluster(spec_path, reach, remember=not dry_run, dry_run=dry_run, for_up=True)
@@ -45,8 +44,8 @@ def up_command(
         raise UsageError("up --check needs nodes that hold and a wait for them: add --hold (and leave out --no-wait)")
     out = console(stderr=is_data(fmt))
     try:
-        plan = up_plan(backend, mode, image, timeout, wait,
-                       (lambda nodes: default_check(nodes, spec, spec_path)) if check else None)
+        plan = backend.plan_up(mode, image, timeout, wait,
+                               (lambda nodes: default_check(nodes, spec, spec_path)) if check else None)
         if dry_run:
             show_plan(plan, fmt, backend, None, "up")  # the engine or tool missing; the nodes need not be up
             return
@@ -76,7 +75,6 @@ def down_command(
     from nodeweave.cluster.options import forget_allocation
     from nodeweave.plan import StopPhase
     from nodeweave.cluster.recorded import renamed_down
-    from nodeweave.cluster.verbs import down_plan
 
     fmt = data_format(as_json, output)
     spec, backend, _ = open_cluster(spec_path, reach, dry_run=dry_run,
@@ -96,7 +94,7 @@ def down_command(
         emit({"job": spec.name, "where": backend.where(), "down": True, "was_up": False, "also": []}, fmt)
         return
     try:
-        plan = down_plan(backend, delete_claims, renamed)
+        plan = backend.plan_down(delete_claims, renamed)
         if dry_run:
             show_plan(plan, fmt, backend, None, "down")
             return

@@ -16,7 +16,7 @@ import json
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, List, Mapping, Optional, Tuple
+from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from nodeweave.cluster.options import ClusterOptions
 from nodeweave.steps import Step
@@ -176,7 +176,7 @@ class Backend:
     reach_variables: Tuple[str, ...] = ()
     reach_prefixes: Tuple[str, ...] = ()
 
-    def up_notes(self, image: Optional[str]) -> List[str]:
+    def _up_notes(self, image: Optional[str]) -> List[str]:
         """What ``up``'s plan says first: the image every node runs and where it comes from, and every variable
         of this environment that changes what the steps do (nodeweave.cluster.environment)."""
         from nodeweave.cluster.environment import inherited_notes
@@ -197,7 +197,56 @@ class Backend:
     def nodes(self, for_up: bool = False) -> List[Node]:
         raise NotImplementedError
 
-    def allocation_step(self) -> Optional[Step]:
+    # --- up and down: the plan is what runs ------------------------------------------------------------------
+    def plan_up(self, mode: str, image: Optional[str], timeout: float, wait: bool,
+                check: Optional[Callable[[List[Node]], "Phase"]] = None) -> "Plan":
+        """``up``: write the job's files, take the nodes (a Slurm allocation), run this target's up steps, wait for
+        every node, then (``--check``: the phase ``check`` makes for the nodes) check them. Planning takes nothing;
+        ``nodeweave.cluster.execute`` runs the plan, a dry run prints it."""
+        from nodeweave.cluster.verbs import node_commands, step_phases
+        from nodeweave.plan import AllocatePhase, FilesPhase, Plan, WaitPhase
+
+        files = self._up_files(mode)
+        notes = tuple(self._up_notes(image))  # the image, and what this environment changes in the steps
+        notes += tuple(self.renamed)  # what up made under the spec's old name stays up beside the new job
+        if self.spec.start_differs:  # a range or recovery: the count is not simply `nodes`
+            notes += (f"{self.spec.name} {self.spec.starts}",)
+        phases = [FilesPhase("the job's files", files=tuple(files))] if files else []
+        allocation = self._allocation_step()  # Slurm: later phases name its job and nodes <job-id>, <node0>, ...
+        if allocation is not None:
+            phases.append(AllocatePhase(allocation.what, steps=(allocation,)))
+        phases += step_phases(self._up_steps(mode, image))
+        if wait or check is not None:
+            nodes = self.nodes(for_up=True)
+        if wait:
+            waited = mode if self.holds else "run"  # bare hosts: nothing to hold; up means every host answers
+            what = (f"until {len(nodes)} node(s) {'hold' if waited == 'hold' else 'run'}: "
+                    + ", ".join(n.remote.label for n in nodes))
+            phases.append(WaitPhase(what, nodes=node_commands(nodes, [()] * len(nodes)), timeout=timeout, mode=waited))
+        if check is not None:
+            phases.append(check(nodes))
+        return Plan("up", self.where(), tuple(phases), notes)
+
+    def plan_down(self, delete_claims: bool, renamed: Sequence[Tuple["Backend", str]] = ()) -> "Plan":
+        """``down``: what ``up`` made, taken down. ``renamed``: jobs this spec's ``up`` made under a name it no longer
+        has (their backend, why), taken down first."""
+        from nodeweave.cluster.verbs import step_phases
+        from nodeweave.plan import FilesPhase, Plan
+
+        earlier: list = []
+        notes: Tuple[str, ...] = ()
+        for old, why in renamed:
+            old_files = old._down_files(delete_claims)
+            notes += (why,)
+            earlier += [FilesPhase(f"job {old.spec.name}'s files", files=tuple(old_files))] if old_files else []
+            earlier += step_phases(old._down_steps(delete_claims))
+        files = self._down_files(delete_claims)
+        planned = [FilesPhase("the job's files", files=tuple(files))] if files else []
+        return Plan("down", self.where(), tuple(earlier + planned + step_phases(self._down_steps(delete_claims))),
+                    notes)
+
+    # The parts each target gives plan_up and plan_down (nothing else calls them).
+    def _allocation_step(self) -> Optional[Step]:
         """The step that takes the nodes before ``up``'s other steps (a Slurm allocation); None: nothing to take."""
         return None
 
@@ -205,20 +254,20 @@ class Backend:
         """Run the plan's ``allocate`` phase; the values of the placeholders the later phases carry."""
         raise NotImplementedError
 
-    def up_files(self, mode: str) -> list:
+    def _up_files(self, mode: str) -> list:
         """The files ``up`` writes on this machine, as a plan's ``PlannedFile``\\ s: the one way a backend writes
         a file here (the executor writes them; a dry run prints them)."""
         return []
 
-    def down_files(self, delete_claims: bool) -> list:
-        """The files ``down`` needs written first (a compose file that is gone), as ``up_files``."""
+    def _down_files(self, delete_claims: bool) -> list:
+        """The files ``down`` needs written first (a compose file that is gone), as ``_up_files``."""
         return []
 
-    def up_steps(self, mode: str, image: Optional[str]) -> List[List[Step]]:
+    def _up_steps(self, mode: str, image: Optional[str]) -> List[List[Step]]:
         """Phases of steps: the steps of a phase run at once, phases one after another."""
         raise NotImplementedError
 
-    def down_steps(self, delete_claims: bool) -> List[List[Step]]:
+    def _down_steps(self, delete_claims: bool) -> List[List[Step]]:
         raise NotImplementedError
 
     def states(self, nodes: List[Node]) -> Dict[int, PlatformState]:
@@ -261,7 +310,7 @@ class Backend:
         """The nodes a dry run shows, asking nothing that changes the cluster."""
         return self.nodes()
 
-    def require_nodes(self, nodes: List[Node], verb: str = "run") -> List[Node]:
+    def _require_nodes(self, nodes: List[Node], verb: str = "run") -> List[Node]:
         """``nodes``, or exit 3 (the cluster is not up) saying why there is none to ``verb`` and how to get them."""
         from nodeweave.errors import EnvironmentProblem
 
@@ -275,7 +324,7 @@ class Backend:
 
     def live_nodes(self, verb: str, dry_run: bool = False) -> List[Node]:
         """The nodes ``verb`` acts on (a dry run only reads); exit 3 naming the workload when there are none."""
-        return self.require_nodes(self.dry_run_nodes() if dry_run else self.nodes(), verb)
+        return self._require_nodes(self.dry_run_nodes() if dry_run else self.nodes(), verb)
 
     def leftover_steps(self) -> List[Step]:
         """After every node's entrypoint stopped its run: what else ends it on the platform (a Slurm step)."""

@@ -34,6 +34,7 @@ from pathlib import Path
 from nodeweave.targets.compose.common import TOKEN_HOST_VARIABLE as HOST_VARIABLE
 from nodeweave.entrypoint.planning.exchange_plan import TOKEN_FILE_VARIABLE as FILE_VARIABLE
 from nodeweave.entrypoint.planning.exchange_plan import TOKEN_MOUNT as CONTAINER_PATH
+from nodeweave.targets.overlay import token_secret_name as secret_name  # the Kubernetes overlay names the Secret
 
 CONTAINER_DIR = CONTAINER_PATH.rpartition("/")[0]  # Kubernetes mounts the Secret's folder here
 TOKEN_BYTES = 32
@@ -46,11 +47,6 @@ def job_file(job: str) -> str:
 
 SECRET_KEY = CONTAINER_PATH.rpartition("/")[2]  # the Secret's one key: the file name in the mounted folder
 CONTAINER_UID, CONTAINER_GID = 1000, 0  # the images' `USER 1000:0`
-
-
-def secret_name(job: str) -> str:
-    """The Kubernetes Secret's name before kustomize's content hash is appended."""
-    return f"{job}-job-token"
 
 
 def new_token() -> str:

@@ -24,7 +24,6 @@ from __future__ import annotations
 import posixpath
 from typing import List, Optional, Tuple
 
-from nodeweave.cluster.backends.local import marked_compose
 from nodeweave.cluster.base import Backend, Node
 from nodeweave.steps import Step
 from nodeweave.errors import UsageError
@@ -33,8 +32,7 @@ from nodeweave.remote import RemoteOptions, make_target
 WRITE_FILE = ("sh", "-c", 'mkdir -p "$1" && cat > "$1/$2"', "sh")  # fixed text; the folder and name are arguments
 COMPOSE_CLI = {"docker": ("docker", "compose"), "podman": ("podman-compose",)}
 BARE_HOSTFILE = ".nodeweave/hosts"  # bare hosts: the spec's hosts list, under the workspace folder
-NODE_FILES = ("node.yaml", "hosts")
-MARK_FILE = "owner.json"  # bare hosts: the job's mark (identity.py's labels), beside its token  # what a host needs: the compose file, and the hosts list it mounts (spec hosts)
+MARK_FILE = "owner.json"  # bare hosts: the job's mark (identity.py's labels), beside its token
 
 
 class HostsCluster(Backend):
@@ -66,7 +64,7 @@ class HostsCluster(Backend):
     def container(self) -> str:
         return f"{self.spec.name}-node"  # compose/node.yaml's container_name
 
-    def host_env(self, index: int) -> Tuple[Tuple[str, str], ...]:
+    def _host_env(self, index: int) -> Tuple[Tuple[str, str], ...]:
         """What differs per host, generated: rank, master, node count."""
         return (("NODE_RANK", str(index)), ("MASTER_ADDR", self.master), ("NNODES", str(self.spec.nodes)))
 
@@ -75,18 +73,18 @@ class HostsCluster(Backend):
         from nodeweave.resolve import resolve
 
         r = resolve(self.spec)
-        env = [*self.spec.env.items(), *r.contract_env("compose"), *self.host_env(index),
+        env = [*self.spec.env.items(), *r.contract_env("compose"), *self._host_env(index),
                ("MASTER_PORT", str(self.spec.launcher.master_port))]
         if self.spec.hosts:  # no container mounts the list: it is where up sent it
-            env = [(k, self.bare_hostfile if k == "NODEWEAVE_HOSTFILE" else v) for k, v in env]
+            env = [(k, self._bare_hostfile if k == "NODEWEAVE_HOSTFILE" else v) for k, v in env]
         return tuple(env)
 
     @property
-    def bare_hostfile(self) -> str:
+    def _bare_hostfile(self) -> str:
         return f"{self.dir}/{BARE_HOSTFILE}"
 
     @property
-    def token_file(self) -> str:
+    def _token_file(self) -> str:
         """Where ``up`` puts the job's random token on every host (0600): per job, as beside the spec, so two
         specs sharing a remote folder never re-key each other's nodes."""
         from nodeweave.cluster import token
@@ -95,7 +93,8 @@ class HostsCluster(Backend):
 
     def nodes(self, for_up: bool = False) -> List[Node]:
         if self.engine == "none":
-            token = (("NODEWEAVE_JOB_TOKEN_FILE", self.token_file),) if "NODEWEAVE_JOB_TOKEN_FILE" not in self.spec.env \
+            token = (("NODEWEAVE_JOB_TOKEN_FILE", self._token_file),) \
+                if "NODEWEAVE_JOB_TOKEN_FILE" not in self.spec.env \
                 else ()
             return [Node(i, make_target("ssh", host, options=self.remote), env=self._bare_env(i) + token,
                          workdir=self.dir)
@@ -108,33 +107,33 @@ class HostsCluster(Backend):
         return make_target("ssh", host, options=self.remote)
 
     def _compose(self, index: int, *args: str, env: Tuple[Tuple[str, str], ...] = ()) -> List[str]:
-        variables = [f"{k}={v}" for k, v in (*self.host_env(index), *env)]
+        variables = [f"{k}={v}" for k, v in (*self._host_env(index), *env)]
         argv = ["env", *variables, *COMPOSE_CLI[self.engine], "-p", self.mark.project,
                 "-f", f"{self.dir}/compose/node.yaml", *args]
         return self._ssh(self.hosts[index]).exec_argv(argv, stdin=False)
 
-    def token_steps(self) -> List[Step]:
+    def _token_steps(self) -> List[Step]:
         """A fresh random job token, the same on every host, written there as a 0600 file (on stdin, never argv)."""
         from nodeweave.cluster import token
 
-        secret, (folder, name) = token.new_token(), posixpath.split(self.token_file)
+        secret, (folder, name) = token.new_token(), posixpath.split(self._token_file)
         return [Step(f"send a new job token to node-{i} ({self._ssh(host).label})", tuple(self._ssh(host).exec_argv(
             [*token.REMOTE_WRITE, folder, name], stdin=True)), stdin=secret + "\n",
             stdin_name="a new random job token") for i, host in enumerate(self.hosts)]
 
-    def up_steps(self, mode: str, image: Optional[str]) -> List[List[Step]]:
+    def _up_steps(self, mode: str, image: Optional[str]) -> List[List[Step]]:
         from nodeweave.cluster import token
         from nodeweave.targets.compose import render_files
+        from nodeweave.targets.overlay import host_files
 
         files = render_files(self.spec)
         if self.engine == "none":
-            return [(self._send_hostfile(files["compose/hosts"]) if self.spec.hosts else []) + self.token_steps()
-                    + self.mark_steps()]
-        sent = {name: files[f"compose/{name}"] for name in NODE_FILES if f"compose/{name}" in files}
-        sent["node.yaml"] = marked_compose(sent["node.yaml"], self.mark)  # this folder's project and labels
-        env = (("NODEWEAVE_MODE", mode), ("NODEWEAVE_IMAGE", image or self.spec_image(files)))  # never a host's own
-        env += token.compose_env(self.token_file)
-        writes = self.token_steps() + [Step(f"send compose/{name} to {host}",
+            return [(self._send_hostfile(files["compose/hosts"]) if self.spec.hosts else []) + self._token_steps()
+                    + self._mark_steps()]
+        sent = host_files(self.spec, self.mark.project, self.mark.labels())  # this folder's project and labels
+        env = (("NODEWEAVE_MODE", mode), ("NODEWEAVE_IMAGE", image or self._spec_image(files)))  # never a host's own
+        env += token.compose_env(self._token_file)
+        writes = self._token_steps() + [Step(f"send compose/{name} to {host}",
                        tuple(self._ssh(host).exec_argv([*WRITE_FILE, f"{self.dir}/compose", name], stdin=True)),
                        stdin=text, stdin_name=f"compose/{name} (rendered)")
                   for host in self.hosts for name, text in sent.items()]
@@ -143,52 +142,65 @@ class HostsCluster(Backend):
                        timeout=900) for i, host in enumerate(self.hosts)]
         return [writes, starts]
 
-    def spec_image(self, files=None) -> str:
+    def _spec_image(self, files=None) -> str:
         """The image compose/node.yaml gives a node when NODEWEAVE_IMAGE is not set."""
         from nodeweave.cluster.backends.local import default_image
         from nodeweave.targets.compose import render_files
 
         return default_image((files or render_files(self.spec))["compose/node.yaml"])
 
-    def up_notes(self, image: Optional[str]) -> List[str]:
+    def _up_notes(self, image: Optional[str]) -> List[str]:
         from nodeweave.cluster.environment import SPEC_IMAGE
 
         if self.engine == "none":
-            return super().up_notes(image)
+            return super()._up_notes(image)
         why = "--image" if image else f"{SPEC_IMAGE}; a host's own NODEWEAVE_IMAGE is not read"
-        return [f"every node runs image {image or self.spec_image()}: {why}", *super().up_notes(image)]
+        return [f"every node runs image {image or self._spec_image()}: {why}", *super()._up_notes(image)]
 
     @property
-    def mark_file(self) -> str:
+    def _mark_file(self) -> str:
         """Bare hosts: where ``up`` leaves the job's mark, beside its token (no container carries one)."""
         return f"{self.dir}/.nodeweave/{self.spec.name}/{MARK_FILE}"
 
-    def mark_steps(self) -> List[Step]:
+    def _mark_steps(self) -> List[Step]:
         """Bare hosts: this folder's mark (the labels a container would carry, as JSON) sent to every host."""
         import json
 
-        folder, name = posixpath.split(self.mark_file)
+        folder, name = posixpath.split(self._mark_file)
         text = json.dumps(self.mark.labels(), sort_keys=True) + "\n"
         return [Step(f"mark node-{i} ({self._ssh(host).label}) as this folder's job", tuple(self._ssh(host).exec_argv(
             [*WRITE_FILE, folder, name], stdin=True)), stdin=text, stdin_name=f"the job's mark ({MARK_FILE})")
                 for i, host in enumerate(self.hosts)]
 
-    def release_steps(self) -> List[Step]:
+    def _release_steps(self) -> List[Step]:
         """Bare hosts' ``down``: the mark taken back from every host once the runs are stopped (a mark of another
         folder's is never reached: the verb refused it first)."""
         if self.engine != "none":
             return []
         return [Step(f"take this folder's mark back from node-{i} ({self._ssh(host).label})", tuple(self._ssh(host).exec_argv(
-            ["rm", "-f", self.mark_file], stdin=False)), timeout=60) for i, host in enumerate(self.hosts)]
+            ["rm", "-f", self._mark_file], stdin=False)), timeout=60) for i, host in enumerate(self.hosts)]
 
     def _send_hostfile(self, text: str) -> List[Step]:
         """Bare hosts: the spec's hosts list, where NODEWEAVE_HOSTFILE points (under the workspace folder)."""
-        folder, name = posixpath.split(self.bare_hostfile)
+        folder, name = posixpath.split(self._bare_hostfile)
         return [Step(f"send compose/hosts to {host}", tuple(self._ssh(host).exec_argv([*WRITE_FILE, folder, name],
                                                                                       stdin=True)),
-                     stdin=text, stdin_name=f"compose/hosts (rendered) as {self.bare_hostfile}") for host in self.hosts]
+                     stdin=text, stdin_name=f"compose/hosts (rendered) as {self._bare_hostfile}")
+                for host in self.hosts]
 
-    def down_steps(self, delete_claims: bool) -> List[List[Step]]:
+    def plan_down(self, delete_claims: bool, renamed=()):
+        """Bare hosts have nothing to take down but the runs: they are stopped and the mark taken back."""
+        from dataclasses import replace
+
+        from nodeweave.cluster.verbs import stop_plan
+
+        if self.engine != "none" or renamed:
+            return super().plan_down(delete_claims, renamed)
+        stopped = stop_plan(self, self.nodes(), 10.0, verb="down")
+        (stop,) = stopped.phases
+        return replace(stopped, phases=(replace(stop, steps=stop.steps + tuple(self._release_steps())),))
+
+    def _down_steps(self, delete_claims: bool) -> List[List[Step]]:
         if self.engine == "none":
             return []
         grace = str(self.spec.kubernetes.grace_period)
@@ -202,7 +214,7 @@ class HostsCluster(Backend):
         from nodeweave.steps import fan_out
 
         found = {}
-        what = self.mark_file if self.engine == "none" else self.container
+        what = self._mark_file if self.engine == "none" else self.container
         for host, mark in fan_out(self._mark_on, self.hosts, jobs=32):
             if mark is not False:
                 found[f"{what} on {host.rpartition('@')[2]}"] = mark
@@ -220,7 +232,7 @@ class HostsCluster(Backend):
 
         from nodeweave.cluster.identity import mark_of
 
-        read = ["cat", self.mark_file] if self.engine == "none" else \
+        read = ["cat", self._mark_file] if self.engine == "none" else \
             [self.engine, "inspect", "--type", "container", "--format", "{{json .Config.Labels}}", self.container]
         argv = self._ssh(host).exec_argv(read, stdin=False)
         try:

@@ -27,8 +27,8 @@ from nodeweave.steps import Step
 from nodeweave.errors import NodeweaveError, UsageError
 from nodeweave.remote import RemoteOptions, cluster_kind, kind_class
 from nodeweave.remote.discover import statefulset_replicas, statefulset_targets
+from nodeweave.targets.overlay import KUBE_OVERLAY as OVERLAY
 
-OVERLAY = "manifests/nodeweave-up"
 KEPT_TREE = "kube"  # in the job's folder: .nodeweave/<job>/kube
 FOLDERS = {"base": "../base", "openshift": "../overlays/openshift", "rocm": "../overlays/rocm"}
 # Waiting reasons a pod does not leave by itself.
@@ -65,32 +65,6 @@ def pod_word(pod: dict) -> str:
     if phase == "Running":
         return "Running, ready" if (conditions.get("Ready") or {}).get("status") == "True" else "Running"
     return phase
-
-
-def token_secret(spec) -> dict:
-    """A kustomize secretGenerator entry: this up's random token, from a 0600 file in the overlay folder (the
-    plan's file without content, made when written)."""
-    from nodeweave.cluster import token
-    from nodeweave.resolve import resolve
-    from nodeweave.targets.kubernetes.common import labels
-
-    return {"name": token.secret_name(spec.name), "files": [token.SECRET_KEY],
-            "options": {"labels": labels(resolve(spec), "job-token")}}
-
-
-def token_patch(spec) -> dict:
-    """The trainer container reads the token Secret (kustomize renames the reference with the Secret)."""
-    from nodeweave.cluster import token
-    from nodeweave.targets.kubernetes.common import CONTAINER
-
-    volume = "job-token"
-    return {"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": spec.name}, "spec": {"template": {
-        "spec": {"volumes": [{"name": volume, "secret": {"secretName": token.secret_name(spec.name),
-                                                          "defaultMode": 0o440}}],
-                 "containers": [{"name": CONTAINER,
-                                 "env": [{"name": token.FILE_VARIABLE, "value": token.CONTAINER_PATH}],
-                                 "volumeMounts": [{"name": volume, "mountPath": token.CONTAINER_DIR,
-                                                   "readOnly": True}]}]}}}}
 
 
 class KubeCluster(Backend):
@@ -159,53 +133,25 @@ class KubeCluster(Backend):
                 f"{self.namespace} has 0 replicas, so no pod to {verb}; `{self.cli} scale "
                 f"statefulset/{self.spec.name} -n {self.namespace} --replicas {self.spec.containers}` brings them back")
 
-    def _tree(self, mode: Optional[str], keep_claims: bool) -> "tuple[Path, List[PlannedFile]]":
-        """The spec's tree plus the nodeweave-up overlay, as files to write under :meth:`tree_path` (a token
-        without content: made when written); the overlay's path. Nothing is written here."""
-        from nodeweave.cluster import token
+    def _tree(self, mode: Optional[str], keep_claims: bool) -> List["PlannedFile"]:
+        """The kept tree as files to write under :meth:`tree_path`: what the pure renderer makes of the spec and
+        this up's options (``targets.overlay.kube_tree``), and on ``up`` a fresh token (made when written)."""
         from nodeweave.plan import PlannedFile
-        from nodeweave.resolve import resolve
-        from nodeweave.targets import kubernetes as manifests
-        from nodeweave.targets.kubernetes.common import CONTAINER, workspace_claim
+        from nodeweave.targets.overlay import kube_makes_token, kube_token_file, kube_tree
 
-        tree = self.tree_path()
+        tree = self._tree_path()
         shown = os.path.relpath(tree, self.spec_dir)
+        rendered = kube_tree(self.spec, self.namespace, self._resource(tree / OVERLAY), self.mark.annotations(),
+                             mode=mode, keep_claims=keep_claims, pinned=self._pushed_digest())
         planned = [PlannedFile(f"{shown}/{rel}", "the spec's kustomize tree", text.encode("utf-8"))
-                   for rel, text in sorted(manifests.render_files(self.spec).items())]
-        patches = []  # (target, strategic-merge patch): the target selects by kind and name, in any namespace
-        if mode is not None:
-            patches.append(({"kind": "StatefulSet", "name": self.spec.name},
-                            {"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": self.spec.name},
-                             "spec": {"template": {"spec": {"containers": [
-                                 {"name": CONTAINER, "env": [{"name": "NODEWEAVE_MODE", "value": mode}]}]}}}}))
-        if keep_claims and self.spec.kubernetes.claim == "shared":
-            claim = workspace_claim(resolve(self.spec))
-            patches.append(({"kind": "PersistentVolumeClaim", "name": claim},
-                            {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": claim},
-                             "$patch": "delete"}))
-        overlay = tree / OVERLAY
-        # every object carries the job and this folder (identity.py): no other folder's up or down acts on it
-        kustomization = {"apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization",
-                         "namespace": self.namespace, "commonAnnotations": self.mark.annotations(),
-                         "resources": [self._resource(overlay)]}
-        if mode is not None and "NODEWEAVE_JOB_TOKEN_FILE" not in self.spec.env:
-            kustomization["secretGenerator"] = [token_secret(self.spec)]
-            patches.append(({"kind": "StatefulSet", "name": self.spec.name}, token_patch(self.spec)))
-            planned.append(PlannedFile(f"{shown}/{OVERLAY}/{token.SECRET_KEY}", "a new random job token (0600), "
+                   for rel, text in rendered.items() if not rel.startswith(OVERLAY + "/")]
+        if kube_makes_token(self.spec, mode):
+            planned.append(PlannedFile(f"{shown}/{kube_token_file()}", "a new random job token (0600), "
                                        "the job token Secret's content", mode=0o600))
-        pinned = self.pushed_digest()
-        if pinned:
-            kustomization["images"] = [pinned]
-        kustomization["patches"] = [{"path": f"patch-{i}.yaml", "target": target}
-                                    for i, (target, _) in enumerate(patches)]
-        for i, (_, patch) in enumerate(patches):
-            planned.append(PlannedFile(f"{shown}/{OVERLAY}/patch-{i}.yaml", "the nodeweave-up overlay",
-                                       yaml.safe_dump(patch, sort_keys=False).encode("utf-8")))
-        planned.append(PlannedFile(f"{shown}/{OVERLAY}/kustomization.yaml", "the nodeweave-up overlay",
-                                   yaml.safe_dump(kustomization, sort_keys=False).encode("utf-8")))
-        return overlay, planned
+        return planned + [PlannedFile(f"{shown}/{rel}", "the nodeweave-up overlay", text.encode("utf-8"))
+                          for rel, text in rendered.items() if rel.startswith(OVERLAY + "/")]
 
-    def pushed_digest(self) -> Optional[dict]:
+    def _pushed_digest(self) -> Optional[dict]:
         """kustomize's ``images`` entry naming the image by the digest ``image build --push`` recorded, or None.
 
         Only where the spec pins nothing itself (``image.digest``), and only for the repository and tag the
@@ -230,43 +176,43 @@ class KubeCluster(Backend):
                              f"{', '.join(FOLDERS)} or a kustomize folder of your own beside the spec")
         return os.path.relpath(mine, overlay)
 
-    def tree_path(self) -> Path:
+    def _tree_path(self) -> Path:
         """Where the applied tree is kept (to inspect, or to apply by hand): beside the spec, per job."""
         from nodeweave.jobstate import JobState
 
         return JobState(self.spec_dir, self.spec.name).kept(KEPT_TREE)
 
-    def up_files(self, mode: str) -> List["PlannedFile"]:
+    def _up_files(self, mode: str) -> List["PlannedFile"]:
         """The tree ``apply -k`` reads, kept under ``.nodeweave/<job>/kube`` (files of an older render that
         the new kustomizations do not name are never read)."""
-        return self._tree(mode, keep_claims=False)[1]
+        return self._tree(mode, keep_claims=False)
 
-    def up_steps(self, mode: str, image: Optional[str]) -> List[List[Step]]:
+    def _up_steps(self, mode: str, image: Optional[str]) -> List[List[Step]]:
         if image:
             raise NodeweaveError("--image is for compose targets; on Kubernetes the image comes from the spec "
                                  "(image.registry, image.tag) or an overlay of your own", 2)
-        overlay = self.tree_path() / OVERLAY  # where up_files puts the overlay
+        overlay = self._tree_path() / OVERLAY  # where _up_files puts the overlay
         # The last up's token Secret goes first: the pods roll onto this up's, whose name differs.
-        return [[self.delete_tokens_step()],
+        return [[self._delete_tokens_step()],
                 [Step(f"apply the StatefulSet, Service, RBAC, claim and a new job token Secret ({self.folder}) "
                       f"to {self.namespace}", tuple(self.call("apply", "-k", str(overlay))), timeout=300)]]
 
-    def down_files(self, delete_claims: bool) -> List["PlannedFile"]:
+    def _down_files(self, delete_claims: bool) -> List["PlannedFile"]:
         """The tree ``delete -k`` reads: the spec's, the claim kept out of it unless ``--delete-claims``."""
-        return self._tree(None, keep_claims=not delete_claims)[1]
+        return self._tree(None, keep_claims=not delete_claims)
 
-    def down_steps(self, delete_claims: bool) -> List[List[Step]]:
-        overlay = self.tree_path() / OVERLAY  # where down_files puts the overlay
+    def _down_steps(self, delete_claims: bool) -> List[List[Step]]:
+        overlay = self._tree_path() / OVERLAY  # where _down_files puts the overlay
         steps = [Step(f"delete what up applied{'' if delete_claims else ', keeping the workspace claim'}",
                       tuple(self.call("delete", "-k", str(overlay), "--ignore-not-found")), timeout=600),
-                 self.delete_tokens_step()]
+                 self._delete_tokens_step()]
         if delete_claims:
             selector = f"app.kubernetes.io/instance={self.spec.name}"
             steps.append(Step("delete every claim of the job (shared and per-pod)",
                               tuple(self.call("delete", "pvc", "-l", selector, "--ignore-not-found")), timeout=600))
         return [[step] for step in steps]
 
-    def delete_tokens_step(self) -> Step:
+    def _delete_tokens_step(self) -> Step:
         """Every job-token Secret an up made (each up's has its own name: the content hash)."""
         selector = f"app.kubernetes.io/instance={self.spec.name},app.kubernetes.io/component=job-token"
         return Step("delete the job's token Secrets", tuple(self.call("delete", "secret", "-l", selector,
@@ -307,19 +253,19 @@ class KubeCluster(Backend):
     def made(self) -> dict:
         return {**super().made(), "namespace": self.namespace}
 
-    def up_notes(self, image: Optional[str]) -> List[str]:
+    def _up_notes(self, image: Optional[str]) -> List[str]:
         """The image every pod runs (the spec's, pinned by the digest `image build --push` recorded)."""
         from nodeweave.cluster.environment import SPEC_IMAGE
         from nodeweave.resolve import resolve
 
-        pinned = self.pushed_digest()
+        pinned = self._pushed_digest()
         ref = f"{pinned['name']}@{pinned['digest']}" if pinned else resolve(self.spec).image
         why = "the digest `image build --push` recorded" if pinned else SPEC_IMAGE
         if self.folder not in FOLDERS:
             why += f", unless --overlay {self.folder} sets another"
         line = (f"every pod runs image {ref}: {why}" if self.folder != "rocm"
                 else "every pod runs the rocm overlay's image (its variant's tag)")
-        return [line, *super().up_notes(image)]
+        return [line, *super()._up_notes(image)]
 
     def states(self, nodes: List[Node]) -> Dict[int, PlatformState]:
         argv = self.call("get", "pods", "-l", f"app.kubernetes.io/instance={self.spec.name}", "-o", "json")

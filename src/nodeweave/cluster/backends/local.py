@@ -30,9 +30,6 @@ from nodeweave.steps import Step
 from nodeweave.errors import UsageError
 from nodeweave.remote import make_target
 
-COMPOSE_FILE = "compose/local.yaml"  # the rendered file this one is made like
-
-
 def compose_tool(engine: str) -> List[str]:
     """podman-compose (the one beside this Python first) or ``docker compose``."""
     if engine == "docker":
@@ -106,7 +103,7 @@ class LocalCluster(Backend):
     def made(self) -> dict:
         return {**super().made(), "project": self.mark.project}
 
-    def up_files(self, mode: str) -> List["PlannedFile"]:
+    def _up_files(self, mode: str) -> List["PlannedFile"]:
         """The job's compose file (when it differs from what the spec renders) and a fresh job token."""
         from nodeweave.cluster import token
         from nodeweave.plan import PlannedFile
@@ -128,7 +125,7 @@ class LocalCluster(Backend):
         return [PlannedFile(self.state.shown(self.compose_file), f"{status}: rendered from {self.spec_path.name}",
                             text.encode("utf-8"))]
 
-    def down_files(self, delete_claims: bool) -> List["PlannedFile"]:
+    def _down_files(self, delete_claims: bool) -> List["PlannedFile"]:
         """compose takes the node list from the file: render it when it is gone (the spec's nodes)."""
         return [] if self.compose_file.exists() else self._compose_files()
 
@@ -136,20 +133,20 @@ class LocalCluster(Backend):
     reach_variables = ("DOCKER_HOST", "DOCKER_CONTEXT", "DOCKER_CONFIG", "CONTAINER_HOST", "CONTAINER_CONNECTION",
                        "CONTAINERS_CONF", "COMPOSE_PROFILES", "COMPOSE_ENV_FILES", "PODMAN_COMPOSE_PROVIDER")
 
-    def up_env(self, mode: str, image: Optional[str]) -> tuple:
+    def _up_env(self, mode: str, image: Optional[str]) -> tuple:
         """Every variable the compose file reads, given: none is left to the caller's environment."""
         from nodeweave.cluster import token
         from nodeweave.cluster.environment import IMAGE_VARIABLE, image_choice
 
-        chosen, _ = image_choice(image, self.spec_image())
+        chosen, _ = image_choice(image, self._spec_image())
         env = (("NODEWEAVE_MODE", mode), (IMAGE_VARIABLE, chosen))
         return env + token.compose_env(str(self.state.token_file))
 
-    def spec_image(self) -> str:
+    def _spec_image(self) -> str:
         """The image the spec gives the local nodes (the compose file's ``${NODEWEAVE_IMAGE:-...}`` default)."""
         return default_image(render_up_compose(self.spec, self.spec_dir))
 
-    def spec_image_why(self) -> str:
+    def _spec_image_why(self) -> str:
         """Why the local nodes run the spec's image, or its ``cpu`` variant (the local target simulates each node on
         this machine's CPU, whatever variant the spec builds)."""
         from nodeweave.cluster.environment import SPEC_IMAGE
@@ -161,12 +158,12 @@ class LocalCluster(Backend):
                 f"{self.spec.image.variant}: the local target simulates every node on this machine's CPU (give "
                 "--image for another)")
 
-    def up_notes(self, image: Optional[str]) -> List[str]:
+    def _up_notes(self, image: Optional[str]) -> List[str]:
         from nodeweave.cluster.environment import image_choice, inherited_notes, interpolated
 
-        given = dict(self.up_env("hold", image))
+        given = dict(self._up_env("hold", image))
         read = interpolated(render_up_compose(self.spec, self.spec_dir))
-        return [image_choice(image, self.spec_image(), why=self.spec_image_why())[1], *self.check_folders(),
+        return [image_choice(image, self._spec_image(), why=self._spec_image_why())[1], *self.check_folders(),
                 *inherited_notes((*self.reach_variables, *read), given=given)]
 
     def check_folders(self) -> List[str]:
@@ -174,14 +171,14 @@ class LocalCluster(Backend):
 
         return check_folders(self.spec, self.spec_dir, self.engine)
 
-    def up_steps(self, mode: str, image: Optional[str]) -> List[List[Step]]:
-        env = self.up_env(mode, image)
+    def _up_steps(self, mode: str, image: Optional[str]) -> List[List[Step]]:
+        env = self._up_env(mode, image)
         # Every up recreates the nodes: each must start with this up's token, none with the last one's.
         return [[Step(f"start {self.spec.containers} node containers ({mode} mode)",
                       self.compose("up", "-d", "--force-recreate"), env,
                       timeout=900)]]
 
-    def down_steps(self, delete_claims: bool) -> List[List[Step]]:
+    def _down_steps(self, delete_claims: bool) -> List[List[Step]]:
         grace = str(self.spec.kubernetes.grace_period)
         return [[Step("stop and remove the node containers and their network", self.compose("down", "-t", grace),
                       timeout=self.spec.kubernetes.grace_period + 300)]]
@@ -253,34 +250,11 @@ def default_image(compose_text: str) -> str:
 
 
 def render_up_compose(spec, spec_dir: Path, mark=None) -> str:
-    """``compose/local.yaml`` as ``render`` makes it, with every relative host path made absolute (from the spec's
-    folder), so the file means the same from the job's state folder as from compose/; and, with ``mark``, this
-    folder's compose project and every container labelled with the job and the folder (identity.py)."""
-    from dataclasses import replace
+    """The job's compose file (``targets.overlay.local_compose``, pure): host paths absolute from the spec's
+    folder; with ``mark``, this folder's compose project and every container labelled with the job and the
+    folder (identity.py)."""
+    from nodeweave.targets.overlay import local_compose
 
-    from nodeweave.targets.compose import render_files
-
-    def absolute(host_path):
-        if host_path is None or host_path.startswith(("/", "~")):
-            return host_path
-        return str((spec_dir / host_path).resolve())
-
-    rebased = replace(spec, workspace=replace(spec.workspace, host_path=absolute(spec.workspace.host_path)),
-                      cache=replace(spec.cache, host_path=absolute(spec.cache.host_path)),
-                      volumes=tuple(replace(v, host_path=absolute(v.host_path)) for v in spec.volumes))
-    text = render_files(rebased)[COMPOSE_FILE]
-    return text if mark is None else marked_compose(text, mark)
-
-
-def marked_compose(text: str, mark) -> str:
-    """The compose file's project named per folder and every service labelled with ``mark``; its comments kept."""
-    import yaml
-
-    from nodeweave.yamltext import dump_yaml
-
-    head = "".join(line for line in text.splitlines(keepends=True) if line.startswith("#"))
-    data = yaml.safe_load(text)
-    data["name"] = mark.project
-    for service in data.get("services", {}).values():
-        service["labels"] = {**(service.get("labels") or {}), **mark.labels()}
-    return head + dump_yaml(data, sort_keys=True)
+    if mark is None:
+        return local_compose(spec, str(spec_dir))
+    return local_compose(spec, str(spec_dir), mark.project, mark.labels())

@@ -84,9 +84,9 @@ class SlurmCluster(Backend):
         from nodeweave.resolve import resolve
         from nodeweave.targets.slurm.script import allocation_options
 
-        return ["salloc", "--no-shell", *allocation_options(resolve(self.spec)), f"--comment={self.comment()}"]
+        return ["salloc", "--no-shell", *allocation_options(resolve(self.spec)), f"--comment={self._comment()}"]
 
-    def comment(self) -> str:
+    def _comment(self) -> str:
         """The allocation's mark (identity.py): Slurm keeps it with the job, ``squeue --json`` gives it back."""
         return f"{COMMENT_MARK} {self.mark.owner} {self.mark.job} {self.mark.folder}"
 
@@ -124,24 +124,24 @@ class SlurmCluster(Backend):
                                          "lists no --container-image): install pyxis on the cluster, or set "
                                          "slurm.runtime to apptainer or host")
 
-    def needs_allocation(self) -> bool:
+    def _needs_allocation(self) -> bool:
         """Whether ``up`` takes a new allocation: none is recorded, or Slurm no longer holds the recorded one."""
         live = self.record()
         return live is None or live.get("job_state") not in LIVE + WAITING
 
-    def up_notes(self, image: Optional[str]) -> List[str]:
+    def _up_notes(self, image: Optional[str]) -> List[str]:
         """What ``up`` says first, and the recorded allocation when Slurm still holds it (asked with ``squeue``
         only; taking an allocation is the plan's ``allocate`` step)."""
-        notes = super().up_notes(image)
-        if self.needs_allocation():
+        notes = super()._up_notes(image)
+        if self._needs_allocation():
             return notes
         live = self.record()
         return [*notes, f"allocation {self.job} is already up ({live.get('job_state')} on {live.get('nodes') or '-'})"]
 
-    def allocation_step(self) -> Optional[Step]:
-        if not self.needs_allocation():
+    def _allocation_step(self) -> Optional[Step]:
+        if not self._needs_allocation():
             return None
-        return Step(f"take an allocation of {self.allocated_count()} node(s) and record its job id",
+        return Step(f"take an allocation of {self._allocated_count()} node(s) and record its job id",
                     tuple(self.allocation_argv()), timeout=3600)
 
     def allocate(self, phase) -> Dict[str, str]:
@@ -167,12 +167,12 @@ class SlurmCluster(Backend):
     def _granted_hosts(self) -> List[str]:
         """The new allocation's nodes, once Slurm has started it (salloc returns when it is granted)."""
         hosts = self.hosts()
-        if len(hosts) != self.allocated_count():
+        if len(hosts) != self._allocated_count():
             raise NodeweaveError(f"allocation {self.job} holds {len(hosts)} node(s), the plan "
-                                 f"{self.allocated_count()}: `scancel {self.job}`, then `nodeweave up` again")
+                                 f"{self._allocated_count()}: `scancel {self.job}`, then `nodeweave up` again")
         return hosts
 
-    def allocated_count(self) -> int:
+    def _allocated_count(self) -> int:
         return self.spec.nodes.min + self.spec.recovery.spare_nodes  # the allocation holds the spares too
 
     def _mount_sources(self) -> None:
@@ -187,51 +187,52 @@ class SlurmCluster(Backend):
                                  "machine; accepted: a folder on the storage the Slurm nodes share")
             Path(source).mkdir(parents=True, exist_ok=True)
 
-    def up_steps(self, mode: str, image: Optional[str]) -> List[List[Step]]:
+    def _up_steps(self, mode: str, image: Optional[str]) -> List[List[Step]]:
         if image:
             raise UsageError("--image is for compose targets; on Slurm the nodes run the spec's image (pyxis, "
                              "apptainer: image.* or slurm.sif) or the shared venv (host)")
-        return [self.token_steps()] if self.makes_token else []
+        return [self._token_steps()] if self._makes_token else []
 
     @property
-    def makes_token(self) -> bool:
+    def _makes_token(self) -> bool:
         """Whether ``up`` hands the nodes a random token (not when the spec's ``env`` names its own file)."""
         return "NODEWEAVE_JOB_TOKEN_FILE" not in self.spec.env
 
     @property
-    def token_file(self) -> str:
+    def _token_file(self) -> str:
         """Where ``up`` writes the job's token on every node: in the workspace folder there (0600, the user's)."""
         from nodeweave.cluster import token
 
         return f"{self.workdir}/{token.job_file(self.spec.name)}"
 
     @property
-    def token_file_seen(self) -> str:
+    def _token_file_seen(self) -> str:
         """The same file as the steps see it: through the workspace mount when they run in the job's image."""
         from nodeweave.cluster import token
 
         seen = f"{self.runtime.workdir}/{token.job_file(self.spec.name)}"
-        return seen if self.runtime.in_container else self.token_file
+        return seen if self.runtime.in_container else self._token_file
 
-    def token_steps(self) -> List[Step]:
+    def _token_steps(self) -> List[Step]:
         """A new random token for this up, written on every node by a one-task step, the token on stdin."""
         from nodeweave.cluster import token
 
-        secret, (folder, name) = token.new_token(), self.token_file.rsplit("/", 1)
-        return [Step(f"write a new job token on node-{node.index} ({node.remote.label}): {self.token_file}",
+        secret, (folder, name) = token.new_token(), self._token_file.rsplit("/", 1)
+        return [Step(f"write a new job token on node-{node.index} ({node.remote.label}): {self._token_file}",
                      tuple(Srun(node.remote.name).exec_argv([*token.USER_WRITE, folder, name], stdin=True)),
                      stdin=secret + "\n", stdin_name="a new random job token", timeout=120)
                 for node in self.nodes(for_up=True)]
 
-    def down_steps(self, delete_claims: bool) -> List[List[Step]]:
+    def _down_steps(self, delete_claims: bool) -> List[List[Step]]:
         if self.job is None:
             raise UsageError(f"no Slurm allocation is recorded for {self.spec.name} in .nodeweave/{self.spec.name}/cluster.json: "
                              "nothing to release (`squeue --me` lists your jobs)")
         if self.record() is None:
             return []  # released already, or past its time limit: nothing left but the record
         forget = [Step(f"delete the job token on node-{node.index} ({node.remote.label})",
-                       tuple(Srun(node.remote.name).exec_argv(["rm", "-f", self.token_file], stdin=False)), timeout=120)
-                  for node in self.nodes()] if self.makes_token and self.record().get("job_state") in LIVE else []
+                       tuple(Srun(node.remote.name).exec_argv(["rm", "-f", self._token_file], stdin=False)),
+                       timeout=120)
+                  for node in self.nodes()] if self._makes_token and self.record().get("job_state") in LIVE else []
         release = [Step(f"release allocation {self.job} (every step in it ends)", ("scancel", self.job), timeout=120)]
         return [forget, release] if forget else [release]
 
@@ -252,27 +253,27 @@ class SlurmCluster(Backend):
         return expand_nodelist(live.get("nodes", ""))
 
     def nodes(self, for_up: bool = False) -> List[Node]:
-        if for_up and self.needs_allocation():  # up's plan: the allocation is a step of it, not taken yet
-            return self.placeholder_nodes()
+        if for_up and self._needs_allocation():  # up's plan: the allocation is a step of it, not taken yet
+            return self._placeholder_nodes()
         return self._nodes(self.hosts(), self.job)
 
     def dry_run_nodes(self) -> List[Node]:
         try:
             return self.nodes()
         except NodeweaveError:  # no allocation yet (or Slurm not asked): the nodes are Slurm's to pick
-            return self.placeholder_nodes(self.job)
+            return self._placeholder_nodes(self.job)
 
-    def placeholder_nodes(self, job: Optional[str] = None) -> List[Node]:
+    def _placeholder_nodes(self, job: Optional[str] = None) -> List[Node]:
         """``<job-id>``/``<node0>``, ... (placeholders): what a plan says before the allocation is taken (the
         executor fills them in)."""
         from nodeweave.plan import JOB_ID, node_placeholder
 
-        return self._nodes([node_placeholder(i) for i in range(self.allocated_count())], job or JOB_ID)
+        return self._nodes([node_placeholder(i) for i in range(self._allocated_count())], job or JOB_ID)
 
     def _nodes(self, hosts: List[str], job: str) -> List[Node]:
         runtime = self.runtime
         step = SlurmStep(job=job, hosts=tuple(hosts), workdir=self.workdir, env=tuple(self.contract_env()),
-                         options=(*self.step_options(), *runtime.srun_options()),
+                         options=(*self._step_options(), *runtime.srun_options()),
                          prefix=tuple(runtime.command_prefix()))
         inside = runtime.workdir if runtime.in_container else self.workdir
         return [Node(i, Srun(f"{job}/{host}", step_options=tuple(runtime.srun_options()),
@@ -284,10 +285,10 @@ class SlurmCluster(Backend):
         from nodeweave.resolve import resolve
         from nodeweave.targets.slurm.script import exported
 
-        token = [("NODEWEAVE_JOB_TOKEN_FILE", self.token_file_seen)] if self.makes_token else []
+        token = [("NODEWEAVE_JOB_TOKEN_FILE", self._token_file_seen)] if self._makes_token else []
         return [*exported(resolve(self.spec)), *token]
 
-    def step_options(self) -> List[str]:
+    def _step_options(self) -> List[str]:
         """The run step's share of each node: the GPUs and CPUs the allocation asked for."""
         words = [w for w in self.allocation_argv()[2:] if w.startswith(("--gpus-per-node=", "--cpus-per-task="))]
         return words
