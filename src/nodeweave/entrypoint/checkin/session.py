@@ -59,8 +59,10 @@ def record_verdict(plan, settings, verdict, fingerprint):
         pass  # a record for later reading; the launch does not depend on it
 
 
-def last_record(settings):
-    """The verdict this node recorded at its last start (``$TMPDIR/nodeweave/checkin.json``), or None."""
+def last_record(settings, job):
+    """The verdict this node recorded at its last start of ``job`` (``$TMPDIR/nodeweave/checkin.json``), or
+    None. Why the job: ``/tmp`` is shared by every job and user on a machine, so a record another job left
+    there is not this node's last start (a fresh clone's --explain showed a stranger's check-in as its own)."""
     import json
 
     path = os.path.join(settings.env.get("TMPDIR") or "/tmp", "nodeweave", RECORD)
@@ -68,6 +70,8 @@ def last_record(settings):
         with open(path) as f:
             data = json.load(f)
     except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict) or (data.get("fingerprint") or {}).get("job") != job:
         return None
     verdict = data.get("verdict") or {}
     return {"path": path, "at": data.get("at"), "decision": verdict.get("decision"),
@@ -81,7 +85,7 @@ def explain_exchange(plan, settings, root):
 
     plan.fingerprint = local_fingerprint(plan, root, settings.env)
     if root.real:
-        plan.exchange["last"] = last_record(settings)
+        plan.exchange["last"] = last_record(settings, plan.topology.job_id)
 
 
 def print_status(settings, plan):

@@ -1,0 +1,38 @@
+"""--explain's "last start" is this job's own: /tmp is shared by every job on a machine, and a fresh clone's
+demo showed another engineer's check-in record as its own last start (issue 43's bare-machine walk)."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+SRC = Path(__file__).resolve().parents[1] / "src"
+
+
+def explain(tmp_path, job):
+    env = {"PATH": os.environ["PATH"], "PYTHONPATH": str(SRC), "TMPDIR": str(tmp_path)}
+    (tmp_path / "train.py").write_text("print(1)\n")
+    out = subprocess.run([sys.executable, "-m", "nodeweave.entrypoint", "--explain", "--nnodes", "2", "--node-rank",
+                          "0", "--master-addr", "127.0.0.1", "--rdzv-id", job, "--", str(tmp_path / "train.py")],
+                         capture_output=True, text=True, timeout=60, env=env, cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    return out.stdout + out.stderr
+
+
+@pytest.mark.parametrize("recorded, shown", [("jobA", True), ("another-job", False), (None, False)])
+def test_the_last_start_shown_is_only_this_jobs(tmp_path, recorded, shown):
+    (tmp_path / "nodeweave").mkdir()
+    fingerprint = {"job": recorded} if recorded else {}
+    (tmp_path / "nodeweave" / "checkin.json").write_text(json.dumps(
+        {"verdict": {"decision": "start", "problems": []}, "fingerprint": fingerprint, "at": 1}))
+    text = explain(tmp_path, "jobA")
+    assert ("last start" in text) is shown, text
+
+
+def test_a_record_that_is_not_an_object_is_no_last_start(tmp_path):
+    (tmp_path / "nodeweave").mkdir()
+    (tmp_path / "nodeweave" / "checkin.json").write_text("[1, 2]")
+    assert "last start" not in explain(tmp_path, "jobA")
