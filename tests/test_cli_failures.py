@@ -83,7 +83,7 @@ def test_status_of_a_down_cluster_says_down_not_the_engines_words(project):
 
 def test_status_without_a_kubernetes_cluster_is_one_line_without_klog(project):
     if shutil.which("kubectl") is None:
-        pytest.skip("kubectl is not installed")
+        pytest.skip("kubectl is not installed (`bash .ci/setup-tools.sh` installs it, as CI does)")
     done = nodeweave(project, "status", "-t", "kubernetes", KUBECONFIG=str(project / "no-kubeconfig"))
     assert done.returncode == EXIT_ENVIRONMENT, done.stderr
     line = one_line(done)
@@ -92,7 +92,7 @@ def test_status_without_a_kubernetes_cluster_is_one_line_without_klog(project):
 
 def test_kubectls_klog_lines_become_their_error_text():
     if shutil.which("kubectl") is None:
-        pytest.skip("kubectl is not installed")
+        pytest.skip("kubectl is not installed (`bash .ci/setup-tools.sh` installs it, as CI does)")
     env = {**os.environ, "KUBECONFIG": "/nonexistent/kubeconfig"}
     raw = subprocess.run(["kubectl", "get", "pods"], capture_output=True, text=True, env=env, timeout=60).stderr
     assert "memcache.go" in raw  # the real tool's real words: the case this guards against

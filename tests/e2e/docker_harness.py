@@ -84,8 +84,12 @@ def daemon_problem(client: Path, host: str) -> Optional[str]:
     lines = out.stderr.strip().splitlines() or ["no message"]
     # the client's own words about the daemon ("Cannot connect to the Docker daemon at ..."), not the
     # --format template's complaint about the empty answer that a newer client prints after them
-    said = next((line for line in lines if "daemon" in line.lower()), lines[-1])[:300]
-    return f"dockerd does not answer at {host} ({said}); `bash .ci/setup-docker.sh` installs and starts it"
+    said = next((line for line in lines if "daemon" in line.lower()), None)
+    if said is None:  # an older client (20.10) prints only the template's complaint: say what is at the socket
+        socket = host[len("unix://"):] if host.startswith("unix://") else None
+        said = ("its socket is there but nothing answers: a dockerd that stopped" if socket and os.path.exists(socket)
+                else "no dockerd is listening there")
+    return f"dockerd does not answer at {host} ({said[:300]}); `bash .ci/setup-docker.sh` installs and starts it"
 
 
 def no_client_reason(seen: List[str]) -> str:

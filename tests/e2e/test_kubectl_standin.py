@@ -109,7 +109,8 @@ def _write(planned, spec_dir):
     write_files(FilesPhase("the kept tree", files=tuple(planned)), spec_dir, lambda line: None)
 
 
-@pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl (with its built-in kustomize) is not installed")
+@pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl (with its built-in kustomize) is not installed "
+                    "(`bash .ci/setup-tools.sh` installs it, as CI does)")
 def test_down_deletes_the_trees_objects_in_its_namespace_and_keeps_the_claim_it_leaves_out(standin, tmp_path):
     spec = parse_spec(SPEC, "nwk.yaml")
     backend = KubeCluster(spec, tmp_path / "nwk.yaml", ClusterOptions(target="kubernetes"))
