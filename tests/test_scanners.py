@@ -73,7 +73,8 @@ def build_all(spec_path: Path, root: Path, out: Path) -> "dict[str, list]":
 @pytest.fixture(scope="module")
 def trees(tmp_path_factory):
     if shutil.which("kubectl") is None:
-        pytest.skip("kubectl (its built-in kustomize) is not installed (`bash .ci/setup-tools.sh` installs it, as CI does)")
+        pytest.skip("kubectl (its built-in kustomize) is not installed "
+                    "(`bash .ci/setup-tools.sh` installs it, as CI does)")
     out = tmp_path_factory.mktemp("built")
     return out, {p.name: build_all(p, tmp_path_factory.mktemp(p.stem), out) for p in SPECS}
 
@@ -192,7 +193,8 @@ security: {{ipc_lock: false{extra}}}
 def test_rdma_without_ipc_lock_passes_restricted_or_baseline(tmp_path, extra, level):
     """security.ipc_lock: false (the runtime's memlock is unlimited): RDMA pods add nothing, so PSS admits them."""
     if shutil.which("kubectl") is None:
-        pytest.skip("kubectl (its built-in kustomize) is not installed (`bash .ci/setup-tools.sh` installs it, as CI does)")
+        pytest.skip("kubectl (its built-in kustomize) is not installed "
+                    "(`bash .ci/setup-tools.sh` installs it, as CI does)")
     spec_path = tmp_path / "rdma.yaml"
     spec_path.write_text(RDMA_SPEC.format(extra=extra))
     spec = load_spec(spec_path)

@@ -52,7 +52,8 @@ def standin(engine, cpu_image, tmp_path):
         pytest.skip("podman kube play is podman's")
     real = shutil.which("kubectl")
     if real is None:
-        pytest.skip("the stand-in builds the tree with kubectl's own kustomize, and kubectl is not installed (`bash .ci/setup-tools.sh` installs it, as CI does)")
+        pytest.skip("the stand-in builds the tree with kubectl's own kustomize, and kubectl is not installed "
+                    "(`bash .ci/setup-tools.sh` installs it, as CI does)")
     folder = tmp_path / "bin"
     folder.mkdir()
     (folder / "kubectl").write_text(f"#!/bin/sh\nexec {sys.executable} {HERE / 'kubectl_standin.py'} \"$@\"\n")
