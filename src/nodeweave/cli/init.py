@@ -116,14 +116,14 @@ def init(
     ssh_option: List[str] = typer.Option([], "--ssh-option", help="Extra ssh -o KEY=VALUE (repeat)"),
     sysroot: Path = typer.Option(Path("/"), "--sysroot", help="Detect from this captured sysfs/procfs tree "
                                  "instead of this machine"),
-    force: bool = typer.Option(False, "--force", help="Replace an existing --out file"),
+    force: bool = typer.Option(False, "--force", help="Replace an earlier spec at --out (never a file that is not a spec)"),
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the spec; write nothing"),
 ) -> None:
     """Write a first spec from this machine's (or the hosts') GPUs and RDMA ports, validated."""
     from nodeweave.spec import parse_spec
 
-    if path.exists() and not force and not dry_run:
-        raise UsageError(f"{path} exists; nodeweave never overwrites a spec: pass --force, or --out another file")
+    if not dry_run:
+        refuse_replacing(path, script, force)
     if via is not None:
         from nodeweave.cli.habits.spellings import note_renamed
 
@@ -158,6 +158,19 @@ def init(
         raise path_problem(err, "init --out") from None
     typer.echo(f"nodeweave: wrote {path}: {seen.summary()}{note}; next: nodeweave validate, nodeweave render all",
                err=True)
+
+
+def refuse_replacing(path: Path, script: str, force: bool) -> None:
+    """``--force`` replaces an earlier spec only: never the training script or requirements file the new spec
+    names, nor any file that is not a spec (walk2, row D1)."""
+    from nodeweave.cli.habits.replace import refuse_foreign_file
+
+    folder = path.resolve().parent
+    refuse_foreign_file(path, "--out", "spec", also_not={
+        folder / REQUIREMENTS: f"the requirements file the new spec installs (image.requirements {REQUIREMENTS})",
+        folder / script: f"the training script the new spec runs (launcher.script {script})"})
+    if path.exists() and not force:
+        raise UsageError(f"{path} exists (a spec); pass --force to replace it, or --out another file")
 
 
 def _given(ctx: typer.Context, name: str) -> bool:

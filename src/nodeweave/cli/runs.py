@@ -118,7 +118,10 @@ def compare_command(
     if chart is not None:  # judged before any run is read or table printed
         from nodeweave.runs.chart import check_chart_path
 
+        from nodeweave.cli.habits.replace import refuse_foreign_file
+
         check_chart_path(chart)
+        refuse_foreign_file(chart, "--chart", "chart")
     parent = _parent(runs_dir)
     entries = [find_run(parent, text) for text in runs]
     ids = [e.run_id for e in runs_of(entries)]

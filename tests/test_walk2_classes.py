@@ -1,0 +1,89 @@
+"""walk2's findings (issue 43, /work/wt/walk2-report.md), each fixed as a class and walked here: every member of
+the class this file could find, not only the walk's row. Each test fails on the main before these fixes. No
+container is started, nothing is probed.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from nodeweave.cli import main
+from nodeweave.errors import EXIT_USAGE
+
+
+def run_cli(capsys, *argv) -> "tuple[int, str, str]":
+    code = main(list(argv))
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def one_line(text: str) -> str:
+    lines = [line for line in text.splitlines() if line.strip()]
+    assert len(lines) == 1 and "Traceback" not in text, text
+    return lines[0]
+
+
+# -- D1: an output option replaces only a file of the kind it writes, whatever the flags say -----------------
+
+
+@pytest.fixture
+def team_folder(tmp_path, monkeypatch):
+    (tmp_path / "train.py").write_text("import numpy\n")
+    (tmp_path / "requirements.txt").write_text("numpy==1.26.4\n")
+    (tmp_path / "notes.txt").write_text("my notes\n")
+    (tmp_path / "photo.png").write_text("not a picture at all\n")
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+@pytest.mark.parametrize("name, what", [("train.py", "training script"), ("requirements.txt", "requirements file"),
+                                         ("notes.txt", "not a nodeweave spec")])
+def test_init_force_never_replaces_a_file_that_is_not_a_spec(capsys, team_folder, name, what):
+    before = (team_folder / name).read_text()
+    code, _, err = run_cli(capsys, "init", "--out", name, "--force")
+    line = one_line(err)
+    assert code == EXIT_USAGE and what in line and name in line and "pass --force" not in line, line
+    assert (team_folder / name).read_text() == before
+
+
+def test_init_force_still_replaces_an_earlier_spec(capsys, team_folder):
+    assert run_cli(capsys, "init")[0] == 0
+    code, _, err = run_cli(capsys, "init")
+    assert code == EXIT_USAGE and "--force" in one_line(err)  # a spec: --force is the remedy
+    (team_folder / "nodeweave.yaml").write_text("name: mine\nimage: {variant: cpu}\nnodes: 1\n")  # hand-written
+    assert run_cli(capsys, "init", "--force")[0] == 0
+    assert "written by `nodeweave init`" in (team_folder / "nodeweave.yaml").read_text()
+
+
+@pytest.mark.parametrize("argv, target", [
+    (("runs", "compare", "a", "b", "--metric", "x", "--chart", "photo.png"), "photo.png"),
+    (("hosts", "probe", "--node", "gpu01", "--write-hostfile", "notes.txt", "--force"), "notes.txt"),
+    (("bench", "--json-out", "notes.json"), "notes.json"),
+    (("bench", "--json-out", "r.json", "--plot", "photo.png"), "photo.png"),
+])
+def test_every_output_option_refuses_a_file_of_another_kind(capsys, team_folder, argv, target):
+    """The siblings of init --out: runs compare --chart, hosts probe --write-hostfile, bench --json-out/--plot
+    wrote over any file there (bench and compare without even a --force)."""
+    (team_folder / "notes.json").write_text("not json, my notes\n")
+    before = (team_folder / target).read_text()
+    code, _, err = run_cli(capsys, *argv)
+    if "matplotlib is not installed" in err:
+        pytest.skip("--plot needs matplotlib here")
+    line = one_line(err)
+    assert code == EXIT_USAGE and target in line and "never replaces it" in line, line
+    assert (team_folder / target).read_text() == before
+
+
+def test_output_options_replace_their_own_kind(team_folder):
+    from nodeweave.cli.habits.replace import refuse_foreign_file
+
+    (team_folder / "h").write_text("gpu01 slots=8\n# a comment\ngpu02 slots=8\n")
+    (team_folder / "r.json").write_text(json.dumps({"runs": []}))
+    (team_folder / "c.svg").write_text('<?xml version="1.0"?>\n<svg xmlns="http://www.w3.org/2000/svg"/>\n')
+    (team_folder / "c.png").write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(16))
+    for name, kind in (("h", "hostfile"), ("r.json", "json"), ("c.svg", "chart"), ("c.png", "chart"),
+                       ("missing.yaml", "spec")):
+        refuse_foreign_file(Path(name), "--x", kind)  # no refusal
