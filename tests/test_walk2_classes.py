@@ -87,3 +87,47 @@ def test_output_options_replace_their_own_kind(team_folder):
     for name, kind in (("h", "hostfile"), ("r.json", "json"), ("c.svg", "chart"), ("c.png", "chart"),
                        ("missing.yaml", "spec")):
         refuse_foreign_file(Path(name), "--x", kind)  # no refusal
+
+
+# -- W2, W3, W5: a dry run notes what the real verb would meet, on every target; down with nothing up is exit 0 ----
+
+
+SPEC = "name: proj\nimage: {variant: cpu}\nnodes: 2\nlauncher: {script: train.py}\n"
+
+
+def fake_kubectl(folder: Path, monkeypatch, script: str) -> None:
+    """A kubectl on PATH that answers as ``script`` says: the real one's words, no cluster needed."""
+    bin_dir = folder / "bin"
+    bin_dir.mkdir()
+    tool = bin_dir / "kubectl"
+    tool.write_text("#!/bin/sh\n" + script)
+    tool.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{__import__('os').environ['PATH']}")
+
+
+@pytest.fixture
+def job_folder(tmp_path, monkeypatch):
+    (tmp_path / "nodeweave.yaml").write_text(SPEC)
+    (tmp_path / "train.py").write_text("print(1)\n")
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+UNREACHABLE = ('echo "The connection to the server localhost:8080 was refused - did you specify the right host '
+               'or port?" >&2\nexit 1\n')
+
+
+@pytest.mark.parametrize("verb", ["up", "down"])
+def test_a_kubernetes_dry_run_notes_an_unreachable_cluster(capsys, job_folder, monkeypatch, verb):
+    fake_kubectl(job_folder, monkeypatch, UNREACHABLE)
+    code, out, _ = run_cli(capsys, verb, "--target", "kubernetes", "--dry-run")
+    assert code == 0 and f"the real {verb} would end with exit 3: kubectl cannot reach a Kubernetes cluster" in out
+
+
+def test_down_with_nothing_up_says_so_on_kubernetes_and_slurm(capsys, job_folder, monkeypatch):
+    fake_kubectl(job_folder, monkeypatch, 'case " $* " in *" get "*) exit 0;; esac\necho "unexpected: $*" >&2\nexit 9\n')
+    code, out, err = run_cli(capsys, "down", "--target", "kubernetes", "--dry-run")
+    assert code == 0 and "nothing to take down" in out and "kubectl delete" not in out, out + err
+    assert not (job_folder / ".nodeweave").exists()  # a teardown of nothing writes nothing
+    code, out, err = run_cli(capsys, "down", "--target", "slurm", "--dry-run")
+    assert code == 0 and "no allocation is recorded" in out and "nothing to take down" in out, out + err
