@@ -131,3 +131,24 @@ def test_down_with_nothing_up_says_so_on_kubernetes_and_slurm(capsys, job_folder
     assert not (job_folder / ".nodeweave").exists()  # a teardown of nothing writes nothing
     code, out, err = run_cli(capsys, "down", "--target", "slurm", "--dry-run")
     assert code == 0 and "no allocation is recorded" in out and "nothing to take down" in out, out + err
+
+
+# -- W4: every verb without -o says why and where the data is, not "no such option" --------------------------
+
+VERBS = ["init", "validate", "render", "image build", "image variants", "up", "run", "status", "logs", "exec", "shell",
+         "stop", "down", "runs ls", "runs show", "runs compare", "check", "sync", "top", "dashboard", "doctor", "bench",
+         "hosts probe"]
+
+
+def test_every_verb_without_a_format_option_says_where_the_data_is(capsys):
+    without = []
+    for verb in VERBS:
+        main([*verb.split(), "--help"])
+        if "--output" not in capsys.readouterr().out:
+            without.append(verb)
+    assert without, "every verb takes -o: this test has nothing left to check"
+    for verb in without:
+        for argv in ([*verb.split(), "-o", "json"], ["-o", "json", *verb.split()], [*verb.split(), "--json"]):
+            code, _, err = run_cli(capsys, *argv)
+            line = one_line(err)
+            assert code == EXIT_USAGE and f"{verb} takes no" in line and "-o json`" in line, (argv, line)
