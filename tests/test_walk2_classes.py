@@ -152,3 +152,49 @@ def test_every_verb_without_a_format_option_says_where_the_data_is(capsys):
             code, _, err = run_cli(capsys, *argv)
             line = one_line(err)
             assert code == EXIT_USAGE and f"{verb} takes no" in line and "-o json`" in line, (argv, line)
+
+
+# -- U1, U2, U9: a bad value read from a file names the file, its field or line, never a flag nobody typed ---------
+
+
+STATE_VALUES = [({"target": "hosts", "hosts": ["gpu01", ""]}, "field hosts entry ''"),
+                ({"target": "hosts", "hosts": ["gpu01", "GPU01"]}, "field hosts entry gpu01 is given 2 times"),
+                ({"target": "hosts", "hosts": ["gpu01", "gpu02"], "remote_dir": ""}, "field remote_dir ''"),
+                ({"target": "hosts", "hosts": ["gpu01", "gpu02"], "remote_dir": "/etc"}, "field remote_dir '/etc'"),
+                ({"target": "kubernetes", "namespace": ""}, "field namespace ''"),
+                ({"target": "kubernetes", "namespace": "Bad_NS"}, "field namespace 'Bad_NS'"),
+                ({"target": "local", "engine": "dokcer"}, "field engine is 'dokcer'"),
+                ({"target": "kubernetes", "kube_cli": "kubecl"}, "field kube_cli is 'kubecl'"),
+                ({"target": "kubernetes", "overlay": "/abs"}, "field overlay is '/abs'"),
+                ({"target": "slurm", "slurm_job": "12a"}, "field slurm_job is '12a'")]
+
+
+@pytest.mark.parametrize("state, field", STATE_VALUES, ids=[f for _, f in STATE_VALUES])
+@pytest.mark.parametrize("verb", [("status",), ("down", "--dry-run"), ("sync", "--dry-run")])
+def test_a_bad_value_in_cluster_json_names_the_file_and_field(capsys, job_folder, state, field, verb):
+    (job_folder / ".nodeweave" / "proj").mkdir(parents=True)
+    (job_folder / ".nodeweave" / "proj" / "cluster.json").write_text(json.dumps(state))
+    code, _, err = run_cli(capsys, *verb)
+    line = one_line(err)
+    assert code == EXIT_USAGE and "cluster.json: " + field in line and "remove the file" in line, line
+    assert not line.startswith("nodeweave: error: --"), line
+
+
+def test_a_bad_entry_of_the_old_single_state_file_is_removed_alone(capsys, job_folder):
+    (job_folder / ".nodeweave").mkdir()
+    (job_folder / ".nodeweave" / "cluster.json").write_text(json.dumps(
+        {"proj": {"target": "kubernetes", "namespace": ""}, "other": {"target": "local"}}))
+    code, _, err = run_cli(capsys, "status")
+    line = one_line(err)
+    assert code == EXIT_USAGE and "field proj.namespace ''" in line and "remove its entry 'proj'" in line, line
+
+
+@pytest.mark.parametrize("lines, says", [("gpu01\ngpu01\n", "line 2: host 'gpu01' is listed already on line 1"),
+                                         ("gpu01\n# spare\nGPU01 slots=8\n", "line 3: host 'GPU01' is listed already"),
+                                         ("gpu01\nbad;host\n", "line 2: host 'bad;host' is not accepted")])
+@pytest.mark.parametrize("verb", [("up", "--dry-run"), ("status",), ("down", "--dry-run")])
+def test_a_bad_hosts_file_names_the_file_and_line(capsys, job_folder, lines, says, verb):
+    (job_folder / "h.txt").write_text(lines)
+    code, _, err = run_cli(capsys, *verb, "-t", "hosts", "--hosts-file", "h.txt", "--remote-dir", "/srv/job")
+    line = one_line(err)
+    assert code == EXIT_USAGE and f"hosts file h.txt, {says}" in line and "--host " not in line, line
