@@ -198,3 +198,64 @@ def test_a_bad_hosts_file_names_the_file_and_line(capsys, job_folder, lines, say
     code, _, err = run_cli(capsys, *verb, "-t", "hosts", "--hosts-file", "h.txt", "--remote-dir", "/srv/job")
     line = one_line(err)
     assert code == EXIT_USAGE and f"hosts file h.txt, {says}" in line and "--host " not in line, line
+
+
+# -- U3, M2, M3: a set-but-empty variable is said, never silently read as unset; an empty flag or program refused --
+
+import os  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+
+SRC = Path(__file__).resolve().parents[1] / "src"
+CPU_ONLY = Path(__file__).parent / "fixtures" / "synthetic" / "cpu-only"
+
+
+def entrypoint(cwd: Path, env: dict, *args: str) -> subprocess.CompletedProcess:
+    (cwd / "train.py").write_text("")
+    full = {"PATH": os.environ["PATH"], "PYTHONPATH": str(SRC), **env}
+    return subprocess.run([sys.executable, "-m", "nodeweave.entrypoint", "--sysroot", str(CPU_ONLY), "--explain",
+                           "--no-wait", *args], env=full, cwd=cwd, capture_output=True, text=True, timeout=60)
+
+
+def read_variables():
+    """Every variable the plan reads: each setting's, and each rank source's (the sources' own table)."""
+    from nodeweave.entrypoint.planning.contract import SETTINGS
+
+    plain = ["NODE_RANK", "NNODES", "MASTER_ADDR", "MASTER_PORT", "PET_NNODES", "PET_MASTER_PORT"]
+    return plain + [row.variable for row in SETTINGS]
+
+
+@pytest.mark.parametrize("name", read_variables())
+def test_every_variable_the_plan_reads_set_but_empty_is_said(tmp_path, name):
+    out = entrypoint(tmp_path, {name: ""}, "--json", "--", "train.py")
+    said = f"{name} is set but empty"
+    if out.returncode == 0:
+        assert any(said in w for w in json.loads(out.stdout)["warnings"]), out.stdout[-1500:]
+    else:  # refused for another reason: the refusal itself must not hide it
+        assert said in out.stdout + out.stderr, out.stdout[-1500:] + out.stderr
+
+
+def test_an_empty_rank_variable_is_named_in_the_rank_refusal(tmp_path):
+    out = entrypoint(tmp_path, {"NODE_RANK": "", "NNODES": "2", "MASTER_ADDR": "10.0.0.1"}, "--", "train.py")
+    assert out.returncode == 3 and "NODE_RANK is set but empty" in out.stdout + out.stderr, out.stdout + out.stderr
+
+
+@pytest.mark.parametrize("args, says", [
+    (("--recovery", "on", "--checkpoint-dir", "", "--", "train.py"), "--checkpoint-dir is given an empty value"),
+    (("--interfaces", "", "--", "train.py"), "--interfaces is given an empty value"),
+    (("--nnodes", "", "--", "train.py"), "--nnodes is given an empty value"),
+    (("--launcher", "command", "--", ""), "the training command's program is empty"),
+    (("--launcher", "command", "--", "", ""), "the training command's program is empty"),
+])
+def test_an_empty_flag_value_or_program_is_refused(tmp_path, args, says):
+    out = entrypoint(tmp_path, {}, *args)
+    assert out.returncode == EXIT_USAGE and says in out.stderr, out.stdout[-800:] + out.stderr
+
+
+@pytest.mark.parametrize("variable, argv", [("NODEWEAVE_SPEC", ("validate",)), ("NODEWEAVE_ENGINE", ("status",)),
+                                            ("NODEWEAVE_ENGINE", ("up", "--dry-run")), ("NODEWEAVE_ENGINE", ("sync", "--dry-run"))])
+def test_the_cli_refuses_a_set_but_empty_variable_it_reads(capsys, job_folder, monkeypatch, variable, argv):
+    monkeypatch.setenv(variable, "")
+    code, _, err = run_cli(capsys, *argv)
+    line = one_line(err)
+    assert code == EXIT_USAGE and f"{variable} is set but empty" in line, line
