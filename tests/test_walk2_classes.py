@@ -259,3 +259,32 @@ def test_the_cli_refuses_a_set_but_empty_variable_it_reads(capsys, job_folder, m
     code, _, err = run_cli(capsys, *argv)
     line = one_line(err)
     assert code == EXIT_USAGE and f"{variable} is set but empty" in line, line
+
+
+# -- U8, U9: the reader's words come with what to do; init --nodes MIN:MAX is pointed at the spec --------------
+
+
+@pytest.mark.parametrize("text, says", [
+    (b"name: proj\n\timage: {variant: cpu}\n", "indent with spaces, not tabs"),
+    (b"name: proj\n---\nname: other\n", "a spec is one YAML document: remove the `---`"),
+    (b"name: proj\nlauncher: *script\n", "define the anchor (&name) before the alias"),
+    (b"name: \xff\xfe proj\n", "<stdin>: not UTF-8 text"),
+])
+def test_a_spec_the_yaml_reader_refuses_gets_a_remedy_and_stdin_one_name(capsys, monkeypatch, text, says):
+    import io
+
+    from nodeweave.spec import loader
+
+    monkeypatch.setattr(loader, "_read_from_stdin", [])
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(text)))
+    code, _, err = run_cli(capsys, "validate", "--spec", "-")
+    line = one_line(err)
+    assert code == EXIT_USAGE and says in line and line.startswith("nodeweave: error: <stdin>"), line
+
+
+@pytest.mark.parametrize("value, says", [("2:4", 'write nodes: "2:4" in the spec'), ("0", "1 to 2048"),
+                                         ("many", "1 to 2048")])
+def test_init_nodes_takes_a_count_and_points_a_range_at_the_spec(capsys, team_folder, value, says):
+    code, _, err = run_cli(capsys, "init", "--nodes", value, "--dry-run")
+    line = one_line(err)
+    assert code == EXIT_USAGE and says in line and "not a valid integer" not in line, line
