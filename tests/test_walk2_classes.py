@@ -288,3 +288,20 @@ def test_init_nodes_takes_a_count_and_points_a_range_at_the_spec(capsys, team_fo
     code, _, err = run_cli(capsys, "init", "--nodes", value, "--dry-run")
     line = one_line(err)
     assert code == EXIT_USAGE and says in line and "not a valid integer" not in line, line
+
+
+# -- U4, U6: no Python None in what is printed; a path option's refusal says what is accepted ---------------
+
+
+def test_a_run_record_lacking_fields_shows_dashes_not_none(capsys, job_folder):
+    folder = job_folder / "runs" / "20260101T000000Z-proj"
+    folder.mkdir(parents=True)
+    (folder / "run.json").write_text("{}")
+    code, out, err = run_cli(capsys, "runs", "show", "last")
+    assert code == 0 and "None" not in out + err and "- on - (started -, - s)" in out, out + err
+
+
+def test_doctor_capture_to_a_device_says_what_is_accepted(capsys, job_folder):
+    code, _, err = run_cli(capsys, "doctor", "--capture", "/dev/null")
+    line = one_line(err)
+    assert code == EXIT_USAGE and "accepted: a folder" in line, line
