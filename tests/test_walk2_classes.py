@@ -305,3 +305,22 @@ def test_doctor_capture_to_a_device_says_what_is_accepted(capsys, job_folder):
     code, _, err = run_cli(capsys, "doctor", "--capture", "/dev/null")
     line = one_line(err)
     assert code == EXIT_USAGE and "accepted: a folder" in line, line
+
+
+# -- M7: every --metric (run's sweep, runs compare) refuses a pattern that could never read a number ----------
+
+
+@pytest.mark.parametrize("argv", [("run", "--sweep", "NCCL_ALGO=Ring,Tree", "--metric", "samples/s [0-9.]+",
+                                   "--dry-run"),
+                                  ("runs", "compare", "a", "b", "--metric", "loss [0-9.]+")])
+def test_every_metric_option_refuses_a_pattern_with_words_and_no_group(capsys, job_folder, argv):
+    code, _, err = run_cli(capsys, *argv)
+    line = one_line(err)
+    assert code == EXIT_USAGE and "has no group for the number" in line, line
+
+
+def test_a_metric_without_words_or_with_a_group_is_still_read():
+    from nodeweave.cluster.sweep import compile_metric
+
+    for text in ("samples/s ([0-9.]+)", r"[0-9.]+$", r"\d+\.\d+", "loss=([0-9.e-]+)"):
+        assert compile_metric(text) is not None

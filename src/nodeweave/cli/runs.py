@@ -122,6 +122,10 @@ def compare_command(
 
         check_chart_path(chart)
         refuse_foreign_file(chart, "--chart", "chart")
+    if metric is not None:  # judged before any run is read, as the chart
+        from nodeweave.cluster.sweep import compile_metric
+
+        compile_metric(metric)
     parent = _parent(runs_dir)
     entries = [find_run(parent, text) for text in runs]
     ids = [e.run_id for e in runs_of(entries)]
