@@ -324,3 +324,14 @@ def test_a_metric_without_words_or_with_a_group_is_still_read():
 
     for text in ("samples/s ([0-9.]+)", r"[0-9.]+$", r"\d+\.\d+", "loss=([0-9.e-]+)"):
         assert compile_metric(text) is not None
+
+
+# -- M1: a script the workspace lacks is noted wherever the spec's script is judged: validate, init, up, run -------
+
+
+@pytest.mark.parametrize("argv", [("validate",), ("init", "--script", "nothere.py", "--dry-run", "--out", "new.yaml"),
+                                  ("up", "--dry-run"), ("run", "--dry-run")])
+def test_a_script_the_workspace_lacks_is_noted_by_every_verb_that_judges_the_spec(capsys, job_folder, argv):
+    (job_folder / "nodeweave.yaml").write_text(SPEC.replace("train.py", "nothere.py"))
+    code, _, err = run_cli(capsys, *argv)
+    assert code == 0 and "nothere.py is not in the workspace" in err, err

@@ -144,10 +144,13 @@ def init(
     else:
         text = spec_text(*arguments)
     try:
-        parse_spec(text, str(path), base_dir=path.resolve().parent)  # the validator's word before anything is kept
+        written = parse_spec(text, str(path), base_dir=path.resolve().parent)  # the validator's word first
     except UsageError as err:
         flags = {"name": name or arguments[1], "launcher.type": launcher, "launcher.script": script}
         raise UsageError("\n".join(_as_flag(line, flags) for line in str(err).splitlines())) from None
+    from nodeweave.cli.run import judge_script
+
+    judge_script(written, path, [script], launcher)  # --script nothere.py: noted, as validate, up and run note it
     if dry_run:
         typer.echo(text, nl=False)
         return
@@ -283,6 +286,10 @@ def validate(
                "starts": spec.starts, "valid": True, "notes": list(spec.notes)}
     for note in spec.notes:  # valid, but likely not what was meant
         typer.echo(f"nodeweave: note: {note}", err=True)
+    if not is_stdin(spec_path):  # the script the nodes would run, as `run` and `up` note it (walk2 M1)
+        from nodeweave.cli.run import judge_script
+
+        judge_script(spec, spec_path, [spec.launcher.script], spec.launcher.type)
     if emit(summary, fmt):
         return
     typer.echo(f"{shown}: valid: {spec.name}, {spec.nodes} node(s) x {spec.gpus_per_node} process(es), "
