@@ -125,7 +125,8 @@ def test_a_kubernetes_dry_run_notes_an_unreachable_cluster(capsys, job_folder, m
 
 
 def test_down_with_nothing_up_says_so_on_kubernetes_and_slurm(capsys, job_folder, monkeypatch):
-    fake_kubectl(job_folder, monkeypatch, 'case " $* " in *" get "*) exit 0;; esac\necho "unexpected: $*" >&2\nexit 9\n')
+    fake_kubectl(job_folder, monkeypatch,
+                 'case " $* " in *" get "*) exit 0;; esac\necho "unexpected: $*" >&2\nexit 9\n')
     code, out, err = run_cli(capsys, "down", "--target", "kubernetes", "--dry-run")
     assert code == 0 and "nothing to take down" in out and "kubectl delete" not in out, out + err
     assert not (job_folder / ".nodeweave").exists()  # a teardown of nothing writes nothing
@@ -253,7 +254,8 @@ def test_an_empty_flag_value_or_program_is_refused(tmp_path, args, says):
 
 
 @pytest.mark.parametrize("variable, argv", [("NODEWEAVE_SPEC", ("validate",)), ("NODEWEAVE_ENGINE", ("status",)),
-                                            ("NODEWEAVE_ENGINE", ("up", "--dry-run")), ("NODEWEAVE_ENGINE", ("sync", "--dry-run"))])
+                                            ("NODEWEAVE_ENGINE", ("up", "--dry-run")),
+                                            ("NODEWEAVE_ENGINE", ("sync", "--dry-run"))])
 def test_the_cli_refuses_a_set_but_empty_variable_it_reads(capsys, job_folder, monkeypatch, variable, argv):
     monkeypatch.setenv(variable, "")
     code, _, err = run_cli(capsys, *argv)

@@ -117,7 +117,8 @@ def init(
     ssh_option: List[str] = typer.Option([], "--ssh-option", help="Extra ssh -o KEY=VALUE (repeat)"),
     sysroot: Path = typer.Option(Path("/"), "--sysroot", help="Detect from this captured sysfs/procfs tree "
                                  "instead of this machine"),
-    force: bool = typer.Option(False, "--force", help="Replace an earlier spec at --out (never a file that is not a spec)"),
+    force: bool = typer.Option(False, "--force",
+                               help="Replace an earlier spec at --out (never a file that is not a spec)"),
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the spec; write nothing"),
 ) -> None:
     """Write a first spec from this machine's (or the hosts') GPUs and RDMA ports, validated."""

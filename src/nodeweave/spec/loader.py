@@ -81,7 +81,8 @@ def read_spec_text(path: Path) -> str:
         raise UsageError(f"{path}: is a directory{_came_from(path)}; pass the spec file itself ({example})") from None
     except UnicodeDecodeError as err:
         shown = STDIN_NAME if is_stdin(path) else path  # one name for standard input in every message
-        raise UsageError(f"{shown}: not UTF-8 text ({err.reason} at byte {err.start}); save the spec as UTF-8") from None
+        raise UsageError(f"{shown}: not UTF-8 text ({err.reason} at byte {err.start}); save the spec as UTF-8"
+                         ) from None
     except OSError as err:
         raise UsageError(f"{path}: cannot read the spec file: {err.strerror}") from None
 

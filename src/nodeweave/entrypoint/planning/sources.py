@@ -74,7 +74,8 @@ def empty_variables(scene):
     """Every variable the plan reads (the sources' and the settings' rows) that is set but empty, in order: an
     unset ``$N`` in ``-e NNODES=$N`` planned a single node silently (walk2, rows U3 and M2)."""
     env = scene.env
-    read = list(scene.empty) + [row.variable for row in SETTINGS if row.variable in env and not env[row.variable].strip()]
+    read = list(scene.empty) + [row.variable for row in SETTINGS
+                                if row.variable in env and not env[row.variable].strip()]
     return list(dict.fromkeys(read))
 
 
