@@ -126,6 +126,9 @@ def resolve(words):
     """The command a doc line names, and the words after its name (``help VERB`` is ``VERB --help``, as in main)."""
     if words[1:2] == ["help"]:
         words = [words[0], *words[2:], "--help"]
+    from nodeweave.cli import verb_options_first
+
+    words = [words[0], *verb_options_first(words[1:])]  # `nodeweave -o json status` is `status -o json`, as in main
     path, rest = "", words[1:]
     while rest and f"{path} {rest[0]}".strip() in BY_PATH:
         path, rest = f"{path} {rest[0]}".strip(), rest[1:]

@@ -66,7 +66,8 @@ def test_the_metric_is_the_last_match_of_each_node_averaged(tmp_path):
     (tmp_path / "node-1.log").write_text(LOG.replace("9012.5", "8987.5"))
     assert read_metric(pattern, tmp_path / "node-0.log") == 9012.5
     assert point_metric(pattern, tmp_path, 3) == (9000.0, [9012.5, 8987.5, None])
-    assert read_metric(compile_metric(r"final_loss=\d+\.\d+"), tmp_path / "node-0.log") is None  # no number alone
+    with pytest.raises(UsageError, match="no group for the number"):  # it could never read a number: refused
+        compile_metric(r"final_loss=\d+\.\d+")
     assert read_metric(compile_metric(r"final_loss=(\d+\.\d+)"), tmp_path / "node-0.log") == 0.1032
     with pytest.raises(UsageError, match="not a regular expression"):
         compile_metric("samples/s ([0-9.]+")

@@ -126,7 +126,7 @@ def test_describe_nics_groups_active_ports():
 
 def test_cli_refuses_bad_input_with_exit_2(tmp_path):
     existing = tmp_path / "hostfile"
-    existing.write_text("keep\n")
+    existing.write_text("gpu-z slots=8\n")  # an earlier hostfile: --force replaces it (any other file: never)
     for args, message in ((["--node", "telnet:a"], "'telnet' is not accepted"),
                           (["--node", "a;reboot"], "host 'a;reboot'"),
                           (["--node", "0"], "hosts probe has no cluster to count in"),
@@ -139,7 +139,7 @@ def test_cli_refuses_bad_input_with_exit_2(tmp_path):
         out = subprocess.run([*NODEWEAVE, "hosts", "probe", *args], capture_output=True, text=True)
         assert out.returncode == 2, (args, out.stderr)
         assert message in out.stderr and "Traceback" not in out.stderr
-    assert existing.read_text() == "keep\n"
+    assert existing.read_text() == "gpu-z slots=8\n"
 
 
 def test_the_old_hostfile_spelling_still_works_with_a_note(tmp_path):

@@ -23,6 +23,9 @@ def engine_said(preferred: "str | None" = None) -> "str | None":
     One rule for every verb (image build, up, status, run, sync, ...): a value that is no engine is exit 2
     naming where it came from.
     """
+    if not preferred and ENGINE_VARIABLE in os.environ and not os.environ[ENGINE_VARIABLE].strip():
+        raise UsageError(f"{ENGINE_VARIABLE} is set but empty: podman or docker, or unset it for the default (an "
+                         "empty value is never read as 'not said')")
     choice = preferred or os.environ.get(ENGINE_VARIABLE) or None
     if choice is not None and choice not in ENGINES:
         source = "--engine" if preferred else ENGINE_VARIABLE

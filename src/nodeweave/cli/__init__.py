@@ -130,9 +130,24 @@ def _click_error_line(err: Exception) -> "tuple[str, int] | None":
     command = getattr(ctx, "command_path", None) or "nodeweave"
     if not message:  # no arguments at all: click has printed the help already
         return "", exit_code
+    verb = command.split()[-1]
+    if getattr(err, "option_name", None) in FORMAT_OPTIONS and verb in NO_FORMAT:
+        return f"nodeweave: error: {verb} takes no {err.option_name}: {NO_FORMAT[verb]}", exit_code
     if exit_code == EXIT_USAGE:
         message = f"{message[:1].lower()}{message[1:]}; `{command} --help` lists what is accepted"
     return f"nodeweave: error: {message}", exit_code
+
+
+# The verbs that print no data to format (README: "every verb that prints data takes -o"), and where the data is;
+# `top -o json` was "no such option: -o" (walk2, row W4).
+FORMAT_OPTIONS = ("-o", "--output", "--json")
+NO_FORMAT = {
+    "top": "it draws a live picture in the terminal; the same data: `nodeweave status --ranks -o json`",
+    "dashboard": "it serves a page for a browser; the same data: `nodeweave status -o json`, "
+                 "`nodeweave runs show RUN -o json`",
+    "logs": "it prints the nodes' own output as it is; a run's record: `nodeweave runs show RUN -o json`",
+    "init": "it writes a spec (`init --dry-run` prints it); its summary: `nodeweave validate -o json`",
+}
 
 
 # Options every verb that has them reads the same way, typed before the verb as kubectl and docker take theirs

@@ -13,6 +13,7 @@ from typing import List, Optional
 import typer
 
 from nodeweave.cli.habits.output import checked, complete_from, emit, output_file, output_option
+from nodeweave.cli.habits.replace import refuse_foreign_file
 from nodeweave.errors import EXIT_FAILURE, EnvironmentProblem, UsageError
 
 
@@ -60,11 +61,14 @@ def bench(
     points = [point for point in options.sweep_matrix([options.parse_sweep(text) for text in sweep]) if point]
     if timeout <= 0:
         raise UsageError(f"--timeout: {timeout:g} must be a positive number of seconds")
+    plot = _plot_path(plot, json_path, report.matplotlib_available())
+    refuse_foreign_file(json_path, "--json-out", "json")  # before the launches: minutes, then a refusal
+    if plot is not None:
+        refuse_foreign_file(plot, "--plot", "chart")
     err_console = Console(stderr=True)
     console = err_console if data_out else Console()
     config = runner.BenchConfig(tuple(op_list), sizes, iters, warmup, _processes(nproc, backend, err_console),
                                 backend, dtype, timeout)
-    plot = _plot_path(plot, json_path, report.matplotlib_available())
     echo = (lambda line: err_console.print(line, markup=False, highlight=False)) if verbose else None
 
     def on_start(label: str, index: int, total: int) -> None:

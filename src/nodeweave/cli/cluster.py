@@ -40,6 +40,10 @@ def up_command(
     fmt = data_format(as_json, output)
     spec, backend, _ = open_cluster(spec_path, reach, remember=not dry_run, dry_run=dry_run, for_up=True)
     mode = default_mode(spec) if hold is None else ("hold" if hold else "run")
+    if mode == "run":  # the nodes start the spec's script: one the workspace lacks is noted, as `run` notes it
+        from nodeweave.cli.run import judge_script
+
+        judge_script(spec, spec_path, [spec.launcher.script], spec.launcher.type)
     if check and (mode != "hold" or not wait):
         raise UsageError("up --check needs nodes that hold and a wait for them: add --hold (and leave out --no-wait)")
     out = console(stderr=is_data(fmt))

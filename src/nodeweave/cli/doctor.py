@@ -181,8 +181,9 @@ def _capture(folder: Path) -> None:
         provenance = capture(str(folder))
     except ValueError as err:
         raise UsageError(f"--capture: {err}") from None
-    except OSError as err:
-        raise UsageError(f"--capture {folder}: {err.strerror or err}") from None
+    except OSError as err:  # what is accepted, as `render --out /dev/null` says (walk2 U6)
+        raise UsageError(f"--capture {folder}: {err.strerror or err}; accepted: a folder to write the capture into "
+                         "(new or empty; created if missing)") from None
     typer.echo(f"captured {provenance['paths_read']} path(s) detection reads ({provenance['gpus']}) into {folder}; "
                f"GPU tool text: {', '.join(provenance['tools']) or 'none found'}. Read it back with "
                f"nodeweave doctor --sysroot {folder}")

@@ -106,7 +106,8 @@ def init(
     ctx: typer.Context,
     path: Path = typer.Option(Path("nodeweave.yaml"), "--out", callback=output_file, help="Where to write the spec"),
     name: Optional[str] = typer.Option(None, "--name", help="The job's name (default: this folder's, made a DNS label)"),
-    nodes: int = typer.Option(2, "--nodes", min=1, max=2048, help="Node count (with --host: the hosts' number; another is refused)"),
+    nodes: str = typer.Option("2", "--nodes", callback=lambda value: node_count(value), metavar="N",
+                              help="Node count (with --host: the hosts' number; another is refused)"),
     script: str = typer.Option("train.py", "--script", help="The training script, relative to this folder"),
     launcher: str = typer.Option("torchrun", "--launcher", autocompletion=complete_from("torchrun", "deepspeed", "accelerate", "command"), help="torchrun, deepspeed, accelerate or command"),
     host: List[str] = typer.Option([], "--host", help="Probe these hosts (node 0 first, repeat) instead of this "
@@ -116,14 +117,15 @@ def init(
     ssh_option: List[str] = typer.Option([], "--ssh-option", help="Extra ssh -o KEY=VALUE (repeat)"),
     sysroot: Path = typer.Option(Path("/"), "--sysroot", help="Detect from this captured sysfs/procfs tree "
                                  "instead of this machine"),
-    force: bool = typer.Option(False, "--force", help="Replace an existing --out file"),
+    force: bool = typer.Option(False, "--force",
+                               help="Replace an earlier spec at --out (never a file that is not a spec)"),
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the spec; write nothing"),
 ) -> None:
     """Write a first spec from this machine's (or the hosts') GPUs and RDMA ports, validated."""
     from nodeweave.spec import parse_spec
 
-    if path.exists() and not force and not dry_run:
-        raise UsageError(f"{path} exists; nodeweave never overwrites a spec: pass --force, or --out another file")
+    if not dry_run:
+        refuse_replacing(path, script, force)
     if via is not None:
         from nodeweave.cli.habits.spellings import note_renamed
 
@@ -143,10 +145,13 @@ def init(
     else:
         text = spec_text(*arguments)
     try:
-        parse_spec(text, str(path), base_dir=path.resolve().parent)  # the validator's word before anything is kept
+        written = parse_spec(text, str(path), base_dir=path.resolve().parent)  # the validator's word first
     except UsageError as err:
         flags = {"name": name or arguments[1], "launcher.type": launcher, "launcher.script": script}
         raise UsageError("\n".join(_as_flag(line, flags) for line in str(err).splitlines())) from None
+    from nodeweave.cli.run import judge_script
+
+    judge_script(written, path, [script], launcher)  # --script nothere.py: noted, as validate, up and run note it
     if dry_run:
         typer.echo(text, nl=False)
         return
@@ -158,6 +163,31 @@ def init(
         raise path_problem(err, "init --out") from None
     typer.echo(f"nodeweave: wrote {path}: {seen.summary()}{note}; next: nodeweave validate, nodeweave render all",
                err=True)
+
+
+def refuse_replacing(path: Path, script: str, force: bool) -> None:
+    """``--force`` replaces an earlier spec only: never the training script or requirements file the new spec
+    names, nor any file that is not a spec (walk2, row D1)."""
+    from nodeweave.cli.habits.replace import refuse_foreign_file
+
+    folder = path.resolve().parent
+    refuse_foreign_file(path, "--out", "spec", also_not={
+        folder / REQUIREMENTS: f"the requirements file the new spec installs (image.requirements {REQUIREMENTS})",
+        folder / script: f"the training script the new spec runs (launcher.script {script})"})
+    if path.exists() and not force:
+        raise UsageError(f"{path} exists (a spec); pass --force to replace it, or --out another file")
+
+
+def node_count(text) -> int:
+    """--nodes: a count, 1 to 2048; ``2:4`` (the spec's elastic MIN:MAX) is pointed at the spec (walk2, row U9: it
+    was "'2:4' is not a valid integer")."""
+    text = str(text).strip()
+    if ":" in text:
+        raise UsageError(f"--nodes {text!r}: init takes a count (1 to 2048); for an elastic job write nodes: "
+                         f"\"{text}\" in the spec it writes")
+    if not text.isdigit() or not 1 <= int(text) <= 2048:
+        raise UsageError(f"--nodes {text!r} is not accepted: a whole number of nodes, 1 to 2048")
+    return int(text)
 
 
 def _given(ctx: typer.Context, name: str) -> bool:
@@ -257,6 +287,10 @@ def validate(
                "starts": spec.starts, "valid": True, "notes": list(spec.notes)}
     for note in spec.notes:  # valid, but likely not what was meant
         typer.echo(f"nodeweave: note: {note}", err=True)
+    if not is_stdin(spec_path):  # the script the nodes would run, as `run` and `up` note it (walk2 M1)
+        from nodeweave.cli.run import judge_script
+
+        judge_script(spec, spec_path, [spec.launcher.script], spec.launcher.type)
     if emit(summary, fmt):
         return
     typer.echo(f"{shown}: valid: {spec.name}, {spec.nodes} node(s) x {spec.gpus_per_node} process(es), "

@@ -118,7 +118,14 @@ def compare_command(
     if chart is not None:  # judged before any run is read or table printed
         from nodeweave.runs.chart import check_chart_path
 
+        from nodeweave.cli.habits.replace import refuse_foreign_file
+
         check_chart_path(chart)
+        refuse_foreign_file(chart, "--chart", "chart")
+    if metric is not None:  # judged before any run is read, as the chart
+        from nodeweave.cluster.sweep import compile_metric
+
+        compile_metric(metric)
     parent = _parent(runs_dir)
     entries = [find_run(parent, text) for text in runs]
     ids = [e.run_id for e in runs_of(entries)]
@@ -201,8 +208,13 @@ def _print_run(shown: dict, wide: bool) -> None:
     from nodeweave.runs.goodput import lines as goodput_lines
 
     out = _console()
-    out.print(f"{shown['run']}: {shown['state']}; {' '.join(shown['command'] or [])} on {shown['target']} "
-              f"(started {shown['started']}, {shown['seconds']} s)", highlight=False, markup=False)
+    def known(value) -> str:  # a record not written by `nodeweave run` lacks fields: "-", never Python's None
+        return "-" if value is None else str(value)
+
+    command = shown["command"]
+    command = " ".join(command) if isinstance(command, list) else command
+    out.print(f"{shown['run']}: {shown['state']}; {command or '-'} on {known(shown['target'])} "
+              f"(started {known(shown['started'])}, {known(shown['seconds'])} s)", highlight=False, markup=False)
     table = Table(title_justify="left")
     columns = ["node", "exit_code", "seconds", "commit", "last_line"]
     for column in columns:

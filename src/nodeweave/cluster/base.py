@@ -293,6 +293,11 @@ class Backend:
         says so and writes nothing, a dry run too); None: something is there, or the platform could not say."""
         return None
 
+    def reach_problem(self) -> Optional[str]:
+        """Why the platform cannot be asked at all (the real verb would end with exit 3), read only by dry runs,
+        which note it as they note a missing tool; None: it answered, or this target has no one to ask."""
+        return None
+
     def require_up(self, nodes: List[Node], verb: str) -> None:
         """Refuse ``verb`` (exit 3) when the platform says nodes are not up, naming them and ``nodeweave up``."""
         from nodeweave.errors import EnvironmentProblem

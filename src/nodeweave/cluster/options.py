@@ -130,13 +130,13 @@ def spec_default(options: ClusterOptions, spec) -> ClusterOptions:
     return options
 
 
-def check_remote_dir(text: str) -> str:
+def check_remote_dir(text: str, what: str = "--remote-dir") -> str:
     """--remote-dir: an absolute folder, or one under each host's home (``~/aorta``), which the remote shell
     expands on every host (nodeweave.remote.ssh); normalised, and never a system folder or the home itself."""
     if text == "~" or text.startswith("~/"):
-        return check_dest(text, "--remote-dir", home=True)
+        return check_dest(text, what, home=True)
     try:
-        return check_dest(text, "--remote-dir")
+        return check_dest(text, what)
     except UsageError as err:
         raise UsageError(f"{err}; or ~/FOLDER, under each host's home") from None
 
@@ -244,26 +244,58 @@ _LIST_FIELDS = ("hosts", "ssh_options")
 def _options(path: Path, data, prefix: str = "") -> ClusterOptions:
     """``data`` as ClusterOptions, every field's type checked (a hand edit is named, not half-read)."""
     if not isinstance(data, dict):
-        raise _damaged(path, f"{prefix.rstrip('.') or 'its top level'} is not a mapping of options")
+        raise _damaged(path, f"{prefix.rstrip('.') or 'its top level'} is not a mapping of options", prefix)
     data = {k: v for k, v in data.items() if k != MADE}
     unknown = sorted(set(data) - set(_TEXT_FIELDS) - set(_LIST_FIELDS))
     if unknown:
-        raise _damaged(path, f"has an unknown field {prefix}{unknown[0]!r}")
+        raise _damaged(path, f"has an unknown field {prefix}{unknown[0]!r}", prefix)
     for key in _TEXT_FIELDS:
         if data.get(key) is not None and not isinstance(data[key], str):
-            raise _damaged(path, f"field {prefix}{key} is {data[key]!r}, not text or null")
+            raise _damaged(path, f"field {prefix}{key} is {data[key]!r}, not text or null", prefix)
     target = data.get("target")
     if target is not None and TARGET_ALIASES.get(target, target) not in TARGETS:  # not a flag the user gave
-        raise _damaged(path, f"field {prefix}target is {target!r}, not one of {', '.join(TARGETS)}")
+        raise _damaged(path, f"field {prefix}target is {target!r}, not one of {', '.join(TARGETS)}", prefix)
     for key in _LIST_FIELDS:
         value = data.get(key, [])
         if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
-            raise _damaged(path, f"field {prefix}{key} is {value!r}, not a list of text")
-    return ClusterOptions(**{k: tuple(v) if k in _LIST_FIELDS else v for k, v in data.items()})
+            raise _damaged(path, f"field {prefix}{key} is {value!r}, not a list of text", prefix)
+    options = ClusterOptions(**{k: tuple(v) if k in _LIST_FIELDS else v for k, v in data.items()})
+    _judge_values(path, options, prefix)
+    return options
 
 
-def _damaged(path: Path, why: str) -> UsageError:
-    return UsageError(f"{path}: {why}, so what `nodeweave up` remembered cannot be used; remove the file and run "
+def _judge_values(path: Path, saved: ClusterOptions, prefix: str) -> None:
+    """The values a flag would be judged on, judged here naming the file and the field: ``"hosts": [""]`` was
+    "--host '' is not accepted", a flag nobody typed (walk2, row U1)."""
+    def field(key: str) -> str:
+        return f"field {prefix}{key}"
+
+    checks = [lambda: [check_ssh_host(h, f"{field('hosts')} entry") for h in saved.hosts],
+              lambda: refuse_repeated_hosts(saved.hosts, f"{field('hosts')} entry"),
+              lambda: saved.remote_dir is None or check_remote_dir(saved.remote_dir, field("remote_dir")),
+              lambda: saved.namespace is None or check_dns_label(saved.namespace, field("namespace"))]
+    for name, allowed in (("engine", HOST_ENGINES), ("kube_cli", ("kubectl", "oc"))):
+        value = getattr(saved, name)
+        if value is not None and value not in allowed:
+            raise _damaged(path, f"{field(name)} is {value!r}, not one of {', '.join(allowed)}", prefix)
+    if saved.overlay is not None and saved.overlay not in OVERLAYS and not _relative_folder(saved.overlay):
+        raise _damaged(path, f"{field('overlay')} is {saved.overlay!r}, not one of {', '.join(OVERLAYS)} or a "
+                       "relative folder", prefix)
+    if saved.slurm_job is not None and not saved.slurm_job.isdigit():
+        raise _damaged(path, f"{field('slurm_job')} is {saved.slurm_job!r}, not a Slurm job id (digits)", prefix)
+    for check in checks:
+        try:
+            check()
+        except UsageError as err:
+            raise _damaged(path, str(err), prefix) from None
+
+
+def _damaged(path: Path, why: str, prefix: str = "") -> UsageError:
+    """One line naming the file, the field and the remedy; an entry of the old single file (``prefix``, the job's
+    name and a dot) is removed alone, as removing the file would drop every other job's entry too (walk2 U9)."""
+    remedy = (f"remove its entry {prefix.rstrip('.')!r} (the other jobs' entries stay)" if prefix
+              else "remove the file")
+    return UsageError(f"{path}: {why}, so what `nodeweave up` remembered cannot be used; {remedy} and run "
                       "`nodeweave up` again (the cluster's flags do not stand in for it: every verb reads it first)")
 
 
@@ -324,7 +356,19 @@ def read_hosts_file(path: Path) -> Tuple[str, ...]:
         lines = bounded.read_text(path, bounded.TEXT_CAP, "a hosts file").splitlines()
     except (OSError, UnicodeDecodeError) as err:
         raise UsageError(f"hosts file {path}: cannot read it ({getattr(err, 'strerror', None) or err})") from None
-    hosts = [line.split("#", 1)[0].split()[0] for line in lines if line.split("#", 1)[0].strip()]
+    hosts, lines_of = [], {}
+    for number, line in enumerate(lines, start=1):
+        words = line.split("#", 1)[0].split()
+        if not words:
+            continue
+        where = f"hosts file {path}, line {number}"
+        check_ssh_host(words[0], f"{where}: host")  # the file and its line, not a --host nobody typed (walk2 U2)
+        key = host_key(words[0].rpartition("@")[2])
+        if key in lines_of:
+            raise UsageError(f"{where}: host {words[0]!r} is listed already on line {lines_of[key]} (a host name is "
+                             "case-insensitive); a host's place is its node rank, so list each host once")
+        lines_of[key] = number
+        hosts.append(words[0])
     if not hosts:
         raise UsageError(f"hosts file {path} lists no host: one [user@]host per line, node 0 first")
     return tuple(hosts)

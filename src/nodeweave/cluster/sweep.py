@@ -79,9 +79,15 @@ def compile_metric(text: Optional[str]) -> Optional["re.Pattern[str]"]:
     if text is None:
         return None
     try:
-        return re.compile(text)
+        pattern = re.compile(text)
     except re.error as err:
         raise UsageError(f"--metric {text!r} is not a regular expression: {err}") from None
+    if not pattern.groups and re.search(r"[A-Za-z_/:= ]", re.sub(r"\\[dDsSwWbB]|e", "", text)):
+        # the whole match is read as the number: with words in it, no point would ever get a metric (walk2 M7),
+        # as metrics.step_pattern without a group is refused
+        raise UsageError(f"--metric {text!r} has no group for the number, and its whole match holds words, so no "
+                         "run would get a metric; put the number in a group, e.g. 'samples/s ([0-9.]+)'")
+    return pattern
 
 
 # How much of a log's end is searched for the metric: a training log can hold gigabytes; its last report

@@ -80,7 +80,9 @@ def read_spec_text(path: Path) -> str:
         example = _specs_in(path) or f"e.g. {path / 'nodeweave.yaml'}, which it lacks"
         raise UsageError(f"{path}: is a directory{_came_from(path)}; pass the spec file itself ({example})") from None
     except UnicodeDecodeError as err:
-        raise UsageError(f"{path}: not UTF-8 text ({err.reason} at byte {err.start}); save the spec as UTF-8") from None
+        shown = STDIN_NAME if is_stdin(path) else path  # one name for standard input in every message
+        raise UsageError(f"{shown}: not UTF-8 text ({err.reason} at byte {err.start}); save the spec as UTF-8"
+                         ) from None
     except OSError as err:
         raise UsageError(f"{path}: cannot read the spec file: {err.strerror}") from None
 
@@ -136,6 +138,20 @@ def _too_large(source, size: int, more: str = "") -> str:
             "--spec names the cluster spec, a page of YAML such as nodeweave.yaml")
 
 
+# What the YAML reader's words mean for a spec, and what to do (walk2, row U8: they came with no remedy).
+YAML_REMEDIES = (
+    ("'\\t' that cannot start any token", "indent with spaces, not tabs"),
+    ("another document", "a spec is one YAML document: remove the `---` line and what follows it, or keep it in "
+                         "a file of its own"),
+    ("found undefined alias", "define the anchor (&name) before the alias (*name) that uses it"),
+    ("mapping values are not allowed here", "put a space after each colon, and quote a value that holds ': '"),
+)
+
+
+def _yaml_remedy(problem: str) -> str:
+    return next((f"; {remedy}" for words, remedy in YAML_REMEDIES if words in problem), "")
+
+
 def _parse(text: str, source_name: str, base_dir: Optional[Path]) -> Spec:
     try:
         root = yaml.compose(text, Loader=yaml.SafeLoader)
@@ -143,7 +159,7 @@ def _parse(text: str, source_name: str, base_dir: Optional[Path]) -> Spec:
         mark = getattr(err, "problem_mark", None)
         where = f":{mark.line + 1}:{mark.column + 1}" if mark is not None else ""
         problem = getattr(err, "problem", None) or str(err)
-        raise UsageError(f"{source_name}{where}: not valid YAML: {problem}")
+        raise UsageError(f"{source_name}{where}: not valid YAML: {problem}{_yaml_remedy(problem)}")
     except ValueError as err:  # e.g. a NUL character, which the YAML reader refuses outright
         raise UsageError(f"{source_name}: not valid YAML: {err}")
     reader = Reader(source_name)

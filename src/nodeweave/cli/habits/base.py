@@ -19,7 +19,7 @@ from typer.core import TyperCommand, TyperGroup
 from nodeweave.cli.habits.coercion import use_plain_conversion
 from nodeweave.cli.habits.conflicts import refuse_conflicts
 from nodeweave.cli.habits.output import refuse_folder_spellings
-from nodeweave.cli.habits.spec_path import SPEC_NAME, find_spec  # noqa: F401 (verbs import them from here)
+from nodeweave.cli.habits.spec_path import SPEC_ENV, SPEC_NAME, find_spec  # noqa: F401 (verbs import them here)
 from nodeweave.cli.habits.repeats import refuse_repeats, refuse_said_twice
 
 
@@ -210,7 +210,6 @@ def spec_hint(command, ctx, args, err) -> str:
     return f" (did you mean --spec {named[0]}?)" if takes_spec and named else ""
 
 
-SPEC_ENV = "NODEWEAVE_SPEC"
 
 
 def spec_option(what: str = "The cluster spec"):

@@ -222,6 +222,9 @@ def would_fail(backend, nodes, verb: str) -> "list[str]":
         backend.check_tools()
     except EnvironmentProblem as err:
         return [f"the real {verb} would end with exit 3: {err}"]
+    unreached = backend.reach_problem()
+    if unreached:
+        return [f"the real {verb} would end with exit 3: {unreached}"]
     if not nodes:
         return []
     try:

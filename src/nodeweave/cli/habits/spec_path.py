@@ -7,12 +7,18 @@ import os
 from pathlib import Path
 
 SPEC_NAME = "nodeweave.yaml"
+SPEC_ENV = "NODEWEAVE_SPEC"
 
 
 def find_spec(given: "Path | None") -> Path:
     """The spec a verb works on: ``given`` as is, else the nearest ``nodeweave.yaml`` from here upwards."""
     if given is not None:
         return given
+    if SPEC_ENV in os.environ and not os.environ[SPEC_ENV].strip():  # click reads an empty variable as unset
+        from nodeweave.errors import UsageError
+
+        raise UsageError(f"{SPEC_ENV} is set but empty: a spec file, or unset it to find {SPEC_NAME} here or above "
+                         "(an empty value is never read as 'here')")
     here = Path.cwd()
     for folder in (here, *here.parents):
         candidate = folder / SPEC_NAME

@@ -115,6 +115,37 @@ class KubeCluster(Backend):
                   and d.get("metadata", {}).get("name") == self.spec.name]
         return counts[0] if counts else self.spec.containers
 
+    def reach_problem(self) -> Optional[str]:
+        """kubectl's "cannot reach a Kubernetes cluster" (walk2, row W3): the dry run said nothing of it."""
+        from nodeweave.errors import EnvironmentProblem
+
+        try:
+            self.replicas()
+        except EnvironmentProblem as err:
+            return str(err)
+        except NodeweaveError:
+            return None  # it answered (no such StatefulSet yet, ...)
+        return None
+
+    def nothing_up_line(self) -> Optional[str]:
+        """Only when kubectl answers that the namespace holds neither the job's StatefulSet nor a claim of it (walk2,
+        row W5): a down with no up planned 23 files and a delete; no answer, or an error, leaves down as planned."""
+        found = []
+        for words in (("get", "statefulset", self.spec.name, "--ignore-not-found", "-o", "name"),
+                      ("get", "pvc", "-l", f"app.kubernetes.io/instance={self.spec.name}", "-o", "name")):
+            try:
+                out = subprocess.run(self.call(*words), capture_output=True, text=True, timeout=60,
+                                     stdin=subprocess.DEVNULL)
+            except (OSError, subprocess.TimeoutExpired):
+                return None
+            if out.returncode != 0:
+                return None
+            found += out.stdout.split()
+        if found:
+            return None
+        return (f"{self.spec.name} is not up on {self.where()}: no StatefulSet {self.spec.name} and no claim of the "
+                "job in the namespace; nothing to take down")
+
     def dry_run_nodes(self) -> List[Node]:
         """A dry run reads the live count (a read changes nothing); with no cluster to ask, the spec's."""
         try:

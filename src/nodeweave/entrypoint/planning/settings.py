@@ -119,11 +119,15 @@ def parse(argv, env):
                 raise UsageError(f"{name} needs a value: {row.help}")
             value = argv[i + 1]
             i += 2
+        if not value.strip():  # `--checkpoint-dir ""` turned recovery's folder off silently (walk2 M2)
+            raise UsageError(f"{name} is given an empty value: {row.help}; leave the option out for its default")
         if row.topology:
             flags[row.key] = value
         else:
             source = f"flag {name}"
             options[row.key] = Value(value=row.read(value, row.what, source), source=source)
+    if command and not command[0].strip():  # `-- ""`: planned as `exec ''` (walk2 M3), as `nodeweave run -- ""` is not
+        raise UsageError("the training command's program is empty (''): give the script or program after --")
     for row in SETTINGS:
         if row.topology or row.key in options:
             continue

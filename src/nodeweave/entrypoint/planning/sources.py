@@ -61,11 +61,22 @@ class Scene:
         self.settings, self.env, self.node, self.root = settings, settings.env, node, root
         self.kube_facts, self.kube, self.host_net = kube, kube.pod, host_net
         self.notes = []
+        self.empty = []  # the variables a source reads that are set but empty: read as unset, and said so
         self.pod_name, self.name_source = node.hostname, "hostname"
 
 
 def _variables(scene, names, tier=ENV):
+    scene.empty += [var for _, var in names if var in scene.env and not scene.env[var].strip()]
     return variables(scene.env, names, tier)
+
+
+def empty_variables(scene):
+    """Every variable the plan reads (the sources' and the settings' rows) that is set but empty, in order: an
+    unset ``$N`` in ``-e NNODES=$N`` planned a single node silently (walk2, rows U3 and M2)."""
+    env = scene.env
+    read = list(scene.empty) + [row.variable for row in SETTINGS
+                                if row.variable in env and not env[row.variable].strip()]
+    return list(dict.fromkeys(read))
 
 
 def flags(scene):

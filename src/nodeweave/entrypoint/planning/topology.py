@@ -25,7 +25,7 @@ from ..detection.host import host_networking
 from ..errors import TopologyError, UsageError
 from ..model import FLAG, HOSTNAME, Topology, Value
 from .rules import emit
-from .sources import RANK_NAMES, Scene, collect
+from .sources import RANK_NAMES, Scene, collect, empty_variables
 
 DEFAULT_PORT = 29500
 
@@ -114,6 +114,8 @@ def discover(settings, node, root, kube, warnings=None):
     scene = Scene(settings, node, root, kube, host_networking(node))
     claims = collect(scene)
     notes = scene.notes
+    for name in empty_variables(scene):
+        emit(warnings, "empty-variable", f"{name} is set but empty, so it is read as unset")
     rank, rank_claim = decide(claims.get("node_rank"), "node_rank", "node rank", read_int(0), notes, warnings)
     nnodes, nnodes_claim = decide(claims.get("nnodes"), "nnodes", "nnodes",
                                   lambda v, w, s: normalize_nnodes(v, s)[0], notes, warnings)
@@ -187,9 +189,12 @@ def _no_rank(scene, hi):
     if hi == 1:
         return 0, "single node"
     why = "is the host's own name (host networking)" if scene.host_net else "has no '-<N>' ordinal"
+    empty = [name for name in empty_variables(scene) if name in RANK_NAMES]
+    said = (f"; {' and '.join(empty)} {'is' if len(empty) == 1 else 'are'} set but empty (an unset variable in "
+            "`-e NODE_RANK=$R` or the compose file?)") if empty else ""
     raise TopologyError(
         f"cannot tell this node's rank: {scene.name_source} {scene.pod_name!r} {why} and none of "
-        f"{', '.join(RANK_NAMES[:-1])} or {RANK_NAMES[-1]} is set; set NODE_RANK=0..{hi - 1} on each node")
+        f"{', '.join(RANK_NAMES[:-1])} or {RANK_NAMES[-1]} is set{said}; set NODE_RANK=0..{hi - 1} on each node")
 
 
 def choose_master(scene, claims, prefix, hi, notes, warnings):

@@ -223,6 +223,14 @@ class SlurmCluster(Backend):
                      stdin=secret + "\n", stdin_name="a new random job token", timeout=120)
                 for node in self.nodes(for_up=True)]
 
+    def nothing_up_line(self) -> Optional[str]:
+        """No allocation recorded for the job: nothing of it to release (walk2, row W2: that was exit 2, bad input,
+        naming a cluster.json that did not exist)."""
+        if self.job is not None:
+            return None
+        return (f"{self.spec.name} is not up on Slurm: no allocation is recorded for it (`nodeweave up --target slurm` "
+                "records one; `squeue --me` lists your jobs); nothing to take down")
+
     def _down_steps(self, delete_claims: bool) -> List[List[Step]]:
         if self.job is None:
             raise UsageError(f"no Slurm allocation is recorded for {self.spec.name} in .nodeweave/{self.spec.name}/cluster.json: "
