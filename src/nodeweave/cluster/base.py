@@ -203,7 +203,7 @@ class Backend:
         """``up``: write the job's files, take the nodes (a Slurm allocation), run this target's up steps, wait for
         every node, then (``--check``: the phase ``check`` makes for the nodes) check them. Planning takes nothing;
         ``nodeweave.cluster.execute`` runs the plan, a dry run prints it."""
-        from nodeweave.cluster.verbs import node_commands, step_phases
+        from nodeweave.cluster.phases import node_commands, step_phases
         from nodeweave.plan import AllocatePhase, FilesPhase, Plan, WaitPhase
 
         files = self._up_files(mode)
@@ -230,7 +230,7 @@ class Backend:
     def plan_down(self, delete_claims: bool, renamed: Sequence[Tuple["Backend", str]] = ()) -> "Plan":
         """``down``: what ``up`` made, taken down. ``renamed``: jobs this spec's ``up`` made under a name it no longer
         has (their backend, why), taken down first."""
-        from nodeweave.cluster.verbs import step_phases
+        from nodeweave.cluster.phases import step_phases
         from nodeweave.plan import FilesPhase, Plan
 
         earlier: list = []

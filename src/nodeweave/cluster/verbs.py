@@ -11,16 +11,8 @@ from __future__ import annotations
 from typing import List, Mapping, Optional, Sequence
 
 from nodeweave.cluster.base import Backend, Node
-from nodeweave.plan import CommandsPhase, ExecPhase, NodeCommand, Phase, Plan, ShellPhase, StopPhase
-
-
-def node_commands(nodes: Sequence[Node], argv: Sequence[Sequence[str]]) -> tuple:
-    return tuple(NodeCommand(n.name, n.remote.label, tuple(a)) for n, a in zip(nodes, argv))
-
-
-def step_phases(phases) -> List[Phase]:
-    """A backend's phases of steps (each phase's steps at once) as plan phases."""
-    return [CommandsPhase("; ".join(s.what for s in steps), steps=tuple(steps)) for steps in phases if steps]
+from nodeweave.cluster.phases import node_commands, step_phases  # noqa: F401 (verbs' callers import them here)
+from nodeweave.plan import ExecPhase, Plan, ShellPhase, StopPhase
 
 
 def stop_plan(backend: Backend, nodes: List[Node], grace: float, every_node: bool = True, verb: str = "stop") -> Plan:
