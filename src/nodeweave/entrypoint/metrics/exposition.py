@@ -1,6 +1,7 @@
 """Prometheus' text exposition format (version 0.0.4), from plain families: pure, no I/O.
 
-A family is ``(name, type, help, samples)`` with samples ``[(labels dict, value)]``. Names follow
+A family is ``(name, type, help, samples)`` with samples ``[(labels dict, value)]`` (or, for the large
+per-rank families, :data:`Columns` of label texts and values). Names follow
 Prometheus' conventions (base units, ``_total`` on counters, ``_seconds``/``_bytes``/``_ratio``);
 ``promtool check metrics`` reads the output in tests/test_metrics_exposition.py.
 """
@@ -86,7 +87,8 @@ def family_lines(name, samples, text_of):
         return [f"{name}{label} {value}" for label, value in zip(labels, values)]
     if not kinds <= {int, float}:
         return [f"{name}{label} {number(value)}" for label, value in zip(labels, values)]
-    if kinds == {float}:  # (not with ints: 1e15 and 10**15 are one key but two texts)
+    # (floats alone: 1e15 and 10**15 are one key but two texts; the first 64 say whether all are worth a look)
+    if kinds == {float} and len(set(values[:64])) * 4 <= len(values[:64]):
         distinct = set(values)
         if len(distinct) * 4 <= len(values):
             texts = {value: number(value) for value in distinct}
