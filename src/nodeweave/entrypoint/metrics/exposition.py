@@ -101,8 +101,9 @@ def family_lines(name, samples, text_of):
 
 def render(families):
     """The exposition text of ``families``; families without samples are left out (promtool flags them).
-    A family's samples are ``[(labels, value)]`` or :class:`Columns`. A sample's labels are a dict, or their text from :func:`label_text`; a labels dict shared by several
-    samples (one rank's, in every per-rank family) is written once."""
+    A family's samples are ``[(labels, value)]`` or :class:`Columns`. A sample's labels are a dict, or their
+    text from :func:`label_text`; a labels dict shared by several samples (one rank's, in every per-rank
+    family) is written once."""
     out = []
     seen, checked, written = set(), set(), {}
 
