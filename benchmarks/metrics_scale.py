@@ -9,16 +9,20 @@ beside the 1-node baseline measured in the same run. The stall watch's straggler
 (``stall/judge.py``), fed a full window of beats, so the per-rank straggler ratio costs what it costs in a job.
 ``--before SRC`` runs the same sizes against another checkout's sources (e.g. ``/work/main/src``) first, in a
 child process of the same run, and prints both tables and the ratio of their medians.
+``--varied`` gives each rank its own values (times rounded as ``stall/ranks.py`` rounds them, rates, straggler
+ratios), as in a running job: without it every rank reports the same, which flatters a renderer that formats
+a value shared by many ranks once (``exposition.family_lines``).
 What it leaves out: the heartbeat thread's own load at that size (it runs beside the scrape, which never
 waits for it).
 
-    .venv/bin/python benchmarks/metrics_scale.py [--scrapes 50] [--ranks 8] [--before /work/main/src]
+    .venv/bin/python benchmarks/metrics_scale.py [--scrapes 50] [--ranks 8] [--varied] [--before /work/main/src]
 """
 
 import argparse
 import json
 import os
 import platform
+import random
 import statistics
 import sys
 import tempfile
@@ -52,11 +56,16 @@ class Peer:
         self.done, self.last_heard, self.role, self.ranks = None, now - 1.0, "member", None
 
 
+def own_work(rank, varied):
+    """A rank's own work a beat: rank 8 10% slower; with ``varied``, each rank up to 9.6% off the typical."""
+    return 1.1 if rank == 8 else 1.0 + varied * (rank % 97) / 1000
+
+
 class Stall:
     """The stall watch's state at a beat: the rank views and a straggler judge fed a window of beats (1 s apart,
     each rank one collective further a beat, rank 0 of node 1 10% slower)."""
 
-    def __init__(self, views):
+    def __init__(self, views, varied=False):
         self.last_views, self.verdicts = views, {"stall": None, "stragglers": []}
         self.now = 0.0
         self.clock = lambda: self.now
@@ -65,13 +74,13 @@ class Stall:
         for beat in range(beats):
             self.now = float(beat)
             self.stragglers.feed(self.now, [dict(v, seq=v["seq"] + beat * 10,
-                                                 outside_s=v["outside_s"] + beat * (1.1 if v["rank"] == 8 else 1.0))
+                                                 outside_s=v["outside_s"] + beat * own_work(v["rank"], varied))
                                             for v in views])
             self.stragglers.evaluate(self.now)
 
 
 class Watch:
-    def __init__(self, nodes, ranks):
+    def __init__(self, nodes, ranks, varied=False):
         now = time.monotonic()
         self.clock, self.failed_at, self.failure, self.thread = time.monotonic, None, None, None
         self.own_done = threading.Event()
@@ -81,7 +90,11 @@ class Watch:
         views = [{"node": n, "rank": n * ranks + i, "host": f"gpu{n:04d}", "seq": 1000 + i, "name": "all_reduce",
                   "inside": False, "since_s": 0.01, "inside_s": 12.5, "outside_s": 40.1, "state": "S",
                   "fr_enqueued": 2000, "fr_completed": 2000} for n in range(nodes) for i in range(ranks)]
-        self.stall = Stall(views)
+        if varied:  # each rank its own times (rounded as stall/ranks.py rounds them), not one value for all
+            rnd = random.Random(nodes)
+            for v in views:
+                v["inside_s"], v["outside_s"] = round(rnd.random() * 100, 4), round(rnd.random() * 1000, 4)
+        self.stall = Stall(views, varied)
 
 
 def free_port():
@@ -92,17 +105,21 @@ def free_port():
         return s.getsockname()[1]
 
 
-def measure(nodes, ranks, scrapes):
+def measure(nodes, ranks, scrapes, varied=False):
     folder = tempfile.mkdtemp(prefix="nw-metrics-")
     for _ in range(5):  # a free port can be taken by another process before node 0's server binds it: another
         port = free_port()
         live = Live(Settings({"TMPDIR": folder}, port), lambda line: None)
-        live.watching(Watch(nodes, ranks))
+        live.watching(Watch(nodes, ranks, varied))
         if live.server is not None:
             break
     else:
         raise SystemExit("node 0's metrics server could not bind a free port five times")
+    rnd = random.Random(1)
     for _ in range(10):  # the recorder's first ticks: the rate histories fill
+        if varied:
+            for view in live.watch.stall.last_views:
+                view["seq"] += rnd.randrange(20)
         live.tick()
         time.sleep(0.01)
     times = {}
@@ -145,11 +162,13 @@ def main():
     parser.add_argument("--scrapes", type=int, default=50)
     parser.add_argument("--ranks", type=int, default=8, help="ranks per node")
     parser.add_argument("--nodes", type=int, nargs="+", default=[1, 64, 1024])
+    parser.add_argument("--varied", action="store_true", help="each rank its own values (times, rates, straggler "
+                        "ratios), as in a running job; without it every rank reports the same")
     parser.add_argument("--before", metavar="SRC", help="another checkout's src/ to measure first (the baseline)")
     parser.add_argument("--json", action="store_true", help=argparse.SUPPRESS)  # the --before child's answer
     args = parser.parse_args()
     if args.json:
-        print(json.dumps([[nodes, measure(nodes, args.ranks, args.scrapes)] for nodes in args.nodes]))
+        print(json.dumps([[nodes, measure(nodes, args.ranks, args.scrapes, args.varied)] for nodes in args.nodes]))
         return
     print(f"# {platform.node()}: {os.cpu_count()} CPUs, Python {platform.python_version()}; {args.ranks} ranks a "
           f"node, {args.scrapes} scrapes a size")
@@ -157,7 +176,7 @@ def main():
     before = None
     if args.before:
         child = [sys.executable, __file__, "--json", "--scrapes", str(args.scrapes), "--ranks", str(args.ranks),
-                 "--nodes"] + [str(n) for n in args.nodes]
+                 "--nodes"] + [str(n) for n in args.nodes] + (["--varied"] if args.varied else [])
         answer = subprocess.run(child, env=dict(os.environ, NODEWEAVE_BENCH_SRC=args.before), capture_output=True,
                                 text=True)
         if answer.returncode != 0:
@@ -166,7 +185,7 @@ def main():
         print(f"\nBefore: {args.before}\n")
         table(args, before)
         print(f"\nAfter: {SRC}\n")
-    after = [(nodes, measure(nodes, args.ranks, args.scrapes)) for nodes in args.nodes]
+    after = [(nodes, measure(nodes, args.ranks, args.scrapes, args.varied)) for nodes in args.nodes]
     table(args, after)
     if before:
         print("\n| nodes | ranks | /metrics median before / after | CPU before / after | /status.json before / after |")

@@ -138,3 +138,27 @@ def test_the_recorder_keeps_the_per_rank_heat_map_beside_the_goodput_timeline(tm
     kept = json.loads((Path(state_root(live.env)) / heat.RECORD).read_text())
     assert kept["schema"] == heat.SCHEMA and len(kept["columns"]) == 2
     assert kept["columns"][0]["cells"] == {"1/1": 1.3, "0/0": 1.0}
+
+
+def test_a_family_written_at_once_matches_number_written_line_by_line():
+    """family_lines' shortcuts (repr inline, a shared value formatted once, Columns) write what number() does."""
+    labels = [{"job_name": "j", "rank": str(r)} for r in range(12)]
+    texts = [exposition.label_text(d) for d in labels]
+    mixes = [
+        [0.5, 3.0, -0.0, float("nan"), float("inf"), float("-inf"), 1e15, 1e16, 2.5e-7, 10, None, 1e-10],
+        [1.0] * 11 + [0.25],  # mostly one shared value: formatted once
+        [float("nan")] * 6 + [0.0] * 6,
+        [10 ** 15, 1e15] * 6,  # equal as keys, not as texts
+        [True, False, 3, 0.5, None, 2] * 2,
+        [7, 0, -3, None] * 3,
+        [None] * 12,
+    ]
+    for values in mixes:
+        by_number = [f"nodeweave_x{t} {exposition.number(v)}" for t, v in zip(texts, values) if v is not None]
+        assert exposition.family_lines("nodeweave_x", list(zip(texts, values)), None) == by_number
+        assert exposition.family_lines("nodeweave_x", exposition.Columns(texts, values), None) == by_number
+        as_dicts = exposition.render([("nodeweave_x", "gauge", "x", list(zip(labels, values)))])
+        as_columns = exposition.render([("nodeweave_x", "gauge", "x", exposition.Columns(texts, values))])
+        assert as_dicts == as_columns == ("# HELP nodeweave_x x\n# TYPE nodeweave_x gauge\n" + "\n".join(by_number)
+                                          + "\n" if by_number else "")
+    assert exposition.render([("nodeweave_x", "gauge", "x", exposition.Columns([], []))]) == ""

@@ -9,7 +9,7 @@ node table, the stall watch's views and verdicts are read as they stand.
 import os
 import time
 
-from .exposition import label_text
+from .exposition import Columns, label_text
 from .goodput import BUCKETS, account
 
 CHECKPOINT_TTL_S = 30.0
@@ -113,13 +113,13 @@ def families(live, now=None):
     texts = _rank_label_texts(jobwide, views)
     keys = [(v.get("node"), v.get("rank")) for v in views]
     extra = [v.get("fr_enqueued", 0) for v in views] if recorded else [0] * len(views)
-    counts = list(zip(texts, [v.get("seq", 0) + more for v, more in zip(views, extra)]))
-    inside = list(zip(texts, [v.get("inside_s") for v in views]))
-    outside = list(zip(texts, [v.get("outside_s") for v in views]))
+    counts = Columns(texts, [v.get("seq", 0) + more for v, more in zip(views, extra)])
+    inside = Columns(texts, [v.get("inside_s") for v in views])
+    outside = Columns(texts, [v.get("outside_s") for v in views])
     rate = live.rates()
-    rates = list(zip(texts, [rate.get(key) for key in keys]))
-    slow = list(zip(texts, [1 + named[key] if named.get(key) is not None else ratios.get(key) for key in keys]))
-    moving = list(zip(texts, [0 if v.get("state") in ("gone", "Z", "X") else 1 for v in views]))
+    rates = Columns(texts, [rate.get(key) for key in keys])
+    slow = Columns(texts, [1 + named[key] if named.get(key) is not None else ratios.get(key) for key in keys])
+    moving = Columns(texts, [0 if v.get("state") in ("gone", "Z", "X") else 1 for v in views])
     family("nodeweave_rank_collectives_total", "counter", "Collectives the rank entered this generation.", counts)
     family("nodeweave_rank_collective_seconds_total", "counter",
            "Host seconds the rank spent inside collectives this generation.", inside)
