@@ -1,4 +1,4 @@
-"""The overlays ``up`` and ``down`` apply (targets/overlay.py) are pure renderers: the spec and the options in,
+"""The overlays ``up`` and ``down`` apply (nodeweave/overlay.py) are pure renderers: the spec and the options in,
 ``{path: text}`` out, the same bytes every time, nothing run or read, and the bytes pinned by goldens.
 
 Regenerate the goldens after an intended change with
@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from nodeweave.spec import load_spec
-from nodeweave.targets import overlay
+from nodeweave import overlay
 
 REPO = Path(__file__).resolve().parents[1]
 SPECS = REPO / "tests" / "golden" / "compose"  # the compose goldens' specs: cpu (no hosts) and hosts

@@ -34,7 +34,7 @@ from pathlib import Path
 from nodeweave.targets.compose.common import TOKEN_HOST_VARIABLE as HOST_VARIABLE
 from nodeweave.entrypoint.planning.exchange_plan import TOKEN_FILE_VARIABLE as FILE_VARIABLE
 from nodeweave.entrypoint.planning.exchange_plan import TOKEN_MOUNT as CONTAINER_PATH
-from nodeweave.targets.overlay import token_secret_name as secret_name  # the Kubernetes overlay names the Secret
+from nodeweave.overlay import token_secret_name as secret_name  # the Kubernetes overlay names the Secret
 
 CONTAINER_DIR = CONTAINER_PATH.rpartition("/")[0]  # Kubernetes mounts the Secret's folder here
 TOKEN_BYTES = 32

@@ -124,7 +124,7 @@ class HostsCluster(Backend):
     def _up_steps(self, mode: str, image: Optional[str]) -> List[List[Step]]:
         from nodeweave.cluster import token
         from nodeweave.targets.compose import render_files
-        from nodeweave.targets.overlay import host_files
+        from nodeweave.overlay import host_files
 
         files = render_files(self.spec)
         if self.engine == "none":

@@ -27,7 +27,7 @@ from nodeweave.steps import Step
 from nodeweave.errors import NodeweaveError, UsageError
 from nodeweave.remote import RemoteOptions, cluster_kind, kind_class
 from nodeweave.remote.discover import statefulset_replicas, statefulset_targets
-from nodeweave.targets.overlay import KUBE_OVERLAY as OVERLAY
+from nodeweave.overlay import KUBE_OVERLAY as OVERLAY
 
 KEPT_TREE = "kube"  # in the job's folder: .nodeweave/<job>/kube
 FOLDERS = {"base": "../base", "openshift": "../overlays/openshift", "rocm": "../overlays/rocm"}
@@ -166,9 +166,9 @@ class KubeCluster(Backend):
 
     def _tree(self, mode: Optional[str], keep_claims: bool) -> List["PlannedFile"]:
         """The kept tree as files to write under :meth:`tree_path`: what the pure renderer makes of the spec and
-        this up's options (``targets.overlay.kube_tree``), and on ``up`` a fresh token (made when written)."""
+        this up's options (``overlay.kube_tree``), and on ``up`` a fresh token (made when written)."""
         from nodeweave.plan import PlannedFile
-        from nodeweave.targets.overlay import kube_makes_token, kube_token_file, kube_tree
+        from nodeweave.overlay import kube_makes_token, kube_token_file, kube_tree
 
         tree = self._tree_path()
         shown = os.path.relpath(tree, self.spec_dir)

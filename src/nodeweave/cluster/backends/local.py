@@ -250,10 +250,10 @@ def default_image(compose_text: str) -> str:
 
 
 def render_up_compose(spec, spec_dir: Path, mark=None) -> str:
-    """The job's compose file (``targets.overlay.local_compose``, pure): host paths absolute from the spec's
+    """The job's compose file (``overlay.local_compose``, pure): host paths absolute from the spec's
     folder; with ``mark``, this folder's compose project and every container labelled with the job and the
     folder (identity.py)."""
-    from nodeweave.targets.overlay import local_compose
+    from nodeweave.overlay import local_compose
 
     if mark is None:
         return local_compose(spec, str(spec_dir))

@@ -1,6 +1,7 @@
 """What ``nodeweave up`` and ``down`` apply over the rendered files: each target's overlay, as pure renderers.
 
-Why here, beside the renderers: the overlay was assembled inside each backend, mixed with what the
+Why here, above the renderers (it composes compose/ and kubernetes/, and a target never imports
+another) and below the backends: the overlay was assembled inside each backend, mixed with what the
 backend asks the platform, so nothing said which of its bytes came from the spec and which from
 the machine. Each function below takes the spec and the options that decide the overlay (the
 mode, the namespace, the job's mark as plain labels) and returns files as ``{path: text}``: the
