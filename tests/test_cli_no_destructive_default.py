@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from pathlib import Path
 
+import cli_run
 import pytest
 import typer.main
 
@@ -22,7 +22,6 @@ from nodeweave.cli.habits.lazy import LazyVerbs, every_command
 from nodeweave.errors import EXIT_USAGE, UsageError
 from nodeweave.spec import parse_spec
 
-SRC = Path(__file__).resolve().parents[1] / "src"
 SPEC = """name: nwsafe
 image: {variant: cpu}
 nodes: 2
@@ -33,9 +32,7 @@ launcher: {script: train.py}
 
 def nodeweave(cwd: Path, *args: str, **env: str) -> subprocess.CompletedProcess:
     """The real program, from this checkout's sources, with no engine on PATH."""
-    return subprocess.run([sys.executable, "-m", "nodeweave.cli", *args], capture_output=True, text=True, cwd=cwd,
-                          timeout=120, env={"PATH": "/usr/bin:/bin", "HOME": str(cwd), "PYTHONPATH": str(SRC),
-                                            "COLUMNS": "200", **env})
+    return cli_run.nodeweave(*args, cwd=cwd, timeout=120, env={**cli_run.CLEAN, "HOME": str(cwd), **env})
 
 
 @pytest.fixture
