@@ -34,10 +34,12 @@ def checkout_env(env: Optional[Mapping[str, str]] = None, **extra: str) -> "dict
 
 def run(argv: Sequence[str], *, env: Optional[Mapping[str, str]] = None, timeout: float = 120,
         **kwargs) -> "subprocess.CompletedProcess[str]":
-    """``argv`` to the end with text output captured (unless stdout/stderr are given) and the checkout's env."""
+    """``argv`` to the end with its output captured (unless stdout/stderr are given) as text (unless ``text=False``),
+    and the checkout's env."""
     if "stdout" not in kwargs and "stderr" not in kwargs:
         kwargs["capture_output"] = True
-    return subprocess.run(list(argv), text=True, env=checkout_env(env), timeout=timeout, **kwargs)
+    kwargs.setdefault("text", True)
+    return subprocess.run(list(argv), env=checkout_env(env), timeout=timeout, **kwargs)
 
 
 def popen(argv: Sequence[str], *, env: Optional[Mapping[str, str]] = None, **kwargs) -> subprocess.Popen:
