@@ -65,3 +65,20 @@ def in_process(capsys, *argv: str) -> "tuple[int, str, str]":
     code = main(list(argv))
     out = capsys.readouterr()
     return code, out.out, out.err
+
+
+def leaves() -> "list[tuple[list[str], object]]":
+    """Every runnable command of ``nodeweave``: (its words, the click command), for tests that walk every verb."""
+    import typer.main
+
+    from nodeweave.cli import app
+    from nodeweave.cli.habits.lazy import LazyVerbs, every_command
+
+    def walk(command, words):
+        below = every_command(command) if isinstance(command, LazyVerbs) else getattr(command, "commands", None)
+        if not below:
+            yield words, command
+            return
+        for name, sub in sorted(below.items()):
+            yield from walk(sub, [*words, name])
+    return list(walk(typer.main.get_command(app), []))

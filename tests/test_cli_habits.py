@@ -11,24 +11,12 @@ import subprocess
 from pathlib import Path
 
 import cli_run
+from cli_run import leaves
 import pytest
-import typer.main
 
 from nodeweave import __version__
 from nodeweave.cli import app, main
-from nodeweave.cli.habits.lazy import LazyVerbs, every_command
 from nodeweave.errors import EXIT_USAGE
-
-
-def leaves():
-    def walk(command, words):
-        below = every_command(command) if isinstance(command, LazyVerbs) else getattr(command, "commands", None)
-        if not below:
-            yield words, command
-            return
-        for name, sub in sorted(below.items()):
-            yield from walk(sub, [*words, name])
-    return list(walk(typer.main.get_command(app), []))
 
 
 def misspelt_options():

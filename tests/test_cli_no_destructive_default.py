@@ -13,12 +13,11 @@ import subprocess
 from pathlib import Path
 
 import cli_run
+from cli_run import leaves
 import pytest
-import typer.main
 
 from nodeweave.cli import app, main
 from nodeweave.cli.habits.coercion import plain_runtime_param
-from nodeweave.cli.habits.lazy import LazyVerbs, every_command
 from nodeweave.errors import EXIT_USAGE, UsageError
 from nodeweave.spec import parse_spec
 
@@ -41,18 +40,6 @@ def project(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("PATH", "/usr/bin:/bin")
     return tmp_path
-
-
-def leaves():
-    """Every runnable command: (its words, the click command)."""
-    def walk(command, words):
-        below = every_command(command) if isinstance(command, LazyVerbs) else getattr(command, "commands", None)
-        if not below:
-            yield words, command
-            return
-        for name, sub in sorted(below.items()):
-            yield from walk(sub, [*words, name])
-    return list(walk(typer.main.get_command(app), []))
 
 
 def valued_options():

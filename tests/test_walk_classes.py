@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 import cli_run
-from cli_run import in_process as run_cli
+from cli_run import in_process as run_cli, leaves
 
 from nodeweave.errors import EXIT_USAGE, UsageError
 from nodeweave.spec import parse_spec
@@ -194,22 +194,6 @@ def test_paths_inside_the_workspace_or_of_the_jobs_own_are_valid():
 
 
 # -- flags that contradict each other, or do nothing without another, on every verb ----------------------
-
-
-def leaves():
-    import typer.main
-
-    from nodeweave.cli import app
-    from nodeweave.cli.habits.lazy import LazyVerbs, every_command
-
-    def walk(command, words):
-        below = every_command(command) if isinstance(command, LazyVerbs) else getattr(command, "commands", None)
-        if not below:
-            yield words, command
-            return
-        for name, sub in sorted(below.items()):
-            yield from walk(sub, [*words, name])
-    return list(walk(typer.main.get_command(app), []))
 
 
 LEAVES = leaves()
