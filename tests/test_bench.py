@@ -11,6 +11,7 @@ import os
 import subprocess
 import sys
 
+import cli_run
 import pytest
 
 from nodeweave.bench import options
@@ -120,9 +121,8 @@ def test_check_passes_a_real_collective_and_catches_a_broken_one(single_rank_gro
 def _bench(tmp_path, *args, timeout=900, nproc="2"):
     defaults = {"--backend": "gloo", "--nproc": nproc, "--iters": "2", "--warmup": "1"}
     chosen = [word for flag, value in defaults.items() if flag not in args for word in (flag, value)]  # args win:
-    return subprocess.run([sys.executable, "-c", "import sys; from nodeweave.cli import main; sys.exit(main())",
-                           "bench", *chosen, *args],  # an option given twice is refused, not the last one taken
-                          capture_output=True, text=True, timeout=timeout, cwd=tmp_path,
+    return cli_run.run([*cli_run.NODEWEAVE, "bench", *chosen, *args],  # an option given twice is refused, not the last one taken
+                          timeout=timeout, cwd=tmp_path,
                           env={**os.environ, "COLUMNS": "200"})
 
 

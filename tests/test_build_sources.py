@@ -12,14 +12,15 @@ import subprocess
 import sys
 from pathlib import Path
 
+import cli_run
 from nodeweave.build.sources import DockerIgnore, copied_sources, missing_sources
 
 SPEC = "name: team\nimage: {variant: cpu}\nlauncher: {script: train.py}\n"
 
 
 def nodeweave(*args, cwd: Path):
-    return subprocess.run([sys.executable, "-c", "import sys; from nodeweave.cli import main; sys.exit(main())", *args],
-                          capture_output=True, text=True, cwd=cwd, timeout=120)
+    return cli_run.run([*cli_run.NODEWEAVE, *args],
+                          cwd=cwd, timeout=120)
 
 
 def test_copy_and_add_sources_are_read_as_the_dockerfile_reference_says():

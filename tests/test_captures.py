@@ -16,6 +16,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import cli_run
 import pytest
 
 from nodeweave.entrypoint.snapshot import NEVER, capture, detect_node
@@ -100,7 +101,7 @@ def test_a_capture_of_this_machine_reads_back_as_this_machine(tmp_path):
 
 def test_doctor_capture_refuses_a_folder_with_something_in_it(tmp_path):
     (tmp_path / "mine.txt").write_text("keep me")
-    out = subprocess.run([sys.executable, "-m", "nodeweave.cli", "doctor", "--capture", str(tmp_path)],
-                         capture_output=True, text=True, timeout=120)
+    out = cli_run.run([*cli_run.NODEWEAVE, "doctor", "--capture", str(tmp_path)],
+                         timeout=120)
     assert out.returncode == 2 and "is not empty" in out.stderr and "Traceback" not in out.stderr, out.stderr
     assert (tmp_path / "mine.txt").read_text() == "keep me"

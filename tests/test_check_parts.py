@@ -9,10 +9,10 @@ check's flags with its own parser.
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
+import cli_run
 import pytest
 
 from nodeweave.check.driver import CheckOptions, CheckRequest, CheckResult, read_document
@@ -24,7 +24,6 @@ from nodeweave.entrypoint import Root
 from nodeweave.errors import UsageError
 
 FIXTURES = Path(__file__).parent / "fixtures" / "check"
-NODEWEAVE = [sys.executable, "-c", "import sys; from nodeweave.cli import main; sys.exit(main())"]
 
 
 def test_nvidia_smi_query_of_two_h100s():
@@ -127,13 +126,12 @@ def test_options_refuse_what_cannot_work():
 
 def test_the_entrypoint_parses_the_check_run_with_its_own_parser(tmp_path):
     args = CheckRequest(run_id="r1", command=CheckOptions().worker_command()).entrypoint_args()
-    argv = [sys.executable, "-m", "nodeweave.entrypoint", *[a for a in args if a not in ("--run-id", "r1")]]
+    argv = [a for a in args if a not in ("--run-id", "r1")]
     argv[argv.index("--mode") + 1] = "run"
     env = {"PATH": str(Path(sys.executable).parent) + ":/usr/bin:/bin", "NODEWEAVE_NNODES": "4",
            "NODEWEAVE_NODE_RANK": "2", "NODEWEAVE_MASTER_ADDR": "127.0.0.1", "NODEWEAVE_LAUNCHER": "deepspeed",
            "NODEWEAVE_LAUNCHER_OPTIONS": "--bind_cores_to_rank", "TMPDIR": str(tmp_path)}
-    out = subprocess.run([*argv[:3], "--explain", "--json", *argv[3:]], capture_output=True, text=True, env=env,
-                         timeout=60)
+    out = cli_run.entrypoint("--explain", "--json", *argv, env=env, timeout=60)
     assert out.returncode == 0, out.stderr
     launch = json.loads(out.stdout)["launch"]["argv"]
     assert launch[:3] == ["torchrun", "--nnodes", "4"] and "--bind_cores_to_rank" not in launch
@@ -151,10 +149,8 @@ def test_the_check_runs_a_recovery_jobs_spare_as_a_node_it_checks(tmp_path, pod,
     argv = [a for a in args if a not in ("--run-id", "r1")]
     env = {"PATH": str(Path(sys.executable).parent) + ":/usr/bin:/bin", "TMPDIR": str(tmp_path), "POD_NAME": pod,
            "NODEWEAVE_NNODES": "2", "NODEWEAVE_RECOVERY": "on", "NODEWEAVE_SPARES": "1",
-           "NODEWEAVE_MASTER_ADDR": "127.0.0.1",
-           "PYTHONPATH": str(Path(__file__).resolve().parents[1] / "src")}  # this checkout's, not the installed one
-    out = subprocess.run([sys.executable, "-m", "nodeweave.entrypoint", "--explain", "--json", *argv],
-                         capture_output=True, text=True, env=env, timeout=60)
+           "NODEWEAVE_MASTER_ADDR": "127.0.0.1"}
+    out = cli_run.entrypoint("--explain", "--json", *argv, env=env, timeout=60)
     assert out.returncode == 0, out.stderr
     plan = json.loads(out.stdout)
     assert plan["errors"] == [] and plan["role"]["kind"] == "training node", plan["role"]
@@ -165,13 +161,11 @@ def test_the_check_runs_a_recovery_jobs_spare_as_a_node_it_checks(tmp_path, pod,
 def test_cli_dry_run_and_a_bad_threshold(tmp_path, repo_root):
     spec = tmp_path / "nodeweave.yaml"
     spec.write_text((repo_root / "nodeweave.yaml").read_text())
-    out = subprocess.run([*NODEWEAVE, "check", "--spec", str(spec), "--dry-run"], capture_output=True, text=True,
-                         timeout=60)
+    out = cli_run.nodeweave("check", "--spec", str(spec), "--dry-run", timeout=60)
     assert out.returncode == 0, out.stderr
     assert "podman exec llama-pretrain-1 nodeweave-entrypoint --mode run --run-id <run-id> --launcher torchrun" \
         in out.stdout and "-- -m nodeweave.check.worker --threshold 0.25" in out.stdout
-    bad = subprocess.run([*NODEWEAVE, "check", "--spec", str(spec), "--threshold", "0"], capture_output=True,
-                         text=True, timeout=60)
+    bad = cli_run.nodeweave("check", "--spec", str(spec), "--threshold", "0", timeout=60)
     assert bad.returncode == 2 and bad.stderr.strip().splitlines() == [
         "nodeweave: error: --threshold: 0% is not accepted; a percentage between 0 and 100 (exclusive), e.g. 25"]
 
@@ -213,8 +207,7 @@ def test_facts_of_synthetic_hgx_nodes_name_the_one_with_a_port_down(repo_root):
 def test_cli_dry_run_on_kubernetes_and_openshift_execs_in_each_pod(tmp_path, repo_root, target, tool):
     spec = tmp_path / "nodeweave.yaml"
     spec.write_text((repo_root / "nodeweave.yaml").read_text())
-    out = subprocess.run([*NODEWEAVE, "check", "--spec", str(spec), "--target", target, "--dry-run"],
-                         capture_output=True, text=True, timeout=60)
+    out = cli_run.nodeweave("check", "--spec", str(spec), "--target", target, "--dry-run", timeout=60)
     assert out.returncode == 0, out.stderr
     lines = [line for line in out.stdout.splitlines() if not line.startswith("#")]
     assert [line.split(" -- ")[0] for line in lines] == [

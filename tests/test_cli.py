@@ -3,19 +3,20 @@
 import subprocess
 import sys
 
+import cli_run
 import pytest
 
 
 def test_help_lists_commands():
-    out = subprocess.run(
-        [sys.executable, "-m", "nodeweave.cli", "--help"], capture_output=True, text=True
+    out = cli_run.run(
+        [*cli_run.NODEWEAVE, "--help"]
     )
     assert out.returncode == 0, out.stderr
     assert "Usage" in out.stdout
 
 
 def _nodeweave(*args):
-    return subprocess.run([sys.executable, "-m", "nodeweave.cli", *args], capture_output=True, text=True)
+    return cli_run.run([*cli_run.NODEWEAVE, *args])
 
 
 def test_version_prints_the_package_version():

@@ -11,6 +11,7 @@ import re
 import shlex
 from pathlib import Path
 
+import cli_run
 import pytest
 import typer.main
 from rich.text import Text
@@ -179,15 +180,15 @@ def test_shell_completion_is_clicks_own(tmp_path):
 
     def complete(words, cword):
         env = {**os.environ, "_NODEWEAVE_COMPLETE": "complete_bash", "COMP_WORDS": words, "COMP_CWORD": str(cword)}
-        return subprocess.run([sys.executable, "-c", "import sys; from nodeweave.cli import main; sys.exit(main())"],
-                              capture_output=True, text=True, env=env, cwd=tmp_path, timeout=60).stdout.split()
+        return cli_run.run([*cli_run.NODEWEAVE],
+                              env=env, cwd=tmp_path, timeout=60).stdout.split()
 
     assert complete("nodeweave st", 1) == ["status", "stop"]
     assert complete("nodeweave runs ", 2) == ["ls", "show", "compare"]
     assert "--target" in complete("nodeweave up --ta", 2)
     env = {**os.environ, "_NODEWEAVE_COMPLETE": "source_bash"}
-    script = subprocess.run([sys.executable, "-c", "import sys; from nodeweave.cli import main; sys.exit(main())"],
-                            capture_output=True, text=True, env=env, timeout=60).stdout
+    script = cli_run.run([*cli_run.NODEWEAVE],
+                            env=env, timeout=60).stdout
     assert "_nodeweave_completion()" in script and "complete " in script
 
 

@@ -6,12 +6,12 @@ import json
 import subprocess
 import sys
 
+import cli_run
 import pytest
 
 pytestmark = pytest.mark.engine
 
 IMAGE = "localhost/nodeweave-base:bookworm"
-NODEWEAVE = [sys.executable, "-c", "import sys; from nodeweave.cli import main; sys.exit(main())"]
 SPEC = "name: nwexec\nimage: {variant: cpu}\nnodes: 2\ngpus_per_node: 1\nlauncher: {script: train.py}\n"
 
 
@@ -30,7 +30,7 @@ def nodes(tmp_path_factory):
 
 
 def nodeweave(folder, *args):
-    return subprocess.run([*NODEWEAVE, *args], capture_output=True, text=True, cwd=folder, timeout=120)
+    return cli_run.run([*cli_run.NODEWEAVE, *args], cwd=folder, timeout=120)
 
 
 def test_every_node_runs_it_and_lines_are_prefixed(nodes):

@@ -13,6 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import cli_run
 import pytest
 
 from nodeweave.errors import EXIT_ENVIRONMENT, EXIT_USAGE
@@ -20,7 +21,6 @@ from nodeweave.failures import from_os_error, tool_message, writable_dir
 from nodeweave.errors import EnvironmentProblem, UsageError
 from nodeweave.remote import make_target
 
-NODEWEAVE = [sys.executable, "-c", "import sys; from nodeweave.cli import main; sys.exit(main())"]
 SPEC = """name: nwcli-absent
 image: {variant: cpu}
 nodes: 2
@@ -37,7 +37,7 @@ def project(tmp_path):
 
 
 def nodeweave(project, *args, path="/usr/bin:/bin:/usr/local/bin", **env):
-    return subprocess.run([*NODEWEAVE, *args], capture_output=True, text=True, cwd=project, timeout=120,
+    return cli_run.run([*cli_run.NODEWEAVE, *args], cwd=project, timeout=120,
                           env={"COLUMNS": "200", "PATH": path, "HOME": str(project), **env})
 
 

@@ -8,29 +8,15 @@ verbs that take a command after ``--``, and in ``nodeweave-entrypoint``); ``node
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
 
+import cli_run
+from cli_run import leaves
 import pytest
-import typer.main
 
 from nodeweave import __version__
 from nodeweave.cli import app, main
-from nodeweave.cli.habits.lazy import LazyVerbs, every_command
 from nodeweave.errors import EXIT_USAGE
-
-SRC = Path(__file__).resolve().parents[1] / "src"
-
-
-def leaves():
-    def walk(command, words):
-        below = every_command(command) if isinstance(command, LazyVerbs) else getattr(command, "commands", None)
-        if not below:
-            yield words, command
-            return
-        for name, sub in sorted(below.items()):
-            yield from walk(sub, [*words, name])
-    return list(walk(typer.main.get_command(app), []))
 
 
 def misspelt_options():
@@ -64,8 +50,7 @@ def test_a_misspelt_option_gets_did_you_mean_on_every_verb(tmp_path, monkeypatch
 
 
 def entrypoint(*argv: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "nodeweave.entrypoint", *argv], capture_output=True, text=True,
-                          timeout=60, env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(SRC)})
+    return cli_run.entrypoint(*argv, timeout=60, env={"PATH": "/usr/bin:/bin"})
 
 
 def test_entrypoint_version_answers_like_nodeweaves():
@@ -82,10 +67,9 @@ def test_entrypoint_names_the_option_meant():
 def complete(cwd: Path, line: str) -> "list[str]":
     """What the shell is offered for the last word of ``line`` (click's bash completion, the real program)."""
     words = line.split(" ")
-    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(SRC), "_NODEWEAVE_COMPLETE": "complete_bash",
+    env = {"PATH": "/usr/bin:/bin", "_NODEWEAVE_COMPLETE": "complete_bash",
            "COMP_WORDS": line, "COMP_CWORD": str(len(words) - 1)}
-    done = subprocess.run([sys.executable, "-c", "import sys; from nodeweave.start import main; sys.exit(main())"],
-                          capture_output=True, text=True, env=env, cwd=cwd, timeout=60)
+    done = cli_run.run(cli_run.PROGRAM, env=env, cwd=cwd, timeout=60)
     return done.stdout.split()
 
 
@@ -146,9 +130,8 @@ def test_a_table_off_a_terminal_keeps_every_row_on_one_line(tmp_path):
     words = ["t.py", *(f"--option-number-{i}=a-long-value-{i}" for i in range(12))]
     (folder / "run.json").write_text(__import__("json").dumps({"job": "j", "command": words, "exit_code": 0,
                                                                "started": "2026-01-01T00:00:00Z", "ended": "x"}))
-    done = subprocess.run([sys.executable, "-c", "import sys; from nodeweave.start import main; sys.exit(main())",
-                           "runs", "ls"], capture_output=True, text=True, cwd=tmp_path, timeout=60,
-                          env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(SRC), "HOME": str(tmp_path)})
+    done = cli_run.run([*cli_run.PROGRAM, "runs", "ls"], cwd=tmp_path, timeout=60,
+                       env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)})
     assert done.returncode == 0, done.stderr
     rows = [line for line in done.stdout.splitlines() if "20260101T000000Z-j" in line]
     assert len(rows) == 1 and "--option-number-11=a-long-value-11" in rows[0], done.stdout

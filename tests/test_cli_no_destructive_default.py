@@ -10,19 +10,17 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from pathlib import Path
 
+import cli_run
+from cli_run import leaves
 import pytest
-import typer.main
 
 from nodeweave.cli import app, main
 from nodeweave.cli.habits.coercion import plain_runtime_param
-from nodeweave.cli.habits.lazy import LazyVerbs, every_command
 from nodeweave.errors import EXIT_USAGE, UsageError
 from nodeweave.spec import parse_spec
 
-SRC = Path(__file__).resolve().parents[1] / "src"
 SPEC = """name: nwsafe
 image: {variant: cpu}
 nodes: 2
@@ -33,9 +31,7 @@ launcher: {script: train.py}
 
 def nodeweave(cwd: Path, *args: str, **env: str) -> subprocess.CompletedProcess:
     """The real program, from this checkout's sources, with no engine on PATH."""
-    return subprocess.run([sys.executable, "-m", "nodeweave.cli", *args], capture_output=True, text=True, cwd=cwd,
-                          timeout=120, env={"PATH": "/usr/bin:/bin", "HOME": str(cwd), "PYTHONPATH": str(SRC),
-                                            "COLUMNS": "200", **env})
+    return cli_run.nodeweave(*args, cwd=cwd, timeout=120, env={**cli_run.CLEAN, "HOME": str(cwd), **env})
 
 
 @pytest.fixture
@@ -44,18 +40,6 @@ def project(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("PATH", "/usr/bin:/bin")
     return tmp_path
-
-
-def leaves():
-    """Every runnable command: (its words, the click command)."""
-    def walk(command, words):
-        below = every_command(command) if isinstance(command, LazyVerbs) else getattr(command, "commands", None)
-        if not below:
-            yield words, command
-            return
-        for name, sub in sorted(below.items()):
-            yield from walk(sub, [*words, name])
-    return list(walk(typer.main.get_command(app), []))
 
 
 def valued_options():

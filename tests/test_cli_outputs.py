@@ -12,6 +12,7 @@ import json
 import os
 from pathlib import Path
 
+import cli_run
 import pytest
 import typer.main
 import yaml
@@ -173,8 +174,8 @@ def test_every_option_that_lists_its_values_completes_them():
 
 def _complete(words, cword, cwd):
     env = {**os.environ, "_NODEWEAVE_COMPLETE": "complete_bash", "COMP_WORDS": words, "COMP_CWORD": str(cword)}
-    return subprocess.run([sys.executable, "-c", "import sys; from nodeweave.cli import main; sys.exit(main())"],
-                          capture_output=True, text=True, env=env, cwd=cwd, timeout=60).stdout.split()
+    return cli_run.run([*cli_run.NODEWEAVE],
+                          env=env, cwd=cwd, timeout=60).stdout.split()
 
 
 @pytest.mark.parametrize("words, wanted", [

@@ -2,14 +2,9 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-
+import cli_run
 import pytest
 
-PYTHONPATH = {k: os.environ[k] for k in ("PYTHONPATH",) if k in os.environ}  # this checkout's sources, as run
-NODEWEAVE = [sys.executable, "-c", "import sys; from nodeweave.cli import main; sys.exit(main())"]
 SPEC = """name: cli
 image: {variant: cpu}
 nodes: 2
@@ -26,10 +21,8 @@ def spec(tmp_path):
 
 
 def nodeweave(spec, *args):
-    return subprocess.run([*NODEWEAVE, *args, "--spec", str(spec)] if "--" not in args else
-                          [*NODEWEAVE, args[0], "--spec", str(spec), *args[1:]],
-                          capture_output=True, text=True, cwd=spec.parent, env={"COLUMNS": "200", "PATH": "/usr/bin:/bin",
-                                                                                 **PYTHONPATH})
+    words = [*args, "--spec", str(spec)] if "--" not in args else [args[0], "--spec", str(spec), *args[1:]]
+    return cli_run.nodeweave(*words, cwd=spec.parent, env=cli_run.CLEAN)
 
 
 def test_up_dry_run_prints_the_compose_command_and_touches_nothing(spec):
@@ -75,20 +68,19 @@ def test_bad_input_is_one_line_and_exit_2(spec, args, message):
 
 
 def test_a_missing_spec_is_named(tmp_path):
-    out = subprocess.run([*NODEWEAVE, "status", "--spec", str(tmp_path / "nope.yaml")], capture_output=True, text=True)
+    out = cli_run.nodeweave("status", "--spec", str(tmp_path / "nope.yaml"))
     assert out.returncode == 2 and "spec file not found" in out.stderr
 
 
 def test_help_lists_the_verbs():
-    out = subprocess.run([*NODEWEAVE, "--help"], capture_output=True, text=True, env={"COLUMNS": "200"})
+    out = cli_run.nodeweave("--help", env={"COLUMNS": "200"})
     for verb in ("up", "down", "run", "status", "logs", "stop", "shell"):
         assert f" {verb} " in out.stdout, verb
 
 
 def _run_argv(spec, *words):
     """``nodeweave run WORDS`` exactly as typed (``--spec`` first, so it never lands after ``--``)."""
-    return subprocess.run([*NODEWEAVE, "run", "--spec", str(spec), *words], capture_output=True, text=True,
-                          cwd=spec.parent, env={"COLUMNS": "200", "PATH": "/usr/bin:/bin", **PYTHONPATH})
+    return cli_run.nodeweave("run", "--spec", str(spec), *words, cwd=spec.parent, env=cli_run.CLEAN)
 
 
 @pytest.mark.parametrize("words", [

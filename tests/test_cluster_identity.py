@@ -23,11 +23,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import cli_run
 from plan_parts import up_files, up_steps
 import pytest
 import yaml
 
-NODEWEAVE = [sys.executable, "-c", "import sys; from nodeweave.cli import main; sys.exit(main())"]
 KUBECTL_STANDIN = Path(__file__).parent / "e2e" / "kubectl_standin.py"
 SPEC = """name: twin
 image: {variant: cpu, registry: localhost/t}
@@ -59,7 +59,7 @@ sys.exit(125 if missing else 0)
 
 
 def cli(folder: Path, env: dict, *args: str) -> "subprocess.CompletedProcess[str]":
-    return subprocess.run([*NODEWEAVE, *args], cwd=folder, env=env, capture_output=True, text=True, timeout=120)
+    return cli_run.run([*cli_run.NODEWEAVE, *args], cwd=folder, env=env, timeout=120)
 
 
 def _env(tmp_path: Path, **extra) -> dict:

@@ -14,6 +14,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import cli_run
 import pytest
 
 from nodeweave.doctor import diagnose
@@ -206,8 +207,7 @@ def test_missing_sysroot_is_a_usage_error(tmp_path):
 
 
 def _doctor(*args, env=None):
-    return subprocess.run([sys.executable, "-c", "import sys; from nodeweave.cli import main; sys.exit(main())",
-                           "doctor", *args], capture_output=True, text=True, timeout=120,
+    return cli_run.run([*cli_run.NODEWEAVE, "doctor", *args], timeout=120,
                           env={**os.environ, "COLUMNS": "200", **(env or {})})
 
 

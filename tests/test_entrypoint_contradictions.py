@@ -11,6 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import cli_run
 import pytest
 
 from nodeweave.entrypoint import EntrypointError, make_plan
@@ -172,8 +173,8 @@ def test_non_utf8_master_address_through_the_real_command_is_one_line_and_immedi
     (tmp_path / "train.py").write_text("")
     env = {b"PATH": os.environb[b"PATH"], b"PYTHONPATH": str(SRC).encode(), b"NNODES": b"2", b"NODE_RANK": b"1",
            b"MASTER_ADDR": b"h\xffst"}
-    out = subprocess.run([sys.executable, "-m", "nodeweave.entrypoint", "--sysroot", str(FIX / "cpu-only"), "--",
-                          "train.py"], env=env, cwd=tmp_path, capture_output=True, timeout=30)
+    out = cli_run.run([*cli_run.ENTRYPOINT, "--sysroot", str(FIX / "cpu-only"), "--",
+                          "train.py"], env=env, cwd=tmp_path, timeout=30, text=False)
     err = out.stderr.decode("utf-8", "replace")
     assert out.returncode == EXIT_USAGE and err.count("\n") == 1 and "Traceback" not in err
     assert "not UTF-8" in err and "waiting" not in err
@@ -212,9 +213,9 @@ def test_visible_devices_that_hide_gpus_on_purpose_are_kept(value, count):
 def test_a_sysroot_that_does_not_exist(tmp_path, how):
     missing = str(tmp_path / "nope")
     argv, env = (["--sysroot", missing], {}) if how == "flag" else ([], {"NODEWEAVE_SYSROOT": missing})
-    out = subprocess.run([sys.executable, "-m", "nodeweave.entrypoint", *argv, "--explain", "--", "t.py"],
+    out = cli_run.run([*cli_run.ENTRYPOINT, *argv, "--explain", "--", "t.py"],
                          env={"PATH": os.environ["PATH"], "PYTHONPATH": str(SRC), **env},
-                         capture_output=True, text=True, timeout=30)
+                         timeout=30)
     assert out.returncode == EXIT_USAGE and out.stderr.count("\n") == 1, out.stderr
     assert f"{missing!r}" in out.stderr and "is not a directory" in out.stderr and "accepted:" in out.stderr
 
@@ -226,11 +227,11 @@ def test_an_empty_nccl_ib_hca_is_warned_in_explain_doctor_and_the_start_up_line(
     from nodeweave.doctor import diagnose
 
     env = {"PATH": os.environ["PATH"], "PYTHONPATH": str(SRC), "NCCL_IB_HCA": ""}
-    explain = subprocess.run([sys.executable, "-m", "nodeweave.entrypoint", "--sysroot", str(FIX / "hgx-h100"),
-                              "--explain", "--", "t.py"], env=env, capture_output=True, text=True, timeout=30)
+    explain = cli_run.run([*cli_run.ENTRYPOINT, "--sysroot", str(FIX / "hgx-h100"),
+                              "--explain", "--", "t.py"], env=env, timeout=30)
     assert "NCCL_IB_HCA is set but empty" in explain.stdout
-    start = subprocess.run([sys.executable, "-m", "nodeweave.entrypoint", "--sysroot", str(FIX / "hgx-h100"),
-                            "--launcher", "command", "--", "true"], env=env, capture_output=True, text=True, timeout=30)
+    start = cli_run.run([*cli_run.ENTRYPOINT, "--sysroot", str(FIX / "hgx-h100"),
+                            "--launcher", "command", "--", "true"], env=env, timeout=30)
     assert start.returncode == 0 and "warning: NCCL_IB_HCA is set but empty" in start.stderr
     (finding,) = [f for f in diagnose(str(FIX / "hgx-h100"), {"NCCL_IB_HCA": ""}).findings if f.code == "ib-hca-empty"]
     assert finding.severity == "warning" and "exact list" in finding.action

@@ -14,6 +14,7 @@ import sys
 import time
 from pathlib import Path
 
+import cli_run
 import pytest
 
 from nodeweave.entrypoint import make_plan
@@ -48,13 +49,13 @@ def environment(tmp_path, **extra):
 
 
 def entrypoint(tmp_path, *args, env=None, **kw):
-    return subprocess.Popen([sys.executable, "-m", "nodeweave.entrypoint", *args], env=env or environment(tmp_path),
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=tmp_path, **kw)
+    return cli_run.popen([*cli_run.ENTRYPOINT, *args], env=env or environment(tmp_path),
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, cwd=tmp_path, **kw)
 
 
 def node(tmp_path, *args):
-    out = subprocess.run([sys.executable, "-m", "nodeweave.entrypoint", "--node", *args], env=environment(tmp_path),
-                         capture_output=True, text=True, cwd=tmp_path, timeout=60)
+    out = cli_run.run([*cli_run.ENTRYPOINT, "--node", *args], env=environment(tmp_path),
+                         cwd=tmp_path, timeout=60)
     return json.loads(out.stdout), out.returncode
 
 
@@ -196,15 +197,14 @@ def test_report_gives_the_record_the_plan_and_the_sync_stamp(tmp_path):
 
 
 def test_unknown_node_action_is_a_usage_error(tmp_path):
-    out = subprocess.run([sys.executable, "-m", "nodeweave.entrypoint", "--node", "dance"], env=environment(tmp_path),
-                         capture_output=True, text=True)
+    out = cli_run.run([*cli_run.ENTRYPOINT, "--node", "dance"], env=environment(tmp_path))
     assert out.returncode == 2 and "status, stop, report" in out.stderr
 
 
 @pytest.mark.parametrize("bad", ["", "-x", "a b", "../up", "x" * 129])
 def test_a_run_id_that_cannot_be_a_folder_name_is_refused(tmp_path, bad):
-    out = subprocess.run([sys.executable, "-m", "nodeweave.entrypoint", "--run-id", bad, "--explain", "--", "t.py"],
-                         env=environment(tmp_path), capture_output=True, text=True)
+    out = cli_run.run([*cli_run.ENTRYPOINT, "--run-id", bad, "--explain", "--", "t.py"],
+                         env=environment(tmp_path))
     assert out.returncode == 2 and "run id" in out.stderr, out.stderr
 
 
@@ -242,8 +242,8 @@ def test_a_spare_in_hold_mode_holds_as_a_spare_and_says_so(tmp_path):
     try:
         wait_for(lambda: record.exists() or proc.poll() is not None, "hold.json")
         assert proc.poll() is None, proc.communicate()[0]
-        out = subprocess.run([sys.executable, "-m", "nodeweave.entrypoint", "--node", "status", "--", "train.py"],
-                             env=spare_environment(tmp_path, "rj-2"), capture_output=True, text=True, cwd=tmp_path,
+        out = cli_run.run([*cli_run.ENTRYPOINT, "--node", "status", "--", "train.py"],
+                             env=spare_environment(tmp_path, "rj-2"), cwd=tmp_path,
                              timeout=60)
         status = json.loads(out.stdout)
         assert out.returncode == 0 and status["mode"] == "hold" and status["plan"]["errors"] == [], status
@@ -273,13 +273,13 @@ def test_explain_shows_each_nodes_role_in_text_and_json(tmp_path, pod, kind, ran
     names its role (training node i, or spare and why), in text and in --json."""
     env = spare_environment(tmp_path, pod)
     (tmp_path / "train.py").write_text("print(1)\n")  # a missing script is an error of the plan (exit 2)
-    text = subprocess.run([sys.executable, "-m", "nodeweave.entrypoint", "--explain", "--", "train.py"], env=env,
-                          capture_output=True, text=True, cwd=tmp_path, timeout=60)
+    text = cli_run.run([*cli_run.ENTRYPOINT, "--explain", "--", "train.py"], env=env,
+                          cwd=tmp_path, timeout=60)
     assert text.returncode == 0 and "Errors" not in text.stdout, text.stdout + text.stderr
     name = f"training node {rank}" if rank is not None else "spare"
     assert f"this node    {name} (container identity {pod[-1]})" in text.stdout, text.stdout
-    raw = subprocess.run([sys.executable, "-m", "nodeweave.entrypoint", "--explain", "--json", "--", "train.py"],
-                         env=env, capture_output=True, text=True, cwd=tmp_path, timeout=60)
+    raw = cli_run.run([*cli_run.ENTRYPOINT, "--explain", "--json", "--", "train.py"],
+                         env=env, cwd=tmp_path, timeout=60)
     plan = json.loads(raw.stdout)
     assert raw.returncode == 0 and plan["errors"] == [], plan["errors"]
     assert (plan["role"]["kind"], plan["role"]["rank"], plan["role"]["identity"]) == (kind, rank, int(pod[-1]))
@@ -295,8 +295,8 @@ def test_explain_on_a_node_left_out_says_so_and_why(tmp_path):
         "generation": 1, "decision": "start", "members": [0, 2], "spares": [], "left_out": {"1": 1},
         "why": {"1": "node 1: its launcher failed (torchrun exited 1)"}, "role": "left out",
         "reason": "node 1: its launcher failed (torchrun exited 1)"}))
-    raw = subprocess.run([sys.executable, "-m", "nodeweave.entrypoint", "--explain", "--json", "--", "train.py"],
-                         env=spare_environment(tmp_path, "rj-1"), capture_output=True, text=True, cwd=tmp_path,
+    raw = cli_run.run([*cli_run.ENTRYPOINT, "--explain", "--json", "--", "train.py"],
+                         env=spare_environment(tmp_path, "rj-1"), cwd=tmp_path,
                          timeout=60)
     role = json.loads(raw.stdout)["role"]
     assert (role["kind"], role["generation"], role["rank"]) == ("left out", 1, None), role
@@ -320,8 +320,7 @@ def test_report_carries_the_runs_recovery_book_goodput_timeline_and_heat_map(tmp
 def test_status_on_a_spare_asks_node_0_instead_of_failing_its_own_plan(tmp_path):
     """`--status` on a spare failed its own plan ('node rank 2 ... is not below the node count 2', exit 2)
     before it asked anything; it plans as a spare and asks node 0 (here none answers: exit 4, named)."""
-    out = subprocess.run([sys.executable, "-m", "nodeweave.entrypoint", "--status"],
-                         env=spare_environment(tmp_path, "rj-2", NODEWEAVE_WAIT_TIMEOUT="5"), capture_output=True,
-                         text=True, cwd=tmp_path, timeout=60)
+    out = cli_run.run([*cli_run.ENTRYPOINT, "--status"],
+                         env=spare_environment(tmp_path, "rj-2", NODEWEAVE_WAIT_TIMEOUT="5"), cwd=tmp_path, timeout=60)
     assert "not below the node count" not in out.stderr, out.stderr
     assert out.returncode == 4 and "node 0's check-in exchange at rj-0:" in out.stderr, out.stderr

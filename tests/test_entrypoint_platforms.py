@@ -14,6 +14,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import cli_run
 import pytest
 
 FIX = Path(__file__).parent / "fixtures" / "synthetic"
@@ -48,8 +49,8 @@ def explain(root, env, cwd, launcher="torchrun"):
     """The real command's --explain --json for a node under ``root`` with ``env``."""
     (Path(cwd) / "train.py").write_text("")
     full = {"PATH": os.environ["PATH"], "PYTHONPATH": str(SRC), "NODEWEAVE_LAUNCHER": launcher, **env}
-    out = subprocess.run([sys.executable, "-m", "nodeweave.entrypoint", "--sysroot", str(root), "--explain", "--json",
-                          "--no-wait", "--", *SCRIPT], env=full, cwd=cwd, capture_output=True, text=True, timeout=60)
+    out = cli_run.run([*cli_run.ENTRYPOINT, "--sysroot", str(root), "--explain", "--json",
+                          "--no-wait", "--", *SCRIPT], env=full, cwd=cwd, timeout=60)
     assert out.returncode == 0, out.stdout[-2000:] + out.stderr
     return json.loads(out.stdout)
 
@@ -218,17 +219,16 @@ def test_doctor_names_the_platform(name, env):
 
 def test_explain_text_names_the_platform(tmp_path):
     (tmp_path / "train.py").write_text("")
-    out = subprocess.run([sys.executable, "-m", "nodeweave.entrypoint", "--sysroot", str(FIX / "hgx-h100"), "--explain",
+    out = cli_run.run([*cli_run.ENTRYPOINT, "--sysroot", str(FIX / "hgx-h100"), "--explain",
                           "--no-wait", "--", *SCRIPT], env={"PATH": os.environ["PATH"], "PYTHONPATH": str(SRC), **AWS},
-                         cwd=tmp_path, capture_output=True, text=True, timeout=60)
+                         cwd=tmp_path, timeout=60)
     assert out.returncode == 0, out.stderr
     row = next(line for line in out.stdout.splitlines() if "rank from" in line)
     assert row.split("rank from", 1)[1].strip() == "AWS Batch"
 
 
 def test_doctor_prints_the_platform_it_recognised():
-    out = subprocess.run([sys.executable, "-c", "import sys; from nodeweave.cli import main; sys.exit(main())",
-                          "doctor", "--sysroot", str(FIX / "hgx-h100")], capture_output=True, text=True, timeout=120,
+    out = cli_run.run([*cli_run.NODEWEAVE, "doctor", "--sysroot", str(FIX / "hgx-h100")], timeout=120,
                          env={**os.environ, "COLUMNS": "200", **DSTACK})
     row = next(line for line in out.stdout.splitlines() if "rank from" in line)
     assert "dstack" in row, out.stdout

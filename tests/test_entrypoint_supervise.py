@@ -12,6 +12,7 @@ import sys
 import time
 from pathlib import Path
 
+import cli_run
 import pytest
 
 FIX = Path(__file__).parent / "fixtures" / "synthetic"
@@ -42,8 +43,8 @@ def start(tmp_path, script, launcher="torchrun"):
     fake.chmod(0o755)
     env = {"PATH": f"{tmp_path}:{os.environ['PATH']}", "PYTHONPATH": str(SRC), "MARK": str(tmp_path / "mark"),
            "NODEWEAVE_LAUNCHER": launcher, "NODEWEAVE_WAIT_TIMEOUT": "0"}
-    proc = subprocess.Popen([sys.executable, "-m", "nodeweave.entrypoint", "--sysroot", str(FIX / "cpu-only"),
-                             "--", "train.py"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = cli_run.popen([*cli_run.ENTRYPOINT, "--sysroot", str(FIX / "cpu-only"),
+                             "--", "train.py"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     pidfile = tmp_path / "mark.pid"
     deadline = time.monotonic() + 30
     while not (pidfile.exists() and pidfile.read_text().strip()):
@@ -77,15 +78,15 @@ def test_without_a_signal_the_launchers_own_code_passes_through(tmp_path, launch
     fake.chmod(0o755)
     env = {"PATH": f"{tmp_path}:{os.environ['PATH']}", "PYTHONPATH": str(SRC), "NODEWEAVE_LAUNCHER": launcher,
            "NODEWEAVE_WAIT_TIMEOUT": "0"}
-    out = subprocess.run([sys.executable, "-m", "nodeweave.entrypoint", "--sysroot", str(FIX / "cpu-only"),
-                          "--", "train.py"], env=env, capture_output=True, text=True, timeout=60)
+    out = cli_run.run([*cli_run.ENTRYPOINT, "--sysroot", str(FIX / "cpu-only"),
+                          "--", "train.py"], env=env, timeout=60)
     assert out.returncode == 7, out.stderr
 
 
 def test_a_missing_launcher_is_127_before_any_fork(tmp_path):
     env = {"PATH": str(tmp_path), "PYTHONPATH": str(SRC), "NODEWEAVE_WAIT_TIMEOUT": "0"}
-    out = subprocess.run([sys.executable, "-m", "nodeweave.entrypoint", "--sysroot", str(FIX / "cpu-only"),
-                          "--", "train.py"], env=env, capture_output=True, text=True, timeout=60)
+    out = cli_run.run([*cli_run.ENTRYPOINT, "--sysroot", str(FIX / "cpu-only"),
+                          "--", "train.py"], env=env, timeout=60)
     assert out.returncode == 127 and "launcher 'torchrun' not found" in out.stderr
     assert "Traceback" not in out.stderr
 

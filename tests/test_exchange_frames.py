@@ -19,7 +19,7 @@ import pytest
 from nodeweave.entrypoint.checkin.exchange import Hub, ask_status
 from nodeweave.entrypoint.checkin.wire import (MAX_MESSAGE, PER_NODE_BYTES, Channel, ExchangeError, encode,
                                                frame_limit, job_token)
-from test_exchange_loopback import Cluster, fp
+from loopback_hub import Cluster, fp
 from test_exchange_processes import ENTRY, SRC, free_port_pair
 
 

@@ -14,7 +14,7 @@ import pytest
 from nodeweave.entrypoint.checkin.exchange import Hub, Peer
 from nodeweave.entrypoint.checkin.verdict import SHOWN_NODES, digest, expand, render_table, runs, unruns
 from nodeweave.entrypoint.checkin.wire import job_token
-from test_exchange_loopback import Cluster, fp as loop_fp
+from loopback_hub import Cluster, fp as loop_fp
 from test_exchange_verdict import fp
 
 TOKEN = job_token({}, "trainer", 29500)

@@ -16,66 +16,7 @@ from nodeweave.entrypoint.checkin import heartbeat
 from nodeweave.entrypoint.checkin.exchange import Hub, Refused, check_in
 from nodeweave.entrypoint.checkin.heartbeat import HubWatch, LinkWatch
 from nodeweave.entrypoint.checkin.wire import MAX_MESSAGE, Channel, ExchangeError, job_token
-from test_exchange_verdict import fp as full_fp
-
-
-def free_port():
-    """A free port below the ephemeral range, so no connection of the test takes it meanwhile."""
-    import random
-
-    while True:
-        port = random.randrange(20000, 32000)
-        try:
-            with socket.socket() as s:
-                s.bind(("", port))
-            return port
-        except OSError:
-            continue
-
-
-def fp(rank, nnodes=3, **changes):
-    return full_fp(rank, nnodes=str(nnodes), address="127.0.0.1", route_address="127.0.0.1",
-                   hostname_address="127.0.0.1", **changes)
-
-
-TOKEN = job_token({}, "trainer", 29500)
-
-
-class Cluster:
-    """Node 0's hub and ``workers`` nodes checking in from threads."""
-
-    def __init__(self, workers, changes=None, token=TOKEN, nnodes=None):
-        self.port = free_port()
-        self.nnodes = nnodes or workers + 1
-        self.log = []
-        self.hub = Hub(self.port, TOKEN, fp(0, self.nnodes), self.log.append)
-        self.results, self.channels, self.errors = {}, {}, {}
-        self.threads = []
-        for rank in range(1, workers + 1):
-            mine = fp(rank, self.nnodes, **(changes or {}).get(rank, {}))
-            thread = threading.Thread(target=self._node, args=(rank, mine, token), daemon=True)
-            thread.start()
-            self.threads.append(thread)
-
-    def _node(self, rank, mine, token):
-        try:
-            self.results[rank], self.channels[rank] = check_in("127.0.0.1", self.port, mine, token,
-                                                               time.monotonic() + 20)
-        except ExchangeError as err:
-            self.errors[rank] = err
-
-    def decide(self, deadline_s=10, allow=()):
-        self.hub.gather(self.nnodes, time.monotonic() + deadline_s)
-        verdict = self.hub.decide(self.nnodes, self.nnodes, "torchrun", allow)
-        self.hub.announce(verdict)
-        for thread in self.threads:
-            thread.join(20)
-        return verdict
-
-    def close(self):
-        for channel in self.channels.values():
-            channel.close()
-        self.hub.close()
+from loopback_hub import TOKEN, Cluster, Launcher, fp, free_port, started_watches
 
 
 def test_every_node_gets_node_0s_one_verdict():
@@ -174,31 +115,6 @@ def test_receive_never_waits_past_its_deadline():
 
 
 # --- the heartbeat -----------------------------------------------------------------
-
-
-class Launcher:
-    """Stands in for a supervised launcher: remembers being stopped."""
-
-    def __init__(self):
-        self.stopped = threading.Event()
-
-    def stop(self, grace):
-        self.stopped.set()
-
-
-def started_watches(workers, elastic=False):
-    cluster = Cluster(workers)
-    verdict = cluster.decide()
-    assert verdict["decision"] == "start"
-    logs = {rank: [] for rank in range(workers + 1)}
-    hub_watch = HubWatch(cluster.hub, logs[0].append, elastic=elastic)
-    links = {rank: LinkWatch(cluster.channels[rank], logs[rank].append, elastic=elastic)
-             for rank in range(1, workers + 1)}
-    launchers = {rank: Launcher() for rank in range(workers + 1)}
-    hub_watch.start(launchers[0].stop)
-    for rank, link in links.items():
-        link.start(launchers[rank].stop)
-    return cluster, hub_watch, links, launchers, logs
 
 
 def test_a_failing_node_stops_every_other_node_within_seconds():

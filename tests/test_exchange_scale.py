@@ -152,7 +152,7 @@ def test_a_node_that_stops_reading_is_dropped_and_never_holds_up_the_others():
 
 def test_node_0s_slower_beats_still_keep_every_node_in_the_job(monkeypatch):
     """Node 0 beats HUB_BEATS times per LOST_S (fewer than the nodes do): nobody counts anybody gone."""
-    from test_exchange_loopback import started_watches
+    from loopback_hub import started_watches
 
     from nodeweave.entrypoint.checkin import heartbeat
 

@@ -10,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import cli_run
 import pytest
 
 SRC = Path(__file__).resolve().parents[1] / "src"
@@ -17,9 +18,9 @@ SRC = Path(__file__).resolve().parents[1] / "src"
 
 def _explain(tmp_path, rank, *extra):
     (tmp_path / "train.py").write_text("")
-    out = subprocess.run([sys.executable, "-m", "nodeweave.entrypoint", "--explain", "--json", "--nnodes", "2",
+    out = cli_run.run([*cli_run.ENTRYPOINT, "--explain", "--json", "--nnodes", "2",
                           "--spares", "1", "--recovery", "on", "--node-rank", str(rank), "--master-addr", "127.0.0.1",
-                          *extra, "--", "train.py"], cwd=tmp_path, capture_output=True, text=True, timeout=60,
+                          *extra, "--", "train.py"], cwd=tmp_path, timeout=60,
                          env={**os.environ, "PYTHONPATH": str(SRC)})
     assert out.returncode == 0, out.stdout + out.stderr
     return json.loads(out.stdout)

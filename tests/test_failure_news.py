@@ -16,7 +16,8 @@ from nodeweave.entrypoint.errors import EXIT_PEER_FAILED, EXIT_STALLED
 from nodeweave.entrypoint.news import Cause, Evidence, GenRank, News, NodeId
 from nodeweave.entrypoint.recovery import decide
 from nodeweave.entrypoint.recovery.book import Book
-from test_exchange_loopback import PEER_GONE, started_watches
+from loopback_hub import started_watches
+from test_exchange_loopback import PEER_GONE
 
 STRAGGLER = {"node": 1, "host": "trainer-1", "ranks": [1], "gap": 0.5, "checks": 10}
 

@@ -12,6 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import cli_run
 import pytest
 
 from nodeweave.cli import main
@@ -171,8 +172,7 @@ def test_row_48_a_users_own_dockerignore_is_left_alone(project, capsys):
 
 def test_row_51_help_flags_and_the_spec_from_stdin(project):
     def run(*argv, stdin=None):
-        return subprocess.run([sys.executable, "-m", "nodeweave.cli", *argv], input=stdin, capture_output=True,
-                              text=True, cwd=project, timeout=120, env={"PYTHONPATH": str(SRC), "PATH": "/usr/bin"})
+        return cli_run.run([*cli_run.NODEWEAVE, *argv], input=stdin, cwd=project, timeout=120, env={"PYTHONPATH": str(SRC), "PATH": "/usr/bin"})
     for argv in (["-h"], ["render", "-h"], ["help"], ["help", "runs", "show"]):
         done = run(*argv)
         assert done.returncode == 0 and done.stdout.startswith("Usage: nodeweave"), (argv, done.stderr)
@@ -198,9 +198,9 @@ def test_row_52_contradicting_and_no_op_flags_are_refused(project, capsys, argv,
 
 def test_row_55_a_bench_that_measured_nothing_writes_no_results_file(project):
     pytest.importorskip("torch")
-    done = subprocess.run([sys.executable, "-m", "nodeweave.cli", "bench", "--backend", "gloo", "--nproc", "2",
+    done = cli_run.run([*cli_run.NODEWEAVE, "bench", "--backend", "gloo", "--nproc", "2",
                            "--sizes", "4K", "--iters", "1", "--warmup", "1", "--timeout", "0.01"],
-                          capture_output=True, text=True, cwd=project, timeout=300,
+                          cwd=project, timeout=300,
                           env={"PYTHONPATH": str(SRC), "PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin",
                                "HOME": str(project)})
     assert done.returncode != 0, done.stderr

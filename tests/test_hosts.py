@@ -17,6 +17,7 @@ import uuid
 import zipfile
 from pathlib import Path
 
+import cli_run
 import pytest
 
 from nodeweave.errors import NodeweaveError, UsageError
@@ -27,7 +28,6 @@ from nodeweave.remote import make_target
 REPO = Path(__file__).resolve().parents[1]
 SYSROOTS = REPO / "tests" / "fixtures" / "synthetic"
 BASE_IMAGE = "localhost/nodeweave-base:bookworm"
-NODEWEAVE = [sys.executable, "-c", "import sys; from nodeweave.cli import main; sys.exit(main())"]
 
 
 def test_the_shipped_zip_is_the_entrypoint_package_and_stdlib_only():
@@ -136,7 +136,7 @@ def test_cli_refuses_bad_input_with_exit_2(tmp_path):
                           (["--vendor", "intel", "--write-hostfile", "x", "--node", "gpu-a"], "--vendor 'intel'"),
                           (["--vendor", "amd", "--node", "gpu-a"], "give --write-hostfile too"),
                           ([], "no hosts")):
-        out = subprocess.run([*NODEWEAVE, "hosts", "probe", *args], capture_output=True, text=True)
+        out = cli_run.run([*cli_run.NODEWEAVE, "hosts", "probe", *args])
         assert out.returncode == 2, (args, out.stderr)
         assert message in out.stderr and "Traceback" not in out.stderr
     assert existing.read_text() == "gpu-z slots=8\n"
@@ -144,8 +144,7 @@ def test_cli_refuses_bad_input_with_exit_2(tmp_path):
 
 def test_the_old_hostfile_spelling_still_works_with_a_note(tmp_path):
     """--hostfile was the output's name; it reads like the input list, so --write-hostfile replaces it."""
-    out = subprocess.run([*NODEWEAVE, "hosts", "probe", "--hostfile", str(tmp_path / "hf"), "--via", "ssh", "a;b"],
-                         capture_output=True, text=True)
+    out = cli_run.run([*cli_run.NODEWEAVE, "hosts", "probe", "--hostfile", str(tmp_path / "hf"), "--via", "ssh", "a;b"])
     assert "`hosts probe --hostfile " in out.stderr and "is now `hosts probe --write-hostfile " in out.stderr
     assert out.returncode == 2 and "host 'a;b'" in out.stderr and out.stdout == ""
 
@@ -175,14 +174,14 @@ def test_probe_real_containers_via_podman_exec(tmp_path):
 
         hostfile = tmp_path / "hostfile"
         order = [names["h100"], names["cpu"], names["mi300x"], names["off"]]
-        probe = [*NODEWEAVE, "hosts", "probe", "--node", ",".join(f"podman:{n}" for n in order), "--write-hostfile",
+        probe = [*cli_run.NODEWEAVE, "hosts", "probe", "--node", ",".join(f"podman:{n}" for n in order), "--write-hostfile",
                  str(hostfile), "--json"]
-        out = subprocess.run(probe, capture_output=True, text=True, timeout=300)
+        out = cli_run.run(probe, timeout=300)
         assert out.returncode == 2, out.stderr  # NVIDIA and AMD in one hostfile: refused, naming both
         assert (f"mix GPU vendors, and one DeepSpeed job cannot span NCCL and RCCL: nvidia: {names['h100']}; "
                 f"amd: {names['mi300x']}; write one hostfile per vendor") in out.stderr
         assert not hostfile.exists() and len(json.loads(out.stdout)) == 4  # the probe's JSON still printed
-        out = subprocess.run([*probe, "--vendor", "nvidia"], capture_output=True, text=True, timeout=300)
+        out = cli_run.run([*probe, "--vendor", "nvidia"], timeout=300)
         assert out.returncode == 1, out.stderr  # the stopped container did not answer
         reports = {r["host"]: r for r in json.loads(out.stdout)}
         h100, mi = reports[f"podman:{names['h100']}"], reports[f"podman:{names['mi300x']}"]
@@ -195,12 +194,12 @@ def test_probe_real_containers_via_podman_exec(tmp_path):
         assert f"warning: podman:{names['cpu']} left out of {hostfile}: no GPU found" in out.stderr
         assert f"warning: podman:{names['mi300x']} left out of {hostfile}: amd GPUs, not nvidia" in out.stderr
         assert hostfile.read_text() == f"{names['h100']} slots=8\n"
-        out = subprocess.run([*probe, "--vendor", "amd", "--force"], capture_output=True, text=True, timeout=300)
+        out = cli_run.run([*probe, "--vendor", "amd", "--force"], timeout=300)
         assert hostfile.read_text() == f"{names['mi300x']} slots=8\n"
 
-        table = subprocess.run([*NODEWEAVE, "hosts", "probe", "--node", f"podman:{names['h100']}",
+        table = cli_run.run([*cli_run.NODEWEAVE, "hosts", "probe", "--node", f"podman:{names['h100']}",
                                 "--node", f"podman:{names['cpu']}"],
-                               capture_output=True, text=True, timeout=300, env={"COLUMNS": "200", "PATH": "/usr/bin:/bin"})
+                               timeout=300, env={"COLUMNS": "200", "PATH": "/usr/bin:/bin"})
         assert table.returncode == 0, table.stderr
         assert "8 x NVIDIA H100 80GB HBM3" in table.stdout and "8x 400G IB, 2x 200G RoCE" in table.stdout
         assert "no-gpu" in table.stdout

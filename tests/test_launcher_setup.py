@@ -15,6 +15,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import cli_run
 import pytest
 import yaml
 
@@ -57,9 +58,9 @@ def test_the_lines_run_in_the_shell_that_starts_the_launcher(tmp_path):
     (tmp_path / "env.sh").write_text("export SITE_READY=from-site-script\n")
     setup = f"'source {tmp_path}/env.sh' 'export SECOND=$SITE_READY-2'"
     env = {"PATH": os.environ["PATH"], "PYTHONPATH": str(SRC), "NODEWEAVE_SETUP": setup}
-    argv = [sys.executable, "-m", "nodeweave.entrypoint", "--sysroot", str(FIX / "cpu-only"), "--launcher", "command",
+    argv = [*cli_run.ENTRYPOINT, "--sysroot", str(FIX / "cpu-only"), "--launcher", "command",
             "--nnodes", "1", "--", "sh", "-c", 'echo "$$ $SITE_READY $SECOND"']
-    proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = cli_run.popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 0, err
     pid, ready, second = out.split()
@@ -69,7 +70,7 @@ def test_the_lines_run_in_the_shell_that_starts_the_launcher(tmp_path):
 
 def test_a_failing_setup_line_stops_the_node_before_the_launcher(tmp_path):
     env = {"PATH": os.environ["PATH"], "PYTHONPATH": str(SRC), "NODEWEAVE_SETUP": "'module load nothing-here'"}
-    argv = [sys.executable, "-m", "nodeweave.entrypoint", "--sysroot", str(FIX / "cpu-only"), "--launcher", "command",
+    argv = [*cli_run.ENTRYPOINT, "--sysroot", str(FIX / "cpu-only"), "--launcher", "command",
             "--nnodes", "1", "--", "sh", "-c", "echo launched"]
-    out = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=60)
+    out = cli_run.run(argv, env=env, timeout=60)
     assert out.returncode != 0 and "launched" not in out.stdout

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import socket
 
+import cli_run
 import pytest
 
 from nodeweave.entrypoint import make_plan
@@ -113,8 +114,7 @@ def _ready(tmp_path, mode=None):
 
     env = {"PATH": "/usr/bin:/bin", "TMPDIR": str(tmp_path), **({"NODEWEAVE_MODE": mode} if mode else {})}
     src = str(__import__("pathlib").Path(__file__).resolve().parents[1] / "src")
-    out = subprocess.run([sys.executable, "-m", "nodeweave.entrypoint", "--node", "ready"], capture_output=True,
-                         text=True, env={**env, "PYTHONPATH": src})
+    out = cli_run.run([*cli_run.ENTRYPOINT, "--node", "ready"], env={**env, "PYTHONPATH": src})
     import json
 
     return out.returncode, json.loads(out.stdout)

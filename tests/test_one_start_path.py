@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import cli_run
 import pytest
 
 SRC = Path(__file__).resolve().parents[1] / "src"
@@ -67,9 +68,9 @@ def test_recovery_on_and_off_refuse_a_second_rank_0_before_the_check_in(tmp_path
     (tmp_path / "train.py").write_text("")
     env = {"PATH": os.environ["PATH"], "PYTHONPATH": str(SRC), "TMPDIR": str(tmp_path),
            "NODEWEAVE_WAIT_TIMEOUT": "5", "NODEWEAVE_RECOVERY": recovery}
-    out = subprocess.run([sys.executable, "-m", "nodeweave.entrypoint", "--launcher", "torchrun", "--nnodes", "2",
+    out = cli_run.run([*cli_run.ENTRYPOINT, "--launcher", "torchrun", "--nnodes", "2",
                           "--node-rank", "0", "--master-addr", "192.0.2.1", "--", "train.py"],
-                         capture_output=True, text=True, timeout=120, cwd=tmp_path, env=env)
+                         timeout=120, cwd=tmp_path, env=env)
     assert out.returncode == 3, out.stderr
     assert "not an address of this node" in out.stderr and "check-in refused" not in out.stderr, out.stderr
     assert "Traceback" not in out.stderr

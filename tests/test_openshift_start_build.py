@@ -15,9 +15,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+import cli_run
 import pytest
 
-NODEWEAVE = [sys.executable, "-c", "import sys; from nodeweave.cli import main; sys.exit(main())"]
 SPEC = """name: osb
 image: {variant: cuda12}
 nodes: 2
@@ -31,8 +31,8 @@ kubernetes: {namespace: nccl-test, openshift: true, build: {source: binary}}
 def project(tmp_path):
     (tmp_path / "nodeweave.yaml").write_text(SPEC)
     for target in ("images", "entrypoint"):  # what the BuildConfig's Dockerfile reads
-        rendered = subprocess.run([*NODEWEAVE, "render", target, "--spec", str(tmp_path / "nodeweave.yaml")],
-                                  capture_output=True, text=True, env=_env(os.environ["PATH"]))
+        rendered = cli_run.run([*cli_run.NODEWEAVE, "render", target, "--spec", str(tmp_path / "nodeweave.yaml")],
+                                  env=_env(os.environ["PATH"]))
         assert rendered.returncode == 0, rendered.stderr
     log = tmp_path / "oc.log"
     bin_dir = tmp_path / "bin"
@@ -60,8 +60,8 @@ def _env(path: str) -> dict:
 
 def run(project, *args):
     folder, _, path = project
-    return subprocess.run([*NODEWEAVE, "image", "build", "cuda12", "--target", "openshift", "--spec", str(folder / "nodeweave.yaml"),
-                           *args], capture_output=True, text=True, cwd=folder, env=_env(path))
+    return cli_run.run([*cli_run.NODEWEAVE, "image", "build", "cuda12", "--target", "openshift", "--spec", str(folder / "nodeweave.yaml"),
+                           *args], cwd=folder, env=_env(path))
 
 
 def test_a_context_lacking_what_the_dockerfile_copies_is_refused_before_oc_runs(project, tmp_path):
@@ -116,8 +116,8 @@ def test_a_build_that_fails_on_the_cluster_is_failed_even_when_oc_exits_0(projec
 
 def test_the_buildconfig_builds_the_specs_variant_only(project):
     folder, _, path = project
-    out = subprocess.run([*NODEWEAVE, "image", "build", "rocm", "--target", "openshift", "--spec",
-                          str(folder / "nodeweave.yaml"), "--dry-run"], capture_output=True, text=True, cwd=folder,
+    out = cli_run.run([*cli_run.NODEWEAVE, "image", "build", "rocm", "--target", "openshift", "--spec",
+                          str(folder / "nodeweave.yaml"), "--dry-run"], cwd=folder,
                          env=_env(path))
     assert out.returncode == 2 and "builds variant cuda12" in out.stderr, out.stderr
 
@@ -144,8 +144,8 @@ def test_the_real_build_runs_the_plan_its_dry_run_prints(project):
     dry = run(project, "--dry-run", "-o", "json")
     assert dry.returncode == 0, dry.stderr
     env = {**_env(path), "NODEWEAVE_PLAN_RECORD": str(record)}
-    real = subprocess.run([*NODEWEAVE, "image", "build", "cuda12", "--target", "openshift", "--spec",
-                           str(folder / "nodeweave.yaml")], capture_output=True, text=True, cwd=folder, env=env)
+    real = cli_run.run([*cli_run.NODEWEAVE, "image", "build", "cuda12", "--target", "openshift", "--spec",
+                           str(folder / "nodeweave.yaml")], cwd=folder, env=env)
     assert real.returncode == 0, real.stderr
     planned = json.loads(dry.stdout)
     assert planned == json.loads(record.read_text())

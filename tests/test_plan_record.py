@@ -17,12 +17,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import cli_run
 import pytest
 
 import slurm_cluster
 from test_slurm import _port
 
-NODEWEAVE = [sys.executable, "-c", "import sys; from nodeweave.cli import main; sys.exit(main())"]
 HERE = Path(__file__).parent
 SSH_STANDIN = HERE / "ssh_standin.py"
 KUBECTL_STANDIN = HERE / "e2e" / "kubectl_standin.py"
@@ -30,7 +30,7 @@ HOSTS = ("127.0.0.1", "127.0.0.2", "127.0.0.3")
 
 
 def nodeweave(folder: Path, env: dict, *args: str, timeout: float = 300) -> "subprocess.CompletedProcess[str]":
-    return subprocess.run([*NODEWEAVE, *args], capture_output=True, text=True, cwd=folder, env=env, timeout=timeout,
+    return cli_run.run([*cli_run.NODEWEAVE, *args], cwd=folder, env=env, timeout=timeout,
                           stdin=subprocess.DEVNULL)
 
 

@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import cli_run
 import pytest
 
 from nodeweave.errors import UsageError
@@ -47,9 +48,9 @@ def test_ports_apart_or_metrics_off_are_valid(body):
 ])
 def test_the_entrypoints_plan_refuses_the_same(tmp_path, extra, code, says):
     (tmp_path / "train.py").write_text("")
-    out = subprocess.run([sys.executable, "-m", "nodeweave.entrypoint", "--explain", "--nnodes", "2", "--node-rank",
+    out = cli_run.run([*cli_run.ENTRYPOINT, "--explain", "--nnodes", "2", "--node-rank",
                           "0", "--master-addr", "127.0.0.1", *extra, "--", "train.py"], cwd=tmp_path,
-                         capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(SRC)}, timeout=60)
+                         env={**os.environ, "PYTHONPATH": str(SRC)}, timeout=60)
     assert out.returncode == code, out.stdout + out.stderr
     if says:
         assert says in out.stdout + out.stderr, out.stdout + out.stderr

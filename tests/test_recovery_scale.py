@@ -10,32 +10,18 @@ import time
 
 from free_ports import free_port
 from nodeweave.entrypoint.checkin.exchange import Hub
-from nodeweave.entrypoint.checkin.heartbeat import HubWatch, LinkWatch
+from nodeweave.entrypoint.checkin.heartbeat import HubWatch
 from nodeweave.entrypoint.checkin.wire import Channel, proof
 from nodeweave.entrypoint.recovery.hub import kept_book
 from nodeweave.entrypoint.recovery.carried import carried, kept
-from test_exchange_loopback import TOKEN, Cluster, Launcher, fp
-
-
-def watched(workers):
-    """Node 0's hub after a check-in of ``workers`` nodes, its heartbeat under recovery, each node's link."""
-    cluster = Cluster(workers)
-    assert cluster.decide()["decision"] == "start"
-    logs = {rank: [] for rank in range(workers + 1)}
-    hub_watch = HubWatch(cluster.hub, logs[0].append, hear_back=True)
-    links = {rank: LinkWatch(cluster.channels[rank], logs[rank].append) for rank in range(1, workers + 1)}
-    launchers = {rank: Launcher() for rank in range(workers + 1)}
-    hub_watch.start(launchers[0].stop)
-    for rank, link in links.items():
-        link.start(launchers[rank].stop)
-    return cluster, hub_watch, links, launchers, logs
+from loopback_hub import TOKEN, Cluster, Launcher, fp, started_watches
 
 
 def test_after_an_abort_a_node_that_closes_without_answering_is_lost_and_one_that_answered_is_not():
     """A rack losing power: the first node's failure is relayed; nodes that hear it answer and come back, a node of
     the rack closes without a word. Node 0 hears every node before its hub closes, and the next generation waits
     only for those that answered (it waited up to 60 s for the rack's nodes, as if they were on their way)."""
-    cluster, hub_watch, links, launchers, logs = watched(4)
+    cluster, hub_watch, links, launchers, logs = started_watches(4, hear_back=True)
     try:
         links[4].stopping.set()  # node 4 is going down: it reads nothing more
         links[4].thread.join(5)
@@ -132,7 +118,7 @@ def test_after_a_failure_node_0_leaves_nodes_coming_back_in_the_backlog_for_the_
     """A node whose launcher stopped fast checked in again while node 0 still heard the others out: the old
     generation's heartbeat took it, turned it away, and it tried again 0.3 s later (one retry per node at 4,160
     nodes). Now node 0 stops accepting once a generation failed: the node waits for the next hub."""
-    cluster, hub_watch, links, launchers, logs = watched(2)
+    cluster, hub_watch, links, launchers, logs = started_watches(2, hear_back=True)
     try:
         assert links[1].finish(1, "torchrun exited 1", ["RuntimeError: CUDA error"]) is None
         assert launchers[0].stopped.wait(5), logs
@@ -157,7 +143,7 @@ def test_node_0_reads_on_after_every_member_ended_until_the_spares_answered():
     back, and the next generation had no spare (the job ended, exit 8). It now reads on until every node is heard."""
     import threading
 
-    cluster, hub_watch, links, launchers, logs = watched(2)
+    cluster, hub_watch, links, launchers, logs = started_watches(2, hear_back=True)
     cluster.hub.keep_listener = True
     new = None
     try:
@@ -220,7 +206,7 @@ def test_nodes_not_heard_out_are_read_on_by_the_regather_one_gone_at_its_links_e
 
     from nodeweave.entrypoint.checkin.exchange import check_in
 
-    cluster, hub_watch, links, launchers, logs = watched(4)
+    cluster, hub_watch, links, launchers, logs = started_watches(4, hear_back=True)
     cluster.hub.keep_listener = True
     new, rejoined = None, {}
     try:
@@ -277,7 +263,7 @@ def test_a_status_asked_while_node_0_reads_a_wake_ups_beats_is_answered_between_
     from nodeweave.entrypoint.checkin import heartbeat
     from nodeweave.entrypoint.checkin.exchange import ask_status
 
-    cluster, hub_watch, links, launchers, logs = watched(6)
+    cluster, hub_watch, links, launchers, logs = started_watches(6, hear_back=True)
     try:
         for link in links.values():  # the nodes' own beats stop; node 0's wake-up gets six sent at once below
             link.stopping.set()

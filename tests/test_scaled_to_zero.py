@@ -16,9 +16,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+import cli_run
 import pytest
 
-NODEWEAVE = [sys.executable, "-c", "import sys; from nodeweave.cli import main; sys.exit(main())"]
 STANDIN = Path(__file__).parent / "e2e" / "kubectl_standin.py"
 SPEC = """name: seed
 image: {variant: cpu}
@@ -51,8 +51,7 @@ def dormant(tmp_path):
 
 
 def nodeweave(folder: Path, env: dict, *args: str) -> "subprocess.CompletedProcess[str]":
-    return subprocess.run([*NODEWEAVE, args[0], "--target", "kubernetes", *args[1:]], capture_output=True, text=True,
-                          cwd=folder,
+    return cli_run.run([*cli_run.NODEWEAVE, args[0], "--target", "kubernetes", *args[1:]], cwd=folder,
                           env=env, timeout=120, stdin=subprocess.DEVNULL)
 
 

@@ -23,13 +23,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import cli_run
 import pytest
 import yaml
 
 from plan_parts import up_files, up_steps
 from nodeweave.spec import parse_spec
 
-NODEWEAVE = [sys.executable, "-c", "import sys; from nodeweave.cli import main; sys.exit(main())"]
 SPEC = """name: seed
 image: {variant: cpu}
 nodes: 2
@@ -40,8 +40,7 @@ kubernetes: {namespace: ml}
 
 
 def nodeweave(spec_path: Path, *args: str, path: str = "/usr/bin:/bin") -> subprocess.CompletedProcess:
-    return subprocess.run([*NODEWEAVE, *args, "--spec", str(spec_path)], capture_output=True, text=True,
-                          cwd=spec_path.parent, env={"COLUMNS": "200", "PATH": path, "HOME": str(spec_path.parent),
+    return cli_run.run([*cli_run.NODEWEAVE, *args, "--spec", str(spec_path)], cwd=spec_path.parent, env={"COLUMNS": "200", "PATH": path, "HOME": str(spec_path.parent),
                                                      **{k: os.environ[k] for k in ("PYTHONPATH",) if k in os.environ}})
 
 

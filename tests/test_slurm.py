@@ -20,6 +20,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import cli_run
 import pytest
 
 import slurm_cluster
@@ -151,9 +152,8 @@ def cluster(slurm):
 
 def _render(spec_dir: Path, spec_text: str) -> Path:
     (spec_dir / "nodeweave.yaml").write_text(spec_text)
-    out = subprocess.run([sys.executable, "-c", "import sys; from nodeweave.cli import main; sys.exit(main())",
-                          "render", "slurm", "--spec", str(spec_dir / "nodeweave.yaml")],
-                         capture_output=True, text=True, timeout=120)
+    out = cli_run.run([*cli_run.NODEWEAVE, "render", "slurm", "--spec", str(spec_dir / "nodeweave.yaml")],
+                         timeout=120)
     assert out.returncode == 0, out.stderr
     return spec_dir / SCRIPT
 

@@ -21,6 +21,7 @@ import sys
 import time
 from pathlib import Path
 
+import cli_run
 import pytest
 
 import slurm_cluster
@@ -78,9 +79,8 @@ def cluster(tmp_path_factory):
 def _prepare(folder: Path, fault: str = "") -> Path:
     shutil.copy(REPO / "tests" / "e2e" / "workspace" / "resumable.py", folder / "resumable.py")
     (folder / "nodeweave.yaml").write_text(SPEC.format(port=_port(), fault=fault))
-    out = subprocess.run([sys.executable, "-c", "import sys; from nodeweave.cli import main; sys.exit(main())",
-                          "render", "slurm", "--spec", str(folder / "nodeweave.yaml")],
-                         capture_output=True, text=True, timeout=120)
+    out = cli_run.run([*cli_run.NODEWEAVE, "render", "slurm", "--spec", str(folder / "nodeweave.yaml")],
+                         timeout=120)
     assert out.returncode == 0, out.stderr
     stand_in = folder / "bin" / "nodeweave-entrypoint"
     stand_in.parent.mkdir()

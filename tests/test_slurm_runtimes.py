@@ -32,7 +32,8 @@ from nodeweave.cluster import ClusterOptions, open_backend
 from nodeweave.cluster.backends.slurm.step import REPORT_EXIT
 from nodeweave.cluster.runner import RunRequest
 from nodeweave.spec import parse_spec
-from test_slurm_target import NODEWEAVE, _per_node_tmpdir
+from cli_run import NODEWEAVE
+from test_slurm_target import _per_node_tmpdir
 from free_ports import free_port_pair as free_pair
 
 STANDIN = Path(container_standin.__file__)

@@ -20,6 +20,7 @@ import sys
 import time
 from pathlib import Path
 
+import cli_run
 import pytest
 
 import slurm_cluster
@@ -32,7 +33,6 @@ from nodeweave.spec import parse_spec
 
 REPO = Path(__file__).resolve().parents[1]
 VENV_BIN = Path(sys.executable).parent
-NODEWEAVE = [sys.executable, "-c", "import sys; from nodeweave.cli import main; sys.exit(main())"]
 PYTHONPATH = {k: os.environ[k] for k in ("PYTHONPATH",) if k in os.environ}  # this checkout's sources, as run
 SPEC = """name: slurmloop
 image: {{variant: cpu}}
@@ -71,14 +71,14 @@ def test_up_takes_an_allocation_with_the_batch_scripts_options(tmp_path):
 def test_dry_runs_ask_no_slurm_and_print_the_exact_commands(tmp_path):
     path = write_spec(tmp_path)
     env = {"PATH": "/usr/bin:/bin", "COLUMNS": "300", **PYTHONPATH}  # squeue is never asked: no allocation is recorded
-    up = subprocess.run([*NODEWEAVE, "up", "--target", "slurm", "--spec", str(path), "--dry-run"],
-                        capture_output=True, text=True, env=env)
+    up = cli_run.run([*cli_run.NODEWEAVE, "up", "--target", "slurm", "--spec", str(path), "--dry-run"],
+                        env=env)
     assert up.returncode == 0, up.stderr
     assert "salloc --no-shell --job-name=slurmloop --nodes=2" in up.stdout and "srun:<job-id>/<node1>" in up.stdout
     token_file = f"{tmp_path}/.nodeweave/slurmloop/job-token"  # written on each node by a step, the token on stdin
     assert up.stdout.count(f"{tmp_path}/.nodeweave/slurmloop job-token < a new random job token") == 2, up.stdout
-    run = subprocess.run([*NODEWEAVE, "run", "--target", "slurm", "--spec", str(path), "--dry-run", "--", "t.py"],
-                         capture_output=True, text=True, env=env)
+    run = cli_run.run([*cli_run.NODEWEAVE, "run", "--target", "slurm", "--spec", str(path), "--dry-run", "--", "t.py"],
+                         env=env)
     assert run.returncode == 0, run.stderr
     assert "srun --jobid=<job-id> --nodes=2 --ntasks=2 --ntasks-per-node=1 --nodelist=<node0>,<node1>" in run.stdout
     assert f"NODEWEAVE_JOB_TOKEN_FILE={token_file}" in run.stdout  # the path, never the secret
@@ -141,7 +141,7 @@ def test_up_run_status_a_failing_rank_and_down_on_slurm(slurm, tmp_path):
     env = {**slurm.env, "PATH": _per_node_tmpdir(tmp_path), "COLUMNS": "200"}
 
     def nodeweave(*args, **kw):
-        return subprocess.run([*NODEWEAVE, *args], capture_output=True, text=True, cwd=tmp_path, env=env,
+        return cli_run.run([*cli_run.NODEWEAVE, *args], cwd=tmp_path, env=env,
                               timeout=kw.get("timeout", 300))
 
     up = nodeweave("up", "--target", "slurm", "--spec", str(path), "--timeout", "120")
@@ -153,9 +153,9 @@ def test_up_run_status_a_failing_rank_and_down_on_slurm(slurm, tmp_path):
     assert token_file.stat().st_mode & 0o777 == 0o600 and len(secret) >= 40
     leaks = []  # every place the secret must not be: argv of every process, Slurm's views, logs, outputs
     try:
-        run = subprocess.Popen([*NODEWEAVE, "run", "--spec", str(path), "--",
+        run = cli_run.popen([*cli_run.NODEWEAVE, "run", "--spec", str(path), "--",
                                 "train.py", "--steps", "40", "--log-every", "10", "--expect-world", "2"],
-                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=tmp_path, env=env)
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, cwd=tmp_path, env=env)
         seen = None
         for _ in range(120):  # status while the job runs: both nodes name the same run in progress
             status = nodeweave("status", "--spec", str(path), "--json")
@@ -199,9 +199,8 @@ def test_up_run_status_a_failing_rank_and_down_on_slurm(slurm, tmp_path):
         assert "nodeweave-" not in steps, steps  # the step is gone, the allocation stays
 
         (tmp_path / "sleep.py").write_text("import time\nprint('sleeping', flush=True)\ntime.sleep(300)\n")
-        sleeper = subprocess.Popen([*NODEWEAVE, "run", "--spec", str(path), "--",
-                                    "sleep.py"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                   cwd=tmp_path, env=env)
+        sleeper = cli_run.popen([*cli_run.NODEWEAVE, "run", "--spec", str(path), "--",
+                                    "sleep.py"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, cwd=tmp_path, env=env)
         for _ in range(120):
             if sum("sleeping" in p.read_text() for p in max((tmp_path / "runs").iterdir()).glob("node-*.log")) == 2:
                 break
@@ -249,8 +248,7 @@ def test_check_dry_run_on_slurm_prints_the_step(tmp_path):
 
     path = write_spec(tmp_path)
     save_state(path, "slurmloop", ClusterOptions(target="slurm", slurm_job="42").checked())
-    out = subprocess.run([*NODEWEAVE, "check", "--spec", str(path), "--dry-run"], capture_output=True, text=True,
-                         timeout=60)
+    out = cli_run.run([*cli_run.NODEWEAVE, "check", "--spec", str(path), "--dry-run"], timeout=60)
     assert out.returncode == 0, out.stderr
     assert "srun" in out.stdout and "--jobid=42" in out.stdout and "-m nodeweave.check.worker" in out.stdout, out.stdout
     # the check runs as one srun step for every node (the step runner), so that is what its plan prints; it printed
@@ -294,7 +292,7 @@ def test_check_on_the_slurm_allocation(slurm, tmp_path):
     env = {**slurm.env, "PATH": _per_node_tmpdir(tmp_path), "COLUMNS": "200"}
 
     def nodeweave(*args, timeout=300):
-        return subprocess.run([*NODEWEAVE, *args], capture_output=True, text=True, cwd=tmp_path, env=env,
+        return cli_run.run([*cli_run.NODEWEAVE, *args], cwd=tmp_path, env=env,
                               timeout=timeout)
 
     up = nodeweave("up", "--target", "slurm", "--spec", str(path), "--timeout", "120")
@@ -336,11 +334,10 @@ def test_the_accelerate_slurm_seed_loop_up_run_status_logs_down_and_the_same_job
     env = {**slurm.env, "PATH": _per_node_tmpdir(tmp_path), "COLUMNS": "200"}
 
     def nodeweave(*args):
-        return subprocess.run([*NODEWEAVE, *args, "--spec", str(path)], capture_output=True, text=True,
-                              cwd=tmp_path, env=env, timeout=300)
+        return cli_run.run([*cli_run.NODEWEAVE, *args, "--spec", str(path)], cwd=tmp_path, env=env, timeout=300)
 
     # the batch form first: sbatch --wait returns once every process of the job has ended
-    render = subprocess.run([*NODEWEAVE, "render", "slurm", "--spec", str(path)], capture_output=True, text=True)
+    render = cli_run.run([*cli_run.NODEWEAVE, "render", "slurm", "--spec", str(path)])
     assert render.returncode == 0, render.stderr
     batch = slurm.run(["sbatch", "--wait", f"--output={tmp_path}/batch-%j.out", "slurm/job.sbatch"], cwd=tmp_path,
                       env={"PATH": env["PATH"]}, check=False, timeout=300)
@@ -378,7 +375,7 @@ def test_up_on_slurm_fails_naming_each_node_whose_plan_fails(slurm, tmp_path):
     env = {**slurm.env, "PATH": _per_node_tmpdir(tmp_path), "COLUMNS": "200"}
 
     def nodeweave(*args):
-        return subprocess.run([*NODEWEAVE, *args, "--spec", str(path)], capture_output=True, text=True, cwd=tmp_path,
+        return cli_run.run([*cli_run.NODEWEAVE, *args, "--spec", str(path)], cwd=tmp_path,
                               env=env, timeout=300)
 
     try:

@@ -143,7 +143,7 @@ def test_a_node_checking_in_late_does_not_hold_node_0s_heartbeat_while_node_0_co
     only after it. The late node is judged once its connect-back is over, from the same loop."""
     import socket
 
-    from test_exchange_loopback import started_watches
+    from loopback_hub import started_watches
 
     silent = socket.create_server(("127.0.0.1", 0))
     cluster, hub_watch, links, launchers, logs = started_watches(2)
@@ -170,7 +170,7 @@ def test_a_node_checking_in_late_does_not_hold_node_0s_heartbeat_while_node_0_co
 def test_a_node_still_checking_in_when_node_0s_watch_ends_is_told_before_the_hub_closes():
     import socket
 
-    from test_exchange_loopback import started_watches
+    from loopback_hub import started_watches
 
     silent = socket.create_server(("127.0.0.1", 0))
     cluster, hub_watch, links, launchers, logs = started_watches(1)
@@ -194,7 +194,7 @@ def test_nodes_reporting_their_exit_do_not_hold_node_0s_heartbeat_while_their_co
     """Node 0's heartbeat thread let go of each node that reported its exit by waiting up to 0.5 s for that node to
     close its connection, one node after the other, reading nothing meanwhile: six nodes slow to close held a
     failure's relay 3 s. They are let go of in the loop itself (``Switchboard.let_go``)."""
-    from test_exchange_loopback import Cluster, Launcher
+    from loopback_hub import Cluster, Launcher
 
     from nodeweave.entrypoint.checkin.heartbeat import HubWatch, LinkWatch
 

@@ -6,15 +6,15 @@ import os
 import subprocess
 import sys
 
+import cli_run
 import pytest
 
 pytestmark = pytest.mark.usefixtures("own_digest_cache")
 
-NODEWEAVE = [sys.executable, "-c", "import sys; from nodeweave.cli import main; sys.exit(main())"]
 
 
 def run(*args: str, cwd=None, env=None) -> "subprocess.CompletedProcess[str]":
-    return subprocess.run([*NODEWEAVE, "sync", *args], capture_output=True, text=True, cwd=cwd,
+    return cli_run.run([*cli_run.NODEWEAVE, "sync", *args], cwd=cwd,
                           env=env, timeout=120)
 
 

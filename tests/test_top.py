@@ -9,6 +9,7 @@ import sys
 import time
 from pathlib import Path
 
+import cli_run
 import pytest
 from rich.console import Console
 
@@ -43,18 +44,18 @@ def test_top_draws_every_node_and_rank_of_a_running_job(tmp_path):
         assert [n["node"] for n in live["nodes"]] == [0, 1] and "hub" in text and "member" in text, text
         assert "goodput" in text and "startup" in text, text
         env = {"PATH": os.environ["PATH"], "PYTHONPATH": str(SRC), "NODEWEAVE_METRICS_PORT": str(port)}
-        out = subprocess.run([sys.executable, "-m", "nodeweave.entrypoint", "--node", "live"], env=env,
-                             capture_output=True, text=True, timeout=60)
+        out = cli_run.run([*cli_run.ENTRYPOINT, "--node", "live"], env=env,
+                             timeout=60)
         assert out.returncode == 0, out.stderr
         answer = json.loads(out.stdout)
         assert answer["live"]["schema"] == "nodeweave.live/1" and len(answer["live"]["nodes"]) == 2
-        cli = subprocess.run([sys.executable, "-m", "nodeweave.cli", "top", "--url", f"http://127.0.0.1:{port}",
-                              "--once"], env=dict(env, COLUMNS="160"), capture_output=True, text=True, timeout=120,
+        cli = cli_run.run([*cli_run.NODEWEAVE, "top", "--url", f"http://127.0.0.1:{port}",
+                              "--once"], env=dict(env, COLUMNS="160"), timeout=120,
                              cwd=tmp_path)
         assert cli.returncode == 0 and "ranks" in cli.stdout and "heartbeat" in cli.stdout, cli.stdout + cli.stderr
     finally:
         stop(nodes)
     env = {"PATH": os.environ["PATH"], "PYTHONPATH": str(SRC), "NODEWEAVE_METRICS_PORT": str(port)}
-    out = subprocess.run([sys.executable, "-m", "nodeweave.entrypoint", "--node", "live"], env=env,
-                         capture_output=True, text=True, timeout=60)
+    out = cli_run.run([*cli_run.ENTRYPOINT, "--node", "live"], env=env,
+                         timeout=60)
     assert out.returncode == 1 and "nothing answers at http://127.0.0.1:" in json.loads(out.stdout)["error"]

@@ -11,19 +11,14 @@ import os
 from pathlib import Path
 
 import pytest
+import cli_run
+from cli_run import in_process as run_cli, leaves
 
-from nodeweave.cli import main
 from nodeweave.errors import EXIT_USAGE, UsageError
 from nodeweave.spec import parse_spec
 
 REPO = Path(__file__).resolve().parents[1]
 BASE = "name: j\nimage: {variant: cpu}\nnodes: 2\nlauncher: {script: t.py}\n"
-
-
-def run_cli(capsys, *argv) -> "tuple[int, str, str]":
-    code = main(list(argv))
-    out = capsys.readouterr()
-    return code, out.out, out.err
 
 
 def one_line(text: str) -> str:
@@ -72,13 +67,9 @@ def test_every_switch_variable_reads_the_documented_words(row, word, value):
 
 
 def test_the_recovery_variable_of_the_walk_is_refused_by_the_entrypoint_with_exit_2(tmp_path):
-    import subprocess
-    import sys
-
-    env = {"PATH": os.environ["PATH"], "PYTHONPATH": str(REPO / "src"), "MASTER_ADDR": "10.0.0.1",
+    env = {"PATH": os.environ["PATH"], "MASTER_ADDR": "10.0.0.1",
            "NODE_RANK": "0", "NODEWEAVE_NNODES": "2", "NODEWEAVE_RECOVERY": "yes"}
-    done = subprocess.run([sys.executable, "-m", "nodeweave.entrypoint", "--explain", "--", "t.py"], env=env,
-                          cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    done = cli_run.entrypoint("--explain", "--", "t.py", env=env, cwd=tmp_path, timeout=60)
     assert done.returncode == EXIT_USAGE, done.stderr
     assert "recovery must be on or off, got 'yes' (from NODEWEAVE_RECOVERY)" in done.stderr
 
@@ -203,22 +194,6 @@ def test_paths_inside_the_workspace_or_of_the_jobs_own_are_valid():
 
 
 # -- flags that contradict each other, or do nothing without another, on every verb ----------------------
-
-
-def leaves():
-    import typer.main
-
-    from nodeweave.cli import app
-    from nodeweave.cli.habits.lazy import LazyVerbs, every_command
-
-    def walk(command, words):
-        below = every_command(command) if isinstance(command, LazyVerbs) else getattr(command, "commands", None)
-        if not below:
-            yield words, command
-            return
-        for name, sub in sorted(below.items()):
-            yield from walk(sub, [*words, name])
-    return list(walk(typer.main.get_command(app), []))
 
 
 LEAVES = leaves()

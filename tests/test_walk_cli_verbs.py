@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 from nodeweave.errors import EXIT_USAGE
-from test_walk_classes import BASE, LEAVES, REPO, flags_of, one_line, params_judged_by, run_cli
+from cli_run import in_process as run_cli
+from test_walk_classes import BASE, LEAVES, REPO, flags_of, one_line, params_judged_by
 
 COMMANDS = {" ".join(words): command for words, command in LEAVES}
 

@@ -16,10 +16,9 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
+import cli_run
 import pytest
 
 from nodeweave.cli import main
@@ -170,10 +169,8 @@ def test_the_entrypoints_flags_are_refused_naming_the_flag():
 
 @pytest.mark.parametrize("argv", [["--recovery", "on", "--exchange", "off"]])
 def test_explain_with_recovery_and_the_exchange_off_exits_2_as_recovery_md_says(tmp_path, argv):
-    env = {"PATH": os.environ["PATH"], "PYTHONPATH": str(REPO / "src"), "MASTER_ADDR": "10.0.0.1",
-           "NODE_RANK": "0", "NODEWEAVE_NNODES": "2"}
-    done = subprocess.run([sys.executable, "-m", "nodeweave.entrypoint", "--explain", *argv, "--", "t.py"], env=env,
-                          cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    env = {"PATH": os.environ["PATH"], "MASTER_ADDR": "10.0.0.1", "NODE_RANK": "0", "NODEWEAVE_NNODES": "2"}
+    done = cli_run.entrypoint("--explain", *argv, "--", "t.py", env=env, cwd=tmp_path, timeout=120)
     assert done.returncode == EXIT_USAGE, done.stdout[-2000:] + done.stderr
     assert "--recovery: on with --exchange off" in done.stderr
 
@@ -321,11 +318,9 @@ def test_a_cpu_spec_starts_processes_and_a_gpu_spec_gpus():
 
 
 def test_a_count_recovery_sets_is_not_called_a_flag_the_user_gave(tmp_path):
-    env = {"PATH": os.environ["PATH"], "PYTHONPATH": str(REPO / "src"), "MASTER_ADDR": "10.0.0.1",
-           "NODE_RANK": "0", "NODEWEAVE_NNODES": "2", "NODEWEAVE_SPARES": "1", "NODEWEAVE_RECOVERY": "on",
-           "NNODES": "1"}
-    done = subprocess.run([sys.executable, "-m", "nodeweave.entrypoint", "--explain", "--json", "--", "t.py"],
-                          env=env, cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    env = {"PATH": os.environ["PATH"], "MASTER_ADDR": "10.0.0.1", "NODE_RANK": "0", "NODEWEAVE_NNODES": "2",
+           "NODEWEAVE_SPARES": "1", "NODEWEAVE_RECOVERY": "on", "NNODES": "1"}
+    done = cli_run.entrypoint("--explain", "--json", "--", "t.py", env=env, cwd=tmp_path, timeout=120)
     warnings = [w if isinstance(w, str) else w["message"] for w in json.loads(done.stdout)["warnings"]]
     nnodes = [w for w in warnings if w.startswith("nnodes:")]
     assert nnodes and not any("flag --nnodes" in w for w in nnodes), warnings

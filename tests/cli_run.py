@@ -1,0 +1,84 @@
+"""The one way tests run ``nodeweave`` and ``nodeweave-entrypoint``, so they always test this checkout's code.
+
+A subprocess started without ``<checkout>/src`` first on PYTHONPATH runs whatever nodeweave is installed in the
+venv instead, and a test passes against code nobody changed; ``test_cli_run_is_the_one_way`` keeps every test on
+these helpers.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Mapping, Optional, Sequence
+
+REPO = Path(__file__).resolve().parents[1]
+SRC = REPO / "src"
+NODEWEAVE = [sys.executable, "-c", "import sys; from nodeweave.cli import main; sys.exit(main())"]
+# The console script's own entry (Ctrl-C while loading, shell completion) where the test is about that.
+PROGRAM = [sys.executable, "-c", "import sys; from nodeweave.start import main; sys.exit(main())"]
+ENTRYPOINT = [sys.executable, "-m", "nodeweave.entrypoint"]
+# A clean environment: no user PATH tools, a wide terminal so lines are not wrapped.
+CLEAN = {"PATH": "/usr/bin:/bin", "COLUMNS": "200"}
+
+
+def checkout_env(env: Optional[Mapping[str, str]] = None, **extra: str) -> "dict[str, str]":
+    """``env`` (None: this process's environment) plus ``extra``, with this checkout's src first on PYTHONPATH."""
+    out = dict(os.environ if env is None else env)
+    out.update(extra)
+    rest = [p for p in out.get("PYTHONPATH", "").split(os.pathsep) if p and p != str(SRC)]
+    out["PYTHONPATH"] = os.pathsep.join([str(SRC), *rest])
+    return out
+
+
+def run(argv: Sequence[str], *, env: Optional[Mapping[str, str]] = None, timeout: float = 120,
+        **kwargs) -> "subprocess.CompletedProcess[str]":
+    """``argv`` to the end with its output captured (unless stdout/stderr are given) as text (unless ``text=False``),
+    and the checkout's env."""
+    if "stdout" not in kwargs and "stderr" not in kwargs:
+        kwargs["capture_output"] = True
+    kwargs.setdefault("text", True)
+    return subprocess.run(list(argv), env=checkout_env(env), timeout=timeout, **kwargs)
+
+
+def popen(argv: Sequence[str], *, env: Optional[Mapping[str, str]] = None, **kwargs) -> subprocess.Popen:
+    """``argv`` started in the background with the checkout's env; the caller waits and reads."""
+    kwargs.setdefault("text", True)
+    return subprocess.Popen(list(argv), env=checkout_env(env), **kwargs)
+
+
+def nodeweave(*args: str, **kwargs) -> "subprocess.CompletedProcess[str]":
+    """``nodeweave ARGS`` in a subprocess; keyword arguments as for :func:`run`."""
+    return run([*NODEWEAVE, *args], **kwargs)
+
+
+def entrypoint(*args: str, **kwargs) -> "subprocess.CompletedProcess[str]":
+    """``nodeweave-entrypoint ARGS`` in a subprocess; keyword arguments as for :func:`run`."""
+    return run([*ENTRYPOINT, *args], **kwargs)
+
+
+def in_process(capsys, *argv: str) -> "tuple[int, str, str]":
+    """``nodeweave ARGV`` through ``main`` in this process (fast): exit code, stdout, stderr."""
+    from nodeweave.cli import main
+
+    code = main(list(argv))
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def leaves() -> "list[tuple[list[str], object]]":
+    """Every runnable command of ``nodeweave``: (its words, the click command), for tests that walk every verb."""
+    import typer.main
+
+    from nodeweave.cli import app
+    from nodeweave.cli.habits.lazy import LazyVerbs, every_command
+
+    def walk(command, words):
+        below = every_command(command) if isinstance(command, LazyVerbs) else getattr(command, "commands", None)
+        if not below:
+            yield words, command
+            return
+        for name, sub in sorted(below.items()):
+            yield from walk(sub, [*words, name])
+    return list(walk(typer.main.get_command(app), []))
