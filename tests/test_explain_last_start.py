@@ -3,21 +3,17 @@ demo showed another engineer's check-in record as its own last start (issue 43's
 
 import json
 import os
-import subprocess
-import sys
-from pathlib import Path
 
+import cli_run
 import pytest
-
-SRC = Path(__file__).resolve().parents[1] / "src"
 
 
 def explain(tmp_path, job):
-    env = {"PATH": os.environ["PATH"], "PYTHONPATH": str(SRC), "TMPDIR": str(tmp_path)}
+    env = {"PATH": os.environ["PATH"], "TMPDIR": str(tmp_path)}
     (tmp_path / "train.py").write_text("print(1)\n")
-    out = subprocess.run([sys.executable, "-m", "nodeweave.entrypoint", "--explain", "--nnodes", "2", "--node-rank",
-                          "0", "--master-addr", "127.0.0.1", "--rdzv-id", job, "--", str(tmp_path / "train.py")],
-                         capture_output=True, text=True, timeout=60, env=env, cwd=tmp_path)
+    out = cli_run.run([*cli_run.ENTRYPOINT, "--explain", "--nnodes", "2", "--node-rank", "0", "--master-addr",
+                       "127.0.0.1", "--rdzv-id", job, "--", str(tmp_path / "train.py")], env=env, timeout=60,
+                      cwd=tmp_path)
     assert out.returncode == 0, out.stderr
     return out.stdout + out.stderr
 

@@ -43,7 +43,7 @@ def test_ports_apart_or_metrics_off_are_valid(body):
 @pytest.mark.parametrize("extra, code, says", [
     (["--metrics-port", "29500"], 2, "metrics port 29500 (from flag --metrics-port) is the master port"),
     (["--master-port", "9463"], 2, "metrics port 9464 (from default) is the check-in exchange's port"),
-    (["--metrics-port", "29500", "--metrics", "off"], 0, None),
+    (["--metrics-port", "29500", "--metrics", "off"], 2, "--metrics-port: 29500 does nothing with --metrics off"),
     ([], 0, None),
 ])
 def test_the_entrypoints_plan_refuses_the_same(tmp_path, extra, code, says):

@@ -205,7 +205,8 @@ def test_a_bad_hosts_file_names_the_file_and_line(capsys, job_folder, lines, say
 
 import os  # noqa: E402
 import subprocess  # noqa: E402
-import sys  # noqa: E402
+
+import cli_run  # noqa: E402
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 CPU_ONLY = Path(__file__).parent / "fixtures" / "synthetic" / "cpu-only"
@@ -213,9 +214,9 @@ CPU_ONLY = Path(__file__).parent / "fixtures" / "synthetic" / "cpu-only"
 
 def entrypoint(cwd: Path, env: dict, *args: str) -> subprocess.CompletedProcess:
     (cwd / "train.py").write_text("")
-    full = {"PATH": os.environ["PATH"], "PYTHONPATH": str(SRC), **env}
-    return subprocess.run([sys.executable, "-m", "nodeweave.entrypoint", "--sysroot", str(CPU_ONLY), "--explain",
-                           "--no-wait", *args], env=full, cwd=cwd, capture_output=True, text=True, timeout=60)
+    full = {"PATH": os.environ["PATH"], **env}
+    return cli_run.run([*cli_run.ENTRYPOINT, "--sysroot", str(CPU_ONLY), "--explain", "--no-wait", *args],
+                       env=full, cwd=cwd, timeout=60)
 
 
 def read_variables():

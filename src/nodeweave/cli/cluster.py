@@ -43,7 +43,9 @@ def up_command(
     if mode == "run":  # the nodes start the spec's script: one the workspace lacks is noted, as `run` notes it
         from nodeweave.cli.run import judge_script
 
-        judge_script(spec, spec_path, [spec.launcher.script], spec.launcher.type)
+        note = judge_script(spec, spec_path, [spec.launcher.script], spec.launcher.type)
+        if note:
+            typer.echo(f"nodeweave: note: {note}", err=True)
     if check and (mode != "hold" or not wait):
         raise UsageError("up --check needs nodes that hold and a wait for them: add --hold (and leave out --no-wait)")
     out = console(stderr=is_data(fmt))

@@ -151,7 +151,9 @@ def init(
         raise UsageError("\n".join(_as_flag(line, flags) for line in str(err).splitlines())) from None
     from nodeweave.cli.run import judge_script
 
-    judge_script(written, path, [script], launcher)  # --script nothere.py: noted, as validate, up and run note it
+    note = judge_script(written, path, [script], launcher)  # --script nothere.py: noted, as validate, up, run do
+    if note:
+        typer.echo(f"nodeweave: note: {note}", err=True)
     if dry_run:
         typer.echo(text, nl=False)
         return
@@ -290,7 +292,9 @@ def validate(
     if not is_stdin(spec_path):  # the script the nodes would run, as `run` and `up` note it (walk2 M1)
         from nodeweave.cli.run import judge_script
 
-        judge_script(spec, spec_path, [spec.launcher.script], spec.launcher.type)
+        note = judge_script(spec, spec_path, [spec.launcher.script], spec.launcher.type)
+        if note:
+            typer.echo(f"nodeweave: note: {note}", err=True)
     if emit(summary, fmt):
         return
     typer.echo(f"{shown}: valid: {spec.name}, {spec.nodes} node(s) x {spec.gpus_per_node} process(es), "
