@@ -254,6 +254,14 @@ def test_an_empty_flag_value_or_program_is_refused(tmp_path, args, says):
     assert out.returncode == EXIT_USAGE and says in out.stderr, out.stdout[-800:] + out.stderr
 
 
+@pytest.mark.parametrize("flag", ["--launcher-options", "--setup", "--profile-options"])
+def test_a_word_lists_empty_value_is_its_explicit_none(tmp_path, flag):
+    """A word list's '' is "none", not a value missing: `nodeweave check` clears the spec's launcher options so."""
+    out = entrypoint(tmp_path, {"NNODES": "2", "NODE_RANK": "0", "MASTER_ADDR": "10.0.0.1"}, flag, "", "--",
+                     "train.py")
+    assert out.returncode == 0, out.stdout[-800:] + out.stderr
+
+
 @pytest.mark.parametrize("variable, argv", [("NODEWEAVE_SPEC", ("validate",)), ("NODEWEAVE_ENGINE", ("status",)),
                                             ("NODEWEAVE_ENGINE", ("up", "--dry-run")),
                                             ("NODEWEAVE_ENGINE", ("sync", "--dry-run"))])

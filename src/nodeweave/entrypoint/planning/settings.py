@@ -7,7 +7,7 @@ variables; topology flags are kept raw so :mod:`topology` can weigh them
 against the other rank sources and report where each value came from.
 """
 
-from .contract import BY_FLAG, BY_KEY, LAUNCHERS, SETTINGS, TOPOLOGY_KEYS, read_int
+from .contract import BY_FLAG, BY_KEY, LAUNCHERS, SETTINGS, TOPOLOGY_KEYS, read_int, read_words
 from ..errors import UsageError
 from ..model import NEW_DICT, Record, Value
 
@@ -119,7 +119,9 @@ def parse(argv, env):
                 raise UsageError(f"{name} needs a value: {row.help}")
             value = argv[i + 1]
             i += 2
-        if not value.strip():  # `--checkpoint-dir ""` turned recovery's folder off silently (walk2 M2)
+        if not value.strip() and getattr(row, "read", None) is not read_words:
+            # `--checkpoint-dir ""` turned recovery's folder off silently (walk2 M2); a word list's empty value
+            # is its own explicit "none" (`nodeweave check` clears the spec's options with --launcher-options '')
             raise UsageError(f"{name} is given an empty value: {row.help}; leave the option out for its default")
         if row.topology:
             flags[row.key] = value
