@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 import typer.main
 
-from nodeweave.cli import app, main
+from nodeweave.cli import app, main, verb_options_first
 from nodeweave.cli.habits.lazy import LazyVerbs, every_command
 
 REPO = Path(__file__).resolve().parents[1]
@@ -160,6 +160,7 @@ def problems(text: str) -> "list[str]":
     except ValueError:
         words = text.split()
     words = [w for w in words[1:] if w not in ("...", "[OPTIONS]")]
+    words = verb_options_first(words)  # `nodeweave -o json status` is `status -o json`, as main reads it
     if words[:1] == ["help"]:  # `nodeweave help VERB` is `nodeweave VERB --help`, as main reads it
         words = [*words[1:], "--help"]
     if "--help" in words or "-h" in words:
