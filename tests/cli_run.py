@@ -82,3 +82,12 @@ def leaves() -> "list[tuple[list[str], object]]":
         for name, sub in sorted(below.items()):
             yield from walk(sub, [*words, name])
     return list(walk(typer.main.get_command(app), []))
+
+
+def ctrl_c_reaches_it() -> None:
+    """``preexec_fn`` for a child a test stops with SIGINT: the default action back. A test run started in the
+    background (``cmd &`` in a script, as a CI runner may) ignores SIGINT, the child inherits that, and its
+    Ctrl-C would never arrive: the test would then depend on how the run around it was started."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_DFL)

@@ -20,6 +20,7 @@ import time
 import urllib.request
 from pathlib import Path
 
+import cli_run
 import pytest
 
 from cdp import Browser
@@ -158,7 +159,8 @@ def start_dashboard(tmp_path, metrics_port, interval=0.5):
     env = {"PATH": os.environ["PATH"], "PYTHONPATH": str(SRC), "HOME": str(tmp_path)}
     proc = subprocess.Popen([sys.executable, "-m", "nodeweave.cli", "dashboard", "--url",
                              f"http://127.0.0.1:{metrics_port}", "--port", "0", "--interval", str(interval)],
-                            cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=cli_run.ctrl_c_reaches_it)
     line = proc.stdout.readline()
     found = re.search(r"dashboard at (http://127\.0\.0\.1:\d+/) ", line)
     assert found, line + proc.stderr.read() if proc.poll() is not None else line
@@ -334,7 +336,7 @@ def test_a_finished_runs_folder_is_the_same_page(tmp_path):
     env = {"PATH": os.environ["PATH"], "PYTHONPATH": str(SRC), "HOME": str(tmp_path)}
     proc = subprocess.Popen([sys.executable, "-m", "nodeweave.cli", "dashboard", "--run", "last", "--runs-dir",
                              str(tmp_path / "runs")], cwd=tmp_path, env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+                            stderr=subprocess.PIPE, text=True, preexec_fn=cli_run.ctrl_c_reaches_it)
     try:
         url = re.search(r"(http://127\.0\.0\.1:\d+/)", proc.stdout.readline()).group(1)
         page = browse(url, tmp_path, shots(tmp_path) / "dashboard-finished-run.png")

@@ -56,7 +56,14 @@ def start(spec_path: Path, *args: str) -> "subprocess.Popen[str]":
     """``nodeweave ARGS`` in the background (its own session, as a terminal's job would be)."""
     argv = [*NODEWEAVE, args[0], "--spec", str(spec_path), *args[1:]]
     return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=spec_path.parent,
-                            env={**os.environ, "COLUMNS": "200"}, start_new_session=True)
+                            env={**os.environ, "COLUMNS": "200"}, start_new_session=True,
+                            preexec_fn=_ctrl_c_reaches_it)
+
+
+def _ctrl_c_reaches_it() -> None:
+    """SIGINT's default action back in the child: a test run started in the background ignores SIGINT and the
+    child would inherit that, so ``interrupt`` would never arrive (tests/cli_run.py says the same)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def processes(engine_kind: str, container: str, script: str = "allreduce.py") -> List[str]:

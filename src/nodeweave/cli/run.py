@@ -93,17 +93,18 @@ def run_command(
     everyone = backend.live_nodes("run", dry_run)
     nodes_wanted = _node_count(everyone, node, nodes_wanted)
     nodes, shape = run_overrides(everyone, nproc_per_node, nodes_wanted, launcher)
-    if script_note:  # after the nodes are judged: a refusal there is the one line a mistake gets
-        typer.echo(f"nodeweave: note: {script_note}", err=True)
     parent = runs_dir or spec_path.resolve().parent / RUNS
     checking = default_check(nodes, spec, spec_path, runs_dir) if check else None
     plan = run_plan(backend.where(), nodes, command, points, {**shape, **extra}, profile, grace,
                     spec.recovery.enabled, parent, spec.name, SweepRequest(metric, lower_is_better) if sweep else None,
                     checking)
+    if not dry_run:
+        backend.require_up(nodes, "run")
+    if script_note:  # after every refusal (nodes judged, the cluster up): a refusal is the one line a mistake gets
+        typer.echo(f"nodeweave: note: {script_note}", err=True)
     if dry_run:
         show_plan(plan, fmt, backend, nodes, "run")
         return
-    backend.require_up(nodes, "run")
     if detach:
         from nodeweave.cli.habits.detach import detach_run
 
