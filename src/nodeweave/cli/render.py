@@ -15,7 +15,7 @@ from typing import Optional
 import typer
 
 from nodeweave.cli.habits.base import find_spec, spec_option
-from nodeweave.cli.habits.output import complete_from, data_format, emit, is_data, output_option
+from nodeweave.cli.habits.output import complete_from, data_format, is_data, output_option
 from nodeweave.errors import EXIT_STALE, NodeweaveError, UsageError
 from nodeweave.failures import path_problem, writable_dir
 # nodeweave.rendering.RENDERERS' names, spelled here so `--help` and `status` need not import every
@@ -39,15 +39,13 @@ def _relative_host_paths(spec) -> "list[str]":
 
 
 def _report(plan, fmt: str) -> None:
-    """The plan as ``--dry-run`` prints it (``-o json|yaml``: its ``to_dict()``), and, after a real render, what it
-    did: a line per file on stdout, the counts on stderr."""
-    from nodeweave.plan import plan_lines
+    """The plan as every verb's dry run prints it (``show_plan``: a line per file; ``-o json|yaml``: its
+    ``to_dict()``), and, after a real render, what it did; in text, the counts follow on stderr."""
+    from nodeweave.cli.habits.clusteropts import show_plan
 
+    show_plan(plan, fmt)
     if is_data(fmt):
-        emit(plan.to_dict(), fmt)
         return
-    for line in plan_lines(plan):
-        typer.echo(line)
     (phase,) = plan.phases
     where = os.path.relpath(phase.out)
     where = phase.out if where.startswith("..") else where
