@@ -2,9 +2,9 @@
 
 Each phase runs itself (``phase.run(job)``, one class per kind in ``nodeweave.plan.phases``); the
 executor only iterates, handing each the verb's :class:`Execution`. The execution does the
-cluster's own effects a phase asks for by name (``write_files``, ``run_steps``, ``allocate``,
-``wait_until_up``, ``stop``, ``exec``, ``shell``: they need nothing but the plan, where files go, the
-console, the backend and the nodes) and carries the sessions a verb opens for the kinds that need
+cluster's own effects a phase asks for by name (``write_files``, ``write_rendered``: ``render``'s files,
+``run_steps``, ``allocate``, ``wait_until_up``, ``stop``, ``exec``, ``shell``: they need nothing but the plan,
+where files go, the console, the backend and the nodes) and carries the sessions a verb opens for the kinds that need
 one of its own (``runs``: a run's folder and console; ``checks``: a check's report; ``syncs``: a
 sync's request; ``builds``: an image build's engine). The ``allocate`` phase makes known what the
 plan could only name (a Slurm allocation's placeholders ``<job-id>``, ``<node0>``, ...): it returns
