@@ -281,7 +281,8 @@ def test_all_renders_the_targets_the_spec_asks_for(project, capsys):
     """images, compose, manifests, entrypoint always; slurm with a slurm section, openshift-build with kubernetes.build."""
     spec = project / "nodeweave.yaml"
     code, out, _ = run(capsys, "render", "all", "--spec", str(spec), "--dry-run", "--json")
-    assert code == EXIT_OK and json.loads(out)["phases"][0]["targets"] == ["images", "compose", "manifests", "entrypoint"]
+    assert code == EXIT_OK
+    assert json.loads(out)["phases"][0]["targets"] == ["images", "compose", "manifests", "entrypoint"]
     spec.write_text(spec.read_text().replace("  openshift: false", "  openshift: false\n  build: {source: binary}")
                     + "slurm: {partition: gpu}\n")
     code, out, err = run(capsys, "render", "all", "--spec", str(spec), "--dry-run", "--json")

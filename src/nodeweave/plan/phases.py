@@ -6,8 +6,8 @@ fields (a wait's mode, a run's request, a stage's file list all in one ``request
 lived in a table of functions the verbs handed the executor. Now a phase's fields are its own, and
 ``run(job)`` says what running it takes. This room stands below ``cluster/``, ``check/``, ``sync/``
 and ``build/``, so ``run`` asks the verb's :class:`Execution` (``nodeweave.cluster.execute``) for
-the effect by name: the cluster's own effects (files, steps, the allocation, the wait, stop, exec,
-shell) are the execution's methods; a run's, a check's, a sync's and an image build's are a session
+the effect by name: the cluster's own effects (files, a render's files, steps, the allocation, the wait,
+stop, exec, shell) are the execution's methods; a run's, a check's, a sync's and an image build's are a session
 the verb opens (``job.runs``, ``job.checks``, ``job.syncs``, ``job.builds``; the protocols below say
 what each answers).
 """
@@ -465,6 +465,6 @@ class StagePhase(Phase):
         return job.builds.stage(self)
 
 
-PHASES = (FilesPhase, RenderFilesPhase, CommandsPhase, WaitPhase, SweepPhase, RunPhase, CheckPhase, StopPhase, ExecPhase, ShellPhase,
-          AllocatePhase, SyncPhase, BuildPhase, StagePhase)
+PHASES = (FilesPhase, RenderFilesPhase, CommandsPhase, WaitPhase, SweepPhase, RunPhase, CheckPhase, StopPhase,
+          ExecPhase, ShellPhase, AllocatePhase, SyncPhase, BuildPhase, StagePhase)
 KINDS = tuple(p.kind for p in PHASES)
