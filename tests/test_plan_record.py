@@ -292,8 +292,9 @@ def test_image_build_runs_the_steps_its_dry_run_prints(tmp_path):
 
 
 def test_render_prune_records_the_file_plan_its_dry_run_prints(tmp_path):
-    """render's plan is its file plan (path, bytes, status, sha256; ``prune`` in it): the real `render --prune`
-    records the document its `--dry-run -o json` prints (but for ``dry_run``) and removes what it says."""
+    """render's plan is a nodeweave.plan.Plan of one ``render`` phase (each file's path, bytes, status, sha256;
+    ``prune`` in it): the real `render --prune` goes through the one executor, which records the plan its
+    `--dry-run -o json` prints, and removes what it says."""
     env = {**os.environ, "COLUMNS": "200"}
     env.pop("NODEWEAVE_PLAN_RECORD", None)
     spec = tmp_path / "nodeweave.yaml"
@@ -304,10 +305,10 @@ def test_render_prune_records_the_file_plan_its_dry_run_prints(tmp_path):
     gone = nodeweave(tmp_path, env, "render", "compose", "--dry-run", "--prune").stdout.splitlines()
     assert [line.split()[0] for line in kept if line.endswith(" compose/hosts")] == ["obsolete"]  # left as it is
     assert [line.split()[0] for line in gone if line.endswith(" compose/hosts")] == ["remove"]
-    dry, done = dry_and_real(tmp_path, env, "render", "compose", "--prune")
-    assert dry.pop("dry_run") is True and done.pop("dry_run") is False
-    assert dry == done and done["prune"] is True
-    assert {f["path"]: f["status"] for f in done["files"]}["compose/hosts"] == "obsolete"
+    done = assert_same(tmp_path, env, "render", "compose", "--prune")
+    (phase,) = done["phases"]
+    assert done["verb"] == "render" and phase["kind"] == "render" and phase["prune"] is True
+    assert {f["path"]: f["status"] for f in phase["files"]}["compose/hosts"] == "obsolete"
     assert not (tmp_path / "compose" / "hosts").exists()
 
 

@@ -86,7 +86,7 @@ def test_a_render_stopped_while_files_go_into_place_puts_back_what_was_there(ren
 
     monkeypatch.setattr(plan_module.os, "replace", failing)
     with pytest.raises(type(stop)):
-        plan_module.plan_render(*_files(rendered), job="nwall2").write()
+        plan_module.write_rendered(plan_module.render_phase(*_files(rendered), job="nwall2"))
     monkeypatch.setattr(plan_module.os, "replace", real)
     assert len(calls) >= after
     assert tree(rendered) == before

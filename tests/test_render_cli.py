@@ -49,8 +49,10 @@ def test_dry_run_lists_every_file_and_writes_nothing(project, capsys):
 def test_json_plan_has_path_bytes_status_and_hash(project, capsys):
     code, out, _ = run(capsys, "render", "compose", "--spec", str(project / "nodeweave.yaml"), "--dry-run", "--json")
     assert code == EXIT_OK
-    plan = json.loads(out)
-    assert plan["dry_run"] is True and plan["targets"] == ["compose"]
+    document = json.loads(out)  # render's nodeweave.plan.Plan, as every verb's dry run prints it
+    assert (document["verb"], document["where"], document["notes"]) == ("render", str(project.resolve()), [])
+    (plan,) = document["phases"]
+    assert plan["kind"] == "render" and plan["targets"] == ["compose"] and plan["prune"] is False
     assert plan["out"] == str(project.resolve())
     assert [f["path"] for f in plan["files"]] == COMPOSE
     assert {f["status"] for f in plan["files"]} == {"new"}
@@ -67,7 +69,7 @@ def test_writes_then_reruns_byte_identical(project, capsys):
     assert set(first) == {"nodeweave.yaml", ".nodeweave/rendered.json", ".nodeweave/.gitignore", *COMPOSE}
     code, out, _ = run(capsys, "render", "compose", "--spec", spec, "--json")
     assert code == EXIT_OK
-    assert {f["status"] for f in json.loads(out)["files"]} == {"unchanged"}
+    assert {f["status"] for f in json.loads(out)["phases"][0]["files"]} == {"unchanged"}
     assert snapshot(project) == first
 
 
@@ -258,7 +260,7 @@ def test_render_all_writes_every_renderers_files_once(project, capsys):
     spec = str(project / "nodeweave.yaml")
     code, out, err = run(capsys, "render", "all", "--spec", spec, "--json")
     assert code == EXIT_OK, err
-    paths = [f["path"] for f in json.loads(out)["files"]]
+    paths = [f["path"] for f in json.loads(out)["phases"][0]["files"]]
     assert len(paths) == len(set(paths))
     assert set(COMPOSE) <= set(paths)
     assert any(p.startswith("images/") for p in paths) and any(p.startswith("manifests/") for p in paths)
@@ -279,11 +281,12 @@ def test_all_renders_the_targets_the_spec_asks_for(project, capsys):
     """images, compose, manifests, entrypoint always; slurm with a slurm section, openshift-build with kubernetes.build."""
     spec = project / "nodeweave.yaml"
     code, out, _ = run(capsys, "render", "all", "--spec", str(spec), "--dry-run", "--json")
-    assert code == EXIT_OK and json.loads(out)["targets"] == ["images", "compose", "manifests", "entrypoint"]
+    assert code == EXIT_OK
+    assert json.loads(out)["phases"][0]["targets"] == ["images", "compose", "manifests", "entrypoint"]
     spec.write_text(spec.read_text().replace("  openshift: false", "  openshift: false\n  build: {source: binary}")
                     + "slurm: {partition: gpu}\n")
     code, out, err = run(capsys, "render", "all", "--spec", str(spec), "--dry-run", "--json")
-    plan = json.loads(out)
+    (plan,) = json.loads(out)["phases"]
     assert code == EXIT_OK, err
     assert plan["targets"] == ["images", "compose", "manifests", "entrypoint", "slurm", "openshift-build"]
     paths = {f["path"] for f in plan["files"]}

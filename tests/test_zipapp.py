@@ -24,7 +24,7 @@ from pathlib import Path, PurePosixPath
 
 import pytest
 
-from nodeweave.rendering import is_marked, plan_render
+from nodeweave.rendering import is_marked, render_phase, write_rendered
 from nodeweave.targets.zipapp import PATH, build, package_root
 
 REPO = Path(__file__).resolve().parents[1]
@@ -164,13 +164,12 @@ def test_render_never_overwrites_a_users_zipapp_and_writes_ours_executable(tmp_p
     files = {PATH: build(package_root())}
     (tmp_path / "entrypoint").mkdir()
     (tmp_path / PATH).write_bytes(b"#!/usr/bin/env python3\nPK\x03\x04\x14\x00 my own\n")
-    assert plan_render(files, tmp_path).refused == [PATH]
+    assert render_phase(files, tmp_path).refused == [PATH]
     (tmp_path / PATH).unlink()
-    plan = plan_render(files, tmp_path)
-    plan.write()
+    write_rendered(render_phase(files, tmp_path))
     assert (tmp_path / PATH).read_bytes() == files[PATH]
     assert os.stat(tmp_path / PATH).st_mode & 0o777 == 0o755
-    assert plan_render(files, tmp_path).stale == []
+    assert render_phase(files, tmp_path).stale == []
 
 
 def test_check_exits_4_when_the_zipapp_is_stale_and_render_refreshes_it(tmp_path, capsys):

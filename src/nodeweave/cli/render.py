@@ -1,22 +1,21 @@
 """``nodeweave render``: the command line over ``nodeweave.rendering``.
 
-Plans every file first and writes only when nothing is refused; ``--check``
-compares without writing and exits 4 when the files on disk are stale (what
-CI and tests/test_rendered_up_to_date.py use).
+Plans every file first (``nodeweave.rendering.plan_render``: a :class:`~nodeweave.plan.Plan` of one ``render``
+phase, like every verb that acts) and hands it to the one executor (``nodeweave.cluster.execute``) only when
+nothing is refused; ``--dry-run`` prints that plan, ``--check`` compares without writing and exits 4 when the files
+on disk are stale (what CI and tests/test_rendered_up_to_date.py use).
 """
 
 from __future__ import annotations
 
-import json
 import os
-from dataclasses import asdict
 from pathlib import Path
 from typing import Optional
 
 import typer
 
 from nodeweave.cli.habits.base import find_spec, spec_option
-from nodeweave.cli.habits.output import complete_from, data_format, emit, is_data, output_option
+from nodeweave.cli.habits.output import complete_from, data_format, is_data, output_option
 from nodeweave.errors import EXIT_STALE, NodeweaveError, UsageError
 from nodeweave.failures import path_problem, writable_dir
 # nodeweave.rendering.RENDERERS' names, spelled here so `--help` and `status` need not import every
@@ -39,26 +38,19 @@ def _relative_host_paths(spec) -> "list[str]":
     ]
 
 
-def _document(plan, header: dict) -> dict:
-    """The render's plan as data: what ``-o json`` prints, and what a real render records
-    (``NODEWEAVE_PLAN_RECORD``) before it writes: the same document but for ``dry_run``."""
-    return json.loads(json.dumps({**header, "files": [asdict(p) for p in plan.entries]}, sort_keys=True))
+def _report(plan, fmt: str) -> None:
+    """The plan as every verb's dry run prints it (``show_plan``: a line per file; ``-o json|yaml``: its
+    ``to_dict()``), and, after a real render, what it did; in text, the counts follow on stderr."""
+    from nodeweave.cli.habits.clusteropts import show_plan
 
-
-def _report(plan, fmt: str, header: dict) -> None:
+    show_plan(plan, fmt)
     if is_data(fmt):
-        emit(_document(plan, header), fmt)
         return
-    from nodeweave.quantities import human_bytes
-
-    width = max((len(human_bytes(p.bytes)) for p in plan.entries), default=1)
-    for p in plan.entries:
-        status = "remove" if p.status == "obsolete" and header["prune"] else p.status  # --prune removes these
-        typer.echo(f"{status:<9}  {human_bytes(p.bytes):>{width}}  {p.path}")
-    counts = plan.counts()
-    where = os.path.relpath(header["out"])
-    where = header["out"] if where.startswith("..") else where
-    typer.echo((", ".join(f"{n} {s}" for s, n in counts.items() if n) or "nothing to render") + f" in {where}", err=True)
+    (phase,) = plan.phases
+    where = os.path.relpath(phase.out)
+    where = phase.out if where.startswith("..") else where
+    typer.echo((", ".join(f"{n} {s}" for s, n in phase.counts().items() if n) or "nothing to render")
+               + f" in {where}", err=True)
 
 
 def _rerender(spec_path: Path, out: "Path | None") -> str:
@@ -160,32 +152,32 @@ def render(
     files, owners, targets = _render(spec, spec_path, targets, everything=target == "all")
     if out is not None:
         refuse_nested_out(out, out_dir, files)
-    plan = plan_render(files, out_dir, force, owners=owners, job=spec.name)
-    if DOCKERIGNORE in plan.refused:  # the user's own: kept, and nodeweave's rules written beside the Dockerfiles
+    plan = plan_render(files, out_dir, force, owners=owners, job=spec.name, prune=prune, targets=targets)
+    if DOCKERIGNORE in plan.phases[0].refused:  # the user's own: kept, and nodeweave's rules beside the Dockerfiles
         files[KEPT_DOCKERIGNORE] = files.pop(DOCKERIGNORE)
         owners[KEPT_DOCKERIGNORE] = owners.pop(DOCKERIGNORE)
-        plan = plan_render(dict(sorted(files.items())), out_dir, force, owners=owners, job=spec.name)
+        plan = plan_render(dict(sorted(files.items())), out_dir, force, owners=owners, job=spec.name, prune=prune,
+                           targets=targets)
         typer.echo(f"nodeweave: note: {out_dir / DOCKERIGNORE} is yours (no '{MARK}' mark), so it is left as it "
                    f"is; nodeweave's rules went to {KEPT_DOCKERIGNORE}: merge what you need of them into yours (the "
                    "build reads entrypoint/nodeweave-entrypoint.pyz, wheelhouse/ and what image.requirements and "
                    "image.project.source name), or --force to replace yours with them", err=True)
-    header = {"spec": str(spec_path), "out": str(out_dir), "targets": targets, "dry_run": dry_run or check,
-              "check": check, "prune": prune}
+    (files_phase,) = plan.phases
     fmt = data_format(as_json, output)
     if dry_run or check:
-        _report(plan, fmt, header)
+        _report(plan, fmt)
     if check:
-        if plan.stale:
+        if files_phase.stale:
             raise NodeweaveError(
-                f"{len(plan.stale)} rendered file(s) under {out_dir} are stale for {spec_path}: {_shown(plan.stale)}; "
-                f"run {_rerender(spec_path, out)} and commit the result",
+                f"{len(files_phase.stale)} rendered file(s) under {out_dir} are stale for {spec_path}: "
+                f"{_shown(files_phase.stale)}; run {_rerender(spec_path, out)} and commit the result",
                 exit_code=EXIT_STALE,
             )
         return
-    if plan.refused:
+    if files_phase.refused:
         raise UsageError(
-            f"refusing to overwrite {len(plan.refused)} file(s) under {out_dir} that differ and lack the "
-            f"'{MARK}' mark, so they look like yours: {', '.join(plan.refused)}; move them away, "
+            f"refusing to overwrite {len(files_phase.refused)} file(s) under {out_dir} that differ and lack the "
+            f"'{MARK}' mark, so they look like yours: {', '.join(files_phase.refused)}; move them away, "
             "render into another --out, or pass --force to overwrite them"
         )
     if spec.start_differs and set(targets) & NODE_TARGETS:
@@ -197,20 +189,19 @@ def render(
             err=True,
         )
     if not dry_run:
-        if os.environ.get("NODEWEAVE_PLAN_RECORD"):
-            from nodeweave.cluster.execute import record_document
+        from nodeweave.cluster.execute import Execution, execute
 
-            record_document(_document(plan, header))
         try:
-            plan.write(prune)
+            execute(plan, Execution(out_dir, say=lambda line: typer.echo(line, err=True)))
         except OSError as err:
             problem = path_problem(err, f"render into --out {out_dir}")
             raise type(problem)(f"{problem}; nothing was written (a render writes every file or none)",
                                 problem.exit_code) from None
-        _report(plan, fmt, header)  # after the write: what it did, never a list of files it did not write
-    if prune and plan.kept:
-        typer.echo(f"nodeweave: note: kept {_shown(plan.kept)}: no renderer makes them any more, but they changed "
-                   "since nodeweave wrote them, so they are yours now (remove them yourself if unwanted)", err=True)
+        _report(plan, fmt)  # after the write: what it did, never a list of files it did not write
+    if prune and files_phase.kept:
+        typer.echo(f"nodeweave: note: kept {_shown(files_phase.kept)}: no renderer makes them any more, but they "
+                   "changed since nodeweave wrote them, so they are yours now (remove them yourself if unwanted)",
+                   err=True)
 
 
 def register(app: typer.Typer) -> None:

@@ -2,9 +2,9 @@
 
 Each phase runs itself (``phase.run(job)``, one class per kind in ``nodeweave.plan.phases``); the
 executor only iterates, handing each the verb's :class:`Execution`. The execution does the
-cluster's own effects a phase asks for by name (``write_files``, ``run_steps``, ``allocate``,
-``wait_until_up``, ``stop``, ``exec``, ``shell``: they need nothing but the plan, where files go, the
-console, the backend and the nodes) and carries the sessions a verb opens for the kinds that need
+cluster's own effects a phase asks for by name (``write_files``, ``write_rendered``: ``render``'s files,
+``run_steps``, ``allocate``, ``wait_until_up``, ``stop``, ``exec``, ``shell``: they need nothing but the plan,
+where files go, the console, the backend and the nodes) and carries the sessions a verb opens for the kinds that need
 one of its own (``runs``: a run's folder and console; ``checks``: a check's report; ``syncs``: a
 sync's request; ``builds``: an image build's engine). The ``allocate`` phase makes known what the
 plan could only name (a Slurm allocation's placeholders ``<job-id>``, ``<node0>``, ...): it returns
@@ -26,7 +26,7 @@ from typing import Callable, Dict, List, Mapping, Optional, Sequence
 
 from nodeweave.errors import UsageError
 from nodeweave.plan import (AllocatePhase, Builds, ChecksNodes, CommandsPhase, ExecPhase, FilesPhase, Plan,
-                            RunsPoints, ShellPhase, StopPhase, Syncs, WaitPhase)
+                            RenderFilesPhase, RunsPoints, ShellPhase, StopPhase, Syncs, WaitPhase)
 
 RECORD_ENV = "NODEWEAVE_PLAN_RECORD"
 
@@ -51,6 +51,12 @@ class Execution:
 
     def write_files(self, phase: FilesPhase) -> None:
         write_files(phase, self.spec_dir, self.say)
+
+    def write_rendered(self, phase: RenderFilesPhase) -> None:
+        """``render``'s files, all or none, with the record ``--prune`` reads (``nodeweave.rendering``'s write)."""
+        from nodeweave.rendering.plan import write_rendered
+
+        write_rendered(phase)
 
     def run_steps(self, phase: CommandsPhase) -> None:
         """Local steps, at once; the phase after waits for the last."""
@@ -127,29 +133,24 @@ def execute(plan: Plan, job: Execution) -> Execution:
 
 def record(plan: Plan) -> None:
     """``$NODEWEAVE_PLAN_RECORD``: the plan about to run, as JSON (what a dry run's ``-o json`` prints)."""
-    record_document(plan.to_dict())
-
-
-def record_document(document: dict) -> None:
-    """``$NODEWEAVE_PLAN_RECORD``: a verb's plan document about to be carried out (``render``'s: its file plan)."""
     target = os.environ.get(RECORD_ENV)
     if not target:
         return
     try:
-        Path(target).write_text(json.dumps(document, indent=2, default=str) + "\n", encoding="utf-8")
+        Path(target).write_text(json.dumps(plan.to_dict(), indent=2, default=str) + "\n", encoding="utf-8")
     except OSError as err:
         raise UsageError(f"{RECORD_ENV}={target}: cannot write the plan there ({err.strerror or err})") from None
 
 
 def write_files(phase: FilesPhase, spec_dir: Path, say: Callable[[str], None]) -> None:
-    """Each planned file, atomically; one without content is a fresh secret, made now (0600)."""
+    """The planned files, all or none (``nodeweave.rendering.plan.write_all``: staged, then renamed into place);
+    one without content is a fresh secret, made (0600) once the others are in."""
     from nodeweave.cluster import token
-    from nodeweave.rendering.plan import write_atomically
+    from nodeweave.rendering.plan import write_all
 
+    write_all([(spec_dir / f.path, f.content) for f in phase.files if f.content is not None])
     for planned in phase.files:
-        path = spec_dir / planned.path
         if planned.content is None:
-            token.rotate(path)
-        else:
-            write_atomically(path, planned.content)
+            token.rotate(spec_dir / planned.path)
+    for planned in phase.files:
         say(f"wrote {planned.path} ({planned.what})")

@@ -4,15 +4,18 @@ Why one object: a dry run assembled beside the real run drifts from it (a wait, 
 written, a sweep point left out of the printout). Why a room of its own, below the CLI and below
 ``cluster/`` and ``build/``: it is the one plan type of every verb that acts (the cluster verbs'
 plans in ``nodeweave.cluster.verbs`` and ``runplan``, the check's in ``nodeweave.check.plan``, the
-sync's in ``nodeweave.sync.syncplan``, the image build's in ``nodeweave.build.plan``), so each is
-assembled next to what it plans, none in ``cli/``. ``--dry-run`` prints a plan (``plan_lines``, or
-``to_dict()`` as ``-o json|yaml``) and ``nodeweave.cluster.execute`` walks the very same object.
+sync's in ``nodeweave.sync.syncplan``, the image build's in ``nodeweave.build.plan``, the render's in
+``nodeweave.rendering.plan``), so each is assembled next to what it plans, none in ``cli/``. ``--dry-run``
+prints a plan (``plan_lines``, or ``to_dict()`` as ``-o json|yaml``) and ``nodeweave.cluster.execute`` walks
+the very same object.
 
 A plan is an ordered tuple of phases, one frozen dataclass per kind (``nodeweave.plan.phases``), each with
 its own fields, its own dry-run lines and its own ``run``:
 
 - ``files`` (:class:`FilesPhase`): files written here (path as the user sees it, size and SHA-256 where known; a
   secret's content is made when the phase runs, so only its path is planned);
+- ``render`` (:class:`RenderFilesPhase`): ``nodeweave render``'s files, each with what writing does to it (new,
+  changed, unchanged, refused, obsolete, kept; size and SHA-256), written all or none with the record ``--prune`` reads;
 - ``commands`` (:class:`CommandsPhase`): local steps (``nodeweave.steps.Step``) that run at once, the phase after the last;
 - ``wait`` (:class:`WaitPhase`): wait until the nodes are up (what for, the timeout);
 - ``sweep`` (:class:`SweepPhase`): the folder a sweep's runs go into, and the metric its table compares;
@@ -41,15 +44,15 @@ from typing import List, Tuple
 
 from nodeweave.plan.phases import (KINDS, PHASES, AllocatePhase, Builds, BuildPhase, CheckPhase, ChecksNodes,
                                    CommandsPhase, ExecPhase, FilesPhase, LaunchPhase, NodeCommand, Phase, PlannedFile,
-                                   RunPhase, RunsPoints, ShellPhase, StagePhase, StopPhase, SweepPhase, SyncPhase,
-                                   Syncs, WaitPhase)
+                                   RenderedFile, RenderFilesPhase, RunPhase, RunsPoints, ShellPhase, StagePhase,
+                                   StopPhase, SweepPhase, SyncPhase, Syncs, WaitPhase)
 from nodeweave.plan.placeholders import (JOB_ID, MARK, RUN_ID, command_text, filled, node_placeholder, placeholder,
                                          shown, shown_data, step_dict, step_text)
 
 __all__ = ["KINDS", "PHASES", "AllocatePhase", "Builds", "BuildPhase", "CheckPhase", "ChecksNodes", "CommandsPhase",
-           "ExecPhase", "FilesPhase", "LaunchPhase", "NodeCommand", "Phase", "PlannedFile", "RunPhase", "RunsPoints",
-           "ShellPhase", "StagePhase", "StopPhase", "SweepPhase", "SyncPhase", "Syncs", "WaitPhase", "JOB_ID", "MARK",
-           "RUN_ID", "command_text", "filled", "node_placeholder", "placeholder", "shown", "shown_data", "step_dict",
+           "ExecPhase", "FilesPhase", "LaunchPhase", "NodeCommand", "Phase", "PlannedFile", "RenderedFile",
+           "RenderFilesPhase", "RunPhase", "RunsPoints", "ShellPhase", "StagePhase", "StopPhase", "SweepPhase",
+           "SyncPhase", "Syncs", "WaitPhase", "JOB_ID", "MARK", "RUN_ID", "command_text", "filled", "node_placeholder", "placeholder", "shown", "shown_data", "step_dict",
            "step_text", "Plan", "plan_lines"]
 
 

@@ -6,8 +6,8 @@ fields (a wait's mode, a run's request, a stage's file list all in one ``request
 lived in a table of functions the verbs handed the executor. Now a phase's fields are its own, and
 ``run(job)`` says what running it takes. This room stands below ``cluster/``, ``check/``, ``sync/``
 and ``build/``, so ``run`` asks the verb's :class:`Execution` (``nodeweave.cluster.execute``) for
-the effect by name: the cluster's own effects (files, steps, the allocation, the wait, stop, exec,
-shell) are the execution's methods; a run's, a check's, a sync's and an image build's are a session
+the effect by name: the cluster's own effects (files, a render's files, steps, the allocation, the wait,
+stop, exec, shell) are the execution's methods; a run's, a check's, a sync's and an image build's are a session
 the verb opens (``job.runs``, ``job.checks``, ``job.syncs``, ``job.builds``; the protocols below say
 what each answers).
 """
@@ -172,6 +172,79 @@ class FilesPhase(Phase):
 
     def run(self, job) -> Any:
         return job.write_files(self)
+
+
+@dataclass(frozen=True)
+class RenderedFile:
+    """One path under ``render``'s output folder and what writing the rendering does to it: ``new``, ``changed``,
+    ``unchanged``, ``refused`` (differs and is not nodeweave's), ``obsolete`` (an earlier render of this job wrote it,
+    no renderer makes it now) or ``kept`` (obsolete, but changed by the user since). ``size`` and ``sha256``: the
+    rendered bytes (obsolete and kept: the bytes on disk); ``target``: the renderer that made it."""
+
+    path: str  # relative to the output folder
+    status: str
+    size: int
+    sha256: str
+    target: str = ""
+    content: Optional[bytes] = field(default=None, repr=False, compare=False)  # what is written (obsolete: None)
+
+    def to_dict(self) -> dict:
+        return {"path": self.path, "bytes": self.size, "status": self.status, "sha256": self.sha256}
+
+
+RENDER_COUNTED = ("new", "changed", "unchanged", "obsolete", "kept")  # the summary's words, in its order
+
+
+@dataclass(frozen=True)
+class RenderFilesPhase(Phase):
+    """``render``'s files: every path under ``out`` and what writing does to it (``nodeweave.rendering.plan`` reads
+    the folder, the record and the marks to decide), run as one staged write, all of it or none: new and changed
+    files written, obsolete ones removed with ``prune``, the record of what this render of ``job`` wrote
+    (``recorded``: the record as read when planned, (path, sha256, target, job) each) and its .gitignore.
+
+    Why its own kind and not :class:`FilesPhase`: a render compares with what is there (a user's file is refused,
+    never overwritten) and records what it wrote for ``--prune``; ``up``'s files are its own, written as planned."""
+
+    kind: ClassVar[str] = "render"
+    out: str = ""
+    targets: Tuple[str, ...] = ()
+    files: Tuple[RenderedFile, ...] = ()
+    prune: bool = False
+    job: str = ""
+    recorded: Tuple[Tuple[str, str, str, str], ...] = field(default=(), repr=False)
+
+    @property
+    def stale(self) -> List[str]:
+        """Paths that differ from the rendering (what ``--check`` reports)."""
+        return [f.path for f in self.files if f.status not in ("unchanged", "kept")]
+
+    @property
+    def refused(self) -> List[str]:
+        """Differing files without the mark: they look like the user's own."""
+        return [f.path for f in self.files if f.status == "refused"]
+
+    @property
+    def kept(self) -> List[str]:
+        """Files an earlier render wrote that no renderer makes now, changed by the user since: never pruned."""
+        return [f.path for f in self.files if f.status == "kept"]
+
+    def counts(self) -> dict:
+        return {s: sum(1 for f in self.files if f.status == s) for s in RENDER_COUNTED}
+
+    def lines(self) -> List[str]:
+        """One line a file: what writing does to it (``remove``: obsolete, with ``prune``), its size, its path."""
+        from nodeweave.quantities import human_bytes
+
+        width = max((len(human_bytes(f.size)) for f in self.files), default=1)
+        return [f"{'remove' if f.status == 'obsolete' and self.prune else f.status:<9}  "
+                f"{human_bytes(f.size):>{width}}  {f.path}" for f in self.files]
+
+    def to_dict(self) -> dict:
+        return {"kind": self.kind, "what": self.what, "out": self.out, "targets": list(self.targets),
+                "prune": self.prune, "files": [f.to_dict() for f in self.files]}
+
+    def run(self, job) -> Any:
+        return job.write_rendered(self)
 
 
 @dataclass(frozen=True)
@@ -392,6 +465,6 @@ class StagePhase(Phase):
         return job.builds.stage(self)
 
 
-PHASES = (FilesPhase, CommandsPhase, WaitPhase, SweepPhase, RunPhase, CheckPhase, StopPhase, ExecPhase, ShellPhase,
-          AllocatePhase, SyncPhase, BuildPhase, StagePhase)
+PHASES = (FilesPhase, RenderFilesPhase, CommandsPhase, WaitPhase, SweepPhase, RunPhase, CheckPhase, StopPhase,
+          ExecPhase, ShellPhase, AllocatePhase, SyncPhase, BuildPhase, StagePhase)
 KINDS = tuple(p.kind for p in PHASES)

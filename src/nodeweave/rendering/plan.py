@@ -1,4 +1,5 @@
-"""What writing the rendered files would do to each path, and doing it atomically.
+"""What writing the rendered files would do to each path (``render``'s :class:`~nodeweave.plan.Plan`), and doing
+it atomically (:func:`write_rendered`, what its phase runs).
 
 A rendered value is text (written as UTF-8) or bytes (a binary such as the
 entrypoint zipapp, written as they are). Overwriting follows one rule for both: a
@@ -21,11 +22,11 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, List
+from typing import Dict, List, Sequence
 
 from nodeweave.entrypoint import bounded
+from nodeweave.plan import Plan, RenderedFile, RenderFilesPhase
 from nodeweave.rendering import record
 from nodeweave.targets.registry import Rendered
 
@@ -36,84 +37,47 @@ HEADER = re.compile(r'\s*(?:#+|//|"[^"]*"\s*:\s*")?\s*(?:generated|rendered) by 
 MARK_LINES = 5
 
 
-@dataclass(frozen=True)
-class Planned:
-    path: str
-    bytes: int
-    status: str  # new | changed | unchanged | refused | obsolete | kept (obsolete, but changed by the user)
-    sha256: str
+def write_rendered(phase: RenderFilesPhase) -> None:
+    """What ``phase`` planned: new and changed files written, obsolete ones removed with its ``prune``, and the record
+    of what this render wrote (with ``job`` set: the CLI's renders) with its .gitignore: all of it, or none of it.
 
+    Why staged: a render stopped part-way (a read-only folder, a full disk, Ctrl-C) used to leave some
+    files new and others old, and no record for ``--prune``. Every file is first written beside its
+    target; only then is each renamed into place, the file it replaces kept aside until all are in.
+    A failure at any point puts back what was there. Refuses (ValueError) while any file is refused.
+    """
+    if phase.refused:
+        raise ValueError(f"refusing to write over {phase.refused}")
+    out = Path(phase.out)
+    recorded = {path: record.Entry(sha256, target, job) for path, sha256, target, job in phase.recorded}
+    changes: "list[tuple[Path, bytes | None]]" = []  # (target, new bytes; None: remove it)
+    for item in phase.files:
+        target = out / item.path
+        if item.status in ("new", "changed", "unchanged"):
+            if item.status != "unchanged":
+                changes.append((target, item.content))
+            recorded[item.path] = record.Entry(item.sha256, item.target, phase.job)
+        elif phase.prune and item.status == "obsolete":
+            changes.append((target, None))
+            recorded.pop(item.path, None)
+        elif phase.prune and item.status == "kept":
+            recorded.pop(item.path, None)
+    if phase.job:
+        written = {target for target, data in changes if data is not None}
+        removed = {target for target, data in changes if data is None}
+        recorded = {path: entry for path, entry in recorded.items() if (out / path) in written
+                    or ((out / path).is_file() and (out / path) not in removed)}
+        changes.append((out / record.RECORD, record.dumps(recorded).encode("utf-8")))
+        from nodeweave.jobstate import GITIGNORE
 
-@dataclass(frozen=True)
-class RenderPlan:
-    """Every rendered file under ``out`` and what writing it would do."""
-
-    out: Path
-    files: Dict[str, Rendered] = field(repr=False)
-    entries: List[Planned]
-    owners: Dict[str, str] = field(default_factory=dict, repr=False)  # path -> the target that rendered it
-    job: str = ""
-    recorded: Dict[str, record.Entry] = field(default_factory=dict, repr=False)
-
-    @property
-    def stale(self) -> List[str]:
-        """Paths that differ from the rendering (what ``--check`` reports)."""
-        return [p.path for p in self.entries if p.status not in ("unchanged", "kept")]
-
-    @property
-    def refused(self) -> List[str]:
-        """Differing files without the mark: they look like the user's own."""
-        return [p.path for p in self.entries if p.status == "refused"]
-
-    @property
-    def kept(self) -> List[str]:
-        """Files an earlier render wrote that no renderer makes now, changed by the user since: never pruned."""
-        return [p.path for p in self.entries if p.status == "kept"]
-
-    def counts(self) -> Dict[str, int]:
-        return {s: sum(1 for p in self.entries if p.status == s)
-                for s in ("new", "changed", "unchanged", "obsolete", "kept")}
-
-    def write(self, prune: bool = False) -> None:
-        """Write new and changed files, remove obsolete ones if ``prune``, and record what this render wrote
-        (with ``job`` set: the CLI's renders, not ``up``'s own file): all of it, or none of it.
-
-        Why staged: a render stopped part-way (a read-only folder, a full disk, Ctrl-C) used to leave some
-        files new and others old, and no record for ``--prune``. Every file is first written beside its
-        target; only then is each renamed into place, the file it replaces kept aside until all are in.
-        A failure at any point puts back what was there. Refuses (ValueError) while any file is refused.
-        """
-        if self.refused:
-            raise ValueError(f"refusing to write over {self.refused}")
-        recorded = dict(self.recorded)
-        changes: "list[tuple[Path, bytes | None]]" = []  # (target, new bytes; None: remove it)
-        for item in self.entries:
-            target = self.out / item.path
-            if item.status in ("new", "changed", "unchanged"):
-                if item.status != "unchanged":
-                    changes.append((target, _encoded(self.files[item.path])))
-                recorded[item.path] = record.Entry(item.sha256, self.owners.get(item.path, ""), self.job)
-            elif prune and item.status == "obsolete":
-                changes.append((target, None))
-                recorded.pop(item.path, None)
-            elif prune and item.status == "kept":
-                recorded.pop(item.path, None)
-        if self.job:
-            written = {target for target, data in changes if data is not None}
-            removed = {target for target, data in changes if data is None}
-            recorded = {path: entry for path, entry in recorded.items() if (self.out / path) in written
-                        or ((self.out / path).is_file() and (self.out / path) not in removed)}
-            changes.append((self.out / record.RECORD, record.dumps(recorded).encode("utf-8")))
-            from nodeweave.jobstate import GITIGNORE
-
-            ignore = (self.out / record.RECORD).parent / ".gitignore"  # the record is nodeweave's, never committed
-            if not ignore.exists():
-                changes.append((ignore, GITIGNORE.encode("utf-8")))
-        write_all(changes)
+        ignore = (out / record.RECORD).parent / ".gitignore"  # the record is nodeweave's, never committed
+        if not ignore.exists():
+            changes.append((ignore, GITIGNORE.encode("utf-8")))
+    write_all(changes)
 
 
 def write_all(changes: "list[tuple[Path, bytes | None]]") -> None:
-    """Each ``(target, bytes)`` written and each ``(target, None)`` removed, all or none (see RenderPlan.write)."""
+    """Each ``(target, bytes)`` written and each ``(target, None)`` removed, all or none (see write_rendered)."""
     import tempfile  # here: `render --check` and dry runs write nothing (tempfile imports random)
 
     made: List[Path] = []  # folders this call created, outermost first
@@ -183,10 +147,17 @@ def _encoded(content: Rendered) -> bytes:
 
 
 def plan_render(files: Dict[str, Rendered], out: Path, force: bool = False, owners: "Dict[str, str] | None" = None,
-                job: str = "") -> RenderPlan:
+                job: str = "", prune: bool = False, targets: Sequence[str] = ()) -> Plan:
+    """``render``'s plan: one :class:`RenderFilesPhase` that writes ``files`` under ``out`` (``render_phase``)."""
+    return Plan("render", str(out), (render_phase(files, out, force, owners, job, prune, targets),))
+
+
+def render_phase(files: Dict[str, Rendered], out: Path, force: bool = False, owners: "Dict[str, str] | None" = None,
+                 job: str = "", prune: bool = False, targets: Sequence[str] = ()) -> RenderFilesPhase:
     """What writing ``files`` under ``out`` would do to each path, plus files an earlier render of ``job``
     wrote for the same targets (``owners``: path -> target) that no renderer makes now."""
     recorded = record.read(out) if job else {}
+    owners = dict(owners or {})
     entries = []
     for path, content in files.items():
         data = _encoded(content)
@@ -203,10 +174,12 @@ def plan_render(files: Dict[str, Rendered], out: Path, force: bool = False, owne
                 status = "changed"
             else:
                 status = "refused"
-        entries.append(Planned(path, len(data), status, hashlib.sha256(data).hexdigest()))
-    owners = dict(owners or {})
-    return RenderPlan(out=out, files=files, entries=entries + _obsolete(files, out, owners, job, recorded),
-                      owners=owners, job=job, recorded=recorded)
+        entries.append(RenderedFile(path, status, len(data), hashlib.sha256(data).hexdigest(), owners.get(path, ""),
+                                    data))
+    what = f"the files {', '.join(targets)} render{'s' if len(targets) == 1 else ''}" if targets else "the files"
+    return RenderFilesPhase(f"{what} under {out}", out=str(out), targets=tuple(targets),
+                            files=tuple(entries + _obsolete(files, out, owners, job, recorded)), prune=prune, job=job,
+                            recorded=tuple((path, *entry) for path, entry in sorted(recorded.items())))
 
 
 def _as_recorded(entry: "record.Entry | None", data: bytes) -> bool:
@@ -214,7 +187,7 @@ def _as_recorded(entry: "record.Entry | None", data: bytes) -> bool:
 
 
 def _obsolete(files: Dict[str, Rendered], out: Path, owners: Dict[str, str], job: str,
-              recorded: Dict[str, "record.Entry"]) -> List[Planned]:
+              recorded: Dict[str, "record.Entry"]) -> List[RenderedFile]:
     """Recorded files of ``job``'s targets rendered now that no renderer makes any more: ``obsolete`` when
     their bytes are what was written, ``kept`` when the user changed them since."""
     targets = set(owners.values())
@@ -225,7 +198,7 @@ def _obsolete(files: Dict[str, Rendered], out: Path, owners: Dict[str, str], job
             continue
         data = bounded.read_bytes(file, bounded.RENDERED_CAP, "a rendered file")
         status = "obsolete" if _as_recorded(entry, data) else "kept"
-        found.append(Planned(rel, len(data), status, hashlib.sha256(data).hexdigest()))
+        found.append(RenderedFile(rel, status, len(data), hashlib.sha256(data).hexdigest(), entry.target))
     return found
 
 
