@@ -124,3 +124,38 @@ def test_the_dashboards_finished_run_skips_a_damaged_newer_record(capsys, job_fo
     folder, record, *_ = _finished_run("last", None)
     assert folder.name == GOOD and record["exit_code"] == 0
     assert DAMAGED in one_line(capsys.readouterr().err)
+
+
+# -- U7: every verb that needs the job up says "<job> is not up ... `nodeweave up`", exit 3 -------------------
+
+
+def engine_with_nothing_up(folder: Path, monkeypatch) -> None:
+    """A podman on PATH that answers every inspect as the real one does with no container: exit 125."""
+    bin_dir = folder / "bin"
+    bin_dir.mkdir()
+    tool = bin_dir / "podman"
+    tool.write_text('#!/bin/sh\nshift\necho "Error: no container with name or ID \\"$3\\" found: no such container" >&2\n'
+                    "exit 125\n")
+    tool.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:/usr/bin:/bin")
+    monkeypatch.setenv("NODEWEAVE_ENGINE", "podman")
+
+
+@pytest.mark.parametrize("argv", [["doctor", "--cluster"], ["doctor", "--cluster", "-o", "json"],
+                                  ["doctor", "--cluster", "--node", "1"], ["top"], ["dashboard"], ["logs"],
+                                  ["exec", "--", "ls"], ["shell"], ["stop"], ["sync"], ["check"]])
+def test_every_verb_that_needs_the_job_up_says_it_is_not_up_exit_3(capsys, job_folder, monkeypatch, argv):
+    engine_with_nothing_up(job_folder, monkeypatch)
+    code, out, err = run_cli(capsys, *argv)
+    line = one_line(err)
+    assert code == 3 and "proj is not up on podman" in line and "`nodeweave up" in line, out + err
+    assert "single node" not in out + err and not out.strip(), out
+
+
+def test_doctor_cluster_outside_a_node_and_any_job_folder_says_where_to_ask(capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    for name in ("NODE_RANK", "RANK", "NNODES", "WORLD_SIZE", "MASTER_ADDR", "NODEWEAVE_SPEC"):
+        monkeypatch.delenv(name, raising=False)
+    code, out, err = run_cli(capsys, "doctor", "--cluster")
+    line = one_line(err)
+    assert code == 3 and "not a node of a job" in line and "--node KIND:NAME" in line and not out, out + err

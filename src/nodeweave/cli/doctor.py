@@ -3,7 +3,8 @@
 Imports no torch (``--bench`` runs the bench worker in its own processes).
 Exit codes: 0 no error finding (warnings allowed), 1 at least one error
 finding (with ``--cluster``: a refusal the check-in would make, or node 0's
-exchange could not be asked), 2 bad input (``--sysroot`` not a directory).
+exchange could not be asked), 2 bad input (``--sysroot`` not a directory), 3 (``--cluster``
+outside a node) the job is not up, as every verb that needs it says.
 """
 
 from __future__ import annotations
@@ -116,12 +117,22 @@ def _cluster_table(view) -> Table:
 def _cluster(fmt: str, node: "list[str]") -> None:
     from rich.console import Console
 
-    from nodeweave.doctor.cluster import survey_here, survey_targets
+    from nodeweave.doctor.cluster import NotANode, survey_here, survey_targets
 
     if node:
         view = survey_targets(_asked_through(node))
     else:
-        view = survey_here()
+        try:
+            view = survey_here()
+        except NotANode as err:  # outside the job: ask through the nodes `nodeweave up` made (exit 3: none up)
+            from nodeweave.cli.habits.base import find_spec
+            from nodeweave.errors import EnvironmentProblem
+
+            if not find_spec(None).is_file():
+                raise EnvironmentProblem(f"no job to ask: {err}, and no nodeweave.yaml here or above names one; run "
+                                         "it inside a node, or give --node KIND:NAME (podman:trainer-1, pod:llama-0, "
+                                         "ssh:gpu01)") from None
+            view = survey_targets(_asked_through(["all"]))
     if is_data(fmt):
         emit({"schema": "nodeweave.doctor.cluster/1", **view.to_dict()}, fmt)
     else:
@@ -150,15 +161,18 @@ def _asked_through(node: "list[str]") -> list:
     from nodeweave.cli.habits.nodes import pick_nodes, split_addresses
     from nodeweave.remote import parse_target
 
-    addresses, picks = split_addresses(node)
+    every = node == ["all"]  # --cluster outside a node: every node of the job the nearest spec names
+    addresses, picks = ([], []) if every else split_addresses(node)
     found = [parse_target(text) for text in addresses]
-    if picks:
+    if picks or every:
         from nodeweave.cli.habits.base import find_spec
         from nodeweave.cli.habits.clusteropts import open_cluster
         from nodeweave.cluster.options import ClusterOptions
 
         _, backend, _ = open_cluster(find_spec(None), ClusterOptions())
-        found += pick_nodes(backend.live_nodes("ask"), picks)
+        picked = pick_nodes(backend.live_nodes("ask"), picks)
+        backend.require_up(picked, "ask")  # nothing up: "<job> is not up ... `nodeweave up`", exit 3, as every verb
+        found += picked
     return found
 
 
@@ -224,7 +238,8 @@ def doctor(
                                "node at once, as training starts)"),
     cluster: bool = typer.Option(False, "--cluster", help="every node of the running job side by side, as node 0's "
                                  "check-in exchange sees them; differences highlighted, the check-in's refusals "
-                                 "as errors. Asked from here with this machine's variables, or through --node"),
+                                 "as errors. Asked from here with this machine's variables (inside a node), through --node, "
+                                 "or else through every node of the cluster `nodeweave up` made (none up: exit 3)"),
     on: Optional[List[str]] = typer.Option(None, "--on", hidden=True, help="Deprecated: --node KIND:NAME"),
     capture: Optional[Path] = typer.Option(None, "--capture", metavar="DIR", help="copy exactly the files "
                                            "detection reads (sysfs, procfs, /etc) into DIR, a tree --sysroot "

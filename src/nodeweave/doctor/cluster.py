@@ -154,6 +154,10 @@ def _allowable():
     return EXCHANGE_ALLOWABLE
 
 
+class NotANode(Exception):
+    """survey_here on a machine that no job's variables make a node: there is no node 0 to ask from here."""
+
+
 def survey_here(env: "dict[str, str] | None" = None) -> ClusterView:
     """Ask node 0's exchange from this machine, as the entrypoint here would reach it (its variables)."""
     import os
@@ -171,6 +175,8 @@ def survey_here(env: "dict[str, str] | None" = None) -> ClusterView:
     if plan.errors:
         return _unreachable("this machine's settings", plan.errors[0]["message"])
     info, topo = plan.exchange, plan.topology
+    if not topo.platform:  # nothing says this machine is a node of a job: the caller asks the job's nodes
+        raise NotANode("this machine is not a node of a job (no rank variables, no platform)")
     if not info or not info.get("enabled"):
         return _unreachable("this machine's settings", f"no check-in exchange to ask: {(info or {}).get('why')}")
     where = f"{info['host']}:{info['port']}"
