@@ -159,3 +159,69 @@ def test_doctor_cluster_outside_a_node_and_any_job_folder_says_where_to_ask(caps
     code, out, err = run_cli(capsys, "doctor", "--cluster")
     line = one_line(err)
     assert code == 3 and "not a node of a job" in line and "--node KIND:NAME" in line and not out, out + err
+
+
+# -- M4: an unknown NODEWEAVE_* variable is warned by both programs, from the one list both read --------------
+
+import os  # noqa: E402
+import re  # noqa: E402
+import subprocess  # noqa: E402
+
+import cli_run  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+CPU_ONLY = Path(__file__).parent / "fixtures" / "synthetic" / "cpu-only"
+NAMED = re.compile(r"(?<![A-Za-z0-9_])NODEWEAVE_[A-Z0-9_]*[A-Z0-9]")
+
+
+def entrypoint(cwd: Path, env: dict, *args: str) -> subprocess.CompletedProcess:
+    (cwd / "train.py").write_text("")
+    full = {"PATH": os.environ["PATH"], **env}
+    return cli_run.run([*cli_run.ENTRYPOINT, "--sysroot", str(CPU_ONLY), *args], env=full, cwd=cwd, timeout=60)
+
+
+@pytest.mark.parametrize("name, meant", [("NODEWEAVE_SEPC", "NODEWEAVE_SPEC"), ("NODEWEAVE_IFNAME", "NODEWEAVE_INTERFACES"),
+                                         ("NODEWEAVE_NNODE", "NODEWEAVE_NNODES"), ("NODEWEAVE_EXCLUDE_HCA",
+                                                                                    "NODEWEAVE_EXCLUDE_HCAS")])
+def test_both_programs_warn_once_of_an_unknown_variable_with_the_name_meant(capsys, job_folder, monkeypatch, name,
+                                                                            meant):
+    monkeypatch.setenv(name, "eth9")
+    code, out, err = run_cli(capsys, "validate")
+    assert code == 0 and one_line(err) == (f"nodeweave: warning: {name} is not a variable nodeweave reads, so it is "
+                                           f"ignored (did you mean {meant}?)"), err
+    env = {name: "eth9", "NODE_RANK": "0", "NNODES": "2", "MASTER_ADDR": "10.0.0.1"}
+    explained = entrypoint(job_folder, env, "--explain", "--no-wait", "--json", "--", "train.py")
+    said = [w for w in json.loads(explained.stdout)["warnings"] if name in w]
+    assert len(said) == 1 and f"did you mean {meant}?" in said[0], explained.stdout[-1500:]
+    started = entrypoint(job_folder, {name: "x"}, "--launcher", "command", "--", "true")  # the start-up lines
+    assert started.returncode == 0 and started.stderr.count(f"{name} is not a variable") == 1, started.stderr
+
+
+def test_a_variable_nodeweave_sets_or_reads_is_never_warned(capsys, job_folder, monkeypatch):
+    from nodeweave.entrypoint.planning.variables import KNOWN, unknown_variables
+
+    monkeypatch.setenv("NODEWEAVE_SPEC", "nodeweave.yaml")
+    monkeypatch.setenv("NODEWEAVE_TEST_KEEP_ENGINE", "1")  # the project's own test knobs are not a user's typo
+    assert run_cli(capsys, "validate")[2] == ""
+    assert unknown_variables({name: "1" for name in KNOWN}) == []
+
+
+def test_the_one_list_holds_every_nodeweave_variable_the_sources_and_renderings_name(tmp_path, job_folder):
+    """The list is complete: every NODEWEAVE_* name in the sources, and in what render writes for every target
+    (the variables nodeweave sets in containers), is in it; a new variable added without it fails here."""
+    from nodeweave.entrypoint.planning.variables import DEVELOPMENT, KNOWN
+
+    named = set()
+    for path in (ROOT / "src" / "nodeweave").rglob("*.py"):
+        if path.name == "variables.py":  # the list itself, whose docstring names the typos it catches
+            continue
+        named.update(NAMED.findall(path.read_text(encoding="utf-8")))
+    assert run_cli_quiet(["render", "all", "--out", str(tmp_path / "out")]) == 0
+    for path in (tmp_path / "out").rglob("*"):
+        if path.is_file() and path.suffix != ".pyz":
+            named.update(NAMED.findall(path.read_text(encoding="utf-8", errors="replace")))
+    assert sorted(named - KNOWN - DEVELOPMENT) == []
+
+
+def run_cli_quiet(argv) -> int:
+    return main(list(argv))

@@ -249,6 +249,8 @@ NOTICES = (  # emitted inline by the planners (topology, policy)
     Rule("empty-variable", None, WARNING,
          "give the variable a value or leave it unset (`-e NAME=$X` with X unset, or a compose file's ${X}, sets it "
          "empty)"),
+    Rule("unknown-variable", None, WARNING,
+         "fix the name (a mistyped NODEWEAVE_* variable changes nothing), or unset it"),
     Rule("flag-overrides-source", None, WARNING,
          "drop the flag or the variable it overrides, so every node reads its rank from one place"),
     Rule("no-route-to-master", None, WARNING, "check that the master's name resolves and is routable from this node"),

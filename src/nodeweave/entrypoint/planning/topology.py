@@ -26,6 +26,7 @@ from ..errors import TopologyError, UsageError
 from ..model import FLAG, HOSTNAME, Topology, Value
 from .rules import emit
 from .sources import RANK_NAMES, Scene, collect, empty_variables
+from .variables import unknown_lines
 
 DEFAULT_PORT = 29500
 
@@ -116,6 +117,8 @@ def discover(settings, node, root, kube, warnings=None):
     notes = scene.notes
     for name in empty_variables(scene):
         emit(warnings, "empty-variable", f"{name} is set but empty, so it is read as unset")
+    for line in unknown_lines(env):  # a mistyped NODEWEAVE_* name: the one list both programs read
+        emit(warnings, "unknown-variable", line)
     rank, rank_claim = decide(claims.get("node_rank"), "node_rank", "node rank", read_int(0), notes, warnings)
     nnodes, nnodes_claim = decide(claims.get("nnodes"), "nnodes", "nnodes",
                                   lambda v, w, s: normalize_nnodes(v, s)[0], notes, warnings)
