@@ -225,3 +225,50 @@ def test_the_one_list_holds_every_nodeweave_variable_the_sources_and_renderings_
 
 def run_cli_quiet(argv) -> int:
     return main(list(argv))
+
+
+# -- M5: a kept interface or HCA variable naming nothing on this node is warned: --explain, doctor, start-up ---
+
+SYNTHETIC = Path(__file__).parent / "fixtures" / "synthetic"
+RANKED = {"NODE_RANK": "0", "NNODES": "2", "MASTER_ADDR": "10.0.0.1"}
+
+
+@pytest.mark.parametrize("tree, env, says", [
+    ("cpu-only", {"NCCL_SOCKET_IFNAME": "eth9"}, "NCCL_SOCKET_IFNAME=eth9 matches no interface here (eth0, lo)"),
+    ("cpu-only", {"NCCL_SOCKET_IFNAME": "eth9", "NNODES": "1"}, "NCCL_SOCKET_IFNAME=eth9 matches no interface here"),
+    ("cpu-only", {"NCCL_SOCKET_IFNAME": "^eth,lo"}, "NCCL_SOCKET_IFNAME=^eth,lo matches no interface here"),
+    ("cpu-only", {"NCCL_SOCKET_IFNAME": "=eth"}, "NCCL_SOCKET_IFNAME==eth matches no interface here"),
+    ("cpu-only", {"NCCL_SOCKET_IFNAME": "eth9,ib9"}, "NCCL_SOCKET_IFNAME=eth9,ib9 matches no interface here"),
+    ("cpu-only", {"GLOO_SOCKET_IFNAME": "eth9"}, "GLOO_SOCKET_IFNAME=eth9 matches no interface here"),
+    ("cpu-only", {"GLOO_SOCKET_IFNAME": "eth"}, "GLOO_SOCKET_IFNAME=eth matches no interface here (Gloo takes exact"),
+    ("cpu-only", {"NCCL_IB_HCA": "mlx5_0"}, "NCCL_IB_HCA=mlx5_0 names RDMA devices, and this node has none"),
+    ("hgx-h100", {"NCCL_IB_HCA": "=mlx5_0,mlx5_10"}, "mlx5_10 is not an RDMA device here (mlx5_0, "),
+    ("hgx-h100", {"NCCL_IB_HCA": "=mlx5_0:2"}, "mlx5_0:2 is not a port here (mlx5_0:1, "),
+    ("hgx-h100", {"NCCL_IB_HCA": "^mlx5"}, "NCCL_IB_HCA=^mlx5 excludes every RDMA device here"),
+])
+def test_a_kept_interface_or_hca_variable_naming_nothing_here_is_warned(tmp_path, tree, env, says):
+    (tmp_path / "train.py").write_text("")
+    full = {"PATH": os.environ["PATH"], **RANKED, **env}
+    explained = cli_run.run([*cli_run.ENTRYPOINT, "--sysroot", str(SYNTHETIC / tree), "--explain", "--no-wait", "--json",
+                             "--", "train.py"], env=full, cwd=tmp_path, timeout=60)
+    assert any(says in w for w in json.loads(explained.stdout)["warnings"]), explained.stdout[-2000:]
+    doctor = cli_run.run([*cli_run.NODEWEAVE, "doctor", "--sysroot", str(SYNTHETIC / tree), "-o", "json"],
+                         env=full, cwd=tmp_path, timeout=60)
+    assert any(says in f["message"] for f in json.loads(doctor.stdout)["findings"]), doctor.stdout[-2000:]
+
+
+def test_the_start_up_line_warns_of_an_interface_variable_naming_nothing(tmp_path):
+    (tmp_path / "train.py").write_text("")
+    started = cli_run.run([*cli_run.ENTRYPOINT, "--sysroot", str(SYNTHETIC / "cpu-only"), "--launcher", "command", "--",
+                           "true"], env={"PATH": os.environ["PATH"], "GLOO_SOCKET_IFNAME": "eth9"}, cwd=tmp_path,
+                          timeout=60)
+    assert started.returncode == 0 and "warning: GLOO_SOCKET_IFNAME=eth9 matches no interface here" in \
+        started.stderr, started.stderr
+
+
+def test_a_kept_variable_naming_an_interface_here_is_not_warned(tmp_path):
+    (tmp_path / "train.py").write_text("")
+    full = {"PATH": os.environ["PATH"], **RANKED, "NCCL_SOCKET_IFNAME": "=eth0", "GLOO_SOCKET_IFNAME": "eth0"}
+    explained = cli_run.run([*cli_run.ENTRYPOINT, "--sysroot", str(SYNTHETIC / "cpu-only"), "--explain", "--no-wait",
+                             "--json", "--", "train.py"], env=full, cwd=tmp_path, timeout=60)
+    assert not [w for w in json.loads(explained.stdout)["warnings"] if "matches no" in w], explained.stdout[-2000:]
