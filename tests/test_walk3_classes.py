@@ -272,3 +272,30 @@ def test_a_kept_variable_naming_an_interface_here_is_not_warned(tmp_path):
     explained = cli_run.run([*cli_run.ENTRYPOINT, "--sysroot", str(SYNTHETIC / "cpu-only"), "--explain", "--no-wait",
                              "--json", "--", "train.py"], env=full, cwd=tmp_path, timeout=60)
     assert not [w for w in json.loads(explained.stdout)["warnings"] if "matches no" in w], explained.stdout[-2000:]
+
+
+# -- M6: every torchrun-style variable the plan will replace is weighed against it, as WORLD_SIZE is -----------
+
+
+@pytest.mark.parametrize("name, wrong, right", [("LOCAL_WORLD_SIZE", "4", "1"), ("NPROC_PER_NODE", "8", "1"),
+                                                ("LOCAL_RANK", "3", "0"), ("GROUP_RANK", "1", "0"),
+                                                ("GROUP_WORLD_SIZE", "4", "2"), ("ROLE_RANK", "5", "0"),
+                                                ("ROLE_WORLD_SIZE", "5", "2")])
+def test_a_per_process_variable_the_plan_contradicts_is_refused_and_one_that_fits_noted(tmp_path, name, wrong, right):
+    (tmp_path / "train.py").write_text("")
+    env = {"PATH": os.environ["PATH"], **RANKED}
+    argv = [*cli_run.ENTRYPOINT, "--sysroot", str(SYNTHETIC / "cpu-only"), "--explain", "--no-wait", "--", "train.py"]
+    refused = cli_run.run(argv, env={**env, name: wrong}, cwd=tmp_path, timeout=60)
+    said = refused.stdout + refused.stderr
+    assert refused.returncode == 3 and f"{name}={wrong} contradicts 2 node(s) x 1 process(es) per node" in said, said
+    assert f"accepted (" in said and f"): {right}, or unset it" in said, said
+    fits = cli_run.run(argv, env={**env, name: right}, cwd=tmp_path, timeout=60)
+    assert fits.returncode == 0 and f"{name}={right} fits the plan" in fits.stdout, fits.stdout[-2000:] + fits.stderr
+
+
+def test_a_per_process_variable_that_is_no_number_is_bad_input(tmp_path):
+    (tmp_path / "train.py").write_text("")
+    out = cli_run.run([*cli_run.ENTRYPOINT, "--sysroot", str(SYNTHETIC / "cpu-only"), "--explain", "--no-wait", "--",
+                       "train.py"], env={"PATH": os.environ["PATH"], **RANKED, "LOCAL_WORLD_SIZE": "four"},
+                      cwd=tmp_path, timeout=60)
+    assert out.returncode == 2 and "LOCAL_WORLD_SIZE=four" in out.stdout + out.stderr, out.stdout + out.stderr

@@ -140,6 +140,7 @@ def discover(settings, node, root, kube, warnings=None):
         raise UsageError(f"node rank {rank} (from {rank_src}) is not below the node count {nnodes} "
                          f"(from {nnodes_src}); ranks run 0..{hi - 1}")
     consistency.check_processes(claims, rank, lo, hi, nproc, nproc_src)
+    consistency.check_worker_variables(env, rank, lo, hi, nproc, nproc_src, notes)
     consistency.check_tasks(claims, settings.get("launcher", "torchrun"))
     master, master_src = choose_master(scene, claims, prefix, hi, notes, warnings)
     port, port_claim = decide(claims.get("master_port"), "master_port", "master port", _read_port, notes, warnings)
