@@ -299,3 +299,76 @@ def test_a_per_process_variable_that_is_no_number_is_bad_input(tmp_path):
                        "train.py"], env={"PATH": os.environ["PATH"], **RANKED, "LOCAL_WORLD_SIZE": "four"},
                       cwd=tmp_path, timeout=60)
     assert out.returncode == 2 and "LOCAL_WORLD_SIZE=four" in out.stdout + out.stderr, out.stdout + out.stderr
+
+
+# -- M8: an option naming something that must exist on this machine is checked at dry run too ---------------
+
+import shutil  # noqa: E402
+
+from nodeweave.errors import UsageError  # noqa: E402
+
+
+def stand_in_engine(folder: Path, monkeypatch, networks=("podman",), containers=()) -> None:
+    """A podman on PATH answering `network inspect`, `network ls` and `container inspect` as the real one does."""
+    bin_dir = folder / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    tool = bin_dir / "podman"
+    tool.write_text("#!/bin/sh\n"
+                    f'NETWORKS="{" ".join(networks)}"\nCONTAINERS="{" ".join(containers)}"\n'
+                    'case "$1 $2" in\n'
+                    '  "network ls") for n in $NETWORKS; do echo "$n"; done; exit 0;;\n'
+                    '  "network inspect") for n in $NETWORKS; do [ "$n" = "$3" ] && echo "[{}]" && exit 0; done\n'
+                    '    echo "Error: network $3: unable to find network with name or ID $3: network not found" >&2; '
+                    'exit 125;;\n'
+                    '  "container inspect") for n in $CONTAINERS; do [ "$n" = "$3" ] && echo "[{}]" && exit 0; done\n'
+                    '    echo "Error: no such container $3" >&2; exit 125;;\n'
+                    "esac\necho \"Error: unexpected $*\" >&2\nexit 125\n")
+    tool.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:/usr/bin:/bin")
+
+
+@pytest.mark.parametrize("network, kind, says", [
+    ("moon", "podman", "--network moon is not a network of podman here (podman, lab); accepted: host, none"),
+    ("container:trainer-0", "podman", "--network container:trainer-0: podman has no container trainer-0"),
+    ("ns:/run/netns/nope", "podman", "--network ns:/run/netns/nope: /run/netns/nope does not exist on this machine"),
+    ("lab", "docker", "docker builds through BuildKit, which takes default, host, none"),
+    ("private", "docker", "private is podman's"),
+])
+def test_a_build_network_that_does_not_exist_here_is_refused(tmp_path, monkeypatch, network, kind, says):
+    from nodeweave.build import check_network_exists
+
+    stand_in_engine(tmp_path, monkeypatch, networks=("podman", "lab"))
+    with pytest.raises(UsageError) as refused:
+        check_network_exists(network, kind, answered=True)
+    assert says in str(refused.value), refused.value
+
+
+@pytest.mark.parametrize("network", ["lab", "host", "none", "container:trainer-0", "ns:/proc/self/ns/net"])
+def test_a_build_network_that_exists_here_is_accepted(tmp_path, monkeypatch, network):
+    from nodeweave.build import check_network_exists
+
+    stand_in_engine(tmp_path, monkeypatch, networks=("podman", "lab"), containers=("trainer-0",))
+    assert check_network_exists(network, "podman", answered=True) is None
+
+
+def test_a_dry_run_whose_engine_does_not_answer_notes_the_network_it_could_not_ask(capsys, job_folder, monkeypatch):
+    assert run_cli(capsys, "render", "entrypoint", "--out", str(job_folder))[0] == 0
+    bin_dir = job_folder / "bin"
+    bin_dir.mkdir()
+    for tool in ("podman", "docker"):
+        (bin_dir / tool).write_text("#!/bin/sh\necho 'Error: cannot connect' >&2\nexit 125\n")
+        (bin_dir / tool).chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:/usr/bin:/bin")
+    monkeypatch.setenv("NODEWEAVE_ENGINE", "podman")
+    code, out, err = run_cli(capsys, "image", "build", "cpu", "--network", "moon", "--dry-run")
+    assert code == 0 and "--network moon: whether podman has this network could not be asked" in out, out + err
+
+
+@pytest.mark.skipif(shutil.which("podman") is None, reason="the real podman answers whether the network exists")
+def test_image_build_dry_run_refuses_a_network_the_real_engine_lacks(capsys, job_folder, monkeypatch):
+    assert run_cli(capsys, "render", "entrypoint", "--out", str(job_folder))[0] == 0
+    monkeypatch.setenv("NODEWEAVE_ENGINE", "podman")
+    code, out, err = run_cli(capsys, "image", "build", "cpu", "--network", "nodeweave-no-such-network", "--dry-run")
+    if code == 0 and "could not be asked" in out:
+        pytest.skip("podman does not answer on this machine")
+    assert code == EXIT_USAGE and "is not a network of podman here" in one_line(err) and not out, out + err
