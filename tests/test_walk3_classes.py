@@ -372,3 +372,50 @@ def test_image_build_dry_run_refuses_a_network_the_real_engine_lacks(capsys, job
     if code == 0 and "could not be asked" in out:
         pytest.skip("podman does not answer on this machine")
     assert code == EXIT_USAGE and "is not a network of podman here" in one_line(err) and not out, out + err
+
+
+# -- M9: every verb that starts work or reaches hosts has --dry-run, printing what it would do -----------------
+
+
+def test_every_verb_that_starts_work_or_reaches_hosts_takes_dry_run(capsys):
+    """The verbs that start processes or reach other machines (``nodeweave --help``'s list, read here)."""
+    acting = ["init", "render", "up", "down", "run", "exec", "shell", "stop", "sync", "check", "bench", "doctor",
+              "hosts probe", "image build"]
+    for verb in acting:
+        code, out, _ = run_cli(capsys, *verb.split(), "--help")
+        assert code == 0 and "--dry-run" in out, verb
+
+
+def test_hosts_probe_dry_run_prints_each_probe_and_reaches_no_host(capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("PATH", str(tmp_path))  # no ssh, no podman: nothing could be reached
+    code, out, err = run_cli(capsys, "hosts", "probe", "--node", "gpu01", "--node", "podman:trainer-0",
+                             "--write-hostfile", "hostfile", "--dry-run")
+    assert code == 0, err
+    assert "# probe ssh:gpu01" in out and "gpu01 -- 'python3 -c PROBE" in out, out
+    assert "podman exec -i trainer-0 python3 -c PROBE" in out and "# would write hostfile" in out, out
+    assert "the real probe would end with exit 3: podman is not on PATH" in out, out
+    assert not (tmp_path / "hostfile").exists()
+    code, out, _ = run_cli(capsys, "hosts", "probe", "--node", "gpu01", "--dry-run", "-o", "json")
+    assert code == 0 and json.loads(out)["verb"] == "hosts probe"
+
+
+def test_bench_dry_run_prints_every_launch_and_starts_none(capsys, job_folder):
+    code, out, err = run_cli(capsys, "bench", "--nproc", "2", "--sweep", "NCCL_ALGO=Ring,Tree", "--dry-run")
+    assert code == 0, err
+    assert "# 3 launch(es) on this node" in out and out.count("-m nodeweave.entrypoint --") == 3, out
+    assert "NCCL_ALGO=Tree" in out and "# would write runs/nodeweave-bench.json" in out, out
+    assert not (job_folder / "runs").exists()
+    code, out, _ = run_cli(capsys, "bench", "--nproc", "2", "--dry-run", "-o", "json")
+    assert code == 0 and [p["kind"] for p in json.loads(out)["phases"]] == ["commands", "files"]
+
+
+def test_doctor_dry_run_prints_the_bench_launch_and_the_nodes_cluster_would_ask(capsys, job_folder, monkeypatch):
+    code, out, err = run_cli(capsys, "doctor", "--bench", "--sysroot", str(CPU_ONLY), "--dry-run")
+    assert code == 0 and "--ops all_reduce" in out and "nodeweave.entrypoint" in out, out + err
+    code, out, err = run_cli(capsys, "doctor", "--cluster", "--node", "podman:trainer-1", "--dry-run")
+    assert code == 0 and "podman exec trainer-1 nodeweave-entrypoint --status --all" in out, out + err
+    engine_with_nothing_up(job_folder, monkeypatch)
+    code, out, err = run_cli(capsys, "doctor", "--cluster", "--dry-run")
+    assert code == 0 and "the real doctor --cluster would end with exit 3: proj is not up" in out, out + err
+    assert "podman exec proj-1 nodeweave-entrypoint --status --all" in out, out

@@ -141,6 +141,47 @@ def _cluster(fmt: str, node: "list[str]") -> None:
         raise typer.Exit(1)
 
 
+def _dry_run(fmt: str, node: "list[str]", cluster: bool, bench: bool, sysroot: "Path | None") -> None:
+    """What the real doctor would start (--bench's launch) or reach (--cluster's nodes); the rest only reads."""
+    from dataclasses import replace
+
+    from nodeweave.cli.habits.clusteropts import show_plan
+    from nodeweave.plan import Plan
+
+    if cluster:
+        from nodeweave.doctor.cluster import NotANode, survey_here, survey_plan
+
+        if not node:
+            try:
+                survey_here(_NO_ASKING)
+            except NotANode:
+                node = ["all"]
+            else:
+                show_plan(Plan("doctor --cluster", "this node", (), (
+                    "asks node 0's check-in exchange with this node's variables (nodeweave-entrypoint --status "
+                    "--all does the same); changes nothing",)), fmt)
+                return
+        targets, notes = _asked_through(node, dry_run=True)
+        plan = survey_plan(targets)
+        show_plan(replace(plan, notes=(*plan.notes, *notes)), fmt)
+        return
+    if bench:
+        from nodeweave.bench.runner import bench_plan
+        from nodeweave.doctor.bench_check import bench_config
+        from nodeweave.entrypoint import detect
+
+        config = bench_config(detect(sysroot=str(sysroot) if sysroot is not None else "/"))
+        plan = bench_plan(config, [], Path("-"), None)
+        show_plan(replace(plan, verb="doctor --bench", phases=plan.phases[:-1], notes=(
+            "reads this node (sysfs, procfs), then one short all_reduce launch; writes no file",)), fmt)
+        return
+    show_plan(Plan("doctor", "this node", (), ("reads this node only (sysfs, procfs, /etc): nothing to start or "
+                                               "reach; --bench launches, --cluster asks the nodes",)), fmt)
+
+
+_NO_ASKING = None  # survey_here's environment: this process's own (only its plan is made before NotANode)
+
+
 def _which_nodes(node: "list[str]", on: "list[str]", cluster: bool, spec_path: "Path | None") -> "list[str]":
     """--node (and the old --on, with its note) for the mode that reads it: --cluster or --spec."""
     if on:
@@ -155,9 +196,9 @@ def _which_nodes(node: "list[str]", on: "list[str]", cluster: bool, spec_path: "
     return [*node, *on]
 
 
-def _asked_through(node: "list[str]") -> list:
+def _asked_through(node: "list[str]", dry_run: bool = False):
     """The nodes --cluster asks through: KIND:NAME addresses as they are, indices and names of the cluster
-    `nodeweave up` made for the nearest spec."""
+    `nodeweave up` made for the nearest spec; a dry run returns (nodes, what the real one would meet)."""
     from nodeweave.cli.habits.nodes import pick_nodes, split_addresses
     from nodeweave.remote import parse_target
 
@@ -169,11 +210,16 @@ def _asked_through(node: "list[str]") -> list:
         from nodeweave.cli.habits.clusteropts import open_cluster
         from nodeweave.cluster.options import ClusterOptions
 
-        _, backend, _ = open_cluster(find_spec(None), ClusterOptions())
-        picked = pick_nodes(backend.live_nodes("ask"), picks)
+        _, backend, _ = open_cluster(find_spec(None), ClusterOptions(), dry_run=dry_run)
+        picked = pick_nodes(backend.live_nodes("ask", dry_run), picks)
+        if dry_run:
+            from nodeweave.cli.habits.clusteropts import would_fail
+
+            met = would_fail(backend, picked, "ask")  # "no node to ask for its fingerprint", as the real one says
+            return [*found, *picked], [line.replace("the real ask ", "the real doctor --cluster ") for line in met]
         backend.require_up(picked, "ask")  # nothing up: "<job> is not up ... `nodeweave up`", exit 3, as every verb
         found += picked
-    return found
+    return (found, []) if dry_run else found
 
 
 def print_cluster_view(view, console: Console) -> None:
@@ -247,6 +293,8 @@ def doctor(
                                            "DIR/capture/: attach it to a bug report (DIR must be new or empty)"),
     spec_path: Optional[Path] = typer.Option(None, "--spec", help="judge this node as node --node of this spec: "
                                              "its node count, launcher, env and master (variables set here win)"),
+    dry_run: bool = typer.Option(False, "--dry-run", help="print what --bench would launch and what --cluster "
+                                 "would run on each node; start nothing, ask no node"),
     node: List[str] = typer.Option([], "--node", metavar="NODE", callback=checked_selectors, autocompletion=complete_node,
                                    help="As every verb's --node (an index, a range, a name or KIND:NAME); with "
                                         "--spec, the one node this machine is judged as (default: 0); with "
@@ -264,6 +312,9 @@ def doctor(
 
     fmt = data_format(json_output, output)
     node = _which_nodes(node, on or [], cluster, spec_path)
+    if dry_run:
+        _dry_run(fmt, node, cluster, bench, sysroot)
+        return
     if cluster:
         _cluster(fmt, node)
         return
