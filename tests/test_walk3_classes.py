@@ -419,3 +419,37 @@ def test_doctor_dry_run_prints_the_bench_launch_and_the_nodes_cluster_would_ask(
     code, out, err = run_cli(capsys, "doctor", "--cluster", "--dry-run")
     assert code == 0 and "the real doctor --cluster would end with exit 3: proj is not up" in out, out + err
     assert "podman exec proj-1 nodeweave-entrypoint --status --all" in out, out
+
+
+# -- W3: a remote target's up notes an image its nodes cannot pull (localhost/...), naming --push -------------
+
+
+@pytest.mark.parametrize("argv, who", [
+    (["-t", "kubernetes"], "the cluster's nodes pull it"),
+    (["-t", "slurm"], "pyxis/enroot on the compute nodes pull it"),
+    (["-t", "hosts", "--host", "gpu01", "--host", "gpu02", "--remote-dir", "/srv/job"], "each host's engine"),
+])
+def test_up_on_a_remote_target_notes_an_image_only_this_machine_holds(capsys, job_folder, argv, who):
+    code, out, err = run_cli(capsys, "up", *argv, "--dry-run")
+    assert code == 0, err
+    said = [line for line in out.splitlines() if "localhost/nodeweave/proj:cpu names localhost/" in line]
+    assert len(said) == 1 and who in said[0] and "`nodeweave image build --push`" in said[0], out
+    code, out, _ = run_cli(capsys, "up", *argv, "--dry-run", "-o", "json")
+    assert any("names localhost/" in note for note in json.loads(out)["notes"])
+
+
+def test_up_notes_no_pull_problem_for_a_registry_image_or_the_local_target(capsys, job_folder):
+    assert "names localhost/" not in run_cli(capsys, "up", "--dry-run")[1]
+    (job_folder / "nodeweave.yaml").write_text(SPEC.replace("image: {variant: cpu}",
+                                                            "image: {variant: cpu, registry: registry.lab:5000/team}"))
+    code, out, err = run_cli(capsys, "up", "-t", "slurm", "--dry-run")
+    assert code == 0 and "names localhost" not in out + err, out + err
+
+
+@pytest.mark.parametrize("ref, local", [("localhost/nodeweave/x:cpu", True), ("localhost:5000/x:1", True),
+                                        ("127.0.0.1:5000/team/x", True), ("registry.lab:5000/x", False),
+                                        ("nvcr.io/nvidia/pytorch:24.05-py3", False), ("ubuntu:22.04", False)])
+def test_a_machine_local_image_name_is_told_from_a_registrys(ref, local):
+    from nodeweave.cluster.pullable import machine_local
+
+    assert machine_local(ref) is local
