@@ -453,3 +453,17 @@ def test_a_machine_local_image_name_is_told_from_a_registrys(ref, local):
     from nodeweave.cluster.pullable import machine_local
 
     assert machine_local(ref) is local
+
+
+@pytest.mark.parametrize("text", ["[1, 2]", "5", "{not json"])
+def test_a_nodes_damaged_run_record_does_not_crash_its_status_or_report(tmp_path, text):
+    """The entrypoint's own readers of the node's runs folder (``--node status``, ``--node report``): a record
+    that is not a mapping is no record, not a traceback."""
+    folder = tmp_path / "nodeweave" / "runs" / "r1"
+    folder.mkdir(parents=True)
+    (folder / "run.json").write_text(text)
+    env = {"PATH": os.environ["PATH"], "TMPDIR": str(tmp_path)}
+    for args in (["--node", "status"], ["--node", "report", "r1"]):
+        out = cli_run.run([*cli_run.ENTRYPOINT, *args], env=env, cwd=tmp_path, timeout=60)
+        assert out.returncode == 0 and "Traceback" not in out.stderr, (args, out.stdout, out.stderr)
+        json.loads(out.stdout)
