@@ -7,8 +7,6 @@ per unknown name with the nearest known one, as a mistyped flag gets ("did you m
 fails when the sources name a NODEWEAVE_* variable this list lacks.
 """
 
-import difflib
-
 # What the CLI and the entrypoint read, and what the renderers and the CLI set in the containers.
 KNOWN = frozenset((
     "NODEWEAVE_CACHE_DIR",
@@ -87,11 +85,13 @@ PREFIX = "NODEWEAVE_"
 def unknown_variables(env):
     """``(name, nearest known name or None)`` for each NODEWEAVE_* name in ``env`` that nodeweave neither reads
     nor sets, sorted."""
-    known = sorted(known[len(PREFIX):] for known in KNOWN)
     found = []
     for name in sorted(env):
         if not name.startswith(PREFIX) or name in KNOWN or name in DEVELOPMENT or name.startswith(DEVELOPMENT_PREFIX):
             continue
+        import difflib  # only for a name to suggest for: it imports re, which the start-up path does without
+
+        known = sorted(known[len(PREFIX):] for known in KNOWN)
         stems = difflib.get_close_matches(name[len(PREFIX):], known, n=1, cutoff=0.6)  # the shared prefix is no likeness
         found.append((name, _aliases().get(name) or (PREFIX + stems[0] if stems else None)))
     return found
