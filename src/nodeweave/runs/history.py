@@ -140,8 +140,9 @@ def find_run(parent: Path, wanted: str) -> RunEntry:
     or why the run found cannot be read."""
     entry = _found(parent, wanted)
     if entry.problem:
-        raise UsageError(f"run {entry.run_id} ({wanted}): {entry.path}/{entry.problem}; a run still starting "
-                         f"writes it within seconds, else restore it or move {entry.path} out of the runs folder")
+        starting = "a run still starting writes it within seconds, else " if "being written" in entry.problem else ""
+        raise UsageError(f"run {entry.run_id} ({wanted}): {entry.path}/{entry.problem}; {starting}restore it or move "
+                         f"{entry.path} out of the runs folder")
     return entry
 
 
