@@ -94,15 +94,22 @@ def test_doctor_cluster_asks_a_running_jobs_node_0(tmp_path):
         finish(procs)
 
 
-def test_doctor_cluster_without_a_job_says_why():
-    import subprocess
-    import sys
+def test_doctor_cluster_without_a_job_says_why(tmp_path):
+    import cli_run
 
-    cli = [sys.executable, "-c", "import sys; from nodeweave.cli import main; sys.exit(main(sys.argv[1:]))"]
-    out = subprocess.run([*cli, "doctor", "--cluster", "--json"], capture_output=True, text=True, timeout=60,
-                         env={"PATH": "/usr/bin:/bin"})
-    assert out.returncode == 1, out.stdout
+    out = cli_run.run([*cli_run.NODEWEAVE, "doctor", "--cluster", "--json"], timeout=60, env={"PATH": "/usr/bin:/bin"},
+                      cwd=tmp_path)
+    assert out.returncode == 3 and not out.stdout, out.stdout  # no node 0 to ask, as every verb that needs the job
+    assert "no job to ask: this machine is not a node of a job" in out.stderr and "--node KIND:NAME" in out.stderr
+
+
+def test_doctor_cluster_in_a_node_whose_exchange_is_off_says_why():
     import json
 
+    import cli_run
+
+    out = cli_run.run([*cli_run.NODEWEAVE, "doctor", "--cluster", "--json"], timeout=60,
+                      env={"PATH": "/usr/bin:/bin", "NODE_RANK": "0", "NNODES": "1", "MASTER_ADDR": "127.0.0.1"})
+    assert out.returncode == 1, out.stdout
     finding = json.loads(out.stdout)["findings"][0]
     assert finding["code"] == "cluster-unreachable" and "no check-in exchange to ask: single node" in finding["message"]

@@ -449,7 +449,7 @@ def test_a_build_network_one_letter_from_a_mode_is_refused(capsys, project, cont
     assert f"--network {network!r} is not accepted (did you mean" in one_line(err)
 
 
-@pytest.mark.parametrize("network", ["host", "none", "mynet", "container:abc"])
+@pytest.mark.parametrize("network", ["host", "none"])  # a name or container:ID must exist: test_walk3_classes.py
 def test_a_build_network_mode_or_name_is_taken(capsys, project, context, network):
     code, out, err = run_cli(capsys, "image", "build", "cpu", "--network", network, "--context", str(context),
                              "--dry-run")

@@ -55,6 +55,23 @@ def probe_argv(target: Remote, master: "str | None") -> "list[str]":
     return target.exec_argv(["python3", "-c", BOOTSTRAP, master or ""])
 
 
+def probe_plan(targets: "list[Remote]", master: "str | None", hostfile: "Path | None"):
+    """What ``hosts probe`` does, as ``--dry-run`` prints it: one probe per host at once (the detection zipped on
+    its stdin; its script shown as PROBE, as sync shows its agent), then the hostfile written."""
+    from nodeweave.plan import CommandsPhase, FilesPhase, Plan, PlannedFile
+    from nodeweave.steps import Step
+
+    steps = tuple(Step(f"probe {t.label}", tuple(t.exec_argv(["python3", "-c", "PROBE", master or ""])), stdin="",
+                       stdin_name="the entrypoint's detection, zipped") for t in targets)
+    phases = (CommandsPhase("probe every host at once", steps=steps),)
+    if hostfile is not None:
+        phases += (FilesPhase("write the hostfile", files=(PlannedFile(str(hostfile), "DeepSpeed hostfile of the "
+                                                                       "hosts that answer"),)),)
+    notes = (f"{len(targets)} host(s) probed at once with python3 over each one's exec channel (PROBE: the "
+             "detection script, run from the zip on its stdin); nothing is changed on them",)
+    return Plan("hosts probe", ", ".join(t.label for t in targets), phases, notes)
+
+
 @dataclass
 class HostReport:
     """One host's answer; ``status`` is ok, no-gpu, unreachable or error."""

@@ -216,7 +216,7 @@ def test_down_removes_the_nodes(two, engine):
     exists = subprocess.run(["podman", "container", "exists", "nwt-two-0"]).returncode
     assert exists != 0
     out = nodeweave(two, "status", timeout=120)
-    assert out.returncode == 3 and "nwt-two is down" in out.stderr and "`nodeweave up` starts it" in out.stderr, \
+    assert out.returncode == 3 and "nwt-two is not up" in out.stderr and "`nodeweave up` starts it" in out.stderr, \
         out.stderr
     assert "down (missing)" in out.stdout and "no such container" not in out.stdout, out.stdout
 

@@ -156,6 +156,25 @@ def label_for(env: "dict[str, str]") -> str:
     return " ".join(f"{key}={value}" for key, value in env.items()) or BASELINE_LABEL
 
 
+def bench_plan(config: BenchConfig, points: "list[dict[str, str]]", json_path: Path, plot: "Path | None"):
+    """What ``bench`` does, as ``--dry-run`` prints it: the baseline launch, one launch per sweep point (each
+    through the entrypoint and torchrun, one after another), then the files written."""
+    from nodeweave.plan import CommandsPhase, FilesPhase, Plan, PlannedFile
+    from nodeweave.steps import Step
+
+    phases = []
+    for point in [{}] + [p for p in points if p]:
+        env = (("NODEWEAVE_LAUNCHER", "torchrun"), ("NODEWEAVE_NPROC_PER_NODE", config.nproc), *point.items())
+        phases.append(CommandsPhase(f"launch {label_for(point)}", steps=(Step(
+            f"launch {label_for(point)} (at most {config.timeout_s:g} s)",
+            tuple(worker_command(config, "<scratch>/rank0.json")), env=env, timeout=config.timeout_s),)))
+    files = (PlannedFile(str(json_path), "every number, when a launch measured any"),)
+    files += (PlannedFile(str(plot), "busbw against size"),) if plot is not None else ()
+    phases.append(FilesPhase("write the results", files=files))
+    return Plan("bench", "this machine", tuple(phases),
+                (f"{len(phases) - 1} launch(es) on this node, one after another, {config.nproc} process(es) each",))
+
+
 def run_matrix(config: BenchConfig, points: "list[dict[str, str]]", echo=None, on_start=None) -> "list[RunResult]":
     """The baseline launch, then one launch per sweep point (no baseline twice)."""
     points = [point for point in points if point] if points else []

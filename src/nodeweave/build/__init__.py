@@ -75,6 +75,51 @@ def check_build_network(network: str) -> None:
                          "container:ID, ns:PATH, or the name of a network of the engine")
 
 
+BUILDKIT_NETWORKS = ("default", "host", "none")  # what docker's BuildKit takes: no named network, no container:
+
+
+def check_network_exists(network: Optional[str], kind: str, answered: bool) -> Optional[str]:
+    """``--network moon`` (a named network, ``container:ID``, ``ns:PATH``) must exist on this machine's engine,
+    checked at dry run too (walk2 M8): missing is exit 2 naming what exists; None when it does (or is a mode),
+    else the note a dry run prints when the engine cannot be asked."""
+    import subprocess
+
+    from nodeweave.errors import UsageError
+
+    if network is None or network in NETWORK_MODES:
+        if kind == "docker" and network is not None and network not in BUILDKIT_NETWORKS:
+            raise UsageError(f"--network {network}: docker builds through BuildKit, which takes "
+                             f"{', '.join(BUILDKIT_NETWORKS)}; {network} is podman's")
+        return None
+    mode, _, name = network.partition(":")
+    if mode == "ns" and name:
+        if not Path(name).exists():
+            raise UsageError(f"--network {network}: {name} does not exist on this machine; accepted: ns:PATH of a "
+                             "network namespace (/proc/PID/ns/net, /run/netns/NAME)")
+        return None
+    if kind == "docker":
+        raise UsageError(f"--network {network}: docker builds through BuildKit, which takes "
+                         f"{', '.join(BUILDKIT_NETWORKS)} (no named network or container:ID)")
+    what, argv = (("container", [kind, "container", "inspect", name]) if mode == "container" and name else
+                  ("network", [kind, "network", "inspect", network]))
+    if not answered:
+        return f"--network {network}: whether {kind} has this {what} could not be asked (the engine does not answer)"
+    try:
+        found = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired) as err:
+        return f"--network {network}: whether {kind} has this {what} could not be asked ({err})"
+    if found.returncode == 0:
+        return None
+    if what == "container":
+        raise UsageError(f"--network {network}: {kind} has no container {name} (`{kind} ps -a` lists them); "
+                         "accepted: container:ID of an existing container")
+    names = subprocess.run([kind, "network", "ls", "--format", "{{.Name}}"], capture_output=True, text=True,
+                           timeout=60).stdout.split()
+    raise UsageError(f"--network {network} is not a network of {kind} here ({', '.join(names) or 'none'}); accepted: "
+                     f"{', '.join(NETWORK_MODES)}, container:ID, ns:PATH, or an existing network "
+                     f"(`{kind} network create {network}` makes one)")
+
+
 def prepare_build(spec, variant: str, context: Path, scratch: Path, base: Optional[str] = None,
                   push: bool = False, wheelhouse: Optional[Path] = None, offline: bool = False,
                   network: Optional[str] = None, tag: Optional[str] = None,

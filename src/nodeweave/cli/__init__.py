@@ -225,11 +225,24 @@ def main(argv: "list[str] | None" = None) -> int:
         gc.freeze()
 
 
+def _warn_unknown_variables() -> None:
+    """One line per NODEWEAVE_* variable neither program knows (the entrypoint's list, one for both): a
+    mistyped name is said, never silently ignored."""
+    if not any(name.startswith("NODEWEAVE_") for name in os.environ):
+        return
+    from nodeweave.entrypoint.planning.variables import unknown_lines
+
+    for line in unknown_lines(os.environ):
+        typer.echo(f"nodeweave: warning: {line}", err=True)
+
+
 def _main(argv: "list[str]") -> int:
     if COMPLETE_VAR in os.environ:  # the shell asks for completions: click's own mechanism, typer's shells
         from typer._completion_classes import completion_init
 
         completion_init()
+    else:
+        _warn_unknown_variables()
     argv = verb_options_first(argv)
     if argv[:1] in (["sync"], ["bench"]):
         from nodeweave.cli.habits.spellings import upgrade

@@ -43,6 +43,8 @@ def bench(
                                         "default: beside --json-out when matplotlib is importable)"),
     timeout: float = typer.Option(1800.0, "--timeout", help="seconds one launch may take"),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="stream the launches' output"),
+    dry_run: bool = typer.Option(False, "--dry-run", help="print the launches (baseline and each sweep point) and "
+                                 "the files they write; start nothing"),
 ) -> None:
     """Measure all_reduce, all_gather and reduce_scatter bandwidth (nccl-tests formulas) and check every result."""
     from rich.console import Console
@@ -69,6 +71,11 @@ def bench(
     console = err_console if data_out else Console()
     config = runner.BenchConfig(tuple(op_list), sizes, iters, warmup, _processes(nproc, backend, err_console),
                                 backend, dtype, timeout)
+    if dry_run:
+        from nodeweave.cli.habits.clusteropts import show_plan
+
+        show_plan(runner.bench_plan(config, points, json_path, plot), output)
+        return
     echo = (lambda line: err_console.print(line, markup=False, highlight=False)) if verbose else None
 
     def on_start(label: str, index: int, total: int) -> None:

@@ -53,9 +53,16 @@ def up_command(
                                (lambda nodes: default_check(nodes, spec, spec_path)) if check else None)
         if note:  # once the plan is made: a refusal before it (an image, a flag) is the one line a mistake gets
             typer.echo(f"nodeweave: note: {note}", err=True)
+        unpullable = _unpullable(backend, plan, image)
         if dry_run:
+            if unpullable:
+                from dataclasses import replace
+
+                plan = replace(plan, notes=(*plan.notes, f"warning: {unpullable}"))
             show_plan(plan, fmt, backend, None, "up")  # the engine or tool missing; the nodes need not be up
             return
+        if unpullable:
+            typer.echo(f"nodeweave: warning: {unpullable}", err=True)
         # the nodes once the plan's phases before the check ran (a Slurm allocation's are Slurm's to pick)
         checks = CheckSession(lambda: backend.nodes(for_up=True), spec, spec_path, backend, out,
                               then="the nodes stay up (`nodeweave down` takes them down)")
@@ -67,6 +74,19 @@ def up_command(
                 emit(waited, fmt)
     finally:
         backend.close()
+
+
+def _unpullable(backend, plan, image: Optional[str]) -> Optional[str]:
+    """The note for an image a remote target's nodes cannot pull (``localhost/...``): the image the plan's own
+    first line names (a pinned digest, --image, the spec's), else --image or the spec's."""
+    import re
+
+    from nodeweave.cluster.pullable import unpullable_note
+    from nodeweave.resolve import resolve
+
+    named = next((m.group(1) for line in plan.notes for m in [re.match(r"every (?:node|pod) runs image (\S+?):? ",
+                                                                         line)] if m), None)
+    return unpullable_note(named or image or resolve(backend.spec).image, backend.target)
 
 
 @reach_options
@@ -168,8 +188,8 @@ def status_command(
     if rows and not answering:  # the same answer as every verb's when nothing is up: exit 3, one line
         from nodeweave.errors import EnvironmentProblem
 
-        raise EnvironmentProblem(f"{spec.name} is down on {backend.where()} (no node answers); `nodeweave up` "
-                                 "starts it")
+        raise EnvironmentProblem(f"{spec.name} is not up on {backend.where()}: no node answers; `nodeweave up` "
+                                 "starts it")  # the words of every verb that needs the job up
     refusals = sum(f.severity == "error" for f in view.findings) if view is not None else 0
     if refusals:
         problems.append(f"the fingerprints hold {refusals} refusal(s) (see the findings)")

@@ -3,7 +3,8 @@
 Imports no torch (``--bench`` runs the bench worker in its own processes).
 Exit codes: 0 no error finding (warnings allowed), 1 at least one error
 finding (with ``--cluster``: a refusal the check-in would make, or node 0's
-exchange could not be asked), 2 bad input (``--sysroot`` not a directory).
+exchange could not be asked), 2 bad input (``--sysroot`` not a directory), 3 (``--cluster``
+outside a node) the job is not up, as every verb that needs it says.
 """
 
 from __future__ import annotations
@@ -116,18 +117,69 @@ def _cluster_table(view) -> Table:
 def _cluster(fmt: str, node: "list[str]") -> None:
     from rich.console import Console
 
-    from nodeweave.doctor.cluster import survey_here, survey_targets
+    from nodeweave.doctor.cluster import NotANode, survey_here, survey_targets
 
     if node:
         view = survey_targets(_asked_through(node))
     else:
-        view = survey_here()
+        try:
+            view = survey_here()
+        except NotANode as err:  # outside the job: ask through the nodes `nodeweave up` made (exit 3: none up)
+            from nodeweave.cli.habits.base import find_spec
+            from nodeweave.errors import EnvironmentProblem
+
+            if not find_spec(None).is_file():
+                raise EnvironmentProblem(f"no job to ask: {err}, and no nodeweave.yaml here or above names one; run "
+                                         "it inside a node, or give --node KIND:NAME (podman:trainer-1, pod:llama-0, "
+                                         "ssh:gpu01)") from None
+            view = survey_targets(_asked_through(["all"]))
     if is_data(fmt):
         emit({"schema": "nodeweave.doctor.cluster/1", **view.to_dict()}, fmt)
     else:
         print_cluster_view(view, Console(width=table_width()))
     if any(f.severity == "error" for f in view.findings):
         raise typer.Exit(1)
+
+
+def _dry_run(fmt: str, node: "list[str]", cluster: bool, bench: bool, sysroot: "Path | None") -> None:
+    """What the real doctor would start (--bench's launch) or reach (--cluster's nodes); the rest only reads."""
+    from dataclasses import replace
+
+    from nodeweave.cli.habits.clusteropts import show_plan
+    from nodeweave.plan import Plan
+
+    if cluster:
+        from nodeweave.doctor.cluster import NotANode, survey_here, survey_plan
+
+        if not node:
+            try:
+                survey_here(_NO_ASKING)
+            except NotANode:
+                node = ["all"]
+            else:
+                show_plan(Plan("doctor --cluster", "this node", (), (
+                    "asks node 0's check-in exchange with this node's variables (nodeweave-entrypoint --status "
+                    "--all does the same); changes nothing",)), fmt)
+                return
+        targets, notes = _asked_through(node, dry_run=True)
+        plan = survey_plan(targets)
+        show_plan(replace(plan, notes=(*plan.notes, *notes)), fmt)
+        return
+    if bench:
+        from nodeweave.bench.runner import bench_plan
+        from nodeweave.doctor.bench_check import bench_config
+        from nodeweave.entrypoint import detect
+
+        config = bench_config(detect(sysroot=str(sysroot) if sysroot is not None else "/"))
+        plan = bench_plan(config, [], Path("-"), None)
+        show_plan(replace(plan, verb="doctor --bench", phases=plan.phases[:-1], notes=(
+            "reads this node (sysfs, procfs), then one short all_reduce launch; writes no file",)), fmt)
+        return
+    show_plan(Plan("doctor", "this node", (), ("reads this node only (sysfs, procfs, /etc): nothing to start or "
+                                               "reach; --bench launches, --cluster asks the nodes",)), fmt)
+
+
+_NO_ASKING = None  # survey_here's environment: this process's own (only its plan is made before NotANode)
 
 
 def _which_nodes(node: "list[str]", on: "list[str]", cluster: bool, spec_path: "Path | None") -> "list[str]":
@@ -144,22 +196,30 @@ def _which_nodes(node: "list[str]", on: "list[str]", cluster: bool, spec_path: "
     return [*node, *on]
 
 
-def _asked_through(node: "list[str]") -> list:
+def _asked_through(node: "list[str]", dry_run: bool = False):
     """The nodes --cluster asks through: KIND:NAME addresses as they are, indices and names of the cluster
-    `nodeweave up` made for the nearest spec."""
+    `nodeweave up` made for the nearest spec; a dry run returns (nodes, what the real one would meet)."""
     from nodeweave.cli.habits.nodes import pick_nodes, split_addresses
     from nodeweave.remote import parse_target
 
-    addresses, picks = split_addresses(node)
+    every = node == ["all"]  # --cluster outside a node: every node of the job the nearest spec names
+    addresses, picks = ([], []) if every else split_addresses(node)
     found = [parse_target(text) for text in addresses]
-    if picks:
+    if picks or every:
         from nodeweave.cli.habits.base import find_spec
         from nodeweave.cli.habits.clusteropts import open_cluster
         from nodeweave.cluster.options import ClusterOptions
 
-        _, backend, _ = open_cluster(find_spec(None), ClusterOptions())
-        found += pick_nodes(backend.live_nodes("ask"), picks)
-    return found
+        _, backend, _ = open_cluster(find_spec(None), ClusterOptions(), dry_run=dry_run)
+        picked = pick_nodes(backend.live_nodes("ask", dry_run), picks)
+        if dry_run:
+            from nodeweave.cli.habits.clusteropts import would_fail
+
+            met = would_fail(backend, picked, "ask")  # "no node to ask for its fingerprint", as the real one says
+            return [*found, *picked], [line.replace("the real ask ", "the real doctor --cluster ") for line in met]
+        backend.require_up(picked, "ask")  # nothing up: "<job> is not up ... `nodeweave up`", exit 3, as every verb
+        found += picked
+    return (found, []) if dry_run else found
 
 
 def print_cluster_view(view, console: Console) -> None:
@@ -224,7 +284,8 @@ def doctor(
                                "node at once, as training starts)"),
     cluster: bool = typer.Option(False, "--cluster", help="every node of the running job side by side, as node 0's "
                                  "check-in exchange sees them; differences highlighted, the check-in's refusals "
-                                 "as errors. Asked from here with this machine's variables, or through --node"),
+                                 "as errors. Asked from here with this machine's variables (inside a node), through --node, "
+                                 "or else through every node of the cluster `nodeweave up` made (none up: exit 3)"),
     on: Optional[List[str]] = typer.Option(None, "--on", hidden=True, help="Deprecated: --node KIND:NAME"),
     capture: Optional[Path] = typer.Option(None, "--capture", metavar="DIR", help="copy exactly the files "
                                            "detection reads (sysfs, procfs, /etc) into DIR, a tree --sysroot "
@@ -232,6 +293,8 @@ def doctor(
                                            "DIR/capture/: attach it to a bug report (DIR must be new or empty)"),
     spec_path: Optional[Path] = typer.Option(None, "--spec", help="judge this node as node --node of this spec: "
                                              "its node count, launcher, env and master (variables set here win)"),
+    dry_run: bool = typer.Option(False, "--dry-run", help="print what --bench would launch and what --cluster "
+                                 "would run on each node; start nothing, ask no node"),
     node: List[str] = typer.Option([], "--node", metavar="NODE", callback=checked_selectors, autocompletion=complete_node,
                                    help="As every verb's --node (an index, a range, a name or KIND:NAME); with "
                                         "--spec, the one node this machine is judged as (default: 0); with "
@@ -249,6 +312,9 @@ def doctor(
 
     fmt = data_format(json_output, output)
     node = _which_nodes(node, on or [], cluster, spec_path)
+    if dry_run:
+        _dry_run(fmt, node, cluster, bench, sysroot)
+        return
     if cluster:
         _cluster(fmt, node)
         return

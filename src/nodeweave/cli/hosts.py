@@ -47,6 +47,8 @@ def probe_command(
     as_json: bool = typer.Option(False, "--json", help="Print each host's detection as JSON on stdout (everything else "
                                  "goes to stderr; as -o json)"),
     output: str = output_option(),
+    dry_run: bool = typer.Option(False, "--dry-run", help="print the probe each host would get (and the hostfile "
+                                 "written); reach no host"),
 ) -> None:
     """Ask every host at once what GPUs, RDMA NICs and interfaces it has: one row per host, exit 1 if any is unreachable."""
     from rich.console import Console
@@ -67,9 +69,20 @@ def probe_command(
         from nodeweave.remote import check_ssh_host
 
         check_ssh_host(master, "--master")
-    for tool in sorted({t.tool for t in found}):
-        if shutil.which(tool) is None:
-            raise EnvironmentProblem(f"{tool} is not on PATH; install it or reach the hosts another way (--node KIND:NAME)")
+    missing = [f"{tool} is not on PATH; install it or reach the hosts another way (--node KIND:NAME)"
+               for tool in sorted({t.tool for t in found}) if shutil.which(tool) is None]
+    if dry_run:  # what the real probe would meet first is noted, as every dry run notes it
+        from dataclasses import replace
+
+        from nodeweave.cli.habits.clusteropts import show_plan
+        from nodeweave.hosts import probe_plan
+
+        plan = probe_plan(found, master, hostfile)
+        show_plan(replace(plan, notes=(*plan.notes, *(f"the real probe would end with exit 3: {m}" for m in missing))),
+                  fmt)
+        return
+    if missing:
+        raise EnvironmentProblem(missing[0])
     console = Console(stderr=is_data(fmt), width=_table_width())
     with console.status(f"probing {len(found)} host(s)"):
         reports = probe_hosts(found, master=master, jobs=jobs)

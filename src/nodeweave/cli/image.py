@@ -74,7 +74,9 @@ def build(
                                               "(linked into <context>/wheelhouse)"),
     offline: bool = typer.Option(False, "--offline", help="no registry or index: pip uses the wheelhouse only "
                                  "(PIP_NO_INDEX=1); docker builds with BuildKit's built-in Dockerfile frontend"),
-    network: Optional[str] = typer.Option(None, "--network", help="build-time network, e.g. host (apt reaches a mirror)"),
+    network: Optional[str] = typer.Option(None, "--network", help="build-time network, e.g. host (apt reaches a mirror); a network's name, "
+                                         "container:ID or ns:PATH must exist on this machine (checked at --dry-run too; "
+                                         "docker's BuildKit takes default, host or none)"),
     tag: Optional[str] = typer.Option(None, "--tag", help="a fixed tag instead of <variant>-<git sha> (overrides image.tag)"),
     build_arg: List[str] = typer.Option([], "--build-arg", help="KEY=VALUE, repeatable; over image.build_args"),
     engine_name: Optional[str] = typer.Option(None, "--engine", autocompletion=complete_from("podman", "docker"),
@@ -93,7 +95,7 @@ def build(
     """Build one variant's image from the Dockerfile rendered for the spec, tag it <variant>-<sha> and <variant>."""
     from rich.console import Console
 
-    from nodeweave.build import BUILDX, detect_engine, prepare_build
+    from nodeweave.build import BUILDX, check_network_exists, detect_engine, prepare_build
     from nodeweave.build.plan import image_plan
     from nodeweave.cli.habits.output import data_format
     from nodeweave.spec import load_spec
@@ -119,6 +121,9 @@ def build(
     else:
         engine, would_fail = detect_engine(engine_name), None
         kind = engine.kind
+    unasked = check_network_exists(network, kind, engine is not None)  # a dry run checks it too
+    if unasked:
+        would_fail = f"{would_fail}; {unasked}" if would_fail else unasked
     prepared = prepare_build(spec, variant, context_dir, scratch, dry_run=dry_run, engine_kind=kind,
                              write_dockerfile=False, **options)
     plan = image_plan(prepared, _scratch(spec.name, variant), kind, engine.builder if engine else BUILDX, no_cache,

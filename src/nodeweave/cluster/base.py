@@ -361,7 +361,7 @@ class Backend:
 NOTHING = {"logs": "no logs to show", "read logs of": "no logs to show", "shell": "no shell to open",
            "open a shell in": "no shell to open", "exec": "nowhere to run the command", "run": "nowhere to run",
            "check": "nothing to check", "stop": "nothing to stop", "sync": "nowhere to sync to",
-           "watch": "no job to watch"}
+           "watch": "no job to watch", "ask": "no node to ask for its fingerprint"}
 # Verbs that go into held nodes (a run, a check): their hint starts the nodes holding.
 HELD_VERBS = ("run", "check")
 

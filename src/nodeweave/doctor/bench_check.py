@@ -15,13 +15,19 @@ GPU_SIZES, CPU_SIZES = "16M,256M", "1M,16M"
 LINK_FLOOR_GBPS = {"nvswitch": 100.0, "nvlink": 100.0, "xgmi": 50.0}
 
 
-def run_bench(node, iters: int = 10) -> "tuple[dict, list[Finding]]":
-    from nodeweave.bench.runner import BenchConfig, launch
+def bench_config(node, iters: int = 10):
+    """The one short all_reduce launch ``doctor --bench`` makes (``--dry-run`` prints it)."""
+    from nodeweave.bench.runner import BenchConfig
 
     gpus = node.gpus.count if node.gpus else 0
-    config = BenchConfig(ops=("all_reduce",), sizes=GPU_SIZES if gpus else CPU_SIZES, iters=iters, warmup=3,
-                         nproc="auto" if gpus else "2", backend="auto", timeout_s=600)
-    run = launch(config, "doctor", {})
+    return BenchConfig(ops=("all_reduce",), sizes=GPU_SIZES if gpus else CPU_SIZES, iters=iters, warmup=3,
+                       nproc="auto" if gpus else "2", backend="auto", timeout_s=600)
+
+
+def run_bench(node, iters: int = 10) -> "tuple[dict, list[Finding]]":
+    from nodeweave.bench.runner import launch
+
+    run = launch(bench_config(node, iters), "doctor", {})
     return run.as_dict(), judge(run, node)
 
 

@@ -154,6 +154,10 @@ def _allowable():
     return EXCHANGE_ALLOWABLE
 
 
+class NotANode(Exception):
+    """survey_here on a machine that no job's variables make a node: there is no node 0 to ask from here."""
+
+
 def survey_here(env: "dict[str, str] | None" = None) -> ClusterView:
     """Ask node 0's exchange from this machine, as the entrypoint here would reach it (its variables)."""
     import os
@@ -171,6 +175,8 @@ def survey_here(env: "dict[str, str] | None" = None) -> ClusterView:
     if plan.errors:
         return _unreachable("this machine's settings", plan.errors[0]["message"])
     info, topo = plan.exchange, plan.topology
+    if not topo.platform:  # nothing says this machine is a node of a job: the caller asks the job's nodes
+        raise NotANode("this machine is not a node of a job (no rank variables, no platform)")
     if not info or not info.get("enabled"):
         return _unreachable("this machine's settings", f"no check-in exchange to ask: {(info or {}).get('why')}")
     where = f"{info['host']}:{info['port']}"
@@ -201,7 +207,7 @@ def survey_targets(targets, timeout_s: float = 60.0) -> ClusterView:
 
     tried = []
     for target in targets:
-        out = _run_on(target, ["nodeweave-entrypoint", "--status", "--all"], timeout_s)  # every fingerprint
+        out = _run_on(target, list(STATUS_ARGV), timeout_s)  # every fingerprint
         if out.returncode == 0:
             try:
                 return from_status(json.loads(out.stdout), f"asked on {target.label}")
@@ -211,8 +217,7 @@ def survey_targets(targets, timeout_s: float = 60.0) -> ClusterView:
         tried.append(f"{target.label}: {_last_line(out.stderr) or f'exit {out.returncode}'}")
     plans, missing = [], []
     for target in targets:
-        out = _run_on(target, ["nodeweave-entrypoint", "--explain", "--json", "--", "nodeweave-doctor-cluster"],
-                      timeout_s)
+        out = _run_on(target, list(EXPLAIN_ARGV), timeout_s)
         try:
             plans.append((target.label, json.loads(out.stdout)))
         except ValueError:
@@ -225,6 +230,24 @@ def survey_targets(targets, timeout_s: float = 60.0) -> ClusterView:
     view.findings = [note] + [Finding(ERROR, "cluster-unreachable", f"no fingerprint from {m}",
                                       "check the target runs a nodeweave image") for m in missing] + view.findings
     return view
+
+
+STATUS_ARGV = ("nodeweave-entrypoint", "--status", "--all")
+EXPLAIN_ARGV = ("nodeweave-entrypoint", "--explain", "--json", "--", "nodeweave-doctor-cluster")
+
+
+def survey_plan(targets):
+    """What ``survey_targets`` runs, as ``doctor --cluster --dry-run`` prints it: ``--status`` on the first node
+    that answers, else every node's ``--explain``; nothing is asked."""
+    from nodeweave.plan import CommandsPhase, Plan
+    from nodeweave.steps import Step
+
+    status = CommandsPhase("ask node 0's exchange through the first node that answers", steps=tuple(
+        Step(f"--status through {t.label}", tuple(t.exec_argv(list(STATUS_ARGV), stdin=False))) for t in targets))
+    explain = CommandsPhase("when none answers: every node's own fingerprint", steps=tuple(
+        Step(f"--explain on {t.label}", tuple(t.exec_argv(list(EXPLAIN_ARGV), stdin=False))) for t in targets))
+    return Plan("doctor --cluster", ", ".join(t.label for t in targets), (status, explain),
+                ("reads only: asks each node's entrypoint, changes nothing",))
 
 
 def _run_on(target, argv, timeout_s):

@@ -29,7 +29,7 @@ import sys
 import time
 
 from .errors import EXIT_FAILURE, EXIT_OK, UsageError
-from .running.runstate import HOLD_SCHEMA, alive, live_runs, read_json, run_dir, state_root, stop_runs, unrecorded_runs
+from .running.runstate import HOLD_SCHEMA, alive, live_runs, read_json, read_record, run_dir, state_root, stop_runs, unrecorded_runs
 
 NODE_SCHEMA = "nodeweave.node/1"
 STAMP = ".nodeweave-sync.json"  # written by `nodeweave sync` at the workspace's root
@@ -129,7 +129,7 @@ def report(args, env):
     if not args:
         raise UsageError("--node report needs the run id")
     folder = run_dir(env, args[0])
-    record = read_json(os.path.join(folder, "run.json"))
+    record = read_record(os.path.join(folder, "run.json"))
     profile = os.path.join(folder, "profile")
     files = []
     for base, _, names in os.walk(profile):

@@ -66,13 +66,13 @@ class Unreadable(Exception):
 
 
 def _load(path: Path, name: str) -> Optional[dict]:
-    """``path/name`` as nodeweave wrote it; absent is None, there but not JSON :class:`Unreadable` (cut short
-    while it is written, or damaged), wrong types an error."""
+    """``path/name`` as nodeweave wrote it; absent is None, and there but damaged in any way (too large, not JSON,
+    a folder, fields of the wrong type) :class:`Unreadable` naming the file and why: one damaged record is one
+    row of ``runs ls`` and one refusal when asked for by name, never a block on every other run."""
     try:
         data = json.loads(bounded.read_text(path / name, bounded.RECORD_CAP, "a run record"))
     except bounded.TooLarge as err:
-        raise UsageError(f"{path / name}: {err.strerror}; restore the file (or move the folder out of the runs "
-                         "folder) so the runs can be listed") from None
+        raise Unreadable(f"{name} {err.strerror}") from None
     except FileNotFoundError:
         return None
     except (OSError, ValueError, RecursionError) as err:
@@ -81,8 +81,7 @@ def _load(path: Path, name: str) -> Optional[dict]:
         raise Unreadable(f"{name} {why} (being written, or damaged)") from None
     problem = _type_problem(data)
     if problem:
-        raise UsageError(f"{path / name}: {problem}, not what `nodeweave run` writes; restore the file (or move "
-                         "the folder out of the runs folder) so the runs can be listed")
+        raise Unreadable(f"{name}: {problem}, not what `nodeweave run` writes")
     return data
 
 
@@ -141,9 +140,16 @@ def find_run(parent: Path, wanted: str) -> RunEntry:
     or why the run found cannot be read."""
     entry = _found(parent, wanted)
     if entry.problem:
-        raise UsageError(f"run {entry.run_id} ({wanted}): {entry.problem}; a run still starting writes it within "
-                         f"seconds, else restore it or move {entry.path} out of the runs folder")
+        starting = "a run still starting writes it within seconds, else " if "being written" in entry.problem else ""
+        raise UsageError(f"run {entry.run_id} ({wanted}): {entry.path}/{entry.problem}; {starting}restore it or move "
+                         f"{entry.path} out of the runs folder")
     return entry
+
+
+def _warn(text: str) -> None:
+    import sys
+
+    print(f"nodeweave: warning: {text}", file=sys.stderr)
 
 
 def _found(parent: Path, wanted: str) -> RunEntry:
@@ -155,8 +161,13 @@ def _found(parent: Path, wanted: str) -> RunEntry:
     everything = list_runs(parent)
     if not everything:
         raise UsageError(f"no runs under {parent} yet (`nodeweave run` makes them), so there is no run {wanted!r}")
-    if wanted in ("last", "latest"):
-        return everything[-1]
+    if wanted in ("last", "latest"):  # the newest run that can be read; each damaged newer one is warned of
+        readable = [i for i, e in enumerate(everything) if not e.problem]
+        if not readable:
+            return everything[-1]  # refused by find_run, naming its file
+        for skipped in everything[readable[-1] + 1:]:
+            _warn(f"{wanted} passes over {skipped.path}: {skipped.problem}; restore it or move the folder out")
+        return everything[readable[-1]]
     for entry in everything:
         if entry.run_id == wanted:
             return entry

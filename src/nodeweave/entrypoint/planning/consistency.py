@@ -98,6 +98,44 @@ def check_processes(claims, rank, lo, hi, nproc, nproc_source):
                 f"(this pod's rank) or {first}..{last} (its processes' global ranks), or unset it")
 
 
+def _worker_values(rank, lo, hi, nproc):
+    """What each per-process variable of torchrun's (and the unread NPROC_PER_NODE) may hold in this plan."""
+    first = rank * nproc
+    return {
+        "LOCAL_WORLD_SIZE": ([nproc], "processes per node"),
+        "NPROC_PER_NODE": ([nproc], "processes per node"),
+        "LOCAL_RANK": (list(range(nproc)), "a process's index on its node"),
+        "GROUP_RANK": ([rank], "this node's rank"),
+        "GROUP_WORLD_SIZE": (list(range(lo, hi + 1)), "nodes"),
+        "ROLE_RANK": (list(range(first, first + nproc)), "a process's global rank on this node"),
+        "ROLE_WORLD_SIZE": ([n * nproc for n in range(lo, hi + 1)], "processes in the job"),
+    }
+
+
+def _accepted(values):
+    return str(values[0]) if len(values) == 1 else f"{values[0]}..{values[-1]}"
+
+
+def check_worker_variables(env, rank, lo, hi, nproc, nproc_source, notes):
+    """torchrun's per-process variables (``LOCAL_WORLD_SIZE``, ``LOCAL_RANK``, ``GROUP_RANK``, ``ROLE_*``) set
+    for the node, and ``NPROC_PER_NODE`` (which neither torchrun nor nodeweave reads): a value the plan
+    contradicts is refused as ``WORLD_SIZE`` is (exit 3, walk2 M6); one that fits is noted as replaced."""
+    for name, (values, what) in _worker_values(rank, lo, hi, nproc).items():
+        text = env.get(name, "").strip()
+        if not text:
+            continue
+        value = read_int(0)(text, what, f"{name}={text}")
+        if value not in values:
+            fix = ("set the count with --nproc-per-node (NODEWEAVE_NPROC_PER_NODE, the spec's gpus_per_node)"
+                   if name == "NPROC_PER_NODE" else "the launcher sets it for each process it starts")
+            raise TopologyError(
+                f"{name}={text} contradicts {hi if lo == hi else f'{lo}..{hi}'} node(s) x {nproc} process(es) per "
+                f"node ({nproc_source}), node rank {rank}; accepted ({what}): {_accepted(values)}, or unset it: {fix}")
+        notes.append(f"{name}={text} fits the plan; "
+                     + ("nothing reads it (the count is --nproc-per-node)" if name == "NPROC_PER_NODE" else
+                        "the launcher replaces it for each process it starts"))
+
+
 def check_tasks(claims, launcher):
     """One launcher per node: a scheduler's extra tasks on a node (Slurm, MPI) would each start a whole launcher."""
     for claim in claims.get("tasks_per_node", ()):

@@ -82,12 +82,16 @@ def p2p_disabled(ctx):
                 "measured 12x slower (27.5 vs 325 GB/s); unset it")
 
 
-def _ifname(ctx):
-    """(value, items, exclude, matches, names) of a user NCCL_SOCKET_IFNAME that matters here, else None."""
-    value = ctx.env.get("NCCL_SOCKET_IFNAME")
-    if not value or not ctx.multi or ctx.node.interface == "lo":
+def _ifname(ctx, variable="NCCL_SOCKET_IFNAME"):
+    """(value, items, exclude, matches, names) of a user NCCL_SOCKET_IFNAME (prefixes, ``^`` excludes, ``=``
+    exact) or GLOO_SOCKET_IFNAME (exact names: torch splits it on commas and opens each) set here, else None."""
+    value = ctx.env.get(variable)
+    if not value or not value.strip():
         return None
-    exclude, exact, items = _tokens(value)
+    if variable == "NCCL_SOCKET_IFNAME":
+        exclude, exact, items = _tokens(value)
+    else:
+        exclude, exact, items = False, True, [t.strip() for t in value.split(",") if t.strip()]
     names = [i.name for i in ctx.node.interfaces]
     matches = [n for n in names if any((n == t) if exact else n.startswith(t) for t in items)]
     if exclude:
@@ -95,24 +99,35 @@ def _ifname(ctx):
     return value, items, exclude, matches, names
 
 
+def _across_nodes(ctx):
+    """The NCCL_SOCKET_IFNAME that matters for reaching the other nodes (several nodes, not on loopback)."""
+    return _ifname(ctx) if ctx.multi and ctx.node.interface != "lo" else None
+
+
 def _loopback_only(found):
     return not found[2] and found[1] and all(t in ("lo", "lo0") for t in found[1])
 
 
 def ifname_loopback(ctx):
-    found = _ifname(ctx)
+    found = _across_nodes(ctx)
     if found and _loopback_only(found):
         return f"NCCL_SOCKET_IFNAME={found[0]} with {ctx.nnodes} nodes: loopback cannot reach other nodes"
 
 
 def ifname_no_match(ctx):
-    found = _ifname(ctx)
-    if found and not _loopback_only(found) and found[4] and not found[3]:
-        return f"NCCL_SOCKET_IFNAME={found[0]} matches no interface here ({', '.join(found[4])})"
+    """A kept NCCL_SOCKET_IFNAME or GLOO_SOCKET_IFNAME that names no interface of this node: NCCL's bootstrap
+    ("no socket interface found") and Gloo ("unable to find address") fail at init, on one node too."""
+    said = []
+    for variable in ("NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME"):
+        found = _ifname(ctx, variable)
+        if found and found[4] and not found[3]:
+            how = " (Gloo takes exact names, comma-separated)" if variable == "GLOO_SOCKET_IFNAME" else ""
+            said.append(f"{variable}={found[0]} matches no interface here{how} ({', '.join(found[4])})")
+    return said
 
 
 def ifname_misses_route(ctx):
-    found = _ifname(ctx)
+    found = _across_nodes(ctx)
     route = ctx.node.interface
     if found and not _loopback_only(found) and found[3] and route and route not in found[3]:
         return f"NCCL_SOCKET_IFNAME={found[0]} leaves out {route}, the interface that routes to the master"
@@ -137,9 +152,30 @@ def _hca_items(ctx):
 
 
 def ib_hca_unknown(ctx):
+    """NCCL_IB_HCA naming a device (or a device's port) this node lacks under /sys/class/infiniband, naming
+    devices on a node with none, or excluding every one."""
+    value = ctx.env.get("NCCL_IB_HCA", "")
+    if not value.strip():
+        return []
+    exclude, exact, names = _tokens(value)
+    if not ctx.node.nics:
+        return [f"NCCL_IB_HCA={value} names RDMA devices, and this node has none (/sys/class/infiniband is empty "
+                "or absent): NCCL falls back to TCP sockets"] if names and not exclude else []
     value, _, items, devices = _hca_items(ctx)
-    return [f"NCCL_IB_HCA={value}: {dev} is not an RDMA device here ({', '.join(devices)})" for dev, hits in items
+    ports = sorted(p.name for p in ctx.node.nics)
+    said = [f"NCCL_IB_HCA={value}: {dev} is not an RDMA device here ({', '.join(devices)})" for dev, hits in items
             if not hits]
+    for item in names:  # mlx5_0:2 where mlx5_0 has one port
+        dev, _, port = item.partition(":")
+        if port and any(d == dev for d in devices) and f"{dev}:{port}" not in ports:
+            said.append(f"NCCL_IB_HCA={value}: {item} is not a port here ({', '.join(ports)})")
+    if exclude and not said:
+        left = [d for d in devices if not any((d == n.split(":")[0]) if exact else d.startswith(n.split(":")[0])
+                                              for n in names)]
+        if not left:
+            said.append(f"NCCL_IB_HCA={value} excludes every RDMA device here ({', '.join(devices)}): NCCL falls "
+                        "back to TCP sockets")
+    return said
 
 
 def ib_hca_prefix(ctx):
@@ -222,7 +258,8 @@ RULES = (
     Rule("socket-ifname-loopback", ifname_loopback, ERROR, "unset NCCL_SOCKET_IFNAME (the entrypoint sets the "
          "interface that routes to the master) or name an interface peers can reach"),
     Rule("socket-ifname-no-match", ifname_no_match, ERROR,
-         "unset NCCL_SOCKET_IFNAME or fix its value: NCCL finds no socket interface with it"),
+         "unset the variable (the entrypoint sets the interface toward the master) or fix its value to name an "
+         "interface listed here: NCCL/Gloo find no socket interface with it"),
     Rule("socket-ifname-misses-route", ifname_misses_route, WARNING,
          "unset NCCL_SOCKET_IFNAME; the entrypoint sets =<the interface toward the master>"),
     Rule("ib-hca-empty", ib_hca_empty, WARNING,
@@ -249,6 +286,8 @@ NOTICES = (  # emitted inline by the planners (topology, policy)
     Rule("empty-variable", None, WARNING,
          "give the variable a value or leave it unset (`-e NAME=$X` with X unset, or a compose file's ${X}, sets it "
          "empty)"),
+    Rule("unknown-variable", None, WARNING,
+         "fix the name (a mistyped NODEWEAVE_* variable changes nothing), or unset it"),
     Rule("flag-overrides-source", None, WARNING,
          "drop the flag or the variable it overrides, so every node reads its rank from one place"),
     Rule("no-route-to-master", None, WARNING, "check that the master's name resolves and is routable from this node"),

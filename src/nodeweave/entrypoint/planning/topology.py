@@ -26,6 +26,7 @@ from ..errors import TopologyError, UsageError
 from ..model import FLAG, HOSTNAME, Topology, Value
 from .rules import emit
 from .sources import RANK_NAMES, Scene, collect, empty_variables
+from .variables import unknown_lines
 
 DEFAULT_PORT = 29500
 
@@ -116,6 +117,8 @@ def discover(settings, node, root, kube, warnings=None):
     notes = scene.notes
     for name in empty_variables(scene):
         emit(warnings, "empty-variable", f"{name} is set but empty, so it is read as unset")
+    for line in unknown_lines(env):  # a mistyped NODEWEAVE_* name: the one list both programs read
+        emit(warnings, "unknown-variable", line)
     rank, rank_claim = decide(claims.get("node_rank"), "node_rank", "node rank", read_int(0), notes, warnings)
     nnodes, nnodes_claim = decide(claims.get("nnodes"), "nnodes", "nnodes",
                                   lambda v, w, s: normalize_nnodes(v, s)[0], notes, warnings)
@@ -137,6 +140,7 @@ def discover(settings, node, root, kube, warnings=None):
         raise UsageError(f"node rank {rank} (from {rank_src}) is not below the node count {nnodes} "
                          f"(from {nnodes_src}); ranks run 0..{hi - 1}")
     consistency.check_processes(claims, rank, lo, hi, nproc, nproc_src)
+    consistency.check_worker_variables(env, rank, lo, hi, nproc, nproc_src, notes)
     consistency.check_tasks(claims, settings.get("launcher", "torchrun"))
     master, master_src = choose_master(scene, claims, prefix, hi, notes, warnings)
     port, port_claim = decide(claims.get("master_port"), "master_port", "master port", _read_port, notes, warnings)

@@ -62,6 +62,13 @@ def read_json(path):
         return None
 
 
+def read_record(path):
+    """A run record (run.json) as a mapping, or None: absent, cut short, or damaged (a list, a number) is read as
+    no record, never a crash of every verb that lists the node's runs."""
+    data = read_json(path)
+    return data if isinstance(data, dict) else None
+
+
 # --- processes, from /proc ---------------------------------------------------------------------------
 
 def proc_stat(pid):
@@ -118,9 +125,9 @@ def live_runs(env):
         names = sorted(os.listdir(root))
     except OSError:
         return []
-    records = [read_json(os.path.join(root, name, "run.json")) for name in names]
+    records = [read_record(os.path.join(root, name, "run.json")) for name in names]
     live = [r for r in records if r and alive(r.get("pid", -1), r.get("starttime"))]
-    return sorted(live, key=lambda r: r.get("started", 0))
+    return sorted(live, key=lambda r: r["started"] if isinstance(r.get("started"), (int, float)) else 0)
 
 
 def unrecorded_runs(run_id, recorded):
@@ -177,7 +184,7 @@ def record_run(settings, plan):
     folder = run_dir(settings.env, settings.get("run_id"))
     with open(os.path.join(folder, "plan.json"), "w") as f:
         f.write(render_json(plan))
-    record = read_json(os.path.join(folder, "run.json")) or {}
+    record = read_record(os.path.join(folder, "run.json")) or {}
     topo = plan.topology
     record.update(state="launched", launched=time.time(), node_rank=topo.node_rank.value, nnodes=topo.nnodes.value,
                   launcher=plan.launch.launcher, argv=plan.launch.argv, hostname=plan.node.hostname)

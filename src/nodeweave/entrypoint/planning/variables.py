@@ -1,0 +1,113 @@
+"""Every NODEWEAVE_* variable either program reads or sets, in one list both read: a name outside it is a typo.
+
+Stdlib only (the entrypoint's zipapp carries it). ``nodeweave`` warns at start-up and
+``nodeweave-entrypoint`` in its plan's warnings (``--explain``, doctor, the start-up line), one line
+per unknown name with the nearest known one, as a mistyped flag gets ("did you mean"): a
+``NODEWEAVE_SEPC`` or ``NODEWEAVE_IFNAME`` was silently ignored (walk2, M4). tests/test_walk3_classes.py
+fails when the sources name a NODEWEAVE_* variable this list lacks.
+"""
+
+# What the CLI and the entrypoint read, and what the renderers and the CLI set in the containers.
+KNOWN = frozenset((
+    "NODEWEAVE_CACHE_DIR",
+    "NODEWEAVE_CHECKPOINT_DIR",
+    "NODEWEAVE_CHECK_REPORT",
+    "NODEWEAVE_CLUSTER_DOMAIN",
+    "NODEWEAVE_ENGINE",
+    "NODEWEAVE_EXCHANGE",
+    "NODEWEAVE_EXCHANGE_ALLOW",
+    "NODEWEAVE_EXCHANGE_BIND",
+    "NODEWEAVE_EXCHANGE_PORT",
+    "NODEWEAVE_EXCLUDE_HCAS",
+    "NODEWEAVE_HOSTFILE",
+    "NODEWEAVE_IMAGE",
+    "NODEWEAVE_IMAGE_REF",
+    "NODEWEAVE_IMAGE_VARIANT",
+    "NODEWEAVE_INTERFACES",
+    "NODEWEAVE_JOB_ID",
+    "NODEWEAVE_JOB_TOKEN",
+    "NODEWEAVE_JOB_TOKEN_FILE",
+    "NODEWEAVE_JOB_TOKEN_HOST",
+    "NODEWEAVE_KUBE_API",
+    "NODEWEAVE_LAUNCHER",
+    "NODEWEAVE_LAUNCHER_OPTIONS",
+    "NODEWEAVE_MASTER_ADDR",
+    "NODEWEAVE_MASTER_PORT",
+    "NODEWEAVE_MAX_RESTARTS",
+    "NODEWEAVE_METRICS",
+    "NODEWEAVE_METRICS_PORT",
+    "NODEWEAVE_MODE",
+    "NODEWEAVE_NCCL_VERSION",
+    "NODEWEAVE_NNODES",
+    "NODEWEAVE_NODE_RANK",
+    "NODEWEAVE_NO_PROGRESS_RESTARTS",
+    "NODEWEAVE_NPROC_PER_NODE",
+    "NODEWEAVE_PLAN_RECORD",
+    "NODEWEAVE_POD_INDEX",
+    "NODEWEAVE_PROFILE",
+    "NODEWEAVE_PROFILE_OPTIONS",
+    "NODEWEAVE_RANKWATCH_DIR",
+    "NODEWEAVE_RANKWATCH_PID",
+    "NODEWEAVE_RCCL_VERSION",
+    "NODEWEAVE_RECOVERY",
+    "NODEWEAVE_RECOVERY_MAX_RESTARTS",
+    "NODEWEAVE_RENDERED",
+    "NODEWEAVE_RESTART_COUNT",
+    "NODEWEAVE_RESUME_FROM",
+    "NODEWEAVE_RICH_HELP",
+    "NODEWEAVE_RUNTIME",
+    "NODEWEAVE_RUN_ANNOUNCE",
+    "NODEWEAVE_RUN_ID",
+    "NODEWEAVE_SERVICE",
+    "NODEWEAVE_SETUP",
+    "NODEWEAVE_SPARES",
+    "NODEWEAVE_SPEC",
+    "NODEWEAVE_STALL_TIMEOUT",
+    "NODEWEAVE_STALL_WARN",
+    "NODEWEAVE_STEP_PATTERN",
+    "NODEWEAVE_STRAGGLER_FAULT",
+    "NODEWEAVE_STRAGGLER_IS_FAULT",
+    "NODEWEAVE_SYNC_BIND",
+    "NODEWEAVE_SYSROOT",
+    "NODEWEAVE_WAIT_TIMEOUT",
+    "NODEWEAVE_WARM_START",
+))
+# The project's own make, CI and test knobs (README, docs/): a developer's shell is not warned about them.
+DEVELOPMENT = frozenset((
+    "NODEWEAVE_CHECKOV", "NODEWEAVE_CHECK_HEALTHY_RUNS", "NODEWEAVE_CI_DISK_GB", "NODEWEAVE_DASHBOARD_SHOTS",
+    "NODEWEAVE_DOCKER_BUILD_CACHE", "NODEWEAVE_DOCKER_HOST", "NODEWEAVE_E2E_REGISTRY", "NODEWEAVE_SHARED_DIR",
+    "NODEWEAVE_UPDATE_GOLDEN", "NODEWEAVE_VENV",
+))
+DEVELOPMENT_PREFIX = "NODEWEAVE_TEST_"
+PREFIX = "NODEWEAVE_"
+
+
+def unknown_variables(env):
+    """``(name, nearest known name or None)`` for each NODEWEAVE_* name in ``env`` that nodeweave neither reads
+    nor sets, sorted."""
+    found = []
+    for name in sorted(env):
+        if not name.startswith(PREFIX) or name in KNOWN or name in DEVELOPMENT or name.startswith(DEVELOPMENT_PREFIX):
+            continue
+        import difflib  # only for a name to suggest for: it imports re, which the start-up path does without
+
+        known = sorted(known[len(PREFIX):] for known in KNOWN)
+        stems = difflib.get_close_matches(name[len(PREFIX):], known, n=1, cutoff=0.6)  # the shared prefix is no likeness
+        found.append((name, _aliases().get(name) or (PREFIX + stems[0] if stems else None)))
+    return found
+
+
+def _aliases():
+    """``NODEWEAVE_IFNAME`` -> ``NODEWEAVE_INTERFACES``: a flag's older spelling (``--ifname``) as a variable
+    means that flag's variable; read from the contract only when a name is unknown (start-up stays cheap)."""
+    from nodeweave.entrypoint.planning.contract import SETTINGS
+
+    return {PREFIX + alias.lstrip("-").replace("-", "_").upper(): row.variable
+            for row in SETTINGS for alias in row.aliases if row.variable}
+
+
+def unknown_lines(env):
+    """One sentence per unknown NODEWEAVE_* variable: that it is ignored, and the name meant."""
+    return [f"{name} is not a variable nodeweave reads, so it is ignored"
+            + (f" (did you mean {close}?)" if close else " (`nodeweave-entrypoint --help` lists the NODEWEAVE_* "
+               "variables)") for name, close in unknown_variables(env)]
