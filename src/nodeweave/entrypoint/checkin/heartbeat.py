@@ -232,6 +232,16 @@ class HubWatch(HubStall, Watch):
         for listener in HUB_WATCHES:  # metrics/: node 0's live picture of the job, its goodput timeline
             listener(self)
 
+    def fault(self):
+        """(when, label) of the failure that stopped this generation, or None (``surface.HubReading``)."""
+        with self.lock:
+            return None if self.failure is None else (self.failed_at, str(self.failure[0]))
+
+    def over(self):
+        """The generation ended without a failure: node 0's launcher finished, the heartbeat's thread is done."""
+        thread = self.thread
+        return self.failure is None and self.own_done.is_set() and thread is not None and not thread.is_alive()
+
     def use_stall(self, stall):
         """Watch the ranks with ``stall``; `--status` on node 0 shows its view (``exchange.Hub.status``)."""
         self.stall = stall
