@@ -77,7 +77,7 @@ class Fault:
     node: Optional[NodeId]        # the culprit's identity; None when no one node is (a stall, the job's own error)
     cause: Cause
     why: str                      # in words, as the logs say it
-    at: float                     # when node 0 heard it (epoch seconds)
+    at: float                     # when node 0 heard the evidence that decided it (epoch seconds)
     relaunched: Optional[float] = None   # when the next generation was decided
     recover_s: Optional[float] = None    # relaunched - at
     resumed_step: Optional[int] = None   # the next generation's checkpoint: its step and path

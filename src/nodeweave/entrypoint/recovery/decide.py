@@ -168,15 +168,18 @@ def judged(evidence, book, now):
     generation ended): a stall's or straggler's culprit when the stall watch named one; else the first member
     that failed of its own accord; else the first that failed. A culprit the stall watch names by its rank in
     the launch is turned into its identity here (``Book.node_at``). The same exception on every member that
-    raised one is the job's own (:func:`shared_error`): no node's fault. ``now``: the fault's time when the
-    news holds nothing (the launchers ended without a report)."""
+    raised one is the job's own (:func:`shared_error`): no node's fault. The fault's ``at`` is when node 0 heard
+    the evidence that decided it (the culprit's), not the first news: a peer's report held up to
+    ``heartbeat.JUDGE_S`` while node 0 listened for the node that failed first is heard before it, and the
+    time to recover, the work lost and the goodput timeline all count from the relayed failure. ``now``: the
+    fault's time when the news holds nothing (the launchers ended without a report)."""
     heard = sorted(evidence, key=lambda e: e.at)  # stable: one thread's news keeps its order
     culprit = next((e for e in heard if e.cause in NAMED), None) or next((e for e in heard if e.own), None) or \
         (heard[0] if heard else None)
     if culprit is None:
         return Fault(generation=book.generation, node=None, cause=Cause.UNKNOWN, at=now,
                      why="?: unknown (the launchers ended without a report)")
-    at = heard[0].at
+    at = culprit.at
     if culprit.cause is Cause.CRASH:
         errors = {}
         for e in heard:
