@@ -280,3 +280,31 @@ def test_node_0s_watch_says_its_failure_and_its_end_when_asked():
         assert hub_watch.over() and hub_watch.fault() is None
     finally:
         cluster.close()
+
+
+def test_node_0_without_a_training_slot_finishes_when_a_member_fails_under_recovery():
+    """Node 0 whose training slot went to a spare only watches (``recovery/hub._hub_only``). It waited for the
+    heartbeat's thread to end, and under recovery that thread reads on after a failure (the hear-back that
+    ``finish`` runs): a member failing in such a generation held node 0, and the whole job, for ever."""
+    from loopback_hub import Cluster, Launcher
+
+    from nodeweave.entrypoint.checkin.heartbeat import HubWatch, LinkWatch
+    from nodeweave.entrypoint.errors import EXIT_PEER_FAILED
+
+    cluster = Cluster(1)
+    assert cluster.decide()["decision"] == "start"
+    logs = []
+    hub_watch = HubWatch(cluster.hub, logs.append, hear_back=True)
+    member = LinkWatch(cluster.channels[1], logs.append)
+    member.start(Launcher().stop)
+    returned = []
+    watching = threading.Thread(target=lambda: returned.append(hub_watch.watch_only()), daemon=True)
+    try:
+        watching.start()
+        time.sleep(0.5)
+        assert member.finish(1, "torchrun exited 1", ["PermissionError: [Errno 13] Permission denied"]) is None
+        watching.join(20)
+    finally:
+        cluster.close()
+    assert returned == [EXIT_PEER_FAILED], logs
+    assert hub_watch.fault()[1].startswith("node 1 ")

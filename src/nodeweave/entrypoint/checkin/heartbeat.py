@@ -242,6 +242,16 @@ class HubWatch(HubStall, Watch):
         thread = self.thread
         return self.failure is None and self.own_done.is_set() and thread is not None and not thread.is_alive()
 
+    def watch_only(self):
+        """Node 0 holds no training slot this generation: watch the members until every one finished or one
+        failed, then finish (after a failure the heartbeat reads on for recovery's hear-back, which ``finish``
+        runs: waiting for the thread to end then waited for ever)."""
+        self.start()  # no launcher on this node to stop
+        self.own_done.set()
+        while self.thread.is_alive() and self.fault() is None:
+            self.thread.join(0.2)
+        return self.finish(0, "node 0 holds no training slot", [])
+
     def use_stall(self, stall):
         """Watch the ranks with ``stall``; `--status` on node 0 shows its view (``exchange.Hub.status``)."""
         self.stall = stall
