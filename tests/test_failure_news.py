@@ -105,6 +105,33 @@ def test_the_same_error_on_every_member_is_the_jobs_own_from_the_news_alone():
     assert (fault.node, fault.cause, fault.error["nodes"]) == (None, Cause.SCRIPT, [0, 1])
 
 
+def test_the_same_error_from_the_node_a_spare_replaced_is_the_jobs_own_one_generation_late():
+    """A job of one training node and a spare: its script raised PermissionError, node 0 was left out, the spare
+    raised it too, and (before) was left out in turn, the stop line naming no error. Now the second raise is the
+    job's own; a different error, the same node again, or a stall between are still a node's."""
+    from dataclasses import replace
+
+    error = {"line": "PermissionError: [Errno 13] Permission denied: '/ws/ckpt'", "lines": ["Traceback", "..."]}
+    book = Book(generation=0, members=(NodeId(0),), spares=(NodeId(1),))
+    first_fault = decide.judged([evidence(Cause.CRASH, 10.0, node=0, error=error)], book, 20.0)
+    assert (first_fault.node, first_fault.cause, first_fault.raised) == (0, Cause.CRASH, error["line"])
+    after = replace(book, generation=1, members=(NodeId(1),), spares=(), history=(first_fault,), restarts=1)
+    again = decide.judged([evidence(Cause.CRASH, 30.0, node=1, error=error)], after, 40.0)
+    assert (again.node, again.cause, again.error["nodes"]) == (None, Cause.SCRIPT, [1, 0]), again
+    assert again.why == f"the script raised {error['line']} on node 1, as on node 0 in the generation before"
+    stopped = decide.job_error(after, again.error["nodes"], again.error)
+    assert stopped.code == 10 and stopped.restarts == 1 and "no more spares or restarts spent (1 spent)" in \
+        stopped.ended, stopped.ended
+    other = decide.judged([evidence(Cause.CRASH, 30.0, node=1, error={"line": "ValueError: x", "lines": []})],
+                          after, 40.0)
+    assert (other.node, other.cause) == (1, Cause.CRASH)
+    same_node = replace(after, members=(NodeId(0),))
+    assert decide.judged([evidence(Cause.CRASH, 30.0, node=0, error=error)], same_node, 40.0).cause is Cause.CRASH
+    older = replace(after, generation=2)  # the raise two generations back is not "the generation before"
+    assert decide.judged([evidence(Cause.CRASH, 30.0, node=1, error=error)], older, 40.0).cause is Cause.CRASH
+    assert Book.from_json(after.to_json()).history[0].raised == error["line"]
+
+
 def test_every_producer_puts_its_failure_on_the_watchs_one_queue():
     """A worker's report and a loss (the heartbeat's thread), node 0's own end (the main thread), a stall and a
     straggler (the stall watch's seam): each one record on ``watch.news``."""

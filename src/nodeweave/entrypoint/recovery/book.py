@@ -85,6 +85,7 @@ class Fault:
     work_lost_s: Optional[float] = None  # training time between that checkpoint's newest file and the fault
     gap: Optional[float] = None          # a straggler's: how much slower (0.5 = 50%)
     error: Optional[dict] = None         # the job's own error: {line, lines, nodes}
+    raised: Optional[str] = None         # a crash's: the exception line its culprit's script raised, if one did
 
     REQUIRED = ("generation", "node", "cause", "why", "at")
 
