@@ -45,7 +45,7 @@ def test_a_stall_names_the_culprit_by_its_rank_and_decide_turns_it_into_the_node
     book = Book(generation=1, members=(NodeId(0), NodeId(2)), spares=())
     news = [evidence(Cause.CRASH, 1.0, node=0), evidence(Cause.STALL, 2.0, rank=1, how="stalled for 600s")]
     fault = decide.judged(news, book, 9.0)
-    assert (fault.node, fault.cause, fault.at) == (2, Cause.STALL, 1.0)
+    assert (fault.node, fault.cause, fault.at) == (2, Cause.STALL, 2.0)  # the stall verdict decided it
     assert fault.why == "node 2: the job stalled (stalled for 600s)"
 
 
@@ -62,12 +62,74 @@ def test_the_first_node_that_failed_of_its_own_accord_is_the_culprit_else_the_fi
     assert (nothing.node, nothing.cause, nothing.at) == (None, Cause.UNKNOWN, 9.0)
 
 
+def test_a_faults_time_is_the_evidence_that_decided_it_not_the_first_news():
+    """A peer's report showing only a peer gone is heard first and held (up to JUDGE_S, 2 s) while node 0 listens
+    for the node that failed of its own accord: the fault was dated from the held report, up to 2 s before the
+    relayed failure that decided it, and the time to recover counted those seconds twice."""
+    book = Book(members=(0, 1, 2))
+    held, culprit = evidence(Cause.CRASH, 100.0, node=2, own=False), evidence(Cause.CRASH, 101.9, node=1)
+    fault = decide.judged([held, culprit], book, 120.0)
+    assert (fault.node, fault.at) == (1, 101.9)
+    assert decide.judged([held], book, 120.0).at == 100.0  # no node failed of its own accord: the held one decided
+    error = {"line": "PermissionError: [Errno 13] Permission denied: '/ws/ckpt'", "lines": ["..."]}
+    script = decide.judged([evidence(Cause.CRASH, 100.0, node=2, own=False, error=error),
+                            evidence(Cause.CRASH, 101.5, node=1, error=error)], book, 120.0)
+    assert (script.cause, script.at) == (Cause.SCRIPT, 101.5)
+    announced = decide.announced(book, (0, 1, 2), (None, None), {}, 104.0, fault=fault)
+    assert announced.history[-1].recover_s == 2.1  # relaunched 2.1 s after the relayed failure, not 4.0
+
+
+def test_the_books_fault_time_is_the_relayed_failure_the_goodput_timeline_records():
+    """Node 0's goodput timeline dates a generation's fault from the watch's relayed failure (``fault()``) and
+    then takes the book's ``at``: the two agree when a peer's report was held first (they were the held
+    report's time and the relay's, up to JUDGE_S apart)."""
+    cluster, hub_watch, links, launchers, logs = started_watches(3)
+    try:
+        assert links[2].finish(1, "torchrun exited 1", [PEER_GONE], peer_gone=PEER_GONE) is None  # held
+        time.sleep(0.8)
+        assert links[1].finish(1, "torchrun exited 1", ["boom"]) is None  # failed of its own accord: relayed
+        assert launchers[0].stopped.wait(5), logs
+        relayed_at, label = hub_watch.fault()
+    finally:
+        cluster.close()
+    fault = decide.judged(hub_watch.news.drain(), Book(members=(0, 1, 2, 3)), time.time())
+    assert fault.node == 1 and label.startswith("node 1 "), (fault, label)
+    assert abs(fault.at - relayed_at) < 0.3, (fault.at, relayed_at)
+
+
 def test_the_same_error_on_every_member_is_the_jobs_own_from_the_news_alone():
     book = Book(members=(0, 1))
     error = {"line": "PermissionError: [Errno 13] Permission denied: '/ws/ckpt'", "lines": ["..."]}
     fault = decide.judged([evidence(Cause.CRASH, 1.0, node=1, error=error),
                            evidence(Cause.CRASH, 1.2, node=0, own=False, error=error)], book, 9.0)
     assert (fault.node, fault.cause, fault.error["nodes"]) == (None, Cause.SCRIPT, [0, 1])
+
+
+def test_the_same_error_from_the_node_a_spare_replaced_is_the_jobs_own_one_generation_late():
+    """A job of one training node and a spare: its script raised PermissionError, node 0 was left out, the spare
+    raised it too, and (before) was left out in turn, the stop line naming no error. Now the second raise is the
+    job's own; a different error, the same node again, or a stall between are still a node's."""
+    from dataclasses import replace
+
+    error = {"line": "PermissionError: [Errno 13] Permission denied: '/ws/ckpt'", "lines": ["Traceback", "..."]}
+    book = Book(generation=0, members=(NodeId(0),), spares=(NodeId(1),))
+    first_fault = decide.judged([evidence(Cause.CRASH, 10.0, node=0, error=error)], book, 20.0)
+    assert (first_fault.node, first_fault.cause, first_fault.raised) == (0, Cause.CRASH, error["line"])
+    after = replace(book, generation=1, members=(NodeId(1),), spares=(), history=(first_fault,), restarts=1)
+    again = decide.judged([evidence(Cause.CRASH, 30.0, node=1, error=error)], after, 40.0)
+    assert (again.node, again.cause, again.error["nodes"]) == (None, Cause.SCRIPT, [1, 0]), again
+    assert again.why == f"the script raised {error['line']} on node 1, as on node 0 in the generation before"
+    stopped = decide.job_error(after, again.error["nodes"], again.error)
+    assert stopped.code == 10 and stopped.restarts == 1 and "no more spares or restarts spent (1 spent)" in \
+        stopped.ended, stopped.ended
+    other = decide.judged([evidence(Cause.CRASH, 30.0, node=1, error={"line": "ValueError: x", "lines": []})],
+                          after, 40.0)
+    assert (other.node, other.cause) == (1, Cause.CRASH)
+    same_node = replace(after, members=(NodeId(0),))
+    assert decide.judged([evidence(Cause.CRASH, 30.0, node=0, error=error)], same_node, 40.0).cause is Cause.CRASH
+    older = replace(after, generation=2)  # the raise two generations back is not "the generation before"
+    assert decide.judged([evidence(Cause.CRASH, 30.0, node=1, error=error)], older, 40.0).cause is Cause.CRASH
+    assert Book.from_json(after.to_json()).history[0].raised == error["line"]
 
 
 def test_every_producer_puts_its_failure_on_the_watchs_one_queue():

@@ -99,3 +99,33 @@ def test_the_private_import_check_catches_what_it_names(tmp_path):
             "nodeweave.entrypoint.recovery.hub -> nodeweave.entrypoint.checkin.session._record"]
     finally:
         house_map.PACKAGE = saved
+
+
+def test_no_module_anywhere_imports_another_rooms_private_names():
+    """Issue 41's rule is the whole package's, not only the entrypoint's: ``cli/`` taking a ``_helper`` of
+    ``cluster/`` (or ``rendering/`` one of ``targets/``) is the same reach into another room's business."""
+    import house_map
+
+    assert house_map.private_imports(inside="nodeweave") == []
+
+
+def test_the_package_wide_check_catches_a_private_name_across_top_level_rooms(tmp_path):
+    import house_map
+
+    files = {"__init__.py": "", "cli/__init__.py": "", "cli/run.py": "from nodeweave.cluster.base import _state\n",
+             "cli/up.py": "from .run import _local\n", "cluster/__init__.py": "",
+             "cluster/base.py": "def _state(): pass\n"}
+    found = {}
+    for rel, source in files.items():
+        path = tmp_path / "nodeweave" / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(source, encoding="utf-8")
+        parts = ["nodeweave", *rel[:-3].split("/")]
+        found[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    saved = house_map.PACKAGE
+    house_map.PACKAGE = tmp_path / "nodeweave"
+    try:
+        assert house_map.private_imports(found, inside="nodeweave") == [
+            "nodeweave.cli.run -> nodeweave.cluster.base._state"]
+    finally:
+        house_map.PACKAGE = saved

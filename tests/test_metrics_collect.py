@@ -3,7 +3,6 @@ watch's work (benchmarks/metrics_scale.py measures the cost; these check what it
 
 import shutil
 import subprocess
-import threading
 import time
 
 import pytest
@@ -36,8 +35,7 @@ class Stall:
 class Watch:
     def __init__(self, nodes, ranks, stragglers=None):
         now = time.monotonic()
-        self.clock, self.failed_at, self.failure, self.thread = time.monotonic, None, None, None
-        self.own_done = threading.Event()
+        self.clock, self.node_gpus = time.monotonic, None
         self.hub = type("Hub", (), {})()
         self.hub.own_fp = {"rank": 0, "hostname": "gpu0", "job": "t"}
         self.hub.peers = [Peer(r, now) for r in range(1, nodes)]
@@ -45,6 +43,12 @@ class Watch:
                   "outside_s": 4.0, "state": "S", "since_s": 0.1, "fr_enqueued": -1} for n in range(nodes)
                  for i in range(ranks)]
         self.stall = Stall(views, stragglers)
+
+    def fault(self):  # what node 0's watch answers (``stall/surface.HubReading``)
+        return None
+
+    def over(self):
+        return False
 
 
 def live_of(tmp_path, watch):

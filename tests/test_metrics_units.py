@@ -241,13 +241,14 @@ def test_a_stall_the_watch_still_reports_after_the_generations_fault_is_not_reco
     from nodeweave.entrypoint.metrics.live import Live
 
     stall = type("Stall", (), {"last_views": [], "verdicts": {"stall": {"for_s": 4.0}}})()
-    watch = type("Watch", (), {"hub": type("Hub", (), {"own_fp": {"job": "j"}})(), "stall": stall, "failed_at": None,
-                               "failure": None, "thread": None})()
+    failed = []
+    watch = type("Watch", (), {"hub": type("Hub", (), {"own_fp": {"job": "j"}})(), "stall": stall,
+                               "fault": lambda self: failed[0] if failed else None, "over": lambda self: False})()
     live = Live(_Settings(tmp_path), lambda line: None)
     live.thread = threading.Thread(target=lambda: None)
     live._watching(watch)
     live.tick(now=1000.0)
-    watch.failed_at, watch.failure = 1010.0, ("node 2: the job stalled",)
+    failed.append((1010.0, "node 2: the job stalled"))
     live.tick(now=1011.0)
     live.tick(now=1012.0)  # the verdict is still there
     [gen] = live.snapshot()["generations"]

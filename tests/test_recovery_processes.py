@@ -352,3 +352,27 @@ def test_the_same_error_on_every_node_is_the_jobs_own_and_ends_it_naming_the_err
         assert "PermissionError: [Errno 13] Permission denied" in text and "  | " in text, text
         assert "LEFT OUT" not in text and "no checkpoint yet" not in text, text
     assert [h["cause"] for h in record["history"]] == ["script"], record["history"]
+
+
+def test_the_same_error_on_a_one_node_job_and_on_the_spare_that_replaced_it_is_the_jobs_own(tmp_path):
+    """Issue 41's job's own error on a job of one training node and a spare: no two members raise at once, so
+    node 0 was left out, the spare raised the same PermissionError, was left out too, and the job ended with
+    exit 8 naming no error. The spare's raise is the job's own: exit 10 naming the error, no further node left out."""
+    from nodeweave.entrypoint.errors import EXIT_JOB_ERROR
+
+    run = ["--steps", "30", "--interval", "0.2", "--save-every", "5", "--fault", "raise", "--fault-node", "*",
+           "--fault-gen", "-1", "--fault-step", "6"]  # every generation: the spare raises it too
+    started = start(tmp_path, run, nodes=1, spares=1)
+    codes = finish(started)
+    assert codes == [EXIT_JOB_ERROR] * 2, texts(started)
+    record = book(tmp_path)
+    assert (record["decision"], record["code"], record["generation"], record["restarts"]) == \
+        ("stop", EXIT_JOB_ERROR, 1, 1), record
+    assert record["left_out"] == {"0": 1} and record["members"] == [1], record
+    assert record["error"]["line"].startswith("PermissionError: [Errno 13] Permission denied: "), record["error"]
+    assert record["error"]["nodes"] == [1, 0], record["error"]
+    assert [h["cause"] for h in record["history"]] == ["crash", "script"], record["history"]
+    for node in started:
+        text = node.text()
+        assert "recovery: the job ends: the job's own error, the same on node(s) 1, 0" in text, text
+        assert "PermissionError: [Errno 13] Permission denied" in text, text

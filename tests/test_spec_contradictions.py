@@ -103,6 +103,19 @@ def test_an_elastic_range_under_recovery_is_refused_naming_both_counts():
     assert spec(base=BASE.replace("nodes: 2", 'nodes: "2:64"')).containers == 2
 
 
+@pytest.mark.parametrize("argv", [["validate"], ["render", "all", "--dry-run"], ["up", "--dry-run"],
+                                  ["up", "--dry-run", "-t", "kubernetes"], ["up", "--dry-run", "-t", "slurm"],
+                                  ["up", "--dry-run", "-t", "hosts", "--host", "a,b", "--remote-dir", "/w"]])
+def test_an_elastic_range_under_recovery_is_refused_by_every_verb_on_every_target(capsys, tmp_path, argv):
+    """The issue's `nodes: "2:64"` with recovery started 64 containers or replicas with nothing said: every verb
+    that reads the spec, on every target, refuses it with both counts and how to start fewer (exit 2)."""
+    text = BASE.replace("nodes: 2", 'nodes: "2:64"') + "recovery: {enabled: true}\n"
+    code, out, err = cli(capsys, tmp_path, text, *argv)
+    assert code == EXIT_USAGE, (out, err)
+    assert "the elastic range 2:64 under recovery would start all 64 nodes" in err, err
+    assert "nodes: 2 (starts 2)" in err and "Traceback" not in err
+
+
 RECOVERING = ("name: rj\nimage: {variant: cpu}\nnodes: 3\ngpus_per_node: 8\nlauncher: {script: t.py}\n"
               "recovery: {enabled: true, spares: 1, min_nodes: 2}\n")
 

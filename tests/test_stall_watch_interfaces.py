@@ -219,3 +219,92 @@ def test_nodes_reporting_their_exit_do_not_hold_node_0s_heartbeat_while_their_co
         cluster.close()
     assert relayed < 1.0, relayed
     assert len(done) == 6 and all(d and d["code"] == 0 for d in done), done
+
+
+def _watch_reads(path):
+    """(line, name) for each name read off a watch in ``path``: ``watch.x``, ``self.watch.x``, ``getattr(watch, "x")``
+    (a watch: a name or attribute called ``*watch``)."""
+    def is_watch(node):
+        name = node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else ""
+        return name.lower().endswith("watch")
+
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Attribute) and is_watch(node.value):
+            found.append((node.lineno, node.attr))
+        if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "getattr" and len(node.args) >= 2 and \
+                is_watch(node.args[0]) and isinstance(node.args[1], ast.Constant):
+            found.append((node.lineno, node.args[1].value))
+    return sorted(found)
+
+
+def test_metrics_reads_node_0s_watch_only_through_its_declared_reading():
+    """Was: the recorder read the watch's own stop state (``watch.failed_at``, ``watch.failure``, ``watch.thread``
+    ``.is_alive()``, ``watch.own_done.is_set()``); it asks ``fault()`` and ``over()`` (``surface.HubReading``)."""
+    from nodeweave.entrypoint.stall.surface import READABLE
+
+    found = {str(p.relative_to(ENTRYPOINT)): hits for p in sorted((ENTRYPOINT / "metrics").glob("*.py"))
+             if (hits := [(line, name) for line, name in _watch_reads(p) if name not in READABLE])}
+    assert found == {}
+    assert set(READABLE) == {"clock", "hub", "stall", "node_gpus", "fault", "over"}
+
+
+def test_the_reading_check_catches_the_old_forms(tmp_path):
+    from nodeweave.entrypoint.stall.surface import READABLE
+
+    old = tmp_path / "live.py"
+    old.write_text("def tick(self, watch):\n    if watch.failed_at and self.watch.thread.is_alive():\n"
+                   "        return getattr(watch, 'own_done', None), watch.fault()\n")
+    assert sorted(hit for hit in _watch_reads(old) if hit[1] not in READABLE) == [(2, "failed_at"), (2, "thread"),
+                                                                            (3, "own_done")]
+
+
+def test_node_0s_watch_says_its_failure_and_its_end_when_asked():
+    from loopback_hub import started_watches
+
+    cluster, hub_watch, links, launchers, logs = started_watches(2)
+    try:
+        assert hub_watch.fault() is None and not hub_watch.over()
+        before = time.time()
+        assert links[1].finish(1, "torchrun exited 1", ["boom"]) is None
+        assert launchers[0].stopped.wait(10), logs
+        at, label = hub_watch.fault()
+        assert before <= at <= time.time() and label.startswith("node 1 ")
+        assert not hub_watch.over()  # a failed generation is never "over" cleanly
+    finally:
+        cluster.close()
+    cluster, hub_watch, links, launchers, logs = started_watches(1)
+    try:
+        assert links[1].finish(0, "torchrun exited 0", []) is None
+        assert hub_watch.finish(0, "torchrun exited 0", []) is None
+        assert hub_watch.over() and hub_watch.fault() is None
+    finally:
+        cluster.close()
+
+
+def test_node_0_without_a_training_slot_finishes_when_a_member_fails_under_recovery():
+    """Node 0 whose training slot went to a spare only watches (``recovery/hub._hub_only``). It waited for the
+    heartbeat's thread to end, and under recovery that thread reads on after a failure (the hear-back that
+    ``finish`` runs): a member failing in such a generation held node 0, and the whole job, for ever."""
+    from loopback_hub import Cluster, Launcher
+
+    from nodeweave.entrypoint.checkin.heartbeat import HubWatch, LinkWatch
+    from nodeweave.entrypoint.errors import EXIT_PEER_FAILED
+
+    cluster = Cluster(1)
+    assert cluster.decide()["decision"] == "start"
+    logs = []
+    hub_watch = HubWatch(cluster.hub, logs.append, hear_back=True)
+    member = LinkWatch(cluster.channels[1], logs.append)
+    member.start(Launcher().stop)
+    returned = []
+    watching = threading.Thread(target=lambda: returned.append(hub_watch.watch_only()), daemon=True)
+    try:
+        watching.start()
+        time.sleep(0.5)
+        assert member.finish(1, "torchrun exited 1", ["PermissionError: [Errno 13] Permission denied"]) is None
+        watching.join(20)
+    finally:
+        cluster.close()
+    assert returned == [EXIT_PEER_FAILED], logs
+    assert hub_watch.fault()[1].startswith("node 1 ")

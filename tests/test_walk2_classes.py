@@ -346,3 +346,25 @@ def test_a_script_the_workspace_lacks_is_noted_by_every_verb_that_judges_the_spe
     (job_folder / "nodeweave.yaml").write_text(SPEC.replace("train.py", "nothere.py"))
     code, _, err = run_cli(capsys, *argv)
     assert code == 0 and "nothere.py is not in the workspace" in err, err
+    notes = [line for line in err.splitlines() if "is not in the workspace" in line]
+    assert notes == [f"nodeweave: note: nothere.py is not in the workspace {job_folder.resolve()} (the nodes see it "
+                     "at /workspace): the run would fail with 'No such file' unless the image holds it"], err
+
+
+def test_the_missing_script_note_is_judged_and_printed_in_one_place():
+    """Four verbs judged the script and echoed the note each its own way (run, up, validate, init): now each calls
+    ``cli.run.note_script``, the only caller of ``judge_script`` and the only place the note is printed."""
+    import ast
+
+    cli = Path(__file__).resolve().parents[1] / "src" / "nodeweave" / "cli"
+    callers = {}
+    for path in sorted(cli.rglob("*.py")):
+        tree = ast.parse(path.read_text())
+        for func in (n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))):
+            for call in (n for n in ast.walk(func) if isinstance(n, ast.Call)):
+                name = getattr(call.func, "id", None) or getattr(call.func, "attr", None)
+                if name in ("judge_script", "note_script"):
+                    callers.setdefault(name, set()).add(f"{path.relative_to(cli)}:{func.name}")
+    assert callers["judge_script"] == {"run.py:note_script"}
+    assert {where.split(":")[0] for where in callers["note_script"]} == {"run.py", "cluster.py", "init.py"}
+    assert len(callers["note_script"]) == 4, callers  # run, up, init, validate

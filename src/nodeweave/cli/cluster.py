@@ -40,19 +40,17 @@ def up_command(
     fmt = data_format(as_json, output)
     spec, backend, _ = open_cluster(spec_path, reach, remember=not dry_run, dry_run=dry_run, for_up=True)
     mode = default_mode(spec) if hold is None else ("hold" if hold else "run")
-    note = ""
-    if mode == "run":  # the nodes start the spec's script: one the workspace lacks is noted, as `run` notes it
-        from nodeweave.cli.run import judge_script
-
-        note = judge_script(spec, spec_path, [spec.launcher.script], spec.launcher.type)
     if check and (mode != "hold" or not wait):
         raise UsageError("up --check needs nodes that hold and a wait for them: add --hold (and leave out --no-wait)")
     out = console(stderr=is_data(fmt))
     try:
         plan = backend.plan_up(mode, image, timeout, wait,
                                (lambda nodes: default_check(nodes, spec, spec_path)) if check else None)
-        if note:  # once the plan is made: a refusal before it (an image, a flag) is the one line a mistake gets
-            typer.echo(f"nodeweave: note: {note}", err=True)
+        if mode == "run":  # the nodes start the spec's script: one the workspace lacks is noted, as `run` notes
+            # it, once the plan is made: a refusal before it (an image, a flag) is the one line a mistake gets
+            from nodeweave.cli.run import note_script
+
+            note_script(spec, spec_path, [spec.launcher.script], spec.launcher.type)
         unpullable = _unpullable(backend, plan, image)
         if dry_run:
             if unpullable:

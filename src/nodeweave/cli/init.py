@@ -149,11 +149,9 @@ def init(
     except UsageError as err:
         flags = {"name": name or arguments[1], "launcher.type": launcher, "launcher.script": script}
         raise UsageError("\n".join(_as_flag(line, flags) for line in str(err).splitlines())) from None
-    from nodeweave.cli.run import judge_script
+    from nodeweave.cli.run import note_script
 
-    note = judge_script(written, path, [script], launcher)  # --script nothere.py: noted, as validate, up, run do
-    if note:
-        typer.echo(f"nodeweave: note: {note}", err=True)
+    note_script(written, path, [script], launcher)  # --script nothere.py: noted, as validate, up, run do
     if dry_run:
         typer.echo(text, nl=False)
         return
@@ -290,11 +288,9 @@ def validate(
     for note in spec.notes:  # valid, but likely not what was meant
         typer.echo(f"nodeweave: note: {note}", err=True)
     if not is_stdin(spec_path):  # the script the nodes would run, as `run` and `up` note it (walk2 M1)
-        from nodeweave.cli.run import judge_script
+        from nodeweave.cli.run import note_script
 
-        note = judge_script(spec, spec_path, [spec.launcher.script], spec.launcher.type)
-        if note:
-            typer.echo(f"nodeweave: note: {note}", err=True)
+        note_script(spec, spec_path, [spec.launcher.script], spec.launcher.type)
     if emit(summary, fmt):
         return
     typer.echo(f"{shown}: valid: {spec.name}, {spec.nodes} node(s) x {spec.gpus_per_node} process(es), "

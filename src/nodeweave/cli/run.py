@@ -89,7 +89,7 @@ def run_command(
         extra = {"NODEWEAVE_PROFILE_OPTIONS": profile_options, **extra}
     spec, backend, _ = open_cluster(spec_path, reach, dry_run=dry_run)
     command = launcher_command(command, launcher or spec.launcher.type) if command else spec_command(spec)
-    script_note = judge_script(spec, spec_path, command, launcher or spec.launcher.type)
+    script_inside(spec, command, launcher or spec.launcher.type)  # a script leaving the workspace: refused first
     everyone = backend.live_nodes("run", dry_run)
     nodes_wanted = _node_count(everyone, node, nodes_wanted)
     nodes, shape = run_overrides(everyone, nproc_per_node, nodes_wanted, launcher)
@@ -100,8 +100,8 @@ def run_command(
                     checking)
     if not dry_run:
         backend.require_up(nodes, "run")
-    if script_note:  # after every refusal (nodes judged, the cluster up): a refusal is the one line a mistake gets
-        typer.echo(f"nodeweave: note: {script_note}", err=True)
+    # after every refusal (nodes judged, the cluster up): a refusal is the one line a mistake gets
+    note_script(spec, spec_path, command, launcher or spec.launcher.type)
     if dry_run:
         show_plan(plan, fmt, backend, nodes, "run")
         return
@@ -145,10 +145,10 @@ def _node_count(nodes, node: List[str], count: Optional[int]) -> Optional[int]:
 PYTHONS = ("python", "python3")
 
 
-def judge_script(spec, spec_path: Path, command: List[str], launcher: str) -> str:
-    """The script the nodes would run, judged here before any node is asked: one that leaves the workspace is
-    refused by the spec's own rule for launcher.script (exit 2); for one the workspace lacks, the note to print
-    (the image may hold it), for a dry run and a real run alike; else ""."""
+def script_inside(spec, command: List[str], launcher: str) -> Optional[tuple]:
+    """(the script as given, its path inside the workspace) of the script the nodes would run, or None (a
+    program, an option, a path in the image: nothing here to compare with). One that leaves the workspace is
+    refused by the spec's own rule for launcher.script (exit 2): `run` asks this before any node is asked."""
     import posixpath
 
     words = list(command)
@@ -157,18 +157,37 @@ def judge_script(spec, spec_path: Path, command: List[str], launcher: str) -> st
     script = words[0] if words else ""
     if not script or script.startswith("-") or posixpath.isabs(script) and not script.startswith(
             spec.workspace.path.rstrip("/") + "/"):
-        return ""  # a program, an option, or a path in the image: nothing here to compare with
+        return None
     inside = posixpath.relpath(script, spec.workspace.path) if posixpath.isabs(script) else script
     normal = posixpath.normpath(inside)
     if normal == ".." or normal.startswith("../"):  # the spec's rule for launcher.script (spec/mounts.py)
         raise UsageError(f"{script}: the script leaves the workspace ({spec.workspace.path}), which is all the "
                          "nodes see of this folder; accepted: a path inside it (as launcher.script), or an "
                          "absolute path in the image")
+    return script, inside
+
+
+def judge_script(spec, spec_path: Path, command: List[str], launcher: str) -> str:
+    """The script the nodes would run, judged here: refused when it leaves the workspace (:func:`script_inside`);
+    for one the workspace lacks, the note to print (the image may hold it), for a dry run and a real run alike;
+    else ""."""
+    found = script_inside(spec, command, launcher)
+    if found is None:
+        return ""
+    script, inside = found
     folder = (spec_path.resolve().parent / Path(spec.workspace.host_path).expanduser()).resolve()
     if (folder / inside).exists():
         return ""
     return (f"{script} is not in the workspace {folder} (the nodes see it at {spec.workspace.path}): the run would "
             "fail with 'No such file' unless the image holds it")
+
+
+def note_script(spec, spec_path: Path, command: List[str], launcher: str) -> None:
+    """Judge the script the nodes would run (:func:`judge_script`) and print its note, the one way every verb
+    that judges a spec's script says it (run, up, validate, init)."""
+    note = judge_script(spec, spec_path, command, launcher)
+    if note:
+        typer.echo(f"nodeweave: note: {note}", err=True)
 
 
 def _finish(data: dict, fmt: str, out) -> None:

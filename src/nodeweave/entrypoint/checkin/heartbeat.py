@@ -232,6 +232,26 @@ class HubWatch(HubStall, Watch):
         for listener in HUB_WATCHES:  # metrics/: node 0's live picture of the job, its goodput timeline
             listener(self)
 
+    def fault(self):
+        """(when, label) of the failure that stopped this generation, or None (``surface.HubReading``)."""
+        with self.lock:
+            return None if self.failure is None else (self.failed_at, str(self.failure[0]))
+
+    def over(self):
+        """The generation ended without a failure: node 0's launcher finished, the heartbeat's thread is done."""
+        thread = self.thread
+        return self.failure is None and self.own_done.is_set() and thread is not None and not thread.is_alive()
+
+    def watch_only(self):
+        """Node 0 holds no training slot this generation: watch the members until every one finished or one
+        failed, then finish (after a failure the heartbeat reads on for recovery's hear-back, which ``finish``
+        runs: waiting for the thread to end then waited for ever)."""
+        self.start()  # no launcher on this node to stop
+        self.own_done.set()
+        while self.thread.is_alive() and self.fault() is None:
+            self.thread.join(0.2)
+        return self.finish(0, "node 0 holds no training slot", [])
+
     def use_stall(self, stall):
         """Watch the ranks with ``stall``; `--status` on node 0 shows its view (``exchange.Hub.status``)."""
         self.stall = stall

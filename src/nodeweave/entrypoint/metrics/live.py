@@ -199,8 +199,7 @@ class Live:
 
     def views(self):
         """(every rank's latest view, the stall verdicts) from the current watch's stall watch."""
-        watch = self.watch
-        stall = getattr(watch, "stall", None)
+        stall = self.watch.stall if self.watch is not None else None
         if stall is None:
             return [], {"stall": None, "stragglers": []}
         return list(stall.last_views or []), dict(stall.verdicts)
@@ -235,13 +234,13 @@ class Live:
                 gen["stalls"].append([round(now - float(stall.get("for_s") or 0), 3), None])
             elif not stall and open_stall:
                 gen["stalls"][-1][1] = round(now, 3)
-            if watch.failed_at is not None and gen["fault"] is None:
-                label = (watch.failure or ("?",))[0]
-                gen["fault"] = {"at": watch.failed_at, "why": str(label)}
+            fault = watch.fault()  # the watch's declared reading (``stall/surface.HubReading``)
+            if fault is not None and gen["fault"] is None:
+                failed_at, label = fault
+                gen["fault"] = {"at": failed_at, "why": label}
                 if open_stall or (gen["stalls"] and gen["stalls"][-1][1] is None):
-                    gen["stalls"][-1][1] = watch.failed_at
-            elif gen["fault"] is None and gen["ended"] is None and watch.thread is not None \
-                    and not watch.thread.is_alive() and watch.own_done.is_set():
+                    gen["stalls"][-1][1] = failed_at
+            elif gen["fault"] is None and gen["ended"] is None and watch.over():
                 gen["ended"] = now
         if open_gen and views:  # outside the lock: closing a column at 65,536 ranks takes ~70 ms, no scrape waits
             self.heat.feed(now, gen["generation"], views)

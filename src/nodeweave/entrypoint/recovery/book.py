@@ -77,7 +77,7 @@ class Fault:
     node: Optional[NodeId]        # the culprit's identity; None when no one node is (a stall, the job's own error)
     cause: Cause
     why: str                      # in words, as the logs say it
-    at: float                     # when node 0 heard it (epoch seconds)
+    at: float                     # when node 0 heard the evidence that decided it (epoch seconds)
     relaunched: Optional[float] = None   # when the next generation was decided
     recover_s: Optional[float] = None    # relaunched - at
     resumed_step: Optional[int] = None   # the next generation's checkpoint: its step and path
@@ -85,6 +85,7 @@ class Fault:
     work_lost_s: Optional[float] = None  # training time between that checkpoint's newest file and the fault
     gap: Optional[float] = None          # a straggler's: how much slower (0.5 = 50%)
     error: Optional[dict] = None         # the job's own error: {line, lines, nodes}
+    raised: Optional[str] = None         # a crash's: the exception line its culprit's script raised, if one did
 
     REQUIRED = ("generation", "node", "cause", "why", "at")
 

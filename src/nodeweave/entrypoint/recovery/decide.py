@@ -15,8 +15,10 @@ returns the next generation or the reason the job stops, with its exit code;
 rendezvous host, the fault in the history); :func:`closed`, :func:`finished`
 and :func:`kept_by` the end and a node's own copy. A fault is a node's or the
 job's own: :func:`shared_error` finds the same exception raised by the script
-on every node that reported one, and :func:`job_error` stops the job with it,
-leaving no node out and spending no restart. ``hub.py`` hands these functions
+on every node that reported one, :func:`repeated` the same exception raised
+by the culprits of two generations in a row, two nodes (a job of one training
+node and a spare), and :func:`job_error` stops the job with it, leaving no
+(further) node out and spending no (further) restart. ``hub.py`` hands these functions
 its facts and keeps the book they return; no other module changes a book.
 
 Nodes are named by their *identity*: the node rank their container was given
@@ -32,7 +34,7 @@ from .book import FOR_GOOD, Book, Cause, Decision, Fault, Role
 from .progress import Progress
 
 __all__ = ("FOR_GOOD", "Limits", "first", "came_back", "judged", "ended", "after_fault", "unreachable", "job_error",
-           "shared_error", "announced", "closed", "finished", "kept_by", "role")
+           "shared_error", "repeated", "announced", "closed", "finished", "kept_by", "role")
 
 
 class Limits:
@@ -168,15 +170,18 @@ def judged(evidence, book, now):
     generation ended): a stall's or straggler's culprit when the stall watch named one; else the first member
     that failed of its own accord; else the first that failed. A culprit the stall watch names by its rank in
     the launch is turned into its identity here (``Book.node_at``). The same exception on every member that
-    raised one is the job's own (:func:`shared_error`): no node's fault. ``now``: the fault's time when the
-    news holds nothing (the launchers ended without a report)."""
+    raised one is the job's own (:func:`shared_error`): no node's fault. The fault's ``at`` is when node 0 heard
+    the evidence that decided it (the culprit's), not the first news: a peer's report held up to
+    ``heartbeat.JUDGE_S`` while node 0 listened for the node that failed first is heard before it, and the
+    time to recover, the work lost and the goodput timeline all count from the relayed failure. ``now``: the
+    fault's time when the news holds nothing (the launchers ended without a report)."""
     heard = sorted(evidence, key=lambda e: e.at)  # stable: one thread's news keeps its order
     culprit = next((e for e in heard if e.cause in NAMED), None) or next((e for e in heard if e.own), None) or \
         (heard[0] if heard else None)
     if culprit is None:
         return Fault(generation=book.generation, node=None, cause=Cause.UNKNOWN, at=now,
                      why="?: unknown (the launchers ended without a report)")
-    at = heard[0].at
+    at = culprit.at
     if culprit.cause is Cause.CRASH:
         errors = {}
         for e in heard:
@@ -189,10 +194,30 @@ def judged(evidence, book, now):
                          why=f"the script raised {error['line']} on node(s) {', '.join(map(str, nodes))}",
                          error=dict(error, nodes=nodes))
     node = culprit.node if culprit.node is not None else book.node_at(culprit.rank)
+    raised = culprit.error.get("line") if culprit.cause is Cause.CRASH and culprit.error else None
+    again = repeated(book, node, raised)
+    if again is not None:  # the last generation's culprit, another node, raised the same: the job's own
+        nodes = [node, again]
+        return Fault(generation=book.generation, node=None, cause=Cause.SCRIPT, at=at,
+                     why=f"the script raised {raised} on node {node}, as on node {again} in the generation before",
+                     error=dict(culprit.error, nodes=nodes))
     what = SAID.get(culprit.cause, str(culprit.cause))
     why = f"node {node}: {what} ({culprit.how})" if node is not None else f"{culprit.label}: {what} ({culprit.how})"
     gap = round(culprit.gap, 3) if culprit.cause is Cause.STRAGGLER and culprit.gap is not None else None
-    return Fault(generation=book.generation, node=node, cause=culprit.cause, why=why, at=at, gap=gap)
+    return Fault(generation=book.generation, node=node, cause=culprit.cause, why=why, at=at, gap=gap, raised=raised)
+
+
+def repeated(book, node, raised):
+    """The node whose script raised ``raised`` too when it was the culprit of the generation before, another node
+    than ``node``; else None. A job of one training node (or one whose other ranks only saw a peer go) never has
+    two members raising one error at once: the same error from the node a spare replaced is the job's own, found
+    one restart late rather than never (each spare would repeat it, and the stop would not name it)."""
+    last = book.history[-1] if book.history else None
+    if not raised or node is None or last is None or last.generation != book.generation - 1:
+        return None
+    if last.cause is not Cause.CRASH or last.raised != raised or last.node in (None, node):
+        return None
+    return last.node
 
 
 def shared_error(errors, members):
@@ -206,12 +231,14 @@ def shared_error(errors, members):
 
 
 def job_error(book, nodes, error):
-    """The book stopping the job on its own error: no node left out, no spare taken, no restart spent."""
+    """The book stopping the job on its own error: no (further) node left out, spare taken or restart spent."""
     where = ", ".join(map(str, nodes))
+    spent = ("so no node was left out and no spare or restart spent" if not book.restarts else
+             f"as the last restart did, so no more nodes are left out and no more spares or restarts spent "
+             f"({book.restarts} spent)")
     stopped = _stop(book, EXIT_JOB_ERROR, f"the job's own error, the same on node(s) {where}: {error['line']}; "
-                                          "a restart would only repeat it, so no node was left out and no spare "
-                                          "or restart spent: fix the script or what it reads and writes, then "
-                                          "start the job again")
+                                          f"a restart would only repeat it, {spent}: fix the script or what it "
+                                          "reads and writes, then start the job again")
     return replace(stopped, error=dict(error, nodes=list(nodes)))
 
 

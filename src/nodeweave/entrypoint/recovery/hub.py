@@ -132,10 +132,7 @@ class HubSide:
 
     def _hub_only(self, watch):
         """Node 0 without a training slot: watch the members until they finish or one fails."""
-        watch.start()  # no launcher on this node to stop
-        watch.own_done.set()
-        watch.thread.join()
-        return watch.finish(0, "node 0 holds no training slot", []) or (1 if watch.failure else 0)
+        return watch.watch_only() or (1 if watch.fault() else 0)
 
     def _new_hub(self, old):
         return self.checkin.reopen()

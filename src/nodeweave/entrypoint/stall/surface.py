@@ -6,7 +6,9 @@ into ``local.LocalWatch``; they call back into that watch. Those names are
 declared here, once, with what each holds, so a mixin uses only names it (or a
 base) defines: ``checkin.heartbeat.Watch`` derives from :class:`WatchSurface`
 and supplies them, and tests/test_recovery_book.py fails on a mixin that uses
-a name nothing declares. No imports: the start-up path pays nothing for it.
+a name nothing declares. :class:`HubReading` is the part of node 0's watch an
+observer reads (``metrics/``): the same test fails on ``metrics/`` reading any
+other name off a watch. No imports: the start-up path pays nothing for it.
 """
 
 
@@ -35,7 +37,31 @@ class LinkSurface(WatchSurface):
         raise NotImplementedError
 
 
-class HubSurface(WatchSurface):
+class HubReading:
+    """What an observer of node 0's watch reads (``metrics/``: the live picture, the goodput timeline), declared:
+    these names and no other (tests/test_stall_watch_interfaces.py reads ``metrics/`` for it). Its failure and
+    its end are asked of the watch (:meth:`fault`, :meth:`over`), never read off its thread, events or fields."""
+
+    clock = None      # callable() -> monotonic seconds (a node's heartbeat age is measured on it)
+    hub = None        # ``checkin.exchange.Hub``: its ``peers`` (each node's fingerprint, beat, state) and ``own_fp``
+    stall = None      # ``watcher.StallWatch`` once the ranks are watched, else None
+    node_gpus = None  # node rank -> (source, [GPU readings]) the nodes' beats carried, or None
+
+    def fault(self):
+        """(when, label) of the failure that stopped this generation: epoch seconds when node 0 relayed it (or
+        its own launcher failed first) and the node it named; None while none did."""
+        raise NotImplementedError
+
+    def over(self):
+        """True once the generation ended without a failure: node 0's own launcher finished and the heartbeat
+        stopped."""
+        raise NotImplementedError
+
+
+READABLE = tuple(name for name in vars(HubReading) if not name.startswith("_"))  # what an observer may read
+
+
+class HubSurface(HubReading, WatchSurface):
     """Node 0's watch: the hub of every node's connection, and the heartbeat's own reading of it."""
 
     hub = None   # ``checkin.exchange.Hub``: its ``peers`` and their switchboard
