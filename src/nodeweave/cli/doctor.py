@@ -149,6 +149,7 @@ def _asked_through(node: "list[str]") -> list:
     `nodeweave up` made for the nearest spec."""
     from nodeweave.cli.habits.nodes import pick_nodes, split_addresses
     from nodeweave.remote import parse_target
+    from nodeweave.cluster.onbackend import live_nodes
 
     addresses, picks = split_addresses(node)
     found = [parse_target(text) for text in addresses]
@@ -158,7 +159,7 @@ def _asked_through(node: "list[str]") -> list:
         from nodeweave.cluster.options import ClusterOptions
 
         _, backend, _ = open_cluster(find_spec(None), ClusterOptions())
-        found += pick_nodes(backend.live_nodes("ask"), picks)
+        found += pick_nodes(live_nodes(backend, "ask"), picks)
     return found
 
 
