@@ -165,7 +165,7 @@ class SlurmCluster(Backend):
 
     def _granted_hosts(self) -> List[str]:
         """The new allocation's nodes, once Slurm has started it (salloc returns when it is granted)."""
-        hosts = self.hosts()
+        hosts = self._hosts()
         if len(hosts) != self._allocated_count():
             raise NodeweaveError(f"allocation {self.job} holds {len(hosts)} node(s), the plan "
                                  f"{self._allocated_count()}: `scancel {self.job}`, then `nodeweave up` again")
