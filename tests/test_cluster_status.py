@@ -123,6 +123,7 @@ def test_up_and_the_not_up_refusal_read_the_platforms_state_not_its_words(tmp_pa
     import pytest
 
     from nodeweave.cluster.base import NodeState, PlatformState
+    from nodeweave.cluster.onbackend import not_up
     from nodeweave.cluster.ready import wait_until_up
     from nodeweave.errors import NodeweaveError
 
@@ -135,7 +136,7 @@ def test_up_and_the_not_up_refusal_read_the_platforms_state_not_its_words(tmp_pa
         wait_until_up(backend, nodes, "hold", 60.0, console, ["t.py"], poll=0.01)
     assert str(failed.value).startswith(f"1 of 2 node(s) cannot come up: node-1 ({nodes[1].remote.label}): exited (3)")
     assert f"node-0 ({nodes[0].remote.label}): missing" in console.file.getvalue()  # its word, waited for
-    assert backend.not_up(nodes) == {0: "missing", 1: "exited (3)"}
+    assert not_up(backend, nodes) == {0: "missing", 1: "exited (3)"}
     seen.update({0: PlatformState(NodeState.STARTING, "configured"), 1: PlatformState(NodeState.STUCK, "Failed")})
-    assert backend.not_up(nodes) == {1: "Failed"}
+    assert not_up(backend, nodes) == {1: "Failed"}
     assert [s.failed for s in NodeState] == [s in (NodeState.ENDED, NodeState.STUCK) for s in NodeState]

@@ -88,6 +88,7 @@ def test_sync_to_a_hosts_file_defaults_to_the_recorded_workspace_not_the_contain
 
 def test_sync_follows_the_local_target_to_its_containers(spec_path, monkeypatch):
     from nodeweave.cluster.backends.local import LocalCluster
+    from nodeweave.cluster.base import NodeState, PlatformState
     from nodeweave.cluster.options import ClusterOptions, save_state
     from nodeweave.errors import EnvironmentProblem
     from nodeweave.sync import request as rq
@@ -95,7 +96,8 @@ def test_sync_follows_the_local_target_to_its_containers(spec_path, monkeypatch)
     save_state(spec_path, "seed", ClusterOptions(target="local", engine="docker").checked())
     with pytest.raises(EnvironmentProblem, match="seed is not up on docker .*nowhere to sync to; `nodeweave up`"):
         rq.build_request(None, None, rq.TargetArgs(), rq.FilterArgs(), rq.SyncOptions(), spec_path)
-    monkeypatch.setattr(LocalCluster, "not_up", lambda self, nodes: {})  # as if both containers ran
+    running = PlatformState(NodeState.RUNNING, "running")
+    monkeypatch.setattr(LocalCluster, "states", lambda self, nodes: {n.index: running for n in nodes})  # both ran
     req = rq.build_request(None, None, rq.TargetArgs(), rq.FilterArgs(), rq.SyncOptions(), spec_path)
     assert [t.label for t in req.targets] == ["docker:seed-0", "docker:seed-1"] and req.dest == "/workspace"
 

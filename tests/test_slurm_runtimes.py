@@ -102,7 +102,7 @@ def test_apptainer_steps_exec_the_image_with_binds_and_sync_goes_to_the_node(tmp
     status = nodes[0].entrypoint_argv(["--node", "status"])
     assert status[status.index("apptainer"):][:len(prefix)] == prefix
     assert status[:3] == ["srun", "--jobid=42", "--overlap"]
-    backend.hosts = lambda: ["gpu07"]  # the allocation's nodes, without asking squeue
+    backend._hosts = lambda: ["gpu07"]  # the allocation's nodes, without asking squeue
     remotes, folder = backend.sync_targets()
     assert folder == "/local/ws" and remotes[0].exec_argv(["true"])[-1:] == ["true"]
     assert "apptainer" not in remotes[0].exec_argv(["true"])  # sync fills the node's folder the image mounts

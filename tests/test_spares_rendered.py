@@ -188,7 +188,7 @@ def test_up_on_slurm_takes_the_spares_and_its_run_step_tells_the_training_count(
     path.write_text(SPEC.read_text() + 'slurm: {runtime: host, partition: debug, time: "10:00"}\n')
     spec = load_spec(path)
     backend = open_backend(spec, path, ClusterOptions(target="slurm", slurm_job="42").checked())
-    argv = backend.allocation_argv()
+    argv = backend._allocation_argv()
     assert "--nodes=3" in argv and "--no-kill" in argv, argv
     script = render_targets(spec, ["slurm"])["slurm/job.sbatch"]
     assert argv[2:-1] == directives(script), "salloc and sbatch ask for the same allocation"

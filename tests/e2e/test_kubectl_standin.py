@@ -114,22 +114,19 @@ def _write(planned, spec_dir):
 def test_down_deletes_the_trees_objects_in_its_namespace_and_keeps_the_claim_it_leaves_out(standin, tmp_path):
     spec = parse_spec(SPEC, "nwk.yaml")
     backend = KubeCluster(spec, tmp_path / "nwk.yaml", ClusterOptions(target="kubernetes"))
-    try:
-        (keep,) = down_steps(backend, False)[0]
-        _write(down_files(backend, False), tmp_path)  # the tree `delete -k` reads: the plan's files, written first
-        argv = list(keep.argv)
-        assert argv[:3] == ["kubectl", "delete", "-n"] and argv[3] == "e2e", argv
-        elsewhere = standin(*argv[1:3], "default", *argv[4:])
-        assert elsewhere.returncode == 1 and 'does not match the namespace "default"' in elsewhere.stderr
-        assert standin.state()["standin/e2e"]["statefulsets"], "a refused delete removed something"
-        out = standin(*argv[1:])
-        assert out.returncode == 0, out.stderr
-        space = standin.state()["standin/e2e"]
-        assert space["statefulsets"] == {} and list(space["claims"]) == ["nwk-workspace"]
-        claims = [step for (step,) in down_steps(backend, True) if "pvc" in step.argv][0]
-        _write(down_files(backend, True), tmp_path)
-        assert standin(*claims.argv[1:]).returncode == 0
-        assert standin.state()["standin/e2e"]["claims"] == {}
-    finally:
-        backend.close()
+    (keep,) = down_steps(backend, False)[0]
+    _write(down_files(backend, False), tmp_path)  # the tree `delete -k` reads: the plan's files, written first
+    argv = list(keep.argv)
+    assert argv[:3] == ["kubectl", "delete", "-n"] and argv[3] == "e2e", argv
+    elsewhere = standin(*argv[1:3], "default", *argv[4:])
+    assert elsewhere.returncode == 1 and 'does not match the namespace "default"' in elsewhere.stderr
+    assert standin.state()["standin/e2e"]["statefulsets"], "a refused delete removed something"
+    out = standin(*argv[1:])
+    assert out.returncode == 0, out.stderr
+    space = standin.state()["standin/e2e"]
+    assert space["statefulsets"] == {} and list(space["claims"]) == ["nwk-workspace"]
+    claims = [step for (step,) in down_steps(backend, True) if "pvc" in step.argv][0]
+    _write(down_files(backend, True), tmp_path)
+    assert standin(*claims.argv[1:]).returncode == 0
+    assert standin.state()["standin/e2e"]["claims"] == {}
 

@@ -38,7 +38,7 @@ def job_context(spec, spec_path: Path, backend):
     host_path = spec.workspace.host_path
     return JobContext(job=spec.name, spec_text=read_spec_text(spec_path),
                       workspace=spec_dir if host_path.startswith(("/", "~")) else (spec_dir / host_path).resolve(),
-                      target=backend.where())
+                      target=backend.where)
 
 
 def check_cluster(nodes, spec, spec_path: Path, backend, phase, out, fmt: str = "table"):
@@ -79,22 +79,23 @@ def check_command(
     from nodeweave.cli.habits.base import find_spec
     from nodeweave.cluster.execute import Execution, execute
     from nodeweave.cluster.runfolder import RUNS
+    from nodeweave.cluster.onbackend import live_nodes, require_up
 
     spec_path = find_spec(spec_path)
     fmt = data_format(as_json, output)
     check_options = CheckOptions(threshold / 100.0, repeats, backend_name, seconds, timeout, verbose)
     spec, backend, _ = open_cluster(spec_path, reach, dry_run=dry_run)
     notes = backend.check_folders()  # exit 3 first when the nodes could not write the checkpoint folder
-    nodes, shape = backend.live_nodes("check", dry_run), {}
+    nodes, shape = live_nodes(backend, "check", dry_run), {}
     if node:  # the first N nodes only: ranks are the nodes' places, as in `run --node`
         from nodeweave.cli.habits.nodes import first_nodes
         from nodeweave.cluster.overrides import run_overrides
 
         nodes, shape = run_overrides(nodes, nodes=first_nodes(nodes, node, "check"))
-    plan = check_plan(backend.where(), nodes, check_options, shape, runs_dir or spec_path.resolve().parent / RUNS,
+    plan = check_plan(backend.where, nodes, check_options, shape, runs_dir or spec_path.resolve().parent / RUNS,
                       spec.name)
     if not dry_run:
-        backend.require_up(nodes, "check")  # before the run folder is made: nothing up is exit 3, said once
+        require_up(backend, nodes, "check")  # before the run folder is made: nothing up is exit 3, said once
     for note in notes:  # what the nodes may not write: worth saying only to nodes that are up, or in the plan
         console(stderr=True).print(f"note: {note}", highlight=False, markup=False, soft_wrap=True)
     if dry_run:

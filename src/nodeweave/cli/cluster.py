@@ -43,35 +43,32 @@ def up_command(
     if check and (mode != "hold" or not wait):
         raise UsageError("up --check needs nodes that hold and a wait for them: add --hold (and leave out --no-wait)")
     out = console(stderr=is_data(fmt))
-    try:
-        plan = backend.plan_up(mode, image, timeout, wait,
-                               (lambda nodes: default_check(nodes, spec, spec_path)) if check else None)
-        if mode == "run":  # the nodes start the spec's script: one the workspace lacks is noted, as `run` notes
-            # it, once the plan is made: a refusal before it (an image, a flag) is the one line a mistake gets
-            from nodeweave.cli.run import note_script
+    plan = backend.plan_up(mode, image, timeout, wait,
+                           (lambda nodes: default_check(nodes, spec, spec_path)) if check else None)
+    if mode == "run":  # the nodes start the spec's script: one the workspace lacks is noted, as `run` notes
+        # it, once the plan is made: a refusal before it (an image, a flag) is the one line a mistake gets
+        from nodeweave.cli.run import note_script
 
-            note_script(spec, spec_path, [spec.launcher.script], spec.launcher.type)
-        unpullable = _unpullable(backend, plan, image)
-        if dry_run:
-            if unpullable:
-                from dataclasses import replace
-
-                plan = replace(plan, notes=(*plan.notes, f"warning: {unpullable}"))
-            show_plan(plan, fmt, backend, None, "up")  # the engine or tool missing; the nodes need not be up
-            return
+        note_script(spec, spec_path, [spec.launcher.script], spec.launcher.type)
+    unpullable = _unpullable(backend, plan, image)
+    if dry_run:
         if unpullable:
-            typer.echo(f"nodeweave: warning: {unpullable}", err=True)
-        # the nodes once the plan's phases before the check ran (a Slurm allocation's are Slurm's to pick)
-        checks = CheckSession(lambda: backend.nodes(for_up=True), spec, spec_path, backend, out,
-                              then="the nodes stay up (`nodeweave down` takes them down)")
-        job = Execution(backend.spec_dir, say(out), out, backend, checks=checks)
-        try:
-            execute(plan, job)
-        finally:  # the nodes the wait saw up, as data, even when the check after it named one
-            for waited in job.outcomes.get("wait", []):
-                emit(waited, fmt)
-    finally:
-        backend.close()
+            from dataclasses import replace
+
+            plan = replace(plan, notes=(*plan.notes, f"warning: {unpullable}"))
+        show_plan(plan, fmt, backend, None, "up")  # the engine or tool missing; the nodes need not be up
+        return
+    if unpullable:
+        typer.echo(f"nodeweave: warning: {unpullable}", err=True)
+    # the nodes once the plan's phases before the check ran (a Slurm allocation's are Slurm's to pick)
+    checks = CheckSession(lambda: backend.nodes(for_up=True), spec, spec_path, backend, out,
+                          then="the nodes stay up (`nodeweave down` takes them down)")
+    job = Execution(backend.spec_dir, say(out), out, backend, checks=checks)
+    try:
+        execute(plan, job)
+    finally:  # the nodes the wait saw up, as data, even when the check after it named one
+        for waited in job.outcomes.get("wait", []):
+            emit(waited, fmt)
 
 
 def _unpullable(backend, plan, image: Optional[str]) -> Optional[str]:
@@ -108,36 +105,30 @@ def down_command(
     renamed = renamed_down(spec, spec_path)  # what up made under the spec's old name: down takes it down too
     idle = None if renamed else backend.nothing_up_line()
     if idle is not None:  # nothing to take down: said, nothing rendered or written, exit 0 (a dry run the same)
-        backend.close()
         if dry_run:
             from nodeweave.plan import Plan
 
-            show_plan(Plan("down", backend.where(), (), (idle,)), fmt)
+            show_plan(Plan("down", backend.where, (), (idle,)), fmt)
             return
         forget_allocation(spec_path, spec.name)
         out.print(idle, highlight=False, markup=False)
-        emit({"job": spec.name, "where": backend.where(), "down": True, "was_up": False, "also": []}, fmt)
+        emit({"job": spec.name, "where": backend.where, "down": True, "was_up": False, "also": []}, fmt)
         return
-    try:
-        plan = backend.plan_down(delete_claims, renamed)
-        if dry_run:
-            show_plan(plan, fmt, backend, None, "down")
-            return
-        if plan.of_kind(StopPhase):  # bare hosts: nothing to take down but the runs
-            _stop(plan, backend.spec_dir, out, fmt)
-            return
-        execute(plan, Execution(backend.spec_dir, say(out), out, backend))
-    finally:
-        backend.close()
-        for old, _ in renamed:
-            old.close()
+    plan = backend.plan_down(delete_claims, renamed)
+    if dry_run:
+        show_plan(plan, fmt, backend, None, "down")
+        return
+    if plan.of_kind(StopPhase):  # bare hosts: nothing to take down but the runs
+        _stop(plan, backend.spec_dir, out, fmt)
+        return
+    execute(plan, Execution(backend.spec_dir, say(out), out, backend))
     for old, _ in renamed:
         forget_allocation(spec_path, old.spec.name)
-        out.print(f"{old.spec.name} (the job's old name) is down ({old.where()})", highlight=False)
+        out.print(f"{old.spec.name} (the job's old name) is down ({old.where})", highlight=False)
     forget_allocation(spec_path, spec.name)  # the flags stay: `up` alone brings the same cluster back
-    out.print(f"{spec.name} is down ({backend.where()})", highlight=False)
-    emit({"job": spec.name, "where": backend.where(), "down": True,
-          "also": [{"job": old.spec.name, "where": old.where()} for old, _ in renamed]}, fmt)
+    out.print(f"{spec.name} is down ({backend.where})", highlight=False)
+    emit({"job": spec.name, "where": backend.where, "down": True,
+          "also": [{"job": old.spec.name, "where": old.where} for old, _ in renamed]}, fmt)
 
 
 @reach_options
@@ -155,9 +146,10 @@ def status_command(
     spec_path = find_spec(spec_path)
     from nodeweave.cluster.status import agreement, ask_ranks, gather, rank_view, status_table
     from nodeweave.cluster.status import problems as status_problems
+    from nodeweave.cluster.onbackend import live_nodes
 
     spec, backend, _ = open_cluster(spec_path, reach)
-    nodes = pick_nodes(backend.live_nodes("fingerprint") if fingerprints else backend.nodes(), node)
+    nodes = pick_nodes(live_nodes(backend, "fingerprint") if fingerprints else backend.nodes(), node)
     rows = gather(backend, nodes, spec_command(spec))
     agree = agreement(rows)
     view = None
@@ -169,7 +161,7 @@ def status_command(
     watch = ask_ranks([n for n, r in zip(nodes, rows) if r["up"]], stacks) if ranks or stacks else None
     extra = {**({"fingerprints": view.to_dict()} if view is not None else {}), **({"ranks": watch[0]} if watch else {})}
     renamed = list(backend.renamed)
-    data = {"where": backend.where(), "plans_agree": agree, "nodes": rows, **extra,
+    data = {"where": backend.where, "plans_agree": agree, "nodes": rows, **extra,
             **({"renamed": renamed} if renamed else {})}
     fmt = data_format(as_json, output)
     if not emit(data, fmt):
@@ -186,7 +178,7 @@ def status_command(
     if rows and not answering:  # the same answer as every verb's when nothing is up: exit 3, one line
         from nodeweave.errors import EnvironmentProblem
 
-        raise EnvironmentProblem(f"{spec.name} is not up on {backend.where()}: no node answers; `nodeweave up` "
+        raise EnvironmentProblem(f"{spec.name} is not up on {backend.where}: no node answers; `nodeweave up` "
                                  "starts it")  # the words of every verb that needs the job up
     refusals = sum(f.severity == "error" for f in view.findings) if view is not None else 0
     if refusals:
@@ -219,16 +211,17 @@ def stop_command(
     """Stop the current run on every node: SIGTERM to all its processes, SIGKILL after the grace."""
     spec_path = find_spec(spec_path)
     from nodeweave.cluster.verbs import stop_plan
+    from nodeweave.cluster.onbackend import live_nodes, require_up
 
     fmt = data_format(as_json, output)
     spec, backend, _ = open_cluster(spec_path, reach, dry_run=dry_run)
-    every = backend.live_nodes("stop", dry_run)
+    every = live_nodes(backend, "stop", dry_run)
     nodes = pick_nodes(every, node)
     plan = stop_plan(backend, nodes, grace, every_node=len(nodes) == len(every))
     if dry_run:
         show_plan(plan, fmt, backend, nodes, "stop")
         return
-    backend.require_up(nodes, "stop")
+    require_up(backend, nodes, "stop")
     if not _stop(plan, backend.spec_dir, console(stderr=is_data(fmt)), fmt):
         raise NodeweaveError("a process outlived SIGKILL on some node (see above)")
 
@@ -244,6 +237,8 @@ def shell_command(
     output: str = output_option(), as_json: bool = JSON,
 ) -> None:
     """An interactive shell in one node (--node; default node 0)."""
+    from nodeweave.cluster.onbackend import live_nodes, require_up
+
     spec_path = find_spec(spec_path)
     wanted = list(node)
     words = list(command or ())
@@ -261,12 +256,12 @@ def shell_command(
     from nodeweave.cluster.execute import Execution, execute
     from nodeweave.cluster.verbs import shell_plan
 
-    chosen = pick_one(backend.live_nodes("open a shell in", dry_run), wanted, "shell")
+    chosen = pick_one(live_nodes(backend, "open a shell in", dry_run), wanted, "shell")
     plan = shell_plan(backend, chosen)
     if dry_run:
         show_plan(plan, data_format(as_json, output), backend, [chosen], "shell")
         return
-    backend.require_up([chosen], "shell")
+    require_up(backend, [chosen], "shell")
     execute(plan, Execution(backend.spec_dir, say(console(stderr=True)), backend=backend, nodes=[chosen]))
 
 
@@ -290,6 +285,7 @@ def logs_command(
     from nodeweave.cluster.base import ask_status
     from nodeweave.cluster.logs import container_logs, run_logs
     from nodeweave.cluster.runfolder import RUNS, latest_run
+    from nodeweave.cluster.onbackend import live_nodes, require_up
 
     out = console()
     if run is not None:  # a run folder on this machine: no cluster, no engine needed to read or follow it
@@ -306,7 +302,7 @@ def logs_command(
     if not container:
         held = not backend.holds
         if not held:
-            held = ask_status(backend.live_nodes("read logs of")[0], spec_command(spec)).holding
+            held = ask_status(live_nodes(backend, "read logs of")[0], spec_command(spec)).holding
         if held:
             parent = runs_dir or spec_path.resolve().parent / RUNS
             folder = latest_run(parent, spec.name)
@@ -315,10 +311,10 @@ def logs_command(
                                  "`nodeweave run -- SCRIPT` starts one (or --container for the containers' logs)")
     if folder is not None:
         out.print(f"# {folder}", highlight=False, markup=False)
-        wanted = [n.index for n in pick_nodes(backend.live_nodes("read logs of"), node)] if node else []
+        wanted = [n.index for n in pick_nodes(live_nodes(backend, "read logs of"), node)] if node else []
         raise typer.Exit(run_logs(folder, wanted, follow, out, rank=rank, collapse=not no_collapse))
-    nodes = pick_nodes(backend.live_nodes("read logs of"), node)
-    backend.require_up(nodes, "logs")
+    nodes = pick_nodes(live_nodes(backend, "read logs of"), node)
+    require_up(backend, nodes, "logs")
     raise typer.Exit(container_logs(backend, nodes, follow, out, rank=rank, collapse=not no_collapse))
 
 

@@ -201,6 +201,7 @@ def _asked_through(node: "list[str]", dry_run: bool = False):
     `nodeweave up` made for the nearest spec; a dry run returns (nodes, what the real one would meet)."""
     from nodeweave.cli.habits.nodes import pick_nodes, split_addresses
     from nodeweave.remote import parse_target
+    from nodeweave.cluster.onbackend import live_nodes, require_up
 
     every = node == ["all"]  # --cluster outside a node: every node of the job the nearest spec names
     addresses, picks = ([], []) if every else split_addresses(node)
@@ -211,13 +212,13 @@ def _asked_through(node: "list[str]", dry_run: bool = False):
         from nodeweave.cluster.options import ClusterOptions
 
         _, backend, _ = open_cluster(find_spec(None), ClusterOptions(), dry_run=dry_run)
-        picked = pick_nodes(backend.live_nodes("ask", dry_run), picks)
+        picked = pick_nodes(live_nodes(backend, "ask", dry_run), picks)
         if dry_run:
             from nodeweave.cli.habits.clusteropts import would_fail
 
             met = would_fail(backend, picked, "ask")  # "no node to ask for its fingerprint", as the real one says
             return [*found, *picked], [line.replace("the real ask ", "the real doctor --cluster ") for line in met]
-        backend.require_up(picked, "ask")  # nothing up: "<job> is not up ... `nodeweave up`", exit 3, as every verb
+        require_up(backend, picked, "ask")  # nothing up: "<job> is not up ... `nodeweave up`", exit 3, as every verb
         found += picked
     return (found, []) if dry_run else found
 

@@ -38,6 +38,7 @@ def exec_command(
     from nodeweave.cluster.execute import Execution, execute
     from nodeweave.cluster.sweep import parse_assignment
     from nodeweave.cluster.verbs import exec_plan
+    from nodeweave.cluster.onbackend import live_nodes, require_up
 
     fmt = data_format(as_json, output)
 
@@ -46,12 +47,12 @@ def exec_command(
     variables = dict(parse_assignment(text, "--env") for text in env)
     spec_path = find_spec(spec_path)
     spec, backend, _ = open_cluster(spec_path, reach, dry_run=dry_run)
-    nodes = pick_nodes(backend.live_nodes("exec", dry_run), node)
+    nodes = pick_nodes(live_nodes(backend, "exec", dry_run), node)
     plan = exec_plan(backend, nodes, list(command), variables, timeout)
     if dry_run:
         show_plan(plan, fmt, backend, nodes, "exec")
         return
-    backend.require_up(nodes, "exec")
+    require_up(backend, nodes, "exec")
     out = console(stderr=is_data(fmt))
     done = execute(plan, Execution(backend.spec_dir, say(out), out, backend, nodes, quiet=quiet))
     _report(list(plan.phases[0].command), done.outcomes["exec"][0], fmt, out)

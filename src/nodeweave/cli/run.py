@@ -67,6 +67,7 @@ def run_command(
     from nodeweave.cluster.runfolder import RUNS
     from nodeweave.cluster.runplan import SweepRequest, run_plan
     from nodeweave.cluster.sweep import compile_metric, parse_assignment, parse_sweeps, sweep_points
+    from nodeweave.cluster.onbackend import live_nodes, require_up
 
     fmt = data_format(as_json, output)
     if profile not in (None, "nsys", "rocprofv3"):
@@ -90,16 +91,16 @@ def run_command(
     spec, backend, _ = open_cluster(spec_path, reach, dry_run=dry_run)
     command = launcher_command(command, launcher or spec.launcher.type) if command else spec_command(spec)
     script_inside(spec, command, launcher or spec.launcher.type)  # a script leaving the workspace: refused first
-    everyone = backend.live_nodes("run", dry_run)
+    everyone = live_nodes(backend, "run", dry_run)
     nodes_wanted = _node_count(everyone, node, nodes_wanted)
     nodes, shape = run_overrides(everyone, nproc_per_node, nodes_wanted, launcher)
     parent = runs_dir or spec_path.resolve().parent / RUNS
     checking = default_check(nodes, spec, spec_path, runs_dir) if check else None
-    plan = run_plan(backend.where(), nodes, command, points, {**shape, **extra}, profile, grace,
+    plan = run_plan(backend.where, nodes, command, points, {**shape, **extra}, profile, grace,
                     spec.recovery.enabled, parent, spec.name, SweepRequest(metric, lower_is_better) if sweep else None,
                     checking)
     if not dry_run:
-        backend.require_up(nodes, "run")
+        require_up(backend, nodes, "run")
     # after every refusal (nodes judged, the cluster up): a refusal is the one line a mistake gets
     note_script(spec, spec_path, command, launcher or spec.launcher.type)
     if dry_run:

@@ -28,9 +28,11 @@ STATUS_URL = typer.Option(None, "--url", help="Read node 0's /status.json here i
 def watched_node(spec_path: Optional[Path], reach: "ClusterOptions", node: List[str], verb: str):
     """The node whose /status.json top and the dashboard read; nothing up is exit 3 and `nodeweave up`, as every
     verb."""
+    from nodeweave.cluster.onbackend import live_nodes, require_up
+
     spec, backend, _ = open_cluster(find_spec(spec_path), reach)
-    target = pick_one(backend.live_nodes("watch"), node, verb)
-    backend.require_up([target], "watch")
+    target = pick_one(live_nodes(backend, "watch"), node, verb)
+    require_up(backend, [target], "watch")
     return target
 
 

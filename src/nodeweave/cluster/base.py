@@ -11,6 +11,7 @@ steps that bring them up and down, and the platform's own view of each
 
 from __future__ import annotations
 
+import abc
 import enum
 import json
 import subprocess
@@ -79,7 +80,9 @@ class Node:
     remote: Remote
     env: Tuple[Tuple[str, str], ...] = ()  # bare hosts: the contract's variables and this host's rank
     workdir: Optional[str] = None  # bare hosts: run there
-    group: Optional[object] = field(default=None, compare=False)  # nodes a run starts as one launch (a Slurm step)
+    # Nodes a run starts as one launch (a Slurm step): it gives the run's argv, and what a stop of every node
+    # leaves on the platform (``leftover_steps()``).
+    group: Optional[object] = field(default=None, compare=False)
 
     @property
     def name(self) -> str:
@@ -145,11 +148,33 @@ def ask_status(node: Node, command: List[str], timeout: float = 60) -> NodeAnswe
         return NodeAnswer(node, None, f"answered no JSON: {out.stdout.strip()[:200]!r}")
 
 
-class Backend:
-    """One target: its nodes, the steps of ``up`` and ``down``, the platform's view of the nodes."""
+class Backend(abc.ABC):
+    """One target: what a new one implements, and what it declares as plain data.
+
+    Five methods make a target (docs/design.md, "A target"): :meth:`nodes`, :meth:`states`, :meth:`plan_up`,
+    :meth:`plan_down` and :meth:`logs`. ``plan_up`` and ``plan_down`` come built here from a target's parts
+    (``_up_steps``, ``_down_steps``, and where it writes files or takes nodes, ``_up_files``, ``_down_files``,
+    ``_allocation_step``); a target whose verbs are not steps plans them itself. The data a target declares:
+    ``target``, ``tool`` (the program that reaches its nodes), ``where`` (one line, for messages), ``holds``,
+    ``marked_kind``, ``reach_variables``/``reach_prefixes`` and ``recorded`` (what ``up`` records beside the job).
+    Reads a platform can answer and most cannot (``marks``, ``nothing_up_line``, ``reach_problem``,
+    ``check_folders``, ``check_tools``, ``sync_targets``) have defaults that ask nothing. What only combines these
+    (``require_up``, ``live_nodes``, ``down_line``, ``refuse_foreign``, ...) is not a target's:
+    ``nodeweave.cluster.onbackend`` does it for every target.
+    """
 
     target = ""
+    tool = ""  # the local program every verb of this target runs (engine, kubectl/oc, ssh, srun)
     holds = True  # nodes can hold; bare hosts run the entrypoint only when asked
+    marked_kind = "container"  # what marks() reads, for the refusal's line
+    # Variables of the caller's environment that the target's own tools read (which engine, cluster or
+    # allocation the steps reach): a plan names each one set, since it changes what the plan does.
+    reach_variables: Tuple[str, ...] = ()
+    reach_prefixes: Tuple[str, ...] = ()
+    renamed: Tuple[str, ...] = ()  # lines naming what up made under the spec's old name (recorded.renamed_line)
+    # Why ``nodes()`` found none though the job is there, up to the verb ("is scaled to zero: ..., so no pod"), and
+    # the command that brings them back: (what, how); None: no node means the job is not up.
+    dormant: Optional[Tuple[str, str]] = None
 
     def __init__(self, spec: Spec, spec_path: Path, options: ClusterOptions):
         from nodeweave.cluster.identity import JobMark
@@ -157,47 +182,24 @@ class Backend:
         self.spec, self.spec_path, self.options = spec, spec_path, options
         self.spec_dir = spec_path.resolve().parent
         self.mark = JobMark.of(self.spec_dir, spec.name)  # what up puts on everything it makes (identity.py)
+        self.recorded: Dict[str, str] = {}  # what up records beside the job's own (a compose project, a namespace)
 
-    def marks(self) -> Dict[str, object]:
-        """The mark each object of this job carries on the platform (name: FoundMark, None for no mark), read
-        without changing anything; empty where the platform cannot be asked."""
-        return {}
+    @property
+    def where(self) -> str:
+        """One line saying where the cluster is, for messages."""
+        return self.target
 
-    def refuse_foreign(self) -> None:
-        """Exit 3 naming the folder when what this job's names point at was made by another folder's ``up``."""
-        from nodeweave.cluster.identity import foreign_owner
+    # --- the five a target implements ----------------------------------------------------------------------
+    @abc.abstractmethod
+    def nodes(self, for_up: bool = False, dry_run: bool = False) -> List[Node]:
+        """The job's nodes: those ``up`` brings (``for_up``: placeholders where the platform picks them), those a
+        dry run shows (``dry_run``: asking nothing that changes the cluster), else those that are there now."""
 
-        foreign_owner(self.mark, self.marks(), self.marked_kind)
+    @abc.abstractmethod
+    def states(self, nodes: List[Node]) -> Dict[int, PlatformState]:
+        """The platform's view of each node (container, pod or allocation); empty where it has none (bare hosts,
+        or a platform that did not answer)."""
 
-    marked_kind = "container"  # what marks() reads, for the refusal's line
-
-    # Variables of the caller's environment that the target's own tools read (which engine, cluster or
-    # allocation the steps reach): a plan names each one set, since it changes what the plan does.
-    reach_variables: Tuple[str, ...] = ()
-    reach_prefixes: Tuple[str, ...] = ()
-
-    def _up_notes(self, image: Optional[str]) -> List[str]:
-        """What ``up``'s plan says first: the image every node runs and where it comes from, and every variable
-        of this environment that changes what the steps do (nodeweave.cluster.environment)."""
-        from nodeweave.cluster.environment import inherited_notes
-
-        return inherited_notes(self.reach_variables, self.reach_prefixes)
-
-    def check_folders(self) -> List[str]:
-        """Before ``up`` or ``check`` starts anything: exit 3 when the image's user cannot write the checkpoint
-        folder; notes for what it cannot write but may not need (nodeweave.cluster.writable). Nothing where
-        the folders are not on this machine."""
-        return []
-
-    def made(self) -> dict:
-        """What ``up`` records it made (options.record_made): the verbs of a renamed job act on it."""
-        return {"job": self.spec.name, "folder": self.mark.folder, "owner": self.mark.owner,
-                "spec": self.spec_path.resolve().name, "target": self.target, "where": self.where()}
-
-    def nodes(self, for_up: bool = False) -> List[Node]:
-        raise NotImplementedError
-
-    # --- up and down: the plan is what runs ------------------------------------------------------------------
     def plan_up(self, mode: str, image: Optional[str], timeout: float, wait: bool,
                 check: Optional[Callable[[List[Node]], "Phase"]] = None) -> "Plan":
         """``up``: write the job's files, take the nodes (a Slurm allocation), run this target's up steps, wait for
@@ -214,7 +216,7 @@ class Backend:
         phases = [FilesPhase("the job's files", files=tuple(files))] if files else []
         allocation = self._allocation_step()  # Slurm: later phases name its job and nodes <job-id>, <node0>, ...
         if allocation is not None:
-            phases.append(AllocatePhase(allocation.what, steps=(allocation,)))
+            phases.append(AllocatePhase(allocation.what, steps=(allocation,), take=self._allocate))
         phases += step_phases(self._up_steps(mode, image))
         if wait or check is not None:
             nodes = self.nodes(for_up=True)
@@ -225,7 +227,7 @@ class Backend:
             phases.append(WaitPhase(what, nodes=node_commands(nodes, [()] * len(nodes)), timeout=timeout, mode=waited))
         if check is not None:
             phases.append(check(nodes))
-        return Plan("up", self.where(), tuple(phases), notes)
+        return Plan("up", self.where, tuple(phases), notes)
 
     def plan_down(self, delete_claims: bool, renamed: Sequence[Tuple["Backend", str]] = ()) -> "Plan":
         """``down``: what ``up`` made, taken down. ``renamed``: jobs this spec's ``up`` made under a name it no longer
@@ -242,17 +244,29 @@ class Backend:
             earlier += step_phases(old._down_steps(delete_claims))
         files = self._down_files(delete_claims)
         planned = [FilesPhase("the job's files", files=tuple(files))] if files else []
-        return Plan("down", self.where(), tuple(earlier + planned + step_phases(self._down_steps(delete_claims))),
+        return Plan("down", self.where, tuple(earlier + planned + step_phases(self._down_steps(delete_claims))),
                     notes)
 
-    # The parts each target gives plan_up and plan_down (nothing else calls them).
+    def logs(self, node: Node, follow: bool) -> List[str]:
+        """The argv that prints ``node``'s own log (its container's, its pod's); exit 2 where it has none."""
+        return node.remote.logs_argv(follow)
+
+    # --- the parts plan_up and plan_down are built from (nothing else calls them) ------------------------------
+    def _up_notes(self, image: Optional[str]) -> List[str]:
+        """What ``up``'s plan says first: the image every node runs and where it comes from, and every variable
+        of this environment that changes what the steps do (nodeweave.cluster.environment)."""
+        from nodeweave.cluster.environment import inherited_notes
+
+        return inherited_notes(self.reach_variables, self.reach_prefixes)
+
     def _allocation_step(self) -> Optional[Step]:
         """The step that takes the nodes before ``up``'s other steps (a Slurm allocation); None: nothing to take."""
         return None
 
-    def allocate(self, phase) -> Dict[str, str]:
-        """Run the plan's ``allocate`` phase; the values of the placeholders the later phases carry."""
-        raise NotImplementedError
+    def _allocate(self, phase) -> Dict[str, str]:
+        """Run the plan's ``allocate`` phase (the phase carries it: ``AllocatePhase.take``); the values of the
+        placeholders the later phases carry."""
+        raise NotImplementedError(f"the {self.target} target plans no allocation")
 
     def _up_files(self, mode: str) -> list:
         """The files ``up`` writes on this machine, as a plan's ``PlannedFile``\\ s: the one way a backend writes
@@ -265,28 +279,16 @@ class Backend:
 
     def _up_steps(self, mode: str, image: Optional[str]) -> List[List[Step]]:
         """Phases of steps: the steps of a phase run at once, phases one after another."""
-        raise NotImplementedError
+        raise NotImplementedError(f"the {self.target} target plans its own up")
 
     def _down_steps(self, delete_claims: bool) -> List[List[Step]]:
-        raise NotImplementedError
+        raise NotImplementedError(f"the {self.target} target plans its own down")
 
-    def states(self, nodes: List[Node]) -> Dict[int, PlatformState]:
-        """The platform's view of each node (container, pod or allocation); empty where it has none (bare hosts,
-        or a platform that did not answer)."""
+    # --- reads a target may answer (the defaults ask nothing) ------------------------------------------------
+    def marks(self) -> Dict[str, object]:
+        """The mark each object of this job carries on the platform (name: FoundMark, None for no mark), read
+        without changing anything; empty where the platform cannot be asked."""
         return {}
-
-    def not_up(self, nodes: List[Node]) -> Dict[int, str]:
-        """The nodes the platform says are not there or not running (missing, exited), with its word."""
-        return {i: seen.word for i, seen in self.states(nodes).items() if seen.state.down}
-
-    def down_line(self, nodes: List[Node], verb: str) -> Optional[str]:
-        """Why ``verb`` cannot act on ``nodes`` (they are not up), naming them and what starts them; None: all up."""
-        down = self.not_up(nodes)
-        if not down:
-            return None
-        named = ", ".join(f"{n.name} ({down[n.index]})" for n in nodes if n.index in down)
-        return (f"{self.spec.name} is not up on {self.where()}: {named}; {nothing_to(verb)}; {start_hint(verb)}"
-                + "".join(f"; {line}" for line in self.renamed))
 
     def nothing_up_line(self) -> Optional[str]:
         """One line when the platform says none of the job's nodes exists, so ``down`` has nothing to take down (it
@@ -298,63 +300,21 @@ class Backend:
         which note it as they note a missing tool; None: it answered, or this target has no one to ask."""
         return None
 
-    def require_up(self, nodes: List[Node], verb: str) -> None:
-        """Refuse ``verb`` (exit 3) when the platform says nodes are not up, naming them and ``nodeweave up``."""
-        from nodeweave.errors import EnvironmentProblem
-
-        line = self.down_line(nodes, verb)
-        if line is not None:
-            raise EnvironmentProblem(line)
-
-    renamed: Tuple[str, ...] = ()  # lines naming what up made under the spec's old name (recorded.renamed_line)
-
-    def logs_argv(self, node: Node, follow: bool) -> List[str]:
-        return node.remote.logs_argv(follow)
-
-    def dry_run_nodes(self) -> List[Node]:
-        """The nodes a dry run shows, asking nothing that changes the cluster."""
-        return self.nodes()
-
-    def _require_nodes(self, nodes: List[Node], verb: str = "run") -> List[Node]:
-        """``nodes``, or exit 3 (the cluster is not up) saying why there is none to ``verb`` and how to get them."""
-        from nodeweave.errors import EnvironmentProblem
-
-        if not nodes:
-            raise EnvironmentProblem(self.no_nodes_line(verb) + "".join(f"; {line}" for line in self.renamed))
-        return nodes
-
-    def no_nodes_line(self, verb: str) -> str:
-        """Why the cluster has no node, in one line with the command that brings nodes back."""
-        return f"{self.spec.name} has no node on {self.where()}: {nothing_to(verb)}; {start_hint(verb)}"
-
-    def live_nodes(self, verb: str, dry_run: bool = False) -> List[Node]:
-        """The nodes ``verb`` acts on (a dry run only reads); exit 3 naming the workload when there are none."""
-        return self._require_nodes(self.dry_run_nodes() if dry_run else self.nodes(), verb)
-
-    def leftover_steps(self) -> List[Step]:
-        """After every node's entrypoint stopped its run: what else ends it on the platform (a Slurm step)."""
+    def check_folders(self) -> List[str]:
+        """Before ``up`` or ``check`` starts anything: exit 3 when the image's user cannot write the checkpoint
+        folder; notes for what it cannot write but may not need (nodeweave.cluster.writable). Nothing where
+        the folders are not on this machine."""
         return []
-
-    def sync_targets(self) -> Optional[Tuple[List[Remote], str]]:
-        """Where ``nodeweave sync`` sends the workspace on this target (remotes, folder); None: sync's own default."""
-        return None
-
-    def tool(self) -> str:
-        """The local program every verb of this target runs (engine, kubectl/oc, ssh)."""
-        raise NotImplementedError
 
     def check_tools(self) -> None:
         """Exit 3 naming the program when this machine lacks it, before anything is announced or written."""
         from nodeweave.failures import need_tool
 
-        need_tool(self.tool(), f"the {self.target} target reaches its nodes with it")
+        need_tool(self.tool, f"the {self.target} target reaches its nodes with it")
 
-    def where(self) -> str:
-        """One line saying where the cluster is, for messages."""
-        return self.target
-
-    def close(self) -> None:
-        """Remove scratch files (rendered trees)."""
+    def sync_targets(self) -> Optional[Tuple[List[Remote], str]]:
+        """Where ``nodeweave sync`` sends the workspace on this target (remotes, folder); None: sync's own default."""
+        return None
 
 
 # What a verb finds nothing of when no node is up, as a person says it (not "nothing to logs").

@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import Callable, Dict, List, Mapping, Optional, Sequence
 
 from nodeweave.errors import UsageError
-from nodeweave.plan import (AllocatePhase, Builds, ChecksNodes, CommandsPhase, ExecPhase, FilesPhase, Plan,
-                            RenderFilesPhase, RunsPoints, ShellPhase, StopPhase, Syncs, WaitPhase)
+from nodeweave.plan import (JOB_ID, AllocatePhase, Builds, ChecksNodes, CommandsPhase, ExecPhase, FilesPhase, Plan,
+                            RenderFilesPhase, RunsPoints, ShellPhase, StopPhase, Syncs, WaitPhase, node_placeholder)
 
 RECORD_ENV = "NODEWEAVE_PLAN_RECORD"
 
@@ -71,8 +71,9 @@ class Execution:
         phases."""
         (step,) = phase.steps
         self.say(f"{step.what}: {step.text()}")
-        values = self.backend.allocate(phase)
-        self.say(f"took allocation {self.backend.job} on {', '.join(self.backend.hosts())}")
+        values = phase.take(phase)
+        hosts = [values[node_placeholder(i)] for i in range(len(values) - 1)]
+        self.say(f"took allocation {values[JOB_ID]} on {', '.join(hosts)}")
         return values
 
     def wait_until_up(self, phase: WaitPhase) -> dict:
@@ -88,11 +89,11 @@ class Execution:
         progress = wait_until_up(backend, nodes, mode, phase.timeout, self.out, command)
         agree, failures = plan_verdict([(n, progress.ready.get(n.index)) for n in nodes])
         what = f"in {mode} mode" if backend.holds else "and answer (bare hosts: nothing held)"
-        self.out.print(f"{len(nodes)} node(s) up {what} on {backend.where()}; {agree}", highlight=False)
+        self.out.print(f"{len(nodes)} node(s) up {what} on {backend.where}; {agree}", highlight=False)
         if failures:  # a node that answers but cannot start is no agreement (issue 33): up fails, naming it
             raise NodeweaveError(f"{len(failures)} of {len(nodes)} node(s) cannot start: " + "; ".join(failures)
                                  + "; `nodeweave status` shows each plan (fix the spec, then `nodeweave up` again)")
-        return {"mode": mode, "where": backend.where(), "nodes": [
+        return {"mode": mode, "where": backend.where, "nodes": [
             {"node": n.name, "reached_as": n.remote.label, "state": progress.state.get(n.index)} for n in nodes]}
 
     def stop(self, phase: StopPhase) -> list:

@@ -61,7 +61,7 @@ def container_logs(backend: Backend, nodes: List[Node], follow: bool, console: C
                    collapse: bool = True) -> int:
     """Each node's container log; with ``follow``, interleaved as lines arrive until Ctrl-C."""
     show = _Printer(console, {n.name: n.index for n in nodes})
-    procs = [(n, subprocess.Popen(backend.logs_argv(n, follow), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+    procs = [(n, subprocess.Popen(backend.logs(n, follow), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                   stdin=subprocess.DEVNULL)) for n in nodes]
     lines: "queue.Queue" = queue.Queue()
 

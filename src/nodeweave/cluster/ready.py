@@ -42,7 +42,7 @@ class Progress:
         return changed
 
     def table(self, backend: Backend) -> Table:
-        table = Table(title=f"{backend.spec.name}: {backend.where()}", title_justify="left")
+        table = Table(title=f"{backend.spec.name}: {backend.where}", title_justify="left")
         for column in ("node", "reached as", "state", "for"):
             table.add_column(column)
         now = time.monotonic()
@@ -94,7 +94,7 @@ def _state_text(answer, platform: str, mode: str) -> str:
 
 def _log_tail(backend: Backend, node: Node, lines: int = 5) -> str:
     try:
-        out = subprocess.run(backend.logs_argv(node, follow=False), capture_output=True, text=True, timeout=30)
+        out = subprocess.run(backend.logs(node, follow=False), capture_output=True, text=True, timeout=30)
     except (OSError, subprocess.TimeoutExpired, NodeweaveError):
         return ""
     text = (out.stdout + out.stderr).strip().splitlines()

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import List, Tuple
 
 from nodeweave.cluster.base import Backend
+from nodeweave.cluster.onbackend import refuse_foreign
 from nodeweave.cluster.options import ClusterOptions, load_made, load_state, recorded_elsewhere
 from nodeweave.jobstate import STATE_DIR
 from nodeweave.errors import EnvironmentProblem
@@ -37,7 +38,7 @@ def renamed_down(spec, spec_path: Path) -> List[Tuple[Backend, str]]:
     found = []
     for made in renamed_jobs(spec, spec_path):
         old = open_recorded(spec, spec_path, made)
-        old.refuse_foreign()
+        refuse_foreign(old)
         found.append((old, renamed_line(made, spec, spec_path).replace("; `nodeweave down` takes it down",
                                                                         ": this down takes it down first")))
     return found

@@ -128,7 +128,7 @@ def status_table(backend: Backend, rows: List[dict], wide: bool = False) -> "Tab
     from rich.table import Table
 
     agree = agreement(rows)
-    title = f"{backend.spec.name}: {backend.where()}; plans " + {
+    title = f"{backend.spec.name}: {backend.where}; plans " + {
         True: "agree", False: "DISAGREE", None: "unknown"}[agree]
     table = Table(title=title, title_justify="left")
     widest = max((len(r["reached_as"]) for r in rows), default=10)

@@ -17,12 +17,13 @@ from nodeweave.plan import ExecPhase, Plan, ShellPhase, StopPhase
 
 def stop_plan(backend: Backend, nodes: List[Node], grace: float, every_node: bool = True, verb: str = "stop") -> Plan:
     """Every node's entrypoint stops its run; then, when every node was asked, what is left on the platform."""
+    from nodeweave.cluster.onbackend import leftover_steps
     from nodeweave.cluster.stop import stop_argv
 
-    leftovers = tuple(backend.leftover_steps()) if every_node else ()
+    leftovers = tuple(leftover_steps(nodes)) if every_node else ()
     phase = StopPhase(f"stop the run on {len(nodes)} node(s): SIGTERM, SIGKILL after {grace:g} s",
                   nodes=node_commands(nodes, stop_argv(nodes, grace)), steps=leftovers, timeout=grace)
-    return Plan(verb, backend.where(), (phase,))
+    return Plan(verb, backend.where, (phase,))
 
 
 def exec_plan(backend: Backend, nodes: List[Node], command: List[str], variables: Mapping[str, str],
@@ -30,9 +31,9 @@ def exec_plan(backend: Backend, nodes: List[Node], command: List[str], variables
     argv = [n.argv(list(command), variables) for n in nodes]
     phase = ExecPhase(f"run {command[0]} on {len(nodes)} node(s) at once", nodes=node_commands(nodes, argv),
                       timeout=timeout, command=tuple(command))
-    return Plan("exec", backend.where(), (phase,))
+    return Plan("exec", backend.where, (phase,))
 
 
 def shell_plan(backend: Backend, node: Node) -> Plan:
     phase = ShellPhase(f"an interactive shell in {node.name}", nodes=node_commands([node], [node.remote.shell_argv()]))
-    return Plan("shell", backend.where(), (phase,))
+    return Plan("shell", backend.where, (phase,))

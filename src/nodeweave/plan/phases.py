@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import asdict, dataclass, field, is_dataclass, replace
-from typing import Any, ClassVar, List, Mapping, Optional, Protocol, Tuple
+from typing import Any, Callable, ClassVar, List, Mapping, Optional, Protocol, Tuple
 
 from nodeweave.plan.placeholders import (JOB_ID, RUN_ID, command_text, filled, node_placeholder, shown_data, step_dict,
                                          step_text)
@@ -268,6 +268,9 @@ class AllocatePhase(Phase):
 
     kind: ClassVar[str] = "allocate"
     steps: Tuple[Step, ...] = ()
+    # What takes it (the target's own: salloc, its job id recorded): the placeholders' values. The phase carries
+    # it, so a target that takes no nodes has no allocate to implement.
+    take: Optional[Callable[["AllocatePhase"], Mapping[str, str]]] = field(default=None, compare=False, repr=False)
 
     def lines(self) -> List[str]:
         return [*_step_lines(self.steps), f"# the job id and nodes it is granted replace {JOB_ID} and "

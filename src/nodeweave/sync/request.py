@@ -184,6 +184,7 @@ def recorded_cluster(spec, spec_path: Path, given=None, fallback: bool = True, d
     if spec is None:
         return None
     from nodeweave.cluster import open_backend
+    from nodeweave.cluster.onbackend import refuse_foreign
     from nodeweave.cluster.options import load_state, spec_default
 
     saved = load_state(spec_path, spec.name)
@@ -193,18 +194,15 @@ def recorded_cluster(spec, spec_path: Path, given=None, fallback: bool = True, d
         return None
     saved = spec_default(saved, spec)
     backend = open_backend(spec, spec_path, saved.checked())
+    refuse_foreign(backend)  # another folder's job of the same name is not this one's to sync into
     try:
-        backend.refuse_foreign()  # another folder's job of the same name is not this one's to sync into
-        try:
-            return (*backend.sync_targets(), ())
-        except EnvironmentProblem as err:  # not up, or the platform does not answer: exit 3 ...
-            if not dry_run:
-                raise
-            # ... which a dry run, as every verb's, says in a note and plans the nodes `up` would start
-            return ([node.remote for node in backend.dry_run_nodes()], spec.workspace.path,
-                    (f"the real sync would end with exit 3: {err}",))
-    finally:
-        backend.close()
+        return (*backend.sync_targets(), ())
+    except EnvironmentProblem as err:  # not up, or the platform does not answer: exit 3 ...
+        if not dry_run:
+            raise
+        # ... which a dry run, as every verb's, says in a note and plans the nodes `up` would start
+        return ([node.remote for node in backend.nodes(dry_run=True)], spec.workspace.path,
+                (f"the real sync would end with exit 3: {err}",))
 
 
 def hosts_workspace(spec, recorded, found) -> str:

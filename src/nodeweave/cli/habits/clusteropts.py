@@ -108,6 +108,7 @@ def open_cluster(spec_path: Path, given, remember: bool = False, dry_run: bool =
     given that does nothing for the chosen target is refused (``refuse_idle_flags``; ``extra``: the verb's own).
     """
     from nodeweave.cluster import open_backend
+    from nodeweave.cluster.onbackend import made, refuse_foreign
     from nodeweave.cluster.options import check_host_count, load_state, record_made, refuse_idle_flags
     from nodeweave.cluster.recorded import recorded_namespace, renamed_jobs, renamed_line
     from nodeweave.spec import load_spec
@@ -125,10 +126,10 @@ def open_cluster(spec_path: Path, given, remember: bool = False, dry_run: bool =
     backend = open_backend(spec, spec_path, checked)
     if not dry_run:
         backend.check_tools()
-    backend.refuse_foreign()
+    refuse_foreign(backend)
     backend.renamed = tuple(renamed_line(made, spec, spec_path) for made in renamed_jobs(spec, spec_path))
     if remember:  # what up was told, and what it makes
-        record_made(spec_path, spec.name, checked, backend.made())
+        record_made(spec_path, spec.name, checked, made(backend))
     return spec, backend, checked
 
 
@@ -216,6 +217,7 @@ def show_plan(plan, fmt: str, backend=None, nodes=None, verb: str = "") -> None:
 
 def would_fail(backend, nodes, verb: str) -> "list[str]":
     """What the real ``verb`` would refuse with (exit 3), asking only what a dry run may read; empty: nothing."""
+    from nodeweave.cluster.onbackend import down_line
     from nodeweave.errors import EnvironmentProblem, NodeweaveError
 
     try:
@@ -228,7 +230,7 @@ def would_fail(backend, nodes, verb: str) -> "list[str]":
     if not nodes:
         return []
     try:
-        line = backend.down_line(nodes, verb)
+        line = down_line(backend, nodes, verb)
     except (EnvironmentProblem, OSError) as err:  # the platform could not be asked
         line = str(err)
     except NodeweaveError as err:  # it answered with an error (a scheduler with no controller): a note, no verdict
@@ -238,4 +240,4 @@ def would_fail(backend, nodes, verb: str) -> "list[str]":
 
 def cluster_nodes(backend, spec, dry_run: bool = False):
     """The cluster's nodes; a dry run only reads (a StatefulSet's live replicas, else the spec's count)."""
-    return backend.dry_run_nodes() if dry_run else backend.nodes()
+    return backend.nodes(dry_run=dry_run)

@@ -1,4 +1,5 @@
-"""One module per cluster target, each a :class:`~nodeweave.cluster.base.Backend`.
+"""One module per cluster target, each a :class:`~nodeweave.cluster.base.Backend` (its five: nodes, states, plan up,
+plan down, logs; what only combines them is ``nodeweave.cluster.onbackend``'s).
 
 ``local`` (compose on podman/docker), ``hosts`` (ssh, compose or the bare
 hosts), ``kube`` (Kubernetes/OpenShift, ``kubectl``/``oc apply -k``) and

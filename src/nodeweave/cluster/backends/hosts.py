@@ -22,9 +22,9 @@ refused, never acted on. Bare hosts start no container: ``up`` leaves the same l
 from __future__ import annotations
 
 import posixpath
-from typing import List, Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 
-from nodeweave.cluster.base import Backend, Node
+from nodeweave.cluster.base import Backend, Node, PlatformState
 from nodeweave.steps import Step
 from nodeweave.errors import UsageError
 from nodeweave.remote import RemoteOptions, make_target
@@ -37,6 +37,7 @@ MARK_FILE = "owner.json"  # bare hosts: the job's mark (identity.py's labels), b
 
 class HostsCluster(Backend):
     target = "hosts"
+    tool = "ssh"
 
     def __init__(self, spec, spec_path, options):
         super().__init__(spec, spec_path, options)
@@ -46,9 +47,7 @@ class HostsCluster(Backend):
         self.master = self.hosts[0].rpartition("@")[2]
         self.dir = self._remote_dir()
         self.holds = self.engine != "none"
-
-    def tool(self) -> str:
-        return "ssh"
+        self.recorded = {"project": self.mark.project} if self.engine != "none" else {}
 
     def _remote_dir(self) -> str:
         if self.options.remote_dir:
@@ -91,7 +90,7 @@ class HostsCluster(Backend):
 
         return f"{self.dir}/{token.job_file(self.spec.name)}"
 
-    def nodes(self, for_up: bool = False) -> List[Node]:
+    def nodes(self, for_up: bool = False, dry_run: bool = False) -> List[Node]:
         if self.engine == "none":
             token = (("NODEWEAVE_JOB_TOKEN_FILE", self._token_file),) \
                 if "NODEWEAVE_JOB_TOKEN_FILE" not in self.spec.env \
@@ -102,6 +101,10 @@ class HostsCluster(Backend):
         kind = f"ssh+{self.engine}"
         return [Node(i, make_target(kind, f"{host}/{self.container}", options=self.remote))
                 for i, host in enumerate(self.hosts)]
+
+    def states(self, nodes: List[Node]) -> Dict[int, PlatformState]:
+        """Nothing: no platform stands over the hosts to ask, so every verb asks each node's entrypoint itself."""
+        return {}
 
     def _ssh(self, host: str):
         return make_target("ssh", host, options=self.remote)
@@ -242,19 +245,17 @@ class HostsCluster(Backend):
             return host, False
         return host, False if labels is False else mark_of(labels if isinstance(labels, dict) else {})
 
-    def made(self) -> dict:
-        return {**super().made(), **({"project": self.mark.project} if self.engine != "none" else {})}
-
     def sync_targets(self):
         """The hosts themselves, at the workspace folder (a container's workspace is the same folder, mounted)."""
         return [self._ssh(host) for host in self.hosts], self.dir
 
-    def logs_argv(self, node: Node, follow: bool) -> List[str]:
+    def logs(self, node: Node, follow: bool) -> List[str]:
         if self.engine == "none":
             raise UsageError(f"{node.remote.label} is a bare host: it has no container log; `nodeweave logs` shows "
                              "the runs' logs from runs/")
         return node.remote.logs_argv(follow)
 
+    @property
     def where(self) -> str:
         how = "bare hosts" if self.engine == "none" else f"{self.engine} compose on each host"
         return f"{len(self.hosts)} hosts over ssh ({how}, {self.dir})"

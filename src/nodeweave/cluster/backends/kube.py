@@ -77,26 +77,38 @@ class KubeCluster(Backend):
         self.remote = RemoteOptions(kube_context=options.kube_context)
         self.folder = options.overlay or "base"
         self.scaled_down = False
+        self.tool = self.cli
+        self.recorded = {"namespace": self.namespace}
 
-    def tool(self) -> str:
-        return self.cli
-
-    def call(self, verb: str, *args: str) -> List[str]:
+    def _call(self, verb: str, *args: str) -> List[str]:
         return [*kind_class(self.cli).cli_argv(verb, self.remote, self.namespace), *args]
 
-    def nodes(self, for_up: bool = False, count: Optional[int] = None) -> List[Node]:
+    def nodes(self, for_up: bool = False, dry_run: bool = False) -> List[Node]:
+        """A dry run reads the live count (a read changes nothing); with no cluster to ask, the spec's."""
         from nodeweave.targets.kubernetes.common import CONTAINER
 
-        if count is None:
-            count = self._up_replicas() if for_up else self.replicas()
+        if for_up:
+            count = self._up_replicas()
+        elif dry_run:
+            try:
+                count = self._replicas()
+            except NodeweaveError:
+                count = self.spec.containers
+        else:
+            count = self._replicas()
         self.scaled_down = count == 0
-        if self.scaled_down:
-            return []  # dormant: the StatefulSet and its claims stay, no pod runs
+        self.dormant = None
+        if self.scaled_down:  # dormant: the StatefulSet and its claims stay, no pod runs
+            self.dormant = (f"is scaled to zero: StatefulSet/{self.spec.name} in {self.cli} namespace {self.namespace} "
+                            "has 0 replicas, so no pod",
+                            f"`{self.cli} scale statefulset/{self.spec.name} -n {self.namespace} --replicas "
+                            f"{self.spec.containers}` brings them back")
+            return []
         pods = statefulset_targets(self.spec.name, count, kind=self.cli, namespace=self.namespace,
                                    container=CONTAINER, options=self.remote)
         return [Node(i, pod) for i, pod in enumerate(pods)]
 
-    def replicas(self) -> int:
+    def _replicas(self) -> int:
         """The live ``.spec.replicas``: after ``oc scale`` every verb uses every pod."""
         return statefulset_replicas(self.spec.name, kind=self.cli, namespace=self.namespace, options=self.remote)
 
@@ -120,7 +132,7 @@ class KubeCluster(Backend):
         from nodeweave.errors import EnvironmentProblem
 
         try:
-            self.replicas()
+            self._replicas()
         except EnvironmentProblem as err:
             return str(err)
         except NodeweaveError:
@@ -134,7 +146,7 @@ class KubeCluster(Backend):
         for words in (("get", "statefulset", self.spec.name, "--ignore-not-found", "-o", "name"),
                       ("get", "pvc", "-l", f"app.kubernetes.io/instance={self.spec.name}", "-o", "name")):
             try:
-                out = subprocess.run(self.call(*words), capture_output=True, text=True, timeout=60,
+                out = subprocess.run(self._call(*words), capture_output=True, text=True, timeout=60,
                                      stdin=subprocess.DEVNULL)
             except (OSError, subprocess.TimeoutExpired):
                 return None
@@ -143,26 +155,13 @@ class KubeCluster(Backend):
             found += out.stdout.split()
         if found:
             return None
-        return (f"{self.spec.name} is not up on {self.where()}: no StatefulSet {self.spec.name} and no claim of the "
+        return (f"{self.spec.name} is not up on {self.where}: no StatefulSet {self.spec.name} and no claim of the "
                 "job in the namespace; nothing to take down")
 
-    def dry_run_nodes(self) -> List[Node]:
-        """A dry run reads the live count (a read changes nothing); with no cluster to ask, the spec's."""
-        try:
-            count = self.replicas()
-        except NodeweaveError:
-            count = self.spec.containers
-        return self.nodes(count=count)
-
     def sync_targets(self):
-        return [node.remote for node in self.live_nodes("sync")], self.spec.workspace.path
+        from nodeweave.cluster.onbackend import live_nodes
 
-    def no_nodes_line(self, verb: str) -> str:
-        if not self.scaled_down:
-            return super().no_nodes_line(verb)
-        return (f"{self.spec.name} is scaled to zero: StatefulSet/{self.spec.name} in {self.cli} namespace "
-                f"{self.namespace} has 0 replicas, so no pod to {verb}; `{self.cli} scale "
-                f"statefulset/{self.spec.name} -n {self.namespace} --replicas {self.spec.containers}` brings them back")
+        return [node.remote for node in live_nodes(self, "sync")], self.spec.workspace.path
 
     def _tree(self, mode: Optional[str], keep_claims: bool) -> List["PlannedFile"]:
         """The kept tree as files to write under :meth:`tree_path`: what the pure renderer makes of the spec and
@@ -226,7 +225,7 @@ class KubeCluster(Backend):
         # The last up's token Secret goes first: the pods roll onto this up's, whose name differs.
         return [[self._delete_tokens_step()],
                 [Step(f"apply the StatefulSet, Service, RBAC, claim and a new job token Secret ({self.folder}) "
-                      f"to {self.namespace}", tuple(self.call("apply", "-k", str(overlay))), timeout=300)]]
+                      f"to {self.namespace}", tuple(self._call("apply", "-k", str(overlay))), timeout=300)]]
 
     def _down_files(self, delete_claims: bool) -> List["PlannedFile"]:
         """The tree ``delete -k`` reads: the spec's, the claim kept out of it unless ``--delete-claims``."""
@@ -235,18 +234,18 @@ class KubeCluster(Backend):
     def _down_steps(self, delete_claims: bool) -> List[List[Step]]:
         overlay = self._tree_path() / OVERLAY  # where _down_files puts the overlay
         steps = [Step(f"delete what up applied{'' if delete_claims else ', keeping the workspace claim'}",
-                      tuple(self.call("delete", "-k", str(overlay), "--ignore-not-found")), timeout=600),
+                      tuple(self._call("delete", "-k", str(overlay), "--ignore-not-found")), timeout=600),
                  self._delete_tokens_step()]
         if delete_claims:
             selector = f"app.kubernetes.io/instance={self.spec.name}"
             steps.append(Step("delete every claim of the job (shared and per-pod)",
-                              tuple(self.call("delete", "pvc", "-l", selector, "--ignore-not-found")), timeout=600))
+                              tuple(self._call("delete", "pvc", "-l", selector, "--ignore-not-found")), timeout=600))
         return [[step] for step in steps]
 
     def _delete_tokens_step(self) -> Step:
         """Every job-token Secret an up made (each up's has its own name: the content hash)."""
         selector = f"app.kubernetes.io/instance={self.spec.name},app.kubernetes.io/component=job-token"
-        return Step("delete the job's token Secrets", tuple(self.call("delete", "secret", "-l", selector,
+        return Step("delete the job's token Secrets", tuple(self._call("delete", "secret", "-l", selector,
                                                                        "--ignore-not-found")), timeout=300)
 
     marked_kind = "the job's"  # marks() names each object's kind: "the job's StatefulSet ...", "the job's claim ..."
@@ -275,14 +274,11 @@ class KubeCluster(Backend):
     def _get_json(self, *words):
         """kubectl's JSON answer to ``words``, or None (no answer, an error, nothing found)."""
         try:
-            out = subprocess.run(self.call(*words), capture_output=True, text=True, timeout=60,
+            out = subprocess.run(self._call(*words), capture_output=True, text=True, timeout=60,
                                  stdin=subprocess.DEVNULL)
             return json.loads(out.stdout) if out.returncode == 0 and out.stdout.strip() else None
         except (OSError, ValueError, subprocess.TimeoutExpired):
             return None
-
-    def made(self) -> dict:
-        return {**super().made(), "namespace": self.namespace}
 
     def _up_notes(self, image: Optional[str]) -> List[str]:
         """The image every pod runs (the spec's, pinned by the digest `image build --push` recorded)."""
@@ -299,7 +295,7 @@ class KubeCluster(Backend):
         return [line, *super()._up_notes(image)]
 
     def states(self, nodes: List[Node]) -> Dict[int, PlatformState]:
-        argv = self.call("get", "pods", "-l", f"app.kubernetes.io/instance={self.spec.name}", "-o", "json")
+        argv = self._call("get", "pods", "-l", f"app.kubernetes.io/instance={self.spec.name}", "-o", "json")
         try:
             out = subprocess.run(argv, capture_output=True, text=True, timeout=60)
             items = json.loads(out.stdout).get("items", []) if out.returncode == 0 else None
@@ -311,10 +307,8 @@ class KubeCluster(Backend):
         absent = PlatformState(NodeState.ABSENT, "missing (no pod yet)")
         return {node.index: by_name.get(node.remote.name, absent) for node in nodes}
 
+    @property
     def where(self) -> str:
         dormant = (f", scaled down (0 replicas): `{self.cli} scale statefulset/{self.spec.name} -n {self.namespace} "
                    "--replicas=N` wakes it") if self.scaled_down else ""
         return f"{self.cli} namespace {self.namespace} (StatefulSet {self.spec.name}{dormant})"
-
-    def close(self) -> None:
-        pass  # the tree stays under .nodeweave/<job>/kube: what was applied

@@ -57,12 +57,11 @@ class LocalCluster(Backend):
 
         self.state = JobState(self.spec_dir, spec.name)
         self.compose_file = self.state.compose_file
+        self.tool = self.engine
+        self.recorded = {"project": self.mark.project}
 
-    def nodes(self, for_up: bool = False) -> List[Node]:
+    def nodes(self, for_up: bool = False, dry_run: bool = False) -> List[Node]:
         return [Node(i, make_target(self.engine, f"{self.spec.name}-{i}")) for i in range(self.spec.containers)]
-
-    def tool(self) -> str:
-        return self.engine
 
     def check_tools(self) -> None:
         if self.detected is None:
@@ -71,7 +70,7 @@ class LocalCluster(Backend):
             raise no_engine()
         super().check_tools()
 
-    def compose(self, *args: str) -> tuple:
+    def _compose(self, *args: str) -> tuple:
         """compose on the job's file, in this folder's own project (``-p``: no COMPOSE_PROJECT_NAME of the
         caller's, no other folder's job of the same name)."""
         return (*compose_tool(self.engine), "-p", self.mark.project, "-f", str(self.compose_file), *args)
@@ -99,9 +98,6 @@ class LocalCluster(Backend):
             if name in names:
                 found[name] = mark_of(labels if isinstance(labels, dict) else {})
         return found
-
-    def made(self) -> dict:
-        return {**super().made(), "project": self.mark.project}
 
     def _up_files(self, mode: str) -> List["PlannedFile"]:
         """The job's compose file (when it differs from what the spec renders) and a fresh job token."""
@@ -175,12 +171,12 @@ class LocalCluster(Backend):
         env = self._up_env(mode, image)
         # Every up recreates the nodes: each must start with this up's token, none with the last one's.
         return [[Step(f"start {self.spec.containers} node containers ({mode} mode)",
-                      self.compose("up", "-d", "--force-recreate"), env,
+                      self._compose("up", "-d", "--force-recreate"), env,
                       timeout=900)]]
 
     def _down_steps(self, delete_claims: bool) -> List[List[Step]]:
         grace = str(self.spec.kubernetes.grace_period)
-        return [[Step("stop and remove the node containers and their network", self.compose("down", "-t", grace),
+        return [[Step("stop and remove the node containers and their network", self._compose("down", "-t", grace),
                       timeout=self.spec.kubernetes.grace_period + 300)]]
 
     def states(self, nodes: List[Node]) -> Dict[int, PlatformState]:
@@ -214,14 +210,17 @@ class LocalCluster(Backend):
         said = out.stderr.lower()
         if out.returncode == 0 or out.stdout.strip() or said.count("no such") < len(names):
             return None
-        return (f"{self.spec.name} is not up on {self.where()}: none of its {len(names)} container(s) exists; "
+        return (f"{self.spec.name} is not up on {self.where}: none of its {len(names)} container(s) exists; "
                 "nothing to take down")
 
     def sync_targets(self):
+        from nodeweave.cluster.onbackend import require_up
+
         nodes = self.nodes()
-        self.require_up(nodes, "sync")  # not up: exit 3 in one line, as every verb, before any exec is tried
+        require_up(self, nodes, "sync")  # not up: exit 3 in one line, as every verb, before any exec is tried
         return [node.remote for node in nodes], self.spec.workspace.path
 
+    @property
     def where(self) -> str:
         return f"{self.engine} on this machine ({self.state.shown(self.compose_file)})"
 

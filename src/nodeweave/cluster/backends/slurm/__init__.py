@@ -58,6 +58,7 @@ COMMENT_MARK = "nodeweave-job"  # salloc --comment="nodeweave-job OWNER JOB FOLD
 
 class SlurmCluster(Backend):
     target = "slurm"
+    tool = "srun"
     holds = False  # the allocation holds the nodes; the entrypoint runs only inside a run's step
     reach_variables = ("SLURM_CONF",)
     reach_prefixes = ("SALLOC_", "SRUN_")  # salloc and srun read their options from these too
@@ -80,7 +81,7 @@ class SlurmCluster(Backend):
         return str((self.spec_dir / Path(host_path).expanduser()).resolve())
 
     # --- the allocation ------------------------------------------------------------------------------
-    def allocation_argv(self) -> List[str]:
+    def _allocation_argv(self) -> List[str]:
         from nodeweave.resolve import resolve
         from nodeweave.targets.slurm.script import allocation_options
 
@@ -96,7 +97,7 @@ class SlurmCluster(Backend):
         from nodeweave.cluster.identity import FoundMark
 
         try:
-            live = self.record()
+            live = self._live()
         except NodeweaveError:
             return {}
         words = str((live or {}).get("comment") or "").split(" ", 3)
@@ -104,15 +105,13 @@ class SlurmCluster(Backend):
             return {}
         return {f"job {self.job}": FoundMark(words[1], words[3], words[2])}
 
-    def record(self, fresh: bool = False) -> Optional[dict]:
+    def _live(self, fresh: bool = False) -> Optional[dict]:
+        """squeue's record of the allocation (asked once, unless ``fresh``); None: none recorded, or gone."""
         if self.job is None:
             return None
         if fresh or self._record is None:
             self._record = job_record(self.job)
         return self._record
-
-    def tool(self) -> str:
-        return "srun"
 
     def check_tools(self) -> None:
         """Exit 3 before anything starts when pyxis is asked for and this srun has no pyxis options."""
@@ -126,7 +125,7 @@ class SlurmCluster(Backend):
 
     def _needs_allocation(self) -> bool:
         """Whether ``up`` takes a new allocation: none is recorded, or Slurm no longer holds the recorded one."""
-        live = self.record()
+        live = self._live()
         return live is None or live.get("job_state") not in LIVE + WAITING
 
     def _up_notes(self, image: Optional[str]) -> List[str]:
@@ -135,16 +134,16 @@ class SlurmCluster(Backend):
         notes = super()._up_notes(image)
         if self._needs_allocation():
             return notes
-        live = self.record()
+        live = self._live()
         return [*notes, f"allocation {self.job} is already up ({live.get('job_state')} on {live.get('nodes') or '-'})"]
 
     def _allocation_step(self) -> Optional[Step]:
         if not self._needs_allocation():
             return None
         return Step(f"take an allocation of {self._allocated_count()} node(s) and record its job id",
-                    tuple(self.allocation_argv()), timeout=3600)
+                    tuple(self._allocation_argv()), timeout=3600)
 
-    def allocate(self, phase) -> Dict[str, str]:
+    def _allocate(self, phase) -> Dict[str, str]:
         """The plan's ``allocate`` step: salloc, its job id recorded in .nodeweave/<job>/cluster.json; the
         values of the placeholders ``<job-id>`` and ``<node0>``, ``<node1>``, ... (the nodes Slurm granted, in its
         order)."""
@@ -166,7 +165,7 @@ class SlurmCluster(Backend):
 
     def _granted_hosts(self) -> List[str]:
         """The new allocation's nodes, once Slurm has started it (salloc returns when it is granted)."""
-        hosts = self.hosts()
+        hosts = self._hosts()
         if len(hosts) != self._allocated_count():
             raise NodeweaveError(f"allocation {self.job} holds {len(hosts)} node(s), the plan "
                                  f"{self._allocated_count()}: `scancel {self.job}`, then `nodeweave up` again")
@@ -235,23 +234,23 @@ class SlurmCluster(Backend):
         if self.job is None:
             raise UsageError(f"no Slurm allocation is recorded for {self.spec.name} in .nodeweave/{self.spec.name}/cluster.json: "
                              "nothing to release (`squeue --me` lists your jobs)")
-        if self.record() is None:
+        if self._live() is None:
             return []  # released already, or past its time limit: nothing left but the record
         forget = [Step(f"delete the job token on node-{node.index} ({node.remote.label})",
                        tuple(Srun(node.remote.name).exec_argv(["rm", "-f", self._token_file], stdin=False)),
                        timeout=120)
-                  for node in self.nodes()] if self._makes_token and self.record().get("job_state") in LIVE else []
+                  for node in self.nodes()] if self._makes_token and self._live().get("job_state") in LIVE else []
         release = [Step(f"release allocation {self.job} (every step in it ends)", ("scancel", self.job), timeout=120)]
         return [forget, release] if forget else [release]
 
     # --- the nodes -----------------------------------------------------------------------------------
-    def hosts(self) -> List[str]:
+    def _hosts(self) -> List[str]:
         from nodeweave.entrypoint.planning.slurm import expand_nodelist
 
         if self.job is None:
             raise UsageError(f"no Slurm allocation is recorded for {self.spec.name}: `nodeweave up --target slurm` "
                              "takes one")
-        live = self.record()
+        live = self._live()
         if live is None:
             raise NodeweaveError(f"allocation {self.job} is gone (squeue no longer knows it: released, or past its "
                                  "time limit); `nodeweave up --target slurm` takes a new one")
@@ -260,14 +259,13 @@ class SlurmCluster(Backend):
                                  "its nodes are not running")
         return expand_nodelist(live.get("nodes", ""))
 
-    def nodes(self, for_up: bool = False) -> List[Node]:
+    def nodes(self, for_up: bool = False, dry_run: bool = False) -> List[Node]:
         if for_up and self._needs_allocation():  # up's plan: the allocation is a step of it, not taken yet
             return self._placeholder_nodes()
-        return self._nodes(self.hosts(), self.job)
-
-    def dry_run_nodes(self) -> List[Node]:
+        if not dry_run:
+            return self._nodes(self._hosts(), self.job)
         try:
-            return self.nodes()
+            return self._nodes(self._hosts(), self.job)
         except NodeweaveError:  # no allocation yet (or Slurm not asked): the nodes are Slurm's to pick
             return self._placeholder_nodes(self.job)
 
@@ -280,7 +278,7 @@ class SlurmCluster(Backend):
 
     def _nodes(self, hosts: List[str], job: str) -> List[Node]:
         runtime = self.runtime
-        step = SlurmStep(job=job, hosts=tuple(hosts), workdir=self.workdir, env=tuple(self.contract_env()),
+        step = SlurmStep(job=job, hosts=tuple(hosts), workdir=self.workdir, env=tuple(self._contract_env()),
                          options=(*self._step_options(), *runtime.srun_options()),
                          prefix=tuple(runtime.command_prefix()))
         inside = runtime.workdir if runtime.in_container else self.workdir
@@ -288,7 +286,7 @@ class SlurmCluster(Backend):
                              prefix=tuple(runtime.command_prefix())), env=step.node_view(i), workdir=inside, group=step)
                 for i, host in enumerate(hosts)]
 
-    def contract_env(self):
+    def _contract_env(self):
         """The batch script's variables, the spec's env, and where ``up`` put the job token (a path, no secret)."""
         from nodeweave.resolve import resolve
         from nodeweave.targets.slurm.script import exported
@@ -298,14 +296,14 @@ class SlurmCluster(Backend):
 
     def _step_options(self) -> List[str]:
         """The run step's share of each node: the GPUs and CPUs the allocation asked for."""
-        words = [w for w in self.allocation_argv()[2:] if w.startswith(("--gpus-per-node=", "--cpus-per-task="))]
+        words = [w for w in self._allocation_argv()[2:] if w.startswith(("--gpus-per-node=", "--cpus-per-task="))]
         return words
 
     # --- the platform's view -------------------------------------------------------------------------
     def states(self, nodes: List[Node]) -> Dict[int, PlatformState]:
         """Every node's is the allocation's: running while Slurm runs it, else stuck (pending, suspended...) or
         ended (gone from squeue)."""
-        live = self.record(fresh=True)
+        live = self._live(fresh=True)
         if live is None:
             seen = PlatformState(NodeState.ENDED, "gone")
         else:
@@ -313,23 +311,14 @@ class SlurmCluster(Backend):
             seen = PlatformState(state, f"{live.get('job_state')} (allocation {self.job})")
         return {node.index: seen for node in nodes}
 
-    def leftover_steps(self) -> List[Step]:
-        """``scancel`` of every run step still listed once the nodes' entrypoints have stopped their runs."""
-        if self.job is None:
-            return []
-        out = subprocess.run(["squeue", "-s", "-j", self.job, "-h", "-o", "%i %j"], capture_output=True, text=True,
-                             timeout=30)
-        steps = [line.split() for line in out.stdout.splitlines() if len(line.split()) == 2]
-        return [Step(f"cancel step {step} ({name})", ("scancel", step), timeout=60)
-                for step, name in steps if name.startswith("nodeweave-")]
-
     def sync_targets(self):
         if not self.options.remote_dir:  # the nodes run in this very folder, through shared storage
             raise UsageError(f"target slurm: the nodes work in {self.workdir}, the workspace itself on storage they "
                              "share with this machine, so there is nothing to send; with node-local copies, "
                              "`nodeweave up --target slurm --remote-dir /LOCAL/PATH` names the folder sync fills")
-        return [Srun(f"{self.job}/{host}") for host in self.hosts()], self.workdir  # the node, not the container
+        return [Srun(f"{self.job}/{host}") for host in self._hosts()], self.workdir  # the node, not the container
 
+    @property
     def where(self) -> str:
         live = self._record
         nodes = f", {live.get('nodes')}" if live and live.get("nodes") else ""

@@ -45,6 +45,20 @@ class SlurmStep:
     def name(self, run_id: str) -> str:
         return f"nodeweave-{run_id}"
 
+    def leftover_steps(self) -> list:
+        """``scancel`` of every run step still listed once the nodes' entrypoints have stopped their runs; nothing
+        while the allocation is not taken (its job id a plan's placeholder)."""
+        from nodeweave.plan import JOB_ID
+        from nodeweave.steps import Step
+
+        if self.job == JOB_ID:
+            return []
+        out = subprocess.run(["squeue", "-s", "-j", self.job, "-h", "-o", "%i %j"], capture_output=True, text=True,
+                             timeout=30)
+        steps = [line.split() for line in out.stdout.splitlines() if len(line.split()) == 2]
+        return [Step(f"cancel step {step} ({name})", ("scancel", step), timeout=60)
+                for step, name in steps if name.startswith("nodeweave-")]
+
     def argv(self, request: RunRequest) -> List[str]:
         n = len(self.hosts)
         variables = [f"{k}={v}" for k, v in (*self.env, *request.env.items())]

@@ -1,0 +1,80 @@
+"""What every verb asks of a target that only combines the target's five (nodes, states, plan up, plan down, logs)
+and the data it declares: which nodes are up, the one line that says why a verb cannot act, whether another
+folder made the job, what ``up`` records.
+
+Why here and not on :class:`~nodeweave.cluster.base.Backend`: a method on the base that only combines other
+methods made every target look wider than it is (23 public methods), and a target overriding one of them
+(``no_nodes_line``, ``live_nodes``) changed a verb's refusal for that target alone. A new target implements
+the five; these work for it unchanged.
+"""
+
+from __future__ import annotations
+
+from typing import Dict, List, Optional
+
+from nodeweave.cluster.base import Backend, Node, nothing_to, start_hint
+from nodeweave.errors import EnvironmentProblem
+
+
+def not_up(backend: Backend, nodes: List[Node]) -> Dict[int, str]:
+    """The nodes the platform says are not there or not running (missing, exited), with its word."""
+    return {i: seen.word for i, seen in backend.states(nodes).items() if seen.state.down}
+
+
+def down_line(backend: Backend, nodes: List[Node], verb: str) -> Optional[str]:
+    """Why ``verb`` cannot act on ``nodes`` (they are not up), naming them and what starts them; None: all up."""
+    down = not_up(backend, nodes)
+    if not down:
+        return None
+    named = ", ".join(f"{n.name} ({down[n.index]})" for n in nodes if n.index in down)
+    return (f"{backend.spec.name} is not up on {backend.where}: {named}; {nothing_to(verb)}; {start_hint(verb)}"
+            + renamed_tail(backend))
+
+
+def require_up(backend: Backend, nodes: List[Node], verb: str) -> None:
+    """Refuse ``verb`` (exit 3) when the platform says nodes are not up, naming them and ``nodeweave up``."""
+    line = down_line(backend, nodes, verb)
+    if line is not None:
+        raise EnvironmentProblem(line)
+
+
+def no_nodes_line(backend: Backend, verb: str) -> str:
+    """Why the cluster has no node, in one line with the command that brings nodes back."""
+    if backend.dormant is not None:
+        what, how = backend.dormant
+        return f"{backend.spec.name} {what} to {verb}; {how}"
+    return f"{backend.spec.name} has no node on {backend.where}: {nothing_to(verb)}; {start_hint(verb)}"
+
+
+def live_nodes(backend: Backend, verb: str, dry_run: bool = False) -> List[Node]:
+    """The nodes ``verb`` acts on (a dry run only reads); exit 3 naming the workload when there are none."""
+    nodes = backend.nodes(dry_run=dry_run)
+    if not nodes:
+        raise EnvironmentProblem(no_nodes_line(backend, verb) + renamed_tail(backend))
+    return nodes
+
+
+def renamed_tail(backend: Backend) -> str:
+    """What ``up`` made under the spec's old name, after a refusal's line: it may be why nothing is up."""
+    return "".join(f"; {line}" for line in backend.renamed)
+
+
+def refuse_foreign(backend: Backend) -> None:
+    """Exit 3 naming the folder when what this job's names point at was made by another folder's ``up``."""
+    from nodeweave.cluster.identity import foreign_owner
+
+    foreign_owner(backend.mark, backend.marks(), backend.marked_kind)
+
+
+def made(backend: Backend) -> dict:
+    """What ``up`` records it made (options.record_made): the verbs of a renamed job act on it."""
+    return {"job": backend.spec.name, "folder": backend.mark.folder, "owner": backend.mark.owner,
+            "spec": backend.spec_path.resolve().name, "target": backend.target, "where": backend.where,
+            **backend.recorded}
+
+
+def leftover_steps(nodes: List[Node]) -> list:
+    """After every node's entrypoint stopped its run: what else ends it on the platform (a Slurm step's
+    ``scancel``), as the nodes' launch group says; nothing for nodes that are not one launch."""
+    group = nodes[0].group if nodes else None
+    return list(group.leftover_steps()) if group is not None else []
