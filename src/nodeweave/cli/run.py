@@ -80,7 +80,7 @@ def run_command(
         given = "--metric" if metric is not None else "--lower-is-better"
         raise UsageError(f"{given} ranks the points of a --sweep, and this run has none; add --sweep VAR=a,b, or "
                          "compare finished runs with `nodeweave runs compare A B --metric REGEX`")
-    extra = dict(parse_assignment(text, "--env") for text in env)
+    extra = dict(parse_assignment(text, "--env", run=True) for text in env)
     for name, values in sweeps:
         if name in extra:
             raise UsageError(f"{name} is both set (-e {name}={extra[name]}) and swept (--sweep {name}="
@@ -88,6 +88,7 @@ def run_command(
     if profile_options is not None:  # the entrypoint's own variable, in front of it as every -e is
         extra = {"NODEWEAVE_PROFILE_OPTIONS": profile_options, **extra}
     spec, backend, _ = open_cluster(spec_path, reach, dry_run=dry_run)
+    refuse_shape_under_recovery(spec, nodes_wanted, node)
     command = launcher_command(command, launcher or spec.launcher.type) if command else spec_command(spec)
     script_note = judge_script(spec, spec_path, command, launcher or spec.launcher.type)
     everyone = backend.live_nodes("run", dry_run)
@@ -97,7 +98,7 @@ def run_command(
     checking = default_check(nodes, spec, spec_path, runs_dir) if check else None
     plan = run_plan(backend.where(), nodes, command, points, {**shape, **extra}, profile, grace,
                     spec.recovery.enabled, parent, spec.name, SweepRequest(metric, lower_is_better) if sweep else None,
-                    checking)
+                    checking, nnodes=nodes_wanted)
     if not dry_run:
         backend.require_up(nodes, "run")
     if script_note:  # after every refusal (nodes judged, the cluster up): a refusal is the one line a mistake gets
@@ -129,6 +130,20 @@ def _execute(plan, nodes, spec, spec_path: Path, backend, parent: Path, quiet: b
         _finish(session.results[0], fmt, out)
         return
     _sweep_result(session, plan, fmt)
+
+
+def refuse_shape_under_recovery(spec, count: Optional[int], node: List[str]) -> None:
+    """--nodes/--node under recovery: the recovery places the training nodes and the spares (generation 0's
+    training nodes win over any count, so the flag would do nothing, or make a spare train), so say why here."""
+    if not spec.recovery.enabled or (count is None and not node):
+        return
+    given = f"--nodes {count}" if count is not None else f"--node {','.join(node)}"
+    spares = spec.recovery.spare_nodes
+    floor = f", going on with as few as {spec.nodes.min} (recovery.min_nodes)" if spec.nodes.elastic else ""
+    raise UsageError(f"{given} is not accepted under recovery ({spec.nodes.max} training node(s)"
+                     f"{f' and {spares} spare(s)' if spares else ''}{floor}): the recovery places every node and a "
+                     "node's count is its generation's, so a run cannot pick nodes; run on all of them, or change "
+                     "`nodes`/`recovery.spares` in the spec and `nodeweave up` again")
 
 
 def _node_count(nodes, node: List[str], count: Optional[int]) -> Optional[int]:

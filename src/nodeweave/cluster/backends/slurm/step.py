@@ -17,7 +17,7 @@ import re
 import subprocess
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Dict, List, Optional, Tuple
 
 from nodeweave.cluster.runner import NodeRun, Runner, RunRequest
@@ -44,6 +44,10 @@ class SlurmStep:
 
     def name(self, run_id: str) -> str:
         return f"nodeweave-{run_id}"
+
+    def first(self, count: int) -> "SlurmStep":
+        """The step over the allocation's first ``count`` nodes (``run --nodes``, ``check --node``)."""
+        return self if count >= len(self.hosts) else replace(self, hosts=self.hosts[:count])
 
     def argv(self, request: RunRequest) -> List[str]:
         n = len(self.hosts)

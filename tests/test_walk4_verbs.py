@@ -1,0 +1,195 @@
+"""walk3's findings on the cluster verbs' flags and dry runs (issue 43, /work/wt/walk3-report.md rows F9 ...),
+each fixed as a class. Each test fails on the main before these fixes. No container is started: what a node would
+do is asked of the real entrypoint, on the argv the plan prints and the environment the rendered files give it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+from pathlib import Path
+
+import pytest
+import yaml
+
+import cli_run
+from nodeweave.cli import main
+
+SPEC = """\
+name: team
+image:
+  variant: cpu
+nodes: 2
+gpus_per_node: 1
+launcher:
+  type: torchrun
+  script: train.py
+"""
+
+
+def run_cli(capsys, *argv) -> "tuple[int, str, str]":
+    code = main(list(argv))
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def one_line(text: str) -> str:
+    lines = [line for line in text.splitlines() if line.strip()]
+    assert len(lines) == 1 and "Traceback" not in text, text
+    return lines[0]
+
+
+@pytest.fixture
+def team(tmp_path, monkeypatch):
+    (tmp_path / "train.py").write_text("print('hello')\n")
+    (tmp_path / "nodeweave.yaml").write_text(SPEC)
+    monkeypatch.chdir(tmp_path)
+    for name in ("NODEWEAVE_RUNTIME", "NODEWEAVE_IMAGE", "KUBECONFIG"):
+        monkeypatch.delenv(name, raising=False)
+    return tmp_path
+
+
+# -- F9: run --nodes N / check --node plan N nodes on the node itself, whatever the container's own count says --
+
+
+def _entrypoint_call(argv):
+    """(the variables in front, the entrypoint's arguments) of one node's planned argv: the exec client's words
+    up to ``nodeweave-entrypoint`` (an ssh client's remote command is one shell string, read as the shell would)."""
+    words = list(argv)
+    if "nodeweave-entrypoint" not in words:
+        words = shlex.split(next(w for w in words if "nodeweave-entrypoint" in w))
+    at = words.index("nodeweave-entrypoint")
+    env, i = {}, at - 1
+    while i >= 0 and re.fullmatch(r"[A-Z_][A-Z0-9_]*=.*", words[i], re.S):
+        name, _, value = words[i].partition("=")
+        env.setdefault(name, value)
+        i -= 1
+    return env, words[at + 1:]
+
+
+def _substituted(value: str, shell: dict) -> str:
+    """A compose value as compose reads it with ``shell`` (the host's .env): ${VAR:-default}, ${VAR:?message}."""
+    def one(match):
+        name, op, rest = match.group(1), match.group(2), match.group(3)
+        if name in shell:
+            return shell[name]
+        assert op == ":-", f"{name} must be given for this compose file"
+        return rest
+    return re.sub(r"\$\{([A-Z_]+)(:[-?])?((?:[^{}]|'')*)\}", one, str(value))
+
+
+def _compose_env(path: Path, index: int, shell: dict) -> dict:
+    services = list(yaml.safe_load(path.read_text())["services"].values())
+    chosen = services[index] if len(services) > index else services[0]
+    return {k: _substituted(v, shell) for k, v in (chosen.get("environment") or {}).items()}
+
+
+def _sbatch_exports(path: Path) -> dict:
+    return dict(re.findall(r"^export ([A-Z_][A-Z0-9_]*)=(\S*)$", path.read_text(), re.M))
+
+
+def _what_each_node_plans(team, capsys, target_args, container_env, extra=()):
+    """Every planned node's real entrypoint, --explain added, on its planned argv and ``container_env(index,
+    argv)``: [(exit code, output)]."""
+    code, out, err = run_cli(capsys, "run", *target_args, *extra, "--dry-run", "-o", "json")
+    assert code == 0, err
+    phase = json.loads(out)["phases"][-1]
+    results = []
+    for index, node in enumerate(phase["nodes"]):
+        front, args = _entrypoint_call(node["argv"])
+        args = [a.replace("<run-id>", "x") for a in args]
+        dashes = args.index("--")
+        args = [*args[:dashes], "--explain", "--no-wait", *args[dashes:]]
+        env = {**cli_run.CLEAN, **container_env(index, node["argv"]), **front}
+        done = cli_run.entrypoint(*args, env=env, cwd=team, timeout=120)
+        results.append((done.returncode, done.stdout + done.stderr))
+    return results
+
+
+def test_run_nodes_plans_that_many_nodes_on_the_local_targets_containers(team, capsys):
+    """The lead's replay: the container has NODEWEAVE_NNODES=2 (compose/local.yaml); `env NNODES=1` in front made
+    every node refuse 'nnodes sources disagree' (exit 3)."""
+    assert run_cli(capsys, "render", "compose", "--out", str(team / "r"))[0] == 0
+    compose = team / "r" / "compose" / "local.yaml"
+    assert "NODEWEAVE_NNODES" in compose.read_text()
+    results = _what_each_node_plans(team, capsys, [], lambda i, argv: _compose_env(compose, i, {}),
+                                    ["--nodes", "1"])
+    assert len(results) == 1
+    code, text = results[0]
+    assert code == 0, text
+    assert re.search(r"nodes\s+1\s+<- flag --nnodes", text) and "world size   1" in text, text
+
+
+def test_run_nodes_plans_that_many_nodes_on_bare_hosts(team, capsys):
+    """compose/node.yaml sets NNODES and NODEWEAVE_NNODES from the host's .env (2)."""
+    assert run_cli(capsys, "render", "compose", "--out", str(team / "r"))[0] == 0
+    node_yaml = team / "r" / "compose" / "node.yaml"
+    shell = {"NODE_RANK": "0", "MASTER_ADDR": "10.0.0.1"}
+    hosts = ["-t", "hosts", "--host", "a", "--host", "b", "--remote-dir", "/srv/team"]
+    results = _what_each_node_plans(team, capsys, hosts, lambda i, argv: _compose_env(node_yaml, 0, shell),
+                                    ["--nodes", "1"])
+    assert len(results) == 1 and results[0][0] == 0, results
+    assert re.search(r"nodes\s+1\s+<- flag --nnodes", results[0][1]), results
+
+
+def test_run_nodes_is_one_step_over_the_first_nodes_of_a_slurm_allocation(team, capsys):
+    """One srun step: it must span the first N hosts only (a task on host 1 of a one-node run has no rank), and
+    each task plans N nodes beside Slurm's own counts for the allocation."""
+    assert run_cli(capsys, "render", "slurm", "--out", str(team / "r"))[0] == 0
+    exports = _sbatch_exports(team / "r" / "slurm" / "job.sbatch")
+    code, out, err = run_cli(capsys, "run", "-t", "slurm", "--nodes", "1", "--dry-run", "-o", "json")
+    argv = json.loads(out)["phases"][-1]["nodes"][0]["argv"]
+    assert "--nodes=1" in argv and "--ntasks=1" in argv, argv
+
+    def slurm_task(index, argv):
+        step = next(int(w.split("=")[1]) for w in argv if w.startswith("--nodes="))
+        return {**exports, "SLURM_JOB_ID": "7", "SLURM_NODEID": str(index), "SLURM_PROCID": str(index),
+                "SLURM_STEP_NUM_NODES": str(step), "SLURM_NNODES": str(step), "SLURM_JOB_NUM_NODES": "2",
+                "SLURM_STEP_NODELIST": "n0", "SLURM_JOB_NODELIST": "n[0-1]", "SLURM_NTASKS": str(step)}
+    results = _what_each_node_plans(team, capsys, ["-t", "slurm"], slurm_task, ["--nodes", "1"])
+    assert [c for c, _ in results] == [0], results
+    assert re.search(r"nodes\s+1\s+<- flag --nnodes", results[0][1]), results
+
+
+def test_check_node_plans_the_chosen_nodes_on_the_container(team, capsys):
+    """`check --node 0` takes the same path: the first node only, its count the entrypoint's flag."""
+    code, out, err = run_cli(capsys, "check", "--node", "0", "--dry-run", "-o", "json")
+    assert code == 0, err
+    nodes = json.loads(out)["phases"][-1]["nodes"]
+    assert len(nodes) == 1
+    front, args = _entrypoint_call(nodes[0]["argv"])
+    assert "NNODES" not in front and args[args.index("--nnodes") + 1] == "1", nodes
+
+
+# -- F10: run --nodes/--node under recovery: refused with the reason, no hint toward a spare ----------------------
+
+
+@pytest.fixture
+def recovery_team(team):
+    (team / "nodeweave.yaml").write_text(SPEC + "recovery:\n  enabled: true\n  spares: 1\n")
+    return team
+
+
+@pytest.mark.parametrize("args", [["--nodes", "1"], ["--nodes", "3"], ["--node", "2"], ["--node", "0-2"],
+                                  ["--node", "0"]])
+def test_run_picking_nodes_under_recovery_is_refused_with_the_reason(recovery_team, capsys, args):
+    code, out, err = run_cli(capsys, "run", *args, "--dry-run")
+    line = one_line(err)
+    assert code == 2 and "under recovery" in line and "1 spare(s)" in line, err
+    assert "(or --nodes" not in line and "select --node" not in line, line  # no shape that makes a spare train
+
+
+# -- F36: a reserved variable a run flag sets: the refusal names the flag -------------------------------------------
+
+
+@pytest.mark.parametrize("args, flag", [
+    (["-e", "NNODES=1"], "`nodeweave run --nodes 1`"),
+    (["--sweep", "NNODES=1,2"], "`nodeweave run --nodes 1`"),
+    (["-e", "PET_NPROC_PER_NODE=2"], "`nodeweave run --nproc-per-node 2`"),
+    (["-e", "NODEWEAVE_LAUNCHER=deepspeed"], "`nodeweave run --launcher deepspeed`"),
+    (["--sweep", "NODEWEAVE_PROFILE=nsys,rocprofv3"], "`nodeweave run --profile nsys`"),
+])
+def test_a_reserved_variable_a_run_flag_sets_names_the_flag(team, capsys, args, flag):
+    code, out, err = run_cli(capsys, "run", *args, "--dry-run")
+    assert code == 2 and flag in one_line(err), err
