@@ -193,3 +193,80 @@ def test_run_picking_nodes_under_recovery_is_refused_with_the_reason(recovery_te
 def test_a_reserved_variable_a_run_flag_sets_names_the_flag(team, capsys, args, flag):
     code, out, err = run_cli(capsys, "run", *args, "--dry-run")
     assert code == 2 and flag in one_line(err), err
+
+
+# -- F1: the hint for a folder the image's user cannot write works when followed, for every owner it can meet -------
+
+
+def _follow(hint: str, user) -> None:
+    """Run one hint's command as written (we are root here: `sudo` is dropped; `podman unshare chown U:G` is the
+    chown it performs, onto the user's mapped ids)."""
+    import subprocess
+
+    command = hint.replace("sudo ", "")
+    command = re.sub(r"podman unshare chown (-R )?1000:0", lambda m: f"chown {m.group(1) or ''}{user.uid}:{user.gid}",
+                     command).replace("podman unshare ", "")
+    subprocess.run(["sh", "-c", command], check=True)
+
+
+def _hints(text: str) -> "list[str]":
+    return re.findall(r"`((?:mkdir|sudo|podman|chmod)[^`]*)`", text)
+
+
+needs_root = pytest.mark.skipif(__import__("os").geteuid() != 0, reason="makes folders of other owners (root only)")
+
+
+@needs_root
+@pytest.mark.parametrize("user_ids, rootless", [((1000, 0), False), ((101000, 1234), True), ((101000, 0), True)])
+@pytest.mark.parametrize("owner, mode", [((0, 0), 0o755), ((0, 5), 0o755), ((1000, 0), 0o555), ((0, 1234), 0o750),
+                                         ((101000, 7), 0o500)])
+@pytest.mark.parametrize("which", [0, 1])
+def test_every_permission_hint_works_when_followed(tmp_path, user_ids, rootless, owner, mode, which):
+    import os
+
+    from nodeweave.cluster.writable import HostUser, can_write
+
+    user = HostUser(*user_ids, rootless=rootless)
+    folder = tmp_path / "checkpoints"
+    folder.mkdir()
+    os.chown(folder, *owner)
+    folder.chmod(mode)
+    if can_write(folder, user):
+        return  # nothing to fix: no hint is given
+    hints = _hints(user.fix(folder))
+    assert len(hints) == (1 if owner[0] == user.uid else 2), hints  # no chown to the owner it already has
+    which = min(which, len(hints) - 1)
+    _follow(hints[which], user)
+    assert can_write(folder, user), (hints[which], oct(folder.stat().st_mode), folder.stat().st_gid)
+
+
+@needs_root
+@pytest.mark.parametrize("parent_group, setgid", [(0, False), (5, False), (5, True)])
+@pytest.mark.parametrize("which", [0, 1])
+def test_the_hint_for_a_folder_to_make_works_when_followed(tmp_path, parent_group, setgid, which):
+    import os
+
+    from nodeweave.cluster.writable import HostUser, can_write
+
+    user = HostUser(1000, 0, rootless=False)
+    os.chown(tmp_path, 0, parent_group)
+    tmp_path.chmod(0o755 | (0o2000 if setgid else 0))
+    folder = tmp_path / "run" / "checkpoints"
+    hints = _hints(user.make(folder))
+    assert len(hints) == 2, hints
+    _follow(hints[which], user)
+    assert can_write(folder, user), (hints[which], oct(folder.stat().st_mode), folder.stat().st_gid)
+
+
+@needs_root
+def test_up_refuses_until_its_hint_is_followed_then_plans(recovery_team, capsys):
+    """The walk's replay: a root-owned 0755 team folder, recovery.checkpoint_dir in it; following the printed
+    alternative (the chmod) makes the next `up --dry-run` pass."""
+    (recovery_team / "nodeweave.yaml").write_text(SPEC + "recovery:\n  enabled: true\n  spares: 1\n"
+                                                  "  checkpoint_dir: checkpoints\n")
+    recovery_team.chmod(0o755)
+    code, out, err = run_cli(capsys, "up", "--hold", "--dry-run", "--engine", "podman")
+    assert code == 3 and "cannot write" in err, err
+    _follow(_hints(err)[1], None)
+    code, out, err = run_cli(capsys, "up", "--hold", "--dry-run", "--engine", "podman")
+    assert "cannot write" not in err, err
