@@ -270,3 +270,18 @@ def test_up_refuses_until_its_hint_is_followed_then_plans(recovery_team, capsys)
     _follow(_hints(err)[1], None)
     code, out, err = run_cli(capsys, "up", "--hold", "--dry-run", "--engine", "podman")
     assert "cannot write" not in err, err
+
+
+# -- F8: a sweep's values with spaces around them ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("sweep, fixed", [("A=1, 2", "A=1,2"), ("A=1 ,2", "A=1,2"), ("A= 1", "A=1"),
+                                          ("A=1,2\t", "A=1,2")])
+def test_a_sweep_value_with_a_space_around_it_is_refused_with_the_list_to_write(team, capsys, sweep, fixed):
+    code, out, err = run_cli(capsys, "run", "--sweep", sweep, "--dry-run")
+    assert code == 2 and f"write {fixed}" in one_line(err), err
+
+
+def test_a_space_inside_a_sweep_value_is_kept(team, capsys):
+    code, out, err = run_cli(capsys, "run", "--sweep", "NCCL_ALGO=Ring,Tree", "--sweep", "OPTS=a b,c", "--dry-run")
+    assert code == 0, err

@@ -62,6 +62,11 @@ def parse_sweeps(options: Sequence[str]) -> List[Tuple[str, List[str]]]:
         points = [v for v in values.split(",")]
         if not values or any(v == "" for v in points):
             raise UsageError(f"--sweep {text!r} is not accepted: VAR=a,b,c with no empty value")
+        padded = next((v for v in points if v != v.strip()), None)
+        if padded is not None:
+            raise UsageError(f"--sweep {text!r} is not accepted: the value {padded!r} starts or ends with a space, "
+                             f"which the node would get as part of it; write {name}="
+                             f"{','.join(v.strip() for v in points)}")
         if name in (n for n, _ in found):
             raise UsageError(f"--sweep names {name} twice; give all its values in one option: {name}=a,b,c")
         twice = sorted({v for v in points if points.count(v) > 1})
