@@ -285,3 +285,24 @@ def test_a_sweep_value_with_a_space_around_it_is_refused_with_the_list_to_write(
 def test_a_space_inside_a_sweep_value_is_kept(team, capsys):
     code, out, err = run_cli(capsys, "run", "--sweep", "NCCL_ALGO=Ring,Tree", "--sweep", "OPTS=a b,c", "--dry-run")
     assert code == 0, err
+
+
+# -- F13: top and dashboard --url where nothing answers: one line in words, exit 1, nothing served ------------------
+
+
+def _closed_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.parametrize("verb", ["top", "dashboard"])
+def test_a_url_nothing_answers_is_said_in_words_by_top_and_the_dashboard(tmp_path, verb):
+    url = f"http://127.0.0.1:{_closed_port()}"
+    done = cli_run.nodeweave(verb, "--url", url, cwd=tmp_path, env={**cli_run.CLEAN, "HOME": str(tmp_path)},
+                             timeout=60)
+    line = one_line(done.stderr)
+    assert done.returncode == 1 and f"no live picture from {url}: nothing listens there" in line, done.stderr
+    assert "Errno" not in line and "nodeweave status" in line and "dashboard at" not in done.stdout, line
