@@ -306,3 +306,24 @@ def test_a_url_nothing_answers_is_said_in_words_by_top_and_the_dashboard(tmp_pat
     line = one_line(done.stderr)
     assert done.returncode == 1 and f"no live picture from {url}: nothing listens there" in line, done.stderr
     assert "Errno" not in line and "nodeweave status" in line and "dashboard at" not in done.stdout, line
+
+
+# -- F17: a reach flag that does nothing for the target is judged on the resolved target, on every verb -------------
+
+
+VERBS_WITH_REACH = [["sync", "--dry-run"], ["up", "--dry-run"], ["down", "--dry-run"], ["run", "--dry-run"],
+                    ["check", "--dry-run"], ["status"], ["logs"], ["stop", "--dry-run"], ["exec", "--dry-run"],
+                    ["top"], ["dashboard"]]
+
+
+@pytest.mark.parametrize("verb", VERBS_WITH_REACH, ids=lambda v: v[0])
+@pytest.mark.parametrize("flag", [["--namespace", "ml"], ["--kube-context", "prod"], ["--kube-cli", "oc"]])
+def test_a_kubernetes_flag_on_the_default_local_target_is_refused_on_every_verb(team, capsys, verb, flag):
+    argv = [*verb, *flag] + (["--", "true"] if verb[0] == "exec" else [])
+    code, out, err = run_cli(capsys, *argv)
+    assert code == 2 and f"{flag[0]} does nothing for target local" in one_line(err), (argv, err)
+
+
+def test_the_default_target_of_sync_takes_the_flags_it_uses(team, capsys):
+    code, out, err = run_cli(capsys, "sync", "--engine", "podman", "--dry-run")
+    assert code == 0, err
