@@ -327,3 +327,24 @@ def test_a_kubernetes_flag_on_the_default_local_target_is_refused_on_every_verb(
 def test_the_default_target_of_sync_takes_the_flags_it_uses(team, capsys):
     code, out, err = run_cli(capsys, "sync", "--engine", "podman", "--dry-run")
     assert code == 0, err
+
+
+# -- F22: every sync --dry-run form whose targets are not there: exit 0 and the exit the real sync would end with --
+
+
+@pytest.mark.parametrize("args, code", [
+    (["--compose-project", "llama", "--engine", "podman"], 1),
+    (["--node", "podman:trainer-0", "--node", "podman:trainer-1"], 1),
+    (["-l", "app=llama", "-n", "ml"], 3),
+    (["--statefulset", "llama", "-n", "ml"], 3),
+    ([], 3),  # the spec's own cluster, not up
+])
+def test_every_sync_dry_run_with_nothing_there_exits_0_and_says_the_real_exit(team, capsys, monkeypatch, args, code):
+    import shutil
+
+    monkeypatch.setenv("KUBECONFIG", str(team / "no-such-kubeconfig"))
+    if not (shutil.which("podman") and shutil.which("kubectl")):
+        pytest.skip("podman and kubectl are what the real sync would call")
+    exit_code, out, err = run_cli(capsys, "sync", ".", "/workspace", *args, "--dry-run")
+    assert exit_code == 0, err
+    assert f"the real sync would end with exit {code}: " in out + err, out + err

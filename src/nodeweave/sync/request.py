@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from nodeweave import remote
-from nodeweave.errors import EnvironmentProblem, UsageError
+from nodeweave.errors import EnvironmentProblem, NodeweaveError, UsageError
 from nodeweave.remote import discover
 from nodeweave.remote.names import check_dns_label, refuse
 from nodeweave.sync.filters import FileSet, Filter, build_filter
@@ -143,6 +143,20 @@ def resolve_paths(src: "Path | None", dest: "str | None", spec, spec_path: Path)
     return src.resolve(), remote.check_dest(dest, home=True)
 
 
+def _named_targets(args: TargetArgs, spec, dry_run: bool) -> "tuple[list, tuple]":
+    """(targets, notes) of the targets named on the command line. Finding none there (a compose project with no
+    container, a selector or StatefulSet the API cannot be asked for) ends a real sync with its exit code; a dry
+    run, as every verb's, plans no target and notes the exit the real sync would end with (bad input stays exit 2)."""
+    try:
+        return resolve_targets(args, spec), ()
+    except UsageError:
+        raise
+    except NodeweaveError as err:
+        if not dry_run:
+            raise
+        return [], (f"the real sync would end with exit {err.exit_code}: {err}",)
+
+
 def resolve_targets(args: TargetArgs, spec) -> "list[remote.Remote]":
     """Every target named on the command line (the cluster's own nodes come from ``recorded_cluster``)."""
     openshift = bool(spec and spec.kubernetes.openshift)
@@ -250,7 +264,10 @@ def build_request(src: "Path | None", dest: "str | None", targets: TargetArgs, f
     recorded = recorded_cluster(spec, spec_path, cluster, fallback=not targets.explicit, dry_run=options.dry_run,
                                 typed=None if targets.explicit else typed)
     notes = recorded[2] if recorded and not targets.explicit else ()
-    found = recorded[0] if recorded and not targets.explicit else resolve_targets(targets, spec)
+    if recorded and not targets.explicit:
+        found = recorded[0]
+    else:
+        found, notes = _named_targets(targets, spec, options.dry_run)
     if choose is not None:
         found = choose(found)
     if dest is None and found and all(t.kind == "ssh" for t in found):
