@@ -348,3 +348,43 @@ def test_every_sync_dry_run_with_nothing_there_exits_0_and_says_the_real_exit(te
     exit_code, out, err = run_cli(capsys, "sync", ".", "/workspace", *args, "--dry-run")
     assert exit_code == 0, err
     assert f"the real sync would end with exit {code}: " in out + err, out + err
+
+
+# -- F25/F26: every numeric option's refusal: the option, the value, one accepted range --------------------------
+
+
+@pytest.mark.parametrize("argv, line", [
+    (["check", "--seconds", "-1", "--dry-run"], "--seconds -1 is not accepted: a finite number more than 0"),
+    (["check", "--timeout", "0", "--dry-run"], "--timeout 0 is not accepted: a finite number more than 0"),
+    (["check", "--timeout", "inf", "--dry-run"], "--timeout inf is not accepted"),
+    (["check", "--seconds", "nan", "--dry-run"], "--seconds nan is not accepted"),
+    (["check", "--repeats", "0", "--dry-run"], "--repeats 0 is not accepted: 1 or more (extra samples"),
+    (["check", "--threshold", "200", "--dry-run"], "--threshold 200 is not accepted: more than 0 and less than 100"),
+    (["check", "--seconds", "x", "--dry-run"], "--seconds 'x' is not accepted: a number"),
+    (["run", "--grace", "-1", "--dry-run"], "--grace -1 is not accepted: 0 or more"),
+    (["run", "--nodes", "two", "--dry-run"], "--nodes 'two' is not accepted: a whole number"),
+    (["stop", "--grace", "-1", "--dry-run"], "--grace -1 is not accepted: 0 or more"),
+    (["sync", "--jobs", "0", "--dry-run"], "--jobs 0 is not accepted: 1 to 256"),
+    (["sync", "-j", "300", "--dry-run"], "--jobs 300 is not accepted: 1 to 256"),
+    (["sync", "--retries", "-1", "--dry-run"], "--retries -1 is not accepted: 0 to 10"),
+    (["up", "--timeout", "-1", "--dry-run"], "--timeout -1 is not accepted: 1 or more"),
+    (["dashboard", "--interval", "0.1"], "--interval 0.1 is not accepted: 0.2 or more"),
+    (["dashboard", "--port", "70000"], "--port 70000 is not accepted: 0 to 65535"),
+    (["top", "--interval", "0"], "--interval 0 is not accepted: 0.2 or more"),
+    (["bench", "--timeout", "0"], "--timeout 0 is not accepted: a finite number more than 0"),
+])
+def test_a_numeric_refusal_names_the_option_the_value_and_one_range(team, capsys, argv, line):
+    code, out, err = run_cli(capsys, *argv)
+    said = one_line(err)
+    assert code == 2 and line in said and "not in the range" not in said and "x>=" not in said, said
+
+
+# -- F19: check --threshold below 1 is almost always the worker's fraction copied: said in a note ------------------
+
+
+def test_a_threshold_below_1_is_noted_as_a_percentage(team, capsys):
+    code, out, err = run_cli(capsys, "check", "--threshold", "0.25", "--dry-run")
+    assert code == 0, err
+    assert "--threshold 0.25 is 0.25%, not 25%" in out + err and "did you mean --threshold 25?" in out + err
+    code, out, err = run_cli(capsys, "check", "--threshold", "25", "--dry-run")
+    assert "did you mean" not in out + err
