@@ -388,3 +388,28 @@ def test_a_threshold_below_1_is_noted_as_a_percentage(team, capsys):
     assert "--threshold 0.25 is 0.25%, not 25%" in out + err and "did you mean --threshold 25?" in out + err
     code, out, err = run_cli(capsys, "check", "--threshold", "25", "--dry-run")
     assert "did you mean" not in out + err
+
+
+# -- F31/F32/F37: a flag that does nothing with another flag or on the target is refused, by one table ------------
+
+
+@pytest.mark.parametrize("argv, line", [
+    (["up", "-t", "slurm", "--hold", "--dry-run"], "--hold does nothing for target slurm"),
+    (["up", "-t", "slurm", "--run", "--dry-run"], "--run does nothing for target slurm"),
+    (["up", "--no-wait", "--timeout", "10", "--dry-run"], "--timeout does nothing with --no-wait"),
+    (["up", "--timeout=10", "--no-wait", "--dry-run"], "--timeout does nothing with --no-wait"),
+    (["run", "--detach", "-q", "--dry-run"], "--quiet does nothing with --detach"),
+    (["run", "-d", "--quiet", "--dry-run"], "--quiet does nothing with --detach"),
+    (["run", "--sweep", "A=1,2", "--lower-is-better", "--dry-run"], "--lower-is-better does nothing without --metric"),
+])
+def test_a_flag_that_does_nothing_with_another_or_on_the_target_is_refused(team, capsys, argv, line):
+    code, out, err = run_cli(capsys, *argv)
+    assert code == 2 and line in one_line(err), err
+
+
+@pytest.mark.parametrize("argv", [["up", "--hold", "--dry-run"], ["up", "--wait", "--timeout", "10", "--dry-run"],
+                                  ["up", "--no-wait", "--dry-run"], ["run", "-q", "--dry-run"],
+                                  ["run", "--detach", "--dry-run"]])
+def test_the_same_flags_where_they_act_are_taken(team, capsys, argv):
+    code, out, err = run_cli(capsys, *argv)
+    assert code == 0, err
