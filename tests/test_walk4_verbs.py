@@ -413,3 +413,23 @@ def test_a_flag_that_does_nothing_with_another_or_on_the_target_is_refused(team,
 def test_the_same_flags_where_they_act_are_taken(team, capsys, argv):
     code, out, err = run_cli(capsys, *argv)
     assert code == 0, err
+
+
+# -- F34: a variable a rendered file reads but `up` on that target does not is named in the plan -------------------
+
+
+@pytest.mark.parametrize("target, variable, words", [
+    (["-t", "slurm"], "NODEWEAVE_RUNTIME=moon", "up runs slurm.runtime (pyxis)"),
+    (["-t", "slurm"], "NODEWEAVE_RUNTIME=apptainer", "up runs slurm.runtime (pyxis)"),
+    (["-t", "slurm"], "NODEWEAVE_IMAGE=reg/x:1", "up runs the spec's image"),
+    (["-t", "kubernetes"], "NODEWEAVE_IMAGE=reg/x:1", "the pods run the image their manifests name"),
+    (["-t", "hosts", "--host", "a", "--host", "b", "--remote-dir", "/srv/t"], "NODEWEAVE_IMAGE=reg/x:1",
+     "every host runs the image above"),
+])
+def test_a_variable_up_does_not_read_on_the_target_is_named(team, capsys, monkeypatch, target, variable, words):
+    name, _, value = variable.partition("=")
+    monkeypatch.setenv(name, value)
+    monkeypatch.setenv("KUBECONFIG", str(team / "no-such-kubeconfig"))
+    code, out, err = run_cli(capsys, "up", *target, "--dry-run")
+    assert code == 0, err
+    assert f"{variable} from this environment is not read by `up --target {target[1]}`: " in out and words in out, out

@@ -179,9 +179,18 @@ class Backend:
     def _up_notes(self, image: Optional[str]) -> List[str]:
         """What ``up``'s plan says first: the image every node runs and where it comes from, and every variable
         of this environment that changes what the steps do (nodeweave.cluster.environment)."""
+        import os
+
         from nodeweave.cluster.environment import inherited_notes
 
-        return inherited_notes(self.reach_variables, self.reach_prefixes)
+        unread = [f"{name}={os.environ[name]} from this environment is not read by `up --target {self.target}`: "
+                  f"{instead}" for name, instead in self.unread_variables().items() if os.environ.get(name)]
+        return [*inherited_notes(self.reach_variables, self.reach_prefixes), *unread]
+
+    def unread_variables(self) -> Dict[str, str]:
+        """{variable a rendered file of this target reads when started by hand: what ``up`` uses instead}; one set
+        in this environment is named in the plan, so a user who set it does not believe it acted."""
+        return {}
 
     def check_folders(self) -> List[str]:
         """Before ``up`` or ``check`` starts anything: exit 3 when the image's user cannot write the checkpoint

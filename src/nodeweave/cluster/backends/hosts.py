@@ -22,7 +22,7 @@ refused, never acted on. Bare hosts start no container: ``up`` leaves the same l
 from __future__ import annotations
 
 import posixpath
-from typing import List, Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 
 from nodeweave.cluster.base import Backend, Node
 from nodeweave.steps import Step
@@ -148,6 +148,11 @@ class HostsCluster(Backend):
         from nodeweave.targets.compose import render_files
 
         return default_image((files or render_files(self.spec))["compose/node.yaml"])
+
+    def unread_variables(self) -> Dict[str, str]:
+        if self.engine == "none":
+            return {"NODEWEAVE_IMAGE": "--engine none runs the entrypoint installed on each host, no image"}
+        return {"NODEWEAVE_IMAGE": "every host runs the image above (give --image to choose another)"}
 
     def _up_notes(self, image: Optional[str]) -> List[str]:
         from nodeweave.cluster.environment import SPEC_IMAGE
