@@ -140,8 +140,8 @@ def _click_error_line(err: Exception) -> "tuple[str, int] | None":
 
 
 _OUT_OF_RANGE = re.compile(r"^invalid value for '(-[\w-]+)'(?: / '-\w+')?: (.+?) is not in the range (.+)$", re.I)
-_NOT_A_NUMBER = re.compile(r"^invalid value for '(-[\w-]+)'(?: / '-\w+')?: '(.*)' is not a valid (integer|float|number)",
-                           re.I)
+_NOT_A_NUMBER = re.compile(r"^invalid value for '(-[\w-]+)'(?: / '-\w+')?: '(.*)' is not a valid "
+                           r"(integer|float|number)", re.I)
 _BOUNDS = {">=": "{} or more", ">": "more than {}", "<=": "at most {}", "<": "less than {}"}
 
 

@@ -43,7 +43,7 @@ def run_command(
     nproc_per_node: Optional[str] = typer.Option(None, "--nproc-per-node", help="Processes per node for this run "
                                                  "(a number, or auto); a node refuses more than its usable GPUs"),
     nodes_wanted: Optional[int] = typer.Option(None, "--nodes", help="The node count: run on the first N nodes only "
-                                               "(node 0 the master), as torchrun's --nnodes"),
+                                               "(node 0 the master), as torchrun's --nnodes; refused under recovery"),
     node: List[str] = NODE,
     launcher: Optional[str] = typer.Option(None, "--launcher", autocompletion=LAUNCHER_CHOICES, help="torchrun, deepspeed, accelerate or command, "
                                            "for this run instead of the spec's launcher.type"),

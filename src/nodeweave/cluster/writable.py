@@ -51,8 +51,8 @@ class HostUser:
         parent = existing(folder).stat()
         gid = parent.st_gid if parent.st_mode & stat.S_ISGID else os.getegid()
         mode = 0o777 & ~_umask()
-        return (f"`mkdir -p {folder} && {self._as_it} chown {IMAGE_UID}:{IMAGE_GID} {folder}` (or `mkdir -p {folder} && "
-                f"chmod {self.bits(os.geteuid(), gid, mode)} {folder}`)")
+        return (f"`mkdir -p {folder} && {self._as_it} chown {IMAGE_UID}:{IMAGE_GID} {folder}` "
+                f"(or `mkdir -p {folder} && chmod {self.bits(os.geteuid(), gid, mode)} {folder}`)")
 
     @property
     def _as_it(self) -> str:

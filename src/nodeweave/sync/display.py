@@ -163,9 +163,9 @@ def _raise_on_failure(req: SyncRequest, results: "list[TargetResult]") -> None:
     ending: "NodeweaveError | None" = None
     if cut_off and all(r in cut_off or str(r.error).startswith("not checked") for r in failed):  # one cause: exit 3
         said = [part for part in str(cut_off[0].error).split(" | ") if api_unreachable(part)] or [str(cut_off[0].error)]
-        ending = EnvironmentProblem(f"the Kubernetes API cannot be reached ({said[0].strip()[:200]}): nothing synced to "
-                                    f"{', '.join(r.target.label for r in failed)}; check the kubeconfig context "
-                                    "(--kube-context) and that the cluster answers (`kubectl get pods`)")
+        ending = EnvironmentProblem(f"the Kubernetes API cannot be reached ({said[0].strip()[:200]}): nothing "
+                                    f"synced to {', '.join(r.target.label for r in failed)}; check the kubeconfig "
+                                    "context (--kube-context) and that the cluster answers (`kubectl get pods`)")
     elif failed:
         ending = NodeweaveError(f"{len(failed)} of {len(results)} target(s) did not "
                                 f"{'match' if req.options.check else 'sync'}: "
