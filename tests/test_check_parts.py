@@ -118,9 +118,9 @@ def test_the_document_is_read_from_node_0s_log(tmp_path):
 
 
 def test_options_refuse_what_cannot_work():
-    with pytest.raises(UsageError, match=r"--threshold: 120% is not accepted"):
+    with pytest.raises(UsageError, match=r"--threshold 120 is not accepted"):
         CheckOptions(threshold=1.2)
-    with pytest.raises(UsageError, match="--repeats: 0"):
+    with pytest.raises(UsageError, match="--repeats 0 is not accepted: 1 or more"):
         CheckOptions(repeats=0)
 
 
@@ -167,7 +167,8 @@ def test_cli_dry_run_and_a_bad_threshold(tmp_path, repo_root):
         in out.stdout and "-- -m nodeweave.check.worker --threshold 0.25" in out.stdout
     bad = cli_run.nodeweave("check", "--spec", str(spec), "--threshold", "0", timeout=60)
     assert bad.returncode == 2 and bad.stderr.strip().splitlines() == [
-        "nodeweave: error: --threshold: 0% is not accepted; a percentage between 0 and 100 (exclusive), e.g. 25"]
+        "nodeweave: error: --threshold 0 is not accepted: more than 0 and less than 100 (a percentage below the "
+        "median of the peers, e.g. 25)"]
 
 
 def test_a_node_keeps_only_its_own_gpus_rows():

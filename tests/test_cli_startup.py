@@ -57,10 +57,10 @@ def test_the_render_targets_spelled_in_the_cli_are_the_renderers():
 
 
 @pytest.mark.parametrize("argv, words", [
-    (["up", "--dry-run", "--timeout", "abc"], "'abc' is not a valid number"),
-    (["up", "--dry-run", "--timeout", "0"], "0.0 is not in the range x>=1"),
-    (["sync", "--jobs", "1000", "--dry-run"], "1000 is not in the range x>=1 and x<=256"),
-    (["hosts", "probe", "--jobs", "x"], "'x' is not a valid integer"),
+    (["up", "--dry-run", "--timeout", "abc"], "--timeout 'abc' is not accepted: a number"),
+    (["up", "--dry-run", "--timeout", "0"], "--timeout 0 is not accepted: 1 or more"),
+    (["sync", "--jobs", "1000", "--dry-run"], "--jobs 1000 is not accepted: 1 to 256"),
+    (["hosts", "probe", "--jobs", "x"], "--jobs 'x' is not accepted: a whole number"),
     (["render", "bogus"], "render target 'bogus' is not accepted"),
 ])
 def test_bad_values_are_still_refused_in_click_words(capsys, argv, words):

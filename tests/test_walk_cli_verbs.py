@@ -163,7 +163,7 @@ def reached(tmp_path, monkeypatch):
     (["init", "--host", "a", "--host", "a", "--dry-run"], "--host a is given 2 times"),
     (["init", "--host", "gpu01", "--host", "GPU01.", "--dry-run"], "--host gpu01 is given 2 times"),
     (["init", "--nodes", "3", "--host", "a", "--dry-run"], "--nodes 3 with 1 --host"),
-    (["sync", "--replicas", "0", "--statefulset", "x"], "'--replicas': 0 is not in the range"),
+    (["sync", "--replicas", "0", "--statefulset", "x"], "--replicas 0 is not accepted: 1 or more"),
     (["sync", "--statefulset", "x", "--compose-project", "y"], "--statefulset and --compose-project both name"),
     (["sync", "--hosts-file", "hosts.txt", "--selector", "a=b"], "--hosts-file and --selector both name"),
 ])

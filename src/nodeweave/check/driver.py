@@ -10,6 +10,8 @@ from node 0's log; the verdict and the report are written beside it.
 
 from __future__ import annotations
 
+import math
+
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import List, Optional
@@ -38,23 +40,25 @@ class CheckOptions:
     verbose: bool = False
 
     def __post_init__(self):
+        """Each refusal in one form: ``--OPTION VALUE is not accepted: RANGE`` (the click ranges' too)."""
         if not 0 < self.threshold < 1:
-            raise UsageError(f"--threshold: {self.threshold * 100:g}% is not accepted; a percentage between 0 and "
-                             "100 (exclusive), e.g. 25")
+            raise UsageError(f"--threshold {self.threshold * 100:g} is not accepted: more than 0 and less than 100 "
+                             "(a percentage below the median of the peers, e.g. 25)")
         if self.repeats < 1:
-            raise UsageError(f"--repeats: {self.repeats} is not accepted; 1 or more (a verdict needs more than "
-                             "one sample near the line)")
+            raise UsageError(f"--repeats {self.repeats} is not accepted: 1 or more (extra samples of a figure near "
+                             "the line, beside its first)")
         if self.backend not in ("auto", "nccl", "gloo"):
-            raise UsageError(f"--backend: {self.backend!r} is not accepted; auto, nccl or gloo")
-        if self.seconds <= 0 or self.timeout <= 0:
-            raise UsageError("--seconds and --timeout must be positive numbers of seconds")
+            raise UsageError(f"--backend {self.backend!r} is not accepted: auto, nccl or gloo")
+        for option, value in (("--seconds", self.seconds), ("--timeout", self.timeout)):
+            if not (math.isfinite(value) and value > 0):
+                raise UsageError(f"{option} {value:g} is not accepted: a finite number more than 0 (seconds)")
 
     def entrypoint_flags(self, nodes: Optional[int] = None) -> tuple:
         """The launcher pinned to torchrun, one process; the check-in may wait as long as a collective. ``nodes``:
         how many nodes are checked, every one of them a node of the check (a recovery job's spares too: their
         containers count only the training nodes in NODEWEAVE_NNODES)."""
         count = ("--nnodes", str(nodes)) if nodes else ()
-        return (*CHECK_FLAGS, "--wait-timeout", f"{self.timeout:.0f}", *count)
+        return (*CHECK_FLAGS, "--wait-timeout", str(math.ceil(self.timeout)), *count)
 
     def worker_command(self) -> List[str]:
         return ["-m", "nodeweave.check.worker", "--threshold", f"{self.threshold:g}", "--repeats",

@@ -126,6 +126,7 @@ def _click_error_line(err: Exception) -> "tuple[str, int] | None":
     message = " ".join(str(format_message()).split()).rstrip(".")
     message = re.sub(r" ?\(Possible options: ([^)]*)\)| Did you mean ([^ ?]*)\?",
                      lambda m: f" (did you mean {m.group(1) or m.group(2)}?)", message)  # one wording everywhere
+    message = numeric_refusal(message)
     ctx = getattr(err, "ctx", None)
     command = getattr(ctx, "command_path", None) or "nodeweave"
     if not message:  # no arguments at all: click has printed the help already
@@ -136,6 +137,38 @@ def _click_error_line(err: Exception) -> "tuple[str, int] | None":
     if exit_code == EXIT_USAGE:
         message = f"{message[:1].lower()}{message[1:]}; `{command} --help` lists what is accepted"
     return f"nodeweave: error: {message}", exit_code
+
+
+_OUT_OF_RANGE = re.compile(r"^invalid value for '(-[\w-]+)'(?: / '-\w+')?: (.+?) is not in the range (.+)$", re.I)
+_NOT_A_NUMBER = re.compile(r"^invalid value for '(-[\w-]+)'(?: / '-\w+')?: '(.*)' is not a valid "
+                           r"(integer|float|number)", re.I)
+_BOUNDS = {">=": "{} or more", ">": "more than {}", "<=": "at most {}", "<": "less than {}"}
+
+
+def numeric_refusal(message: str) -> str:
+    """click's words for a number out of its option's range, or not a number, in the one form every numeric
+    refusal of nodeweave's own takes: ``--OPTION VALUE is not accepted: RANGE`` (walk3 F25); other messages as
+    they are."""
+    found = _NOT_A_NUMBER.match(message)
+    if found:
+        kind = "a whole number" if found.group(3).lower() == "integer" else "a number"
+        return f"{found.group(1)} {found.group(2)!r} is not accepted: {kind}"
+    found = _OUT_OF_RANGE.match(message)
+    if not found:
+        return message
+    option, value, bounds = found.groups()
+    try:
+        value = f"{float(value):g}"
+    except ValueError:
+        pass
+    parts = [re.match(r"^x(>=|>|<=|<)(.+)$", b.strip()) for b in bounds.split(" and ")]
+    if not all(parts):
+        return message
+    words = [_BOUNDS[m.group(1)].format(m.group(2)) for m in parts]
+    low = [m for m in parts if m.group(1) == ">="]
+    high = [m for m in parts if m.group(1) == "<="]
+    accepted = f"{low[0].group(2)} to {high[0].group(2)}" if low and high and len(parts) == 2 else " and ".join(words)
+    return f"{option} {value} is not accepted: {accepted}"
 
 
 # The verbs that print no data to format (README: "every verb that prints data takes -o"), and where the data is;

@@ -7,6 +7,7 @@ by the entrypoint exactly as training is.
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import List, Optional
 
@@ -61,8 +62,8 @@ def bench(
         options.parse_sizes(sizes)
     op_list = options.parse_ops(ops)
     points = [point for point in options.sweep_matrix([options.parse_sweep(text) for text in sweep]) if point]
-    if timeout <= 0:
-        raise UsageError(f"--timeout: {timeout:g} must be a positive number of seconds")
+    if not (math.isfinite(timeout) and timeout > 0):
+        raise UsageError(f"--timeout {timeout:g} is not accepted: a finite number more than 0 (seconds)")
     plot = _plot_path(plot, json_path, report.matplotlib_available())
     refuse_foreign_file(json_path, "--json-out", "json")  # before the launches: minutes, then a refusal
     if plot is not None:

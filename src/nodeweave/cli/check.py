@@ -84,6 +84,7 @@ def check_command(
     spec_path = find_spec(spec_path)
     fmt = data_format(as_json, output)
     check_options = CheckOptions(threshold / 100.0, repeats, backend_name, seconds, timeout, verbose)
+
     spec, backend, _ = open_cluster(spec_path, reach, dry_run=dry_run)
     notes = backend.check_folders()  # exit 3 first when the nodes could not write the checkpoint folder
     nodes, shape = live_nodes(backend, "check", dry_run), {}
@@ -96,6 +97,10 @@ def check_command(
                       spec.name)
     if not dry_run:
         require_up(backend, nodes, "check")  # before the run folder is made: nothing up is exit 3, said once
+    if threshold < 1:  # the worker's own --threshold is a fraction (0.25): copied here it is 100x stricter
+        notes.append(f"--threshold {threshold:g} is {threshold:g}%, not {threshold * 100:g}%: it is a percentage "
+                     f"(the default 25 names a node 25% below its peers); did you mean --threshold "
+                     f"{threshold * 100:g}?")
     for note in notes:  # what the nodes may not write: worth saying only to nodes that are up, or in the plan
         console(stderr=True).print(f"note: {note}", highlight=False, markup=False, soft_wrap=True)
     if dry_run:

@@ -19,6 +19,13 @@ if TYPE_CHECKING:
     from nodeweave.cluster.options import ClusterOptions
 
 
+def held_targets(hold: Optional[bool]) -> dict:
+    """--hold/--run and the targets they change something on: a Slurm allocation holds its nodes whatever they say
+    (each run, the spec's too, is one srun step), so there both do nothing."""
+    targets = ("local", "hosts", "kubernetes")
+    return {"--hold": (hold is True, targets), "--run": (hold is False, targets)}
+
+
 @reach_options
 def up_command(
     hold: Optional[bool] = typer.Option(None, "--hold/--run", help="Hold: nodes plan and wait for `nodeweave run`; "
@@ -38,7 +45,8 @@ def up_command(
     from nodeweave.cluster.execute import Execution, execute
 
     fmt = data_format(as_json, output)
-    spec, backend, _ = open_cluster(spec_path, reach, remember=not dry_run, dry_run=dry_run, for_up=True)
+    spec, backend, _ = open_cluster(spec_path, reach, remember=not dry_run, dry_run=dry_run, for_up=True,
+                                    extra=held_targets(hold))
     mode = default_mode(spec) if hold is None else ("hold" if hold else "run")
     if check and (mode != "hold" or not wait):
         raise UsageError("up --check needs nodes that hold and a wait for them: add --hold (and leave out --no-wait)")

@@ -15,7 +15,7 @@ from nodeweave.cli.habits.base import find_spec
 from nodeweave.cli.habits.clusteropts import REACH, SPEC, reach_options
 from nodeweave.cli.habits.output import runs_folder_read
 from nodeweave.cli.top import METRICS_NODE, STATUS_URL, watched_node
-from nodeweave.errors import UsageError
+from nodeweave.errors import EXIT_FAILURE, UsageError
 
 if TYPE_CHECKING:
     from nodeweave.cluster.options import ClusterOptions
@@ -99,6 +99,13 @@ def dashboard_command(
         raise UsageError(f"--bind {bind} --port {port}: cannot listen there: {err.strerror or err}; accepted: an "
                          "address of this machine and a free port (--port 0 picks one)") from None
     if run is None:  # polled once the page is served: a refusal above is the only line, never after a poll's
+        first, why = ask_live(target, url)
+        if first is None and url is not None:  # as `top --url`: a URL nothing answers is said, not served
+            server.shutdown()
+            server.server_close()
+            typer.echo(f"nodeweave: dashboard: no live picture from {why}", err=True)
+            raise typer.Exit(EXIT_FAILURE)
+        history.add(first, why)
         dashboard.poll(history, lambda: ask_live(target, url), interval, stop)
     host, chosen = server.server_address[:2]
     shown = f"[{host}]" if ":" in str(host) else host

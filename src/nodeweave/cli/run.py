@@ -43,7 +43,7 @@ def run_command(
     nproc_per_node: Optional[str] = typer.Option(None, "--nproc-per-node", help="Processes per node for this run "
                                                  "(a number, or auto); a node refuses more than its usable GPUs"),
     nodes_wanted: Optional[int] = typer.Option(None, "--nodes", help="The node count: run on the first N nodes only "
-                                               "(node 0 the master), as torchrun's --nnodes"),
+                                               "(node 0 the master), as torchrun's --nnodes; refused under recovery"),
     node: List[str] = NODE,
     launcher: Optional[str] = typer.Option(None, "--launcher", autocompletion=LAUNCHER_CHOICES, help="torchrun, deepspeed, accelerate or command, "
                                            "for this run instead of the spec's launcher.type"),
@@ -81,7 +81,7 @@ def run_command(
         given = "--metric" if metric is not None else "--lower-is-better"
         raise UsageError(f"{given} ranks the points of a --sweep, and this run has none; add --sweep VAR=a,b, or "
                          "compare finished runs with `nodeweave runs compare A B --metric REGEX`")
-    extra = dict(parse_assignment(text, "--env") for text in env)
+    extra = dict(parse_assignment(text, "--env", run=True) for text in env)
     for name, values in sweeps:
         if name in extra:
             raise UsageError(f"{name} is both set (-e {name}={extra[name]}) and swept (--sweep {name}="
@@ -89,6 +89,7 @@ def run_command(
     if profile_options is not None:  # the entrypoint's own variable, in front of it as every -e is
         extra = {"NODEWEAVE_PROFILE_OPTIONS": profile_options, **extra}
     spec, backend, _ = open_cluster(spec_path, reach, dry_run=dry_run)
+    refuse_shape_under_recovery(spec, nodes_wanted, node)
     command = launcher_command(command, launcher or spec.launcher.type) if command else spec_command(spec)
     script_inside(spec, command, launcher or spec.launcher.type)  # a script leaving the workspace: refused first
     everyone = live_nodes(backend, "run", dry_run)
@@ -98,7 +99,7 @@ def run_command(
     checking = default_check(nodes, spec, spec_path, runs_dir) if check else None
     plan = run_plan(backend.where, nodes, command, points, {**shape, **extra}, profile, grace,
                     spec.recovery.enabled, parent, spec.name, SweepRequest(metric, lower_is_better) if sweep else None,
-                    checking)
+                    checking, nnodes=nodes_wanted)
     if not dry_run:
         require_up(backend, nodes, "run")
     # after every refusal (nodes judged, the cluster up): a refusal is the one line a mistake gets
@@ -130,6 +131,20 @@ def _execute(plan, nodes, spec, spec_path: Path, backend, parent: Path, quiet: b
         _finish(session.results[0], fmt, out)
         return
     _sweep_result(session, plan, fmt)
+
+
+def refuse_shape_under_recovery(spec, count: Optional[int], node: List[str]) -> None:
+    """--nodes/--node under recovery: the recovery places the training nodes and the spares (generation 0's
+    training nodes win over any count, so the flag would do nothing, or make a spare train), so say why here."""
+    if not spec.recovery.enabled or (count is None and not node):
+        return
+    given = f"--nodes {count}" if count is not None else f"--node {','.join(node)}"
+    spares = spec.recovery.spare_nodes
+    floor = f", going on with as few as {spec.nodes.min} (recovery.min_nodes)" if spec.nodes.elastic else ""
+    raise UsageError(f"{given} is not accepted under recovery ({spec.nodes.max} training node(s)"
+                     f"{f' and {spares} spare(s)' if spares else ''}{floor}): the recovery places every node and a "
+                     "node's count is its generation's, so a run cannot pick nodes; run on all of them, or change "
+                     "`nodes`/`recovery.spares` in the spec and `nodeweave up` again")
 
 
 def _node_count(nodes, node: List[str], count: Optional[int]) -> Optional[int]:

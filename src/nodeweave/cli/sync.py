@@ -80,15 +80,15 @@ def sync_command(
         from nodeweave.cli.habits.clusteropts import note_local_home
 
         note_local_home("DEST", dest)
-    cluster = None
-    if target is not None:
-        from nodeweave.cluster.options import TARGET_ALIASES, TARGETS, ClusterOptions, refuse_idle_flags
+    from nodeweave.cluster.options import TARGET_ALIASES, TARGETS, ClusterOptions, refuse_idle_flags
 
-        cluster = ClusterOptions(target=target, engine=engine, namespace=namespace, kube_cli=kube_cli,
-                                 kube_context=kube_context, ssh_options=tuple(ssh_option))
-        if TARGET_ALIASES.get(target, target) in TARGETS:  # a wrong name is refused by name below
-            refuse_idle_flags(cluster, TARGET_ALIASES.get(target, target),
-                              {"--container": (container is not None, ("kubernetes",))})
+    # the reach flags as typed: judged on -t's target here, else on the target the cluster resolves to
+    typed = (ClusterOptions(target=target, engine=engine, namespace=namespace, kube_cli=kube_cli,
+                            kube_context=kube_context, ssh_options=tuple(ssh_option)),
+             {"--container": (container is not None, ("kubernetes",))})
+    cluster = typed[0] if target is not None else None
+    if target is not None and TARGET_ALIASES.get(target, target) in TARGETS:  # a wrong name is refused below
+        refuse_idle_flags(typed[0], TARGET_ALIASES.get(target, target), typed[1])
     engine = detect_engine(engine) or "podman"
     targets = rq.TargetArgs(tuple(addresses), hosts_file, statefulset, replicas, selector, compose_project, engine,
                             namespace, container, kube_cli,
@@ -98,7 +98,7 @@ def sync_command(
                              method="tar" if force_tar else method, jobs=jobs, retries=retries,
                              relay="auto" if relay is None else ("on" if relay else "off"))
     spec_path = find_spec(spec_path)
-    req = rq.build_request(src, dest, targets, filters, options, spec_path, shared, cluster, choose)
+    req = rq.build_request(src, dest, targets, filters, options, spec_path, shared, cluster, choose, typed)
     try:
         rq.check_tools(req)
     except EnvironmentProblem as err:  # a dry run, as every verb's, notes what the real sync would end with

@@ -255,9 +255,18 @@ class Backend(abc.ABC):
     def _up_notes(self, image: Optional[str]) -> List[str]:
         """What ``up``'s plan says first: the image every node runs and where it comes from, and every variable
         of this environment that changes what the steps do (nodeweave.cluster.environment)."""
+        import os
+
         from nodeweave.cluster.environment import inherited_notes
 
-        return inherited_notes(self.reach_variables, self.reach_prefixes)
+        unread = [f"{name}={os.environ[name]} from this environment is not read by `up --target {self.target}`: "
+                  f"{instead}" for name, instead in self._unread_variables().items() if os.environ.get(name)]
+        return [*inherited_notes(self.reach_variables, self.reach_prefixes), *unread]
+
+    def _unread_variables(self) -> Dict[str, str]:
+        """{variable a rendered file of this target reads when started by hand: what ``up`` uses instead}; one set
+        in this environment is named in the plan, so a user who set it does not believe it acted."""
+        return {}
 
     def _allocation_step(self) -> Optional[Step]:
         """The step that takes the nodes before ``up``'s other steps (a Slurm allocation); None: nothing to take."""

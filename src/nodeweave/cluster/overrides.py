@@ -1,10 +1,14 @@
 """One run's shape given on the command line: processes per node, node count, launcher.
 
-They reach each node as the contract's own variables in front of its
-entrypoint (``NODEWEAVE_NPROC_PER_NODE``, ``NODEWEAVE_LAUNCHER``, ``NNODES``),
-so the node plans exactly as it would from a spec that said so, and refuses
-what its machine contradicts (more processes than usable GPUs). What the
-cluster itself contradicts (more nodes than it has) is refused here.
+The shape reaches each node as the contract's own variables in front of its
+entrypoint (``NODEWEAVE_NPROC_PER_NODE``, ``NODEWEAVE_LAUNCHER``), so the node
+plans exactly as it would from a spec that said so, and refuses what its
+machine contradicts (more processes than usable GPUs). The node count goes as
+the entrypoint's ``--nnodes`` flag (``RunRequest.nnodes``), never as a variable:
+the container's own NODEWEAVE_NNODES, a Slurm step's or a StatefulSet's count
+would contradict a variable (exit 3), and a flag overrides each of them with a
+named warning. What the cluster itself contradicts (more nodes than it has) is
+refused here.
 """
 
 from __future__ import annotations
@@ -17,7 +21,8 @@ from nodeweave.spec.model import LAUNCHERS
 
 def run_overrides(cluster: Sequence, nproc: Optional[str] = None, nodes: Optional[int] = None,
                   launcher: Optional[str] = None) -> Tuple[List, Dict[str, str]]:
-    """(the nodes this run uses, the variables every node's entrypoint gets in front)."""
+    """(the first ``nodes`` of the cluster, which this run uses, the variables every node's entrypoint gets in
+    front); the count itself is the caller's ``--nnodes``."""
     env: Dict[str, str] = {}
     if nproc is not None:
         if nproc != "auto" and not (nproc.isdigit() and int(nproc) >= 1):
@@ -34,5 +39,4 @@ def run_overrides(cluster: Sequence, nproc: Optional[str] = None, nodes: Optiona
             raise UsageError(f"--nodes {nodes} is not accepted: this cluster has {len(chosen)} node(s); give 1 to "
                              f"{len(chosen)} (the first N run, node 0 the master), or scale the cluster first")
         chosen = chosen[:nodes]
-        env["NNODES"] = str(nodes)
     return chosen, env

@@ -44,10 +44,12 @@ class RunRequest:
     profile: Optional[str] = None
     grace: float = 10.0
     recovery: bool = False  # recovery.enabled: node 0 restarts the job; node 0's exit is the run's
+    nnodes: Optional[int] = None  # run --nodes N: the entrypoint's --nnodes flag, which overrides every count
 
     def entrypoint_args(self) -> List[str]:
         profile = ["--profile", self.profile] if self.profile else []
-        return ["--mode", "run", "--run-id", self.run_id, *profile, "--", *self.command]
+        count = ["--nnodes", str(self.nnodes)] if self.nnodes is not None else []
+        return ["--mode", "run", "--run-id", self.run_id, *profile, *count, "--", *self.command]
 
 
 @dataclass
@@ -71,7 +73,7 @@ def launch_argv(nodes: List[Node], request: RunRequest) -> List[List[str]]:
     it is derived."""
     group = nodes[0].group if nodes else None
     if group is not None:
-        return [list(group.argv(request))]
+        return [list(group.first(len(nodes)).argv(request))]
     return [node.entrypoint_argv(request.entrypoint_args(), request.env) for node in nodes]
 
 

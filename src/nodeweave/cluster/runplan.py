@@ -33,8 +33,10 @@ class SweepRequest:
 
 def run_plan(where: str, nodes: List[Node], command: List[str], points: List[Dict[str, str]], env: Dict[str, str],
              profile: Optional[str], grace: float, recovery: bool, parent: Path, job: str,
-             sweep: Optional[SweepRequest] = None, check: Optional[Phase] = None) -> Plan:
-    """One run phase per point (one point and no sweep: one run), after the check and the sweep's folder."""
+             sweep: Optional[SweepRequest] = None, check: Optional[Phase] = None,
+             nnodes: Optional[int] = None) -> Plan:
+    """One run phase per point (one point and no sweep: one run), after the check and the sweep's folder;
+    ``nnodes``: run --nodes N, the entrypoint's --nnodes on every node."""
     phases = [check] if check is not None else []
     if sweep is not None:
         phases.append(SweepPhase(f"{len(points)} run(s), one per point" + (
@@ -44,7 +46,7 @@ def run_plan(where: str, nodes: List[Node], command: List[str], points: List[Dic
         folder = (f"{parent}/<UTC time>-{job}-sweep/<UTC time>-{job}-{number:02d}-{point_label(point, job)}/"
                   if sweep is not None else f"{parent}/<UTC time>-{job}/")
         request = RunRequest(run_id=RUN_ID, command=list(command), env={**env, **point}, profile=profile,
-                             grace=grace, recovery=recovery)
+                             grace=grace, recovery=recovery, nnodes=nnodes)
         what = f"point {number} of {len(points)}: {point}" if sweep is not None else "one run"
         phases.append(RunPhase(what, nodes=launch_commands(nodes, request), folder=folder, request=request,
                                point=tuple(point.items())))

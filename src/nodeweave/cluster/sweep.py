@@ -26,7 +26,15 @@ from nodeweave.entrypoint.planning.reserved import reserved_reason
 VARIABLE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
-def parse_assignment(text: str, option: str) -> Tuple[str, str]:
+# The reserved variables a `nodeweave run` flag sets for one run: a refusal of `-e`/`--sweep` names that flag.
+RUN_FLAG_FOR = {"NNODES": "--nodes", "PET_NNODES": "--nodes", "NODEWEAVE_NNODES": "--nodes",
+                "NODEWEAVE_NPROC_PER_NODE": "--nproc-per-node", "PET_NPROC_PER_NODE": "--nproc-per-node",
+                "NODEWEAVE_LAUNCHER": "--launcher", "NODEWEAVE_PROFILE": "--profile",
+                "NODEWEAVE_PROFILE_OPTIONS": "--profile-options"}
+
+
+def parse_assignment(text: str, option: str, run: bool = False) -> Tuple[str, str]:
+    """(name, value) of ``VAR=VALUE``; ``run``: given to `nodeweave run`, whose own flags a refusal may name."""
     name, sep, value = text.partition("=")
     if not sep or not VARIABLE.match(name):
         raise UsageError(f"{option} {text!r} is not accepted: VAR=VALUE with VAR a variable name "
@@ -34,6 +42,12 @@ def parse_assignment(text: str, option: str) -> Tuple[str, str]:
     if "\n" in value or "\0" in value:
         raise UsageError(f"{option} {text!r}: the value holds a newline or NUL byte")
     reason = reserved_reason(name)
+    if reason is not None and run and name in RUN_FLAG_FOR:
+        flag = RUN_FLAG_FOR[name]
+        example = f"{flag} {value.split(',')[0]}" if value else f"{flag} VALUE"
+        each = " (one run per value: run it once for each)" if option == "--sweep" else ""
+        raise UsageError(f"{option} {text!r}: {reason}; this run's own flag sets it: `nodeweave run "
+                         f"{example}`{each}")
     if reason is not None:
         raise UsageError(f"{option} {text!r}: {reason}; accepted: any other variable, e.g. NCCL_DEBUG=INFO "
                          "(change the matching spec field instead)")
@@ -44,10 +58,15 @@ def parse_sweeps(options: Sequence[str]) -> List[Tuple[str, List[str]]]:
     """``["NCCL_MAX_NCHANNELS=8,16", "RCCL_THREADS_PER_BLOCK=256,512"]`` -> [(name, values)]."""
     found: List[Tuple[str, List[str]]] = []
     for text in options:
-        name, values = parse_assignment(text, "--sweep")
+        name, values = parse_assignment(text, "--sweep", run=True)
         points = [v for v in values.split(",")]
         if not values or any(v == "" for v in points):
             raise UsageError(f"--sweep {text!r} is not accepted: VAR=a,b,c with no empty value")
+        padded = next((v for v in points if v != v.strip()), None)
+        if padded is not None:
+            raise UsageError(f"--sweep {text!r} is not accepted: the value {padded!r} starts or ends with a space, "
+                             f"which the node would get as part of it; write {name}="
+                             f"{','.join(v.strip() for v in points)}")
         if name in (n for n, _ in found):
             raise UsageError(f"--sweep names {name} twice; give all its values in one option: {name}=a,b,c")
         twice = sorted({v for v in points if points.count(v) > 1})

@@ -45,7 +45,7 @@ def ask_live(node: Optional[Node] = None, url: Optional[str] = None, timeout: fl
                                         timeout=timeout) as answer:
                 return json.loads(bounded.read_stream(answer, bounded.RECORD_CAP, "node 0's status", url).decode("utf-8")), ""
         except (OSError, ValueError) as err:
-            return None, f"{url}: {getattr(err, 'reason', None) or err}"
+            return None, f"{url}: {_url_failure(err)}"
     argv = node.entrypoint_argv(["--node", "live"])
     try:
         out = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
@@ -60,6 +60,27 @@ def ask_live(node: Optional[Node] = None, url: Optional[str] = None, timeout: fl
         said = (out.stderr.strip().splitlines() or [f"exit {out.returncode}, no answer"])[-1]
         return None, f"{node.name}: its entrypoint gave no picture ({said})"
     return (answer.get("live"), "") if answer.get("live") else (None, f"{node.name}: {answer.get('error')}")
+
+
+def _url_failure(err: Exception) -> str:
+    """Why ``--url`` gave no picture, in words (no ``[Errno 111]``), with what to check."""
+    import socket
+    from urllib.error import HTTPError
+
+    if isinstance(err, HTTPError):
+        return f"HTTP {err.code} {err.reason}: not node 0's metrics port (it serves /status.json)"
+    reason = getattr(err, "reason", None) or err
+    if isinstance(reason, ConnectionRefusedError):
+        said = "nothing listens there (connection refused)"
+    elif isinstance(reason, (socket.timeout, TimeoutError)):
+        said = "no answer in time"
+    elif isinstance(reason, socket.gaierror):
+        said = "the host name does not resolve"
+    elif isinstance(reason, OSError) and reason.strerror:
+        said = reason.strerror[:1].lower() + reason.strerror[1:]
+    else:
+        return f"not a status answer ({reason})"
+    return f"{said}; check that the job is up (`nodeweave status`) and the spec's metrics.port"
 
 
 def _seconds(value) -> str:

@@ -34,15 +34,47 @@ class HostUser:
     rootless: bool
 
     def fix(self, folder: Path) -> str:
-        if self.rootless:
-            return f"`podman unshare chown -R {IMAGE_UID}:{IMAGE_GID} {folder}` (or `chmod -R o+w {folder}`)"
-        return f"`sudo chown -R {IMAGE_UID}:{IMAGE_GID} {folder}` (or `chmod -R g+w` with group 0, or o+w)"
+        """The two ways to let this user write ``folder``: hand it over, or the one chmod whose bits apply to
+        this user (the owner's, the group's when the folder's group is the user's, else the others')."""
+        found = folder.stat()
+        chmod = f"`chmod {self.bits(found.st_uid, found.st_gid, found.st_mode)} {folder}`"
+        if found.st_uid == self.uid:  # already the user's: only its own bits are missing
+            return chmod
+        owned = self.bits(self.uid, -1, found.st_mode)  # the owner's bits once it is handed over
+        then = f" && {self._as_it} chmod {owned} {folder}" if found.st_mode & 0o300 != 0o300 else ""
+        return f"`{self._as_it} chown -R {IMAGE_UID}:{IMAGE_GID} {folder}{then}` (or {chmod})"
 
     def make(self, folder: Path) -> str:
         """The fix for a folder that does not exist yet: make it and hand only it to the image's user (its
-        parent, often the whole project with its .git, stays the user's)."""
-        chown = "podman unshare chown" if self.rootless else "sudo chown"
-        return f"`mkdir -p {folder} && {chown} {IMAGE_UID}:{IMAGE_GID} {folder}` (or `chmod o+w {folder}`)"
+        parent, often the whole project with its .git, stays the user's); the chmod is judged on the owner
+        and group ``mkdir`` would give it here."""
+        parent = existing(folder).stat()
+        gid = parent.st_gid if parent.st_mode & stat.S_ISGID else os.getegid()
+        mode = 0o777 & ~_umask()
+        return (f"`mkdir -p {folder} && {self._as_it} chown {IMAGE_UID}:{IMAGE_GID} {folder}` "
+                f"(or `mkdir -p {folder} && chmod {self.bits(os.geteuid(), gid, mode)} {folder}`)")
+
+    @property
+    def _as_it(self) -> str:
+        """What runs a command as the owner of the image user's files: root, or rootless podman's namespace."""
+        return "podman unshare" if self.rootless else "sudo"
+
+    def bits(self, uid: int, gid: int, mode: int) -> str:
+        """chmod's words that let this user create files in a folder of ``uid``:``gid``, ``mode``."""
+        who = "u" if uid == self.uid else "g" if gid == self.gid else "o"
+        shift = {"u": 6, "g": 3, "o": 0}[who]
+        return f"{who}+wx" if not mode >> shift & 1 else f"{who}+w"
+
+
+def _umask() -> int:
+    """This process's umask, read without changing it (os.umask sets it for every thread meanwhile)."""
+    try:
+        for line in Path("/proc/self/status").read_text(encoding="utf-8").splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0o022
 
 
 def image_user(engine: str) -> Optional[HostUser]:

@@ -16,7 +16,7 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from nodeweave.errors import NodeweaveError
+from nodeweave.errors import EnvironmentProblem, NodeweaveError
 from nodeweave.remote.kube import api_unreachable
 from nodeweave.remote import Remote
 from nodeweave.sync.request import SyncRequest
@@ -160,23 +160,27 @@ def _raise_on_failure(req: SyncRequest, results: "list[TargetResult]") -> None:
     if split:
         typer.echo(f"nodeweave: targets disagree on the commit: {', '.join(sorted(commits))}", err=True)
     cut_off = [r for r in failed if api_unreachable(r.error)]
+    ending: "NodeweaveError | None" = None
     if cut_off and all(r in cut_off or str(r.error).startswith("not checked") for r in failed):  # one cause: exit 3
-        from nodeweave.errors import EnvironmentProblem
-
         said = [part for part in str(cut_off[0].error).split(" | ") if api_unreachable(part)] or [str(cut_off[0].error)]
-        raise EnvironmentProblem(f"the Kubernetes API cannot be reached ({said[0].strip()[:200]}): nothing synced to "
-                                 f"{', '.join(r.target.label for r in failed)}; check the kubeconfig context "
-                                 "(--kube-context) and that the cluster answers (`kubectl get pods`)")
-    if failed and req.options.dry_run:  # a dry run, as every verb's, notes what the real sync would meet: exit 0
-        for r in failed:
+        ending = EnvironmentProblem(f"the Kubernetes API cannot be reached ({said[0].strip()[:200]}): nothing "
+                                    f"synced to {', '.join(r.target.label for r in failed)}; check the kubeconfig "
+                                    "context (--kube-context) and that the cluster answers (`kubectl get pods`)")
+    elif failed:
+        ending = NodeweaveError(f"{len(failed)} of {len(results)} target(s) did not "
+                                f"{'match' if req.options.check else 'sync'}: "
+                                + ", ".join(r.target.label for r in failed))
+    if ending is not None and req.options.dry_run:  # a dry run, as every verb's, notes what the real sync would
+        typer.echo(f"nodeweave: note: the real sync would end with exit {ending.exit_code}: {ending}", err=True)
+        for r in failed:  # meet, and exits 0
             typer.echo(f"nodeweave: the real sync would fail on {r.target.label}: {r.error}", err=True)
         return
+    if isinstance(ending, EnvironmentProblem):
+        raise ending
     for r in failed:
         typer.echo(f"nodeweave: {r.status}: {r.target.label}: {r.error}", err=True)
-    if failed:
-        raise NodeweaveError(f"{len(failed)} of {len(results)} target(s) did not "
-                             f"{'match' if req.options.check else 'sync'}: "
-                             + ", ".join(r.target.label for r in failed))
+    if ending is not None:
+        raise ending
     if split:
         raise NodeweaveError("targets hold different commits")
 

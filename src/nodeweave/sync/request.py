@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from nodeweave import remote
-from nodeweave.errors import EnvironmentProblem, UsageError
+from nodeweave.errors import EnvironmentProblem, NodeweaveError, UsageError
 from nodeweave.remote import discover
 from nodeweave.remote.names import check_dns_label, refuse
 from nodeweave.sync.filters import FileSet, Filter, build_filter
@@ -143,6 +143,20 @@ def resolve_paths(src: "Path | None", dest: "str | None", spec, spec_path: Path)
     return src.resolve(), remote.check_dest(dest, home=True)
 
 
+def _named_targets(args: TargetArgs, spec, dry_run: bool) -> "tuple[list, tuple]":
+    """(targets, notes) of the targets named on the command line. Finding none there (a compose project with no
+    container, a selector or StatefulSet the API cannot be asked for) ends a real sync with its exit code; a dry
+    run, as every verb's, plans no target and notes the exit the real sync would end with (bad input stays exit 2)."""
+    try:
+        return resolve_targets(args, spec), ()
+    except UsageError:
+        raise
+    except NodeweaveError as err:
+        if not dry_run:
+            raise
+        return [], (f"the real sync would end with exit {err.exit_code}: {err}",)
+
+
 def resolve_targets(args: TargetArgs, spec) -> "list[remote.Remote]":
     """Every target named on the command line (the cluster's own nodes come from ``recorded_cluster``)."""
     openshift = bool(spec and spec.kubernetes.openshift)
@@ -176,11 +190,14 @@ def resolve_targets(args: TargetArgs, spec) -> "list[remote.Remote]":
     return found
 
 
-def recorded_cluster(spec, spec_path: Path, given=None, fallback: bool = True, dry_run: bool = False):
+def recorded_cluster(spec, spec_path: Path, given=None, fallback: bool = True, dry_run: bool = False,
+                     typed=None):
     """(remotes, folder) of the cluster ``-t/--target`` names (``given``, ClusterOptions), else the one
     ``nodeweave up`` recorded for this job (.nodeweave/cluster.json), else the spec's default cluster, as
     every verb picks it (``spec_default``; ``fallback`` False: None instead); None without a spec. The third item:
-    notes; a dry run of a cluster that is not up plans its nodes anyway, with the note the real sync would fail with."""
+    notes; a dry run of a cluster that is not up plans its nodes anyway, with the note the real sync would fail with.
+    ``typed``: (ClusterOptions, extra) of the reach flags typed on the command line, each judged on the target
+    resolved here (typed, recorded or the default), as every verb judges them (``refuse_idle_flags``)."""
     if spec is None:
         return None
     from nodeweave.cluster import open_backend
@@ -192,8 +209,12 @@ def recorded_cluster(spec, spec_path: Path, given=None, fallback: bool = True, d
         saved = given.merged(saved)
     if saved.target is None and not fallback:
         return None
-    saved = spec_default(saved, spec)
-    backend = open_backend(spec, spec_path, saved.checked())
+    saved = spec_default(saved, spec).checked()
+    if typed is not None:
+        from nodeweave.cluster.options import refuse_idle_flags
+
+        refuse_idle_flags(typed[0], saved.target, typed[1])
+    backend = open_backend(spec, spec_path, saved)
     refuse_foreign(backend)  # another folder's job of the same name is not this one's to sync into
     try:
         return (*backend.sync_targets(), ())
@@ -218,7 +239,7 @@ def hosts_workspace(spec, recorded, found) -> str:
 
 def build_request(src: "Path | None", dest: "str | None", targets: TargetArgs, filters: FilterArgs,
                   options: SyncOptions, spec_path: Path, shared: "bool | None" = None, cluster=None,
-                  choose=None) -> SyncRequest:
+                  choose=None, typed=None) -> SyncRequest:
     """Judge every input, then walk SRC: the whole "what to sync where", before any tool runs.
 
     ``cluster`` (ClusterOptions, from ``-t/--target``) names the cluster whose nodes are the targets;
@@ -238,9 +259,13 @@ def build_request(src: "Path | None", dest: "str | None", targets: TargetArgs, f
     dest = remote.check_dest(dest, home=True) if dest is not None else None
     filt = build_filter(src, extra_excludes=list(filters.excludes), default_excludes=filters.default_excludes,
                         include_secrets=filters.include_secrets, use_gitignore=filters.gitignore)
-    recorded = recorded_cluster(spec, spec_path, cluster, fallback=not targets.explicit, dry_run=options.dry_run)
+    recorded = recorded_cluster(spec, spec_path, cluster, fallback=not targets.explicit, dry_run=options.dry_run,
+                                typed=None if targets.explicit else typed)
     notes = recorded[2] if recorded and not targets.explicit else ()
-    found = recorded[0] if recorded and not targets.explicit else resolve_targets(targets, spec)
+    if recorded and not targets.explicit:
+        found = recorded[0]
+    else:
+        found, notes = _named_targets(targets, spec, options.dry_run)
     if choose is not None:
         found = choose(found)
     if dest is None and found and all(t.kind == "ssh" for t in found):

@@ -31,6 +31,8 @@ IDLE_WITH: Dict[Tuple[str, str], str] = {
     ("--compress", "--check"): "--check moves nothing",
     # top and dashboard: --url reads that address, so nothing that picks or reaches a node of the cluster is used
     ("--node", "--url"): "--url reads the picture there, not from a node of the cluster",
+    ("--timeout", "--no-wait"): "--timeout is how long up waits for the nodes, and --no-wait does not wait",
+    ("--quiet", "--detach"): "--detach shows no output to quiet: `nodeweave logs -f --run ID` shows it",
     **{(flag, "--url"): "--url reads the picture there, not through the cluster" for flag in (
         "--target --engine --host --hosts-file --remote-dir --namespace --kube-cli --kube-context --overlay "
         "--ssh-option").split()},  # the reach flags (clusteropts.REACH_FLAGS declares them, once)
@@ -50,9 +52,16 @@ NEEDS: Dict[str, Tuple[str, str]] = {
     "--replicas": ("--statefulset", "the pod count of --statefulset"),
 }
 
+# verb: {flag: (the flag it needs, what it is)}: as NEEDS, on that verb only (`runs compare --lower-is-better` ranks
+# by the metric a sweep recorded; `run` has only its own --metric to rank by).
+NEEDS_ON: Dict[str, Dict[str, Tuple[str, str]]] = {
+    "run": {"--lower-is-better": ("--metric", "which way --metric's values rank the sweep's points")},
+}
+
 
 def given_flags(command, words: Sequence[str]) -> "set[str]":
-    """The long names of the options of ``command`` that appear in ``words`` (as ``--x``, ``--x=v`` or a short ``-x``)."""
+    """The long names of the options of ``command`` that appear in ``words`` (as ``--x``, ``--x=v`` or a short ``-x``);
+    the off side of an on/off flag as itself (``--no-wait``)."""
     found = set()
     for param in getattr(command, "params", ()):
         if getattr(param, "param_type_name", "") != "option":
@@ -61,8 +70,8 @@ def given_flags(command, words: Sequence[str]) -> "set[str]":
         longest = max(getattr(param, "opts", ()) or names, key=len)
         for word in words:
             if any(word == name or (name.startswith("--") and word.startswith(name + "=")) for name in names):
-                if word.split("=", 1)[0] not in getattr(param, "secondary_opts", ()):
-                    found.add(longest)
+                said = word.split("=", 1)[0]
+                found.add(said if said in getattr(param, "secondary_opts", ()) else longest)  # --no-wait as itself
     return found
 
 
@@ -81,7 +90,7 @@ def refuse_conflicts(command, words: Iterable[str]) -> None:
     for (flag, other), why in idle.items():
         if flag in given and other in given:
             raise UsageError(f"{flag} does nothing with {other} ({why}): give one of them")
-    for flag, (needed, what) in NEEDS.items():
+    for flag, (needed, what) in {**NEEDS, **NEEDS_ON.get(verb, {})}.items():
         if flag in given and needed not in given:
             raise UsageError(f"{flag} does nothing without {needed} (it is {what}): give {needed} too, or leave "
                              f"{flag} out")

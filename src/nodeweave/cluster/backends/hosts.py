@@ -152,6 +152,11 @@ class HostsCluster(Backend):
 
         return default_image((files or render_files(self.spec))["compose/node.yaml"])
 
+    def _unread_variables(self) -> Dict[str, str]:
+        if self.engine == "none":
+            return {"NODEWEAVE_IMAGE": "--engine none runs the entrypoint installed on each host, no image"}
+        return {"NODEWEAVE_IMAGE": "every host runs the image above (give --image to choose another)"}
+
     def _up_notes(self, image: Optional[str]) -> List[str]:
         from nodeweave.cluster.environment import SPEC_IMAGE
 

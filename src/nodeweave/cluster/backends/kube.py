@@ -280,6 +280,9 @@ class KubeCluster(Backend):
         except (OSError, ValueError, subprocess.TimeoutExpired):
             return None
 
+    def _unread_variables(self) -> Dict[str, str]:
+        return {"NODEWEAVE_IMAGE": "the pods run the image their manifests name (above)"}
+
     def _up_notes(self, image: Optional[str]) -> List[str]:
         """The image every pod runs (the spec's, pinned by the digest `image build --push` recorded)."""
         from nodeweave.cluster.environment import SPEC_IMAGE

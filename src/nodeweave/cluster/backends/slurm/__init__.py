@@ -128,6 +128,10 @@ class SlurmCluster(Backend):
         live = self._live()
         return live is None or live.get("job_state") not in LIVE + WAITING
 
+    def _unread_variables(self) -> Dict[str, str]:
+        return {"NODEWEAVE_RUNTIME": f"slurm/job.sbatch reads it; up runs slurm.runtime ({self.runtime.kind})",
+                "NODEWEAVE_IMAGE": "slurm/job.sbatch reads it; up runs the spec's image (image.* or slurm.sif)"}
+
     def _up_notes(self, image: Optional[str]) -> List[str]:
         """What ``up`` says first, and the recorded allocation when Slurm still holds it (asked with ``squeue``
         only; taking an allocation is the plan's ``allocate`` step)."""

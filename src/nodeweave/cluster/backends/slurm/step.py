@@ -17,7 +17,7 @@ import re
 import subprocess
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Dict, List, Optional, Tuple
 
 from nodeweave.cluster.runner import NodeRun, Runner, RunRequest
@@ -58,6 +58,10 @@ class SlurmStep:
         steps = [line.split() for line in out.stdout.splitlines() if len(line.split()) == 2]
         return [Step(f"cancel step {step} ({name})", ("scancel", step), timeout=60)
                 for step, name in steps if name.startswith("nodeweave-")]
+
+    def first(self, count: int) -> "SlurmStep":
+        """The step over the allocation's first ``count`` nodes (``run --nodes``, ``check --node``)."""
+        return self if count >= len(self.hosts) else replace(self, hosts=self.hosts[:count])
 
     def argv(self, request: RunRequest) -> List[str]:
         n = len(self.hosts)
