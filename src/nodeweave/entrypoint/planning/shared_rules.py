@@ -11,7 +11,7 @@ tests/test_shared_rules.py walks every one through both sides. Stdlib only, like
 
 import posixpath
 
-from .contract import METRICS_PORT, RECOVERY_NO_PROGRESS, RECOVERY_RESTARTS
+from .contract import METRICS_PORT, RECOVERY_NO_PROGRESS, RECOVERY_RESTARTS, STALL_TIMEOUT_S
 
 # Folders of the image a mount at them, or above them, would hide: the system's, and those nodeweave puts there.
 SYSTEM = {
@@ -167,6 +167,18 @@ def recovery_needs_another_node(values, given, naming):
     return []
 
 
+def straggler_needs_stall_watch(values, given, naming):
+    """Stragglers are named by the stall watch (its hook on the ranks): with ``stall_warn`` 0 none is ever named,
+    so none is ever a fault."""
+    if values.get("recovery") and values.get("straggler_is_fault") and values.get("stall_warn") == 0:
+        return [Problem("straggler_is_fault", f"{naming.on} with {naming.name('stall_warn')} 0: stall_warn 0 "
+                                              "switches the stall watch off, and the watch is what names a "
+                                              "straggler, so none is ever a fault",
+                        f"{naming.name('stall_warn')} above 0 (default 60), or leave "
+                        f"{naming.name('straggler_is_fault')} out")]
+    return []
+
+
 def checkpoint_dir_inside(values, given, naming):
     """The checkpoint folder is the job's own: inside the workspace, or an absolute folder that is no system one."""
     folder = values.get("checkpoint_dir")
@@ -203,6 +215,7 @@ RULES = (
                     {"recovery": True, "no_progress_restarts": 100001}, {"max_restarts": 1001},
                     {"stall_warn": 86401, "stall_timeout": 0}, {"stall_timeout": 604801}]),
     Rule(recovery_needs_exchange, [{"recovery": True, "exchange": False}]),
+    Rule(straggler_needs_stall_watch, [{"recovery": True, "straggler_is_fault": True, "stall_warn": 0}]),
     Rule(recovery_needs_another_node, [{"recovery": True, "nnodes": 1}]),
     Rule(checkpoint_dir_inside, [{"recovery": True, "checkpoint_dir": "/"}, {"recovery": True, "checkpoint_dir":
                                  "../../etc"}, {"recovery": True, "checkpoint_dir": "/etc"},
@@ -222,12 +235,23 @@ def problems(values, given, naming):
     return [problem for rule in RULES for problem in rule.check(values, given, naming)]
 
 
-def notes(values):
-    """What is allowed but likely not meant, as (key, line): a checkpoint folder each node keeps to itself."""
+def notes(values, given=(), naming=None):
+    """What is allowed but likely not meant, as (key, line): a checkpoint folder each node keeps to itself, and a
+    0 that switches off more than its own setting (``stall_warn`` 0 takes ``stall_timeout``'s stop with it)."""
+    found = []
     folder = values.get("checkpoint_dir")
     inside = per_container(folder) if values.get("recovery") and folder else None
-    if not inside:
-        return []
-    return [("checkpoint_dir", f"{folder} is in {inside}, which each container has to itself (an emptyDir on "
-                               "Kubernetes): node 0 sees only its own saves, and a replaced node none; put "
-                               "checkpoints on storage every node mounts (a volume, or a path inside workspace.path)")]
+    if inside:
+        found.append(("checkpoint_dir", f"{folder} is in {inside}, which each container has to itself (an emptyDir "
+                                        "on Kubernetes): node 0 sees only its own saves, and a replaced node none; "
+                                        "put checkpoints on storage every node mounts (a volume, or a path inside "
+                                        "workspace.path)"))
+    if "stall_warn" in given and values.get("stall_warn") == 0 and "stall_timeout" not in given:
+        name = naming.name if naming else (lambda key: key)
+        line = (f"{name('stall_warn')} 0 switches the stall watch off, and with it {name('stall_timeout')}'s "
+                f"default stop after {values.get('stall_timeout') or STALL_TIMEOUT_S} s (exit 7): a hung job runs "
+                "on until someone stops it")
+        if values.get("recovery"):
+            line += ", and recovery never sees a stall as a fault"
+        found.append(("stall_warn", line))
+    return found
