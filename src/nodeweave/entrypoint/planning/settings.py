@@ -195,12 +195,6 @@ def idle_problems(settings):
         name = _named(settings, "profile_options")
         found.append((f"{name} does nothing without NODEWEAVE_PROFILE (--profile): no profiler runs to read them",
                       f"--profile nsys or rocprofv3 beside it, or leave {name} out"))
-    turned_off = settings.get("exchange") is False
-    if turned_off and settings.get("exchange_bind") and not (
-            settings.source("exchange").startswith("flag ") and not settings.source("exchange_bind").startswith("flag ")):
-        name = _named(settings, "exchange_bind")
-        found.append((f"{name} {settings.get('exchange_bind')} does nothing with {_named(settings, 'exchange')} off "
-                      "(no exchange nor probe port listens)", f"the exchange on, or leave {name} out"))
     watch_off = settings.get("stall_warn") == 0
     if watch_off and settings.get("straggler_fault"):
         name = _named(settings, "straggler_fault")
