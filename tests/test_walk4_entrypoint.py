@@ -67,6 +67,8 @@ IDLE = [
     (["--explain", "--", "train.py"], dict(RECOVERY, NODEWEAVE_NODE_RANK="0", NODEWEAVE_STRAGGLER_IS_FAULT="on",
                                            NODEWEAVE_STALL_WARN="0"),
      ("NODEWEAVE_STRAGGLER_IS_FAULT", "NODEWEAVE_STALL_WARN")),
+    (["--explain", "--", "train.py"], dict(RECOVERY, NODEWEAVE_NODE_RANK="0", NODEWEAVE_WAIT_TIMEOUT="0"),
+     ("NODEWEAVE_WAIT_TIMEOUT", "NODEWEAVE_RECOVERY")),  # 0 switches the exchange off, as --exchange off does
 ]
 
 
@@ -145,8 +147,10 @@ def test_explain_shows_what_the_node_does_on_a_fault_with_each_source(entrypoint
     # recovery off: the section says a fault ends the job, and shows no recovery rows
     code, out, err = entrypoint(["--explain", "--json", "--", "train.py"], TWO_NODES)
     faults = json.loads(out)["faults"]
-    assert faults["recovery"]["value"] == "off" and "ends the job" in faults["recovery"]["meaning"]
+    assert faults["recovery"]["value"] == "off" and "heartbeat stops every node" in faults["recovery"]["meaning"]
     assert "spares" not in faults and faults["stall_timeout"]["value"] == 600
+    code, out, err = entrypoint(["--exchange", "off", "--explain", "--json", "--", "train.py"], TWO_NODES)
+    assert "this node's launcher only" in json.loads(out)["faults"]["recovery"]["meaning"], out
 
 
 def test_a_min_max_count_under_recovery_is_explained_as_recovery_runs_it(entrypoint):

@@ -116,8 +116,17 @@ def _stall_rows(settings, recovery):
 def fault_rows(settings, plan):
     """The Faults section: {key: {"value", "source", "meaning"}} in the order ``--explain`` prints them."""
     recovery = bool(settings.get("recovery"))
-    rows = [_row(settings, "recovery", _switch(recovery), "a fault starts a new generation of the job "
-                 "(docs/recovery.md)" if recovery else "a fault ends the job: every node stops")]
+    exchange = plan.exchange or {}
+    if recovery:
+        ends = "a fault starts a new generation of the job (docs/recovery.md)"
+    elif exchange.get("enabled") and exchange.get("heartbeat"):
+        ends = "a fault ends the job: the heartbeat stops every node (exit 5)"
+    elif plan.topology is not None and plan.topology.nnodes_max > 1:
+        ends = (f"a fault ends this node's launcher only: the check-in exchange is off "
+                f"({exchange.get('why') or 'no heartbeat for a plain command'}), so no heartbeat stops the other nodes")
+    else:
+        ends = "a fault ends the job (one node)"
+    rows = [_row(settings, "recovery", _switch(recovery), ends)]
     if recovery:
         rows += _recovery_rows(settings, plan)
     rows += _stall_rows(settings, recovery)

@@ -153,6 +153,11 @@ def recovery_needs_exchange(values, given, naming):
                                     "generation), so a node stops at start with exit 2",
                         f"{naming.turned_on('exchange')} (the default; leave it out), or "
                         f"{naming.turned_off('recovery')}")]
+    if values.get("recovery") and values.get("wait_timeout") == 0:  # the entrypoint's 0 (the spec's range starts at 1)
+        return [Problem("wait_timeout", f"0 with {naming.turned_on('recovery')}: a wait timeout of 0 switches the "
+                                        "check-in exchange off too (nothing waits for node 0, nothing checks in), and "
+                                        "recovery runs on it",
+                        f"{naming.name('wait_timeout')} above 0 (default 600), or {naming.turned_off('recovery')}")]
     return []
 
 
