@@ -198,7 +198,8 @@ def test_report_gives_the_record_the_plan_and_the_sync_stamp(tmp_path):
 
 def test_unknown_node_action_is_a_usage_error(tmp_path):
     out = cli_run.run([*cli_run.ENTRYPOINT, "--node", "dance"], env=environment(tmp_path))
-    assert out.returncode == 2 and "status, stop, report" in out.stderr
+    assert out.returncode == 2 and "'dance' is not an action" in out.stderr
+    assert all(action in out.stderr for action in ("status", "stop", "report", "ready", "live"))
 
 
 @pytest.mark.parametrize("bad", ["", "-x", "a b", "../up", "x" * 129])
