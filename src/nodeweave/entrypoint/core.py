@@ -86,7 +86,10 @@ def _shared_notes(settings, warnings):
     values = {key: settings.get(key) for key in keys}
     for key, line in notes(values, {key for key in keys if key in settings.options},
                            Naming(lambda key: _source_name(settings, key))):
-        emit(warnings, "checkpoint-dir-per-container" if key == "checkpoint_dir" else "stall-watch-off", line)
+        if key == "checkpoint_dir":
+            emit(warnings, "checkpoint-dir-per-container", line)
+        else:
+            emit(warnings, "stall-watch-off", f"{_source_name(settings, key)}: {line}")
 
 
 def _source_name(settings, key):

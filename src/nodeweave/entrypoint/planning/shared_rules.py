@@ -242,7 +242,8 @@ def problems(values, given, naming):
 
 def notes(values, given=(), naming=None):
     """What is allowed but likely not meant, as (key, line): a checkpoint folder each node keeps to itself, and a
-    0 that switches off more than its own setting (``stall_warn`` 0 takes ``stall_timeout``'s stop with it)."""
+    0 that switches off more than its own setting (``stall_warn`` 0 takes ``stall_timeout``'s stop with it; the
+    caller writes the setting's name in front of that line)."""
     found = []
     folder = values.get("checkpoint_dir")
     inside = per_container(folder) if values.get("recovery") and folder else None
@@ -253,7 +254,7 @@ def notes(values, given=(), naming=None):
                                         "workspace.path)"))
     if "stall_warn" in given and values.get("stall_warn") == 0 and "stall_timeout" not in given:
         name = naming.name if naming else (lambda key: key)
-        line = (f"{name('stall_warn')} 0 switches the stall watch off, and with it {name('stall_timeout')}'s "
+        line = (f"0 switches the stall watch off, and with it {name('stall_timeout')}'s "
                 f"default stop after {values.get('stall_timeout') or STALL_TIMEOUT_S} s (exit 7): a hung job runs "
                 "on until someone stops it")
         if values.get("recovery"):
