@@ -232,8 +232,9 @@ def test_stop_with_a_run_id_finds_an_entrypoint_that_has_not_recorded_itself(tmp
 
 def spare_environment(tmp_path, pod, **extra):
     """A container of a job with recovery on, two training nodes and one spare (nodeweave up --hold's)."""
+    # a wait timeout above 0: 0 switches the exchange off, which recovery runs on (refused, as --exchange off is)
     return environment(tmp_path, POD_NAME=pod, NODEWEAVE_NNODES="2", NODEWEAVE_RECOVERY="on", NODEWEAVE_SPARES="1",
-                       **extra)
+                       **{"NODEWEAVE_WAIT_TIMEOUT": "5", **extra})
 
 
 def test_a_spare_in_hold_mode_holds_as_a_spare_and_says_so(tmp_path):
