@@ -29,14 +29,11 @@ import sys
 import time
 
 from .errors import EXIT_FAILURE, EXIT_OK, UsageError
-from .planning.contract import read_port, read_run_id
+from .planning.contract import NODE_USAGES as USAGES, read_port, read_run_id
 from .running.runstate import HOLD_SCHEMA, alive, live_runs, read_json, run_dir, state_root, stop_runs, unrecorded_runs
 
 NODE_SCHEMA = "nodeweave.node/1"
 STAMP = ".nodeweave-sync.json"  # written by `nodeweave sync` at the workspace's root
-# Each action with what may follow it: ``--help`` shows these, and a refusal names the same list.
-USAGES = {"status": "status [-- COMMAND...]", "stop": "stop [--run ID] [--grace S]", "report": "report RUN_ID",
-          "ready": "ready", "live": "live [--port P]"}
 ACTIONS = tuple(USAGES)
 OPTIONS = {"stop": ("--run", "--grace"), "live": ("--port",)}  # the options each action reads, each with a value
 

@@ -19,6 +19,10 @@ EVERYWHERE = ("compose", "kubernetes", "slurm")
 HOSTFILE_PATH = "/etc/nodeweave/hosts"
 MODES = ("run", "hold")  # hold: plan, print it, keep the container up; `nodeweave run` starts jobs in it
 PROFILERS = ("nsys", "rocprofv3")
+# ``--node ACTION`` (nodeinfo.py), each action with what may follow it: ``--help`` shows these, and a refusal
+# names the same list.
+NODE_USAGES = {"status": "status [-- COMMAND...]", "stop": "stop [--run ID] [--grace S]", "report": "report RUN_ID",
+               "ready": "ready", "live": "live [--port P]"}
 STALL_WARN_S = 60  # the stall defaults: docs/stalls.md
 RECOVERY_RESTARTS, RECOVERY_NO_PROGRESS = 5, 3  # recovery's brakes by default: docs/recovery.md
 STALL_TIMEOUT_S = 600

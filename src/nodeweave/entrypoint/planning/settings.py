@@ -61,11 +61,11 @@ def usage():
     ]
     rows = [("{} VALUE".format(row.flag), "{} [{}]".format(row.help, row.variable)) for row in SETTINGS]
     rows += [(flag, text) for flag, (_, text) in FLAGS.items()]
-    from ..nodeinfo import ACTIONS, USAGES
+    from .contract import NODE_USAGES
 
     rows += [("-h, --help", "show this help and exit"), ("--version", "print the version and exit"),
-             ("--node ACTION", f"{' | '.join(ACTIONS)}: what nodeweave asks a node (JSON; first argument only): "
-                               f"{'; '.join(USAGES.values())}")]
+             ("--node ACTION", f"{' | '.join(NODE_USAGES)}: what nodeweave asks a node (JSON; first argument only): "
+                               f"{'; '.join(NODE_USAGES.values())}")]
     width = max(len(left) for left, _ in rows) + 4  # the longest flag still leaves two spaces before its text
     lines += [("  " + left).ljust(width) + text for left, text in rows]
     return "\n".join(lines)
