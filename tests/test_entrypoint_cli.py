@@ -163,7 +163,8 @@ def test_explain_json_schema():
     assert proc.returncode == 0, err
     data = json.loads(out)
     assert data["schema"] == "nodeweave.entrypoint/1"
-    assert set(data) == {"schema", "node", "topology", "env", "launch", "warnings", "errors", "exchange", "fingerprint", "role"}
+    assert set(data) == {"schema", "node", "topology", "env", "launch", "warnings", "errors", "exchange", "fingerprint", "role",
+                         "faults"}
     assert data["exchange"] == {"enabled": False, "why": "a captured tree (--sysroot) is not a live node"}
     assert data["fingerprint"]["gpu_vendor"] == "amd" and data["fingerprint"]["rank"] == 1
     node = data["node"]

@@ -198,7 +198,8 @@ def test_report_gives_the_record_the_plan_and_the_sync_stamp(tmp_path):
 
 def test_unknown_node_action_is_a_usage_error(tmp_path):
     out = cli_run.run([*cli_run.ENTRYPOINT, "--node", "dance"], env=environment(tmp_path))
-    assert out.returncode == 2 and "status, stop, report" in out.stderr
+    assert out.returncode == 2 and "'dance' is not an action" in out.stderr
+    assert all(action in out.stderr for action in ("status", "stop", "report", "ready", "live"))
 
 
 @pytest.mark.parametrize("bad", ["", "-x", "a b", "../up", "x" * 129])
@@ -231,8 +232,9 @@ def test_stop_with_a_run_id_finds_an_entrypoint_that_has_not_recorded_itself(tmp
 
 def spare_environment(tmp_path, pod, **extra):
     """A container of a job with recovery on, two training nodes and one spare (nodeweave up --hold's)."""
+    # a wait timeout above 0: 0 switches the exchange off, which recovery runs on (refused, as --exchange off is)
     return environment(tmp_path, POD_NAME=pod, NODEWEAVE_NNODES="2", NODEWEAVE_RECOVERY="on", NODEWEAVE_SPARES="1",
-                       **extra)
+                       **{"NODEWEAVE_WAIT_TIMEOUT": "5", **extra})
 
 
 def test_a_spare_in_hold_mode_holds_as_a_spare_and_says_so(tmp_path):

@@ -69,6 +69,9 @@ def _main(argv):
                 from .recovery.roles import shown_plan  # the launch generation 0 runs, not the identity plan
 
                 plan = shown_plan(settings, plan)
+            from .faults import fault_rows
+
+            plan.faults = fault_rows(settings, plan)
             problem = plan.launch and missing_script(plan.launch.launcher, settings.command, os.getcwd())
             if problem and settings.sysroot == "/":  # a start here stops with exit 2: so does its plan (README)
                 plan.errors.append({"message": problem, "exit_code": UsageError(problem).exit_code})

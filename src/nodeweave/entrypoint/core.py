@@ -80,8 +80,24 @@ def _shared_notes(settings, warnings):
     from .planning.rules import emit
     from .planning.shared_rules import notes
 
-    for _, line in notes({"recovery": settings.get("recovery"), "checkpoint_dir": settings.get("checkpoint_dir")}):
-        emit(warnings, "checkpoint-dir-per-container", line)
+    from .planning.shared_rules import Naming
+
+    keys = ("recovery", "checkpoint_dir", "stall_warn", "stall_timeout")
+    values = {key: settings.get(key) for key in keys}
+    for key, line in notes(values, {key for key in keys if key in settings.options},
+                           Naming(lambda key: _source_name(settings, key))):
+        if key == "checkpoint_dir":
+            emit(warnings, "checkpoint-dir-per-container", line)
+        else:
+            emit(warnings, "stall-watch-off", f"{_source_name(settings, key)}: {line}")
+
+
+def _source_name(settings, key):
+    from .planning.contract import BY_KEY
+
+    source = settings.source(key)
+    return BY_KEY[key].variable if source == "default" else source[len("flag "):] if source.startswith("flag ") \
+        else source
 
 
 def _discover(settings, node, root, warnings):

@@ -162,6 +162,9 @@ def render_text(plan):
         for note in plan.launch.notes:
             rows.append(("note", note))
         section("Launch", rows, width=6)
+    if plan.faults:
+        section("Faults", [(key, f"{row['value']!s:<24} <- {row['source']}: {row['meaning']}")
+                           for key, row in plan.faults.items()], width=21)
     if plan.exchange is not None:
         section("Check-in", _checkin(plan.exchange, plan.fingerprint), width=10)
     if plan.warnings:

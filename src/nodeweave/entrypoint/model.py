@@ -285,6 +285,7 @@ class Plan(Record):
         ("exchange", None),   # {"enabled", ...}: the check-in and heartbeat (exchange_plan.plan_exchange)
         ("fingerprint", None),  # this node's fingerprint (fingerprint.py); filled by --explain
         ("role", None),       # {"kind", "identity", "rank", "why", "generation"} (recovery/roles.py)
+        ("faults", None),     # {key: {"value", "source", "meaning"}}: what this node does on a fault (faults.py)
     )
 
     def environ(self, base):

@@ -29,11 +29,14 @@ import sys
 import time
 
 from .errors import EXIT_FAILURE, EXIT_OK, UsageError
-from .running.runstate import HOLD_SCHEMA, alive, live_runs, read_json, read_record, run_dir, state_root, stop_runs, unrecorded_runs
+from .planning.contract import NODE_USAGES as USAGES, read_port, read_run_id
+from .running.runstate import (HOLD_SCHEMA, alive, live_runs, read_json, read_record, run_dir, state_root, stop_runs,
+                               unrecorded_runs)
 
 NODE_SCHEMA = "nodeweave.node/1"
 STAMP = ".nodeweave-sync.json"  # written by `nodeweave sync` at the workspace's root
-ACTIONS = ("status", "stop", "report", "ready", "live")
+ACTIONS = tuple(USAGES)
+OPTIONS = {"stop": ("--run", "--grace"), "live": ("--port",)}  # the options each action reads, each with a value
 
 
 def plan_summary(plan, command):
@@ -164,7 +167,9 @@ def live(args, env):
     from urllib.error import URLError
     from urllib.request import urlopen
 
-    port = _option(args, "--port") or env.get("NODEWEAVE_METRICS_PORT") or "9464"
+    given = _option(args, "--port")
+    port = read_port(given or env.get("NODEWEAVE_METRICS_PORT") or "9464", "--node live's port",
+                     "--node live --port" if given else "NODEWEAVE_METRICS_PORT")
     url = f"http://127.0.0.1:{port}/status.json"
     try:
         with urlopen(url, timeout=5) as answer:
@@ -186,10 +191,35 @@ def _stall_reports(folder):
         return None
 
 
+def check_arguments(argv):
+    """The action and its arguments as USAGES writes them, else one line naming the bad word and the list:
+    an unknown action, option or extra word did nothing before (``--node stop --rn x`` stopped every run)."""
+    accepted = "; ".join(USAGES.values())
+    if not argv:
+        raise UsageError(f"--node needs an action; accepted: {accepted}")
+    action, args = argv[0], argv[1:]
+    if action not in ACTIONS:
+        raise UsageError(f"--node: {action!r} is not an action; accepted: {accepted}")
+    if action == "status":
+        extra = args[:1] if args and args[0] != "--" else []
+    elif action == "report":
+        extra = args[1:]
+        if args:
+            read_run_id(args[0], "--node report's run id", "--node report")
+    else:
+        extra, i = [], 0
+        while i < len(args):
+            if args[i] in OPTIONS.get(action, ()):
+                i += 2
+                continue
+            extra, i = [args[i]], len(args)
+    if extra:
+        raise UsageError(f"--node {action}: {extra[0]!r} is not accepted here; accepted: --node {USAGES[action]}")
+
+
 def node_main(argv, env):
     """``--node ACTION ARGS``: print the action's JSON; its exit code."""
-    if not argv or argv[0] not in ACTIONS:
-        raise UsageError(f"--node needs an action: {', '.join(ACTIONS)} (what nodeweave asks a node)")
+    check_arguments(argv)
     data, code = {"status": status, "stop": stop, "report": report, "ready": ready,
                   "live": live}[argv[0]](argv[1:], env)
     sys.stdout.write(json.dumps(data, sort_keys=True) + "\n")

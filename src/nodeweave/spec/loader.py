@@ -234,18 +234,26 @@ def _spec(r: Reader, root: Node, base_dir: Optional[Path]) -> Spec:
         nodes_given=top.get("nodes") is not None,
         recovery=restarts,
         metrics=watched,
-        notes=_notes(restarts, spec_volumes),
+        notes=_notes(restarts, spec_volumes, launcher, _given_fields(r, top, "launcher")),
     )
 
 
-def _notes(restarts, spec_volumes) -> tuple:
-    """The entrypoint's warnings (``shared_rules.notes``) that no volume of the spec answers: a checkpoint folder
-    in /tmp is each container's own unless a volume is mounted over it."""
+def _given_fields(r: Reader, top: Fields, section: str) -> set:
+    """The fields of ``section`` the spec writes (not null): a default and a value written out read alike."""
+    return {k for k, _, v in r.mapping(top.get(section), section, "a mapping") if not r.is_null(v)}
+
+
+def _notes(restarts, spec_volumes, launcher, launcher_given) -> tuple:
+    """The entrypoint's warnings (``shared_rules.notes``), said by validate: a checkpoint folder in /tmp is each
+    container's own unless a volume is mounted over it; ``stall_warn: 0`` takes the stall timeout's stop with it."""
     folder = restarts.checkpoint_dir or ""
+    values = {"recovery": restarts.enabled, "checkpoint_dir": restarts.checkpoint_dir,
+              "stall_warn": launcher.stall_warn, "stall_timeout": launcher.stall_timeout}
     if any(folder == v.path or folder.startswith(v.path + "/") for v in spec_volumes):
-        return ()
-    return tuple(f"recovery.checkpoint_dir: {line}" for _, line in
-                 shared_rules.notes({"recovery": restarts.enabled, "checkpoint_dir": restarts.checkpoint_dir}))
+        values["checkpoint_dir"] = None
+    return tuple(f"{BY_KEY[key].spec}: {line}" for key, line in
+                 shared_rules.notes(values, {f"stall_{k[6:]}" for k in launcher_given if k.startswith("stall_")},
+                                    SPEC_NAMING))
 
 
 SPEC_NAMING = Naming(lambda key: BY_KEY[key].spec, on="true", off="false", assign=": ")

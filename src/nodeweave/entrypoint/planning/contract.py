@@ -19,6 +19,10 @@ EVERYWHERE = ("compose", "kubernetes", "slurm")
 HOSTFILE_PATH = "/etc/nodeweave/hosts"
 MODES = ("run", "hold")  # hold: plan, print it, keep the container up; `nodeweave run` starts jobs in it
 PROFILERS = ("nsys", "rocprofv3")
+# ``--node ACTION`` (nodeinfo.py), each action with what may follow it: ``--help`` shows these, and a refusal
+# names the same list.
+NODE_USAGES = {"status": "status [-- COMMAND...]", "stop": "stop [--run ID] [--grace S]", "report": "report RUN_ID",
+               "ready": "ready", "live": "live [--port P]"}
 STALL_WARN_S = 60  # the stall defaults: docs/stalls.md
 RECOVERY_RESTARTS, RECOVERY_NO_PROGRESS = 5, 3  # recovery's brakes by default: docs/recovery.md
 STALL_TIMEOUT_S = 600
@@ -338,8 +342,9 @@ SETTINGS = (
             "nsys: none), e.g. '-i counters.yaml' or '--trace=cuda,nvtx --stats=true'; the output stays nodeweave's",
             read=read_words),
     Setting("straggler_fault", "--straggler-fault", "NODEWEAVE_STRAGGLER_FAULT",
-            "checks in a row a straggler is named before node 0 reports it as a fault to the recovery engine "
-            "(docs/stalls.md); 0 = never (default)", read=read_int(0)),
+            "checks in a row a straggler is named before node 0 reports it as a STRAGGLER FAULT; recovery acts on "
+            "it only with --straggler-is-fault on (docs/stalls.md); 0 = never (default; 10 with "
+            "--straggler-is-fault on)", read=read_int(0)),
     Setting("stall_warn", "--stall-warn", "NODEWEAVE_STALL_WARN",
             "seconds of a stall before the report; 0 = off",
             spec="launcher.stall_warn", read=read_int(0), text=text_unless(STALL_WARN_S)),
@@ -363,7 +368,7 @@ SETTINGS = (
             "checkpoints in; node 0 hands the newest complete one to the ranks as NODEWEAVE_RESUME_FROM",
             spec="recovery.checkpoint_dir", text=optional_text),
     Setting("straggler_is_fault", "--straggler-is-fault", "NODEWEAVE_STRAGGLER_IS_FAULT", "on | off (default): "
-            "a lasting straggler counts as a fault for recovery", spec="recovery.straggler_is_fault",
+            "a lasting straggler (named --straggler-fault checks in a row, default 10) counts as a fault for recovery", spec="recovery.straggler_is_fault",
             read=read_switch, text=on_text),
     Setting("warm_start", "--warm-start", "NODEWEAVE_WARM_START", "on (default) | off: under recovery each node "
             "holds its next launcher started ahead, its imports done, so a relaunch skips them (docs/recovery.md)",

@@ -298,6 +298,9 @@ NOTICES = (  # emitted inline by the planners (topology, policy)
     Rule("checkpoint-dir-per-container", None, WARNING,
          "save checkpoints on storage every node mounts (a volume, or a folder inside workspace.path); a folder in "
          "/tmp is fine only where a shared volume is mounted there"),
+    Rule("stall-watch-off", None, WARNING,
+         "give stall_warn a number of seconds (default 60) to keep the stall watch and its stop, or write "
+         "stall_timeout: 0 too to say that no stall is ever stopped"),
     Rule("derived-job-token", None, WARNING,
          "bring the nodes up with `nodeweave up` (a random token per job), or hand every node the same secret "
          "in a file and point NODEWEAVE_JOB_TOKEN_FILE at it"),

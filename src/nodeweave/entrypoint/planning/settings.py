@@ -61,8 +61,11 @@ def usage():
     ]
     rows = [("{} VALUE".format(row.flag), "{} [{}]".format(row.help, row.variable)) for row in SETTINGS]
     rows += [(flag, text) for flag, (_, text) in FLAGS.items()]
+    from .contract import NODE_USAGES
+
     rows += [("-h, --help", "show this help and exit"), ("--version", "print the version and exit"),
-             ("--node ACTION", "status | stop | report: what nodeweave asks a node (JSON; first argument only)")]
+             ("--node ACTION", f"{' | '.join(NODE_USAGES)}: what nodeweave asks a node (JSON; first argument only): "
+                               f"{'; '.join(NODE_USAGES.values())}")]
     width = max(len(left) for left, _ in rows) + 4  # the longest flag still leaves two spaces before its text
     lines += [("  " + left).ljust(width) + text for left, text in rows]
     return "\n".join(lines)
@@ -141,7 +144,7 @@ def parse(argv, env):
         options=options,
         explain=switches.get("explain", False),
         json=switches.get("json", False),
-        status=switches.get("status", False) or switches.get("stacks", False),
+        status=switches.get("status", False),
         stacks=switches.get("stacks", False),
         all_rows=switches.get("all_rows", False),
         no_wait=switches.get("no_wait", False),
@@ -150,7 +153,62 @@ def parse(argv, env):
     settings.sysroot = settings.get("sysroot", "/") or "/"
     _check_stall_limits(options)
     _check_shared_rules(options, flags, env)
+    _check_idle(settings)
     return settings
+
+
+def _named(settings, key):
+    """Where a setting came from, as the user typed it: ``--profile-options`` or ``NODEWEAVE_PROFILE_OPTIONS``."""
+    source = settings.source(key)
+    return source[len("flag "):] if source.startswith("flag ") else source
+
+
+def idle_problems(settings):
+    """Every flag or variable that does nothing given the others, as (message, accepted): each is refused in
+    one line naming both, as the spec's switched-off fields are (``shared_rules.SWITCHED``, which holds the
+    settings that are spec fields too; these are the entrypoint's own). A variable the container's environment
+    set is not the mistake where a flag turned its switch off over it (``nodeweave check`` runs a node so)."""
+    from .exchange_plan import switched_off
+
+    found = []
+    for flag, wanted in (("--all", settings.all_rows), ("--stacks", settings.stacks)):
+        if wanted and not settings.status:
+            found.append((f"{flag} does nothing without --status (it shapes --status's answer)",
+                          f"--status {flag}, or leave {flag} out"))
+    if settings.status and settings.explain:
+        found.append(("--explain and --status do two different things (this node's plan; node 0's view of the "
+                      "running job): give one", "--explain, or --status"))
+    if settings.json and not settings.explain:
+        found.append(("--json does nothing without --explain" + (" (--status answers in JSON already)"
+                                                                  if settings.status else ""),
+                      "--explain --json, or leave --json out"))
+    if settings.status and not settings.explain:
+        why = switched_off(settings) if settings.sysroot in ("/", "", None) else None
+        if why:
+            found.append((f"--status asks node 0's check-in exchange, which is off here ({why}): there is nothing "
+                          "to ask", "--status without turning the exchange off (leave --exchange off, --no-wait "
+                          "and --wait-timeout 0 out)"))
+    if settings.no_wait and settings.source("wait_timeout").startswith("flag "):
+        found.append((f"--wait-timeout {settings.get('wait_timeout')} does nothing with --no-wait (nothing is "
+                      "waited for)", "--no-wait, or --wait-timeout N"))
+    if settings.get("profile_options") and not settings.get("profile"):
+        name = _named(settings, "profile_options")
+        found.append((f"{name} does nothing without NODEWEAVE_PROFILE (--profile): no profiler runs to read them",
+                      f"--profile nsys or rocprofv3 beside it, or leave {name} out"))
+    watch_off = settings.get("stall_warn") == 0
+    if watch_off and settings.get("straggler_fault"):
+        name = _named(settings, "straggler_fault")
+        found.append((f"{name} {settings.get('straggler_fault')} does nothing with {_named(settings, 'stall_warn')} 0 "
+                      "(the stall watch, which names stragglers, is off)",
+                      f"a stall_warn above 0 (default 60), or leave {name} out"))
+    return found
+
+
+def _check_idle(settings):
+    found = idle_problems(settings)
+    if found:
+        message, accepted = found[0]
+        raise UsageError(f"{message}; accepted: {accepted}")
 
 
 def _check_shared_rules(options, flags, env):

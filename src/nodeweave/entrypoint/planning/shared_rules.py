@@ -11,7 +11,7 @@ tests/test_shared_rules.py walks every one through both sides. Stdlib only, like
 
 import posixpath
 
-from .contract import METRICS_PORT, RECOVERY_NO_PROGRESS, RECOVERY_RESTARTS
+from .contract import METRICS_PORT, RECOVERY_NO_PROGRESS, RECOVERY_RESTARTS, STALL_TIMEOUT_S
 
 # Folders of the image a mount at them, or above them, would hide: the system's, and those nodeweave puts there.
 SYSTEM = {
@@ -153,6 +153,11 @@ def recovery_needs_exchange(values, given, naming):
                                     "generation), so a node stops at start with exit 2",
                         f"{naming.turned_on('exchange')} (the default; leave it out), or "
                         f"{naming.turned_off('recovery')}")]
+    if values.get("recovery") and values.get("wait_timeout") == 0:  # the entrypoint's 0 (the spec's range starts at 1)
+        return [Problem("wait_timeout", f"0 with {naming.turned_on('recovery')}: a wait timeout of 0 switches the "
+                                        "check-in exchange off too (nothing waits for node 0, nothing checks in), and "
+                                        "recovery runs on it",
+                        f"{naming.name('wait_timeout')} above 0 (default 600), or {naming.turned_off('recovery')}")]
     return []
 
 
@@ -164,6 +169,18 @@ def recovery_needs_another_node(values, given, naming):
         return [Problem("recovery", f"{naming.on} with one node ({naming.name('nnodes')} {nnodes}) and no "
                                     f"spares: there is no other node to watch it or take its place",
                         f"{naming.name('nnodes')} of 2 or more, or {naming.name('spares')} 1 or more")]
+    return []
+
+
+def straggler_needs_stall_watch(values, given, naming):
+    """Stragglers are named by the stall watch (its hook on the ranks): with ``stall_warn`` 0 none is ever named,
+    so none is ever a fault."""
+    if values.get("recovery") and values.get("straggler_is_fault") and values.get("stall_warn") == 0:
+        return [Problem("straggler_is_fault", f"{naming.on} with {naming.name('stall_warn')} 0: stall_warn 0 "
+                                              "switches the stall watch off, and the watch is what names a "
+                                              "straggler, so none is ever a fault",
+                        f"{naming.name('stall_warn')} above 0 (default 60), or leave "
+                        f"{naming.name('straggler_is_fault')} out")]
     return []
 
 
@@ -203,6 +220,7 @@ RULES = (
                     {"recovery": True, "no_progress_restarts": 100001}, {"max_restarts": 1001},
                     {"stall_warn": 86401, "stall_timeout": 0}, {"stall_timeout": 604801}]),
     Rule(recovery_needs_exchange, [{"recovery": True, "exchange": False}]),
+    Rule(straggler_needs_stall_watch, [{"recovery": True, "straggler_is_fault": True, "stall_warn": 0}]),
     Rule(recovery_needs_another_node, [{"recovery": True, "nnodes": 1}]),
     Rule(checkpoint_dir_inside, [{"recovery": True, "checkpoint_dir": "/"}, {"recovery": True, "checkpoint_dir":
                                  "../../etc"}, {"recovery": True, "checkpoint_dir": "/etc"},
@@ -222,12 +240,24 @@ def problems(values, given, naming):
     return [problem for rule in RULES for problem in rule.check(values, given, naming)]
 
 
-def notes(values):
-    """What is allowed but likely not meant, as (key, line): a checkpoint folder each node keeps to itself."""
+def notes(values, given=(), naming=None):
+    """What is allowed but likely not meant, as (key, line): a checkpoint folder each node keeps to itself, and a
+    0 that switches off more than its own setting (``stall_warn`` 0 takes ``stall_timeout``'s stop with it; the
+    caller writes the setting's name in front of that line)."""
+    found = []
     folder = values.get("checkpoint_dir")
     inside = per_container(folder) if values.get("recovery") and folder else None
-    if not inside:
-        return []
-    return [("checkpoint_dir", f"{folder} is in {inside}, which each container has to itself (an emptyDir on "
-                               "Kubernetes): node 0 sees only its own saves, and a replaced node none; put "
-                               "checkpoints on storage every node mounts (a volume, or a path inside workspace.path)")]
+    if inside:
+        found.append(("checkpoint_dir", f"{folder} is in {inside}, which each container has to itself (an emptyDir "
+                                        "on Kubernetes): node 0 sees only its own saves, and a replaced node none; "
+                                        "put checkpoints on storage every node mounts (a volume, or a path inside "
+                                        "workspace.path)"))
+    if "stall_warn" in given and values.get("stall_warn") == 0 and "stall_timeout" not in given:
+        name = naming.name if naming else (lambda key: key)
+        line = (f"0 switches the stall watch off, and with it {name('stall_timeout')}'s "
+                f"default stop after {values.get('stall_timeout') or STALL_TIMEOUT_S} s (exit 7): a hung job runs "
+                "on until someone stops it")
+        if values.get("recovery"):
+            line += ", and recovery never sees a stall as a fault"
+        found.append(("stall_warn", line))
+    return found

@@ -137,8 +137,10 @@ def shown_plan(settings, plan, partial=True):
         plan.launch.notes.append(f"a spare launches nothing until node 0 gives it a left-out node's place; it then "
                                  f"runs as that node's rank with --nnodes {config.slots} (the training nodes)")
         return plan
-    if role["kind"] != Kind.shown(Kind.TRAINING) or role.get("generation") is not None or not config.spares:
+    if role["kind"] != Kind.shown(Kind.TRAINING) or role.get("generation") is not None or not (
+            config.spares or config.minimum != config.slots):
         return plan  # a kept book's generation: its members and master are node 0's to say (nodeweave status)
+    # with spares, or MIN:MAX (recovery.min_nodes): generation 0 is a fixed-size job of every training node
     first = with_flags(settings, "generation 0's training nodes", node_rank=role["rank"], nnodes=config.slots)
     first.env = dict(settings.env, NODEWEAVE_NNODES=str(config.slots))
     shown = build_plan(first, partial=partial)
