@@ -98,7 +98,7 @@ One JSON object; keys are only ever added under this schema name::
                       "identity": int (the container's node rank among nodes + spares),
                       "rank": int|null (its training rank), "why": str, "generation": int|null}
                   (nodeweave-entrypoint's own paths; null from build_plan alone)
-      "faults": null | {key: {"value", "source": "default"|"flag --x"|"NODEWEAVE_X"|..., "meaning": str}}
+      "faults": null | {key: {"value", "source": "default"|"flag --name"|"a NODEWEAVE_* variable"|..., "meaning": str}}
                   (--explain only; what this node does on a fault, in this order: "recovery", under recovery
                    "nodes", "spares", "checkpoint_dir" (meaning names the checkpoint it would hand out now),
                    "recovery_max_restarts", "no_progress_restarts", "warm_start"; then "stall_warn",
