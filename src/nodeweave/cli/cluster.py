@@ -12,7 +12,7 @@ from nodeweave.cli.habits.clusteropts import (DRY_RUN, JSON, REACH, SPEC, consol
                                               open_cluster, reach_options, say, show_plan, spec_command)
 from nodeweave.cli.habits.nodes import NODE, checked_selectors, complete_node, pick_nodes, pick_one, run_folder_indices
 from nodeweave.cli.habits.output import (complete_run_ids, data_format, emit, image_reference, is_data, output_option,
-                                        runs_folder_read)
+                                        runs_folder_read, runs_parent)
 from nodeweave.errors import NodeweaveError, UsageError
 
 if TYPE_CHECKING:
@@ -271,13 +271,13 @@ def logs_command(
     spec_path = find_spec(spec_path)
     from nodeweave.cluster.base import ask_status
     from nodeweave.cluster.logs import container_logs, run_logs
-    from nodeweave.cluster.runfolder import RUNS, latest_run
+    from nodeweave.cluster.runfolder import latest_run
 
     out = console()
     if run is not None:  # a run folder on this machine: no cluster, no engine needed to read or follow it
         from nodeweave.runs.history import find_run
 
-        entry = find_run(runs_dir or spec_path.resolve().parent / RUNS, run)
+        entry = find_run(runs_parent(runs_dir, spec_path, writes=False), run)
         if entry.kind == "sweep" and entry.points:
             entry = entry.points[-1]  # the point running now, or the last one
         out.print(f"# {entry.path}", highlight=False, markup=False)
@@ -290,7 +290,7 @@ def logs_command(
         if not held:
             held = ask_status(backend.live_nodes("read logs of")[0], spec_command(spec)).holding
         if held:
-            parent = runs_dir or spec_path.resolve().parent / RUNS
+            parent = runs_parent(runs_dir, spec_path, writes=False)
             folder = latest_run(parent, spec.name)
             if folder is None:
                 raise UsageError(f"the nodes hold and no run of {spec.name} is in {parent}: "

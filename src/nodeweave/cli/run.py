@@ -12,7 +12,8 @@ from nodeweave.cli.habits.clusteropts import (DRY_RUN, JSON, REACH, SPEC, consol
                                               say, show_plan, spec_command)
 from nodeweave.cli.habits.dashes import CommandAfterDashes, launcher_command
 from nodeweave.cli.habits.nodes import NODE
-from nodeweave.cli.habits.output import complete_from, data_format, emit, is_data, output_option, runs_folder_written
+from nodeweave.cli.habits.output import (complete_from, data_format, emit, is_data, output_option, runs_folder_written,
+                                         runs_parent)
 from nodeweave.cli.habits.detach import announce
 from nodeweave.errors import NodeweaveError, UsageError
 
@@ -64,7 +65,6 @@ def run_command(
     spec_path = find_spec(spec_path)
     from nodeweave.cli.check import default_check
     from nodeweave.cluster.overrides import run_overrides
-    from nodeweave.cluster.runfolder import RUNS
     from nodeweave.cluster.runplan import SweepRequest, run_plan
     from nodeweave.cluster.sweep import compile_metric, parse_assignment, parse_sweeps, sweep_points
 
@@ -93,7 +93,7 @@ def run_command(
     everyone = backend.live_nodes("run", dry_run)
     nodes_wanted = _node_count(everyone, node, nodes_wanted)
     nodes, shape = run_overrides(everyone, nproc_per_node, nodes_wanted, launcher)
-    parent = runs_dir or spec_path.resolve().parent / RUNS
+    parent = runs_parent(runs_dir, spec_path, writes=True)
     checking = default_check(nodes, spec, spec_path, runs_dir) if check else None
     plan = run_plan(backend.where(), nodes, command, points, {**shape, **extra}, profile, grace,
                     spec.recovery.enabled, parent, spec.name, SweepRequest(metric, lower_is_better) if sweep else None,

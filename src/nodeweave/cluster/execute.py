@@ -144,10 +144,12 @@ def record_document(document: dict) -> None:
 def write_files(phase: FilesPhase, spec_dir: Path, say: Callable[[str], None]) -> None:
     """Each planned file, atomically; one without content is a fresh secret, made now (0600)."""
     from nodeweave.cluster import token
+    from nodeweave.jobstate import refuse_in_the_way
     from nodeweave.rendering.plan import write_atomically
 
     for planned in phase.files:
         path = spec_dir / planned.path
+        refuse_in_the_way(spec_dir, path)  # planned so too; asked again here, as the write is now
         if planned.content is None:
             token.rotate(path)
         else:

@@ -186,8 +186,10 @@ def save_state(spec_path: Path, name: str, options: ClusterOptions, made: "Optio
         made = kept.get(MADE) if isinstance(kept, dict) else None
     if made:
         data[MADE] = made
+    from nodeweave.jobstate import keep_out_of_git, refuse_in_the_way
+
+    refuse_in_the_way(spec_path.resolve().parent, path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    from nodeweave.jobstate import keep_out_of_git
 
     keep_out_of_git(path.parent.parent)
     scratch = path.with_name(f".{path.name}.tmp")
@@ -198,7 +200,13 @@ def save_state(spec_path: Path, name: str, options: ClusterOptions, made: "Optio
 
 
 def _read_json(path: Path):
-    """The JSON in ``path``, None when there is no such file; anything unreadable is named with its remedy."""
+    """The JSON in ``path``, None when there is no such file; anything unreadable is named with its remedy, and a
+    link, a folder or a device there is refused as the write would refuse it (never read through)."""
+    from nodeweave.jobstate import in_the_way
+
+    if path.is_symlink() or (path.exists() and not path.is_file()):
+        problem = in_the_way(path.parent, path)
+        raise _damaged(path, problem.split(" ", 1)[1] if problem else "is not a file")
     try:
         text = bounded.read_text(path, bounded.RECORD_CAP, "a state file")
     except FileNotFoundError:

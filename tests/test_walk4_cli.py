@@ -1,0 +1,166 @@
+"""walk3's findings on the CLI's files and state (issue 43, /work/wt/walk3-report.md rows F11-F33), each fixed as
+a class and walked here: every member of the class this file could find, not only the walk's row. Each test
+fails on the main before these fixes. No container is started, nothing is probed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from nodeweave.cli import main
+from nodeweave.errors import EXIT_USAGE
+
+SPEC = "name: team\nimage: {variant: cpu}\nnodes: 2\nlauncher: {script: train.py}\n"
+SCRIPT = "print('the training script')\n"
+
+
+def run_cli(capsys, *argv) -> "tuple[int, str, str]":
+    code = main(list(argv))
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def one_line(text: str) -> str:
+    lines = [line for line in text.splitlines() if line.strip()]
+    assert len(lines) == 1 and "Traceback" not in text, text
+    return lines[0]
+
+
+@pytest.fixture
+def team(tmp_path, monkeypatch):
+    (tmp_path / "nodeweave.yaml").write_text(SPEC)
+    (tmp_path / "train.py").write_text(SCRIPT)
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def state(team: Path) -> Path:
+    folder = team / ".nodeweave" / "team"
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+# -- F28, F29: a link, a folder or a pipe where nodeweave keeps a job's file is refused, never written through ----
+
+
+def in_the_way(kind: str, path: Path, team: Path) -> None:
+    if kind == "link to the script":
+        path.symlink_to(os.path.relpath(team / "train.py", path.parent))
+    elif kind == "dangling link":
+        path.symlink_to(team / "made-by-the-write.py")
+    elif kind == "folder":
+        path.mkdir()
+    else:
+        os.mkfifo(path)
+
+
+KINDS = ["link to the script", "dangling link", "folder", "named pipe"]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("name", ["compose.yaml", "job-token"])
+@pytest.mark.parametrize("dry_run", [True, False], ids=["dry-run", "real"])
+def test_up_refuses_a_state_file_that_is_not_its_own(capsys, team, kind, name, dry_run):
+    """The plan said "would write .nodeweave/team/compose.yaml (changed ...)" through a link to train.py; the
+    real up (no engine here: it stops at the plan, before anything is started) refuses it the same way."""
+    in_the_way(kind, state(team) / name, team)
+    code, out, err = run_cli(capsys, "up", "--hold", *(["--dry-run"] if dry_run else []))
+    line = one_line(err)
+    assert code == EXIT_USAGE and f".nodeweave/team/{name} is " in line and "move it away" in line, line
+    assert "would write" not in out
+    assert (team / "train.py").read_text() == SCRIPT and not (team / "made-by-the-write.py").exists()
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_the_file_phase_itself_never_writes_through_a_link(team, kind):
+    """The writing function the real up runs (Execution.write_files), called directly: refused, the script kept."""
+    from nodeweave.cluster.execute import write_files
+    from nodeweave.errors import UsageError
+    from nodeweave.plan import FilesPhase, PlannedFile
+
+    for name, content in (("compose.yaml", b"services: {}\n"), ("job-token", None)):
+        path = state(team) / name
+        in_the_way(kind, path, team)
+        phase = FilesPhase("the job's files", files=(PlannedFile(f".nodeweave/team/{name}", "x", content),))
+        with pytest.raises(UsageError, match="move it away"):
+            write_files(phase, team, print)
+        assert (team / "train.py").read_text() == SCRIPT and not (team / "made-by-the-write.py").exists()
+        assert path.is_symlink() or path.is_dir() or path.is_fifo()  # left as the user made it
+        path.rmdir() if path.is_dir() and not path.is_symlink() else path.unlink()
+
+
+def test_the_token_writer_and_the_state_writer_refuse_a_link(team):
+    from nodeweave.cluster import token
+    from nodeweave.cluster.options import ClusterOptions, save_state
+    from nodeweave.errors import UsageError
+
+    in_the_way("link to the script", state(team) / "job-token", team)
+    with pytest.raises(UsageError, match="symbolic link"):
+        token.rotate(state(team) / "job-token")
+    in_the_way("link to the script", state(team) / "cluster.json", team)
+    with pytest.raises(UsageError, match="symbolic link"):
+        save_state(team / "nodeweave.yaml", "team", ClusterOptions())
+    assert (team / "train.py").read_text() == SCRIPT
+
+
+@pytest.mark.parametrize("verb", [("status",), ("down", "--dry-run"), ("up", "--dry-run"), ("sync", "--dry-run")])
+def test_a_cluster_json_that_is_a_link_is_refused_not_read_through(capsys, team, verb):
+    in_the_way("link to the script", state(team) / "cluster.json", team)
+    code, _, err = run_cli(capsys, *verb)
+    line = one_line(err)
+    assert code == EXIT_USAGE and "cluster.json: is a symbolic link" in line and "is not JSON" not in line, line
+
+
+@pytest.mark.parametrize("link", [".nodeweave", ".nodeweave/team"])
+def test_a_state_folder_that_is_a_link_is_refused(capsys, team, tmp_path_factory, link):
+    elsewhere = tmp_path_factory.mktemp("elsewhere")
+    (team / link).parent.mkdir(parents=True, exist_ok=True)
+    (team / link).symlink_to(elsewhere, target_is_directory=True)
+    code, _, err = run_cli(capsys, "up", "--dry-run")
+    line = one_line(err)
+    assert code == EXIT_USAGE and f"{link} is a symbolic link" in line, line
+    assert list(elsewhere.iterdir()) == []
+
+
+def test_a_gitignore_link_in_the_state_folder_is_not_written_through(team):
+    from nodeweave.jobstate import keep_out_of_git
+
+    (team / ".nodeweave").mkdir()
+    (team / ".nodeweave" / ".gitignore").symlink_to(team / "made-by-the-write.py")
+    keep_out_of_git(team / ".nodeweave")
+    assert not (team / "made-by-the-write.py").exists()
+
+
+def test_up_still_plans_its_own_files(capsys, team):
+    state(team)
+    code, out, err = run_cli(capsys, "up", "--hold", "--dry-run")
+    assert code == 0 and "would write .nodeweave/team/compose.yaml (new" in out, out + err
+
+
+# -- F30: the default runs/ is judged as --runs-dir is, by every verb that reads or writes it --------------------
+
+
+@pytest.mark.parametrize("kind", ["link to the script", "dangling link", "file", "named pipe"])
+@pytest.mark.parametrize("argv", [("run", "--dry-run"), ("check", "--dry-run"), ("runs", "ls"), ("runs", "show", "x"),
+                                  ("runs", "compare", "a", "b"), ("logs", "--run", "x"), ("dashboard", "--run", "x")])
+def test_the_default_runs_folder_is_judged_like_runs_dir(capsys, team, kind, argv):
+    runs = team / "runs"
+    if kind == "file":
+        runs.write_text("not a folder\n")
+    else:
+        in_the_way(kind, runs, team)
+    code, _, err = run_cli(capsys, *argv)
+    line = one_line(err)
+    assert code == EXIT_USAGE and f"runs/ beside the spec ({runs}) is " in line and "--runs-dir DIR" in line, line
+
+
+def test_a_runs_folder_that_is_a_link_to_a_folder_is_used(capsys, team, tmp_path_factory):
+    """runs/ linked to a bigger disk is a habit, not a mistake."""
+    disk = tmp_path_factory.mktemp("disk")
+    (team / "runs").symlink_to(disk, target_is_directory=True)
+    code, out, err = run_cli(capsys, "runs", "ls")
+    assert code == 0 and "no runs" in out + err, out + err
