@@ -164,3 +164,45 @@ def test_a_runs_folder_that_is_a_link_to_a_folder_is_used(capsys, team, tmp_path
     (team / "runs").symlink_to(disk, target_is_directory=True)
     code, out, err = run_cli(capsys, "runs", "ls")
     assert code == 0 and "no runs" in out + err, out + err
+
+
+# -- F11, F12: every field of cluster.json judged where it is read, naming the file: `made`, and a target whose
+# -- required fields are missing (never a flag the user did not type) -----------------------------------------
+
+STATES = [({"target": "hosts"}, "field target is 'hosts' with no hosts recorded"),
+          ({"target": "ssh", "hosts": []}, "field target is 'hosts' with no hosts recorded"),
+          ({"target": "local", "made": "x"}, "field made is 'x', not a mapping"),
+          ({"target": "local", "made": ["team"]}, "field made is ['team'], not a mapping"),
+          ({"target": "local", "made": {"job": "team", "zzz": "1"}}, "field made has an unknown field 'zzz'"),
+          ({"target": "local", "made": {"job": 5}}, "field made.job is 5, not text"),
+          ({"target": "local", "made": {"job": "team", "project": 7}}, "field made.project is 7, not text"),
+          ({"target": "local", "made": {"spec": "nodeweave.yaml"}}, "field made.job is None"),
+          ({"target": "local", "made": {"job": "team", "target": "moon"}}, "field made.target is 'moon'")]
+
+
+@pytest.mark.parametrize("data, says", STATES, ids=[s for _, s in STATES])
+@pytest.mark.parametrize("verb", [("status",), ("down", "--dry-run"), ("sync", "--dry-run"), ("up", "--dry-run"),
+                                  ("run", "--dry-run")])
+def test_every_cluster_json_field_is_judged_naming_the_file(capsys, team, data, says, verb):
+    (state(team) / "cluster.json").write_text(json.dumps(data))
+    code, _, err = run_cli(capsys, *verb)
+    line = one_line(err)
+    assert code == EXIT_USAGE and f"cluster.json: {says}" in line and "remove the file" in line, line
+    assert "--host" not in line, line  # the file is named, not a flag nobody typed
+
+
+def test_a_legacy_entry_with_a_bad_made_is_named_by_its_entry(capsys, team):
+    (team / ".nodeweave").mkdir()
+    (team / ".nodeweave" / "cluster.json").write_text(json.dumps({"team": {"target": "local", "made": "x"}}))
+    code, _, err = run_cli(capsys, "status")
+    line = one_line(err)
+    assert code == EXIT_USAGE and "field team.made is 'x'" in line and "remove its entry 'team'" in line, line
+
+
+def test_what_up_records_is_still_read(capsys, team):
+    (state(team) / "cluster.json").write_text(json.dumps(
+        {"target": "hosts", "hosts": ["gpu01", "gpu02"], "remote_dir": "/srv/job",
+         "made": {"job": "team", "folder": "f", "owner": None, "spec": "nodeweave.yaml", "target": "hosts",
+                  "namespace": None, "project": "team-1", "where": "2 hosts"}}))
+    code, out, err = run_cli(capsys, "down", "--dry-run")
+    assert code == 0 and "gpu01" in out + err, out + err
