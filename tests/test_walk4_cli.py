@@ -206,3 +206,75 @@ def test_what_up_records_is_still_read(capsys, team):
                   "namespace": None, "project": "team-1", "where": "2 hosts"}}))
     code, out, err = run_cli(capsys, "down", "--dry-run")
     assert code == 0 and "gpu01" in out + err, out + err
+
+
+# -- F14, F16, F33: init's output names nothing of its own, says each note once on its own line, and says why it
+# -- left the folder's requirements out -----------------------------------------------------------------------
+
+
+@pytest.fixture
+def empty(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+@pytest.mark.parametrize("argv, named", [(("--out", "train.py"), "training script"),
+                                         (("--out", "job.py", "--script", "job.py"), "training script"),
+                                         (("--out", "sub/../train.py"), "training script"),
+                                         (("--out", "requirements.txt"), "requirements file")])
+@pytest.mark.parametrize("dry_run", [True, False], ids=["dry-run", "real"])
+def test_init_out_naming_a_file_the_new_spec_names_is_refused_before_it_exists(capsys, empty, argv, named, dry_run):
+    (empty / "sub").mkdir()
+    code, out, err = run_cli(capsys, "init", *argv, *(["--dry-run"] if dry_run else []))
+    line = one_line(err)
+    assert code == EXIT_USAGE and named in line and "--out" in line, line
+    assert not out and sorted(p.name for p in empty.iterdir()) == ["sub"]
+
+
+def test_init_says_each_note_once_on_its_own_line_and_one_summary(capsys, empty):
+    code, _, err = run_cli(capsys, "init", "--script", "nope.py", "--out", "y.yaml")
+    lines = err.splitlines()
+    assert code == 0 and len(lines) == 2, err
+    assert lines[0].startswith("nodeweave: note: nope.py is not in the workspace"), err
+    assert lines[1].startswith("nodeweave: wrote y.yaml (") and "nope.py" not in lines[1], err
+
+
+@pytest.mark.parametrize("dry_run", [True, False], ids=["dry-run", "real"])
+def test_init_says_why_it_left_the_requirements_out(capsys, empty, dry_run):
+    (empty / "train.py").write_text(SCRIPT)
+    (empty / "requirements.txt").write_text("numpy==1.26.4\nrequests\n")
+    code, out, err = run_cli(capsys, "init", *(["--dry-run"] if dry_run else []))
+    notes = [line for line in err.splitlines() if "note:" in line]
+    assert code == 0 and len(notes) == 1, err
+    assert "requirements.txt left out of image.requirements" in notes[0], notes
+    assert "requirements.txt:2: 'requests' is not pinned" in notes[0] and "pin it" in notes[0], notes
+    spec = out if dry_run else (empty / "nodeweave.yaml").read_text()
+    assert "requirements:" not in spec
+
+
+def test_init_with_every_line_pinned_takes_the_requirements_silently(capsys, empty):
+    (empty / "train.py").write_text(SCRIPT)
+    (empty / "requirements.txt").write_text("numpy==1.26.4\n")
+    code, out, err = run_cli(capsys, "init", "--dry-run")
+    assert code == 0 and "requirements: requirements.txt" in out and "note:" not in err, err
+
+
+# -- F15: every init / hosts probe flag that does nothing without (or with) another is refused -----------------
+
+
+@pytest.mark.parametrize("argv, says", [
+    (("init", "--ssh-option", "StrictHostKeyChecking=no"), "--ssh-option StrictHostKeyChecking=no does nothing "
+                                                           "without --host"),
+    (("init", "--via", "podman"), "--via podman does nothing without --host"),
+    (("init", "--host", "gpu01", "--sysroot", "/"), "--sysroot does nothing with --host"),
+    (("init", "--host", "podman:t0", "--ssh-option", "A=b"), "--ssh-option A=b does nothing for podman hosts"),
+    (("hosts", "probe", "--node", "gpu01", "--force"), "--force does nothing without --write-hostfile"),
+    (("hosts", "probe", "--node", "gpu01", "--namespace", "ml"), "--namespace ml does nothing for ssh hosts"),
+    (("hosts", "probe", "--node", "podman:t0", "--container", "c"), "--container c does nothing for podman hosts"),
+    (("hosts", "probe", "--node", "podman:t0", "--ssh-option", "A=b"), "--ssh-option A=b does nothing for podman"),
+])
+def test_a_flag_that_does_nothing_without_another_is_refused(capsys, empty, argv, says):
+    code, out, err = run_cli(capsys, *argv, *(["--dry-run"] if argv[0] == "init" else []))
+    line = one_line(err)
+    assert code == EXIT_USAGE and says in line, line
+    assert not out and list(empty.iterdir()) == []
