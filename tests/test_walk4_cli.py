@@ -335,3 +335,25 @@ def test_an_empty_spec_points_at_init_not_the_repository(capsys, team):
     (team / "empty.yaml").write_text("")
     code, _, err = run_cli(capsys, "validate", "--spec", "empty.yaml")
     assert code == EXIT_USAGE and "`nodeweave init` writes a first one" in err and "repository" not in err, err
+
+
+# -- F21: a verb's option typed before the verb, with no verb after it, says what is missing ------------------
+
+
+@pytest.mark.parametrize("argv, example", [(("-o", "json"), "nodeweave -o json status"),
+                                           (("-o",), "nodeweave -o json status"),
+                                           (("--output", "yaml"), "nodeweave --output yaml status"),
+                                           (("--json",), "nodeweave --json status"),
+                                           (("--spec", "x.yaml"), "nodeweave --spec x.yaml status"),
+                                           (("--spec",), "nodeweave --spec nodeweave.yaml status"),
+                                           (("-o", "json", "--bogus"), "nodeweave -o json status")])
+def test_a_verb_option_with_no_verb_after_it_says_so(capsys, argv, example):
+    code, out, err = run_cli(capsys, *argv)
+    line = one_line(err)
+    assert code == EXIT_USAGE and "no verb follows it" in line and f"`{example}`" in line, line
+    assert "no such option" not in line and not out
+
+
+def test_a_verb_option_before_help_shows_the_help(capsys):
+    code, out, _ = run_cli(capsys, "-o", "json", "--help")
+    assert code == 0 and "Usage: nodeweave" in out
