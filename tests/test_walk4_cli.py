@@ -64,14 +64,25 @@ KINDS = ["link to the script", "dangling link", "folder", "named pipe"]
 @pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.parametrize("name", ["compose.yaml", "job-token"])
 @pytest.mark.parametrize("dry_run", [True, False], ids=["dry-run", "real"])
-def test_up_refuses_a_state_file_that_is_not_its_own(capsys, team, kind, name, dry_run):
+def test_up_refuses_a_state_file_that_is_not_its_own(capsys, team, monkeypatch, kind, name, dry_run):
     """The plan said "would write .nodeweave/team/compose.yaml (changed ...)" through a link to train.py; the
-    real up (no engine here: it stops at the plan, before anything is started) refuses it the same way."""
+    real up refuses it the same way, before its file phase. The real up runs on this machine's engine, with
+    compose itself swapped for a script that starts nothing and leaves a mark (the main before this fix went on
+    to `compose up`: this test must never start containers, whatever the code does)."""
+    if not dry_run:
+        import shutil
+
+        if shutil.which("podman") is None and shutil.which("docker") is None:
+            pytest.skip("the real up needs an engine to get past its tool check (the writer's own test runs here)")
+        fake = team / "fake-compose"
+        fake.write_text(f"#!/bin/sh\necho \"$@\" > {team / 'compose-was-run'}\nexit 1\n")
+        fake.chmod(0o755)
+        monkeypatch.setattr("nodeweave.cluster.backends.local.compose_tool", lambda engine: [str(fake)])
     in_the_way(kind, state(team) / name, team)
     code, out, err = run_cli(capsys, "up", "--hold", *(["--dry-run"] if dry_run else []))
     line = one_line(err)
     assert code == EXIT_USAGE and f".nodeweave/team/{name} is " in line and "move it away" in line, line
-    assert "would write" not in out
+    assert "would write" not in out and not (team / "compose-was-run").exists()
     assert (team / "train.py").read_text() == SCRIPT and not (team / "made-by-the-write.py").exists()
 
 
