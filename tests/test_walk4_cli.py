@@ -368,3 +368,29 @@ def test_a_verb_option_with_no_verb_after_it_says_so(capsys, argv, example):
 def test_a_verb_option_before_help_shows_the_help(capsys):
     code, out, _ = run_cli(capsys, "-o", "json", "--help")
     assert code == 0 and "Usage: nodeweave" in out
+
+
+def test_a_link_above_the_spec_folder_is_the_users_own(tmp_path, monkeypatch, capsys):
+    """/home linked to /data/home: only what is below the spec's folder is judged."""
+    real = tmp_path / "real"
+    real.mkdir()
+    (real / "nodeweave.yaml").write_text(SPEC)
+    (real / "train.py").write_text(SCRIPT)
+    (tmp_path / "linked").symlink_to(real, target_is_directory=True)
+    monkeypatch.chdir(tmp_path / "linked")
+    from nodeweave.jobstate import in_the_way
+
+    assert in_the_way(tmp_path / "linked", tmp_path / "linked" / ".nodeweave" / "team" / "compose.yaml") == ""
+    code, out, err = run_cli(capsys, "up", "--hold", "--dry-run")
+    assert code == 0 and "would write .nodeweave/team/compose.yaml" in out, err
+
+
+@pytest.mark.parametrize("tree", ["openshift-upload", "openshift-build"])
+def test_the_openshift_build_trees_are_never_filled_through_a_link(capsys, team, tree):
+    """The upload tree is emptied and refilled (images/<variant>/Dockerfile written into it): through a link to
+    the project it would write over the user's own Dockerfile."""
+    (team / "nodeweave.yaml").write_text(SPEC + "kubernetes: {openshift: true, build: {}}\n")
+    (state(team) / tree).symlink_to(team, target_is_directory=True)
+    code, out, err = run_cli(capsys, "image", "build", "cpu", "--target", "openshift", "--dry-run")
+    line = one_line(err)
+    assert code == EXIT_USAGE and f".nodeweave/team/{tree} is a symbolic link" in line, line

@@ -26,18 +26,18 @@ def keep_out_of_git(state_dir: Path) -> None:
             pass  # a read-only folder: the token's own write says what went wrong
 
 
-def in_the_way(spec_dir: Path, path: Path) -> str:
+def in_the_way(spec_dir: Path, path: Path, folder: bool = False) -> str:
     """Why nodeweave must not write its own file ``path`` (inside ``spec_dir``), or "": every folder on the way a
     real folder, and the file itself a regular file or not there yet. A link is never written through (a link to
     the training script would be "replaced" by a compose file or a token), a folder or a device never written
-    over; the user moves it away, nodeweave never does."""
-    base = spec_dir.resolve()
-    try:
-        parts = path.relative_to(base).parts
-    except ValueError:
-        parts = path.parts
-        base = Path(parts[0]) if path.is_absolute() else base
-        parts = parts[1:] if path.is_absolute() else parts
+    over; the user moves it away, nodeweave never does. ``folder``: ``path`` is a folder nodeweave fills (a kept
+    tree), so a folder there is its own and anything else is in the way."""
+    for base in (spec_dir.absolute(), spec_dir.resolve()):  # the folders above the spec's are the user's own
+        if path.absolute().is_relative_to(base):
+            parts = path.absolute().relative_to(base).parts
+            break
+    else:
+        return ""  # not under the spec's folder: not a file of this job's state
     here = base
     for i, part in enumerate(parts):
         here = here / part
@@ -48,11 +48,14 @@ def in_the_way(spec_dir: Path, path: Path) -> str:
             return ""  # nothing there yet: made by nodeweave
         except OSError as err:
             return f"{here} cannot be looked at ({err.strerror or err})"
-        shown = here.relative_to(spec_dir.resolve()).as_posix() if here.is_relative_to(spec_dir.resolve()) else str(here)
+        shown = here.relative_to(base).as_posix() if here.is_relative_to(base) else str(here)
         if stat.S_ISLNK(mode):
-            return f"{shown} is a symbolic link (to {os.readlink(here)}), not {'a file' if last else 'a folder'} " \
-                   "nodeweave made; it never writes through a link"
-        if last and not stat.S_ISREG(mode):
+            what = "a file" if last and not folder else "a folder"
+            return f"{shown} is a symbolic link (to {os.readlink(here)}), not {what} nodeweave made; it never " \
+                   "writes through a link"
+        if last and folder and not stat.S_ISDIR(mode):
+            return f"{shown} is {_kind(mode)}, not the folder nodeweave keeps its files in"
+        if last and not folder and not stat.S_ISREG(mode):
             return f"{shown} is {_kind(mode)}, not a file nodeweave made; it never writes over one"
         if not last and not stat.S_ISDIR(mode):
             return f"{shown} is {_kind(mode)}, not the folder nodeweave keeps its files in"
@@ -65,10 +68,10 @@ def _kind(mode: int) -> str:
     return next((what for test, what in kinds if test(mode)), "not a regular file")
 
 
-def refuse_in_the_way(spec_dir: Path, path: Path) -> None:
+def refuse_in_the_way(spec_dir: Path, path: Path, folder: bool = False) -> None:
     """Exit 2 in one line when :func:`in_the_way` finds something at ``path`` nodeweave must not write over: asked
     by the plan (so the dry run refuses as the real run does) and again by the write itself."""
-    problem = in_the_way(spec_dir, path)
+    problem = in_the_way(spec_dir, path, folder)
     if problem:
         from nodeweave.errors import UsageError
 
