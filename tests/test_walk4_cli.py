@@ -188,7 +188,10 @@ STATES = [({"target": "hosts"}, "field target is 'hosts' with no hosts recorded"
           ({"target": "local", "made": {"job": 5}}, "field made.job is 5, not text"),
           ({"target": "local", "made": {"job": "team", "project": 7}}, "field made.project is 7, not text"),
           ({"target": "local", "made": {"spec": "nodeweave.yaml"}}, "field made.job is None"),
-          ({"target": "local", "made": {"job": "team", "target": "moon"}}, "field made.target is 'moon'")]
+          ({"target": "local", "made": {"job": "team", "target": "moon"}}, "field made.target is 'moon'"),
+          ({"target": "hosts", "hosts": ["gpu01", "gpu02"], "ssh_options": ["Port 22"]},
+           "field ssh_options entry 'Port 22' is not accepted"),
+          ({"target": "kubernetes", "kube_context": "a b"}, "field kube_context 'a b' is not accepted")]
 
 
 @pytest.mark.parametrize("data, says", STATES, ids=[s for _, s in STATES])

@@ -319,6 +319,14 @@ def _judge_values(path: Path, saved: ClusterOptions, prefix: str) -> None:
             check()
         except UsageError as err:
             raise _damaged(path, str(err), prefix) from None
+    from nodeweave.remote import RemoteOptions
+
+    try:  # the rules --ssh-option and --kube-context are judged by, naming the field, not the flag
+        RemoteOptions(ssh_options=saved.ssh_options, kube_context=saved.kube_context)
+    except UsageError as err:
+        why = str(err).replace("--ssh-option", f"{field('ssh_options')} entry").replace(
+            "--kube-context", field("kube_context"))
+        raise _damaged(path, why, prefix) from None
 
 
 def _damaged(path: Path, why: str, prefix: str = "") -> UsageError:
