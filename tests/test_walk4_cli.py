@@ -397,3 +397,28 @@ def test_the_openshift_build_trees_are_never_filled_through_a_link(capsys, team,
     code, out, err = run_cli(capsys, "image", "build", "cpu", "--target", "openshift", "--dry-run")
     line = one_line(err)
     assert code == EXIT_USAGE and f".nodeweave/team/{tree} is a symbolic link" in line, line
+
+
+# -- F32, F37: the same class on up and run: a flag that does nothing with another is refused ------------------
+
+
+@pytest.mark.parametrize("argv, says", [
+    (("up", "--no-wait", "--timeout", "10", "--dry-run"), "--timeout 10 does nothing with --no-wait"),
+    (("up", "--no-wait", "--timeout", "10"), "--timeout 10 does nothing with --no-wait"),
+    (("run", "--detach", "-q", "--dry-run"), "--quiet does nothing with --detach"),
+    (("run", "--detach", "--quiet"), "--quiet does nothing with --detach"),
+])
+def test_up_and_run_refuse_a_flag_that_does_nothing_with_another(capsys, team, argv, says):
+    code, out, err = run_cli(capsys, *argv)
+    line = one_line(err)
+    assert code == EXIT_USAGE and says in line and not out, line
+    assert not (team / ".nodeweave").exists() and not (team / "runs").exists()
+
+
+def test_up_timeout_and_its_default_still_plan_the_wait(capsys, team):
+    code, out, _ = run_cli(capsys, "up", "--hold", "--dry-run")
+    assert code == 0 and "wait up to 300 s" in out, out
+    code, out, _ = run_cli(capsys, "up", "--hold", "--timeout", "42", "--dry-run")
+    assert code == 0 and "wait up to 42 s" in out, out
+    code, out, _ = run_cli(capsys, "up", "--hold", "--no-wait", "--dry-run")
+    assert code == 0 and "wait up to" not in out, out

@@ -19,13 +19,17 @@ if TYPE_CHECKING:
     from nodeweave.cluster.options import ClusterOptions
 
 
+UP_TIMEOUT = 300.0  # seconds every node has to come up, unless --timeout says
+
+
 @reach_options
 def up_command(
     hold: Optional[bool] = typer.Option(None, "--hold/--run", help="Hold: nodes plan and wait for `nodeweave run`; "
                                         "run: they start the spec's job (default: the spec's launcher.mode)"),
     image: Optional[str] = typer.Option(None, "--image", callback=image_reference, help="compose targets: the image every node runs "
                                         "(NODEWEAVE_IMAGE), e.g. a <variant>-<sha> tag"),
-    timeout: float = typer.Option(300, "--timeout", min=1, help="Seconds every node has to come up"),
+    timeout: Optional[float] = typer.Option(None, "--timeout", min=1, help="Seconds every node has to come up "
+                                            "(default 300; read only while up waits: not with --no-wait)"),
     wait: bool = typer.Option(True, "--wait/--no-wait", help="Wait until every node is up (live table)"),
     check: bool = typer.Option(False, "--check", help="Then `nodeweave check` the held nodes (exit 5 when it names "
                                "a node or link; the nodes stay up)"),
@@ -38,6 +42,10 @@ def up_command(
     from nodeweave.cluster.execute import Execution, execute
 
     fmt = data_format(as_json, output)
+    if timeout is not None and not wait:  # a flag that does nothing is refused (README), before anything is asked
+        raise UsageError(f"--timeout {timeout:g} does nothing with --no-wait: it is how long up waits for the nodes; "
+                         "give one of them")
+    timeout = UP_TIMEOUT if timeout is None else timeout
     spec, backend, _ = open_cluster(spec_path, reach, remember=not dry_run, dry_run=dry_run, for_up=True)
     mode = default_mode(spec) if hold is None else ("hold" if hold else "run")
     note = ""

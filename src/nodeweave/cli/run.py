@@ -69,6 +69,9 @@ def run_command(
     from nodeweave.cluster.sweep import compile_metric, parse_assignment, parse_sweeps, sweep_points
 
     fmt = data_format(as_json, output)
+    if quiet and detach:  # a flag that does nothing is refused (README)
+        raise UsageError("--quiet does nothing with --detach: a detached run shows no output anyway (it goes to the "
+                         "run folder; `nodeweave logs -f --run ID` follows it); give one of them")
     if profile not in (None, "nsys", "rocprofv3"):
         raise UsageError(f"--profile {profile!r} is not accepted: nsys or rocprofv3")
     if profile_options is not None and profile is None:
