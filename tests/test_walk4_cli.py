@@ -422,3 +422,18 @@ def test_up_timeout_and_its_default_still_plan_the_wait(capsys, team):
     assert code == 0 and "wait up to 42 s" in out, out
     code, out, _ = run_cli(capsys, "up", "--hold", "--no-wait", "--dry-run")
     assert code == 0 and "wait up to" not in out, out
+
+
+# -- F17: sync refuses --namespace / --container for the job's own cluster when it has no pods, as -t local did --
+
+
+@pytest.mark.parametrize("flag", [("--namespace", "x"), ("-n", "x"), ("--container", "c")])
+@pytest.mark.parametrize("recorded", [None, {"target": "local"}, {"target": "hosts", "hosts": ["gpu01", "gpu02"],
+                                                                  "remote_dir": "/srv/job"}])
+def test_sync_refuses_pod_flags_for_a_cluster_without_pods(capsys, team, flag, recorded):
+    if recorded is not None:
+        (state(team) / "cluster.json").write_text(json.dumps(recorded))
+    code, out, err = run_cli(capsys, "sync", *flag, "--dry-run")
+    line = one_line(err)
+    name = {"-n": "--namespace"}.get(flag[0], flag[0])
+    assert code == EXIT_USAGE and f"{name} {flag[1]} does nothing for this job's cluster" in line, line
