@@ -437,3 +437,23 @@ def test_sync_refuses_pod_flags_for_a_cluster_without_pods(capsys, team, flag, r
     line = one_line(err)
     name = {"-n": "--namespace"}.get(flag[0], flag[0])
     assert code == EXIT_USAGE and f"{name} {flag[1]} does nothing for this job's cluster" in line, line
+
+
+# -- F19, F25, F26: check's numbers: each refusal names its option and value; a fraction given as a percentage
+# -- is noted ---------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("argv, says", [(("--seconds", "-1"), "--seconds: -1 is not accepted; a positive number"),
+                                        (("--timeout", "0"), "--timeout: 0 is not accepted; a positive number"),
+                                        (("--repeats", "0"), "--repeats: 0 is not accepted; 1 or more (")])
+def test_check_refusals_name_the_option_and_value(capsys, team, argv, says):
+    code, _, err = run_cli(capsys, "check", *argv, "--dry-run")
+    line = one_line(err)
+    assert code == EXIT_USAGE and says in line and "more than one sample" not in line, line
+
+
+def test_check_threshold_below_one_is_noted_as_a_percentage(capsys, team):
+    code, out, err = run_cli(capsys, "check", "--threshold", "0.25", "--dry-run")
+    assert code == 0 and "--threshold 0.25 is 0.25% below the median, not 25%" in err, err
+    code, out, err = run_cli(capsys, "check", "--threshold", "25", "--dry-run")
+    assert code == 0 and "--threshold" not in err, err

@@ -42,12 +42,13 @@ class CheckOptions:
             raise UsageError(f"--threshold: {self.threshold * 100:g}% is not accepted; a percentage between 0 and "
                              "100 (exclusive), e.g. 25")
         if self.repeats < 1:
-            raise UsageError(f"--repeats: {self.repeats} is not accepted; 1 or more (a verdict needs more than "
-                             "one sample near the line)")
+            raise UsageError(f"--repeats: {self.repeats} is not accepted; 1 or more (the extra samples of a figure "
+                             "near the line: a verdict needs at least one beside the first)")
         if self.backend not in ("auto", "nccl", "gloo"):
             raise UsageError(f"--backend: {self.backend!r} is not accepted; auto, nccl or gloo")
-        if self.seconds <= 0 or self.timeout <= 0:
-            raise UsageError("--seconds and --timeout must be positive numbers of seconds")
+        for flag, value in (("--seconds", self.seconds), ("--timeout", self.timeout)):
+            if not value > 0:  # NaN too
+                raise UsageError(f"{flag}: {value:g} is not accepted; a positive number of seconds")
 
     def entrypoint_flags(self, nodes: Optional[int] = None) -> tuple:
         """The launcher pinned to torchrun, one process; the check-in may wait as long as a collective. ``nodes``:

@@ -83,6 +83,9 @@ def check_command(
     spec_path = find_spec(spec_path)
     fmt = data_format(as_json, output)
     check_options = CheckOptions(threshold / 100.0, repeats, backend_name, seconds, timeout, verbose)
+    if threshold < 1:  # the plan shows the worker's fraction (0.25 for 25%): a number copied from it is 100x off
+        typer.echo(f"nodeweave: note: --threshold {threshold:g} is {threshold:g}% below the median, not "
+                   f"{threshold * 100:g}%; --threshold is a percentage (the default is 25)", err=True)
     spec, backend, _ = open_cluster(spec_path, reach, dry_run=dry_run)
     notes = backend.check_folders()  # exit 3 first when the nodes could not write the checkpoint folder
     nodes, shape = backend.live_nodes("check", dry_run), {}
