@@ -457,3 +457,32 @@ def test_check_threshold_below_one_is_noted_as_a_percentage(capsys, team):
     assert code == 0 and "--threshold 0.25 is 0.25% below the median, not 25%" in err, err
     code, out, err = run_cli(capsys, "check", "--threshold", "25", "--dry-run")
     assert code == 0 and "--threshold" not in err, err
+
+
+# -- F13: dashboard --url with nothing listening says so before serving, as top does, in words --------------------
+
+
+def test_dashboard_and_top_say_nothing_listens_at_the_url(team):
+    import socket
+    import subprocess
+    import sys
+
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    url = f"http://127.0.0.1:{port}"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    child = subprocess.Popen([sys.executable, "-m", "nodeweave.cli", "dashboard", "--url", url], cwd=team, env=env,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        first = child.stdout.readline()  # the page's line comes after the note
+    finally:
+        child.terminate()
+        _, err = child.communicate(timeout=30)
+    assert "dashboard at http://" in first, first + err
+    assert f"no live picture yet from {url}: connection refused: nothing listens there" in err, err
+    assert "Errno" not in err
+    done = subprocess.run([sys.executable, "-m", "nodeweave.cli", "top", "--url", url, "--once"], cwd=team, env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1 and "connection refused: nothing listens there" in done.stderr, done.stderr
+    assert "Errno" not in done.stderr

@@ -98,6 +98,12 @@ def dashboard_command(
         raise UsageError(f"--bind {bind} --port {port}: cannot listen there: {err.strerror or err}; accepted: an "
                          "address of this machine and a free port (--port 0 picks one)") from None
     if run is None:  # polled once the page is served: a refusal above is the only line, never after a poll's
+        # --url: the first reading, as top's, so nothing there is said, not only drawn (a node's exec channel is
+        # asked by the poll alone: the page is served without waiting for it)
+        live, why = ask_live(None, url, timeout=3) if url is not None else ({}, "")
+        if live is None:
+            typer.echo(f"nodeweave: note: no live picture yet from {why}; the page shows that and keeps asking",
+                       err=True)
         dashboard.poll(history, lambda: ask_live(target, url), interval, stop)
     host, chosen = server.server_address[:2]
     shown = f"[{host}]" if ":" in str(host) else host

@@ -45,7 +45,7 @@ def ask_live(node: Optional[Node] = None, url: Optional[str] = None, timeout: fl
                                         timeout=timeout) as answer:
                 return json.loads(bounded.read_stream(answer, bounded.RECORD_CAP, "node 0's status", url).decode("utf-8")), ""
         except (OSError, ValueError) as err:
-            return None, f"{url}: {getattr(err, 'reason', None) or err}"
+            return None, f"{url}: {_reason(err)}"
     argv = node.entrypoint_argv(["--node", "live"])
     try:
         out = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
@@ -60,6 +60,17 @@ def ask_live(node: Optional[Node] = None, url: Optional[str] = None, timeout: fl
         said = (out.stderr.strip().splitlines() or [f"exit {out.returncode}, no answer"])[-1]
         return None, f"{node.name}: its entrypoint gave no picture ({said})"
     return (answer.get("live"), "") if answer.get("live") else (None, f"{node.name}: {answer.get('error')}")
+
+
+def _reason(err: Exception) -> str:
+    """Why a URL did not answer, in words ("connection refused"), not Python's ``[Errno 111] ...``; nothing
+    listening there is said with what to check."""
+    reason = getattr(err, "reason", None) or err
+    words = getattr(reason, "strerror", None) or str(reason)
+    if isinstance(reason, ConnectionRefusedError):
+        return (f"{words.lower()}: nothing listens there (is the job up and node 0's metrics on? `nodeweave status`; "
+                "the port is the spec's metrics.port)")
+    return words
 
 
 def _seconds(value) -> str:
