@@ -486,3 +486,14 @@ def test_dashboard_and_top_say_nothing_listens_at_the_url(team):
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 1 and "connection refused: nothing listens there" in done.stderr, done.stderr
     assert "Errno" not in done.stderr
+
+
+# -- F36: the refusal of a node count set by hand names the flag made for it ------------------------------------
+
+
+@pytest.mark.parametrize("argv", [("-e", "NNODES=1"), ("--sweep", "NNODES=1,2", "--metric", "x ([0-9]+)"),
+                                  ("-e", "PET_NNODES=1")])
+def test_a_node_count_set_by_hand_points_at_run_nodes(capsys, team, argv):
+    code, _, err = run_cli(capsys, "run", *argv, "--dry-run")
+    line = one_line(err)
+    assert code == EXIT_USAGE and "`nodeweave run --nodes N` runs one run on the first N nodes" in line, line

@@ -35,8 +35,10 @@ def parse_assignment(text: str, option: str) -> Tuple[str, str]:
         raise UsageError(f"{option} {text!r}: the value holds a newline or NUL byte")
     reason = reserved_reason(name)
     if reason is not None:
+        instead = ("`nodeweave run --nodes N` runs one run on the first N nodes; the spec's nodes, every run"
+                   if name in ("NNODES", "PET_NNODES") else "change the matching spec field instead")
         raise UsageError(f"{option} {text!r}: {reason}; accepted: any other variable, e.g. NCCL_DEBUG=INFO "
-                         "(change the matching spec field instead)")
+                         f"({instead})")
     return name, value
 
 
