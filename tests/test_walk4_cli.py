@@ -497,3 +497,11 @@ def test_a_node_count_set_by_hand_points_at_run_nodes(capsys, team, argv):
     code, _, err = run_cli(capsys, "run", *argv, "--dry-run")
     line = one_line(err)
     assert code == EXIT_USAGE and "`nodeweave run --nodes N` runs one run on the first N nodes" in line, line
+
+
+@pytest.mark.parametrize("sweep, fixed", [("A=1, 2", "A=1,2"), ("A=1 ,2", "A=1,2"), ("A= 1", "A=1")])
+def test_a_sweep_value_with_a_space_around_it_is_refused_with_the_spelling(capsys, team, sweep, fixed):
+    """F8: `A=1, 2` ran point 2 with A=' 2'."""
+    code, _, err = run_cli(capsys, "run", "--sweep", sweep, "--metric", "x ([0-9]+)", "--dry-run")
+    line = one_line(err)
+    assert code == EXIT_USAGE and "has a space around it" in line and line.endswith(fixed), line

@@ -50,6 +50,10 @@ def parse_sweeps(options: Sequence[str]) -> List[Tuple[str, List[str]]]:
         points = [v for v in values.split(",")]
         if not values or any(v == "" for v in points):
             raise UsageError(f"--sweep {text!r} is not accepted: VAR=a,b,c with no empty value")
+        spaced = next((v for v in points if v != v.strip()), None)
+        if spaced is not None:  # `A=1, 2`: the space would go into the variable (' 2'), which few programs read as 2
+            raise UsageError(f"--sweep {text!r}: the value {spaced!r} has a space around it, which would be part of "
+                             f"{name}; accepted: VAR=a,b,c without spaces: {name}={','.join(v.strip() for v in points)}")
         if name in (n for n, _ in found):
             raise UsageError(f"--sweep names {name} twice; give all its values in one option: {name}=a,b,c")
         twice = sorted({v for v in points if points.count(v) > 1})
