@@ -505,3 +505,15 @@ def test_a_sweep_value_with_a_space_around_it_is_refused_with_the_spelling(capsy
     code, _, err = run_cli(capsys, "run", "--sweep", sweep, "--metric", "x ([0-9]+)", "--dry-run")
     line = one_line(err)
     assert code == EXIT_USAGE and "has a space around it" in line and line.endswith(fixed), line
+
+
+@pytest.mark.parametrize("argv, target", [(("--target", "slurm"), "slurm"),
+                                          (("-t", "hosts", "--host", "a", "--host", "b", "--engine", "none",
+                                            "--remote-dir", "/srv/job"), "hosts")])
+def test_up_hold_where_nothing_holds_is_refused(capsys, team, argv, target):
+    """F31: up --target slurm --hold and up --target slurm planned byte for byte the same."""
+    code, out, err = run_cli(capsys, "up", *argv, "--hold", "--dry-run")
+    line = one_line(err)
+    assert code == EXIT_USAGE and f"--hold does nothing for target {target}" in line and not out, line
+    code, out, err = run_cli(capsys, "up", *argv, "--dry-run")
+    assert code == 0, err

@@ -46,7 +46,11 @@ def up_command(
         raise UsageError(f"--timeout {timeout:g} does nothing with --no-wait: it is how long up waits for the nodes; "
                          "give one of them")
     timeout = UP_TIMEOUT if timeout is None else timeout
-    spec, backend, _ = open_cluster(spec_path, reach, remember=not dry_run, dry_run=dry_run, for_up=True)
+    spec, backend, checked = open_cluster(spec_path, reach, remember=not dry_run, dry_run=dry_run, for_up=True)
+    if hold and not backend.holds and not check:  # typed, nothing holds there: a flag doing nothing is refused
+        why = ("the allocation holds the nodes; each run is one srun step" if checked.target == "slurm"
+               else "bare hosts run the entrypoint only when `nodeweave run` asks")
+        raise UsageError(f"--hold does nothing for target {checked.target} ({why}): leave it out")
     mode = default_mode(spec) if hold is None else ("hold" if hold else "run")
     note = ""
     if mode == "run":  # the nodes start the spec's script: one the workspace lacks is noted, as `run` notes it
