@@ -61,6 +61,15 @@ def in_the_way(kind: str, path: Path, team: Path) -> None:
 KINDS = ["link to the script", "dangling link", "folder", "named pipe"]
 
 
+def no_compose(team: Path, monkeypatch) -> None:
+    """compose swapped for a script that starts nothing and leaves a mark: a test of a real up must never start
+    containers, whatever the code under test does."""
+    fake = team / "fake-compose"
+    fake.write_text(f"#!/bin/sh\necho \"$@\" > {team / 'compose-was-run'}\nexit 1\n")
+    fake.chmod(0o755)
+    monkeypatch.setattr("nodeweave.cluster.backends.local.compose_tool", lambda engine: [str(fake)])
+
+
 @pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.parametrize("name", ["compose.yaml", "job-token"])
 @pytest.mark.parametrize("dry_run", [True, False], ids=["dry-run", "real"])
@@ -74,10 +83,7 @@ def test_up_refuses_a_state_file_that_is_not_its_own(capsys, team, monkeypatch, 
 
         if shutil.which("podman") is None and shutil.which("docker") is None:
             pytest.skip("the real up needs an engine to get past its tool check (the writer's own test runs here)")
-        fake = team / "fake-compose"
-        fake.write_text(f"#!/bin/sh\necho \"$@\" > {team / 'compose-was-run'}\nexit 1\n")
-        fake.chmod(0o755)
-        monkeypatch.setattr("nodeweave.cluster.backends.local.compose_tool", lambda engine: [str(fake)])
+        no_compose(team, monkeypatch)
     in_the_way(kind, state(team) / name, team)
     code, out, err = run_cli(capsys, "up", "--hold", *(["--dry-run"] if dry_run else []))
     line = one_line(err)
@@ -408,7 +414,8 @@ def test_the_openshift_build_trees_are_never_filled_through_a_link(capsys, team,
     (("run", "--detach", "-q", "--dry-run"), "--quiet does nothing with --detach"),
     (("run", "--detach", "--quiet"), "--quiet does nothing with --detach"),
 ])
-def test_up_and_run_refuse_a_flag_that_does_nothing_with_another(capsys, team, argv, says):
+def test_up_and_run_refuse_a_flag_that_does_nothing_with_another(capsys, team, monkeypatch, argv, says):
+    no_compose(team, monkeypatch)  # the real up of the main before this fix went on to start containers
     code, out, err = run_cli(capsys, *argv)
     line = one_line(err)
     assert code == EXIT_USAGE and says in line and not out, line
