@@ -6,6 +6,8 @@ neither has to climb into the other to find a job's folder.
 
 from __future__ import annotations
 
+import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -17,11 +19,63 @@ def keep_out_of_git(state_dir: Path) -> None:
     """``.nodeweave/.gitignore`` ignoring everything in it, once: a team folder is a git repository, and
     ``git add -A`` would otherwise commit a job's token. A ``.gitignore`` already there is the user's: kept."""
     ignore = state_dir / ".gitignore"
-    if state_dir.name == STATE_DIR and not ignore.exists():
+    if state_dir.name == STATE_DIR and not ignore.exists() and not ignore.is_symlink():  # a link: never followed
         try:
             ignore.write_text(GITIGNORE, encoding="utf-8")
         except OSError:
             pass  # a read-only folder: the token's own write says what went wrong
+
+
+def in_the_way(spec_dir: Path, path: Path, folder: bool = False) -> str:
+    """Why nodeweave must not write its own file ``path`` (inside ``spec_dir``), or "": every folder on the way a
+    real folder, and the file itself a regular file or not there yet. A link is never written through (a link to
+    the training script would be "replaced" by a compose file or a token), a folder or a device never written
+    over; the user moves it away, nodeweave never does. ``folder``: ``path`` is a folder nodeweave fills (a kept
+    tree), so a folder there is its own and anything else is in the way."""
+    for base in (spec_dir.absolute(), spec_dir.resolve()):  # the folders above the spec's are the user's own
+        if path.absolute().is_relative_to(base):
+            parts = path.absolute().relative_to(base).parts
+            break
+    else:
+        return ""  # not under the spec's folder: not a file of this job's state
+    here = base
+    for i, part in enumerate(parts):
+        here = here / part
+        last = i == len(parts) - 1
+        try:
+            mode = os.lstat(here).st_mode
+        except FileNotFoundError:
+            return ""  # nothing there yet: made by nodeweave
+        except OSError as err:
+            return f"{here} cannot be looked at ({err.strerror or err})"
+        shown = here.relative_to(base).as_posix() if here.is_relative_to(base) else str(here)
+        if stat.S_ISLNK(mode):
+            what = "a file" if last and not folder else "a folder"
+            return f"{shown} is a symbolic link (to {os.readlink(here)}), not {what} nodeweave made; it never " \
+                   "writes through a link"
+        if last and folder and not stat.S_ISDIR(mode):
+            return f"{shown} is {_kind(mode)}, not the folder nodeweave keeps its files in"
+        if last and not folder and not stat.S_ISREG(mode):
+            return f"{shown} is {_kind(mode)}, not a file nodeweave made; it never writes over one"
+        if not last and not stat.S_ISDIR(mode):
+            return f"{shown} is {_kind(mode)}, not the folder nodeweave keeps its files in"
+    return ""
+
+
+def _kind(mode: int) -> str:
+    kinds = ((stat.S_ISDIR, "a folder"), (stat.S_ISREG, "a file"), (stat.S_ISCHR, "a character device"),
+             (stat.S_ISBLK, "a block device"), (stat.S_ISFIFO, "a named pipe"), (stat.S_ISSOCK, "a socket"))
+    return next((what for test, what in kinds if test(mode)), "not a regular file")
+
+
+def refuse_in_the_way(spec_dir: Path, path: Path, folder: bool = False) -> None:
+    """Exit 2 in one line when :func:`in_the_way` finds something at ``path`` nodeweave must not write over: asked
+    by the plan (so the dry run refuses as the real run does) and again by the write itself."""
+    problem = in_the_way(spec_dir, path, folder)
+    if problem:
+        from nodeweave.errors import UsageError
+
+        raise UsageError(f"{problem}: move it away (nodeweave remakes its own file there) and run again")
 
 
 @dataclass(frozen=True)

@@ -118,6 +118,19 @@ def check_network_exists(network: Optional[str], kind: str, answered: bool) -> O
     raise UsageError(f"--network {network} is not a network of {kind} here ({', '.join(names) or 'none'}); accepted: "
                      f"{', '.join(NETWORK_MODES)}, container:ID, ns:PATH, or an existing network "
                      f"(`{kind} network create {network}` makes one)")
+def wheelhouse_command(view, house: Path, context: Path) -> str:
+    """The pip line that fills ``house`` with what the image installs (the variant's pins, the spec's image.pip
+    and image.requirements), run where the user is: a pip user has no nodeweave checkout, so a hint naming
+    the repository's own scripts (.ci/wheelhouse.sh) does not work there."""
+    import shlex
+
+    here = Path.cwd().resolve()
+    shown = house.relative_to(here).as_posix() if house.is_relative_to(here) else str(house)
+    words = [shlex.quote(shown), *map(shlex.quote, [*view.variant.pip_requirements, *view.spec.image.pip])]
+    if view.spec.image.requirements:
+        words += ["-r", shlex.quote(str(context / view.spec.image.requirements) if context != here
+                                    else view.spec.image.requirements)]
+    return f"`python -m pip download -d {' '.join(words)}`"
 
 
 def prepare_build(spec, variant: str, context: Path, scratch: Path, base: Optional[str] = None,
@@ -153,7 +166,9 @@ def prepare_build(spec, variant: str, context: Path, scratch: Path, base: Option
     if offline and count == 0:
         from nodeweave.errors import UsageError
 
-        raise UsageError(f"--offline needs wheels, but {house} is empty; fill it (.ci/wheelhouse.sh) or pass --wheelhouse DIR")
+        raise UsageError(f"--offline needs wheels, but {house} is empty; fill it: "
+                         f"{wheelhouse_command(view, house, context)} (docs/images.md, offline builds), or pass "
+                         "--wheelhouse DIR")
     revision = git_revision(context)
     if push and revision is None and not (tag or view.fixed_tag):
         notes.append(f"{context} is not in a git checkout, so there is no <variant>-<git sha> tag: only the mutable "

@@ -123,5 +123,6 @@ def detect_engine(preferred: "str | None" = None) -> Engine:
         raise EnvironmentProblem(f"{source} names {choice}, which does not answer: {reasons[0]}{instead}")
     raise EnvironmentProblem(
         "no container engine is running: " + "; ".join(reasons)
-        + ". Install podman or start dockerd (bash .ci/setup-engine.sh and .ci/setup-docker.sh do it on Debian)."
+        + ". Install podman (Debian, Ubuntu: `sudo apt-get install podman`) or start dockerd "
+          "(`sudo systemctl start docker`)."
     )

@@ -123,6 +123,10 @@ def build_steps(spec, spec_path: Path, context: Path, variant: str, kube_cli: st
     binary = spec.kubernetes.build is None or spec.kubernetes.build.source != "git"
     job = JobState.of(spec_path, spec.name)
     upload = job.kept(UPLOAD_TREE)
+    from nodeweave.jobstate import refuse_in_the_way
+
+    for kept_tree in (upload, job.kept(KEPT_TREE)):  # emptied and filled: never through a link into your files
+        refuse_in_the_way(job.spec_dir, kept_tree, folder=True)
     staged = None
     if binary:
         from nodeweave.build.context import check_context_paths, check_copied_sources, rendered_dockerfile

@@ -18,7 +18,7 @@ import typer
 from nodeweave import __version__
 from nodeweave.cli.habits.base import NodeweaveTyper
 from nodeweave.cli.habits.lazy import LazyVerbs, Verb
-from nodeweave.errors import EXIT_FAILURE, EXIT_USAGE, NodeweaveError
+from nodeweave.errors import EXIT_FAILURE, EXIT_USAGE, NodeweaveError, UsageError
 
 # Every verb: the module whose ``register(app)`` adds it, and the line the root help shows for it
 # (its help's first sentence; tests/test_cli_startup.py holds the two equal). A module is imported
@@ -191,12 +191,14 @@ VERB_FLAGS = ("--json",)
 
 def verb_options_first(argv: "list[str]") -> "list[str]":
     """``-o json status`` as ``status -o json``: the verb's own options, typed before it, moved after it."""
-    moved, index = [], 0
+    moved, index, valueless = [], 0, False
     while index < len(argv):
         word = argv[index]
         name = word.split("=", 1)[0]
         if name in VERB_OPTIONS_WITH_VALUE and "=" not in word and word in VERB_OPTIONS_WITH_VALUE:
             if index + 1 >= len(argv):
+                moved.append(word)  # `nodeweave -o`: no value, and no verb
+                index, valueless = index + 1, True
                 break
             moved += argv[index:index + 2]
             index += 2
@@ -205,8 +207,16 @@ def verb_options_first(argv: "list[str]") -> "list[str]":
             index += 1
         else:
             break
-    if not moved or index >= len(argv) or argv[index].startswith("-"):
-        return argv  # nothing moved, or no verb after them: click answers as before
+    if not moved:
+        return argv
+    if index < len(argv) and argv[index] in ("--help", "-h"):
+        return argv[index:]  # `nodeweave -o json --help`: the program's help, which lists the verbs
+    if index >= len(argv) or argv[index].startswith("-"):  # `nodeweave -o json`: the verb is missing
+        typed = " ".join(moved)
+        lacking = {"-o": "json", "--output": "json", "--spec": "nodeweave.yaml"}[moved[-1]] if valueless else None
+        example = f"{typed} {lacking}" if lacking else typed
+        raise UsageError(f"{typed} is a verb's option and no verb follows it; accepted: a verb after it, e.g. "
+                         f"`nodeweave {example} status` (`nodeweave --help` lists the verbs)")
     verb_end = index + 1
     while verb_end < len(argv) and argv[verb_end] in GROUPS.get(argv[index], ()):  # `runs ls`, `image build`
         verb_end += 1
@@ -276,7 +286,11 @@ def _main(argv: "list[str]") -> int:
         completion_init()
     else:
         _warn_unknown_variables()
-    argv = verb_options_first(argv)
+    try:
+        argv = verb_options_first(argv)
+    except NodeweaveError as err:
+        typer.echo(f"nodeweave: error: {err}", err=True)
+        return err.exit_code
     if argv[:1] in (["sync"], ["bench"]):
         from nodeweave.cli.habits.spellings import upgrade
 

@@ -14,7 +14,8 @@ import typer
 from nodeweave.cli.habits.clusteropts import (DRY_RUN, JSON, REACH, SPEC, console, open_cluster, reach_options,
                                               say, show_plan)
 from nodeweave.cli.habits.nodes import NODE
-from nodeweave.cli.habits.output import complete_from, data_format, emit, is_data, output_option, runs_folder_written
+from nodeweave.cli.habits.output import (complete_from, data_format, emit, is_data, output_option, runs_folder_written,
+                                         runs_parent)
 from nodeweave.errors import NodeweaveError
 
 if TYPE_CHECKING:
@@ -78,7 +79,6 @@ def check_command(
     from nodeweave.check.plan import check_plan
     from nodeweave.cli.habits.base import find_spec
     from nodeweave.cluster.execute import Execution, execute
-    from nodeweave.cluster.runfolder import RUNS
     from nodeweave.cluster.onbackend import live_nodes, require_up
 
     spec_path = find_spec(spec_path)
@@ -93,7 +93,7 @@ def check_command(
         from nodeweave.cluster.overrides import run_overrides
 
         nodes, shape = run_overrides(nodes, nodes=first_nodes(nodes, node, "check"))
-    plan = check_plan(backend.where, nodes, check_options, shape, runs_dir or spec_path.resolve().parent / RUNS,
+    plan = check_plan(backend.where, nodes, check_options, shape, runs_parent(runs_dir, spec_path, writes=True),
                       spec.name)
     if not dry_run:
         require_up(backend, nodes, "check")  # before the run folder is made: nothing up is exit 3, said once
@@ -117,9 +117,8 @@ def default_check(nodes, spec, spec_path: Path, runs_dir: Optional[Path] = None)
     """``run --check`` / ``up --check``: the check with its defaults, as the plan's phase."""
     from nodeweave.check.driver import CheckOptions
     from nodeweave.check.plan import check_phase
-    from nodeweave.cluster.runfolder import RUNS
 
-    return check_phase(nodes, CheckOptions(), {}, runs_dir or spec_path.resolve().parent / RUNS, spec.name)
+    return check_phase(nodes, CheckOptions(), {}, runs_parent(runs_dir, spec_path, writes=True), spec.name)
 
 
 class CheckSession:

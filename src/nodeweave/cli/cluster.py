@@ -12,7 +12,7 @@ from nodeweave.cli.habits.clusteropts import (DRY_RUN, JSON, REACH, SPEC, consol
                                               open_cluster, reach_options, say, show_plan, spec_command)
 from nodeweave.cli.habits.nodes import NODE, checked_selectors, complete_node, pick_nodes, pick_one, run_folder_indices
 from nodeweave.cli.habits.output import (complete_run_ids, data_format, emit, image_reference, is_data, output_option,
-                                        runs_folder_read)
+                                        runs_folder_read, runs_parent)
 from nodeweave.errors import NodeweaveError, UsageError
 
 if TYPE_CHECKING:
@@ -24,6 +24,7 @@ def held_targets(hold: Optional[bool]) -> dict:
     (each run, the spec's too, is one srun step), so there both do nothing."""
     targets = ("local", "hosts", "kubernetes")
     return {"--hold": (hold is True, targets), "--run": (hold is False, targets)}
+UP_TIMEOUT = 300.0  # seconds every node has to come up, unless --timeout says
 
 
 @reach_options
@@ -32,7 +33,8 @@ def up_command(
                                         "run: they start the spec's job (default: the spec's launcher.mode)"),
     image: Optional[str] = typer.Option(None, "--image", callback=image_reference, help="compose targets: the image every node runs "
                                         "(NODEWEAVE_IMAGE), e.g. a <variant>-<sha> tag"),
-    timeout: float = typer.Option(300, "--timeout", min=1, help="Seconds every node has to come up"),
+    timeout: Optional[float] = typer.Option(None, "--timeout", min=1, help="Seconds every node has to come up "
+                                            "(default 300; read only while up waits: not with --no-wait)"),
     wait: bool = typer.Option(True, "--wait/--no-wait", help="Wait until every node is up (live table)"),
     check: bool = typer.Option(False, "--check", help="Then `nodeweave check` the held nodes (exit 5 when it names "
                                "a node or link; the nodes stay up)"),
@@ -51,6 +53,7 @@ def up_command(
     if check and (mode != "hold" or not wait):
         raise UsageError("up --check needs nodes that hold and a wait for them: add --hold (and leave out --no-wait)")
     out = console(stderr=is_data(fmt))
+    timeout = UP_TIMEOUT if timeout is None else timeout
     plan = backend.plan_up(mode, image, timeout, wait,
                            (lambda nodes: default_check(nodes, spec, spec_path)) if check else None)
     if mode == "run":  # the nodes start the spec's script: one the workspace lacks is noted, as `run` notes
@@ -292,14 +295,14 @@ def logs_command(
     spec_path = find_spec(spec_path)
     from nodeweave.cluster.base import ask_status
     from nodeweave.cluster.logs import container_logs, run_logs
-    from nodeweave.cluster.runfolder import RUNS, latest_run
+    from nodeweave.cluster.runfolder import latest_run
     from nodeweave.cluster.onbackend import live_nodes, require_up
 
     out = console()
     if run is not None:  # a run folder on this machine: no cluster, no engine needed to read or follow it
         from nodeweave.runs.history import find_run
 
-        entry = find_run(runs_dir or spec_path.resolve().parent / RUNS, run)
+        entry = find_run(runs_parent(runs_dir, spec_path, writes=False), run)
         if entry.kind == "sweep" and entry.points:
             entry = entry.points[-1]  # the point running now, or the last one
         out.print(f"# {entry.path}", highlight=False, markup=False)
@@ -312,7 +315,7 @@ def logs_command(
         if not held:
             held = ask_status(live_nodes(backend, "read logs of")[0], spec_command(spec)).holding
         if held:
-            parent = runs_dir or spec_path.resolve().parent / RUNS
+            parent = runs_parent(runs_dir, spec_path, writes=False)
             folder = latest_run(parent, spec.name)
             if folder is None:
                 raise UsageError(f"the nodes hold and no run of {spec.name} is in {parent}: "

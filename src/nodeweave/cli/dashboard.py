@@ -13,7 +13,7 @@ import typer
 
 from nodeweave.cli.habits.base import find_spec
 from nodeweave.cli.habits.clusteropts import REACH, SPEC, reach_options
-from nodeweave.cli.habits.output import runs_folder_read
+from nodeweave.cli.habits.output import runs_folder_read, runs_parent
 from nodeweave.cli.top import METRICS_NODE, STATUS_URL, watched_node
 from nodeweave.errors import EXIT_FAILURE, UsageError
 
@@ -24,11 +24,10 @@ if TYPE_CHECKING:
 def _finished_run(run: str, runs_dir: Optional[Path]):
     """(folder, run.json, goodput.json, recovery.json, heat.json) of a finished run, found as ``runs show`` finds
     it."""
-    from nodeweave.cluster.runfolder import RUNS
     from nodeweave.entrypoint import bounded
     from nodeweave.runs.history import find_run
 
-    parent = runs_dir if runs_dir is not None else find_spec(None).resolve().parent / RUNS
+    parent = runs_parent(runs_dir, find_spec(None), writes=False)
     entry = find_run(parent, run)
     if entry.kind != "run":
         raise UsageError(f"--run {run}: {entry.path} is a sweep; accepted: one run (a sweep's point: "

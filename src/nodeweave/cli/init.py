@@ -124,6 +124,8 @@ def init(
     """Write a first spec from this machine's (or the hosts') GPUs and RDMA ports, validated."""
     from nodeweave.spec import parse_spec
 
+    refuse_idle_flags(host, ssh_option, via, _given(ctx, "sysroot"))
+    refuse_naming_itself(path, script)
     if not dry_run:
         refuse_replacing(path, script, force)
     if via is not None:
@@ -135,13 +137,13 @@ def init(
         refuse_before_probing(host, nodes, _given(ctx, "nodes"))
     seen = seen_on_hosts(host, via or "ssh", ssh_option) if host else seen_here(sysroot)
     arguments = (seen, name or _label(Path.cwd().name), len(seen.hosts) or nodes, script, launcher)
-    text, note = spec_text(*arguments, requirements=REQUIREMENTS), ""
+    text, notes = spec_text(*arguments, requirements=REQUIREMENTS), []
     if (path.resolve().parent / REQUIREMENTS).is_file():
         try:
             parse_spec(text, str(path), base_dir=path.resolve().parent)
         except UsageError as err:  # e.g. an unpinned line: the spec is written without it, and says why
             text = spec_text(*arguments)
-            note = f"; {REQUIREMENTS} left out of image.requirements: {err}"
+            notes.append(left_out_note(err))
     else:
         text = spec_text(*arguments)
     try:
@@ -151,6 +153,8 @@ def init(
         raise UsageError("\n".join(_as_flag(line, flags) for line in str(err).splitlines())) from None
     from nodeweave.cli.run import note_script
 
+    for note in filter(None, notes):  # each on its own line, once, before the summary
+        typer.echo(f"nodeweave: note: {note}", err=True)
     note_script(written, path, [script], launcher)  # --script nothere.py: noted, as validate, up, run do
     if dry_run:
         typer.echo(text, nl=False)
@@ -161,8 +165,47 @@ def init(
         from nodeweave.failures import path_problem
 
         raise path_problem(err, "init --out") from None
-    typer.echo(f"nodeweave: wrote {path}: {seen.summary()}{note}; next: nodeweave validate, nodeweave render all",
+    typer.echo(f"nodeweave: wrote {path} ({seen.summary()}); next: nodeweave validate, nodeweave render all",
                err=True)
+
+
+def left_out_note(err: UsageError) -> str:
+    """Why the folder's requirements file is not in the spec init wrote (an unpinned line), and what brings it in:
+    the team's dependencies would otherwise drop out of the image without a word (walk3 F33)."""
+    why = re.sub(r"^.*?image\.requirements: ", "", str(err).splitlines()[0]).split("; accepted:")[0]
+    return (f"{REQUIREMENTS} left out of image.requirements (the image installs it only with every line pinned): "
+            f"{why}; pin it (name==version) and run init again")
+
+
+def refuse_idle_flags(host: List[str], ssh_option: List[str], via: Optional[str], sysroot_given: bool) -> None:
+    """A flag that does nothing without (or with) another is refused, exit 2 (README): --ssh-option and --via
+    reach --host's hosts; --sysroot is this machine's tree, which --host does not read."""
+    if not host and ssh_option:
+        raise UsageError(f"--ssh-option {ssh_option[0]} does nothing without --host: init probes this machine, "
+                         "with no ssh; give --host HOST too, or leave --ssh-option out")
+    kinds = {h.partition(":")[0] if ":" in h else (via or "ssh") for h in host}
+    if host and ssh_option and not any(kind.startswith("ssh") for kind in kinds):
+        raise UsageError(f"--ssh-option {ssh_option[0]} does nothing for {', '.join(sorted(kinds))} hosts (no ssh "
+                         "reaches them): leave it out")
+    if not host and via is not None:
+        raise UsageError(f"--via {via} does nothing without --host: give --host {via}:NAME")
+    if host and sysroot_given:
+        raise UsageError("--sysroot does nothing with --host: the hosts are probed, not a captured tree; "
+                         "give one of them")
+
+
+def refuse_naming_itself(path: Path, script: str) -> None:
+    """``--out`` where the new spec's own training script or requirements file goes is refused whether or not the
+    file exists yet: the spec would run itself (``init --out train.py`` wrote a spec whose launcher.script is
+    train.py), and the file meant to be the user's would be nodeweave's."""
+    folder = path.resolve().parent
+    for named, what, other in (
+            (folder / script, f"the training script the new spec runs (launcher.script {script})",
+             ", or --script another script"),
+            (folder / REQUIREMENTS, f"where the folder's requirements file goes (image.requirements {REQUIREMENTS})",
+             "")):
+        if path.resolve() == named.resolve():
+            raise UsageError(f"--out {path}: that is {what}; give --out another file (nodeweave.yaml){other}")
 
 
 def refuse_replacing(path: Path, script: str, force: bool) -> None:

@@ -12,7 +12,8 @@ from nodeweave.cli.habits.clusteropts import (DRY_RUN, JSON, REACH, SPEC, consol
                                               say, show_plan, spec_command)
 from nodeweave.cli.habits.dashes import CommandAfterDashes, launcher_command
 from nodeweave.cli.habits.nodes import NODE
-from nodeweave.cli.habits.output import complete_from, data_format, emit, is_data, output_option, runs_folder_written
+from nodeweave.cli.habits.output import (complete_from, data_format, emit, is_data, output_option, runs_folder_written,
+                                         runs_parent)
 from nodeweave.cli.habits.detach import announce
 from nodeweave.errors import NodeweaveError, UsageError
 
@@ -64,12 +65,14 @@ def run_command(
     spec_path = find_spec(spec_path)
     from nodeweave.cli.check import default_check
     from nodeweave.cluster.overrides import run_overrides
-    from nodeweave.cluster.runfolder import RUNS
     from nodeweave.cluster.runplan import SweepRequest, run_plan
     from nodeweave.cluster.sweep import compile_metric, parse_assignment, parse_sweeps, sweep_points
     from nodeweave.cluster.onbackend import live_nodes, require_up
 
     fmt = data_format(as_json, output)
+    if quiet and detach:  # a flag that does nothing is refused (README)
+        raise UsageError("--quiet does nothing with --detach: a detached run shows no output anyway (it goes to the "
+                         "run folder; `nodeweave logs -f --run ID` follows it); give one of them")
     if profile not in (None, "nsys", "rocprofv3"):
         raise UsageError(f"--profile {profile!r} is not accepted: nsys or rocprofv3")
     if profile_options is not None and profile is None:
@@ -95,7 +98,7 @@ def run_command(
     everyone = live_nodes(backend, "run", dry_run)
     nodes_wanted = _node_count(everyone, node, nodes_wanted)
     nodes, shape = run_overrides(everyone, nproc_per_node, nodes_wanted, launcher)
-    parent = runs_dir or spec_path.resolve().parent / RUNS
+    parent = runs_parent(runs_dir, spec_path, writes=True)
     checking = default_check(nodes, spec, spec_path, runs_dir) if check else None
     plan = run_plan(backend.where, nodes, command, points, {**shape, **extra}, profile, grace,
                     spec.recovery.enabled, parent, spec.name, SweepRequest(metric, lower_is_better) if sweep else None,

@@ -25,12 +25,11 @@ METRIC = typer.Option(None, "--metric", help="REGEX whose first group is read fr
 
 
 def _parent(runs_dir: Optional[Path]) -> Path:
-    from nodeweave.cluster.runfolder import RUNS
+    from nodeweave.cli.habits.output import runs_parent
 
-    if runs_dir is None:
-        return find_spec(None).resolve().parent / RUNS  # absent until the first run: "no runs yet"
-    # a given one was judged as the command line was read (habits.output.runs_folder_read)
-    return runs_dir
+    # a given one was judged as the command line was read (habits.output.runs_folder_read); runs/ beside the
+    # spec by the same rule (absent until the first run: "no runs yet")
+    return runs_dir if runs_dir is not None else runs_parent(None, find_spec(None), writes=False)
 
 
 def _console():

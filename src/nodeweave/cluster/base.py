@@ -208,7 +208,7 @@ class Backend(abc.ABC):
         from nodeweave.cluster.phases import node_commands, step_phases
         from nodeweave.plan import AllocatePhase, FilesPhase, Plan, WaitPhase
 
-        files = self._up_files(mode)
+        files = self._refused_in_the_way(self._up_files(mode))
         notes = tuple(self._up_notes(image))  # the image, and what this environment changes in the steps
         notes += tuple(self.renamed)  # what up made under the spec's old name stays up beside the new job
         if self.spec.start_differs:  # a range or recovery: the count is not simply `nodes`
@@ -238,11 +238,11 @@ class Backend(abc.ABC):
         earlier: list = []
         notes: Tuple[str, ...] = ()
         for old, why in renamed:
-            old_files = old._down_files(delete_claims)
+            old_files = old._refused_in_the_way(old._down_files(delete_claims))
             notes += (why,)
             earlier += [FilesPhase(f"job {old.spec.name}'s files", files=tuple(old_files))] if old_files else []
             earlier += step_phases(old._down_steps(delete_claims))
-        files = self._down_files(delete_claims)
+        files = self._refused_in_the_way(self._down_files(delete_claims))
         planned = [FilesPhase("the job's files", files=tuple(files))] if files else []
         return Plan("down", self.where, tuple(earlier + planned + step_phases(self._down_steps(delete_claims))),
                     notes)
@@ -276,6 +276,15 @@ class Backend(abc.ABC):
         """Run the plan's ``allocate`` phase (the phase carries it: ``AllocatePhase.take``); the values of the
         placeholders the later phases carry."""
         raise NotImplementedError(f"the {self.target} target plans no allocation")
+
+    def _refused_in_the_way(self, files: list) -> list:
+        """``files``, once none of them has a link, a folder or a device in its place (exit 2 otherwise): planned
+        so, the dry run refuses what the real write would."""
+        from nodeweave.jobstate import refuse_in_the_way
+
+        for planned in files:
+            refuse_in_the_way(self.spec_dir, self.spec_dir / planned.path)
+        return files
 
     def _up_files(self, mode: str) -> list:
         """The files ``up`` writes on this machine, as a plan's ``PlannedFile``\\ s: the one way a backend writes

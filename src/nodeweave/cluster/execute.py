@@ -147,8 +147,11 @@ def write_files(phase: FilesPhase, spec_dir: Path, say: Callable[[str], None]) -
     """The planned files, all or none (``nodeweave.rendering.plan.write_all``: staged, then renamed into place);
     one without content is a fresh secret, made (0600) once the others are in."""
     from nodeweave.cluster import token
+    from nodeweave.jobstate import refuse_in_the_way
     from nodeweave.rendering.plan import write_all
 
+    for planned in phase.files:  # planned so too; asked again here, as the write is now
+        refuse_in_the_way(spec_dir, spec_dir / planned.path)
     write_all([(spec_dir / f.path, f.content) for f in phase.files if f.content is not None])
     for planned in phase.files:
         if planned.content is None:

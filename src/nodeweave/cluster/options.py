@@ -186,8 +186,10 @@ def save_state(spec_path: Path, name: str, options: ClusterOptions, made: "Optio
         made = kept.get(MADE) if isinstance(kept, dict) else None
     if made:
         data[MADE] = made
+    from nodeweave.jobstate import keep_out_of_git, refuse_in_the_way
+
+    refuse_in_the_way(spec_path.resolve().parent, path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    from nodeweave.jobstate import keep_out_of_git
 
     keep_out_of_git(path.parent.parent)
     scratch = path.with_name(f".{path.name}.tmp")
@@ -198,7 +200,13 @@ def save_state(spec_path: Path, name: str, options: ClusterOptions, made: "Optio
 
 
 def _read_json(path: Path):
-    """The JSON in ``path``, None when there is no such file; anything unreadable is named with its remedy."""
+    """The JSON in ``path``, None when there is no such file; anything unreadable is named with its remedy, and a
+    link, a folder or a device there is refused as the write would refuse it (never read through)."""
+    from nodeweave.jobstate import in_the_way
+
+    if path.is_symlink() or (path.exists() and not path.is_file()):
+        problem = in_the_way(path.parent, path)
+        raise _damaged(path, problem.split(" ", 1)[1] if problem else "is not a file")
     try:
         text = bounded.read_text(path, bounded.RECORD_CAP, "a state file")
     except FileNotFoundError:
@@ -245,6 +253,7 @@ def _options(path: Path, data, prefix: str = "") -> ClusterOptions:
     """``data`` as ClusterOptions, every field's type checked (a hand edit is named, not half-read)."""
     if not isinstance(data, dict):
         raise _damaged(path, f"{prefix.rstrip('.') or 'its top level'} is not a mapping of options", prefix)
+    _judge_made(path, data.get(MADE), prefix)
     data = {k: v for k, v in data.items() if k != MADE}
     unknown = sorted(set(data) - set(_TEXT_FIELDS) - set(_LIST_FIELDS))
     if unknown:
@@ -261,7 +270,29 @@ def _options(path: Path, data, prefix: str = "") -> ClusterOptions:
             raise _damaged(path, f"field {prefix}{key} is {value!r}, not a list of text", prefix)
     options = ClusterOptions(**{k: tuple(v) if k in _LIST_FIELDS else v for k, v in data.items()})
     _judge_values(path, options, prefix)
+    if TARGET_ALIASES.get(target, target) == "hosts" and not options.hosts:  # up records the hosts it was given
+        raise _damaged(path, f"field {prefix}target is 'hosts' with no hosts recorded (field {prefix}hosts)", prefix)
     return options
+
+
+def _judge_made(path: Path, made, prefix: str) -> None:
+    """``made`` (what ``up`` made, read by ``down`` and a renamed job's verbs) judged with the other fields, as
+    every verb reads the file: a mapping of MADE_FIELDS to text (or null), ``job`` given."""
+    if made is None:
+        return
+    field = f"field {prefix}{MADE}"
+    if not isinstance(made, dict):
+        raise _damaged(path, f"{field} is {made!r}, not a mapping of {', '.join(MADE_FIELDS)}", prefix)
+    unknown = sorted(set(made) - set(MADE_FIELDS))
+    if unknown:
+        raise _damaged(path, f"{field} has an unknown field {unknown[0]!r} (known: {', '.join(MADE_FIELDS)})", prefix)
+    for key, value in made.items():
+        if value is not None and not isinstance(value, str):
+            raise _damaged(path, f"{field}.{key} is {value!r}, not text or null", prefix)
+    if not made.get("job"):
+        raise _damaged(path, f"{field}.job is {made.get('job')!r}: the job `nodeweave up` made is not named", prefix)
+    if made.get("target") is not None and made["target"] not in TARGETS:
+        raise _damaged(path, f"{field}.target is {made['target']!r}, not one of {', '.join(TARGETS)}", prefix)
 
 
 def _judge_values(path: Path, saved: ClusterOptions, prefix: str) -> None:
@@ -288,6 +319,14 @@ def _judge_values(path: Path, saved: ClusterOptions, prefix: str) -> None:
             check()
         except UsageError as err:
             raise _damaged(path, str(err), prefix) from None
+    from nodeweave.remote import RemoteOptions
+
+    try:  # the rules --ssh-option and --kube-context are judged by, naming the field, not the flag
+        RemoteOptions(ssh_options=saved.ssh_options, kube_context=saved.kube_context)
+    except UsageError as err:
+        why = str(err).replace("--ssh-option", f"{field('ssh_options')} entry").replace(
+            "--kube-context", field("kube_context"))
+        raise _damaged(path, why, prefix) from None
 
 
 def _damaged(path: Path, why: str, prefix: str = "") -> UsageError:
@@ -323,11 +362,7 @@ def load_made(spec_path: Path, name: str) -> Optional[dict]:
     path = state_path(spec_path, name)
     data = _read_json(path)
     made = data.get(MADE) if isinstance(data, dict) else None
-    if made is None:
-        return None
-    if not isinstance(made, dict) or not all(isinstance(made.get(k), (str, type(None))) for k in MADE_FIELDS) \
-            or not made.get("job"):
-        raise _damaged(path, f"field {MADE} is {made!r}, not what `nodeweave up` records")
+    _judge_made(path, made, "")
     return made
 
 

@@ -55,8 +55,9 @@ def new_token() -> str:
 
 def write_token(path: Path, token: str) -> Path:
     """Write ``token`` to ``path`` as a fresh 0600 file (0700 folder), replacing an older one."""
-    from nodeweave.jobstate import keep_out_of_git
+    from nodeweave.jobstate import keep_out_of_git, refuse_in_the_way
 
+    refuse_in_the_way(path.parent.parent.parent, path)  # <folder>/.nodeweave/<job>/job-token: never through a link
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     keep_out_of_git(path.parent.parent)  # .nodeweave/<job>/job-token: never committed with the folder
     scratch = path.with_name(f".{path.name}.{os.getpid()}")

@@ -166,7 +166,7 @@ def _parse(text: str, source_name: str, base_dir: Optional[Path]) -> Spec:
     if reader.is_null(root):
         raise UsageError(
             f"{source_name}: the spec is empty; accepted: a mapping with at least 'name', "
-            "'image: {variant: ...}' and 'launcher: {script: ...}' (see nodeweave.yaml in the repository)"
+            "'image: {variant: ...}' and 'launcher: {script: ...}' (`nodeweave init` writes a first one)"
         )
     try:
         return _spec(reader, root, base_dir)

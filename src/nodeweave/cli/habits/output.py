@@ -229,3 +229,36 @@ def check_image_reference(value: str, what: str) -> str:
             value.split(":")[0].split("@")[0].lower() else ""
         raise UsageError(f"{what} {value!r} is not accepted{lower}: {IMAGE_REFERENCE.accepted}")
     return value
+
+
+def runs_parent(runs_dir: "Path | None", spec_path: Path, writes: bool) -> Path:
+    """The folder of run folders every verb reads or writes: ``--runs-dir`` as given (judged as the command line
+    was read), else ``runs/`` beside the spec, judged by the same rule (a file, a link to one, a device or a
+    dangling link there is refused in one line, exit 2, by the dry run as by the real verb; absent: made by the
+    first run, "no runs yet" to a reader)."""
+    if runs_dir is not None:
+        return runs_dir
+    import os
+
+    from nodeweave.cluster.runfolder import RUNS
+
+    parent = spec_path.resolve().parent / RUNS
+    if parent.is_dir():
+        if writes and not os.access(parent, os.W_OK | os.X_OK):
+            raise UsageError(f"runs/ beside the spec ({parent}) is not writable by this user, and a run's folder "
+                             "goes there; accepted: a folder you can write, or --runs-dir DIR")
+        return parent
+    if not parent.is_symlink() and not parent.exists():
+        if writes:
+            from nodeweave.failures import writable_dir
+
+            writable_dir(parent, "runs/ beside the spec:")
+        return parent
+    if parent.exists():
+        kind = "a file" if parent.is_file() else \
+            not_a_file_to_write(parent).removeprefix("is ").removesuffix(", not a file")
+        link = f" (a link to {os.readlink(parent)})" if parent.is_symlink() else ""
+    else:
+        kind, link = f"a link to {os.readlink(parent)}, which does not exist", ""
+    raise UsageError(f"runs/ beside the spec ({parent}) is {kind}{link}, not a folder: nodeweave keeps its run "
+                     "folders there; accepted: a folder (move that one away), or --runs-dir DIR")
