@@ -186,6 +186,9 @@ def test_a_run_record_with_unexpected_types_is_one_line(project, record, words, 
     (folder / "run.json").write_text(json.dumps(record))
     done = shell(quoted([*NODEWEAVE, *verb]), project)
     no_traceback(done)
+    if verb == ["runs", "ls"]:  # a listing shows the damaged record as its row, the others as ever (walk2 U5)
+        assert done.returncode == 0 and "unreadable: run.json" in done.stdout and words in done.stdout, done.stdout
+        return
     assert done.returncode == EXIT_USAGE, done.stderr
     assert done.stderr.count("\n") == 1 and "run.json" in done.stderr and words in done.stderr, done.stderr
 

@@ -104,6 +104,8 @@ def test_ups_files_are_written_all_or_none(tmp_path):
     phase = FilesPhase("the job's files", files=(PlannedFile("job/compose.yaml", "the compose file", b"a: 1\n"),
                                                   PlannedFile("blocked/.env", "the env file", b"B=2\n")))
     said = []
-    with pytest.raises(OSError):
+    from nodeweave.errors import NodeweaveError
+
+    with pytest.raises((OSError, NodeweaveError)):  # today refused before any write: a file where a folder goes
         phase.run(Execution(tmp_path, said.append))
     assert sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*")) == ["blocked"] and said == []

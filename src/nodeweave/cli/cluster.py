@@ -49,6 +49,9 @@ def up_command(
     fmt = data_format(as_json, output)
     spec, backend, _ = open_cluster(spec_path, reach, remember=not dry_run, dry_run=dry_run, for_up=True,
                                     extra=held_targets(hold))
+    if hold and not backend.holds and not check:  # bare hosts (engine none): nothing holds there, a flag doing nothing
+        raise UsageError(f"--hold does nothing for target {backend.target} without an engine (bare hosts run the "
+                         "entrypoint only when `nodeweave run` asks): leave it out")
     mode = default_mode(spec) if hold is None else ("hold" if hold else "run")
     if check and (mode != "hold" or not wait):
         raise UsageError("up --check needs nodes that hold and a wait for them: add --hold (and leave out --no-wait)")
@@ -62,11 +65,11 @@ def up_command(
 
         note_script(spec, spec_path, [spec.launcher.script], spec.launcher.type)
     unpullable = _unpullable(backend, plan, image)
-    if dry_run:
-        if unpullable:
-            from dataclasses import replace
+    if unpullable:  # in the plan the real run executes too, as its dry run shows it
+        from dataclasses import replace
 
-            plan = replace(plan, notes=(*plan.notes, f"warning: {unpullable}"))
+        plan = replace(plan, notes=(*plan.notes, f"warning: {unpullable}"))
+    if dry_run:
         show_plan(plan, fmt, backend, None, "up")  # the engine or tool missing; the nodes need not be up
         return
     if unpullable:

@@ -49,7 +49,7 @@ def parse_assignment(text: str, option: str, run: bool = False) -> Tuple[str, st
         raise UsageError(f"{option} {text!r}: {reason}; this run's own flag sets it: `nodeweave run "
                          f"{example}`{each}")
     if reason is not None:
-        instead = ("`nodeweave run --nodes N` runs one run on the first N nodes; the spec's nodes, every run"
+        instead = ("run's --nodes flag runs one run on the first nodes; the spec's nodes, every run"
                    if name in ("NNODES", "PET_NNODES") else "change the matching spec field instead")
         raise UsageError(f"{option} {text!r}: {reason}; accepted: any other variable, e.g. NCCL_DEBUG=INFO "
                          f"({instead})")

@@ -226,18 +226,6 @@ def recorded_cluster(spec, spec_path: Path, given=None, fallback: bool = True, d
                 (f"the real sync would end with exit 3: {err}",))
 
 
-def refuse_pod_flags(targets: TargetArgs, found) -> None:
-    """--namespace / --container with no --target, on a job whose cluster (the one up recorded, else the spec's
-    default) has no pods: refused as the other verbs refuse them for that target (``-t local`` already was)."""
-    if any(t.namespaced for t in found):
-        return
-    kinds = ", ".join(sorted({t.kind for t in found})) or "no"
-    for flag, value in (("--namespace", targets.namespace), ("--container", targets.container)):
-        if value is not None:
-            raise UsageError(f"{flag} {value} does nothing for this job's cluster ({kinds} nodes; it is for target "
-                             "kubernetes): leave it out, or give --target kubernetes")
-
-
 def hosts_workspace(spec, recorded, found) -> str:
     """DEST on bare ssh hosts: the workspace folder up recorded, else an absolute workspace.host_path."""
     if recorded is not None and all(t.kind == "ssh" for t in recorded[0]):
