@@ -308,3 +308,32 @@ def test_node_0_without_a_training_slot_finishes_when_a_member_fails_under_recov
         cluster.close()
     assert returned == [EXIT_PEER_FAILED], logs
     assert hub_watch.fault()[1].startswith("node 1 ")
+
+
+def _outside_reads(root):
+    """Names read off a watch outside the watch's own modules (checkin/heartbeat.py, stall/) that are neither
+    a method of a watch nor in the declared reading: each is a watch's inner state reached into."""
+    from nodeweave.entrypoint.checkin.heartbeat import HubWatch, LinkWatch
+    from nodeweave.entrypoint.stall.local import LocalWatch
+    from nodeweave.entrypoint.stall.surface import READABLE
+
+    methods = {name for cls in (LinkWatch, HubWatch, LocalWatch) for name in dir(cls)
+               if not name.startswith("_") and callable(getattr(cls, name))}
+    own = {"checkin/heartbeat.py"} | {f"stall/{p.name}" for p in (root / "stall").glob("*.py")}
+    return {str(p.relative_to(root)): hits for p in sorted(root.rglob("*.py")) if str(p.relative_to(root)) not in own
+            and (hits := [(line, name) for line, name in _watch_reads(p) if name not in methods | set(READABLE)])}
+
+
+def test_nothing_outside_the_watch_reads_its_thread_failure_or_state():
+    """Was: the supervisor read ``watch.thread`` to start or attach, a spare joined ``watch.thread`` and read
+    ``watch.closing``, recovery's straggler seam read ``watch.failure``; each asks a method now (``launch_with``,
+    ``sit_out``, ``fault``)."""
+    assert _outside_reads(ENTRYPOINT) == {}
+
+
+def test_the_outside_read_check_catches_the_old_forms(tmp_path):
+    (tmp_path / "stall").mkdir()
+    (tmp_path / "recovery").mkdir()
+    (tmp_path / "recovery" / "node.py").write_text("def f(watch):\n    watch.thread.join()\n    if watch.closing:\n"
+                                                   "        return watch.failure, watch.sit_out()\n")
+    assert _outside_reads(tmp_path) == {"recovery/node.py": [(2, "thread"), (3, "closing"), (4, "failure")]}

@@ -88,6 +88,14 @@ class Watch(WatchSurface):
     def _before_start(self):
         """What a side prepares on the starting thread (node 0: a way to wake its loop, ``close``)."""
 
+    def launch_with(self, stop_launcher):
+        """``stop_launcher`` is what a failure stops: the beats start with it, or (recovery's generations beat
+        from before the launcher's plan) it joins the beats already running."""
+        if self.thread is None:
+            self.start(stop_launcher)
+        else:
+            self.attach_launcher(stop_launcher)
+
     def attach_launcher(self, stop_launcher):
         """The launcher started after the beats did (a generation's plan can take seconds: a DNS answer late
         under load, and a node silent meanwhile would count as lost): a failure heard before it is stopped now."""
@@ -142,6 +150,14 @@ class LinkWatch(LinkStall, Watch):
         self.closing = False
         for listener in LINK_WATCHES:  # metrics/: this node's GPU readings on its beats (a callable, or None)
             self.beat_extra = listener(self) or self.beat_extra
+
+    def sit_out(self):
+        """A node without a place this generation (a spare, one left out): beat until node 0 ends the
+        generation; True when it ended the job (nothing more to wait for), False for a next generation."""
+        self.start()  # no launcher to stop
+        self.thread.join()
+        self.close()
+        return self.closing
 
     def _send(self, message):
         with self.lock:

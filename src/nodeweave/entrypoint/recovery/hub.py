@@ -222,7 +222,7 @@ class HubSide:
     def _take_straggler(watch, fault):
         """The stall watch's seam (``stall/fault.py``): a straggler named N checks in a row ends the generation
         with its node as the culprit, as a crash would; the next one leaves that node out."""
-        if watch.failure is not None:
+        if watch.fault() is not None:  # a failure stopped this generation first
             return False
         ranks = ", ".join(map(str, fault["ranks"]))
         how = f"rank(s) {ranks} named a straggler {fault['checks']} checks in a row ({fault['gap']:.0%} slower)"

@@ -59,10 +59,8 @@ class NodeSide:
                 continue
             self.gens._say_role(book, role)
             self.gens.hold_warm(role)
-            watch.start()  # a spare has no launcher to stop
-            watch.thread.join()
-            watch.close()
+            job_over = watch.sit_out()  # a spare has no launcher to stop
             channel.finish(2.0)  # not close(): a reset with node 0's beats unread would lose this node's answer
-            if watch.closing:
+            if job_over:
                 self.log("recovery: the job finished; this node was not needed")
                 return 0

@@ -232,10 +232,7 @@ def run_supervised(executable, argv, env, watch=None, received=None, warm=None):
     if watch is not None:
         tail.parent_side()
         stopper = _stopper(pid, reaped, tail, ranks)
-        if watch.thread is None:
-            watch.start(stopper)
-        else:  # beating since before the launcher's plan (recovery's generations)
-            watch.attach_launcher(stopper)
+        watch.launch_with(stopper)  # beating from now on, or since before the plan (recovery's generations)
     signal.pthread_sigmask(signal.SIG_SETMASK, saved)
     if warm is not None:
         warm.hold(executable, env)  # the next generation's launcher, while this one runs

@@ -33,6 +33,10 @@ class LocalWatch(FaultSeam):
         self.stop_launcher = None
         self.thread = None
 
+    def launch_with(self, stop_launcher):
+        """The launcher a stall stops; the watch starts with it (one node alone beats to nobody before)."""
+        self.start(stop_launcher)
+
     def start(self, stop_launcher):
         self.stop_launcher = stop_launcher
         self.thread = threading.Thread(target=self._run, name="nodeweave-stallwatch", daemon=True)
