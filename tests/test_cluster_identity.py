@@ -393,6 +393,8 @@ def test_kubernetes_and_slurm_plans_name_the_image_and_the_variables_their_tools
     assert f"# KUBECONFIG={tmp_path / 'elsewhere.yaml'} from this environment is read" in kube.stdout, kube.stdout
     slurm = cli(spec.parent, _env(tmp_path, SALLOC_PARTITION="big"), "up", "-t", "slurm", "--dry-run")
     assert "# SALLOC_PARTITION=big from this environment is read" in slurm.stdout, slurm.stdout + slurm.stderr
+    assert "# every node runs image localhost/t/twin:cpu through pyxis (localhost#t/twin:cpu): the spec's" in \
+        slurm.stdout, slurm.stdout  # the image each step runs, as every target's plan names it
 
 
 def test_a_dry_run_reads_the_old_single_state_file_and_writes_nothing(tmp_path):

@@ -135,11 +135,23 @@ class SlurmCluster(Backend):
     def _up_notes(self, image: Optional[str]) -> List[str]:
         """What ``up`` says first, and the recorded allocation when Slurm still holds it (asked with ``squeue``
         only; taking an allocation is the plan's ``allocate`` step)."""
-        notes = super()._up_notes(image)
+        notes = [self._image_line(), *super()._up_notes(image)]
         if self._needs_allocation():
             return notes
         live = self._live()
         return [*notes, f"allocation {self.job} is already up ({live.get('job_state')} on {live.get('nodes') or '-'})"]
+
+    def _image_line(self) -> str:
+        """The image every step runs, named in the plan as the other targets name theirs."""
+        if self.runtime.kind == "host":
+            return "every node runs the entrypoint of the shared environment (slurm.runtime host): no image"
+        from nodeweave.resolve import resolve
+
+        if self.runtime.kind == "apptainer" and self.spec.slurm and self.spec.slurm.sif:
+            return f"every node runs image {self.runtime.image} through apptainer: slurm.sif"
+        return (f"every node runs image {resolve(self.spec).image} through {self.runtime.kind} "
+                f"({self.runtime.image}): the spec's image.* (`nodeweave image build --push` puts it where the "
+                "nodes pull it)")
 
     def _allocation_step(self) -> Optional[Step]:
         if not self._needs_allocation():
