@@ -70,7 +70,7 @@ def test_up_hold_on_kubernetes_with_a_spare_holds_three_pods_and_the_spare_as_a_
         assert "spare (2)" in table and PLAN_BUG not in table, table
 
         explain = nodeweave(spec_path, "exec", "-t", "kubernetes", "--node", "2", "--", "nodeweave-entrypoint",
-                            "--explain", env=env)  # in the spare's pod, as a user asks it there
+                            "--explain", "--", "train.py", env=env)  # in the spare's pod, with the job's script
         said = explain.stdout + explain.stderr
         assert explain.returncode == 0 and PLAN_BUG not in said and "Errors" not in said, said
         assert "this node    spare (container identity 2)" in explain.stdout, said
