@@ -43,7 +43,7 @@ CI_TOOLS = {
         "tests/test_manifests.py::*", "tests/test_cluster_targets.py::*",
         "tests/test_examples.py::test_kubernetes_objects_validate_and_every_folder_builds*",
         "tests/e2e/test_cluster_kube.py::*", "tests/e2e/test_kubectl_standin.py::test_down_*",
-        "tests/e2e/test_kube_recovery.py::*",
+        "tests/e2e/test_kube_recovery.py::*", "tests/e2e/test_kube_held_spare.py::*",
         "tests/test_seed_loops.py::test_up_applies_an_overlay_folder_of_the_users_own",
         "tests/test_cluster_argv.py::test_kubernetes_up_pins_the_digest_the_last_push_recorded",
         "tests/test_scanners.py::test_checkov_*", "tests/test_scanners.py::test_the_default_pod_*",
