@@ -84,6 +84,9 @@ class RecordingWatch:
         self.stop_after, self.grace, self.ended = stop_after, grace, None
         self.thread = None  # not beating yet: run_supervised starts it with the launcher's stop
 
+    def launch_with(self, stop):  # run_supervised hands its launcher's stop (heartbeat.Watch.launch_with)
+        self.start(stop)
+
     def start(self, stop):
         if self.stop_after is not None:
             timer = threading.Timer(self.stop_after, stop, args=(self.grace,))

@@ -186,7 +186,7 @@ def test_row_51_help_flags_and_the_spec_from_stdin(project):
     (["up", "--run", "--hold", "--dry-run"], "--hold and --run contradict each other"),
     (["run", "-e", "A=1", "--sweep", "A=2,3", "--dry-run", "--", "x.py"], "A is both set (-e A=1) and swept"),
     (["run", "--metric", "loss ([0-9.]+)", "--dry-run", "--", "x.py"], "--metric ranks the points of a --sweep"),
-    (["run", "--lower-is-better", "--dry-run", "--", "x.py"], "--lower-is-better ranks the points"),
+    (["run", "--lower-is-better", "--dry-run", "--", "x.py"], "--lower-is-better does nothing without --metric"),
     (["run", "--sweep", "A=1,1", "--dry-run", "--", "x.py"], "gives A=1 twice"),
     (["render", "--check", "--force"], "--check writes nothing, so --force would do nothing"),
     (["render", "--check", "--prune"], "--check writes nothing, so --prune would do nothing"),
