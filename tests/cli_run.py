@@ -67,6 +67,13 @@ def in_process(capsys, *argv: str) -> "tuple[int, str, str]":
     return code, out.out, out.err
 
 
+def one_line(text: str) -> str:
+    """The one non-blank line of ``text`` (a refusal is one line, never a traceback)."""
+    lines = [line for line in text.splitlines() if line.strip()]
+    assert len(lines) == 1 and "Traceback" not in text, text
+    return lines[0]
+
+
 def leaves() -> "list[tuple[list[str], object]]":
     """Every runnable command of ``nodeweave``: (its words, the click command), for tests that walk every verb."""
     import typer.main

@@ -12,18 +12,7 @@ import pytest
 
 from nodeweave.cli import main
 from nodeweave.errors import EXIT_USAGE
-
-
-def run_cli(capsys, *argv) -> "tuple[int, str, str]":
-    code = main(list(argv))
-    out = capsys.readouterr()
-    return code, out.out, out.err
-
-
-def one_line(text: str) -> str:
-    lines = [line for line in text.splitlines() if line.strip()]
-    assert len(lines) == 1 and "Traceback" not in text, text
-    return lines[0]
+from cli_run import in_process as run_cli, one_line
 
 
 # -- D1: an output option replaces only a file of the kind it writes, whatever the flags say -----------------

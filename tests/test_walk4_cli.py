@@ -11,23 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from nodeweave.cli import main
+from cli_run import in_process as run_cli, one_line
 from nodeweave.errors import EXIT_USAGE
 
 SPEC = "name: team\nimage: {variant: cpu}\nnodes: 2\nlauncher: {script: train.py}\n"
 SCRIPT = "print('the training script')\n"
-
-
-def run_cli(capsys, *argv) -> "tuple[int, str, str]":
-    code = main(list(argv))
-    out = capsys.readouterr()
-    return code, out.out, out.err
-
-
-def one_line(text: str) -> str:
-    lines = [line for line in text.splitlines() if line.strip()]
-    assert len(lines) == 1 and "Traceback" not in text, text
-    return lines[0]
 
 
 @pytest.fixture

@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 import cli_run
-from nodeweave.cli import main
+from cli_run import in_process as run_cli, one_line
 
 SPEC = """\
 name: team
@@ -26,18 +26,6 @@ launcher:
   type: torchrun
   script: train.py
 """
-
-
-def run_cli(capsys, *argv) -> "tuple[int, str, str]":
-    code = main(list(argv))
-    out = capsys.readouterr()
-    return code, out.out, out.err
-
-
-def one_line(text: str) -> str:
-    lines = [line for line in text.splitlines() if line.strip()]
-    assert len(lines) == 1 and "Traceback" not in text, text
-    return lines[0]
 
 
 @pytest.fixture

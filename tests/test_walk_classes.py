@@ -12,19 +12,13 @@ from pathlib import Path
 
 import pytest
 import cli_run
-from cli_run import in_process as run_cli, leaves
+from cli_run import in_process as run_cli, leaves, one_line
 
 from nodeweave.errors import EXIT_USAGE, UsageError
 from nodeweave.spec import parse_spec
 
 REPO = Path(__file__).resolve().parents[1]
 BASE = "name: j\nimage: {variant: cpu}\nnodes: 2\nlauncher: {script: t.py}\n"
-
-
-def one_line(text: str) -> str:
-    lines = [line for line in text.splitlines() if line.strip()]
-    assert len(lines) == 1 and "Traceback" not in text, text
-    return lines[0]
 
 
 # -- boolean environment variables: one parser, the documented words only --------------------------
