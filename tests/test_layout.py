@@ -75,6 +75,19 @@ def test_no_entrypoint_module_imports_another_rooms_private_names():
     assert house_map.private_imports() == []
 
 
+def _fake_package(tmp_path, files):
+    """``files`` ({path under the package: source}) written as a package ``nodeweave`` under ``tmp_path``;
+    {module name: path}, as ``house_map.private_imports`` takes them."""
+    found = {}
+    for rel, source in files.items():
+        path = tmp_path / "nodeweave" / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(source, encoding="utf-8")
+        parts = ["nodeweave", *rel[:-3].split("/")]
+        found[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return found
+
+
 def test_the_private_import_check_catches_what_it_names(tmp_path):
     """The rule itself, on a throwaway tree: a private name across rooms is caught, within a room it is not."""
     import house_map
@@ -85,13 +98,7 @@ def test_the_private_import_check_catches_what_it_names(tmp_path):
              "entrypoint/recovery/__init__.py": "",
              "entrypoint/recovery/hub.py": "def go():\n    from ..checkin.session import _record, record\n",
              "entrypoint/recovery/node.py": "from ..checkin import session\n"}
-    found = {}
-    for rel, source in files.items():
-        path = tmp_path / "nodeweave" / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(source, encoding="utf-8")
-        parts = ["nodeweave", *rel[:-3].split("/")]
-        found[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    found = _fake_package(tmp_path, files)
     saved = house_map.PACKAGE
     house_map.PACKAGE = tmp_path / "nodeweave"  # room_of reads folders under the package
     try:
@@ -115,13 +122,7 @@ def test_the_package_wide_check_catches_a_private_name_across_top_level_rooms(tm
     files = {"__init__.py": "", "cli/__init__.py": "", "cli/run.py": "from nodeweave.cluster.base import _state\n",
              "cli/up.py": "from .run import _local\n", "cluster/__init__.py": "",
              "cluster/base.py": "def _state(): pass\n"}
-    found = {}
-    for rel, source in files.items():
-        path = tmp_path / "nodeweave" / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(source, encoding="utf-8")
-        parts = ["nodeweave", *rel[:-3].split("/")]
-        found[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    found = _fake_package(tmp_path, files)
     saved = house_map.PACKAGE
     house_map.PACKAGE = tmp_path / "nodeweave"
     try:
