@@ -24,6 +24,8 @@ def held_targets(hold: Optional[bool]) -> dict:
     (each run, the spec's too, is one srun step), so there both do nothing."""
     targets = ("local", "hosts", "kubernetes")
     return {"--hold": (hold is True, targets), "--run": (hold is False, targets)}
+
+
 UP_TIMEOUT = 300.0  # seconds every node has to come up, unless --timeout says
 
 
