@@ -155,7 +155,8 @@ class Backend(abc.ABC):
     :meth:`plan_down` and :meth:`logs`. ``plan_up`` and ``plan_down`` come built here from a target's parts
     (``_up_steps``, ``_down_steps``, and where it writes files or takes nodes, ``_up_files``, ``_down_files``,
     ``_allocation_step``); a target whose verbs are not steps plans them itself. The data a target declares:
-    ``target``, ``tool`` (the program that reaches its nodes), ``where`` (one line, for messages), ``holds``,
+    ``target``, ``tool`` (the program that reaches its nodes), ``where`` (one line, for messages), ``holds`` and
+    ``unheld``, ``fixed_image`` (what ``up``'s --hold/--run and --image do here: ``onbackend.refuse_idle_up_flags``),
     ``marked_kind``, ``reach_variables``/``reach_prefixes`` and ``recorded`` (what ``up`` records beside the job).
     Reads a platform can answer and most cannot (``marks``, ``nothing_up_line``, ``reach_problem``,
     ``check_folders``, ``check_tools``, ``sync_targets``) have defaults that ask nothing. What only combines these
@@ -165,7 +166,11 @@ class Backend(abc.ABC):
 
     target = ""
     tool = ""  # the local program every verb of this target runs (engine, kubectl/oc, ssh, srun)
-    holds = True  # nodes can hold; bare hosts run the entrypoint only when asked
+    holds = True  # up starts the nodes holding or running the spec's job (--hold/--run); see ``unheld``
+    # Why up starts nothing in a mode here (--hold and --run would do nothing): "" where ``holds``.
+    unheld = ""
+    # Why ``up --image`` would do nothing here (the image comes from elsewhere); "": --image picks the nodes' image.
+    fixed_image = ""
     marked_kind = "container"  # what marks() reads, for the refusal's line
     # Variables of the caller's environment that the target's own tools read (which engine, cluster or
     # allocation the steps reach): a plan names each one set, since it changes what the plan does.
@@ -227,7 +232,7 @@ class Backend(abc.ABC):
             phases.append(WaitPhase(what, nodes=node_commands(nodes, [()] * len(nodes)), timeout=timeout, mode=waited))
         if check is not None:
             phases.append(check(nodes))
-        return Plan("up", self.where, tuple(phases), notes)
+        return Plan("up", self.where, tuple(phases), notes, image=self.up_image(image))
 
     def plan_down(self, delete_claims: bool, renamed: Sequence[Tuple["Backend", str]] = ()) -> "Plan":
         """``down``: what ``up`` made, taken down. ``renamed``: jobs this spec's ``up`` made under a name it no longer
@@ -250,6 +255,11 @@ class Backend(abc.ABC):
     def logs(self, node: Node, follow: bool) -> List[str]:
         """The argv that prints ``node``'s own log (its container's, its pod's); exit 2 where it has none."""
         return node.remote.logs_argv(follow)
+
+    def up_image(self, image: Optional[str]) -> Optional[str]:
+        """The image every node runs after ``up`` (``--image``, a pinned digest, the spec's), as the plan carries it
+        (``Plan.image``); None where the nodes run no image."""
+        return None
 
     # --- the parts plan_up and plan_down are built from (nothing else calls them) ------------------------------
     def _up_notes(self, image: Optional[str]) -> List[str]:

@@ -47,6 +47,10 @@ class HostsCluster(Backend):
         self.master = self.hosts[0].rpartition("@")[2]
         self.dir = self._remote_dir()
         self.holds = self.engine != "none"
+        if not self.holds:  # nothing is started: the hosts run the entrypoint installed there when a verb asks
+            self.unheld = ("--engine none starts nothing: each host runs the entrypoint installed there only when "
+                           "`nodeweave run` or `check` asks")
+            self.fixed_image = "--engine none runs the entrypoint installed on each host, no image"
         self.recorded = {"project": self.mark.project} if self.engine != "none" else {}
 
     def _remote_dir(self) -> str:
@@ -157,13 +161,16 @@ class HostsCluster(Backend):
             return {"NODEWEAVE_IMAGE": "--engine none runs the entrypoint installed on each host, no image"}
         return {"NODEWEAVE_IMAGE": "every host runs the image above (give --image to choose another)"}
 
+    def up_image(self, image: Optional[str]) -> Optional[str]:
+        return None if self.engine == "none" else image or self._spec_image()
+
     def _up_notes(self, image: Optional[str]) -> List[str]:
         from nodeweave.cluster.environment import SPEC_IMAGE
 
         if self.engine == "none":
             return super()._up_notes(image)
         why = "--image" if image else f"{SPEC_IMAGE}; a host's own NODEWEAVE_IMAGE is not read"
-        return [f"every node runs image {image or self._spec_image()}: {why}", *super()._up_notes(image)]
+        return [f"every node runs image {self.up_image(image)}: {why}", *super()._up_notes(image)]
 
     @property
     def _mark_file(self) -> str:

@@ -154,6 +154,11 @@ class LocalCluster(Backend):
                 f"{self.spec.image.variant}: the local target simulates every node on this machine's CPU (give "
                 "--image for another)")
 
+    def up_image(self, image: Optional[str]) -> Optional[str]:
+        from nodeweave.cluster.environment import image_choice
+
+        return image_choice(image, self._spec_image())[0]
+
     def _up_notes(self, image: Optional[str]) -> List[str]:
         from nodeweave.cluster.environment import image_choice, inherited_notes, interpolated
 

@@ -60,6 +60,10 @@ class SlurmCluster(Backend):
     target = "slurm"
     tool = "srun"
     holds = False  # the allocation holds the nodes; the entrypoint runs only inside a run's step
+    unheld = ("a Slurm allocation holds its nodes whatever they say (each run, the spec's too, is one srun step "
+              "of it)")
+    fixed_image = ("the nodes run the spec's image (pyxis, apptainer: image.* or slurm.sif) or the shared venv "
+                   "(slurm.runtime host)")
     reach_variables = ("SLURM_CONF",)
     reach_prefixes = ("SALLOC_", "SRUN_")  # salloc and srun read their options from these too
     marked_kind = "Slurm allocation"
@@ -141,15 +145,23 @@ class SlurmCluster(Backend):
         live = self._live()
         return [*notes, f"allocation {self.job} is already up ({live.get('job_state')} on {live.get('nodes') or '-'})"]
 
+    def up_image(self, image: Optional[str]) -> Optional[str]:
+        """The spec's image (or slurm.sif, apptainer's file); None with the shared venv (slurm.runtime host)."""
+        if self.runtime.kind == "host":
+            return None
+        from nodeweave.resolve import resolve
+
+        if self.runtime.kind == "apptainer" and self.spec.slurm and self.spec.slurm.sif:
+            return self.runtime.image
+        return resolve(self.spec).image
+
     def _image_line(self) -> str:
         """The image every step runs, named in the plan as the other targets name theirs."""
         if self.runtime.kind == "host":
             return "every node runs the entrypoint of the shared environment (slurm.runtime host): no image"
-        from nodeweave.resolve import resolve
-
         if self.runtime.kind == "apptainer" and self.spec.slurm and self.spec.slurm.sif:
-            return f"every node runs image {self.runtime.image} through apptainer: slurm.sif"
-        return (f"every node runs image {resolve(self.spec).image} through {self.runtime.kind} "
+            return f"every node runs image {self.up_image(None)} through apptainer: slurm.sif"
+        return (f"every node runs image {self.up_image(None)} through {self.runtime.kind} "
                 f"({self.runtime.image}): the spec's image.* (`nodeweave image build --push` puts it where the "
                 "nodes pull it)")
 
@@ -203,9 +215,6 @@ class SlurmCluster(Backend):
             Path(source).mkdir(parents=True, exist_ok=True)
 
     def _up_steps(self, mode: str, image: Optional[str]) -> List[List[Step]]:
-        if image:
-            raise UsageError("--image is for compose targets; on Slurm the nodes run the spec's image (pyxis, "
-                             "apptainer: image.* or slurm.sif) or the shared venv (host)")
         return [self._token_steps()] if self._makes_token else []
 
     @property

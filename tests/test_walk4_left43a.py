@@ -1,0 +1,120 @@
+"""Issue 43's named leftovers of the cluster verbs (brief left43a), each fixed as a class: one rule per refusal,
+reading the target's own data. Each test fails on the code before these fixes. No container or node is started.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from cli_run import in_process as run_cli, one_line
+
+SPEC = """\
+name: team
+image:
+  variant: cpu
+nodes: 2
+gpus_per_node: 1
+launcher:
+  type: torchrun
+  script: train.py
+"""
+
+
+@pytest.fixture
+def team(tmp_path, monkeypatch):
+    (tmp_path / "train.py").write_text("print('hello')\n")
+    (tmp_path / "nodeweave.yaml").write_text(SPEC)
+    monkeypatch.chdir(tmp_path)
+    for name in ("NODEWEAVE_RUNTIME", "NODEWEAVE_IMAGE", "KUBECONFIG", "SLURM_CONF"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("KUBECONFIG", str(tmp_path / "no-such-kubeconfig"))
+    return tmp_path
+
+
+# -- 1/2: up's --hold, --run, --check and --image: accepted where they do something, refused where not, one rule ---
+
+TARGETS = {
+    "local": ["-t", "local", "--engine", "podman"],
+    "hosts": ["-t", "hosts", "--host", "a", "--host", "b", "--remote-dir", "/srv/job"],
+    "bare hosts": ["-t", "hosts", "--host", "a", "--host", "b", "--remote-dir", "/srv/job", "--engine", "none"],
+    "kubernetes": ["-t", "kubernetes"],
+    "slurm": ["-t", "slurm"],
+}
+FLAGS = {"--hold": ["--hold"], "--run": ["--run"], "--hold --check": ["--hold", "--check"], "--check": ["--check"],
+         "--image": ["--image", "reg.example/x:1"]}
+# (target, flags) -> accepted? A Slurm allocation and bare hosts start nothing in a mode (--hold/--run do nothing),
+# their nodes are idle between runs (--check checks them); where nodes hold, --check needs them holding (the spec
+# says mode run); --image picks the image only where compose starts the nodes.
+ACCEPTED = {
+    "local": {"--hold", "--run", "--hold --check", "--image"},
+    "hosts": {"--hold", "--run", "--hold --check", "--image"},
+    "bare hosts": {"--check"},
+    "kubernetes": {"--hold", "--run", "--hold --check"},
+    "slurm": {"--check"},
+}
+REFUSAL = {"--hold": "--hold does nothing for target", "--run": "--run does nothing for target",
+           "--hold --check": "--hold does nothing for target", "--image": "--image does nothing for target",
+           "--check": "--check needs nodes that hold"}
+
+
+@pytest.mark.parametrize("flags", list(FLAGS))
+@pytest.mark.parametrize("target", list(TARGETS))
+def test_up_flags_are_taken_where_they_act_and_refused_where_not(team, capsys, target, flags):
+    code, out, err = run_cli(capsys, "up", *TARGETS[target], *FLAGS[flags], "--dry-run")
+    if flags in ACCEPTED[target]:
+        assert code == 0, (target, flags, err)
+        if "--check" in flags:
+            assert "-m nodeweave.check.worker" in out, out
+        return
+    line = one_line(err)
+    assert code == 2 and not out, (target, flags, out, err)
+    assert line.startswith(f"nodeweave: error: {REFUSAL[flags]}"), line
+    if "does nothing" in line:  # one wording: the flag, the target, the target's own reason, the remedy
+        assert f"for target {TARGETS[target][1]}: " in line and line.endswith("; leave it out"), line
+
+
+def test_a_refused_up_flag_records_nothing(team, capsys):
+    """The refusal comes before `up` records what it was told (it was after, for the targets' own --image checks)."""
+    code, _, err = run_cli(capsys, "up", *TARGETS["bare hosts"], "--image", "reg.example/x:1")
+    assert code == 2 and "--image does nothing for target hosts" in one_line(err), err
+    assert not (team / ".nodeweave").exists()
+
+
+# -- 3: the image up runs is a datum of its plan, read as one (it was regexed out of the plan's first note) ---------
+
+SLURM_HOST = SPEC + "slurm:\n  runtime: host\n"
+
+
+@pytest.mark.parametrize("spec, target, image", [
+    (SPEC, TARGETS["kubernetes"], "localhost/nodeweave/team:cpu"),
+    (SPEC, TARGETS["hosts"], "localhost/nodeweave/team:cpu"),
+    (SPEC, TARGETS["slurm"], "localhost/nodeweave/team:cpu"),
+    (SPEC, TARGETS["bare hosts"], None),  # the hosts run the entrypoint installed there: no image to pull
+    (SLURM_HOST, TARGETS["slurm"], None),  # the shared venv: no image either
+])
+def test_up_warns_of_an_unpullable_image_only_where_the_nodes_run_one(team, capsys, spec, target, image):
+    (team / "nodeweave.yaml").write_text(spec)
+    code, out, err = run_cli(capsys, "up", *target, "--dry-run", "-o", "json")
+    assert code == 0, err
+    plan = json.loads(out)
+    assert plan.get("image") == image, plan
+    warned = [note for note in plan["notes"] if note.startswith("warning: image ")]
+    assert bool(warned) == (image is not None), plan["notes"]
+    if image:
+        assert warned[0].startswith(f"warning: image {image} names localhost/"), warned
+
+
+def test_no_cli_or_cluster_module_reads_data_back_out_of_a_plan_note():
+    """The class: a regex over the notes a plan carries (the code's own words for people) to recover a value."""
+    import pathlib
+    import re
+
+    import nodeweave
+
+    root = pathlib.Path(nodeweave.__file__).parent
+    found = [f"{path.relative_to(root)}:{number}" for folder in ("cli", "cluster")
+             for path in (root / folder).rglob("*.py") for number, line in enumerate(path.read_text().splitlines(), 1)
+             if re.search(r"\bre\.\w+\(.*\b(plan\.notes|notes)\b", line)]
+    assert not found, found
