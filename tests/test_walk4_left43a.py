@@ -118,3 +118,29 @@ def test_no_cli_or_cluster_module_reads_data_back_out_of_a_plan_note():
              for path in (root / folder).rglob("*.py") for number, line in enumerate(path.read_text().splitlines(), 1)
              if re.search(r"\bre\.\w+\(.*\b(plan\.notes|notes)\b", line)]
     assert not found, found
+
+
+# -- 6: the verbs that only read take no --dry-run, and say why in one wording (docs and --help say it too) ----------
+
+READERS = ("status", "logs", "top", "dashboard")
+
+
+@pytest.mark.parametrize("verb", READERS)
+def test_a_reader_says_it_only_reads_when_given_dry_run(team, capsys, verb):
+    code, out, err = run_cli(capsys, verb, "--dry-run")
+    line = one_line(err)
+    assert code == 2 and line == (f"nodeweave: error: {verb} takes no --dry-run: it only reads (it asks the nodes or "
+                                  "a run folder and changes nothing), so there is nothing to rehearse; leave "
+                                  "--dry-run out"), line
+    code, out, _ = run_cli(capsys, verb, "--help")
+    assert code == 0 and "takes no --dry-run" in " ".join(out.split()), out
+
+
+def test_the_docs_name_every_reader_as_taking_no_dry_run():
+    import pathlib
+
+    from nodeweave.cli import READ_ONLY
+
+    text = " ".join((pathlib.Path(__file__).parents[1] / "docs/cluster.md").read_text().split())
+    assert set(READ_ONLY) == set(READERS)
+    assert "`status`, `logs`, `top` and `dashboard` only read" in text and "so they have none" in text

@@ -134,6 +134,9 @@ def _click_error_line(err: Exception) -> "tuple[str, int] | None":
     verb = command.split()[-1]
     if getattr(err, "option_name", None) in FORMAT_OPTIONS and verb in NO_FORMAT:
         return f"nodeweave: error: {verb} takes no {err.option_name}: {NO_FORMAT[verb]}", exit_code
+    if getattr(err, "option_name", None) == "--dry-run" and verb in READ_ONLY:
+        return (f"nodeweave: error: {verb} takes no --dry-run: it only reads (it asks the nodes or a run folder and "
+                "changes nothing), so there is nothing to rehearse; leave --dry-run out"), exit_code
     if exit_code == EXIT_USAGE:
         message = f"{message[:1].lower()}{message[1:]}; `{command} --help` lists what is accepted"
     return f"nodeweave: error: {message}", exit_code
@@ -173,6 +176,8 @@ def numeric_refusal(message: str) -> str:
 
 # The verbs that print no data to format (README: "every verb that prints data takes -o"), and where the data is;
 # `top -o json` was "no such option: -o" (walk2, row W4).
+# The cluster verbs that only read: no --dry-run, said so by name (docs/cluster.md); their --help says it too.
+READ_ONLY = ("status", "logs", "top", "dashboard")
 FORMAT_OPTIONS = ("-o", "--output", "--json")
 NO_FORMAT = {
     "top": "it draws a live picture in the terminal; the same data: `nodeweave status --ranks -o json`",

@@ -25,14 +25,17 @@ UP_TIMEOUT = 300.0  # seconds every node has to come up, unless --timeout says
 @reach_options
 def up_command(
     hold: Optional[bool] = typer.Option(None, "--hold/--run", help="Hold: nodes plan and wait for `nodeweave run`; "
-                                        "run: they start the spec's job (default: the spec's launcher.mode)"),
-    image: Optional[str] = typer.Option(None, "--image", callback=image_reference, help="compose targets: the image every node runs "
-                                        "(NODEWEAVE_IMAGE), e.g. a <variant>-<sha> tag"),
+                                        "run: they start the spec's job (default: the spec's launcher.mode); not "
+                                        "on Slurm or bare hosts, which start nothing in a mode"),
+    image: Optional[str] = typer.Option(None, "--image", callback=image_reference, help="compose targets (local, "
+                                        "hosts with an engine): the image every node runs (NODEWEAVE_IMAGE), e.g. a "
+                                        "<variant>-<sha> tag"),
     timeout: Optional[float] = typer.Option(None, "--timeout", min=1, help="Seconds every node has to come up "
                                             "(default 300; read only while up waits: not with --no-wait)"),
     wait: bool = typer.Option(True, "--wait/--no-wait", help="Wait until every node is up (live table)"),
-    check: bool = typer.Option(False, "--check", help="Then `nodeweave check` the held nodes (exit 5 when it names "
-                               "a node or link; the nodes stay up)"),
+    check: bool = typer.Option(False, "--check", help="Then `nodeweave check` the nodes (exit 5 when it names "
+                               "a node or link; the nodes stay up): held ones (with --hold) where nodes hold, the "
+                               "allocation's or the hosts on Slurm and bare hosts"),
     spec_path: Optional[Path] = SPEC, reach: "ClusterOptions" = REACH, dry_run: bool = DRY_RUN, as_json: bool = JSON,
     output: str = output_option(),
 ) -> None:
@@ -144,7 +147,9 @@ def status_command(
     ranks: bool = typer.Option(False, "--ranks", help="Also every rank: its collective, for how long, the verdicts"),
     stacks: bool = typer.Option(False, "--stacks", help="--ranks and every rank's stack, grouped; stops nothing"),
 ) -> None:
-    """One row per node: up, hold or run, rank, plan hash (do all agree?), run in progress, GPU use."""
+    """One row per node: up, hold or run, rank, plan hash (do all agree?), run in progress, GPU use.
+
+    It only reads (changes nothing), so it takes no --dry-run."""
     spec_path = find_spec(spec_path)
     from nodeweave.cluster.status import agreement, ask_ranks, gather, rank_view, status_table
     from nodeweave.cluster.status import problems as status_problems
@@ -282,7 +287,9 @@ def logs_command(
     spec_path: Optional[Path] = SPEC, reach: "ClusterOptions" = REACH,
 ) -> None:
     """Every node's output with \\[node-i rN] prefixes, the same line from N ranks once with its count: the
-    containers' logs in run mode, the runs' logs in hold mode, across a recovering job's generations."""
+    containers' logs in run mode, the runs' logs in hold mode, across a recovering job's generations.
+
+    It only reads (changes nothing), so it takes no --dry-run."""
     spec_path = find_spec(spec_path)
     from nodeweave.cluster.base import ask_status
     from nodeweave.cluster.logs import container_logs, run_logs

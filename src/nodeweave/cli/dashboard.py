@@ -62,7 +62,9 @@ def dashboard_command(
     """The running job as a web page on this machine, read from node 0 every second: nodes and ranks with their
     state, the step and collective rates over time, a per-rank step-time heat map (a straggler in red), the
     generations on a timeline with each fault, left-out node, spare and resumed checkpoint, every node's GPUs and
-    the goodput so far; --run shows a finished run's folder the same way."""
+    the goodput so far; --run shows a finished run's folder the same way.
+
+    It only reads (changes nothing), so it takes no --dry-run."""
     from nodeweave.cluster import dashboard
 
     if url is not None:
