@@ -144,3 +144,25 @@ def test_the_docs_name_every_reader_as_taking_no_dry_run():
     text = " ".join((pathlib.Path(__file__).parents[1] / "docs/cluster.md").read_text().split())
     assert set(READ_ONLY) == set(READERS)
     assert "`status`, `logs`, `top` and `dashboard` only read" in text and "so they have none" in text
+
+
+# -- 7: the dashboard asks its source before it serves: nothing to show is one line, as top (it served an empty page) --
+
+BARE = ["-t", "hosts", "--host", "nosuchhost0.invalid", "--host", "nosuchhost1.invalid", "--remote-dir", "/srv/job",
+        "--engine", "none"]  # no platform to say they are down: only asking node 0 tells
+
+
+@pytest.mark.parametrize("verb", [("dashboard", "--port", "0"), ("top", "--once")])
+def test_the_dashboard_and_top_say_there_is_nothing_to_show_before_serving(team, verb):
+    import subprocess
+
+    import cli_run
+
+    try:
+        done = cli_run.run([*cli_run.NODEWEAVE, *verb, *BARE], cwd=team, timeout=90)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"{verb[0]} served (or drew) nothing for 90 s instead of saying there is nothing to show")
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 1 and lines and lines[-1].startswith(f"nodeweave: {verb[0]}: no live picture from "
+                                                                  "node-0: "), done.stderr
+    assert "dashboard at" not in done.stdout, done.stdout
