@@ -166,3 +166,35 @@ def test_the_dashboard_and_top_say_there_is_nothing_to_show_before_serving(team,
     assert done.returncode == 1 and lines and lines[-1].startswith(f"nodeweave: {verb[0]}: no live picture from "
                                                                   "node-0: "), done.stderr
     assert "dashboard at" not in done.stdout, done.stdout
+
+
+# -- 4: slurm.nodelist is counted against nodes + spares (a Slurm job contains every --nodelist host) ---------------
+
+@pytest.mark.parametrize("extra, nodelist, line", [
+    ("", '["gpu[01-03]"]', "slurm.nodelist: names 3 nodes (gpu[01-03]) but the job is 2 (nodes: 2)"),
+    ("", '["gpu[01-02]", "gpu07"]', "slurm.nodelist: names 3 nodes (gpu[01-02], gpu07) but the job is 2 (nodes: 2)"),
+    ("recovery: {enabled: true, spares: 1}\n", '["gpu[01-04]"]',
+     "names 4 nodes (gpu[01-04]) but the job is 3 (nodes: 2 + recovery.spares 1)"),
+    ("", '["gpu[01-02]", "gpu02"]', "slurm.nodelist: names node gpu02 twice ('gpu[01-02]' and 'gpu02')"),
+    ("", '["gpu[02-01]"]', "slurm.nodelist: descending range '02-01'"),
+    ("", '["gpu[0-999999999]"]', "slurm.nodelist: names more than 65536 nodes"),
+    ("", '["nodes/list.txt"]', "slurm.nodelist[0]: got 'nodes/list.txt'"),
+])
+def test_a_nodelist_that_is_not_the_jobs_size_is_refused_in_one_line(team, capsys, extra, nodelist, line):
+    (team / "nodeweave.yaml").write_text(SPEC + extra + f"slurm:\n  nodelist: {nodelist}\n")
+    code, out, err = run_cli(capsys, "validate")
+    said = one_line(err)
+    assert code == 2 and line in said, said
+
+
+@pytest.mark.parametrize("extra, nodelist, words", [
+    ("", '["gpu[01-02]"]', "--nodelist=gpu[01-02]"),  # as many as the job: Slurm reads the range itself
+    ("", '["gpu01"]', "--nodelist=gpu01"),  # fewer: Slurm picks the rest
+    ("recovery: {enabled: true, spares: 1}\n", '["gpu[01-02]", "gpu05"]', "--nodelist=gpu[01-02],gpu05"),
+])
+def test_a_nodelist_within_the_job_is_taken_and_rendered_as_written(team, capsys, extra, nodelist, words):
+    (team / "nodeweave.yaml").write_text(SPEC + extra + f"slurm:\n  nodelist: {nodelist}\n")
+    code, out, err = run_cli(capsys, "render", "slurm", "--dry-run")
+    assert code == 0, err
+    code, out, err = run_cli(capsys, "up", "-t", "slurm", "--dry-run")
+    assert code == 0 and words in out, out + err
