@@ -198,3 +198,64 @@ def test_a_nodelist_within_the_job_is_taken_and_rendered_as_written(team, capsys
     assert code == 0, err
     code, out, err = run_cli(capsys, "up", "-t", "slurm", "--dry-run")
     assert code == 0 and words in out, out + err
+
+
+# -- 5: each target checks the folders it can reach, and the plan says what it does not check ---------------------
+
+RECOVERING = SPEC + "recovery:\n  enabled: true\n  spares: 1\n  checkpoint_dir: checkpoints\n"
+
+
+@pytest.mark.parametrize("target", ["hosts", "bare hosts", "kubernetes"])
+def test_a_target_whose_folders_are_on_the_nodes_says_the_checkpoint_folder_is_not_checked(team, capsys, target):
+    (team / "nodeweave.yaml").write_text(RECOVERING)
+    argv = [a for a in TARGETS[target]]
+    if target != "kubernetes":  # with recovery's spare: three hosts
+        argv[argv.index("--remote-dir"):argv.index("--remote-dir")] = ["--host", "c"]
+    for verb in (["up"], ["check"]):
+        code, out, err = run_cli(capsys, *verb, *argv, "--dry-run")
+        assert code == 0, err
+        said = " ".join((out + err).split())
+        assert ("not checked from here: whether the nodes can write recovery.checkpoint_dir checkpoints (target "
+                f"{TARGETS[target][1]}: the folder is on the nodes, not on this machine)") in said, (verb, said)
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "geteuid") or __import__("os").geteuid() != 0,
+                    reason="needs root to run nodeweave as another user (setpriv)")
+def test_slurm_checks_the_shared_checkpoint_folder_as_the_user_its_steps_run_as(tmp_path):
+    """Slurm's steps (pyxis, Apptainer, host) run as you, in the workspace on storage this machine shares: a
+    checkpoint folder you cannot write is refused, exit 3, before anything is taken; writable, the plan is made."""
+    import os
+    import shutil
+    import tempfile
+
+    import cli_run
+
+    if shutil.which("setpriv") is None:
+        pytest.skip("no setpriv")
+    folder = tempfile.mkdtemp(prefix="nw-slurm-folders-")
+    try:
+        team = os.path.join(folder, "team")
+        os.mkdir(team)
+        for path in (folder, team):
+            os.chmod(path, 0o755)  # root's; the user below reads it, cannot write it
+        with open(os.path.join(team, "nodeweave.yaml"), "w") as spec:
+            spec.write(RECOVERING)
+        with open(os.path.join(team, "train.py"), "w") as script:
+            script.write("print(1)\n")
+        os.mkdir(os.path.join(team, "checkpoints"), 0o755)
+        nobody = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+        env = cli_run.checkout_env(HOME=folder)
+
+        def up():
+            return cli_run.run([*nobody, *cli_run.NODEWEAVE, "up", "-t", "slurm", "--dry-run"], cwd=team, env=env)
+
+        done = up()
+        lines = done.stderr.strip().splitlines()
+        assert done.returncode == 3 and len(lines) == 1, done.stderr
+        assert (f"recovery.checkpoint_dir checkpoints is {team}/checkpoints on the shared storage" in lines[0]
+                and "which you (uid 65534) cannot write, and every Slurm step runs as you" in lines[0]), lines
+        os.chmod(os.path.join(team, "checkpoints"), 0o777)
+        done = up()
+        assert done.returncode == 0 and "cannot write" not in done.stderr + done.stdout, done.stderr
+    finally:
+        shutil.rmtree(folder)

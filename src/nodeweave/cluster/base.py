@@ -215,6 +215,7 @@ class Backend(abc.ABC):
 
         files = self._refused_in_the_way(self._up_files(mode))
         notes = tuple(self._up_notes(image))  # the image, and what this environment changes in the steps
+        notes += tuple(self.check_folders())  # exit 3 first for a checkpoint folder the nodes cannot write
         notes += tuple(self.renamed)  # what up made under the spec's old name stays up beside the new job
         if self.spec.start_differs:  # a range or recovery: the count is not simply `nodes`
             notes += (f"{self.spec.name} {self.spec.starts}",)
@@ -329,10 +330,12 @@ class Backend(abc.ABC):
         return None
 
     def check_folders(self) -> List[str]:
-        """Before ``up`` or ``check`` starts anything: exit 3 when the image's user cannot write the checkpoint
-        folder; notes for what it cannot write but may not need (nodeweave.cluster.writable). Nothing where
-        the folders are not on this machine."""
-        return []
+        """Before ``up`` or ``check`` starts anything: exit 3 when the nodes' user cannot write the checkpoint
+        folder; notes for what it cannot write but may not need (nodeweave.cluster.writable). Where the folders
+        are not on this machine, a note saying so (nothing is checked), for every target that does not check."""
+        from nodeweave.cluster.writable import unchecked_note
+
+        return unchecked_note(self.spec, self.target, "the folder is on the nodes, not on this machine")
 
     def check_tools(self) -> None:
         """Exit 3 naming the program when this machine lacks it, before anything is announced or written."""

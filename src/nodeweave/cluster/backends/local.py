@@ -164,7 +164,7 @@ class LocalCluster(Backend):
 
         given = dict(self._up_env("hold", image))
         read = interpolated(render_up_compose(self.spec, self.spec_dir))
-        return [image_choice(image, self._spec_image(), why=self._spec_image_why())[1], *self.check_folders(),
+        return [image_choice(image, self._spec_image(), why=self._spec_image_why())[1],
                 *inherited_notes((*self.reach_variables, *read), given=given)]
 
     def check_folders(self) -> List[str]:

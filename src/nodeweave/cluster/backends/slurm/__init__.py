@@ -127,6 +127,16 @@ class SlurmCluster(Backend):
                                          "lists no --container-image): install pyxis on the cluster, or set "
                                          "slurm.runtime to apptainer or host")
 
+    def check_folders(self) -> List[str]:
+        """The workspace is the nodes' own through shared storage (no --remote-dir), where every step runs as you
+        (pyxis, Apptainer and the host runtime keep your uid): checked here as you; a node-local --remote-dir
+        is not on this machine, and the plan says it is not checked."""
+        from nodeweave.cluster.writable import check_folders_as_you, unchecked_note
+
+        if self.options.remote_dir:
+            return unchecked_note(self.spec, self.target, f"--remote-dir {self.workdir} is on each node")
+        return check_folders_as_you(self.spec, Path(self.workdir), "every Slurm step runs as you")
+
     def _needs_allocation(self) -> bool:
         """Whether ``up`` takes a new allocation: none is recorded, or Slurm no longer holds the recorded one."""
         live = self._live()
