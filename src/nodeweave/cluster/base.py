@@ -233,7 +233,7 @@ class Backend(abc.ABC):
             phases.append(WaitPhase(what, nodes=node_commands(nodes, [()] * len(nodes)), timeout=timeout, mode=waited))
         if check is not None:
             phases.append(check(nodes))
-        return Plan("up", self.where, tuple(phases), notes, image=self.up_image(image))
+        return Plan("up", self.where, tuple(phases), notes, image=self._up_image(image))
 
     def plan_down(self, delete_claims: bool, renamed: Sequence[Tuple["Backend", str]] = ()) -> "Plan":
         """``down``: what ``up`` made, taken down. ``renamed``: jobs this spec's ``up`` made under a name it no longer
@@ -257,7 +257,7 @@ class Backend(abc.ABC):
         """The argv that prints ``node``'s own log (its container's, its pod's); exit 2 where it has none."""
         return node.remote.logs_argv(follow)
 
-    def up_image(self, image: Optional[str]) -> Optional[str]:
+    def _up_image(self, image: Optional[str]) -> Optional[str]:
         """The image every node runs after ``up`` (``--image``, a pinned digest, the spec's), as the plan carries it
         (``Plan.image``); None where the nodes run no image."""
         return None

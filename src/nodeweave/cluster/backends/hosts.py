@@ -161,7 +161,7 @@ class HostsCluster(Backend):
             return {"NODEWEAVE_IMAGE": "--engine none runs the entrypoint installed on each host, no image"}
         return {"NODEWEAVE_IMAGE": "every host runs the image above (give --image to choose another)"}
 
-    def up_image(self, image: Optional[str]) -> Optional[str]:
+    def _up_image(self, image: Optional[str]) -> Optional[str]:
         return None if self.engine == "none" else image or self._spec_image()
 
     def _up_notes(self, image: Optional[str]) -> List[str]:
@@ -170,7 +170,7 @@ class HostsCluster(Backend):
         if self.engine == "none":
             return super()._up_notes(image)
         why = "--image" if image else f"{SPEC_IMAGE}; a host's own NODEWEAVE_IMAGE is not read"
-        return [f"every node runs image {self.up_image(image)}: {why}", *super()._up_notes(image)]
+        return [f"every node runs image {self._up_image(image)}: {why}", *super()._up_notes(image)]
 
     @property
     def _mark_file(self) -> str:

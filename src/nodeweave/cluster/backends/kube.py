@@ -281,7 +281,7 @@ class KubeCluster(Backend):
     def _unread_variables(self) -> Dict[str, str]:
         return {"NODEWEAVE_IMAGE": "the pods run the image their manifests name (above)"}
 
-    def up_image(self, image: Optional[str]) -> Optional[str]:
+    def _up_image(self, image: Optional[str]) -> Optional[str]:
         """The spec's image, pinned by the digest `image build --push` recorded; the rocm overlay's variant's
         (an overlay of your own may set another: its note says so)."""
         from nodeweave.resolve import resolve
@@ -299,7 +299,7 @@ class KubeCluster(Backend):
         from nodeweave.cluster.environment import SPEC_IMAGE
 
         pinned = self._pushed_digest()
-        ref = self.up_image(image)
+        ref = self._up_image(image)
         why = "the digest `image build --push` recorded" if pinned else SPEC_IMAGE
         if self.folder not in FOLDERS:
             why += f", unless --overlay {self.folder} sets another"

@@ -154,7 +154,7 @@ class LocalCluster(Backend):
                 f"{self.spec.image.variant}: the local target simulates every node on this machine's CPU (give "
                 "--image for another)")
 
-    def up_image(self, image: Optional[str]) -> Optional[str]:
+    def _up_image(self, image: Optional[str]) -> Optional[str]:
         from nodeweave.cluster.environment import image_choice
 
         return image_choice(image, self._spec_image())[0]

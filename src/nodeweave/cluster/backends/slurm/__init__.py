@@ -155,7 +155,7 @@ class SlurmCluster(Backend):
         live = self._live()
         return [*notes, f"allocation {self.job} is already up ({live.get('job_state')} on {live.get('nodes') or '-'})"]
 
-    def up_image(self, image: Optional[str]) -> Optional[str]:
+    def _up_image(self, image: Optional[str]) -> Optional[str]:
         """The spec's image (or slurm.sif, apptainer's file); None with the shared venv (slurm.runtime host)."""
         if self.runtime.kind == "host":
             return None
@@ -170,8 +170,8 @@ class SlurmCluster(Backend):
         if self.runtime.kind == "host":
             return "every node runs the entrypoint of the shared environment (slurm.runtime host): no image"
         if self.runtime.kind == "apptainer" and self.spec.slurm and self.spec.slurm.sif:
-            return f"every node runs image {self.up_image(None)} through apptainer: slurm.sif"
-        return (f"every node runs image {self.up_image(None)} through {self.runtime.kind} "
+            return f"every node runs image {self._up_image(None)} through apptainer: slurm.sif"
+        return (f"every node runs image {self._up_image(None)} through {self.runtime.kind} "
                 f"({self.runtime.image}): the spec's image.* (`nodeweave image build --push` puts it where the "
                 "nodes pull it)")
 
