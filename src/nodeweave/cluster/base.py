@@ -257,12 +257,12 @@ class Backend(abc.ABC):
         """The argv that prints ``node``'s own log (its container's, its pod's); exit 2 where it has none."""
         return node.remote.logs_argv(follow)
 
+    # --- the parts plan_up and plan_down are built from (nothing else calls them) ------------------------------
     def _up_image(self, image: Optional[str]) -> Optional[str]:
         """The image every node runs after ``up`` (``--image``, a pinned digest, the spec's), as the plan carries it
         (``Plan.image``); None where the nodes run no image."""
         return None
 
-    # --- the parts plan_up and plan_down are built from (nothing else calls them) ------------------------------
     def _up_notes(self, image: Optional[str]) -> List[str]:
         """What ``up``'s plan says first: the image every node runs and where it comes from, and every variable
         of this environment that changes what the steps do (nodeweave.cluster.environment)."""
