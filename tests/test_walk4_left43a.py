@@ -261,3 +261,26 @@ def test_slurm_checks_the_shared_checkpoint_folder_as_the_user_its_steps_run_as(
         assert done.returncode == 0 and "cannot write" not in done.stderr + done.stdout, done.stderr
     finally:
         shutil.rmtree(folder)
+
+
+@pytest.mark.parametrize("image", ["image:\n  variant: cpu\n",
+                                   "image:\n  variant: cuda12\n  registry: reg.example:5000/team\n  tag: v1\n"])
+def test_the_compose_targets_image_is_the_datum_their_files_are_rendered_from(team, image):
+    """up's image on local and hosts was regexed out of the rendered compose file's ${NODEWEAVE_IMAGE:-...}; it is
+    the resolved image those files are rendered from, and compose reads the same default in them."""
+    import yaml
+
+    from nodeweave.cluster import open_backend
+    from nodeweave.cluster.options import ClusterOptions
+    from nodeweave.spec import load_spec
+    from nodeweave.targets.compose import render_files
+
+    (team / "nodeweave.yaml").write_text(SPEC.replace("image:\n  variant: cpu\n", image))
+    spec = load_spec(team / "nodeweave.yaml")
+    files = render_files(spec)
+    hosts = ClusterOptions(target="hosts", hosts=("a", "b"), remote_dir="/srv/job")
+    for options, name in ((ClusterOptions(target="local", engine="podman"), "compose/local.yaml"),
+                          (hosts, "compose/node.yaml")):
+        backend = open_backend(spec, team / "nodeweave.yaml", options)
+        service = next(iter(yaml.safe_load(files[name])["services"].values()))
+        assert service["image"] == "${NODEWEAVE_IMAGE:-" + backend._up_image(None) + "}", (name, service["image"])

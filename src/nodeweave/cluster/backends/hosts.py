@@ -138,7 +138,7 @@ class HostsCluster(Backend):
             return [(self._send_hostfile(files["compose/hosts"]) if self.spec.hosts else []) + self._token_steps()
                     + self._mark_steps()]
         sent = host_files(self.spec, self.mark.project, self.mark.labels())  # this folder's project and labels
-        env = (("NODEWEAVE_MODE", mode), ("NODEWEAVE_IMAGE", image or self._spec_image(files)))  # never a host's own
+        env = (("NODEWEAVE_MODE", mode), ("NODEWEAVE_IMAGE", image or self._spec_image()))  # never a host's own
         env += token.compose_env(self._token_file)
         writes = self._token_steps() + [Step(f"send compose/{name} to {host}",
                        tuple(self._ssh(host).exec_argv([*WRITE_FILE, f"{self.dir}/compose", name], stdin=True)),
@@ -149,12 +149,12 @@ class HostsCluster(Backend):
                        timeout=900) for i, host in enumerate(self.hosts)]
         return [writes, starts]
 
-    def _spec_image(self, files=None) -> str:
-        """The image compose/node.yaml gives a node when NODEWEAVE_IMAGE is not set."""
-        from nodeweave.cluster.backends.local import default_image
-        from nodeweave.targets.compose import render_files
+    def _spec_image(self) -> str:
+        """The image compose/node.yaml gives a node when NODEWEAVE_IMAGE is not set: the resolved image it is
+        rendered from, read as data."""
+        from nodeweave.resolve import resolve
 
-        return default_image((files or render_files(self.spec))["compose/node.yaml"])
+        return resolve(self.spec).image
 
     def _unread_variables(self) -> Dict[str, str]:
         if self.engine == "none":
