@@ -51,6 +51,7 @@ def bench(
     from rich.console import Console
 
     from nodeweave.bench import options, report, runner
+    from nodeweave.cluster.sweep import parse_sweeps, sweep_points
 
     output = "json" if as_json else checked(output)
     data_out = output in ("json", "yaml")
@@ -61,7 +62,7 @@ def bench(
     if sizes is not None:
         options.parse_sizes(sizes)
     op_list = options.parse_ops(ops)
-    points = [point for point in options.sweep_matrix([options.parse_sweep(text) for text in sweep]) if point]
+    points = [point for point in sweep_points(parse_sweeps(sweep, run=False)) if point]
     if not (math.isfinite(timeout) and timeout > 0):
         raise UsageError(f"--timeout {timeout:g} is not accepted: a finite number more than 0 (seconds)")
     plot = _plot_path(plot, json_path, report.matplotlib_available())
