@@ -276,3 +276,35 @@ def test_wait_timeout_zero_means_no_wait_in_the_spec_as_on_the_node(project, arg
     from nodeweave.entrypoint import parse
 
     assert parse([*argv, "--", "t.py"], env).get("wait_timeout") == 0
+
+
+# --- one report per problem per command ---------------------------------------------------------------------
+
+def _every_verb_once():
+    for words, command in leaves():
+        dry = _dry(command)
+        tail = ["--", "true"] if any(p.name == "command" for p in command.params) else []
+        needed = [p for p in command.params if p.param_type_name == "argument" and p.required and p.name != "command"]
+        yield pytest.param([*words, *dry, *["x"] * len(needed), *tail], id=" ".join([*words, *dry]))
+        if dry:  # the verb's real run too (doctor grades the variable as a finding of its own there)
+            yield pytest.param([*words, *["x"] * len(needed), *tail], id=" ".join(words))
+
+
+@pytest.mark.parametrize("argv", [p for p in _every_verb_once()
+                                  if p.values[0][0] in ("doctor", "validate", "status", "render", "image", "runs",
+                                                        "hosts") or "--dry-run" in p.values[0]])
+def test_an_unknown_nodeweave_variable_is_said_once_by_every_verb(project, capsys, monkeypatch, argv):
+    """``doctor`` said NODEWEAVE_FOO twice: a warning line on stderr and a finding in its table. Every verb (dry
+    runs, and the real runs that start nothing) says it once."""
+    monkeypatch.setenv("NODEWEAVE_STAL_WARN", "5")
+    monkeypatch.setenv("PATH", str(project / "no-tools"))  # nothing a real run could start
+    code, out, err = run_cli(capsys, *argv)
+    said = (out + err).count("NODEWEAVE_STAL_WARN")
+    assert said == 1, (code, out, err)
+
+
+def test_doctor_grades_the_unknown_variable_as_its_one_finding(project, capsys, monkeypatch):
+    monkeypatch.setenv("NODEWEAVE_STAL_WARN", "5")
+    code, out, err = run_cli(capsys, "doctor")
+    assert "NODEWEAVE_STAL_WARN" not in err and (out + err).count("NODEWEAVE_STAL_WARN") == 1, (out, err)
+    assert "unknown-variable" in out and "did you mean NODEWEAVE_STALL_WARN?" in out

@@ -275,10 +275,22 @@ def main(argv: "list[str] | None" = None) -> int:
         gc.freeze()
 
 
-def _warn_unknown_variables() -> None:
+# Verbs whose own report grades an unknown NODEWEAVE_* variable (a finding with what to do): the warning line is
+# theirs, so it is not said twice (`doctor` read this shell's variables as the entrypoint would and said each
+# twice). Each: argv -> whether this call makes that report (doctor's --cluster, --dry-run, --capture do not).
+REPORT_VARIABLES_ITSELF = {
+    "doctor": lambda argv: not {"--cluster", "--dry-run", "--capture", "--help", "-h"} & {
+        word.split("=", 1)[0] for word in argv},
+}
+
+
+def _warn_unknown_variables(argv: "list[str]") -> None:
     """One line per NODEWEAVE_* variable neither program knows (the entrypoint's list, one for both): a
-    mistyped name is said, never silently ignored."""
+    mistyped name is said, never silently ignored, and said once."""
     if not any(name.startswith("NODEWEAVE_") for name in os.environ):
+        return
+    reports_itself = REPORT_VARIABLES_ITSELF.get(argv[0] if argv else "")
+    if reports_itself is not None and reports_itself(argv[1:]):
         return
     from nodeweave.entrypoint.planning.variables import unknown_lines
 
@@ -291,13 +303,16 @@ def _main(argv: "list[str]") -> int:
         from typer._completion_classes import completion_init
 
         completion_init()
-    else:
-        _warn_unknown_variables()
     try:
-        argv = verb_options_first(argv)
+        moved, refusal = verb_options_first(argv), None
     except NodeweaveError as err:
-        typer.echo(f"nodeweave: error: {err}", err=True)
-        return err.exit_code
+        moved, refusal = argv, err
+    if COMPLETE_VAR not in os.environ:
+        _warn_unknown_variables(moved)
+    if refusal is not None:
+        typer.echo(f"nodeweave: error: {refusal}", err=True)
+        return refusal.exit_code
+    argv = moved
     if argv[:1] in (["sync"], ["bench"]):
         from nodeweave.cli.habits.spellings import upgrade
 
