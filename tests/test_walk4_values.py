@@ -308,3 +308,40 @@ def test_doctor_grades_the_unknown_variable_as_its_one_finding(project, capsys, 
     code, out, err = run_cli(capsys, "doctor")
     assert "NODEWEAVE_STAL_WARN" not in err and (out + err).count("NODEWEAVE_STAL_WARN") == 1, (out, err)
     assert "unknown-variable" in out and "did you mean NODEWEAVE_STALL_WARN?" in out
+
+
+# --- a dry run prints commands a user can paste ------------------------------------------------------------
+
+def test_hosts_probe_dry_run_is_the_real_probe_and_runs_when_pasted(tmp_path):
+    """``hosts probe --dry-run`` printed ``python3 -c PROBE '' < the entrypoint's detection, zipped``: neither the
+    script nor the stdin could be pasted. Now its line is the real command (the bootstrap inline, the zip piped in
+    from the command that makes it): pasted into bash, through ssh (the stand-in), it reports the host's node."""
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    import cli_run
+
+    here = Path(__file__).parent
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "ssh").write_text(f"#!/bin/sh\nexec {sys.executable} {here / 'ssh_standin.py'} \"$@\"\n")
+    (bin_dir / "ssh").chmod(0o755)
+    (tmp_path / "hosts").mkdir()
+    (tmp_path / "hosts" / "hosts.json").write_text(json.dumps(
+        {"desk1": {"NODEWEAVE_SYSROOT": str(here / "fixtures" / "synthetic" / "hgx-h100")}}))
+    env = cli_run.checkout_env({**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}",
+                                "STANDIN_SSH_ROOT": str(tmp_path / "hosts")})
+    done = cli_run.run([*cli_run.NODEWEAVE, "hosts", "probe", "--dry-run", "--node", "ssh:desk1"], env=env,
+                       cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "PROBE" not in done.stdout and "< the entrypoint" not in done.stdout, done.stdout
+    commands = [line for line in done.stdout.split("\n# ") if line.startswith("probe ssh:desk1\n")]
+    assert len(commands) == 1, done.stdout
+    pasted = commands[0].split("\n", 1)[1]
+    ran = subprocess.run(["bash", "-c", pasted], env=env, capture_output=True, timeout=120, cwd=tmp_path)
+    assert ran.returncode == 0, ran.stderr.decode()
+    answer = json.loads(ran.stdout)
+    assert answer["node"]["gpus"]["count"] == 8, answer["node"]["gpus"]

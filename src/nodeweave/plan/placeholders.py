@@ -71,11 +71,14 @@ KINDS = ("files", "commands", "wait", "sweep", "run", "check", "stop", "exec", "
 def step_dict(step: Step) -> dict:
     """A step as data: its argv, the variables it adds, what its stdin is (never the text: it may be a secret)."""
     return {"what": step.what, "argv": list(step.argv), "env": dict(step.env),
-            "stdin": step.stdin_name or None if step.stdin is not None else None, "timeout": step.timeout}
+            "stdin": step.stdin_name or None if step.stdin is not None else None,
+            **({"stdin_from": list(step.stdin_from)} if step.stdin_from else {}), "timeout": step.timeout}
 
 
 def step_text(step: Step) -> str:
     """A step as a shell line (``Step.text``), each placeholder as ``<name>``."""
     prefix = " ".join(f"{k}={command_text([v])}" for k, v in step.env)
     line = (prefix + " " if prefix else "") + command_text(step.argv)
+    if step.stdin_from:
+        return f"{command_text(step.stdin_from)} | {line}"
     return line + (f" < {step.stdin_name}" if step.stdin is not None else "")
