@@ -6,6 +6,7 @@ is covered without being listed here.
 
 from __future__ import annotations
 
+import re
 import typing
 
 import pytest
@@ -345,3 +346,62 @@ def test_hosts_probe_dry_run_is_the_real_probe_and_runs_when_pasted(tmp_path):
     assert ran.returncode == 0, ran.stderr.decode()
     answer = json.loads(ran.stdout)
     assert answer["node"]["gpus"]["count"] == 8, answer["node"]["gpus"]
+
+
+# Values a dry run cannot know (made when the run starts: a run's id, a Slurm allocation's job and nodes) read as
+# <name> (nodeweave.plan.placeholders); sync's agent program (50 KB, a protocol spoken over its stdin) stands as
+# SYNC_AGENT. Anything else in a command line must be the real word.
+RUNTIME_ONLY = re.compile(r"^<(run-id|job-id|node\d+)>$")
+KNOWN_STAND_INS = {"SYNC_AGENT"}
+
+
+def _dry_run_cases():
+    for words, command in leaves():
+        if "--dry-run" not in {o for p in command.params for o in getattr(p, "opts", ())}:
+            continue
+        tail = ["--", "true"] if any(p.name == "command" and not p.hidden for p in command.params) else []
+        needed = [p for p in command.params if p.param_type_name == "argument" and p.required and p.name != "command"]
+        flags = {o for p in command.params for o in getattr(p, "opts", ())}
+        where = []
+        if {"--target", "--host", "--engine", "--remote-dir"} <= flags:  # bare hosts: every phase, nothing up
+            where = ["--target", "hosts", "--engine", "none", "--host", "desk1", "--host", "desk2",
+                     "--remote-dir", "{remote}"]
+        elif words == ["sync"]:
+            where = ["--node", "ssh:desk1", "--node", "ssh:desk2", "src", "{remote}/synced"]
+        elif words == ["hosts", "probe"]:
+            where = ["--node", "ssh:desk1"]
+        yield pytest.param([*words, "--dry-run", *where, *["x"] * len(needed), *tail], id=" ".join(words))
+
+
+SECRET_STDIN = (" < a new random job token",)  # a secret is named, never printed
+
+
+def _stand_ins(line: str) -> "list[str]":
+    words = []
+    described = re.search(r" < ([^'\"]* [^'\"]*)$", line)  # a stdin given as words about it, not a file
+    if described and not line.endswith(SECRET_STDIN):
+        words.append(f"< {described.group(1)}")
+    for word in re.findall(r"<[^<>\s]+>|\b[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)*\b(?!=)|\.\.\.", line):
+        if RUNTIME_ONLY.match(word) or word in KNOWN_STAND_INS:
+            continue
+        if word.startswith("<") or word == "..." or (len(word) >= 4 and f" {word} " in f" {line} "):
+            words.append(word)
+    return words
+
+
+@pytest.mark.parametrize("argv", list(_dry_run_cases()))
+def test_every_dry_run_line_is_a_command_that_can_be_pasted(project, capsys, monkeypatch, argv):
+    """``hosts probe`` showed its script as PROBE and ``bench`` its report path as ``<scratch>/rank0.json``:
+    every --dry-run's command lines (the lines that are not ``#`` notes) hold no stand-in for what is known."""
+    (project / "train.py").write_text("print('train')\n")
+    (project / "src").mkdir()
+    (project / "src" / "data.txt").write_text("data\n")
+    if argv[:2] == ["image", "build"]:
+        assert run_cli(capsys, "render", "all")[0] == 0  # the build context holds the rendered entrypoint
+    monkeypatch.setenv("PATH", str(project / "no-tools") + ":/usr/bin:/bin")
+    argv = [word.format(remote=project / "job") for word in argv]
+    code, out, err = run_cli(capsys, *argv)
+    assert code == 0 or "real" in err + out, (code, out, err)
+    lines = [line.split("  # ")[0] for line in out.splitlines() if line.strip() and not line.startswith("#")]
+    found = {line: _stand_ins(line) for line in lines}
+    assert not any(found.values()), {line[:200]: words for line, words in found.items() if words}

@@ -42,6 +42,12 @@ class Step:
         return line + (f" < {self.stdin_name}" if self.stdin is not None else "")
 
 
+def printed(text: str) -> "Tuple[str, ...]":
+    """A ``stdin_from`` for text a plan knows (a rendered file, a mark): ``printf %s TEXT``, so the printed line
+    pipes in exactly what the run sends (never for a secret: that stays a ``stdin_name``)."""
+    return ("printf", "%s", text)
+
+
 def execute(step: Step) -> "subprocess.CompletedProcess[str]":
     """Run ``step``; a non-zero exit is a NodeweaveError naming the step and the end of its output."""
     need_tool(step.argv[0], f"it is needed to {step.what}")

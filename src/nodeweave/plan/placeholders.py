@@ -25,6 +25,10 @@ def placeholder(name: str) -> str:
 
 RUN_ID = placeholder("run-id")  # a run's id: the folder's, made when the run starts
 JOB_ID = placeholder("job-id")  # a Slurm allocation's job id, in the phases after the one that takes it
+SCRATCH = placeholder("scratch")  # a new private folder of this machine's, made for one command and removed after it
+# Placeholders a shell can fill itself: a command line shows them as the shell words that do (so the line can be
+# pasted as printed), where the others read as <name>.
+SHELL_WORDS = {"scratch": '"$(mktemp -d)"'}
 
 
 def node_placeholder(index: int) -> str:
@@ -43,14 +47,15 @@ def filled(text: str, values: Mapping[str, str]) -> str:
 
 
 def command_text(argv: Sequence[str]) -> str:
-    """An argv as a shell line one could paste, a placeholder as ``<name>`` (unquoted, so it reads as one)."""
+    """An argv as a shell line one could paste, a placeholder as the shell words that fill it (``SHELL_WORDS``),
+    else as ``<name>`` (unquoted, so it reads as one)."""
     words = []
     for word in argv:
         parts = PLACEHOLDER.split(word)  # literal, name, literal, name, ...
         if len(parts) == 1:
             words.append(shlex.quote(word))
             continue
-        words.append("".join(f"<{part}>" if odd else (shlex.quote(part) if part else "")
+        words.append("".join(SHELL_WORDS.get(part, f"<{part}>") if odd else (shlex.quote(part) if part else "")
                              for odd, part in ((i % 2 == 1, p) for i, p in enumerate(parts))))
     return " ".join(words)
 
