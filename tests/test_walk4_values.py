@@ -405,3 +405,18 @@ def test_every_dry_run_line_is_a_command_that_can_be_pasted(project, capsys, mon
     lines = [line.split("  # ")[0] for line in out.splitlines() if line.strip() and not line.startswith("#")]
     found = {line: _stand_ins(line) for line in lines}
     assert not any(found.values()), {line[:200]: words for line, words in found.items() if words}
+
+
+def below_range_cases():
+    for words, command, flag, kind in numeric_options():
+        yield pytest.param([*words, *_dry(command), flag, "-1000000"], flag, id=f"{' '.join(words)} {flag}")
+
+
+@pytest.mark.parametrize("argv,flag", list(below_range_cases()))
+def test_a_number_out_of_range_is_refused_in_one_wording(project, capsys, argv, flag):
+    """``bench --iters -1`` said ``--iters: -1 must be >= 1`` where every other option says ``--OPTION VALUE is not
+    accepted: RANGE``: each numeric option's refusal takes the one form."""
+    code, out, err = run_cli(capsys, *argv)
+    if code == 2:
+        line = one_line(err)
+        assert re.match(rf"nodeweave: error: {flag} (-1000000|-1e\+06) is not accepted: ", line), line

@@ -47,9 +47,9 @@ class BenchConfig:
 
     def __post_init__(self):
         if self.iters < 1:
-            raise UsageError(f"--iters: {self.iters} must be >= 1")
+            raise UsageError(f"--iters {self.iters} is not accepted: 1 or more")
         if self.warmup < 0:
-            raise UsageError(f"--warmup: {self.warmup} must be >= 0")
+            raise UsageError(f"--warmup {self.warmup} is not accepted: 0 or more")
         if self.nproc != "auto" and not (self.nproc.isdigit() and int(self.nproc) >= 1):
             raise UsageError(f"--nproc: {self.nproc!r} is not a process count; expected a positive integer or 'auto'")
 
