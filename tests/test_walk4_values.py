@@ -59,7 +59,7 @@ NOT_FINITE = ("nan", "NaN", "inf", "-inf", "1e999", "-1e999")
 def non_finite_cases():
     for words, command, flag, kind in numeric_options():
         for value in NOT_FINITE if kind is float else ("nan", "1e999"):
-            yield pytest.param([*words, *_dry(command), flag, value], flag, value,
+            yield pytest.param([*words, *_dry(command), flag, value], flag, value, kind,
                                id=f"{' '.join(words)} {flag} {value}")
 
 
@@ -69,12 +69,14 @@ def test_the_walk_finds_the_numeric_options_a_user_types():
             ("bench", "--timeout"), ("up", "--timeout"), ("sync", "--jobs")} <= found, found
 
 
-@pytest.mark.parametrize("argv,flag,value", list(non_finite_cases()))
-def test_a_number_that_is_not_finite_is_refused_naming_option_value_and_range(project, capsys, argv, flag, value):
+@pytest.mark.parametrize("argv,flag,value,kind", list(non_finite_cases()))
+def test_a_number_that_is_not_finite_is_refused_naming_option_value_and_range(project, capsys, argv, flag, value,
+                                                                               kind):
     code, out, err = run_cli(capsys, *argv)
     line = one_line(err)
     assert code == 2 and out == "", (code, out, err)
-    assert f"{flag} {value!r} is not accepted: a " in line, line  # "a finite number[, RANGE]" / "a whole number"
+    said = value if kind is float else repr(value)
+    assert f"{flag} {said} is not accepted: a " in line, line  # "a finite number[, RANGE]" / "a whole number"
 
 
 @pytest.mark.parametrize("argv,shown", [(["stop", "--dry-run", "--grace", "-0"], "--grace 0"),

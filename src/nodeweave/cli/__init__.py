@@ -154,7 +154,8 @@ def numeric_refusal(message: str) -> str:
         option, value, label, bounds = found.groups()
         kind = {"integer": "a whole number", "finite number": "a finite number"}.get(label.lower(), "a number")
         accepted = _accepted_range(bounds) if bounds else None
-        return f"{option} {value!r} is not accepted: {kind}" + (f", {accepted}" if accepted else "")
+        shown = value if label.lower() == "finite number" else repr(value)  # nan, inf: numbers, written as numbers
+        return f"{option} {shown} is not accepted: {kind}" + (f", {accepted}" if accepted else "")
     found = _OUT_OF_RANGE.match(message)
     if not found:
         return message
