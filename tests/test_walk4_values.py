@@ -422,3 +422,22 @@ def test_a_number_out_of_range_is_refused_in_one_wording(project, capsys, argv, 
     if code == 2:
         line = one_line(err)
         assert re.match(rf"nodeweave: error: {flag} (-1000000|-1e\+06) is not accepted: ", line), line
+
+
+def test_no_entrypoint_setting_reads_a_number_that_is_not_finite():
+    """Every NODEWEAVE_* setting the entrypoint reads (the contract's rows): ``nan``/``inf``/``1e999`` are refused,
+    or read as the words they are, never as a float (the entrypoint reads whole numbers only; its one float
+    option, ``--node stop --grace``, is tested above)."""
+    from nodeweave.entrypoint import parse
+    from nodeweave.entrypoint.errors import UsageError
+    from nodeweave.entrypoint.planning.contract import SETTINGS
+
+    for row in SETTINGS:
+        if row.topology:
+            continue
+        for text in ("nan", "inf", "1e999", "-0.0"):
+            try:
+                value = parse(["--", "t.py"], {row.variable: text}).get(row.key)
+            except UsageError:
+                continue
+            assert not isinstance(value, float), (row.variable, text, value)
