@@ -27,7 +27,9 @@ RUN_ID = placeholder("run-id")  # a run's id: the folder's, made when the run st
 JOB_ID = placeholder("job-id")  # a Slurm allocation's job id, in the phases after the one that takes it
 SCRATCH = placeholder("scratch")  # a new private folder of this machine's, made for one command and removed after it
 # Placeholders a shell can fill itself: a command line shows them as the shell words that do (so the line can be
-# pasted as printed), where the others read as <name>.
+# pasted as printed), where the others read as <name>. For a local command's own words only: inside a remote
+# command (one word ssh hands the host's shell) the local shell would fill it, unquoted for the host - which is
+# why sync's agent program, a word of its exec on each target, stays the stand-in SYNC_AGENT.
 SHELL_WORDS = {"scratch": '"$(mktemp -d)"'}
 
 
