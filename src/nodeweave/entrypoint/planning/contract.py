@@ -40,12 +40,15 @@ def read_text(text, what, source):
     return str(text).strip()
 
 
+DIGITS = frozenset("0123456789")
+
+
 def plain_int(text):
     """A whole number as the spec takes one (spec/nodes.py): plain ASCII decimal digits, so ``05``, ``+5``,
     ``1_000`` and other scripts' digits, which Python's int() reads, are refused here as they are in the spec.
     (No ``re``: this is on the entrypoint's start-up path.)"""
     body = text[1:] if text.startswith("-") else text
-    return body.isascii() and body.isdigit() and (body == "0" or not body.startswith("0"))
+    return bool(body) and set(body) <= DIGITS and (body == "0" or not body.startswith("0"))  # no isascii: 3.6
 
 
 def read_int(minimum):
