@@ -166,11 +166,14 @@ def _contract_twins():
         if not row.spec:
             continue
         sample = spec_value(full, row.spec)
-        if row.spec == "nodes" or (isinstance(sample, int) and not isinstance(sample, bool)):
+        if row.spec in ("nodes", *TEXT_TWINS) or (isinstance(sample, int) and not isinstance(sample, bool)):
             for context in TWIN_CONTEXTS:
                 yield pytest.param(row, context, id=f"{row.spec}-{context}")
 
 
+# Text fields written the same way in both (a list field is a YAML list in the spec and a comma list on the node,
+# the hosts a list there and a file here: not compared value for value).
+TEXT_TWINS = ("kubernetes.service", "kubernetes.cluster_domain", "launcher.type", "launcher.mode")
 TWIN_CONTEXTS = {
     "plain": {"name": "tw", "image": {"variant": "cpu"}, "nodes": 2, "gpus_per_node": 1,
               "launcher": {"script": "t.py"}},
@@ -181,7 +184,9 @@ TWIN_CONTEXTS = {
 # Python's int() reads but the spec refuses (a leading zero, a sign, '_', another script's digits).
 TWIN_VALUES = ["-1", "0", "-0", "1", "2", "8", "1000", "1001", "1024", "1025", "2048", "2049", "65535", "65536",
                "86400", "86401", "100000", "100001", "604800", "604801", "05", "+5", "1_000", "\u0663", "1e3",
-               "5.0", "0x10", "nan", '"2:4"', '"0:2"', '"3:2"', '"1:2049"']
+               "5.0", "0x10", "nan", '"2:4"', '"0:2"', '"3:2"', '"1:2049"', "rdzv", "Rdzv", "cluster.local",
+               "Cluster.Local", "-a", "a-", "a_b", "a" * 64, ".".join(["a" * 63] * 4), "torchrun", "TorchRun",
+               "command", "hold", "run", "on", "true"]
 
 
 def _spec_takes(context: dict, dotted: str, written: str) -> "tuple[bool, str]":

@@ -193,13 +193,31 @@ def read_host(text, what, source):
     return value
 
 
+LABEL_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789-")
+
+
+def _dns_1123(value, longest):
+    """Whether ``value`` is DNS-1123 (the spec's rule, spec/rules.py): dot-separated labels of lower-case letters,
+    digits and '-', none starting or ending with '-', at most ``longest`` characters in all."""
+    return 0 < len(value) <= longest and all(
+        label and set(label) <= LABEL_CHARS and label[0] != "-" and label[-1] != "-" for label in value.split("."))
+
+
 def read_domain(text, what, source):
-    """A DNS domain such as ``cluster.local`` (no leading dot, no port)."""
+    """A DNS domain such as ``cluster.local`` (no leading dot, no port): a DNS-1123 subdomain, as in the spec."""
     value = str(text).strip().strip(".")
-    problem = _host_problem(value) if value else "is empty"
-    if problem or ":" in value:
-        raise UsageError(f"{what} {value!r} (from {source}) {problem or 'is an address'}; accepted: a DNS domain "
-                         "such as cluster.local")
+    if not _dns_1123(value, 253):
+        raise UsageError(f"{what} {value!r} (from {source}) is not a DNS-1123 subdomain; accepted: a DNS domain of "
+                         "dot-separated labels of lower-case letters, digits and '-', such as cluster.local")
+    return value
+
+
+def read_label(text, what, source):
+    """A DNS-1123 label such as a Service's name, as in the spec (``kubernetes.service``)."""
+    value = str(text).strip()
+    if "." in value or not _dns_1123(value, 63):
+        raise UsageError(f"{what} {value!r} (from {source}) is not a DNS-1123 label; accepted: at most 63 lower-case "
+                         "letters, digits and '-', starting and ending with a letter or digit, such as rdzv")
     return value
 
 
@@ -289,7 +307,7 @@ SETTINGS = (
             topology=True),
     Setting("service", "--service", "NODEWEAVE_SERVICE",
             "headless Service: master = <name>-0.<service>.<namespace>.svc.<cluster domain>",
-            spec="kubernetes.service", where=("kubernetes",)),
+            spec="kubernetes.service", where=("kubernetes",), read=read_label),
     Setting("cluster_domain", "--cluster-domain", "NODEWEAVE_CLUSTER_DOMAIN",
             "Kubernetes cluster domain of the master's name (default: the svc.<domain> entry of "
             "/etc/resolv.conf's search list, else cluster.local)",
