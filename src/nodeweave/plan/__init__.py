@@ -46,13 +46,13 @@ from nodeweave.plan.phases import (KINDS, PHASES, AllocatePhase, Builds, BuildPh
                                    CommandsPhase, ExecPhase, FilesPhase, LaunchPhase, NodeCommand, Phase, PlannedFile,
                                    RenderedFile, RenderFilesPhase, RunPhase, RunsPoints, ShellPhase, StagePhase,
                                    StopPhase, SweepPhase, SyncPhase, Syncs, WaitPhase)
-from nodeweave.plan.placeholders import (JOB_ID, MARK, RUN_ID, command_text, filled, node_placeholder, placeholder,
+from nodeweave.plan.placeholders import (JOB_ID, MARK, RUN_ID, SCRATCH, command_text, filled, node_placeholder, placeholder,
                                          shown, shown_data, step_dict, step_text)
 
 __all__ = ["KINDS", "PHASES", "AllocatePhase", "Builds", "BuildPhase", "CheckPhase", "ChecksNodes", "CommandsPhase",
            "ExecPhase", "FilesPhase", "LaunchPhase", "NodeCommand", "Phase", "PlannedFile", "RenderedFile",
            "RenderFilesPhase", "RunPhase", "RunsPoints", "ShellPhase", "StagePhase", "StopPhase", "SweepPhase",
-           "SyncPhase", "Syncs", "WaitPhase", "JOB_ID", "MARK", "RUN_ID", "command_text", "filled", "node_placeholder", "placeholder", "shown", "shown_data", "step_dict",
+           "SyncPhase", "Syncs", "WaitPhase", "JOB_ID", "MARK", "RUN_ID", "SCRATCH", "command_text", "filled", "node_placeholder", "placeholder", "shown", "shown_data", "step_dict",
            "step_text", "Plan", "plan_lines"]
 
 

@@ -25,7 +25,7 @@ import posixpath
 from typing import Dict, List, Optional, Tuple
 
 from nodeweave.cluster.base import Backend, Node, PlatformState
-from nodeweave.steps import Step
+from nodeweave.steps import Step, printed
 from nodeweave.errors import UsageError
 from nodeweave.remote import RemoteOptions, make_target
 
@@ -142,7 +142,7 @@ class HostsCluster(Backend):
         env += token.compose_env(self._token_file)
         writes = self._token_steps() + [Step(f"send compose/{name} to {host}",
                        tuple(self._ssh(host).exec_argv([*WRITE_FILE, f"{self.dir}/compose", name], stdin=True)),
-                       stdin=text, stdin_name=f"compose/{name} (rendered)")
+                       stdin=text, stdin_name=f"compose/{name} (rendered)", stdin_from=printed(text))
                   for host in self.hosts for name, text in sent.items()]
         starts = [Step(f"start node {i} on {host} ({mode} mode)",
                        tuple(self._compose(i, "up", "-d", "--force-recreate", env=env)),
@@ -184,7 +184,8 @@ class HostsCluster(Backend):
         folder, name = posixpath.split(self._mark_file)
         text = json.dumps(self.mark.labels(), sort_keys=True) + "\n"
         return [Step(f"mark node-{i} ({self._ssh(host).label}) as this folder's job", tuple(self._ssh(host).exec_argv(
-            [*WRITE_FILE, folder, name], stdin=True)), stdin=text, stdin_name=f"the job's mark ({MARK_FILE})")
+            [*WRITE_FILE, folder, name], stdin=True)), stdin=text, stdin_name=f"the job's mark ({MARK_FILE})",
+            stdin_from=printed(text))
                 for i, host in enumerate(self.hosts)]
 
     def _release_steps(self) -> List[Step]:
@@ -200,7 +201,7 @@ class HostsCluster(Backend):
         folder, name = posixpath.split(self._bare_hostfile)
         return [Step(f"send compose/hosts to {host}", tuple(self._ssh(host).exec_argv([*WRITE_FILE, folder, name],
                                                                                       stdin=True)),
-                     stdin=text, stdin_name=f"compose/hosts (rendered) as {self._bare_hostfile}")
+                     stdin=text, stdin_name=f"compose/hosts (rendered) as {self._bare_hostfile}", stdin_from=printed(text))
                 for host in self.hosts]
 
     def plan_down(self, delete_claims: bool, renamed=()):
