@@ -46,3 +46,52 @@ def test_a_dockerignore_of_ones_own_that_keeps_them_out_is_named_with_the_line_t
     with pytest.raises(UsageError, match=r"keeps 'requirements.txt' out of the build; add the line "
                                          r"'!requirements.txt' at its end"):
         prepare_build(spec, "cpu", tmp_path, tmp_path / "scratch", dry_run=True)
+
+
+@pytest.mark.parametrize("argv", [
+    ["run", "--dry-run", "--runs-dir", "/"], ["run", "--dry-run", "--runs-dir", "/etc"],
+    ["run", "--dry-run", "--runs-dir", "/usr/lib"], ["run", "--dry-run", "--runs-dir", "/proc"],
+    ["run", "--dry-run", "--runs-dir", ".nodeweave"], ["check", "--dry-run", "--runs-dir", "/sys"],
+    ["render", "all", "--dry-run", "--out", "/"], ["render", "all", "--dry-run", "--out", "/etc"],
+    ["render", "all", "--dry-run", "--out", "/proc"], ["render", "all", "--dry-run", "--out", ".nodeweave/x"],
+])
+def test_a_folder_nodeweave_writes_into_is_never_the_root_a_system_or_kernel_folder_or_its_own_state(
+        tmp_path, monkeypatch, capsys, argv):
+    """W69, W70: every flag naming a folder nodeweave fills goes through one judge, which the dry run asks too."""
+    from cli_run import in_process, one_line
+
+    _team(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    code, _, err = in_process(capsys, *argv)
+    line = one_line(err)
+    assert code == 2, err
+    assert argv[-1] in line and ("system folder" in line or "kernel file system" in line or "state folder" in line)
+
+
+def test_render_never_writes_its_record_through_a_link_in_place_of_the_state_folder(tmp_path, monkeypatch, capsys):
+    """W68: render refuses .nodeweave as a link, as up does, instead of writing rendered.json where it leads."""
+    from cli_run import in_process, one_line
+
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    team = tmp_path / "team"
+    team.mkdir()
+    _team(team)
+    (team / ".nodeweave").symlink_to(elsewhere)
+    monkeypatch.chdir(team)
+    code, _, err = in_process(capsys, "render", "all")
+    assert code == 2 and ".nodeweave is a symbolic link" in one_line(err)
+    assert list(elsewhere.iterdir()) == []
+
+
+def test_a_runs_link_to_a_folder_of_ones_own_is_named_where_it_leads(tmp_path, monkeypatch, capsys):
+    """W68's other half: runs/ as a link to a bigger disk is the user's choice; the plan names the real place."""
+    from nodeweave.cli.habits.output import runs_parent
+
+    big = tmp_path / "big"
+    big.mkdir()
+    team = tmp_path / "team"
+    team.mkdir()
+    _team(team)
+    (team / "runs").symlink_to(big)
+    assert runs_parent(None, team / "nodeweave.yaml", writes=True) == big.resolve()
