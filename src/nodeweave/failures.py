@@ -80,6 +80,11 @@ def writable_dir(path: Path, flag: str, system_ok: bool = False) -> Path:
     from nodeweave.remote.names import system_folder
 
     here = Path(os.path.abspath(path))
+    probe = here
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    if not probe.is_dir():
+        raise UsageError(f"{flag} {path}: {probe} is not a directory; accepted: a directory (created if missing)")
     real = here.resolve()
     if _pseudo_fs(real):
         raise UsageError(f"{flag} {path}: {real} is a kernel file system; no file of nodeweave's can go there; "
@@ -90,11 +95,6 @@ def writable_dir(path: Path, flag: str, system_ok: bool = False) -> Path:
     if STATE_DIR in real.parts or STATE_DIR in here.parts:
         raise UsageError(f"{flag} {path}: it is inside {STATE_DIR}/, nodeweave's own state folder; accepted: "
                          "a folder of your own (created if missing)")
-    probe = here
-    while not probe.exists() and probe != probe.parent:
-        probe = probe.parent
-    if not probe.is_dir():
-        raise UsageError(f"{flag} {path}: {probe} is not a directory; accepted: a directory (created if missing)")
     if not os.access(probe, os.W_OK | os.X_OK):
         raise UsageError(f"{flag} {path}: {probe} is not writable by this user; choose a directory you can write")
     return here
