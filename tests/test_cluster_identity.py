@@ -139,10 +139,15 @@ def _mark(spec_path: Path):
     return JobMark.of(spec_path.parent, "twin")
 
 
-def test_each_folder_has_its_own_compose_project_and_labels(tmp_path):
+def test_each_folder_has_its_own_compose_project_and_labels(tmp_path, monkeypatch):
     a, b = _folder(tmp_path / "a"), _folder(tmp_path / "b")
     env = _env(tmp_path)
     (tmp_path / "bin").mkdir()
+    # up's own files are written by the code up runs, which first asks for podman: the stand-in, whatever this
+    # machine has installed (it is never called here)
+    (tmp_path / "bin" / "podman").write_text(PODMAN.format(python=sys.executable))
+    (tmp_path / "bin" / "podman").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}:{os.environ['PATH']}")
     plans = [json.loads(cli(f.parent, env, "up", "--dry-run", "-o", "json").stdout) for f in (a, b)]
     argvs = [p["phases"][1]["steps"][0]["argv"] for p in plans]
     projects = [argv[argv.index("-p") + 1] for argv in argvs]

@@ -94,7 +94,18 @@ def test_sync_follows_the_local_target_to_its_containers(spec_path, monkeypatch)
     from nodeweave.sync import request as rq
 
     save_state(spec_path, "seed", ClusterOptions(target="local", engine="docker").checked())
-    with pytest.raises(EnvironmentProblem, match="seed is not up on docker .*nowhere to sync to; `nodeweave up`"):
+    # no docker here: nothing can be up on it, and the one line names the program (exit 3), not a sync to plan
+    monkeypatch.setenv("PATH", str(spec_path.parent / "empty-bin"))
+    with pytest.raises(EnvironmentProblem, match="docker is not on PATH; the local target reaches its nodes"):
+        rq.build_request(None, None, rq.TargetArgs(), rq.FilterArgs(), rq.SyncOptions(), spec_path)
+    # a docker that knows no such container, whatever this machine has installed (docker's own words and exit 1)
+    bin_dir = spec_path.parent / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "docker").write_text("#!/bin/sh\nfor a; do last=$a; done\n"
+                                    "echo \"Error: No such object: $last\" >&2\nexit 1\n")
+    (bin_dir / "docker").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:/usr/bin:/bin")
+    with pytest.raises(EnvironmentProblem, match="seed is not up on docker .*nowhere to sync to; `nodeweave up"):
         rq.build_request(None, None, rq.TargetArgs(), rq.FilterArgs(), rq.SyncOptions(), spec_path)
     running = PlatformState(NodeState.RUNNING, "running")
     monkeypatch.setattr(LocalCluster, "states", lambda self, nodes: {n.index: running for n in nodes})  # both ran

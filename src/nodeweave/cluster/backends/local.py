@@ -193,7 +193,12 @@ class LocalCluster(Backend):
         argv = [self.engine, "inspect", "--format", "{{json .Name}} {{json .State.Status}} {{.State.ExitCode}}", *names]
         try:
             out = subprocess.run(argv, capture_output=True, text=True, timeout=60)
-        except (OSError, subprocess.TimeoutExpired):
+        except FileNotFoundError:  # no engine here: nothing can be up on it, and the line says what to install
+            from nodeweave.failures import need_tool
+
+            need_tool(self.engine, f"the {self.target} target reaches its nodes with it")
+            return {}
+        except (OSError, subprocess.TimeoutExpired):  # no answer: unknown, the verb goes on as planned
             return {}
         found = {}
         for line in out.stdout.splitlines():
