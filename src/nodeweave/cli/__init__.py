@@ -237,6 +237,13 @@ def close_options(typed: str, known) -> "list[str]":
 
 
 _INVOKED: "list[str]" = []
+_AS_PROGRAM: "list[bool]" = []  # set by main() called as the program
+
+
+def as_program() -> bool:
+    """Whether this process is the ``nodeweave`` program (``main()`` without ``argv``), not a test or an embedding
+    calling ``main(argv)``, which may have patched code in memory: ``render --check``'s memo is the program's only."""
+    return bool(_AS_PROGRAM)
 
 
 def invoked_argv() -> "list[str]":
@@ -254,6 +261,7 @@ def main(argv: "list[str] | None" = None) -> int:
     """
     if argv is not None:
         return _main(list(argv))
+    _AS_PROGRAM[:] = [True]
     try:
         code = _main(sys.argv[1:])
         sys.stdout.flush()  # here, so a full disk is met inside the guard, not by the interpreter's exit
