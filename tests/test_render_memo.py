@@ -199,6 +199,8 @@ def test_an_edit_to_nodeweaves_own_files_is_noticed(own_package):
     after, _ = own_package.check_both()
     assert after["full"] and after["code"] == 4  # every Dockerfile is stale
     template.write_text(template.read_text().replace("# one more line\n", ""))
+    # this check compiles the template again into Jinja's cache (a file it read and rewrote): it keeps nothing
+    assert own_package.check_both()[0]["full"]
     kept(own_package)
     # a module that render --check never imports, but the entrypoint zipapp carries: the zipapp is stale
     worker = package / "check" / "worker.py"
