@@ -149,13 +149,13 @@ def render(
         from nodeweave.rendering import memo
 
         out_dir = (out if out is not None else spec_path.parent).resolve()
-        key = memo.call_key(invoked_argv(), spec_path, out_dir)
-        kept = memo.answer(key, spec_path, out_dir) if key else None
+        call = memo.this_call(invoked_argv(), spec_path, out_dir)
+        kept = memo.answer(call) if call else None
         if kept is not None:
             writable_dir(out_dir, "--out")
             _report(kept, data_format(as_json, output))
             return
-        seen = memo.watch(key) if key else None
+        seen = memo.watch(call) if call else None
     try:
         _render_and_check(spec_path, target, out, (as_json, output), dry_run, check, force, prune, seen)
     finally:
@@ -206,7 +206,7 @@ def _render_and_check(spec_path: Path, target: str, out: "Path | None", output: 
         if seen is not None and not noted:
             from nodeweave.rendering import memo
 
-            memo.keep(seen, spec_path, out_dir, plan)
+            memo.keep(seen, plan)
         return
     if files_phase.refused:
         raise UsageError(

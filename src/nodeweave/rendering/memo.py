@@ -3,8 +3,8 @@
 Why: a check that finds every file up to date loads the spec, imports every renderer and renders
 everything (more than half of its ~190 ms) to learn what the last identical check learned. A check
 that passes, run as the program, leaves a record in the cache folder (``$NODEWEAVE_CACHE_DIR``, else
-``$XDG_CACHE_HOME/nodeweave``, else ``~/.cache/nodeweave``; ``render-check/``, one file per spec and
---out) of everything its answer rests on; the next identical check prints the same plan from it
+``$XDG_CACHE_HOME/nodeweave``, else ``~/.cache/nodeweave``; ``render-check/``, one file per spec,
+--out and arguments) of everything its answer rests on; the next identical check prints the same plan from it
 (through the same report) only when all of it is proven unchanged:
 
 - the call: its arguments, working folder, the spec and --out resolved, the interpreter (executable,
@@ -16,9 +16,10 @@ that passes, run as the program, leaves a record in the cache folder (``$NODEWEA
 - every file the check opened for reading (seen through an audit hook, whoever opened it: the spec and
   what it names, each rendered file, the render record, the caches): its bytes (sha256), or that it was
   absent;
-- every folder it listed, and every folder it read a file from outside the cache: the names in it (a
-  file that appears beside one that was read, such as a user's .dockerignore, is noticed; nodeweave's
-  own folders are in its stamp above, ``__pycache__`` folders are Python's).
+- every folder it listed, every folder it read a file from outside the cache and every folder on the
+  way to a file the render record names: the names in it (a file that appears beside one that was read,
+  such as a user's .dockerignore, or a recorded file that comes back, is noticed; nodeweave's own
+  folders are in its stamp above, ``__pycache__`` folders are Python's).
 
 A check that started a process, opened a socket, read a pipe or a device, printed a note or found
 anything stale keeps nothing; the record is only ever a proof of "up to date", never of "stale": any
@@ -34,6 +35,7 @@ import os
 import stat
 import sys
 from pathlib import Path
+from typing import NamedTuple
 
 from nodeweave.entrypoint import bounded
 
@@ -55,23 +57,27 @@ def package_root() -> Path:
     return Path(nodeweave.__file__).resolve().parent
 
 
-def call_key(argv: "list[str]", spec_path: Path, out_dir: Path) -> "str | None":
-    """What the call is, as one digest; None when the spec is not a plain file (``-``, a pipe: never kept)."""
+class Call(NamedTuple):
+    """One check: its record's file (one per spec, --out and arguments) and the digest of all that makes the call."""
+
+    record: Path
+    key: str
+
+
+def this_call(argv: "list[str]", spec_path: Path, out_dir: Path) -> "Call | None":
+    """This check as a :class:`Call`; None when the spec is not a plain file (``-``, a pipe: never kept)."""
     try:
         if str(spec_path) == "-" or not stat.S_ISREG(os.stat(spec_path).st_mode):  # - is standard input
             return None
-        call = {"argv": list(argv), "cwd": os.getcwd(), "spec": str(spec_path.resolve()), "out": str(out_dir),
-                "python": [sys.executable, sys.version, list(sys.path)], "env": sorted(os.environ.items()),
-                "terminals": [os.isatty(fd) for fd in (0, 1, 2)], "user": [os.getuid(), os.getgid()],
-                "package": str(package_root())}
+        where = [str(spec_path.resolve()), str(out_dir), list(argv)]
+        call = {"where": where, "cwd": os.getcwd(), "python": [sys.executable, sys.version, list(sys.path)],
+                "env": sorted(os.environ.items()), "terminals": [os.isatty(fd) for fd in (0, 1, 2)],
+                "user": [os.getuid(), os.getgid()], "package": str(package_root())}
     except (OSError, ValueError):
         return None
-    return hashlib.sha256(json.dumps(call, sort_keys=True).encode("utf-8", "surrogateescape")).hexdigest()
-
-
-def _record_file(spec_path: Path, out_dir: Path) -> Path:
-    where = f"{spec_path.resolve()}\0{out_dir}".encode("utf-8", "surrogateescape")
-    return cache_root() / "render-check" / f"{hashlib.sha256(where).hexdigest()[:16]}.json"
+    name = hashlib.sha256(json.dumps(where).encode("utf-8", "surrogateescape")).hexdigest()[:16]
+    key = hashlib.sha256(json.dumps(call, sort_keys=True).encode("utf-8", "surrogateescape")).hexdigest()
+    return Call(cache_root() / "render-check" / f"{name}.json", key)
 
 
 # ---- what a check rests on ---------------------------------------------------------------------------------
@@ -79,8 +85,8 @@ def _record_file(spec_path: Path, out_dir: Path) -> Path:
 class Watch:
     """What the process opened for reading and listed while it watched, and whether it did anything else."""
 
-    def __init__(self, key: str) -> None:
-        self.key = key  # the call (call_key) whose answer it is
+    def __init__(self, call: Call) -> None:
+        self.call = call  # the check whose answer it is
         self.opened: "dict[str, list | None]" = {}  # each file opened for reading: its stamp when first opened
         self.listed: "set[str]" = set()
         self.unkept = False
@@ -117,12 +123,12 @@ def _audit(event: str, args: tuple) -> None:
         watch.unkept = True
 
 
-def watch(key: str) -> Watch:
-    """Start watching what this process reads for the call ``key`` (until :func:`stop`)."""
+def watch(call: Call) -> Watch:
+    """Start watching what this process reads for ``call`` (until :func:`stop`)."""
     if not _hooked:
         sys.addaudithook(_audit)
         _hooked.append(True)
-    found = Watch(key)
+    found = Watch(call)
     _watching.append(found)
     return found
 
@@ -133,12 +139,13 @@ def stop(found: Watch) -> None:
 
 
 def _content(path: str) -> str:
-    """A file's sha256, or what stands in its place ("absent", "not a file")."""
+    """A file's sha256 (a link's: marked as one), or what stands in its place ("absent", "not a file")."""
     try:
+        link = "link " if os.path.islink(path) else ""
         with open(path, "rb") as handle:
             if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
                 return "not a file"
-            return hashlib.sha256(handle.read()).hexdigest()
+            return link + hashlib.sha256(handle.read()).hexdigest()
     except FileNotFoundError:
         return "absent"
     except OSError as err:
@@ -200,7 +207,7 @@ def _module_files(package: str) -> "dict[str, list]":
 
 # ---- keeping and answering -----------------------------------------------------------------------------------
 
-def keep(seen: Watch, spec_path: Path, out_dir: Path, plan) -> None:
+def keep(seen: Watch, plan) -> None:
     """After a check that found nothing stale and said nothing else: the record of what it rests on and printed.
     Nothing is kept when it did something no file shows; a cache folder that cannot be written keeps nothing."""
     stop(seen)
@@ -218,15 +225,21 @@ def keep(seen: Watch, spec_path: Path, out_dir: Path, plan) -> None:
             return  # a pipe or a device, or a file changed since the check read it: its bytes are not what it saw
         if not _inside(path, cache):
             folders.add(os.path.dirname(path))
-    folders = {f for f in folders if not _inside(f, package) and os.path.basename(f) != "__pycache__"}
     (phase,) = plan.phases
-    record = {"version": VERSION, "call": seen.key, "package": _tree(Path(package)), "modules": sorted(modules.items()),
-              "files": sorted(files.items()), "folders": sorted((f, _names(f)) for f in folders),
+    for rel, *_ in phase.recorded:  # a file the render record names may come back (then it is obsolete: stale)
+        folder = Path(phase.out, rel).parent
+        while _inside(str(folder), phase.out):
+            folders.add(str(folder))
+            folder = folder.parent
+    folders = {f for f in folders if not _inside(f, package) and os.path.basename(f) != "__pycache__"}
+    record = {"version": VERSION, "call": seen.call.key, "package": _tree(Path(package)),
+              "modules": sorted(modules.items()), "files": sorted(files.items()),
+              "folders": sorted((folder, _names(folder)) for folder in folders),
               "plan": {"verb": plan.verb, "where": plan.where, "notes": list(plan.notes), "what": phase.what,
                        "out": phase.out, "targets": list(phase.targets), "prune": phase.prune, "job": phase.job,
                        "files": [[f.path, f.status, f.size, f.sha256, f.target] for f in phase.files],
                        "recorded": [list(r) for r in phase.recorded]}}
-    where = _record_file(spec_path, out_dir)
+    where = seen.call.record
     try:
         where.parent.mkdir(parents=True, exist_ok=True)
         scratch = where.with_name(f".{where.name}.{os.getpid()}.tmp")
@@ -236,12 +249,11 @@ def keep(seen: Watch, spec_path: Path, out_dir: Path, plan) -> None:
         pass
 
 
-def answer(key: str, spec_path: Path, out_dir: Path):
+def answer(call: Call):
     """The plan the last identical check printed, when everything it rested on is unchanged; else None."""
     try:
-        record = json.loads(bounded.read_text(_record_file(spec_path, out_dir), bounded.RECORD_CAP,
-                                              "a render check record"))
-        if not isinstance(record, dict) or record.get("version") != VERSION or record.get("call") != key:
+        record = json.loads(bounded.read_text(call.record, bounded.RECORD_CAP, "a render check record"))
+        if not isinstance(record, dict) or record.get("version") != VERSION or record.get("call") != call.key:
             return None
         if any(_content(path) != digest for path, digest in record["files"]):
             return None
