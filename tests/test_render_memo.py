@@ -234,3 +234,22 @@ def test_an_edit_to_nodeweaves_own_files_is_noticed(own_package):
     worker.write_text(worker.read_text() + "\n# one more line\n")
     after, _ = own_package.check_both()
     assert after["full"] and after["code"] == 4 and b"nodeweave-entrypoint.pyz" in after["err"]
+
+
+def test_the_memo_is_the_program_s_only_while_it_runs(tmp_path, monkeypatch):
+    """main() marks the process as the program while it runs, never after: a test's main(argv) that follows
+    one that ran the program (in the same process) still takes the full check."""
+    from nodeweave.cli import as_program, main
+
+    seen = []
+    monkeypatch.setattr(sys, "argv", ["nodeweave", "--version"])
+    monkeypatch.setattr("nodeweave.cli._main", lambda argv: seen.append(as_program()) or 0)
+    try:
+        assert main() == 0 and seen == [True]
+    finally:
+        import gc
+
+        gc.unfreeze()  # what main() as the program froze for its exit: this process goes on
+    assert not as_program()
+    main(["--version"])
+    assert seen == [True, False]

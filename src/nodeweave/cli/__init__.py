@@ -256,8 +256,9 @@ def main(argv: "list[str] | None" = None) -> int:
 
     Called as the program (no ``argv``), everything it made is frozen for the garbage collector at
     the end, so the interpreter's exit skips one last look at every object (~20 ms of a short call,
-    docs/benchmarks.md); atexit handlers and threads end as usual. With ``argv`` (tests, embedding)
-    nothing is frozen.
+    docs/benchmarks.md); atexit handlers and threads end as usual, and ``render --check`` may answer
+    from its memo (``nodeweave.rendering.memo``). With ``argv`` (tests, embedding) nothing is frozen
+    and the memo is off.
     """
     if argv is not None:
         return _main(list(argv))
@@ -271,6 +272,7 @@ def main(argv: "list[str] | None" = None) -> int:
 
         return ended_by(err, "nodeweave", EXIT_FAILURE, pipe_closed=EXIT_FAILURE)  # click ends EPIPE with 1 too
     finally:
+        _AS_PROGRAM.clear()  # a later main(argv) in this process (a test after one that ran the program) is not it
         import gc
 
         gc.freeze()
