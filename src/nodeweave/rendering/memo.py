@@ -8,7 +8,7 @@ that passes, run as the program, leaves a record in the cache folder (``$NODEWEA
 (through the same report) only when all of it is proven unchanged:
 
 - the call: its arguments, working folder, the spec and --out resolved, the interpreter (executable,
-  version, ``sys.path``), every environment variable (hashed, never stored), which of stdin, stdout
+  version, ``sys.path``, flags), every environment variable (hashed, never stored), which of stdin, stdout
   and stderr are terminals, the user;
 - nodeweave's own package folder: every file's path, size and mtime (modules, templates, the zipapp's
   sources, imported or not);
@@ -70,7 +70,8 @@ def this_call(argv: "list[str]", spec_path: Path, out_dir: Path) -> "Call | None
         if str(spec_path) == "-" or not stat.S_ISREG(os.stat(spec_path).st_mode):  # - is standard input
             return None
         where = [str(spec_path.resolve()), str(out_dir), list(argv)]
-        call = {"where": where, "cwd": os.getcwd(), "python": [sys.executable, sys.version, list(sys.path)],
+        call = {"where": where, "cwd": os.getcwd(),
+                "python": [sys.executable, sys.version, list(sys.path), list(sys.flags)],
                 "env": sorted(os.environ.items()), "terminals": [os.isatty(fd) for fd in (0, 1, 2)],
                 "user": [os.getuid(), os.getgid()], "package": str(package_root())}
     except (OSError, ValueError):
