@@ -253,3 +253,31 @@ def test_the_memo_is_the_program_s_only_while_it_runs(tmp_path, monkeypatch):
     assert not as_program()
     main(["--version"])
     assert seen == [True, False]
+
+
+def test_an_edit_to_nodeweaves_code_during_the_check_keeps_nothing(own_package):
+    """The check ran the code as it was; a record stamped with the edited code would vouch for code that never
+    ran. Here the compose renderer is changed after it rendered and before the check ends (by an import hook,
+    as the zipapp target loads): that check passes, keeps nothing, and the next identical one finds compose
+    stale."""
+    (own_package.src / "sitecustomize.py").write_text(  # runs in every child
+        "import os, sys\n"
+        "if os.environ.get('EDIT_DURING_CHECK'):\n"
+        "    class Edit:\n"
+        "        def find_spec(self, name, path=None, target=None):\n"
+        "            f = os.environ['EDIT_DURING_CHECK']\n"
+        "            if name == 'nodeweave.targets.zipapp' and '# edited' not in open(f).read():  # once\n"
+        "                open(f, 'a').write(EDIT)\n"
+        "            return None\n"
+        "    EDIT = '\\n_rendered = render_files\\n\\n\\ndef render_files(spec):\\n'\\\n"
+        "           '    return {k: v + \"# edited\\\\n\" for k, v in _rendered(spec).items()}\\n'\n"
+        "    sys.meta_path.insert(0, Edit())\n")
+    kept(own_package)
+    for record in own_package.records():
+        record.unlink()
+    own_package.env["EDIT_DURING_CHECK"] = str(own_package.src / "nodeweave" / "targets" / "compose" / "__init__.py")
+    during = own_package.call("program", "render", "all", "--check")
+    assert during["full"] and during["code"] == 0  # it ran the renderer from before the edit
+    assert own_package.records() == []
+    after, _ = own_package.check_both()  # the same call: a record kept would have answered "up to date"
+    assert after["full"] and after["code"] == 4 and b"compose/" in after["err"]

@@ -22,9 +22,10 @@ that passes, run as the program, leaves a record in the cache folder (``$NODEWEA
   folders are in its stamp above, ``__pycache__`` folders are Python's).
 
 A check that started a process, opened a socket, read a pipe or a device, printed a note or found
-anything stale keeps nothing; the record is only ever a proof of "up to date", never of "stale": any
-difference, a damaged or unreadable record, means the full check. Called as a library
-(``nodeweave.cli.main(argv)``: tests, which may patch code in memory) the memo is off.
+anything stale keeps nothing, nor one during which a file it read or nodeweave's code changed; the
+record is only ever a proof of "up to date", never of "stale": any difference, a damaged or
+unreadable record, means the full check. Called as a library (``nodeweave.cli.main(argv)``: tests,
+which may patch code in memory) the memo is off.
 """
 
 from __future__ import annotations
@@ -88,6 +89,8 @@ class Watch:
 
     def __init__(self, call: Call) -> None:
         self.call = call  # the check whose answer it is
+        package = str(package_root())  # the code as it was when the check began: an edit during it keeps nothing
+        self.package = (package, _tree(Path(package)), _module_files(package))
         self.opened: "dict[str, list | None]" = {}  # each file opened for reading: its stamp when first opened
         self.listed: "set[str]" = set()
         self.unkept = False
@@ -214,9 +217,20 @@ def keep(seen: Watch, plan) -> None:
     stop(seen)
     if seen.unkept:
         return
-    package = str(package_root())
-    cache = str(cache_root().resolve())
+    package, tree, loaded = seen.package
     modules = _module_files(package)
+    for path, stamp in modules.items():  # each module's file as it was when loaded: before the check, or read in it
+        if path in loaded:
+            before = loaded[path]
+        elif path in seen.opened:
+            before = seen.opened[path][:2] if seen.opened[path] else None
+        else:
+            continue  # loaded without an open the audit sees (an extension module): stamped as it is now
+        if stamp != before:
+            return
+    if _tree(Path(package)) != tree:
+        return
+    cache = str(cache_root().resolve())
     files, folders = {}, set(seen.listed)
     for path in sorted(seen.opened):
         if path in modules or _inside(path, package) or path.endswith(".pyc"):
@@ -233,7 +247,7 @@ def keep(seen: Watch, plan) -> None:
             folders.add(str(folder))
             folder = folder.parent
     folders = {f for f in folders if not _inside(f, package) and os.path.basename(f) != "__pycache__"}
-    record = {"version": VERSION, "call": seen.call.key, "package": _tree(Path(package)),
+    record = {"version": VERSION, "call": seen.call.key, "package": tree,
               "modules": sorted(modules.items()), "files": sorted(files.items()),
               "folders": sorted((folder, _names(folder)) for folder in folders),
               "plan": {"verb": plan.verb, "where": plan.where, "notes": list(plan.notes), "what": phase.what,
