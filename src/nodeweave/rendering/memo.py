@@ -115,7 +115,7 @@ def _audit(event: str, args: tuple) -> None:
                 name = os.path.abspath(os.fsdecode(path))
                 if name not in watch.opened:
                     watch.opened[name] = _stamp(name, changed=True)
-        elif event in ("os.listdir", "os.scandir", "glob.glob"):
+        elif event in ("os.listdir", "os.scandir"):  # glob and pathlib list through these
             path = args[0]
             if isinstance(path, int):
                 watch.unkept = True  # a folder by descriptor: cannot be named again
