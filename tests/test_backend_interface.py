@@ -29,7 +29,7 @@ OWN = {  # each backend's public methods, overrides included (before issue 41's 
     LocalCluster: {"nodes", "states", "marks", "nothing_up_line", "check_folders", "check_tools", "sync_targets"},
     HostsCluster: {"nodes", "states", "logs", "marks", "plan_down", "sync_targets"},
     KubeCluster: {"nodes", "states", "marks", "nothing_up_line", "reach_problem", "sync_targets"},
-    SlurmCluster: {"nodes", "states", "marks", "nothing_up_line", "check_tools", "sync_targets"},
+    SlurmCluster: {"nodes", "states", "marks", "nothing_up_line", "check_folders", "check_tools", "sync_targets"},
 }
 
 

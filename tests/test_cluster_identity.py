@@ -76,11 +76,12 @@ def _folder(path: Path, spec: str = SPEC) -> Path:
 
 def _up_files(spec_path: Path):
     """What `up` writes and records in its folder before it starts anything (the job's compose file, the record),
-    by the code `up` runs: open_cluster with remember, then the backend's files."""
-    from nodeweave.cli.habits.clusteropts import open_cluster
+    by the code `up` runs: open_cluster, remember_up, then the backend's files."""
+    from nodeweave.cli.habits.clusteropts import open_cluster, remember_up
     from nodeweave.cluster.options import ClusterOptions
 
-    _, backend, _ = open_cluster(spec_path, ClusterOptions(target="local", engine="podman"), remember=True)
+    spec, backend, checked = open_cluster(spec_path, ClusterOptions(target="local", engine="podman"))
+    remember_up(spec_path, spec, checked, backend)
     from nodeweave.cluster.execute import write_files
     from nodeweave.plan import FilesPhase
 
@@ -316,10 +317,11 @@ def test_kubernetes_namespace_changed_while_up(tmp_path, kube, monkeypatch):
     spec = _folder(tmp_path / "k", KUBE_SPEC)
     monkeypatch.setenv("PATH", env["PATH"])
     monkeypatch.setenv("STANDIN_STATE", env["STANDIN_STATE"])
-    from nodeweave.cli.habits.clusteropts import open_cluster
+    from nodeweave.cli.habits.clusteropts import open_cluster, remember_up
     from nodeweave.cluster.options import ClusterOptions
 
-    open_cluster(spec, ClusterOptions(target="kubernetes"), remember=True)  # what `up -t kubernetes` records
+    loaded, backend, checked = open_cluster(spec, ClusterOptions(target="kubernetes"))
+    remember_up(spec, loaded, checked, backend)  # what `up -t kubernetes` records
     spec.write_text(KUBE_SPEC.replace("namespace: ml", "namespace: ml2"))
     down = cli(spec.parent, env, "down", "--dry-run")
     assert down.returncode == 0 and "kubectl delete -n ml -k" in down.stdout, down.stdout + down.stderr

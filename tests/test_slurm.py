@@ -284,3 +284,36 @@ def test_a_rendered_script_runs_a_two_node_job_on_slurm(cluster, tmp_path):
     assert starts == ["nodeweave-entrypoint: node 0 of 2", "nodeweave-entrypoint: node 1 of 2"], text[-4000:]
     masters = [line for line in text.splitlines() if re.match(r"nodeweave-entrypoint: node \d+ of \d+,", line)]
     assert all(f" master {slurm_cluster.NODES[0]}:" in line for line in masters), "\n".join(masters)
+
+
+ONE_NODE = """name: pinned
+image: {variant: cpu}
+nodes: NODES
+launcher: {script: train.py}
+resources: {requests: {cpu: "1", memory: 1Gi}}
+slurm: {partition: debug, time: "10:00", nodelist: LIST}
+"""
+
+
+@needs_slurm
+@pytest.mark.slow
+def test_a_nodelist_longer_than_the_job_is_refused_as_slurm_would_grow_the_job(cluster, tmp_path):
+    """sbatch(1): with --nodelist "the job will contain all of these hosts", so a --nodes=1 job listing two hosts
+    is never the 1-node job the spec says (Slurm 22.05's sbatch refuses it: "invalid number of nodes (-N 2-1)"; the
+    man page's reading grows it to 2): the spec naming more nodes than nodes + spares is refused first (exit 2, one
+    line naming slurm.nodelist). A shorter list is left to Slurm (sbatch(1): it adds nodes; this one-host test
+    cluster of two slurmd answers "Requested node configuration is not available" to that, so it is not run here)."""
+    both = f"[{', '.join(slurm_cluster.NODES)}]"
+    script = _render(tmp_path, ONE_NODE.replace("NODES", "1").replace("LIST", f"[{slurm_cluster.NODES[0]}]"))
+    grown = cluster.run(["sbatch", "--test-only", f"--nodelist={slurm_cluster.NODELIST}", str(script)], cwd=tmp_path,
+                        check=False)
+    assert (grown.returncode != 0 and "invalid number of nodes" in grown.stderr) or \
+        slurm_cluster.NODELIST in grown.stderr, grown.stderr  # Slurm's answer: no 1-node job
+    (tmp_path / "nodeweave.yaml").write_text(ONE_NODE.replace("NODES", "1").replace("LIST", both))
+    refused = cli_run.run([*cli_run.NODEWEAVE, "render", "slurm", "--spec", str(tmp_path / "nodeweave.yaml")])
+    lines = refused.stderr.strip().splitlines()
+    assert refused.returncode == 2 and len(lines) == 1, refused.stderr
+    assert "slurm.nodelist: names 2 nodes" in lines[0] and "but the job is 1 (nodes: 1)" in lines[0], lines
+    exact = _render(tmp_path, ONE_NODE.replace("NODES", "2").replace("LIST", both))
+    out = cluster.run(["sbatch", "--test-only", str(exact)], cwd=tmp_path)
+    assert slurm_cluster.NODELIST in out.stderr, out.stderr  # as many listed as the job: taken, both nodes

@@ -322,6 +322,29 @@ def test_check_on_the_slurm_allocation(slurm, tmp_path):
 @needs_slurm
 @pytest.mark.slow
 @pytest.mark.launchers
+def test_up_check_on_slurm_checks_the_allocations_nodes(slurm, tmp_path):
+    """``up --check`` where nothing holds: the allocation's nodes are idle between runs, so up takes them and
+    checks them (issue 43: --check was refused there unless --hold, which does nothing on Slurm and is refused)."""
+    from test_slurm import _port
+
+    path = write_spec(tmp_path, port=_port())
+    env = {**slurm.env, "PATH": _per_node_tmpdir(tmp_path), "COLUMNS": "200"}
+
+    def nodeweave(*args, timeout=400):
+        return cli_run.run([*cli_run.NODEWEAVE, *args], cwd=tmp_path, env=env, timeout=timeout)
+
+    up = nodeweave("up", "--target", "slurm", "--spec", str(path), "--timeout", "120", "--check")
+    try:
+        assert up.returncode == 0, up.stdout[-3000:] + up.stderr[-3000:]
+        assert "healthy: nothing named" in up.stdout + up.stderr, up.stdout[-2000:] + up.stderr[-2000:]
+    finally:
+        down = nodeweave("down", "--spec", str(path))
+    assert down.returncode == 0, down.stdout + down.stderr
+
+
+@needs_slurm
+@pytest.mark.slow
+@pytest.mark.launchers
 def test_the_accelerate_slurm_seed_loop_up_run_status_logs_down_and_the_same_job_unattended(slurm, tmp_path):
     """Seed 003's shape: accelerate with a site environment activated first, as an allocation and as a batch job."""
     from test_slurm_runtimes import free_pair

@@ -71,18 +71,32 @@ def tool_failure(tool: str, what: str, code: int, text: str) -> NodeweaveError:
     return NodeweaveError(f"{tool} {what} failed (exit {code}): {message}")
 
 
-def writable_dir(path: Path, flag: str) -> Path:
-    """``path`` if it is, or can be made, a directory this process may write; else exit 2 naming why."""
+def writable_dir(path: Path, flag: str, system_ok: bool = False) -> Path:
+    """``path`` if it is, or can be made, a directory this process may write nodeweave's files into; else exit 2
+    naming why. Never ``/``, a system folder (``/etc``, ``/usr``, ...), a kernel file system (``/proc``) or
+    nodeweave's own state folder (``.nodeweave``), whether it exists or not: the dry run refuses them as the
+    real write would (or, as root, would not, and litter the system)."""
+    from nodeweave.jobstate import STATE_DIR
+    from nodeweave.remote.names import system_folder
+
     here = Path(os.path.abspath(path))
     probe = here
     while not probe.exists() and probe != probe.parent:
         probe = probe.parent
     if not probe.is_dir():
         raise UsageError(f"{flag} {path}: {probe} is not a directory; accepted: a directory (created if missing)")
+    real = here.resolve()
+    if _pseudo_fs(real):
+        raise UsageError(f"{flag} {path}: {real} is a kernel file system; no file of nodeweave's can go there; "
+                         "accepted: a folder of your own")
+    if system_folder(str(real)) and not system_ok:
+        raise UsageError(f"{flag} {path}: {real} is / or a system folder; accepted: a folder of your own "
+                         "(created if missing)")
+    if STATE_DIR in real.parts or STATE_DIR in here.parts:
+        raise UsageError(f"{flag} {path}: it is inside {STATE_DIR}/, nodeweave's own state folder; accepted: "
+                         "a folder of your own (created if missing)")
     if not os.access(probe, os.W_OK | os.X_OK):
         raise UsageError(f"{flag} {path}: {probe} is not writable by this user; choose a directory you can write")
-    if probe != here and _pseudo_fs(probe):
-        raise UsageError(f"{flag} {path}: {probe} is a kernel file system; no directory can be made there")
     return here
 
 

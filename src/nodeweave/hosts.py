@@ -55,20 +55,29 @@ def probe_argv(target: Remote, master: "str | None") -> "list[str]":
     return target.exec_argv(["python3", "-c", BOOTSTRAP, master or ""])
 
 
+def zip_command() -> "tuple[str, ...]":
+    """A local command that writes what a probe's stdin gets (:func:`entrypoint_zip`), for a dry run's line."""
+    import sys
+
+    return (sys.executable, "-c", "import sys; from nodeweave.hosts import entrypoint_zip; "
+                                  "sys.stdout.buffer.write(entrypoint_zip())")
+
+
 def probe_plan(targets: "list[Remote]", master: "str | None", hostfile: "Path | None"):
-    """What ``hosts probe`` does, as ``--dry-run`` prints it: one probe per host at once (the detection zipped on
-    its stdin; its script shown as PROBE, as sync shows its agent), then the hostfile written."""
+    """What ``hosts probe`` does, as ``--dry-run`` prints it: one probe per host at once, each line the real
+    command (the bootstrap script inline, the zipped detection piped in from the command that makes it), so it
+    can be pasted; then the hostfile written."""
     from nodeweave.plan import CommandsPhase, FilesPhase, Plan, PlannedFile
     from nodeweave.steps import Step
 
-    steps = tuple(Step(f"probe {t.label}", tuple(t.exec_argv(["python3", "-c", "PROBE", master or ""])), stdin="",
-                       stdin_name="the entrypoint's detection, zipped") for t in targets)
+    steps = tuple(Step(f"probe {t.label}", tuple(probe_argv(t, master)), stdin="",
+                       stdin_name="the entrypoint's detection, zipped", stdin_from=zip_command()) for t in targets)
     phases = (CommandsPhase("probe every host at once", steps=steps),)
     if hostfile is not None:
         phases += (FilesPhase("write the hostfile", files=(PlannedFile(str(hostfile), "DeepSpeed hostfile of the "
                                                                        "hosts that answer"),)),)
-    notes = (f"{len(targets)} host(s) probed at once with python3 over each one's exec channel (PROBE: the "
-             "detection script, run from the zip on its stdin); nothing is changed on them",)
+    notes = (f"{len(targets)} host(s) probed at once with python3 over each one's exec channel (the bootstrap "
+             "runs the entrypoint's detection from the zip on its stdin); nothing is changed on them",)
     return Plan("hosts probe", ", ".join(t.label for t in targets), phases, notes)
 
 

@@ -29,12 +29,23 @@ class Step:
     stdin: Optional[str] = None
     stdin_name: str = ""  # what the stdin text is, for the printout
     timeout: float = 600
+    # A local command that writes what the stdin gets (bytes known only as they are made, as `hosts probe`'s
+    # zip): the printout pipes it in, `FROM | ARGV`, so the line can be pasted as it stands.
+    stdin_from: Tuple[str, ...] = ()
 
     def text(self) -> str:
         """The step as a shell line a person could paste."""
         prefix = " ".join(f"{k}={shlex.quote(v)}" for k, v in self.env)
         line = (prefix + " " if prefix else "") + shlex.join(self.argv)
+        if self.stdin_from:
+            return f"{shlex.join(self.stdin_from)} | {line}"
         return line + (f" < {self.stdin_name}" if self.stdin is not None else "")
+
+
+def printed(text: str) -> "Tuple[str, ...]":
+    """A ``stdin_from`` for text a plan knows (a rendered file, a mark): ``printf %s TEXT``, so the printed line
+    pipes in exactly what the run sends (never for a secret: that stays a ``stdin_name``)."""
+    return ("printf", "%s", text)
 
 
 def execute(step: Step) -> "subprocess.CompletedProcess[str]":

@@ -323,9 +323,15 @@ def test_a_build_refuses_a_context_that_lacks_or_ignores_what_the_image_reads(tm
     with pytest.raises(UsageError, match=r"image.project.source: 'demo' is not in the build context"):
         prepare_build(spec, "cpu", tmp_path, tmp_path / "scratch", dry_run=True)
     (tmp_path / "demo").mkdir()
-    (tmp_path / ".dockerignore").write_text("*\n!src/\n")  # an old rendering, from before image.project
+    # an old rendering, from before image.project: rendering again mends it
+    (tmp_path / ".dockerignore").write_text("# Rendered by nodeweave: the image build context\n*\n!src/\n")
     with pytest.raises(UsageError, match=r"image.requirements: .*\.dockerignore keeps 'req.txt' out of the build; "
                                          r"run `nodeweave render images`"):
+        prepare_build(spec, "cpu", tmp_path, tmp_path / "scratch", dry_run=True)
+    # a team's own file: rendering leaves it alone, so the hint is the line to add
+    (tmp_path / ".dockerignore").write_text("node_modules/\n*.txt\n")
+    with pytest.raises(UsageError, match=r"image.requirements: .*\.dockerignore keeps 'req.txt' out of the build; "
+                                         r"add the line '!req.txt' at its end"):
         prepare_build(spec, "cpu", tmp_path, tmp_path / "scratch", dry_run=True)
     (tmp_path / ".dockerignore").write_text(render_files(spec)[".dockerignore"])
     assert prepare_build(spec, "cpu", tmp_path, tmp_path / "scratch", dry_run=True).plan.variant == "cpu"

@@ -76,6 +76,9 @@ def test_the_dashboard_and_top_read_a_podman_job_and_show_a_killed_container_as_
     dashboard = browser = None
     try:
         nodeweave(spec_path, "up", "--run", "--image", cpu_image, "--timeout", "180", check=0, timeout=400)
+        # the dashboard asks node 0 before it serves and says "no live picture" while its metrics are not up yet
+        wait_until(lambda: nodeweave(spec_path, "top", "--once", timeout=120).returncode == 0,
+                   "node 0's picture (top --once)", timeout=180, every=2)
         dashboard = start(spec_path, "dashboard", "--port", "0", "--interval", "1")
         line = dashboard.stdout.readline()
         found = re.search(r"dashboard at (http://127\.0\.0\.1:\d+/) ", line)

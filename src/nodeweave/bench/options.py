@@ -11,8 +11,6 @@ number of ranks (nccl-tests doc/PERFORMANCE.md).
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-
 from nodeweave.errors import UsageError
 
 OPS = ("all_reduce", "all_gather", "reduce_scatter")
@@ -25,7 +23,6 @@ DEFAULT_SIZES = {"nccl": "1K:1G", "gloo": "1K:64M"}
 
 _UNITS = {"": 1, "B": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 _SIZE_RE = re.compile(r"^\s*(\d+)\s*([KMGT]?)(I?B)?\s*$", re.IGNORECASE)
-_VAR_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _SIZES_HELP = ("a range MIN:MAX[:FACTOR] (e.g. 1K:1G, 1M:256M:4) or a comma list "
                "(e.g. 256M,1G); units B, K, M, G (powers of 1024)")
 
@@ -95,50 +92,6 @@ def parse_ops(text: str) -> "list[str]":
         raise UsageError(f"--ops: unknown operation {unknown[0]!r}; expected a comma list of "
                          f"{', '.join(OPS)} (or 'all')")
     return list(dict.fromkeys(names))
-
-
-@dataclass(frozen=True)
-class SweepAxis:
-    """One ``--sweep VAR=a,b,c``: a variable and the values to try."""
-
-    variable: str
-    values: "tuple[str, ...]"
-
-
-def parse_sweep(text: str) -> SweepAxis:
-    """Parse ``VAR=a,b,c``; the values are passed to the run's environment as is."""
-    hint = "expected VAR=a,b,c (an environment variable name, '=', a comma list of values)"
-    if "=" not in text:
-        raise UsageError(f"--sweep: {text!r} has no '='; {hint}")
-    variable, _, raw = text.partition("=")
-    variable = variable.strip()
-    if not _VAR_RE.match(variable):
-        raise UsageError(f"--sweep: {variable!r} is not an environment variable name; {hint}")
-    from nodeweave.entrypoint.planning.reserved import is_reserved
-
-    if is_reserved(variable):
-        raise UsageError(f"--sweep: {variable} is set by nodeweave (or the platform) for every launch; accepted: "
-                         "any other variable, e.g. NCCL_MAX_NCHANNELS=8,16")
-    values = tuple(value.strip() for value in raw.split(","))
-    if not raw.strip() or any(value == "" for value in values):
-        raise UsageError(f"--sweep: {text!r} has an empty value; {hint}")
-    if len(set(values)) != len(values):
-        raise UsageError(f"--sweep: {text!r} repeats a value; {hint}")
-    return SweepAxis(variable, values)
-
-
-def sweep_matrix(axes: "list[SweepAxis]") -> "list[dict[str, str]]":
-    """Every combination of the axes' values (the cartesian product), in flag order."""
-    seen = set()
-    for axis in axes:
-        if axis.variable in seen:
-            raise UsageError(f"--sweep: {axis.variable} is given twice; list all its values in one "
-                             f"--sweep {axis.variable}=a,b,c")
-        seen.add(axis.variable)
-    combos: "list[dict[str, str]]" = [{}]
-    for axis in axes:
-        combos = [{**combo, axis.variable: value} for combo in combos for value in axis.values]
-    return combos
 
 
 def format_bytes(nbytes: int) -> str:

@@ -47,9 +47,9 @@ class BenchConfig:
 
     def __post_init__(self):
         if self.iters < 1:
-            raise UsageError(f"--iters: {self.iters} must be >= 1")
+            raise UsageError(f"--iters {self.iters} is not accepted: 1 or more")
         if self.warmup < 0:
-            raise UsageError(f"--warmup: {self.warmup} must be >= 0")
+            raise UsageError(f"--warmup {self.warmup} is not accepted: 0 or more")
         if self.nproc != "auto" and not (self.nproc.isdigit() and int(self.nproc) >= 1):
             raise UsageError(f"--nproc: {self.nproc!r} is not a process count; expected a positive integer or 'auto'")
 
@@ -159,7 +159,7 @@ def label_for(env: "dict[str, str]") -> str:
 def bench_plan(config: BenchConfig, points: "list[dict[str, str]]", json_path: Path, plot: "Path | None"):
     """What ``bench`` does, as ``--dry-run`` prints it: the baseline launch, one launch per sweep point (each
     through the entrypoint and torchrun, one after another), then the files written."""
-    from nodeweave.plan import CommandsPhase, FilesPhase, Plan, PlannedFile
+    from nodeweave.plan import SCRATCH, CommandsPhase, FilesPhase, Plan, PlannedFile
     from nodeweave.steps import Step
 
     phases = []
@@ -167,7 +167,7 @@ def bench_plan(config: BenchConfig, points: "list[dict[str, str]]", json_path: P
         env = (("NODEWEAVE_LAUNCHER", "torchrun"), ("NODEWEAVE_NPROC_PER_NODE", config.nproc), *point.items())
         phases.append(CommandsPhase(f"launch {label_for(point)}", steps=(Step(
             f"launch {label_for(point)} (at most {config.timeout_s:g} s)",
-            tuple(worker_command(config, "<scratch>/rank0.json")), env=env, timeout=config.timeout_s),)))
+            tuple(worker_command(config, f"{SCRATCH}/rank0.json")), env=env, timeout=config.timeout_s),)))
     files = (PlannedFile(str(json_path), "every number, when a launch measured any"),)
     files += (PlannedFile(str(plot), "busbw against size"),) if plot is not None else ()
     phases.append(FilesPhase("write the results", files=files))

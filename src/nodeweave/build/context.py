@@ -68,18 +68,27 @@ def choose_dockerfile(context: Path, text: str, variant: str, scratch: Path,
 
 
 def check_context_paths(context: Path, spec) -> None:
-    """What ``image.requirements``/``image.project.source`` name is in the context, and its .dockerignore admits it."""
+    """What ``image.requirements``/``image.project.source`` name is in the context, and its .dockerignore admits it.
+
+    The context's ``.dockerignore`` is judged by Docker's own rules (the one
+    matcher that judges the Dockerfile's COPY sources), whoever wrote it: a
+    team's own file that never names the requirements file lets it in.
+    """
+    from nodeweave.build.sources import DockerIgnore
+    from nodeweave.rendering.plan import is_marked
     from nodeweave.targets.images import context_paths
 
-    ignore = context / ".dockerignore"
-    lines = bounded.read_text(ignore, bounded.TEXT_CAP, "a .dockerignore").splitlines() if ignore.is_file() else None
+    ignore = DockerIgnore.of(context)
     for field, path in context_paths(spec).items():
         if not (context / path.rstrip("/")).exists():
             raise UsageError(f"{field}: {path.rstrip('/')!r} is not in the build context {context}; accepted: a path "
                              "inside the context (the spec's directory, or --context)")
-        if lines is not None and f"!{path}" not in lines:
-            raise UsageError(f"{field}: {context / '.dockerignore'} keeps {path.rstrip('/')!r} out of the build; "
-                             "run `nodeweave render images` (its .dockerignore admits what the spec's image reads)")
+        if ignore.excludes(path.rstrip("/")):
+            ours = is_marked(bounded.read_bytes(context / ".dockerignore", bounded.TEXT_CAP, "a .dockerignore"))
+            fix = ("run `nodeweave render images` (its .dockerignore admits what the spec's image reads)" if ours else
+                   f"add the line '!{path.rstrip('/')}' at its end (the last matching line decides; "
+                   "images/nodeweave.dockerignore holds nodeweave's own rules to merge)")
+            raise UsageError(f"{field}: {context / '.dockerignore'} keeps {path.rstrip('/')!r} out of the build; {fix}")
 
 
 def _is_distribution(path: Path) -> bool:

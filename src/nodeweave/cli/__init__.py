@@ -134,6 +134,9 @@ def _click_error_line(err: Exception) -> "tuple[str, int] | None":
     verb = command.split()[-1]
     if getattr(err, "option_name", None) in FORMAT_OPTIONS and verb in NO_FORMAT:
         return f"nodeweave: error: {verb} takes no {err.option_name}: {NO_FORMAT[verb]}", exit_code
+    if getattr(err, "option_name", None) == "--dry-run" and verb in READ_ONLY:
+        return (f"nodeweave: error: {verb} takes no --dry-run: it only reads (it asks the nodes or a run folder and "
+                "changes nothing), so there is nothing to rehearse; leave --dry-run out"), exit_code
     if exit_code == EXIT_USAGE:
         message = f"{message[:1].lower()}{message[1:]}; `{command} --help` lists what is accepted"
     return f"nodeweave: error: {message}", exit_code
@@ -141,18 +144,21 @@ def _click_error_line(err: Exception) -> "tuple[str, int] | None":
 
 _OUT_OF_RANGE = re.compile(r"^invalid value for '(-[\w-]+)'(?: / '-\w+')?: (.+?) is not in the range (.+)$", re.I)
 _NOT_A_NUMBER = re.compile(r"^invalid value for '(-[\w-]+)'(?: / '-\w+')?: '(.*)' is not a valid "
-                           r"(integer|float|number)", re.I)
+                           r"(integer|float|number|finite number)(?: in the range (.+))?$", re.I)
 _BOUNDS = {">=": "{} or more", ">": "more than {}", "<=": "at most {}", "<": "less than {}"}
 
 
 def numeric_refusal(message: str) -> str:
-    """click's words for a number out of its option's range, or not a number, in the one form every numeric
-    refusal of nodeweave's own takes: ``--OPTION VALUE is not accepted: RANGE`` (walk3 F25); other messages as
-    they are."""
+    """click's words for a number out of its option's range, or not a (finite) number, in the one form every
+    numeric refusal of nodeweave's own takes: ``--OPTION VALUE is not accepted: RANGE`` (walk3 F25); other
+    messages as they are."""
     found = _NOT_A_NUMBER.match(message)
     if found:
-        kind = "a whole number" if found.group(3).lower() == "integer" else "a number"
-        return f"{found.group(1)} {found.group(2)!r} is not accepted: {kind}"
+        option, value, label, bounds = found.groups()
+        kind = {"integer": "a whole number", "finite number": "a finite number"}.get(label.lower(), "a number")
+        accepted = _accepted_range(bounds) if bounds else None
+        shown = value if label.lower() == "finite number" else repr(value)  # nan, inf: numbers, written as numbers
+        return f"{option} {shown} is not accepted: {kind}" + (f", {accepted}" if accepted else "")
     found = _OUT_OF_RANGE.match(message)
     if not found:
         return message
@@ -161,18 +167,25 @@ def numeric_refusal(message: str) -> str:
         value = f"{float(value):g}"
     except ValueError:
         pass
+    accepted = _accepted_range(bounds)
+    return message if accepted is None else f"{option} {value} is not accepted: {accepted}"
+
+
+def _accepted_range(bounds: str) -> "str | None":
+    """``x>=1 and x<=256`` as ``1 to 256``; ``x>=0.2`` as ``0.2 or more``; None for other words."""
     parts = [re.match(r"^x(>=|>|<=|<)(.+)$", b.strip()) for b in bounds.split(" and ")]
     if not all(parts):
-        return message
+        return None
     words = [_BOUNDS[m.group(1)].format(m.group(2)) for m in parts]
     low = [m for m in parts if m.group(1) == ">="]
     high = [m for m in parts if m.group(1) == "<="]
-    accepted = f"{low[0].group(2)} to {high[0].group(2)}" if low and high and len(parts) == 2 else " and ".join(words)
-    return f"{option} {value} is not accepted: {accepted}"
+    return f"{low[0].group(2)} to {high[0].group(2)}" if low and high and len(parts) == 2 else " and ".join(words)
 
 
 # The verbs that print no data to format (README: "every verb that prints data takes -o"), and where the data is;
 # `top -o json` was "no such option: -o" (walk2, row W4).
+# The cluster verbs that only read: no --dry-run, said so by name (docs/cluster.md); their --help says it too.
+READ_ONLY = ("status", "logs", "top", "dashboard")
 FORMAT_OPTIONS = ("-o", "--output", "--json")
 NO_FORMAT = {
     "top": "it draws a live picture in the terminal; the same data: `nodeweave status --ranks -o json`",
@@ -278,10 +291,22 @@ def main(argv: "list[str] | None" = None) -> int:
         gc.freeze()
 
 
-def _warn_unknown_variables() -> None:
+# Verbs whose own report grades an unknown NODEWEAVE_* variable (a finding with what to do): the warning line is
+# theirs, so it is not said twice (`doctor` read this shell's variables as the entrypoint would and said each
+# twice). Each: argv -> whether this call makes that report (doctor's --cluster, --dry-run, --capture do not).
+REPORT_VARIABLES_ITSELF = {
+    "doctor": lambda argv: not {"--cluster", "--dry-run", "--capture", "--help", "-h"} & {
+        word.split("=", 1)[0] for word in argv},
+}
+
+
+def _warn_unknown_variables(argv: "list[str]") -> None:
     """One line per NODEWEAVE_* variable neither program knows (the entrypoint's list, one for both): a
-    mistyped name is said, never silently ignored."""
+    mistyped name is said, never silently ignored, and said once."""
     if not any(name.startswith("NODEWEAVE_") for name in os.environ):
+        return
+    reports_itself = REPORT_VARIABLES_ITSELF.get(argv[0] if argv else "")
+    if reports_itself is not None and reports_itself(argv[1:]):
         return
     from nodeweave.entrypoint.planning.variables import unknown_lines
 
@@ -294,13 +319,16 @@ def _main(argv: "list[str]") -> int:
         from typer._completion_classes import completion_init
 
         completion_init()
-    else:
-        _warn_unknown_variables()
     try:
-        argv = verb_options_first(argv)
+        moved, refusal = verb_options_first(argv), None
     except NodeweaveError as err:
-        typer.echo(f"nodeweave: error: {err}", err=True)
-        return err.exit_code
+        moved, refusal = argv, err
+    if COMPLETE_VAR not in os.environ:
+        _warn_unknown_variables(moved)
+    if refusal is not None:
+        typer.echo(f"nodeweave: error: {refusal}", err=True)
+        return refusal.exit_code
+    argv = moved
     if argv[:1] in (["sync"], ["bench"]):
         from nodeweave.cli.habits.spellings import upgrade
 

@@ -28,8 +28,8 @@ def bench(
                                         "(default 1K:1G on GPUs, 1K:64M on CPU)"),
     ops: str = typer.Option("all_reduce,all_gather,reduce_scatter", "--ops",
                             help="comma list of all_reduce, all_gather, reduce_scatter; the first ranks a sweep"),
-    iters: int = typer.Option(20, "--iters", help="timed iterations per size"),
-    warmup: int = typer.Option(5, "--warmup", help="untimed iterations per size"),
+    iters: int = typer.Option(20, "--iters", min=1, help="timed iterations per size"),
+    warmup: int = typer.Option(5, "--warmup", min=0, help="untimed iterations per size"),
     nproc: str = typer.Option("auto", "--nproc", help="processes on this node (auto: one per GPU)"),
     backend: str = typer.Option("auto", "--backend", autocompletion=complete_from("auto", "nccl", "gloo"), help="auto | nccl | gloo (auto: nccl where torch sees a GPU)"),
     dtype: str = typer.Option("float32", "--dtype", autocompletion=complete_from("float32", "bfloat16", "float16"), help="float32 | bfloat16 | float16"),
@@ -51,6 +51,7 @@ def bench(
     from rich.console import Console
 
     from nodeweave.bench import options, report, runner
+    from nodeweave.cluster.sweep import parse_sweeps, sweep_points
 
     output = "json" if as_json else checked(output)
     data_out = output in ("json", "yaml")
@@ -61,7 +62,7 @@ def bench(
     if sizes is not None:
         options.parse_sizes(sizes)
     op_list = options.parse_ops(ops)
-    points = [point for point in options.sweep_matrix([options.parse_sweep(text) for text in sweep]) if point]
+    points = [point for point in sweep_points(parse_sweeps(sweep, run=False)) if point]
     if not (math.isfinite(timeout) and timeout > 0):
         raise UsageError(f"--timeout {timeout:g} is not accepted: a finite number more than 0 (seconds)")
     plot = _plot_path(plot, json_path, report.matplotlib_available())

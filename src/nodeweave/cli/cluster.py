@@ -9,7 +9,7 @@ import typer
 
 from nodeweave.cli.habits.base import find_spec
 from nodeweave.cli.habits.clusteropts import (DRY_RUN, JSON, REACH, SPEC, console, default_mode,
-                                              open_cluster, reach_options, say, show_plan, spec_command)
+                                              open_cluster, reach_options, remember_up, say, show_plan, spec_command)
 from nodeweave.cli.habits.nodes import NODE, checked_selectors, complete_node, pick_nodes, pick_one, run_folder_indices
 from nodeweave.cli.habits.output import (complete_run_ids, data_format, emit, image_reference, is_data, output_option,
                                         runs_folder_read, runs_parent)
@@ -19,27 +19,23 @@ if TYPE_CHECKING:
     from nodeweave.cluster.options import ClusterOptions
 
 
-def held_targets(hold: Optional[bool]) -> dict:
-    """--hold/--run and the targets they change something on: a Slurm allocation holds its nodes whatever they say
-    (each run, the spec's too, is one srun step), so there both do nothing."""
-    targets = ("local", "hosts", "kubernetes")
-    return {"--hold": (hold is True, targets), "--run": (hold is False, targets)}
-
-
 UP_TIMEOUT = 300.0  # seconds every node has to come up, unless --timeout says
 
 
 @reach_options
 def up_command(
     hold: Optional[bool] = typer.Option(None, "--hold/--run", help="Hold: nodes plan and wait for `nodeweave run`; "
-                                        "run: they start the spec's job (default: the spec's launcher.mode)"),
-    image: Optional[str] = typer.Option(None, "--image", callback=image_reference, help="compose targets: the image every node runs "
-                                        "(NODEWEAVE_IMAGE), e.g. a <variant>-<sha> tag"),
+                                        "run: they start the spec's job (default: the spec's launcher.mode); not "
+                                        "on Slurm or bare hosts, which start nothing in a mode"),
+    image: Optional[str] = typer.Option(None, "--image", callback=image_reference, help="compose targets (local, "
+                                        "hosts with an engine): the image every node runs (NODEWEAVE_IMAGE), e.g. a "
+                                        "<variant>-<sha> tag"),
     timeout: Optional[float] = typer.Option(None, "--timeout", min=1, help="Seconds every node has to come up "
                                             "(default 300; read only while up waits: not with --no-wait)"),
     wait: bool = typer.Option(True, "--wait/--no-wait", help="Wait until every node is up (live table)"),
-    check: bool = typer.Option(False, "--check", help="Then `nodeweave check` the held nodes (exit 5 when it names "
-                               "a node or link; the nodes stay up)"),
+    check: bool = typer.Option(False, "--check", help="Then `nodeweave check` the nodes (exit 5 when it names "
+                               "a node or link; the nodes stay up): held ones (with --hold) where nodes hold, the "
+                               "allocation's or the hosts on Slurm and bare hosts"),
     spec_path: Optional[Path] = SPEC, reach: "ClusterOptions" = REACH, dry_run: bool = DRY_RUN, as_json: bool = JSON,
     output: str = output_option(),
 ) -> None:
@@ -47,16 +43,14 @@ def up_command(
     spec_path = find_spec(spec_path)
     from nodeweave.cli.check import CheckSession, default_check
     from nodeweave.cluster.execute import Execution, execute
+    from nodeweave.cluster.onbackend import refuse_idle_up_flags
 
     fmt = data_format(as_json, output)
-    spec, backend, _ = open_cluster(spec_path, reach, remember=not dry_run, dry_run=dry_run, for_up=True,
-                                    extra=held_targets(hold))
-    if hold and not backend.holds and not check:  # bare hosts (engine none): nothing holds there, a flag doing nothing
-        raise UsageError(f"--hold does nothing for target {backend.target} without an engine (bare hosts run the "
-                         "entrypoint only when `nodeweave run` asks): leave it out")
+    spec, backend, checked = open_cluster(spec_path, reach, dry_run=dry_run, for_up=True)
     mode = default_mode(spec) if hold is None else ("hold" if hold else "run")
-    if check and (mode != "hold" or not wait):
-        raise UsageError("up --check needs nodes that hold and a wait for them: add --hold (and leave out --no-wait)")
+    refuse_idle_up_flags(backend, hold, image, check, wait, mode)
+    if not dry_run:  # what up was told and makes, once its flags are taken (a dry run writes nothing)
+        remember_up(spec_path, spec, checked, backend)
     out = console(stderr=is_data(fmt))
     timeout = UP_TIMEOUT if timeout is None else timeout
     plan = backend.plan_up(mode, image, timeout, wait,
@@ -66,7 +60,7 @@ def up_command(
         from nodeweave.cli.run import note_script
 
         note_script(spec, spec_path, [spec.launcher.script], spec.launcher.type)
-    unpullable = _unpullable(backend, plan, image)
+    unpullable = _unpullable(backend, plan)
     if unpullable:  # in the plan the real run executes too, as its dry run shows it
         from dataclasses import replace
 
@@ -87,17 +81,12 @@ def up_command(
             emit(waited, fmt)
 
 
-def _unpullable(backend, plan, image: Optional[str]) -> Optional[str]:
-    """The note for an image a remote target's nodes cannot pull (``localhost/...``): the image the plan's own
-    first line names (a pinned digest, --image, the spec's), else --image or the spec's."""
-    import re
-
+def _unpullable(backend, plan) -> Optional[str]:
+    """The note for an image a remote target's nodes cannot pull (``localhost/...``): the image the plan runs
+    (``Plan.image``: a pinned digest, --image, the spec's; none on bare hosts or Slurm's shared venv)."""
     from nodeweave.cluster.pullable import unpullable_note
-    from nodeweave.resolve import resolve
 
-    named = next((m.group(1) for line in plan.notes for m in [re.match(r"every (?:node|pod) runs image (\S+?):? ",
-                                                                         line)] if m), None)
-    return unpullable_note(named or image or resolve(backend.spec).image, backend.target)
+    return unpullable_note(plan.image, backend.target)
 
 
 @reach_options
@@ -158,7 +147,9 @@ def status_command(
     ranks: bool = typer.Option(False, "--ranks", help="Also every rank: its collective, for how long, the verdicts"),
     stacks: bool = typer.Option(False, "--stacks", help="--ranks and every rank's stack, grouped; stops nothing"),
 ) -> None:
-    """One row per node: up, hold or run, rank, plan hash (do all agree?), run in progress, GPU use."""
+    """One row per node: up, hold or run, rank, plan hash (do all agree?), run in progress, GPU use.
+
+    It only reads (changes nothing), so it takes no --dry-run."""
     spec_path = find_spec(spec_path)
     from nodeweave.cluster.status import agreement, ask_ranks, gather, rank_view, status_table
     from nodeweave.cluster.status import problems as status_problems
@@ -296,7 +287,9 @@ def logs_command(
     spec_path: Optional[Path] = SPEC, reach: "ClusterOptions" = REACH,
 ) -> None:
     """Every node's output with \\[node-i rN] prefixes, the same line from N ranks once with its count: the
-    containers' logs in run mode, the runs' logs in hold mode, across a recovering job's generations."""
+    containers' logs in run mode, the runs' logs in hold mode, across a recovering job's generations.
+
+    It only reads (changes nothing), so it takes no --dry-run."""
     spec_path = find_spec(spec_path)
     from nodeweave.cluster.base import ask_status
     from nodeweave.cluster.logs import container_logs, run_logs

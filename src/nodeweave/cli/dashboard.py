@@ -62,7 +62,9 @@ def dashboard_command(
     """The running job as a web page on this machine, read from node 0 every second: nodes and ranks with their
     state, the step and collective rates over time, a per-rank step-time heat map (a straggler in red), the
     generations on a timeline with each fault, left-out node, spare and resumed checkpoint, every node's GPUs and
-    the goodput so far; --run shows a finished run's folder the same way."""
+    the goodput so far; --run shows a finished run's folder the same way.
+
+    It only reads (changes nothing), so it takes no --dry-run."""
     from nodeweave.cluster import dashboard
 
     if url is not None:
@@ -97,9 +99,9 @@ def dashboard_command(
     except OSError as err:
         raise UsageError(f"--bind {bind} --port {port}: cannot listen there: {err.strerror or err}; accepted: an "
                          "address of this machine and a free port (--port 0 picks one)") from None
-    if run is None:  # polled once the page is served: a refusal above is the only line, never after a poll's
-        first, why = ask_live(target, url)
-        if first is None and url is not None:  # as `top --url`: a URL nothing answers is said, not served
+    if run is None:  # asked once bound, before the URL is printed: a refusal above is the only line, never after
+        first, why = ask_live(target, url)  # a poll's; a source with nothing to show (a URL, node 0 with no job's
+        if first is None:  # metrics) is said, as `top` says it, and no empty page is served
             server.shutdown()
             server.server_close()
             typer.echo(f"nodeweave: dashboard: no live picture from {why}", err=True)

@@ -150,7 +150,7 @@ def init(
         written = parse_spec(text, str(path), base_dir=path.resolve().parent)  # the validator's word first
     except UsageError as err:
         flags = {"name": name or arguments[1], "launcher.type": launcher, "launcher.script": script}
-        raise UsageError("\n".join(_as_flag(line, flags) for line in str(err).splitlines())) from None
+        raise UsageError("\n".join(_as_flag(line, error, flags) for line, error in _lines(err))) from None
     from nodeweave.cli.run import note_script
 
     for note in filter(None, notes):  # each on its own line, once, before the summary
@@ -172,7 +172,7 @@ def init(
 def left_out_note(err: UsageError) -> str:
     """Why the folder's requirements file is not in the spec init wrote (an unpinned line), and what brings it in:
     the team's dependencies would otherwise drop out of the image without a word (walk3 F33)."""
-    why = re.sub(r"^.*?image\.requirements: ", "", str(err).splitlines()[0]).split("; accepted:")[0]
+    why = next((e.problem for e in _field_errors(err) if e.field == "image.requirements"), str(err))
     return (f"{REQUIREMENTS} left out of image.requirements (the image installs it only with every line pinned): "
             f"{why}; pin it (name==version) and run init again")
 
@@ -254,12 +254,23 @@ def refuse_before_probing(hosts: List[str], nodes: int, nodes_given: bool) -> No
 FLAG_OF_FIELD = {"name": "--name", "launcher.type": "--launcher", "launcher.script": "--script"}
 
 
-def _as_flag(message: str, values: "dict[str, str]") -> str:
+def _lines(err: UsageError) -> "list[tuple[str, object]]":
+    """(line, its FieldError or None) of a refusal of the spec: the parts are read as data, never out of the text."""
+    from nodeweave.spec.nodes import FieldError, SpecErrors
+
+    if isinstance(err, SpecErrors):
+        return list(zip(err.problems, err.errors))
+    return [(str(err), err if isinstance(err, FieldError) else None)]
+
+
+def _field_errors(err: UsageError) -> list:
+    return [error for _, error in _lines(err) if error is not None]
+
+
+def _as_flag(message: str, error, values: "dict[str, str]") -> str:
     """``nodeweave.yaml:5: name: got 'Bad_Name' ...`` as ``--name 'Bad_Name': got 'Bad_Name' ...``."""
-    found = re.match(r"^.*?:\d+: ([\w.]+): (.*)$", message, re.S)
-    if found and found.group(1) in FLAG_OF_FIELD:
-        field = found.group(1)
-        return f"{FLAG_OF_FIELD[field]} {values[field]!r}: {found.group(2)}"
+    if error is not None and error.field in FLAG_OF_FIELD:
+        return f"{FLAG_OF_FIELD[error.field]} {values[error.field]!r}: {error.problem}; accepted: {error.accepted}"
     return f"the spec init would write: {message}"
 
 

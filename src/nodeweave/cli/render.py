@@ -174,7 +174,11 @@ def _render_and_check(spec_path: Path, target: str, out: "Path | None", output: 
 
     spec = load_spec(spec_path)
     out_dir = (out if out is not None else spec_path.parent).resolve()
-    writable_dir(out_dir, "--out")
+    writable_dir(out_dir, "--out", system_ok=out is None)
+    from nodeweave.jobstate import refuse_in_the_way
+    from nodeweave.rendering.record import RECORD
+
+    refuse_in_the_way(out_dir, out_dir / RECORD)  # the record of what was rendered: never through a link
     targets = wanted_targets(spec) if target == "all" else [target]
     wanted = list(targets)
     files, owners, targets = _render(spec, spec_path, targets, everything=target == "all")

@@ -45,7 +45,9 @@ def top_command(
     spec_path: Optional[Path] = SPEC, reach: "ClusterOptions" = REACH,
 ) -> None:
     """The running job, redrawn: nodes and their heartbeats, ranks with their collective rate and straggler
-    ratio, the stall state, the step, every node's GPUs and the goodput so far."""
+    ratio, the stall state, the step, every node's GPUs and the goodput so far.
+
+    It only reads (changes nothing), so it takes no --dry-run."""
     from rich.live import Live
 
     from nodeweave.cluster.top import ask_live, check_url, picture

@@ -155,7 +155,8 @@ class Backend(abc.ABC):
     :meth:`plan_down` and :meth:`logs`. ``plan_up`` and ``plan_down`` come built here from a target's parts
     (``_up_steps``, ``_down_steps``, and where it writes files or takes nodes, ``_up_files``, ``_down_files``,
     ``_allocation_step``); a target whose verbs are not steps plans them itself. The data a target declares:
-    ``target``, ``tool`` (the program that reaches its nodes), ``where`` (one line, for messages), ``holds``,
+    ``target``, ``tool`` (the program that reaches its nodes), ``where`` (one line, for messages), ``holds`` and
+    ``unheld``, ``fixed_image`` (what ``up``'s --hold/--run and --image do here: ``onbackend.refuse_idle_up_flags``),
     ``marked_kind``, ``reach_variables``/``reach_prefixes`` and ``recorded`` (what ``up`` records beside the job).
     Reads a platform can answer and most cannot (``marks``, ``nothing_up_line``, ``reach_problem``,
     ``check_folders``, ``check_tools``, ``sync_targets``) have defaults that ask nothing. What only combines these
@@ -165,7 +166,11 @@ class Backend(abc.ABC):
 
     target = ""
     tool = ""  # the local program every verb of this target runs (engine, kubectl/oc, ssh, srun)
-    holds = True  # nodes can hold; bare hosts run the entrypoint only when asked
+    holds = True  # up starts the nodes holding or running the spec's job (--hold/--run); see ``unheld``
+    # Why up starts nothing in a mode here (--hold and --run would do nothing): "" where ``holds``.
+    unheld = ""
+    # Why ``up --image`` would do nothing here (the image comes from elsewhere); "": --image picks the nodes' image.
+    fixed_image = ""
     marked_kind = "container"  # what marks() reads, for the refusal's line
     # Variables of the caller's environment that the target's own tools read (which engine, cluster or
     # allocation the steps reach): a plan names each one set, since it changes what the plan does.
@@ -210,6 +215,7 @@ class Backend(abc.ABC):
 
         files = self._refused_in_the_way(self._up_files(mode))
         notes = tuple(self._up_notes(image))  # the image, and what this environment changes in the steps
+        notes += tuple(self.check_folders())  # exit 3 first for a checkpoint folder the nodes cannot write
         notes += tuple(self.renamed)  # what up made under the spec's old name stays up beside the new job
         if self.spec.start_differs:  # a range or recovery: the count is not simply `nodes`
             notes += (f"{self.spec.name} {self.spec.starts}",)
@@ -227,7 +233,7 @@ class Backend(abc.ABC):
             phases.append(WaitPhase(what, nodes=node_commands(nodes, [()] * len(nodes)), timeout=timeout, mode=waited))
         if check is not None:
             phases.append(check(nodes))
-        return Plan("up", self.where, tuple(phases), notes)
+        return Plan("up", self.where, tuple(phases), notes, image=self._up_image(image))
 
     def plan_down(self, delete_claims: bool, renamed: Sequence[Tuple["Backend", str]] = ()) -> "Plan":
         """``down``: what ``up`` made, taken down. ``renamed``: jobs this spec's ``up`` made under a name it no longer
@@ -252,6 +258,11 @@ class Backend(abc.ABC):
         return node.remote.logs_argv(follow)
 
     # --- the parts plan_up and plan_down are built from (nothing else calls them) ------------------------------
+    def _up_image(self, image: Optional[str]) -> Optional[str]:
+        """The image every node runs after ``up`` (``--image``, a pinned digest, the spec's), as the plan carries it
+        (``Plan.image``); None where the nodes run no image."""
+        return None
+
     def _up_notes(self, image: Optional[str]) -> List[str]:
         """What ``up``'s plan says first: the image every node runs and where it comes from, and every variable
         of this environment that changes what the steps do (nodeweave.cluster.environment)."""
@@ -319,10 +330,12 @@ class Backend(abc.ABC):
         return None
 
     def check_folders(self) -> List[str]:
-        """Before ``up`` or ``check`` starts anything: exit 3 when the image's user cannot write the checkpoint
-        folder; notes for what it cannot write but may not need (nodeweave.cluster.writable). Nothing where
-        the folders are not on this machine."""
-        return []
+        """Before ``up`` or ``check`` starts anything: exit 3 when the nodes' user cannot write the checkpoint
+        folder; notes for what it cannot write but may not need (nodeweave.cluster.writable). Where the folders
+        are not on this machine, a note saying so (nothing is checked), for every target that does not check."""
+        from nodeweave.cluster.writable import unchecked_note
+
+        return unchecked_note(self.spec, self.target, "the folder is on the nodes, not on this machine")
 
     def check_tools(self) -> None:
         """Exit 3 naming the program when this machine lacks it, before anything is announced or written."""

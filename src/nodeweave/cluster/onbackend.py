@@ -78,3 +78,24 @@ def leftover_steps(nodes: List[Node]) -> list:
     ``scancel``), as the nodes' launch group says; nothing for nodes that are not one launch."""
     group = nodes[0].group if nodes else None
     return list(group.leftover_steps()) if group is not None else []
+
+
+def refuse_idle_up_flags(backend: Backend, hold: Optional[bool], image: Optional[str], check: bool,
+                         wait: bool, mode: str) -> None:
+    """``up``'s own flags that would do nothing on this target, refused (exit 2) by one rule over the target's data:
+    --hold/--run where ``up`` starts the nodes in no mode (``holds``: a Slurm allocation, bare hosts), --image where
+    the image is not ``up``'s to pick (``fixed_image``). --check checks the nodes once ``up`` waited for them: where
+    nodes hold, they must hold (a node running the spec's job is busy), elsewhere they are idle between runs."""
+    from nodeweave.errors import UsageError
+
+    said = {"--hold": (hold is True, backend.unheld), "--run": (hold is False, backend.unheld),
+            "--image": (image is not None, backend.fixed_image)}
+    for flag, (given, why) in said.items():
+        if given and why:
+            raise UsageError(f"{flag} does nothing for target {backend.target}: {why}; leave it out")
+    if check and not wait:
+        raise UsageError("--check does nothing with --no-wait: it checks the nodes up waited for; leave out "
+                         "--no-wait")
+    if check and backend.holds and mode != "hold":
+        raise UsageError(f"--check needs nodes that hold on target {backend.target} (these would run the spec's "
+                         "job, mode run): add --hold")

@@ -56,11 +56,15 @@ def parse_assignment(text: str, option: str, run: bool = False) -> Tuple[str, st
     return name, value
 
 
-def parse_sweeps(options: Sequence[str]) -> List[Tuple[str, List[str]]]:
-    """``["NCCL_MAX_NCHANNELS=8,16", "RCCL_THREADS_PER_BLOCK=256,512"]`` -> [(name, values)]."""
+def parse_sweeps(options: Sequence[str], run: bool = True) -> List[Tuple[str, List[str]]]:
+    """``["NCCL_MAX_NCHANNELS=8,16", "RCCL_THREADS_PER_BLOCK=256,512"]`` -> [(name, values)].
+
+    The one reading of ``--sweep`` (`nodeweave run`'s and `nodeweave bench`'s): values are passed to the nodes
+    exactly as written, so a value with a space around it is refused with the spelling to use, never trimmed by
+    one verb and refused by the other. ``run``: as for :func:`parse_assignment`."""
     found: List[Tuple[str, List[str]]] = []
     for text in options:
-        name, values = parse_assignment(text, "--sweep", run=True)
+        name, values = parse_assignment(text, "--sweep", run=run)
         points = [v for v in values.split(",")]
         if not values or any(v == "" for v in points):
             raise UsageError(f"--sweep {text!r} is not accepted: VAR=a,b,c with no empty value")

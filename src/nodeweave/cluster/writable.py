@@ -181,3 +181,33 @@ def check_folders(spec, spec_dir: Path, engine: str) -> List[str]:
                 f"{owner_text(there)}, which the image's user (uid {IMAGE_UID}, group {IMAGE_GID}) cannot write: "
                 f"every rank's first save would fail; {user.fix(there) if there == folder else user.make(folder)}")
     return notes
+
+
+def check_folders_as_you(spec, workspace: Path, why: str) -> List[str]:
+    """Where the nodes' steps run as this very user on storage this machine shares (Slurm: pyxis, Apptainer and
+    the host runtime keep your uid): a checkpoint folder you cannot write (or make) is refused (exit 3) as above,
+    asked of the kernel (``os.access``: ACLs included); a workspace you cannot write is a note."""
+    notes = []
+    if workspace.is_dir() and not os.access(workspace, os.W_OK | os.X_OK):
+        notes.append(f"the workspace {workspace} ({owner_text(workspace)}) is read-only to you, and {why}: a script "
+                     "that saves there fails")
+    folder = checkpoint_on_host(spec, workspace)
+    if folder is not None:
+        there = existing(folder)
+        if there.is_dir() and not os.access(there, os.W_OK | os.X_OK):
+            made = "" if there == folder else f" (it does not exist; its nearest folder {there} would hold it)"
+            raise EnvironmentProblem(
+                f"recovery.checkpoint_dir {spec.recovery.checkpoint_dir} is {folder} on the shared storage{made}, "
+                f"{owner_text(there)}, which you (uid {os.geteuid()}) cannot write, and {why}: every rank's first "
+                f"save would fail; `chmod u+w {there}` if it is yours, else ask its owner, or set "
+                "recovery.checkpoint_dir to a folder you can write")
+    return notes
+
+
+def unchecked_note(spec, target: str, where: str) -> List[str]:
+    """What is not checked from here, said in the plan: the checkpoint folder lives on the nodes (``where``)."""
+    if not spec.recovery.checkpoint_dir:
+        return []
+    return [f"not checked from here: whether the nodes can write recovery.checkpoint_dir "
+            f"{spec.recovery.checkpoint_dir} (target {target}: {where}); a folder they cannot write fails every "
+            "rank's first save"]

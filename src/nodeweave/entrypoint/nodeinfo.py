@@ -24,6 +24,7 @@ answers for the image's own records. Stdlib only.
 """
 
 import json
+import math
 import os
 import sys
 import time
@@ -119,7 +120,9 @@ def stop(args, env):
     try:
         grace = float(grace_text)
     except ValueError:
-        raise UsageError(f"--node stop --grace must be seconds, got {grace_text!r}") from None
+        grace = math.nan
+    if not (math.isfinite(grace) and grace >= 0):  # `nan` would compare false with every deadline
+        raise UsageError(f"--node stop --grace {grace_text!r} is not accepted: a finite number of seconds, 0 or more")
     runs = [r for r in live_runs(env) if wanted in (None, r.get("run_id"))]
     if wanted is not None:  # a run whose entrypoint has just started is stopped too
         runs += unrecorded_runs(wanted, {r["pid"] for r in runs})

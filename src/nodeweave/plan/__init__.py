@@ -40,34 +40,38 @@ Nothing here touches a node or a file.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import List, Tuple
+from typing import List, Optional, Tuple
 
 from nodeweave.plan.phases import (KINDS, PHASES, AllocatePhase, Builds, BuildPhase, CheckPhase, ChecksNodes,
                                    CommandsPhase, ExecPhase, FilesPhase, LaunchPhase, NodeCommand, Phase, PlannedFile,
                                    RenderedFile, RenderFilesPhase, RunPhase, RunsPoints, ShellPhase, StagePhase,
                                    StopPhase, SweepPhase, SyncPhase, Syncs, WaitPhase)
-from nodeweave.plan.placeholders import (JOB_ID, MARK, RUN_ID, command_text, filled, node_placeholder, placeholder,
+from nodeweave.plan.placeholders import (JOB_ID, MARK, RUN_ID, SCRATCH, command_text, filled, node_placeholder, placeholder,
                                          shown, shown_data, step_dict, step_text)
 
 __all__ = ["KINDS", "PHASES", "AllocatePhase", "Builds", "BuildPhase", "CheckPhase", "ChecksNodes", "CommandsPhase",
            "ExecPhase", "FilesPhase", "LaunchPhase", "NodeCommand", "Phase", "PlannedFile", "RenderedFile",
            "RenderFilesPhase", "RunPhase", "RunsPoints", "ShellPhase", "StagePhase", "StopPhase", "SweepPhase",
-           "SyncPhase", "Syncs", "WaitPhase", "JOB_ID", "MARK", "RUN_ID", "command_text", "filled", "node_placeholder", "placeholder", "shown", "shown_data", "step_dict",
+           "SyncPhase", "Syncs", "WaitPhase", "JOB_ID", "MARK", "RUN_ID", "SCRATCH", "command_text", "filled", "node_placeholder", "placeholder", "shown", "shown_data", "step_dict",
            "step_text", "Plan", "plan_lines"]
 
 
 @dataclass(frozen=True)
 class Plan:
-    """What one verb does, in order; ``notes`` are the lines it prints first (what it found, what it decided)."""
+    """What one verb does, in order; ``notes`` are the lines it prints first (what it found, what it decided).
+    ``image``: the image every node runs once ``up``'s plan ran (a datum, read as such: a note says it for people);
+    None where the nodes run none (bare hosts, Slurm's shared venv) or the verb starts no node."""
 
     verb: str
     where: str
     phases: Tuple[Phase, ...] = ()
     notes: Tuple[str, ...] = ()
+    image: Optional[str] = None
 
     def to_dict(self) -> dict:
-        """The plan as data, as ``-o json`` prints it: each placeholder as ``<name>``."""
+        """The plan as data, as ``-o json`` prints it: each placeholder as ``<name>``; ``image`` where one is run."""
         return shown_data({"verb": self.verb, "where": self.where, "notes": list(self.notes),
+                           **({"image": self.image} if self.image is not None else {}),
                            "phases": [p.to_dict() for p in self.phases]})
 
     def of_kind(self, kind: type) -> List[Phase]:

@@ -25,6 +25,12 @@ def placeholder(name: str) -> str:
 
 RUN_ID = placeholder("run-id")  # a run's id: the folder's, made when the run starts
 JOB_ID = placeholder("job-id")  # a Slurm allocation's job id, in the phases after the one that takes it
+SCRATCH = placeholder("scratch")  # a new private folder of this machine's, made for one command and removed after it
+# Placeholders a shell can fill itself: a command line shows them as the shell words that do (so the line can be
+# pasted as printed), where the others read as <name>. For a local command's own words only: inside a remote
+# command (one word ssh hands the host's shell) the local shell would fill it, unquoted for the host - which is
+# why sync's agent program, a word of its exec on each target, stays the stand-in SYNC_AGENT.
+SHELL_WORDS = {"scratch": '"$(mktemp -d)"'}
 
 
 def node_placeholder(index: int) -> str:
@@ -43,14 +49,15 @@ def filled(text: str, values: Mapping[str, str]) -> str:
 
 
 def command_text(argv: Sequence[str]) -> str:
-    """An argv as a shell line one could paste, a placeholder as ``<name>`` (unquoted, so it reads as one)."""
+    """An argv as a shell line one could paste, a placeholder as the shell words that fill it (``SHELL_WORDS``),
+    else as ``<name>`` (unquoted, so it reads as one)."""
     words = []
     for word in argv:
         parts = PLACEHOLDER.split(word)  # literal, name, literal, name, ...
         if len(parts) == 1:
             words.append(shlex.quote(word))
             continue
-        words.append("".join(f"<{part}>" if odd else (shlex.quote(part) if part else "")
+        words.append("".join(SHELL_WORDS.get(part, f"<{part}>") if odd else (shlex.quote(part) if part else "")
                              for odd, part in ((i % 2 == 1, p) for i, p in enumerate(parts))))
     return " ".join(words)
 
@@ -71,11 +78,14 @@ KINDS = ("files", "commands", "wait", "sweep", "run", "check", "stop", "exec", "
 def step_dict(step: Step) -> dict:
     """A step as data: its argv, the variables it adds, what its stdin is (never the text: it may be a secret)."""
     return {"what": step.what, "argv": list(step.argv), "env": dict(step.env),
-            "stdin": step.stdin_name or None if step.stdin is not None else None, "timeout": step.timeout}
+            "stdin": step.stdin_name or None if step.stdin is not None else None,
+            **({"stdin_from": list(step.stdin_from)} if step.stdin_from else {}), "timeout": step.timeout}
 
 
 def step_text(step: Step) -> str:
     """A step as a shell line (``Step.text``), each placeholder as ``<name>``."""
     prefix = " ".join(f"{k}={command_text([v])}" for k, v in step.env)
     line = (prefix + " " if prefix else "") + command_text(step.argv)
+    if step.stdin_from:
+        return f"{command_text(step.stdin_from)} | {line}"
     return line + (f" < {step.stdin_name}" if step.stdin is not None else "")

@@ -212,6 +212,8 @@ def _spec(r: Reader, root: Node, base_dir: Optional[Path]) -> Spec:
     guarded, slurm = r.attempt(security.security, r, top), r.attempt(security.slurm, r, top.get("slurm"))
     if FAILED not in (slurm, gpus, spec_image) and slurm is not None:
         r.attempt(_slurm_allocates, r, top, slurm, gpus, spec_image)
+    if FAILED not in (slurm, nodes, restarts) and slurm is not None and slurm.nodelist:
+        r.attempt(_slurm_nodelist_fits, r, top, slurm, nodes, restarts)
     refusal = r.refusal()
     if refusal is not None:
         raise refusal
@@ -339,6 +341,35 @@ def _nodes(r: Reader, top: Fields, hosts: tuple, spares: int) -> NodeRange:
         raise r.fail(node, "nodes", f"{nodes} does not match the {len(hosts)} hosts listed in hosts{after} (each "
                      "host is one node, in order)", f"{training}{more}, or leave nodes out with a hosts list")
     return nodes
+
+
+def _slurm_nodelist_fits(r: Reader, top: Fields, slurm, nodes: NodeRange, restarts) -> None:
+    """``--nodelist`` pins hosts and never caps the count: "the job will contain all of these hosts" (sbatch(1)), so
+    a list naming more nodes than the job asks for (nodes, an elastic range's MAX without recovery, + the spares)
+    makes a bigger job than the spec says; a shorter one is filled by Slurm. A node named twice is a mistake Slurm
+    would drop silently."""
+    from nodeweave.spec.sections.security import slurm_node_names
+
+    from nodeweave.entrypoint.errors import UsageError as RangeError
+
+    where = r.fields(top.get("slurm"), "slurm", security.SLURM_KEYS).get("nodelist")
+    try:
+        names = slurm_node_names(slurm.nodelist)
+    except RangeError as err:  # gpu[04-01]: a descending range
+        raise r.fail(where, "slurm.nodelist", str(err), rules.SLURM_NODES.accepted) from None
+    seen: dict = {}
+    for name, entry in ((n, e) for e in slurm.nodelist for n in slurm_node_names([e])):
+        if name in seen:
+            twice = f"{seen[name]!r} and {entry!r}" if seen[name] != entry else repr(entry)
+            raise r.fail(where, "slurm.nodelist", f"names node {name} twice ({twice})", "each node once")
+        seen[name] = entry
+    most = nodes.max + restarts.spare_nodes
+    if len(names) <= most:
+        return
+    parts = f"nodes: {nodes}" + (f" + recovery.spares {restarts.spare_nodes}" if restarts.spare_nodes else "")
+    raise r.fail(where, "slurm.nodelist", f"names {len(names)} nodes ({', '.join(slurm.nodelist)}) but the job is "
+                 f"{most} ({parts}): a Slurm job contains every --nodelist host, so it would be {len(names)} nodes",
+                 f"at most {most} nodes (Slurm picks the rest), or nodes raised to match")
 
 
 HOSTNAME_LABEL = "kubernetes.io/hostname"

@@ -35,12 +35,27 @@ EXTENSION_PREFIX = "x-"
 T = TypeVar("T")
 
 
-class SpecErrors(UsageError):
-    """Every independent mistake of one spec, one line each (``validate`` reports them all, not the first)."""
+class FieldError(UsageError):
+    """One field's refusal, its parts kept as data: a caller that words it another way (``init`` names the flag
+    that set the field) reads ``field``, ``problem`` and ``accepted``, never the text."""
 
-    def __init__(self, problems: "List[str]"):
+    def __init__(self, source: str, line: int, field: str, problem: str, accepted: str):
+        super().__init__(f"{source}{f':{line}' if line else ''}: {field}: {problem}; accepted: {accepted}")
+        self.line, self.field, self.problem, self.accepted = line, field, problem, accepted
+
+
+class SpecErrors(UsageError):
+    """Every independent mistake of one spec, one line each (``validate`` reports them all, not the first);
+    ``errors``: each line's :class:`FieldError` where it is one (else None), in the same order."""
+
+    def __init__(self, problems: "List[str]", errors: "Optional[List[Optional[FieldError]]]" = None):
         super().__init__("\n".join(problems))
         self.problems = list(problems)
+        self.errors = list(errors) if errors is not None else [None] * len(self.problems)
+
+    @property
+    def fields(self) -> "List[FieldError]":
+        return [error for error in self.errors if error is not None]
 
 
 class _Failed:
@@ -72,7 +87,8 @@ class Reader:
         self.source = source
         self._constructor = yaml.constructor.SafeConstructor()
         self._read: "dict[int, dict[str, Tuple[Node, Node]]]" = {}  # a mapping's entries, by node (merged once)
-        self.problems: "dict[str, None]" = {}  # every refusal kept so far, in order, each once
+        # every refusal kept so far, in order, each once: its line, and its parts where it is a FieldError
+        self.problems: "dict[str, Optional[FieldError]]" = {}
         self.kept = 0  # refusals kept, repeats counted: a part that kept one is refused (attempt)
 
     def attempt(self, read: "Callable[..., T]", *args) -> "T | _Failed":
@@ -85,8 +101,8 @@ class Reader:
         try:
             value = read(*args)
         except SpecErrors as err:
-            for problem in err.problems:
-                self.keep(problem)
+            for problem, error in zip(err.problems, err.errors):
+                self.keep(error or problem)
         except UsageError as err:
             if self.kept == before:  # else it may weigh a field read as its default: the user fixes that first
                 self.keep(err)
@@ -109,7 +125,7 @@ class Reader:
     def keep(self, error: "UsageError | str") -> None:
         """A refusal that does not stop reading (an unknown key: the keys beside it still mean something)."""
         self.kept += 1
-        self.problems.setdefault(str(error))
+        self.problems.setdefault(str(error), error if isinstance(error, FieldError) else None)
 
     def refusal(self) -> "Optional[SpecErrors]":
         """Every kept refusal, in the file's order (by line; one without a line first)."""
@@ -117,11 +133,13 @@ class Reader:
             found = re.match(re.escape(self.source) + r":(\d+):", problem)
             return int(found.group(1)) if found else 0
 
-        return SpecErrors(sorted(self.problems, key=line)) if self.problems else None
+        if not self.problems:
+            return None
+        ordered = sorted(self.problems, key=line)
+        return SpecErrors(ordered, [self.problems[text] for text in ordered])
 
-    def fail(self, node: Optional[Node], path: str, problem: str, accepted: str) -> "UsageError":
-        line = f":{node.start_mark.line + 1}" if node is not None else ""
-        return UsageError(f"{self.source}{line}: {path}: {problem}; accepted: {accepted}")
+    def fail(self, node: Optional[Node], path: str, problem: str, accepted: str) -> "FieldError":
+        return FieldError(self.source, node.start_mark.line + 1 if node is not None else 0, path, problem, accepted)
 
     def bad_value(self, node: Node, path: str, accepted: str) -> "UsageError":
         return self.fail(node, path, f"got {shown(node)}", accepted)

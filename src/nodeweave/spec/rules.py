@@ -185,6 +185,13 @@ PINNED_REQUIREMENT = Rule(
 )
 
 # A host of a bare-metal job: a host name (RFC 1123, dots allowed) or an IPv4/IPv6 address.
+# A Slurm node name, or a range of them as Slurm writes one (gpu[01-04], gpu[01-04,07]); sbatch's file form (a
+# name with '/') is not taken: its count could not be checked here.
+SLURM_NODES = Rule(
+    _full(r"[A-Za-z0-9](?:[A-Za-z0-9._-]|\[\d+(?:-\d+)?(?:,\d+(?:-\d+)?)*\])*"),
+    "a Slurm node name such as gpu01, or a range of them such as gpu[01-04] or gpu[01-04,07]",
+)
+
 HOST = Rule(
     _full(r"[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*"
           r"|[0-9a-fA-F:]*:[0-9a-fA-F:.]+"),

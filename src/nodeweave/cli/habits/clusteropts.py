@@ -97,19 +97,19 @@ def note_local_home(flag: str, value: str) -> None:
                    f"for an unquoted ~; for each host's own home write {flag} '~/{below}' (quoted)", err=True)
 
 
-def open_cluster(spec_path: Path, given, remember: bool = False, dry_run: bool = False, for_up: bool = False,
-                 extra=None):
+def open_cluster(spec_path: Path, given, dry_run: bool = False, for_up: bool = False, extra=None):
     """(spec, backend, checked options): flags, else what ``up`` remembered for this job, else defaults.
 
     Outside a dry run, a machine without the target's tool (engine, kubectl, ssh) is refused here,
     with exit 3, before anything is announced, written or started. What the job's names point at on the
     platform is read (a dry run too: reading changes nothing) and refused, exit 3, when another folder's
-    ``up`` made it (nodeweave.cluster.identity); ``remember`` (a real ``up``) records what it makes. A flag
-    given that does nothing for the chosen target is refused (``refuse_idle_flags``; ``extra``: the verb's own).
+    ``up`` made it (nodeweave.cluster.identity); a real ``up`` records what it makes (``remember_up``) once its
+    own flags are judged. A flag given that does nothing for the chosen target is refused (``refuse_idle_flags``;
+    ``extra``: the verb's own flags that are for some targets by name).
     """
     from nodeweave.cluster import open_backend
-    from nodeweave.cluster.onbackend import made, refuse_foreign
-    from nodeweave.cluster.options import check_host_count, load_state, record_made, refuse_idle_flags
+    from nodeweave.cluster.onbackend import refuse_foreign
+    from nodeweave.cluster.options import check_host_count, load_state, refuse_idle_flags
     from nodeweave.cluster.recorded import recorded_namespace, renamed_jobs, renamed_line
     from nodeweave.spec import load_spec
 
@@ -128,9 +128,15 @@ def open_cluster(spec_path: Path, given, remember: bool = False, dry_run: bool =
         backend.check_tools()
     refuse_foreign(backend)
     backend.renamed = tuple(renamed_line(made, spec, spec_path) for made in renamed_jobs(spec, spec_path))
-    if remember:  # what up was told, and what it makes
-        record_made(spec_path, spec.name, checked, made(backend))
     return spec, backend, checked
+
+
+def remember_up(spec_path: Path, spec, checked, backend) -> None:
+    """A real ``up``, its flags judged: what it was told, and what it makes (``.nodeweave/<job>/cluster.json``)."""
+    from nodeweave.cluster.onbackend import made
+    from nodeweave.cluster.options import record_made
+
+    record_made(spec_path, spec.name, checked, made(backend))
 
 
 def _spec_hosts(options, spec):

@@ -10,6 +10,7 @@ errors and that the common verbs never import pydantic.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, get_args, get_origin
@@ -120,11 +121,18 @@ class _Number:
                 number = self.kind(str(value).strip())
             except ValueError:
                 raise BadParameter(f"{value!r} is not a valid {self.label}", ctx=ctx, param=param) from None
+        if self.kind is float and not math.isfinite(number):  # `nan` compares false with every bound, `1e999` is inf
+            raise BadParameter(f"{value!r} is not a valid finite number{self._within()}", ctx=ctx, param=param)
+        if number == 0:
+            number = self.kind(0)  # `-0` is 0, and is shown so
         if (self.low is not None and number < self.low) or (self.high is not None and number > self.high):
-            bounds = " and ".join(part for part in (f"x>={self.low}" if self.low is not None else "",
-                                                    f"x<={self.high}" if self.high is not None else "") if part)
-            raise BadParameter(f"{number} is not in the range {bounds}", ctx=ctx, param=param)
+            raise BadParameter(f"{number} is not{self._within()}", ctx=ctx, param=param)
         return number
+
+    def _within(self) -> str:
+        bounds = [part for part in (f"x>={self.low}" if self.low is not None else "",
+                                    f"x<={self.high}" if self.high is not None else "") if part]
+        return f" in the range {' and '.join(bounds)}" if bounds else ""
 
 
 class _Bool:

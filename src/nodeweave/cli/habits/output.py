@@ -233,7 +233,7 @@ def check_image_reference(value: str, what: str) -> str:
 
 def runs_parent(runs_dir: "Path | None", spec_path: Path, writes: bool) -> Path:
     """The folder of run folders every verb reads or writes: ``--runs-dir`` as given (judged as the command line
-    was read), else ``runs/`` beside the spec, judged by the same rule (a file, a link to one, a device or a
+    was read), else ``runs/`` beside the spec (a link to a folder: where it leads), judged by the same rule (a file, a link to one, a device or a
     dangling link there is refused in one line, exit 2, by the dry run as by the real verb; absent: made by the
     first run, "no runs yet" to a reader)."""
     if runs_dir is not None:
@@ -243,6 +243,8 @@ def runs_parent(runs_dir: "Path | None", spec_path: Path, writes: bool) -> Path:
     from nodeweave.cluster.runfolder import RUNS
 
     parent = spec_path.resolve().parent / RUNS
+    if parent.is_dir() and parent.is_symlink():  # runs/ on a bigger disk, a link of the user's: the plans and
+        parent = parent.resolve()  # messages name where the run folders really go
     if parent.is_dir():
         if writes and not os.access(parent, os.W_OK | os.X_OK):
             raise UsageError(f"runs/ beside the spec ({parent}) is not writable by this user, and a run's folder "

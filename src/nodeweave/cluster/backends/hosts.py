@@ -25,7 +25,7 @@ import posixpath
 from typing import Dict, List, Optional, Tuple
 
 from nodeweave.cluster.base import Backend, Node, PlatformState
-from nodeweave.steps import Step
+from nodeweave.steps import Step, printed
 from nodeweave.errors import UsageError
 from nodeweave.remote import RemoteOptions, make_target
 
@@ -47,6 +47,10 @@ class HostsCluster(Backend):
         self.master = self.hosts[0].rpartition("@")[2]
         self.dir = self._remote_dir()
         self.holds = self.engine != "none"
+        if not self.holds:  # nothing is started: the hosts run the entrypoint installed there when a verb asks
+            self.unheld = ("--engine none starts nothing: each host runs the entrypoint installed there only when "
+                           "`nodeweave run` or `check` asks")
+            self.fixed_image = "--engine none runs the entrypoint installed on each host, no image"
         self.recorded = {"project": self.mark.project} if self.engine != "none" else {}
 
     def _remote_dir(self) -> str:
@@ -134,28 +138,31 @@ class HostsCluster(Backend):
             return [(self._send_hostfile(files["compose/hosts"]) if self.spec.hosts else []) + self._token_steps()
                     + self._mark_steps()]
         sent = host_files(self.spec, self.mark.project, self.mark.labels())  # this folder's project and labels
-        env = (("NODEWEAVE_MODE", mode), ("NODEWEAVE_IMAGE", image or self._spec_image(files)))  # never a host's own
+        env = (("NODEWEAVE_MODE", mode), ("NODEWEAVE_IMAGE", image or self._spec_image()))  # never a host's own
         env += token.compose_env(self._token_file)
         writes = self._token_steps() + [Step(f"send compose/{name} to {host}",
                        tuple(self._ssh(host).exec_argv([*WRITE_FILE, f"{self.dir}/compose", name], stdin=True)),
-                       stdin=text, stdin_name=f"compose/{name} (rendered)")
+                       stdin=text, stdin_name=f"compose/{name} (rendered)", stdin_from=printed(text))
                   for host in self.hosts for name, text in sent.items()]
         starts = [Step(f"start node {i} on {host} ({mode} mode)",
                        tuple(self._compose(i, "up", "-d", "--force-recreate", env=env)),
                        timeout=900) for i, host in enumerate(self.hosts)]
         return [writes, starts]
 
-    def _spec_image(self, files=None) -> str:
-        """The image compose/node.yaml gives a node when NODEWEAVE_IMAGE is not set."""
-        from nodeweave.cluster.backends.local import default_image
-        from nodeweave.targets.compose import render_files
+    def _spec_image(self) -> str:
+        """The image compose/node.yaml gives a node when NODEWEAVE_IMAGE is not set: the resolved image it is
+        rendered from, read as data."""
+        from nodeweave.resolve import resolve
 
-        return default_image((files or render_files(self.spec))["compose/node.yaml"])
+        return resolve(self.spec).image
 
     def _unread_variables(self) -> Dict[str, str]:
         if self.engine == "none":
             return {"NODEWEAVE_IMAGE": "--engine none runs the entrypoint installed on each host, no image"}
         return {"NODEWEAVE_IMAGE": "every host runs the image above (give --image to choose another)"}
+
+    def _up_image(self, image: Optional[str]) -> Optional[str]:
+        return None if self.engine == "none" else image or self._spec_image()
 
     def _up_notes(self, image: Optional[str]) -> List[str]:
         from nodeweave.cluster.environment import SPEC_IMAGE
@@ -163,7 +170,7 @@ class HostsCluster(Backend):
         if self.engine == "none":
             return super()._up_notes(image)
         why = "--image" if image else f"{SPEC_IMAGE}; a host's own NODEWEAVE_IMAGE is not read"
-        return [f"every node runs image {image or self._spec_image()}: {why}", *super()._up_notes(image)]
+        return [f"every node runs image {self._up_image(image)}: {why}", *super()._up_notes(image)]
 
     @property
     def _mark_file(self) -> str:
@@ -177,7 +184,8 @@ class HostsCluster(Backend):
         folder, name = posixpath.split(self._mark_file)
         text = json.dumps(self.mark.labels(), sort_keys=True) + "\n"
         return [Step(f"mark node-{i} ({self._ssh(host).label}) as this folder's job", tuple(self._ssh(host).exec_argv(
-            [*WRITE_FILE, folder, name], stdin=True)), stdin=text, stdin_name=f"the job's mark ({MARK_FILE})")
+            [*WRITE_FILE, folder, name], stdin=True)), stdin=text, stdin_name=f"the job's mark ({MARK_FILE})",
+            stdin_from=printed(text))
                 for i, host in enumerate(self.hosts)]
 
     def _release_steps(self) -> List[Step]:
@@ -193,7 +201,7 @@ class HostsCluster(Backend):
         folder, name = posixpath.split(self._bare_hostfile)
         return [Step(f"send compose/hosts to {host}", tuple(self._ssh(host).exec_argv([*WRITE_FILE, folder, name],
                                                                                       stdin=True)),
-                     stdin=text, stdin_name=f"compose/hosts (rendered) as {self._bare_hostfile}")
+                     stdin=text, stdin_name=f"compose/hosts (rendered) as {self._bare_hostfile}", stdin_from=printed(text))
                 for host in self.hosts]
 
     def plan_down(self, delete_claims: bool, renamed=()):

@@ -69,6 +69,7 @@ def pod_word(pod: dict) -> str:
 
 class KubeCluster(Backend):
     target = "kubernetes"
+    fixed_image = "the image comes from the spec (image.registry, image.tag) or an overlay of your own"
 
     def __init__(self, spec, spec_path, options):
         super().__init__(spec, spec_path, options)
@@ -218,9 +219,6 @@ class KubeCluster(Backend):
         return self._tree(mode, keep_claims=False)
 
     def _up_steps(self, mode: str, image: Optional[str]) -> List[List[Step]]:
-        if image:
-            raise NodeweaveError("--image is for compose targets; on Kubernetes the image comes from the spec "
-                                 "(image.registry, image.tag) or an overlay of your own", 2)
         overlay = self._tree_path() / OVERLAY  # where _up_files puts the overlay
         # The last up's token Secret goes first: the pods roll onto this up's, whose name differs.
         return [[self._delete_tokens_step()],
@@ -283,13 +281,25 @@ class KubeCluster(Backend):
     def _unread_variables(self) -> Dict[str, str]:
         return {"NODEWEAVE_IMAGE": "the pods run the image their manifests name (above)"}
 
+    def _up_image(self, image: Optional[str]) -> Optional[str]:
+        """The spec's image, pinned by the digest `image build --push` recorded; the rocm overlay's variant's
+        (an overlay of your own may set another: its note says so)."""
+        from nodeweave.resolve import resolve
+
+        if self.folder == "rocm":
+            from nodeweave.targets.kubernetes.kustomize import rocm_images
+
+            (rocm,) = rocm_images(resolve(self.spec))
+            return f"{rocm['name']}:{rocm['newTag']}"
+        pinned = self._pushed_digest()
+        return f"{pinned['name']}@{pinned['digest']}" if pinned else resolve(self.spec).image
+
     def _up_notes(self, image: Optional[str]) -> List[str]:
         """The image every pod runs (the spec's, pinned by the digest `image build --push` recorded)."""
         from nodeweave.cluster.environment import SPEC_IMAGE
-        from nodeweave.resolve import resolve
 
         pinned = self._pushed_digest()
-        ref = f"{pinned['name']}@{pinned['digest']}" if pinned else resolve(self.spec).image
+        ref = self._up_image(image)
         why = "the digest `image build --push` recorded" if pinned else SPEC_IMAGE
         if self.folder not in FOLDERS:
             why += f", unless --overlay {self.folder} sets another"

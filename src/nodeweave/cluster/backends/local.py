@@ -17,7 +17,6 @@ name is refused, never acted on.
 from __future__ import annotations
 
 import json
-import re
 import shutil
 import subprocess
 import sys
@@ -139,8 +138,12 @@ class LocalCluster(Backend):
         return env + token.compose_env(str(self.state.token_file))
 
     def _spec_image(self) -> str:
-        """The image the spec gives the local nodes (the compose file's ``${NODEWEAVE_IMAGE:-...}`` default)."""
-        return default_image(render_up_compose(self.spec, self.spec_dir))
+        """The image the spec gives the local nodes: the datum the compose file's ``${NODEWEAVE_IMAGE:-...}``
+        default is rendered from (the local variant's resolved image), read as data, not out of the file."""
+        from nodeweave.resolve import resolve
+        from nodeweave.targets.compose.local import LOCAL_VARIANT
+
+        return resolve(self.spec, LOCAL_VARIANT).image
 
     def _spec_image_why(self) -> str:
         """Why the local nodes run the spec's image, or its ``cpu`` variant (the local target simulates each node on
@@ -154,12 +157,17 @@ class LocalCluster(Backend):
                 f"{self.spec.image.variant}: the local target simulates every node on this machine's CPU (give "
                 "--image for another)")
 
+    def _up_image(self, image: Optional[str]) -> Optional[str]:
+        from nodeweave.cluster.environment import image_choice
+
+        return image_choice(image, self._spec_image())[0]
+
     def _up_notes(self, image: Optional[str]) -> List[str]:
         from nodeweave.cluster.environment import image_choice, inherited_notes, interpolated
 
         given = dict(self._up_env("hold", image))
         read = interpolated(render_up_compose(self.spec, self.spec_dir))
-        return [image_choice(image, self._spec_image(), why=self._spec_image_why())[1], *self.check_folders(),
+        return [image_choice(image, self._spec_image(), why=self._spec_image_why())[1],
                 *inherited_notes((*self.reach_variables, *read), given=given)]
 
     def check_folders(self) -> List[str]:
@@ -236,16 +244,6 @@ def container_state(status: str, exit_code: str) -> PlatformState:
     if status in ("exited", "stopped"):
         return PlatformState(NodeState.ENDED, f"exited ({exit_code})")
     return PlatformState(ENGINE_STATES.get(status, NodeState.UNKNOWN), status)
-
-
-def default_image(compose_text: str) -> str:
-    """The image a rendered compose file's first service runs when ``NODEWEAVE_IMAGE`` is not given."""
-    import yaml
-
-    services = yaml.safe_load(compose_text).get("services") or {}
-    text = next(iter(services.values()), {}).get("image", "")
-    found = re.fullmatch(r"\$\{NODEWEAVE_IMAGE:-(.*)\}", text)
-    return (found.group(1) if found else text).replace("$$", "$")
 
 
 def render_up_compose(spec, spec_dir: Path, mark=None) -> str:

@@ -27,6 +27,9 @@ STALL_WARN_S = 60  # the stall defaults: docs/stalls.md
 RECOVERY_RESTARTS, RECOVERY_NO_PROGRESS = 5, 3  # recovery's brakes by default: docs/recovery.md
 STALL_TIMEOUT_S = 600
 METRICS_PORT = 9464  # node 0's /metrics by default: docs/observability.md
+# The most nodes and processes per node nodeweave plans for, in the spec and on the entrypoint alike (beyond
+# these a typo is likelier than a job: 100000 nodes rendered an 85 MB compose file for minutes).
+NODES_MAX, NPROC_MAX = 2048, 1024
 
 
 # Readers: (text, what, source) -> value, where ``what`` names the setting ("max restarts") and
@@ -37,13 +40,24 @@ def read_text(text, what, source):
     return str(text).strip()
 
 
+DIGITS = frozenset("0123456789")
+
+
+def plain_int(text):
+    """A whole number as the spec takes one (spec/nodes.py): plain ASCII decimal digits, so ``05``, ``+5``,
+    ``1_000`` and other scripts' digits, which Python's int() reads, are refused here as they are in the spec.
+    (No ``re``: this is on the entrypoint's start-up path.)"""
+    body = text[1:] if text.startswith("-") else text
+    return bool(body) and set(body) <= DIGITS and (body == "0" or not body.startswith("0"))  # no isascii: 3.6
+
+
 def read_int(minimum):
     """A reader of whole numbers >= ``minimum``, naming the value and its source when it is not one."""
     def read(text, what, source):
-        try:
-            value = int(str(text).strip())
-        except ValueError:
-            raise UsageError(f"{what} must be a whole number, got {text!r} (from {source})") from None
+        if not plain_int(str(text).strip()):
+            raise UsageError(f"{what} must be a whole number, got {text!r} (from {source}); accepted: plain "
+                             "decimal digits (e.g. 5; not 05, +5 or 1_000)")
+        value = int(str(text).strip())
         if value < minimum:
             raise UsageError(f"{what} must be ≥ {minimum}, got {value} (from {source})")
         return value
@@ -179,13 +193,31 @@ def read_host(text, what, source):
     return value
 
 
+LABEL_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789-")
+
+
+def _dns_1123(value, longest):
+    """Whether ``value`` is DNS-1123 (the spec's rule, spec/rules.py): dot-separated labels of lower-case letters,
+    digits and '-', none starting or ending with '-', at most ``longest`` characters in all."""
+    return 0 < len(value) <= longest and all(
+        label and set(label) <= LABEL_CHARS and label[0] != "-" and label[-1] != "-" for label in value.split("."))
+
+
 def read_domain(text, what, source):
-    """A DNS domain such as ``cluster.local`` (no leading dot, no port)."""
+    """A DNS domain such as ``cluster.local`` (no leading dot, no port): a DNS-1123 subdomain, as in the spec."""
     value = str(text).strip().strip(".")
-    problem = _host_problem(value) if value else "is empty"
-    if problem or ":" in value:
-        raise UsageError(f"{what} {value!r} (from {source}) {problem or 'is an address'}; accepted: a DNS domain "
-                         "such as cluster.local")
+    if not _dns_1123(value, 253):
+        raise UsageError(f"{what} {value!r} (from {source}) is not a DNS-1123 subdomain; accepted: a DNS domain of "
+                         "dot-separated labels of lower-case letters, digits and '-', such as cluster.local")
+    return value
+
+
+def read_label(text, what, source):
+    """A DNS-1123 label such as a Service's name, as in the spec (``kubernetes.service``)."""
+    value = str(text).strip()
+    if "." in value or not _dns_1123(value, 63):
+        raise UsageError(f"{what} {value!r} (from {source}) is not a DNS-1123 label; accepted: at most 63 lower-case "
+                         "letters, digits and '-', starting and ending with a letter or digit, such as rdzv")
     return value
 
 
@@ -275,7 +307,7 @@ SETTINGS = (
             topology=True),
     Setting("service", "--service", "NODEWEAVE_SERVICE",
             "headless Service: master = <name>-0.<service>.<namespace>.svc.<cluster domain>",
-            spec="kubernetes.service", where=("kubernetes",)),
+            spec="kubernetes.service", where=("kubernetes",), read=read_label),
     Setting("cluster_domain", "--cluster-domain", "NODEWEAVE_CLUSTER_DOMAIN",
             "Kubernetes cluster domain of the master's name (default: the svc.<domain> entry of "
             "/etc/resolv.conf's search list, else cluster.local)",
@@ -297,7 +329,7 @@ SETTINGS = (
             "torchrun --max-restarts / accelerate --max_restarts", spec="launcher.max_restarts", read=read_int(0)),
     Setting("wait_timeout", "--wait-timeout", "NODEWEAVE_WAIT_TIMEOUT",
             "seconds a worker waits for node 0: its check-in exchange, or the master's port with "
-            "--exchange off (default 600; 0 = do not wait)",
+            "--exchange off (default 600, at most 86400; 0 = do not wait)",
             spec="launcher.wait_timeout", read=read_int(0)),
     Setting("exchange", "--exchange", "NODEWEAVE_EXCHANGE",
             "on | off: nodes check in with node 0 before the launch and watch each other after (default on)",

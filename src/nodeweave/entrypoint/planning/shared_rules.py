@@ -153,7 +153,7 @@ def recovery_needs_exchange(values, given, naming):
                                     "generation), so a node stops at start with exit 2",
                         f"{naming.turned_on('exchange')} (the default; leave it out), or "
                         f"{naming.turned_off('recovery')}")]
-    if values.get("recovery") and values.get("wait_timeout") == 0:  # the entrypoint's 0 (the spec's range starts at 1)
+    if values.get("recovery") and values.get("wait_timeout") == 0:  # 0: no wait, so no exchange
         return [Problem("wait_timeout", f"0 with {naming.turned_on('recovery')}: a wait timeout of 0 switches the "
                                         "check-in exchange off too (nothing waits for node 0, nothing checks in), and "
                                         "recovery runs on it",
@@ -194,7 +194,8 @@ def checkpoint_dir_inside(values, given, naming):
 # The range of each whole-number setting the spec bounds: beyond it a typo is likelier than a job (the spec's
 # sections read their fields with these bounds; the entrypoint's readers only know the minimum).
 RANGES = {"spares": (0, 1024), "recovery_max_restarts": (1, 100000), "no_progress_restarts": (0, 100000),
-          "max_restarts": (0, 1000), "stall_warn": (0, 86400), "stall_timeout": (0, 604800)}
+          "max_restarts": (0, 1000), "stall_warn": (0, 86400), "stall_timeout": (0, 604800),
+          "wait_timeout": (0, 86400)}  # 0: do not wait (no check-in), in the spec as on the entrypoint
 
 
 def in_range(values, given, naming):
@@ -218,8 +219,9 @@ RULES = (
                         {"exchange": False, "exchange_port": 30000}, {"exchange": False, "exchange_allow": ["nccl"]}]),
     Rule(in_range, [{"recovery": True, "spares": 2000}, {"recovery": True, "recovery_max_restarts": 100001},
                     {"recovery": True, "no_progress_restarts": 100001}, {"max_restarts": 1001},
-                    {"stall_warn": 86401, "stall_timeout": 0}, {"stall_timeout": 604801}]),
-    Rule(recovery_needs_exchange, [{"recovery": True, "exchange": False}]),
+                    {"stall_warn": 86401, "stall_timeout": 0}, {"stall_timeout": 604801},
+                    {"wait_timeout": 86401}]),
+    Rule(recovery_needs_exchange, [{"recovery": True, "exchange": False}, {"recovery": True, "wait_timeout": 0}]),
     Rule(straggler_needs_stall_watch, [{"recovery": True, "straggler_is_fault": True, "stall_warn": 0}]),
     Rule(recovery_needs_another_node, [{"recovery": True, "nnodes": 1}]),
     Rule(checkpoint_dir_inside, [{"recovery": True, "checkpoint_dir": "/"}, {"recovery": True, "checkpoint_dir":

@@ -20,7 +20,7 @@ Every value carries the source it came from.
 """
 
 from . import consistency
-from .contract import read_host, read_int
+from .contract import NODES_MAX, NPROC_MAX, read_host, read_int
 from ..detection.host import host_networking
 from ..errors import TopologyError, UsageError
 from ..model import FLAG, HOSTNAME, Topology, Value
@@ -49,6 +49,8 @@ def normalize_nnodes(text, source):
         raise UsageError(f"node count must be at least 1, got {text!r} (from {source})")
     if hi_n < lo_n:
         raise UsageError(f"maximum nodes ({hi_n}) must be >= minimum nodes ({lo_n}) in {text!r} (from {source})")
+    if hi_n > NODES_MAX:  # the spec's range for `nodes`
+        raise UsageError(f"node count must be at most {NODES_MAX}, got {text!r} (from {source})")
     return (str(lo_n) if lo_n == hi_n else f"{lo_n}:{hi_n}"), lo_n, hi_n
 
 
@@ -63,7 +65,12 @@ def _read_nproc(node):
     usable = node.gpus.count if node.gpus and node.gpus.count else 1
 
     def read(text, what, source):
-        return usable if str(text).strip() == "auto" else read_int(1)(text, what, source)
+        if str(text).strip() == "auto":
+            return usable
+        count = read_int(1)(text, what, source)
+        if count > NPROC_MAX:  # the spec's range for gpus_per_node
+            raise UsageError(f"{what} must be at most {NPROC_MAX} (or auto), got {count} (from {source})")
+        return count
     return read
 
 

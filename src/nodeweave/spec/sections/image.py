@@ -14,7 +14,6 @@ from yaml.nodes import Node
 
 from nodeweave.entrypoint import bounded
 from nodeweave.catalogue import EXTRAS, get_variant, known_variants
-from nodeweave.errors import UsageError
 from nodeweave.spec import rules
 from nodeweave.spec.fields import optional, rule_list, string_map
 from nodeweave.spec.model import Image, Project
@@ -91,20 +90,20 @@ def _extras(r: Reader, node: Optional[Node], variant: str) -> Tuple[str, ...]:
 
 def check_requirements_file(r: Reader, node: Node, file: Path, shown: str) -> None:
     """Every requirement in ``file`` is pinned; the first that is not is named with its own line."""
-    where = f"{r.source}:{node.start_mark.line + 1}: image.requirements"
+    field = "image.requirements"
     try:
         text = bounded.read_text(file, bounded.TEXT_CAP, "a requirements file")
     except FileNotFoundError:
-        raise UsageError(f"{where}: {shown!r} does not exist; accepted: a pinned requirements file inside the "
-                         "build context, relative to the spec's directory") from None
+        raise r.fail(node, field, f"{shown!r} does not exist", "a pinned requirements file inside the build "
+                     "context, relative to the spec's directory") from None
     except (OSError, UnicodeDecodeError) as err:
         why = getattr(err, "strerror", None) or err
-        raise UsageError(f"{where}: cannot read {shown!r} ({why}); accepted: a UTF-8 requirements file") from None
+        raise r.fail(node, field, f"cannot read {shown!r} ({why})", "a UTF-8 requirements file") from None
     for number, line in _logical_lines(text):
         problem = _requirement_problem(line)
         if problem:
-            raise UsageError(f"{where}: {shown}:{number}: {line!r} {problem}; accepted: name==version or name @ URL "
-                             f"per line, comments, and the options {', '.join(REQUIREMENT_OPTIONS)}")
+            raise r.fail(node, field, f"{shown}:{number}: {line!r} {problem}", "name==version or name @ URL per "
+                         f"line, comments, and the options {', '.join(REQUIREMENT_OPTIONS)}")
 
 
 def _logical_lines(text: str):

@@ -13,15 +13,18 @@ from nodeweave.spec.fields import (boolean, choice, host_path, integer, optional
                                    string_map)
 from nodeweave.entrypoint.planning.contract import stall_problem
 from nodeweave.spec.model import LAUNCHERS, MODES, Cache, Launcher, NodeRange, Workspace
+from nodeweave.entrypoint.planning.contract import NODES_MAX, NPROC_MAX
 from nodeweave.entrypoint.planning.shared_rules import RANGES, SCRIPT_ACCEPTED
 from nodeweave.spec.mounts import check_inside_workspace
 from nodeweave.spec.nodes import Fields, Reader
 
-# Beyond this a typo is likelier than a job: 100000 rendered an 85 MB compose file for minutes.
-NODES_MAX = 2048
 NODES_ACCEPTED = (f'a node count from 1 to {NODES_MAX}, or "MIN:MAX" with 1 <= MIN <= MAX <= {NODES_MAX} for an '
                   'elastic job (e.g. 2 or "2:4")')
-GPUS_ACCEPTED = 'processes per node: an integer from 1 to 1024, or "auto" (one per detected GPU)'
+GPUS_ACCEPTED = f'processes per node: an integer from 1 to {NPROC_MAX}, or "auto" (one per detected GPU)'
+
+
+def _digits(text: str) -> bool:
+    return text.isascii() and text.isdigit()
 
 
 def nodes(r: Reader, node: Optional[Node]) -> NodeRange:
@@ -35,7 +38,7 @@ def nodes(r: Reader, node: Optional[Node]) -> NodeRange:
         return NodeRange(count, count)
     text = r.string(node, "nodes", NODES_ACCEPTED).strip()
     low, sep, high = text.partition(":")
-    if not (low.isdigit() and (not sep or high.isdigit())):
+    if not (_digits(low) and (not sep or _digits(high))):  # ASCII digits: str.isdigit() takes '٣' too
         raise r.bad_value(node, "nodes", NODES_ACCEPTED)
     low_n, high_n = int(low), int(high) if sep else int(low)
     if low_n < 1:
@@ -53,7 +56,7 @@ def gpus(r: Reader, node: Optional[Node]):
     r.refuse_quoted(node, "gpus_per_node", GPUS_ACCEPTED)
     r.refuse_unplain_int(node, "gpus_per_node", GPUS_ACCEPTED)
     if r.is_int(node):
-        return r.integer(node, "gpus_per_node", 1, 1024)
+        return r.integer(node, "gpus_per_node", 1, NPROC_MAX)
     if r.string(node, "gpus_per_node", GPUS_ACCEPTED) != "auto":
         raise r.bad_value(node, "gpus_per_node", GPUS_ACCEPTED)
     return "auto"
@@ -96,7 +99,7 @@ def launcher(r: Reader, top: Fields) -> Launcher:
         options=_options(r, f.get("options"), kind),
         master_port=master_port,
         max_restarts=integer(r, f, "max_restarts", 0, *RANGES["max_restarts"]),
-        wait_timeout=integer(r, f, "wait_timeout", 600, 1, 86400),
+        wait_timeout=integer(r, f, "wait_timeout", 600, *RANGES["wait_timeout"]),
         exchange=boolean(r, f, "exchange", True),
         exchange_port=exchange_port,
         exchange_allow=rule_list(r, f.get("exchange_allow"), "launcher.exchange_allow", rules.EXCHANGE_CHECK,

@@ -22,11 +22,13 @@ def security(r: Reader, top: Fields) -> Security:
     )
 
 
+SLURM_KEYS = ("partition", "account", "qos", "time", "constraint", "exclusive", "runtime", "sif", "nodelist")
+
+
 def slurm(r: Reader, node: Optional[Node]) -> Optional[Slurm]:
     if node is None:
         return None
-    keys = ("partition", "account", "qos", "time", "constraint", "exclusive", "runtime", "sif", "nodelist")
-    f = r.fields(node, "slurm", keys)
+    f = r.fields(node, "slurm", SLURM_KEYS)
     runtime = choice(r, f, "runtime", SLURM_RUNTIMES, "pyxis")
     sif_node = f.get("sif")
     sif = None
@@ -45,5 +47,31 @@ def slurm(r: Reader, node: Optional[Node]) -> Optional[Slurm]:
         exclusive=boolean(r, f, "exclusive", True),
         runtime=runtime,
         sif=sif,
-        nodelist=rule_list(r, f.get("nodelist"), "slurm.nodelist", rules.HOST, unique=True),
+        nodelist=rule_list(r, f.get("nodelist"), "slurm.nodelist", rules.SLURM_NODES, unique=True),
     )
+
+
+MOST_SLURM_NAMES = 65536  # more names than any job: a range past it is not expanded (gpu[0-999999999])
+
+
+def slurm_node_count(entry: str) -> int:
+    """How many node names one ``slurm.nodelist`` entry names, its ranges counted, not expanded
+    (``gpu[01-04,07]``: 5); the rule (``rules.SLURM_NODES``) has judged its shape."""
+    import re
+
+    count = 1
+    for ranges in re.findall(r"\[([^\]]*)\]", entry):
+        count *= sum(int(hi) - int(lo) + 1 if hi else 1
+                     for lo, _, hi in (item.partition("-") for item in ranges.split(",")))
+    return count
+
+
+def slurm_node_names(nodelist) -> list:
+    """Every node ``slurm.nodelist`` names, its ranges expanded (``gpu[01-03]``: gpu01, gpu02, gpu03), in order;
+    refused (the entrypoint's UsageError) past ``MOST_SLURM_NAMES``."""
+    from nodeweave.entrypoint.errors import UsageError as RangeError
+    from nodeweave.entrypoint.planning.slurm import expand_nodelist
+
+    if sum(max(slurm_node_count(entry), 0) for entry in nodelist) > MOST_SLURM_NAMES:
+        raise RangeError(f"names more than {MOST_SLURM_NAMES} nodes, more than any job")
+    return [name for entry in nodelist for name in expand_nodelist(entry)]

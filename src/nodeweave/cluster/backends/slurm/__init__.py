@@ -60,6 +60,10 @@ class SlurmCluster(Backend):
     target = "slurm"
     tool = "srun"
     holds = False  # the allocation holds the nodes; the entrypoint runs only inside a run's step
+    unheld = ("a Slurm allocation holds its nodes whatever they say (each run, the spec's too, is one srun step "
+              "of it)")
+    fixed_image = ("the nodes run the spec's image (pyxis, apptainer: image.* or slurm.sif) or the shared venv "
+                   "(slurm.runtime host)")
     reach_variables = ("SLURM_CONF",)
     reach_prefixes = ("SALLOC_", "SRUN_")  # salloc and srun read their options from these too
     marked_kind = "Slurm allocation"
@@ -123,6 +127,16 @@ class SlurmCluster(Backend):
                                          "lists no --container-image): install pyxis on the cluster, or set "
                                          "slurm.runtime to apptainer or host")
 
+    def check_folders(self) -> List[str]:
+        """The workspace is the nodes' own through shared storage (no --remote-dir), where every step runs as you
+        (pyxis, Apptainer and the host runtime keep your uid): checked here as you; a node-local --remote-dir
+        is not on this machine, and the plan says it is not checked."""
+        from nodeweave.cluster.writable import check_folders_as_you, unchecked_note
+
+        if self.options.remote_dir:
+            return unchecked_note(self.spec, self.target, f"--remote-dir {self.workdir} is on each node")
+        return check_folders_as_you(self.spec, Path(self.workdir), "every Slurm step runs as you")
+
     def _needs_allocation(self) -> bool:
         """Whether ``up`` takes a new allocation: none is recorded, or Slurm no longer holds the recorded one."""
         live = self._live()
@@ -141,15 +155,23 @@ class SlurmCluster(Backend):
         live = self._live()
         return [*notes, f"allocation {self.job} is already up ({live.get('job_state')} on {live.get('nodes') or '-'})"]
 
+    def _up_image(self, image: Optional[str]) -> Optional[str]:
+        """The spec's image (or slurm.sif, apptainer's file); None with the shared venv (slurm.runtime host)."""
+        if self.runtime.kind == "host":
+            return None
+        from nodeweave.resolve import resolve
+
+        if self.runtime.kind == "apptainer" and self.spec.slurm and self.spec.slurm.sif:
+            return self.runtime.image
+        return resolve(self.spec).image
+
     def _image_line(self) -> str:
         """The image every step runs, named in the plan as the other targets name theirs."""
         if self.runtime.kind == "host":
             return "every node runs the entrypoint of the shared environment (slurm.runtime host): no image"
-        from nodeweave.resolve import resolve
-
         if self.runtime.kind == "apptainer" and self.spec.slurm and self.spec.slurm.sif:
-            return f"every node runs image {self.runtime.image} through apptainer: slurm.sif"
-        return (f"every node runs image {resolve(self.spec).image} through {self.runtime.kind} "
+            return f"every node runs image {self._up_image(None)} through apptainer: slurm.sif"
+        return (f"every node runs image {self._up_image(None)} through {self.runtime.kind} "
                 f"({self.runtime.image}): the spec's image.* (`nodeweave image build --push` puts it where the "
                 "nodes pull it)")
 
@@ -203,9 +225,6 @@ class SlurmCluster(Backend):
             Path(source).mkdir(parents=True, exist_ok=True)
 
     def _up_steps(self, mode: str, image: Optional[str]) -> List[List[Step]]:
-        if image:
-            raise UsageError("--image is for compose targets; on Slurm the nodes run the spec's image (pyxis, "
-                             "apptainer: image.* or slurm.sif) or the shared venv (host)")
         return [self._token_steps()] if self._makes_token else []
 
     @property

@@ -1,0 +1,97 @@
+"""The fifth walk's rows fixed by the lead, one test per class (issue 43)."""
+
+from __future__ import annotations
+
+import pytest
+
+from nodeweave.build import prepare_build
+from nodeweave.spec import load_spec
+
+TEAM_SPEC = """name: team
+image: {variant: cpu, requirements: requirements.txt}
+launcher: {script: train.py}
+"""
+
+
+def _team(tmp_path, dockerignore=None):
+    from nodeweave.targets import zipapp
+
+    (tmp_path / "train.py").write_text("print(1)\n")
+    (tmp_path / "requirements.txt").write_text("einops==0.8.2\n")
+    (tmp_path / "nodeweave.yaml").write_text(TEAM_SPEC)
+    pyz = tmp_path / zipapp.PATH
+    pyz.parent.mkdir(parents=True, exist_ok=True)
+    pyz.write_bytes(b"PK\x05\x06" + b"\0" * 18)
+    if dockerignore is not None:
+        (tmp_path / ".dockerignore").write_text(dockerignore)
+    return load_spec(tmp_path / "nodeweave.yaml")
+
+
+@pytest.mark.parametrize("lines", [
+    "node_modules/\n",                       # a team's own file that names nothing the image reads (W65)
+    "# my own\n*.ckpt\ndata/\n",
+    "*\n!requirements.txt\n!entrypoint/\n!wheelhouse/\n",  # an allow-list of one's own, in Docker's words
+    "*.txt\n!requirements.txt\n",            # out, then back in: the last matching line decides
+])
+def test_a_dockerignore_that_lets_the_requirements_in_is_not_said_to_keep_them_out(tmp_path, lines):
+    spec = _team(tmp_path, lines)
+    assert prepare_build(spec, "cpu", tmp_path, tmp_path / "scratch", dry_run=True).plan.variant == "cpu"
+
+
+@pytest.mark.parametrize("lines", ["*.txt\n", "requirements*\n", "**/requirements.txt\n", "!requirements.txt\n*\n"])
+def test_a_dockerignore_of_ones_own_that_keeps_them_out_is_named_with_the_line_that_mends_it(tmp_path, lines):
+    from nodeweave.errors import UsageError
+
+    spec = _team(tmp_path, lines)
+    with pytest.raises(UsageError, match=r"keeps 'requirements.txt' out of the build; add the line "
+                                         r"'!requirements.txt' at its end"):
+        prepare_build(spec, "cpu", tmp_path, tmp_path / "scratch", dry_run=True)
+
+
+@pytest.mark.parametrize("argv", [
+    ["run", "--dry-run", "--runs-dir", "/"], ["run", "--dry-run", "--runs-dir", "/etc"],
+    ["run", "--dry-run", "--runs-dir", "/usr/lib"], ["run", "--dry-run", "--runs-dir", "/proc"],
+    ["run", "--dry-run", "--runs-dir", ".nodeweave"], ["check", "--dry-run", "--runs-dir", "/sys"],
+    ["render", "all", "--dry-run", "--out", "/"], ["render", "all", "--dry-run", "--out", "/etc"],
+    ["render", "all", "--dry-run", "--out", "/proc"], ["render", "all", "--dry-run", "--out", ".nodeweave/x"],
+])
+def test_a_folder_nodeweave_writes_into_is_never_the_root_a_system_or_kernel_folder_or_its_own_state(
+        tmp_path, monkeypatch, capsys, argv):
+    """W69, W70: every flag naming a folder nodeweave fills goes through one judge, which the dry run asks too."""
+    from cli_run import in_process, one_line
+
+    _team(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    code, _, err = in_process(capsys, *argv)
+    line = one_line(err)
+    assert code == 2, err
+    assert argv[-1] in line and ("system folder" in line or "kernel file system" in line or "state folder" in line)
+
+
+def test_render_never_writes_its_record_through_a_link_in_place_of_the_state_folder(tmp_path, monkeypatch, capsys):
+    """W68: render refuses .nodeweave as a link, as up does, instead of writing rendered.json where it leads."""
+    from cli_run import in_process, one_line
+
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    team = tmp_path / "team"
+    team.mkdir()
+    _team(team)
+    (team / ".nodeweave").symlink_to(elsewhere)
+    monkeypatch.chdir(team)
+    code, _, err = in_process(capsys, "render", "all")
+    assert code == 2 and ".nodeweave is a symbolic link" in one_line(err)
+    assert list(elsewhere.iterdir()) == []
+
+
+def test_a_runs_link_to_a_folder_of_ones_own_is_named_where_it_leads(tmp_path, monkeypatch, capsys):
+    """W68's other half: runs/ as a link to a bigger disk is the user's choice; the plan names the real place."""
+    from nodeweave.cli.habits.output import runs_parent
+
+    big = tmp_path / "big"
+    big.mkdir()
+    team = tmp_path / "team"
+    team.mkdir()
+    _team(team)
+    (team / "runs").symlink_to(big)
+    assert runs_parent(None, team / "nodeweave.yaml", writes=True) == big.resolve()
