@@ -152,7 +152,7 @@ def render(
         call = memo.this_call(invoked_argv(), spec_path, out_dir)
         kept = memo.answer(call) if call else None
         if kept is not None:
-            writable_dir(out_dir, "--out")
+            _refuse_out(out, out_dir)
             _report(kept, data_format(as_json, output))
             return
         seen = memo.watch(call) if call else None
@@ -165,6 +165,15 @@ def render(
             memo.stop(seen)
 
 
+def _refuse_out(out: "Path | None", out_dir: Path) -> None:
+    """--out (or the spec's folder) as every render, and a check answered from its memo, first refuse it."""
+    writable_dir(out_dir, "--out", system_ok=out is None)
+    from nodeweave.jobstate import refuse_in_the_way
+    from nodeweave.rendering.record import RECORD
+
+    refuse_in_the_way(out_dir, out_dir / RECORD)  # the record of what was rendered: never through a link
+
+
 def _render_and_check(spec_path: Path, target: str, out: "Path | None", output: "tuple[bool, str]", dry_run: bool,
                       check: bool, force: bool, prune: bool, seen) -> None:
     """Everything ``render`` does after the arguments are read; ``seen`` (a check watched for the memo): what
@@ -174,11 +183,7 @@ def _render_and_check(spec_path: Path, target: str, out: "Path | None", output: 
 
     spec = load_spec(spec_path)
     out_dir = (out if out is not None else spec_path.parent).resolve()
-    writable_dir(out_dir, "--out", system_ok=out is None)
-    from nodeweave.jobstate import refuse_in_the_way
-    from nodeweave.rendering.record import RECORD
-
-    refuse_in_the_way(out_dir, out_dir / RECORD)  # the record of what was rendered: never through a link
+    _refuse_out(out, out_dir)
     targets = wanted_targets(spec) if target == "all" else [target]
     wanted = list(targets)
     files, owners, targets = _render(spec, spec_path, targets, everything=target == "all")
