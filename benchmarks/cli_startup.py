@@ -10,7 +10,9 @@ process, the median's ratio to bare start-up, and whether the median is within t
   traceback modules (typer's).
 - ``nodeweave render all --check``: the repository's nodeweave.yaml, every renderer, compared
   with a tree the same code rendered into the scratch folder first (nothing written; a checkout
-  whose own files are stale while it is worked on can be measured too).
+  whose own files are stale while it is worked on can be measured too). Repeated, an identical
+  check is answered from its memo (``nodeweave.rendering.memo``, issue 43); "nothing kept" sets a
+  variable of a new value each run, so every run is the full check (and keeps its record).
 - ``nodeweave status`` (no engine on PATH): everything before the first node is asked: the
   spec found and loaded, the cluster options merged, the backend opened, the tool looked up
   (exit 3). ``--engine`` adds ``status`` of a local cluster that is down, on podman, which
@@ -28,6 +30,7 @@ may set it): an installed nodeweave has its .pyc files, and compiling sources is
 from __future__ import annotations
 
 import argparse
+import itertools
 import os
 import platform
 import pty
@@ -43,6 +46,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 TARGET_S = 0.2
 BIN = Path(sys.executable).parent
+RUNS = itertools.count()
 DOWN_SPEC = "name: nwbench-down\nimage: {variant: cpu}\nnodes: 2\nlauncher: {script: train.py}\n"
 
 
@@ -67,16 +71,20 @@ def cases(engine: bool, scratch: Path, baseline_src):
         "nodeweave --help (to a pipe: plain)": ([nodeweave, "--help"], ROOT, None, {0}, {}),
         "nodeweave --help (on a terminal: rich panels)": ([nodeweave, "--help"], ROOT, None, {0}, {"TTY": "1"}),
         "nodeweave render all --check": ([nodeweave, *render_check(scratch / "rendered")], ROOT, None, {0}, {}),
+        "nodeweave render all --check (nothing kept: a new variable each run)":  # its own tree: its own record
+            ([nodeweave, *render_check(scratch / "rendered-fresh")], ROOT, None, {0}, {"FRESH": "1"}),
         "nodeweave status (no engine: up to the nodes)": ([nodeweave, "status"], scratch, bare_path, {3}, {}),
     }
-    render_once([nodeweave], scratch / "rendered", {})
+    trees = ("rendered", "rendered-fresh")
+    for tree in trees:
+        render_once([nodeweave], scratch / tree, {})
     if baseline_src is not None:
         there = {"PYTHONPATH": str(baseline_src)}
-        render_once([sys.executable, "-m", "nodeweave.cli"], scratch / "rendered-baseline", there)
+        for tree in trees:
+            render_once([sys.executable, "-m", "nodeweave.cli"], scratch / f"{tree}-baseline", there)
+        theirs = {str(scratch / tree): str(scratch / f"{tree}-baseline") for tree in trees}
         for name, (argv, cwd, path, codes, extra) in list(out.items())[1:]:
-            run_there = [sys.executable, "-m", "nodeweave.cli",
-                         *[str(scratch / "rendered-baseline") if w == str(scratch / "rendered") else w
-                           for w in argv[1:]]]
+            run_there = [sys.executable, "-m", "nodeweave.cli", *[theirs.get(w, w) for w in argv[1:]]]
             out[f"{name} [baseline]"] = (run_there, cwd, path, codes | {1}, {**extra, **there})
     if engine:
         out["nodeweave status (podman, cluster down)"] = ([nodeweave, "status", "--engine", "podman"], scratch, None,
@@ -87,6 +95,8 @@ def cases(engine: bool, scratch: Path, baseline_src):
 def sample(argv, cwd, path, codes, extra) -> "tuple[float, float]":
     extra = dict(extra)
     tty = extra.pop("TTY", None)
+    if extra.pop("FRESH", None):
+        extra["NWBENCH_RUN"] = str(next(RUNS))
     env = {**os.environ, "COLUMNS": "120", **extra}
     env.pop("PYTHONDONTWRITEBYTECODE", None)  # an installed nodeweave has its .pyc files; compiling is not start-up
     if path is not None:

@@ -192,3 +192,44 @@ def test_only_the_program_freezes_its_objects_for_a_quick_exit():
             "sys.argv = ['nodeweave', '--version']; main(); print(before, gc.get_freeze_count() > 0)")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
     assert done.stdout.split()[-2:] == ["0", "True"]
+
+
+# ---- render --check answered from its memo (nodeweave.rendering.memo; its correctness: test_render_memo.py) ----
+
+PROGRAM_PROBE = ("import json, sys; from nodeweave.cli import main; sys.argv[0] = 'nodeweave'; code = main(); "
+                 "sys.stdout.flush(); sys.stderr.write(json.dumps({'code': code, 'modules': sorted(sys.modules)}))")
+
+
+def test_a_repeated_render_check_loads_neither_the_spec_nor_a_renderer(tmp_path):
+    """The program's second identical `render all --check`: the typer command line, the plan it prints, the memo."""
+    import os
+
+    (tmp_path / "nodeweave.yaml").write_text("name: nwst\nimage: {variant: cpu}\nnodes: 2\nlauncher: {script: t.py}\n")
+    env = {**os.environ, "NODEWEAVE_CACHE_DIR": str(tmp_path / "cache"), "COLUMNS": "100"}
+    subprocess.run([sys.executable, "-m", "nodeweave.cli", "render", "all"], cwd=tmp_path, env=env, check=True,
+                   capture_output=True, timeout=120)
+    for _ in range(2):
+        done = subprocess.run([sys.executable, "-c", PROGRAM_PROBE, "render", "all", "--check"], cwd=tmp_path,
+                              env=env, capture_output=True, text=True, timeout=120)
+    found = json.loads(done.stderr.strip().splitlines()[-1])
+    assert found["code"] == 0
+    assert verbs_in(found["modules"]) == ["nodeweave.cli.render"]
+    assert heavy_in(found["modules"]) == []
+    renderers = ("nodeweave.spec", "nodeweave.targets", "nodeweave.entrypoint.core", "nodeweave.rendering.plan")
+    assert not [m for m in found["modules"] if m.startswith(renderers)]
+
+
+def test_reading_a_file_or_the_spec_rules_loads_no_entrypoint_planner():
+    """`nodeweave.entrypoint`'s names load on first use: bounded reads and the spec's shared rules stay light."""
+    code = ("import sys, nodeweave.entrypoint.bounded, nodeweave.entrypoint.planning.shared_rules, "
+            "nodeweave.rendering.memo; print(sorted(m for m in sys.modules if m.startswith(("
+            "'nodeweave.entrypoint.core', 'nodeweave.spec', 'nodeweave.plan', 'nodeweave.targets', "
+            "'nodeweave.rendering.plan'))))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    assert done.stdout.strip() == "[]"
+    import nodeweave.entrypoint as entrypoint
+    import nodeweave.rendering as rendering
+    from nodeweave.entrypoint import plan
+
+    assert plan is entrypoint.make_plan  # every name of each package's API is still there, from its module
+    assert all(getattr(package, name) is not None for package in (entrypoint, rendering) for name in package.__all__)

@@ -250,6 +250,13 @@ def close_options(typed: str, known) -> "list[str]":
 
 
 _INVOKED: "list[str]" = []
+_AS_PROGRAM: "list[bool]" = []  # set by main() called as the program
+
+
+def as_program() -> bool:
+    """Whether this process is the ``nodeweave`` program (``main()`` without ``argv``), not a test or an embedding
+    calling ``main(argv)``, which may have patched code in memory: ``render --check``'s memo is the program's only."""
+    return bool(_AS_PROGRAM)
 
 
 def invoked_argv() -> "list[str]":
@@ -262,11 +269,13 @@ def main(argv: "list[str] | None" = None) -> int:
 
     Called as the program (no ``argv``), everything it made is frozen for the garbage collector at
     the end, so the interpreter's exit skips one last look at every object (~20 ms of a short call,
-    docs/benchmarks.md); atexit handlers and threads end as usual. With ``argv`` (tests, embedding)
-    nothing is frozen.
+    docs/benchmarks.md); atexit handlers and threads end as usual, and ``render --check`` may answer
+    from its memo (``nodeweave.rendering.memo``). With ``argv`` (tests, embedding) nothing is frozen
+    and the memo is off.
     """
     if argv is not None:
         return _main(list(argv))
+    _AS_PROGRAM[:] = [True]
     try:
         code = _main(sys.argv[1:])
         sys.stdout.flush()  # here, so a full disk is met inside the guard, not by the interpreter's exit
@@ -276,6 +285,7 @@ def main(argv: "list[str] | None" = None) -> int:
 
         return ended_by(err, "nodeweave", EXIT_FAILURE, pipe_closed=EXIT_FAILURE)  # click ends EPIPE with 1 too
     finally:
+        _AS_PROGRAM.clear()  # a later main(argv) in this process (a test after one that ran the program) is not it
         import gc
 
         gc.freeze()

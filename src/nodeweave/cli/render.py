@@ -14,6 +14,7 @@ from typing import Optional
 
 import typer
 
+from nodeweave.cli import as_program
 from nodeweave.cli.habits.base import find_spec, spec_option
 from nodeweave.cli.habits.output import complete_from, data_format, is_data, output_option
 from nodeweave.errors import EXIT_STALE, NodeweaveError, UsageError
@@ -135,9 +136,6 @@ def render(
                                "kept and named"),
 ) -> None:
     """Render images, compose files, manifests, the entrypoint zipapp (and Slurm, OpenShift build, TrainJob, JobSet) into --out, byte-stable."""
-    from nodeweave.rendering import MARK, plan_render, wanted_targets
-    from nodeweave.spec import load_spec
-
     if check and (force or prune):
         raise UsageError(f"--check writes nothing, so {'--force' if force else '--prune'} would do nothing; give "
                          "--check alone to compare, or leave it off to write")
@@ -145,15 +143,51 @@ def render(
         raise UsageError(f"render target {target!r} is not accepted: {', '.join(TARGET_NAMES)} or all "
                          "(`nodeweave render --help` says what each renders)")
     spec_path = find_spec(spec_path)
-    spec = load_spec(spec_path)
-    out_dir = (out if out is not None else spec_path.parent).resolve()
+    seen = None
+    if check and as_program():  # the last identical check's answer, when all it rested on is unchanged
+        from nodeweave.cli import invoked_argv
+        from nodeweave.rendering import memo
+
+        out_dir = (out if out is not None else spec_path.parent).resolve()
+        call = memo.this_call(invoked_argv(), spec_path, out_dir)
+        kept = memo.answer(call) if call else None
+        if kept is not None:
+            _refuse_out(out, out_dir)
+            _report(kept, data_format(as_json, output))
+            return
+        seen = memo.watch(call) if call else None
+    try:
+        _render_and_check(spec_path, target, out, (as_json, output), dry_run, check, force, prune, seen)
+    finally:
+        if seen is not None:
+            from nodeweave.rendering import memo
+
+            memo.stop(seen)
+
+
+def _refuse_out(out: "Path | None", out_dir: Path) -> None:
+    """--out (or the spec's folder) as every render, and a check answered from its memo, first refuse it."""
     writable_dir(out_dir, "--out", system_ok=out is None)
     from nodeweave.jobstate import refuse_in_the_way
     from nodeweave.rendering.record import RECORD
 
     refuse_in_the_way(out_dir, out_dir / RECORD)  # the record of what was rendered: never through a link
+
+
+def _render_and_check(spec_path: Path, target: str, out: "Path | None", output: "tuple[bool, str]", dry_run: bool,
+                      check: bool, force: bool, prune: bool, seen) -> None:
+    """Everything ``render`` does after the arguments are read; ``seen`` (a check watched for the memo): what
+    the check read, kept with its answer when it finds nothing stale and says nothing else."""
+    from nodeweave.rendering import MARK, plan_render, wanted_targets
+    from nodeweave.spec import load_spec
+
+    spec = load_spec(spec_path)
+    out_dir = (out if out is not None else spec_path.parent).resolve()
+    _refuse_out(out, out_dir)
     targets = wanted_targets(spec) if target == "all" else [target]
+    wanted = list(targets)
     files, owners, targets = _render(spec, spec_path, targets, everything=target == "all")
+    noted = targets != wanted  # a target left out, with a note
     if out is not None:
         refuse_nested_out(out, out_dir, files)
     plan = plan_render(files, out_dir, force, owners=owners, job=spec.name, prune=prune, targets=targets)
@@ -162,12 +196,13 @@ def render(
         owners[KEPT_DOCKERIGNORE] = owners.pop(DOCKERIGNORE)
         plan = plan_render(dict(sorted(files.items())), out_dir, force, owners=owners, job=spec.name, prune=prune,
                            targets=targets)
+        noted = True
         typer.echo(f"nodeweave: note: {out_dir / DOCKERIGNORE} is yours (no '{MARK}' mark), so it is left as it "
                    f"is; nodeweave's rules went to {KEPT_DOCKERIGNORE}: merge what you need of them into yours (the "
                    "build reads entrypoint/nodeweave-entrypoint.pyz, wheelhouse/ and what image.requirements and "
                    "image.project.source name), or --force to replace yours with them", err=True)
     (files_phase,) = plan.phases
-    fmt = data_format(as_json, output)
+    fmt = data_format(*output)
     if dry_run or check:
         _report(plan, fmt)
     if check:
@@ -177,6 +212,10 @@ def render(
                 f"{_shown(files_phase.stale)}; run {_rerender(spec_path, out)} and commit the result",
                 exit_code=EXIT_STALE,
             )
+        if seen is not None and not noted:
+            from nodeweave.rendering import memo
+
+            memo.keep(seen, plan)
         return
     if files_phase.refused:
         raise UsageError(

@@ -110,17 +110,38 @@ exit code, still printing ``node`` (so a host probe always gets the hardware).
 With no node count and no rank source the plan is a single node, exit 0.
 """
 
-from .core import build_plan, detect, locate_master, make_plan
-from .errors import EXIT_CODES, EntrypointError, TopologyError, UsageError
-from .planning.launch import exports, plan_launch
-from .model import (SCHEMA, Cloud, EnvVar, Gpu, Gpus, Interface, Launch, Limits, Node, Plan,
-                    RdmaPort, Topology, Value)
-from .planning.policy import plan_env
-from .planning.settings import Settings, parse
-from .detection.sysfs import Root
-from .planning.topology import discover
+# What the names above come from, imported on first use (PEP 562): nodeweave's command line reads files through
+# ``bounded`` and the spec checks through ``planning.shared_rules``, and importing those must not load the whole
+# planner (~35 ms of ``render --check`` and ``status``, issue 43).
+_HOMES = {
+    ".core": ("build_plan", "detect", "locate_master", "make_plan"),
+    ".errors": ("EXIT_CODES", "EntrypointError", "TopologyError", "UsageError"),
+    ".planning.launch": ("exports", "plan_launch"),
+    ".model": ("SCHEMA", "Cloud", "EnvVar", "Gpu", "Gpus", "Interface", "Launch", "Limits", "Node", "Plan",
+               "RdmaPort", "Topology", "Value"),
+    ".planning.policy": ("plan_env",),
+    ".planning.settings": ("Settings", "parse"),
+    ".detection.sysfs": ("Root",),
+    ".planning.topology": ("discover",),
+}
+_HOME = {name: module for module, names in _HOMES.items() for name in names}
+_HOME["plan"] = ".core"  # plan = make_plan, the name docs/design.md uses
 
-plan = make_plan
+
+def __getattr__(name):
+    module = _HOME.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from importlib import import_module
+
+    value = getattr(import_module(module, __name__), "make_plan" if name == "plan" else name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_HOME))
+
 
 __all__ = [
     "SCHEMA", "EXIT_CODES", "Cloud", "EntrypointError", "EnvVar", "Gpu", "Gpus", "Interface", "Launch",

@@ -12,8 +12,29 @@ binary (the entrypoint zipapp) carries the mark in its text head, before its
 first NUL byte (``plan.py``).
 """
 
-from nodeweave.rendering.plan import MARK, is_marked, plan_render, render_phase, write_rendered
-from nodeweave.targets.registry import RENDERERS, Target, render_targets, wanted_targets
+# The names below, imported on first use (PEP 562): ``render --check`` answered from its memo
+# (``memo.py``) loads neither the spec nor a renderer.
+_HOMES = {
+    "nodeweave.rendering.plan": ("MARK", "is_marked", "plan_render", "render_phase", "write_rendered"),
+    "nodeweave.targets.registry": ("RENDERERS", "Target", "render_targets", "wanted_targets"),
+}
+_HOME = {name: module for module, names in _HOMES.items() for name in names}
+
+
+def __getattr__(name):
+    module = _HOME.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from importlib import import_module
+
+    value = getattr(import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_HOME))
+
 
 __all__ = ["MARK", "RENDERERS", "Target", "is_marked", "plan_render", "render_phase", "render_targets",
            "wanted_targets", "write_rendered"]
