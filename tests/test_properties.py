@@ -26,6 +26,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from nodeweave.entrypoint.planning.shared_rules import path_problem
 from nodeweave.errors import UsageError
 from nodeweave.spec import known_variants, parse_spec
 
@@ -50,7 +51,9 @@ tricky_text = st.one_of(
 )
 single_line = any_text.filter(lambda s: s and all(ord(c) >= 32 and ord(c) != 127 for c in s))
 # A path may hold spaces, but a word after the first that starts with "-" is an option the spec refuses.
-script_path = single_line.filter(lambda s: not any(w.startswith("-") for w in s.split()[1:]))
+# And, by the spec's shared path rule, no '~' or '$' (nothing expands them) and nothing leading out of the workspace.
+script_path = single_line.filter(lambda s: not any(w.startswith("-") for w in s.split()[1:])
+                                 and path_problem(s, absolute_too=False) is None)
 label = st.from_regex(r"[a-z]([-a-z0-9]{0,14}[a-z0-9])?", fullmatch=True)
 env_name = st.from_regex(r"[A-Za-z_][A-Za-z0-9_]{0,12}", fullmatch=True).filter(
     lambda k: not k.startswith("NODEWEAVE_") and k not in ("NODE_RANK", "NNODES", "MASTER_ADDR", "MASTER_PORT",

@@ -91,10 +91,17 @@ def run_command(
                              f"{','.join(values)}); give it once: drop the -e, or add its value to the sweep")
     if profile_options is not None:  # the entrypoint's own variable, in front of it as every -e is
         extra = {"NODEWEAVE_PROFILE_OPTIONS": profile_options, **extra}
-    spec, backend, _ = open_cluster(spec_path, reach, dry_run=dry_run)
-    refuse_shape_under_recovery(spec, nodes_wanted, node)
-    command = launcher_command(command, launcher or spec.launcher.type) if command else spec_command(spec)
-    script_inside(spec, command, launcher or spec.launcher.type)  # a script leaving the workspace: refused first
+    judged: List[List[str]] = []
+
+    def judge(spec) -> None:
+        """The command every node runs, its script inside the workspace: refused first, whatever the machine has."""
+        refuse_shape_under_recovery(spec, nodes_wanted, node)
+        line = launcher_command(command, launcher or spec.launcher.type) if command else spec_command(spec)
+        script_inside(spec, line, launcher or spec.launcher.type)
+        judged.append(line)
+
+    spec, backend, _ = open_cluster(spec_path, reach, dry_run=dry_run, judge=judge)
+    command = judged[0]
     everyone = live_nodes(backend, "run", dry_run)
     nodes_wanted = _node_count(everyone, node, nodes_wanted)
     nodes, shape = run_overrides(everyone, nproc_per_node, nodes_wanted, launcher)

@@ -97,7 +97,7 @@ def note_local_home(flag: str, value: str) -> None:
                    f"for an unquoted ~; for each host's own home write {flag} '~/{below}' (quoted)", err=True)
 
 
-def open_cluster(spec_path: Path, given, dry_run: bool = False, for_up: bool = False, extra=None):
+def open_cluster(spec_path: Path, given, dry_run: bool = False, for_up: bool = False, extra=None, judge=None):
     """(spec, backend, checked options): flags, else what ``up`` remembered for this job, else defaults.
 
     Outside a dry run, a machine without the target's tool (engine, kubectl, ssh) is refused here,
@@ -105,7 +105,8 @@ def open_cluster(spec_path: Path, given, dry_run: bool = False, for_up: bool = F
     platform is read (a dry run too: reading changes nothing) and refused, exit 3, when another folder's
     ``up`` made it (nodeweave.cluster.identity); a real ``up`` records what it makes (``remember_up``) once its
     own flags are judged. A flag given that does nothing for the chosen target is refused (``refuse_idle_flags``;
-    ``extra``: the verb's own flags that are for some targets by name).
+    ``extra``: the verb's own flags that are for some targets by name). ``judge(spec)``: the verb's own words
+    checked against the spec before the tools are asked for, so a mistake is exit 2 whatever the machine has.
     """
     from nodeweave.cluster import open_backend
     from nodeweave.cluster.onbackend import refuse_foreign
@@ -123,6 +124,8 @@ def open_cluster(spec_path: Path, given, dry_run: bool = False, for_up: bool = F
     if checked.target == "hosts":
         spec = _nodes_from_hosts(spec, checked.hosts)
         check_host_count(checked.hosts, spec.nodes, spec.recovery.spare_nodes, spec.recovery.enabled)
+    if judge is not None:
+        judge(spec)
     backend = open_backend(spec, spec_path, checked)
     if not dry_run:
         backend.check_tools()
