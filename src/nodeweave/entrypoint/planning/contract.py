@@ -60,8 +60,13 @@ def read_choice(choices):
 
 
 def read_list(text, what, source):
-    """A comma list; empty items dropped (``eth0,,eth1`` is ``[eth0, eth1]``)."""
-    return [item.strip() for item in str(text).split(",") if item.strip()]
+    """A comma list. An empty item (``eth0,,lo``, ``eth0,``) is refused, as nodeweave's ``--node 0,,1`` is: it
+    was dropped silently (walk5 W40), and an unset ``$IF`` in ``eth0,$IF`` is no item the user meant to leave out."""
+    items = [item.strip() for item in str(text).split(",")]
+    if "" in items:
+        raise UsageError(f"{what} {str(text)!r} (from {source}) holds an empty item; accepted: a comma list "
+                         f"without one, e.g. {','.join(item for item in items if item)!r}")
+    return items
 
 
 def read_directory(text, what, source):

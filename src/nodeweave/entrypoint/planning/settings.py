@@ -82,6 +82,7 @@ class VersionRequested(Exception):
 def parse(argv, env):
     """Parse ``argv`` (without the program name) with ``env`` as the variables."""
     flags, options, switches = {}, {}, {}
+    given = {}  # key -> (the flag as typed, its value): each takes one value
     command = []
     i = 0
     while i < len(argv):
@@ -122,6 +123,12 @@ def parse(argv, env):
                 raise UsageError(f"{name} needs a value: {row.help}")
             value = argv[i + 1]
             i += 2
+        if row.key in given:
+            # `--nnodes=2 --nnodes=3` kept the last silently (walk5 W8), as nodeweave's own options no longer do
+            first, before = given[row.key]
+            raise UsageError(f"{name} is given twice ({first} {before!r}, {name} {value!r}) and takes one value "
+                             "(only the last would count); give it once")
+        given[row.key] = (name, value)
         if not value.strip() and getattr(row, "read", None) is not read_words:
             # `--checkpoint-dir ""` turned recovery's folder off silently (walk2 M2); a word list's empty value
             # is its own explicit "none" (`nodeweave check` clears the spec's options with --launcher-options '')
