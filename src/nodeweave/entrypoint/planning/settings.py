@@ -7,7 +7,7 @@ variables; topology flags are kept raw so :mod:`topology` can weigh them
 against the other rank sources and report where each value came from.
 """
 
-from .contract import BY_FLAG, BY_KEY, LAUNCHERS, SETTINGS, TOPOLOGY_KEYS, read_int, read_words
+from .contract import BY_FLAG, BY_KEY, LAUNCHERS, SETTINGS, TOPOLOGY_KEYS, read_int
 from ..errors import UsageError
 from ..model import NEW_DICT, Record, Value
 
@@ -129,7 +129,7 @@ def parse(argv, env):
             raise UsageError(f"{name} is given twice ({first} {before!r}, {name} {value!r}) and takes one value "
                              "(only the last would count); give it once")
         given[row.key] = (name, value)
-        if not value.strip() and getattr(row, "read", None) is not read_words:
+        if not value.strip() and not getattr(row.read, "words", False):
             # `--checkpoint-dir ""` turned recovery's folder off silently (walk2 M2); a word list's empty value
             # is its own explicit "none" (`nodeweave check` clears the spec's options with --launcher-options '')
             raise UsageError(f"{name} is given an empty value: {row.help}; leave the option out for its default")

@@ -100,8 +100,8 @@ def unknown_variables(env):
 def _aliases():
     """A variable named after a flag means that flag's variable: ``NODEWEAVE_RDZV_ID`` (``--rdzv-id``) is
     ``NODEWEAVE_JOB_ID``, ``NODEWEAVE_IFNAME`` (the older ``--ifname``) ``NODEWEAVE_INTERFACES``; the nearest
-    name by spelling pointed elsewhere (walk5 W39: ``NODEWEAVE_RUN_ID``). Read from the contract only when a name
-    is unknown (start-up stays cheap)."""
+    name by spelling pointed elsewhere (walk5 W39: ``NODEWEAVE_RUN_ID``). Read from the contract only when a
+    name is unknown (start-up stays cheap)."""
     from nodeweave.entrypoint.planning.contract import SETTINGS
 
     return {PREFIX + flag.lstrip("-").replace("-", "_").upper(): f"{row.variable} ({row.flag})"
