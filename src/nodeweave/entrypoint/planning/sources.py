@@ -61,22 +61,33 @@ class Scene:
         self.settings, self.env, self.node, self.root = settings, settings.env, node, root
         self.kube_facts, self.kube, self.host_net = kube, kube.pod, host_net
         self.notes = []
-        self.empty = []  # the variables a source reads that are set but empty: read as unset, and said so
+        self.empty = []  # (field, variable) a source reads that is set but empty: read as unset, and said so
         self.pod_name, self.name_source = node.hostname, "hostname"
 
 
 def _variables(scene, names, tier=ENV):
-    scene.empty += [var for _, var in names if var in scene.env and not scene.env[var].strip()]
+    scene.empty += [(field, var) for field, var in names if var in scene.env and not scene.env[var].strip()]
     return variables(scene.env, names, tier)
 
 
-def empty_variables(scene):
-    """Every variable the plan reads (the sources' and the settings' rows) that is set but empty, in order: an
-    unset ``$N`` in ``-e NNODES=$N`` planned a single node silently (walk2, rows U3 and M2)."""
+def empty_variables(scene, fields=None):
+    """Every variable the plan reads (the sources' and the settings' rows) that is set but empty, in order, or
+    only those that would have given one of ``fields``: an unset ``$N`` in ``-e NNODES=$N`` planned a single node
+    silently (walk2, rows U3 and M2)."""
     env = scene.env
-    read = list(scene.empty) + [row.variable for row in SETTINGS
-                                if row.variable in env and not env[row.variable].strip()]
-    return list(dict.fromkeys(read))
+    read = [(field, var) for field, var in scene.empty] + [(row.key, row.variable) for row in SETTINGS
+                                                           if row.variable in env and not env[row.variable].strip()]
+    return list(dict.fromkeys(var for field, var in read if fields is None or field in fields))
+
+
+def said_empty(scene, *fields):
+    """``; MASTER_ADDR is set but empty (...)`` for a refusal of a missing value whose variable is set but empty:
+    the user did set it, to nothing (walk5 W6); "" when none is."""
+    empty = empty_variables(scene, fields)
+    if not empty:
+        return ""
+    return (f"; {' and '.join(empty)} {'is' if len(empty) == 1 else 'are'} set but empty (an unset variable in "
+            f"`-e {empty[0]}=$VALUE` or the compose file?)")
 
 
 def flags(scene):
