@@ -104,9 +104,13 @@ def _aliases():
     name is unknown (start-up stays cheap)."""
     from nodeweave.entrypoint.planning.contract import SETTINGS
 
-    return {PREFIX + flag.lstrip("-").replace("-", "_").upper(): f"{row.variable} ({row.flag})"
-            for row in SETTINGS for flag in (row.flag, *row.aliases)
-            if row.variable and PREFIX + flag.lstrip("-").replace("-", "_").upper() != row.variable}
+    def named(flag):
+        return PREFIX + flag.lstrip("-").replace("-", "_").upper()
+
+    found = {named(alias): row.variable for row in SETTINGS for alias in row.aliases if row.variable}
+    found.update({named(row.flag): f"{row.variable} ({row.flag})" for row in SETTINGS
+                  if row.variable and named(row.flag) != row.variable})
+    return found
 
 
 def unknown_lines(env):
