@@ -62,7 +62,7 @@ def build_plan(settings, partial=False, audit=False):
         check_machine(plan.node, settings)
         plan.topology = _discover(settings, plan.node, root, plan.warnings)
         locate_master(plan.node, root, plan.topology.master_addr.value, routes)
-        check_loopback_master(plan.topology, plan.node, settings, in_container(root, env))
+        check_loopback_master(plan.topology, plan.node, settings, in_container(root, env), plan.warnings)
         plan.env = plan_env(plan.node, plan.topology, settings, root, plan.warnings, audit=audit)
         plan.launch = plan_launch(settings, plan.topology, plan.node, plan.warnings)
         _shared_notes(settings, plan.warnings)
