@@ -162,6 +162,10 @@ def _host_problem(text):
         return "holds non-ASCII characters"
     if any(ch.isspace() for ch in text):
         return "holds spaces"
+    if text.startswith("[") and text.endswith("]") and ":" in text:  # a URL's brackets, no port (walk5 W47)
+        inner = text[1:-1]
+        return (f"is an IPv6 address in brackets: write it without them ({inner}); the port goes in MASTER_PORT "
+                "(--master-port)")
     if text.startswith("[") or text.count(":") == 1:
         return "holds a port: give the port as MASTER_PORT (--master-port) and the host alone"
     if ":" in text:
