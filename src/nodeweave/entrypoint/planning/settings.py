@@ -135,9 +135,11 @@ def parse(argv, env):
             raise UsageError(f"{name} is given an empty value: {row.help}; leave the option out for its default")
         if row.topology:
             flags[row.key] = value
-        else:
+    for key, (name, value) in given.items():  # read once every flag is known: twice is refused before a value
+        row = BY_KEY[key]
+        if not row.topology:
             source = f"flag {name}"
-            options[row.key] = Value(value=row.read(value, row.what, source), source=source)
+            options[key] = Value(value=row.read(value, row.what, source), source=source)
     if command and not command[0].strip():  # `-- ""`: planned as `exec ''` (walk2 M3), as `nodeweave run -- ""` is not
         raise UsageError("the training command's program is empty (''): give the script or program after --")
     for row in SETTINGS:
