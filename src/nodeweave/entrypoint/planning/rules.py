@@ -291,6 +291,9 @@ NOTICES = (  # emitted inline by the planners (topology, policy)
     Rule("flag-overrides-source", None, WARNING,
          "drop the flag or the variable it overrides, so every node reads its rank from one place"),
     Rule("no-route-to-master", None, WARNING, "check that the master's name resolves and is routable from this node"),
+    Rule("command-not-found", None, WARNING,
+         "give the program's path (./train.py, executable) or a program on PATH, or run a script through "
+         "launcher torchrun or its interpreter (-- python train.py)"),
     Rule("loopback-master", None, WARNING,
          "give every node node 0's name or address on the network they share (MASTER_ADDR); loopback reaches a "
          "node 0 only on this same machine"),

@@ -193,7 +193,7 @@ def read_hostfile(path):
         lines = read_text(path, TEXT_CAP, "a hostfile", errors="replace").splitlines()
     except OSError as err:
         raise UsageError(f"cannot read hostfile {path}: {err.strerror}") from None
-    hosts = []
+    hosts, lines_of = [], []
     for number, line in enumerate(lines, 1):
         fields = line.split("#", 1)[0].split()
         if not fields:
@@ -201,10 +201,16 @@ def read_hostfile(path):
         slots = None
         for extra in fields[1:]:
             key, _, value = extra.partition("=")
-            if key in ("slots", "max_slots") and value.isdigit():
+            if key in ("slots", "max_slots") and value.isdigit() and int(value) >= 1:
                 slots = int(value) if key == "slots" else slots
-            else:
-                raise UsageError(f"hostfile {path} line {number}: expected '<host> slots=<n>', got {line.strip()!r}")
+            else:  # slots=0 started one process anyway (walk5 W58)
+                raise UsageError(f"hostfile {path} line {number}: expected '<host> slots=<n>' with n 1 or more, got "
+                                 f"{line.strip()!r}")
+        before = next((i for i, (host, _) in enumerate(hosts) if host == fields[0]), None)
+        if before is not None:  # both lines would claim one rank; nodeweave's --host a --host a is refused too
+            raise UsageError(f"hostfile {path} line {number}: {fields[0]} is listed twice (line "
+                             f"{lines_of[before]} too); accepted: each host once, node 0 first")
+        lines_of.append(number)
         hosts.append((fields[0], slots))
     if not hosts:
         raise UsageError(f"hostfile {path} lists no hosts")
