@@ -237,3 +237,41 @@ def test_an_ipv6_master_is_an_address_not_a_name_waiting_for_dns(entrypoint):
     bracketed = explained(entrypoint, {"NODE_RANK": "1", "NNODES": "2", "MASTER_ADDR": "[fd00::1]"})
     message = bracketed["errors"][0]["message"]
     assert "in brackets" in message and "(fd00::1)" in message and "holds a port" not in message, message
+
+
+@pytest.mark.parametrize("launcher", ["torchrun", "deepspeed", "accelerate"])
+def test_the_launcher_options_variable_obeys_the_spec_fields_rule(entrypoint, launcher):
+    """Each option the spec's launcher.options refuses, the entrypoint's NODEWEAVE_LAUNCHER_OPTIONS refuses too
+    (one table, launcher_options.py): an option of another launcher, and torchrun's own rendezvous switch."""
+    from nodeweave.entrypoint.planning.launcher_options import NEVER
+
+    foreign = {"torchrun": "--mixed_precision=bf16", "deepspeed": "--standalone",
+               "accelerate": "--bind_cores_to_rank"}[launcher]
+    for option in (foreign, *NEVER.get(launcher, ())):
+        with pytest.raises(NodeweaveError):
+            parse_spec(f"name: j\nimage: {{variant: cpu}}\nnodes: 2\nlauncher: {{script: train.py, type: {launcher}, "
+                       f"options: ['{option}']}}\n", "s.yaml")
+        env = dict(TWO_NODES, NODEWEAVE_LAUNCHER=launcher, NODEWEAVE_LAUNCHER_OPTIONS=option)
+        errors = explained(entrypoint, env)["errors"]
+        assert errors and option in errors[0]["message"], (option, errors)
+
+
+@pytest.mark.parametrize("text, said", [("vm slots=1\nvm slots=1\n", "listed twice (line 1 too)"),
+                                        ("# node 0\nvm\nother\nvm\n", "line 4: vm is listed twice (line 2 too)"),
+                                        ("vm slots=0\nother slots=1\n", "with n 1 or more")])
+def test_a_hostfile_that_names_a_host_twice_or_no_slots_is_refused_with_its_line(entrypoint, tmp_path, text, said):
+    hostfile = tmp_path / "hosts"
+    hostfile.write_text(text)
+    errors = explained(entrypoint, {"NODEWEAVE_HOSTFILE": str(hostfile)})["errors"]
+    assert errors and said in errors[0]["message"] and str(hostfile) in errors[0]["message"], errors
+
+
+def test_launcher_command_says_when_exec_would_not_find_the_program(entrypoint):
+    def said(*command):
+        code, out, err = entrypoint(["--explain", "--json", "--", *command], dict(TWO_NODES, NODEWEAVE_LAUNCHER="command"))
+        return [w for w in json.loads(out)["warnings"] if w.startswith("launcher command execs")]
+
+    assert "write ./train.py" in said("train.py", "--lr", "1")[0]  # a file here, not on PATH
+    assert "not executable" in said("./train.py")[0]
+    assert "not on PATH" in said("no-such-program-here")[0]
+    assert said("true") == []
