@@ -258,7 +258,7 @@ def test_the_launcher_options_variable_obeys_the_spec_fields_rule(entrypoint, la
 
 @pytest.mark.parametrize("text, said", [("vm slots=1\nvm slots=1\n", "listed twice (line 1 too)"),
                                         ("# node 0\nvm\nother\nvm\n", "line 4: vm is listed twice (line 2 too)"),
-                                        ("vm slots=0\nother slots=1\n", "with n 1 or more")])
+                                        ("vm slots=0\nother slots=1\n", "(n: 1 or more)")])
 def test_a_hostfile_that_names_a_host_twice_or_no_slots_is_refused_with_its_line(entrypoint, tmp_path, text, said):
     hostfile = tmp_path / "hosts"
     hostfile.write_text(text)

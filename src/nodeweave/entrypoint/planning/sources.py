@@ -204,8 +204,8 @@ def read_hostfile(path):
             if key in ("slots", "max_slots") and value.isdigit() and int(value) >= 1:
                 slots = int(value) if key == "slots" else slots
             else:  # slots=0 started one process anyway (walk5 W58)
-                raise UsageError(f"hostfile {path} line {number}: expected '<host> slots=<n>' with n 1 or more, got "
-                                 f"{line.strip()!r}")
+                raise UsageError(f"hostfile {path} line {number}: expected '<host> slots=<n>', got {line.strip()!r} "
+                                 "(n: 1 or more)")
         before = next((i for i, (host, _) in enumerate(hosts) if host == fields[0]), None)
         if before is not None:  # both lines would claim one rank; nodeweave's --host a --host a is refused too
             raise UsageError(f"hostfile {path} line {number}: {fields[0]} is listed twice (line "
