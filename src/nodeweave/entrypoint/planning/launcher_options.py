@@ -43,7 +43,8 @@ ABBREVIATES = ("torchrun", "deepspeed")
 # torchrun's --standalone, its own single-node rendezvous in place of the one nodeweave passes (walk5 W61, W73).
 NEVER = {"deepspeed": ("--num_nodes", "--num_gpus", "--launcher", "--hostfile", "--no_ssh"),
          "torchrun": ("--standalone",)}
-LAUNCHER_HELP = {"torchrun": "torchrun --help", "deepspeed": "deepspeed --help", "accelerate": "accelerate launch --help"}
+LAUNCHER_HELP = {"torchrun": "torchrun --help", "deepspeed": "deepspeed --help",
+                 "accelerate": "accelerate launch --help"}
 
 
 def _spellings(launcher, name):

@@ -24,7 +24,8 @@ def _entry(e):
     sizes = e.get("input_sizes")
     dtypes = ",".join(sorted(set(e.get("input_dtypes") or [])))
     seq = e.get("p2p_seq_id") if e.get("is_p2p") else e.get("collective_seq_id")
-    return f"seq {seq} {e.get('profiling_name') or '?'} {json.dumps(sizes, separators=(',', ':'))} {dtypes}".rstrip() + where
+    text = f"seq {seq} {e.get('profiling_name') or '?'} {json.dumps(sizes, separators=(',', ':'))} {dtypes}"
+    return text.rstrip() + where
 
 
 def _finished(e):
