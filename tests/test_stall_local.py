@@ -33,7 +33,7 @@ def test_a_single_node_job_judges_its_own_ranks_names_the_sleeper_and_exits_7(tm
     assert err.count("STALL:") == 1, err
     assert "wait in all_reduce #8 that rank 1 (node 0, host " in err, err
     assert re.search(r"1 rank \(1\): time\.sleep \(allreduce\.py:\d+\)", err), err
-    assert re.search(r"rank 0: entered #7 gloo:all_reduce \[\[1\]\] Float \(not completed", err), err
+    assert re.search(r"rank 0: entered seq 7 gloo:all_reduce \[\[1\]\] Float \(not completed", err), err
     assert "exit 7: stalled" in err, err
     stalled = nodes[0].first("NODEWEAVE-STALL rank=1", "out")
     assert nodes[0].first("STALL:") - stalled < WARN + 20, err

@@ -171,9 +171,9 @@ def test_status_shows_every_rank_and_stacks_dumps_them_grouped_without_stopping_
         assert any(re.match(r"rank 1 \(node 1, [^)]*\): after all_reduce #\d+ for \d+s, sleeping", x) for x in lines), lines
         assert any(re.match(r"rank 0 \(node 0, [^)]*\): in all_reduce #\d+ for \d+s", x) for x in lines), lines
         assert any(re.search(r"1 rank \(1\): time\.sleep \(allreduce\.py:\d+\)", x) for x in lines), lines
-        assert any(re.match(r"rank 0 \(node 0, .*, flight recorder: enqueued #\d+, completed #\d+$", x)
+        assert any(re.match(r"rank 0 \(node 0, .*, flight recorder: enqueued seq \d+, completed seq \d+$", x)
                    for x in lines), lines
-        assert any(re.match(r"  rank 0: entered #\d+ gloo:all_reduce \[\[1\]\] Float \(not completed", x)
+        assert any(re.match(r"  rank 0: entered seq \d+ gloo:all_reduce \[\[1\]\] Float \(not completed", x)
                    for x in lines), lines
         assert all(node.proc.poll() is None for node in nodes)  # nothing was stopped
         assert "STALL:" not in nodes[0].text()
@@ -213,9 +213,9 @@ def test_a_ddp_rank_stuck_before_backward_is_named_through_the_flight_recorder(t
     assert codes == [7, 7], [n.text() for n in nodes]
     for node in nodes:
         err = one_report(node)
-        assert "wait in a collective issued from C++ (flight recorder #" in err and "that rank 1 (node 1" in err, err
-        assert re.search(r"rank 0: entered #(\d+) gloo:all_reduce \[\[9\]\] Float \(not completed", err), err
-        assert re.search(r"rank 1: entered #\d+ gloo:all_reduce \[\[9\]\] Float; completed #\d+", err), err
+        assert "wait in a collective issued from C++ (flight recorder seq " in err and "that rank 1 (node 1" in err, err
+        assert re.search(r"rank 0: entered seq (\d+) gloo:all_reduce \[\[9\]\] Float \(not completed", err), err
+        assert re.search(r"rank 1: entered seq \d+ gloo:all_reduce \[\[9\]\] Float; completed seq \d+", err), err
         assert re.search(r"1 rank \(1\): time\.sleep \(allreduce\.py:\d+\)", err), err
     kept = tmp_path / "n1" / "nodeweave" / "runs" / "r1" / "flight" / "rank-1.json"
     assert '"recorders"' in kept.read_text()

@@ -183,7 +183,7 @@ def test_the_flight_recorders_counts_decide_when_the_python_counts_are_equal():
 
     found = judge.find_stall([view(0, 1, 12), view(1, 1, 11)])
     assert [v["rank"] for v in found["culprits"]] == [1]
-    assert found["where"].startswith("a collective issued from C++ (flight recorder #12")
+    assert found["where"].startswith("a collective issued from C++ (flight recorder seq 12")
     assert judge.find_stall([view(0, 1, 12), view(1, 1, -1)]) is None  # one rank's recorder unread: Python counts
 
 
@@ -198,8 +198,8 @@ def test_the_flight_summary_names_the_last_collective_entered_and_completed():
                 "process_group": list(group), "is_p2p": False}
 
     dump = json.dumps({"recorders": {"nccl": {"entries": [entry(0, 5, True), entry(1, 6, False)]}}})
-    assert flight.summary(dump) == ("entered #6 nccl:all_reduce [[1048576]] Float (not completed, scheduled); "
-                                    "completed #5 nccl:all_reduce [[1048576]] Float")
+    assert flight.summary(dump) == ("entered seq 6 nccl:all_reduce [[1048576]] Float (not completed, scheduled); "
+                                    "completed seq 5 nccl:all_reduce [[1048576]] Float")
     assert flight.summary("{}") == "flight recorder: unreadable dump"
     described = [{"rank": 0, "flight": "a"}, {"rank": 2, "flight": "a"}, {"rank": 1, "flight": "b"}]
     assert flight.lines(described) == ["    ranks 0, 2: a", "    rank 1: b"]

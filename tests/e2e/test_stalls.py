@@ -101,8 +101,8 @@ def test_a_rank_that_skipped_a_collective_is_named_with_each_ranks_flight_record
         assert log.count("STALL:") == 1, log
         assert "3 rank(s) wait in all_reduce #15 that rank 3 (node 1, host e2e-stskip-1) has not entered" in log, log
         assert re.search(r"1 rank \(3\): time\.sleep \(allreduce\.py:\d+\)", log), log
-        assert "ranks 0-2: entered #14 gloo:all_reduce [[1]] Float (not completed" in log, log
-        assert "rank 3: entered #13 gloo:all_reduce [[1]] Float; completed #13" in log, log
+        assert "ranks 0-2: entered seq 14 gloo:all_reduce [[1]] Float (not completed" in log, log
+        assert "rank 3: entered seq 13 gloo:all_reduce [[1]] Float; completed seq 13" in log, log
         assert "exit 7: stalled" in log, log
 
 

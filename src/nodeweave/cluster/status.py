@@ -205,7 +205,8 @@ def rank_lines(ranks: dict) -> List[str]:
                  f"after {r.get('name') or 'no collective'} #{r['seq']}")
         cpu = f", CPU {r['cpu_rate'] * 100:.0f}%" if isinstance(r.get("cpu_rate"), (int, float)) else ""
         enqueued = r.get("fr_enqueued")
-        recorded = (f", flight recorder: enqueued #{enqueued}, completed #{r.get('fr_completed')}"
+        recorded = (f", flight recorder: enqueued seq {enqueued}, "
+                    f"completed seq {r.get('fr_completed')}"
                     if isinstance(enqueued, int) and enqueued >= 0 else "")
         lines.append(f"rank {r['rank']} (node {r.get('node')}, {r.get('host')}): {where} for {r.get('since_s', 0):.0f}s, "
                      f"{STATES.get(r.get('state'), r.get('state'))}{cpu}{recorded}")

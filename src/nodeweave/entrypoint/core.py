@@ -37,6 +37,14 @@ def locate_master(node, root, master, routes=None):
     """Fill ``node.interface``/``local_ipv4``: the route toward ``master``."""
     routes = read_routes(root) if routes is None else routes
     ip, how = resolve(root, master)
+    if ip is None and ":" in master:  # an IPv6 literal needs no DNS; this node reads IPv4 routes only (walk5 W47)
+        iface, _ = ("lo", None) if master == "::1" else default_route(root, routes)
+        node.interface, node.local_ipv4 = iface, None  # no IPv4 --local-addr beside an IPv6 master
+        node.interface_reason = ("loopback (::1): the master runs on this host" if master == "::1" else
+                                 f"{master} is an IPv6 address: no name to resolve, but only IPv4 routes are read "
+                                 "here; the default route's interface" if iface else
+                                 f"{master} is an IPv6 address and there is no IPv4 default route to go by")
+        return
     if ip is None:
         iface, local = default_route(root, routes)
         node.interface, node.local_ipv4 = iface, local
@@ -62,7 +70,7 @@ def build_plan(settings, partial=False, audit=False):
         check_machine(plan.node, settings)
         plan.topology = _discover(settings, plan.node, root, plan.warnings)
         locate_master(plan.node, root, plan.topology.master_addr.value, routes)
-        check_loopback_master(plan.topology, plan.node, settings, in_container(root, env))
+        check_loopback_master(plan.topology, plan.node, settings, in_container(root, env), plan.warnings)
         plan.env = plan_env(plan.node, plan.topology, settings, root, plan.warnings, audit=audit)
         plan.launch = plan_launch(settings, plan.topology, plan.node, plan.warnings)
         _shared_notes(settings, plan.warnings)

@@ -98,7 +98,18 @@ def _role(role):
     return rows
 
 
-def _checkin(exchange, fp):
+def _heartbeat(exchange, recovery):
+    """What a failure does while the nodes watch each other: under recovery a new generation, not the stop of
+    every node the plain job makes (walk5 W4: the line said exit 5 beside a Faults section saying otherwise)."""
+    if not exchange["heartbeat"]:
+        return "off: a plain command is exec'd, so only the check-in runs"
+    if recovery:
+        return ("on: a failure anywhere starts a new generation of the job (recovery); every node stops with exit 8 "
+                "when the restarts are spent or too few nodes are left, exit 9 after generations without progress")
+    return "on: a failure anywhere stops every node (exit 5)"
+
+
+def _checkin(exchange, fp, recovery=False):
     """The exchange's part: where and how nodes check in, what this node tells node 0, the last verdict."""
     if not exchange.get("enabled"):
         rows = [("exchange", f"off: {exchange.get('why')}")]
@@ -108,8 +119,7 @@ def _checkin(exchange, fp):
                          f"deadline {exchange['deadline_s']}s"),
             ("token", exchange["token"]),
             ("allow", ", ".join(exchange["allow"]) or "- (every refusal stops the job)"),
-            ("heartbeat", "on: a failure anywhere stops every node (exit 5)" if exchange["heartbeat"]
-             else "off: a plain command is exec'd, so only the check-in runs"),
+            ("heartbeat", _heartbeat(exchange, recovery)),
         ]
     if fp:
         rows.append(("this node", f"torch {fp.get('torch') or '-'}, nccl {fp.get('nccl') or '-'}, "
@@ -153,6 +163,9 @@ def render_text(plan):
 
         verb = "run" if plan.launch.launcher in SUPERVISED else "exec"
         rows = [(verb, _quote(plan.launch.argv))]
+        if plan.role and plan.role.get("kind") == "spare":  # its launch waits for a place (recovery/roles.py)
+            rows = [("now", "nothing: a spare waits for node 0 to give it a left-out node's place"),
+                    ("then", _quote(plan.launch.argv))]
         for path, content in plan.launch.files.items():
             rows.append(("file", f"{path}: " + "; ".join(content.splitlines())))
         w = plan.launch.wait
@@ -166,7 +179,8 @@ def render_text(plan):
         section("Faults", [(key, f"{row['value']!s:<24} <- {row['source']}: {row['meaning']}")
                            for key, row in plan.faults.items()], width=21)
     if plan.exchange is not None:
-        section("Check-in", _checkin(plan.exchange, plan.fingerprint), width=10)
+        recovery = bool(plan.faults and plan.faults.get("recovery", {}).get("value") == "on")
+        section("Check-in", _checkin(plan.exchange, plan.fingerprint, recovery), width=10)
     if plan.warnings:
         section("Warnings", [("!", w) for w in plan.warnings], width=1)
     if plan.errors:

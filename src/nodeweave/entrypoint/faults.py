@@ -64,7 +64,8 @@ def _recovery_rows(settings, plan):
         text = f"{high} training nodes start" + (f"; recovery goes on with as few as {low}" if low != high else
                                                   "; recovery goes on only with all of them (no minimum below)")
         if low != high:
-            text += f" ({given} under recovery: each generation is a fixed-size job, not torchrun's elastic range)"
+            text += (f" ({given} under recovery: each generation is a fixed-size job, not torchrun's elastic range; "
+                     f"the spec's nodes: {high} with recovery.min_nodes: {low} renders it)")
         rows.append(_row(settings, "nodes", f"{low}:{high}" if low != high else high, text, source))
     spares = settings.get("spares", 0) or 0
     rows.append(_row(settings, "spares", spares, f"{spares} more node(s) check in and wait to replace a left-out "

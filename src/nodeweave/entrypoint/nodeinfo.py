@@ -37,7 +37,23 @@ from .running.runstate import (HOLD_SCHEMA, alive, live_runs, read_json, read_re
 NODE_SCHEMA = "nodeweave.node/1"
 STAMP = ".nodeweave-sync.json"  # written by `nodeweave sync` at the workspace's root
 ACTIONS = tuple(USAGES)
-OPTIONS = {"stop": ("--run", "--grace"), "live": ("--port",)}  # the options each action reads, each with a value
+
+
+def read_grace(text, what, source):
+    """Seconds between SIGTERM and SIGKILL: a finite number, 0 or more."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = None
+    if value is None or not math.isfinite(value) or value < 0:
+        raise UsageError(f"{what} {text!r} (from {source}) is not accepted: a finite number of seconds, 0 or more "
+                         "(default 10)")
+    return value
+
+
+# The options each action reads, each with one value and its reader: every one is judged the same way before the
+# action runs (walk5 W7: an empty --run stopped every run, a negative --grace and a --run given twice passed).
+OPTIONS = {"stop": {"--run": read_run_id, "--grace": read_grace}, "live": {"--port": read_port}}
 
 
 def plan_summary(plan, command):
@@ -105,24 +121,31 @@ def _recovery(env):
     return {k: book.get(k) for k in ("generation", "role", "reason", "decision", "members", "spares", "left_out")}
 
 
-def _option(args, name, default=None):
-    if name in args:
-        i = args.index(name)
+def read_options(action, args):
+    """``{option: value}`` of ``--node ACTION``'s options, each read by its reader (``OPTIONS``); an option
+    without a value, given twice, empty or bad, and a word that is no option, refused in one line."""
+    readers, found, i = OPTIONS.get(action, {}), {}, 0
+    while i < len(args):
+        name = args[i]
+        if name not in readers:
+            raise UsageError(f"--node {action}: {name!r} is not accepted here; accepted: --node {USAGES[action]}")
         if i + 1 >= len(args):
-            raise UsageError(f"--node: {name} needs a value")
-        return args[i + 1]
-    return default
+            raise UsageError(f"--node {action}: {name} needs a value; accepted: --node {USAGES[action]}")
+        text = args[i + 1]
+        if name in found:
+            raise UsageError(f"--node {action}: {name} is given twice ({found[name][0]!r}, {text!r}) and takes one "
+                             "value; give it once")
+        if not text.strip():
+            raise UsageError(f"--node {action}: {name} is given an empty value; give one, or leave {name} out for "
+                             "its default" + (" (every run)" if name == "--run" else ""))
+        found[name] = (text, readers[name](text, f"--node {action} {name}", f"--node {action}"))
+        i += 2
+    return {name: value for name, (_, value) in found.items()}
 
 
 def stop(args, env):
-    wanted = _option(args, "--run")
-    grace_text = _option(args, "--grace", "10")
-    try:
-        grace = float(grace_text)
-    except ValueError:
-        grace = math.nan
-    if not (math.isfinite(grace) and grace >= 0):  # `nan` would compare false with every deadline
-        raise UsageError(f"--node stop --grace {grace_text!r} is not accepted: a finite number of seconds, 0 or more")
+    options = read_options("stop", args)
+    wanted, grace = options.get("--run"), options.get("--grace", 10.0)
     runs = [r for r in live_runs(env) if wanted in (None, r.get("run_id"))]
     if wanted is not None:  # a run whose entrypoint has just started is stopped too
         runs += unrecorded_runs(wanted, {r["pid"] for r in runs})
@@ -170,9 +193,9 @@ def live(args, env):
     from urllib.error import URLError
     from urllib.request import urlopen
 
-    given = _option(args, "--port")
-    port = read_port(given or env.get("NODEWEAVE_METRICS_PORT") or "9464", "--node live's port",
-                     "--node live --port" if given else "NODEWEAVE_METRICS_PORT")
+    port = read_options("live", args).get("--port")
+    if port is None:
+        port = read_port(env.get("NODEWEAVE_METRICS_PORT") or "9464", "--node live's port", "NODEWEAVE_METRICS_PORT")
     url = f"http://127.0.0.1:{port}/status.json"
     try:
         with urlopen(url, timeout=5) as answer:
@@ -210,12 +233,8 @@ def check_arguments(argv):
         if args:
             read_run_id(args[0], "--node report's run id", "--node report")
     else:
-        extra, i = [], 0
-        while i < len(args):
-            if args[i] in OPTIONS.get(action, ()):
-                i += 2
-                continue
-            extra, i = [args[i]], len(args)
+        extra = []
+        read_options(action, args)
     if extra:
         raise UsageError(f"--node {action}: {extra[0]!r} is not accepted here; accepted: --node {USAGES[action]}")
 

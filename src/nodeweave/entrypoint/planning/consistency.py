@@ -189,16 +189,23 @@ def is_loopback(address):
     return text in LOOPBACK_NAMES or text.startswith("127.") or text == "::1"
 
 
-def check_loopback_master(topo, node, settings, contained):
+def check_loopback_master(topo, node, settings, contained, warnings=None):
     """A multi-node job whose master is loopback, in a container with a network namespace of its own (only
     virtual interfaces, and ``contained``: a container's marker file or a pod): each node would reach only
-    itself, and every node would wait out the deadline. One machine running every node (its own NICs) is
-    left alone."""
-    if topo.nnodes_max <= 1 or not is_loopback(topo.master_addr.value) or host_networking(node):
+    itself, and every node would wait out the deadline. One machine running every node (its own NICs) may be
+    meant (a test), so a worker there is warned, not refused: it waits for node 0 on its own loopback, and a
+    node 0 on another machine is never reached (walk5 W48: node 1 of 2 waited 600 s without a word)."""
+    if topo.nnodes_max <= 1 or not is_loopback(topo.master_addr.value):
         return
     if "address" in (settings.get("exchange_allow") or []):
         return
-    if not contained:
+    if not contained or host_networking(node):
+        if topo.node_rank.value and warnings is not None:
+            from .rules import emit
+
+            emit(warnings, "loopback-master", f"master address {topo.master_addr.value} ({topo.master_addr.source})"
+                 f" names this machine itself, and this is node {topo.node_rank.value} of {topo.nnodes.value}: only "
+                 "a node 0 on this same machine is reached; on several machines give node 0's name or address")
         return
     raise TopologyError(
         f"master address {topo.master_addr.value} is this container's own loopback ({topo.master_addr.source}), "

@@ -74,8 +74,13 @@ def read_choice(choices):
 
 
 def read_list(text, what, source):
-    """A comma list; empty items dropped (``eth0,,eth1`` is ``[eth0, eth1]``)."""
-    return [item.strip() for item in str(text).split(",") if item.strip()]
+    """A comma list. An empty item (``eth0,,lo``, ``eth0,``) is refused, as nodeweave's ``--node 0,,1`` is: it
+    was dropped silently (walk5 W40), and an unset ``$IF`` in ``eth0,$IF`` is no item the user meant to leave out."""
+    items = [item.strip() for item in str(text).split(",")]
+    if "" in items:
+        raise UsageError(f"{what} {str(text)!r} (from {source}) holds an empty item; accepted: a comma list "
+                         f"without one, e.g. {','.join(item for item in items if item)!r}")
+    return items
 
 
 def read_directory(text, what, source):
@@ -171,6 +176,10 @@ def _host_problem(text):
         return "holds non-ASCII characters"
     if any(ch.isspace() for ch in text):
         return "holds spaces"
+    if text.startswith("[") and text.endswith("]") and ":" in text:  # a URL's brackets, no port (walk5 W47)
+        inner = text[1:-1]
+        return (f"is an IPv6 address in brackets: write it without them ({inner}); the port goes in MASTER_PORT "
+                "(--master-port)")
     if text.startswith("[") or text.count(":") == 1:
         return "holds a port: give the port as MASTER_PORT (--master-port) and the host alone"
     if ":" in text:
@@ -221,15 +230,23 @@ def read_label(text, what, source):
     return value
 
 
-def read_words(text, what, source):
-    """A shell-quoted word list (``--mixed_precision bf16 --note 'a b'``), as POSIX shells split it."""
-    import shlex  # only when the variable is set: the start-up path stays lean
+def read_words_like(example):
+    """A reader of a shell-quoted word list (``--mixed_precision bf16 --note 'a b'``), as POSIX shells split it,
+    whose refusal shows ``example``, one of the setting's own kind: setup's words are shell lines, not a
+    launcher's options (walk5 W38). ``words`` marks it: its empty value is the explicit "none"."""
+    def read(text, what, source):
+        import shlex  # only when the variable is set: the start-up path stays lean
 
-    try:
-        return shlex.split(str(text))
-    except ValueError as err:
-        raise UsageError(f"{what} {text!r} (from {source}) cannot be split into words ({err}); accepted: "
-                         "shell-quoted words such as --mixed_precision bf16") from None
+        try:
+            return shlex.split(str(text))
+        except ValueError as err:
+            raise UsageError(f"{what} {text!r} (from {source}) cannot be split into words ({err}); accepted: "
+                             f"shell-quoted words such as {example}") from None
+    read.words = True
+    return read
+
+
+read_words = read_words_like("--mixed_precision bf16")
 
 
 def words_text(words):
@@ -320,7 +337,10 @@ SETTINGS = (
             spec="launcher.options", read=read_words, text=words_text),
     Setting("setup", "--setup", "NODEWEAVE_SETUP",
             "shell lines, shell-quoted, run by bash before the launcher, which that shell then execs "
-            "(conda activate, module load, a site script)", spec="launcher.setup", read=read_words, text=words_text),
+            "(conda activate, module load, a site script)", spec="launcher.setup",
+            read=read_words_like("'source /opt/conda/bin/activate train' 'module load cuda' (each line one "
+                                 "quoted word)"),
+            text=words_text),
     Setting("nproc_per_node", "--nproc-per-node", "NODEWEAVE_NPROC_PER_NODE",
             "processes per node, or auto (one per usable GPU; 1 on CPU)", spec="gpus_per_node", topology=True),
     Setting("master_port", "--master-port", "NODEWEAVE_MASTER_PORT", "rendezvous port (default 29500)",
@@ -372,7 +392,7 @@ SETTINGS = (
     Setting("profile_options", "--profile-options", "NODEWEAVE_PROFILE_OPTIONS",
             "the profiler's own options, shell-quoted, instead of nodeweave's (rocprofv3: --kernel-trace --stats; "
             "nsys: none), e.g. '-i counters.yaml' or '--trace=cuda,nvtx --stats=true'; the output stays nodeweave's",
-            read=read_words),
+            read=read_words_like("--trace=cuda,nvtx --stats=true")),
     Setting("straggler_fault", "--straggler-fault", "NODEWEAVE_STRAGGLER_FAULT",
             "checks in a row a straggler is named before node 0 reports it as a STRAGGLER FAULT; recovery acts on "
             "it only with --straggler-is-fault on (docs/stalls.md); 0 = never (default; 10 with "

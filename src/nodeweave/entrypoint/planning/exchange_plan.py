@@ -125,14 +125,15 @@ def plan_exchange(plan, settings):
     """Record on ``plan.exchange`` what the check-in will do; retarget a worker's wait to its port."""
     topo, launch = plan.topology, plan.launch
     _warn_derived_token(plan, settings)
+    # the ports apart whether or not the exchange runs here, as the spec checks them (walk5 W30: one node, its
+    # exchange off, served /metrics on the port torchrun's store binds)
+    port, port_source = exchange_port(topo, settings)
+    _metrics_apart(topo, settings, port, port_source)
     off = off_because(topo, settings)
     if off:
         plan.exchange = {"enabled": False, "why": off}
         return plan.exchange
     from ..model import SUPERVISED
-
-    port, port_source = exchange_port(topo, settings)
-    _metrics_apart(topo, settings, port, port_source)
     deadline = settings.get("wait_timeout", 600)
     secret_source = job_secret(settings.env)[1]
     plan.exchange = {

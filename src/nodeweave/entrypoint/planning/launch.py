@@ -111,6 +111,12 @@ def plan_launch(settings, topo, node, warnings=None):
                          f"launcher torchrun; {launcher} runs a fixed number of nodes")
     build = {"torchrun": _torchrun, "deepspeed": _deepspeed, "accelerate": _accelerate, "command": _command}
     launch = build[launcher](topo, node, command, restarts, settings)
+    missing = _program_missing(command[0], settings) if launcher == "command" and warnings is not None else None
+    if missing:
+        from .rules import emit
+
+        emit(warnings, "command-not-found", f"launcher command execs {command[0]!r}, but {missing}: every node "
+             "would exit 127" + (" unless launcher.setup puts it on PATH" if settings.get("setup") else ""))
     own = launch.argv[:len(launch.argv) - len(command)]
     options = list(settings.get("launcher_options") or ())
     if launcher == "torchrun" and topo.elastic:
@@ -248,6 +254,26 @@ def _accelerate(topo, node, command, restarts, settings):
     if restarts is not None:
         argv += ["--max_restarts", str(restarts)]
     return Launch(argv=argv + command, notes=notes)
+
+
+def _program_missing(program, settings):
+    """Why exec would not start ``program`` on this node, or None: a bare name is looked up in PATH (a file of
+    that name in the working directory is not found without ``./``), a path must be executable (walk5 W72).
+    Only on a live root: a captured tree's plan is not this machine's."""
+    if settings.sysroot not in ("/", "", None):
+        return None
+    import shutil
+
+    if "/" in program:
+        if os.path.isfile(program) and not os.access(program, os.X_OK):
+            return f"{program} is not executable (chmod +x, or run it through its interpreter: -- python {program})"
+        return None
+    if shutil.which(program, path=(settings.env or {}).get("PATH")) is not None:
+        return None
+    if os.path.isfile(program):
+        return (f"{program} is a file here, not a program on PATH (exec looks bare names up in PATH: write "
+                f"./{program}, executable, or use launcher torchrun for a training script)")
+    return f"{program} is not on PATH"
 
 
 def _command(topo, node, command, restarts, settings):

@@ -39,8 +39,12 @@ ALWAYS = {
 }  # accelerate's --rdzv_backend is the user's: nodeweave never passes it (static, or c10d on the same endpoint)
 # torchrun's and DeepSpeed's parsers take unambiguous prefixes (--nnode); accelerate's does not.
 ABBREVIATES = ("torchrun", "deepspeed")
-# Options that would replace what nodeweave manages, whatever the plan: the deepspeed node set and launcher.
-NEVER = {"deepspeed": ("--num_nodes", "--num_gpus", "--launcher", "--hostfile", "--no_ssh")}
+# Options that would replace what nodeweave manages, whatever the plan: the deepspeed node set and launcher;
+# torchrun's --standalone, its own single-node rendezvous in place of the one nodeweave passes (walk5 W61, W73).
+NEVER = {"deepspeed": ("--num_nodes", "--num_gpus", "--launcher", "--hostfile", "--no_ssh"),
+         "torchrun": ("--standalone",)}
+LAUNCHER_HELP = {"torchrun": "torchrun --help", "deepspeed": "deepspeed --help",
+                 "accelerate": "accelerate launch --help"}
 
 
 def _spellings(launcher, name):
@@ -114,6 +118,13 @@ def check(launcher, options, argv, source):
             raise UsageError(f"launcher option {option!r} (from {source}) sets {own}, which nodeweave passes "
                              f"{launcher} itself from the spec and the node; accepted: any other {launcher} option "
                              "(docs/spec.md says which spec field sets each)")
+        why = unknown(launcher, option)  # the spec's rule (launcher.options), on the variable too (walk5 W73)
+        if why is not None:
+            from .launcher_table import READ_FROM
+
+            raise UsageError(f"launcher option {option!r} (from {source}) {why}; accepted: an option of "
+                             f"{launcher}'s own parser (as of {READ_FROM[launcher]}; `{LAUNCHER_HELP[launcher]}` "
+                             "lists them)")
 
 
 RDZV_CONF = ("--rdzv-conf", "--rdzv_conf")

@@ -291,6 +291,12 @@ NOTICES = (  # emitted inline by the planners (topology, policy)
     Rule("flag-overrides-source", None, WARNING,
          "drop the flag or the variable it overrides, so every node reads its rank from one place"),
     Rule("no-route-to-master", None, WARNING, "check that the master's name resolves and is routable from this node"),
+    Rule("command-not-found", None, WARNING,
+         "give the program's path (./train.py, executable) or a program on PATH, or run a script through "
+         "launcher torchrun or its interpreter (-- python train.py)"),
+    Rule("loopback-master", None, WARNING,
+         "give every node node 0's name or address on the network they share (MASTER_ADDR); loopback reaches a "
+         "node 0 only on this same machine"),
     Rule("roce-gid-index-differs", None, WARNING, "use NCCL >= 2.21.5, which picks each port's GID itself"),
     Rule("restarts-across-nodes", None, WARNING,
          "set recovery.enabled: true (nodeweave restarts every node together as one generation) and "

@@ -7,7 +7,7 @@ variables; topology flags are kept raw so :mod:`topology` can weigh them
 against the other rank sources and report where each value came from.
 """
 
-from .contract import BY_FLAG, BY_KEY, LAUNCHERS, SETTINGS, TOPOLOGY_KEYS, read_int, read_words
+from .contract import BY_FLAG, BY_KEY, LAUNCHERS, SETTINGS, TOPOLOGY_KEYS, read_int
 from ..errors import UsageError
 from ..model import NEW_DICT, Record, Value
 
@@ -82,6 +82,7 @@ class VersionRequested(Exception):
 def parse(argv, env):
     """Parse ``argv`` (without the program name) with ``env`` as the variables."""
     flags, options, switches = {}, {}, {}
+    given = {}  # key -> (the flag as typed, its value): each takes one value
     command = []
     i = 0
     while i < len(argv):
@@ -122,15 +123,23 @@ def parse(argv, env):
                 raise UsageError(f"{name} needs a value: {row.help}")
             value = argv[i + 1]
             i += 2
-        if not value.strip() and getattr(row, "read", None) is not read_words:
+        if row.key in given:
+            # `--nnodes=2 --nnodes=3` kept the last silently (walk5 W8), as nodeweave's own options no longer do
+            first, before = given[row.key]
+            raise UsageError(f"{name} is given twice ({first} {before!r}, {name} {value!r}) and takes one value "
+                             "(only the last would count); give it once")
+        given[row.key] = (name, value)
+        if not value.strip() and not getattr(row.read, "words", False):
             # `--checkpoint-dir ""` turned recovery's folder off silently (walk2 M2); a word list's empty value
             # is its own explicit "none" (`nodeweave check` clears the spec's options with --launcher-options '')
             raise UsageError(f"{name} is given an empty value: {row.help}; leave the option out for its default")
         if row.topology:
             flags[row.key] = value
-        else:
+    for key, (name, value) in given.items():  # read once every flag is known: twice is refused before a value
+        row = BY_KEY[key]
+        if not row.topology:
             source = f"flag {name}"
-            options[row.key] = Value(value=row.read(value, row.what, source), source=source)
+            options[key] = Value(value=row.read(value, row.what, source), source=source)
     if command and not command[0].strip():  # `-- ""`: planned as `exec ''` (walk2 M3), as `nodeweave run -- ""` is not
         raise UsageError("the training command's program is empty (''): give the script or program after --")
     for row in SETTINGS:

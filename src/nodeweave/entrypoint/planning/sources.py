@@ -61,22 +61,33 @@ class Scene:
         self.settings, self.env, self.node, self.root = settings, settings.env, node, root
         self.kube_facts, self.kube, self.host_net = kube, kube.pod, host_net
         self.notes = []
-        self.empty = []  # the variables a source reads that are set but empty: read as unset, and said so
+        self.empty = []  # (field, variable) a source reads that is set but empty: read as unset, and said so
         self.pod_name, self.name_source = node.hostname, "hostname"
 
 
 def _variables(scene, names, tier=ENV):
-    scene.empty += [var for _, var in names if var in scene.env and not scene.env[var].strip()]
+    scene.empty += [(field, var) for field, var in names if var in scene.env and not scene.env[var].strip()]
     return variables(scene.env, names, tier)
 
 
-def empty_variables(scene):
-    """Every variable the plan reads (the sources' and the settings' rows) that is set but empty, in order: an
-    unset ``$N`` in ``-e NNODES=$N`` planned a single node silently (walk2, rows U3 and M2)."""
+def empty_variables(scene, fields=None):
+    """Every variable the plan reads (the sources' and the settings' rows) that is set but empty, in order, or
+    only those that would have given one of ``fields``: an unset ``$N`` in ``-e NNODES=$N`` planned a single node
+    silently (walk2, rows U3 and M2)."""
     env = scene.env
-    read = list(scene.empty) + [row.variable for row in SETTINGS
-                                if row.variable in env and not env[row.variable].strip()]
-    return list(dict.fromkeys(read))
+    read = [(field, var) for field, var in scene.empty] + [(row.key, row.variable) for row in SETTINGS
+                                                           if row.variable in env and not env[row.variable].strip()]
+    return list(dict.fromkeys(var for field, var in read if fields is None or field in fields))
+
+
+def said_empty(scene, *fields):
+    """``; MASTER_ADDR is set but empty (...)`` for a refusal of a missing value whose variable is set but empty:
+    the user did set it, to nothing (walk5 W6); "" when none is."""
+    empty = empty_variables(scene, fields)
+    if not empty:
+        return ""
+    return (f"; {' and '.join(empty)} {'is' if len(empty) == 1 else 'are'} set but empty (an unset variable in "
+            f"`-e {empty[0]}=$VALUE` or the compose file?)")
 
 
 def flags(scene):
@@ -182,7 +193,7 @@ def read_hostfile(path):
         lines = read_text(path, TEXT_CAP, "a hostfile", errors="replace").splitlines()
     except OSError as err:
         raise UsageError(f"cannot read hostfile {path}: {err.strerror}") from None
-    hosts = []
+    hosts, lines_of = [], []
     for number, line in enumerate(lines, 1):
         fields = line.split("#", 1)[0].split()
         if not fields:
@@ -190,10 +201,16 @@ def read_hostfile(path):
         slots = None
         for extra in fields[1:]:
             key, _, value = extra.partition("=")
-            if key in ("slots", "max_slots") and value.isdigit():
+            if key in ("slots", "max_slots") and value.isdigit() and int(value) >= 1:
                 slots = int(value) if key == "slots" else slots
-            else:
-                raise UsageError(f"hostfile {path} line {number}: expected '<host> slots=<n>', got {line.strip()!r}")
+            else:  # slots=0 started one process anyway (walk5 W58)
+                raise UsageError(f"hostfile {path} line {number}: expected '<host> slots=<n>', got {line.strip()!r} "
+                                 "(n: 1 or more)")
+        before = next((i for i, (host, _) in enumerate(hosts) if host == fields[0]), None)
+        if before is not None:  # both lines would claim one rank; nodeweave's --host a --host a is refused too
+            raise UsageError(f"hostfile {path} line {number}: {fields[0]} is listed twice (line "
+                             f"{lines_of[before]} too); accepted: each host once, node 0 first")
+        lines_of.append(number)
         hosts.append((fields[0], slots))
     if not hosts:
         raise UsageError(f"hostfile {path} lists no hosts")

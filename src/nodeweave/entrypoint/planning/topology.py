@@ -25,7 +25,7 @@ from ..detection.host import host_networking
 from ..errors import TopologyError, UsageError
 from ..model import FLAG, HOSTNAME, Topology, Value
 from .rules import emit
-from .sources import RANK_NAMES, Scene, collect, empty_variables
+from .sources import RANK_NAMES, Scene, collect, empty_variables, said_empty
 from .variables import unknown_lines
 
 DEFAULT_PORT = 29500
@@ -187,12 +187,13 @@ def _count(scene, claims, rank, rank_src, prefix, nproc):
             replicas = scene.kube_facts.replicas[prefix]
             return str(replicas), f"Kubernetes API statefulsets/{prefix} .spec.replicas"
     if rank not in (None, 0):
-        raise TopologyError(f"node rank {rank} (from {rank_src}) but the node count is unknown; set NNODES "
-                            "(or NODEWEAVE_NNODES / --nnodes)")
+        raise TopologyError(f"node rank {rank} (from {rank_src}) but the node count is unknown"
+                            f"{said_empty(scene, 'nnodes')}; set NNODES (or NODEWEAVE_NNODES / --nnodes)")
     signal = consistency.multi_node_signal(claims, scene.node, nproc)
     if signal:
-        raise TopologyError(f"{signal}, but no node count is set, so this would run as a single node that never "
-                            "meets the others; set NNODES (or NODEWEAVE_NNODES / --nnodes) on every node")
+        raise TopologyError(f"{signal}, but no node count is set{said_empty(scene, 'nnodes')}, so this would run as "
+                            "a single node that never meets the others; set NNODES (or NODEWEAVE_NNODES / --nnodes) "
+                            "on every node")
     return "1", "default: single node (no node count set)"
 
 
@@ -200,12 +201,10 @@ def _no_rank(scene, hi):
     if hi == 1:
         return 0, "single node"
     why = "is the host's own name (host networking)" if scene.host_net else "has no '-<N>' ordinal"
-    empty = [name for name in empty_variables(scene) if name in RANK_NAMES]
-    said = (f"; {' and '.join(empty)} {'is' if len(empty) == 1 else 'are'} set but empty (an unset variable in "
-            "`-e NODE_RANK=$R` or the compose file?)") if empty else ""
     raise TopologyError(
         f"cannot tell this node's rank: {scene.name_source} {scene.pod_name!r} {why} and none of "
-        f"{', '.join(RANK_NAMES[:-1])} or {RANK_NAMES[-1]} is set{said}; set NODE_RANK=0..{hi - 1} on each node")
+        f"{', '.join(RANK_NAMES[:-1])} or {RANK_NAMES[-1]} is set{said_empty(scene, 'node_rank')}; set "
+        f"NODE_RANK=0..{hi - 1} on each node")
 
 
 def choose_master(scene, claims, prefix, hi, notes, warnings):
@@ -226,7 +225,8 @@ def choose_master(scene, claims, prefix, hi, notes, warnings):
                 f"cluster domain from {domain_src})")
     if hi == 1:
         return "127.0.0.1", "single node"
-    raise TopologyError("no master address: set MASTER_ADDR (node 0's address) or NODEWEAVE_SERVICE in a StatefulSet")
+    raise TopologyError(f"no master address{said_empty(scene, 'master_addr', 'service')}; set MASTER_ADDR (node 0's "
+                        "address) or NODEWEAVE_SERVICE in a StatefulSet")
 
 
 def cluster_domain(settings, kube):

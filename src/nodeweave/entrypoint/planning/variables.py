@@ -98,12 +98,19 @@ def unknown_variables(env):
 
 
 def _aliases():
-    """``NODEWEAVE_IFNAME`` -> ``NODEWEAVE_INTERFACES``: a flag's older spelling (``--ifname``) as a variable
-    means that flag's variable; read from the contract only when a name is unknown (start-up stays cheap)."""
+    """A variable named after a flag means that flag's variable: ``NODEWEAVE_RDZV_ID`` (``--rdzv-id``) is
+    ``NODEWEAVE_JOB_ID``, ``NODEWEAVE_IFNAME`` (the older ``--ifname``) ``NODEWEAVE_INTERFACES``; the nearest
+    name by spelling pointed elsewhere (walk5 W39: ``NODEWEAVE_RUN_ID``). Read from the contract only when a
+    name is unknown (start-up stays cheap)."""
     from nodeweave.entrypoint.planning.contract import SETTINGS
 
-    return {PREFIX + alias.lstrip("-").replace("-", "_").upper(): row.variable
-            for row in SETTINGS for alias in row.aliases if row.variable}
+    def named(flag):
+        return PREFIX + flag.lstrip("-").replace("-", "_").upper()
+
+    found = {named(alias): row.variable for row in SETTINGS for alias in row.aliases if row.variable}
+    found.update({named(row.flag): f"{row.variable} ({row.flag})" for row in SETTINGS
+                  if row.variable and named(row.flag) != row.variable})
+    return found
 
 
 def unknown_lines(env):

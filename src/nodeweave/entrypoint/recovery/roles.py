@@ -134,9 +134,7 @@ def shown_plan(settings, plan, partial=True):
         return plan
     config = Config(settings, plan.topology)
     if role["kind"] == Kind.shown(Kind.SPARE):
-        plan.launch.notes.append(f"a spare launches nothing until node 0 gives it a left-out node's place; it then "
-                                 f"runs as that node's rank with --nnodes {config.slots} (the training nodes)")
-        return plan
+        return _spare_plan(settings, plan, config, partial)
     if role["kind"] != Kind.shown(Kind.TRAINING) or role.get("generation") is not None or not (
             config.spares or config.minimum != config.slots):
         return plan  # a kept book's generation: its members and master are node 0's to say (nodeweave status)
@@ -145,5 +143,28 @@ def shown_plan(settings, plan, partial=True):
     first.env = dict(settings.env, NODEWEAVE_NNODES=str(config.slots))
     shown = build_plan(first, partial=partial)
     shown.role, shown.exchange = plan.role, plan.exchange  # it checks in as its identity among nodes + spares
+    shown.topology.platform = plan.topology.platform  # what told its identity, not "flags" (walk5 W5)
     shown.errors = plan.errors + [e for e in shown.errors if e not in plan.errors]
+    return shown
+
+
+def _spare_plan(settings, plan, config, partial):
+    """A spare launches nothing until node 0 gives it a left-out node's place; then it runs as that node's rank
+    among the training nodes. Its plan shows that launch (``--nnodes`` the training nodes, their world size),
+    not the identity plan's node count of nodes + spares, which no generation runs (walk5 W3); the rank is the
+    last training node's, standing for whichever node is left out."""
+    rank = config.slots - 1
+    then = with_flags(settings, "the training nodes (the spare's container count, nodes + spares, is only its "
+                      "check-in's)", nnodes=config.slots)
+    then = with_flags(then, f"a left-out node's rank, once this spare takes its place (shown: {rank})",
+                      node_rank=rank)
+    then.env = dict(settings.env, NODEWEAVE_NNODES=str(config.slots))
+    shown = build_plan(then, partial=partial)
+    if shown.launch is None or shown.topology is None:
+        return plan
+    shown.role, shown.exchange, shown.warnings = plan.role, plan.exchange, plan.warnings  # it checks in as itself
+    shown.topology.platform = plan.topology.platform  # what told its identity, not "flags"
+    shown.errors = plan.errors + [e for e in shown.errors if e not in plan.errors]
+    shown.launch.notes.insert(0, f"a spare launches nothing until node 0 gives it a left-out node's place; then it "
+                                 f"runs this as that node's rank among the {config.slots} training node(s)")
     return shown

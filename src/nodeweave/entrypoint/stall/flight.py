@@ -16,13 +16,16 @@ FOLDER = "flight"
 
 
 def _entry(e):
-    """'#13 gloo:all_reduce [[1000]] Float' (and the group, when not the default one)."""
+    """'seq 13 gloo:all_reduce [[1000]] Float' (and the group, when not the default one): torch's own sequence id,
+    labelled so, never '#13', which in the same report is the stall watch's count of the rank's Python calls
+    (init_process_group #1): one number per meaning (walk5 W45)."""
     group = e.get("process_group") or ["0", "default_pg"]
     where = "" if str(group[0]) == "0" else f" in group {group[1] or group[0]}"
     sizes = e.get("input_sizes")
     dtypes = ",".join(sorted(set(e.get("input_dtypes") or [])))
     seq = e.get("p2p_seq_id") if e.get("is_p2p") else e.get("collective_seq_id")
-    return f"#{seq} {e.get('profiling_name') or '?'} {json.dumps(sizes, separators=(',', ':'))} {dtypes}".rstrip() + where
+    text = f"seq {seq} {e.get('profiling_name') or '?'} {json.dumps(sizes, separators=(',', ':'))} {dtypes}"
+    return text.rstrip() + where
 
 
 def _finished(e):
@@ -30,7 +33,8 @@ def _finished(e):
 
 
 def summary(text):
-    """'entered #13 gloo:all_reduce [[1000]] Float (not completed); completed #12 ...' of one dump, or why none."""
+    """'entered seq 13 gloo:all_reduce [[1000]] Float (not completed); completed seq 12 ...' of one dump, or why
+    none."""
     try:
         recorders = json.loads(text)["recorders"].values()
         entries = [e for r in recorders for e in (r.get("entries") or [])]
@@ -63,7 +67,7 @@ def spans(ranks):
 
 
 def lines(described, indent="    "):
-    """One line per class of ranks whose recorders say the same: 'ranks 0-2: entered #13 ...'; the
+    """One line per class of ranks whose recorders say the same: 'ranks 0-2: entered seq 13 ...'; the
     :data:`MAX_CLASSES` largest classes, then a count of the rest (every node is sent these lines)."""
     said = {}
     for item in described:

@@ -56,7 +56,7 @@ def find_stall(views):
     collective = _most(v["name"] for v in waiting)
     where = f"{collective} #{seq}"
     if seq == min(v["seq"] for v in views):  # only the recorder's counts differ: a collective C++ issued
-        where = (f"a collective issued from C++ (flight recorder #{max(v['fr_enqueued'] for v in views)}; "
+        where = (f"a collective issued from C++ (flight recorder seq {max(v['fr_enqueued'] for v in views)}; "
                  f"last Python one: {where})")
     return {"where": where, "culprits": sorted((v for v in views if count(v) == low), key=_key),
             "waiting": sorted(waiting, key=_key), "behind": sorted((v for v in views if count(v) < top), key=_key),

@@ -51,8 +51,9 @@ def stall_lines(finding, classes, warn_s, timeout_s, stop_code, recorded=(), alo
         lines.append(f"    ... and {len(classes) - SHOWN} more class(es) of "
                      f"{sum(len(c['ranks']) for c in classes[SHOWN:])} rank(s) (`nodeweave status --stacks` shows all)")
     if recorded:
-        lines.append("  flight recorder, each rank's last collective entered and completed "
-                     "(whole dumps: flight/rank-<N>.json in each node's run folder):")
+        lines.append("  flight recorder, each rank's last collective entered and completed, by torch's sequence id "
+                     "(seq: its own count per process group; the #N above count the rank's torch.distributed calls, "
+                     "init_process_group #1) (whole dumps: flight/rank-<N>.json in each node's run folder):")
         lines += list(recorded)
     lines.append(f"  the job is stopped after stall_timeout {timeout_s}s (exit {stop_code})" if timeout_s else
                  "  stall_timeout is 0: the job is not stopped for it")
