@@ -41,7 +41,7 @@ def image(r: Reader, top: Fields, base_dir: Optional[Path]) -> Image:
         apt=rule_list(r, f.get("apt"), "image.apt", rules.APT_PACKAGE, unique=True),
         pip=rule_list(r, f.get("pip"), "image.pip", rules.PINNED_REQUIREMENT, unique=True),
         requirements=requirements,
-        project=_project(r, f.get("project")),
+        project=_project(r, f.get("project"), base_dir),
         extras=_extras(r, f.get("extras"), variant),
         digest=optional(r, f, "digest", rules.IMAGE_DIGEST),
     )
@@ -57,11 +57,15 @@ def _variant(r: Reader, f: Fields) -> str:
     return value
 
 
-def _project(r: Reader, node: Optional[Node]) -> Optional[Project]:
+def _project(r: Reader, node: Optional[Node], base_dir: Optional[Path]) -> Optional[Project]:
     if r.is_null(node):
         return None
     f = r.fields(node, "image.project", ("source", "path", "run"))
     source = optional(r, f, "source", rules.CONTEXT_PATH)
+    if source is not None and base_dir is not None and not (base_dir / source.rstrip("/")).is_dir():
+        why = "is not a directory" if (base_dir / source.rstrip("/")).exists() else "does not exist"
+        raise r.fail(f.get("source"), "image.project.source", f"{source!r} {why} in {base_dir.resolve()}", "a directory "
+                     "inside the build context, relative to the spec's directory (e.g. third_party/torchtitan)")
     run = rule_list(r, f.get("run"), "image.project.run", rules.SHELL_LINE)
     if source is None and not run:
         raise r.fail(node, "image.project", "needs a source directory, build commands (run), or both",
