@@ -20,6 +20,7 @@ from nodeweave.build.engine import BUILDX, CLASSIC_BUILDKIT, Engine, detect_engi
 from nodeweave.build.plan import BuildPlan, Revision, plan_build
 from nodeweave.build.pushed import push_tags
 from nodeweave.resolve import resolve
+from nodeweave.spec.sections.image import notes as secret_build_args
 
 __all__ = [
     "BUILDX", "CLASSIC_BUILDKIT", "BuildPlan", "BuildProgress", "BuildResult", "Engine", "PreparedBuild", "Revision",
@@ -136,6 +137,20 @@ def wheelhouse_command(view, house: Path, context: Path) -> str:
     return f"`python -m pip download -d {' '.join(words)}`"
 
 
+def check_build_args(build_args: Mapping[str, str]) -> None:
+    """``--build-arg HF_TOKEN=...``: the Dockerfile does not declare a secret-looking name, so the value would reach
+    no step, only ``ps`` and the printed plan; refused (exit 2) rather than dropped without a word."""
+    from nodeweave.errors import UsageError
+    from nodeweave.spec.rules import looks_secret
+    from nodeweave.spec.sections.image import SECRET_HINT
+
+    for name in sorted(build_args):
+        if looks_secret(name):
+            raise UsageError(f"--build-arg {name} looks like a secret: the Dockerfile does not declare it, so it would "
+                             f"show on the build's command line (ps, the printed plan) and reach no build step; "
+                             f"accepted: a name that is not a secret's; {SECRET_HINT}")
+
+
 def check_push_reaches_a_registry(tags, push: bool) -> None:
     """``--push`` of a ``localhost/`` tag (the default image.registry, podman's prefix for this machine's images)
     cannot succeed: no registry answers there and docker refuses the name. Refused before the build (exit 2), not
@@ -167,6 +182,8 @@ def prepare_build(spec, variant: str, context: Path, scratch: Path, base: Option
     notes: List[str] = []
     view = resolve(spec, variant)
     check_push_reaches_a_registry(view.build_tags(None, fixed=tag), push)
+    check_build_args(build_args or {})
+    notes.extend(secret_build_args(spec.image))
     check_context_paths(context, spec)
     text = rendered_dockerfile(view)
     build_text, frontend = without_frontend_pin(text) if offline and engine_kind == "docker" else (text, None)

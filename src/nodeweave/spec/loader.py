@@ -238,7 +238,8 @@ def _spec(r: Reader, root: Node, base_dir: Optional[Path]) -> Spec:
         nodes_given=top.get("nodes") is not None,
         recovery=restarts,
         metrics=watched,
-        notes=_notes(restarts, spec_volumes, launcher, _given_fields(r, top, "launcher")),
+        notes=_notes(restarts, spec_volumes, launcher, _given_fields(r, top, "launcher"))
+        + image.notes(spec_image),
     )
 
 

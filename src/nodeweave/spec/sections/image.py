@@ -47,6 +47,18 @@ def image(r: Reader, top: Fields, base_dir: Optional[Path]) -> Image:
     )
 
 
+SECRET_HINT = ("a value a build step needs goes in as a BuildKit secret (docs/images.md), one the job needs at run "
+               "time in a Secret volume or the node's environment")
+
+
+def notes(spec_image: Image) -> Tuple[str, ...]:
+    """What validate (and the build's plan) says of an accepted image section: a secret-looking build arg is kept
+    out of the Dockerfile and the build's command line, so no build step sees it."""
+    return tuple(f"image.build_args.{name} looks like a secret, so it is kept out of the Dockerfile and the build's "
+                 f"command line: no build step sees it ({SECRET_HINT})"
+                 for name in sorted(spec_image.build_args) if rules.looks_secret(name))
+
+
 def _variant(r: Reader, f: Fields) -> str:
     known = known_variants()
     accepted = "one of " + ", ".join(known) + " (see `nodeweave image variants`)"
