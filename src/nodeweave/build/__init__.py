@@ -137,6 +137,27 @@ def wheelhouse_command(view, house: Path, context: Path) -> str:
     return f"`python -m pip download -d {' '.join(words)}`"
 
 
+def check_pins_of(variant: str, spec, context: Path) -> None:
+    """image.pip and image.requirements against the variant being built (validate weighed them against the spec's
+    own image.variant): ``image build rocm64`` of a spec pinning torch==2.13.0 could only end in pip's
+    ResolutionImpossible, after the base image and apt layers."""
+    from nodeweave.entrypoint import bounded
+    from nodeweave.errors import UsageError
+    from nodeweave.spec.sections.image import baked_problem, requirement_conflicts
+
+    if variant == spec.image.variant:
+        return
+    for requirement in spec.image.pip:
+        problem = baked_problem(requirement, variant, requirement=True)
+        if problem:
+            raise UsageError(f"image.pip: {requirement!r} {problem[0]}; accepted: {problem[1]}")
+    file = context / spec.image.requirements if spec.image.requirements else None
+    if file is not None and file.is_file():
+        text = bounded.read_text(file, bounded.TEXT_CAP, "a requirements file")
+        for number, line, accepted in requirement_conflicts(text, variant):
+            raise UsageError(f"image.requirements: {spec.image.requirements}:{number}: {line}; accepted: {accepted}")
+
+
 def check_build_args(build_args: Mapping[str, str]) -> None:
     """``--build-arg HF_TOKEN=...``: the Dockerfile does not declare a secret-looking name, so the value would reach
     no step, only ``ps`` and the printed plan; refused (exit 2) rather than dropped without a word."""
@@ -183,6 +204,7 @@ def prepare_build(spec, variant: str, context: Path, scratch: Path, base: Option
     view = resolve(spec, variant)
     check_push_reaches_a_registry(view.build_tags(None, fixed=tag), push)
     check_build_args(build_args or {})
+    check_pins_of(view.variant.key, spec, context)
     notes.extend(secret_build_args(spec.image))
     check_context_paths(context, spec)
     text = rendered_dockerfile(view)

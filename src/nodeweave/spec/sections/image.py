@@ -7,6 +7,7 @@ nodeweave renders installs exact versions.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import List, Optional, Tuple
 
@@ -31,15 +32,25 @@ def image(r: Reader, top: Fields, base_dir: Optional[Path]) -> Image:
     variant = _variant(r, f)
     requirements = optional(r, f, "requirements", rules.CONTEXT_PATH)
     if requirements is not None and base_dir is not None:
-        check_requirements_file(r, f.get("requirements"), base_dir / requirements, requirements)
+        check_requirements_file(r, f.get("requirements"), base_dir / requirements, requirements, variant)
+    pip = rule_list(r, f.get("pip"), "image.pip", rules.PINNED_REQUIREMENT, unique=True)
+    for path, item in r.sequence(f.get("pip"), "image.pip", "pinned requirements"):
+        problem = baked_problem(r.string(item, path, "a string"), variant, requirement=True)
+        if problem:
+            raise r.fail(item, path, f"{_redacted(r.string(item, path, 'a string'))!r} {problem[0]}", problem[1])
+    build_args = string_map(r, f.get("build_args"), "image.build_args", rules.ENV_NAME)
+    for name, path, item in r.mapping(f.get("build_args"), "image.build_args", "a mapping"):
+        problem = None if rules.looks_secret(name) else url_credential(build_args.get(name, ""))
+        if problem:  # a declared ARG's default: in the Dockerfile and the image history
+            raise r.fail(item, path, *problem)
     return Image(
         variant=variant,
         registry=optional(r, f, "registry", rules.REGISTRY) or Image.registry,
         tag=optional(r, f, "tag", rules.IMAGE_TAG),
         base=optional(r, f, "base", rules.IMAGE_REFERENCE),
-        build_args=string_map(r, f.get("build_args"), "image.build_args", rules.ENV_NAME),
+        build_args=build_args,
         apt=rule_list(r, f.get("apt"), "image.apt", rules.APT_PACKAGE, unique=True),
-        pip=rule_list(r, f.get("pip"), "image.pip", rules.PINNED_REQUIREMENT, unique=True),
+        pip=pip,
         requirements=requirements,
         project=_project(r, f.get("project"), base_dir),
         extras=_extras(r, f.get("extras"), variant),
@@ -79,6 +90,10 @@ def _project(r: Reader, node: Optional[Node], base_dir: Optional[Path]) -> Optio
         raise r.fail(f.get("source"), "image.project.source", f"{source!r} {why} in {base_dir.resolve()}", "a directory "
                      "inside the build context, relative to the spec's directory (e.g. third_party/torchtitan)")
     run = rule_list(r, f.get("run"), "image.project.run", rules.SHELL_LINE)
+    for path, item in r.sequence(f.get("run"), "image.project.run", "shell lines"):
+        problem = url_credential(r.string(item, path, "a string"))
+        if problem:  # a RUN line is in the image history
+            raise r.fail(item, path, *problem)
     if source is None and not run:
         raise r.fail(node, "image.project", "needs a source directory, build commands (run), or both",
                      "source: <directory in the build context> and/or run: [<shell command>, ...]")
@@ -104,8 +119,9 @@ def _extras(r: Reader, node: Optional[Node], variant: str) -> Tuple[str, ...]:
     return tuple(chosen)
 
 
-def check_requirements_file(r: Reader, node: Node, file: Path, shown: str) -> None:
-    """Every requirement in ``file`` is pinned; the first that is not is named with its own line."""
+def check_requirements_file(r: Reader, node: Node, file: Path, shown: str, variant: Optional[str] = None) -> None:
+    """Every requirement in ``file`` is pinned, and none contradicts what the image holds or carries what must not
+    reach it (``baked_problem``); the first that is not is named with its own line."""
     field = "image.requirements"
     try:
         text = bounded.read_text(file, bounded.TEXT_CAP, "a requirements file")
@@ -120,6 +136,97 @@ def check_requirements_file(r: Reader, node: Node, file: Path, shown: str) -> No
         if problem:
             raise r.fail(node, field, f"{shown}:{number}: {line!r} {problem}", "name==version or name @ URL per "
                          f"line, comments, and the options {', '.join(REQUIREMENT_OPTIONS)}")
+    for number, line, accepted in requirement_conflicts(text, variant):
+        raise r.fail(node, field, f"{shown}:{number}: {line}", accepted)
+
+
+def requirement_conflicts(text: str, variant: Optional[str]):
+    """(line number, what is wrong, what is accepted) for each requirement that contradicts the variant's pins, names a path of this
+    machine, or carries a password (``baked_problem``): the build could only fail, or the image would hold it."""
+    for number, line in _logical_lines(text):
+        problem = baked_problem(line, variant, requirement=not line.startswith("-"))
+        if problem:
+            yield number, f"{_redacted(line)!r} {problem[0]}", problem[1]
+
+
+PIN_ACCEPTED = ("no pin of torch, deepspeed, accelerate or setuptools but the variant's (`nodeweave image variants` "
+                "lists each variant's)")
+PATH_ACCEPTED = ("the wheel in wheelhouse/ and name==version (pip finds it there), or a file:///wheelhouse/... URL "
+                 "(where the build mounts the wheelhouse)")
+CREDENTIAL_ACCEPTED = ("the URL without its password: fill a wheelhouse with the credentials on this machine "
+                       "(`python -m pip download -d wheelhouse ...`) and build with --wheelhouse, or ${VARIABLE} in "
+                       "the password's place")
+_URL_USER = re.compile(r"\b[a-z][a-z0-9+.-]*://([^/@\s'\"]+)@", re.I)
+_VARIABLE = re.compile(r"\$\{[A-Za-z_][A-Za-z0-9_]*\}")
+_PIN = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)(?:\[[^\]]*\])?\s*(===|==|@)\s*([^\s;]+)")
+WHEELHOUSE_IN_BUILD = "/wheelhouse"  # where the build mounts the wheelhouse (PIP_FIND_LINKS)
+
+
+def _redacted(text: str) -> str:
+    """``text`` with each URL's password (or long bare token) shown as ``***``: a refusal never prints the secret."""
+    def hide(match):
+        user, colon, _ = match.group(1).partition(":")
+        shown = user + ":***" if colon else ("***" if len(user) >= 20 and not _VARIABLE.fullmatch(user) else user)
+        return match.group(0).replace(match.group(1), shown)
+
+    return _URL_USER.sub(hide, text)
+
+
+def url_credential(text: str) -> Optional[Tuple[str, str]]:
+    """Why ``text`` (a requirement, an index URL, a RUN line, a build arg) carries a credential in a URL, or None:
+    a password in ``user:password@``, or a long bare token as the user; ``${VARIABLE}`` stands for one and is fine."""
+    for match in _URL_USER.finditer(text):
+        user, _, password = match.group(1).partition(":")
+        secret = _VARIABLE.sub("", password) if password else ("" if _VARIABLE.fullmatch(user) or len(user) < 20
+                                                              else user)
+        if secret:
+            return (f"{_redacted(match.group(0))}... carries a password in its URL, which would stay in the image "
+                    "(and in every pushed copy)", CREDENTIAL_ACCEPTED)
+    return None
+
+
+def _normal_name(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def baked_problem(line: str, variant: Optional[str], requirement: bool) -> Optional[Tuple[str, str]]:
+    """(what is wrong, what is accepted) for one requirement (or option line) whose syntax is fine, or None: it
+    carries a password, names a path of this machine, or contradicts the variant's own pins."""
+    if url_credential(line):
+        return ("carries a password in its URL, which would stay in the image (and in every pushed copy)",
+                CREDENTIAL_ACCEPTED)
+    words = line.replace("=", " ").split()
+    if not requirement and words and words[0] in ("--find-links", "-f", "--index-url", "-i", "--extra-index-url"):
+        target = words[1] if len(words) > 1 else ""
+        if target and not re.match(r"^https?://", target, re.I) and \
+                not target.replace("file://", "").startswith(WHEELHOUSE_IN_BUILD):
+            return (f"names {target}, a path on this machine: the build reads this file inside the image, where "
+                    "that path does not exist", PATH_ACCEPTED)
+        return None
+    match = _PIN.match(line)
+    if match is None:
+        return None
+    name, how, target = match.groups()
+    if how == "@" and target.lower().startswith("file:") and \
+            not re.sub(r"^file:(//)?", "", target).startswith(WHEELHOUSE_IN_BUILD):
+        return ("names a file of this machine: the build installs inside the image, where that path does not "
+                "exist", PATH_ACCEPTED)
+    if variant is None:
+        return None
+    from nodeweave.catalogue import get_variant
+
+    row = get_variant(variant)
+    for pinned in row.pip_requirements:
+        own, version = pinned.split("==", 1)
+        if _normal_name(own) != _normal_name(name):
+            continue
+        if how == "@":
+            return f"installs {own} from a URL, but image variant {variant} installs {pinned} itself", PIN_ACCEPTED
+        given = target if how == "===" else target.split("+", 1)[0]
+        if given != version:
+            return (f"pins {own} {target}, but image variant {variant} installs {pinned}: pip cannot install "
+                    "both (drop the line, or pick a variant with that version)", PIN_ACCEPTED)
+    return None
 
 
 def _logical_lines(text: str):
