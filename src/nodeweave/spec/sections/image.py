@@ -180,7 +180,8 @@ def url_credential(text: str) -> Optional[Tuple[str, str]]:
         secret = _VARIABLE.sub("", password) if password else ("" if _VARIABLE.fullmatch(user) or len(user) < 20
                                                               else user)
         if secret:
-            return (f"{_redacted(match.group(0))}... carries a password in its URL, which would stay in the image "
+            url = re.split(r"[\s'\"]", text[match.start():], maxsplit=1)[0]
+            return (f"{_redacted(url)} carries a password in its URL, which would stay in the image "
                     "(and in every pushed copy)", CREDENTIAL_ACCEPTED)
     return None
 
