@@ -120,6 +120,9 @@ def test_the_wheelhouse_given_is_the_one_named_missing_a_file_or_empty(capsys, t
                        ("afile", "is not a directory; accepted: a directory of wheels")):
         code, _, err = run_cli(capsys, "image", "build", "--dry-run", "--wheelhouse", flag)
         assert code == EXIT_USAGE and f"--wheelhouse {team / flag} {said}" in one_line(err), err
+    for flag, said in (("nowh", "does not exist"), ("afile", "is not a directory")):  # --context: the same words
+        code, _, err = run_cli(capsys, "image", "build", "--dry-run", "--context", flag)
+        assert code == EXIT_USAGE and f"--context {flag} {said}" in one_line(err), err
     code, _, err = run_cli(capsys, "image", "build", "--dry-run", "--offline", "--wheelhouse", "given")
     line = one_line(err)
     assert code == EXIT_USAGE and f"--wheelhouse {team / 'given'} holds none" in line, line
@@ -203,6 +206,7 @@ def test_a_password_in_any_url_the_image_keeps_is_refused_and_never_printed(tmp_
     places.append(refusal(SPEC.replace("{variant: cpu}", image.format(f"build_args: {{PIP_INDEX_URL: '{url}'}}"))))
     places.append(refusal(SPEC.replace("{variant: cpu}", image.format(
         f"project: {{run: ['git clone {url.replace('/simple', '/x.git')} .']}}"))))
+    places.append(refusal(SPEC + f"kubernetes: {{openshift: true, build: {{source: git, git: '{url}/x.git'}}}}\n"))
     for message in places:
         assert "carries a password in its URL" in message and "***@pypi.example.com" in message, message
         assert SECRET not in message and TOKEN not in message

@@ -107,7 +107,9 @@ def build(
     variant, tag = variant or spec.image.variant, _checked_tag(tag)
     context_dir = (context or spec_path.resolve().parent)
     if not context_dir.is_dir():
-        raise UsageError(f"--context {context_dir}: not a directory")
+        why = "is not a directory" if context_dir.exists() else "does not exist"
+        raise UsageError(f"--context {context_dir} {why}; accepted: the folder the build reads (default: the "
+                         "spec's folder)")
     console = Console(stderr=True, soft_wrap=True)
     if target != "local":
         _build_on_openshift(spec, spec_path, context_dir.resolve(), variant, target, dry_run, console, fmt)

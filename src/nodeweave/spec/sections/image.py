@@ -172,7 +172,7 @@ def _redacted(text: str) -> str:
     return _URL_USER.sub(hide, text)
 
 
-def url_credential(text: str) -> Optional[Tuple[str, str]]:
+def url_credential(text: str, kept: str = "the image (and in every pushed copy)") -> Optional[Tuple[str, str]]:
     """Why ``text`` (a requirement, an index URL, a RUN line, a build arg) carries a credential in a URL, or None:
     a password in ``user:password@``, or a long bare token as the user; ``${VARIABLE}`` stands for one and is fine."""
     for match in _URL_USER.finditer(text):
@@ -181,8 +181,7 @@ def url_credential(text: str) -> Optional[Tuple[str, str]]:
                                                               else user)
         if secret:
             url = re.split(r"[\s'\"]", text[match.start():], maxsplit=1)[0]
-            return (f"{_redacted(url)} carries a password in its URL, which would stay in the image "
-                    "(and in every pushed copy)", CREDENTIAL_ACCEPTED)
+            return f"{_redacted(url)} carries a password in its URL, which would stay in {kept}", CREDENTIAL_ACCEPTED
     return None
 
 
