@@ -151,7 +151,7 @@ def test_the_documented_offline_line_is_what_the_cpu_hint_prints(capsys, team):
 def pinned_names():
     """(variant, name, version) of every pin of every variant: what a requirement may not contradict."""
     for key, row in sorted(VARIANTS.items()):
-        for pinned in row.pip_requirements:
+        for pinned in row.pinned_stack:
             name, version = pinned.split("==")
             yield key, name, version
 

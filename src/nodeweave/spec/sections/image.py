@@ -149,7 +149,7 @@ def requirement_conflicts(text: str, variant: Optional[str]):
             yield number, f"{_redacted(line)!r} {problem[0]}", problem[1]
 
 
-PIN_ACCEPTED = ("no pin of torch, deepspeed, accelerate or setuptools but the variant's (`nodeweave image variants` "
+PIN_ACCEPTED = ("no pin of torch, deepspeed or accelerate but the variant's (`nodeweave image variants` "
                 "lists each variant's)")
 PATH_ACCEPTED = ("the wheel in wheelhouse/ and name==version (pip finds it there), or a file:///wheelhouse/... URL "
                  "(where the build mounts the wheelhouse)")
@@ -216,7 +216,7 @@ def baked_problem(line: str, variant: Optional[str], requirement: bool) -> Optio
     from nodeweave.catalogue import get_variant
 
     row = get_variant(variant)
-    for pinned in row.pip_requirements:
+    for pinned in row.pinned_stack:
         own, version = pinned.split("==", 1)
         if _normal_name(own) != _normal_name(name):
             continue
@@ -224,8 +224,10 @@ def baked_problem(line: str, variant: Optional[str], requirement: bool) -> Optio
             return f"installs {own} from a URL, but image variant {variant} installs {pinned} itself", PIN_ACCEPTED
         given = target if how == "===" else target.split("+", 1)[0]
         if given != version:
-            return (f"pins {own} {target}, but image variant {variant} installs {pinned}: pip cannot install "
-                    "both (drop the line, or pick a variant with that version)", PIN_ACCEPTED)
+            why = ("pip cannot install both" if own == "torch" else
+                   f"the layer would replace the variant's {own} with one nobody tested against its torch")
+            return (f"pins {own} {target}, but image variant {variant} installs {pinned}: {why} (drop the line, "
+                    "or pick a variant with that version)", PIN_ACCEPTED)
     return None
 
 
