@@ -71,7 +71,9 @@ def test_every_switch_that_replaces_nodeweaves_rendezvous_is_refused_by_the_spec
     assert "--standalone" in launcher_options.NEVER["torchrun"]
     for launcher, options in launcher_options.NEVER.items():
         for option in options:
-            for spelling in launcher_options._spellings(launcher, option):
+            spellings = next((group for group in launcher_options.ALIASES.get(launcher, ()) if option in group),
+                             (option,))
+            for spelling in spellings:
                 message = refusal(SPEC.replace("{script: train.py}", f"{{type: {launcher}, script: train.py, "
                                                                      f"options: ['{spelling}']}}"))
                 assert "which nodeweave passes itself" in message, message
