@@ -235,3 +235,12 @@ def test_a_secret_looking_build_arg_is_noted_kept_off_the_command_line_and_refus
     for name in SECRET_NAMES:
         code, out, err = run_cli(capsys, "image", "build", "--dry-run", "--build-arg", f"{name}=x1")
         assert code == EXIT_USAGE and f"--build-arg {name} looks like a secret" in one_line(err), err
+
+
+def test_init_leaves_out_a_requirements_file_the_variant_contradicts_and_says_which_line(capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "train.py").write_text("print(1)\n")
+    (tmp_path / "requirements.txt").write_text("numpy==1.26.4\ntorch==2.5.0\n")
+    code, out, err = run_cli(capsys, "init", "--dry-run")
+    assert code == 0 and "requirements: requirements.txt" not in out, out
+    assert "requirements.txt:2: 'torch==2.5.0' pins torch 2.5.0" in one_line(err) and "change that line" in err
