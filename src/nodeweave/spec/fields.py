@@ -28,18 +28,25 @@ HOST_ONLY = MappingProxyType({
     "/sys": "the host kernel's settings", "/dev": "the host's devices", "/boot": "the host's kernel",
     "/root": "root's home", "/run": "the container engines' sockets (root on the host)",
     "/var/run": "the container engines' sockets (root on the host)", "/var/lib/docker": _ENGINE_STORE,
-    "/var/lib/containers": _ENGINE_STORE, "/var/lib/containerd": _ENGINE_STORE, "/var/lib/kubelet": _ENGINE_STORE})
+    "/var/lib/containers": _ENGINE_STORE, "/var/lib/containerd": _ENGINE_STORE, "/var/lib/kubelet": _ENGINE_STORE,
+    # a home's keys and credentials, and a rootless engine's socket and store (the user on the host)
+    "~/.ssh": "the user's ssh keys", "~/.gnupg": "the user's keys", "~/.aws": "the user's cloud credentials",
+    "~/.kube": "the user's cluster credentials", "~/.docker": "the user's registry credentials",
+    "~/.config/containers": "the user's registry credentials (auth.json)",
+    "~/.local/share/containers": "the user's rootless engine store (the user on the host)"})
 
 
 def _normal(path: str) -> str:
     import posixpath
 
+    if path == "~" or path.startswith("~/"):
+        return posixpath.normpath(path)
     return "/" + posixpath.normpath(path).lstrip("/")
 
 
 def host_only(host: str) -> Optional[str]:
-    """The host folder an absolute ``host`` would hand a container ("/" for the whole host), or None."""
-    if not host.startswith("/"):
+    """The host folder an absolute or ``~/`` ``host`` would hand a container ("/" for the whole host), or None."""
+    if not host.startswith(("/", "~")):
         return None
     path = _normal(host)
     if path == "/":
@@ -157,8 +164,10 @@ def host_path(r: Reader, fields: Fields, key: str, default: Optional[str]) -> Op
         raise r.bad_value(node, fields.path_of(key), HOST_PATH)
     taken = host_only(value)
     if taken is not None:
-        what = "the host's whole file system" if taken == "/" else HOST_ONLY[taken]
-        holds = f" (it holds {taken})" if taken != "/" and taken.startswith(_normal(value) + "/") else ""
+        what = "the host's whole file system" if taken == "/" else \
+            "the user's whole home, keys and credentials" if _normal(value) == "~" else HOST_ONLY[taken]
+        holds = f" (it holds {taken})" if taken != "/" and _normal(value) != "~" and \
+            taken.startswith(_normal(value) + "/") else ""
         raise r.fail(node, fields.path_of(key), f"{value!r} would hand every node {what}{holds}, read-only or not",
                      "a host folder of the job's own, such as /data/datasets or /scratch/job: not /, nor inside "
                      "or above " + ", ".join(HOST_ONLY))
