@@ -335,7 +335,8 @@ def test_offline_build_with_an_empty_wheelhouse_gives_the_pip_line_for_this_spec
     from nodeweave.catalogue import get_variant
 
     pins = " ".join(get_variant("cpu").pip_requirements)
-    assert code == EXIT_USAGE and f"`python -m pip download -d wheelhouse {pins} rich==13.7.1 -r requirements.txt`" \
+    index = f"--extra-index-url {get_variant('cpu').torch_index_url}"  # the variant's torch (walk5 W22)
+    assert code == EXIT_USAGE and f"`python -m pip download -d wheelhouse {index} {pins} rich==13.7.1 -r requirements.txt`" \
         in line and ".ci/" not in line, line
 
 

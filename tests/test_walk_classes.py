@@ -555,7 +555,7 @@ def test_an_invalid_image_in_the_environment_is_refused_naming_the_variable(caps
 @pytest.mark.parametrize("fmt", [[], ["-o", "json"]])
 def test_a_push_outside_git_says_only_the_mutable_tag_goes(capsys, tmp_path, monkeypatch, fmt):
     monkeypatch.chdir(tmp_path)
-    (tmp_path / "nodeweave.yaml").write_text(BASE)
+    (tmp_path / "nodeweave.yaml").write_text(BASE.replace("{variant: cpu}", "{variant: cpu, registry: ghcr.io/me}"))
     assert run_cli(capsys, "render", "entrypoint")[0] == 0
     code, out, err = run_cli(capsys, "image", "build", "cpu", "--push", "--dry-run", *fmt)
     assert code == 0, err

@@ -457,10 +457,11 @@ def test_a_build_network_mode_or_name_is_taken(capsys, project, context, network
     assert f"--network {network}" in out
 
 
-def test_a_push_to_localhost_is_warned_about_and_an_absent_wheelhouse_said_so(capsys, project, context):
+def test_a_push_to_localhost_is_refused_and_an_absent_wheelhouse_said_so(capsys, project, context):
     code, out, err = run_cli(capsys, "image", "build", "cpu", "--push", "--context", str(context), "--dry-run")
-    assert code == 0, err
-    assert "warning: --push sends localhost/" in out and "image.registry" in out
+    assert code == EXIT_USAGE, err  # walk5 W51: refused before the build, not warned about and then failed
+    assert "--push would send localhost/" in one_line(err) and "image.registry" in err
+    code, out, err = run_cli(capsys, "image", "build", "cpu", "--context", str(context), "--dry-run")
     assert "(no such folder: the build makes it empty" in out and "(0 files)" not in out
     (project / "nodeweave.yaml").write_text(BASE.replace("{variant: cpu}", "{variant: cpu, registry: ghcr.io/me}"))
     code, out, err = run_cli(capsys, "image", "build", "cpu", "--push", "--context", str(context), "--dry-run")

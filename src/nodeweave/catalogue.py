@@ -105,6 +105,11 @@ class Variant:
         return tuple(sorted(set(COMMON_APT_PACKAGES) | set(self.extra_apt_packages)))
 
     @property
+    def pinned_stack(self) -> Tuple[str, ...]:
+        """The training stack's pins (torch, DeepSpeed, Accelerate): a requirement of the spec may not name another."""
+        return (self.torch_requirement, DEEPSPEED, ACCELERATE)
+
+    @property
     def pip_requirements(self) -> Tuple[str, ...]:
         """Every pinned pip requirement, in install order (what an offline wheelhouse must hold)."""
         return (*BUILD_TOOLS, self.torch_requirement, DEEPSPEED, ACCELERATE)

@@ -20,6 +20,7 @@ from nodeweave.build.engine import BUILDX, CLASSIC_BUILDKIT, Engine, detect_engi
 from nodeweave.build.plan import BuildPlan, Revision, plan_build
 from nodeweave.build.pushed import push_tags
 from nodeweave.resolve import resolve
+from nodeweave.spec.sections.image import notes as secret_build_args
 
 __all__ = [
     "BUILDX", "CLASSIC_BUILDKIT", "BuildPlan", "BuildProgress", "BuildResult", "Engine", "PreparedBuild", "Revision",
@@ -121,16 +122,68 @@ def check_network_exists(network: Optional[str], kind: str, answered: bool) -> O
 def wheelhouse_command(view, house: Path, context: Path) -> str:
     """The pip line that fills ``house`` with what the image installs (the variant's pins, the spec's image.pip
     and image.requirements), run where the user is: a pip user has no nodeweave checkout, so a hint naming
-    the repository's own scripts (.ci/wheelhouse.sh) does not work there."""
+    the repository's own scripts (.ci/wheelhouse.sh) does not work there. The variant's torch index is offered
+    as the Dockerfile offers it: PyPI's torch of the same version is another build (CUDA's, gigabytes of nvidia-*
+    wheels), and an offline build would install it from the wheelhouse into a cpu or ROCm image."""
     import shlex
 
     here = Path.cwd().resolve()
     shown = house.relative_to(here).as_posix() if house.is_relative_to(here) else str(house)
-    words = [shlex.quote(shown), *map(shlex.quote, [*view.variant.pip_requirements, *view.spec.image.pip])]
+    words = [shlex.quote(shown), "--extra-index-url", shlex.quote(view.variant.torch_index_url),
+             *map(shlex.quote, [*view.variant.pip_requirements, *view.spec.image.pip])]
     if view.spec.image.requirements:
         words += ["-r", shlex.quote(str(context / view.spec.image.requirements) if context != here
                                     else view.spec.image.requirements)]
     return f"`python -m pip download -d {' '.join(words)}`"
+
+
+def check_pins_of(variant: str, spec, context: Path) -> None:
+    """image.pip and image.requirements against the variant being built (validate weighed them against the spec's
+    own image.variant): ``image build rocm64`` of a spec pinning torch==2.13.0 could only end in pip's
+    ResolutionImpossible, after the base image and apt layers."""
+    from nodeweave.entrypoint import bounded
+    from nodeweave.errors import UsageError
+    from nodeweave.spec.sections.image import baked_problem, requirement_conflicts
+
+    if variant == spec.image.variant:
+        return
+    for requirement in spec.image.pip:
+        problem = baked_problem(requirement, variant, requirement=True)
+        if problem:
+            raise UsageError(f"image.pip: {requirement!r} {problem[0]}; accepted: {problem[1]}")
+    file = context / spec.image.requirements if spec.image.requirements else None
+    if file is not None and file.is_file():
+        text = bounded.read_text(file, bounded.TEXT_CAP, "a requirements file")
+        for number, line, accepted in requirement_conflicts(text, variant):
+            raise UsageError(f"image.requirements: {spec.image.requirements}:{number}: {line}; accepted: {accepted}")
+
+
+def check_build_args(build_args: Mapping[str, str]) -> None:
+    """``--build-arg HF_TOKEN=...``: the Dockerfile does not declare a secret-looking name, so the value would reach
+    no step, only ``ps`` and the printed plan; refused (exit 2) rather than dropped without a word."""
+    from nodeweave.errors import UsageError
+    from nodeweave.spec.rules import looks_secret
+    from nodeweave.spec.sections.image import SECRET_HINT
+
+    for name in sorted(build_args):
+        if looks_secret(name):
+            raise UsageError(f"--build-arg {name} looks like a secret: the Dockerfile does not declare it, so it would "
+                             f"show on the build's command line (ps, the printed plan) and reach no build step; "
+                             f"accepted: a name that is not a secret's; {SECRET_HINT}")
+
+
+def check_push_reaches_a_registry(tags, push: bool) -> None:
+    """``--push`` of a ``localhost/`` tag (the default image.registry, podman's prefix for this machine's images)
+    cannot succeed: no registry answers there and docker refuses the name. Refused before the build (exit 2), not
+    after an hour of layers when ``podman push`` fails."""
+    from nodeweave.errors import UsageError
+
+    local = [tag for tag in tags if tag.split("/", 1)[0] == "localhost"] if push else []
+    if local:
+        raise UsageError(f"--push would send {local[0]} to localhost/, podman's prefix for images of this machine "
+                         "only (no registry answers there; docker refuses it); accepted: image.registry set to a "
+                         "registry the nodes pull from (e.g. ghcr.io/you, or localhost:5000 for a local one), or "
+                         "build without --push")
 
 
 def prepare_build(spec, variant: str, context: Path, scratch: Path, base: Optional[str] = None,
@@ -149,6 +202,10 @@ def prepare_build(spec, variant: str, context: Path, scratch: Path, base: Option
     context = context.resolve()
     notes: List[str] = []
     view = resolve(spec, variant)
+    check_push_reaches_a_registry(view.build_tags(None, fixed=tag), push)
+    check_build_args(build_args or {})
+    check_pins_of(view.variant.key, spec, context)
+    notes.extend(secret_build_args(spec.image))
     check_context_paths(context, spec)
     text = rendered_dockerfile(view)
     build_text, frontend = without_frontend_pin(text) if offline and engine_kind == "docker" else (text, None)
@@ -166,9 +223,11 @@ def prepare_build(spec, variant: str, context: Path, scratch: Path, base: Option
     if offline and count == 0:
         from nodeweave.errors import UsageError
 
-        raise UsageError(f"--offline needs wheels, but {house} is empty; fill it: "
-                         f"{wheelhouse_command(view, house, context)} (docs/images.md, offline builds), or pass "
-                         "--wheelhouse DIR")
+        given = wheelhouse.expanduser().resolve() if wheelhouse is not None else None
+        where = f"--wheelhouse {given} holds none (nor does {house})" if given else f"{house} is empty"
+        fill = given or house
+        raise UsageError(f"--offline needs wheels, but {where}; fill it: {wheelhouse_command(view, fill, context)} "
+                         "(docs/images.md, offline builds)" + ("" if given else ", or pass --wheelhouse DIR"))
     revision = git_revision(context)
     if push and revision is None and not (tag or view.fixed_tag):
         notes.append(f"{context} is not in a git checkout, so there is no <variant>-<git sha> tag: only the mutable "
@@ -179,10 +238,5 @@ def prepare_build(spec, variant: str, context: Path, scratch: Path, base: Option
     plan = plan_build(view, context, dockerfile, revision, base=base, push=push,
                       fixed_tag=tag, extra_args=build_args, offline=offline, network=network,
                       version=__version__, source=_git_remote(context))
-    local = [t for t in plan.tags if t.split("/", 1)[0] == "localhost"] if push else []
-    if local:
-        notes.append(f"warning: --push sends {local[0]} to localhost/, podman's prefix for images of this machine "
-                     "only (no registry answers there; docker refuses it): set image.registry to a registry the "
-                     "nodes pull from (e.g. ghcr.io/you), or build without --push")
     own = dockerfile == context / relative  # the context's Dockerfile matches: nothing to write
     return PreparedBuild(plan=plan, notes=notes, dockerfile_text=None if own else build_text)

@@ -110,7 +110,10 @@ def link_wheelhouse(context: Path, source: Optional[Path], write: bool = True) -
     if source is not None:
         source = source.expanduser().resolve()
         if not source.is_dir():
-            raise UsageError(f"--wheelhouse {source}: not a directory of wheels")
+            if source.exists():
+                raise UsageError(f"--wheelhouse {source} is not a directory; accepted: a directory of wheels")
+            raise UsageError(f"--wheelhouse {source} does not exist; accepted: a directory of wheels (`python -m "
+                             f"pip download -d {source} ...` makes and fills one)")
         if source != target.resolve():
             offered = [wheel for wheel in sorted(source.iterdir()) if _is_distribution(wheel) and wheel.name not in present]
     if write:

@@ -106,8 +106,8 @@ def plan_build(r: Resolved, context: Path, dockerfile: Path, revision: Optional[
         build_args["REVISION"] = revision.sha + ("-dirty" if revision.dirty else "")
     if source:
         build_args["SOURCE"] = source
-    build_args.update(spec.image.build_args)
-    build_args.update(extra_args or {})
+    build_args.update(left_on_the_command_line(spec.image.build_args))
+    build_args.update(left_on_the_command_line(extra_args or {}))
     chosen_base = base or (r.base_image if r.base_overridden else None)
     if chosen_base:
         build_args[BASE_IMAGE_ARG] = chosen_base
@@ -118,6 +118,14 @@ def plan_build(r: Resolved, context: Path, dockerfile: Path, revision: Optional[
     tags = r.build_tags(revision.tag_suffix if revision else None, fixed=fixed_tag)
     return BuildPlan(variant=r.variant.key, dockerfile=dockerfile, context=context, tags=tags,
                      build_args=build_args, labels=labels, push=push, network=network)
+
+
+def left_on_the_command_line(build_args: Mapping[str, str]) -> dict:
+    """The build args a build passes: a secret-looking one (``looks_secret``) is not declared in the rendered
+    Dockerfile, so no build step would see it, and on the engine's command line ``ps`` and the dry run would."""
+    from nodeweave.spec.rules import looks_secret
+
+    return {name: value for name, value in build_args.items() if not looks_secret(name)}
 
 
 # The OCI labels whose values change from one build to the next. The Dockerfile

@@ -78,7 +78,8 @@ def build(
                                          "container:ID or ns:PATH must exist on this machine (checked at --dry-run too; "
                                          "docker's BuildKit takes default, host or none)"),
     tag: Optional[str] = typer.Option(None, "--tag", help="a fixed tag instead of <variant>-<git sha> (overrides image.tag)"),
-    build_arg: List[str] = typer.Option([], "--build-arg", help="KEY=VALUE, repeatable; over image.build_args"),
+    build_arg: List[str] = typer.Option([], "--build-arg", help="KEY=VALUE, repeatable; over image.build_args (a "
+                                          "secret-looking KEY, *TOKEN*, *PASSWORD*, ..., is refused: no step sees it)"),
     engine_name: Optional[str] = typer.Option(None, "--engine", autocompletion=complete_from("podman", "docker"),
                                               help="docker or podman (default: $NODEWEAVE_ENGINE, "
                                               "else the first that answers, podman before docker, as every verb; docker builds "
@@ -106,7 +107,9 @@ def build(
     variant, tag = variant or spec.image.variant, _checked_tag(tag)
     context_dir = (context or spec_path.resolve().parent)
     if not context_dir.is_dir():
-        raise UsageError(f"--context {context_dir}: not a directory")
+        why = "is not a directory" if context_dir.exists() else "does not exist"
+        raise UsageError(f"--context {context_dir} {why}; accepted: the folder the build reads (default: the "
+                         "spec's folder)")
     console = Console(stderr=True, soft_wrap=True)
     if target != "local":
         _build_on_openshift(spec, spec_path, context_dir.resolve(), variant, target, dry_run, console, fmt)

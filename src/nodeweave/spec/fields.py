@@ -18,6 +18,43 @@ from nodeweave.spec.nodes import Fields, Reader
 
 CONTAINER_PATH = "an absolute, single-line container path without ':' such as /workspace"
 HOST_PATH = "a host directory: absolute, ~/..., or relative to the spec file's directory; single line, no ':'"
+# Host paths that hand a node the host itself: its whole file system, its configuration, the kernel's views, or a
+# container engine's socket or store (root on the host). No host_path (workspace, cache, a volume) may be one, be
+# inside one, or hold one (/var holds /var/run/docker.sock), read-only or not: a socket answers through a
+# read-only mount.
+_ENGINE_STORE = "a container engine's or the kubelet's store (root on the host)"
+HOST_ONLY = MappingProxyType({
+    "/etc": "the host's configuration (passwords, sudoers)", "/proc": "the host's processes",
+    "/sys": "the host kernel's settings", "/dev": "the host's devices", "/boot": "the host's kernel",
+    "/root": "root's home", "/run": "the container engines' sockets (root on the host)",
+    "/var/run": "the container engines' sockets (root on the host)", "/var/lib/docker": _ENGINE_STORE,
+    "/var/lib/containers": _ENGINE_STORE, "/var/lib/containerd": _ENGINE_STORE, "/var/lib/kubelet": _ENGINE_STORE,
+    # a home's keys and credentials, and a rootless engine's socket and store (the user on the host)
+    "~/.ssh": "the user's ssh keys", "~/.gnupg": "the user's keys", "~/.aws": "the user's cloud credentials",
+    "~/.kube": "the user's cluster credentials", "~/.docker": "the user's registry credentials",
+    "~/.config/containers": "the user's registry credentials (auth.json)",
+    "~/.local/share/containers": "the user's rootless engine store (the user on the host)"})
+
+
+def _normal(path: str) -> str:
+    import posixpath
+
+    if path == "~" or path.startswith("~/"):
+        return posixpath.normpath(path)
+    return "/" + posixpath.normpath(path).lstrip("/")
+
+
+def host_only(host: str) -> Optional[str]:
+    """The host folder an absolute or ``~/`` ``host`` would hand a container ("/" for the whole host), or None."""
+    if not host.startswith(("/", "~")):
+        return None
+    path = _normal(host)
+    if path == "/":
+        return "/"
+    for folder in HOST_ONLY:
+        if path == folder or path.startswith(folder + "/") or folder.startswith(path + "/"):
+            return folder
+    return None
 
 
 def rule_string(r: Reader, node: Node, path: str, rule: rules.Rule) -> str:
@@ -125,4 +162,13 @@ def host_path(r: Reader, fields: Fields, key: str, default: Optional[str]) -> Op
     value = r.string(node, fields.path_of(key), HOST_PATH)
     if not rules.single_line(value) or ":" in value:
         raise r.bad_value(node, fields.path_of(key), HOST_PATH)
+    taken = host_only(value)
+    if taken is not None:
+        what = "the host's whole file system" if taken == "/" else \
+            "the user's whole home, keys and credentials" if _normal(value) == "~" else HOST_ONLY[taken]
+        holds = f" (it holds {taken})" if taken != "/" and _normal(value) != "~" and \
+            taken.startswith(_normal(value) + "/") else ""
+        raise r.fail(node, fields.path_of(key), f"{value!r} would hand every node {what}{holds}, read-only or not",
+                     "a host folder of the job's own, such as /data/datasets or /scratch/job: not /, nor inside "
+                     "or above " + ", ".join(HOST_ONLY))
     return value

@@ -209,6 +209,8 @@ def _spec(r: Reader, root: Node, base_dir: Optional[Path]) -> Spec:
     mounts = FAILED if FAILED in (workspace, cache, extra, hosts) else \
         r.attempt(_mount_points, r, top, workspace.path, cache.path, extra, hosts)
     spec_volumes = FAILED if mounts is FAILED else r.attempt(volumes.volumes, r, top.get("volumes"), mounts)
+    if FAILED not in (spec_image, spec_volumes) and spec_image.project is not None:
+        r.attempt(_project_not_hidden, r, top, spec_image.project.path, mounts)
     guarded, slurm = r.attempt(security.security, r, top), r.attempt(security.slurm, r, top.get("slurm"))
     if FAILED not in (slurm, gpus, spec_image) and slurm is not None:
         r.attempt(_slurm_allocates, r, top, slurm, gpus, spec_image)
@@ -236,8 +238,23 @@ def _spec(r: Reader, root: Node, base_dir: Optional[Path]) -> Spec:
         nodes_given=top.get("nodes") is not None,
         recovery=restarts,
         metrics=watched,
-        notes=_notes(restarts, spec_volumes, launcher, _given_fields(r, top, "launcher")),
+        notes=_notes(restarts, spec_volumes, launcher, _given_fields(r, top, "launcher"))
+        + image.notes(spec_image),
     )
+
+
+def _project_not_hidden(r: Reader, top: Fields, path: str, mounts: MountPoints) -> None:
+    """image.project.path is where the build puts the project's code: a mount at it or above it (the workspace
+    at /workspace, the cache, a volume) would hide that code on every node at run time."""
+    path = path.rstrip("/") or "/"
+    for mount, field in mounts.taken.items():
+        if path == mount or path.startswith(mount.rstrip("/") + "/"):
+            project = r.fields(top.get("image"), "image", image.KEYS).get("project")
+            node = r.fields(project, "image.project", ("source", "path", "run")).get("path") or project
+            where = "where" if path == mount else f"inside {mount}, where"
+            raise r.fail(node, "image.project.path", f"{path} is {where} {field} mounts over the image: the "
+                         "project built there would be hidden on every node",
+                         "a container path no mount covers, such as /opt/project")
 
 
 def _given_fields(r: Reader, top: Fields, section: str) -> set:

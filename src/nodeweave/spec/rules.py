@@ -271,3 +271,12 @@ EXCHANGE_CHECK = Rule(
     lambda value: value in EXCHANGE_ALLOWABLE,
     "a check-in refusal that may start as a warning: " + ", ".join(EXCHANGE_ALLOWABLE),
 )
+
+
+# Build-argument names whose values must not be written into a committed Dockerfile, the image history or a build's
+# command line (``ps`` shows it): the renderer leaves them undeclared, the build plan leaves them off.
+SECRET_NAME = re.compile(r"TOKEN|SECRET|PASSW(OR)?D|CREDENTIAL|API_?KEY|PRIVATE_KEY|ACCESS_KEY", re.IGNORECASE)
+
+
+def looks_secret(name: str) -> bool:
+    return SECRET_NAME.search(name) is not None

@@ -25,7 +25,9 @@ ALIASES = {
     "accelerate": (("--num_machines", "--num-machines"), ("--machine_rank", "--machine-rank"),
                    ("--main_process_ip", "--main-process-ip"), ("--main_process_port", "--main-process-port"),
                    ("--num_processes", "--num-processes"), ("--multi_gpu", "--multi-gpu"),
-                   ("--max_restarts", "--max-restarts"), ("--rdzv_backend", "--rdzv-backend")),
+                   ("--max_restarts", "--max-restarts"), ("--rdzv_backend", "--rdzv-backend"),
+                   ("--mpirun_hostfile", "--mpirun-hostfile"), ("--deepspeed_hostfile", "--deepspeed-hostfile"),
+                   ("--deepspeed_multinode_launcher", "--deepspeed-multinode-launcher")),
 }
 # Options the spec may never give a launcher: every plan passes them, or passes what they would override.
 # (DeepSpeed's --include/--exclude are passed only in some plans: checked then. torchrun's --rdzv-conf is
@@ -39,10 +41,12 @@ ALWAYS = {
 }  # accelerate's --rdzv_backend is the user's: nodeweave never passes it (static, or c10d on the same endpoint)
 # torchrun's and DeepSpeed's parsers take unambiguous prefixes (--nnode); accelerate's does not.
 ABBREVIATES = ("torchrun", "deepspeed")
-# Options that would replace what nodeweave manages, whatever the plan: the deepspeed node set and launcher;
-# torchrun's --standalone, its own single-node rendezvous in place of the one nodeweave passes (walk5 W61, W73).
-NEVER = {"deepspeed": ("--num_nodes", "--num_gpus", "--launcher", "--hostfile", "--no_ssh"),
-         "torchrun": ("--standalone",)}
+# Options that would replace what nodeweave manages, whatever the plan: the deepspeed node set and launcher, and
+# each launcher's switches to a rendezvous or node set of its own (torchrun's --standalone: c10d on localhost,
+# one node; accelerate's mpirun/DeepSpeed multi-node launchers and hostfiles), which make every node train alone.
+NEVER = {"torchrun": ("--standalone",),
+         "deepspeed": ("--num_nodes", "--num_gpus", "--launcher", "--hostfile", "--no_ssh"),
+         "accelerate": ("--mpirun_hostfile", "--deepspeed_hostfile", "--deepspeed_multinode_launcher")}
 LAUNCHER_HELP = {"torchrun": "torchrun --help", "deepspeed": "deepspeed --help",
                  "accelerate": "accelerate launch --help"}
 

@@ -7,6 +7,7 @@ nodeweave renders installs exact versions.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import List, Optional, Tuple
 
@@ -31,20 +32,42 @@ def image(r: Reader, top: Fields, base_dir: Optional[Path]) -> Image:
     variant = _variant(r, f)
     requirements = optional(r, f, "requirements", rules.CONTEXT_PATH)
     if requirements is not None and base_dir is not None:
-        check_requirements_file(r, f.get("requirements"), base_dir / requirements, requirements)
+        check_requirements_file(r, f.get("requirements"), base_dir / requirements, requirements, variant)
+    pip = rule_list(r, f.get("pip"), "image.pip", rules.PINNED_REQUIREMENT, unique=True)
+    for path, item in r.sequence(f.get("pip"), "image.pip", "pinned requirements"):
+        problem = baked_problem(r.string(item, path, "a string"), variant, requirement=True)
+        if problem:
+            raise r.fail(item, path, f"{_redacted(r.string(item, path, 'a string'))!r} {problem[0]}", problem[1])
+    build_args = string_map(r, f.get("build_args"), "image.build_args", rules.ENV_NAME)
+    for name, path, item in r.mapping(f.get("build_args"), "image.build_args", "a mapping"):
+        problem = None if rules.looks_secret(name) else url_credential(build_args.get(name, ""))
+        if problem:  # a declared ARG's default: in the Dockerfile and the image history
+            raise r.fail(item, path, *problem)
     return Image(
         variant=variant,
         registry=optional(r, f, "registry", rules.REGISTRY) or Image.registry,
         tag=optional(r, f, "tag", rules.IMAGE_TAG),
         base=optional(r, f, "base", rules.IMAGE_REFERENCE),
-        build_args=string_map(r, f.get("build_args"), "image.build_args", rules.ENV_NAME),
+        build_args=build_args,
         apt=rule_list(r, f.get("apt"), "image.apt", rules.APT_PACKAGE, unique=True),
-        pip=rule_list(r, f.get("pip"), "image.pip", rules.PINNED_REQUIREMENT, unique=True),
+        pip=pip,
         requirements=requirements,
-        project=_project(r, f.get("project")),
+        project=_project(r, f.get("project"), base_dir),
         extras=_extras(r, f.get("extras"), variant),
         digest=optional(r, f, "digest", rules.IMAGE_DIGEST),
     )
+
+
+SECRET_HINT = ("a value a build step needs goes in as a BuildKit secret (docs/images.md), one the job needs at run "
+               "time in a Secret volume or the node's environment")
+
+
+def notes(spec_image: Image) -> Tuple[str, ...]:
+    """What validate (and the build's plan) says of an accepted image section: a secret-looking build arg is kept
+    out of the Dockerfile and the build's command line, so no build step sees it."""
+    return tuple(f"image.build_args.{name} looks like a secret, so it is kept out of the Dockerfile and the build's "
+                 f"command line: no build step sees it ({SECRET_HINT})"
+                 for name in sorted(spec_image.build_args) if rules.looks_secret(name))
 
 
 def _variant(r: Reader, f: Fields) -> str:
@@ -57,12 +80,20 @@ def _variant(r: Reader, f: Fields) -> str:
     return value
 
 
-def _project(r: Reader, node: Optional[Node]) -> Optional[Project]:
+def _project(r: Reader, node: Optional[Node], base_dir: Optional[Path]) -> Optional[Project]:
     if r.is_null(node):
         return None
     f = r.fields(node, "image.project", ("source", "path", "run"))
     source = optional(r, f, "source", rules.CONTEXT_PATH)
+    if source is not None and base_dir is not None and not (base_dir / source.rstrip("/")).is_dir():
+        why = "is not a directory" if (base_dir / source.rstrip("/")).exists() else "does not exist"
+        raise r.fail(f.get("source"), "image.project.source", f"{source!r} {why} in {base_dir.resolve()}", "a directory "
+                     "inside the build context, relative to the spec's directory (e.g. third_party/torchtitan)")
     run = rule_list(r, f.get("run"), "image.project.run", rules.SHELL_LINE)
+    for path, item in r.sequence(f.get("run"), "image.project.run", "shell lines"):
+        problem = url_credential(r.string(item, path, "a string"))
+        if problem:  # a RUN line is in the image history
+            raise r.fail(item, path, *problem)
     if source is None and not run:
         raise r.fail(node, "image.project", "needs a source directory, build commands (run), or both",
                      "source: <directory in the build context> and/or run: [<shell command>, ...]")
@@ -88,8 +119,9 @@ def _extras(r: Reader, node: Optional[Node], variant: str) -> Tuple[str, ...]:
     return tuple(chosen)
 
 
-def check_requirements_file(r: Reader, node: Node, file: Path, shown: str) -> None:
-    """Every requirement in ``file`` is pinned; the first that is not is named with its own line."""
+def check_requirements_file(r: Reader, node: Node, file: Path, shown: str, variant: Optional[str] = None) -> None:
+    """Every requirement in ``file`` is pinned, and none contradicts what the image holds or carries what must not
+    reach it (``baked_problem``); the first that is not is named with its own line."""
     field = "image.requirements"
     try:
         text = bounded.read_text(file, bounded.TEXT_CAP, "a requirements file")
@@ -104,6 +136,99 @@ def check_requirements_file(r: Reader, node: Node, file: Path, shown: str) -> No
         if problem:
             raise r.fail(node, field, f"{shown}:{number}: {line!r} {problem}", "name==version or name @ URL per "
                          f"line, comments, and the options {', '.join(REQUIREMENT_OPTIONS)}")
+    for number, line, accepted in requirement_conflicts(text, variant):
+        raise r.fail(node, field, f"{shown}:{number}: {line}", accepted)
+
+
+def requirement_conflicts(text: str, variant: Optional[str]):
+    """(line number, what is wrong, what is accepted) for each requirement that contradicts the variant's pins, names a path of this
+    machine, or carries a password (``baked_problem``): the build could only fail, or the image would hold it."""
+    for number, line in _logical_lines(text):
+        problem = baked_problem(line, variant, requirement=not line.startswith("-"))
+        if problem:
+            yield number, f"{_redacted(line)!r} {problem[0]}", problem[1]
+
+
+PIN_ACCEPTED = ("no pin of torch, deepspeed or accelerate but the variant's (`nodeweave image variants` "
+                "lists each variant's)")
+PATH_ACCEPTED = ("the wheel in wheelhouse/ and name==version (pip finds it there), or a file:///wheelhouse/... URL "
+                 "(where the build mounts the wheelhouse)")
+CREDENTIAL_ACCEPTED = ("the URL without its password: fill a wheelhouse with the credentials on this machine "
+                       "(`python -m pip download -d wheelhouse ...`) and build with --wheelhouse, or ${VARIABLE} in "
+                       "the password's place")
+_URL_USER = re.compile(r"\b[a-z][a-z0-9+.-]*://([^/@\s'\"]+)@", re.I)
+_VARIABLE = re.compile(r"\$\{[A-Za-z_][A-Za-z0-9_]*\}")
+_PIN = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)(?:\[[^\]]*\])?\s*(===|==|@)\s*([^\s;]+)")
+WHEELHOUSE_IN_BUILD = "/wheelhouse"  # where the build mounts the wheelhouse (PIP_FIND_LINKS)
+
+
+def _redacted(text: str) -> str:
+    """``text`` with each URL's password (or long bare token) shown as ``***``: a refusal never prints the secret."""
+    def hide(match):
+        user, colon, _ = match.group(1).partition(":")
+        shown = user + ":***" if colon else ("***" if len(user) >= 20 and not _VARIABLE.fullmatch(user) else user)
+        return match.group(0).replace(match.group(1), shown)
+
+    return _URL_USER.sub(hide, text)
+
+
+def url_credential(text: str, kept: str = "the image (and in every pushed copy)") -> Optional[Tuple[str, str]]:
+    """Why ``text`` (a requirement, an index URL, a RUN line, a build arg) carries a credential in a URL, or None:
+    a password in ``user:password@``, or a long bare token as the user; ``${VARIABLE}`` stands for one and is fine."""
+    for match in _URL_USER.finditer(text):
+        user, _, password = match.group(1).partition(":")
+        secret = _VARIABLE.sub("", password) if password else ("" if _VARIABLE.fullmatch(user) or len(user) < 20
+                                                              else user)
+        if secret:
+            url = re.split(r"[\s'\"]", text[match.start():], maxsplit=1)[0]
+            return f"{_redacted(url)} carries a password in its URL, which would stay in {kept}", CREDENTIAL_ACCEPTED
+    return None
+
+
+def _normal_name(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def baked_problem(line: str, variant: Optional[str], requirement: bool) -> Optional[Tuple[str, str]]:
+    """(what is wrong, what is accepted) for one requirement (or option line) whose syntax is fine, or None: it
+    carries a password, names a path of this machine, or contradicts the variant's own pins."""
+    if url_credential(line):
+        return ("carries a password in its URL, which would stay in the image (and in every pushed copy)",
+                CREDENTIAL_ACCEPTED)
+    words = line.replace("=", " ").split()
+    if not requirement and words and words[0] in ("--find-links", "-f", "--index-url", "-i", "--extra-index-url"):
+        target = words[1] if len(words) > 1 else ""
+        if target and not re.match(r"^https?://", target, re.I) and \
+                not target.replace("file://", "").startswith(WHEELHOUSE_IN_BUILD):
+            return (f"names {target}, a path on this machine: the build reads this file inside the image, where "
+                    "that path does not exist", PATH_ACCEPTED)
+        return None
+    match = _PIN.match(line)
+    if match is None:
+        return None
+    name, how, target = match.groups()
+    if how == "@" and target.lower().startswith("file:") and \
+            not re.sub(r"^file:(//)?", "", target).startswith(WHEELHOUSE_IN_BUILD):
+        return ("names a file of this machine: the build installs inside the image, where that path does not "
+                "exist", PATH_ACCEPTED)
+    if variant is None:
+        return None
+    from nodeweave.catalogue import get_variant
+
+    row = get_variant(variant)
+    for pinned in row.pinned_stack:
+        own, version = pinned.split("==", 1)
+        if _normal_name(own) != _normal_name(name):
+            continue
+        if how == "@":
+            return f"installs {own} from a URL, but image variant {variant} installs {pinned} itself", PIN_ACCEPTED
+        given = target if how == "===" else target.split("+", 1)[0]
+        if given != version:
+            why = ("pip cannot install both" if own == "torch" else
+                   f"the layer would replace the variant's {own} with one nobody tested against its torch")
+            return (f"pins {own} {target}, but image variant {variant} installs {pinned}: {why} (drop the line, "
+                    "or pick a variant with that version)", PIN_ACCEPTED)
+    return None
 
 
 def _logical_lines(text: str):

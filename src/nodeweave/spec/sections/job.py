@@ -126,7 +126,11 @@ def _setup(r: Reader, node: Optional[Node]) -> tuple:
 OWN_OPTION_FIELDS = {"--nnodes": "nodes", "--nproc-per-node": "gpus_per_node", "--max-restarts": "launcher.max_restarts",
                      "--max_restarts": "launcher.max_restarts", "--num_processes": "nodes and gpus_per_node",
                      "--num_machines": "nodes", "--master_port": "launcher.master_port",
-                     "--master-port": "launcher.master_port", "--main_process_port": "launcher.master_port"}
+                     "--master-port": "launcher.master_port", "--main_process_port": "launcher.master_port",
+                     "--standalone": "nodes and the master: the rendezvous",
+                     "--mpirun_hostfile": "nodes and the master: the rendezvous",
+                     "--deepspeed_hostfile": "nodes and the master: the rendezvous",
+                     "--deepspeed_multinode_launcher": "nodes and the master: the rendezvous"}
 
 
 def _options(r: Reader, node: Optional[Node], kind: str) -> tuple:

@@ -12,6 +12,7 @@ from typing import Mapping, Optional
 from yaml.nodes import Node
 
 from nodeweave.spec import rules
+from nodeweave.spec.sections.image import url_credential
 from nodeweave.spec.fields import boolean, choice, integer, optional, rule_list, rule_string, string_map
 from nodeweave.spec.model import (
     AFFINITY_OPERATORS, ANTI_AFFINITIES, BUILD_SOURCES, CLAIMS, SPREAD_POLICIES, TOLERATION_EFFECTS,
@@ -125,6 +126,10 @@ def _build(r: Reader, node: Optional[Node]) -> Optional[OpenShiftBuild]:
     f = r.fields(node, "kubernetes.build", ("source", "git", "ref"))
     source = choice(r, f, "source", BUILD_SOURCES, "binary")
     git = optional(r, f, "git", rules.GIT_URL)
+    credential = url_credential(git, "the rendered BuildConfig and the cluster's copy") if git else None
+    if credential:  # the BuildConfig is a rendered file and a cluster object every reader of the namespace sees
+        raise r.fail(f.get("git"), "kubernetes.build.git", credential[0], "the URL without its password: a source "
+                     "secret on the BuildConfig (`oc set build-secret --source`), or a public repository")
     ref = optional(r, f, "ref", rules.GIT_REF)
     if source == "git" and git is None:
         raise r.fail(node, "kubernetes.build.git", "is required with source git", rules.GIT_URL.accepted)

@@ -8,7 +8,6 @@ a value the template asks for but nobody passed is an error, not a blank.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Dict, Mapping, Optional, Tuple
 
@@ -19,13 +18,8 @@ from nodeweave.catalogue import ACCELERATE, BUILD_TOOLS, DEEPSPEED, EXTRAS
 from nodeweave.targets.images.jinja_cache import QuietBytecodeCache
 from nodeweave.targets.images.quoting import dockerfile_word, exec_form, is_single_line, run_lines
 from nodeweave.resolve import Resolved
+from nodeweave.spec.rules import looks_secret  # one rule: the renderers, the build plan, validate's note
 
-# Names whose values must not be written into a committed Dockerfile (or image history).
-SECRET_NAME = re.compile(r"TOKEN|SECRET|PASSW(OR)?D|CREDENTIAL|API_?KEY|PRIVATE_KEY|ACCESS_KEY", re.IGNORECASE)
-
-
-def looks_secret(name: str) -> bool:
-    return SECRET_NAME.search(name) is not None
 
 
 @dataclass(frozen=True)
