@@ -286,6 +286,12 @@ def _main(argv: "list[str]") -> int:
         completion_init()
     else:
         _warn_unknown_variables()
+        from nodeweave.cli.habits.variables import empty_variable_problem
+
+        empty = empty_variable_problem()
+        if empty:  # one rule for every variable the CLI reads, before any verb reads one its own way
+            typer.echo(f"nodeweave: error: {empty}", err=True)
+            return EXIT_USAGE
     try:
         argv = verb_options_first(argv)
     except NodeweaveError as err:
