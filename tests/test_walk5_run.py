@@ -62,3 +62,60 @@ def test_a_cli_variable_set_but_empty_is_refused_naming_it(capsys, job_folder, m
         line = one_line(err)
         assert code == EXIT_USAGE and f"{variable} is set but empty: {accepted}" in line and not out, line
         monkeypatch.delenv(variable)
+
+
+# -- W37, W43: what nodeweave or the launcher sets on every node is refused wherever a user gives a variable ---
+
+# Exported by the entrypoint only when the user has not set it: the user's value is kept, so it is theirs to give.
+DEFERS_TO_THE_USER = {"ACCELERATE_USE_CPU", "TORCH_DISABLE_SHARE_RDZV_TCP_STORE"}
+
+
+def _exported_names(tmp_path):
+    """Every variable the entrypoint's plan exports from the topology, over each launcher, fixed and elastic."""
+    import json
+
+    from cli_run import entrypoint
+
+    names = set()
+    for launcher, nodes in (("torchrun", "2"), ("torchrun", "2:3"), ("deepspeed", "2"), ("accelerate", "2"),
+                            ("command", "2")):
+        env = {"PATH": "/usr/bin:/bin", "NODE_RANK": "0", "NODEWEAVE_NNODES": nodes, "MASTER_ADDR": "10.0.0.1",
+               "NODEWEAVE_LAUNCHER": launcher}
+        out = entrypoint("--explain", "--json", "--", "train.py", env=env, cwd=tmp_path)
+        plan = json.loads(out.stdout)
+        names |= {var["name"] for var in plan["env"] if var["action"] == "export" and var["source"] == "topology"}
+    return names
+
+
+def test_every_variable_the_plan_sets_is_refused_in_run_e_sweep_and_the_spec_env(capsys, job_folder):
+    from nodeweave.entrypoint.planning import consistency
+
+    exported = _exported_names(job_folder)
+    assert {"WORLD_SIZE", "NNODES", "MASTER_PORT", "PET_NODE_RANK"} <= exported, exported
+    per_process = set(consistency._worker_values(0, 2, 2, 1)) - {"NPROC_PER_NODE"}  # the launcher's, per process
+    owned = (exported - DEFERS_TO_THE_USER) | per_process | {"RANK"}
+    for name in sorted(owned):
+        for argv in (("run", "--dry-run", "-e", f"{name}=1"), ("run", "--dry-run", "--sweep", f"{name}=1,2")):
+            code, out, err = run_cli(capsys, *argv)
+            line = one_line(err)
+            assert code == EXIT_USAGE and f"{name} is" in line and ("accepted: any other variable" in line
+                                                                    or "this run's own flag sets it" in line), line
+        (job_folder / "s.yaml").write_text(SPEC + f"env: {{{name}: '1'}}\n")
+        code, out, err = run_cli(capsys, "validate", "--spec", "s.yaml")
+        line = one_line(err)
+        assert code == EXIT_USAGE and f"env.{name}: {name} is" in line, line
+
+
+@pytest.mark.parametrize("path, refused", [("/opt/mytools", True), ("/opt/mytools:/opt/venv/bin", True),
+                                           ("/opt/mytools:$PATH", True),
+                                           ("/opt/mytools:/opt/venv/bin:/usr/local/bin:/usr/bin:/bin", False)])
+def test_a_path_that_hides_the_entrypoint_is_refused_in_run_e_and_the_spec_env(capsys, job_folder, path, refused):
+    code, out, err = run_cli(capsys, "run", "--dry-run", "-e", f"PATH={path}")
+    if refused:
+        line = one_line(err)
+        assert code == EXIT_USAGE and "leaves out" in line and "launcher.setup: export PATH" in line, line
+    else:
+        assert f"env PATH={path} nodeweave-entrypoint" in out, out + err
+    (job_folder / "s.yaml").write_text(SPEC + f"env: {{PATH: '{path}'}}\n")
+    code, out, err = run_cli(capsys, "validate", "--spec", "s.yaml")
+    assert code == (EXIT_USAGE if refused else 0), out + err

@@ -21,7 +21,7 @@ from rich.table import Table
 
 from nodeweave.errors import UsageError
 from nodeweave.entrypoint import bounded
-from nodeweave.entrypoint.planning.reserved import reserved_reason
+from nodeweave.entrypoint.planning.reserved import PATH_ACCEPTED, reserved_reason, value_problem
 
 VARIABLE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
@@ -53,6 +53,9 @@ def parse_assignment(text: str, option: str, run: bool = False) -> Tuple[str, st
                    if name in ("NNODES", "PET_NNODES") else "change the matching spec field instead")
         raise UsageError(f"{option} {text!r}: {reason}; accepted: any other variable, e.g. NCCL_DEBUG=INFO "
                          f"({instead})")
+    problem = value_problem(name, value)
+    if problem is not None:
+        raise UsageError(f"{option} {text!r}: {problem}; accepted: {PATH_ACCEPTED}")
     return name, value
 
 
