@@ -119,3 +119,33 @@ def test_a_path_that_hides_the_entrypoint_is_refused_in_run_e_and_the_spec_env(c
     (job_folder / "s.yaml").write_text(SPEC + f"env: {{PATH: '{path}'}}\n")
     code, out, err = run_cli(capsys, "validate", "--spec", "s.yaml")
     assert code == (EXIT_USAGE if refused else 0), out + err
+
+
+# -- W20: an item given twice (or empty) in any option's comma list is refused, never collapsed or dropped -------
+
+# flag -> (two spellings of one item, a list with an empty item); a new option whose help names a list needs a row
+LIST_SAMPLES = {"--ops": ("all_reduce,all-reduce", "all_reduce,,all_gather"), "--sizes": ("1K,1024", "1K,,2K"),
+                "--node": ("0,0", "0,,1")}
+
+
+def _list_options():
+    from cli_run import leaves
+
+    for words, command in leaves():
+        for param in command.params:
+            if re.search(r"comma list|or a list", getattr(param, "help", "") or "") and param.opts[0].startswith("-"):
+                yield words, max(param.opts, key=len)
+
+
+def test_every_comma_list_option_refuses_an_item_twice_and_an_empty_item(capsys, job_folder):
+    found = list(_list_options())
+    assert {("bench", "--ops"), ("bench", "--sizes"), ("status", "--node")} <= {(w[0], f) for w, f in found}, found
+    for words, flag in found:
+        twice, empty = LIST_SAMPLES[flag]
+        tail = ["--dry-run"] if words == ["bench"] else (["--", "true"] if words == ["exec"] else [])
+        code, out, err = run_cli(capsys, *words, flag, twice, *tail)
+        line = one_line(err)
+        assert code == EXIT_USAGE and f"{flag} " in line and "is given 2 times; give each" in line, (words, line)
+        code, out, err = run_cli(capsys, *words, flag, empty, *tail)
+        line = one_line(err)
+        assert code == EXIT_USAGE and "holds an empty item; accepted:" in line, (words, line)
