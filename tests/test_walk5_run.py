@@ -149,3 +149,43 @@ def test_every_comma_list_option_refuses_an_item_twice_and_an_empty_item(capsys,
         code, out, err = run_cli(capsys, *words, flag, empty, *tail)
         line = one_line(err)
         assert code == EXIT_USAGE and "holds an empty item; accepted:" in line, (words, line)
+
+
+# -- W26, W31: a flag that does nothing with another on one verb (--run reads a folder; top --once reads once) ----
+
+FLAG_VALUES = {"--host": "gpu01", "--hosts-file": "hosts.txt", "--remote-dir": "/srv/x", "--namespace": "ns",
+               "--kube-cli": "oc", "--kube-context": "c", "--overlay": "base", "--ssh-option": "Port=22",
+               "--engine": "podman", "--node": "0", "--url": "http://127.0.0.1:9", "--target": "local",
+               "--run": "last", "--interval": "5", "--runs-dir": "runs", "--metric": "x ([0-9]+)"}
+
+
+def _per_verb_cases():
+    from cli_run import leaves
+    from nodeweave.cli.habits.conflicts import EXCLUSIVE_ON, IDLE_WITH_ON, NEEDS_ON
+
+    def given(flag):
+        return [flag, FLAG_VALUES[flag]] if flag in FLAG_VALUES else [flag]
+
+    cases = []
+    for words, command in leaves():
+        flags = {name for p in command.params for name in p.opts if name.startswith("--")}
+        for (first, second) in [*EXCLUSIVE_ON.get(command.name, {}), *IDLE_WITH_ON.get(command.name, {})]:
+            if {first, second} <= flags:
+                cases.append((words, [*given(first), *given(second)], f"{first} ", (first, second)))
+        for flag, (needed, _) in NEEDS_ON.get(command.name, {}).items():
+            cases.append((words, given(flag), f"{flag} does nothing without {needed}", (flag, needed)))
+    return cases
+
+
+def test_every_per_verb_flag_that_does_nothing_is_refused_before_anything_is_read(capsys, job_folder):
+    cases = _per_verb_cases()
+    said = {(words[0], *pair) for words, _, _, pair in cases}
+    assert {("dashboard", "--interval", "--run"), ("logs", "--container", "--run"), ("top", "--interval", "--once"),
+            ("logs", "--target", "--run"), ("dashboard", "--url", "--run")} <= said, said
+    (job_folder / "runs").mkdir()
+    (job_folder / "hosts.txt").write_text("gpu01\ngpu02\n")
+    for words, argv, words_said, _ in cases:
+        tail = ["--", "train.py"] if words[0] in ("run", "exec") else []
+        code, out, err = run_cli(capsys, *words, *argv, *tail)
+        line = one_line(err)
+        assert code == EXIT_USAGE and words_said in line and ("give one of them" in line or "leave" in line), line
