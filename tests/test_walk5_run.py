@@ -189,3 +189,53 @@ def test_every_per_verb_flag_that_does_nothing_is_refused_before_anything_is_rea
         code, out, err = run_cli(capsys, *words, *argv, *tail)
         line = one_line(err)
         assert code == EXIT_USAGE and words_said in line and ("give one of them" in line or "leave" in line), line
+
+
+# -- W27: --rank that no line is marked with is said (exit 2, naming the ranks there), never an empty answer -------
+
+
+def _run_folder(root: Path, name: str, lines: str, ended: bool = True) -> Path:
+    import json
+
+    folder = root / "runs" / name
+    folder.mkdir(parents=True)
+    (folder / "run.json").write_text(json.dumps({"job": "proj", "ended": "2026-11-29T12:00:00Z" if ended else None}))
+    (folder / "node-0.log").write_text(lines)
+    return folder
+
+
+@pytest.mark.parametrize("follow", [(), ("-f",)])  # following a run that has ended reads every line too
+def test_logs_rank_that_no_line_is_marked_with_is_refused_naming_the_ranks(capsys, job_folder, follow):
+    _run_folder(job_folder, "20261129T120000Z-proj", "[rank0]: loss 1\n[rank1]: loss 1\nplain line\n")
+    code, out, err = run_cli(capsys, "logs", "--run", "last", "--rank", "5", *follow)
+    line = one_line(err)
+    assert code == EXIT_USAGE and "no line of these logs is marked with rank 5" in line and "0-1" in line, line
+    code, out, err = run_cli(capsys, "logs", "--run", "last", "--rank", "1", *follow)
+    assert code == 0 and "r1] loss 1" in out and "r0]" not in out, out + err
+
+
+def test_logs_rank_on_lines_no_launcher_marked_says_so(capsys, job_folder):
+    _run_folder(job_folder, "20261129T120000Z-proj", "epoch 0 samples/s 12.5\n")
+    code, out, err = run_cli(capsys, "logs", "--run", "last", "--rank", "0")
+    line = one_line(err)
+    assert code == EXIT_USAGE and "no line of these logs is marked with a rank" in line, line
+
+
+# -- W25: logs -f on a run that never recorded its end says what it waits for --------------------------------------
+
+
+def test_logs_follow_on_a_run_without_an_end_says_what_it_waits_for(job_folder):
+    import subprocess
+
+    from cli_run import NODEWEAVE, popen
+
+    _run_folder(job_folder, "20261129T120000Z-proj", "epoch 0\n", ended=False)
+    proc = popen([*NODEWEAVE, "logs", "--run", "last", "-f"], cwd=job_folder, stdout=subprocess.PIPE,
+                 stderr=subprocess.PIPE)
+    try:
+        said = proc.stderr.readline()
+    finally:
+        proc.kill()
+        proc.communicate()
+    assert "following 20261129T120000Z-proj until its run.json records the end" in said, said
+    assert "a run cut off" in said and "Ctrl-C" in said, said
