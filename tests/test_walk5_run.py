@@ -239,3 +239,19 @@ def test_logs_follow_on_a_run_without_an_end_says_what_it_waits_for(job_folder):
         proc.communicate()
     assert "following 20261129T120000Z-proj until its run.json records the end" in said, said
     assert "a run cut off" in said and "Ctrl-C" in said, said
+
+
+# -- W15: a note a verb says about the spec is in its -o json document too (an empty notes list: nothing to know) --
+
+
+@pytest.mark.parametrize("argv", [("validate",), ("up", "--dry-run"), ("run", "--dry-run")])
+def test_the_missing_script_note_is_in_every_verbs_json_document(capsys, job_folder, argv):
+    import json
+
+    (job_folder / "nodeweave.yaml").write_text(SPEC.replace("train.py", "trian.py"))
+    code, out, err = run_cli(capsys, *argv, "-o", "json")
+    notes = json.loads(out)["notes"]
+    assert code == 0 and any("trian.py is not in the workspace" in note for note in notes), (notes, err)
+    (job_folder / "nodeweave.yaml").write_text(SPEC)
+    code, out, err = run_cli(capsys, *argv, "-o", "json")
+    assert not any("not in the workspace" in note for note in json.loads(out)["notes"]), out

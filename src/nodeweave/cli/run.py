@@ -106,10 +106,15 @@ def run_command(
     if not dry_run:
         require_up(backend, nodes, "run")
     # after every refusal (nodes judged, the cluster up): a refusal is the one line a mistake gets
-    note_script(spec, spec_path, command, launcher or spec.launcher.type)
-    if dry_run:
-        show_plan(plan, fmt, backend, nodes, "run")
+    missing = script_note(spec, spec_path, command, launcher or spec.launcher.type)
+    if dry_run:  # the note is the plan's, in its text and its -o json alike
+        from dataclasses import replace
+
+        show_plan(replace(plan, notes=(*plan.notes, f"note: {missing}")) if missing else plan, fmt, backend, nodes,
+                  "run")
         return
+    if missing:
+        typer.echo(f"nodeweave: note: {missing}", err=True)
     if detach:
         from nodeweave.cli.habits.detach import detach_run
 
@@ -186,7 +191,7 @@ def script_inside(spec, command: List[str], launcher: str) -> Optional[tuple]:
     return script, inside
 
 
-def judge_script(spec, spec_path: Path, command: List[str], launcher: str) -> str:
+def script_note(spec, spec_path: Path, command: List[str], launcher: str) -> str:
     """The script the nodes would run, judged here: refused when it leaves the workspace (:func:`script_inside`);
     for one the workspace lacks, the note to print (the image may hold it), for a dry run and a real run alike;
     else ""."""
@@ -202,9 +207,9 @@ def judge_script(spec, spec_path: Path, command: List[str], launcher: str) -> st
 
 
 def note_script(spec, spec_path: Path, command: List[str], launcher: str) -> None:
-    """Judge the script the nodes would run (:func:`judge_script`) and print its note, the one way every verb
-    that judges a spec's script says it (run, up, validate, init)."""
-    note = judge_script(spec, spec_path, command, launcher)
+    """Judge the script the nodes would run (:func:`script_note`) and print its note on stderr, for a verb with no
+    document to carry it (init); validate, up and run put the same note in their -o json too."""
+    note = script_note(spec, spec_path, command, launcher)
     if note:
         typer.echo(f"nodeweave: note: {note}", err=True)
 
