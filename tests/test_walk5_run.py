@@ -255,3 +255,22 @@ def test_the_missing_script_note_is_in_every_verbs_json_document(capsys, job_fol
     (job_folder / "nodeweave.yaml").write_text(SPEC)
     code, out, err = run_cli(capsys, *argv, "-o", "json")
     assert not any("not in the workspace" in note for note in json.loads(out)["notes"]), out
+
+
+# -- W29: a dry run never changes the command silently: `python train.py` is said to run as `train.py` -------------
+
+
+def test_an_interpreter_left_out_of_the_command_is_said_on_every_launcher(capsys, job_folder):
+    from nodeweave.spec.model import LAUNCHERS
+
+    for launcher in LAUNCHERS:
+        for python in ("python", "python3", "/usr/bin/python3.11"):
+            code, out, err = run_cli(capsys, "run", "--dry-run", "--launcher", launcher, "--", python, "train.py")
+            assert code == 0, err
+            if launcher == "command":  # runs what it is given, unchanged: nothing to say
+                assert f"-- {python} train.py" in out and "left out" not in out + err, out
+                continue
+            assert f"# note: `{python} train.py` runs as `train.py`: {launcher} starts" in out, out
+            assert f"{python} train.py" not in out.replace(f"`{python} train.py`", ""), out
+        code, out, err = run_cli(capsys, "run", "--dry-run", "--launcher", launcher, "--", "train.py")
+        assert "left out" not in out + err, out

@@ -93,7 +93,8 @@ def run_command(
         extra = {"NODEWEAVE_PROFILE_OPTIONS": profile_options, **extra}
     spec, backend, _ = open_cluster(spec_path, reach, dry_run=dry_run)
     refuse_shape_under_recovery(spec, nodes_wanted, node)
-    command = launcher_command(command, launcher or spec.launcher.type) if command else spec_command(spec)
+    command, rewritten = launcher_command(command, launcher or spec.launcher.type) if command else (
+        spec_command(spec), "")
     script_inside(spec, command, launcher or spec.launcher.type)  # a script leaving the workspace: refused first
     everyone = live_nodes(backend, "run", dry_run)
     nodes_wanted = _node_count(everyone, node, nodes_wanted)
@@ -106,15 +107,15 @@ def run_command(
     if not dry_run:
         require_up(backend, nodes, "run")
     # after every refusal (nodes judged, the cluster up): a refusal is the one line a mistake gets
-    missing = script_note(spec, spec_path, command, launcher or spec.launcher.type)
-    if dry_run:  # the note is the plan's, in its text and its -o json alike
+    said = [f"note: {note}" for note in (rewritten, script_note(spec, spec_path, command,
+                                                                 launcher or spec.launcher.type)) if note]
+    if dry_run:  # the notes are the plan's, in its text and its -o json alike
         from dataclasses import replace
 
-        show_plan(replace(plan, notes=(*plan.notes, f"note: {missing}")) if missing else plan, fmt, backend, nodes,
-                  "run")
+        show_plan(replace(plan, notes=(*plan.notes, *said)), fmt, backend, nodes, "run")
         return
-    if missing:
-        typer.echo(f"nodeweave: note: {missing}", err=True)
+    for line in said:
+        typer.echo(f"nodeweave: {line}", err=True)
     if detach:
         from nodeweave.cli.habits.detach import detach_run
 
