@@ -274,3 +274,54 @@ def test_an_interpreter_left_out_of_the_command_is_said_on_every_launcher(capsys
             assert f"{python} train.py" not in out.replace(f"`{python} train.py`", ""), out
         code, out, err = run_cli(capsys, "run", "--dry-run", "--launcher", launcher, "--", "train.py")
         assert "left out" not in out + err, out
+
+
+# -- W21: a tie names no single best, and a run that did not end ok is never ranked -------------------------------
+
+
+def _ranked_run(root: Path, name: str, rate: float, ended: bool, code: int = 0) -> None:
+    import json
+
+    folder = root / "runs" / name
+    folder.mkdir(parents=True)
+    record = {"job": "proj", "run_id": name, "nodes": [{"node": "node-0"}]}
+    if ended:
+        record.update(ended="2026-11-29T12:00:00Z", exit_code=code, seconds=1.0)
+    (folder / "run.json").write_text(json.dumps(record))
+    (folder / "node-0.log").write_text(f"samples/s {rate}\n")
+
+
+@pytest.mark.parametrize("lower", [(), ("--lower-is-better",)])
+def test_runs_compare_ranks_only_runs_that_ended_ok_and_names_no_single_best_in_a_tie(capsys, job_folder, lower):
+    import json
+
+    runs = {"20261129T100000Z-proj": (12.5, True, 0), "20261129T110000Z-proj": (12.5, True, 0),
+            "20261129T120000Z-proj": (99.0 if not lower else 1.0, False, 0),  # best by number, but never ended
+            "20261129T130000Z-proj": (98.0 if not lower else 2.0, True, 1)}  # failed
+    for name, (rate, ended, code) in runs.items():
+        _ranked_run(job_folder, name, rate, ended, code)
+    argv = ("runs", "compare", *runs, "--metric", "samples/s ([0-9.]+)", *lower)
+    code, out, err = run_cli(capsys, *argv, "-o", "json")
+    data = json.loads(out)
+    assert code == 0 and data["best"] is None and data["leaders"] == list(runs)[:2], data
+    assert "2 runs tie for the best mean" in err and "not ranked" in err and "20261129T120000Z-proj" in err, err
+    code, out, err = run_cli(capsys, *argv)
+    assert out.count("12.5 (tied best)") == 2 and "(best)" not in out and out.count("(not ranked)") == 2, out
+    (job_folder / "runs" / "20261129T110000Z-proj" / "node-0.log").write_text("samples/s 12\n")
+    code, out, err = run_cli(capsys, *argv, "-o", "json")
+    assert json.loads(out)["best"] == ("20261129T100000Z-proj" if not lower else "20261129T110000Z-proj"), out
+
+
+def test_a_sweep_table_marks_every_tied_point_and_no_failed_one():
+    import io
+
+    from rich.console import Console
+
+    from nodeweave.cluster.sweep import sweep_table
+
+    rows = [{"point": {"N": n}, "exit_code": code, "seconds": 1.0, "metric": m, "per_node": [m], "folder": n}
+            for n, code, m in (("8", 0, 90.0), ("16", 0, 90.0), ("32", 1, 99.0))]
+    console = Console(file=io.StringIO(), width=200, color_system=None)
+    console.print(sweep_table(rows, "x ([0-9]+)"))
+    text = console.file.getvalue()
+    assert text.count("90 (tied best)") == 2 and "99 (" not in text, text
