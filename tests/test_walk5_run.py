@@ -325,3 +325,20 @@ def test_a_sweep_table_marks_every_tied_point_and_no_failed_one():
     console.print(sweep_table(rows, "x ([0-9]+)"))
     text = console.file.getvalue()
     assert text.count("90 (tied best)") == 2 and "99 (" not in text, text
+
+
+# -- W1: `$VAR` of the run's own variables in the command is said to reach the script as typed -------------------
+
+
+@pytest.mark.parametrize("given, word", [(("--sweep", "LR=1e-3,3e-4"), "$LR"), (("-e", "LR=1e-3"), "${LR}"),
+                                         (("--sweep", "LR=1,2"), "--lr=$LR")])
+def test_a_run_variable_written_in_the_command_is_noted_as_passed_literally(capsys, job_folder, given, word):
+    import json
+
+    code, out, err = run_cli(capsys, "run", "--dry-run", *given, "--", "train.py", "--lr", word)
+    assert code == 0 and "in the command reaches the script as typed: no shell reads the command" in out, out + err
+    assert "os.environ['LR']" in out, out
+    code, out, err = run_cli(capsys, "run", "--dry-run", *given, "-o", "json", "--", "train.py", "--lr", word)
+    assert any("reaches the script as typed" in note for note in json.loads(out)["notes"]), out
+    code, out, err = run_cli(capsys, "run", "--dry-run", *given, "--", "train.py", "--home", "$HOME")
+    assert "reaches the script as typed" not in out + err, out  # not a variable of this run: nothing said

@@ -107,8 +107,11 @@ def run_command(
     if not dry_run:
         require_up(backend, nodes, "run")
     # after every refusal (nodes judged, the cluster up): a refusal is the one line a mistake gets
+    from nodeweave.cli.habits.dashes import unexpanded_note
+
     said = [f"note: {note}" for note in (rewritten, script_note(spec, spec_path, command,
-                                                                 launcher or spec.launcher.type)) if note]
+                                                                 launcher or spec.launcher.type),
+                                         unexpanded_note(command, [*(name for name, _ in sweeps), *extra])) if note]
     if dry_run:  # the notes are the plan's, in its text and its -o json alike
         from dataclasses import replace
 

@@ -165,6 +165,23 @@ def launcher_command(command: Sequence[str], launcher: str, verb: str = "nodewea
     return words, ""
 
 
+_REFERENCE = re.compile(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?")
+
+
+def unexpanded_note(command: Sequence[str], variables: Sequence[str]) -> str:
+    """The note for ``$NAME``/``${NAME}`` in the command after ``--``, where NAME is a variable this run sets (a
+    ``--sweep`` or ``-e``): no shell reads the command on the nodes, so the script gets the text as typed; "" for
+    none. A sweep of a script's own flag (``--lr '$LR'``) is the first thing an argparse user tries (walk5, W1)."""
+    named = [m.group(0) for word in command for m in _REFERENCE.finditer(word) if m.group(1) in set(variables)]
+    if not named:
+        return ""
+    first = _REFERENCE.match(named[0]).group(1)
+    return (f"{', '.join(dict.fromkeys(named))} in the command reaches the script as typed: no shell reads the "
+            f"command on the nodes; {first} is in each node's environment (the -e value, or each sweep point's): read it in the "
+            f"script (os.environ['{first}'], e.g. as the flag's default), or run it through a shell: --launcher "
+            f"command -- sh -c '... \"${first}\"' (docs/cluster.md, \"--sweep and --metric\")")
+
+
 # A launcher option nodeweave sets itself, and where its value goes instead: a flag of `nodeweave run`,
 # or a spec field (spellings of torchrun, deepspeed and accelerate; see planning/launcher_options.py).
 RUN_FLAGS = {"--nproc-per-node": "--nproc-per-node", "--nproc_per_node": "--nproc-per-node",
