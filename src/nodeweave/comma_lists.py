@@ -29,6 +29,6 @@ def comma_items(texts: "str | Sequence[str]", flag: str, accepted: str, each: st
     for index, k in enumerate(keys):
         same = [item for item, other in zip(found, keys) if other == k]
         if len(same) > 1:
-            spelt = found[index] if len(set(same)) == 1 else " and ".join(dict.fromkeys(same)) + " (the same " + each + ")"
+            spelt = found[index] if len(set(same)) == 1 else f"{' and '.join(dict.fromkeys(same))} (the same {each})"
             raise UsageError(f"{flag} {spelt} is given {len(same)} times; give each {each} once")
     return found

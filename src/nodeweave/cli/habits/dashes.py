@@ -177,8 +177,8 @@ def unexpanded_note(command: Sequence[str], variables: Sequence[str]) -> str:
         return ""
     first = _REFERENCE.match(named[0]).group(1)
     return (f"{', '.join(dict.fromkeys(named))} in the command reaches the script as typed: no shell reads the "
-            f"command on the nodes; {first} is in each node's environment (the -e value, or each sweep point's): read it in the "
-            f"script (os.environ['{first}'], e.g. as the flag's default), or run it through a shell: --launcher "
+            f"command on the nodes; {first} is in each node's environment (the -e value, or each sweep point's): "
+            f"read it in the script (os.environ['{first}'], e.g. as the flag's default), or run it through a shell: --launcher "
             f"command -- sh -c '... \"${first}\"' (docs/cluster.md, \"--sweep and --metric\")")
 
 
