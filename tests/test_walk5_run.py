@@ -342,3 +342,17 @@ def test_a_run_variable_written_in_the_command_is_noted_as_passed_literally(caps
     assert any("reaches the script as typed" in note for note in json.loads(out)["notes"]), out
     code, out, err = run_cli(capsys, "run", "--dry-run", *given, "--", "train.py", "--home", "$HOME")
     assert "reaches the script as typed" not in out + err, out  # not a variable of this run: nothing said
+
+
+# -- W74: runs compare/show judge their options as run does, before anything is printed ---------------------------
+
+
+def test_runs_compare_and_show_judge_their_metric_options_before_any_output(capsys, job_folder):
+    _ranked_run(job_folder, "20261129T100000Z-proj", 1.0, True)
+    _ranked_run(job_folder, "20261129T110000Z-proj", 2.0, True)
+    code, out, err = run_cli(capsys, "runs", "compare", "20261129T10", "20261129T11", "--lower-is-better")
+    line = one_line(err)
+    assert code == EXIT_USAGE and "--lower-is-better does nothing without --metric" in line and not out, line
+    code, out, err = run_cli(capsys, "runs", "show", "last", "--metric", "x")
+    line = one_line(err)
+    assert code == EXIT_USAGE and "--metric 'x' has no group" in line and not out, out + err
