@@ -356,3 +356,15 @@ def test_runs_compare_and_show_judge_their_metric_options_before_any_output(caps
     code, out, err = run_cli(capsys, "runs", "show", "last", "--metric", "x")
     line = one_line(err)
     assert code == EXIT_USAGE and "--metric 'x' has no group" in line and not out, out + err
+
+
+# -- W56: a dry run says what --detach makes the real run do ------------------------------------------------------
+
+
+@pytest.mark.parametrize("sweep, prints", [((), "prints the run's id"), (("--sweep", "A=1,2"), "prints the sweep's id")])
+def test_a_detached_dry_run_says_what_the_real_run_prints_and_how_to_follow_it(capsys, job_folder, sweep, prints):
+    code, out, err = run_cli(capsys, "run", "--dry-run", "--detach", *sweep)
+    assert code == 0 and f"# note: --detach: the real run goes to the background and {prints}" in out, out + err
+    assert "`nodeweave logs -f --run ID`" in out and "`nodeweave stop`" in out, out
+    code, out, err = run_cli(capsys, "run", "--dry-run", *sweep)
+    assert "--detach" not in out, out

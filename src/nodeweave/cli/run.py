@@ -112,6 +112,12 @@ def run_command(
     said = [f"note: {note}" for note in (rewritten, script_note(spec, spec_path, command,
                                                                  launcher or spec.launcher.type),
                                          unexpanded_note(command, [*(name for name, _ in sweeps), *extra])) if note]
+    if detach and dry_run:  # what the real run does with --detach, said by its dry run (walk5, W56)
+        what = "the sweep's id (<UTC time>-<job>-sweep)" if sweep else "the run's id"
+        follows = "the point running then" if sweep else "it"
+        said.append(f"note: --detach: the real run goes to the background and prints {what} once its folder exists; "
+                    f"`nodeweave logs -f --run ID` follows {follows}, `nodeweave runs show ID` gives the result, "
+                    "`nodeweave stop` ends it")
     if dry_run:  # the notes are the plan's, in its text and its -o json alike
         from dataclasses import replace
 
