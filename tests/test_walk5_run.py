@@ -368,3 +368,25 @@ def test_a_detached_dry_run_says_what_the_real_run_prints_and_how_to_follow_it(c
     assert "`nodeweave logs -f --run ID`" in out and "`nodeweave stop`" in out, out
     code, out, err = run_cli(capsys, "run", "--dry-run", *sweep)
     assert "--detach" not in out, out
+
+
+# -- W69: a --runs-dir a run writes into is never a system folder, a kernel file system or nodeweave's own tree ---
+
+
+def test_every_runs_dir_a_verb_writes_refuses_system_kernel_and_nodeweave_folders(capsys, job_folder):
+    from cli_run import leaves
+
+    writers = [words for words, command in leaves()  # the verbs whose --runs-dir takes the run folders they make
+               for p in command.params if "--runs-dir" in p.opts and p.callback.__name__ == "runs_folder_written"]
+    assert ["run"] in writers and ["check"] in writers, writers
+    (job_folder / "images").mkdir()
+    (job_folder / ".nodeweave").mkdir()
+    for words in writers:
+        for folder, why in (("/", "a system folder"), ("/etc", "a system folder"), ("/usr/lib", "a system folder"),
+                            ("/proc", "a system folder"), ("/sys/x", "kernel file system"),
+                            (".nodeweave", "nodeweave's own state"), ("images/x", "a tree `nodeweave render` writes")):
+            code, out, err = run_cli(capsys, *words, "--dry-run", "--runs-dir", folder)
+            line = one_line(err)
+            assert code == EXIT_USAGE and f"--runs-dir {folder}:" in line and why in line, (words, line)
+        code, out, err = run_cli(capsys, *words, "--dry-run", "--runs-dir", str(job_folder / "mine"))
+        assert "--runs-dir" not in err, err

@@ -207,8 +207,36 @@ def runs_folder_written(ctx: typer.Context, param: typer.CallbackParam, value: "
         return value
     from nodeweave.failures import writable_dir
 
-    writable_dir(value, "--runs-dir")
+    why = runs_dir_problem(writable_dir(value, "--runs-dir"))
+    if why:
+        raise UsageError(f"--runs-dir {value}: {why}; accepted: a folder of your own, such as runs/ beside the spec "
+                         "(the default)")
     return value
+
+
+def runs_dir_problem(folder: Path) -> str:
+    """Why ``folder`` may not take run folders ("" when it may): ``/`` or a system folder (the guard DEST and
+    --remote-dir have), a kernel file system, nodeweave's own state (``.nodeweave/``) or a tree ``render`` writes
+    beside a spec (``images/``, ``compose/``, ..., which ``render --prune`` manages) (walk5, W69)."""
+    import os
+
+    from nodeweave.remote.names import system_folder
+
+    here = Path(os.path.realpath(folder))
+    text = str(here)
+    if system_folder(text) or text.startswith(("/usr/", "/etc/", "/boot/", "/bin/", "/sbin/", "/lib")):
+        return f"{text} is a system folder"
+    if any(text == root or text.startswith(root + "/") for root in ("/proc", "/sys", "/dev")):
+        return f"{text} is on a kernel file system"
+    if ".nodeweave" in here.parts:
+        return f"{text} is inside nodeweave's own state folder (.nodeweave/)"
+    from nodeweave.cli.render import TARGET_NAMES
+
+    for name in here.parts[1:]:
+        above = Path(*here.parts[:here.parts.index(name)])
+        if name in TARGET_NAMES and (above / "nodeweave.yaml").is_file():
+            return f"{text} is inside {name}/, a tree `nodeweave render` writes beside {above / 'nodeweave.yaml'}"
+    return ""
 
 
 def image_reference(ctx: typer.Context, param: typer.CallbackParam, value: "str | None") -> "str | None":
