@@ -390,3 +390,29 @@ def test_every_runs_dir_a_verb_writes_refuses_system_kernel_and_nodeweave_folder
             assert code == EXIT_USAGE and f"--runs-dir {folder}:" in line and why in line, (words, line)
         code, out, err = run_cli(capsys, *words, "--dry-run", "--runs-dir", str(job_folder / "mine"))
         assert "--runs-dir" not in err, err
+
+
+# -- W50: run --profile: the dry run refuses what every node refuses, and says a profiler the variant cannot hold ---
+
+
+def test_every_profiler_output_option_is_refused_by_the_dry_run_as_the_node_refuses_it(capsys, job_folder):
+    from nodeweave.entrypoint.running.profile import OUTPUT_OPTIONS
+
+    for tool, options in OUTPUT_OPTIONS.items():
+        for option in options:
+            code, out, err = run_cli(capsys, "run", "--dry-run", "--profile", tool, "--profile-options",
+                                     f"--stats=true {option}=x")
+            line = one_line(err)
+            assert code == EXIT_USAGE and f"sets {tool}'s output" in line and not out, line
+
+
+def test_a_profiler_for_another_vendor_than_the_variant_is_noted(capsys, job_folder):
+    from nodeweave.catalogue import VARIANTS
+    from nodeweave.cli.run import PROFILER_VENDOR
+
+    for variant, row in VARIANTS.items():
+        (job_folder / "nodeweave.yaml").write_text(SPEC.replace("variant: cpu", f"variant: {variant}"))
+        for tool, vendor in PROFILER_VENDOR.items():
+            code, out, err = run_cli(capsys, "run", "--dry-run", "--profile", tool)
+            said = f"--profile {tool} traces {vendor} GPUs, and image variant {variant} is built for"
+            assert code == 0 and (said in out) == (row.vendor != vendor), (variant, tool, out)

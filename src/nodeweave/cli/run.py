@@ -90,6 +90,7 @@ def run_command(
             raise UsageError(f"{name} is both set (-e {name}={extra[name]}) and swept (--sweep {name}="
                              f"{','.join(values)}); give it once: drop the -e, or add its value to the sweep")
     if profile_options is not None:  # the entrypoint's own variable, in front of it as every -e is
+        _check_profile_options(profile, profile_options)
         extra = {"NODEWEAVE_PROFILE_OPTIONS": profile_options, **extra}
     spec, backend, _ = open_cluster(spec_path, reach, dry_run=dry_run)
     refuse_shape_under_recovery(spec, nodes_wanted, node)
@@ -112,6 +113,8 @@ def run_command(
     said = [f"note: {note}" for note in (rewritten, script_note(spec, spec_path, command,
                                                                  launcher or spec.launcher.type),
                                          unexpanded_note(command, [*(name for name, _ in sweeps), *extra])) if note]
+    if profile is not None:
+        said += [f"note: {note}" for note in [profiler_note(profile, spec.image.variant)] if note]
     if detach and dry_run:  # what the real run does with --detach, said by its dry run (walk5, W56)
         what = "the sweep's id (<UTC time>-<job>-sweep)" if sweep else "the run's id"
         follows = "the point running then" if sweep else "it"
@@ -149,6 +152,43 @@ def _execute(plan, nodes, spec, spec_path: Path, backend, parent: Path, quiet: b
         _finish(session.results[0], fmt, out)
         return
     _sweep_result(session, plan, fmt)
+
+
+# The GPU vendor whose devices each profiler traces (catalogue.VENDORS keys).
+PROFILER_VENDOR = {"nsys": "nvidia", "rocprofv3": "amd"}
+
+
+def _check_profile_options(profile: str, text: str) -> None:
+    """--profile-options judged here by the node's own rule (an option moving the profiler's output is refused),
+    so the dry run refuses what every node would (walk5, W50)."""
+    import shlex
+
+    from nodeweave.entrypoint.errors import UsageError as NodeRefusal
+    from nodeweave.entrypoint.running.profile import checked_options
+
+    try:
+        checked_options(profile, shlex.split(text), "--profile-options")
+    except ValueError as err:  # shlex's
+        raise UsageError(f"--profile-options {text!r} cannot be split into words ({err}); accepted: shell-quoted "
+                         "profiler options such as '--trace=cuda,nvtx --stats=true'") from None
+    except NodeRefusal as err:  # the entrypoint's own exception class: the same words, this program's exit 2
+        raise UsageError(str(err)) from None
+
+
+def profiler_note(profile: str, variant: str) -> str:
+    """The note for a profiler that traces another vendor's GPUs than the spec's image variant is built for
+    (``--profile nsys`` on the cpu or a ROCm variant): every node would stop with exit 127 unless the image
+    holds it anyway; "" when the vendors agree."""
+    from nodeweave.catalogue import VARIANTS
+
+    row = VARIANTS.get(variant)
+    wanted = PROFILER_VENDOR[profile]
+    if row is None or row.vendor == wanted:
+        return ""
+    fits = ", ".join(key for key, v in VARIANTS.items() if v.vendor == wanted)
+    return (f"--profile {profile} traces {wanted} GPUs, and image variant {variant} is built for {row.vendor}: "
+            f"unless the image holds {profile}, every node stops before the launch with exit 127 (variants for "
+            f"{wanted}: {fits})")
 
 
 def refuse_shape_under_recovery(spec, count: Optional[int], node: List[str]) -> None:
