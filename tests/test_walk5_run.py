@@ -416,3 +416,48 @@ def test_a_profiler_for_another_vendor_than_the_variant_is_noted(capsys, job_fol
             code, out, err = run_cli(capsys, "run", "--dry-run", "--profile", tool)
             said = f"--profile {tool} traces {vendor} GPUs, and image variant {variant} is built for"
             assert code == 0 and (said in out) == (row.vendor != vendor), (variant, tool, out)
+
+
+# -- W75, W82: what this machine or the variant cannot run: bench --backend nccl without a GPU, NCCL_* over gloo ---
+
+
+@pytest.fixture
+def no_gpu(monkeypatch):
+    import nodeweave.entrypoint as entrypoint_package
+
+    real = entrypoint_package.detect
+
+    def without_gpus(*args, **kwargs):
+        node = real(*args, **kwargs)
+        node.gpus.count = 0
+        return node
+
+    monkeypatch.setattr(entrypoint_package, "detect", without_gpus)
+
+
+@pytest.mark.parametrize("argv, says", [
+    (("--backend", "nccl"), "--backend nccl: no GPU here"),
+    (("--sweep", "NCCL_ALGO=Ring,Tree"), "--sweep NCCL_ALGO: no GPU here, so the launches run gloo"),
+    (("--sweep", "RCCL_THREADS_PER_BLOCK=256,512"), "--sweep RCCL_THREADS_PER_BLOCK: no GPU here"),
+    (("--backend", "gloo", "--sweep", "NCCL_ALGO=Ring,Tree"), "--backend gloo reads no NCCL_*/RCCL_* variable"),
+])
+def test_bench_refuses_what_this_machine_cannot_run_before_any_launch(capsys, job_folder, no_gpu, argv, says):
+    code, out, err = run_cli(capsys, "bench", "--dry-run", *argv)
+    lines = [line for line in err.splitlines() if "error" in line]
+    assert code == EXIT_USAGE and len(lines) == 1 and says in lines[0] and not out, out + err
+
+
+def test_bench_on_gloo_still_sweeps_what_gloo_reads(capsys, job_folder, no_gpu):
+    code, out, err = run_cli(capsys, "bench", "--dry-run", "--sweep", "GLOO_SOCKET_IFNAME=lo,eth0")
+    assert code == 0 and "GLOO_SOCKET_IFNAME=lo" in out, out + err
+
+
+def test_a_run_sweep_of_variables_the_variants_library_never_reads_is_noted(capsys, job_folder):
+    from nodeweave.catalogue import VARIANTS
+
+    for variant, row in VARIANTS.items():
+        (job_folder / "nodeweave.yaml").write_text(SPEC.replace("variant: cpu", f"variant: {variant}"))
+        for name in ("NCCL_MAX_NCHANNELS", "RCCL_THREADS_PER_BLOCK"):
+            code, out, err = run_cli(capsys, "run", "--dry-run", "--sweep", f"{name}=8,16")
+            inert = row.vendor == "cpu" or (row.vendor == "nvidia" and name.startswith("RCCL_"))
+            assert code == 0 and ("no point of this sweep" in out) == inert, (variant, name, out)

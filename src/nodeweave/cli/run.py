@@ -115,6 +115,7 @@ def run_command(
                                          unexpanded_note(command, [*(name for name, _ in sweeps), *extra])) if note]
     if profile is not None:
         said += [f"note: {note}" for note in [profiler_note(profile, spec.image.variant)] if note]
+    said += [f"note: {note}" for note in [inert_sweep_note([name for name, _ in sweeps], spec.image.variant)] if note]
     if detach and dry_run:  # what the real run does with --detach, said by its dry run (walk5, W56)
         what = "the sweep's id (<UTC time>-<job>-sweep)" if sweep else "the run's id"
         follows = "the point running then" if sweep else "it"
@@ -173,6 +174,28 @@ def _check_profile_options(profile: str, text: str) -> None:
                          "profiler options such as '--trace=cuda,nvtx --stats=true'") from None
     except NodeRefusal as err:  # the entrypoint's own exception class: the same words, this program's exit 2
         raise UsageError(str(err)) from None
+
+
+# The collective library variables each vendor's stack reads: gloo (cpu) none, NCCL its NCCL_*, RCCL both.
+COLLECTIVE_READS = {"cpu": (), "nvidia": ("NCCL_",), "amd": ("NCCL_", "RCCL_")}
+
+
+def inert_sweep_note(swept: List[str], variant: str) -> str:
+    """The note for a sweep whose every variable is a collective library's that the image variant's stack never
+    reads (``NCCL_*`` on the cpu variant, gloo; ``RCCL_*`` on a CUDA one): every point would measure the same
+    (walk5, W82); "" otherwise."""
+    from nodeweave.catalogue import VARIANTS
+
+    row = VARIANTS.get(variant)
+    if row is None or not swept or row.vendor not in COLLECTIVE_READS:
+        return ""
+    reads = COLLECTIVE_READS[row.vendor]
+    inert = [name for name in swept if name.startswith(("NCCL_", "RCCL_")) and not name.startswith(reads)]
+    if len(inert) != len(swept):
+        return ""
+    library = "gloo, which reads no NCCL_*/RCCL_* variable" if not reads else "NCCL, which reads no RCCL_* variable"
+    return (f"image variant {variant} runs {library}: no point of this sweep ({', '.join(inert)}) changes "
+            "anything, so the runs would differ only by noise")
 
 
 def profiler_note(profile: str, variant: str) -> str:
