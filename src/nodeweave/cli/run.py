@@ -122,10 +122,11 @@ def run_command(
         said.append(f"note: --detach: the real run goes to the background and prints {what} once its folder exists; "
                     f"`nodeweave logs -f --run ID` follows {follows}, `nodeweave runs show ID` gives the result, "
                     "`nodeweave stop` ends it")
-    if dry_run:  # the notes are the plan's, in its text and its -o json alike
-        from dataclasses import replace
+    from dataclasses import replace
 
-        show_plan(replace(plan, notes=(*plan.notes, *said)), fmt, backend, nodes, "run")
+    plan = replace(plan, notes=(*plan.notes, *said))  # the plan's: its dry run's text and -o json, the executed one's
+    if dry_run:
+        show_plan(plan, fmt, backend, nodes, "run")
         return
     for line in said:
         typer.echo(f"nodeweave: {line}", err=True)
