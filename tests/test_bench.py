@@ -127,15 +127,16 @@ def test_two_process_gloo_run_is_correct_and_uses_nccl_tests_math(tmp_path):
 
 @pytest.mark.slow
 def test_sweep_over_a_harmless_variable_ranks_every_launch(tmp_path):
-    # --nproc auto on this GPU-less machine: two gloo processes, said on stderr
-    out = _bench(tmp_path, "--ops", "all_reduce", "--sizes", "16K", "--sweep", "NCCL_NWTEST_PROBE=a,b",
+    # --nproc auto on this GPU-less machine: two gloo processes, said on stderr (a variable gloo launches carry;
+    # an NCCL_* one is refused here: gloo reads none, walk5 W82)
+    out = _bench(tmp_path, "--ops", "all_reduce", "--sizes", "16K", "--sweep", "GLOO_NWTEST_PROBE=a,b",
                  "--json-out", "s.json", nproc="auto")
     assert out.returncode == 0, out.stdout + out.stderr
     assert "no GPU here, so 2 gloo processes" in out.stderr
     doc = json.loads((tmp_path / "s.json").read_text())
-    assert [run["label"] for run in doc["runs"]] == [BASELINE_LABEL, "NCCL_NWTEST_PROBE=a",
-                                                      "NCCL_NWTEST_PROBE=b"]
-    assert [run["report"]["env"].get("NCCL_NWTEST_PROBE") for run in doc["runs"]] == [None, "a", "b"]
+    assert [run["label"] for run in doc["runs"]] == [BASELINE_LABEL, "GLOO_NWTEST_PROBE=a",
+                                                      "GLOO_NWTEST_PROBE=b"]
+    assert [run["report"]["env"].get("GLOO_NWTEST_PROBE") for run in doc["runs"]] == [None, "a", "b"]
     assert {run["report"]["world_size"] for run in doc["runs"]} == {2}
     busbw = [row["busbw_gbps"] for row in doc["ranking"]]
     assert busbw == sorted(busbw, reverse=True) and len(busbw) == 3

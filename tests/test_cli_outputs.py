@@ -194,7 +194,8 @@ def test_values_complete_in_the_shell(words, wanted, tmp_path):
 # ---- runs compare compares -------------------------------------------------------------------------
 
 def _second_run(folder):
-    other = dict(RUN, run_id="20260102T000000Z-demo", started="2026-01-02T00:00:00Z")
+    other = dict(RUN, run_id="20260102T000000Z-demo", started="2026-01-02T00:00:00Z", ended="2026-01-02T00:01:00Z",
+                 exit_code=0)  # ended ok, so ranked (RUN records no end: not ranked, walk5 W21)
     run = folder / "runs" / other["run_id"]
     run.mkdir(parents=True)
     (run / "run.json").write_text(json.dumps(other))

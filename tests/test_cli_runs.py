@@ -80,7 +80,8 @@ def test_show_a_run_per_node(project, capsys):
     shown = json.loads(out)
     assert [n["last_line"] for n in shown["nodes"]] == ["step 5 samples/s 100.0", "step 5 samples/s 110.0"]
     code, out, _ = nodeweave(capsys, "runs", "show", "last")  # the sweep: its points, with its own metric
-    assert "NCCL_MAX_NCHANNELS=16" in out and "290 (best)" in out and "█" in out
+    # the point 16 failed (exit 1): its 290 is not ranked, so the best is 8's 210 (walk5 W21)
+    assert "NCCL_MAX_NCHANNELS=16" in out and "210 (best)" in out and "290 (best)" not in out and "█" in out
 
 
 def test_compare_lines_up_runs_and_sweep_points_per_node(project, capsys):
@@ -90,7 +91,8 @@ def test_compare_lines_up_runs_and_sweep_points_per_node(project, capsys):
     data = json.loads(out)
     assert [r["mean"] for r in data["runs"]] == [105.0, 210.0, 290.0]
     assert data["runs"][0]["per_node"] == [100.0, 110.0]
-    assert data["best"].endswith("NCCL_MAX_NCHANNELS=16")
+    assert data["best"].endswith("NCCL_MAX_NCHANNELS=8")  # 16's 290 is a failed run's: not ranked (walk5 W21)
+    assert data["leaders"] == [data["best"]]
     code, out, _ = nodeweave(capsys, "runs", "compare", project["single"], project["sweep"], "--lower-is-better")
     assert f"{project['single']}" in out and "105 (best)" in out
 

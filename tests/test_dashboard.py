@@ -97,8 +97,8 @@ def cli(*args, cwd, timeout=60):
 
 @pytest.mark.parametrize("args, words", [
     (["--port", "70000", "--url", "http://127.0.0.1:9"], "--port"),
-    (["--run", "last", "--url", "http://127.0.0.1:9"], "--run last with --url"),
-    (["--runs-dir", ".", "--url", "http://127.0.0.1:9"], "--runs-dir . without --run"),
+    (["--run", "last", "--url", "http://127.0.0.1:9"], "--url does nothing with --run"),
+    (["--runs-dir", ".", "--url", "http://127.0.0.1:9"], "--runs-dir does nothing without --run"),
     (["--bind", " ", "--url", "http://127.0.0.1:9"], "'--bind': ' ' is empty"),
     (["--run", "nosuchrun", "--runs-dir", "."], "no run 'nosuchrun'"),
     (["--bind", "256.1.1.1", "--url", "http://127.0.0.1:9"], "--bind 256.1.1.1 --port 0: cannot listen there"),

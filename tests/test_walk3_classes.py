@@ -390,10 +390,11 @@ def test_hosts_probe_dry_run_prints_each_probe_and_reaches_no_host(capsys, tmp_p
 
 
 def test_bench_dry_run_prints_every_launch_and_starts_none(capsys, job_folder):
-    code, out, err = run_cli(capsys, "bench", "--nproc", "2", "--sweep", "NCCL_ALGO=Ring,Tree", "--dry-run")
+    # a GLOO_ variable: an NCCL_* sweep is refused on a machine without GPU (gloo reads none, walk5 W82)
+    code, out, err = run_cli(capsys, "bench", "--nproc", "2", "--sweep", "GLOO_SOCKET_IFNAME=lo,eth0", "--dry-run")
     assert code == 0, err
     assert "# 3 launch(es) on this node" in out and out.count("-m nodeweave.entrypoint --") == 3, out
-    assert "NCCL_ALGO=Tree" in out and "# would write runs/nodeweave-bench.json" in out, out
+    assert "GLOO_SOCKET_IFNAME=eth0" in out and "# would write runs/nodeweave-bench.json" in out, out
     assert not (job_folder / "runs").exists()
     code, out, _ = run_cli(capsys, "bench", "--nproc", "2", "--dry-run", "-o", "json")
     assert code == 0 and [p["kind"] for p in json.loads(out)["phases"]] == ["commands", "files"]

@@ -144,9 +144,9 @@ def test_a_sweep_variable_given_twice_is_refused_alike(project, capsys):
 
 def test_a_good_sweep_reaches_every_point_as_written(project, capsys):
     for words, dry, tail in sweep_verbs():
-        code, out, err = run_cli(capsys, *words, *dry, "--sweep", "NCCL_ALGO=Ring,Tree", *tail)
+        code, out, err = run_cli(capsys, *words, *dry, "--sweep", "GLOO_ALGO=Ring,Tree", *tail)
         assert code == 0, (words, err)
-        assert "NCCL_ALGO=Ring" in out and "NCCL_ALGO=Tree" in out, (words, out)
+        assert "GLOO_ALGO=Ring" in out and "GLOO_ALGO=Tree" in out, (words, out)
 
 
 # --- a spec field and its entrypoint twin take the same values ---------------------------------------------

@@ -76,22 +76,28 @@ def parse_sizes(text: str, flag: str = "--sizes") -> "list[int]":
             sizes.append(size)
             size *= factor
         return sizes
-    items = [item for item in text.split(",") if item.strip()]
-    if not items:
+    if not text:
         raise UsageError(f"{flag}: empty value; expected {_SIZES_HELP}")
-    return sorted({parse_size(item, flag) for item in items})
+    from nodeweave.comma_lists import comma_items  # one rule for every comma list
+
+    items = comma_items(text, flag, _SIZES_HELP, each="size", key=lambda item: parse_size(item, flag))
+    return sorted(parse_size(item, flag) for item in items)
 
 
 def parse_ops(text: str) -> "list[str]":
     """A comma list of collective names; ``all`` means every one."""
-    names = [name.strip().replace("-", "_") for name in text.split(",") if name.strip()]
-    if not names or names == ["all"]:
+    from nodeweave.comma_lists import comma_items  # one rule for every comma list
+
+    accepted = f"a comma list of {', '.join(OPS)} (or 'all')"
+    names = comma_items(text, "--ops", accepted, each="operation", key=lambda name: name.replace("-", "_"))
+    names = [name.replace("-", "_") for name in names]
+    if names == ["all"]:
         return list(OPS)
     unknown = [name for name in names if name not in OPS]
     if unknown:
         raise UsageError(f"--ops: unknown operation {unknown[0]!r}; expected a comma list of "
                          f"{', '.join(OPS)} (or 'all')")
-    return list(dict.fromkeys(names))
+    return names
 
 
 def format_bytes(nbytes: int) -> str:

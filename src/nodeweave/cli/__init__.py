@@ -325,6 +325,12 @@ def _main(argv: "list[str]") -> int:
         moved, refusal = argv, err
     if COMPLETE_VAR not in os.environ:
         _warn_unknown_variables(moved)
+        from nodeweave.cli.habits.variables import empty_variable_problem
+
+        empty = empty_variable_problem()
+        if empty:  # one rule for every variable the CLI reads, before any verb reads one its own way
+            typer.echo(f"nodeweave: error: {empty}", err=True)
+            return EXIT_USAGE
     if refusal is not None:
         typer.echo(f"nodeweave: error: {refusal}", err=True)
         return refusal.exit_code

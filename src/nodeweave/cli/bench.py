@@ -62,7 +62,9 @@ def bench(
     if sizes is not None:
         options.parse_sizes(sizes)
     op_list = options.parse_ops(ops)
-    points = [point for point in sweep_points(parse_sweeps(sweep, run=False)) if point]
+    axes = parse_sweeps(sweep, run=False)
+    points = [point for point in sweep_points(axes) if point]
+    _refuse_what_this_machine_cannot_run(backend, [name for name, _ in axes])
     if not (math.isfinite(timeout) and timeout > 0):
         raise UsageError(f"--timeout {timeout:g} is not accepted: a finite number more than 0 (seconds)")
     plot = _plot_path(plot, json_path, report.matplotlib_available())
@@ -101,6 +103,30 @@ def bench(
         console.print(f"wrote {plot}")
     if not all(run.correct for run in runs):
         raise typer.Exit(EXIT_FAILURE)
+
+
+# The collective libraries' own variables: gloo reads none of them (RCCL reads NCCL_* too).
+COLLECTIVE_PREFIXES = ("NCCL_", "RCCL_")
+
+
+def _refuse_what_this_machine_cannot_run(backend: str, swept: "list[str]") -> None:
+    """``--backend nccl`` with no GPU here, or a sweep of NCCL_*/RCCL_* variables over gloo launches (every point
+    would measure the same): exit 2 before any launch (walk5, W75, W82)."""
+    inert = [name for name in swept if name.startswith(COLLECTIVE_PREFIXES)]
+    if backend == "gloo" and inert:
+        raise UsageError(f"--sweep {inert[0]}: --backend gloo reads no NCCL_*/RCCL_* variable, so every point would "
+                         "measure the same; accepted: --backend nccl (or auto) on a GPU machine, or leave the sweep out")
+    if backend == "gloo" or (backend == "auto" and not inert):
+        return
+    from nodeweave.entrypoint import detect
+
+    if detect().gpus.count:
+        return
+    if backend == "nccl":
+        raise UsageError("--backend nccl: no GPU here, and NCCL runs only on GPUs; accepted: gloo, or auto (nccl "
+                         "where a GPU is seen, else gloo)")
+    raise UsageError(f"--sweep {inert[0]}: no GPU here, so the launches run gloo, which reads no NCCL_*/RCCL_* "
+                     "variable: every point would measure the same; accepted: a GPU machine, or leave the sweep out")
 
 
 def _processes(nproc: str, backend: str, err_console) -> str:

@@ -55,21 +55,21 @@ def up_command(
     timeout = UP_TIMEOUT if timeout is None else timeout
     plan = backend.plan_up(mode, image, timeout, wait,
                            (lambda nodes: default_check(nodes, spec, spec_path)) if check else None)
-    if mode == "run":  # the nodes start the spec's script: one the workspace lacks is noted, as `run` notes
-        # it, once the plan is made: a refusal before it (an image, a flag) is the one line a mistake gets
-        from nodeweave.cli.run import note_script
+    from dataclasses import replace
 
-        note_script(spec, spec_path, [spec.launcher.script], spec.launcher.type)
+    from nodeweave.cli.run import script_note
+
+    # the nodes start the spec's script: one the workspace lacks is noted, as `run` notes it, once the plan is
+    # made (a refusal before it, an image, a flag, is the one line a mistake gets)
+    missing = script_note(spec, spec_path, [spec.launcher.script], spec.launcher.type) if mode == "run" else ""
     unpullable = _unpullable(backend, plan)
-    if unpullable:  # in the plan the real run executes too, as its dry run shows it
-        from dataclasses import replace
-
-        plan = replace(plan, notes=(*plan.notes, f"warning: {unpullable}"))
+    said = [*([f"note: {missing}"] if missing else []), *([f"warning: {unpullable}"] if unpullable else [])]
+    plan = replace(plan, notes=(*plan.notes, *said))  # in the plan the real run executes too, as its dry run shows it
     if dry_run:
         show_plan(plan, fmt, backend, None, "up")  # the engine or tool missing; the nodes need not be up
         return
-    if unpullable:
-        typer.echo(f"nodeweave: warning: {unpullable}", err=True)
+    for line in said:
+        typer.echo(f"nodeweave: {line}", err=True)
     # the nodes once the plan's phases before the check ran (a Slurm allocation's are Slurm's to pick)
     checks = CheckSession(lambda: backend.nodes(for_up=True), spec, spec_path, backend, out,
                           then="the nodes stay up (`nodeweave down` takes them down)")

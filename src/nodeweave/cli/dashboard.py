@@ -71,12 +71,6 @@ def dashboard_command(
         from nodeweave.cluster.top import check_url
 
         check_url(url)
-    if run is not None and (url is not None or node):
-        raise UsageError(f"--run {run} with {'--url' if url is not None else '--node'}: a finished run's folder is "
-                         "read from disk; accepted: --run alone, or --url/--node for the running job")
-    if runs_dir is not None and run is None:
-        raise UsageError(f"--runs-dir {runs_dir} without --run: it only says where --run's folder is; accepted: "
-                         "--run RUN --runs-dir DIR, or neither")
     stop = threading.Event()
     if run is not None:
         folder, data, timeline, book, heat = _finished_run(run, runs_dir)

@@ -335,17 +335,18 @@ def validate(
     # nodes_max its maximum), processes_per_node an integer or null (auto: each node counts its GPUs)
     auto = spec.gpus_per_node == "auto"
     shown = STDIN_NAME if is_stdin(spec_path) else str(spec_path)
+    notes = list(spec.notes)  # valid, but likely not what was meant: on stderr, and in the document a script reads
+    if not is_stdin(spec_path):  # the script the nodes would run, as `run` and `up` note it (walk2 M1)
+        from nodeweave.cli.run import script_note
+
+        notes += [note for note in [script_note(spec, spec_path, [spec.launcher.script], spec.launcher.type)] if note]
     summary = {"spec": shown, "name": spec.name, "nodes": spec.nodes.min, "nodes_max": spec.nodes.max,
                "elastic": spec.nodes.elastic, "processes_per_node": None if auto else int(spec.gpus_per_node),
                "processes_per_node_auto": auto, "launcher": spec.launcher.type,
                "script": spec.launcher.script, "variant": spec.image.variant, "containers": spec.containers,
-               "starts": spec.starts, "valid": True, "notes": list(spec.notes)}
-    for note in spec.notes:  # valid, but likely not what was meant
+               "starts": spec.starts, "valid": True, "notes": notes}
+    for note in notes:
         typer.echo(f"nodeweave: note: {note}", err=True)
-    if not is_stdin(spec_path):  # the script the nodes would run, as `run` and `up` note it (walk2 M1)
-        from nodeweave.cli.run import note_script
-
-        note_script(spec, spec_path, [spec.launcher.script], spec.launcher.type)
     if emit(summary, fmt):
         return
     typer.echo(f"{shown}: valid: {spec.name}, {spec.nodes} node(s) x {spec.gpus_per_node} process(es), "

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, List, Optional
+from typing import TYPE_CHECKING, List, Optional, Tuple
 
 import typer
 
@@ -90,18 +90,20 @@ def run_command(
             raise UsageError(f"{name} is both set (-e {name}={extra[name]}) and swept (--sweep {name}="
                              f"{','.join(values)}); give it once: drop the -e, or add its value to the sweep")
     if profile_options is not None:  # the entrypoint's own variable, in front of it as every -e is
+        _check_profile_options(profile, profile_options)
         extra = {"NODEWEAVE_PROFILE_OPTIONS": profile_options, **extra}
-    judged: List[List[str]] = []
+    judged: List[Tuple[List[str], str]] = []
 
     def judge(spec) -> None:
         """The command every node runs, its script inside the workspace: refused first, whatever the machine has."""
         refuse_shape_under_recovery(spec, nodes_wanted, node)
-        line = launcher_command(command, launcher or spec.launcher.type) if command else spec_command(spec)
+        line, rewritten = launcher_command(command, launcher or spec.launcher.type) if command else (
+            spec_command(spec), "")
         script_inside(spec, line, launcher or spec.launcher.type)
-        judged.append(line)
+        judged.append((line, rewritten))
 
     spec, backend, _ = open_cluster(spec_path, reach, dry_run=dry_run, judge=judge)
-    command = judged[0]
+    command, rewritten = judged[0]
     everyone = live_nodes(backend, "run", dry_run)
     nodes_wanted = _node_count(everyone, node, nodes_wanted)
     nodes, shape = run_overrides(everyone, nproc_per_node, nodes_wanted, launcher)
@@ -113,10 +115,28 @@ def run_command(
     if not dry_run:
         require_up(backend, nodes, "run")
     # after every refusal (nodes judged, the cluster up): a refusal is the one line a mistake gets
-    note_script(spec, spec_path, command, launcher or spec.launcher.type)
+    from nodeweave.cli.habits.dashes import unexpanded_note
+
+    said = [f"note: {note}" for note in (rewritten, script_note(spec, spec_path, command,
+                                                                 launcher or spec.launcher.type),
+                                         unexpanded_note(command, [*(name for name, _ in sweeps), *extra])) if note]
+    if profile is not None:
+        said += [f"note: {note}" for note in [profiler_note(profile, spec.image.variant)] if note]
+    said += [f"note: {note}" for note in [inert_sweep_note([name for name, _ in sweeps], spec.image.variant)] if note]
+    if detach and dry_run:  # what the real run does with --detach, said by its dry run (walk5, W56)
+        what = "the sweep's id (<UTC time>-<job>-sweep)" if sweep else "the run's id"
+        follows = "the point running then" if sweep else "it"
+        said.append(f"note: --detach: the real run goes to the background and prints {what} once its folder exists; "
+                    f"`nodeweave logs -f --run ID` follows {follows}, `nodeweave runs show ID` gives the result, "
+                    "`nodeweave stop` ends it")
+    from dataclasses import replace
+
+    plan = replace(plan, notes=(*plan.notes, *said))  # the plan's: its dry run's text and -o json, the executed one's
     if dry_run:
         show_plan(plan, fmt, backend, nodes, "run")
         return
+    for line in said:
+        typer.echo(f"nodeweave: {line}", err=True)
     if detach:
         from nodeweave.cli.habits.detach import detach_run
 
@@ -141,6 +161,65 @@ def _execute(plan, nodes, spec, spec_path: Path, backend, parent: Path, quiet: b
         _finish(session.results[0], fmt, out)
         return
     _sweep_result(session, plan, fmt)
+
+
+# The GPU vendor whose devices each profiler traces (catalogue.VENDORS keys).
+PROFILER_VENDOR = {"nsys": "nvidia", "rocprofv3": "amd"}
+
+
+def _check_profile_options(profile: str, text: str) -> None:
+    """--profile-options judged here by the node's own rule (an option moving the profiler's output is refused),
+    so the dry run refuses what every node would (walk5, W50)."""
+    import shlex
+
+    from nodeweave.entrypoint.errors import UsageError as NodeRefusal
+    from nodeweave.entrypoint.running.profile import checked_options
+
+    try:
+        checked_options(profile, shlex.split(text), "--profile-options")
+    except ValueError as err:  # shlex's
+        raise UsageError(f"--profile-options {text!r} cannot be split into words ({err}); accepted: shell-quoted "
+                         "profiler options such as '--trace=cuda,nvtx --stats=true'") from None
+    except NodeRefusal as err:  # the entrypoint's own exception class: the same words, this program's exit 2
+        raise UsageError(str(err)) from None
+
+
+# The collective library variables each vendor's stack reads: gloo (cpu) none, NCCL its NCCL_*, RCCL both.
+COLLECTIVE_READS = {"cpu": (), "nvidia": ("NCCL_",), "amd": ("NCCL_", "RCCL_")}
+
+
+def inert_sweep_note(swept: List[str], variant: str) -> str:
+    """The note for a sweep whose every variable is a collective library's that the image variant's stack never
+    reads (``NCCL_*`` on the cpu variant, gloo; ``RCCL_*`` on a CUDA one): every point would measure the same
+    (walk5, W82); "" otherwise."""
+    from nodeweave.catalogue import VARIANTS
+
+    row = VARIANTS.get(variant)
+    if row is None or not swept or row.vendor not in COLLECTIVE_READS:
+        return ""
+    reads = COLLECTIVE_READS[row.vendor]
+    inert = [name for name in swept if name.startswith(("NCCL_", "RCCL_")) and not name.startswith(reads)]
+    if len(inert) != len(swept):
+        return ""
+    library = "gloo, which reads no NCCL_*/RCCL_* variable" if not reads else "NCCL, which reads no RCCL_* variable"
+    return (f"image variant {variant} runs {library}: no point of this sweep ({', '.join(inert)}) changes "
+            "anything, so the runs would differ only by noise")
+
+
+def profiler_note(profile: str, variant: str) -> str:
+    """The note for a profiler that traces another vendor's GPUs than the spec's image variant is built for
+    (``--profile nsys`` on the cpu or a ROCm variant): every node would stop with exit 127 unless the image
+    holds it anyway; "" when the vendors agree."""
+    from nodeweave.catalogue import VARIANTS
+
+    row = VARIANTS.get(variant)
+    wanted = PROFILER_VENDOR[profile]
+    if row is None or row.vendor == wanted:
+        return ""
+    fits = ", ".join(key for key, v in VARIANTS.items() if v.vendor == wanted)
+    return (f"--profile {profile} traces {wanted} GPUs, and image variant {variant} is built for {row.vendor}: "
+            f"unless the image holds {profile}, every node stops before the launch with exit 127 (variants for "
+            f"{wanted}: {fits})")
 
 
 def refuse_shape_under_recovery(spec, count: Optional[int], node: List[str]) -> None:
@@ -193,7 +272,7 @@ def script_inside(spec, command: List[str], launcher: str) -> Optional[tuple]:
     return script, inside
 
 
-def judge_script(spec, spec_path: Path, command: List[str], launcher: str) -> str:
+def script_note(spec, spec_path: Path, command: List[str], launcher: str) -> str:
     """The script the nodes would run, judged here: refused when it leaves the workspace (:func:`script_inside`);
     for one the workspace lacks, the note to print (the image may hold it), for a dry run and a real run alike;
     else ""."""
@@ -209,9 +288,9 @@ def judge_script(spec, spec_path: Path, command: List[str], launcher: str) -> st
 
 
 def note_script(spec, spec_path: Path, command: List[str], launcher: str) -> None:
-    """Judge the script the nodes would run (:func:`judge_script`) and print its note, the one way every verb
-    that judges a spec's script says it (run, up, validate, init)."""
-    note = judge_script(spec, spec_path, command, launcher)
+    """Judge the script the nodes would run (:func:`script_note`) and print its note on stderr, for a verb with no
+    document to carry it (init); validate, up and run put the same note in their -o json too."""
+    note = script_note(spec, spec_path, command, launcher)
     if note:
         typer.echo(f"nodeweave: note: {note}", err=True)
 

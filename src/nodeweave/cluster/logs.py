@@ -79,6 +79,7 @@ def container_logs(backend: Backend, nodes: List[Node], follow: bool, console: C
         for name, line in rounds(streams):
             show(view.feed(name, line))
         show(view.flush())
+        _refuse_unseen_rank(view)
         return max((p.returncode for _, p in procs), default=0)
     view = LogView(rank, collapse, hold_s=0.5)
     for node, proc in procs:
@@ -114,6 +115,13 @@ def run_logs(folder: Path, indices: List[int], follow: bool, console: Console, p
     view = LogView(rank, collapse, hold_s=2 * poll if follow else None)
     handles = {f: open(f, "rb") for f in files}
     pending = {f: b"" for f in files}
+    ended = False
+    if follow and not _ended(folder):  # what the follow waits for, said once: a run cut off never records its end
+        import sys
+
+        print(f"nodeweave: logs: following {folder.name} until its run.json records the end; a run cut off (its "
+              "`nodeweave run` killed, the cluster taken down) never does: `nodeweave status` says whether the "
+              "nodes still run it, Ctrl-C stops following", file=sys.stderr, flush=True)
     try:
         while True:
             ended = _ended(folder)
@@ -138,7 +146,17 @@ def run_logs(folder: Path, indices: List[int], follow: bool, console: Console, p
         show(view.flush())
         for handle in handles.values():
             handle.close()
+    if not follow or ended:  # every line is read: a rank none of them is marked with is said
+        _refuse_unseen_rank(view)
     return 0
+
+
+def _refuse_unseen_rank(view: LogView) -> None:
+    problem = view.rank_problem()
+    if problem is not None:
+        from nodeweave.errors import UsageError
+
+        raise UsageError(problem)
 
 
 def _ended(folder: Path) -> bool:

@@ -76,12 +76,17 @@ class LogView:
         self.by_text = {}
         self.serial = 0
         self.generation: Optional[int] = None
+        self.ranks_seen: "set[str]" = set()  # every rank a line was marked with, kept or not
+        self.kept = 0  # lines the rank filter let through
 
     def feed(self, node: str, line: str) -> List[Tuple[str, str, str]]:
         rank, text = split_rank(line)
         out = self._generation_mark(text)
+        if rank is not None:
+            self.ranks_seen.add(rank)
         if self.rank is not None and rank != str(self.rank):
             return out
+        self.kept += 1
         if not self.collapse or rank is None:  # a line no launcher marked is its node's own: shown as it came
             return out + self.flush() + [(node, _prefix([(node, rank)]), text)]
         key = self.by_text.get(text)
@@ -94,6 +99,19 @@ class LogView:
             self.by_text[text] = self.serial
         entry.sources.append((node, rank))
         return out + self._due()
+
+    def rank_problem(self) -> Optional[str]:
+        """Once every line is read: why ``--rank`` showed nothing (no line is marked with it), naming the ranks the
+        lines are marked with; None when it kept a line or no rank was asked for. A rank past the job's is said,
+        never an empty answer (walk5, W27)."""
+        if self.rank is None or self.kept:
+            return None
+        if not self.ranks_seen:
+            return (f"--rank {self.rank}: no line of these logs is marked with a rank (the launcher marks them: "
+                    "torchrun's [rankN]: or [defaultN]:, DeepSpeed's [Rank N]; a line without one is its node's own); "
+                    "accepted: leave --rank off for every line")
+        return (f"--rank {self.rank}: no line of these logs is marked with rank {self.rank}; accepted: a rank they "
+                f"mark: {_ranks(sorted(self.ranks_seen))}")
 
     def _generation_mark(self, text: str) -> List[Tuple[str, str, str]]:
         """A rule where a new generation starts (the recovery line every node prints), once per generation."""

@@ -21,7 +21,7 @@ from rich.table import Table
 
 from nodeweave.errors import UsageError
 from nodeweave.entrypoint import bounded
-from nodeweave.entrypoint.planning.reserved import reserved_reason
+from nodeweave.entrypoint.planning.reserved import PATH_ACCEPTED, reserved_reason, value_problem
 
 VARIABLE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
@@ -53,6 +53,9 @@ def parse_assignment(text: str, option: str, run: bool = False) -> Tuple[str, st
                    if name in ("NNODES", "PET_NNODES") else "change the matching spec field instead")
         raise UsageError(f"{option} {text!r}: {reason}; accepted: any other variable, e.g. NCCL_DEBUG=INFO "
                          f"({instead})")
+    problem = value_problem(name, value)
+    if problem is not None:
+        raise UsageError(f"{option} {text!r}: {problem}; accepted: {PATH_ACCEPTED}")
     return name, value
 
 
@@ -141,20 +144,35 @@ def point_metric(pattern, folder: Path, nodes: int) -> Tuple[Optional[float], Li
     return (statistics.fmean(seen) if seen else None), per_node
 
 
+def leaders(ranked: List[Tuple[str, float]], lower_is_better: bool = False) -> List[str]:
+    """The keys of ``ranked`` ((key, value) of each run that ended ok) holding the best value: one, or every run
+    of a tie (none is picked silently), or none. The one rule ``run --sweep`` and ``runs compare`` rank by; a run
+    still running, cut off or failed is never among ``ranked`` (walk5, W21)."""
+    if not ranked:
+        return []
+    top = (min if lower_is_better else max)(value for _, value in ranked)
+    return [key for key, value in ranked if value == top]
+
+
+def best_mark(key: str, won: List[str]) -> str:
+    """The table's mark of a leader: `` (best)``, or `` (tied best)`` for each run of a tie."""
+    return "" if key not in won else (" (best)" if len(won) == 1 else " (tied best)")
+
+
 def sweep_table(rows: List[dict], metric: Optional[str], lower_is_better: bool = False) -> Table:
     """One row per point: its variables, result, seconds and the metric (the best marked)."""
     table = Table(title="sweep" + (f": {metric}" if metric else ""), title_justify="left")
     names = list(rows[0]["point"]) if rows else []
     for column in [*names, "result", "seconds", *(["metric (mean of nodes)", "per node"] if metric else []), "run"]:
         table.add_column(column)
-    values = [r["metric"] for r in rows if r.get("metric") is not None]
-    best = (min(values) if lower_is_better else max(values)) if values else None
+    ranked = [(str(r["folder"]), r["metric"]) for r in rows if r.get("metric") is not None and r["exit_code"] == 0]
+    won = leaders(ranked, lower_is_better) if sum(r.get("metric") is not None for r in rows) > 1 else []
     for row in rows:
         cells = [row["point"][n] for n in names]
         cells += ["ok" if row["exit_code"] == 0 else f"exit {row['exit_code']}", f"{row['seconds']:.1f}"]
         if metric:
             m = row.get("metric")
-            text = "-" if m is None else f"{m:.4g}" + (" (best)" if m == best and len(values) > 1 else "")
+            text = "-" if m is None else f"{m:.4g}" + best_mark(str(row["folder"]), won)
             cells += [text, " ".join("-" if v is None else f"{v:.4g}" for v in row.get("per_node", []))]
         cells.append(row["folder"])
         table.add_row(*cells)

@@ -32,8 +32,16 @@ def runs_of(entries: List[RunEntry]) -> List[RunEntry]:
     return out
 
 
-def best(rows: List[dict], lower_is_better: bool) -> Optional[str]:
-    values = [(r["mean"], r["run"]) for r in rows if r["mean"] is not None]
-    if not values:
-        return None
-    return (min(values) if lower_is_better else max(values))[1]
+def best(rows: List[dict], lower_is_better: bool) -> List[str]:
+    """The runs that lead: among the runs that ended ok with a mean, every one holding the best (a tie is every
+    tied run, never the last one listed); a run still running, cut off or failed is not ranked."""
+    from nodeweave.cluster.sweep import leaders
+
+    return leaders([(r["run"], r["mean"]) for r in rows if r["mean"] is not None and r["state"] == "ok"],
+                   lower_is_better)
+
+
+def unranked(row: dict) -> str:
+    """The table's mark of a run with a mean that is not ranked, as it did not end ok (its state column says how);
+    "" when it is ranked."""
+    return "" if row["mean"] is None or row["state"] == "ok" else " (not ranked)"

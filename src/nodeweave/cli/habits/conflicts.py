@@ -25,6 +25,9 @@ EXCLUSIVE: Dict[Tuple[str, str], str] = {
     ("--hosts-file", "--selector"): "both name the targets to sync",
     ("--hosts-file", "--compose-project"): "both name the targets to sync",
 }
+# The reach flags (clusteropts.REACH_FLAGS declares them, once): how a verb reaches the cluster's nodes.
+REACH = ("--target --engine --host --hosts-file --remote-dir --namespace --kube-cli --kube-context --overlay "
+         "--ssh-option").split()
 # (flag, flag): the second makes the first do nothing.
 IDLE_WITH: Dict[Tuple[str, str], str] = {
     ("--delete", "--check"): "--check moves and deletes nothing",
@@ -33,10 +36,11 @@ IDLE_WITH: Dict[Tuple[str, str], str] = {
     ("--node", "--url"): "--url reads the picture there, not from a node of the cluster",
     ("--timeout", "--no-wait"): "--timeout is how long up waits for the nodes, and --no-wait does not wait",
     ("--quiet", "--detach"): "--detach shows no output to quiet: `nodeweave logs -f --run ID` shows it",
-    **{(flag, "--url"): "--url reads the picture there, not through the cluster" for flag in (
-        "--target --engine --host --hosts-file --remote-dir --namespace --kube-cli --kube-context --overlay "
-        "--ssh-option").split()},  # the reach flags (clusteropts.REACH_FLAGS declares them, once)
+    **{(flag, "--url"): "--url reads the picture there, not through the cluster" for flag in REACH},
 }
+# dashboard and logs --run read a run's folder on this machine: nothing of the running job is read (walk5, W26, W31)
+_FROM_THE_FOLDER = {(flag, "--run"): "--run reads the run's folder on this machine; no node is reached"
+                    for flag in (*REACH, "--node", "--url")}
 # verb: {(flag, flag): why}: as EXCLUSIVE, on that verb only (`status --hosts-file h --node 1` picks node 1 of the
 # hosts; `hosts probe` takes its hosts from either, and would probe both lists as one).
 EXCLUSIVE_ON: Dict[str, Dict[Tuple[str, str], str]] = {
@@ -46,6 +50,11 @@ EXCLUSIVE_ON: Dict[str, Dict[Tuple[str, str], str]] = {
 # would replace, so it is a preview there; ``init --dry-run`` prints the spec whatever --force says).
 IDLE_WITH_ON: Dict[str, Dict[Tuple[str, str], str]] = {
     "init": {("--force", "--dry-run"): "--dry-run writes nothing, so it replaces nothing"},
+    "dashboard": {**_FROM_THE_FOLDER,
+                  ("--interval", "--run"): "--run shows a run's folder; --interval is how often node 0 is read"},
+    "logs": {**{pair: why for pair, why in _FROM_THE_FOLDER.items() if pair[0] != "--node"},  # a folder's node-i.log
+             ("--container", "--run"): "--run reads the run folder's node logs; --container the live containers'"},
+    "top": {("--interval", "--once"): "--once reads node 0 one time; --interval is the time between readings"},
 }
 # flag: (the flag it needs, what it is): without that flag it does nothing.
 NEEDS: Dict[str, Tuple[str, str]] = {
@@ -56,6 +65,7 @@ NEEDS: Dict[str, Tuple[str, str]] = {
 # by the metric a sweep recorded; `run` has only its own --metric to rank by).
 NEEDS_ON: Dict[str, Dict[str, Tuple[str, str]]] = {
     "run": {"--lower-is-better": ("--metric", "which way --metric's values rank the sweep's points")},
+    "dashboard": {"--runs-dir": ("--run", "where --run's folder is")},
 }
 
 

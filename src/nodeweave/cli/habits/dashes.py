@@ -12,7 +12,7 @@ from __future__ import annotations
 import difflib
 import os
 import re
-from typing import List, Sequence
+from typing import List, Sequence, Tuple
 
 import typer
 
@@ -135,23 +135,26 @@ class CommandAfterDashes(NodeweaveCommand):
         return []
 
 
-def launcher_command(command: Sequence[str], launcher: str, verb: str = "nodeweave run") -> List[str]:
-    """The script and its args for a launcher of type ``launcher``, from what the user typed.
+def launcher_command(command: Sequence[str], launcher: str, verb: str = "nodeweave run") -> Tuple[List[str], str]:
+    """(the script and its args for a launcher of type ``launcher``, from what the user typed; the note saying what
+    was changed in it, or "").
 
-    ``python train.py ...`` is understood (the launcher runs the script with the image's Python);
-    a launcher's own name (``torchrun ...``, ``python -m torch.distributed.run ...``) is refused
-    with the command to type instead, since nodeweave starts that launcher itself on every node.
-    A ``command``-type spec runs what it is given, unchanged.
+    ``python train.py ...`` is understood (the launcher runs the script with the image's Python), and said: a
+    command is never changed silently (walk5, W29); a launcher's own name (``torchrun ...``, ``python -m
+    torch.distributed.run ...``) is refused with the command to type instead, since nodeweave starts that launcher
+    itself on every node. A ``command``-type spec runs what it is given, unchanged.
     """
     words = list(command)
     if launcher == "command" or not words:
-        return words
+        return words, ""
     head = os.path.basename(words[0])
     if PYTHON.match(head) and len(words) > 1:
         if words[1] == "-m" and len(words) > 2 and words[2] in LAUNCHER_MODULES:
             _refuse_launcher(words, launcher, verb, words[3:], LAUNCHER_OF[words[2]])
         if not words[1].startswith("-"):
-            return words[1:]
+            return words[1:], (f"`{words[0]} {words[1]}` runs as `{words[1]}`: {launcher} starts the script with "
+                               f"the image's Python, so {words[0]} is left out (--launcher command runs a command "
+                               "as given)")
         raise UsageError(f"`{' '.join(words[:3])}`: {launcher} runs the script with the image's Python; give the "
                          f"script path after `--`: {verb} -- train.py ARGS (interpreter options are not passed)")
     if head in LAUNCHER_WORDS:
@@ -159,7 +162,24 @@ def launcher_command(command: Sequence[str], launcher: str, verb: str = "nodewea
         if rest[:1] and rest[0] in SUB_COMMANDS.get(head, ()):  # `accelerate launch ...`: the sub-command
             rest = rest[1:]
         _refuse_launcher(words, launcher, verb, rest, LAUNCHER_OF[head])
-    return words
+    return words, ""
+
+
+_REFERENCE = re.compile(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?")
+
+
+def unexpanded_note(command: Sequence[str], variables: Sequence[str]) -> str:
+    """The note for ``$NAME``/``${NAME}`` in the command after ``--``, where NAME is a variable this run sets (a
+    ``--sweep`` or ``-e``): no shell reads the command on the nodes, so the script gets the text as typed; "" for
+    none. A sweep of a script's own flag (``--lr '$LR'``) is the first thing an argparse user tries (walk5, W1)."""
+    named = [m.group(0) for word in command for m in _REFERENCE.finditer(word) if m.group(1) in set(variables)]
+    if not named:
+        return ""
+    first = _REFERENCE.match(named[0]).group(1)
+    return (f"{', '.join(dict.fromkeys(named))} in the command reaches the script as typed: no shell reads the "
+            f"command on the nodes; {first} is in each node's environment (the -e value, or each sweep point's): "
+            f"read it in the script (os.environ['{first}'], e.g. as the flag's default), or run it through a shell: --launcher "
+            f"command -- sh -c '... \"${first}\"' (docs/cluster.md, \"--sweep and --metric\")")
 
 
 # A launcher option nodeweave sets itself, and where its value goes instead: a flag of `nodeweave run`,

@@ -32,17 +32,11 @@ def words(wanted: Sequence[str]) -> List[str]:
     An empty item (``--node ','``, ``--node 0,,2``) is refused, never dropped: a selector that
     shrinks to nothing would mean every node.
     """
-    found = []
-    for text in wanted or ():
-        items = [w.strip() for w in str(text).split(",")]
-        if not all(items):
-            raise UsageError(f"--node {str(text)!r} holds an empty item; accepted: indices, ranges, names or "
-                             "addresses separated by commas, e.g. --node 0,2-3 (leave --node off for every node)")
-        found.extend(items)
-    twice = next((w for w in found if found.count(w) > 1), None)
-    if twice is not None:  # `--node 0,0`: picked once, said twice; never collapsed silently
-        raise UsageError(f"--node {twice} is given {found.count(twice)} times; give each node once")
-    return found
+    from nodeweave.comma_lists import comma_items
+
+    # `--node 0,0`: picked once, said twice; never collapsed silently
+    return comma_items(wanted, "--node", "indices, ranges, names or addresses separated by commas, e.g. --node 0,2-3 "
+                       "(leave --node off for every node)", each="node")
 
 
 def checked_selectors(value: List[str]) -> List[str]:

@@ -207,8 +207,28 @@ def runs_folder_written(ctx: typer.Context, param: typer.CallbackParam, value: "
         return value
     from nodeweave.failures import writable_dir
 
-    writable_dir(value, "--runs-dir")
+    why = runs_dir_problem(writable_dir(value, "--runs-dir"))
+    if why:
+        raise UsageError(f"--runs-dir {value}: {why}; accepted: a folder of your own, such as runs/ beside the spec "
+                         "(the default)")
     return value
+
+
+def runs_dir_problem(folder: Path) -> str:
+    """Why ``folder`` may not take run folders ("" when it may), beyond what every folder nodeweave fills is judged
+    by (``failures.writable_dir``: not ``/``, a system or kernel folder, nor ``.nodeweave/``): a tree ``render``
+    writes beside a spec (``images/``, ``compose/``, ..., which ``render --prune`` manages) (walk5, W69)."""
+    import os
+
+    here = Path(os.path.realpath(folder))
+    text = str(here)
+    from nodeweave.cli.render import TARGET_NAMES
+
+    for name in here.parts[1:]:
+        above = Path(*here.parts[:here.parts.index(name)])
+        if name in TARGET_NAMES and (above / "nodeweave.yaml").is_file():
+            return f"{text} is inside {name}/, a tree `nodeweave render` writes beside {above / 'nodeweave.yaml'}"
+    return ""
 
 
 def image_reference(ctx: typer.Context, param: typer.CallbackParam, value: "str | None") -> "str | None":

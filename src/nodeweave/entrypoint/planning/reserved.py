@@ -10,6 +10,15 @@ RESERVED_ENV = ("NODE_RANK", "NNODES", "MASTER_ADDR", "MASTER_PORT", "POD_NAME",
 TORCHRUN_ENV = tuple(f"PET_{name}" for name in ("NNODES", "NODE_RANK", "MASTER_ADDR", "MASTER_PORT",
                                                 "NPROC_PER_NODE", "RDZV_ENDPOINT", "RDZV_BACKEND", "RDZV_ID",
                                                 "MAX_RESTARTS"))
+# What the launcher sets for each process it starts, from the plan (nodes, processes per node, each node's rank):
+# a user value makes every node refuse its start (consistency.py, exit 3) or is replaced, so it is refused up front.
+LAUNCHER_ENV = ("WORLD_SIZE", "RANK", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROUP_RANK", "GROUP_WORLD_SIZE", "ROLE_RANK",
+                "ROLE_WORLD_SIZE")
+# The image's search path a PATH must keep: nodeweave-entrypoint is in /usr/local/bin, python and the launchers
+# in /opt/venv/bin (images/<variant>/Dockerfile); `env PATH=...` looks the entrypoint up in the new value.
+IMAGE_PATH = ("/opt/venv/bin", "/usr/local/bin")
+PATH_ACCEPTED = ("a PATH that keeps " + " and ".join(IMAGE_PATH) + ", e.g. /opt/mytools:" + ":".join(IMAGE_PATH)
+                 + ":/usr/bin:/bin, or extend it in launcher.setup: export PATH=/opt/mytools:$PATH")
 # NODEWEAVE_* variables no spec field sets: the user's to give (the check-in secret's file, a mounted Secret).
 USER_NODEWEAVE_ENV = ("NODEWEAVE_JOB_TOKEN_FILE",)
 # Where each reserved name's value comes from, for the one sentence that refuses it.
@@ -20,14 +29,28 @@ SET_FROM = {"NODE_RANK": "each node's rank", "NNODES": "the spec's nodes", "MAST
 
 def is_reserved(name: str) -> bool:
     """Whether ``name`` is nodeweave's or the platform's to set, under any spelling: every NODEWEAVE_* the
-    entrypoint contract owns, NNODES/NODE_RANK/MASTER_ADDR/..., and torchrun's PET_* names for them.
+    entrypoint contract owns, NNODES/NODE_RANK/MASTER_ADDR/..., torchrun's PET_* names for them, and what the
+    launcher sets for each process (WORLD_SIZE, RANK, LOCAL_RANK, ...).
 
     The one rule for every place a variable is taken (the spec's ``env:``, ``run -e``, ``exec -e``,
     ``--sweep``), so no spelling slips past one of them.
     """
     if name.startswith("NODEWEAVE_"):
         return name not in USER_NODEWEAVE_ENV
-    return name in RESERVED_ENV or name in TORCHRUN_ENV
+    return name in RESERVED_ENV or name in TORCHRUN_ENV or name in LAUNCHER_ENV
+
+
+def value_problem(name: str, value: str):
+    """Why ``name=value``, a name the user may set, would stop every node's start (a PATH without the image's
+    entrypoint and python), or None. The value is taken as is: no ``$PATH`` in it is expanded."""
+    if name != "PATH":
+        return None
+    missing = [folder for folder in IMAGE_PATH if folder not in value.split(":")]
+    if not missing:
+        return None
+    return (f"PATH={value} replaces the image's search path and leaves out {' and '.join(missing)}, where every "
+            "node finds nodeweave-entrypoint, python and the launcher (the value is taken as is: no $PATH in it "
+            "is expanded)")
 
 
 def reserved_reason(name: str):
@@ -44,4 +67,7 @@ def reserved_reason(name: str):
     if name in TORCHRUN_ENV:
         flag = "--" + name[len("PET_"):].lower().replace("_", "-")
         return f"{name} is torchrun's spelling of {flag}, which is set by nodeweave from each node's plan"
+    if name in LAUNCHER_ENV:
+        return (f"{name} is set for each process by the launcher from nodeweave's plan (the spec's nodes and "
+                "gpus_per_node, each node's rank)")
     return f"{name} is set on every node by nodeweave from {SET_FROM[name]}"

@@ -29,7 +29,7 @@ OUTPUT_OPTIONS = {"nsys": ("-o", "--output", "-f", "--force-overwrite"),
                   "rocprofv3": ("-d", "--output-directory", "-o", "--output-file")}
 
 
-def _checked_options(tool, options, source):
+def checked_options(tool, options, source):
     for option in options:
         name = option.split("=", 1)[0]
         if name in OUTPUT_OPTIONS[tool]:
@@ -66,7 +66,7 @@ def wrap_ranks(launch, command, settings, node_rank):
     directory = profile_dir(settings)
     options = settings.get("profile_options")
     if options is not None:
-        options = _checked_options(tool, options, settings.source("profile_options"))
+        options = checked_options(tool, options, settings.source("profile_options"))
     prefix = profiler_argv(tool, directory, node_rank, options)
     options = launch.argv[:len(launch.argv) - len(command)]
     if launch.launcher in NO_PYTHON:

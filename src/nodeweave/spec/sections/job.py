@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Mapping, Optional
 
-from yaml.nodes import Node
+from yaml.nodes import Node, ScalarNode
 
 from nodeweave.entrypoint.planning import launcher_options, launcher_table
-from nodeweave.entrypoint.planning.reserved import reserved_reason
+from nodeweave.entrypoint.planning.reserved import PATH_ACCEPTED, reserved_reason, value_problem
 from nodeweave.spec import rules
 from nodeweave.spec.fields import (boolean, choice, host_path, integer, optional, optional_container_path, rule_list,
                                    string_map)
@@ -178,6 +178,9 @@ def _refuse_reserved(r: Reader, node: Node, path: str, key: str) -> None:
     reason = reserved_reason(key)
     if reason is not None:
         raise r.fail(node, path, reason, "any other variable name (change the matching spec field instead)")
+    problem = value_problem(key, node.value) if isinstance(node, ScalarNode) else None
+    if problem is not None:
+        raise r.fail(node, path, problem, PATH_ACCEPTED)
 
 
 def env(r: Reader, node: Optional[Node]) -> Mapping[str, str]:
