@@ -1,0 +1,96 @@
+"""walk5's findings in sync, nodeweave's state files and ``render --prune`` (issue 43, /work/wt/walk5-report.md rows
+W9-W12, W33-W36, W46), each fixed as a class and walked here over every member the code's own registries list. Each
+test fails on the code before these fixes. No container is started.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import pytest
+
+from nodeweave.errors import EXIT_USAGE
+from cli_run import in_process as run_cli, one_line
+
+SPEC = """\
+name: team
+image:
+  variant: cpu
+  requirements: requirements.txt
+nodes: 2
+gpus_per_node: 1
+launcher:
+  type: torchrun
+  script: train.py
+"""
+
+
+@pytest.fixture
+def team(tmp_path, monkeypatch):
+    """The README's "your own project" folder: a spec, a script, a pinned requirements file; not a git checkout."""
+    (tmp_path / "nodeweave.yaml").write_text(SPEC)
+    (tmp_path / "train.py").write_text("print('training')\n")
+    (tmp_path / "requirements.txt").write_text("numpy==1.26.4\n")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("NODEWEAVE_ENGINE", "podman")
+    return tmp_path
+
+
+# -- W33: --prune removes only what a target renders, whatever the record lists -----------------------------------
+
+
+def _forge(folder: Path, rel: str, target: str) -> None:
+    """A record entry for ``rel`` with its real digest, as a bad merge or a copied .nodeweave/ leaves."""
+    path = folder / ".nodeweave" / "rendered.json"
+    data = json.loads(path.read_text())
+    digest = hashlib.sha256((folder / rel).read_bytes()).hexdigest()
+    data["files"][rel] = {"job": "team", "sha256": digest, "target": target}
+    path.write_text(json.dumps(data))
+
+
+def test_prune_never_removes_a_path_its_target_does_not_render(capsys, team):
+    from nodeweave.targets.registry import RENDERERS
+
+    assert run_cli(capsys, "render", "all")[0] == 0
+    clean = (team / ".nodeweave" / "rendered.json").read_text()
+    users = {rel: (team / rel).read_bytes() for rel in ("nodeweave.yaml", "train.py", "requirements.txt")}
+    for target in [*RENDERERS, "no-such-target"]:
+        for rel in users:
+            (team / ".nodeweave" / "rendered.json").write_text(clean)
+            _forge(team, rel, target)
+            for argv in (["render", "all", "--prune", "--dry-run"], ["render", "all", "--prune"],
+                         ["render", target if target in RENDERERS else "images", "--prune"]):
+                code, out, err = run_cli(capsys, *argv)
+                line = one_line(err)
+                assert code == EXIT_USAGE and rel in line and "rendered.json" in line, (argv, target, rel, line)
+                assert f"remove" not in out
+            assert {r: (team / r).read_bytes() for r in users} == users
+
+
+def test_prune_never_removes_the_specs_own_files_even_under_a_rendered_tree(capsys, team):
+    """image.requirements kept under images/ (a path target images can render): the user's file all the same."""
+    (team / "images").mkdir()
+    (team / "requirements.txt").rename(team / "images" / "requirements.txt")
+    (team / "nodeweave.yaml").write_text(SPEC.replace("requirements: requirements.txt",
+                                                      "requirements: images/requirements.txt"))
+    assert run_cli(capsys, "render", "images")[0] == 0
+    _forge(team, "images/requirements.txt", "images")
+    code, _, err = run_cli(capsys, "render", "images", "--prune")
+    line = one_line(err)
+    assert code == EXIT_USAGE and "image.requirements" in line, line
+    assert (team / "images" / "requirements.txt").read_text() == "numpy==1.26.4\n"
+
+
+def test_every_renderer_writes_only_under_its_declared_roots():
+    """The roots bound --prune; a renderer writing elsewhere is caught on every render (render_targets checks)."""
+    from nodeweave.spec import load_spec
+    from nodeweave.targets.registry import RENDERERS
+
+    repo = Path(__file__).resolve().parents[1]
+    for spec_file in [repo / "nodeweave.yaml", *sorted((repo / "examples").glob("*.yaml"))]:
+        spec = load_spec(spec_file)
+        for name, row in RENDERERS.items():
+            for path in row(spec):
+                assert row.makes(path), (spec_file.name, name, path, row.roots)
