@@ -94,3 +94,71 @@ def test_every_renderer_writes_only_under_its_declared_roots():
         for name, row in RENDERERS.items():
             for path in row(spec):
                 assert row.makes(path), (spec_file.name, name, path, row.roots)
+
+
+# -- W10: nodeweave's own state (.nodeweave/, run folders, the job token) is never workspace to send ---------------
+
+
+def _state(folder: Path) -> "dict[str, str]":
+    """Every kind of file nodeweave writes beside a spec, and where (rel path -> what)."""
+    made = {".nodeweave/team/job-token": "the check-in token", ".nodeweave/team/up.log": "a state file",
+            ".nodeweave/rendered.json": "the render record", "out/.nodeweave/rendered.json": "another --out's record",
+            "runs/20261129T200000Z-team/node-0.log": "a run's log", "runs/20261129T200000Z-team/run.json": "a run",
+            "runs/nodeweave-bench.json": "bench's report"}
+    for rel in made:
+        (folder / rel).parent.mkdir(parents=True, exist_ok=True)
+        (folder / rel).write_text("x\n")
+    return made
+
+
+@pytest.mark.parametrize("git", [False, True])
+def test_sync_never_sends_nodeweaves_own_state(capsys, team, git):
+    import subprocess
+
+    from nodeweave.sync.filters import build_filter
+    from nodeweave.sync.request import run_folders
+
+    if git:  # with git, and with git's view turned off: the same answer
+        subprocess.run(["git", "init", "-q", str(team)], check=True)
+    made = _state(team)
+    for use_gitignore in (True, False):
+        fileset = build_filter(team, use_gitignore=use_gitignore,
+                               state=run_folders(team, team / "nodeweave.yaml")).walk(team)
+        sent = sorted(set(made) & set(fileset.files))
+        assert not sent, sent
+        assert {".nodeweave/", "runs/", "out/.nodeweave/"} <= set(fileset.held_back_state), fileset.held_back_state
+    code, out, err = run_cli(capsys, "sync", "--dry-run", "-o", "json")
+    assert out, (code, err)
+    request = json.loads(out)["phases"][0]["request"]
+    assert code == 0 and request["files"] == 3, (request, err)  # the spec, the script, the requirements
+    code, out, _ = run_cli(capsys, "sync", "--dry-run")
+    assert "held back as nodeweave's own state: .nodeweave/, out/.nodeweave/, runs/" in out, out
+
+
+def test_sending_state_takes_an_explicit_pattern_and_the_token_stays_a_secret(team):
+    from nodeweave.sync.filters import build_filter
+    from nodeweave.sync.request import run_folders
+
+    made = _state(team)
+    runs = run_folders(team, team / "nodeweave.yaml")
+    fileset = build_filter(team, extra_excludes=["!runs/", "!.nodeweave/"], state=runs).walk(team)
+    assert "runs/20261129T200000Z-team/run.json" in fileset.files and ".nodeweave/team/up.log" in fileset.files
+    assert ".nodeweave/team/job-token" not in fileset.files
+    assert fileset.held_back_secrets == [".nodeweave/team/job-token"], fileset.held_back_secrets
+    fileset = build_filter(team, extra_excludes=["!.nodeweave/"], include_secrets=True, state=runs).walk(team)
+    assert ".nodeweave/team/job-token" in fileset.files and not set(made) & set(fileset.files) - {
+        ".nodeweave/team/job-token", ".nodeweave/team/up.log", ".nodeweave/rendered.json",
+        "out/.nodeweave/rendered.json"}
+
+
+# -- W12: a plan that deletes says so in its first line, even when the targets cannot be asked ----------------------
+
+
+def test_a_delete_sync_plan_says_it_deletes(capsys, team):
+    code, out, _ = run_cli(capsys, "sync", "--dry-run")
+    assert code == 0 and "delete on each target" not in out, out
+    code, out, _ = run_cli(capsys, "sync", "--dry-run", "--delete")
+    first = next(line for line in out.splitlines() if line.startswith("# push"))
+    assert code == 0 and "delete on each target what SRC lacks" in first, out
+    code, out, _ = run_cli(capsys, "sync", "--dry-run", "--delete", "-o", "json")
+    assert "delete on each target" in json.loads(out)["phases"][0]["what"]

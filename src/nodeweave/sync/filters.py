@@ -9,6 +9,13 @@ source root); ``.nodeweaveignore`` and ``--exclude`` are written in
 gitignore syntax (last match wins, ``!`` re-includes) and translated. In a
 git checkout, what git itself ignores (every .gitignore, info/exclude) is
 left out too, asked of ``git ls-files`` rather than re-implemented.
+
+nodeweave's own state is never workspace: every ``.nodeweave/`` folder (cluster.json, the render
+record, each job's check-in token) and the run folders (``runs/`` beside the spec) are left out
+with or without git (issue 43, W10: outside git they went to every node, token included), and
+listed as held back; ``--exclude '!runs/'`` (or a ``!`` line in .nodeweaveignore) is the explicit
+way to send them anyway. The job token is also a credential: it stays back unless
+``--include-secrets`` too.
 """
 
 from __future__ import annotations
@@ -40,8 +47,10 @@ SECRET_EXCLUDES = (
     ".env", ".env.*", ".envrc", ".ssh/", "*.pem", "*.key", "*.p12", "*.pfx", "*.jks",
     "id_rsa*", "id_dsa*", "id_ecdsa*", "id_ed25519*", ".netrc", ".git-credentials",
     ".pypirc", ".aws/", ".kube/", "kubeconfig", "*.kubeconfig", ".docker/",
-    "credentials.json", "service-account*.json", ".htpasswd",
+    "credentials.json", "service-account*.json", ".htpasswd", ".nodeweave/*/job-token",
 )
+# nodeweave's own state, wherever it sits under SRC (the run folders come from build_filter's ``state``).
+STATE_EXCLUDES = (".nodeweave/",)
 # Committed templates that the ".env.*" rule would otherwise hold back.
 SECRET_TEMPLATES = (".env.example", ".env.sample", ".env.template", ".env.dist")
 
@@ -124,6 +133,7 @@ class FileSet:
     dirs: "list[str]" = field(default_factory=list)
     total_bytes: int = 0
     held_back_secrets: "list[str]" = field(default_factory=list)
+    held_back_state: "list[str]" = field(default_factory=list)  # nodeweave's own: .nodeweave/, run folders
 
 
 class Filter:
@@ -179,8 +189,9 @@ class Filter:
                 is_dir = stat.S_ISDIR(st.st_mode)
                 rule = self.match(rel, is_dir)
                 if rule is not None and rule.action == "-":
-                    if rule.origin == "secret":
-                        found.held_back_secrets.append(rel + ("/" if is_dir else ""))
+                    if rule.origin in ("secret", "state"):
+                        held = found.held_back_secrets if rule.origin == "secret" else found.held_back_state
+                        held.append(rel + ("/" if is_dir else ""))
                     continue
                 if is_dir:
                     found.dirs.append(rel)
@@ -192,6 +203,7 @@ class Filter:
                     found.files[rel] = "l"
         found.dirs.sort()
         found.held_back_secrets.sort()
+        found.held_back_state.sort()
         return found
 
 
@@ -268,8 +280,10 @@ def _literal(path: str) -> str:
 
 
 def build_filter(src: Path, *, extra_excludes: "list[str]" = (), default_excludes: bool = True,
-                 include_secrets: bool = False, use_gitignore: bool = True) -> Filter:
-    """The rule list for ``src``: stamp, secrets, --exclude, .nodeweaveignore, git-ignored, defaults."""
+                 include_secrets: bool = False, use_gitignore: bool = True, state: "list[str]" = ()) -> Filter:
+    """The rule list for ``src``: stamp, secrets, --exclude, .nodeweaveignore, nodeweave's state (``.nodeweave/``
+    and ``state``: folders relative to ``src``, the run folders), git-ignored, defaults. The state rules follow
+    --exclude and .nodeweaveignore, so a ``!`` pattern there is the one explicit way to send them."""
     rules = [Rule("-", "/" + STAMP_FILE, "stamp"), Rule("-", "/" + CACHE_FILE, "stamp")]
     if not include_secrets:
         rules += [Rule("+", pattern, "secret-template") for pattern in SECRET_TEMPLATES]
@@ -284,6 +298,8 @@ def build_filter(src: Path, *, extra_excludes: "list[str]" = (), default_exclude
             raise UsageError(f"{ignore_path}: cannot read it ({why}); it must be UTF-8 text "
                              "with one gitignore pattern per line") from err
         rules += gitignore_rules(text.splitlines(), str(ignore_path))
+    rules += [Rule("-", pattern, "state") for pattern in STATE_EXCLUDES]
+    rules += [Rule("-", _literal(folder.strip("/")) + "/", "state") for folder in state]
     if use_gitignore:
         rules += [Rule("-", _literal(path), "gitignore") for path in git_ignored(src)]
     if default_excludes:

@@ -237,6 +237,18 @@ def hosts_workspace(spec, recorded, found) -> str:
                      "remembers); workspace.path is the folder inside a container")
 
 
+def run_folders(src: Path, spec_path: Path) -> "list[str]":
+    """The run folders nodeweave writes (``runs/`` beside the spec), relative to ``src`` when they are under it:
+    the workstation's record of past runs, never workspace to send (W10)."""
+    from nodeweave.cluster.runfolder import RUNS
+
+    runs = spec_path.resolve().parent / RUNS
+    try:
+        return [runs.relative_to(src).as_posix()]
+    except ValueError:
+        return []
+
+
 def build_request(src: "Path | None", dest: "str | None", targets: TargetArgs, filters: FilterArgs,
                   options: SyncOptions, spec_path: Path, shared: "bool | None" = None, cluster=None,
                   choose=None, typed=None) -> SyncRequest:
@@ -258,7 +270,8 @@ def build_request(src: "Path | None", dest: "str | None", targets: TargetArgs, f
         resolve_paths(src, dest, spec, spec_path)  # names the missing DEST
     dest = remote.check_dest(dest, home=True) if dest is not None else None
     filt = build_filter(src, extra_excludes=list(filters.excludes), default_excludes=filters.default_excludes,
-                        include_secrets=filters.include_secrets, use_gitignore=filters.gitignore)
+                        include_secrets=filters.include_secrets, use_gitignore=filters.gitignore,
+                        state=run_folders(src, spec_path))
     recorded = recorded_cluster(spec, spec_path, cluster, fallback=not targets.explicit, dry_run=options.dry_run,
                                 typed=None if targets.explicit else typed)
     notes = recorded[2] if recorded and not targets.explicit else ()
