@@ -162,3 +162,63 @@ def test_a_delete_sync_plan_says_it_deletes(capsys, team):
     assert code == 0 and "delete on each target what SRC lacks" in first, out
     code, out, _ = run_cli(capsys, "sync", "--dry-run", "--delete", "-o", "json")
     assert "delete on each target" in json.loads(out)["phases"][0]["what"]
+
+
+# -- W9: a file nodeweave writes itself that is a link, a pipe, a device or a folder is named so, in one line --------
+
+
+def _not_a_file(path: Path, kind: str) -> str:
+    """Make ``path`` the ``kind`` of thing that is not a regular file; what the message should call it."""
+    import os
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if kind == "pipe":
+        os.mkfifo(path)
+        return "is a named pipe"
+    if kind == "folder":
+        path.mkdir()
+        return "is a folder"
+    target = "/dev/zero" if kind == "device link" else "/etc/hostname"
+    path.symlink_to(target)
+    return f"is a symbolic link (to {target})"
+
+
+KINDS = ("pipe", "folder", "file link", "device link")
+RECORDS = {  # a record nodeweave writes -> the command that reads it
+    "runs/20261129T200000Z-team/run.json": ("runs", "show", "20261129T200000Z-team"),
+    "runs/20261129T200000Z-team-sweep/sweep.json": ("runs", "show", "20261129T200000Z-team-sweep"),
+    ".nodeweave/rendered.json": ("render", "images", "--dry-run"),
+    ".nodeweave/team/cluster.json": ("status",),
+}
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("rel", sorted(RECORDS))
+def test_a_record_that_is_not_a_file_is_named_in_one_line(capsys, team, rel, kind):
+    said = _not_a_file(team / rel, kind)
+    code, _, err = run_cli(capsys, *RECORDS[rel])
+    line = one_line(err)
+    assert code == EXIT_USAGE and rel.rsplit("/", 1)[-1] in line and said in line, line
+    assert "not a file nodeweave" in line and "<(cmd)" not in line and "being written" not in line, line
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_runs_ls_lists_a_run_whose_record_is_not_a_file_with_why(capsys, team, kind):
+    said = _not_a_file(team / "runs" / "20261129T200000Z-team" / "run.json", kind)
+    code, out, _ = run_cli(capsys, "runs", "ls", "-o", "json")
+    (row,) = json.loads(out)
+    assert row["state"] == f"unreadable: run.json {said}, not a file nodeweave wrote; move the folder out of runs/"
+
+
+def test_every_record_read_refuses_what_is_not_a_regular_file():
+    """Each read of a record nodeweave writes (RECORD_CAP) goes through bounded.read_own, so a new record is covered;
+    the cluster state file refuses a link itself before reading (jobstate.in_the_way), and the two reads of a
+    stream (a sysfs capture, node 0's status answer) are not files nodeweave wrote."""
+    import re
+
+    src = Path(__file__).resolve().parents[1] / "src" / "nodeweave"
+    allowed = {"entrypoint/bounded.py", "entrypoint/detection/sysfs.py", "cluster/top.py", "cluster/options.py"}
+    loose = [f"{path.relative_to(src)}:{text[:80]}" for path in sorted(src.rglob("*.py"))
+             if str(path.relative_to(src)) not in allowed
+             for text in re.findall(r"bounded\.read_(?:text|bytes)\([^)]*RECORD_CAP[^\n]*", path.read_text())]
+    assert not loose, loose

@@ -37,9 +37,11 @@ def read(out: Path) -> Dict[str, Entry]:
     """The record under ``out`` (empty when no render wrote one); a damaged record is named with its remedy."""
     path = out / RECORD
     try:
-        text = bounded.read_text(path, bounded.RECORD_CAP, "a render record")
+        text = bounded.read_own(path, bounded.RECORD_CAP, "a render record")
     except FileNotFoundError:
         return {}
+    except bounded.NotOwnFile as err:  # a link or a pipe: never read through
+        raise _damaged(path, err.strerror) from None
     except (OSError, UnicodeDecodeError) as err:
         raise _damaged(path, f"cannot read it ({getattr(err, 'strerror', None) or err})") from None
     try:
