@@ -78,6 +78,7 @@ def test_a_bad_ignore_file_line_beats_a_missing_engine(tmp_path):
 def test_missing_tools_exit_3(tmp_path):
     """rsync is needed here only when asked for: a stream or tar needs just the target's exec channel."""
     env = {"PATH": str(tmp_path / "empty-bin"), "HOME": str(tmp_path)}
+    (tmp_path / "train.py").write_text("print('train')\n")  # a SRC with nothing to send is refused first (exit 2)
     out = run(str(tmp_path), "/workspace", "--node", "podman:c1", "--method", "rsync", env=env)
     assert out.returncode == 3 and "rsync is not installed" in out.stderr
     for extra in ([], ["--tar"]):

@@ -222,3 +222,30 @@ def test_every_record_read_refuses_what_is_not_a_regular_file():
              if str(path.relative_to(src)) not in allowed
              for text in re.findall(r"bounded\.read_(?:text|bytes)\([^)]*RECORD_CAP[^\n]*", path.read_text())]
     assert not loose, loose
+
+
+# -- W11: exclude rules that leave nothing to send are refused, naming them; so is a SRC with nothing in it -----------
+
+
+@pytest.mark.parametrize("rules, ignore_file, named", [
+    (["*"], "", "--exclude '*'"),
+    (["**"], "", "--exclude '**'"),
+    (["/*"], "", "--exclude '/*'"),
+    (["*.py", "*.txt", "*.yaml"], "", "--exclude '*.py'"),
+    ([], "# everything\n*\n", ".nodeweaveignore:2 '*'"),
+])
+def test_excludes_that_leave_nothing_to_send_are_refused(capsys, team, rules, ignore_file, named):
+    if ignore_file:
+        (team / ".nodeweaveignore").write_text(ignore_file)
+    for extra in ([], ["--delete"], ["--check"]):
+        code, _, err = run_cli(capsys, "sync", "--dry-run", *extra, *[f"--exclude={rule}" for rule in rules])
+        line = one_line(err)
+        assert code == EXIT_USAGE and named in line and "nothing would be sent" in line, line
+
+
+def test_a_src_with_nothing_to_send_is_refused(capsys, team, tmp_path):
+    empty = tmp_path / "empty"
+    (empty / ".nodeweave").mkdir(parents=True)
+    code, _, err = run_cli(capsys, "sync", str(empty), "/workspace", "--dry-run", "--delete")
+    line = one_line(err)
+    assert code == EXIT_USAGE and "holds no file to send" in line and ".nodeweave/" in line, line

@@ -62,6 +62,7 @@ class Rule:
     action: str  # "+" include, "-" exclude
     pattern: str  # rsync pattern: leading "/" anchors, trailing "/" = directories only
     origin: str  # "default", "secret", "stamp", ".nodeweaveignore:12", "--exclude"
+    given: str = ""  # the user's own spelling (a --exclude or .nodeweaveignore line), for messages
 
     def rsync_arg(self) -> str:
         return f"--filter={self.action} {self.pattern}"
@@ -207,6 +208,29 @@ class Filter:
         return found
 
 
+USERS_RULES = ("--exclude", IGNORE_FILE)  # the origins a person wrote (an ignore file's: its path and line)
+
+
+def refuse_nothing_to_send(src: Path, filt: Filter, fileset: FileSet) -> None:
+    """Exit 2 when the walk found no file to send: a sync of nothing is never what is meant (and with --delete it
+    would empty DEST). Names the --exclude or .nodeweaveignore line that left out everything, when one did (W11:
+    ``-x '*'`` planned "push 0 file(s)" with no word, while ``-x '/'`` was refused)."""
+    if fileset.files:
+        return
+    mine = []
+    for entry in sorted(os.scandir(src), key=lambda e: e.name):
+        rule = filt.match(entry.name, entry.is_dir(follow_symlinks=False))
+        if rule is not None and rule.action == "-" and rule.given and rule not in mine:
+            mine.append(rule)
+    if mine:
+        said = ", ".join(f"{rule.origin} {rule.given!r}" for rule in mine[:3])
+        raise UsageError(f"{said} leave{'s' if len(mine) == 1 else ''} out every file of SRC {src}, so nothing "
+                         "would be sent; name only what to leave out ('data/', '*.bin', '/outputs/')")
+    held = [*fileset.held_back_state, *fileset.held_back_secrets]
+    raise UsageError(f"SRC {src} holds no file to send" + (f" (held back: {', '.join(held[:5])})" if held else "")
+                     + ": give the workspace folder (a sync of nothing, with --delete, would empty DEST)")
+
+
 def gitignore_rules(lines: "list[str]", origin: str) -> "list[Rule]":
     """Translate gitignore lines into rsync rules, already in first-match-wins order."""
     rules: "list[Rule]" = []
@@ -226,7 +250,7 @@ def gitignore_rules(lines: "list[str]", origin: str) -> "list[Rule]":
             raise UsageError(f"{where}: pattern {raw.strip()!r} matches nothing useful; "
                              "write a gitignore pattern such as 'data/' or '*.bin'")
         for pattern in _gitignore_to_rsync(line):
-            rules.append(Rule(action, pattern, where))
+            rules.append(Rule(action, pattern, where, raw.strip()))
     rules.reverse()  # gitignore: the last match wins; rsync: the first
     return rules
 

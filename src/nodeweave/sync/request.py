@@ -20,7 +20,7 @@ from nodeweave import remote
 from nodeweave.errors import EnvironmentProblem, NodeweaveError, UsageError
 from nodeweave.remote import discover
 from nodeweave.remote.names import check_dns_label, refuse
-from nodeweave.sync.filters import FileSet, Filter, build_filter
+from nodeweave.sync.filters import FileSet, Filter, build_filter, refuse_nothing_to_send
 from nodeweave.sync.verify import GitInfo, git_info
 
 METHODS = ("auto", "stream", "rsync", "tar")
@@ -296,7 +296,9 @@ def build_request(src: "Path | None", dest: "str | None", targets: TargetArgs, f
                       and all(_names_a_pod(t.label) for t in found))
     # credentials sent on request travel only over each target's own exec channel, never relayed in the clear
     relay = "off" if filters.include_secrets and options.relay == "auto" else options.relay
-    return SyncRequest(src=src, dest=dest, targets=tuple(found), fileset=filt.walk(src), filt=filt,
+    fileset = filt.walk(src)
+    refuse_nothing_to_send(src, filt, fileset)
+    return SyncRequest(src=src, dest=dest, targets=tuple(found), fileset=fileset, filt=filt,
                        options=replace(options, shared=shared, relay=relay), git=git_info(src), notes=notes)
 
 
