@@ -249,3 +249,48 @@ def test_a_src_with_nothing_to_send_is_refused(capsys, team, tmp_path):
     code, _, err = run_cli(capsys, "sync", str(empty), "/workspace", "--dry-run", "--delete")
     line = one_line(err)
     assert code == EXIT_USAGE and "holds no file to send" in line and ".nodeweave/" in line, line
+
+
+# -- W34, W35: a flag that does nothing with another's value, or undoes what another asks, is refused ---------------
+
+
+def _value_cases():
+    from cli_run import leaves
+    from nodeweave.cli.habits.conflicts import IDLE_WITH_VALUE
+
+    cases = []
+    for words, command in leaves():
+        flags = {name for p in command.params if p.param_type_name == "option" for name in p.opts}
+        for (flag, option), values in IDLE_WITH_VALUE.items():
+            if flag in flags and option in flags:
+                cases += [(words, [flag, option, value]) for value in values]
+                cases += [(words, [flag, f"{option}={value}"]) for value in values]
+    return cases
+
+
+def test_the_value_walk_finds_sync():
+    assert ["sync"] in [words for words, _ in _value_cases()]
+
+
+@pytest.mark.parametrize("words, argv", _value_cases(), ids=lambda x: " ".join(x))
+def test_a_flag_idle_with_an_options_value_is_refused(capsys, team, words, argv):
+    code, _, err = run_cli(capsys, *words, *argv, "--dry-run")
+    line = one_line(err)
+    assert code == EXIT_USAGE and f"{argv[0]} does nothing with {argv[1].split('=')[0]} " in line, line
+
+
+@pytest.mark.parametrize("argv, said", [
+    (["--include-secrets", "--relay"], "--include-secrets and --relay contradict"),
+    (["-z", "--tar"], "--compress does nothing with --tar"),
+    (["--relay", "--check"], "--relay does nothing with --check"),
+    (["--shared", "--check"], "--shared does nothing with --check"),
+])
+def test_sync_flags_that_undo_each_other_are_refused(capsys, team, argv, said):
+    code, _, err = run_cli(capsys, "sync", "--dry-run", *argv)
+    assert code == EXIT_USAGE and said in one_line(err), err
+
+
+def test_the_flags_that_do_work_together_still_do(capsys, team):
+    for argv in (["-z", "--method", "rsync"], ["-z"], ["--include-secrets", "--no-relay"], ["--include-secrets"]):
+        code, _, err = run_cli(capsys, "sync", "--dry-run", *argv)
+        assert code == 0, (argv, err)
