@@ -294,3 +294,33 @@ def test_the_flags_that_do_work_together_still_do(capsys, team):
     for argv in (["-z", "--method", "rsync"], ["-z"], ["--include-secrets", "--no-relay"], ["--include-secrets"]):
         code, _, err = run_cli(capsys, "sync", "--dry-run", *argv)
         assert code == 0, (argv, err)
+
+
+# -- W46: the verbs that prepare a run say `nodeweave up --hold` when nothing is up, as run's and check's do ----------
+
+
+@pytest.mark.parametrize("mode", ["run", "hold"])
+def test_every_verb_that_goes_into_held_nodes_hints_a_holding_up(mode):
+    """Every verb of NOTHING (the table of what a verb finds nothing of) gets its hint from start_hint: the verbs
+    that prepare or start a run in held nodes never hint a run-mode `up`, whose nodes would start the script."""
+    from nodeweave.cluster.base import HELD_VERBS, NOTHING, start_hint
+    from nodeweave.spec import parse_spec
+
+    spec = parse_spec(SPEC.replace("script: train.py", f"script: train.py\n  mode: {mode}"), "nodeweave.yaml")
+    assert {"run", "check", "sync", "exec", "shell", "status"} <= set(HELD_VERBS.values())
+    for verb in {*NOTHING, *HELD_VERBS}:
+        hint = start_hint(verb, spec)
+        if verb in HELD_VERBS:
+            up = "`nodeweave up` (launcher.mode: hold)" if mode == "hold" else "`nodeweave up --hold`"
+            assert hint.startswith(f"{up} starts it, then `nodeweave {HELD_VERBS[verb]}`"), (verb, hint)
+        else:
+            assert hint == "`nodeweave up` starts it", (verb, hint)
+
+
+@pytest.mark.skipif(__import__("shutil").which("podman") is None, reason="podman answers 'missing' for nodes not up")
+@pytest.mark.parametrize("argv, verb", [(["sync"], "sync"), (["exec", "--", "ls"], "exec"), (["shell"], "shell"),
+                                        (["status"], "status")])
+def test_the_preparing_verbs_hint_up_hold_when_nothing_is_up(capsys, team, argv, verb):
+    code, _, err = run_cli(capsys, *argv)
+    line = one_line(err)
+    assert code == 3 and f"`nodeweave up --hold` starts it, then `nodeweave {verb}`" in line, line
