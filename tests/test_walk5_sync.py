@@ -127,11 +127,11 @@ def test_sync_never_sends_nodeweaves_own_state(capsys, team, git):
         sent = sorted(set(made) & set(fileset.files))
         assert not sent, sent
         assert {".nodeweave/", "runs/", "out/.nodeweave/"} <= set(fileset.held_back_state), fileset.held_back_state
-    code, out, err = run_cli(capsys, "sync", "--dry-run", "-o", "json")
+    code, out, err = run_cli(capsys, "sync", ".", "/opt/work", "--dry-run", "-o", "json")  # not the nodes' mount
     assert out, (code, err)
     request = json.loads(out)["phases"][0]["request"]
     assert code == 0 and request["files"] == 3, (request, err)  # the spec, the script, the requirements
-    code, out, _ = run_cli(capsys, "sync", "--dry-run")
+    code, out, _ = run_cli(capsys, "sync", ".", "/opt/work", "--dry-run")
     assert "held back as nodeweave's own state: .nodeweave/, out/.nodeweave/, runs/" in out, out
 
 
@@ -155,12 +155,12 @@ def test_sending_state_takes_an_explicit_pattern_and_the_token_stays_a_secret(te
 
 
 def test_a_delete_sync_plan_says_it_deletes(capsys, team):
-    code, out, _ = run_cli(capsys, "sync", "--dry-run")
+    code, out, _ = run_cli(capsys, "sync", ".", "/opt/work", "--dry-run")
     assert code == 0 and "delete on each target" not in out, out
-    code, out, _ = run_cli(capsys, "sync", "--dry-run", "--delete")
+    code, out, _ = run_cli(capsys, "sync", ".", "/opt/work", "--dry-run", "--delete")
     first = next(line for line in out.splitlines() if line.startswith("# push"))
     assert code == 0 and "delete on each target what SRC lacks" in first, out
-    code, out, _ = run_cli(capsys, "sync", "--dry-run", "--delete", "-o", "json")
+    code, out, _ = run_cli(capsys, "sync", ".", "/opt/work", "--dry-run", "--delete", "-o", "json")
     assert "delete on each target" in json.loads(out)["phases"][0]["what"]
 
 
@@ -238,7 +238,8 @@ def test_excludes_that_leave_nothing_to_send_are_refused(capsys, team, rules, ig
     if ignore_file:
         (team / ".nodeweaveignore").write_text(ignore_file)
     for extra in ([], ["--delete"], ["--check"]):
-        code, _, err = run_cli(capsys, "sync", "--dry-run", *extra, *[f"--exclude={rule}" for rule in rules])
+        code, _, err = run_cli(capsys, "sync", ".", "/opt/work", "--dry-run", *extra,
+                               *[f"--exclude={rule}" for rule in rules])
         line = one_line(err)
         assert code == EXIT_USAGE and named in line and "nothing would be sent" in line, line
 
@@ -246,7 +247,7 @@ def test_excludes_that_leave_nothing_to_send_are_refused(capsys, team, rules, ig
 def test_a_src_with_nothing_to_send_is_refused(capsys, team, tmp_path):
     empty = tmp_path / "empty"
     (empty / ".nodeweave").mkdir(parents=True)
-    code, _, err = run_cli(capsys, "sync", str(empty), "/workspace", "--dry-run", "--delete")
+    code, _, err = run_cli(capsys, "sync", str(empty), "/workspace", "--node", "podman:team-0", "--dry-run", "--delete")
     line = one_line(err)
     assert code == EXIT_USAGE and "holds no file to send" in line and ".nodeweave/" in line, line
 
@@ -292,7 +293,7 @@ def test_sync_flags_that_undo_each_other_are_refused(capsys, team, argv, said):
 
 def test_the_flags_that_do_work_together_still_do(capsys, team):
     for argv in (["-z", "--method", "rsync"], ["-z"], ["--include-secrets", "--no-relay"], ["--include-secrets"]):
-        code, _, err = run_cli(capsys, "sync", "--dry-run", *argv)
+        code, _, err = run_cli(capsys, "sync", ".", "/opt/work", "--dry-run", *argv)
         assert code == 0, (argv, err)
 
 
@@ -324,3 +325,44 @@ def test_the_preparing_verbs_hint_up_hold_when_nothing_is_up(capsys, team, argv,
     code, _, err = run_cli(capsys, *argv)
     line = one_line(err)
     assert code == 3 and f"`nodeweave up --hold` starts it, then `nodeweave {verb}`" in line, line
+
+
+# -- W36: a DEST the nodes bind-mount from this machine is never written through the nodes ---------------------------
+
+
+def test_sync_never_writes_a_folder_the_nodes_mount_from_this_machine(capsys, team, tmp_path, monkeypatch):
+    """Every bind mount of the local target (its host_mounts: workspace, cache, each volume with a host_path): SRC
+    itself there is "nothing to send" (exit 0, the dry run's plan says why, a real sync moves nothing); any other
+    SRC is refused (exit 2), before the nodes are asked, with or without --delete."""
+    from nodeweave.cluster import open_backend
+    from nodeweave.cluster.options import ClusterOptions, spec_default
+    from nodeweave.spec import load_spec
+
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))  # the cache's host folder (~/.cache/nodeweave) in here
+    data = tmp_path / "shared-data"
+    data.mkdir()
+    (data / "x.bin").write_text("1\n")
+    (team / "nodeweave.yaml").write_text(SPEC + f"volumes:\n  - {{name: data, path: /data, host_path: {data}}}\n")
+    spec = load_spec(team / "nodeweave.yaml")
+    backend = open_backend(spec, team / "nodeweave.yaml", spec_default(ClusterOptions(), spec).checked())
+    mounts = backend.host_mounts()
+    assert {inside for _, inside in mounts} >= {"/workspace", "/data", spec.cache.path}, mounts
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "a.py").write_text("print(1)\n")
+    for host, inside in mounts:
+        host.mkdir(parents=True, exist_ok=True)
+        if not any(host.iterdir()):
+            (host / "f.txt").write_text("x\n")
+        code, out, err = run_cli(capsys, "sync", str(host), inside, "--dry-run", "-o", "json")
+        plan = json.loads(out)
+        assert code == 0 and plan["phases"] == [] and any(f"mount {host} at {inside}" in note and "nothing to send"
+                                                          in note for note in plan["notes"]), (inside, out, err)
+        for extra in ([], ["--delete"], ["--dry-run"]):
+            before = sorted(p.name for p in host.iterdir())
+            code, _, err = run_cli(capsys, "sync", str(other), inside, *extra)
+            line = one_line(err)
+            assert code == EXIT_USAGE and f"mount {host} at {inside}" in line and "over your files" in line, line
+            assert sorted(p.name for p in host.iterdir()) == before
+    code, _, err = run_cli(capsys, "sync", str(other), "/workspace/sub", "--dry-run")
+    assert code == EXIT_USAGE and f"DEST /workspace/sub is {team / 'sub'}" in one_line(err), err

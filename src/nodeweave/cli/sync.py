@@ -98,7 +98,19 @@ def sync_command(
                              method="tar" if force_tar else method, jobs=jobs, retries=retries,
                              relay="auto" if relay is None else ("on" if relay else "off"))
     spec_path = find_spec(spec_path)
-    req = rq.build_request(src, dest, targets, filters, options, spec_path, shared, cluster, choose, typed)
+    try:
+        req = rq.build_request(src, dest, targets, filters, options, spec_path, shared, cluster, choose, typed)
+    except rq.NothingToSend as said:  # the nodes mount SRC at DEST: exit 0, a plan of nothing that says why
+        from nodeweave.cli.habits.clusteropts import show_plan
+        from nodeweave.plan import Plan
+
+        plan = Plan("sync", "the nodes' own mount of SRC", (), notes=(*said.notes, str(said)))
+        fmt = data_format(as_json, output)
+        if dry_run or fmt in ("json", "yaml"):
+            show_plan(plan, fmt)
+        else:
+            typer.echo(f"nodeweave: {said}", err=True)
+        return
     try:
         rq.check_tools(req)
     except EnvironmentProblem as err:  # a dry run, as every verb's, notes what the real sync would end with

@@ -334,6 +334,11 @@ class Backend(abc.ABC):
         """Where ``nodeweave sync`` sends the workspace on this target (remotes, folder); None: sync's own default."""
         return None
 
+    def host_mounts(self) -> List[Tuple[Path, str]]:
+        """(folder on this machine, path in every node) of each folder the nodes bind-mount from this machine: a
+        sync into one would write this machine's folder through the nodes (W36). None on a target of other hosts."""
+        return []
+
 
 # What a verb finds nothing of when no node is up, as a person says it (not "nothing to logs").
 NOTHING = {"logs": "no logs to show", "read logs of": "no logs to show", "shell": "no shell to open",

@@ -191,7 +191,7 @@ def resolve_targets(args: TargetArgs, spec) -> "list[remote.Remote]":
 
 
 def recorded_cluster(spec, spec_path: Path, given=None, fallback: bool = True, dry_run: bool = False,
-                     typed=None):
+                     typed=None, src: "Path | None" = None, dest: "str | None" = None):
     """(remotes, folder) of the cluster ``-t/--target`` names (``given``, ClusterOptions), else the one
     ``nodeweave up`` recorded for this job (.nodeweave/cluster.json), else the spec's default cluster, as
     every verb picks it (``spec_default``; ``fallback`` False: None instead); None without a spec. The third item:
@@ -216,14 +216,52 @@ def recorded_cluster(spec, spec_path: Path, given=None, fallback: bool = True, d
         refuse_idle_flags(typed[0], saved.target, typed[1])
     backend = open_backend(spec, spec_path, saved)
     refuse_foreign(backend)  # another folder's job of the same name is not this one's to sync into
+    mounted = mounted_dest(backend, src, dest or spec.workspace.path) if src is not None else None
     try:
-        return (*backend.sync_targets(), ())
+        found = backend.sync_targets()
+        if mounted:  # nothing to send, but a machine without the target's engine still says so first
+            backend.check_tools()
     except EnvironmentProblem as err:  # not up, or the platform does not answer: exit 3 ...
         if not dry_run:
             raise
         # ... which a dry run, as every verb's, says in a note and plans the nodes `up` would start
-        return ([node.remote for node in backend.nodes(dry_run=True)], spec.workspace.path,
-                (f"the real sync would end with exit 3: {err}",))
+        note = f"the real sync would end with exit 3: {err}"
+        if mounted:
+            raise NothingToSend(mounted, (note,)) from None
+        return ([node.remote for node in backend.nodes(dry_run=True)], spec.workspace.path, (note,))
+    if mounted:
+        raise NothingToSend(mounted)
+    return (*found, ())
+
+
+def mounted_dest(backend, src: Path, dest: str) -> "str | None":
+    """When DEST is inside a folder the nodes bind-mount from this machine (the local target's workspace), a sync
+    would write that folder through every container at once (with --delete, removing files there), the user's own
+    folder (W36): when it is SRC itself, the note that there is nothing to send (the nodes already see it; raised as
+    :class:`NothingToSend` once the nodes are known to be up, so a cluster not up still says so), else exit 2,
+    before the nodes are asked. None: DEST is not a mount of this machine's."""
+    import posixpath
+
+    for host, inside in backend.host_mounts():
+        below = posixpath.relpath(dest, inside)
+        if below == ".." or below.startswith("../"):
+            continue
+        folder = (host / below).resolve() if below != "." else host
+        said = f"target {backend.target}: the nodes mount {host} at {inside}, so DEST {dest} is {folder} on this machine"
+        if folder == src:
+            return f"nothing to send: {said}, SRC itself; every node sees each change at once"
+        raise UsageError(f"{said}: a sync would write {src} into it through the nodes, over your files there; copy "
+                         "what you need into it on this machine, or give a DEST outside the nodes' mounts")
+    return None
+
+
+class NothingToSend(Exception):
+    """The nodes already see SRC at DEST (a bind mount of it): sync says so and exits 0, moving nothing; ``notes``:
+    what a dry run found first (the cluster is not up)."""
+
+    def __init__(self, said: str, notes: "tuple[str, ...]" = ()):
+        super().__init__(said)
+        self.notes = notes
 
 
 def hosts_workspace(spec, recorded, found) -> str:
@@ -273,7 +311,7 @@ def build_request(src: "Path | None", dest: "str | None", targets: TargetArgs, f
                         include_secrets=filters.include_secrets, use_gitignore=filters.gitignore,
                         state=run_folders(src, spec_path))
     recorded = recorded_cluster(spec, spec_path, cluster, fallback=not targets.explicit, dry_run=options.dry_run,
-                                typed=None if targets.explicit else typed)
+                                typed=None if targets.explicit else typed, src=src, dest=dest)
     notes = recorded[2] if recorded and not targets.explicit else ()
     if recorded and not targets.explicit:
         found = recorded[0]
