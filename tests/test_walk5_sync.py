@@ -366,3 +366,30 @@ def test_sync_never_writes_a_folder_the_nodes_mount_from_this_machine(capsys, te
             assert sorted(p.name for p in host.iterdir()) == before
     code, _, err = run_cli(capsys, "sync", str(other), "/workspace/sub", "--dry-run")
     assert code == EXIT_USAGE and f"DEST /workspace/sub is {team / 'sub'}" in one_line(err), err
+
+
+# -- W49: a DEST that is a home, a mount root or a credential folder is refused, as / and /root are -------------------
+
+
+@pytest.mark.parametrize("dest", ["/home/me", "/Users/me", "/var/home/me", "/mnt", "/media", "/media/usb",
+                                  "/run/media/me", "/home/me/.ssh", "~/.ssh", "/srv/job/.aws", "~/.kube/x",
+                                  "/home/me/.gnupg", "/opt/job/.docker"])
+def test_a_dest_whose_delete_would_wipe_a_home_or_credentials_is_refused(capsys, team, dest):
+    """The one DEST rule (remote.check_dest) serves sync's DEST and up's --remote-dir alike."""
+    from nodeweave.remote.names import CREDENTIAL_FOLDERS
+
+    (team / "hosts.txt").write_text("gpu01\ngpu02\n")
+    code, _, err = run_cli(capsys, "sync", ".", dest, "--hosts-file", "hosts.txt", "--delete", "--dry-run")
+    line = one_line(err)
+    assert code == EXIT_USAGE and f"DEST {dest!r} is not accepted" in line, line
+    code, _, err = run_cli(capsys, "up", "--target", "hosts", "--host", "gpu01", "--host", "gpu02",
+                           "--remote-dir", dest, "--dry-run")
+    assert code == EXIT_USAGE and f"{dest!r} is not accepted" in one_line(err), err
+    assert {".ssh", ".aws", ".kube", ".gnupg", ".docker"} <= set(CREDENTIAL_FOLDERS)
+
+
+@pytest.mark.parametrize("dest", ["/home/me/project", "/mnt/data/job", "~/project", "/workspace", "/media/usb/job"])
+def test_a_workspace_folder_under_them_is_still_taken(capsys, team, dest):
+    (team / "hosts.txt").write_text("gpu01\ngpu02\n")
+    code, _, err = run_cli(capsys, "sync", ".", dest, "--hosts-file", "hosts.txt", "--dry-run")
+    assert code == 0, err
