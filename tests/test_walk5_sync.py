@@ -393,3 +393,15 @@ def test_a_workspace_folder_under_them_is_still_taken(capsys, team, dest):
     (team / "hosts.txt").write_text("gpu01\ngpu02\n")
     code, _, err = run_cli(capsys, "sync", ".", dest, "--hosts-file", "hosts.txt", "--dry-run")
     assert code == 0, err
+
+
+# -- W67: a .nodeweaveignore that is not a file of patterns is named, never skipped ----------------------------------
+
+
+@pytest.mark.parametrize("kind", ["pipe", "folder", "device link"])
+def test_an_ignore_file_that_is_not_a_file_is_refused(capsys, team, kind):
+    said = _not_a_file(team / ".nodeweaveignore", kind)
+    said = "is a character device" if kind == "device link" else said  # a link to a file is the user's choice
+    code, _, err = run_cli(capsys, "sync", ".", "/opt/work", "--dry-run")
+    line = one_line(err)
+    assert code == EXIT_USAGE and ".nodeweaveignore" in line and said in line, line

@@ -314,6 +314,9 @@ def build_filter(src: Path, *, extra_excludes: "list[str]" = (), default_exclude
         rules += [Rule("-", pattern, "secret") for pattern in SECRET_EXCLUDES]
     rules += gitignore_rules(list(extra_excludes), "--exclude")
     ignore_path = src / IGNORE_FILE
+    if ignore_path.exists() and not ignore_path.is_file():  # a folder or a pipe is never skipped without a word (W67)
+        raise UsageError(f"{ignore_path} is {bounded.file_kind(os.stat(ignore_path).st_mode)}, not a file of "
+                         "gitignore patterns; move it away, or make it a text file with one pattern per line")
     if ignore_path.is_file():
         try:
             text = bounded.read_text(ignore_path, bounded.TEXT_CAP, "an ignore file")
