@@ -405,3 +405,17 @@ def test_an_ignore_file_that_is_not_a_file_is_refused(capsys, team, kind):
     code, _, err = run_cli(capsys, "sync", ".", "/opt/work", "--dry-run")
     line = one_line(err)
     assert code == EXIT_USAGE and ".nodeweaveignore" in line and said in line, line
+
+
+# -- W68: render never writes its record through a link, as up never writes a job's state through one ---------------
+
+
+@pytest.mark.parametrize("argv", [["render", "all"], ["render", "all", "--dry-run"], ["render", "compose", "--prune"]])
+def test_render_refuses_a_state_folder_that_is_a_link(capsys, team, tmp_path, argv):
+    elsewhere = tmp_path / "otherproj"
+    elsewhere.mkdir()
+    (team / ".nodeweave").symlink_to(elsewhere)
+    code, _, err = run_cli(capsys, *argv)
+    line = one_line(err)
+    assert code == EXIT_USAGE and f".nodeweave is a symbolic link (to {elsewhere})" in line, line
+    assert list(elsewhere.iterdir()) == []
