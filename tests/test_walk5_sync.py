@@ -419,3 +419,21 @@ def test_render_refuses_a_state_folder_that_is_a_link(capsys, team, tmp_path, ar
     line = one_line(err)
     assert code == EXIT_USAGE and f".nodeweave is a symbolic link (to {elsewhere})" in line, line
     assert list(elsewhere.iterdir()) == []
+
+
+# -- W66: a sync that leaves out the spec's own files (launcher.script, image.requirements) says so ------------------
+
+
+@pytest.mark.parametrize("how", [["-x", "train.py"], ["-x", "*.py"], [".nodeweaveignore", "*.py\n"]])
+def test_a_sync_that_leaves_out_the_script_says_so(capsys, team, how):
+    if how[0] == ".nodeweaveignore":
+        (team / ".nodeweaveignore").write_text(how[1])
+        how = []
+    code, out, err = run_cli(capsys, "sync", ".", "/opt/work", "--dry-run", "-o", "json", *how)
+    notes = json.loads(out)["notes"]
+    assert code == 0 and any("leaves out launcher.script train.py" in note for note in notes), notes
+    (team / ".nodeweaveignore").unlink(missing_ok=True)
+    code, out, _ = run_cli(capsys, "sync", ".", "/opt/work", "--dry-run", "-x", "*.txt")
+    assert "leaves out image.requirements requirements.txt" in out, out
+    code, out, _ = run_cli(capsys, "sync", ".", "/opt/work", "--dry-run", "-o", "json")
+    assert not [n for n in json.loads(out)["notes"] if "leaves out" in n]

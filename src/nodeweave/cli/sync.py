@@ -139,6 +139,8 @@ def _run_plan(req, fmt: str, spec_dir: Path) -> None:
         if not req.notes:  # the targets are up: ask each what would move
             run_and_show(req, "table", stderr=is_data(fmt))
         return
+    for note in req.left_out:  # what the plan's notes say, said before the real sync too
+        typer.echo(f"nodeweave: note: {note}", err=True)
     execute(plan, Execution(spec_dir, say(console(stderr=True)), syncs=SyncSession(req, fmt)))
 
 

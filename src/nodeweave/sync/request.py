@@ -101,6 +101,7 @@ class SyncRequest:
     options: SyncOptions = SyncOptions()
     git: GitInfo = field(default_factory=GitInfo)
     notes: "tuple[str, ...]" = ()  # a dry run's: what the real sync would meet first (the cluster is not up)
+    left_out: "tuple[str, ...]" = ()  # the spec's own files (launcher.script, image.requirements) the rules leave out
 
 
 def load_spec_if_present(path: Path):
@@ -337,7 +338,33 @@ def build_request(src: "Path | None", dest: "str | None", targets: TargetArgs, f
     fileset = filt.walk(src)
     refuse_nothing_to_send(src, filt, fileset)
     return SyncRequest(src=src, dest=dest, targets=tuple(found), fileset=fileset, filt=filt,
-                       options=replace(options, shared=shared, relay=relay), git=git_info(src), notes=notes)
+                       options=replace(options, shared=shared, relay=relay), git=git_info(src), notes=notes,
+                       left_out=spec_files_left_out(spec, spec_path, src, filt, fileset))
+
+
+def spec_files_left_out(spec, spec_path: Path, src: Path, filt: Filter, fileset: FileSet) -> "tuple[str, ...]":
+    """A note for each file the spec's job needs (``launcher.script``, ``image.requirements``) that is in SRC but
+    that a rule leaves out, naming the rule: the nodes would run an old copy or none (W66)."""
+    if spec is None:
+        return ()
+    wanted = {"launcher.script": src / spec.launcher.script}
+    if spec.image.requirements:
+        wanted["image.requirements"] = spec_path.resolve().parent / spec.image.requirements
+    notes = []
+    for field_name, path in wanted.items():
+        try:
+            rel = path.resolve().relative_to(src).as_posix()
+        except ValueError:
+            continue
+        if not path.is_file() or rel in fileset.files:
+            continue
+        parts = rel.split("/")
+        rule = next((r for r in (filt.match("/".join(parts[:i + 1]), i < len(parts) - 1) for i in range(len(parts)))
+                     if r is not None and r.action == "-"), None)
+        by = f"{rule.origin} {(rule.given or rule.pattern)!r}" if rule is not None else "a rule"
+        notes.append(f"{by} leaves out {field_name} {rel}: the nodes would have an old copy or none; "
+                     f"re-include it ('!{rel}')")
+    return tuple(notes)
 
 
 def check_tools(req: SyncRequest) -> None:

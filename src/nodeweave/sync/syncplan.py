@@ -63,7 +63,8 @@ def sync_plan(req: SyncRequest) -> Plan:
             + ("" if options.check else "; each target's answer decides what it is sent and how")
             + held_back(work))
     kinds = sorted({t.kind for t in req.targets})
-    return Plan("sync", f"{len(nodes)} target(s) ({', '.join(kinds)})", (SyncPhase(what, nodes=nodes, work=work),))
+    return Plan("sync", f"{len(nodes)} target(s) ({', '.join(kinds)})", (SyncPhase(what, nodes=nodes, work=work),),
+                notes=req.left_out)
 
 
 def held_back(work: SyncWork) -> str:
