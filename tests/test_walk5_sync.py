@@ -437,3 +437,16 @@ def test_a_sync_that_leaves_out_the_script_says_so(capsys, team, how):
     assert "leaves out image.requirements requirements.txt" in out, out
     code, out, _ = run_cli(capsys, "sync", ".", "/opt/work", "--dry-run", "-o", "json")
     assert not [n for n in json.loads(out)["notes"] if "leaves out" in n]
+
+
+# -- W53: the folder's other job's damaged record is named (a renamed job down cannot reach), never skipped ----------
+
+
+@pytest.mark.parametrize("argv", [["status"], ["down", "--dry-run"]])
+def test_a_damaged_record_of_another_job_in_the_folder_is_named(capsys, team, argv):
+    (team / ".nodeweave" / "old").mkdir(parents=True)
+    (team / ".nodeweave" / "old" / "cluster.json").write_text('{"target": "local", "made": "x"}')
+    _, _, err = run_cli(capsys, *argv)
+    warned = [line for line in err.splitlines() if "warning:" in line]
+    assert len(warned) == 1 and ".nodeweave/old/cluster.json" in warned[0] and "field made is 'x'" in warned[0], err
+    assert "`nodeweave down` cannot take that job down" in warned[0]
