@@ -450,3 +450,15 @@ def test_a_damaged_record_of_another_job_in_the_folder_is_named(capsys, team, ar
     warned = [line for line in err.splitlines() if "warning:" in line]
     assert len(warned) == 1 and ".nodeweave/old/cluster.json" in warned[0] and "field made is 'x'" in warned[0], err
     assert "`nodeweave down` cannot take that job down" in warned[0]
+
+
+# -- W70: an output root is never /, a system folder or a kernel file system (failures.writable_dir, every user) -----
+
+
+@pytest.mark.parametrize("folder", ["/", "/etc", "/usr/lib", "/proc", "/sys/x", "/dev"])
+@pytest.mark.parametrize("argv", [["render", "all", "--dry-run", "--out"], ["run", "--dry-run", "--runs-dir"]])
+def test_an_output_root_that_is_a_system_folder_is_refused(capsys, team, folder, argv):
+    tail = ["--", "train.py"] if argv[0] == "run" else []
+    code, _, err = run_cli(capsys, *argv, folder, *tail)
+    line = one_line(err)
+    assert code == EXIT_USAGE and folder in line and ("system folder" in line or "kernel file system" in line), line

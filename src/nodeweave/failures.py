@@ -72,8 +72,14 @@ def tool_failure(tool: str, what: str, code: int, text: str) -> NodeweaveError:
 
 
 def writable_dir(path: Path, flag: str) -> Path:
-    """``path`` if it is, or can be made, a directory this process may write; else exit 2 naming why."""
+    """``path`` if it is, or can be made, a directory this process may write; else exit 2 naming why. Never ``/``,
+    a system folder or a kernel file system, even where root could write it (walk5 W70: ``render --out /etc``)."""
+    from nodeweave.remote.names import system_folder
+
     here = Path(os.path.abspath(path))
+    if system_folder(str(here)) or _pseudo_fs(here):
+        raise UsageError(f"{flag} {path}: {here} is {'a kernel file system' if _pseudo_fs(here) else 'a system folder'}"
+                         "; accepted: a folder of your own (created if missing), such as ./build")
     probe = here
     while not probe.exists() and probe != probe.parent:
         probe = probe.parent
