@@ -462,3 +462,16 @@ def test_an_output_root_that_is_a_system_folder_is_refused(capsys, team, folder,
     code, _, err = run_cli(capsys, *argv, folder, *tail)
     line = one_line(err)
     assert code == EXIT_USAGE and folder in line and ("system folder" in line or "kernel file system" in line), line
+
+
+@pytest.mark.parametrize("argv", [["run", "--dry-run", "--", "train.py"], ["check", "--dry-run"],
+                                  ["run", "--", "train.py"]])
+def test_a_run_never_writes_its_folder_through_a_runs_link(capsys, team, tmp_path, argv):
+    """W68's other half: runs/ beside the spec as a link is refused by every verb that writes a run folder."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (team / "runs").symlink_to(elsewhere)
+    code, _, err = run_cli(capsys, *argv)
+    line = one_line(err)
+    assert code == EXIT_USAGE and "is a symbolic link" in line and f"--runs-dir {elsewhere}" in line, line
+    assert list(elsewhere.iterdir()) == []
