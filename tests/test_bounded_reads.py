@@ -76,12 +76,13 @@ def run_record(project: Path):
     run = project / "runs" / "20260101T000000Z-nwbound"
     run.mkdir(parents=True)
     endless(run / "run.json")
-    return ["runs", "show", run.name], {}  # asked for by name: refused; `runs ls` lists it as a row (walk2 U5)
+    # asked for by name: refused; `runs ls` lists it as a row (walk2 U5); never read through a link (walk5 W9)
+    return ["runs", "show", run.name], {"says": "is a symbolic link"}
 
 
 def render_record(project: Path):
     endless(project / "out" / ".nodeweave" / "rendered.json")
-    return ["render", "compose", "--out", "out", "--check"], {}
+    return ["render", "compose", "--out", "out", "--check"], {"says": "is a symbolic link"}  # walk5 W9
 
 
 def hosts_file(project: Path):

@@ -293,6 +293,7 @@ def test_old_node_spellings_work_with_one_note(tmp_path, monkeypatch, capsys, ar
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("PATH", str(tmp_path / "bin"))  # no podman: nothing is reached
     (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "t.py").write_text("print(1)\n")  # an empty SRC is refused first (walk5 W11)
     (tmp_path / "nodeweave.yaml").write_text("name: nwold\nimage: {variant: cpu}\nnodes: 2\nlauncher: {script: t.py}\n")
     code = main(argv)
     captured = capsys.readouterr()

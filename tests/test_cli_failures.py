@@ -78,7 +78,7 @@ def test_status_of_a_down_cluster_says_down_not_the_engines_words(project):
     assert done.returncode == EXIT_ENVIRONMENT, done.stderr  # nothing up: exit 3, as every verb (issue 43, row 22)
     assert "no such container" not in done.stdout + done.stderr
     assert "down (missing)" in done.stdout
-    assert "`nodeweave up` starts it" in one_line(done)
+    assert "`nodeweave up --hold` starts it, then `nodeweave status`" in one_line(done)  # walk5 W46
 
 
 def test_status_without_a_kubernetes_cluster_is_one_line_without_klog(project):

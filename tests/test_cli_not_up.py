@@ -13,6 +13,7 @@ import shutil
 import pytest
 
 from nodeweave.cli import main
+from nodeweave.cluster.base import HELD_VERBS
 
 SPEC = "name: demo\nnodes: 2\ngpus_per_node: 1\nimage: {variant: cpu}\nlauncher: {type: torchrun, script: train.py}\n"
 
@@ -34,7 +35,7 @@ ACTING = {
     "doctor --cluster": ["doctor", "--cluster"],  # walk2 U7: was exit 1, "single node" against a 2-node spec
     "doctor --cluster --node 1": ["doctor", "--cluster", "--node", "1"],
 }
-HELD = {"run", "check"}
+HELD = set(HELD_VERBS.values())  # their hint starts the nodes holding (walk5 W46: sync, exec, shell, status too)
 DRY_RUNS = {"run": ["run", "--dry-run", "--", "train.py"], "exec": ["exec", "--dry-run", "--", "hostname"],
             "stop": ["stop", "--dry-run"], "shell": ["shell", "--dry-run"], "check": ["check", "--dry-run"],
             "up": ["up", "--dry-run"], "down": ["down", "--dry-run"], "sync": ["sync", "--dry-run"],

@@ -84,9 +84,11 @@ def test_render_never_writes_its_record_through_a_link_in_place_of_the_state_fol
     assert list(elsewhere.iterdir()) == []
 
 
-def test_a_runs_link_to_a_folder_of_ones_own_is_named_where_it_leads(tmp_path, monkeypatch, capsys):
-    """W68's other half: runs/ as a link to a bigger disk is the user's choice; the plan names the real place."""
+def test_a_runs_link_is_never_written_through_and_the_refusal_names_the_folder_to_give(tmp_path):
+    """W68's other half: runs/ as a link (to a bigger disk) is read, never written through; the line names the
+    --runs-dir that keeps the runs there."""
     from nodeweave.cli.habits.output import runs_parent
+    from nodeweave.errors import UsageError
 
     big = tmp_path / "big"
     big.mkdir()
@@ -94,4 +96,6 @@ def test_a_runs_link_to_a_folder_of_ones_own_is_named_where_it_leads(tmp_path, m
     team.mkdir()
     _team(team)
     (team / "runs").symlink_to(big)
-    assert runs_parent(None, team / "nodeweave.yaml", writes=True) == big.resolve()
+    with pytest.raises(UsageError, match=f"symbolic link .* accepted: --runs-dir {big.resolve()}"):
+        runs_parent(None, team / "nodeweave.yaml", writes=True)
+    assert runs_parent(None, team / "nodeweave.yaml", writes=False) == team / "runs"

@@ -63,9 +63,9 @@ def in_the_way(spec_dir: Path, path: Path, folder: bool = False) -> str:
 
 
 def _kind(mode: int) -> str:
-    kinds = ((stat.S_ISDIR, "a folder"), (stat.S_ISREG, "a file"), (stat.S_ISCHR, "a character device"),
-             (stat.S_ISBLK, "a block device"), (stat.S_ISFIFO, "a named pipe"), (stat.S_ISSOCK, "a socket"))
-    return next((what for test, what in kinds if test(mode)), "not a regular file")
+    from nodeweave.entrypoint.bounded import file_kind
+
+    return file_kind(mode)
 
 
 def refuse_in_the_way(spec_dir: Path, path: Path, folder: bool = False) -> None:

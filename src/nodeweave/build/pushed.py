@@ -113,7 +113,7 @@ def record_push(spec_dir: Path, digests: Dict[str, str]) -> Path:
 
 def read_record(spec_dir: Path) -> dict:
     try:
-        data = json.loads(bounded.read_text(spec_dir / RECORD, bounded.RECORD_CAP, "a push record"))
+        data = json.loads(bounded.read_own(spec_dir / RECORD, bounded.RECORD_CAP, "a push record"))
     except (OSError, ValueError):
         return {}
     return data if isinstance(data, dict) else {}

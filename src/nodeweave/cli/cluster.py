@@ -185,8 +185,10 @@ def status_command(
     if rows and not answering:  # the same answer as every verb's when nothing is up: exit 3, one line
         from nodeweave.errors import EnvironmentProblem
 
-        raise EnvironmentProblem(f"{spec.name} is not up on {backend.where}: no node answers; `nodeweave up` "
-                                 "starts it")  # the words of every verb that needs the job up
+        from nodeweave.cluster.base import start_hint
+
+        raise EnvironmentProblem(f"{spec.name} is not up on {backend.where}: no node answers; "
+                                 f"{start_hint('status', spec)}")  # the words of every verb that needs the job up
     refusals = sum(f.severity == "error" for f in view.findings) if view is not None else 0
     if refusals:
         problems.append(f"the fingerprints hold {refusals} refusal(s) (see the findings)")

@@ -35,7 +35,7 @@ def _finished_run(run: str, runs_dir: Optional[Path]):
 
     def optional(name: str) -> Optional[dict]:
         try:
-            found = json.loads(bounded.read_text(entry.path / name, bounded.RECORD_CAP, name))
+            found = json.loads(bounded.read_own(entry.path / name, bounded.RECORD_CAP, name))
         except (OSError, ValueError):
             return None
         return found if isinstance(found, dict) else None

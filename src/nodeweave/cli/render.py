@@ -78,6 +78,21 @@ def _rerender(spec_path: Path, out: "Path | None") -> str:
     return f"`make render` (or {command})" if has_target and words[4:] == [] else command
 
 
+def refuse_pruning_users_files(spec, spec_path: Path, out_dir: Path, phase) -> None:
+    """The spec, its ``image.requirements`` and its ``launcher.script`` are the user's wherever they sit (even under a
+    rendered tree): a record that would have ``--prune`` remove one is refused, whatever its digest says (W33)."""
+    folder = spec_path.resolve().parent
+    own = {spec_path.resolve(): "the spec"}
+    if spec.image.requirements:
+        own[(folder / spec.image.requirements).resolve()] = "image.requirements"
+    own[(folder / spec.launcher.script).resolve()] = "launcher.script"
+    for item in phase.files:
+        if item.status in ("obsolete", "kept") and (out_dir / item.path).resolve() in own:
+            raise UsageError(f"{out_dir / '.nodeweave/rendered.json'}: entry {item.path!r} is "
+                             f"{own[(out_dir / item.path).resolve()]} of {spec_path}, a file of yours that nodeweave "
+                             "never renders; remove the record (the next render records afresh)")
+
+
 def _shown(paths: "list[str]") -> str:
     return ", ".join(paths[:8]) + (f" and {len(paths) - 8} more" if len(paths) > 8 else "")
 
@@ -202,6 +217,7 @@ def _render_and_check(spec_path: Path, target: str, out: "Path | None", output: 
                    "build reads entrypoint/nodeweave-entrypoint.pyz, wheelhouse/ and what image.requirements and "
                    "image.project.source name), or --force to replace yours with them", err=True)
     (files_phase,) = plan.phases
+    refuse_pruning_users_files(spec, spec_path, out_dir, files_phase)
     fmt = data_format(*output)
     if dry_run or check:
         _report(plan, fmt)

@@ -213,7 +213,7 @@ LAST_LINE_BYTES = 64 * 1024
 
 def _last_line(log: Path) -> Optional[str]:
     try:
-        lines = [line for line in bounded.read_tail(log, LAST_LINE_BYTES).splitlines() if line.strip()]
+        lines = [line for line in bounded.read_tail(log, LAST_LINE_BYTES, own=True).splitlines() if line.strip()]
     except OSError:
         return None
     return lines[-1][:200] if lines else None

@@ -58,10 +58,10 @@ def sync_command(
     exclude: List[str] = typer.Option([], "--exclude", "-x", help="gitignore pattern to leave out (repeat); '!pat' re-includes"),
     default_excludes: bool = typer.Option(True, "--default-excludes/--no-default-excludes", help="Leave out caches, venvs, .git and checkpoints"),
     gitignore: bool = typer.Option(True, "--gitignore/--no-gitignore", help="In a git checkout, also leave out what git ignores"),
-    include_secrets: bool = typer.Option(False, "--include-secrets", help="Also send credential-like files (.env, *.pem, .ssh/, ...); turns default relay off"),
+    include_secrets: bool = typer.Option(False, "--include-secrets", help="Also send credential-like files (.env, *.pem, .ssh/, the job token, ...); turns default relay off (refused with --relay)"),
     jobs: int = typer.Option(8, "--jobs", "-j", min=1, max=256, help="Targets synced at once (execs started at once; through the head, one round takes every target)"),
     retries: int = typer.Option(2, "--retries", min=0, max=10, help="Retries for transient failures, with exponential backoff"),
-    compress: bool = typer.Option(False, "--compress", "-z", help="rsync -z, where rsync is used (worth it over slow links only)"),
+    compress: bool = typer.Option(False, "--compress", "-z", help="rsync -z, where rsync is used (worth it over slow links only; refused with --method stream or tar)"),
     method: str = typer.Option("auto", "--method", autocompletion=complete_from("auto", "stream", "rsync", "tar"), help="auto (a stream to targets with python3, else rsync or tar), stream, rsync or tar"),
     force_tar: bool = typer.Option(False, "--tar", help="Same as --method tar: the target's own tar -x receives"),
     relay: Optional[bool] = typer.Option(None, "--relay/--no-relay", help="Targets forward a payload to each other over TCP (each hop authenticated by a fresh token; the bytes unencrypted), so the source sends it once, and keep a resident agent so the next sync execs into one of them and reaches the rest through it; a target that cannot be reached so is fed over its own exec (default: payloads of 4 MiB or more, residents for 2+ targets; not over ssh, not with --include-secrets; --relay: always; --no-relay: never, and no resident)"),
@@ -98,7 +98,19 @@ def sync_command(
                              method="tar" if force_tar else method, jobs=jobs, retries=retries,
                              relay="auto" if relay is None else ("on" if relay else "off"))
     spec_path = find_spec(spec_path)
-    req = rq.build_request(src, dest, targets, filters, options, spec_path, shared, cluster, choose, typed)
+    try:
+        req = rq.build_request(src, dest, targets, filters, options, spec_path, shared, cluster, choose, typed)
+    except rq.NothingToSend as said:  # the nodes mount SRC at DEST: exit 0, a plan of nothing that says why
+        from nodeweave.cli.habits.clusteropts import show_plan
+        from nodeweave.plan import Plan
+
+        plan = Plan("sync", "the nodes' own mount of SRC", (), notes=(*said.notes, str(said)))
+        fmt = data_format(as_json, output)
+        if dry_run or fmt in ("json", "yaml"):
+            show_plan(plan, fmt)
+        else:
+            typer.echo(f"nodeweave: {said}", err=True)
+        return
     try:
         rq.check_tools(req)
     except EnvironmentProblem as err:  # a dry run, as every verb's, notes what the real sync would end with
@@ -127,6 +139,8 @@ def _run_plan(req, fmt: str, spec_dir: Path) -> None:
         if not req.notes:  # the targets are up: ask each what would move
             run_and_show(req, "table", stderr=is_data(fmt))
         return
+    for note in req.left_out:  # what the plan's notes say, said before the real sync too
+        typer.echo(f"nodeweave: note: {note}", err=True)
     execute(plan, Execution(spec_dir, say(console(stderr=True)), syncs=SyncSession(req, fmt)))
 
 

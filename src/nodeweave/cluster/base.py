@@ -347,22 +347,34 @@ class Backend(abc.ABC):
         """Where ``nodeweave sync`` sends the workspace on this target (remotes, folder); None: sync's own default."""
         return None
 
+    def host_mounts(self) -> List[Tuple[Path, str]]:
+        """(folder on this machine, path in every node) of each folder the nodes bind-mount from this machine: a
+        sync into one would write this machine's folder through the nodes (W36). None on a target of other hosts."""
+        return []
+
 
 # What a verb finds nothing of when no node is up, as a person says it (not "nothing to logs").
 NOTHING = {"logs": "no logs to show", "read logs of": "no logs to show", "shell": "no shell to open",
            "open a shell in": "no shell to open", "exec": "nowhere to run the command", "run": "nowhere to run",
            "check": "nothing to check", "stop": "nothing to stop", "sync": "nowhere to sync to",
            "watch": "no job to watch", "ask": "no node to ask for its fingerprint"}
-# Verbs that go into held nodes (a run, a check): their hint starts the nodes holding.
-HELD_VERBS = ("run", "check")
+# Verbs that go into held nodes (a run, a check) or prepare a run in them (the README's loop: up --hold, sync, run):
+# their hint starts the nodes holding, never a run-mode `up` whose nodes start the script before the code is synced
+# (walk5 W46). The verb as its hint's command names it.
+HELD_VERBS = {"run": "run", "check": "check", "sync": "sync", "exec": "exec", "shell": "shell",
+              "open a shell in": "shell", "status": "status"}
 
 
 def nothing_to(verb: str) -> str:
     return NOTHING.get(verb, f"nothing to {verb}")
 
 
-def start_hint(verb: str) -> str:
-    """The command that brings the nodes ``verb`` needs, the same on every verb."""
+def start_hint(verb: str, spec=None) -> str:
+    """The command that brings the nodes ``verb`` needs, the same on every verb; ``spec``: the job's, whose
+    ``launcher.mode: hold`` makes a plain ``nodeweave up`` hold already."""
     if verb in HELD_VERBS:
-        return f"`nodeweave up --hold` starts it, then `nodeweave {verb}`"
+        holds = spec is not None and spec.launcher.mode == "hold"
+        up = "`nodeweave up` (launcher.mode: hold)" if holds else "`nodeweave up --hold`"
+        then = ", then `nodeweave run`" if verb == "sync" else ""  # the README's loop
+        return f"{up} starts it, then `nodeweave {HELD_VERBS[verb]}`{then}"
     return "`nodeweave up` starts it"

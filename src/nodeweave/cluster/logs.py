@@ -162,7 +162,7 @@ def _refuse_unseen_rank(view: LogView) -> None:
 def _ended(folder: Path) -> bool:
     """Whether run.json says the run ended; a record cut short or not a mapping has not said so (yet)."""
     try:
-        data = json.loads(bounded.read_text(folder / "run.json", bounded.RECORD_CAP, "a run record"))
+        data = json.loads(bounded.read_own(folder / "run.json", bounded.RECORD_CAP, "a run record"))
     except (OSError, ValueError, RecursionError):
         return False
     return isinstance(data, dict) and data.get("ended") is not None

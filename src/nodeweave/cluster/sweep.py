@@ -127,7 +127,7 @@ def read_metric(pattern: "re.Pattern[str]", log: Path) -> Optional[float]:
     """The last number ``pattern`` matches in ``log``'s last METRIC_BYTES (its first group, else the whole match)."""
     value = None
     try:
-        text = bounded.read_tail(log, METRIC_BYTES)
+        text = bounded.read_tail(log, METRIC_BYTES, own=True)
     except OSError:
         return None
     for match in pattern.finditer(text):

@@ -68,6 +68,43 @@ class NothingWritten(OSError):
                                         "makes", str(path))
 
 
+def file_kind(mode):
+    """What ``mode`` (from ``lstat``) is, in the words a message uses: "a symbolic link", "a named pipe", ..."""
+    kinds = ((stat.S_ISLNK, "a symbolic link"), (stat.S_ISDIR, "a folder"), (stat.S_ISREG, "a file"),
+             (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"), (stat.S_ISFIFO, "a named pipe"),
+             (stat.S_ISSOCK, "a socket"))
+    return next((what for test, what in kinds if test(mode)), "not a regular file")
+
+
+class NotOwnFile(OSError):
+    """A file nodeweave writes itself (a state or run record, a run's log) that is a link, a pipe, a device or a
+    folder: nodeweave never made it so, and never reads through it (issue 43, W9)."""
+
+    def __init__(self, path, mode):
+        kind = file_kind(mode)
+        if stat.S_ISLNK(mode):
+            try:
+                kind += f" (to {os.readlink(path)})"
+            except OSError:
+                pass
+        super().__init__(errno.EINVAL, f"is {kind}, not a file nodeweave wrote", str(path))
+
+
+def own_file(path):
+    """``path`` when it is a regular file (or absent: FileNotFoundError, as a read gives); :class:`NotOwnFile` for
+    anything else there. For what nodeweave wrote itself: a spec or a hosts file may be a link or a pipe, a record
+    may not."""
+    mode = os.lstat(path).st_mode
+    if not stat.S_ISREG(mode):
+        raise NotOwnFile(path, mode)
+    return path
+
+
+def read_own(path, cap, what):
+    """``read_text`` of a file nodeweave wrote itself, refused (:class:`NotOwnFile`) unless it is a regular file."""
+    return read_text(own_file(path), cap, what)
+
+
 def read_stream(handle, cap, what, name):
     """At most ``cap`` bytes of an open binary ``handle`` (standard input, say); ``name`` is what an error shows."""
     data = handle.read(cap + 1)
@@ -81,12 +118,13 @@ def read_text(path, cap, what, errors="strict"):
     return read_bytes(path, cap, what).decode("utf-8", errors)
 
 
-def read_tail(path, cap, errors="replace"):
+def read_tail(path, cap, errors="replace", own=False):
     """The last ``cap`` bytes of ``path`` as text: a run's log can hold gigabytes, its end is what is shown.
 
-    A file that cannot seek (a pipe, a device) gives its first ``cap`` bytes instead, never more.
+    A file that cannot seek (a pipe, a device) gives its first ``cap`` bytes instead, never more. ``own``: a log
+    nodeweave wrote, refused (:class:`NotOwnFile`) unless it is a regular file.
     """
-    with _open(path) as handle:
+    with _open(own_file(path) if own else path) as handle:
         try:
             size = handle.seek(0, 2)
             handle.seek(max(0, size - cap))

@@ -8,6 +8,7 @@ argv is built, so nothing a user types can become an option (a leading
 from __future__ import annotations
 
 import ipaddress
+import posixpath
 import re
 
 from nodeweave.errors import UsageError
@@ -20,7 +21,12 @@ _SSH_USER = re.compile(r"^[a-z_][a-z0-9_.-]*$")
 _SAFE_PATH = re.compile(r"^/[A-Za-z0-9._@+=,/-]*$")
 _ROOTISH = {"/", "/bin", "/boot", "/dev", "/etc", "/home", "/lib", "/lib32", "/lib64", "/opt",
             "/proc", "/root", "/run", "/sbin", "/srv", "/sys", "/tmp", "/usr", "/usr/bin",
-            "/usr/lib", "/usr/local", "/usr/local/bin", "/var", "/var/lib", "/var/log", "/var/tmp"}
+            "/usr/lib", "/usr/local", "/usr/local/bin", "/var", "/var/lib", "/var/log", "/var/tmp",
+            "/mnt", "/media", "/run/media", "/Users", "/var/home"}  # mount roots (every mount below), homes' parents
+# Folders whose children are each a home or a user's mount root: /home/me is a home, never a workspace (walk5 W49).
+_HOMES = ("/home", "/Users", "/var/home", "/media", "/run/media")
+# Folders of credentials: a sync with --delete there removes what SRC lacks (~/.ssh/authorized_keys: locked out).
+CREDENTIAL_FOLDERS = (".ssh", ".gnupg", ".aws", ".kube", ".docker")
 
 
 def system_folder(path: str) -> bool:
@@ -73,8 +79,13 @@ def check_ssh_host(value: str, what: str = "host") -> str:
 
 
 def check_dest(dest: str, what: str = "DEST", home: bool = False) -> str:
-    """An absolute, normalised directory on the nodes that is not a system directory; with ``home``, also
-    ``~/FOLDER`` under each ssh host's home (the remote shell expands it there), by the same rules."""
+    """An absolute, normalised directory on the nodes that is not a system directory, a home itself, a mount root
+    or a credential folder; with ``home``, also ``~/FOLDER`` under each ssh host's home (the remote shell expands it
+    there), by the same rules."""
+    secret = next((part for part in dest.split("/") if part in CREDENTIAL_FOLDERS), None)
+    if secret is not None:
+        raise refuse(what, dest, f"a workspace folder, not in the credential folder {secret} (a sync with --delete "
+                                 "there would remove what SRC lacks, ~/.ssh/authorized_keys among it)")
     if home and (dest == "~" or dest.startswith("~/")):
         try:
             return "~/" + check_dest("/" + dest[2:].strip("/"), what).lstrip("/")
@@ -93,5 +104,8 @@ def check_dest(dest: str, what: str = "DEST", home: bool = False) -> str:
     normal = "/" + "/".join(parts)
     if normal in _ROOTISH:
         raise refuse(what, dest, "a workspace directory such as /workspace or /home/me/project, "
-                     "not a system directory (a sync with --delete there would wipe it)")
+                     "not a system directory or a mount root (a sync with --delete there would wipe it)")
+    if posixpath.dirname(normal) in _HOMES:
+        raise refuse(what, dest, f"a workspace folder inside it such as {normal}/project, not a home or a user's "
+                     "mount root itself (a sync with --delete there would remove everything SRC lacks)")
     return normal

@@ -267,7 +267,7 @@ def keep(seen: Watch, plan) -> None:
 def answer(call: Call):
     """The plan the last identical check printed, when everything it rested on is unchanged; else None."""
     try:
-        record = json.loads(bounded.read_text(call.record, bounded.RECORD_CAP, "a render check record"))
+        record = json.loads(bounded.read_own(call.record, bounded.RECORD_CAP, "a render check record"))
         if not isinstance(record, dict) or record.get("version") != VERSION or record.get("call") != call.key:
             return None
         if any(_content(path) != digest for path, digest in record["files"]):

@@ -155,7 +155,12 @@ def plan_render(files: Dict[str, Rendered], out: Path, force: bool = False, owne
 def render_phase(files: Dict[str, Rendered], out: Path, force: bool = False, owners: "Dict[str, str] | None" = None,
                  job: str = "", prune: bool = False, targets: Sequence[str] = ()) -> RenderFilesPhase:
     """What writing ``files`` under ``out`` would do to each path, plus files an earlier render of ``job``
-    wrote for the same targets (``owners``: path -> target) that no renderer makes now."""
+    wrote for the same targets (``owners``: path -> target) that no renderer makes now. Its record is never
+    written through a link (``<out>/.nodeweave`` linked elsewhere: exit 2, the dry run too, as ``up`` refuses it)."""
+    if job:
+        from nodeweave.jobstate import refuse_in_the_way
+
+        refuse_in_the_way(out, out / record.RECORD)
     recorded = record.read(out) if job else {}
     owners = dict(owners or {})
     entries = []

@@ -6,6 +6,12 @@ beside the rendered tree, ``<out>/.nodeweave/rendered.json`` (git-ignored with t
 ``.nodeweave/``), and maps each path to the sha256 of the bytes written, the target that
 rendered it and the job (spec ``name``) it was rendered for, so two specs rendering into one
 folder never prune each other's files. A file absent from the record is never removed.
+
+Why each entry is checked against its target's roots: the record is a file in the user's tree, and a
+bad merge or a copied ``.nodeweave/`` listed the spec, the requirements file and the training script
+(issue 43, W33), which ``--prune`` then removed. An entry is taken only for a target nodeweave has and
+a path that target can render (``images/...``, ``compose/...``: ``Target.roots``); any other entry
+refuses the whole record, in one line, before anything is planned.
 """
 
 from __future__ import annotations
@@ -31,9 +37,11 @@ def read(out: Path) -> Dict[str, Entry]:
     """The record under ``out`` (empty when no render wrote one); a damaged record is named with its remedy."""
     path = out / RECORD
     try:
-        text = bounded.read_text(path, bounded.RECORD_CAP, "a render record")
+        text = bounded.read_own(path, bounded.RECORD_CAP, "a render record")
     except FileNotFoundError:
         return {}
+    except bounded.NotOwnFile as err:  # a link or a pipe: never read through
+        raise _damaged(path, err.strerror) from None
     except (OSError, UnicodeDecodeError) as err:
         raise _damaged(path, f"cannot read it ({getattr(err, 'strerror', None) or err})") from None
     try:
@@ -48,8 +56,23 @@ def read(out: Path) -> Dict[str, Entry]:
         fields = [item.get(key) if isinstance(item, dict) else None for key in Entry._fields]
         if not all(isinstance(value, str) for value in fields) or not _inside(rel):
             raise _damaged(path, f"entry {rel!r} is not {{sha256, target, job}} strings for a relative path")
-        entries[rel] = Entry(*fields)
+        entry = Entry(*fields)
+        _renderable(path, rel, entry.target)
+        entries[rel] = entry
     return entries
+
+
+def _renderable(path: Path, rel: str, target: str) -> None:
+    """Refuses an entry naming a path its target never renders (the spec, a script: the user's, whatever it says)."""
+    from nodeweave.targets.registry import RENDERERS
+
+    row = RENDERERS.get(target)
+    if row is None:
+        raise _damaged(path, f"entry {rel!r} names the target {target!r}, which nodeweave does not render "
+                             f"(accepted: {', '.join(RENDERERS)})")
+    if not row.makes(rel):
+        raise _damaged(path, f"entry {rel!r} is not a path target {target} renders (only under "
+                             f"{', '.join(row.roots)}); nodeweave never wrote it")
 
 
 def dumps(entries: Dict[str, Entry]) -> str:

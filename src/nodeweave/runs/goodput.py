@@ -21,7 +21,7 @@ NAMES = {"training": "training", "startup": "start-up", "recovery": "recovery", 
 def run_goodput(entry: RunEntry) -> Optional[dict]:
     """The accounting of ``entry``'s timeline, or None when node 0 kept none (an older nodeweave, no heartbeat)."""
     try:
-        timeline = json.loads(bounded.read_text(entry.path / RECORD, bounded.RECORD_CAP, "a goodput record"))
+        timeline = json.loads(bounded.read_own(entry.path / RECORD, bounded.RECORD_CAP, "a goodput record"))
     except (OSError, ValueError):
         return None
     if not isinstance(timeline, dict) or not timeline.get("launched"):

@@ -61,6 +61,9 @@ _NODE_TYPES = {"node": (str, int), "exit_code": int, "started_s": _NUMBER, "ende
                "sync": dict}
 
 
+MOVE_OUT = "move the folder out of"  # a problem that already says its remedy (a link or a pipe for a record)
+
+
 class Unreadable(Exception):
     """A run record that is there but cannot be read: its folder is listed with why, not left out."""
 
@@ -70,14 +73,17 @@ def _load(path: Path, name: str) -> Optional[dict]:
     a folder, fields of the wrong type) :class:`Unreadable` naming the file and why: one damaged record is one
     row of ``runs ls`` and one refusal when asked for by name, never a block on every other run."""
     try:
-        data = json.loads(bounded.read_text(path / name, bounded.RECORD_CAP, "a run record"))
+        data = json.loads(bounded.read_own(path / name, bounded.RECORD_CAP, "a run record"))
     except bounded.TooLarge as err:
         raise Unreadable(f"{name} {err.strerror}") from None
     except FileNotFoundError:
         return None
-    except (OSError, ValueError, RecursionError) as err:
-        why = err.strerror if isinstance(err, OSError) and err.strerror else "not JSON" if isinstance(
-            err, ValueError) else "nested too deep"
+    except bounded.NotOwnFile as err:  # a link, a pipe, a device: never read through
+        raise Unreadable(f"{name} {err.strerror}; {MOVE_OUT} {path.parent.name}/") from None
+    except OSError as err:
+        raise Unreadable(f"{name} cannot be read ({err.strerror or err})") from None
+    except (ValueError, RecursionError) as err:
+        why = "not JSON" if isinstance(err, ValueError) else "nested too deep"
         raise Unreadable(f"{name} {why} (being written, or damaged)") from None
     problem = _type_problem(data)
     if problem:
@@ -141,8 +147,9 @@ def find_run(parent: Path, wanted: str) -> RunEntry:
     entry = _found(parent, wanted)
     if entry.problem:
         starting = "a run still starting writes it within seconds, else " if "being written" in entry.problem else ""
-        raise UsageError(f"run {entry.run_id} ({wanted}): {entry.path}/{entry.problem}; {starting}restore it or move "
-                         f"{entry.path} out of the runs folder")
+        remedy = "" if MOVE_OUT in entry.problem else \
+            f"; {starting}restore it or move {entry.path} out of the runs folder"
+        raise UsageError(f"run {entry.run_id} ({wanted}): {entry.path}/{entry.problem}{remedy}")
     return entry
 
 
@@ -166,7 +173,8 @@ def _found(parent: Path, wanted: str) -> RunEntry:
         if not readable:
             return everything[-1]  # refused by find_run, naming its file
         for skipped in everything[readable[-1] + 1:]:
-            _warn(f"{wanted} passes over {skipped.path}: {skipped.problem}; restore it or move the folder out")
+            remedy = "" if MOVE_OUT in skipped.problem else "; restore it or move the folder out"
+            _warn(f"{wanted} passes over {skipped.path}: {skipped.problem}{remedy}")
         return everything[readable[-1]]
     for entry in everything:
         if entry.run_id == wanted:

@@ -191,7 +191,7 @@ def as_document(req: SyncRequest, results: "list[TargetResult]", digest: "str | 
     return {
         "source": {"path": str(fileset.root), "files": len(fileset.files), "bytes": fileset.total_bytes,
                    "digest": digest, "commit": git.commit, "branch": git.branch,
-                   "held_back_secrets": fileset.held_back_secrets},
+                   "held_back_secrets": fileset.held_back_secrets, "held_back_state": fileset.held_back_state},
         "targets": [{"target": r.target.label, "status": r.status, "method": r.method, "group": r.group,
                      "relay": r.relay, "channel": r.channel,
                      "files": r.files, "bytes": r.bytes, "seconds": round(r.seconds, 3),

@@ -9,6 +9,13 @@ source root); ``.nodeweaveignore`` and ``--exclude`` are written in
 gitignore syntax (last match wins, ``!`` re-includes) and translated. In a
 git checkout, what git itself ignores (every .gitignore, info/exclude) is
 left out too, asked of ``git ls-files`` rather than re-implemented.
+
+nodeweave's own state is never workspace: every ``.nodeweave/`` folder (cluster.json, the render
+record, each job's check-in token) and the run folders (``runs/`` beside the spec) are left out
+with or without git (issue 43, W10: outside git they went to every node, token included), and
+listed as held back; ``--exclude '!runs/'`` (or a ``!`` line in .nodeweaveignore) is the explicit
+way to send them anyway. The job token is also a credential: it stays back unless
+``--include-secrets`` too.
 """
 
 from __future__ import annotations
@@ -40,8 +47,10 @@ SECRET_EXCLUDES = (
     ".env", ".env.*", ".envrc", ".ssh/", "*.pem", "*.key", "*.p12", "*.pfx", "*.jks",
     "id_rsa*", "id_dsa*", "id_ecdsa*", "id_ed25519*", ".netrc", ".git-credentials",
     ".pypirc", ".aws/", ".kube/", "kubeconfig", "*.kubeconfig", ".docker/",
-    "credentials.json", "service-account*.json", ".htpasswd",
+    "credentials.json", "service-account*.json", ".htpasswd", ".nodeweave/*/job-token",
 )
+# nodeweave's own state, wherever it sits under SRC (the run folders come from build_filter's ``state``).
+STATE_EXCLUDES = (".nodeweave/",)
 # Committed templates that the ".env.*" rule would otherwise hold back.
 SECRET_TEMPLATES = (".env.example", ".env.sample", ".env.template", ".env.dist")
 
@@ -53,6 +62,7 @@ class Rule:
     action: str  # "+" include, "-" exclude
     pattern: str  # rsync pattern: leading "/" anchors, trailing "/" = directories only
     origin: str  # "default", "secret", "stamp", ".nodeweaveignore:12", "--exclude"
+    given: str = ""  # the user's own spelling (a --exclude or .nodeweaveignore line), for messages
 
     def rsync_arg(self) -> str:
         return f"--filter={self.action} {self.pattern}"
@@ -124,6 +134,7 @@ class FileSet:
     dirs: "list[str]" = field(default_factory=list)
     total_bytes: int = 0
     held_back_secrets: "list[str]" = field(default_factory=list)
+    held_back_state: "list[str]" = field(default_factory=list)  # nodeweave's own: .nodeweave/, run folders
 
 
 class Filter:
@@ -179,8 +190,9 @@ class Filter:
                 is_dir = stat.S_ISDIR(st.st_mode)
                 rule = self.match(rel, is_dir)
                 if rule is not None and rule.action == "-":
-                    if rule.origin == "secret":
-                        found.held_back_secrets.append(rel + ("/" if is_dir else ""))
+                    if rule.origin in ("secret", "state"):
+                        held = found.held_back_secrets if rule.origin == "secret" else found.held_back_state
+                        held.append(rel + ("/" if is_dir else ""))
                     continue
                 if is_dir:
                     found.dirs.append(rel)
@@ -192,7 +204,31 @@ class Filter:
                     found.files[rel] = "l"
         found.dirs.sort()
         found.held_back_secrets.sort()
+        found.held_back_state.sort()
         return found
+
+
+USERS_RULES = ("--exclude", IGNORE_FILE)  # the origins a person wrote (an ignore file's: its path and line)
+
+
+def refuse_nothing_to_send(src: Path, filt: Filter, fileset: FileSet) -> None:
+    """Exit 2 when the walk found no file to send: a sync of nothing is never what is meant (and with --delete it
+    would empty DEST). Names the --exclude or .nodeweaveignore line that left out everything, when one did (W11:
+    ``-x '*'`` planned "push 0 file(s)" with no word, while ``-x '/'`` was refused)."""
+    if fileset.files:
+        return
+    mine = []
+    for entry in sorted(os.scandir(src), key=lambda e: e.name):
+        rule = filt.match(entry.name, entry.is_dir(follow_symlinks=False))
+        if rule is not None and rule.action == "-" and rule.given and rule not in mine:
+            mine.append(rule)
+    if mine:
+        said = ", ".join(f"{rule.origin} {rule.given!r}" for rule in mine[:3])
+        raise UsageError(f"{said} leave{'s' if len(mine) == 1 else ''} out every file of SRC {src}, so nothing "
+                         "would be sent; name only what to leave out ('data/', '*.bin', '/outputs/')")
+    held = [*fileset.held_back_state, *fileset.held_back_secrets]
+    raise UsageError(f"SRC {src} holds no file to send" + (f" (held back: {', '.join(held[:5])})" if held else "")
+                     + ": give the workspace folder (a sync of nothing, with --delete, would empty DEST)")
 
 
 def gitignore_rules(lines: "list[str]", origin: str) -> "list[Rule]":
@@ -214,7 +250,7 @@ def gitignore_rules(lines: "list[str]", origin: str) -> "list[Rule]":
             raise UsageError(f"{where}: pattern {raw.strip()!r} matches nothing useful; "
                              "write a gitignore pattern such as 'data/' or '*.bin'")
         for pattern in _gitignore_to_rsync(line):
-            rules.append(Rule(action, pattern, where))
+            rules.append(Rule(action, pattern, where, raw.strip()))
     rules.reverse()  # gitignore: the last match wins; rsync: the first
     return rules
 
@@ -268,14 +304,19 @@ def _literal(path: str) -> str:
 
 
 def build_filter(src: Path, *, extra_excludes: "list[str]" = (), default_excludes: bool = True,
-                 include_secrets: bool = False, use_gitignore: bool = True) -> Filter:
-    """The rule list for ``src``: stamp, secrets, --exclude, .nodeweaveignore, git-ignored, defaults."""
+                 include_secrets: bool = False, use_gitignore: bool = True, state: "list[str]" = ()) -> Filter:
+    """The rule list for ``src``: stamp, secrets, --exclude, .nodeweaveignore, nodeweave's state (``.nodeweave/``
+    and ``state``: folders relative to ``src``, the run folders), git-ignored, defaults. The state rules follow
+    --exclude and .nodeweaveignore, so a ``!`` pattern there is the one explicit way to send them."""
     rules = [Rule("-", "/" + STAMP_FILE, "stamp"), Rule("-", "/" + CACHE_FILE, "stamp")]
     if not include_secrets:
         rules += [Rule("+", pattern, "secret-template") for pattern in SECRET_TEMPLATES]
         rules += [Rule("-", pattern, "secret") for pattern in SECRET_EXCLUDES]
     rules += gitignore_rules(list(extra_excludes), "--exclude")
     ignore_path = src / IGNORE_FILE
+    if ignore_path.exists() and not ignore_path.is_file():  # a folder or a pipe is never skipped without a word (W67)
+        raise UsageError(f"{ignore_path} is {bounded.file_kind(os.stat(ignore_path).st_mode)}, not a file of "
+                         "gitignore patterns; move it away, or make it a text file with one pattern per line")
     if ignore_path.is_file():
         try:
             text = bounded.read_text(ignore_path, bounded.TEXT_CAP, "an ignore file")
@@ -284,6 +325,8 @@ def build_filter(src: Path, *, extra_excludes: "list[str]" = (), default_exclude
             raise UsageError(f"{ignore_path}: cannot read it ({why}); it must be UTF-8 text "
                              "with one gitignore pattern per line") from err
         rules += gitignore_rules(text.splitlines(), str(ignore_path))
+    rules += [Rule("-", pattern, "state") for pattern in STATE_EXCLUDES]
+    rules += [Rule("-", _literal(folder.strip("/")) + "/", "state") for folder in state]
     if use_gitignore:
         rules += [Rule("-", _literal(path), "gitignore") for path in git_ignored(src)]
     if default_excludes:

@@ -20,7 +20,7 @@ from nodeweave import remote
 from nodeweave.errors import EnvironmentProblem, NodeweaveError, UsageError
 from nodeweave.remote import discover
 from nodeweave.remote.names import check_dns_label, refuse
-from nodeweave.sync.filters import FileSet, Filter, build_filter
+from nodeweave.sync.filters import FileSet, Filter, build_filter, refuse_nothing_to_send
 from nodeweave.sync.verify import GitInfo, git_info
 
 METHODS = ("auto", "stream", "rsync", "tar")
@@ -101,6 +101,7 @@ class SyncRequest:
     options: SyncOptions = SyncOptions()
     git: GitInfo = field(default_factory=GitInfo)
     notes: "tuple[str, ...]" = ()  # a dry run's: what the real sync would meet first (the cluster is not up)
+    left_out: "tuple[str, ...]" = ()  # the spec's own files (launcher.script, image.requirements) the rules leave out
 
 
 def load_spec_if_present(path: Path):
@@ -191,7 +192,7 @@ def resolve_targets(args: TargetArgs, spec) -> "list[remote.Remote]":
 
 
 def recorded_cluster(spec, spec_path: Path, given=None, fallback: bool = True, dry_run: bool = False,
-                     typed=None):
+                     typed=None, src: "Path | None" = None, dest: "str | None" = None):
     """(remotes, folder) of the cluster ``-t/--target`` names (``given``, ClusterOptions), else the one
     ``nodeweave up`` recorded for this job (.nodeweave/cluster.json), else the spec's default cluster, as
     every verb picks it (``spec_default``; ``fallback`` False: None instead); None without a spec. The third item:
@@ -216,14 +217,52 @@ def recorded_cluster(spec, spec_path: Path, given=None, fallback: bool = True, d
         refuse_idle_flags(typed[0], saved.target, typed[1])
     backend = open_backend(spec, spec_path, saved)
     refuse_foreign(backend)  # another folder's job of the same name is not this one's to sync into
+    mounted = mounted_dest(backend, src, dest or spec.workspace.path) if src is not None else None
     try:
-        return (*backend.sync_targets(), ())
+        found = backend.sync_targets()
+        if mounted:  # nothing to send, but a machine without the target's engine still says so first
+            backend.check_tools()
     except EnvironmentProblem as err:  # not up, or the platform does not answer: exit 3 ...
         if not dry_run:
             raise
         # ... which a dry run, as every verb's, says in a note and plans the nodes `up` would start
-        return ([node.remote for node in backend.nodes(dry_run=True)], spec.workspace.path,
-                (f"the real sync would end with exit 3: {err}",))
+        note = f"the real sync would end with exit 3: {err}"
+        if mounted:
+            raise NothingToSend(mounted, (note,)) from None
+        return ([node.remote for node in backend.nodes(dry_run=True)], spec.workspace.path, (note,))
+    if mounted:
+        raise NothingToSend(mounted)
+    return (*found, ())
+
+
+def mounted_dest(backend, src: Path, dest: str) -> "str | None":
+    """When DEST is inside a folder the nodes bind-mount from this machine (the local target's workspace), a sync
+    would write that folder through every container at once (with --delete, removing files there), the user's own
+    folder (W36): when it is SRC itself, the note that there is nothing to send (the nodes already see it; raised as
+    :class:`NothingToSend` once the nodes are known to be up, so a cluster not up still says so), else exit 2,
+    before the nodes are asked. None: DEST is not a mount of this machine's."""
+    import posixpath
+
+    for host, inside in backend.host_mounts():
+        below = posixpath.relpath(dest, inside)
+        if below == ".." or below.startswith("../"):
+            continue
+        folder = (host / below).resolve() if below != "." else host
+        said = f"target {backend.target}: the nodes mount {host} at {inside}, so DEST {dest} is {folder} on this machine"
+        if folder == src:
+            return f"nothing to send: {said}, SRC itself; every node sees each change at once"
+        raise UsageError(f"{said}: a sync would write {src} into it through the nodes, over your files there; copy "
+                         "what you need into it on this machine, or give a DEST outside the nodes' mounts")
+    return None
+
+
+class NothingToSend(Exception):
+    """The nodes already see SRC at DEST (a bind mount of it): sync says so and exits 0, moving nothing; ``notes``:
+    what a dry run found first (the cluster is not up)."""
+
+    def __init__(self, said: str, notes: "tuple[str, ...]" = ()):
+        super().__init__(said)
+        self.notes = notes
 
 
 def hosts_workspace(spec, recorded, found) -> str:
@@ -235,6 +274,18 @@ def hosts_workspace(spec, recorded, found) -> str:
     raise UsageError(f"DEST is missing for ssh target(s) {', '.join(t.label for t in found)}: give the workspace "
                      "folder on the hosts (the --remote-dir of `nodeweave up --target hosts`, which sync then "
                      "remembers); workspace.path is the folder inside a container")
+
+
+def run_folders(src: Path, spec_path: Path) -> "list[str]":
+    """The run folders nodeweave writes (``runs/`` beside the spec), relative to ``src`` when they are under it:
+    the workstation's record of past runs, never workspace to send (W10)."""
+    from nodeweave.cluster.runfolder import RUNS
+
+    runs = spec_path.resolve().parent / RUNS
+    try:
+        return [runs.relative_to(src).as_posix()]
+    except ValueError:
+        return []
 
 
 def build_request(src: "Path | None", dest: "str | None", targets: TargetArgs, filters: FilterArgs,
@@ -258,9 +309,10 @@ def build_request(src: "Path | None", dest: "str | None", targets: TargetArgs, f
         resolve_paths(src, dest, spec, spec_path)  # names the missing DEST
     dest = remote.check_dest(dest, home=True) if dest is not None else None
     filt = build_filter(src, extra_excludes=list(filters.excludes), default_excludes=filters.default_excludes,
-                        include_secrets=filters.include_secrets, use_gitignore=filters.gitignore)
+                        include_secrets=filters.include_secrets, use_gitignore=filters.gitignore,
+                        state=run_folders(src, spec_path))
     recorded = recorded_cluster(spec, spec_path, cluster, fallback=not targets.explicit, dry_run=options.dry_run,
-                                typed=None if targets.explicit else typed)
+                                typed=None if targets.explicit else typed, src=src, dest=dest)
     notes = recorded[2] if recorded and not targets.explicit else ()
     if recorded and not targets.explicit:
         found = recorded[0]
@@ -283,8 +335,36 @@ def build_request(src: "Path | None", dest: "str | None", targets: TargetArgs, f
                       and all(_names_a_pod(t.label) for t in found))
     # credentials sent on request travel only over each target's own exec channel, never relayed in the clear
     relay = "off" if filters.include_secrets and options.relay == "auto" else options.relay
-    return SyncRequest(src=src, dest=dest, targets=tuple(found), fileset=filt.walk(src), filt=filt,
-                       options=replace(options, shared=shared, relay=relay), git=git_info(src), notes=notes)
+    fileset = filt.walk(src)
+    refuse_nothing_to_send(src, filt, fileset)
+    return SyncRequest(src=src, dest=dest, targets=tuple(found), fileset=fileset, filt=filt,
+                       options=replace(options, shared=shared, relay=relay), git=git_info(src), notes=notes,
+                       left_out=spec_files_left_out(spec, spec_path, src, filt, fileset))
+
+
+def spec_files_left_out(spec, spec_path: Path, src: Path, filt: Filter, fileset: FileSet) -> "tuple[str, ...]":
+    """A note for each file the spec's job needs (``launcher.script``, ``image.requirements``) that is in SRC but
+    that a rule leaves out, naming the rule: the nodes would run an old copy or none (W66)."""
+    if spec is None:
+        return ()
+    wanted = {"launcher.script": src / spec.launcher.script}
+    if spec.image.requirements:
+        wanted["image.requirements"] = spec_path.resolve().parent / spec.image.requirements
+    notes = []
+    for field_name, path in wanted.items():
+        try:
+            rel = path.resolve().relative_to(src).as_posix()
+        except ValueError:
+            continue
+        if not path.is_file() or rel in fileset.files:
+            continue
+        parts = rel.split("/")
+        rule = next((r for r in (filt.match("/".join(parts[:i + 1]), i < len(parts) - 1) for i in range(len(parts)))
+                     if r is not None and r.action == "-"), None)
+        by = f"{rule.origin} {(rule.given or rule.pattern)!r}" if rule is not None else "a rule"
+        notes.append(f"{by} leaves out {field_name} {rel}: the nodes would have an old copy or none; "
+                     f"re-include it ('!{rel}')")
+    return tuple(notes)
 
 
 def check_tools(req: SyncRequest) -> None:

@@ -37,6 +37,7 @@ class SyncWork:
     branch: Optional[str]
     dirty: bool
     held_back_secrets: Tuple[str, ...]
+    held_back_state: Tuple[str, ...]
     agent: str
     options: SyncOptions
 
@@ -51,13 +52,35 @@ def sync_plan(req: SyncRequest) -> Plan:
     git = req.git
     work = SyncWork(src=str(req.src), dest=req.dest, files=len(req.fileset.files), bytes=req.fileset.total_bytes,
                     commit=git.commit, branch=git.branch, dirty=bool(git.dirty),
-                    held_back_secrets=tuple(req.fileset.held_back_secrets), agent=PROGRAM_ID, options=options)
+                    held_back_secrets=tuple(req.fileset.held_back_secrets),
+                    held_back_state=tuple(req.fileset.held_back_state), agent=PROGRAM_ID, options=options)
     verb = "compare" if options.check else "push"
     what = (f"{verb} {work.files:,} file(s), {work.bytes / 2**20:.1f} MiB from {work.src} to {work.dest} on "
-            f"{len(nodes)} target(s) at once: one agent exec each ({AGENT}: the agent's program, id {PROGRAM_ID})"
-            + ("" if options.check else "; each target's answer decides what it is sent and how"))
+            f"{len(nodes)} target(s) at once"
+            + (", and delete on each target what SRC lacks (excluded and held-back paths are kept there)"
+               if options.delete and not options.check else "")
+            + f": one agent exec each ({AGENT}: the agent's program, id {PROGRAM_ID})"
+            + ("" if options.check else "; each target's answer decides what it is sent and how")
+            + held_back(work))
     kinds = sorted({t.kind for t in req.targets})
-    return Plan("sync", f"{len(nodes)} target(s) ({', '.join(kinds)})", (SyncPhase(what, nodes=nodes, work=work),))
+    return Plan("sync", f"{len(nodes)} target(s) ({', '.join(kinds)})", (SyncPhase(what, nodes=nodes, work=work),),
+                notes=req.left_out)
+
+
+def held_back(work: SyncWork) -> str:
+    """What the plan's first line says is left out on purpose: nodeweave's own state and credential-like files."""
+    said = ""
+    if work.held_back_state:
+        said += (f"; held back as nodeweave's own state: {_few(work.held_back_state)} (a `-x '!runs/'` pattern "
+                 "sends such a folder anyway)")
+    if work.held_back_secrets:
+        said += (f"; held back as credential-like: {_few(work.held_back_secrets)}"
+                 + ("" if work.options.check else " (--include-secrets sends them)"))
+    return said
+
+
+def _few(paths: "Tuple[str, ...]") -> str:
+    return ", ".join(paths[:5]) + (f" and {len(paths) - 5} more" if len(paths) > 5 else "")
 
 
 def _mode(options: SyncOptions, number: int) -> str:

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 from types import MappingProxyType
-from typing import Callable, Dict, Iterable, List, Mapping, Union
+from typing import Callable, Dict, Iterable, List, Mapping, Tuple, Union
 
 from nodeweave.errors import NodeweaveError, UsageError
 from nodeweave.spec import Spec
@@ -25,15 +25,23 @@ Renderer = Callable[[Spec], Dict[str, Rendered]]
 
 @dataclass(frozen=True)
 class Target:
-    """One render target: its renderer, what it makes, and whether ``all`` includes it for a spec."""
+    """One render target: its renderer, what it makes, where (``roots``), and whether ``all`` includes it for a spec.
+
+    ``roots``: the only paths the renderer writes, a folder (``images/``: anything under it) or one file
+    (``.dockerignore``); checked on every render, and the bound of what ``--prune`` may ever remove for it."""
 
     name: str
     render: Renderer
     summary: str
+    roots: Tuple[str, ...]
     wanted: Callable[[Spec], bool] = lambda spec: True
 
     def __call__(self, spec: Spec) -> Dict[str, Rendered]:
         return self.render(spec)
+
+    def makes(self, path: str) -> bool:
+        """Whether ``path`` (relative, with /) is one this target can render: under one of its roots."""
+        return any(path.startswith(root) if root.endswith("/") else path == root for root in self.roots)
 
 
 def _never(spec: Spec) -> bool:
@@ -89,16 +97,18 @@ def _zipapp(spec: Spec) -> Dict[str, bytes]:
 
 
 _ROWS = (
-    Target("images", _images, "a Dockerfile per variant, the bake file, .dockerignore"),
-    Target("compose", _compose, "compose files per host and for a local simulation"),
-    Target("manifests", _manifests, "the kustomize tree: StatefulSet, Indexed Job, overlays"),
-    Target("entrypoint", _zipapp, "the stdlib entrypoint as one file (a zipapp) for images you bring"),
-    Target("slurm", _slurm, "an sbatch script (pyxis, Apptainer or a host venv)",
+    Target("images", _images, "a Dockerfile per variant, the bake file, .dockerignore", ("images/", ".dockerignore")),
+    Target("compose", _compose, "compose files per host and for a local simulation", ("compose/",)),
+    Target("manifests", _manifests, "the kustomize tree: StatefulSet, Indexed Job, overlays", ("manifests/",)),
+    Target("entrypoint", _zipapp, "the stdlib entrypoint as one file (a zipapp) for images you bring",
+           ("entrypoint/",)),
+    Target("slurm", _slurm, "an sbatch script (pyxis, Apptainer or a host venv)", ("slurm/",),
            wanted=lambda spec: spec.slurm is not None),
     Target("openshift-build", _openshift_build, "ImageStream + BuildConfig, workloads following the image tag",
-           wanted=lambda spec: spec.kubernetes.build is not None),
-    Target("trainjob", _trainjob, "a Kubeflow Trainer TrainJob (torch-distributed runtime)", wanted=_never),
-    Target("jobset", _jobset, "a JobSet of one replicated Indexed Job", wanted=_never),
+           ("openshift/",), wanted=lambda spec: spec.kubernetes.build is not None),
+    Target("trainjob", _trainjob, "a Kubeflow Trainer TrainJob (torch-distributed runtime)", ("kubeflow/",),
+           wanted=_never),
+    Target("jobset", _jobset, "a JobSet of one replicated Indexed Job", ("jobset/",), wanted=_never),
 )
 RENDERERS: Mapping[str, Target] = MappingProxyType({row.name: row for row in _ROWS})
 
@@ -127,3 +137,6 @@ def _check_relative(renderer: str, path: str) -> None:
     pure = PurePosixPath(path)
     if pure.is_absolute() or ".." in pure.parts or not pure.parts:
         raise NodeweaveError(f"renderer {renderer} returned the path {path!r}, which would leave --out")
+    if not RENDERERS[renderer].makes(path):
+        raise NodeweaveError(f"renderer {renderer} returned the path {path!r}, outside its roots "
+                             f"{', '.join(RENDERERS[renderer].roots)} (what --prune is bounded by)")

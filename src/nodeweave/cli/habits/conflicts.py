@@ -24,6 +24,10 @@ EXCLUSIVE: Dict[Tuple[str, str], str] = {
     ("--hosts-file", "--statefulset"): "both name the targets to sync",
     ("--hosts-file", "--selector"): "both name the targets to sync",
     ("--hosts-file", "--compose-project"): "both name the targets to sync",
+    # sync: credentials travel only over each target's own exec channel; --relay sends every payload between
+    # targets over TCP unencrypted (walk5 W34)
+    ("--include-secrets", "--relay"): "contradict: --relay forwards the payload, and the credentials "
+                                      "--include-secrets adds, between targets unencrypted",
 }
 # The reach flags (clusteropts.REACH_FLAGS declares them, once): how a verb reaches the cluster's nodes.
 REACH = ("--target --engine --host --hosts-file --remote-dir --namespace --kube-cli --kube-context --overlay "
@@ -32,6 +36,9 @@ REACH = ("--target --engine --host --hosts-file --remote-dir --namespace --kube-
 IDLE_WITH: Dict[Tuple[str, str], str] = {
     ("--delete", "--check"): "--check moves and deletes nothing",
     ("--compress", "--check"): "--check moves nothing",
+    ("--compress", "--tar"): "--tar never runs rsync, and -z is rsync's compression",
+    ("--relay", "--check"): "--check moves nothing to relay",
+    ("--shared", "--check"): "--check writes nothing, and compares every target",
     # top and dashboard: --url reads that address, so nothing that picks or reaches a node of the cluster is used
     ("--node", "--url"): "--url reads the picture there, not from a node of the cluster",
     ("--timeout", "--no-wait"): "--timeout is how long up waits for the nodes, and --no-wait does not wait",
@@ -55,6 +62,12 @@ IDLE_WITH_ON: Dict[str, Dict[Tuple[str, str], str]] = {
     "logs": {**{pair: why for pair, why in _FROM_THE_FOLDER.items() if pair[0] != "--node"},  # a folder's node-i.log
              ("--container", "--run"): "--run reads the run folder's node logs; --container the live containers'"},
     "top": {("--interval", "--once"): "--once reads node 0 one time; --interval is the time between readings"},
+}
+# (flag, option): {values of option: why}: the flag does nothing when the option has one of these values
+# (``sync -z --method stream``: rsync never runs, walk5 W35).
+IDLE_WITH_VALUE: Dict[Tuple[str, str], Dict[str, str]] = {
+    ("--compress", "--method"): {"stream": "a stream never runs rsync, and -z is rsync's compression",
+                                 "tar": "tar never runs rsync, and -z is rsync's compression"},
 }
 # flag: (the flag it needs, what it is): without that flag it does nothing.
 NEEDS: Dict[str, Tuple[str, str]] = {
@@ -100,7 +113,23 @@ def refuse_conflicts(command, words: Iterable[str]) -> None:
     for (flag, other), why in idle.items():
         if flag in given and other in given:
             raise UsageError(f"{flag} does nothing with {other} ({why}): give one of them")
+    for (flag, option), values in IDLE_WITH_VALUE.items():
+        value = option_value(words, option) if flag in given and option in given else None
+        if value in values:
+            raise UsageError(f"{flag} does nothing with {option} {value} ({values[value]}): leave {flag} out, or "
+                             f"give another {option}")
     for flag, (needed, what) in {**NEEDS, **NEEDS_ON.get(verb, {})}.items():
         if flag in given and needed not in given:
             raise UsageError(f"{flag} does nothing without {needed} (it is {what}): give {needed} too, or leave "
                              f"{flag} out")
+
+
+def option_value(words: Sequence[str], option: str) -> "str | None":
+    """The last value given to ``option`` in ``words`` (``--method tar`` or ``--method=tar``), or None."""
+    found = None
+    for i, word in enumerate(words):
+        if word == option and i + 1 < len(words):
+            found = words[i + 1]
+        elif word.startswith(option + "="):
+            found = word.split("=", 1)[1]
+    return found

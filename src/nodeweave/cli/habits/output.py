@@ -263,8 +263,10 @@ def runs_parent(runs_dir: "Path | None", spec_path: Path, writes: bool) -> Path:
     from nodeweave.cluster.runfolder import RUNS
 
     parent = spec_path.resolve().parent / RUNS
-    if parent.is_dir() and parent.is_symlink():  # runs/ on a bigger disk, a link of the user's: the plans and
-        parent = parent.resolve()  # messages name where the run folders really go
+    if writes and parent.is_symlink() and parent.is_dir():  # never written through a link (W68); said how to keep it
+        raise UsageError(f"runs/ beside the spec ({parent}) is a symbolic link (to {os.readlink(parent)}), not a "
+                         "folder nodeweave made, and it never writes through a link; accepted: --runs-dir "
+                         f"{parent.resolve()} to keep the runs there, or a folder runs/ of its own")
     if parent.is_dir():
         if writes and not os.access(parent, os.W_OK | os.X_OK):
             raise UsageError(f"runs/ beside the spec ({parent}) is not writable by this user, and a run's folder "

@@ -17,6 +17,8 @@ name is refused, never acted on.
 from __future__ import annotations
 
 import json
+import os
+import re
 import shutil
 import subprocess
 import sys
@@ -225,6 +227,14 @@ class LocalCluster(Backend):
             return None
         return (f"{self.spec.name} is not up on {self.where}: none of its {len(names)} container(s) exists; "
                 "nothing to take down")
+
+    def host_mounts(self):
+        """The compose file's bind mounts (compose.common.volumes): the workspace, the cache, each volume with a
+        host_path; a relative host path is relative to the spec's folder."""
+        spec, here = self.spec, self.spec_path.resolve().parent
+        pairs = [(spec.workspace.host_path, spec.workspace.path), (spec.cache.host_path, spec.cache.path)]
+        pairs += [(volume.host_path, volume.path) for volume in spec.volumes if volume.host_path is not None]
+        return [((here / os.path.expanduser(host)).resolve(), inside) for host, inside in pairs]
 
     def sync_targets(self):
         from nodeweave.cluster.onbackend import require_up

@@ -35,7 +35,7 @@ def key_of(target: Remote) -> str:
 
 def _load(path: Path) -> dict:
     try:
-        data = json.loads(bounded.read_text(path, bounded.RECORD_CAP, "a sync registry"))
+        data = json.loads(bounded.read_own(path, bounded.RECORD_CAP, "a sync registry"))
         return data if isinstance(data, dict) else {}
     except (OSError, ValueError):
         return {}

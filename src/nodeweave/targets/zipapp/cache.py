@@ -70,7 +70,7 @@ def _inputs(data: bytes):
 
 def _load(entry: Path, root: Path, listing) -> "bytes | None":
     try:
-        record = json.loads(bounded.read_text(entry, bounded.RECORD_CAP, "a zipapp cache record"))
+        record = json.loads(bounded.read_own(entry, bounded.RECORD_CAP, "a zipapp cache record"))
         if not isinstance(record, dict) or record.get("version") != VERSION or record.get("listing") != listing:
             return None
         if any(_stamp(root, name) != stamp for name, stamp in record["inputs"]):
