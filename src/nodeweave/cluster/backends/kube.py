@@ -5,7 +5,8 @@ the spec (kept: the dry run's ``apply -k`` line can be inspected and rerun) and 
 small overlay of it (``manifests/nodeweave-up``): the chosen folder (``base``
 or an overlay), the namespace, and a strategic-merge patch setting
 ``NODEWEAVE_MODE`` on the trainer container, so ``--hold`` works for any
-spec. ``down`` deletes the same objects (``delete -k``) except the workspace
+spec. ``down`` deletes the job's objects of the same tree (``delete -k``; only
+those labelled as the job's, never a Namespace an overlay holds) except the workspace
 claim, which holds the synced code and checkpoints, unless
 ``--delete-claims``; per-pod claims of ``volumeClaimTemplates`` stay too (the
 StatefulSet controller never deletes them) unless asked. Pod state for the
@@ -27,7 +28,7 @@ from nodeweave.steps import Step
 from nodeweave.errors import NodeweaveError, UsageError
 from nodeweave.remote import RemoteOptions, cluster_kind, kind_class
 from nodeweave.remote.discover import statefulset_replicas, statefulset_targets
-from nodeweave.overlay import KUBE_OVERLAY as OVERLAY
+from nodeweave.overlay import JOB_LABEL, KUBE_OVERLAY as OVERLAY
 
 KEPT_TREE = "kube"  # in the job's folder: .nodeweave/<job>/kube
 FOLDERS = {"base": "../base", "openshift": "../overlays/openshift", "rocm": "../overlays/rocm"}
@@ -233,7 +234,9 @@ class KubeCluster(Backend):
 
     def _down_steps(self, delete_claims: bool) -> List[List[Step]]:
         overlay = self._tree_path() / OVERLAY  # where _down_files puts the overlay
-        steps = [Step(f"delete what up applied{'' if delete_claims else ', keeping the workspace claim'}",
+        kept = "" if delete_claims else " and the workspace claim"
+        steps = [Step(f"delete the job's objects up applied (those labelled {JOB_LABEL}={self.spec.name}); kept: "
+                      f"every other object of {self.folder} (a Namespace, an SCC, a ClusterRole, ...){kept}",
                       tuple(self._call("delete", "-k", str(overlay), "--ignore-not-found")), timeout=600),
                  self._delete_tokens_step()]
         if delete_claims:
