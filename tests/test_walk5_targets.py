@@ -5,6 +5,8 @@ before these fixes. No container, pod or allocation is started: kustomize is the
 
 from __future__ import annotations
 
+import re
+import shlex
 import shutil
 import subprocess
 from pathlib import Path
@@ -111,3 +113,93 @@ def test_down_plan_says_what_it_keeps(team, capsys):
     assert code == 0, err
     assert "keeping the workspace claim" not in out
     assert "labelled app.kubernetes.io/instance=team" in out and "a Namespace" in out
+
+
+# --- W13: every example header's commands, and every doc command on an example, work as written ---------------
+def header_commands(example: Path) -> "list[str]":
+    """The shell commands an example's opening comment names (``# nodeweave ...``, ``# oc apply -k ...``, the
+    command after ``then on every host ...:``), split at ``&&``."""
+    commands = []
+    for line in example.read_text().splitlines():
+        if not line.startswith("#"):
+            break
+        text = line.lstrip("# ").split("   (")[0]
+        if ": " in text and text.startswith("then "):
+            text = text.rsplit(": ", 1)[1]
+        if text.startswith(("nodeweave ", "oc apply", "kubectl apply", "sbatch ", "docker compose")):
+            commands += [part.strip() for part in text.split("&&")]
+    return commands
+
+
+def doc_commands() -> "list[tuple[str, list[str]]]":
+    """Each docs/*.md and README code block that runs nodeweave on a file of examples/: its command lines."""
+    blocks = []
+    for page in [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]:
+        for block in re.findall(r"```(?:sh|bash|console)?\n(.*?)```", page.read_text(), re.S):
+            lines = [line.split("  #")[0].strip() for line in block.splitlines()]
+            lines = [line for line in lines if line and not line.startswith("#")]
+            if any(line.startswith("nodeweave ") and "examples/" in line for line in lines):
+                blocks.append((page.name, lines))
+    return blocks
+
+
+def walk_commands(capsys, folder: Path, monkeypatch, commands: "list[str]") -> None:
+    """Run each ``nodeweave`` command as written (in this process) from ``folder``; check that each path a
+    following ``sbatch``/``apply -k``/``compose -f`` names is there, from where the command says to run it."""
+    cwd, out = folder, folder
+    for command in commands:
+        words = shlex.split(command)
+        monkeypatch.chdir(cwd)
+        if words[0] == "nodeweave":
+            code, _, err = run_cli(capsys, *words[1:])
+            assert code == 0, f"{command!r} exits {code}: {err}"
+            if "--out" in words:
+                out = cwd / words[words.index("--out") + 1]
+        elif words[0] == "cd":
+            cwd = cwd / words[1]
+        elif words[0] == "sbatch" or words[:2] == ["NODEWEAVE_RUNTIME=apptainer", "sbatch"]:
+            assert (cwd / words[-1]).is_file(), f"{command!r}: no {cwd / words[-1]}"
+        elif words[1:3] == ["apply", "-k"]:
+            assert (cwd / words[3] / "kustomization.yaml").is_file(), f"{command!r}: no kustomization there"
+        elif words[:2] == ["docker", "compose"]:
+            assert (out / words[words.index("-f") + 1]).is_file(), f"{command!r}: not in {out}"
+        else:
+            raise AssertionError(f"the test does not know how to check {command!r}: teach it")
+
+
+@pytest.mark.parametrize("example", sorted(p.name for p in EXAMPLES.glob("*.yaml")))
+def test_every_example_header_command_works_as_written(team, capsys, monkeypatch, example):
+    shutil.copytree(EXAMPLES, team / "examples")
+    walk_commands(capsys, team, monkeypatch, header_commands(EXAMPLES / example))
+
+
+@pytest.mark.parametrize("page, commands", doc_commands(), ids=lambda v: v if isinstance(v, str) else "")
+def test_every_doc_command_on_an_example_works_as_written(team, capsys, monkeypatch, page, commands):
+    shutil.copytree(EXAMPLES, team / "examples")
+    walk_commands(capsys, team, monkeypatch, commands)
+
+
+# --- W28: the regenerate hint in every rendered file, run in the spec's folder, refreshes that very file -------
+@pytest.mark.parametrize("spec, out", [("examples/slurm-accelerate.yaml", "build/sft"),
+                                       ("sub/nodeweave.yaml", None), ("nodeweave.yaml", "elsewhere")])
+def test_every_rendered_hint_refreshes_the_files_it_sits_in(team, capsys, monkeypatch, spec, out):
+    shutil.copytree(EXAMPLES, team / "examples")
+    (team / "sub").mkdir()
+    shutil.copy(team / "nodeweave.yaml", team / "sub" / "nodeweave.yaml")
+    code, _, err = run_cli(capsys, "render", "all", "--spec", spec, *(["--out", out] if out else []))
+    assert code == 0, err
+    root = team / (out or Path(spec).parent)
+    hints = {}
+    for path in root.rglob("*"):
+        if path.is_file() and path.suffix != ".pyz":
+            for command in re.findall(r"`(nodeweave render [^`]*)`", path.read_text(errors="replace")):
+                hints.setdefault(command, path)
+    assert hints, f"no regenerate hint under {root}"
+    monkeypatch.chdir((team / spec).parent)  # where the hint says to run it: the same bytes wherever render ran
+    for command, path in hints.items():
+        code, _, err = run_cli(capsys, *shlex.split(command)[1:], "--check")
+        assert code == 0, f"{path.relative_to(team)} says {command!r}, which does not find its files: {err}"
+    sbatch = root / "slurm" / "job.sbatch"
+    if sbatch.is_file():  # "Submit from the spec's directory: sbatch PATH"
+        submit = re.search(r"#   sbatch (\S+)", sbatch.read_text()).group(1)
+        assert ((team / spec).parent / submit).resolve() == sbatch.resolve()

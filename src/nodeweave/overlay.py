@@ -108,14 +108,14 @@ def kube_tree(spec: Spec, namespace: str, resource: str, annotations: Mapping[st
                         {"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": spec.name},
                          "spec": {"template": {"spec": {"containers": [
                              {"name": CONTAINER, "env": [{"name": "NODEWEAVE_MODE", "value": mode}]}]}}}}))
-    if mode is None:  # down: only the job's own objects; a Namespace or an SCC an overlay of yours holds stays
-        patches.append(({"labelSelector": f"{JOB_LABEL}!={spec.name}"},
-                        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "not-the-jobs"},
-                         "$patch": "delete"}))
     if keep_claims and spec.kubernetes.claim == "shared":
         claim = workspace_claim(resolve(spec))
         patches.append(({"kind": "PersistentVolumeClaim", "name": claim},
                         {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": claim},
+                         "$patch": "delete"}))
+    if mode is None:  # down: only the job's own objects; a Namespace or an SCC an overlay of yours holds stays
+        patches.append(({"labelSelector": f"{JOB_LABEL}!={spec.name}"},
+                        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "not-the-jobs"},
                          "$patch": "delete"}))
     kustomization = {"apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization",
                      "namespace": namespace, "commonAnnotations": dict(annotations), "resources": [resource]}

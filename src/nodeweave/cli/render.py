@@ -81,7 +81,7 @@ def _shown(paths: "list[str]") -> str:
     return ", ".join(paths[:8]) + (f" and {len(paths) - 8} more" if len(paths) > 8 else "")
 
 
-def _render(spec, spec_path: Path, targets: "list[str]", everything: bool) -> "tuple[dict, dict, list[str]]":
+def _render(spec, spec_path: Path, out: "Path | None", targets: "list[str]", everything: bool) -> "tuple[dict, dict, list[str]]":
     """The files of ``targets``; with ``all``, a target the spec cannot feed is left out with a note, not fatal.
 
     Why: the minimal spec (name, image.variant, launcher.script) of a GPU variant has
@@ -106,7 +106,9 @@ def _render(spec, spec_path: Path, targets: "list[str]", everything: bool) -> "t
         kept.append(name)
     from nodeweave.rendering.provenance import named_for
 
-    return named_for(dict(sorted(files.items())), spec_path.name), owners, kept
+    out_from_spec = "." if out is None else os.path.relpath(out.resolve(), spec_path.resolve().parent)
+    return (named_for(dict(sorted(files.items())), spec_path.name, None if out_from_spec == "." else out_from_spec),
+            owners, kept)
 
 
 def refuse_nested_out(out: Path, out_dir: Path, files) -> None:
@@ -149,7 +151,7 @@ def render(
     out_dir = (out if out is not None else spec_path.parent).resolve()
     writable_dir(out_dir, "--out")
     targets = wanted_targets(spec) if target == "all" else [target]
-    files, owners, targets = _render(spec, spec_path, targets, everything=target == "all")
+    files, owners, targets = _render(spec, spec_path, out, targets, everything=target == "all")
     if out is not None:
         refuse_nested_out(out, out_dir, files)
     plan = plan_render(files, out_dir, force, owners=owners, job=spec.name, prune=prune, targets=targets)
