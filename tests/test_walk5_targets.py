@@ -203,3 +203,22 @@ def test_every_rendered_hint_refreshes_the_files_it_sits_in(team, capsys, monkey
     if sbatch.is_file():  # "Submit from the spec's directory: sbatch PATH"
         submit = re.search(r"#   sbatch (\S+)", sbatch.read_text()).group(1)
         assert ((team / spec).parent / submit).resolve() == sbatch.resolve()
+
+
+# --- W62: $NODEWEAVE_SPEC naming another folder's spec than the one here is said by every verb ---------------
+@pytest.mark.parametrize("verb", [["status"], ["down", "--dry-run"], ["sync", "--dry-run"], ["validate"],
+                                  ["render", "all", "--dry-run"], ["run", "--dry-run"], ["up", "--dry-run"],
+                                  ["exec", "--dry-run", "--", "true"]])
+def test_a_spec_from_the_variable_that_is_not_the_one_here_is_said(team, capsys, monkeypatch, verb):
+    other = team / "other"
+    other.mkdir()
+    (other / "nodeweave.yaml").write_text(SPEC)
+    (other / "train.py").write_text("print(1)\n")
+    monkeypatch.setenv("NODEWEAVE_SPEC", str(other / "nodeweave.yaml"))
+    _, _, err = run_cli(capsys, *verb)
+    assert f"the spec is {other / 'nodeweave.yaml'} (from $NODEWEAVE_SPEC), not nodeweave.yaml found here" in err
+    _, _, err = run_cli(capsys, *verb, "--spec", str(other / "nodeweave.yaml"))  # typed: the user chose it
+    assert "from $NODEWEAVE_SPEC" not in err
+    monkeypatch.setenv("NODEWEAVE_SPEC", "nodeweave.yaml")  # the same file: nothing to say
+    _, _, err = run_cli(capsys, *verb)
+    assert "from $NODEWEAVE_SPEC" not in err
