@@ -222,3 +222,21 @@ def test_a_spec_from_the_variable_that_is_not_the_one_here_is_said(team, capsys,
     monkeypatch.setenv("NODEWEAVE_SPEC", "nodeweave.yaml")  # the same file: nothing to say
     _, _, err = run_cli(capsys, *verb)
     assert "from $NODEWEAVE_SPEC" not in err
+
+
+# --- W59/W60: the shipped LAN example comes up as written; bare hosts get notes about what they use -------------
+def test_the_lan_example_comes_up_with_no_engine_and_its_notes_are_the_bare_hosts(team, capsys):
+    shutil.copy(EXAMPLES / "lan-desktops.yaml", team / "lan.yaml")
+    (team / "train.py").unlink()
+    code, out, err = run_cli(capsys, "up", "--spec", "lan.yaml", "--engine", "none", "--dry-run")
+    assert code == 0, err
+    assert '"$HOME"/lan-llm/.nodeweave hosts' in out  # each desktop's own ~/lan-llm
+    assert "localhost/" not in out + err  # no image runs on a bare host: no note about pulling one
+    assert "(the nodes see it at ~/lan-llm)" in err and "/workspace" not in err
+    code, out, err = run_cli(capsys, "up", "--spec", "lan.yaml", "--dry-run")  # in containers: the image matters
+    assert code == 0 and "names localhost/" in out and "(the nodes see it at /workspace)" in err
+
+
+def test_a_relative_workspace_on_hosts_names_both_accepted_forms(team, capsys):
+    code, _, err = run_cli(capsys, "up", "-t", "hosts", "--host", "a", "--host", "b", "--dry-run")
+    assert code == 2 and "--remote-dir '~/DIR'" in one_line(err) and "/ABSOLUTE/PATH" in err

@@ -65,7 +65,7 @@ def up_command(
         # it, once the plan is made: a refusal before it (an image, a flag) is the one line a mistake gets
         from nodeweave.cli.run import note_script
 
-        note_script(spec, spec_path, [spec.launcher.script], spec.launcher.type)
+        note_script(spec, spec_path, [spec.launcher.script], spec.launcher.type, backend.workspace_seen_at)
     unpullable = _unpullable(backend, plan, image)
     if unpullable:  # in the plan the real run executes too, as its dry run shows it
         from dataclasses import replace
@@ -97,6 +97,8 @@ def _unpullable(backend, plan, image: Optional[str]) -> Optional[str]:
 
     named = next((m.group(1) for line in plan.notes for m in [re.match(r"every (?:node|pod) runs image (\S+?):? ",
                                                                          line)] if m), None)
+    if not backend.runs_image:
+        return None
     return unpullable_note(named or image or resolve(backend.spec).image, backend.target)
 
 

@@ -186,7 +186,7 @@ def script_inside(spec, command: List[str], launcher: str) -> Optional[tuple]:
     return script, inside
 
 
-def judge_script(spec, spec_path: Path, command: List[str], launcher: str) -> str:
+def judge_script(spec, spec_path: Path, command: List[str], launcher: str, seen_at: Optional[str] = None) -> str:
     """The script the nodes would run, judged here: refused when it leaves the workspace (:func:`script_inside`);
     for one the workspace lacks, the note to print (the image may hold it), for a dry run and a real run alike;
     else ""."""
@@ -197,14 +197,16 @@ def judge_script(spec, spec_path: Path, command: List[str], launcher: str) -> st
     folder = (spec_path.resolve().parent / Path(spec.workspace.host_path).expanduser()).resolve()
     if (folder / inside).exists():
         return ""
-    return (f"{script} is not in the workspace {folder} (the nodes see it at {spec.workspace.path}): the run would "
-            "fail with 'No such file' unless the image holds it")
+    seen = seen_at or spec.workspace.path
+    unless = "the image holds it" if seen == spec.workspace.path else f"{seen} on every node holds it (no image)"
+    return (f"{script} is not in the workspace {folder} (the nodes see it at {seen}): the run would fail with "
+            f"'No such file' unless {unless}")
 
 
-def note_script(spec, spec_path: Path, command: List[str], launcher: str) -> None:
+def note_script(spec, spec_path: Path, command: List[str], launcher: str, seen_at: Optional[str] = None) -> None:
     """Judge the script the nodes would run (:func:`judge_script`) and print its note, the one way every verb
     that judges a spec's script says it (run, up, validate, init)."""
-    note = judge_script(spec, spec_path, command, launcher)
+    note = judge_script(spec, spec_path, command, launcher, seen_at)
     if note:
         typer.echo(f"nodeweave: note: {note}", err=True)
 

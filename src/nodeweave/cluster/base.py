@@ -189,6 +189,17 @@ class Backend(abc.ABC):
         """One line saying where the cluster is, for messages."""
         return self.target
 
+    @property
+    def runs_image(self) -> bool:
+        """Whether the nodes run the job's image: bare hosts and Slurm's host runtime do not, so no note about
+        pulling one is theirs (walk5, W60)."""
+        return True
+
+    @property
+    def workspace_seen_at(self) -> str:
+        """Where the nodes find the workspace: the container's mount; a bare host's or a host step's own folder."""
+        return self.spec.workspace.path
+
     # --- the five a target implements ----------------------------------------------------------------------
     @abc.abstractmethod
     def nodes(self, for_up: bool = False, dry_run: bool = False) -> List[Node]:

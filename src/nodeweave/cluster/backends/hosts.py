@@ -25,6 +25,7 @@ import posixpath
 from typing import Dict, List, Optional, Tuple
 
 from nodeweave.cluster.base import Backend, Node, PlatformState
+from nodeweave.cluster.options import check_remote_dir
 from nodeweave.steps import Step
 from nodeweave.errors import UsageError
 from nodeweave.remote import RemoteOptions, make_target
@@ -55,9 +56,20 @@ class HostsCluster(Backend):
         host_path = self.spec.workspace.host_path
         if host_path.startswith("/"):
             return posixpath.normpath(host_path)
+        if host_path.startswith("~/"):  # each host's own home, as --remote-dir '~/DIR' (walk5, W59: the LAN example)
+            return check_remote_dir(host_path, "workspace.host_path")
         raise UsageError(f"target hosts: workspace.host_path {host_path!r} is relative to this machine; give "
-                         "--remote-dir /ABSOLUTE/PATH, the workspace folder on every host (where compose/node.yaml "
-                         "goes and `nodeweave sync` sends the code)")
+                         "--remote-dir /ABSOLUTE/PATH or --remote-dir '~/DIR' (quoted: under each host's home), the "
+                         "workspace folder on every host (where compose/node.yaml goes and `nodeweave sync` sends "
+                         "the code), or set workspace.host_path to one of those")
+
+    @property
+    def runs_image(self) -> bool:
+        return self.engine != "none"
+
+    @property
+    def workspace_seen_at(self) -> str:
+        return self.dir if self.engine == "none" else self.spec.workspace.path
 
     @property
     def container(self) -> str:

@@ -73,6 +73,14 @@ class SlurmCluster(Backend):
         self.runtime = step_runtime(resolve(spec), self.spec_dir, self.workdir)
         self._record: Optional[dict] = None
 
+    @property
+    def runs_image(self) -> bool:
+        return self.runtime.kind != "host"
+
+    @property
+    def workspace_seen_at(self) -> str:
+        return self.workdir if self.runtime.kind == "host" else self.spec.workspace.path
+
     def _shared_workspace(self) -> str:
         """The workspace as the nodes see it: storage they share with this machine (as sbatch's submit dir)."""
         host_path = self.spec.workspace.host_path
