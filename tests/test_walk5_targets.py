@@ -240,3 +240,23 @@ def test_the_lan_example_comes_up_with_no_engine_and_its_notes_are_the_bare_host
 def test_a_relative_workspace_on_hosts_names_both_accepted_forms(team, capsys):
     code, _, err = run_cli(capsys, "up", "-t", "hosts", "--host", "a", "--host", "b", "--dry-run")
     assert code == 2 and "--remote-dir '~/DIR'" in one_line(err) and "/ABSOLUTE/PATH" in err
+
+
+# --- W42: which node is the spare, in every target's up plan ------------------------------------------------
+RECOVERY = SPEC + "recovery: {enabled: true, spares: 1, checkpoint_dir: checkpoints}\n"
+
+
+@pytest.mark.parametrize("target", [[], ["-t", "hosts", "--host", "a", "--host", "b", "--host", "c",
+                                          "--remote-dir", "/srv/j"],
+                                    ["-t", "hosts", "--engine", "none", "--host", "a", "--host", "b", "--host", "c",
+                                     "--remote-dir", "/srv/j"],
+                                    ["-t", "kubernetes"], ["-t", "slurm", "--remote-dir", "/srv/j"]],
+                         ids=["local", "hosts", "bare", "kubernetes", "slurm"])
+def test_every_up_plan_names_the_spare(team, capsys, target):
+    (team / "nodeweave.yaml").write_text(RECOVERY)
+    (team / "checkpoints").mkdir(mode=0o777)
+    (team / "checkpoints").chmod(0o777)
+    code, out, err = run_cli(capsys, "up", *target, "--dry-run")
+    assert "node 2 is the spare" in out + err, out + err
+    if "hosts" in target and "none" not in target:
+        assert "start node 2 (a spare) on c" in out and "start node 1 on b" in out

@@ -152,7 +152,7 @@ class HostsCluster(Backend):
                        tuple(self._ssh(host).exec_argv([*WRITE_FILE, f"{self.dir}/compose", name], stdin=True)),
                        stdin=text, stdin_name=f"compose/{name} (rendered)")
                   for host in self.hosts for name, text in sent.items()]
-        starts = [Step(f"start node {i} on {host} ({mode} mode)",
+        starts = [Step(f"start node {i}{' (a spare)' if self.spec.is_spare(i) else ''} on {host} ({mode} mode)",
                        tuple(self._compose(i, "up", "-d", "--force-recreate", env=env)),
                        timeout=900) for i, host in enumerate(self.hosts)]
         return [writes, starts]
