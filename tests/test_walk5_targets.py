@@ -260,3 +260,22 @@ def test_every_up_plan_names_the_spare(team, capsys, target):
     assert "node 2 is the spare" in out + err, out + err
     if "hosts" in target and "none" not in target:
         assert "start node 2 (a spare) on c" in out and "start node 1 on b" in out
+
+
+# --- W2: a checkpoint folder no mount of the spec holds is said by validate and by every up plan --------------
+@pytest.mark.parametrize("folder, volumes, said", [
+    ("/shared/ckpt", "", True), ("/workspace/checkpoints", "", False), ("checkpoints", "", False),
+    ("/shared/ckpt", "volumes:\n- {name: shared, host_path: TEAM/shared, path: /shared}\n", False),
+    ("/data/run1/ckpt", "volumes:\n- {name: shared, host_path: TEAM/shared, path: /shared}\n", True)])
+def test_a_checkpoint_folder_on_no_mount_is_said(team, capsys, folder, volumes, said):
+    (team / "nodeweave.yaml").write_text(SPEC + f"recovery: {{enabled: true, checkpoint_dir: {folder}}}\n"
+                                         + volumes.replace("TEAM", str(team)))
+    (team / "shared" / "ckpt").mkdir(parents=True)
+    for made in (team / "shared", team / "shared" / "ckpt"):
+        made.chmod(0o777)
+    (team / "checkpoints").mkdir(mode=0o777)
+    (team / "checkpoints").chmod(0o777)
+    for verb in (["validate", "-o", "json"], ["up", "--dry-run"], ["up", "-t", "kubernetes", "--dry-run"]):
+        code, out, err = run_cli(capsys, *verb)
+        assert code == 0, err
+        assert (f"{folder} is on no mount of the spec" in out + err) is said, (verb, out + err)

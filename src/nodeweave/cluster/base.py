@@ -224,6 +224,7 @@ class Backend(abc.ABC):
         notes += tuple(self.renamed)  # what up made under the spec's old name stays up beside the new job
         if self.spec.start_differs:  # a range or recovery: the count is not simply `nodes`
             notes += (f"{self.spec.name} {self.spec.starts}",)
+        notes += tuple(f"note: {note}" for note in self.spec.notes)  # what validate says is likely not meant
         phases = [FilesPhase("the job's files", files=tuple(files))] if files else []
         allocation = self._allocation_step()  # Slurm: later phases name its job and nodes <job-id>, <node0>, ...
         if allocation is not None:
