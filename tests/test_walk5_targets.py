@@ -279,3 +279,20 @@ def test_a_checkpoint_folder_on_no_mount_is_said(team, capsys, folder, volumes, 
         code, out, err = run_cli(capsys, *verb)
         assert code == 0, err
         assert (f"{folder} is on no mount of the spec" in out + err) is said, (verb, out + err)
+
+
+# --- W16: host:port, wherever a host is named, says where the port goes -----------------------------------------
+@pytest.mark.parametrize("where", ["--host", "--hosts-file", "spec"])
+def test_a_host_with_a_port_says_where_the_port_goes(team, capsys, where):
+    if where == "spec":
+        (team / "nodeweave.yaml").write_text(SPEC.replace("nodes: 2\n", "hosts: ['me@gpu01:2222', gpu02]\n"))
+        argv = ["up", "--engine", "none", "--remote-dir", "/srv/j", "--dry-run"]
+    elif where == "--hosts-file":
+        (team / "hosts.txt").write_text("me@gpu01:2222\ngpu02\n")
+        argv = ["up", "-t", "hosts", "--hosts-file", "hosts.txt", "--remote-dir", "/srv/j", "--dry-run"]
+    else:
+        argv = ["up", "-t", "hosts", "--host", "me@gpu01:2222", "--host", "gpu02", "--remote-dir", "/srv/j",
+                "--dry-run"]
+    code, _, err = run_cli(capsys, *argv)
+    line = one_line(err)
+    assert code == 2 and "me@gpu01:2222" in line and "Port=" in line and "~/.ssh/config" in line, line
