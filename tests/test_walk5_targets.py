@@ -296,3 +296,12 @@ def test_a_host_with_a_port_says_where_the_port_goes(team, capsys, where):
     code, _, err = run_cli(capsys, *argv)
     line = one_line(err)
     assert code == 2 and "me@gpu01:2222" in line and "Port=" in line and "~/.ssh/config" in line, line
+
+
+# --- W55: a Slurm job with no allocation recorded is "not up" on every verb, before the runtime is judged --------
+@pytest.mark.skipif(shutil.which("srun") is None, reason="srun is not installed")
+@pytest.mark.parametrize("verb", [["status"], ["stop"], ["exec", "--", "true"], ["down"]])
+def test_a_slurm_job_with_nothing_allocated_is_not_up_before_its_runtime_is_judged(team, capsys, verb):
+    shutil.copy(EXAMPLES / "slurm-accelerate.yaml", team / "nodeweave.yaml")  # slurm.runtime pyxis
+    code, out, err = run_cli(capsys, verb[0], "-t", "slurm", *verb[1:])
+    assert "pyxis" not in out + err and "no allocation is recorded" in (out + err).replace("Slurm allocation", "allocation")

@@ -320,6 +320,11 @@ class Backend(abc.ABC):
         without changing anything; empty where the platform cannot be asked."""
         return {}
 
+    def recorded_nothing(self) -> bool:
+        """Whether this folder's record alone says the job is not up (a Slurm job with no allocation recorded):
+        a verb other than ``up`` then answers "not up" before judging the tools a step would use (walk5, W55)."""
+        return False
+
     def nothing_up_line(self) -> Optional[str]:
         """One line when the platform says none of the job's nodes exists, so ``down`` has nothing to take down (it
         says so and writes nothing, a dry run too); None: something is there, or the platform could not say."""

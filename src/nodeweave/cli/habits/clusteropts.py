@@ -124,8 +124,8 @@ def open_cluster(spec_path: Path, given, remember: bool = False, dry_run: bool =
         spec = _nodes_from_hosts(spec, checked.hosts)
         check_host_count(checked.hosts, spec.nodes, spec.recovery.spare_nodes, spec.recovery.enabled)
     backend = open_backend(spec, spec_path, checked)
-    if not dry_run:
-        backend.check_tools()
+    if not dry_run and (for_up or not backend.recorded_nothing()):
+        backend.check_tools()  # a job nothing is recorded of is said as not up, not judged by the tools it would use
     refuse_foreign(backend)
     backend.renamed = tuple(renamed_line(made, spec, spec_path) for made in renamed_jobs(spec, spec_path))
     if remember:  # what up was told, and what it makes

@@ -246,6 +246,9 @@ class SlurmCluster(Backend):
                      stdin=secret + "\n", stdin_name="a new random job token", timeout=120)
                 for node in self.nodes(for_up=True)]
 
+    def recorded_nothing(self) -> bool:
+        return self.job is None
+
     def nothing_up_line(self) -> Optional[str]:
         """No allocation recorded for the job: nothing of it to release (walk2, row W2: that was exit 2, bad input,
         naming a cluster.json that did not exist)."""
