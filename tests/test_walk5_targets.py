@@ -305,3 +305,12 @@ def test_a_slurm_job_with_nothing_allocated_is_not_up_before_its_runtime_is_judg
     shutil.copy(EXAMPLES / "slurm-accelerate.yaml", team / "nodeweave.yaml")  # slurm.runtime pyxis
     code, out, err = run_cli(capsys, verb[0], "-t", "slurm", *verb[1:])
     assert "pyxis" not in out + err and "no allocation is recorded" in (out + err).replace("Slurm allocation", "allocation")
+
+
+# --- W41: a Slurm plan says where the steps run when it is this machine's folder; /tmp is a warning ------------
+def test_a_slurm_plan_says_the_workspace_must_be_shared(team, capsys, tmp_path):
+    code, out, err = run_cli(capsys, "up", "-t", "slurm", "--dry-run")
+    assert f"the steps run in {team} on every node" in out + err
+    assert ("warning: the steps run in" in out) is str(team).startswith("/tmp/")
+    code, out, err = run_cli(capsys, "up", "-t", "slurm", "--remote-dir", "/shared/team", "--dry-run")
+    assert "the steps run in" not in out + err

@@ -143,11 +143,26 @@ class SlurmCluster(Backend):
     def _up_notes(self, image: Optional[str]) -> List[str]:
         """What ``up`` says first, and the recorded allocation when Slurm still holds it (asked with ``squeue``
         only; taking an allocation is the plan's ``allocate`` step)."""
-        notes = [self._image_line(), *super()._up_notes(image)]
+        notes = [self._image_line(), *self._workspace_lines(), *super()._up_notes(image)]
         if self._needs_allocation():
             return notes
         live = self._live()
         return [*notes, f"allocation {self.job} is already up ({live.get('job_state')} on {live.get('nodes') or '-'})"]
+
+    def _workspace_lines(self) -> List[str]:
+        """Where the steps run, when it is this machine's folder of the spec (walk5, W41): the compute nodes must
+        see it at the same path; one under /tmp (or another folder each machine has to itself) they never do."""
+        if self.options.remote_dir:
+            return []
+        from nodeweave.entrypoint.planning.shared_rules import per_container
+
+        line = (f"the steps run in {self.workdir} on every node (workspace.host_path, this machine's folder): it must "
+                "be on storage the compute nodes share with this machine at that path, or give --remote-dir DIR")
+        local = per_container(self.workdir) or next((d for d in ("/var/tmp", "/dev/shm", "/run")
+                                                     if self.workdir == d or self.workdir.startswith(d + "/")), None)
+        if local:
+            return [f"warning: {line}; {local} is each machine's own, so the nodes would not find it there"]
+        return [line]
 
     def _image_line(self) -> str:
         """The image every step runs, named in the plan as the other targets name theirs."""
