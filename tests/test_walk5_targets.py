@@ -314,3 +314,14 @@ def test_a_slurm_plan_says_the_workspace_must_be_shared(team, capsys, tmp_path):
     assert ("warning: the steps run in" in out) is str(team).startswith("/tmp/")
     code, out, err = run_cli(capsys, "up", "-t", "slurm", "--remote-dir", "/shared/team", "--dry-run")
     assert "the steps run in" not in out + err
+
+
+# --- W17: --overlay rocm on a spec of another variant names the image it runs and the build that makes it ------
+def test_the_rocm_overlay_on_a_cuda_spec_names_its_image_and_build(team, capsys):
+    (team / "nodeweave.yaml").write_text(SPEC.replace("variant: cpu", "variant: cuda12"))
+    code, out, err = run_cli(capsys, "up", "-t", "kubernetes", "--overlay", "rocm", "--dry-run")
+    assert code == 0, err
+    assert ":rocm70: the rocm overlay's own" in out and "`nodeweave image build rocm70 --push`" in out
+    (team / "nodeweave.yaml").write_text(SPEC.replace("variant: cpu", "variant: rocm70"))
+    code, out, err = run_cli(capsys, "up", "-t", "kubernetes", "--overlay", "rocm", "--dry-run")
+    assert code == 0 and ":rocm70: the rocm overlay's own" in out and "image build rocm70" not in out

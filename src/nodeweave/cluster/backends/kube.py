@@ -296,9 +296,23 @@ class KubeCluster(Backend):
         why = "the digest `image build --push` recorded" if pinned else SPEC_IMAGE
         if self.folder not in FOLDERS:
             why += f", unless --overlay {self.folder} sets another"
-        line = (f"every pod runs image {ref}: {why}" if self.folder != "rocm"
-                else "every pod runs the rocm overlay's image (its variant's tag)")
+        line = f"every pod runs image {ref}: {why}" if self.folder != "rocm" else self._rocm_line()
         return [line, *super()._up_notes(image)]
+
+    def _rocm_line(self) -> str:
+        """The rocm overlay runs its own variant's tag on AMD nodes, whatever the spec's variant: the image is named,
+        and when the spec's variant is another, the build it needs (walk5, W17: nothing said a ROCm image of the job
+        had to exist)."""
+        from nodeweave.catalogue import VENDORS
+        from nodeweave.resolve import resolve
+
+        variant = VENDORS["amd"].default_variant
+        rocm = resolve(self.spec, variant)
+        line = f"every pod runs image {rocm.image}: the rocm overlay's own (variant {variant}, on amd.com/gpu nodes)"
+        if self.spec.image.variant != variant:
+            line += (f"; the spec's variant is {self.spec.image.variant}, so that image exists only after `nodeweave "
+                     f"image build {variant} --push` (or set image.variant: {variant} and leave --overlay out)")
+        return line
 
     def states(self, nodes: List[Node]) -> Dict[int, PlatformState]:
         argv = self._call("get", "pods", "-l", f"app.kubernetes.io/instance={self.spec.name}", "-o", "json")
