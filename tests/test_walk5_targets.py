@@ -325,3 +325,14 @@ def test_the_rocm_overlay_on_a_cuda_spec_names_its_image_and_build(team, capsys)
     (team / "nodeweave.yaml").write_text(SPEC.replace("variant: cpu", "variant: rocm70"))
     code, out, err = run_cli(capsys, "up", "-t", "kubernetes", "--overlay", "rocm", "--dry-run")
     assert code == 0 and ":rocm70: the rocm overlay's own" in out and "image build rocm70" not in out
+
+
+# --- W19: an OpenShift dry run names what the real up depends on and cannot do, and why it applies base ---------
+def test_an_openshift_dry_run_names_the_scc_the_build_and_its_folder(team, capsys):
+    shutil.copy(EXAMPLES / "openshift-elastic.yaml", team / "nodeweave.yaml")
+    code, out, err = run_cli(capsys, "up", "-t", "openshift", "--dry-run")
+    assert "scc-ipc-lock.yaml" in out and "restricted-v2" in out
+    assert "`nodeweave image build cuda12 -t openshift`" in out
+    assert "applies base: the spec says openshift: true" in out
+    code, out, err = run_cli(capsys, "up", "-t", "kubernetes", "--dry-run", "--spec", str(REPO / "nodeweave.yaml"))
+    assert "restricted-v2" not in out and "applies base" not in out  # plain Kubernetes: none of it

@@ -297,7 +297,29 @@ class KubeCluster(Backend):
         if self.folder not in FOLDERS:
             why += f", unless --overlay {self.folder} sets another"
         line = f"every pod runs image {ref}: {why}" if self.folder != "rocm" else self._rocm_line()
-        return [line, *super()._up_notes(image)]
+        return [line, *self._openshift_lines(), *super()._up_notes(image)]
+
+    def _openshift_lines(self) -> List[str]:
+        """On OpenShift, what the real ``up`` depends on and cannot do itself, and why it applies the folder it
+        does (walk5, W19): the SCC an admin grants for IPC_LOCK, the image the cluster builds."""
+        from nodeweave.resolve import resolve
+
+        if not (self.spec.kubernetes.openshift or self.cli == "oc"):
+            return []
+        r = resolve(self.spec)
+        lines = []
+        if self.folder == "base" and self.spec.kubernetes.openshift:
+            lines.append("applies base: the spec says openshift: true, so base is rendered for OpenShift already (no "
+                         "fixed runAsUser: the SCC assigns one); --overlay openshift adapts a plain Kubernetes render")
+        if "IPC_LOCK" in r.capabilities:
+            lines.append("needs an admin first: the pods add IPC_LOCK, which OpenShift's restricted-v2 SCC refuses; "
+                         "a cluster admin applies manifests/overlays/openshift/scc-ipc-lock.yaml once (`oc apply -f`), "
+                         "else no pod is admitted")
+        if self.spec.kubernetes.build:
+            lines.append(f"needs the image first: {r.image} is built on the cluster, by `nodeweave image build "
+                         f"{self.spec.image.variant} -t openshift` (the BuildConfig of `render openshift-build`); "
+                         "up applies the StatefulSet only, not openshift/deploy")
+        return lines
 
     def _rocm_line(self) -> str:
         """The rocm overlay runs its own variant's tag on AMD nodes, whatever the spec's variant: the image is named,
