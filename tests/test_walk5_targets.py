@@ -336,3 +336,14 @@ def test_an_openshift_dry_run_names_the_scc_the_build_and_its_folder(team, capsy
     assert "applies base: the spec says openshift: true" in out
     code, out, err = run_cli(capsys, "up", "-t", "kubernetes", "--dry-run", "--spec", str(REPO / "nodeweave.yaml"))
     assert "restricted-v2" not in out and "applies base" not in out  # plain Kubernetes: none of it
+
+
+# --- W44: more nodes than the cluster has: the hint is the command of the cluster's own target ------------------
+@pytest.mark.parametrize("target, said", [([], "raise nodes in the spec to 3"),
+                                          (["-t", "kubernetes"], "scale statefulset/team -n default --replicas 3"),
+                                          (["-t", "hosts", "--host", "a", "--host", "b", "--remote-dir", "/srv/j"],
+                                           "list 3 hosts"),
+                                          (["-t", "slurm", "--remote-dir", "/srv/j"], "an allocation never grows")])
+def test_more_nodes_than_the_cluster_has_names_the_targets_way_to_grow(team, capsys, target, said):
+    code, _, err = run_cli(capsys, "run", *target, "--dry-run", "--nodes", "3")
+    assert code == 2 and said in one_line(err), err

@@ -97,7 +97,8 @@ def run_command(
     script_inside(spec, command, launcher or spec.launcher.type)  # a script leaving the workspace: refused first
     everyone = live_nodes(backend, "run", dry_run)
     nodes_wanted = _node_count(everyone, node, nodes_wanted)
-    nodes, shape = run_overrides(everyone, nproc_per_node, nodes_wanted, launcher)
+    nodes, shape = run_overrides(everyone, nproc_per_node, nodes_wanted, launcher,
+                                 backend.grow_hint(nodes_wanted or 0))
     parent = runs_parent(runs_dir, spec_path, writes=True)
     checking = default_check(nodes, spec, spec_path, runs_dir) if check else None
     plan = run_plan(backend.where, nodes, command, points, {**shape, **extra}, profile, grace,

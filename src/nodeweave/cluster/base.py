@@ -320,6 +320,11 @@ class Backend(abc.ABC):
         without changing anything; empty where the platform cannot be asked."""
         return {}
 
+    def grow_hint(self, count: int) -> str:
+        """How this target's cluster gets ``count`` nodes, for a refusal of more than it has (walk5, W44)."""
+        return (f"raise nodes in the spec to {count} and `nodeweave down` then `nodeweave up` (this target starts "
+                "the spec's count)")
+
     def recorded_nothing(self) -> bool:
         """Whether this folder's record alone says the job is not up (a Slurm job with no allocation recorded):
         a verb other than ``up`` then answers "not up" before judging the tools a step would use (walk5, W55)."""

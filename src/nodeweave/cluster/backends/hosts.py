@@ -63,6 +63,9 @@ class HostsCluster(Backend):
                          "workspace folder on every host (where compose/node.yaml goes and `nodeweave sync` sends "
                          "the code), or set workspace.host_path to one of those")
 
+    def grow_hint(self, count: int) -> str:
+        return f"list {count} hosts (--host, --hosts-file or the spec's hosts) and `nodeweave up` again"
+
     @property
     def runs_image(self) -> bool:
         return self.engine != "none"

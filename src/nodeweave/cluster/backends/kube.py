@@ -321,6 +321,9 @@ class KubeCluster(Backend):
                          "up applies the StatefulSet only, not openshift/deploy")
         return lines
 
+    def grow_hint(self, count: int) -> str:
+        return f"`{self.cli} scale statefulset/{self.spec.name} -n {self.namespace} --replicas {count}` first"
+
     def _rocm_line(self) -> str:
         """The rocm overlay runs its own variant's tag on AMD nodes, whatever the spec's variant: the image is named,
         and when the spec's variant is another, the build it needs (walk5, W17: nothing said a ROCm image of the job

@@ -261,6 +261,10 @@ class SlurmCluster(Backend):
                      stdin=secret + "\n", stdin_name="a new random job token", timeout=120)
                 for node in self.nodes(for_up=True)]
 
+    def grow_hint(self, count: int) -> str:
+        return (f"raise nodes in the spec to {count}, then `nodeweave down` and `nodeweave up --target slurm` (an "
+                "allocation never grows)")
+
     def recorded_nothing(self) -> bool:
         return self.job is None
 
