@@ -347,3 +347,12 @@ def test_an_openshift_dry_run_names_the_scc_the_build_and_its_folder(team, capsy
 def test_more_nodes_than_the_cluster_has_names_the_targets_way_to_grow(team, capsys, target, said):
     code, _, err = run_cli(capsys, "run", *target, "--dry-run", "--nodes", "3")
     assert code == 2 and said in one_line(err), err
+
+
+# --- W53: a damaged record of the folder's other (old-named) job is named by every verb, not skipped -----------
+@pytest.mark.parametrize("verb", [["status"], ["down", "--dry-run"], ["up", "--dry-run"], ["run", "--dry-run"]])
+def test_a_damaged_record_of_another_job_here_is_named(team, capsys, verb):
+    (team / ".nodeweave" / "old").mkdir(parents=True)
+    (team / ".nodeweave" / "old" / "cluster.json").write_text('{"target": "local", "made": "x"}')
+    _, _, err = run_cli(capsys, *verb)
+    assert "another job's record, unread: " in err and ".nodeweave/old/cluster.json: field made" in err, err

@@ -109,7 +109,8 @@ def open_cluster(spec_path: Path, given, remember: bool = False, dry_run: bool =
     """
     from nodeweave.cluster import open_backend
     from nodeweave.cluster.onbackend import made, refuse_foreign
-    from nodeweave.cluster.options import check_host_count, load_state, record_made, refuse_idle_flags
+    from nodeweave.cluster.options import (check_host_count, load_state, record_made, refuse_idle_flags,
+                                           unreadable_records)
     from nodeweave.cluster.recorded import recorded_namespace, renamed_jobs, renamed_line
     from nodeweave.spec import load_spec
 
@@ -128,6 +129,8 @@ def open_cluster(spec_path: Path, given, remember: bool = False, dry_run: bool =
         backend.check_tools()  # a job nothing is recorded of is said as not up, not judged by the tools it would use
     refuse_foreign(backend)
     backend.renamed = tuple(renamed_line(made, spec, spec_path) for made in renamed_jobs(spec, spec_path))
+    for line in unreadable_records(spec_path, spec.name):
+        typer.echo(f"nodeweave: note: {line}", err=True)
     if remember:  # what up was told, and what it makes
         record_made(spec_path, spec.name, checked, made(backend))
     return spec, backend, checked
