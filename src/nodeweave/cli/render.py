@@ -81,7 +81,8 @@ def _shown(paths: "list[str]") -> str:
     return ", ".join(paths[:8]) + (f" and {len(paths) - 8} more" if len(paths) > 8 else "")
 
 
-def _render(spec, spec_path: Path, out: "Path | None", targets: "list[str]", everything: bool) -> "tuple[dict, dict, list[str]]":
+def _render(spec, spec_path: Path, out: "Path | None", targets: "list[str]",
+            everything: bool) -> "tuple[dict, dict, list[str]]":
     """The files of ``targets``; with ``all``, a target the spec cannot feed is left out with a note, not fatal.
 
     Why: the minimal spec (name, image.variant, launcher.script) of a GPU variant has

@@ -259,11 +259,12 @@ def _notes(restarts, spec_volumes, launcher, launcher_given, workspace_path: str
                                 SPEC_NAMING)]
     if restarts.enabled and values["checkpoint_dir"] and folder.startswith("/") and \
             not shared_rules.per_container(folder):
-        found.insert(0, f"recovery.checkpoint_dir: {restarts.checkpoint_dir} is on no mount of the spec (workspace.path "
-                        f"{workspace_path}{', volumes: ' + ', '.join(v.path for v in spec_volumes) if spec_volumes else ''}"
-                        "): each node saves into its own container, node 0 never sees the others' saves and a "
-                        "replaced node none; put it inside workspace.path, or mount storage every node shares "
-                        f"there (volumes: - {{host_path: /SHARED, path: {folder}}})")
+        volumes = f", volumes: {', '.join(v.path for v in spec_volumes)}" if spec_volumes else ""
+        found.insert(0, f"recovery.checkpoint_dir: {restarts.checkpoint_dir} is on no mount of the spec "
+                        f"(workspace.path {workspace_path}{volumes}): each node saves into its own container, node "
+                        "0 never sees the others' saves and a replaced node none; put it inside workspace.path, or "
+                        "mount storage every node shares there (volumes: - {name: checkpoints, host_path: /SHARED, "
+                        f"path: {folder}}})")
     return tuple(found)
 
 

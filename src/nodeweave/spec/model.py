@@ -348,8 +348,8 @@ class Spec:
         floor = (f"; recovery goes on with as few as {self.nodes.min} (recovery.min_nodes)"
                  if self.nodes.elastic else "")
         fewer = "lower nodes" + (" or recovery.spares" if spares else "")
-        which = self.spares_named()
-        return f"starts {self.containers} node(s): {parts}{gpus}{which and '; ' + which}{floor}; to start fewer, {fewer}"
+        which = f"; {self.spares_named()}" if spares else ""
+        return f"starts {self.containers} node(s): {parts}{gpus}{which}{floor}; to start fewer, {fewer}"
 
     def is_spare(self, index: int) -> bool:
         """Whether node ``index`` starts as a spare: with recovery, the ones after every training slot."""
