@@ -61,7 +61,7 @@ def test_up_takes_an_allocation_with_the_batch_scripts_options(tmp_path):
                                          "--ntasks-per-node=1", "--time=10:00", "--partition=debug",
                                          f"--comment=nodeweave-job {backend.mark.owner} slurmloop {tmp_path.resolve()}"]
     plan = backend.plan_up("run", None, 0, wait=False)
-    assert files_of(plan) == [] and not any("allocation" in n for n in plan.notes)  # no job yet
+    assert files_of(plan) == [] and not any("is already up" in n for n in plan.notes)  # no job yet
     (allocate,) = plan.of_kind(AllocatePhase)
     assert allocate.steps[0].argv == tuple(backend._allocation_argv())  # the plan's allocate step
     with pytest.raises(UsageError, match="no Slurm allocation is recorded"):

@@ -128,7 +128,8 @@ def test_every_target_starts_nodes_plus_spares_and_recovery_goes_on_down_to_min_
     assert yaml.safe_load(files["manifests/base/statefulset.yaml"])["spec"]["replicas"] == 4
     sbatch = files["slurm/job.sbatch"]
     assert "#SBATCH --nodes=4" in sbatch.splitlines() and "NODEWEAVE_NNODES=2:3" in sbatch.replace('"', "")
-    assert s.starts == ("starts 4 node(s): 3 training node(s) + 1 spare(s) (32 processes); recovery goes on with as "
+    assert s.starts == ("starts 4 node(s): 3 training node(s) + 1 spare(s) (32 processes); node 3 is the spare; "
+                        "recovery goes on with as "
                         "few as 2 (recovery.min_nodes); to start fewer, lower nodes or recovery.spares")
 
 

@@ -13,7 +13,8 @@ compose file, the kustomize tree) or to the steps that send it (a host's compose
   this folder's compose project and every service labelled with the job's mark;
 - :func:`host_files`: ``compose/node.yaml`` (marked the same way) and ``compose/hosts`` for every host;
 - :func:`kube_tree`: the spec's kustomize tree plus the ``manifests/nodeweave-up`` overlay (namespace,
-  mark annotations, ``NODEWEAVE_MODE``, the job token's Secret, a kept claim, a pinned image).
+  mark annotations, ``NODEWEAVE_MODE``, the job token's Secret, a kept claim, a pinned image; on ``down``
+  only the objects labelled as the job's).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ LOCAL_COMPOSE = "compose/local.yaml"  # the rendered file the local overlay is m
 KUBE_OVERLAY = "manifests/nodeweave-up"  # the overlay's folder inside the kept tree
 TOKEN_KEY = TOKEN_MOUNT.rpartition("/")[2]  # the token Secret's one key: the file name in the mounted folder
 TOKEN_DIR = TOKEN_MOUNT.rpartition("/")[0]  # Kubernetes mounts the Secret's folder here
+JOB_LABEL = "app.kubernetes.io/instance"  # every object the spec renders for the job carries it (the job's name)
 
 
 def token_secret_name(job: str) -> str:
@@ -90,7 +92,11 @@ def kube_tree(spec: Spec, namespace: str, resource: str, annotations: Mapping[st
     the overlay in :data:`KUBE_OVERLAY` over ``resource`` (a folder relative to the overlay): ``namespace``,
     ``annotations`` on every object, with ``mode`` the trainer's ``NODEWEAVE_MODE`` and the job token's Secret
     (generated from the file :func:`kube_token_file` names, which the caller makes), with ``keep_claims`` the
-    shared workspace claim left out, with ``pinned`` kustomize's ``images`` entry."""
+    shared workspace claim left out, with ``pinned`` kustomize's ``images`` entry.
+
+    Without ``mode`` (``down``'s tree) every object not labelled :data:`JOB_LABEL` ``=<job>`` is left out: a
+    team's own overlay may hold the Namespace (or an SCC, a ClusterRole) that ``up`` applied over what was
+    already there, and ``delete -k`` of it would delete the namespace with every object in it (walk5, W71)."""
     from nodeweave.resolve import resolve
     from nodeweave.targets import kubernetes as manifests
     from nodeweave.targets.kubernetes.common import CONTAINER, workspace_claim
@@ -106,6 +112,10 @@ def kube_tree(spec: Spec, namespace: str, resource: str, annotations: Mapping[st
         claim = workspace_claim(resolve(spec))
         patches.append(({"kind": "PersistentVolumeClaim", "name": claim},
                         {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": claim},
+                         "$patch": "delete"}))
+    if mode is None:  # down: only the job's own objects; a Namespace or an SCC an overlay of yours holds stays
+        patches.append(({"labelSelector": f"{JOB_LABEL}!={spec.name}"},
+                        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "not-the-jobs"},
                          "$patch": "delete"}))
     kustomization = {"apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization",
                      "namespace": namespace, "commonAnnotations": dict(annotations), "resources": [resource]}

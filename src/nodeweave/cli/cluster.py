@@ -61,7 +61,8 @@ def up_command(
 
     # the nodes start the spec's script: one the workspace lacks is noted, as `run` notes it, once the plan is
     # made (a refusal before it, an image, a flag, is the one line a mistake gets)
-    missing = script_note(spec, spec_path, [spec.launcher.script], spec.launcher.type) if mode == "run" else ""
+    missing = script_note(spec, spec_path, [spec.launcher.script], spec.launcher.type,
+                          backend.workspace_seen_at) if mode == "run" else ""
     unpullable = _unpullable(backend, plan)
     said = [*([f"note: {missing}"] if missing else []), *([f"warning: {unpullable}"] if unpullable else [])]
     plan = replace(plan, notes=(*plan.notes, *said))  # in the plan the real run executes too, as its dry run shows it

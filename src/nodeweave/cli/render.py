@@ -97,7 +97,8 @@ def _shown(paths: "list[str]") -> str:
     return ", ".join(paths[:8]) + (f" and {len(paths) - 8} more" if len(paths) > 8 else "")
 
 
-def _render(spec, spec_path: Path, targets: "list[str]", everything: bool) -> "tuple[dict, dict, list[str]]":
+def _render(spec, spec_path: Path, out: "Path | None", targets: "list[str]",
+            everything: bool) -> "tuple[dict, dict, list[str]]":
     """The files of ``targets``; with ``all``, a target the spec cannot feed is left out with a note, not fatal.
 
     Why: the minimal spec (name, image.variant, launcher.script) of a GPU variant has
@@ -122,7 +123,9 @@ def _render(spec, spec_path: Path, targets: "list[str]", everything: bool) -> "t
         kept.append(name)
     from nodeweave.rendering.provenance import named_for
 
-    return named_for(dict(sorted(files.items())), spec_path.name), owners, kept
+    out_from_spec = "." if out is None else os.path.relpath(out.resolve(), spec_path.resolve().parent)
+    return (named_for(dict(sorted(files.items())), spec_path.name, None if out_from_spec == "." else out_from_spec),
+            owners, kept)
 
 
 def refuse_nested_out(out: Path, out_dir: Path, files) -> None:
@@ -201,7 +204,7 @@ def _render_and_check(spec_path: Path, target: str, out: "Path | None", output: 
     _refuse_out(out, out_dir)
     targets = wanted_targets(spec) if target == "all" else [target]
     wanted = list(targets)
-    files, owners, targets = _render(spec, spec_path, targets, everything=target == "all")
+    files, owners, targets = _render(spec, spec_path, out, targets, everything=target == "all")
     noted = targets != wanted  # a target left out, with a note
     if out is not None:
         refuse_nested_out(out, out_dir, files)

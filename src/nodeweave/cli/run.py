@@ -106,7 +106,8 @@ def run_command(
     command, rewritten = judged[0]
     everyone = live_nodes(backend, "run", dry_run)
     nodes_wanted = _node_count(everyone, node, nodes_wanted)
-    nodes, shape = run_overrides(everyone, nproc_per_node, nodes_wanted, launcher)
+    nodes, shape = run_overrides(everyone, nproc_per_node, nodes_wanted, launcher,
+                                 backend.grow_hint(nodes_wanted or 0))
     parent = runs_parent(runs_dir, spec_path, writes=True)
     checking = default_check(nodes, spec, spec_path, runs_dir) if check else None
     plan = run_plan(backend.where, nodes, command, points, {**shape, **extra}, profile, grace,
@@ -272,7 +273,7 @@ def script_inside(spec, command: List[str], launcher: str) -> Optional[tuple]:
     return script, inside
 
 
-def script_note(spec, spec_path: Path, command: List[str], launcher: str) -> str:
+def script_note(spec, spec_path: Path, command: List[str], launcher: str, seen_at: Optional[str] = None) -> str:
     """The script the nodes would run, judged here: refused when it leaves the workspace (:func:`script_inside`);
     for one the workspace lacks, the note to print (the image may hold it), for a dry run and a real run alike;
     else ""."""
@@ -283,14 +284,16 @@ def script_note(spec, spec_path: Path, command: List[str], launcher: str) -> str
     folder = (spec_path.resolve().parent / Path(spec.workspace.host_path).expanduser()).resolve()
     if (folder / inside).exists():
         return ""
-    return (f"{script} is not in the workspace {folder} (the nodes see it at {spec.workspace.path}): the run would "
-            "fail with 'No such file' unless the image holds it")
+    seen = seen_at or spec.workspace.path
+    unless = "the image holds it" if seen == spec.workspace.path else f"{seen} on every node holds it (no image)"
+    return (f"{script} is not in the workspace {folder} (the nodes see it at {seen}): the run would fail with "
+            f"'No such file' unless {unless}")
 
 
-def note_script(spec, spec_path: Path, command: List[str], launcher: str) -> None:
+def note_script(spec, spec_path: Path, command: List[str], launcher: str, seen_at: Optional[str] = None) -> None:
     """Judge the script the nodes would run (:func:`script_note`) and print its note on stderr, for a verb with no
     document to carry it (init); validate, up and run put the same note in their -o json too."""
-    note = script_note(spec, spec_path, command, launcher)
+    note = script_note(spec, spec_path, command, launcher, seen_at)
     if note:
         typer.echo(f"nodeweave: note: {note}", err=True)
 

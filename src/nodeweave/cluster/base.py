@@ -194,6 +194,17 @@ class Backend(abc.ABC):
         """One line saying where the cluster is, for messages."""
         return self.target
 
+    @property
+    def runs_image(self) -> bool:
+        """Whether the nodes run the job's image: bare hosts and Slurm's host runtime do not, so no note about
+        pulling one is theirs (walk5, W60)."""
+        return True
+
+    @property
+    def workspace_seen_at(self) -> str:
+        """Where the nodes find the workspace: the container's mount; a bare host's or a host step's own folder."""
+        return self.spec.workspace.path
+
     # --- the five a target implements ----------------------------------------------------------------------
     @abc.abstractmethod
     def nodes(self, for_up: bool = False, dry_run: bool = False) -> List[Node]:
@@ -219,6 +230,7 @@ class Backend(abc.ABC):
         notes += tuple(self.renamed)  # what up made under the spec's old name stays up beside the new job
         if self.spec.start_differs:  # a range or recovery: the count is not simply `nodes`
             notes += (f"{self.spec.name} {self.spec.starts}",)
+        notes += tuple(f"note: {note}" for note in self.spec.notes)  # what validate says is likely not meant
         phases = [FilesPhase("the job's files", files=tuple(files))] if files else []
         allocation = self._allocation_step()  # Slurm: later phases name its job and nodes <job-id>, <node0>, ...
         if allocation is not None:
@@ -318,6 +330,16 @@ class Backend(abc.ABC):
         """The mark each object of this job carries on the platform (name: FoundMark, None for no mark), read
         without changing anything; empty where the platform cannot be asked."""
         return {}
+
+    def grow_hint(self, count: int) -> str:
+        """How this target's cluster gets ``count`` nodes, for a refusal of more than it has (walk5, W44)."""
+        return (f"raise nodes in the spec to {count} and `nodeweave down` then `nodeweave up` (this target starts "
+                "the spec's count)")
+
+    def recorded_nothing(self) -> bool:
+        """Whether this folder's record alone says the job is not up (a Slurm job with no allocation recorded):
+        a verb other than ``up`` then answers "not up" before judging the tools a step would use (walk5, W55)."""
+        return False
 
     def nothing_up_line(self) -> Optional[str]:
         """One line when the platform says none of the job's nodes exists, so ``down`` has nothing to take down (it

@@ -399,6 +399,23 @@ def recorded_elsewhere(spec_path: Path, name: str) -> "list[dict]":
     return found
 
 
+def unreadable_records(spec_path: Path, name: str) -> "list[str]":
+    """Why each other job's record in this folder cannot be read (walk5, W53): one of them may be the job this spec
+    started under an old name, which ``down`` then cannot take down, so every verb says it (never refuses: another
+    spec of the folder owns it as well)."""
+    root = spec_path.resolve().parent / STATE_DIR
+    lines = []
+    for path in sorted(root.glob("*/cluster.json")) if root.is_dir() else []:
+        if path.parent.name == name:
+            continue
+        try:
+            load_made(spec_path, path.parent.name)
+        except UsageError as err:
+            lines.append(f"another job's record, unread: {err}; if it records a job this spec started under an old "
+                         "name, `nodeweave down` cannot take that job down while the file is so")
+    return lines
+
+
 def read_hosts_file(path: Path) -> Tuple[str, ...]:
     """One ``[user@]host`` per line, node 0 first; ``#`` comments and DeepSpeed ``slots=`` words ignored."""
     try:

@@ -20,9 +20,10 @@ from nodeweave.spec.model import LAUNCHERS
 
 
 def run_overrides(cluster: Sequence, nproc: Optional[str] = None, nodes: Optional[int] = None,
-                  launcher: Optional[str] = None) -> Tuple[List, Dict[str, str]]:
+                  launcher: Optional[str] = None, grow: str = "scale the cluster first") -> Tuple[List, Dict[str, str]]:
     """(the first ``nodes`` of the cluster, which this run uses, the variables every node's entrypoint gets in
-    front); the count itself is the caller's ``--nnodes``."""
+    front); the count itself is the caller's ``--nnodes``; ``grow``: how this target's cluster gets more nodes
+    (``Backend.grow_hint``)."""
     env: Dict[str, str] = {}
     if nproc is not None:
         if nproc != "auto" and not (nproc.isdigit() and int(nproc) >= 1):
@@ -37,6 +38,6 @@ def run_overrides(cluster: Sequence, nproc: Optional[str] = None, nodes: Optiona
     if nodes is not None:
         if not 1 <= nodes <= len(chosen):
             raise UsageError(f"--nodes {nodes} is not accepted: this cluster has {len(chosen)} node(s); give 1 to "
-                             f"{len(chosen)} (the first N run, node 0 the master), or scale the cluster first")
+                             f"{len(chosen)} (the first N run, node 0 the master), or {grow}")
         chosen = chosen[:nodes]
     return chosen, env

@@ -70,6 +70,11 @@ def check_ssh_host(value: str, what: str = "host") -> str:
     if address is not None and address.version == 6:
         raise refuse(what, value, "a host name or IPv4 address (give IPv6 hosts a name in "
                      "/etc/hosts or ~/.ssh/config: rsync's host:path form cannot carry one)")
+    name, colon, port = host.rpartition(":")
+    if colon and port.isdigit() and name and ":" not in name:  # host:port, the first thing most people type
+        raise refuse(what, value, f"[user@]host without a port: ssh takes the port apart, as --ssh-option "
+                     f"Port={port} (or a `Host {name}` entry with `Port {port}` in ~/.ssh/config), and "
+                     f"{'--host ' if what.startswith('--host') else ''}{value.rpartition(':')[0]}")
     labels = host.rstrip(".").split(".") if host else []
     if (address is None and (not labels or len(host) > 253
                              or not all(len(lab) <= 63 and _HOST_LABEL.match(lab) for lab in labels))):

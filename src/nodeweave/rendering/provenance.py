@@ -3,39 +3,50 @@
 Why: the renderers write "from the cluster spec (nodeweave.yaml)" and "run `nodeweave render
 images`" into every file's head, which was wrong for ``--spec b.yaml`` (issue 43, s9): the hint
 rendered the other spec, or none. The renderers stay pure functions of the spec (goldens and
-byte-stability hold for the default file); here, at one place, a render from another file gets
-that file's name and ``--spec FILE`` in its comment lines, and loses `make render`, which renders
-the repository's nodeweave.yaml only.
+byte-stability hold for the default file); here, at one place, a render from another file or into
+another folder gets ``--spec FILE`` and ``--out DIR`` (seen from the spec's folder, where the command
+is to be run: it refreshes the very files, walk5 W28) in its comment lines, and loses
+`make render`, which renders the repository's nodeweave.yaml only.
 """
 
 from __future__ import annotations
 
 import re
 import shlex
-from typing import Dict
+from typing import Dict, Optional
 
 from nodeweave.targets.registry import Rendered
 
 DEFAULT = "nodeweave.yaml"
 _COMMAND = re.compile(r"`nodeweave render ([a-z][a-z-]*)`")
 _MAKE = re.compile(r" \(or `make render`\)")
+_SUBMIT = re.compile(r"(#   sbatch )(slurm/job\.sbatch)( *)")  # the sbatch line, from the spec's directory
 
 
-def named_for(files: Dict[str, Rendered], spec_file: str) -> Dict[str, Rendered]:
-    """``files`` whose comment lines (and the bake file's mark) name ``spec_file`` (a name beside the output)."""
-    if spec_file in (DEFAULT, "-") or any(c in spec_file for c in '"\\\n'):  # JSON and comments stay whole
-        return files
-    return {path: _named(content, spec_file) if isinstance(content, str) else content
+def named_for(files: Dict[str, Rendered], spec_file: str, out: Optional[str] = None) -> Dict[str, Rendered]:
+    """``files`` whose comment lines (and the bake file's mark) name ``spec_file`` (its name) and ``out`` (the
+    output folder seen from the spec's, None when the same), so the command they print, run in the spec's
+    folder, refreshes these very files (walk5, W28: without ``--out`` it rendered a second copy beside the
+    spec). Both are the spec folder's, never the shell's: the bytes do not depend on where render ran."""
+    if spec_file == "-" or (spec_file == DEFAULT and out is None) or any(
+            c in spec_file + (out or "") for c in '"\\\n'):
+        return files  # the default render stays byte-stable; JSON and comments stay whole
+    return {path: _named(content, spec_file, out) if isinstance(content, str) else content
             for path, content in files.items()}
 
 
-def _named(text: str, spec_file: str) -> str:
-    flag = f"--spec {shlex.quote(spec_file)}"
+def _named(text: str, spec_file: str, out: Optional[str]) -> str:
+    words = [] if spec_file == DEFAULT else ["--spec", spec_file]
+    words += [] if out is None else ["--out", out]
+    flags = " ".join(shlex.quote(word) for word in words)
 
     def rewrite(line: str) -> str:
         line = _MAKE.sub("", line)
-        line = _COMMAND.sub(lambda m: f"`nodeweave render {m.group(1)} {flag}`", line)
-        return line.replace(DEFAULT, spec_file)
+        line = line.replace(DEFAULT, spec_file)
+        if out is not None:
+            line = _SUBMIT.sub(lambda m: m.group(1) + shlex.quote(f"{out}/{m.group(2)}")
+                               + " " * max(1, len(m.group(3)) - len(out) - 1), line)
+        return _COMMAND.sub(lambda m: f"`nodeweave render {m.group(1)} {flags}` in the spec's folder", line)
 
     lines = text.split("\n")
     return "\n".join(rewrite(line) if line.lstrip().startswith("#") or "Rendered by nodeweave" in line else line

@@ -238,7 +238,7 @@ def _spec(r: Reader, root: Node, base_dir: Optional[Path]) -> Spec:
         nodes_given=top.get("nodes") is not None,
         recovery=restarts,
         metrics=watched,
-        notes=_notes(restarts, spec_volumes, launcher, _given_fields(r, top, "launcher"))
+        notes=_notes(restarts, spec_volumes, launcher, _given_fields(r, top, "launcher"), workspace.path)
         + image.notes(spec_image),
     )
 
@@ -262,17 +262,29 @@ def _given_fields(r: Reader, top: Fields, section: str) -> set:
     return {k for k, _, v in r.mapping(top.get(section), section, "a mapping") if not r.is_null(v)}
 
 
-def _notes(restarts, spec_volumes, launcher, launcher_given) -> tuple:
-    """The entrypoint's warnings (``shared_rules.notes``), said by validate: a checkpoint folder in /tmp is each
-    container's own unless a volume is mounted over it; ``stall_warn: 0`` takes the stall timeout's stop with it."""
-    folder = restarts.checkpoint_dir or ""
+def _notes(restarts, spec_volumes, launcher, launcher_given, workspace_path: str) -> tuple:
+    """The entrypoint's warnings (``shared_rules.notes``), said by validate and up: a checkpoint folder in /tmp is
+    each container's own unless a volume is mounted over it; ``stall_warn: 0`` takes the stall timeout's stop with
+    it. The spec also knows its mounts: an absolute checkpoint folder no mount of it holds (walk5, W2) is in each
+    container's own layer, wherever it is."""
+    folder = posixpath.normpath(restarts.checkpoint_dir) if restarts.checkpoint_dir else ""
     values = {"recovery": restarts.enabled, "checkpoint_dir": restarts.checkpoint_dir,
               "stall_warn": launcher.stall_warn, "stall_timeout": launcher.stall_timeout}
-    if any(folder == v.path or folder.startswith(v.path + "/") for v in spec_volumes):
+    mounted = [v.path for v in spec_volumes] + [workspace_path]
+    if any(folder == path or folder.startswith(path.rstrip("/") + "/") for path in mounted):
         values["checkpoint_dir"] = None
-    return tuple(f"{BY_KEY[key].spec}: {line}" for key, line in
-                 shared_rules.notes(values, {f"stall_{k[6:]}" for k in launcher_given if k.startswith("stall_")},
-                                    SPEC_NAMING))
+    found = [f"{BY_KEY[key].spec}: {line}" for key, line in
+             shared_rules.notes(values, {f"stall_{k[6:]}" for k in launcher_given if k.startswith("stall_")},
+                                SPEC_NAMING)]
+    if restarts.enabled and values["checkpoint_dir"] and folder.startswith("/") and \
+            not shared_rules.per_container(folder):
+        volumes = f", volumes: {', '.join(v.path for v in spec_volumes)}" if spec_volumes else ""
+        found.insert(0, f"recovery.checkpoint_dir: {restarts.checkpoint_dir} is on no mount of the spec "
+                        f"(workspace.path {workspace_path}{volumes}): each node saves into its own container, node "
+                        "0 never sees the others' saves and a replaced node none; put it inside workspace.path, or "
+                        "mount storage every node shares there (volumes: - {name: checkpoints, host_path: /SHARED, "
+                        f"path: {folder}}})")
+    return tuple(found)
 
 
 SPEC_NAMING = Naming(lambda key: BY_KEY[key].spec, on="true", off="false", assign=": ")

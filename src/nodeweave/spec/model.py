@@ -348,4 +348,16 @@ class Spec:
         floor = (f"; recovery goes on with as few as {self.nodes.min} (recovery.min_nodes)"
                  if self.nodes.elastic else "")
         fewer = "lower nodes" + (" or recovery.spares" if spares else "")
-        return f"starts {self.containers} node(s): {parts}{gpus}{floor}; to start fewer, {fewer}"
+        which = f"; {self.spares_named()}" if spares else ""
+        return f"starts {self.containers} node(s): {parts}{gpus}{which}{floor}; to start fewer, {fewer}"
+
+    def is_spare(self, index: int) -> bool:
+        """Whether node ``index`` starts as a spare: with recovery, the ones after every training slot."""
+        return self.recovery.enabled and index >= self.nodes.max
+
+    def spares_named(self) -> str:
+        """Which nodes start as spares, so no plan leaves it to the reader's arithmetic (walk5, W42); "" if none."""
+        first, last = self.nodes.max, self.containers - 1
+        if not self.recovery.enabled or last < first:
+            return ""
+        return f"node {first} is the spare" if first == last else f"nodes {first} to {last} are the spares"

@@ -196,7 +196,8 @@ HOST = Rule(
     _full(r"[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*"
           r"|[0-9a-fA-F:]*:[0-9a-fA-F:.]+"),
     "a host name (letters, digits, '-', dots) or an IP address, as each host knows itself, such as gpu01, "
-    "gpu01.lab.example or 10.0.0.11",
+    "gpu01.lab.example or 10.0.0.11; no user@ and no :port, which are ssh's (--host user@gpu01, --ssh-option "
+    "Port=N, or a Host entry with Port N in ~/.ssh/config)",
 )
 
 

@@ -110,7 +110,7 @@ def open_cluster(spec_path: Path, given, dry_run: bool = False, for_up: bool = F
     """
     from nodeweave.cluster import open_backend
     from nodeweave.cluster.onbackend import refuse_foreign
-    from nodeweave.cluster.options import check_host_count, load_state, refuse_idle_flags
+    from nodeweave.cluster.options import check_host_count, load_state, refuse_idle_flags, unreadable_records
     from nodeweave.cluster.recorded import recorded_namespace, renamed_jobs, renamed_line
     from nodeweave.spec import load_spec
 
@@ -127,10 +127,12 @@ def open_cluster(spec_path: Path, given, dry_run: bool = False, for_up: bool = F
     if judge is not None:
         judge(spec)
     backend = open_backend(spec, spec_path, checked)
-    if not dry_run:
-        backend.check_tools()
+    if not dry_run and (for_up or not backend.recorded_nothing()):
+        backend.check_tools()  # a job nothing is recorded of is said as not up, not judged by the tools it would use
     refuse_foreign(backend)
     backend.renamed = tuple(renamed_line(made, spec, spec_path) for made in renamed_jobs(spec, spec_path))
+    for line in unreadable_records(spec_path, spec.name):
+        typer.echo(f"nodeweave: note: {line}", err=True)
     return spec, backend, checked
 
 

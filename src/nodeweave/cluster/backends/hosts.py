@@ -25,6 +25,7 @@ import posixpath
 from typing import Dict, List, Optional, Tuple
 
 from nodeweave.cluster.base import Backend, Node, PlatformState
+from nodeweave.cluster.options import check_remote_dir
 from nodeweave.steps import Step, printed
 from nodeweave.errors import UsageError
 from nodeweave.remote import RemoteOptions, make_target
@@ -59,9 +60,23 @@ class HostsCluster(Backend):
         host_path = self.spec.workspace.host_path
         if host_path.startswith("/"):
             return posixpath.normpath(host_path)
+        if host_path.startswith("~/"):  # each host's own home, as --remote-dir '~/DIR' (walk5, W59: the LAN example)
+            return check_remote_dir(host_path, "workspace.host_path")
         raise UsageError(f"target hosts: workspace.host_path {host_path!r} is relative to this machine; give "
-                         "--remote-dir /ABSOLUTE/PATH, the workspace folder on every host (where compose/node.yaml "
-                         "goes and `nodeweave sync` sends the code)")
+                         "--remote-dir /ABSOLUTE/PATH or --remote-dir '~/DIR' (quoted: under each host's home), the "
+                         "workspace folder on every host (where compose/node.yaml goes and `nodeweave sync` sends "
+                         "the code), or set workspace.host_path to one of those")
+
+    def grow_hint(self, count: int) -> str:
+        return f"list {count} hosts (--host, --hosts-file or the spec's hosts) and `nodeweave up` again"
+
+    @property
+    def runs_image(self) -> bool:
+        return self.engine != "none"
+
+    @property
+    def workspace_seen_at(self) -> str:
+        return self.dir if self.engine == "none" else self.spec.workspace.path
 
     @property
     def container(self) -> str:
@@ -144,7 +159,7 @@ class HostsCluster(Backend):
                        tuple(self._ssh(host).exec_argv([*WRITE_FILE, f"{self.dir}/compose", name], stdin=True)),
                        stdin=text, stdin_name=f"compose/{name} (rendered)", stdin_from=printed(text))
                   for host in self.hosts for name, text in sent.items()]
-        starts = [Step(f"start node {i} on {host} ({mode} mode)",
+        starts = [Step(f"start node {i}{' (a spare)' if self.spec.is_spare(i) else ''} on {host} ({mode} mode)",
                        tuple(self._compose(i, "up", "-d", "--force-recreate", env=env)),
                        timeout=900) for i, host in enumerate(self.hosts)]
         return [writes, starts]

@@ -5,7 +5,8 @@ the spec (kept: the dry run's ``apply -k`` line can be inspected and rerun) and 
 small overlay of it (``manifests/nodeweave-up``): the chosen folder (``base``
 or an overlay), the namespace, and a strategic-merge patch setting
 ``NODEWEAVE_MODE`` on the trainer container, so ``--hold`` works for any
-spec. ``down`` deletes the same objects (``delete -k``) except the workspace
+spec. ``down`` deletes the job's objects of the same tree (``delete -k``; only
+those labelled as the job's, never a Namespace an overlay holds) except the workspace
 claim, which holds the synced code and checkpoints, unless
 ``--delete-claims``; per-pod claims of ``volumeClaimTemplates`` stay too (the
 StatefulSet controller never deletes them) unless asked. Pod state for the
@@ -27,7 +28,7 @@ from nodeweave.steps import Step
 from nodeweave.errors import NodeweaveError, UsageError
 from nodeweave.remote import RemoteOptions, cluster_kind, kind_class
 from nodeweave.remote.discover import statefulset_replicas, statefulset_targets
-from nodeweave.overlay import KUBE_OVERLAY as OVERLAY
+from nodeweave.overlay import JOB_LABEL, KUBE_OVERLAY as OVERLAY
 
 KEPT_TREE = "kube"  # in the job's folder: .nodeweave/<job>/kube
 FOLDERS = {"base": "../base", "openshift": "../overlays/openshift", "rocm": "../overlays/rocm"}
@@ -231,7 +232,9 @@ class KubeCluster(Backend):
 
     def _down_steps(self, delete_claims: bool) -> List[List[Step]]:
         overlay = self._tree_path() / OVERLAY  # where _down_files puts the overlay
-        steps = [Step(f"delete what up applied{'' if delete_claims else ', keeping the workspace claim'}",
+        kept = "" if delete_claims else " and the workspace claim"
+        steps = [Step(f"delete the job's objects up applied (those labelled {JOB_LABEL}={self.spec.name}); kept: "
+                      f"every other object of {self.folder} (a Namespace, an SCC, a ClusterRole, ...){kept}",
                       tuple(self._call("delete", "-k", str(overlay), "--ignore-not-found")), timeout=600),
                  self._delete_tokens_step()]
         if delete_claims:
@@ -289,8 +292,8 @@ class KubeCluster(Backend):
         if self.folder == "rocm":
             from nodeweave.targets.kubernetes.kustomize import rocm_images
 
-            (rocm,) = rocm_images(resolve(self.spec))
-            return f"{rocm['name']}:{rocm['newTag']}"
+            for rocm in rocm_images(resolve(self.spec)):  # none when the spec's own variant is already ROCm's
+                return f"{rocm['name']}:{rocm['newTag']}"
         pinned = self._pushed_digest()
         return f"{pinned['name']}@{pinned['digest']}" if pinned else resolve(self.spec).image
 
@@ -303,9 +306,48 @@ class KubeCluster(Backend):
         why = "the digest `image build --push` recorded" if pinned else SPEC_IMAGE
         if self.folder not in FOLDERS:
             why += f", unless --overlay {self.folder} sets another"
-        line = (f"every pod runs image {ref}: {why}" if self.folder != "rocm"
-                else "every pod runs the rocm overlay's image (its variant's tag)")
-        return [line, *super()._up_notes(image)]
+        line = f"every pod runs image {ref}: {why}" if self.folder != "rocm" else self._rocm_line()
+        return [line, *self._openshift_lines(), *super()._up_notes(image)]
+
+    def _openshift_lines(self) -> List[str]:
+        """On OpenShift, what the real ``up`` depends on and cannot do itself, and why it applies the folder it
+        does (walk5, W19): the SCC an admin grants for IPC_LOCK, the image the cluster builds."""
+        from nodeweave.resolve import resolve
+
+        if not (self.spec.kubernetes.openshift or self.cli == "oc"):
+            return []
+        r = resolve(self.spec)
+        lines = []
+        if self.folder == "base" and self.spec.kubernetes.openshift:
+            lines.append("applies base: the spec says openshift: true, so base is rendered for OpenShift already (no "
+                         "fixed runAsUser: the SCC assigns one); --overlay openshift adapts a plain Kubernetes render")
+        if "IPC_LOCK" in r.capabilities:
+            lines.append("needs an admin first: the pods add IPC_LOCK, which OpenShift's restricted-v2 SCC refuses; "
+                         "a cluster admin applies manifests/overlays/openshift/scc-ipc-lock.yaml once (`oc apply -f`), "
+                         "else no pod is admitted")
+        if self.spec.kubernetes.build:
+            lines.append(f"needs the image first: {r.image} is built on the cluster, by `nodeweave image build "
+                         f"{self.spec.image.variant} -t openshift` (the BuildConfig of `render openshift-build`); "
+                         "up applies the StatefulSet only, not openshift/deploy")
+        return lines
+
+    def grow_hint(self, count: int) -> str:
+        return f"`{self.cli} scale statefulset/{self.spec.name} -n {self.namespace} --replicas {count}` first"
+
+    def _rocm_line(self) -> str:
+        """The rocm overlay runs its own variant's tag on AMD nodes, whatever the spec's variant: the image is named,
+        and when the spec's variant is another, the build it needs (walk5, W17: nothing said a ROCm image of the job
+        had to exist)."""
+        from nodeweave.catalogue import VENDORS
+        from nodeweave.resolve import resolve
+
+        variant = VENDORS["amd"].default_variant
+        rocm = resolve(self.spec, variant)
+        line = f"every pod runs image {rocm.image}: the rocm overlay's own (variant {variant}, on amd.com/gpu nodes)"
+        if self.spec.image.variant != variant:
+            line += (f"; the spec's variant is {self.spec.image.variant}, so that image exists only after `nodeweave "
+                     f"image build {variant} --push` (or set image.variant: {variant} and leave --overlay out)")
+        return line
 
     def states(self, nodes: List[Node]) -> Dict[int, PlatformState]:
         argv = self._call("get", "pods", "-l", f"app.kubernetes.io/instance={self.spec.name}", "-o", "json")

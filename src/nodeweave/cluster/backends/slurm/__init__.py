@@ -77,6 +77,14 @@ class SlurmCluster(Backend):
         self.runtime = step_runtime(resolve(spec), self.spec_dir, self.workdir)
         self._record: Optional[dict] = None
 
+    @property
+    def runs_image(self) -> bool:
+        return self.runtime.kind != "host"
+
+    @property
+    def workspace_seen_at(self) -> str:
+        return self.workdir if self.runtime.kind == "host" else self.spec.workspace.path
+
     def _shared_workspace(self) -> str:
         """The workspace as the nodes see it: storage they share with this machine (as sbatch's submit dir)."""
         host_path = self.spec.workspace.host_path
@@ -149,7 +157,7 @@ class SlurmCluster(Backend):
     def _up_notes(self, image: Optional[str]) -> List[str]:
         """What ``up`` says first, and the recorded allocation when Slurm still holds it (asked with ``squeue``
         only; taking an allocation is the plan's ``allocate`` step)."""
-        notes = [self._image_line(), *super()._up_notes(image)]
+        notes = [self._image_line(), *self._workspace_lines(), *super()._up_notes(image)]
         if self._needs_allocation():
             return notes
         live = self._live()
@@ -164,6 +172,21 @@ class SlurmCluster(Backend):
         if self.runtime.kind == "apptainer" and self.spec.slurm and self.spec.slurm.sif:
             return self.runtime.image
         return resolve(self.spec).image
+
+    def _workspace_lines(self) -> List[str]:
+        """Where the steps run, when it is this machine's folder of the spec (walk5, W41): the compute nodes must
+        see it at the same path; one under /tmp (or another folder each machine has to itself) they never do."""
+        if self.options.remote_dir:
+            return []
+        from nodeweave.entrypoint.planning.shared_rules import per_container
+
+        line = (f"the steps run in {self.workdir} on every node (workspace.host_path, this machine's folder): it must "
+                "be on storage the compute nodes share with this machine at that path, or give --remote-dir DIR")
+        local = per_container(self.workdir) or next((d for d in ("/var/tmp", "/dev/shm", "/run")
+                                                     if self.workdir == d or self.workdir.startswith(d + "/")), None)
+        if local:
+            return [f"warning: {line}; {local} is each machine's own, so the nodes would not find it there"]
+        return [line]
 
     def _image_line(self) -> str:
         """The image every step runs, named in the plan as the other targets name theirs."""
@@ -256,6 +279,13 @@ class SlurmCluster(Backend):
                      tuple(Srun(node.remote.name).exec_argv([*token.USER_WRITE, folder, name], stdin=True)),
                      stdin=secret + "\n", stdin_name="a new random job token", timeout=120)
                 for node in self.nodes(for_up=True)]
+
+    def grow_hint(self, count: int) -> str:
+        return (f"raise nodes in the spec to {count}, then `nodeweave down` and `nodeweave up --target slurm` (an "
+                "allocation never grows)")
+
+    def recorded_nothing(self) -> bool:
+        return self.job is None
 
     def nothing_up_line(self) -> Optional[str]:
         """No allocation recorded for the job: nothing of it to release (walk2, row W2: that was exit 2, bad input,
