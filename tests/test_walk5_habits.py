@@ -1,0 +1,114 @@
+"""walk5's findings on CLI habits across verbs (issue 43, /work/wt/walk5-report.md rows W18, W32, W54, W63, W64,
+W80, W81), each fixed as a class and walked here over the CLI's own registries, so a new verb or flag is covered
+too. Each test fails on the main before these fixes. No container is started, nothing is probed.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from cli_run import in_process as run_cli, one_line
+from nodeweave.errors import EXIT_USAGE
+
+SPEC = "name: team\nimage: {variant: cpu}\nnodes: 2\nlauncher: {script: train.py}\n"
+
+
+@pytest.fixture
+def team(tmp_path, monkeypatch):
+    (tmp_path / "nodeweave.yaml").write_text(SPEC)
+    (tmp_path / "train.py").write_text("print('the training script')\n")
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def verb_options(verb: str) -> "set[str]":
+    """Every option spelling ``verb`` takes, read from the command line's own registry."""
+    import typer.main
+
+    from nodeweave.cli import app
+
+    command = typer.main.get_command(app).get_command(None, verb)
+    return {name for param in getattr(command, "params", []) for name in getattr(param, "opts", [])}
+
+
+def reach_verbs() -> "list[str]":
+    """The verbs that take the cluster's reach flags (clusteropts.REACH_FLAGS), from the verb registry."""
+    from nodeweave.cli import VERBS
+    from nodeweave.cli.habits.clusteropts import REACH_FLAGS
+
+    flags = {option.param_decls[0] for _, _, option in REACH_FLAGS}
+    return [verb for verb in VERBS if flags <= verb_options(verb)]
+
+
+# A value each reach flag's own check refuses (or, for --hosts-file, a file that cannot be read): before the fix
+# these were the refusal, though the flag did nothing for the target given.
+BAD_VALUE = {"--engine": "bogus", "--host": "bad_host!", "--hosts-file": "/nonexistent/hosts",
+             "--remote-dir": "/srv", "--namespace": "BAD_NS", "--kube-cli": "bogus", "--kube-context": "a b",
+             "--overlay": "/abs", "--ssh-option": "bad"}
+
+
+TAIL = {"exec": ("--", "true")}  # what a verb needs besides its flags
+
+
+def idle_cases():
+    from nodeweave.cluster.options import FLAG_TARGETS, TARGETS
+
+    for flag, targets in FLAG_TARGETS.values():
+        for target in TARGETS:
+            if target not in targets:
+                yield flag, target
+
+
+# -- W18: a flag that does nothing for the target is refused for that reason first ------------------------------
+
+
+def test_reach_verbs_are_found():
+    assert {"up", "down", "status", "logs", "run", "exec", "check", "stop", "shell", "top",
+            "dashboard"} <= set(reach_verbs())
+
+
+@pytest.mark.parametrize("verb", reach_verbs())
+def test_an_idle_reach_flag_is_refused_before_its_value_is_judged(capsys, team, verb):
+    """`up -t kubernetes --remote-dir /srv` said /srv is a system folder, and `--hosts-file nodeweave.yaml` read the
+    spec as a hosts file: every reach flag of every verb, for every target it does nothing for, with a value its
+    own check would refuse, is refused as idle (exit 2), naming the flag and the target."""
+    from nodeweave.cluster.options import FLAG_TARGETS
+
+    assert {flag for flag, _ in FLAG_TARGETS.values()} == set(BAD_VALUE)
+    for flag, target in idle_cases():
+        code, out, err = run_cli(capsys, verb, "--target", target, flag, BAD_VALUE[flag], *TAIL.get(verb, ()))
+        line = one_line(err)
+        assert code == EXIT_USAGE and line.startswith(f"nodeweave: error: {flag} does nothing for target {target}"), \
+            (verb, flag, target, line)
+        assert not (team / ".nodeweave").exists()
+
+
+def test_up_image_for_a_target_that_picks_no_image_is_idle_before_it_is_judged(capsys, team):
+    code, _, err = run_cli(capsys, "up", "--target", "slurm", "--image", "BAD IMG", "--dry-run")
+    line = one_line(err)
+    assert code == EXIT_USAGE and "--image does nothing for target slurm" in line, line
+    code, _, err = run_cli(capsys, "up", "--target", "local", "--image", "BAD IMG", "--dry-run")
+    assert code == EXIT_USAGE and "--image 'BAD IMG' is not accepted" in one_line(err)
+
+
+@pytest.mark.parametrize("argv, says", [
+    (("--node", "gpu01", "--namespace", "BAD_NS"), "--namespace BAD_NS does nothing for ssh hosts"),
+    (("--node", "gpu01", "--container", "a b"), "--container a b does nothing for ssh hosts"),
+    (("--hosts-file", "/nonexistent/hosts", "--namespace", "n"), "--namespace n does nothing for ssh hosts"),
+    (("--node", "pod:x", "--ssh-option", "bad"), "--ssh-option bad does nothing for kubectl hosts"),
+])
+def test_hosts_probe_refuses_an_idle_flag_before_reading_or_judging(capsys, team, argv, says):
+    code, _, err = run_cli(capsys, "hosts", "probe", *argv, "--dry-run")
+    line = one_line(err)
+    assert code == EXIT_USAGE and says in line, line
+
+
+def test_the_flags_still_work_for_their_own_target(capsys, team):
+    (team / "hosts.txt").write_text("gpu01\ngpu02\n")
+    code, out, err = run_cli(capsys, "up", "--hosts-file", "hosts.txt", "--remote-dir", "/data/team", "--dry-run")
+    assert code == 0 and "gpu01" in out and "gpu02" in out, err
+    code, _, err = run_cli(capsys, "up", "-t", "hosts", "--hosts-file", "hosts.txt", "--remote-dir", "/srv",
+                           "--dry-run")
+    assert code == EXIT_USAGE and "--remote-dir '/srv' is not accepted" in one_line(err)
+    code, _, err = run_cli(capsys, "up", "--hosts-file", "/nonexistent/hosts", "--dry-run")
+    assert code == EXIT_USAGE and "hosts file /nonexistent/hosts: cannot read it" in one_line(err)
