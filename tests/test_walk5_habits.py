@@ -112,3 +112,36 @@ def test_the_flags_still_work_for_their_own_target(capsys, team):
     assert code == EXIT_USAGE and "--remote-dir '/srv' is not accepted" in one_line(err)
     code, _, err = run_cli(capsys, "up", "--hosts-file", "/nonexistent/hosts", "--dry-run")
     assert code == EXIT_USAGE and "hosts file /nonexistent/hosts: cannot read it" in one_line(err)
+
+
+# -- W54: the options a verb takes before it (`nodeweave -o json status`) complete their values there too ---------
+
+
+def complete(cwd, line: str) -> "list[str]":
+    """What bash is offered for the last word of ``line`` (click's completion, the real program)."""
+    import cli_run
+
+    env = {"PATH": "/usr/bin:/bin", "_NODEWEAVE_COMPLETE": "complete_bash", "COMP_WORDS": line,
+           "COMP_CWORD": str(len(line.split(" ")) - 1)}
+    return cli_run.run(cli_run.PROGRAM, env=env, cwd=cwd, timeout=60).stdout.split()
+
+
+def test_every_option_typed_before_the_verb_completes_as_after_it(team):
+    """`nodeweave -o <TAB>` offered the verbs: each option the root moves after the verb (VERB_OPTIONS_WITH_VALUE,
+    VERB_FLAGS) is offered what `status OPTION <TAB>` is, and after its value (or a flag) the verbs come."""
+    from nodeweave.cli import VERB_FLAGS, VERB_OPTIONS_WITH_VALUE, VERBS
+
+    verbs = [name for name, verb in VERBS.items() if not verb.hidden]
+    for option in VERB_OPTIONS_WITH_VALUE:
+        assert complete(team, f"nodeweave {option} ") == complete(team, f"nodeweave status {option} "), option
+        assert complete(team, f"nodeweave {option} x ") == verbs, option
+    assert complete(team, "nodeweave -o j") == ["json"]
+    for flag in VERB_FLAGS:
+        assert complete(team, f"nodeweave {flag} st") == ["status", "stop"], flag
+    assert complete(team, "nodeweave -o json status --tar") == ["--target"]
+    assert "-o" not in complete(team, "nodeweave -") and "--json" not in complete(team, "nodeweave --")
+
+
+def test_the_root_help_does_not_list_the_verbs_options(capsys):
+    code, out, _ = run_cli(capsys, "--help")
+    assert code == 0 and "--output" not in out and "--spec" not in out and "--json" not in out, out
