@@ -145,3 +145,62 @@ def test_every_option_typed_before_the_verb_completes_as_after_it(team):
 def test_the_root_help_does_not_list_the_verbs_options(capsys):
     code, out, _ = run_cli(capsys, "--help")
     assert code == 0 and "--output" not in out and "--spec" not in out and "--json" not in out, out
+
+
+# -- W63, W64: a doctor flag that does nothing in --cluster's or --capture's mode is refused -----------------------
+
+
+def doctor_value(flag: str, tmp_path) -> "list[str]":
+    """A value each of doctor's own flags takes (a flag takes none)."""
+    values = {"--sysroot": [str(tmp_path)], "--spec": ["nodeweave.yaml"], "--node": ["0"], "--on": ["podman:x"],
+              "--capture": [str(tmp_path / "capture-here")], "--output": ["json"], "-o": ["json"]}
+    return [flag, *values.get(flag, [])]
+
+
+def test_every_doctor_flag_is_read_by_the_mode_or_refused_there(capsys, team):
+    """`doctor --cluster --sysroot DIR` and `--capture DIR --bench` were dropped without a word: every option of
+    doctor (from its own registry) given with --cluster or --capture is either one that mode reads or refused,
+    exit 2, naming the flag and the mode; nothing is captured or asked."""
+    from nodeweave.cli.doctor import MODES
+
+    every_mode = {"--output", "-o", "--json", "--dry-run", "--help", "-h"}
+    flags = {flag for flag in verb_options("doctor") if flag.startswith("--") or flag == "-o"} - every_mode
+    for mode, (_, reads) in MODES.items():
+        for flag in sorted(flags - {mode} - set(reads)):
+            code, out, err = run_cli(capsys, "doctor", *doctor_value(mode, team), *doctor_value(flag, team),
+                                     "--dry-run")
+            line = one_line(err)
+            pairs = {(flag, mode), (mode, flag)} if flag in MODES else {(flag, mode)}  # two modes: either way
+            assert code == EXIT_USAGE and any(line.startswith(f"nodeweave: error: {a} does nothing with {b}: ")
+                                              for a, b in pairs), (mode, flag, line)
+            assert not out and not (team / "capture-here").exists()
+
+
+def test_doctor_capture_prints_its_summary_as_data_and_says_the_gpus_in_words(capsys, team):
+    import json
+
+    code, out, err = run_cli(capsys, "doctor", "--capture", str(team / "cap"), "--json")
+    assert code == 0, err
+    data = json.loads(out)
+    assert data["schema"] == "nodeweave.doctor.capture/1" and data["folder"] == str(team / "cap")
+    assert data["paths_read"] > 0 and "x none)" not in err and "0 x" not in err
+    assert "(no GPU found)" in err or "GPU" in err, err
+    code, out, err = run_cli(capsys, "doctor", "--capture", str(team / "cap2"))
+    assert code == 0 and "Read it back with nodeweave doctor --sysroot" in out and not err, err
+
+
+def test_doctor_capture_dry_run_refuses_what_the_real_one_refuses(capsys, team):
+    (team / "full").mkdir()
+    (team / "full" / "x").write_text("x")
+    code, _, err = run_cli(capsys, "doctor", "--capture", str(team / "full"), "--dry-run")
+    assert code == EXIT_USAGE and "is not empty" in one_line(err)
+    code, out, _ = run_cli(capsys, "doctor", "--capture", str(team / "new"), "--dry-run")
+    assert code == 0 and "would copy the files detection reads" in out and not (team / "new").exists()
+
+
+@pytest.mark.parametrize("text, words", [("0 x none", "no GPU found"), ("1 x NVIDIA H200", "1 GPU (NVIDIA H200)"),
+                                         ("8 x AMD Instinct MI300X", "8 GPUs (AMD Instinct MI300X)")])
+def test_the_capture_counts_gpus_in_words(text, words):
+    from nodeweave.cli.doctor import gpus_in_words
+
+    assert gpus_in_words(text) == words
