@@ -204,3 +204,41 @@ def test_the_capture_counts_gpus_in_words(text, words):
     from nodeweave.cli.doctor import gpus_in_words
 
     assert gpus_in_words(text) == words
+
+
+# -- W80, W81: one rule for a dry run of a write that needs --force, on every verb that has both ------------------
+
+
+def force_cases(team):
+    """verb words -> (arguments naming the existing file, what the forced dry run says), each with the file made."""
+    (team / "hostfile").write_text("gpu01 slots=8\n")
+    (team / "requirements.txt").write_text("numpy==1.26.4\n")
+    return {"init": ((), "the real init replaces nodeweave.yaml (--force)"),
+            "hosts probe": (("--node", "gpu01", "--write-hostfile", "hostfile"), "replaces the existing file (--force)"),
+            "render": (("compose",), "changed")}
+
+
+def test_every_dry_run_of_a_forced_write_refuses_as_the_real_run_and_shows_the_forced_plan(capsys, team):
+    """`init --dry-run` over an existing spec printed a spec and exited 0 while `init` refused it; `init --dry-run
+    --force` was refused while `hosts probe --dry-run --force` planned the write. Every verb with --force and
+    --dry-run (from the command registry): without --force its dry run is refused with the real run's line, exit 2;
+    with --force it shows the plan that replaces the file, exit 0, writing nothing."""
+    from cli_run import leaves
+
+    cases = force_cases(team)
+    both = {" ".join(words) for words, command in leaves()
+            if {"--force", "--dry-run"} <= {o for p in command.params for o in getattr(p, "opts", [])}}
+    assert both == set(cases)
+    assert run_cli(capsys, "render", "compose")[0] == 0
+    mine = next(p for p in (team / "compose").rglob("*") if p.is_file())
+    mine.write_text("my own edit\n")
+    for verb, (argv, forced) in cases.items():
+        before = {p: p.read_bytes() for p in team.rglob("*") if p.is_file()}
+        real = run_cli(capsys, *verb.split(), *argv)
+        dry = run_cli(capsys, *verb.split(), *argv, "--dry-run")
+        assert real[0] == dry[0] == EXIT_USAGE, (verb, real, dry)
+        errors = [[line for line in said[2].splitlines() if line.startswith("nodeweave: error: ")] for said in (real, dry)]
+        assert len(errors[1]) == 1 and errors[0] == errors[1], (verb, real[2], dry[2])
+        code, out, err = run_cli(capsys, *verb.split(), *argv, "--dry-run", "--force")
+        assert code == 0 and forced in out + err, (verb, out, err)
+        assert before == {p: p.read_bytes() for p in team.rglob("*") if p.is_file()}, verb

@@ -42,11 +42,10 @@ IDLE_WITH: Dict[Tuple[str, str], str] = {
 EXCLUSIVE_ON: Dict[str, Dict[Tuple[str, str], str]] = {
     "probe": {("--node", "--hosts-file"): "both name the hosts to probe"},
 }
-# verb: {(flag, flag): why}: as IDLE_WITH, on that verb only (``render --dry-run --force`` shows what --force
-# would replace, so it is a preview there; ``init --dry-run`` prints the spec whatever --force says).
-IDLE_WITH_ON: Dict[str, Dict[Tuple[str, str], str]] = {
-    "init": {("--force", "--dry-run"): "--dry-run writes nothing, so it replaces nothing"},
-}
+# verb: {(flag, flag): why}: as IDLE_WITH, on that verb only. None now: a dry run of a forced write (``render``,
+# ``init``, ``hosts probe --write-hostfile``) shows what --force would replace, and without --force refuses the
+# existing file as the real run does (walk5 W80, W81), so --force is never idle with --dry-run.
+IDLE_WITH_ON: Dict[str, Dict[Tuple[str, str], str]] = {}
 # flag: (the flag it needs, what it is): without that flag it does nothing.
 NEEDS: Dict[str, Tuple[str, str]] = {
     "--replicas": ("--statefulset", "the pod count of --statefulset"),
