@@ -242,3 +242,29 @@ def test_every_dry_run_of_a_forced_write_refuses_as_the_real_run_and_shows_the_f
         code, out, err = run_cli(capsys, *verb.split(), *argv, "--dry-run", "--force")
         assert code == 0 and forced in out + err, (verb, out, err)
         assert before == {p: p.read_bytes() for p in team.rglob("*") if p.is_file()}, verb
+
+
+# -- W32: up's refusals of --check name only what is wrong on the line typed ---------------------------------------
+
+
+@pytest.mark.parametrize("mode", [(), ("--hold",), ("--run",)])
+@pytest.mark.parametrize("wait", [(), ("--no-wait",), ("--wait",)])
+def test_up_check_refusals_add_only_what_is_missing_and_drop_only_what_was_typed(capsys, team, mode, wait):
+    """`up --hold --no-wait --check` said "add --hold" with --hold on the line; `up --run --check` said "add --hold"
+    beside the --run it must replace. Every combination: a flag the refusal says to add is not on the line, one it
+    says to leave out or replace is."""
+    import re
+
+    argv = ["up", *mode, *wait, "--check", "--dry-run"]
+    code, _, err = run_cli(capsys, *argv)
+    if code == 0:
+        assert mode == ("--hold",) and wait != ("--no-wait",)
+        return
+    line = one_line(err)
+    assert code == EXIT_USAGE, line
+    opposite = {"--hold": "--run", "--run": "--hold", "--wait": "--no-wait", "--no-wait": "--wait"}
+    for added in re.findall(r"add (--[\w-]+)", line):  # nor its other side: that one is to be replaced
+        assert added not in argv and opposite.get(added) not in argv, (argv, line)
+    for dropped in re.findall(r"(?:leave out|in place of) (--[\w-]+)", line):
+        assert dropped in argv, (argv, line)
+    assert re.search(r"add --|leave out --|in place of --", line), line
