@@ -91,16 +91,29 @@ def test_up_image_for_a_target_that_picks_no_image_is_idle_before_it_is_judged(c
     assert code == EXIT_USAGE and "--image 'BAD IMG' is not accepted" in one_line(err)
 
 
+@pytest.mark.parametrize("verb, what", [(("hosts", "probe"), "hosts"), (("sync",), "targets")])
 @pytest.mark.parametrize("argv, says", [
-    (("--node", "gpu01", "--namespace", "BAD_NS"), "--namespace BAD_NS does nothing for ssh hosts"),
-    (("--node", "gpu01", "--container", "a b"), "--container a b does nothing for ssh hosts"),
-    (("--hosts-file", "/nonexistent/hosts", "--namespace", "n"), "--namespace n does nothing for ssh hosts"),
-    (("--node", "pod:x", "--ssh-option", "bad"), "--ssh-option bad does nothing for kubectl hosts"),
+    (("--node", "ssh:gpu01", "--namespace", "BAD_NS"), "--namespace BAD_NS does nothing for ssh"),
+    (("--node", "ssh:gpu01", "--container", "a b"), "--container a b does nothing for ssh"),
+    (("--hosts-file", "/nonexistent/hosts", "--namespace", "n"), "--namespace n does nothing for ssh"),
+    (("--node", "pod:x", "--ssh-option", "bad"), "--ssh-option bad does nothing for kubectl"),
 ])
-def test_hosts_probe_refuses_an_idle_flag_before_reading_or_judging(capsys, team, argv, says):
-    code, _, err = run_cli(capsys, "hosts", "probe", *argv, "--dry-run")
+def test_nodes_named_directly_refuse_an_idle_transport_flag_before_reading_or_judging(capsys, team, verb, what,
+                                                                                      argv, says):
+    """hosts probe and sync's direct targets (one rule, habits.reachkinds): a pod flag for no pod, --ssh-option for
+    no ssh host, refused by the nodes' kinds before a value is judged or the hosts file read (sync dropped them
+    without a word)."""
+    code, _, err = run_cli(capsys, *verb, *argv, "--dry-run")
     line = one_line(err)
-    assert code == EXIT_USAGE and says in line, line
+    assert code == EXIT_USAGE and f"{says} {what}" in line, line
+
+
+def test_sync_direct_targets_still_take_their_own_flags(capsys, team):
+    code, out, err = run_cli(capsys, "sync", "--node", "pod:x", "--namespace", "n", "--dry-run")
+    assert code == 0 and "pod:n/x" in out, err
+    code, out, err = run_cli(capsys, "sync", "--node", "ssh:gpu01", "--ssh-option", "Port=22", ".", "/data/x",
+                             "--dry-run")
+    assert code == 0 and "ssh:gpu01" in out, err
 
 
 def test_the_flags_still_work_for_their_own_target(capsys, team):

@@ -65,8 +65,10 @@ def probe_command(
         if hostfile is None:
             raise UsageError("--vendor picks the hosts of --write-hostfile: give --write-hostfile too")
     words = _node_words(node, hosts or [], via)
-    _refuse_idle_flags(_kinds(words, hosts_file, via or "ssh"), force, write_hostfile or old_hostfile, namespace,
-                       container, ssh_option)
+    from nodeweave.cli.habits.reachkinds import kinds_named
+
+    _refuse_idle_flags(kinds_named(words, via or "ssh", hosts_file is not None), force, write_hostfile or old_hostfile,
+                       namespace, container, ssh_option)
     found = _targets(words, hosts_file, via or "ssh", namespace, container, ssh_option)
     if master is not None:
         from nodeweave.remote import check_ssh_host
@@ -140,36 +142,18 @@ def _targets(hosts: "list[str]", hosts_file: "Path | None", via: str, namespace:
     return found
 
 
-def _kinds(words: "list[str]", hosts_file: "Path | None", via: str) -> list:
-    """The transport classes the hosts are reached with (--node's KIND:NAME, else --via's; every line of
-    --hosts-file is --via's), known before any name is judged or the hosts file read."""
-    from nodeweave import remote
-
-    default = remote.kind_class(via, "--via")
-    return [remote.target_kind(w) if ":" in w else default for w in words] + ([default] if hosts_file else [])
-
-
 def _refuse_idle_flags(kinds: list, force: bool, hostfile: "Path | None", namespace: "str | None",
                        container: "str | None", ssh_option: "list[str]") -> None:
     """A flag that does nothing for these hosts is refused, exit 2, before any is reached (README), and before
     its value is judged or the hosts file read (walk5 W18): --force without a hostfile to replace,
-    --namespace/--container with no pod among them, --ssh-option with no ssh. ``kinds``: the hosts' transport
-    classes (``_kinds``)."""
+    --namespace/--container with no pod among them, --ssh-option with no ssh (``kinds``: the hosts' transport
+    classes, habits.reachkinds)."""
+    from nodeweave.cli.habits.reachkinds import refuse_idle_transport_flags
+
     if force and hostfile is None:
         raise UsageError("--force does nothing without --write-hostfile (it replaces an existing hostfile): "
                          "leave it out, or give --write-hostfile FILE")
-    found = kinds
-    kinds = sorted({t.kind for t in found})
-    if not found:
-        return  # no hosts at all: _targets says so
-    if not any(t.namespaced for t in found):
-        for flag, value in (("--namespace", namespace), ("--container", container)):
-            if value is not None:
-                raise UsageError(f"{flag} {value} does nothing for {', '.join(kinds)} hosts (it is for pods: "
-                                 "--node pod:NAME or oc:NAME): leave it out")
-    if ssh_option and not any(t.kind.startswith("ssh") for t in found):
-        raise UsageError(f"--ssh-option {ssh_option[0]} does nothing for {', '.join(kinds)} hosts (no ssh reaches "
-                         "them): leave it out")
+    refuse_idle_transport_flags(kinds, "hosts", namespace=namespace, container=container, ssh_options=ssh_option)
 
 
 def _hostfile_path(new: "Path | None", old: "Path | None", force: bool) -> "Path | None":
