@@ -227,7 +227,8 @@ def force_cases(team):
     (team / "hostfile").write_text("gpu01 slots=8\n")
     (team / "requirements.txt").write_text("numpy==1.26.4\n")
     return {"init": ((), "the real init replaces nodeweave.yaml (--force)"),
-            "hosts probe": (("--node", "gpu01", "--write-hostfile", "hostfile"), "replaces the existing file (--force)"),
+            "hosts probe": (("--node", "gpu01", "--write-hostfile", "hostfile"),
+                            "replaces the existing file (--force)"),
             "render": (("compose",), "changed")}
 
 
@@ -250,7 +251,8 @@ def test_every_dry_run_of_a_forced_write_refuses_as_the_real_run_and_shows_the_f
         real = run_cli(capsys, *verb.split(), *argv)
         dry = run_cli(capsys, *verb.split(), *argv, "--dry-run")
         assert real[0] == dry[0] == EXIT_USAGE, (verb, real, dry)
-        errors = [[line for line in said[2].splitlines() if line.startswith("nodeweave: error: ")] for said in (real, dry)]
+        errors = [[line for line in said[2].splitlines() if line.startswith("nodeweave: error: ")]
+                  for said in (real, dry)]
         assert len(errors[1]) == 1 and errors[0] == errors[1], (verb, real[2], dry[2])
         code, out, err = run_cli(capsys, *verb.split(), *argv, "--dry-run", "--force")
         assert code == 0 and forced in out + err, (verb, out, err)

@@ -289,8 +289,9 @@ def _capture(folder: Path, fmt: str = "table") -> None:
     except OSError as err:  # what is accepted, as `render --out /dev/null` says (walk2 U6)
         raise UsageError(f"--capture {folder}: {err.strerror or err}; accepted: a folder to write the capture into "
                          "(new or empty; created if missing)") from None
-    typer.echo(f"captured {provenance['paths_read']} path(s) that detection reads ({gpus_in_words(provenance['gpus'])}) "
-               f"into {folder}; GPU tool text: {', '.join(provenance['tools']) or 'none found'}. Read it back with "
+    gpus = gpus_in_words(provenance["gpus"])
+    typer.echo(f"captured {provenance['paths_read']} path(s) that detection reads ({gpus}) into {folder}; "
+               f"GPU tool text: {', '.join(provenance['tools']) or 'none found'}. Read it back with "
                f"nodeweave doctor --sysroot {folder}", err=is_data(fmt))
     emit({"schema": "nodeweave.doctor.capture/1", "folder": str(folder), **provenance}, fmt)
 
