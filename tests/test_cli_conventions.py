@@ -282,7 +282,7 @@ def test_the_verbs_that_pick_nodes_are_the_expected_ones():
      "doctor --cluster --node podman:nwold-0"),
     (["hosts", "probe", "--via", "podman", "nwold-0"], "hosts probe --via podman nwold-0",
      "hosts probe --node podman:nwold-0"),
-    (["init", "--via", "podman", "--host", "nwold-0", "--dry-run"], "init --via podman --host nwold-0",
+    (["init", "--via", "podman", "--host", "nwold-0", "--out", "new.yaml", "--dry-run"], "init --via podman --host nwold-0",
      "init --host podman:nwold-0"),
 ])
 def test_old_node_spellings_work_with_one_note(tmp_path, monkeypatch, capsys, argv, old, new):

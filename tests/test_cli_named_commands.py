@@ -287,8 +287,14 @@ def test_every_hint_printed_names_a_command_that_is_taken(argv, capsys, tmp_path
 
 
 def _hidden_params():
+    """Every hidden parameter but the root's copies of the verbs' own options, there for shell completion only
+    (`nodeweave -o <TAB>`, walk5 W54; a real call moves them after the verb)."""
+    from nodeweave.cli import VERB_FLAGS, VERB_OPTIONS_WITH_VALUE
+
+    completing = set(VERB_OPTIONS_WITH_VALUE) | set(VERB_FLAGS)
     return sorted({(path, p.opts[0] if getattr(p, "opts", None) else p.name)
-                   for path, c in COMMANDS.items() for p in c.params if getattr(p, "hidden", False)})
+                   for path, c in COMMANDS.items() for p in c.params if getattr(p, "hidden", False)
+                   and not (not path and set(getattr(p, "opts", ())) & completing)})
 
 
 # each hidden (deprecated) spelling, as a user would still type it: the note must name a working new one

@@ -514,7 +514,9 @@ def test_an_option_in_the_middle_of_the_command_is_the_commands(capsys, tmp_path
 # -- image references: one validator --------------------------------------------------------------------------
 
 
-IMAGES = params_judged_by("image_reference")
+# up --image is judged by the same rule (check_image_reference) once up knows its target takes an image: for one
+# that does not (slurm, bare hosts) the flag is refused as idle before its value is judged (walk5 W18).
+IMAGES = params_judged_by("image_reference") + [(["up"], "--image")]
 
 
 def test_the_walk_finds_every_option_naming_an_image():

@@ -175,14 +175,14 @@ def test_bad_input_is_refused_before_ssh_or_kubectl_is_reached(capsys, project, 
 
 
 def test_init_with_as_many_nodes_as_hosts_still_probes_them(capsys, project, reached):
-    code, _, err = run_cli(capsys, "init", "--nodes", "1", "--host", "a", "--dry-run")
+    code, _, err = run_cli(capsys, "init", "--nodes", "1", "--host", "a", "--out", "new.yaml", "--dry-run")
     assert code != EXIT_USAGE and reached.read_text().startswith("ssh "), err
 
 
 @pytest.mark.parametrize("argv, said", [
     (["run", "--nodes", "1", "--node", "0", "--dry-run", "--", "t.py"], "--nodes and --node both pick the nodes"),
     (["run", "--nodes", "2", "--node", "0-1", "--dry-run", "--", "t.py"], "--nodes and --node both pick the nodes"),
-    (["init", "--dry-run", "--force"], "--force does nothing with --dry-run"),
+    # init --dry-run --force: the forced plan now, as render and hosts probe show it (walk5 W80, test_walk5_habits)
     (["top", "--url", "http://127.0.0.1:9", "--node", "1"], "--node does nothing with --url"),
     (["dashboard", "--url", "http://127.0.0.1:9", "--target", "local"], "--target does nothing with --url"),
     (["sync", "--tar", "--method", "rsync", "--dry-run"], "--tar and --method both pick how files are sent"),

@@ -73,9 +73,10 @@ def probe_plan(targets: "list[Remote]", master: "str | None", hostfile: "Path | 
     steps = tuple(Step(f"probe {t.label}", tuple(probe_argv(t, master)), stdin="",
                        stdin_name="the entrypoint's detection, zipped", stdin_from=zip_command()) for t in targets)
     phases = (CommandsPhase("probe every host at once", steps=steps),)
-    if hostfile is not None:
-        phases += (FilesPhase("write the hostfile", files=(PlannedFile(str(hostfile), "DeepSpeed hostfile of the "
-                                                                       "hosts that answer"),)),)
+    if hostfile is not None:  # an existing one is here only with --force: the forced plan says it replaces it
+        what = "DeepSpeed hostfile of the hosts that answer" + (
+            "; replaces the existing file (--force)" if hostfile.exists() else "")
+        phases += (FilesPhase("write the hostfile", files=(PlannedFile(str(hostfile), what),)),)
     notes = (f"{len(targets)} host(s) probed at once with python3 over each one's exec channel (the bootstrap "
              "runs the entrypoint's detection from the zip on its stdin); nothing is changed on them",)
     return Plan("hosts probe", ", ".join(t.label for t in targets), phases, notes)

@@ -12,6 +12,8 @@ from __future__ import annotations
 import os
 import re
 import sys
+from pathlib import Path
+from typing import Optional
 
 import typer
 
@@ -98,11 +100,32 @@ def _print_version(value: bool) -> None:
         raise typer.Exit()
 
 
+def _typed_before_the_verb(option):
+    """A verb's option (``VERB_OPTIONS_WITH_VALUE``, ``VERB_FLAGS``) on the root too, hidden: the shell completes its
+    values there as after the verb (`nodeweave -o <TAB>` offered the verbs, walk5 W54). A real call never reaches
+    the root with it: ``verb_options_first`` has moved it after the verb."""
+    option.hidden = True
+    return option
+
+
+def _root_options():
+    from nodeweave.cli.habits.base import spec_option
+    from nodeweave.cli.habits.output import json_option, output_option
+
+    return {"--output": output_option(), "--spec": spec_option(), "--json": json_option()}
+
+
+_ROOT = _root_options()
+
+
 @app.callback()
 def _root(
     version: bool = typer.Option(
         False, "--version", callback=_print_version, is_eager=True, help="print the version and exit"
     ),
+    output: str = _typed_before_the_verb(_ROOT["--output"]),
+    spec: "Optional[Path]" = _typed_before_the_verb(_ROOT["--spec"]),
+    as_json: bool = _typed_before_the_verb(_ROOT["--json"]),
 ) -> None:
     """Multi-node GPU training in containers from one cluster spec."""
 

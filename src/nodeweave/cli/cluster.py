@@ -11,8 +11,8 @@ from nodeweave.cli.habits.base import find_spec
 from nodeweave.cli.habits.clusteropts import (DRY_RUN, JSON, REACH, SPEC, console, default_mode,
                                               open_cluster, reach_options, remember_up, say, show_plan, spec_command)
 from nodeweave.cli.habits.nodes import NODE, checked_selectors, complete_node, pick_nodes, pick_one, run_folder_indices
-from nodeweave.cli.habits.output import (complete_run_ids, data_format, emit, image_reference, is_data, output_option,
-                                        runs_folder_read, runs_parent)
+from nodeweave.cli.habits.output import (check_image_reference, complete_run_ids, data_format, emit, is_data,
+                                        output_option, runs_folder_read, runs_parent)
 from nodeweave.errors import NodeweaveError, UsageError
 
 if TYPE_CHECKING:
@@ -27,7 +27,7 @@ def up_command(
     hold: Optional[bool] = typer.Option(None, "--hold/--run", help="Hold: nodes plan and wait for `nodeweave run`; "
                                         "run: they start the spec's job (default: the spec's launcher.mode); not "
                                         "on Slurm or bare hosts, which start nothing in a mode"),
-    image: Optional[str] = typer.Option(None, "--image", callback=image_reference, help="compose targets (local, "
+    image: Optional[str] = typer.Option(None, "--image", help="compose targets (local, "
                                         "hosts with an engine): the image every node runs (NODEWEAVE_IMAGE), e.g. a "
                                         "<variant>-<sha> tag"),
     timeout: Optional[float] = typer.Option(None, "--timeout", min=1, help="Seconds every node has to come up "
@@ -49,6 +49,8 @@ def up_command(
     spec, backend, checked = open_cluster(spec_path, reach, dry_run=dry_run, for_up=True)
     mode = default_mode(spec) if hold is None else ("hold" if hold else "run")
     refuse_idle_up_flags(backend, hold, image, check, wait, mode)
+    if image is not None:  # judged once it is known to do something here (--image for slurm is idle first)
+        check_image_reference(image, "--image")
     if not dry_run:  # what up was told and makes, once its flags are taken (a dry run writes nothing)
         remember_up(spec_path, spec, checked, backend)
     out = console(stderr=is_data(fmt))

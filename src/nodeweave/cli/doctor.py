@@ -141,12 +141,22 @@ def _cluster(fmt: str, node: "list[str]") -> None:
         raise typer.Exit(1)
 
 
-def _dry_run(fmt: str, node: "list[str]", cluster: bool, bench: bool, sysroot: "Path | None") -> None:
-    """What the real doctor would start (--bench's launch) or reach (--cluster's nodes); the rest only reads."""
+def _dry_run(fmt: str, node: "list[str]", cluster: bool, bench: bool, sysroot: "Path | None",
+             capture: "Path | None" = None) -> None:
+    """What the real doctor would start (--bench's launch), reach (--cluster's nodes) or write (--capture's
+    folder, refused as the real run refuses it); the rest only reads."""
     from dataclasses import replace
 
     from nodeweave.cli.habits.clusteropts import show_plan
     from nodeweave.plan import Plan
+
+    if capture is not None:
+        if capture.exists() and (not capture.is_dir() or any(capture.iterdir())):
+            raise UsageError(f"--capture: {capture} is not empty; the capture goes into a new or empty folder")
+        show_plan(Plan("doctor --capture", "this node", (), (
+            f"would copy the files detection reads (sysfs, procfs, /etc), the GPU tools' text and the detected node "
+            f"into {capture} (new or empty); reads this node, starts nothing",)), fmt)
+        return
 
     if cluster:
         from nodeweave.doctor.cluster import NotANode, survey_here, survey_plan
@@ -234,7 +244,41 @@ def print_cluster_view(view, console: Console) -> None:
                   f"{len(view.findings) - errors} warning(s) over {len(view.nodes)} node(s)")
 
 
-def _capture(folder: Path) -> None:
+# doctor's two modes besides judging this machine, what each is, and the flags it reads (-o, --json and --dry-run:
+# every mode): any other flag given with one does nothing there and is refused, exit 2, naming the mode (walk5 W63,
+# W64: `--cluster --sysroot DIR` and `--capture DIR --bench` were dropped without a word).
+MODES = {"--cluster": ("asks the job's nodes", ("--node", "--on")),
+         "--capture": ("copies the files detection reads on this machine, as they are", ())}
+# What each flag a mode may not read does, for the refusal's words.
+JUDGES_THIS_MACHINE = {"--sysroot": "reads a captured tree in place of this machine",
+                       "--bench": "runs a short all_reduce from this machine",
+                       "--spec": "judges this machine as a node of the spec",
+                       "--node": "names the node --spec judges this machine as, or the nodes --cluster asks",
+                       "--on": "names the nodes --cluster asks",
+                       "--capture": "copies this machine's files", "--cluster": "asks the job's nodes"}
+
+
+def refuse_idle_flags(given: "dict[str, bool]") -> None:
+    """A flag given with --cluster or --capture that the mode does not read: one line, exit 2, before anything
+    is read, asked or written."""
+    for mode, (what, reads) in MODES.items():
+        if not given.get(mode):
+            continue
+        for flag, said in given.items():
+            if said and flag != mode and flag not in reads:
+                raise UsageError(f"{flag} does nothing with {mode}: {mode} {what}, and {flag} "
+                                 f"{JUDGES_THIS_MACHINE[flag]}; leave one of them out")
+
+
+def gpus_in_words(text: str) -> str:
+    """The capture's ``"<count> x <model>"`` in words: "no GPU found", "8 GPUs (NVIDIA H100 80GB HBM3)"."""
+    count, _, model = text.partition(" x ")
+    if count.strip() in ("", "0"):
+        return "no GPU found"
+    return f"{count.strip()} GPU{'' if count.strip() == '1' else 's'} ({model.strip()})"
+
+
+def _capture(folder: Path, fmt: str = "table") -> None:
     from nodeweave.entrypoint.snapshot import capture
     from nodeweave.errors import UsageError
 
@@ -245,9 +289,11 @@ def _capture(folder: Path) -> None:
     except OSError as err:  # what is accepted, as `render --out /dev/null` says (walk2 U6)
         raise UsageError(f"--capture {folder}: {err.strerror or err}; accepted: a folder to write the capture into "
                          "(new or empty; created if missing)") from None
-    typer.echo(f"captured {provenance['paths_read']} path(s) detection reads ({provenance['gpus']}) into {folder}; "
+    gpus = gpus_in_words(provenance["gpus"])
+    typer.echo(f"captured {provenance['paths_read']} path(s) that detection reads ({gpus}) into {folder}; "
                f"GPU tool text: {', '.join(provenance['tools']) or 'none found'}. Read it back with "
-               f"nodeweave doctor --sysroot {folder}")
+               f"nodeweave doctor --sysroot {folder}", err=is_data(fmt))
+    emit({"schema": "nodeweave.doctor.capture/1", "folder": str(folder), **provenance}, fmt)
 
 
 def spec_env(spec_path: Path, node: "list[str]") -> "dict[str, str]":
@@ -276,7 +322,7 @@ def spec_env(spec_path: Path, node: "list[str]") -> "dict[str, str]":
 
 def doctor(
     json_output: bool = typer.Option(False, "--json", help="print the diagnosis as JSON (schema nodeweave.doctor/1; "
-                                     "as -o json)"),
+                                     "with --capture its summary, nodeweave.doctor.capture/1; as -o json)"),
     output: str = output_option(),
     sysroot: Optional[Path] = typer.Option(None, "--sysroot", help="read sysfs/procfs under this root "
                                            "(a captured tree), like nodeweave-entrypoint --sysroot"),
@@ -312,15 +358,17 @@ def doctor(
     from nodeweave.doctor import diagnose
 
     fmt = data_format(json_output, output)
+    refuse_idle_flags({"--cluster": cluster, "--capture": capture is not None, "--sysroot": sysroot is not None,
+                       "--bench": bench, "--spec": spec_path is not None, "--node": bool(node), "--on": bool(on)})
     node = _which_nodes(node, on or [], cluster, spec_path)
     if dry_run:
-        _dry_run(fmt, node, cluster, bench, sysroot)
+        _dry_run(fmt, node, cluster, bench, sysroot, capture)
         return
     if cluster:
         _cluster(fmt, node)
         return
     if capture is not None:
-        _capture(capture)
+        _capture(capture, fmt)
         return
     env = spec_env(spec_path, node) if spec_path is not None else None
     diagnosis = diagnose(str(sysroot) if sysroot is not None else None, env)

@@ -64,8 +64,12 @@ def probe_command(
             raise UsageError(f"--vendor {vendor!r} is not accepted: {' or '.join(GPU_VENDORS)}")
         if hostfile is None:
             raise UsageError("--vendor picks the hosts of --write-hostfile: give --write-hostfile too")
-    found = _targets(_node_words(node, hosts or [], via), hosts_file, via or "ssh", namespace, container, ssh_option)
-    _refuse_idle_flags(found, force, write_hostfile or old_hostfile, namespace, container, ssh_option)
+    words = _node_words(node, hosts or [], via)
+    from nodeweave.cli.habits.reachkinds import kinds_named
+
+    _refuse_idle_flags(kinds_named(words, via or "ssh", hosts_file is not None), force, write_hostfile or old_hostfile,
+                       namespace, container, ssh_option)
+    found = _targets(words, hosts_file, via or "ssh", namespace, container, ssh_option)
     if master is not None:
         from nodeweave.remote import check_ssh_host
 
@@ -138,22 +142,18 @@ def _targets(hosts: "list[str]", hosts_file: "Path | None", via: str, namespace:
     return found
 
 
-def _refuse_idle_flags(found: list, force: bool, hostfile: "Path | None", namespace: "str | None",
+def _refuse_idle_flags(kinds: list, force: bool, hostfile: "Path | None", namespace: "str | None",
                        container: "str | None", ssh_option: "list[str]") -> None:
-    """A flag that does nothing for these hosts is refused, exit 2, before any is reached (README): --force
-    without a hostfile to replace, --namespace/--container with no pod among them, --ssh-option with no ssh."""
+    """A flag that does nothing for these hosts is refused, exit 2, before any is reached (README), and before
+    its value is judged or the hosts file read (walk5 W18): --force without a hostfile to replace,
+    --namespace/--container with no pod among them, --ssh-option with no ssh (``kinds``: the hosts' transport
+    classes, habits.reachkinds)."""
+    from nodeweave.cli.habits.reachkinds import refuse_idle_transport_flags
+
     if force and hostfile is None:
         raise UsageError("--force does nothing without --write-hostfile (it replaces an existing hostfile): "
                          "leave it out, or give --write-hostfile FILE")
-    kinds = sorted({t.kind for t in found})
-    if not any(t.namespaced for t in found):
-        for flag, value in (("--namespace", namespace), ("--container", container)):
-            if value is not None:
-                raise UsageError(f"{flag} {value} does nothing for {', '.join(kinds)} hosts (it is for pods: "
-                                 "--node pod:NAME or oc:NAME): leave it out")
-    if ssh_option and not any(t.kind.startswith("ssh") for t in found):
-        raise UsageError(f"--ssh-option {ssh_option[0]} does nothing for {', '.join(kinds)} hosts (no ssh reaches "
-                         "them): leave it out")
+    refuse_idle_transport_flags(kinds, "hosts", namespace=namespace, container=container, ssh_options=ssh_option)
 
 
 def _hostfile_path(new: "Path | None", old: "Path | None", force: bool) -> "Path | None":

@@ -119,15 +119,14 @@ def init(
                                  "instead of this machine"),
     force: bool = typer.Option(False, "--force",
                                help="Replace an earlier spec at --out (never a file that is not a spec)"),
-    dry_run: bool = typer.Option(False, "--dry-run", help="Print the spec; write nothing"),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Print the spec; write nothing (an existing --out is "
+                                 "refused without --force, as the real run refuses it)"),
 ) -> None:
     """Write a first spec from this machine's (or the hosts') GPUs and RDMA ports, validated."""
     from nodeweave.spec import parse_spec
 
     refuse_idle_flags(host, ssh_option, via, _given(ctx, "sysroot"))
     refuse_naming_itself(path, script)
-    if not dry_run:
-        refuse_replacing(path, script, force)
     if via is not None:
         from nodeweave.cli.habits.spellings import note_renamed
 
@@ -135,6 +134,7 @@ def init(
                      f"init --host {via}:{host[0] if host else 'NAME'}", "a node's address is KIND:NAME everywhere")
     if host:
         refuse_before_probing(host, nodes, _given(ctx, "nodes"))
+    refuse_replacing(path, script, force)  # before probing; a dry run refuses what its real run would (README)
     seen = seen_on_hosts(host, via or "ssh", ssh_option) if host else seen_here(sysroot)
     arguments = (seen, name or _label(Path.cwd().name), len(seen.hosts) or nodes, script, launcher)
     text, notes = spec_text(*arguments, requirements=REQUIREMENTS), []
@@ -157,6 +157,8 @@ def init(
         typer.echo(f"nodeweave: note: {note}", err=True)
     note_script(written, path, [script], launcher)  # --script nothere.py: noted, as validate, up, run do
     if dry_run:
+        if path.exists():  # --force given (refuse_replacing): the forced plan, said as hosts probe and render say it
+            typer.echo(f"nodeweave: note: the real init replaces {path} (--force)", err=True)
         typer.echo(text, nl=False)
         return
     try:

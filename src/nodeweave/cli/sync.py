@@ -89,6 +89,9 @@ def sync_command(
     cluster = typed[0] if target is not None else None
     if target is not None and TARGET_ALIASES.get(target, target) in TARGETS:  # a wrong name is refused below
         refuse_idle_flags(typed[0], TARGET_ALIASES.get(target, target), typed[1])
+    if target is None and (addresses or hosts_file or statefulset or selector or compose_project):
+        _refuse_idle_transport_flags(addresses, hosts_file, statefulset or selector, compose_project, kube_cli,
+                                     engine, namespace, container, ssh_option, kube_context)
     engine = detect_engine(engine) or "podman"
     targets = rq.TargetArgs(tuple(addresses), hosts_file, statefulset, replicas, selector, compose_project, engine,
                             namespace, container, kube_cli,
@@ -142,6 +145,20 @@ def _run_plan(req, fmt: str, spec_dir: Path) -> None:
     for note in req.left_out:  # what the plan's notes say, said before the real sync too
         typer.echo(f"nodeweave: note: {note}", err=True)
     execute(plan, Execution(spec_dir, say(console(stderr=True)), syncs=SyncSession(req, fmt)))
+
+
+def _refuse_idle_transport_flags(addresses, hosts_file, pods, compose_project, kube_cli, engine, namespace,
+                                 container, ssh_option, kube_context) -> None:
+    """The targets named directly, by their kinds (habits.reachkinds): a pod flag with no pod among them, or
+    --ssh-option with no ssh host, is refused before a name is judged or the hosts file read (walk5 W18)."""
+    from nodeweave import remote
+    from nodeweave.cli.habits.reachkinds import kinds_named, refuse_idle_transport_flags
+
+    also = ([remote.kind_class(kube_cli or "kubectl", "--kube-cli")] if pods else []) + (
+        [remote.kind_class(engine or "podman", "--engine")] if compose_project else [])
+    refuse_idle_transport_flags(kinds_named(addresses, "ssh", hosts_file is not None, also), "targets",
+                                namespace=namespace, container=container, ssh_options=ssh_option,
+                                kube_context=kube_context)
 
 
 def _nodes(node: List[str], old_to: List[str]):

@@ -97,6 +97,9 @@ def refuse_idle_up_flags(backend: Backend, hold: Optional[bool], image: Optional
     if check and not wait:
         raise UsageError("--check does nothing with --no-wait: it checks the nodes up waited for; leave out "
                          "--no-wait")
-    if check and backend.holds and mode != "hold":
-        raise UsageError(f"--check needs nodes that hold on target {backend.target} (these would run the spec's "
-                         "job, mode run): add --hold")
+    if check and backend.holds and mode != "hold":  # name what is wrong: the --run typed, or the spec's mode
+        if hold is False:
+            raise UsageError(f"--check needs nodes that hold on target {backend.target}, and --run starts the "
+                             "spec's job on them: give --hold in place of --run")
+        raise UsageError(f"--check needs nodes that hold on target {backend.target} (the spec's launcher.mode is "
+                         "run: these would run the spec's job): add --hold")

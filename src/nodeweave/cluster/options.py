@@ -55,6 +55,9 @@ class ClusterOptions:
     overlay: Optional[str] = None
     ssh_options: Tuple[str, ...] = ()
     slurm_job: Optional[str] = None  # slurm: the allocation `up` took (its job id), recorded by up only
+    # --hosts-file as typed, read (``with_hosts_file_read``) only once the target is known to be one it is for:
+    # ``up -t kubernetes --hosts-file nodeweave.yaml`` read the spec as a hosts file (walk5 W18); never recorded
+    hosts_file: Optional[Path] = None
 
     def merged(self, saved: "ClusterOptions") -> "ClusterOptions":
         """These options, with what ``saved`` says where these say nothing (same target only)."""
@@ -63,12 +66,25 @@ class ClusterOptions:
         values = {f.name: getattr(self, f.name) or getattr(saved, f.name) for f in fields(self)}
         return ClusterOptions(**values)
 
-    def checked(self) -> "ClusterOptions":
-        """Names validated, aliases resolved, a default target chosen; a usage error names the bad value."""
-        target = TARGET_ALIASES.get(self.target or "", self.target) or ("hosts" if self.hosts else "local")
+    def resolved_target(self) -> str:
+        """The target these options pick (aliases resolved; hosts when hosts are given, else local), judging no
+        other value: what a flag that does nothing for it is refused by before its value is judged."""
+        target = TARGET_ALIASES.get(self.target or "", self.target) or (
+            "hosts" if self.hosts or self.hosts_file else "local")
         if target not in TARGETS:
             raise UsageError(f"--target {self.target!r} is not accepted: {', '.join(TARGETS)} "
                              f"(or {', '.join(TARGET_ALIASES)})")
+        return target
+
+    def with_hosts_file_read(self) -> "ClusterOptions":
+        """--hosts-file's hosts after --host's, the file read now (its target judged first)."""
+        if self.hosts_file is None:
+            return self
+        return replace(self, hosts=self.hosts + read_hosts_file(self.hosts_file), hosts_file=None)
+
+    def checked(self) -> "ClusterOptions":
+        """Names validated, aliases resolved, a default target chosen; a usage error names the bad value."""
+        target = self.resolved_target()
         if target == "slurm" and self.engine is not None:
             raise UsageError(f"--engine {self.engine!r} is not accepted for target slurm: the nodes run the "
                              "spec's slurm.runtime (pyxis, apptainer or host)")
@@ -97,7 +113,8 @@ class ClusterOptions:
 
 
 # Each reach flag and the targets it does something for; given for any other target it is refused (one wording).
-FLAG_TARGETS = {"engine": ("--engine", ("local", "hosts")), "hosts": ("--host/--hosts-file", ("hosts",)),
+FLAG_TARGETS = {"engine": ("--engine", ("local", "hosts")), "hosts": ("--host", ("hosts",)),
+                "hosts_file": ("--hosts-file", ("hosts",)),
                 "remote_dir": ("--remote-dir", ("hosts", "slurm")), "namespace": ("--namespace", ("kubernetes",)),
                 "kube_cli": ("--kube-cli", ("kubernetes",)), "kube_context": ("--kube-context", ("kubernetes",)),
                 "overlay": ("--overlay", ("kubernetes",)), "ssh_options": ("--ssh-option", ("hosts",))}
@@ -105,14 +122,16 @@ FLAG_TARGETS = {"engine": ("--engine", ("local", "hosts")), "hosts": ("--host/--
 
 def refuse_idle_flags(given: ClusterOptions, target: str, extra: "dict[str, tuple[bool, tuple]]" = None) -> None:
     """A flag given on the command line that does nothing for ``target`` is refused, exit 2, naming the targets it
-    is for (README: a flag that would do nothing is refused). ``extra``: a verb's own such flags, {flag: (given,
-    targets)} (``down --delete-claims``)."""
+    is for (README: a flag that would do nothing is refused), before its value is judged or its file read (the
+    callers judge values after this: ``--remote-dir /srv`` for kubernetes is idle, not a system folder).
+    ``extra``: a verb's own such flags, {flag: (given, targets)} (``down --delete-claims``, ``up --image``)."""
     rows = [(flag, bool(getattr(given, name)), targets) for name, (flag, targets) in FLAG_TARGETS.items()]
     rows += [(flag, said, targets) for flag, (said, targets) in (extra or {}).items()]
     for flag, said, targets in rows:
         if said and target not in targets:
             if flag == "--engine" and target == "slurm":
-                continue  # refused with its own reason by ClusterOptions.checked
+                raise UsageError(f"--engine does nothing for target slurm: the nodes run the spec's slurm.runtime "
+                                 "(pyxis, apptainer or host); leave it out")
             raise UsageError(f"{flag} does nothing for target {target} (it is for target {' or '.join(targets)}): "
                              f"leave it out, or give --target {targets[0]}")
 
@@ -121,7 +140,7 @@ def spec_default(options: ClusterOptions, spec) -> ClusterOptions:
     """No target said or remembered: the spec's ``hosts`` (target hosts), an OpenShift spec's cluster
     (``kubernetes.openshift`` or ``.build``: kubernetes, oc), else this machine (local), the default ``checked``
     gives. One rule for every verb, ``sync`` included."""
-    if options.target is not None or options.hosts:
+    if options.target is not None or options.hosts or options.hosts_file:
         return options
     if spec.hosts:
         return replace(options, target="hosts", hosts=tuple(spec.hosts))
@@ -180,7 +199,7 @@ def save_state(spec_path: Path, name: str, options: ClusterOptions, made: "Optio
     drops it (taken down). Only a real ``up`` or ``down`` writes (a dry run reads, writes nothing); the job's
     entry of the old single file moves out of it here."""
     path = state_path(spec_path, name)
-    data = {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(options).items()}
+    data = {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(options).items() if k != "hosts_file"}
     if made is True:
         kept = _read_json(path)
         made = kept.get(MADE) if isinstance(kept, dict) else None

@@ -74,14 +74,13 @@ def reach_options(verb):
 
 
 def options(target, engine, host, hosts_file, remote_dir, namespace, kube_cli, kube_context, overlay, ssh_option):
-    from nodeweave.cluster.options import ClusterOptions, read_hosts_file
+    """The reach flags as typed: nothing judged, no file read (open_cluster refuses a flag that does nothing for
+    the target first)."""
+    from nodeweave.cluster.options import ClusterOptions
 
-    hosts: Tuple[str, ...] = tuple(host) + (read_hosts_file(hosts_file) if hosts_file else ())
-    if remote_dir:
-        note_local_home("--remote-dir", remote_dir)
-    return ClusterOptions(target=target, engine=engine, hosts=hosts, remote_dir=remote_dir, namespace=namespace,
-                          kube_cli=kube_cli, kube_context=kube_context, overlay=overlay,
-                          ssh_options=tuple(ssh_option))
+    return ClusterOptions(target=target, engine=engine, hosts=tuple(host), hosts_file=hosts_file,
+                          remote_dir=remote_dir, namespace=namespace, kube_cli=kube_cli, kube_context=kube_context,
+                          overlay=overlay, ssh_options=tuple(ssh_option))
 
 
 def note_local_home(flag: str, value: str) -> None:
@@ -105,8 +104,10 @@ def open_cluster(spec_path: Path, given, dry_run: bool = False, for_up: bool = F
     platform is read (a dry run too: reading changes nothing) and refused, exit 3, when another folder's
     ``up`` made it (nodeweave.cluster.identity); a real ``up`` records what it makes (``remember_up``) once its
     own flags are judged. A flag given that does nothing for the chosen target is refused (``refuse_idle_flags``;
-    ``extra``: the verb's own flags that are for some targets by name). ``judge(spec)``: the verb's own words
-    checked against the spec before the tools are asked for, so a mistake is exit 2 whatever the machine has.
+    ``extra``: the verb's own flags that are for some targets by name) before any value is judged or
+    --hosts-file read: that a flag does nothing is the first thing wrong with it (walk5 W18). ``judge(spec)``: the
+    verb's own words checked against the spec before the tools are asked for, so a mistake is exit 2 whatever the
+    machine has.
     """
     from nodeweave.cluster import open_backend
     from nodeweave.cluster.onbackend import refuse_foreign
@@ -115,12 +116,16 @@ def open_cluster(spec_path: Path, given, dry_run: bool = False, for_up: bool = F
     from nodeweave.spec import load_spec
 
     spec = load_spec(spec_path)  # the verb has found it (find_spec) before
-    merged = given.merged(load_state(spec_path, spec.name))  # reads only: a dry run writes nothing
+    saved = load_state(spec_path, spec.name)  # reads only: a dry run writes nothing
+    refuse_idle_flags(given, _spec_target(given.merged(saved), spec).resolved_target(), extra)
+    given = given.with_hosts_file_read()
+    if given.remote_dir:
+        note_local_home("--remote-dir", given.remote_dir)
+    merged = given.merged(saved)
     if spec.hosts:
         merged = _spec_hosts(merged, spec)
     merged = _spec_target(merged, spec)
     checked = recorded_namespace(spec, spec_path, merged.checked(), given, for_up)
-    refuse_idle_flags(given, checked.target, extra)
     if checked.target == "hosts":
         spec = _nodes_from_hosts(spec, checked.hosts)
         check_host_count(checked.hosts, spec.nodes, spec.recovery.spare_nodes, spec.recovery.enabled)

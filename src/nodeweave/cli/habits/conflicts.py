@@ -53,10 +53,10 @@ _FROM_THE_FOLDER = {(flag, "--run"): "--run reads the run's folder on this machi
 EXCLUSIVE_ON: Dict[str, Dict[Tuple[str, str], str]] = {
     "probe": {("--node", "--hosts-file"): "both name the hosts to probe"},
 }
-# verb: {(flag, flag): why}: as IDLE_WITH, on that verb only (``render --dry-run --force`` shows what --force
-# would replace, so it is a preview there; ``init --dry-run`` prints the spec whatever --force says).
+# verb: {(flag, flag): why}: as IDLE_WITH, on that verb only. Never --force with --dry-run: a dry run of a forced
+# write (``render``, ``init``, ``hosts probe --write-hostfile``) shows what --force would replace, and without
+# --force refuses the existing file as the real run does (walk5 W80, W81).
 IDLE_WITH_ON: Dict[str, Dict[Tuple[str, str], str]] = {
-    "init": {("--force", "--dry-run"): "--dry-run writes nothing, so it replaces nothing"},
     "dashboard": {**_FROM_THE_FOLDER,
                   ("--interval", "--run"): "--run shows a run's folder; --interval is how often node 0 is read"},
     "logs": {**{pair: why for pair, why in _FROM_THE_FOLDER.items() if pair[0] != "--node"},  # a folder's node-i.log
