@@ -8,6 +8,7 @@ import re
 
 import pytest
 
+from one_machine import one_machine_env
 from stall_harness import start, stop
 
 pytest.importorskip("torch")
@@ -199,7 +200,7 @@ def cluster_view(port):
             return list(argv)
 
     env = (("PATH", f"{os.path.dirname(sys.executable)}:{os.environ['PATH']}"), ("NNODES", "2"), ("NODE_RANK", "1"),
-           ("MASTER_ADDR", "127.0.0.1"), ("MASTER_PORT", str(port)))
+           ("MASTER_ADDR", "127.0.0.1"), ("MASTER_PORT", str(port)), *one_machine_env().items())
     ranks, tried = ask_ranks([Node(1, Here("node1"), env=env)], stacks=True)
     assert ranks, tried
     return rank_lines(ranks)
