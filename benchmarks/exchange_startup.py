@@ -28,6 +28,10 @@ import tempfile
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from one_machine import LOOPBACK, master_address, one_machine_env  # noqa: E402
+
 ROOT = Path(__file__).resolve().parents[1]
 ENTRY = Path(sys.executable).parent / "nodeweave-entrypoint"
 OFF = {"NODEWEAVE_EXCHANGE": "off"}
@@ -49,15 +53,15 @@ def _port():
             continue
 
 
-def _argv(nodes, rank, port, launcher, command):
+def _argv(nodes, rank, port, launcher, command, master=LOOPBACK):
     program = [str(ENTRY)] if ENTRY.exists() else [sys.executable, "-m", "nodeweave.entrypoint"]
     return program + ["--launcher", launcher, "--nnodes", str(nodes), "--node-rank", str(rank),
-                      "--master-addr", "127.0.0.1", "--master-port", str(port), "--", *command]
+                      "--master-addr", master, "--master-port", str(port), "--", *command]
 
 
 def _env(extra, workdir):
-    return {"PATH": f"{workdir}:{os.environ.get('PATH', '/usr/bin:/bin')}", "PYTHONPATH": str(ROOT / "src"),
-            "TMPDIR": workdir, **extra}
+    return one_machine_env({"PATH": f"{workdir}:{os.environ.get('PATH', '/usr/bin:/bin')}",
+                            "PYTHONPATH": str(ROOT / "src"), "TMPDIR": workdir, **extra})
 
 
 def _master(port, extra):
@@ -70,7 +74,8 @@ def start_sample(nodes, extra, workdir):
     port = _port()
     master = _master(port, extra)
     started = time.perf_counter()
-    procs = [subprocess.Popen(_argv(nodes, rank, port, "command", ["true"]), env=_env(extra, workdir), cwd=workdir,
+    procs = [subprocess.Popen(_argv(nodes, rank, port, "command", ["true"], master_address(extra)),
+                              env=_env(extra, workdir), cwd=workdir,
                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE) for rank in range(nodes)]
     for proc in procs:
         _, err = proc.communicate(timeout=120)
@@ -102,7 +107,8 @@ def heartbeat_cpu(nodes, extra, workdir, window):
     (Path(workdir) / "train.py").write_text("")
     port = _port()
     master = _master(port, extra)
-    procs = [subprocess.Popen(_argv(nodes, rank, port, "torchrun", ["train.py"]), env=_env(extra, workdir),
+    procs = [subprocess.Popen(_argv(nodes, rank, port, "torchrun", ["train.py"], master_address(extra)),
+                              env=_env(extra, workdir),
                               cwd=workdir, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
              for rank in range(nodes)]
     try:

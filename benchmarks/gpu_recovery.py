@@ -36,6 +36,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from one_machine import one_machine_env  # noqa: E402
 from stall_nodes import (ENTRY, ROOT, Node, free_port_pair, own_hostname_allowed, stop,  # noqa: E402
                          with_hostname)
 
@@ -98,13 +99,14 @@ def gpu_of(rank):
 def spawn(rank, port, folder, args, own_host, warm):
     """One simulated node in a session of its own, so losing it takes its whole tree (launcher, rank) at once."""
     path = os.pathsep.join(p for p in (str(ROOT / "src"), os.environ.get("PYTHONPATH")) if p)
-    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}", "PYTHONPATH": path,
+    env = one_machine_env({
+           **os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}", "PYTHONPATH": path,
            "TMPDIR": str(folder / f"n{rank}"), "OMP_NUM_THREADS": "1", "NODEWEAVE_TEST_NODE": str(rank),
            "NODEWEAVE_RECOVERY": "on", "NODEWEAVE_SPARES": "1", "NODEWEAVE_NNODES": "2",
            "NODEWEAVE_CHECKPOINT_DIR": str(folder / "checkpoints"), "NODEWEAVE_WAIT_TIMEOUT": "120",
            "NODEWEAVE_STALL_WARN": str(args.stall_warn), "NODEWEAVE_STALL_TIMEOUT": str(args.stall_timeout),
            "NCCL_HOSTID": f"sim-node-{rank}", "CUDA_VISIBLE_DEVICES": gpu_of(rank),
-           "NODEWEAVE_WARM_START": warm}
+           "NODEWEAVE_WARM_START": warm})
     os.makedirs(env["TMPDIR"], exist_ok=True)
     node = Node(subprocess.Popen(node_argv(rank, port, folder, args, own_host), env=env, cwd=folder,
                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,

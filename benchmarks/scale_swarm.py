@@ -41,6 +41,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from nodeweave.entrypoint.checkin.heartbeat import BEAT_S  # noqa: E402
 from nodeweave.entrypoint.checkin.session import RETRY_S  # noqa: E402
@@ -48,6 +49,7 @@ from nodeweave.entrypoint.checkin.verdict import expand  # noqa: E402
 from nodeweave.entrypoint.checkin.wire import job_token, proof  # noqa: E402
 from nodeweave.entrypoint.recovery.book import Book  # noqa: E402
 from nodeweave.entrypoint.recovery.carried import carried  # noqa: E402
+from one_machine import one_machine_env  # noqa: E402
 
 VERDICT_HEAD = b'{"t":"verdict",'
 STOPPING = "stopping"  # a worker heard node 0's abort (heartbeat.STOPPING)
@@ -66,7 +68,7 @@ def template_fingerprint(nodes, port, launcher):
     from nodeweave.entrypoint.checkin.fingerprint import local_fingerprint
     from nodeweave.entrypoint.detection.sysfs import Root
 
-    env = dict(os.environ)
+    env = one_machine_env(os.environ)  # every simulated node is on this machine, as node 0 is
     plan = make_plan(["--launcher", launcher, "--nnodes", str(nodes), "--node-rank", "1", "--master-addr",
                       "127.0.0.1", "--master-port", str(port - 1), "--", "train.py"], env)
     return local_fingerprint(plan, Root("/"), env)

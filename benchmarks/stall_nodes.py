@@ -14,6 +14,10 @@ import threading
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from one_machine import master_address, one_machine_env, own_address  # noqa: E402,F401 - stall_gpu: own_address
+
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = Path(sys.executable).parent / "nodeweave-entrypoint"
 ENTRY = [str(SCRIPT)] if SCRIPT.exists() else [sys.executable, "-m", "nodeweave.entrypoint"]
@@ -46,16 +50,6 @@ def with_hostname(name, argv):
     return ["unshare", "--uts", "--map-root-user", "sh", "-c", f'hostname {name} && exec "$@"', "sh", *argv]
 
 
-def own_address():
-    """This machine's address on its default route (a loopback master is refused in a container of its own)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-        try:
-            s.connect(("10.255.255.255", 1))  # no packet is sent: the kernel picks the route
-            return s.getsockname()[0]
-        except OSError:
-            return "127.0.0.1"
-
-
 class Node:
     """One entrypoint process; ``lines`` holds (monotonic time, 'out'|'err', text) as they arrive."""
 
@@ -84,19 +78,22 @@ class Node:
         return code
 
 
-def start(workdir, launcher, command, nodes=2, nproc=1, env=None, per_node=None, master="127.0.0.1", prefix=None):
+def start(workdir, launcher, command, nodes=2, nproc=1, env=None, per_node=None, master=None, prefix=None):
     """``nodes`` entrypoints running ``command`` under ``launcher``, each with TMPDIR ``workdir/n<i>`` (unless
-    ``per_node`` sets it); ``prefix``: {node: argv in front of the entrypoint's} (e.g. ``unshare --uts``)."""
+    ``per_node`` sets it), all on this one machine (``one_machine``: its variables, and by default its master
+    address); ``prefix``: {node: argv in front of the entrypoint's} (e.g. ``unshare --uts``)."""
     port = free_port_pair()
     started = []
     for rank in range(nodes):
-        node_env = {"PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}",
-                    "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT / "src"), os.environ.get("PYTHONPATH")) if p),
-                    "HOME": str(workdir), "TMPDIR": str(Path(workdir) / f"n{rank}"), "OMP_NUM_THREADS": "1",
-                    "NODEWEAVE_WAIT_TIMEOUT": "60", **(env or {}), **((per_node or {}).get(rank, {}))}
+        node_env = one_machine_env({
+            "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}",
+            "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT / "src"), os.environ.get("PYTHONPATH")) if p),
+            "HOME": str(workdir), "TMPDIR": str(Path(workdir) / f"n{rank}"), "OMP_NUM_THREADS": "1",
+            "NODEWEAVE_WAIT_TIMEOUT": "60", **(env or {}), **((per_node or {}).get(rank, {}))})
         os.makedirs(node_env["TMPDIR"], exist_ok=True)
         argv = [*ENTRY, "--launcher", launcher, "--nnodes", str(nodes), "--node-rank", str(rank),
-                "--nproc-per-node", str(nproc), "--master-addr", master, "--master-port", str(port), "--", *command]
+                "--nproc-per-node", str(nproc), "--master-addr", master or master_address(node_env),
+                "--master-port", str(port), "--", *command]
         argv = [*(prefix or {}).get(rank, []), *argv]
         started.append(Node(subprocess.Popen(argv, env=node_env, cwd=workdir, stdout=subprocess.PIPE,
                                              stderr=subprocess.PIPE, text=True)))

@@ -16,7 +16,10 @@ base=localhost/nodeweave-base:bookworm
 
 explain() {
   "$bin/nodeweave" render all --spec "$spec" --out build/demo
-  "$bin/nodeweave-entrypoint" --explain --nnodes 2 --node-rank 0 --master-addr 127.0.0.1 -- examples/train.py
+  # Node 0 of 2 with both nodes on this machine: --exchange-allow address says so, or in a container with a network
+  # namespace of its own (a devcontainer, a CI runner) the plan refuses the loopback master (exit 3).
+  "$bin/nodeweave-entrypoint" --explain --nnodes 2 --node-rank 0 --master-addr 127.0.0.1 --exchange-allow address \
+    -- examples/train.py
 }
 
 if ! command -v podman >/dev/null 2>&1 || ! podman info >/dev/null 2>&1; then

@@ -26,6 +26,7 @@ import functools
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -34,6 +35,9 @@ import ci_gate
 import engine_leftovers
 
 REPO = Path(__file__).resolve().parents[1]
+# benchmarks/ after tests/ on the path: the tests drive its harnesses (stall_nodes, exchange_scale) and start their
+# nodes on this one machine as they do (one_machine.one_machine_env).
+sys.path.append(str(REPO / "benchmarks"))
 # ../shared beside the checkout (CI lays a copy there); NODEWEAVE_SHARED_DIR points elsewhere (a worktree).
 SHARED = Path(os.environ.get("NODEWEAVE_SHARED_DIR") or REPO.parent / "shared")
 

@@ -1,6 +1,7 @@
 """Recovery's simulated nodes: real ``nodeweave-entrypoint`` processes on loopback (benchmarks/stall_nodes.py's),
-``nodes`` training plus ``spares``, each with its own TMPDIR and ``NODEWEAVE_TEST_NODE`` (the node the
-workload's faults aim at), running tests/e2e/workspace/resumable.py with checkpoints in a shared folder."""
+``nodes`` training plus ``spares``, all on this one machine (``one_machine_env``), each with its own TMPDIR and
+``NODEWEAVE_TEST_NODE`` (the node the workload's faults aim at), running tests/e2e/workspace/resumable.py with
+checkpoints in a shared folder."""
 
 import os
 import re
@@ -11,6 +12,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 
+from one_machine import one_machine_env  # noqa: E402
 from stall_nodes import ENTRY, ROOT, Node, free_port_pair, stop  # noqa: E402,F401
 
 WORKLOAD = Path(__file__).resolve().parent / "e2e" / "workspace" / "resumable.py"
@@ -23,13 +25,14 @@ def start(tmp_path, args, nodes=2, spares=0, env=None, launcher="torchrun", per_
     port = free_port_pair()
     started = []
     for rank in range(nodes + spares):
-        node_env = {"PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}",
-                    "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT / "src"), os.environ.get("PYTHONPATH")) if p),
-                    "HOME": str(tmp_path), "TMPDIR": str(tmp_path / f"n{rank}"), "OMP_NUM_THREADS": "1",
-                    "NODEWEAVE_WAIT_TIMEOUT": "90", "NODEWEAVE_RECOVERY": "on", "NODEWEAVE_SPARES": str(spares),
-                    "NODEWEAVE_CHECKPOINT_DIR": str(tmp_path / "checkpoints"), "NODEWEAVE_TEST_NODE": str(rank),
-                    "NODEWEAVE_NNODES": str(nodes), "NODEWEAVE_STALL_WARN": "0",
-                    **(env or {}), **((per_node or {}).get(rank, {}))}
+        node_env = one_machine_env({
+            "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}",
+            "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT / "src"), os.environ.get("PYTHONPATH")) if p),
+            "HOME": str(tmp_path), "TMPDIR": str(tmp_path / f"n{rank}"), "OMP_NUM_THREADS": "1",
+            "NODEWEAVE_WAIT_TIMEOUT": "90", "NODEWEAVE_RECOVERY": "on", "NODEWEAVE_SPARES": str(spares),
+            "NODEWEAVE_CHECKPOINT_DIR": str(tmp_path / "checkpoints"), "NODEWEAVE_TEST_NODE": str(rank),
+            "NODEWEAVE_NNODES": str(nodes), "NODEWEAVE_STALL_WARN": "0",
+            **(env or {}), **((per_node or {}).get(rank, {}))})
         os.makedirs(node_env["TMPDIR"], exist_ok=True)
         argv = [*entry, "--launcher", launcher, "--node-rank", str(rank), "--nproc-per-node", "1",
                 "--master-addr", "127.0.0.1", "--master-port", str(port), "--",

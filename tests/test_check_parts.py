@@ -14,6 +14,7 @@ from pathlib import Path
 
 import cli_run
 import pytest
+from one_machine import one_machine_env
 
 from nodeweave.check.driver import CheckOptions, CheckRequest, CheckResult, read_document
 from nodeweave.check.facts import cpu_quota, planned_interface
@@ -128,9 +129,10 @@ def test_the_entrypoint_parses_the_check_run_with_its_own_parser(tmp_path):
     args = CheckRequest(run_id="r1", command=CheckOptions().worker_command()).entrypoint_args()
     argv = [a for a in args if a not in ("--run-id", "r1")]
     argv[argv.index("--mode") + 1] = "run"
-    env = {"PATH": str(Path(sys.executable).parent) + ":/usr/bin:/bin", "NODEWEAVE_NNODES": "4",
-           "NODEWEAVE_NODE_RANK": "2", "NODEWEAVE_MASTER_ADDR": "127.0.0.1", "NODEWEAVE_LAUNCHER": "deepspeed",
-           "NODEWEAVE_LAUNCHER_OPTIONS": "--bind_cores_to_rank", "TMPDIR": str(tmp_path)}
+    env = one_machine_env({"PATH": str(Path(sys.executable).parent) + ":/usr/bin:/bin", "NODEWEAVE_NNODES": "4",
+                           "NODEWEAVE_NODE_RANK": "2", "NODEWEAVE_MASTER_ADDR": "127.0.0.1",
+                           "NODEWEAVE_LAUNCHER": "deepspeed", "NODEWEAVE_LAUNCHER_OPTIONS": "--bind_cores_to_rank",
+                           "TMPDIR": str(tmp_path)})
     out = cli_run.entrypoint("--explain", "--json", *argv, env=env, timeout=60)
     assert out.returncode == 0, out.stderr
     launch = json.loads(out.stdout)["launch"]["argv"]
@@ -147,9 +149,9 @@ def test_the_check_runs_a_recovery_jobs_spare_as_a_node_it_checks(tmp_path, pod,
     args = CheckRequest(run_id="r1", command=CheckOptions().worker_command(),
                         flags=CheckOptions().entrypoint_flags(3)).entrypoint_args()
     argv = [a for a in args if a not in ("--run-id", "r1")]
-    env = {"PATH": str(Path(sys.executable).parent) + ":/usr/bin:/bin", "TMPDIR": str(tmp_path), "POD_NAME": pod,
-           "NODEWEAVE_NNODES": "2", "NODEWEAVE_RECOVERY": "on", "NODEWEAVE_SPARES": "1",
-           "NODEWEAVE_MASTER_ADDR": "127.0.0.1"}
+    env = one_machine_env({"PATH": str(Path(sys.executable).parent) + ":/usr/bin:/bin", "TMPDIR": str(tmp_path),
+                           "POD_NAME": pod, "NODEWEAVE_NNODES": "2", "NODEWEAVE_RECOVERY": "on",
+                           "NODEWEAVE_SPARES": "1", "NODEWEAVE_MASTER_ADDR": "127.0.0.1"})
     out = cli_run.entrypoint("--explain", "--json", *argv, env=env, timeout=60)
     assert out.returncode == 0, out.stderr
     plan = json.loads(out.stdout)

@@ -1,6 +1,7 @@
 """``nodeweave doctor --cluster``'s view: fingerprints side by side, differences marked, problems graded."""
 
 from nodeweave.doctor.cluster import from_fingerprints, from_status
+from one_machine import one_machine_env
 from test_exchange_verdict import fp
 
 
@@ -71,8 +72,8 @@ def test_doctor_cluster_asks_a_running_jobs_node_0(tmp_path):
         while not (tmp_path / "n0" / "nodeweave" / "checkin.json").exists() and time.monotonic() < deadline:
             time.sleep(0.1)
         port = procs[0].args[procs[0].args.index("--master-port") + 1]
-        env = {"PATH": os.environ["PATH"], "NNODES": "3", "NODE_RANK": "1", "MASTER_ADDR": "127.0.0.1",
-               "MASTER_PORT": port}
+        env = one_machine_env({"PATH": os.environ["PATH"], "NNODES": "3", "NODE_RANK": "1",
+                               "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": port})
         cli = [sys.executable, "-c", "import sys; from nodeweave.cli import main; sys.exit(main(sys.argv[1:]))"]
         out = subprocess.run([*cli, "doctor", "--cluster", "--json"], capture_output=True, text=True, timeout=60,
                              env=env, cwd=tmp_path)

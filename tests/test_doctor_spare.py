@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 from free_ports import free_port
+from one_machine import one_machine_env
 from nodeweave.doctor import diagnose
 from nodeweave.doctor.cluster import survey_here
 
@@ -46,7 +47,8 @@ def test_doctor_on_a_training_node_of_a_job_with_a_spare_names_its_rank(tmp_path
 def test_doctor_cluster_from_a_spare_asks_node_0(tmp_path):
     """Here nobody answers on node 0's port: the finding names node 0's exchange, not this node's plan."""
     port = free_port()
-    view = survey_here(spare(tmp_path, NODEWEAVE_MASTER_ADDR="127.0.0.1", NODEWEAVE_MASTER_PORT=str(port)))
+    view = survey_here(one_machine_env(spare(tmp_path, NODEWEAVE_MASTER_ADDR="127.0.0.1",
+                                             NODEWEAVE_MASTER_PORT=str(port))))
     assert view.source != "this machine's settings", [f.message for f in view.findings]
     assert "not below the node count" not in " ".join(f.message for f in view.findings)
     assert view.source.startswith("127.0.0.1:"), view.source

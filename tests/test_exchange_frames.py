@@ -20,6 +20,7 @@ from nodeweave.entrypoint.checkin.exchange import Hub, ask_status
 from nodeweave.entrypoint.checkin.wire import (MAX_MESSAGE, PER_NODE_BYTES, Channel, ExchangeError, encode,
                                                frame_limit, job_token)
 from loopback_hub import Cluster, fp
+from one_machine import one_machine_env
 from test_exchange_processes import ENTRY, SRC, free_port_pair
 
 
@@ -114,8 +115,8 @@ def test_status_larger_than_the_old_limit_comes_whole(tmp_path):
         out = subprocess.run([*ENTRY, "--status", "--nnodes", str(nnodes), "--node-rank", "1", "--master-addr",
                               "127.0.0.1", "--master-port", "29500", "--rdzv-id", "trainer"],
                              capture_output=True, text=True, timeout=30, cwd=tmp_path,
-                             env={"PATH": os.environ["PATH"], "PYTHONPATH": str(SRC),
-                                  "NODEWEAVE_EXCHANGE_PORT": str(cluster.port)})
+                             env=one_machine_env({"PATH": os.environ["PATH"], "PYTHONPATH": str(SRC),
+                                                  "NODEWEAVE_EXCHANGE_PORT": str(cluster.port)}))
         assert out.returncode == 0, out.stderr
         assert len(out.stdout) > MAX_MESSAGE
         status = json.loads(out.stdout)

@@ -46,7 +46,10 @@ def test_the_fingerprint_names_the_image_reference_and_variant():
 
 def test_nccl_from_the_wheel_on_a_live_root():
     """The live root reads this venv's distributions: the same digest twice, torch's real version."""
-    plan = make_plan(["--nnodes", "2", "--node-rank", "1", "--master-addr", "127.0.0.1", "--", "t.py"], {})
+    from one_machine import one_machine_env  # here: _child's processes import this module with tests/ alone
+
+    plan = make_plan(["--nnodes", "2", "--node-rank", "1", "--master-addr", "127.0.0.1", "--", "t.py"],
+                     one_machine_env())
     fp = local_fingerprint(plan, Root("/"), {})
     from importlib.metadata import version
 

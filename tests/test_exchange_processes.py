@@ -1,6 +1,7 @@
 """Several real ``nodeweave-entrypoint`` processes on this machine, checking in over loopback.
 
-Each process is one simulated node (master 127.0.0.1, live root). The
+Each process is one simulated node (master 127.0.0.1, live root; every node on this one machine, as
+benchmarks/one_machine.py says, so a container of its own runs them as a VM does). The
 launcher is a plain command or a stand-in ``torchrun`` on PATH (a shell script
 that sleeps, fails or finishes), so the supervision, the check-in and the
 heartbeat run exactly as in a container.
@@ -14,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from free_ports import free_port_pair
+from one_machine import one_machine_env
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 SCRIPT = Path(sys.executable).parent / "nodeweave-entrypoint"
@@ -25,8 +27,9 @@ def start_nodes(tmp_path, nodes, command, per_node_env=None, env=None, launcher=
     procs = []
     for index in range(nodes):
         rank = ranks[index] if ranks else index
-        node_env = {"PATH": f"{tmp_path}:{os.environ['PATH']}", "PYTHONPATH": str(SRC), "TMPDIR": str(tmp_path / f"n{index}"),
-                    "NODEWEAVE_WAIT_TIMEOUT": "20", **(env or {}), **((per_node_env or {}).get(index, {}))}
+        node_env = one_machine_env({"PATH": f"{tmp_path}:{os.environ['PATH']}", "PYTHONPATH": str(SRC),
+                                    "TMPDIR": str(tmp_path / f"n{index}"), "NODEWEAVE_WAIT_TIMEOUT": "20",
+                                    **(env or {}), **((per_node_env or {}).get(index, {}))})
         argv = [*ENTRY, "--launcher", launcher, "--nnodes", str(counts[index] if counts else nodes), "--node-rank", str(rank),
                 "--master-addr", "127.0.0.1", "--master-port", str(port), "--", *command]
         procs.append(subprocess.Popen(argv, env=node_env, cwd=tmp_path, stdout=subprocess.PIPE,
@@ -156,7 +159,7 @@ def test_status_shows_every_node_as_node_0_sees_it(tmp_path):
         port = int(procs[0].args[procs[0].args.index("--master-port") + 1])
         out = subprocess.run([*ENTRY, "--status", "--nnodes", "3", "--node-rank", "1", "--master-addr", "127.0.0.1",
                               "--master-port", str(port)], capture_output=True, text=True, timeout=30,
-                             env={"PATH": os.environ["PATH"], "PYTHONPATH": str(SRC)}, cwd=tmp_path)
+                             env=one_machine_env({"PATH": os.environ["PATH"], "PYTHONPATH": str(SRC)}), cwd=tmp_path)
         assert out.returncode == 0, out.stderr
         status = json.loads(out.stdout)
         assert status["phase"] == "running" and status["verdict"]["decision"] == "start"
@@ -179,7 +182,8 @@ def test_status_of_another_job_is_refused(tmp_path):
         port = int(procs[0].args[procs[0].args.index("--master-port") + 1])
         out = subprocess.run([*ENTRY, "--status", "--nnodes", "2", "--node-rank", "1", "--master-addr", "127.0.0.1",
                               "--master-port", str(port)], capture_output=True, text=True, timeout=30,
-                             env={"PATH": os.environ["PATH"], "PYTHONPATH": str(SRC), "NODEWEAVE_JOB_TOKEN": "guess"},
+                             env=one_machine_env({"PATH": os.environ["PATH"], "PYTHONPATH": str(SRC),
+                                                  "NODEWEAVE_JOB_TOKEN": "guess"}),
                              cwd=tmp_path)
         assert out.returncode == 3 and "without this job's token" in out.stderr, out.stderr
     finally:
@@ -216,7 +220,8 @@ def test_an_unreadable_or_empty_token_file_is_refused_before_any_wait(tmp_path, 
         path.write_text(content)
     out = subprocess.run([*ENTRY, "--nnodes", "2", "--node-rank", "1", "--master-addr", "127.0.0.1", "--", "true"],
                          capture_output=True, text=True, timeout=30, cwd=tmp_path,
-                         env={"PATH": os.environ["PATH"], "PYTHONPATH": str(SRC), "NODEWEAVE_JOB_TOKEN_FILE": str(path)})
+                         env=one_machine_env({"PATH": os.environ["PATH"], "PYTHONPATH": str(SRC),
+                                              "NODEWEAVE_JOB_TOKEN_FILE": str(path)}))
     assert out.returncode == 2, out.stderr
     assert out.stderr.count("NODEWEAVE_JOB_TOKEN_FILE=") == 1 and str(path) in out.stderr, out.stderr
     assert "Traceback" not in out.stderr

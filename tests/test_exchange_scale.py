@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 
 from test_exchange_processes import ENTRY, SRC, free_port_pair
+from one_machine import one_machine_env
 
 from nodeweave.entrypoint.checkin.switchboard import Switchboard
 from nodeweave.entrypoint.checkin.wire import OUTBOX_MAX, Channel
@@ -30,8 +31,8 @@ def node_0(tmp_path, nodes, port, launcher="command", limit=None, wait="30"):
     (tmp_path / "torchrun").write_text("#!/bin/sh\nexec sleep 60\n")
     (tmp_path / "torchrun").chmod(0o755)
     (tmp_path / "train.py").write_text("")
-    env = {"PATH": f"{tmp_path}:{os.environ['PATH']}", "PYTHONPATH": str(SRC), "TMPDIR": str(tmp_path),
-           "NODEWEAVE_WAIT_TIMEOUT": wait}
+    env = one_machine_env({"PATH": f"{tmp_path}:{os.environ['PATH']}", "PYTHONPATH": str(SRC), "TMPDIR": str(tmp_path),
+                           "NODEWEAVE_WAIT_TIMEOUT": wait})
     command = ["true"] if launcher == "command" else ["train.py"]
     argv = [*ENTRY, "--launcher", launcher, "--nnodes", str(nodes), "--node-rank", "0", "--master-addr",
             "127.0.0.1", "--master-port", str(port), "--", *command]

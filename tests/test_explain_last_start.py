@@ -6,10 +6,11 @@ import os
 
 import cli_run
 import pytest
+from one_machine import one_machine_env
 
 
 def explain(tmp_path, job):
-    env = {"PATH": os.environ["PATH"], "TMPDIR": str(tmp_path)}
+    env = one_machine_env({"PATH": os.environ["PATH"], "TMPDIR": str(tmp_path)})
     (tmp_path / "train.py").write_text("print(1)\n")
     out = cli_run.run([*cli_run.ENTRYPOINT, "--explain", "--nnodes", "2", "--node-rank", "0", "--master-addr",
                        "127.0.0.1", "--rdzv-id", job, "--", str(tmp_path / "train.py")], env=env, timeout=60,

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import cli_run
 import pytest
+from one_machine import one_machine_env
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 
@@ -21,7 +22,7 @@ def _explain(tmp_path, rank, *extra):
     out = cli_run.run([*cli_run.ENTRYPOINT, "--explain", "--json", "--nnodes", "2",
                           "--spares", "1", "--recovery", "on", "--node-rank", str(rank), "--master-addr", "127.0.0.1",
                           *extra, "--", "train.py"], cwd=tmp_path, timeout=60,
-                         env={**os.environ, "PYTHONPATH": str(SRC)})
+                         env=one_machine_env({**os.environ, "PYTHONPATH": str(SRC)}))
     assert out.returncode == 0, out.stdout + out.stderr
     return json.loads(out.stdout)
 

@@ -15,6 +15,7 @@ import socket
 
 import cli_run
 import pytest
+from one_machine import one_machine_env
 
 from nodeweave.entrypoint import make_plan
 from nodeweave.entrypoint.checkin.exchange import Hub
@@ -33,7 +34,7 @@ def _own_address():
 
 
 def _plan(address, bind=None):
-    env = {"NODEWEAVE_EXCHANGE_BIND": bind} if bind else {}
+    env = one_machine_env({"NODEWEAVE_EXCHANGE_BIND": bind} if bind else {})
     return make_plan(["--nnodes", "2", "--node-rank", "0", "--master-addr", address, "--", "t.py"], env)
 
 
@@ -92,16 +93,16 @@ def test_a_live_multi_node_plan_without_a_secret_warns_in_explain_and_doctor(tmp
     from nodeweave.doctor import diagnose
 
     argv = ["--nnodes", "2", "--node-rank", "0", "--master-addr", "127.0.0.1", "--", "t.py"]
-    plan = make_plan(argv, {})
+    plan = make_plan(argv, one_machine_env())
     assert [w.code for w in plan.warnings if w.code == "derived-job-token"] == ["derived-job-token"]
     assert plan.exchange["token"].startswith("derived from job id")
     secret = tmp_path / "job-token"
     secret.write_text("from-nodeweave-up\n")
-    with_file = make_plan(argv, {"NODEWEAVE_JOB_TOKEN_FILE": str(secret)})
+    with_file = make_plan(argv, one_machine_env({"NODEWEAVE_JOB_TOKEN_FILE": str(secret)}))
     assert "derived-job-token" not in [w.code for w in with_file.warnings]
     assert with_file.exchange["token"] == f"NODEWEAVE_JOB_TOKEN_FILE ({secret})"
     assert "derived-job-token" not in [w.code for w in make_plan(argv[2:] and ["--", "t.py"], {}).warnings]  # 1 node
-    env = {"NODEWEAVE_NNODES": "2", "NODEWEAVE_NODE_RANK": "0", "NODEWEAVE_MASTER_ADDR": "127.0.0.1"}
+    env = one_machine_env({"NODEWEAVE_NNODES": "2", "NODEWEAVE_NODE_RANK": "0", "NODEWEAVE_MASTER_ADDR": "127.0.0.1"})
     codes = [(f.severity, f.code) for f in diagnose(env=env).findings]
     assert ("warning", "derived-job-token") in codes
     assert "derived-job-token" not in [f.code for f in diagnose(env={**env, "NODEWEAVE_JOB_TOKEN_FILE": str(secret)}

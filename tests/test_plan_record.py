@@ -21,6 +21,7 @@ import cli_run
 import pytest
 
 import slurm_cluster
+from one_machine import one_machine_env
 from test_slurm import _port
 
 HERE = Path(__file__).parent
@@ -69,7 +70,8 @@ launcher: {{script: train.py, args: [--steps, '2', --log-every, '1'], master_por
 @pytest.fixture
 def bare_hosts(tmp_path):
     """A spec folder with examples/train.py, ssh as the stand-in (hosts 127.0.0.1-3 under tmp/hosts, each with a
-    TMPDIR of its own, so tests beside each other never see each other's runs), host flags."""
+    TMPDIR of its own, so tests beside each other never see each other's runs, and what every node on this one
+    machine needs: ``one_machine_env``), host flags."""
     (tmp_path / "nodeweave.yaml").write_text(SPEC.format(port=_port()))
     shutil.copy(HERE.parent / "examples" / "train.py", tmp_path / "train.py")
     bin_dir = tmp_path / "bin"
@@ -80,7 +82,8 @@ def bare_hosts(tmp_path):
            "COLUMNS": "200", "HOME": str(tmp_path), **{k: os.environ[k] for k in ("PYTHONPATH",) if k in os.environ}}
     root = tmp_path / "hosts"  # each host its own TMPDIR (its run records), as separate machines have
     root.mkdir()
-    (root / "hosts.json").write_text(json.dumps({h: {"TMPDIR": str(root / f"tmp-{h}")} for h in HOSTS}))
+    (root / "hosts.json").write_text(json.dumps({h: one_machine_env({"TMPDIR": str(root / f"tmp-{h}")})
+                                                 for h in HOSTS}))
     for host in HOSTS:
         (root / f"tmp-{host}").mkdir()
     flags = ["--target", "hosts", "--engine", "none", "--remote-dir", str(tmp_path), *(f"--host={h}" for h in HOSTS)]

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import cli_run
 import pytest
+from one_machine import one_machine_env
 
 from nodeweave.errors import UsageError
 from nodeweave.spec import parse_spec
@@ -50,7 +51,7 @@ def test_the_entrypoints_plan_refuses_the_same(tmp_path, extra, code, says):
     (tmp_path / "train.py").write_text("")
     out = cli_run.run([*cli_run.ENTRYPOINT, "--explain", "--nnodes", "2", "--node-rank",
                           "0", "--master-addr", "127.0.0.1", *extra, "--", "train.py"], cwd=tmp_path,
-                         env={**os.environ, "PYTHONPATH": str(SRC)}, timeout=60)
+                         env=one_machine_env({**os.environ, "PYTHONPATH": str(SRC)}), timeout=60)
     assert out.returncode == code, out.stdout + out.stderr
     if says:
         assert says in out.stdout + out.stderr, out.stdout + out.stderr

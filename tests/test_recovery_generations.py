@@ -4,13 +4,15 @@ from nodeweave.entrypoint.planning.settings import parse
 from nodeweave.entrypoint.recovery.book import Book
 from nodeweave.entrypoint.recovery.generations import Generations
 
+from one_machine import one_machine_env
+
 ARGV = ["--node-rank", "3", "--nproc-per-node", "1", "--master-addr", "127.0.0.1", "--master-port", "29500", "--",
         "train.py"]
 
 
 def generation_plan(tmp_path, nnodes, members):
-    env = {"PATH": "/usr/bin:/bin", "TMPDIR": str(tmp_path), "NODEWEAVE_NNODES": nnodes, "NODEWEAVE_RECOVERY": "on",
-           "NODEWEAVE_LAUNCHER": "torchrun"}
+    env = one_machine_env({"PATH": "/usr/bin:/bin", "TMPDIR": str(tmp_path), "NODEWEAVE_NNODES": nnodes,
+                           "NODEWEAVE_RECOVERY": "on", "NODEWEAVE_LAUNCHER": "torchrun"})
     gens = Generations(parse(ARGV, env), lambda line: None)
     gens.identity = 3  # the node's container rank; it trains at its position among the members
     book = Book(generation=1, members=tuple(members))

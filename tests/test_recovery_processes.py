@@ -256,8 +256,9 @@ def test_node_0_back_after_a_node_was_lost_for_good_takes_the_book_on_and_does_n
 
     from recovery_harness import again
 
+    deadline = 240  # the check-in deadline a fresh job would wait out (a restart took 99 s at load 20, no DNS)
     nodes = start(tmp_path, ["--steps", "60", "--interval", "0.2", "--save-every", "5"], spares=1,
-                  env={"NODEWEAVE_WAIT_TIMEOUT": "240"})
+                  env={"NODEWEAVE_WAIT_TIMEOUT": str(deadline)})
     wait_for_step(nodes[0], 12)
     nodes[1].proc.send_signal(signal.SIGKILL)  # node 1 is gone for good
     until = time.monotonic() + 120
@@ -271,9 +272,8 @@ def test_node_0_back_after_a_node_was_lost_for_good_takes_the_book_on_and_does_n
     codes = finish(nodes)
     assert codes == [0, -9, 0], texts(nodes)
     first = nodes[0].first("RECOVERY-STEP gen=2", "out") or nodes[2].first("RECOVERY-STEP gen=2", "out")
-    # not the 240 s check-in deadline spent waiting for node 1; 180 s leaves a loaded 2-core machine's torchrun
-    # starts (60 s at load 18) far from it
-    assert first is not None and first - back < 180, nodes[0].text()
+    # not the deadline waited out for node 1: three quarters of it leaves a loaded machine's restarts room
+    assert first is not None and first - back < deadline * 3 / 4, nodes[0].text()
     assert "going on from the book they kept (2 restart(s) with this one)" in nodes[0].text(), nodes[0].text()
     # it waits for the nodes of the generation it lost (node 2), not for all three as a fresh job would
     assert "node 0 is back: waiting up to 10s for node(s) 2, those of the generation it lost" in nodes[0].text()

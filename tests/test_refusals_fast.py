@@ -8,12 +8,14 @@
 """
 
 import os
+import re
 import socket
 import subprocess
 import time
 from pathlib import Path
 
 import pytest
+from one_machine import one_machine_env
 
 from nodeweave.entrypoint import make_plan
 from nodeweave.entrypoint.errors import EntrypointError
@@ -65,6 +67,26 @@ def test_a_loopback_master_in_a_container_of_its_own_is_refused_on_any_node_of_a
     assert f"master address {master} is this container's own loopback" in text and "set MASTER_ADDR" in text, text
 
 
+def test_with_the_exchange_off_the_refusal_names_a_way_out_the_entrypoint_takes(tmp_path):
+    """Every node in one container with the exchange off: the refusal named NODEWEAVE_EXCHANGE_ALLOW=address, which
+    the exchange off refuses in turn (exit 2: it does nothing then), a way out that led nowhere. Now it names the
+    container's own address, and a master there is taken."""
+    tree = str(container_tree(tmp_path))
+    off = {"NODEWEAVE_EXCHANGE": "off"}
+    argv = ["--nnodes", "2", "--node-rank", "1", "--master-addr", "127.0.0.1", "--", "true"]
+    with pytest.raises(EntrypointError) as err:
+        make_plan(argv, env=off, sysroot=tree)
+    text = str(err.value)
+    assert err.value.exit_code == 3 and "NODEWEAVE_EXCHANGE_ALLOW=address if" not in text, text
+    own = re.search(r"this container's own address, (\S+) \(eth0\)", text)
+    assert own and "NODEWEAVE_EXCHANGE_ALLOW=address is refused" in text, text
+    with pytest.raises(EntrypointError) as refused:
+        make_plan(argv, env={**off, "NODEWEAVE_EXCHANGE_ALLOW": "address"}, sysroot=tree)
+    assert refused.value.exit_code == 2 and "does nothing with NODEWEAVE_EXCHANGE off" in str(refused.value)
+    argv[argv.index("127.0.0.1")] = own.group(1)
+    assert make_plan(argv, env=off, sysroot=tree).topology.master_addr.value == own.group(1)
+
+
 def test_a_loopback_master_still_works_for_one_node_for_every_node_on_one_machine_and_when_allowed(tmp_path):
     tree = str(container_tree(tmp_path, ".dockerenv"))
     assert make_plan(["--nnodes", "1", "--master-addr", "localhost", "--", "true"], env={}, sysroot=tree)
@@ -75,27 +97,34 @@ def test_a_loopback_master_still_works_for_one_node_for_every_node_on_one_machin
                      env={"NODEWEAVE_EXCHANGE_ALLOW": "address"}, sysroot=tree)
 
 
-def timed(procs, timeout=60):
+# The deadline the refusals used to wait out, and the bound they must end well within. Not a start-up time: the
+# nodes' interpreters starting takes part of it, 15 s for three of them on a 2-core machine at load 20 (a clean
+# container beside a CPU hog, issue 43); a node that waited out the deadline would take all of it.
+DEADLINE = 120
+AT_ONCE = DEADLINE / 4
+
+
+def timed(procs, timeout=DEADLINE + 30):
     started = time.monotonic()
     results = finish(procs, timeout)
     return results, time.monotonic() - started
 
 
 def test_node_0_refuses_another_node_count_the_moment_that_node_checks_in(tmp_path):
-    procs = start_nodes(tmp_path, 2, ["true"], counts=[3, 2], env={"NODEWEAVE_WAIT_TIMEOUT": "60"})
+    procs = start_nodes(tmp_path, 2, ["true"], counts=[3, 2], env={"NODEWEAVE_WAIT_TIMEOUT": str(DEADLINE)})
     results, took = timed(procs)
     for code, _, stderr in results:
         assert code == 3, stderr
         assert "nodes disagree on the node count" in stderr, stderr
-    assert took < 8, f"{took:.1f} s"
+    assert took < AT_ONCE, f"{took:.1f} s"
 
 
 def test_a_node_that_refuses_its_own_start_tells_node_0_which_stops_every_node_at_once(tmp_path):
     procs = start_nodes(tmp_path, 3, ["true"], per_node_env={1: {"WORLD_SIZE": "7"}},
-                        env={"NODEWEAVE_WAIT_TIMEOUT": "60"})
+                        env={"NODEWEAVE_WAIT_TIMEOUT": str(DEADLINE)})
     results, took = timed(procs)
     assert [code for code, _, _ in results] == [3, 3, 3], results
-    assert took < 8, f"{took:.1f} s"
+    assert took < AT_ONCE, f"{took:.1f} s"
     for rank in (0, 2):
         stderr = results[rank][2]
         assert "refused its own start" in stderr and "WORLD_SIZE=7" in stderr, stderr
@@ -120,7 +149,8 @@ def test_a_check_in_port_whose_packets_are_dropped_is_named_as_a_likely_firewall
         except OSError:
             pass
         held.append(client)
-    env = {"PATH": os.environ["PATH"], "PYTHONPATH": str(SRC), "TMPDIR": str(tmp_path), "NODEWEAVE_WAIT_TIMEOUT": "90"}
+    env = one_machine_env({"PATH": os.environ["PATH"], "PYTHONPATH": str(SRC), "TMPDIR": str(tmp_path),
+                           "NODEWEAVE_WAIT_TIMEOUT": "90"})
     proc = subprocess.Popen([*ENTRY, "--launcher", "command", "--nnodes", "2", "--node-rank", "1", "--master-addr", "127.0.0.1",
                              "--master-port", str(port), "--", "true"], env=env, cwd=tmp_path,
                             stderr=subprocess.PIPE, text=True)

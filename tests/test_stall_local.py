@@ -77,7 +77,10 @@ def test_with_the_exchange_off_a_node_whose_ranks_all_wait_says_the_culprit_is_e
     assert "the rank that has not entered it is on another node, which this node cannot see (switched off by" in err
     assert re.search(r"1 rank \(0\): in all_reduce \(allreduce\.py:\d+\)", err), err
     assert "this node's ranks waited in all_reduce #8" in err, err
-    assert "STALL:" not in nodes[1].text(), nodes[1].text()
+    # node 1's rank may wait in init_process_group past stall_warn while node 0's rank is slow to start (a loaded
+    # machine; a clean container's run saw it): that is the start, not the stall these ranks make later
+    stalls = [line for line in nodes[1].text().splitlines() if "STALL:" in line and "init_process_group" not in line]
+    assert not stalls, nodes[1].text()
 
 
 def test_a_healthy_single_node_run_is_not_reported_and_ends_0(tmp_path):

@@ -8,6 +8,7 @@ import re
 
 import pytest
 
+from one_machine import one_machine_env
 from stall_harness import start, stop
 
 pytest.importorskip("torch")
@@ -158,7 +159,7 @@ def test_status_shows_every_rank_and_stacks_dumps_them_grouped_without_stopping_
         port = int(nodes[0].proc.args[nodes[0].proc.args.index("--master-port") + 1])
         out = subprocess.run([*ENTRY, "--status", "--stacks", "--nnodes", "2", "--node-rank", "1", "--master-addr",
                               "127.0.0.1", "--master-port", str(port)], capture_output=True, text=True, timeout=60,
-                             env={"PATH": os.environ["PATH"], "PYTHONPATH": str(SRC)}, cwd=tmp_path)
+                             env=one_machine_env({"PATH": os.environ["PATH"], "PYTHONPATH": str(SRC)}), cwd=tmp_path)
         assert out.returncode == 0, out.stderr
         ranks = json.loads(out.stdout)["ranks"]
         by_rank = {r["rank"]: r for r in ranks["ranks"]}
@@ -199,7 +200,7 @@ def cluster_view(port):
             return list(argv)
 
     env = (("PATH", f"{os.path.dirname(sys.executable)}:{os.environ['PATH']}"), ("NNODES", "2"), ("NODE_RANK", "1"),
-           ("MASTER_ADDR", "127.0.0.1"), ("MASTER_PORT", str(port)))
+           ("MASTER_ADDR", "127.0.0.1"), ("MASTER_PORT", str(port)), *one_machine_env().items())
     ranks, tried = ask_ranks([Node(1, Here("node1"), env=env)], stacks=True)
     assert ranks, tried
     return rank_lines(ranks)

@@ -211,5 +211,15 @@ def check_loopback_master(topo, node, settings, contained, warnings=None):
         f"master address {topo.master_addr.value} is this container's own loopback ({topo.master_addr.source}), "
         f"but this is node {topo.node_rank.value} of {topo.nnodes.value} and the container has a network namespace "
         "of its own (only virtual interfaces): no other node can reach it, nor it them; set MASTER_ADDR to node 0's "
-        "name or address on its network (in compose: <name>-0), or NODEWEAVE_EXCHANGE_ALLOW=address if every node "
-        "runs in this one container")
+        f"name or address on its network (in compose: <name>-0), or {_all_here(node, settings)}")
+
+
+def _all_here(node, settings):
+    """The way out where every node runs in this one container. The allow is refused with the exchange off (it
+    does nothing to a check-in that never happens), so there the master is the container's own address."""
+    if settings.get("exchange") is not False:
+        return "NODEWEAVE_EXCHANGE_ALLOW=address if every node runs in this one container"
+    own = [f"{address} ({i.name})" for i in node.interfaces if i.kind != "loopback" for address in i.ipv4]
+    return ("if every node runs in this one container, to this container's own address, " +
+            (", ".join(own) if own else "which it has none of but loopback here") +
+            f" (with the exchange off by {settings.source('exchange')}, NODEWEAVE_EXCHANGE_ALLOW=address is refused)")
