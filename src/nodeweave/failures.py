@@ -77,7 +77,7 @@ def writable_dir(path: Path, flag: str, system_ok: bool = False) -> Path:
     nodeweave's own state folder (``.nodeweave``), whether it exists or not: the dry run refuses them as the
     real write would (or, as root, would not, and litter the system)."""
     from nodeweave.jobstate import STATE_DIR
-    from nodeweave.remote.names import system_folder
+    from nodeweave.systemdirs import system_folder
 
     here = Path(os.path.abspath(path))
     probe = here

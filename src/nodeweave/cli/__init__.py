@@ -272,19 +272,7 @@ def close_options(typed: str, known) -> "list[str]":
     return [name for name in known if SequenceMatcher(None, bare, name.lstrip("-")).ratio() >= 0.7]
 
 
-_INVOKED: "list[str]" = []
-_AS_PROGRAM: "list[bool]" = []  # set by main() called as the program
-
-
-def as_program() -> bool:
-    """Whether this process is the ``nodeweave`` program (``main()`` without ``argv``), not a test or an embedding
-    calling ``main(argv)``, which may have patched code in memory: ``render --check``'s memo is the program's only."""
-    return bool(_AS_PROGRAM)
-
-
-def invoked_argv() -> "list[str]":
-    """The arguments this call was given (after old spellings were upgraded): ``run --detach`` re-runs them."""
-    return list(_INVOKED)
+from nodeweave.cli.habits.invocation import AS_PROGRAM, INVOKED, as_program, invoked_argv  # noqa: E402,F401
 
 
 def main(argv: "list[str] | None" = None) -> int:
@@ -298,7 +286,7 @@ def main(argv: "list[str] | None" = None) -> int:
     """
     if argv is not None:
         return _main(list(argv))
-    _AS_PROGRAM[:] = [True]
+    AS_PROGRAM[:] = [True]
     try:
         code = _main(sys.argv[1:])
         sys.stdout.flush()  # here, so a full disk is met inside the guard, not by the interpreter's exit
@@ -308,7 +296,7 @@ def main(argv: "list[str] | None" = None) -> int:
 
         return ended_by(err, "nodeweave", EXIT_FAILURE, pipe_closed=EXIT_FAILURE)  # click ends EPIPE with 1 too
     finally:
-        _AS_PROGRAM.clear()  # a later main(argv) in this process (a test after one that ran the program) is not it
+        AS_PROGRAM.clear()  # a later main(argv) in this process (a test after one that ran the program) is not it
         import gc
 
         gc.freeze()
@@ -368,7 +356,7 @@ def _main(argv: "list[str]") -> int:
         argv = ["bench", *upgrade_old_spelling(argv[1:])]
     if argv[:1] == ["help"]:  # `nodeweave help [VERB ...]`: that verb's help, as git and pip give it
         argv = [*[word for word in argv[1:] if word != "help"], "--help"]
-    _INVOKED[:] = argv
+    INVOKED[:] = argv
     try:
         # with standalone_mode=False, a command's typer.Exit(code) comes back as the return value
         result = app(args=argv, prog_name="nodeweave", standalone_mode=False)

@@ -14,7 +14,7 @@ from typing import Optional
 
 import typer
 
-from nodeweave.cli import as_program
+from nodeweave.cli.habits.invocation import as_program
 from nodeweave.cli.habits.base import find_spec, spec_option
 from nodeweave.cli.habits.output import complete_from, data_format, is_data, output_option
 from nodeweave.errors import EXIT_STALE, NodeweaveError, UsageError
@@ -163,7 +163,7 @@ def render(
     spec_path = find_spec(spec_path)
     seen = None
     if check and as_program():  # the last identical check's answer, when all it rested on is unchanged
-        from nodeweave.cli import invoked_argv
+        from nodeweave.cli.habits.invocation import invoked_argv
         from nodeweave.rendering import memo
 
         out_dir = (out if out is not None else spec_path.parent).resolve()

@@ -12,6 +12,7 @@ import posixpath
 import re
 
 from nodeweave.errors import UsageError
+from nodeweave.systemdirs import ROOTISH as _ROOTISH, system_folder  # noqa: F401 (system_folder: this room's API too)
 
 _DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
@@ -19,19 +20,10 @@ _CONTAINER_NAME = re.compile(r"^[a-zA-Z0-9][a-zA-Z0-9_.-]*$")  # docker/podman's
 _HOST_LABEL = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9]*[A-Za-z0-9])?$")
 _SSH_USER = re.compile(r"^[a-z_][a-z0-9_.-]*$")
 _SAFE_PATH = re.compile(r"^/[A-Za-z0-9._@+=,/-]*$")
-_ROOTISH = {"/", "/bin", "/boot", "/dev", "/etc", "/home", "/lib", "/lib32", "/lib64", "/opt",
-            "/proc", "/root", "/run", "/sbin", "/srv", "/sys", "/tmp", "/usr", "/usr/bin",
-            "/usr/lib", "/usr/local", "/usr/local/bin", "/var", "/var/lib", "/var/log", "/var/tmp",
-            "/mnt", "/media", "/run/media", "/Users", "/var/home"}  # mount roots (every mount below), homes' parents
 # Folders whose children are each a home or a user's mount root: /home/me is a home, never a workspace (walk5 W49).
 _HOMES = ("/home", "/Users", "/var/home", "/media", "/run/media")
 # Folders of credentials: a sync with --delete there removes what SRC lacks (~/.ssh/authorized_keys: locked out).
 CREDENTIAL_FOLDERS = (".ssh", ".gnupg", ".aws", ".kube", ".docker")
-
-
-def system_folder(path: str) -> bool:
-    """``/`` or a system folder (``/etc``, ``/usr``, ``/home``, ...): what no sync may send from or write over."""
-    return "/" + "/".join(p for p in path.split("/") if p) in _ROOTISH
 
 
 def refuse(what: str, value: str, accepted: str) -> UsageError:

@@ -35,7 +35,7 @@ def announce(folder: Path) -> None:
 
 def detach_run(parent: Path, as_json: bool) -> None:
     """Start this command again without --detach in its own session; print the run id once its folder exists."""
-    from nodeweave.cli import invoked_argv
+    from nodeweave.cli.habits.invocation import invoked_argv
 
     argv = invoked_argv()
     cut = argv.index("--") if "--" in argv else len(argv)

@@ -222,11 +222,12 @@ def runs_dir_problem(folder: Path) -> str:
 
     here = Path(os.path.realpath(folder))
     text = str(here)
-    from nodeweave.cli.render import TARGET_NAMES
+    from nodeweave.targets.registry import RENDERERS
 
-    for name in here.parts[1:]:
-        above = Path(*here.parts[:here.parts.index(name)])
-        if name in TARGET_NAMES and (above / "nodeweave.yaml").is_file():
+    folders = {root.strip("/").split("/")[0] for row in RENDERERS.values() for root in row.roots}
+    for depth, name in enumerate(here.parts[1:], start=1):
+        above = Path(*here.parts[:depth])
+        if name in folders and (above / "nodeweave.yaml").is_file():
             return f"{text} is inside {name}/, a tree `nodeweave render` writes beside {above / 'nodeweave.yaml'}"
     return ""
 

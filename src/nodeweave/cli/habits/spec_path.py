@@ -31,7 +31,7 @@ def find_spec(given: "Path | None") -> Path:
 
 def _from_variable(given: Path) -> bool:
     """Whether this command's ``--spec`` came from $NODEWEAVE_SPEC: the variable's value, and no --spec typed."""
-    from nodeweave.cli import invoked_argv
+    from nodeweave.cli.habits.invocation import invoked_argv
 
     typed = any(word == "--spec" or word.startswith("--spec=") for word in invoked_argv())
     return not typed and os.environ.get(SPEC_ENV) == str(given)
