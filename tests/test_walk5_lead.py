@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 import pytest
 
 from nodeweave.build import prepare_build
@@ -99,3 +102,29 @@ def test_a_runs_link_is_never_written_through_and_the_refusal_names_the_folder_t
     with pytest.raises(UsageError, match=f"symbolic link .* accepted: --runs-dir {big.resolve()}"):
         runs_parent(None, team / "nodeweave.yaml", writes=True)
     assert runs_parent(None, team / "nodeweave.yaml", writes=False) == team / "runs"
+
+
+def test_no_folder_inside_a_system_tree_is_a_destination_a_remote_dir_a_runs_dir_or_a_render_out(tmp_path):
+    """replay N6 (dangerous): sync --delete into /etc/ssh, /usr/lib/python3, /var/lib/containers ... was accepted.
+    Every tree of the one table, for every judge of a folder nodeweave writes: DEST and --remote-dir
+    (remote.check_dest) and --runs-dir / render --out (failures.writable_dir)."""
+    from nodeweave.errors import UsageError
+    from nodeweave.failures import writable_dir
+    from nodeweave.remote.names import check_dest
+    from nodeweave.systemdirs import SYSTEM_TREES
+
+    for tree in SYSTEM_TREES:
+        for path in (tree, f"{tree}/job", f"{tree}/a/b"):
+            said = f"inside {tree}|system (directory|folder)" if path == tree else f"inside {tree}"
+            with pytest.raises(UsageError, match=said):
+                check_dest(path, home=True)
+            if not tree.startswith(("/proc", "/sys", "/dev")):  # those are named as kernel file systems first
+                real = os.path.realpath(tree)  # /bin is /usr/bin on a merged-/usr system: named where it leads
+                with pytest.raises(UsageError, match=f"{said}|inside {real}"):
+                    writable_dir(Path(path), "--runs-dir")
+    # a user's own folders stay accepted, and a home's own etc/ or lib/ is not the system's
+    for fine in ("/workspace", "/opt/proj", "/usr/local/proj", "/home/me/proj", "/data/x"):
+        assert check_dest(fine) == fine
+    for home in ("~/etc/x", "~/lib", "~/usr/lib/x"):
+        assert check_dest(home, home=True) == home
+    assert writable_dir(tmp_path / "runs", "--runs-dir") == tmp_path / "runs"

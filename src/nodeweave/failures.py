@@ -77,7 +77,7 @@ def writable_dir(path: Path, flag: str, system_ok: bool = False) -> Path:
     nodeweave's own state folder (``.nodeweave``), whether it exists or not: the dry run refuses them as the
     real write would (or, as root, would not, and litter the system)."""
     from nodeweave.jobstate import STATE_DIR
-    from nodeweave.systemdirs import system_folder
+    from nodeweave.systemdirs import SYSTEM_TREES, system_folder, system_tree
 
     here = Path(os.path.abspath(path))
     probe = here
@@ -92,6 +92,10 @@ def writable_dir(path: Path, flag: str, system_ok: bool = False) -> Path:
     if system_folder(str(real)) and not system_ok:
         raise UsageError(f"{flag} {path}: {real} is / or a system folder; accepted: a folder of your own "
                          "(created if missing)")
+    tree = system_tree(str(real))
+    if tree is not None and not system_ok:
+        raise UsageError(f"{flag} {path}: {real} is inside {tree} ({SYSTEM_TREES[tree]}); accepted: a folder of "
+                         "your own (created if missing)")
     if STATE_DIR in real.parts or STATE_DIR in here.parts:
         raise UsageError(f"{flag} {path}: it is inside {STATE_DIR}/, nodeweave's own state folder; accepted: "
                          "a folder of your own (created if missing)")

@@ -12,7 +12,7 @@ import posixpath
 import re
 
 from nodeweave.errors import UsageError
-from nodeweave.systemdirs import ROOTISH as _ROOTISH, system_folder  # noqa: F401 (system_folder: this room's API too)
+from nodeweave.systemdirs import ROOTISH as _ROOTISH, SYSTEM_TREES, system_folder, system_tree  # noqa: F401
 
 _DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
@@ -75,17 +75,20 @@ def check_ssh_host(value: str, what: str = "host") -> str:
     return value
 
 
-def check_dest(dest: str, what: str = "DEST", home: bool = False) -> str:
+def check_dest(dest: str, what: str = "DEST", home: bool = False, place: bool = True) -> str:
     """An absolute, normalised directory on the nodes that is not a system directory, a home itself, a mount root
     or a credential folder; with ``home``, also ``~/FOLDER`` under each ssh host's home (the remote shell expands it
-    there), by the same rules."""
+    there), by the same rules. ``place`` False: the form only (a path under a home: ``~/etc`` is the home's own)."""
     secret = next((part for part in dest.split("/") if part in CREDENTIAL_FOLDERS), None)
     if secret is not None:
         raise refuse(what, dest, f"a workspace folder, not in the credential folder {secret} (a sync with --delete "
                                  "there would remove what SRC lacks, ~/.ssh/authorized_keys among it)")
     if home and (dest == "~" or dest.startswith("~/")):
         try:
-            return "~/" + check_dest("/" + dest[2:].strip("/"), what).lstrip("/")
+            inside = check_dest("/" + dest[2:].strip("/"), what, place=False)
+            if inside == "/":
+                raise UsageError("the home itself")
+            return "~/" + inside.lstrip("/")
         except UsageError:
             raise refuse(what, dest, "~/FOLDER: a folder under each host's home, of letters, digits and . _ @ + = , "
                          "- / without '.' or '..' components, not the home itself") from None
@@ -99,10 +102,16 @@ def check_dest(dest: str, what: str = "DEST", home: bool = False) -> str:
     if ".." in parts or "." in parts:
         raise refuse(what, dest, "a normalised absolute path without '.' or '..' components")
     normal = "/" + "/".join(parts)
+    if not place:
+        return normal
     if normal in _ROOTISH:
         raise refuse(what, dest, "a workspace directory such as /workspace or /home/me/project, "
                      "not a system directory or a mount root (a sync with --delete there would wipe it)")
     if posixpath.dirname(normal) in _HOMES:
         raise refuse(what, dest, f"a workspace folder inside it such as {normal}/project, not a home or a user's "
                      "mount root itself (a sync with --delete there would remove everything SRC lacks)")
+    tree = system_tree(normal)
+    if tree is not None:
+        raise refuse(what, dest, f"a workspace directory such as /workspace or /home/me/project, not a folder "
+                     f"inside {tree} ({SYSTEM_TREES[tree]}: a sync with --delete there would remove its files)")
     return normal
