@@ -92,10 +92,11 @@ def writable_dir(path: Path, flag: str, system_ok: bool = False) -> Path:
     if system_folder(str(real)) and not system_ok:
         raise UsageError(f"{flag} {path}: {real} is / or a system folder; accepted: a folder of your own "
                          "(created if missing)")
-    tree = system_tree(str(real))
-    if tree is not None and not system_ok:
-        raise UsageError(f"{flag} {path}: {real} is inside {tree} ({SYSTEM_TREES[tree]}); accepted: a folder of "
-                         "your own (created if missing)")
+    for seen in (here, real):  # as written, and where links lead (/var/run is /run; /bin is /usr/bin)
+        tree = system_tree(str(seen))
+        if tree is not None and not system_ok:
+            raise UsageError(f"{flag} {path}: {seen} is inside {tree} ({SYSTEM_TREES[tree]}); accepted: a folder "
+                             "of your own (created if missing)")
     if STATE_DIR in real.parts or STATE_DIR in here.parts:
         raise UsageError(f"{flag} {path}: it is inside {STATE_DIR}/, nodeweave's own state folder; accepted: "
                          "a folder of your own (created if missing)")
