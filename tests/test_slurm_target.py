@@ -230,7 +230,7 @@ def test_up_run_status_a_failing_rank_and_down_on_slurm(slurm, tmp_path):
     gone = nodeweave("down", "--spec", str(path))
     assert gone.returncode == 0 and "is down" in gone.stdout, gone.stdout + gone.stderr
     status = nodeweave("status", "--target", "slurm", "--spec", str(path))
-    assert status.returncode == 2 and "no Slurm allocation is recorded" in status.stderr, status.stderr
+    assert status.returncode == 3 and "no Slurm allocation is recorded" in status.stderr, status.stderr  # not up
 
 
 def test_sync_on_slurm_refuses_to_send_the_shared_workspace_onto_itself(tmp_path):

@@ -305,6 +305,7 @@ def test_a_slurm_job_with_nothing_allocated_is_not_up_before_its_runtime_is_judg
     shutil.copy(EXAMPLES / "slurm-accelerate.yaml", team / "nodeweave.yaml")  # slurm.runtime pyxis
     code, out, err = run_cli(capsys, verb[0], "-t", "slurm", *verb[1:])
     assert "pyxis" not in out + err and "no allocation is recorded" in (out + err).replace("Slurm allocation", "allocation")
+    assert code == (0 if verb == ["down"] else 3), (code, err)  # not up: README's exit 3 (down: nothing to take down)
 
 
 # --- W41: a Slurm plan says where the steps run when it is this machine's folder; /tmp is a warning ------------

@@ -313,8 +313,8 @@ class SlurmCluster(Backend):
         from nodeweave.entrypoint.planning.slurm import expand_nodelist
 
         if self.job is None:
-            raise UsageError(f"no Slurm allocation is recorded for {self.spec.name}: `nodeweave up --target slurm` "
-                             "takes one")
+            raise EnvironmentProblem(f"{self.spec.name} is not up: no Slurm allocation is recorded for it; "
+                                     "`nodeweave up --target slurm` takes one")  # not up: exit 3, as every target
         live = self._live()
         if live is None:
             raise NodeweaveError(f"allocation {self.job} is gone (squeue no longer knows it: released, or past its "
