@@ -128,3 +128,17 @@ def test_no_folder_inside_a_system_tree_is_a_destination_a_remote_dir_a_runs_dir
     for home in ("~/etc/x", "~/lib", "~/usr/lib/x"):
         assert check_dest(home, home=True) == home
     assert writable_dir(tmp_path / "runs", "--runs-dir") == tmp_path / "runs"
+
+
+@pytest.mark.parametrize("kind", ["folder", "pipe", "dangling link"])
+def test_a_dockerignore_that_is_not_a_file_is_refused_by_the_build_and_its_dry_run(tmp_path, kind):
+    """replay N9: a .dockerignore folder passed the build's dry run; the engine fails on it or sends the whole
+    context unfiltered (the sibling of .nodeweaveignore's W67)."""
+    from nodeweave.errors import UsageError
+
+    spec = _team(tmp_path)
+    ignore = tmp_path / ".dockerignore"
+    {"folder": ignore.mkdir, "pipe": lambda: os.mkfifo(ignore),
+     "dangling link": lambda: ignore.symlink_to(tmp_path / "gone")}[kind]()
+    with pytest.raises(UsageError, match=r"\.dockerignore is a (folder|named pipe|link to nothing), not a file"):
+        prepare_build(spec, "cpu", tmp_path, tmp_path / "scratch", dry_run=True)

@@ -123,7 +123,20 @@ class DockerIgnore:
 
     @classmethod
     def of(cls, context: Path) -> "DockerIgnore":
+        """The context's patterns; a ``.dockerignore`` that is a folder, a pipe or a device is refused (exit 2):
+        the engine would fail on it, or send the whole context unfiltered (replay N9)."""
         path = context / ".dockerignore"
+        if (path.exists() or path.is_symlink()) and not path.is_file():
+            import stat
+
+            from nodeweave.errors import UsageError
+
+            mode = path.stat().st_mode if path.exists() else 0
+            what = ("a link to nothing" if not mode else "a folder" if stat.S_ISDIR(mode) else
+                    "a named pipe" if stat.S_ISFIFO(mode) else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
+                    else "a socket")
+            raise UsageError(f"{path} is {what}, not a file: the engine reads the build context's .dockerignore as "
+                             "its list of what stays out; accepted: a file of patterns, or none (move that one away)")
         return cls(bounded.read_text(path, bounded.TEXT_CAP, "a .dockerignore").splitlines() if path.is_file() else [])
 
     def excludes(self, path: str) -> bool:
