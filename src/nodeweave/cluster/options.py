@@ -385,18 +385,6 @@ def load_made(spec_path: Path, name: str) -> Optional[dict]:
     return made
 
 
-_WARNED: "set[Path]" = set()
-
-
-def _warn_once(path: Path, text: str) -> None:
-    """One warning line per file and command (several verbs' steps ask for the renamed jobs)."""
-    import sys
-
-    if path not in _WARNED:
-        _WARNED.add(path)
-        print(f"nodeweave: warning: {text}", file=sys.stderr)
-
-
 def recorded_elsewhere(spec_path: Path, name: str) -> "list[dict]":
     """The jobs this spec file's ``up`` made under another name (the spec's ``name`` changed since), still
     recorded as up in ``.nodeweave/<job>/cluster.json``: what ``down`` must take down too."""
@@ -409,9 +397,7 @@ def recorded_elsewhere(spec_path: Path, name: str) -> "list[dict]":
             continue
         try:
             made = load_made(spec_path, job)
-        except UsageError as err:  # maybe another spec's job: named, not refused, and never skipped silently (W53)
-            _warn_once(path, f"{err}; until then, if this spec was renamed from {job}, `nodeweave down` cannot take "
-                             f"that job down")
+        except UsageError:  # maybe another spec's job: every cluster verb names it once (unreadable_records, W53)
             continue
         if made is not None and made.get("spec") == spec_path.name and made.get("job") == job:
             found.append(made)
