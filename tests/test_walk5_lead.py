@@ -142,3 +142,15 @@ def test_a_dockerignore_that_is_not_a_file_is_refused_by_the_build_and_its_dry_r
      "dangling link": lambda: ignore.symlink_to(tmp_path / "gone")}[kind]()
     with pytest.raises(UsageError, match=r"\.dockerignore is a (folder|named pipe|link to nothing), not a file"):
         prepare_build(spec, "cpu", tmp_path, tmp_path / "scratch", dry_run=True)
+
+
+def test_check_refuses_nccl_on_a_job_whose_image_has_no_gpu_stack(tmp_path, monkeypatch, capsys):
+    """replay of W75: bench refused --backend nccl without a GPU, check planned it on the cpu variant."""
+    from cli_run import in_process, one_line
+
+    _team(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    code, _, err = in_process(capsys, "check", "--dry-run", "--backend", "nccl")
+    assert code == 2 and "--backend nccl: the job's image variant cpu has no GPU stack" in one_line(err), err
+    code, out, err = in_process(capsys, "check", "--dry-run", "--backend", "gloo")
+    assert code == 0, err

@@ -16,7 +16,7 @@ from nodeweave.cli.habits.clusteropts import (DRY_RUN, JSON, REACH, SPEC, consol
 from nodeweave.cli.habits.nodes import NODE
 from nodeweave.cli.habits.output import (complete_from, data_format, emit, is_data, output_option, runs_folder_written,
                                          runs_parent)
-from nodeweave.errors import NodeweaveError
+from nodeweave.errors import NodeweaveError, UsageError
 
 if TYPE_CHECKING:
     from nodeweave.cluster.options import ClusterOptions
@@ -29,6 +29,18 @@ CHECK_HELP = ("Check every node (facts, CPU/GPU probes, nvidia-smi or amd-smi, t
               "its peers, with the figure and the likely cause. The nodes should hold (`nodeweave up --hold`). "
               "Report in runs/<time>-<job>-check/. Exit 0: healthy; 1: the check could not run; 2: bad input (named); "
               "3: no engine or the cluster is not up; 5: something named.")
+
+
+def _nccl_reachable(spec, backend_name: str) -> None:
+    """``--backend nccl`` on a job whose image variant has no GPU stack (cpu: gloo only) is refused before any
+    node is asked, as bench refuses it on a machine without a GPU (walk5 W75)."""
+    from nodeweave.catalogue import VARIANTS
+
+    row = VARIANTS.get(spec.image.variant)
+    if backend_name == "nccl" and row is not None and row.vendor == "cpu":
+        raise UsageError(f"--backend nccl: the job's image variant {spec.image.variant} has no GPU stack (gloo "
+                         "only), and NCCL runs only on GPUs; accepted: gloo or auto, or a GPU variant "
+                         "(image.variant: cuda12, ...)")
 
 
 def job_context(spec, spec_path: Path, backend):
@@ -85,7 +97,8 @@ def check_command(
     fmt = data_format(as_json, output)
     check_options = CheckOptions(threshold / 100.0, repeats, backend_name, seconds, timeout, verbose)
 
-    spec, backend, _ = open_cluster(spec_path, reach, dry_run=dry_run)
+    spec, backend, _ = open_cluster(spec_path, reach, dry_run=dry_run, judge=lambda spec: _nccl_reachable(
+        spec, backend_name))
     notes = backend.check_folders()  # exit 3 first when the nodes could not write the checkpoint folder
     nodes, shape = live_nodes(backend, "check", dry_run), {}
     if node:  # the first N nodes only: ranks are the nodes' places, as in `run --node`
