@@ -154,3 +154,4 @@ def test_check_refuses_nccl_on_a_job_whose_image_has_no_gpu_stack(tmp_path, monk
     assert code == 2 and "--backend nccl: the job's image variant cpu has no GPU stack" in one_line(err), err
     code, out, err = in_process(capsys, "check", "--dry-run", "--backend", "gloo")
     assert code == 0, err
+

@@ -106,6 +106,9 @@ def _flag(param) -> str:
     return names[0] if names else getattr(param, "name", "the option")
 
 
+FLOAT_CEILING = 1e9  # about 31 years in seconds
+
+
 @dataclass(frozen=True)
 class _Number:
     kind: Any
@@ -125,13 +128,21 @@ class _Number:
             raise BadParameter(f"{value!r} is not a valid finite number{self._within()}", ctx=ctx, param=param)
         if number == 0:
             number = self.kind(0)  # `-0` is 0, and is shown so
-        if (self.low is not None and number < self.low) or (self.high is not None and number > self.high):
-            raise BadParameter(f"{number} is not{self._within()}", ctx=ctx, param=param)
+        high = self._high()
+        if (self.low is not None and number < self.low) or (high is not None and number > high):
+            raise BadParameter(f"{number:g} is not{self._within()}" if self.kind is float else
+                               f"{number} is not{self._within()}", ctx=ctx, param=param)
         return number
 
+    def _high(self):
+        """The option's own ceiling; a float option without one stops at FLOAT_CEILING (seconds, a percentage:
+        nothing nodeweave reads means more), so ``1e300`` is refused, not printed as 301 digits (walk5 W57)."""
+        return self.high if self.high is not None or self.kind is not float else FLOAT_CEILING
+
     def _within(self) -> str:
+        high = self._high()
         bounds = [part for part in (f"x>={self.low}" if self.low is not None else "",
-                                    f"x<={self.high}" if self.high is not None else "") if part]
+                                    f"x<={high:g}" if high is not None else "") if part]
         return f" in the range {' and '.join(bounds)}" if bounds else ""
 
 
