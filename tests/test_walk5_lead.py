@@ -155,3 +155,32 @@ def test_check_refuses_nccl_on_a_job_whose_image_has_no_gpu_stack(tmp_path, monk
     code, out, err = in_process(capsys, "check", "--dry-run", "--backend", "gloo")
     assert code == 0, err
 
+
+
+def test_the_home_note_suggests_only_a_spelling_that_is_accepted(monkeypatch, capsys):
+    """replay N7: '/root/../home/me' got the note "write '~/../home/me'", which is refused in turn."""
+    from nodeweave.cli.habits.clusteropts import note_local_home
+    from nodeweave.remote.names import check_dest
+
+    monkeypatch.setenv("HOME", "/home/me")
+    for value in ("/home/me/../other", "/home/me/./proj", "/home/me//proj/../x"):
+        note_local_home("DEST", value)
+        assert capsys.readouterr().err == ""
+    note_local_home("DEST", "/home/me/proj")
+    said = capsys.readouterr().err
+    suggested = said.rsplit("'", 2)[1]  # the quoted spelling at the end
+    assert suggested == "~/proj" and check_dest(suggested, home=True) == "~/proj"
+
+
+def test_a_misspelt_variable_whose_near_name_only_the_nodes_read_says_so(monkeypatch, capsys):
+    """replay N8: NODEWEAVE_HOSTS_FILE got "did you mean NODEWEAVE_HOSTFILE?", a variable the CLI never reads (the
+    entrypoint's DeepSpeed hostfile): the hint now says where the name it suggests is read."""
+    from cli_run import in_process
+
+    monkeypatch.setenv("NODEWEAVE_HOSTS_FILE", "hosts.txt")
+    _, _, err = in_process(capsys, "--help")
+    assert "did you mean NODEWEAVE_HOSTFILE, which nodeweave-entrypoint reads in the nodes, not this command?" in err
+    monkeypatch.delenv("NODEWEAVE_HOSTS_FILE")
+    monkeypatch.setenv("NODEWEAVE_IMAEG", "x")
+    _, _, err = in_process(capsys, "--help")
+    assert "did you mean NODEWEAVE_IMAGE?)" in err

@@ -319,9 +319,12 @@ def _warn_unknown_variables(argv: "list[str]") -> None:
     reports_itself = REPORT_VARIABLES_ITSELF.get(argv[0] if argv else "")
     if reports_itself is not None and reports_itself(argv[1:]):
         return
-    from nodeweave.entrypoint.planning.variables import unknown_lines
+    from nodeweave.cli.habits.variables import CLI_VARIABLES
+    from nodeweave.entrypoint.planning.variables import unknown_lines, unknown_variables
 
-    for line in unknown_lines(os.environ):
+    for line, (_, close) in zip(unknown_lines(os.environ), unknown_variables(os.environ)):
+        if close and close not in CLI_VARIABLES:  # the name meant is the nodes' own: set here, it does nothing
+            line = line[:-2] + f", which nodeweave-entrypoint reads in the nodes, not this command?)"
         typer.echo(f"nodeweave: warning: {line}", err=True)
 
 

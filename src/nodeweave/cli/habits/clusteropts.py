@@ -89,7 +89,11 @@ def note_local_home(flag: str, value: str) -> None:
     a note, not a refusal.)"""
     import os
 
+    import posixpath
+
     home = os.path.expanduser("~").rstrip("/")
+    if posixpath.normpath(value) != value.rstrip("/"):  # '/root/../x' is refused next as it stands: no spelling
+        return  # to suggest from it (replay N7 suggested '~/../x', refused in turn)
     if home and home != "~" and (value == home or value.startswith(home + "/")):
         below = value[len(home):].lstrip("/")
         typer.echo(f"nodeweave: note: {flag} {value} is under this machine's home ({home}), which your shell puts "
