@@ -184,3 +184,17 @@ def test_a_misspelt_variable_whose_near_name_only_the_nodes_read_says_so(monkeyp
     monkeypatch.setenv("NODEWEAVE_IMAEG", "x")
     _, _, err = in_process(capsys, "--help")
     assert "did you mean NODEWEAVE_IMAGE?)" in err
+
+
+def test_run_with_launcher_command_names_a_bare_workspace_script_exec_cannot_find(tmp_path, monkeypatch, capsys):
+    """replay of W72: the entrypoint warned on the node (command-not-found), `run --dry-run --launcher command --
+    train.py` said nothing; the plan now notes it, and leaves ./train.py and python train.py alone."""
+    from cli_run import in_process
+
+    _team(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    code, out, err = in_process(capsys, "run", "--dry-run", "--launcher", "command", "--", "train.py")
+    assert code == 0 and "execs 'train.py' through PATH" in out and "write ./train.py" in out, (out, err)
+    for fine in (["./train.py"], ["python", "train.py"]):
+        code, out, err = in_process(capsys, "run", "--dry-run", "--launcher", "command", "--", *fine)
+        assert "through PATH" not in out + err, fine

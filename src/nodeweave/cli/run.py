@@ -123,7 +123,9 @@ def run_command(
                                          unexpanded_note(command, [*(name for name, _ in sweeps), *extra])) if note]
     if profile is not None:
         said += [f"note: {note}" for note in [profiler_note(profile, spec.image.variant)] if note]
-    said += [f"note: {note}" for note in [inert_sweep_note([name for name, _ in sweeps], spec.image.variant)] if note]
+    said += [f"note: {note}" for note in [inert_sweep_note([name for name, _ in sweeps], spec.image.variant),
+                                          bare_program_note(spec, spec_path, command, launcher or spec.launcher.type)]
+             if note]
     if detach and dry_run:  # what the real run does with --detach, said by its dry run (walk5, W56)
         what = "the sweep's id (<UTC time>-<job>-sweep)" if sweep else "the run's id"
         follows = "the point running then" if sweep else "it"
@@ -187,6 +189,19 @@ def _check_profile_options(profile: str, text: str) -> None:
 
 # The collective library variables each vendor's stack reads: gloo (cpu) none, NCCL its NCCL_*, RCCL both.
 COLLECTIVE_READS = {"cpu": (), "nvidia": ("NCCL_",), "amd": ("NCCL_", "RCCL_")}
+
+
+def bare_program_note(spec, spec_path: Path, command: List[str], launcher: str) -> str:
+    """Launcher ``command`` execs its first word through PATH, which never holds the workspace: a bare
+    ``train.py`` that is a file of the workspace is not found on any node (exit 127), as the entrypoint warns on
+    the node (command-not-found); said here by the plan too (walk5 W72). "" otherwise."""
+    if launcher != "command" or not command or "/" in command[0]:
+        return ""
+    folder = (spec_path.resolve().parent / Path(spec.workspace.host_path).expanduser()).resolve()
+    if not (folder / command[0]).is_file():
+        return ""
+    return (f"launcher command execs {command[0]!r} through PATH, which does not hold the workspace: every node "
+            f"would exit 127; write ./{command[0]} (an executable with its #! line), or python {command[0]}")
 
 
 def inert_sweep_note(swept: List[str], variant: str) -> str:
