@@ -437,6 +437,10 @@ def test_a_sync_that_leaves_out_the_script_says_so(capsys, team, how):
     assert "leaves out image.requirements requirements.txt" in out, out
     code, out, _ = run_cli(capsys, "sync", ".", "/opt/work", "--dry-run", "-o", "json")
     assert not [n for n in json.loads(out)["notes"] if "leaves out" in n]
+    # SRC, DEST and the targets all typed (no word of them reads the spec): the folder's spec still names its files
+    (team / "hosts.txt").write_text("gpu01\ngpu02\n")
+    code, out, _ = run_cli(capsys, "sync", ".", "/data/job", "--hosts-file", "hosts.txt", "--dry-run", "-x", "*.py")
+    assert code == 0 and "leaves out launcher.script train.py" in out, out
 
 
 # -- W53: the folder's other job's damaged record is named (a renamed job down cannot reach), never skipped ----------

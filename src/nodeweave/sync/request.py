@@ -339,7 +339,19 @@ def build_request(src: "Path | None", dest: "str | None", targets: TargetArgs, f
     refuse_nothing_to_send(src, filt, fileset)
     return SyncRequest(src=src, dest=dest, targets=tuple(found), fileset=fileset, filt=filt,
                        options=replace(options, shared=shared, relay=relay), git=git_info(src), notes=notes,
-                       left_out=spec_files_left_out(spec, spec_path, src, filt, fileset))
+                       left_out=spec_files_left_out(spec or _spec_beside(spec_path), spec_path, src, filt, fileset))
+
+
+def _spec_beside(spec_path: Path):
+    """The folder's spec, when SRC, DEST and the targets were all typed (none of them read it): its script and
+    requirements are still the job's, so a rule leaving them out is still said (replay of W66); a spec that does
+    not load is not this sync's business."""
+    from nodeweave.errors import NodeweaveError
+
+    try:
+        return load_spec_if_present(spec_path)
+    except NodeweaveError:
+        return None
 
 
 def spec_files_left_out(spec, spec_path: Path, src: Path, filt: Filter, fileset: FileSet) -> "tuple[str, ...]":
