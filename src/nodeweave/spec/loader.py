@@ -43,8 +43,9 @@ def load_spec(path: "str | Path") -> Spec:
     """Read and validate a spec file (``-``: standard input); every problem is a UsageError naming file and line."""
     path = Path(path)
     text = read_spec_text(path)
-    if is_stdin(path):
-        return parse_spec(text, STDIN_NAME, base_dir=Path.cwd())
+    if is_stdin(path) or not path.is_file():  # a stream (`-`, `<(envsubst < x)`, a named pipe) has no folder
+        # of its own: its relative paths are read from this one, as `--spec -` reads them (walk5 W76: /dev/fd)
+        return parse_spec(text, STDIN_NAME if is_stdin(path) else str(path), base_dir=Path.cwd())
     return parse_spec(text, str(path), base_dir=path.parent)
 
 

@@ -88,7 +88,7 @@ def _project(r: Reader, node: Optional[Node], base_dir: Optional[Path]) -> Optio
     if source is not None and base_dir is not None and not (base_dir / source.rstrip("/")).is_dir():
         why = "is not a directory" if (base_dir / source.rstrip("/")).exists() else "does not exist"
         raise r.fail(f.get("source"), "image.project.source", f"{source!r} {why} in {base_dir.resolve()}", "a directory "
-                     "inside the build context, relative to the spec's directory (e.g. third_party/torchtitan)")
+                     "inside the build context, relative to the spec's directory (this folder for a spec read from a pipe or -; e.g. third_party/torchtitan)")
     run = rule_list(r, f.get("run"), "image.project.run", rules.SHELL_LINE)
     for path, item in r.sequence(f.get("run"), "image.project.run", "shell lines"):
         problem = url_credential(r.string(item, path, "a string"))
@@ -127,7 +127,7 @@ def check_requirements_file(r: Reader, node: Node, file: Path, shown: str, varia
         text = bounded.read_text(file, bounded.TEXT_CAP, "a requirements file")
     except FileNotFoundError:
         raise r.fail(node, field, f"{shown!r} does not exist", "a pinned requirements file inside the build "
-                     "context, relative to the spec's directory") from None
+                     "context, relative to the spec's directory (this folder for a spec read from a pipe or -)") from None
     except (OSError, UnicodeDecodeError) as err:
         why = getattr(err, "strerror", None) or err
         raise r.fail(node, field, f"cannot read {shown!r} ({why})", "a UTF-8 requirements file") from None
