@@ -149,7 +149,10 @@ def _content(path: str) -> str:
         with open(path, "rb") as handle:
             if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
                 return "not a file"
-            return link + hashlib.sha256(handle.read()).hexdigest()
+            digest = hashlib.sha256()
+            for chunk in iter(lambda: handle.read(1 << 20), b""):  # a regular file, hashed in bounded chunks
+                digest.update(chunk)
+            return link + digest.hexdigest()
     except FileNotFoundError:
         return "absent"
     except OSError as err:
