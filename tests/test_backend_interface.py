@@ -24,12 +24,17 @@ from nodeweave.spec import parse_spec
 
 SPEC = "name: lab\nimage: {variant: cpu}\nnodes: 2\nlauncher: {script: t.py}\n"
 FIVE = {"nodes", "states", "plan_up", "plan_down", "logs"}  # what the issue names, and all a target must give
-OPTIONAL_READS = {"marks", "nothing_up_line", "reach_problem", "check_folders", "check_tools", "sync_targets"}
+OPTIONAL_READS = {"marks", "nothing_up_line", "reach_problem", "check_folders", "check_tools", "sync_targets",
+                  # walk5: what a target's nodes mount from here (sync's W36), whether nothing is recorded (W55),
+                  # the command that grows it (W44): each asks nothing by default
+                  "host_mounts", "recorded_nothing", "grow_hint"}
 OWN = {  # each backend's public methods, overrides included (before issue 41's item 5: 11, 8, 14, 15; base 24)
-    LocalCluster: {"nodes", "states", "marks", "nothing_up_line", "check_folders", "check_tools", "sync_targets"},
-    HostsCluster: {"nodes", "states", "logs", "marks", "plan_down", "sync_targets"},
-    KubeCluster: {"nodes", "states", "marks", "nothing_up_line", "reach_problem", "sync_targets"},
-    SlurmCluster: {"nodes", "states", "marks", "nothing_up_line", "check_folders", "check_tools", "sync_targets"},
+    LocalCluster: {"nodes", "states", "marks", "nothing_up_line", "check_folders", "check_tools", "sync_targets",
+                   "host_mounts"},
+    HostsCluster: {"nodes", "states", "logs", "marks", "plan_down", "sync_targets", "grow_hint"},
+    KubeCluster: {"nodes", "states", "marks", "nothing_up_line", "reach_problem", "sync_targets", "grow_hint"},
+    SlurmCluster: {"nodes", "states", "marks", "nothing_up_line", "check_folders", "check_tools", "sync_targets",
+                   "recorded_nothing", "grow_hint"},
 }
 
 

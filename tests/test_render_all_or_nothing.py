@@ -98,7 +98,7 @@ def _files(out: Path):
     from nodeweave.spec import load_spec
 
     spec = load_spec(out / "nodeweave.yaml")
-    files, owners, _ = _render(spec, out / "nodeweave.yaml", wanted_targets(spec), everything=True)
+    files, owners, _ = _render(spec, out / "nodeweave.yaml", None, wanted_targets(spec), everything=True)
     return files, out, False, owners
 
 

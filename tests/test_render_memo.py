@@ -17,6 +17,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import cli_run
 import pytest
 
 SRC = Path(__file__).resolve().parents[1] / "src"
@@ -203,8 +204,8 @@ def test_a_spec_on_standard_input_is_never_kept(project):
     words = ("render", "all", "--check", "--spec", "-")
     for _ in range(2):
         with open(project.root / "nodeweave.yaml", "rb") as spec:
-            done = subprocess.run([sys.executable, "-m", "nodeweave.cli", *words], cwd=project.root, env=project.env,
-                                  stdin=spec, capture_output=True, timeout=120)
+            done = cli_run.run([*cli_run.NODEWEAVE, *words], cwd=project.root, env=project.env, stdin=spec,
+                               text=False, timeout=120)
         assert done.returncode == 0, done.stderr
     assert project.records() == []
 

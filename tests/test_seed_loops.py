@@ -109,8 +109,12 @@ def test_sync_follows_the_local_target_to_its_containers(spec_path, monkeypatch)
         rq.build_request(None, None, rq.TargetArgs(), rq.FilterArgs(), rq.SyncOptions(), spec_path)
     running = PlatformState(NodeState.RUNNING, "running")
     monkeypatch.setattr(LocalCluster, "states", lambda self, nodes: {n.index: running for n in nodes})  # both ran
-    req = rq.build_request(None, None, rq.TargetArgs(), rq.FilterArgs(), rq.SyncOptions(), spec_path)
-    assert [t.label for t in req.targets] == ["docker:seed-0", "docker:seed-1"] and req.dest == "/workspace"
+    # the workspace itself: the nodes mount it from here, so there is nothing to send (walk5 W36)
+    with pytest.raises(rq.NothingToSend, match="nothing to send"):
+        rq.build_request(None, None, rq.TargetArgs(), rq.FilterArgs(), rq.SyncOptions(), spec_path)
+    # a folder the nodes do not mount from here: sent to each container
+    req = rq.build_request(None, "/data/seed", rq.TargetArgs(), rq.FilterArgs(), rq.SyncOptions(), spec_path)
+    assert [t.label for t in req.targets] == ["docker:seed-0", "docker:seed-1"] and req.dest == "/data/seed"
 
 
 # --- 2. bare hosts get the hosts list ---------------------------------------------------------------

@@ -229,6 +229,7 @@ def test_pyxis_on_an_srun_without_pyxis_exits_3_naming_it(tmp_path):
     (bin_dir / "srun").write_text("#!/bin/sh\necho 'Usage: srun [OPTIONS(0)...]'\n")  # srun --help, no plugin
     (bin_dir / "srun").chmod(0o755)
     (tmp_path / ".nodeweave").mkdir()
-    out = subprocess.run([*NODEWEAVE, "status", "--target", "slurm", "--spec", str(tmp_path / "nodeweave.yaml")],
+    # `up` judges the runtime before it takes an allocation (a verb with nothing allocated says that first: W55)
+    out = subprocess.run([*NODEWEAVE, "up", "--target", "slurm", "--spec", str(tmp_path / "nodeweave.yaml")],
                          capture_output=True, text=True, env={"PATH": f"{bin_dir}:/usr/bin:/bin"})
     assert out.returncode == 3 and "no pyxis" in out.stderr and "Traceback" not in out.stderr, out.stderr

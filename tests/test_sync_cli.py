@@ -100,7 +100,8 @@ def test_with_no_target_sync_goes_where_every_verb_goes(tmp_path):
     out = run("--tar", cwd=tmp_path, env=env)
     assert out.returncode == 3, out.stderr
     # the local nodes mount SRC at DEST (nothing to send, walk5 W36), but the missing engine is said first, as up says it
-    assert "no container engine" in out.stderr and out.stderr.count("\n") == 1, out.stderr
+    assert ("no container engine" in out.stderr or "podman is not on PATH" in out.stderr) \
+        and out.stderr.count("\n") == 1, out.stderr
     spec.write_text(plain % ", openshift: true")
     out = run("--tar", cwd=tmp_path, env=env)
     assert out.returncode == 3 and "oc" in out.stderr and out.stderr.count("\n") == 1, out.stderr

@@ -381,8 +381,9 @@ def test_hosts_probe_dry_run_prints_each_probe_and_reaches_no_host(capsys, tmp_p
     code, out, err = run_cli(capsys, "hosts", "probe", "--node", "gpu01", "--node", "podman:trainer-0",
                              "--write-hostfile", "hostfile", "--dry-run")
     assert code == 0, err
-    assert "# probe ssh:gpu01" in out and "gpu01 -- 'python3 -c PROBE" in out, out
-    assert "podman exec -i trainer-0 python3 -c PROBE" in out and "# would write hostfile" in out, out
+    # the real probe script, inline (a dry run's lines can be pasted: left43b), not a PROBE stand-in
+    assert "# probe ssh:gpu01" in out and "gpu01 -- 'python3 -c " in out and "PROBE" not in out, out
+    assert "podman exec -i trainer-0 python3 -c " in out and "# would write hostfile" in out, out
     assert "the real probe would end with exit 3: podman is not on PATH" in out, out
     assert not (tmp_path / "hostfile").exists()
     code, out, _ = run_cli(capsys, "hosts", "probe", "--node", "gpu01", "--dry-run", "-o", "json")

@@ -203,12 +203,11 @@ def test_run_with_launcher_command_names_a_bare_workspace_script_exec_cannot_fin
 def test_a_spec_read_from_a_pipe_reads_its_relative_paths_from_this_folder(tmp_path, monkeypatch):
     """walk5 W76: `--spec <(envsubst < nodeweave.yaml)` read requirements.txt from /dev/fd; a stream has no folder
     of its own, so its relative paths are read from this one, as `--spec -` reads them."""
-    import subprocess
-    import sys
+    import shlex
+
+    import cli_run
 
     _team(tmp_path)
-    monkeypatch.chdir(tmp_path)
-    done = subprocess.run(["bash", "-c", f"{sys.executable} -m nodeweave.cli validate --spec <(cat nodeweave.yaml)"],
-                          capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(Path(
-                              __file__).resolve().parents[1] / "src")}, timeout=120)
+    command = shlex.join([*cli_run.NODEWEAVE, "validate", "--spec"]) + " <(cat nodeweave.yaml)"
+    done = cli_run.run(["bash", "-c", command], cwd=tmp_path)
     assert done.returncode == 0 and "valid: team" in done.stdout, done.stdout + done.stderr

@@ -319,7 +319,11 @@ def test_a_build_refuses_a_context_that_lacks_or_ignores_what_the_image_reads(tm
     (tmp_path / "req.txt").write_text("einops==0.8.2\n")
     (tmp_path / "nodeweave.yaml").write_text(CONTENTS_SPEC)
     with_entrypoint(tmp_path)
+    with pytest.raises(UsageError, match=r"image.project.source"):  # the spec itself refuses it now (walk5 W78)
+        load_spec(tmp_path / "nodeweave.yaml")
+    (tmp_path / "demo").mkdir()
     spec = load_spec(tmp_path / "nodeweave.yaml")
+    (tmp_path / "demo").rmdir()  # gone between validate and the build: the build still names it
     with pytest.raises(UsageError, match=r"image.project.source: 'demo' is not in the build context"):
         prepare_build(spec, "cpu", tmp_path, tmp_path / "scratch", dry_run=True)
     (tmp_path / "demo").mkdir()

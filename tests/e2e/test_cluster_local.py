@@ -216,8 +216,9 @@ def test_down_removes_the_nodes(two, engine):
     exists = subprocess.run(["podman", "container", "exists", "nwt-two-0"]).returncode
     assert exists != 0
     out = nodeweave(two, "status", timeout=120)
-    assert out.returncode == 3 and "nwt-two is not up" in out.stderr and "`nodeweave up` starts it" in out.stderr, \
-        out.stderr
+    # status prepares a run in held nodes: its hint is the README's loop, up --hold (walk5 W46)
+    assert out.returncode == 3 and "nwt-two is not up" in out.stderr and "`nodeweave up --hold` starts it" in \
+        out.stderr, out.stderr
     assert "down (missing)" in out.stdout and "no such container" not in out.stdout, out.stdout
 
 
