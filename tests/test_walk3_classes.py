@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from nodeweave.cli.habits.variables import CLI_VARIABLES
+
 from nodeweave.cli import main
 from nodeweave.errors import EXIT_USAGE
 from cli_run import in_process as run_cli, one_line
@@ -176,8 +178,9 @@ def test_both_programs_warn_once_of_an_unknown_variable_with_the_name_meant(caps
                                                                             meant):
     monkeypatch.setenv(name, "eth9")
     code, out, err = run_cli(capsys, "validate")
+    where = "" if meant in CLI_VARIABLES else ", which nodeweave-entrypoint reads in the nodes, not this command"
     assert code == 0 and one_line(err) == (f"nodeweave: warning: {name} is not a variable nodeweave reads, so it is "
-                                           f"ignored (did you mean {meant}?)"), err
+                                           f"ignored (did you mean {meant}{where}?)"), err
     env = {name: "eth9", "NODE_RANK": "0", "NNODES": "2", "MASTER_ADDR": "10.0.0.1"}
     explained = entrypoint(job_folder, env, "--explain", "--no-wait", "--json", "--", "train.py")
     said = [w for w in json.loads(explained.stdout)["warnings"] if name in w]
