@@ -9,28 +9,16 @@ import json
 import pytest
 
 from cli_run import in_process as run_cli, one_line
+from team_folder import SPEC, make_team
 
-SPEC = """\
-name: team
-image:
-  variant: cpu
-nodes: 2
-gpus_per_node: 1
-launcher:
-  type: torchrun
-  script: train.py
-"""
 
 
 @pytest.fixture
 def team(tmp_path, monkeypatch):
-    (tmp_path / "train.py").write_text("print('hello')\n")
-    (tmp_path / "nodeweave.yaml").write_text(SPEC)
-    monkeypatch.chdir(tmp_path)
-    for name in ("NODEWEAVE_RUNTIME", "NODEWEAVE_IMAGE", "KUBECONFIG", "SLURM_CONF"):
-        monkeypatch.delenv(name, raising=False)
+    team_dir = make_team(tmp_path, monkeypatch)
+    monkeypatch.delenv("SLURM_CONF", raising=False)
     monkeypatch.setenv("KUBECONFIG", str(tmp_path / "no-such-kubeconfig"))
-    return tmp_path
+    return team_dir
 
 
 # -- 1/2: up's --hold, --run, --check and --image: accepted where they do something, refused where not, one rule ---

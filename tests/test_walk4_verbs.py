@@ -15,27 +15,14 @@ import yaml
 
 import cli_run
 from cli_run import in_process as run_cli, one_line
+from team_folder import SPEC, make_team
 
-SPEC = """\
-name: team
-image:
-  variant: cpu
-nodes: 2
-gpus_per_node: 1
-launcher:
-  type: torchrun
-  script: train.py
-"""
 
 
 @pytest.fixture
 def team(tmp_path, monkeypatch):
-    (tmp_path / "train.py").write_text("print('hello')\n")
-    (tmp_path / "nodeweave.yaml").write_text(SPEC)
-    monkeypatch.chdir(tmp_path)
-    for name in ("NODEWEAVE_RUNTIME", "NODEWEAVE_IMAGE", "KUBECONFIG"):
-        monkeypatch.delenv(name, raising=False)
-    return tmp_path
+    team_dir = make_team(tmp_path, monkeypatch)
+    return team_dir
 
 
 # -- F9: run --nodes N / check --node plan N nodes on the node itself, whatever the container's own count says --

@@ -16,30 +16,17 @@ import yaml
 
 import cli_run
 from cli_run import in_process as run_cli, one_line
+from team_folder import SPEC, make_team
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLES = REPO / "examples"
 
-SPEC = """\
-name: team
-image:
-  variant: cpu
-nodes: 2
-gpus_per_node: 1
-launcher:
-  type: torchrun
-  script: train.py
-"""
 
 
 @pytest.fixture
 def team(tmp_path, monkeypatch):
-    (tmp_path / "train.py").write_text("print('hello')\n")
-    (tmp_path / "nodeweave.yaml").write_text(SPEC)
-    monkeypatch.chdir(tmp_path)
-    for name in ("NODEWEAVE_RUNTIME", "NODEWEAVE_IMAGE", "NODEWEAVE_SPEC", "KUBECONFIG", "NODEWEAVE_TARGET"):
-        monkeypatch.delenv(name, raising=False)
-    return tmp_path
+    team_dir = make_team(tmp_path, monkeypatch)
+    return team_dir
 
 
 # --- W71: down deletes only what it says: the job's objects, never a Namespace or cluster-scoped object --------
