@@ -23,3 +23,19 @@ def make_team(tmp_path, monkeypatch):
     for name in CLEARED:
         monkeypatch.delenv(name, raising=False)
     return tmp_path
+
+
+JOB_SPEC = "name: proj\nimage: {variant: cpu}\nnodes: 2\nlauncher: {script: train.py}\n"
+
+
+def make_job_folder(tmp_path, monkeypatch):
+    """A plain job's folder with no NODEWEAVE_* variable of the shell's left set."""
+    import os
+
+    (tmp_path / "nodeweave.yaml").write_text(JOB_SPEC)
+    (tmp_path / "train.py").write_text("print(1)\n")
+    monkeypatch.chdir(tmp_path)
+    for name in list(os.environ):
+        if name.startswith("NODEWEAVE_"):
+            monkeypatch.delenv(name)
+    return tmp_path

@@ -15,20 +15,12 @@ from nodeweave.cli.habits.variables import CLI_VARIABLES
 from nodeweave.cli import main
 from nodeweave.errors import EXIT_USAGE
 from cli_run import in_process as run_cli, one_line
-
-
-SPEC = "name: proj\nimage: {variant: cpu}\nnodes: 2\nlauncher: {script: train.py}\n"
+from team_folder import JOB_SPEC as SPEC, make_job_folder
 
 
 @pytest.fixture
 def job_folder(tmp_path, monkeypatch):
-    (tmp_path / "nodeweave.yaml").write_text(SPEC)
-    (tmp_path / "train.py").write_text("print(1)\n")
-    monkeypatch.chdir(tmp_path)
-    for name in list(__import__("os").environ):
-        if name.startswith("NODEWEAVE_"):
-            monkeypatch.delenv(name)
-    return tmp_path
+    return make_job_folder(tmp_path, monkeypatch)
 
 
 # -- U5: one damaged run record is one row (or one warning), never a block on the other runs -----------------

@@ -13,20 +13,12 @@ import pytest
 
 from nodeweave.errors import EXIT_USAGE
 from cli_run import in_process as run_cli, one_line
+from team_folder import JOB_SPEC as SPEC, make_job_folder
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "nodeweave"
-SPEC = "name: proj\nimage: {variant: cpu}\nnodes: 2\nlauncher: {script: train.py}\n"
-
-
 @pytest.fixture
 def job_folder(tmp_path, monkeypatch):
-    (tmp_path / "nodeweave.yaml").write_text(SPEC)
-    (tmp_path / "train.py").write_text("print(1)\n")
-    monkeypatch.chdir(tmp_path)
-    for name in list(__import__("os").environ):
-        if name.startswith("NODEWEAVE_"):
-            monkeypatch.delenv(name)
-    return tmp_path
+    return make_job_folder(tmp_path, monkeypatch)
 
 
 # -- W14: every NODEWEAVE_* variable the CLI reads, set but empty, is refused the same way ---------------------
