@@ -98,3 +98,20 @@ def ctrl_c_reaches_it() -> None:
     import signal
 
     signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def entrypoint_in_process(folder, monkeypatch, capsys):
+    """``nodeweave-entrypoint ARGV`` in this process, in ``folder`` (made the working folder) with only ``env`` of
+    the caller's set beside PATH, HOME and TMPDIR: ``run(argv, env=None) -> (exit code, stdout, stderr)``."""
+    from nodeweave.entrypoint.__main__ import main as entrypoint_main
+
+    monkeypatch.chdir(folder)
+    base = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(folder), "TMPDIR": str(folder)}
+
+    def run(argv, env=None):
+        monkeypatch.setattr(os, "environ", dict(base, **(env or {})))
+        code = entrypoint_main(list(argv))
+        out = capsys.readouterr()
+        return code, out.out, out.err
+
+    return run

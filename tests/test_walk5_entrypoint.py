@@ -25,13 +25,13 @@ from pathlib import Path
 
 import pytest
 
-from nodeweave.entrypoint.__main__ import main as entrypoint_main
 from nodeweave.entrypoint.errors import UsageError
 from nodeweave.entrypoint.nodeinfo import OPTIONS, check_arguments
 from nodeweave.entrypoint.planning.contract import SETTINGS, list_text
 from nodeweave.entrypoint.planning.settings import parse
 from nodeweave.errors import NodeweaveError
 from nodeweave.spec import parse_spec
+from cli_run import entrypoint_in_process
 
 REPO = Path(__file__).resolve().parents[1]
 TWO_NODES = {"NNODES": "2", "NODE_RANK": "0", "MASTER_ADDR": "10.0.0.1"}
@@ -42,16 +42,7 @@ def entrypoint(tmp_path, monkeypatch, capsys):
     """``nodeweave-entrypoint ARGV`` in this process, in a folder holding train.py, with only ``env`` set:
     (exit code, stdout, stderr)."""
     (tmp_path / "train.py").write_text("print('hi')\n")
-    monkeypatch.chdir(tmp_path)
-    base = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(tmp_path), "TMPDIR": str(tmp_path)}
-
-    def run(argv, env=None):
-        monkeypatch.setattr(os, "environ", dict(base, **(env or {})))
-        code = entrypoint_main(list(argv))
-        out = capsys.readouterr()
-        return code, out.out, out.err
-
-    return run
+    return entrypoint_in_process(tmp_path, monkeypatch, capsys)
 
 
 def explained(entrypoint, env, *argv):
