@@ -320,11 +320,9 @@ def _warn_unknown_variables(argv: "list[str]") -> None:
     if reports_itself is not None and reports_itself(argv[1:]):
         return
     from nodeweave.cli.habits.variables import CLI_VARIABLES
-    from nodeweave.entrypoint.planning.variables import unknown_lines, unknown_variables
+    from nodeweave.entrypoint.planning.variables import unknown_lines
 
-    for line, (_, close) in zip(unknown_lines(os.environ), unknown_variables(os.environ)):
-        if close and close not in CLI_VARIABLES:  # the name meant is the nodes' own: set here, it does nothing
-            line = line[:-2] + f", which nodeweave-entrypoint reads in the nodes, not this command?)"
+    for line in unknown_lines(os.environ, read_here=CLI_VARIABLES):  # a name only the nodes read: said so
         typer.echo(f"nodeweave: warning: {line}", err=True)
 
 

@@ -113,8 +113,14 @@ def _aliases():
     return found
 
 
-def unknown_lines(env):
-    """One sentence per unknown NODEWEAVE_* variable: that it is ignored, and the name meant."""
+def unknown_lines(env, read_here=None):
+    """One sentence per unknown NODEWEAVE_* variable: that it is ignored, and the name meant. ``read_here``: the
+    names the calling program reads (the CLI's), when a name meant that it does not read is only the nodes'."""
+    def meant(close):
+        elsewhere = read_here is not None and close not in read_here
+        return f" (did you mean {close}" + (", which nodeweave-entrypoint reads in the nodes, not this command?)"
+                                            if elsewhere else "?)")
+
     return [f"{name} is not a variable nodeweave reads, so it is ignored"
-            + (f" (did you mean {close}?)" if close else " (`nodeweave-entrypoint --help` lists the NODEWEAVE_* "
-               "variables)") for name, close in unknown_variables(env)]
+            + (meant(close) if close else " (`nodeweave-entrypoint --help` lists the NODEWEAVE_* variables)")
+            for name, close in unknown_variables(env)]
