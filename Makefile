@@ -4,12 +4,19 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 SPEC ?= nodeweave.yaml
+# $(SPEC) as one shell word, whatever it holds (a space, a quote, `my proj ü/nodeweave.yaml`): every recipe pastes this
+SPEC_WORD = '$(subst ','\'',$(SPEC))'
 VARIANT ?=
 PYTEST_ARGS ?=
 # pytest-xdist workers: the real-tool tests (engine, Slurm) run in groups, a test file's (every Slurm test's)
 # in turn in one worker, the groups and the pure tests spread over all (tests/conftest.py, tests/ci_gate.py).
 # TEST_WORKERS=0 runs everything in one process.
 TEST_WORKERS ?= auto
+# A value variable given empty (`make image VARIANT=$V` with V unset; VENV= would make BIN /bin) is refused, as the
+# CLI refuses an empty value (an empty value never means "the default" or "here"): leave it out for its default.
+VALUE_VARIABLES := PYTHON VENV SPEC VARIANT TEST_WORKERS
+GIVEN_EMPTY := $(strip $(foreach v,$(VALUE_VARIABLES),$(if $(filter command line environment override,$(origin $(v))),$(if $(strip $($(v))),,$(v)))))
+$(if $(GIVEN_EMPTY),$(error $(firstword $(GIVEN_EMPTY)) is given empty (an unset variable?); accepted: a value ($(firstword $(GIVEN_EMPTY))=...), or leave $(firstword $(GIVEN_EMPTY)) out for its default))
 
 .DEFAULT_GOAL := help
 
@@ -51,40 +58,40 @@ $(CLI): pyproject.toml
 cli: $(CLI) ## Create .venv with the nodeweave command line only (what the loop targets need; no torch, no checkov)
 
 .PHONY: demo
-demo: install ## With podman: build the cpu image, up a 2-node local cluster, run examples/train.py, show runs/, down. Without: render into build/demo, explain the plan, name the one command that installs an engine
-	NODEWEAVE_VENV=$(VENV) bash examples/demo.sh $(SPEC)
+demo: install ## First `make install` (several GB: torch, DeepSpeed, the test tools, checkov). With podman: build the cpu image, up a 2-node local cluster, run examples/train.py, show runs/, down. Without: render into build/demo, explain the plan, name the one command that installs an engine (`make cli` + examples/demo.sh need no torch there)
+	NODEWEAVE_VENV=$(VENV) bash examples/demo.sh $(SPEC_WORD)
 
 .PHONY: render
 render: cli ## Regenerate the committed images/, compose/, manifests/ and entrypoint/ (the zipapp) from $(SPEC) (tests fail when they are stale)
-	$(BIN)/nodeweave render all --spec $(SPEC) --prune
+	$(BIN)/nodeweave render all --spec $(SPEC_WORD) --prune
 
 .PHONY: image
 image: cli ## Build $(SPEC)'s image.variant (VARIANT=cpu: another) with docker (BuildKit) or podman, tags <variant>-<sha> and <variant> (IMAGE_ARGS="--base localhost/nodeweave-base:bookworm --push ...")
-	$(BIN)/nodeweave image build $(VARIANT) --spec $(SPEC) $(IMAGE_ARGS)
+	$(BIN)/nodeweave image build $(VARIANT) --spec $(SPEC_WORD) $(IMAGE_ARGS)
 
 .PHONY: sync
 sync: cli ## Push this workspace to every node of the cluster `up` made for $(SPEC) (as every verb picks it) and check they match (SYNC_ARGS="--dry-run", "--node podman:c1", ...)
-	$(BIN)/nodeweave sync --spec $(SPEC) $(SYNC_ARGS)
+	$(BIN)/nodeweave sync --spec $(SPEC_WORD) $(SYNC_ARGS)
 
 .PHONY: up
 up: cli ## Bring the cluster up holding (UP_ARGS="--target kubernetes", "--target hosts --host gpu01 --host gpu02 --remote-dir /srv/job", ...)
-	$(BIN)/nodeweave up --spec $(SPEC) --hold $(UP_ARGS)
+	$(BIN)/nodeweave up --spec $(SPEC_WORD) --hold $(UP_ARGS)
 
 .PHONY: run
 run: cli ## Run the spec's job (or RUN_ARGS="-- train.py --lr 1e-3", "--sweep NCCL_MAX_NCHANNELS=8,16 --metric 'samples/s ([0-9.]+)'") on every node; logs in runs/
-	$(BIN)/nodeweave run --spec $(SPEC) $(RUN_ARGS)
+	$(BIN)/nodeweave run --spec $(SPEC_WORD) $(RUN_ARGS)
 
 .PHONY: status
 status: cli ## One row per node: up, hold, rank, plan hash, run in progress, GPU use
-	$(BIN)/nodeweave status --spec $(SPEC)
+	$(BIN)/nodeweave status --spec $(SPEC_WORD)
 
 .PHONY: logs
 logs: cli ## Every node's output with [node-i] prefixes, followed (the last run's in hold mode)
-	$(BIN)/nodeweave logs --spec $(SPEC) -f
+	$(BIN)/nodeweave logs --spec $(SPEC_WORD) -f
 
 .PHONY: down
 down: cli ## Take the cluster down (Kubernetes claims are kept unless DOWN_ARGS=--delete-claims)
-	$(BIN)/nodeweave down --spec $(SPEC) $(DOWN_ARGS)
+	$(BIN)/nodeweave down --spec $(SPEC_WORD) $(DOWN_ARGS)
 
 .PHONY: test
 test: install ## Run the whole test suite in pytest-xdist workers (TEST_WORKERS=0: one process; engine tests skip with a reason where no engine runs)

@@ -2,7 +2,8 @@
 
 It trains the two-layer regression model of examples/train.py (gloo on CPU,
 NCCL on GPUs), saves a checkpoint every ``--ckpt-every`` steps (``50``) or
-seconds (``30s``) into ``--ckpt-dir``, and resumes:
+seconds (``30s``) into ``--ckpt-dir`` (by default ``NODEWEAVE_CHECKPOINT_DIR``, the
+folder recovery scans: ``recovery.checkpoint_dir``), and resumes:
 
 - from ``NODEWEAVE_RESUME_FROM`` when nodeweave's recovery sets it (the newest
   *complete* checkpoint it found), else
@@ -61,7 +62,9 @@ def parse_args(argv=None):
     parser.add_argument("--steps", type=int, default=200, help="train up to this global step (default 200)")
     parser.add_argument("--step-time", type=float, default=0.0,
                         help="pad each step to at least this many seconds, so runs compare in steps")
-    parser.add_argument("--ckpt-dir", default="checkpoints", help="where saves go (default ./checkpoints)")
+    parser.add_argument("--ckpt-dir", default=os.environ.get("NODEWEAVE_CHECKPOINT_DIR") or "checkpoints",
+                        help="where saves go (default: NODEWEAVE_CHECKPOINT_DIR, the folder nodeweave's recovery "
+                             "scans for the newest complete save, else ./checkpoints)")
     parser.add_argument("--ckpt-every", type=every, default=(50, "steps"), help="50 (steps) or 30s (seconds)")
     parser.add_argument("--format", choices=("dcp", "torch"), default="dcp")
     parser.add_argument("--resume-latest", action="store_true",

@@ -23,6 +23,16 @@ CI_TOOLS = {
     "podman (.ci/setup-engine.sh)": (
         "@engine", "!tests/e2e/test_docker_path.py::*",
         "tests/test_compose.py::test_podman_compose_*",
+        # it answers "not up" for containers that are not: these skip without it
+        "tests/test_cli_not_up.py::test_nothing_up_is_one_answer_on_every_verb*",
+        "tests/test_walk6_targets.py::test_local_sync_not_up_hint_leaves_sync_out_and_names_only_the_picked_nodes*",
+        "tests/test_walk_cli_verbs.py::test_logs_since_with_nothing_up_is_the_one_not_up_answer",
+        "tests/test_walk_classes.py::test_down_with_nothing_up_says_so_and_writes_nothing",
+        "tests/test_walk7_c.py::test_a21_a_compose_project_with_nothing_up_is_exit_3_as_every_not_up",
+        "tests/test_walk5_sync.py::test_the_preparing_verbs_hint_up_hold_when_nothing_is_up*",
+        "tests/test_walk4_cli.py::test_up_refuses_a_state_file_that_is_not_its_own*",
+        "tests/test_walk3_classes.py::test_image_build_dry_run_refuses_a_network_the_real_engine_lacks",
+        "tests/test_walk4_verbs.py::test_every_sync_dry_run_with_nothing_there_exits_0_and_says_the_real_exit*",
     ),
     "dockerd (.ci/setup-docker.sh)": (
         "tests/e2e/test_docker_path.py::*",
@@ -47,6 +57,16 @@ CI_TOOLS = {
         "tests/test_seed_loops.py::test_up_applies_an_overlay_folder_of_the_users_own",
         "tests/test_cluster_argv.py::test_kubernetes_up_pins_the_digest_the_last_push_recorded",
         "tests/test_scanners.py::test_checkov_*", "tests/test_scanners.py::test_the_default_pod_*",
+        "tests/test_walk2_classes.py::test_a_kubernetes_dry_run_notes_an_unreachable_cluster*",
+        "tests/test_walk5_targets.py::test_down_plan_says_what_it_keeps",
+        "tests/test_walk7_f.py::test_a_mistyped_kube_context_is_exit_3_on_every_verb*",
+        "tests/test_walk7_f.py::test_a_dry_run_foretells_the_mistyped_context*",
+        "tests/test_walk5_targets.py::test_down_deletes_only_the_jobs_objects_of_every_folder*",
+        "tests/test_up_plans.py::test_up_after_down_needs_no_flags_again",
+        "tests/test_cluster_identity.py::test_kubernetes_refuses_a_statefulset_another_folder_applied",
+        "tests/test_cluster_identity.py::test_kubernetes_refuses_a_claim_another_folders_down_kept",
+        "tests/test_cluster_identity.py::test_kubernetes_namespace_changed_while_up",
+        "tests/test_walk4_verbs.py::test_every_sync_dry_run_with_nothing_there_exits_0_and_says_the_real_exit*",
     ),
     "checkov in .venv/checkov (make install)": ("tests/test_scanners.py::test_checkov_*",),
     "Slurm: slurm-wlm (.ci/setup-tools.sh)": (
@@ -60,6 +80,7 @@ CI_TOOLS = {
         "tests/test_slurm_runtimes.py::test_pyxis_up_run_status_stop_logs_down_on_slurm",
         "tests/test_slurm_runtimes.py::test_apptainer_up_run_status_down_on_slurm",
         "tests/test_slurm_recovery.py::*",
+        "tests/test_walk5_targets.py::test_a_slurm_job_with_nothing_allocated_is_not_up_before_its_runtime_is_judged*",
     ),
     "shellcheck (.ci/setup-tools.sh)": (
         "tests/test_slurm.py::test_bash_parses_and_shellcheck_passes*", "tests/test_slurm.py::test_shellcheck_is_live",

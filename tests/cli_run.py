@@ -115,3 +115,11 @@ def entrypoint_in_process(folder, monkeypatch, capsys):
         return code, out.out, out.err
 
     return run
+
+
+def in_a_folder_with_train_py(tmp_path, monkeypatch, capsys):
+    """``nodeweave-entrypoint ARGV`` in this process, in a folder holding train.py: (exit code, stdout, stderr).
+    The body of the ``entrypoint`` fixture the entrypoint walks share (each file: ``entrypoint =
+    pytest.fixture(in_a_folder_with_train_py)``)."""
+    (tmp_path / "train.py").write_text("print('hi')\n")
+    return entrypoint_in_process(tmp_path, monkeypatch, capsys)

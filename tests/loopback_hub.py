@@ -26,33 +26,33 @@ def free_port():
             continue
 
 
-def fp(rank, nnodes=3, **changes):
-    return full_fp(rank, nnodes=str(nnodes), address="127.0.0.1", route_address="127.0.0.1",
-                   hostname_address="127.0.0.1", **changes)
+def fp(rank, nnodes=3, address="127.0.0.1", **changes):
+    return full_fp(rank, nnodes=str(nnodes), address=address, route_address=address,
+                   hostname_address=address, **changes)
 
 
 TOKEN = job_token({}, "trainer", 29500)
 
 
 class Cluster:
-    """Node 0's hub and ``workers`` nodes checking in from threads."""
+    """Node 0's hub and ``workers`` nodes checking in from threads, to node 0 at ``host``."""
 
-    def __init__(self, workers, changes=None, token=TOKEN, nnodes=None):
-        self.port = free_port()
+    def __init__(self, workers, changes=None, token=TOKEN, nnodes=None, host="127.0.0.1"):
+        self.port, self.host = free_port(), host
         self.nnodes = nnodes or workers + 1
         self.log = []
         self.hub = Hub(self.port, TOKEN, fp(0, self.nnodes), self.log.append)
         self.results, self.channels, self.errors = {}, {}, {}
         self.threads = []
         for rank in range(1, workers + 1):
-            mine = fp(rank, self.nnodes, **(changes or {}).get(rank, {}))
+            mine = fp(rank, self.nnodes, address=host, **(changes or {}).get(rank, {}))
             thread = threading.Thread(target=self._node, args=(rank, mine, token), daemon=True)
             thread.start()
             self.threads.append(thread)
 
     def _node(self, rank, mine, token):
         try:
-            self.results[rank], self.channels[rank] = check_in("127.0.0.1", self.port, mine, token,
+            self.results[rank], self.channels[rank] = check_in(self.host, self.port, mine, token,
                                                                time.monotonic() + 20)
         except ExchangeError as err:
             self.errors[rank] = err

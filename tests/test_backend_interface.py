@@ -27,12 +27,17 @@ FIVE = {"nodes", "states", "plan_up", "plan_down", "logs"}  # what the issue nam
 OPTIONAL_READS = {"marks", "nothing_up_line", "reach_problem", "check_folders", "check_tools", "sync_targets",
                   # walk5: what a target's nodes mount from here (sync's W36), whether nothing is recorded (W55),
                   # the command that grows it (W44): each asks nothing by default
-                  "host_mounts", "recorded_nothing", "grow_hint"}
+                  "host_mounts", "recorded_nothing", "grow_hint",
+                  # replay5 N2: the user's files up and down apply, judged before any tool (exit 2); none by default
+                  "judge_tree",
+                  # walk7 A35: a local image this machine's store lacks, judged before `up` starts anything
+                  "image_problem"}
 OWN = {  # each backend's public methods, overrides included (before issue 41's item 5: 11, 8, 14, 15; base 24)
     LocalCluster: {"nodes", "states", "marks", "nothing_up_line", "check_folders", "check_tools", "sync_targets",
-                   "host_mounts"},
+                   "host_mounts", "reach_problem", "image_problem"},  # walk7 A3: the engine answers; A35: the image
     HostsCluster: {"nodes", "states", "logs", "marks", "plan_down", "sync_targets", "grow_hint"},
-    KubeCluster: {"nodes", "states", "marks", "nothing_up_line", "reach_problem", "sync_targets", "grow_hint"},
+    KubeCluster: {"nodes", "states", "marks", "nothing_up_line", "reach_problem", "sync_targets", "grow_hint",
+                  "judge_tree"},
     SlurmCluster: {"nodes", "states", "marks", "nothing_up_line", "check_folders", "check_tools", "sync_targets",
                    "recorded_nothing", "grow_hint"},
 }

@@ -121,7 +121,7 @@ def test_the_document_is_read_from_node_0s_log(tmp_path):
 def test_options_refuse_what_cannot_work():
     with pytest.raises(UsageError, match=r"--threshold 120 is not accepted"):
         CheckOptions(threshold=1.2)
-    with pytest.raises(UsageError, match="--repeats 0 is not accepted: 1 or more"):
+    with pytest.raises(UsageError, match="--repeats 0 is not accepted: 1 to 10"):
         CheckOptions(repeats=0)
 
 

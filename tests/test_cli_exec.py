@@ -17,14 +17,18 @@ SPEC = "name: nwexec\nimage: {variant: cpu}\nnodes: 2\ngpus_per_node: 1\nlaunche
 
 @pytest.fixture(scope="module")
 def nodes(tmp_path_factory):
-    """Two containers named as the spec's local nodes (nwexec-0, nwexec-1), removed afterwards."""
+    """Two containers named as the spec's local nodes (nwexec-0, nwexec-1), carrying the mark this folder's
+    ``up`` puts on its containers (exec acts only on those), removed afterwards."""
+    from nodeweave.cluster.identity import JobMark
+
     names = ["nwexec-0", "nwexec-1"]
-    subprocess.run(["podman", "rm", "-f", *names], capture_output=True)
-    for name in names:
-        subprocess.run(["podman", "run", "-d", "--name", name, "--hostname", name, IMAGE, "sleep", "600"],
-                       check=True, capture_output=True)
     folder = tmp_path_factory.mktemp("exec")
     (folder / "nodeweave.yaml").write_text(SPEC)
+    labels = [f"--label={key}={value}" for key, value in JobMark.of(folder, "nwexec").labels().items()]
+    subprocess.run(["podman", "rm", "-f", *names], capture_output=True)
+    for name in names:
+        subprocess.run(["podman", "run", "-d", "--name", name, "--hostname", name, *labels, IMAGE, "sleep", "600"],
+                       check=True, capture_output=True)
     yield folder
     subprocess.run(["podman", "rm", "-f", "-t", "0", *names], capture_output=True)
 

@@ -77,8 +77,10 @@ def test_status_of_a_down_cluster_says_down_not_the_engines_words(project):
     done = nodeweave(project, "status", "--engine", "podman")
     assert done.returncode == EXIT_ENVIRONMENT, done.stderr  # nothing up: exit 3, as every verb (issue 43, row 22)
     assert "no such container" not in done.stdout + done.stderr
-    assert "down (missing)" in done.stdout
-    assert "`nodeweave up --hold` starts it, then `nodeweave status`" in one_line(done)  # walk5 W46
+    # every node down: no table, one line naming them as ranges (walk6 W4/W5)
+    line = one_line(done)
+    assert done.stdout == "" and "node-0 (missing), node-1 (missing)" in line, done.stdout + done.stderr
+    assert "`nodeweave up --hold` starts it, then `nodeweave status`" in line  # walk5 W46
 
 
 def test_status_without_a_kubernetes_cluster_is_one_line_without_klog(project):

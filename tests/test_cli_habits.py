@@ -7,6 +7,7 @@ verbs that take a command after ``--``, and in ``nodeweave-entrypoint``); ``node
 
 from __future__ import annotations
 
+import json
 import subprocess
 from pathlib import Path
 
@@ -85,8 +86,14 @@ def test_fixed_choices_are_completed(tmp_path, line, offered):
 
 def test_run_ids_are_completed(tmp_path):
     (tmp_path / "nodeweave.yaml").write_text("name: j\nimage: {variant: cpu}\nlauncher: {script: t.py}\n")
-    for name in ("20260101T000000Z-j", "20260102T000000Z-j", "20260103T000000Z-sweep"):
+    for name in ("20260101T000000Z-j", "20260102T000000Z-j"):
         (tmp_path / "runs" / name).mkdir(parents=True)
+        (tmp_path / "runs" / name / "run.json").write_text(json.dumps(
+            {"id": name, "job": "j", "started": "2026-01-01T00:00:00Z", "ended": "2026-01-01T00:05:00Z",
+             "exit_code": 0, "nodes": []}))
+    (tmp_path / "runs" / "20260103T000000Z-sweep").mkdir()
+    (tmp_path / "runs" / "20260103T000000Z-sweep" / "sweep.json").write_text(json.dumps({"job": "j", "points": []}))
+    (tmp_path / "runs" / "20260104T000000Z-j").mkdir()  # no record: no run a verb can read (walk6 W67)
     assert complete(tmp_path, "nodeweave runs show ") == ["last", "20260101T000000Z-j", "20260102T000000Z-j",
                                                           "20260103T000000Z-sweep"]
     assert complete(tmp_path, "nodeweave runs compare 20260102") == ["20260102T000000Z-j"]

@@ -23,6 +23,8 @@ import typer.main
 from nodeweave.cli import app, main, verb_options_first
 from nodeweave.cli.habits.lazy import LazyVerbs, every_command
 
+from doc_values import shown_as_refused
+
 REPO = Path(__file__).resolve().parents[1]
 ROOT = typer.main.get_command(app)
 SPAN = re.compile(r"`([^`\n]+)`")
@@ -126,7 +128,7 @@ def make_lines():
                 examples = [(None, "")]
             for var, value in examples or [(None, "")]:
                 command = re.sub(r"\$\(([A-Z_]+)\)", lambda m: value if m.group(1) == var else
-                                 {"SPEC": "nodeweave.yaml"}.get(m.group(1), ""), recipe)
+                                 {"SPEC": "nodeweave.yaml", "SPEC_WORD": "nodeweave.yaml"}.get(m.group(1), ""), recipe)
                 found.append((f"make help: make {target}", "nodeweave " + " ".join(command.split())))
     return found
 
@@ -406,7 +408,6 @@ def _field_paths():
 
 BASE_SPEC = {"name": "demo", "nodes": 2, "gpus_per_node": 1, "image": {"variant": "cpu"},
              "launcher": {"type": "torchrun", "script": "train.py"}}
-REFUSED_NEAR = re.compile(r"refus|not accepted|rejected|is an error|errors?\b|caught|surprise|instead of|not `", re.I)
 
 
 def doc_spec_settings():
@@ -423,8 +424,7 @@ def doc_spec_settings():
                 path = name if name in paths else (leaves.get(name, [None])[0] if len(leaves.get(name, [])) == 1 else None)
                 if path is None or re.search(r"[A-Z]{2,}|\.\.\.|\bS\b", value) or value.startswith("*"):
                     continue  # a placeholder, or a YAML alias whose anchor the sentence sets elsewhere
-                context = line[max(0, match.start() - 80):match.end() + 80]
-                if REFUSED_NEAR.search(context):
+                if shown_as_refused(line, match):
                     continue  # the doc shows it as a mistake
                 found.append((f"{doc.name}:{number}", path, value))
     return found

@@ -203,6 +203,6 @@ def test_a_reserved_variable_is_refused_in_the_spec(name):
 
 
 def test_the_users_own_variables_still_pass(project, capsys):
-    assert parse_spec(spec_with("env: {NODEWEAVE_JOB_TOKEN_FILE: /t, NCCL_DEBUG: INFO}"), "s.yaml").env
-    code = main(["run", "--dry-run", "-e", "NCCL_DEBUG=INFO", "-e", "NODEWEAVE_JOB_TOKEN_FILE=/t"])
+    assert parse_spec(spec_with("env: {NODEWEAVE_JOB_TOKEN_FILE: /workspace/t, NCCL_DEBUG: INFO}"), "s.yaml").env
+    code = main(["run", "--dry-run", "-e", "NCCL_DEBUG=INFO", "-e", "NODEWEAVE_JOB_TOKEN_FILE=/workspace/t"])
     assert code == 0, capsys.readouterr().err

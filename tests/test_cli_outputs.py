@@ -53,7 +53,7 @@ SAMPLES = {
     "image build": ["image", "build", "--dry-run"],
 }
 # data verbs that need a machine, a cluster or a second run to print anything
-NO_SAMPLE = {"bench", "doctor", "hosts probe", "status", "runs compare", "sync"}  # sync's dry run asks its targets
+NO_SAMPLE = {"bench", "doctor", "hosts probe", "status", "runs compare", "sync", "top"}  # sync's dry run asks its targets; top reads a live node 0 (test_walk6_cli serves one)
 
 
 @pytest.fixture()
@@ -227,8 +227,29 @@ def test_runs_compare_says_when_the_metric_is_missing_or_matches_nothing(folder,
 
 
 @pytest.mark.skipif(__import__("shutil").which("podman") is None, reason="status asks podman for the containers")
-def test_status_wide_shows_more_than_the_table(folder, capsys, monkeypatch):
-    monkeypatch.setenv("PATH", "/usr/local/bin:/usr/bin:/bin")  # the engine, which the fixture hides
-    _, table, _ = _call(["status", "-o", "table"], capsys)
-    _, wide, _ = _call(["status", "-o", "wide"], capsys)
+def test_status_wide_shows_more_than_the_table():
+    """`status` with nothing up is one line now (walk6 W4), so the table is drawn here from an answering node's
+    row as `status` builds it: -o wide adds the processes per node and keeps a down node's reason whole."""
+    from types import SimpleNamespace
+
+    from rich.console import Console
+
+    from nodeweave.cluster.status import status_table
+
+    backend = SimpleNamespace(spec=SimpleNamespace(name="team"), where="podman on this machine")
+    reason = "the container exited (137): " + "x" * 80
+    rows = [{"node": "node-0", "reached_as": "podman:team-0", "platform": None, "up": True, "error": None,
+             "mode": "hold", "rank": 0, "role": None, "procs": 8, "plan_hash": "ab12", "plan_errors": [], "run": None,
+             "now": None, "gpu": None, "recovery": None, "asked": True},
+            {"node": "node-1", "reached_as": "podman:team-1", "platform": None, "up": False, "error": reason,
+             "mode": None, "rank": None, "role": None, "procs": None, "plan_hash": None, "plan_errors": [],
+             "run": None, "now": None, "gpu": None, "recovery": None, "asked": True}]
+
+    def drawn(wide):
+        console = Console(width=400, record=True, force_terminal=False)
+        console.print(status_table(backend, rows, wide=wide))
+        return console.export_text()
+
+    table, wide = drawn(False), drawn(True)
     assert "processes" in wide and "processes" not in table
+    assert "x" * 80 in wide and "x" * 80 not in table

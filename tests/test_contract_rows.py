@@ -49,6 +49,7 @@ EXCHANGE_OFF = (SPEC.replace("exchange: true", "exchange: false").replace(", gpu
                 .split("recovery:")[0]) + "metrics: {enabled: false}\n"
 # What the entrypoint makes of each spec field's value (its own typed form).
 EXPECTED = {
+    "name": "rt",  # the job id the compose files carry (walk6 W8)
     "nodes": "3",
     "kubernetes.service": "rdzv",
     "kubernetes.cluster_domain": "corp.example",

@@ -118,7 +118,7 @@ def test_a_url_that_cannot_be_node_0s_port_is_bad_input_for_top_and_the_dashboar
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 2 and done.stderr.strip().splitlines() == [
         "nodeweave: error: --url gpu01:9464: not an http(s) URL with a host; accepted: node 0's metrics port as a "
-        "URL, e.g. http://127.0.0.1:9464"], done.stderr
+        "URL, e.g. http://127.0.0.1:9464 or http://[fd00::1]:9464"], done.stderr
 
 
 def test_a_port_already_taken_is_refused_in_one_line_with_exit_2(tmp_path):

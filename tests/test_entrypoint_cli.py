@@ -92,7 +92,7 @@ def test_not_executable_launcher_is_126(tmp_path):
 
 @pytest.mark.parametrize("args,env,code,needle", [
     (["--node-rank", "x", "--", "t.py"], {}, 2, "node rank must be a whole number, got 'x' (from flag --node-rank)"),
-    (["--nnodes", "0", "--", "t.py"], {}, 2, "node count must be at least 1"),
+    (["--nnodes", "0", "--", "t.py"], {}, 2, "node count must be a whole number of 1 or more"),
     (["--nnodes", "2", "--node-rank", "2", "--master-addr", "m", "--", "t.py"], {}, 2, "is not below the node count"),
     (["--launcher", "mpirun", "--", "t.py"], {}, 2, "unknown launcher 'mpirun'"),
     (["--bogus", "--", "t.py"], {}, 2, "unknown option '--bogus'"),
@@ -164,7 +164,7 @@ def test_explain_json_schema():
     data = json.loads(out)
     assert data["schema"] == "nodeweave.entrypoint/1"
     assert set(data) == {"schema", "node", "topology", "env", "launch", "warnings", "errors", "exchange", "fingerprint", "role",
-                         "faults"}
+                         "faults", "mode"}
     assert data["exchange"] == {"enabled": False, "why": "a captured tree (--sysroot) is not a live node"}
     assert data["fingerprint"]["gpu_vendor"] == "amd" and data["fingerprint"]["rank"] == 1
     node = data["node"]

@@ -70,9 +70,16 @@ def test_a_plain_command_is_prefixed(profilers):
 
 
 def test_a_missing_profiler_is_exit_127_naming_it(tmp_path):
-    with pytest.raises(EntrypointError) as err:
-        plan("torchrun", "nsys", {"PATH": str(tmp_path), "TMPDIR": str(tmp_path)})
-    assert err.value.exit_code == 127 and "'nsys'" in str(err.value)
+    """The start refuses it before any wait (``start_problem``); the plan, often read off the node, warns
+    (walk8 B35: --explain itself exited 127)."""
+    from nodeweave.entrypoint import parse
+    from nodeweave.entrypoint.running.profile import profiler_missing
+
+    env = {"PATH": str(tmp_path), "TMPDIR": str(tmp_path)}
+    made = plan("torchrun", "nsys", env)
+    assert any("'nsys'" in w and "exit 127" in w for w in made.warnings), made.warnings
+    why, code = profiler_missing(parse(["--profile", "nsys", "--", *SCRIPT], env))
+    assert code == 127 and "'nsys'" in why
 
 
 @pytest.mark.launchers

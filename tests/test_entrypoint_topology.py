@@ -290,11 +290,11 @@ def test_nothing_set_is_a_single_node():
 @pytest.mark.parametrize("env,needle", [
     ({"NODE_RANK": "one", "NNODES": "2"}, "node rank must be a whole number, got 'one' (from NODE_RANK=one)"),
     ({"NODE_RANK": "2", "NNODES": "2", "MASTER_ADDR": "m"}, "node rank 2 (from NODE_RANK=2) is not below the node count 2"),
-    ({"NNODES": "0"}, "node count must be at least 1"),
+    ({"NNODES": "0"}, "node count must be a whole number of 1 or more"),
     ({"NNODES": "4:2"}, "maximum nodes (2) must be >= minimum nodes (4)"),
-    ({"NODE_RANK": "-1", "NNODES": "2"}, "node rank must be ≥ 0"),
+    ({"NODE_RANK": "-1", "NNODES": "2"}, "node rank must be a whole number of 0 or more"),
     ({"MASTER_PORT": "70000"}, "master port must be 1..65535"),
-    ({"NODEWEAVE_NPROC_PER_NODE": "0"}, "processes per node must be ≥ 1"),
+    ({"NODEWEAVE_NPROC_PER_NODE": "0"}, "processes per node must be 1 or more"),
     ({"NODEWEAVE_LAUNCHER": "mpirun"}, "unknown launcher 'mpirun' (from NODEWEAVE_LAUNCHER); accepted: torchrun, deepspeed, accelerate, command"),
 ])
 def test_bad_input_is_one_clear_usage_error(env, needle):
@@ -353,7 +353,7 @@ def test_statefulset_replicas_over_tls_with_the_service_account_ca(tmp_path):
 
 @pytest.mark.parametrize("count", ["0", "0:2", "1:0", "2:0"])
 def test_a_zero_anywhere_in_the_node_count_is_refused_as_such(count):
-    assert f"node count must be at least 1, got {count!r}" in fails(EXIT_USAGE, NODE_RANK="0", NNODES=count,
+    assert f"node count must be a whole number of 1 or more, got {count!r}" in fails(EXIT_USAGE, NODE_RANK="0", NNODES=count,
                                                                      MASTER_ADDR="m")
 
 
@@ -392,8 +392,8 @@ def test_a_hostfile_names_the_bad_line_and_refuses_slots_that_are_no_number(tmp_
     from nodeweave.entrypoint.planning.sources import read_hostfile
 
     good = tmp_path / "hosts"
-    good.write_text("# the job\nh0 slots=2 # first # node\nh1 max_slots=4\n")
-    assert read_hostfile(str(good)) == [("h0", 2), ("h1", None)]
+    good.write_text("# the job\nh0 slots=2 # first # node\nh1 slots=2 max_slots=4\nh2\n")
+    assert read_hostfile(str(good)) == [("h0", 2), ("h1", 2), ("h2", None)]  # max_slots alone: walk8 B8
     bad = tmp_path / "bad"
     bad.write_text("h0 slots=x\n")
     with pytest.raises(EntrypointUsage) as err:

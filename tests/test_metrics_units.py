@@ -1,5 +1,6 @@
 """The metrics room's pure parts: the exposition text, the step lines of real loggers, the goodput arithmetic."""
 
+import re
 import shutil
 import subprocess
 
@@ -58,6 +59,20 @@ def test_the_spec_pattern_wins_and_reads_a_named_group():
     assert steps.find_step("RECOVERY-STEP gen=1 step=17 world=2", pattern) == ("pattern", 17)
     with pytest.raises(ValueError, match="no group"):
         steps.compile_pattern(r"step=\d+")
+
+
+@pytest.mark.parametrize("line, step", [
+    ("RECOVERY-RESUME gen=1 from=checkpoints/step-10.pt step=10", "10"),  # node 0 come back: its first such line
+    ("resuming from /ckpt/iter-0400/model.pt at iteration 400", "400"),
+    ("saved /ckpt/step-100.pt", "100"),  # only a path names a step: that is what the line has
+])
+def test_the_note_that_no_step_line_was_read_suggests_a_pattern_for_the_lines_step_not_a_saves_name(line, step):
+    """The note's pattern reads the line's own step word, not a save's file name in a path it also names (it
+    suggested ``step\\-(?P<step>\\d+)``, which reads only resume lines' paths, for the e2e workload's)."""
+    pattern = steps.pattern_for(line)
+    assert re.search(pattern, line).group("step") == step, pattern
+    if "RECOVERY" in line:  # and it reads the workload's step lines too
+        assert re.search(pattern, "RECOVERY-STEP gen=1 step=11 world=2").group("step") == "11", pattern
 
 
 def test_lines_are_cut_at_newlines_and_a_bars_carriage_returns():

@@ -15,8 +15,9 @@ from nodeweave.entrypoint.recovery.book import Book
 ENTRYPOINT = pathlib.Path(__file__).resolve().parents[1] / "src" / "nodeweave" / "entrypoint"
 CONVERTER = "recovery/book.py"  # Book.rank_of, Book.node_at (and Book.rendezvous: node_at(GenRank(0)))
 MADE_FROM_INTS = {
-    "GenRank": {CONVERTER, "stall/exchange.py"},  # the ranks' views name a culprit by the launch's node rank
-    "NodeId": {CONVERTER, "checkin/heartbeat.py", "recovery/generations.py"},  # JSON; a fingerprint; the plan
+    "GenRank": {CONVERTER},
+    # JSON; a fingerprint; the plan; the ranks' views, stamped with the identity of the node that beat them
+    "NodeId": {CONVERTER, "checkin/heartbeat.py", "recovery/generations.py", "stall/exchange.py"},
 }
 
 

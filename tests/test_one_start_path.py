@@ -20,8 +20,9 @@ LOOP = ENTRYPOINT / "loop.py"
 STEPS = ("CheckIn", "wait_for", "check_master_is_self", "tell_node_0", "write_files", "record_run", "attach",
          "watch_alone", "run_supervised", "execve")
 # where a step's name is also called for something that is no start: the stall watch attaches itself to a
-# watch of its own (stall/local.py), the supervisor's child execs the launcher it was handed
-ELSEWHERE = {("attach", "stall/local.py"), ("execve", "running/supervise.py")}
+# watch of its own (stall/local.py), the supervisor's child execs the launcher it was handed, and the plan asks the
+# rank-0 self-check the start makes to say it as a warning (core._start_refusals, walk8 B24: one check for both)
+ELSEWHERE = {("attach", "stall/local.py"), ("execve", "running/supervise.py"), ("check_master_is_self", "core.py")}
 
 
 def callers(name):
@@ -66,7 +67,8 @@ def test_recovery_on_and_off_refuse_a_second_rank_0_before_the_check_in(tmp_path
     gathered the job until its deadline and refused it for a missing node instead. 192.0.2.1 (TEST-NET-1) is
     not on this machine; nothing is sent to it."""
     (tmp_path / "train.py").write_text("")
-    env = {"PATH": os.environ["PATH"], "PYTHONPATH": str(SRC), "TMPDIR": str(tmp_path),
+    path = f"{os.path.dirname(sys.executable)}:{os.environ['PATH']}"  # the launcher on PATH, as in a node
+    env = {"PATH": path, "PYTHONPATH": str(SRC), "TMPDIR": str(tmp_path),
            "NODEWEAVE_WAIT_TIMEOUT": "5", "NODEWEAVE_RECOVERY": recovery}
     out = cli_run.run([*cli_run.ENTRYPOINT, "--launcher", "torchrun", "--nnodes", "2",
                           "--node-rank", "0", "--master-addr", "192.0.2.1", "--", "train.py"],

@@ -68,7 +68,7 @@ def test_a_context_lacking_what_the_dockerfile_copies_is_refused_before_oc_runs(
     folder, log, _ = project
     out = run(project, "--context", str(tmp_path / "bin"), "--dry-run")
     assert out.returncode == 2, out.stderr
-    assert "images/cuda12/Dockerfile copies what the build context lacks: entrypoint/nodeweave-entrypoint.pyz" in out.stderr
+    assert "the Dockerfile rendered for cuda12 copies what the build context lacks: entrypoint/nodeweave-entrypoint.pyz" in out.stderr
     (folder / "entrypoint" / "nodeweave-entrypoint.pyz").unlink()
     out = run(project)
     assert out.returncode == 2 and "entrypoint/nodeweave-entrypoint.pyz is not in" in out.stderr, out.stderr
@@ -131,7 +131,9 @@ def test_the_dry_run_prints_both_commands_and_runs_neither(project):
     upload = folder / ".nodeweave" / "osb" / "openshift-upload"
     assert f"oc start-build osb -n nccl-test --from-dir={upload} --follow --wait" in out.stdout
     assert "would write .nodeweave/osb/openshift-build/buildconfig.yaml" in out.stdout
-    assert not log.exists() and not tree.exists() and not upload.exists()  # planned, not written
+    assert not tree.exists() and not upload.exists()  # planned, not written
+    asked = log.read_text().splitlines() if log.exists() else []  # a read (whether oc reaches the cluster) only
+    assert all(line.startswith("get -n nccl-test imagestream osb ") for line in asked), asked
 
 
 def test_the_real_build_runs_the_plan_its_dry_run_prints(project):
@@ -162,7 +164,8 @@ def test_the_build_starts_on_the_cluster_and_its_log_is_followed(project):
     out = run(project)
     assert out.returncode == 0, out.stderr
     calls = log.read_text().splitlines()
-    assert calls[0].startswith("apply -n nccl-test -k ") and calls[1].startswith("start-build osb -n nccl-test")
+    assert calls[0].startswith("get -n nccl-test imagestream osb ")  # first, whether oc reaches the cluster
+    assert calls[1].startswith("apply -n nccl-test -k ") and calls[2].startswith("start-build osb -n nccl-test")
     assert "STEP 1/9: FROM base" in out.stdout + out.stderr and "Push successful" in out.stdout + out.stderr
     (folder / "fail").write_text("")
     failed = run(project)

@@ -100,3 +100,30 @@ def test_the_kube_overlay_says_the_mode_the_token_and_the_kept_claim():
     assert "secretGenerator" not in down[kustomization]
     assert "$patch: delete" in down[f"{overlay.KUBE_OVERLAY}/patch-0.yaml"]
     assert overlay.kube_token_file() not in up  # a secret is the caller's to make, never rendered
+
+
+@pytest.mark.parametrize("owner", ["8e123456", "12345678", "0x1f2e3d", "1_000"])
+def test_an_owner_id_that_reads_as_a_number_in_yaml_1_2_stays_a_string_for_kustomize(tmp_path, owner):
+    """The owner id is hex: some ids (8e123456, all digits) are numbers to kustomize's YAML 1.2 reader, which then
+    refused the tree ("cannot unmarshal number into ... commonAnnotations", once in a full suite run). The
+    overlay is dumped as every renderer dumps: such strings quoted. Real kubectl kustomize builds it."""
+    import shutil
+
+    import yaml
+
+    spec = spec_of("cpu")
+    files = overlay.kube_tree(spec, "team", "../base", {**LABELS, "io.nodeweave.owner": owner}, mode="hold")
+    text = files[f"{overlay.KUBE_OVERLAY}/kustomization.yaml"]
+    assert f"'{owner}'" in text or f'"{owner}"' in text, text
+    assert yaml.safe_load(text)["commonAnnotations"]["io.nodeweave.owner"] == owner
+    if shutil.which("kubectl") is None:
+        pytest.skip("kubectl is not on PATH: the quoting is checked, kustomize's build is not")
+    for rel, content in files.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(content)
+    (tmp_path / overlay.kube_token_file()).parent.mkdir(parents=True, exist_ok=True)
+    (tmp_path / overlay.kube_token_file()).write_text("token\n")
+    built = subprocess.run(["kubectl", "kustomize", str(tmp_path / overlay.KUBE_OVERLAY)], capture_output=True,
+                           text=True, timeout=120)
+    assert built.returncode == 0, built.stderr  # before: "cannot unmarshal number into ... commonAnnotations"
+    assert owner in built.stdout

@@ -26,9 +26,10 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from nodeweave.entrypoint.planning.shared_rules import path_problem
+from nodeweave.entrypoint.systemfolders import path_problem
 from nodeweave.errors import UsageError
 from nodeweave.spec import known_variants, parse_spec
+from nodeweave.spec.fields import host_only
 
 REPO = Path(__file__).resolve().parents[1]
 SCHEMA = Path(os.environ.get("NODEWEAVE_SHARED_DIR") or REPO.parent / "shared") / "schemas" / "compose-spec.json"
@@ -114,11 +115,15 @@ def spec_documents(draw):
             "max_restarts": draw(st.integers(0, 5)),
         },
         "workspace": {"path": "/" + draw(st.from_regex(r"[a-z0-9_.-]{1,10}", fullmatch=True)),
-                      "host_path": draw(single_line.filter(lambda s: ":" not in s))},
+                      # a host path the spec refuses as handing a node the host (/, ~, /etc, ...) is drawn apart
+                      "host_path": draw(single_line.filter(lambda s: ":" not in s and host_only(s) is None))},
         "cache": {"size": draw(quantity)},
         "network": {
-            "interfaces": draw(st.lists(st.from_regex(r"[a-z][a-z0-9]{0,10}", fullmatch=True), max_size=2)),
-            "exclude_hcas": draw(st.lists(st.from_regex(r"mlx5_[0-9]{1,2}(:[12])?", fullmatch=True), max_size=2)),
+            # each name once: a list naming one twice is refused (walk7 B25)
+            "interfaces": draw(st.lists(st.from_regex(r"[a-z][a-z0-9]{0,10}", fullmatch=True), max_size=2,
+                                        unique=True)),
+            "exclude_hcas": draw(st.lists(st.from_regex(r"mlx5_[0-9]{1,2}(:[12])?", fullmatch=True), max_size=2,
+                                          unique=True)),
             "rdma_resources": draw(st.dictionaries(st.sampled_from(["rdma/hca", "rdma/rdma_shared_device_a",
                                                                     "nvidia.com/mlnxnics"]), st.integers(1, 8), max_size=2)),
             "attachments": draw(st.lists(st.from_regex(r"([a-z]{1,6}/)?[a-z]([-a-z0-9]{0,8}[a-z0-9])?(@net[0-9])?",

@@ -128,6 +128,8 @@ def test_a_node_that_refuses_its_own_start_tells_node_0_which_stops_every_node_a
     for rank in (0, 2):
         stderr = results[rank][2]
         assert "refused its own start" in stderr and "WORLD_SIZE=7" in stderr, stderr
+    # node 1 knew its rank: the verdict names it once, as the node that refused, never as missing too
+    assert "node 1: " in results[0][2] and "did not check in" not in results[0][2], results[0][2]
     assert "told node 0" in results[1][2], results[1][2]
 
 

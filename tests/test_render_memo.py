@@ -172,13 +172,13 @@ def test_a_file_the_render_record_names_coming_back_is_noticed(project):
     tree = project.root / "tree"
     record = tree / ".nodeweave" / "rendered.json"
     data = json.loads(record.read_text())
-    data["files"]["compose/extra.yaml"] = {"sha256": hashlib.sha256(b"old\n").hexdigest(), "target": "compose",
-                                               "job": "nwmemo"}
+    data["files"]["compose/hosts"] = {"sha256": hashlib.sha256(b"old\n").hexdigest(), "target": "compose",
+                                          "job": "nwmemo"}  # a name compose renders (with hosts), not for this spec
     record.write_text(json.dumps(data))
     kept(project, "compose", "--out", "tree")
-    (tree / "compose" / "extra.yaml").write_text("old\n")  # under the target's own folder (the record's rule)
+    (tree / "compose" / "hosts").write_text("old\n")  # one of the target's own names (the record's rule)
     after, _ = project.check_both("--out", "tree", target="compose")
-    assert after["full"] and after["code"] == 4 and b"compose/extra.yaml" in after["out"]
+    assert after["full"] and after["code"] == 4 and b"compose/hosts" in after["out"]
 
 
 def test_another_call_is_its_own_check(project, tmp_path):

@@ -105,7 +105,8 @@ def test_sync_follows_the_local_target_to_its_containers(spec_path, monkeypatch)
                                     "echo \"Error: No such object: $last\" >&2\nexit 1\n")
     (bin_dir / "docker").chmod(0o755)
     monkeypatch.setenv("PATH", f"{bin_dir}:/usr/bin:/bin")
-    with pytest.raises(EnvironmentProblem, match="seed is not up on docker .*nowhere to sync to; `nodeweave up"):
+    with pytest.raises(EnvironmentProblem, match="seed is not up on docker .*no node mounts it yet; "
+                                                 "`nodeweave up --hold` starts it, then `nodeweave run`"):
         rq.build_request(None, None, rq.TargetArgs(), rq.FilterArgs(), rq.SyncOptions(), spec_path)
     running = PlatformState(NodeState.RUNNING, "running")
     monkeypatch.setattr(LocalCluster, "states", lambda self, nodes: {n.index: running for n in nodes})  # both ran

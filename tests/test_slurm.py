@@ -107,7 +107,10 @@ def recorded_argv(script: str, runtime: str, tmp_path: Path):
         (bin_dir / tool).chmod(0o755)
     log = tmp_path / f"argv-{runtime}"
     (tmp_path / "job.sbatch").write_text(script)
-    env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "HOME": "/home/u", "SLURM_SUBMIT_DIR": "/sub mit",
+    for workspace in ("sub mit", "shared/project"):  # the script checks the spec's script is in the workspace
+        (tmp_path / workspace).mkdir(parents=True, exist_ok=True)
+        (tmp_path / workspace / "train.py").write_text("")
+    env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "HOME": "/home/u", "SLURM_SUBMIT_DIR": f"{tmp_path}/sub mit",
            "NODEWEAVE_RUNTIME": runtime, "NW_ARGV_LOG": str(log)}
     out = subprocess.run(["bash", str(tmp_path / "job.sbatch")], env=env, capture_output=True, text=True, timeout=30)
     assert out.returncode == 0, out.stderr
@@ -127,15 +130,16 @@ def test_pyxis_argv(tmp_path):
 def test_apptainer_argv_for_rocm_and_relative_paths(tmp_path):
     argv = recorded_argv(script_of("apptainer-rocm"), "apptainer", tmp_path)
     assert argv[:5] == ["srun", "--ntasks-per-node=1", "--kill-on-bad-exit=1", "apptainer", "exec"]
-    assert argv[5:9] == ["--rocm", "--bind", "/sub mit/../shared/project:/workspace,/home/u/.cache/nodeweave:/cache",
+    assert argv[5:9] == ["--rocm", "--bind", f"{tmp_path}/sub mit/../shared/project:/workspace,/home/u/.cache/nodeweave:/cache",
                          "--pwd"]
     assert argv[10:] == ["/shared/images/rocm-elastic.sif", "nodeweave-entrypoint", "train.py"]
 
 
 def test_an_unknown_runtime_is_refused(tmp_path):
     (tmp_path / "job.sbatch").write_text(script_of("host"))
+    (tmp_path / "train.py").write_text("")  # submitted from the spec's folder
     out = subprocess.run(["bash", str(tmp_path / "job.sbatch")], env={"PATH": "/usr/bin:/bin", "HOME": "/home/u", "NODEWEAVE_RUNTIME": "docker"},
-                         capture_output=True, text=True)
+                         capture_output=True, text=True, cwd=tmp_path)
     assert out.returncode == 2 and "NODEWEAVE_RUNTIME=docker: accepted: pyxis, apptainer or host" in out.stderr
 
 

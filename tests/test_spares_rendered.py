@@ -100,7 +100,7 @@ def test_a_jobs_lost_pod_is_recreated_once_and_the_job_fails_only_when_recovery_
         assert "backoffLimit" not in job, "a total limit would count every lost pod against the whole job"
         assert (job["backoffLimitPerIndex"], job["maxFailedIndexes"]) == (1, 1)
         gave_up, evicted = job["podFailurePolicy"]["rules"]
-        assert gave_up == {"action": "FailJob", "onExitCodes": {"operator": "In", "values": [8, 9]}}
+        assert gave_up == {"action": "FailJob", "onExitCodes": {"operator": "In", "values": [8, 9, 10]}}
         assert evicted["action"] == "Ignore" and evicted["onPodConditions"][0]["type"] == "DisruptionTarget"
     assert doc("jobset/jobset.yaml")["spec"]["failurePolicy"] == {"maxRestarts": 0}
 

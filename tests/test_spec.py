@@ -109,8 +109,11 @@ def test_yaml_merge_keys_work():
 
 
 def test_the_check_in_secrets_file_is_the_users_to_set():
-    spec = parse_spec(text("env: {NODEWEAVE_JOB_TOKEN_FILE: /etc/nodeweave-token/token}\n"), "t.yaml")
-    assert spec.env["NODEWEAVE_JOB_TOKEN_FILE"] == "/etc/nodeweave-token/token"
+    """On a volume of the spec: a path no mount holds is refused (walk7 A48, tests/test_walk7_g.py)."""
+    spec = parse_spec(text("env: {NODEWEAVE_JOB_TOKEN_FILE: /run/secrets/nw/token}\n"
+                           "volumes: [{name: nw, host_path: /srv/secrets/nw, path: /run/secrets/nw, read_only: true}]\n"),
+                      "t.yaml")
+    assert spec.env["NODEWEAVE_JOB_TOKEN_FILE"] == "/run/secrets/nw/token"
 
 
 def test_variant_is_checked_against_the_images_catalogue():
@@ -126,12 +129,12 @@ def test_variant_is_checked_against_the_images_catalogue():
 
 CASES = [
     # (spec text, line, field, value as shown, a phrase of the accepted part)
-    (text(name="Foo"), 1, "name", "'Foo'", "DNS-1123 label"),
+    (text(name="Foo"), 1, "name", "'Foo'", "DNS-1035 label"),
     (text(name="a" * 53), 1, "name", "'" + "a" * 53 + "'", "at most 52 characters"),
-    (text(name="-job"), 1, "name", "'-job'", "[a-z0-9]([-a-z0-9]*[a-z0-9])?"),
-    (text(name="job_1"), 1, "name", "'job_1'", "DNS-1123 label"),
-    (text(name="null"), 1, "name", "required field is null", "DNS-1123"),
-    ("image: {variant: cpu}\nlauncher: {script: t.py}\n", 1, "name", "required field is missing", "DNS-1123"),
+    (text(name="-job"), 1, "name", "'-job'", "[a-z]([-a-z0-9]*[a-z0-9])?"),
+    (text(name="job_1"), 1, "name", "'job_1'", "DNS-1035 label"),
+    (text(name="null"), 1, "name", "required field is null", "DNS-1035"),
+    ("image: {variant: cpu}\nlauncher: {script: t.py}\n", 1, "name", "required field is missing", "DNS-1035"),
     (text(image="cpu"), 2, "image", "'cpu'", "a mapping with keys variant"),
     (text(image="{}"), 2, "image.variant", "required field is missing", "cpu"),
     (text(image="{variant: CPU}"), 2, "image.variant", "'CPU'", "cpu"),
@@ -176,7 +179,7 @@ CASES = [
     (text("env: [A=1]\n"), 4, "env", "a list", "mapped to strings"),
     (text('env: {A: "x\\0y"}\n'), 4, "env.A", "contains a NUL character", "a string"),
     (text("kubernetes: {namespace: Default}\n"), 4, "kubernetes.namespace", "'Default'", "DNS-1123 label"),
-    (text("kubernetes: {service: my_svc}\n"), 4, "kubernetes.service", "'my_svc'", "DNS-1123 label"),
+    (text("kubernetes: {service: my_svc}\n"), 4, "kubernetes.service", "'my_svc'", "DNS-1035 label"),
     (text("kubernetes: {storage_class: Fast_SSD}\n"), 4, "kubernetes.storage_class", "'Fast_SSD'", "DNS-1123 subdomain"),
     (text("kubernetes: {storage_size: 10GB}\n"), 4, "kubernetes.storage_size", "'10GB'", "Kubernetes quantity"),
     (text("kubernetes: {claim: rwx}\n"), 4, "kubernetes.claim", "'rwx'", "shared, per-pod"),

@@ -213,5 +213,6 @@ def test_requirements_file_is_read_and_every_line_must_be_pinned(tmp_path):
 def test_missing_requirements_file_is_named(tmp_path):
     spec = tmp_path / "nodeweave.yaml"
     spec.write_text(text(image="{variant: cuda12, requirements: nope.txt}"))
-    with pytest.raises(UsageError, match=r":3: image.requirements: 'nope.txt' does not exist; accepted: a pinned "):
+    with pytest.raises(UsageError, match=r":3: image.requirements: 'nope.txt' does not exist in .*\(the spec's "
+                                         r"folder\); accepted: a pinned "):
         load_spec(spec)

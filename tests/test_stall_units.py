@@ -187,6 +187,36 @@ def test_the_flight_recorders_counts_decide_when_the_python_counts_are_equal():
     assert judge.find_stall([view(0, 1, 12), view(1, 1, -1)]) is None  # one rank's recorder unread: Python counts
 
 
+def test_a_rank_behind_only_in_a_flight_recorder_count_read_before_its_last_move_is_not_a_stall():
+    """A job's end on a loaded machine (clean-container CI): rank 1 finished every Python collective and exited
+    (or is exiting: its flight thread stopped reading); its recorder count is the one read before its last
+    barrier, below rank 0's. That count is stale, not the rank behind: a false STALL there started a whole
+    recovery generation. A live rank whose thread read the count after its last move is behind for real."""
+    def view(rank, seq, fr, state="S", since=9.0, polled=0.5):
+        return {"rank": rank, "node": rank, "seq": seq, "since_s": since, "inside": False, "state": state,
+                "name": "barrier", "fr_enqueued": fr, "polled_s": polled}
+
+    assert judge.find_stall([view(0, 33, 29), view(1, 33, 28, state="gone", polled=9.5)]) is None
+    assert judge.find_stall([view(0, 33, 29), view(1, 33, 28, polled=9.5)]) is None  # exiting: thread stopped
+    assert judge.find_stall([view(0, 33, 29), view(1, 33, 28)])["culprits"][0]["rank"] == 1  # read since: a stall
+    behind = judge.find_stall([view(0, 33, 29), view(1, 32, 28, state="gone")])  # a Python collective behind
+    assert [v["rank"] for v in behind["culprits"]] == [1]
+
+
+def test_the_rank_record_keeps_when_the_flight_thread_last_read_the_recorder(tmp_path):
+    p = probe.Probe(str(tmp_path / "rank-0.bin"), 0, 0)
+    assert probe.read(bytes(p.map[:probe.LAYOUT.size]))["polled"] == 0.0
+    p.recorded(5, 5)
+    first = probe.read(bytes(p.map[:probe.LAYOUT.size]))
+    assert first["polled"] > 0 and first["changed"] == first["polled"] and first["fr_enqueued"] == 5
+    time.sleep(0.05)
+    p.recorded(5, 5)  # nothing moved: the read's time is kept, the rank's last move is not
+    again = probe.read(bytes(p.map[:probe.LAYOUT.size]))
+    assert again["polled"] > first["polled"] and again["changed"] == first["changed"]
+    [seen] = RankFolder(str(tmp_path), node=0, host="h", pod="p").sample(now=again["polled"] + 3.0)
+    assert seen["polled_s"] == 3.0 and seen["since_s"] > seen["polled_s"] and not judge.stale_record(seen)
+
+
 def test_the_flight_summary_names_the_last_collective_entered_and_completed():
     import json
 
@@ -371,7 +401,7 @@ def test_node_0s_stall_report_is_gathered_off_the_heartbeats_thread_and_the_stop
         def peer_views(self):
             return [view(1, 8, 45.0, node=1, inside=False), view(2, 9, 30.5, node=1)]
 
-        def stop_all(self, label, how, code, rank=None):
+        def stop_all(self, label, how, code, node=None):
             stops.append((label, code, len([line for line in said if line.startswith("STALL")])))
 
     said, stops = [], []

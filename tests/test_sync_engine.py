@@ -383,7 +383,7 @@ def test_compose_project_services_are_found_by_label_in_node_order(workspace):
         assert [r["target"] for r in data["targets"]] == [f"podman:{project}_node-0_1", f"podman:{project}_node-1_1"]
         assert {r["digest"] for r in data["targets"]} == {data["source"]["digest"]}
         rc, data, err = nodeweave(str(workspace), "/workspace/compose", "--compose-project=nwsync-none")
-        assert rc == 1 and "compose project 'nwsync-none' has no running container" in err
+        assert rc == 3 and "compose project 'nwsync-none' has no running container" in err
     finally:
         podman("rm", "-f", "-t", "0", *names, check=False)
 

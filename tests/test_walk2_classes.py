@@ -70,10 +70,12 @@ def test_output_options_replace_their_own_kind(team_folder):
     from nodeweave.cli.habits.replace import refuse_foreign_file
 
     (team_folder / "h").write_text("gpu01 slots=8\n# a comment\ngpu02 slots=8\n")
-    (team_folder / "r.json").write_text(json.dumps({"runs": []}))
-    (team_folder / "c.svg").write_text('<?xml version="1.0"?>\n<svg xmlns="http://www.w3.org/2000/svg"/>\n')
-    (team_folder / "c.png").write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(16))
-    for name, kind in (("h", "hostfile"), ("r.json", "json"), ("c.svg", "chart"), ("c.png", "chart"),
+    # walk8 A23: bench's own result (its schema) and charts matplotlib drew, not any JSON document or image
+    (team_folder / "r.json").write_text(json.dumps({"schema": "nodeweave.bench/1", "runs": []}))
+    (team_folder / "c.svg").write_text('<?xml version="1.0"?>\n<!-- Created with matplotlib (https://matplotlib.org/) '
+                                       '-->\n<svg xmlns="http://www.w3.org/2000/svg"/>\n')
+    (team_folder / "c.png").write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(16) + b"tEXtSoftware\x00Matplotlib version3.9")
+    for name, kind in (("h", "hostfile"), ("r.json", "bench"), ("c.svg", "chart"), ("c.png", "chart"),
                        ("missing.yaml", "spec")):
         refuse_foreign_file(Path(name), "--x", kind)  # no refusal
 
@@ -85,11 +87,16 @@ SPEC = "name: proj\nimage: {variant: cpu}\nnodes: 2\nlauncher: {script: train.py
 
 
 def fake_kubectl(folder: Path, monkeypatch, script: str) -> None:
-    """A kubectl on PATH that answers as ``script`` says: the real one's words, no cluster needed."""
+    """A kubectl on PATH that answers as ``script`` says: the real one's words, no cluster needed. ``kustomize``
+    (offline: ``up`` builds its tree with it to name what it applies) is the real kubectl's, where there is one."""
+    import shutil
+
+    real = shutil.which("kubectl")
     bin_dir = folder / "bin"
     bin_dir.mkdir()
     tool = bin_dir / "kubectl"
-    tool.write_text("#!/bin/sh\n" + script)
+    passed = f'[ "$1" = kustomize ] && exec {real} "$@"\n' if real else ""
+    tool.write_text("#!/bin/sh\n" + passed + script)
     tool.chmod(0o755)
     monkeypatch.setenv("PATH", f"{bin_dir}:{__import__('os').environ['PATH']}")
 
@@ -106,6 +113,9 @@ UNREACHABLE = ('echo "The connection to the server localhost:8080 was refused - 
                'or port?" >&2\nexit 1\n')
 
 
+@pytest.mark.skipif(__import__("shutil").which("kubectl") is None,
+                    reason="kubectl is not installed (.ci/setup-tools.sh installs it): up and down build the tree they "
+                           "apply with its kustomize, offline, which the stand-in hands to the real one")
 @pytest.mark.parametrize("verb", ["up", "down"])
 def test_a_kubernetes_dry_run_notes_an_unreachable_cluster(capsys, job_folder, monkeypatch, verb):
     fake_kubectl(job_folder, monkeypatch, UNREACHABLE)
@@ -275,7 +285,7 @@ def test_a_spec_the_yaml_reader_refuses_gets_a_remedy_and_stdin_one_name(capsys,
 
     from nodeweave.spec import loader
 
-    monkeypatch.setattr(loader, "_read_from_stdin", [])
+    monkeypatch.setattr(loader, "_read_from_streams", {})
     monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(text)))
     code, _, err = run_cli(capsys, "validate", "--spec", "-")
     line = one_line(err)

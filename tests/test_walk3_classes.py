@@ -104,7 +104,7 @@ def test_the_dashboards_finished_run_skips_a_damaged_newer_record(capsys, job_fo
     from nodeweave.cli.dashboard import _finished_run
 
     runs_with_one_damaged(job_folder, "a list")
-    folder, record, *_ = _finished_run("last", None)
+    folder, record, *_ = _finished_run("last", None, None)
     assert folder.name == GOOD and record["exit_code"] == 0
     assert DAMAGED in one_line(capsys.readouterr().err)
 
@@ -348,7 +348,8 @@ def test_a_dry_run_whose_engine_does_not_answer_notes_the_network_it_could_not_a
     assert code == 0 and "--network moon: whether podman has this network could not be asked" in out, out + err
 
 
-@pytest.mark.skipif(shutil.which("podman") is None, reason="the real podman answers whether the network exists")
+@pytest.mark.skipif(shutil.which("podman") is None, reason="podman is not installed "
+                    "(.ci/setup-engine.sh installs it): the real one answers whether the network exists")
 def test_image_build_dry_run_refuses_a_network_the_real_engine_lacks(capsys, job_folder, monkeypatch):
     assert run_cli(capsys, "render", "entrypoint", "--out", str(job_folder))[0] == 0
     monkeypatch.setenv("NODEWEAVE_ENGINE", "podman")

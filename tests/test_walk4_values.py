@@ -382,14 +382,15 @@ def _dry_run_cases():
         if "--dry-run" not in {o for p in command.params for o in getattr(p, "opts", ())}:
             continue
         tail = ["--", "true"] if any(p.name == "command" and not p.hidden for p in command.params) else []
+        tail = ["--", "train.py"] if tail and words == ["run"] else tail  # run refuses a program (walk7 A30)
         needed = [p for p in command.params if p.param_type_name == "argument" and p.required and p.name != "command"]
         flags = {o for p in command.params for o in getattr(p, "opts", ())}
         where = []
-        if {"--target", "--host", "--engine", "--remote-dir"} <= flags:  # bare hosts: every phase, nothing up
+        if words == ["sync"]:  # before the hosts flags sync takes too (walk7 A12): its own targets
+            where = ["--node", "ssh:desk1", "--node", "ssh:desk2", "src", "{remote}/synced"]
+        elif {"--target", "--host", "--engine", "--remote-dir"} <= flags:  # bare hosts: every phase, nothing up
             where = ["--target", "hosts", "--engine", "none", "--host", "desk1", "--host", "desk2",
                      "--remote-dir", "{remote}"]
-        elif words == ["sync"]:
-            where = ["--node", "ssh:desk1", "--node", "ssh:desk2", "src", "{remote}/synced"]
         elif words == ["hosts", "probe"]:
             where = ["--node", "ssh:desk1"]
         elif words == ["init"]:  # beside the project's spec, which a dry run refuses as the real run (walk5 W81)

@@ -31,18 +31,13 @@ from nodeweave.entrypoint.planning.contract import SETTINGS, list_text
 from nodeweave.entrypoint.planning.settings import parse
 from nodeweave.errors import NodeweaveError
 from nodeweave.spec import parse_spec
-from cli_run import entrypoint_in_process
+from cli_run import in_a_folder_with_train_py
 
 REPO = Path(__file__).resolve().parents[1]
 TWO_NODES = {"NNODES": "2", "NODE_RANK": "0", "MASTER_ADDR": "10.0.0.1"}
 
 
-@pytest.fixture
-def entrypoint(tmp_path, monkeypatch, capsys):
-    """``nodeweave-entrypoint ARGV`` in this process, in a folder holding train.py, with only ``env`` set:
-    (exit code, stdout, stderr)."""
-    (tmp_path / "train.py").write_text("print('hi')\n")
-    return entrypoint_in_process(tmp_path, monkeypatch, capsys)
+entrypoint = pytest.fixture(in_a_folder_with_train_py, name="entrypoint")  # (exit code, stdout, stderr)
 
 
 def explained(entrypoint, env, *argv):

@@ -45,7 +45,8 @@ rules: []
 """
 
 
-@pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl (with its built-in kustomize) is not installed")
+@pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl (with its built-in kustomize) is not "
+                    "installed (.ci/setup-tools.sh installs it)")
 @pytest.mark.parametrize("folder", ["base", "openshift", "rocm", "myov"])
 def test_down_deletes_only_the_jobs_objects_of_every_folder(team, folder):
     """Every folder ``--overlay`` takes (the rendered ones and a team's own that holds the Namespace and a
@@ -93,13 +94,18 @@ def test_down_deletes_only_the_jobs_objects_of_every_folder(team, folder):
         assert {"Namespace", "ClusterRole"} <= {d["kind"] for d in applied}  # up did apply them: down keeps them
 
 
+@pytest.mark.skipif(shutil.which("kubectl") is None,
+                    reason="kubectl is not installed (.ci/setup-tools.sh installs it): what down keeps is named from "
+                           "the tree its kustomize builds")
 def test_down_plan_says_what_it_keeps(team, capsys):
     (team / "myov").mkdir()
     (team / "myov" / "kustomization.yaml").write_text("resources:\n- ../manifests/base\n")
+    assert run_cli(capsys, "render", "manifests")[0] == 0  # the base the overlay names (else kustomize refuses it)
     code, out, err = run_cli(capsys, "down", "-t", "kubernetes", "--overlay", "myov", "--dry-run")
     assert code == 0, err
     assert "keeping the workspace claim" not in out
-    assert "labelled app.kubernetes.io/instance=team" in out and "a Namespace" in out
+    # what it keeps is named from the tree kustomize builds (test_kube_applied): here, nothing but the claim
+    assert "labelled app.kubernetes.io/instance=team); kept: the workspace claim" in out
 
 
 # --- W13: every example header's commands, and every doc command on an example, work as written ---------------
@@ -219,9 +225,11 @@ def test_the_lan_example_comes_up_with_no_engine_and_its_notes_are_the_bare_host
     assert code == 0, err
     assert '"$HOME"/lan-llm/.nodeweave hosts' in out  # each desktop's own ~/lan-llm
     assert "localhost/" not in out + err  # no image runs on a bare host: no note about pulling one
-    assert "(the nodes see it at ~/lan-llm)" in out and "/workspace" not in err  # the note: in the dry run's plan
+    # each desktop's own ~/lan-llm is not judged by this machine's home (walk8 A20: the note said a script missing
+    # that this machine cannot see), and nothing speaks of a container's /workspace
+    assert "is not in the workspace" not in out + err and "/workspace" not in err
     code, out, err = run_cli(capsys, "up", "--spec", "lan.yaml", "--dry-run")  # in containers: the image matters
-    assert code == 0 and "names localhost/" in out and "(the nodes see it at /workspace)" in out
+    assert code == 0 and "names localhost/" in out and "is not in the workspace" not in out  # walk8 A20 alike
 
 
 def test_a_relative_workspace_on_hosts_names_both_accepted_forms(team, capsys):
@@ -246,7 +254,7 @@ def test_every_up_plan_names_the_spare(team, capsys, target):
     code, out, err = run_cli(capsys, "up", *target, "--dry-run")
     assert "node 2 is the spare" in out + err, out + err
     if "hosts" in target and "none" not in target:
-        assert "start node 2 (a spare) on c" in out and "start node 1 on b" in out
+        assert "start node 2 (a spare: waits for a left-out node's place) on c" in out and "start node 1 on b" in out
 
 
 # --- W2: a checkpoint folder no mount of the spec holds is said by validate and by every up plan --------------
@@ -286,7 +294,8 @@ def test_a_host_with_a_port_says_where_the_port_goes(team, capsys, where):
 
 
 # --- W55: a Slurm job with no allocation recorded is "not up" on every verb, before the runtime is judged --------
-@pytest.mark.skipif(shutil.which("srun") is None, reason="srun is not installed")
+@pytest.mark.skipif(shutil.which("srun") is None,
+                    reason="srun is not installed (Slurm: .ci/setup-tools.sh installs it)")
 @pytest.mark.parametrize("verb", [["status"], ["stop"], ["exec", "--", "true"], ["down"]])
 def test_a_slurm_job_with_nothing_allocated_is_not_up_before_its_runtime_is_judged(team, capsys, verb):
     shutil.copy(EXAMPLES / "slurm-accelerate.yaml", team / "nodeweave.yaml")  # slurm.runtime pyxis

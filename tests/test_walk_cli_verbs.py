@@ -361,16 +361,33 @@ def test_every_verb_suggests_only_options_near_the_one_typed(capsys, project, wo
     code, _, err = run_cli(capsys, *words, typo, *tail_for(words))
     assert code == EXIT_USAGE
     assert f"did you mean {option}" in one_line(err) or f"did you mean" in err and option in err, err
+    if "--since" in dict((tuple(w), long_options(c)) for w, c in LEAVES)[tuple(words)]:
+        return  # its own option (logs --since, walk6 W49): nothing to suggest
     code, _, err = run_cli(capsys, *words, "--since", "5m", *tail_for(words))
     assert code == EXIT_USAGE
     assert "did you mean" not in one_line(err) or "--since" in err.split("did you mean")[1][:12], err
 
 
-def test_logs_since_of_the_walk_suggests_nothing_unrelated(capsys, project):
+def test_logs_since_of_the_walk_is_the_engines_window_now(capsys, project):
+    """`logs --since 5m` (the kubectl/podman habit) was refused as unknown; since walk6 W49 it is the engine's own
+    window: taken (exit 3 with nothing up, or with no engine here: the machine's answer, never exit 2), and a value
+    that is no duration is exit 2 on any machine."""
+    from nodeweave.errors import EXIT_ENVIRONMENT
+
     code, _, err = run_cli(capsys, "logs", "--since", "5m")
-    assert code == EXIT_USAGE
-    assert one_line(err) == ("nodeweave: error: no such option: --since; `nodeweave logs --help` lists what is "
-                             "accepted")
+    assert code == EXIT_ENVIRONMENT and "--since" not in one_line(err), err
+    code, _, err = run_cli(capsys, "logs", "--since", "yesterday")
+    assert code == EXIT_USAGE and "not a duration" in one_line(err), err
+
+
+@pytest.mark.skipif(__import__("shutil").which("podman") is None,
+                    reason="podman is not installed (.ci/setup-engine.sh installs it): it answers that the nodes are "
+                           "not up")
+def test_logs_since_with_nothing_up_is_the_one_not_up_answer(capsys, project):
+    from nodeweave.errors import EXIT_ENVIRONMENT
+
+    code, _, err = run_cli(capsys, "logs", "--since", "5m")
+    assert code == EXIT_ENVIRONMENT and "is not up" in one_line(err), err
 
 
 # -- options typed before the verb, and after `--` where they are taken once ---------------------------------------

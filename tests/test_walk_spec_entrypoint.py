@@ -280,7 +280,8 @@ def test_slurm_exclusive_false_with_auto_gpus_on_a_gpu_variant_is_refused_at_val
 
 @pytest.mark.parametrize("folder", ["/tmp/ckpt", "/var/tmp/c", "/run/ck"])
 def test_a_per_container_checkpoint_folder_is_noted_by_validate_and_warned_by_the_entrypoint(folder):
-    text = BASE + f"recovery: {{enabled: true, checkpoint_dir: {folder}}}\n"
+    # a spare: without one, recovery on 2 nodes is noted too (walk8 B33); this test is about the folder
+    text = BASE + f"recovery: {{enabled: true, spares: 1, checkpoint_dir: {folder}}}\n"
     (note,) = parse_spec(text, "s.yaml").notes
     assert note.startswith(f"recovery.checkpoint_dir: {folder} is in ") and "each container has to itself" in note
     found = shared_rules.notes({"recovery": True, "checkpoint_dir": folder})
@@ -291,10 +292,10 @@ def test_a_per_container_checkpoint_folder_is_noted_by_validate_and_warned_by_th
 
 
 def test_a_volume_over_the_per_container_folder_answers_the_note():
-    text = BASE + ("recovery: {enabled: true, checkpoint_dir: /tmp/shared/ck}\n"
+    text = BASE + ("recovery: {enabled: true, spares: 1, checkpoint_dir: /tmp/shared/ck}\n"
                    "volumes: [{name: s, path: /tmp/shared, claim: shared-ckpt}]\n")
     assert parse_spec(text, "s.yaml").notes == ()
-    assert parse_spec(BASE + "recovery: {enabled: true, checkpoint_dir: ck}\n", "s.yaml").notes == ()
+    assert parse_spec(BASE + "recovery: {enabled: true, spares: 1, checkpoint_dir: ck}\n", "s.yaml").notes == ()
 
 
 def test_validate_prints_the_note_and_stays_valid(capsys, tmp_path):
@@ -357,7 +358,12 @@ def test_a_path_nothing_expands_is_refused_by_both_sides(folder):
 def test_a_malformed_node_count_is_left_to_the_topologys_own_refusal_not_called_one_node(nnodes):
     from nodeweave.entrypoint.planning.settings import parse
 
-    parse(["--recovery", "on", "--nnodes", nnodes, "--", "t.py"], {})  # topology refuses it, naming the count
+    from nodeweave.entrypoint.errors import UsageError
+
+    # the count's own parser refuses it, naming the count, before recovery's one-node rule reads it (walk7 B10)
+    with pytest.raises(UsageError, match=f"{nnodes!r} \\(from --nnodes\\)") as refused:
+        parse(["--recovery", "on", "--nnodes", nnodes, "--", "t.py"], {})
+    assert "one node" not in str(refused.value)
     with pytest.raises(Exception, match="one node"):
         parse(["--recovery", "on", "--nnodes", "1", "--", "t.py"], {})
 

@@ -23,7 +23,7 @@ from nodeweave.targets.zipapp.cache import cache_file, cached_build
 @pytest.fixture
 def package(tmp_path, monkeypatch):
     """A copy of the nodeweave package (sources only) and a cache folder of the test's own."""
-    monkeypatch.setenv("NODEWEAVE_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("NODEWEAVE_CACHE_DIR", str(tmp_path.parent / f"{tmp_path.name}-cache"))
     copy = tmp_path / "src" / "nodeweave"
     shutil.copytree(package_root(), copy, ignore=shutil.ignore_patterns("__pycache__"))
     return copy
@@ -93,7 +93,7 @@ def test_a_damaged_entry_is_rebuilt_and_an_unwritable_folder_only_costs_time(pac
 
 
 def test_render_all_check_on_an_unchanged_tree_does_not_parse_the_closure(tmp_path, monkeypatch, parses):
-    monkeypatch.setenv("NODEWEAVE_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("NODEWEAVE_CACHE_DIR", str(tmp_path.parent / f"{tmp_path.name}-cache"))
     monkeypatch.chdir(tmp_path)
     (tmp_path / "nodeweave.yaml").write_text("name: nwcache\nimage: {variant: cpu}\nnodes: 2\n"
                                              "launcher: {script: train.py}\n")

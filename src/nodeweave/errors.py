@@ -28,5 +28,13 @@ class UsageError(NodeweaveError):
     exit_code = EXIT_USAGE
 
 
+def remove_the_record(path) -> str:
+    """The remedy for a damaged record of nodeweave's own, naming the record itself: the same line may name a file
+    of the user's (an entry's path), and "remove the file" alone was read as that one (replay6 N3)."""
+    import shlex
+
+    return f"remove the file {shlex.quote(str(path))}"
+
+
 class EnvironmentProblem(NodeweaveError):
     exit_code = EXIT_ENVIRONMENT

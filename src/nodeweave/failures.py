@@ -21,7 +21,12 @@ from nodeweave.errors import EnvironmentProblem, NodeweaveError, UsageError
 KLOG_LINE = re.compile(r"^[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+\s+\d+ [\w.-]+:\d+\]\s*")
 KLOG_ERR = re.compile(r'err="(.*?)"\s*$')
 API_UNREACHABLE = re.compile(r"couldn't get current server API group list|connection to the server .* was refused|"
-                             r"Unable to connect to the server|no configuration has been provided", re.I)
+                             r"Unable to connect to the server|no configuration has been provided|"
+                             r"failed to download openapi: Get \S+: dial tcp|"  # apply's validation
+                             # a kubeconfig that names no such context, or does not parse: no cluster to ask either
+                             # (walk7 A38: `--kube-context nope` was exit 1 with kubectl's words, unforetold)
+                             r"context \"[^\"]*\" does not exist|context was not found for specified context|"
+                             r"error loading config file|invalid configuration", re.I)
 INSTALL_HINTS = {
     "podman": "install podman, or pass --engine docker",
     "docker": "install docker, or pass --engine podman",
@@ -62,47 +67,164 @@ def tool_message(text: str, limit: int = 300) -> str:
     return message if len(message) <= limit else message[:limit - 3] + "..."
 
 
-def tool_failure(tool: str, what: str, code: int, text: str) -> NodeweaveError:
-    """A tool's failure as one line; an unreachable Kubernetes API is an environment problem (exit 3)."""
+def tool_failure(tool: str, what: str, code: int, text: str, switch: str = "pass --kube-context") -> NodeweaveError:
+    """A tool's failure as one line; an unreachable Kubernetes API is an environment problem (exit 3), whose hint
+    ends with ``switch``: how this verb picks another context."""
     message = tool_message(text) or f"exit {code}, no output"
     if API_UNREACHABLE.search(text):
         return EnvironmentProblem(f"{tool} cannot reach a Kubernetes cluster ({what}): {message}; check "
-                                  f"`{tool} config current-context`, or pass --kube-context")
+                                  f"`{tool} config current-context`, or {switch} (`{tool} config get-contexts` "
+                                  "lists the contexts of the kubeconfig, which KUBECONFIG names)")
     return NodeweaveError(f"{tool} {what} failed (exit {code}): {message}")
 
 
-def writable_dir(path: Path, flag: str, system_ok: bool = False) -> Path:
+# ssh's own words when it never reached the host (exit 255), and what each means (walk7 A39): the host was not
+# asked at all, so nothing about the job there is known, and `up` cannot help.
+SSH_UNREACHED = ((re.compile(r"Could not resolve hostname", re.I), "name not resolved"),
+                 (re.compile(r"Connection refused", re.I), "connection refused"),
+                 (re.compile(r"Permission denied", re.I), "permission denied"),
+                 (re.compile(r"No route to host", re.I), "no route to host"),
+                 (re.compile(r"Connection timed out|Operation timed out", re.I), "timed out"))
+
+
+def ssh_unreached(text: str) -> "str | None":
+    """Why ssh never reached a host, from its message ("name not resolved", ...), or None (it reached it)."""
+    for pattern, why in SSH_UNREACHED:
+        if pattern.search(text or ""):
+            return why
+    return None
+
+
+def unreached_hosts_line(hosts_why: "list[tuple[str, str]]") -> str:
+    """One line for hosts ssh never reached: their names, grouped by why, and the command that shows it."""
+    by_why: "dict[str, list[str]]" = {}
+    for host, why in hosts_why:
+        by_why.setdefault(why, []).append(host)
+    said = "; ".join(f"{', '.join(hosts)} ({why})" for why, hosts in by_why.items())
+    first = hosts_why[0][0]
+    return (f"ssh cannot reach {said}: check the names, the network and your keys (`ssh {first} true` shows ssh's "
+            "own words), then run this again")
+
+
+def unreachable_cluster(argv, what: str, switch: str = "pass --kube-context"):
+    """Run ``argv`` (a kubectl/oc read that changes nothing); the EnvironmentProblem (exit 3, the context hint) when
+    it cannot reach the cluster at all, else None (it answered, even with an error, or could not be run)."""
+    import subprocess
+
+    try:
+        out = subprocess.run(list(argv), capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    said = out.stderr or out.stdout
+    if out.returncode != 0 and API_UNREACHABLE.search(said):
+        return tool_failure(os.path.basename(argv[0]), what, out.returncode, said, switch)
+    return None
+
+
+CREATED = "created if missing"  # what a folder option that makes its folder says of a missing one
+
+
+def writable_dir(path: Path, flag: str, system_ok: bool = False, missing: str = CREATED,
+                 runs_ok: bool = False) -> Path:
     """``path`` if it is, or can be made, a directory this process may write nodeweave's files into; else exit 2
     naming why. Never ``/``, a system folder (``/etc``, ``/usr``, ...), a kernel file system (``/proc``) or
     nodeweave's own state folder (``.nodeweave``), whether it exists or not: the dry run refuses them as the
-    real write would (or, as root, would not, and litter the system)."""
+    real write would (or, as root, would not, and litter the system). ``missing``: what the option does with a
+    folder not there, said in every refusal's accepted clause (``--wheelhouse`` makes none: walk6 M4). ``runs_ok``:
+    the option names the run folders' own store (``--runs-dir``)."""
+    here = Path(os.path.abspath(path))
+    problem = own_folder_problem(here, system_ok, runs_ok)
+    if problem is not None:
+        raise UsageError(f"{flag} {path}: {problem}; accepted: a folder of your own ({missing})")
+    problem = unwritable(here)
+    if problem:
+        raise UsageError(f"{flag} {path}: {problem}; choose a directory you can write")
+    return here
+
+
+def unwritable(folder: Path) -> "str | None":
+    """Why nothing can be written into ``folder`` (or, missing, the nearest folder above it that would hold it), or
+    None: the one test of every write a dry run judges as its real run would. A read-only file system (a read-only
+    NFS export, a snapshot, a read-only bind mount) is said as such, root included (walk8 A10)."""
+    probe = Path(os.path.abspath(folder))
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    if os.access(probe, os.W_OK | os.X_OK):
+        return None
+    try:
+        read_only = bool(os.statvfs(probe).f_flag & os.ST_RDONLY)
+    except OSError:
+        read_only = False
+    return f"{probe} is on a read-only file system" if read_only else f"{probe} is not writable by this user"
+
+
+def own_folder_problem(path: Path, system_ok: bool = False, runs_ok: bool = False) -> "str | None":
+    """Why the absolute ``path`` is no folder for nodeweave to write into, or None: the one rule of every option
+    and variable naming such a folder (``--out``, ``--runs-dir``, ``--wheelhouse``, ``doctor --capture``,
+    NODEWEAVE_CACHE_DIR): not through a file, not a kernel file system, ``/`` or a system folder (as written and
+    where links lead), nor inside ``.nodeweave/``, nor (but for the runs store's own ``runs_ok`` option) inside
+    ``runs/`` beside a spec, the run folders' store, where ``runs ls`` would meet the files as stray run folders
+    and ``sync`` would hold them back as state (walk7 A36)."""
     from nodeweave.jobstate import STATE_DIR
     from nodeweave.systemdirs import SYSTEM_TREES, system_folder, system_tree
 
-    here = Path(os.path.abspath(path))
-    probe = here
+    probe = path
     while not probe.exists() and probe != probe.parent:
         probe = probe.parent
     if not probe.is_dir():
-        raise UsageError(f"{flag} {path}: {probe} is not a directory; accepted: a directory (created if missing)")
-    real = here.resolve()
+        return f"{probe} is not a directory"
+    real = path.resolve()
     if _pseudo_fs(real):
-        raise UsageError(f"{flag} {path}: {real} is a kernel file system; no file of nodeweave's can go there; "
-                         "accepted: a folder of your own")
+        return f"{real} is a kernel file system; no file of nodeweave's can go there"
     if system_folder(str(real)) and not system_ok:
-        raise UsageError(f"{flag} {path}: {real} is / or a system folder; accepted: a folder of your own "
-                         "(created if missing)")
-    for seen in (here, real):  # as written, and where links lead (/var/run is /run; /bin is /usr/bin)
+        return f"{real} is / or a system folder"
+    for seen in (path, real):  # as written, and where links lead (/var/run is /run; /bin is /usr/bin)
         tree = system_tree(str(seen))
         if tree is not None and not system_ok:
-            raise UsageError(f"{flag} {path}: {seen} is inside {tree} ({SYSTEM_TREES[tree]}); accepted: a folder "
-                             "of your own (created if missing)")
-    if STATE_DIR in real.parts or STATE_DIR in here.parts:
-        raise UsageError(f"{flag} {path}: it is inside {STATE_DIR}/, nodeweave's own state folder; accepted: "
-                         "a folder of your own (created if missing)")
-    if not os.access(probe, os.W_OK | os.X_OK):
-        raise UsageError(f"{flag} {path}: {probe} is not writable by this user; choose a directory you can write")
-    return here
+            return f"{seen} is inside {tree} ({SYSTEM_TREES[tree]})"
+    if STATE_DIR in real.parts or STATE_DIR in path.parts:
+        return f"it is inside {STATE_DIR}/, nodeweave's own state folder"
+    store = None if runs_ok else _runs_store(path) or _runs_store(real)
+    if store is not None:
+        return (f"it is inside {store}, the run folders' store beside the spec (`nodeweave runs ls` reads every "
+                "folder there as a run)")
+    return None
+
+
+def own_file_problem(path: Path, spec: bool = False) -> "str | None":
+    """Why the file ``path`` may not be written by an option naming a file (``bench --json-out``, ``--plot``,
+    ``init --out``, ``hosts probe --write-hostfile``, ``runs compare --chart``), or None: never inside
+    ``.nodeweave/`` (up's cluster record, the render record, the pushed digests) nor inside a run folder under
+    ``runs/`` (its run.json, its logs), as written or where links lead; a tab-completed path there replaced
+    ``up``'s record with bench's numbers, and ``down`` lost what ``up`` started (walk8 A11). A file directly in
+    ``runs/`` is fine (bench's own default is ``runs/nodeweave-bench.json``), but not a ``spec``: its folder would
+    be the workspace, the run folders' store itself (walk8 A12)."""
+    from nodeweave.jobstate import STATE_DIR
+
+    folder = Path(os.path.abspath(path)).parent
+    real = folder.resolve()
+    if STATE_DIR in real.parts or STATE_DIR in folder.parts:
+        return f"it is inside {STATE_DIR}/, nodeweave's own state folder (up's cluster record, the render record)"
+    for seen in (folder, real):
+        store = _runs_store(seen)
+        if store is not None and (spec or seen != store):
+            where = store if seen == store else f"a run folder in {store}"
+            return (f"it is inside {where}, the run folders' store beside the spec, whose records nodeweave "
+                    "writes and `nodeweave runs ls` reads")
+    return None
+
+
+def _runs_store(path: Path) -> "Path | None":
+    """The ``runs/`` beside a spec (its folder holds ``nodeweave.yaml`` or ``.nodeweave/``) that ``path`` is or lies
+    in; None: none."""
+    from nodeweave.jobstate import STATE_DIR
+    from nodeweave.entrypoint.ownfolders import RUNS
+
+    for folder in (path, *path.parents):
+        if folder.name == RUNS and ((folder.parent / "nodeweave.yaml").is_file()
+                                    or (folder.parent / STATE_DIR).is_dir()):
+            return folder
+    return None
 
 
 def _pseudo_fs(path: Path) -> bool:

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import nodeweave
+from nodeweave.entrypoint.nodelists import ranges
 from nodeweave.errors import NodeweaveError, UsageError
 from nodeweave.remote import Remote
 
@@ -79,7 +80,7 @@ def probe_plan(targets: "list[Remote]", master: "str | None", hostfile: "Path | 
         phases += (FilesPhase("write the hostfile", files=(PlannedFile(str(hostfile), what),)),)
     notes = (f"{len(targets)} host(s) probed at once with python3 over each one's exec channel (the bootstrap "
              "runs the entrypoint's detection from the zip on its stdin); nothing is changed on them",)
-    return Plan("hosts probe", ", ".join(t.label for t in targets), phases, notes)
+    return Plan("hosts probe", ranges(t.label for t in targets), phases, notes)
 
 
 @dataclass
@@ -182,7 +183,7 @@ def deepspeed_hostfile(reports: "list[HostReport]", vendor: "str | None" = None)
         by_vendor.setdefault(r.vendor, []).append(r.host)
     if vendor is None and len(by_vendor) > 1:
         raise UsageError("the hosts mix GPU vendors, and one DeepSpeed job cannot span NCCL and RCCL: "
-                         + "; ".join(f"{v}: {', '.join(hosts)}" for v, hosts in by_vendor.items())
+                         + "; ".join(f"{v}: {ranges(hosts)}" for v, hosts in by_vendor.items())
                          + "; write one hostfile per vendor with --vendor "
                          + " or --vendor ".join(GPU_VENDORS))
     lines, skipped = [], []

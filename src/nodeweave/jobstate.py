@@ -11,13 +11,16 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
-STATE_DIR = ".nodeweave"
+from nodeweave.entrypoint.ownfolders import STATE_DIR  # one name, which the entrypoint judges too
 GITIGNORE = "# made by nodeweave: what it keeps for this folder's jobs (each job's check-in token among them)\n*\n"
 
 
 def keep_out_of_git(state_dir: Path) -> None:
     """``.nodeweave/.gitignore`` ignoring everything in it, once: a team folder is a git repository, and
     ``git add -A`` would otherwise commit a job's token. A ``.gitignore`` already there is the user's: kept."""
+    from nodeweave.rootwrites import note_root_writes
+
+    note_root_writes(state_dir.parent, "the job's state (.nodeweave/, its token)")
     ignore = state_dir / ".gitignore"
     if state_dir.name == STATE_DIR and not ignore.exists() and not ignore.is_symlink():  # a link: never followed
         try:
@@ -87,7 +90,9 @@ class JobState:
 
     @classmethod
     def of(cls, spec_path: Path, job: str) -> "JobState":
-        return cls(spec_path.resolve().parent, job)
+        from nodeweave.specpath import spec_folder
+
+        return cls(spec_folder(spec_path), job)
 
     @property
     def folder(self) -> Path:

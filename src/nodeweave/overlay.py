@@ -27,11 +27,16 @@ import yaml
 
 from nodeweave.entrypoint.planning.exchange_plan import TOKEN_FILE_VARIABLE, TOKEN_MOUNT
 from nodeweave.spec import Spec
+from nodeweave.errors import UsageError
+from nodeweave.yamltext import dump_yaml
 
 LOCAL_COMPOSE = "compose/local.yaml"  # the rendered file the local overlay is made like
 KUBE_OVERLAY = "manifests/nodeweave-up"  # the overlay's folder inside the kept tree
 TOKEN_KEY = TOKEN_MOUNT.rpartition("/")[2]  # the token Secret's one key: the file name in the mounted folder
 TOKEN_DIR = TOKEN_MOUNT.rpartition("/")[0]  # Kubernetes mounts the Secret's folder here
+# libyaml's safe loader where PyYAML has it (the same data as yaml.safe_load): the local compose file of a
+# 2048-node job is 2.2 MB, which the pure-Python loader took most of `up --dry-run`'s 14 s to read back
+SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 JOB_LABEL = "app.kubernetes.io/instance"  # every object the spec renders for the job carries it (the job's name)
 
 
@@ -50,14 +55,25 @@ def local_compose(spec: Spec, spec_dir: str, project: Optional[str] = None,
 
     def absolute(host_path):
         if host_path is None or host_path.startswith(("/", "~")):
-            return host_path
-        return posixpath.normpath(posixpath.join(spec_dir, host_path))
+            return yaml_path(host_path)
+        return yaml_path(posixpath.normpath(posixpath.join(spec_dir, host_path)))
 
     rebased = replace(spec, workspace=replace(spec.workspace, host_path=absolute(spec.workspace.host_path)),
                       cache=replace(spec.cache, host_path=absolute(spec.cache.host_path)),
                       volumes=tuple(replace(v, host_path=absolute(v.host_path)) for v in spec.volumes))
     text = render_files(rebased)[LOCAL_COMPOSE]
     return text if project is None else marked_compose(text, project, labels or {})
+
+
+def yaml_path(path: Optional[str]) -> Optional[str]:
+    """``path`` for a compose file, or one line (exit 2) when it holds a byte that is not UTF-8: YAML is UTF-8 text,
+    and an escape would reach docker compose as another path (walk7 A32)."""
+    from nodeweave.usertext import is_utf8, shell_shown
+
+    if path is not None and not is_utf8(path):
+        raise UsageError(f"{shell_shown(path)} holds a byte that is not UTF-8 text, and the compose file that mounts "
+                         "it is YAML, which holds only UTF-8: rename the folder (or give the volume a UTF-8 path)")
+    return path
 
 
 def host_files(spec: Spec, project: str, labels: Mapping[str, str]) -> Dict[str, str]:
@@ -77,7 +93,7 @@ def marked_compose(text: str, project: str, labels: Mapping[str, str]) -> str:
     from nodeweave.yamltext import dump_yaml
 
     head = "".join(line for line in text.splitlines(keepends=True) if line.startswith("#"))
-    data = yaml.safe_load(text)
+    data = yaml.load(text, Loader=SAFE_LOADER)
     data["name"] = project
     for service in data.get("services", {}).values():
         service["labels"] = {**(service.get("labels") or {}), **labels}
@@ -126,8 +142,10 @@ def kube_tree(spec: Spec, namespace: str, resource: str, annotations: Mapping[st
         kustomization["images"] = [dict(pinned)]
     kustomization["patches"] = [{"path": f"patch-{i}.yaml", "target": target} for i, (target, _) in enumerate(patches)]
     for i, (_, patch) in enumerate(patches):
-        files[f"{KUBE_OVERLAY}/patch-{i}.yaml"] = yaml.safe_dump(patch, sort_keys=False)
-    files[f"{KUBE_OVERLAY}/kustomization.yaml"] = yaml.safe_dump(kustomization, sort_keys=False)
+        files[f"{KUBE_OVERLAY}/patch-{i}.yaml"] = dump_yaml(patch, sort_keys=False)
+    # kustomize reads YAML 1.2: an owner id such as 8e123456 written bare is a number there (walk5's targets
+    # test met it once in a full run); the renderers' dumper quotes every such string
+    files[f"{KUBE_OVERLAY}/kustomization.yaml"] = dump_yaml(kustomization, sort_keys=False)
     return files
 
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import List, Optional, Sequence, Tuple
 
 from nodeweave.errors import NodeweaveError
-from nodeweave.failures import need_tool, tool_message
+from nodeweave.failures import API_UNREACHABLE, need_tool, tool_failure, tool_message
 
 
 @dataclass(frozen=True)
@@ -58,7 +58,10 @@ def execute(step: Step) -> "subprocess.CompletedProcess[str]":
     except subprocess.TimeoutExpired:
         raise NodeweaveError(f"{step.what}: no answer after {step.timeout:.0f} s ({step.text()})") from None
     if out.returncode != 0:
-        tail = tool_message(out.stderr or out.stdout)
+        said = out.stderr or out.stdout
+        if API_UNREACHABLE.search(said):  # the cluster went away after the verb's reach check: exit 3 and the hint
+            raise tool_failure(os.path.basename(step.argv[0]), step.what, out.returncode, said)
+        tail = tool_message(said)
         raise NodeweaveError(f"{step.what} failed (exit {out.returncode}): {tail or 'no output'}")
     return out
 

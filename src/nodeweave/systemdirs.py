@@ -40,3 +40,15 @@ def system_tree(path: str) -> "str | None":
         if normal == tree or normal.startswith(tree + "/"):
             return tree
     return None
+
+
+# The cluster's own namespaces: its system pods (CNI, kube-proxy, device plugins, the OpenShift operators) run there,
+# and the job's namespace.yaml labels its namespace with a Pod Security level that would judge them too (walk6 W78).
+CLUSTER_NAMESPACES = ("kube-system", "kube-public", "kube-node-lease", "openshift")
+CLUSTER_NAMESPACE_PREFIXES = ("kube-", "openshift-")
+CLUSTER_NAMESPACES_TEXT = "not one of the cluster's own (kube-system, kube-public, kube-*, openshift, openshift-*)"
+
+
+def cluster_namespace(name: str) -> bool:
+    """``name`` is a namespace the cluster keeps for itself: no job's objects, claim or Pod Security label go there."""
+    return name in CLUSTER_NAMESPACES or name.startswith(CLUSTER_NAMESPACE_PREFIXES)

@@ -25,6 +25,12 @@ class Dumper(_BASE):
     """SafeDumper that also quotes strings a YAML 1.2 or Go reader would resolve to non-strings."""
 
 
+class EscapingDumper(yaml.SafeDumper):
+    """The same rules in PyYAML's own emitter, which writes a byte that is not UTF-8 (a file or folder name from a
+    Latin-1 share, held as Python's surrogate escape) as ``"\\uDCFF"``, as ``-o json`` writes ``"\\udcff"``;
+    libyaml's emitter refuses such a string with a traceback (walk7 A31)."""
+
+
 def _represent_str(dumper: yaml.SafeDumper, data: str) -> yaml.ScalarNode:
     # PyYAML writes NEL/LS/PS raw inside plain or single-quoted scalars, where
     # readers fold them into a space; double quotes escape them (\N, \L, \P).
@@ -32,7 +38,8 @@ def _represent_str(dumper: yaml.SafeDumper, data: str) -> yaml.ScalarNode:
     return dumper.represent_scalar("tag:yaml.org,2002:str", data, style=style)
 
 
-Dumper.add_representer(str, _represent_str)
+for _dumper in (Dumper, EscapingDumper):
+    _dumper.add_representer(str, _represent_str)
 
 # What YAML 1.2's core schema and Go's yaml (v2 and v3) resolve to numbers.
 for _tag, _pattern in {
@@ -40,11 +47,28 @@ for _tag, _pattern in {
     "tag:yaml.org,2002:float": r"^(?:[-+]?(?:\.[0-9]+|[0-9][0-9_]*(?:\.[0-9_]*)?)(?:[eE][-+]?[0-9]+)?"
     r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$",
 }.items():
-    Dumper.add_implicit_resolver(_tag, re.compile(_pattern), list("-+.0123456789"))
+    for _dumper in (Dumper, EscapingDumper):
+        _dumper.add_implicit_resolver(_tag, re.compile(_pattern), list("-+.0123456789"))
 
 
 def dump_yaml(document: Any, *, sort_keys: bool) -> str:
-    """One document, byte-stable: no line wrapping, UTF-8 characters kept as they are."""
-    return yaml.dump(
-        document, Dumper=Dumper, sort_keys=sort_keys, default_flow_style=False, allow_unicode=True, width=10_000
-    )
+    """One document, byte-stable: no line wrapping, UTF-8 characters kept as they are, a byte that is not UTF-8
+    escaped (``EscapingDumper``)."""
+    options = dict(sort_keys=sort_keys, default_flow_style=False, allow_unicode=True, width=10_000)
+    try:
+        return yaml.dump(document, Dumper=Dumper, **options)
+    except UnicodeEncodeError:
+        return yaml.dump(document, Dumper=EscapingDumper, **options)
+
+
+# What a YAML stream may not hold raw, even in a comment (YAML 1.2, 5.1 "c-printable"): C0 controls but tab, line
+# feed and carriage return, DEL, C1 controls but NEL, surrogates, U+FFFE and U+FFFF; and the line breaks a reader
+# counts as one (NEL, LS, PS) that would end a comment line midway.
+_UNPRINTABLE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x84\x86-\x9f\ud800-\udfff\ufffe\uffff\x85\u2028\u2029]")
+
+
+def comment_lines(text: str) -> str:
+    """``text`` as YAML comment lines (``# ...``): a spec value quoted in it (a script named with a control
+    character, say) is written as its escape, so the file stays one every YAML reader loads."""
+    shown = _UNPRINTABLE.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
+    return "".join(f"# {line}".rstrip() + "\n" for line in shown.split("\n"))

@@ -15,10 +15,13 @@ import signal
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import List, Optional
 
-from e2e_harness import REPO, prepare_workdir
+import yaml
+
+from e2e_harness import REPO, ComposeCluster, prepare_workdir
 
 NODEWEAVE = [sys.executable, "-c", "import sys; from nodeweave.cli import main; sys.exit(main())"]
 SPEC = """name: {name}
@@ -90,8 +93,50 @@ def wait_until(predicate, what: str, timeout: float = 120, every: float = 0.5):
 
 
 def status(spec_path: Path) -> dict:
+    """``nodeweave status --json``'s report; a failure names its exit code and shows what it printed on both
+    streams (a bare JSONDecodeError of an empty stdout hid why, CI)."""
     out = nodeweave(spec_path, "status", "--json", timeout=120)
-    return json.loads(out.stdout)
+    try:
+        return json.loads(out.stdout)
+    except ValueError:
+        raise AssertionError(f"nodeweave status --json exited {out.returncode} with no JSON report:\n"
+                             f"stdout: {out.stdout[-3000:]}\nstderr: {out.stderr[-3000:]}") from None
+
+
+@dataclass
+class UpCluster(ComposeCluster):
+    """The spec's cluster as ``nodeweave up --run`` starts it: the job's own compose file, every container marked
+    as this folder's, so the verbs (``status``, ``logs``, ``down``) act on it; a plain compose's unmarked containers
+    they refuse (walk7 A34). Read and removed by name like any :class:`ComposeCluster`, after ``nodeweave down``."""
+
+    spec_path: Optional[Path] = None
+
+    def up(self, services: Optional[List[str]] = None) -> float:
+        assert services is None, "nodeweave up starts every node"
+        started = time.time()
+        nodeweave(self.spec_path, "up", "--run", "--no-wait", "--engine", self.engine.kind, "--image", self.image,
+                  timeout=300, check=0)
+        return started
+
+    def remove(self) -> None:
+        nodeweave(self.spec_path, "down", "--engine", self.engine.kind, timeout=300)  # nothing up: exit 3, fine
+        super().remove()
+
+
+def up_cluster(engine, spec_path: Path, image: str) -> UpCluster:
+    """The cluster ``nodeweave up`` makes of the spec: its containers, network and pod named from the job's compose
+    file as ``up`` renders it (this folder's compose project)."""
+    from nodeweave.cluster.backends.local import render_up_compose
+    from nodeweave.cluster.identity import JobMark
+    from nodeweave.spec import load_spec
+
+    spec = load_spec(spec_path)
+    document = yaml.safe_load(render_up_compose(spec, spec_path.parent, JobMark.of(spec_path.parent, spec.name)))
+    names = [svc.get("container_name", key) for key, svc in document["services"].items()]
+    project = document["name"]
+    pods = [f"pod_{project}"] if engine.kind == "podman" else []
+    return UpCluster(engine=engine, names=names, networks=[f"{project}_{key}" for key in document.get("networks", {})],
+                     pods=pods, image=image, spec_path=spec_path)
 
 
 def run_folders(spec_path: Path) -> List[Path]:

@@ -39,6 +39,7 @@ test instead of passing:
 - ``exec [-i] [-t] -n NS -c CTR POD -- CMD``: ``podman exec`` in ``<pod>-<container>``, for a
   pod recorded in NS with that container;
 - ``logs [-f] -n NS -c CTR POD``: ``podman logs`` of it;
+- ``kustomize DIR``: the real kubectl's build of the tree (``up``'s plan names what it applies from it);
 - ``scale -n NS statefulset/NAME --replicas N``: what a person types to make a StatefulSet dormant
   (or smaller): the pods from ordinal N on are removed and the recorded count becomes N; more
   pods than ``apply`` played cannot be made here, so growing past them is refused.
@@ -80,6 +81,7 @@ GRAMMAR = {
     "exec": ({"-n", "-c"}, {"-i", "-t"}),
     "logs": ({"-n", "-c"}, {"-f"}),
     "scale": ({"-n", "--replicas"}, set()),
+    "kustomize": (set(), set()),
 }
 REPLICAS = "jsonpath={.spec.replicas}"
 RUNNING_NAMES = "jsonpath={.items[*].metadata.name}"
@@ -372,6 +374,8 @@ def pod_json(name: str) -> "dict | None":
 
 def main(argv) -> None:
     context, verb, flags, switches, positional, command = parse(argv)
+    if verb == "kustomize" and len(positional) == 1 and not flags:  # offline: the real one builds it
+        sys.exit(subprocess.call([os.environ["STANDIN_REAL_KUBECTL"], "kustomize", positional[0]]))
     namespace = flags.get("-n", "default")
     state = load_state()
     space = state.setdefault(f"{context}/{namespace}", {})

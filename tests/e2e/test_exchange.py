@@ -157,7 +157,17 @@ def test_an_address_that_is_loopback_is_refused_on_every_node(engine, cpu_image,
     try:
         cluster.up(services=["e2e-xlo-0", "e2e-xlo-1"])
         cluster.run_like("e2e-xlo-1", "e2e-xlo-2", env={"NODEWEAVE_INTERFACES": "lo"})
-        _refused_everywhere(cluster, ["refuse address", "advertises loopback 127.0.0.1"])
+        # node 2 refuses its own start (lo cannot reach the master, another container) and tells node 0, which
+        # names it once, by rank: never as a node that did not check in as well
+        codes = cluster.wait_exit(timeout=200)
+        assert set(codes.values()) == {3}, f"exit codes {codes}\n{cluster.all_logs()}"
+        own = cluster.logs("e2e-xlo-2")
+        assert "told node 0" in own and "NODEWEAVE_INTERFACES=lo: lo is loopback" in own, own
+        for name in ("e2e-xlo-0", "e2e-xlo-1"):
+            log = cluster.logs(name)
+            assert "check-in refused the job" in log and "refused-start" in log, log
+            assert "node 2: e2e-xlo-2" in log and "NODEWEAVE_INTERFACES=lo: lo is loopback" in log, log
+            assert "refuse missing" not in log and "did not check in" not in log, log
     finally:
         cluster.remove()
 

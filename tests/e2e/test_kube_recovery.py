@@ -100,7 +100,8 @@ def test_a_deleted_statefulset_pod_is_recreated_rejoins_and_the_spare_has_taken_
     node0 = logs[PODS[0]]
     assert re.search(r"recovery: generation 0 ended: node 1: ", node0), node0
     assert "recovery: generation 1: training node(s) 0, 2; spare(s) none" in node0, node0
-    [(generation, path, step)] = re.findall(r"RECOVERY-RESUME gen=(\d+) from=(\S+) step=(\d+)", node0)
+    # at a line's start: the rank's own line, not an entrypoint line quoting it (the metrics step note)
+    [(generation, path, step)] = re.findall(r"(?m)^RECOVERY-RESUME gen=(\d+) from=(\S+) step=(\d+)", node0)
     assert generation == "1" and step in ("10", "15") and path == f"checkpoints/step-{step}.pt", node0
     assert "RECOVERY-DONE gen=1 step=30 state=30" in node0, node0
     # The recreated pod checked in again, was told it is out of this job, and waited for its end.

@@ -1,5 +1,6 @@
 """The entrypoint's rank-0 self-check, without an engine (test_faults.py has the two-container case)."""
 
+import os
 import socket
 import subprocess
 import sys
@@ -11,7 +12,9 @@ def _start_as_rank_0_of(master_addr, master_port, cwd):
     (cwd / "train.py").write_text("")  # the training script is there (the entrypoint checks that first)
     return subprocess.run([sys.executable, "-m", "nodeweave.entrypoint", "--launcher", "torchrun", "--nnodes", "2",
                            "--node-rank", "0", "--master-addr", master_addr, "--master-port", str(master_port),
-                           "--", "train.py"], capture_output=True, text=True, timeout=60, cwd=cwd)
+                           "--", "train.py"], capture_output=True, text=True, timeout=60, cwd=cwd,
+                          env=dict(os.environ, PATH=f"{os.path.dirname(sys.executable)}:{os.environ.get('PATH', '')}"))
+    # the venv's launcher on PATH, as a node has it: without, the start check stops at 127 first (walk7 B11)
 
 
 def test_entrypoint_refuses_rank_0_when_master_is_another_host(tmp_path):

@@ -16,6 +16,7 @@ from nodeweave.errors import UsageError
 OPS = ("all_reduce", "all_gather", "reduce_scatter")
 BACKENDS = ("auto", "nccl", "gloo")
 DTYPES = {"float32": 4, "bfloat16": 2, "float16": 2}
+DTYPE_NAMES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16", "half": "float16"}  # taken as their names
 
 # Default sizes when --sizes is not given: a GPU run covers what nccl-tests
 # users look at; a CPU (gloo) run stops where memory and time stay small.

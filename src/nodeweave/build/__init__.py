@@ -15,7 +15,7 @@ from typing import List, Mapping, Optional
 
 from nodeweave.build.builder import BuildProgress, BuildResult, git_revision, run_build
 from nodeweave.build.context import (check_context_paths, check_copied_sources, choose_dockerfile, link_wheelhouse,
-                                     refresh_entrypoint, rendered_dockerfile, without_frontend_pin)
+                                     refresh_entrypoint, rendered_dockerfile, wheels_in, without_frontend_pin)
 from nodeweave.build.engine import BUILDX, CLASSIC_BUILDKIT, Engine, detect_engine
 from nodeweave.build.plan import BuildPlan, Revision, plan_build
 from nodeweave.build.pushed import push_tags
@@ -44,16 +44,35 @@ def _git_remote(root: Path) -> Optional[str]:
     return out.stdout.strip() or None if out.returncode == 0 else None
 
 
-def _dockerfile_note(relative: str, committed: bool, in_context: bool, frontend: Optional[str]) -> str:
+def _dockerfile_note(relative: str, committed: bool, in_context: bool, frontend: Optional[str],
+                     yours: bool = False) -> str:
+    """The plan's line on which Dockerfile is built. ``yours``: the context's file carries no nodeweave header, so
+    ``render`` refuses to overwrite it; the build leaves it alone and says so, never naming render as the remedy
+    (replay7 N1: the hint looped between the two verbs)."""
     if frontend:
         source = relative if committed else "rendered for this spec"
         return (f"Dockerfile: {source}, without its `# syntax={frontend}` line (--offline: BuildKit would fetch "
                 "that frontend from a registry; the engine's built-in Dockerfile frontend reads it)")
     if committed:
         return f"Dockerfile: {relative} (matches the rendering)"
+    if in_context and yours:
+        return (f"Dockerfile: rendered for this spec ({relative} in the context has no nodeweave header, so it is "
+                f"yours and is not built: `nodeweave render --force` replaces it with the rendering, or build yours "
+                f"with `podman build -f {relative} .`)")
     if in_context:
         return f"Dockerfile: rendered for this spec ({relative} in the context differs: `nodeweave render` refreshes it)"
     return "Dockerfile: rendered for this spec"
+
+
+def _marked(path: Path) -> bool:
+    """Whether the file carries nodeweave's header (an unreadable one counts as not: said as the user's)."""
+    from nodeweave.entrypoint import bounded
+    from nodeweave.renderedmark import is_marked
+
+    try:
+        return is_marked(bounded.read_bytes(path, bounded.RENDERED_CAP, "a Dockerfile"))
+    except OSError:  # bounded.TooLarge too: a Dockerfile of 64 MiB is not one nodeweave rendered
+        return False
 
 
 # The build-time network modes podman and docker both name (besides container:ID, ns:PATH and a network's name).
@@ -124,8 +143,17 @@ def wheelhouse_command(view, house: Path, context: Path) -> str:
     and image.requirements), run where the user is: a pip user has no nodeweave checkout, so a hint naming
     the repository's own scripts (.ci/wheelhouse.sh) does not work there. The variant's torch index is offered
     as the Dockerfile offers it: PyPI's torch of the same version is another build (CUDA's, gigabytes of nvidia-*
-    wheels), and an offline build would install it from the wheelhouse into a cpu or ROCm image."""
+    wheels), and an offline build would install it from the wheelhouse into a cpu or ROCm image.
+
+    The line tells pip to write into ``house``, so ``house`` is first judged as every folder nodeweave has written
+    into is (``writable_dir``): a hint never names a folder its own rule refuses (replay6 N4: ``--wheelhouse /etc``
+    was told to download torch into /etc)."""
     import shlex
+
+    from nodeweave.failures import writable_dir
+
+    writable_dir(house, "--wheelhouse", missing="holding the wheels already: --wheelhouse makes no folder, the "
+                 "pip line it offers makes and fills one")
 
     here = Path.cwd().resolve()
     shown = house.relative_to(here).as_posix() if house.is_relative_to(here) else str(house)
@@ -186,16 +214,35 @@ def check_push_reaches_a_registry(tags, push: bool) -> None:
                          "build without --push")
 
 
+def wheelhouse_note(house: Path, count: int, given: Optional[Path], offline: bool, dry_run: bool) -> str:
+    """What the build's pip is offered, as the real build does it: the ``--wheelhouse`` given, linked into the
+    context's ``wheelhouse/``, and whether pip looks anywhere else (walk6, W34: the plan named only the context's
+    folder, said "pip uses the index" under --offline, and took a --wheelhouse holding no wheel without a word)."""
+    where = ("pip looks nowhere else (--offline)" if offline else "pip looks there first, then the index")
+    if given is not None and given != house.resolve():
+        offered = wheels_in(given)
+        if offered == 0:
+            return (f"wheelhouse: --wheelhouse {given} holds no wheel (*.whl, *.tar.gz): nothing from it is offered; "
+                    f"{house} holds {count}")
+        verb = "would be linked" if dry_run else "linked"
+        return f"wheelhouse: {given} ({offered} wheel(s)), {verb} into {house} for the build ({count} in all); {where}"
+    if house.is_dir() or not dry_run:
+        return f"wheelhouse: {house} ({count} files); {where}"
+    return f"wheelhouse: {house} (no such folder: the build makes it empty, and pip uses the index)"
+
+
 def prepare_build(spec, variant: str, context: Path, scratch: Path, base: Optional[str] = None,
                   push: bool = False, wheelhouse: Optional[Path] = None, offline: bool = False,
                   network: Optional[str] = None, tag: Optional[str] = None,
                   build_args: Optional[Mapping[str, str]] = None, dry_run: bool = False,
-                  engine_kind: Optional[str] = None, write_dockerfile: bool = True) -> PreparedBuild:
+                  engine_kind: Optional[str] = None, write_dockerfile: bool = True,
+                  spec_path: Optional[Path] = None) -> PreparedBuild:
     """Plan the build of ``variant`` for ``spec`` in ``context``; ``scratch`` holds a rendered Dockerfile.
 
     Unless ``dry_run``, the context is readied: the Dockerfile written (unless ``write_dockerfile`` is False:
     the CLI's plan writes it, ``dockerfile_text``), the wheelhouse linked.
     ``engine_kind`` "docker" with ``offline`` drops the Dockerfile's frontend pin (``# syntax=``).
+    ``spec_path``: the spec as the command was given it, which a refusal's commands carry (``--spec``).
     """
     from nodeweave import __version__
 
@@ -212,18 +259,27 @@ def prepare_build(spec, variant: str, context: Path, scratch: Path, base: Option
     dockerfile, committed = choose_dockerfile(context, text, variant, scratch,
                                               write=write_dockerfile and not dry_run, build_text=build_text)
     relative = f"images/{variant}/Dockerfile"
-    notes.append(_dockerfile_note(relative, committed, (context / relative).is_file(), frontend))
-    check_copied_sources(context, build_text, relative)
+    in_context = (context / relative).is_file()
+    notes.append(_dockerfile_note(relative, committed, in_context, frontend,
+                                  yours=in_context and not committed and not _marked(context / relative)))
+    check_copied_sources(context, build_text, relative if committed else f"the Dockerfile rendered for {variant}",
+                         spec_path)
     refreshed = refresh_entrypoint(context, write=not dry_run)
     if refreshed:
         notes.append(refreshed)
-    house, count = link_wheelhouse(context, wheelhouse, write=not dry_run)
-    notes.append(f"wheelhouse: {house} ({count} files)" if house.is_dir() or not dry_run else
-                 f"wheelhouse: {house} (no such folder: the build makes it empty, and pip uses the index)")
+    house, count = link_wheelhouse(context, wheelhouse, write=not dry_run,
+                                   fill=lambda folder: wheelhouse_command(view, folder, context))
+    given = wheelhouse.expanduser().resolve() if wheelhouse is not None else None
+    notes.append(wheelhouse_note(house, count, given, offline, dry_run))
+    if offline and given is not None and given != house.resolve() and wheels_in(given) == 0:
+        from nodeweave.errors import UsageError
+
+        raise UsageError(f"--wheelhouse {given} holds none (no *.whl or *.tar.gz), and --offline installs from the "
+                         f"wheelhouse only; fill it: {wheelhouse_command(view, given, context)} (docs/images.md, "
+                         "offline builds), or give the folder that holds the wheels")
     if offline and count == 0:
         from nodeweave.errors import UsageError
 
-        given = wheelhouse.expanduser().resolve() if wheelhouse is not None else None
         where = f"--wheelhouse {given} holds none (nor does {house})" if given else f"{house} is empty"
         fill = given or house
         raise UsageError(f"--offline needs wheels, but {where}; fill it: {wheelhouse_command(view, fill, context)} "

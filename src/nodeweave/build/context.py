@@ -16,9 +16,11 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import shutil
+import shlex
 from pathlib import Path
-from typing import Optional, Tuple
+from typing import Callable, Optional, Tuple
 
 from nodeweave.entrypoint import bounded
 from nodeweave.errors import UsageError
@@ -56,7 +58,8 @@ def choose_dockerfile(context: Path, text: str, variant: str, scratch: Path,
     matches the rendering; ``write=False`` (dry runs) only names the scratch path.
     """
     committed = context / "images" / variant / "Dockerfile"
-    matches = committed.is_file() and bounded.read_text(committed, bounded.TEXT_CAP, "a Dockerfile") == text
+    matches = committed.is_file() and \
+        bounded.read_bytes(committed, bounded.TEXT_CAP, "a Dockerfile") == text.encode("utf-8")  # as the engine reads it
     build_text = text if build_text is None else build_text
     if matches and build_text == text:
         return committed, True
@@ -75,7 +78,7 @@ def check_context_paths(context: Path, spec) -> None:
     team's own file that never names the requirements file lets it in.
     """
     from nodeweave.build.sources import DockerIgnore
-    from nodeweave.rendering.plan import is_marked
+    from nodeweave.renderedmark import is_marked
     from nodeweave.targets.images import context_paths
 
     ignore = DockerIgnore.of(context)
@@ -95,8 +98,15 @@ def _is_distribution(path: Path) -> bool:
     return path.is_file() and path.name.endswith((".whl", ".tar.gz", ".zip"))
 
 
-def link_wheelhouse(context: Path, source: Optional[Path], write: bool = True) -> Tuple[Path, int]:
-    """Make ``<context>/wheelhouse`` exist; offer the wheels of ``source`` in it.
+def wheels_in(folder: Path) -> int:
+    """How many distributions (wheels, sdists) ``folder`` holds: what ``link_wheelhouse`` would offer from it."""
+    return sum(1 for item in folder.iterdir() if _is_distribution(item)) if folder.is_dir() else 0
+
+
+def link_wheelhouse(context: Path, source: Optional[Path], write: bool = True,
+                    fill: Optional[Callable[[Path], str]] = None) -> Tuple[Path, int]:
+    """Make ``<context>/wheelhouse`` exist; offer the wheels of ``source`` in it. ``fill``: the whole pip line
+    that makes and fills a folder, for the refusal of a missing one (never a literal ``...`` to guess at).
 
     Wheels are hard-linked (copied across filesystems); a file of the same name
     already there is kept. Returns the wheelhouse and how many distributions
@@ -112,8 +122,9 @@ def link_wheelhouse(context: Path, source: Optional[Path], write: bool = True) -
         if not source.is_dir():
             if source.exists():
                 raise UsageError(f"--wheelhouse {source} is not a directory; accepted: a directory of wheels")
-            raise UsageError(f"--wheelhouse {source} does not exist; accepted: a directory of wheels (`python -m "
-                             f"pip download -d {source} ...` makes and fills one)")
+            how = fill(source) if fill else f"`python -m pip download -d {shlex.quote(str(source))} -r requirements.txt`"
+            raise UsageError(f"--wheelhouse {source} does not exist; accepted: a directory of wheels ({how} makes "
+                             "and fills it)")
         if source != target.resolve():
             offered = [wheel for wheel in sorted(source.iterdir()) if _is_distribution(wheel) and wheel.name not in present]
     if write:
@@ -136,7 +147,8 @@ def refresh_entrypoint(context: Path, write: bool = True) -> Optional[str]:
     the "by nodeweave" mark is the user's own zipapp and is built as it is.
     Returns a note when the file was (``write=False``: would be) refreshed.
     """
-    from nodeweave.rendering.plan import is_marked, write_atomically
+    from nodeweave.renderedmark import is_marked
+    from nodeweave.rendering.plan import write_atomically
     from nodeweave.targets import zipapp
 
     target = context / zipapp.PATH
@@ -154,16 +166,33 @@ def refresh_entrypoint(context: Path, write: bool = True) -> Optional[str]:
     return f"{zipapp.PATH}: {verb} from this nodeweave's entrypoint (the copy in the context was stale)"
 
 
-def check_copied_sources(context: Path, dockerfile_text: str, dockerfile_name: str) -> None:
-    """Refuse, before any layer, a context that lacks (or whose .dockerignore keeps out) what the Dockerfile copies."""
+def check_copied_sources(context: Path, dockerfile_text: str, dockerfile_name: str,
+                         spec_path: Optional[Path] = None) -> None:
+    """Refuse, before any layer, a context that lacks (or whose .dockerignore keeps out) what the Dockerfile copies;
+    the commands the refusal names carry the ``--spec`` this build was given, so pasting them works."""
+    from nodeweave.spec.loader import spec_flag
+
     from nodeweave.build.sources import missing_sources
     from nodeweave.targets import zipapp
 
     problems = missing_sources(context, dockerfile_text)
     if not problems:
         return
-    hint = "; give --context the folder holding them, or run `nodeweave render all` in the spec's folder"
-    if any(problem.startswith(zipapp.PATH) for problem in problems):
-        hint = (f"; `nodeweave render entrypoint --out {context}` writes {zipapp.PATH} (render all does too), "
+    flag = spec_flag(spec_path) if spec_path is not None else ""  # None: a caller that has no spec file
+    hint = f"; give --context the folder holding them, or run `nodeweave render all{flag}`"
+    if any(problem.startswith(zipapp.PATH) for problem in problems) and not _refused_output(context):
+        hint = (f"; `nodeweave render entrypoint{flag} --out {shlex.quote(str(context))}` writes {zipapp.PATH}, "
                 "or give --context the folder holding it")
     raise UsageError(f"{dockerfile_name} copies what the build context lacks: {'; '.join(problems)}{hint}")
+
+
+def _refused_output(folder: Path) -> bool:
+    """Whether `nodeweave render --out folder` would be refused (a system folder, nodeweave's state): a hint never
+    names a path its own rule refuses (replay6 N4), so the render half of the remedy is left out there."""
+    from nodeweave.failures import writable_dir
+
+    try:
+        writable_dir(folder, "--out")
+    except UsageError:
+        return True
+    return False

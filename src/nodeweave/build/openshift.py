@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional, Tuple
 
 from nodeweave.steps import Step, execute, need_tool
-from nodeweave.errors import NodeweaveError, UsageError
+from nodeweave.errors import EnvironmentProblem, NodeweaveError, UsageError
 from nodeweave.remote import RemoteOptions, kind_class
 from nodeweave.jobstate import JobState
 
@@ -101,6 +101,10 @@ def stage_upload(context: Path, upload: Upload) -> int:
     return 1 + len(upload.sources)
 
 
+# image build takes no --kube-context: the hint for an unreachable cluster names the one way it picks another
+NO_CONTEXT_FLAG = "`{tool} config use-context NAME` for another (image build uses the current context)"
+
+
 @dataclass(frozen=True)
 class ClusterBuild:
     """The cluster build as planned: the kept tree's files (path under the spec's folder -> text), the upload
@@ -109,6 +113,25 @@ class ClusterBuild:
     tree: Dict[str, str]
     upload: Optional[Upload]
     steps: Tuple[Step, Step]
+    asks: Tuple[str, ...] = ()  # a read of the namespace that changes nothing: whether oc reaches the cluster
+    notes: Tuple[str, ...] = ()  # what the plan says first: where the build lands against what the pods pull
+
+    def refusal(self):
+        """What the real build ends with before it writes or stages anything, and its dry run notes (exit 3): no
+        oc on this machine, or a cluster oc cannot reach (replay N1's class: the dry run said nothing, the real
+        build wrote its tree and failed on the apply with exit 1)."""
+        from nodeweave.errors import EnvironmentProblem
+        from nodeweave.failures import unreachable_cluster
+
+        program = self.steps[0].argv[0]
+        if shutil.which(program) is None:  # no --kube-cli remedy here: `oc start-build` has no kubectl form
+            return EnvironmentProblem(f"{program} is not on PATH; it applies the BuildConfig and starts the build on "
+                                      "the cluster (install the OpenShift client: `oc start-build` has no kubectl "
+                                      "form)")
+        if not self.asks:
+            return None
+        return unreachable_cluster(self.asks, f"get imagestream {self.asks[self.asks.index('imagestream') + 1]}",
+                                   switch=NO_CONTEXT_FLAG.format(tool=self.asks[0]))
 
 
 def build_steps(spec, spec_path: Path, context: Path, variant: str, kube_cli: str = "oc") -> ClusterBuild:
@@ -133,7 +156,7 @@ def build_steps(spec, spec_path: Path, context: Path, variant: str, kube_cli: st
 
         check_context_paths(context, spec)
         text = rendered_dockerfile(r)
-        check_copied_sources(context, text, f"images/{r.variant.key}/Dockerfile")
+        check_copied_sources(context, text, f"the Dockerfile rendered for {r.variant.key}", spec_path)
         staged = Upload(upload, r.variant.key, text, upload_sources(context, text))
     tree = job.kept(KEPT_TREE)
     kept = {f"{job.shown(tree)}/{rel[len(openshift_build.BUILD) + 1:]}": text
@@ -147,7 +170,10 @@ def build_steps(spec, spec_path: Path, context: Path, variant: str, kube_cli: st
                  tuple(cli.cli_argv("start-build", RemoteOptions(), None))
                  + (spec.name, "-n", ns, *from_dir, "--follow", "--wait"),
                  timeout=6 * 3600)
-    return ClusterBuild(kept, staged, (apply, start))
+    asks = tuple(cli.cli_argv("get", RemoteOptions(), ns)) + ("imagestream", spec.name, "--ignore-not-found", "-o",
+                                                             "name")
+    unused = openshift_build.unused_build_note(r)
+    return ClusterBuild(kept, staged, (apply, start), asks, (unused,) if unused else ())
 
 
 def run_build_steps(steps: Tuple[Step, Step], on_line: Callable[[str], None]) -> None:

@@ -172,4 +172,4 @@ def cluster_image_plan(cluster, variant: str):
         phases.append(StagePhase("the upload: what the build reads", folder=str(cluster.upload.folder),
                                  upload=cluster.upload.to_dict()))
     phases.append(BuildPhase(f"build {variant} on the cluster", steps=cluster.steps))
-    return Plan("image build", "openshift (the spec's BuildConfig)", tuple(phases))
+    return Plan("image build", "openshift (the spec's BuildConfig)", tuple(phases), notes=cluster.notes)

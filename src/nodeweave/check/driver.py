@@ -30,6 +30,9 @@ CHECK_FLAGS = ("--launcher", "torchrun", "--nproc-per-node", "1", "--launcher-op
                "--recovery", "off")
 
 
+MAX_REPEATS = 10  # beyond, a median of 11 samples sharpens no verdict, and every pass measures every link again
+
+
 @dataclass
 class CheckOptions:
     threshold: float = DEFAULT_THRESHOLD
@@ -44,14 +47,17 @@ class CheckOptions:
         if not 0 < self.threshold < 1:
             raise UsageError(f"--threshold {self.threshold * 100:g} is not accepted: more than 0 and less than 100 "
                              "(a percentage below the median of the peers, e.g. 25)")
-        if self.repeats < 1:
-            raise UsageError(f"--repeats {self.repeats} is not accepted: 1 or more (extra samples of a figure near "
-                             "the line, beside its first)")
+        if not 1 <= self.repeats <= MAX_REPEATS:  # each repeat is one more pass over every link (walk7 A19)
+            raise UsageError(f"--repeats {self.repeats} is not accepted: 1 to {MAX_REPEATS} (extra samples of a "
+                             "figure near the line, beside its first; each is another pass over every link)")
         if self.backend not in ("auto", "nccl", "gloo"):
             raise UsageError(f"--backend {self.backend!r} is not accepted: auto, nccl or gloo")
         for option, value in (("--seconds", self.seconds), ("--timeout", self.timeout)):
             if not (math.isfinite(value) and value > 0):
                 raise UsageError(f"{option} {value:g} is not accepted: a finite number more than 0 (seconds)")
+        if self.seconds >= self.timeout:  # a direction is one collective, which --timeout bounds: it could not end
+            raise UsageError(f"--seconds {self.seconds:g} is not accepted: less than --timeout {self.timeout:g} (each "
+                             "direction of a link is one collective, and a node waits at most --timeout for it)")
 
     def entrypoint_flags(self, nodes: Optional[int] = None) -> tuple:
         """The launcher pinned to torchrun, one process; the check-in may wait as long as a collective. ``nodes``:

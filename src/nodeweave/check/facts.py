@@ -18,7 +18,7 @@ from typing import Mapping, Optional
 
 # from their modules, not the package's names: those load on first use (PEP 562), which the Python 3.6 of
 # an image does not have, and the zipapp's import closure reads only plain imports
-from nodeweave.entrypoint.core import detect
+from nodeweave.entrypoint.detection.node import detect
 from nodeweave.entrypoint.detection.sysfs import Root
 
 CGROUP_V1_CPU = ("/sys/fs/cgroup/cpu", "/sys/fs/cgroup/cpu,cpuacct")

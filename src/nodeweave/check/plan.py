@@ -21,7 +21,10 @@ def check_phase(nodes: List[Node], options: CheckOptions, env: Mapping[str, str]
     """Every node's worker through its entrypoint, into ``<parent>/<UTC time>-<job>-check/``."""
     request = CheckRequest(run_id=RUN_ID, command=options.worker_command(), flags=options.entrypoint_flags(len(nodes)),
                            env=dict(env))
-    return CheckPhase(f"check {len(nodes)} node(s) and every link (threshold {options.threshold * 100:g}%)",
+    # the flag is a percent, the worker's own --threshold a fraction: the plan says both, so the worker line's
+    # 0.25 is not read as what `check --threshold` takes (walk7 A7)
+    threshold = f"threshold {options.threshold * 100:g}%, the worker's --threshold {options.threshold:g} as a fraction"
+    return CheckPhase(f"check {len(nodes)} node(s) and every link ({threshold})",
                       nodes=launch_commands(nodes, request), folder=f"{parent}/<UTC time>-{job}-check/",
                       options=options, env=tuple(dict(env).items()))
 

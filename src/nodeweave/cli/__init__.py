@@ -21,6 +21,7 @@ from nodeweave import __version__
 from nodeweave.cli.habits.base import NodeweaveTyper
 from nodeweave.cli.habits.lazy import LazyVerbs, Verb
 from nodeweave.errors import EXIT_FAILURE, EXIT_USAGE, NodeweaveError, UsageError
+from nodeweave.usertext import shell_shown
 
 # Every verb: the module whose ``register(app)`` adds it, and the line the root help shows for it
 # (its help's first sentence; tests/test_cli_startup.py holds the two equal). A module is imported
@@ -206,14 +207,14 @@ def _accepted_range(bounds: str) -> "str | None":
 
 
 # The verbs that print no data to format (README: "every verb that prints data takes -o"), and where the data is;
-# `top -o json` was "no such option: -o" (walk2, row W4).
+# `top -o json` was "no such option: -o" (walk2, row W4), then named `status --ranks -o json`, which lacks top's
+# header and goodput (walk6 W1): top now prints node 0's /status.json itself.
 # The cluster verbs that only read: no --dry-run, said so by name (docs/cluster.md); their --help says it too.
 READ_ONLY = ("status", "logs", "top", "dashboard")
 FORMAT_OPTIONS = ("-o", "--output", "--json")
 NO_FORMAT = {
-    "top": "it draws a live picture in the terminal; the same data: `nodeweave status --ranks -o json`",
-    "dashboard": "it serves a page for a browser; the same data: `nodeweave status -o json`, "
-                 "`nodeweave runs show RUN -o json`",
+    "dashboard": "it serves a page for a browser; the same data: `nodeweave top -o json` (node 0's live "
+                 "/status.json), `nodeweave runs show RUN -o json` (a run's folder)",
     "logs": "it prints the nodes' own output as it is; a run's record: `nodeweave runs show RUN -o json`",
     "init": "it writes a spec (`init --dry-run` prints it); its summary: `nodeweave validate -o json`",
 }
@@ -226,7 +227,28 @@ VERB_FLAGS = ("--json",)
 
 
 def verb_options_first(argv: "list[str]") -> "list[str]":
-    """``-o json status`` as ``status -o json``: the verb's own options, typed before it, moved after it."""
+    """``-o json status`` as ``status -o json``, and ``runs -o json ls`` as ``runs ls -o json``: the verb's own
+    options, typed before it or between a group and its sub-verb, moved after it."""
+    argv = _leading_options_moved(argv)
+    if argv[:1] and argv[0] in GROUPS:
+        group_end = 1
+        while group_end < len(argv) and argv[group_end] in GROUPS[argv[0]]:
+            group_end += 1
+        if group_end == 1:  # `runs -o json ls` (walk6 W30): the options between the group and its sub-verb
+            try:
+                rest = _leading_options_moved(argv[1:])
+            except UsageError:  # `runs -o json`: no sub-verb follows
+                example = f"nodeweave {argv[0]} {GROUPS[argv[0]][0]} {' '.join(argv[1:])}"
+                raise UsageError(f"{' '.join(argv[1:])} is an option of {argv[0]}'s sub-verbs and none follows it; "
+                                 f"accepted: a sub-verb ({', '.join(GROUPS[argv[0]])}) before or after it, e.g. "
+                                 f"`{example}`") from None
+            if rest != argv[1:] and rest[:1] and rest[0] in GROUPS[argv[0]]:
+                return [argv[0], *rest]
+    return argv
+
+
+def _leading_options_moved(argv: "list[str]") -> "list[str]":
+    """``argv`` with the verb options it starts with moved after its first word (and a group's sub-verbs)."""
     moved, index, valueless = [], 0, False
     while index < len(argv):
         word = argv[index]
@@ -287,6 +309,12 @@ def main(argv: "list[str] | None" = None) -> int:
     if argv is not None:
         return _main(list(argv))
     AS_PROGRAM[:] = [True]
+    from nodeweave.usertext import people_stream
+
+    stderr = sys.stderr
+    sys.stderr = people_stream(stderr)  # a byte that is not UTF-8 is said as the shell writes it, $'\xff'
+    if hasattr(sys.stdout, "reconfigure"):  # ... and printed as the byte itself, whatever the locale's handler
+        sys.stdout.reconfigure(errors="surrogateescape")
     try:
         code = _main(sys.argv[1:])
         sys.stdout.flush()  # here, so a full disk is met inside the guard, not by the interpreter's exit
@@ -296,6 +324,10 @@ def main(argv: "list[str] | None" = None) -> int:
 
         return ended_by(err, "nodeweave", EXIT_FAILURE, pipe_closed=EXIT_FAILURE)  # click ends EPIPE with 1 too
     finally:
+        if sys.stderr is not stderr:
+            sys.stderr.flush()
+            sys.stderr.detach()  # the wrapper shares stderr's buffer: never let it close that
+            sys.stderr = stderr
         AS_PROGRAM.clear()  # a later main(argv) in this process (a test after one that ran the program) is not it
         import gc
 
@@ -312,22 +344,47 @@ REPORT_VARIABLES_ITSELF = {
 
 
 def _warn_unknown_variables(argv: "list[str]") -> None:
-    """One line per NODEWEAVE_* variable neither program knows (the entrypoint's list, one for both): a
-    mistyped name is said, never silently ignored, and said once."""
+    """One line per NODEWEAVE_* variable neither program knows (the entrypoint's list, one for both), and one per
+    variable only the nodes read (``habits.variables.node_variables``): a mistyped name, or one this command
+    ignores, is said, never silently ignored, and said once."""
     if not any(name.startswith("NODEWEAVE_") for name in os.environ):
         return
     reports_itself = REPORT_VARIABLES_ITSELF.get(argv[0] if argv else "")
     if reports_itself is not None and reports_itself(argv[1:]):
         return
-    from nodeweave.cli.habits.variables import CLI_VARIABLES
+    from nodeweave.cli.habits.variables import CLI_VARIABLES, node_variable_lines
     from nodeweave.entrypoint.planning.variables import unknown_lines
 
     for line in unknown_lines(os.environ, read_here=CLI_VARIABLES):  # a name only the nodes read: said so
         typer.echo(f"nodeweave: warning: {line}", err=True)
+    for line in node_variable_lines():  # a right name this command ignores: said as the typo is (walk6 W13)
+        typer.echo(f"nodeweave: warning: {line}", err=True)
+
+
+COMPLETION_SHELLS = ("bash", "zsh", "fish", "powershell", "pwsh")  # typer's completion classes
+COMPLETION_INSTRUCTIONS = ("source", "complete")
+
+
+def completion_instruction(value: str) -> "str | None":
+    """$_NODEWEAVE_COMPLETE as typer reads it (``source_bash``: instruction first), from either order: click 8 and
+    typer document ``bash_source`` too (walk7 A53: it answered "Shell source not supported."). None: neither."""
+    first, _, second = value.partition("_")
+    if first in COMPLETION_INSTRUCTIONS and second in COMPLETION_SHELLS:
+        return value
+    if first in COMPLETION_SHELLS and second in COMPLETION_INSTRUCTIONS:
+        return f"{second}_{first}"
+    return None
 
 
 def _main(argv: "list[str]") -> int:
-    if COMPLETE_VAR in os.environ:  # the shell asks for completions: click's own mechanism, typer's shells
+    if os.environ.get(COMPLETE_VAR):  # the shell asks for completions: click's own mechanism, typer's shells
+        instruction = completion_instruction(os.environ[COMPLETE_VAR])
+        if instruction is None:
+            typer.echo(f"nodeweave: error: {COMPLETE_VAR}={os.environ[COMPLETE_VAR]!r} is not accepted: "
+                       f"{COMPLETE_VAR} takes source_bash, source_zsh or source_fish (bash_source, zsh_source, "
+                       "fish_source too), e.g. eval \"$(_NODEWEAVE_COMPLETE=source_bash nodeweave)\"", err=True)
+            return EXIT_USAGE
+        os.environ[COMPLETE_VAR] = instruction
         from typer._completion_classes import completion_init
 
         completion_init()
@@ -337,9 +394,9 @@ def _main(argv: "list[str]") -> int:
         moved, refusal = argv, err
     if COMPLETE_VAR not in os.environ:
         _warn_unknown_variables(moved)
-        from nodeweave.cli.habits.variables import empty_variable_problem
+        from nodeweave.cli.habits.variables import variable_problem
 
-        empty = empty_variable_problem()
+        empty = variable_problem()
         if empty:  # one rule for every variable the CLI reads, before any verb reads one its own way
             typer.echo(f"nodeweave: error: {empty}", err=True)
             return EXIT_USAGE
@@ -363,7 +420,7 @@ def _main(argv: "list[str]") -> int:
         result = app(args=argv, prog_name="nodeweave", standalone_mode=False)
     except NodeweaveError as err:
         for line in str(err).splitlines() or [""]:  # several mistakes (a spec's): each line stands on its own
-            typer.echo(f"nodeweave: error: {line}", err=True)
+            typer.echo(f"nodeweave: error: {shell_shown(line)}", err=True)
         return err.exit_code
     except typer.Exit as ex:
         return ex.exit_code
@@ -380,6 +437,14 @@ def _main(argv: "list[str]") -> int:
     except typer.Abort:
         typer.echo("nodeweave: aborted", err=True)
         return 130
+    except UnicodeError as err:  # a text no reader or printer above handled: still one line, never a traceback
+        from nodeweave.entrypoint.bounded import NotText
+
+        said = str(err) if isinstance(err, NotText) else (
+            f"{err}: what you gave (an argument, a folder's or a file's name, a file of yours) holds bytes that are "
+            "not UTF-8 text here; save or rename it as UTF-8")
+        typer.echo(f"nodeweave: error: {shell_shown(said)}", err=True)
+        return EXIT_USAGE
     except Exception as err:  # click's usage errors arrive here with standalone_mode=False
         line = _click_error_line(err)
         if line is None:

@@ -13,7 +13,7 @@ from typing import List, Optional
 
 import typer
 
-from nodeweave.cli.habits.output import checked, complete_from, emit, output_file, output_option
+from nodeweave.cli.habits.output import checked, complete_from, emit, option_named, output_file, output_option, tell
 from nodeweave.cli.habits.replace import refuse_foreign_file
 from nodeweave.errors import EXIT_FAILURE, EnvironmentProblem, UsageError
 
@@ -24,6 +24,7 @@ DEFAULT_JSON_OUT = Path("runs") / "nodeweave-bench.json"
 
 
 def bench(
+    ctx: typer.Context,
     sizes: Optional[str] = typer.Option(None, "--sizes", help="MIN:MAX[:FACTOR] or a comma list, units K/M/G "
                                         "(default 1K:1G on GPUs, 1K:64M on CPU)"),
     ops: str = typer.Option("all_reduce,all_gather,reduce_scatter", "--ops",
@@ -32,15 +33,18 @@ def bench(
     warmup: int = typer.Option(5, "--warmup", min=0, help="untimed iterations per size"),
     nproc: str = typer.Option("auto", "--nproc", help="processes on this node (auto: one per GPU)"),
     backend: str = typer.Option("auto", "--backend", autocompletion=complete_from("auto", "nccl", "gloo"), help="auto | nccl | gloo (auto: nccl where torch sees a GPU)"),
-    dtype: str = typer.Option("float32", "--dtype", autocompletion=complete_from("float32", "bfloat16", "float16"), help="float32 | bfloat16 | float16"),
+    dtype: str = typer.Option("float32", "--dtype", autocompletion=complete_from("float32", "bfloat16", "float16"), help="float32 | bfloat16 | float16 (fp32, bf16, fp16 too)"),
     sweep: List[str] = typer.Option([], "--sweep", help="VAR=a,b,c; repeatable; each point of the matrix is a "
                                     "fresh launch with those variables, ranked against a baseline launch"),
+    max_points: Optional[int] = typer.Option(None, "--max-points", min=1, help="The most points a --sweep may have "
+                                             "(the product of its value counts; default 256): more is refused "
+                                             "before anything starts"),
     as_json: bool = typer.Option(False, "--json", help="print every number as JSON on stdout (tables go to stderr)"),
     output: str = output_option(),
     json_path: Path = typer.Option(DEFAULT_JSON_OUT, "--json-out", callback=output_file, help="where to write every number (long form "
                                    "only: -o selects the output format); by default nothing is written when no "
                                    "launch measured anything"),
-    plot: Optional[Path] = typer.Option(None, "--plot", callback=output_file, help="PNG of busbw against size (needs matplotlib; "
+    plot: Optional[Path] = typer.Option(None, "--plot", callback=output_file, help="PNG (or .svg) of busbw against size (needs matplotlib; "
                                         "default: beside --json-out when matplotlib is importable)"),
     timeout: float = typer.Option(1800.0, "--timeout", help="seconds one launch may take"),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="stream the launches' output"),
@@ -51,26 +55,37 @@ def bench(
     from rich.console import Console
 
     from nodeweave.bench import options, report, runner
-    from nodeweave.cluster.sweep import parse_sweeps, sweep_points
+    from nodeweave.cluster.sweep import assignment_notes, parse_sweeps, sweep_points
 
     output = "json" if as_json else checked(output)
     data_out = output in ("json", "yaml")
     if backend not in options.BACKENDS:
         raise UsageError(f"--backend: {backend!r} is not a backend; expected one of {', '.join(options.BACKENDS)}")
+    dtype = options.DTYPE_NAMES.get(dtype, dtype)  # fp16, bf16, fp32: the short names every framework uses
     if dtype not in options.DTYPES:
-        raise UsageError(f"--dtype: {dtype!r} is not supported; expected one of {', '.join(options.DTYPES)}")
+        raise UsageError(f"--dtype: {dtype!r} is not supported; expected one of {', '.join(options.DTYPES)} "
+                         f"(or {', '.join(options.DTYPE_NAMES)})")
     if sizes is not None:
         options.parse_sizes(sizes)
     op_list = options.parse_ops(ops)
     axes = parse_sweeps(sweep, run=False)
-    points = [point for point in sweep_points(axes) if point]
+    points = [point for point in sweep_points(axes, max_points) if point]
     _refuse_what_this_machine_cannot_run(backend, [name for name, _ in axes])
     if not (math.isfinite(timeout) and timeout > 0):
         raise UsageError(f"--timeout {timeout:g} is not accepted: a finite number more than 0 (seconds)")
+    if plot is not None:  # judged as --chart is, before the library is looked for
+        from nodeweave.runs.chart import check_chart_path
+
+        check_chart_path(plot, "--plot")
+        refuse_foreign_file(plot, "--plot", "chart")
     plot = _plot_path(plot, json_path, report.matplotlib_available())
-    refuse_foreign_file(json_path, "--json-out", "json")  # before the launches: minutes, then a refusal
+    # before the launches: minutes, then a refusal
+    refuse_foreign_file(json_path, "--json-out", "bench",
+                        subject=option_named("json_path", "--json-out", json_path, ctx))
     if plot is not None:
         refuse_foreign_file(plot, "--plot", "chart")
+    for note in assignment_notes(axes, {}, runs=False):  # after every refusal: a refusal is the one line
+        tell(f"note: {note}")
     err_console = Console(stderr=True)
     console = err_console if data_out else Console()
     config = runner.BenchConfig(tuple(op_list), sizes, iters, warmup, _processes(nproc, backend, err_console),
@@ -90,8 +105,8 @@ def bench(
     _show(runs, ranking, points, op_list, console, err_console)
     document = report.document(runs, ranking, list(sweep))
     if not any(run.report for run in runs) and json_path == DEFAULT_JSON_OUT:  # no numbers: no file to mistake
-        err_console.print(f"bench: no launch measured anything, so {json_path} was not written (--json-out PATH "
-                          "writes the failed launches' exit codes and output there)")
+        tell(f"bench: no launch measured anything, so {json_path} was not written (--json-out PATH "
+             "writes the failed launches' exit codes and output there)")
         raise typer.Exit(EXIT_FAILURE)
     json_path.parent.mkdir(parents=True, exist_ok=True)
     report.write_json(json_path, document)
@@ -135,7 +150,7 @@ def _processes(nproc: str, backend: str, err_console) -> str:
         from nodeweave.entrypoint import detect
 
         if detect().gpus.count == 0:
-            err_console.print("bench: no GPU here, so 2 gloo processes on this node (--nproc to change)")
+            tell("bench: no GPU here, so 2 gloo processes on this node (--nproc to change)")
             return "2"
     return nproc
 

@@ -14,8 +14,8 @@ import typer
 from nodeweave.cli.habits.clusteropts import (DRY_RUN, JSON, REACH, SPEC, console, open_cluster, reach_options,
                                               say, show_plan)
 from nodeweave.cli.habits.nodes import NODE
-from nodeweave.cli.habits.output import (complete_from, data_format, emit, is_data, output_option, runs_folder_written,
-                                         runs_parent)
+from nodeweave.cli.habits.output import (complete_from, data_format, emit, is_data, judge_runs_written,
+                                         output_option, runs_folder_written, runs_parent, tell)
 from nodeweave.errors import NodeweaveError, UsageError
 
 if TYPE_CHECKING:
@@ -47,7 +47,9 @@ def job_context(spec, spec_path: Path, backend):
     from nodeweave.cluster.job import JobContext
     from nodeweave.spec.loader import read_spec_text
 
-    spec_dir = spec_path.resolve().parent
+    from nodeweave.specpath import spec_folder
+
+    spec_dir = spec_folder(spec_path)
     host_path = spec.workspace.host_path
     return JobContext(job=spec.name, spec_text=read_spec_text(spec_path),
                       workspace=spec_dir if host_path.startswith(("/", "~")) else (spec_dir / host_path).resolve(),
@@ -75,10 +77,10 @@ def check_cluster(nodes, spec, spec_path: Path, backend, phase, out, fmt: str = 
 def check_command(
     threshold: float = typer.Option(25.0, "--threshold", help="Percent below the median of its peers at which a "
                                     "node or link is named"),
-    repeats: int = typer.Option(2, "--repeats", help="Extra samples of every figure near the line, before a verdict"),
+    repeats: int = typer.Option(2, "--repeats", help="Extra samples of every figure near the line, before a verdict (1 to 10)"),
     backend_name: str = typer.Option("auto", "--backend", autocompletion=complete_from("auto", "nccl", "gloo"), help="auto (nccl where torch sees a GPU, else gloo) | "
                                      "nccl | gloo"),
-    seconds: float = typer.Option(0.25, "--seconds", help="Seconds per direction of a link measurement"),
+    seconds: float = typer.Option(0.25, "--seconds", help="Seconds per direction of a link measurement (less than --timeout)"),
     timeout: float = typer.Option(300.0, "--timeout", help="Seconds a node may wait for the others: the check-in and each collective"),
     runs_dir: Optional[Path] = typer.Option(None, "--runs-dir", callback=runs_folder_written, help="Where the report goes (default: runs/ beside "
                                             "the spec)"),
@@ -97,8 +99,8 @@ def check_command(
     fmt = data_format(as_json, output)
     check_options = CheckOptions(threshold / 100.0, repeats, backend_name, seconds, timeout, verbose)
 
-    spec, backend, _ = open_cluster(spec_path, reach, dry_run=dry_run, judge=lambda spec: _nccl_reachable(
-        spec, backend_name))
+    spec, backend, _ = open_cluster(spec_path, reach, dry_run=dry_run, judge=lambda spec: (
+        _nccl_reachable(spec, backend_name), judge_runs_written(spec, spec_path, runs_dir)))
     notes = backend.check_folders()  # exit 3 first when the nodes could not write the checkpoint folder
     nodes, shape = live_nodes(backend, "check", dry_run), {}
     if node:  # the first N nodes only: ranks are the nodes' places, as in `run --node`
@@ -115,7 +117,7 @@ def check_command(
                      f"(the default 25 names a node 25% below its peers); did you mean --threshold "
                      f"{threshold * 100:g}?")
     for note in notes:  # what the nodes may not write: worth saying only to nodes that are up, or in the plan
-        console(stderr=True).print(f"note: {note}", highlight=False, markup=False, soft_wrap=True)
+        tell(f"note: {note}")
     if dry_run:
         show_plan(plan, fmt, backend, nodes, "check")
         return

@@ -12,8 +12,8 @@ from nodeweave.cli.habits.clusteropts import (DRY_RUN, JSON, REACH, SPEC, consol
                                               open_cluster, reach_options, remember_up, say, show_plan, spec_command)
 from nodeweave.cli.habits.nodes import NODE, checked_selectors, complete_node, pick_nodes, pick_one, run_folder_indices
 from nodeweave.cli.habits.output import (check_image_reference, complete_run_ids, data_format, emit, is_data,
-                                        output_option, runs_folder_read, runs_parent)
-from nodeweave.errors import NodeweaveError, UsageError
+                                        output_option, runs_folder_read, runs_parent, spec_job, tell)
+from nodeweave.errors import EXIT_ENVIRONMENT, NodeweaveError, UsageError
 
 if TYPE_CHECKING:
     from nodeweave.cluster.options import ClusterOptions
@@ -46,28 +46,50 @@ def up_command(
     from nodeweave.cluster.onbackend import refuse_idle_up_flags
 
     fmt = data_format(as_json, output)
-    spec, backend, checked = open_cluster(spec_path, reach, dry_run=dry_run, for_up=True)
-    mode = default_mode(spec) if hold is None else ("hold" if hold else "run")
-    refuse_idle_up_flags(backend, hold, image, check, wait, mode)
-    if image is not None:  # judged once it is known to do something here (--image for slurm is idle first)
-        check_image_reference(image, "--image")
-    if not dry_run:  # what up was told and makes, once its flags are taken (a dry run writes nothing)
-        remember_up(spec_path, spec, checked, backend)
+
+    def judge_up_flags(backend) -> None:
+        """up's own flags, exit 2 before the tools or the cluster are asked (the dry run judges them so too)."""
+        refuse_idle_up_flags(backend, hold, image, check, wait, up_mode(backend.spec))
+        if image is not None:  # judged once it is known to do something here (--image for slurm is idle first)
+            check_image_reference(image, "--image")
+        backend.judge_tree()
+
+    def up_mode(spec) -> str:
+        return default_mode(spec) if hold is None else ("hold" if hold else "run")
+
+    spec, backend, checked = open_cluster(spec_path, reach, dry_run=dry_run, for_up=True,
+                                          judge_backend=judge_up_flags)
+    refuse_unwritable_state(backend.spec_dir, spec.name)
+    mode = up_mode(spec)
     out = console(stderr=is_data(fmt))
     timeout = UP_TIMEOUT if timeout is None else timeout
     plan = backend.plan_up(mode, image, timeout, wait,
                            (lambda nodes: default_check(nodes, spec, spec_path)) if check else None)
+    absent = backend.image_problem(image)  # a localhost/ image not built here: nothing started would find it
+    if absent and not dry_run:  # after the plan's own refusals (exit 2: a state file in the way), before any write
+        from nodeweave.errors import EnvironmentProblem
+
+        raise EnvironmentProblem(absent)
+    if not dry_run:  # what up was told and makes, once its flags are taken (a dry run writes nothing)
+        remember_up(spec_path, spec, checked, backend)
     from dataclasses import replace
 
-    from nodeweave.cli.run import script_note
+    from nodeweave.cli.run import missing_volume_notes, missing_workspace_note, script_note
 
     # the nodes start the spec's script: one the workspace lacks is noted, as `run` notes it, once the plan is
     # made (a refusal before it, an image, a flag, is the one line a mistake gets)
-    missing = script_note(spec, spec_path, [spec.launcher.script], spec.launcher.type,
-                          backend.workspace_seen_at) if mode == "run" else ""
+    # a `~/...` workspace on bare hosts is each host's own home, which this machine's ~ says nothing of (walk8 A20)
+    elsewhere = backend.target == "hosts" and str(spec.workspace.host_path).startswith("~")
+    missing = "" if elsewhere else script_note(spec, spec_path, [spec.launcher.script], spec.launcher.type,
+                                               backend.workspace_seen_at, here=backend.target == "local") \
+        if mode == "run" else missing_workspace_note(spec, spec_path) if backend.target == "local" else ""
     unpullable = _unpullable(backend, plan)
-    said = [*([f"note: {missing}"] if missing else []), *([f"warning: {unpullable}"] if unpullable else [])]
+    mounted = missing_volume_notes(spec, spec_path) if backend.target == "local" else []  # the engine mounts them
+    said = [*([f"note: {missing}"] if missing else []), *(f"note: {note}" for note in mounted),
+            *([f"warning: {unpullable}"] if unpullable else [])]
     plan = replace(plan, notes=(*plan.notes, *said))  # in the plan the real run executes too, as its dry run shows it
+    if absent:  # a dry run (the real up refused above)
+        plan = replace(plan, notes=(*plan.notes, f"the real up would end with exit 3: {absent}"))
     if dry_run:
         show_plan(plan, fmt, backend, None, "up")  # the engine or tool missing; the nodes need not be up
         return
@@ -82,6 +104,19 @@ def up_command(
     finally:  # the nodes the wait saw up, as data, even when the check after it named one
         for waited in job.outcomes.get("wait", []):
             emit(waited, fmt)
+
+
+def refuse_unwritable_state(spec_dir: Path, job: str) -> None:
+    """``up`` writes ``.nodeweave/<job>/`` beside the spec (what it was told, the compose file, the job's token):
+    in a folder nothing can be written to, the real up fails there, so it and its dry run refuse first, exit 2
+    (walk8 A10: a read-only NFS export, a snapshot)."""
+    from nodeweave.failures import unwritable
+    from nodeweave.jobstate import STATE_DIR
+
+    problem = unwritable(spec_dir / STATE_DIR / job)
+    if problem:
+        raise UsageError(f"up writes {STATE_DIR}/{job}/ beside the spec (its record, the compose file, the job's "
+                         f"token), but {problem}; accepted: a spec folder you can write (a copy of this one)")
 
 
 def _unpullable(backend, plan) -> Optional[str]:
@@ -108,7 +143,8 @@ def down_command(
 
     fmt = data_format(as_json, output)
     spec, backend, _ = open_cluster(spec_path, reach, dry_run=dry_run,
-                                    extra={"--delete-claims": (delete_claims, ("kubernetes",))})
+                                    extra={"--delete-claims": (delete_claims, ("kubernetes",))},
+                                    judge_backend=lambda backend: backend.judge_tree())
     out = console(stderr=is_data(fmt))
     renamed = renamed_down(spec, spec_path)  # what up made under the spec's old name: down takes it down too
     idle = None if renamed else backend.nothing_up_line()
@@ -124,6 +160,9 @@ def down_command(
         return
     plan = backend.plan_down(delete_claims, renamed)
     if dry_run:
+        from dataclasses import replace
+
+        plan = replace(plan, notes=(*plan.notes, *_unreached_notes(backend, "down")))
         show_plan(plan, fmt, backend, None, "down")
         return
     if plan.of_kind(StopPhase):  # bare hosts: nothing to take down but the runs
@@ -160,7 +199,8 @@ def status_command(
 
     spec, backend, _ = open_cluster(spec_path, reach)
     nodes = pick_nodes(live_nodes(backend, "fingerprint") if fingerprints else backend.nodes(), node)
-    rows = gather(backend, nodes, spec_command(spec))
+    rows = gather(backend, nodes, spec_command(spec), say=lambda line: console(stderr=True).print(
+        f"# {line}", highlight=False, markup=False))
     agree = agreement(rows)
     view = None
     answering = [n for n, r in zip(nodes, rows) if r["up"]]
@@ -174,7 +214,8 @@ def status_command(
     data = {"where": backend.where, "plans_agree": agree, "nodes": rows, **extra,
             **({"renamed": renamed} if renamed else {})}
     fmt = data_format(as_json, output)
-    if not emit(data, fmt):
+    unasked = not any(r.get("asked", True) for r in rows)  # the platform says every node is down
+    if not emit(data, fmt) and not (rows and unasked):  # then the one line below names them all, as ranges
         console().print(status_table(backend, rows, wide=fmt == "wide"))
         if view is not None:
             from nodeweave.cli.doctor import print_cluster_view
@@ -183,20 +224,58 @@ def status_command(
         for line in rank_view(watch):
             console().print(line, highlight=False, markup=False)
     for line in renamed:  # the old name's nodes still hold their GPUs: said on every status until down
-        console(stderr=True).print(f"note: {line}", highlight=False, markup=False, soft_wrap=True)
+        tell(f"note: {line}")
     problems = status_problems(rows)
     if rows and not answering:  # the same answer as every verb's when nothing is up: exit 3, one line
         from nodeweave.errors import EnvironmentProblem
 
         from nodeweave.cluster.base import start_hint
+        from nodeweave.entrypoint.nodelists import noted_ranges
 
-        raise EnvironmentProblem(f"{spec.name} is not up on {backend.where}: no node answers; "
-                                 f"{start_hint('status', spec)}")  # the words of every verb that needs the job up
+        said = noted_ranges((r["node"], r["platform"]) for r in rows) if unasked else "no node answers"
+        unreached, every = _unreached(nodes, rows)
+        if every:  # ssh reached no host: `up` cannot help, the names or the network can
+            raise EnvironmentProblem(f"{spec.name} cannot be asked on {backend.where}: {unreached}")
+        raise EnvironmentProblem(f"{spec.name} is not up on {backend.where}: {said}; "
+                                 f"{start_hint('status', spec)}"  # the words of every verb that needs the job up
+                                 + (f"; and {unreached}" if unreached else ""))
     refusals = sum(f.severity == "error" for f in view.findings) if view is not None else 0
     if refusals:
         problems.append(f"the fingerprints hold {refusals} refusal(s) (see the findings)")
     if problems:
         raise NodeweaveError("; ".join(problems))
+
+
+def _unreached_notes(backend, verb: str) -> "list[str]":
+    """What a dry run of ``verb`` says of hosts ssh cannot reach (walk8 A22: down's dry run planned its ssh commands
+    to hosts whose names do not resolve, while status and sync's dry run named them): asked as status asks, only
+    on bare hosts (the other targets' dry runs ask their platform through ``show_plan``)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from nodeweave.cluster.base import ask_status
+    from nodeweave.failures import ssh_unreached, unreached_hosts_line
+
+    if backend.target != "hosts":
+        return []
+    nodes = backend.nodes(dry_run=True)
+    with ThreadPoolExecutor(max_workers=min(16, len(nodes) or 1)) as pool:  # at once, as status asks them
+        answers = list(pool.map(lambda n: ask_status(n, spec_command(backend.spec), timeout=30), nodes))
+    found = [(getattr(n.remote, "host", n.remote.name), ssh_unreached(a.error or ""))
+             for n, a in zip(nodes, answers)]
+    unreached = list(dict.fromkeys((host, why) for host, why in found if why))
+    return [f"the real {verb} would fail there: {unreached_hosts_line(unreached)}"] if unreached else []
+
+
+def _unreached(nodes, rows) -> "tuple[str, bool]":
+    """(the line naming the hosts ssh never reached, or "", whether it reached none): a host that answered without
+    the job's container is "not up", which `up` helps; one ssh never reached is not (walk7 A39)."""
+    from nodeweave.failures import ssh_unreached, unreached_hosts_line
+
+    found = [(getattr(n.remote, "host", n.remote.name), ssh_unreached(r.get("error") or ""))
+             for n, r in zip(nodes, rows)]
+    unreached = list(dict.fromkeys((host, why) for host, why in found if why))
+    return (unreached_hosts_line(unreached) if unreached else ""), bool(found) and len(unreached) == len(
+        {host for host, _ in found})
 
 
 def _stop(plan, spec_dir: Path, out, fmt: str) -> bool:
@@ -289,6 +368,11 @@ def logs_command(
                                        "marks a line with: torchrun's \\[rank3]:, DeepSpeed's \\[Rank 3]); a training rank, not a node"),
     no_collapse: bool = typer.Option(False, "--no-collapse", help="Print the same line from several ranks once per "
                                      "rank, instead of once with their count"),
+    tail: Optional[int] = typer.Option(None, "--tail", min=0, help="Start from each node's last N lines (as "
+                                       "kubectl, docker and podman logs --tail), then follow with -f"),
+    since: Optional[str] = typer.Option(None, "--since", help="Only lines from the last DURATION (10s, 5m, 2h, 1h30m) "
+                                        "of the containers' logs, as kubectl/podman logs --since; a run's log "
+                                        "lines carry no time: --tail there"),
     spec_path: Optional[Path] = SPEC, reach: "ClusterOptions" = REACH,
 ) -> None:
     """Every node's output with \\[node-i rN] prefixes, the same line from N ranks once with its count: the
@@ -297,39 +381,69 @@ def logs_command(
     It only reads (changes nothing), so it takes no --dry-run."""
     spec_path = find_spec(spec_path)
     from nodeweave.cluster.base import ask_status
-    from nodeweave.cluster.logs import container_logs, run_logs
+    from nodeweave.cluster.logs import container_logs, log_window, run_logs
+
+    window = log_window(tail, since)  # judged before any node is asked
     from nodeweave.cluster.runfolder import latest_run
-    from nodeweave.cluster.onbackend import live_nodes, require_up
+    from nodeweave.cluster.onbackend import live_nodes, not_up, require_up
 
     out = console()
     if run is not None:  # a run folder on this machine: no cluster, no engine needed to read or follow it
         from nodeweave.runs.history import find_run
 
-        entry = find_run(runs_parent(runs_dir, spec_path, writes=False), run)
-        if entry.kind == "sweep" and entry.points:
-            entry = entry.points[-1]  # the point running now, or the last one
+        from nodeweave.runs.history import one_run, sweep_not_started
+
+        entry = find_run(runs_parent(runs_dir, spec_path, writes=False), run, spec_job(spec_path))
+        waiting = sweep_not_started(entry)
+        if waiting:  # no log of its own: never a header over nothing
+            typer.echo(f"nodeweave: {waiting}", err=True)
+            raise typer.Exit(EXIT_ENVIRONMENT)
+        entry = one_run(entry)  # a sweep: the point running now, or the last one
+        refuse_since_for_runs(since, f"--run {run} reads")
         out.print(f"# {entry.path}", highlight=False, markup=False)
         raise typer.Exit(run_logs(entry.path, run_folder_indices(entry.path, node), follow, out, rank=rank,
-                                  collapse=not no_collapse))
+                                  collapse=not no_collapse, tail=tail))
     spec, backend, _ = open_cluster(spec_path, reach)
+    if backend.recorded_nothing():  # walk8 A19: no allocation, yet the newest run folder was shown as the job's
+        live_nodes(backend, "read logs of")  # the "not up" answer status gives (exit 3)
     folder = None
     if not container:
         held = not backend.holds
-        if not held:
-            held = ask_status(live_nodes(backend, "read logs of")[0], spec_command(spec)).holding
+        if not held:  # node 0 says whether the nodes hold; one the platform calls down is not asked
+            first = live_nodes(backend, "read logs of")[0]
+            held = not not_up(backend, [first]) and ask_status(first, spec_command(spec)).holding
         if held:
             parent = runs_parent(runs_dir, spec_path, writes=False)
             folder = latest_run(parent, spec.name)
             if folder is None:
-                raise UsageError(f"the nodes hold and no run of {spec.name} is in {parent}: "
-                                 "`nodeweave run -- SCRIPT` starts one (or --container for the containers' logs)")
+                if not backend.holds:  # nothing holds: with nothing up that is the answer (exit 3), as status says
+                    live_nodes(backend, "read logs of")
+                state = "the nodes hold and " if backend.holds else ""
+                raise UsageError(f"{state}no run of {spec.name} is in {parent}: `nodeweave run -- SCRIPT` starts one"
+                                 + (" (or --container for the containers' logs)" if backend.holds else ""))
     if folder is not None:
+        refuse_since_for_runs(since, "the nodes hold, so logs reads")
         out.print(f"# {folder}", highlight=False, markup=False)
         wanted = [n.index for n in pick_nodes(live_nodes(backend, "read logs of"), node)] if node else []
-        raise typer.Exit(run_logs(folder, wanted, follow, out, rank=rank, collapse=not no_collapse))
+        raise typer.Exit(run_logs(folder, wanted, follow, out, rank=rank, collapse=not no_collapse, tail=tail))
     nodes = pick_nodes(live_nodes(backend, "read logs of"), node)
     require_up(backend, nodes, "logs")
-    raise typer.Exit(container_logs(backend, nodes, follow, out, rank=rank, collapse=not no_collapse))
+    static = isinstance(spec.gpus_per_node, int) and not spec.recovery.enabled and not spec.nodes.elastic
+    firsts = {n.name: n.index * spec.gpus_per_node for n in nodes} if static else {}  # a static job's numbering
+    raise typer.Exit(container_logs(backend, nodes, follow, out, rank=rank, collapse=not no_collapse,
+                                    first_ranks=firsts, window=window))
+
+
+def refuse_since_for_runs(since: Optional[str], where: str) -> None:
+    """``--since`` reads the engine's timestamps; a run folder's node logs carry none (exit 2, never ignored). The
+    remedy is the whole command: ``--container`` added to ``--run`` is refused in turn (walk8 A13)."""
+    if since is not None:
+        import shlex
+
+        whole = f"nodeweave logs --container --since {shlex.quote(since)}"  # the remedy as a command to paste
+        dropped = " (--run left out: the two read different logs)" if where.startswith("--run") else ""
+        raise UsageError(f"--since {since}: {where} a run folder's node logs, whose lines carry no time; accepted: "
+                         f"--tail N there, or the live containers' own logs with --since: `{whole}`{dropped}")
 
 
 def register(app: typer.Typer) -> None:

@@ -151,6 +151,9 @@ def _dry_run(fmt: str, node: "list[str]", cluster: bool, bench: bool, sysroot: "
     from nodeweave.plan import Plan
 
     if capture is not None:
+        from nodeweave.failures import writable_dir
+
+        writable_dir(capture, "--capture", missing="new or empty; created if missing")  # as _capture (walk8 A10)
         if capture.exists() and (not capture.is_dir() or any(capture.iterdir())):
             raise UsageError(f"--capture: {capture} is not empty; the capture goes into a new or empty folder")
         show_plan(Plan("doctor --capture", "this node", (), (
@@ -173,7 +176,7 @@ def _dry_run(fmt: str, node: "list[str]", cluster: bool, bench: bool, sysroot: "
                 return
         targets, notes = _asked_through(node, dry_run=True)
         plan = survey_plan(targets)
-        show_plan(replace(plan, notes=(*plan.notes, *notes)), fmt)
+        show_plan(replace(plan, notes=(*notes, *plan.notes)), fmt)  # what the real one would meet first (A4)
         return
     if bench:
         from nodeweave.bench.runner import bench_plan
@@ -216,6 +219,7 @@ def _asked_through(node: "list[str]", dry_run: bool = False):
     every = node == ["all"]  # --cluster outside a node: every node of the job the nearest spec names
     addresses, picks = ([], []) if every else split_addresses(node)
     found = [parse_target(text) for text in addresses]
+    absent = _unreachable_addresses(found) if dry_run else []
     if picks or every:
         from nodeweave.cli.habits.base import find_spec
         from nodeweave.cli.habits.clusteropts import open_cluster
@@ -227,10 +231,34 @@ def _asked_through(node: "list[str]", dry_run: bool = False):
             from nodeweave.cli.habits.clusteropts import would_fail
 
             met = would_fail(backend, picked, "ask")  # "no node to ask for its fingerprint", as the real one says
-            return [*found, *picked], [line.replace("the real ask ", "the real doctor --cluster ") for line in met]
+            return [*found, *picked], [*absent, *(line.replace("the real ask ", "the real doctor --cluster ")
+                                                  for line in met)]
         require_up(backend, picked, "ask")  # nothing up: "<job> is not up ... `nodeweave up`", exit 3, as every verb
         found += picked
-    return (found, []) if dry_run else found
+    return (found, absent) if dry_run else found
+
+
+def _unreachable_addresses(targets) -> "list[str]":
+    """A dry run's first line for each KIND:NAME that is not there (no such container, pod or host), as sync's dry
+    run says it (walk8 A4): one harmless ``true`` through the target, the way the real doctor reaches it."""
+    import subprocess
+
+    lines = []
+    for target in targets:
+        try:
+            out = subprocess.run(target.exec_argv(["true"], stdin=False), capture_output=True, text=True, timeout=30,
+                                 stdin=subprocess.DEVNULL)
+        except subprocess.TimeoutExpired:
+            lines.append(f"the real doctor --cluster would end with exit 1: {target.label}: no answer within 30s")
+            continue
+        except OSError as err:
+            lines.append(f"the real doctor --cluster would end with exit 1: {target.label}: cannot run "
+                         f"{target.tool or 'its tool'}: {err.strerror}")
+            continue
+        if out.returncode != 0 and target.unreachable(out.returncode, out.stderr):
+            said = (out.stderr.strip().splitlines() or [f"exit {out.returncode}"])[-1]
+            lines.append(f"the real doctor --cluster would end with exit 1: {target.label}: {said}")
+    return lines
 
 
 def print_cluster_view(view, console: Console) -> None:
@@ -281,7 +309,9 @@ def gpus_in_words(text: str) -> str:
 def _capture(folder: Path, fmt: str = "table") -> None:
     from nodeweave.entrypoint.snapshot import capture
     from nodeweave.errors import UsageError
+    from nodeweave.failures import writable_dir
 
+    writable_dir(folder, "--capture", missing="new or empty; created if missing")  # --out's rule (walk6 M5)
     try:
         provenance = capture(str(folder))
     except ValueError as err:
@@ -307,7 +337,7 @@ def spec_env(spec_path: Path, node: "list[str]") -> "dict[str, str]":
 
     spec = load_spec(spec_path)
     containers = spec.nodes.max + spec.recovery.spare_nodes  # a spare is a node of the job too (docs/recovery.md)
-    shown = f"nodes: {spec.nodes}" + (f", recovery.spares: {spec.recovery.spare_nodes}" if spec.recovery.spare_nodes
+    shown = f"nodes: {spec.nodes.max if spec.recovery.enabled else spec.nodes}" + (f", recovery.spares: {spec.recovery.spare_nodes}" if spec.recovery.spare_nodes
                                       else "")
     picked = picked_indices(node, containers, f"{spec_path} ({shown}) without a cluster") or [0]
     if len(picked) != 1:

@@ -12,7 +12,7 @@ from nodeweave.cli.habits.clusteropts import (DRY_RUN, JSON, REACH, SPEC, consol
                                               say, show_plan)
 from nodeweave.cli.habits.nodes import NODE, pick_nodes
 from nodeweave.cli.habits.dashes import CommandAfterDashes
-from nodeweave.cli.habits.output import data_format, emit, is_data, output_option
+from nodeweave.cli.habits.output import data_format, emit, is_data, output_option, tell
 from nodeweave.errors import NodeweaveError, UsageError
 
 if TYPE_CHECKING:
@@ -36,7 +36,7 @@ def exec_command(
     output: str = output_option(),
 ) -> None:
     from nodeweave.cluster.execute import Execution, execute
-    from nodeweave.cluster.sweep import parse_assignment
+    from nodeweave.cluster.sweep import assignment_notes, parse_assignment
     from nodeweave.cluster.verbs import exec_plan
     from nodeweave.cluster.onbackend import live_nodes, require_up
 
@@ -49,10 +49,16 @@ def exec_command(
     spec, backend, _ = open_cluster(spec_path, reach, dry_run=dry_run)
     nodes = pick_nodes(live_nodes(backend, "exec", dry_run), node)
     plan = exec_plan(backend, nodes, list(command), variables, timeout)
+    noted = [f"note: {note}" for note in assignment_notes([], variables, runs=False)]
     if dry_run:
+        from dataclasses import replace
+
+        plan = replace(plan, notes=(*plan.notes, *noted))
         show_plan(plan, fmt, backend, nodes, "exec")
         return
     require_up(backend, nodes, "exec")
+    for line in noted:
+        tell(line)
     out = console(stderr=is_data(fmt))
     done = execute(plan, Execution(backend.spec_dir, say(out), out, backend, nodes, quiet=quiet))
     _report(list(plan.phases[0].command), done.outcomes["exec"][0], fmt, out)

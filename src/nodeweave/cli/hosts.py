@@ -13,9 +13,10 @@ from typing import TYPE_CHECKING, List, Optional
 
 import typer
 
+from nodeweave.entrypoint.nodelists import ranges
 from nodeweave.cli.habits.base import NodeweaveTyper
 from nodeweave.cli.habits.nodes import checked_selectors
-from nodeweave.cli.habits.output import complete_from, data_format, emit, is_data, output_file, output_option
+from nodeweave.cli.habits.output import complete_from, data_format, emit, is_data, output_file, output_option, tell
 from nodeweave.errors import EnvironmentProblem, NodeweaveError, UsageError
 
 if TYPE_CHECKING:  # rich is imported where a table is drawn, not at start-up
@@ -104,7 +105,7 @@ def probe_command(
     bad = [r for r in reports if r.status in ("unreachable", "error")]
     if bad:
         raise NodeweaveError(f"{len(bad)} of {len(reports)} host(s) did not answer: "
-                             + ", ".join(r.target.label for r in bad))
+                             + ranges(r.target.label for r in bad))
 
 
 def _node_words(node: "list[str]", old_hosts: "list[str]", via: "str | None") -> "list[str]":
@@ -139,6 +140,7 @@ def _targets(hosts: "list[str]", hosts_file: "Path | None", via: str, namespace:
         found += read_hosts_file(hosts_file, kind=via, **where)
     if not found:
         raise UsageError("no hosts: name them with --node HOST (repeat, master first) or give --hosts-file")
+    remote.refuse_same_host(found)
     return found
 
 
@@ -182,7 +184,7 @@ def _write(path: Path, reports: list, force: bool, vendor: "str | None") -> None
     for r, why in made.skipped:
         typer.echo(f"nodeweave: warning: {r.target.label} left out of {path}: {why}", err=True)
     write_hostfile(path, made, force)
-    typer.echo(f"wrote {path}: {len(made.text.splitlines())} host(s)", err=True)
+    tell(f"wrote {path}: {len(made.text.splitlines())} host(s)")
 
 
 def _table(reports: list) -> Table:

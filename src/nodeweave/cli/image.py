@@ -90,7 +90,8 @@ def build(
                                  "ones a real build runs (-o json: as JSON); build nothing"),
     target: str = typer.Option("local", "--target", "-t", help="local (this machine's engine) or openshift (apply "
                                "the spec's BuildConfig, upload what the Dockerfile reads: oc start-build "
-                               "--from-dir --follow --wait)"),
+                               "--from-dir --follow --wait; it builds from the spec, so --base, --tag, --build-arg, "
+                               "--wheelhouse, --offline, --network, --engine and --no-cache are refused there)"),
     output: str = output_option(), as_json: bool = json_option(),
 ) -> None:
     """Build one variant's image from the Dockerfile rendered for the spec, tag it <variant>-<sha> and <variant>."""
@@ -105,18 +106,28 @@ def build(
     spec_path = find_spec(spec_path)
     spec = load_spec(spec_path)
     variant, tag = variant or spec.image.variant, _checked_tag(tag)
-    context_dir = (context or spec_path.resolve().parent)
+    from nodeweave.specpath import spec_folder
+
+    context_dir = (context or spec_folder(spec_path))
     if not context_dir.is_dir():
         why = "is not a directory" if context_dir.exists() else "does not exist"
         raise UsageError(f"--context {context_dir} {why}; accepted: the folder the build reads (default: the "
                          "spec's folder)")
+    if context is not None:  # the build writes <context>/wheelhouse/: --out's rule for a folder written into
+        from nodeweave.failures import writable_dir
+
+        writable_dir(context_dir, "--context", missing="that exists: the folder the build reads and writes its "
+                     "wheelhouse/ into")
     console = Console(stderr=True, soft_wrap=True)
     if target != "local":
+        refuse_local_build_flags(target, {"--base": base, "--tag": tag, "--build-arg": build_arg,
+                                          "--wheelhouse": wheelhouse, "--offline": offline, "--network": network,
+                                          "--engine": engine_name, "--no-cache": no_cache})
         _build_on_openshift(spec, spec_path, context_dir.resolve(), variant, target, dry_run, console, fmt)
         return
     options = dict(base=base, push=push, wheelhouse=wheelhouse, offline=offline, network=network, tag=tag,
-                   build_args=_parse_build_args(build_arg))
-    scratch = spec_path.resolve().parent / _scratch(spec.name, variant)  # a Dockerfile rendered for the spec
+                   build_args=_parse_build_args(build_arg), spec_path=spec_path)
+    scratch = spec_folder(spec_path) / _scratch(spec.name, variant)  # a Dockerfile rendered for the spec
     # Bad input is named before the machine is asked for an engine (whose kind the Dockerfile depends on).
     prepare_build(spec, variant, context_dir, scratch, dry_run=True, **options)
     if dry_run:
@@ -129,6 +140,7 @@ def build(
         would_fail = f"{would_fail}; {unasked}" if would_fail else unasked
     prepared = prepare_build(spec, variant, context_dir, scratch, dry_run=dry_run, engine_kind=kind,
                              write_dockerfile=False, **options)
+    prepared.notes.extend(_mark_build(prepared.plan, spec, spec_path, context_dir, kind))
     plan = image_plan(prepared, _scratch(spec.name, variant), kind, engine.builder if engine else BUILDX, no_cache,
                       (would_fail,) if would_fail else ())
     if dry_run:
@@ -138,6 +150,26 @@ def build(
         console.print(f"[dim]{note}[/dim]", highlight=False)
     result = _execute_build(plan, engine, prepared.plan, spec_path, quiet, console)
     _report(result, variant, prepared.plan, spec_path)
+
+
+def _mark_build(plan, spec, spec_path: Optional[Path], context: Path, engine_kind: Optional[str]) -> List[str]:
+    """The image carries its folder's mark as ``up``'s containers do (cluster/identity.py), and a tag that now holds
+    another folder's build of a job of the same name is said: this build replaces it for both (walk8 A3). Here, not
+    in build/: the mark and the engine's store are the cluster's (build/ stays below cluster/)."""
+    from nodeweave.cluster.identity import JobMark
+    from nodeweave.cluster.pullable import built_elsewhere
+    from nodeweave.specpath import spec_folder
+
+    mark = JobMark.of(spec_folder(spec_path) if spec_path is not None else context, spec.name)
+    plan.labels.update(mark.labels())
+    notes = []
+    for tag in plan.tags:
+        other = built_elsewhere(tag, engine_kind, mark.owner)
+        if other:
+            notes.append(f"{tag} now holds the image built from {other} (its spec is also named {spec.name}): this "
+                         f"build replaces it there too, and that folder's next `up` runs this folder's image; give "
+                         "one of the specs another name (or image.name), or --tag")
+    return notes
 
 
 def _scratch(job: str, variant: str) -> str:
@@ -151,7 +183,9 @@ def _execute_build(plan, engine, build, spec_path: Path, quiet: bool, console):
     from nodeweave.cluster.execute import Execution, execute
 
     session = LocalBuild(engine, build, console, quiet)
-    execute(plan, Execution(spec_path.resolve().parent, lambda line: console.print(line, markup=False),
+    from nodeweave.specpath import spec_folder
+
+    execute(plan, Execution(spec_folder(spec_path), lambda line: console.print(line, markup=False),
                             builds=session))
     return session.results[0]
 
@@ -162,12 +196,33 @@ def _report(result, variant: str, plan, spec_path: Path) -> None:
     if result.digests:
         from nodeweave.build.pushed import record_push
 
-        record_push(spec_path.resolve().parent, result.digests)
+        from nodeweave.specpath import spec_folder
+
+        record_push(spec_folder(spec_path), result.digests)
     Console().print(_summary(variant, plan, result))
     if result.digests:
         digest = result.digests[plan.tags[0]]
         typer.echo(f"pushed {plan.tags[0]} as {digest} (recorded in .nodeweave/pushed.json; `nodeweave up` on "
                    f"Kubernetes pins it); to pin it in the rendered files: image: {{digest: \"{digest}\"}}")
+
+
+# What each flag of this machine's build would have to change in the BuildConfig, which builds from the spec alone.
+ON_THE_CLUSTER = {"--base": "the spec's image.base", "--tag": "the spec's image.tag",
+                  "--build-arg": "the spec's image.build_args", "--wheelhouse": "the spec's image (its wheels are "
+                  "uploaded from the context)", "--offline": "the cluster's own network", "--network": "the "
+                  "cluster's own network", "--engine": "the cluster's builder, not this machine's engine",
+                  "--no-cache": "the cluster's own layer cache"}
+
+
+def refuse_local_build_flags(target: str, given: dict) -> None:
+    """A build flag of this machine's engine given with ``-t openshift`` is refused, exit 2, naming what the cluster
+    builds from instead: the BuildConfig never saw them, and the plan was the same with or without (walk7 A18)."""
+    said = [flag for flag, value in given.items() if value not in (None, False, [], ())]
+    if said:
+        raise UsageError(f"{', '.join(said)} {'does' if len(said) == 1 else 'do'} nothing for -t {target}: its "
+                         f"BuildConfig builds with {ON_THE_CLUSTER[said[0]]}"
+                         f"{' (and the rest from the spec)' if len(said) > 1 else ''}; set that in the spec, or "
+                         "leave the flag out (it is for -t local, this machine's engine)")
 
 
 def _build_on_openshift(spec, spec_path: Path, context_dir: Path, variant: str, target: str, dry_run: bool,
@@ -181,14 +236,23 @@ def _build_on_openshift(spec, spec_path: Path, context_dir: Path, variant: str, 
         raise UsageError(f"--target {target!r} is not accepted: local or openshift")
     cluster = build_steps(spec, spec_path, context_dir, variant)
     plan = cluster_image_plan(cluster, variant)
+    refused = cluster.refusal()  # no oc, or a cluster it cannot reach: before anything is written, as its dry run says
     if dry_run:
+        if refused is not None:
+            from dataclasses import replace
+
+            plan = replace(plan, notes=(*plan.notes, f"the real build would end with exit 3: {refused}"))
         show_plan(plan, fmt)
         return
+    if refused is not None:
+        raise refused
 
     def say(line: str) -> None:
         console.print(line, highlight=False, markup=False)
 
-    execute(plan, Execution(spec_path.resolve().parent, lambda line: console.print(line, markup=False),
+    from nodeweave.specpath import spec_folder
+
+    execute(plan, Execution(spec_folder(spec_path), lambda line: console.print(line, markup=False),
                             builds=OpenShiftBuild(cluster, context_dir, say)))
 
 

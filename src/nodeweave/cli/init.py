@@ -11,6 +11,7 @@ through the validator before it is kept; an existing file is never overwritten w
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,7 +20,7 @@ from typing import List, Optional, Tuple
 import typer
 
 from nodeweave.cli.habits.base import find_spec, spec_option
-from nodeweave.cli.habits.output import complete_from, data_format, emit, output_file, output_option
+from nodeweave.cli.habits.output import complete_from, data_format, emit, option_named, output_file, output_option
 from nodeweave.errors import NodeweaveError, UsageError
 
 VARIANT_BY_VENDOR = {"nvidia": "cuda12", "amd": "rocm70", "none": "cpu"}
@@ -30,7 +31,7 @@ TEMPLATE = """\
 # {found}.
 # docs/spec.md documents every field; `nodeweave validate` checks it, `nodeweave render all` renders it.
 
-name: {name}  # DNS-1123 label: containers, pods and hosts <name>-0..N-1
+name: {name}  # DNS-1035 label (starts with a letter), at most 52 characters: containers, pods and hosts <name>-0..N-1
 
 image:
   variant: {variant}  # `nodeweave image variants` lists the catalogue
@@ -40,8 +41,8 @@ gpus_per_node: {gpus}  # processes per node{gpu_note}
 
 launcher:
   type: {launcher}
-  script: {script}  # relative to workspace.path (this folder, mounted there)
-  args: []
+  script: {script}  # {script_note}
+  args: {args}
 {network}"""
 
 
@@ -64,10 +65,13 @@ class Seen:
 
 
 def seen_here(sysroot: Path) -> Seen:
-    from nodeweave.entrypoint import detect
+    from nodeweave.entrypoint import EntrypointError, detect
+    from nodeweave.entrypoint.planning.contract import read_sysroot
 
-    if not sysroot.is_dir():
-        raise UsageError(f"--sysroot {sysroot}: not a directory; accepted: / or a captured tree")
+    try:  # the one rule of every --sysroot (doctor's, the entrypoint's): a captured tree or /
+        read_sysroot(str(sysroot), "--sysroot", "the command line")
+    except EntrypointError as err:
+        raise UsageError(str(err)) from None
     node = detect(str(sysroot))
     return Seen("this machine" if str(sysroot) == "/" else f"the tree under {sysroot}", node.gpus.vendor,
                 node.gpus.count, node.gpus.model or "", tuple(p.name for p in node.nics if p.active))
@@ -105,10 +109,10 @@ def seen_on_hosts(hosts: List[str], via: str, ssh_option: List[str]) -> Seen:
 def init(
     ctx: typer.Context,
     path: Path = typer.Option(Path("nodeweave.yaml"), "--out", callback=output_file, help="Where to write the spec"),
-    name: Optional[str] = typer.Option(None, "--name", help="The job's name (default: this folder's, made a DNS label)"),
+    name: Optional[str] = typer.Option(None, "--name", help="The job's name (default: this folder's, made a DNS-1035 label; job-<4 hex of its path>, with a note, when nothing of it can be kept)"),
     nodes: str = typer.Option("2", "--nodes", callback=lambda value: node_count(value), metavar="N",
                               help="Node count (with --host: the hosts' number; another is refused)"),
-    script: str = typer.Option("train.py", "--script", help="The training script, relative to this folder"),
+    script: str = typer.Option("train.py", "--script", help="The training script, relative to this folder (default: train.py, or the folder's only other *.py file)"),
     launcher: str = typer.Option("torchrun", "--launcher", autocompletion=complete_from("torchrun", "deepspeed", "accelerate", "command"), help="torchrun, deepspeed, accelerate or command"),
     host: List[str] = typer.Option([], "--host", help="Probe these hosts (node 0 first, repeat) instead of this "
                                    "machine, as `nodeweave hosts probe` does; they become the spec's hosts (an "
@@ -118,15 +122,22 @@ def init(
     sysroot: Path = typer.Option(Path("/"), "--sysroot", help="Detect from this captured sysfs/procfs tree "
                                  "instead of this machine"),
     force: bool = typer.Option(False, "--force",
-                               help="Replace an earlier spec at --out (never a file that is not a spec)"),
+                               help="Replace an earlier spec at --out (never a file that is not a spec), write "
+                               "nodeweave.yaml below a folder whose spec already covers this one, or keep a --script "
+                               "the folder lacks while a close name is there (train for train.py)"),
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the spec; write nothing (an existing --out is "
                                  "refused without --force, as the real run refuses it)"),
 ) -> None:
     """Write a first spec from this machine's (or the hosts') GPUs and RDMA ports, validated."""
     from nodeweave.spec import parse_spec
+    from nodeweave.specpath import spec_folder
 
     refuse_idle_flags(host, ssh_option, via, _given(ctx, "sysroot"))
-    refuse_naming_itself(path, script)
+    script, script_found = script_here(spec_folder(path), script, _given(ctx, "script"))
+    if _given(ctx, "script"):  # a default train.py the folder lacks is named by script_here's note, not refused
+        refuse_a_near_miss(spec_folder(path), script, launcher, force)
+    out_named = option_named("path", "--out", path, ctx)  # as typed, or the default said as one
+    refuse_naming_itself(path, script, out_named)
     if via is not None:
         from nodeweave.cli.habits.spellings import note_renamed
 
@@ -134,20 +145,23 @@ def init(
                      f"init --host {via}:{host[0] if host else 'NAME'}", "a node's address is KIND:NAME everywhere")
     if host:
         refuse_before_probing(host, nodes, _given(ctx, "nodes"))
-    refuse_replacing(path, script, force)  # before probing; a dry run refuses what its real run would (README)
+    refuse_replacing(path, script, force, out_named)  # before probing; a dry run refuses what its real run would (README)
+    refuse_splitting(path, force)
     seen = seen_on_hosts(host, via or "ssh", ssh_option) if host else seen_here(sysroot)
-    arguments = (seen, name or _label(Path.cwd().name), len(seen.hosts) or nodes, script, launcher)
-    text, notes = spec_text(*arguments, requirements=REQUIREMENTS), []
-    if (path.resolve().parent / REQUIREMENTS).is_file():
+    derived, name_note = folder_job_name(Path.cwd())
+    arguments = (seen, name or derived, len(seen.hosts) or nodes, script, launcher)
+    text, notes = spec_text(*arguments, requirements=REQUIREMENTS), [script_found, None if name else name_note]
+    if (spec_folder(path) / REQUIREMENTS).is_file():
         try:
-            parse_spec(text, str(path), base_dir=path.resolve().parent)
+            parse_spec(text, str(path), base_dir=spec_folder(path))
         except UsageError as err:  # e.g. an unpinned line: the spec is written without it, and says why
             text = spec_text(*arguments)
             notes.append(left_out_note(err))
     else:
         text = spec_text(*arguments)
+        notes.append(not_a_requirements_file(spec_folder(path) / REQUIREMENTS))
     try:
-        written = parse_spec(text, str(path), base_dir=path.resolve().parent)  # the validator's word first
+        written = parse_spec(text, str(path), base_dir=spec_folder(path))  # the validator's word first
     except UsageError as err:
         flags = {"name": name or arguments[1], "launcher.type": launcher, "launcher.script": script}
         raise UsageError("\n".join(_as_flag(line, error, flags) for line, error in _lines(err))) from None
@@ -155,7 +169,7 @@ def init(
 
     for note in filter(None, notes):  # each on its own line, once, before the summary
         typer.echo(f"nodeweave: note: {note}", err=True)
-    note_script(written, path, [script], launcher)  # --script nothere.py: noted, as validate, up, run do
+    note_script(written, path, [written.launcher.script, *written.launcher.args], launcher)  # as validate does
     if dry_run:
         if path.exists():  # --force given (refuse_replacing): the forced plan, said as hosts probe and render say it
             typer.echo(f"nodeweave: note: the real init replaces {path} (--force)", err=True)
@@ -167,8 +181,103 @@ def init(
         from nodeweave.failures import path_problem
 
         raise path_problem(err, "init --out") from None
-    typer.echo(f"nodeweave: wrote {path} ({seen.summary()}); next: nodeweave validate, nodeweave render all",
-               err=True)
+    typer.echo(f"nodeweave: wrote {path} ({seen.summary()}); {next_verbs(path)}", err=True)
+
+
+def next_verbs(path: Path) -> str:
+    """The hint after a written spec, acting on it: $NODEWEAVE_SPEC naming another spec would send the next verbs
+    there (walk7 A49), and a spec not found by the verbs' search gets --spec (the hint pasted reads this file)."""
+    from nodeweave.cli.habits.spec_path import SPEC_ENV, SPEC_NAME, variable_elsewhere
+
+    elsewhere = variable_elsewhere(path)
+    plain = path.name == SPEC_NAME and Path(os.path.abspath(path)).parent == Path.cwd()
+    spec = "" if plain and elsewhere is None else f" --spec {path}"
+    hint = f"next: nodeweave validate{spec}, nodeweave render all{spec}"
+    if elsewhere is None:
+        return hint
+    return (f"{hint} (${SPEC_ENV} names {elsewhere}, so a verb without --spec reads that one: unset {SPEC_ENV} "
+            "to work on this one)")
+
+
+def refuse_splitting(path: Path, force: bool) -> None:
+    """A spec written below a folder another spec governs makes the folder a job of its own: every verb typed
+    there would act on the new job while the other one runs unseen (walk7 A37). Refused without --force, as a
+    spec is not replaced without it."""
+    from nodeweave.cli.habits.spec_path import SPEC_NAME, spec_above
+
+    if force or path.name != SPEC_NAME:
+        return
+    above = spec_above(path.parent)
+    if above is None:
+        return
+    folder = Path(os.path.abspath(path)).parent
+    shown = os.path.relpath(above, Path.cwd())
+    raise UsageError(f"{shown}{_job_of(above)} already covers {folder} (every verb typed there reads it); a spec "
+                     f"here makes {folder.name}/ a job of its own: --force to do it anyway, or edit {shown}")
+
+
+def _job_of(spec: Path) -> str:
+    """`` (job NAME)`` of a readable spec, else nothing: the refusal names the job it would hide."""
+    try:
+        from nodeweave.spec import load_spec
+
+        return f" (job {load_spec(spec).name})"
+    except (NodeweaveError, OSError, ValueError):  # an unreadable spec is named by its path alone
+        return ""
+
+
+# Python files of a folder that are never its training script.
+NOT_SCRIPTS = ("setup.py", "conftest.py", "__init__.py", "noxfile.py")
+
+
+def script_here(folder: Path, script: str, given: bool) -> "tuple[str, str]":
+    """(the script the new spec runs, a note or ""): ``--script`` as given; else ``train.py`` when the folder has it,
+    or the folder's only other Python file (``main.py``), said in a note; several are named in the note instead,
+    as init finds requirements.txt (walk6, W23). An absolute ``--script`` inside this folder (tab completion,
+    realpath) is written relative to it, as the nodes see it, and said (walk7 A10)."""
+    if given and Path(script).is_absolute():
+        try:
+            inside = Path(script).resolve().relative_to(folder.resolve()).as_posix()
+        except ValueError:
+            return script, ""  # a path in the image (/opt/...): validate's rule judges it
+        return inside, (f"--script {script} is this machine's path; the nodes see this folder at workspace.path, "
+                        f"so launcher.script: {inside}")
+    if given or (folder / script).is_file():
+        return script, ""
+    found = sorted(p.name for p in folder.glob("*.py") if p.is_file() and p.name not in NOT_SCRIPTS)
+    if len(found) == 1:
+        return found[0], (f"no {script} in {folder}; launcher.script: {found[0]}, the folder's only Python file "
+                          "(--script names another)")
+    if found:
+        shown = ", ".join(found[:6]) + (", ..." if len(found) > 6 else "")
+        return script, (f"no {script} in {folder}; it holds {shown}: give the training script with --script "
+                        f"(nodeweave init --script {found[0]}), or edit launcher.script")
+    return script, ""
+
+
+def refuse_a_near_miss(folder: Path, script: str, launcher: str, force: bool) -> None:
+    """``--script train`` beside ``train.py`` (a ``python -m`` habit, a typo): a spec whose every run would fail with
+    'No such file' is not written while the file meant is in plain sight; --force writes it (the image may hold the
+    script), as validate's note then says (walk8 A6)."""
+    if force or launcher == "command" or Path(script).is_absolute() or (folder / script).exists():
+        return
+    from nodeweave.cli.run import close_script
+
+    close = close_script(folder, script)
+    if close:
+        raise UsageError(f"--script {script}: no such file in {folder}; did you mean {close}? (nodeweave init --script "
+                         f"{close}); --force writes {script} anyway, for a script the image holds")
+
+
+def not_a_requirements_file(path: Path) -> str:
+    """A note when the folder's requirements.txt is there but no regular file (a folder, a named pipe, a device):
+    left out of image.requirements, said, never silently (walk6, W24); else ""."""
+    if not (path.exists() or path.is_symlink()):
+        return ""
+    from nodeweave.cli.habits.output import not_a_file_to_read
+
+    why = not_a_file_to_read(path) or "cannot be read"
+    return f"{REQUIREMENTS} {why}: left out of image.requirements (the image installs a regular file of pinned lines)"
 
 
 def left_out_note(err: UsageError) -> str:
@@ -197,27 +306,31 @@ def refuse_idle_flags(host: List[str], ssh_option: List[str], via: Optional[str]
                          "give one of them")
 
 
-def refuse_naming_itself(path: Path, script: str) -> None:
+def refuse_naming_itself(path: Path, script: str, out_named: str) -> None:
     """``--out`` where the new spec's own training script or requirements file goes is refused whether or not the
     file exists yet: the spec would run itself (``init --out train.py`` wrote a spec whose launcher.script is
     train.py), and the file meant to be the user's would be nodeweave's."""
-    folder = path.resolve().parent
+    from nodeweave.specpath import spec_folder
+
+    folder = spec_folder(path)
     for named, what, other in (
             (folder / script, f"the training script the new spec runs (launcher.script {script})",
              ", or --script another script"),
             (folder / REQUIREMENTS, f"where the folder's requirements file goes (image.requirements {REQUIREMENTS})",
              "")):
         if path.resolve() == named.resolve():
-            raise UsageError(f"--out {path}: that is {what}; give --out another file (nodeweave.yaml){other}")
+            raise UsageError(f"{out_named}: that is {what}; give --out another file "
+                             f"(nodeweave.yaml){other}")
 
 
-def refuse_replacing(path: Path, script: str, force: bool) -> None:
+def refuse_replacing(path: Path, script: str, force: bool, out_named: str) -> None:
     """``--force`` replaces an earlier spec only: never the training script or requirements file the new spec
     names, nor any file that is not a spec (walk2, row D1)."""
     from nodeweave.cli.habits.replace import refuse_foreign_file
+    from nodeweave.specpath import spec_folder
 
-    folder = path.resolve().parent
-    refuse_foreign_file(path, "--out", "spec", also_not={
+    folder = spec_folder(path)
+    refuse_foreign_file(path, "--out", "spec", subject=out_named, also_not={
         folder / REQUIREMENTS: f"the requirements file the new spec installs (image.requirements {REQUIREMENTS})",
         folder / script: f"the training script the new spec runs (launcher.script {script})"})
     if path.exists() and not force:
@@ -304,14 +417,43 @@ def spec_text(seen: Seen, name: str, nodes: int, script: str, launcher: str,
     return TEMPLATE.format(
         source=seen.source, found=seen.summary(), name=name, variant=VARIANT_BY_VENDOR.get(seen.vendor, "cpu"),
         nodes=nodes, gpus=_gpus(seen, launcher)[0], gpu_note=_gpus(seen, launcher)[1],
-        launcher=launcher, script=script, network=network,
+        launcher=launcher, network=network, **_launcher_lines(launcher, script),
         requirements=(f"  requirements: {requirements}  # installed into the image (every line pinned)\n"
                       if requirements else "")) + hosts
+
+
+def _launcher_lines(launcher: str, script: str) -> dict:
+    """``script``, its comment and ``args`` for the spec. Launcher ``command`` execs its program through PATH,
+    which never holds the workspace (every node would exit 127 on a bare ``train.py``, walk7 A42): a Python file is
+    written as ``python`` with the file as its argument, another bare name as ``./NAME``."""
+    import json
+
+    if launcher != "command" or "/" in script:
+        return {"script": script, "script_note": "relative to workspace.path (this folder, mounted there)",
+                "args": "[]"}
+    if script.endswith(".py"):
+        return {"script": "python", "script_note": "launcher command: the program, found through PATH",
+                "args": f"[{json.dumps(script)}]  # relative to workspace.path (this folder, mounted there)"}
+    return {"script": f"./{script}", "script_note": "launcher command: an executable of the workspace (#! line)",
+            "args": "[]"}
 
 
 def _label(text: str) -> str:
     label = re.sub(r"[^a-z0-9-]+", "-", text.lower()).strip("-")[:52].strip("-")
     return label if label and label[0].isalpha() else f"job-{label}".strip("-")[:52]
+
+
+def folder_job_name(folder: Path) -> "tuple[str, str]":
+    """The job name init gives a folder (its name made a DNS-1035 label) and a note when nothing of the name is
+    kept (``ü``, ``日本語``, ``__``): then ``job-`` and 4 hex of the folder's path, so two such folders do not share
+    one job's containers and image tag, said with --name (walk8 A26: every one was ``job``, without a word)."""
+    import hashlib
+
+    if re.sub(r"[^a-z0-9]+", "", folder.name.lower()):  # something of the name is kept
+        return _label(folder.name), ""
+    named = f"job-{hashlib.sha256(str(folder).encode()).hexdigest()[:4]}"
+    return named, (f"the folder's name {folder.name!r} keeps no letter or digit a job name can hold, so the job is "
+                   f"named {named!r} (from the folder's path); give --name to choose one")
 
 
 def validate(
@@ -334,16 +476,22 @@ def validate(
         emit({"spec": str(spec_path), "valid": False, "errors": problems, "error": problems[0]}, fmt)
         raise
     # stable JSON types whatever the spec says: counts are integers (an elastic range: nodes is its minimum,
-    # nodes_max its maximum), processes_per_node an integer or null (auto: each node counts its GPUs)
+    # nodes_max its maximum, min_nodes the fewest the job goes on with; under recovery nodes is the count written,
+    # which starts, and min_nodes recovery's floor, never "elastic": walk6 W38), processes_per_node an integer or null (auto: each node counts its GPUs)
     auto = spec.gpus_per_node == "auto"
     shown = STDIN_NAME if is_stdin(spec_path) else str(spec_path)
     notes = list(spec.notes)  # valid, but likely not what was meant: on stderr, and in the document a script reads
     if not is_stdin(spec_path):  # the script the nodes would run, as `run` and `up` note it (walk2 M1)
-        from nodeweave.cli.run import script_note
+        from nodeweave.cli.run import missing_volume_notes, script_note
 
-        notes += [note for note in [script_note(spec, spec_path, [spec.launcher.script], spec.launcher.type)] if note]
-    summary = {"spec": shown, "name": spec.name, "nodes": spec.nodes.min, "nodes_max": spec.nodes.max,
-               "elastic": spec.nodes.elastic, "processes_per_node": None if auto else int(spec.gpus_per_node),
+        here = not spec.hosts  # a hosts list's nodes mount their own folders, not this machine's
+        command = [spec.launcher.script, *spec.launcher.args]
+        notes += [note for note in [script_note(spec, spec_path, command, spec.launcher.type, here=here)] if note]
+        notes += missing_volume_notes(spec, spec_path) if here else []  # mounted, missing here (walk6 M7)
+    recovering = spec.recovery.enabled
+    summary = {"spec": shown, "name": spec.name, "nodes": spec.nodes.max if recovering else spec.nodes.min,
+               "nodes_max": spec.nodes.max, "min_nodes": spec.nodes.min,
+               "elastic": spec.nodes.elastic and not recovering, "processes_per_node": None if auto else int(spec.gpus_per_node),
                "processes_per_node_auto": auto, "launcher": spec.launcher.type,
                "script": spec.launcher.script, "variant": spec.image.variant, "containers": spec.containers,
                "starts": spec.starts, "valid": True, "notes": notes}
@@ -351,7 +499,7 @@ def validate(
         typer.echo(f"nodeweave: note: {note}", err=True)
     if emit(summary, fmt):
         return
-    typer.echo(f"{shown}: valid: {spec.name}, {spec.nodes} node(s) x {spec.gpus_per_node} process(es), "
+    typer.echo(f"{shown}: valid: {spec.name}, {spec.nodes_written} x {spec.gpus_per_node} process(es), "
                f"{spec.launcher.type} {spec.launcher.script}, image variant {spec.image.variant}")
     typer.echo(f"  {spec.starts}")
 

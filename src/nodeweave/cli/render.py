@@ -16,7 +16,7 @@ import typer
 
 from nodeweave.cli.habits.invocation import as_program
 from nodeweave.cli.habits.base import find_spec, spec_option
-from nodeweave.cli.habits.output import complete_from, data_format, is_data, output_option
+from nodeweave.cli.habits.output import complete_from, data_format, is_data, output_option, tell
 from nodeweave.errors import EXIT_STALE, NodeweaveError, UsageError
 from nodeweave.failures import path_problem, writable_dir
 # nodeweave.rendering.RENDERERS' names, spelled here so `--help` and `status` need not import every
@@ -50,8 +50,7 @@ def _report(plan, fmt: str) -> None:
     (phase,) = plan.phases
     where = os.path.relpath(phase.out)
     where = phase.out if where.startswith("..") else where
-    typer.echo((", ".join(f"{n} {s}" for s, n in phase.counts().items() if n) or "nothing to render")
-               + f" in {where}", err=True)
+    tell((", ".join(f"{n} {s}" for s, n in phase.counts().items() if n) or "nothing to render") + f" in {where}")
 
 
 def _rerender(spec_path: Path, out: "Path | None") -> str:
@@ -68,7 +67,9 @@ def _rerender(spec_path: Path, out: "Path | None") -> str:
     if out is not None:
         words += ["--out", str(out)]
     command = f"`{' '.join(shlex.quote(w) for w in words)}`"
-    makefile = spec_path.resolve().parent / "Makefile"
+    from nodeweave.specpath import spec_folder
+
+    makefile = spec_folder(spec_path) / "Makefile"
     try:
         text = bounded.read_text(makefile, bounded.TEXT_CAP, "a Makefile", errors="replace") \
             if makefile.is_file() else ""
@@ -81,7 +82,9 @@ def _rerender(spec_path: Path, out: "Path | None") -> str:
 def refuse_pruning_users_files(spec, spec_path: Path, out_dir: Path, phase) -> None:
     """The spec, its ``image.requirements`` and its ``launcher.script`` are the user's wherever they sit (even under a
     rendered tree): a record that would have ``--prune`` remove one is refused, whatever its digest says (W33)."""
-    folder = spec_path.resolve().parent
+    from nodeweave.specpath import spec_folder
+
+    folder = spec_folder(spec_path)
     own = {spec_path.resolve(): "the spec"}
     if spec.image.requirements:
         own[(folder / spec.image.requirements).resolve()] = "image.requirements"
@@ -123,7 +126,10 @@ def _render(spec, spec_path: Path, out: "Path | None", targets: "list[str]",
         kept.append(name)
     from nodeweave.rendering.provenance import named_for
 
-    out_from_spec = "." if out is None else os.path.relpath(out.resolve(), spec_path.resolve().parent)
+    from nodeweave.specpath import spec_folder
+
+    out_from_spec = "." if out is None else os.path.relpath(out.resolve(), spec_folder(spec_path))
+    _refuse_quoted_names_not_text(spec_path, out, out_from_spec)
     return (named_for(dict(sorted(files.items())), spec_path.name, None if out_from_spec == "." else out_from_spec),
             owners, kept)
 
@@ -154,9 +160,10 @@ def render(
                                "kept and named"),
 ) -> None:
     """Render images, compose files, manifests, the entrypoint zipapp (and Slurm, OpenShift build, TrainJob, JobSet) into --out, byte-stable."""
-    if check and (force or prune):
-        raise UsageError(f"--check writes nothing, so {'--force' if force else '--prune'} would do nothing; give "
-                         "--check alone to compare, or leave it off to write")
+    idle = [flag for flag, given in (("--force", force), ("--prune", prune), ("--dry-run", dry_run)) if given]
+    if check and idle:  # each flag here is about writing, which --check never does (walk6 W71: --dry-run too)
+        raise UsageError(f"--check writes nothing, so {idle[0]} would do nothing; give --check alone to compare, or "
+                         "leave it off to write")
     if target not in (*TARGET_NAMES, "all"):
         raise UsageError(f"render target {target!r} is not accepted: {', '.join(TARGET_NAMES)} or all "
                          "(`nodeweave render --help` says what each renders)")
@@ -166,7 +173,9 @@ def render(
         from nodeweave.cli.habits.invocation import invoked_argv
         from nodeweave.rendering import memo
 
-        out_dir = (out if out is not None else spec_path.parent).resolve()
+        from nodeweave.specpath import spec_folder
+
+        out_dir = (out if out is not None else spec_folder(spec_path)).resolve()
         call = memo.this_call(invoked_argv(), spec_path, out_dir)
         kept = memo.answer(call) if call else None
         if kept is not None:
@@ -183,6 +192,23 @@ def render(
             memo.stop(seen)
 
 
+def _refuse_quoted_names_not_text(spec_path: Path, out: "Path | None", out_from_spec: str) -> None:
+    """Every rendered file's header quotes the spec's file name and the --out folder (how to render it again), and
+    the files are UTF-8 text: a name holding a byte that is not UTF-8 (a Latin-1 share's) is refused in one line
+    naming the option and the name as the shell writes it, before anything is planned (issue 43 N2; it was
+    Python's codec text naming neither)."""
+    from nodeweave.usertext import is_utf8
+
+    if not is_utf8(spec_path.name):
+        raise UsageError(f"--spec {spec_path}: the file's name is not UTF-8 text, and every rendered file's header "
+                         "quotes it (rendered from that spec) in text that holds only UTF-8; rename the spec "
+                         "(nodeweave.yaml is the default) or copy it to a UTF-8 name and give that")
+    if out is not None and not is_utf8(out_from_spec):
+        raise UsageError(f"--out {out}: the folder's name is not UTF-8 text, and every rendered file's header "
+                         "quotes it (how to render it again) in text that holds only UTF-8; give another --out "
+                         "whose name is UTF-8 (or rename the folder)")
+
+
 def _refuse_out(out: "Path | None", out_dir: Path) -> None:
     """--out (or the spec's folder) as every render, and a check answered from its memo, first refuse it."""
     writable_dir(out_dir, "--out", system_ok=out is None)
@@ -192,16 +218,89 @@ def _refuse_out(out: "Path | None", out_dir: Path) -> None:
     refuse_in_the_way(out_dir, out_dir / RECORD)  # the record of what was rendered: never through a link
 
 
+def refuse_another_jobs_render(out_dir: Path, files_phase, job: str, spec_path: "Path | None" = None) -> None:
+    """One line (exit 2) when this render would change files that ``out_dir``'s record says another job's render
+    wrote (a mistyped ``--out`` naming a sibling project): they carry the header, so the mark alone let them be
+    replaced, and that project's ``up`` would then start this job (walk7 A14). ``--force`` replaces them.
+
+    ``spec_path`` (given when ``out_dir`` is the spec's own folder): there another job's render is refused only while
+    another spec in that folder still names that job (``render all --spec b.yaml`` beside a.yaml's render, issue 43
+    A14); a job no spec there names any more is this spec's own, renamed, and re-renders."""
+    from nodeweave.rendering.record import RECORD
+
+    recorded = {path: entry_job for path, _, _, entry_job in files_phase.recorded}
+    theirs = sorted({recorded[f.path] for f in files_phase.files
+                     if f.status == "changed" and recorded.get(f.path) not in (None, "", job)})
+    owners = {}
+    if spec_path is not None:
+        owners = specs_naming(out_dir, theirs, spec_path)
+        theirs = [name for name in theirs if name in owners]
+    if theirs:
+        count = sum(1 for f in files_phase.files if f.status == "changed" and recorded.get(f.path) in theirs)
+        if owners:
+            named = ", ".join(f"{name} ({owners[name].name} names it)" for name in theirs)
+            raise UsageError(f"{out_dir} holds the render of job {named}: {count} file(s) this render would change, "
+                             f"by its {RECORD}; the rendered files are one set per folder, so rendering {job} "
+                             f"there would replace it; give another --out (--out build/{job}), or --force to take "
+                             f"the folder over for {job}")
+        raise UsageError(f"{out_dir} holds job {', '.join(theirs)}'s render ({count} file(s) this render would "
+                         f"change, by its {RECORD}): rendering {job} there would replace it, and that folder's `up` "
+                         f"would start {job}; give another --out, or --force to replace it with {job}'s")
+
+
+def specs_naming(folder: Path, jobs: "list[str]", spec_path: Path) -> "dict[str, Path]":
+    """Each of ``jobs`` that a spec in ``folder`` other than ``spec_path`` names (``name: <job>``), with that spec's
+    path. A YAML file there that is not a spec, or cannot be read, names no job."""
+    import yaml
+
+    from nodeweave.entrypoint import bounded
+
+    found: "dict[str, Path]" = {}
+    if not jobs:
+        return found
+    this = spec_path.resolve() if spec_path.is_file() else None  # a stream (--spec -): every spec there is another
+    for path in sorted([*folder.glob("*.yaml"), *folder.glob("*.yml")]):
+        try:
+            if this is not None and path.resolve() == this or not path.is_file():
+                continue
+            data = yaml.safe_load(bounded.read_text(path, bounded.TEXT_CAP, "a spec"))
+        except Exception:  # noqa: BLE001 - any file there that is not a readable spec names no job
+            continue
+        name = data.get("name") if isinstance(data, dict) else None
+        if isinstance(name, str) and name in jobs and name not in found:
+            found[name] = path
+    return found
+
+
+def _refuse_checkpoint_out(spec, spec_path: Path, out_dir: Path) -> None:
+    """--out inside the spec's ``recovery.checkpoint_dir`` (as this machine's folder): node 0 reads every folder
+    there as a save of the script's at each restart, as ``runs ls`` reads every folder under runs/ (walk7 A36;
+    ``own_folder_problem`` judges the runs store for every folder option)."""
+    from nodeweave.cluster.writable import checkpoint_on_host, workspace_on_host
+    from nodeweave.specpath import spec_folder
+
+    saves = checkpoint_on_host(spec, workspace_on_host(spec, spec_folder(spec_path)))
+    if saves is None:
+        return
+    saves = saves.resolve()
+    if out_dir == saves or saves in out_dir.parents:
+        raise UsageError(f"--out {out_dir}: it is inside {saves}, the spec's recovery.checkpoint_dir "
+                         f"({spec.recovery.checkpoint_dir}), where node 0 reads every folder as a save at each "
+                         "restart; accepted: a folder of your own outside it (created if missing)")
+
+
 def _render_and_check(spec_path: Path, target: str, out: "Path | None", output: "tuple[bool, str]", dry_run: bool,
                       check: bool, force: bool, prune: bool, seen) -> None:
     """Everything ``render`` does after the arguments are read; ``seen`` (a check watched for the memo): what
     the check read, kept with its answer when it finds nothing stale and says nothing else."""
     from nodeweave.rendering import MARK, plan_render, wanted_targets
     from nodeweave.spec import load_spec
+    from nodeweave.specpath import spec_folder
 
     spec = load_spec(spec_path)
-    out_dir = (out if out is not None else spec_path.parent).resolve()
+    out_dir = (out if out is not None else spec_folder(spec_path)).resolve()
     _refuse_out(out, out_dir)
+    _refuse_checkpoint_out(spec, spec_path, out_dir)
     targets = wanted_targets(spec) if target == "all" else [target]
     wanted = list(targets)
     files, owners, targets = _render(spec, spec_path, out, targets, everything=target == "all")
@@ -221,6 +320,11 @@ def _render_and_check(spec_path: Path, target: str, out: "Path | None", output: 
                    "image.project.source name), or --force to replace yours with them", err=True)
     (files_phase,) = plan.phases
     refuse_pruning_users_files(spec, spec_path, out_dir, files_phase)
+    if not (check or force):  # in its own folder, only another spec's job is refused: a renamed job re-renders
+        own_folder = out_dir == spec_folder(spec_path)
+        refuse_another_jobs_render(out_dir, files_phase, spec.name, spec_path if own_folder else None)
+    if dry_run or check:
+        _note_new_dockerignore(files_phase, out_dir, planned=True)
     fmt = data_format(*output)
     if dry_run or check:
         _report(plan, fmt)
@@ -244,7 +348,8 @@ def _render_and_check(spec_path: Path, target: str, out: "Path | None", output: 
         )
     if spec.start_differs and set(targets) & NODE_TARGETS:
         typer.echo(f"nodeweave: note: {spec.name} {spec.starts}", err=True)
-    if "compose" in targets and out_dir != spec_path.resolve().parent and _relative_host_paths(spec):
+    _note_missing_needs(targets, files, out_dir, out)
+    if "compose" in targets and out_dir != spec_folder(spec_path) and _relative_host_paths(spec):
         typer.echo(
             f"nodeweave: warning: compose files under {out_dir} resolve {', '.join(_relative_host_paths(spec))} "
             "as if the spec sat in that directory; use absolute host paths to render elsewhere",
@@ -260,10 +365,43 @@ def _render_and_check(spec_path: Path, target: str, out: "Path | None", output: 
             raise type(problem)(f"{problem}; nothing was written (a render writes every file or none)",
                                 problem.exit_code) from None
         _report(plan, fmt)  # after the write: what it did, never a list of files it did not write
+        _note_new_dockerignore(files_phase, out_dir, planned=False)
     if prune and files_phase.kept:
         typer.echo(f"nodeweave: note: kept {_shown(files_phase.kept)}: no renderer makes them any more, but they "
                    "changed since nodeweave wrote them, so they are yours now (remove them yourself if unwanted)",
                    err=True)
+
+
+def _note_new_dockerignore(files_phase, out_dir: Path, planned: bool) -> None:
+    """A new root ``.dockerignore`` rules every ``docker build`` of the folder, a team's own Dockerfile's too: it
+    leaves everything but nodeweave's build inputs out, so that Dockerfile's ``COPY . /app`` would copy almost
+    nothing (walk7 A46). Said once, when the folder holds a Dockerfile or Containerfile of its own."""
+    if not any(f.path == DOCKERIGNORE and f.status == "new" for f in files_phase.files):
+        return
+    own = sorted(p.name for p in out_dir.glob("*") if p.name.startswith(("Dockerfile", "Containerfile"))
+                 and p.is_file())
+    if not own:
+        return
+    verb = "would write" if planned else "wrote"
+    typer.echo(f"nodeweave: note: {verb} {out_dir / DOCKERIGNORE}, which leaves everything but nodeweave's build "
+               f"inputs out of every docker/podman build in this folder, your {', '.join(own)} too (its COPY would "
+               f"find almost nothing): render into another --out, or keep a .dockerignore of your own there (render "
+               f"then writes its rules to {KEPT_DOCKERIGNORE} and leaves yours)", err=True)
+
+
+def _note_missing_needs(targets, files, out_dir: Path, out: "Path | None") -> None:
+    """One line per target whose files name another target's files that neither this render nor --out holds
+    (``openshift/deploy`` builds on ``manifests/overlays/openshift``): the tree would not build as written."""
+    from nodeweave.targets.registry import missing_needs
+
+    missing = missing_needs(targets, lambda path: path in files or (out_dir / path).is_file())
+    for owner in dict.fromkeys(need for _, _, need in missing):
+        users = sorted({name for name, _, need in missing if need == owner})
+        paths = [path for _, path, need in missing if need == owner]
+        where = f" --out {out}" if out is not None else ""
+        typer.echo(f"nodeweave: note: {', '.join(users)} builds on {', '.join(paths)}, which {out_dir} lacks and "
+                   f"this render does not write: `nodeweave render {owner}{where}` too, or `nodeweave render "
+                   f"all{where}`", err=True)
 
 
 def register(app: typer.Typer) -> None:

@@ -12,8 +12,8 @@ from nodeweave.cli.habits.clusteropts import (DRY_RUN, JSON, REACH, SPEC, consol
                                               say, show_plan, spec_command)
 from nodeweave.cli.habits.dashes import CommandAfterDashes, launcher_command
 from nodeweave.cli.habits.nodes import NODE
-from nodeweave.cli.habits.output import (complete_from, data_format, emit, is_data, output_option, runs_folder_written,
-                                         runs_parent)
+from nodeweave.cli.habits.output import (complete_from, data_format, emit, is_data, judge_runs_written,
+                                         output_option, runs_folder_written, runs_parent)
 from nodeweave.cli.habits.detach import announce
 from nodeweave.errors import NodeweaveError, UsageError
 
@@ -35,6 +35,9 @@ def run_command(
     command: List[str] = typer.Argument(None, help="SCRIPT ARGS after `--` (every option before `--` is nodeweave's); "
                                         "default: the spec's launcher.script and args"),
     sweep: List[str] = typer.Option([], "--sweep", help="VAR=a,b,...: one full run per value (repeat: every combination)"),
+    max_points: Optional[int] = typer.Option(None, "--max-points", min=1, help="The most points a --sweep may have "
+                                             "(the product of its value counts; default 256): more is refused "
+                                             "before anything starts"),
     metric: Optional[str] = typer.Option(None, "--metric", help="REGEX whose first group is read from each node's log "
                                          "and compared across the sweep, e.g. 'samples/s ([0-9.]+)'"),
     lower_is_better: bool = typer.Option(False, "--lower-is-better", help="The sweep's best point has the lowest metric"),
@@ -44,7 +47,8 @@ def run_command(
     nproc_per_node: Optional[str] = typer.Option(None, "--nproc-per-node", help="Processes per node for this run "
                                                  "(a number, or auto); a node refuses more than its usable GPUs"),
     nodes_wanted: Optional[int] = typer.Option(None, "--nodes", help="The node count: run on the first N nodes only "
-                                               "(node 0 the master), as torchrun's --nnodes; refused under recovery"),
+                                               "(node 0 the master), as torchrun's --nnodes; under recovery only the whole job (a "
+                                               "no-op), any other count refused"),
     node: List[str] = NODE,
     launcher: Optional[str] = typer.Option(None, "--launcher", autocompletion=LAUNCHER_CHOICES, help="torchrun, deepspeed, accelerate or command, "
                                            "for this run instead of the spec's launcher.type"),
@@ -66,8 +70,10 @@ def run_command(
     from nodeweave.cli.check import default_check
     from nodeweave.cluster.overrides import run_overrides
     from nodeweave.cluster.runplan import SweepRequest, run_plan
-    from nodeweave.cluster.sweep import compile_metric, parse_assignment, parse_sweeps, sweep_points
+    from nodeweave.cluster.sweep import (RunFlagInstead, assignment_notes, compile_metric, parse_assignment,
+                                         parse_sweeps, sweep_points)
     from nodeweave.cluster.onbackend import live_nodes, require_up
+    from nodeweave.entrypoint.planning.consistency import no_script
 
     fmt = data_format(as_json, output)
     if quiet and detach:  # a flag that does nothing is refused (README)
@@ -77,14 +83,18 @@ def run_command(
         raise UsageError(f"--profile {profile!r} is not accepted: nsys or rocprofv3")
     if profile_options is not None and profile is None:
         raise UsageError("--profile-options needs --profile nsys or rocprofv3")
-    sweeps = parse_sweeps(sweep)
-    points = sweep_points(sweeps) if sweep else [{}]
+    flag_instead = None  # `-e NODEWEAVE_NNODES=3`: refused once the cluster says which --nodes it takes
+    try:
+        sweeps = parse_sweeps(sweep)
+        extra = dict(parse_assignment(text, "--env", run=True) for text in env)
+    except RunFlagInstead as err:
+        flag_instead, sweeps, extra = err, [], {}
+    points = sweep_points(sweeps, max_points) if sweeps or max_points else [{}]
     compile_metric(metric)  # a bad expression is refused before anything starts
     if not sweep and (metric is not None or lower_is_better):
         given = "--metric" if metric is not None else "--lower-is-better"
         raise UsageError(f"{given} ranks the points of a --sweep, and this run has none; add --sweep VAR=a,b, or "
                          "compare finished runs with `nodeweave runs compare A B --metric REGEX`")
-    extra = dict(parse_assignment(text, "--env", run=True) for text in env)
     for name, values in sweeps:
         if name in extra:
             raise UsageError(f"{name} is both set (-e {name}={extra[name]}) and swept (--sweep {name}="
@@ -93,18 +103,29 @@ def run_command(
         _check_profile_options(profile, profile_options)
         extra = {"NODEWEAVE_PROFILE_OPTIONS": profile_options, **extra}
     judged: List[Tuple[List[str], str]] = []
+    shape_notes: List[str] = []
 
     def judge(spec) -> None:
         """The command every node runs, its script inside the workspace: refused first, whatever the machine has."""
-        refuse_shape_under_recovery(spec, nodes_wanted, node)
-        line, rewritten = launcher_command(command, launcher or spec.launcher.type) if command else (
+        shape_notes.append(recovery_shape_note(spec, nodes_wanted, node))
+        line, rewritten = launcher_command(command, launcher or spec.launcher.type,
+                                           workspace=workspace_folder(spec, spec_path)) if command else (
             spec_command(spec), "")
+        problem = no_script(launcher or spec.launcher.type, line, spec.launcher.script)
+        if problem:  # the nodes' own rule (walk6 W12): refused here before any node reads it
+            raise UsageError(problem)
         script_inside(spec, line, launcher or spec.launcher.type)
+        judge_runs_written(spec, spec_path, runs_dir)
         judged.append((line, rewritten))
 
     spec, backend, _ = open_cluster(spec_path, reach, dry_run=dry_run, judge=judge)
     command, rewritten = judged[0]
     everyone = live_nodes(backend, "run", dry_run)
+    if flag_instead is not None:
+        raise flag_instead.refusal(lambda value: _flag_problem(flag_instead.flag, value, spec, everyone, backend))
+    shape_notes.append(recovery_shape_note(spec, nodes_wanted, node, everyone))
+    if any(shape_notes):  # every node named under recovery: the run's own shape
+        nodes_wanted, node = None, []
     nodes_wanted = _node_count(everyone, node, nodes_wanted)
     nodes, shape = run_overrides(everyone, nproc_per_node, nodes_wanted, launcher,
                                  backend.grow_hint(nodes_wanted or 0))
@@ -118,14 +139,14 @@ def run_command(
     # after every refusal (nodes judged, the cluster up): a refusal is the one line a mistake gets
     from nodeweave.cli.habits.dashes import unexpanded_note
 
-    said = [f"note: {note}" for note in (rewritten, script_note(spec, spec_path, command,
-                                                                 launcher or spec.launcher.type),
+    said = [f"note: {note}" for note in (*dict.fromkeys(shape_notes), rewritten, script_note(spec, spec_path, command,
+                                                                 launcher or spec.launcher.type, typed=True),
                                          unexpanded_note(command, [*(name for name, _ in sweeps), *extra])) if note]
     if profile is not None:
-        said += [f"note: {note}" for note in [profiler_note(profile, spec.image.variant)] if note]
-    said += [f"note: {note}" for note in [inert_sweep_note([name for name, _ in sweeps], spec.image.variant),
-                                          bare_program_note(spec, spec_path, command, launcher or spec.launcher.type)]
+        said += [f"note: {note}" for note in [profiler_note(profile, backend.image_variant, backend.target)] if note]
+    said += [f"note: {note}" for note in [inert_sweep_note([name for name, _ in sweeps], spec.image.variant)]
              if note]
+    said += [f"note: {note}" for note in assignment_notes(sweeps, extra)]
     if detach and dry_run:  # what the real run does with --detach, said by its dry run (walk5, W56)
         what = "the sweep's id (<UTC time>-<job>-sweep)" if sweep else "the run's id"
         follows = "the point running then" if sweep else "it"
@@ -191,17 +212,44 @@ def _check_profile_options(profile: str, text: str) -> None:
 COLLECTIVE_READS = {"cpu": (), "nvidia": ("NCCL_",), "amd": ("NCCL_", "RCCL_")}
 
 
+def workspace_folder(spec, spec_path: Path) -> Path:
+    """This machine's folder that the nodes see at workspace.path (workspace.host_path, from the spec's folder)."""
+    from nodeweave.specpath import spec_folder
+
+    return (spec_folder(spec_path) / Path(spec.workspace.host_path).expanduser()).resolve()
+
+
 def bare_program_note(spec, spec_path: Path, command: List[str], launcher: str) -> str:
     """Launcher ``command`` execs its first word through PATH, which never holds the workspace: a bare
     ``train.py`` that is a file of the workspace is not found on any node (exit 127), as the entrypoint warns on
     the node (command-not-found); said here by the plan too (walk5 W72). "" otherwise."""
     if launcher != "command" or not command or "/" in command[0]:
         return ""
-    folder = (spec_path.resolve().parent / Path(spec.workspace.host_path).expanduser()).resolve()
+    from nodeweave.specpath import spec_folder
+
+    folder = (spec_folder(spec_path) / Path(spec.workspace.host_path).expanduser()).resolve()
     if not (folder / command[0]).is_file():
         return ""
     return (f"launcher command execs {command[0]!r} through PATH, which does not hold the workspace: every node "
             f"would exit 127; write ./{command[0]} (an executable with its #! line), or python {command[0]}")
+
+
+def program_script_note(spec, spec_path: Path, command: List[str], launcher: str) -> str:
+    """The spec's launcher.script naming a program (``nvidia-smi``, ``bash``) under a Python launcher: every rank
+    would run ``python nvidia-smi`` whatever the image holds, as ``run -- nvidia-smi`` refuses (issue 43 A30); a note
+    for validate, up and run, whose nodes refuse it at the start. "" otherwise."""
+    from nodeweave.entrypoint.planning.consistency import LAUNCHERS_WITH_WORKERS, is_a_program
+
+    folder = workspace_folder(spec, spec_path)
+    word = command[0] if command else ""
+    if launcher not in LAUNCHERS_WITH_WORKERS or not is_a_program(word, lambda name: (folder / name).is_file()):
+        return ""
+    if close_script(folder, word):  # `train` beside train.py: a script misspelt, which the missing-script note names
+        return ""
+    return (f"launcher.script {word!r} is a program, not a Python script (no .py, and no file of the workspace "
+            f"{folder}): {launcher} starts it with the image's Python (`python {word}`), so every node would stop "
+            f"at the start whatever the image holds; set launcher.type: command to run it as given, or "
+            "launcher.script to the training script (train.py)")
 
 
 def inert_sweep_note(swept: List[str], variant: str) -> str:
@@ -222,10 +270,11 @@ def inert_sweep_note(swept: List[str], variant: str) -> str:
             "anything, so the runs would differ only by noise")
 
 
-def profiler_note(profile: str, variant: str) -> str:
-    """The note for a profiler that traces another vendor's GPUs than the spec's image variant is built for
-    (``--profile nsys`` on the cpu or a ROCm variant): every node would stop with exit 127 unless the image
-    holds it anyway; "" when the vendors agree."""
+def profiler_note(profile: str, variant: str, target: str = "") -> str:
+    """The note for a profiler that traces another vendor's GPUs than the image variant the nodes run is built
+    for (``--profile nsys`` on the cpu or a ROCm variant; the local target runs the cpu variant whatever the spec
+    builds, walk6 W47): every node would stop with exit 127 unless the image holds it anyway; "" when the vendors
+    agree."""
     from nodeweave.catalogue import VARIANTS
 
     row = VARIANTS.get(variant)
@@ -233,23 +282,67 @@ def profiler_note(profile: str, variant: str) -> str:
     if row is None or row.vendor == wanted:
         return ""
     fits = ", ".join(key for key, v in VARIANTS.items() if v.vendor == wanted)
-    return (f"--profile {profile} traces {wanted} GPUs, and image variant {variant} is built for {row.vendor}: "
-            f"unless the image holds {profile}, every node stops before the launch with exit 127 (variants for "
-            f"{wanted}: {fits})")
+    runs = f"the {target} target's nodes run image variant {variant}" if target else f"image variant {variant}"
+    return (f"--profile {profile} traces {wanted} GPUs, and {runs}, built for {row.vendor}: "
+            f"unless the image holds {profile}, every node stops before the launch with exit 127 ("
+            + ("the local target runs the cpu variant whatever the spec builds: `nodeweave up --image REF` names "
+               "one that holds it" if target == "local" else f"variants for {wanted}: {fits}") + ")")
 
 
-def refuse_shape_under_recovery(spec, count: Optional[int], node: List[str]) -> None:
+def recovery_shape_note(spec, count: Optional[int], node: List[str], everyone=None) -> str:
     """--nodes/--node under recovery: the recovery places the training nodes and the spares (generation 0's
-    training nodes win over any count, so the flag would do nothing, or make a spare train), so say why here."""
+    training nodes win over any count, so the flag would do nothing, or make a spare train). One that names every
+    node (--nodes equal to all of them or to the training count, --node naming each) is "all", said in a note (walk6
+    W29: `--nodes 3` of 3 was refused as picking nodes); any other is refused, saying to leave it out. ``everyone``:
+    the nodes, once known (--node is judged then)."""
     if not spec.recovery.enabled or (count is None and not node):
-        return
-    given = f"--nodes {count}" if count is not None else f"--node {','.join(node)}"
+        return ""
     spares = spec.recovery.spare_nodes
+    shape = f"{spec.nodes.max} training node(s){f' and {spares} spare(s)' if spares else ''}"
+    given = f"--nodes {count}" if count is not None else f"--node {','.join(node)}"
+    if count is not None and count in (spec.containers, spec.nodes.max):
+        every = True
+    elif node and everyone is None:
+        return ""  # judged once the nodes are known
+    elif node:
+        from nodeweave.cli.habits.nodes import pick_nodes
+
+        every = {n.index for n in pick_nodes(everyone, node)} == {n.index for n in everyone}
+    else:
+        every = False
+    if every:
+        return (f"{given} names the whole job ({shape}), which a run under recovery always runs on, the recovery "
+                "placing each node: it changes nothing; leave it out")
     floor = f", going on with as few as {spec.nodes.min} (recovery.min_nodes)" if spec.nodes.elastic else ""
-    raise UsageError(f"{given} is not accepted under recovery ({spec.nodes.max} training node(s)"
-                     f"{f' and {spares} spare(s)' if spares else ''}{floor}): the recovery places every node and a "
-                     "node's count is its generation's, so a run cannot pick nodes; run on all of them, or change "
-                     "`nodes`/`recovery.spares` in the spec and `nodeweave up` again")
+    raise UsageError(f"{given} is not accepted under recovery ({shape}{floor}): the recovery places every node and "
+                     "a node's count is its generation's, so a run cannot pick nodes; leave it out (the run uses "
+                     "every node), or change `nodes`/`recovery.spares` in the spec and `nodeweave up` again")
+
+
+def _flag_problem(flag: str, value: str, spec, everyone, backend) -> Optional[str]:
+    """Why this run would refuse (or ignore) ``flag value`` on this spec and cluster, in the flag's own words, or
+    None: a remedy names only a command `nodeweave run` takes (walk6 M2: `--nodes 3` of 2 nodes)."""
+    from nodeweave.cluster.overrides import run_overrides
+
+    try:
+        if flag == "--nodes":
+            if not value.isdigit():
+                return f"--nodes {value!r} is not accepted: a whole number of nodes"
+            note = recovery_shape_note(spec, int(value), [], everyone)
+            if note:
+                return note
+            run_overrides(everyone, None, int(value), None, backend.grow_hint(int(value)))
+        elif flag in ("--nproc-per-node", "--launcher"):
+            run_overrides(everyone, value if flag == "--nproc-per-node" else None, None,
+                          value if flag == "--launcher" else None)
+        elif flag == "--profile" and value not in ("nsys", "rocprofv3"):
+            return f"--profile {value!r} is not accepted: nsys or rocprofv3"
+        elif flag == "--profile-options":
+            _check_profile_options("nsys", value)
+            return "it needs --profile too: `nodeweave run --profile nsys --profile-options ...`"
+    except UsageError as err:
+        return str(err)
+    return None
 
 
 def _node_count(nodes, node: List[str], count: Optional[int]) -> Optional[int]:
@@ -266,16 +359,44 @@ def _node_count(nodes, node: List[str], count: Optional[int]) -> Optional[int]:
 PYTHONS = ("python", "python3")
 
 
+def script_word(command: List[str], launcher: str) -> str:
+    """The word of ``command`` that names the script the nodes run ("" when none does: a program, ``-m``)."""
+    import posixpath
+
+    words = list(command)
+    if launcher == "command":
+        words = words[1:] if words and posixpath.basename(words[0]) in PYTHONS else []
+    return words[0] if words else ""
+
+
+def host_path_note(spec, spec_path: Path, command: List[str], launcher: str) -> str:
+    """An absolute script path of this machine inside the workspace's folder (``/home/me/proj/train.py``, as tab
+    completion and realpath give it): the nodes see that folder at workspace.path, and no such path exists there
+    (walk7 A10). The line names the path to give instead; "" for any other script."""
+    import posixpath
+
+    from nodeweave.specpath import spec_folder
+
+    script = script_word(command, launcher)
+    if not posixpath.isabs(script) or script.startswith(spec.workspace.path.rstrip("/") + "/"):
+        return ""
+    folder = (spec_folder(spec_path) / Path(spec.workspace.host_path).expanduser()).resolve()
+    try:
+        inside = Path(script).resolve().relative_to(folder).as_posix()
+    except ValueError:
+        return ""  # a path in the image (/opt/...), or elsewhere on this machine: nothing here to compare with
+    return (f"{script} is this machine's path, and the nodes see {folder} at {spec.workspace.path}: there every "
+            f"node would fail with 'No such file'; give {inside} (relative to workspace.path) or "
+            f"{posixpath.join(spec.workspace.path, inside)}")
+
+
 def script_inside(spec, command: List[str], launcher: str) -> Optional[tuple]:
     """(the script as given, its path inside the workspace) of the script the nodes would run, or None (a
     program, an option, a path in the image: nothing here to compare with). One that leaves the workspace is
     refused by the spec's own rule for launcher.script (exit 2): `run` asks this before any node is asked."""
     import posixpath
 
-    words = list(command)
-    if launcher == "command":
-        words = words[1:] if words and posixpath.basename(words[0]) in PYTHONS else []
-    script = words[0] if words else ""
+    script = script_word(command, launcher)
     if not script or script.startswith("-") or posixpath.isabs(script) and not script.startswith(
             spec.workspace.path.rstrip("/") + "/"):
         return None
@@ -288,21 +409,123 @@ def script_inside(spec, command: List[str], launcher: str) -> Optional[tuple]:
     return script, inside
 
 
-def script_note(spec, spec_path: Path, command: List[str], launcher: str, seen_at: Optional[str] = None) -> str:
+def _typed_in_a_subfolder(folder: Path, script: str) -> str:
+    """A relative script typed in a subfolder of the workspace that holds it (``cd sub; run -- ./train.py``): the
+    nodes start in the workspace's root and read it from there, another file or none; said with the path to give
+    (walk7 A24). "" at the root, outside the workspace, for an absolute path or when the subfolder lacks it."""
+    import os
+    import posixpath
+
+    here = Path.cwd().resolve()
+    if posixpath.isabs(script) or here == folder or folder not in here.parents or not (here / script).is_file():
+        return ""
+    where = Path(os.path.relpath(here, folder)).as_posix()
+    given = posixpath.normpath(posixpath.join(where, script))
+    root = folder / posixpath.normpath(script)
+    runs = f"the root's {posixpath.normpath(script)}" if root.is_file() else "nothing (the root has no such file)"
+    return (f"{script} is read from the workspace's root, not from {where}/ where you are: every node would run "
+            f"{runs}; give {given} to run the one here")
+
+
+def script_note(spec, spec_path: Path, command: List[str], launcher: str, seen_at: Optional[str] = None,
+                here: bool = False, typed: bool = False) -> str:
     """The script the nodes would run, judged here: refused when it leaves the workspace (:func:`script_inside`);
     for one the workspace lacks, the note to print (the image may hold it), for a dry run and a real run alike;
-    else ""."""
+    else "". ``here``: this machine's engine mounts the workspace (the local target, or validate of a spec with
+    no hosts list): a workspace folder that does not exist is the note then, said once. ``typed`` (a command
+    typed after ``--``, read from where it was typed): one typed in a subfolder that holds it is noted."""
+    absolute = host_path_note(spec, spec_path, command, launcher)  # a path of this machine as the script (walk7 A10)
+    if absolute:
+        return absolute
+    bare = bare_program_note(spec, spec_path, command, launcher)  # validate and init say it too (walk7 A42)
+    if bare:
+        return bare
+    program = program_script_note(spec, spec_path, command, launcher)
+    if program:
+        return program
     found = script_inside(spec, command, launcher)
     if found is None:
         return ""
     script, inside = found
-    folder = (spec_path.resolve().parent / Path(spec.workspace.host_path).expanduser()).resolve()
-    if (folder / inside).exists():
+    from nodeweave.specpath import spec_folder
+
+    folder = (spec_folder(spec_path) / Path(spec.workspace.host_path).expanduser()).resolve()
+    typed_here = _typed_in_a_subfolder(folder, script) if typed else ""
+    if typed_here:
+        return typed_here
+    if (folder / inside).is_file():
         return ""
+    if here and not folder.exists():  # this machine mounts it: the folder, said once, not its script (walk6 M7)
+        return missing_workspace_note(spec, spec_path, f"no {script}")
+    if (folder / inside).exists():  # a folder, a pipe, a device: python runs none of them (walk6, W24)
+        from nodeweave.cli.habits.output import not_a_file_to_read
+
+        return (f"{script} in the workspace {folder} {not_a_file_to_read(folder / inside)}: every node would fail "
+                "to run it as the training script (launcher.script names the script file)")
     seen = seen_at or spec.workspace.path
     unless = "the image holds it" if seen == spec.workspace.path else f"{seen} on every node holds it (no image)"
+    close = close_script(folder, inside)
+    meant = f"; did you mean {close}, which is there?" if close else ""
     return (f"{script} is not in the workspace {folder} (the nodes see it at {seen}): the run would fail with "
-            f"'No such file' unless {unless}")
+            f"'No such file' unless {unless}{meant}")
+
+
+def close_script(folder: Path, inside: str) -> str:
+    """The workspace file a missing script most likely meant, as the workspace names it, or "": the same name with
+    ``.py`` (``train`` for ``train.py``, a ``python -m`` habit), else one close spelling in its folder (walk8 A6)."""
+    import difflib
+    import posixpath
+
+    wanted = folder / inside
+    if Path(f"{wanted}.py").is_file():
+        return f"{inside}.py"
+    try:
+        names = sorted(p.name for p in wanted.parent.iterdir() if p.is_file())
+    except OSError:
+        return ""
+    close = difflib.get_close_matches(wanted.name, names, n=1, cutoff=0.8)
+    return posixpath.join(posixpath.dirname(inside), close[0]) if close else ""
+
+
+def missing_host_folder(field: str, written: str, folder: Path, then: str) -> str:
+    """The note for a folder of this machine the spec mounts into every container (``field``, as ``written``)
+    that does not exist: what the engines do with a missing bind source, before ``up`` meets it."""
+    return (f"{field} {written!r} is {folder}, which does not exist on this machine: a local `up` would make it "
+            f"empty to mount it (podman-compose as you, docker as root), so {then}; make it (`mkdir -p "
+            f"{shlex_quote(folder)}`) or set {field} to the folder meant")
+
+
+def missing_workspace_note(spec, spec_path: Path, lacking: str = "nothing") -> str:
+    """The note for a workspace folder this machine would mount that does not exist, else ""."""
+    from nodeweave.specpath import spec_folder
+
+    folder = (spec_folder(spec_path) / Path(spec.workspace.host_path).expanduser()).resolve()
+    if folder.exists():
+        return ""
+    return missing_host_folder("workspace.host_path", spec.workspace.host_path, folder,
+                               f"the nodes would find {lacking} at {spec.workspace.path}")
+
+
+def missing_volume_notes(spec, spec_path: Path) -> List[str]:
+    """One note per ``volumes[].host_path`` of this machine that does not exist (relative ones are the spec
+    folder's): each is mounted as the workspace is, and meets the same refusal."""
+    from nodeweave.specpath import spec_folder
+
+    found = []
+    for index, volume in enumerate(spec.volumes):
+        if volume.host_path is None:
+            continue
+        folder = (spec_folder(spec_path) / Path(volume.host_path).expanduser()).resolve()
+        if not folder.exists():
+            found.append(missing_host_folder(f"volumes[{index}].host_path", volume.host_path, folder,
+                                             f"the nodes would find nothing at {volume.path}"))
+    return found
+
+
+def shlex_quote(path: Path) -> str:
+    import shlex
+
+    return shlex.quote(str(path))
 
 
 def note_script(spec, spec_path: Path, command: List[str], launcher: str, seen_at: Optional[str] = None) -> None:

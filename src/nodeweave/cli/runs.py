@@ -11,25 +11,35 @@ from typing import List, Optional
 
 import typer
 
-from nodeweave.cli.habits.base import NodeweaveTyper, find_spec
+from nodeweave.cli.habits.base import NodeweaveTyper, find_spec, spec_option
 from nodeweave.cli.habits.output import checked, complete_run_ids, runs_folder_read, data_format, emit, json_option, output_file, output_option
 from nodeweave.entrypoint import bounded
+from nodeweave.entrypoint.quoting import as_typed
 from nodeweave.errors import UsageError
 
 runs_app = NodeweaveTyper(help="List, show and compare past runs and sweeps (the run folders).", no_args_is_help=True)
 
 RUNS_DIR = typer.Option(None, "--runs-dir", callback=runs_folder_read, help="Where run folders are (default: runs/ beside the spec, found as "
-                                                 "every verb finds it)")
+                                                 "every verb finds it: --spec, else the nearest nodeweave.yaml)")
+# the spec whose runs/ these read, as `run --spec` wrote them there (walk7 A9: runs took no --spec at all)
+SPEC = spec_option("The spec beside which run folders are (runs/) and whose job `last` means")
 METRIC = typer.Option(None, "--metric", help="REGEX whose first group is read from each node's log, e.g. "
                                              "'samples/s ([0-9.]+)' (a sweep's: the one it was run with)")
 
 
-def _parent(runs_dir: Optional[Path]) -> Path:
+def _parent(runs_dir: Optional[Path], spec_path: Optional[Path]) -> Path:
     from nodeweave.cli.habits.output import runs_parent
 
     # a given one was judged as the command line was read (habits.output.runs_folder_read); runs/ beside the
     # spec by the same rule (absent until the first run: "no runs yet")
-    return runs_dir if runs_dir is not None else runs_parent(None, find_spec(None), writes=False)
+    return runs_dir if runs_dir is not None else runs_parent(None, find_spec(spec_path), writes=False)
+
+
+def _job(spec_path: Optional[Path]) -> Optional[str]:
+    """The spec's job, whose last run ``last`` means (None with no spec here)."""
+    from nodeweave.cli.habits.output import spec_job
+
+    return spec_job(find_spec(spec_path))
 
 
 def _console():
@@ -41,7 +51,8 @@ def _console():
 @runs_app.command("ls")
 def ls_command(
     runs_dir: Optional[Path] = RUNS_DIR,
-    job: Optional[str] = typer.Option(None, "--job", help="Only this job's runs (the spec's name)"),
+    spec_path: Optional[Path] = SPEC,
+    job: Optional[str] = typer.Option(None, "--job", help="Only this job's runs (a job's name, a DNS label as the spec's name is; none of its runs there: the jobs there are named)"),
     output: str = output_option(), as_json: bool = json_option(),
 ) -> None:
     """One row per run or sweep, oldest first: id, job, start, result, seconds, nodes, command."""
@@ -49,8 +60,11 @@ def ls_command(
 
     from nodeweave.runs.history import list_runs
 
-    parent = _parent(runs_dir)
-    rows = [e.summary() for e in list_runs(parent, job)]
+    parent = _parent(runs_dir, spec_path)
+    if job is not None:
+        _judge_job(job)
+    every = list_runs(parent)
+    rows = [e.summary() for e in list_runs(parent, job)] if job is not None else [e.summary() for e in every]
     output = data_format(as_json, output)
     if emit(rows, output):
         return
@@ -62,27 +76,45 @@ def ls_command(
         table.add_row(*["-" if row.get(c) is None else str(row.get(c)) for c in columns])
     _console().print(table)
     if not rows:
-        typer.echo(f"nodeweave: no runs under {parent} yet (`nodeweave run` makes them)", err=True)
+        typer.echo(f"nodeweave: {_none_listed(parent, job, every)}", err=True)
+
+
+def _judge_job(job: str) -> None:
+    """--job is a job's name, judged as a spec's ``name`` is (a DNS label): ``TEAM`` or an empty value can match no
+    run, and an empty value never means every job (walk7 A47)."""
+    from nodeweave.spec.rules import DNS_LABEL
+
+    if not DNS_LABEL.check(job):
+        raise UsageError(f"--job {job!r} is not accepted: a job's name (the spec's name), {DNS_LABEL.accepted}")
+
+
+def _none_listed(parent: Path, job: Optional[str], every) -> str:
+    """Why the table is empty: no run at all (`nodeweave run` makes them), or none of --job among those there."""
+    if not every:
+        return f"no runs under {parent} yet (`nodeweave run` makes them)"
+    jobs = ", ".join(dict.fromkeys(str(e.summary().get("job") or "-") for e in every))
+    return f"no run of job {job} among the {len(every)} under {parent} (their jobs: {jobs})"
 
 
 @runs_app.command("show")
 def show_command(
     run: str = typer.Argument("last", autocompletion=complete_run_ids, help="A run id (`nodeweave runs ls`), a unique prefix, a folder, or last"),
     runs_dir: Optional[Path] = RUNS_DIR,
+    spec_path: Optional[Path] = SPEC,
     metric: Optional[str] = METRIC,
     output: str = output_option(), as_json: bool = json_option(),
 ) -> None:
     """One run: every node's result, seconds, sync commit and last line, its generations and where its wall time
     went (goodput); a sweep: every point, charted."""
     from nodeweave.runs.goodput import run_goodput
-    from nodeweave.runs.history import find_run
+    from nodeweave.runs.history import find_run, record_problems
 
     output = data_format(as_json, output)
     if metric is not None:  # judged before anything is printed, as compare judges it (walk5, W74)
         from nodeweave.cluster.sweep import compile_metric
 
         compile_metric(metric)
-    entry = find_run(_parent(runs_dir), run)
+    entry = find_run(_parent(runs_dir, spec_path), run, _job(spec_path))
     if entry.kind == "sweep":
         _compare([entry], metric or entry.data.get("metric"), False, None, output)
         return
@@ -93,7 +125,8 @@ def show_command(
     shown = {"run": entry.run_id, "state": entry.state, "command": data.get("command"), "env": data.get("env"),
              "target": data.get("target"), "started": data.get("started"), "seconds": data.get("seconds"),
              "summary": data.get("summary"), "folder": str(entry.path), "nodes": nodes,
-             "recovery": data.get("recovery"), "goodput": run_goodput(entry)}
+             "recovery": data.get("recovery"), "goodput": run_goodput(entry),
+             "problems": record_problems(entry.path)}  # a damaged goodput.json, heat.json...: said, not dropped
     if emit(shown, output):
         return
     _print_run(shown, output == "wide")
@@ -105,6 +138,7 @@ def show_command(
 def compare_command(
     runs: List[str] = typer.Argument(..., autocompletion=complete_run_ids, help="Run or sweep ids (a sweep: each of its points), oldest first"),
     runs_dir: Optional[Path] = RUNS_DIR,
+    spec_path: Optional[Path] = SPEC,
     metric: Optional[str] = METRIC,
     lower_is_better: bool = typer.Option(False, "--lower-is-better", help="The best run has the lowest metric"),
     chart: Optional[Path] = typer.Option(None, "--chart", callback=output_file, help="Also write the chart to this .png or .svg "
@@ -129,13 +163,18 @@ def compare_command(
         from nodeweave.cluster.sweep import compile_metric
 
         compile_metric(metric)
-    parent = _parent(runs_dir)
-    entries = [find_run(parent, text) for text in runs]
+    from nodeweave.runs.history import sweep_not_started
+
+    parent = _parent(runs_dir, spec_path)
+    job = _job(spec_path)
+    entries = [find_run(parent, text, job) for text in runs]
     ids = [e.run_id for e in runs_of(entries)]
     twice = sorted({i for i in ids if ids.count(i) > 1})
     if twice:
         raise UsageError(f"run {twice[0]} is given {ids.count(twice[0])} times ({', '.join(runs)}): compare distinct "
                          "runs, each once")
+    if len(ids) < 2 and any(map(sweep_not_started, entries)):  # not one run: points that have not started yet
+        raise UsageError(f"nothing to compare yet: {next(filter(None, map(sweep_not_started, entries)))}")
     if len(ids) < 2:
         raise UsageError(f"{' '.join(runs)} is one run ({ids[0] if ids else 'none'}): compare needs two or more runs "
                          f"or a sweep; `nodeweave runs show {runs[0]}` shows one")
@@ -159,8 +198,16 @@ def _compare(entries, metric, lower_is_better: bool, chart, output: str) -> None
     from nodeweave.cluster.sweep import best_mark
     from nodeweave.runs.metrics import best, run_metric, runs_of, unranked
 
+    from nodeweave.runs.history import record_problems, sweep_not_started
+
     pattern = compile_metric(metric)
-    rows = [run_metric(pattern, e) for e in runs_of(entries)]
+    compared = runs_of(entries)
+    rows = [run_metric(pattern, e) for e in compared]
+    for entry in compared:  # its goodput column shows "-": why is said, as runs show says it (walk6 W14)
+        for problem in record_problems(entry.path):
+            typer.echo(f"nodeweave: warning: {entry.run_id}/{problem}; not shown", err=True)
+    for note in filter(None, map(sweep_not_started, entries)):
+        typer.echo(f"nodeweave: note: {note}", err=True)
     won = best(rows, lower_is_better)
     if len(won) > 1:
         typer.echo(f"nodeweave: note: {len(won)} runs tie for the best mean ({', '.join(won)}): none is named best",
@@ -170,15 +217,17 @@ def _compare(entries, metric, lower_is_better: bool, chart, output: str) -> None
         typer.echo(f"nodeweave: note: not ranked, as they did not end ok: {', '.join(waiting)} (a run still running "
                    "or cut off has no final number)", err=True)
     if metric and all(r["mean"] is None for r in rows):
-        typer.echo(f"nodeweave: warning: --metric {metric!r} matches no line of any node's log in these runs; "
+        typer.echo(f"nodeweave: warning: --metric {as_typed(metric)} matches no line of any node's log in these runs; "
                    "check the regex against a log (`nodeweave logs --run ID`): its first group is the number",
                    err=True)
-    elif not metric:
+    elif not metric and rows:
         typer.echo("nodeweave: note: no --metric, so no mean to compare: give --metric REGEX, whose first group "
                    "is read from each node's log, e.g. --metric 'samples/s ([0-9.]+)'", err=True)
     # best: the one run that leads, else null (none ranked, or a tie: "leaders" lists every tied run)
     if emit({"metric": metric, "best": won[0] if len(won) == 1 else None, "leaders": won, "runs": rows},
             checked(output)):
+        return
+    if not rows:  # only sweeps with no point yet: their notes said so
         return
     table = Table(title="runs side by side" + (f": {metric}" if metric else ""), title_justify="left")
     for column in ("run", "point", "state", "seconds", "goodput", "mean", "per node"):
@@ -214,6 +263,8 @@ LAST_LINE_BYTES = 64 * 1024
 def _last_line(log: Path) -> Optional[str]:
     try:
         lines = [line for line in bounded.read_tail(log, LAST_LINE_BYTES, own=True).splitlines() if line.strip()]
+    except bounded.NotOwnFile as err:  # shown as what it is, never read through (as logs --run refuses it)
+        return f"({log.name} {err.strerror})"
     except OSError:
         return None
     return lines[-1][:200] if lines else None
@@ -245,6 +296,8 @@ def _print_run(shown: dict, wide: bool) -> None:
         out.print(line, highlight=False, markup=False)
     for line in goodput_lines(shown.get("goodput")):
         out.print(line, highlight=False, markup=False)
+    for problem in shown.get("problems") or []:
+        out.print(f"not shown: {problem}", highlight=False, markup=False)
     out.print(f"folder {shown['folder']}", highlight=False, markup=False)
 
 

@@ -8,7 +8,7 @@ from typing import List, Optional
 import typer
 
 from nodeweave.cli.habits.base import find_spec, spec_option
-from nodeweave.cli.habits.clusteropts import TARGET
+from nodeweave.cli.habits.clusteropts import HOST, REMOTE_DIR, TARGET
 from nodeweave.cli.habits.nodes import NODE
 from nodeweave.cli.habits.output import complete_from, data_format, output_option
 
@@ -36,7 +36,10 @@ def sync_command(
     node: List[str] = NODE,
     target: Optional[str] = TARGET,
     to: List[str] = typer.Option([], "--to", hidden=True, help="Deprecated: --node KIND:NAME"),
-    hosts_file: Optional[Path] = typer.Option(None, "--hosts-file", help="ssh hosts, one per line, master first"),
+    host: List[str] = HOST,
+    hosts_file: Optional[Path] = typer.Option(None, "--hosts-file", help="ssh hosts, one per line, master first "
+                                              "(with -t hosts: the cluster's hosts, as every cluster verb takes it)"),
+    remote_dir: Optional[str] = REMOTE_DIR,
     statefulset: Optional[str] = typer.Option(None, "--statefulset", help="Pods <NAME>-0..N-1 of this StatefulSet"),
     replicas: Optional[int] = typer.Option(None, "--replicas", min=1, help="N for --statefulset (default: ask the cluster)"),
     selector: Optional[str] = typer.Option(None, "--selector", "-l", help="Pods by label selector instead of ordinals"),
@@ -50,7 +53,8 @@ def sync_command(
     kube_context: Optional[str] = typer.Option(None, "--kube-context", help="kubeconfig context"),
     ssh_option: List[str] = typer.Option([], "--ssh-option", help="Extra ssh -o KEY=VALUE (repeat)"),
     spec_path: Optional[Path] = spec_option("Cluster spec for defaults"),
-    delete: bool = typer.Option(False, "--delete", help="Delete files on the targets that SRC lacks (excluded files are kept)"),
+    delete: bool = typer.Option(False, "--delete", help="Delete files on the targets that SRC lacks (excluded files are kept); "
+                                "with SRC given, DEST must be given too"),
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the plan (-o json: as JSON), then what would move "
                                  "where; change nothing"),
     check: bool = typer.Option(False, "--check", help="Move nothing: compare every target's digest and stamp with SRC"),
@@ -69,7 +73,7 @@ def sync_command(
     as_json: bool = typer.Option(False, "--json", help="Print the results as JSON on stdout (everything else goes to stderr)"),
     output: str = output_option(),
 ) -> None:
-    from nodeweave.errors import EnvironmentProblem
+    from nodeweave.errors import EnvironmentProblem, UsageError
     from nodeweave.remote import RemoteOptions
     from nodeweave.sync import request as rq
 
@@ -83,8 +87,16 @@ def sync_command(
     from nodeweave.cluster.options import TARGET_ALIASES, TARGETS, ClusterOptions, refuse_idle_flags
 
     # the reach flags as typed: judged on -t's target here, else on the target the cluster resolves to
+    if target is None and (host or remote_dir):  # the hosts of `-t hosts`, as every cluster verb takes them
+        flag = "--host" if host else "--remote-dir"
+        raise UsageError(f"{flag} names the hosts target's {'hosts' if host else 'folder'}: give -t hosts too "
+                         "(`nodeweave sync -t hosts --host gpu01 --host gpu02`), or name ssh targets directly with "
+                         "--node ssh:HOST or --hosts-file FILE and a DEST")
+    cluster_hosts_file = hosts_file if target is not None else None  # -t hosts --hosts-file: the cluster's hosts
+    hosts_file = None if target is not None else hosts_file
     typed = (ClusterOptions(target=target, engine=engine, namespace=namespace, kube_cli=kube_cli,
-                            kube_context=kube_context, ssh_options=tuple(ssh_option)),
+                            kube_context=kube_context, ssh_options=tuple(ssh_option), hosts=tuple(host),
+                            hosts_file=cluster_hosts_file, remote_dir=remote_dir),
              {"--container": (container is not None, ("kubernetes",))})
     cluster = typed[0] if target is not None else None
     if target is not None and TARGET_ALIASES.get(target, target) in TARGETS:  # a wrong name is refused below
@@ -122,7 +134,9 @@ def sync_command(
         from dataclasses import replace
 
         req = replace(req, notes=(*req.notes, f"the real sync would end with exit 3: {err}"))
-    _run_plan(req, data_format(as_json, output), spec_path.resolve().parent)
+    from nodeweave.specpath import spec_folder
+
+    _run_plan(req, data_format(as_json, output), spec_folder(spec_path))
 
 
 def _run_plan(req, fmt: str, spec_dir: Path) -> None:

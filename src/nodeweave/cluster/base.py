@@ -19,11 +19,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
+from nodeweave.cluster.phases import SPARE_ROLE
 from nodeweave.cluster.options import ClusterOptions
 from nodeweave.steps import Step
 from nodeweave.errors import NodeweaveError
 from nodeweave.remote.base import Remote
 from nodeweave.spec import Spec
+from nodeweave.entrypoint.nodelists import noted_ranges
+from nodeweave.specpath import spec_folder
 
 ENTRYPOINT = "nodeweave-entrypoint"
 CD_THEN_EXEC = ("sh", "-c", 'cd "$1" && shift && exec "$@"', "sh")  # fixed text; the directory is an argument
@@ -74,6 +77,8 @@ class PlatformState:
         return self.word
 
 
+
+
 @dataclass(frozen=True)
 class Node:
     index: int
@@ -83,6 +88,7 @@ class Node:
     # Nodes a run starts as one launch (a Slurm step): it gives the run's argv, and what a stop of every node
     # leaves on the platform (``leftover_steps()``).
     group: Optional[object] = field(default=None, compare=False)
+    spare: bool = field(default=False, compare=False)  # starts as a spare (recovery): launches nothing until called
 
     @property
     def name(self) -> str:
@@ -148,6 +154,15 @@ def ask_status(node: Node, command: List[str], timeout: float = 60) -> NodeAnswe
         return NodeAnswer(node, None, f"answered no JSON: {out.stdout.strip()[:200]!r}")
 
 
+class NothingToSend(Exception):
+    """The nodes already see SRC at DEST (a bind mount of it, or Slurm's workspace on shared storage): sync says
+    so and exits 0, moving nothing; ``notes``: what a dry run found first (the cluster is not up)."""
+
+    def __init__(self, said: str, notes: "tuple[str, ...]" = ()):
+        super().__init__(said)
+        self.notes = notes
+
+
 class Backend(abc.ABC):
     """One target: what a new one implements, and what it declares as plain data.
 
@@ -172,6 +187,9 @@ class Backend(abc.ABC):
     # Why ``up --image`` would do nothing here (the image comes from elsewhere); "": --image picks the nodes' image.
     fixed_image = ""
     marked_kind = "container"  # what marks() reads, for the refusal's line
+    # The command that removes objects with no mark by hand ({names}: theirs), where such an object is not this
+    # folder's (identity.foreign_owner); "": an object with no mark is acted on as before.
+    unmarked_removal = ""
     # Variables of the caller's environment that the target's own tools read (which engine, cluster or
     # allocation the steps reach): a plan names each one set, since it changes what the plan does.
     reach_variables: Tuple[str, ...] = ()
@@ -180,12 +198,16 @@ class Backend(abc.ABC):
     # Why ``nodes()`` found none though the job is there, up to the verb ("is scaled to zero: ..., so no pod"), and
     # the command that brings them back: (what, how); None: no node means the job is not up.
     dormant: Optional[Tuple[str, str]] = None
+    # Set by ``states()`` when the platform gave no answer (a timeout, an unreadable reply): the verb goes on as
+    # planned, and a dry run says its verdict on whether the nodes are up could not be found (walk6 W5: at 2112
+    # containers the engine's inspect ran past its limit and the "would end with exit 3" line was silently lost).
+    unanswered: Optional[str] = None
 
     def __init__(self, spec: Spec, spec_path: Path, options: ClusterOptions):
         from nodeweave.cluster.identity import JobMark
 
         self.spec, self.spec_path, self.options = spec, spec_path, options
-        self.spec_dir = spec_path.resolve().parent
+        self.spec_dir = spec_folder(spec_path)
         self.mark = JobMark.of(self.spec_dir, spec.name)  # what up puts on everything it makes (identity.py)
         self.recorded: Dict[str, str] = {}  # what up records beside the job's own (a compose project, a namespace)
 
@@ -201,9 +223,19 @@ class Backend(abc.ABC):
         return True
 
     @property
+    def image_variant(self) -> str:
+        """The image variant the nodes run, which what a run adds (a profiler) is judged against: the spec's."""
+        return self.spec.image.variant
+
+    @property
     def workspace_seen_at(self) -> str:
         """Where the nodes find the workspace: the container's mount; a bare host's or a host step's own folder."""
         return self.spec.workspace.path
+
+    def _node(self, index: int, remote: Remote, **details) -> Node:
+        """Node ``index`` of this job, reached through ``remote``: the one way a target makes one, so each knows
+        whether it starts as a spare (recovery), which every plan listing nodes says (walk6, W2)."""
+        return Node(index, remote, spare=self.spec.is_spare(index), **details)
 
     # --- the five a target implements ----------------------------------------------------------------------
     @abc.abstractmethod
@@ -240,8 +272,8 @@ class Backend(abc.ABC):
             nodes = self.nodes(for_up=True)
         if wait:
             waited = mode if self.holds else "run"  # bare hosts: nothing to hold; up means every host answers
-            what = (f"until {len(nodes)} node(s) {'hold' if waited == 'hold' else 'run'}: "
-                    + ", ".join(n.remote.label for n in nodes))
+            what = self._awaited(len(nodes), waited) + ": " + noted_ranges(
+                (n.remote.label, SPARE_ROLE if n.spare else "") for n in nodes)
             phases.append(WaitPhase(what, nodes=node_commands(nodes, [()] * len(nodes)), timeout=timeout, mode=waited))
         if check is not None:
             phases.append(check(nodes))
@@ -265,9 +297,9 @@ class Backend(abc.ABC):
         return Plan("down", self.where, tuple(earlier + planned + step_phases(self._down_steps(delete_claims))),
                     notes)
 
-    def logs(self, node: Node, follow: bool) -> List[str]:
+    def logs(self, node: Node, follow: bool, window: Tuple[str, ...] = ()) -> List[str]:
         """The argv that prints ``node``'s own log (its container's, its pod's); exit 2 where it has none."""
-        return node.remote.logs_argv(follow)
+        return node.remote.logs_argv(follow, window)
 
     # --- the parts plan_up and plan_down are built from (nothing else calls them) ------------------------------
     def _up_image(self, image: Optional[str]) -> Optional[str]:
@@ -285,6 +317,15 @@ class Backend(abc.ABC):
         unread = [f"{name}={os.environ[name]} from this environment is not read by `up --target {self.target}`: "
                   f"{instead}" for name, instead in self._unread_variables().items() if os.environ.get(name)]
         return [*inherited_notes(self.reach_variables, self.reach_prefixes), *unread]
+
+    def _awaited(self, count: int, mode: str) -> str:
+        """What ``up``'s wait waits for, as its plan says it ("until 3 node(s) hold"). A target whose ``up`` starts
+        nothing in a mode (``holds`` False: Slurm's allocation, bare hosts) says what it waits for instead, never
+        "run", which read as if training had started (walk7 A20)."""
+        if not self.holds:
+            return (f"until each of the {count} node(s) answers (nothing starts until `nodeweave run` or "
+                    "`nodeweave check`)")
+        return f"until {count} node(s) {'hold' if mode == 'hold' else 'run'}"
 
     def _unread_variables(self) -> Dict[str, str]:
         """{variable a rendered file of this target reads when started by hand: what ``up`` uses instead}; one set
@@ -346,9 +387,21 @@ class Backend(abc.ABC):
         says so and writes nothing, a dry run too); None: something is there, or the platform could not say."""
         return None
 
+    def judge_tree(self) -> None:
+        """Exit 2 for files of the user's that ``up`` and ``down`` apply and this target cannot build (an overlay of
+        your own kustomize refuses), before the tools or the platform are asked: a mistake is exit 2 whatever the
+        machine has, dry run or not. The default has nothing to build."""
+
     def reach_problem(self) -> Optional[str]:
-        """Why the platform cannot be asked at all (the real verb would end with exit 3), read only by dry runs,
-        which note it as they note a missing tool; None: it answered, or this target has no one to ask."""
+        """Why the platform cannot be asked at all: every real verb ends with exit 3 on it before doing anything,
+        and its dry run notes it, as a missing tool (``clusteropts.first_refusal``); None: it answered, or this
+        target has no one to ask."""
+        return None
+
+    def image_problem(self, image: Optional[str]) -> Optional[str]:
+        """Why the nodes ``up`` starts could not get the image they run (``--image``, else the spec's) from where
+        it is, when that is sure before starting anything: the real ``up`` ends with exit 3 on it, its dry run
+        says so. None: nothing known against it (a remote target's ``localhost/`` image is a warning instead)."""
         return None
 
     def check_folders(self) -> List[str]:
@@ -385,6 +438,12 @@ NOTHING = {"logs": "no logs to show", "read logs of": "no logs to show", "shell"
 # (walk5 W46). The verb as its hint's command names it.
 HELD_VERBS = {"run": "run", "check": "check", "sync": "sync", "exec": "exec", "shell": "shell",
               "open a shell in": "shell", "status": "status"}
+# sync where the nodes bind-mount SRC at DEST (the local target): nothing is ever sent, so `run` follows `up` (W27).
+MOUNTED_SYNC = "sync the folder the nodes mount"
+NOTHING[MOUNTED_SYNC] = "no node mounts it yet"
+HELD_VERBS[MOUNTED_SYNC] = "run"
+THEN = {"sync": ", then `nodeweave run`",  # the README's loop
+        MOUNTED_SYNC: ": the nodes see this folder directly, with no sync"}
 
 
 def nothing_to(verb: str) -> str:
@@ -397,6 +456,5 @@ def start_hint(verb: str, spec=None) -> str:
     if verb in HELD_VERBS:
         holds = spec is not None and spec.launcher.mode == "hold"
         up = "`nodeweave up` (launcher.mode: hold)" if holds else "`nodeweave up --hold`"
-        then = ", then `nodeweave run`" if verb == "sync" else ""  # the README's loop
-        return f"{up} starts it, then `nodeweave {HELD_VERBS[verb]}`{then}"
+        return f"{up} starts it, then `nodeweave {HELD_VERBS[verb]}`{THEN.get(verb, '')}"
     return "`nodeweave up` starts it"

@@ -29,6 +29,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Callable, Deque, List, Optional, Tuple
 
+from nodeweave.entrypoint.metrics.server import http_server  # node 0's /metrics is served the same way
+
+
 SCHEMA = "nodeweave.dashboard/1"
 PAGE = Path(__file__).with_name("dashboard.html")
 KEEP = 600             # readings kept: 10 minutes at the default 1 s
@@ -179,10 +182,10 @@ def run_heat(summary: Optional[dict]) -> dict:
 
 
 def run_state(folder: Path, data: dict, timeline: Optional[dict], book: Optional[dict],
-              heat: Optional[dict] = None) -> dict:
+              heat: Optional[dict] = None, problems: Optional[list] = None) -> dict:
     """The same document for a finished run's folder: its nodes' exits, generations, goodput, and the heat map of
     node 0's bounded summary (``heat.json``; the rank table and the rates were node 0's memory: a folder keeps
-    neither)."""
+    neither); ``problems``: why a record of the folder is not shown (the page's banner says each)."""
     from nodeweave.entrypoint.metrics.goodput import account
 
     nodes = [{"node": n.get("node"), "host": None, "role": None, "heartbeat_age_s": None,
@@ -195,6 +198,7 @@ def run_state(folder: Path, data: dict, timeline: Optional[dict], book: Optional
             "goodput": account(timeline, now=ended) if timeline and timeline.get("launched") else None,
             "timeline": timeline}
     return _finite({"schema": SCHEMA, "mode": "run", "source": str(folder), "answering": None, "why": "",
+                    "problems": list(problems or []),
                     "asked_at": None, "read_at": None, "live": live, "run": {
                         "id": folder.name, "command": data.get("command"), "started": data.get("started"),
                         "seconds": data.get("seconds"), "exit_code": data.get("exit_code"),
@@ -230,8 +234,7 @@ def serve(document: Callable[[], dict], bind: str, port: int) -> ThreadingHTTPSe
     """A server of the page and ``document()`` on ``bind:port`` (0: the kernel picks), serving from a daemon
     thread; OSError when the address cannot be bound."""
     handler = type("Handler", (_Handler,), {"document": staticmethod(document)})
-    server = ThreadingHTTPServer((bind, port), handler)
-    server.daemon_threads = True
+    server = http_server(bind, port, handler)  # --bind ::1 too: http.server alone listens on IPv4 only
     threading.Thread(target=server.serve_forever, name="nodeweave-dashboard", daemon=True).start()
     return server
 

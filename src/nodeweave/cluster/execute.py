@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Dict, List, Mapping, Optional, Sequence
 
+from nodeweave.entrypoint.nodelists import ranges
 from nodeweave.errors import UsageError
 from nodeweave.plan import (JOB_ID, AllocatePhase, Builds, ChecksNodes, CommandsPhase, ExecPhase, FilesPhase, Plan,
                             RenderFilesPhase, RunsPoints, ShellPhase, StopPhase, Syncs, WaitPhase, node_placeholder)
@@ -73,7 +74,7 @@ class Execution:
         self.say(f"{step.what}: {step.text()}")
         values = phase.take(phase)
         hosts = [values[node_placeholder(i)] for i in range(len(values) - 1)]
-        self.say(f"took allocation {values[JOB_ID]} on {', '.join(hosts)}")
+        self.say(f"took allocation {values[JOB_ID]} on {ranges(hosts)}")
         return values
 
     def wait_until_up(self, phase: WaitPhase) -> dict:
@@ -91,7 +92,7 @@ class Execution:
         what = f"in {mode} mode" if backend.holds else "and answer (bare hosts: nothing held)"
         self.out.print(f"{len(nodes)} node(s) up {what} on {backend.where}; {agree}", highlight=False)
         if failures:  # a node that answers but cannot start is no agreement (issue 33): up fails, naming it
-            raise NodeweaveError(f"{len(failures)} of {len(nodes)} node(s) cannot start: " + "; ".join(failures)
+            raise NodeweaveError(f"{len(failures)} of {len(nodes)} node(s) cannot start: " + ranges(failures, sep="; ")
                                  + "; `nodeweave status` shows each plan (fix the spec, then `nodeweave up` again)")
         return {"mode": mode, "where": backend.where, "nodes": [
             {"node": n.name, "reached_as": n.remote.label, "state": progress.state.get(n.index)} for n in nodes]}

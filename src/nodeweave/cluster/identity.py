@@ -7,8 +7,10 @@ container, pod and StatefulSet it makes with the job and the spec's absolute fol
 container labels, Kubernetes annotations, a per-folder compose project), records the mark in
 ``.nodeweave/<job>/cluster.json``, and every verb reads the mark of what it is about to act on before it
 acts: another folder's is refused in one line naming that folder (exit 3, :func:`foreign_owner`).
-Something that carries no mark (plain compose of ``compose/local.yaml``, an older nodeweave) is acted on
-as before.
+Where a target says how to remove an object by hand (``unmarked_removal``: the local target's containers), one
+that carries no mark (plain ``podman-compose -f compose/local.yaml up``, in this folder or another clone, an
+older nodeweave) is not this folder's either: refused the same way, naming the command that removes it (walk7
+A34: another clone's ``down`` removed containers a plain compose started). Elsewhere it is acted on as before.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from pathlib import Path
 from typing import Mapping, Optional
 
 from nodeweave.errors import EnvironmentProblem
+from nodeweave.usertext import as_bytes, shell_shown
 
 # Container labels (podman, docker); Kubernetes keeps the same three as annotations under its own prefix.
 JOB_LABEL = "io.nodeweave.job"
@@ -44,22 +47,28 @@ class JobMark:
     @property
     def owner(self) -> str:
         """12 hex digits of SHA-256 over folder and job: the same for every verb of this folder's job."""
-        return hashlib.sha256(f"{self.folder}\0{self.job}".encode("utf-8")).hexdigest()[:12]
+        return hashlib.sha256(as_bytes(f"{self.folder}\0{self.job}")).hexdigest()[:12]
 
     @property
     def project(self) -> str:
         """The compose project of this folder's job (compose's default would be one per name, machine-wide)."""
         return f"{self.job}-{self.owner[:8]}"
 
+    @property
+    def shown_folder(self) -> str:
+        """The folder as a label shows it: a byte that is not UTF-8 as the shell writes it (labels and annotations
+        are UTF-8 text; the owner id, over the folder's bytes, is what decides)."""
+        return shell_shown(self.folder)
+
     def labels(self) -> dict:
-        return {JOB_LABEL: self.job, FOLDER_LABEL: self.folder, OWNER_LABEL: self.owner}
+        return {JOB_LABEL: self.job, FOLDER_LABEL: self.shown_folder, OWNER_LABEL: self.owner}
 
     def annotations(self) -> dict:
         """The mark on Kubernetes objects. The owner id decides; the folder is only shown, and at most 63
         bytes of it (its end, after '...') are kept: `podman kube play`, which runs the StatefulSet's pods on one
         machine (docs/engine.md), refuses a longer annotation value, as it does a label's."""
-        raw = self.folder.encode("utf-8")  # podman counts bytes
-        folder = self.folder if len(raw) <= ANNOTATION_MAX else \
+        raw = self.shown_folder.encode("utf-8")  # podman counts bytes
+        folder = self.shown_folder if len(raw) <= ANNOTATION_MAX else \
             "..." + raw[-(ANNOTATION_MAX - 3):].decode("utf-8", "ignore")
         return {KUBE_JOB: self.job, KUBE_FOLDER: folder, KUBE_OWNER: self.owner}
 
@@ -81,15 +90,27 @@ def mark_of(found: Optional[Mapping[str, str]], kube: bool = False) -> Optional[
     return FoundMark(found[owner], found.get(folder) or "an unnamed folder", found.get(job) or "?")
 
 
-def foreign_owner(mine: JobMark, found: Mapping[str, Optional[FoundMark]], what: str) -> None:
+def foreign_owner(mine: JobMark, found: Mapping[str, Optional[FoundMark]], what: str,
+                  unmarked_removal: str = "") -> None:
     """Refuse (exit 3) when an object in ``found`` (its name: its mark, None for no mark) is another folder's,
-    naming that folder; ``what`` says what the objects are ("container", "StatefulSet")."""
+    naming that folder; ``what`` says what the objects are ("container", "StatefulSet"). With
+    ``unmarked_removal`` (the command that removes them by hand, ``{names}`` standing for theirs), an object with
+    no mark is refused too: nothing says this folder started it."""
+    unmarked = sorted(name for name, mark in found.items() if mark is None)
+    if unmarked and unmarked_removal:
+        others = f" (and {len(unmarked) - 1} more)" if len(unmarked) > 1 else ""
+        raise EnvironmentProblem(
+            f"{what} {unmarked[0]}{others} carries no nodeweave mark, so this folder's `nodeweave up` did not start "
+            f"it (a plain compose of compose/local.yaml, here or in another clone, or an older nodeweave did) and "
+            f"it is not this folder's job {mine.job} ({mine.folder}) to act on: nodeweave acts only on what this "
+            f"folder's `up` made; remove it by hand where it was started "
+            f"({unmarked_removal.format(names=' '.join(unmarked))}), then `nodeweave up` here")
     theirs = {name: mark for name, mark in found.items() if mark is not None and mark.owner != mine.owner}
     if not theirs:
         return
     name, mark = sorted(theirs.items())[0]
     others = f" (and {len(theirs) - 1} more)" if len(theirs) > 1 else ""
-    whose = (f"job {mark.job} of this folder" if mark.folder == mine.folder
+    whose = (f"job {mark.job} of this folder" if mark.folder == mine.shown_folder
              else f"`nodeweave up` in {mark.folder} (job {mark.job})")
     raise EnvironmentProblem(
         f"{what} {name}{others} was started by {whose}, not by this folder's job {mine.job} ({mine.folder}): "

@@ -20,20 +20,23 @@ from __future__ import annotations
 
 import json
 import queue
+import re
 import subprocess
 import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import List, Mapping, Optional
+from typing import List, Mapping, Optional, Tuple
 
 from rich.console import Console
 from rich.text import Text
 
 from nodeweave.cluster.base import Backend, Node
 from nodeweave.cluster.logview import LogView, rounds
+from nodeweave.cluster.runfolder import own_log
 from nodeweave.cluster.runner import COLOURS
 from nodeweave.entrypoint import bounded
+from nodeweave.entrypoint.nodelists import ranges
 
 
 def _print(console: Console, node_name: str, index: int, width: int, line: str) -> None:
@@ -57,11 +60,28 @@ class _Printer:
             self.console.print(Text(f"[{prefix}] ", style=style) + Text(text), highlight=False, soft_wrap=True)
 
 
+SINCE = re.compile(r"(\d+[hms])+")
+
+
+def log_window(tail: Optional[int], since: Optional[str]) -> Tuple[str, ...]:
+    """``--tail N`` and ``--since DURATION`` as podman, docker and kubectl all spell them; a duration of another
+    shape is refused here (exit 2), not by the tool on every node."""
+    if since is not None and not SINCE.fullmatch(since):
+        from nodeweave.errors import UsageError
+
+        raise UsageError(f"--since {since!r} is not a duration; accepted: a number and a unit, s, m or h, e.g. 30s, "
+                         "10m, 2h, 1h30m")
+    return (*(("--tail", str(tail)) if tail is not None else ()), *(("--since", since) if since else ()))
+
+
 def container_logs(backend: Backend, nodes: List[Node], follow: bool, console: Console, rank: Optional[int] = None,
-                   collapse: bool = True) -> int:
-    """Each node's container log; with ``follow``, interleaved as lines arrive until Ctrl-C."""
+                   collapse: bool = True, first_ranks: Optional[dict] = None, window: Tuple[str, ...] = ()) -> int:
+    """Each node's container log; with ``follow``, interleaved as lines arrive until Ctrl-C. ``first_ranks``: {node
+    name: its first global rank} where the spec fixes it (a static job), so torchrun's local ranks become global;
+    ``window`` (``--tail N``, ``--since D``) is the engine's or kubectl's own, so a day's log is not read to show
+    its end."""
     show = _Printer(console, {n.name: n.index for n in nodes})
-    procs = [(n, subprocess.Popen(backend.logs(n, follow), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+    procs = [(n, subprocess.Popen(backend.logs(n, follow, window), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                   stdin=subprocess.DEVNULL)) for n in nodes]
     lines: "queue.Queue" = queue.Queue()
 
@@ -71,7 +91,7 @@ def container_logs(backend: Backend, nodes: List[Node], follow: bool, console: C
         lines.put((node, None))
 
     if not follow:
-        view = LogView(rank, collapse)
+        view = LogView(rank, collapse, first_ranks=first_ranks)
         streams = []
         for node, proc in procs:
             streams.append((node.name, [raw.decode("utf-8", errors="replace").rstrip("\r\n") for raw in proc.stdout]))
@@ -81,7 +101,7 @@ def container_logs(backend: Backend, nodes: List[Node], follow: bool, console: C
         show(view.flush())
         _refuse_unseen_rank(view)
         return max((p.returncode for _, p in procs), default=0)
-    view = LogView(rank, collapse, hold_s=0.5)
+    view = LogView(rank, collapse, hold_s=0.5, first_ranks=first_ranks)
     for node, proc in procs:
         threading.Thread(target=read, args=(node, proc), daemon=True).start()
     open_streams = len(procs)
@@ -107,14 +127,18 @@ def container_logs(backend: Backend, nodes: List[Node], follow: bool, console: C
 
 
 def run_logs(folder: Path, indices: List[int], follow: bool, console: Console, poll: float = 0.3,
-             rank: Optional[int] = None, collapse: bool = True) -> int:
-    """The node logs of a run folder; with ``follow``, new lines until the run has ended."""
+             rank: Optional[int] = None, collapse: bool = True, tail: Optional[int] = None) -> int:
+    """The node logs of a run folder; with ``follow``, new lines until the run has ended; ``tail``: only each
+    node's last lines of what is there now (each file's end is read, not all of it), then what comes."""
     files = sorted(folder.glob("node-*.log"), key=lambda p: int(p.stem.split("-")[1]))
-    files = [f for f in files if not indices or int(f.stem.split("-")[1]) in indices]
+    files = [own_log(f) for f in files if not indices or int(f.stem.split("-")[1]) in indices]
     show = _Printer(console, {f.stem: int(f.stem.split("-")[1]) for f in files})
-    view = LogView(rank, collapse, hold_s=2 * poll if follow else None)
+    view = LogView(rank, collapse, hold_s=2 * poll if follow else None, first_ranks=first_ranks(folder))
     handles = {f: open(f, "rb") for f in files}
     pending = {f: b"" for f in files}
+    if tail is not None:
+        for f, handle in handles.items():
+            pending[f] = _last_lines(handle, tail)
     ended = False
     if follow and not _ended(folder):  # what the follow waits for, said once: a run cut off never records its end
         import sys
@@ -149,6 +173,45 @@ def run_logs(folder: Path, indices: List[int], follow: bool, console: Console, p
     if not follow or ended:  # every line is read: a rank none of them is marked with is said
         _refuse_unseen_rank(view)
     return 0
+
+
+def first_ranks(folder: Path) -> "dict[str, int]":
+    """{node-i: its first global rank} from the run's ``node-i.plan.json``: node rank x processes per node, as
+    torchrun numbers a static job's ranks; a node whose plan is missing, unreadable, elastic or under recovery
+    (a role: the rendezvous numbers a generation's ranks) is left out, so its local ranks stay local."""
+    found = {}
+    for plan_file in folder.glob("node-*.plan.json"):
+        try:
+            plan = json.loads(bounded.read_own(plan_file, bounded.RECORD_CAP, "a node's plan"))
+            topology = plan["topology"]
+            rank, procs = topology["node_rank"]["value"], topology["nproc_per_node"]["value"]
+        except (OSError, ValueError, RecursionError, KeyError, TypeError):
+            continue
+        if topology.get("elastic") or plan.get("role"):  # the rendezvous numbers these ranks, not the node rank
+            continue
+        if isinstance(rank, int) and isinstance(procs, int) and not isinstance(rank, bool) and procs > 0:
+            found[plan_file.name[:-len(".plan.json")]] = rank * procs
+    return found
+
+
+def _last_lines(handle, count: int, block: int = 1 << 16) -> bytes:
+    """The last ``count`` complete lines of an open log (and a last line without its newline), read from its end;
+    the handle is left at the end, where following goes on."""
+    handle.seek(0, 2)
+    end = handle.tell()
+    at, data = end, b""
+    while at > 0 and data.count(b"\n") <= count:
+        at = max(0, at - block)
+        handle.seek(at)
+        data = handle.read(end - at)
+    handle.seek(end)
+    lines = data.split(b"\n")
+    rest = lines.pop()  # after the last newline: a line still being written, one of the count as tail counts it
+    if not count:
+        return b""
+    room = count - (1 if rest else 0)  # complete lines kept beside the partial one
+    kept = lines[max(0, len(lines) - room):] if room else []
+    return b"".join(line + b"\n" for line in kept) + rest
 
 
 def _refuse_unseen_rank(view: LogView) -> None:
@@ -238,6 +301,6 @@ def summary(results: List[NodeResult]) -> str:
     bad = [r for r in results if r.exit_code != 0]
     if not bad:
         return f"{len(results)} node(s): all exit 0"
-    described = ", ".join(f"{r.node.name} " + ("timed out" if r.exit_code is None else f"exit {r.exit_code}")
-                          + (f" ({r.last_line[:80]})" if r.last_line else "") for r in bad)
+    described = ranges(f"{r.node.name} " + ("timed out" if r.exit_code is None else f"exit {r.exit_code}")
+                       + (f" ({r.last_line[:80]})" if r.last_line else "") for r in bad)
     return f"{len(bad)} of {len(results)} node(s) failed: {described}"

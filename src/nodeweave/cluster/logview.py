@@ -70,8 +70,11 @@ class LogView:
     """Feed (node, line) as they come; :meth:`feed` and :meth:`flush` return (node, prefix, text) to print."""
 
     def __init__(self, rank: Optional[int] = None, collapse: bool = True, window: int = WINDOW,
-                 hold_s: Optional[float] = None, clock=time.monotonic):
+                 hold_s: Optional[float] = None, clock=time.monotonic, first_ranks: Optional[dict] = None):
         self.rank, self.collapse, self.window, self.hold_s, self.clock = rank, collapse, window, hold_s, clock
+        # {node: its first global rank}, where the run's plans say it (node rank x processes per node): torchrun's
+        # local rank l on that node is global rank first + l (walk6 W26: no rank could be picked from [defaultN]:)
+        self.first_ranks = first_ranks or {}
         self.held: "OrderedDict[int, _Held]" = OrderedDict()
         self.by_text = {}
         self.serial = 0
@@ -81,6 +84,8 @@ class LogView:
 
     def feed(self, node: str, line: str) -> List[Tuple[str, str, str]]:
         rank, text = split_rank(line)
+        if rank is not None and rank.startswith("local ") and node in self.first_ranks:
+            rank = str(self.first_ranks[node] + int(rank.split()[1]))
         out = self._generation_mark(text)
         if rank is not None:
             self.ranks_seen.add(rank)
@@ -110,8 +115,14 @@ class LogView:
             return (f"--rank {self.rank}: no line of these logs is marked with a rank (the launcher marks them: "
                     "torchrun's [rankN]: or [defaultN]:, DeepSpeed's [Rank N]; a line without one is its node's own); "
                     "accepted: leave --rank off for every line")
+        global_ranks = [r for r in self.ranks_seen if r.isdigit()]
+        if not global_ranks:  # only torchrun's local ranks, on nodes whose first rank no plan gives
+            return (f"--rank {self.rank}: these logs mark only local ranks (torchrun's [defaultN]:: "
+                    f"{_ranks(sorted(self.ranks_seen))}), and no plan of this run says which global rank each is "
+                    "(an elastic or recovering job's ranks are the rendezvous'); accepted: --node I for node I's "
+                    "lines (each shown with its local rank), or leave --rank off")
         return (f"--rank {self.rank}: no line of these logs is marked with rank {self.rank}; accepted: a rank they "
-                f"mark: {_ranks(sorted(self.ranks_seen))}")
+                f"mark: {_ranks(sorted(global_ranks))}")
 
     def _generation_mark(self, text: str) -> List[Tuple[str, str, str]]:
         """A rule where a new generation starts (the recovery line every node prints), once per generation."""

@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Dict, List, Optional
 
 from nodeweave.cluster.base import Backend, Node, nothing_to, start_hint
+from nodeweave.entrypoint.nodelists import noted_ranges
 from nodeweave.errors import EnvironmentProblem
 
 
@@ -26,7 +27,7 @@ def down_line(backend: Backend, nodes: List[Node], verb: str) -> Optional[str]:
     down = not_up(backend, nodes)
     if not down:
         return None
-    named = ", ".join(f"{n.name} ({down[n.index]})" for n in nodes if n.index in down)
+    named = noted_ranges((n.name, down[n.index]) for n in nodes if n.index in down)
     return (f"{backend.spec.name} is not up on {backend.where}: {named}; {nothing_to(verb)}; "
             f"{start_hint(verb, backend.spec)}"
             + renamed_tail(backend))
@@ -64,7 +65,7 @@ def refuse_foreign(backend: Backend) -> None:
     """Exit 3 naming the folder when what this job's names point at was made by another folder's ``up``."""
     from nodeweave.cluster.identity import foreign_owner
 
-    foreign_owner(backend.mark, backend.marks(), backend.marked_kind)
+    foreign_owner(backend.mark, backend.marks(), backend.marked_kind, backend.unmarked_removal)
 
 
 def made(backend: Backend) -> dict:

@@ -25,11 +25,13 @@ from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 from typing import Optional, Tuple
 
+from nodeweave.entrypoint.nodelists import ranges
 from nodeweave.entrypoint import bounded
 from nodeweave.jobstate import STATE_DIR, JobState
-from nodeweave.errors import UsageError
-from nodeweave.remote.names import check_dest, check_dns_label, check_ssh_host
-from nodeweave.spec.rules import host_key
+from nodeweave.errors import UsageError, remove_the_record
+from nodeweave.remote.names import check_dest, check_job_namespace, check_ssh_host, host_of_line
+from nodeweave.specpath import spec_folder
+from nodeweave.entrypoint.hostport import host_key
 
 TARGETS = ("local", "hosts", "kubernetes", "slurm")
 TARGET_ALIASES = {"compose": "local", "ssh": "hosts", "k8s": "kubernetes", "kube": "kubernetes",
@@ -96,20 +98,24 @@ class ClusterOptions:
         for host in self.hosts:
             check_ssh_host(host, "--host")
         refuse_repeated_hosts(self.hosts)
+        refuse_loopback_hosts(self.hosts)
         if target == "hosts" and not self.hosts:
             raise UsageError("target hosts needs its hosts: --host HOST (repeat, node 0 first) or --hosts-file FILE")
         remote_dir = self.remote_dir
         if remote_dir is not None:
             remote_dir = check_remote_dir(remote_dir)
         if self.namespace is not None:
-            check_dns_label(self.namespace, "--namespace")
+            check_job_namespace(self.namespace, "--namespace")
         if self.kube_cli not in (None, "kubectl", "oc"):
             raise UsageError(f"--kube-cli {self.kube_cli!r} is not accepted: kubectl or oc")
         if self.overlay not in (None, *OVERLAYS) and not _relative_folder(self.overlay):
             raise UsageError(f"--overlay {self.overlay!r} is not accepted: {', '.join(OVERLAYS)}, or a folder of "
                              "your own beside the spec (relative, holding a kustomization.yaml)")
         kube_cli = "oc" if self.target == "openshift" and self.kube_cli is None else self.kube_cli
-        return replace(self, target=target, kube_cli=kube_cli, remote_dir=remote_dir)
+        # -t openshift means OpenShift's pods too, not only its client: the openshift overlay (no fixed runAsUser,
+        # which restricted-v2 refuses), unless --overlay says otherwise (walk7 A40: it applied base's UID 1000)
+        overlay = "openshift" if self.target == "openshift" and self.overlay is None else self.overlay
+        return replace(self, target=target, kube_cli=kube_cli, remote_dir=remote_dir, overlay=overlay)
 
 
 # Each reach flag and the targets it does something for; given for any other target it is refused (one wording).
@@ -160,6 +166,28 @@ def check_remote_dir(text: str, what: str = "--remote-dir") -> str:
         raise UsageError(f"{err}; or ~/FOLDER, under each host's home") from None
 
 
+def machine_own(folder: str) -> "str | None":
+    """The folder each machine has to itself and clears that ``folder`` lies in (/tmp, /var/tmp, /dev/shm, /run), or
+    None: one rule for up's warnings on every multi-node target and slurm sync's refusal (walk6 W50, issue 43 A54)."""
+    from nodeweave.entrypoint.systemfolders import per_container
+
+    return per_container(folder) or next((d for d in ("/var/tmp", "/dev/shm", "/run")
+                                          if folder == d or folder.startswith(d + "/")), None)
+
+
+def cleared_folder_warning(folder: str, given: str, job: str, kept: str) -> str:
+    """The plan's warning for the folder on the nodes (``given``: the flag or field that named it) when it lies in
+    one each machine keeps to itself and clears, else "": ``kept``, what nodeweave and sync put there, would not
+    last, and ``up`` remembers the folder, so a later run would find nothing there (issue 43 A54)."""
+    local = machine_own(folder)
+    if not local:
+        return ""
+    return (f"warning: {given} {folder} is in {local}, which each node keeps to itself and its system clears (at a "
+            f"reboot, by age, or on a Slurm site with a private /tmp when the allocation ends): {kept} would not "
+            f"last there, and `nodeweave run` would find nothing; give a folder on the nodes that lasts "
+            f"(--remote-dir /scratch/{job} or '~/{job}')")
+
+
 def _relative_folder(text: str) -> bool:
     parts = text.split("/")
     return not text.startswith("/") and all(p and p not in (".", "..") for p in parts) and \
@@ -175,7 +203,7 @@ def check_host_count(hosts: Tuple[str, ...], nodes, spares: int = 0, recovery: b
         return
     wanted = str(fewest) if fewest == most else f"{fewest} to {most}"
     also = f" and recovery.spares: {spares}" if spares else ""
-    raise UsageError(f"{len(hosts)} host(s) for a spec of nodes: {nodes}{also} ({', '.join(hosts)}); give {wanted} "
+    raise UsageError(f"{len(hosts)} host(s) for a spec of nodes: {nodes}{also} ({ranges(hosts)}); give {wanted} "
                      "(--host or --hosts-file, node 0 first, the spares last), or change the spec's nodes")
 
 
@@ -190,6 +218,8 @@ def load_state(spec_path: Path, name: str) -> ClusterOptions:
     data = _read_json(path)
     if data is not None:
         return _options(path, data)
+    if path.is_file():  # JSON null (`echo null >`, a jq filter that matched nothing): there, but records nothing
+        raise _damaged(path, "holds JSON null, which records nothing (not even the target)")
     legacy = _legacy_entry(spec_path, name)
     return ClusterOptions() if legacy is None else _options(*legacy)
 
@@ -202,12 +232,13 @@ def save_state(spec_path: Path, name: str, options: ClusterOptions, made: "Optio
     data = {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(options).items() if k != "hosts_file"}
     if made is True:
         kept = _read_json(path)
-        made = kept.get(MADE) if isinstance(kept, dict) else None
-    if made:
-        data[MADE] = made
+        if isinstance(kept, dict) and MADE in kept:
+            data[MADE] = kept[MADE]
+    else:  # null once taken down, said so: a record with no `made` at all is one nothing vouches for (walk8 A2)
+        data[MADE] = made or None
     from nodeweave.jobstate import keep_out_of_git, refuse_in_the_way
 
-    refuse_in_the_way(spec_path.resolve().parent, path)
+    refuse_in_the_way(spec_folder(spec_path), path)
     path.parent.mkdir(parents=True, exist_ok=True)
 
     keep_out_of_git(path.parent.parent)
@@ -221,11 +252,14 @@ def save_state(spec_path: Path, name: str, options: ClusterOptions, made: "Optio
 def _read_json(path: Path):
     """The JSON in ``path``, None when there is no such file; anything unreadable is named with its remedy, and a
     link, a folder or a device there is refused as the write would refuse it (never read through)."""
-    from nodeweave.jobstate import in_the_way
+    from nodeweave.jobstate import in_the_way, refuse_in_the_way
 
     if path.is_symlink() or (path.exists() and not path.is_file()):
         problem = in_the_way(path.parent, path)
         raise _damaged(path, problem.split(" ", 1)[1] if problem else "is not a file")
+    # a folder on the way a link (.nodeweave/<job> shared with another folder): refused as up and down refuse it,
+    # before anything is read through it (walk7 A11: status acted on the other folder's record)
+    refuse_in_the_way(_state_root(path), path)
     try:
         text = bounded.read_text(path, bounded.RECORD_CAP, "a state file")
     except FileNotFoundError:
@@ -238,10 +272,15 @@ def _read_json(path: Path):
         raise _damaged(path, "is not JSON") from None
 
 
+def _state_root(path: Path) -> Path:
+    """The spec's folder of a state file: the folder holding its ``.nodeweave``."""
+    return next((parent.parent for parent in path.parents if parent.name == STATE_DIR), path.parent)
+
+
 def _legacy_entry(spec_path: Path, name: str):
     """(the old single ``.nodeweave/cluster.json``, this job's entry, its prefix), or None: read, never moved
     here (cluster.md: a dry run writes nothing); ``save_state`` moves it on the next real ``up``."""
-    legacy = spec_path.resolve().parent / LEGACY_STATE_FILE
+    legacy = spec_folder(spec_path) / LEGACY_STATE_FILE
     everything = _read_json(legacy)
     if everything is None:
         return None
@@ -251,7 +290,7 @@ def _legacy_entry(spec_path: Path, name: str):
 
 
 def _drop_legacy_entry(spec_path: Path, name: str) -> None:
-    legacy = spec_path.resolve().parent / LEGACY_STATE_FILE
+    legacy = spec_folder(spec_path) / LEGACY_STATE_FILE
     try:
         everything = json.loads(bounded.read_text(legacy, bounded.RECORD_CAP, "a state file"))
     except (OSError, ValueError, RecursionError):
@@ -272,6 +311,9 @@ def _options(path: Path, data, prefix: str = "") -> ClusterOptions:
     """``data`` as ClusterOptions, every field's type checked (a hand edit is named, not half-read)."""
     if not isinstance(data, dict):
         raise _damaged(path, f"{prefix.rstrip('.') or 'its top level'} is not a mapping of options", prefix)
+    if not data:  # walk8 A21: `{}` was read as "up made nothing", and the job looked for on the local target
+        raise _damaged(path, f"{prefix.rstrip('.') or 'its top level'} is an empty mapping, which records nothing "
+                       "(not even the target)", prefix)
     _judge_made(path, data.get(MADE), prefix)
     data = {k: v for k, v in data.items() if k != MADE}
     unknown = sorted(set(data) - set(_TEXT_FIELDS) - set(_LIST_FIELDS))
@@ -279,14 +321,14 @@ def _options(path: Path, data, prefix: str = "") -> ClusterOptions:
         raise _damaged(path, f"has an unknown field {prefix}{unknown[0]!r}", prefix)
     for key in _TEXT_FIELDS:
         if data.get(key) is not None and not isinstance(data[key], str):
-            raise _damaged(path, f"field {prefix}{key} is {data[key]!r}, not text or null", prefix)
+            raise _damaged(path, f"field {prefix}{key} is {as_json(data[key])}, not text or null", prefix)
     target = data.get("target")
     if target is not None and TARGET_ALIASES.get(target, target) not in TARGETS:  # not a flag the user gave
         raise _damaged(path, f"field {prefix}target is {target!r}, not one of {', '.join(TARGETS)}", prefix)
     for key in _LIST_FIELDS:
         value = data.get(key, [])
         if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
-            raise _damaged(path, f"field {prefix}{key} is {value!r}, not a list of text", prefix)
+            raise _damaged(path, f"field {prefix}{key} is {as_json(value)}, not a list of text", prefix)
     options = ClusterOptions(**{k: tuple(v) if k in _LIST_FIELDS else v for k, v in data.items()})
     _judge_values(path, options, prefix)
     if TARGET_ALIASES.get(target, target) == "hosts" and not options.hosts:  # up records the hosts it was given
@@ -301,17 +343,26 @@ def _judge_made(path: Path, made, prefix: str) -> None:
         return
     field = f"field {prefix}{MADE}"
     if not isinstance(made, dict):
-        raise _damaged(path, f"{field} is {made!r}, not a mapping of {', '.join(MADE_FIELDS)}", prefix)
+        raise _damaged(path, f"{field} is {as_json(made)}, not a mapping of {', '.join(MADE_FIELDS)}", prefix)
     unknown = sorted(set(made) - set(MADE_FIELDS))
     if unknown:
         raise _damaged(path, f"{field} has an unknown field {unknown[0]!r} (known: {', '.join(MADE_FIELDS)})", prefix)
     for key, value in made.items():
         if value is not None and not isinstance(value, str):
-            raise _damaged(path, f"{field}.{key} is {value!r}, not text or null", prefix)
+            raise _damaged(path, f"{field}.{key} is {as_json(value)}, not text or null", prefix)
     if not made.get("job"):
-        raise _damaged(path, f"{field}.job is {made.get('job')!r}: the job `nodeweave up` made is not named", prefix)
+        said = f"is {as_json(made['job'])}" if "job" in made else "is missing"
+        raise _damaged(path, f"{field}.job {said}: the job `nodeweave up` made is not named", prefix)
     if made.get("target") is not None and made["target"] not in TARGETS:
         raise _damaged(path, f"{field}.target is {made['target']!r}, not one of {', '.join(TARGETS)}", prefix)
+
+
+def as_json(value) -> str:
+    """A value read from a record, spelt as the file spells it (null, true, {}), never Python's None (walk8 A2)."""
+    try:
+        return json.dumps(value)
+    except (TypeError, ValueError):
+        return repr(value)
 
 
 def _judge_values(path: Path, saved: ClusterOptions, prefix: str) -> None:
@@ -322,8 +373,9 @@ def _judge_values(path: Path, saved: ClusterOptions, prefix: str) -> None:
 
     checks = [lambda: [check_ssh_host(h, f"{field('hosts')} entry") for h in saved.hosts],
               lambda: refuse_repeated_hosts(saved.hosts, f"{field('hosts')} entry"),
+              lambda: refuse_loopback_hosts(saved.hosts, f"{field('hosts')} entry"),
               lambda: saved.remote_dir is None or check_remote_dir(saved.remote_dir, field("remote_dir")),
-              lambda: saved.namespace is None or check_dns_label(saved.namespace, field("namespace"))]
+              lambda: saved.namespace is None or check_job_namespace(saved.namespace, field("namespace"))]
     for name, allowed in (("engine", HOST_ENGINES), ("kube_cli", ("kubectl", "oc"))):
         value = getattr(saved, name)
         if value is not None and value not in allowed:
@@ -350,11 +402,16 @@ def _judge_values(path: Path, saved: ClusterOptions, prefix: str) -> None:
 
 def _damaged(path: Path, why: str, prefix: str = "") -> UsageError:
     """One line naming the file, the field and the remedy; an entry of the old single file (``prefix``, the job's
-    name and a dot) is removed alone, as removing the file would drop every other job's entry too (walk2 U9)."""
+    name and a dot) is removed alone, as removing the file would drop every other job's entry too (walk2 U9).
+
+    The same line for every verb, so its remedy must serve each: the cluster may still be up, and bringing it up
+    again is no way to take it down (walk6 W73). Without the record every verb takes the flags again."""
     remedy = (f"remove its entry {prefix.rstrip('.')!r} (the other jobs' entries stay)" if prefix
-              else "remove the file")
-    return UsageError(f"{path}: {why}, so what `nodeweave up` remembered cannot be used; {remedy} and run "
-                      "`nodeweave up` again (the cluster's flags do not stand in for it: every verb reads it first)")
+              else remove_the_record(path))
+    return UsageError(f"{path}: {why}, so what `nodeweave up` remembered cannot be used (every verb reads it "
+                      f"before its flags); {remedy}, then give the verb the flags `up` was given (the target, its namespace "
+                      "or hosts): `nodeweave down -t TARGET ...` takes down what is still running, `nodeweave up` "
+                      "starts anew")
 
 
 def forget_allocation(spec_path: Path, name: str) -> None:
@@ -389,7 +446,7 @@ def recorded_elsewhere(spec_path: Path, name: str) -> "list[dict]":
     """The jobs this spec file's ``up`` made under another name (the spec's ``name`` changed since), still
     recorded as up in ``.nodeweave/<job>/cluster.json``: what ``down`` must take down too."""
     spec_path = spec_path.resolve()
-    root = spec_path.parent / STATE_DIR
+    root = spec_folder(spec_path) / STATE_DIR
     found = []
     for path in sorted(root.glob("*/cluster.json")) if root.is_dir() else []:
         job = path.parent.name
@@ -408,16 +465,28 @@ def unreadable_records(spec_path: Path, name: str) -> "list[str]":
     """Why each other job's record in this folder cannot be read (walk5, W53): one of them may be the job this spec
     started under an old name, which ``down`` then cannot take down, so every verb says it (never refuses: another
     spec of the folder owns it as well)."""
-    root = spec_path.resolve().parent / STATE_DIR
+    root = spec_folder(spec_path) / STATE_DIR
     lines = []
     for path in sorted(root.glob("*/cluster.json")) if root.is_dir() else []:
         if path.parent.name == name:
             continue
+        job = path.parent.name
         try:
-            load_made(spec_path, path.parent.name)
-        except UsageError as err:
-            lines.append(f"another job's record, unread: {err}; if it records a job this spec started under an old "
-                         "name, `nodeweave down` cannot take that job down while the file is so")
+            made = load_made(spec_path, job)
+        except UsageError as err:  # its remedy is the spec's own job's; this one is job <folder name>'s (walk8 A2)
+            why = str(err).split(", so what `nodeweave up` remembered", 1)[0]
+            lines.append(f"another job's record, unread: {why}; if it records job {job} started from this folder under "
+                         f"that old name, `nodeweave down` cannot reach it while the file is so: fix the file (or "
+                         f"remove it), put `name: {job}` back in {spec_path.name} and run `nodeweave down` with the "
+                         "flags `up` was given, then rename the job again")
+            continue
+        data = _read_json(path) if made is None else None
+        if isinstance(data, dict) and MADE not in data:  # neither up's record nor down's: an older nodeweave, a hand
+            lines.append(f"another job's record, {path}, says nothing of what `nodeweave up` made (no field made: "
+                         f"written by an older nodeweave or by hand), so whether job {job} is still up cannot be "
+                         f"told; if it is this spec's job under an old name, put `name: {job}` back in "
+                         f"{spec_path.name} and run `nodeweave down` (or `nodeweave status`); if it is down, remove "
+                         "the file")
     return lines
 
 
@@ -433,6 +502,7 @@ def read_hosts_file(path: Path) -> Tuple[str, ...]:
         if not words:
             continue
         where = f"hosts file {path}, line {number}"
+        host_of_line(words, where)
         check_ssh_host(words[0], f"{where}: host")  # the file and its line, not a --host nobody typed (walk2 U2)
         key = host_key(words[0].rpartition("@")[2])
         if key in lines_of:
@@ -443,6 +513,16 @@ def read_hosts_file(path: Path) -> Tuple[str, ...]:
     if not hosts:
         raise UsageError(f"hosts file {path} lists no host: one [user@]host per line, node 0 first")
     return tuple(hosts)
+
+
+def refuse_loopback_hosts(hosts, flag: str = "--host") -> None:
+    """Exit 2 when a job of several hosts lists a loopback name (``spec.rules.loopback_problem``, as the spec's
+    ``hosts`` refuses it)."""
+    from nodeweave.spec.rules import loopback_problem
+
+    found = loopback_problem(hosts)
+    if found is not None:
+        raise UsageError(f"{flag} {hosts[found[0]]}: {found[1]}")
 
 
 def refuse_repeated_hosts(hosts, flag: str = "--host") -> None:

@@ -36,7 +36,10 @@ def run_overrides(cluster: Sequence, nproc: Optional[str] = None, nodes: Optiona
         env["NODEWEAVE_LAUNCHER"] = launcher
     chosen = list(cluster)
     if nodes is not None:
-        if not 1 <= nodes <= len(chosen):
+        if nodes < 1:  # no cluster grows to 0 nodes: the count itself is the slip (walk8 A7)
+            raise UsageError(f"--nodes {nodes} is not accepted: a count of nodes, 1 to {len(chosen)} (the first N of "
+                             "this cluster run, node 0 the master)")
+        if nodes > len(chosen):
             raise UsageError(f"--nodes {nodes} is not accepted: this cluster has {len(chosen)} node(s); give 1 to "
                              f"{len(chosen)} (the first N run, node 0 the master), or {grow}")
         chosen = chosen[:nodes]

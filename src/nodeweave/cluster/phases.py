@@ -7,10 +7,13 @@ from typing import List, Sequence
 
 from nodeweave.plan import CommandsPhase, NodeCommand, Phase
 
+SPARE_ROLE = "a spare: waits for a left-out node's place"  # every plan that lists nodes names a spare so (walk6, W2)
+
 
 def node_commands(nodes: Sequence, argv: Sequence[Sequence[str]]) -> tuple:
     """Each node's command line, named by the node and where it runs."""
-    return tuple(NodeCommand(n.name, n.remote.label, tuple(a)) for n, a in zip(nodes, argv))
+    return tuple(NodeCommand(n.name, n.remote.label, tuple(a), SPARE_ROLE if n.spare else "")
+                 for n, a in zip(nodes, argv))
 
 
 def step_phases(phases) -> List[Phase]:

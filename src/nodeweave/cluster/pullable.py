@@ -6,6 +6,12 @@ node, a Slurm compute node's pyxis/enroot, or a bare host's engine looks for it 
 registry and fails with ImagePullBackOff / "manifest unknown" / "no such image" after the nodes
 were started. ``up`` (and its dry run) says so first, naming the remedy: a registry they reach and
 ``image build --push``, or (bare hosts) the image loaded on every host.
+
+On the local target the same name is this machine's store, and it may simply not be there yet (the build step
+skipped, or --image tagged otherwise): podman-compose would fail on its pull of ``localhost/...``. ``up`` asks
+the store once (``image inspect``: only the store's own "no such image" counts, never a daemon that does not answer,
+walk8 A5) and refuses with exit 3 before it starts
+anything; its dry run says the real up would (walk7 A35).
 """
 
 from __future__ import annotations
@@ -32,9 +38,67 @@ def unpullable_note(ref: Optional[str], target: str) -> Optional[str]:
     host = ref.partition("/")[0]
     remedy = "set image.registry in the spec to a registry they reach and `nodeweave image build --push`"
     if target == "kubernetes":
-        remedy += " (OpenShift: `nodeweave image build -t openshift` builds into the cluster's own registry)"
+        from nodeweave.targets.openshift_build import CLUSTER_REGISTRY
+
+        remedy += (f" (OpenShift: set image.registry: {CLUSTER_REGISTRY}/<namespace>, then `nodeweave image build "
+                   "-t openshift` builds into the cluster's own registry, where the pods pull it)")
     if target == "hosts":
         remedy += (", give --image REGISTRY/NAME:TAG, or load the image on every host first (podman save | ssh "
                    "HOST podman load)")
     return (f"image {ref} names {host}/, this machine's own store, and {WHO_PULLS[target]}: the nodes would "
             f"fail to pull it; {remedy}")
+
+
+# What an engine says on stderr when the store was asked and has no such image; anything else (a daemon that does not
+# answer, a store that cannot be read) is no verdict (walk8 A5: "not built here" said for a docker that never answered).
+ABSENT_WORDS = ("no such image", "image not known", "no such object")
+
+
+def stored_labels(ref: str, engine: str) -> "Optional[dict]":
+    """The labels of ``ref`` in ``engine``'s store: a dict (maybe empty) when it is there, ``ABSENT`` when the store
+    answered that it lacks it, None when the store could not be asked."""
+    import json
+    import subprocess
+
+    ask = [engine, "image", "inspect", "--format", "{{json .Config.Labels}}", ref]
+    try:
+        answer = subprocess.run(ask, capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if answer.returncode != 0:
+        return ABSENT if any(w in answer.stderr.lower() for w in ABSENT_WORDS) else None
+    try:
+        labels = json.loads(answer.stdout) if answer.stdout.strip() else {}
+    except ValueError:
+        return {}
+    return labels if isinstance(labels, dict) else {}
+
+
+ABSENT = {"": "absent"}  # a sentinel no image carries (a label's name is never empty)
+
+
+def absent_here(ref: Optional[str], engine: Optional[str], build: str = "nodeweave image build") -> Optional[str]:
+    """One sentence when ``ref`` names this machine's store and ``engine``'s store lacks it; None where it is
+    there, is pulled from elsewhere, or the store could not be asked (the engine missing, or its daemon silent, is
+    said on its own)."""
+    if not ref or not engine or not machine_local(ref):
+        return None
+    if stored_labels(ref, engine) is not ABSENT:
+        return None
+    return (f"image {ref} is not built here ({engine}'s store lacks it, and {ref.partition('/')[0]}/ is pulled "
+            f"from nowhere else): `{build}` first, or give --image with a tag `"
+            f"{engine} images` lists")
+
+
+def built_elsewhere(ref: Optional[str], engine: Optional[str], owner: str) -> Optional[str]:
+    """The folder (as its label shows it) whose build ``ref`` in ``engine``'s store is, when that is not the folder
+    whose mark is ``owner``; None when it is this folder's, carries no mark (an older build, a pulled image), or the
+    store could not be asked. Two folders with one job name share one tag (walk8 A3)."""
+    from nodeweave.cluster.identity import FOLDER_LABEL, OWNER_LABEL
+
+    if not ref or not engine:
+        return None
+    labels = stored_labels(ref, engine)
+    if not labels or labels is ABSENT or not labels.get(OWNER_LABEL) or labels[OWNER_LABEL] == owner:
+        return None
+    return labels.get(FOLDER_LABEL) or f"another folder (mark {labels[OWNER_LABEL]})"

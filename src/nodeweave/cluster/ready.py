@@ -23,6 +23,7 @@ from rich.table import Table
 from nodeweave.cluster.base import Backend, Node, NodeAnswer, ask_status
 from nodeweave.steps import fan_out
 from nodeweave.errors import NodeweaveError
+from nodeweave.entrypoint.nodelists import ranges
 
 
 
@@ -140,4 +141,4 @@ def _not_up(backend: Backend, progress: Progress, failed: List[Node], elapsed: f
         parts.append(f"{node.name} ({node.remote.label}): {progress.state.get(node.index, 'no answer')}"
                      + (f"; its log ends: {tail}" if tail else ""))
     why = "cannot come up" if failed else f"not up after {elapsed:.0f} s (--timeout {timeout:.0f})"
-    return f"{len(late)} of {len(progress.nodes)} node(s) {why}: " + "; ".join(parts)
+    return f"{len(late)} of {len(progress.nodes)} node(s) {why}: " + ranges(parts, sep="; ")

@@ -5,7 +5,7 @@ the namespace or compose project, the spec file). A spec renamed while its job i
 under the old name: ``down`` takes the old job down too (a backend opened on the recorded name, options and
 namespace), ``status`` says it is there, ``up`` notes it. A namespace changed in the spec while the job is
 up: every verb but ``up`` keeps to the recorded namespace, and ``up`` refuses until ``down`` took the old one
-down.
+down; the same for ``up`` on another target than the recorded one.
 """
 
 from __future__ import annotations
@@ -58,10 +58,18 @@ def open_recorded(spec, spec_path: Path, made: dict) -> Backend:
 def recorded_namespace(spec, spec_path: Path, checked: ClusterOptions, given: ClusterOptions,
                        for_up: bool) -> ClusterOptions:
     """Kubernetes: the namespace ``up`` made the job in, for every verb but ``up`` unless ``--namespace`` says
-    otherwise; ``up`` into another namespace while the recorded one is up is refused (exit 3)."""
+    otherwise; ``up`` into another namespace while the recorded one is up is refused (exit 3), and so is ``up`` on
+    another target than the recorded one (walk7 A17: the first cluster kept its GPUs, and down, status and logs
+    followed the second only)."""
+    made = load_made(spec_path, spec.name)
+    if for_up and made is not None and made.get("target") and made["target"] != checked.target:
+        where = made.get("where") or made.get("namespace") or made.get("project") or made["target"]
+        raise EnvironmentProblem(
+            f"{STATE_DIR}/{spec.name}/cluster.json records {spec.name} up on {made['target']} ({where}), and this up "
+            f"would start it on {checked.target}: a second cluster beside the first, which down, status and logs "
+            f"would then no longer see; `nodeweave down` takes the recorded one down first (then `nodeweave up`)")
     if checked.target != "kubernetes":
         return checked
-    made = load_made(spec_path, spec.name)
     if made is None or made.get("target") != "kubernetes" or not made.get("namespace"):
         return checked
     wanted = checked.namespace or spec.kubernetes.namespace

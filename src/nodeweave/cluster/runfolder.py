@@ -20,8 +20,22 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
+from nodeweave.entrypoint import bounded
+from nodeweave.entrypoint.ownfolders import RUNS  # one name for the run folders, which the spec's rules judge too
+from nodeweave.errors import UsageError
+
 SCHEMA = "nodeweave.runfolder/1"
-RUNS = "runs"
+
+
+def own_log(path: Path) -> Path:
+    """``path`` when it is a node log as a run wrote it (a regular file, or absent: FileNotFoundError); one line,
+    exit 2, for a link (to ``/etc/shadow``, say), a pipe, a device or a folder: every reader of a run's logs
+    (``logs --run``, ``runs compare --metric``, a sweep's metric) refuses it alike, never reads through it."""
+    try:
+        return bounded.own_file(path)
+    except bounded.NotOwnFile as err:
+        raise UsageError(f"{path} {err.strerror}: a run's logs are read only as the run wrote them; move it out of "
+                         f"{path.parent.name}/ (or leave that node out with --node)") from None
 
 
 def utc_stamp(epoch: Optional[float] = None) -> str:
@@ -57,7 +71,10 @@ class RunFolder:
     @classmethod
     def create(cls, parent: Path, job: str, spec_text: str, suffix: str = "") -> "RunFolder":
         """A new folder ``<parent>/<UTC time>-<job><suffix>`` (``-2``, ``-3``... if that second is taken)."""
+        from nodeweave.rootwrites import note_root_writes
+
         base = f"{utc_stamp()}-{job}{suffix}"
+        note_root_writes(parent, "the run folders")
         parent.mkdir(parents=True, exist_ok=True)
         for n in range(1, 1000):
             name = base if n == 1 else f"{base}-{n}"

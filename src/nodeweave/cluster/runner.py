@@ -29,6 +29,7 @@ from rich.control import strip_control_codes
 from rich.text import Text
 
 from nodeweave.cluster.base import Node
+from nodeweave.entrypoint.nodelists import noted_ranges, ranges
 from nodeweave.steps import fan_out
 
 COLOURS = ("cyan", "magenta", "green", "yellow", "blue", "red", "bright_cyan", "bright_magenta")
@@ -249,27 +250,32 @@ class Runner:
 
     def summary(self) -> str:
         if self.abandoned_nodes():
-            return (f"stopped waiting for {', '.join(self.abandoned_nodes())}: a run may still be alive there "
+            return (f"stopped waiting for {ranges(self.abandoned_nodes())}: a run may still be alive there "
                     "(`nodeweave stop` ends it); " + self._outcome())
         return self._outcome()
 
     def _outcome(self) -> str:
         if self.interrupted:
-            return "interrupted: " + ", ".join(f"{r.node.name} {exit_text(r.code)}" for r in self.runs)
+            return "interrupted: " + noted(self.runs)
         if self.first_failure is not None:
             f = self.first_failure
-            others = ", ".join(f"{r.node.name} {exit_text(r.code)}" for r in self.runs if r is not f)
+            others = noted(r for r in self.runs if r is not f)
             last = f" (last line: {f.tail[-1]})" if f.tail else ""
             return (f"{f.node.name} ({f.node.remote.label}) failed first, {exit_text(f.code)} after {f.ended:.1f} s"
                     f"{last}; stopped the others: {others}")
         bad = [r for r in self.runs if r.code != 0]
         if bad:
-            return "failed: " + ", ".join(f"{r.node.name} {exit_text(r.code)}" for r in bad)
+            return "failed: " + noted(bad)
         return f"every node exit 0 in {max(r.ended or 0 for r in self.runs):.1f} s"
 
     def abandoned_nodes(self) -> List[str]:
         """Nodes whose exec client was killed here: their run may still be alive there."""
         return [r.node.name for r in self.runs if r.killed_here]
+
+
+def noted(runs) -> str:
+    """Each run's node and how it ended, a run of nodes that ended alike as ``node-0 .. node-9 exit 1``."""
+    return noted_ranges(((r.node.name, exit_text(r.code)) for r in runs), form="{name} {note}")
 
 
 def exit_text(code: Optional[int]) -> str:

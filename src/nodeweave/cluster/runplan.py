@@ -19,8 +19,10 @@ from nodeweave.cluster.base import Node
 from nodeweave.cluster.job import JobContext
 from nodeweave.plan import RUN_ID, NodeCommand, Phase, Plan, RunPhase, SweepPhase
 from nodeweave.cluster.runner import RunRequest, launch_argv
-from nodeweave.cluster.sweep import point_label, point_metric, sweep_table
+from nodeweave.cluster.sweep import point_label, point_metric, point_words, sweep_table
 from nodeweave.cluster.verbs import node_commands
+from nodeweave.entrypoint.quoting import as_typed
+from nodeweave.entrypoint.nodelists import ranges
 
 
 @dataclass(frozen=True)
@@ -40,14 +42,14 @@ def run_plan(where: str, nodes: List[Node], command: List[str], points: List[Dic
     phases = [check] if check is not None else []
     if sweep is not None:
         phases.append(SweepPhase(f"{len(points)} run(s), one per point" + (
-            f", compared by {sweep.metric!r}" if sweep.metric else ""),
+            f", compared by {as_typed(sweep.metric)}" if sweep.metric else ""),
             folder=f"{parent}/<UTC time>-{job}-sweep/", sweep=sweep))
     for number, point in enumerate(points, start=1):
         folder = (f"{parent}/<UTC time>-{job}-sweep/<UTC time>-{job}-{number:02d}-{point_label(point, job)}/"
                   if sweep is not None else f"{parent}/<UTC time>-{job}/")
         request = RunRequest(run_id=RUN_ID, command=list(command), env={**env, **point}, profile=profile,
                              grace=grace, recovery=recovery, nnodes=nnodes)
-        what = f"point {number} of {len(points)}: {point}" if sweep is not None else "one run"
+        what = f"point {number} of {len(points)}: {point_words(point)}" if sweep is not None else "one run"
         phases.append(RunPhase(what, nodes=launch_commands(nodes, request), folder=folder, request=request,
                                point=tuple(point.items())))
     return Plan("run", where, tuple(phases))
@@ -58,7 +60,7 @@ def launch_commands(nodes: List[Node], request: RunRequest) -> tuple:
     them all (a Slurm step)."""
     argv = launch_argv(nodes, request)
     if nodes and nodes[0].group is not None:
-        return (NodeCommand("every node at once", ", ".join(n.remote.label for n in nodes), tuple(argv[0])),)
+        return (NodeCommand("every node at once", ranges(n.remote.label for n in nodes), tuple(argv[0])),)
     return node_commands(nodes, argv)
 
 

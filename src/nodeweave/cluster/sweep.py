@@ -12,6 +12,7 @@ that printed it; ``examples/train.py`` prints ``samples/s 8531.2``.
 from __future__ import annotations
 
 import itertools
+import math
 import re
 import statistics
 from pathlib import Path
@@ -19,9 +20,10 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 from rich.table import Table
 
+from nodeweave.entrypoint.quoting import as_typed
 from nodeweave.errors import UsageError
 from nodeweave.entrypoint import bounded
-from nodeweave.entrypoint.planning.reserved import PATH_ACCEPTED, reserved_reason, value_problem
+from nodeweave.entrypoint.planning.reserved import PATH_ACCEPTED, instead, reserved_reason, value_problem
 
 VARIABLE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
@@ -31,6 +33,31 @@ RUN_FLAG_FOR = {"NNODES": "--nodes", "PET_NNODES": "--nodes", "NODEWEAVE_NNODES"
                 "NODEWEAVE_NPROC_PER_NODE": "--nproc-per-node", "PET_NPROC_PER_NODE": "--nproc-per-node",
                 "NODEWEAVE_LAUNCHER": "--launcher", "NODEWEAVE_PROFILE": "--profile",
                 "NODEWEAVE_PROFILE_OPTIONS": "--profile-options"}
+
+
+class RunFlagInstead(UsageError):
+    """A reserved variable one of `nodeweave run`'s own flags sets, given to ``-e``/``--sweep``: refused, with
+    that flag's command line as the remedy. Which values the flag takes hangs on the spec and the cluster (``--nodes
+    3`` of 2 nodes is refused), so `run` words the remedy once it knows them (:meth:`refusal`): a command it names
+    is one it accepts, pasted (walk6 M2)."""
+
+    def __init__(self, option: str, text: str, reason: str, flag: str, values: List[str]):
+        self.option, self.text, self.reason, self.flag, self.values = option, text, reason, flag, values
+        super().__init__(self.refusal(lambda value: None))
+
+    def refusal(self, problem) -> UsageError:
+        """The refusal, ``problem(value)`` saying why this run would not take ``flag value`` (None: it would)."""
+        import shlex
+
+        head = f"{self.option} {self.text!r}: {self.reason}; this run's own flag sets it"
+        taken = [value for value in self.values if problem(value) is None]
+        if not taken:
+            why = problem(self.values[0]) if self.values else None
+            if why is None:
+                return UsageError(f"{head}: `nodeweave run {self.flag} VALUE`")
+            return UsageError(f"{head}, {self.flag}, though not to {self.values[0]} here: {why}")
+        each = " (one run per value: run it once for each)" if len(taken) > 1 else ""
+        return UsageError(f"{head}: `nodeweave run {self.flag} {shlex.quote(taken[0])}`{each}")
 
 
 def parse_assignment(text: str, option: str, run: bool = False) -> Tuple[str, str]:
@@ -43,16 +70,13 @@ def parse_assignment(text: str, option: str, run: bool = False) -> Tuple[str, st
         raise UsageError(f"{option} {text!r}: the value holds a newline or NUL byte")
     reason = reserved_reason(name)
     if reason is not None and run and name in RUN_FLAG_FOR:
-        flag = RUN_FLAG_FOR[name]
-        example = f"{flag} {value.split(',')[0]}" if value else f"{flag} VALUE"
-        each = " (one run per value: run it once for each)" if option == "--sweep" else ""
-        raise UsageError(f"{option} {text!r}: {reason}; this run's own flag sets it: `nodeweave run "
-                         f"{example}`{each}")
+        raise RunFlagInstead(option, text, reason, RUN_FLAG_FOR[name],
+                             [v for v in value.split(",") if v] if option == "--sweep" else [value])
     if reason is not None:
-        instead = ("run's --nodes flag runs one run on the first nodes; the spec's nodes, every run"
-                   if name in ("NNODES", "PET_NNODES") else "change the matching spec field instead")
+        remedy = ("run's --nodes flag runs one run on the first nodes; the spec's nodes, every run"
+                  if name in ("NNODES", "PET_NNODES") else instead(name))
         raise UsageError(f"{option} {text!r}: {reason}; accepted: any other variable, e.g. NCCL_DEBUG=INFO "
-                         f"({instead})")
+                         f"({remedy})")
     problem = value_problem(name, value)
     if problem is not None:
         raise UsageError(f"{option} {text!r}: {problem}; accepted: {PATH_ACCEPTED}")
@@ -71,6 +95,7 @@ def parse_sweeps(options: Sequence[str], run: bool = True) -> List[Tuple[str, Li
         points = [v for v in values.split(",")]
         if not values or any(v == "" for v in points):
             raise UsageError(f"--sweep {text!r} is not accepted: VAR=a,b,c with no empty value")
+        refuse_list_spellings(text, name, values, points)
         padded = next((v for v in points if v != v.strip()), None)
         if padded is not None:
             raise UsageError(f"--sweep {text!r} is not accepted: the value {padded!r} starts or ends with a space, "
@@ -86,7 +111,82 @@ def parse_sweeps(options: Sequence[str], run: bool = True) -> List[Tuple[str, Li
     return found
 
 
-def sweep_points(sweeps: List[Tuple[str, List[str]]]) -> List[Dict[str, str]]:
+QUOTES = ("'", '"')
+
+
+def refuse_list_spellings(text: str, name: str, values: str, points: List[str]) -> None:
+    """Lists written the way other tools take them, refused with the spelling to write (walk7 A44): brackets around
+    the list (Hydra's, Python's ``[1e-3,3e-4]``: the points were ``[1e-3`` and ``3e-4]``), quotes around a value
+    (they reached the node: ``LR="1e-3"``) and spaces between values with no comma (W&B's ``1e-3 3e-4``: one
+    point; with commas a value may hold words, ``OPTS=a b,c``). Each value
+    reaches the node exactly as written, so none of these would be a number."""
+    bare = [v.strip().strip("".join(QUOTES)).strip() for v in points]
+    if values[:1] in "[(" and values[-1:] in "])":
+        bare = [v.strip().strip("".join(QUOTES)).strip() for v in values[1:-1].split(",")]
+        why = "brackets around the list, which the first and last values would get as part of them"
+    elif any(len(v) >= 2 and v[0] in QUOTES and v[-1] == v[0] for v in (p.strip() for p in points)):
+        why = "quotes around a value, which the node would get as part of it"
+    elif len(points) == 1 and len(points[0].split()) > 1:  # with commas, a value may hold words (OPTS=a b,c)
+        bare = points[0].split()
+        why = "spaces between values, which make them one value: a sweep of one point"
+    else:
+        return
+    raise UsageError(f"--sweep {text!r} is not accepted: {why}; the values are separated by commas and written "
+                     f"bare: write {name}={','.join(bare)}")
+
+
+def point_words(point: Dict[str, str]) -> str:
+    """A point as its assignments, ``LR=1e-3 EPOCHS=2`` (shell-quoted where needed), not a Python dict."""
+    import shlex
+
+    return " ".join(shlex.quote(f"{key}={value}") for key, value in point.items())
+
+
+def assignment_notes(sweeps: List[Tuple[str, List[str]]], env: Dict[str, str], runs: bool = True) -> List[str]:
+    """What a ``--sweep``/``-e`` taken as written may not mean (walk8 A18): a value starting with ``=`` (``A==1``
+    sets A to ``=1`` on every node: a doubled ``=``?) and, for ``runs`` (`nodeweave run`), a sweep of one point
+    (one run, as ``-e`` makes it), and a name that looks like a secret with its value written out (as the spec's
+    env is judged). The one judge of run's and bench's --sweep and of run's and exec's -e."""
+    found = [f"{flag} {name}={value}: {name}'s value {value!r} starts with '=', which every node gets as part of "
+             f"it (a doubled '='? {name}={value[1:]})"
+             for flag, pairs in (("--sweep", [(n, v) for n, values in sweeps for v in values]),
+                                 ("-e", list(env.items())))
+             for name, value in pairs if value.startswith("=")]
+    from nodeweave.spec.sections.job import ENV_SECRET_HINT, env_looks_secret
+
+    found += [f"{flag} {name}=... looks like a secret and holds its value: it goes on the command line of every "
+              "node's exec (readable in `ps` there and here)" + (", into the printed plan and into each run's "
+              "record; " if runs else " and into the printed plan; ") + ENV_SECRET_HINT
+              for flag, names in (("-e", sorted(env)), ("--sweep", [n for n, _ in sweeps]))
+              for name in names if env_looks_secret(name)]  # walk8 A31: the spec's env and --build-arg say so
+    if runs and sweeps and all(len(values) == 1 for _, values in sweeps):
+        given = " ".join(f"{name}={values[0]}" for name, values in sweeps)
+        found.append(f"--sweep {given} is one point: one run in a sweep folder; `-e` sets a variable for a plain "
+                     "run, and a sweep takes VAR=a,b")
+    return found
+
+
+MAX_POINTS = 256  # more points than this is a grid larger than meant (a pasted `seq`), unless --max-points says so
+CEILING = 4096  # whatever --max-points says: each point is a whole run of the cluster, one after another, and the
+# dry run plans every one (replay8 N2: the 250,000 the refusal offered planned for minutes in silence)
+
+
+def sweep_points(sweeps: List[Tuple[str, List[str]]], most: Optional[int] = None) -> List[Dict[str, str]]:
+    """Every combination of the swept values; more than ``most`` (``--max-points``) is refused, counted before a
+    point is built (walk8 A17: 500 x 500 values computed for minutes in silence; 50 x 50 planned 2,500 whole runs
+    of the cluster without a word)."""
+    if not sweeps and most is not None:
+        raise UsageError(f"--max-points {most} does nothing without --sweep (it bounds a sweep's points); "
+                         "give --sweep VAR=a,b, or leave --max-points out")
+    most = min(most or MAX_POINTS, CEILING)
+    count = math.prod(len(values) for _, values in sweeps)
+    if count > most:
+        axes = " x ".join(f"{name} ({len(values)} values)" for name, values in sweeps)
+        allow = (f"or give --max-points {count} to run them all" if count <= CEILING else
+                 f"a sweep has at most {CEILING:,} points whatever --max-points says: split it into sweeps of "
+                 "fewer values")
+        raise UsageError(f"--sweep: {count:,} points, the product of {axes}, more than --max-points {most}; each "
+                         f"point is a run of its own, one after another: narrow the values, {allow}")
     names = [name for name, _ in sweeps]
     return [dict(zip(names, combo)) for combo in itertools.product(*(values for _, values in sweeps))]
 
@@ -109,11 +209,11 @@ def compile_metric(text: Optional[str]) -> Optional["re.Pattern[str]"]:
     try:
         pattern = re.compile(text)
     except re.error as err:
-        raise UsageError(f"--metric {text!r} is not a regular expression: {err}") from None
+        raise UsageError(f"--metric {as_typed(text)} is not a regular expression: {err}") from None
     if not pattern.groups and re.search(r"[A-Za-z_/:= ]", re.sub(r"\\[dDsSwWbB]|e", "", text)):
         # the whole match is read as the number: with words in it, no point would ever get a metric (walk2 M7),
         # as metrics.step_pattern without a group is refused
-        raise UsageError(f"--metric {text!r} has no group for the number, and its whole match holds words, so no "
+        raise UsageError(f"--metric {as_typed(text)} has no group for the number, and its whole match holds words, so no "
                          "run would get a metric; put the number in a group, e.g. 'samples/s ([0-9.]+)'")
     return pattern
 
@@ -125,9 +225,11 @@ METRIC_BYTES = 16 * 1024 * 1024
 
 def read_metric(pattern: "re.Pattern[str]", log: Path) -> Optional[float]:
     """The last number ``pattern`` matches in ``log``'s last METRIC_BYTES (its first group, else the whole match)."""
+    from nodeweave.cluster.runfolder import own_log
+
     value = None
     try:
-        text = bounded.read_tail(log, METRIC_BYTES, own=True)
+        text = bounded.read_tail(own_log(log), METRIC_BYTES)
     except OSError:
         return None
     for match in pattern.finditer(text):

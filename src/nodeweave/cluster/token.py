@@ -34,7 +34,8 @@ from pathlib import Path
 from nodeweave.targets.compose.common import TOKEN_HOST_VARIABLE as HOST_VARIABLE
 from nodeweave.entrypoint.planning.exchange_plan import TOKEN_FILE_VARIABLE as FILE_VARIABLE
 from nodeweave.entrypoint.planning.exchange_plan import TOKEN_MOUNT as CONTAINER_PATH
-from nodeweave.overlay import token_secret_name as secret_name  # the Kubernetes overlay names the Secret
+from nodeweave.overlay import token_secret_name as secret_name
+from nodeweave.remote.replace import replace_from_stdin  # the Kubernetes overlay names the Secret
 
 CONTAINER_DIR = CONTAINER_PATH.rpartition("/")[0]  # Kubernetes mounts the Secret's folder here
 TOKEN_BYTES = 32
@@ -83,10 +84,10 @@ def compose_env(host_file: str) -> "tuple[tuple[str, str], ...]":
     return ((HOST_VARIABLE, host_file), (FILE_VARIABLE, CONTAINER_PATH))
 
 
-# The remote side of a hosts up: a 0600 file (owned by the container's UID when written as root).
-REMOTE_WRITE = ("sh", "-c", 'umask 077 && mkdir -p "$1" && cat > "$1/$2" && '
-                f'{{ [ "$(id -u)" != 0 ] || chown {CONTAINER_UID}:{CONTAINER_GID} "$1/$2"; }}', "sh")
-# A Slurm node's side: the same file for the user the steps run as (no chown), replaced whole by a rename,
-# since on shared storage every node writes the one file.
-USER_WRITE = ("sh", "-c", 'umask 077 && mkdir -p "$1" && cat > "$1/.$2.$$" && mv -f "$1/.$2.$$" "$1/$2"', "sh")
+# The remote side of a hosts up: a 0600 file (owned by the container's UID when written as root), replaced whole
+# by one rename (remote/replace.py: the hosts may share the folder, and each writes the one file at once).
+REMOTE_WRITE = ("sh", "-c", 'umask 077 && mkdir -p "$1" && ' + replace_from_stdin(
+    '"$1"', '"$2"', f'{{ [ "$(id -u)" != 0 ] || chown {CONTAINER_UID}:{CONTAINER_GID} "$t"; }}'), "sh")
+# A Slurm node's side: the same file for the user the steps run as (no chown).
+USER_WRITE = ("sh", "-c", 'umask 077 && mkdir -p "$1" && ' + replace_from_stdin('"$1"', '"$2"'), "sh")
 

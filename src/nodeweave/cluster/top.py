@@ -18,6 +18,8 @@ from rich.text import Text
 
 from nodeweave.cluster.base import Node
 from nodeweave.entrypoint import bounded
+from nodeweave.entrypoint.checkin.summary import WHOLE_UP_TO, WORST
+from nodeweave.entrypoint.metrics.shape import live_problem, not_http_problem
 
 BUCKETS = ("training", "startup", "recovery", "redone", "stalled", "idle")
 BUCKET_STYLES = {"training": "green", "startup": "cyan", "recovery": "yellow", "redone": "magenta",
@@ -29,23 +31,48 @@ def check_url(url: str) -> None:
     """A ``--url`` that cannot be node 0's metrics port is the user's mistake (exit 2), not a job that is down."""
     from urllib.parse import urlsplit
 
+    from nodeweave.entrypoint.hostport import PORT_ACCEPTED
     from nodeweave.errors import UsageError
 
-    parts = urlsplit(url)
+    accepted = "node 0's metrics port as a URL, e.g. http://127.0.0.1:9464 or http://[fd00::1]:9464"
+    if any(ch.isspace() or not ch.isprintable() for ch in url):
+        raise UsageError(f"--url {url!r}: a URL holds no spaces or control characters (a pasted line break, a "
+                         f"quoted name?); accepted: {accepted}")
+    try:
+        parts = urlsplit(url)
+        parts.hostname  # a bracketed host that is no IPv6 address fails only here
+    except ValueError as err:
+        why = ("an IPv6 address needs its closing ]" if "]" not in url else
+               "a ] with no opening [" if "[" not in url else f"the host in brackets is not an IPv6 address ({err})")
+        raise UsageError(f"--url {url}: not a URL: {why}; accepted: {accepted}") from None
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise UsageError(f"--url {url}: not an http(s) URL with a host; accepted: node 0's metrics port as a URL, "
-                         "e.g. http://127.0.0.1:9464")
+        raise UsageError(f"--url {url}: not an http(s) URL with a host; accepted: {accepted}")
+    where = parts.netloc.rpartition("@")[2]
+    if where.count(":") > 1 and not where.startswith("["):  # urllib would read http://fd00::1:9464 as host fd00
+        raise UsageError(f"--url {url}: an IPv6 address in a URL goes in brackets, the port after them; "
+                         f"accepted: {accepted}")
+    try:
+        parts.port
+    except ValueError:
+        raise UsageError(f"--url {url}: the port {where.rpartition(':')[2]!r} is not {PORT_ACCEPTED}; "
+                         f"accepted: {accepted}") from None
 
 
 def ask_live(node: Optional[Node] = None, url: Optional[str] = None, timeout: float = 20) -> Tuple[Optional[dict], str]:
-    """(node 0's /status.json, "") or (None, why not)."""
+    """(node 0's /status.json, "") or (None, why not); an answer of another shape is a why, checked here once for
+    every reader (top, the dashboard's poll)."""
     if url is not None:
+        import http.client
+
         try:
-            with urllib.request.urlopen(url.rstrip("/") + ("" if url.endswith(".json") else "/status.json"),
-                                        timeout=timeout) as answer:
-                return json.loads(bounded.read_stream(answer, bounded.RECORD_CAP, "node 0's status", url).decode("utf-8")), ""
+            with urllib.request.urlopen(status_url(url), timeout=timeout) as answer:
+                live = json.loads(bounded.read_stream(answer, bounded.RECORD_CAP, "node 0's status", url).decode("utf-8"))
+        except http.client.HTTPException as err:  # no HTTP at all there: the exchange's challenge, another protocol
+            return None, f"{url}: {not_http_problem(err)}"
         except (OSError, ValueError) as err:
             return None, f"{url}: {_url_failure(err)}"
+        problem = live_problem(live)
+        return (None, f"{url}: not a nodeweave status answer: {problem}") if problem else (live, "")
     argv = node.entrypoint_argv(["--node", "live"])
     try:
         out = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
@@ -59,7 +86,25 @@ def ask_live(node: Optional[Node] = None, url: Optional[str] = None, timeout: fl
     if not isinstance(answer, dict):  # no entrypoint answered: the exec's own words say why
         said = (out.stderr.strip().splitlines() or [f"exit {out.returncode}, no answer"])[-1]
         return None, f"{node.name}: its entrypoint gave no picture ({said})"
-    return (answer.get("live"), "") if answer.get("live") else (None, f"{node.name}: {answer.get('error')}")
+    if not answer.get("live"):
+        return None, f"{node.name}: {answer.get('error')}"
+    problem = live_problem(answer["live"])  # an older entrypoint passes on whatever the port answered
+    return (None, f"{node.name}: its metrics port gave no nodeweave status answer: {problem}") if problem else \
+        (answer["live"], "")
+
+
+def status_url(url: str) -> str:
+    """Where ``--url`` reads the picture: a URL to ``.json`` as given; the metrics port's root or its ``/metrics``
+    (the URL Prometheus scrapes, pasted as is) is the same port's ``/status.json``."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    parts = urlsplit(url)
+    if parts.path.endswith(".json"):
+        return url
+    path = parts.path.rstrip("/")
+    if path.endswith("/metrics"):
+        path = path[: -len("/metrics")]
+    return urlunsplit(parts._replace(path=path + "/status.json"))
 
 
 def _url_failure(err: Exception) -> str:
@@ -79,8 +124,10 @@ def _url_failure(err: Exception) -> str:
     elif isinstance(reason, OSError) and reason.strerror:
         said = reason.strerror[:1].lower() + reason.strerror[1:]
     else:
-        return f"not a status answer ({reason})"
-    return f"{said}; check that the job is up (`nodeweave status`) and the spec's metrics.port"
+        return f"not a nodeweave status answer: not JSON ({reason})"
+    return (f"{said}; is node 0 running, and is that its metrics port (metrics.port in the spec, "
+            "NODEWEAVE_METRICS_PORT on a node; default 9464; a forwarded or published port: kubectl port-forward, "
+            "podman port)?")  # with --url there may be no spec here for `nodeweave status` to read (walk8 B41)
 
 
 def _seconds(value) -> str:
@@ -107,8 +154,39 @@ def goodput_bar(accounted: dict) -> Text:
     return bar
 
 
-def picture(live: dict) -> Group:
-    """The job now: a header line, the nodes, the ranks (a straggler in red), every node's GPUs, the goodput."""
+def _cut(rows: list, everything: bool, worst_first) -> Tuple[list, Optional[str]]:
+    """The rows a table draws: all of them up to ``WHOLE_UP_TO`` (or with ``everything``), else the ``WORST``
+    most worth a look (``worst_first``: a sort key, worst first) and a line saying what was left out, as
+    ``nodeweave-entrypoint --status`` cuts a large job (walk7 B16: 65,536 rank rows took 111 s to draw once)."""
+    if everything or len(rows) <= WHOLE_UP_TO:
+        return rows, None
+    import heapq
+
+    return heapq.nsmallest(WORST, rows, key=worst_first), f"the {WORST} most worth a look of {len(rows)}"
+
+
+def _order(value) -> tuple:
+    """A node's or rank's number as a sort key (numbers in their order, anything else after them)."""
+    return (0, value, "") if isinstance(value, int) else (1, 0, str(value))
+
+
+def _counted(rows: list, key: str) -> str:
+    counts: dict = {}
+    for row in rows:
+        counts[str(row.get(key) or "-")] = counts.get(str(row.get(key) or "-"), 0) + 1
+    return ", ".join(f"{state} {count}" for state, count in sorted(counts.items(), key=lambda kv: -kv[1]))
+
+
+def _said(title: str, rows: list, key: str, left: Optional[str]) -> Optional[Text]:
+    """The line above a cut table (a table's title wraps to the table's width)."""
+    if left is None:
+        return None
+    return Text(f"{title}: {len(rows)} ({_counted(rows, key)}); {left}, --all for every row")
+
+
+def picture(live: dict, everything: bool = False) -> Group:
+    """The job now: a header line, the nodes, the ranks (a straggler in red), every node's GPUs, the goodput.
+    Past ``WHOLE_UP_TO`` rows a table shows counts by state and its ``WORST`` rows (``everything``: all)."""
     book = live.get("book") or {}
     verdicts = live.get("verdicts") or {}
     step = live.get("step")
@@ -116,44 +194,61 @@ def picture(live: dict) -> Group:
                 f"restarts {book.get('restarts', 0)}  ", style="bold")
     if step:
         head.append(f"step {step[1]} ({step[0]})  {_rate(live.get('steps_per_s'))} steps/s  ")
+    elif live.get("step_note"):
+        head.append(f"{live['step_note']}  ", style="yellow")
     stall = verdicts.get("stall")
     head.append(f"STALLED {stall.get('where')} for {stall.get('for_s', 0):.0f}s" if stall else "moving",
                 style="bold red" if stall else "green")
+    every_node = live.get("nodes") or []
+    shown, left = _cut(every_node, everything, lambda n: (n.get("state") == "running", -(n.get("heartbeat_age_s")
+                                                                                         or 0), _order(n.get("node"))))
+    nodes_said = _said("nodes", every_node, "state", left)
     nodes = Table(title="nodes", title_justify="left", expand=False)
     for column in ("node", "host", "state", "role", "heartbeat"):
         nodes.add_column(column)
-    for n in live.get("nodes") or []:
+    for n in shown:
         late = (n.get("heartbeat_age_s") or 0) > 5
         nodes.add_row(str(n.get("node")), str(n.get("host")), n.get("state") or "-", n.get("role") or "-",
                       Text(_seconds(n.get("heartbeat_age_s")), style="red" if late else ""))
+    every_rank = live.get("ranks") or []
+    shown, left = _cut(every_rank, everything, lambda r: (-(r.get("straggler_ratio") or 0), r.get("seq") or 0,
+                                                          _order(r.get("rank"))))
+    ranks_said = _said("ranks", every_rank, "state", left)
     ranks = Table(title="ranks", title_justify="left", expand=False)
     for column in ("node", "rank", "state", "collectives", "per s", "straggler", "in collectives"):
         ranks.add_column(column)
-    for r in live.get("ranks") or []:
+    for r in shown:
         ratio = r.get("straggler_ratio")
         slow = ratio is not None and ratio >= 1.1
         busy = (r.get("inside_s") or 0) + (r.get("outside_s") or 0)
-        ranks.add_row(str(r.get("node")), str(r.get("rank")), str(r.get("state")), str(r.get("seq")),
+        held = str(r.get("state")).startswith(("stopped", "in uninterruptible", "exited", "gone"))
+        ranks.add_row(str(r.get("node")), str(r.get("rank")), Text(str(r.get("state")), style="red" if held else ""),
+                      str(r.get("collectives", r.get("seq"))),
                       _rate(r.get("collectives_per_s")),
                       Text("-" if ratio is None else f"{ratio:.2f}x", style="bold red" if slow else ""),
                       "-" if not busy else f"{100 * (r.get('inside_s') or 0) / busy:.0f}%")
-    parts = [head, nodes, ranks]
+    parts = [part for part in (head, nodes_said, nodes, ranks_said, ranks) if part is not None]
     every = live.get("node_gpus") or ([{"node": "0", "source": live.get("gpu_source"), "gpus": live["gpus"]}]
                                       if live.get("gpus") else [])
-    if any(entry["gpus"] for entry in every):
+    if any(entry.get("gpus") for entry in every):
+        every_gpu = [(entry, g) for entry in every for g in entry.get("gpus") or []]
+        shown, left = _cut(every_gpu, everything, lambda pair: (-(pair[1].get("xid_errors") or 0),
+                                                                pair[1].get("util_ratio") or 0))
+        gpus_said = None if left is None else Text(f"GPUs: {len(every_gpu)}; {left} (Xid errors, then the least "
+                                                   "busy), --all for every row")
         gpus = Table(title="GPUs", title_justify="left", expand=False)
         for column in ("node", "gpu", "busy", "memory", "power", "Xid"):
             gpus.add_column(column)
-        for entry, g in [(entry, g) for entry in every for g in entry["gpus"]]:
+        for entry, g in shown:
             used, total = g.get("mem_used_bytes"), g.get("mem_total_bytes")
-            gpus.add_row(str(entry["node"]), str(g.get("index")),
+            gpus.add_row(str(entry.get("node")), str(g.get("index")),
                          "-" if g.get("util_ratio") is None else f"{100 * g['util_ratio']:.0f}%",
                          "-" if used is None else f"{used / 2**30:.1f}/{(total or 0) / 2**30:.0f} GiB",
                          "-" if g.get("power_watts") is None else f"{g['power_watts']:.0f} W",
                          Text("-" if "xid_errors" not in g else str(g["xid_errors"]) + (
                              f" (last {g['xid_last']})" if g.get("xid_last") is not None else ""),
                               style="bold red" if g.get("xid_errors") else ""))
-        parts.append(gpus)
+        parts.extend(part for part in (gpus_said, gpus) if part is not None)
     if live.get("goodput"):
         parts.append(goodput_bar(live["goodput"]))
     return Group(*parts)

@@ -35,24 +35,47 @@ class HostUser:
 
     def fix(self, folder: Path) -> str:
         """The two ways to let this user write ``folder``: hand it over, or the one chmod whose bits apply to
-        this user (the owner's, the group's when the folder's group is the user's, else the others')."""
+        this user (the owner's, the group's when the folder's group is the user's, else the others'). A link is
+        named by where it leads: ``chown -R`` of a link changes the link alone, while ``chmod`` changes its target,
+        so each acts on the folder the job writes, and says so (walk6 M3)."""
+        folder = Path(os.path.realpath(folder))
         found = folder.stat()
-        chmod = f"`chmod {self.bits(found.st_uid, found.st_gid, found.st_mode)} {folder}`"
+        path = shell_path(folder)  # pasted as is: a space in the name must not make two paths of it (walk6 W62)
+        chmod = f"`chmod {self.bits(found.st_uid, found.st_gid, found.st_mode)} {path}`"
         if found.st_uid == self.uid:  # already the user's: only its own bits are missing
             return chmod
         owned = self.bits(self.uid, -1, found.st_mode)  # the owner's bits once it is handed over
-        then = f" && {self._as_it} chmod {owned} {folder}" if found.st_mode & 0o300 != 0o300 else ""
-        return f"`{self._as_it} chown -R {IMAGE_UID}:{IMAGE_GID} {folder}{then}` (or {chmod})"
+        then = f" && {self._as_it} chmod {owned} {path}" if found.st_mode & 0o300 != 0o300 else ""
+        runner = " " if found.st_uid == os.geteuid() else f", as its owner {_user_name(found.st_uid)}: "
+        return f"`{self._as_it} chown -R {IMAGE_UID}:{IMAGE_GID} {path}{then}` (or{runner}{chmod})"
 
     def make(self, folder: Path) -> str:
         """The fix for a folder that does not exist yet: make it and hand only it to the image's user (its
-        parent, often the whole project with its .git, stays the user's); the chmod is judged on the owner
-        and group ``mkdir`` would give it here."""
+        parent, often the whole project with its .git, stays the user's). The chmod is for whoever can make a
+        folder there: the parent's owner, named when that is not you; it is judged on the group ``mkdir`` gives
+        the folder when that owner runs it (the parent's with setgid, else the owner's own group). A ``chgrp 0``
+        would need root from anyone not in group 0 (replay6b N8), so where that group is not known (an owner with
+        no passwd entry) the chmod is ``go+w``, which lets the image's user in whichever group it gets."""
+        folder = Path(os.path.realpath(folder))  # through a link, to the folder the job would write
         parent = existing(folder).stat()
-        gid = parent.st_gid if parent.st_mode & stat.S_ISGID else os.getegid()
+        owner = parent.st_uid
+        gid = parent.st_gid if parent.st_mode & stat.S_ISGID else _primary_gid(owner)
         mode = 0o777 & ~_umask()
-        return (f"`mkdir -p {folder} && {self._as_it} chown {IMAGE_UID}:{IMAGE_GID} {folder}` "
-                f"(or `mkdir -p {folder} && chmod {self.bits(os.geteuid(), gid, mode)} {folder}`)")
+        path = shell_path(folder)
+        bits = self.bits(owner, gid, mode) if gid is not None else "go+w" if mode & 0o011 == 0o011 else "go+wx"
+        above = existing(folder)
+        runner = "" if owner == os.geteuid() else f", as {_user_name(owner)}, the owner of {shell_path(above)}: "
+        return (f"`mkdir -p {path} && {self._as_it} chown {IMAGE_UID}:{IMAGE_GID} {path}` "
+                f"(or{runner or ' '}`mkdir -p {path} && chmod {bits} {path}`)")
+
+    def workspace_fix(self, workspace: Path) -> str:
+        """Let the image's user write the one folder a script saves to, not the whole workspace: ``chown -R`` of
+        the project hands its script, .git and .nodeweave/ (the job's token) to another uid (walk6 W61)."""
+        outputs = workspace / "outputs"
+        first = self.fix(outputs) if outputs.is_dir() else self.make(outputs)
+        return (f"give it only the folder the script saves to, such as outputs/: {first}; handing over the whole "
+                f"workspace (`{self._as_it} chown -R {IMAGE_UID}:{IMAGE_GID} {shell_path(workspace)}`) would take "
+                "your own files (the script, .git, .nodeweave/) from you")
 
     @property
     def _as_it(self) -> str:
@@ -64,6 +87,35 @@ class HostUser:
         who = "u" if uid == self.uid else "g" if gid == self.gid else "o"
         shift = {"u": 6, "g": 3, "o": 0}[who]
         return f"{who}+wx" if not mode >> shift & 1 else f"{who}+w"
+
+
+def shell_path(folder: Path) -> str:
+    """``folder`` as a hint's command line must spell it to be pasted: shell-quoted where it needs it."""
+    import shlex
+
+    return shlex.quote(str(folder))
+
+
+def _primary_gid(uid: int) -> Optional[int]:
+    """The group ``mkdir`` gives a folder ``uid`` makes (no setgid parent): its primary group; None if unknown."""
+    import pwd
+
+    if uid == os.geteuid():
+        return os.getegid()
+    try:
+        return pwd.getpwuid(uid).pw_gid
+    except KeyError:
+        return None
+
+
+def _user_name(uid: int) -> str:
+    """``name (uid N)``, or ``uid N`` for an id with no passwd entry."""
+    import pwd
+
+    try:
+        return f"{pwd.getpwuid(uid).pw_name} (uid {uid})"
+    except KeyError:
+        return f"uid {uid}"
 
 
 def _umask() -> int:
@@ -113,6 +165,12 @@ def can_write(folder: Path, user: HostUser) -> bool:
     if found.st_gid == user.gid:
         return bool(found.st_mode & stat.S_IWGRP and found.st_mode & stat.S_IXGRP)
     return bool(found.st_mode & stat.S_IWOTH and found.st_mode & stat.S_IXOTH)
+
+
+def _led(folder: Path) -> str:
+    """`` (a link to X)`` when ``folder`` is reached through a link: the remedy that follows names X."""
+    real = os.path.realpath(folder)
+    return f" (a link to {real})" if real != os.path.abspath(folder) else ""
 
 
 def existing(folder: Path) -> Path:
@@ -170,14 +228,16 @@ def check_folders(spec, spec_dir: Path, engine: str) -> List[str]:
     notes = []
     if workspace.is_dir() and not can_write(workspace, user):
         notes.append(f"the workspace {workspace} ({owner_text(workspace)}) is read-only to the image's user "
-                     f"(uid {IMAGE_UID}, group {IMAGE_GID}): a script that saves there fails; {user.fix(workspace)}")
+                     f"(uid {IMAGE_UID}, group {IMAGE_GID}): a script that saves there fails; "
+                     f"{user.workspace_fix(workspace)}")
     folder = checkpoint_on_host(spec, workspace)
     if folder is not None:
         there = existing(folder)
         if there.is_dir() and not can_write(there, user):
             made = "" if there == folder else f" (it does not exist; its nearest folder {there} would hold it)"
             raise EnvironmentProblem(
-                f"recovery.checkpoint_dir {spec.recovery.checkpoint_dir} is {folder} on this machine{made}, "
+                f"recovery.checkpoint_dir {spec.recovery.checkpoint_dir} is {folder}{_led(folder)} on this "
+                f"machine{made}, "
                 f"{owner_text(there)}, which the image's user (uid {IMAGE_UID}, group {IMAGE_GID}) cannot write: "
                 f"every rank's first save would fail; {user.fix(there) if there == folder else user.make(folder)}")
     return notes
@@ -197,9 +257,9 @@ def check_folders_as_you(spec, workspace: Path, why: str) -> List[str]:
         if there.is_dir() and not os.access(there, os.W_OK | os.X_OK):
             made = "" if there == folder else f" (it does not exist; its nearest folder {there} would hold it)"
             raise EnvironmentProblem(
-                f"recovery.checkpoint_dir {spec.recovery.checkpoint_dir} is {folder} on the shared storage{made}, "
-                f"{owner_text(there)}, which you (uid {os.geteuid()}) cannot write, and {why}: every rank's first "
-                f"save would fail; `chmod u+w {there}` if it is yours, else ask its owner, or set "
+                f"recovery.checkpoint_dir {spec.recovery.checkpoint_dir} is {folder}{_led(folder)} on the shared "
+                f"storage{made}, {owner_text(there)}, which you (uid {os.geteuid()}) cannot write, and {why}: every "
+                f"rank's first save would fail; `chmod u+w {shell_path(Path(os.path.realpath(there)))}` if it is yours, else ask its owner, or set "
                 "recovery.checkpoint_dir to a folder you can write")
     return notes
 

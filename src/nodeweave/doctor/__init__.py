@@ -80,9 +80,15 @@ def diagnose(sysroot: "str | None" = None, env: "dict[str, str] | None" = None) 
     from nodeweave.entrypoint.recovery.roles import plan_node
 
     env = dict(os.environ) if env is None else dict(env)
-    if sysroot is not None and not os.path.isdir(sysroot):
-        raise UsageError(f"--sysroot: {sysroot!r} is not a directory; expected the root of a captured "
-                         "tree (tests/fixtures/synthetic/...) or / (the default)")
+    given, source = (sysroot, "the command line") if sysroot is not None else \
+        (env.get("NODEWEAVE_SYSROOT"), "the environment")
+    if given:  # the entrypoint's own rule for --sysroot and NODEWEAVE_SYSROOT: one line, exit 2
+        from nodeweave.entrypoint.planning.contract import read_sysroot
+
+        try:
+            read_sysroot(given, "--sysroot" if sysroot is not None else "NODEWEAVE_SYSROOT", source)
+        except EntrypointError as err:
+            raise UsageError(str(err)) from None
     argv = ["--no-wait"] + (["--sysroot", sysroot] if sysroot else []) + ["--"] + _PLACEHOLDER_COMMAND
     try:
         settings = parse(argv, env)

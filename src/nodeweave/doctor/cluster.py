@@ -17,7 +17,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import List, Optional
 
+from nodeweave.entrypoint.nodelists import ranges
 from nodeweave.doctor.findings import ERROR, WARNING, Finding
+from nodeweave.entrypoint.hostport import host_port
 
 # Rows of the side-by-side table, in order: (fingerprint field or view key, label).
 ROWS = (
@@ -179,7 +181,7 @@ def survey_here(env: "dict[str, str] | None" = None) -> ClusterView:
         raise NotANode("this machine is not a node of a job (no rank variables, no platform)")
     if not info or not info.get("enabled"):
         return _unreachable("this machine's settings", f"no check-in exchange to ask: {(info or {}).get('why')}")
-    where = f"{info['host']}:{info['port']}"
+    where = host_port(info['host'], info['port'])
     try:
         status = ask_status(info["host"], info["port"], topo.job_id, job_token(env, topo.job_id, topo.master_port.value),
                             limit=frame_limit(topo.nnodes_max), whole=True)  # every fingerprint, compared
@@ -246,7 +248,7 @@ def survey_plan(targets):
         Step(f"--status through {t.label}", tuple(t.exec_argv(list(STATUS_ARGV), stdin=False))) for t in targets))
     explain = CommandsPhase("when none answers: every node's own fingerprint", steps=tuple(
         Step(f"--explain on {t.label}", tuple(t.exec_argv(list(EXPLAIN_ARGV), stdin=False))) for t in targets))
-    return Plan("doctor --cluster", ", ".join(t.label for t in targets), (status, explain),
+    return Plan("doctor --cluster", ranges(t.label for t in targets), (status, explain),
                 ("reads only: asks each node's entrypoint, changes nothing",))
 
 

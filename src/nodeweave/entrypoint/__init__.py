@@ -100,9 +100,14 @@ One JSON object; keys are only ever added under this schema name::
                   (nodeweave-entrypoint's own paths; null from build_plan alone)
       "faults": null | {key: {"value", "source": "default"|"flag --name"|"a NODEWEAVE_* variable"|..., "meaning": str}}
                   (--explain only; what this node does on a fault, in this order: "recovery", under recovery
-                   "nodes", "spares", "checkpoint_dir" (meaning names the checkpoint it would hand out now),
+                   "nodes", "spares", "checkpoint_dir" (meaning names the checkpoint it would hand out now;
+                   its "scan" the same as data: {"folder", "newest_complete", "step", "layout", "passed_over":
+                   [{"path", "why"}], "before_job": null | {"saves", "up_to_step", "newest_saved"}}, the saves
+                   already there, none of which a job starting now hands out),
                    "recovery_max_restarts", "no_progress_restarts", "warm_start"; then "stall_warn",
                    "stall_timeout", "straggler_fault", "max_restarts" (when set), "metrics", "metrics_port")
+      "mode": "run"|"hold"   (hold: the node plans, prints its plan and launches nothing; each `nodeweave run`
+                   starts the launch shown, waits included)
     }
 
 ``--explain`` exits 0 when the plan is complete, else with the first error's
@@ -114,7 +119,8 @@ With no node count and no rank source the plan is a single node, exit 0.
 # ``bounded`` and the spec checks through ``planning.shared_rules``, and importing those must not load the whole
 # planner (~35 ms of ``render --check`` and ``status``, issue 43).
 _HOMES = {
-    ".core": ("build_plan", "detect", "locate_master", "make_plan"),
+    ".core": ("build_plan", "make_plan"),
+    ".detection.node": ("detect", "locate_master"),
     ".errors": ("EXIT_CODES", "EntrypointError", "TopologyError", "UsageError"),
     ".planning.launch": ("exports", "plan_launch"),
     ".model": ("SCHEMA", "Cloud", "EnvVar", "Gpu", "Gpus", "Interface", "Launch", "Limits", "Node", "Plan",

@@ -13,7 +13,7 @@ import sys
 
 from .planning.consistency import missing_script
 from .errors import EXIT_OK, EXIT_USAGE, EntrypointError, UsageError, last_resort
-from .planning.settings import HelpRequested, VersionRequested, parse, usage
+from .planning.settings import HelpRequested, VersionRequested, check_no_wait, parse, usage
 from .detection.sysfs import Root
 from .announce import PROG, say as _say
 
@@ -54,6 +54,7 @@ def _main(argv):
 
             return node_main(argv[1:], env)
         settings = parse(argv, env)
+        check_no_wait(settings)
         if settings.status:
             from .checkin.session import print_status
 
@@ -75,6 +76,14 @@ def _main(argv):
             problem = plan.launch and missing_script(plan.launch.launcher, settings.command, os.getcwd())
             if problem and settings.sysroot == "/":  # a start here stops with exit 2: so does its plan (README)
                 plan.errors.append({"message": problem, "exit_code": UsageError(problem).exit_code})
+            if plan.launch and plan.topology is not None and settings.sysroot == "/":
+                from .planning.rules import emit
+                from .running.selfcheck import master_port_busy
+
+                busy = master_port_busy(plan, Root(settings.sysroot))  # what the start refuses (walk8 B13)
+                if busy:
+                    emit(plan.warnings, "master-port-busy", f"{busy}: a start here refuses the job at its check-in, "
+                                                            "exit 3 on every node")
             if plan.launch and plan.exchange is not None:
                 from .checkin.session import explain_exchange
 
@@ -97,11 +106,30 @@ def _main(argv):
         print(f"{PROG} {__version__}")
         return EXIT_OK
     except EntrypointError as err:
+        if err.settings is not None:  # refused before this node's check-in
+            from .loop import refused_before_checkin
+
+            refused_before_checkin(err, _say)
         _say(f"error: {err}")
+        if _explain_json(argv):  # a pre-flight script reads one JSON object whatever refused (walk8 B36)
+            from .explain import render_json
+            from .model import Plan
+
+            refused = Plan()
+            refused.errors.append({"message": str(err), "exit_code": err.exit_code})
+            sys.stdout.write(render_json(refused))
+            sys.stdout.flush()
         return err.exit_code
     except KeyboardInterrupt:
         return 130
     return EXIT_OK
+
+
+def _explain_json(argv):
+    """Whether the options (before ``--``) ask for ``--explain --json``: read from the words themselves, since a
+    refusal as the settings were read leaves no settings to ask."""
+    options = argv[:argv.index("--")] if "--" in argv else argv
+    return "--explain" in options and "--json" in options
 
 
 if __name__ == "__main__":

@@ -5,6 +5,7 @@ import os
 import sys
 
 from .errors import EXIT_FAILURE, EntrypointError
+from .hostport import host_port
 from .model import SUPERVISED
 
 PROG = "nodeweave-entrypoint"
@@ -25,7 +26,7 @@ def summary(plan, session=None, watched=False):
         checked = f"; checked in{' with warnings: ' + ', '.join(warned) if warned else ''}" + (
             ", heartbeat on" if session.watch else "")
     return (f"node {t.node_rank.value} of {t.nnodes.value}, {each}, "
-            f"master {t.master_addr.value}:{t.master_port.value}; sets {set_vars}{checked}; "
+            f"master {host_port(t.master_addr.value, t.master_port.value)}; sets {set_vars}{checked}; "
             f"{'run' if launch.launcher in SUPERVISED or watched else 'exec'} {launch.argv[0]}")
 
 

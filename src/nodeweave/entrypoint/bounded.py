@@ -113,9 +113,28 @@ def read_stream(handle, cap, what, name):
     return data
 
 
+class NotText(UnicodeDecodeError):
+    """A file of the user's that is not UTF-8 text (a Latin-1 comment in a .dockerignore, walk7 A33): one line
+    naming the file, the line, the byte and the remedy. Still a UnicodeDecodeError, so each reader's own handler
+    takes it; ``cli.main`` says it as it is where none did."""
+
+    def __init__(self, path, err, what):
+        super().__init__(err.encoding, err.object, err.start, err.end, err.reason)
+        self.path, self.what = path, what
+
+    def __str__(self):
+        line = self.object.count(b"\n", 0, self.start) + 1
+        return (f"{os.fsdecode(self.path)}, line {line}: byte 0x{self.object[self.start]:02x} is not UTF-8 text, and "
+                f"nodeweave reads {self.what} as UTF-8; save it as UTF-8 (iconv -f latin1 -t utf-8)")
+
+
 def read_text(path, cap, what, errors="strict"):
-    """``read_bytes`` decoded as UTF-8 (a UnicodeDecodeError names the bad byte, as ``Path.read_text`` does)."""
-    return read_bytes(path, cap, what).decode("utf-8", errors)
+    """``read_bytes`` decoded as UTF-8; :class:`NotText` names the file, line and byte that is not."""
+    data = read_bytes(path, cap, what)
+    try:
+        return data.decode("utf-8", errors)
+    except UnicodeDecodeError as err:
+        raise NotText(path, err, what) from None
 
 
 def read_tail(path, cap, errors="replace", own=False):

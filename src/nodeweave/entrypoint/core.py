@@ -2,12 +2,12 @@
 
 import os
 
-from .detection.gpu import detect_gpus
-from .detection.host import detect_cloud, detect_limits, hostname, in_container
+from .detection.host import in_container
 from .detection.kube import read_kube, statefulset_replicas
-from .detection.net import default_route, detect_interfaces, detect_rdma, read_routes, resolve, route_to
+from .detection.net import default_route, read_routes
+from .detection.node import detect, detect_with, locate_master  # detect: the package's own name for it
 from .planning.exchange_plan import plan_exchange
-from .planning.consistency import check_loopback_master, check_machine
+from .planning.consistency import check_loopback_master, check_machine, check_reachable_sockets
 from .errors import EntrypointError
 from .planning.launch import exports, launcher_exports, plan_launch
 from .model import Node, Plan
@@ -17,45 +17,6 @@ from .detection.sysfs import Root
 from .planning.topology import ReplicasWanted, discover
 
 
-def detect(sysroot="/", env=None, master=None):
-    """The :class:`Node` under ``sysroot``; with ``master``, also the interface toward it."""
-    root = Root(sysroot)
-    return _detect(root, os.environ if env is None else env, read_routes(root), master)
-
-
-def _detect(root, env, routes, master=None):
-    nics = detect_rdma(root)
-    node = Node(hostname=hostname(root), sysroot=root.path, gpus=detect_gpus(root, env), nics=nics,
-                interfaces=detect_interfaces(root, routes), limits=detect_limits(root),
-                cloud=detect_cloud(root, nics))
-    if master:
-        locate_master(node, root, master, routes)
-    return node
-
-
-def locate_master(node, root, master, routes=None):
-    """Fill ``node.interface``/``local_ipv4``: the route toward ``master``."""
-    routes = read_routes(root) if routes is None else routes
-    ip, how = resolve(root, master)
-    if ip is None and ":" in master:  # an IPv6 literal needs no DNS; this node reads IPv4 routes only (walk5 W47)
-        iface, _ = ("lo", None) if master == "::1" else default_route(root, routes)
-        node.interface, node.local_ipv4 = iface, None  # no IPv4 --local-addr beside an IPv6 master
-        node.interface_reason = ("loopback (::1): the master runs on this host" if master == "::1" else
-                                 f"{master} is an IPv6 address: no name to resolve, but only IPv4 routes are read "
-                                 "here; the default route's interface" if iface else
-                                 f"{master} is an IPv6 address and there is no IPv4 default route to go by")
-        return
-    if ip is None:
-        iface, local = default_route(root, routes)
-        node.interface, node.local_ipv4 = iface, local
-        node.interface_reason = (f"{master} does not resolve yet ({how}); the default route's interface"
-                                 if iface else f"{master} does not resolve ({how}) and there is no default route")
-        return
-    iface, local, why = route_to(root, routes, ip)
-    node.interface, node.local_ipv4 = iface, local
-    node.interface_reason = why if how == "literal" else f"{master} is {ip} ({how}); {why}"
-
-
 def build_plan(settings, partial=False, audit=False):
     """The :class:`Plan` for parsed settings. With ``partial``, errors are recorded, not raised.
 
@@ -63,19 +24,23 @@ def build_plan(settings, partial=False, audit=False):
     """
     root = Root(settings.sysroot)
     env = settings.env
-    plan = Plan()
+    plan = Plan(mode=settings.get("mode") or "run")
     routes = read_routes(root)
-    plan.node = _detect(root, env, routes)
+    plan.node = detect_with(root, env, routes)
     try:
         check_machine(plan.node, settings)
         plan.topology = _discover(settings, plan.node, root, plan.warnings)
-        locate_master(plan.node, root, plan.topology.master_addr.value, routes)
+        master_ip = locate_master(plan.node, root, plan.topology.master_addr.value, routes)
         check_loopback_master(plan.topology, plan.node, settings, in_container(root, env), plan.warnings)
+        check_reachable_sockets(plan.topology, plan.node, settings, master_ip, root, default_route(root, routes),
+                                plan.warnings)
         plan.env = plan_env(plan.node, plan.topology, settings, root, plan.warnings, audit=audit)
         plan.launch = plan_launch(settings, plan.topology, plan.node, plan.warnings)
-        _shared_notes(settings, plan.warnings)
+        _shared_notes(settings, plan.warnings, plan.topology)
+        _checkpoint_access(settings, plan.warnings)
         plan.env += exports(plan.topology, env) + launcher_exports(plan.launch, plan.node, env)
         plan_exchange(plan, settings)
+        _start_refusals(plan, root)
     except EntrypointError as err:
         if not partial:
             raise
@@ -83,21 +48,82 @@ def build_plan(settings, partial=False, audit=False):
     return plan
 
 
-def _shared_notes(settings, warnings):
+def _start_refusals(plan, root):
+    """What the start refuses on this machine before any check-in (``loop.Start.prepare``), said in the plan as
+    the ``start-refused-here`` warning: ``--explain`` on the node says what its start would do (walk8 B24), and the
+    plan is often read off the node, so it does not exit with the start's code itself."""
+    if not (plan.topology.is_master and plan.topology.nnodes_max > 1):
+        return
+    from .planning.rules import emit
+    from .running.selfcheck import check_master_is_self  # only rank 0 of a multi-node job pays for it
+
+    try:
+        check_master_is_self(plan, root)
+    except EntrypointError as err:
+        emit(plan.warnings, "start-refused-here", f"{err}; a start here stops with exit {err.exit_code} before "
+             "any check-in")
+
+
+def _shared_notes(settings, warnings, topo=None):
     """What the spec notes at validate (``shared_rules.notes``), as this node's warnings."""
     from .planning.rules import emit
     from .planning.shared_rules import notes
 
     from .planning.shared_rules import Naming
 
-    keys = ("recovery", "checkpoint_dir", "stall_warn", "stall_timeout")
+    keys = ("recovery", "checkpoint_dir", "stall_warn", "stall_timeout", "metrics", "metrics_port", "step_pattern",
+            "spares")
     values = {key: settings.get(key) for key in keys}
+    # without spares every node trains; a count recovery set itself (``with_flags``: generation 0's re-plan) is no
+    # one's choice, the node's own plan judged the count given
+    if topo is not None and not values["spares"] and values["recovery"] and "nnodes" not in settings.flag_sources:
+        low, high = topo.nnodes_min, topo.nnodes_max
+        if settings.flags.get("nnodes") or settings.env.get("NODEWEAVE_NNODES"):
+            from .planning.job_size import job_size  # MIN:MAX: recovery's minimum (a generation is a fixed size)
+
+            low, high = job_size(settings)
+        values.update(nnodes=high, nnodes_min=low)
     for key, line in notes(values, {key for key in keys if key in settings.options},
                            Naming(lambda key: _source_name(settings, key))):
         if key == "checkpoint_dir":
             emit(warnings, "checkpoint-dir-per-container", line)
+        elif key == "recovery":
+            emit(warnings, "recovery-cannot-replace", f"{_source_name(settings, key)} {line}")
+        elif key == "spares":
+            continue  # the spares' own row says how many wait (faults.py)
+        elif key == "metrics_port":
+            emit(warnings, "metrics-port-privileged", f"{_source_name(settings, key)}: {line}")
+        elif key == "step_pattern":
+            emit(warnings, "step-pattern-loose", f"{_source_name(settings, key)}: {line}")
         else:
             emit(warnings, "stall-watch-off", f"{_source_name(settings, key)}: {line}")
+
+
+def _checkpoint_access(settings, warnings):
+    """The checkpoint folder as this process meets it (the image's user against a folder root made, a share of
+    other owners): one it cannot list hands out no checkpoint, so every generation starts from scratch, silently;
+    one it cannot write fails the script's first save on every node (walk7 B8/B9). A live node only."""
+    folder = settings.get("checkpoint_dir")
+    if not folder or not settings.get("recovery") or settings.sysroot not in ("/", "", None):
+        return
+    path = os.path.abspath(folder)
+    try:
+        info = os.stat(path)
+    except OSError:
+        return  # not there (yet): the script makes it
+    if not os.path.isdir(path):
+        return  # the checkpoint_dir row says so
+    from .planning.rules import emit
+
+    who = f"uid {os.getuid()}" if hasattr(os, "getuid") else "this user"
+    what = f"owner uid {info.st_uid}, mode {info.st_mode & 0o7777:04o}"
+    if not os.access(path, os.R_OK | os.X_OK):
+        emit(warnings, "checkpoint-dir-access", f"{_source_name(settings, 'checkpoint_dir')}: this process ({who}) "
+             f"cannot list {path} ({what}): node 0 would find no checkpoint in it, so every generation would start "
+             "from scratch")
+    elif not os.access(path, os.W_OK | os.X_OK):
+        emit(warnings, "checkpoint-dir-access", f"{_source_name(settings, 'checkpoint_dir')}: {path} is not writable "
+             f"by this process ({who}; {what}): the script's saves there would fail on every node")
 
 
 def _source_name(settings, key):

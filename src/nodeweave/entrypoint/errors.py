@@ -12,7 +12,7 @@ import sys
 
 
 EXIT_OK = 0            # --explain printed the plan
-EXIT_FAILURE = 1       # a file the launch needs (the DeepSpeed hostfile) could not be written
+EXIT_FAILURE = 1       # a file the launch needs (the DeepSpeed hostfile), or stdout, could not be written
 EXIT_USAGE = 2         # bad input: a malformed flag or variable value, a missing training script
 EXIT_TOPOLOGY = 3      # the node cannot tell who it is, or values contradict each other or the machine
 EXIT_UNREACHABLE = 4   # the master's address did not resolve or its port did not open before the deadline
@@ -27,9 +27,20 @@ EXIT_NOT_FOUND = 127   # the launcher (torchrun, deepspeed, accelerate, the comm
 EXIT_INTERRUPTED = 130  # Ctrl-C (SIGINT) before any launcher started
 EXIT_PIPE_CLOSED = 141  # stdout was closed early (`| head -1`): the rest of the output is dropped, quietly
 
+# Recovery's own ends (README's exit table: 8, 9, 10): a restarted container or a replacement pod would only end
+# the same way, so every restart policy (compose's restart, the Indexed Job's podFailurePolicy) reads this one table.
+# Each with when it happens, for the plan's one line on how a job under recovery can end (walk7 B4: the line
+# listed 8 and 9 and left 10 out).
+RECOVERY_ENDS = {EXIT_GAVE_UP: "when the restarts are spent or too few nodes are left",
+                 EXIT_NO_PROGRESS: "after generations without progress",
+                 EXIT_JOB_ERROR: "at once when the script raises the same error on every node (or their start fails "
+                                 "alike): the job's own, no restart spent"}
+RECOVERY_FINAL = tuple(RECOVERY_ENDS)
+
 EXIT_CODES = {
     EXIT_OK: "--explain printed the plan (or --help)",
-    EXIT_FAILURE: "a file the launch needs (the DeepSpeed hostfile under $TMPDIR or /tmp) could not be written",
+    EXIT_FAILURE: "a file the launch needs (the DeepSpeed hostfile under $TMPDIR or /tmp) could not be written, or "
+                  "stdout could not (a full disk); also a launcher's own exit 1",
     EXIT_USAGE: "bad input: a flag or variable value; the message names it and what is accepted",
     EXIT_TOPOLOGY: "topology unknown or contradictory: no rank source, values that contradict each other or the "
                    "machine, the Kubernetes API refused, or node 0's check-in refused the job (a table names each "
@@ -61,6 +72,7 @@ class EntrypointError(Exception):
     def __init__(self, message, exit_code=EXIT_USAGE):
         super().__init__(message)
         self.exit_code = exit_code
+        self.settings = None  # the settings a start was refused with before its check-in (loop.refused_before_checkin)
 
 
 class UsageError(EntrypointError):

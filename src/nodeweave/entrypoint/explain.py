@@ -5,6 +5,8 @@ in the package docstring); the text shows the same facts with each value's
 source and each variable's reason.
 """
 
+from .hostport import host_port
+
 
 def _size(n):
     if n is None:
@@ -104,8 +106,10 @@ def _heartbeat(exchange, recovery):
     if not exchange["heartbeat"]:
         return "off: a plain command is exec'd, so only the check-in runs"
     if recovery:
-        return ("on: a failure anywhere starts a new generation of the job (recovery); every node stops with exit 8 "
-                "when the restarts are spent or too few nodes are left, exit 9 after generations without progress")
+        from .errors import RECOVERY_ENDS
+
+        ends = ", ".join(f"exit {code} {when}" for code, when in RECOVERY_ENDS.items())
+        return f"on: a failure anywhere starts a new generation of the job (recovery); every node stops with {ends}"
     return "on: a failure anywhere stops every node (exit 5)"
 
 
@@ -115,8 +119,8 @@ def _checkin(exchange, fp, recovery=False):
         rows = [("exchange", f"off: {exchange.get('why')}")]
     else:
         rows = [
-            ("exchange", f"{exchange['role']} at {exchange['host']}:{exchange['port']} ({exchange['port_source']}), "
-                         f"deadline {exchange['deadline_s']}s"),
+            ("exchange", f"{exchange['role']} at {host_port(exchange['host'], exchange['port'])} "
+                         f"({exchange['port_source']}), deadline {exchange['deadline_s']}s"),
             ("token", exchange["token"]),
             ("allow", ", ".join(exchange["allow"]) or "- (every refusal stops the job)"),
             ("heartbeat", _heartbeat(exchange, recovery)),
@@ -161,16 +165,23 @@ def render_text(plan):
     if plan.launch:
         from .model import SUPERVISED  # supervised launchers run as a child (running/supervise.py)
 
-        verb = "run" if plan.launch.launcher in SUPERVISED else "exec"
+        from .model import WATCHED_CHILD  # a command that starts ranks runs as a watched child (stall.local.watched)
+
+        verb = "run" if plan.launch.launcher in SUPERVISED or WATCHED_CHILD in plan.launch.notes else "exec"
         rows = [(verb, _quote(plan.launch.argv))]
         if plan.role and plan.role.get("kind") == "spare":  # its launch waits for a place (recovery/roles.py)
             rows = [("now", "nothing: a spare waits for node 0 to give it a left-out node's place"),
                     ("then", _quote(plan.launch.argv))]
+        if plan.mode == "hold":  # nothing starts until a run is asked for (hold.py; walk6 W18)
+            rows = [("now", "nothing: hold mode: the node plans, prints this plan and waits for `nodeweave run` "
+                            "(no wait for the master, no script check until then)"),
+                    ("then", f"each run: {_quote(plan.launch.argv)}")]
         for path, content in plan.launch.files.items():
             rows.append(("file", f"{path}: " + "; ".join(content.splitlines())))
         w = plan.launch.wait
         what = f"{w['what']} " if w and w.get("what") else ""
-        rows.append(("wait", f"for {what}{w['host']}:{w['port']} to accept, up to {w['timeout_s']}s" if w
+        each = "each run, " if plan.mode == "hold" else ""
+        rows.append(("wait", f"{each}for {what}{host_port(w['host'], w['port'])} to accept, up to {w['timeout_s']}s" if w
                      else "no (master, single node, or disabled)"))
         for note in plan.launch.notes:
             rows.append(("note", note))

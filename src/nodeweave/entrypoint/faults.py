@@ -10,10 +10,23 @@ the variable. Stdlib only, like the whole entrypoint.
 import os
 
 from .planning.contract import METRICS_PORT, RECOVERY_NO_PROGRESS, RECOVERY_RESTARTS, STALL_TIMEOUT_S, STALL_WARN_S
+from .planning.shared_rules import RANK_SERIES_OFF
 
 
 def _row(settings, key, value, meaning, source=None):
-    return key, {"value": value, "source": source or settings.source(key), "meaning": meaning}
+    """One setting's row: the value the job uses and where it came from. A flag or variable is credited only with
+    the value it gave: a row whose value is not that one says the given one went unused (walk7 B1: the straggler
+    count showed 10 "<- NODEWEAVE_STRAGGLER_FAULT" when the variable said 0)."""
+    source = source or settings.source(key)
+    given = settings.options.get(key)
+    if given is not None and source == given.source and not _shows(value, given.value):
+        source = f"default ({given.source} {given.value} not used)"
+    return key, {"value": value, "source": source, "meaning": meaning}
+
+
+def _shows(value, given):
+    """Whether a row's ``value`` is the ``given`` one (a switch is shown as on/off)."""
+    return value == given or (isinstance(given, bool) and value == _switch(given))
 
 
 def _switch(value):
@@ -21,27 +34,53 @@ def _switch(value):
 
 
 def _resume_from(settings, folder):
-    """Which checkpoint node 0 would hand out now, in words (a live node only: a captured tree has no folder)."""
+    """(which checkpoint node 0 would hand out now, in words; the same as data, or None) -- a live node only: a
+    captured tree has no folder. The data is what a pre-flight script reads from ``--explain --json`` (walk7 B28:
+    it was only inside the prose): ``{"folder", "newest_complete", "step", "layout", "passed_over": [{"path",
+    "why"}], "before_job": {"saves", "up_to_step", "newest_saved"} | None, "resume_from"}``: ``newest_complete``
+    is the newest complete save there, ``resume_from`` what a fault would hand out (None while every save there
+    is from before the job: walk8 B9)."""
     if settings.sysroot not in ("/", "", None):
-        return "not looked at (a captured tree, --sysroot)"
+        return "not looked at (a captured tree, --sysroot)", None
     path = folder if os.path.isabs(folder) else os.path.join(os.getcwd(), folder)
+    scan = {"folder": path, "newest_complete": None, "step": None, "layout": None, "passed_over": [],
+            "before_job": None}
+    if os.path.lexists(path) and not os.path.isdir(path):
+        return (f"{path} is a file, not a folder: node 0 finds no checkpoint in it, and the script cannot save "
+                "there"), scan
     if not os.path.isdir(path):
-        return f"{path} is not there yet: generation 0 starts from scratch"
-    from .recovery.setup import newest_checkpoint
+        return f"{path} is not there yet: generation 0 starts from scratch", scan
+    from .recovery.checkpoints import already_saved
+    from .recovery.setup import earlier_saves, grouped, newest_checkpoint
 
-    said = []
-    found, step, _ = newest_checkpoint(path, said.append)
+    passed, kept = [], []
+    found, step, _ = newest_checkpoint(path, lambda line: None, passed_over=passed, found_out=kept)
+    scan.update(newest_complete=found, step=step, layout=kept[0].layout if kept else None,
+                passed_over=[{"path": os.path.relpath(where, path), "why": why} for where, why in passed])
+    # what was set aside, and why, so "none complete" can be trusted and a save fixed before the first fault
+    aside = "; ".join(grouped(passed, lambda where: os.path.relpath(where, path)))
+    aside = f"; passed over: {aside}" if aside else ""
+    # a job starting now wrote none of them: how the finder judges them, then that none is handed out (B30)
+    earlier = already_saved(path)
+    if earlier is not None:
+        scan["before_job"] = {"saves": earlier.count, "up_to_step": earlier.step,
+                              "newest_saved": round(earlier.newest, 3)}
+    scan["resume_from"] = None if earlier is not None else found  # what a fault would resume from: none of those
+    earlier = f"; but {earlier_saves(path, earlier)}" if earlier is not None else ""
     if found is None:
-        return f"none complete in {path} yet: the next generation starts from scratch" + (
-            f" ({'; '.join(said)})" if said else "")
-    return f"{found}" + (f" (step {step})" if step is not None else "")
+        return f"none complete in {path} yet: the next generation starts from scratch{aside}{earlier}", scan
+    if scan["before_job"] is not None:  # walk8 B9: "now: X" read as what a fault resumes from, and X never is
+        newest = f"{found}" + (f" (step {step})" if step is not None else "")
+        return (f"nothing this job saved yet ({newest}, the newest complete save there, is from before this job: "
+                f"never handed out){aside}{earlier}"), scan
+    return f"{found}" + (f" (step {step})" if step is not None else "") + aside + earlier, scan
 
 
 def _training_nodes(settings, topo):
-    """(fewest, most, as given, source) of the training nodes: the count as given (``recovery.setup.job_size``:
+    """(fewest, most, as given, source) of the training nodes: the count as given (``planning.job_size.job_size``:
     the shown topology is generation 0's, without the minimum), else the topology's; None when unknown."""
     from .errors import EntrypointError
-    from .recovery.setup import job_size
+    from .planning.job_size import job_size
 
     flag = settings.flags.get("nnodes")
     if flag or settings.env.get("NODEWEAVE_NNODES"):
@@ -71,35 +110,65 @@ def _recovery_rows(settings, plan):
     rows.append(_row(settings, "spares", spares, f"{spares} more node(s) check in and wait to replace a left-out "
                      "node" if spares else "none: a left-out node's place stays empty"))
     folder = settings.get("checkpoint_dir")
-    rows.append(_row(settings, "checkpoint_dir", folder or "-",
-                     "node 0 hands the newest complete checkpoint to the ranks as NODEWEAVE_RESUME_FROM; now: "
-                     f"{_resume_from(settings, folder)}" if folder else
-                     "none: every generation starts the script from scratch (no NODEWEAVE_RESUME_FROM)"))
+    now, scan = _resume_from(settings, folder) if folder else (None, None)
+    key, row = _row(settings, "checkpoint_dir", folder or "-",
+                    "node 0 hands the newest complete checkpoint this job saved to the ranks as "
+                    f"NODEWEAVE_RESUME_FROM (never one from before the job started); now: {now}" if folder else
+                    "none: every generation starts the script from scratch (no NODEWEAVE_RESUME_FROM)")
+    if scan is not None:
+        row["scan"] = scan  # the same, as data: --explain --json
+    rows.append((key, row))
     restarts = settings.get("recovery_max_restarts", RECOVERY_RESTARTS)
     rows.append(_row(settings, "recovery_max_restarts", restarts, f"restarts of the whole job before exit 8"))
     brake = settings.get("no_progress_restarts", RECOVERY_NO_PROGRESS)
-    rows.append(_row(settings, "no_progress_restarts", brake, "generations in a row without a newer checkpoint "
-                     "before exit 9" if brake else "never: generations without progress go on to the restart budget"))
+    rows.append(_row(settings, "no_progress_restarts", brake, "never acts: the restart budget of "
+                     f"{restarts} ends the job (exit 8) first" if brake and restarts and brake > restarts else
+                     "generations in a row without a newer checkpoint before exit 9" if brake else
+                     "never: generations without progress go on to the restart budget"))
     warm = settings.get("warm_start", True)
     rows.append(_row(settings, "warm_start", _switch(warm), "spares and left-out nodes hold their next launcher "
                      "started, its imports done" if warm else "each relaunch starts the launcher cold"))
     return rows
 
 
-def _stall_rows(settings, recovery):
+UNWATCHED = ("not watched: the command is exec'd in the entrypoint's place and starts no ranks nodeweave can see "
+             "(stalls.md: only torchrun, deepspeed, accelerate, python -m torch.distributed.run, or a command with "
+             "RANK and LOCAL_RANK set, runs as a watched child)")
+
+
+def unwatched_command(settings, plan):
+    """Whether the launch is a ``command`` the entrypoint execs unwatched (``stall.local.watched``: the one rule the
+    start follows), so no stall row applies (walk7 B31: the plan promised a stall report and stop that cannot
+    happen)."""
+    launch = plan.launch
+    if launch is None or launch.launcher != "command":
+        return False
+    from .stall.local import watched
+
+    return not watched(plan, settings) and not (plan.exchange or {}).get("heartbeat")
+
+
+def _stall_rows(settings, recovery, plan=None):
     from .stall.setup import fault_checks
 
     warn = settings.get("stall_warn", STALL_WARN_S)
+    if plan is not None and warn and unwatched_command(settings, plan):
+        return [_row(settings, "stall_warn", warn, UNWATCHED)] + [
+            _row(settings, key, value, "not watched: the command is exec'd (stall_warn's row says why)")
+            for key, value in (("stall_timeout", settings.get("stall_timeout", STALL_TIMEOUT_S)),
+                               ("straggler_fault", fault_checks(settings)))]
     timeout = settings.get("stall_timeout", STALL_TIMEOUT_S)
     rows = [_row(settings, "stall_warn", warn, f"a stall is reported after {warn} s" if warn else
-                 "the stall watch is off: no stall report, no stall stop, no straggler named")]
+                 "the stall watch is off: no stall report, no stall stop, no straggler named; " + RANK_SERIES_OFF)]
     if not warn:
         stop = "not applied: the stall watch is off (stall_warn 0)"
     elif not timeout:
         stop = "never: a stalled job runs on until someone stops it"
     else:
         stop = f"every node stops with exit 7 after {timeout} s of a stall" + (
-            ", a fault: recovery starts a new generation" if recovery else "")
+            ", a fault: recovery starts a new generation" if recovery else "") + (
+            "; a longer wait the script allows (its init_process_group timeout, a long save) is stopped as a "
+            "stall too: raise stall_timeout to match")
     rows.append(_row(settings, "stall_timeout", timeout, stop))
     checks = fault_checks(settings) if warn else 0
     acts = recovery and settings.get("straggler_is_fault")
@@ -112,6 +181,17 @@ def _stall_rows(settings, recovery):
                        "(straggler_is_fault off)")) if checks else "never: a straggler is reported, never a fault",
                      source))
     return rows
+
+
+def metrics_unserved(exchange):
+    """Why node 0 serves no /metrics whatever the metrics switch says, or None: the endpoint starts on node 0's
+    heartbeat watch (``metrics.hub_watch``), and there is none with the check-in exchange off (a single node, the
+    exchange switched off) or for a plain command, which is exec'd (docs/observability.md)."""
+    if exchange is None:
+        return None  # not planned (a partial plan): nothing known to say
+    from .planning.shared_rules import metrics_unserved as unserved
+
+    return unserved(None if exchange.get("enabled") else exchange.get("why"), exchange.get("heartbeat", False))
 
 
 def fault_rows(settings, plan):
@@ -130,7 +210,12 @@ def fault_rows(settings, plan):
     rows = [_row(settings, "recovery", _switch(recovery), ends)]
     if recovery:
         rows += _recovery_rows(settings, plan)
-    rows += _stall_rows(settings, recovery)
+    rows += _stall_rows(settings, recovery, plan)
+    from .model import WATCHED_CHILD
+
+    if plan.launch is not None and plan.launch.launcher == "command" and settings.get("stall_warn", STALL_WARN_S) \
+            and not unwatched_command(settings, plan) and WATCHED_CHILD not in plan.launch.notes:
+        plan.launch.notes.append(WATCHED_CHILD)  # explain's verb: run, not exec (as loop.Start.go does)
     restarts = settings.get("max_restarts")
     if restarts:
         rows.append(_row(settings, "max_restarts", restarts, f"the launcher restarts this node's workers up to "
@@ -138,10 +223,25 @@ def fault_rows(settings, plan):
     metrics = settings.get("metrics", True)
     port = settings.get("metrics_port", METRICS_PORT)
     master = plan.topology is None or plan.topology.is_master
+    unserved = metrics and metrics_unserved(plan.exchange)
+    if unserved:  # on, but nothing to serve them from (walk6 W44/W45): said, not promised
+        rows.append(_row(settings, "metrics", "off", f"{unserved}: no /metrics, no /status.json (nodeweave top "
+                         "and Prometheus have nothing to read)", f"{settings.source('metrics')}, but"))
+        return dict(rows + [_step_pattern_row(settings)])
     rows.append(_row(settings, "metrics", _switch(metrics), "off: no /metrics, no /status.json (nodeweave top "
                      "has nothing to read)" if not metrics else
                      f"node 0 serves /metrics and /status.json on port {port}" +
                      ("" if master else " (not this node)")))
     if metrics:
         rows.append(_row(settings, "metrics_port", port, f"nodeweave top and Prometheus read node 0 at :{port}"))
-    return dict(rows)
+    return dict(rows + [_step_pattern_row(settings)])
+
+
+def _step_pattern_row(settings):
+    """Where node 0 reads the step from (the goodput timeline, top's step, recovery's progress), with metrics off
+    too: a pattern the user set, or inherited, is seen before the job (walk8 B16)."""
+    pattern = settings.get("step_pattern")
+    return _row(settings, "step_pattern", pattern or "-",
+                "node 0 reads the step from the lines it matches first, then the common loggers' formats" if pattern
+                else "the common loggers' formats (TorchTitan, DeepSpeed, Megatron-LM, Lightning, tqdm, Hugging Face "
+                "saves, `step N loss`)")

@@ -16,6 +16,7 @@ that could have failed. Runs started in the container are not its children;
 import os
 import time
 
+from .hostport import host_port
 from .recovery.roles import plan_node
 from .running.runstate import HOLD_SCHEMA, proc_stat, state_root, write_json
 
@@ -42,9 +43,9 @@ def hold(settings, say):
                       "started": time.time(), "command": list(settings.command), "plan": summary})
     for warning in plan.warnings:
         say(f"warning: {warning}")
-    say(f"holding: {holding_as(plan, settings)}, master {plan.topology.master_addr.value}:"
-        f"{plan.topology.master_port.value}, plan {summary['hash']}; nothing launched (`nodeweave run -- SCRIPT` "
-        "starts a job here; a stop signal ends the hold)")
+    master = host_port(plan.topology.master_addr.value, plan.topology.master_port.value)
+    say(f"holding: {holding_as(plan, settings)}, master {master}, plan {summary['hash']}; nothing launched "
+        "(`nodeweave run -- SCRIPT` starts a job here; a stop signal ends the hold)")
     received = signal.sigwait(stopping)
     try:
         os.unlink(path)

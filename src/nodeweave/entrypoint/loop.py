@@ -19,7 +19,8 @@ Recovery does not import this module: the loop hands it the :class:`Start` (``re
 
 import os
 
-from .errors import EXIT_NOT_EXECUTABLE, EntrypointError, UsageError
+from .errors import EXIT_NOT_EXECUTABLE, EXIT_TOPOLOGY, EntrypointError, TopologyError
+from .hostport import host_port
 from .model import SUPERVISED
 from .planning.contract import STALL_WARN_S
 
@@ -28,23 +29,37 @@ def run(settings, log):
     """The node's start to its exit: the launcher's exit code (an exec'd launcher never returns)."""
     from .metrics import arm  # node 0's /metrics and goodput timeline, once it watches (docs/observability.md)
 
-    arm(settings, log)
-    if settings.get("run_id"):
-        from .running.runstate import begin_run  # a run `nodeweave run` started: recorded before anything else
+    try:
+        arm(settings, log)
+        if settings.get("run_id"):
+            from .running.runstate import begin_run  # a run `nodeweave run` started: recorded before anything else
 
-        begin_run(settings)
-    start = Start(settings, log)
-    if settings.get("recovery"):
-        from .recovery.generations import Generations  # a fault starts the next generation (docs/recovery.md)
+            begin_run(settings)
+        start = Start(settings, log)
+        if settings.get("recovery"):
+            from .recovery.generations import Generations  # a fault starts the next generation (docs/recovery.md)
 
-        policy = Generations(settings, log, start)
-    else:
-        policy = OneGeneration(start)
-    ended = policy.ended_before()
-    if ended is not None:
-        return ended
-    start.prepare(policy.requires)
+            policy = Generations(settings, log, start)
+        else:
+            policy = OneGeneration(start)
+        ended = policy.ended_before()
+        if ended is not None:
+            return ended
+        start.prepare(policy.requires)
+    except EntrypointError as err:
+        # refused before its check-in: the settings go with the refusal (``refused_before_checkin``)
+        err.settings = settings
+        raise
     return policy.run()
+
+
+def refused_before_checkin(err, log):
+    """Tell node 0 why this node will not start: every refusal before the check-in carries the settings it was
+    made with (``err.settings``: a setting refused as it was read, or a start step of :func:`run`), so node 0
+    and every other node stop within seconds naming it instead of waiting out the deadline (walk7 B48)."""
+    from .checkin.refusal import tell_node_0
+
+    tell_node_0(err.settings, err, log)
 
 
 class OneGeneration:
@@ -96,34 +111,71 @@ class Start:
         """Plan the node, check its script, make the check-in ready (node 0 listens from here on), wait for the
         master, check rank 0 is this machine; ``requires(plan)`` is the policy's own refusal. Raises
         EntrypointError with the documented exit code."""
-        from .planning.consistency import missing_script
+        from .planning.consistency import start_problem
         from .recovery.roles import plan_node, planning_settings
 
         settings = self.settings
-        try:
-            plan = plan_node(settings)
-        except EntrypointError as err:
-            from .checkin.refusal import tell_node_0  # node 0 would otherwise wait out its deadline for this node
-
-            tell_node_0(settings, err, self.log)
-            raise
-        problem = missing_script(plan.launch.launcher, settings.command, os.getcwd())
-        if problem:  # here, once, not in every rank the launcher would start
-            raise UsageError(problem)
+        plan = plan_node(settings)  # a refusal from here on reaches node 0 through run's err.settings
+        problem = start_problem(plan.launch, settings, os.getcwd())
+        if problem:  # here, once, before any wait: not in every rank the launcher would start, nor after check-in
+            raise problem
+        own = None  # node 0's own refusal of the job, said to every node through its check-in
         if requires is not None:
-            requires(plan)
+            try:
+                requires(plan)
+            except EntrypointError as err:  # recovery's checkpoint_dir held by another job now (walk8 B25)
+                if not (plan.topology.is_master and err.exit_code == EXIT_TOPOLOGY):
+                    raise
+                own = err
         if plan.topology.is_master and plan.topology.nnodes_max > 1 and plan.launch.launcher in SUPERVISED:
             from .running.selfcheck import check_master_is_self  # only rank 0 of a multi-node job pays for it
 
             check_master_is_self(plan, self.root)  # before node 0 listens: a refusal needs no port
+            from .running.selfcheck import master_port_busy
+
+            busy = master_port_busy(plan, self.root)  # walk8 B13: torchrun's EADDRINUSE traceback, exit 1
+            if busy and settings.get("recovery"):
+                busy = self._leftover_port_freed(plan, busy)
+            own = own or (TopologyError(busy) if busy else None)
         self.checkin_settings = planning_settings(settings)
-        if plan.exchange and plan.exchange["enabled"]:
+        exchange = plan.exchange and plan.exchange["enabled"]
+        if own and not exchange:  # nobody to tell: this node's own refusal
+            raise own
+        if exchange:
             from .checkin.session import CheckIn  # sockets, threads, hashing: only a multi-node start pays for them
 
             self.checkin = CheckIn(plan, self.checkin_settings, self.root, self.log)
+            if own and self.checkin.hub is not None:
+                # node 0 refuses its own start through its exchange: every node exits 3 at once, told why (a busy
+                # master port, walk8 B13; a checkpoint folder another job holds, replay8 N1: its nodes waited out
+                # their deadline and blamed MASTER_ADDR)
+                self.log(f"error: {own}")
+                self.checkin.hub.refusals.append({"host": plan.node.hostname, "seen": "node 0 itself",
+                                                  "reason": str(own), "rank": 0, "own": True})
+            elif own:
+                raise own
         plan = self._wait(plan)
         self.plan = plan
         return plan
+
+    def _leftover_port_freed(self, plan, busy, grace=60.0):
+        """``busy``, or None once the master port frees within ``grace`` seconds, for a node 0 that comes back under
+        recovery (it kept a book): its own launcher of before, orphaned when the entrypoint was killed, holds the
+        store's port until its ranks stop, seconds later; refusing then ended the job a restart would resume."""
+        import time
+
+        from .recovery.setup import last_book
+        from .running.selfcheck import master_port_busy
+
+        if last_book(self.settings) is None:
+            return busy
+        self.log(f"{busy.split(';')[0]}: this node kept a recovery record, so its own launcher of before may hold "
+                 f"it; waiting up to {grace:.0f} s for it to end")
+        deadline = time.monotonic() + grace
+        while busy and time.monotonic() < deadline:
+            time.sleep(0.5)
+            busy = master_port_busy(plan, self.root)
+        return busy
 
     def _wait(self, plan):
         """A worker waits for the master (its check-in exchange) to accept connections; the plan, made again
@@ -135,10 +187,10 @@ class Start:
         from .running.wait import wait_for
 
         what = wait.get("what", "master")
-        self.log(f"waiting for {what} {wait['host']}:{wait['port']} (up to {wait['timeout_s']}s)")
+        self.log(f"waiting for {what} {host_port(wait['host'], wait['port'])} (up to {wait['timeout_s']}s)")
         waited = wait_for(wait["host"], wait["port"], wait["timeout_s"], log=self.log, first_delay=0.02, what=what,
                           steady_s=3.0)
-        self.log(f"{what} {wait['host']}:{wait['port']} accepts connections after {waited:.1f}s")
+        self.log(f"{what} {host_port(wait['host'], wait['port'])} accepts connections after {waited:.1f}s")
         if plan.node.interface_reason and "does not resolve" in plan.node.interface_reason:
             plan = plan_node(self.settings)  # the master resolves now: plan the route again
             if self.checkin is not None:
@@ -156,6 +208,7 @@ class Start:
         (every generation's plan repeats them). ``environ``: variables added for this generation."""
         from .announce import summary, write_files
         from .running.supervise import resolve
+        from .stall.local import watched
 
         if not generation:
             for warning in plan.warnings:
@@ -193,11 +246,3 @@ class Start:
         except OSError as err:
             raise EntrypointError(f"cannot exec {launch.argv[0]!r}: {err.strerror}", EXIT_NOT_EXECUTABLE) from None
 
-
-def watched(plan, settings):
-    """Whether the stall watch will supervise even a ``command`` launcher (stall/local.py)."""
-    if not settings.get("stall_warn", STALL_WARN_S) or plan.launch.launcher != "command":
-        return False
-    from .stall.local import starts_ranks
-
-    return starts_ranks(plan.launch.argv, plan.environ(settings.env))

@@ -10,6 +10,11 @@ NEW_LIST = object()  # default marker: a fresh empty list per record
 NEW_DICT = object()
 # The launchers the entrypoint runs as its child (running/supervise.py), with a heartbeat; others it execs.
 SUPERVISED = ("torchrun", "deepspeed", "accelerate")
+# What the entrypoint sets for its ranks itself: one already in its own environment is never passed on (walk7 B18).
+SET_FOR_RANKS = ("NODEWEAVE_RESTART_COUNT", "NODEWEAVE_RESUME_FROM", "NODEWEAVE_RANKWATCH_DIR",
+                 "NODEWEAVE_RANKWATCH_PID")
+# A `command` launcher that starts ranks: the plan says it runs, not execs (stall.local.watched).
+WATCHED_CHILD = "runs as a watched child, not exec'd: the command starts ranks, so the stall watch supervises it"
 
 
 class PlanWarning(str):
@@ -201,14 +206,21 @@ class Kube(Record):
 FLAG, ENV, PLATFORM, HOSTNAME = "flag", "env", "platform", "hostname"
 
 
+# Fields whose claims are numbers: kept as given, so the one integer reader (planning.contract.read_int) refuses
+# white space at an end as it refuses `05` (walk8 B2: NODEWEAVE_NNODES=' 2' was stripped here and taken).
+NUMBER_FIELDS = frozenset(("node_rank", "nnodes", "nproc_per_node", "master_port", "world_size", "rank",
+                           "tasks_per_node"))
+
+
 class Claim:
-    """One source's value for one field (a list for ``hosts``, else stripped text)."""
+    """One source's value for one field (a list for ``hosts``, a number's text as given, else stripped text)."""
 
     __slots__ = ("field", "value", "source", "tier", "origin")
 
     def __init__(self, field, value, source, tier):
         self.field, self.source, self.tier = field, source, tier
-        self.value = list(value) if isinstance(value, list) else str(value).strip()
+        self.value = (list(value) if isinstance(value, list) else str(value) if field in NUMBER_FIELDS
+                      else str(value).strip())
         self.origin = None  # the Source row, set by sources.collect()
 
     def __repr__(self):
@@ -286,11 +298,13 @@ class Plan(Record):
         ("fingerprint", None),  # this node's fingerprint (fingerprint.py); filled by --explain
         ("role", None),       # {"kind", "identity", "rank", "why", "generation"} (recovery/roles.py)
         ("faults", None),     # {key: {"value", "source", "meaning"}}: what this node does on a fault (faults.py)
+        ("mode", "run"),      # "run" | "hold": a holding node launches nothing until `nodeweave run` (hold.py)
     )
 
     def environ(self, base):
-        """The launcher's environment: ``base`` plus every set/exported variable."""
-        env = dict(base)
+        """The launcher's environment: ``base`` plus every set/exported variable; what the entrypoint sets for
+        its ranks itself (``SET_FOR_RANKS``) is never taken from ``base`` (the plan warns of it)."""
+        env = {name: value for name, value in base.items() if name not in SET_FOR_RANKS}
         for var in self.env:
             if var.action != "kept":
                 env[var.name] = var.value

@@ -63,8 +63,8 @@ class Cause(Word):
 
 class Evidence(NamedTuple):
     """One piece of failure news, as node 0 heard it. ``node`` names who it is about by identity (a report's
-    sender, a lost node, node 0 itself); a stall's or straggler's culprit is named by ``rank`` instead, the
-    launch's numbering, since the ranks' views carry no identity."""
+    sender, a lost node, node 0 itself, a stall's or straggler's culprit: the ranks' views carry the identity of
+    the node that beat them); ``rank``, the launch's numbering, where only that is known."""
 
     cause: Cause
     label: str                        # "node 1 (host-b)", as the logs name it

@@ -30,6 +30,7 @@ import sys
 import time
 
 from .errors import EXIT_FAILURE, EXIT_OK, UsageError
+from .hostport import host_port, http_url
 from .planning.contract import NODE_USAGES as USAGES, read_port, read_run_id
 from .running.runstate import (HOLD_SCHEMA, alive, live_runs, read_json, read_record, run_dir, state_root, stop_runs,
                                unrecorded_runs)
@@ -64,7 +65,7 @@ def plan_summary(plan, command):
         return {"errors": plan.errors, "hash": None}
     t = plan.topology
     shared = {"launcher": plan.launch.launcher, "nnodes": str(t.nnodes.value), "nproc_per_node": t.nproc_per_node.value,
-              "world_size": t.world_size, "master": f"{t.master_addr.value}:{t.master_port.value}",
+              "world_size": t.world_size, "master": host_port(t.master_addr.value, t.master_port.value),
               "command": list(command)}
     agreed = shared
     if str(t.nproc_per_node.source).startswith("auto") and plan.launch.launcher != "accelerate":
@@ -189,21 +190,41 @@ def ready(args, env):
 
 
 def live(args, env):
-    """Node 0's ``/status.json`` (metrics/server.py), asked on loopback: what ``nodeweave top`` draws."""
-    from urllib.error import URLError
+    """Node 0's ``/status.json`` (metrics/server.py), asked on loopback: what ``nodeweave top`` draws. An answer
+    that is not that picture is another program on the port (node 0's metrics could not bind it), said so."""
+    from urllib.error import HTTPError, URLError
     from urllib.request import urlopen
+
+    from . import bounded
+    from http.client import HTTPException
+
+    from .metrics.shape import live_problem, not_http_problem
 
     port = read_options("live", args).get("--port")
     if port is None:
         port = read_port(env.get("NODEWEAVE_METRICS_PORT") or "9464", "--node live's port", "NODEWEAVE_METRICS_PORT")
-    url = f"http://127.0.0.1:{port}/status.json"
+    url = http_url("127.0.0.1", port, "/status.json")
     try:
         with urlopen(url, timeout=5) as answer:
-            data = json.loads(answer.read().decode("utf-8"))
-    except (OSError, URLError, ValueError) as err:
+            body = bounded.read_stream(answer, bounded.RECORD_CAP, "node 0's status", url)
+        data = json.loads(body.decode("utf-8"))
+        problem = live_problem(data)
+    except HTTPError as err:
+        problem = f"HTTP {err.code} {err.reason}"
+    except HTTPException as err:  # no HTTP at all: the exchange's challenge or another protocol on the port
+        problem = not_http_problem(err)
+    except bounded.TooLarge as err:
+        problem = str(err)
+    except (OSError, URLError) as err:
         why = getattr(err, "reason", None) or err
         return {"schema": NODE_SCHEMA, "live": None, "error": f"nothing answers at {url} ({why}): not node 0, no job "
-                                                              "running, or metrics.enabled false"}, EXIT_FAILURE
+                "running, or its metrics off (NODEWEAVE_METRICS=off, the spec's metrics.enabled false)"}, EXIT_FAILURE
+    except ValueError as err:  # not JSON, or not UTF-8
+        problem = f"not JSON ({err})"
+    if problem:
+        return {"schema": NODE_SCHEMA, "live": None, "error": f"another program answers at {url}, not nodeweave's "
+                f"/status.json ({problem}): the job's metrics are off on this host (port {port} was taken); move "
+                "NODEWEAVE_METRICS_PORT (the spec's metrics.port)"}, EXIT_FAILURE
     return {"schema": NODE_SCHEMA, "live": data}, EXIT_OK
 
 

@@ -52,12 +52,14 @@ class NodeCommand:
     node: str
     reached_as: str
     argv: Tuple[str, ...]
+    role: str = ""  # "a spare: ..." for a node that starts as a spare; "" for a training node
 
     def to_dict(self) -> dict:
-        return {"node": self.node, "reached_as": self.reached_as, "argv": list(self.argv)}
+        return {"node": self.node, "reached_as": self.reached_as, "argv": list(self.argv),
+                **({"role": self.role} if self.role else {})}
 
     def lines(self) -> List[str]:
-        return [f"# {self.node} ({self.reached_as})", command_text(self.argv)]
+        return [f"# {self.node} ({self.reached_as}{', ' + self.role if self.role else ''})", command_text(self.argv)]
 
 
 class RunsPoints(Protocol):

@@ -16,7 +16,7 @@ from __future__ import annotations
 from nodeweave.remote.base import Remote, RemoteOptions
 from nodeweave.remote.engine import DockerExec, PodmanExec
 from nodeweave.remote.kube import KubectlExec, OcExec
-from nodeweave.remote.names import check_dest, check_ssh_host, refuse
+from nodeweave.remote.names import check_delete_dest, check_dest, check_ssh_host, refuse
 from nodeweave.remote.srun import Srun
 from nodeweave.remote.ssh import Ssh, SshDocker, SshPodman
 
@@ -25,9 +25,9 @@ TRANSPORTS: "tuple[type[Remote], ...]" = (PodmanExec, DockerExec, KubectlExec, O
 KINDS: "dict[str, type[Remote]]" = {cls.kind: cls for cls in TRANSPORTS}
 ALIASES: "dict[str, str]" = {alias: cls.kind for cls in TRANSPORTS for alias in cls.aliases}
 
-__all__ = ["ALIASES", "KINDS", "Remote", "RemoteOptions", "TRANSPORTS", "check_dest",
+__all__ = ["ALIASES", "KINDS", "Remote", "RemoteOptions", "TRANSPORTS", "check_delete_dest", "check_dest",
            "check_ssh_host", "cluster_kind", "engine_kind", "kind_class", "make_target", "parse_target", "pod_kind",
-           "target_kind"]
+           "refuse_host_port", "refuse_same_host", "target_kind"]
 
 
 def _all_spellings() -> str:
@@ -52,6 +52,7 @@ def parse_target(text: str, *, namespace: "str | None" = None, container: "str |
                  options: RemoteOptions = RemoteOptions()) -> Remote:
     """``KIND:NAME`` (``podman:trainer-0``, ``pod:llama-0``, ``ssh:me@gpu01``) to a remote."""
     kind, sep, name = text.partition(":")
+    refuse_host_port(text)
     if not sep:
         raise refuse("target", text, f"KIND:NAME with KIND one of {_all_spellings()} "
                      "(e.g. podman:trainer-0, pod:llama-0, ssh:me@gpu01, ssh+docker:gpu01/trainer)")
@@ -60,7 +61,36 @@ def parse_target(text: str, *, namespace: "str | None" = None, container: "str |
 
 def target_kind(text: str) -> "type[Remote]":
     """The class a ``KIND:NAME`` text names (to ask what it needs before building it)."""
+    refuse_host_port(text)
     return kind_class(text.partition(":")[0])
+
+
+def refuse_host_port(text: str) -> None:
+    """``gpu01:2222`` where a target is read: no kind is named like a host, so it is a host and its port, answered
+    as ``--host gpu01:22`` is (walk7 A8: it read as kind ``gpu01`` named ``2222``)."""
+    kind, sep, port = text.partition(":")
+    if sep and port.isdigit() and ALIASES.get(kind, kind) not in KINDS:
+        raise refuse("target", text, f"KIND:NAME, and a host takes no port: ssh takes the port apart, as "
+                     f"--ssh-option Port={port} (or a `Host {kind.rpartition('@')[2]}` entry with `Port {port}` in "
+                     f"~/.ssh/config), and ssh:{kind}")
+
+
+def refuse_same_host(targets: "list[Remote]", flag: str = "--node") -> None:
+    """Exit 2 when two ssh targets name one host: a host name is case-insensitive and a trailing dot names the
+    same host (``hostport.host_key``, the rule of ``up --host`` and ``init --host``); a host's place is its rank, and a
+    hostfile would list it twice (walk7 A8: ``hosts probe --node GPU01 --node gpu01`` planned two hosts)."""
+    from nodeweave.entrypoint.hostport import host_key
+
+    seen: "dict[tuple, Remote]" = {}
+    for target in targets:
+        if not target.kind.startswith("ssh"):
+            continue
+        host, slash, rest = target.name.partition("/")
+        key = (target.kind, host_key(host.rpartition("@")[2]), rest)
+        if key in seen:
+            raise refuse(flag, target.label, f"each host once: {seen[key].label} names the same host (a host name "
+                         "is case-insensitive and a trailing dot names the same host)")
+        seen[key] = target
 
 
 def pod_kind(kind: str, what: str = "--kube-cli") -> str:

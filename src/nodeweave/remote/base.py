@@ -10,6 +10,7 @@ never ask which kind a remote is.
 
 from __future__ import annotations
 
+import functools
 import re
 import sys
 from dataclasses import dataclass, field
@@ -47,9 +48,60 @@ class RemoteOptions:
             if not _SSH_OPTION.match(option):
                 raise UsageError(f"--ssh-option {option!r} is not accepted: KEY=VALUE as in "
                                  "ssh_config (e.g. Port=2222, IdentityFile=~/.ssh/id_gpu)")
+            problem = ssh_option_problem(option)
+            if problem:
+                raise UsageError(f"--ssh-option {option}: {problem}")
         if self.kube_context is not None and not _KUBE_CONTEXT.match(self.kube_context):
             raise UsageError(f"--kube-context {self.kube_context!r} is not accepted: a context "
                              "name from your kubeconfig (letters, digits and . _ @ : / -)")
+
+
+# What nodeweave gives ssh after the user's options (remote/ssh.py's SSH_DEFAULT_OPTIONS): ssh keeps the first value
+# of an option, so a user's value of one of these would silently replace nodeweave's (walk7 A50). Each is accepted
+# only with a value that keeps what nodeweave relies on: no password prompt, a bounded wait for a dead host.
+OWN_SSH_OPTIONS = {
+    "batchmode": ("yes", "nodeweave runs ssh in batch mode: a prompt per host would wait on one terminal"),
+    "connecttimeout": ("whole", "a host that does not answer must fail in bounded time (nodeweave gives 10)"),
+    "serveraliveinterval": ("whole", "a silent connection must be noticed (nodeweave gives 15)"),
+    "serveralivecountmax": ("whole", "a silent connection must be noticed (nodeweave gives 4)"),
+}
+
+
+def ssh_option_problem(option: str) -> "str | None":
+    """Why ssh would not take ``KEY=VALUE`` as nodeweave needs it, or None: a value that turns off what nodeweave
+    sets itself (``OWN_SSH_OPTIONS``), or an option ssh itself refuses (``ssh -G -o KEY=VALUE``, which connects to
+    nothing: an unknown key, a bad port). No ssh here: only the first is judged (its absence is said on its own)."""
+    key, _, value = option.partition("=")
+    own = OWN_SSH_OPTIONS.get(key.lower())
+    if own is not None:
+        wanted, why = own
+        if (wanted == "yes" and value.lower() != "yes") or (wanted == "whole" and not (value.isdigit()
+                                                                                       and int(value) >= 1)):
+            accepted = f"{key}=yes" if wanted == "yes" else f"{key}=N, N a whole number 1 or more (yours then " \
+                "wins: ssh keeps an option's first value, and yours come first)"
+            return f"{why}; accepted: {accepted}, or leave it out"
+        return None
+    return _ssh_refusal(option)
+
+
+@functools.lru_cache(maxsize=None)
+def _ssh_refusal(option: str) -> "str | None":
+    """ssh's own word on ``-o option`` (``ssh -G``: the configuration it would use, no connection), or None."""
+    import shutil
+    import subprocess
+
+    if shutil.which("ssh") is None:
+        return None
+    try:
+        out = subprocess.run(["ssh", "-G", "-o", option, "nodeweave-option-check.invalid"], capture_output=True,
+                             text=True, timeout=10, stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if out.returncode == 0:
+        return None
+    said = next((line for line in out.stderr.splitlines() if "line 0" in line or "Bad" in line), out.stderr.strip())
+    said = said.split("line 0:", 1)[-1].strip() if "line 0" in said else said
+    return f"ssh refuses it ({said or 'exit ' + str(out.returncode)}); accepted: an option of ssh_config(5)"
 
 
 def rsync_quote(token: str) -> str:
@@ -115,8 +167,9 @@ class Remote:
         """An interactive login shell on the node (a terminal attached)."""
         return self.exec_argv(list(SHELL_ARGV), stdin=True, tty=True)
 
-    def logs_argv(self, follow: bool = True) -> "list[str]":
-        """The container's or pod's own log (what its main process printed)."""
+    def logs_argv(self, follow: bool = True, window: "tuple[str, ...]" = ()) -> "list[str]":
+        """The container's or pod's own log (what its main process printed); ``window``: ``--tail N``/``--since D``,
+        spelt alike by podman, docker and kubectl."""
         raise UsageError(f"{self.label} is a host, not a container: it has no container log "
                          "(reach a container on it with ssh+podman:HOST/NAME or ssh+docker:HOST/NAME)")
 

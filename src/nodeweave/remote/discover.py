@@ -12,10 +12,10 @@ import subprocess
 from pathlib import Path
 
 from nodeweave.entrypoint import bounded
-from nodeweave.errors import NodeweaveError, UsageError
+from nodeweave.errors import EnvironmentProblem, NodeweaveError, UsageError
 from nodeweave.remote import RemoteOptions, kind_class, make_target, pod_kind
 from nodeweave.remote.base import Remote
-from nodeweave.remote.names import check_container_name, check_dns_label, refuse
+from nodeweave.remote.names import check_container_name, check_dns_label, host_of_line, refuse
 
 
 def statefulset_targets(name: str, replicas: int, *, kind: str = "kubectl",
@@ -42,7 +42,7 @@ def read_hosts_file(path: Path, *, kind: str = "ssh", namespace: "str | None" = 
         words = line.split("#", 1)[0].split()
         if not words:
             continue
-        name = words[0]
+        name = host_of_line(words, f"hosts file {path}, line {number}")
         try:
             target = make_target(kind, name, namespace=namespace, container=container, options=options)
         except UsageError as err:
@@ -83,8 +83,8 @@ def pods_by_selector(selector: str, *, kind: str = "kubectl", namespace: "str | 
             "--field-selector=status.phase=Running", "-o", "jsonpath={.items[*].metadata.name}"]
     names = _ask_cluster(kind, argv, f"get pods -l {selector}").split()
     if not names:
-        raise NodeweaveError(f"no running pod matches label selector {selector!r}"
-                             + (f" in namespace {namespace}" if namespace else ""))
+        raise EnvironmentProblem(f"no running pod matches label selector {selector!r}"  # not up: exit 3 (A21)
+                                 + (f" in namespace {namespace}" if namespace else "") + ": nothing is up there")
     return [make_target(kind, n, namespace=namespace, container=container, options=options)
             for n in sorted(names, key=ordinal_key)]
 
@@ -111,10 +111,11 @@ def compose_targets(project: str, *, engine: str = "podman",
     try:
         containers = client.container.list(filters={"label": f"com.docker.compose.project={project}"})
     except DockerException as err:
-        raise NodeweaveError(f"{engine} could not list the containers of compose project "
-                             f"{project!r}: {err}") from err
-    if not containers:
-        raise NodeweaveError(f"compose project {project!r} has no running container under {engine}")
+        raise EnvironmentProblem(f"{engine} could not list the containers of compose project "
+                                 f"{project!r}: {err}") from err
+    if not containers:  # nothing of that name is up: exit 3, as every verb's "not up" (walk7 A21)
+        raise EnvironmentProblem(f"compose project {project!r} has no running container under {engine}: nothing "
+                                 "is up there")
     return [make_target(engine, c.name, options=options)
             for c in sorted(containers, key=lambda c: ordinal_key(c.name))]
 

@@ -31,8 +31,8 @@ class EngineExec(Remote):
     def rsh(self) -> str:
         return " ".join(rsync_quote(t) for t in (self.kind, "exec", "-i"))
 
-    def logs_argv(self, follow: bool = True) -> "list[str]":
-        return [self.kind, "logs", *(["-f"] if follow else []), self.name]
+    def logs_argv(self, follow: bool = True, window: "tuple[str, ...]" = ()) -> "list[str]":
+        return [self.kind, "logs", *(["-f"] if follow else []), *window, self.name]
 
     def unreachable(self, code: int, stderr: str) -> bool:
         return code == 125 or super().unreachable(code, stderr)

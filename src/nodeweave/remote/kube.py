@@ -9,8 +9,6 @@ krsync's shell wrapper does). A dropped API connection is worth a retry.
 
 from __future__ import annotations
 
-import re
-
 from dataclasses import dataclass
 
 from nodeweave.remote.base import Remote, RemoteOptions, flags, rsync_quote, transient_text
@@ -62,8 +60,8 @@ class KubeExec(Remote):
                    *self.cli_argv("exec", self.options), "-i", *self._where(), RSH_MARK]
         return " ".join(rsync_quote(t) for t in wrapper)
 
-    def logs_argv(self, follow: bool = True) -> "list[str]":
-        return [*self.cli_argv("logs", self.options), *(["-f"] if follow else []), *self._where(),
+    def logs_argv(self, follow: bool = True, window: "tuple[str, ...]" = ()) -> "list[str]":
+        return [*self.cli_argv("logs", self.options), *(["-f"] if follow else []), *window, *self._where(),
                 self.name]
 
     def transient(self, code: int, stderr: str) -> bool:
@@ -85,11 +83,10 @@ class OcExec(KubeExec):
     openshift = True
 
 
-# kubectl/oc could not reach the API server at all (nothing listens, no kubeconfig, a wrong context): no
-# retry helps, and it is the same answer for every pod, so the verb says it once (exit 3).
-_API_UNREACHABLE = re.compile(r"couldn't get current server API group list|The connection to the server \S+ was "
-                              r"refused|Unable to connect to the server|no configuration has been provided", re.I)
-
-
 def api_unreachable(stderr: str) -> bool:
-    return bool(_API_UNREACHABLE.search(stderr or ""))
+    """kubectl/oc could not reach the API server at all (nothing listens, no kubeconfig, a context it lacks): no
+    retry helps, and it is the same answer for every pod, so the verb says it once (exit 3). One list of kubectl's
+    words for it, ``nodeweave.failures.API_UNREACHABLE``."""
+    from nodeweave.failures import API_UNREACHABLE
+
+    return bool(API_UNREACHABLE.search(stderr or ""))

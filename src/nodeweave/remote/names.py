@@ -11,8 +11,10 @@ import ipaddress
 import posixpath
 import re
 
+from nodeweave.entrypoint.hostport import leading_zero_problem, split_host_port
 from nodeweave.errors import UsageError
 from nodeweave.systemdirs import ROOTISH as _ROOTISH, SYSTEM_TREES, system_folder, system_tree  # noqa: F401
+from nodeweave.systemdirs import CLUSTER_NAMESPACES_TEXT, cluster_namespace
 
 _DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
@@ -22,8 +24,35 @@ _SSH_USER = re.compile(r"^[a-z_][a-z0-9_.-]*$")
 _SAFE_PATH = re.compile(r"^/[A-Za-z0-9._@+=,/-]*$")
 # Folders whose children are each a home or a user's mount root: /home/me is a home, never a workspace (walk5 W49).
 _HOMES = ("/home", "/Users", "/var/home", "/media", "/run/media")
-# Folders of credentials: a sync with --delete there removes what SRC lacks (~/.ssh/authorized_keys: locked out).
-CREDENTIAL_FOLDERS = (".ssh", ".gnupg", ".aws", ".kube", ".docker")
+# Folders whose every child is a mount point of its own (/mnt/nfs, /media/usb): never emptied by --delete.
+MOUNT_PARENTS = ("/mnt", "/media", "/run/media")
+# Folders of credentials: a sync with --delete there removes what SRC lacks (~/.ssh/authorized_keys: locked out),
+# and a sync from one sends its keys to every node.
+CREDENTIAL_FOLDERS = (".ssh", ".gnupg", ".aws", ".kube", ".docker", ".azure", ".password-store")
+
+
+def credential_folder(path: str) -> "str | None":
+    """The credential folder ``path`` is or lies in (``.ssh`` for ``~/.ssh/keys``), or None."""
+    return next((part for part in path.split("/") if part in CREDENTIAL_FOLDERS), None)
+
+
+def home_itself(path: str) -> bool:
+    """``path`` (absolute, normalised) is a home or a user's mount root itself (``/home/me``, ``/Users/me``)."""
+    return posixpath.dirname("/" + "/".join(p for p in path.split("/") if p)) in _HOMES
+
+
+def shared_folder_problem(real: str) -> "str | None":
+    """Why the absolute, resolved ``real`` may not be a workspace handed to every node (sync's SRC, the spec's
+    workspace.host_path), or None: ``/`` or a system folder, whose whole tree would go; a home itself or a
+    credential folder, whose keys and tokens would (walk6 W69; walk8 A30: the spec took what sync refused)."""
+    if system_folder(real):
+        return f"{real} is a system folder, whose whole tree would be sent to (or mounted on) every node"
+    if home_itself(real):  # /home/me, /Users/me: ~ itself as DEST is refused the same way
+        return f"{real} is a home itself, whose keys, tokens and caches would be sent to (or mounted on) every node"
+    secret = credential_folder(real)
+    if secret is not None:
+        return f"{real} is in the credential folder {secret}, whose keys would be sent to (or mounted on) every node"
+    return None
 
 
 def refuse(what: str, value: str, accepted: str) -> UsageError:
@@ -34,6 +63,15 @@ def check_dns_label(value: str, what: str) -> str:
     if len(value) > 63 or not _DNS1123_LABEL.match(value):
         raise refuse(what, value, "a DNS-1123 label (lowercase letters, digits and '-', "
                      "starting and ending with a letter or digit, at most 63 characters)")
+    return value
+
+
+def check_job_namespace(value: str, what: str) -> str:
+    """The job's namespace (a flag, a record): a DNS-1123 label the cluster does not keep for itself."""
+    check_dns_label(value, what)
+    if cluster_namespace(value):
+        raise refuse(what, value, f"a namespace of the job's own, {CLUSTER_NAMESPACES_TEXT}: the job's objects, "
+                                  "claim and Pod Security label would land among the cluster's system pods")
     return value
 
 
@@ -52,13 +90,19 @@ def check_container_name(value: str, what: str = "container name") -> str:
 
 def check_ssh_host(value: str, what: str = "host") -> str:
     """``[user@]host`` with an RFC 1123 name or an IPv4 address."""
-    user, _, host = value.rpartition("@")
+    user, at, host = value.rpartition("@")
+    if at and not user:  # walk8 A16: `--host "$RUSER@gpu01"` with RUSER unset; ssh would print its usage text
+        raise refuse(what, value, f"[user@]host, where the user before '@' is not empty (an unset variable?): "
+                     f"{host or 'host'} or USER@{host or 'host'}")
     if user and not _SSH_USER.match(user):
         raise refuse(what, value, "[user@]host, where user is a POSIX login name ([a-z_][a-z0-9_.-]*)")
     try:
-        address = ipaddress.ip_address(host)
-    except ValueError:
+        address = ipaddress.ip_address(split_host_port(host)[0] if host.startswith("[") else host)
+    except ValueError:  # split_host_port's too: "[node-0]" is no address, and refused as a host name below
         address = None
+    zero = leading_zero_problem(host)
+    if zero:
+        raise refuse(what, value, f"[user@]host with an IPv4 address as ssh reads it (this one {zero})")
     if address is not None and address.version == 6:
         raise refuse(what, value, "a host name or IPv4 address (give IPv6 hosts a name in "
                      "/etc/hosts or ~/.ssh/config: rsync's host:path form cannot carry one)")
@@ -75,11 +119,30 @@ def check_ssh_host(value: str, what: str = "host") -> str:
     return value
 
 
+SLOTS = re.compile(r"slots=([1-9][0-9]*)")
+
+
+def host_of_line(words: "list[str]", where: str) -> str:
+    """The host of one hosts-file line's words: one ``[user@]host``, optionally followed by DeepSpeed's ``slots=N``
+    (N >= 1); anything else after the host is refused naming ``where`` (the file and line) and the word. The one
+    reader of a line for every verb (walk7 A16: ``gpu01 gpu02`` on one line synced gpu01 alone, without a word)."""
+    extra = words[1:]
+    if len(extra) == 1 and SLOTS.fullmatch(extra[0]):
+        return words[0]
+    if extra:
+        bad = next((w for w in extra if not SLOTS.fullmatch(w)), extra[-1])
+        why = ("DeepSpeed's slots=N takes a whole number of at least 1" if bad.startswith(("slots=", "slot="))
+               else "one host per line")
+        raise UsageError(f"{where}: {bad!r} after the host {words[0]!r}: {why}; accepted: '[user@]host' or "
+                         "'[user@]host slots=N', each host on its own line, node 0 first")
+    return words[0]
+
+
 def check_dest(dest: str, what: str = "DEST", home: bool = False, place: bool = True) -> str:
     """An absolute, normalised directory on the nodes that is not a system directory, a home itself, a mount root
     or a credential folder; with ``home``, also ``~/FOLDER`` under each ssh host's home (the remote shell expands it
     there), by the same rules. ``place`` False: the form only (a path under a home: ``~/etc`` is the home's own)."""
-    secret = next((part for part in dest.split("/") if part in CREDENTIAL_FOLDERS), None)
+    secret = credential_folder(dest)
     if secret is not None:
         raise refuse(what, dest, f"a workspace folder, not in the credential folder {secret} (a sync with --delete "
                                  "there would remove what SRC lacks, ~/.ssh/authorized_keys among it)")
@@ -107,7 +170,7 @@ def check_dest(dest: str, what: str = "DEST", home: bool = False, place: bool = 
     if normal in _ROOTISH:
         raise refuse(what, dest, "a workspace directory such as /workspace or /home/me/project, "
                      "not a system directory or a mount root (a sync with --delete there would wipe it)")
-    if posixpath.dirname(normal) in _HOMES:
+    if home_itself(normal):
         raise refuse(what, dest, f"a workspace folder inside it such as {normal}/project, not a home or a user's "
                      "mount root itself (a sync with --delete there would remove everything SRC lacks)")
     tree = system_tree(normal)
@@ -115,3 +178,18 @@ def check_dest(dest: str, what: str = "DEST", home: bool = False, place: bool = 
         raise refuse(what, dest, f"a workspace directory such as /workspace or /home/me/project, not a folder "
                      f"inside {tree} ({SYSTEM_TREES[tree]}: a sync with --delete there would remove its files)")
     return normal
+
+
+def check_delete_dest(dest: str, workspace: str, what: str = "DEST") -> str:
+    """DEST a sync with ``--delete`` may empty of what SRC lacks (``dest`` already passed :func:`check_dest`): not a
+    top-level folder (``/scratch``, ``/data``, ``/lustre``, ``/gpfs``: where a cluster mounts the shared file
+    systems holding every team's data) nor a mount under ``/mnt`` or ``/media``, unless it is ``workspace`` (the
+    spec's ``workspace.path``, the folder the job owns) (walk6, W36). A folder inside them is the user's to mirror."""
+    parts = [p for p in dest.split("/") if p] if dest.startswith("/") else []
+    mount = len(parts) == 2 and "/" + parts[0] in MOUNT_PARENTS
+    if (len(parts) == 1 or mount) and dest != workspace:
+        kind = "a mount under /" + parts[0] if mount else "a top-level folder, where shared file systems are mounted"
+        raise refuse(f"{what} with --delete", dest, f"a folder inside it such as {dest}/$USER/project (it is {kind}: "
+                     "other teams' data lives there, and --delete would remove everything SRC lacks), or the spec's "
+                     f"workspace.path {workspace}")
+    return dest

@@ -62,7 +62,7 @@ class Srun(Remote):
         raise UsageError(f"{self.label}: rsync cannot reach a node through srun; leave out --method rsync "
                          "(a stream or tar goes over the step)")
 
-    def logs_argv(self, follow: bool = True) -> "list[str]":
+    def logs_argv(self, follow: bool = True, window: "tuple[str, ...]" = ()) -> "list[str]":
         raise UsageError(f"{self.label} is a node of a Slurm allocation: it has no container log; "
                          "`nodeweave logs` shows the runs' logs from runs/")
 

@@ -138,8 +138,8 @@ class SshEngine(Ssh):
     def shell_argv(self) -> "list[str]":
         return Remote.shell_argv(self)
 
-    def logs_argv(self, follow: bool = True) -> "list[str]":
-        return self._on_host([self.engine_cli, "logs", *(["-f"] if follow else []), self.container_name],
+    def logs_argv(self, follow: bool = True, window: "tuple[str, ...]" = ()) -> "list[str]":
+        return self._on_host([self.engine_cli, "logs", *(["-f"] if follow else []), *window, self.container_name],
                              stdin=False)
 
     def unreachable(self, code: int, stderr: str) -> bool:

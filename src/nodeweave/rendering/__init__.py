@@ -15,7 +15,8 @@ first NUL byte (``plan.py``).
 # The names below, imported on first use (PEP 562): ``render --check`` answered from its memo
 # (``memo.py``) loads neither the spec nor a renderer.
 _HOMES = {
-    "nodeweave.rendering.plan": ("MARK", "is_marked", "plan_render", "render_phase", "write_rendered"),
+    "nodeweave.renderedmark": ("is_marked",),
+    "nodeweave.rendering.plan": ("MARK", "plan_render", "render_phase", "write_rendered"),
     "nodeweave.targets.registry": ("RENDERERS", "Target", "render_targets", "wanted_targets"),
 }
 _HOME = {name: module for module, names in _HOMES.items() for name in names}

@@ -38,18 +38,13 @@ import sys
 from pathlib import Path
 from typing import NamedTuple
 
+from nodeweave.cachedir import cache_root
 from nodeweave.entrypoint import bounded
 
-CACHE_ENV = "NODEWEAVE_CACHE_DIR"  # as the zipapp's and the Dockerfile template's caches
 VERSION = 1
 # events after which what a check printed may rest on something no file shows (another program, the network)
 _UNKEPT_EVENTS = ("subprocess.", "os.exec", "os.posix_spawn", "os.spawn", "os.fork", "os.system", "socket.",
                   "os.startfile", "pty.")
-
-
-def cache_root() -> Path:
-    given = os.environ.get(CACHE_ENV)
-    return Path(given) if given else Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "nodeweave"
 
 
 def package_root() -> Path:

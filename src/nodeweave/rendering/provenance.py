@@ -5,8 +5,8 @@ images`" into every file's head, which was wrong for ``--spec b.yaml`` (issue 43
 rendered the other spec, or none. The renderers stay pure functions of the spec (goldens and
 byte-stability hold for the default file); here, at one place, a render from another file or into
 another folder gets ``--spec FILE`` and ``--out DIR`` (seen from the spec's folder, where the command
-is to be run: it refreshes the very files, walk5 W28) in its comment lines, and loses
-`make render`, which renders the repository's nodeweave.yaml only.
+is to be run: it refreshes the very files, walk5 W28) in its comment lines. No renderer names `make render`
+(walk6, W25): that target is nodeweave's own checkout's, and a team's folder has no Makefile.
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ from nodeweave.targets.registry import Rendered
 
 DEFAULT = "nodeweave.yaml"
 _COMMAND = re.compile(r"`nodeweave render ([a-z][a-z-]*)`")
-_MAKE = re.compile(r" \(or `make render`\)")
 _SUBMIT = re.compile(r"(#   sbatch )(slurm/job\.sbatch)( *)")  # the sbatch line, from the spec's directory
 
 
@@ -41,7 +40,6 @@ def _named(text: str, spec_file: str, out: Optional[str]) -> str:
     flags = " ".join(shlex.quote(word) for word in words)
 
     def rewrite(line: str) -> str:
-        line = _MAKE.sub("", line)
         line = line.replace(DEFAULT, spec_file)
         if out is not None:
             line = _SUBMIT.sub(lambda m: m.group(1) + shlex.quote(f"{out}/{m.group(2)}")

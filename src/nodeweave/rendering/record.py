@@ -10,8 +10,10 @@ folder never prune each other's files. A file absent from the record is never re
 Why each entry is checked against its target's roots: the record is a file in the user's tree, and a
 bad merge or a copied ``.nodeweave/`` listed the spec, the requirements file and the training script
 (issue 43, W33), which ``--prune`` then removed. An entry is taken only for a target nodeweave has and
-a path that target can render (``images/...``, ``compose/...``: ``Target.roots``); any other entry
-refuses the whole record, in one line, before anything is planned.
+a path that target can render: its exact names (``compose/node.yaml``, ``images/cpu/Dockerfile``:
+``Target.paths``), never any other file under its folders (``compose/.env``, an overlay of the user's under
+``manifests/overlays/``: walk6, W35); any other entry refuses the whole record, in one line, before anything
+is planned.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from pathlib import Path
 from typing import Dict, NamedTuple
 
 from nodeweave.entrypoint import bounded
-from nodeweave.errors import UsageError
+from nodeweave.errors import UsageError, remove_the_record
 
 RECORD = ".nodeweave/rendered.json"
 VERSION = 1
@@ -71,8 +73,8 @@ def _renderable(path: Path, rel: str, target: str) -> None:
         raise _damaged(path, f"entry {rel!r} names the target {target!r}, which nodeweave does not render "
                              f"(accepted: {', '.join(RENDERERS)})")
     if not row.makes(rel):
-        raise _damaged(path, f"entry {rel!r} is not a path target {target} renders (only under "
-                             f"{', '.join(row.roots)}); nodeweave never wrote it")
+        raise _damaged(path, f"entry {rel!r} is not a path target {target} renders (a file of yours under "
+                             f"{', '.join(row.roots)}, or a file {target} never makes); nodeweave never wrote it")
 
 
 def dumps(entries: Dict[str, Entry]) -> str:
@@ -86,5 +88,6 @@ def _inside(rel: str) -> bool:
 
 
 def _damaged(path: Path, why: str) -> UsageError:
-    return UsageError(f"{path}: {why}, so nodeweave cannot tell which files it wrote; remove the file (the next "
-                      "render records afresh; --prune then removes nothing until a render has recorded its files)")
+    return UsageError(f"{path}: {why}, so nodeweave cannot tell which files it wrote; "
+                      f"{remove_the_record(path)}, nodeweave's record alone, not a file it lists (the next render "
+                      "records afresh; --prune then removes nothing until a render has recorded its files)")

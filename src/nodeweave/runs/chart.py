@@ -36,13 +36,14 @@ def terminal_chart(rows: List[dict], metric: str, width: int = 40) -> Table:
     return table
 
 
-def check_chart_path(path: Path) -> None:
-    """Refuse a --chart path the chart cannot be written to, before any run is read or table printed."""
+def check_chart_path(path: Path, flag: str = "--chart") -> None:
+    """Refuse a chart path (``runs compare --chart``, ``bench --plot``) the chart cannot be written to, before any
+    run is read, table printed or library looked for: a name like train.py is refused first (walk6 W70)."""
     if path.suffix.lower() not in FORMATS:
-        raise UsageError(f"--chart {path}: accepted: a file name ending in .png or .svg")
+        raise UsageError(f"{flag} {path}: accepted: a file name ending in .png or .svg")
     folder = path.parent if str(path.parent) else Path(".")
     if not folder.is_dir():
-        raise UsageError(f"--chart {path}: the folder {folder} does not exist; give a path in an existing folder")
+        raise UsageError(f"{flag} {path}: the folder {folder} does not exist; give a path in an existing folder")
 
 
 def file_chart(rows: List[dict], metric: str, path: Path) -> Path:

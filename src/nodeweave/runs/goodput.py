@@ -6,12 +6,10 @@ The arithmetic is the entrypoint's own (``nodeweave.entrypoint.metrics.goodput``
 
 from __future__ import annotations
 
-import json
 from typing import List, Optional
 
 from nodeweave.entrypoint.metrics.goodput import BUCKETS, account
-from nodeweave.runs.history import RunEntry
-from nodeweave.entrypoint import bounded
+from nodeweave.runs.history import RunEntry, load_record
 
 RECORD = "goodput.json"
 NAMES = {"training": "training", "startup": "start-up", "recovery": "recovery", "redone": "work redone",
@@ -20,10 +18,7 @@ NAMES = {"training": "training", "startup": "start-up", "recovery": "recovery", 
 
 def run_goodput(entry: RunEntry) -> Optional[dict]:
     """The accounting of ``entry``'s timeline, or None when node 0 kept none (an older nodeweave, no heartbeat)."""
-    try:
-        timeline = json.loads(bounded.read_own(entry.path / RECORD, bounded.RECORD_CAP, "a goodput record"))
-    except (OSError, ValueError):
-        return None
+    timeline, _ = load_record(entry.path, RECORD)  # a damaged one is said by record_problems, where it is shown
     if not isinstance(timeline, dict) or not timeline.get("launched"):
         return None
     return account(timeline, now=timeline.get("ended") or timeline.get("saved"))

@@ -68,10 +68,11 @@ class Unreadable(Exception):
     """A run record that is there but cannot be read: its folder is listed with why, not left out."""
 
 
-def _load(path: Path, name: str) -> Optional[dict]:
+def _load(path: Path, name: str, type_problem=None) -> Optional[dict]:
     """``path/name`` as nodeweave wrote it; absent is None, and there but damaged in any way (too large, not JSON,
     a folder, fields of the wrong type) :class:`Unreadable` naming the file and why: one damaged record is one
-    row of ``runs ls`` and one refusal when asked for by name, never a block on every other run."""
+    row of ``runs ls`` and one refusal when asked for by name, never a block on every other run. ``type_problem``:
+    the record's own shape check (run.json's and sweep.json's by default)."""
     try:
         data = json.loads(bounded.read_own(path / name, bounded.RECORD_CAP, "a run record"))
     except bounded.TooLarge as err:
@@ -85,10 +86,50 @@ def _load(path: Path, name: str) -> Optional[dict]:
     except (ValueError, RecursionError) as err:
         why = "not JSON" if isinstance(err, ValueError) else "nested too deep"
         raise Unreadable(f"{name} {why} (being written, or damaged)") from None
-    problem = _type_problem(data)
+    problem = (type_problem or _type_problem)(data)
     if problem:
         raise Unreadable(f"{name}: {problem}, not what `nodeweave run` writes")
     return data
+
+
+# The records node 0 leaves in a run's folder beside run.json, each with the types of the fields its readers use
+# (``runs show``, ``runs compare``, ``dashboard --run``): read by run.json's rule (walk6 W14: a damaged or piped
+# goodput.json or heat.json was dropped, or served raw to the page, without a word).
+_NUMBERS = (int, float)
+RUN_RECORDS = {
+    "goodput.json": {"generations": list, "launched": _NUMBERS, "ended": _NUMBERS, "saved": _NUMBERS},
+    "heat.json": {"columns": list, "span_s": _NUMBERS, "max_cells": int},
+    "recovery.json": {"history": list, "generations": int, "restarts": int},
+}
+
+
+def _shape_problem(fields: dict):
+    def problem(data) -> Optional[str]:
+        if not isinstance(data, dict):
+            return "the top level is not a mapping"
+        for key, kind in fields.items():
+            value = data.get(key)
+            if value is not None and (not isinstance(value, kind) or isinstance(value, bool)):
+                return f"field {key} is {value!r:.60}"
+            if isinstance(value, list) and not all(isinstance(item, dict) for item in value):
+                return f"field {key} holds an item that is not a mapping"
+        return None
+    return problem
+
+
+def load_record(folder: Path, name: str) -> "tuple[Optional[dict], str]":
+    """(``folder/name``, "") for one of a run's records beside run.json (``RUN_RECORDS``); (None, "") when the run
+    kept none; (None, why) when it is there but damaged, a link, a pipe or a folder: its readers show nothing of
+    it and say why, in one line naming the file."""
+    try:
+        return _load(folder, name, _shape_problem(RUN_RECORDS[name])), ""
+    except Unreadable as err:
+        return None, str(err)
+
+
+def record_problems(folder: Path) -> List[str]:
+    """Why each of a run's records beside run.json cannot be read, one line each ([] when all can)."""
+    return [problem for problem in (load_record(folder, name)[1] for name in RUN_RECORDS) if problem]
 
 
 def _type_problem(data) -> Optional[str]:
@@ -141,10 +182,20 @@ def _job_of(entry: RunEntry) -> Optional[str]:
     return entry.data.get("job")
 
 
-def find_run(parent: Path, wanted: str) -> RunEntry:
+def sweep_not_started(entry: RunEntry) -> "str | None":
+    """The note for a sweep none of whose points has started (its sweep.json lists none yet): what every reader of
+    run folders (``logs --run``, ``runs show``/``compare``) says instead of an empty answer (walk6 W63)."""
+    if entry.kind != "sweep" or entry.points:
+        return None
+    return (f"{entry.path.name} is a sweep and none of its points has started yet (nothing under {entry.path}): "
+            f"each point is a run of its own; `nodeweave runs show {entry.path.name}` lists them once they start")
+
+
+def find_run(parent: Path, wanted: str, job: Optional[str] = None) -> RunEntry:
     """A run by id (its folder name, a sweep's point too), by path, or ``last``; a usage error names what exists,
-    or why the run found cannot be read."""
-    entry = _found(parent, wanted)
+    or why the run found cannot be read. ``job`` (the spec's name): ``last`` is that job's last run, never another
+    job's newer one sharing the folder (walk6 W75); an id or a path names its run whatever its job."""
+    entry = _found(parent, wanted, job)
     if entry.problem:
         starting = "a run still starting writes it within seconds, else " if "being written" in entry.problem else ""
         remedy = "" if MOVE_OUT in entry.problem else \
@@ -159,7 +210,19 @@ def _warn(text: str) -> None:
     print(f"nodeweave: warning: {text}", file=sys.stderr)
 
 
-def _found(parent: Path, wanted: str) -> RunEntry:
+def _note(text: str) -> None:
+    import sys
+
+    print(f"nodeweave: note: {text}", file=sys.stderr)
+
+
+def one_run(entry: RunEntry) -> RunEntry:
+    """The run a reader of one run (``logs --run``, ``dashboard --run``) shows for ``entry``: itself, or a started
+    sweep's point running now (its last one), the same for each reader (replay6 N9)."""
+    return entry.points[-1] if entry.kind == "sweep" and entry.points else entry
+
+
+def _found(parent: Path, wanted: str, job: Optional[str] = None) -> RunEntry:
     candidate = Path(wanted)
     if candidate.is_dir():
         entry = load_entry(candidate)
@@ -168,14 +231,29 @@ def _found(parent: Path, wanted: str) -> RunEntry:
     everything = list_runs(parent)
     if not everything:
         raise UsageError(f"no runs under {parent} yet (`nodeweave run` makes them), so there is no run {wanted!r}")
-    if wanted in ("last", "latest"):  # the newest run that can be read; each damaged newer one is warned of
+    if wanted in ("last", "latest") and job is not None:
+        mine = [e for e in everything if _job_of(e) in (job, None)]  # a damaged one's job is unknown: kept, warned of
+        if not mine:
+            newest = everything[-1]
+            raise UsageError(f"no run of job {job!r} (the spec's) under {parent} yet, so there is no {wanted}: the "
+                             f"newest there, {newest.run_id}, is a run of job {_job_of(newest)!r}; give its id to "
+                             "read it")
+        everything = mine
+    if wanted in ("last", "latest"):  # the newest run with something to show; each newer one passed over is said
         readable = [i for i, e in enumerate(everything) if not e.problem]
         if not readable:
             return everything[-1]  # refused by find_run, naming its file
-        for skipped in everything[readable[-1] + 1:]:
-            remedy = "" if MOVE_OUT in skipped.problem else "; restore it or move the folder out"
-            _warn(f"{wanted} passes over {skipped.path}: {skipped.problem}{remedy}")
-        return everything[readable[-1]]
+        # a sweep none of whose points has started shows nothing to any reader (the dashboard refused it, logs had
+        # no log): last is the run before it, the same for every verb (replay6 N9); alone, it is said as such
+        showable = [i for i in readable if sweep_not_started(everything[i]) is None] or readable
+        for skipped in everything[showable[-1] + 1:]:
+            if skipped.problem:
+                remedy = "" if MOVE_OUT in skipped.problem else "; restore it or move the folder out"
+                _warn(f"{wanted} passes over {skipped.path}: {skipped.problem}{remedy}")
+            else:
+                _note(f"{wanted} passes over {skipped.run_id}: a sweep none of whose points has started yet; "
+                      f"`nodeweave runs show {skipped.run_id}` lists them once they start")
+        return everything[showable[-1]]
     for entry in everything:
         if entry.run_id == wanted:
             return entry

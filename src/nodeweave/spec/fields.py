@@ -84,9 +84,10 @@ def choice(r: Reader, fields: Fields, key: str, choices: Sequence[str], default:
     return r.field(read, default)
 
 
-def integer(r: Reader, fields: Fields, key: str, default: int, low: int, high: Optional[int] = None) -> int:
+def integer(r: Reader, fields: Fields, key: str, default: int, low: int, high: Optional[int] = None,
+            unit: Optional[str] = None) -> int:
     node = fields.get(key)
-    return default if node is None else r.field(lambda: r.integer(node, fields.path_of(key), low, high), default)
+    return default if node is None else r.field(lambda: r.integer(node, fields.path_of(key), low, high, unit), default)
 
 
 def boolean(r: Reader, fields: Fields, key: str, default: bool) -> bool:
@@ -97,7 +98,7 @@ def boolean(r: Reader, fields: Fields, key: str, default: bool) -> bool:
 def rule_list(r: Reader, node: Optional[Node], path: str, rule: rules.Rule, unique: bool = False,
               same: Callable[[str], str] = str) -> tuple:
     """A list of rule-checked strings; ``unique`` refuses a repeated item, naming its first line; ``same`` maps an
-    item to what makes two items one (``rules.host_key``: hosts are case-insensitive)."""
+    item to what makes two items one (``hostport.host_key``: hosts are case-insensitive)."""
     values, seen = [], {}
     for item_path, item in r.sequence(node, path, rule.accepted):
         value = rule_string(r, item, item_path, rule)

@@ -10,6 +10,7 @@ receive.
 
 from __future__ import annotations
 
+import os
 import posixpath
 from pathlib import Path
 from typing import Optional
@@ -20,10 +21,13 @@ from yaml.nodes import Node
 from nodeweave.entrypoint import bounded
 from nodeweave.entrypoint.planning import shared_rules
 from nodeweave.entrypoint.planning.contract import BY_KEY, HOSTFILE_PATH
+from nodeweave.entrypoint.planning.exchange_plan import TOKEN_FILE_VARIABLE
+from nodeweave.entrypoint.systemfolders import per_container
 from nodeweave.entrypoint.planning.shared_rules import Naming
 from nodeweave.errors import UsageError
 from nodeweave.spec import rules
 from nodeweave.spec.fields import rule_string
+from nodeweave.specpath import STDIN, is_stdin, is_stream, spec_folder
 from nodeweave.spec.model import NodeRange, Spec
 from nodeweave.spec.mounts import MountPoints
 from nodeweave.spec.nodes import FAILED, Fields, Reader, SpecErrors
@@ -43,32 +47,59 @@ def load_spec(path: "str | Path") -> Spec:
     """Read and validate a spec file (``-``: standard input); every problem is a UsageError naming file and line."""
     path = Path(path)
     text = read_spec_text(path)
-    if is_stdin(path) or not path.is_file():  # a stream (`-`, `<(envsubst < x)`, a named pipe) has no folder
-        # of its own: its relative paths are read from this one, as `--spec -` reads them (walk5 W76: /dev/fd)
-        return parse_spec(text, STDIN_NAME if is_stdin(path) else str(path), base_dir=Path.cwd())
-    return parse_spec(text, str(path), base_dir=path.parent)
+    refuse_nodeweaves_own(path, text)
+    return parse_spec(text, STDIN_NAME if is_stdin(path) else str(path), base_dir=spec_folder(path))
 
 
-STDIN = "-"
+def refuse_nodeweaves_own(path: Path, text: str) -> None:
+    """A file nodeweave wrote, given as the spec (tab completion offers ``compose/local.yaml``): one line naming it as
+    what it is, not a spec whose "unknown key" would be fixed by editing a rendered file (walk7 A22). Rendered files
+    carry the header; nodeweave's state (``.nodeweave/rendered.json``, ``cluster.json``) lives in ``.nodeweave/``."""
+    from nodeweave.entrypoint.ownfolders import STATE_DIR
+
+    head = "\n".join(text.splitlines()[:5])
+    rendered = "by nodeweave" in head.lower()
+    if rendered:
+        from nodeweave.renderedmark import is_marked
+
+        rendered = is_marked(text)
+    own_state = not is_stream(path) and not is_stdin(path) and STATE_DIR in Path(os.path.abspath(path)).parts
+    if rendered or own_state:
+        what = "a file nodeweave rendered from a spec" if rendered else f"nodeweave's own state ({STATE_DIR}/)"
+        found = None if is_stream(path) or is_stdin(path) else spec_above(path)
+        shown = found and os.path.relpath(found)
+        raise UsageError(f"{path} is {what}, not a spec: give the spec itself"
+                         f"{f' (--spec {shown})' if shown else ' (nodeweave.yaml, in the folder render ran in)'}")
+
+
+def spec_above(path: Path) -> "Path | None":
+    """The nearest ``nodeweave.yaml`` in a folder above ``path``, or None."""
+    here = Path(os.path.abspath(path)).parent
+    return next((folder / "nodeweave.yaml" for folder in (here, *here.parents)
+                 if (folder / "nodeweave.yaml").is_file()), None)
+
+
 STDIN_NAME = "<stdin>"
 SPEC_ENV = "NODEWEAVE_SPEC"
-_read_from_stdin: "list[str]" = []  # standard input can be read once; a verb that reads the spec twice gets it again
-
-
-def is_stdin(path: "str | Path") -> bool:
-    return str(path) == STDIN
-
-
+# A stream can be read once; a verb that reads the spec twice gets the same text again: {"-" or the path and the
+# pipe's device:inode: text}.
+_read_from_streams: "dict[str, str]" = {}
 def read_spec_text(path: Path) -> str:
     """The spec's text, at most MAX_SPEC_BYTES from any file (a device or a pipe too); ``-`` reads standard input."""
     try:
         if is_stdin(path):
-            if not _read_from_stdin:
+            if STDIN not in _read_from_streams:
                 import sys
 
-                _read_from_stdin.append(bounded.read_stream(sys.stdin.buffer, MAX_SPEC_BYTES, "a spec", STDIN_NAME)
-                                        .decode("utf-8"))
-            return _read_from_stdin[0]
+                _read_from_streams[STDIN] = bounded.read_stream(sys.stdin.buffer, MAX_SPEC_BYTES, "a spec",
+                                                                STDIN_NAME).decode("utf-8")
+            return _read_from_streams[STDIN]
+        if is_stream(path):
+            found = os.stat(path)  # the pipe itself: a later one under the same name is another spec
+            key = f"{path} {found.st_dev}:{found.st_ino}"
+            if key not in _read_from_streams:
+                _read_from_streams[key] = bounded.read_text(path, MAX_SPEC_BYTES, "a spec")
+            return _read_from_streams[key]
         size = path.stat().st_size if path.is_file() else 0
         if size > MAX_SPEC_BYTES:
             raise UsageError(_too_large(path, size))
@@ -76,8 +107,11 @@ def read_spec_text(path: Path) -> str:
     except bounded.TooLarge:  # a device or a pipe: stat said 0, the bytes said more
         raise UsageError(_too_large(STDIN_NAME if is_stdin(path) else path, MAX_SPEC_BYTES + 1, "more than ")) from None
     except FileNotFoundError:
-        raise UsageError(_not_found(path)) from None
+        raise UsageError(_broken_link(path) or _not_found(path)) from None
     except IsADirectoryError:
+        if os.path.islink(path):
+            raise UsageError(f"{path}: is a symbolic link to {os.readlink(path)}, a directory{_came_from(path)}; "
+                             "make the link name the spec file, or pass it with --spec") from None
         example = _specs_in(path) or f"e.g. {path / 'nodeweave.yaml'}, which it lacks"
         raise UsageError(f"{path}: is a directory{_came_from(path)}; pass the spec file itself ({example})") from None
     except UnicodeDecodeError as err:
@@ -88,11 +122,30 @@ def read_spec_text(path: Path) -> str:
         raise UsageError(f"{path}: cannot read the spec file: {err.strerror}") from None
 
 
+def _broken_link(path: Path) -> str:
+    """A spec that is a link to nothing, named as one (walk8 A27: it read "no nodeweave.yaml here", and the verbs
+    took the parent folder's spec instead), else ""."""
+    if not os.path.islink(path):
+        return ""
+    return (f"{path}: is a symbolic link to {os.readlink(path)}, which does not exist{_came_from(path)}; fix the "
+            "link, or pass an existing spec with --spec")
+
+
 def _came_from(path: Path) -> str:
     """Where a path no flag gave came from: $NODEWEAVE_SPEC (a shell's leftover is the usual surprise)."""
     import os
 
     return f" (from ${SPEC_ENV})" if os.environ.get(SPEC_ENV) == str(path) else ""
+
+
+def spec_flag(path: Path) -> str:
+    """`` --spec PATH`` for a command a hint names, as the failing command was given it; "" where the plain command
+    finds the same spec (nodeweave.yaml here): a pasted hint then acts on this spec, not on none (walk6, W9)."""
+    import shlex
+
+    if Path(path).name == "nodeweave.yaml" and Path(path).resolve() == (Path.cwd() / "nodeweave.yaml").resolve():
+        return ""
+    return f" --spec {shlex.quote(str(path))}"
 
 
 def _specs_in(folder: Path) -> str:
@@ -188,14 +241,20 @@ def _spec(r: Reader, root: Node, base_dir: Optional[Path]) -> Spec:
     nodes = restarts = FAILED
     if hosts is not FAILED:
         nodes = r.attempt(lambda: _nodes(r, top, hosts, recovery.listed_spares(r, top) if hosts else 0))
+    elif top.get("nodes") is not None:  # the hosts refused: nodes' own mistakes are still said (walk6 W32)
+        r.attempt(job.nodes, r, top.get("nodes"))
     if nodes is not FAILED:
         made = r.attempt(recovery.recovery, r, top, nodes)
         restarts, nodes = (FAILED, FAILED) if made is FAILED else made
+    else:  # the count refused: the section's own mistakes are still said, only its checks against the count are
+        # not (walk6 W32: `nodes: two` hid `recovery.enabled: yes` until nodes was fixed)
+        made = r.attempt(recovery.recovery, r, top, None)
+        restarts = FAILED if made is FAILED else made[0]
     if nodes is not FAILED and launcher is not FAILED and restarts is not FAILED:
         r.attempt(_elastic_needs_torchrun, r, top, nodes, launcher, restarts)
     spec_image = r.attempt(image.image, r, top, base_dir)
     gpus = r.attempt(job.gpus, r, top.get("gpus_per_node"))
-    workspace, cache = r.attempt(job.workspace, r, top), r.attempt(job.cache, r, top)
+    workspace, cache = r.attempt(job.workspace, r, top, base_dir), r.attempt(job.cache, r, top)
     net = r.attempt(network.network, r, top)
     env = r.attempt(job.env, r, top.get("env"))
     k8s = r.attempt(kubernetes.kubernetes, r, top, name if name is not FAILED else "job")
@@ -205,11 +264,20 @@ def _spec(r: Reader, root: Node, base_dir: Optional[Path]) -> Spec:
     watched = r.attempt(metrics.metrics, r, top)
     if launcher is not FAILED and watched is not FAILED:
         r.attempt(_ports_apart, r, top, launcher, watched)
-    if FAILED not in (launcher, restarts, watched, nodes):
-        _shared_rules(r, top, {"launcher": launcher, "recovery": restarts, "metrics": watched}, nodes)
+    if FAILED not in (launcher, restarts, watched):  # without the count where it was refused
+        _shared_rules(r, top, {"launcher": launcher, "recovery": restarts, "metrics": watched},
+                      None if nodes is FAILED else nodes)
     mounts = FAILED if FAILED in (workspace, cache, extra, hosts) else \
         r.attempt(_mount_points, r, top, workspace.path, cache.path, extra, hosts)
     spec_volumes = FAILED if mounts is FAILED else r.attempt(volumes.volumes, r, top.get("volumes"), mounts)
+    if FAILED not in (launcher, restarts, workspace) and restarts.checkpoint_dir:
+        mounted = None if spec_volumes is FAILED else [v.path for v in spec_volumes]
+        r.attempt(_checkpoint_dir_apart, r, top, restarts.checkpoint_dir, launcher.script, workspace, base_dir,
+                  mounted)
+    if FAILED not in (restarts, spec_volumes) and restarts.enabled and restarts.checkpoint_dir:
+        r.attempt(_checkpoint_dir_writable, r, top, restarts.checkpoint_dir, spec_volumes)
+    if FAILED not in (env, workspace, cache, spec_volumes) and env and TOKEN_FILE_VARIABLE in env:
+        r.attempt(_token_file_mounted, r, top, env[TOKEN_FILE_VARIABLE], workspace.path, cache.path, spec_volumes)
     if FAILED not in (spec_image, spec_volumes) and spec_image.project is not None:
         r.attempt(_project_not_hidden, r, top, spec_image.project.path, mounts)
     guarded, slurm = r.attempt(security.security, r, top), r.attempt(security.slurm, r, top.get("slurm"))
@@ -239,9 +307,46 @@ def _spec(r: Reader, root: Node, base_dir: Optional[Path]) -> Spec:
         nodes_given=top.get("nodes") is not None,
         recovery=restarts,
         metrics=watched,
-        notes=_notes(restarts, spec_volumes, launcher, _given_fields(r, top, "launcher"), workspace.path)
-        + image.notes(spec_image),
+        notes=_notes(restarts, spec_volumes, launcher, _given_fields(r, top, "launcher"), workspace.path, nodes.max,
+                     watched, fewest=nodes.min)
+        + image.notes(spec_image, base_dir) + job.env_notes(env or {}, tuple(launcher.setup or ())),
     )
+
+
+def _checkpoint_dir_writable(r: Reader, top: Fields, folder: str, spec_volumes) -> None:
+    """The script saves into recovery.checkpoint_dir: on a volume every node mounts read-only, each rank's first
+    save fails (``Read-only file system``), and recovery ends the job with exit 10 (walk7 B38)."""
+    folder = posixpath.normpath(folder)
+    for volume in sorted(spec_volumes or (), key=lambda v: -len(v.path)):  # the deepest mount holding it
+        mount = posixpath.normpath(volume.path)
+        if folder == mount or folder.startswith(mount.rstrip("/") + "/"):
+            if volume.read_only or volume.secret or volume.config_map:
+                node = r.fields(top.get("recovery"), "recovery", recovery.KEYS).get("checkpoint_dir")
+                raise r.fail(node, "recovery.checkpoint_dir", f"{folder} is on volume {volume.name} ({mount}), "
+                             "which every node mounts read-only: the script cannot save there, and each rank's "
+                             "first save would fail", "a folder on a read-write volume, or a path inside "
+                             "workspace.path")
+            return
+
+
+def _token_file_mounted(r: Reader, top: Fields, path: str, workspace_path: str, cache_path: str,
+                        spec_volumes) -> None:
+    """``env.NODEWEAVE_JOB_TOKEN_FILE`` replaces, on every target, the token ``up`` hands each node (its own file is
+    not read then), so the nodes must be able to read it: a path on a mount of the spec (the workspace, the cache,
+    a volume). Elsewhere every node refuses to start, after ``up`` waited for it (walk7 A48)."""
+    if not path.startswith("/"):
+        return  # relative: the node's working directory, the workspace
+    folder = posixpath.normpath(path)
+    mounted = [workspace_path, cache_path, *(v.path for v in spec_volumes)]
+    if any(folder.startswith(m.rstrip("/") + "/") for m in mounted):
+        return
+    node = next((v for k, _, v in r.mapping(top.get("env"), "env", "a mapping") if k == TOKEN_FILE_VARIABLE), None)
+    raise r.fail(node, f"env.{TOKEN_FILE_VARIABLE}", f"{path!r} is on no mount of the spec (mounted: "
+                 f"{', '.join(mounted)}), so no node could read it; it replaces the token `nodeweave up` hands every "
+                 "node, on every target",
+                 "leave it out (up gives every node a fresh token; a plain sbatch derives one), or a file on a "
+                 "read-only volume every node mounts (volumes: - {name: secrets, host_path: /SHARED/secrets, path: "
+                 "/secrets, read_only: true})")
 
 
 def _project_not_hidden(r: Reader, top: Fields, path: str, mounts: MountPoints) -> None:
@@ -258,42 +363,90 @@ def _project_not_hidden(r: Reader, top: Fields, path: str, mounts: MountPoints) 
                          "a container path no mount covers, such as /opt/project")
 
 
+def _checkpoint_dir_apart(r: Reader, top: Fields, folder: str, script: str, workspace, base_dir,
+                          mounted=None) -> None:
+    """``recovery.checkpoint_dir`` holds the script's saves alone: node 0 scans it (three levels down, ``.json``
+    files too) for the newest complete save at every restart. Judged by the rule the entrypoint applies to
+    NODEWEAVE_CHECKPOINT_DIR (``ownfolders.checkpoint_dir_problem``), on the workspace as this machine has it; a
+    link out of it must lead into one of the ``mounted`` volumes' paths, which the containers see as written."""
+    from nodeweave.entrypoint import ownfolders
+
+    on_disk = None
+    if base_dir is not None and not posixpath.isabs(workspace.host_path):
+        on_disk = str(Path(base_dir) / workspace.host_path)
+    what = ownfolders.checkpoint_dir_problem(folder, workspace.path, script, on_disk,
+                                             [workspace.path, *(mounted or ())] if on_disk else None)
+    if what:
+        node = r.fields(top.get("recovery"), "recovery", recovery.KEYS).get("checkpoint_dir")
+        raise r.fail(node, "recovery.checkpoint_dir", f"{folder!r} is {what}",
+                     ownfolders.CHECKPOINT_DIR_ACCEPTED)
+
+
 def _given_fields(r: Reader, top: Fields, section: str) -> set:
     """The fields of ``section`` the spec writes (not null): a default and a value written out read alike."""
     return {k for k, _, v in r.mapping(top.get(section), section, "a mapping") if not r.is_null(v)}
 
 
-def _notes(restarts, spec_volumes, launcher, launcher_given, workspace_path: str) -> tuple:
+def _notes(restarts, spec_volumes, launcher, launcher_given, workspace_path: str, training: int,
+           watched=None, fewest=None) -> tuple:
     """The entrypoint's warnings (``shared_rules.notes``), said by validate and up: a checkpoint folder in /tmp is
     each container's own unless a volume is mounted over it; ``stall_warn: 0`` takes the stall timeout's stop with
     it. The spec also knows its mounts: an absolute checkpoint folder no mount of it holds (walk5, W2) is in each
     container's own layer, wherever it is."""
     folder = posixpath.normpath(restarts.checkpoint_dir) if restarts.checkpoint_dir else ""
     values = {"recovery": restarts.enabled, "checkpoint_dir": restarts.checkpoint_dir,
-              "stall_warn": launcher.stall_warn, "stall_timeout": launcher.stall_timeout}
+              "stall_warn": launcher.stall_warn, "stall_timeout": launcher.stall_timeout,
+              "spares": restarts.spares, "nnodes": training, "nnodes_min": training if fewest is None else fewest}
+    if watched is not None:
+        values.update(metrics=watched.enabled, metrics_port=watched.port, step_pattern=watched.step_pattern)
     mounted = [v.path for v in spec_volumes] + [workspace_path]
     if any(folder == path or folder.startswith(path.rstrip("/") + "/") for path in mounted):
         values["checkpoint_dir"] = None
     found = [f"{BY_KEY[key].spec}: {line}" for key, line in
              shared_rules.notes(values, {f"stall_{k[6:]}" for k in launcher_given if k.startswith("stall_")},
                                 SPEC_NAMING)]
+    root = next((v for v in spec_volumes or () if restarts.enabled and folder and
+                 folder == posixpath.normpath(v.path)), None)
+    if root is not None:  # walk7 B38: the volume's own root, as the workspace root is refused
+        found.append(f"recovery.checkpoint_dir: {restarts.checkpoint_dir} is the root of volume {root.name}: node "
+                     "0 reads everything on it (datasets, downloaded models with their own checkpoint-N folders) "
+                     f"as the script's saves; give the saves a folder of their own, e.g. {folder.rstrip('/')}/ckpt")
     if restarts.enabled and values["checkpoint_dir"] and folder.startswith("/") and \
-            not shared_rules.per_container(folder):
+            not per_container(folder):
         volumes = f", volumes: {', '.join(v.path for v in spec_volumes)}" if spec_volumes else ""
         found.insert(0, f"recovery.checkpoint_dir: {restarts.checkpoint_dir} is on no mount of the spec "
                         f"(workspace.path {workspace_path}{volumes}): each node saves into its own container, node "
                         "0 never sees the others' saves and a replaced node none; put it inside workspace.path, or "
                         "mount storage every node shares there (volumes: - {name: checkpoints, host_path: /SHARED, "
                         f"path: {folder}}})")
+    unsyncable = sync_dest_problem(workspace_path)
+    if unsyncable:
+        found.append(f"workspace.path: {unsyncable}")
     return tuple(found)
+
+
+def sync_dest_problem(workspace_path: str) -> str:
+    """Why ``nodeweave sync`` cannot send to ``workspace_path``, its default DEST (one rule, ``remote.check_dest``:
+    a space or a shell character there would have every sync refused, walk7 A15), or ""."""
+    from nodeweave.errors import UsageError
+    from nodeweave.remote.names import check_dest
+
+    try:
+        check_dest(workspace_path, "workspace.path")
+    except UsageError as err:
+        return (f"{err}; `nodeweave sync` sends to workspace.path by default, so `up --hold; sync; run` cannot sync "
+                "this spec's code: name a folder sync accepts (such as /workspace)")
+    return ""
 
 
 SPEC_NAMING = Naming(lambda key: BY_KEY[key].spec, on="true", off="false", assign=": ")
 
 
-def _shared_rules(r: Reader, top: Fields, sections: dict, count: NodeRange) -> None:
-    """The rules the entrypoint applies to its flags and variables (``shared_rules``), on the spec's fields."""
-    values, given, where = {"nnodes": count.max}, {"nnodes"}, {"nnodes": top.get("nodes") or top.get("hosts")}
+def _shared_rules(r: Reader, top: Fields, sections: dict, count: Optional[NodeRange]) -> None:
+    """The rules the entrypoint applies to its flags and variables (``shared_rules``), on the spec's fields;
+    ``count`` None: the node count was refused, so the rules that weigh it are not applied."""
+    values, given, where = ({"nnodes": count.max}, {"nnodes"}, {"nnodes": top.get("nodes") or top.get("hosts")}) \
+        if count is not None else ({"nnodes": None}, set(), {})
     for key in shared_rules.KEYS - {"nnodes"}:
         section, _, field = BY_KEY[key].spec.partition(".")
         values[key] = getattr(sections[section], field)

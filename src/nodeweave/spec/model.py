@@ -327,6 +327,16 @@ class Spec:
         return self.nodes.max + self.recovery.spare_nodes
 
     @property
+    def nodes_written(self) -> str:
+        """``nodes`` as the spec writes it: ``4 node(s)``, an elastic ``2:4 node(s)``, or under recovery ``4`` with the floor
+        (``recovery.min_nodes``), which is no elastic range: recovery starts all 4 (walk6 W38: shown as 2:4, the
+        form the same spec refuses under recovery)."""
+        if self.recovery.enabled:
+            floor = f" (recovery down to {self.nodes.min})" if self.nodes.elastic else ""
+            return f"{self.nodes.max} node(s){floor}"
+        return f"{self.nodes} node(s)"
+
+    @property
     def start_differs(self) -> bool:
         """Whether the started count is not simply ``nodes``: an elastic range, or recovery (spares, the floor)."""
         return self.nodes.elastic or self.recovery.enabled
@@ -342,7 +352,9 @@ class Spec:
             more = (f"; torchrun admits more up to {self.nodes.max} as they join (MAX is a ceiling; a batch "
                     f"Job, JobSet or TrainJob, which cannot grow, starts all {self.nodes.max})"
                     if self.nodes.elastic else "")
-            return f"starts {self.containers} node(s){gpus}{more}; to start fewer, lower nodes"
+            # fewer only where fewer is possible; what a job lacks said, not found out at top (walk6 W43)
+            fewer = "; to start fewer, lower nodes" if self.containers > 1 else ""
+            return f"starts {self.containers} node(s){gpus}{more}{fewer}{self.metrics_note()}"
         spares = self.recovery.spare_nodes
         parts = f"{self.nodes.max} training node(s)" + (f" + {spares} spare(s)" if spares else "")
         floor = (f"; recovery goes on with as few as {self.nodes.min} (recovery.min_nodes)"
@@ -350,6 +362,14 @@ class Spec:
         fewer = "lower nodes" + (" or recovery.spares" if spares else "")
         which = f"; {self.spares_named()}" if spares else ""
         return f"starts {self.containers} node(s): {parts}{gpus}{which}{floor}; to start fewer, {fewer}"
+
+    def metrics_note(self) -> str:
+        """"; no /metrics: <why>" where metrics are on but nothing would serve them (the entrypoint's words)."""
+        from nodeweave.entrypoint.planning.shared_rules import metrics_unserved
+
+        off = "one node" if self.nodes.max <= 1 else None if self.launcher.exchange else "launcher.exchange: false"
+        why = metrics_unserved(off, self.launcher.type != "command") if self.metrics.enabled else None
+        return f"; no /metrics for top, dashboard and Prometheus: {why}" if why else ""
 
     def is_spare(self, index: int) -> bool:
         """Whether node ``index`` starts as a spare: with recovery, the ones after every training slot."""

@@ -16,7 +16,7 @@ from yaml.nodes import Node
 
 from nodeweave.spec.nodes import Reader
 
-from nodeweave.entrypoint.planning.shared_rules import FILLED, SYSTEM, path_problem  # one rule with the entrypoint
+from nodeweave.entrypoint.systemfolders import FILLED, SYSTEM, path_problem  # one rule with the entrypoint
 
 ACCEPTED = ("a container path no other volume, workspace.path or cache.path uses, not / nor a system folder or one "
             "above it (/etc, /usr, /usr/local/bin, /tmp, ...) nor inside /proc, /sys or /dev or /run/nodeweave")
@@ -62,7 +62,7 @@ def check_inside_workspace(reader: Reader, node: Optional[Node], field: str, tex
                            absolute_too: bool = True) -> None:
     """A path the spec reads as relative to ``workspace.path`` stays inside it (``../../etc`` is refused); with
     ``absolute_too``, an absolute one is a folder of the job's own, never a system folder (the entrypoint's rule,
-    ``shared_rules.path_problem``). ``accepted`` is the field's own words, with examples of its kind."""
+    ``systemfolders.path_problem``). ``accepted`` is the field's own words, with examples of its kind."""
     problem = path_problem(text, absolute_too)
     if problem is not None:
         raise reader.fail(node, field, problem, accepted)

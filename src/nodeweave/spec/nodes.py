@@ -76,8 +76,10 @@ def shown(node: Optional[Node]) -> str:
         return "a list"
     if node.tag == _NULL:
         return "null"
-    text = repr(node.value)
-    return text if len(text) <= 80 else text[:77] + "...'"
+    from nodeweave.entrypoint.quoting import as_typed
+
+    text = as_typed(node.value)  # one backslash as typed, not repr's two (walk6 W15)
+    return text if len(text) <= 80 else text[:77] + "..." + text[0]
 
 
 class Reader:
@@ -157,8 +159,16 @@ class Reader:
             raise self.fail(node, path, "contains a NUL character, which no argument, variable or path can hold", accepted)
         return node.value
 
-    def integer(self, node: Node, path: str, low: int, high: Optional[int] = None) -> int:
+    def integer(self, node: Node, path: str, low: int, high: Optional[int] = None, unit: Optional[str] = None) -> int:
+        """A whole number in bounds; ``unit`` ("seconds"), when it counts one, is said in the refusal with what a
+        value written with a unit (``5m``) is in it (walk7 B3), as the entrypoint's variables say it."""
         bounds = f"an integer from {low} to {high}" if high is not None else f"an integer >= {low}"
+        if unit == "seconds":
+            from nodeweave.entrypoint.planning.contract import as_seconds
+
+            converted = as_seconds(getattr(node, "value", "")) if isinstance(node, ScalarNode) else None
+            bounds += f", in seconds (e.g. {converted} for {node.value.strip()})" if converted is not None else \
+                ", in seconds"
         self.refuse_quoted(node, path, bounds)
         self.refuse_unplain_int(node, path, bounds)
         if not self.is_int(node):
@@ -337,10 +347,21 @@ class Fields:
         return key in self._entries and not self.reader.is_null(self._entries[key][1])
 
     def get(self, key: str) -> Optional[Node]:
-        """The value node, or None when absent or null (null means 'use the default')."""
+        """The value node, or None when absent or null (null means 'use the default'); a bare ``~``, the shell's
+        home, is refused: YAML reads it as null, the default, the opposite of what was written (walk8 A29:
+        ``workspace: {host_path: ~}`` mounted the spec's folder)."""
+        self._refuse_bare_tilde(key)
         return self._entries[key][1] if self.has(key) else None
 
+    def _refuse_bare_tilde(self, key: str) -> None:
+        value = self._entries[key][1] if key in self._entries else None
+        if isinstance(value, ScalarNode) and value.style is None and value.value == "~":
+            raise self.reader.fail(value, self.path_of(key), "~ is YAML's null, read as not given (the default), "
+                                   "not a home folder", "the value written out ('~/' quoted for your home, or the "
+                                   "path), or the key left out for the default")
+
     def require(self, key: str, accepted: str) -> Node:
+        self._refuse_bare_tilde(key)
         if not self.has(key):
             if key not in self._entries and self.unknown:  # likely misspelt: its unknown key is the one mistake
                 raise self.unknown[0]

@@ -12,7 +12,9 @@ import re
 from dataclasses import dataclass
 from typing import Callable
 
+from nodeweave.entrypoint.hostport import host_key, leading_zero_problem
 from nodeweave.entrypoint.planning.contract import EXCHANGE_ALLOWABLE
+from nodeweave.systemdirs import CLUSTER_NAMESPACES_TEXT, cluster_namespace
 
 
 @dataclass(frozen=True)
@@ -42,13 +44,28 @@ DNS_LABEL = Rule(
     "starting and ending with a letter or digit (regex [a-z0-9]([-a-z0-9]*[a-z0-9])?)",
 )
 
+JOB_NAMESPACE = Rule(
+    lambda v: _dns_label(63)(v) and not cluster_namespace(v),
+    "a namespace of the job's own: a DNS-1123 label (at most 63 characters, lower-case letters, digits and '-', "
+    f"starting and ending with a letter or digit), {CLUSTER_NAMESPACES_TEXT}",
+)
+
 # A StatefulSet's pods carry the label controller-revision-hash=<name>-<10-char hash>,
-# and a label value is at most 63 characters, so the name itself must stay within 52.
+# and a label value is at most 63 characters, so the name itself must stay within 52. The name also names the
+# headless Service, which Kubernetes judges as a DNS-1035 label: it starts with a letter (walk7 A4: `7b-llm` was
+# valid here and refused by the API server after the RBAC and the claim were applied).
 JOB_NAME = Rule(
-    _dns_label(52),
-    "a DNS-1123 label of at most 52 characters (63 minus the 11 a StatefulSet adds for "
+    lambda v: _dns_label(52)(v) and v[:1].isalpha(),
+    "a DNS-1035 label of at most 52 characters (63 minus the 11 a StatefulSet adds for "
     "its controller-revision-hash label): lower-case letters, digits and '-', starting "
-    "and ending with a letter or digit (regex [a-z0-9]([-a-z0-9]*[a-z0-9])?)",
+    "with a letter (it names the Kubernetes Service: write llm-7b, not 7b-llm) and ending with a letter or digit "
+    "(regex [a-z]([-a-z0-9]*[a-z0-9])?)",
+)
+
+SERVICE_NAME = Rule(
+    lambda v: _dns_label(63)(v) and v[:1].isalpha(),
+    "a DNS-1035 label, as Kubernetes judges a Service's name: at most 63 characters, lower-case letters, digits "
+    "and '-', starting with a letter and ending with a letter or digit (regex [a-z]([-a-z0-9]*[a-z0-9])?)",
 )
 
 DNS_SUBDOMAIN = Rule(
@@ -180,7 +197,7 @@ APT_PACKAGE = Rule(
 # PEP 508 name with extras, pinned exactly (== or ===) or a direct reference (name @ url).
 PINNED_REQUIREMENT = Rule(
     _full(r"[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?(\[[A-Za-z0-9._, -]+\])?"
-          r"( *===? *[A-Za-z0-9.*+!_-]+| +@ +[^\s;]+)( *;[^\n]*)?"),
+          r"( *===? *[A-Za-z0-9.+!_-]+| +@ +[^\s;]+)( *;[^\n]*)?"),  # no `*`: 1.26.* is a range (walk8 A25)
     "a pinned pip requirement: name==version (e.g. transformers==4.57.1) or name @ URL",
 )
 
@@ -192,20 +209,51 @@ SLURM_NODES = Rule(
     "a Slurm node name such as gpu01, or a range of them such as gpu[01-04] or gpu[01-04,07]",
 )
 
+_HOST_FORM = _full(r"[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*"
+                   r"|[0-9a-fA-F:]*:[0-9a-fA-F:.]+")
 HOST = Rule(
-    _full(r"[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*"
-          r"|[0-9a-fA-F:]*:[0-9a-fA-F:.]+"),
-    "a host name (letters, digits, '-', dots) or an IP address, as each host knows itself, such as gpu01, "
+    lambda v: _HOST_FORM(v) and leading_zero_problem(v) is None,  # 010.0.0.1 is 8.0.0.1 to ssh (walk6 W46)
+    "a host name (letters, digits, '-', dots) or an IP address without leading zeros (ssh reads 010.0.0.1 as "
+    "octal 8.0.0.1), as each host knows itself, such as gpu01, "
     "gpu01.lab.example or 10.0.0.11; no user@ and no :port, which are ssh's (--host user@gpu01, --ssh-option "
     "Port=N, or a Host entry with Port N in ~/.ssh/config)",
 )
 
 
 
-def host_key(host: str) -> str:
-    """What makes two spellings one host: DNS names are case-insensitive and ``gpu01.`` is ``gpu01`` (the root's
-    dot). The spec's ``hosts`` and the cluster verbs' ``--host`` flags refuse a host listed twice by this key."""
-    return host.lower().rstrip(".")
+LOOPBACK_NAMES = ("localhost", "localhost.localdomain", "ip6-localhost", "ip6-loopback")
+
+
+def is_loopback_host(host: str) -> bool:
+    """``localhost`` (and its .localdomain, ip6- and *.localhost names), 127.0.0.0/8, ::1 or 0.0.0.0: a name that
+    means "this machine" on whichever machine reads it."""
+    import ipaddress
+
+    key = host_key(host.rpartition("@")[2])
+    if key in LOOPBACK_NAMES or key.endswith(".localhost"):
+        return True
+    try:
+        address = ipaddress.ip_address(key.strip("[]"))
+    except ValueError:
+        return False
+    return address.is_loopback or address.is_unspecified
+
+
+def loopback_problem(hosts) -> "tuple[int, str] | None":
+    """(index, the words) when a job of several hosts lists a loopback name: every other host would read it as
+    itself (node 0's is MASTER_ADDR: each node would wait for a master on its own loopback, walk7 A43); None
+    otherwise. One host alone may be this machine, and so may every host when all are loopback names (several
+    nodes on one machine, each reaching node 0 at its own loopback, which is this machine): only a list that mixes
+    a loopback name with other machines' names is wrong."""
+    if len(hosts) < 2 or all(is_loopback_host(str(host)) for host in hosts):
+        return None
+    for index, host in enumerate(hosts):
+        if is_loopback_host(str(host)):
+            role = ("node 0, whose address every node takes as MASTER_ADDR: each would wait for a master on its own "
+                    "loopback" if index == 0 else f"node {index}, which every other host would reach as itself")
+            return index, (f"{host!r} is a loopback name or address and names {role}; accepted: this machine's "
+                           "name or address on the training network (`hostname -f`, `ip -br addr`)")
+    return None
 
 
 def _slurm_time(value: str) -> bool:

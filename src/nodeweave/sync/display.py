@@ -16,6 +16,7 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from nodeweave.entrypoint.nodelists import ranges
 from nodeweave.errors import EnvironmentProblem, NodeweaveError
 from nodeweave.remote.kube import api_unreachable
 from nodeweave.remote import Remote
@@ -140,9 +141,9 @@ def _emit(document: dict, fmt: str) -> None:
     if fmt == "json":
         typer.echo(json.dumps(document, indent=2))
         return
-    import yaml
+    from nodeweave.yamltext import dump_yaml  # the renderers' dumper: a number-like string stays a string
 
-    typer.echo(yaml.safe_dump(json.loads(json.dumps(document)), sort_keys=False).rstrip())
+    typer.echo(dump_yaml(json.loads(json.dumps(document)), sort_keys=False).rstrip())
 
 
 def _title(req: SyncRequest) -> str:
@@ -164,12 +165,12 @@ def _raise_on_failure(req: SyncRequest, results: "list[TargetResult]") -> None:
     if cut_off and all(r in cut_off or str(r.error).startswith("not checked") for r in failed):  # one cause: exit 3
         said = [part for part in str(cut_off[0].error).split(" | ") if api_unreachable(part)] or [str(cut_off[0].error)]
         ending = EnvironmentProblem(f"the Kubernetes API cannot be reached ({said[0].strip()[:200]}): nothing "
-                                    f"synced to {', '.join(r.target.label for r in failed)}; check the kubeconfig "
+                                    f"synced to {ranges(r.target.label for r in failed)}; check the kubeconfig "
                                     "context (--kube-context) and that the cluster answers (`kubectl get pods`)")
     elif failed:
         ending = NodeweaveError(f"{len(failed)} of {len(results)} target(s) did not "
                                 f"{'match' if req.options.check else 'sync'}: "
-                                + ", ".join(r.target.label for r in failed))
+                                + ranges(r.target.label for r in failed))
     if ending is not None and req.options.dry_run:  # a dry run, as every verb's, notes what the real sync would
         typer.echo(f"nodeweave: note: the real sync would end with exit {ending.exit_code}: {ending}", err=True)
         for r in failed:  # meet, and exits 0
@@ -191,7 +192,8 @@ def as_document(req: SyncRequest, results: "list[TargetResult]", digest: "str | 
     return {
         "source": {"path": str(fileset.root), "files": len(fileset.files), "bytes": fileset.total_bytes,
                    "digest": digest, "commit": git.commit, "branch": git.branch,
-                   "held_back_secrets": fileset.held_back_secrets, "held_back_state": fileset.held_back_state},
+                   "held_back_secrets": fileset.held_back_secrets, "held_back_state": fileset.held_back_state,
+                   "held_back_checkpoints": fileset.held_back_checkpoints},
         "targets": [{"target": r.target.label, "status": r.status, "method": r.method, "group": r.group,
                      "relay": r.relay, "channel": r.channel,
                      "files": r.files, "bytes": r.bytes, "seconds": round(r.seconds, 3),

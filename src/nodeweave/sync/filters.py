@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from nodeweave.entrypoint import bounded
+from nodeweave.entrypoint.quoting import as_typed
 from nodeweave.errors import UsageError
 
 IGNORE_FILE = ".nodeweaveignore"
@@ -48,9 +49,15 @@ SECRET_EXCLUDES = (
     "id_rsa*", "id_dsa*", "id_ecdsa*", "id_ed25519*", ".netrc", ".git-credentials",
     ".pypirc", ".aws/", ".kube/", "kubeconfig", "*.kubeconfig", ".docker/",
     "credentials.json", "service-account*.json", ".htpasswd", ".nodeweave/*/job-token",
+    # the ML and cloud tools' own token stores (walk6 W69): a home's caches and configs, wherever they sit
+    ".gnupg/", ".password-store/", ".azure/", ".config/gcloud/", ".config/gh/hosts.yml", "huggingface/token",
+    "huggingface/stored_tokens", ".npmrc", ".vault-token", ".wandb_netrc", ".kaggle/", ".databrickscfg",
+    ".s3cfg", ".boto",
 )
 # nodeweave's own state, wherever it sits under SRC (the run folders come from build_filter's ``state``).
 STATE_EXCLUDES = (".nodeweave/",)
+# The rules that hold back what is not workspace (nodeweave's state, the job's saves) but yield to a ``!`` pattern.
+HELD_ORIGINS = ("state", "checkpoints")
 # Committed templates that the ".env.*" rule would otherwise hold back.
 SECRET_TEMPLATES = (".env.example", ".env.sample", ".env.template", ".env.dist")
 
@@ -135,6 +142,10 @@ class FileSet:
     total_bytes: int = 0
     held_back_secrets: "list[str]" = field(default_factory=list)
     held_back_state: "list[str]" = field(default_factory=list)  # nodeweave's own: .nodeweave/, run folders
+    held_back_checkpoints: "list[str]" = field(default_factory=list)  # the job's saves: recovery.checkpoint_dir
+    # nodeweave's state or the job's saves that a broad ``!`` pattern (``-x '!*'``) sends without naming them
+    # (walk8 A15): sent as asked, and said; ``-x '!runs/'`` names the folder, and is taken without a word.
+    swept_in: "list[tuple[str, str]]" = field(default_factory=list)  # (path/, the pattern as typed and where)
 
 
 class Filter:
@@ -166,9 +177,24 @@ class Filter:
                 return comp.rule
         return None
 
+    def held_back_by(self, relpath: str, is_dir: bool) -> "Rule | None":
+        """The first state or checkpoint rule matching ``relpath``: what would hold it back but for an earlier
+        ``!`` pattern."""
+        name = relpath.rsplit("/", 1)[-1]
+        for comp in self._compiled:
+            if comp.rule.origin not in HELD_ORIGINS or (comp.dir_only and not is_dir):
+                continue
+            if comp.regex.search(name if comp.basename_only else relpath):
+                return comp.rule
+        return None
+
     def excluded(self, relpath: str, is_dir: bool) -> bool:
         rule = self.match(relpath, is_dir)
         return rule is not None and rule.action == "-"
+
+    def checkpoint_folders(self) -> "list[str]":
+        """The job's checkpoint folders this list holds back (and keeps on the targets), as ``ckpt/``."""
+        return [rule.given for rule in self.rules if rule.origin == "checkpoints"]
 
     def rsync_args(self) -> "list[str]":
         return [rule.rsync_arg() for rule in self.rules]
@@ -189,9 +215,15 @@ class Filter:
                 st = entry.stat(follow_symlinks=False)
                 is_dir = stat.S_ISDIR(st.st_mode)
                 rule = self.match(rel, is_dir)
+                if rule is not None and rule.action == "+" and rule.given and entry.name not in rule.given \
+                        and self.held_back_by(rel, is_dir) is not None:
+                    spelt = f"-x {as_typed(rule.given)}" if rule.origin == "--exclude" else (
+                        f"{rule.origin}: {as_typed(rule.given)}")
+                    found.swept_in.append((rel + ("/" if is_dir else ""), spelt))
                 if rule is not None and rule.action == "-":
-                    if rule.origin in ("secret", "state"):
-                        held = found.held_back_secrets if rule.origin == "secret" else found.held_back_state
+                    held = {"secret": found.held_back_secrets, "state": found.held_back_state,
+                            "checkpoints": found.held_back_checkpoints}.get(rule.origin)
+                    if held is not None:
                         held.append(rel + ("/" if is_dir else ""))
                     continue
                 if is_dir:
@@ -205,6 +237,7 @@ class Filter:
         found.dirs.sort()
         found.held_back_secrets.sort()
         found.held_back_state.sort()
+        found.held_back_checkpoints.sort()
         return found
 
 
@@ -223,10 +256,10 @@ def refuse_nothing_to_send(src: Path, filt: Filter, fileset: FileSet) -> None:
         if rule is not None and rule.action == "-" and rule.given and rule not in mine:
             mine.append(rule)
     if mine:
-        said = ", ".join(f"{rule.origin} {rule.given!r}" for rule in mine[:3])
+        said = ", ".join(f"{rule.origin} {as_typed(rule.given)}" for rule in mine[:3])
         raise UsageError(f"{said} leave{'s' if len(mine) == 1 else ''} out every file of SRC {src}, so nothing "
                          "would be sent; name only what to leave out ('data/', '*.bin', '/outputs/')")
-    held = [*fileset.held_back_state, *fileset.held_back_secrets]
+    held = [*fileset.held_back_state, *fileset.held_back_checkpoints, *fileset.held_back_secrets]
     raise UsageError(f"SRC {src} holds no file to send" + (f" (held back: {', '.join(held[:5])})" if held else "")
                      + ": give the workspace folder (a sync of nothing, with --delete, would empty DEST)")
 
@@ -247,7 +280,7 @@ def gitignore_rules(lines: "list[str]", origin: str) -> "list[Rule]":
             line = line[1:]
         where = f"{origin}:{number}" if origin != "--exclude" else origin
         if "\n" in line or "\r" in line or line.strip("/") == "":
-            raise UsageError(f"{where}: pattern {raw.strip()!r} matches nothing useful; "
+            raise UsageError(f"{where}: pattern {as_typed(raw.strip())} matches nothing useful; "
                              "write a gitignore pattern such as 'data/' or '*.bin'")
         for pattern in _gitignore_to_rsync(line):
             rules.append(Rule(action, pattern, where, raw.strip()))
@@ -304,10 +337,13 @@ def _literal(path: str) -> str:
 
 
 def build_filter(src: Path, *, extra_excludes: "list[str]" = (), default_excludes: bool = True,
-                 include_secrets: bool = False, use_gitignore: bool = True, state: "list[str]" = ()) -> Filter:
+                 include_secrets: bool = False, use_gitignore: bool = True, state: "list[str]" = (),
+                 checkpoints: "list[str]" = ()) -> Filter:
     """The rule list for ``src``: stamp, secrets, --exclude, .nodeweaveignore, nodeweave's state (``.nodeweave/``
-    and ``state``: folders relative to ``src``, the run folders), git-ignored, defaults. The state rules follow
-    --exclude and .nodeweaveignore, so a ``!`` pattern there is the one explicit way to send them."""
+    and ``state``: folders relative to ``src``, the run folders), the job's checkpoint folder (``checkpoints``,
+    relative to ``src``: the nodes' saves, which a push must not overlay and ``--delete`` must not remove),
+    git-ignored, defaults. The state and checkpoint rules follow --exclude and .nodeweaveignore, so a ``!``
+    pattern there is the one explicit way to send them."""
     rules = [Rule("-", "/" + STAMP_FILE, "stamp"), Rule("-", "/" + CACHE_FILE, "stamp")]
     if not include_secrets:
         rules += [Rule("+", pattern, "secret-template") for pattern in SECRET_TEMPLATES]
@@ -327,6 +363,8 @@ def build_filter(src: Path, *, extra_excludes: "list[str]" = (), default_exclude
         rules += gitignore_rules(text.splitlines(), str(ignore_path))
     rules += [Rule("-", pattern, "state") for pattern in STATE_EXCLUDES]
     rules += [Rule("-", _literal(folder.strip("/")) + "/", "state") for folder in state]
+    rules += [Rule("-", _literal(folder.strip("/")) + "/", "checkpoints", folder.strip("/") + "/")
+              for folder in checkpoints]
     if use_gitignore:
         rules += [Rule("-", _literal(path), "gitignore") for path in git_ignored(src)]
     if default_excludes:

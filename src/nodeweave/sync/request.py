@@ -17,9 +17,11 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from nodeweave import remote
+from nodeweave.cluster.base import NothingToSend  # noqa: F401  (sync's outcome; a backend says it too: Slurm)
 from nodeweave.errors import EnvironmentProblem, NodeweaveError, UsageError
 from nodeweave.remote import discover
 from nodeweave.remote.names import check_dns_label, refuse
+from nodeweave.specpath import is_stream, spec_folder
 from nodeweave.sync.filters import FileSet, Filter, build_filter, refuse_nothing_to_send
 from nodeweave.sync.verify import GitInfo, git_info
 
@@ -105,7 +107,7 @@ class SyncRequest:
 
 
 def load_spec_if_present(path: Path):
-    if not path.is_file():
+    if not (path.is_file() or is_stream(path)):  # a pipe (`--spec <(...)`) is a spec too (W76)
         return None
     from nodeweave.spec import load_spec
 
@@ -115,22 +117,45 @@ def load_spec_if_present(path: Path):
 def resolve_src(src: "Path | None", spec, spec_path: Path) -> Path:
     """SRC: an existing directory, made absolute (default: the spec's workspace.host_path, else .)."""
     if src is None:
-        src = (spec_path.parent / spec.workspace.host_path) if spec else Path(".")
+        src = (spec_folder(spec_path) / spec.workspace.host_path) if spec else Path(".")
     if not src.is_dir():
         raise UsageError(f"SRC {str(src)!r} is not a directory: give the workspace folder to send")
     check_src(src)
+    refuse_state_src(src, spec_path)
     return src.resolve()
+
+
+def refuse_state_src(src: Path, spec_path: Path) -> None:
+    """SRC is never nodeweave's own state, nor a folder inside it: a ``.nodeweave/`` folder (cluster.json, each
+    job's token) or the run folders beside the spec. The rule that holds them back is judged on paths relative to
+    SRC, so giving the state folder itself as SRC turned it off and pushed the job token (walk7 A2)."""
+    from nodeweave.cluster.runfolder import RUNS
+
+    real = src.resolve()
+    if ".nodeweave" in real.parts:
+        state = Path(*real.parts[:real.parts.index(".nodeweave") + 1])
+        raise UsageError(f"SRC {str(src)!r} is not accepted ({real} is nodeweave's own state, {state}: the cluster "
+                         "record and the job's token, never workspace to send): give the project folder, which sync "
+                         "sends without its .nodeweave/ (--exclude '!.nodeweave/' is the explicit way to send it)")
+    runs = spec_folder(spec_path).resolve() / RUNS
+    if real == runs or runs in real.parents:
+        raise UsageError(f"SRC {str(src)!r} is not accepted ({real} is in the run folders {runs}, this machine's "
+                         "record of past runs and their variables, never workspace to send): give the project "
+                         "folder, or copy what the nodes need out of the run folder first")
 
 
 def check_src(src: Path) -> None:
     """SRC is a workspace folder: never ``/`` or a system folder (``/etc``, ``/usr``, ``/home``, ...), whose whole
-    tree would be walked and sent (and mirrored over DEST with --delete); the same folders DEST refuses."""
-    from nodeweave.remote.names import system_folder
+    tree would be walked and sent (and mirrored over DEST with --delete); nor a home itself or a credential folder,
+    whose keys and tokens would land on every node (walk6 W69): the same folders DEST refuses, judged as the
+    spec's workspace.host_path is (``shared_folder_problem``)."""
+    from nodeweave.remote.names import shared_folder_problem
 
     real = str(src.resolve())
-    if system_folder(real):
-        raise UsageError(f"SRC {str(src)!r} is not accepted ({real} is a system folder, whose whole tree would be "
-                         "sent): give the workspace folder to send, such as . or ~/project")
+    why = shared_folder_problem(real)
+    if why:
+        raise UsageError(f"SRC {str(src)!r} is not accepted ({why}): give the workspace folder to send, such as . "
+                         "or ~/project")
 
 
 def resolve_paths(src: "Path | None", dest: "str | None", spec, spec_path: Path) -> "tuple[Path, str]":
@@ -140,7 +165,7 @@ def resolve_paths(src: "Path | None", dest: "str | None", spec, spec_path: Path)
         if spec is None:
             raise UsageError("DEST is missing: give the absolute directory on the targets "
                              f"(or a spec, {spec_path}, whose workspace.path says it)")
-        dest = spec.workspace.path
+        return src.resolve(), remote.check_dest(spec.workspace.path, f"DEST (workspace.path of {spec_path})")
     return src.resolve(), remote.check_dest(dest, home=True)
 
 
@@ -168,6 +193,7 @@ def resolve_targets(args: TargetArgs, spec) -> "list[remote.Remote]":
     found = [remote.parse_target(t, **where) for t in args.to]
     if args.hosts_file is not None:
         found += discover.read_hosts_file(args.hosts_file, options=args.options)
+    remote.refuse_same_host(found)
     if args.selector is not None:
         found += discover.pods_by_selector(args.selector, kind=kind, **where)
     elif args.statefulset is not None:
@@ -192,7 +218,7 @@ def resolve_targets(args: TargetArgs, spec) -> "list[remote.Remote]":
 
 
 def recorded_cluster(spec, spec_path: Path, given=None, fallback: bool = True, dry_run: bool = False,
-                     typed=None, src: "Path | None" = None, dest: "str | None" = None):
+                     typed=None, src: "Path | None" = None, dest: "str | None" = None, choose=None):
     """(remotes, folder) of the cluster ``-t/--target`` names (``given``, ClusterOptions), else the one
     ``nodeweave up`` recorded for this job (.nodeweave/cluster.json), else the spec's default cluster, as
     every verb picks it (``spec_default``; ``fallback`` False: None instead); None without a spec. The third item:
@@ -207,7 +233,7 @@ def recorded_cluster(spec, spec_path: Path, given=None, fallback: bool = True, d
 
     saved = load_state(spec_path, spec.name)
     if given is not None:
-        saved = given.merged(saved)
+        saved = given.with_hosts_file_read().merged(saved)
     if saved.target is None and not fallback:
         return None
     saved = spec_default(saved, spec).checked()
@@ -219,9 +245,11 @@ def recorded_cluster(spec, spec_path: Path, given=None, fallback: bool = True, d
     refuse_foreign(backend)  # another folder's job of the same name is not this one's to sync into
     mounted = mounted_dest(backend, src, dest or spec.workspace.path) if src is not None else None
     try:
-        found = backend.sync_targets()
         if mounted:  # nothing to send, but a machine without the target's engine still says so first
+            _require_mounted_up(backend, choose)
             backend.check_tools()
+        else:
+            found = backend.sync_targets()
     except EnvironmentProblem as err:  # not up, or the platform does not answer: exit 3 ...
         if not dry_run:
             raise
@@ -233,6 +261,20 @@ def recorded_cluster(spec, spec_path: Path, given=None, fallback: bool = True, d
     if mounted:
         raise NothingToSend(mounted)
     return (*found, ())
+
+
+def _require_mounted_up(backend, choose) -> None:
+    """Exit 3 when a node ``--node`` picked (every node without it) is not up, its hint leaving ``sync`` out: the nodes
+    mount SRC, so nothing is ever to be synced there (walk6, W27: the hint said `up --hold`, then `sync`, then `run`,
+    and named node-0 for ``--node 1``)."""
+    from nodeweave.cluster.base import MOUNTED_SYNC
+    from nodeweave.cluster.onbackend import require_up
+
+    nodes = backend.nodes()
+    if choose is not None:
+        picked = choose([node.remote for node in nodes])
+        nodes = [node for node in nodes if node.remote in picked]
+    require_up(backend, nodes, MOUNTED_SYNC)
 
 
 def mounted_dest(backend, src: Path, dest: str) -> "str | None":
@@ -256,13 +298,6 @@ def mounted_dest(backend, src: Path, dest: str) -> "str | None":
     return None
 
 
-class NothingToSend(Exception):
-    """The nodes already see SRC at DEST (a bind mount of it): sync says so and exits 0, moving nothing; ``notes``:
-    what a dry run found first (the cluster is not up)."""
-
-    def __init__(self, said: str, notes: "tuple[str, ...]" = ()):
-        super().__init__(said)
-        self.notes = notes
 
 
 def hosts_workspace(spec, recorded, found) -> str:
@@ -281,11 +316,28 @@ def run_folders(src: Path, spec_path: Path) -> "list[str]":
     the workstation's record of past runs, never workspace to send (W10)."""
     from nodeweave.cluster.runfolder import RUNS
 
-    runs = spec_path.resolve().parent / RUNS
+    runs = spec_folder(spec_path) / RUNS
     try:
         return [runs.relative_to(src).as_posix()]
     except ValueError:
         return []
+
+
+def checkpoint_folders(spec) -> "list[str]":
+    """The job's checkpoint folder (``recovery.checkpoint_dir``) relative to the workspace, when it lies in it: the
+    nodes' saves there are the job's, never workspace to send, so a push does not lay a stale local save over
+    them and ``--delete`` keeps them (W56: only the literal ``checkpoints/`` was held back)."""
+    import posixpath
+
+    if spec is None or not spec.recovery.checkpoint_dir:
+        return []
+    folder = posixpath.normpath(spec.recovery.checkpoint_dir)
+    inside = posixpath.normpath(spec.workspace.path)
+    if folder.startswith("/"):
+        if not folder.startswith(inside.rstrip("/") + "/"):
+            return []  # on a volume of its own or in the container's layer: no part of the workspace
+        folder = posixpath.relpath(folder, inside)
+    return [] if folder == "." or folder.startswith("../") or folder == ".." else [folder]
 
 
 def build_request(src: "Path | None", dest: "str | None", targets: TargetArgs, filters: FilterArgs,
@@ -304,15 +356,18 @@ def build_request(src: "Path | None", dest: "str | None", targets: TargetArgs, f
     if cluster is not None and spec is None:
         raise UsageError(f"--target names the cluster of a spec, and {spec_path} is not there: give --spec, or name "
                          "the targets with --node KIND:NAME")
+    if options.delete and not options.check and src is not None and dest is None:
+        refuse_delete_into_a_default(src, spec)
     src = resolve_src(src, spec, spec_path)
-    if dest is None and spec is None:
-        resolve_paths(src, dest, spec, spec_path)  # names the missing DEST
+    if dest is None:
+        resolve_paths(src, dest, spec, spec_path)  # names the missing DEST, or the spec's workspace.path sync refuses
     dest = remote.check_dest(dest, home=True) if dest is not None else None
     filt = build_filter(src, extra_excludes=list(filters.excludes), default_excludes=filters.default_excludes,
                         include_secrets=filters.include_secrets, use_gitignore=filters.gitignore,
-                        state=run_folders(src, spec_path))
+                        state=run_folders(src, spec_path),
+                        checkpoints=checkpoint_folders(spec or _spec_beside(spec_path)))
     recorded = recorded_cluster(spec, spec_path, cluster, fallback=not targets.explicit, dry_run=options.dry_run,
-                                typed=None if targets.explicit else typed, src=src, dest=dest)
+                                typed=None if targets.explicit else typed, src=src, dest=dest, choose=choose)
     notes = recorded[2] if recorded and not targets.explicit else ()
     if recorded and not targets.explicit:
         found = recorded[0]
@@ -325,6 +380,11 @@ def build_request(src: "Path | None", dest: "str | None", targets: TargetArgs, f
     elif dest is None and recorded and not targets.explicit:
         dest = recorded[1]
     _, dest = resolve_paths(src, dest, spec, spec_path)
+    if options.delete and not options.check:
+        from nodeweave.spec.model import Workspace
+
+
+        remote.check_delete_dest(dest, (spec.workspace if spec is not None else Workspace()).path)
     if dest.startswith("~/") and any(t.kind != "ssh" for t in found):
         raise UsageError(f"DEST {dest!r} is not accepted for {', '.join(t.label for t in found if t.kind != 'ssh')}: "
                          "~/FOLDER is for ssh hosts only (each host's home); a container or pod needs an absolute "
@@ -339,7 +399,21 @@ def build_request(src: "Path | None", dest: "str | None", targets: TargetArgs, f
     refuse_nothing_to_send(src, filt, fileset)
     return SyncRequest(src=src, dest=dest, targets=tuple(found), fileset=fileset, filt=filt,
                        options=replace(options, shared=shared, relay=relay), git=git_info(src), notes=notes,
-                       left_out=spec_files_left_out(spec or _spec_beside(spec_path), spec_path, src, filt, fileset))
+                       left_out=spec_files_left_out(spec or _spec_beside(spec_path), spec_path, src, filt, fileset,
+                                                     checking=options.check))
+
+
+def refuse_delete_into_a_default(src: Path, spec) -> None:
+    """``--delete`` with SRC typed and DEST not: refused (exit 2), before any target is asked. A destructive flag
+    never acts on a folder the user did not type: ``sync $SRC /data/x --delete`` with ``SRC`` unset reached
+    nodeweave as ``sync /data/x --delete``, read /data/x as SRC and mirrored it over the spec's workspace on every
+    node (walk7 A51). With neither typed, SRC and DEST are the spec's own pair (workspace.host_path to
+    workspace.path: ``make sync SYNC_ARGS=--delete``), which is taken."""
+    default = f"the spec's workspace.path, {spec.workspace.path}" if spec is not None else "the spec's workspace.path"
+    raise UsageError(f"sync --delete with SRC {str(src)!r} and no DEST: DEST would be the default ({default}), which "
+                     "was not typed, and --delete never empties a folder nodeweave chose; accepted: DEST given too "
+                     f"(`nodeweave sync {src} DEST --delete`), or neither SRC nor DEST for the spec's own pair; if "
+                     f"{src} was meant as DEST, SRC is missing (an unset variable? quote it: \"$SRC\")")
 
 
 def _spec_beside(spec_path: Path):
@@ -354,14 +428,16 @@ def _spec_beside(spec_path: Path):
         return None
 
 
-def spec_files_left_out(spec, spec_path: Path, src: Path, filt: Filter, fileset: FileSet) -> "tuple[str, ...]":
+def spec_files_left_out(spec, spec_path: Path, src: Path, filt: Filter, fileset: FileSet,
+                        checking: bool = False) -> "tuple[str, ...]":
     """A note for each file the spec's job needs (``launcher.script``, ``image.requirements``) that is in SRC but
-    that a rule leaves out, naming the rule: the nodes would run an old copy or none (W66)."""
+    that a rule leaves out, naming the rule: the nodes would run an old copy or none (W66); with ``checking``
+    (``--check``, which sends nothing), it is left out of the comparison."""
     if spec is None:
         return ()
     wanted = {"launcher.script": src / spec.launcher.script}
     if spec.image.requirements:
-        wanted["image.requirements"] = spec_path.resolve().parent / spec.image.requirements
+        wanted["image.requirements"] = spec_folder(spec_path) / spec.image.requirements
     notes = []
     for field_name, path in wanted.items():
         try:
@@ -374,8 +450,9 @@ def spec_files_left_out(spec, spec_path: Path, src: Path, filt: Filter, fileset:
         rule = next((r for r in (filt.match("/".join(parts[:i + 1]), i < len(parts) - 1) for i in range(len(parts)))
                      if r is not None and r.action == "-"), None)
         by = f"{rule.origin} {(rule.given or rule.pattern)!r}" if rule is not None else "a rule"
-        notes.append(f"{by} leaves out {field_name} {rel}: the nodes would have an old copy or none; "
-                     f"re-include it ('!{rel}')")
+        why = ("--check does not compare it, so an old copy or none on the nodes goes unseen" if checking else
+               "the nodes would have an old copy or none")
+        notes.append(f"{by} leaves out {field_name} {rel}: {why}; re-include it ('!{rel}')")
     return tuple(notes)
 
 

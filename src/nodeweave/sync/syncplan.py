@@ -38,6 +38,8 @@ class SyncWork:
     dirty: bool
     held_back_secrets: Tuple[str, ...]
     held_back_state: Tuple[str, ...]
+    held_back_checkpoints: Tuple[str, ...]
+    swept_in: Tuple[Tuple[str, str], ...]
     agent: str
     options: SyncOptions
 
@@ -53,11 +55,14 @@ def sync_plan(req: SyncRequest) -> Plan:
     work = SyncWork(src=str(req.src), dest=req.dest, files=len(req.fileset.files), bytes=req.fileset.total_bytes,
                     commit=git.commit, branch=git.branch, dirty=bool(git.dirty),
                     held_back_secrets=tuple(req.fileset.held_back_secrets),
-                    held_back_state=tuple(req.fileset.held_back_state), agent=PROGRAM_ID, options=options)
+                    held_back_state=tuple(req.fileset.held_back_state),
+                    held_back_checkpoints=tuple(req.filt.checkpoint_folders()),
+                    swept_in=tuple(req.fileset.swept_in), agent=PROGRAM_ID, options=options)
     verb = "compare" if options.check else "push"
     what = (f"{verb} {work.files:,} file(s), {work.bytes / 2**20:.1f} MiB from {work.src} to {work.dest} on "
             f"{len(nodes)} target(s) at once"
-            + (", and delete on each target what SRC lacks (excluded and held-back paths are kept there)"
+            + (", and delete on each target what SRC lacks (excluded and held-back paths are kept there; nothing "
+                  "where DEST is a mount point: each agent checks first)"
                if options.delete and not options.check else "")
             + f": one agent exec each ({AGENT}: the agent's program, id {PROGRAM_ID})"
             + ("" if options.check else "; each target's answer decides what it is sent and how")
@@ -68,11 +73,20 @@ def sync_plan(req: SyncRequest) -> Plan:
 
 
 def held_back(work: SyncWork) -> str:
-    """What the plan's first line says is left out on purpose: nodeweave's own state and credential-like files."""
+    """What the plan's first line says is left out on purpose: the job's checkpoints, nodeweave's own state and
+    credential-like files."""
     said = ""
+    if work.held_back_checkpoints:
+        said += (f"; held back as the job's checkpoints (recovery.checkpoint_dir), neither sent nor deleted on the "
+                 f"targets: {_few(work.held_back_checkpoints)}")
     if work.held_back_state:
         said += (f"; held back as nodeweave's own state: {_few(work.held_back_state)} (a `-x '!runs/'` pattern "
                  "sends such a folder anyway)")
+    if work.swept_in:
+        patterns = ", ".join(dict.fromkeys(spelt for _, spelt in work.swept_in))
+        said += (f"; sent although nodeweave's own state or the job's checkpoints, as {patterns} re-include{'s' if ', ' not in patterns else ''} "
+                 f"them without naming them: {_few(tuple(path for path, _ in work.swept_in))} (name what to "
+                 "re-include instead, or `-x '!runs/'` to send such a folder on purpose)")
     if work.held_back_secrets:
         said += (f"; held back as credential-like: {_few(work.held_back_secrets)}"
                  + ("" if work.options.check else " (--include-secrets sends them)"))

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from nodeweave.errors import NodeweaveError
+from nodeweave.usertext import as_bytes
 from nodeweave.sync.node import digest as digest_module
 from nodeweave.sync.node.digest import tree_digest
 from nodeweave.sync.filters import FileSet
@@ -27,7 +28,7 @@ from nodeweave.sync.filters import FileSet
 
 def local_cache_path(root: Path) -> Path:
     base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    return base / "nodeweave" / "sync" / (hashlib.sha256(str(root).encode()).hexdigest()[:16] + ".json")
+    return base / "nodeweave" / "sync" / (hashlib.sha256(as_bytes(root)).hexdigest()[:16] + ".json")
 
 
 def local_digests(fileset: FileSet) -> "dict[str, str]":

@@ -21,6 +21,7 @@ from nodeweave.cli.habits.conflicts import refuse_conflicts
 from nodeweave.cli.habits.output import refuse_folder_spellings
 from nodeweave.cli.habits.spec_path import SPEC_ENV, SPEC_NAME, find_spec  # noqa: F401 (verbs import them here)
 from nodeweave.cli.habits.repeats import refuse_repeats, refuse_said_twice
+from nodeweave.cli.habits.swallowed import refuse_swallowed_flags
 
 
 def plain_placeholders(params, ctx):
@@ -116,6 +117,7 @@ class NodeweaveCommand(TyperCommand):
 
     def parse_args(self, ctx, args):
         given = list(args)  # click's parser consumes the list
+        refuse_swallowed_flags(self, ctx.command_path, given)  # first: every later check pairs options and values
         refuse_both_sides(self, given)
         refuse_said_twice(self, given)
         refuse_folder_spellings(self, given)

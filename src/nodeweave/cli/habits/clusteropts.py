@@ -15,6 +15,7 @@ from typing import List, Optional, Tuple
 
 import typer
 
+from nodeweave.entrypoint.nodelists import ranges
 from nodeweave.cli.habits.base import spec_option
 from nodeweave.cli.habits.output import complete_from
 
@@ -100,18 +101,22 @@ def note_local_home(flag: str, value: str) -> None:
                    f"for an unquoted ~; for each host's own home write {flag} '~/{below}' (quoted)", err=True)
 
 
-def open_cluster(spec_path: Path, given, dry_run: bool = False, for_up: bool = False, extra=None, judge=None):
+def open_cluster(spec_path: Path, given, dry_run: bool = False, for_up: bool = False, extra=None, judge=None,
+                 judge_backend=None):
     """(spec, backend, checked options): flags, else what ``up`` remembered for this job, else defaults.
 
-    Outside a dry run, a machine without the target's tool (engine, kubectl, ssh) is refused here,
-    with exit 3, before anything is announced, written or started. What the job's names point at on the
+    Outside a dry run, a machine without the target's tool (engine, kubectl, ssh), or a platform that cannot be
+    asked at all (kubectl reaches no cluster), is refused here, with exit 3, before anything is announced, written
+    or started: the words the dry run's note foretells (``first_refusal``). What the job's names point at on the
     platform is read (a dry run too: reading changes nothing) and refused, exit 3, when another folder's
     ``up`` made it (nodeweave.cluster.identity); a real ``up`` records what it makes (``remember_up``) once its
     own flags are judged. A flag given that does nothing for the chosen target is refused (``refuse_idle_flags``;
     ``extra``: the verb's own flags that are for some targets by name) before any value is judged or
     --hosts-file read: that a flag does nothing is the first thing wrong with it (walk5 W18). ``judge(spec)``: the
     verb's own words checked against the spec before the tools are asked for, so a mistake is exit 2 whatever the
-    machine has.
+    machine has; ``judge_backend(backend)`` the same for words judged on the target (up's --hold, --image).
+    Another job's damaged record of this folder is noted after those judgements and before the tools are asked
+    for, so a machine without them still names it (the README's test command runs with no engine or kubectl).
     """
     from nodeweave.cluster import open_backend
     from nodeweave.cluster.onbackend import refuse_foreign
@@ -136,12 +141,17 @@ def open_cluster(spec_path: Path, given, dry_run: bool = False, for_up: bool = F
     if judge is not None:
         judge(spec)
     backend = open_backend(spec, spec_path, checked)
+    if judge_backend is not None:
+        judge_backend(backend)
+    for line in unreadable_records(spec_path, spec.name):  # what is wrong here is said before the machine is asked
+        typer.echo(f"nodeweave: note: {line}", err=True)
     if not dry_run and (for_up or not backend.recorded_nothing()):
-        backend.check_tools()  # a job nothing is recorded of is said as not up, not judged by the tools it would use
+        # a job nothing is recorded of is said as not up, not judged by the tools it would use
+        refused = first_refusal(backend)  # what its dry run notes as "the real VERB would end with exit 3"
+        if refused is not None:
+            raise refused
     refuse_foreign(backend)
     backend.renamed = tuple(renamed_line(made, spec, spec_path) for made in renamed_jobs(spec, spec_path))
-    for line in unreadable_records(spec_path, spec.name):
-        typer.echo(f"nodeweave: note: {line}", err=True)
     return spec, backend, checked
 
 
@@ -161,11 +171,11 @@ def _spec_hosts(options, spec):
 
     if not options.hosts:
         return replace(options, hosts=tuple(spec.hosts), target=options.target or "hosts")
-    from nodeweave.spec.rules import host_key
+    from nodeweave.entrypoint.hostport import host_key
 
     named = [h.rpartition("@")[2] for h in options.hosts]
     if [host_key(h) for h in named] != [host_key(h) for h in spec.hosts]:
-        raise UsageError(f"--host names {', '.join(named)} but the spec's hosts are {', '.join(spec.hosts)} (node 0 "
+        raise UsageError(f"--host names {ranges(named)} but the spec's hosts are {ranges(spec.hosts)} (node 0 "
                          "first; compose/hosts gives each its rank): give the same hosts in the same order, "
                          "as user@host if you like, or none")
     return options
@@ -235,18 +245,29 @@ def show_plan(plan, fmt: str, backend=None, nodes=None, verb: str = "") -> None:
         typer.echo(line)
 
 
+def first_refusal(backend):
+    """What every real verb of ``backend`` refuses with before it writes, announces or starts anything (exit 3),
+    and what its dry run notes instead: this machine lacks the target's tool, or the platform cannot be asked at
+    all (kubectl reaches no cluster: replay N1, where the real ``down`` wrote its tree and failed on the delete).
+    None: neither."""
+    from nodeweave.errors import EnvironmentProblem
+
+    try:
+        backend.check_tools()
+    except EnvironmentProblem as err:
+        return err
+    unreached = backend.reach_problem()
+    return EnvironmentProblem(unreached) if unreached else None
+
+
 def would_fail(backend, nodes, verb: str) -> "list[str]":
     """What the real ``verb`` would refuse with (exit 3), asking only what a dry run may read; empty: nothing."""
     from nodeweave.cluster.onbackend import down_line
     from nodeweave.errors import EnvironmentProblem, NodeweaveError
 
-    try:
-        backend.check_tools()
-    except EnvironmentProblem as err:
-        return [f"the real {verb} would end with exit 3: {err}"]
-    unreached = backend.reach_problem()
-    if unreached:
-        return [f"the real {verb} would end with exit 3: {unreached}"]
+    refused = first_refusal(backend)
+    if refused is not None:
+        return [f"the real {verb} would end with exit 3: {refused}"]
     if not nodes:
         return []
     try:
@@ -255,7 +276,9 @@ def would_fail(backend, nodes, verb: str) -> "list[str]":
         line = str(err)
     except NodeweaveError as err:  # it answered with an error (a scheduler with no controller): a note, no verdict
         return [f"whether the nodes are up could not be asked: {err}"]
-    return [f"the real {verb} would end with exit 3: {line}"] if line else []
+    if line:
+        return [f"the real {verb} would end with exit 3: {line}"]
+    return [f"whether the nodes are up could not be asked: {backend.unanswered}"] if backend.unanswered else []
 
 
 def cluster_nodes(backend, spec, dry_run: bool = False):

@@ -39,6 +39,8 @@ IDLE_WITH: Dict[Tuple[str, str], str] = {
     ("--compress", "--tar"): "--tar never runs rsync, and -z is rsync's compression",
     ("--relay", "--check"): "--check moves nothing to relay",
     ("--shared", "--check"): "--check writes nothing, and compares every target",
+    ("--method", "--check"): "--check moves nothing, so no way of sending is used",  # walk7 A25
+    ("--tar", "--check"): "--check moves nothing, so no way of sending is used",
     # top and dashboard: --url reads that address, so nothing that picks or reaches a node of the cluster is used
     ("--node", "--url"): "--url reads the picture there, not from a node of the cluster",
     ("--timeout", "--no-wait"): "--timeout is how long up waits for the nodes, and --no-wait does not wait",

@@ -12,11 +12,13 @@ from __future__ import annotations
 import difflib
 import os
 import re
+from pathlib import Path
 from typing import List, Sequence, Tuple
 
 import typer
 
 from nodeweave.cli.habits.base import NodeweaveCommand
+from nodeweave.entrypoint.planning import launcher_options
 from nodeweave.errors import UsageError
 
 COMMAND_PARAM = "command"
@@ -135,9 +137,11 @@ class CommandAfterDashes(NodeweaveCommand):
         return []
 
 
-def launcher_command(command: Sequence[str], launcher: str, verb: str = "nodeweave run") -> Tuple[List[str], str]:
+def launcher_command(command: Sequence[str], launcher: str, verb: str = "nodeweave run",
+                     workspace: "Path | None" = None) -> Tuple[List[str], str]:
     """(the script and its args for a launcher of type ``launcher``, from what the user typed; the note saying what
-    was changed in it, or "").
+    was changed in it, or ""). ``workspace``: this machine's workspace folder, where a bare script name is looked
+    for (the current folder when not given); a bare name that is none of its files is a program (walk7 A30).
 
     ``python train.py ...`` is understood (the launcher runs the script with the image's Python), and said: a
     command is never changed silently (walk5, W29); a launcher's own name (``torchrun ...``, ``python -m
@@ -162,34 +166,45 @@ def launcher_command(command: Sequence[str], launcher: str, verb: str = "nodewea
         if rest[:1] and rest[0] in SUB_COMMANDS.get(head, ()):  # `accelerate launch ...`: the sub-command
             rest = rest[1:]
         _refuse_launcher(words, launcher, verb, rest, LAUNCHER_OF[head])
+    from nodeweave.entrypoint.planning.consistency import is_a_program, program_problem
+
+    here = workspace if workspace is not None else Path.cwd()
+    if is_a_program(words[0], lambda word: (here / word).is_file()):
+        import shlex
+
+        raise UsageError(program_problem(launcher, words[0], verb,
+                                         f"--launcher command ({verb} --launcher command -- {shlex.join(words)})"))
     return words, ""
 
 
-_REFERENCE = re.compile(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?")
+# A variable's name as a shell or a template would spell a reference to it: $LR, ${LR}, $(LR), {LR}, {{LR}},
+# {{ LR }}, %LR%. None of them is expanded on the nodes (walk6 W11: only the shell's spellings were noted).
+_NAME = r"([A-Za-z_][A-Za-z0-9_]*)"
+_REFERENCE = re.compile("|".join((rf"\$\{{{_NAME}\}}", rf"\$\({_NAME}\)", rf"\${_NAME}", rf"\{{\{{\s*{_NAME}\s*\}}\}}",
+                                  rf"\{{{_NAME}\}}", rf"%{_NAME}%")))
+
+
+def _referenced(match) -> str:
+    return next(group for group in match.groups() if group)
 
 
 def unexpanded_note(command: Sequence[str], variables: Sequence[str]) -> str:
-    """The note for ``$NAME``/``${NAME}`` in the command after ``--``, where NAME is a variable this run sets (a
-    ``--sweep`` or ``-e``): no shell reads the command on the nodes, so the script gets the text as typed; "" for
-    none. A sweep of a script's own flag (``--lr '$LR'``) is the first thing an argparse user tries (walk5, W1)."""
-    named = [m.group(0) for word in command for m in _REFERENCE.finditer(word) if m.group(1) in set(variables)]
+    """The note for ``$NAME``, ``${NAME}`` or a template's ``{NAME}``, ``{{NAME}}``, ``%NAME%`` in the command after
+    ``--``, where NAME is a variable this run sets (a ``--sweep`` or ``-e``): no shell or template reads the command
+    on the nodes, so the script gets the text as typed; "" for none. A sweep of a script's own flag (``--lr '$LR'``) is the first thing an argparse user tries (walk5, W1)."""
+    named = [m.group(0) for word in command for m in _REFERENCE.finditer(word) if _referenced(m) in set(variables)]
     if not named:
         return ""
-    first = _REFERENCE.match(named[0]).group(1)
-    return (f"{', '.join(dict.fromkeys(named))} in the command reaches the script as typed: no shell reads the "
-            f"command on the nodes; {first} is in each node's environment (the -e value, or each sweep point's): "
+    first = _referenced(_REFERENCE.match(named[0]))
+    return (f"{', '.join(dict.fromkeys(named))} in the command reaches the script as typed: no shell or template "
+            f"reads the command on the nodes; {first} is in each node's environment (the -e value, or each sweep point's): "
             f"read it in the script (os.environ['{first}'], e.g. as the flag's default), or run it through a shell: --launcher "
             f"command -- sh -c '... \"${first}\"' (docs/cluster.md, \"--sweep and --metric\")")
 
 
-# A launcher option nodeweave sets itself, and where its value goes instead: a flag of `nodeweave run`,
-# or a spec field (spellings of torchrun, deepspeed and accelerate; see planning/launcher_options.py).
-RUN_FLAGS = {"--nproc-per-node": "--nproc-per-node", "--nproc_per_node": "--nproc-per-node",
-             "--num_gpus": "--nproc-per-node", "--nnodes": "--nodes", "--num_nodes": "--nodes",
-             "--num_machines": "--nodes", "--num-machines": "--nodes"}
-SPEC_FIELDS = {"--master-port": "launcher.master_port", "--master_port": "launcher.master_port",
-               "--main_process_port": "launcher.master_port", "--main-process-port": "launcher.master_port",
-               "--max-restarts": "launcher.max_restarts", "--max_restarts": "launcher.max_restarts"}
+# A launcher option nodeweave sets itself, and where its value goes instead: a flag of `nodeweave run`
+# (planning/launcher_options.py's table), or a spec field.
+RUN_FLAGS = launcher_options.RUN_FLAGS
 
 
 def _refuse_launcher(words: List[str], launcher: str, verb: str, rest: List[str], typed: str) -> None:
@@ -207,8 +222,8 @@ def _refuse_launcher(words: List[str], launcher: str, verb: str, rest: List[str]
         shown = f"{name} {value}".strip()
         if name in RUN_FLAGS and value.isdigit() and verb == "nodeweave run":
             flags += [RUN_FLAGS[name], value]
-        elif name in SPEC_FIELDS:
-            notes.append(f"{shown} is the spec's {SPEC_FIELDS[name]}")
+        elif _spec_field(words[0], name):
+            notes.append(f"{shown} is the spec's {_spec_field(words[0], name)}")
         elif name in RUN_FLAGS or clash(os.path.basename(words[0]), name, _taken(words[0])):
             notes.append(f"{shown} is set by nodeweave from its plan (leave it out)")
         else:
@@ -219,6 +234,13 @@ def _refuse_launcher(words: List[str], launcher: str, verb: str, rest: List[str]
     raise UsageError(f"`{' '.join(words[:2])} ...`: nodeweave starts {launcher} itself on every node (rank, master "
                      f"and node count from its plan); give only the script: `{command}`"
                      + "".join(f"; {note}" for note in notes))
+
+
+def _spec_field(word: str, name: str):
+    """The spec field that sets launcher option ``name`` (``launcher_options``' table, any spelling), or None."""
+    own = launcher_options.clash(os.path.basename(word), name, _taken(word))
+    field = launcher_options.own_option_field(own) if own else ""
+    return field if field and ":" not in field else None
 
 
 def _taken(word: str):

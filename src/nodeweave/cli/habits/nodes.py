@@ -19,6 +19,7 @@ from typing import List, Sequence, Tuple
 import typer
 
 from nodeweave.errors import UsageError
+from nodeweave.entrypoint.nodelists import ranges
 
 NODE_HELP = ("Only these nodes (repeat, or a list): an index 1, a range 0,2-3, a node's name (node-1, its "
              "container, pod or host), or its address KIND:NAME as `status` shows it (podman:llama-0, pod:llama-0, "
@@ -71,8 +72,8 @@ def _indices(word: str, nodes: Sequence) -> List[int]:
     """The node indices ``word`` picks; a miss (an index, range or name) lists the nodes with their addresses."""
     last = len(nodes) - 1
     span = f"0..{last}" if nodes else "none (the cluster has no nodes)"
-    known = ", ".join(f"{n.name} ({n.remote.label})" if getattr(n, "remote", None) else n.name
-                      for n in nodes) or "none"
+    known = ranges(f"{n.name} ({n.remote.label})" if getattr(n, "remote", None) else n.name
+                   for n in nodes) or "none"
     if word.isdigit():
         low = high = int(word)
     elif _RANGE.match(word):
@@ -80,7 +81,7 @@ def _indices(word: str, nodes: Sequence) -> List[int]:
         if low > high:
             raise UsageError(f"--node {word}: a range runs low to high, e.g. {high}-{low}")
     else:
-        found = [n.index for n in nodes if word in _names(n)]
+        found = [n.index for n in nodes if word in _names(n) or _same_host(word, n)]
         if not found:
             raise UsageError(f"--node {word!r} names no node of this cluster: an index ({span}), a range "
                              f"(0,2-3), a name or an address; the nodes: {known}")
@@ -92,7 +93,37 @@ def _indices(word: str, nodes: Sequence) -> List[int]:
 
 def _names(node) -> Tuple[str, ...]:
     remote = node.remote
-    return (node.name, remote.label, remote.name, getattr(remote, "host", remote.name))
+    return (node.name, remote.label, remote.name, getattr(remote, "host", remote.name), *_pod_addresses(remote))
+
+
+# Every kind a pod is written with: the help's own example is pod:llama-0, and oc:/kubectl: name the same pod.
+POD_KINDS = ("pod", "k8s", "kube", "kubectl", "oc", "openshift")
+
+
+def _pod_addresses(remote) -> Tuple[str, ...]:
+    """A pod's addresses as users type them (walk7 A41: only ``pod:NS/NAME[CONTAINER]``, status's column, was
+    taken): any pod kind, with or without its namespace, with or without its container."""
+    if not getattr(remote, "namespaced", False):
+        return ()
+    where = [remote.name] + ([f"{remote.namespace}/{remote.name}"] if remote.namespace else [])
+    container = getattr(remote, "container", None)
+    tails = where + ([f"{w}[{container}]" for w in where] if container else [])
+    return tuple(f"{kind}:{tail}" for kind in POD_KINDS for tail in tails)
+
+
+def _same_host(word: str, node) -> bool:
+    """Whether ``word`` names the host of a node reached over ssh as ``up`` compares hosts (``hostport.host_key``: case,
+    a trailing dot; a ``user@`` is the login, not the host), ``ssh:HOST`` whatever engine runs there (walk7 A27:
+    ``GPU01``, ``gpu01.``, ``root@gpu01`` and ``ssh:gpu01`` named no node of a docker-engine hosts target)."""
+    from nodeweave.entrypoint.hostport import host_key
+
+    host = getattr(node.remote, "ssh_host", None)
+    if not host:
+        return False
+    bare = word[len("ssh:"):] if word.startswith("ssh:") else word
+    if ":" in bare or "/" in bare:
+        return False
+    return host_key(bare.rpartition("@")[2]) == host_key(host.rpartition("@")[2])
 
 
 def pick_nodes(nodes: Sequence, wanted: Sequence[str]) -> List:

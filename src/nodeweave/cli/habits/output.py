@@ -7,6 +7,7 @@ on stdout, notes on stderr), so scripts can rely on ``-o json`` anywhere it is o
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import typer
@@ -33,9 +34,9 @@ def emit(data, output: str) -> bool:
         typer.echo(json.dumps(data, indent=2, default=str))
         return True
     if output == "yaml":
-        import yaml
+        from nodeweave.yamltext import dump_yaml  # the renderers' dumper: a number-like string stays a string
 
-        typer.echo(yaml.safe_dump(json.loads(json.dumps(data, default=str)), sort_keys=False).rstrip())
+        typer.echo(dump_yaml(json.loads(json.dumps(data, default=str)), sort_keys=False).rstrip())
         return True
     return False
 
@@ -72,14 +73,29 @@ def complete_nodes(ctx: typer.Context, incomplete: str):
 
 def complete_run_ids(ctx: typer.Context, incomplete: str):
     """A shell completion for a run id: the run and sweep folders under --runs-dir (else runs/ beside the spec)."""
+    return _run_ids(ctx, incomplete, sweeps=True)
+
+
+def complete_single_run_ids(ctx: typer.Context, incomplete: str):
+    """A run id where one run is wanted (``dashboard --run``): no sweeps."""
+    return _run_ids(ctx, incomplete, sweeps=False)
+
+
+def _run_ids(ctx: typer.Context, incomplete: str, sweeps: bool):
+    """The run (and, with ``sweeps``, sweep) folders as ``find_run`` reads them: a folder that is no run, or whose
+    name a terminal cannot show, is never offered (walk6 W67)."""
     from nodeweave.cli.habits.spec_path import find_spec
     from nodeweave.cluster.runfolder import RUNS
+    from nodeweave.runs.history import list_runs
 
     given = (ctx.params or {}).get("runs_dir")
-    parent = Path(given) if given else find_spec(None).resolve().parent / RUNS
+    from nodeweave.specpath import spec_folder
+
+    spec_given = (ctx.params or {}).get("spec_path")  # the command line's --spec, as the verb itself reads it
+    parent = Path(given) if given else spec_folder(find_spec(Path(spec_given) if spec_given else None)) / RUNS
     try:
-        names = sorted(p.name for p in parent.iterdir() if p.is_dir())
-    except OSError:
+        names = [e.path.name for e in list_runs(parent) if (sweeps or e.kind == "run") and e.path.name.isprintable()]
+    except (OSError, UsageError):
         names = []
     return [name for name in ["last", *names] if name.startswith(incomplete)]
 
@@ -120,19 +136,61 @@ def output_file(ctx: typer.Context, param: typer.CallbackParam, value: "Path | N
     ``runs compare --chart``, ``hosts probe --write-hostfile``): a regular file or a new path in a folder, never a
     device, a pipe, a socket or a folder (``init --out /dev/sdb --force`` would write over a disk; a FIFO would
     hang). Judged as the command line is read, before anything runs."""
+    from nodeweave.failures import own_file_problem
+
     if value is None:
         return value
     flag = max(param.opts, key=len) if param.opts else param.name
-    problem = not_a_file_to_write(Path(value), makes_folders=flag in MAKES_FOLDERS)
+    problem = (not_a_file_to_write(Path(value), makes_folders=flag in MAKES_FOLDERS) or in_system_tree(Path(value))
+               or own_file_problem(Path(value), spec=flag in SPEC_FILES))
     if problem:
-        raise UsageError(f"{flag} {value}: {problem}; accepted: a regular file (replaced with --force where the verb "
-                         "asks for it) or a new path in an existing folder")
+        raise UsageError(f"{option_named(param.name, flag, value, ctx)}: {problem}; accepted: a regular file "
+                         "(replaced with --force where the verb "
+                         "asks for it) or a new path in an existing folder of your own")
     return value
+
+
+def in_system_tree(path: Path) -> str:
+    """Why the file ``path`` may not be written there: its folder is inside one of the system's trees (``/etc``,
+    ``/usr/share``, ...), as written or where links lead, the trees no folder option writes into either (walk6 M5:
+    ``failures.own_folder_problem``); a file in ``/tmp`` or ``/srv`` is fine. Else ""."""
+    import os
+
+    from nodeweave.systemdirs import SYSTEM_TREES, system_tree
+
+    folder = Path(os.path.abspath(path)).parent
+    for seen in (folder, folder.resolve()):
+        tree = system_tree(str(seen))
+        if tree is not None:
+            where = tree if str(seen) == tree else f"inside {tree}"
+            return f"its folder {seen} is {where} ({SYSTEM_TREES[tree]}), where nodeweave writes nothing"
+    return ""
+
+
+def tell(line: str) -> None:
+    """One line for the user on stderr, with the ``nodeweave:`` prefix every stderr line carries, so a note is told
+    from a child's output and from stdout's plan (replay6 N5: check's ownership note was a bare "note: ...")."""
+    typer.echo(f"nodeweave: {line}", err=True)
+
+
+def option_named(name: str, flag: str, value, ctx=None) -> str:
+    """How a line names an option's value: as typed (``--out x.yaml``) when the user gave the option, else the value
+    alone and where it came from, so a refusal never names a flag the user did not type (replay6 N1: ``init
+    --force`` in a folder whose nodeweave.yaml is a link read "--out nodeweave.yaml: ...")."""
+    from typer._click.globals import get_current_context  # typer's own click (>= 0.22): click is not a dependency
+
+    ctx = ctx or get_current_context(silent=True)  # an option's callback is given its ctx: none is current
+    source = ctx.get_parameter_source(name) if ctx is not None else None
+    if source is None or getattr(source, "name", "") in ("COMMANDLINE", "ENVIRONMENT"):
+        return f"{flag} {value}"
+    return f"{value} (where {ctx.info_name} writes without {flag})"
 
 
 # The output files whose verb makes their missing folders (bench's default is runs/nodeweave-bench.json); every
 # other one's folder must exist, judged before anything runs, so a dry run is refused as its real run would be.
 MAKES_FOLDERS = ("--json-out", "--plot")
+# The output file that is a spec (``init --out``): its folder becomes the workspace, so not even ``runs/`` itself.
+SPEC_FILES = ("--out",)
 
 
 def refuse_folder_spellings(command, words) -> None:
@@ -158,7 +216,30 @@ def refuse_folder_spellings(command, words) -> None:
 
 def not_a_file_to_write(path: Path, makes_folders: bool = False) -> str:
     """Why ``path`` cannot be written as a file, or "" (a regular file, or nothing there yet in a folder that
-    exists, or that the verb makes: ``makes_folders``)."""
+    exists, or that the verb makes: ``makes_folders``). A symbolic link is never written through (W57: ``init
+    --force`` replaced a team's shared spec that ``nodeweave.yaml`` linked to): the file behind it is another
+    folder's, so it is named and only its own path replaces it."""
+    import os
+    import stat
+
+    if os.path.islink(path):
+        target = os.readlink(path)
+        return (f"is a symbolic link to {target}, and nodeweave never writes through a link (the file behind it "
+                f"belongs to another folder, and whatever else links it would change too): name that file itself "
+                f"({os.path.normpath(os.path.join(os.path.dirname(path), target))}) to replace it, or remove the "
+                "link first")
+    problem = not_a_file_to_read(path, makes_folders)
+    if problem:
+        return problem
+    from nodeweave.failures import unwritable
+
+    cannot = unwritable(path.absolute().parent)  # a dry run refuses it as the real write would fail (walk8 A10)
+    return f"cannot be written: {cannot}" if cannot else ""
+
+
+def not_a_file_to_read(path: Path, makes_folders: bool = False) -> str:
+    """What is at ``path`` when it is not a regular file (a link followed: a script linked from elsewhere is read
+    there), or "" (a regular file, or nothing there yet in a folder that exists or the verb makes)."""
     import os
     import stat
 
@@ -197,7 +278,21 @@ def runs_folder_read(ctx: typer.Context, param: typer.CallbackParam, value: "Pat
     if problem:
         raise UsageError(f"--runs-dir {value}: {problem}; accepted: a folder of run folders (runs/ beside the spec), "
                          "or leave --runs-dir off")
+    refuse_a_run_folder(value)
     return value
+
+
+def refuse_a_run_folder(value: Path) -> None:
+    """``--runs-dir runs/<run>`` (a tab completion one level too deep): a run folder itself (its ``run.json``) is
+    no folder of runs; read, it listed nothing ("no runs under ... yet"), written, a run would land inside another
+    (walk8 A32). Refused naming the run and the two commands meant."""
+    import shlex
+
+    if (value / "run.json").is_file():
+        parent = value.absolute().parent
+        raise UsageError(f"--runs-dir {value}: is a run folder (it holds run.json), not a folder of runs; accepted: "
+                         f"`nodeweave runs show {shlex.quote(str(value))}` for that run, or --runs-dir "
+                         f"{shlex.quote(os.path.relpath(parent))} for the runs beside it")
 
 
 def runs_folder_written(ctx: typer.Context, param: typer.CallbackParam, value: "Path | None") -> "Path | None":
@@ -207,7 +302,8 @@ def runs_folder_written(ctx: typer.Context, param: typer.CallbackParam, value: "
         return value
     from nodeweave.failures import writable_dir
 
-    why = runs_dir_problem(writable_dir(value, "--runs-dir"))
+    refuse_a_run_folder(value)
+    why = runs_dir_problem(writable_dir(value, "--runs-dir", runs_ok=True))
     if why:
         raise UsageError(f"--runs-dir {value}: {why}; accepted: a folder of your own, such as runs/ beside the spec "
                          "(the default)")
@@ -232,6 +328,44 @@ def runs_dir_problem(folder: Path) -> str:
     return ""
 
 
+def judge_runs_written(spec, spec_path: Path, runs_dir: "Path | None") -> None:
+    """Where a verb that writes a run folder (``run``, ``check``) puts it, judged in ``open_cluster``'s ``judge``:
+    before the tools are asked for, so a mistake there (runs/ beside the spec a link, a file, not writable;
+    ``--runs-dir`` in the checkpoints) is exit 2 on a machine without the engine or kubectl too, not exit 3."""
+    runs_dir_apart(spec, spec_path, runs_dir)
+    runs_parent(runs_dir, spec_path, writes=True)
+
+
+def runs_dir_apart(spec, spec_path: Path, runs_dir: "Path | None") -> None:
+    """``--runs-dir`` beside the spec's own folders (walk6, W41; the reverse of W17's ``recovery.checkpoint_dir``
+    rule): that is, or is inside, the checkpoint folder is refused (node 0 scans it for saves at every restart, and
+    would read run records as saves); the workspace itself gets a note (every run lands in the synced workspace)."""
+    import os
+    import posixpath
+
+    from nodeweave.specpath import spec_folder
+
+    if runs_dir is None:
+        return
+    here = Path(os.path.realpath(runs_dir))
+    workspace = Path(os.path.realpath(spec_folder(spec_path) / os.path.expanduser(spec.workspace.host_path)))
+    folder = spec.recovery.checkpoint_dir
+    if folder:
+        normal, root = posixpath.normpath(folder), posixpath.normpath(spec.workspace.path)
+        inside = normal if not normal.startswith("/") else posixpath.relpath(normal, root) \
+            if normal == root or normal.startswith(root.rstrip("/") + "/") else None
+        saves = Path(os.path.realpath(workspace / inside)) if inside is not None else None
+        if saves is not None and (here == saves or saves in here.parents):
+            raise UsageError(f"--runs-dir {runs_dir}: {here} is {'' if here == saves else 'inside '}"
+                             f"recovery.checkpoint_dir {folder} ({saves}): node 0 scans it for the newest complete "
+                             "save at every restart, and would read run records there as saves; accepted: a folder "
+                             "of your own apart from it, such as runs/ beside the spec (the default)")
+    if here == workspace:
+        typer.echo(f"nodeweave: note: --runs-dir {runs_dir} is the workspace itself ({workspace}): every run's folder "
+                   "lands among the job's files, and `nodeweave sync` leaves out only runs/ beside the spec; runs/ "
+                   "(the default) keeps them apart", err=True)
+
+
 def image_reference(ctx: typer.Context, param: typer.CallbackParam, value: "str | None") -> "str | None":
     """The callback of every option naming an image (``up --image``, ``image build --base``): the spec's own rule
     (``IMAGE_REFERENCE``, as for ``image.base``), judged before podman is asked or anything is written."""
@@ -252,36 +386,62 @@ def check_image_reference(value: str, what: str) -> str:
     return value
 
 
+def spec_job(spec_path: Path) -> "str | None":
+    """The job name of the spec at ``spec_path``, which ``--run last`` means the last run of; None where there is
+    no readable spec (a --runs-dir read on its own): then ``last`` is the folder's newest run."""
+    from nodeweave.spec import load_spec
+
+    if not spec_path.is_file():
+        return None
+    try:
+        return load_spec(spec_path).name
+    except UsageError:
+        return None
+
+
 def runs_parent(runs_dir: "Path | None", spec_path: Path, writes: bool) -> Path:
     """The folder of run folders every verb reads or writes: ``--runs-dir`` as given (judged as the command line
-    was read), else ``runs/`` beside the spec (a link to a folder: where it leads), judged by the same rule (a file, a link to one, a device or a
+    was read), else ``runs/`` beside the spec, judged by the same rule (a file, a link to one, a device or a
     dangling link there is refused in one line, exit 2, by the dry run as by the real verb; absent: made by the
-    first run, "no runs yet" to a reader)."""
+    first run, "no runs yet" to a reader). A link to a folder (a bigger disk) is never written through (W68),
+    and a reader reads through it with a note saying so and naming the ``--runs-dir`` a writer needs (walk6
+    W64: it read there without a word)."""
     if runs_dir is not None:
         return runs_dir
     import os
 
     from nodeweave.cluster.runfolder import RUNS
 
-    parent = spec_path.resolve().parent / RUNS
+    from nodeweave.specpath import spec_folder
+
+    parent = spec_folder(spec_path) / RUNS
+    if parent.is_symlink() and parent.is_dir() and not writes:
+        import typer
+
+        typer.echo(f"nodeweave: note: runs/ beside the spec is a symbolic link (to {os.readlink(parent)}): read "
+                   f"there; a run is never written through it: give --runs-dir {parent.resolve()}", err=True)
+        return parent
     if writes and parent.is_symlink() and parent.is_dir():  # never written through a link (W68); said how to keep it
         raise UsageError(f"runs/ beside the spec ({parent}) is a symbolic link (to {os.readlink(parent)}), not a "
                          "folder nodeweave made, and it never writes through a link; accepted: --runs-dir "
                          f"{parent.resolve()} to keep the runs there, or a folder runs/ of its own")
     if parent.is_dir():
-        if writes and not os.access(parent, os.W_OK | os.X_OK):
-            raise UsageError(f"runs/ beside the spec ({parent}) is not writable by this user, and a run's folder "
-                             "goes there; accepted: a folder you can write, or --runs-dir DIR")
+        from nodeweave.failures import unwritable
+
+        problem = unwritable(parent) if writes else None
+        if problem:
+            raise UsageError(f"runs/ beside the spec: {problem}, and a run's folder goes there; accepted: a folder "
+                             "you can write, or --runs-dir DIR")
         return parent
     if not parent.is_symlink() and not parent.exists():
         if writes:
             from nodeweave.failures import writable_dir
 
-            writable_dir(parent, "runs/ beside the spec:")
+            writable_dir(parent, "runs/ beside the spec:", runs_ok=True)
         return parent
     if parent.exists():
         kind = "a file" if parent.is_file() else \
-            not_a_file_to_write(parent).removeprefix("is ").removesuffix(", not a file")
+            not_a_file_to_write(parent.resolve()).removeprefix("is ").removesuffix(", not a file")
         link = f" (a link to {os.readlink(parent)})" if parent.is_symlink() else ""
     else:
         kind, link = f"a link to {os.readlink(parent)}, which does not exist", ""

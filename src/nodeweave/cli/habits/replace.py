@@ -3,7 +3,7 @@
 Why: ``init --out train.py --force`` replaced the training script with a spec, and ``bench --json-out
 notes.txt`` or ``runs compare --chart photo.png`` wrote over whatever was there (walk2, row D1). ``--force``
 says "replace my earlier output", never "replace any file": a file that is not of the option's kind (a
-spec, a JSON document, a DeepSpeed hostfile, a PNG/SVG chart) is refused whatever the flags say (exit 2),
+spec, a bench result, a DeepSpeed hostfile, a chart matplotlib drew) is refused whatever the flags say (exit 2),
 and the message does not suggest ``--force`` for it.
 """
 
@@ -38,11 +38,17 @@ def _is_spec(data: bytes) -> bool:
     return isinstance(doc, dict) and "name" in doc and bool({"launcher", "image", "nodes"} & set(doc))
 
 
-def _is_json_document(data: bytes) -> bool:
+BENCH_SCHEMA = "nodeweave.bench/"  # bench/report.py's SCHEMA, whatever its version
+
+
+def _is_bench_result(data: bytes) -> bool:
+    """An earlier ``bench --json-out``: a JSON document with bench's schema. Any JSON document was taken as one,
+    so ``--json-out ds.json`` replaced the team's DeepSpeed config with numbers (walk8 A23)."""
     try:
-        return isinstance(json.loads(data.decode("utf-8")), dict)
+        doc = json.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, ValueError):
         return False
+    return isinstance(doc, dict) and str(doc.get("schema", "")).startswith(BENCH_SCHEMA)
 
 
 HOSTFILE_LINE = re.compile(r"^\s*(#.*)?$|^\s*\S+\s+slots=\d+\s*(#.*)?$")
@@ -53,37 +59,53 @@ def _is_hostfile(data: bytes) -> bool:
     return bool(text.strip()) and all(HOSTFILE_LINE.match(line) for line in text.splitlines())
 
 
+def _is_plan_record(data: bytes) -> bool:
+    """An earlier ``NODEWEAVE_PLAN_RECORD``: the JSON of a plan (its verb and its phases)."""
+    try:
+        doc = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        return False
+    return isinstance(doc, dict) and "verb" in doc and "phases" in doc
+
+
 def _is_chart(data: bytes) -> bool:
+    """A chart nodeweave drew: a PNG or SVG that matplotlib wrote (its ``Software`` text chunk, its "Created with
+    matplotlib" comment); any PNG was taken as one, so ``--chart photo.png`` replaced a photo (walk8 A23)."""
     head = data[:512].lstrip()
-    return head.startswith(b"\x89PNG") or head.startswith(b"<svg") or (head.startswith(b"<?xml") and b"<svg" in data)
+    image = head.startswith(b"\x89PNG") or head.startswith(b"<svg") or (head.startswith(b"<?xml") and b"<svg" in data)
+    return image and b"matplotlib" in data.lower()
 
 
 KINDS: Dict[str, "tuple[str, Callable[[bytes], bool]]"] = {
     "spec": ("a nodeweave spec", _is_spec),
-    "json": ("a JSON document", _is_json_document),
+    "bench": ("an earlier bench result (a JSON document with schema nodeweave.bench/N)", _is_bench_result),
     "hostfile": ("a DeepSpeed hostfile (HOST slots=N lines)", _is_hostfile),
-    "chart": ("a PNG or SVG chart", _is_chart),
+    "chart": ("a chart nodeweave drew (a PNG or SVG matplotlib wrote)", _is_chart),
+    "plan": ("an earlier plan record (a plan's JSON)", _is_plan_record),
 }
 
 
-def refuse_foreign_file(path: Path, flag: str, kind: str, also_not: "Dict[Path, str] | None" = None) -> None:
+def refuse_foreign_file(path: Path, flag: str, kind: str, also_not: "Dict[Path, str] | None" = None,
+                        subject: "str | None" = None) -> None:
     """Refuse replacing ``path`` unless it is missing or of ``kind``; ``also_not`` maps the user's own files the
     new output names (init's script and requirements file) to what they are, refused even when they happen to
-    parse as ``kind``."""
+    parse as ``kind``. ``subject`` is how the line names the path (``option_named``: no flag the user did not
+    type); ``flag`` stays in the remedy, the option to give."""
+    subject = subject or f"{flag} {path}"
     if not path.is_file():
         return  # missing (written new), or a device/folder: output_file's check names those
     what, looks_like = KINDS[kind]
     resolved = path.resolve()
     named = next((what for p, what in (also_not or {}).items() if p.resolve() == resolved), None)
     if named is not None:
-        raise UsageError(f"{flag} {path}: that is {named}; nodeweave never replaces it, whatever the flags say: "
+        raise UsageError(f"{subject}: that is {named}; nodeweave never replaces it, whatever the flags say: "
                          f"give {flag} another file")
     try:
         ours = looks_like(_head(path))
     except OSError as err:
-        raise UsageError(f"{flag} {path}: cannot read it to see what it is ({err.strerror}); give {flag} another "
+        raise UsageError(f"{subject}: cannot read it to see what it is ({err.strerror}); give {flag} another "
                          "file") from None
     if not ours:
-        raise UsageError(f"{flag} {path}: the file exists and is not {what}, so nodeweave never replaces it, "
+        raise UsageError(f"{subject}: the file exists and is not {what}, so nodeweave never replaces it, "
                          f"whatever the flags say: give {flag} another file, or move it away first")
 

@@ -11,7 +11,8 @@ SPEC_ENV = "NODEWEAVE_SPEC"
 
 
 def find_spec(given: "Path | None") -> Path:
-    """The spec a verb works on: ``given`` as is, else the nearest ``nodeweave.yaml`` from here upwards."""
+    """The spec a verb works on: ``given`` as is, else the nearest ``nodeweave.yaml`` from here upwards (a file,
+    or anything else of that name, which the loader then refuses naming what it is)."""
     if given is not None:
         if _from_variable(given):
             _note_another_spec_here(given)
@@ -24,9 +25,37 @@ def find_spec(given: "Path | None") -> Path:
     here = Path.cwd()
     for folder in (here, *here.parents):
         candidate = folder / SPEC_NAME
-        if candidate.is_file():
-            return Path(SPEC_NAME) if folder == here else Path(os.path.relpath(candidate, here))
+        # whatever is there is that folder's spec: a link to nothing or a folder is named by the loader, never
+        # passed over for a spec further up, whose job down/stop would end (walk8 A27)
+        if os.path.lexists(candidate):
+            if folder == here:
+                return Path(SPEC_NAME)
+            found = Path(os.path.relpath(candidate, here))
+            _note_near_name_here(here, found)
+            return found
     return Path(SPEC_NAME)  # absent: the loader names it and what to pass
+
+
+def _near_names(folder: Path) -> "list[str]":
+    """Files in ``folder`` named as the spec is in other tools' habits (``nodeweave.yml``, ``Nodeweave.yaml``),
+    which no verb reads."""
+    try:
+        names = sorted(entry.name for entry in os.scandir(folder))
+    except OSError:
+        return []
+    return [name for name in names if name != SPEC_NAME
+            and name.lower() in ("nodeweave.yaml", "nodeweave.yml")]
+
+
+def _note_near_name_here(here: Path, found: Path) -> None:
+    """The spec found above while a near name sits here (walk8 A28: ``nodeweave.yml`` beside you was passed over
+    without a word, and ``down`` planned the parent's job): said on stderr before the verb acts."""
+    near = _near_names(here)
+    if near:
+        import sys
+
+        print(f"nodeweave: note: ./{near[0]} is not read (the spec's name is {SPEC_NAME}); using {found}, the "
+              f"parent folder's spec: rename it to {SPEC_NAME}, or give --spec {near[0]}", file=sys.stderr)
 
 
 def _from_variable(given: Path) -> bool:
@@ -55,3 +84,21 @@ def _note_another_spec_here(given: Path) -> None:
         print(f"nodeweave: note: the spec is {given.resolve()} (from ${SPEC_ENV}), not {shown} found here: every "
               f"path and the job this command acts on are that spec's; unset {SPEC_ENV} or give --spec {shown}",
               file=sys.stderr)
+
+
+def spec_above(folder: Path) -> "Path | None":
+    """The nearest ``nodeweave.yaml`` in a folder above ``folder`` (not in it): the spec every verb typed in
+    ``folder`` reads today, which a spec written there would take the folder from."""
+    folder = Path(os.path.abspath(folder))
+    return next((above / SPEC_NAME for above in folder.parents if (above / SPEC_NAME).is_file()), None)
+
+
+def variable_elsewhere(written: Path) -> "Path | None":
+    """The spec $NODEWEAVE_SPEC names when it is not ``written``: the one the next verbs typed read instead."""
+    named = os.environ.get(SPEC_ENV, "").strip()
+    if not named or named == "-":
+        return None
+    try:
+        return None if Path(named).resolve() == Path(written).resolve() else Path(named).resolve()
+    except OSError:
+        return None

@@ -25,12 +25,23 @@ import posixpath
 from typing import Dict, List, Optional, Tuple
 
 from nodeweave.cluster.base import Backend, Node, PlatformState
+from nodeweave.cluster.phases import SPARE_ROLE
 from nodeweave.cluster.options import check_remote_dir
 from nodeweave.steps import Step, printed
 from nodeweave.errors import UsageError
 from nodeweave.remote import RemoteOptions, make_target
+from nodeweave.remote.replace import replace_from_stdin
 
-WRITE_FILE = ("sh", "-c", 'mkdir -p "$1" && cat > "$1/$2"', "sh")  # fixed text; the folder and name are arguments
+# Every write replaces the file by one rename (remote/replace.py): the hosts may share the remote folder.
+_REPLACE = replace_from_stdin('"$1"', '"$2"')
+WRITE_FILE = ("sh", "-c", 'mkdir -p "$1" && ' + _REPLACE, "sh")  # fixed text; the folder and name are arguments
+# The same write for a file in the workspace's own tree (compose/node.yaml, compose/hosts): a file already there
+# without nodeweave's header in its first five lines is the team's (sent by `nodeweave sync`, or made on the host),
+# and is refused, exit 3, as `render` refuses it here (walk6, W40). ``$3``: this file's name as the message says it.
+WRITE_RENDERED = ("sh", "-c", 'mkdir -p "$1" && if [ -e "$1/$2" ] && ! head -n 5 "$1/$2" | grep -Eiq '
+                  '"^[[:space:]]*#+[[:space:]]*(generated|rendered) by nodeweave"; then echo "nodeweave: error: '
+                  '$1/$2 on $(hostname) has no nodeweave header, so it is yours: refusing to overwrite it with the '
+                  'rendered $3; move it away" >&2; exit 3; fi; ' + _REPLACE, "sh")
 COMPOSE_CLI = {"docker": ("docker", "compose"), "podman": ("podman-compose",)}
 BARE_HOSTFILE = ".nodeweave/hosts"  # bare hosts: the spec's hosts list, under the workspace folder
 MARK_FILE = "owner.json"  # bare hosts: the job's mark (identity.py's labels), beside its token
@@ -114,11 +125,11 @@ class HostsCluster(Backend):
             token = (("NODEWEAVE_JOB_TOKEN_FILE", self._token_file),) \
                 if "NODEWEAVE_JOB_TOKEN_FILE" not in self.spec.env \
                 else ()
-            return [Node(i, make_target("ssh", host, options=self.remote), env=self._bare_env(i) + token,
+            return [self._node(i, make_target("ssh", host, options=self.remote), env=self._bare_env(i) + token,
                          workdir=self.dir)
                     for i, host in enumerate(self.hosts)]
         kind = f"ssh+{self.engine}"
-        return [Node(i, make_target(kind, f"{host}/{self.container}", options=self.remote))
+        return [self._node(i, make_target(kind, f"{host}/{self.container}", options=self.remote))
                 for i, host in enumerate(self.hosts)]
 
     def states(self, nodes: List[Node]) -> Dict[int, PlatformState]:
@@ -152,17 +163,39 @@ class HostsCluster(Backend):
         if self.engine == "none":
             return [(self._send_hostfile(files["compose/hosts"]) if self.spec.hosts else []) + self._token_steps()
                     + self._mark_steps()]
+        from nodeweave.rendering.provenance import named_for
+
         sent = host_files(self.spec, self.mark.project, self.mark.labels())  # this folder's project and labels
+        sent = named_for(sent, self.spec_path.name)  # walk8 A20: the header names this spec, not nodeweave.yaml
+        self._refuse_users_compose(sent)
         env = (("NODEWEAVE_MODE", mode), ("NODEWEAVE_IMAGE", image or self._spec_image()))  # never a host's own
         env += token.compose_env(self._token_file)
         writes = self._token_steps() + [Step(f"send compose/{name} to {host}",
-                       tuple(self._ssh(host).exec_argv([*WRITE_FILE, f"{self.dir}/compose", name], stdin=True)),
+                       tuple(self._ssh(host).exec_argv([*WRITE_RENDERED, f"{self.dir}/compose", name,
+                                                        f"compose/{name}"], stdin=True)),
                        stdin=text, stdin_name=f"compose/{name} (rendered)", stdin_from=printed(text))
                   for host in self.hosts for name, text in sent.items()]
-        starts = [Step(f"start node {i}{' (a spare)' if self.spec.is_spare(i) else ''} on {host} ({mode} mode)",
+        starts = [Step(f"start node {i}{f' ({SPARE_ROLE})' if self.spec.is_spare(i) else ''} on {host} ({mode} mode)",
                        tuple(self._compose(i, "up", "-d", "--force-recreate", env=env)),
                        timeout=900) for i, host in enumerate(self.hosts)]
         return [writes, starts]
+
+    def _refuse_users_compose(self, sent: Dict[str, str]) -> None:
+        """``up`` writes ``<remote dir>/compose/NAME``, where `nodeweave sync` puts this folder's own
+        ``compose/NAME``: a file there that is not nodeweave's (no header, as ``render`` judges it) is the team's,
+        and ``up`` refuses before any host is touched, as ``render`` refuses to overwrite it (walk6, W40)."""
+        from nodeweave.entrypoint import bounded
+        from nodeweave.renderedmark import is_marked
+
+        for name in sent:
+            own = self.spec_dir / "compose" / name
+            if not own.is_file() or own.is_symlink():
+                continue
+            if not is_marked(bounded.read_bytes(own, bounded.RENDERED_CAP, "a rendered file")):
+                raise UsageError(f"{own} lacks nodeweave's header, so it is yours, and `nodeweave sync` puts it at "
+                                 f"{self.dir}/compose/{name} on every host, where `up -t hosts` writes nodeweave's "
+                                 f"compose/{name}: refusing to overwrite it there; move yours to another name (as "
+                                 "`nodeweave render compose` asks too)")
 
     def _spec_image(self) -> str:
         """The image compose/node.yaml gives a node when NODEWEAVE_IMAGE is not set: the resolved image it is
@@ -182,10 +215,16 @@ class HostsCluster(Backend):
     def _up_notes(self, image: Optional[str]) -> List[str]:
         from nodeweave.cluster.environment import SPEC_IMAGE
 
+        from nodeweave.cluster.options import cleared_folder_warning
+
+        given = "--remote-dir" if self.options.remote_dir else "workspace.host_path"
+        kept = "the code `nodeweave sync` sends to each host" + (
+            "" if self.engine == "none" else ", compose/node.yaml and the job token")
+        cleared = [line for line in [cleared_folder_warning(self.dir, given, self.spec.name, kept)] if line]
         if self.engine == "none":
-            return super()._up_notes(image)
+            return [*cleared, *super()._up_notes(image)]
         why = "--image" if image else f"{SPEC_IMAGE}; a host's own NODEWEAVE_IMAGE is not read"
-        return [f"every node runs image {self._up_image(image)}: {why}", *super()._up_notes(image)]
+        return [f"every node runs image {self._up_image(image)}: {why}", *cleared, *super()._up_notes(image)]
 
     @property
     def _mark_file(self) -> str:
@@ -210,6 +249,13 @@ class HostsCluster(Backend):
             return []
         return [Step(f"take this folder's mark back from node-{i} ({self._ssh(host).label})", tuple(self._ssh(host).exec_argv(
             ["rm", "-f", self._mark_file], stdin=False)), timeout=60) for i, host in enumerate(self.hosts)]
+
+    def _awaited(self, count: int, mode: str) -> str:
+        """Bare hosts: up starts nothing, so it waits for each host to answer (walk6, W28: "until 3 node(s) run")."""
+        if self.holds:
+            return super()._awaited(count, mode)
+        return (f"until each of the {count} host(s) answers over ssh with nodeweave-entrypoint on PATH (nothing starts "
+                "until `nodeweave run` or `nodeweave check`)")
 
     def _send_hostfile(self, text: str) -> List[Step]:
         """Bare hosts: the spec's hosts list, where NODEWEAVE_HOSTFILE points (under the workspace folder)."""
@@ -277,11 +323,11 @@ class HostsCluster(Backend):
         """The hosts themselves, at the workspace folder (a container's workspace is the same folder, mounted)."""
         return [self._ssh(host) for host in self.hosts], self.dir
 
-    def logs(self, node: Node, follow: bool) -> List[str]:
+    def logs(self, node: Node, follow: bool, window: Tuple[str, ...] = ()) -> List[str]:
         if self.engine == "none":
             raise UsageError(f"{node.remote.label} is a bare host: it has no container log; `nodeweave logs` shows "
                              "the runs' logs from runs/")
-        return node.remote.logs_argv(follow)
+        return node.remote.logs_argv(follow, window)
 
     @property
     def where(self) -> str:

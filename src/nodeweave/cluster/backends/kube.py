@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, List, Optional
 
@@ -68,6 +69,44 @@ def pod_word(pod: dict) -> str:
     return phase
 
 
+@dataclass(frozen=True)
+class Applied:
+    """One object ``apply -k`` applies: its kind, name, namespace (None: cluster-scoped, as kustomize leaves it),
+    and whether it is the job token Secret (its name ends in a hash of a token made only when up writes it)."""
+
+    kind: str
+    name: str
+    namespace: Optional[str]
+    token: bool = False
+    jobs: bool = True  # labelled as the job's (JOB_LABEL): what down deletes; the rest it keeps
+
+    @classmethod
+    def of(cls, doc: dict, job: str) -> "Applied":
+        meta = doc.get("metadata") or {}
+        labels = meta.get("labels") or {}
+        return cls(str(doc.get("kind", "?")), str(meta.get("name", "?")), meta.get("namespace"),
+                   doc.get("kind") == "Secret" and labels.get("app.kubernetes.io/component") == "job-token",
+                   labels.get(JOB_LABEL) == job)
+
+    @property
+    def named(self) -> str:
+        return f"the {self.kind} {self.name}" + (" (cluster-scoped)" if self.namespace is None else "")
+
+
+def _by_kind(applied: List[Applied]) -> List[str]:
+    """``StatefulSet team``, ``Service team, team-headless``, ``a new job token Secret``: one entry per kind, in the
+    order kustomize printed them."""
+    kinds: Dict[str, List[str]] = {}
+    token = False
+    for one in applied:
+        if one.token:
+            token = True
+            continue
+        kinds.setdefault(one.kind, []).append(one.name)
+    return [f"{kind} {', '.join(names)}" for kind, names in kinds.items()] + (["a new job token Secret"] if token
+                                                                             else [])
+
+
 class KubeCluster(Backend):
     target = "kubernetes"
     fixed_image = "the image comes from the spec (image.registry, image.tag) or an overlay of your own"
@@ -78,6 +117,10 @@ class KubeCluster(Backend):
         self.namespace = options.namespace or spec.kubernetes.namespace
         self.remote = RemoteOptions(kube_context=options.kube_context)
         self.folder = options.overlay or "base"
+        if self.folder == "openshift" and spec.kubernetes.openshift:
+            # kubernetes.openshift: true renders base for OpenShift already (no fixed runAsUser, the same security
+            # context the overlay patches in), so -t openshift or --overlay openshift applies base as rendered
+            self.folder = "base"
         self.scaled_down = False
         self.tool = self.cli
         self.recorded = {"namespace": self.namespace}
@@ -108,7 +151,7 @@ class KubeCluster(Backend):
             return []
         pods = statefulset_targets(self.spec.name, count, kind=self.cli, namespace=self.namespace,
                                    container=CONTAINER, options=self.remote)
-        return [Node(i, pod) for i, pod in enumerate(pods)]
+        return [self._node(i, pod) for i, pod in enumerate(pods)]
 
     def _replicas(self) -> int:
         """The live ``.spec.replicas``: after ``oc scale`` every verb uses every pod."""
@@ -169,12 +212,11 @@ class KubeCluster(Backend):
         """The kept tree as files to write under :meth:`tree_path`: what the pure renderer makes of the spec and
         this up's options (``overlay.kube_tree``), and on ``up`` a fresh token (made when written)."""
         from nodeweave.plan import PlannedFile
-        from nodeweave.overlay import kube_makes_token, kube_token_file, kube_tree
+        from nodeweave.overlay import kube_makes_token, kube_token_file
 
         tree = self._tree_path()
         shown = os.path.relpath(tree, self.spec_dir)
-        rendered = kube_tree(self.spec, self.namespace, self._resource(tree / OVERLAY), self.mark.annotations(),
-                             mode=mode, keep_claims=keep_claims, pinned=self._pushed_digest())
+        rendered = self._rendered_tree(tree, mode, keep_claims)
         planned = [PlannedFile(f"{shown}/{rel}", "the spec's kustomize tree", text.encode("utf-8"))
                    for rel, text in rendered.items() if not rel.startswith(OVERLAY + "/")]
         if kube_makes_token(self.spec, mode):
@@ -182,6 +224,75 @@ class KubeCluster(Backend):
                                        "the job token Secret's content", mode=0o600))
         return planned + [PlannedFile(f"{shown}/{rel}", "the nodeweave-up overlay", text.encode("utf-8"))
                           for rel, text in rendered.items() if rel.startswith(OVERLAY + "/")]
+
+    def _rendered_tree(self, tree: Path, mode: Optional[str], keep_claims: bool) -> Dict[str, str]:
+        """The tree's files ``{relative path: text}`` (``overlay.kube_tree``) as they read from ``tree``: the
+        overlay names the applied folder relative to where it sits."""
+        from nodeweave.overlay import kube_tree
+
+        return kube_tree(self.spec, self.namespace, self._resource(tree / OVERLAY), self.mark.annotations(),
+                         mode=mode, keep_claims=keep_claims, pinned=self._pushed_digest())
+
+    def _applied(self, mode: str) -> Optional[List["Applied"]]:
+        """What ``apply -k`` of up's tree applies, built by the real kustomize (``kubectl kustomize``) from a copy
+        of the tree in a temporary folder (a dry run writes nothing beside the spec), so the plan names every object,
+        a Namespace or a ClusterRole of a team's own overlay too (replay N2). None where this machine has no
+        kubectl (its dry run says so); exit 2 when kustomize refuses the tree, as ``apply -k`` would."""
+        import shutil
+        import tempfile
+
+        from nodeweave.failures import tool_message
+        from nodeweave.overlay import kube_makes_token, kube_token_file
+
+        if shutil.which(self.cli) is None:
+            return None
+        with tempfile.TemporaryDirectory(prefix="nodeweave-kustomize-") as folder:
+            tree = Path(folder)
+            files = self._rendered_tree(tree, mode, keep_claims=False)
+            if kube_makes_token(self.spec, mode):
+                files[kube_token_file()] = "a token is made when up writes the tree\n"
+            for rel, text in files.items():
+                (tree / rel).parent.mkdir(parents=True, exist_ok=True)
+                (tree / rel).write_text(text)
+            try:
+                out = subprocess.run([self.cli, "kustomize", str(tree / OVERLAY)], capture_output=True, text=True,
+                                     timeout=120, stdin=subprocess.DEVNULL)
+            except (OSError, subprocess.TimeoutExpired) as err:
+                raise NodeweaveError(f"{self.cli} kustomize of the tree up applies gave no answer: {err}") from None
+        if out.returncode != 0:  # kustomize nests its errors: the innermost, what to fix, comes last
+            said = tool_message(out.stderr or out.stdout, limit=10_000)
+            said = said if len(said) <= 300 else "..." + said[-297:]
+            raise UsageError(f"--overlay {self.folder}: `{self.cli} kustomize` refuses the tree up would apply: "
+                             f"{said}; fix the kustomization (`{self.cli} kustomize {self.folder}` shows it)")
+        try:
+            docs = [doc for doc in yaml.safe_load_all(out.stdout) if isinstance(doc, dict)]
+        except yaml.YAMLError as err:
+            raise NodeweaveError(f"{self.cli} kustomize printed no YAML: {err}") from None
+        return [Applied.of(doc, self.spec.name) for doc in docs]
+
+    def judge_tree(self) -> None:
+        """A team's own overlay that kustomize refuses: exit 2 before kubectl is asked for the cluster (the rendered
+        folders are nodeweave's: they build)."""
+        if self.folder not in FOLDERS:
+            self._applied("hold")
+
+    def _apply_what(self, mode: str) -> str:
+        """The apply step's words: every object of the built tree by kind and name, in the namespace, then each
+        cluster-scoped one (kustomize left it without a namespace) named as such."""
+        applied = self._applied(mode)
+        if applied is None:  # no kubectl here: the rendered folders' objects, in words
+            return (f"apply the StatefulSet, Service, RBAC, claim and a new job token Secret ({self.folder}) to "
+                    f"{self.namespace}")
+        inside = [a for a in applied if a.namespace is not None]
+        outside = [a for a in applied if a.namespace is None]
+        namespaces = sorted({a.namespace for a in inside} - {self.namespace})
+        words = f"apply ({self.folder}) to {self.namespace}: " + "; ".join(_by_kind(inside))
+        for other in namespaces:
+            words += f"; in namespace {other}: " + ", ".join(
+                a.kind + " " + a.name for a in inside if a.namespace == other)
+        if outside:
+            words += "; and " + ", ".join(a.named for a in outside)
+        return words
 
     def _pushed_digest(self) -> Optional[dict]:
         """kustomize's ``images`` entry naming the image by the digest ``image build --push`` recorded, or None.
@@ -222,9 +333,9 @@ class KubeCluster(Backend):
     def _up_steps(self, mode: str, image: Optional[str]) -> List[List[Step]]:
         overlay = self._tree_path() / OVERLAY  # where _up_files puts the overlay
         # The last up's token Secret goes first: the pods roll onto this up's, whose name differs.
-        return [[self._delete_tokens_step()],
-                [Step(f"apply the StatefulSet, Service, RBAC, claim and a new job token Secret ({self.folder}) "
-                      f"to {self.namespace}", tuple(self._call("apply", "-k", str(overlay))), timeout=300)]]
+        checks = self._check_needed_steps()
+        return [*([checks] if checks else []), [self._delete_tokens_step()],
+                [Step(self._apply_what(mode), tuple(self._call("apply", "-k", str(overlay))), timeout=300)]]
 
     def _down_files(self, delete_claims: bool) -> List["PlannedFile"]:
         """The tree ``delete -k`` reads: the spec's, the claim kept out of it unless ``--delete-claims``."""
@@ -232,9 +343,9 @@ class KubeCluster(Backend):
 
     def _down_steps(self, delete_claims: bool) -> List[List[Step]]:
         overlay = self._tree_path() / OVERLAY  # where _down_files puts the overlay
-        kept = "" if delete_claims else " and the workspace claim"
-        steps = [Step(f"delete the job's objects up applied (those labelled {JOB_LABEL}={self.spec.name}); kept: "
-                      f"every other object of {self.folder} (a Namespace, an SCC, a ClusterRole, ...){kept}",
+        kept = [*self._kept_by_down(), *([] if delete_claims else ["the workspace claim"])]
+        steps = [Step(f"delete the job's objects up applied (those labelled {JOB_LABEL}={self.spec.name})"
+                      + (f"; kept: {', '.join(kept)}" if kept else ""),
                       tuple(self._call("delete", "-k", str(overlay), "--ignore-not-found")), timeout=600),
                  self._delete_tokens_step()]
         if delete_claims:
@@ -242,6 +353,15 @@ class KubeCluster(Backend):
             steps.append(Step("delete every claim of the job (shared and per-pod)",
                               tuple(self._call("delete", "pvc", "-l", selector, "--ignore-not-found")), timeout=600))
         return [[step] for step in steps]
+
+    def _kept_by_down(self) -> List[str]:
+        """What up applies that down keeps (not labelled as the job's: a Namespace, a ClusterRole of a team's own
+        overlay), each named from the tree kustomize builds; where it cannot be built here (no kubectl), the kinds it
+        may be. A tree kustomize refuses is exit 2, as for up: ``delete -k`` of it would fail the same way."""
+        applied = self._applied("hold")
+        if applied is None:
+            return [f"every other object of {self.folder} (a Namespace, an SCC, a ClusterRole, ...)"]
+        return [one.named for one in applied if not one.jobs]
 
     def _delete_tokens_step(self) -> Step:
         """Every job-token Secret an up made (each up's has its own name: the content hash)."""
@@ -307,29 +427,89 @@ class KubeCluster(Backend):
         if self.folder not in FOLDERS:
             why += f", unless --overlay {self.folder} sets another"
         line = f"every pod runs image {ref}: {why}" if self.folder != "rocm" else self._rocm_line()
-        return [line, *self._openshift_lines(), *super()._up_notes(image)]
+        return [line, *self._openshift_lines(), *self._prerequisite_lines(), *super()._up_notes(image)]
 
     def _openshift_lines(self) -> List[str]:
-        """On OpenShift, what the real ``up`` depends on and cannot do itself, and why it applies the folder it
-        does (walk5, W19): the SCC an admin grants for IPC_LOCK, the image the cluster builds."""
+        """On OpenShift, why it applies the folder it does (walk5, W19) and the image the cluster builds."""
         from nodeweave.resolve import resolve
+        from nodeweave.spec.loader import spec_flag
 
-        if not (self.spec.kubernetes.openshift or self.cli == "oc"):
+        if not (self.spec.kubernetes.openshift or self.cli == "oc" or self.folder == "openshift"):
             return []
         r = resolve(self.spec)
         lines = []
+        if self.folder == "openshift" and not self.spec.kubernetes.openshift:
+            lines.append("applies overlays/openshift (-t openshift picks it unless --overlay is given): base pins "
+                         "runAsUser 1000, which OpenShift's restricted-v2 SCC refuses; the overlay leaves the UID to the "
+                         "SCC (--overlay base applies base as rendered; kubernetes.openshift: true renders base for "
+                         "OpenShift)")
         if self.folder == "base" and self.spec.kubernetes.openshift:
             lines.append("applies base: the spec says openshift: true, so base is rendered for OpenShift already (no "
-                         "fixed runAsUser: the SCC assigns one); --overlay openshift adapts a plain Kubernetes render")
-        if "IPC_LOCK" in r.capabilities:
-            lines.append("needs an admin first: the pods add IPC_LOCK, which OpenShift's restricted-v2 SCC refuses; "
-                         "a cluster admin applies manifests/overlays/openshift/scc-ipc-lock.yaml once (`oc apply -f`), "
-                         "else no pod is admitted")
+                         "fixed runAsUser: the SCC assigns one), and the openshift overlay, which adapts a plain Kubernetes render, "
+                         "would change nothing")
         if self.spec.kubernetes.build:
             lines.append(f"needs the image first: {r.image} is built on the cluster, by `nodeweave image build "
-                         f"{self.spec.image.variant} -t openshift` (the BuildConfig of `render openshift-build`); "
-                         "up applies the StatefulSet only, not openshift/deploy")
+                         f"{self.spec.image.variant} -t openshift{spec_flag(self.spec_path)}` (the BuildConfig of "
+                         "`render openshift-build`); up applies the StatefulSet only, not openshift/deploy")
         return lines
+
+    def _prerequisite_lines(self) -> List[str]:
+        """Everything the pods reference that ``apply -k`` does not make, in one place (walk6, W10/W33/W37): the
+        objects a volume or an attachment names (the real up checks them first), the SCC an admin grants, and how
+        Prometheus scrapes node 0; each file named as the path up writes, which exists once up (or its dry run's
+        paste) ran."""
+        from nodeweave.cluster.pullable import machine_local
+        from nodeweave.resolve import resolve
+        from nodeweave.targets.kubernetes import BASE, OPENSHIFT
+        from nodeweave.spec.loader import spec_flag
+        from nodeweave.targets.kubernetes.kustomize import needs_scc, scc_file
+        from nodeweave.targets.kubernetes.prerequisites import needed_objects
+
+        r = resolve(self.spec)
+        lines = []
+        needed = needed_objects(r, self.namespace)
+        if needed:
+            lines.append(f"needs first (up applies none of them, and without them every pod waits in "
+                         f"ContainerCreating or Pending): " + "; ".join(
+                             f"{n.label} in {n.namespace}" for n in needed) + "; the real up checks they exist")
+        if (self.spec.kubernetes.openshift or self.cli == "oc") and needs_scc(r):
+            scc = self._shown(self._tree_path() / OPENSHIFT / scc_file(r))
+            lines.append(f"needs an admin first: the pods need more than OpenShift's restricted-v2 SCC allows; a "
+                         f"cluster admin applies {scc} once (`oc apply -f {scc}`, written by this up), else no pod "
+                         "is admitted")
+        pushed_elsewhere = self.spec.kubernetes.build or self.folder == "rocm" or machine_local(r.image)
+        if not (pushed_elsewhere or self._pushed_digest()):  # the OpenShift build, the rocm note, pullable.py say
+            lines.append(f"needs the image in its registry first: up builds and pushes nothing; `nodeweave image build "
+                         f"{self.spec.image.variant} --push{spec_flag(self.spec_path)}` pushes {r.image} (and pins "
+                         "it by digest for later ups)")
+        if self.spec.metrics.enabled:
+            monitor = self._shown(self._tree_path() / BASE / "podmonitor.yaml")
+            line = (f"metrics: node 0 serves :{self.spec.metrics.port}/metrics; the PodMonitor is not applied (it "
+                    f"needs the Prometheus Operator's CRD): `{self.cli} apply -n {self.namespace} -f {monitor}`")
+            if self.spec.kubernetes.network_policy and not self.spec.kubernetes.ingress_from:
+                line += (f"; the job's NetworkPolicy admits only its own pods, so a Prometheus outside "
+                         f"{self.namespace} scrapes nothing until kubernetes.ingress_from names it")
+            lines.append(line)
+        return lines
+
+    @staticmethod
+    def _shown(path: Path) -> str:
+        """``path`` as a person pastes it here: relative to this folder when under it, else absolute."""
+        rel = os.path.relpath(path)
+        return str(path) if rel.startswith("..") else rel
+
+    def _check_needed_steps(self) -> List[Step]:
+        """One ``get`` per namespace of the objects the pods need and up does not make: it fails, naming the missing
+        one, before anything is applied (rather than pods waiting out the timeout)."""
+        from nodeweave.resolve import resolve
+        from nodeweave.targets.kubernetes.prerequisites import by_namespace, needed_objects
+
+        steps = []
+        for space, items in by_namespace(needed_objects(resolve(self.spec), self.namespace)):
+            argv = [*kind_class(self.cli).cli_argv("get", self.remote, space), *(n.ref for n in items), "-o", "name"]
+            steps.append(Step(f"check that {', '.join(f'{n.kind} {n.name}' for n in items)} exist in {space} "
+                              "(the pods need them; up does not make them)", tuple(argv), timeout=120))
+        return steps
 
     def grow_hint(self, count: int) -> str:
         return f"`{self.cli} scale statefulset/{self.spec.name} -n {self.namespace} --replicas {count}` first"
@@ -356,7 +536,8 @@ class KubeCluster(Backend):
             items = json.loads(out.stdout).get("items", []) if out.returncode == 0 else None
         except (OSError, ValueError, subprocess.TimeoutExpired):
             items = None
-        if items is None:
+        if items is None:  # no answer: unknown, the verb goes on as planned (a dry run says so)
+            self.unanswered = f"`{self.cli} get pods` of the job gave no readable answer"
             return {}
         by_name = {(pod.get("metadata") or {}).get("name"): pod_state(pod) for pod in items}
         absent = PlatformState(NodeState.ABSENT, "missing (no pod yet)")

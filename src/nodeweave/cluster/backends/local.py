@@ -16,6 +16,7 @@ name is refused, never acted on.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -30,6 +31,9 @@ from nodeweave.cluster.base import Backend, Node, NodeState, PlatformState
 from nodeweave.steps import Step
 from nodeweave.errors import UsageError
 from nodeweave.remote import make_target
+
+INSPECT_TIMEOUT_S = 60  # one inspect of every container of the job: well under a second for thousands
+
 
 def compose_tool(engine: str) -> List[str]:
     """podman-compose (the one beside this Python first) or ``docker compose``."""
@@ -47,6 +51,14 @@ def detect_engine(given: "str | None" = None) -> "str | None":
     return installed_engine(given)
 
 
+def _ask(argv: List[str]) -> "Optional[subprocess.CompletedProcess]":
+    """One short question to the engine's client; None: it could not be asked (not there, no answer in time)."""
+    try:
+        return subprocess.run(argv, capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+
+
 class LocalCluster(Backend):
     target = "local"
 
@@ -62,7 +74,7 @@ class LocalCluster(Backend):
         self.recorded = {"project": self.mark.project}
 
     def nodes(self, for_up: bool = False, dry_run: bool = False) -> List[Node]:
-        return [Node(i, make_target(self.engine, f"{self.spec.name}-{i}")) for i in range(self.spec.containers)]
+        return [self._node(i, make_target(self.engine, f"{self.spec.name}-{i}")) for i in range(self.spec.containers)]
 
     def check_tools(self) -> None:
         if self.detected is None:
@@ -71,10 +83,62 @@ class LocalCluster(Backend):
             raise no_engine()
         super().check_tools()
 
+    def reach_problem(self) -> Optional[str]:
+        """The engine is on PATH but cannot start the nodes: docker's daemon does not answer, or the compose tool
+        is missing (``docker compose`` v2, podman-compose). Every real verb ends with exit 3 on it before writing
+        anything, and its dry run notes it (walk7 A3: ``down --engine docker`` wrote the job's compose file, then
+        failed on docker's usage text for the missing ``compose``)."""
+        if self.detected is None:
+            return None  # check_tools names the missing engine
+        tool = compose_tool(self.engine)
+        if self.engine == "podman":
+            if shutil.which(tool[0]) is None:
+                return ("podman-compose is not on PATH; the local target starts the nodes with it (pip install "
+                        "'nodeweave[local]' or podman-compose, or use --engine docker)")
+            return None
+        daemon = _ask(["docker", "version", "--format", "{{.Server.Version}}"])
+        if daemon is not None and daemon.returncode != 0:
+            from nodeweave.failures import tool_message
+
+            said = tool_message(daemon.stderr) or "no message"
+            return (f"docker is installed but its daemon does not answer ({said}): start it (systemctl start "
+                    "docker), or use --engine podman")
+        plugin = _ask([*tool, "version"])
+        if plugin is not None and plugin.returncode != 0:
+            return ("`docker compose` (v2) is missing from this docker client: install the docker-compose-plugin "
+                    "package (docker's own repository), or use --engine podman")
+        return None
+
     def _compose(self, *args: str) -> tuple:
         """compose on the job's file, in this folder's own project (``-p``: no COMPOSE_PROJECT_NAME of the
         caller's, no other folder's job of the same name)."""
         return (*compose_tool(self.engine), "-p", self.mark.project, "-f", str(self.compose_file), *args)
+
+    def _inspect(self, names: List[str], template: str) -> "Optional[subprocess.CompletedProcess]":
+        """One engine inspect of the job's containers by name (None: no answer, said in ``unanswered``).
+
+        ``--type container`` always: without it the engine looks each name up as every kind of object (image,
+        volume, network, pod), in time that grows with the square of the names: 13 s for 600 missing ones and past
+        the 60 s limit for the 2112 of a 2048-node job, on a 2-core VM (docs/benchmarks.md); a FileNotFoundError
+        (no engine) is the caller's to word.
+        """
+        argv = [self.engine, "inspect", "--type", "container", "--format", template, *names]
+        try:
+            return subprocess.run(argv, capture_output=True, text=True, timeout=INSPECT_TIMEOUT_S,
+                                  stdin=subprocess.DEVNULL)
+        except FileNotFoundError:
+            raise
+        except (OSError, subprocess.TimeoutExpired) as err:  # no answer: unknown, the verb goes on as planned
+            why = f"in {INSPECT_TIMEOUT_S} s" if isinstance(err, subprocess.TimeoutExpired) else f"({err})"
+            self.unanswered = f"`{self.engine} inspect` of the job's {len(names)} container(s) gave no answer {why}"
+            return None
+
+    @property
+    def unmarked_removal(self) -> str:
+        """How containers of this job's names that no `up` marked are removed by hand ({names}: theirs)."""
+        compose = "docker compose" if self.engine == "docker" else "podman-compose"
+        return (f"`{compose} -f compose/local.yaml down` in the folder that started it, or "
+                f"`{self.engine} rm -f {{names}}`")
 
     def marks(self):
         """Each node container's mark (its labels), in one inspect; missing containers are left out."""
@@ -83,11 +147,11 @@ class LocalCluster(Backend):
         if self.detected is None:
             return {}
         names = [node.remote.name for node in self.nodes()]
-        argv = [self.engine, "inspect", "--type", "container", "--format", "{{json .Name}} {{json .Config.Labels}}",
-                *names]
         try:
-            out = subprocess.run(argv, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
-        except (OSError, subprocess.TimeoutExpired):
+            out = self._inspect(names, "{{json .Name}} {{json .Config.Labels}}")
+        except FileNotFoundError:
+            out = None
+        if out is None:
             return {}
         found = {}
         for line in out.stdout.splitlines():
@@ -100,11 +164,19 @@ class LocalCluster(Backend):
                 found[name] = mark_of(labels if isinstance(labels, dict) else {})
         return found
 
+    @functools.cached_property
+    def up_compose(self) -> str:
+        """The job's compose file, rendered once per verb: a 2048-node job's is 2.2 MB, and ``up`` reads it for
+        the file it plans and for the variables it interpolates."""
+        return render_up_compose(self.spec, self.spec_dir, self.mark)
+
     def _up_files(self, mode: str) -> List["PlannedFile"]:
         """The job's compose file (when it differs from what the spec renders) and a fresh job token."""
         from nodeweave.cluster import token
         from nodeweave.plan import PlannedFile
 
+        if self._own_token_file:
+            return self._compose_files()
         path = self.state.token_file
         secret = PlannedFile(self.state.shown(path), f"a new random job token (0600), mounted at "
                              f"{token.CONTAINER_PATH} in every node", mode=0o600)
@@ -114,7 +186,7 @@ class LocalCluster(Backend):
         """The job's compose file, planned when it differs from what the spec renders (it is nodeweave's own)."""
         from nodeweave.plan import PlannedFile
 
-        text = render_up_compose(self.spec, self.spec_dir, self.mark)
+        text = self.up_compose
         if self.compose_file.is_file() and \
                 bounded.read_text(self.compose_file, bounded.TEXT_CAP, "a compose file") == text:
             return []
@@ -137,7 +209,15 @@ class LocalCluster(Backend):
 
         chosen, _ = image_choice(image, self._spec_image())
         env = (("NODEWEAVE_MODE", mode), (IMAGE_VARIABLE, chosen))
-        return env + token.compose_env(str(self.state.token_file))
+        return env if self._own_token_file else env + token.compose_env(str(self.state.token_file))
+
+    @property
+    def _own_token_file(self) -> bool:
+        """The spec's env names the token file every node reads (validate: on a mount of the spec): ``up`` then
+        writes and mounts no token of its own, which no node would read (walk7 A48)."""
+        from nodeweave.cluster import token
+
+        return token.FILE_VARIABLE in self.spec.env
 
     def _spec_image(self) -> str:
         """The image the spec gives the local nodes: the datum the compose file's ``${NODEWEAVE_IMAGE:-...}``
@@ -146,6 +226,13 @@ class LocalCluster(Backend):
         from nodeweave.targets.compose.local import LOCAL_VARIANT
 
         return resolve(self.spec, LOCAL_VARIANT).image
+
+    @property
+    def image_variant(self) -> str:
+        """The local nodes run the cpu variant, whatever the spec builds (``_spec_image``; walk6 W47)."""
+        from nodeweave.targets.compose.local import LOCAL_VARIANT
+
+        return LOCAL_VARIANT
 
     def _spec_image_why(self) -> str:
         """Why the local nodes run the spec's image, or its ``cpu`` variant (the local target simulates each node on
@@ -168,9 +255,31 @@ class LocalCluster(Backend):
         from nodeweave.cluster.environment import image_choice, inherited_notes, interpolated
 
         given = dict(self._up_env("hold", image))
-        read = interpolated(render_up_compose(self.spec, self.spec_dir))
-        return [image_choice(image, self._spec_image(), why=self._spec_image_why())[1],
+        read = interpolated(self.up_compose)
+        return [*machine_too_small(self.spec.containers),
+                image_choice(image, self._spec_image(), why=self._spec_image_why())[1], *self._image_of_another(image),
                 *inherited_notes((*self.reach_variables, *read), given=given)]
+
+    def _image_of_another(self, image: Optional[str]) -> List[str]:
+        """The image in the store built from another folder whose job has this name (walk8 A3): said, not refused
+        (one image for two clones may be meant)."""
+        from nodeweave.cluster.pullable import built_elsewhere
+
+        chosen = self._up_image(image)
+        other = built_elsewhere(chosen, self.detected, self.mark.owner)
+        return [f"image {chosen} was built from {other}, not this folder: the nodes would run that folder's "
+                f"requirements and code; `nodeweave image build` here first, or give one spec another name"] \
+            if other else []
+
+    def image_problem(self, image: Optional[str]) -> Optional[str]:
+        """A ``localhost/`` image this machine's store lacks (walk7 A35): podman-compose would fail pulling it."""
+        from nodeweave.cluster.pullable import absent_here
+
+        from nodeweave.targets.compose.local import LOCAL_VARIANT
+
+        chosen = self._up_image(image)
+        build = f"nodeweave image build {LOCAL_VARIANT}" if chosen == self._spec_image() else "nodeweave image build"
+        return absent_here(chosen, self.detected, build)
 
     def check_folders(self) -> List[str]:
         from nodeweave.cluster.writable import check_folders
@@ -192,15 +301,14 @@ class LocalCluster(Backend):
     def states(self, nodes: List[Node]) -> Dict[int, PlatformState]:
         """``running``, ``exited (N)``, ``created`` or ``missing`` per container, in one inspect."""
         names = {node.remote.name: node.index for node in nodes}
-        argv = [self.engine, "inspect", "--format", "{{json .Name}} {{json .State.Status}} {{.State.ExitCode}}", *names]
         try:
-            out = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+            out = self._inspect(list(names), "{{json .Name}} {{json .State.Status}} {{.State.ExitCode}}")
         except FileNotFoundError:  # no engine here: nothing can be up on it, and the line says what to install
             from nodeweave.failures import need_tool
 
             need_tool(self.engine, f"the {self.target} target reaches its nodes with it")
             return {}
-        except (OSError, subprocess.TimeoutExpired):  # no answer: unknown, the verb goes on as planned
+        if out is None:  # no answer: unknown, the verb goes on as planned
             return {}
         found = {}
         for line in out.stdout.splitlines():
@@ -217,10 +325,11 @@ class LocalCluster(Backend):
         """Only when the engine answers, for every container, that there is no such container (podman exit 125,
         docker exit 1, "no such ..."): any other answer, or none, leaves down to go on as planned."""
         names = [node.remote.name for node in self.nodes()]
-        argv = [self.engine, "inspect", "--type", "container", "--format", "{{.Name}}", *names]
         try:
-            out = subprocess.run(argv, capture_output=True, text=True, timeout=60)
-        except (OSError, subprocess.TimeoutExpired):
+            out = self._inspect(names, "{{.Name}}")
+        except FileNotFoundError:
+            out = None
+        if out is None:
             return None
         said = out.stderr.lower()
         if out.returncode == 0 or out.stdout.strip() or said.count("no such") < len(names):
@@ -231,7 +340,9 @@ class LocalCluster(Backend):
     def host_mounts(self):
         """The compose file's bind mounts (compose.common.volumes): the workspace, the cache, each volume with a
         host_path; a relative host path is relative to the spec's folder."""
-        spec, here = self.spec, self.spec_path.resolve().parent
+        from nodeweave.specpath import spec_folder
+
+        spec, here = self.spec, spec_folder(self.spec_path)
         pairs = [(spec.workspace.host_path, spec.workspace.path), (spec.cache.host_path, spec.cache.path)]
         pairs += [(volume.host_path, volume.path) for volume in spec.volumes if volume.host_path is not None]
         return [((here / os.path.expanduser(host)).resolve(), inside) for host, inside in pairs]
@@ -270,3 +381,31 @@ def render_up_compose(spec, spec_dir: Path, mark=None) -> str:
     if mark is None:
         return local_compose(spec, str(spec_dir))
     return local_compose(spec, str(spec_dir), mark.project, mark.labels())
+
+
+TORCH_NODE_BYTES = 1 << 29  # one node container importing torch on the CPU: ~0.5 GiB resident (the cpu image)
+NODES_PER_CPU = 4  # a few small simulated nodes share a CPU well (the tests run 3 on 2 CPUs); more starve
+
+
+def machine_too_small(containers: int, cpus: Optional[int] = None, memory: Optional[int] = None) -> List[str]:
+    """A line when the local target would start more node containers than this machine can hold: more than
+    ``NODES_PER_CPU`` a CPU, or than its memory at ~0.5 GiB a node (walk7 B29: a 2,048-node spec planned 2,048
+    containers on a 2-CPU VM with only the note that the local target simulates every node on its CPU). A spec
+    that size is meant for a cluster target; the line names them."""
+    import os
+
+    cpus = cpus if cpus is not None else (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
+                                          else os.cpu_count() or 1)
+    if memory is None:
+        try:
+            with open("/proc/meminfo") as f:
+                memory = next(int(line.split()[1]) * 1024 for line in f if line.startswith("MemTotal:"))
+        except (OSError, StopIteration, ValueError, IndexError):
+            memory = 0
+    fits = min(NODES_PER_CPU * cpus, memory // TORCH_NODE_BYTES) if memory else NODES_PER_CPU * cpus
+    if containers <= max(fits, 1):
+        return []
+    return [f"{containers} node containers on this machine ({cpus} CPU(s)"
+            + (f", {memory / 2**30:.0f} GiB" if memory else "") + f"): each imports torch (~0.5 GiB), so about "
+            f"{max(fits, 1)} fit here; the local target is for trying a few nodes: did you mean -t kubernetes, "
+            "-t slurm or -t hosts?"]

@@ -16,6 +16,7 @@ import time
 
 from ..detection import names
 from ..detection.net import lookup_host
+from ..hostport import host_port
 from .wire import MAX_MESSAGE, Channel, ExchangeError, encode, nonce, proof, verify
 
 
@@ -31,7 +32,7 @@ class Probe:
         address = fp.get("address")
         if not address or (address.startswith("127.") and not str(peer.seen).startswith("127.")):
             address = peer.seen  # a loopback advertisement is refused anyway; still test the firewall
-        self.where = f"{address}:{fp.get('probe_port')}"
+        self.where = host_port(address, fp.get('probe_port'))
         try:
             port = int(fp.get("probe_port") or 0)
             family, kind, proto, _, target = names.getaddrinfo(lookup_host(address), port, 0, socket.SOCK_STREAM)[0]

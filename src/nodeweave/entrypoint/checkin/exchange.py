@@ -14,12 +14,15 @@ Node 0 serves every node, connect-backs included, from one loop (``switchboard.p
 """
 
 import errno
+import os
 import socket
 import time
 
+from ..nodelists import ranges
 from .connectback import answer_probe as _answer_probe
-from .wire import (MAX_MESSAGE, SEND_TIMEOUT_S, Channel, ExchangeError, connect, encode_json, finish_all, nonce,
-                   proof, readable, verify)
+from .wire import (MAX_MESSAGE, SEND_TIMEOUT_S, Channel, Closed, ExchangeError, connect, encode_json, finish_all,
+                   listen, nonce, proof, readable, verify)
+from ..hostport import host_port
 
 HELLO_TIMEOUT_S = 10.0   # from accepting a connection to its hello
 PROBE_TIMEOUT_S = 3.0    # node 0's connect-back: to connect, then to answer once node 0 sent its probe
@@ -29,6 +32,16 @@ STATUS_BODY = {"t": "status"}
 
 class Refused(ExchangeError):
     """Node 0 would not take this node (another job); exit 3."""
+
+
+class NotAnExchange(ExchangeError):
+    """The port accepted the connection, but what answers there is no nodeweave exchange: no challenge within
+    ``HELLO_TIMEOUT_S`` (``silent``: another program that waits for its client to speak, or node 0 between
+    generations, its listener kept but not read yet) or an answer that is none (walk7 B32)."""
+
+    def __init__(self, text, silent):
+        super().__init__(text)
+        self.silent = silent
 
 
 class Peer:
@@ -49,6 +62,30 @@ class Peer:
         return Entry(self.fp, seen=self.seen, probe=self.probe, tag=self)
 
 
+def _exchange_holding(port):
+    """The job id of a nodeweave exchange answering on this machine's ``port`` (its greeting is a JSON
+    challenge naming the job), or None when nothing, or something else, answers there."""
+    import json
+    import socket
+
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=2) as probe:
+            probe.settimeout(2)
+            greeting = b""
+            while b"\n" not in greeting and len(greeting) < 4096:
+                chunk = probe.recv(4096)
+                if not chunk:
+                    break
+                greeting += chunk
+    except OSError:
+        return None
+    try:
+        said = json.loads(greeting.split(b"\n", 1)[0].decode("utf-8", "replace"))
+    except ValueError:
+        return None
+    return said.get("job") if isinstance(said, dict) and said.get("t") == "challenge" else None
+
+
 class Hub:
     """Node 0's side of the exchange. ``own_fp`` may start as ``{"job": ...}`` (the port opens before
     node 0's fingerprint is ready) and is completed before :meth:`gather`."""
@@ -58,11 +95,19 @@ class Hub:
         self.port, self.token, self.own_fp, self.log, self.clock = port, token, own_fp, log, clock
         self.keep_listener = False  # recovery: the next generation's hub takes the port over, never closed between
         try:
-            self.sock = listener or socket.create_server((bind, port), family=socket.AF_INET, backlog=512)
+            self.sock = listener or listen(bind, port, backlog=512)
         except OSError as err:
-            from ..errors import EXIT_UNREACHABLE, EntrypointError
+            from ..errors import EXIT_TOPOLOGY, EXIT_UNREACHABLE, EntrypointError
 
-            raise EntrypointError(f"cannot open the check-in exchange on port {port}: {err.strerror or err}; "
+            held = _exchange_holding(port) if err.errno == errno.EADDRINUSE else None
+            if held is not None and held == own_fp.get("job"):  # this very job's node 0 (walk8 B40)
+                raise EntrypointError(
+                    f"node 0 of job {held!r} is already running on this machine (its check-in exchange answers on "
+                    f"port {port}): this is a second start of node 0 (a second docker run or srun of it, a unit "
+                    "restarted while the old process lives); two nodes claim rank 0: stop one", EXIT_TOPOLOGY) from None
+            said = os.strerror(err.errno) if err.errno else str(err)  # never the bind call's Python tuple
+            whose = f" by node 0's exchange of another job ({held!r})" if held is not None else ""
+            raise EntrypointError(f"cannot open the check-in exchange on port {port}: {said}{whose}; "
                                   "set NODEWEAVE_EXCHANGE_PORT to a free port (the same on every node)",
                                   EXIT_UNREACHABLE) from None
         self.sock.setblocking(False)
@@ -71,6 +116,7 @@ class Hub:
         self.verdict = None  # once announced
         self.row_of, self.judged_rows = {}, None  # id(peer) -> its row of the rows decide judged
         self.live_status, self.refusals = None, []  # the stall watch's view (show_ranks); nodes that refused themselves
+        self.strangers = {}  # rank -> a hello of another job (or token) that claimed it: said if the rank is missing
         self.early = {"checked": 0, "ranks": set(), "refused": False}  # refusal.refused_early's, node by node
         # recovery: nodes of the last generation that had neither answered node 0's abort nor gone when its hub
         # closed (heartbeat: the hear-back's quiet); their old links are read on here (take_undecided)
@@ -127,10 +173,17 @@ class Hub:
         if hello.get("job") != self.own_fp.get("job") or not verify(self.token, peer.challenge, hello.get("mac"), fp):
             why = (f"it belongs to job {hello.get('job')!r}, this is {self.own_fp.get('job')!r}"
                    if hello.get("job") != self.own_fp.get("job") else "its job token differs from this job's")
+            rank = fp.get("rank")
+            if isinstance(rank, int) and not isinstance(rank, bool) and len(self.strangers) < 64:
+                # said with the node still missing at the deadline (walk8 B26); never a refusal of the job: the
+                # hello is not signed with this job's token, so anyone could send one
+                self.strangers[rank] = (f"a node from {peer.channel.peer} came as node rank {rank} with "
+                                        + (f"job id {hello.get('job')!r}" if hello.get("job") != self.own_fp.get("job")
+                                           else "another job token"))
             self._drop(peer, f"not a node of this job: {why}")
             return
         self.pending.remove(peer)
-        peer.fp, peer.seen = fp, peer.channel.peer.rpartition(":")[0]
+        peer.fp, peer.seen = fp, peer.channel.seen or ""
         self.board.hold(peer)  # judged: not read again until the heartbeat
         self.board.probe(peer, self.token, PROBE_TIMEOUT_S)
         self.peers.append(peer)
@@ -171,7 +224,7 @@ class Hub:
 
         now = self.clock()
         nodes = [{"fp": self.own_fp, "seen": self.own_fp.get("route_address"), "probe": None, "own": True,
-                  "state": "node 0"}]
+                  "state": "running"}]  # node 0 answers, so it runs: counted with the others (walk7 B26)
         for peer in self.peers:
             state = "running" if peer.done is None else (
                 f"finished {peer.done.get('how')}" if peer.done.get("code") == 0 else f"failed: {peer.done.get('how')}")
@@ -180,14 +233,14 @@ class Hub:
                 node["silent_s"] = round(max(0.0, now - peer.last_heard), 1)  # since node 0 last heard it
             nodes.append(node)
         whole = whole or len(nodes) <= WHOLE_UP_TO
+        ranks = self.live_status(stacks) if self.live_status is not None else None
         answer = {"t": "status", "phase": "gathering" if self.verdict is None else "running",
-                  "summary": nodes_summary(nodes, self.verdict)}
+                  "summary": nodes_summary(nodes, self.verdict, (ranks or {}).get("stall"))}
         if whole:
             answer.update(nodes=nodes, verdict=self.verdict)
         else:
             answer.update(nodes_left_out=len(nodes), verdict=shared_view(self.verdict) if self.verdict else None)
-        if self.live_status is not None:
-            ranks = self.live_status(stacks)
+        if ranks is not None:
             answer["ranks"] = ranks if whole else ranks_summary(ranks)
         return answer
 
@@ -313,7 +366,7 @@ class Hub:
                 if early():
                     break
             if now >= next_log:
-                self.log(f"check-in: waiting for node(s) {', '.join(map(str, sorted(missing)))} to check in "
+                self.log(f"check-in: waiting for node(s) {ranges(map(str, sorted(missing)))} to check in "
                          f"again ({int(deadline - now)}s more)" if wanted is not None else
                          f"check-in: {len(self.peers) + 1} of {needed} node(s) in; waiting up to "
                          f"{int(deadline - now)}s more")
@@ -339,7 +392,8 @@ class Hub:
         entries = [Entry(self.own_fp, seen=self.own_fp.get("route_address") or self.own_fp.get("address"), own=True)]
         entries += [peer.entry() for peer in self.peers if peer not in without]
         present = {e.fp.get("rank") for e in entries}
-        gone = {rank: missing(rank) if missing else None for rank in range(nnodes_min) if rank not in present}
+        gone = {rank: "; ".join(filter(None, (missing(rank) if missing else None, self.strangers.get(rank))))
+                or None for rank in range(nnodes_min) if rank not in present}
         entries = ordered(entries)
         verdict = judge(entries, nnodes_min, nnodes_max, launcher, allow, gone)
         self.row_of = {id(e.tag): i for i, e in enumerate(entries) if e.tag is not None}
@@ -423,16 +477,36 @@ class Hub:
 def check_in(host, port, fp, token, deadline, clock=time.monotonic, bind="", limit=MAX_MESSAGE):
     """This node's side: (verdict, Channel to node 0). Raises Refused (another job) or ExchangeError.
     ``limit``: the largest message taken from node 0 (``wire.frame_limit`` of the job's node count)."""
-    listener = socket.create_server((bind, 0), family=socket.AF_INET)
+    listener = listen(bind, 0)
     try:
         fp = dict(fp, probe_port=listener.getsockname()[1])
         channel = connect(host, port, max(0.5, min(10.0, deadline - clock())), limit)
         try:
-            challenge = channel.receive(min(deadline, clock() + HELLO_TIMEOUT_S))
+            hello_by = clock() + HELLO_TIMEOUT_S
+            try:
+                challenge = channel.receive(min(deadline, hello_by))
+            except Closed:
+                raise
+            except ExchangeError as err:
+                now = clock()
+                if now >= hello_by:
+                    raise NotAnExchange(f"{host_port(host, port)} accepts connections but sent no nodeweave "
+                                        f"challenge within {HELLO_TIMEOUT_S:g}s: another program on the port (node "
+                                        "0's exchange is its master port + 1), or node 0 stuck", silent=True) from None
+                if now >= deadline:
+                    raise  # the deadline came first: no answer in time, as before
+                challenge = {"t": None, "why": str(err)}  # it spoke, but not the exchange's language (a banner)
             if challenge.get("t") != "challenge":
-                raise ExchangeError(f"{host}:{port} is not a nodeweave exchange")
+                raise NotAnExchange(f"{host_port(host, port)} accepts connections but does not answer as a nodeweave "
+                                    "exchange (another program on the port? node 0's exchange is its master port "
+                                    "+ 1)" + (f": {challenge['why']}" if challenge.get("why") else ""), silent=False)
             if challenge.get("job") != fp.get("job"):
-                raise Refused(f"node 0's exchange at {host}:{port} belongs to job {challenge.get('job')!r}, "
+                try:  # node 0 hears the knock (its log, its missing row): it would wait out its deadline blind
+                    channel.send({"t": "hello", "job": fp.get("job"), "fp": fp,
+                                  "mac": proof(token, str(challenge.get("nonce")), fp)})
+                except ExchangeError:
+                    pass
+                raise Refused(f"node 0's exchange at {host_port(host, port)} belongs to job {challenge.get('job')!r}, "
                               f"this node to {fp.get('job')!r}: give every node the same job (NODEWEAVE_JOB_ID)")
             channel.send({"t": "hello", "job": fp.get("job"), "fp": fp,
                           "mac": proof(token, str(challenge.get("nonce")), fp)})
@@ -471,16 +545,17 @@ def ask_status(host, port, job, token, timeout_s=10.0, stacks=False, limit=MAX_M
     try:
         challenge = channel.receive(deadline)
         if challenge.get("t") != "challenge":
-            raise ExchangeError(f"{host}:{port} is not a nodeweave exchange")
+            raise ExchangeError(f"{host_port(host, port)} is not a nodeweave exchange")
         if challenge.get("job") != job:
-            raise Refused(f"the exchange at {host}:{port} belongs to job {challenge.get('job')!r}, not {job!r}")
+            raise Refused(f"the exchange at {host_port(host, port)} belongs to job {challenge.get('job')!r}, "
+                          f"not {job!r}")
         channel.send({"t": "status", "job": job, "mac": proof(token, str(challenge.get("nonce")), STATUS_BODY),
                       "stacks": bool(stacks), "all": bool(whole)})
         answer = channel.receive(deadline)
         if answer.get("t") == "reject":
-            raise Refused(f"node 0 ({host}:{port}) refused: {answer.get('reason')}")
+            raise Refused(f"node 0 ({host_port(host, port)}) refused: {answer.get('reason')}")
         if answer.get("t") != "status":
-            raise ExchangeError(f"{host}:{port} answered {answer.get('t')!r}, not a status")
+            raise ExchangeError(f"{host_port(host, port)} answered {answer.get('t')!r}, not a status")
         return answer
     finally:
         channel.close()

@@ -6,7 +6,7 @@ nodes' fingerprints up side by side. Everything is read from files: the
 installed distributions (``*.dist-info`` names; for torch, deepspeed,
 accelerate and NCCL's wheel the ``Version:`` of their METADATA — torch is never imported), the plan (GPUs, limits, interface,
 environment), the workspace's sync stamp or git HEAD. Values are plain JSON
-scalars (one dict, ``env`` the only nested one), so comparing and tabulating
+scalars (two dicts, ``env`` and ``faults`` the only nested ones), so comparing and tabulating
 them needs no schema.
 """
 
@@ -15,6 +15,7 @@ from hashlib import sha256
 
 from ..detection.host import site_dirs, nccl_version, rccl_version
 from ..detection.net import resolve
+from ..planning.contract import RECOVERY_NO_PROGRESS, RECOVERY_RESTARTS, STALL_TIMEOUT_S, STALL_WARN_S
 
 VERSION = 1
 SYNC_STAMP = ".nodeweave-sync.json"
@@ -202,8 +203,26 @@ def _nccl(root, env, vendor, dists):
     return nccl_version(root, env)[0]
 
 
-def local_fingerprint(plan, root, env, cwd=None):
-    """The fingerprint of this node for ``plan`` (a complete Plan)."""
+# The settings that decide what the job does on a fault: a node that reads them otherwise (started from an older
+# compose file or template) would run without recovery beside nodes with it, or stop at another stall limit, so
+# every node must share them, as it shares the node count (walk7 B49). Each with its value when not set.
+FAULT_SETTINGS = (("recovery", False), ("spares", 0), ("recovery_max_restarts", RECOVERY_RESTARTS),
+                  ("no_progress_restarts", RECOVERY_NO_PROGRESS), ("checkpoint_dir", None),
+                  ("straggler_is_fault", False), ("stall_warn", STALL_WARN_S), ("stall_timeout", STALL_TIMEOUT_S))
+
+
+def fault_settings(settings):
+    """{setting: the value this node acts on} of :data:`FAULT_SETTINGS`, and the straggler checks that make a
+    fault (``stall/setup.fault_checks``: its default follows ``straggler_is_fault``)."""
+    from ..stall.setup import fault_checks
+
+    found = {key: settings.get(key, default) for key, default in FAULT_SETTINGS}
+    found["straggler_fault"] = fault_checks(settings)
+    return found
+
+
+def local_fingerprint(plan, root, env, cwd=None, faults=None):
+    """The fingerprint of this node for ``plan`` (a complete Plan); ``faults``: :func:`fault_settings`."""
     node, topo = plan.node, plan.topology
     gpus, limits = node.gpus, node.limits
     dists = distributions(root)
@@ -233,4 +252,5 @@ def local_fingerprint(plan, root, env, cwd=None):
         "env_hash": env_hash, "env": env_vars,
         "interface": iface_name, "mtu": iface.mtu if iface else None, "speed_mbps": iface.speed_mbps if iface else None,
         "shm_bytes": limits.shm_bytes, "memlock_bytes": limits.memlock_bytes, "cpus": limits.cpus,
+        "faults": faults,
     }

@@ -63,7 +63,7 @@ class Watch(WatchSurface):
     """What both sides share: the thread, the lock, the first failure and the launcher's stop (and what the
     stall exchange mixed into each side uses of it: ``stall/surface.py``)."""
 
-    def __init__(self, log, elastic):
+    def __init__(self, log, elastic, recovery=False):
         self.log, self.elastic = log, elastic
         self.lock = threading.Lock()
         self.stopping = threading.Event()
@@ -73,6 +73,7 @@ class Watch(WatchSurface):
         self.thread = None
         self.stall = None            # stall.watcher.StallWatch, when the ranks are watched (use_stall)
         self.failed_at = None        # when the first failure was heard (recovery's time to recover counts from it)
+        self.recovery = recovery     # a generation's watch: a stop ends the generation, not the job
 
     def start(self, stop_launcher=None):
         """Beat from now on; ``stop_launcher`` (or ``attach_launcher`` later) is what a failure stops."""
@@ -114,19 +115,25 @@ class Watch(WatchSurface):
             self.failed_at = time.time()
             stop = self.stop_launcher  # None: no launcher yet; attach_launcher stops it as it comes
         lines = describe(report)
+        # under recovery every stop ends a generation, not the job: no exit code is due, and the launcher's
+        # output after the stop (torchrun's own traceback of the signal) goes to the file a stall stop uses
+        # (walk7 B35: a planned recovery read as "failed ... exit 5" and a traceback on node 0's console)
+        aside = self.stall.aside_path() if self.stall is not None and stop and \
+            (code == EXIT_STALLED or self.recovery) else None
+        then = ("for recovery (node 0 decides the next generation)" if self.recovery else
+                f"(exit {code}: {'stalled' if code == EXIT_STALLED else 'another node failed'})")
+        then += f"; its output from here on: {aside}" if aside else ""
         if code == EXIT_STALLED:
-            aside = self.stall.aside_path() if self.stall is not None and stop else None
             for line in lines[1:]:
                 self.log(line)
-            self.log(f"the job stalled at {label}: {lines[0]}; stopping this node's launcher (exit {code}: stalled)"
-                     + (f"; its output from here on: {aside}" if aside else ""))
-            if stop:  # after the last line: the report is what the user reads last
-                stop(GRACE_S, aside=aside)
-            return
-        self.log(f"{label} failed: {lines[0]}; stopping this node's launcher (exit {code}: another node failed)")
-        for line in lines[1:]:
-            self.log(line)
-        if stop:
+            self.log(f"the job stalled at {label}: {lines[0]}; stopping this node's launcher {then}")
+        else:
+            self.log(f"{label} failed: {lines[0]}; stopping this node's launcher {then}")
+            for line in lines[1:]:
+                self.log(line)
+        if stop and aside:  # after the last line: a stall report is what the user reads last
+            stop(GRACE_S, aside=aside)
+        elif stop:
             stop(GRACE_S)
 
     def _left(self, label, report):
@@ -144,8 +151,8 @@ class Watch(WatchSurface):
 class LinkWatch(LinkStall, Watch):
     """A worker's side: beats to node 0, and node 0's news."""
 
-    def __init__(self, channel, log, elastic=False, clock=time.monotonic):
-        super().__init__(log, elastic)
+    def __init__(self, channel, log, elastic=False, clock=time.monotonic, recovery=False):
+        super().__init__(log, elastic, recovery)
         self.channel, self.clock = channel, clock
         self.closing = False
         for listener in LINK_WATCHES:  # metrics/: this node's GPU readings on its beats (a callable, or None)
@@ -231,8 +238,8 @@ class HubWatch(HubStall, Watch):
     """Node 0's side: beats to every node, their reports, and the first failure relayed to all."""
 
     def __init__(self, hub, log, elastic=False, admit=None, clock=time.monotonic, on_straggler_fault=None,
-                 hear_back=False, turn_away=None, news=None):
-        super().__init__(log, elastic)
+                 hear_back=False, turn_away=None, news=None, recovery=False):
+        super().__init__(log, elastic, recovery)
         self.news = news if news is not None else News()  # every failure heard, for recovery's node 0 to drain
         self.turn_away = turn_away   # recovery: a node early for the next generation, sent away before its connect-back
         self.hear_back = hear_back   # recovery: after a failure, hear every node answer before the hub closes
@@ -428,10 +435,8 @@ class HubWatch(HubStall, Watch):
             peer.channel.close()
             return
         if verdict is None:
-            verdict = {"decision": "refuse", "problems": [{
-                "check": "late", "severity": "refuse", "allowed": False, "fields": [], "nodes": [_label(peer)],
-                "says": "checked in after the job started; a fixed-size job restarts all its nodes together"}],
-                "fields": [], "rows": []}
+            verdict = turned_away(peer, self.hub.peers)
+            self.log(f"check-in: {verdict['problems'][0]['nodes'][0]} turned away: {verdict['problems'][0]['says']}")
         if not self.hub.tell([peer], verdict) and verdict["decision"] == "start":
             peer.last_heard = self.clock()
             self.hub.peers.append(peer)
@@ -539,6 +544,25 @@ class HubWatch(HubStall, Watch):
         if self.failure and self.failure_code == EXIT_STALLED:
             return EXIT_STALLED
         return EXIT_PEER_FAILED if self.failure and self.failure[0] != self.label else None
+
+
+def turned_away(peer, members):
+    """The verdict for one node that checked in after the start, refused alone (``scope``: the job goes on): a
+    rank already in the job is a duplicate, named with both nodes' addresses (walk8 B15: a node started twice was
+    told "late" and that "every node exits 3"); any other is late."""
+    rank = (peer.fp or {}).get("rank")
+    first = next((p for p in members if (p.fp or {}).get("rank") == rank), None)
+    seen = f"{_label(peer)} from {peer.channel.seen or 'its address'}"
+    if rank == 0 or first is not None:
+        where = "node 0 itself" if rank == 0 else f"{_label(first)} from {first.channel.seen or 'its address'}"
+        check, says = "duplicate", (f"node rank {rank} claimed twice: {seen} came while {where} is in the job "
+                                    "already: two nodes with one rank (a node started twice, a template baking one "
+                                    "rank on two hosts); the newcomer is turned away, the job goes on with the first")
+    else:
+        check, says = "late", "checked in after the job started; a fixed-size job restarts all its nodes together"
+    return {"decision": "refuse", "scope": "this node", "problems": [{
+        "check": check, "severity": "refuse", "allowed": False, "fields": [], "nodes": [seen], "says": says}],
+        "fields": [], "rows": []}
 
 
 def _label(peer):

@@ -13,7 +13,8 @@ verdict to the others straight away.
 import socket
 import time
 
-from ..errors import EXIT_TOPOLOGY, EXIT_USAGE
+from ..errors import EXIT_NOT_EXECUTABLE, EXIT_NOT_FOUND, EXIT_TOPOLOGY, EXIT_USAGE, EntrypointError
+from ..hostport import host_port
 from ..planning.exchange_plan import exchange_port, switched_off
 
 TELL_FOR_S = 15.0  # node 0 opens its port as soon as it has planned: nodes started together find it in time
@@ -21,7 +22,7 @@ TELL_FOR_S = 15.0  # node 0 opens its port as soon as it has planned: nodes star
 
 def _where(settings):
     """(host, exchange port, job id, master port) to tell, or None when there is nobody to tell."""
-    from ..core import detect
+    from ..detection.node import detect
     from ..detection.host import host_networking
     from ..detection.kube import read_kube
     from ..model import Topology, Value
@@ -44,7 +45,18 @@ def _where(settings):
     port = int(ports[0]) if ports and str(ports[0]).isdigit() else DEFAULT_PORT
     topo = Topology(master_port=Value(value=port, source="refusal"))
     job_id = settings.get("job_id") or prefix or settings.env.get("SLURM_JOB_ID") or "nodeweave"
-    return master, exchange_port(topo, settings)[0], job_id, port, node.hostname
+    return master, exchange_port(topo, settings)[0], job_id, port, node.hostname, _rank(claims)
+
+
+def _rank(claims):
+    """The node rank every claim agrees on (flag, env, hostname ordinal), or None: node 0 then counts this node as
+    the one that refused, not as a node missing as well."""
+    ranks = {str(c.value).strip() for c in claims.get("node_rank", ())}
+    if len(ranks) == 1:
+        rank = ranks.pop()
+        if rank.isdigit():
+            return int(rank)
+    return None
 
 
 def _loopback(address):
@@ -55,19 +67,23 @@ def _loopback(address):
 
 def tell_node_0(settings, error, log, budget_s=TELL_FOR_S):
     """Send node 0 this node's refusal (``error``); quiet when it cannot be done."""
-    if error.exit_code not in (EXIT_USAGE, EXIT_TOPOLOGY) or switched_off(settings) or settings.explain:
-        return False
+    if error.exit_code not in (EXIT_USAGE, EXIT_TOPOLOGY, EXIT_NOT_FOUND, EXIT_NOT_EXECUTABLE) \
+            or switched_off(settings) or settings.explain or settings.status or settings.get("mode") == "hold":
+        return False  # only a start checks in: a plan, a status or a held container is nobody's peer
     try:
         where = _where(settings)
     except Exception:  # noqa: BLE001 - the refusal itself is what the user must see, not this
         return False
-    if where is None:
-        return False
-    host, port, job_id, master_port, hostname = where
+    if where is None or where[-1] == 0:
+        return False  # nobody to tell, or this is node 0: its own refusal ends its exchange, which the others see
+    host, port, job_id, master_port, hostname, rank = where
     from .wire import ExchangeError, connect, job_token, proof
 
-    token = job_token(settings.env, job_id, master_port)
-    body = {"t": "refusal", "reason": str(error), "host": hostname}
+    try:
+        token = job_token(settings.env, job_id, master_port)
+    except EntrypointError:  # the token file is what is refused: nothing node 0 would take can be signed
+        return False
+    body = {"t": "refusal", "reason": str(error), "host": hostname, "rank": rank}
     deadline = time.monotonic() + min(budget_s, settings.get("wait_timeout", 600) or budget_s)
     while time.monotonic() < deadline:
         try:
@@ -81,7 +97,7 @@ def tell_node_0(settings, error, log, budget_s=TELL_FOR_S):
                 return False
             channel.send(dict(body, job=job_id, mac=proof(token, str(challenge.get("nonce")), body)))
             channel.receive(time.monotonic() + 5.0)
-            log(f"told node 0 ({host}:{port}) why this node refuses to start; node 0 stops every node")
+            log(f"told node 0 ({host_port(host, port)}) why this node refuses to start; node 0 stops every node")
             return True
         except ExchangeError:
             return False
@@ -96,13 +112,14 @@ def note_refusal(hub, peer, message):
     """Keep a refusal signed with this job's token in ``hub.refusals`` (the job is refused now); drop others."""
     from .wire import ExchangeError, verify
 
-    body = {"t": "refusal", "reason": message.get("reason"), "host": message.get("host")}
+    body = {"t": "refusal", "reason": message.get("reason"), "host": message.get("host"), "rank": message.get("rank")}
     if message.get("job") != hub.own_fp.get("job") or not verify(hub.token, peer.challenge, message.get("mac"), body):
         hub._drop(peer, "a refusal without this job's token")
         return
     hub.pending.remove(peer)
-    hub.refusals.append({"host": str(body["host"])[:200], "seen": peer.channel.peer.rpartition(":")[0],
-                         "reason": str(body["reason"])[:2000]})
+    rank = body["rank"] if type(body["rank"]) is int and body["rank"] >= 0 else None
+    hub.refusals.append({"host": str(body["host"])[:200], "seen": peer.channel.seen or "",
+                         "reason": str(body["reason"])[:2000], "rank": rank})
     hub.log(f"check-in: {body['host']} ({peer.channel.peer}) refused its own start: {body['reason']}")
     try:
         peer.channel.send({"t": "noted"})
@@ -112,8 +129,16 @@ def note_refusal(hub, peer, message):
 
 
 def add_refusals(verdict, refusals):
-    """The verdict refuses, its first problem naming each node that refused itself and why."""
-    labels = [f"{r['host']} (from {r['seen']})" for r in refusals]
+    """The verdict refuses, its first problem naming each node that refused itself and why (its rank first where
+    it knew it: then it is not among the nodes that did not check in as well)."""
+    labels = [(f"node {r['rank']}: " if r.get("rank") is not None else "") + f"{r['host']} (from {r['seen']})"
+              for r in refusals]
+    told = {f"node {r['rank']}" for r in refusals if r.get("rank") is not None}
+    own = any(r.get("own") for r in refusals)  # node 0 refused before anyone could come: nobody is missing
+    for problem in [p for p in verdict["problems"] if p["check"] == "missing"]:
+        problem["nodes"] = [n for n in problem["nodes"] if n.split(" (")[0] not in told and not own]
+        if not problem["nodes"]:
+            verdict["problems"].remove(problem)
     verdict["problems"].insert(0, {
         "check": "refused-start", "severity": "refuse", "allowed": False, "fields": [], "nodes": labels,
         "says": "refused its own start", "details": dict(zip(labels, (r["reason"] for r in refusals)))})
@@ -132,7 +157,8 @@ def tell_latecomers(hub, verdict, needed, deadline):
     told = len(hub.peers)
     # a node whose check-in is in progress (connected, its connect-back not done) is waited for too:
     # closed on now, it would end with exit 4 ("closed the connection") instead of the refusal
-    while (len(hub.peers) + len(hub.refusals) + 1 < needed or hub.pending) and hub.clock() < until:
+    others = [r for r in hub.refusals if not r.get("own")]  # node 0's own refusal (a busy master port) is node 0
+    while (len(hub.peers) + len(others) + 1 < needed or hub.pending) and hub.clock() < until:
         hub.step(min(0.2, max(0.0, until - hub.clock())))
         hub.tell(hub.peers[told:], verdict)  # each its part (queued; hub.close sends what is left)
         told = len(hub.peers)

@@ -13,6 +13,7 @@ import os
 import time
 
 from ..errors import EXIT_TOPOLOGY, EXIT_UNREACHABLE, EntrypointError
+from ..hostport import host_port
 
 VERDICT_GRACE_S = 30  # a worker waits this much longer than node 0's deadline for its verdict
 RETRY_S = 0.3         # between a node's attempts to check in while node 0 is between generations
@@ -32,7 +33,10 @@ def say_verdict(verdict, took, log):
     problems = verdict["problems"]
     nodes = verdict.get("nodes")
     named = f"; verdict {verdict['digest']}" if verdict.get("digest") else ""  # the same on every node
-    if verdict["decision"] == "refuse":
+    if verdict["decision"] == "refuse" and verdict.get("scope") == "this node":  # the job goes on (heartbeat)
+        log(f"check-in: node 0 turned this node away ({len(problems)} problem(s)); this node exits {EXIT_TOPOLOGY}, "
+            "the job goes on without it:")
+    elif verdict["decision"] == "refuse":
         log(f"check-in refused the job ({nodes} node(s) in, {len(problems)} problem(s){named}); every node exits "
             f"{EXIT_TOPOLOGY}:")
     elif problems:
@@ -81,9 +85,9 @@ def last_record(settings, job):
 
 def explain_exchange(plan, settings, root):
     """For --explain: this node's fingerprint, and the verdict of its last start when one was recorded."""
-    from .fingerprint import local_fingerprint
+    from .fingerprint import fault_settings, local_fingerprint
 
-    plan.fingerprint = local_fingerprint(plan, root, settings.env)
+    plan.fingerprint = local_fingerprint(plan, root, settings.env, faults=fault_settings(settings))
     if root.real:
         plan.exchange["last"] = last_record(settings, plan.topology.job_id)
 
@@ -109,7 +113,7 @@ def print_status(settings, plan):
     except Refused as err:
         raise EntrypointError(str(err), EXIT_TOPOLOGY) from None
     except ExchangeError as err:
-        raise EntrypointError(f"node 0's check-in exchange at {info['host']}:{info['port']}: {err}",
+        raise EntrypointError(f"node 0's check-in exchange at {host_port(info['host'], info['port'])}: {err}",
                               EXIT_UNREACHABLE) from None
     sys.stdout.write(json.dumps(answer, indent=2) + "\n")
     if settings.stacks:
@@ -141,7 +145,7 @@ class CheckIn:
     EntrypointError (3 refused, 4 unreachable)."""
 
     def __init__(self, plan, settings, root, log):
-        from .fingerprint import local_fingerprint
+        from .fingerprint import fault_settings, local_fingerprint
         from .wire import job_token
 
         self.plan, self.settings, self.root, self.log = plan, settings, root, log
@@ -153,7 +157,7 @@ class CheckIn:
             from .exchange import Hub
 
             self.hub = Hub(plan.exchange["port"], self.token, {"job": topo.job_id}, log, bind=self.bind_address)
-        self.fingerprint = local_fingerprint(plan, root, settings.env)
+        self.fingerprint = local_fingerprint(plan, root, settings.env, faults=fault_settings(settings))
 
     @property
     def bind_address(self):
@@ -163,9 +167,10 @@ class CheckIn:
 
     def replan(self, plan):
         """The plan was made again after the wait (the master resolves now): its fingerprint too."""
-        from .fingerprint import local_fingerprint
+        from .fingerprint import fault_settings, local_fingerprint
 
-        self.plan, self.fingerprint = plan, local_fingerprint(plan, self.root, self.settings.env)
+        self.plan, self.fingerprint = plan, local_fingerprint(plan, self.root, self.settings.env,
+                                                              faults=fault_settings(self.settings))
 
     def run(self):
         plan, info, log = self.plan, self.plan.exchange, self.log
@@ -175,6 +180,9 @@ class CheckIn:
         if verdict["decision"] != "start":
             if watch is not None:
                 watch.close()
+            if verdict.get("scope") == "this node":
+                raise EntrypointError(f"node 0 turned this node away: {refused_checks(verdict)} (table above); the job "
+                                      "goes on without it", EXIT_TOPOLOGY)
             raise EntrypointError(f"check-in refused the job: {refused_checks(verdict)} (table above; the same on every "
                                   "node)", EXIT_TOPOLOGY)
         return Session(verdict, watch if info["heartbeat"] else None, self.fingerprint)
@@ -262,11 +270,12 @@ class CheckIn:
         ``carried``, and a node 0 between generations (not listening yet, or turning early nodes away) is tried
         again until the deadline; without, the first failure is the answer. Raises EntrypointError (3 refused,
         4 node 0 unreachable)."""
-        from .exchange import Refused, check_in
+        from .exchange import NotAnExchange, Refused, check_in
         from .wire import ExchangeError, frame_limit
 
         info, topo = self.plan.exchange, self.plan.topology
-        deadline = time.monotonic() + info["deadline_s"] + VERDICT_GRACE_S
+        started = time.monotonic()
+        deadline = started + info["deadline_s"] + VERDICT_GRACE_S
         hello = self.fingerprint if generation is None else dict(self.fingerprint, generation=generation)
         if carried:
             hello["book"] = carried
@@ -276,15 +285,25 @@ class CheckIn:
                                 limit=frame_limit(topo.nnodes_max))
             except Refused as err:
                 raise EntrypointError(str(err), EXIT_TOPOLOGY) from None
+            except NotAnExchange as err:
+                # another program on the port: the same diagnosis with recovery on or off (walk7 B32: recovery
+                # retried it for the deadline and its grace, 2.5x NODEWEAVE_WAIT_TIMEOUT, then said node 0 was
+                # gone); a silent one is retried within the deadline alone (node 0 between generations keeps its
+                # listener but reads it only when its next hub opens)
+                if generation is None or not err.silent or time.monotonic() >= started + info["deadline_s"]:
+                    raise EntrypointError(f"check-in with node 0 failed: {err} (NODEWEAVE_WAIT_TIMEOUT sets the "
+                                          "deadline)", EXIT_UNREACHABLE) from None
+                time.sleep(RETRY_S)
             except ExchangeError as err:
                 if generation is None:
-                    raise EntrypointError(f"check-in with node 0 at {info['host']}:{info['port']} failed: {err}; "
-                                          "is node 0 running the same job? (NODEWEAVE_WAIT_TIMEOUT sets the "
+                    raise EntrypointError(f"check-in with node 0 at {host_port(info['host'], info['port'])} failed: "
+                                          f"{err}; is node 0 running the same job? (NODEWEAVE_WAIT_TIMEOUT sets the "
                                           "deadline)", EXIT_UNREACHABLE) from None
                 if time.monotonic() >= deadline:
-                    raise EntrypointError(f"check-in with node 0 at {info['host']}:{info['port']} for generation "
-                                          f"{generation} failed: {err}; node 0 is gone (NODEWEAVE_WAIT_TIMEOUT "
-                                          "sets how long a node waits for it)", EXIT_UNREACHABLE) from None
+                    raise EntrypointError(f"check-in with node 0 at {host_port(info['host'], info['port'])} for "
+                                          f"generation {generation} failed: {err}; node 0 is gone "
+                                          "(NODEWEAVE_WAIT_TIMEOUT sets how long a node waits for it)",
+                                          EXIT_UNREACHABLE) from None
                 time.sleep(RETRY_S)
 
 

@@ -22,12 +22,27 @@ def _rank(node):
     return rank if isinstance(rank, int) else 1 << 30
 
 
-def nodes_summary(nodes, verdict):
-    """{"nodes": N, "states": {state: count}, "worst": [up to WORST nodes without their fingerprint]}.
+def stall_line(stall):
+    """"stalled 19 s in all_reduce #11, culprit rank 1 (node 1, vm)" of the stall watch's verdict, or None."""
+    if not stall:
+        return None
+    culprits = stall.get("culprits") or []
+    named = ", ".join(f"rank {c.get('rank')} (node {c.get('node')}, {c.get('host')})" for c in culprits[:4])
+    more = f" and {len(culprits) - 4} more" if len(culprits) > 4 else ""
+    return (f"stalled {float(stall.get('for_s') or 0):.0f} s in {stall.get('where')}"
+            + (f", culprit {named}{more}" if culprits else ", no culprit named yet"))
+
+
+def nodes_summary(nodes, verdict, stall=None):
+    """{"stall": line (while the job stalls), "nodes": N, "states": {state: count}, "flagged": count,
+    "worst": [up to WORST nodes without their fingerprint]}.
 
     ``nodes``: ``Hub.status``' rows ({fp, seen, probe, own, state, silent_s}); ``verdict``: node 0's whole
-    verdict (its rows say which nodes a problem flagged), or None while gathering."""
+    verdict (its rows say which nodes a problem flagged), or None while gathering; ``stall``: the stall watch's
+    verdict (``stall/watcher``), whose culprits' nodes are flagged and listed first (walk7 B26: a stalled job's
+    summary read "flagged 0", its culprit "running")."""
     flagged = {row.get("rank") for row in (verdict or {}).get("rows") or [] if row.get("flagged")}
+    flagged |= {c.get("node") for c in (stall or {}).get("culprits") or [] if isinstance(c.get("node"), int)}
     states = {}
     for node in nodes:
         state = node.get("state") or "?"
@@ -37,8 +52,9 @@ def nodes_summary(nodes, verdict):
     import heapq
 
     worst = heapq.nsmallest(WORST, marked, key=_node_badness)
-    return {"nodes": len(nodes), "states": states, "flagged": len(flagged - {0}),
-            "worst": [_brief(node) for node in worst]}
+    said = stall_line(stall)
+    return {**({"stall": said} if said else {}), "nodes": len(nodes), "states": states,
+            "flagged": len(flagged - {0}), "worst": [_brief(node) for node in worst]}
 
 
 def _brief(node):

@@ -104,6 +104,16 @@ def _link(fp):
     return (fp.get("mtu"), fp.get("speed_mbps"))
 
 
+def _faults_apart(entry, ref):
+    """Each fault setting ``entry`` acts on otherwise than node 0 (``ref``), with both values."""
+    mine, node_0 = entry.fp.get("faults") or {}, ref.fp.get("faults") or {}
+    def shown(value):
+        return ("on" if value else "off") if isinstance(value, bool) else _show(value)
+
+    return "; ".join(f"{key} {shown(mine.get(key))} (node 0: {shown(node_0.get(key))})"
+                     for key in sorted(set(mine) | set(node_0), key=str) if mine.get(key) != node_0.get(key))
+
+
 def _duplicate_ranks(entries):
     counts = {}
     for e in entries:
@@ -159,7 +169,7 @@ class Check:
 
     def __init__(self, name, severity, rule, says, fields, detail=None):
         self.name, self.severity, self.rule, self.says, self.fields = name, severity, rule, says, fields
-        self.detail = detail  # entry -> what exactly is wrong with this node, when one phrase is not enough
+        self.detail = detail  # (entry, node 0's) -> what exactly is wrong with this node, when one phrase is not enough
 
 
 def checks(nnodes_max, launcher, reachability=True):
@@ -170,6 +180,9 @@ def checks(nnodes_max, launcher, reachability=True):
         Check("rank", REFUSE, _rank_range(nnodes_max), f"node rank outside 0..{nnodes_max - 1}", ("rank",)),
         Check("nodes", REFUSE, _differs("nnodes"), "nodes disagree on the node count", ("nnodes",)),
         Check("launcher", REFUSE, _differs("launcher"), "nodes would start different launchers", ("launcher",)),
+        Check("faults", REFUSE, _differs("faults"), "nodes would act otherwise on a fault (their recovery, spares, "
+              "checkpoint folder, restart brakes, stall or straggler settings differ from node 0's: one would stop "
+              "or restart where another goes on; give every node the same)", ("faults",), _faults_apart),
         Check("vendor", REFUSE, _differs("gpu_vendor"), "GPU vendors differ: NCCL and RCCL do not talk to each other",
               ("gpu_vendor",)),
         Check("nccl", REFUSE, _differs(lambda fp: major_minor(fp.get("nccl"))),
@@ -184,10 +197,10 @@ def checks(nnodes_max, launcher, reachability=True):
               ("workspace_commit", "workspace_digest")),
         Check("address", REFUSE, _address, "the address the node advertises is not where node 0 reaches it "
               "(loopback, NAT or a bridge): peers would connect to the wrong place", ("address", "seen"),
-              address_problem),
+              lambda e, ref: address_problem(e)),
         Check("connect-back", REFUSE, _connect_back, "node 0 could not connect back to a port the node opened: "
               "a firewall lets the master port through but not the random ports NCCL and Gloo use",
-              ("address", "connect-back"), lambda e: e.probe or "not tried"),
+              ("address", "connect-back"), lambda e, ref: e.probe or "not tried"),
         Check("gpu-model", WARN, _differs("gpu_model"), "GPU models differ: the slowest sets the pace", ("gpu_model",)),
         Check("versions", WARN, _versions, "library patch versions differ",
               ("nccl", "rccl", "torch", "launcher_version")),
@@ -221,6 +234,8 @@ def _value(entry, field, ref, env_names=()):
         return entry.seen
     if field == "connect-back":
         return "(node 0)" if entry.own else (entry.probe or "not tried")
+    if field == "faults":  # the settings apart are named in the problem's details
+        return "differ" if (entry.fp.get("faults") or {}) != (ref.fp.get("faults") or {}) else "same"
     if field == "env":
         mine = entry.fp.get("env") or {}
         return ",".join(f"{k}={mine.get(k, '-')}" for k in env_names) or f"hash {entry.fp.get('env_hash')}"
@@ -242,7 +257,7 @@ def unreachable(entries, allow=()):
         for entry in check.rule(entries):
             if not entry.own and id(entry) not in named:
                 named.add(id(entry))
-                found.append((entry, f"{headline}: {check.detail(entry)}" if check.detail else headline))
+                found.append((entry, f"{headline}: {check.detail(entry, entries[0])}" if check.detail else headline))
     return found
 
 
@@ -270,7 +285,7 @@ def judge(entries, nnodes_min, nnodes_max, launcher, allow=(), missing=None, rea
         problem = {"check": check.name, "severity": WARN if allowed else check.severity, "allowed": allowed,
                    "says": check.says, "fields": list(check.fields), "nodes": [labels[id(e)] for e in odd]}
         if check.detail:
-            problem["details"] = {labels[id(e)]: check.detail(e) for e in odd}
+            problem["details"] = {labels[id(e)]: check.detail(e, entries[0]) for e in odd}
         problems.append(problem)
     fields = []
     for problem in problems:

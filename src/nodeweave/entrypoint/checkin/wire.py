@@ -24,6 +24,7 @@ import time
 from ..detection import names
 from ..detection.net import lookup_host
 from ..errors import ExchangeError
+from ..hostport import host_port, listen_family
 
 PROTOCOL = "nodeweave-exchange/1"
 MAX_MESSAGE = 1 << 20  # one line; a longer message goes as a frame
@@ -85,7 +86,11 @@ class Channel:
 
     def __init__(self, sock, peer=None, limit=MAX_MESSAGE):
         self.sock = sock
-        self.peer = peer or _peer(sock)
+        self.seen = None  # the peer's address as node 0's socket saw it, when the caller did not name the peer
+        if peer is None:
+            self.seen, port = _peer_address(sock)
+            peer = host_port(self.seen, port) if self.seen else "peer"
+        self.peer = peer
         self.buffer = bytearray()  # grows in place: a frame of many MB arrives in 64 KiB reads
         self.limit, self.frame_left = limit, None  # the largest message taken; the bytes of the frame being read
         self.outbox, self.queued = collections.deque(), 0  # node 0's unsent bytes (see queue)
@@ -295,12 +300,24 @@ def readable(socks, timeout_s):
     return [by_fd[fd] for fd, _ in events if fd in by_fd]
 
 
-def _peer(sock):
+def _peer_address(sock):
+    """(address, port) of the socket's peer; (None, None) once it is gone. An IPv4 peer of a dual-stack
+    listener (:func:`listen`) is named by its IPv4 address, as an IPv4 listener names it."""
     try:
         host, port = sock.getpeername()[:2]
-        return f"{host}:{port}"
     except OSError:
-        return "peer"
+        return None, None
+    if host.startswith("::ffff:") and "." in host:
+        host = host[len("::ffff:"):]
+    return host, port
+
+
+def listen(bind, port, backlog=None):
+    """A listening TCP socket on ``bind`` (empty: every address, IPv6 too: ``hostport.listen_family``), so
+    nodes given node 0 as an IPv6 address (MASTER_ADDR=fd00::1) reach it as well as those given an IPv4
+    address or a name."""
+    family, dual_stack = listen_family(bind)
+    return socket.create_server((bind, port), family=family, backlog=backlog, dualstack_ipv6=dual_stack)
 
 
 def connect(host, port, timeout_s, limit=MAX_MESSAGE):
@@ -309,8 +326,8 @@ def connect(host, port, timeout_s, limit=MAX_MESSAGE):
     try:
         sock = names.create_connection(lookup_host(host), port, timeout_s)
     except socket.timeout:
-        raise ExchangeError(f"connecting to {host}:{port} timed out after {timeout_s:g}s") from None
+        raise ExchangeError(f"connecting to {host_port(host, port)} timed out after {timeout_s:g}s") from None
     except OSError as err:
-        raise ExchangeError(f"connecting to {host}:{port} failed: {err.strerror or err}") from None
+        raise ExchangeError(f"connecting to {host_port(host, port)} failed: {err.strerror or err}") from None
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    return Channel(sock, f"{host}:{port}", limit)
+    return Channel(sock, host_port(host, port), limit)

@@ -145,6 +145,20 @@ def _amd(root):
                 source=source)
 
 
+def visible_layers(gpus, env):
+    """The ``*_VISIBLE_DEVICES`` variables the runtime applies, in its order, as (name, value). NVIDIA: CUDA's.
+    AMD: ROCm applies ``ROCR_VISIBLE_DEVICES`` first, then ``HIP_VISIBLE_DEVICES`` (``CUDA_VISIBLE_DEVICES``
+    when HIP's is unset) indexes the GPUs ROCR left (walk7 B24: HIP index 1 under ROCR=1 names no GPU)."""
+    if gpus.vendor == "nvidia":
+        names = ("CUDA_VISIBLE_DEVICES",)
+    elif gpus.vendor == "amd":
+        hip = "HIP_VISIBLE_DEVICES" if "HIP_VISIBLE_DEVICES" in env else "CUDA_VISIBLE_DEVICES"
+        names = ("ROCR_VISIBLE_DEVICES", hip)
+    else:
+        names = ()
+    return [(name, env[name]) for name in names if name in env]
+
+
 def _apply_visible(gpus, env):
     """Count what the runtime will let the launcher use; keep the entries that name no GPU here.
 
@@ -153,20 +167,23 @@ def _apply_visible(gpus, env):
     index too high, an unknown UUID), which the plan refuses instead of
     silently shrinking the job. A negative index is CUDA's own way to hide
     the rest (``-1`` hides every GPU), and so is a word that names no GPU at
-    all (Slurm's ``NoDevFiles``): both are kept as that.
+    all (Slurm's ``NoDevFiles``): both are kept as that. Layers compose
+    (``visible_layers``): each indexes what the one before it left, and
+    ``visible_env`` names the last.
     """
-    names = ("CUDA_VISIBLE_DEVICES",) if gpus.vendor == "nvidia" else (
-        "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES")
     count = len(gpus.devices)
     if gpus.vendor == "amd" and gpus.source and "missing" in gpus.source:
         count = 0
-    for name in names:
-        if name not in env or gpus.vendor == "none":
-            continue
-        gpus.visible, gpus.visible_invalid = _visible(gpus, env[name])
-        gpus.visible_env = name
+    left = list(range(len(gpus.devices)))  # what the layers so far leave, as indices of the node's GPUs
+    for name, value in visible_layers(gpus, env):
+        entries, invalid = visible_entries(gpus, value, len(left))
+        gpus.visible = [left[e] if isinstance(e, int) else e for e in entries]
+        gpus.visible_invalid, gpus.visible_env = invalid, name
+        left = [e for e in gpus.visible if isinstance(e, int)] if all(isinstance(e, int) for e in gpus.visible) \
+            else left[:len(gpus.visible)]
         count = min(count, len(gpus.visible))
-        break
+        if invalid:
+            break  # the plan refuses this layer: the next has nothing sure to index
     gpus.count = count
     first = gpus.devices[gpus.visible[0]] if gpus.visible and isinstance(gpus.visible[0], int) else (
         gpus.devices[0] if gpus.devices and count else None)
@@ -174,8 +191,10 @@ def _apply_visible(gpus, env):
         gpus.model, gpus.arch = first.model, first.arch
 
 
-def _visible(gpus, value):
-    """(usable entries up to the first unusable one, entries that name no GPU here)."""
+def visible_entries(gpus, value, total=None):
+    """(usable entries up to the first unusable one, entries that name no GPU here); ``total``: how many GPUs
+    the indices count over (what an earlier layer left; default all of the node's)."""
+    total = len(gpus.devices) if total is None else total
     uuids = {g.uuid for g in gpus.devices if g.uuid}
     visible, invalid, stopped = [], [], False
     for item in (v.strip() for v in value.split(",") if v.strip()):
@@ -183,7 +202,7 @@ def _visible(gpus, value):
             index = int(item)
             if index < 0:
                 stopped = True  # hides the rest, deliberately
-            elif index >= len(gpus.devices):
+            elif index >= total:
                 invalid.append(item)
                 stopped = True
             elif not stopped:

@@ -12,7 +12,8 @@ replaces the in-cluster address (``http://127.0.0.1:8001`` for ``kubectl
 proxy``, or a test server).
 """
 
-from ..errors import TopologyError
+from ..errors import TopologyError, UsageError
+from ..hostport import http_url
 from ..model import Kube
 from .host import SA_DIR, in_kubernetes
 
@@ -59,7 +60,7 @@ def _api_base(env):
     host, port = env.get("KUBERNETES_SERVICE_HOST"), env.get("KUBERNETES_SERVICE_PORT", "443")
     if not host:
         return None
-    return f"https://[{host}]:{port}" if ":" in host else f"https://{host}:{port}"
+    return http_url(host, port, path="", scheme="https")
 
 
 def _api_get(root, base, path, timeout):
@@ -85,13 +86,22 @@ def _api_get(root, base, path, timeout):
 
 def statefulset_replicas(root, env, name, ns, timeout=5.0):
     """``.spec.replicas`` of StatefulSet ``name`` in ``ns``; TopologyError naming the fix."""
+    given = env.get("NODEWEAVE_KUBE_API")
+    if given is not None and not given.strip():
+        raise UsageError("NODEWEAVE_KUBE_API is set but empty (an unset variable in `-e NODEWEAVE_KUBE_API=$URL`?); "
+                         "accepted: the API server's URL, http(s)://host:port, or leave it unset in a pod")
+    if given and not given.strip().startswith(("http://", "https://")):
+        raise UsageError(f"NODEWEAVE_KUBE_API {given!r} is not a URL; accepted: http(s)://host:port, the scheme "
+                         "written out (the in-cluster API is https)")
     base = _api_base(env)
     if not base:
         raise TopologyError(
             f"cannot count the nodes of StatefulSet {name!r}: KUBERNETES_SERVICE_HOST is unset; "
             "set NODEWEAVE_NNODES (or --nnodes)")
+    import http.client
     import urllib.error
 
+    where = f"statefulsets/{name} from the Kubernetes API at {base}"
     try:
         body = _api_get(root, base, f"apis/apps/v1/namespaces/{ns}/statefulsets/{name}", timeout)
     except urllib.error.HTTPError as err:
@@ -99,13 +109,18 @@ def statefulset_replicas(root, env, name, ns, timeout=5.0):
         raise TopologyError(
             f"Kubernetes API answered {err.code} for statefulsets/{name} in namespace {ns}{hint}; "
             "or set NODEWEAVE_NNODES") from None
-    except (OSError, ValueError) as err:
-        raise TopologyError(
-            f"cannot read statefulsets/{name} from the Kubernetes API at {base}: {err}; "
-            "set NODEWEAVE_NNODES to skip the lookup") from None
-    replicas = (body.get("spec") or {}).get("replicas")
-    if not isinstance(replicas, int) or replicas < 1:
-        raise TopologyError(f"statefulsets/{name} in {ns} has no usable .spec.replicas ({replicas!r})")
+    except ValueError:  # the body: JSON's own words ("Expecting value: line 1 column 1") name nothing the user fixes
+        raise TopologyError(f"cannot read {where}: it answered something that is not JSON (an HTML page: a proxy "
+                            "or a login in between?); set NODEWEAVE_NNODES to skip the lookup") from None
+    except (OSError, http.client.HTTPException) as err:
+        why = getattr(err, "reason", None) or err
+        raise TopologyError(f"cannot read {where}: {why}; set NODEWEAVE_NNODES to skip the lookup") from None
+    spec = body.get("spec") if isinstance(body, dict) else None
+    replicas = spec.get("replicas") if isinstance(spec, dict) else None
+    if not isinstance(replicas, int) or isinstance(replicas, bool) or replicas < 1:
+        said = ".spec.replicas is missing" if replicas is None else f".spec.replicas is {replicas!r}"
+        raise TopologyError(f"statefulsets/{name} in {ns}: {said} (not a StatefulSet's answer, or scaled to 0); "
+                            "set NODEWEAVE_NNODES to skip the lookup")
     return replicas
 
 

@@ -11,6 +11,7 @@ import time
 
 from .exposition import Columns, label_text
 from .goodput import BUCKETS, account
+from .rankcounts import collectives, recorded
 
 CHECKPOINT_TTL_S = 30.0
 _checkpoint = {"at": 0.0, "found": (None, None)}
@@ -108,12 +109,11 @@ def families(live, now=None):
 
     # --- ranks: the stall watch's views ---
     named = {(s.get("node"), s.get("rank")): s.get("gap") for s in verdicts.get("stragglers") or []}
-    recorded = bool(views) and all(v.get("fr_enqueued", -1) >= 0 for v in views)
+    read = recorded(views)
     ratios = _ratios(watch)
     texts = _rank_label_texts(jobwide, views)
     keys = [(v.get("node"), v.get("rank")) for v in views]
-    extra = [v.get("fr_enqueued", 0) for v in views] if recorded else [0] * len(views)
-    counts = Columns(texts, [v.get("seq", 0) + more for v, more in zip(views, extra)])
+    counts = Columns(texts, [collectives(v, read) for v in views])
     inside = Columns(texts, [v.get("inside_s") for v in views])
     outside = Columns(texts, [v.get("outside_s") for v in views])
     rate = live.rates()
@@ -227,6 +227,14 @@ def _ratios(watch):
     return getattr(stragglers, "ratios", None) or {}
 
 
+def _in_words(state):
+    """A rank's process state as the STALL report says it (``sleeping``, ``stopped``, ``in uninterruptible I/O``),
+    not the kernel's letter (``S``, ``T``, ``D``): ``top`` and the dashboard draw it as is (walk7 B43)."""
+    from ..stall.ranks import STATES
+
+    return STATES.get(state, state)
+
+
 def status(live, now=None):
     """The same picture as JSON (``/status.json``, what ``nodeweave top`` draws)."""
     now = time.time() if now is None else now
@@ -246,8 +254,10 @@ def status(live, now=None):
     named = {(s.get("node"), s.get("rank")): s.get("gap") for s in verdicts.get("stragglers") or []}
     ratios = _ratios(watch)
     rate = live.rates()
+    read = recorded(views)
     ranks = [{"node": v.get("node"), "rank": v.get("rank"), "host": v.get("host"), "seq": v.get("seq"),
-              "state": v.get("state"), "collectives_per_s": rate.get((v.get("node"), v.get("rank"))),
+              "collectives": collectives(v, read),
+              "state": _in_words(v.get("state")), "collectives_per_s": rate.get((v.get("node"), v.get("rank"))),
               "inside_s": v.get("inside_s"), "outside_s": v.get("outside_s"),
               "straggler_ratio": (1 + named[(v.get("node"), v.get("rank"))]) if (v.get("node"), v.get("rank")) in named
               else ratios.get((v.get("node"), v.get("rank")))} for v in views]
@@ -258,4 +268,5 @@ def status(live, now=None):
             "nodes": nodes, "ranks": ranks, "verdicts": verdicts, "gpus": gpus, "gpu_source": source,
             "node_gpus": every,
             "step": list(live.step) if live.step else None, "steps_per_s": live.step_rate(),
+            "step_note": live.step_note(),
             "goodput": account(timeline, now), "timeline": timeline}

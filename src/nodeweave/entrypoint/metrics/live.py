@@ -24,6 +24,7 @@ import time
 
 from . import heat
 from .goodput import SCHEMA
+from .rankcounts import collectives, recorded
 
 DEFAULT_PORT = 9464  # the port Prometheus' registry lists for OpenTelemetry's exporter: free on a GPU node
 TICK_S = 1.0
@@ -33,11 +34,6 @@ MAX_STEPS = 4000  # per generation: step lines kept for the accounting (the firs
 RATE_WINDOW_S = 30.0
 
 LIVE = None  # node 0's Live, from its first HubWatch on
-
-
-def _count(view, recorded):
-    """A rank's collectives: its Python calls, plus the flight recorder's when every rank's is read (judge.py)."""
-    return view.get("seq", 0) + (view.get("fr_enqueued", 0) if recorded else 0)
 
 
 def carried_timeline(kept, fresh, generation):
@@ -84,6 +80,7 @@ class Live:
                          "run_id": run_id, "step_pattern": bool(pattern), "generations": []}
         self.splitters = {}
         self.step = None  # (logger, step, time.time()) of the newest step line
+        self.unread = None  # {"line", "pattern"}: the last line that looked like a step and no format read
         self.rates_seen = {}  # (node, rank) -> deque of (monotonic time, collectives)
         self.sampler = self.server = self.thread = None
         self.saved_at = 0.0
@@ -157,6 +154,7 @@ class Live:
         for line in splitter.feed(chunk):
             found = find_step(line, self.pattern)
             if found is None:
+                self._unread(line)
                 continue
             with self.lock:
                 self.step = (found[0], found[1], now)
@@ -167,6 +165,32 @@ class Live:
                     steps.append([round(now, 3), found[1]])
                     if len(steps) > MAX_STEPS:
                         del steps[1:MAX_STEPS // 2:2]  # keep the first, thin the oldest half
+
+    def _unread(self, line):
+        lowered = line.lower()
+        if "step" not in lowered and "iter" not in lowered:
+            return  # most lines
+        from .steps import pattern_for
+
+        pattern = pattern_for(line)
+        if pattern is not None:
+            first = self.unread is None
+            self.unread = {"line": line.strip()[:200], "pattern": pattern}
+            if first and self.step is None:  # said once, while the run goes on: never after its end's report
+                self.log(f"metrics: {self.step_note()}")
+
+    def step_note(self, ended=False):
+        """One line when the run read no step line (top draws no step, goodput counts none): what looked like one,
+        and a ``metrics.step_pattern`` that reads it; None once a step line was read, and, until the run
+        ``ended``, while nothing looked like one yet (a job still importing)."""
+        if self.step is not None or (self.unread is None and not ended):
+            return None
+        if self.unread is None:
+            return ("no step line was read (no format nodeweave knows, and no line naming a step): set "
+                    "metrics.step_pattern (NODEWEAVE_STEP_PATTERN) to read the script's (docs/observability.md, Steps)")
+        return (f"no step line was read: the last that looked like one, {self.unread['line']!r}, matches no format "
+                f"nodeweave knows{' nor metrics.step_pattern' if self.pattern else ''}; set metrics.step_pattern "
+                f"(NODEWEAVE_STEP_PATTERN), e.g. '{self.unread['pattern']}'")  # as the spec's YAML takes it, unescaped
 
     # --- node 0 -----------------------------------------------------------------------------------------
     def _start(self):
@@ -211,18 +235,18 @@ class Live:
         if watch is None or gen is None:
             return
         views, verdicts = self.views()
-        recorded = bool(views) and all(v.get("fr_enqueued", -1) >= 0 for v in views)
+        read = recorded(views)
         with self.lock:
             for view in views:
                 history = self.rates_seen.setdefault((view.get("node"), view.get("rank")), collections.deque())
-                count = _count(view, recorded)
+                count = collectives(view, read)
                 if history and count < history[-1][1]:
                     history.clear()  # a new generation's ranks count from 0
                 history.append((mono, count))
                 while history and mono - history[0][0] > RATE_WINDOW_S:
                     history.popleft()
             open_gen = gen["ended"] is None and gen["fault"] is None
-            moved = [now - float(v.get("since_s") or 0) for v in views if _count(v, recorded) > 0]
+            moved = [now - float(v.get("since_s") or 0) for v in views if collectives(v, read) > 0]
             if open_gen and gen["first"] is None and (moved or gen["steps"]):
                 # the earliest sign of a collective: a rank's last move (views come a beat apart) or a step line
                 gen["first"] = round(min(moved + [s[0] for s in gen["steps"][:1]]), 3)
@@ -263,7 +287,9 @@ class Live:
                 pass  # a record for later reading; the job does not depend on it
 
     def close(self):
-        """At exit: the run's end, written once more."""
+        """At exit: the run's end, written once more. (The note that no step line was read is said when the first
+        line that looks like one comes, and served in /status.json: a line here would follow a stall's report,
+        which is the last thing a stopped node prints.)"""
         with self.lock:
             self.timeline["ended"] = time.time()
             gen = self.generation

@@ -1,17 +1,19 @@
 """``/metrics`` (Prometheus' text format) and ``/status.json`` on node 0, from a daemon thread.
 
 Stdlib ``http.server``: one thread per scrape, none of them shared with the heartbeat, so a slow or stuck
-scraper costs the job nothing but that thread. Bound on every address: Prometheus scrapes from another
-pod or host.
+scraper costs the job nothing but that thread. Bound on every address, IPv6 too: Prometheus scrapes from
+another pod or host, at a pod's IPv6 address on an IPv6 cluster.
 """
 
 import json
+import socket
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from . import collect
 from .exposition import CONTENT_TYPE, render
+from ..hostport import listen_family
 
 CACHE_S = 2.0  # scrapes this close together (two Prometheus replicas, top beside them) share one rendering
 
@@ -58,10 +60,26 @@ class _Handler(BaseHTTPRequestHandler):
         pass  # a scrape every 15 s is not news in the job's log
 
 
+def http_server(bind, port, handler):
+    """A ThreadingHTTPServer of ``handler`` on ``bind`` (empty: every address, IPv6 too where the kernel has it;
+    ``hostport.listen_family``): http.server alone listens on IPv4 only. OSError when it cannot listen there."""
+    family, dual_stack = listen_family(bind)
+
+    class Server(ThreadingHTTPServer):
+        address_family = family
+        daemon_threads = True
+
+        def server_bind(self):
+            if dual_stack:
+                self.socket.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+            super().server_bind()
+
+    return Server((bind, port), handler)
+
+
 def serve(port, live, bind=""):
     """Start serving ``live`` on ``port``; the server (its thread is a daemon). OSError when the port is taken."""
     handler = type("Handler", (_Handler,), {"live": live, "cache": {}, "lock": threading.Lock()})
-    server = ThreadingHTTPServer((bind, port), handler)
-    server.daemon_threads = True
+    server = http_server(bind, port, handler)
     threading.Thread(target=server.serve_forever, name="nodeweave-metrics", daemon=True).start()
     return server

@@ -26,8 +26,11 @@ MEGATRON = re.compile(r"\biteration\s+(\d+)/\s*\d+\s*\|")
 LIGHTNING = re.compile(r"\bEpoch (\d+):\s+\d+%\|[^|]*\|\s*(\d+)/(\d+) \[[^\]]*?(?:it/s|s/it)")
 TQDM = re.compile(r"\d+%\|[^|]*\|\s*(\d+)/(\d+) \[[^\]]*?(?:it/s|s/it)")
 HF_SAVE = re.compile(r"Saving model checkpoint to \S*?checkpoint-(\d+)\b")
+# the tutorials' and nodeweave's own examples' line: ``step 812 loss 0.0713``, ``[rank 0] step 3/100 loss ...``
+PLAIN = re.compile(r"\bstep (\d+)(?:/\d+)?:? loss\b")
 LOGGERS = (("torchtitan", TITAN), ("deepspeed", DEEPSPEED), ("megatron", MEGATRON), ("lightning", LIGHTNING),
-           ("tqdm", TQDM), ("huggingface", HF_SAVE))
+           ("tqdm", TQDM), ("huggingface", HF_SAVE), ("plain", PLAIN))
+LOOKS_LIKE_A_STEP = re.compile(r"(?i)\b(?:global_?)?(?:step|iter(?:ation)?)s?\b\W{0,3}(\d+)")
 MAX_LINE = 4096
 
 
@@ -64,6 +67,26 @@ def find_step(line, pattern=None):
             return name, epoch * per_epoch + batch
         return name, int(match.group(1))
     return None
+
+
+def pattern_for(line):
+    """A ``metrics.step_pattern`` that reads the step of ``line``, a line that looks like one (a word step or
+    iteration and a number) that no format above reads; None when it does not look like one. For the note that
+    no step line was read (walk7 B15: nothing said so, and top drew no step)."""
+    line = line[:MAX_LINE]
+    found = list(LOOKS_LIKE_A_STEP.finditer(line))
+    if not found:
+        return None
+    # a save's name in a path (``from=ckpt/step-10.pt step=10``) is not where the line says its step
+    match = next((m for m in found if not _in_a_path(line, m.start())), found[0])
+    before = match.group(0)[:match.start(1) - match.start(0)]
+    return re.escape(before).replace("\\ ", " ") + r"(?P<step>\d+)"
+
+
+def _in_a_path(line, at):
+    """Whether the word at ``at`` lies in a path (its whitespace-separated token holds a ``/`` or ``\\``)."""
+    token = re.search(r"\S*$", line[:at]).group(0) + re.match(r"\S*", line[at:]).group(0)
+    return "/" in token or "\\" in token
 
 
 class LineSplitter:

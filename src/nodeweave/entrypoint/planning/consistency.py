@@ -147,12 +147,42 @@ def check_tasks(claims, launcher):
                 f"the processes: {origin.one_task} (launcher command runs one command per task)")
 
 
+def hidden_by_empty(node, env):
+    """A ``*_VISIBLE_DEVICES`` set but empty on a node with GPUs (``-e HIP_VISIBLE_DEVICES=$DEVS`` with DEVS
+    unset): the runtimes read it as "no GPU", so the node would train on its CPU; said, since every other empty
+    variable is read as unset (walk7 B23)."""
+    from ..detection.gpu import visible_layers
+
+    gpus = node.gpus
+    if not gpus or not gpus.devices:
+        return []
+    return [f"{name} is set but empty: the runtime then sees no GPU, so this node's {len(gpus.devices)} x "
+            f"{gpus.devices[0].model or 'GPU'} would train on its CPU with gloo; unset it or give the indices "
+            f"(0..{len(gpus.devices) - 1})" for name, value in visible_layers(gpus, env) if not value.strip()]
+
+
 def check_machine(node, settings):
     """Settings that name hardware this node does not have."""
     gpus = node.gpus
     if gpus and gpus.visible_invalid:
+        from ..detection.gpu import visible_layers
+
         value = settings.env.get(gpus.visible_env, "")
         total = len(gpus.devices)
+        layers = visible_layers(gpus, settings.env)
+        before = layers[:[name for name, _ in layers].index(gpus.visible_env)] if gpus.visible_env in dict(layers) \
+            else []
+        if before:  # ROCm: HIP_VISIBLE_DEVICES indexes what ROCR_VISIBLE_DEVICES left (walk7 B24)
+            from ..detection.gpu import visible_entries
+
+            name, first = before[-1]
+            left = len(visible_entries(gpus, first)[0])
+            raise TopologyError(
+                f"{gpus.visible_env}={value}: {', '.join(gpus.visible_invalid)} indexes past the {left} GPU(s) "
+                f"{name}={first} leaves (ROCm applies {name} first, then {gpus.visible_env} over what it left), so "
+                "the runtime would drop it and every entry after it, silently shrinking the job; accepted: "
+                + (f"indices 0..{left - 1} (of what {name} leaves)" if left else f"none: {name} leaves no GPU")
+                + f", or unset one of the two")
         raise TopologyError(
             f"{gpus.visible_env}={value}: {', '.join(gpus.visible_invalid)} names no GPU of this node, which has "
             f"{total}; the runtime would drop it and every entry after it, silently shrinking the job; accepted: "
@@ -166,19 +196,332 @@ def check_machine(node, settings):
             f"this node; accepted: {', '.join(names)} (names under /sys/class/net)")
 
 
+# Programs a command may start with that a launcher with workers would be handed as its Python script (the one
+# table: ``nodeweave run``'s habit, cli/habits/dashes.py, reads its shells and programs from here).
+PROGRAMS = {**dict.fromkeys(("sh", "bash", "zsh", "dash", "ksh", "fish"), "a shell"), "env": "a program",
+            "uv": "a program", **dict.fromkeys(LAUNCHERS_WITH_WORKERS, "a launcher")}
+
+
+def program_not_script(word):
+    """What ``word`` (a command's first word) names when it is an interpreter or launcher, not a script: "the
+    Python interpreter", "a shell", ...; None for anything else."""
+    name = word.rsplit("/", 1)[-1]
+    for python in ("python", "pypy"):
+        if name.startswith(python) and set(name[len(python):]) <= set("0123456789."):
+            return "the Python interpreter"
+    return PROGRAMS.get(name)
+
+
+def script_kind(path):
+    """What the script at ``path`` is when it is no Python file a launcher can run with ``python``: "a shell
+    script (#!/bin/bash)", "an executable program (ELF)", "a Jupyter notebook"; None for a Python file (or one
+    that cannot be read: the launcher says why)."""
+    if path.endswith(".ipynb"):
+        return "a Jupyter notebook (export it: jupyter nbconvert --to script)"
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(256)
+    except OSError:
+        return None
+    if head.startswith(b"\x7fELF"):
+        return "an executable program (ELF)"
+    first = head.split(b"\n", 1)[0].decode("utf-8", "replace").strip()
+    if first.startswith("#!") and "python" not in first and not path.endswith(".py"):  # a .py file is Python
+        # whatever its shebang names (`#!/usr/bin/env -S uv run --script`: a comment to python)
+        return f"a script for another interpreter ({first})"
+    if not first.startswith("#!") and path.endswith((".sh", ".bash")):
+        return "a shell script (.sh)"
+    return None
+
+
+def no_script(launcher, command, script=None, verb="nodeweave run"):
+    """Why a launcher with workers would be given no script, or None: the command starts with an option the
+    launcher does not take (``--lr 1e-3``, a script's own flags given without the script), so every node's
+    launcher reads it as its own and exits 2 (walk6 W12). The one rule for the entrypoint's start and plan and
+    for ``nodeweave run`` (``cli/habits/dashes.launcher_command``); ``script``: the spec's, to name in the fix."""
+    if launcher not in LAUNCHERS_WITH_WORKERS or not command:
+        return None
+    own = own_option(launcher, command, verb)
+    if own is not None:
+        return own
+    program = program_not_script(command[0])
+    if program:  # walk8 B12: `-- python train.py`, copied from a single-GPU README or a container CMD
+        import shlex
+
+        rest = " ".join(shlex.quote(word) for word in command[1:]) or "SCRIPT"
+        fix = (f"a shell script runs with NODEWEAVE_LAUNCHER=command (launcher.type: command): {verb} -- "
+               f"{shlex.quote(command[0])} {rest}" if program == "a shell" else
+               f"{'nodeweave starts the launcher itself on every node; ' if program == 'a launcher' else ''}give the "
+               f"script first: {verb} -- {rest}")
+        return (f"the command starts with {command[0]!r}, {program}, not a script: {launcher} runs the script with "
+                f"Python itself, so every rank would run `python {command[0]} ...`; {fix}")
+    if not command[0].startswith("-") or command[0] == "-":
+        return None
+    from .launcher_table import OPTIONS
+
+    if command[0].split("=", 1)[0] in OPTIONS.get(launcher, ()):
+        return None  # the launcher's own (torchrun -m pkg.module, --no-python): it reads the script after it
+    import shlex
+
+    given = " ".join(shlex.quote(word) for word in command)
+    return (f"the command {given!r} starts with {command[0]!r}, an option {launcher} does not take, and names no "
+            f"script: {launcher} would read it as its own option and exit 2 on every node; the command after `--` "
+            f"is the script, then its arguments: {verb} -- {shlex.quote(script) if script else 'SCRIPT'} {given}")
+
+
+def own_option(launcher, command, verb="nodeweave run"):
+    """Why the command's launcher options set one nodeweave passes the launcher itself, or None: the launcher
+    takes the last of the two, so the plan's count, rank or master would say one thing and the job do another
+    (walk6 N7). Read from ``launcher_options``' table, as the spec's launcher.options are."""
+    from .launcher_options import RUN_FLAGS, command_clash, own_option_field
+
+    found = command_clash(launcher, command)
+    if found is None:
+        return None
+    import shlex
+
+    word, own = found
+    index = command.index(word)
+    takes_value = "=" not in word and index + 1 < len(command) and not command[index + 1].startswith("-") \
+        and not command[index + 1].endswith(".py")
+    rest = command[:index] + command[index + (2 if takes_value else 1):]
+    value = word.split("=", 1)[1] if "=" in word else command[index + 1] if takes_value else ""
+    flag = RUN_FLAGS.get(word.split("=", 1)[0])
+    field = own_option_field(own)
+    instead = (f"; for one run: {verb} {flag} {value} -- {' '.join(shlex.quote(w) for w in rest)}"
+               if flag and verb == "nodeweave run" and value.isdigit() else "")
+    spec_field = ":" not in field  # a field of the spec, not the node's plan or its rendezvous
+    from .contract import SETTINGS
+
+    variables = [row.variable for row in SETTINGS if row.spec and row.spec in field.split(" and ")]
+    named = f"{field} ({', '.join(variables)} on a node)" if variables else field
+    change = f"set the spec's {named} instead, and leave it out" if spec_field else "leave it out"
+    return (f"the command's {word!r} sets {launcher}'s {own}, which nodeweave passes {launcher} itself (from "
+            f"{'the spec' + chr(39) + 's ' if spec_field else ''}{field}): {launcher} would take the command's, while "
+            f"the plan (WORLD_SIZE, ranks, the check-in) keeps its own; {change} of the command: {verb} -- "
+            f"{' '.join(shlex.quote(w) for w in rest)}{instead}")
+
+
+def start_problem(launch, settings, cwd):
+    """The error the start stops with before any wait (the script the launcher would start is not here, the
+    launcher itself would not start), or None. ``--explain`` says the same: the script as an error (exit 2), the
+    launcher as the ``command-not-found`` warning (the plan is often read off the node, where the image's
+    launcher is not installed)."""
+    from ..errors import EntrypointError, UsageError
+    from .programs import launcher_missing
+
+    if launch is None:
+        return None
+    problem = missing_script(launch.launcher, settings.command, cwd)
+    if problem:
+        return UsageError(problem)
+    missing = launcher_missing(launch.launcher, settings.command, settings)
+    if not missing and settings.get("profile"):
+        from ..running.profile import profiler_missing
+
+        missing = profiler_missing(settings)
+    return EntrypointError(*missing) if missing else None
+
+
+# Programs that are never a Python script, by name at any path: a shell, env (`/usr/bin/env python train.py` hands
+# env to Python), uv: PROGRAMS' rows that are not launchers (one table).
+SHELLS = tuple(name for name, kind in PROGRAMS.items() if kind != "a launcher")
+
+
+def is_a_program(word, is_file):
+    """Whether ``word``, the first word after ``--`` that a Python launcher (torchrun, deepspeed, accelerate) would
+    hand its Python, names a program rather than a script: a shell or env by name (any path), or a bare name with
+    no ``.py`` suffix that ``is_file`` (the workspace's files) does not find: ``nvidia-smi``, which the image holds
+    and this machine may not (issue 43 A30). An option (``-m pkg``, ``--no-python``) is the launcher's, never one.
+    The one rule for ``nodeweave run`` and the entrypoint's start and plan."""
+    if not word or word.startswith("-"):
+        return False
+    if word.rsplit("/", 1)[-1] in SHELLS:
+        return True
+    return "/" not in word and not word.endswith(".py") and not is_file(word)
+
+
+def program_problem(launcher, word, verb, run_as_given):
+    """The one line refusing program ``word`` under Python launcher ``launcher``; ``run_as_given``: how this verb
+    runs a command as given (``--launcher command`` for ``nodeweave run``)."""
+    return (f"`{word}` is a program, not a Python script: {launcher} starts what follows `--` with the image's "
+            f"Python (`python {word} ...`), and {word} is no .py and no file of the workspace, so every rank would "
+            f"fail whatever the image holds; run a command as given with {run_as_given}, or on every node with "
+            f"`nodeweave exec -- ...`; for a script, give its path in the workspace ({verb} -- train.py ARGS)")
+
+
+def _is_file_in(folder, name):
+    return os.path.isfile(os.path.join(folder, name))
+
+
 def missing_script(launcher, command, cwd):
     """The one-line reason a Python script the launcher would start on every rank is not there, or None."""
+    first = no_script(launcher, command, verb="nodeweave-entrypoint")
+    if first:
+        return first
     script = None
     if launcher in LAUNCHERS_WITH_WORKERS and command and not command[0].startswith("-"):
         script = command[0]
     elif launcher == "command" and len(command) > 1 and command[0].rsplit("/", 1)[-1].startswith("python") \
             and not command[1].startswith("-"):
         script = command[1]
-    if script is None or os.path.isfile(os.path.join(cwd, script)):
+    if script is None:
         return None
+    if os.path.isfile(os.path.join(cwd, script)):
+        kind = script_kind(os.path.join(cwd, script)) if launcher in LAUNCHERS_WITH_WORKERS else None
+        if kind:  # walk8 B11: each rank died with a SyntaxError at the shebang's next line, after the check-in
+            return (f"script {script!r} is {kind}, which launcher {launcher} would run with Python on every rank; "
+                    "accepted: a Python file, or NODEWEAVE_LAUNCHER=command (launcher.type: command) for a program "
+                    "that starts its own processes")
+        return None
+    if launcher in LAUNCHERS_WITH_WORKERS and is_a_program(script, lambda word: _is_file_in(cwd, word)):
+        return program_problem(launcher, script, "nodeweave-entrypoint",
+                               "launcher.type command (NODEWEAVE_LAUNCHER=command)")
+    try:
+        mode = os.stat(os.path.join(cwd, script)).st_mode  # a link followed: the script may live elsewhere
+    except OSError:
+        mode = None
+    if mode is None and os.path.islink(os.path.join(cwd, script)):  # there, leading nowhere (walk8 B39)
+        return (f"script {script!r} in the working directory {cwd} is a link to "
+                f"{os.readlink(os.path.join(cwd, script))!r}, which does not exist (launcher {launcher} would start "
+                "it on every rank); accepted: a Python file, or a link to one: fix the link or launcher.script")
+    if mode is not None:  # there, but no file: copying it there again cannot help (walk7 B36)
+        from ..bounded import file_kind
+
+        return (f"script {script!r} in the working directory {cwd} is {file_kind(mode)}, not a file (launcher "
+                f"{launcher} would start it on every rank); accepted: a Python file, e.g. train.py: fix "
+                "launcher.script / the container's command")
     return (f"script {script!r} is not in the working directory {cwd} (launcher {launcher} would start it on every "
             "rank); copy it there (nodeweave sync), or fix launcher.script / the container's command")
 
+
+
+def script_notes(launcher, command, cwd):
+    """Warnings on a script that is there but will not do what a job needs (walk8 B39): outside the working
+    directory (nodeweave sync copies that folder alone: every other node runs whatever its own machine holds at
+    that path), or empty (every rank exits 0 at once and the job "succeeds")."""
+    if launcher not in LAUNCHERS_WITH_WORKERS or not command or command[0].startswith("-"):
+        return []
+    script = command[0]
+    path = os.path.join(cwd, script)
+    found = []
+    inside = os.path.realpath(path).startswith(os.path.realpath(cwd).rstrip(os.sep) + os.sep)
+    if not inside and os.path.isfile(path):
+        found.append(f"script {script!r} is outside the working directory {cwd}: nodeweave sync does not copy it, "
+                     "so every other node must hold it at that very path; copy it into the working directory")
+    try:
+        if os.path.isfile(path) and os.path.getsize(path) == 0:
+            found.append(f"script {script!r} is empty: every rank would exit 0 at once and the job end as if it "
+                         "had trained")
+    except OSError:
+        pass
+    return found
+
+
+def peers_elsewhere(topo, node, master_ip, root):
+    """Why some node of this multi-node job is on another machine, in words, or None where nothing shows it: the
+    master's address is not this machine's, or a name of the job's node list (a hostfile, a scheduler's node
+    list) resolves to an address neither loopback nor this machine's. A name that does not resolve here proves
+    nothing (a one-machine test's extra node names). Peers elsewhere cannot reach this node's loopback (walk6
+    W7, W39)."""
+    if topo.nnodes_max <= 1:
+        return None
+    if master_ip and not is_loopback(master_ip) and node.interface != "lo" and master_ip != node.local_ipv4:
+        return f"the master {topo.master_addr.value} ({topo.master_addr.source}) is another machine"
+    from ..detection.net import resolve
+
+    own = (node.hostname or "").split(".")[0]
+    here = {address for iface in node.interfaces for address in iface.ipv4}
+    others = [name for name in named_hosts(topo) if name and not is_loopback(name) and name.split(".")[0] != own]
+    unresolved = []
+    for name in others[:PEERS_RESOLVED]:
+        address, how = resolve(root, name)
+        if address and not is_loopback(address) and address not in here:
+            return f"the job's nodes include {name} ({address}, {how}), another machine"
+        if not address:
+            unresolved.append(name)
+    return Unresolved(unresolved[0]) if unresolved else None
+
+
+HERE_BY_LOOPBACK = "is this host by its loopback"  # the note that takes "every node runs here"'s place (policy)
+
+
+class Unresolved(str):
+    """No proof, only a node name that resolves nowhere here: maybe another machine, maybe a one-machine test's."""
+
+
+PEERS_RESOLVED = 8  # names of the node list looked up, at most: a start never waits on a thousand lookups
+
+
+def _loopback_interfaces(node, names):
+    """Those of ``names`` that are loopback here (``lo``, or an interface whose every address is 127.x)."""
+    by_name = {iface.name: iface for iface in node.interfaces}
+    return [name for name in names if name == "lo" or name in by_name and by_name[name].ipv4 and
+            all(is_loopback(address) for address in by_name[name].ipv4)]
+
+
+def _socket_choices(settings):
+    """(where, interface names) of each socket interface choice the user made: the flag/variable/spec's
+    interfaces, and GLOO_SOCKET_IFNAME set by hand (exact names). A hand-set NCCL_SOCKET_IFNAME is judged by
+    its own rule (``rules.ifname_loopback``, which knows its prefixes and ``^``), as doctor reads it."""
+    found = []
+    chosen = settings.get("interfaces") or []
+    if chosen:
+        found.append((f"{settings.source('interfaces')}={','.join(chosen)}", list(chosen)))
+    text = settings.env.get("GLOO_SOCKET_IFNAME") or ""  # NCCL_SOCKET_IFNAME: rules.ifname_loopback's
+    if text:
+        found.append((f"GLOO_SOCKET_IFNAME={text}", [name for name in text.split(",") if name]))
+    return found
+
+
+def check_reachable_sockets(topo, node, settings, master_ip, root, routes_default, warnings):
+    """This node's sockets never sit on loopback while a peer is on another machine (walk6 W7, W39).
+
+    A socket interface the user chose that is loopback is refused where the master is another machine (every
+    peer's connection to it would fail at the first collective) and warned where only the node names say so.
+    A master name that resolves to loopback here (a Debian ``127.0.1.1 <hostname>`` line in /etc/hosts) while
+    the job spans other hosts is not "every node runs here": the default route's interface carries the sockets
+    instead, and the plan says why. ``routes_default``: (interface, address) of the default route."""
+    choices = _socket_choices(settings)
+    if topo.nnodes_max <= 1 or node.interface != "lo" and not any(
+            _loopback_interfaces(node, names) for _, names in choices):
+        return  # nothing on loopback: nothing to look up
+    elsewhere = peers_elsewhere(topo, node, master_ip, root)
+    if isinstance(elsewhere, Unresolved):
+        if node.interface == "lo" and not any(names for _, names in choices):
+            how = (node.interface_reason or "").split("; loopback")[0]
+            topo.notes.append(f"the master {topo.master_addr.value} {HERE_BY_LOOPBACK} ({how})")
+            emit(warnings, "master-name-loopback", f"{topo.master_addr.value} resolves to loopback here ({how}), "
+                 f"and the job's nodes include {elsewhere}, which does not resolve here: if it is another machine, "
+                 "it cannot reach this node's loopback; set NODEWEAVE_INTERFACES, or map the name to the host's "
+                 "real address in /etc/hosts")
+        return
+    if elsewhere is None:
+        return
+    for where, names in choices:
+        looped = _loopback_interfaces(node, names)
+        if not looped:
+            continue
+        others = [f"{i.name} ({', '.join(i.ipv4)})" for i in node.interfaces if i.ipv4 and i.operstate != "down" and
+                  not _loopback_interfaces(node, [i.name])]
+        text = (f"{where}: {', '.join(looped)} is loopback, but {elsewhere}: peers cannot reach this node's "
+                f"127.0.0.1, so Gloo's and NCCL's connections to it would fail at the first collective; accepted: "
+                f"an interface with a route to the other nodes ({', '.join(others) or 'none here but loopback'})")
+        if elsewhere.startswith("the master") and not where.startswith("GLOO_SOCKET_IFNAME"):
+            raise TopologyError(text)  # nodeweave's own choice; the user's Gloo variable is judged, not refused
+        emit(warnings, "loopback-sockets", text + ", unless every node really runs on this machine")
+    if node.interface != "lo" or any(names for _, names in choices):
+        return
+    iface, local = routes_default
+    how = (node.interface_reason or "").split("; loopback")[0]  # not its "the master runs on this host"
+    said = f"{topo.master_addr.value} resolves to loopback here ({how}), but {elsewhere}"
+    if iface and iface != "lo":
+        node.interface, node.local_ipv4 = iface, local
+        node.interface_reason = f"{said}: the default route's interface, which peers can reach"
+    emit(warnings, "master-name-loopback", f"{said}: peers cannot reach this node's loopback; " + (
+         f"its sockets use {iface} ({local or 'no IPv4'}), the default route's" if iface and iface != "lo" else
+         "there is no other route here") + "; set NODEWEAVE_INTERFACES, or map the name to the host's real "
+         "address in /etc/hosts")
 
 
 LOOPBACK_NAMES = ("localhost", "localhost.localdomain", "ip6-localhost", "ip6-loopback")
@@ -223,3 +566,14 @@ def _all_here(node, settings):
     return ("if every node runs in this one container, to this container's own address, " +
             (", ".join(own) if own else "which it has none of but loopback here") +
             f" (with the exchange off by {settings.source('exchange')}, NODEWEAVE_EXCHANGE_ALLOW=address is refused)")
+
+
+def placeholder_names(count):
+    """The names a job gets where nothing names its nodes: labels, not hosts."""
+    return [f"node-{i}" for i in range(count)]
+
+
+def named_hosts(topo):
+    """The job's node names where something named them (a host list, the hostname's prefix), else []."""
+    names = list(topo.node_names or ())
+    return [] if names == placeholder_names(len(names)) else names

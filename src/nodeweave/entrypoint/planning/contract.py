@@ -11,6 +11,7 @@ Stdlib only, like the whole entrypoint.
 import os
 
 from ..errors import UsageError
+from ..hostport import leading_zero_problem
 from ..switch import parse_switch, switch_problem
 
 LAUNCHERS = ("torchrun", "deepspeed", "accelerate", "command")
@@ -26,10 +27,14 @@ NODE_USAGES = {"status": "status [-- COMMAND...]", "stop": "stop [--run ID] [--g
 STALL_WARN_S = 60  # the stall defaults: docs/stalls.md
 RECOVERY_RESTARTS, RECOVERY_NO_PROGRESS = 5, 3  # recovery's brakes by default: docs/recovery.md
 STALL_TIMEOUT_S = 600
+FAULT_CHECKS = 10  # with recovery.straggler_is_fault on: named 10 checks in a row (~33 s at node 0's 3.3 s)
 METRICS_PORT = 9464  # node 0's /metrics by default: docs/observability.md
 # The most nodes and processes per node nodeweave plans for, in the spec and on the entrypoint alike (beyond
 # these a typo is likelier than a job: 100000 nodes rendered an 85 MB compose file for minutes).
 NODES_MAX, NPROC_MAX = 2048, 1024
+# A count the scheduler made (SLURM_NNODES, a hostfile's lines, an MPI size) is no typo: only a number past any
+# cluster's size is refused (the check-in and --status were measured to 8,192 nodes: docs/benchmarks.md).
+SCHEDULED_NODES_MAX = 65536
 
 
 # Readers: (text, what, source) -> value, where ``what`` names the setting ("max restarts") and
@@ -37,6 +42,34 @@ NODES_MAX, NPROC_MAX = 2048, 1024
 
 
 def read_text(text, what, source):
+    return str(text).strip()
+
+
+def read_number_text(text, what, source):
+    """A topology number's text as given: its claim's reader (``topology``: ``read_int``) refuses white space at
+    an end, for a flag as for a variable (walk8 B2)."""
+    return str(text)
+
+
+def read_path(text, what, source):
+    """A path handed on as given (the script reads NODEWEAVE_CHECKPOINT_DIR itself): white space at either end is
+    refused, never stripped here while kept there (``systemfolders.edge_space_problem``, the spec's rule too)."""
+    from ..systemfolders import edge_space_problem
+
+    problem = edge_space_problem(str(text))
+    if problem:
+        raise UsageError(f"{what} (from {source}): {problem}")
+    return str(text)
+
+
+def read_file_path(text, what, source):
+    """A file or folder this node reads (a hostfile, a captured tree): ``~`` or ``$NAME`` left unexpanded is
+    named as such, never met as "no such file" (walk8 B45)."""
+    from ..systemfolders import unexpanded
+
+    problem = unexpanded(str(text).strip())
+    if problem:
+        raise UsageError(f"{what} (from {source}): {problem}")
     return str(text).strip()
 
 
@@ -51,15 +84,50 @@ def plain_int(text):
     return bool(body) and set(body) <= DIGITS and (body == "0" or not body.startswith("0"))  # no isascii: 3.6
 
 
-def read_int(minimum):
-    """A reader of whole numbers >= ``minimum``, naming the value and its source when it is not one."""
+SECONDS_IN = {"s": 1, "sec": 1, "secs": 1, "second": 1, "seconds": 1, "m": 60, "min": 60, "mins": 60,
+              "minute": 60, "minutes": 60, "h": 3600, "hr": 3600, "hour": 3600, "hours": 3600}
+
+
+def as_seconds(text):
+    """``text`` read as a duration with a unit (``5m``, ``30s``, ``1.5h``) in whole seconds, or None."""
+    text = str(text).strip().lower()
+    number = text.rstrip("abcdefghijklmnopqrstuvwxyz ")
+    factor = SECONDS_IN.get(text[len(number):].strip())
+    try:
+        seconds = float(number) * factor if factor and number else None
+    except ValueError:
+        return None
+    return int(seconds) if seconds is not None and seconds == int(seconds) and seconds >= 0 else None
+
+
+def edge_space_refusal(text, what, source, accepted):
+    """The one refusal of a number or count with white space at an end (walk8 B2: ' 2' was stripped and taken,
+    while `05` and `2.0` are refused and a path's edge space is never stripped): a YAML "2 " or a `$(...)` with
+    its newline is a copy the user did not mean; ``accepted`` is what would be taken instead."""
+    return UsageError(f"{what} must be plain decimal digits, got {text!r} (white space at an end: copied?) "
+                      f"(from {source}); accepted: {accepted}")
+
+
+def read_int(minimum, unit=None):
+    """A reader of whole numbers >= ``minimum``, naming the value and its source when it is not one; ``unit``
+    ("seconds"), when the number counts one, is said in the refusal, with what a value written with a unit
+    (``5m``) is in it (walk7 B3: `5m` was answered "e.g. 5", five seconds). White space at an end is refused,
+    never stripped, and a number below ``minimum`` is refused naming that bound and what is accepted (walk8 B1:
+    "must be ≥ 0" answered -2 for a count that takes 1 or more)."""
     def read(text, what, source):
-        if not plain_int(str(text).strip()):
-            raise UsageError(f"{what} must be a whole number, got {text!r} (from {source}); accepted: plain "
-                             "decimal digits (e.g. 5; not 05, +5 or 1_000)")
-        value = int(str(text).strip())
+        text = str(text)
+        if text != text.strip() and plain_int(text.strip()) and int(text.strip()) >= minimum:
+            raise edge_space_refusal(text, what, source, f"{text.strip()!r}, with nothing around it")
+        if not plain_int(text.strip()):
+            converted = as_seconds(text) if unit == "seconds" else None
+            example = f"{converted} for {text.strip()}" if converted is not None else "5"
+            counted = f" of {unit}" if unit else ""
+            raise UsageError(f"{what} must be a whole number{counted}, got {text!r} (from {source}); accepted: plain "
+                             f"decimal digits{', in ' + unit if unit else ''} (e.g. {example}; not 05, +5 or 1_000)")
+        value = int(text.strip())
         if value < minimum:
-            raise UsageError(f"{what} must be ≥ {minimum}, got {value} (from {source})")
+            raise UsageError(f"{what} must be a whole number of {minimum} or more, got {text!r} (from {source}); "
+                             f"accepted: {minimum} or more (e.g. {max(minimum, 2)})")
         return value
     return read
 
@@ -77,17 +145,44 @@ def read_list(text, what, source):
     """A comma list. An empty item (``eth0,,lo``, ``eth0,``) is refused, as nodeweave's ``--node 0,,1`` is: it
     was dropped silently (walk5 W40), and an unset ``$IF`` in ``eth0,$IF`` is no item the user meant to leave out."""
     items = [item.strip() for item in str(text).split(",")]
+    kept = [item for item in items if item]
     if "" in items:
+        example = f"e.g. {','.join(kept)!r}" if kept else "or leave the variable unset (none)"
         raise UsageError(f"{what} {str(text)!r} (from {source}) holds an empty item; accepted: a comma list "
-                         f"without one, e.g. {','.join(item for item in items if item)!r}")
+                         f"without one, {example}")
+    twice = sorted({item for item in items if items.count(item) > 1})
+    if twice:  # eth0,eth0 was passed on as NCCL_SOCKET_IFNAME==eth0,=eth0 (walk7 B25)
+        raise UsageError(f"{what} {str(text)!r} (from {source}) names {', '.join(twice)} twice; accepted: a comma "
+                         f"list naming each once, e.g. {','.join(dict.fromkeys(items))!r}")
+    globbed = next((item for item in items if any(char in item for char in "*?[")), None)
+    if globbed is not None:  # walk7 B47: '*' meant "every one" and matched none
+        raise UsageError(f"{what} {str(text)!r} (from {source}): {globbed!r} holds a glob (*, ? or [), which "
+                         "nothing expands here: it would name a device or interface of that very name; accepted: "
+                         "the names themselves, comma-separated")
     return items
 
 
-def read_directory(text, what, source):
+
+SYSROOT_ACCEPTED = ("accepted: a tree `nodeweave doctor --capture DIR` wrote (its proc/ and sys/), or / (the "
+                    "default)")
+
+
+def read_sysroot(text, what, source):
+    """A root every sysfs/procfs read is prefixed with: ``/``, or a captured tree, which holds proc/ or sys/. A
+    folder holding neither (a project folder, a typo) or a kernel file system itself (/proc, /sys) would be read
+    as a machine with no GPU, no interface and no limits, and judged clean (walk6 W59)."""
     path = str(text).strip() or "/"
+    read_file_path(path, what, source)
     if not os.path.isdir(path):
-        raise UsageError(f"{what} {path!r} (from {source}) is not a directory; accepted: the root of a "
-                         "captured sysfs/procfs tree, or / (the default)")
+        raise UsageError(f"{what} {path!r} (from {source}) is not a directory; {SYSROOT_ACCEPTED}")
+    real = os.path.realpath(path)
+    if real == "/":
+        return path
+    kernel = next((fs for fs in ("/proc", "/sys") if real == fs or real.startswith(fs + "/")), None)
+    if kernel is not None or not any(os.path.isdir(os.path.join(path, part)) for part in ("proc", "sys")):
+        held = f"is inside {kernel}, a kernel file system" if kernel else "holds no proc/ or sys/"
+        raise UsageError(f"{what} {path!r} (from {source}) {held}: not a captured tree, and a report on it would "
+                         f"be about nothing; {SYSROOT_ACCEPTED}")
     return path
 
 
@@ -128,13 +223,21 @@ def read_port(text, what, source):
 
 
 def read_allow(text, what, source):
-    names = read_list(text, what, source)
-    unknown = [name for name in names if name not in EXCHANGE_ALLOWABLE]
+    """A comma list of refusal kinds: a closed set, so a word outside it (a glob, ``all``) is named against the
+    set first, never with the device lists' reasons (walk8 B23)."""
+    unknown = [name for name in (item.strip() for item in str(text).split(",")) if name
+               and name not in EXCHANGE_ALLOWABLE]
     if unknown:
-        raise UsageError(f"{what} names {', '.join(map(repr, unknown))} (from {source}); accepted: "
-                         f"{', '.join(EXCHANGE_ALLOWABLE)} (a duplicate or missing rank, another node count or "
-                         "launcher are always refused)")
-    return names
+        wide = [name for name in unknown if name.lower() in ("all", "any", "every", "everything", "*")
+                or any(char in name for char in "*?[")]
+        why = (f"{', '.join(map(repr, wide))} is no refusal kind: nothing expands a glob here and there is no "
+               "'all' (a duplicate or missing rank, another node count or launcher are always refused)"
+               if wide else "(a duplicate or missing rank, another node count or launcher are always refused)")
+        raise UsageError(f"{what} names {', '.join(map(repr, unknown))} (from {source}); {why}; accepted: "
+                         f"{', '.join(EXCHANGE_ALLOWABLE)}, comma-separated" if wide else
+                         f"{what} names {', '.join(map(repr, unknown))} (from {source}); accepted: "
+                         f"{', '.join(EXCHANGE_ALLOWABLE)} {why}")
+    return read_list(text, what, source)
 
 
 def switch_text(value):
@@ -176,6 +279,13 @@ def _host_problem(text):
         return "holds non-ASCII characters"
     if any(ch.isspace() for ch in text):
         return "holds spaces"
+    scheme, slashes, rest = text.partition("://")
+    if slashes:  # http://10.0.0.1 is no port to move (walk8 B30)
+        host = rest.split("/", 1)[0].rsplit("@", 1)[-1]
+        return f"holds a URL scheme ({scheme}://): give the host alone ({host or 'node 0'})"
+    if _unspecified(text):
+        return ("is the unspecified (\"any\") address, which a listener binds but no node can dial: give node 0's "
+                "name or address")
     if text.startswith("[") and text.endswith("]") and ":" in text:  # a URL's brackets, no port (walk5 W47)
         inner = text[1:-1]
         return (f"is an IPv6 address in brackets: write it without them ({inner}); the port goes in MASTER_PORT "
@@ -185,12 +295,28 @@ def _host_problem(text):
     if ":" in text:
         return None if set(text) <= frozenset("0123456789abcdefABCDEF:.") and text.count("::") <= 1 else \
             "is not an IPv6 address"
+    zero = leading_zero_problem(text)
+    if zero:
+        return zero
     labels = text[:-1].split(".") if text.endswith(".") else text.split(".")
+    if labels[-1].isdigit() and set(text) <= frozenset("0123456789."):  # no name ends in a number: an IPv4 address
+        if len(labels) != 4 or any(not label or int(label) > 255 for label in labels):
+            big = next((label for label in labels if label and int(label) > 255), None)
+            return "is not an IPv4 address (" + (f"{big} > 255" if big else f"{len(labels)} parts, not 4") + ")"
     if not set(text) <= HOST_CHARS or len(text) > 253:
         return "holds characters a host name cannot have" if len(text) <= 253 else "is longer than 253 characters"
     if any(not label or len(label) > 63 or label[0] == "-" or label[-1] == "-" for label in labels):
         return "has an empty, over-long or hyphen-edged label"
     return None
+
+
+def _unspecified(text):
+    """Whether ``text`` is 0.0.0.0 or :: (IPv6's all-zero address, in any spelling)."""
+    if text == "0.0.0.0":
+        return True
+    if ":" in text and set(text) <= frozenset("0:") and text.count("::") <= 1:
+        return True
+    return False
 
 
 def read_host(text, what, source):
@@ -222,11 +348,13 @@ def read_domain(text, what, source):
 
 
 def read_label(text, what, source):
-    """A DNS-1123 label such as a Service's name, as in the spec (``kubernetes.service``)."""
+    """A Service's name as Kubernetes judges it, a DNS-1035 label, as the spec's ``kubernetes.service`` (walk7 A4:
+    one starting with a digit was refused by the API server)."""
     value = str(text).strip()
-    if "." in value or not _dns_1123(value, 63):
-        raise UsageError(f"{what} {value!r} (from {source}) is not a DNS-1123 label; accepted: at most 63 lower-case "
-                         "letters, digits and '-', starting and ending with a letter or digit, such as rdzv")
+    if "." in value or not _dns_1123(value, 63) or not value[:1].isalpha():
+        raise UsageError(f"{what} {value!r} (from {source}) is not a DNS-1035 label; accepted: at most 63 lower-case "
+                         "letters, digits and '-', starting with a letter and ending with a letter or digit, such "
+                         "as rdzv")
     return value
 
 
@@ -248,12 +376,44 @@ def read_words_like(example):
 
 read_words = read_words_like("--mixed_precision bf16")
 
+# the first word of a setup line that does nothing alone: a line that is only it is a line split into words
+_NOT_ALONE = frozenset({"source", ".", "conda", "module", "ml", "spack", "export", "eval", "exec"})
+
+
+def read_setup_lines(text, what, source):
+    """Setup's shell lines: each shell-quoted word is one line bash runs. A value written as one line
+    (``source /opt/venv/bin/activate``, no quotes, several words) would split into lines of a word each, bash
+    running ``source`` alone: refused, showing the quoted form (walk8 B18)."""
+    import shlex
+
+    lines = _split_setup(text, what, source)
+    unquoted = not any(mark in str(text) for mark in "'\"\\")
+    alone = [line for line in lines if line.strip() in _NOT_ALONE]
+    if (unquoted and len(lines) > 1) or alone:
+        shown = ", ".join(repr(line) for line in lines[:4]) + (", ..." if len(lines) > 4 else "")
+        meant = shlex.quote(str(text).strip()) if unquoted else "'source /opt/conda/bin/activate train'"
+        raise UsageError(f"{what} {text!r} (from {source}) splits into {len(lines)} line(s) ({shown})"
+                         + (f", and {alone[0]!r} alone does nothing" if alone else "")
+                         + f": each shell-quoted word is one line; accepted: one quoted word per line, "
+                         f"e.g. {meant} or 'module load cuda' 'source /opt/venv/bin/activate'")
+    return lines
+
+
+_split_setup = read_words_like("'source /opt/conda/bin/activate train' 'module load cuda' (each line one quoted word)")
+read_setup_lines.words = True
+
 
 def words_text(words):
     """A spec list as a shell-quoted string; None (variable left out) when empty."""
     import shlex
 
     return shlex.join(words) if words else None
+
+
+def setup_text(lines):
+    """Setup's lines, each single-quoted even when it is one word: an unquoted value of several words is a line
+    split into words (``read_setup_lines``); None when there are none."""
+    return " ".join("'" + line.replace("'", "'\\''") + "'" for line in lines) if lines else None
 
 
 def hostfile_text(hosts):
@@ -278,14 +438,16 @@ def read_step_pattern(text, what, source):
     """A regular expression with a group for the step (``(?P<step>\\d+)`` or the first group)."""
     import re
 
+    from ..quoting import as_typed
+
     value = str(text)
     try:
         pattern = re.compile(value)
     except re.error as err:
-        raise UsageError(f"{what} {value!r} (from {source}) is not a regular expression ({err}); accepted: e.g. "
+        raise UsageError(f"{what} {as_typed(value)} (from {source}) is not a regular expression ({err}); accepted: e.g. "
                          "'global_step=(\\d+)'") from None
     if "step" not in pattern.groupindex and pattern.groups < 1:
-        raise UsageError(f"{what} {value!r} (from {source}) has no group for the step number; accepted: a regular "
+        raise UsageError(f"{what} {as_typed(value)} (from {source}) has no group for the step number; accepted: a regular "
                          "expression with (?P<step>\\d+) or one group, e.g. 'global_step=(\\d+)'")
     return value
 
@@ -318,8 +480,9 @@ class Setting:
 
 SETTINGS = (
     Setting("nnodes", "--nnodes", "NODEWEAVE_NNODES", "node count N, or MIN:MAX for elastic torchrun",
-            spec="nodes", where=("compose", "kubernetes"), topology=True),  # Slurm: SLURM_NNODES says
-    Setting("node_rank", "--node-rank", "NODEWEAVE_NODE_RANK", "this node's rank, 0..N-1", topology=True),
+            spec="nodes", where=("compose", "kubernetes"), topology=True, read=read_number_text),  # Slurm: SLURM_NNODES says
+    Setting("node_rank", "--node-rank", "NODEWEAVE_NODE_RANK", "this node's rank, 0..N-1", topology=True,
+            read=read_number_text),
     Setting("master_addr", "--master-addr", "NODEWEAVE_MASTER_ADDR", "address of node 0 (the rendezvous host)",
             topology=True),
     Setting("service", "--service", "NODEWEAVE_SERVICE",
@@ -338,19 +501,18 @@ SETTINGS = (
     Setting("setup", "--setup", "NODEWEAVE_SETUP",
             "shell lines, shell-quoted, run by bash before the launcher, which that shell then execs "
             "(conda activate, module load, a site script)", spec="launcher.setup",
-            read=read_words_like("'source /opt/conda/bin/activate train' 'module load cuda' (each line one "
-                                 "quoted word)"),
-            text=words_text),
+            read=read_setup_lines, text=setup_text),
     Setting("nproc_per_node", "--nproc-per-node", "NODEWEAVE_NPROC_PER_NODE",
-            "processes per node, or auto (one per usable GPU; 1 on CPU)", spec="gpus_per_node", topology=True),
+            "processes per node, or auto (one per usable GPU; 1 on CPU)", spec="gpus_per_node", topology=True,
+            read=read_number_text),
     Setting("master_port", "--master-port", "NODEWEAVE_MASTER_PORT", "rendezvous port (default 29500)",
-            spec="launcher.master_port", topology=True),
+            spec="launcher.master_port", topology=True, read=read_number_text),
     Setting("max_restarts", "--max-restarts", "NODEWEAVE_MAX_RESTARTS",
             "torchrun --max-restarts / accelerate --max_restarts", spec="launcher.max_restarts", read=read_int(0)),
     Setting("wait_timeout", "--wait-timeout", "NODEWEAVE_WAIT_TIMEOUT",
             "seconds a worker waits for node 0: its check-in exchange, or the master's port with "
             "--exchange off (default 600, at most 86400; 0 = do not wait)",
-            spec="launcher.wait_timeout", read=read_int(0)),
+            spec="launcher.wait_timeout", read=read_int(0, "seconds")),
     Setting("exchange", "--exchange", "NODEWEAVE_EXCHANGE",
             "on | off: nodes check in with node 0 before the launch and watch each other after (default on)",
             spec="launcher.exchange", read=read_switch, text=switch_text),
@@ -372,13 +534,17 @@ SETTINGS = (
             spec="network.exclude_hcas", read=read_list, text=list_text, aliases=("--exclude-hca",)),
     Setting("hostfile", "--hostfile", "NODEWEAVE_HOSTFILE",
             "file of '<host> [slots=N]' lines, node 0 first; this host's line gives the rank",
-            spec="hosts", where=("compose",), text=hostfile_text),
+            spec="hosts", where=("compose",), read=read_file_path, text=hostfile_text),
+    # compose's files carry the spec's name: on a host network no host name prefix gives it, and every job
+    # rendered so was known as 'nodeweave' to its token, rendezvous and metrics (walk6 W8)
     Setting("job_id", "--rdzv-id", "NODEWEAVE_JOB_ID",
-            "rendezvous id for elastic torchrun (default: the StatefulSet/host name prefix)"),
+            "the job's id: the check-in token's base, elastic torchrun's rendezvous id, the metrics' job_name "
+            "(compose files: the spec's name; default: the StatefulSet/host name prefix, else SLURM_JOB_ID, else "
+            "'nodeweave')", spec="name", where=("compose",)),
     Setting("image_ref", "--image-ref", "NODEWEAVE_IMAGE_REF",
             "the image reference of the rendered compose service (shown in the check-in's fingerprint)"),
     Setting("sysroot", "--sysroot", "NODEWEAVE_SYSROOT",
-            "root prefix for every sysfs/procfs read (tests, captured trees)", read=read_directory),
+            "root prefix for every sysfs/procfs read (tests, captured trees)", read=read_sysroot),
     Setting("mode", "--mode", "NODEWEAVE_MODE",
             "run (default): wait for the master, start the launcher | hold: plan, print the plan and keep the "
             "container up with nothing launched (`nodeweave run` starts jobs in it)", spec="launcher.mode",
@@ -396,13 +562,13 @@ SETTINGS = (
     Setting("straggler_fault", "--straggler-fault", "NODEWEAVE_STRAGGLER_FAULT",
             "checks in a row a straggler is named before node 0 reports it as a STRAGGLER FAULT; recovery acts on "
             "it only with --straggler-is-fault on (docs/stalls.md); 0 = never (default; 10 with "
-            "--straggler-is-fault on)", read=read_int(0)),
+            "--straggler-is-fault on, which refuses 0)", read=read_int(0)),
     Setting("stall_warn", "--stall-warn", "NODEWEAVE_STALL_WARN",
             "seconds of a stall before the report; 0 = off",
-            spec="launcher.stall_warn", read=read_int(0), text=text_unless(STALL_WARN_S)),
+            spec="launcher.stall_warn", read=read_int(0, "seconds"), text=text_unless(STALL_WARN_S)),
     Setting("stall_timeout", "--stall-timeout", "NODEWEAVE_STALL_TIMEOUT",
             "seconds of a stall before exit 7; 0 = never",
-            spec="launcher.stall_timeout", read=read_int(0), text=text_unless(STALL_TIMEOUT_S)),
+            spec="launcher.stall_timeout", read=read_int(0, "seconds"), text=text_unless(STALL_TIMEOUT_S)),
     Setting("recovery", "--recovery", "NODEWEAVE_RECOVERY", "on | off (default): a fault starts a new generation "
             "of the job instead of ending it (docs/recovery.md)", spec="recovery.enabled", read=read_switch,
             text=on_text),
@@ -417,8 +583,9 @@ SETTINGS = (
             f"{RECOVERY_NO_PROGRESS})", spec="recovery.no_progress_restarts", read=read_int(0),
             text=text_unless(RECOVERY_NO_PROGRESS)),
     Setting("checkpoint_dir", "--checkpoint-dir", "NODEWEAVE_CHECKPOINT_DIR", "the folder the script saves "
-            "checkpoints in; node 0 hands the newest complete one to the ranks as NODEWEAVE_RESUME_FROM",
-            spec="recovery.checkpoint_dir", text=optional_text),
+            "checkpoints in; node 0 hands the newest complete one to the ranks as NODEWEAVE_RESUME_FROM (never "
+            ".nodeweave/, runs/, a rendered tree, the workspace, the script or a file, nor a link to one)",
+            spec="recovery.checkpoint_dir", read=read_path, text=optional_text),
     Setting("straggler_is_fault", "--straggler-is-fault", "NODEWEAVE_STRAGGLER_IS_FAULT", "on | off (default): "
             "a lasting straggler (named --straggler-fault checks in a row, default 10) counts as a fault for recovery", spec="recovery.straggler_is_fault",
             read=read_switch, text=on_text),

@@ -8,6 +8,7 @@ opens the master port) only after every node checked in. Doing it is
 ``checkin.py``'s, imported only then (sockets, threads, hashing).
 """
 
+import os
 DEFAULT_OFFSET = 1
 TOKEN_VARIABLE = "NODEWEAVE_JOB_TOKEN"
 TOKEN_FILE_VARIABLE = "NODEWEAVE_JOB_TOKEN_FILE"  # a mounted Secret: the token never sits in the pod spec
@@ -27,7 +28,11 @@ def job_secret(env):
         return None, None
     from ..bounded import read_text
     from ..errors import UsageError
+    from ..systemfolders import unexpanded
 
+    problem = unexpanded(path)
+    if problem:
+        raise UsageError(f"{TOKEN_FILE_VARIABLE}: {problem}")
     try:
         secret = read_text(path, SECRET_CAP, "a token file").strip()
     except (OSError, UnicodeDecodeError) as err:
@@ -112,13 +117,43 @@ def _warn_derived_token(plan, settings):
     topo = plan.topology
     if topo.nnodes_max <= 1 or settings.get("exchange") is False or settings.sysroot not in ("/", "", None):
         return
-    if job_secret(settings.env)[0] is not None:
-        return
     from .rules import emit
 
+    env = settings.env
+    if job_secret(env)[0] is not None:
+        path = env.get(TOKEN_FILE_VARIABLE)
+        if path and env.get(TOKEN_VARIABLE):  # walk7 B37: the file the peers read is ignored here, silently
+            emit(plan.warnings, "job-token-twice", f"{TOKEN_VARIABLE} and {TOKEN_FILE_VARIABLE} are both set: "
+                 f"the file {path} is ignored and this node checks in with {TOKEN_VARIABLE}; a node whose secret "
+                 "differs from node 0's is refused at check-in")
+        elif path:
+            try:
+                readable = os.stat(path).st_mode & 0o004
+            except OSError:
+                readable = 0
+            if readable:
+                emit(plan.warnings, "job-token-file-readable", f"{TOKEN_FILE_VARIABLE}={path} is readable by "
+                     "every user of this machine: any of them can check in to this job or relay a failure")
+        return
+
     emit(plan.warnings, "derived-job-token", f"the check-in token is derived from the job id {topo.job_id!r} "
-         f"and master port {topo.master_port.value}, which anyone who can list the pods or read the compose "
-         "file knows: a container that reaches node 0's exchange can check in or relay a failure")
+         f"and master port {topo.master_port.value}, {_who_knows(topo, settings)}: a process that reaches node "
+         "0's exchange can check in or relay a failure")
+
+
+def _who_knows(topo, settings):
+    """Who can know the job id the token is derived from, on the platform this node is on (walk6 W3: a Slurm
+    step was told of pods and compose files)."""
+    if settings.get("job_id"):
+        return (f"which anyone who can read the job's own files knows (the job id is {settings.source('job_id')}, "
+                "written in its compose file, pod spec or sbatch script)")
+    if topo.job_id == settings.env.get("SLURM_JOB_ID"):
+        return "which anyone who can run squeue on the cluster knows (the job id is SLURM_JOB_ID)"
+    if topo.job_id == "nodeweave":
+        return ("which is the same for every job that sets no NODEWEAVE_JOB_ID, so anyone knows it (the job id "
+                "is the default 'nodeweave')")
+    return ("which anyone who can list the pods or hosts knows (the job id is the nodes' host name prefix, "
+            f"{topo.job_id}-N)")
 
 
 def plan_exchange(plan, settings):
@@ -127,12 +162,28 @@ def plan_exchange(plan, settings):
     _warn_derived_token(plan, settings)
     # the ports apart whether or not the exchange runs here, as the spec checks them (walk5 W30: one node, its
     # exchange off, served /metrics on the port torchrun's store binds)
-    port, port_source = exchange_port(topo, settings)
-    _metrics_apart(topo, settings, port, port_source)
+    # a refused port is raised once the exchange is recorded as the settings make it: --explain draws the rest of
+    # the plan as given (walk8 B22: a port clash drew the exchange as off, a second, false problem)
+    from ..errors import UsageError
+
+    try:
+        port, port_source, clash = *exchange_port(topo, settings), None
+        _metrics_apart(topo, settings, port, port_source)
+    except UsageError as err:
+        clash = err
+        port = settings.get("exchange_port") or topo.master_port.value + DEFAULT_OFFSET
+        port_source = settings.source("exchange_port") if settings.get("exchange_port") else "master port + 1"
+    _record(plan, settings, topo, launch, port, port_source)
+    if clash is not None:
+        raise clash
+    return plan.exchange
+
+
+def _record(plan, settings, topo, launch, port, port_source):
     off = off_because(topo, settings)
     if off:
         plan.exchange = {"enabled": False, "why": off}
-        return plan.exchange
+        return
     from ..model import SUPERVISED
     deadline = settings.get("wait_timeout", 600)
     secret_source = job_secret(settings.env)[1]
@@ -147,4 +198,3 @@ def plan_exchange(plan, settings):
     }
     if launch.wait:
         launch.wait = dict(launch.wait, port=port, what="node 0's check-in exchange")
-    return plan.exchange

@@ -1,12 +1,14 @@
 """The launcher command line, and the variables every launcher convention expects.
 
 - torchrun, fixed size: static rendezvous with ``--node-rank``; ``MIN:MAX``:
-  ``--rdzv-backend c10d`` with ``--rdzv-endpoint``/``--rdzv-id``. ``--local-addr``
+  ``--rdzv-backend c10d`` with ``--rdzv-endpoint``/``--rdzv-id`` (the endpoint
+  through ``hostport.host_port``: ``[fd00::1]:29500``). ``--local-addr``
   is this node's address toward the master, so the address rank 0 publishes is
   one peers can reach (not a short hostname).
 - deepspeed: ``--no_ssh --node_rank`` with a generated hostfile, one
   ``<host> slots=<n>`` line per node in rank order (DeepSpeed sums the slots for
-  the world size and indexes the lines by node rank; the names need not resolve).
+  the world size and indexes the lines by node rank; the names need not resolve,
+  and are ``node-<rank>`` when one is an IPv6 address: see :func:`hostfile_names`).
 - accelerate: ``accelerate launch`` with machine rank and main process address,
   ``--num_processes`` counted over all machines, ``--multi_gpu`` (its torchrun
   path) when there is more than one. Without a usable GPU it also exports
@@ -20,13 +22,16 @@ launcher's flags and the script; one that nodeweave already passes is
 refused (``launcher_options.py``).
 
 Every launcher also gets ``MASTER_ADDR MASTER_PORT NODE_RANK NNODES WORLD_SIZE``
-(WORLD_SIZE counts processes) and torchrun's ``PET_*`` equivalents.
+(WORLD_SIZE counts processes) and torchrun's ``PET_*`` equivalents. The master
+address is handed bare, IPv6 too (``--master-addr``, ``--master_addr``,
+``--main_process_ip``, ``MASTER_ADDR``): each launcher reads it as a host.
 """
 
 import os
 
 from . import launcher_options
 from ..errors import TopologyError, UsageError
+from ..hostport import host_port, is_ipv6
 from ..model import EnvVar, Launch
 
 # Off for elastic jobs: torch 2.13 loses scale-up with the shared rendezvous store (see exports()).
@@ -59,7 +64,7 @@ def exports(topo, env):
     if topo.elastic:
         out += [
             _export("PET_RDZV_BACKEND", "c10d", "torchrun --rdzv-backend (elastic)"),
-            _export("PET_RDZV_ENDPOINT", f"{addr}:{port}", "torchrun --rdzv-endpoint"),
+            _export("PET_RDZV_ENDPOINT", host_port(addr, port), "torchrun --rdzv-endpoint"),
             _export("PET_RDZV_ID", topo.job_id, "torchrun --rdzv-id"),
         ]
         if SHARED_STORE_OFF not in env:
@@ -86,7 +91,28 @@ def _restarts(settings, topo, launcher, warnings):
     """The launcher's own restart count: none under recovery (nodeweave restarts the job); a warning where
     the launcher's restarts cannot work (a static rendezvous spanning nodes restarts one node's ranks alone)."""
     restarts = settings.get("max_restarts")
+    given = _restarts_option(settings, launcher)
+    if given is not None:  # the launcher's own option is the same count by another road (walk8 B21)
+        said, value = given
+        source = settings.source("launcher_options")
+        if settings.get("recovery") and value not in ("0", None):
+            raise UsageError(f"launcher option {said!r} (from {source}) sets {launcher}'s own restarts; under "
+                             f"recovery nodeweave restarts the whole job as a new generation (up to "
+                             f"NODEWEAVE_RECOVERY_MAX_RESTARTS), and {launcher} restarting one node's ranks inside "
+                             "a generation would fight it; accepted: leave it out of the launcher options")
+        if value not in ("0", None) and topo.nnodes_max > 1 and not topo.elastic and warnings is not None:
+            from .rules import emit
+
+            emit(warnings, "restarts-across-nodes", f"launcher option {said!r} ({source}): {launcher}'s static "
+                 f"rendezvous across {topo.nnodes_max} nodes restarts only the failed node's ranks, and the others "
+                 "wait in the old collective until the stall watch stops the job")
     if settings.get("recovery"):
+        if restarts and warnings is not None:  # dropped from the launch: said, not silent (walk7 B44)
+            from .rules import emit
+
+            emit(warnings, "restarts-across-nodes", f"max restarts {restarts} ({settings.source('max_restarts')}) "
+                 f"is not passed to {launcher} under recovery: nodeweave restarts the whole job as a new "
+                 "generation instead, up to recovery's own budget (NODEWEAVE_RECOVERY_MAX_RESTARTS)")
         return None
     if restarts and topo.nnodes_max > 1 and not topo.elastic and launcher in ("torchrun", "accelerate") \
             and warnings is not None:
@@ -96,6 +122,21 @@ def _restarts(settings, topo, launcher, warnings):
              f"{launcher}'s static rendezvous across {topo.nnodes_max} nodes restarts only the failed node's ranks, "
              "and the others wait in the old collective until the stall watch stops the job")
     return restarts
+
+
+def _restarts_option(settings, launcher):
+    """(as written, its value) of a restart count in the launcher options (``--max-restarts 3``,
+    ``--max_restarts=2``), or None."""
+    names = {"torchrun": ("--max-restarts", "--max_restarts"), "accelerate": ("--max_restarts", "--max-restarts")}
+    options = list(settings.get("launcher_options") or ())
+    for index, word in enumerate(options):
+        name, equals, value = word.partition("=")
+        if name in names.get(launcher, ()):
+            if equals:
+                return word, value
+            after = options[index + 1] if index + 1 < len(options) else None
+            return (f"{word} {after}" if after is not None else word), after
+    return None
 
 
 def plan_launch(settings, topo, node, warnings=None):
@@ -111,12 +152,25 @@ def plan_launch(settings, topo, node, warnings=None):
                          f"launcher torchrun; {launcher} runs a fixed number of nodes")
     build = {"torchrun": _torchrun, "deepspeed": _deepspeed, "accelerate": _accelerate, "command": _command}
     launch = build[launcher](topo, node, command, restarts, settings)
-    missing = _program_missing(command[0], settings) if launcher == "command" and warnings is not None else None
-    if missing:
+    from .programs import launcher_missing
+
+    missing = [launcher_missing(launcher, command, settings, setup_too=True)] if warnings is not None else []
+    if warnings is not None and settings.get("profile"):
+        from ..running.profile import profiler_missing
+
+        missing.append(profiler_missing(settings, setup_too=True))
+    if warnings is not None and settings.sysroot in ("/", "", None):
+        from .consistency import script_notes
         from .rules import emit
 
-        emit(warnings, "command-not-found", f"launcher command execs {command[0]!r}, but {missing}: every node "
-             "would exit 127" + (" unless launcher.setup puts it on PATH" if settings.get("setup") else ""))
+        for line in script_notes(launcher, command, os.getcwd()):
+            emit(warnings, "script-will-not-train", line)
+    for program in filter(None, missing):  # the plan says it; the start refuses it before any wait
+        from .rules import emit            # (consistency.start_problem)
+
+        emit(warnings, "command-not-found", f"{program[0]}: " + (
+            f"every node would exit {program[1]} unless launcher.setup puts it on PATH" if settings.get("setup") else
+            f"a start here stops with exit {program[1]} before any check-in"))
     own = launch.argv[:len(launch.argv) - len(command)]
     options = list(settings.get("launcher_options") or ())
     if launcher == "torchrun" and topo.elastic:
@@ -163,7 +217,7 @@ def _torchrun(topo, node, command, restarts, settings):
     notes = []
     addr, port = topo.master_addr.value, topo.master_port.value
     if topo.elastic:
-        argv += ["--rdzv-backend", "c10d", "--rdzv-endpoint", f"{addr}:{port}", "--rdzv-id", topo.job_id]
+        argv += ["--rdzv-backend", "c10d", "--rdzv-endpoint", host_port(addr, port), "--rdzv-id", topo.job_id]
         conf = dict(KEEP_ALIVE)
         if topo.is_master:
             conf["is_host"] = "true"
@@ -220,10 +274,20 @@ def hostfile_path(env, topo):
     return os.path.join(state_root(env), "jobs", job_key(topo.job_id, topo.master_port.value), "hostfile")
 
 
+def hostfile_names(topo):
+    """The DeepSpeed hostfile's names in rank order: the nodes' own, or ``node-<rank>`` for every node when one
+    is an IPv6 address, which DeepSpeed's ``--include NAME:SLOTS`` cannot carry (it splits at every colon and
+    takes no brackets). With ``--no_ssh`` the names only index the lines by node rank: none is looked up."""
+    names = topo.node_names
+    if any(is_ipv6(name) for name in names):
+        return [f"node-{rank}" for rank in range(len(names))]
+    return names
+
+
 def _deepspeed(topo, node, command, restarts, settings):
     nproc = hostfile_slots(topo, node, settings)
     hostfile = hostfile_path(settings.env, topo)
-    names = topo.node_names
+    names = hostfile_names(topo)
     argv = ["deepspeed", "--hostfile", hostfile, "--no_ssh", "--node_rank", str(topo.node_rank.value),
             "--master_addr", topo.master_addr.value, "--master_port", str(topo.master_port.value)]
     notes = ["--no_ssh: every node starts its own launcher; no pdsh, no ssh between containers"]
@@ -256,26 +320,6 @@ def _accelerate(topo, node, command, restarts, settings):
     return Launch(argv=argv + command, notes=notes)
 
 
-def _program_missing(program, settings):
-    """Why exec would not start ``program`` on this node, or None: a bare name is looked up in PATH (a file of
-    that name in the working directory is not found without ``./``), a path must be executable (walk5 W72).
-    Only on a live root: a captured tree's plan is not this machine's."""
-    if settings.sysroot not in ("/", "", None):
-        return None
-    import shutil
-
-    if "/" in program:
-        if os.path.isfile(program) and not os.access(program, os.X_OK):
-            return f"{program} is not executable (chmod +x, or run it through its interpreter: -- python {program})"
-        return None
-    if shutil.which(program, path=(settings.env or {}).get("PATH")) is not None:
-        return None
-    if os.path.isfile(program):
-        return (f"{program} is a file here, not a program on PATH (exec looks bare names up in PATH: write "
-                f"./{program}, executable, or use launcher torchrun for a training script)")
-    return f"{program} is not on PATH"
-
-
 def _command(topo, node, command, restarts, settings):
     return Launch(argv=list(command), notes=["plain command: ranks and master come from the exported variables"])
 
@@ -299,6 +343,6 @@ def apply_counts(plan, verdict):
                 var.reason = f"sum of every node's processes from the check-in: {'+'.join(map(str, procs))}"
     if launch.launcher == "deepspeed" and "--include" not in launch.argv:
         for path in launch.files:
-            launch.files[path] = "".join(f"{name} slots={count}\n" for name, count in zip(topo.node_names, procs))
+            launch.files[path] = "".join(f"{name} slots={count}\n" for name, count in zip(hostfile_names(topo), procs))
         if uneven:
             launch.notes.append(f"hostfile slots from the check-in: {', '.join(map(str, procs))} (uneven GPU counts)")

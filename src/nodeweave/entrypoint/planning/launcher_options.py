@@ -47,6 +47,24 @@ ABBREVIATES = ("torchrun", "deepspeed")
 NEVER = {"torchrun": ("--standalone",),
          "deepspeed": ("--num_nodes", "--num_gpus", "--launcher", "--hostfile", "--no_ssh"),
          "accelerate": ("--mpirun_hostfile", "--deepspeed_hostfile", "--deepspeed_multinode_launcher")}
+# Which spec field gives each option nodeweave passes a launcher itself (a refusal names it; the rest come from
+# the node's plan).
+OWN_OPTION_FIELDS = {"--nnodes": "nodes", "--nproc-per-node": "gpus_per_node", "--max-restarts": "launcher.max_restarts",
+                     "--max_restarts": "launcher.max_restarts", "--num_processes": "nodes and gpus_per_node",
+                     "--num_machines": "nodes", "--master_port": "launcher.master_port",
+                     "--master-port": "launcher.master_port", "--main_process_port": "launcher.master_port",
+                     "--num_nodes": "nodes", "--num_gpus": "gpus_per_node",
+                     "--standalone": "nodes and the master: the rendezvous",
+                     "--mpirun_hostfile": "nodes and the master: the rendezvous",
+                     "--deepspeed_hostfile": "nodes and the master: the rendezvous",
+                     "--deepspeed_multinode_launcher": "nodes and the master: the rendezvous"}
+PLAN_FIELD = "the node's plan: rank, master, hostfile, process count"
+# An option nodeweave sets that a `nodeweave run` flag sets for one run (spellings of the three launchers).
+RUN_FLAGS = {"--nproc-per-node": "--nproc-per-node", "--nproc_per_node": "--nproc-per-node",
+             "--num_gpus": "--nproc-per-node", "--nnodes": "--nodes", "--num_nodes": "--nodes",
+             "--num_machines": "--nodes", "--num-machines": "--nodes"}
+# Options after which the launcher reads the script (or module) next: the command's own arguments follow it.
+SCRIPT_NEXT = ("-m", "--module", "--no-python", "--no_python", "--run-path", "--run_path")
 LAUNCHER_HELP = {"torchrun": "torchrun --help", "deepspeed": "deepspeed --help",
                  "accelerate": "accelerate launch --help"}
 
@@ -129,6 +147,35 @@ def check(launcher, options, argv, source):
             raise UsageError(f"launcher option {option!r} (from {source}) {why}; accepted: an option of "
                              f"{launcher}'s own parser (as of {READ_FROM[launcher]}; `{LAUNCHER_HELP[launcher]}` "
                              "lists them)")
+
+
+def command_clash(launcher, command):
+    """``(word, own)``: the first launcher option at the head of ``command`` (before the script) that sets ``own``,
+    an option nodeweave passes ``launcher`` itself (:data:`ALWAYS`, :data:`NEVER`), or None. The launcher takes the
+    last of two, so ``-- --nproc-per-node 2 train.py`` would win over the plan, which says another count (walk6 N7).
+    The one table for the spec's launcher.options, the entrypoint's command and ``nodeweave run``'s."""
+    taken = list(ALWAYS.get(launcher, ())) + list(NEVER.get(launcher, ()))
+    if not taken:
+        return None
+    after_option = False
+    for word in command:
+        if not word.startswith("-") or word == "-":
+            if word.endswith(".py") or not after_option:
+                return None  # the script: what follows is its own
+            after_option = False  # an option's value
+            continue
+        own = clash(launcher, word, taken)
+        if own is not None:
+            return word, own
+        if word.split("=", 1)[0] in SCRIPT_NEXT:
+            return None
+        after_option = "=" not in word
+    return None
+
+
+def own_option_field(own):
+    """Where the value of ``own``, an option nodeweave passes, comes from: a spec field or the node's plan."""
+    return OWN_OPTION_FIELDS.get(own, PLAN_FIELD)
 
 
 RDZV_CONF = ("--rdzv-conf", "--rdzv_conf")

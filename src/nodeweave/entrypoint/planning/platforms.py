@@ -32,6 +32,7 @@ documentation says and these readers rely on:
 
 from ..bounded import TEXT_CAP, read_text
 from ..errors import UsageError
+from ..hostport import ACCEPTED as HOST_PORT_ACCEPTED, split_host_port
 from ..model import PLATFORM, Claim, host_list, variables
 
 SAGEMAKER_CONFIG = "/opt/ml/input/config/resourceconfig.json"
@@ -118,6 +119,11 @@ def aws_batch(scene):
     if index != main and address:
         claims.append(Claim("master_addr", address, f"AWS_BATCH_JOB_MAIN_NODE_PRIVATE_IPV4_ADDRESS={address}",
                             PLATFORM))
+    elif index != main:
+        scene.missing["master_addr"] = (
+            f"AWS_BATCH_JOB_MAIN_NODE_PRIVATE_IPV4_ADDRESS is unset on this child node (AWS_BATCH_JOB_NODE_INDEX="
+            f"{index}, the main node is {main}): AWS Batch sets it on every node but the main one, so a container "
+            "started outside the job's node group lacks it; set MASTER_ADDR to the main node's address")
     elif index == main and own_address(scene.node):
         claims.append(Claim("master_addr", own_address(scene.node),
                             "this node's own address (the AWS Batch main node, which gets no address variable)",
@@ -197,7 +203,11 @@ def azure_ml(scene):
     claims = variables(env, [("node_rank", "AZ_BATCHAI_TASK_INDEX"), ("nnodes", "AZUREML_NODE_COUNT")], PLATFORM)
     master = env.get("AZ_BATCH_MASTER_NODE", "").strip()
     if claims and master:
-        host = master.rpartition(":")[0] if master.count(":") == 1 else master
+        try:
+            host, _ = split_host_port(master)  # host:port, [fd00::1]:port, or an IPv6 address alone
+        except ValueError as err:
+            raise UsageError(f"AZ_BATCH_MASTER_NODE: {err}; accepted: {HOST_PORT_ACCEPTED}, as Azure ML sets it on "
+                             "every node of a distributed job") from None
         claims.append(Claim("master_addr", host, f"AZ_BATCH_MASTER_NODE={master}", PLATFORM))
     return claims
 

@@ -23,7 +23,7 @@ as kept; values known to hurt are warned about by the rows of :mod:`rules`.
 
 from ..detection.host import nccl_version, rccl_version, version_at_least
 from ..model import EnvVar
-from .rules import RULES, Context, emit, warn_all
+from .rules import RULES, Context, _tokens, emit, warn_all
 
 GID_AUTO_NCCL = (2, 21, 5)
 GID_AUTO_ROCM = (6, 3)
@@ -58,6 +58,8 @@ def plan_env(node, topo, settings, root, warnings=None, audit=False):
     cloud = node.cloud
     profile = cloud.profile if cloud else None
     usable, dropped = classify_ports(node, settings)
+    for line in exclusion_without_effect(node, settings):
+        emit(warnings, "exclude-hcas-no-effect", line)
     _socket_ifname(node, topo, settings, env, out, warnings, multi, profile)
     if node.gpus.vendor != "none" and multi and not profile and not (cloud and cloud.efa):
         _rdma(node, usable, dropped, env, root, out, warnings)
@@ -87,8 +89,21 @@ def _socket_ifname(node, topo, settings, env, out, warnings, multi, profile):
     chosen = settings.get("interfaces") or []
     if chosen:
         reason, source = f"chosen by {settings.source('interfaces')}", "nodeweave.yaml"
+        for line in chosen_interface_problems(node, chosen, settings.source("interfaces"), topo):
+            emit(warnings, "interfaces-miss-route", line)
+        overridden = [f"{name}={env[name]}" for name in ("NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME")
+                      if name in env and not _names_the_same(env[name], chosen, exact=name.startswith("GLOO"))]
+        if overridden:  # kept as the user's own value: nodeweave's own setting then does nothing there (walk8 B34)
+            emit(warnings, "interfaces-overridden", f"{settings.source('interfaces')}={','.join(chosen)} is not "
+                 f"applied: {' and '.join(overridden)}, set in the environment, override{'s' if len(overridden) == 1 else ''}"
+                 " it; which one? unset the library variable, or leave "
+                 f"{settings.source('interfaces')} out")
     elif node.interface == "lo":
-        topo.notes.append("master is on this host (loopback): every node runs here; NCCL's own interface choice works")
+        from .consistency import HERE_BY_LOOPBACK
+
+        if not any(HERE_BY_LOOPBACK in note for note in topo.notes):
+            topo.notes.append("master is on this host (loopback): every node runs here; NCCL's own interface "
+                              "choice works")  # not where a node name may be another machine (check_reachable_sockets)
         return
     elif node.interface:
         chosen, reason, source = [node.interface], node.interface_reason or "routes to the master", "policy"
@@ -100,6 +115,46 @@ def _socket_ifname(node, topo, settings, env, out, warnings, multi, profile):
         _set(out, "NCCL_SOCKET_IFNAME", ",".join("=" + i for i in chosen), reason, source)
     if "GLOO_SOCKET_IFNAME" not in env:
         _set(out, "GLOO_SOCKET_IFNAME", ",".join(chosen), reason, source)
+
+
+def _names_the_same(value, chosen, exact):
+    """Whether a library's interface variable (NCCL: prefixes, ``=`` exact, ``^`` excludes; Gloo: exact names)
+    selects the interfaces ``chosen`` names."""
+    items = [item for item in value.lstrip("^").lstrip("=").split(",") if item]
+    if value.startswith("^") or not items:
+        return False
+    if exact or value.startswith("="):
+        return sorted(items) == sorted(chosen)
+    return all(any(name.startswith(item) for item in items) for name in chosen) and \
+        all(any(name.startswith(item) for name in chosen) for item in items)
+
+
+DOCKER_BRIDGE = "172.17.0.1"  # docker0's default address: the same on every host that runs Docker
+
+
+def chosen_interface_problems(node, chosen, source, topo=None):
+    """Why interfaces chosen by hand would not carry the job (walk7 B25: a down docker0 passed): one that is down,
+    one whose address is Docker's default bridge (the same on every host, so every node would advertise it), and
+    a choice that leaves out the interface the kernel routes to the master by. A loopback choice has its own rule
+    (``consistency.check_reachable_sockets``)."""
+    said = []
+    given = f"{source}={','.join(chosen)}"
+    by_name = {iface.name: iface for iface in node.interfaces}
+    for name in chosen:
+        iface = by_name.get(name)
+        if iface is None or iface.kind == "loopback":
+            continue
+        if iface.operstate == "down":
+            said.append(f"{given}: {name} is down: no traffic passes it")
+        if DOCKER_BRIDGE in (iface.ipv4 or []):
+            said.append(f"{given}: {name}'s address {DOCKER_BRIDGE} is Docker's default bridge address, the same "
+                        "on every host: every node would advertise it")
+    route = node.interface
+    master = topo.master_addr.value if topo is not None and topo.master_addr is not None else None
+    if route and route != "lo" and route not in chosen:
+        said.append(f"{given} leaves out {route}, the interface the kernel routes to the master"
+                    + (f" {master}" if master else "") + " by")
+    return said
 
 
 def _hca_item(port, ports):
@@ -140,6 +195,40 @@ def classify_ports(node, settings):
     slow = [p for p in usable if p.rate_gbps and p.rate_gbps * 2 <= top]
     dropped += [(p, f"{p.rate_gbps} Gb/s beside {top} Gb/s rails (storage/management)") for p in slow]
     return [p for p in usable if p not in slow], dropped
+
+
+def exclusion_without_effect(node, settings):
+    """Why the user's HCA exclusion excludes nothing NCCL would use (walk7 B22): an item naming no RDMA device or
+    port here (the storage fabric mistyped: NCCL then uses it), or the user's own NCCL_IB_HCA admitting an
+    excluded port (NCCL reads only NCCL_IB_HCA; the exclusion works by nodeweave setting it)."""
+    excluded = list(settings.get("exclude_hcas") or ())
+    if not excluded or not node.nics:
+        return []
+    source = settings.source("exclude_hcas")
+    devices = sorted({p.device for p in node.nics})
+    names = sorted(p.name for p in node.nics)
+    said = [f"{source}: {item} is not an RDMA " + (f"port here ({', '.join(names)})" if ":" in item else
+                                                  f"device here ({', '.join(devices)})")
+            + ": it excludes nothing" for item in excluded if item not in devices and item not in names]
+    chosen = settings.env.get("NCCL_IB_HCA")
+    if chosen is not None and chosen.strip():
+        admitted = [p.name for p in node.nics if (p.device in excluded or p.name in excluded) and _admits(chosen, p)]
+        if admitted:
+            said.append(f"NCCL_IB_HCA={chosen} includes {', '.join(admitted)}, which {source} excludes: NCCL reads "
+                        "only NCCL_IB_HCA, so the exclusion does nothing (drop the port from NCCL_IB_HCA, or unset "
+                        "it and nodeweave lists the ports without the excluded ones)")
+    return said
+
+
+def _admits(value, port):
+    """Whether NCCL_IB_HCA=``value`` lets NCCL use ``port`` (prefixes unless '=', '^' excludes, ``dev:port``)."""
+    exclude, exact, items = _tokens(value)
+    named = False
+    for item in items:
+        device, _, number = item.partition(":")
+        if (port.device == device if exact else port.device.startswith(device)) and number in ("", str(port.port)):
+            named = True
+    return named != exclude
 
 
 def _rdma(node, usable, dropped, env, root, out, warnings):

@@ -40,6 +40,62 @@ def is_reserved(name: str) -> bool:
     return name in RESERVED_ENV or name in TORCHRUN_ENV or name in LAUNCHER_ENV
 
 
+# The platform's and the launcher's reserved names a spec field sets (the NODEWEAVE_* ones: the contract's rows).
+SPEC_FIELD_OF = {"NNODES": "nodes", "PET_NNODES": "nodes", "MASTER_PORT": "launcher.master_port",
+                 "PET_MASTER_PORT": "launcher.master_port", "PET_NPROC_PER_NODE": "gpus_per_node",
+                 "LOCAL_WORLD_SIZE": "gpus_per_node", "WORLD_SIZE": "nodes and gpus_per_node",
+                 "GROUP_WORLD_SIZE": "nodes", "ROLE_WORLD_SIZE": "nodes and gpus_per_node",
+                 "PET_RDZV_ID": "name", "PET_MAX_RESTARTS": "launcher.max_restarts"}
+# Reserved names no spec field sets, with what the spec offers instead (a refusal never sends a user to look for a
+# field that does not exist: walk6 W16).
+NO_FIELD_INSTEAD = {
+    "NODEWEAVE_STRAGGLER_FAULT": ("no spec field sets another count: recovery.straggler_is_fault: true makes a "
+                                  "straggler named 10 checks in a row a fault"),
+}
+
+
+def instead(name: str) -> str:
+    """What to change instead of giving reserved ``name`` (the spec field that sets it, read from the entrypoint's
+    contract, or what sets it when no field does): the one remedy every refusal of a reserved name ends with."""
+    from .contract import SETTINGS  # the table of spec fields; only read on a refusal
+
+    meant = unknown_meant(name)
+    if meant is not None:  # a typo: what the name meant, and what sets that (walk6 M1)
+        if not meant:
+            return "`nodeweave-entrypoint --help` lists the NODEWEAVE_* variables"
+        then = instead(meant.split(" ")[0]) if meant.split(" ")[0] in _known() else ""
+        return f"did you mean {meant}? {then}" if then else f"did you mean {meant}?"
+    row = next((row for row in SETTINGS if row.variable == name), None)
+    if name in NO_FIELD_INSTEAD:
+        return NO_FIELD_INSTEAD[name]
+    if row is not None and row.spec:
+        return f"set the spec's {row.spec} instead"
+    if row is not None:
+        return (f"no spec field sets it: nodeweave sets it itself, or it is the entrypoint's {row.flag} for a "
+                "node started by hand")
+    if name in SPEC_FIELD_OF:
+        return f"set the spec's {SPEC_FIELD_OF[name]} instead"
+    if name.startswith("NODEWEAVE_"):
+        return "no spec field sets it: nodeweave sets it itself"
+    return "no spec field sets it: each node's plan (or the platform) gives it"
+
+
+def _known():
+    from .variables import KNOWN
+
+    return KNOWN
+
+
+def unknown_meant(name: str):
+    """For a NODEWEAVE_* name nodeweave neither reads nor sets: the name it likely meant, or '' when none is near;
+    None for any other name. The one table (``variables.KNOWN``) that judges the name exported in the shell too,
+    so a typo given to ``-e`` or the spec's ``env:`` is called a typo there as well, never "nodeweave sets it"."""
+    from .variables import unknown_variables
+
+    found = unknown_variables({name: ""}) if name.startswith("NODEWEAVE_") else []
+    return (found[0][1] or "") if found else None
+
+
 def value_problem(name: str, value: str):
     """Why ``name=value``, a name the user may set, would stop every node's start (a PATH without the image's
     entrypoint and python), or None. The value is taken as is: no ``$PATH`` in it is expanded."""
@@ -61,6 +117,9 @@ def reserved_reason(name: str):
     """
     if not is_reserved(name):
         return None
+    if unknown_meant(name) is not None:
+        return (f"{name} is not a variable nodeweave reads, and the NODEWEAVE_ prefix is reserved for nodeweave's "
+                "own settings")
     if name.startswith("NODEWEAVE_"):
         return (f"{name} is in the NODEWEAVE_ prefix, reserved by nodeweave for its own settings (each set by a "
                 "spec field or an entrypoint flag; NODEWEAVE_JOB_TOKEN_FILE is the one a user sets)")

@@ -75,9 +75,69 @@ def _rdma_ports(node):
     return [p for p in node.nics if not (p.driver == "efa" or p.device.startswith("efa"))]
 
 
+# NCCL's whole-number variables (its ``NCCL_PARAM``s), each with what NCCL does at its default. NCCL reads them with
+# strtoll(value, &end, 0): spaces skipped, 0x hex, a leading 0 octal, digits up to the first other character; a
+# value with no digit at all (``abc``, ``yes``, ``true``) is "Invalid value ..., using default" (walk7 B21:
+# NCCL_IB_DISABLE=yes was warned as switching IB off, which NCCL never does with it).
+NCCL_NUMBERS = {
+    "NCCL_IB_GID_INDEX": "its default GID index (0, the link-local RoCE v1 GID, before NCCL 2.21.5; found by NCCL "
+                         "from 2.21.5 on)",
+    "NCCL_IB_DISABLE": "InfiniBand/RoCE on (0)", "NCCL_P2P_DISABLE": "GPU peer-to-peer on (0)",
+    "NCCL_SHM_DISABLE": "shared memory on (0)", "NCCL_NET_GDR_READ": "its default", "NCCL_BUFFSIZE": "4 MiB buffers",
+    "NCCL_MIN_NCHANNELS": "its default", "NCCL_MAX_NCHANNELS": "its default", "NCCL_NTHREADS": "its default",
+    "NCCL_CROSS_NIC": "its default (2)", "NCCL_NVLS_ENABLE": "its default", "NCCL_IB_QPS_PER_CONNECTION": "1",
+    "NCCL_IB_TIMEOUT": "its default (20)", "NCCL_IB_RETRY_CNT": "its default (7)", "NCCL_IB_SL": "service level 0",
+    "NCCL_IB_TC": "traffic class 0", "NCCL_IB_ROCE_VERSION_NUM": "RoCE v2",
+}
+
+
+def nccl_number(value):
+    """The number NCCL reads from ``value`` (C's strtoll, base 0), or None where it reads none and keeps its
+    default. Without ``re``: the start-up path imports nothing slow."""
+    text = (value or "").lstrip(" \t\n\r\f\v")
+    sign = -1 if text[:1] == "-" else 1
+    text = text[1:] if text[:1] in "+-" and text else text
+    if text[:2].lower() == "0x" and text[2:3] and text[2:3].lower() in "0123456789abcdef":
+        digits, base, text = "0123456789abcdef", 16, text[2:]
+    elif text[:1] == "0":
+        digits, base = "01234567", 8
+    else:
+        digits, base = "0123456789", 10
+    read = ""
+    for char in text:
+        if char.lower() not in digits:
+            break
+        read += char
+    return sign * int(read, base) if read else None
+
+
+def nccl_not_a_number(ctx):
+    """A whole-number NCCL variable NCCL cannot read a number from: ignored, its default used, nothing said."""
+    said = []
+    for name, default in NCCL_NUMBERS.items():
+        value = ctx.env.get(name)
+        if value is None or nccl_number(value) is not None:
+            continue
+        line = (f"{name} is set but empty: NCCL reads it as unset and uses {default}" if not value else
+                f"{name}={value!r} is not a number: NCCL ignores it (\"Invalid value\", in its INFO log only) and "
+                f"uses {default}")
+        if name == "NCCL_IB_GID_INDEX":
+            v2 = [f"{p.name} at {p.roce_v2_gid_index}" for p in ctx.node.nics
+                  if p.roce and p.active and p.roce_v2_gid_index is not None]
+            line += ("; nodeweave sets no index of its own while it is set" +
+                     (f" (this node's RoCE v2 IPv4 GID: {', '.join(v2)})" if v2 else ""))
+        said.append(line)
+    return said
+
+
+def _nccl_on(ctx, name):
+    """Whether a 0/1 NCCL switch is set to something NCCL reads as non-zero."""
+    return bool(nccl_number(ctx.env.get(name, "")))
+
+
 def p2p_disabled(ctx):
     value, gpus = ctx.env.get("NCCL_P2P_DISABLE", "0"), ctx.node.gpus
-    if value not in ("0", "") and gpus.interconnect in GPU_LINKS:
+    if _nccl_on(ctx, "NCCL_P2P_DISABLE") and gpus.interconnect in GPU_LINKS:
         return (f"NCCL_P2P_DISABLE={value} on a {gpus.interconnect} node turns off GPU peer-to-peer: all-reduce "
                 "measured 12x slower (27.5 vs 325 GB/s); unset it")
 
@@ -187,15 +247,16 @@ def ib_hca_prefix(ctx):
 
 def ib_disabled(ctx):
     value = ctx.env.get("NCCL_IB_DISABLE", "0")
-    if value not in ("0", "") and ctx.multi and any(p.active for p in ctx.node.nics):
+    if _nccl_on(ctx, "NCCL_IB_DISABLE") and ctx.multi and any(p.active for p in ctx.node.nics):
         return f"NCCL_IB_DISABLE={value} with ACTIVE RDMA ports: inter-node traffic falls back to TCP sockets"
 
 
 def gid_index_wrong(ctx):
     gid = ctx.env.get("NCCL_IB_GID_INDEX", "")
-    if gid.lstrip("-").isdigit() and int(gid) >= 0:
+    index = nccl_number(gid)  # as NCCL reads it (' 3' is 3); no number: nccl_not_a_number says so
+    if index is not None and index >= 0:
         wrong = [p.name for p in ctx.node.nics if p.roce and p.active and p.roce_v2_gid_index is not None
-                 and p.roce_v2_gid_index != int(gid)]
+                 and p.roce_v2_gid_index != index]
         if wrong:
             return f"NCCL_IB_GID_INDEX={gid}, but the RoCE v2 IPv4 GID of {', '.join(wrong)} is at another index"
 
@@ -271,6 +332,9 @@ RULES = (
          "unset NCCL_IB_DISABLE: inter-node traffic should use the ACTIVE RDMA ports"),
     Rule("ib-gid-index-wrong", gid_index_wrong, ERROR, "unset NCCL_IB_GID_INDEX (NCCL >= 2.21.5 finds the RoCE v2 GID) "
          "or set the index the entrypoint reports"),
+    Rule("nccl-not-a-number", nccl_not_a_number, WARNING,
+         "give the variable a whole number (NCCL_IB_GID_INDEX=3, NCCL_IB_DISABLE=1) or unset it: NCCL keeps its "
+         "default for a value with no digits"),
     Rule("hsa-fine-grain-on-xgmi", hsa_fine_grain, WARNING, "unset HSA_FORCE_FINE_GRAIN_PCIE on xGMI nodes"),
     Rule("rdma-port-down", port_down, _port_level,
          "check the cable, the switch port and the subnet manager (ibstat, ibstatus); NCCL skips the port"),
@@ -288,15 +352,41 @@ NOTICES = (  # emitted inline by the planners (topology, policy)
          "empty)"),
     Rule("unknown-variable", None, WARNING,
          "fix the name (a mistyped NODEWEAVE_* variable changes nothing), or unset it"),
+    Rule("nodeweave-output", None, WARNING,
+         "unset it where the entrypoint starts (a resume path tried by hand, an outer job's value): nodeweave sets "
+         "it for the ranks itself, NODEWEAVE_RESUME_FROM only from a save node 0 judged complete (docs/recovery.md)"),
+    Rule("interfaces-miss-route", None, WARNING,
+         "choose the interface that routes to the master (the plan's Node section names it), or leave "
+         "NODEWEAVE_INTERFACES / network.interfaces out and the entrypoint picks it"),
+    Rule("script-will-not-train", None, WARNING,
+         "put the training script in the working directory (nodeweave sync copies that folder to every node), "
+         "and give it the training code"),
+    Rule("recovery-cannot-replace", None, WARNING,
+         "add a spare (NODEWEAVE_SPARES / recovery.spares 1), or let the job go on with fewer nodes "
+         "(recovery.min_nodes; NODEWEAVE_NNODES MIN:MAX on the entrypoint)"),
+    Rule("interfaces-overridden", None, WARNING,
+         "unset NCCL_SOCKET_IFNAME / GLOO_SOCKET_IFNAME where the image or the site's module sets them, or leave "
+         "NODEWEAVE_INTERFACES (network.interfaces) out: one place names the interface"),
+    Rule("exclude-hcas-no-effect", None, WARNING,
+         "name a device or port listed under RDMA here (mlx5_1, or mlx5_1:1), or drop the excluded port from your "
+         "own NCCL_IB_HCA (or unset it: nodeweave then lists the ports without it)"),
     Rule("flag-overrides-source", None, WARNING,
          "drop the flag or the variable it overrides, so every node reads its rank from one place"),
     Rule("no-route-to-master", None, WARNING, "check that the master's name resolves and is routable from this node"),
     Rule("command-not-found", None, WARNING,
          "give the program's path (./train.py, executable) or a program on PATH, or run a script through "
          "launcher torchrun or its interpreter (-- python train.py)"),
+    Rule("start-refused-here", None, WARNING,
+         "what the line names: a start on this machine refuses it, exit 3 (or 127) before any check-in; read off "
+         "the node, it says what the node itself would find"),
     Rule("loopback-master", None, WARNING,
          "give every node node 0's name or address on the network they share (MASTER_ADDR); loopback reaches a "
          "node 0 only on this same machine"),
+    Rule("loopback-sockets", None, WARNING,
+         "choose an interface the other nodes reach (NODEWEAVE_INTERFACES, network.interfaces), or leave the "
+         "choice to nodeweave; loopback only where every node runs on this one machine"),
+    Rule("master-name-loopback", None, WARNING,
+         "map the host's name to its real address in /etc/hosts (not 127.0.1.1), or set NODEWEAVE_INTERFACES"),
     Rule("roce-gid-index-differs", None, WARNING, "use NCCL >= 2.21.5, which picks each port's GID itself"),
     Rule("restarts-across-nodes", None, WARNING,
          "set recovery.enabled: true (nodeweave restarts every node together as one generation) and "
@@ -304,9 +394,23 @@ NOTICES = (  # emitted inline by the planners (topology, policy)
     Rule("checkpoint-dir-per-container", None, WARNING,
          "save checkpoints on storage every node mounts (a volume, or a folder inside workspace.path); a folder in "
          "/tmp is fine only where a shared volume is mounted there"),
+    Rule("checkpoint-dir-access", None, WARNING,
+         "make the folder the image's user's (chown -R <uid> <folder>, or run the containers as its owner), or give "
+         "it read, write and search rights (chmod u+rwx, or g+rwx for a shared group)"),
     Rule("stall-watch-off", None, WARNING,
          "give stall_warn a number of seconds (default 60) to keep the stall watch and its stop, or write "
          "stall_timeout: 0 too to say that no stall is ever stopped"),
+    Rule("master-port-busy", None, WARNING,
+         "give the job a free master port (NODEWEAVE_MASTER_PORT, launcher.master_port), or stop what listens on it"),
+    Rule("step-pattern-loose", None, WARNING,
+         "write the step group as (?P<step>\\d+): node 0 reads the step as a whole number"),
+    Rule("metrics-port-privileged", None, WARNING,
+         "give metrics.port (NODEWEAVE_METRICS_PORT) a port from 1024 to 65535, e.g. the default 9464"),
+    Rule("job-token-twice", None, WARNING,
+         "give the secret one way on every node: unset NODEWEAVE_JOB_TOKEN (a value left in the environment) "
+         "and keep NODEWEAVE_JOB_TOKEN_FILE, the Secret nodeweave mounts"),
+    Rule("job-token-file-readable", None, WARNING,
+         "make the token file readable by its owner only (chmod 600), or mount the Secret with mode 0400"),
     Rule("derived-job-token", None, WARNING,
          "bring the nodes up with `nodeweave up` (a random token per job), or hand every node the same secret "
          "in a file and point NODEWEAVE_JOB_TOKEN_FILE at it"),

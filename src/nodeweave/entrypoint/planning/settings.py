@@ -7,8 +7,10 @@ variables; topology flags are kept raw so :mod:`topology` can weigh them
 against the other rank sources and report where each value came from.
 """
 
+import os
+
 from .contract import BY_FLAG, BY_KEY, LAUNCHERS, SETTINGS, TOPOLOGY_KEYS, read_int
-from ..errors import UsageError
+from ..errors import EntrypointError, UsageError
 from ..model import NEW_DICT, Record, Value
 
 FLAGS = {
@@ -135,18 +137,26 @@ def parse(argv, env):
             raise UsageError(f"{name} is given an empty value: {row.help}; leave the option out for its default")
         if row.topology:
             flags[row.key] = value
+    unread = []  # the first value refused: raised once the settings read so far are built (they carry it)
+
+    def read(row, text, source):
+        try:
+            options[row.key] = Value(value=row.read(text, row.what, source), source=source)
+        except EntrypointError as err:
+            unread.append(err)
+
     for key, (name, value) in given.items():  # read once every flag is known: twice is refused before a value
         row = BY_KEY[key]
         if not row.topology:
-            source = f"flag {name}"
-            options[key] = Value(value=row.read(value, row.what, source), source=source)
+            read(row, value, f"flag {name}")
     if command and not command[0].strip():  # `-- ""`: planned as `exec ''` (walk2 M3), as `nodeweave run -- ""` is not
-        raise UsageError("the training command's program is empty (''): give the script or program after --")
+        unread.insert(0, UsageError("the training command's program is empty (''): give the script or program "
+                                    "after --"))
     for row in SETTINGS:
         if row.topology or row.key in options:
             continue
         if env.get(row.variable, "") != "":
-            options[row.key] = Value(value=row.read(env[row.variable], row.what, row.variable), source=row.variable)
+            read(row, env[row.variable], row.variable)
     settings = Settings(
         command=tuple(command),
         flags=flags,
@@ -160,10 +170,55 @@ def parse(argv, env):
         env=env,
     )
     settings.sysroot = settings.get("sysroot", "/") or "/"
-    _check_stall_limits(options)
-    _check_shared_rules(options, flags, env)
-    _check_idle(settings)
+    try:
+        if unread:
+            raise unread[0]
+        _check_stall_limits(options)
+        _check_shared_rules(options, flags, env)
+        _check_checkpoint_dir(settings)
+        _check_idle(settings)
+    except EntrypointError as err:
+        # what was read carries the refusal, so a starting node can still tell node 0 why it will not start
+        # (``checkin/refusal.tell_node_0``: node 0 would otherwise wait out its deadline; walk7 B48)
+        err.settings = settings
+        raise
     return settings
+
+
+def _check_checkpoint_dir(settings):
+    """The checkpoint folder by the spec's rule for recovery.checkpoint_dir (``ownfolders``): not nodeweave's
+    folders, the workspace itself, the training script nor a file, a link judged where it leads. The workspace is
+    the folder the node runs in; its disk is looked at on a live node only (a captured tree has none)."""
+    from ..ownfolders import CHECKPOINT_DIR_ACCEPTED, checkpoint_dir_problem
+
+    folder = settings.get("checkpoint_dir")
+    if not folder or not settings.get("recovery"):
+        return
+    here = os.getcwd()
+    if here == os.sep:
+        return  # not a workspace: every rendered node runs in workspace.path (compose, pods, Slurm's --chdir)
+    script = settings.command[0] if settings.command and not settings.command[0].startswith("-") else None
+    what = checkpoint_dir_problem(folder, here, script, here if settings.sysroot in ("/", "") else None)
+    if not what and settings.sysroot in ("/", ""):
+        what = _holds_node_state(folder, here, settings.env)
+    if what:
+        raise UsageError(f"{_named(settings, 'checkpoint_dir')}: {folder!r} is {what}; accepted: "
+                         + CHECKPOINT_DIR_ACCEPTED)
+
+
+def _holds_node_state(folder, here, env):
+    """What the checkpoint folder is when it holds, or is inside, ``$TMPDIR/nodeweave``: node 0's own state (the
+    recovery book, check-in records, run folders, flight dumps), which it would scan for saves at every restart,
+    as ``.nodeweave/`` and ``runs/`` are refused in the workspace (walk8 B44). '' when apart."""
+    from ..running.runstate import state_root
+
+    state = os.path.realpath(state_root(env))
+    real = os.path.realpath(os.path.join(here, folder))
+    if real == state or state.startswith(real.rstrip(os.sep) + os.sep) or real.startswith(state + os.sep):
+        how = "holds" if state.startswith(real.rstrip(os.sep) + os.sep) else "is in"
+        return (f"a folder that {how} this node's own state ({state}: $TMPDIR/nodeweave, the recovery book, check-in "
+                "records and run folders), which node 0 would read as the script's saves at every restart")
+    return ""
 
 
 def _named(settings, key):
@@ -204,6 +259,15 @@ def idle_problems(settings):
         name = _named(settings, "profile_options")
         found.append((f"{name} does nothing without NODEWEAVE_PROFILE (--profile): no profiler runs to read them",
                       f"--profile nsys or rocprofv3 beside it, or leave {name} out"))
+    from .contract import FAULT_CHECKS
+
+    if settings.get("straggler_is_fault") and settings.get("straggler_fault") == 0 \
+            and settings.source("straggler_fault") != "default":
+        name = _named(settings, "straggler_fault")
+        switch = _named(settings, "straggler_is_fault")
+        found.append((f"{name} 0 (never a straggler fault) contradicts {switch} on (recovery replaces a lasting "
+                      "straggler's node)", f"{name} above 0, or leave {name} out for {FAULT_CHECKS} checks in a row, "
+                      f"or {switch} off"))
     watch_off = settings.get("stall_warn") == 0
     if watch_off and settings.get("straggler_fault"):
         name = _named(settings, "straggler_fault")
@@ -211,6 +275,18 @@ def idle_problems(settings):
                       "(the stall watch, which names stragglers, is off)",
                       f"a stall_warn above 0 (default 60), or leave {name} out"))
     return found
+
+
+def check_no_wait(settings):
+    """--no-wait with recovery on: the third way to the exchange off, refused like NODEWEAVE_EXCHANGE=off and
+    NODEWEAVE_WAIT_TIMEOUT=0 are (``shared_rules.recovery_needs_exchange``; walk7 B33). Checked where a node
+    starts or explains its start, not in ``parse``: ``nodeweave doctor`` parses a recovery node's environment with
+    --no-wait of its own, to plan without waiting."""
+    if settings.no_wait and settings.get("recovery"):
+        name = _named(settings, "recovery")
+        raise UsageError(f"--no-wait with {name} on: --no-wait switches the check-in exchange off too (nothing "
+                         f"waits for node 0, nothing checks in), and recovery runs on it; accepted: leave --no-wait "
+                         f"out, or turn {name} off")
 
 
 def _check_idle(settings):
@@ -236,19 +312,27 @@ def _check_shared_rules(options, flags, env):
             # a flag that turns a switch off over the container's environment (`nodeweave check` runs a recovery
             # job's nodes with --recovery off): the variables that environment set for it are not the mistake
             given -= {key for key in dependents if key in options and not options[key].source.startswith("flag ")}
-    nnodes = (flags.get("nnodes") or env.get("NODEWEAVE_NNODES", "")).strip()
-    low, _, high = nnodes.partition(":")
-    if low.isdigit() and (high or low).isdigit() and 1 <= int(low) <= int(high or low):  # else topology refuses it
-        values["nnodes"] = int(high or low)  # the count's maximum
+    nnodes = flags.get("nnodes") or env.get("NODEWEAVE_NNODES", "")  # as given: ' 2' is refused, not read as 2
+    if nnodes.strip():
+        from .topology import normalize_nnodes
+
+        # the one parser of the count, before any rule reads it: a malformed count (01, a full-width 1, 2-4) is
+        # named as malformed, never read loosely as 1 and blamed on a rule (walk7 B10)
+        source = "flag --nnodes" if flags.get("nnodes") else "NODEWEAVE_NNODES"
+        values["nnodes"] = normalize_nnodes(nnodes, name_of(source))[2]  # the count's maximum
         given.add("nnodes")
-        sources = dict(options, nnodes=Value(value=nnodes, source="flag --nnodes" if flags.get("nnodes") else
-                                             "NODEWEAVE_NNODES"))
+        sources = dict(options, nnodes=Value(value=nnodes, source=source))
     else:
         sources = options
     found = shared_rules.problems(values, given, shared_rules.Naming(name))
     if found:
         problem = found[0]
         raise UsageError(f"{name(problem.key)}: {problem.problem}; accepted: {problem.accepted}")
+
+
+def name_of(source):
+    """A source as the user typed it: ``--nnodes`` for ``flag --nnodes``."""
+    return source[len("flag "):] if source.startswith("flag ") else source
 
 
 def _check_stall_limits(options):

@@ -9,28 +9,9 @@ field, the flag and the variable) and names them through a :class:`Naming`, so t
 tests/test_shared_rules.py walks every one through both sides. Stdlib only, like the whole entrypoint.
 """
 
-import posixpath
 
+from ..systemfolders import path_problem, per_container
 from .contract import METRICS_PORT, RECOVERY_NO_PROGRESS, RECOVERY_RESTARTS, STALL_TIMEOUT_S
-
-# Folders of the image a mount at them, or above them, would hide: the system's, and those nodeweave puts there.
-SYSTEM = {
-    "/bin": "the system's programs", "/boot": "the boot files", "/dev": "the devices", "/etc": "the system's "
-    "configuration", "/home": "the image user's home", "/lib": "the system's libraries", "/lib32": "the system's "
-    "libraries", "/lib64": "the system's libraries", "/proc": "the kernel's process files", "/root": "root's home",
-    "/run": "the runtime's files", "/sbin": "the system's programs", "/sys": "the kernel's files", "/tmp": "the "
-    "temporary folder (pods mount their own there)", "/usr": "the installed software", "/usr/bin": "the "
-    "installed programs", "/usr/lib": "the installed libraries", "/usr/local": "the image's own software",
-    "/usr/local/bin": "nodeweave-entrypoint and the launchers", "/var": "the system's state",
-    "/run/nodeweave": "the job token nodeweave mounts", "/etc/nodeweave": "the hosts file nodeweave mounts",
-}  # fmt: skip
-# Folders whose inside is the kernel's or nodeweave's own: nothing of the spec's is mounted or kept in them.
-FILLED = {"/proc": "the kernel fills", "/sys": "the kernel fills", "/dev": "the kernel and runtime fill",
-          "/run/nodeweave": "nodeweave fills", "/etc/nodeweave": "nodeweave fills"}
-# Folders each container has to itself (an emptyDir, the image's own layer): what a node writes there the others
-# never see, and it is gone with the container.
-PER_CONTAINER = ("/tmp", "/var/tmp", "/run")  # /dev/shm: refused outright (inside /dev)
-
 
 def inside_workspace_accepted(example, absolute_example=None):
     """What a path read relative to ``workspace.path`` may be, with examples of the field's own kind."""
@@ -44,40 +25,6 @@ def inside_workspace_accepted(example, absolute_example=None):
 CHECKPOINT_DIR_ACCEPTED = inside_workspace_accepted("checkpoints", "/data/checkpoints (on storage every node "
                                                     "mounts)")
 SCRIPT_ACCEPTED = inside_workspace_accepted("train.py")
-
-
-def path_problem(text, absolute_too=True):
-    """Why ``text``, read relative to ``workspace.path``, is not a folder of the job's own, or None: a relative
-    path stays inside the workspace; with ``absolute_too`` an absolute one is not a system folder. ``~`` and
-    ``$VAR`` are refused: no shell reads the path, so they would name a folder ``~`` or ``$HOME`` in the workspace."""
-    if text.startswith("~") or "$" in text:
-        return (f"{text!r} holds {'~' if text.startswith('~') else '$'}, which nothing expands here (the path is "
-                "used as written: a folder of that name inside workspace.path)")
-    if not text.startswith("/"):
-        normal = posixpath.normpath(text)
-        if normal == ".." or normal.startswith("../"):
-            return f"{text!r} leaves workspace.path (it is read relative to it)"
-        return None
-    if not absolute_too:
-        return None
-    normal = posixpath.normpath(text)
-    if normal == "/" or normal == "//":
-        return "/ is the whole file system"
-    for folder, what in FILLED.items():
-        if normal.startswith(folder + "/"):
-            return f"{normal} is inside {folder}, which {what}"
-    for folder, what in SYSTEM.items():
-        if folder == normal:
-            return f"{normal} is a system folder ({what})"
-        if folder.startswith(normal.rstrip("/") + "/"):
-            return f"{normal} holds the system folder {folder} ({what})"
-    return None
-
-
-def per_container(text):
-    """The per-container folder ``text`` lies in (``/tmp/ckpt``: ``/tmp``), or None."""
-    normal = posixpath.normpath(text) if text.startswith("/") else ""
-    return next((folder for folder in PER_CONTAINER if normal == folder or normal.startswith(folder + "/")), None)
 
 
 class Naming:
@@ -120,9 +67,22 @@ SWITCHED = {
                  "straggler_is_fault": False, "warm_start": True},
     # (not step_pattern: node 0's goodput timeline reads the step lines with metrics off too: metrics/live.py)
     "metrics": {"metrics_port": METRICS_PORT},
-    "exchange": {"exchange_port": None, "exchange_allow": ()},
+    # node 0's /metrics start on its heartbeat watch, which the exchange runs (docs/observability.md; walk6 W45)
+    "exchange": {"exchange_port": None, "exchange_allow": (), "metrics": False, "metrics_port": METRICS_PORT},
 }
 SWITCH_DEFAULTS = {"recovery": False, "metrics": True, "exchange": True}
+
+
+def metrics_unserved(exchange_off, heartbeat):
+    """Why node 0 serves no /metrics although they are on, or None: the endpoint starts on node 0's heartbeat
+    watch, which the check-in exchange runs, for a supervised launcher (a plain command is exec'd). The one
+    wording for the entrypoint's plan (``faults.py``) and the spec's summary (``Spec.starts``; walk6 W43-W45).
+    ``exchange_off``: why the exchange is off, or None."""
+    if exchange_off:
+        return f"the check-in exchange is off ({exchange_off}), and the endpoint rides on its heartbeat"
+    if not heartbeat:
+        return "a plain command is exec'd with no heartbeat, which the endpoint rides on"
+    return None
 
 
 def _unset(value, idle):
@@ -161,6 +121,19 @@ def recovery_needs_exchange(values, given, naming):
     return []
 
 
+def recovery_needs_supervised_launcher(values, given, naming):
+    """Recovery relaunches the ranks each generation and hears of a fault through the heartbeat of the launcher it
+    supervises: a plain ``command`` is exec'd in place of the entrypoint, so nothing is left to relaunch or to beat
+    (walk7 B44: explain and validate passed it, every node then stopped at start)."""
+    if values.get("recovery") and values.get("launcher") == "command":
+        return [Problem("launcher", f"'command' with {naming.turned_on('recovery')}: a plain command is exec'd in "
+                                    "place of the entrypoint, with no heartbeat, so no fault is heard and no "
+                                    "generation can be relaunched",
+                        f"{naming.name('launcher')} torchrun, deepspeed or accelerate (the ranks run as a watched "
+                        f"child), or {naming.turned_off('recovery')}")]
+    return []
+
+
 def recovery_needs_another_node(values, given, naming):
     """Recovery watches a node from another and replaces it with a spare: one node without spares has neither.
     ``nnodes`` is the training count's maximum, when known (the entrypoint: only from NODEWEAVE_NNODES/--nnodes)."""
@@ -182,6 +155,23 @@ def straggler_needs_stall_watch(values, given, naming):
                         f"{naming.name('stall_warn')} above 0 (default 60), or leave "
                         f"{naming.name('straggler_is_fault')} out")]
     return []
+
+
+def brake_within_budget(values, given, naming):
+    """The no-progress brake stops the job after N restarts without a newer checkpoint (exit 9), the budget after
+    max_restarts restarts (exit 8): a brake set above the budget never acts, the budget ends the job first
+    (walk7 B20). Only a brake the user set is refused: the default brake under a small budget is no one's choice."""
+    brake = values.get("no_progress_restarts")
+    budget = values.get("recovery_max_restarts")
+    budget = RECOVERY_RESTARTS if budget is None else budget
+    if (not values.get("recovery") or "no_progress_restarts" not in given or not isinstance(brake, int)
+            or not isinstance(budget, int) or not brake or not budget or brake <= budget):
+        return []
+    return [Problem("no_progress_restarts",
+                    f"{brake} is above {naming.name('recovery_max_restarts')} {budget}: the restart budget ends the "
+                    f"job (exit 8) at restart {budget + 1}, before {brake} restarts without a newer checkpoint "
+                    "could stop it (exit 9), so the brake never acts",
+                    f"1 to {budget} (the budget), or 0 (no brake)")]
 
 
 def checkpoint_dir_inside(values, given, naming):
@@ -216,18 +206,23 @@ RULES = (
     Rule(switched_off, [{"spares": 1}, {"checkpoint_dir": "ckpt"}, {"recovery_max_restarts": 9},
                         {"no_progress_restarts": 0}, {"straggler_is_fault": True}, {"warm_start": False},
                         {"metrics": False, "metrics_port": 9000},
-                        {"exchange": False, "exchange_port": 30000}, {"exchange": False, "exchange_allow": ["nccl"]}]),
+                        {"exchange": False, "exchange_port": 30000}, {"exchange": False, "exchange_allow": ["nccl"]},
+                        {"exchange": False, "metrics": True}, {"exchange": False, "metrics_port": 9500}]),
     Rule(in_range, [{"recovery": True, "spares": 2000}, {"recovery": True, "recovery_max_restarts": 100001},
                     {"recovery": True, "no_progress_restarts": 100001}, {"max_restarts": 1001},
                     {"stall_warn": 86401, "stall_timeout": 0}, {"stall_timeout": 604801},
                     {"wait_timeout": 86401}]),
     Rule(recovery_needs_exchange, [{"recovery": True, "exchange": False}, {"recovery": True, "wait_timeout": 0}]),
+    Rule(recovery_needs_supervised_launcher, [{"recovery": True, "launcher": "command"}]),
     Rule(straggler_needs_stall_watch, [{"recovery": True, "straggler_is_fault": True, "stall_warn": 0}]),
     Rule(recovery_needs_another_node, [{"recovery": True, "nnodes": 1}]),
+    Rule(brake_within_budget, [{"recovery": True, "recovery_max_restarts": 2, "no_progress_restarts": 9},
+                               {"recovery": True, "no_progress_restarts": 6}]),
     Rule(checkpoint_dir_inside, [{"recovery": True, "checkpoint_dir": "/"}, {"recovery": True, "checkpoint_dir":
                                  "../../etc"}, {"recovery": True, "checkpoint_dir": "/etc"},
                                  {"recovery": True, "checkpoint_dir": "~/ckpt"},
                                  {"recovery": True, "checkpoint_dir": "$HOME/ckpt"},
+                                 {"recovery": True, "checkpoint_dir": "checkpoints/*"},
                                  {"recovery": True, "checkpoint_dir": "/proc/1"}]),
 )
 
@@ -242,10 +237,62 @@ def problems(values, given, naming):
     return [problem for rule in RULES for problem in rule.check(values, given, naming)]
 
 
+# What the "see the job" side loses with the stall watch (docs/observability.md: the rank series need it).
+RANK_SERIES_OFF = ("the rank series go with it: `top` and the dashboard show no ranks and no heat map, /metrics no "
+                   "per-rank collective rate or straggler ratio, and goodput splits start-up from training by step "
+                   "lines only")
+
+
+LOOSE_ESCAPES = ("\\w", "\\S", "\\W", "\\D")  # what lets a step group match a non-digit, with '.' and [^...]
+
+
+def _tokens(text, start):
+    """(index, token, in_class) of ``text`` from ``start``: an escape (``\\d``) is one token."""
+    i, in_class = start, False
+    while i < len(text):
+        token = text[i:i + 2] if text[i] == "\\" else text[i]
+        yield i, token, in_class
+        if in_class and token == "]":
+            in_class = False
+        elif not in_class and token == "[":
+            in_class = True
+            if text.startswith("]", i + 1) or text.startswith("^]", i + 1):  # a leading ] is a literal
+                yield i + 1, text[i + 1], True
+                i += 1
+        i += len(token)
+
+
+def step_group_loose(pattern):
+    """The body of ``pattern``'s step group (``(?P<step>...)``, else its first group) when it can match more than
+    digits (``\\w+``, ``.+``, ``\\S+``, ``[^ ]+``), else None. Read off the text (no ``re`` internals)."""
+    if not pattern:
+        return None
+    named = pattern.find("(?P<step>")
+    body_at = named + len("(?P<step>") if named >= 0 else next(
+        (i + 1 for i, token, in_class in _tokens(pattern, 0) if token == "(" and not in_class
+         and not pattern.startswith("(?", i)), None)
+    if body_at is None:
+        return None
+    depth, loose = 1, False
+    for i, token, in_class in _tokens(pattern, body_at):
+        if in_class:
+            loose = loose or token in LOOSE_ESCAPES or (token == "^" and pattern[i - 1] == "[")
+            continue
+        if token == "(":
+            depth += 1
+        elif token == ")":
+            depth -= 1
+            if not depth:
+                return pattern[body_at:i] if loose else None
+        loose = loose or token in LOOSE_ESCAPES or token == "."
+    return None
+
+
 def notes(values, given=(), naming=None):
-    """What is allowed but likely not meant, as (key, line): a checkpoint folder each node keeps to itself, and a
-    0 that switches off more than its own setting (``stall_warn`` 0 takes ``stall_timeout``'s stop with it; the
-    caller writes the setting's name in front of that line)."""
+    """What is allowed but likely not meant, as (key, line): a checkpoint folder each node keeps to itself, more
+    spares than training nodes (``nnodes`` a count, when known), and a 0 that switches off more than its own
+    setting (``stall_warn`` 0 takes ``stall_timeout``'s stop with it; the caller writes the setting's name in front
+    of that line)."""
     found = []
     folder = values.get("checkpoint_dir")
     inside = per_container(folder) if values.get("recovery") and folder else None
@@ -254,6 +301,21 @@ def notes(values, given=(), naming=None):
                                         "on Kubernetes): node 0 sees only its own saves, and a replaced node none; "
                                         "put checkpoints on storage every node mounts (a volume, or a path inside "
                                         "workspace.path)"))
+    spares, nnodes = values.get("spares") or 0, values.get("nnodes")
+    if values.get("recovery") and isinstance(nnodes, int) and spares > nnodes:
+        name = naming.name if naming else (lambda key: key)
+        found.append(("spares", f"{spares} is more than {name('nnodes')} {nnodes}: one generation gives a place to "
+                                f"at most {nnodes} spare(s), one per training node, so {spares - nnodes} or more "
+                                f"wait with their GPUs idle until {nnodes + 1} or more nodes have been lost (were the "
+                                f"two numbers swapped?); {name('spares')} {nnodes} or fewer"))
+    fewest = values.get("nnodes_min", nnodes)
+    if values.get("recovery") and isinstance(nnodes, int) and nnodes >= 2 and not spares and fewest == nnodes:
+        name = naming.name if naming else (lambda key: key)  # walk8 B33: one node is refused for this reason
+        found.append(("recovery", f"{naming.on if naming else 'on'} with {nnodes} nodes, no spares and no minimum below {nnodes}: a node at "
+                                  "fault can be neither replaced nor left out, so every fault with a culprit (a "
+                                  "crash, a lost or stalled node, a straggler) ends the job (exit 8) after node 0 "
+                                  f"waits for the nodes back; {name('spares')} 1 or more, or a minimum below "
+                                  f"{nnodes} (recovery.min_nodes, or NODEWEAVE_NNODES MIN:MAX on the entrypoint)"))
     if "stall_warn" in given and values.get("stall_warn") == 0 and "stall_timeout" not in given:
         name = naming.name if naming else (lambda key: key)
         line = (f"0 switches the stall watch off, and with it {name('stall_timeout')}'s "
@@ -261,5 +323,17 @@ def notes(values, given=(), naming=None):
                 "on until someone stops it")
         if values.get("recovery"):
             line += ", and recovery never sees a stall as a fault"
+        line += f"; {RANK_SERIES_OFF}"
         found.append(("stall_warn", line))
+    loose = step_group_loose(values.get("step_pattern"))
+    if loose:  # walk8 B16: a step group that matches words reads no step from the lines it was written for
+        found.append(("step_pattern", f"its step group '{loose}' can match more than digits: a line it matches "
+                                      "with a word there gives no step (the line is skipped, the common loggers' "
+                                      "formats are not tried for it); write the group as (?P<step>\\d+)"))
+    port = values.get("metrics_port")
+    if values.get("metrics") is not False and isinstance(port, int) and 0 < port < 1024:  # walk7 B39
+        found.append(("metrics_port", f"{port} is below 1024: node 0 runs as the image's user, which cannot bind "
+                                      "it without NET_BIND_SERVICE (and on the host network it may be a service "
+                                      "of the host's, e.g. 22 sshd, 80 a web server), so the job would run with "
+                                      f"no metrics; a port from 1024 to 65535 (default {METRICS_PORT})"))
     return found

@@ -26,29 +26,49 @@ def slurm_claims(env, hostname):
     if count:
         claims.append(Claim("nnodes", env[count], f"{count}={env[count]}", PLATFORM))
     listed = _first(env, NODELISTS)
-    hosts = expand_nodelist(env[listed]) if listed else []
+    hosts = _node_list(env, listed) if listed else []
     if hosts:
         claims += host_list(hosts, listed, f"first host of {listed}={env[listed]}", f"hosts in {listed}")
-        if not env.get("SLURM_NODEID", "").strip():
-            claims += _position(env, hostname, hosts, listed)
+        # SLURMD_NODENAME's place is weighed beside SLURM_NODEID, never dropped: an environment carried to another
+        # node (a pdsh wrapper, a script exporting its own SLURM_NODEID) then disagrees, exit 3 (walk8 B3)
+        claims += _position(env, hostname, hosts, listed, by_hostname=not env.get("SLURM_NODEID", "").strip())
     tasks = _first(env, TASKS)
     if tasks:
         claims.append(Claim("tasks_per_node", tasks_per_node(env[tasks], tasks), f"{tasks}={env[tasks]}", PLATFORM))
     return claims
 
 
-def _position(env, hostname, hosts, listed):
-    """The rank as this node's place in the node list: by SLURMD_NODENAME, else by hostname."""
+ACCEPTED = "accepted: Slurm's hostlist form naming each host once (e.g. gpu[01-04] or a1,b[2-3])"
+
+
+def _node_list(env, listed):
+    """The hosts of node list variable ``listed``; a refusal names the variable, its value and the form taken
+    (walk8 B5), and a host listed twice is refused: its two places would be two ranks of one machine."""
+    try:
+        hosts = expand_nodelist(env[listed])
+    except UsageError as err:
+        raise UsageError(f"{listed}={env[listed]!r}: {err}; {ACCEPTED}") from None
+    twice = sorted({host for host in hosts if hosts.count(host) > 1})
+    if twice:
+        raise UsageError(f"{listed}={env[listed]!r} names {', '.join(twice)} twice (two ranks for one host); "
+                         f"{ACCEPTED}")
+    return hosts
+
+
+def _position(env, hostname, hosts, listed, by_hostname=True):
+    """The rank as this node's place in the node list: by SLURMD_NODENAME, else (``by_hostname``) by hostname."""
     shorts = [host.split(".")[0] for host in hosts]
     name = env.get("SLURMD_NODENAME", "").strip()
     if name:
         if name.split(".")[0] not in shorts:
-            raise TopologyError(f"SLURMD_NODENAME={name} is not in {listed}={env[listed]} ({', '.join(hosts)}); "
-                                "set SLURM_NODEID or NODE_RANK")
+            given = f"SLURM_NODEID={env['SLURM_NODEID']} was carried from another node, or " if not by_hostname else ""
+            raise TopologyError(f"SLURMD_NODENAME={name} is not in {listed}={env[listed]} ({', '.join(hosts)}): "
+                                f"{given}this is not a node of the job; set NODE_RANK"
+                                + ("" if given else " or SLURM_NODEID"))
         return [Claim("node_rank", shorts.index(name.split(".")[0]), f"position of SLURMD_NODENAME={name} in {listed}",
                       PLATFORM)]
     short = (hostname or "").split(".")[0]
-    if short in shorts:
+    if by_hostname and short in shorts:
         return [Claim("node_rank", shorts.index(short), f"position of hostname {short!r} in {listed}", PLATFORM)]
     return []
 

@@ -18,6 +18,7 @@ and ``rank`` (``WORLD_SIZE``/``RANK``), ``tasks_per_node`` (Slurm, MPI).
 from ..bounded import TEXT_CAP, read_text
 from .contract import SETTINGS
 from ..errors import TopologyError, UsageError
+from ..hostport import host_count_refusal, leading_zero_problem
 from ..model import ENV, FLAG, HOSTNAME, PLATFORM, Claim, Value, host_list, variables
 from .platforms import aws_batch, azure_ml, dstack, google_batch, mpi, sagemaker, sagemaker_naming
 
@@ -62,6 +63,7 @@ class Scene:
         self.kube_facts, self.kube, self.host_net = kube, kube.pod, host_net
         self.notes = []
         self.empty = []  # (field, variable) a source reads that is set but empty: read as unset, and said so
+        self.missing = {}  # field -> why a platform found on this node gives no value for it (said with the refusal)
         self.pod_name, self.name_source = node.hostname, "hostname"
 
 
@@ -77,6 +79,8 @@ def empty_variables(scene, fields=None):
     env = scene.env
     read = [(field, var) for field, var in scene.empty] + [(row.key, row.variable) for row in SETTINGS
                                                            if row.variable in env and not env[row.variable].strip()]
+    # every rank variable of the sources' table, whichever reader reads it (walk8 B4: SLURM_NODEID= was "not set")
+    read += [("node_rank", name) for name in RANK_NAMES if name in env and not env[name].strip()]
     return list(dict.fromkeys(var for field, var in read if fields is None or field in fields))
 
 
@@ -84,10 +88,13 @@ def said_empty(scene, *fields):
     """``; MASTER_ADDR is set but empty (...)`` for a refusal of a missing value whose variable is set but empty:
     the user did set it, to nothing (walk5 W6); "" when none is."""
     empty = empty_variables(scene, fields)
+    # a platform recognised here that lacks the value says why (walk8 B29: Volcano's two task lists, AWS Batch's
+    # child without the main node's address), as the set-but-empty variables do
+    why = "".join(f"; {scene.missing[field]}" for field in dict.fromkeys(fields) if field in scene.missing)
     if not empty:
-        return ""
+        return why
     return (f"; {' and '.join(empty)} {'is' if len(empty) == 1 else 'are'} set but empty (an unset variable in "
-            f"`-e {empty[0]}=$VALUE` or the compose file?)")
+            f"`-e {empty[0]}=$VALUE` or the compose file?)") + why
 
 
 def flags(scene):
@@ -129,7 +136,18 @@ def leaderworkerset(scene):
 def volcano(scene):
     env = scene.env
     claims = _variables(scene, [("node_rank", "VC_TASK_INDEX")], PLATFORM)
-    lists = [name for name in env if name.startswith("VC_") and name.endswith("_HOSTS")]
+    lists = sorted(name for name in env if name.startswith("VC_") and name.endswith("_HOSTS"))
+    if claims and len(lists) > 1:  # one index per task: master-0 and worker-0 both say 0 (walk8 B29)
+        why = (f"{' and '.join(lists)} are all set (a job of several Volcano tasks): VC_TASK_INDEX counts within "
+               "one task, so it is no node rank, and nodeweave reads a single VC_*_HOSTS list; set NODE_RANK (the "
+               "master task's pod 0, then the workers' i+1) and NNODES")
+        given = "node_rank" in scene.settings.flags or any(scene.env.get(name, "").strip() for name in
+                                                              ("NODE_RANK", "NODEWEAVE_NODE_RANK"))
+        if not given:  # never a single node planned from a rank nobody gave
+            from ..errors import TopologyError
+
+            raise TopologyError(f"cannot tell this node's rank: {why}")
+        return []
     if claims and len(lists) == 1:
         hosts = [h for h in env[lists[0]].split(",") if h.strip()]
         if hosts:
@@ -167,7 +185,7 @@ def hostfile(scene):
         me.update(iface.ipv4)
     mine = [i for i, host in enumerate(names) if host in me or host.split(".")[0] in me]
     if not mine:
-        raise TopologyError(f"this host ({node.hostname}) is not listed in hostfile {path} ({', '.join(names)}); "
+        raise TopologyError(f"this host ({node.hostname}) is not listed in hostfile {path} ({few(names)}); "
                             "list it by name or address, or set NODE_RANK")
     slots = {host: count for host, count in hosts if count is not None}
     if len(set(slots.values())) > 1:
@@ -192,20 +210,33 @@ def read_hostfile(path):
     try:
         lines = read_text(path, TEXT_CAP, "a hostfile", errors="replace").splitlines()
     except OSError as err:
-        raise UsageError(f"cannot read hostfile {path}: {err.strerror}") from None
+        raise UsageError(f"hostfile {path!r} (NODEWEAVE_HOSTFILE or --hostfile): cannot read it ({err.strerror}); "
+                         "accepted: a readable file of '<host> [slots=N]' lines, node 0 first") from None
     hosts, lines_of = [], []
     for number, line in enumerate(lines, 1):
         fields = line.split("#", 1)[0].split()
         if not fields:
             continue
         slots = None
+        colon_form = host_count_refusal(fields[0])
+        if colon_form:  # walk8 B8: taken as a host named 'gpu01:8', which matched no node
+            raise UsageError(f"hostfile {path} line {number}: {colon_form}")
         for extra in fields[1:]:
             key, _, value = extra.partition("=")
-            if key in ("slots", "max_slots") and value.isdigit() and int(value) >= 1:
-                slots = int(value) if key == "slots" else slots
+            if key == "max_slots" and any(other.startswith("slots=") for other in fields[1:]):
+                continue  # Open MPI's upper bound beside the count: the count is what starts processes
+            if key == "max_slots":  # Open MPI's upper bound, no count of processes: it was dropped silently (B8)
+                raise UsageError(f"hostfile {path} line {number}: max_slots is not read (Open MPI's upper bound, "
+                                 f"not the processes to start); accepted: '<host> slots=<n>', e.g. "
+                                 f"'{fields[0]} slots={value if value.isdigit() else 8}'")
+            if key == "slots" and value.isdigit() and int(value) >= 1:
+                slots = int(value)
             else:  # slots=0 started one process anyway (walk5 W58)
                 raise UsageError(f"hostfile {path} line {number}: expected '<host> slots=<n>', got {line.strip()!r} "
                                  "(n: 1 or more)")
+        zero = leading_zero_problem(fields[0])
+        if zero:  # the rank order would name another machine to ssh than to the exchange
+            raise UsageError(f"hostfile {path} line {number}: {fields[0]} {zero}")
         before = next((i for i, (host, _) in enumerate(hosts) if host == fields[0]), None)
         if before is not None:  # both lines would claim one rank; nodeweave's --host a --host a is refused too
             raise UsageError(f"hostfile {path} line {number}: {fields[0]} is listed twice (line "
@@ -286,3 +317,11 @@ def collect(scene):
 
 def as_value(claim):
     return Value(value=claim.value, source=claim.source)
+
+
+def few(names, shown=8):
+    """The first ``shown`` of ``names`` and a count of the rest: a line naming an 8,192-line hostfile's hosts
+    stays one line (walk8 B19)."""
+    names = list(names)
+    return ", ".join(names[:shown]) + (f", and {len(names) - shown} more" if len(names) > shown else "")
+

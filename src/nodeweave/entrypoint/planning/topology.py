@@ -20,13 +20,13 @@ Every value carries the source it came from.
 """
 
 from . import consistency
-from .contract import NODES_MAX, NPROC_MAX, read_host, read_int
+from .contract import NODES_MAX, NPROC_MAX, SCHEDULED_NODES_MAX, edge_space_refusal, plain_int, read_host, read_int
 from ..detection.host import host_networking
 from ..errors import TopologyError, UsageError
-from ..model import FLAG, HOSTNAME, Topology, Value
+from ..model import FLAG, HOSTNAME, PLATFORM, Topology, Value
 from .rules import emit
 from .sources import RANK_NAMES, Scene, collect, empty_variables, said_empty
-from .variables import unknown_lines
+from .variables import inherited_output_lines, unknown_lines
 
 DEFAULT_PORT = 29500
 
@@ -40,18 +40,41 @@ class ReplicasWanted(Exception):
         self.name, self.namespace = name, namespace
 
 
-def normalize_nnodes(text, source):
-    """("N" or "MIN:MAX", MIN, MAX) of a node count; UsageError naming the source."""
+def normalize_nnodes(text, source, most=NODES_MAX):
+    """("N" or "MIN:MAX", MIN, MAX) of a node count; UsageError naming the source. ``most``: the spec's range
+    for ``nodes``, or, for a recovery job's containers (training nodes + spares), that plus the spares: the
+    spec bounds ``nodes`` and ``recovery.spares`` each alone (walk7 B17: every node of 2048 + 64 refused)."""
+    accepted = "N (e.g. 2) or MIN:MAX (e.g. 2:4), whole numbers of 1 or more"
+    if str(text) != str(text).strip():  # walk8 B2: ' 2' was stripped and taken
+        raise edge_space_refusal(text, "node count", source, f"{str(text).strip()!r}, with nothing around it")
     lo, colon, hi = str(text).partition(":")
-    lo_n = read_int(0)(lo, "node count", source)
-    hi_n = read_int(0)(hi, "maximum node count", source) if colon else lo_n
-    if lo_n == 0 or hi_n == 0:
-        raise UsageError(f"node count must be at least 1, got {text!r} (from {source})")
+    if not plain_int(lo) or (colon and not plain_int(hi)):
+        dashed = str(text).strip().split("-")
+        example = ":".join(dashed) if len(dashed) == 2 and all(plain_int(p) for p in dashed) else "2:4"
+        raise UsageError(f"node count must be N or MIN:MAX in plain decimal digits, got {text!r} (from {source}); "
+                         f"accepted: a whole number (e.g. 2; not 02, +2 or another script's digits), or MIN:MAX "
+                         f"(e.g. {example})")
+    lo_n, hi_n = int(lo), int(hi) if colon else int(lo)
+    if lo_n < 1 or hi_n < 1:  # walk8 B1: -2 was "must be ≥ 0", 0 "at least 1": one bound, one line
+        raise UsageError(f"node count must be a whole number of 1 or more, got {text!r} (from {source}); "
+                         f"accepted: {accepted}")
     if hi_n < lo_n:
         raise UsageError(f"maximum nodes ({hi_n}) must be >= minimum nodes ({lo_n}) in {text!r} (from {source})")
-    if hi_n > NODES_MAX:  # the spec's range for `nodes`
-        raise UsageError(f"node count must be at most {NODES_MAX}, got {text!r} (from {source})")
+    if hi_n > most:  # the spec's range for `nodes` (and, under recovery, its spares besides)
+        if most == SCHEDULED_NODES_MAX:
+            raise UsageError(f"node count must be at most {most}, got {text!r} (from {source}): more nodes than "
+                             f"any cluster holds; accepted: the scheduler's real count, 1 to {most}")
+        raise UsageError(f"node count must be at most {most}, got {text!r} (from {source})"
+                         + (f"; accepted: 1 to {NODES_MAX} training nodes, spares besides"
+                            if most != NODES_MAX else f"; accepted: 1 to {NODES_MAX}, or MIN:MAX within it")
+                         + f" (a typed count; a scheduler's own count, such as SLURM_NNODES or a hostfile's lines, "
+                           f"may go to {SCHEDULED_NODES_MAX})")
     return (str(lo_n) if lo_n == hi_n else f"{lo_n}:{hi_n}"), lo_n, hi_n
+
+
+def _spares(settings):
+    spares = settings.get("spares", 0) or 0
+    return spares if isinstance(spares, int) else 0
 
 
 def _read_port(text, what, source):
@@ -61,13 +84,26 @@ def _read_port(text, what, source):
     return port
 
 
+NPROC_ACCEPTED = "a whole number (e.g. 8), or auto (the usable GPUs; 1 on CPU)"
+
+
 def _read_nproc(node):
     usable = node.gpus.count if node.gpus and node.gpus.count else 1
 
     def read(text, what, source):
-        if str(text).strip() == "auto":
+        if str(text) in ("auto", "gpu"):  # gpu: torchrun's word (Kubeflow Trainer's numProcPerNode), one per GPU
             return usable
-        count = read_int(1)(text, what, source)
+        if str(text).strip().lower() in ("auto", "gpu", "cpu"):  # walk8 B6: every word named in the refusal
+            meaning = ("torchrun's 'cpu' starts one process per CPU core, rarely a training job's wish; write the "
+                       "number" if str(text).strip().lower() == "cpu" else f"write {str(text).strip().lower()!r}")
+            raise UsageError(f"{what} {text!r} (from {source}) is not read here: {meaning}; accepted: "
+                             f"{NPROC_ACCEPTED}")
+        if not plain_int(str(text).strip()):
+            raise UsageError(f"{what} must be a whole number or auto, got {text!r} (from {source}); accepted: "
+                             f"{NPROC_ACCEPTED}")
+        count = read_int(0)(text, what, source)
+        if count < 1:
+            raise UsageError(f"{what} must be 1 or more, got {text!r} (from {source}); accepted: {NPROC_ACCEPTED}")
         if count > NPROC_MAX:  # the spec's range for gpus_per_node
             raise UsageError(f"{what} must be at most {NPROC_MAX} (or auto), got {count} (from {source})")
         return count
@@ -126,9 +162,18 @@ def discover(settings, node, root, kube, warnings=None):
         emit(warnings, "empty-variable", f"{name} is set but empty, so it is read as unset")
     for line in unknown_lines(env):  # a mistyped NODEWEAVE_* name: the one list both programs read
         emit(warnings, "unknown-variable", line)
+    for line in consistency.hidden_by_empty(node, env):  # set but empty, and read as "no GPU" (not as unset)
+        emit(warnings, "empty-variable", line)
+    for line in inherited_output_lines(env):  # what the entrypoint sets for its ranks, already set (dropped)
+        emit(warnings, "nodeweave-output", line)
     rank, rank_claim = decide(claims.get("node_rank"), "node_rank", "node rank", read_int(0), notes, warnings)
+    most = NODES_MAX + (_spares(settings) if settings.get("recovery") else 0)  # a recovery job's containers
+    # the typo bound is for a count someone typed; a scheduler's own count (SLURM_NNODES, a hostfile's lines, an
+    # MPI size) is the allocation it made, bounded only by SCHEDULED_NODES_MAX (walk8 B19)
+    scheduled = {c.source for c in claims.get("nnodes", ()) if c.tier == PLATFORM}
     nnodes, nnodes_claim = decide(claims.get("nnodes"), "nnodes", "nnodes",
-                                  lambda v, w, s: normalize_nnodes(v, s)[0], notes, warnings)
+                                  lambda v, w, s: normalize_nnodes(v, s, SCHEDULED_NODES_MAX if s in scheduled
+                                                                   else most)[0], notes, warnings)
     nproc, nproc_claim = decide(claims.get("nproc_per_node"), "nproc_per_node", "processes per node",
                                 _read_nproc(node), notes, warnings)
     ordinal = _hostname_claim(claims, "node_rank")
@@ -140,7 +185,8 @@ def discover(settings, node, root, kube, warnings=None):
     nproc, nproc_src = _processes(nproc, nproc_claim, node, warnings)
     if nnodes is None:
         nnodes, nnodes_src = _count(scene, claims, rank, rank_src, prefix, nproc)
-    nnodes, lo, hi = normalize_nnodes(nnodes, nnodes_src)
+    nnodes, lo, hi = normalize_nnodes(nnodes, nnodes_src, SCHEDULED_NODES_MAX if nnodes_src in scheduled or (
+        nnodes_claim is None and nnodes_src and nnodes_src.startswith("Kubernetes API")) else most)
     if rank is None:
         rank, rank_src = _no_rank(scene, hi)
     if rank >= hi:
@@ -186,6 +232,9 @@ def _count(scene, claims, rank, rank_src, prefix, nproc):
                 raise ReplicasWanted(prefix, ns)
             replicas = scene.kube_facts.replicas[prefix]
             return str(replicas), f"Kubernetes API statefulsets/{prefix} .spec.replicas"
+        scene.missing.setdefault("nnodes", f"the Kubernetes API was not asked for statefulsets/{prefix}'s replica "
+                                 "count: no namespace (no service-account namespace file, POD_NAMESPACE unset); set "
+                                 "POD_NAMESPACE from the downward API (fieldRef metadata.namespace)")
     if rank not in (None, 0):
         raise TopologyError(f"node rank {rank} (from {rank_src}) but the node count is unknown"
                             f"{said_empty(scene, 'nnodes')}; set NNODES (or NODEWEAVE_NNODES / --nnodes)")
@@ -225,8 +274,9 @@ def choose_master(scene, claims, prefix, hi, notes, warnings):
                 f"cluster domain from {domain_src})")
     if hi == 1:
         return "127.0.0.1", "single node"
-    raise TopologyError(f"no master address{said_empty(scene, 'master_addr', 'service')}; set MASTER_ADDR (node 0's "
-                        "address) or NODEWEAVE_SERVICE in a StatefulSet")
+    raise TopologyError(f"no master address{said_empty(scene, 'master_addr', 'service')}" + (
+        "" if "master_addr" in scene.missing else "; set MASTER_ADDR (node 0's address) or NODEWEAVE_SERVICE in a "
+                                                  "StatefulSet"))
 
 
 def cluster_domain(settings, kube):
@@ -244,4 +294,4 @@ def _names(claims, hi, prefix):
     for claim in claims.get("hosts", ()):
         if len(claim.value) == hi:
             return list(claim.value)
-    return [f"{prefix}-{i}" for i in range(hi)] if prefix else [f"node-{i}" for i in range(hi)]
+    return [f"{prefix}-{i}" for i in range(hi)] if prefix else consistency.placeholder_names(hi)

@@ -7,6 +7,9 @@ per unknown name with the nearest known one, as a mistyped flag gets ("did you m
 fails when the sources name a NODEWEAVE_* variable this list lacks.
 """
 
+from ..model import SET_FOR_RANKS  # what the entrypoint sets for its ranks itself (walk7 B18)
+
+
 # What the CLI and the entrypoint read, and what the renderers and the CLI set in the containers.
 KNOWN = frozenset((
     "NODEWEAVE_CACHE_DIR",
@@ -80,6 +83,15 @@ DEVELOPMENT = frozenset((
 ))
 DEVELOPMENT_PREFIX = "NODEWEAVE_TEST_"
 PREFIX = "NODEWEAVE_"
+
+
+def inherited_output_lines(env):
+    """One sentence per ``SET_FOR_RANKS`` variable already in ``env``: not passed to the ranks (``Plan.environ``
+    drops it), and why."""
+    return [f"{name}={env[name]} in this node's environment is nodeweave's to set for the ranks (each generation's "
+            + ("checkpoint node 0 judged complete" if name == "NODEWEAVE_RESUME_FROM" else
+               "number" if name == "NODEWEAVE_RESTART_COUNT" else "stall watch") + "): not passed to them"
+            for name in SET_FOR_RANKS if name in env]
 
 
 def unknown_variables(env):

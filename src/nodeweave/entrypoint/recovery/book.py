@@ -130,6 +130,8 @@ class Book:
     master: Optional[str] = None                   # the rendezvous host when node 0's slot went to a spare
     present: Tuple[NodeId, ...] = ()               # identities checked in for this generation
     checkpoint_unjudged: Tuple[str, ...] = ()      # "path: why" of folders the checkpoint finder cannot judge
+    saves_before: Optional[float] = None           # the newest save already in checkpoint_dir as the job started:
+    #                                                saves not newer are another job's, never handed out
     code: Optional[int] = None                     # the job's exit code once it stopped
     ended: Optional[str] = None                    # why the job ended, in words
     error: Optional[dict] = None                   # the job's own error: {line, lines, nodes}
@@ -142,8 +144,8 @@ class Book:
     reason: Optional[str] = None
 
     PRIVATE = ("alive", "last_culprit")
-    OPTIONAL = ("code", "ended", "error", "finished", "checkpoint_unjudged", "alive", "last_culprit", "role",
-                "reason")
+    OPTIONAL = ("code", "ended", "error", "finished", "checkpoint_unjudged", "saves_before", "alive", "last_culprit",
+                "role", "reason")
 
     def __post_init__(self):
         # lookups by identity: a generation of 8,192 nodes asks each node's role, N lookups must cost N, not N^2
@@ -234,7 +236,7 @@ class Book:
             history=tuple(Fault.from_json(h) for h in data.get("history") or () if isinstance(h, dict)),
             resume_from=data.get("resume_from"), step=data.get("step"), master=data.get("master"),
             present=_identities(data.get("present")),
-            checkpoint_unjudged=tuple(data.get("checkpoint_unjudged") or ()),
+            checkpoint_unjudged=tuple(data.get("checkpoint_unjudged") or ()), saves_before=data.get("saves_before"),
             code=data.get("code"), ended=ended, error=data.get("error"), finished=data.get("finished"),
             alive=_identities(data.get("alive")),
             last_culprit=None if data.get("last_culprit") is None else NodeId(int(data["last_culprit"])),

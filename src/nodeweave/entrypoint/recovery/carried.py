@@ -5,7 +5,7 @@ itself came back and must learn the job's state from the nodes still up; neither
 """
 
 CARRIED = ("generation", "restarts", "members", "spares", "left_out", "why", "steps", "best_step", "stale",
-           "present", "history")
+           "present", "history", "saves_before")
 CARRIED_HISTORY = 20   # the newest faults of the history: a check-in stays small however long the job ran
 
 

@@ -33,8 +33,18 @@ node's log says so) and never handed out; a candidate that cannot be read is
 incomplete, never a traceback. Newest means the highest step; a candidate
 without a step only wins when none has one, by modification time.
 
+Never a save of another job: ``scan(folder, written_after=T)`` passes over
+every candidate whose newest file is not newer than ``T``, and
+``already_saved(folder)`` gives node 0 that ``T`` as a job starts: the newest
+save time already in the folder, on the storage's own clock (so no clock skew
+between a node and a network file system moves the line). A save this job
+writes, or writes again under the same name, is newer; a previous run's, a
+sweep's other point, a copied folder are not (docs/recovery.md, "Only this
+job's saves").
+
 API: ``newest_complete(folder) -> Checkpoint | None``,
-``incomplete(folder) -> [(path, reason)]``, ``scan(folder) -> Scan``, and
+``incomplete(folder) -> [(path, reason)]``, ``scan(folder) -> Scan``,
+``already_saved(folder) -> Saved | None``, and
 ``Progress`` (``progress.py``). The rules: ``layouts.py`` (DCP, DeepSpeed,
 Megatron), ``huggingface.py`` (Trainer, Accelerate), ``dcp_metadata.py``
 (DCP's ``.metadata`` read without torch), ``inert_pickle.py`` (torch's
@@ -97,7 +107,11 @@ class Scan:
         self.complete = []
         self.incomplete = []
         self.unjudged = []
+        self.stepless = []  # (path, why): plain saved files whose name gives no step, never candidates
         self.candidates = []  # (path, step, layout, judge: () -> (complete, text[, step]))
+        self.earlier = []  # (path, step): saves ranked before the one found, written before ``written_after``
+        self.written_after = None  # saves not newer than this time (the storage's clock) are another job's
+        self.inside = None  # the checkpoint folder's real path: a link leading out of it is never a candidate
         self.folders = 0
 
     def candidate(self, path, step, layout, judge):
@@ -114,11 +128,17 @@ class Scan:
         above all, overlaps the others'); the verdicts are taken in the same order."""
         ordered = sorted([(path, _resolve(step), layout, judge) for path, step, layout, judge in self.candidates],
                          key=_newest_first)
-        if stop_at_complete or len(ordered) < 2 * JUDGES:
-            verdicts = (_verdict(judge) for _, _, _, judge in ordered)
+        # another job's saves are never judged, only named; lazily, so a stop at the first complete one looks at
+        # no save past it
+        ordered = (candidate for candidate in ordered if self.written_after is None or not self._earlier(candidate))
+        if stop_at_complete:
+            judged = ((candidate, _verdict(candidate[3])) for candidate in ordered)
         else:
-            verdicts = _judged_in_threads([judge for _, _, _, judge in ordered])
-        for (path, step, layout, _), verdict in zip(ordered, verdicts):
+            ordered = list(ordered)
+            judges = [judge for _, _, _, judge in ordered]
+            judged = zip(ordered, [_verdict(judge) for judge in judges] if len(ordered) < 2 * JUDGES
+                         else _judged_in_threads(judges))
+        for (path, step, layout, _), verdict in judged:
             if verdict is None:
                 continue
             ok, text, *recorded = verdict
@@ -134,6 +154,24 @@ class Scan:
 
     def newest(self):
         return self.complete[0] if self.complete else None
+
+    def _earlier(self, candidate):
+        path, step, _, _ = candidate
+        if _newest_mtime(path) > self.written_after:
+            return False
+        self.earlier.append((path, step))
+        return True
+
+    def earlier_line(self, folder):
+        """One clause for every save passed over as another job's (never one per save: a folder of 200 of them
+        is one line), or None."""
+        if not self.earlier:
+            return None
+        names = [os.path.relpath(path, folder) for path, _ in self.earlier]
+        steps = [step for _, step in self.earlier if step is not None]
+        named = names[0] if len(names) == 1 else f"{names[-1]} .. {names[0]}"
+        return (f"{len(names)} save(s) written before this job started ({named}"
+                + (f", up to step {max(steps)}" if steps else "") + "): another run's, never handed out")
 
 
 JUDGES = 8  # threads that judge saves at once when every save is judged (incomplete, scan)
@@ -190,10 +228,14 @@ def incomplete(folder):
     return scan(folder).incomplete
 
 
-def scan(folder, stop_at_complete=False):
-    """Look at ``folder``: every candidate checkpoint judged (or, with ``stop_at_complete``, up to the newest)."""
+def scan(folder, stop_at_complete=False, written_after=None):
+    """Look at ``folder``: every candidate checkpoint judged (or, with ``stop_at_complete``, up to the newest).
+    ``written_after``: a time (``already_saved``'s); saves not newer than it are another job's, set aside in
+    ``Scan.earlier``, never judged or handed out."""
     result = Scan()
+    result.written_after = written_after
     folder = os.fspath(folder)
+    result.inside = os.path.realpath(folder)
     if not os.path.isdir(folder):
         return result
     try:
@@ -203,6 +245,38 @@ def scan(folder, stop_at_complete=False):
         return result
     _search(root, result, 0)
     return result.judge(stop_at_complete)
+
+
+class Saved:
+    """The saves already in a checkpoint folder as a job starts: how many, the newest's time (the storage's
+    clock: its files' modification time) and the highest step among them (None: none records one)."""
+
+    __slots__ = ("count", "newest", "step")
+
+    def __init__(self, count, newest, step):
+        self.count, self.newest, self.step = count, newest, step
+
+
+def already_saved(folder):
+    """The :class:`Saved` of every candidate save under ``folder`` (complete or not: none is judged), or None
+    when it holds none. Node 0 takes it once, as the job starts: every save found later that is not newer than
+    ``Saved.newest`` is another job's (``scan(written_after=...)``)."""
+    result = Scan()
+    folder = os.fspath(folder)
+    if not os.path.isdir(folder):
+        return None
+    # a link leading out of the folder is set aside here as the scan sets it aside: its saves are another
+    # folder's, never this folder's own (walk8 B10: they were counted, and the user told to empty the folder)
+    result.inside = os.path.realpath(folder)
+    try:
+        _search(Listing(folder), result, 0)
+    except Unreadable:
+        return None
+    if not result.candidates:
+        return None
+    steps = [step for step in (_resolve(step) for _, step, _, _ in result.candidates) if step is not None]
+    return Saved(len(result.candidates), max(_newest_mtime(path) for path, _, _, _ in result.candidates),
+                 max(steps) if steps else None)
 
 
 def progress_mark(checkpoint):
@@ -234,11 +308,13 @@ def _search(root, result, depth):
     """The candidates in one folder: the folder itself when it is a DCP save, its children named or recognised
     as saves, its files; folders that are none of these are looked into, ``SEARCH_DEPTH`` deep."""
     result.folders += 1
+    _drop_links_out(root, result)
     if ".metadata" in root or root.matching(layouts.DISTCP):
         result.candidate(root.path, _known_name_step(os.path.basename(root.path)), "dcp",
                          lambda: layouts.check_dcp(root))
     deepspeed_limit = _deepspeed_latest_step(root)
     megatron_limit = _megatron_tracker_step(root)
+    _pointers_to_nothing(root, result, deepspeed_limit, megatron_limit)
     accelerate = []
     below = []
     for name in root.names:
@@ -257,6 +333,25 @@ def _search(root, result, depth):
             except Unreadable:
                 continue
         _search(listing, result, depth + 1)
+
+
+LINKED_OUT = ("a link leading out of the checkpoint folder (to {target}): another folder's saves, a job writing there "
+              "now included, are never handed out; save into the folder itself")
+
+
+def _drop_links_out(root, result):
+    """Take out of ``root``'s listing every entry that is a link leading out of the checkpoint folder, each noted
+    as passed over (replay7 N3: a link inside checkpoint_dir to another job's folder handed out that job's save,
+    which the saves-before line could not stop: it was being written now)."""
+    inside = result.inside
+    if inside is None:
+        return
+    for name in [n for n in root.names if root.is_link(n)]:
+        target = os.path.realpath(root.join(name))
+        if target != inside and not target.startswith(inside.rstrip(os.sep) + os.sep):
+            result.stepless.append((root.join(name), LINKED_OUT.format(target=target)))
+            root.names.remove(name)
+            root.entries.pop(name, None)
 
 
 def _known_name_step(name):
@@ -407,6 +502,26 @@ def _megatron_tracker_step(root):
     return _pointer_step(root, _MEGATRON_TRACKER, lambda text: re.fullmatch(r"(\d+)", text))
 
 
+def _pointers_to_nothing(root, result, deepspeed_limit, megatron_limit):
+    """A library's pointer file naming a save that is not in the folder (cleaned up, a partial copy) is passed
+    over, said: the library's own resume reads the pointer (DeepSpeed's ``load_checkpoint`` with no tag, Megatron's
+    ``--load``) and fails on it, while node 0 hands out the newest save that is there (walk8 B20)."""
+    pointed = []
+    if deepspeed_limit is not None:
+        pointed.append(("latest", f"global_step{deepspeed_limit[0]}", "load it with its tag (load_checkpoint(dir, "
+                        "tag=...)), or write its tag into latest"))
+    if megatron_limit is not None:
+        pointed.append((_MEGATRON_TRACKER, f"iter_{megatron_limit[0]:07d}", "write its iteration into the tracker"))
+    for name, save, remedy in pointed:
+        text = (deepspeed_limit if name == "latest" else megatron_limit)[1]
+        if name == "latest":
+            save = text[len("latest ("):-1]
+        if save not in root.names:
+            result.incomplete.append((root.join(name), f"{text} names {save}, which is not in the folder: the "
+                                      "library's own resume reads it and would fail; node 0 hands out the newest "
+                                      f"save that is there: {remedy}"))
+
+
 def _pointer_step(root, name, parse):
     if name not in root:
         return None
@@ -425,7 +540,9 @@ def _file_candidates(root, result):
         if root.is_dir(name):
             continue
         if not (_PLAIN_FILE.fullmatch(name) or _LIGHTNING.fullmatch(name)):
-            _lone_temporary(root, name, result)
+            if not _lone_temporary(root, name, result) and name.endswith(_SAVED_SUFFIXES) and \
+                    not name.startswith("."):
+                result.stepless.append((root.join(name), STEPLESS))
             continue
         if _links_to_a_sibling(root, name):
             continue  # Lightning's last.ckpt link: the save it names is judged under its own name
@@ -438,6 +555,13 @@ def _file_candidates(root, result):
         else:
             result.candidate(root.join(name), named_step(name), "file", _file_judge(root, name))
     _rank_groups(root, groups, result)
+
+
+# Files torch.save, safetensors and the pickles write; a plain one is a checkpoint only when its name gives a step.
+_SAVED_SUFFIXES = (".pt", ".pth", ".bin", ".safetensors", ".tar")
+STEPLESS = ("a plain file whose name gives no step (ckpt_<N>, checkpoint_<N>, step_<N>, iter_<N>) is not taken "
+            "for a checkpoint (it may be pretrained weights or data), so it is never handed out: save as "
+            "ckpt_<step>.pt to resume from it")
 
 
 def _file_judge(root, name):
@@ -516,7 +640,8 @@ def _lone_temporary(root, name, result):
         if name.endswith(suffix) and _PLAIN_FILE.fullmatch(final) and final not in root:
             result.verdict(root.join(final), named_step(final), "file", False,
                            f"only {name} exists: the save never reached its rename")
-            return
+            return True
+    return False
 
 
 def _mtime(path):

@@ -30,6 +30,7 @@ node's position, so the others keep their ranks.
 from dataclasses import replace
 
 from ..errors import EXIT_GAVE_UP, EXIT_JOB_ERROR, EXIT_NO_PROGRESS
+from ..nodelists import ranges
 from .book import FOR_GOOD, Book, Cause, Decision, Fault, Role
 from .progress import Progress
 
@@ -47,12 +48,13 @@ class Limits:
         self.max_restarts, self.no_progress = max_restarts, no_progress  # 0 = no such brake
 
 
-def first(present, limits, step=None):
+def first(present, limits, step=None, saves_before=None):
     """Generation 0: the lowest identities train, the rest wait as spares. ``step``: the newest complete
-    checkpoint's step as the job starts (a job started again over its own folder), or None."""
+    checkpoint's step as the job starts (a job started again over its own folder), or None; ``saves_before``:
+    the newest save already in the folder then (``setup.saves_before``), never handed out, nor any before it."""
     ids = sorted(present)
     return Book(generation=0, decision=Decision.START, members=tuple(ids[:limits.slots]),
-                spares=tuple(ids[limits.slots:]), steps=(step,), best_step=step)
+                spares=tuple(ids[limits.slots:]), steps=(step,), best_step=step, saves_before=saves_before)
 
 
 def came_back(kept, after, present, step, limits, now):
@@ -190,8 +192,9 @@ def judged(evidence, book, now):
         shared = shared_error(errors, book.members)
         if shared:  # the same exception on every node that raised one: the job's own, no node's
             nodes, error = shared
+            did = "the start failed with" if error.get("start") else "the script raised"
             return Fault(generation=book.generation, node=None, cause=Cause.SCRIPT, at=at,
-                         why=f"the script raised {error['line']} on node(s) {', '.join(map(str, nodes))}",
+                         why=f"{did} {error['line']} on node(s) {ranges(map(str, nodes))}",
                          error=dict(error, nodes=nodes))
     node = culprit.node if culprit.node is not None else book.node_at(culprit.rank)
     raised = culprit.error.get("line") if culprit.cause is Cause.CRASH and culprit.error else None
@@ -232,7 +235,7 @@ def shared_error(errors, members):
 
 def job_error(book, nodes, error):
     """The book stopping the job on its own error: no (further) node left out, spare taken or restart spent."""
-    where = ", ".join(map(str, nodes))
+    where = ranges(map(str, nodes))
     spent = ("so no node was left out and no spare or restart spent" if not book.restarts else
              f"as the last restart did, so no more nodes are left out and no more spares or restarts spent "
              f"({book.restarts} spent)")

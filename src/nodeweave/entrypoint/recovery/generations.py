@@ -18,7 +18,7 @@ training slot may go to a spare (docs/recovery.md says why).
 
 import os
 
-from ..errors import EXIT_GAVE_UP, EXIT_JOB_ERROR, EXIT_NO_PROGRESS, EntrypointError
+from ..errors import RECOVERY_FINAL, EntrypointError
 from ..news import NodeId
 from . import decide
 from .book import Decision, Role
@@ -42,6 +42,24 @@ class Generations:
             raise EntrypointError(f"recovery is on (NODEWEAVE_RECOVERY) but the check-in exchange and its heartbeat "
                                   f"do not run ({why}); node 0 learns of faults through them: turn "
                                   "launcher.exchange on, or recovery off")
+        topo = plan.topology
+        if topo.is_master and topo.node_rank.value in (0, "0"):  # node 0 alone hands saves out: it claims the folder
+            from .claim import take
+
+            take(self.settings.get("checkpoint_dir"), topo.job_id, self.settings.get("run_id"), self.log)
+
+    def _say_cannot_replace(self):
+        """The plan's ``recovery-cannot-replace`` warning, on the live start too (replay8 of walk8 B33: --explain and
+        validate said it, the start did not, as its plan's node count is one recovery set itself): no spare and no
+        minimum below the count, so a fault with a culprit can only end the job."""
+        from ..planning.shared_rules import Naming, notes
+
+        config = self.config
+        values = {"recovery": True, "spares": config.spares, "nnodes": config.slots, "nnodes_min": config.minimum}
+        naming = Naming(lambda key: {"spares": "NODEWEAVE_SPARES"}.get(key, key))
+        for key, line in notes(values, (), naming):
+            if key == "recovery":
+                self.log(f"warning: recovery-cannot-replace: NODEWEAVE_RECOVERY {line}")
 
     def run(self):
         """After ``start.prepare``: node 0's generations or a worker's; the job's exit code."""
@@ -57,6 +75,7 @@ class Generations:
         self.log(f"recovery on: node {self.identity} of {self.config.nodes} "
                  f"({self.config.slots} training, {self.config.spares} spare(s)); restart budget "
                  f"{self.config.limits.max_restarts}, no-progress brake {self.config.limits.no_progress or 'off'}")
+        self._say_cannot_replace()
         try:
             if self.checkin.hub is not None:
                 from .hub import hub_loop
@@ -69,7 +88,7 @@ class Generations:
             self.warm.discard()
 
     def ended_before(self):
-        """The exit code of a job that already gave up in this container (8 or 9 in the record it kept), or None.
+        """The exit code of a job that already ended for good in this container (8, 9 or 10 in the record it kept), or None.
 
         The compose files restart a container on any non-zero exit (``restart: on-failure:N``, so a crashed
         node comes back); a job that gave up must not start again as a new one over the same checkpoints,
@@ -78,7 +97,7 @@ class Generations:
         if self.settings.get("run_id") or not book or book.decision is not Decision.STOP:
             return None
         code = book.code
-        if code not in (EXIT_GAVE_UP, EXIT_NO_PROGRESS, EXIT_JOB_ERROR):
+        if code not in RECOVERY_FINAL:
             return None
         ended = book.ended  # an older nodeweave's record said it in "why": Book.from_json reads it as ``ended``
         self.log(f"recovery: this container's job already ended (exit {code}: {ended}); a restart brought "
@@ -110,12 +129,17 @@ class Generations:
         try:
             plan, settings = self._generation_plan(book, verdict)
             added = {"NODEWEAVE_RESTART_COUNT": str(book.generation)}
+            if settings.get("checkpoint_dir"):  # where node 0 looks is where the script saves, however it was given
+                added["NODEWEAVE_CHECKPOINT_DIR"] = settings.get("checkpoint_dir")
             if book.resume_from:
                 added["NODEWEAVE_RESUME_FROM"] = book.resume_from
             launch = self.start.ready(plan, settings, watch, generation=book.generation, environ=added)
         except EntrypointError as err:
+            from ..running.symptoms import start_failure
+
             self.log(f"error: {err}")
-            return watch.finish(err.exit_code, f"its start failed: {err}", [str(err)]) or err.exit_code
+            return watch.finish(err.exit_code, f"its start failed: {err}", [str(err)], error=start_failure(err)) \
+                or err.exit_code
         return self.start.go(launch, received=self.received, warm=self.warm)
 
     def hold_warm(self, role):
@@ -138,6 +162,9 @@ class Generations:
         if role is Role.SPARE:
             self.log(f"generation {book.generation}: this node is a spare: it waits to take a left-out node's "
                      "place")
+        elif role is Role.LEFT_OUT and why is None:  # never left out: it came after the generation started
+            self.log(f"generation {book.generation}: this node came after the generation started (a spare late "
+                     "for the deadline): it waits, and takes a place as a spare at the next generation")
         elif role is Role.LEFT_OUT:
             self.log(f"generation {book.generation}: this node is LEFT OUT of the job: {why}; it waits, and may "
                      "come back as a spare (left out twice: never)")

@@ -11,7 +11,7 @@ from ..errors import EXIT_PEER_FAILED, EXIT_TOPOLOGY, EntrypointError
 from ..news import Cause, News
 from . import decide
 from .book import Book, Decision
-from .setup import keep, newest_checkpoint, user_stopped
+from .setup import keep, newest_checkpoint, saves_before, user_stopped
 
 REGATHER_CAP_S = 60   # node 0 waits at most this long for the nodes it expects back
 STOP_WAIT_S = 30      # and this long for a culprit still up, to tell it the job ends
@@ -41,8 +41,12 @@ class HubSide:
             present = {0} | {p.fp.get("rank") for p in hub.peers}
             present -= set(unreachable)
             unjudged = []  # folders in a layout the finder cannot judge: in the log and in node 0's record
-            path, step, mark = newest_checkpoint(self.config.folder, self.log, unjudged)
-            decided, present = self._next(hub, book, fault, present, mark)  # the brake compares the mark
+            since = book.saves_before if book is not None else self._saves_before(hub)
+            if book is None and not returned(hub):  # a job starting: every save there is another job's
+                path, step, mark = None, None, None
+            else:
+                path, step, mark = newest_checkpoint(self.config.folder, self.log, unjudged, written_after=since)
+            decided, present = self._next(hub, book, fault, present, mark, since)  # the brake compares the mark
             decided, present = decide.unreachable(decided, unreachable), present - set(unreachable)
             book = decide.announced(decided, present, (path, step), self._addresses(hub), time.time(), fault=fault,
                                     work_lost_s=work_lost_s(path, fault.at) if fault is not None else None,
@@ -65,7 +69,7 @@ class HubSide:
             watch = HubWatch(hub, self.log, elastic=False, admit=self._admitter(hub, verdict, book), hear_back=True,
                              turn_away=lambda peer: ahead(peer, book), news=news,
                              on_straggler_fault=self._take_straggler if self.settings.get("straggler_is_fault")
-                             else None)
+                             else None, recovery=True)
             if 0 in book.members:
                 code = self.gens.launch(book, verdict, watch)
             else:
@@ -82,18 +86,31 @@ class HubSide:
                 return code
             fault, alive = decide.judged(news.drain(), book, time.time()), self._alive(watch)
             book = decide.ended(book, fault.node, alive)
-            self.log(f"recovery: generation {book.generation} ended: {fault.why}; starting generation "
-                     f"{book.generation + 1}")
+            if fault.error:  # decided now: no generation follows, so none is announced (walk7 B45)
+                self.log(f"recovery: generation {book.generation} ended: {fault.why}: the job's own error, the "
+                         "same on every node that raised one; not restarting")
+            else:
+                self.log(f"recovery: generation {book.generation} ended: {fault.why}; starting generation "
+                         f"{book.generation + 1}")
             hub = self._new_hub(hub)
 
-    def _next(self, hub, book, fault, present, step):
+    def _saves_before(self, hub):
+        """Generation 0's line between another job's saves and this one's (``setup.saves_before``); node 0 come
+        back to a running job takes the line the others' book carries (None from an older nodeweave's: then any
+        complete save is handed out, as before)."""
+        if returned(hub):
+            kept = kept_book(hub)
+            return Book.from_json(kept).saves_before if kept else None
+        return saves_before(self.config.folder, self.log)
+
+    def _next(self, hub, book, fault, present, step, since=None):
         """The next generation's decided book and the identities it counts as present; a culprit still up is
-        waited for when the job ends, to be told so."""
+        waited for when the job ends, to be told so. ``since``: the job's ``saves_before``."""
         if book is None:
             after = max([p.fp.get("generation", 0) for p in hub.peers] + [0])
             if after:  # node 0 came back (its container restarted): the others were at generation ``after``
                 return self._came_back(hub, after, present, step), present
-            return decide.first(present, self.config.limits, step), present
+            return decide.first(present, self.config.limits, step, saves_before=since), present
         if fault.error:  # the job's own error: it ends here, naming the error
             decided = decide.job_error(book, fault.error["nodes"], fault.error)
         else:
@@ -165,8 +182,16 @@ class HubSide:
             expected = (set(book.alive) | hub.undecided_ranks()) - {0, book.last_culprit}
             self._regather(expected, time.monotonic() + min(REGATHER_CAP_S, info["deadline_s"]))
         regather = book is not None or returned(hub)
+        # a book's generations judge the count (decide.py); generation 0 needs its training nodes, not its spares: a
+        # spare whose only job is to wait (a Pending pod, a slow host) never keeps the job from starting (walk8 B27)
         minimum = 0 if regather else (self.config.minimum if self.config.minimum < self.config.slots
-                                      else self.config.nodes)  # a book's generations judge the count (decide.py)
+                                      else self.config.slots)
+        if not regather:
+            came = {0} | {peer.fp.get("rank") for peer in hub.peers}
+            late = [node for node in range(self.config.slots, self.config.nodes) if node not in came]
+            if late and all(node in came for node in range(self.config.slots)):
+                self.log(f"recovery: spare(s) {listed(late)} have not checked in by the deadline: the job starts "
+                         "without them; each joins as a spare when it comes")
         aside = self.checkin.unreachable() if regather else {}
         unreachable = {peer.fp.get("rank"): why for peer, why in aside.items()}
         if unreachable:
@@ -177,6 +202,12 @@ class HubSide:
             say_verdict(verdict, time.monotonic() - started, self.log)
             record_verdict(self.plan, self.gens.ident_settings, verdict, self.checkin.fingerprint)
             hub.announce(verdict)
+            if book is None:  # the first check-in refused early (node 0's own refusal: a busy master port): the
+                # nodes still on their way hear the verdict, as without recovery, not a closed port (walk8 B14)
+                from ..checkin.refusal import refused_because, tell_latecomers
+
+                tell_latecomers(hub, verdict, self.config.nodes, self.checkin.started + info["deadline_s"])
+                hub.turn_away(refused_because(verdict))
             hub.keep_listener = False
             hub.close()
             raise EntrypointError(f"check-in refused the job: {refused_checks(verdict)} (table above; the same on "
@@ -227,7 +258,7 @@ class HubSide:
         ranks = ", ".join(map(str, fault["ranks"]))
         how = f"rank(s) {ranks} named a straggler {fault['checks']} checks in a row ({fault['gap']:.0%} slower)"
         watch.stop_all(f"node {fault['node']} ({fault['host']})", how, EXIT_PEER_FAILED,
-                       rank=fault["node"], cause=Cause.STRAGGLER, gap=fault.get("gap"))
+                       node=fault["node"], cause=Cause.STRAGGLER, gap=fault.get("gap"))
         return True
 
     @staticmethod

@@ -13,6 +13,7 @@ book this node kept while the job runs (``recovery.json``).
 
 from ..core import build_plan
 from ..errors import EntrypointError
+from ..planning.job_size import job_size
 from .setup import Config, identity_settings, last_book, with_flags
 
 
@@ -129,6 +130,10 @@ def shown_plan(settings, plan, partial=True):
     generation runs it (its rank among the training nodes, their count: ``Generations._generation_plan``), not
     the identity plan it checks in with (nodes + spares); a spare's with a note that it launches nothing until
     it takes a place. ``plan`` itself when recovery is off or the plan could not be made."""
+    return _counts_of_containers(settings, _shown(settings, plan, partial))
+
+
+def _shown(settings, plan, partial):
     role = getattr(plan, "role", None)
     if not settings.get("recovery") or not role or plan.topology is None or plan.launch is None:
         return plan
@@ -146,6 +151,36 @@ def shown_plan(settings, plan, partial=True):
     shown.topology.platform = plan.topology.platform  # what told its identity, not "flags" (walk5 W5)
     shown.errors = plan.errors + [e for e in shown.errors if e not in plan.errors]
     return shown
+
+
+def _counts_of_containers(settings, plan):
+    """With spares, the scheduler's node count (SLURM_NNODES, PET_NNODES, the hosts file's) is every container, as
+    the start weighs it (``setup._platform_holds``), not the training count the shown launch plans with: the plan's
+    nnodes notes and warnings about it ("SLURM_NNODES=2 agrees with NODEWEAVE_NNODES=2" beside the refusal that
+    SLURM_NNODES=2 is short of 3 containers; "overrides SLURM_NNODES=3" for a right allocation) are replaced by that
+    comparison, and left out when it is the refusal (issue 43 N4)."""
+    from .setup import container_counts, count_shown
+
+    spares = settings.get("spares", 0) or 0
+    if not settings.get("recovery") or not spares or plan.topology is None:
+        return plan
+    try:
+        slots = job_size(settings)[1]
+        counts = container_counts(settings)
+    except EntrypointError:
+        return plan  # the plan's own error says why
+    sources = [source for source, _, _ in counts]
+
+    def about(line):
+        return str(line).startswith("nnodes: ") and any(source in str(line) for source in sources)
+
+    plan.topology.notes = [note for note in plan.topology.notes if not about(note)]
+    plan.warnings = [warning for warning in plan.warnings if not about(warning)]
+    if all(count == slots + spares for _, count, _ in counts):
+        plan.topology.notes += [f"nnodes: {count_shown(source, count)} agrees with recovery's containers, "
+                                f"{slots + spares} ({slots} training + {spares} spare(s)): the scheduler's count "
+                                "holds the spares" for source, count, _ in counts]
+    return plan
 
 
 def _spare_plan(settings, plan, config, partial):

@@ -3,6 +3,7 @@
 import os
 
 from ..errors import EXIT_TOPOLOGY, EntrypointError
+from ..planning.job_size import job_size
 
 STOP_SIGNALS = ("SIGTERM", "SIGINT", "SIGHUP", "SIGQUIT")
 RECORD = "recovery.json"
@@ -23,18 +24,6 @@ class Config:
         self.folder = settings.get("checkpoint_dir")
 
 
-def job_size(settings):
-    """(fewest, most) training nodes, from --nnodes or NODEWEAVE_NNODES."""
-    from ..planning.topology import normalize_nnodes
-
-    text = settings.flags.get("nnodes") or settings.env.get("NODEWEAVE_NNODES")
-    if not text:
-        raise EntrypointError("recovery.spares needs the node count (NODEWEAVE_NNODES or --nnodes) to tell nodes "
-                              "from spares", EXIT_TOPOLOGY)
-    _, lo, hi = normalize_nnodes(text, "--nnodes" if settings.flags.get("nnodes") else "NODEWEAVE_NNODES")
-    return lo, hi
-
-
 def with_flags(settings, why, **flags):
     """A copy of ``settings`` with topology flags set (a flag wins over every other source); ``why`` names what
     set them in every message (no ``flag --nnodes`` the user never gave)."""
@@ -52,18 +41,100 @@ def identity_settings(settings):
     if not spares:
         return settings
     slots = job_size(settings)[1]
+    _platform_holds(settings, slots, spares)
     ident = with_flags(settings, f"recovery's containers ({slots} training + {spares} spare(s))",
                        nnodes=slots + spares)
     ident.env = dict(settings.env, NODEWEAVE_NNODES=ident.flags["nnodes"])  # one count: no flag-over-variable warning
     return ident
 
 
-def newest_checkpoint(folder, log, unjudged=None):
-    """(path, step, mark) of the newest complete checkpoint in ``folder``, or (None, None, None).
+# The schedulers whose node count recovery.md says includes the spares (the allocation holds every container), and
+# what to give instead when it is short: the hosts list every hosts target writes is nodes + spares too (issue 43 N4)
+COUNTS_CONTAINERS = {
+    "Slurm": "an allocation of {n} nodes (sbatch --nodes {n})",
+    "torchrun PET_* (Kubeflow)": "a job of {n} nodes (TrainJob numNodes: {n}, PET_NNODES={n})",
+    "hostfile": "a hosts file of {n} hosts (node 0 first, the spares last)",
+}
+
+
+def container_counts(settings):
+    """[(source, count, origin)] of the node counts the scheduler gives that hold every container (training nodes and
+    spares): what :func:`_platform_holds` weighs against nodes + spares, and what ``--explain`` compares its
+    nnodes notes with (``roles.shown_plan``)."""
+    from ..detection.node import detect
+    from ..detection.host import host_networking
+    from ..detection.kube import read_kube
+    from ..detection.sysfs import Root
+    from ..planning.sources import Scene, collect
+
+    root = Root(settings.sysroot)
+    node = detect(settings.sysroot, settings.env)
+    scene = Scene(settings, node, root, read_kube(root, settings.env), host_networking(node))
+    found = []
+    for claim in collect(scene).get("nnodes", ()):
+        count, origin = str(claim.value).strip(), getattr(claim.origin, "name", None)
+        if origin in COUNTS_CONTAINERS and count.isdigit():
+            found.append((claim.source, int(count), origin))
+    return found
+
+
+def count_shown(source, count):
+    """A count's source as a message names it: ``SLURM_NNODES=2`` says its value, a list of hosts gets its length."""
+    return source if "=" in source else f"{source} ({count})"
+
+
+def _platform_holds(settings, slots, spares):
+    """The scheduler's node count is every container, training nodes and spares: an allocation with room for
+    fewer (``salloc -N 2`` for 2 + 1 spare) is refused now, naming both, as two counts that disagree are without
+    recovery; else every node would wait out the check-in deadline for a spare that never starts and the whole
+    job be refused as missing it (walk7 B40)."""
+    for source, count, origin in container_counts(settings):
+        if count != slots + spares:
+            raise EntrypointError(
+                f"node count sources disagree: {count_shown(source, count)} but recovery's containers are "
+                f"{slots + spares} (NODEWEAVE_NNODES {slots} training + NODEWEAVE_SPARES {spares} spare(s)), and "
+                f"the scheduler's count holds the spares too; accepted: "
+                f"{COUNTS_CONTAINERS[origin].format(n=slots + spares)}, or NODEWEAVE_SPARES {max(0, count - slots)}, "
+                f"or NODEWEAVE_NNODES {max(1, count - spares)}",
+                EXIT_TOPOLOGY)
+
+
+NAMED = 5  # paths a note of the checkpoint finder names for one reason; then the count of the rest
+
+
+def grouped(notes, name=str, named=NAMED):
+    """(path, why) notes as one phrase per reason, in the order first met: ``a, b, c, d, e and 195 more: why``
+    (walk7 B2: a script saving epoch_<N>.pt each epoch made --explain's line 47,751 characters, one sentence per
+    file). ``name``: how a path is written (relative to the folder, for --explain)."""
+    reasons = {}
+    for path, why in notes:
+        reasons.setdefault(why, []).append(name(path))
+    phrases = []
+    for why, paths in reasons.items():
+        paths.sort(key=_natural)  # epoch_2 before epoch_10
+        more = f" and {len(paths) - named} more" if len(paths) > named else ""
+        phrases.append(f"{', '.join(paths[:named])}{more}: {why}")
+    return phrases
+
+
+def _natural(text):
+    import re
+
+    return [(0, int(part), "") if part.isdigit() else (1, 0, part) for part in re.split(r"(\d+)", text)]
+
+
+def newest_checkpoint(folder, log, unjudged=None, passed_over=None, written_after=None, found_out=None):
+    """(path, step, mark) of the newest complete checkpoint in ``folder`` this job wrote, or (None, None, None).
 
     ``mark`` is what the no-progress brake compares (``checkpoints.progress_mark``): the step, or the save's
     time for one that records no step. Folders in a layout the finder cannot judge are said in the log, and
-    added to ``unjudged`` ("path: why") for node 0's record.
+    added to ``unjudged`` ("path: why") for node 0's record. ``passed_over`` gets (path, why) of everything
+    set aside on the way: saves newer than the one found that are not complete, folders it cannot judge,
+    plain files whose name gives no step (``--explain`` names them: walk6 W19).
+
+    ``written_after``: the newest save already in the folder as the job started (``Book.saves_before``); a
+    save not newer is another job's, never handed out, and the log says so in one line (walk7 B30).
+    ``found_out``: a list that gets the ``checkpoints.Checkpoint`` found (its layout and why it is complete).
     """
     if not folder:
         return None, None, None
@@ -72,16 +143,65 @@ def newest_checkpoint(folder, log, unjudged=None):
     except ImportError:
         return None, None, None
     try:
-        found = scan(folder, stop_at_complete=True)
+        found = scan(folder, stop_at_complete=True, written_after=written_after)
     except OSError as err:
         log(f"recovery: cannot read the checkpoint folder {folder}: {err.strerror or err}")
         return None, None, None
+    for phrase in grouped(found.unjudged):
+        log(f"recovery: cannot judge {phrase}")
     for path, why in found.unjudged:
-        log(f"recovery: cannot judge {path}: {why}")
         if unjudged is not None:
             unjudged.append(f"{path}: {why}")
+    earlier = found.earlier_line(folder)
+    if earlier:
+        log(f"recovery: passed over {earlier}")
+    if passed_over is not None:
+        passed_over.extend(found.incomplete + found.unjudged + found.stepless
+                           + ([(folder, earlier)] if earlier else []))
     newest = found.newest()
+    if found_out is not None and newest is not None:
+        found_out.append(newest)
     return (newest.path, newest.step, progress_mark(newest)) if newest is not None else (None, None, None)
+
+
+def saves_before(folder, log):
+    """The time node 0 hands out saves written after, taken as generation 0 starts: the newest save already in
+    ``folder`` (``checkpoints.already_saved``: the storage's clock), or None when it holds none. The saves
+    already there are said in one warning, since a fault resumes from none of them (walk7 B30)."""
+    if not folder:
+        return None
+    try:
+        from .checkpoints import already_saved
+    except ImportError:
+        return None
+    try:
+        found = already_saved(folder)
+    except OSError:
+        return None
+    if found is None:
+        return None
+    log(f"warning: {earlier_saves(folder, found)}")
+    return found.newest
+
+
+WRITING_NOW_S = 60  # a save this young as a job starts: someone is writing into the folder now (walk8 B25)
+
+
+def earlier_saves(folder, found, now=None):
+    """The sentence for the saves already in a checkpoint folder as a job starts (``checkpoints.Saved``)."""
+    import time
+
+    age = max(0, (now if now is not None else time.time()) - found.newest)
+    age = f"{age / 3600:.1f} h" if age >= 5400 else f"{age / 60:.0f} min" if age >= 90 else f"{age:.0f} s"
+    upto = f" up to step {found.step}" if found.step is not None else ""
+    fresh = (now if now is not None else time.time()) - found.newest < WRITING_NOW_S
+    writing = ("; one was written moments ago: another program may be saving here now, and its next save would pass "
+               "for this job's (node 0 refuses a second nodeweave job over this folder, not any other writer)"
+               if fresh else "")
+    return (f"checkpoint_dir {folder} already holds {found.count} save(s){upto} (the newest {age} old) from before "
+            "this job: node 0 never hands them out (another run's), so a fault before this job's first save "
+            f"restarts the script from scratch{writing}; give each run its own folder (e.g. checkpoints/<run id>) "
+            "or empty it, and to go on from one, load it in the script yourself")
 
 
 def user_stopped(received):

@@ -12,7 +12,7 @@ run`` collects it into the run folder.
 import os
 import sys
 
-from ..errors import EXIT_NOT_FOUND, EntrypointError, UsageError
+from ..errors import EXIT_NOT_FOUND, UsageError
 from .runstate import run_dir
 
 NO_PYTHON = {"torchrun": "--no-python", "deepspeed": "--no_python", "accelerate": "--no_python"}
@@ -57,12 +57,21 @@ def _on_path(tool, env):
     return False
 
 
+def profiler_missing(settings, setup_too=False):
+    """(why, exit code) when the profiler the ranks would run under is not on PATH here, else None. Judged as a
+    missing launcher is (``programs.launcher_missing``): the start refuses it before any wait
+    (``consistency.start_problem``), ``--explain`` warns (walk8 B35); with launcher.setup lines None unless
+    ``setup_too``: they run first and may put it on PATH."""
+    tool = settings.get("profile")
+    if not tool or _on_path(tool, settings.env) or (settings.get("setup") and not setup_too):
+        return None
+    return (f"profiler {tool!r} (from {settings.source('profile')}) is not on PATH on this node; install it in "
+            "the image (or on the host), or run without --profile", EXIT_NOT_FOUND)
+
+
 def wrap_ranks(launch, command, settings, node_rank):
     """Rewrite ``launch.argv`` (launcher options + ``command``) so every rank runs under the profiler."""
     tool = settings.get("profile")
-    if not _on_path(tool, settings.env):
-        raise EntrypointError(f"profiler {tool!r} (from {settings.source('profile')}) is not on PATH in this "
-                              f"container; install it in the image, or run without --profile", EXIT_NOT_FOUND)
     directory = profile_dir(settings)
     options = settings.get("profile_options")
     if options is not None:

@@ -44,3 +44,31 @@ def check_master_is_self(plan, root):
         f"but master {master} ({topo.master_addr.source}) is {ip} ({how}), not an address of this node: "
         f"two nodes claim rank 0, or MASTER_ADDR names another host. Give rank 0 only to the node "
         f"MASTER_ADDR names and 1..{topo.nnodes_max - 1} to the others")
+
+
+def master_port_busy(plan, root):
+    """Why node 0's launcher could not host its rendezvous store on the master port, or None: another program
+    listens on it (another job, a leftover torchrun). torchrun then ended node 0 with exit 1 and a 30-line
+    EADDRINUSE traceback after every node had checked in, and under recovery the busy port was blamed on node 0
+    and the spare it was replaced by (walk8 B13, B14). Probed as the store binds it (every address, the address
+    reused), on node 0 of a multi-node job with a launcher that hosts one, on a live root only."""
+    topo = plan.topology
+    if not root.real or not topo.is_master or topo.nnodes_max <= 1 or plan.launch is None \
+            or plan.launch.launcher not in LAUNCHERS_WITH_RENDEZVOUS:
+        return None
+    import errno
+    import socket
+
+    port = topo.master_port.value
+    try:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            probe.bind(("", port))
+    except OSError as err:
+        if err.errno != errno.EADDRINUSE:
+            return None  # not ours to judge (no IPv4, a sandbox): the launcher says it
+        return (f"master port {port} ({topo.master_port.source}) is in use on this node (node 0): another program "
+                f"listens on it (another job, a leftover torchrun), so {plan.launch.launcher}'s rendezvous store "
+                f"cannot start here; accepted: a free port as NODEWEAVE_MASTER_PORT (launcher.master_port), or stop "
+                f"what listens on {port} (ss -ltnp 'sport = :{port}')")
+    return None

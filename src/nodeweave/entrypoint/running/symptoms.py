@@ -57,6 +57,15 @@ NOT_THE_SCRIPTS = re.compile(r"ChildFailedError|SignalException|DistBackendError
 SCRIPT_LINES = 6  # the traceback's last lines kept with the error
 
 
+def start_failure(err):
+    """A launch that failed before the script ran (its plan, its files, its launcher not found), in
+    :func:`script_error`'s shape with ``"start": True``: the same on every member is the job's own (its image,
+    its PATH), never the node that happened to report it first (walk7 B12: node 0 left node 1 out for the
+    missing launcher both had)."""
+    line = str(err)[:300]
+    return {"line": line, "lines": [line], "start": True}
+
+
 def script_error(text):
     """The exception the script raised, as its last output shows it: {"line": the exception line, "lines": the
     traceback's last lines}, or None (killed by a signal, a peer gone, an exit without a traceback)."""

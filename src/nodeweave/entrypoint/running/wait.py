@@ -13,16 +13,17 @@ import time
 from ..detection import names
 from ..detection.net import lookup_host
 from ..errors import EXIT_UNREACHABLE, EntrypointError
+from ..hostport import host_port
 
 DROPPED_AFTER_S = 15.0  # connections that only time out for this long: packets are dropped, not refused
 
 
 def dropped_line(what, host, port, address, since_s, attempts):
     """The one line naming a likely firewall: every connection timed out, none was refused or reset."""
-    return (f"{what} {host}:{port}: every connection for {since_s:.0f}s timed out ({attempts} attempts; {host} is "
-            f"{address}): packets to it are dropped, not refused — likely a firewall or a Kubernetes NetworkPolicy "
-            f"between this node and node 0; let TCP port {port} through (and the master port, and the ports "
-            "NCCL/Gloo open)")
+    return (f"{what} {host_port(host, port)}: every connection for {since_s:.0f}s timed out ({attempts} attempts; "
+            f"{host} is {address}): packets to it are dropped, not refused — likely a firewall or a Kubernetes "
+            f"NetworkPolicy between this node and node 0; let TCP port {port} through (and the master port, and the "
+            "ports NCCL/Gloo open)")
 
 
 def wait_for(host, port, timeout_s, log=None, first_delay=0.25, max_delay=5.0, clock=time.monotonic,
@@ -55,10 +56,10 @@ def wait_for(host, port, timeout_s, log=None, first_delay=0.25, max_delay=5.0, c
                     s.connect(addr)
                 return clock() - start
             except socket.timeout:
-                last_error = f"{addr[0]}:{port}: timed out"
+                last_error = f"{host_port(addr[0], port)}: timed out"
                 dropping, dropped = dropping or clock(), dropped + 1
             except OSError as err:
-                last_error = f"{addr[0]}:{port}: {err.strerror or err}"
+                last_error = f"{host_port(addr[0], port)}: {err.strerror or err}"
                 dropping, dropped = None, 0
         now = clock()
         if dropping is not None and not said and now - dropping >= DROPPED_AFTER_S and dropped >= 3:
@@ -66,13 +67,14 @@ def wait_for(host, port, timeout_s, log=None, first_delay=0.25, max_delay=5.0, c
             said = True
         if now >= deadline:
             raise EntrypointError(
-                f"{what} {host}:{port} not reachable after {timeout_s}s ({attempts} attempts; last: {last_error}). "
+                f"{what} {host_port(host, port)} not reachable after {timeout_s}s ({attempts} attempts; last: "
+                f"{last_error}). "
                 "Check MASTER_ADDR/the headless Service (publishNotReadyAddresses: true) and that node 0 is running"
                 + ("" if what == "master" else "; node 0 opens this port before its launcher, and a firewall must let it "
                    "through as well as the master port (NODEWEAVE_EXCHANGE_PORT sets it)")
                 + "; NODEWEAVE_WAIT_TIMEOUT sets the deadline", EXIT_UNREACHABLE)
         if now >= next_log:
-            log(f"waiting for {what} {host}:{port} ({int(now - start)}s of {timeout_s}s; {last_error})")
+            log(f"waiting for {what} {host_port(host, port)} ({int(now - start)}s of {timeout_s}s; {last_error})")
             next_log = now + 10.0
         time.sleep(max(0.0, min(delay, deadline - now)))
         if now - start >= steady_s:

@@ -11,7 +11,7 @@
 import time
 
 from ..errors import ExchangeError
-from ..news import Cause, Evidence, GenRank
+from ..news import Cause, Evidence, NodeId
 from .fault import FaultSeam
 from .surface import HubSurface, LinkSurface
 
@@ -82,12 +82,16 @@ class HubStall(FaultSeam, HubSurface):
         elif kind == "stacks":
             peer.stacks = (message.get("id"), message.get("ranks") or [])
 
-    def peer_views(self):
-        """Every other node's latest view; the ranks of a node that finished count as exited."""
-        views = []
+    def views(self, own):
+        """This node's view (``own``) and every other node's latest; the ranks of a node that finished count as
+        exited. Each rank's ``node`` is the identity of the node that beat it (node 0's own, a peer's
+        fingerprint), the numbering of the nodes table and the book: under recovery a spare's ranks are the
+        spare's, not the left-out node's it took the place of (its launch's node rank is that one's; walk7 B46)."""
+        views = [dict(rank, node=(self.hub.own_fp or {}).get("rank", rank.get("node"))) for rank in own]
         for peer in self.hub.peers:
+            node = (peer.fp or {}).get("rank")
             for rank in peer.ranks or []:
-                views.append(dict(rank, state="gone") if peer.done is not None else rank)
+                views.append(dict(rank, node=node, state="gone") if peer.done is not None else dict(rank, node=node))
         return views
 
     def ask_stacks(self):
@@ -112,12 +116,12 @@ class HubStall(FaultSeam, HubSurface):
     def broadcast_report(self, lines):
         self._broadcast({"t": "report", "lines": lines})
 
-    def stop_all(self, label, how, code, rank=None, cause=Cause.STALL, gap=None):
+    def stop_all(self, label, how, code, node=None, cause=Cause.STALL, gap=None):
         """Stop every node (and this one) with ``code``: the stall outlived stall_timeout, or (recovery) a
-        straggler lasted (``gap``: how much slower). ``rank``: the culprit's node rank in this launch, as the
-        ranks' views name it (recovery leaves that node out): evidence on the failure news."""
+        straggler lasted (``gap``: how much slower). ``node``: the culprit's identity, as the ranks' views name
+        it (:meth:`views`; recovery leaves that node out): evidence on the failure news."""
         if self.failure is None:
             self.news.put(Evidence(cause=cause, label=label, how=how, at=time.time(),
-                                   rank=None if rank is None else GenRank(int(rank)), gap=gap))
+                                   node=None if node is None else NodeId(int(node)), gap=gap))
             self._broadcast({"t": "abort", "node": label, "how": how, "tail": [], "code": code})
         self._stop_for(label, {"how": how}, code)

@@ -8,7 +8,12 @@ time is a duration measured on the rank's own node.
 - **Stall**: no live rank has moved for ``warn_s`` and the counts differ: the
   ranks at the lowest count have not entered the collective the others wait
   in (or left it last: they are where the others cannot follow). A long step
-  every rank is in keeps the counts equal and is not a stall.
+  every rank is in keeps the counts equal and is not a stall. A rank that
+  exited (or is exiting) with every Python collective done is behind only in
+  its flight recorder's count, which a thread reads each second: the last
+  read before the exit, not the collectives it issued (a job's end under
+  load: not a stall). A live rank's thread keeps reading, so a C++-issued
+  collective it never entered is still a stall.
 - **Straggler**: over :data:`WINDOW_S`, a rank's own work per collective is
   :data:`SLOWER` or more above the lower median, :data:`CONFIRM` checks in a
   row. Own work is the time between collectives less the time spent waiting
@@ -53,6 +58,8 @@ def find_stall(views):
         return None
     waiting = [v for v in views if count(v) == top]
     seq = max(v["seq"] for v in views)
+    if seq == min(v["seq"] for v in views) and all(stale_record(v) for v in views if count(v) < top):
+        return None  # behind only in recorder counts read before its last move: the count, not the rank, is behind
     collective = _most(v["name"] for v in waiting)
     where = f"{collective} #{seq}"
     if seq == min(v["seq"] for v in views):  # only the recorder's counts differ: a collective C++ issued
@@ -61,6 +68,16 @@ def find_stall(views):
     return {"where": where, "culprits": sorted((v for v in views if count(v) == low), key=_key),
             "waiting": sorted(waiting, key=_key), "behind": sorted((v for v in views if count(v) < top), key=_key),
             "collective": collective, "seq": seq, "for_s": min(v["since_s"] for v in alive)}
+
+
+def stale_record(view):
+    """True when a rank's flight-recorder count may be below what it did: the rank exited, or its flight thread
+    has not read the recorder since the rank last moved (the thread stops when the rank starts to exit; alive,
+    it reads every second, well inside any stall_warn)."""
+    if view["state"] in GONE:
+        return True
+    polled = view.get("polled_s")  # None: never read (its count is -1, and not used) or a view without the field
+    return polled is not None and polled > view["since_s"]
 
 
 def find_wait(views):

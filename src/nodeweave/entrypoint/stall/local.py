@@ -14,6 +14,7 @@ import threading
 import time
 
 from ..errors import EXIT_STALLED
+from ..planning.contract import STALL_WARN_S
 from .fault import FaultSeam
 from .setup import attach
 
@@ -60,6 +61,10 @@ class LocalWatch(FaultSeam):
         return EXIT_STALLED if self.failure is not None else None
 
     # --- node 0's side of the heartbeat, with no other node -------------------------------------------
+    def views(self, own):
+        """This node's ranks, and the others' where a test stands in for them (:meth:`peer_views`)."""
+        return list(own) + self.peer_views()
+
     def peer_views(self):
         return []
 
@@ -72,7 +77,7 @@ class LocalWatch(FaultSeam):
     def broadcast_report(self, lines):
         pass
 
-    def stop_all(self, label, how, code, rank=None, cause=None, gap=None):  # the culprit: recovery's, unused alone
+    def stop_all(self, label, how, code, node=None, cause=None, gap=None):  # the culprit: recovery's, unused alone
         if self.failure is not None:
             return
         self.failure = (label, how)
@@ -111,3 +116,12 @@ def watch_alone(plan, settings, environ, log):
     if watch.stall is None:
         return None, environ
     return watch, environ
+
+
+
+
+def watched(plan, settings):
+    """Whether the stall watch will supervise even a ``command`` launcher (here: a command that starts ranks)."""
+    if not settings.get("stall_warn", STALL_WARN_S) or plan.launch.launcher != "command":
+        return False
+    return starts_ranks(plan.launch.argv, plan.environ(settings.env))

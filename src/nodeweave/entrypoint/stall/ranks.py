@@ -88,7 +88,8 @@ class RankFolder:
                 "thread": rec["thread"], "fr_enqueued": rec["fr_enqueued"], "fr_completed": rec["fr_completed"],
                 "device_wait_s": round(rec["device_wait_s"], 4), "device_timed": rec["device_timed"],
                 "fr_wait_s": round(rec["fr_wait_s"], 4), "fr_timed": rec["fr_timed"],
-                "fr_span_s": round(rec["fr_span_s"], 4)})
+                "fr_span_s": round(rec["fr_span_s"], 4),
+                "polled_s": round(max(0.0, now - rec["polled"]), 2) if rec["polled"] else None})
         return view
 
     def stacks(self, view, wait_s=STACK_WAIT_S):

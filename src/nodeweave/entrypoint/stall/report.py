@@ -32,7 +32,7 @@ def _doing(v):
     return f"{STATES.get(state, state)}{use}, {where}"
 
 
-def stall_lines(finding, classes, warn_s, timeout_s, stop_code, recorded=(), alone=None):
+def stall_lines(finding, classes, warn_s, timeout_s, stop_code, recorded=(), alone=None, recovery=False):
     culprits, waiting = finding["culprits"], finding["waiting"]
     names = ", ".join(_who(v) for v in culprits[:4]) + (f" and {len(culprits) - 4} more" if len(culprits) > 4 else "")
     moved = f"nothing has moved for {finding['for_s']:.0f}s (stall_warn {warn_s}s)"
@@ -55,9 +55,20 @@ def stall_lines(finding, classes, warn_s, timeout_s, stop_code, recorded=(), alo
                      "(seq: its own count per process group; the #N above count the rank's torch.distributed calls, "
                      "init_process_group #1) (whole dumps: flight/rank-<N>.json in each node's run folder):")
         lines += list(recorded)
-    lines.append(f"  the job is stopped after stall_timeout {timeout_s}s (exit {stop_code})" if timeout_s else
-                 "  stall_timeout is 0: the job is not stopped for it")
+    lines.append(_stall_end(timeout_s, stop_code, recovery, culprits))
     return lines
+
+
+def _stall_end(timeout_s, stop_code, recovery, culprits):
+    """What the stall comes to: under recovery it is a fault and the next generation starts; nothing exits 7
+    (walk8 B38: every node read "the job is stopped ... (exit 7)" while recovery went on)."""
+    if not timeout_s:
+        return "  stall_timeout is 0: the job is not stopped for it"
+    if not recovery:
+        return f"  the job is stopped after stall_timeout {timeout_s}s (exit {stop_code})"
+    whose = f" without node {culprits[0].get('node')}" if culprits else ""
+    return (f"  after stall_timeout {timeout_s}s the stall is a fault for recovery, not exit {stop_code}: its next "
+            f"generation starts{whose} (or, with no spare or minimum left to allow it, the job ends, exit 8)")
 
 
 def straggler_lines(named, nodes, window_s):
@@ -80,11 +91,15 @@ def straggler_lines(named, nodes, window_s):
     return lines
 
 
-def fault_line(fault, taken):
-    """'STRAGGLER FAULT: node 1 (host h1): rank 1 named a straggler 10 checks in a row (300% slower); ...'."""
+def fault_line(fault, taken, recovery=False):
+    """'STRAGGLER FAULT: node 1 (host h1): rank 1 named a straggler 10 checks in a row (300% slower); ...', saying
+    what the plan's row says when recovery does not act on it, and what to set (walk8 B43)."""
     ranks = ", ".join(str(r) for r in fault["ranks"])
     then = ("handed to recovery" if taken else
-            "reported only: no recovery engine took it (on_straggler_fault, docs/stalls.md)")
+            "reported only: recovery does not act on it (NODEWEAVE_STRAGGLER_IS_FAULT off; on, it would replace the "
+            "node)" if recovery else
+            "reported only: recovery is off (NODEWEAVE_RECOVERY=on with NODEWEAVE_STRAGGLER_IS_FAULT=on would "
+            "replace the node)")
     return (f"STRAGGLER FAULT: node {fault['node']} (host {fault['host']}): rank{'s' if len(fault['ranks']) > 1 else ''}"
             f" {ranks} named a straggler {fault['checks']} checks in a row ({fault['gap'] * 100:.0f}% slower); {then}")
 

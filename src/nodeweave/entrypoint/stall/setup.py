@@ -7,7 +7,7 @@ records, stacks or flight dumps, and another job's launch never clears them.
 
 import os
 
-from ..planning.contract import STALL_TIMEOUT_S, STALL_WARN_S
+from ..planning.contract import FAULT_CHECKS, STALL_TIMEOUT_S, STALL_WARN_S
 
 HOOK = os.path.join(os.path.dirname(os.path.abspath(__file__)), "rankhook")
 FOLDER_VARIABLE = "NODEWEAVE_RANKWATCH_DIR"
@@ -42,7 +42,6 @@ def device_timing(environ, gpus):
     return dict(environ, **{TIMING: "1"})
 
 
-FAULT_CHECKS = 10  # with recovery.straggler_is_fault on: named 10 checks in a row (~33 s at node 0's 3.3 s)
 
 
 def fault_checks(settings):

@@ -79,7 +79,7 @@ class StallWatch:
         """Judge every rank's latest view; report, stop or name as needed."""
         now = self.clock()
         own = self.view()
-        views = own + hub_watch.peer_views()
+        views = hub_watch.views(own)
         self.last_views = views
         finding = judge.find_stall(views)
         if finding is None and self.alone:
@@ -108,7 +108,7 @@ class StallWatch:
             who = f"rank {culprit['rank']} never entered" if finding["culprits"] else "this node's ranks waited in"
             how = f"stalled for {finding['for_s']:.0f}s (stall_timeout {self.timeout_s}s): {who} {finding['where']}"
             hub_watch.stop_all(f"node {culprit.get('node')} ({culprit.get('host')})", how, EXIT_STALLED,
-                               rank=culprit.get("node") if finding["culprits"] else None)
+                               node=culprit.get("node") if finding["culprits"] else None)
 
     def report_in_flight(self):
         return self.reporting is not None and self.reporting.is_alive()
@@ -118,7 +118,8 @@ class StallWatch:
         try:
             described = self._gather(hub_watch, own)
             lines = report.stall_lines(finding, group(described), self.warn_s, self.timeout_s, EXIT_STALLED,
-                                       flight.lines(described), self.alone)
+                                       flight.lines(described), self.alone,
+                                       recovery=bool(getattr(hub_watch, "recovery", False)))
             self._say_all(hub_watch, lines)
         except Exception as err:  # noqa: BLE001 - the job goes on whatever the report hits; the stop still comes
             self.log(f"warning: the stall report failed: {err!r}")
@@ -145,7 +146,7 @@ class StallWatch:
                      "gap": max(n["gap"] for n in ranks), "checks": self.fault_checks}
             self.faulted.add(node)
             taken = hub_watch.straggler_fault(fault)  # fault.FaultSeam: every node-0 watch has the seam
-            self._say_all(hub_watch, [report.fault_line(fault, taken)])
+            self._say_all(hub_watch, [report.fault_line(fault, taken, bool(getattr(hub_watch, "recovery", False)))])
 
     def _gather(self, hub_watch, own):
         """Every rank's described stack: this node's now, the others' as they answer (bounded). Never on the
@@ -172,10 +173,10 @@ class StallWatch:
         for how long (this node's now, the others' as of their last beat), the verdicts; with ``stacks`` every
         rank's stack grouped, gathered now, stopping nothing."""
         own = self.view()
-        self.last_views = own + hub_watch.peer_views()
+        self.last_views = hub_watch.views(own)
         ranks = [{k: v.get(k) for k in ("node", "rank", "host", "pod", "seq", "name", "inside", "since_s", "state",
                                         "cpu_rate", "fr_enqueued", "fr_completed", "device_wait_s", "device_timed",
-                                        "fr_wait_s", "fr_timed", "fr_span_s")} for v in self.last_views]
+                                        "fr_wait_s", "fr_timed", "fr_span_s", "polled_s")} for v in self.last_views]
         answer = {"ranks": ranks, **self.verdicts}
         if stacks:
             described = self._gather(hub_watch, own)

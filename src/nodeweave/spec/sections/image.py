@@ -32,7 +32,8 @@ def image(r: Reader, top: Fields, base_dir: Optional[Path]) -> Image:
     variant = _variant(r, f)
     requirements = optional(r, f, "requirements", rules.CONTEXT_PATH)
     if requirements is not None and base_dir is not None:
-        check_requirements_file(r, f.get("requirements"), base_dir / requirements, requirements, variant)
+        check_requirements_file(r, f.get("requirements"), base_dir / requirements, requirements, variant,
+                                folder=base_dir)
     pip = rule_list(r, f.get("pip"), "image.pip", rules.PINNED_REQUIREMENT, unique=True)
     for path, item in r.sequence(f.get("pip"), "image.pip", "pinned requirements"):
         problem = baked_problem(r.string(item, path, "a string"), variant, requirement=True)
@@ -58,16 +59,43 @@ def image(r: Reader, top: Fields, base_dir: Optional[Path]) -> Image:
     )
 
 
-SECRET_HINT = ("a value a build step needs goes in as a BuildKit secret (docs/images.md), one the job needs at run "
-               "time in a Secret volume or the node's environment")
+SECRET_HINT = ("no build step receives a credential: what a build step downloads with one comes from a wheelhouse "
+               "filled on this machine (docs/images.md), one the job needs at run time goes in a Secret volume or "
+               "the node's environment")
 
 
-def notes(spec_image: Image) -> Tuple[str, ...]:
+def notes(spec_image: Image, base_dir: Optional[Path] = None) -> Tuple[str, ...]:
     """What validate (and the build's plan) says of an accepted image section: a secret-looking build arg is kept
-    out of the Dockerfile and the build's command line, so no build step sees it."""
-    return tuple(f"image.build_args.{name} looks like a secret, so it is kept out of the Dockerfile and the build's "
+    out of the Dockerfile and the build's command line, so no build step sees it; and a requirements line whose
+    index URL names ``${VARIABLE}`` (pip's own way to keep a token out of the file), which no build step can fill."""
+    args = tuple(f"image.build_args.{name} looks like a secret, so it is kept out of the Dockerfile and the build's "
                  f"command line: no build step sees it ({SECRET_HINT})"
                  for name in sorted(spec_image.build_args) if rules.looks_secret(name))
+    return args + _requirement_variable_notes(spec_image.requirements, base_dir)
+
+
+PRIVATE_INDEX_HINT = ("it passes no credential to pip (a secret-looking build arg is never declared), so pip would "
+                      "be refused there: fill a wheelhouse on this machine, where the variable is set (`python -m pip download -d "
+                      "wheelhouse -r {file}`), and build with --wheelhouse --offline, or use an index the build "
+                      "reaches without credentials")
+
+
+def _requirement_variable_notes(requirements: Optional[str], base_dir: Optional[Path]) -> Tuple[str, ...]:
+    """One note per requirements line that expands ``${VARIABLE}`` in a URL (walk6 W72): pip expands it from
+    the environment, and the build's environment never holds it, so pip would get the literal and a 401."""
+    if requirements is None or base_dir is None:
+        return ()
+    try:
+        text = bounded.read_text(base_dir / requirements, bounded.TEXT_CAP, "a requirements file")
+    except (OSError, UnicodeDecodeError):
+        return ()  # check_requirements_file has named it
+    found = []
+    for number, line in _logical_lines(text):
+        names = sorted({m.group(0) for m in _VARIABLE.finditer(line)})
+        if names and "://" in line:
+            found.append(f"image.requirements: {requirements}:{number} names {', '.join(names)} in a URL, which the "
+                         f"image build cannot fill: {PRIVATE_INDEX_HINT.format(file=requirements)}")
+    return tuple(found)
 
 
 def _variant(r: Reader, f: Fields) -> str:
@@ -87,7 +115,7 @@ def _project(r: Reader, node: Optional[Node], base_dir: Optional[Path]) -> Optio
     source = optional(r, f, "source", rules.CONTEXT_PATH)
     if source is not None and base_dir is not None and not (base_dir / source.rstrip("/")).is_dir():
         why = "is not a directory" if (base_dir / source.rstrip("/")).exists() else "does not exist"
-        raise r.fail(f.get("source"), "image.project.source", f"{source!r} {why} in {base_dir.resolve()}", "a directory "
+        raise r.fail(f.get("source"), "image.project.source", f"{source!r} {why} {looked_in(base_dir)}", "a directory "
                      "inside the build context, relative to the spec's directory (this folder for a spec read from a pipe or -; e.g. third_party/torchtitan)")
     run = rule_list(r, f.get("run"), "image.project.run", rules.SHELL_LINE)
     for path, item in r.sequence(f.get("run"), "image.project.run", "shell lines"):
@@ -119,14 +147,23 @@ def _extras(r: Reader, node: Optional[Node], variant: str) -> Tuple[str, ...]:
     return tuple(chosen)
 
 
-def check_requirements_file(r: Reader, node: Node, file: Path, shown: str, variant: Optional[str] = None) -> None:
+def looked_in(base_dir: Path) -> str:
+    """Where a relative path the spec names was looked for, said in full: with a spec read through a link, which
+    folder is meant is the very question (replay6 N2; the folder holding the link, walk6 W58)."""
+    return f"in {base_dir.resolve()} (the spec's folder)"
+
+
+def check_requirements_file(r: Reader, node: Node, file: Path, shown: str, variant: Optional[str] = None,
+                            folder: Optional[Path] = None) -> None:
     """Every requirement in ``file`` is pinned, and none contradicts what the image holds or carries what must not
-    reach it (``baked_problem``); the first that is not is named with its own line."""
+    reach it (``baked_problem``); the first that is not is named with its own line. ``folder``: the spec's, named
+    when the file is not there."""
     field = "image.requirements"
     try:
         text = bounded.read_text(file, bounded.TEXT_CAP, "a requirements file")
     except FileNotFoundError:
-        raise r.fail(node, field, f"{shown!r} does not exist", "a pinned requirements file inside the build "
+        where = f" {looked_in(folder)}" if folder is not None else ""
+        raise r.fail(node, field, f"{shown!r} does not exist{where}", "a pinned requirements file inside the build "
                      "context, relative to the spec's directory (this folder for a spec read from a pipe or -)") from None
     except (OSError, UnicodeDecodeError) as err:
         why = getattr(err, "strerror", None) or err
@@ -143,10 +180,21 @@ def check_requirements_file(r: Reader, node: Node, file: Path, shown: str, varia
 def requirement_conflicts(text: str, variant: Optional[str]):
     """(line number, what is wrong, what is accepted) for each requirement that contradicts the variant's pins, names a path of this
     machine, or carries a password (``baked_problem``): the build could only fail, or the image would hold it."""
+    pinned = {}  # normalised name -> (line number, line): one pin per package, as pip normalises names
     for number, line in _logical_lines(text):
         problem = baked_problem(line, variant, requirement=not line.startswith("-"))
         if problem:
             yield number, f"{_redacted(line)!r} {problem[0]}", problem[1]
+        match = _PIN.match(line)
+        if match is None or line.split(";", 1)[0] != line:  # an environment marker may pin per platform
+            continue
+        name = _normal_name(match.group(1))
+        if name in pinned and _PIN.match(pinned[name][1]).groups()[1:] != match.groups()[1:]:
+            first, said = pinned[name]
+            yield number, (f"{_redacted(line)!r} contradicts line {first} ({_redacted(said)!r}): pip reads both "
+                           "as one package (names are compared lower case, with -, _ and . alike) and refuses "
+                           "the build"), "one pin per package"
+        pinned.setdefault(name, (number, line))
 
 
 PIN_ACCEPTED = ("no pin of torch, deepspeed or accelerate but the variant's (`nodeweave image variants` "
@@ -154,8 +202,8 @@ PIN_ACCEPTED = ("no pin of torch, deepspeed or accelerate but the variant's (`no
 PATH_ACCEPTED = ("the wheel in wheelhouse/ and name==version (pip finds it there), or a file:///wheelhouse/... URL "
                  "(where the build mounts the wheelhouse)")
 CREDENTIAL_ACCEPTED = ("the URL without its password: fill a wheelhouse with the credentials on this machine "
-                       "(`python -m pip download -d wheelhouse ...`) and build with --wheelhouse, or ${VARIABLE} in "
-                       "the password's place")
+                       "(`python -m pip download -d wheelhouse ...`) and build with --wheelhouse --offline (a "
+                       "${VARIABLE} in the password's place keeps it out of the file, but the build cannot fill it)")
 _URL_USER = re.compile(r"\b[a-z][a-z0-9+.-]*://([^/@\s'\"]+)@", re.I)
 _VARIABLE = re.compile(r"\$\{[A-Za-z_][A-Za-z0-9_]*\}")
 _PIN = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)(?:\[[^\]]*\])?\s*(===|==|@)\s*([^\s;]+)")

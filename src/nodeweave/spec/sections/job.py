@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
 from typing import Mapping, Optional
 
 from yaml.nodes import Node, ScalarNode
 
+from nodeweave.entrypoint.hostport import host_key
 from nodeweave.entrypoint.planning import launcher_options, launcher_table
-from nodeweave.entrypoint.planning.reserved import PATH_ACCEPTED, reserved_reason, value_problem
+from nodeweave.entrypoint.planning.reserved import PATH_ACCEPTED, instead, reserved_reason, value_problem
 from nodeweave.spec import rules
 from nodeweave.spec.fields import (boolean, choice, host_path, integer, optional, optional_container_path, rule_list,
                                    string_map)
@@ -84,8 +87,8 @@ def launcher(r: Reader, top: Fields) -> Launcher:
         raise r.fail(f.get("exchange_port"), "launcher.exchange_port", f"{exchange_port} is launcher.master_port too: "
                      "node 0's check-in exchange and the launcher's rendezvous cannot share one port",
                      f"a port other than {master_port}, or leave exchange_port out (master_port + 1)")
-    stall_warn = integer(r, f, "stall_warn", 60, *RANGES["stall_warn"])
-    stall_timeout = integer(r, f, "stall_timeout", 600, *RANGES["stall_timeout"])
+    stall_warn = integer(r, f, "stall_warn", 60, *RANGES["stall_warn"], unit="seconds")
+    stall_timeout = integer(r, f, "stall_timeout", 600, *RANGES["stall_timeout"], unit="seconds")
     stall = stall_problem(stall_warn, stall_timeout, f.get("stall_timeout") is not None)
     if stall is not None:
         field = "stall_timeout" if f.get("stall_timeout") is not None else "stall_warn"
@@ -99,7 +102,7 @@ def launcher(r: Reader, top: Fields) -> Launcher:
         options=_options(r, f.get("options"), kind),
         master_port=master_port,
         max_restarts=integer(r, f, "max_restarts", 0, *RANGES["max_restarts"]),
-        wait_timeout=integer(r, f, "wait_timeout", 600, *RANGES["wait_timeout"]),
+        wait_timeout=integer(r, f, "wait_timeout", 600, *RANGES["wait_timeout"], unit="seconds"),
         exchange=boolean(r, f, "exchange", True),
         exchange_port=exchange_port,
         exchange_allow=rule_list(r, f.get("exchange_allow"), "launcher.exchange_allow", rules.EXCHANGE_CHECK,
@@ -122,15 +125,6 @@ def _setup(r: Reader, node: Optional[Node]) -> tuple:
     return tuple(lines)
 
 
-# Which spec field gives each option nodeweave passes a launcher itself.
-OWN_OPTION_FIELDS = {"--nnodes": "nodes", "--nproc-per-node": "gpus_per_node", "--max-restarts": "launcher.max_restarts",
-                     "--max_restarts": "launcher.max_restarts", "--num_processes": "nodes and gpus_per_node",
-                     "--num_machines": "nodes", "--master_port": "launcher.master_port",
-                     "--master-port": "launcher.master_port", "--main_process_port": "launcher.master_port",
-                     "--standalone": "nodes and the master: the rendezvous",
-                     "--mpirun_hostfile": "nodes and the master: the rendezvous",
-                     "--deepspeed_hostfile": "nodes and the master: the rendezvous",
-                     "--deepspeed_multinode_launcher": "nodes and the master: the rendezvous"}
 
 
 def _options(r: Reader, node: Optional[Node], kind: str) -> tuple:
@@ -144,7 +138,7 @@ def _options(r: Reader, node: Optional[Node], kind: str) -> tuple:
     for (path, item), option in zip(r.sequence(node, "launcher.options", "strings"), options):
         own = launcher_options.clash(kind, option, taken)
         if own is not None:
-            field = OWN_OPTION_FIELDS.get(own, "the node's plan: rank, master, hostfile, process count")
+            field = launcher_options.own_option_field(own)
             raise r.fail(item, path, f"{option!r} sets {kind}'s {own}, which nodeweave passes itself (from {field})",
                          f"any other {kind} option, e.g. " + EXAMPLE_OPTIONS[kind])
         unknown = launcher_options.unknown(kind, option)
@@ -160,9 +154,40 @@ EXAMPLE_OPTIONS = {"torchrun": "--log-dir /workspace/logs --redirects 3", "deeps
                    "accelerate": "--mixed_precision bf16 --dynamo_backend inductor"}
 
 
-def workspace(r: Reader, top: Fields) -> Workspace:
+def workspace(r: Reader, top: Fields, base_dir: Optional[Path] = None) -> Workspace:
     f = r.fields(top.get("workspace"), "workspace", ("path", "host_path"))
-    return Workspace(path=optional_container_path(r, f, "path", "/workspace"), host_path=host_path(r, f, "host_path", "."))
+    found = Workspace(path=optional_container_path(r, f, "path", "/workspace"), host_path=host_path(r, f, "host_path", "."))
+    if base_dir is not None and f.get("host_path") is not None:
+        why = workspace_folder_problem(base_dir, found.host_path)
+        if why:
+            raise r.fail(f.get("host_path"), "workspace.host_path", f"{found.host_path!r}: {why}",
+                         "the project's own folder (the spec's folder, the default), a folder of its own such as "
+                         "~/project, or one holding it (..)")
+    return found
+
+
+def workspace_folder_problem(base_dir: Path, written: str) -> Optional[str]:
+    """Why the folder workspace.host_path names (from the spec's folder) may not be mounted into every node and
+    sent by sync, or None: what sync refuses as SRC (a system folder such as /tmp, a home itself, a credential
+    folder: ``shared_folder_problem``), a file, or nodeweave's own state (``.nodeweave/``, the run folders)
+    (walk8 A30: validate took them all, sync refused only the first, and only once reached)."""
+    import os
+
+    from nodeweave.entrypoint.ownfolders import RUNS, STATE_DIR
+    from nodeweave.remote.names import shared_folder_problem
+
+    real = Path(os.path.realpath(base_dir / Path(written).expanduser()))
+    why = shared_folder_problem(str(real))
+    if why:
+        return why
+    if real.exists() and not real.is_dir():
+        return f"{real} is a file, not a folder: the workspace is the folder that holds the script"
+    if STATE_DIR in real.parts:
+        return f"{real} is nodeweave's own state ({STATE_DIR}/: the cluster record and the job's token)"
+    runs = Path(os.path.realpath(base_dir)) / RUNS
+    if real == runs or runs in real.parents:
+        return f"{real} is in the run folders {runs}, this machine's record of past runs"
+    return None
 
 
 def cache(r: Reader, top: Fields) -> Cache:
@@ -177,7 +202,7 @@ def cache(r: Reader, top: Fields) -> Cache:
 def _refuse_reserved(r: Reader, node: Node, path: str, key: str) -> None:
     reason = reserved_reason(key)
     if reason is not None:
-        raise r.fail(node, path, reason, "any other variable name (change the matching spec field instead)")
+        raise r.fail(node, path, reason, f"any other variable name ({instead(key)})")
     problem = value_problem(key, node.value) if isinstance(node, ScalarNode) else None
     if problem is not None:
         raise r.fail(node, path, problem, PATH_ACCEPTED)
@@ -187,6 +212,49 @@ def env(r: Reader, node: Optional[Node]) -> Mapping[str, str]:
     return string_map(r, node, "env", rules.ENV_NAME, refuse_key=_refuse_reserved)
 
 
+ENV_SECRET_HINT = ("give it to the nodes as a file they mount read-only instead (volumes: a `secret` on Kubernetes, a "
+                   "read-only `host_path` elsewhere) and point the tool at it (HF_TOKEN_PATH=/run/secrets/hf/token, "
+                   "a ~/.netrc), or set it in the node's environment outside the spec")
+
+
+# A secret's name among the environment's: a whole _-separated word (HF_TOKEN, WANDB_API_KEY, DB_PASSWORD), not a
+# part of one (TOKENIZERS_PARALLELISM), and not the name of where the secret is (HF_TOKEN_PATH, ..._FILE, ..._DIR).
+ENV_SECRET_NAME = re.compile(r"(^|_)(TOKEN|SECRET|PASSW(OR)?D|CREDENTIALS?|API_?KEY|PRIVATE_KEY|ACCESS_KEY)(_|$)",
+                             re.IGNORECASE)
+ENV_SECRET_WHERE = re.compile(r"_(PATH|FILE|DIR|URL|HOST|PORT)$", re.IGNORECASE)
+
+
+def env_looks_secret(name: str) -> bool:
+    return bool(ENV_SECRET_NAME.search(name)) and not ENV_SECRET_WHERE.search(name)
+
+
+SETUP_EXPORT = re.compile(r"(?:^|[;&|]\s*|\bexport\s+)([A-Za-z_][A-Za-z0-9_]*)=(?:\S)")
+
+
+def env_notes(values: Mapping[str, str], setup: tuple = ()) -> tuple:
+    """One note per ``env`` entry, or ``launcher.setup`` line assigning a variable, whose name looks like a secret
+    (``env_looks_secret``: the build's words, whole) and whose value is written out: the spec's env and setup are rendered in
+    clear into compose/ and manifests/ (committed, sent by sync) and recorded in each run's folder, where the build
+    keeps such a name out of every file (walk7 A13)."""
+    named = [(f"env.{name}", name) for name, value in sorted(values.items()) if str(value).strip()]
+    named += [(f"launcher.setup line {i} ({name}=...)", name) for i, line in enumerate(setup, 1)
+              for name in SETUP_EXPORT.findall(line)]
+    own_token = ((f"env.NODEWEAVE_JOB_TOKEN_FILE {values['NODEWEAVE_JOB_TOKEN_FILE']}: every node reads the job "
+                  "token from this file, on every target, in place of the fresh one `nodeweave up` hands out; the "
+                  "file must hold the same token on every node",)
+                 if str(values.get("NODEWEAVE_JOB_TOKEN_FILE", "")).strip() else ())
+    return own_token + tuple(
+        f"{where} looks like a secret and holds its value: it is written in clear into the rendered "
+        "compose/ and manifests/ files (committed, sent to every node by sync) and into each run's record; "
+        + ENV_SECRET_HINT for where, name in named if env_looks_secret(name))
+
+
 def hosts(r: Reader, node: Optional[Node]) -> tuple:
     """Bare hosts, node 0 first; each must be listed once, in any case (a host's position is its rank)."""
-    return rule_list(r, node, "hosts", rules.HOST, unique=True, same=rules.host_key)
+    listed = rule_list(r, node, "hosts", rules.HOST, unique=True, same=host_key)
+    loopback = rules.loopback_problem(listed)
+    if loopback is not None:
+        index, words = loopback
+        problem, _, accepted = words.partition("; accepted: ")
+        raise r.fail(node.value[index] if node is not None else None, f"hosts[{index}]", problem, accepted)
+    return listed

@@ -30,13 +30,22 @@ KEYS = (
 OWN_LABELS = ("app.kubernetes.io/name", "app.kubernetes.io/instance", "app.kubernetes.io/component",
               "app.kubernetes.io/managed-by", "kueue.x-k8s.io/queue-name")
 OWN_ANNOTATIONS = ("k8s.v1.cni.cncf.io/networks", "scheduling.volcano.sh/queue-name", "image.openshift.io/triggers")
+# What sets each of them: a spec field, or nodeweave alone (a refusal names it, never "the matching field": W16).
+OWN_KEY_SET_BY = {"app.kubernetes.io/name": "nodeweave alone (always nodeweave)",
+                  "app.kubernetes.io/instance": "the spec's name",
+                  "app.kubernetes.io/component": "nodeweave alone (each object's part, e.g. job-token)",
+                  "app.kubernetes.io/managed-by": "nodeweave alone",
+                  "kueue.x-k8s.io/queue-name": "the spec's kubernetes.queue",
+                  "k8s.v1.cni.cncf.io/networks": "the spec's network.attachments",
+                  "scheduling.volcano.sh/queue-name": "the spec's kubernetes.queue",
+                  "image.openshift.io/triggers": "the spec's kubernetes.build"}
 
 
 def kubernetes(r: Reader, top: Fields, name: str) -> Kubernetes:
     f = r.fields(top.get("kubernetes"), "kubernetes", KEYS)
     return Kubernetes(
-        namespace=optional(r, f, "namespace", rules.DNS_LABEL) or "default",
-        service=optional(r, f, "service", rules.DNS_LABEL) or name,
+        namespace=optional(r, f, "namespace", rules.JOB_NAMESPACE) or "default",
+        service=optional(r, f, "service", rules.SERVICE_NAME) or name,
         storage_class=optional(r, f, "storage_class", rules.DNS_SUBDOMAIN),
         storage_size=optional(r, f, "storage_size", rules.QUANTITY) or "100Gi",
         claim=choice(r, f, "claim", CLAIMS, "shared"),
@@ -44,7 +53,7 @@ def kubernetes(r: Reader, top: Fields, name: str) -> Kubernetes:
         tolerations=tuple(_toleration(r, p, item) for p, item in r.sequence(
             f.get("tolerations"), "kubernetes.tolerations", "tolerations (mappings)")),
         anti_affinity=choice(r, f, "anti_affinity", ANTI_AFFINITIES, "required"),
-        grace_period=integer(r, f, "grace_period", 120, 0, 86400),
+        grace_period=integer(r, f, "grace_period", 120, 0, 86400, unit="seconds"),
         openshift=boolean(r, f, "openshift", False),
         cluster_domain=optional(r, f, "cluster_domain", rules.DNS_SUBDOMAIN),
         labels=_metadata(r, f, "labels", rules.LABEL_VALUE, OWN_LABELS),
@@ -71,7 +80,7 @@ def _metadata(r: Reader, f: Fields, key: str, value_rule: Optional[rules.Rule], 
     def refuse(reader: Reader, node: Node, key_path: str, name: str) -> None:
         if name in own:
             raise reader.fail(node, key_path, "is set by nodeweave (selectors, networks, queue, image trigger)",
-                              "another key; the matching spec field sets this one")
+                              f"another key; {OWN_KEY_SET_BY[name]} sets this one")
 
     return string_map(r, f.get(key), path, rules.LABEL_KEY, value_rule, refuse_key=refuse)
 

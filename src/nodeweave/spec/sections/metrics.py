@@ -24,6 +24,8 @@ def metrics(r: Reader, top: Fields) -> Metrics:
             read_step_pattern(pattern, "metrics.step_pattern", "the spec")
         except EntrypointUsageError as err:
             problem = str(err).split(" (from the spec) ", 1)[-1].split("; accepted", 1)[0]
-            raise r.fail(node, "metrics.step_pattern", f"{pattern!r} {problem}", STEP_PATTERN) from None
+            from nodeweave.entrypoint.quoting import as_typed
+
+            raise r.fail(node, "metrics.step_pattern", f"{as_typed(pattern)} {problem}", STEP_PATTERN) from None
     return Metrics(enabled=boolean(r, f, "enabled", True), port=integer(r, f, "port", METRICS_PORT, 1, 65535),
                    step_pattern=pattern)

@@ -32,8 +32,8 @@ def network(r: Reader, top: Fields) -> Network:
         raise r.fail(rdma_node, "network.rdma", "false contradicts network.rdma_resources/attachments, which "
                      "give the pods RDMA devices", "true, or leave rdma out (true whenever RDMA resources are listed)")
     return Network(
-        interfaces=rule_list(r, f.get("interfaces"), "network.interfaces", rules.INTERFACE),
-        exclude_hcas=rule_list(r, f.get("exclude_hcas"), "network.exclude_hcas", rules.HCA),
+        interfaces=rule_list(r, f.get("interfaces"), "network.interfaces", rules.INTERFACE, unique=True),
+        exclude_hcas=rule_list(r, f.get("exclude_hcas"), "network.exclude_hcas", rules.HCA, unique=True),
         rdma=rdma,
         rdma_resources=MappingProxyType(dict(sorted(resources.items()))),
         attachments=attachments,

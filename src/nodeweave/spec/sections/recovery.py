@@ -21,9 +21,10 @@ def listed_spares(r: Reader, top: Fields) -> int:
     return integer(r, f, "spares", 0, *RANGES["spares"]) if boolean(r, f, "enabled", False) else 0
 
 
-def recovery(r: Reader, top: Fields, nodes: NodeRange) -> "tuple[Recovery, NodeRange]":
+def recovery(r: Reader, top: Fields, nodes: "NodeRange | None") -> "tuple[Recovery, NodeRange | None]":
     """The section, and the training nodes it makes of ``nodes``: with recovery on, ``nodes`` is a count, the
-    nodes that start, and ``min_nodes`` the fewest the job goes on with (the range node 0 shrinks in)."""
+    nodes that start, and ``min_nodes`` the fewest the job goes on with (the range node 0 shrinks in). ``nodes``
+    None: the count was refused; the section's own fields are read, the checks against the count are not."""
     f = r.fields(top.get("recovery"), "recovery", KEYS)
     enabled = boolean(r, f, "enabled", False)
     folder_node = f.get("checkpoint_dir")
@@ -34,7 +35,7 @@ def recovery(r: Reader, top: Fields, nodes: NodeRange) -> "tuple[Recovery, NodeR
             raise r.bad_value(folder_node, "recovery.checkpoint_dir", CHECKPOINT_DIR)
         check_inside_workspace(r, folder_node, "recovery.checkpoint_dir", folder, CHECKPOINT_DIR_ACCEPTED)
     spares = integer(r, f, "spares", 0, *RANGES["spares"])
-    if enabled:
+    if enabled and nodes is not None:
         nodes = _training(r, top, f, nodes, spares)
     made = Recovery(
         enabled=enabled,

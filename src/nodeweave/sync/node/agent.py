@@ -119,6 +119,9 @@ def _resident(keep):
 
 
 def _delete(root, files, dirs, errors):
+    if (files or dirs) and os.path.ismount(root):  # a file system's root: other users' data (walk6, W36)
+        errors.append("%s is a mount point: --delete removed nothing there (sync into a folder inside it)" % root)
+        return
     for rel in files:
         try:
             os.unlink(os.path.join(root, rel))

@@ -15,13 +15,15 @@ import subprocess
 from dataclasses import replace
 
 from nodeweave.remote import Remote
+from nodeweave.remote.replace import replace_from_stdin
 from nodeweave.sync.node.digest import quick_signature
 from nodeweave.sync.filters import STAMP_FILE, FileSet
 from nodeweave.sync.transport.plan import Difference, Manifest
 from nodeweave.sync.transport.session import TransferError, stderr_tail
 
-# Writes the stamp atomically from stdin and prints what landed on disk. $1 = path.
-STAMP_SCRIPT = 'cat > "$1.tmp" && mv -f -- "$1.tmp" "$1" && cat -- "$1"'
+# Writes the stamp from stdin by one rename (remote/replace.py: nodes may share DEST) and prints what landed on disk.
+# $1 = the folder, $2 = the stamp's name.
+STAMP_SCRIPT = replace_from_stdin('"$1"', '"$2"') + ' && cat -- "$1/$2"'
 
 
 def tar_extract_argv(target: Remote, dest: str) -> "list[str]":
@@ -110,7 +112,8 @@ def check(target: Remote, dest: str, local: "dict[str, str]", stamp_text: str) -
     mismatched = {rel: remote.get(rel) for rel in files if remote.get(rel) != local[rel].replace("x:", "", 1)}
     path = f"{dest.rstrip('/')}/{STAMP_FILE}"
     if stamp_text and not mismatched:
-        out = _run(target.exec_argv(["sh", "-c", STAMP_SCRIPT, "sh", path]), stamp_text.encode(), 60)
+        out = _run(target.exec_argv(["sh", "-c", STAMP_SCRIPT, "sh", dest.rstrip("/") or "/", STAMP_FILE]),
+                   stamp_text.encode(), 60)
         if out.returncode != 0:
             raise TransferError(f"writing {STAMP_FILE} failed: {stderr_tail(out.stderr)}", False)
     else:

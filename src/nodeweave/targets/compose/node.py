@@ -149,7 +149,8 @@ def render_node(r: Resolved) -> str:
 def render_hosts(r: Resolved) -> str:
     """``compose/hosts``: the spec's hosts, node 0 first, as the entrypoint's ``--hostfile`` reads them."""
     header = ("# Rendered by nodeweave from the cluster spec (hosts): node 0, the master, first.\n"
-              "# compose/node.yaml mounts this file; each host finds its rank by its own name or address.\n")
+              "# compose/node.yaml mounts this file (bare hosts, --engine none: NODEWEAVE_HOSTFILE names it);\n"
+              "# each host finds its rank by its own name or address.\n")
     return header + "".join(f"{host}\n" for host in r.spec.hosts)
 
 

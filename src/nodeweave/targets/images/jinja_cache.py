@@ -16,15 +16,12 @@ from pathlib import Path
 
 import jinja2
 
-CACHE_ENV = "NODEWEAVE_CACHE_DIR"  # default: $XDG_CACHE_HOME/nodeweave, else ~/.cache/nodeweave
+from nodeweave.cachedir import cache_root
+
 
 
 def cache_folder() -> Path:
-    given = os.environ.get(CACHE_ENV)
-    if given:
-        return Path(given) / "jinja"
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "nodeweave" / "jinja"
+    return cache_root() / "jinja"
 
 
 class QuietBytecodeCache(jinja2.FileSystemBytecodeCache):

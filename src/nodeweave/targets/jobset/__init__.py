@@ -31,7 +31,7 @@ def jobset(r: Resolved) -> Dict[str, Any]:
     body = {
         "network": {"enableDNSHostnames": True, "publishNotReadyAddresses": True, "subdomain": r.spec.kubernetes.service},
         # Restarts are in place (torchrun's, or recovery's generations); JobSet does not recreate the set: a
-        # failed Job is one its own policy gave up on (recovery's exit 8/9 included), and a new set would loop.
+        # failed Job is one its own policy gave up on (recovery's exit 8, 9 or 10 included), and a new set would loop.
         "failurePolicy": {"maxRestarts": 0},
         "replicatedJobs": [{"name": common.REPLICATED_JOB, "replicas": 1, "template": {"spec": job}}],
     }

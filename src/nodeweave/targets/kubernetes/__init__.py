@@ -126,11 +126,13 @@ def _scc_needs(r: Resolved) -> str:
 def _directory(files: Dict[str, str], folder: str, r: Resolved, objects: List[Tuple[str, Dict[str, Any]]]) -> None:
     for name, obj in objects:
         files[f"{folder}/{name}"] = dump(obj)
-    files[f"{folder}/kustomization.yaml"] = dump(kustomize.kustomization(r, [name for name, _ in objects]))
+    files[f"{folder}/kustomization.yaml"] = dump(kustomize.kustomization(r, [name for name, _ in objects]),
+                                                 kustomize.code_note(r))
 
 
 def _overlay(files: Dict[str, str], folder: str, r: Resolved, patch_name: str,
              patch: Callable[[Any], Dict[str, Any]], images=None, note: str = "") -> None:  # fmt: skip
     files[f"{folder}/{patch_name}"] = dump(patch(r), note)
     entry = kustomize.statefulset_patch_entry(r, patch_name)
-    files[f"{folder}/kustomization.yaml"] = dump(kustomize.kustomization(r, ["../../base"], [entry], images))
+    files[f"{folder}/kustomization.yaml"] = dump(kustomize.kustomization(r, ["../../base"], [entry], images),
+                                                 kustomize.code_note(r))

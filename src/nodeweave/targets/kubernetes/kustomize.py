@@ -9,6 +9,7 @@ overlay leaves as it is.
 
 from __future__ import annotations
 
+import textwrap
 from typing import Any, Dict, List, Optional
 
 from nodeweave.catalogue import VENDORS
@@ -33,6 +34,26 @@ def kustomization(r: Resolved, resources: List[str], patches: Optional[List[Dict
     return body
 
 
+def code_note(r: Resolved) -> str:
+    """The comment atop every kustomization a user applies by hand: where the pods' script comes from. The
+    workspace is a claim, empty when first made, and a pod started with ``launcher.mode: run`` on it exits 2 and
+    restarts until the code is there (walk7 A1: ``kubectl apply -k manifests/base`` was a CrashLoopBackOff); with
+    ``image.project``, or a script at a path of the image, the code is there and there is nothing to say."""
+    spec = r.spec
+    script, inside = spec.launcher.script, spec.workspace.path.rstrip("/") + "/"
+    if spec.image.project is not None or (script.startswith("/") and not script.startswith(inside)):
+        return ""  # the code is in the image (image.project, or a script at an image path such as /opt/...)
+    where = (f"{spec.workspace.path}, the claim {spec.name}-workspace" if spec.kubernetes.claim == "shared"
+             else f"{spec.workspace.path}, each pod's own claim")
+    if spec.launcher.mode == "hold":
+        return textwrap.fill(f"The pods hold (launcher.mode: hold): after `kubectl apply -k`, `nodeweave sync` puts the code in "
+                f"{where}, then `nodeweave run` starts {spec.launcher.script}.", 110)
+    return textwrap.fill(f"The pods run {spec.launcher.script} from {where}, which is empty when first made: a pod finds no "
+            "script, exits 2 and restarts. Put the code there first: `nodeweave up --target kubernetes --hold`, "
+            "`nodeweave sync`, `nodeweave run` (or render with launcher.mode: hold, apply, sync, run), or build "
+            "it into the image with image.project.", 110)
+
+
 def workload_tree(r: Resolved, folder: str, target: str, workload: "tuple[str, Dict[str, Any]]") -> Dict[str, str]:
     """A self-contained kustomize folder for one workload object (a JobSet, a TrainJob).
 
@@ -44,7 +65,8 @@ def workload_tree(r: Resolved, folder: str, target: str, workload: "tuple[str, D
         objects.append(("workspace-pvc.yaml", workloads.workspace_claim(r)))
     objects.append(workload)
     files = {f"{folder}/{name}": dump(obj, target=target) for name, obj in objects}
-    files[f"{folder}/kustomization.yaml"] = dump(kustomization(r, [name for name, _ in objects]), target=target)
+    files[f"{folder}/kustomization.yaml"] = dump(kustomization(r, [name for name, _ in objects]), code_note(r),
+                                                 target=target)
     return dict(sorted(files.items()))
 
 

@@ -60,6 +60,9 @@ def note(r: Resolved) -> str:
              "(or kubectl label namespace <ns> pod-security.kubernetes.io/enforce=" + needed + ").",
              "Not in the kustomization, so kubectl apply -k works for users who may not label namespaces.",
              "The label judges every pod of the namespace: give the job one of its own (kubernetes.namespace)."]
+    if r.spec.kubernetes.namespace == "default":  # every workload given no namespace runs there (walk6 W78)
+        lines += ["This job's namespace is default, which every workload given no namespace shares: do not",
+                  "apply this file there (its label would judge all of them); set kubernetes.namespace first."]
     if why:
         lines.append("Not restricted because of:")
         lines += [f"- {reason}" for reason in why]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Dict
 
+from nodeweave.entrypoint.errors import RECOVERY_FINAL
 from nodeweave.targets.kubernetes import common, hardening, placement
 from nodeweave.targets.kubernetes.pod import claim_spec, pod_template
 from nodeweave.resolve import Resolved
@@ -76,8 +77,9 @@ def statefulset(r: Resolved) -> Dict[str, Any]:
 
 # A pod evicted or preempted by the cluster is not the job's failure: it is replaced, uncounted.
 DISRUPTION_IGNORED = {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}]}
-# Recovery gave up (8) or made no progress (9) on every node: a replacement pod would only loop (docs/recovery.md).
-RECOVERY_GAVE_UP = {"action": "FailJob", "onExitCodes": {"operator": "In", "values": [8, 9]}}
+# Recovery ended the job for good (gave up 8, no progress 9, the job's own error 10): a replacement pod would only
+# end the same way (docs/recovery.md), so the Job fails at once; the codes are the entrypoint's one table.
+RECOVERY_ENDED = {"action": "FailJob", "onExitCodes": {"operator": "In", "values": list(RECOVERY_FINAL)}}
 
 
 def indexed_job(r: Resolved) -> Dict[str, Any]:
@@ -96,14 +98,14 @@ def failure_policy(r: Resolved) -> Dict[str, Any]:
     are torchrun's, in place). With recovery node 0 goes on without a lost pod (a spare takes its place), so
     the Job must not end with it: each index may fail once and is recreated under the same name, to check in
     again and wait as a spare (``backoffLimitPerIndex: 1``, as nodeweave never takes back a node left out
-    twice); the Job ends only when more indexes fail for good than the job can spare, or at once when every
-    node said recovery gave up.
+    twice); the Job ends only when more indexes fail for good than the job can spare, or at once when recovery
+    ended the job for good (exit 8, 9 or 10).
     """
     if not r.spec.recovery.enabled:
         return {"backoffLimit": 0, "podFailurePolicy": {"rules": [DISRUPTION_IGNORED]}}
     room = r.spec.recovery.spare_nodes + r.spec.nodes.max - r.spec.nodes.min  # spares, and an elastic job's range
     return {"backoffLimitPerIndex": 1, "maxFailedIndexes": room,
-            "podFailurePolicy": {"rules": [RECOVERY_GAVE_UP, DISRUPTION_IGNORED]}}
+            "podFailurePolicy": {"rules": [RECOVERY_ENDED, DISRUPTION_IGNORED]}}
 
 
 def _metadata(r: Resolved, workload: str) -> Dict[str, Any]:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
-from nodeweave.yamltext import dump_yaml
+from nodeweave.yamltext import comment_lines, dump_yaml
 
 HEADER = ("# Rendered by nodeweave from the cluster spec (nodeweave.yaml).\n"
           "# Edit the spec and run `nodeweave render {target}`; changes made here are overwritten.\n")
@@ -28,4 +28,4 @@ def _body(doc: Any) -> str:
 
 
 def _comment(text: str) -> str:
-    return "".join(f"# {line}".rstrip() + "\n" for line in text.splitlines())
+    return comment_lines(text) if text else ""

@@ -17,7 +17,7 @@ Pure and byte-stable; a test builds every folder with ``kubectl kustomize``.
 from __future__ import annotations
 
 import json
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Optional
 
 from nodeweave.targets.kubernetes import common
 from nodeweave.targets.kubernetes.kustomize import kustomization
@@ -44,6 +44,24 @@ def dump(doc: Any, comment: str = "") -> str:
 
 def imagestream_tag(r: Resolved) -> str:
     return f"{r.spec.name}:{r.tag}"
+
+
+# The cluster's own registry, where the BuildConfig's ImageStreamTag lands: <registry>/<namespace>/<name>:<tag>.
+CLUSTER_REGISTRY = "image-registry.openshift-image-registry.svc:5000"
+
+
+def cluster_registry(namespace: str) -> str:
+    """The ``image.registry`` whose image the pods pull is the one this namespace's BuildConfig builds."""
+    return f"{CLUSTER_REGISTRY}/{namespace}"
+
+
+def unused_build_note(r: Resolved) -> Optional[str]:
+    """One sentence when the cluster build lands where this spec's pods do not pull from (walk6 W77), or None."""
+    wanted = cluster_registry(r.spec.kubernetes.namespace)
+    if r.spec.image.registry == wanted:
+        return None
+    return (f"the build lands in the cluster's registry as {wanted}/{imagestream_tag(r)}, but this spec's pods "
+            f"pull {r.image}, so `nodeweave up -t openshift` would not run it: set image.registry: {wanted}")
 
 
 def imagestream(r: Resolved) -> Dict[str, Any]:
@@ -81,13 +99,18 @@ def trigger_patch(r: Resolved, kind: str, api_version: str) -> Dict[str, Any]:
             "metadata": {"name": r.spec.name, "annotations": {TRIGGERS_ANNOTATION: json.dumps(trigger)}}}
 
 
+NEEDS_NOTE = ("Builds on {resources}, which `nodeweave render manifests` writes: render it into the same folder "
+              "(or `nodeweave render all`).")
+
+
 def _overlay(r: Resolved, resources: List[str], patch_name: str, kind: str, group: str, version: str) -> Dict[str, str]:
     api_version = f"{group}/{version}"
     entry = {"path": patch_name, "target": {"group": group, "version": version, "kind": kind, "name": r.spec.name}}
     images = [{"name": r.repository, "newName": r.spec.name, "newTag": r.tag}]
     return {
         patch_name: dump(trigger_patch(r, kind, api_version)),
-        "kustomization.yaml": dump(kustomization(r, resources, [entry], images)),
+        "kustomization.yaml": dump(kustomization(r, resources, [entry], images),
+                                   NEEDS_NOTE.format(resources=", ".join(resources))),
     }
 
 

@@ -50,10 +50,24 @@ def container_mounts(r: Resolved) -> List[Tuple[str, str, bool]]:
     mounts = [(r.spec.workspace.host_path, r.spec.workspace.path, False), (r.spec.cache.host_path, r.spec.cache.path, False)]
     mounts += [(v.host_path, v.path, v.read_only) for v in r.spec.volumes if v.host_path is not None]
     for host, container, _ in mounts:
-        if "," in host or "," in container:
-            raise UsageError(f"slurm: the mount {host!r} -> {container!r} has a ',', which separates mounts in "
-                             "--container-mounts and --bind; accepted: paths without ',' for a Slurm job")
+        check_mount_path(host, f"the mount {host!r} -> {container!r}")
+        check_mount_path(container, f"the mount {host!r} -> {container!r}")
     return mounts
+
+
+MOUNT_SEPARATORS = ",:"
+
+
+def check_mount_path(path: str, what: str) -> None:
+    """pyxis' ``--container-mounts`` and apptainer's ``--bind`` split their list on ',' and each entry on ':', so a
+    path holding either would mount something else on every node (walk8 A1): refused here, once for every path a
+    Slurm step mounts (the spec's mounts, the folder they resolve to, ``--remote-dir``)."""
+    found = [c for c in MOUNT_SEPARATORS if c in path]
+    if found:
+        raise UsageError(f"slurm: {what} holds {' and '.join(repr(c) for c in found)}, which pyxis' "
+                         "--container-mounts and apptainer's --bind read as separators, so the step would mount "
+                         "something else; accepted: paths without ',' or ':' for a Slurm job in a container (move or "
+                         "rename the folder, or set slurm.runtime: host)")
 
 
 # gpus_per_node: auto on whole (exclusive) nodes: no GPU count is asked, each node runs one process per GPU
@@ -69,6 +83,15 @@ SPARES_NOTE = [
     "# recovery.spares: the allocation holds the spares too (SLURM_NNODES counts them); NODEWEAVE_NNODES is",
     "# the training node count, so the tasks with SLURM_NODEID from it on check in and wait as spares.",
 ]
+
+
+# walk6 W3: a plain sbatch runs with the token derived from the job id, which the node warns of; say so here.
+TOKEN_NOTE = (
+    "# The nodes' check-in token: `nodeweave up -t slurm` hands every node a random one. A plain `sbatch` of",
+    "# this file derives it from SLURM_JOB_ID and the master port, which anyone who can run squeue knows; to",
+    "# give one, set env: {NODEWEAVE_JOB_TOKEN_FILE: <a file only you can read, on a volume of the spec>}",
+    "# in the spec and render again (for this plain-sbatch path: it then replaces `up`'s token on every target).",
+)
 
 
 def directives(r: Resolved) -> List[str]:
@@ -157,6 +180,38 @@ def _runs(r: Resolved, image_default: str, sif: Optional[str]) -> List[str]:
     ]
 
 
+# walk8 A1: the submit folder becomes a mount source, whose ',' or ':' pyxis and apptainer would split on.
+SUBMIT_DIR_SEPARATORS = [
+    "if [ \"${runtime}\" != host ] && [[ \"${submit_dir}\" == *[,:]* ]]; then",
+    "  echo \"job.sbatch: the submit folder ${submit_dir} holds a ',' or ':', which pyxis' --container-mounts and "
+    "apptainer's --bind read as separators: sbatch from a folder without them, or NODEWEAVE_RUNTIME=host\" >&2",
+    "  exit 2",
+    "fi",
+]
+
+
+def submit_dir_check(r: Resolved) -> List[str]:
+    """Before any srun: a relative workspace is the submit folder's, so a script submitted from elsewhere (``cd ~ &&
+    sbatch ...``) would mount that folder read-write on every node and fail after the queue wait (walk7 A45). The
+    spec's script is looked for where the nodes will look; missing, the job ends at once (exit 2) naming the
+    remedy. Skipped where the script is not a workspace file: a ``command`` launcher's program, a project baked
+    into the image."""
+    script = r.spec.launcher.script
+    if (r.spec.launcher.type == "command" or r.spec.image.project is not None or script.startswith("/")
+            or r.spec.workspace.host_path.startswith(("/", "~"))):
+        return []
+    rel = posixpath.relpath(posixpath.normpath(posixpath.join(r.spec.workspace.path, script)), r.spec.workspace.path)
+    if rel.startswith(".."):
+        return []
+    where = f"{host_expression(r.spec.workspace.host_path)}/{double_quoted(rel)}"
+    shown = double_quoted(rel)
+    return [f"if [ ! -f \"{where}\" ]; then  # submitted from another folder: the nodes would not find the script",
+            f"  echo \"job.sbatch: {shown} is not in the workspace ${{submit_dir}}/{double_quoted(posixpath.normpath(r.spec.workspace.host_path))} "
+            f"(taken from the folder sbatch was run in): cd to the spec's folder and sbatch from there\" >&2",
+            "  exit 2",
+            "fi"]
+
+
 def render_script(r: Resolved) -> str:
     slurm = r.spec.slurm or Slurm()
     mounts = ",".join(f"{host_expression(h)}:{double_quoted(c)}{':ro' if ro else ''}"
@@ -178,11 +233,13 @@ def render_script(r: Resolved) -> str:
         "# The spec's settings for the entrypoint. Rank, node count and master come from Slurm itself",
         "# (SLURM_NODEID, SLURM_NNODES, the first host of SLURM_JOB_NODELIST).",
         *SPARES_NOTE * bool(r.spec.recovery.spare_nodes),
+        *TOKEN_NOTE * ("NODEWEAVE_JOB_TOKEN_FILE" not in r.spec.env and "NODEWEAVE_JOB_TOKEN" not in r.spec.env),
         *exports(r),
         "",
-        *(["submit_dir=\"${SLURM_SUBMIT_DIR:-${PWD}}\""] if uses_submit_dir else []),
+        *(["submit_dir=\"${SLURM_SUBMIT_DIR:-${PWD}}\"", *submit_dir_check(r)] if uses_submit_dir else []),
         f"runtime=\"${{NODEWEAVE_RUNTIME:-{slurm.runtime}}}\"",
         f"mounts=\"{mounts}\"",
+        *(SUBMIT_DIR_SEPARATORS if "${submit_dir}" in mounts else []),
         f"command=({command})",
         "",
         "case \"${runtime}\" in",

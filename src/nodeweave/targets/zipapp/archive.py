@@ -21,7 +21,7 @@ from pathlib import Path
 
 SHEBANG = b"#!/usr/bin/env python3\n"
 MARK_LINE = (b"# Rendered by nodeweave from src/nodeweave/entrypoint (stdlib only); "
-             b"`make render` rebuilds it, do not edit.\n")
+             b"`nodeweave render entrypoint` rebuilds it, do not edit.\n")
 EPOCH = (1980, 1, 1, 0, 0, 0)  # the earliest time a zip can hold
 MAIN = b'''\
 """Run nodeweave-entrypoint from this archive: python3 nodeweave-entrypoint.pyz --help."""

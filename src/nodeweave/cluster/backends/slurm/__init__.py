@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 import subprocess
 from dataclasses import replace
 from pathlib import Path
@@ -65,6 +66,11 @@ class SlurmCluster(Backend):
     fixed_image = ("the nodes run the spec's image (pyxis, apptainer: image.* or slurm.sif) or the shared venv "
                    "(slurm.runtime host)")
     reach_variables = ("SLURM_CONF",)
+
+    def _awaited(self, count: int, mode: str) -> str:
+        """Slurm: up allocates, it starts nothing; the wait is for the allocation and a step on each node."""
+        return (f"until the allocation is granted and each of its {count} node(s) answers an srun step (nothing "
+                "starts until `nodeweave run` or `nodeweave check`)")
     reach_prefixes = ("SALLOC_", "SRUN_")  # salloc and srun read their options from these too
     marked_kind = "Slurm allocation"
 
@@ -151,8 +157,8 @@ class SlurmCluster(Backend):
         return live is None or live.get("job_state") not in LIVE + WAITING
 
     def _unread_variables(self) -> Dict[str, str]:
-        return {"NODEWEAVE_RUNTIME": f"slurm/job.sbatch reads it; up runs slurm.runtime ({self.runtime.kind})",
-                "NODEWEAVE_IMAGE": "slurm/job.sbatch reads it; up runs the spec's image (image.* or slurm.sif)"}
+        # NODEWEAVE_RUNTIME, which only the sbatch script reads, is named at start-up (cli.habits.variables.BY_HAND)
+        return {"NODEWEAVE_IMAGE": "slurm/job.sbatch reads it; up runs the spec's image (image.* or slurm.sif)"}
 
     def _up_notes(self, image: Optional[str]) -> List[str]:
         """What ``up`` says first, and the recorded allocation when Slurm still holds it (asked with ``squeue``
@@ -176,14 +182,15 @@ class SlurmCluster(Backend):
     def _workspace_lines(self) -> List[str]:
         """Where the steps run, when it is this machine's folder of the spec (walk5, W41): the compute nodes must
         see it at the same path; one under /tmp (or another folder each machine has to itself) they never do."""
-        if self.options.remote_dir:
-            return []
-        from nodeweave.entrypoint.planning.shared_rules import per_container
+        from nodeweave.cluster.options import cleared_folder_warning, machine_own
 
+        if self.options.remote_dir:  # each node's own folder, filled by sync: it must last (issue 43 A54)
+            kept = "the code `nodeweave sync` sends to each node and the job token"
+            return [line for line in [cleared_folder_warning(self.workdir, "--remote-dir", self.spec.name, kept)]
+                    if line]
         line = (f"the steps run in {self.workdir} on every node (workspace.host_path, this machine's folder): it must "
                 "be on storage the compute nodes share with this machine at that path, or give --remote-dir DIR")
-        local = per_container(self.workdir) or next((d for d in ("/var/tmp", "/dev/shm", "/run")
-                                                     if self.workdir == d or self.workdir.startswith(d + "/")), None)
+        local = machine_own(self.workdir)
         if local:
             return [f"warning: {line}; {local} is each machine's own, so the nodes would not find it there"]
         return [line]
@@ -280,6 +287,15 @@ class SlurmCluster(Backend):
                      stdin=secret + "\n", stdin_name="a new random job token", timeout=120)
                 for node in self.nodes(for_up=True)]
 
+    def _submitted_hint(self) -> str:
+        """How to see a job submitted with ``sbatch slurm/job.sbatch`` (docs/slurm.md's path), which records nothing
+        here (walk6, W20/W21): the verbs know only the allocations ``up`` took, node 0 serves the live picture."""
+        name = shlex.quote(self.spec.name)
+        if not self.spec.metrics.enabled:
+            return f"a job you submitted with sbatch is not recorded here: `squeue --me --name {name}` lists it"
+        return (f"a job you submitted with sbatch is not recorded here: `squeue --me --name {name}` names its nodes, "
+                f"and `nodeweave top --url http://FIRST-NODE:{self.spec.metrics.port}` (or `dashboard --url`) reads it")
+
     def grow_hint(self, count: int) -> str:
         return (f"raise nodes in the spec to {count}, then `nodeweave down` and `nodeweave up --target slurm` (an "
                 "allocation never grows)")
@@ -293,12 +309,12 @@ class SlurmCluster(Backend):
         if self.job is not None:
             return None
         return (f"{self.spec.name} is not up on Slurm: no allocation is recorded for it (`nodeweave up --target slurm` "
-                "records one; `squeue --me` lists your jobs); nothing to take down")
+                f"records one; {self._submitted_hint()}); nothing to take down")
 
     def _down_steps(self, delete_claims: bool) -> List[List[Step]]:
         if self.job is None:
             raise UsageError(f"no Slurm allocation is recorded for {self.spec.name} in .nodeweave/{self.spec.name}/cluster.json: "
-                             "nothing to release (`squeue --me` lists your jobs)")
+                             f"nothing to release ({self._submitted_hint()})")
         if self._live() is None:
             return []  # released already, or past its time limit: nothing left but the record
         forget = [Step(f"delete the job token on node-{node.index} ({node.remote.label})",
@@ -314,7 +330,7 @@ class SlurmCluster(Backend):
 
         if self.job is None:
             raise EnvironmentProblem(f"{self.spec.name} is not up: no Slurm allocation is recorded for it; "
-                                     "`nodeweave up --target slurm` takes one")  # not up: exit 3, as every target
+                                     f"`nodeweave up --target slurm` takes one; {self._submitted_hint()}")  # exit 3
         live = self._live()
         if live is None:
             raise NodeweaveError(f"allocation {self.job} is gone (squeue no longer knows it: released, or past its "
@@ -347,7 +363,7 @@ class SlurmCluster(Backend):
                          options=(*self._step_options(), *runtime.srun_options()),
                          prefix=tuple(runtime.command_prefix()))
         inside = runtime.workdir if runtime.in_container else self.workdir
-        return [Node(i, Srun(f"{job}/{host}", step_options=tuple(runtime.srun_options()),
+        return [self._node(i, Srun(f"{job}/{host}", step_options=tuple(runtime.srun_options()),
                              prefix=tuple(runtime.command_prefix())), env=step.node_view(i), workdir=inside, group=step)
                 for i, host in enumerate(hosts)]
 
@@ -378,9 +394,20 @@ class SlurmCluster(Backend):
 
     def sync_targets(self):
         if not self.options.remote_dir:  # the nodes run in this very folder, through shared storage
-            raise UsageError(f"target slurm: the nodes work in {self.workdir}, the workspace itself on storage they "
-                             "share with this machine, so there is nothing to send; with node-local copies, "
-                             "`nodeweave up --target slurm --remote-dir /LOCAL/PATH` names the folder sync fills")
+            from nodeweave.cluster.options import machine_own
+
+            local = machine_own(self.workdir)
+            if local:  # what up's plan warns of: the nodes never see it, and sync has no folder of theirs to fill
+                raise UsageError(f"target slurm: the nodes would work in {self.workdir}, this machine's folder, but "
+                                 f"{local} is each machine's own, so they would not find it and there is no folder "
+                                 "of theirs to sync into; `nodeweave up --target slurm --remote-dir /LOCAL/PATH` "
+                                 "names the folder on the nodes that sync fills")
+            from nodeweave.cluster.base import NothingToSend
+
+            raise NothingToSend(f"nothing to send: target slurm: the nodes work in {self.workdir}, this machine's "
+                                "folder on storage they share; every node sees each change at once (with "
+                                "node-local copies, `nodeweave up --target slurm --remote-dir /LOCAL/PATH` names the "
+                                "folder sync fills)")
         return [Srun(f"{self.job}/{host}") for host in self._hosts()], self.workdir  # the node, not the container
 
     @property

@@ -65,7 +65,7 @@ def node_path(path: str, spec_dir: Path) -> str:
 
 def step_runtime(resolved, spec_dir: Path, workspace_on_nodes: str) -> StepRuntime:
     """The spec's ``slurm.runtime`` as step words: the image, the batch script's mounts, the workspace."""
-    from nodeweave.targets.slurm.script import container_mounts, pyxis_image
+    from nodeweave.targets.slurm.script import check_mount_path, container_mounts, pyxis_image
 
     spec = resolved.spec
     runtime = spec.slurm.runtime if spec.slurm else "pyxis"
@@ -73,6 +73,8 @@ def step_runtime(resolved, spec_dir: Path, workspace_on_nodes: str) -> StepRunti
         return StepRuntime("host")
     mounts = [(workspace_on_nodes, spec.workspace.path, False)]
     mounts += [(node_path(host, spec_dir), inside, ro) for host, inside, ro in container_mounts(resolved)[1:]]
+    for host, inside, _ in mounts:  # the resolved folders too: the spec's `.` is this folder, --remote-dir the user's
+        check_mount_path(host, f"the mount {host} -> {inside}")
     if runtime == "pyxis":
         return StepRuntime("pyxis", image=pyxis_image(resolved.image), mounts=tuple([*mounts, NODE_TMP]),
                            workdir=spec.workspace.path, name=f"nodeweave-{spec.name}")

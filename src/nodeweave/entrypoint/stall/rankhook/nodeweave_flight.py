@@ -175,8 +175,7 @@ def _poll(probe, recorders):
         own = (json.loads(dump(False, False)).get("pg_status") or {}).get(DEFAULT_GROUP) or {}
         enqueued += max(0, int(own.get("last_enqueued_collective", -1)))
         completed += max(0, int(own.get("last_completed_collective", -1)))
-    if (enqueued, completed) != probe.flight:
-        probe.recorded(enqueued, completed)
+    probe.recorded(enqueued, completed)
 
 
 MIN_DURATIONS_S = 1.0

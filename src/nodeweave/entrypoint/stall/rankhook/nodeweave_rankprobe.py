@@ -32,12 +32,13 @@ import struct
 import sys
 import time
 
-MAGIC = b"NWR3"
+MAGIC = b"NWR4"
 # magic, gen, pid, rank, local rank, main thread ident, seq, changed, entered, inside_s, outside_s, name,
 # the flight recorder's last enqueued and last completed collective of the default group (-1: not known),
 # the device time waited in timed collectives and how many were timed; the same from the NCCL flight
-# recorder's durations (every NCCL collective: C++-issued and async ones too) and the host time its reads span
-LAYOUT = struct.Struct("<4sIIiiQQdddd24sqqdqdqd")
+# recorder's durations (every NCCL collective: C++-issued and async ones too) and the host time its reads span,
+# and when the flight thread last read the recorder (0: never): a count read before the rank's last move is stale
+LAYOUT = struct.Struct("<4sIIiiQQdddd24sqqdqdqdd")
 SIZE = 4096
 OWNER = "NODEWEAVE_RANKWATCH_PID"
 COLLECTIVES = (
@@ -78,6 +79,7 @@ class Probe:
         self.inside = self.outside = 0.0
         self.changed = self.last_exit = time.monotonic()
         self.flight = (-1, -1)  # written by the flight thread (flight.py)
+        self.polled = 0.0  # when the flight thread last read the recorder (monotonic; 0.0: never)
         self.device = None  # nodeweave_device.DeviceTimer, once a collective runs on a GPU tensor
         self.device_module = None  # nodeweave_device, imported at the first collective
         self.fr_seen = -1  # the last collective_seq_id whose duration was read (flight thread)
@@ -103,14 +105,19 @@ class Probe:
             LAYOUT.pack_into(self.map, 0, MAGIC, self.gen, self.pid, self.rank, self.local_rank, self.thread,
                              self.seq, self.changed, self.entered, self.inside, self.outside, self.name,
                              self.flight[0], self.flight[1], self.device.waited_s if self.device else 0.0,
-                             self.device.timed if self.device else 0, self.fr_wait, self.fr_timed, self.fr_span)
+                             self.device.timed if self.device else 0, self.fr_wait, self.fr_timed, self.fr_span,
+                             self.polled)
             self.gen += 1
             struct.pack_into("<I", self.map, 4, self.gen)
 
     def recorded(self, enqueued, completed):
-        """The flight recorder moved (flight thread): counts as progress, like entering a collective."""
-        self.flight = (enqueued, completed)
-        self.changed = time.monotonic()
+        """The flight thread read the recorder: when its counts moved, that counts as progress, like entering a
+        collective; either way the read's time is kept, so a judge knows whether the counts are older than the
+        rank's last move (a rank that exited, or is exiting, stopped reading them)."""
+        self.polled = time.monotonic()
+        if (enqueued, completed) != self.flight:
+            self.flight = (enqueued, completed)
+            self.changed = self.polled
         self.write()
 
     def timed_by_recorder(self, last_seq, seconds, count, now):
@@ -262,11 +269,11 @@ def read(data):
         return None
     (_, gen, pid, rank, local_rank, thread, seq, changed, entered, inside, outside,
      name, fr_enqueued, fr_completed, device_wait, device_timed, fr_wait, fr_timed,
-     fr_span) = LAYOUT.unpack_from(data, 0)
+     fr_span, polled) = LAYOUT.unpack_from(data, 0)
     if gen % 2:
         return None
     return {"pid": pid, "rank": rank, "local_rank": local_rank, "thread": thread, "seq": seq, "changed": changed,
             "entered": entered, "inside_s": inside, "outside_s": outside,
             "name": name.rstrip(b"\0").decode(errors="replace"), "fr_enqueued": fr_enqueued,
             "fr_completed": fr_completed, "device_wait_s": device_wait, "device_timed": device_timed,
-            "fr_wait_s": fr_wait, "fr_timed": fr_timed, "fr_span_s": fr_span}
+            "fr_wait_s": fr_wait, "fr_timed": fr_timed, "fr_span_s": fr_span, "polled": polled}

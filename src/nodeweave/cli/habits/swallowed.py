@@ -1,0 +1,79 @@
+"""An option that takes a value never takes the verb's next flag as that value.
+
+Why: with ``OUT`` unset, ``nodeweave render all --out $OUT --dry-run`` reached click as ``--out --dry-run``:
+``--out`` took ``--dry-run`` as its folder and the dry run became a real render (walk7 A52; the same for
+``bench --json-out``, ``run --runs-dir``, ``sync -x ... --delete``). Judged once for every verb, as the command
+line is read (``NodeweaveCommand.parse_args``), before anything runs: the word after an option that takes a
+value may not be one of the verb's own flags, nor any word that starts with ``--``. A value that really starts
+with ``--`` (``run --profile-options=--trace=cuda``) is written ``--OPTION=VALUE``, which is never refused.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+
+def takes_value(param) -> bool:
+    """Whether ``param`` is an option that reads the word after it (not a flag, not a counter)."""
+    return (getattr(param, "param_type_name", "") == "option" and not getattr(param, "is_flag", False)
+            and not getattr(param, "count", False))
+
+
+def flag_words(command) -> "set[str]":
+    """Every spelling of every option of ``command`` (both sides of a switch, ``-h``/``--help`` too)."""
+    words = {"-h", "--help"}
+    for param in getattr(command, "params", ()):
+        if getattr(param, "param_type_name", "") != "option":  # an argument's "opts" is its name (run's `command`)
+            continue
+        words.update(getattr(param, "opts", ()))
+        words.update(getattr(param, "secondary_opts", ()))
+    return words
+
+
+# Options whose value is another program's options (`run --profile-options '--trace=cuda,nvtx'`, as docs/cluster.md
+# shows it): a word starting with -- is their normal value, so only the verb's own flags are refused there.
+VALUES_ARE_OPTIONS = ("--profile-options",)
+
+
+def looks_like_a_flag(word: str, flags: "set[str]", values_are_options: bool = False) -> bool:
+    """``--anything``, one of the verb's flags, or one of its short flags with a value joined (``-ojson``). A word
+    holding a space is a quoted value: no flag has one (``--profile-options '--trace=cuda --stats=true'``)."""
+    if any(c.isspace() for c in word):
+        return False
+    if word.split("=", 1)[0] in flags:
+        return True
+    if values_are_options:
+        return False
+    if word.startswith("--") and word != "--":
+        return True
+    return len(word) > 2 and word[0] == "-" and word[:2] in flags and not word[1].isdigit()
+
+
+def refuse_swallowed_flags(command, verb: str, words: Sequence[str]) -> None:
+    """Exit 2 naming the first option whose value, read from the next word, is a flag (only the words before
+    ``--`` are nodeweave's; ``--OPTION=VALUE`` is the way to give a value that starts with ``--``)."""
+    from nodeweave.errors import UsageError
+
+    words = list(words)
+    words = words[:words.index("--")] if "--" in words else words
+    flags = flag_words(command)
+    valued = {name: param for param in getattr(command, "params", ()) if takes_value(param)
+              for name in getattr(param, "opts", ())}
+    index = 0
+    while index < len(words):
+        word = words[index]
+        param = valued.get(word)
+        if param is None:
+            index += 1
+            continue
+        if index + 1 < len(words) and looks_like_a_flag(words[index + 1], flags,
+                                                        bool(set(param.opts) & set(VALUES_ARE_OPTIONS))):
+            value = words[index + 1]
+            longest = max(param.opts, key=len)
+            own = value.split("=", 1)[0] in flags or (not value.startswith("--") and value[:2] in flags)
+            what = f"an option of `{verb}`" if own else "a word that starts with --"
+            raise UsageError(
+                f"{word} {value!r}: {value!r} is {what}, not a value for {word} (an unset variable before it?); "
+                f"nothing was run; accepted: a value after {word}, quoted when it is a variable "
+                f"({word} \"$VALUE\" refuses an empty one), or {longest}={value} for a value that starts with -")
+        index += 2

@@ -1,0 +1,124 @@
+"""Whether a JSON answer is node 0's live picture (``/status.json``, schema :data:`SCHEMA`), checked once where
+it is read.
+
+Every reader of the picture (``nodeweave-entrypoint --node live`` inside node 0, ``nodeweave top``, the
+dashboard's poll) runs :func:`live_problem` on what it got before anything draws it: another program on the
+metrics port, a proxy's answer or a damaged document is then one line naming what is wrong ("ranks is an
+object, not a list"), never an ``AttributeError`` deep in a drawing function or the dashboard's server.
+Stdlib only: the entrypoint uses it too.
+"""
+
+SCHEMA = "nodeweave.live/1"
+GOODPUT_BUCKETS = ("training", "startup", "recovery", "redone", "stalled", "idle")  # goodput.py's BUCKETS
+
+_NUMBER = (int, float)
+_SCALAR = (str, int, float)
+_NONE = type(None)
+
+# the fields the drawings read, each with the types it may hold (None: absent or null is always fine)
+_TOP = {"now": _NUMBER, "job": str, "book": dict, "nodes": list, "ranks": list, "verdicts": dict, "gpus": list,
+        "gpu_source": str, "node_gpus": list, "step": list, "steps_per_s": _NUMBER, "step_note": str, "goodput": dict,
+        "timeline": dict}
+_BOOK = {"generation": int, "restarts": int}
+_NODE = {"node": _SCALAR, "host": str, "state": str, "role": str, "heartbeat_age_s": _NUMBER}
+_RANK = {"node": _SCALAR, "rank": _SCALAR, "host": str, "seq": int, "collectives": int, "state": str,
+         "collectives_per_s": _NUMBER,
+         "inside_s": _NUMBER, "outside_s": _NUMBER, "straggler_ratio": _NUMBER}
+_GPU = {"index": _SCALAR, "util_ratio": _NUMBER, "mem_used_bytes": _NUMBER, "mem_total_bytes": _NUMBER,
+        "power_watts": _NUMBER, "xid_errors": int}
+_NODE_GPUS = {"node": _SCALAR, "source": str, "gpus": list}
+_VERDICTS = {"stall": dict, "stragglers": list}
+_STALL = {"for_s": _NUMBER}
+_GOODPUT = {"wall_s": _NUMBER, "buckets": dict, "productive": _NUMBER}
+# the newest step line, as ``live.Live.step`` holds it and top/the dashboard read it: step[0] its logger, step[1]
+# its number (walk7 B14: a check that wanted two values refused every job whose step lines were read)
+STEP = (("logger", str), ("number", int), ("time", _NUMBER))
+
+_KINDS = {dict: "an object", list: "a list", str: "a string", bool: "true/false", int: "a whole number",
+          float: "a number", _NONE: "null"}
+
+
+def kind(value) -> str:
+    """What a JSON value is, in words ("a list", "a string")."""
+    return _KINDS.get(type(value), type(value).__name__)
+
+
+def _wanted(types) -> str:
+    types = types if isinstance(types, tuple) else (types,)
+    return " or ".join(dict.fromkeys("a number" if t is float else _KINDS[t] for t in types))
+
+
+def _fields(where: str, document: dict, fields: dict):
+    """The first field of ``document`` whose value is of none of its types, in one phrase; None when all fit."""
+    for name, types in fields.items():
+        value = document.get(name)
+        is_bool = isinstance(value, bool)  # JSON's true is no number of anything
+        if value is not None and (is_bool or not isinstance(value, types)):
+            return f"{where}{name} is {kind(value)}, not {_wanted(types)}"
+    return None
+
+
+def _each(where: str, items: list, fields: dict):
+    for i, item in enumerate(items):
+        if not isinstance(item, dict):
+            return f"{where}[{i}] is {kind(item)}, not an object"
+        problem = _fields(f"{where}[{i}].", item, fields)
+        if problem:
+            return problem
+    return None
+
+
+def _step(step):
+    """Why ``step`` is not (logger, number, time), in one phrase; None when it is, or absent."""
+    if step is None:
+        return None
+    if len(step) != len(STEP):
+        return f"step holds {len(step)} value(s), not {len(STEP)} (its logger, number and time)"
+    return _fields("step.", {name: value for (name, _), value in zip(STEP, step)}, dict(STEP))
+
+
+def not_http_problem(err) -> str:
+    """Why a port gave no HTTP answer at all (``http.client.HTTPException``: a status line that is not HTTP's), in
+    one phrase naming what answers there: node 0's check-in exchange greets every connection with a JSON
+    challenge, which a URL pointed at the exchange port (master port + 1, on ``--explain``'s exchange line) gets."""
+    said = str(getattr(err, "line", "") or err).strip()
+    if said.startswith("{") and '"challenge"' in said:
+        import json
+
+        try:
+            job = json.loads(said).get("job")
+        except (ValueError, AttributeError):
+            job = None
+        return (f"node 0's check-in exchange answers there{f' (job {job})' if job else ''}, not its metrics port: "
+                "/status.json is on metrics.port (9464 unless set; NODEWEAVE_METRICS_PORT on the node)")
+    return f"no HTTP answer ({type(err).__name__}: {said[:80] or 'nothing'}): another program listens there"
+
+
+def live_problem(answer):
+    """Why ``answer`` is not node 0's live picture, in one phrase; None when every field the drawings read holds
+    what they expect."""
+    if not isinstance(answer, dict):
+        return f"{kind(answer)}, not an object with schema {SCHEMA}"
+    if answer.get("schema") != SCHEMA:
+        got = f"schema {answer['schema']!r}" if "schema" in answer else "no schema"
+        return f"an object with {got}, not {SCHEMA}"
+    goodput = answer.get("goodput") or {}
+    checks = (
+        lambda: _fields("", answer, _TOP),
+        lambda: _fields("book.", answer.get("book") or {}, _BOOK),
+        lambda: _each("nodes", answer.get("nodes") or [], _NODE),
+        lambda: _each("ranks", answer.get("ranks") or [], _RANK),
+        lambda: _each("gpus", answer.get("gpus") or [], _GPU),
+        lambda: _each("node_gpus", answer.get("node_gpus") or [], _NODE_GPUS),
+        lambda: next(filter(None, (_each(f"node_gpus[{i}].gpus", e.get("gpus") or [], _GPU)
+                                   for i, e in enumerate(answer.get("node_gpus") or []))), None),
+        lambda: _fields("verdicts.", answer.get("verdicts") or {}, _VERDICTS),
+        lambda: _fields("verdicts.stall.", (answer.get("verdicts") or {}).get("stall") or {}, _STALL),
+        lambda: _step(answer.get("step")),
+        lambda: _fields("goodput.", goodput, _GOODPUT),
+        lambda: None if not goodput else _fields("goodput.buckets.", goodput.get("buckets") or {},
+                                                 dict.fromkeys(GOODPUT_BUCKETS, _NUMBER)),
+        lambda: None if not goodput or all(name in (goodput.get("buckets") or {}) for name in GOODPUT_BUCKETS) else
+        f"goodput.buckets lacks {', '.join(n for n in GOODPUT_BUCKETS if n not in (goodput.get('buckets') or {}))}",
+    )
+    return next(filter(None, (check() for check in checks)), None)

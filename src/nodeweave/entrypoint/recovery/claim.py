@@ -1,0 +1,120 @@
+"""One job at a time over a checkpoint folder: node 0's claim on its ``checkpoint_dir`` (walk8 B25).
+
+Node 0 hands a fault's next generation the newest complete save written after the job started: a save another
+job writes into the same folder meanwhile (two sweep points started together, a re-run while the old run still
+goes) passes that time line, and the ranks would load weights this job never trained. So node 0 of a job with
+recovery on writes ``<checkpoint_dir>/.nodeweave-claim`` (its job, run, host and pid, as JSON) before it opens its
+exchange and rewrites it every few seconds while the job lives; a second job's node 0 finding a claim that is
+fresh and not its own refuses its start (exit 3) naming the first. A claim not rewritten for :data:`FRESH_S` is a
+job that ended or died: taken over. Node 0 started again in its own job (a container restarted: same job, same
+host, and the pid that wrote the claim no longer runs there, or is this very process) goes on.
+
+The file is node 0's own and removed when it exits; the saves' finder passes over every dot file.
+"""
+
+import json
+import os
+import socket
+import threading
+import time
+
+from ..errors import EXIT_TOPOLOGY, EntrypointError
+
+NAME = ".nodeweave-claim"
+REFRESH_S = 5.0
+FRESH_S = 30.0  # six refreshes missed: the job that wrote it is gone
+
+
+def take(folder, job, run_id, log):
+    """Claim ``folder`` for this job (None: no folder, nothing to claim); raises EntrypointError (exit 3) when
+    another job's node 0 holds it now. The claim is kept fresh by a daemon thread until this process exits."""
+    if not folder:
+        return None
+    path = os.path.join(folder, NAME)
+    mine = {"job": job, "run": run_id or None, "host": socket.gethostname(), "pid": os.getpid(),
+            "since": time.time()}
+    held = _read(path)
+    if held is not None and _someone_else(held, mine):
+        age = max(0.0, time.time() - held["written"])
+        run = f", run {held['run']}" if held.get("run") else ""
+        raise EntrypointError(
+            f"checkpoint_dir {folder} is in use by another job now: job {held.get('job')!r}{run}, node 0 on "
+            f"{held.get('host')} (pid {held.get('pid')}), its claim {path} rewritten {age:.0f} s ago; two jobs over "
+            "one folder would resume from each other's saves (weights this job never trained): give each run its "
+            "own folder (e.g. checkpoints/<run id>), or wait for that job to end", EXIT_TOPOLOGY)
+    try:
+        os.makedirs(folder, exist_ok=True)
+        _write(path, mine)
+    except OSError as err:
+        log(f"warning: cannot claim checkpoint_dir {folder} ({err.strerror or err}): a second job started over "
+            "the same folder would not be refused")
+        return None
+    claim = Claim(path, mine)
+    threading.Thread(target=claim.keep, name="nodeweave-claim", daemon=True).start()
+    import atexit
+
+    atexit.register(claim.release)
+    return claim
+
+
+class Claim:
+    def __init__(self, path, mine):
+        self.path, self.mine, self.stopped = path, mine, threading.Event()
+
+    def keep(self):
+        while not self.stopped.wait(REFRESH_S):
+            try:
+                _write(self.path, self.mine)
+            except OSError:
+                pass  # the folder went away or is read-only now: the saves will say so louder
+
+    def release(self):
+        """Remove the claim if it is still this process's (never another job's that took it over)."""
+        self.stopped.set()
+        held = _read(self.path)
+        if held is not None and held.get("pid") == self.mine["pid"] and held.get("host") == self.mine["host"]:
+            try:
+                os.unlink(self.path)
+            except OSError:
+                pass
+
+
+def _someone_else(held, mine):
+    """Whether a claim read from the folder is another job's that still runs: rewritten within :data:`FRESH_S`,
+    and, written on this host, by a process that still runs and is not this one."""
+    if time.time() - held["written"] > FRESH_S:
+        return False
+    if held.get("host") != mine["host"]:
+        return True  # fresh from another host: the same job id there is a second job of the same name
+    pid = held.get("pid")
+    if pid == mine["pid"] or not isinstance(pid, int) or isinstance(pid, bool):
+        return False  # this very process (pid 1 in a restarted container)
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False  # its writer is gone (node 0 before this one, a job stopped): taken over
+    except OSError:
+        return True  # runs, as another user
+    return True
+
+
+def _read(path):
+    """The claim at ``path`` with ``written`` (its mtime, the storage's clock read as this node's), or None."""
+    from .. import bounded
+
+    try:
+        held = json.loads(bounded.read_text(path, bounded.TEXT_CAP, "a checkpoint folder's claim"))
+        written = os.stat(path).st_mtime
+    except (OSError, ValueError):
+        return None
+    if not isinstance(held, dict):
+        return None
+    held["written"] = written
+    return held
+
+
+def _write(path, mine):
+    temporary = f"{path}.{mine['pid']}.tmp"
+    with open(temporary, "w") as f:
+        json.dump(mine, f)
+    os.replace(temporary, path)
