@@ -65,7 +65,7 @@ def address(rank):
 def template_fingerprint(nodes, port, launcher):
     """This machine's fingerprint, made by the entrypoint's own code, as every simulated node's base."""
     from nodeweave.entrypoint.core import make_plan
-    from nodeweave.entrypoint.checkin.fingerprint import fault_settings, local_fingerprint
+    from nodeweave.entrypoint.checkin.fingerprint import local_fingerprint
     from nodeweave.entrypoint.detection.sysfs import Root
     from nodeweave.entrypoint.planning.settings import parse
 
@@ -73,8 +73,8 @@ def template_fingerprint(nodes, port, launcher):
     argv = ["--launcher", launcher, "--nnodes", str(nodes), "--node-rank", "1", "--master-addr", "127.0.0.1",
             "--master-port", str(port - 1), "--", "train.py"]
     plan = make_plan(argv, env)
-    # a real node's fault settings, as the check-in compares them (walk7 B49): none would differ from node 0's
-    return local_fingerprint(plan, Root("/"), env, faults=fault_settings(parse(argv, env)))
+    # a real node's settings, its fault settings among them (walk7 B49): none would differ from node 0's
+    return local_fingerprint(plan, Root("/"), parse(argv, env))
 
 
 class Node:

@@ -12,6 +12,7 @@ from nodeweave.entrypoint import make_plan
 from nodeweave.entrypoint.checkin.fingerprint import distributions_digest, local_fingerprint, workspace
 from nodeweave.entrypoint.running.supervise import how_it_ended
 from nodeweave.entrypoint.detection.sysfs import Root
+from nodeweave.entrypoint.planning.settings import parse
 
 FIX = Path(__file__).parent / "fixtures" / "synthetic"
 
@@ -23,10 +24,10 @@ def test_versions_come_from_installed_distributions(tmp_path):
     site = root / "usr/local/lib/python3.11/site-packages"
     for dist in ("torch-2.13.0", "deepspeed-0.19.8", "nvidia_nccl_cu12-2.26.2", "numpy-2.3.1"):
         (site / f"{dist}.dist-info").mkdir(parents=True)
-    plan = make_plan(["--launcher", "deepspeed", "--nnodes", "2", "--node-rank", "1", "--master-addr", "hgx-a00",
-                      "--nproc-per-node", "8",
-                      "--", "t.py"], {}, sysroot=str(root))
-    fp = local_fingerprint(plan, Root(str(root)), {}, cwd=str(tmp_path))
+    argv = ["--launcher", "deepspeed", "--nnodes", "2", "--node-rank", "1", "--master-addr", "hgx-a00",
+            "--nproc-per-node", "8", "--", "t.py"]
+    plan = make_plan(argv, {}, sysroot=str(root))
+    fp = local_fingerprint(plan, Root(str(root)), parse(argv, {}), cwd=str(tmp_path))
     assert (fp["torch"], fp["launcher_version"]) == ("2.13.0", "0.19.8")
     assert fp["gpu_vendor"] == "nvidia" and fp["gpu_count"] == 8 and fp["nproc"] == 8
     assert fp["rank"] == 1 and fp["nnodes"] == "2" and fp["launcher"] == "deepspeed"
@@ -37,10 +38,10 @@ def test_versions_come_from_installed_distributions(tmp_path):
 
 def test_the_fingerprint_names_the_image_reference_and_variant():
     """Both, as docs/entrypoint.md says (a crammed line once left the variant inside a comment)."""
-    plan = make_plan(["--nnodes", "2", "--node-rank", "1", "--master-addr", "hgx-a00", "--", "t.py"], {},
-                     sysroot=str(FIX / "hgx-h100"))
+    argv = ["--nnodes", "2", "--node-rank", "1", "--master-addr", "hgx-a00", "--", "t.py"]
+    plan = make_plan(argv, {}, sysroot=str(FIX / "hgx-h100"))
     env = {"NODEWEAVE_IMAGE_REF": "ghcr.io/example/llama:cuda12", "NODEWEAVE_IMAGE_VARIANT": "cuda12"}
-    fp = local_fingerprint(plan, Root(str(FIX / "hgx-h100")), env)
+    fp = local_fingerprint(plan, Root(str(FIX / "hgx-h100")), parse(argv, env))
     assert (fp["image_ref"], fp["image_variant"]) == ("ghcr.io/example/llama:cuda12", "cuda12")
 
 
@@ -48,13 +49,21 @@ def test_nccl_from_the_wheel_on_a_live_root():
     """The live root reads this venv's distributions: the same digest twice, torch's real version."""
     from one_machine import one_machine_env  # here: _child's processes import this module with tests/ alone
 
-    plan = make_plan(["--nnodes", "2", "--node-rank", "1", "--master-addr", "127.0.0.1", "--", "t.py"],
-                     one_machine_env())
-    fp = local_fingerprint(plan, Root("/"), {})
+    argv = ["--nnodes", "2", "--node-rank", "1", "--master-addr", "127.0.0.1", "--", "t.py"]
+    plan = make_plan(argv, one_machine_env())
+    fp = local_fingerprint(plan, Root("/"), parse(argv, {}))
     from importlib.metadata import version
 
     assert fp["torch"] == version("torch")
-    assert fp == local_fingerprint(plan, Root("/"), {})
+    assert fp == local_fingerprint(plan, Root("/"), parse(argv, {}))
+
+
+def test_a_fingerprint_always_carries_the_fault_settings_node_0_compares():
+    """Made from the settings, never a bare environment: a node (or the test's attacker) that built one without
+    its fault settings was refused as acting otherwise on a fault (CI stop 50)."""
+    argv = ["--nnodes", "2", "--node-rank", "1", "--master-addr", "127.0.0.1", "--", "t.py"]
+    fp = local_fingerprint(make_plan(argv, {}), Root("/"), parse(argv, {}))
+    assert fp["faults"] and fp["faults"]["recovery"] is False and "stall_timeout" in fp["faults"], fp["faults"]
 
 
 def test_distribution_digest_changes_with_any_version():

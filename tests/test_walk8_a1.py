@@ -142,7 +142,7 @@ def test_an_absent_image_is_still_said_when_the_store_answered(capsys, team, tmp
 FAKE_PODMAN_STORE = """#!/bin/sh
 # podman, as `podman image inspect --format F REF` answers for an image another folder's build left at every tag
 if [ "$1 $2" = "image inspect" ]; then
-  echo '{"io.nodeweave.job": "team", "io.nodeweave.folder": "%s", "io.nodeweave.owner": "%s"}'; exit 0
+  echo '{"io.nodeweave.image.job": "team", "io.nodeweave.image.folder": "%s", "io.nodeweave.image.owner": "%s"}'; exit 0
 fi
 exec %s "$@"
 """
@@ -172,8 +172,9 @@ def test_a_build_marks_its_folder_and_names_another_folders_image_at_its_tag(cap
     _store_holding(team, "/elsewhere/b", "0123456789ab", monkeypatch)
     code, out, err = run_cli(capsys, "image", "build", "--dry-run")
     assert code == 0, err
-    assert f"--label io.nodeweave.owner={JobMark.of(team, 'team').owner}" in out
-    assert f"--label io.nodeweave.folder={team.resolve()}" in out
+    assert f"--label io.nodeweave.image.owner={JobMark.of(team, 'team').owner}" in out
+    assert f"--label io.nodeweave.image.folder={team.resolve()}" in out
+    assert "--label io.nodeweave.owner=" not in out  # a container run from it by hand is no `up`'s (CI stop 50)
     assert "now holds the image built from /elsewhere/b" in out + err
     code, out, err = run_cli(capsys, "up", "--hold", "--dry-run")
     assert code == 0 and "was built from /elsewhere/b, not this folder" in out + err, out + err

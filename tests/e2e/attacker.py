@@ -28,12 +28,14 @@ def checkin(job, master, port):
     from nodeweave.entrypoint.checkin.exchange import check_in
     from nodeweave.entrypoint.checkin.fingerprint import local_fingerprint
     from nodeweave.entrypoint.detection.sysfs import Root
+    from nodeweave.entrypoint.planning.settings import parse
     from nodeweave.entrypoint.checkin.wire import ExchangeError, job_token
 
     env = {"NODEWEAVE_JOB_ID": job}
-    plan = make_plan(["--launcher", "torchrun", "--nnodes", "2", "--node-rank", "1", "--master-addr", master,
-                      "--master-port", str(port), "--", "train.py"], env)
-    fingerprint = local_fingerprint(plan, Root("/"), env)
+    argv = ["--launcher", "torchrun", "--nnodes", "2", "--node-rank", "1", "--master-addr", master,
+            "--master-port", str(port), "--", "train.py"]
+    plan = make_plan(argv, env)
+    fingerprint = local_fingerprint(plan, Root("/"), parse(argv, env))  # a real node's, fault settings and all
     token = job_token({}, job, port)  # derived: the job id and the master port, no secret
     try:
         verdict, channel = check_in(master, port + 1, fingerprint, token, time.monotonic() + 40)

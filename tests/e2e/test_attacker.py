@@ -119,7 +119,7 @@ def test_without_the_token_an_impostor_checks_in_and_its_forged_failure_stops_th
     wait_for_exchange(node0)
     steps, out = attack(job)
     assert steps.get("checkin", {}).get("ok") is True, out.stdout + out.stderr  # (a) node 0 took it as node 1
-    assert steps["checkin"]["decision"] == "start"
+    assert steps["checkin"]["decision"] == "start", podman("logs", node0, check=False).stderr[-3000:]
     assert steps.get("forge", {}).get("ok") is True  # (b) its report went in
     code, logs = wait_exit(node0)
     assert code == 5, logs  # node 0 stopped the job for a failure that never happened

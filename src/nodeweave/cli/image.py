@@ -153,7 +153,7 @@ def build(
 
 
 def _mark_build(plan, spec, spec_path: Optional[Path], context: Path, engine_kind: Optional[str]) -> List[str]:
-    """The image carries its folder's mark as ``up``'s containers do (cluster/identity.py), and a tag that now holds
+    """The image carries its folder's mark (its own keys: cluster/identity.py), and a tag that now holds
     another folder's build of a job of the same name is said: this build replaces it for both (walk8 A3). Here, not
     in build/: the mark and the engine's store are the cluster's (build/ stays below cluster/)."""
     from nodeweave.cluster.identity import JobMark
@@ -161,7 +161,7 @@ def _mark_build(plan, spec, spec_path: Optional[Path], context: Path, engine_kin
     from nodeweave.specpath import spec_folder
 
     mark = JobMark.of(spec_folder(spec_path) if spec_path is not None else context, spec.name)
-    plan.labels.update(mark.labels())
+    plan.labels.update(mark.image_labels())
     notes = []
     for tag in plan.tags:
         other = built_elsewhere(tag, engine_kind, mark.owner)

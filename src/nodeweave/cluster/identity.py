@@ -31,6 +31,11 @@ KUBE_JOB = "nodeweave.io/job"
 KUBE_FOLDER = "nodeweave.io/folder"
 ANNOTATION_MAX = 63  # podman kube play's limit on an annotation's value
 KUBE_OWNER = "nodeweave.io/owner"
+# An image's mark: keys of its own, as a container inherits its image's labels. Under the container keys, every
+# container anyone runs from the image by hand would read as started by `up` in the folder that built it.
+IMAGE_JOB_LABEL = "io.nodeweave.image.job"
+IMAGE_FOLDER_LABEL = "io.nodeweave.image.folder"
+IMAGE_OWNER_LABEL = "io.nodeweave.image.owner"
 
 
 @dataclass(frozen=True)
@@ -62,6 +67,10 @@ class JobMark:
 
     def labels(self) -> dict:
         return {JOB_LABEL: self.job, FOLDER_LABEL: self.shown_folder, OWNER_LABEL: self.owner}
+
+    def image_labels(self) -> dict:
+        """The mark a build puts on its image: which folder's build it is, never whose container."""
+        return {IMAGE_JOB_LABEL: self.job, IMAGE_FOLDER_LABEL: self.shown_folder, IMAGE_OWNER_LABEL: self.owner}
 
     def annotations(self) -> dict:
         """The mark on Kubernetes objects. The owner id decides; the folder is only shown, and at most 63

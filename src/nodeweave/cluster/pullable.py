@@ -94,11 +94,11 @@ def built_elsewhere(ref: Optional[str], engine: Optional[str], owner: str) -> Op
     """The folder (as its label shows it) whose build ``ref`` in ``engine``'s store is, when that is not the folder
     whose mark is ``owner``; None when it is this folder's, carries no mark (an older build, a pulled image), or the
     store could not be asked. Two folders with one job name share one tag (walk8 A3)."""
-    from nodeweave.cluster.identity import FOLDER_LABEL, OWNER_LABEL
+    from nodeweave.cluster.identity import IMAGE_FOLDER_LABEL, IMAGE_OWNER_LABEL
 
     if not ref or not engine:
         return None
     labels = stored_labels(ref, engine)
-    if not labels or labels is ABSENT or not labels.get(OWNER_LABEL) or labels[OWNER_LABEL] == owner:
+    if not labels or labels is ABSENT or not labels.get(IMAGE_OWNER_LABEL) or labels[IMAGE_OWNER_LABEL] == owner:
         return None
-    return labels.get(FOLDER_LABEL) or f"another folder (mark {labels[OWNER_LABEL]})"
+    return labels.get(IMAGE_FOLDER_LABEL) or f"another folder (mark {labels[IMAGE_OWNER_LABEL]})"

@@ -221,8 +221,11 @@ def fault_settings(settings):
     return found
 
 
-def local_fingerprint(plan, root, env, cwd=None, faults=None):
-    """The fingerprint of this node for ``plan`` (a complete Plan); ``faults``: :func:`fault_settings`."""
+def local_fingerprint(plan, root, settings, cwd=None):
+    """The fingerprint of this node for ``plan`` (a complete Plan) under ``settings`` (what it was parsed from:
+    the environment it reads and the fault settings node 0 compares). From the settings, never a bare
+    environment: a fingerprint without its fault settings differs from every real node's (CI stop 50)."""
+    env, faults = settings.env, fault_settings(settings)
     node, topo = plan.node, plan.topology
     gpus, limits = node.gpus, node.limits
     dists = distributions(root)

@@ -85,9 +85,9 @@ def last_record(settings, job):
 
 def explain_exchange(plan, settings, root):
     """For --explain: this node's fingerprint, and the verdict of its last start when one was recorded."""
-    from .fingerprint import fault_settings, local_fingerprint
+    from .fingerprint import local_fingerprint
 
-    plan.fingerprint = local_fingerprint(plan, root, settings.env, faults=fault_settings(settings))
+    plan.fingerprint = local_fingerprint(plan, root, settings)
     if root.real:
         plan.exchange["last"] = last_record(settings, plan.topology.job_id)
 
@@ -145,7 +145,7 @@ class CheckIn:
     EntrypointError (3 refused, 4 unreachable)."""
 
     def __init__(self, plan, settings, root, log):
-        from .fingerprint import fault_settings, local_fingerprint
+        from .fingerprint import local_fingerprint
         from .wire import job_token
 
         self.plan, self.settings, self.root, self.log = plan, settings, root, log
@@ -157,7 +157,7 @@ class CheckIn:
             from .exchange import Hub
 
             self.hub = Hub(plan.exchange["port"], self.token, {"job": topo.job_id}, log, bind=self.bind_address)
-        self.fingerprint = local_fingerprint(plan, root, settings.env, faults=fault_settings(settings))
+        self.fingerprint = local_fingerprint(plan, root, settings)
 
     @property
     def bind_address(self):
@@ -167,10 +167,9 @@ class CheckIn:
 
     def replan(self, plan):
         """The plan was made again after the wait (the master resolves now): its fingerprint too."""
-        from .fingerprint import fault_settings, local_fingerprint
+        from .fingerprint import local_fingerprint
 
-        self.plan, self.fingerprint = plan, local_fingerprint(plan, self.root, self.settings.env,
-                                                              faults=fault_settings(self.settings))
+        self.plan, self.fingerprint = plan, local_fingerprint(plan, self.root, self.settings)
 
     def run(self):
         plan, info, log = self.plan, self.plan.exchange, self.log
