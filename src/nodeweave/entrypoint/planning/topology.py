@@ -243,12 +243,19 @@ def _count(scene, claims, rank, rank_src, prefix, nproc):
         raise TopologyError(f"{signal}, but no node count is set{said_empty(scene, 'nnodes')}, so this would run as "
                             "a single node that never meets the others; set NNODES (or NODEWEAVE_NNODES / --nnodes) "
                             "on every node")
+    if empty_variables(scene, ("nnodes",)):  # an empty count is never "one node" (walk9 B5: node 0 of a 2-node
+        # job whose $NNODES was unset trained alone while node 1 waited), as an empty rank or master is refused
+        raise TopologyError(f"no node count is set{said_empty(scene, 'nnodes')}: an empty count is never read as a "
+                            "single node; set NNODES (or NODEWEAVE_NNODES / --nnodes) to the job's node count on every "
+                            "node, or unset it for a single node")
     return "1", "default: single node (no node count set)"
 
 
 def _no_rank(scene, hi):
     if hi == 1:
         return 0, "single node"
+    if getattr(scene.settings, "status", False):  # only node 0 is asked: an operator's shell is no node (walk9 B2)
+        return 0, "none: --status asks node 0 and needs no rank of its own"
     why = "is the host's own name (host networking)" if scene.host_net else "has no '-<N>' ordinal"
     raise TopologyError(
         f"cannot tell this node's rank: {scene.name_source} {scene.pod_name!r} {why} and none of "
