@@ -222,6 +222,11 @@ def _processes(nproc, claim, node, warnings):
     return nproc, claim.source
 
 
+# The node count of a --status plan no source gives: node 0's exchange is asked at the master address and the
+# exchange port, which need no count; the answer is bounded as the largest typed count's.
+STATUS_COUNT = "unknown: --status asks node 0, which knows it"
+
+
 def _count(scene, claims, rank, rank_src, prefix, nproc):
     """The node count when no source gives one: the StatefulSet's replicas, else a single node."""
     if prefix is not None and scene.kube and rank is not None and \
@@ -235,6 +240,8 @@ def _count(scene, claims, rank, rank_src, prefix, nproc):
         scene.missing.setdefault("nnodes", f"the Kubernetes API was not asked for statefulsets/{prefix}'s replica "
                                  "count: no namespace (no service-account namespace file, POD_NAMESPACE unset); set "
                                  "POD_NAMESPACE from the downward API (fieldRef metadata.namespace)")
+    if getattr(scene.settings, "status", False):  # node 0 knows the count: any shell may ask it (walk9 B1)
+        return str(max(NODES_MAX, (rank or 0) + 1)), STATUS_COUNT
     if rank not in (None, 0):
         raise TopologyError(f"node rank {rank} (from {rank_src}) but the node count is unknown"
                             f"{said_empty(scene, 'nnodes')}; set NNODES (or NODEWEAVE_NNODES / --nnodes)")

