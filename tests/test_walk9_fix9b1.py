@@ -125,3 +125,79 @@ def test_status_without_a_master_names_it(entrypoint):
     code, out, err = entrypoint(["--status"], {})
     assert code != 0
     assert "MASTER_ADDR" in err and "single node" not in err
+
+
+@pytest.fixture
+def metrics_port():
+    """Node 0's own metrics server (metrics/server.py) on a free loopback port."""
+    from nodeweave.entrypoint.metrics.server import serve
+    from free_ports import free_port
+
+    port = free_port()
+    server = serve(port, None, bind="127.0.0.1")
+    yield port
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.mark.parametrize("path", ["/foo", "/foo/", "/status", "/metrics.txt"])
+def test_url_at_a_wrong_path_of_node_0s_metrics_port_says_the_path(metrics_port, path):
+    """B3: `top --url http://HOST:METRICS/foo` said `not node 0's metrics port` of node 0's metrics port."""
+    from nodeweave.cluster.top import ask_live
+
+    live, why = ask_live(url=f"http://127.0.0.1:{metrics_port}{path}")
+    assert live is None
+    assert "node 0's metrics port answers there, but not at that path" in why and "not node 0's" not in why
+
+
+def test_url_of_another_http_server_is_still_not_node_0s(tmp_path):
+    """B3: a 404 from a server that is not node 0's metrics server keeps its line."""
+    import http.server
+    from nodeweave.cluster.top import ask_live
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), http.server.SimpleHTTPRequestHandler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        live, why = ask_live(url=f"http://127.0.0.1:{server.server_address[1]}/nope")
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert live is None and "not node 0's metrics port" in why
+
+
+def test_url_of_the_master_port_is_named_at_once():
+    """B4: the master port (torchrun's store: takes the connection, never answers HTTP) cost 20 s and a generic
+    line, while the exchange on the next port was known at once."""
+    import socket
+    import time
+
+    from nodeweave.cluster.top import ask_live
+    from free_ports import free_port_pair
+
+    port = free_port_pair()
+    store, exchange = socket.socket(), socket.socket()
+    held = []
+
+    def greet():
+        while True:
+            try:
+                conn, _ = exchange.accept()
+            except OSError:
+                return
+            held.append(conn)
+            conn.sendall(b'{"t":"challenge","nonce":"ab","job":"w9b"}\n')
+
+    for sock, at in ((store, port), (exchange, port + 1)):
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(("127.0.0.1", at))
+        sock.listen(8)
+    threading.Thread(target=greet, daemon=True).start()
+    try:
+        started = time.monotonic()
+        live, why = ask_live(url=f"http://127.0.0.1:{port}")
+        took = time.monotonic() - started
+    finally:
+        for sock in [store, exchange, *held]:
+            sock.close()
+    assert live is None and took < 10, (took, why)
+    assert f"{port} is the job's master port" in why and "job w9b" in why and str(port + 1) in why
