@@ -201,3 +201,31 @@ def test_url_of_the_master_port_is_named_at_once():
             sock.close()
     assert live is None and took < 10, (took, why)
     assert f"{port} is the job's master port" in why and "job w9b" in why and str(port + 1) in why
+
+
+@pytest.mark.parametrize("recovery", [True, False])
+def test_a_node_that_loses_node_0_says_what_it_does_next(recovery):
+    """B8: under recovery a node that lost node 0 itself said `node 0 decides the next generation` of the node that
+    had just died; it says it waits up to wait_timeout for node 0 to come back. Without recovery: exit 5 as before."""
+    import time
+
+    from loopback_hub import Cluster, Launcher
+    from nodeweave.entrypoint.checkin.heartbeat import LinkWatch
+
+    cluster = Cluster(1)
+    assert cluster.decide()["decision"] == "start"
+    log, launcher = [], Launcher()
+    link = LinkWatch(cluster.channels[1], log.append, recovery=recovery, hub_wait_s=42)
+    link.start(launcher.stop)
+    try:
+        cluster.hub.close()  # node 0's entrypoint killed: its exchange closes without a word
+        assert launcher.stopped.wait(20), log
+        time.sleep(0.2)
+    finally:
+        link.close()
+        cluster.close()
+    said = next(line for line in log if line.startswith("node 0 (") and " failed: " in line)
+    if recovery:
+        assert "waiting up to 42s (wait_timeout) for node 0 to come back" in said and "node 0 decides" not in said
+    else:
+        assert "(exit 5: another node failed)" in said

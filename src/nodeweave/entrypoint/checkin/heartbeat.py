@@ -106,8 +106,9 @@ class Watch(WatchSurface):
         if missed:
             stop_launcher(GRACE_S)
 
-    def _stop_for(self, label, report, code=EXIT_PEER_FAILED):
-        """A peer failed (or the job stalled): say so, and stop this node's launcher (once)."""
+    def _stop_for(self, label, report, code=EXIT_PEER_FAILED, hub_gone=False):
+        """A peer failed (or the job stalled): say so, and stop this node's launcher (once). ``hub_gone``: the
+        peer is node 0 itself, which under recovery cannot decide what follows: this node waits for it."""
         with self.lock:
             if self.failure is not None:
                 return
@@ -120,7 +121,9 @@ class Watch(WatchSurface):
         # (walk7 B35: a planned recovery read as "failed ... exit 5" and a traceback on node 0's console)
         aside = self.stall.aside_path() if self.stall is not None and stop and \
             (code == EXIT_STALLED or self.recovery) else None
-        then = ("for recovery (node 0 decides the next generation)" if self.recovery else
+        then = (f"for recovery: waiting up to {self.hub_wait_s:g}s (wait_timeout) for node 0 to come back (its "
+                "restart policy) and checking in with it again" if self.recovery and hub_gone else
+                "for recovery (node 0 decides the next generation)" if self.recovery else
                 f"(exit {code}: {'stalled' if code == EXIT_STALLED else 'another node failed'})")
         then += f"; its output from here on: {aside}" if aside else ""
         if code == EXIT_STALLED:
@@ -151,9 +154,10 @@ class Watch(WatchSurface):
 class LinkWatch(LinkStall, Watch):
     """A worker's side: beats to node 0, and node 0's news."""
 
-    def __init__(self, channel, log, elastic=False, clock=time.monotonic, recovery=False):
+    def __init__(self, channel, log, elastic=False, clock=time.monotonic, recovery=False, hub_wait_s=600):
         super().__init__(log, elastic, recovery)
         self.channel, self.clock = channel, clock
+        self.hub_wait_s = hub_wait_s  # under recovery: how long this node waits for a lost node 0 (wait_timeout)
         self.closing = False
         for listener in LINK_WATCHES:  # metrics/: this node's GPU readings on its beats (a callable, or None)
             self.beat_extra = listener(self) or self.beat_extra
@@ -187,10 +191,10 @@ class LinkWatch(LinkStall, Watch):
                 if not self.stopping.is_set() and not self.closing:
                     self._stop_for(f"node 0 ({self.channel.peer})", {
                         "how": "its exchange closed without a word: node 0's entrypoint was killed or its node "
-                               "or network went away"})
+                               "or network went away"}, hub_gone=True)
                 return
             if self.clock() - last_heard > LOST_S:
-                self._stop_for(f"node 0 ({self.channel.peer})", {"how": f"no heartbeat for {LOST_S:g}s"})
+                self._stop_for(f"node 0 ({self.channel.peer})", {"how": f"no heartbeat for {LOST_S:g}s"}, hub_gone=True)
                 return
 
     def _handle(self, message):
