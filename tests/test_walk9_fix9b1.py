@@ -229,3 +229,25 @@ def test_a_node_that_loses_node_0_says_what_it_does_next(recovery):
         assert "waiting up to 42s (wait_timeout) for node 0 to come back" in said and "node 0 decides" not in said
     else:
         assert "(exit 5: another node failed)" in said
+
+
+@pytest.mark.parametrize("first", [
+    "[rank 0/2 gen 2] resumed from step 160 (ckpt/step-160.pt)",  # examples/resilient_train.py after a fault
+    "training for 400 steps from step 0",
+    "warmup steps: 100",
+    "starting at iteration 1200",
+])
+def test_one_line_naming_a_step_is_not_judged_unread(tmp_path, first):
+    """B7: node 0 that came back said `no step line was read ... set metrics.step_pattern` of its resume line, the
+    project's own example whose next line, a step line, was read."""
+    import live_status
+    from nodeweave.entrypoint.metrics import collect
+
+    said = []
+    state = live_status.live(str(tmp_path), lines=())
+    state.log = said.append
+    state.output(1, (first + "\n").encode())
+    assert collect.status(state)["step_note"] is None and said == []
+    state.output(1, b"[rank 0/2 gen 2] step 161 loss 0.0713\n")
+    assert collect.status(state)["step"][:2] == ["plain", 161] and collect.status(state)["step_note"] is None
+    assert said == []
