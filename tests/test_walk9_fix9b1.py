@@ -251,3 +251,32 @@ def test_one_line_naming_a_step_is_not_judged_unread(tmp_path, first):
     state.output(1, b"[rank 0/2 gen 2] step 161 loss 0.0713\n")
     assert collect.status(state)["step"][:2] == ["plain", 161] and collect.status(state)["step_note"] is None
     assert said == []
+
+
+TRACEBACK = ["Traceback (most recent call last):", '  File "train.py", line 9, in <module>', "KeyboardInterrupt",
+             "torch.distributed.elastic.multiprocessing.api.SignalException: Process 1096 got signal: 2"]
+
+
+@pytest.mark.parametrize("who", [0, 1], ids=["node-0-stopped", "node-1-stopped"])
+def test_a_node_sent_ctrl_c_is_said_stopped_not_failed(who):
+    """B9: a Ctrl-C in node 0's terminal left node 0 no line of its own and told node 1 `node 0 failed: torchrun
+    exited 1 after SIGINT` with 20 relayed traceback lines; either node's stop is now said as a stop."""
+    import time
+
+    from loopback_hub import started_watches
+
+    cluster, hub_watch, links, launchers, logs = started_watches(1)
+    try:
+        stopped, other = (hub_watch, 1) if who == 0 else (links[1], 0)
+        stopped.finish(130, "torchrun exited 1 after SIGINT", TRACEBACK, stopped="SIGINT")
+        assert launchers[other].stopped.wait(20), logs
+        time.sleep(0.3)
+    finally:
+        for link in links.values():
+            link.close()
+        hub_watch.close()
+        cluster.close()
+    assert any(line.startswith("stopped on SIGINT (Ctrl-C): this node's launcher ended") for line in logs[who]), logs
+    said = next(line for line in logs[other] if f"node {who}" in line and "stopping this node's launcher" in line)
+    assert " was stopped: " in said and " failed: " not in said, said
+    assert not any("KeyboardInterrupt" in line or "SignalException" in line for line in logs[other]), logs[other]
