@@ -357,15 +357,18 @@ def test_b15_a_run_whose_steps_are_not_read_says_so_with_a_pattern_that_reads_th
     state.output(1, b"epoch 1 global_step=17 lr=3e-4\n")
     from nodeweave.entrypoint.metrics import collect
 
+    # one line naming a step is no evidence yet (walk9 B7: a resume line before the step lines): the second is
+    assert collect.status(state)["step_note"] is None and said == []
+    state.output(1, b"epoch 1 global_step=18 lr=3e-4\n")
     document = json.loads(json.dumps(collect.status(state)))
     assert document["step"] is None and live_problem(document) is None
     note = document["step_note"]
-    assert "global_step=17" in note and "metrics.step_pattern" in note
+    assert "global_step=18" in note and "metrics.step_pattern" in note
     pattern = note.rsplit("e.g. ", 1)[1].strip("'")
     assert re.search(pattern, "epoch 1 global_step=17 lr=3e-4").group("step") == "17"
     # said once, when the line came (never at exit, where it would follow a stall's report)
     assert [line for line in said if line.startswith("metrics: no step line was read")] == [f"metrics: {note}"], said
-    state.output(1, b"epoch 2 global_step=18 lr=3e-4\n")
+    state.output(1, b"epoch 2 global_step=19 lr=3e-4\n")
     state.close()
     assert len([line for line in said if line.startswith("metrics: no step line")]) == 1, said
 
@@ -374,7 +377,7 @@ def test_b15_top_says_it_in_its_header(tmp_path):
     from nodeweave.cluster.top import picture
     from rich.console import Console
 
-    document = live_status.document(lines=(b"iteration: 5, loss=2\n",))
+    document = live_status.document(lines=(b"iteration: 5, loss=2\n", b"iteration: 6, loss=2\n"))  # steps go by
     console = Console(width=300, record=True)
     console.print(picture(document))
     assert "no step line was read" in console.export_text()

@@ -19,7 +19,7 @@ from rich.text import Text
 from nodeweave.cluster.base import Node
 from nodeweave.entrypoint import bounded
 from nodeweave.entrypoint.checkin.summary import WHOLE_UP_TO, WORST
-from nodeweave.entrypoint.metrics.shape import live_problem, not_http_problem
+from nodeweave.entrypoint.metrics.shape import SERVER_NAME as METRICS_SERVER, live_problem, not_http_problem
 
 BUCKETS = ("training", "startup", "recovery", "redone", "stalled", "idle")
 BUCKET_STYLES = {"training": "green", "startup": "cyan", "recovery": "yellow", "redone": "magenta",
@@ -63,13 +63,19 @@ def ask_live(node: Optional[Node] = None, url: Optional[str] = None, timeout: fl
     every reader (top, the dashboard's poll)."""
     if url is not None:
         import http.client
+        from urllib.error import HTTPError
 
+        job = _exchange_next_door(url)
+        wait = min(timeout, MASTER_PORT_WAIT_S) if job is not None else timeout
         try:
-            with urllib.request.urlopen(status_url(url), timeout=timeout) as answer:
+            with urllib.request.urlopen(status_url(url), timeout=wait) as answer:
                 live = json.loads(bounded.read_stream(answer, bounded.RECORD_CAP, "node 0's status", url).decode("utf-8"))
         except http.client.HTTPException as err:  # no HTTP at all there: the exchange's challenge, another protocol
-            return None, f"{url}: {not_http_problem(err)}"
+            said = not_http_problem(err)
+            return None, f"{url}: {said if job is None or 'exchange' in said else _master_port(url, job, wait)}"
         except (OSError, ValueError) as err:
+            if job is not None and not isinstance(err, HTTPError):
+                return None, f"{url}: {_master_port(url, job, wait)}"
             return None, f"{url}: {_url_failure(err)}"
         problem = live_problem(live)
         return (None, f"{url}: not a nodeweave status answer: {problem}") if problem else (live, "")
@@ -107,13 +113,54 @@ def status_url(url: str) -> str:
     return urlunsplit(parts._replace(path=path + "/status.json"))
 
 
+# How long --url waits for HTTP on a port whose next port is node 0's check-in exchange (the master port + 1): the
+# master port itself (torchrun's store) takes the connection and never answers, which cost the whole 20 s.
+MASTER_PORT_WAIT_S = 3.0
+_NEXT_DOOR: dict = {}  # url -> the job id node 0's exchange names on the url's port + 1, or None; asked once a run
+
+
+def _exchange_next_door(url: str) -> Optional[str]:
+    """The job of node 0's check-in exchange greeting on the port after ``url``'s, or None: asked once per url
+    (a poll of top or the dashboard does not knock on node 0's exchange every time)."""
+    if url not in _NEXT_DOOR:
+        from urllib.parse import urlsplit
+
+        from nodeweave.entrypoint.checkin.exchange import exchange_holding
+
+        try:
+            parts = urlsplit(url)
+            host, port = parts.hostname, parts.port or (443 if parts.scheme == "https" else 80)
+        except ValueError:
+            host, port = None, None
+        _NEXT_DOOR[url] = exchange_holding(port + 1, host, timeout=1.0) if host and port and port < 65535 else None
+    return _NEXT_DOOR[url]
+
+
+def _master_port(url: str, job: str, waited: float) -> str:
+    """Why a URL on the master port gave no picture: node 0's exchange greets on the next port (walk9 B4)."""
+    from urllib.parse import urlsplit
+
+    port = urlsplit(url).port
+    return (f"no HTTP answer in {waited:g}s, and node 0's check-in exchange (job {job}) answers on the next port, "
+            f"{port + 1}: {port} is the job's master port (the launcher's rendezvous: torchrun's store), which speaks "
+            "no HTTP; /status.json is on metrics.port (9464 unless set; NODEWEAVE_METRICS_PORT on the node)")
+
+
 def _url_failure(err: Exception) -> str:
     """Why ``--url`` gave no picture, in words (no ``[Errno 111]``), with what to check."""
     import socket
     from urllib.error import HTTPError
 
     if isinstance(err, HTTPError):
-        return f"HTTP {err.code} {err.reason}: not node 0's metrics port (it serves /status.json)"
+        server = (err.headers.get("Server") if err.headers is not None else None) or ""
+        if not server.startswith(METRICS_SERVER):
+            return f"HTTP {err.code} {err.reason}: not node 0's metrics port (it serves /status.json)"
+        if err.code == 404:  # node 0's own metrics server, asked at another path (walk9 B3: it was called another's)
+            from urllib.parse import urlsplit
+
+            return (f"HTTP 404 at {urlsplit(err.url or '').path or '/'}: node 0's metrics port answers there, but not "
+                    "at that path; give the port alone (http://HOST:PORT), its /status.json or its /metrics")
+        return f"HTTP {err.code} {err.reason}: node 0's metrics port answered with an error (node 0's log says more)"
     reason = getattr(err, "reason", None) or err
     if isinstance(reason, ConnectionRefusedError):
         said = "nothing listens there (connection refused)"

@@ -95,7 +95,14 @@ def _main(argv):
                 from .explain import render_text
                 sys.stdout.write(render_text(plan))
             sys.stdout.flush()
-            return plan.errors[0]["exit_code"] if plan.errors else EXIT_OK
+            if not plan.errors:
+                return EXIT_OK
+            # a non-zero exit says why on stderr too, as every refusal does, text or JSON (walk9 B6: the line was
+            # only inside the plan on stdout, so `--explain > plan.txt` ended 2 with nothing on the terminal)
+            more = len(plan.errors) - 1
+            _say("error: {}{}".format(plan.errors[0]["message"], " (and {} more in the plan's Errors)".format(more)
+                                      if more else ""))
+            return plan.errors[0]["exit_code"]
         return run(settings)
     except HelpRequested:
         print(usage())

@@ -227,6 +227,13 @@ class Claim:
         return f"Claim({self.field}={self.value!r} from {self.source}, {self.tier})"
 
 
+def given(env, name):
+    """``env[name]`` when set to something, else None: a variable set but empty (or blank) is read as unset,
+    as every reader of ``variables`` reads it, and ``sources.empty_variables`` says so (walk9 B10, B11)."""
+    value = env.get(name)
+    return value if value and value.strip() else None
+
+
 def variables(env, names, tier=ENV):
     """A claim per ``(field, variable)`` whose variable is set and not empty."""
     return [Claim(field, env[var], f"{var}={env[var]}", tier) for field, var in names if env.get(var, "").strip()]

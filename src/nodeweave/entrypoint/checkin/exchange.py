@@ -62,15 +62,15 @@ class Peer:
         return Entry(self.fp, seen=self.seen, probe=self.probe, tag=self)
 
 
-def _exchange_holding(port):
-    """The job id of a nodeweave exchange answering on this machine's ``port`` (its greeting is a JSON
-    challenge naming the job), or None when nothing, or something else, answers there."""
+def exchange_holding(port, host="127.0.0.1", timeout=2):
+    """The job id of a nodeweave exchange answering on ``host``'s ``port`` (this machine's unless said; its
+    greeting is a JSON challenge naming the job), or None when nothing, or something else, answers there."""
     import json
     import socket
 
     try:
-        with socket.create_connection(("127.0.0.1", port), timeout=2) as probe:
-            probe.settimeout(2)
+        with socket.create_connection((host, port), timeout=timeout) as probe:
+            probe.settimeout(timeout)
             greeting = b""
             while b"\n" not in greeting and len(greeting) < 4096:
                 chunk = probe.recv(4096)
@@ -99,7 +99,7 @@ class Hub:
         except OSError as err:
             from ..errors import EXIT_TOPOLOGY, EXIT_UNREACHABLE, EntrypointError
 
-            held = _exchange_holding(port) if err.errno == errno.EADDRINUSE else None
+            held = exchange_holding(port) if err.errno == errno.EADDRINUSE else None
             if held is not None and held == own_fp.get("job"):  # this very job's node 0 (walk8 B40)
                 raise EntrypointError(
                     f"node 0 of job {held!r} is already running on this machine (its check-in exchange answers on "

@@ -15,6 +15,7 @@ from hashlib import sha256
 
 from ..detection.host import site_dirs, nccl_version, rccl_version
 from ..detection.net import resolve
+from ..model import given
 from ..planning.contract import RECOVERY_NO_PROGRESS, RECOVERY_RESTARTS, STALL_TIMEOUT_S, STALL_WARN_S
 
 VERSION = 1
@@ -195,7 +196,7 @@ def _nccl(root, env, vendor, dists):
     (listing the library directories costs more than the rest of the fingerprint)."""
     if vendor == "amd":
         return None
-    if env.get("NODEWEAVE_NCCL_VERSION"):
+    if given(env, "NODEWEAVE_NCCL_VERSION"):
         return env["NODEWEAVE_NCCL_VERSION"]
     wheel = next((version for name, version in sorted(dists.items()) if name.startswith("nvidia_nccl_cu")), None)
     if wheel or vendor != "nvidia":

@@ -106,8 +106,9 @@ class Watch(WatchSurface):
         if missed:
             stop_launcher(GRACE_S)
 
-    def _stop_for(self, label, report, code=EXIT_PEER_FAILED):
-        """A peer failed (or the job stalled): say so, and stop this node's launcher (once)."""
+    def _stop_for(self, label, report, code=EXIT_PEER_FAILED, hub_gone=False):
+        """A peer failed (or the job stalled): say so, and stop this node's launcher (once). ``hub_gone``: the
+        peer is node 0 itself, which under recovery cannot decide what follows: this node waits for it."""
         with self.lock:
             if self.failure is not None:
                 return
@@ -115,26 +116,37 @@ class Watch(WatchSurface):
             self.failed_at = time.time()
             stop = self.stop_launcher  # None: no launcher yet; attach_launcher stops it as it comes
         lines = describe(report)
+        stopped = report.get("stopped")  # a node sent a stop signal (Ctrl-C): a stop, not a failure (walk9 B9)
         # under recovery every stop ends a generation, not the job: no exit code is due, and the launcher's
         # output after the stop (torchrun's own traceback of the signal) goes to the file a stall stop uses
         # (walk7 B35: a planned recovery read as "failed ... exit 5" and a traceback on node 0's console)
         aside = self.stall.aside_path() if self.stall is not None and stop and \
             (code == EXIT_STALLED or self.recovery) else None
-        then = ("for recovery (node 0 decides the next generation)" if self.recovery else
-                f"(exit {code}: {'stalled' if code == EXIT_STALLED else 'another node failed'})")
+        why = "stalled" if code == EXIT_STALLED else "another node was stopped" if stopped else "another node failed"
+        then = (f"for recovery: waiting up to {self.hub_wait_s:g}s (wait_timeout) for node 0 to come back (its "
+                "restart policy) and checking in with it again" if self.recovery and hub_gone else
+                "for recovery (node 0 decides the next generation)" if self.recovery else f"(exit {code}: {why})")
         then += f"; its output from here on: {aside}" if aside else ""
         if code == EXIT_STALLED:
             for line in lines[1:]:
                 self.log(line)
             self.log(f"the job stalled at {label}: {lines[0]}; stopping this node's launcher {then}")
         else:
-            self.log(f"{label} failed: {lines[0]}; stopping this node's launcher {then}")
+            self.log(f"{label} {'was stopped' if stopped else 'failed'}: {lines[0]}; stopping this node's launcher "
+                     f"{then}")
             for line in lines[1:]:
                 self.log(line)
         if stop and aside:  # after the last line: a stall report is what the user reads last
             stop(GRACE_S, aside=aside)
         elif stop:
             stop(GRACE_S)
+
+    def _say_stopped(self, stopped):
+        """This node was sent a stop signal and its launcher ended: one line of its own (walk9 B9: a Ctrl-C on
+        node 0 left only torchrun's tracebacks)."""
+        ctrl_c = " (Ctrl-C)" if stopped == "SIGINT" else ""
+        self.log(f"stopped on {stopped}{ctrl_c}: this node's launcher ended; " + (
+            "the others are told it left" if self.elastic else "the others are told to stop (a stop, not a failure)"))
 
     def _left(self, label, report):
         self.log(f"{label} left the job: {describe(report)[0]}; torchrun's rendezvous decides what follows")
@@ -151,9 +163,10 @@ class Watch(WatchSurface):
 class LinkWatch(LinkStall, Watch):
     """A worker's side: beats to node 0, and node 0's news."""
 
-    def __init__(self, channel, log, elastic=False, clock=time.monotonic, recovery=False):
+    def __init__(self, channel, log, elastic=False, clock=time.monotonic, recovery=False, hub_wait_s=600):
         super().__init__(log, elastic, recovery)
         self.channel, self.clock = channel, clock
+        self.hub_wait_s = hub_wait_s  # under recovery: how long this node waits for a lost node 0 (wait_timeout)
         self.closing = False
         for listener in LINK_WATCHES:  # metrics/: this node's GPU readings on its beats (a callable, or None)
             self.beat_extra = listener(self) or self.beat_extra
@@ -187,10 +200,10 @@ class LinkWatch(LinkStall, Watch):
                 if not self.stopping.is_set() and not self.closing:
                     self._stop_for(f"node 0 ({self.channel.peer})", {
                         "how": "its exchange closed without a word: node 0's entrypoint was killed or its node "
-                               "or network went away"})
+                               "or network went away"}, hub_gone=True)
                 return
             if self.clock() - last_heard > LOST_S:
-                self._stop_for(f"node 0 ({self.channel.peer})", {"how": f"no heartbeat for {LOST_S:g}s"})
+                self._stop_for(f"node 0 ({self.channel.peer})", {"how": f"no heartbeat for {LOST_S:g}s"}, hub_gone=True)
                 return
 
     def _handle(self, message):
@@ -213,14 +226,19 @@ class LinkWatch(LinkStall, Watch):
             return True
         return False
 
-    def finish(self, code, how, tail, peer_gone=None, error=None):
+    def finish(self, code, how, tail, peer_gone=None, error=None, stopped=None):
         """This node's launcher ended: report it to node 0 (unless a peer's failure stopped it and its script
         raised nothing: node 0 wants every node's ``error`` to tell the job's own error from a node's, see
         ``symptoms.script_error``). ``peer_gone``: the line showing its ranks failed only because a peer went
-        away (``symptoms.secondary``)."""
+        away (``symptoms.secondary``). ``stopped``: the stop signal this node was sent (``SIGINT``): a stop, said
+        so, its launcher's output (the signal's tracebacks) not relayed."""
         self.stopping.set()
+        if stopped and self.failure is None and code:
+            self._say_stopped(stopped)
         if (self.failure is None or error) and not self.closing:
-            report = {"t": "exit", "code": code, "how": how, "tail": tail[-TAIL_LINES:] if code else []}
+            report = {"t": "exit", "code": code, "how": how, "tail": tail[-TAIL_LINES:] if code and not stopped else []}
+            if stopped:
+                report["stopped"] = stopped
             if peer_gone:
                 report["peer_gone"] = peer_gone
             if error:
@@ -500,6 +518,8 @@ class HubWatch(HubStall, Watch):
 
     def _failed(self, label, report):
         news = {"node": label, "how": report.get("how"), "tail": (report.get("tail") or [])[-TAIL_LINES:]}
+        if report.get("stopped"):
+            news["stopped"] = report["stopped"]
         if self.elastic:
             self._left(label, report)
             self._broadcast({"t": "left", **news})
@@ -509,12 +529,17 @@ class HubWatch(HubStall, Watch):
             self.aborted_at = self.clock()
         self._stop_for(label, report)
 
-    def finish(self, code, how, tail, peer_gone=None, error=None):
+    def finish(self, code, how, tail, peer_gone=None, error=None, stopped=None):
         """Node 0's launcher ended: relay a failure, or wait for the others to finish, then close. A failure that
         shows only a peer gone (``peer_gone``) first listens for the node that failed of its own accord.
         ``error``: the exception its script raised (``symptoms.script_error``): on the failure news whichever failure
-        was relayed first (the same error on every node is the job's own)."""
-        report = {"how": how, "tail": tail[-TAIL_LINES:]}
+        was relayed first (the same error on every node is the job's own). ``stopped``: the stop signal node 0
+        was sent: relayed as a stop, without its launcher's output."""
+        report = {"how": how, "tail": [] if stopped else tail[-TAIL_LINES:]}
+        if stopped:
+            report["stopped"] = stopped
+            if self.failure is None and code != 0:
+                self._say_stopped(stopped)
         if error:
             report["error"] = error
         if code != 0:  # after another node's failure stopped it, evidence of its error only, never the culprit
@@ -529,6 +554,8 @@ class HubWatch(HubStall, Watch):
             with self.lock:
                 self.failure, self.failed_at = (self.label, report), time.time()  # the first failure is this node's own
             news = {"node": self.label, "how": how, "tail": report["tail"]}
+            if stopped:
+                news["stopped"] = stopped
             self._broadcast({"t": "left" if self.elastic else "abort", **news})
             self.aborted_at = self.clock()
         if error and code != 0 and not self.elastic:

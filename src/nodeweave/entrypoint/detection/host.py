@@ -14,7 +14,7 @@ Each reads a file under the root, so captured trees answer like live hosts:
 
 import os
 
-from ..model import Cloud, Limits
+from ..model import Cloud, Limits, given
 
 GCP_PROFILES = (  # GPUDirect-TCPXO (A3 Mega) and GPUDirect-TCPX (A3 High) images
     "/usr/local/nvidia/lib64/nccl-env-profile.sh",
@@ -214,7 +214,7 @@ def site_dirs(root):
 
 def nccl_version(root, env):
     """NCCL's version from the pip wheel (torch's NCCL) or a versioned libnccl.so."""
-    if env.get("NODEWEAVE_NCCL_VERSION"):
+    if given(env, "NODEWEAVE_NCCL_VERSION"):
         return env["NODEWEAVE_NCCL_VERSION"], "NODEWEAVE_NCCL_VERSION"
     for site in site_dirs(root):
         for entry in root.listdir(site):
@@ -231,7 +231,7 @@ def nccl_version(root, env):
 
 def rccl_version(root, env):
     """RCCL's version, from the ROCm release (RCCL 2.21.5 ships with ROCm 6.3)."""
-    if env.get("NODEWEAVE_RCCL_VERSION"):
+    if given(env, "NODEWEAVE_RCCL_VERSION"):
         return env["NODEWEAVE_RCCL_VERSION"], "NODEWEAVE_RCCL_VERSION"
     rocm = root.read("/opt/rocm/.info/version")
     if rocm:

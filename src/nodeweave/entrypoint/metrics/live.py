@@ -81,6 +81,8 @@ class Live:
         self.splitters = {}
         self.step = None  # (logger, step, time.time()) of the newest step line
         self.unread = None  # {"line", "pattern"}: the last line that looked like a step and no format read
+        self.unread_first = None  # the step number the first such line named
+        self.unread_moved = False  # such lines named two numbers: steps go by unread (not one resume/total line)
         self.rates_seen = {}  # (node, rank) -> deque of (monotonic time, collectives)
         self.sampler = self.server = self.thread = None
         self.saved_at = 0.0
@@ -174,16 +176,26 @@ class Live:
 
         pattern = pattern_for(line)
         if pattern is not None:
-            first = self.unread is None
+            import re
+
+            found = re.search(pattern, line)
+            number = found.group("step") if found else line
             self.unread = {"line": line.strip()[:200], "pattern": pattern}
-            if first and self.step is None:  # said once, while the run goes on: never after its end's report
-                self.log(f"metrics: {self.step_note()}")
+            if self.unread_first is None:
+                self.unread_first = number
+            # one line naming a step is no evidence (walk9 B7: `resumed from step 160 (...)` before the step lines
+            # of the project's own example was called unread): the note waits for a second number
+            if not self.unread_moved and number != self.unread_first:
+                self.unread_moved = True
+                if self.step is None:  # said once, while the run goes on: never after its end's report
+                    self.log(f"metrics: {self.step_note()}")
 
     def step_note(self, ended=False):
         """One line when the run read no step line (top draws no step, goodput counts none): what looked like one,
         and a ``metrics.step_pattern`` that reads it; None once a step line was read, and, until the run
-        ``ended``, while nothing looked like one yet (a job still importing)."""
-        if self.step is not None or (self.unread is None and not ended):
+        ``ended``, while nothing looked like one yet (a job still importing) or the lines that did named one step
+        number only (a resume line, a total: the step lines may come next)."""
+        if self.step is not None or (not self.unread_moved and not ended):
             return None
         if self.unread is None:
             return ("no step line was read (no format nodeweave knows, and no line naming a step): set "

@@ -13,6 +13,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from . import collect
 from .exposition import CONTENT_TYPE, render
+from .shape import SERVER_NAME
 from ..hostport import listen_family
 
 CACHE_S = 2.0  # scrapes this close together (two Prometheus replicas, top beside them) share one rendering
@@ -22,7 +23,7 @@ class _Handler(BaseHTTPRequestHandler):
     live = None
     cache = None  # path -> (time.monotonic() of the rendering, body), per server
     lock = None
-    server_version = "nodeweave-metrics"
+    server_version = SERVER_NAME
 
     def _body(self, path, make):
         with self.lock:

@@ -9,6 +9,7 @@ Stdlib only: the entrypoint uses it too.
 """
 
 SCHEMA = "nodeweave.live/1"
+SERVER_NAME = "nodeweave-metrics"  # node 0's metrics server's Server header: a reader tells its port from another's
 GOODPUT_BUCKETS = ("training", "startup", "recovery", "redone", "stalled", "idle")  # goodput.py's BUCKETS
 
 _NUMBER = (int, float)

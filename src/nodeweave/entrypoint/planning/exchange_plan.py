@@ -21,9 +21,11 @@ SECRET_CAP = 64 * 1024
 
 def job_secret(env):
     """(the job's check-in secret or None, where it came from); a token file that cannot be read is refused."""
-    if env.get(TOKEN_VARIABLE):
+    from ..model import given
+
+    if given(env, TOKEN_VARIABLE):  # a blank one is set but empty: read as unset, and said so (walk9 B10)
         return env[TOKEN_VARIABLE], TOKEN_VARIABLE
-    path = env.get(TOKEN_FILE_VARIABLE)
+    path = given(env, TOKEN_FILE_VARIABLE)
     if not path:
         return None, None
     from ..bounded import read_text
@@ -121,8 +123,10 @@ def _warn_derived_token(plan, settings):
 
     env = settings.env
     if job_secret(env)[0] is not None:
-        path = env.get(TOKEN_FILE_VARIABLE)
-        if path and env.get(TOKEN_VARIABLE):  # walk7 B37: the file the peers read is ignored here, silently
+        from ..model import given
+
+        path = given(env, TOKEN_FILE_VARIABLE)
+        if path and given(env, TOKEN_VARIABLE):  # walk7 B37: the file the peers read is ignored here, silently
             emit(plan.warnings, "job-token-twice", f"{TOKEN_VARIABLE} and {TOKEN_FILE_VARIABLE} are both set: "
                  f"the file {path} is ignored and this node checks in with {TOKEN_VARIABLE}; a node whose secret "
                  "differs from node 0's is refused at check-in")

@@ -222,6 +222,11 @@ def _processes(nproc, claim, node, warnings):
     return nproc, claim.source
 
 
+# The node count of a --status plan no source gives: node 0's exchange is asked at the master address and the
+# exchange port, which need no count; the answer is bounded as the largest typed count's.
+STATUS_COUNT = "unknown: --status asks node 0, which knows it"
+
+
 def _count(scene, claims, rank, rank_src, prefix, nproc):
     """The node count when no source gives one: the StatefulSet's replicas, else a single node."""
     if prefix is not None and scene.kube and rank is not None and \
@@ -235,6 +240,8 @@ def _count(scene, claims, rank, rank_src, prefix, nproc):
         scene.missing.setdefault("nnodes", f"the Kubernetes API was not asked for statefulsets/{prefix}'s replica "
                                  "count: no namespace (no service-account namespace file, POD_NAMESPACE unset); set "
                                  "POD_NAMESPACE from the downward API (fieldRef metadata.namespace)")
+    if getattr(scene.settings, "status", False):  # node 0 knows the count: any shell may ask it (walk9 B1)
+        return str(max(NODES_MAX, (rank or 0) + 1)), STATUS_COUNT
     if rank not in (None, 0):
         raise TopologyError(f"node rank {rank} (from {rank_src}) but the node count is unknown"
                             f"{said_empty(scene, 'nnodes')}; set NNODES (or NODEWEAVE_NNODES / --nnodes)")
@@ -243,12 +250,19 @@ def _count(scene, claims, rank, rank_src, prefix, nproc):
         raise TopologyError(f"{signal}, but no node count is set{said_empty(scene, 'nnodes')}, so this would run as "
                             "a single node that never meets the others; set NNODES (or NODEWEAVE_NNODES / --nnodes) "
                             "on every node")
+    if empty_variables(scene, ("nnodes",)):  # an empty count is never "one node" (walk9 B5: node 0 of a 2-node
+        # job whose $NNODES was unset trained alone while node 1 waited), as an empty rank or master is refused
+        raise TopologyError(f"no node count is set{said_empty(scene, 'nnodes')}: an empty count is never read as a "
+                            "single node; set NNODES (or NODEWEAVE_NNODES / --nnodes) to the job's node count on every "
+                            "node, or unset it for a single node")
     return "1", "default: single node (no node count set)"
 
 
 def _no_rank(scene, hi):
     if hi == 1:
         return 0, "single node"
+    if getattr(scene.settings, "status", False):  # only node 0 is asked: an operator's shell is no node (walk9 B2)
+        return 0, "none: --status asks node 0 and needs no rank of its own"
     why = "is the host's own name (host networking)" if scene.host_net else "has no '-<N>' ordinal"
     raise TopologyError(
         f"cannot tell this node's rank: {scene.name_source} {scene.pod_name!r} {why} and none of "

@@ -51,7 +51,7 @@ class NodeSide:
                 return book.code
             self.generation = book.generation + 1
             role = book.role_of(self.identity)
-            watch = LinkWatch(channel, self.log, recovery=True)
+            watch = LinkWatch(channel, self.log, recovery=True, hub_wait_s=self.settings.get("wait_timeout", 600))
             if role is Role.TRAINING:
                 code = self.gens.launch(book, verdict, watch)
                 if code == 0 or user_stopped(self.gens.received):

@@ -247,8 +247,11 @@ def run_supervised(executable, argv, env, watch=None, received=None, warm=None):
         from .symptoms import script_error, secondary
 
         text = tail.text()
+        sent = next((_signal_name(signal, s) for s in received if s in _numbers(STOPPING)), None)
+        stop = {"stopped": sent} if sent and code else {}  # a stop this node was sent: said as one (walk9 B9)
         stopped = watch.finish(code, how_it_ended(os.path.basename(argv[0]), status, received), tail.lines(),
-                               peer_gone=secondary(text) if code else None, error=script_error(text) if code else None)
+                               peer_gone=secondary(text) if code and not sent else None,
+                               error=script_error(text) if code and not sent else None, **stop)
         if stopped is not None and not any(s in _numbers(STOPPING) for s in received):
             return stopped  # a stop this node was sent itself still shows as 128+N
     return code

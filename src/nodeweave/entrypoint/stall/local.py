@@ -53,7 +53,7 @@ class LocalWatch(FaultSeam):
                 self.log(f"warning: stall watch off: {err!r}")
                 return
 
-    def finish(self, code, how, tail, peer_gone=None, error=None):
+    def finish(self, code, how, tail, peer_gone=None, error=None, stopped=None):
         """The launcher ended: 7 when this watch stopped it, else None (its own status stands)."""
         self.stopping.set()
         if self.thread is not None:
