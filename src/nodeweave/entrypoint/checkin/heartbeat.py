@@ -63,8 +63,9 @@ class Watch(WatchSurface):
     """What both sides share: the thread, the lock, the first failure and the launcher's stop (and what the
     stall exchange mixed into each side uses of it: ``stall/surface.py``)."""
 
-    def __init__(self, log, elastic, recovery=False):
+    def __init__(self, log, elastic, recovery=False, hub_wait_s=600):
         self.log, self.elastic = log, elastic
+        self.hub_wait_s = hub_wait_s  # under recovery: how long a node waits for a lost node 0 (wait_timeout)
         self.lock = threading.Lock()
         self.stopping = threading.Event()
         self.failure = None          # (label, report) that stopped this node's launcher
@@ -164,9 +165,8 @@ class LinkWatch(LinkStall, Watch):
     """A worker's side: beats to node 0, and node 0's news."""
 
     def __init__(self, channel, log, elastic=False, clock=time.monotonic, recovery=False, hub_wait_s=600):
-        super().__init__(log, elastic, recovery)
+        super().__init__(log, elastic, recovery, hub_wait_s)
         self.channel, self.clock = channel, clock
-        self.hub_wait_s = hub_wait_s  # under recovery: how long this node waits for a lost node 0 (wait_timeout)
         self.closing = False
         for listener in LINK_WATCHES:  # metrics/: this node's GPU readings on its beats (a callable, or None)
             self.beat_extra = listener(self) or self.beat_extra
