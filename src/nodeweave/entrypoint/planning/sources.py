@@ -16,7 +16,7 @@ and ``rank`` (``WORLD_SIZE``/``RANK``), ``tasks_per_node`` (Slurm, MPI).
 """
 
 from ..bounded import TEXT_CAP, read_text
-from .contract import SETTINGS
+from .contract import PLAIN_VARIABLES, SETTINGS, TORCHRUN_VARIABLES
 from ..errors import TopologyError, UsageError
 from ..hostport import host_count_refusal, leading_zero_problem
 from ..model import ENV, FLAG, HOSTNAME, PLATFORM, Claim, Value, host_list, variables
@@ -108,14 +108,11 @@ def nodeweave_variables(scene):
 
 
 def plain_variables(scene):
-    return _variables(scene, [("node_rank", "NODE_RANK"), ("nnodes", "NNODES"), ("master_addr", "MASTER_ADDR"),
-                              ("master_port", "MASTER_PORT"), ("world_size", "WORLD_SIZE"), ("rank", "RANK")])
+    return _variables(scene, list(PLAIN_VARIABLES))
 
 
 def torchrun_variables(scene):
-    return _variables(scene, [("node_rank", "PET_NODE_RANK"), ("nnodes", "PET_NNODES"),
-                              ("nproc_per_node", "PET_NPROC_PER_NODE"), ("master_addr", "PET_MASTER_ADDR"),
-                              ("master_port", "PET_MASTER_PORT")])
+    return _variables(scene, list(TORCHRUN_VARIABLES))
 
 
 def indexed_job(scene):
