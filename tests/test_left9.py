@@ -247,3 +247,15 @@ def test_a_hidden_value_reaches_bare_hosts_over_ssh_as_it_is(bare_hosts):
 
 
 from test_plan_record import bare_hosts  # noqa: E402,F401 (the fixture: three bare hosts through the ssh stand-in)
+
+
+def test_a_spec_value_the_node_would_refuse_as_padded_is_refused_by_validate(capsys, tmp_path, monkeypatch):
+    """N3's rule on the spec's side: the step pattern is rendered as written into NODEWEAVE_STEP_PATTERN, which node
+    0 now refuses with white space at an end, so validate refuses it first (the other rows' spec values cannot be
+    padded: names, numbers, choices, lists of words, shell-quoted words)."""
+    make_team(tmp_path, monkeypatch)
+    spec = tmp_path / "nodeweave.yaml"
+    spec.write_text(spec.read_text() + "metrics:\n  step_pattern: ' step=(\\d+)'\n")
+    code, out, err = run_cli(capsys, "validate")
+    line = one_line(err)
+    assert code == 2 and "metrics.step_pattern" in line and "white space at an end" in line, line
