@@ -20,7 +20,7 @@ import threading
 
 import pytest
 
-from nodeweave.entrypoint.planning.sources import NAMED_ONLY
+from nodeweave.entrypoint.planning.contract import OTHER_VARIABLES
 from cli_run import in_a_folder_with_train_py
 
 TWO_NODES = {"NODEWEAVE_NNODES": "2", "NODE_RANK": "0", "MASTER_ADDR": "127.0.0.1"}
@@ -43,7 +43,7 @@ def test_a_plan_with_errors_says_the_first_on_stderr(entrypoint, env, json_form)
 
 
 @pytest.mark.parametrize("value", ["", " "], ids=["empty", "blank"])
-@pytest.mark.parametrize("name", NAMED_ONLY)
+@pytest.mark.parametrize("name", OTHER_VARIABLES)
 def test_a_variable_read_by_name_set_but_empty_is_said(entrypoint, name, value):
     """B11, B10: NODEWEAVE_JOB_TOKEN= (an unset $SECRET) got no `set but empty` line, and a blank token was taken
     as the secret; every variable the entrypoint reads by name alone is read as unset and said so."""

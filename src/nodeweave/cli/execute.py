@@ -28,7 +28,9 @@ def exec_command(
     command: List[str] = typer.Argument(None, help="COMMAND ARGS after `--`, run as is on every node (no shell: "
                                         "`-- sh -c '...'` for one)"),
     node: List[str] = NODE,
-    env: List[str] = typer.Option([], "--env", "-e", help="VAR=VALUE for the command on every node (repeat)"),
+    env: List[str] = typer.Option([], "--env", "-e", help="VAR=VALUE for the command on every node (repeat); VAR "
+                                  "alone: this shell's value of VAR (unset or empty is refused), shown as $VAR in "
+                                  "the plan, as a secret-looking name's value is shown as ***"),
     timeout: Optional[float] = typer.Option(None, "--timeout", min=0.1, help="Seconds before the command is "
                                             "killed on the nodes still running it (default: no limit)"),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Only the summary (and --json), not the nodes' output"),
@@ -36,7 +38,7 @@ def exec_command(
     output: str = output_option(),
 ) -> None:
     from nodeweave.cluster.execute import Execution, execute
-    from nodeweave.cluster.sweep import assignment_notes, parse_assignment
+    from nodeweave.cluster.sweep import assignment_notes, hidden_notes, parse_env
     from nodeweave.cluster.verbs import exec_plan
     from nodeweave.cluster.onbackend import live_nodes, require_up
 
@@ -44,12 +46,12 @@ def exec_command(
 
     if not command:
         raise UsageError("no command: give it after `--`, e.g. nodeweave exec -- nvidia-smi -L")
-    variables = dict(parse_assignment(text, "--env") for text in env)
+    variables, hidden = parse_env(env, "--env")
     spec_path = find_spec(spec_path)
     spec, backend, _ = open_cluster(spec_path, reach, dry_run=dry_run)
     nodes = pick_nodes(live_nodes(backend, "exec", dry_run), node)
     plan = exec_plan(backend, nodes, list(command), variables, timeout)
-    noted = [f"note: {note}" for note in assignment_notes([], variables, runs=False)]
+    noted = [f"note: {note}" for note in assignment_notes([], variables, runs=False) + hidden_notes(variables, nodes)]
     if dry_run:
         from dataclasses import replace
 
@@ -60,7 +62,7 @@ def exec_command(
     for line in noted:
         tell(line)
     out = console(stderr=is_data(fmt))
-    done = execute(plan, Execution(backend.spec_dir, say(out), out, backend, nodes, quiet=quiet))
+    done = execute(plan, Execution(backend.spec_dir, say(out), out, backend, nodes, quiet=quiet, hidden=hidden))
     _report(list(plan.phases[0].command), done.outcomes["exec"][0], fmt, out)
 
 

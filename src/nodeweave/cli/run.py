@@ -41,7 +41,9 @@ def run_command(
     metric: Optional[str] = typer.Option(None, "--metric", help="REGEX whose first group is read from each node's log "
                                          "and compared across the sweep, e.g. 'samples/s ([0-9.]+)'"),
     lower_is_better: bool = typer.Option(False, "--lower-is-better", help="The sweep's best point has the lowest metric"),
-    env: List[str] = typer.Option([], "--env", "-e", help="VAR=VALUE for every node's run (repeat)"),
+    env: List[str] = typer.Option([], "--env", "-e", help="VAR=VALUE for every node's run (repeat); VAR alone: "
+                                  "this shell's value of VAR (unset or empty is refused), shown as $VAR in the plan "
+                                  "and records, as a secret-looking name's value is shown as ***"),
     profile: Optional[str] = typer.Option(None, "--profile", autocompletion=complete_from("nsys", "rocprofv3"), help="nsys or rocprofv3: every rank under the profiler, "
                                           "its files collected into the run folder"),
     nproc_per_node: Optional[str] = typer.Option(None, "--nproc-per-node", help="Processes per node for this run "
@@ -70,8 +72,9 @@ def run_command(
     from nodeweave.cli.check import default_check
     from nodeweave.cluster.overrides import run_overrides
     from nodeweave.cluster.runplan import SweepRequest, run_plan
-    from nodeweave.cluster.sweep import (RunFlagInstead, assignment_notes, compile_metric, parse_assignment,
+    from nodeweave.cluster.sweep import (RunFlagInstead, assignment_notes, compile_metric, hidden_notes, parse_env,
                                          parse_sweeps, sweep_points)
+    from nodeweave.hidden import NONE, hide
     from nodeweave.cluster.onbackend import live_nodes, require_up
     from nodeweave.entrypoint.planning.consistency import no_script
 
@@ -86,9 +89,9 @@ def run_command(
     flag_instead = None  # `-e NODEWEAVE_NNODES=3`: refused once the cluster says which --nodes it takes
     try:
         sweeps = parse_sweeps(sweep)
-        extra = dict(parse_assignment(text, "--env", run=True) for text in env)
+        extra, hidden = parse_env(env, "--env", run=True)
     except RunFlagInstead as err:
-        flag_instead, sweeps, extra = err, [], {}
+        flag_instead, sweeps, extra, hidden = err, [], {}, NONE
     points = sweep_points(sweeps, max_points) if sweeps or max_points else [{}]
     compile_metric(metric)  # a bad expression is refused before anything starts
     if not sweep and (metric is not None or lower_is_better):
@@ -97,7 +100,7 @@ def run_command(
                          "compare finished runs with `nodeweave runs compare A B --metric REGEX`")
     for name, values in sweeps:
         if name in extra:
-            raise UsageError(f"{name} is both set (-e {name}={extra[name]}) and swept (--sweep {name}="
+            raise UsageError(f"{name} is both set (-e {name}={hide(extra[name])}) and swept (--sweep {name}="
                              f"{','.join(values)}); give it once: drop the -e, or add its value to the sweep")
     if profile_options is not None:  # the entrypoint's own variable, in front of it as every -e is
         _check_profile_options(profile, profile_options)
@@ -146,7 +149,7 @@ def run_command(
         said += [f"note: {note}" for note in [profiler_note(profile, backend.image_variant, backend.target)] if note]
     said += [f"note: {note}" for note in [inert_sweep_note([name for name, _ in sweeps], spec.image.variant)]
              if note]
-    said += [f"note: {note}" for note in assignment_notes(sweeps, extra)]
+    said += [f"note: {note}" for note in assignment_notes(sweeps, extra) + hidden_notes(extra, nodes)]
     if detach and dry_run:  # what the real run does with --detach, said by its dry run (walk5, W56)
         what = "the sweep's id (<UTC time>-<job>-sweep)" if sweep else "the run's id"
         follows = "the point running then" if sweep else "it"
@@ -166,10 +169,10 @@ def run_command(
 
         detach_run(parent, as_json or is_data(fmt))
         return
-    _execute(plan, nodes, spec, spec_path, backend, parent, quiet, fmt)
+    _execute(plan, nodes, spec, spec_path, backend, parent, quiet, fmt, hidden)
 
 
-def _execute(plan, nodes, spec, spec_path: Path, backend, parent: Path, quiet: bool, fmt: str) -> None:
+def _execute(plan, nodes, spec, spec_path: Path, backend, parent: Path, quiet: bool, fmt: str, hidden=None) -> None:
     """Walk the run plan (check, sweep folder, each point's run), then say how it went."""
     from nodeweave.cli.check import CheckSession, job_context
     from nodeweave.cluster.execute import Execution, execute
@@ -177,6 +180,7 @@ def _execute(plan, nodes, spec, spec_path: Path, backend, parent: Path, quiet: b
 
     context = job_context(spec, spec_path, backend)
     context.recovery = spec.recovery.enabled
+    context.hidden = hidden  # the hidden -e values, filled in at each spawn, never recorded
     out = console(stderr=is_data(fmt))
     session = RunSession(nodes, parent, context, out, quiet, on_folder=announce)
     checks = CheckSession(lambda: nodes, spec, spec_path, backend, out, then="nothing was started")

@@ -95,13 +95,22 @@ class Node:
         return f"node-{self.index}"
 
     def argv(self, command: List[str], env: Mapping[str, str] = (), stdin: bool = False) -> List[str]:
-        """The local argv that runs ``command`` on this node, with ``env`` added to the node's own."""
+        """The local argv that runs ``command`` on this node, with ``env`` added to the node's own. A hidden value
+        (``nodeweave.hidden``: ``-e NAME``, a secret's) goes through the exec client's environment where its tool
+        takes one from there (``podman exec -e NAME``), else stays a placeholder in ``env NAME=...``, filled in only
+        when the client is spawned."""
+        from nodeweave.hidden import is_secret
+
         inner = list(command)
         variables = {**dict(self.env), **dict(env)}
+        passed = [k for k, v in variables.items() if is_secret(v)] if self.remote.env_from_client else []
+        variables = {k: v for k, v in variables.items() if k not in passed}
         if variables:
             inner = ["env", *(f"{k}={v}" for k, v in variables.items()), *inner]
         if self.workdir:
             inner = [*CD_THEN_EXEC, self.workdir, *inner]
+        if passed:
+            return self.remote.exec_argv(inner, stdin=stdin, env=passed)
         return self.remote.exec_argv(inner, stdin=stdin)
 
     def entrypoint_argv(self, args: List[str], env: Mapping[str, str] = ()) -> List[str]:

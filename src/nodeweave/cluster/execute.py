@@ -48,6 +48,7 @@ class Execution:
     checks: Optional[ChecksNodes] = None  # check, run --check, up --check
     syncs: Optional[Syncs] = None
     builds: Optional[Builds] = None  # image build: the engine's steps, the upload staged
+    hidden: Optional[object] = None  # the values of hidden -e variables (nodeweave.hidden.Hidden), filled at spawn
     outcomes: Dict[str, List[object]] = field(default_factory=dict)
 
     def write_files(self, phase: FilesPhase) -> None:
@@ -109,7 +110,7 @@ class Execution:
         from nodeweave.cluster.logs import exec_everywhere
 
         return exec_everywhere(list(self.nodes), list(phase.command), None if self.quiet else self.out,
-                               timeout=phase.timeout, argv=[list(n.argv) for n in phase.nodes])
+                               timeout=phase.timeout, argv=[list(n.argv) for n in phase.nodes], hidden=self.hidden)
 
     def shell(self, phase: ShellPhase) -> None:
         """The one node's interactive shell: this process becomes its exec client."""

@@ -22,6 +22,7 @@ from rich.console import Console
 from nodeweave.cluster.base import Node
 from nodeweave.cluster.runfolder import SCHEMA, RunFolder, git_state, iso
 from nodeweave.cluster.runner import NodeRun, Runner, RunRequest
+from nodeweave.hidden import hide
 from nodeweave.steps import fan_out
 
 
@@ -34,6 +35,7 @@ class JobContext:
     workspace: Path
     target: str
     recovery: bool = False  # recovery.enabled: node 0 decides the outcome, a node's failure stops no one here
+    hidden: Optional[object] = None  # the values of hidden -e variables (nodeweave.hidden.Hidden): never recorded
 
 
 def _node_report(node: Node, run_id: str) -> dict:
@@ -88,7 +90,8 @@ def _node_record(run: NodeRun, report: dict, folder: RunFolder, profile_files: L
         folder.write_json(f"{run.node.name}.plan.json", plan)
     stamp = report.get("stamp") or None
     return {
-        "node": run.node.name, "index": run.node.index, "reached_as": run.node.remote.label, "argv": run.argv,
+        "node": run.node.name, "index": run.node.index, "reached_as": run.node.remote.label,
+        "argv": [hide(word) for word in run.argv],  # as planned: a hidden -e value as $NAME or *** (walk8 A31)
         "exit_code": run.code, "started_s": round(run.started, 3), "ended_s": run.ended and round(run.ended, 3),
         "first_output_s": run.first_output and round(run.first_output, 3), "log": f"{run.node.name}.log",
         "plan": f"{run.node.name}.plan.json" if plan else None, "exported": exported(plan),
@@ -121,7 +124,7 @@ def record(folder: RunFolder, runner: Optional[Runner], request: RunRequest, con
            nodes: List[Node]) -> dict:
     """run.json: written when the run starts (no runner yet) and again, complete, when it ends."""
     data = {"schema": SCHEMA, "run_id": request.run_id, "job": context.job, "command": request.command,
-            "env": request.env, "profile": request.profile, "target": context.target,
+            "env": {name: hide(value) for name, value in request.env.items()}, "profile": request.profile, "target": context.target,
             "workspace": git_state(context.workspace), "started": iso(runner.started_at if runner else time.time()),
             "ended": None, "nodes": [{"node": n.name, "reached_as": n.remote.label} for n in nodes]}
     if runner is not None:
@@ -159,5 +162,5 @@ def run_job(nodes: List[Node], request: RunRequest, argv: List[List[str]], folde
     runner_class = Runner
     if nodes and nodes[0].group is not None:  # one launch for every node: a Slurm step
         from nodeweave.cluster.backends.slurm.step import StepRunner as runner_class
-    runner = runner_class(nodes, request, argv, folder, console, quiet=quiet).run()
+    runner = runner_class(nodes, request, argv, folder, console, quiet=quiet, hidden=context.hidden).run()
     return record(folder, runner, request, context, nodes)

@@ -244,14 +244,22 @@ class NodeResult:
 
 
 def exec_everywhere(nodes: List[Node], command: List[str], console: Optional[Console], env: Mapping[str, str] = (),
-                    timeout: Optional[float] = None, argv: Optional[List[List[str]]] = None) -> List[NodeResult]:
+                    timeout: Optional[float] = None, argv: Optional[List[List[str]]] = None,
+                    hidden=None) -> List[NodeResult]:
     """Run ``command`` on every node at once (``argv``: each node's, as its plan says); lines printed as they
-    come (``console`` None: kept quiet)."""
+    come (``console`` None: kept quiet). ``hidden``: the values of the hidden ``-e`` variables
+    (``nodeweave.hidden.Hidden``), filled in here, at the spawn, and in each exec client's environment."""
+    import os
+
+    from nodeweave.hidden import NONE
+
+    hidden = hidden or NONE
     start = time.monotonic()
     width = max(len(n.name) for n in nodes)
     argv = argv if argv is not None else [node.argv(command, env) for node in nodes]
-    procs = [subprocess.Popen(list(line), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                              stdin=subprocess.DEVNULL) for line in argv]
+    procs = [subprocess.Popen(hidden.argv(line), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                              stdin=subprocess.DEVNULL, env=hidden.environment(os.environ) if hidden else None)
+             for line in argv]
     lines: "queue.Queue" = queue.Queue()
     last = {node.index: "" for node in nodes}
     ended = {}

@@ -86,8 +86,11 @@ class Runner:
     """
 
     def __init__(self, nodes: List[Node], request: RunRequest, argv: Sequence[Sequence[str]], folder,
-                 console: Console, quiet: bool = False):
+                 console: Console, quiet: bool = False, hidden=None):
+        from nodeweave.hidden import NONE
+
         self.nodes, self.request, self.folder, self.console, self.quiet = nodes, request, folder, console, quiet
+        self.hidden = hidden or NONE  # hidden -e values: filled in at the spawn only (nodeweave.hidden)
         self.argv = [list(a) for a in argv]
         if len(self.argv) != self.launches:
             raise ValueError(f"{len(self.argv)} planned argv for {self.launches} launch(es)")  # a caller's bug
@@ -118,9 +121,9 @@ class Runner:
     def _spawn(self, planned: "tuple[Node, List[str]]") -> NodeRun:
         node, argv = planned
         log = open(self.folder.log_path(node.name), "wb")
-        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                start_new_session=True)
-        run = NodeRun(node, argv, proc, log, time.monotonic() - self.t0)
+        proc = subprocess.Popen(self.hidden.argv(argv), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL, start_new_session=True, env=self.spawn_env())
+        run = NodeRun(node, argv, proc, log, time.monotonic() - self.t0)  # the argv as planned, never filled
         threading.Thread(target=self._read, args=(run,), daemon=True).start()
         return run
 
@@ -133,6 +136,13 @@ class Runner:
             run.log.flush()
             self.lines.put((run, raw.decode("utf-8", errors="replace").rstrip("\r\n"), now))
         self.lines.put((run, None, time.monotonic() - self.t0))
+
+    def spawn_env(self):
+        """An exec client's environment: this one's, with every hidden -e value (``podman exec -e NAME`` reads it
+        there); None (this one's as it is) when there is none."""
+        import os
+
+        return self.hidden.environment(os.environ) if self.hidden else None
 
     # --- watching ------------------------------------------------------------------------------------
     def run(self) -> "Runner":

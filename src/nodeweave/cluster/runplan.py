@@ -21,6 +21,7 @@ from nodeweave.plan import RUN_ID, NodeCommand, Phase, Plan, RunPhase, SweepPhas
 from nodeweave.cluster.runner import RunRequest, launch_argv
 from nodeweave.cluster.sweep import point_label, point_metric, point_words, sweep_table
 from nodeweave.cluster.verbs import node_commands
+from nodeweave.hidden import hide
 from nodeweave.entrypoint.quoting import as_typed
 from nodeweave.entrypoint.nodelists import ranges
 
@@ -110,7 +111,7 @@ class RunSession:
         planned: RunRequest = phase.request
         env = planned.env
         self.out.print(f"[bold]nodeweave:[/] run {folder.run_id} on {len(self.nodes)} node(s) ({self.context.target}): "
-                       f"{shlex.join(planned.command)}" + (f" with {' '.join(f'{k}={v}' for k, v in env.items())}"
+                       f"{shlex.join(planned.command)}" + (f" with {' '.join(f'{k}={hide(v)}' for k, v in env.items())}"
                                                           if env else ""), highlight=False)
         data = run_job(self.nodes, replace(planned, run_id=folder.run_id), phase.launches(folder.run_id), folder,
                        self.context, self.out, quiet=self.quiet)

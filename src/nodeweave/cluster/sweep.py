@@ -16,7 +16,7 @@ import math
 import re
 import statistics
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Tuple
 
 from rich.table import Table
 
@@ -24,6 +24,9 @@ from nodeweave.entrypoint.quoting import as_typed
 from nodeweave.errors import UsageError
 from nodeweave.entrypoint import bounded
 from nodeweave.entrypoint.planning.reserved import PATH_ACCEPTED, instead, reserved_reason, value_problem
+
+if TYPE_CHECKING:
+    from nodeweave.hidden import Hidden
 
 VARIABLE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
@@ -64,7 +67,8 @@ def parse_assignment(text: str, option: str, run: bool = False) -> Tuple[str, st
     """(name, value) of ``VAR=VALUE``; ``run``: given to `nodeweave run`, whose own flags a refusal may name."""
     name, sep, value = text.partition("=")
     if not sep or not VARIABLE.match(name):
-        raise UsageError(f"{option} {text!r} is not accepted: VAR=VALUE with VAR a variable name "
+        alone = " (or VAR alone: this shell's value of VAR)" if option == "--env" else ""
+        raise UsageError(f"{option} {text!r} is not accepted: VAR=VALUE{alone} with VAR a variable name "
                          "(ASCII letters, digits and '_', not starting with a digit), e.g. NCCL_MAX_NCHANNELS=16")
     if "\n" in value or "\0" in value:
         raise UsageError(f"{option} {text!r}: the value holds a newline or NUL byte")
@@ -81,6 +85,69 @@ def parse_assignment(text: str, option: str, run: bool = False) -> Tuple[str, st
     if problem is not None:
         raise UsageError(f"{option} {text!r}: {problem}; accepted: {PATH_ACCEPTED}")
     return name, value
+
+
+def parse_env(options: Sequence[str], option: str = "--env", run: bool = False) -> Tuple[Dict[str, str], "Hidden"]:
+    """``-e`` of `run` and `exec`, as docker takes it: ``VAR=VALUE``, or ``VAR`` alone for this shell's value of VAR
+    (unset or empty is refused: an empty value never means anything). (the variables, a value hidden as its
+    placeholder; the hidden values). Hidden (``nodeweave.hidden``, walk8 A31): every value given by name, shown as
+    ``$VAR``, and a secret-looking name's value given written out (``env_looks_secret``, as the spec's env is
+    judged), shown as ``***``: neither is written in the plan, ``-o json`` or a record, and a local engine's exec
+    gets it from its own environment (``podman exec -e VAR``)."""
+    import os
+
+    from nodeweave.hidden import Hidden, secret_placeholder
+    from nodeweave.spec.sections.job import env_looks_secret
+
+    found: Dict[str, str] = {}
+    values: Dict[str, str] = {}
+    for text in options:
+        if "=" in text or not VARIABLE.match(text):
+            name, value = parse_assignment(text, option, run=run)
+            if env_looks_secret(name):
+                found[name], values[name] = secret_placeholder(name, by_name=False), value
+            else:
+                found[name] = value
+            continue
+        name, value = text, os.environ.get(text)
+        if not value:
+            state = "is not set" if value is None else "is set but empty"
+            raise UsageError(f"{option} {name}: {name} {state} in this shell, and `{option} {name}` takes its value "
+                             f"from there (an empty value never means anything); export {name}=VALUE first, or give "
+                             f"{option} {name}=VALUE")
+        try:
+            parse_assignment(f"{name}={value}", option, run=run)
+        except RunFlagInstead as err:
+            err.text = name
+            raise
+        except UsageError as err:  # said without the value: given by name, it is never written out
+            said = str(err).replace(repr(f"{name}={value}"), repr(name))
+            raise UsageError(said.replace(value, f"${name}") if len(value) > 3 else said) from None
+        found[name], values[name] = secret_placeholder(name, by_name=True), value
+    return found, Hidden(values)
+
+
+def hidden_notes(env: Dict[str, str], nodes) -> List[str]:
+    """How each hidden ``-e`` value (``parse_env``) reaches ``nodes``, in one note: through the exec client's own
+    environment where every node's tool takes it from there (``podman exec -e NAME``), else on the exec's command
+    line, which `ps` shows here and on the node; either way the plan and the records show ``$NAME`` or ``***``."""
+    from nodeweave.hidden import hide, is_secret
+
+    names = [f"-e {name}" + ("" if hide(value).startswith("$") else "=***") for name, value in env.items()
+             if is_secret(value)]
+    if not names or not nodes:
+        return []
+    shown = ", ".join(names)
+    tools = sorted({node.remote.kind for node in nodes if not node.remote.env_from_client})
+    group = nodes[0].group is not None
+    if not tools and not group:
+        kind = nodes[0].remote.kind
+        return [f"{shown}: the value goes to every node through the exec client's own environment (`{kind} exec -e "
+                "NAME`), never on a command line; the plan and a run's records show $NAME or ***"]
+    tool = "srun" if group else " and ".join(tools)
+    return [f"{shown}: through {tool} the value travels on the command line of every node's exec once it starts "
+            "(readable in `ps` here and on the node; only `podman`/`docker exec -e NAME` take it from the exec "
+            "client's own environment), and is written nowhere: the plan and a run's records show $NAME or ***"]
 
 
 def parse_sweeps(options: Sequence[str], run: bool = True) -> List[Tuple[str, List[str]]]:
@@ -145,8 +212,9 @@ def point_words(point: Dict[str, str]) -> str:
 def assignment_notes(sweeps: List[Tuple[str, List[str]]], env: Dict[str, str], runs: bool = True) -> List[str]:
     """What a ``--sweep``/``-e`` taken as written may not mean (walk8 A18): a value starting with ``=`` (``A==1``
     sets A to ``=1`` on every node: a doubled ``=``?) and, for ``runs`` (`nodeweave run`), a sweep of one point
-    (one run, as ``-e`` makes it), and a name that looks like a secret with its value written out (as the spec's
-    env is judged). The one judge of run's and bench's --sweep and of run's and exec's -e."""
+    (one run, as ``-e`` makes it), and a swept name that looks like a secret, its values written out (as the spec's
+    env is judged; a ``-e`` one is hidden: ``parse_env``, ``hidden_notes``). The one judge of run's and bench's
+    --sweep and of run's and exec's -e."""
     found = [f"{flag} {name}={value}: {name}'s value {value!r} starts with '=', which every node gets as part of "
              f"it (a doubled '='? {name}={value[1:]})"
              for flag, pairs in (("--sweep", [(n, v) for n, values in sweeps for v in values]),
@@ -154,11 +222,11 @@ def assignment_notes(sweeps: List[Tuple[str, List[str]]], env: Dict[str, str], r
              for name, value in pairs if value.startswith("=")]
     from nodeweave.spec.sections.job import ENV_SECRET_HINT, env_looks_secret
 
-    found += [f"{flag} {name}=... looks like a secret and holds its value: it goes on the command line of every "
-              "node's exec (readable in `ps` there and here)" + (", into the printed plan and into each run's "
-              "record; " if runs else " and into the printed plan; ") + ENV_SECRET_HINT
-              for flag, names in (("-e", sorted(env)), ("--sweep", [n for n, _ in sweeps]))
-              for name in names if env_looks_secret(name)]  # walk8 A31: the spec's env and --build-arg say so
+    # walk8 A31: a secret-looking -e is hidden (parse_env; how it travels: hidden_notes); a swept one is written
+    # out in every point's run id, sweep.json and the table, as the spec's env and --build-arg are noted
+    found += [f"--sweep {name}=... looks like a secret and holds its values: they go on the command line of every "
+              "node's exec (readable in `ps` there and here), into the printed plan, the run ids and each run's "
+              "record; " + ENV_SECRET_HINT for name, _ in sweeps if env_looks_secret(name)]
     if runs and sweeps and all(len(values) == 1 for _, values in sweeps):
         given = " ".join(f"{name}={values[0]}" for name, values in sweeps)
         found.append(f"--sweep {given} is one point: one run in a sweep folder; `-e` sets a variable for a plain "

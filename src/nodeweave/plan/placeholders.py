@@ -12,6 +12,7 @@ import re
 import shlex
 from typing import Mapping, Sequence
 
+from nodeweave.hidden import hide
 from nodeweave.steps import Step
 
 MARK = "\x1f"  # the unit separator around a placeholder's name: no word a user types holds it
@@ -39,8 +40,9 @@ def node_placeholder(index: int) -> str:
 
 
 def shown(text: str) -> str:
-    """``text`` as a person reads it: each placeholder as ``<name>``."""
-    return PLACEHOLDER.sub(r"<\1>", text)
+    """``text`` as a person reads it: each placeholder as ``<name>``, a hidden ``-e`` value as ``$NAME`` or ``***``
+    (``nodeweave.hidden``)."""
+    return hide(PLACEHOLDER.sub(r"<\1>", text))
 
 
 def filled(text: str, values: Mapping[str, str]) -> str:
@@ -53,13 +55,25 @@ def command_text(argv: Sequence[str]) -> str:
     else as ``<name>`` (unquoted, so it reads as one)."""
     words = []
     for word in argv:
-        parts = PLACEHOLDER.split(word)  # literal, name, literal, name, ...
+        parts = ANY_PLACEHOLDER.split(word)  # literal, name, literal, name, ...
         if len(parts) == 1:
             words.append(shlex.quote(word))
             continue
-        words.append("".join(SHELL_WORDS.get(part, f"<{part}>") if odd else (shlex.quote(part) if part else "")
+        words.append("".join(_shell_word(part) if odd else (shlex.quote(part) if part else "")
                              for odd, part in ((i % 2 == 1, p) for i, p in enumerate(parts))))
     return " ".join(words)
+
+
+ANY_PLACEHOLDER = re.compile(MARK + r"([^" + MARK + r"]+)" + MARK)
+
+
+def _shell_word(name: str) -> str:
+    """A placeholder's name as a pasted line shows it: a hidden -e value as ``"$NAME"`` (given by name: the shell
+    fills it) or ``***`` (nodeweave.hidden), a SHELL_WORDS one as its words, any other as ``<name>``."""
+    hidden = name.lstrip("'")
+    if hidden[:1] in "$*" and len(hidden) > 1:
+        return f'"{hidden}"' if hidden[0] == "$" else "***"
+    return SHELL_WORDS.get(name, f"<{name}>")
 
 
 def shown_data(data):

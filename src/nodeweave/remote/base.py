@@ -133,6 +133,9 @@ class Remote:
     # Whether sync may, unasked, have these nodes forward a payload to each other over plain TCP:
     # yes where their network is the one the job's own NCCL/c10d traffic crosses in the clear anyway.
     relay_by_default: ClassVar[bool] = True
+    # Whether the exec client hands a variable of its own environment to the command (``podman exec -e NAME``):
+    # a hidden ``-e`` value (nodeweave.hidden) then travels there, never on a command line.
+    env_from_client: ClassVar[bool] = False
 
     @classmethod
     def make(cls, name: str, *, namespace: "str | None" = None, container: "str | None" = None,
@@ -151,7 +154,9 @@ class Remote:
         return self.name
 
     def exec_argv(self, argv: "list[str]", stdin: bool = True, tty: bool = False) -> "list[str]":
-        """Local argv that runs ``argv`` on the node (stdin attached unless ``stdin=False``)."""
+        """Local argv that runs ``argv`` on the node (stdin attached unless ``stdin=False``). A kind whose
+        ``env_from_client`` is true also takes ``env=NAMES``: variables of the exec client's environment the
+        command gets."""
         raise NotImplementedError
 
     def rsh(self) -> str:

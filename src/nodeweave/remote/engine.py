@@ -19,14 +19,16 @@ class EngineExec(Remote):
     """A container reached with ``<engine> exec``."""
 
     engine = True
+    env_from_client = True  # `podman exec -e NAME` / `docker exec -e NAME`: the value from the client's environment
 
     @classmethod
     def make(cls, name: str, *, namespace: "str | None" = None, container: "str | None" = None,
              options: RemoteOptions = RemoteOptions()) -> "EngineExec":
         return cls(check_container_name(name), options)
 
-    def exec_argv(self, argv: "list[str]", stdin: bool = True, tty: bool = False) -> "list[str]":
-        return [self.kind, "exec", *flags(stdin, tty), self.name, *argv]
+    def exec_argv(self, argv: "list[str]", stdin: bool = True, tty: bool = False, env=()) -> "list[str]":
+        passed = [word for name in env for word in ("-e", name)]  # no value: the engine reads it from its own
+        return [self.kind, "exec", *flags(stdin, tty), *passed, self.name, *argv]
 
     def rsh(self) -> str:
         return " ".join(rsync_quote(t) for t in (self.kind, "exec", "-i"))

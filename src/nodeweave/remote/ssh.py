@@ -18,6 +18,7 @@ import shlex
 from dataclasses import dataclass
 
 from nodeweave.errors import UsageError
+from nodeweave.hidden import in_single_quotes
 from nodeweave.remote.base import Remote, RemoteOptions, flags, permanent_ssh_text, rsync_quote, transient_text
 from nodeweave.remote.names import check_container_name, check_ssh_host, refuse
 
@@ -40,8 +41,9 @@ def remote_word(word: str) -> str:
 
 
 def remote_command(argv: "list[str]") -> str:
-    """The command string ssh sends: every word quoted (home-relative paths expanded there, see remote_word)."""
-    return " ".join(remote_word(word) for word in argv)
+    """The command string ssh sends: every word quoted (home-relative paths expanded there, see remote_word); a
+    hidden ``-e`` value's placeholder is filled shell-quoted (``nodeweave.hidden.in_single_quotes``)."""
+    return in_single_quotes(" ".join(remote_word(word) for word in argv))
 
 
 def ssh_argv(options: RemoteOptions, stdin: bool = True, tty: bool = False) -> "list[str]":
@@ -121,7 +123,7 @@ class SshEngine(Ssh):
         return self.ssh_host.rpartition("@")[2]
 
     def _on_host(self, argv: "list[str]", stdin: bool = True, tty: bool = False) -> "list[str]":
-        return [*ssh_argv(self.options, stdin, tty), self.ssh_host, "--", shlex.join(argv)]
+        return [*ssh_argv(self.options, stdin, tty), self.ssh_host, "--", in_single_quotes(shlex.join(argv))]
 
     def exec_argv(self, argv: "list[str]", stdin: bool = True, tty: bool = False) -> "list[str]":
         inner = [self.engine_cli, "exec", *flags(stdin, tty), self.container_name, *argv]

@@ -602,6 +602,41 @@ SETTINGS = (
             "(docs/observability.md)", spec="metrics.step_pattern", read=read_step_pattern, text=optional_text),
 )
 
+# The variables the rank sources read under other names than the rows' (docs/entrypoint.md's first table): plain
+# ones and torchrun's PET_* ones (Kubeflow); ``sources.py`` claims from these tables.
+PLAIN_VARIABLES = (("node_rank", "NODE_RANK"), ("nnodes", "NNODES"), ("master_addr", "MASTER_ADDR"),
+                   ("master_port", "MASTER_PORT"), ("world_size", "WORLD_SIZE"), ("rank", "RANK"))
+TORCHRUN_VARIABLES = (("node_rank", "PET_NODE_RANK"), ("nnodes", "PET_NNODES"),
+                      ("nproc_per_node", "PET_NPROC_PER_NODE"), ("master_addr", "PET_MASTER_ADDR"),
+                      ("master_port", "PET_MASTER_PORT"))
+# NODEWEAVE_* variables no row has a flag for (the same table's last rows); a secret's value is never printed.
+OTHER_VARIABLES = ("NODEWEAVE_JOB_TOKEN", "NODEWEAVE_JOB_TOKEN_FILE", "NODEWEAVE_KUBE_API",
+                   "NODEWEAVE_NCCL_VERSION", "NODEWEAVE_RCCL_VERSION")
+SECRET_VARIABLES = frozenset(("NODEWEAVE_JOB_TOKEN",))
+# Every variable the entrypoint reads by name as a setting (the platforms' own, a scheduler's output, are not typed
+# by anyone): a value with white space at an end is refused in each (``padded_refusal``).
+READ_VARIABLES = (tuple(row.variable for row in SETTINGS) + tuple(name for _, name in PLAIN_VARIABLES)
+                  + tuple(name for _, name in TORCHRUN_VARIABLES) + OTHER_VARIABLES)
+
+
+def padded_refusal(name, value, flag=False):
+    """The one refusal of a flag's or variable's value with white space (a space, a tab, a newline) at an end,
+    or None: such a value was trimmed by one reader, refused by another and taken whole by a third (replay N3:
+    MASTER_ADDR=' 10.0.0.1' was taken as 10.0.0.1 without a word), where the CLI refuses it naming the spelling
+    to use. Blank values are the "set but empty" rule's. ``flag``: ``name`` is an option (``--master-addr``)."""
+    text = str(value)
+    if text == text.strip() or not text.strip():
+        return None
+    from ..quoting import as_typed
+
+    shown = "(not shown: a secret)" if name in SECRET_VARIABLES else as_typed(text)
+    bare = "..." if name in SECRET_VARIABLES else text.strip()
+    quoted = "'" + bare.replace("'", "'\\''") + "'"  # shell words, as the user types them
+    spelling = f"{name} {quoted}" if flag else f"{name}={quoted}"
+    return UsageError(f"{name} {shown}: white space at an end (a space, tab or newline: copied?), which is never "
+                      f"trimmed; accepted: the value with nothing around it, write {spelling}")
+
+
 BY_KEY = {row.key: row for row in SETTINGS}
 BY_FLAG = {flag: row for row in SETTINGS for flag in (row.flag, *row.aliases)}
 TOPOLOGY_KEYS = tuple(row.key for row in SETTINGS if row.topology)

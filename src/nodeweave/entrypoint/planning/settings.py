@@ -9,7 +9,7 @@ against the other rank sources and report where each value came from.
 
 import os
 
-from .contract import BY_FLAG, BY_KEY, LAUNCHERS, SETTINGS, TOPOLOGY_KEYS, read_int
+from .contract import BY_FLAG, BY_KEY, LAUNCHERS, READ_VARIABLES, SETTINGS, TOPOLOGY_KEYS, padded_refusal, read_int
 from ..errors import EntrypointError, UsageError
 from ..model import NEW_DICT, Record, Value
 
@@ -135,6 +135,9 @@ def parse(argv, env):
             # `--checkpoint-dir ""` turned recovery's folder off silently (walk2 M2); a word list's empty value
             # is its own explicit "none" (`nodeweave check` clears the spec's options with --launcher-options '')
             raise UsageError(f"{name} is given an empty value: {row.help}; leave the option out for its default")
+        padded = padded_refusal(name, value, flag=True)  # one rule for every option and variable (replay N3)
+        if padded is not None:
+            raise padded
         if row.topology:
             flags[row.key] = value
     unread = []  # the first value refused: raised once the settings read so far are built (they carry it)
@@ -152,6 +155,8 @@ def parse(argv, env):
     if command and not command[0].strip():  # `-- ""`: planned as `exec ''` (walk2 M3), as `nodeweave run -- ""` is not
         unread.insert(0, UsageError("the training command's program is empty (''): give the script or program "
                                     "after --"))
+    unread += [refusal for refusal in (padded_refusal(name, env[name]) for name in READ_VARIABLES if name in env)
+               if refusal is not None]
     for row in SETTINGS:
         if row.topology or row.key in options:
             continue

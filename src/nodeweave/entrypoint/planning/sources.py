@@ -16,8 +16,7 @@ and ``rank`` (``WORLD_SIZE``/``RANK``), ``tasks_per_node`` (Slurm, MPI).
 """
 
 from ..bounded import TEXT_CAP, read_text
-from .contract import SETTINGS
-from .exchange_plan import TOKEN_FILE_VARIABLE, TOKEN_VARIABLE
+from .contract import OTHER_VARIABLES, PLAIN_VARIABLES, SETTINGS, TORCHRUN_VARIABLES
 from ..errors import TopologyError, UsageError
 from ..hostport import host_count_refusal, leading_zero_problem
 from ..model import ENV, FLAG, HOSTNAME, PLATFORM, Claim, Value, host_list, variables
@@ -73,13 +72,6 @@ def _variables(scene, names, tier=ENV):
     return variables(scene.env, names, tier)
 
 
-# The NODEWEAVE_* variables read by name with no settings row: the job's secret and its file, the API's URL, the
-# library versions a fingerprint reports. A set-but-empty one is read as unset like the rest, and said so (walk9
-# B11: an empty $SECRET in `-e NODEWEAVE_JOB_TOKEN=$SECRET` lost the secret without a word).
-NAMED_ONLY = (TOKEN_VARIABLE, TOKEN_FILE_VARIABLE, "NODEWEAVE_KUBE_API", "NODEWEAVE_NCCL_VERSION",
-              "NODEWEAVE_RCCL_VERSION")
-
-
 def empty_variables(scene, fields=None):
     """Every variable the plan reads (the sources' and the settings' rows) that is set but empty, in order, or
     only those that would have given one of ``fields``: an unset ``$N`` in ``-e NNODES=$N`` planned a single node
@@ -89,7 +81,9 @@ def empty_variables(scene, fields=None):
                                                            if row.variable in env and not env[row.variable].strip()]
     # every rank variable of the sources' table, whichever reader reads it (walk8 B4: SLURM_NODEID= was "not set")
     read += [("node_rank", name) for name in RANK_NAMES if name in env and not env[name].strip()]
-    read += [(None, name) for name in NAMED_ONLY if name in env and not env[name].strip()]
+    # the NODEWEAVE_* variables with no settings row (contract.OTHER_VARIABLES: the job's secret and its file, ...):
+    # walk9 B11, an empty $SECRET in `-e NODEWEAVE_JOB_TOKEN=$SECRET` lost the secret without a word
+    read += [(None, name) for name in OTHER_VARIABLES if name in env and not env[name].strip()]
     return list(dict.fromkeys(var for field, var in read if fields is None or field in fields))
 
 
@@ -117,14 +111,11 @@ def nodeweave_variables(scene):
 
 
 def plain_variables(scene):
-    return _variables(scene, [("node_rank", "NODE_RANK"), ("nnodes", "NNODES"), ("master_addr", "MASTER_ADDR"),
-                              ("master_port", "MASTER_PORT"), ("world_size", "WORLD_SIZE"), ("rank", "RANK")])
+    return _variables(scene, list(PLAIN_VARIABLES))
 
 
 def torchrun_variables(scene):
-    return _variables(scene, [("node_rank", "PET_NODE_RANK"), ("nnodes", "PET_NNODES"),
-                              ("nproc_per_node", "PET_NPROC_PER_NODE"), ("master_addr", "PET_MASTER_ADDR"),
-                              ("master_port", "PET_MASTER_PORT")])
+    return _variables(scene, list(TORCHRUN_VARIABLES))
 
 
 def indexed_job(scene):

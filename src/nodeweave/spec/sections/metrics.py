@@ -20,6 +20,12 @@ def metrics(r: Reader, top: Fields) -> Metrics:
         from nodeweave.entrypoint.planning.contract import read_step_pattern
 
         pattern = r.string(node, "metrics.step_pattern", STEP_PATTERN)
+        if pattern.strip() and pattern != pattern.strip():  # node 0 refuses it so (contract.padded_refusal: left9)
+            from nodeweave.entrypoint.quoting import as_typed
+
+            raise r.fail(node, "metrics.step_pattern", f"{as_typed(pattern)} has white space at an end, which node 0 "
+                         "refuses in NODEWEAVE_STEP_PATTERN (never trimmed); write a space the pattern needs there "
+                         "as [ ] or \\s", STEP_PATTERN)
         try:
             read_step_pattern(pattern, "metrics.step_pattern", "the spec")
         except EntrypointUsageError as err:

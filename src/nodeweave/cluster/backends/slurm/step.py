@@ -98,8 +98,8 @@ class StepRunner(Runner):
 
     def start(self) -> None:
         (argv,) = self.argv
-        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                start_new_session=True)
+        proc = subprocess.Popen(self.hidden.argv(argv), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL, start_new_session=True, env=self.spawn_env())
         started = time.monotonic() - self.t0
         self.ended_by: Dict[int, Tuple[int, float]] = {}
         self.srun_says: Dict[int, int] = {}
