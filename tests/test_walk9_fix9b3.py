@@ -1,12 +1,17 @@
 """Walk 9, part B, rows B24..B29 (issue 43), each fixed as a class:
 
 - a query (``--explain``, ``--status`` or one of their switches typed alone, or no training command) never speaks
-  for the node in the job: its refusal is local and never reaches node 0's check-in (B25).
+  for the node in the job: its refusal is local and never reaches node 0's check-in (B25);
+- one hold per node: a second is refused (exit 6) while hold.json names a live hold, and a hold removes only its
+  own record (B29; the rule B17 holds runs to as well: a second start over a live record of the same kind is
+  refused, and a record is removed only by the process it names).
 
 Each test fails on the code before its fix. No container is started.
 """
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import pytest
 
@@ -15,6 +20,7 @@ from nodeweave.entrypoint.errors import EntrypointError
 from nodeweave.entrypoint.planning.settings import FLAGS, parse
 from cli_run import in_a_folder_with_train_py
 
+SRC = Path(__file__).resolve().parent.parent / "src"
 entrypoint = pytest.fixture(in_a_folder_with_train_py, name="entrypoint")  # (exit code, stdout, stderr)
 NODE_1 = {"NODEWEAVE_NNODES": "2", "NODEWEAVE_NODE_RANK": "1", "NODEWEAVE_MASTER_ADDR": "127.0.0.1",
           "NODEWEAVE_MASTER_PORT": "31820", "NODEWEAVE_JOB_ID": "q"}
@@ -59,3 +65,85 @@ def test_a_start_refused_is_still_told_to_node_0(told):
     err = _refused(["train.py"], dict(NODE_1, NODEWEAVE_PROFILE_OPTIONS="--x"))
     refusal.tell_node_0(err.settings, err, lambda line: None, budget_s=0.5)
     assert told
+
+
+# --- B29: one hold per node; a hold's record is never overwritten nor removed by another ---------------------
+
+def _hold(tmp_path, timeout=None):
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("NODEWEAVE_", "SLURM_", "OMPI_", "PMI"))}
+    env.update(TMPDIR=str(tmp_path), PYTHONPATH=str(SRC))
+    command = [sys.executable, "-m", "nodeweave.entrypoint", "--mode", "hold", "--", "train.py"]
+    return subprocess.Popen(command, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+
+
+def _wait_for(path, seconds=30.0):
+    import time
+
+    end = time.monotonic() + seconds
+    while not path.exists():
+        assert time.monotonic() < end, f"{path} never written"
+        time.sleep(0.1)
+
+
+def test_a_second_hold_is_refused_and_the_live_record_kept(tmp_path):
+    """B29: a second hold on a node that holds started without a word and, when it ended, removed hold.json:
+    `nodeweave status` then read the node that still held as idle."""
+    import json
+    import signal
+
+    (tmp_path / "train.py").write_text("print('hi')\n")
+    record = tmp_path / "nodeweave" / "hold.json"
+    first = _hold(tmp_path)
+    try:
+        _wait_for(record)
+        before = json.loads(record.read_text())
+        assert before["pid"] == first.pid
+        second = _hold(tmp_path)
+        try:
+            out, err = second.communicate(timeout=60)
+        finally:
+            if second.poll() is None:
+                second.send_signal(signal.SIGTERM)
+                second.communicate(timeout=30)
+        assert second.returncode == 6, err
+        assert f"a hold is still in progress on this node (pid {first.pid}" in err
+        assert "Traceback" not in err
+        assert json.loads(record.read_text()) == before
+    finally:
+        first.send_signal(signal.SIGTERM)
+        first.communicate(timeout=30)
+    assert first.returncode == 0
+    assert not record.exists()  # the hold removes its own record
+
+
+def test_a_hold_removes_only_its_own_record(tmp_path, monkeypatch):
+    """B29: the record a hold removes as it ends is its own, never one another process wrote since."""
+    import json
+    import os
+    import signal
+
+    from nodeweave.entrypoint import hold as hold_module
+
+    (tmp_path / "train.py").write_text("print('hi')\n")
+    record = tmp_path / "nodeweave" / "hold.json"
+    other = {"pid": 1, "starttime": 0, "started": 0, "schema": "nodeweave.hold/1"}
+    written = hold_module.write_json
+
+    def write_then_replaced(path, data):
+        written(path, data)
+        written(path, other)  # another process's record over this hold's (a hold older than this rule)
+
+    monkeypatch.setattr(hold_module, "write_json", write_then_replaced)
+    monkeypatch.setattr(signal, "sigwait", lambda signals: signal.SIGTERM)
+    monkeypatch.setattr(signal, "pthread_sigmask", lambda how, signals: set())
+    monkeypatch.chdir(tmp_path)
+    from nodeweave.entrypoint.planning.settings import parse
+
+    env = {"TMPDIR": str(tmp_path), "PATH": os.environ.get("PATH", "")}
+    assert hold_module.hold(parse(["--mode", "hold", "--", "train.py"], env), lambda line: None) == 0
+    assert json.loads(record.read_text()) == other
