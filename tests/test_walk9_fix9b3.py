@@ -147,3 +147,44 @@ def test_a_hold_removes_only_its_own_record(tmp_path, monkeypatch):
     env = {"TMPDIR": str(tmp_path), "PATH": os.environ.get("PATH", "")}
     assert hold_module.hold(parse(["--mode", "hold", "--", "train.py"], env), lambda line: None) == 0
     assert json.loads(record.read_text()) == other
+
+
+# --- B27: `-0` is no plain number, wherever a whole number is read; a port's refusal names 1..65535 ------------
+
+def _whole_number_rows():
+    from nodeweave.entrypoint.planning.contract import SETTINGS, read_number_text, read_port
+
+    return [row for row in SETTINGS if row.variable and (row.read in (read_port, read_number_text)
+                                                          or row.read.__qualname__.startswith("read_int"))]
+
+
+@pytest.mark.parametrize("row", _whole_number_rows(), ids=lambda row: row.variable)
+def test_minus_zero_is_refused_naming_plain_digits(entrypoint, row):
+    """B27: NODEWEAVE_NODE_RANK=-0 was node rank 0, SPARES/STALL_WARN/WAIT_TIMEOUT -0 were 0, while 05, +5 and
+    1_000 are refused: `-0` is refused the same way everywhere, naming plain digits."""
+    env = {"NODEWEAVE_NNODES": "2", "NODEWEAVE_NODE_RANK": "0", "NODEWEAVE_MASTER_ADDR": "127.0.0.1"}
+    env[row.variable] = "-0"
+    code, out, err = entrypoint(["--explain", "--", "train.py"], env)
+    assert code == 2, err
+    assert "'-0'" in err and "plain decimal digits" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("variable", ["NODEWEAVE_MASTER_PORT", "NODEWEAVE_METRICS_PORT", "NODEWEAVE_EXCHANGE_PORT"])
+@pytest.mark.parametrize("value", ["-0", "0", "70000"])
+def test_a_port_refusal_names_1_to_65535(entrypoint, variable, value):
+    """B27: NODEWEAVE_MASTER_PORT=-0 got "accepted: 1 or more (e.g. 2)": a port's refusal says 1..65535."""
+    env = {"NODEWEAVE_NNODES": "2", "NODEWEAVE_NODE_RANK": "0", "NODEWEAVE_MASTER_ADDR": "127.0.0.1", variable: value}
+    code, out, err = entrypoint(["--explain", "--", "train.py"], env)
+    assert code == 2, err
+    assert "1..65535" in err and "1 or more" not in err
+
+
+def test_the_spec_refuses_minus_zero_too():
+    """B27: the spec's plain-number rule and the entrypoint's are one: `-0` is no plain number in either."""
+    from nodeweave.entrypoint.planning.contract import plain_int
+    from nodeweave.spec.nodes import _PLAIN_INT
+
+    for text in ("-0", "05", "+5", "1_000", "-00"):
+        assert not plain_int(text) and not _PLAIN_INT.match(text), text
+    for text in ("0", "5", "-2", "29500"):
+        assert plain_int(text) and _PLAIN_INT.match(text), text
