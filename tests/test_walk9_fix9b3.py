@@ -188,3 +188,47 @@ def test_the_spec_refuses_minus_zero_too():
         assert not plain_int(text) and not _PLAIN_INT.match(text), text
     for text in ("0", "5", "-2", "29500"):
         assert plain_int(text) and _PLAIN_INT.match(text), text
+
+
+# --- B24: node 0 of any job, one node too, hosts the rendezvous: its own checks run for a single node ---------
+
+@pytest.fixture()
+def busy_port():
+    """A master port another program listens on (another single-node job's store)."""
+    import socket
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    yield listener.getsockname()[1]
+    listener.close()
+
+
+def _one_node(member, busy_port):
+    import os
+    import sys
+
+    env = {"NODEWEAVE_NNODES": "1", "NODEWEAVE_NODE_RANK": "0", "PATH": f"{os.path.dirname(sys.executable)}:/usr/bin:/bin"}
+    if member == "master-elsewhere":  # a cluster's MASTER_ADDR left in the shell (TEST-NET-1: never this machine)
+        return dict(env, NODEWEAVE_MASTER_ADDR="192.0.2.123"), "not an address of this node"
+    return dict(env, NODEWEAVE_MASTER_PORT=str(busy_port)), "is in use on this node"
+
+
+@pytest.mark.parametrize("member", ["master-elsewhere", "master-port-busy"])
+def test_a_single_node_start_refuses_what_node_0_of_many_would(entrypoint, busy_port, member):
+    """B24: one node with a cluster's MASTER_ADDR ran torchrun, which hung on it with 160 lines of C++ frames,
+    while two nodes were refused at once: a single node's start is refused the same way, exit 3."""
+    env, said = _one_node(member, busy_port)
+    code, out, err = entrypoint(["--", "train.py"], env)
+    assert code == 3 and said in err and "Traceback" not in err, err
+
+
+@pytest.mark.parametrize("member", ["master-elsewhere", "master-port-busy"])
+def test_explain_on_a_single_node_warns_what_its_start_refuses(entrypoint, busy_port, member):
+    """B24: `--explain` on one node with a cluster's MASTER_ADDR said `this node is the master`, no warning."""
+    import json
+
+    env, said = _one_node(member, busy_port)
+    code, out, err = entrypoint(["--explain", "--json", "--", "train.py"], env)
+    assert code == 0 and [w for w in json.loads(out)["warnings"] if said in w], json.loads(out)["warnings"]
+

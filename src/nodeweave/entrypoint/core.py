@@ -52,10 +52,10 @@ def _start_refusals(plan, root):
     """What the start refuses on this machine before any check-in (``loop.Start.prepare``), said in the plan as
     the ``start-refused-here`` warning: ``--explain`` on the node says what its start would do (walk8 B24), and the
     plan is often read off the node, so it does not exit with the start's code itself."""
-    if not (plan.topology.is_master and plan.topology.nnodes_max > 1):
+    if not plan.topology.is_master:  # node 0 of any job, one node too, hosts the rendezvous (walk9 B24)
         return
     from .planning.rules import emit
-    from .running.selfcheck import check_master_is_self  # only rank 0 of a multi-node job pays for it
+    from .running.selfcheck import check_master_is_self  # only rank 0 pays for it
 
     try:
         check_master_is_self(plan, root)
