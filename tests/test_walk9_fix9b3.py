@@ -4,7 +4,13 @@
   for the node in the job: its refusal is local and never reaches node 0's check-in (B25);
 - one hold per node: a second is refused (exit 6) while hold.json names a live hold, and a hold removes only its
   own record (B29; the rule B17 holds runs to as well: a second start over a live record of the same kind is
-  refused, and a record is removed only by the process it names).
+  refused, and a record is removed only by the process it names);
+- `-0` is no plain number wherever a whole number is read (entrypoint and spec: one rule), and a port's refusal
+  names 1..65535 (B27);
+- node 0 of any job, one node too, hosts the rendezvous: a MASTER_ADDR that is not this machine and a busy master
+  port are refused and warned for a single node as for many (B24);
+- every port node 0 listens on (master, exchange, metrics) is judged alike: below 1024 is noted, and a clash with
+  the metrics port's default names the port that was typed (B28).
 
 Each test fails on the code before its fix. No container is started.
 """
@@ -232,3 +238,58 @@ def test_explain_on_a_single_node_warns_what_its_start_refuses(entrypoint, busy_
     code, out, err = entrypoint(["--explain", "--json", "--", "train.py"], env)
     assert code == 0 and [w for w in json.loads(out)["warnings"] if said in w], json.loads(out)["warnings"]
 
+
+# --- B28: every port node 0 listens on is judged alike: a clash names the port typed, below 1024 is noted --------
+
+TWO_NODES = {"NODEWEAVE_NNODES": "2", "NODEWEAVE_NODE_RANK": "0", "NODEWEAVE_MASTER_ADDR": "127.0.0.1"}
+
+
+def _node_0_ports():
+    from nodeweave.entrypoint.planning.contract import BY_KEY
+    from nodeweave.entrypoint.planning.shared_rules import NODE_0_PORTS
+
+    return [(key, BY_KEY[key].variable, BY_KEY[key].spec) for key, _, _ in NODE_0_PORTS]
+
+
+@pytest.mark.parametrize("key,variable,field", _node_0_ports(), ids=lambda v: v if isinstance(v, str) else "")
+def test_every_port_node_0_listens_on_below_1024_is_noted(entrypoint, team, capsys, key, variable, field):
+    """B28: NODEWEAVE_METRICS_PORT=80 was noted as below 1024; NODEWEAVE_MASTER_PORT=22 and
+    NODEWEAVE_EXCHANGE_PORT=22 (ports node 0 binds as well) went without a word, in the plan and in validate."""
+    from cli_run import in_process as run_cli
+
+    code, out, err = entrypoint(["--explain", "--", "train.py"], dict(TWO_NODES, **{variable: "22"}))
+    assert code == 0 and f"{variable}: 22 is below 1024" in out + err, out + err
+    section, _, name = field.partition(".")
+    (team / "p.yaml").write_text("name: team\nimage: {variant: cpu}\nnodes: 2\nlauncher: {script: train.py"
+                                 + (f", {name}: 22}}\n" if section == "launcher" else "}\n" + f"{section}: {{{name}: 22}}\n"))
+    code, out, err = run_cli(capsys, "validate", "--spec", "p.yaml")
+    assert code == 0 and f"{field}: 22 is below 1024" in out + err, out + err
+
+
+@pytest.mark.parametrize("variable,value,named", [
+    ("NODEWEAVE_EXCHANGE_PORT", "9464", "another exchange port (--exchange-port, NODEWEAVE_EXCHANGE_PORT)"),
+    ("NODEWEAVE_MASTER_PORT", "9464", "another master port (--master-port, NODEWEAVE_MASTER_PORT)"),
+    ("NODEWEAVE_MASTER_PORT", "9463", "another master port (--master-port, NODEWEAVE_MASTER_PORT; the exchange's"),
+])
+def test_a_port_clash_with_the_metrics_default_names_the_port_typed(entrypoint, variable, value, named):
+    """B28: NODEWEAVE_EXCHANGE_PORT=9464 was answered `metrics port 9464 (from default) is ...; accepted: a metrics
+    port other than ...`: the fix offered was to the value the user did not type."""
+    code, out, err = entrypoint(["--explain", "--", "train.py"], dict(TWO_NODES, **{variable: value}))
+    assert code == 2 and named in err and "metrics port 9464 (from default)" not in err, err
+
+
+def test_validate_names_the_exchange_port_set_against_the_metrics_default(team, capsys):
+    """B28 (the spec's side of the rule): launcher.exchange_port 9464 was offered `or another master_port`."""
+    from cli_run import in_process as run_cli
+
+    (team / "x.yaml").write_text("name: team\nimage: {variant: cpu}\nnodes: 2\n"
+                                 "launcher: {script: train.py, exchange_port: 9464}\n")
+    code, out, err = run_cli(capsys, "validate", "--spec", "x.yaml")
+    assert code == 2 and "another launcher.exchange_port" in out + err and "another master_port" not in out + err
+
+
+@pytest.fixture
+def team(tmp_path, monkeypatch):
+    from team_folder import make_team
+
+    return make_team(tmp_path, monkeypatch)
