@@ -10,7 +10,9 @@
 - node 0 of any job, one node too, hosts the rendezvous: a MASTER_ADDR that is not this machine and a busy master
   port are refused and warned for a single node as for many (B24);
 - every port node 0 listens on (master, exchange, metrics) is judged alike: below 1024 is noted, and a clash with
-  the metrics port's default names the port that was typed (B28).
+  the metrics port's default names the port that was typed (B28);
+- `nodeweave top` says when node 0 stops answering and stops, as the dashboard's page says it, and writes a frame
+  per redraw to a file or pipe (B26).
 
 Each test fails on the code before its fix. No container is started.
 """
@@ -293,3 +295,52 @@ def team(tmp_path, monkeypatch):
     from team_folder import make_team
 
     return make_team(tmp_path, monkeypatch)
+
+
+# --- B26: top says when node 0 stops answering, stops, and writes frames to a file ----------------------------
+
+@pytest.fixture
+def node_0_that_ends():
+    """node 0's metrics port answering /status.json three times, then gone (the job ended: its port closed)."""
+    import json
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    import live_status
+
+    served = []
+
+    class Node0(BaseHTTPRequestHandler):
+        def do_GET(self):
+            served.append(self.path)
+            body = json.dumps(live_status.document()).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.end_headers()
+            self.wfile.write(body)
+            if len(served) == 3:
+                threading.Thread(target=lambda: (server.shutdown(), server.server_close()), daemon=True).start()
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Node0)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.server_close()
+
+
+def test_top_says_node_0_stopped_answering_and_stops(capsys, monkeypatch, tmp_path, node_0_that_ends):
+    """B26: after the job ended top redrew its last picture (`moving`) for as long as it ran, never a word, never
+    an end; written to a file it wrote nothing at all. Now: a frame per redraw to a file, a line saying since when
+    node 0 has not answered, and an end (exit 1) naming it."""
+    from cli_run import in_process as run_cli
+    from nodeweave.cli import top
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(top, "GIVE_UP_S", 1.0)
+    code, out, err = run_cli(capsys, "top", "--url", node_0_that_ends, "--interval", "0.2")
+    assert code == 1, err
+    assert "node 0 has not answered since" in err and "the job ended or node 0 is down" in err
+    assert "node 0 not answering since" in out  # the frames written while it waited said it too
+    assert out.count("node 0 not answering since") < out.count("\n")  # frames, not one line
