@@ -43,7 +43,9 @@ def test_ports_apart_or_metrics_off_are_valid(body):
 
 @pytest.mark.parametrize("extra, code, says", [
     (["--metrics-port", "29500"], 2, "metrics port 29500 (from flag --metrics-port) is the master port"),
-    (["--master-port", "9463"], 2, "metrics port 9464 (from default) is the check-in exchange's port"),
+    # walk9 B28: the port typed is named, not the metrics default the user never set
+    (["--master-port", "9463"], 2, "check-in exchange port 9464 (from master port 9463 + 1) is the metrics port's "
+                                   "default (9464) too: node 0 listens on each; accepted: another master port"),
     (["--metrics-port", "29500", "--metrics", "off"], 2, "--metrics-port: 29500 does nothing with --metrics off"),
     ([], 0, None),
 ])

@@ -50,7 +50,8 @@ def top_command(
     output: str = output_option(), as_json: bool = json_option(),
 ) -> None:
     """The running job, redrawn: nodes and their heartbeats, ranks with their collective rate and straggler
-    ratio, the stall state, the step, every node's GPUs and the goodput so far.
+    ratio, the stall state, the step, every node's GPUs and the goodput so far. Once node 0 stops answering (the job
+    ended, node 0 is down) a line says since when, and top stops 30 s after its last answer (exit 1).
 
     With -o json or yaml it reads node 0's /status.json once and prints it (what the picture is drawn from: job,
     generation, restarts, step and rate, stall state, ranks, GPUs, goodput). It only reads (changes nothing), so
@@ -75,15 +76,64 @@ def top_command(
     if once:
         out.print(picture(live, everything))
         return
+    watch = Watch(live, lambda: ask_live(target, url), lambda data: picture(data, everything))
     try:
-        with Live(picture(live, everything), console=out, refresh_per_second=4, screen=False) as screen:
-            while True:
-                time.sleep(interval)
-                live, why = ask_live(target, url)
-                if live is not None:
-                    screen.update(picture(live, everything))
+        if not out.is_terminal:  # a file or a pipe: a frame per redraw, a log (walk9 B26: nothing came for 50 s)
+            out.print(watch.frame())
+            while watch.next(interval):
+                out.print(watch.frame())
+        else:
+            with Live(watch.frame(), console=out, refresh_per_second=4, screen=False) as screen:
+                while watch.next(interval):
+                    screen.update(watch.frame())
     except KeyboardInterrupt:
-        pass
+        return
+    typer.echo(f"nodeweave: top: {watch.gone_line()}", err=True)
+    raise typer.Exit(EXIT_FAILURE)
+
+
+GIVE_UP_S = 30.0  # top stops this long after node 0 last answered: the job ended, or node 0 is down
+
+
+class Watch:
+    """top's frames: node 0's last picture, under a line saying since when node 0 has not answered once it stops
+    (walk9 B26: the last picture was redrawn, still `moving`, without a word, until someone killed top), as the
+    dashboard's page says it (``cluster/dashboard.History``: answering, why); ``next`` is False once node 0 has
+    not answered for ``GIVE_UP_S`` seconds."""
+
+    def __init__(self, live, ask, draw, clock=time.time, sleep=time.sleep, give_up_s=None):
+        self.live, self.ask, self.draw, self.clock, self.sleep = live, ask, draw, clock, sleep
+        self.give_up_s = GIVE_UP_S if give_up_s is None else give_up_s
+        self.gone_since, self.why = None, ""
+
+    def next(self, interval: float) -> bool:
+        self.sleep(interval)
+        live, why = self.ask()
+        if live is not None:
+            self.live, self.gone_since, self.why = live, None, ""
+            return True
+        if self.gone_since is None:
+            self.gone_since = self.clock()
+        self.why = why
+        return self.clock() - self.gone_since < self.give_up_s
+
+    def _since(self) -> str:
+        return time.strftime("%H:%M:%S", time.gmtime(self.gone_since))
+
+    def frame(self):
+        shown = self.draw(self.live)
+        if self.gone_since is None:
+            return shown
+        from rich.console import Group
+        from rich.text import Text
+
+        return Group(Text(f"node 0 not answering since {self._since()} UTC ({self.why}): the job ended or node 0 is "
+                          f"down; the picture below is its last; top stops {self.give_up_s:.0f} s after its last "
+                          "answer", style="bold red"), shown)
+
+    def gone_line(self) -> str:
+        return (f"node 0 has not answered since {self._since()} UTC ({self.why}): the job ended or node 0 is down; "
+                "stopped (the last picture is above)")
 
 
 def register(app: typer.Typer) -> None:

@@ -52,10 +52,10 @@ def _start_refusals(plan, root):
     """What the start refuses on this machine before any check-in (``loop.Start.prepare``), said in the plan as
     the ``start-refused-here`` warning: ``--explain`` on the node says what its start would do (walk8 B24), and the
     plan is often read off the node, so it does not exit with the start's code itself."""
-    if not (plan.topology.is_master and plan.topology.nnodes_max > 1):
+    if not plan.topology.is_master:  # node 0 of any job, one node too, hosts the rendezvous (walk9 B24)
         return
     from .planning.rules import emit
-    from .running.selfcheck import check_master_is_self  # only rank 0 of a multi-node job pays for it
+    from .running.selfcheck import check_master_is_self  # only rank 0 pays for it
 
     try:
         check_master_is_self(plan, root)
@@ -72,8 +72,10 @@ def _shared_notes(settings, warnings, topo=None):
     from .planning.shared_rules import Naming
 
     keys = ("recovery", "checkpoint_dir", "stall_warn", "stall_timeout", "metrics", "metrics_port", "step_pattern",
-            "spares")
+            "spares", "exchange_port")
     values = {key: settings.get(key) for key in keys}
+    if topo is not None:  # a topology value, not a setting: weighed against the other rank sources
+        values["master_port"] = topo.master_port.value
     # without spares every node trains; a count recovery set itself (``with_flags``: generation 0's re-plan) is no
     # one's choice, the node's own plan judged the count given
     if topo is not None and not values["spares"] and values["recovery"] and "nnodes" not in settings.flag_sources:
@@ -91,8 +93,9 @@ def _shared_notes(settings, warnings, topo=None):
             emit(warnings, "recovery-cannot-replace", f"{_source_name(settings, key)} {line}")
         elif key == "spares":
             continue  # the spares' own row says how many wait (faults.py)
-        elif key == "metrics_port":
-            emit(warnings, "metrics-port-privileged", f"{_source_name(settings, key)}: {line}")
+        elif key in ("master_port", "exchange_port", "metrics_port"):
+            name = _port_source_name(topo.master_port.source) if key == "master_port" else _source_name(settings, key)
+            emit(warnings, "port-privileged", f"{name}: {line}")
         elif key == "step_pattern":
             emit(warnings, "step-pattern-loose", f"{_source_name(settings, key)}: {line}")
         else:
@@ -124,6 +127,12 @@ def _checkpoint_access(settings, warnings):
     elif not os.access(path, os.W_OK | os.X_OK):
         emit(warnings, "checkpoint-dir-access", f"{_source_name(settings, 'checkpoint_dir')}: {path} is not writable "
              f"by this process ({who}; {what}): the script's saves there would fail on every node")
+
+
+def _port_source_name(source):
+    """The variable or flag a topology value came from (``NODEWEAVE_MASTER_PORT=22``: NODEWEAVE_MASTER_PORT)."""
+    name = source.split("=", 1)[0]
+    return name[len("flag "):] if name.startswith("flag ") else name
 
 
 def _source_name(settings, key):

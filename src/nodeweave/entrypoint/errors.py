@@ -17,7 +17,7 @@ EXIT_USAGE = 2         # bad input: a malformed flag or variable value, a missin
 EXIT_TOPOLOGY = 3      # the node cannot tell who it is, or values contradict each other or the machine
 EXIT_UNREACHABLE = 4   # the master's address did not resolve or its port did not open before the deadline
 EXIT_PEER_FAILED = 5   # another node of the job failed (or vanished): this node stopped its launcher
-EXIT_BUSY = 6          # another `nodeweave run` (a recorded --run-id) is still in progress on this node
+EXIT_BUSY = 6          # another `nodeweave run` (a recorded --run-id), or another hold, is in progress on this node
 EXIT_STALLED = 7       # the job stalled (a rank did not enter the collective the others waited in) for stall_timeout
 EXIT_GAVE_UP = 8       # recovery gave up: its restart budget is spent, or too few nodes are left to go on
 EXIT_NO_PROGRESS = 9   # recovery stopped: recovery.no_progress_restarts generations without a newer checkpoint
@@ -49,7 +49,7 @@ EXIT_CODES = {
                       "deadline (names host and port), or gave no verdict",
     EXIT_PEER_FAILED: "another node failed or vanished during the job; this node stopped its launcher (the message "
                       "names the node, how it ended and its last output)",
-    EXIT_BUSY: "another nodeweave run is still in progress on this node (the message names it)",
+    EXIT_BUSY: "another nodeweave run, or another hold, is still in progress on this node (the message names it)",
     EXIT_STALLED: "the job stalled: ranks waited in a collective one rank did not enter for launcher.stall_timeout "
                   "seconds; every node stopped its launcher (the report names the rank and every rank's stack)",
     EXIT_GAVE_UP: "recovery gave up: recovery.max_restarts restarts are spent, or a node was left out and no spare "

@@ -18,7 +18,8 @@ import time
 
 from .hostport import host_port
 from .recovery.roles import plan_node
-from .running.runstate import HOLD_SCHEMA, proc_stat, state_root, write_json
+from .errors import EXIT_BUSY, EntrypointError
+from .running.runstate import HOLD_SCHEMA, alive, proc_stat, read_record, state_root, write_json
 
 STOPPING = ("SIGTERM", "SIGINT", "SIGHUP", "SIGQUIT")
 NO_COMMAND = "SCRIPT"  # the plan's stand-in when the container was given no command
@@ -30,6 +31,8 @@ def hold(settings, say):
 
     stopping = {getattr(signal, name) for name in STOPPING}
     signal.pthread_sigmask(signal.SIG_BLOCK, stopping)  # a signal during planning waits for sigwait below
+    path = os.path.join(state_root(settings.env), "hold.json")
+    refuse_second_hold(path)  # before the plan: nothing is printed or recorded over the live hold's
     if not settings.command:
         settings.command = (NO_COMMAND,)
     plan = plan_node(settings)  # refuses what a start would refuse, here and now; a spare plans as a spare
@@ -38,21 +41,36 @@ def hold(settings, say):
 
     print(render_text(plan), end="", flush=True)
     summary = plan_summary(plan, settings.command)
-    path = os.path.join(state_root(settings.env), "hold.json")
-    write_json(path, {"schema": HOLD_SCHEMA, "pid": os.getpid(), "starttime": proc_stat(os.getpid())[3],
-                      "started": time.time(), "command": list(settings.command), "plan": summary})
+    own = {"pid": os.getpid(), "starttime": proc_stat(os.getpid())[3]}
+    write_json(path, dict(own, schema=HOLD_SCHEMA, started=time.time(), command=list(settings.command), plan=summary))
     for warning in plan.warnings:
         say(f"warning: {warning}")
     master = host_port(plan.topology.master_addr.value, plan.topology.master_port.value)
     say(f"holding: {holding_as(plan, settings)}, master {master}, plan {summary['hash']}; nothing launched "
         "(`nodeweave run -- SCRIPT` starts a job here; a stop signal ends the hold)")
     received = signal.sigwait(stopping)
-    try:
-        os.unlink(path)
-    except OSError:
-        pass
+    record = read_record(path)
+    if record and (record.get("pid"), record.get("starttime")) == (own["pid"], own["starttime"]):
+        try:  # only this hold's own record: one another process wrote since is not this hold's to remove
+            os.unlink(path)
+        except OSError:
+            pass
     say(f"hold ended by {signal.Signals(received).name}")
     return 0
+
+
+def refuse_second_hold(path):
+    """One hold per node (per ``$TMPDIR``) at a time, as one run is (``runstate.refuse_second_run``): a second
+    hold would write its record over the live one's and remove it when it ends, and ``nodeweave status`` would
+    then read a node that holds as one that does not (walk9 B29). A record whose process has ended is no hold."""
+    record = read_record(path)
+    if record and alive(record.get("pid", -1), record.get("starttime")):
+        since = time.strftime("%H:%M:%S", time.gmtime(record["started"])) \
+            if isinstance(record.get("started"), (int, float)) else "?"
+        raise EntrypointError(f"a hold is still in progress on this node (pid {record.get('pid')}, since {since} "
+                              f"UTC, recorded in {path}): one hold per node; stop it first (a stop signal to pid "
+                              f"{record.get('pid')}, or its container's stop), or use it: `nodeweave run -- SCRIPT` "
+                              "starts a job in it", EXIT_BUSY)
 
 
 def holding_as(plan, settings):

@@ -127,8 +127,8 @@ class Start:
                 if not (plan.topology.is_master and err.exit_code == EXIT_TOPOLOGY):
                     raise
                 own = err
-        if plan.topology.is_master and plan.topology.nnodes_max > 1 and plan.launch.launcher in SUPERVISED:
-            from .running.selfcheck import check_master_is_self  # only rank 0 of a multi-node job pays for it
+        if plan.topology.is_master and plan.launch.launcher in SUPERVISED:  # one node too (walk9 B24)
+            from .running.selfcheck import check_master_is_self  # only rank 0 pays for it
 
             check_master_is_self(plan, self.root)  # before node 0 listens: a refusal needs no port
             from .running.selfcheck import master_port_busy

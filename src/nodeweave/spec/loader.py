@@ -397,6 +397,7 @@ def _notes(restarts, spec_volumes, launcher, launcher_given, workspace_path: str
     values = {"recovery": restarts.enabled, "checkpoint_dir": restarts.checkpoint_dir,
               "stall_warn": launcher.stall_warn, "stall_timeout": launcher.stall_timeout,
               "spares": restarts.spares, "nnodes": training, "nnodes_min": training if fewest is None else fewest}
+    values.update(master_port=launcher.master_port, exchange_port=launcher.exchange_port)
     if watched is not None:
         values.update(metrics=watched.enabled, metrics_port=watched.port, step_pattern=watched.step_pattern)
     mounted = [v.path for v in spec_volumes] + [workspace_path]
@@ -501,7 +502,15 @@ def _ports_apart(r: Reader, top: Fields, launcher, watched) -> None:
     others = " and ".join(str(p) for p in sorted(taken))
     raise r.fail(given or top.get("launcher"), "metrics.port",
                  f"{watched.port}{'' if given else ' (the default)'} is {taken[watched.port]} too: node 0 listens "
-                 "on each", f"metrics.port other than {others}" + ("" if given else ", or another master_port"))
+                 "on each", f"metrics.port other than {others}" + ("" if given else _other_port(launcher, watched)))
+
+
+def _other_port(launcher, watched) -> str:
+    """With metrics.port left at its default, the port the spec set is the one to change (walk9 B28: another
+    master_port was offered for an exchange_port that was the metrics default)."""
+    if launcher.exchange_port == watched.port:
+        return ", or another launcher.exchange_port"
+    return ", or another launcher.master_port"
 
 
 def _nodes(r: Reader, top: Fields, hosts: tuple, spares: int) -> NodeRange:

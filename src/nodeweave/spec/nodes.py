@@ -25,7 +25,7 @@ _STR = "tag:yaml.org,2002:str"
 _MERGE = "tag:yaml.org,2002:merge"
 # The only integers a spec takes: plain decimal digits. YAML 1.1 reads 010 as 8, 0x10 as 16, 8_0 as 80,
 # +5 as 5 and 1:30 as 90 (base 60); YAML 1.2 reads 0o7 as 7. Each is refused with the number to write.
-_PLAIN_INT = re.compile(r"-?(0|[1-9][0-9]*)\Z")
+_PLAIN_INT = re.compile(r"(0|-?[1-9][0-9]*)\Z")  # -0 is no plain number (walk9 B27), as in the entrypoint
 _OTHER_INT = re.compile(r"[-+]?(0[xXoObB]?[0-9a-fA-F_]*|[0-9][0-9_]*)\Z")
 # What a scalar would be read as without its quotes (the safe loader's implicit types).
 _RESOLVER = yaml.resolver.Resolver()

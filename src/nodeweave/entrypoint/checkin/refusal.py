@@ -65,11 +65,23 @@ def _loopback(address):
     return loopback(address)
 
 
+QUERY_SWITCHES = ("explain", "status", "json", "stacks", "all_rows")  # settings.FLAGS that ask, never start
+
+
+def is_start(settings):
+    """Whether these settings start this node (and so speak for it in the job): a training command, no
+    query switch (``--explain``, ``--status`` or one of theirs: ``--json``, ``--stacks``, ``--all``, even
+    mistyped alone) and not a hold. A query's own refusal is local (walk9 B25: ``--json`` meant
+    ``--explain --json``, typed in node 1's shell, refused the whole job at node 0's check-in)."""
+    return bool(settings.command) and not any(getattr(settings, name) for name in QUERY_SWITCHES) \
+        and settings.get("mode") != "hold"
+
+
 def tell_node_0(settings, error, log, budget_s=TELL_FOR_S):
     """Send node 0 this node's refusal (``error``); quiet when it cannot be done."""
     if error.exit_code not in (EXIT_USAGE, EXIT_TOPOLOGY, EXIT_NOT_FOUND, EXIT_NOT_EXECUTABLE) \
-            or switched_off(settings) or settings.explain or settings.status or settings.get("mode") == "hold":
-        return False  # only a start checks in: a plan, a status or a held container is nobody's peer
+            or switched_off(settings) or not is_start(settings):
+        return False  # only a start checks in: a plan, a status, a query or a held container is nobody's peer
     try:
         where = _where(settings)
     except Exception:  # noqa: BLE001 - the refusal itself is what the user must see, not this
@@ -97,7 +109,8 @@ def tell_node_0(settings, error, log, budget_s=TELL_FOR_S):
                 return False
             channel.send(dict(body, job=job_id, mac=proof(token, str(challenge.get("nonce")), body)))
             channel.receive(time.monotonic() + 5.0)
-            log(f"told node 0 ({host_port(host, port)}) why this node refuses to start; node 0 stops every node")
+            log(f"told node 0 ({host_port(host, port)}) why this node refuses to start; node 0 "
+                "refuses the job if its check-in is still open (every node exits 3)")
             return True
         except ExchangeError:
             return False

@@ -78,10 +78,11 @@ DIGITS = frozenset("0123456789")
 
 def plain_int(text):
     """A whole number as the spec takes one (spec/nodes.py): plain ASCII decimal digits, so ``05``, ``+5``,
-    ``1_000`` and other scripts' digits, which Python's int() reads, are refused here as they are in the spec.
-    (No ``re``: this is on the entrypoint's start-up path.)"""
+    ``1_000``, ``-0`` and other scripts' digits, which Python's int() reads, are refused here as they are in the
+    spec (walk9 B27: ``-0`` was read as 0). A minus before any other number is the number's own (``-2``: refused by
+    its bound, naming it). (No ``re``: this is on the entrypoint's start-up path.)"""
     body = text[1:] if text.startswith("-") else text
-    return bool(body) and set(body) <= DIGITS and (body == "0" or not body.startswith("0"))  # no isascii: 3.6
+    return bool(body) and set(body) <= DIGITS and (text == "0" or not body.startswith("0"))  # no isascii: 3.6
 
 
 SECONDS_IN = {"s": 1, "sec": 1, "secs": 1, "second": 1, "seconds": 1, "m": 60, "min": 60, "mins": 60,
@@ -108,12 +109,16 @@ def edge_space_refusal(text, what, source, accepted):
                       f"(from {source}); accepted: {accepted}")
 
 
-def read_int(minimum, unit=None):
+def read_int(minimum, unit=None, maximum=None):
     """A reader of whole numbers >= ``minimum``, naming the value and its source when it is not one; ``unit``
     ("seconds"), when the number counts one, is said in the refusal, with what a value written with a unit
     (``5m``) is in it (walk7 B3: `5m` was answered "e.g. 5", five seconds). White space at an end is refused,
     never stripped, and a number below ``minimum`` is refused naming that bound and what is accepted (walk8 B1:
-    "must be ≥ 0" answered -2 for a count that takes 1 or more)."""
+    "must be ≥ 0" answered -2 for a count that takes 1 or more). ``maximum``, where there is one (a port), is
+    said in every refusal's accepted range (walk9 B27: a port's said "1 or more")."""
+    bounds = f"{minimum}..{maximum}" if maximum is not None else f"{minimum} or more"
+    within = f"in {bounds}" if maximum is not None else f"of {bounds}"
+
     def read(text, what, source):
         text = str(text)
         if text != text.strip() and plain_int(text.strip()) and int(text.strip()) >= minimum:
@@ -122,12 +127,13 @@ def read_int(minimum, unit=None):
             converted = as_seconds(text) if unit == "seconds" else None
             example = f"{converted} for {text.strip()}" if converted is not None else "5"
             counted = f" of {unit}" if unit else ""
-            raise UsageError(f"{what} must be a whole number{counted}, got {text!r} (from {source}); accepted: plain "
-                             f"decimal digits{', in ' + unit if unit else ''} (e.g. {example}; not 05, +5 or 1_000)")
+            raise UsageError(f"{what} must be a whole number{counted}, got {text!r} (from {source}); accepted: {bounds} "
+                             f"in plain decimal digits{', in ' + unit if unit else ''} (e.g. {example}; not 05, +5, -0 "
+                             "or 1_000)")
         value = int(text.strip())
         if value < minimum:
-            raise UsageError(f"{what} must be a whole number of {minimum} or more, got {text!r} (from {source}); "
-                             f"accepted: {minimum} or more (e.g. {max(minimum, 2)})")
+            raise UsageError(f"{what} must be a whole number {within}, got {text!r} (from {source}); "
+                             f"accepted: {bounds} (e.g. {max(minimum, 2)})")
         return value
     return read
 
@@ -215,10 +221,13 @@ def stall_problem(warn, timeout, timeout_given):
     return None
 
 
+PORT_MAX = 65535
+
+
 def read_port(text, what, source):
-    value = read_int(1)(text, what, source)
-    if value > 65535:
-        raise UsageError(f"{what} must be 1..65535, got {value} (from {source})")
+    value = read_int(1, maximum=PORT_MAX)(text, what, source)
+    if value > PORT_MAX:
+        raise UsageError(f"{what} must be 1..{PORT_MAX}, got {value} (from {source})")
     return value
 
 

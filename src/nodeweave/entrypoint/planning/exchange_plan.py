@@ -73,9 +73,19 @@ def _metrics_apart(topo, settings, port, port_source):
         return
     from ..errors import UsageError
 
-    which = (f"the master port (from {topo.master_port.source})" if metrics == topo.master_port.value
+    master = metrics == topo.master_port.value
+    which = (f"the master port (from {topo.master_port.source})" if master
              else f"the check-in exchange's port ({port_source})")
-    raise UsageError(f"metrics port {metrics} (from {settings.source('metrics_port') or 'its default'}) is {which} "
+    if settings.source("metrics_port") == "default":  # walk9 B28: the port typed is the one to change, not the default
+        subject = (f"master port {metrics} (from {topo.master_port.source})" if master
+                   else f"check-in exchange port {metrics} (from {port_source})")
+        change = ("another exchange port (--exchange-port, NODEWEAVE_EXCHANGE_PORT)" if not master and
+                  settings.get("exchange_port") else "another master port (--master-port, NODEWEAVE_MASTER_PORT"
+                  + (")" if master else "; the exchange's is the master port + 1)"))
+        raise UsageError(f"{subject} is the metrics port's default ({metrics}) too: node 0 listens on each; accepted: "
+                         f"{change}, or a metrics port of its own (--metrics-port, NODEWEAVE_METRICS_PORT), or "
+                         "metrics off")
+    raise UsageError(f"metrics port {metrics} (from {settings.source('metrics_port')}) is {which} "
                      f"too: node 0 listens on each; accepted: a metrics port other than {topo.master_port.value} and "
                      f"{port} (--metrics-port, NODEWEAVE_METRICS_PORT), or metrics off")
 

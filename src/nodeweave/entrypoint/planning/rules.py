@@ -404,8 +404,9 @@ NOTICES = (  # emitted inline by the planners (topology, policy)
          "give the job a free master port (NODEWEAVE_MASTER_PORT, launcher.master_port), or stop what listens on it"),
     Rule("step-pattern-loose", None, WARNING,
          "write the step group as (?P<step>\\d+): node 0 reads the step as a whole number"),
-    Rule("metrics-port-privileged", None, WARNING,
-         "give metrics.port (NODEWEAVE_METRICS_PORT) a port from 1024 to 65535, e.g. the default 9464"),
+    Rule("port-privileged", None, WARNING,
+         "give each port node 0 listens on (master_port, exchange_port, metrics.port: NODEWEAVE_MASTER_PORT, "
+         "NODEWEAVE_EXCHANGE_PORT, NODEWEAVE_METRICS_PORT) a port from 1024 to 65535"),
     Rule("job-token-twice", None, WARNING,
          "give the secret one way on every node: unset NODEWEAVE_JOB_TOKEN (a value left in the environment) "
          "and keep NODEWEAVE_JOB_TOKEN_FILE, the Secret nodeweave mounts"),

@@ -330,10 +330,22 @@ def notes(values, given=(), naming=None):
         found.append(("step_pattern", f"its step group '{loose}' can match more than digits: a line it matches "
                                       "with a word there gives no step (the line is skipped, the common loggers' "
                                       "formats are not tried for it); write the group as (?P<step>\\d+)"))
-    port = values.get("metrics_port")
-    if values.get("metrics") is not False and isinstance(port, int) and 0 < port < 1024:  # walk7 B39
-        found.append(("metrics_port", f"{port} is below 1024: node 0 runs as the image's user, which cannot bind "
-                                      "it without NET_BIND_SERVICE (and on the host network it may be a service "
-                                      "of the host's, e.g. 22 sshd, 80 a web server), so the job would run with "
-                                      f"no metrics; a port from 1024 to 65535 (default {METRICS_PORT})"))
+    for key, loss, default in NODE_0_PORTS:  # walk7 B39 (metrics), walk9 B28 (every port node 0 binds)
+        port = values.get(key)
+        if key == "metrics_port" and values.get("metrics") is False:
+            continue
+        if isinstance(port, int) and 0 < port < 1024:
+            found.append((key, f"{port} is below 1024: node 0 runs as the image's user, which cannot bind it "
+                               "without NET_BIND_SERVICE (and on the host network it may be a service of the "
+                               f"host's, e.g. 22 sshd, 80 a web server), so {loss}; a port from 1024 to 65535 "
+                               f"(default {default})"))
     return found
+
+
+# Every port node 0 listens on: (key, what is lost when it cannot bind it, its default)
+NODE_0_PORTS = (
+    ("master_port", "the launcher's rendezvous store could not start and the job would not start", 29500),
+    ("exchange_port", "node 0's check-in exchange could not listen and no node would check in",
+     "the master port + 1"),
+    ("metrics_port", "the job would run with no metrics", METRICS_PORT),
+)

@@ -20,7 +20,8 @@ Every value carries the source it came from.
 """
 
 from . import consistency
-from .contract import NODES_MAX, NPROC_MAX, SCHEDULED_NODES_MAX, edge_space_refusal, plain_int, read_host, read_int
+from .contract import NODES_MAX, NPROC_MAX, SCHEDULED_NODES_MAX, edge_space_refusal, plain_int, read_host, read_int, \
+    read_port
 from ..detection.host import host_networking
 from ..errors import TopologyError, UsageError
 from ..model import FLAG, HOSTNAME, PLATFORM, Topology, Value
@@ -77,14 +78,10 @@ def _spares(settings):
     return spares if isinstance(spares, int) else 0
 
 
-def _read_port(text, what, source):
-    port = read_int(1)(text, what, source)
-    if port > 65535:
-        raise UsageError(f"master port must be 1..65535, got {port} (from {source})")
-    return port
+_read_port = read_port  # the one port reader (contract): its bounds, 1..65535, in every refusal (walk9 B27)
 
 
-NPROC_ACCEPTED = "a whole number (e.g. 8), or auto (the usable GPUs; 1 on CPU)"
+NPROC_ACCEPTED = "a whole number in plain decimal digits (e.g. 8; not 08, +8 or -0), or auto (the usable GPUs; 1 on CPU)"
 
 
 def _read_nproc(node):

@@ -29,9 +29,11 @@ def _is_local(ip):
 
 
 def check_master_is_self(plan, root):
-    """Raise TopologyError when this node is rank 0 but MASTER_ADDR is another host."""
+    """Raise TopologyError when this node is rank 0 but MASTER_ADDR is another host: node 0 of any job, one node
+    too, hosts the rendezvous (walk9 B24: a single-node start in a shell that still held a cluster's MASTER_ADDR
+    hung in torchrun, 160 lines of C++ frames)."""
     topo = plan.topology
-    if not root.real or not topo.is_master or topo.nnodes_max <= 1:
+    if not root.real or not topo.is_master:
         return
     if plan.launch.launcher not in LAUNCHERS_WITH_RENDEZVOUS:
         return
@@ -39,6 +41,13 @@ def check_master_is_self(plan, root):
     ip, how = resolve(root, master)
     if ip is None or _is_local(ip):
         return
+    if topo.nnodes_max <= 1:
+        raise TopologyError(
+            f"this node ({plan.node.hostname}) is the only node of the job, which hosts its own rendezvous, but "
+            f"master {master} ({topo.master_addr.source}) is {ip} ({how}), not an address of this node: a "
+            f"MASTER_ADDR left from another job's shell? {plan.launch.launcher} would wait on it until its timeout. "
+            f"Accepted: leave {_named(topo.master_addr.source)} unset for a single node (then 127.0.0.1), or an "
+            f"address of this node")
     raise TopologyError(
         f"this node ({plan.node.hostname}) is node rank 0 ({topo.node_rank.source}), which hosts the rendezvous, "
         f"but master {master} ({topo.master_addr.source}) is {ip} ({how}), not an address of this node: "
@@ -46,14 +55,20 @@ def check_master_is_self(plan, root):
         f"MASTER_ADDR names and 1..{topo.nnodes_max - 1} to the others")
 
 
+def _named(source):
+    """The variable or flag a value's source names (``NODEWEAVE_MASTER_ADDR=10.1.2.3``: NODEWEAVE_MASTER_ADDR)."""
+    name = source.split("=", 1)[0]
+    return name[len("flag "):] if name.startswith("flag ") else name
+
+
 def master_port_busy(plan, root):
     """Why node 0's launcher could not host its rendezvous store on the master port, or None: another program
     listens on it (another job, a leftover torchrun). torchrun then ended node 0 with exit 1 and a 30-line
     EADDRINUSE traceback after every node had checked in, and under recovery the busy port was blamed on node 0
     and the spare it was replaced by (walk8 B13, B14). Probed as the store binds it (every address, the address
-    reused), on node 0 of a multi-node job with a launcher that hosts one, on a live root only."""
+    reused), on node 0 of any job (one node too: walk9 B24) with a launcher that hosts one, on a live root only."""
     topo = plan.topology
-    if not root.real or not topo.is_master or topo.nnodes_max <= 1 or plan.launch is None \
+    if not root.real or not topo.is_master or plan.launch is None \
             or plan.launch.launcher not in LAUNCHERS_WITH_RENDEZVOUS:
         return None
     import errno
