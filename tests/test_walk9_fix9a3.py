@@ -1,0 +1,65 @@
+"""Walk 9, part A, rows A26..A33 (issue 43), each fixed as a class:
+
+- a spec whose own folder would be the workspace (workspace.host_path unset) is judged by the rule a given
+  host_path and sync's SRC already meet: never ``/``, a system folder (/tmp, /usr/local, /var, ...), a folder in a
+  system tree, or a home itself (/home/me); ``init`` writes no such spec, its dry run included (A26, A27);
+
+Each test fails on the code before its fix. No container is started.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from nodeweave.errors import EXIT_USAGE, UsageError
+from nodeweave.systemdirs import ROOTISH
+from cli_run import in_process as run_cli, one_line
+
+SPEC = "name: sp\nimage:\n  variant: cpu\nnodes: 2\nlauncher:\n  script: train.py\n"
+
+
+@pytest.mark.parametrize("folder", sorted(ROOTISH))
+def test_a_spec_in_a_system_folder_is_refused(folder):
+    """A26: a spec saved in /tmp (or /, /usr/local, /var) made the whole folder the workspace every node mounts and
+    sync sends, while `sync /tmp` and a `host_path: /tmp` were refused as a system folder."""
+    from nodeweave.spec import parse_spec
+
+    with pytest.raises(UsageError) as refused:
+        parse_spec(SPEC, f"{folder.rstrip('/')}/nodeweave.yaml", base_dir=Path(folder))
+    assert "workspace.host_path: unset, so the workspace is the spec's folder" in str(refused.value)
+    assert "every node" in str(refused.value) and "mkdir ~/proj" in str(refused.value)
+
+
+@pytest.mark.parametrize("home", ["/home/walk9a3-me", "/Users/walk9a3-me", "/var/home/walk9a3-me"])
+def test_a_spec_in_a_home_itself_is_refused(home):
+    """A27: `cd ~ && nodeweave init` wrote ~/nodeweave.yaml, and validate, up and sync took the whole home as the
+    workspace, while `host_path: ~` and `sync ~` were refused; a project folder inside the home is fine."""
+    from nodeweave.spec import parse_spec
+
+    with pytest.raises(UsageError, match="is a home itself"):
+        parse_spec(SPEC, f"{home}/nodeweave.yaml", base_dir=Path(home))
+    parse_spec(SPEC, f"{home}/proj/nodeweave.yaml", base_dir=Path(home) / "proj")
+
+
+@pytest.mark.parametrize("out", ["/tmp/nodeweave.yaml", "/nodeweave.yaml", "/usr/local/nodeweave.yaml",
+                                 "/var/nodeweave.yaml", "/home/walk9a3-me/nodeweave.yaml"])
+def test_init_writes_no_spec_whose_folder_is_refused(capsys, tmp_path, monkeypatch, out):
+    """A26, A27: `cd /tmp && nodeweave init --dry-run` printed the spec, rc=0; the real one wrote /tmp/nodeweave.yaml."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "train.py").write_text("print(1)\n")
+    if out.startswith("/home/") and not os.access("/home", os.W_OK):
+        pytest.skip("makes a folder in /home: root only")
+    if out.startswith("/home/"):
+        os.makedirs(os.path.dirname(out), exist_ok=True)
+    try:
+        code, out_text, err = run_cli(capsys, "init", "--dry-run", "--out", out)
+    finally:
+        if out.startswith("/home/"):
+            os.rmdir(os.path.dirname(out))
+    assert code == EXIT_USAGE, err
+    assert "name:" not in out_text
+    line = one_line(err)
+    assert "system folder" in line or "home itself" in line, line
