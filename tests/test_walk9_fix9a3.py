@@ -3,6 +3,8 @@
 - a spec whose own folder would be the workspace (workspace.host_path unset) is judged by the rule a given
   host_path and sync's SRC already meet: never ``/``, a system folder (/tmp, /usr/local, /var, ...), a folder in a
   system tree, or a home itself (/home/me); ``init`` writes no such spec, its dry run included (A26, A27);
+- ``image build --wheelhouse`` is judged by the one folder rule (``failures.own_folder_problem``) whether or not
+  the build is offline, as README says and ``--context`` is (A31);
 
 Each test fails on the code before its fix. No container is started.
 """
@@ -63,3 +65,33 @@ def test_init_writes_no_spec_whose_folder_is_refused(capsys, tmp_path, monkeypat
     assert "name:" not in out_text
     line = one_line(err)
     assert "system folder" in line or "home itself" in line, line
+
+
+@pytest.fixture
+def team(tmp_path, monkeypatch):
+    from team_folder import make_team
+
+    return make_team(tmp_path, monkeypatch)
+
+
+@pytest.mark.parametrize("offline", [False, True], ids=["online", "offline"])
+@pytest.mark.parametrize("house", ["/", "/etc", "/usr/lib", "/tmp", "/proc", ".nodeweave"])
+def test_a_wheelhouse_is_judged_by_the_folder_rule(capsys, team, house, offline):
+    """A31: `--wheelhouse /proc` (and /, /etc, /usr/lib, /tmp, .nodeweave) was taken, rc=0, unless --offline needed
+    a fill hint; README lists --wheelhouse under the one folder rule, with --context."""
+    assert run_cli(capsys, "render", "entrypoint", "--out", str(team))[0] == 0
+    (team / ".nodeweave").mkdir(exist_ok=True)
+    code, out, err = run_cli(capsys, "image", "build", "cpu", "--dry-run", "--wheelhouse", house,
+                             *(["--offline"] if offline else []))
+    line = one_line(err)
+    assert code == EXIT_USAGE and line.startswith(f"nodeweave: error: --wheelhouse {house}: "), line
+    assert "makes no folder" in line and "pip download" not in line, line
+
+
+def test_a_wheelhouse_of_the_users_own_is_still_taken(capsys, team):
+    """A31: the rule refuses the system's folders only: a wheelhouse of wheels in the user's folder is offered."""
+    assert run_cli(capsys, "render", "entrypoint", "--out", str(team))[0] == 0
+    (team / "wheels").mkdir()
+    (team / "wheels" / "x-1.0-py3-none-any.whl").write_bytes(b"")
+    code, out, err = run_cli(capsys, "image", "build", "cpu", "--dry-run", "--wheelhouse", "wheels")
+    assert code == 0, err

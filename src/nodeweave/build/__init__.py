@@ -150,10 +150,10 @@ def wheelhouse_command(view, house: Path, context: Path) -> str:
     was told to download torch into /etc)."""
     import shlex
 
+    from nodeweave.build.context import WHEELHOUSE_ACCEPTED
     from nodeweave.failures import writable_dir
 
-    writable_dir(house, "--wheelhouse", missing="holding the wheels already: --wheelhouse makes no folder, the "
-                 "pip line it offers makes and fills one")
+    writable_dir(house, "--wheelhouse", missing=WHEELHOUSE_ACCEPTED)
 
     here = Path.cwd().resolve()
     shown = house.relative_to(here).as_posix() if house.is_relative_to(here) else str(house)
