@@ -5,6 +5,8 @@
   system tree, or a home itself (/home/me); ``init`` writes no such spec, its dry run included (A26, A27);
 - ``image build --wheelhouse`` is judged by the one folder rule (``failures.own_folder_problem``) whether or not
   the build is offline, as README says and ``--context`` is (A31);
+- a file an option names is refused directly in ``/`` or a system folder (/var, /var/lib, /usr/local, ...) but
+  the scratch ones (/tmp, /var/tmp), not only inside the system's trees (A32);
 
 Each test fails on the code before its fix. No container is started.
 """
@@ -95,3 +97,30 @@ def test_a_wheelhouse_of_the_users_own_is_still_taken(capsys, team):
     (team / "wheels" / "x-1.0-py3-none-any.whl").write_bytes(b"")
     code, out, err = run_cli(capsys, "image", "build", "cpu", "--dry-run", "--wheelhouse", "wheels")
     assert code == 0, err
+
+
+FILE_OPTIONS = [("bench", "--dry-run", "--json-out"), ("hosts", "probe", "--node", "a", "--dry-run",
+                                                       "--write-hostfile"),
+                ("init", "--dry-run", "--force", "--out")]
+
+
+@pytest.mark.parametrize("folder", ["/var/lib", "/var", "/usr/local", "/opt", "/home", "/"])
+@pytest.mark.parametrize("argv", FILE_OPTIONS, ids=lambda argv: argv[-1])
+def test_a_file_directly_in_a_system_folder_is_refused(capsys, team, argv, folder):
+    """A32: `--json-out /var/lib/x.json`, `--write-hostfile /usr/local/hostfile`, `init --out /var/x.yaml` were
+    taken while `/usr/lib/x.json` was refused: every system folder, not the trees alone, keeps its files."""
+    from nodeweave.cli.habits.output import in_system_tree
+
+    target = f"{folder.rstrip('/')}/walk9a3-x"
+    assert in_system_tree(Path(target)), target
+    code, _, err = run_cli(capsys, *argv, target)
+    line = one_line(err)
+    assert code == EXIT_USAGE and "system folder" in line and argv[-1] in line, line
+
+
+@pytest.mark.parametrize("folder", ["/tmp", "/var/tmp"])
+def test_a_file_in_a_scratch_folder_is_still_taken(folder):
+    """A32: /tmp and /var/tmp are everyone's: `--json-out /tmp/x.json` stays fine."""
+    from nodeweave.cli.habits.output import in_system_tree
+
+    assert in_system_tree(Path(f"{folder}/x.json")) == ""
