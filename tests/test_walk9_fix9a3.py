@@ -7,6 +7,8 @@
   the build is offline, as README says and ``--context`` is (A31);
 - a file an option names is refused directly in ``/`` or a system folder (/var, /var/lib, /usr/local, ...) but
   the scratch ones (/tmp, /var/tmp), not only inside the system's trees (A32);
+- a ``--build-arg`` no build step would see (no ARG declares it) or whose value holds a URL's password is refused,
+  as a secret-looking name already was (A29);
 
 Each test fails on the code before its fix. No container is started.
 """
@@ -124,3 +126,28 @@ def test_a_file_in_a_scratch_folder_is_still_taken(folder):
     from nodeweave.cli.habits.output import in_system_tree
 
     assert in_system_tree(Path(f"{folder}/x.json")) == ""
+
+
+@pytest.mark.parametrize("arg, said", [
+    ("PIP_INDEX_URL=https://pypi.corp.example/simple", "declares no `ARG PIP_INDEX_URL`"),
+    ("NOT_DECLARED=1", "declares no `ARG NOT_DECLARED`"),
+    ("PIP_FIND_LINKS=https://user:pw@pypi.corp.example/simple", "holds a URL's password"),
+    ("HF_TOKEN=x", "looks like a secret"),
+])
+def test_a_build_arg_that_reaches_no_step_is_refused(capsys, team, arg, said):
+    """A29: `--build-arg PIP_INDEX_URL=...` (no ARG declares it) was put on the engine's line, rc=0, and pip went to
+    PyPI; a `user:pw@` URL was printed in the plan, though `HF_TOKEN=x` was refused as a secret."""
+    assert run_cli(capsys, "render", "entrypoint", "--out", str(team))[0] == 0
+    code, out, err = run_cli(capsys, "image", "build", "cpu", "--dry-run", "--build-arg", arg)
+    line = one_line(err)
+    assert code == EXIT_USAGE and said in line and "pw@" not in line + out, line
+
+
+@pytest.mark.parametrize("arg", ["PIP_FIND_LINKS=/wheels", "BASE_IMAGE=ubuntu:24.04", "HTTPS_PROXY=http://proxy:3128",
+                                 "no_proxy=localhost", "BUILDKIT_INLINE_CACHE=1"])
+def test_a_build_arg_a_step_sees_is_taken(capsys, team, arg):
+    """A29: a declared ARG, a proxy variable and BuildKit's own args reach the build as before."""
+    assert run_cli(capsys, "render", "entrypoint", "--out", str(team))[0] == 0
+    code, out, err = run_cli(capsys, "image", "build", "cpu", "--dry-run", "--build-arg", arg)
+    assert code == 0 and f"--build-arg {arg}" in out, err
+
