@@ -9,6 +9,7 @@
   the scratch ones (/tmp, /var/tmp), not only inside the system's trees (A32);
 - a ``--build-arg`` no build step would see (no ARG declares it) or whose value holds a URL's password is refused,
   as a secret-looking name already was (A29);
+- a verb of docker's, podman's or kubectl's gets nodeweave's word for it, from one table (``HABITS``) (A33);
 
 Each test fails on the code before its fix. No container is started.
 """
@@ -151,3 +152,21 @@ def test_a_build_arg_a_step_sees_is_taken(capsys, team, arg):
     code, out, err = run_cli(capsys, "image", "build", "cpu", "--dry-run", "--build-arg", arg)
     assert code == 0 and f"--build-arg {arg}" in out, err
 
+
+def _habits():
+    try:
+        from nodeweave.cli.habits.base import HABITS
+    except ImportError:  # the code before the fix: the table's members as the walker typed them
+        return [("nodeweave", "start", ""), ("nodeweave", "ls", ""), ("nodeweave", "ps", ""), ("image", "ls", ""),
+                ("runs", "rm", "")]
+    return [(group, verb, said) for group, verbs in HABITS.items() for verb, said in verbs.items()]
+
+
+@pytest.mark.parametrize("group, verb, said", _habits())
+def test_another_tools_verb_is_pointed_to_nodeweaves(capsys, team, group, verb, said):
+    """A33: `start` and `restart` were told 'status', `ls` 'logs'; `ps`, `version`, `image ls`, `runs rm` nothing."""
+    argv = ([] if group == "nodeweave" else [group]) + [verb]
+    code, _, err = run_cli(capsys, *argv)
+    line = one_line(err)
+    assert code == EXIT_USAGE and "nodeweave's word for it: " in line and said in line, line
+    assert "did you mean" not in line.lower(), line
