@@ -9,6 +9,8 @@
   the scratch ones (/tmp, /var/tmp), not only inside the system's trees (A32);
 - a ``--build-arg`` no build step would see (no ARG declares it) or whose value holds a URL's password is refused,
   as a secret-looking name already was (A29);
+- ``init`` writes no nodeweave.yaml beside the spec's name spelt otherwise (nodeweave.yml, Nodeweave.yaml), which no
+  verb reads, without --force (A30);
 - a verb of docker's, podman's or kubectl's gets nodeweave's word for it, from one table (``HABITS``) (A33);
 
 Each test fails on the code before its fix. No container is started.
@@ -170,3 +172,21 @@ def test_another_tools_verb_is_pointed_to_nodeweaves(capsys, team, group, verb, 
     line = one_line(err)
     assert code == EXIT_USAGE and "nodeweave's word for it: " in line and said in line, line
     assert "did you mean" not in line.lower(), line
+
+
+@pytest.mark.parametrize("name", ["nodeweave.yml", "Nodeweave.yaml", "NODEWEAVE.YML"])
+@pytest.mark.parametrize("dry_run", [True, False], ids=["dry-run", "real"])
+def test_init_writes_no_spec_beside_another_spelling_of_it(capsys, tmp_path, monkeypatch, name, dry_run):
+    """A30: beside the user's nodeweave.yml (job ymljob), `nodeweave init` wrote a fresh nodeweave.yaml without a word,
+    and every verb ran the new job."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "train.py").write_text("print(1)\n")
+    (tmp_path / name).write_text(SPEC.replace("name: sp", "name: ymljob"))
+    if (tmp_path / "nodeweave.yaml").exists():
+        pytest.skip("a case-blind file system: the spelling is the spec itself")
+    code, out, err = run_cli(capsys, "init", *(["--dry-run"] if dry_run else []))
+    line = one_line(err)
+    assert code == EXIT_USAGE and f"{name} (job ymljob) is a spec under a name no verb reads" in line, line
+    assert f"mv {name} nodeweave.yaml" in line and not (tmp_path / "nodeweave.yaml").exists()
+    code, _, err = run_cli(capsys, "init", "--force", *(["--dry-run"] if dry_run else []))
+    assert code == 0, err
