@@ -11,6 +11,8 @@
   as a secret-looking name already was (A29);
 - ``init`` writes no nodeweave.yaml beside the spec's name spelt otherwise (nodeweave.yml, Nodeweave.yaml), which no
   verb reads, without --force (A30);
+- ``logs`` collapses the same text from several ranks whatever line (another node's, an unmarked one) comes
+  between the copies (A28);
 - a verb of docker's, podman's or kubectl's gets nodeweave's word for it, from one table (``HABITS``) (A33);
 
 Each test fails on the code before its fix. No container is started.
@@ -190,3 +192,20 @@ def test_init_writes_no_spec_beside_another_spelling_of_it(capsys, tmp_path, mon
     assert f"mv {name} nodeweave.yaml" in line and not (tmp_path / "nodeweave.yaml").exists()
     code, _, err = run_cli(capsys, "init", "--force", *(["--dry-run"] if dry_run else []))
     assert code == 0, err
+
+
+@pytest.mark.parametrize("between", [("node-1", "samples/s 90"), ("node-0", "nodeweave-entrypoint: note: x"),
+                                     ("node-1", "[rank2]: another text")], ids=["other-node", "same-node", "marked"])
+def test_a_line_between_two_ranks_copies_does_not_split_them(between):
+    """A28: `[rank0]: hello` and `[rank1]: hello` with node-1's unmarked `samples/s 90` between them printed hello
+    twice; the same text from several ranks is printed once whatever is printed between (docs/observability.md)."""
+    from nodeweave.cluster.logview import LogView
+
+    view = LogView()
+    shown = []
+    for node, line in [("node-0", "[rank0]: hello world"), between, ("node-0", "[rank1]: hello world")]:
+        shown += view.feed(node, line)
+    shown += view.flush()
+    assert shown[0] == ("node-0", "x2 node-0 r0-1", "hello world"), shown
+    assert len(shown) == 2 and shown[1][2] == between[1].split(": ", 1)[-1] if between[1].startswith("[rank") \
+        else shown[1] == (between[0], between[0], between[1]), shown
