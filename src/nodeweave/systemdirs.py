@@ -9,6 +9,11 @@ ROOTISH = {"/", "/bin", "/boot", "/dev", "/etc", "/home", "/lib", "/lib32", "/li
            "/mnt", "/media", "/run/media", "/Users", "/var/home"}  # mount roots (every mount below), homes' parents
 
 
+# The system folders everyone may leave a file in: a file an option names (bench --json-out, --write-hostfile) may
+# lie directly in one; in every other system folder (/var, /var/lib, /usr/local, /home, /opt ...) it may not.
+SCRATCH = ("/tmp", "/var/tmp")
+
+
 def system_folder(path: str) -> bool:
     """``/`` or a system folder (``/etc``, ``/usr``, ``/home``, ...): what no sync may send from or write over."""
     return "/" + "/".join(p for p in path.split("/") if p) in ROOTISH

@@ -8,6 +8,7 @@ The image build contract this follows is in docs/design.md.
 
 from __future__ import annotations
 
+import re
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -150,10 +151,10 @@ def wheelhouse_command(view, house: Path, context: Path) -> str:
     was told to download torch into /etc)."""
     import shlex
 
+    from nodeweave.build.context import WHEELHOUSE_ACCEPTED
     from nodeweave.failures import writable_dir
 
-    writable_dir(house, "--wheelhouse", missing="holding the wheels already: --wheelhouse makes no folder, the "
-                 "pip line it offers makes and fills one")
+    writable_dir(house, "--wheelhouse", missing=WHEELHOUSE_ACCEPTED)
 
     here = Path.cwd().resolve()
     shown = house.relative_to(here).as_posix() if house.is_relative_to(here) else str(house)
@@ -186,9 +187,19 @@ def check_pins_of(variant: str, spec, context: Path) -> None:
             raise UsageError(f"image.requirements: {spec.image.requirements}:{number}: {line}; accepted: {accepted}")
 
 
-def check_build_args(build_args: Mapping[str, str]) -> None:
-    """``--build-arg HF_TOKEN=...``: the Dockerfile does not declare a secret-looking name, so the value would reach
-    no step, only ``ps`` and the printed plan; refused (exit 2) rather than dropped without a word."""
+# Build args every engine takes without an ARG line: the proxies (RUN steps see them) and BuildKit's own.
+PREDEFINED_BUILD_ARGS = tuple(name for proxy in ("HTTP_PROXY", "HTTPS_PROXY", "FTP_PROXY", "NO_PROXY", "ALL_PROXY")
+                              for name in (proxy, proxy.lower()))
+_ARG_LINE = re.compile(r"^\s*ARG\s+([A-Za-z_][A-Za-z0-9_]*)", re.MULTILINE | re.IGNORECASE)
+_URL_PASSWORD = re.compile(r"://[^/@\s]*:[^/@\s]*@")  # scheme://user:password@host
+
+
+def check_build_args(build_args: Mapping[str, str], dockerfile_text: Optional[str] = None) -> None:
+    """Every ``--build-arg`` reaches a build step, or is refused (exit 2) rather than dropped without a word: a
+    secret-looking name (``HF_TOKEN``) the Dockerfile never declares, a value holding a URL's password
+    (``https://user:pw@host``: it would show on the command line and in the plan, as a secret name would), and a
+    name the Dockerfile read (``dockerfile_text``) declares no ``ARG`` for (walk9 A29: ``PIP_INDEX_URL`` reached no
+    pip step, and pip went to PyPI). The proxies and BuildKit's own args need no ARG line."""
     from nodeweave.errors import UsageError
     from nodeweave.spec.rules import looks_secret
     from nodeweave.spec.sections.image import SECRET_HINT
@@ -198,6 +209,20 @@ def check_build_args(build_args: Mapping[str, str]) -> None:
             raise UsageError(f"--build-arg {name} looks like a secret: the Dockerfile does not declare it, so it would "
                              f"show on the build's command line (ps, the printed plan) and reach no build step; "
                              f"accepted: a name that is not a secret's; {SECRET_HINT}")
+        if _URL_PASSWORD.search(build_args[name]):
+            raise UsageError(f"--build-arg {name}: its value holds a URL's password (user:password@), which would show "
+                             f"on the build's command line (ps, the printed plan) and in the image's history; "
+                             f"accepted: a URL without credentials; {SECRET_HINT}")
+    if dockerfile_text is None:
+        return
+    declared = set(_ARG_LINE.findall(dockerfile_text))
+    for name in sorted(build_args):
+        if name not in declared and name not in PREDEFINED_BUILD_ARGS and not name.startswith("BUILDKIT_"):
+            raise UsageError(f"--build-arg {name}: the Dockerfile declares no `ARG {name}`, so no build step would "
+                             f"see it (the engine drops it with a warning); accepted: one of its ARGs "
+                             f"({', '.join(sorted(declared))}) or a proxy variable; a build arg of your own goes in "
+                             "the spec's image.build_args (declared as an ARG), and a private index in requirements.txt "
+                             "as `--index-url URL` (image.requirements)")
 
 
 def check_push_reaches_a_registry(tags, push: bool) -> None:
@@ -250,12 +275,13 @@ def prepare_build(spec, variant: str, context: Path, scratch: Path, base: Option
     notes: List[str] = []
     view = resolve(spec, variant)
     check_push_reaches_a_registry(view.build_tags(None, fixed=tag), push)
-    check_build_args(build_args or {})
+    check_build_args(build_args or {})  # the names and values first; the ARG lines once the Dockerfile is known
     check_pins_of(view.variant.key, spec, context)
     notes.extend(secret_build_args(spec.image))
     check_context_paths(context, spec)
     text = rendered_dockerfile(view)
     build_text, frontend = without_frontend_pin(text) if offline and engine_kind == "docker" else (text, None)
+    check_build_args(build_args or {}, build_text)
     dockerfile, committed = choose_dockerfile(context, text, variant, scratch,
                                               write=write_dockerfile and not dry_run, build_text=build_text)
     relative = f"images/{variant}/Dockerfile"

@@ -103,6 +103,24 @@ def wheels_in(folder: Path) -> int:
     return sum(1 for item in folder.iterdir() if _is_distribution(item)) if folder.is_dir() else 0
 
 
+WHEELHOUSE_ACCEPTED = "holding the wheels already: --wheelhouse makes no folder, the pip line it offers makes and fills one"
+
+
+def judge_wheelhouse(source: Path) -> None:
+    """``--wheelhouse`` by the one rule of every folder option (``failures.own_folder_problem``), whether it exists,
+    holds wheels, or the build is offline or not: never ``/``, a system folder, inside a system tree, on ``/proc``
+    or inside ``.nodeweave/`` (walk9 A31: only an offline build's fill hint judged it; README lists it). It is
+    read, not written: a read-only wheelhouse is fine."""
+    from nodeweave.failures import own_folder_problem
+
+    given = Path(os.path.abspath(source.expanduser()))
+    if given.exists() and not given.is_dir():
+        return  # a file: link_wheelhouse says so in its own words
+    problem = own_folder_problem(given)
+    if problem is not None:
+        raise UsageError(f"--wheelhouse {source}: {problem}; accepted: a folder of your own ({WHEELHOUSE_ACCEPTED})")
+
+
 def link_wheelhouse(context: Path, source: Optional[Path], write: bool = True,
                     fill: Optional[Callable[[Path], str]] = None) -> Tuple[Path, int]:
     """Make ``<context>/wheelhouse`` exist; offer the wheels of ``source`` in it. ``fill``: the whole pip line
@@ -118,6 +136,7 @@ def link_wheelhouse(context: Path, source: Optional[Path], write: bool = True,
     present = {item.name for item in target.iterdir() if _is_distribution(item)} if target.is_dir() else set()
     offered = []
     if source is not None:
+        judge_wheelhouse(source)
         source = source.expanduser().resolve()
         if not source.is_dir():
             if source.exists():

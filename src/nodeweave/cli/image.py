@@ -78,8 +78,10 @@ def build(
                                          "container:ID or ns:PATH must exist on this machine (checked at --dry-run too; "
                                          "docker's BuildKit takes default, host or none)"),
     tag: Optional[str] = typer.Option(None, "--tag", help="a fixed tag instead of <variant>-<git sha> (overrides image.tag)"),
-    build_arg: List[str] = typer.Option([], "--build-arg", help="KEY=VALUE, repeatable; over image.build_args (a "
-                                          "secret-looking KEY, *TOKEN*, *PASSWORD*, ..., is refused: no step sees it)"),
+    build_arg: List[str] = typer.Option([], "--build-arg", help="KEY=VALUE, repeatable; over image.build_args; a KEY "
+                                          "the Dockerfile declares no ARG for (the proxies aside), a secret-looking "
+                                          "KEY (*TOKEN*, *PASSWORD*, ...) or a URL with user:password@ is refused: no "
+                                          "step would see it, or ps would"),
     engine_name: Optional[str] = typer.Option(None, "--engine", autocompletion=complete_from("podman", "docker"),
                                               help="docker or podman (default: $NODEWEAVE_ENGINE, "
                                               "else the first that answers, podman before docker, as every verb; docker builds "

@@ -123,7 +123,7 @@ def init(
                                  "instead of this machine"),
     force: bool = typer.Option(False, "--force",
                                help="Replace an earlier spec at --out (never a file that is not a spec), write "
-                               "nodeweave.yaml below a folder whose spec already covers this one, or keep a --script "
+                               "nodeweave.yaml below a folder whose spec already covers this one or beside a nodeweave.yml, or keep a --script "
                                "the folder lacks while a close name is there (train for train.py)"),
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the spec; write nothing (an existing --out is "
                                  "refused without --force, as the real run refuses it)"),
@@ -147,6 +147,7 @@ def init(
         refuse_before_probing(host, nodes, _given(ctx, "nodes"))
     refuse_replacing(path, script, force, out_named)  # before probing; a dry run refuses what its real run would (README)
     refuse_splitting(path, force)
+    refuse_beside_another_spelling(path, force)
     seen = seen_on_hosts(host, via or "ssh", ssh_option) if host else seen_here(sysroot)
     derived, name_note = folder_job_name(Path.cwd())
     arguments = (seen, name or derived, len(seen.hosts) or nodes, script, launcher)
@@ -214,6 +215,39 @@ def refuse_splitting(path: Path, force: bool) -> None:
     shown = os.path.relpath(above, Path.cwd())
     raise UsageError(f"{shown}{_job_of(above)} already covers {folder} (every verb typed there reads it); a spec "
                      f"here makes {folder.name}/ a job of its own: --force to do it anyway, or edit {shown}")
+
+
+def other_spellings(path: Path) -> "list[Path]":
+    """The files beside ``path`` (nodeweave.yaml) that are the spec's name spelt otherwise (``nodeweave.yml``, the
+    spelling compose and GitHub take; ``Nodeweave.yaml``): no verb reads them, so a user's spec kept under one is
+    not found, and a new nodeweave.yaml beside it would be the job every verb runs (walk9 A30)."""
+    from nodeweave.cli.habits.spec_path import SPEC_NAME
+
+    folder = Path(os.path.abspath(path)).parent
+    stem = SPEC_NAME.rsplit(".", 1)[0]
+    try:
+        found = sorted(p for p in folder.iterdir() if p.name != SPEC_NAME and p.is_file()
+                       and p.name.lower() in (f"{stem}.yaml", f"{stem}.yml"))
+    except OSError:
+        return []
+    return [p for p in found if not (path.exists() and os.path.samefile(p, path))]  # one file, case-blind disks
+
+
+def refuse_beside_another_spelling(path: Path, force: bool) -> None:
+    """``init`` where the user's spec is ``nodeweave.yml``: refused without --force, naming the file and its job,
+    as a spec above this folder is (``refuse_splitting``); the way out is to rename it."""
+    from nodeweave.cli.habits.spec_path import SPEC_NAME
+
+    if force or path.name != SPEC_NAME:
+        return
+    found = other_spellings(path)
+    if not found:
+        return
+    shown = os.path.relpath(found[0], Path.cwd())
+    raise UsageError(f"{shown}{_job_of(found[0])} is a spec under a name no verb reads (they read {SPEC_NAME}); a "
+                     f"new {SPEC_NAME} beside it would be the job every verb runs: rename it (mv {shown} "
+                     f"{os.path.relpath(Path(os.path.abspath(path)), Path.cwd())}), pass it with --spec {shown}, or "
+                     "--force to write a second spec anyway")
 
 
 def _job_of(spec: Path) -> str:

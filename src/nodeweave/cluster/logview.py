@@ -7,7 +7,8 @@ PyTorch's own ``[rank3]:`` on a rank's warnings and errors. A line without one s
 
 The same text from several ranks (every rank printing its loss, NCCL's banner on every GPU) collapses into
 one line naming how many ranks and which; a line that no launcher marked with its rank is its node's own
-(the entrypoint's lines, a one-rank node's output) and stays a ``[node-i]`` line, in order: the view holds each text for :data:`WINDOW` lines (or
+(the entrypoint's lines, a one-rank node's output) and stays a ``[node-i]`` line, in order, never splitting the
+copies of another text around it: the view holds each text for :data:`WINDOW` lines (or
 :data:`HOLD_S` seconds when following) and a copy from a rank not yet counted joins it; a second copy from
 the same rank is a new line, so nothing a rank repeats is hidden.
 """
@@ -92,8 +93,12 @@ class LogView:
         if self.rank is not None and rank != str(self.rank):
             return out
         self.kept += 1
-        if not self.collapse or rank is None:  # a line no launcher marked is its node's own: shown as it came
+        if not self.collapse:
             return out + self.flush() + [(node, _prefix([(node, rank)]), text)]
+        if rank is None:  # its node's own line: shown alone, in its place, held in turn with the others so another
+            self.serial += 1  # node's line between two ranks' copies of a text never splits them (walk9 A28)
+            self.held[self.serial] = _Held(text, self.clock(), [(node, None)])
+            return out + self._due()
         key = self.by_text.get(text)
         entry = self.held.get(key) if key is not None else None
         if entry is None or (node, rank) in entry.sources or rank is None and any(n == node for n, _ in

@@ -47,6 +47,9 @@ def shared_folder_problem(real: str) -> "str | None":
     credential folder, whose keys and tokens would (walk6 W69; walk8 A30: the spec took what sync refused)."""
     if system_folder(real):
         return f"{real} is a system folder, whose whole tree would be sent to (or mounted on) every node"
+    tree = system_tree(real)  # /sbin is /usr/sbin where links lead: a system folder's tree is the system's too
+    if tree is not None:
+        return f"{real} is in {tree} ({SYSTEM_TREES[tree]}), which would be sent to (or mounted on) every node"
     if home_itself(real):  # /home/me, /Users/me: ~ itself as DEST is refused the same way
         return f"{real} is a home itself, whose keys, tokens and caches would be sent to (or mounted on) every node"
     secret = credential_folder(real)

@@ -146,6 +146,26 @@ class NodeweaveCommand(TyperCommand):
 # Hidden, deprecated spellings and what a typo near them should be pointed to.
 REPLACED = {"variants": "image variants"}
 
+# The verbs docker, podman and kubectl users type, by group, and nodeweave's for them: said in place of a spelling-
+# near guess that leads elsewhere (walk9 A33: `start` was told 'status', `ls` 'logs'; `ps`, `version` nothing).
+HABITS = {
+    "nodeweave": {
+        "start": "`nodeweave up` starts the nodes (`up --run` the script too; `run` starts it on nodes already up)",
+        "create": "`nodeweave up`", "apply": "`nodeweave up`",
+        "restart": "`nodeweave stop` ends the run, `nodeweave run` starts the script again",
+        "kill": "`nodeweave stop` (the run) or `nodeweave down` (the nodes)",
+        "rm": "`nodeweave down`", "delete": "`nodeweave down`",
+        "ps": "`nodeweave status`", "get": "`nodeweave status`", "describe": "`nodeweave status`",
+        "ls": "`nodeweave runs ls` (past runs) or `nodeweave status` (the nodes)", "list": "`nodeweave runs ls`",
+        "attach": "`nodeweave logs -f` or `nodeweave shell`", "version": "`nodeweave --version`",
+        "build": "`nodeweave image build`", "push": "`nodeweave image build --push`",
+        "images": "`nodeweave image variants`",
+    },
+    "image": {"ls": "`nodeweave image variants`", "list": "`nodeweave image variants`"},
+    "runs": {verb: ("the run folders are plain folders: delete one yourself (rm -r runs/<RUN>; `nodeweave runs ls` "
+                    "names them)") for verb in ("rm", "delete", "prune")},
+}
+
 
 class NodeweaveGroup(TyperGroup):
     """A group whose typo suggestions name only visible commands, and whose own flags show no placeholder."""
@@ -165,6 +185,10 @@ class NodeweaveGroup(TyperGroup):
         except Exception as err:  # click's UsageError (typer's vendored copy), found by shape
             message = getattr(err, "message", None)
             if message is None or not args:
+                raise
+            habit = HABITS.get(ctx.info_name or "nodeweave", {}).get(args[0])
+            if habit is not None and args[0] not in self.list_commands(ctx):
+                err.message = f"{message.rstrip('.')}: nodeweave's word for it: {habit}"
                 raise
             close = get_close_matches(args[0], self.list_commands(ctx))
             matches = list(dict.fromkeys(REPLACED.get(name, name) for name in close

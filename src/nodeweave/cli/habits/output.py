@@ -153,10 +153,11 @@ def output_file(ctx: typer.Context, param: typer.CallbackParam, value: "Path | N
 def in_system_tree(path: Path) -> str:
     """Why the file ``path`` may not be written there: its folder is inside one of the system's trees (``/etc``,
     ``/usr/share``, ...), as written or where links lead, the trees no folder option writes into either (walk6 M5:
-    ``failures.own_folder_problem``); a file in ``/tmp`` or ``/srv`` is fine. Else ""."""
+    ``failures.own_folder_problem``), or directly in ``/`` or a system folder (``/var/lib``, ``/usr/local``) but the
+    scratch ones (``systemdirs.SCRATCH``: walk9 A32); a file in ``/tmp``, ``/var/tmp`` or ``/srv`` is fine. Else ""."""
     import os
 
-    from nodeweave.systemdirs import SYSTEM_TREES, system_tree
+    from nodeweave.systemdirs import SCRATCH, SYSTEM_TREES, system_folder, system_tree
 
     folder = Path(os.path.abspath(path)).parent
     for seen in (folder, folder.resolve()):
@@ -164,6 +165,9 @@ def in_system_tree(path: Path) -> str:
         if tree is not None:
             where = tree if str(seen) == tree else f"inside {tree}"
             return f"its folder {seen} is {where} ({SYSTEM_TREES[tree]}), where nodeweave writes nothing"
+        if system_folder(str(seen)) and str(seen) not in SCRATCH:  # walk9 A32: /var/lib, /usr/local, /var, /
+            return (f"its folder {seen} is / or a system folder, where nodeweave writes nothing (of those, only "
+                    f"{' and '.join(SCRATCH)} take a file)")
     return ""
 
 

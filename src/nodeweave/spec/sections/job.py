@@ -157,12 +157,17 @@ EXAMPLE_OPTIONS = {"torchrun": "--log-dir /workspace/logs --redirects 3", "deeps
 def workspace(r: Reader, top: Fields, base_dir: Optional[Path] = None) -> Workspace:
     f = r.fields(top.get("workspace"), "workspace", ("path", "host_path"))
     found = Workspace(path=optional_container_path(r, f, "path", "/workspace"), host_path=host_path(r, f, "host_path", "."))
-    if base_dir is not None and f.get("host_path") is not None:
-        why = workspace_folder_problem(base_dir, found.host_path)
-        if why:
-            raise r.fail(f.get("host_path"), "workspace.host_path", f"{found.host_path!r}: {why}",
-                         "the project's own folder (the spec's folder, the default), a folder of its own such as "
-                         "~/project, or one holding it (..)")
+    if base_dir is None:
+        return found
+    why = workspace_folder_problem(base_dir, found.host_path)
+    if why and f.get("host_path") is None:  # the default: the spec's own folder is the workspace (walk9 A26, A27)
+        raise r.fail(None, "workspace.host_path", f"unset, so the workspace is the spec's folder, and {why}",
+                     "a spec in a project folder of its own (mkdir ~/proj && cd ~/proj, then nodeweave init "
+                     "there), or workspace.host_path naming one")
+    if why:
+        raise r.fail(f.get("host_path"), "workspace.host_path", f"{found.host_path!r}: {why}",
+                     "the project's own folder (the spec's folder, the default), a folder of its own such as "
+                     "~/project, or one holding it (..)")
     return found
 
 
