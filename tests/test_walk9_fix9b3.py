@@ -28,7 +28,6 @@ from nodeweave.entrypoint.errors import EntrypointError
 from nodeweave.entrypoint.planning.settings import FLAGS, parse
 from cli_run import in_a_folder_with_train_py
 
-SRC = Path(__file__).resolve().parent.parent / "src"
 entrypoint = pytest.fixture(in_a_folder_with_train_py, name="entrypoint")  # (exit code, stdout, stderr)
 NODE_1 = {"NODEWEAVE_NNODES": "2", "NODEWEAVE_NODE_RANK": "1", "NODEWEAVE_MASTER_ADDR": "127.0.0.1",
           "NODEWEAVE_MASTER_PORT": "31820", "NODEWEAVE_JOB_ID": "q"}
@@ -80,13 +79,13 @@ def test_a_start_refused_is_still_told_to_node_0(told):
 def _hold(tmp_path, timeout=None):
     import os
     import subprocess
-    import sys
+
+    from cli_run import ENTRYPOINT, popen
 
     env = {k: v for k, v in os.environ.items() if not k.startswith(("NODEWEAVE_", "SLURM_", "OMPI_", "PMI"))}
-    env.update(TMPDIR=str(tmp_path), PYTHONPATH=str(SRC))
-    command = [sys.executable, "-m", "nodeweave.entrypoint", "--mode", "hold", "--", "train.py"]
-    return subprocess.Popen(command, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
+    env.update(TMPDIR=str(tmp_path))
+    return popen([*ENTRYPOINT, "--mode", "hold", "--", "train.py"], env=env, cwd=tmp_path, stdout=subprocess.PIPE,
+                 stderr=subprocess.PIPE, text=True)
 
 
 def _wait_for(path, seconds=30.0):
