@@ -1,0 +1,52 @@
+"""The ninth walk, part A, rows A13..A25 (issue 43; A14 fixed on main): each row's class, one test per class, each
+failing on the code before it."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from nodeweave.errors import EXIT_USAGE
+from cli_run import in_process as run_cli, one_line
+from team_folder import make_team
+
+
+@pytest.fixture
+def team(tmp_path, monkeypatch):
+    return make_team(tmp_path, monkeypatch)
+
+
+# -- A18: a table cell for a value not known yet is "-", never Python's None ---------------------------------------
+
+def _running_run(folder):
+    run = folder / "runs" / "20261130T100400Z-team"
+    run.mkdir(parents=True)
+    (run / "run.json").write_text(json.dumps({
+        "run_id": run.name, "job": "team", "started": "2026-11-30T10:04:00Z", "ended": None, "exit_code": None,
+        "summary": None, "command": ["train.py"], "nodes": [{"node": None, "exit_code": None,
+                                                               "reached_as": "podman:team-0"}]}))
+
+
+def test_runs_show_prints_a_dash_for_what_a_running_run_lacks(capsys, team):
+    """A18: `runs show` of a run still going (run.json's ended/exit_code null) printed None in its node table."""
+    _running_run(team)
+    code, out, err = run_cli(capsys, "runs", "show", "last")
+    assert code == 0, err
+    assert "None" not in out and "│ -" in out
+
+
+@pytest.mark.parametrize("live", [
+    {"nodes": [{"node": None, "host": None, "state": "running"}]},
+    {"ranks": [{"node": None, "rank": None, "state": None}]},
+    {"node_gpus": [{"node": None, "gpus": [{"index": None, "util_ratio": 0.5}]}]},
+])
+def test_top_prints_a_dash_for_a_field_a_node_left_out(live):
+    """A18: top's node, rank and GPU tables printed str(None) for a field /status.json left out, as runs show did."""
+    from rich.console import Console
+
+    from nodeweave.cluster.top import picture
+
+    console = Console(width=200, record=True)
+    console.print(picture({"job": "team", **live}, everything=True))
+    assert "None" not in console.export_text()
