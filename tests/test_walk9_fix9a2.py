@@ -50,3 +50,44 @@ def test_top_prints_a_dash_for_a_field_a_node_left_out(live):
     console = Console(width=200, record=True)
     console.print(picture({"job": "team", **live}, everything=True))
     assert "None" not in console.export_text()
+
+
+# -- A13, A22: a hint that names a render names the one that works: its --spec, --out and --force -----------------
+
+SPEC_B = "name: job-b\nimage:\n  variant: cpu\nnodes: 3\nlauncher:\n  script: train.py\n"
+
+
+def test_image_build_compares_a_render_with_its_out_and_names_that_render(capsys, team):
+    """A13: a Dockerfile rendered with --spec b.yaml --out build/job-b counted as differing by its header line, and
+    the hint, `nodeweave render`, rendered the other spec into the other folder."""
+    (team / "b.yaml").write_text(SPEC_B)
+    assert run_cli(capsys, "render", "all", "--spec", "b.yaml", "--out", "build/job-b")[0] == 0
+    build = ("image", "build", "cpu", "--spec", "b.yaml", "--context", "build/job-b", "--dry-run")
+    code, out, err = run_cli(capsys, *build)
+    assert code == 0, err
+    assert "images/cpu/Dockerfile (matches the rendering)" in out
+    with open(team / "build/job-b/images/cpu/Dockerfile", "a") as dockerfile:
+        dockerfile.write("# changed\n")
+    code, out, err = run_cli(capsys, *build)
+    assert "`nodeweave render images --spec b.yaml --out build/job-b` refreshes it" in out, out
+
+
+@pytest.mark.parametrize("case", ["unmarked", "another job"])
+def test_render_check_hint_is_a_command_the_render_takes(capsys, team, case):
+    """A22: `render all --check` found a stale file and told to run `render all --prune`, which then refused it
+    (a file that lost its mark; a folder holding another job's render): the hint names what works."""
+    if case == "unmarked":
+        assert run_cli(capsys, "render", "all")[0] == 0
+        (team / "images/docker-bake.json").write_text("x")
+        argv = ("render", "all")
+    else:
+        (team / "b.yaml").write_text(SPEC_B)
+        assert run_cli(capsys, "render", "all")[0] == 0
+        argv = ("render", "all", "--spec", "b.yaml")
+    code, _, err = run_cli(capsys, *argv, "--check")
+    assert code == 4
+    line = err.strip().splitlines()[-1]
+    assert "stale for" in line and "--force" in line, line
+    if case == "unmarked":
+        assert run_cli(capsys, "render", "all", "--prune", "--force")[0] == 0
+        assert run_cli(capsys, "render", "all", "--check")[0] == 0
