@@ -91,3 +91,25 @@ def test_render_check_hint_is_a_command_the_render_takes(capsys, team, case):
     if case == "unmarked":
         assert run_cli(capsys, "render", "all", "--prune", "--force")[0] == 0
         assert run_cli(capsys, "render", "all", "--check")[0] == 0
+
+
+# -- A17: Ctrl-C ends a verb that runs until stopped with 130, as it ends every other verb --------------------------
+
+@pytest.mark.parametrize("argv", [("logs", "-f", "--run", "last"), ("dashboard", "--run", "last", "--port", "0"),
+                                  ("top", "--url", "http://127.0.0.1:9")])
+def test_ctrl_c_ends_a_watch_with_130(capsys, team, monkeypatch, argv):
+    """A17: `logs -f`, `dashboard` and `top` stopped by Ctrl-C exited 0, which a script reads as "followed to the
+    end"; the README's table says 130 for any verb interrupted by Ctrl-C."""
+    import time
+
+    import nodeweave.cluster.top as top
+
+    _running_run(team)
+    monkeypatch.setattr(top, "ask_live", lambda *a, **k: ({"job": "team", "nodes": []}, "a stand-in"))
+
+    def ctrl_c(seconds):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(time, "sleep", ctrl_c)
+    code, _, err = run_cli(capsys, *argv)
+    assert code == 130, err

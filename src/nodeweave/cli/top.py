@@ -12,7 +12,7 @@ from nodeweave.cli.habits.base import find_spec
 from nodeweave.cli.habits.clusteropts import REACH, SPEC, console, open_cluster, reach_options
 from nodeweave.cli.habits.nodes import checked_selectors, pick_one
 from nodeweave.cli.habits.output import data_format, emit, json_option, output_option
-from nodeweave.errors import EXIT_FAILURE
+from nodeweave.errors import EXIT_FAILURE, EXIT_INTERRUPTED
 
 if TYPE_CHECKING:
     from nodeweave.cluster.options import ClusterOptions
@@ -82,8 +82,8 @@ def top_command(
                 live, why = ask_live(target, url)
                 if live is not None:
                     screen.update(picture(live, everything))
-    except KeyboardInterrupt:
-        pass
+    except KeyboardInterrupt:  # how a watch ends, yet an interruption: 130, as every verb's Ctrl-C (walk9 A17)
+        raise typer.Exit(EXIT_INTERRUPTED) from None
 
 
 def register(app: typer.Typer) -> None:
