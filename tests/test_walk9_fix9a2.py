@@ -113,3 +113,22 @@ def test_ctrl_c_ends_a_watch_with_130(capsys, team, monkeypatch, argv):
     monkeypatch.setattr(time, "sleep", ctrl_c)
     code, _, err = run_cli(capsys, *argv)
     assert code == 130, err
+
+
+# -- A15: a command of yours given to a verb that runs none is pointed to the verbs that do ----------------------
+
+def _verbs_without_arguments():
+    from cli_run import leaves
+
+    return [" ".join(words) for words, command in leaves()
+            if not any(param.param_type_name == "argument" for param in command.params)]
+
+
+@pytest.mark.parametrize("verb", _verbs_without_arguments())
+def test_a_command_given_to_a_verb_that_runs_none_names_run(capsys, team, verb):
+    """A15: `up --run -- train.py` (and every verb taking no argument) answered only "unexpected extra argument":
+    the refusal names `nodeweave run -- train.py`, as `validate nodeweave.yaml` is answered "did you mean --spec"."""
+    code, _, err = run_cli(capsys, *verb.split(), "--", "train.py")
+    assert code == EXIT_USAGE
+    line = one_line(err)
+    assert "unexpected extra argument" in line and "`nodeweave run -- train.py` starts it on the nodes" in line, line
