@@ -132,3 +132,19 @@ def test_a_command_given_to_a_verb_that_runs_none_names_run(capsys, team, verb):
     assert code == EXIT_USAGE
     line = one_line(err)
     assert "unexpected extra argument" in line and "`nodeweave run -- train.py` starts it on the nodes" in line, line
+
+
+# -- A24: --runs-dir one level too high (a project's folder) names its runs/, as one level too deep names the parent --
+
+@pytest.mark.parametrize("argv", [("runs", "ls"), ("runs", "show", "last"), ("runs", "compare", "last"),
+                                  ("logs", "--run", "last"), ("dashboard", "--run", "last", "--port", "0"),
+                                  ("run", "--dry-run"), ("check", "--dry-run")])
+def test_runs_dir_naming_a_project_names_its_runs(capsys, team, tmp_path_factory, argv):
+    """A24: `runs show last --runs-dir OTHER` (OTHER a project, its runs in OTHER/runs) said "no runs under OTHER
+    yet"; every --runs-dir, read or written, names OTHER/runs."""
+    other = tmp_path_factory.mktemp("other")
+    _running_run(other)
+    code, _, err = run_cli(capsys, *argv, "--runs-dir", str(other))
+    assert code == EXIT_USAGE, err
+    line = one_line(err)
+    assert f"accepted: --runs-dir {other / 'runs'}" in line, line
