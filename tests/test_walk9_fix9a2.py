@@ -148,3 +148,28 @@ def test_runs_dir_naming_a_project_names_its_runs(capsys, team, tmp_path_factory
     assert code == EXIT_USAGE, err
     line = one_line(err)
     assert f"accepted: --runs-dir {other / 'runs'}" in line, line
+
+
+# -- A16: a `!` pattern asking for a credential does nothing: refused (--exclude) or said (.nodeweaveignore) ------
+
+@pytest.mark.parametrize("pattern, credential", [("!.env", ".env"), ("!*.pem", "key.pem"), ("!.ssh/", ".ssh/"),
+                                                 ("!.envrc", ".envrc")])
+def test_an_exclude_reincluding_only_credentials_is_refused(capsys, team, pattern, credential):
+    """A16: `sync -x '!.env'` planned as if the pattern did something; credentials go only with --include-secrets."""
+    (team / ".env").write_text("TOKEN=1\n")
+    (team / ".envrc").write_text("export X=1\n")
+    (team / "key.pem").write_text("k\n")
+    (team / ".ssh").mkdir()
+    (team / ".ssh" / "id").write_text("k\n")
+    code, _, err = run_cli(capsys, "sync", "--dry-run", ".", "/workspace", "--node", "podman:a", "-x", pattern)
+    assert code == EXIT_USAGE, err
+    line = one_line(err)
+    assert "would do nothing" in line and credential in line and "--include-secrets" in line, line
+
+
+def test_an_ignore_line_naming_a_credential_is_said(capsys, team):
+    """A16: a `!.env` line of .nodeweaveignore (kept for every sync) is said in the plan, not refused."""
+    (team / ".env").write_text("TOKEN=1\n")
+    (team / ".nodeweaveignore").write_text("!.env\n")
+    code, out, err = run_cli(capsys, "sync", "--dry-run", ".", "/workspace", "--node", "podman:a")
+    assert "'!.env' does not send .env: credential-like, sent only with --include-secrets" in out + err, out + err
