@@ -173,3 +173,22 @@ def test_an_ignore_line_naming_a_credential_is_said(capsys, team):
     (team / ".nodeweaveignore").write_text("!.env\n")
     code, out, err = run_cli(capsys, "sync", "--dry-run", ".", "/workspace", "--node", "podman:a")
     assert "'!.env' does not send .env: credential-like, sent only with --include-secrets" in out + err, out + err
+
+
+# -- A23: a file an option writes into runs/ beside the spec is never written through runs/ as a link ------------
+
+@pytest.mark.parametrize("argv", [("bench", "--sizes", "1K", "--ops", "all_reduce", "--dry-run"),
+                                  ("bench", "--sizes", "1K", "--ops", "all_reduce", "--dry-run", "--json-out",
+                                   "runs/mine.json"),
+                                  ("runs", "compare", "last", "--chart", "runs/chart.svg"),
+                                  ("hosts", "probe", "h1", "--dry-run", "--write-hostfile", "runs/hostfile")])
+def test_a_file_in_a_linked_runs_is_refused_naming_where_it_leads(capsys, team, tmp_path_factory, argv):
+    """A23: bench's default --json-out (runs/nodeweave-bench.json) was written through runs/ -> a bigger disk, which
+    `run` refuses (never written through a link); every file option there is refused naming the real path."""
+    real = tmp_path_factory.mktemp("disk")
+    (team / "runs").symlink_to(real)
+    code, _, err = run_cli(capsys, *argv)
+    assert code == EXIT_USAGE, err
+    line = one_line(err)
+    assert "symbolic link" in line and f"write it as {real}/" in line, line
+    assert not list(real.iterdir())
