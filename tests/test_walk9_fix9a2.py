@@ -192,3 +192,31 @@ def test_a_file_in_a_linked_runs_is_refused_naming_where_it_leads(capsys, team, 
     line = one_line(err)
     assert "symbolic link" in line and f"write it as {real}/" in line, line
     assert not list(real.iterdir())
+
+
+# -- A19, A20: what reads the image's collective stack is judged on the variant the target's nodes run -------------
+
+GPU_SPEC = "name: gpu\nimage:\n  variant: cuda12\nnodes: 2\nlauncher:\n  script: train.py\n"
+
+
+def test_check_nccl_on_the_local_target_is_refused(capsys, team):
+    """A20: `check --backend nccl` on a cuda12 spec planned on the local target, whose nodes run the cpu image
+    (gloo only); a cpu spec got the refusal. Judged on Backend.image_variant, as run's --profile note is."""
+    (team / "nodeweave.yaml").write_text(GPU_SPEC)
+    code, _, err = run_cli(capsys, "check", "--dry-run", "--backend", "nccl")
+    assert code == EXIT_USAGE
+    line = one_line(err)
+    assert "the local target's nodes run image variant cpu" in line and "NCCL runs only on GPUs" in line, line
+    code, _, err = run_cli(capsys, "check", "--dry-run", "--backend", "nccl", "-t", "hosts", "--host", "a", "--host",
+                           "b", "--remote-dir", "/srv/x")
+    assert code == 0, err
+
+
+def test_an_nccl_sweep_on_the_local_target_is_noted(capsys, team):
+    """A19: `run --sweep NCCL_MAX_NCHANNELS=8,16` (make help's example) on a cuda12 spec's local target got no note,
+    though its nodes run gloo."""
+    (team / "nodeweave.yaml").write_text(GPU_SPEC)
+    code, out, err = run_cli(capsys, "run", "--dry-run", "--sweep", "NCCL_MAX_NCHANNELS=8,16", "--metric",
+                             "samples/s ([0-9.]+)")
+    assert code == 0, err
+    assert "the local target's nodes run image variant cpu, which runs gloo" in out + err, out + err
