@@ -220,3 +220,25 @@ def test_an_nccl_sweep_on_the_local_target_is_noted(capsys, team):
                              "samples/s ([0-9.]+)")
     assert code == 0, err
     assert "the local target's nodes run image variant cpu, which runs gloo" in out + err, out + err
+
+
+# -- A21: one rule for a value that starts with - and a letter, said as what it looks like, on every option -------
+
+def _value_options():
+    from cli_run import leaves
+    from nodeweave.cli.habits.swallowed import VALUES_ARE_OPTIONS, takes_value
+
+    return [(" ".join(words), max(param.opts, key=len)) for words, command in leaves() for param in command.params
+            if takes_value(param) and not set(param.opts) & set(VALUES_ARE_OPTIONS)]
+
+
+@pytest.mark.parametrize("verb, option", _value_options())
+def test_a_value_starting_with_a_dash_and_a_letter_is_refused_truthfully(capsys, team, verb, option):
+    """A21: `render compose --out -x` planned a folder named -x while `--host -oProxyCommand=x` was refused as "an
+    option of `nodeweave up`" (it is none); every option that takes a value refuses a -LETTER word, saying what it
+    looks like."""
+    code, _, err = run_cli(capsys, *verb.split(), option, "-Zq")
+    assert code == EXIT_USAGE, err
+    line = one_line(err)
+    assert f"{option} '-Zq': '-Zq' looks like an option (it starts with -)" in line, line
+    assert f"{option}=-Zq where the value itself starts with -" in line, line
