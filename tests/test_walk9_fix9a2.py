@@ -242,3 +242,20 @@ def test_a_value_starting_with_a_dash_and_a_letter_is_refused_truthfully(capsys,
     line = one_line(err)
     assert f"{option} '-Zq': '-Zq' looks like an option (it starts with -)" in line, line
     assert f"{option}=-Zq where the value itself starts with -" in line, line
+
+
+# -- A25: a spec that fills slurm: defaults to -t slurm, as a hosts or OpenShift spec defaults to its target --------
+
+def test_a_slurm_spec_defaults_to_the_slurm_target(capsys, team):
+    """A25: `up --spec examples/slurm-accelerate.yaml --dry-run` planned the local target (podman-compose on the
+    login node); spec_default now gives slurm, and -t local still runs it here."""
+    from nodeweave.cluster.options import ClusterOptions, spec_default
+    from nodeweave.spec import load_spec
+
+    with open(team / "nodeweave.yaml", "a") as spec:
+        spec.write("slurm: {partition: gpu, account: ml}\n")
+    assert spec_default(ClusterOptions(), load_spec(team / "nodeweave.yaml")).target == "slurm"
+    code, out, err = run_cli(capsys, "up", "--dry-run")
+    assert "take an allocation" in out and "compose" not in out, out + err
+    code, out, err = run_cli(capsys, "up", "--dry-run", "-t", "local")
+    assert code == 0 and "compose" in out, out + err
