@@ -93,7 +93,7 @@ up: cli ## Bring the cluster up holding (UP_ARGS="--target kubernetes", "--targe
 	$(BIN)/nodeweave up --spec $(SPEC_WORD) --hold $(UP_ARGS)
 
 .PHONY: run
-run: cli ## Run the spec's job (or RUN_ARGS="-- train.py --lr 1e-3", "--sweep NCCL_MAX_NCHANNELS=8,16 --metric 'samples/s ([0-9.]+)'") on every node; logs in runs/
+run: cli ## Run the spec's job (or RUN_ARGS="-- examples/train.py --lr 1e-3"; on GPU nodes, not the local target's gloo, "--sweep NCCL_MAX_NCHANNELS=8,16 --metric 'samples/s ([0-9.]+)'") on every node; logs in runs/
 	$(BIN)/nodeweave run --spec $(SPEC_WORD) $(RUN_ARGS)
 
 .PHONY: status

@@ -24,7 +24,7 @@ def run(*args: str, cwd=None, env=None) -> "subprocess.CompletedProcess[str]":
     (["SRC", "~/work", "--node", "podman:c1"], 2, "absolute path"),
     (["SRC", "/w/../etc", "--node", "podman:c1"], 2, "'..'"),
     (["SRC", "/workspace", "--node", "podman:c1;reboot"], 2, "container name 'c1;reboot' is not accepted"),
-    (["SRC", "/workspace", "--node", "-oProxyCommand=x"], 2, "is an option of `nodeweave sync`, not a value"),  # A52
+    (["SRC", "/workspace", "--node", "-oProxyCommand=x"], 2, "reads as `nodeweave sync`'s option -o with its value joined, not a value"),  # A52
     (["SRC", "/workspace", "--node", "ssh:-oProxyCommand=x"], 2, "is not accepted"),
     (["SRC", "/workspace", "--node", "pod:Bad_Pod"], 2, "DNS-1123 subdomain"),
     (["SRC", "/workspace", "--node", "pod:llama-0", "-n", "Bad"], 2, "namespace 'Bad'"),

@@ -93,7 +93,7 @@ def test_a_value_spelt_as_an_arguments_name_is_a_value(capsys, team):
 
 def test_a_short_flag_with_its_value_joined_is_a_flag_too(capsys, team):
     code, _, err = run_cli(capsys, "render", "--out", "-ojson")
-    assert code == EXIT_USAGE and "'-ojson' is an option of `nodeweave render`" in one_line(err)
+    assert code == EXIT_USAGE and "'-ojson' reads as `nodeweave render`'s option -o with its value joined" in one_line(err)
 
 
 def test_a_verb_option_typed_before_the_verb_is_judged_too(capsys, team):

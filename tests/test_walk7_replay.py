@@ -72,12 +72,12 @@ def test_a_hand_edited_dockerfile_is_named_as_yours_not_sent_back_to_render(tmp_
     dockerfile = tmp_path / "images" / "cpu" / "Dockerfile"
     dockerfile.write_text(dockerfile.read_text().replace("\nFROM ", "\n# a line of mine\nFROM ", 1))
     stale = _nw(tmp_path, "image", "build", "cpu", "--dry-run")
-    assert stale.returncode == 0 and "`nodeweave render` refreshes it" in stale.stdout, stale.stdout + stale.stderr
+    assert stale.returncode == 0 and "`nodeweave render images` refreshes it" in stale.stdout, stale.stdout + stale.stderr
     dockerfile.write_text("# Dockerfile by me\nFROM x\n")
     mine = _nw(tmp_path, "image", "build", "cpu", "--dry-run")
     assert mine.returncode == 0, mine.stderr
     assert "no nodeweave header, so it is yours and is not built" in mine.stdout, mine.stdout
-    assert "`nodeweave render` refreshes it" not in mine.stdout
+    assert "refreshes it" not in mine.stdout and "`nodeweave render images --force` replaces it" in mine.stdout
     assert dockerfile.read_text() == "# Dockerfile by me\nFROM x\n"
 
 

@@ -11,6 +11,9 @@ EXIT_USAGE = 2  # bad input: a flag, a spec field, a path
 EXIT_ENVIRONMENT = 3  # something the machine lacks (engine, rsync, kubectl), an unreachable API, a cluster not up
 EXIT_STALE = 4  # committed rendered files differ from what the spec renders
 EXIT_UNHEALTHY = 5  # `nodeweave check` named a node or link (docs/check.md)
+# Ctrl-C: any verb, a verb that runs until stopped (`logs -f`, `top`, `dashboard`) too, after its own clean-up, so a
+# script tells "followed to the end" (0) from "interrupted" (walk9 A17); the entrypoint's EXIT_INTERRUPTED is the same
+EXIT_INTERRUPTED = 130
 
 
 class NodeweaveError(Exception):

@@ -198,7 +198,8 @@ def own_file_problem(path: Path, spec: bool = False) -> "str | None":
     ``runs/`` (its run.json, its logs), as written or where links lead; a tab-completed path there replaced
     ``up``'s record with bench's numbers, and ``down`` lost what ``up`` started (walk8 A11). A file directly in
     ``runs/`` is fine (bench's own default is ``runs/nodeweave-bench.json``), but not a ``spec``: its folder would
-    be the workspace, the run folders' store itself (walk8 A12)."""
+    be the workspace, the run folders' store itself (walk8 A12); nor one in a ``runs/`` that is a symbolic link,
+    never written through (walk9 A23), the refusal naming the path where the link leads."""
     from nodeweave.jobstate import STATE_DIR
 
     folder = Path(os.path.abspath(path)).parent
@@ -207,6 +208,11 @@ def own_file_problem(path: Path, spec: bool = False) -> "str | None":
         return f"it is inside {STATE_DIR}/, nodeweave's own state folder (up's cluster record, the render record)"
     for seen in (folder, real):
         store = _runs_store(seen)
+        if store is not None and store.is_symlink() and not spec:  # never written through a link, as `run` judges runs/ (walk9
+            # A23: bench's default wrote through it)
+            return (f"it is in {store}, the run folders' store beside the spec, which is a symbolic link (to "
+                    f"{os.readlink(store)}), and nodeweave never writes through a link; write it as "
+                    f"{store.resolve() / os.path.relpath(os.path.abspath(path), store)} to keep it there")
         if store is not None and (spec or seen != store):
             where = store if seen == store else f"a run folder in {store}"
             return (f"it is inside {where}, the run folders' store beside the spec, whose records nodeweave "

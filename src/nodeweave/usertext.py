@@ -22,6 +22,12 @@ _QUOTED = re.compile(r"'((?:[^'\\\n]|\\.)*?\\udc[89a-f][0-9a-f](?:[^'\\\n]|\\.)*
 _ESCAPE = re.compile(r"\\udc([89a-f][0-9a-f])")
 
 
+def cell(value) -> str:
+    """A table cell for a person: ``-`` for a value not known (yet), never Python's ``None`` (walk9 A18: a run still
+    going has no exit code or seconds); every other value as ``str`` gives it."""
+    return "-" if value is None else str(value)
+
+
 def as_bytes(text) -> bytes:
     """``text`` as the bytes the file system (or the shell) holds: UTF-8, a surrogate escape as its own byte."""
     return str(text).encode("utf-8", "surrogateescape")

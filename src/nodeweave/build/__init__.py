@@ -20,6 +20,7 @@ from nodeweave.build.context import (check_context_paths, check_copied_sources, 
 from nodeweave.build.engine import BUILDX, CLASSIC_BUILDKIT, Engine, detect_engine
 from nodeweave.build.plan import BuildPlan, Revision, plan_build
 from nodeweave.build.pushed import push_tags
+from nodeweave.rendering.provenance import named_in, render_command
 from nodeweave.resolve import resolve
 from nodeweave.spec.sections.image import notes as secret_build_args
 
@@ -46,7 +47,7 @@ def _git_remote(root: Path) -> Optional[str]:
 
 
 def _dockerfile_note(relative: str, committed: bool, in_context: bool, frontend: Optional[str],
-                     yours: bool = False) -> str:
+                     yours: bool = False, refresh: str = "`nodeweave render images`") -> str:
     """The plan's line on which Dockerfile is built. ``yours``: the context's file carries no nodeweave header, so
     ``render`` refuses to overwrite it; the build leaves it alone and says so, never naming render as the remedy
     (replay7 N1: the hint looped between the two verbs)."""
@@ -58,10 +59,10 @@ def _dockerfile_note(relative: str, committed: bool, in_context: bool, frontend:
         return f"Dockerfile: {relative} (matches the rendering)"
     if in_context and yours:
         return (f"Dockerfile: rendered for this spec ({relative} in the context has no nodeweave header, so it is "
-                f"yours and is not built: `nodeweave render --force` replaces it with the rendering, or build yours "
+                f"yours and is not built: {refresh} replaces it with the rendering, or build yours "
                 f"with `podman build -f {relative} .`)")
     if in_context:
-        return f"Dockerfile: rendered for this spec ({relative} in the context differs: `nodeweave render` refreshes it)"
+        return f"Dockerfile: rendered for this spec ({relative} in the context differs: {refresh} refreshes it)"
     return "Dockerfile: rendered for this spec"
 
 
@@ -278,16 +279,17 @@ def prepare_build(spec, variant: str, context: Path, scratch: Path, base: Option
     check_build_args(build_args or {})  # the names and values first; the ARG lines once the Dockerfile is known
     check_pins_of(view.variant.key, spec, context)
     notes.extend(secret_build_args(spec.image))
-    check_context_paths(context, spec)
-    text = rendered_dockerfile(view)
+    check_context_paths(context, spec, spec_path)
+    relative = f"images/{variant}/Dockerfile"
+    text = named_in(rendered_dockerfile(view), relative, spec_path, context)  # as `render --spec --out` writes it
     build_text, frontend = without_frontend_pin(text) if offline and engine_kind == "docker" else (text, None)
     check_build_args(build_args or {}, build_text)
     dockerfile, committed = choose_dockerfile(context, text, variant, scratch,
                                               write=write_dockerfile and not dry_run, build_text=build_text)
-    relative = f"images/{variant}/Dockerfile"
     in_context = (context / relative).is_file()
-    notes.append(_dockerfile_note(relative, committed, in_context, frontend,
-                                  yours=in_context and not committed and not _marked(context / relative)))
+    yours = in_context and not committed and not _marked(context / relative)
+    notes.append(_dockerfile_note(relative, committed, in_context, frontend, yours=yours,
+                                  refresh=render_command("images", spec_path, context, force=yours)))
     check_copied_sources(context, build_text, relative if committed else f"the Dockerfile rendered for {variant}",
                          spec_path)
     refreshed = refresh_entrypoint(context, write=not dry_run)

@@ -70,7 +70,7 @@ def choose_dockerfile(context: Path, text: str, variant: str, scratch: Path,
     return target, matches
 
 
-def check_context_paths(context: Path, spec) -> None:
+def check_context_paths(context: Path, spec, spec_path: Optional[Path] = None) -> None:
     """What ``image.requirements``/``image.project.source`` name is in the context, and its .dockerignore admits it.
 
     The context's ``.dockerignore`` is judged by Docker's own rules (the one
@@ -88,7 +88,10 @@ def check_context_paths(context: Path, spec) -> None:
                              "inside the context (the spec's directory, or --context)")
         if ignore.excludes(path.rstrip("/")):
             ours = is_marked(bounded.read_bytes(context / ".dockerignore", bounded.TEXT_CAP, "a .dockerignore"))
-            fix = ("run `nodeweave render images` (its .dockerignore admits what the spec's image reads)" if ours else
+            from nodeweave.rendering.provenance import render_command
+
+            fix = (f"run {render_command('images', spec_path, context)} (its .dockerignore admits what the spec's "
+                   "image reads)" if ours else
                    f"add the line '!{path.rstrip('/')}' at its end (the last matching line decides; "
                    "images/nodeweave.dockerignore holds nodeweave's own rules to merge)")
             raise UsageError(f"{field}: {context / '.dockerignore'} keeps {path.rstrip('/')!r} out of the build; {fix}")

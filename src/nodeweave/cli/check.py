@@ -31,16 +31,21 @@ CHECK_HELP = ("Check every node (facts, CPU/GPU probes, nvidia-smi or amd-smi, t
               "3: no engine or the cluster is not up; 5: something named.")
 
 
-def _nccl_reachable(spec, backend_name: str) -> None:
-    """``--backend nccl`` on a job whose image variant has no GPU stack (cpu: gloo only) is refused before any
-    node is asked, as bench refuses it on a machine without a GPU (walk5 W75)."""
+def _nccl_reachable(backend, backend_name: str) -> None:
+    """``--backend nccl`` on a job whose nodes run an image variant with no GPU stack (cpu: gloo only) is refused
+    before any node is asked, as bench refuses it on a machine without a GPU (walk5 W75); judged on the variant the
+    target runs (``Backend.image_variant``: cpu on the local target whatever the spec builds, walk9 A20)."""
     from nodeweave.catalogue import VARIANTS
 
-    row = VARIANTS.get(spec.image.variant)
+    variant = backend.image_variant
+    row = VARIANTS.get(variant)
     if backend_name == "nccl" and row is not None and row.vendor == "cpu":
-        raise UsageError(f"--backend nccl: the job's image variant {spec.image.variant} has no GPU stack (gloo "
-                         "only), and NCCL runs only on GPUs; accepted: gloo or auto, or a GPU variant "
-                         "(image.variant: cuda12, ...)")
+        whose = (f"the job's image variant {variant}" if variant == backend.spec.image.variant else
+                 f"the {backend.target} target's nodes run image variant {variant} (whatever the spec builds), which")
+        fix = ("or a GPU variant (image.variant: cuda12, ...)" if variant == backend.spec.image.variant else
+               "or a target whose nodes have GPUs (-t hosts, kubernetes, slurm)")
+        raise UsageError(f"--backend nccl: {whose} has no GPU stack (gloo only), and NCCL runs only on GPUs; "
+                         f"accepted: gloo or auto, {fix}")
 
 
 def job_context(spec, spec_path: Path, backend):
@@ -99,8 +104,9 @@ def check_command(
     fmt = data_format(as_json, output)
     check_options = CheckOptions(threshold / 100.0, repeats, backend_name, seconds, timeout, verbose)
 
-    spec, backend, _ = open_cluster(spec_path, reach, dry_run=dry_run, judge=lambda spec: (
-        _nccl_reachable(spec, backend_name), judge_runs_written(spec, spec_path, runs_dir)))
+    spec, backend, _ = open_cluster(spec_path, reach, dry_run=dry_run,
+                                    judge=lambda spec: judge_runs_written(spec, spec_path, runs_dir),
+                                    judge_backend=lambda backend: _nccl_reachable(backend, backend_name))
     notes = backend.check_folders()  # exit 3 first when the nodes could not write the checkpoint folder
     nodes, shape = live_nodes(backend, "check", dry_run), {}
     if node:  # the first N nodes only: ranks are the nodes' places, as in `run --node`

@@ -14,7 +14,7 @@ from nodeweave.cli.habits.base import find_spec
 from nodeweave.cli.habits.clusteropts import REACH, SPEC, reach_options
 from nodeweave.cli.habits.output import complete_single_run_ids, runs_folder_read, runs_parent, spec_job
 from nodeweave.cli.top import METRICS_NODE, STATUS_URL, watched_node
-from nodeweave.errors import EXIT_FAILURE, EnvironmentProblem, UsageError
+from nodeweave.errors import EXIT_FAILURE, EXIT_INTERRUPTED, EnvironmentProblem, UsageError
 
 if TYPE_CHECKING:
     from nodeweave.cluster.options import ClusterOptions
@@ -121,8 +121,8 @@ def dashboard_command(
     try:
         while True:
             time.sleep(3600)
-    except KeyboardInterrupt:
-        pass
+    except KeyboardInterrupt:  # how the page is stopped, yet an interruption: 130, as every verb's Ctrl-C (walk9 A17)
+        raise typer.Exit(EXIT_INTERRUPTED) from None
     finally:
         stop.set()
         server.shutdown()

@@ -53,15 +53,32 @@ def _report(plan, fmt: str) -> None:
     tell((", ".join(f"{n} {s}" for s, n in phase.counts().items() if n) or "nothing to render") + f" in {where}")
 
 
-def _rerender(spec_path: Path, out: "Path | None") -> str:
-    """The exact command that brings the files up to date, with the --spec and --out this check was given;
-    `make render` only where a Makefile beside the spec has that target (a team's folder has none)."""
+def _stale_hint(files_phase, out_dir: Path, job: str, spec_path: Path, out: "Path | None") -> str:
+    """What a check that found stale files tells to do: the render command that will work, judged by the very rules
+    the render itself applies (walk9 A22: the hint pasted as it was answered "refusing to overwrite")."""
+    from nodeweave.rendering import MARK
+    from nodeweave.specpath import spec_folder
+
+    if files_phase.refused:
+        return (f"{_shown(files_phase.refused)} lack(s) the '{MARK}' mark, so the render takes them for yours and "
+                f"refuses them: move them away, or run {_rerender(spec_path, out, force=True)} and commit the result")
+    try:
+        refuse_another_jobs_render(out_dir, files_phase, job, spec_path if out_dir == spec_folder(spec_path) else None)
+    except UsageError as refused:
+        return f"the render would be refused as it stands: {refused}"
+    return f"run {_rerender(spec_path, out)} and commit the result"
+
+
+def _rerender(spec_path: Path, out: "Path | None", force: bool = False) -> str:
+    """The exact command that brings the files up to date, with the --spec and --out this check was given (and
+    --force where the render would refuse without it); `make render` only where a Makefile beside the spec has that
+    target (a team's folder has none)."""
     import shlex
 
     from nodeweave.cli.habits.base import SPEC_NAME
     from nodeweave.entrypoint import bounded
 
-    words = ["nodeweave", "render", "all", "--prune"]
+    words = ["nodeweave", "render", "all", "--prune"] + (["--force"] if force else [])
     if spec_path != Path(SPEC_NAME):
         words += ["--spec", str(spec_path)]
     if out is not None:
@@ -332,7 +349,7 @@ def _render_and_check(spec_path: Path, target: str, out: "Path | None", output: 
         if files_phase.stale:
             raise NodeweaveError(
                 f"{len(files_phase.stale)} rendered file(s) under {out_dir} are stale for {spec_path}: "
-                f"{_shown(files_phase.stale)}; run {_rerender(spec_path, out)} and commit the result",
+                f"{_shown(files_phase.stale)}; {_stale_hint(files_phase, out_dir, spec.name, spec_path, out)}",
                 exit_code=EXIT_STALE,
             )
         if seen is not None and not noted:

@@ -147,7 +147,9 @@ def run_command(
                                          unexpanded_note(command, [*(name for name, _ in sweeps), *extra])) if note]
     if profile is not None:
         said += [f"note: {note}" for note in [profiler_note(profile, backend.image_variant, backend.target)] if note]
-    said += [f"note: {note}" for note in [inert_sweep_note([name for name, _ in sweeps], spec.image.variant)]
+    said += [f"note: {note}" for note in [inert_sweep_note([name for name, _ in sweeps], backend.image_variant,
+                                                               backend.target if backend.image_variant !=
+                                                               spec.image.variant else "")]
              if note]
     said += [f"note: {note}" for note in assignment_notes(sweeps, extra) + hidden_notes(extra, nodes)]
     if detach and dry_run:  # what the real run does with --detach, said by its dry run (walk5, W56)
@@ -256,10 +258,11 @@ def program_script_note(spec, spec_path: Path, command: List[str], launcher: str
             "launcher.script to the training script (train.py)")
 
 
-def inert_sweep_note(swept: List[str], variant: str) -> str:
+def inert_sweep_note(swept: List[str], variant: str, target: str = "") -> str:
     """The note for a sweep whose every variable is a collective library's that the image variant's stack never
     reads (``NCCL_*`` on the cpu variant, gloo; ``RCCL_*`` on a CUDA one): every point would measure the same
-    (walk5, W82); "" otherwise."""
+    (walk5, W82); "" otherwise. ``variant``: the one the target's nodes run (``Backend.image_variant``: cpu on the
+    local target whatever the spec builds, walk9 A19), which ``target`` names."""
     from nodeweave.catalogue import VARIANTS
 
     row = VARIANTS.get(variant)
@@ -270,7 +273,8 @@ def inert_sweep_note(swept: List[str], variant: str) -> str:
     if len(inert) != len(swept):
         return ""
     library = "gloo, which reads no NCCL_*/RCCL_* variable" if not reads else "NCCL, which reads no RCCL_* variable"
-    return (f"image variant {variant} runs {library}: no point of this sweep ({', '.join(inert)}) changes "
+    runs = f"the {target} target's nodes run image variant {variant}, which" if target else f"image variant {variant}"
+    return (f"{runs} runs {library}: no point of this sweep ({', '.join(inert)}) changes "
             "anything, so the runs would differ only by noise")
 
 

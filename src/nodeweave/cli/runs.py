@@ -276,8 +276,8 @@ def _print_run(shown: dict, wide: bool) -> None:
     from nodeweave.runs.goodput import lines as goodput_lines
 
     out = _console()
-    def known(value) -> str:  # a record not written by `nodeweave run` lacks fields: "-", never Python's None
-        return "-" if value is None else str(value)
+    from nodeweave.usertext import cell as known  # a record not written by `nodeweave run` lacks fields, a run
+    # still going has no exit code or seconds yet: "-", never Python's None
 
     command = shown["command"]
     command = " ".join(command) if isinstance(command, list) else command
@@ -289,7 +289,7 @@ def _print_run(shown: dict, wide: bool) -> None:
         table.add_column(column.replace("_", " "), overflow="fold", no_wrap=column == "commit" and wide)
     for node in shown["nodes"]:
         commit = node["commit"] or "-"
-        table.add_row(*[str(node["node"]), str(node["exit_code"]), str(node["seconds"]),
+        table.add_row(*[known(node["node"]), known(node["exit_code"]), known(node["seconds"]),
                         commit if wide else commit[:12], node["last_line"] or "-"])
     out.print(table)
     for line in _recovery_lines(shown.get("recovery")):

@@ -12,7 +12,7 @@ from nodeweave.cli.habits.base import find_spec
 from nodeweave.cli.habits.clusteropts import REACH, SPEC, console, open_cluster, reach_options
 from nodeweave.cli.habits.nodes import checked_selectors, pick_one
 from nodeweave.cli.habits.output import data_format, emit, json_option, output_option
-from nodeweave.errors import EXIT_FAILURE
+from nodeweave.errors import EXIT_FAILURE, EXIT_INTERRUPTED
 
 if TYPE_CHECKING:
     from nodeweave.cluster.options import ClusterOptions
@@ -86,8 +86,8 @@ def top_command(
             with Live(watch.frame(), console=out, refresh_per_second=4, screen=False) as screen:
                 while watch.next(interval):
                     screen.update(watch.frame())
-    except KeyboardInterrupt:
-        return
+    except KeyboardInterrupt:  # how a watch ends, yet an interruption: 130, as every verb's Ctrl-C (walk9 A17)
+        raise typer.Exit(EXIT_INTERRUPTED) from None
     typer.echo(f"nodeweave: top: {watch.gone_line()}", err=True)
     raise typer.Exit(EXIT_FAILURE)
 

@@ -37,6 +37,7 @@ from nodeweave.cluster.runfolder import own_log
 from nodeweave.cluster.runner import COLOURS
 from nodeweave.entrypoint import bounded
 from nodeweave.entrypoint.nodelists import ranges
+from nodeweave.errors import EXIT_INTERRUPTED
 
 
 def _print(console: Console, node_name: str, index: int, width: int, line: str) -> None:
@@ -105,6 +106,7 @@ def container_logs(backend: Backend, nodes: List[Node], follow: bool, console: C
     for node, proc in procs:
         threading.Thread(target=read, args=(node, proc), daemon=True).start()
     open_streams = len(procs)
+    interrupted = False
     try:
         while open_streams:
             try:
@@ -116,14 +118,14 @@ def container_logs(backend: Backend, nodes: List[Node], follow: bool, console: C
                 open_streams -= 1
             else:
                 show(view.feed(node.name, line))
-    except KeyboardInterrupt:
-        pass
+    except KeyboardInterrupt:  # the end of -f, yet an interruption: 130 once the streams are closed (walk9 A17)
+        interrupted = True
     finally:
         show(view.flush())
         for _, proc in procs:
             if proc.poll() is None:
                 proc.terminate()
-    return 0
+    return EXIT_INTERRUPTED if interrupted else 0
 
 
 def run_logs(folder: Path, indices: List[int], follow: bool, console: Console, poll: float = 0.3,
@@ -146,6 +148,7 @@ def run_logs(folder: Path, indices: List[int], follow: bool, console: Console, p
         print(f"nodeweave: logs: following {folder.name} until its run.json records the end; a run cut off (its "
               "`nodeweave run` killed, the cluster taken down) never does: `nodeweave status` says whether the "
               "nodes still run it, Ctrl-C stops following", file=sys.stderr, flush=True)
+    interrupted = False
     try:
         while True:
             ended = _ended(folder)
@@ -164,12 +167,14 @@ def run_logs(folder: Path, indices: List[int], follow: bool, console: Console, p
             if not follow or ended:
                 break
             time.sleep(poll)
-    except KeyboardInterrupt:
-        pass
+    except KeyboardInterrupt:  # the end of -f, yet an interruption: 130 once the streams are closed (walk9 A17)
+        interrupted = True
     finally:
         show(view.flush())
         for handle in handles.values():
             handle.close()
+    if interrupted:
+        return EXIT_INTERRUPTED
     if not follow or ended:  # every line is read: a rank none of them is marked with is said
         _refuse_unseen_rank(view)
     return 0

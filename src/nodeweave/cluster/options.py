@@ -144,14 +144,18 @@ def refuse_idle_flags(given: ClusterOptions, target: str, extra: "dict[str, tupl
 
 def spec_default(options: ClusterOptions, spec) -> ClusterOptions:
     """No target said or remembered: the spec's ``hosts`` (target hosts), an OpenShift spec's cluster
-    (``kubernetes.openshift`` or ``.build``: kubernetes, oc), else this machine (local), the default ``checked``
-    gives. One rule for every verb, ``sync`` included."""
+    (``kubernetes.openshift`` or ``.build``: kubernetes, oc), a spec that fills ``slurm:`` (its partition, account,
+    ...: only a Slurm cluster reads them; walk9 A25: the shipped Slurm example's plain `up` started its containers on
+    this machine, the login node), else this machine (local), the default ``checked`` gives. One rule for every
+    verb, ``sync`` included."""
     if options.target is not None or options.hosts or options.hosts_file:
         return options
     if spec.hosts:
         return replace(options, target="hosts", hosts=tuple(spec.hosts))
     if spec.kubernetes.openshift or spec.kubernetes.build:
         return replace(options, target="kubernetes")
+    if spec.slurm is not None:  # None: the spec has no slurm: section
+        return replace(options, target="slurm")
     return options
 
 

@@ -20,6 +20,7 @@ from nodeweave.cluster.base import Node
 from nodeweave.entrypoint import bounded
 from nodeweave.entrypoint.checkin.summary import WHOLE_UP_TO, WORST
 from nodeweave.entrypoint.metrics.shape import SERVER_NAME as METRICS_SERVER, live_problem, not_http_problem
+from nodeweave.usertext import cell
 
 BUCKETS = ("training", "startup", "recovery", "redone", "stalled", "idle")
 BUCKET_STYLES = {"training": "green", "startup": "cyan", "recovery": "yellow", "redone": "magenta",
@@ -255,7 +256,7 @@ def picture(live: dict, everything: bool = False) -> Group:
         nodes.add_column(column)
     for n in shown:
         late = (n.get("heartbeat_age_s") or 0) > 5
-        nodes.add_row(str(n.get("node")), str(n.get("host")), n.get("state") or "-", n.get("role") or "-",
+        nodes.add_row(cell(n.get("node")), cell(n.get("host")), n.get("state") or "-", n.get("role") or "-",
                       Text(_seconds(n.get("heartbeat_age_s")), style="red" if late else ""))
     every_rank = live.get("ranks") or []
     shown, left = _cut(every_rank, everything, lambda r: (-(r.get("straggler_ratio") or 0), r.get("seq") or 0,
@@ -269,8 +270,8 @@ def picture(live: dict, everything: bool = False) -> Group:
         slow = ratio is not None and ratio >= 1.1
         busy = (r.get("inside_s") or 0) + (r.get("outside_s") or 0)
         held = str(r.get("state")).startswith(("stopped", "in uninterruptible", "exited", "gone"))
-        ranks.add_row(str(r.get("node")), str(r.get("rank")), Text(str(r.get("state")), style="red" if held else ""),
-                      str(r.get("collectives", r.get("seq"))),
+        ranks.add_row(cell(r.get("node")), cell(r.get("rank")), Text(cell(r.get("state")), style="red" if held else ""),
+                      cell(r.get("collectives", r.get("seq"))),
                       _rate(r.get("collectives_per_s")),
                       Text("-" if ratio is None else f"{ratio:.2f}x", style="bold red" if slow else ""),
                       "-" if not busy else f"{100 * (r.get('inside_s') or 0) / busy:.0f}%")
@@ -288,7 +289,7 @@ def picture(live: dict, everything: bool = False) -> Group:
             gpus.add_column(column)
         for entry, g in shown:
             used, total = g.get("mem_used_bytes"), g.get("mem_total_bytes")
-            gpus.add_row(str(entry.get("node")), str(g.get("index")),
+            gpus.add_row(cell(entry.get("node")), cell(g.get("index")),
                          "-" if g.get("util_ratio") is None else f"{100 * g['util_ratio']:.0f}%",
                          "-" if used is None else f"{used / 2**30:.1f}/{(total or 0) / 2**30:.0f} GiB",
                          "-" if g.get("power_watts") is None else f"{g['power_watts']:.0f} W",

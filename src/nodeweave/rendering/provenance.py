@@ -49,3 +49,38 @@ def _named(text: str, spec_file: str, out: Optional[str]) -> str:
     lines = text.split("\n")
     return "\n".join(rewrite(line) if line.lstrip().startswith("#") or "Rendered by nodeweave" in line else line
                      for line in lines)
+
+
+def render_command(target: str, spec_path, out_dir, force: bool = False) -> str:
+    """```nodeweave render TARGET``` as a hint typed in the shell's folder: with ``--spec`` as the command was given it
+    (unless the default) and ``--out`` where ``out_dir`` (resolved) is not the spec's folder, so pasting it refreshes
+    the very files the hint is about (walk9 A13: a build's "`nodeweave render` refreshes it" rendered the other spec,
+    or into another folder); ``force`` where the render would refuse without it."""
+    import os
+    from pathlib import Path
+
+    from nodeweave.specpath import spec_folder
+
+    spec_path = Path(spec_path if spec_path is not None else DEFAULT)
+    words = ["nodeweave", "render", target] + (["--force"] if force else [])
+    if spec_path != Path(DEFAULT):
+        words += ["--spec", str(spec_path)]
+    if out_dir is not None and Path(out_dir).resolve() != spec_folder(spec_path).resolve():
+        words += ["--out", os.path.relpath(Path(out_dir).resolve())]
+    return "`" + " ".join(shlex.quote(w) for w in words) + "`"
+
+
+def named_in(text: str, path: str, spec_path, out_dir) -> str:
+    """``text`` (the rendered file ``path``) as ``render --spec spec_path --out out_dir`` writes it: what a file
+    rendered into ``out_dir`` from ``spec_path`` is compared with (walk9 A13: a Dockerfile rendered with --out
+    counted as differing by its header line alone)."""
+    import os
+    from pathlib import Path
+
+    from nodeweave.specpath import spec_folder
+
+    if spec_path is None or str(spec_path) == "-":
+        return text
+    folder = spec_folder(Path(spec_path)).resolve()
+    out = os.path.relpath(Path(out_dir).resolve(), folder)
+    return named_for({path: text}, Path(spec_path).name, None if out == "." else out)[path]

@@ -146,6 +146,10 @@ class FileSet:
     # nodeweave's state or the job's saves that a broad ``!`` pattern (``-x '!*'``) sends without naming them
     # (walk8 A15): sent as asked, and said; ``-x '!runs/'`` names the folder, and is taken without a word.
     swept_in: "list[tuple[str, str]]" = field(default_factory=list)  # (path/, the pattern as typed and where)
+    # a credential a person's ``!`` pattern names, held back all the same: only --include-secrets sends one (walk9
+    # A16: `-x '!.env'` did nothing, and nothing said so); and the ``!`` patterns that did send a file
+    secrets_asked: "list[tuple[str, Rule]]" = field(default_factory=list)
+    reincluded: "set[Rule]" = field(default_factory=set)
 
 
 class Filter:
@@ -188,6 +192,17 @@ class Filter:
                 return comp.rule
         return None
 
+    def users_reinclude(self, relpath: str, is_dir: bool) -> "Rule | None":
+        """The first ``!`` pattern a person wrote (--exclude, .nodeweaveignore) matching ``relpath``, wherever it
+        sits in the list: what asks for a path some earlier rule holds back."""
+        name = relpath.rsplit("/", 1)[-1]
+        for comp in self._compiled:
+            if comp.rule.action != "+" or not comp.rule.given or (comp.dir_only and not is_dir):
+                continue
+            if comp.regex.search(name if comp.basename_only else relpath):
+                return comp.rule
+        return None
+
     def excluded(self, relpath: str, is_dir: bool) -> bool:
         rule = self.match(relpath, is_dir)
         return rule is not None and rule.action == "-"
@@ -217,9 +232,13 @@ class Filter:
                 rule = self.match(rel, is_dir)
                 if rule is not None and rule.action == "+" and rule.given and entry.name not in rule.given \
                         and self.held_back_by(rel, is_dir) is not None:
-                    spelt = f"-x {as_typed(rule.given)}" if rule.origin == "--exclude" else (
-                        f"{rule.origin}: {as_typed(rule.given)}")
-                    found.swept_in.append((rel + ("/" if is_dir else ""), spelt))
+                    found.swept_in.append((rel + ("/" if is_dir else ""), spelt(rule)))
+                if rule is not None and rule.action == "+" and rule.given:
+                    found.reincluded.add(rule)
+                if rule is not None and rule.origin == "secret":
+                    asking = self.users_reinclude(rel, is_dir)
+                    if asking is not None:
+                        found.secrets_asked.append((rel + ("/" if is_dir else ""), asking))
                 if rule is not None and rule.action == "-":
                     held = {"secret": found.held_back_secrets, "state": found.held_back_state,
                             "checkpoints": found.held_back_checkpoints}.get(rule.origin)
@@ -262,6 +281,33 @@ def refuse_nothing_to_send(src: Path, filt: Filter, fileset: FileSet) -> None:
     held = [*fileset.held_back_state, *fileset.held_back_checkpoints, *fileset.held_back_secrets]
     raise UsageError(f"SRC {src} holds no file to send" + (f" (held back: {', '.join(held[:5])})" if held else "")
                      + ": give the workspace folder (a sync of nothing, with --delete, would empty DEST)")
+
+
+def spelt(rule: Rule) -> str:
+    """A person's pattern as they wrote it: ``-x '!.env'``, or ``.nodeweaveignore:3: '!.env'``."""
+    return f"-x {as_typed(rule.given)}" if rule.origin == "--exclude" else f"{rule.origin}: {as_typed(rule.given)}"
+
+
+def refuse_credentials_asked(fileset: FileSet) -> "tuple[str, ...]":
+    """Exit 2 for an ``--exclude '!PATTERN'`` that would do nothing but ask for credentials: every path it matches
+    is credential-like, which only --include-secrets sends (walk9 A16; README: a flag that would do nothing is
+    refused). A pattern that sent other files too, or a .nodeweaveignore line (kept for every sync), is said on the
+    plan instead: the notes returned."""
+    idle = [rule for rule in dict.fromkeys(rule for _, rule in fileset.secrets_asked)
+            if rule.origin == "--exclude" and rule not in fileset.reincluded]
+    if idle:
+        rule = idle[0]
+        named = [path for path, asking in fileset.secrets_asked if asking == rule]
+        raise UsageError(f"{spelt(rule)} would do nothing: {', '.join(named[:5])} "
+                         f"{'is' if len(named) == 1 else 'are'} credential-like, and a credential goes only with "
+                         "--include-secrets (a `!` pattern never re-includes one); add --include-secrets to send "
+                         "it, or leave the pattern off")
+    said = {}
+    for path, rule in fileset.secrets_asked:  # said where the pattern names it: `!*` sends all it may, quietly
+        if path.rstrip("/").rsplit("/", 1)[-1] in rule.given:
+            said.setdefault(rule, []).append(path)
+    return tuple(f"{spelt(rule)} does not send {', '.join(paths[:5])}: credential-like, sent only with "
+                 "--include-secrets" for rule, paths in said.items())
 
 
 def gitignore_rules(lines: "list[str]", origin: str) -> "list[Rule]":

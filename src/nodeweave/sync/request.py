@@ -22,7 +22,7 @@ from nodeweave.errors import EnvironmentProblem, NodeweaveError, UsageError
 from nodeweave.remote import discover
 from nodeweave.remote.names import check_dns_label, refuse
 from nodeweave.specpath import is_stream, spec_folder
-from nodeweave.sync.filters import FileSet, Filter, build_filter, refuse_nothing_to_send
+from nodeweave.sync.filters import FileSet, Filter, build_filter, refuse_credentials_asked, refuse_nothing_to_send
 from nodeweave.sync.verify import GitInfo, git_info
 
 METHODS = ("auto", "stream", "rsync", "tar")
@@ -397,10 +397,11 @@ def build_request(src: "Path | None", dest: "str | None", targets: TargetArgs, f
     relay = "off" if filters.include_secrets and options.relay == "auto" else options.relay
     fileset = filt.walk(src)
     refuse_nothing_to_send(src, filt, fileset)
+    asked = refuse_credentials_asked(fileset)
     return SyncRequest(src=src, dest=dest, targets=tuple(found), fileset=fileset, filt=filt,
                        options=replace(options, shared=shared, relay=relay), git=git_info(src), notes=notes,
                        left_out=spec_files_left_out(spec or _spec_beside(spec_path), spec_path, src, filt, fileset,
-                                                     checking=options.check))
+                                                     checking=options.check) + asked)
 
 
 def refuse_delete_into_a_default(src: Path, spec) -> None:

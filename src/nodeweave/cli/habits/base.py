@@ -226,14 +226,33 @@ def refuse_both_sides(command, args) -> None:
             raise UsageError(f"{min(yes)} and {min(no)} contradict each other; give one of them")
 
 
+COMMAND_ENDINGS = (".py", ".sh")  # an extra word a verb takes as the command of yours it does not run
+
+
 def spec_hint(command, ctx, args, err) -> str:
-    """" (did you mean --spec s3.yaml?)" when an extra word looks like a spec and the verb takes --spec, else ""."""
+    """What an extra word a verb takes no place for was meant as, else "": " (did you mean --spec s3.yaml?)" when it
+    looks like a spec and the verb takes --spec; when it is a command of yours (after ``--``, or a script's name)
+    given to a verb that runs none, the verbs that do (walk9 A15: `up --run -- train.py` got only "unexpected
+    extra argument")."""
     message = str(getattr(err, "message", "") or "")
     if "unexpected extra argument" not in message.lower():
         return ""
     takes_spec = any("--spec" in getattr(param, "opts", ()) for param in command.params)
     named = [word for word in args if word.endswith((".yaml", ".yml")) and not word.startswith("-")]
-    return f" (did you mean --spec {named[0]}?)" if takes_spec and named else ""
+    if takes_spec and named:
+        return f" (did you mean --spec {named[0]}?)"
+    after = args[args.index("--") + 1:] if "--" in args else []
+    script = after or [word for word in args if word.endswith(COMMAND_ENDINGS) and not word.startswith("-")]
+    if not script:
+        return ""
+    import shlex
+
+    verb = ctx.command_path if ctx is not None else "this verb"
+    typed = " ".join(shlex.quote(word) for word in (after or script[:1]))
+    started = ("--run starts the spec's launcher.script, --hold holds the nodes; then " if verb.endswith(" up")
+               else "")
+    return (f" (`{verb}` runs no command of yours: {started}`nodeweave run -- {typed}` starts it on the nodes, "
+            "`nodeweave exec -- CMD` runs a command in each)")
 
 
 

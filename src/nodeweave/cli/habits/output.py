@@ -289,7 +289,8 @@ def runs_folder_read(ctx: typer.Context, param: typer.CallbackParam, value: "Pat
 def refuse_a_run_folder(value: Path) -> None:
     """``--runs-dir runs/<run>`` (a tab completion one level too deep): a run folder itself (its ``run.json``) is
     no folder of runs; read, it listed nothing ("no runs under ... yet"), written, a run would land inside another
-    (walk8 A32). Refused naming the run and the two commands meant."""
+    (walk8 A32). Refused naming the run and the two commands meant. So is a folder one level too high: a project's
+    folder whose runs/ holds runs and that holds none itself (walk9 A24), naming its runs/."""
     import shlex
 
     if (value / "run.json").is_file():
@@ -297,6 +298,16 @@ def refuse_a_run_folder(value: Path) -> None:
         raise UsageError(f"--runs-dir {value}: is a run folder (it holds run.json), not a folder of runs; accepted: "
                          f"`nodeweave runs show {shlex.quote(str(value))}` for that run, or --runs-dir "
                          f"{shlex.quote(os.path.relpath(parent))} for the runs beside it")
+    # One level too high: a project's folder, whose runs are in its runs/ (walk9 A24: read, it said "no runs under
+    # ... yet"; written, a run would land beside the project's spec). Judged only where it holds no run itself.
+    from nodeweave.runs.history import list_runs
+
+    below = value / "runs"
+    if below.is_dir() and not list_runs(value):
+        count = len(list_runs(below))
+        if count:
+            raise UsageError(f"--runs-dir {value}: holds no run, but its runs/ holds {count}: a project's folder, not "
+                             f"a folder of runs; accepted: --runs-dir {shlex.quote(os.path.join(str(value), 'runs'))}")
 
 
 def runs_folder_written(ctx: typer.Context, param: typer.CallbackParam, value: "Path | None") -> "Path | None":

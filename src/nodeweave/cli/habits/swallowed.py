@@ -4,8 +4,9 @@ Why: with ``OUT`` unset, ``nodeweave render all --out $OUT --dry-run`` reached c
 ``--out`` took ``--dry-run`` as its folder and the dry run became a real render (walk7 A52; the same for
 ``bench --json-out``, ``run --runs-dir``, ``sync -x ... --delete``). Judged once for every verb, as the command
 line is read (``NodeweaveCommand.parse_args``), before anything runs: the word after an option that takes a
-value may not be one of the verb's own flags, nor any word that starts with ``--``. A value that really starts
-with ``--`` (``run --profile-options=--trace=cuda``) is written ``--OPTION=VALUE``, which is never refused.
+value may not be one of the verb's own flags, nor any word that starts with ``--`` or with ``-`` and a letter
+(``render --out -x``, ``--host -oProxyCommand=x``: walk9 A21). A value that really starts with ``-``
+(``run --profile-options=--trace=cuda``) is written ``--OPTION=VALUE``, which is never refused.
 """
 
 from __future__ import annotations
@@ -46,7 +47,8 @@ def looks_like_a_flag(word: str, flags: "set[str]", values_are_options: bool = F
         return False
     if word.startswith("--") and word != "--":
         return True
-    return len(word) > 2 and word[0] == "-" and word[:2] in flags and not word[1].isdigit()
+    # any -LETTER word: a short option of some program (walk9 A21: `render --out -x` planned a folder named -x)
+    return len(word) > 1 and word[0] == "-" and word[1].isalpha()
 
 
 def refuse_swallowed_flags(command, verb: str, words: Sequence[str]) -> None:
@@ -70,10 +72,15 @@ def refuse_swallowed_flags(command, verb: str, words: Sequence[str]) -> None:
                                                         bool(set(param.opts) & set(VALUES_ARE_OPTIONS))):
             value = words[index + 1]
             longest = max(param.opts, key=len)
-            own = value.split("=", 1)[0] in flags or (not value.startswith("--") and value[:2] in flags)
-            what = f"an option of `{verb}`" if own else "a word that starts with --"
+            if value.split("=", 1)[0] in flags:
+                what = f"is an option of `{verb}`"
+            elif not value.startswith("--") and value[:2] in flags:
+                what = f"reads as `{verb}`'s option {value[:2]} with its value joined"
+            else:
+                what = "looks like an option (it starts with -)"
             raise UsageError(
-                f"{word} {value!r}: {value!r} is {what}, not a value for {word} (an unset variable before it?); "
+                f"{word} {value!r}: {value!r} {what}, not a value for {word} (an unset variable before it?); "
                 f"nothing was run; accepted: a value after {word}, quoted when it is a variable "
-                f"({word} \"$VALUE\" refuses an empty one), or {longest}={value} for a value that starts with -")
+                f"({word} \"$VALUE\" refuses an empty one), or {longest}={value} where the value itself starts "
+                "with -")
         index += 2
