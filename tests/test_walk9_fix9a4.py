@@ -44,3 +44,42 @@ def test_dashboard_bind_that_cannot_be_encoded_is_one_line(capsys, team, bind):
     assert code == EXIT_USAGE
     line = one_line(err)
     assert "--bind" in line and "cannot listen there" in line and "Traceback" not in err
+
+
+# -- A37: --node's refusals write the indices as --node takes them (0-1), and `all` hears that off means every ----
+
+class _Node:
+    def __init__(self, index):
+        from types import SimpleNamespace
+
+        self.index, self.name = index, f"node-{index}"
+        self.remote = SimpleNamespace(label=f"podman:t-{index}", name=f"t-{index}", host=f"t-{index}",
+                                      namespaced=False)
+
+
+@pytest.mark.parametrize("word", ["0..1", "5", "all", "ALL", "*", "every"])
+@pytest.mark.parametrize("where", ["cluster", "run folder"])
+def test_node_refusals_spell_the_range_as_accepted(word, where):
+    """A37: every --node refusal (a cluster's nodes, a run folder's logs) says 0-1, never the refused 0..1."""
+    from nodeweave.cli.habits.nodes import EVERY_WORDS, pick_nodes, picked_indices
+
+    from nodeweave.errors import UsageError
+
+    with pytest.raises(UsageError) as caught:
+        if where == "cluster":
+            pick_nodes([_Node(0), _Node(1)], [word])
+        else:
+            picked_indices([word], 2, "the run folder r")
+    message = str(caught.value)
+    assert "0..1" not in message.replace(f"'{word}'", "").replace(f"--node {word} ", "")
+    if where == "cluster" or not word.isdigit():
+        assert "0-1" in message
+    assert ("leave --node off for every node" in message) == (word.lower() in EVERY_WORDS)
+
+
+def test_node_refusal_through_the_cli(capsys, team):
+    """A37: `exec --dry-run --node all` names the way to every node."""
+    code, _, err = run_cli(capsys, "exec", "--dry-run", "--node", "all", "--", "true")
+    assert code == EXIT_USAGE
+    line = one_line(err)
+    assert "leave --node off for every node" in line and "0..1" not in line
