@@ -83,3 +83,28 @@ def test_node_refusal_through_the_cli(capsys, team):
     assert code == EXIT_USAGE
     line = one_line(err)
     assert "leave --node off for every node" in line and "0..1" not in line
+
+
+# -- A39: the bare `--` (end of options) is never an option's value: refused as `--x` is, nothing made ------------
+
+def bare_dash_cases():
+    """Every value-taking option of every verb (the same table as walk7 A52's), followed by a bare --."""
+    from cli_run import leaves
+    from nodeweave.cli.habits.swallowed import takes_value
+
+    return [(words, option) for words, command in leaves() for param in command.params if takes_value(param)
+            for option in param.opts[:1]]
+
+
+BARE = bare_dash_cases()
+
+
+@pytest.mark.parametrize("words, option", BARE, ids=[f"{' '.join(w)} {o}" for w, o in BARE])
+def test_a_bare_double_dash_is_never_an_options_value(capsys, team, words, option):
+    """A39: `doctor --capture --` made a folder named `--`; every verb's value option refuses the bare -- instead."""
+    before = sorted(p.name for p in team.iterdir())
+    code, out, err = run_cli(capsys, *words, option, "--", "t.py")
+    assert code == EXIT_USAGE, (out, err)
+    line = one_line(err)
+    assert option in line and ("not a value for" in line or "requires an argument" in line), line
+    assert sorted(p.name for p in team.iterdir()) == before and not (team / "--").exists()
