@@ -108,3 +108,24 @@ def test_a_bare_double_dash_is_never_an_options_value(capsys, team, words, optio
     line = one_line(err)
     assert option in line and ("not a value for" in line or "requires an argument" in line), line
     assert sorted(p.name for p in team.iterdir()) == before and not (team / "--").exists()
+
+
+# -- A40: a fresh `git init` with no commit is said as such, never "not in a git checkout" --------------------------
+
+@pytest.mark.parametrize("state, said", [("none", "is not in a git checkout"),
+                                         ("init", "is in a git checkout with no commit yet")])
+def test_a_push_without_a_sha_tag_says_why(capsys, tmp_path, monkeypatch, state, said):
+    """A40: the push note names the checkout with no commit yet, so nobody runs `git init` again."""
+    import subprocess
+
+    make_team(tmp_path, monkeypatch)
+    (tmp_path / "nodeweave.yaml").write_text("name: sp\nimage:\n  variant: cpu\n  registry: ghcr.io/acme\nnodes: 2\n"
+                                             "launcher:\n  script: train.py\n")
+    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path.parent))
+    if state == "init":
+        subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    assert run_cli(capsys, "render", "entrypoint")[0] == 0
+    code, out, err = run_cli(capsys, "image", "build", "cpu", "--push", "--dry-run")
+    assert code == 0, err
+    note = [line for line in (out + err).splitlines() if "<variant>-<git sha> tag" in line]
+    assert len(note) == 1 and said in note[0], note
