@@ -129,3 +129,31 @@ def test_a_push_without_a_sha_tag_says_why(capsys, tmp_path, monkeypatch, state,
     assert code == 0, err
     note = [line for line in (out + err).splitlines() if "<variant>-<git sha> tag" in line]
     assert len(note) == 1 and said in note[0], note
+
+
+# -- A34: `-t openshift` refuses every flag of this machine's build (--push too), each naming where it is set --------
+
+OPENSHIFT_FLAGS = {"--base": ["x:1"], "--tag": ["v1"], "--build-arg": ["A=1"], "--wheelhouse": ["."],
+                   "--offline": [], "--network": ["host"], "--engine": ["podman"], "--no-cache": [], "--push": []}
+SPEC_FIELDS = {"--base": "image.base", "--tag": "image.tag", "--build-arg": "image.build_args"}
+
+
+def test_the_openshift_table_covers_the_flags_tested():
+    """A34: the members are the product's own table."""
+    from nodeweave.cli.image import ON_THE_CLUSTER
+
+    assert set(ON_THE_CLUSTER) == set(OPENSHIFT_FLAGS)
+
+
+@pytest.mark.parametrize("flag", sorted(OPENSHIFT_FLAGS))
+def test_a_local_build_flag_with_openshift_names_where_it_is_set(capsys, team, flag):
+    """A34: "set it in the spec" only for a flag with a spec field; --push refused like its siblings."""
+    code, _, err = run_cli(capsys, "image", "build", "cpu", "-t", "openshift", "--dry-run", flag,
+                           *OPENSHIFT_FLAGS[flag])
+    assert code == EXIT_USAGE, err
+    line = one_line(err)
+    assert f"{flag} does nothing for -t openshift" in line
+    assert ("set it there" in line or "set them there" in line) == (flag in SPEC_FIELDS)
+    if flag in SPEC_FIELDS:
+        assert SPEC_FIELDS[flag] in line
+    assert "set that in the spec" not in line
