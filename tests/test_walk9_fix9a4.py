@@ -157,3 +157,24 @@ def test_a_local_build_flag_with_openshift_names_where_it_is_set(capsys, team, f
     if flag in SPEC_FIELDS:
         assert SPEC_FIELDS[flag] in line
     assert "set that in the spec" not in line
+
+
+# -- A35: hosts ssh cannot reach get status's line and exit 3 from every verb that acts on them (no run folder) ------
+
+HOSTS = ["-t", "hosts", "--host", "nosuchhost1.invalid", "--host", "nosuchhost2.invalid", "--remote-dir", "/srv/j"]
+NEEDS_SSH = pytest.mark.skipif(not __import__("shutil").which("ssh"), reason="needs the OpenSSH client")
+# every verb whose refusal is onbackend.require_up's (the one rule: tests/test_cli_conventions.py names them)
+UNREACHED_VERBS = [("stop",), ("logs",), ("shell",), ("exec", "--", "hostname"), ("run", "--", "train.py"),
+                   ("check",), ("top", "--once")]
+
+
+@NEEDS_SSH
+@pytest.mark.parametrize("verb", UNREACHED_VERBS, ids=[v[0] for v in UNREACHED_VERBS])
+def test_every_verb_on_unreachable_hosts_says_so_exit_3(capsys, team, verb):
+    """A35: stop exited 0, logs/shell 255, exec/top 1, run/check made a run folder: now status's line, exit 3."""
+    code, out, err = run_cli(capsys, verb[0], *HOSTS, *verb[1:])
+    assert code == 3, (out, err)
+    line = one_line(err)
+    assert "cannot be asked on" in line and "ssh cannot reach nosuchhost1.invalid" in line, line
+    assert "(name not resolved)" in line and "up --hold" not in line
+    assert not (team / "runs").exists() or not any((team / "runs").iterdir())

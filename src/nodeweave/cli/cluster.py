@@ -250,19 +250,12 @@ def _unreached_notes(backend, verb: str) -> "list[str]":
     """What a dry run of ``verb`` says of hosts ssh cannot reach (walk8 A22: down's dry run planned its ssh commands
     to hosts whose names do not resolve, while status and sync's dry run named them): asked as status asks, only
     on bare hosts (the other targets' dry runs ask their platform through ``show_plan``)."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    from nodeweave.cluster.base import ask_status
-    from nodeweave.failures import ssh_unreached, unreached_hosts_line
+    from nodeweave.cluster.onbackend import unreached_hosts
+    from nodeweave.failures import unreached_hosts_line
 
     if backend.target != "hosts":
         return []
-    nodes = backend.nodes(dry_run=True)
-    with ThreadPoolExecutor(max_workers=min(16, len(nodes) or 1)) as pool:  # at once, as status asks them
-        answers = list(pool.map(lambda n: ask_status(n, spec_command(backend.spec), timeout=30), nodes))
-    found = [(getattr(n.remote, "host", n.remote.name), ssh_unreached(a.error or ""))
-             for n, a in zip(nodes, answers)]
-    unreached = list(dict.fromkeys((host, why) for host, why in found if why))
+    unreached = unreached_hosts(backend, backend.nodes(dry_run=True))
     return [f"the real {verb} would fail there: {unreached_hosts_line(unreached)}"] if unreached else []
 
 
