@@ -178,3 +178,39 @@ def test_every_verb_on_unreachable_hosts_says_so_exit_3(capsys, team, verb):
     assert "cannot be asked on" in line and "ssh cannot reach nosuchhost1.invalid" in line, line
     assert "(name not resolved)" in line and "up --hold" not in line
     assert not (team / "runs").exists() or not any((team / "runs").iterdir())
+
+
+# -- A36: an up that reaches no host records nothing; down on such a record names the way out ----------------------
+
+@NEEDS_SSH
+def test_an_up_on_unreachable_hosts_records_nothing(capsys, team):
+    """A36: the failed up wrote cluster.json, which then refused `up -t local` and which down could not clear."""
+    code, out, err = run_cli(capsys, "up", *HOSTS, "--hold", "--timeout", "5")
+    assert code == 3, (out, err)
+    assert "nothing was started or recorded" in one_line(err)
+    assert not list(team.glob(".nodeweave/*/cluster.json"))
+    code, out, err = run_cli(capsys, "up", "-t", "local", "--dry-run")
+    assert "records" not in err, err
+
+
+@NEEDS_SSH
+def test_down_of_a_record_on_unreachable_hosts_names_the_way_out(capsys, team):
+    """A36: a record left by an older up (or hosts gone since) is kept, and down says which file to remove."""
+    from nodeweave.cli.habits.clusteropts import remember_up
+    spec_path = team / "nodeweave.yaml"
+    spec, backend, checked = _open_hosts(spec_path)
+    remember_up(spec_path, spec, checked, backend)  # what the up before this fix recorded, then failed
+    code, out, err = run_cli(capsys, "down")
+    assert code == 3, (out, err)
+    line = one_line(err)
+    assert "ssh cannot reach" in line and "cluster.json is kept" in line and "remove that file" in line, line
+    assert list(team.glob(".nodeweave/*/cluster.json"))
+
+
+def _open_hosts(spec_path):
+    from nodeweave.cli.habits.clusteropts import open_cluster
+    from nodeweave.cluster.options import ClusterOptions
+
+    reach = ClusterOptions(target="hosts", hosts=("nosuchhost1.invalid", "nosuchhost2.invalid"),
+                           remote_dir="/srv/j")
+    return open_cluster(spec_path, reach, dry_run=False, for_up=True)
