@@ -323,7 +323,7 @@ def test_the_node_selector(given, chosen):
 
 
 @pytest.mark.parametrize("given, words", [
-    (["4"], "--node 4 is not a node of this cluster (0..3); the nodes: node-0 ("), (["3-1"], "a range runs low to high"),
+    (["4"], "--node 4 is not a node of this cluster (0-3); the nodes: node-0 ("), (["3-1"], "a range runs low to high"),
     (["gpu09"], "--node 'gpu09' names no node of this cluster"),
 ])
 def test_a_bad_node_is_one_line_naming_it(given, words):

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import List, Mapping, Optional
 
-from nodeweave.build.builder import BuildProgress, BuildResult, git_revision, run_build
+from nodeweave.build.builder import BuildProgress, BuildResult, git_revision, no_revision_why, run_build
 from nodeweave.build.context import (check_context_paths, check_copied_sources, choose_dockerfile, link_wheelhouse,
                                      refresh_entrypoint, rendered_dockerfile, wheels_in, without_frontend_pin)
 from nodeweave.build.engine import BUILDX, CLASSIC_BUILDKIT, Engine, detect_engine
@@ -314,7 +314,7 @@ def prepare_build(spec, variant: str, context: Path, scratch: Path, base: Option
                          "(docs/images.md, offline builds)" + ("" if given else ", or pass --wheelhouse DIR"))
     revision = git_revision(context)
     if push and revision is None and not (tag or view.fixed_tag):
-        notes.append(f"{context} is not in a git checkout, so there is no <variant>-<git sha> tag: only the mutable "
+        notes.append(f"{no_revision_why(context)}, so there is no <variant>-<git sha> tag: only the mutable "
                      f":{variant} is pushed (a later push replaces it); commit the folder in git, or give --tag for "
                      "a fixed tag")
     if network is not None:

@@ -103,6 +103,19 @@ def git_revision(root: Path) -> Optional[Revision]:
     return Revision(sha=sha.stdout.strip(), dirty=bool(status.stdout.strip()))
 
 
+def no_revision_why(root: Path) -> str:
+    """Why ``git_revision(root)`` is None, as a note says it: a folder outside git, or a checkout (a fresh
+    ``git init``) with no commit yet, where "not in a git checkout" would send the user to run git init again."""
+    try:
+        inside = subprocess.run(["git", "-C", str(root), "rev-parse", "--is-inside-work-tree"],
+                                capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return f"{root} is not in a git checkout (git could not be asked)"
+    if inside.returncode == 0 and inside.stdout.strip() == "true":
+        return f"{root} is in a git checkout with no commit yet"
+    return f"{root} is not in a git checkout"
+
+
 def _build_lines(step: Step) -> Iterator[str]:
     """The planned build step's log, line by line, as it runs (the very argv and variables the plan holds)."""
     from python_on_whales.utils import stream_stdout_and_stderr

@@ -71,6 +71,13 @@ def up_command(
 
         raise EnvironmentProblem(absent)
     if not dry_run:  # what up was told and makes, once its flags are taken (a dry run writes nothing)
+        from nodeweave.cluster.onbackend import unreached_hosts, unreached_line
+
+        unreached = unreached_hosts(backend, backend.nodes(for_up=True))
+        if unreached:  # bare hosts ssh cannot reach: nothing starts there, so nothing is recorded (walk9 A36)
+            from nodeweave.errors import EnvironmentProblem
+
+            raise EnvironmentProblem(unreached_line(backend, unreached) + "; nothing was started or recorded")
         remember_up(spec_path, spec, checked, backend)
     from dataclasses import replace
 
@@ -104,6 +111,24 @@ def up_command(
     finally:  # the nodes the wait saw up, as data, even when the check after it named one
         for waited in job.outcomes.get("wait", []):
             emit(waited, fmt)
+
+
+def _refuse_unreached_down(backend, spec_path: Path) -> None:
+    """``down`` on bare hosts ssh reaches none of: exit 3 with status's line, the record kept (a name that does not
+    resolve now may again: a DNS outage), and the way out named for hosts gone for good (walk9 A36: a failed
+    ``up -t hosts`` left a record no verb could clear, and the refusal of another ``up`` named none)."""
+    from nodeweave.cluster.onbackend import unreached_hosts, unreached_line
+    from nodeweave.errors import EnvironmentProblem
+    from nodeweave.jobstate import STATE_DIR
+
+    nodes = backend.nodes(dry_run=True)
+    unreached = unreached_hosts(backend, nodes)
+    if not unreached or len(unreached) < len({getattr(n.remote, "host", n.remote.name) for n in nodes}):
+        return
+    record = backend.spec_dir / STATE_DIR / backend.spec.name / "cluster.json"
+    raise EnvironmentProblem(unreached_line(backend, unreached) + f"; nothing was taken down and {record} is kept; "
+                             "if those hosts are gone for good (or were a typo), remove that file: it only records "
+                             "what up was told and made, and nothing on the hosts is touched")
 
 
 def refuse_unwritable_state(spec_dir: Path, job: str) -> None:
@@ -168,6 +193,7 @@ def down_command(
     if plan.of_kind(StopPhase):  # bare hosts: nothing to take down but the runs
         _stop(plan, backend.spec_dir, out, fmt)
         return
+    _refuse_unreached_down(backend, spec_path)
     execute(plan, Execution(backend.spec_dir, say(out), out, backend))
     for old, _ in renamed:
         forget_allocation(spec_path, old.spec.name)
@@ -250,19 +276,12 @@ def _unreached_notes(backend, verb: str) -> "list[str]":
     """What a dry run of ``verb`` says of hosts ssh cannot reach (walk8 A22: down's dry run planned its ssh commands
     to hosts whose names do not resolve, while status and sync's dry run named them): asked as status asks, only
     on bare hosts (the other targets' dry runs ask their platform through ``show_plan``)."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    from nodeweave.cluster.base import ask_status
-    from nodeweave.failures import ssh_unreached, unreached_hosts_line
+    from nodeweave.cluster.onbackend import unreached_hosts
+    from nodeweave.failures import unreached_hosts_line
 
     if backend.target != "hosts":
         return []
-    nodes = backend.nodes(dry_run=True)
-    with ThreadPoolExecutor(max_workers=min(16, len(nodes) or 1)) as pool:  # at once, as status asks them
-        answers = list(pool.map(lambda n: ask_status(n, spec_command(backend.spec), timeout=30), nodes))
-    found = [(getattr(n.remote, "host", n.remote.name), ssh_unreached(a.error or ""))
-             for n, a in zip(nodes, answers)]
-    unreached = list(dict.fromkeys((host, why) for host, why in found if why))
+    unreached = unreached_hosts(backend, backend.nodes(dry_run=True))
     return [f"the real {verb} would fail there: {unreached_hosts_line(unreached)}"] if unreached else []
 
 

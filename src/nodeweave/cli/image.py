@@ -93,7 +93,8 @@ def build(
     target: str = typer.Option("local", "--target", "-t", help="local (this machine's engine) or openshift (apply "
                                "the spec's BuildConfig, upload what the Dockerfile reads: oc start-build "
                                "--from-dir --follow --wait; it builds from the spec, so --base, --tag, --build-arg, "
-                               "--wheelhouse, --offline, --network, --engine and --no-cache are refused there)"),
+                               "--wheelhouse, --offline, --network, --engine, --no-cache and --push (its build always lands "
+                               "in the cluster's own registry) are refused there)"),
     output: str = output_option(), as_json: bool = json_option(),
 ) -> None:
     """Build one variant's image from the Dockerfile rendered for the spec, tag it <variant>-<sha> and <variant>."""
@@ -124,7 +125,7 @@ def build(
     if target != "local":
         refuse_local_build_flags(target, {"--base": base, "--tag": tag, "--build-arg": build_arg,
                                           "--wheelhouse": wheelhouse, "--offline": offline, "--network": network,
-                                          "--engine": engine_name, "--no-cache": no_cache})
+                                          "--engine": engine_name, "--no-cache": no_cache, "--push": push})
         _build_on_openshift(spec, spec_path, context_dir.resolve(), variant, target, dry_run, console, fmt)
         return
     options = dict(base=base, push=push, wheelhouse=wheelhouse, offline=offline, network=network, tag=tag,
@@ -208,23 +209,32 @@ def _report(result, variant: str, plan, spec_path: Path) -> None:
                    f"Kubernetes pins it); to pin it in the rendered files: image: {{digest: \"{digest}\"}}")
 
 
-# What each flag of this machine's build would have to change in the BuildConfig, which builds from the spec alone.
-ON_THE_CLUSTER = {"--base": "the spec's image.base", "--tag": "the spec's image.tag",
-                  "--build-arg": "the spec's image.build_args", "--wheelhouse": "the spec's image (its wheels are "
-                  "uploaded from the context)", "--offline": "the cluster's own network", "--network": "the "
-                  "cluster's own network", "--engine": "the cluster's builder, not this machine's engine",
-                  "--no-cache": "the cluster's own layer cache"}
+# What the cluster's BuildConfig uses in place of each flag of this machine's build, and where that is set: the spec's
+# field where one exists (image.base, image.tag, image.build_args), else what there is (walk9 A34: "set that in the
+# spec" was said for --network, --engine, --offline and --no-cache, which no spec field sets; --push was taken and
+# did nothing, the BuildConfig always pushing to the cluster's own registry).
+ON_THE_CLUSTER = {
+    "--base": "builds on the spec's image.base: set it there",
+    "--tag": "tags with the spec's image.tag: set it there",
+    "--build-arg": "takes the spec's image.build_args: set them there",
+    "--wheelhouse": "uploads the context's wheelhouse/ folder with its sources: put the wheels there",
+    "--offline": "uses the cluster's own network, which nodeweave does not set",
+    "--network": "uses the cluster's own network, which nodeweave does not set",
+    "--engine": "runs on the cluster's builder, not an engine of this machine",
+    "--no-cache": "uses the cluster's own layer cache, which nodeweave does not set",
+    "--push": "always pushes, to an ImageStreamTag of the cluster's own registry",
+}
 
 
 def refuse_local_build_flags(target: str, given: dict) -> None:
     """A build flag of this machine's engine given with ``-t openshift`` is refused, exit 2, naming what the cluster
-    builds from instead: the BuildConfig never saw them, and the plan was the same with or without (walk7 A18)."""
+    builds from instead (and where that is set, only where something is): the BuildConfig never saw them, and the
+    plan was the same with or without (walk7 A18, walk9 A34)."""
     said = [flag for flag, value in given.items() if value not in (None, False, [], ())]
     if said:
-        raise UsageError(f"{', '.join(said)} {'does' if len(said) == 1 else 'do'} nothing for -t {target}: its "
-                         f"BuildConfig builds with {ON_THE_CLUSTER[said[0]]}"
-                         f"{' (and the rest from the spec)' if len(said) > 1 else ''}; set that in the spec, or "
-                         "leave the flag out (it is for -t local, this machine's engine)")
+        why = "; ".join(f"{flag}: its BuildConfig {ON_THE_CLUSTER[flag]}" for flag in said)
+        raise UsageError(f"{', '.join(said)} {'does' if len(said) == 1 else 'do'} nothing for -t {target} ({why}); "
+                         f"leave {'it' if len(said) == 1 else 'them'} out (for -t local, this machine's engine)")
 
 
 def _build_on_openshift(spec, spec_path: Path, context_dir: Path, variant: str, target: str, dry_run: bool,

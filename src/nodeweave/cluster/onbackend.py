@@ -33,8 +33,37 @@ def down_line(backend: Backend, nodes: List[Node], verb: str) -> Optional[str]:
             + renamed_tail(backend))
 
 
+def unreached_hosts(backend: Backend, nodes: List[Node]) -> "list[tuple[str, str]]":
+    """The hosts of ``nodes`` ssh never reached, each with why ("name not resolved", ...), asked as ``status`` asks
+    them, all at once; only on bare hosts: no platform stands over them to say (``states`` is empty there), and a
+    verb that went on would fail on each with ssh's exit 255 (walk9 A35)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from nodeweave.cluster.base import ask_status
+    from nodeweave.failures import ssh_unreached
+
+    if backend.target != "hosts" or not nodes:
+        return []
+    command = [backend.spec.launcher.script, *backend.spec.launcher.args]
+    with ThreadPoolExecutor(max_workers=min(16, len(nodes))) as pool:
+        answers = list(pool.map(lambda n: ask_status(n, command, timeout=30), nodes))
+    found = [(getattr(n.remote, "host", n.remote.name), ssh_unreached(a.error or "")) for n, a in zip(nodes, answers)]
+    return list(dict.fromkeys((host, why) for host, why in found if why))
+
+
+def unreached_line(backend: Backend, unreached: "list[tuple[str, str]]") -> str:
+    """status's line for hosts ssh never reached: `up` cannot help there, the names, the network or the keys can."""
+    from nodeweave.failures import unreached_hosts_line
+
+    return f"{backend.spec.name} cannot be asked on {backend.where}: {unreached_hosts_line(unreached)}"
+
+
 def require_up(backend: Backend, nodes: List[Node], verb: str) -> None:
-    """Refuse ``verb`` (exit 3) when the platform says nodes are not up, naming them and ``nodeweave up``."""
+    """Refuse ``verb`` (exit 3) when the platform says nodes are not up, naming them and ``nodeweave up``; on bare
+    hosts, when ssh reaches a host of ``nodes`` at all, with status's line (nothing run, no run folder made)."""
+    unreached = unreached_hosts(backend, nodes)
+    if unreached:
+        raise EnvironmentProblem(unreached_line(backend, unreached))
     line = down_line(backend, nodes, verb)
     if line is not None:
         raise EnvironmentProblem(line)

@@ -22,9 +22,16 @@ def is_ipv6(host):
 def listen_family(bind):
     """``(family, dual_stack)`` for a listener on ``bind``: empty (every address) is IPv4 and IPv6 both where the
     kernel has IPv6, so a peer given this node's IPv6 address reaches it as well as one given its IPv4 address
-    or a name; an IPv6 ``bind`` is IPv6; any other is IPv4."""
+    or a name; an IPv6 ``bind`` is IPv6; any other is IPv4. OSError (as a name that does not resolve) for a
+    ``bind`` the socket layer cannot even write as a host name (``\u202e``, a byte of a Latin-1 paste): it
+    would raise TypeError from inside the bind, past every listener's ``except OSError``."""
+    import errno
     import socket
 
+    try:
+        str(bind).encode("idna")
+    except UnicodeError:
+        raise OSError(errno.EINVAL, "not a host name or an address (it holds characters no host name has)") from None
     if not bind and socket.has_dualstack_ipv6():
         return socket.AF_INET6, True
     return (socket.AF_INET6 if is_ipv6(bind) else socket.AF_INET), False

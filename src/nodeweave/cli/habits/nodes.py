@@ -25,6 +25,20 @@ NODE_HELP = ("Only these nodes (repeat, or a list): an index 1, a range 0,2-3, a
              "container, pod or host), or its address KIND:NAME as `status` shows it (podman:llama-0, pod:llama-0, "
              "ssh:gpu01); default: every node")
 _RANGE = re.compile(r"^(\d+)-(\d+)$")
+# what kubectl (--all), shells (*) and people write for every node: --node's default already is every node
+EVERY_WORDS = ("all", "*", "every", "any", "each")
+
+
+def span(count: int) -> str:
+    """The indices of ``count`` nodes as --node takes them: ``0-3``, ``0`` (never ``0..3``, which it refuses)."""
+    if count <= 0:
+        return "none: there are no nodes"
+    return "0" if count == 1 else f"0-{count - 1}"
+
+
+def every_hint(word: str) -> str:
+    """``; leave --node off for every node`` for a word that means every node (``all``), else nothing."""
+    return "; leave --node off for every node" if word.strip().lower() in EVERY_WORDS else ""
 
 
 def words(wanted: Sequence[str]) -> List[str]:
@@ -71,7 +85,7 @@ def split_addresses(wanted: Sequence[str]) -> Tuple[List[str], List[str]]:
 def _indices(word: str, nodes: Sequence) -> List[int]:
     """The node indices ``word`` picks; a miss (an index, range or name) lists the nodes with their addresses."""
     last = len(nodes) - 1
-    span = f"0..{last}" if nodes else "none (the cluster has no nodes)"
+    indices = span(len(nodes))
     known = ranges(f"{n.name} ({n.remote.label})" if getattr(n, "remote", None) else n.name
                    for n in nodes) or "none"
     if word.isdigit():
@@ -83,11 +97,11 @@ def _indices(word: str, nodes: Sequence) -> List[int]:
     else:
         found = [n.index for n in nodes if word in _names(n) or _same_host(word, n)]
         if not found:
-            raise UsageError(f"--node {word!r} names no node of this cluster: an index ({span}), a range "
-                             f"(0,2-3), a name or an address; the nodes: {known}")
+            raise UsageError(f"--node {word!r} names no node of this cluster: an index ({indices}), a range "
+                             f"(0,2-3), a name or an address; the nodes: {known}{every_hint(word)}")
         return found
     if high > last:
-        raise UsageError(f"--node {word} is not a node of this cluster ({span}); the nodes: {known}")
+        raise UsageError(f"--node {word} is not a node of this cluster ({indices}); the nodes: {known}")
     return list(range(low, high + 1))
 
 
@@ -166,7 +180,7 @@ def picked_indices(wanted: Sequence[str], count: int, where: str) -> List[int]:
     named = [w for w in given if not (w.isdigit() or _RANGE.match(w))]
     if named:
         raise UsageError(f"--node {named[0]!r}: {where} knows its nodes by index only; give an index or a range "
-                         f"(0..{count - 1})")
+                         f"({span(count)}){every_hint(named[0])}")
     return sorted({n.index for n in pick_nodes([_Indexed(i) for i in range(count)], given)}) if given else []
 
 

@@ -5,7 +5,8 @@ Why: with ``OUT`` unset, ``nodeweave render all --out $OUT --dry-run`` reached c
 ``bench --json-out``, ``run --runs-dir``, ``sync -x ... --delete``). Judged once for every verb, as the command
 line is read (``NodeweaveCommand.parse_args``), before anything runs: the word after an option that takes a
 value may not be one of the verb's own flags, nor any word that starts with ``--`` or with ``-`` and a letter
-(``render --out -x``, ``--host -oProxyCommand=x``: walk9 A21). A value that really starts with ``-``
+(``render --out -x``, ``--host -oProxyCommand=x``: walk9 A21), nor the bare ``--`` that ends the options (walk9
+A39: ``doctor --capture --`` made a folder named ``--``). A value that really starts with ``-``
 (``run --profile-options=--trace=cuda``) is written ``--OPTION=VALUE``, which is never refused.
 """
 
@@ -52,27 +53,30 @@ def looks_like_a_flag(word: str, flags: "set[str]", values_are_options: bool = F
 
 
 def refuse_swallowed_flags(command, verb: str, words: Sequence[str]) -> None:
-    """Exit 2 naming the first option whose value, read from the next word, is a flag (only the words before
-    ``--`` are nodeweave's; ``--OPTION=VALUE`` is the way to give a value that starts with ``--``)."""
+    """Exit 2 naming the first option whose value, read from the next word, is a flag or the bare ``--`` (only the
+    words before the ``--`` that stands where an option could are nodeweave's; ``--OPTION=VALUE`` is the way to give a value that starts with ``--``)."""
     from nodeweave.errors import UsageError
 
     words = list(words)
-    words = words[:words.index("--")] if "--" in words else words
     flags = flag_words(command)
     valued = {name: param for param in getattr(command, "params", ()) if takes_value(param)
               for name in getattr(param, "opts", ())}
     index = 0
     while index < len(words):
         word = words[index]
+        if word == "--":  # the end of nodeweave's options (a "--" read as an option's value is refused below)
+            break
         param = valued.get(word)
         if param is None:
             index += 1
             continue
-        if index + 1 < len(words) and looks_like_a_flag(words[index + 1], flags,
-                                                        bool(set(param.opts) & set(VALUES_ARE_OPTIONS))):
+        if index + 1 < len(words) and (words[index + 1] == "--" or looks_like_a_flag(
+                words[index + 1], flags, bool(set(param.opts) & set(VALUES_ARE_OPTIONS)))):
             value = words[index + 1]
             longest = max(param.opts, key=len)
-            if value.split("=", 1)[0] in flags:
+            if value == "--":
+                what = "is the end of the options (a bare --)"
+            elif value.split("=", 1)[0] in flags:
                 what = f"is an option of `{verb}`"
             elif not value.startswith("--") and value[:2] in flags:
                 what = f"reads as `{verb}`'s option {value[:2]} with its value joined"
