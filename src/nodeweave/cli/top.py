@@ -101,8 +101,9 @@ class Watch:
     dashboard's page says it (``cluster/dashboard.History``: answering, why); ``next`` is False once node 0 has
     not answered for ``GIVE_UP_S`` seconds."""
 
-    def __init__(self, live, ask, draw, clock=time.time, sleep=time.sleep, give_up_s=None):
-        self.live, self.ask, self.draw, self.clock, self.sleep = live, ask, draw, clock, sleep
+    def __init__(self, live, ask, draw, clock=None, sleep=None, give_up_s=None):
+        self.live, self.ask, self.draw = live, ask, draw
+        self.clock, self.sleep = clock or time.time, sleep or time.sleep  # looked up when made, not at import
         self.give_up_s = GIVE_UP_S if give_up_s is None else give_up_s
         self.gone_since, self.why = None, ""
 
