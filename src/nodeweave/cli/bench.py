@@ -13,7 +13,7 @@ from typing import List, Optional
 
 import typer
 
-from nodeweave.cli.habits.output import checked, complete_from, emit, option_named, output_file, output_option, tell
+from nodeweave.cli.habits.output import complete_from, data_format, emit, option_named, output_file, output_option, tell
 from nodeweave.cli.habits.replace import refuse_foreign_file
 from nodeweave.errors import EXIT_FAILURE, EnvironmentProblem, UsageError
 
@@ -57,7 +57,7 @@ def bench(
     from nodeweave.bench import options, report, runner
     from nodeweave.cluster.sweep import assignment_notes, parse_sweeps, sweep_points
 
-    output = "json" if as_json else checked(output)
+    output = data_format(as_json, output)
     data_out = output in ("json", "yaml")
     if backend not in options.BACKENDS:
         raise UsageError(f"--backend: {backend!r} is not a backend; expected one of {', '.join(options.BACKENDS)}")

@@ -17,7 +17,7 @@ import typer
 from typer.core import TyperCommand, TyperGroup
 
 from nodeweave.cli.habits.coercion import use_plain_conversion
-from nodeweave.cli.habits.conflicts import refuse_conflicts
+from nodeweave.cli.habits.conflicts import refuse_conflicts, refuse_two_formats
 from nodeweave.cli.habits.output import refuse_folder_spellings
 from nodeweave.cli.habits.spec_path import SPEC_ENV, SPEC_NAME, find_spec  # noqa: F401 (verbs import them here)
 from nodeweave.cli.habits.repeats import refuse_repeats, refuse_said_twice
@@ -131,6 +131,7 @@ class NodeweaveCommand(TyperCommand):
                 err.message = f"{getattr(err, 'message', err)}{hint}"
             raise
         refuse_conflicts(self, given)  # after each value is read: an empty or bad value is named first
+        refuse_two_formats(self, ctx.params)
         refuse_repeats(self, ctx.params)
         return rest
 
