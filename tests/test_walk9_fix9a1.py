@@ -6,10 +6,11 @@ from __future__ import annotations
 import pytest
 
 from cli_run import in_process as run_cli, leaves, one_line
-from nodeweave.errors import EXIT_USAGE
+from nodeweave.errors import EXIT_USAGE, UsageError
 from team_folder import make_team
 
 LEAVES = leaves()
+BASE = "name: j\nimage: {variant: cpu}\nnodes: 2\nlauncher: {script: t.py}\n"
 
 
 @pytest.fixture
@@ -39,3 +40,50 @@ def test_json_with_another_output_is_refused_on_every_verb(capsys, team, words, 
     code, out, err = run_cli(capsys, *words, "--json", "-o", other, *dry, *needed)
     assert code == EXIT_USAGE, (out, err)
     assert f"--json is -o json, and -o {other} asks for {other}: give one of them" in one_line(err)
+
+
+# -- A9: a file inside a run folder given as --spec is named as the run's record, by every verb that reads a spec ---
+
+SPEC_VERBS = [words for words, command in LEAVES if "--spec" in long_flags(command) and words[0] not in ("init",)]
+
+
+def test_the_walk_finds_the_verbs_that_read_a_spec():
+    assert {"validate", "up", "run", "render"} <= {words[0] for words in SPEC_VERBS}
+
+
+@pytest.mark.parametrize("beside", [True, False], ids=["in-runs-beside-the-spec", "copied-elsewhere"])
+def test_a_run_folders_spec_is_its_record_not_a_spec(capsys, tmp_path, monkeypatch, beside):
+    """A9: `validate --spec runs/<id>/spec.yaml` said valid, and up and run then wrote inside the run folder."""
+    from nodeweave.spec import load_spec
+
+    base = tmp_path / "proj"
+    run = base / ("runs" if beside else "saved") / "20261130T100000Z-sp"
+    run.mkdir(parents=True)
+    (base / "nodeweave.yaml").write_text(BASE)
+    (run / "spec.yaml").write_text(BASE)
+    (run / "run.json").write_text('{"job": "sp"}\n')
+    monkeypatch.chdir(base)
+    with pytest.raises(UsageError) as caught:
+        load_spec(run.relative_to(base) / "spec.yaml")
+    said = str(caught.value)
+    assert "a run's record" in said and "20261130T100000Z-sp" in said and "copy this file out" in said
+    assert "(--spec nodeweave.yaml)" in said
+    assert load_spec(base / "nodeweave.yaml").name == "j"  # the spec beside it is read as ever
+
+
+@pytest.mark.parametrize("words", SPEC_VERBS, ids=" ".join)
+def test_every_verb_refuses_a_run_folders_spec(capsys, tmp_path, monkeypatch, words):
+    """A9: every verb that reads --spec names a run folder's spec.yaml as the run's record, exit 2."""
+    run = tmp_path / "runs" / "20261130T100000Z-sp"
+    run.mkdir(parents=True)
+    (tmp_path / "nodeweave.yaml").write_text(BASE)
+    (tmp_path / "t.py").write_text("print(1)\n")
+    (run / "spec.yaml").write_text(BASE)
+    (run / "run.json").write_text('{"job": "sp"}\n')
+    monkeypatch.chdir(tmp_path)
+    command = dict((" ".join(w), c) for w, c in LEAVES)[" ".join(words)]
+    dry = ["--dry-run"] if "--dry-run" in long_flags(command) else []
+    needed = {"runs compare": ["a", "b"], "run": ["--", "t.py"], "exec": ["--", "ls"]}.get(" ".join(words), [])
+    code, out, err = run_cli(capsys, *words, "--spec", "runs/20261130T100000Z-sp/spec.yaml", *dry, *needed)
+    assert code == EXIT_USAGE, (out, err)
+    assert "is a run's record" in err, err

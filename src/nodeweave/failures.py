@@ -184,7 +184,7 @@ def own_folder_problem(path: Path, system_ok: bool = False, runs_ok: bool = Fals
             return f"{seen} is inside {tree} ({SYSTEM_TREES[tree]})"
     if STATE_DIR in real.parts or STATE_DIR in path.parts:
         return f"it is inside {STATE_DIR}/, nodeweave's own state folder"
-    store = None if runs_ok else _runs_store(path) or _runs_store(real)
+    store = None if runs_ok else runs_store(path) or runs_store(real)
     if store is not None:
         return (f"it is inside {store}, the run folders' store beside the spec (`nodeweave runs ls` reads every "
                 "folder there as a run)")
@@ -206,7 +206,7 @@ def own_file_problem(path: Path, spec: bool = False) -> "str | None":
     if STATE_DIR in real.parts or STATE_DIR in folder.parts:
         return f"it is inside {STATE_DIR}/, nodeweave's own state folder (up's cluster record, the render record)"
     for seen in (folder, real):
-        store = _runs_store(seen)
+        store = runs_store(seen)
         if store is not None and (spec or seen != store):
             where = store if seen == store else f"a run folder in {store}"
             return (f"it is inside {where}, the run folders' store beside the spec, whose records nodeweave "
@@ -214,7 +214,7 @@ def own_file_problem(path: Path, spec: bool = False) -> "str | None":
     return None
 
 
-def _runs_store(path: Path) -> "Path | None":
+def runs_store(path: Path) -> "Path | None":
     """The ``runs/`` beside a spec (its folder holds ``nodeweave.yaml`` or ``.nodeweave/``) that ``path`` is or lies
     in; None: none."""
     from nodeweave.jobstate import STATE_DIR

@@ -132,6 +132,7 @@ class NodeweaveCommand(TyperCommand):
             raise
         refuse_conflicts(self, given)  # after each value is read: an empty or bad value is named first
         refuse_two_formats(self, ctx.params)
+        refuse_run_record_spec(self, ctx.params)
         refuse_repeats(self, ctx.params)
         return rest
 
@@ -201,6 +202,19 @@ def refuse_both_sides(command, args) -> None:
         yes, no = set(getattr(param, "opts", ())) & words, set(getattr(param, "secondary_opts", ())) & words
         if yes and no:
             raise UsageError(f"{min(yes)} and {min(no)} contradict each other; give one of them")
+
+
+def refuse_run_record_spec(command, params) -> None:
+    """A run folder's ``spec.yaml`` (any file of a run folder) as ``--spec`` or $NODEWEAVE_SPEC, named as the run's
+    record as the command line is read, on every verb that takes --spec: those that load it, those that only take
+    its folder (``runs ls``, ``doctor --dry-run``) alike (walk9 A9; ``spec.loader.refuse_run_record``)."""
+    name = next((param.name for param in command.params if "--spec" in getattr(param, "opts", ())), None)
+    if name and params.get(name) is not None:
+        from pathlib import Path
+
+        from nodeweave.spec.loader import refuse_run_record
+
+        refuse_run_record(Path(params[name]))
 
 
 def spec_hint(command, ctx, args, err) -> str:
