@@ -87,3 +87,41 @@ def test_every_verb_refuses_a_run_folders_spec(capsys, tmp_path, monkeypatch, wo
     code, out, err = run_cli(capsys, *words, "--spec", "runs/20261130T100000Z-sp/spec.yaml", *dry, *needed)
     assert code == EXIT_USAGE, (out, err)
     assert "is a run's record" in err, err
+
+
+# -- A4: a file an option writes is named as what it holds: a spec .yaml/.yml, bench's numbers .json -----------------
+
+def written_kinds():
+    from nodeweave.cli.habits.replace import SUFFIXES
+
+    argv = {"spec": ["init", "--dry-run", "--script", "t.py", "--out"], "bench": ["bench", "--dry-run", "--json-out"],
+            "chart": ["bench", "--dry-run", "--plot"]}
+    return [(kind, argv[kind], name) for kind in SUFFIXES
+            for name in ("main.py", "a.json" if kind != "bench" else "a.yaml", "noending")]
+
+
+def test_the_walk_finds_every_kind_with_a_name_of_its_own():
+    assert {"spec", "bench", "chart"} <= {kind for kind, _, _ in written_kinds()}
+
+
+@pytest.mark.parametrize("kind, argv, name", written_kinds(), ids=lambda v: v if isinstance(v, str) else None)
+def test_a_written_file_named_as_another_format_is_refused(capsys, tmp_path, monkeypatch, kind, argv, name):
+    """A4: `init --out main.py` wrote YAML into main.py (and `--out a.json` into a .json); validate then read it."""
+    from nodeweave.cli.habits.replace import SUFFIXES
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "t.py").write_text("print(1)\n")
+    code, out, err = run_cli(capsys, *argv, name)
+    assert code == EXIT_USAGE, (out, err)
+    line = one_line(err)
+    assert name in line and "accepted: a file name ending in " + " or ".join(SUFFIXES[kind][1]) in line
+    assert not (tmp_path / name).exists()
+
+
+def test_a_spec_named_py_points_at_script(capsys, tmp_path, monkeypatch):
+    """A4: the likely slip, --out for --script, is named."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "a.py").write_text("print(1)\n")
+    code, _, err = run_cli(capsys, "init", "--out", "main.py", "--script", "a.py")
+    assert code == EXIT_USAGE and "(--script names the training script)" in one_line(err)
+    assert run_cli(capsys, "init", "--out", "job.yml", "--script", "a.py")[0] == 0

@@ -41,7 +41,7 @@ def bench(
                                              "before anything starts"),
     as_json: bool = typer.Option(False, "--json", help="print every number as JSON on stdout (tables go to stderr)"),
     output: str = output_option(),
-    json_path: Path = typer.Option(DEFAULT_JSON_OUT, "--json-out", callback=output_file, help="where to write every number (long form "
+    json_path: Path = typer.Option(DEFAULT_JSON_OUT, "--json-out", callback=output_file, help="where to write every number, a .json file (long form "
                                    "only: -o selects the output format); by default nothing is written when no "
                                    "launch measured anything"),
     plot: Optional[Path] = typer.Option(None, "--plot", callback=output_file, help="PNG (or .svg) of busbw against size (needs matplotlib; "

@@ -108,7 +108,7 @@ def seen_on_hosts(hosts: List[str], via: str, ssh_option: List[str]) -> Seen:
 
 def init(
     ctx: typer.Context,
-    path: Path = typer.Option(Path("nodeweave.yaml"), "--out", callback=output_file, help="Where to write the spec"),
+    path: Path = typer.Option(Path("nodeweave.yaml"), "--out", callback=output_file, help="Where to write the spec (a name ending in .yaml or .yml)"),
     name: Optional[str] = typer.Option(None, "--name", help="The job's name (default: this folder's, made a DNS-1035 label; job-<4 hex of its path>, with a note, when nothing of it can be kept)"),
     nodes: str = typer.Option("2", "--nodes", callback=lambda value: node_count(value), metavar="N",
                               help="Node count (with --host: the hosts' number; another is refused)"),
