@@ -125,3 +125,29 @@ def test_a_spec_named_py_points_at_script(capsys, tmp_path, monkeypatch):
     code, _, err = run_cli(capsys, "init", "--out", "main.py", "--script", "a.py")
     assert code == EXIT_USAGE and "(--script names the training script)" in one_line(err)
     assert run_cli(capsys, "init", "--out", "job.yml", "--script", "a.py")[0] == 0
+
+
+# -- A6: an unpinned requirement is told the pinned form that fits it, by validate and by init's note alike ---------
+
+FORMS = [("git+https://github.com/x/y@v1#egg=y", "y @ git+https://github.com/x/y@<commit>"),
+         ("https://files.example.com/y-1.0-py3-none-any.whl", "y @ https://files.example.com/y-1.0-py3-none-any.whl"),
+         ("./wheels/y-1.0-py3-none-any.whl", "write y==1.0 and give the wheel's folder to the build"),
+         ("torch>=2", "pin it (name==version)")]
+
+
+@pytest.mark.parametrize("line, form", FORMS, ids=[line for line, _ in FORMS])
+def test_init_and_validate_name_the_pinned_form_that_fits(capsys, tmp_path, monkeypatch, line, form):
+    """A6: init told a git or wheel line "pin it (name==version)", a form it cannot take; validate named no form."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "t.py").write_text("print(1)\n")
+    (tmp_path / "requirements.txt").write_text(line + "\n")
+    code, _, err = run_cli(capsys, "init", "--dry-run", "--script", "t.py")
+    assert code == 0
+    note = next(text for text in err.splitlines() if "left out of image.requirements" in text)
+    assert form in note, note
+    if form != "pin it (name==version)":
+        assert "pin it (name==version)" not in note
+    (tmp_path / "s.yaml").write_text(BASE.replace("image: {variant: cpu}",
+                                                  "image: {variant: cpu, requirements: requirements.txt}"))
+    code, _, err = run_cli(capsys, "validate", "--spec", "s.yaml")
+    assert code == EXIT_USAGE and form in one_line(err)

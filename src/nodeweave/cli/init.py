@@ -284,9 +284,9 @@ def left_out_note(err: UsageError) -> str:
     """Why the folder's requirements file is not in the spec init wrote (an unpinned line), and what brings it in:
     the team's dependencies would otherwise drop out of the image without a word (walk3 F33)."""
     why = next((e.problem for e in _field_errors(err) if e.field == "image.requirements"), str(err))
-    fix = "pin it (name==version)" if "is not pinned" in why else "change that line"
+    fix = "" if "is not pinned" in why else "; change that line"  # the pinned form that fits is in why (pin_form)
     return (f"{REQUIREMENTS} left out of image.requirements (the image installs it only when every line is pinned "
-            f"and one the image can take): {why}; {fix} and run init again")
+            f"and one the image can take): {why}{fix}, and run init again")
 
 
 def refuse_idle_flags(host: List[str], ssh_option: List[str], via: Optional[str], sysroot_given: bool) -> None:
