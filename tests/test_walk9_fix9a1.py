@@ -151,3 +151,15 @@ def test_init_and_validate_name_the_pinned_form_that_fits(capsys, tmp_path, monk
                                                   "image: {variant: cpu, requirements: requirements.txt}"))
     code, _, err = run_cli(capsys, "validate", "--spec", "s.yaml")
     assert code == EXIT_USAGE and form in one_line(err)
+
+
+# -- A11: bench's default result goes in runs/ beside the spec, as every verb's runs, wherever it is typed ----------
+
+def test_bench_writes_its_default_result_in_the_specs_runs(capsys, team, monkeypatch):
+    """A11: from a subfolder of the project, bench wrote src/runs/nodeweave-bench.json (which sync then sent)."""
+    (team / "src").mkdir()
+    monkeypatch.chdir(team / "src")
+    code, out, err = run_cli(capsys, "bench", "--dry-run", "--sizes", "1K", "--ops", "all_reduce")
+    assert code == 0, err
+    assert f"{team}/runs/nodeweave-bench.json" in out and "src/runs" not in out
+    assert not (team / "src" / "runs").exists()

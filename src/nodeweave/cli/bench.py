@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from pathlib import Path
 from typing import List, Optional
 
@@ -20,7 +21,7 @@ from nodeweave.errors import EXIT_FAILURE, EnvironmentProblem, UsageError
 
 # Under runs/, where nodeweave keeps what runs leave (ignored by git in nodeweave's own folder; docs/cluster.md),
 # not loose in whatever folder the command ran from.
-DEFAULT_JSON_OUT = Path("runs") / "nodeweave-bench.json"
+DEFAULT_JSON_NAME = "nodeweave-bench.json"  # in runs/ beside the nearest spec, as every verb's runs (walk9 A11)
 
 
 def bench(
@@ -41,7 +42,9 @@ def bench(
                                              "before anything starts"),
     as_json: bool = typer.Option(False, "--json", help="print every number as JSON on stdout (tables go to stderr)"),
     output: str = output_option(),
-    json_path: Path = typer.Option(DEFAULT_JSON_OUT, "--json-out", callback=output_file, help="where to write every number, a .json file (long form "
+    json_path: Optional[Path] = typer.Option(None, "--json-out", callback=output_file, show_default=False,
+                                   help=f"where to write every number, a .json file (default: runs/{DEFAULT_JSON_NAME} "
+                                   "beside the nearest nodeweave.yaml, as every verb's runs; else here) (long form "
                                    "only: -o selects the output format); by default nothing is written when no "
                                    "launch measured anything"),
     plot: Optional[Path] = typer.Option(None, "--plot", callback=output_file, help="PNG (or .svg) of busbw against size (needs matplotlib; "
@@ -78,6 +81,12 @@ def bench(
 
         check_chart_path(plot, "--plot")
         refuse_foreign_file(plot, "--plot", "chart")
+    default_out = json_path is None
+    if default_out:  # runs/ beside the spec, as run, check and runs ls read it; judged by their rule (runs_parent)
+        from nodeweave.cli.habits.output import runs_parent
+        from nodeweave.cli.habits.spec_path import find_spec
+
+        json_path = Path(os.path.abspath(runs_parent(None, find_spec(None), writes=True) / DEFAULT_JSON_NAME))
     plot = _plot_path(plot, json_path, report.matplotlib_available())
     # before the launches: minutes, then a refusal
     refuse_foreign_file(json_path, "--json-out", "bench",
@@ -104,7 +113,7 @@ def bench(
     ranking = runner.rank_runs(runs, op_list[0])
     _show(runs, ranking, points, op_list, console, err_console)
     document = report.document(runs, ranking, list(sweep))
-    if not any(run.report for run in runs) and json_path == DEFAULT_JSON_OUT:  # no numbers: no file to mistake
+    if not any(run.report for run in runs) and default_out:  # no numbers: no file to mistake
         tell(f"bench: no launch measured anything, so {json_path} was not written (--json-out PATH "
              "writes the failed launches' exit codes and output there)")
         raise typer.Exit(EXIT_FAILURE)
