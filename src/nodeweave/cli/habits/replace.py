@@ -102,13 +102,9 @@ def refuse_foreign_file(path: Path, flag: str, kind: str, also_not: "Dict[Path, 
     the line names the path (``option_named``: no flag the user did not type); ``flag`` stays in the remedy, the
     option to give."""
     subject = subject or f"{flag} {path}"
-    written, endings = SUFFIXES.get(kind, ("", ()))
-    if endings and path.suffix.lower() not in endings:
-        slip = " (--script names the training script)" if kind == "spec" and path.suffix.lower() == ".py" else ""
-        raise UsageError(f"{subject}: {flag} writes {written}; accepted: a file name ending in "
-                         f"{' or '.join(endings)}{slip}")
     if not path.is_file():
-        return  # missing (written new), or a device/folder: output_file's check names those
+        return _refuse_another_format(path, flag, kind, subject)  # missing (written new), or a device/folder:
+        # output_file's check names those
     what, looks_like = KINDS[kind]
     resolved = path.resolve()
     named = next((what for p, what in (also_not or {}).items() if p.resolve() == resolved), None)
@@ -123,4 +119,13 @@ def refuse_foreign_file(path: Path, flag: str, kind: str, also_not: "Dict[Path, 
     if not ours:
         raise UsageError(f"{subject}: the file exists and is not {what}, so nodeweave never replaces it, "
                          f"whatever the flags say: give {flag} another file, or move it away first")
+    _refuse_another_format(path, flag, kind, subject)  # after what the file is: a file of yours is named as that
+
+
+def _refuse_another_format(path: Path, flag: str, kind: str, subject: str) -> None:
+    written, endings = SUFFIXES.get(kind, ("", ()))
+    if endings and path.suffix.lower() not in endings:
+        slip = " (--script names the training script)" if kind == "spec" and path.suffix.lower() == ".py" else ""
+        raise UsageError(f"{subject}: {flag} writes {written}; accepted: a file name ending in "
+                         f"{' or '.join(endings)}{slip}")
 
