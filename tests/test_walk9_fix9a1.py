@@ -163,3 +163,59 @@ def test_bench_writes_its_default_result_in_the_specs_runs(capsys, team, monkeyp
     assert code == 0, err
     assert f"{team}/runs/nodeweave-bench.json" in out and "src/runs" not in out
     assert not (team / "src" / "runs").exists()
+
+
+# -- A12: every option of seconds reads 300, 2.5, 30s, 5m, 1h30m, as logs --since does: one reader ------------------
+
+def seconds_options():
+    """(verb words, flag, marked) for every float option whose help speaks of seconds."""
+    from nodeweave.cli.habits.coercion import SECONDS_MARK
+
+    found = []
+    for words, command in LEAVES:
+        for param in command.params:
+            info = getattr(getattr(param, "type_descriptor", None), "parameter_info", None)
+            if "second" in (getattr(param, "help", "") or "").lower() and param.param_type_name == "option" and \
+                    getattr(getattr(param, "type_descriptor", None), "annotation", None) in (float, "float"):
+                found.append((words, max(param.opts, key=len), bool(getattr(info, SECONDS_MARK, False))))
+    return found
+
+
+SECONDS = seconds_options()
+
+
+def test_the_walk_finds_every_option_of_seconds():
+    flags = {(" ".join(words), flag) for words, flag, _ in SECONDS}
+    assert {("exec", "--timeout"), ("stop", "--grace"), ("up", "--timeout"), ("bench", "--timeout"),
+            ("check", "--timeout"), ("check", "--seconds"), ("top", "--interval")} <= flags
+
+
+@pytest.mark.parametrize("words, flag, marked", SECONDS, ids=[f"{' '.join(w)} {f}" for w, f, _ in SECONDS])
+def test_every_option_of_seconds_takes_a_duration(capsys, team, words, flag, marked):
+    """A12: `exec --timeout 5s` (and six more) was "not a number", the unit kubectl and logs --since take."""
+    assert marked, f"{' '.join(words)} {flag} reads seconds but not through seconds_option"
+    tail = ["--", "ls"] if words[0] in ("exec", "run") else []
+    dry = ["--dry-run"] if "--dry-run" in long_flags(dict((" ".join(w), c) for w, c in LEAVES)[" ".join(words)]) \
+        else []  # top and dashboard: the job is not up, said at once
+    code, out, err = run_cli(capsys, *words, flag, "5x", *dry, *tail)
+    assert code == EXIT_USAGE and f"{flag} '5x' is not accepted: seconds: a number (300, 2.5) or with a unit" in \
+        one_line(err)
+    code, out, err = run_cli(capsys, *words, flag, "2m", *dry, *tail)
+    assert flag not in err, err  # read (as 120), whatever the verb then says about the cluster
+
+
+@pytest.mark.parametrize("text, value", [("300", 300), ("2.5", 2.5), ("30s", 30), ("5m", 300), ("1h30m", 5400),
+                                         ("1.5m", 90), ("5x", None), ("", None), ("-1", None), ("1d", None)])
+def test_the_one_duration_reader(text, value):
+    """A12: one reader for every option of seconds and logs --since."""
+    from nodeweave.quantities import seconds
+
+    assert seconds(text) == value
+
+
+def test_logs_since_takes_plain_seconds_too():
+    """A12: `logs --since 300` was refused ("a number and a unit"), the form every other time option took."""
+    from nodeweave.cluster.logs import log_window
+
+    assert log_window(None, "300") == ("--since", "300s")
+    assert log_window(None, "1h30m") == ("--since", "1h30m")

@@ -14,6 +14,8 @@ from typing import List, Optional
 
 import typer
 
+from nodeweave.cli.habits.coercion import seconds_option
+
 from nodeweave.cli.habits.output import complete_from, data_format, emit, option_named, output_file, output_option, tell
 from nodeweave.cli.habits.replace import refuse_foreign_file
 from nodeweave.errors import EXIT_FAILURE, EnvironmentProblem, UsageError
@@ -49,7 +51,7 @@ def bench(
                                    "launch measured anything"),
     plot: Optional[Path] = typer.Option(None, "--plot", callback=output_file, help="PNG (or .svg) of busbw against size (needs matplotlib; "
                                         "default: beside --json-out when matplotlib is importable)"),
-    timeout: float = typer.Option(1800.0, "--timeout", help="seconds one launch may take"),
+    timeout: float = seconds_option(typer.Option(1800.0, "--timeout", help="seconds one launch may take")),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="stream the launches' output"),
     dry_run: bool = typer.Option(False, "--dry-run", help="print the launches (baseline and each sweep point) and "
                                  "the files they write; start nothing"),
