@@ -219,3 +219,56 @@ def test_logs_since_takes_plain_seconds_too():
 
     assert log_window(None, "300") == ("--since", "300s")
     assert log_window(None, "1h30m") == ("--since", "1h30m")
+
+
+# -- A1, A10: other tools' verbs and options are answered with nodeweave's spelling ---------------------------------
+
+def other_tools_verbs():
+    from nodeweave.cli.habits.othertools import VERBS
+
+    return sorted(VERBS)
+
+
+@pytest.mark.parametrize("verb", other_tools_verbs())
+def test_another_tools_verb_is_answered_with_nodeweaves_spelling(capsys, team, verb):
+    """A1: `nodeweave completion bash` was "no such command" with nothing leading to the completion recipe."""
+    from nodeweave.cli.habits.othertools import VERBS
+
+    code, _, err = run_cli(capsys, verb, "bash")
+    assert code == EXIT_USAGE and f"no such command '{verb}' ({VERBS[verb]})" in one_line(err)
+
+
+def test_completion_names_the_readmes_recipe_and_the_root_help_too(capsys, team):
+    """A1: the recipe the README gives, on the refusal and in `nodeweave --help`."""
+    from pathlib import Path
+
+    recipe = 'eval "$(_NODEWEAVE_COMPLETE=source_bash nodeweave)"'
+    assert recipe in (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    assert recipe in one_line(run_cli(capsys, "completion", "zsh")[2])
+    code, out, _ = run_cli(capsys, "--help")
+    assert code == 0 and "_NODEWEAVE_COMPLETE=source_bash" in out
+
+
+def other_tools_options():
+    from nodeweave.cli.habits.othertools import OPTIONS
+
+    return [(words, typed, ours) for typed, (ours, _) in sorted(OPTIONS.items()) for words, command in LEAVES
+            if ours in long_flags(command) and typed not in long_flags(command)]
+
+
+def test_the_walk_finds_f_on_the_verbs_that_take_a_spec():
+    cases = {(" ".join(words), typed) for words, typed, _ in other_tools_options()}
+    assert {("status", "-f"), ("up", "--file"), ("validate", "-f"), ("status", "--context")} <= cases
+    assert ("logs", "-f") not in cases  # logs -f follows, as kubectl logs -f
+
+
+@pytest.mark.parametrize("words, typed, ours", other_tools_options(),
+                         ids=[f"{' '.join(w)} {t}" for w, t, _ in other_tools_options()])
+def test_another_tools_option_is_answered_with_nodeweaves_spelling(capsys, team, words, typed, ours):
+    """A10: `status -f nodeweave.yaml` (kubectl apply -f, docker compose -f) was "no such option: -f", no more."""
+    code, _, err = run_cli(capsys, *words, typed, "x.yaml")
+    assert code == EXIT_USAGE
+    line = one_line(err)
+    said = "is not an option of" if words[0] in ("run", "exec") else "no such option:"  # their own wording
+    assert f"{typed}{chr(39) if said[0] == 'i' else ''} {said} " in line or f"{said} {typed}" in line, line
+    assert f"(did you mean {ours} x.yaml?" in line and line.count("did you mean") == 1, line

@@ -85,6 +85,7 @@ class RootGroup(LazyVerbs):
 app = NodeweaveTyper(
     name="nodeweave",
     help="Multi-node GPU training in containers from one cluster spec.",
+    epilog='Shell completion: eval "$(_NODEWEAVE_COMPLETE=source_bash nodeweave)" (source_zsh, source_fish too).',
     no_args_is_help=True,
     add_completion=False,
     cls=RootGroup,

@@ -126,7 +126,7 @@ class NodeweaveCommand(TyperCommand):
         except Exception as err:  # click's UsageError (typer's vendored copy), found by shape
             if hasattr(err, "ctx") and err.ctx is None:  # the option parser's errors carry no context: the
                 err.ctx = ctx  # hint would name `nodeweave --help`, not this verb's help
-            hint = spec_hint(self, ctx, given, err)
+            hint = spec_hint(self, ctx, given, err) or other_tools_option(self, given, err)
             if hint:
                 err.message = f"{getattr(err, 'message', err)}{hint}"
             raise
@@ -158,6 +158,10 @@ class NodeweaveGroup(TyperGroup):
     def format_help(self, ctx, formatter):
         return format_help(self, super().format_help, ctx, formatter)
 
+    def parent_of_subverbs(self, ctx) -> bool:
+        """Whether this group is a verb's own (``runs``, ``image``), not nodeweave itself."""
+        return ctx.parent is not None
+
     def hidden_command(self, ctx, name: str) -> bool:
         return self.commands[name].hidden
 
@@ -167,6 +171,12 @@ class NodeweaveGroup(TyperGroup):
         except Exception as err:  # click's UsageError (typer's vendored copy), found by shape
             message = getattr(err, "message", None)
             if message is None or not args:
+                raise
+            from nodeweave.cli.habits.othertools import verb_hint
+
+            habit = verb_hint(args[0]) if not self.parent_of_subverbs(ctx) else ""
+            if habit:
+                err.message = f"{message.rstrip('.')}{habit}"
                 raise
             close = get_close_matches(args[0], self.list_commands(ctx))
             matches = list(dict.fromkeys(REPLACED.get(name, name) for name in close
@@ -215,6 +225,18 @@ def refuse_run_record_spec(command, params) -> None:
         from nodeweave.spec.loader import refuse_run_record
 
         refuse_run_record(Path(params[name]))
+
+
+def other_tools_option(command, args, err) -> str:
+    """" (did you mean --spec FILE? ...)" for ``-f FILE`` and the other options of other tools' habits (walk9 A10)."""
+    if type(err).__name__ != "NoSuchOption":
+        return ""
+    from nodeweave.cli.habits.othertools import option_hint
+
+    hint = option_hint(command, str(getattr(err, "option_name", "") or ""), args)
+    if hint:
+        err.possibilities = []  # click's near names would name it a second time
+    return hint
 
 
 def spec_hint(command, ctx, args, err) -> str:
