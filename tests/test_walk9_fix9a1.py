@@ -272,3 +272,49 @@ def test_another_tools_option_is_answered_with_nodeweaves_spelling(capsys, team,
     said = "is not an option of" if words[0] in ("run", "exec") else "no such option:"  # their own wording
     assert f"{typed}{chr(39) if said[0] == 'i' else ''} {said} " in line or f"{said} {typed}" in line, line
     assert f"(did you mean {ours} x.yaml?" in line and line.count("did you mean") == 1, line
+
+
+# -- A7: a file the nodes or the build read, linked in from outside the workspace or context, is named as such ------
+
+@pytest.fixture
+def linked(tmp_path, monkeypatch):
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "train.py").write_text("print(1)\n")
+    (elsewhere / "requirements.txt").write_text("tqdm==4.66.1\n")
+    (elsewhere / "src").mkdir()
+    job = tmp_path / "job"
+    job.mkdir()
+    (job / "t.py").write_text("print(1)\n")
+    (job / "train2.py").symlink_to(elsewhere / "train.py")
+    (job / "inner.py").symlink_to("t.py")  # a link inside the workspace: what it leads to is there too
+    (job / "requirements.txt").symlink_to(elsewhere / "requirements.txt")
+    (job / "src").symlink_to(elsewhere / "src")
+    monkeypatch.chdir(job)
+    return job
+
+
+@pytest.mark.parametrize("verb", [["validate"], ["run", "--dry-run"], ["up", "--dry-run"]])
+def test_a_script_linked_out_of_the_workspace_is_noted(capsys, linked, verb):
+    """A7: `launcher.script: train2.py`, a link to another project's file, read as present: no note."""
+    (linked / "nodeweave.yaml").write_text(BASE.replace("t.py", "train2.py"))
+    code, out, err = run_cli(capsys, *verb)
+    assert code == 0, err
+    assert "train2.py in the workspace" in out + err and "symbolic link out of it" in out + err
+    (linked / "nodeweave.yaml").write_text(BASE.replace("t.py", "inner.py"))
+    code, out, err = run_cli(capsys, *verb)
+    assert code == 0 and "symbolic link" not in out + err
+
+
+@pytest.mark.parametrize("field, line", [("image.requirements", "requirements: requirements.txt"),
+                                         ("image.project.source", "project: {source: src}")])
+def test_a_build_input_linked_out_of_the_context_is_refused(linked, field, line):
+    """A7: the build context's requirements file or project source, a link out of it, which the build cannot follow."""
+    from nodeweave.build.context import check_context_paths
+    from nodeweave.spec import parse_spec
+
+    spec = parse_spec(BASE.replace("image: {variant: cpu}", "image:\n  variant: cpu\n  " + line), "s.yaml",
+                      base_dir=linked)
+    with pytest.raises(UsageError) as caught:
+        check_context_paths(linked, spec)
+    assert field in str(caught.value) and "symbolic link out of it" in str(caught.value)

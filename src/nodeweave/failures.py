@@ -214,6 +214,17 @@ def own_file_problem(path: Path, spec: bool = False) -> "str | None":
     return None
 
 
+def leads_out_of(folder: Path, inside: str) -> "Path | None":
+    """Where ``folder``/``inside`` leads when a symbolic link on the way takes it out of ``folder`` (the workspace
+    the nodes mount, the build context an image is built from), else None: the nodes, or the build, see only
+    that folder, where such a link dangles (walk9 A7: a script linked in from another project read as present)."""
+    path = folder / inside
+    if not os.path.lexists(path):
+        return None
+    real, root = Path(os.path.realpath(path)), Path(os.path.realpath(folder))
+    return None if real == root or root in real.parents else real
+
+
 def runs_store(path: Path) -> "Path | None":
     """The ``runs/`` beside a spec (its folder holds ``nodeweave.yaml`` or ``.nodeweave/``) that ``path`` is or lies
     in; None: none."""

@@ -86,6 +86,13 @@ def check_context_paths(context: Path, spec) -> None:
         if not (context / path.rstrip("/")).exists():
             raise UsageError(f"{field}: {path.rstrip('/')!r} is not in the build context {context}; accepted: a path "
                              "inside the context (the spec's directory, or --context)")
+        from nodeweave.failures import leads_out_of
+
+        out = leads_out_of(context, path.rstrip("/"))
+        if out is not None:  # the engine sends the context as it is: the link, not the file (walk9 A7)
+            raise UsageError(f"{field}: {path.rstrip('/')!r} in the build context {context} is a symbolic link out "
+                             f"of it (to {out}), which the build cannot follow; accepted: the file itself inside "
+                             "the context (copy it in instead of linking it)")
         if ignore.excludes(path.rstrip("/")):
             ours = is_marked(bounded.read_bytes(context / ".dockerignore", bounded.TEXT_CAP, "a .dockerignore"))
             fix = ("run `nodeweave render images` (its .dockerignore admits what the spec's image reads)" if ours else

@@ -455,6 +455,14 @@ def script_note(spec, spec_path: Path, command: List[str], launcher: str, seen_a
     typed_here = _typed_in_a_subfolder(folder, script) if typed else ""
     if typed_here:
         return typed_here
+    from nodeweave.failures import leads_out_of
+
+    out = leads_out_of(folder, inside)
+    seen = seen_at or spec.workspace.path
+    if out is not None:
+        return (f"{script} in the workspace {folder} is a symbolic link out of it (to {out}): the nodes see only "
+                f"the workspace (at {seen}), where it leads nowhere, so the run would fail with 'No such file'; copy "
+                "the file into the workspace instead of linking it")
     if (folder / inside).is_file():
         return ""
     if here and not folder.exists():  # this machine mounts it: the folder, said once, not its script (walk6 M7)
@@ -464,7 +472,6 @@ def script_note(spec, spec_path: Path, command: List[str], launcher: str, seen_a
 
         return (f"{script} in the workspace {folder} {not_a_file_to_read(folder / inside)}: every node would fail "
                 "to run it as the training script (launcher.script names the script file)")
-    seen = seen_at or spec.workspace.path
     unless = "the image holds it" if seen == spec.workspace.path else f"{seen} on every node holds it (no image)"
     close = close_script(folder, inside)
     meant = f"; did you mean {close}, which is there?" if close else ""
