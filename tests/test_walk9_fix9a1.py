@@ -198,7 +198,7 @@ def test_every_option_of_seconds_takes_a_duration(capsys, team, words, flag, mar
     dry = ["--dry-run"] if "--dry-run" in long_flags(dict((" ".join(w), c) for w, c in LEAVES)[" ".join(words)]) \
         else []  # top and dashboard: the job is not up, said at once
     code, out, err = run_cli(capsys, *words, flag, "5x", *dry, *tail)
-    assert code == EXIT_USAGE and f"{flag} '5x' is not accepted: seconds: a number (300, 2.5) or with a unit" in \
+    assert code == EXIT_USAGE and f"{flag} '5x' is not accepted: a number of seconds (300, 2.5), or one with a unit" in \
         one_line(err)
     code, out, err = run_cli(capsys, *words, flag, "2m", *dry, *tail)
     assert flag not in err, err  # read (as 120), whatever the verb then says about the cluster
@@ -318,3 +318,34 @@ def test_a_build_input_linked_out_of_the_context_is_refused(linked, field, line)
     with pytest.raises(UsageError) as caught:
         check_context_paths(linked, spec)
     assert field in str(caught.value) and "symbolic link out of it" in str(caught.value)
+
+
+# -- A8: every verb that reaches pods says "the Kubernetes API cannot be reached" once, exit 3 ----------------------
+
+KLOG = ('E1130 10:10:39.354137    1211 memcache.go:265] "Unhandled Error" err="couldn\'t get current server API group '
+        'list: Get \\"http://localhost:8080/api?timeout=32s\\": dial tcp 127.0.0.1:8080: connect: connection refused"')
+
+
+@pytest.mark.parametrize("argv", [["hosts", "probe", "-n", "ml", "--node", "pod:llama-0"],
+                                  ["doctor", "--cluster", "--node", "pod:llama-0"],
+                                  ["sync", ".", "/workspace", "--node", "pod:llama-0"]],
+                         ids=lambda argv: " ".join(argv[:2]))
+def test_an_unreachable_kubernetes_api_is_one_line_exit_3_on_every_verb(capsys, team, monkeypatch, argv):
+    """A8: hosts probe printed kubectl's klog lines and exit 1; doctor --cluster said "check the target runs a
+    nodeweave image", exit 1; sync and status said the API cannot be reached, exit 3."""
+    import os
+
+    from nodeweave.errors import EXIT_ENVIRONMENT
+
+    bin_dir = team / "bin"
+    bin_dir.mkdir()
+    kubectl = bin_dir / "kubectl"
+    kubectl.write_text("#!/bin/sh\ncat >&2 <<'EOF'\n" + KLOG + "\n" + KLOG + "\nThe connection to the "
+                       "server localhost:8080 was refused - did you specify the right host or port?\nEOF\nexit 1\n")
+    kubectl.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    code, out, err = run_cli(capsys, *argv)
+    assert code == EXIT_ENVIRONMENT, (out, err)
+    last = err.strip().splitlines()[-1]
+    assert "the Kubernetes API cannot be reached" in last and "llama-0" in last, err
+    assert "memcache.go" not in err and "nodeweave image" not in out + err

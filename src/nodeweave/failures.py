@@ -78,6 +78,27 @@ def tool_failure(tool: str, what: str, code: int, text: str, switch: str = "pass
     return NodeweaveError(f"{tool} {what} failed (exit {code}): {message}")
 
 
+KUBE_CONTEXT_HINT = "check the kubeconfig context (--kube-context) and that the cluster answers (`kubectl get pods`)"
+NO_CONTEXT_FLAG_HINT = ("check the kubeconfig context (`kubectl config current-context`; KUBECONFIG names the "
+                        "kubeconfig) and that the cluster answers (`kubectl get pods`)")
+
+
+def api_cut_off(failed: "list[tuple[str, str]]", undone: str, hint: str = KUBE_CONTEXT_HINT) -> "EnvironmentProblem | None":
+    """One line, exit 3, when every target of a verb that reaches pods failed because the Kubernetes API cannot be
+    reached (``failed``: each target's label and what its kubectl said); else None. The same words on every verb
+    (sync, hosts probe, doctor --cluster: walk9 A8, where the probe printed kubectl's klog lines per pod and exit
+    1, and doctor told to "check the target runs a nodeweave image"); ``undone``: what did not happen, said before
+    the targets; ``hint``: how this verb picks another context."""
+    from nodeweave.entrypoint.nodelists import ranges
+
+    if not failed or not all(API_UNREACHABLE.search(text or "") for _, text in failed):
+        return None
+    said = tool_message(failed[0][1]) or failed[0][1]
+    said = next((part for part in said.split(" | ") if API_UNREACHABLE.search(part)), said)
+    return EnvironmentProblem(f"the Kubernetes API cannot be reached ({said.strip()[:200]}): {undone} "
+                              f"{ranges(label for label, _ in failed)}; {hint}")
+
+
 # ssh's own words when it never reached the host (exit 255), and what each means (walk7 A39): the host was not
 # asked at all, so nothing about the job there is known, and `up` cannot help.
 SSH_UNREACHED = ((re.compile(r"Could not resolve hostname", re.I), "name not resolved"),
