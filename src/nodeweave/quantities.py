@@ -57,7 +57,7 @@ def human_bytes(count: int) -> str:
 # one reader for every option that takes seconds (walk9 A12: `--timeout 5s` was "not a number", and `logs --since
 # 300` "not a duration").
 _DURATION_PART = r"(\d+(?:\.\d+)?|\.\d+)([hms])"
-DURATION_WORDS = "seconds: a number (300, 2.5) or with a unit, s, m or h (30s, 5m, 2h, 1h30m)"
+DURATION_WORDS = "a number of seconds (300, 2.5), or one with a unit, s, m or h (30s, 5m, 2h, 1h30m)"
 _UNIT_SECONDS = {"h": 3600, "m": 60, "s": 1}
 
 

@@ -167,8 +167,11 @@ class _Seconds(_Number):
     def convert(self, value, param, ctx):
         from nodeweave.quantities import seconds
 
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
+        try:
+            float(str(value).strip())  # a number as ever (1e300, nan, -0: the number's own refusals, walk4/5)
             return super().convert(value, param, ctx)
+        except ValueError:
+            pass
         number = seconds(str(value))
         if number is None:
             raise BadParameter(f"{value!r} is not a valid duration", ctx=ctx, param=param)
