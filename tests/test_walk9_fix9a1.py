@@ -349,3 +349,17 @@ def test_an_unreachable_kubernetes_api_is_one_line_exit_3_on_every_verb(capsys, 
     last = err.strip().splitlines()[-1]
     assert "the Kubernetes API cannot be reached" in last and "llama-0" in last, err
     assert "memcache.go" not in err and "nodeweave image" not in out + err
+
+
+# -- A3: on CPU, sizes whose buffers cannot fit this machine's memory are refused before any launch ------------------
+
+def test_bench_refuses_sizes_past_this_machines_memory_on_cpu(capsys, team):
+    """A3: `bench --sizes 16G` for 2 gloo processes on a 23 GiB machine launched (and failed behind torchrun's
+    traceback); the dry run accepted it too. (Walked as a dry run only: the code before the fix would launch the
+    real one and fill this machine's memory; the real run meets the same function before any launch.)"""
+    dry = ["--dry-run"]
+    code, out, err = run_cli(capsys, "bench", "--backend", "gloo", "--nproc", "2", "--ops", "all_reduce", "--sizes",
+                             "1K,1T", "--iters", "1", "--warmup", "0", *dry)
+    assert code == EXIT_USAGE, (out, err)
+    line = one_line([text for text in err.splitlines() if "error" in text][0])
+    assert "--sizes: the largest size, 1.0 TiB, needs at least 4.0 TiB on CPU" in line and "available" in line

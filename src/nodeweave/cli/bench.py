@@ -101,6 +101,7 @@ def bench(
     console = err_console if data_out else Console()
     config = runner.BenchConfig(tuple(op_list), sizes, iters, warmup, _processes(nproc, backend, err_console),
                                 backend, dtype, timeout)
+    _refuse_sizes_past_memory(config)
     if dry_run:
         from nodeweave.cli.habits.clusteropts import show_plan
 
@@ -153,6 +154,36 @@ def _refuse_what_this_machine_cannot_run(backend: str, swept: "list[str]") -> No
                          "where a GPU is seen, else gloo)")
     raise UsageError(f"--sweep {inert[0]}: no GPU here, so the launches run gloo, which reads no NCCL_*/RCCL_* "
                      "variable: every point would measure the same; accepted: a GPU machine, or leave the sweep out")
+
+
+BUFFERS_PER_PROCESS = 2  # at least: a size's input and output (or the check's pattern) in each process's memory
+
+
+def _refuse_sizes_past_memory(config) -> None:
+    """On CPU (gloo on this machine's memory), a largest size whose buffers, in every process, exceed the memory
+    this machine has available is refused before any launch, naming both (walk9 A3: `--sizes 16G` for 2 processes
+    on a 23 GiB machine launched, and torchrun's traceback hid the failed allocation; on a shared machine it would
+    push the others into swap). A GPU's memory is its own, judged by the launch."""
+    from nodeweave.bench.options import DEFAULT_SIZES, parse_sizes
+    from nodeweave.entrypoint import detect
+    from nodeweave.quantities import human_bytes
+
+    if config.backend == "nccl" or (config.backend == "auto" and detect().gpus.count):
+        return
+    try:
+        available = next(int(line.split()[1]) * 1024 for line in open("/proc/meminfo", encoding="ascii")
+                         if line.startswith("MemAvailable:"))
+    except (OSError, StopIteration, ValueError, IndexError):
+        return  # not Linux, or no such line: nothing to judge by
+    procs = int(config.nproc) if str(config.nproc).isdigit() else 1
+    largest = max(parse_sizes(config.sizes or DEFAULT_SIZES["gloo"]))
+    needed = largest * BUFFERS_PER_PROCESS * procs
+    if needed > available:
+        fits = available // (BUFFERS_PER_PROCESS * procs)
+        raise UsageError(f"--sizes: the largest size, {human_bytes(largest)}, needs at least {human_bytes(needed)} "
+                         f"on CPU ({procs} gloo process(es) x {BUFFERS_PER_PROCESS} buffers), more than the "
+                         f"{human_bytes(available)} this machine has available; accepted: sizes up to about "
+                         f"{human_bytes(fits)}, or fewer processes (--nproc)")
 
 
 def _processes(nproc: str, backend: str, err_console) -> str:
