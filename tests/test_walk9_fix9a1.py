@@ -363,3 +363,37 @@ def test_bench_refuses_sizes_past_this_machines_memory_on_cpu(capsys, team):
     assert code == EXIT_USAGE, (out, err)
     line = one_line([text for text in err.splitlines() if "error" in text][0])
     assert "--sizes: the largest size, 1.0 TiB, needs at least 4.0 TiB on CPU" in line and "available" in line
+
+
+# -- A5: an offline build's wheelhouse is judged against what the image installs by name, before any layer ----------
+
+def test_an_offline_plan_names_what_the_wheelhouse_lacks(capsys, team, monkeypatch):
+    """A5: `image build --offline --wheelhouse W --dry-run` with only nodeweave's wheel in W planned the build; the
+    pip layer, after the apt layers, would fail on torch, deepspeed, ... and the requirements' tqdm."""
+    from nodeweave.resolve import resolve
+    from nodeweave.spec import load_spec
+
+    (team / "requirements.txt").write_text("tqdm==4.66.1\n")
+    (team / "nodeweave.yaml").write_text((team / "nodeweave.yaml").read_text().replace(
+        "  variant: cpu\n", "  variant: cpu\n  requirements: requirements.txt\n"))
+    assert run_cli(capsys, "render", "all")[0] == 0
+    house = team.parent / f"{team.name}-wheels"
+    house.mkdir()
+    (house / "nodeweave-0.1.0-py3-none-any.whl").write_bytes(b"x")
+    argv = ["image", "build", "cpu", "--base", "localhost/b:1", "--offline", "--wheelhouse", str(house), "--dry-run"]
+    code, out, err = run_cli(capsys, *argv)
+    assert code == EXIT_USAGE, (out, err)
+    line = one_line(err)
+    pins = resolve(load_spec(team / "nodeweave.yaml"), "cpu").variant.pip_requirements
+    assert "tqdm==4.66.1" in line and all(pin in line for pin in pins) and "pip download" in line, line
+    for pin in [*pins, "tqdm==4.66.1"]:  # each pinned name at its version (a local label, +cpu, as pip reads it)
+        name, _, version = pin.partition("==")
+        (house / f"{name.replace('-', '_')}-{version}{'+cpu' if name == 'torch' else ''}-py3-none-any.whl"
+         ).write_bytes(b"x")
+    (house / "tqdm-4.66.1-py3-none-any.whl").unlink()
+    (house / "tqdm-4.66.0-py3-none-any.whl").write_bytes(b"x")  # another version: still lacking
+    code, out, err = run_cli(capsys, *argv)
+    assert code == EXIT_USAGE and "of tqdm==4.66.1 (" in one_line(err), err
+    (house / "tqdm-4.66.1-py3-none-any.whl").write_bytes(b"x")
+    code, out, err = run_cli(capsys, *argv)
+    assert code == 0, err
