@@ -222,7 +222,7 @@ def wheels_lacking(view, context: Path, folders: "List[Path]") -> "List[str]":
     import re
 
     from nodeweave.entrypoint import bounded
-    from nodeweave.spec.sections.image import _logical_lines
+    from nodeweave.spec.sections.image import requirement_lines
 
     def norm(name: str) -> str:
         return re.sub(r"[-_.]+", "-", name).lower()
@@ -240,7 +240,7 @@ def wheels_lacking(view, context: Path, folders: "List[Path]") -> "List[str]":
     file = context / view.spec.image.requirements if view.spec.image.requirements else None
     if file is not None and file.is_file():
         text = bounded.read_text(file, bounded.TEXT_CAP, "a requirements file")
-        wanted += [line.split(" --", 1)[0] for _, line in _logical_lines(text) if not line.startswith("-")]
+        wanted += [line.split(" --", 1)[0] for _, line in requirement_lines(text) if not line.startswith("-")]
     lacking = []
     for requirement in wanted:
         found = re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)(\[[^\]]*\])?\s*(===?\s*([^\s;]+))?\s*(@|;|$)?", requirement)

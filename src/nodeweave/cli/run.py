@@ -459,7 +459,7 @@ def script_note(spec, spec_path: Path, command: List[str], launcher: str, seen_a
 
     out = leads_out_of(folder, inside)
     seen = seen_at or spec.workspace.path
-    if out is not None:
+    if out is not None and (out.is_file() or not out.exists()):  # a device or folder: its own note, below
         return (f"{script} in the workspace {folder} is a symbolic link out of it (to {out}): the nodes see only "
                 f"the workspace (at {seen}), where it leads nowhere, so the run would fail with 'No such file'; copy "
                 "the file into the workspace instead of linking it")

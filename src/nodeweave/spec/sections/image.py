@@ -296,6 +296,12 @@ def _logical_lines(text: str):
         yield start, pending.strip()
 
 
+def requirement_lines(text: str):
+    """(line number, logical line) of a requirements file, continuations joined and comments dropped: what the
+    spec's check reads, and what an offline build's wheelhouse is judged against (``build.wheels_lacking``)."""
+    return _logical_lines(text)
+
+
 def _requirement_problem(line: str) -> Optional[str]:
     if line.startswith("-"):
         option = line.split("=", 1)[0].split()[0]
