@@ -312,13 +312,22 @@ def rendered_team(capsys, team):
 
 
 def test_build_plan_names_the_given_wheelhouse_and_what_pip_uses(capsys, rendered_team, tmp_path_factory):
+    from nodeweave.resolve import resolve
+    from nodeweave.spec import load_spec
+
     given = tmp_path_factory.mktemp("whs")
     (given / "numpy-1.26.4-py3-none-any.whl").write_bytes(b"")
+    # what the image installs by name, which an offline build finds in the wheelhouse or refuses (walk9 A5)
+    pins = resolve(load_spec(rendered_team / "nodeweave.yaml"), "cpu").variant.pip_requirements
+    for pin in pins:
+        name, _, version = pin.partition("==")
+        (given / f"{name}-{version}-py3-none-any.whl").write_bytes(b"")
     house = rendered_team / "wheelhouse"
     for extra, pip in ((["--offline"], "pip looks nowhere else (--offline)"), ([], "then the index")):
         code, out, err = run_cli(capsys, "image", "build", "cpu", "--dry-run", "--wheelhouse", str(given), *extra)
         line = next((ln for ln in out.splitlines() if "wheelhouse:" in ln), "")
-        assert code == 0 and str(given) in line and "1 wheel" in line and str(house) in line and pip in line, out
+        assert code == 0 and str(given) in line and f"({1 + len(pins)} wheel" in line and str(house) in line \
+            and pip in line, (out, err)
         assert "pip uses the index" not in out
     assert not house.exists()  # a dry run links nothing
 

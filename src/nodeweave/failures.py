@@ -78,6 +78,27 @@ def tool_failure(tool: str, what: str, code: int, text: str, switch: str = "pass
     return NodeweaveError(f"{tool} {what} failed (exit {code}): {message}")
 
 
+KUBE_CONTEXT_HINT = "check the kubeconfig context (--kube-context) and that the cluster answers (`kubectl get pods`)"
+NO_CONTEXT_FLAG_HINT = ("check the kubeconfig context (`kubectl config current-context`; KUBECONFIG names the "
+                        "kubeconfig) and that the cluster answers (`kubectl get pods`)")
+
+
+def api_cut_off(failed: "list[tuple[str, str]]", undone: str, hint: str = KUBE_CONTEXT_HINT) -> "EnvironmentProblem | None":
+    """One line, exit 3, when every target of a verb that reaches pods failed because the Kubernetes API cannot be
+    reached (``failed``: each target's label and what its kubectl said); else None. The same words on every verb
+    (sync, hosts probe, doctor --cluster: walk9 A8, where the probe printed kubectl's klog lines per pod and exit
+    1, and doctor told to "check the target runs a nodeweave image"); ``undone``: what did not happen, said before
+    the targets; ``hint``: how this verb picks another context."""
+    from nodeweave.entrypoint.nodelists import ranges
+
+    if not failed or not all(API_UNREACHABLE.search(text or "") for _, text in failed):
+        return None
+    said = tool_message(failed[0][1]) or failed[0][1]
+    said = next((part for part in said.split(" | ") if API_UNREACHABLE.search(part)), said)
+    return EnvironmentProblem(f"the Kubernetes API cannot be reached ({said.strip()[:200]}): {undone} "
+                              f"{ranges(label for label, _ in failed)}; {hint}")
+
+
 # ssh's own words when it never reached the host (exit 255), and what each means (walk7 A39): the host was not
 # asked at all, so nothing about the job there is known, and `up` cannot help.
 SSH_UNREACHED = ((re.compile(r"Could not resolve hostname", re.I), "name not resolved"),
@@ -184,7 +205,7 @@ def own_folder_problem(path: Path, system_ok: bool = False, runs_ok: bool = Fals
             return f"{seen} is inside {tree} ({SYSTEM_TREES[tree]})"
     if STATE_DIR in real.parts or STATE_DIR in path.parts:
         return f"it is inside {STATE_DIR}/, nodeweave's own state folder"
-    store = None if runs_ok else _runs_store(path) or _runs_store(real)
+    store = None if runs_ok else runs_store(path) or runs_store(real)
     if store is not None:
         return (f"it is inside {store}, the run folders' store beside the spec (`nodeweave runs ls` reads every "
                 "folder there as a run)")
@@ -207,7 +228,7 @@ def own_file_problem(path: Path, spec: bool = False) -> "str | None":
     if STATE_DIR in real.parts or STATE_DIR in folder.parts:
         return f"it is inside {STATE_DIR}/, nodeweave's own state folder (up's cluster record, the render record)"
     for seen in (folder, real):
-        store = _runs_store(seen)
+        store = runs_store(seen)
         if store is not None and store.is_symlink() and not spec:  # never written through a link, as `run` judges runs/ (walk9
             # A23: bench's default wrote through it)
             return (f"it is in {store}, the run folders' store beside the spec, which is a symbolic link (to "
@@ -220,7 +241,18 @@ def own_file_problem(path: Path, spec: bool = False) -> "str | None":
     return None
 
 
-def _runs_store(path: Path) -> "Path | None":
+def leads_out_of(folder: Path, inside: str) -> "Path | None":
+    """Where ``folder``/``inside`` leads when a symbolic link on the way takes it out of ``folder`` (the workspace
+    the nodes mount, the build context an image is built from), else None: the nodes, or the build, see only
+    that folder, where such a link dangles (walk9 A7: a script linked in from another project read as present)."""
+    path = folder / inside
+    if not os.path.lexists(path):
+        return None
+    real, root = Path(os.path.realpath(path)), Path(os.path.realpath(folder))
+    return None if real == root or root in real.parents else real
+
+
+def runs_store(path: Path) -> "Path | None":
     """The ``runs/`` beside a spec (its folder holds ``nodeweave.yaml`` or ``.nodeweave/``) that ``path`` is or lies
     in; None: none."""
     from nodeweave.jobstate import STATE_DIR

@@ -108,7 +108,12 @@ class HostReport:
 
 
 def _failure(target: Remote, code: int, stderr: str) -> HostReport:
-    text = " | ".join(ln for ln in stderr.strip().splitlines()[-3:] if ln.strip())[:400]
+    from nodeweave.failures import KLOG_LINE, tool_message
+
+    if any(KLOG_LINE.match(line.strip()) for line in stderr.splitlines()):  # kubectl's klog frames: their error
+        text = tool_message(stderr, 400)
+    else:
+        text = " | ".join(ln for ln in stderr.strip().splitlines()[-3:] if ln.strip())[:400]
     unreachable = target.unreachable(code, text)
     if code == 127 or "python3: not found" in text or "executable file not found" in text:
         return HostReport(target, "error", error=f"no python3 on the host (exit {code}): {text}")

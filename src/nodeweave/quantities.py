@@ -51,3 +51,24 @@ def human_bytes(count: int) -> str:
             return f"{int(size)} {unit}" if unit == "B" else f"{size:.1f} {unit}"
         size /= 1024
     return f"{count} B"
+
+
+# A duration as kubectl, podman and `logs --since` write one (30s, 5m, 2h, 1h30m, 1.5m), or plain seconds (300, 2.5):
+# one reader for every option that takes seconds (walk9 A12: `--timeout 5s` was "not a number", and `logs --since
+# 300` "not a duration").
+_DURATION_PART = r"(\d+(?:\.\d+)?|\.\d+)([hms])"
+DURATION_WORDS = "a number of seconds (300, 2.5), or one with a unit, s, m or h (30s, 5m, 2h, 1h30m)"
+_UNIT_SECONDS = {"h": 3600, "m": 60, "s": 1}
+
+
+def seconds(text: str) -> "float | None":
+    """``text`` as seconds (``300`` -> 300, ``5m`` -> 300, ``1h30m`` -> 5400, ``2.5`` -> 2.5), or None when it is
+    neither a plain number nor a duration."""
+    import re
+
+    text = str(text).strip()
+    if re.fullmatch(r"\d+(?:\.\d+)?|\.\d+", text):
+        return float(text)
+    if not text or not re.fullmatch(f"(?:{_DURATION_PART})+", text):
+        return None
+    return float(sum(float(number) * _UNIT_SECONDS[unit] for number, unit in re.findall(_DURATION_PART, text)))

@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import List, Mapping, Optional
 
 from nodeweave.build.builder import BuildProgress, BuildResult, git_revision, no_revision_why, run_build
-from nodeweave.build.context import (check_context_paths, check_copied_sources, choose_dockerfile, link_wheelhouse,
+from nodeweave.build.context import (check_context_paths, check_copied_sources, choose_dockerfile, is_distribution,
+                                     link_wheelhouse,
                                      refresh_entrypoint, rendered_dockerfile, wheels_in, without_frontend_pin)
 from nodeweave.build.engine import BUILDX, CLASSIC_BUILDKIT, Engine, detect_engine
 from nodeweave.build.plan import BuildPlan, Revision, plan_build
@@ -240,6 +241,45 @@ def check_push_reaches_a_registry(tags, push: bool) -> None:
                          "build without --push")
 
 
+def wheels_lacking(view, context: Path, folders: "List[Path]") -> "List[str]":
+    """What the image installs by name (the variant's pins, image.pip, image.requirements' lines) that no
+    distribution in ``folders`` provides, by pip's normalised name and, for a ``name==version`` pin, its version
+    (a wheel's local label, ``+cpu``, aside, as pip compares them): an offline build would fail at its pip layer,
+    after the apt layers (walk9 A5). Their own dependencies are pip's to find; a ``name @ URL`` line is not judged."""
+    import re
+
+    from nodeweave.entrypoint import bounded
+    from nodeweave.spec.sections.image import requirement_lines
+
+    def norm(name: str) -> str:
+        return re.sub(r"[-_.]+", "-", name).lower()
+
+    held: "dict[str, set[str]]" = {}
+    for folder in folders:
+        for item in (folder.iterdir() if folder.is_dir() else ()):
+            if not is_distribution(item):
+                continue
+            stem = item.name[:-4] if item.name.endswith(".whl") else re.sub(r"\.(tar\.gz|zip)$", "", item.name)
+            parts = stem.split("-") if item.name.endswith(".whl") else stem.rsplit("-", 1)
+            if len(parts) >= 2:
+                held.setdefault(norm(parts[0]), set()).add(parts[1].split("+", 1)[0])
+    wanted = [*view.variant.pip_requirements, *view.spec.image.pip]
+    file = context / view.spec.image.requirements if view.spec.image.requirements else None
+    if file is not None and file.is_file():
+        text = bounded.read_text(file, bounded.TEXT_CAP, "a requirements file")
+        wanted += [line.split(" --", 1)[0] for _, line in requirement_lines(text) if not line.startswith("-")]
+    lacking = []
+    for requirement in wanted:
+        found = re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)(\[[^\]]*\])?\s*(===?\s*([^\s;]+))?\s*(@|;|$)?", requirement)
+        if not found or found.group(5) == "@":
+            continue
+        name, version = norm(found.group(1)), found.group(4)
+        versions = held.get(name, set())
+        if not versions or (version and version.split("+", 1)[0] not in versions):
+            lacking.append(requirement.strip())
+    return list(dict.fromkeys(lacking))
+
+
 def wheelhouse_note(house: Path, count: int, given: Optional[Path], offline: bool, dry_run: bool) -> str:
     """What the build's pip is offered, as the real build does it: the ``--wheelhouse`` given, linked into the
     context's ``wheelhouse/``, and whether pip looks anywhere else (walk6, W34: the plan named only the context's
@@ -312,6 +352,16 @@ def prepare_build(spec, variant: str, context: Path, scratch: Path, base: Option
         fill = given or house
         raise UsageError(f"--offline needs wheels, but {where}; fill it: {wheelhouse_command(view, fill, context)} "
                          "(docs/images.md, offline builds)" + ("" if given else ", or pass --wheelhouse DIR"))
+    if offline:
+        lacking = wheels_lacking(view, context, [folder for folder in (given, house) if folder is not None])
+        if lacking:
+            from nodeweave.errors import UsageError
+
+            shown = ", ".join(lacking[:8]) + (f" and {len(lacking) - 8} more" if len(lacking) > 8 else "")
+            fill = given or house
+            raise UsageError(f"--offline installs from the wheelhouse only, and it holds no distribution of {shown} "
+                             f"(what the image installs by name); fill it: {wheelhouse_command(view, fill, context)} "
+                             "(docs/images.md, offline builds)")
     revision = git_revision(context)
     if push and revision is None and not (tag or view.fixed_tag):
         notes.append(f"{no_revision_why(context)}, so there is no <variant>-<git sha> tag: only the mutable "

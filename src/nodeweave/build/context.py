@@ -86,6 +86,13 @@ def check_context_paths(context: Path, spec, spec_path: Optional[Path] = None) -
         if not (context / path.rstrip("/")).exists():
             raise UsageError(f"{field}: {path.rstrip('/')!r} is not in the build context {context}; accepted: a path "
                              "inside the context (the spec's directory, or --context)")
+        from nodeweave.failures import leads_out_of
+
+        out = leads_out_of(context, path.rstrip("/"))
+        if out is not None:  # the engine sends the context as it is: the link, not the file (walk9 A7)
+            raise UsageError(f"{field}: {path.rstrip('/')!r} in the build context {context} is a symbolic link out "
+                             f"of it (to {out}), which the build cannot follow; accepted: the file itself inside "
+                             "the context (copy it in instead of linking it)")
         if ignore.excludes(path.rstrip("/")):
             ours = is_marked(bounded.read_bytes(context / ".dockerignore", bounded.TEXT_CAP, "a .dockerignore"))
             from nodeweave.rendering.provenance import render_command
@@ -97,13 +104,13 @@ def check_context_paths(context: Path, spec, spec_path: Optional[Path] = None) -
             raise UsageError(f"{field}: {context / '.dockerignore'} keeps {path.rstrip('/')!r} out of the build; {fix}")
 
 
-def _is_distribution(path: Path) -> bool:
+def is_distribution(path: Path) -> bool:
     return path.is_file() and path.name.endswith((".whl", ".tar.gz", ".zip"))
 
 
 def wheels_in(folder: Path) -> int:
     """How many distributions (wheels, sdists) ``folder`` holds: what ``link_wheelhouse`` would offer from it."""
-    return sum(1 for item in folder.iterdir() if _is_distribution(item)) if folder.is_dir() else 0
+    return sum(1 for item in folder.iterdir() if is_distribution(item)) if folder.is_dir() else 0
 
 
 WHEELHOUSE_ACCEPTED = "holding the wheels already: --wheelhouse makes no folder, the pip line it offers makes and fills one"
@@ -136,7 +143,7 @@ def link_wheelhouse(context: Path, source: Optional[Path], write: bool = True,
     target = context / WHEELHOUSE
     if target.exists() and not target.is_dir():
         raise UsageError(f"{target} exists and is not a directory; the image build contract needs a wheelhouse directory there")
-    present = {item.name for item in target.iterdir() if _is_distribution(item)} if target.is_dir() else set()
+    present = {item.name for item in target.iterdir() if is_distribution(item)} if target.is_dir() else set()
     offered = []
     if source is not None:
         judge_wheelhouse(source)
@@ -148,7 +155,7 @@ def link_wheelhouse(context: Path, source: Optional[Path], write: bool = True,
             raise UsageError(f"--wheelhouse {source} does not exist; accepted: a directory of wheels ({how} makes "
                              "and fills it)")
         if source != target.resolve():
-            offered = [wheel for wheel in sorted(source.iterdir()) if _is_distribution(wheel) and wheel.name not in present]
+            offered = [wheel for wheel in sorted(source.iterdir()) if is_distribution(wheel) and wheel.name not in present]
     if write:
         target.mkdir(exist_ok=True)
         for wheel in offered:

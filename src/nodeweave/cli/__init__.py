@@ -85,6 +85,7 @@ class RootGroup(LazyVerbs):
 app = NodeweaveTyper(
     name="nodeweave",
     help="Multi-node GPU training in containers from one cluster spec.",
+    epilog='Shell completion: eval "$(_NODEWEAVE_COMPLETE=source_bash nodeweave)" (source_zsh, source_fish too).',
     no_args_is_help=True,
     add_completion=False,
     cls=RootGroup,
@@ -168,7 +169,7 @@ def _click_error_line(err: Exception) -> "tuple[str, int] | None":
 
 _OUT_OF_RANGE = re.compile(r"^invalid value for '(-[\w-]+)'(?: / '-\w+')?: (.+?) is not in the range (.+)$", re.I)
 _NOT_A_NUMBER = re.compile(r"^invalid value for '(-[\w-]+)'(?: / '-\w+')?: '(.*)' is not a valid "
-                           r"(integer|float|number|finite number)(?: in the range (.+))?$", re.I)
+                           r"(integer|float|number|finite number|duration)(?: in the range (.+))?$", re.I)
 _BOUNDS = {">=": "{} or more", ">": "more than {}", "<=": "at most {}", "<": "less than {}"}
 
 
@@ -179,7 +180,10 @@ def numeric_refusal(message: str) -> str:
     found = _NOT_A_NUMBER.match(message)
     if found:
         option, value, label, bounds = found.groups()
-        kind = {"integer": "a whole number", "finite number": "a finite number"}.get(label.lower(), "a number")
+        from nodeweave.quantities import DURATION_WORDS
+
+        kind = {"integer": "a whole number", "finite number": "a finite number",
+                "duration": DURATION_WORDS}.get(label.lower(), "a number")
         accepted = _accepted_range(bounds) if bounds else None
         shown = value if label.lower() == "finite number" else repr(value)  # nan, inf: numbers, written as numbers
         return f"{option} {shown} is not accepted: {kind}" + (f", {accepted}" if accepted else "")

@@ -8,19 +8,22 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from pathlib import Path
 from typing import List, Optional
 
 import typer
 
-from nodeweave.cli.habits.output import checked, complete_from, emit, option_named, output_file, output_option, tell
+from nodeweave.cli.habits.coercion import seconds_option
+
+from nodeweave.cli.habits.output import complete_from, data_format, emit, option_named, output_file, output_option, tell
 from nodeweave.cli.habits.replace import refuse_foreign_file
 from nodeweave.errors import EXIT_FAILURE, EnvironmentProblem, UsageError
 
 
 # Under runs/, where nodeweave keeps what runs leave (ignored by git in nodeweave's own folder; docs/cluster.md),
 # not loose in whatever folder the command ran from.
-DEFAULT_JSON_OUT = Path("runs") / "nodeweave-bench.json"
+DEFAULT_JSON_NAME = "nodeweave-bench.json"  # in runs/ beside the nearest spec, as every verb's runs (walk9 A11)
 
 
 def bench(
@@ -41,12 +44,14 @@ def bench(
                                              "before anything starts"),
     as_json: bool = typer.Option(False, "--json", help="print every number as JSON on stdout (tables go to stderr)"),
     output: str = output_option(),
-    json_path: Path = typer.Option(DEFAULT_JSON_OUT, "--json-out", callback=output_file, help="where to write every number (long form "
+    json_path: Optional[Path] = typer.Option(None, "--json-out", callback=output_file, show_default=False,
+                                   help=f"where to write every number, a .json file (default: runs/{DEFAULT_JSON_NAME} "
+                                   "beside the nearest nodeweave.yaml, as every verb's runs; else here) (long form "
                                    "only: -o selects the output format); by default nothing is written when no "
                                    "launch measured anything"),
     plot: Optional[Path] = typer.Option(None, "--plot", callback=output_file, help="PNG (or .svg) of busbw against size (needs matplotlib; "
                                         "default: beside --json-out when matplotlib is importable)"),
-    timeout: float = typer.Option(1800.0, "--timeout", help="seconds one launch may take"),
+    timeout: float = seconds_option(typer.Option(1800.0, "--timeout", help="seconds one launch may take")),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="stream the launches' output"),
     dry_run: bool = typer.Option(False, "--dry-run", help="print the launches (baseline and each sweep point) and "
                                  "the files they write; start nothing"),
@@ -57,7 +62,7 @@ def bench(
     from nodeweave.bench import options, report, runner
     from nodeweave.cluster.sweep import assignment_notes, parse_sweeps, sweep_points
 
-    output = "json" if as_json else checked(output)
+    output = data_format(as_json, output)
     data_out = output in ("json", "yaml")
     if backend not in options.BACKENDS:
         raise UsageError(f"--backend: {backend!r} is not a backend; expected one of {', '.join(options.BACKENDS)}")
@@ -78,6 +83,12 @@ def bench(
 
         check_chart_path(plot, "--plot")
         refuse_foreign_file(plot, "--plot", "chart")
+    default_out = json_path is None
+    if default_out:  # runs/ beside the spec, as run, check and runs ls read it; judged by their rule (runs_parent)
+        from nodeweave.cli.habits.output import runs_parent
+        from nodeweave.cli.habits.spec_path import find_spec
+
+        json_path = Path(os.path.abspath(runs_parent(None, find_spec(None), writes=True) / DEFAULT_JSON_NAME))
     plot = _plot_path(plot, json_path, report.matplotlib_available())
     # before the launches: minutes, then a refusal
     refuse_foreign_file(json_path, "--json-out", "bench",
@@ -90,6 +101,7 @@ def bench(
     console = err_console if data_out else Console()
     config = runner.BenchConfig(tuple(op_list), sizes, iters, warmup, _processes(nproc, backend, err_console),
                                 backend, dtype, timeout)
+    _refuse_sizes_past_memory(config)
     if dry_run:
         from nodeweave.cli.habits.clusteropts import show_plan
 
@@ -104,7 +116,7 @@ def bench(
     ranking = runner.rank_runs(runs, op_list[0])
     _show(runs, ranking, points, op_list, console, err_console)
     document = report.document(runs, ranking, list(sweep))
-    if not any(run.report for run in runs) and json_path == DEFAULT_JSON_OUT:  # no numbers: no file to mistake
+    if not any(run.report for run in runs) and default_out:  # no numbers: no file to mistake
         tell(f"bench: no launch measured anything, so {json_path} was not written (--json-out PATH "
              "writes the failed launches' exit codes and output there)")
         raise typer.Exit(EXIT_FAILURE)
@@ -142,6 +154,36 @@ def _refuse_what_this_machine_cannot_run(backend: str, swept: "list[str]") -> No
                          "where a GPU is seen, else gloo)")
     raise UsageError(f"--sweep {inert[0]}: no GPU here, so the launches run gloo, which reads no NCCL_*/RCCL_* "
                      "variable: every point would measure the same; accepted: a GPU machine, or leave the sweep out")
+
+
+BUFFERS_PER_PROCESS = 2  # at least: a size's input and output (or the check's pattern) in each process's memory
+
+
+def _refuse_sizes_past_memory(config) -> None:
+    """On CPU (gloo on this machine's memory), a largest size whose buffers, in every process, exceed the memory
+    this machine has available is refused before any launch, naming both (walk9 A3: `--sizes 16G` for 2 processes
+    on a 23 GiB machine launched, and torchrun's traceback hid the failed allocation; on a shared machine it would
+    push the others into swap). A GPU's memory is its own, judged by the launch."""
+    from nodeweave.bench.options import DEFAULT_SIZES, parse_sizes
+    from nodeweave.entrypoint import detect
+    from nodeweave.quantities import human_bytes
+
+    if config.backend == "nccl" or (config.backend == "auto" and detect().gpus.count):
+        return
+    try:
+        available = next(int(line.split()[1]) * 1024 for line in open("/proc/meminfo", encoding="ascii")
+                         if line.startswith("MemAvailable:"))
+    except (OSError, StopIteration, ValueError, IndexError):
+        return  # not Linux, or no such line: nothing to judge by
+    procs = int(config.nproc) if str(config.nproc).isdigit() else 1
+    largest = max(parse_sizes(config.sizes or DEFAULT_SIZES["gloo"]))
+    needed = largest * BUFFERS_PER_PROCESS * procs
+    if needed > available:
+        fits = available // (BUFFERS_PER_PROCESS * procs)
+        raise UsageError(f"--sizes: the largest size, {human_bytes(largest)}, needs at least {human_bytes(needed)} "
+                         f"on CPU ({procs} gloo process(es) x {BUFFERS_PER_PROCESS} buffers), more than the "
+                         f"{human_bytes(available)} this machine has available; accepted: sizes up to about "
+                         f"{human_bytes(fits)}, or fewer processes (--nproc)")
 
 
 def _processes(nproc: str, backend: str, err_console) -> str:

@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING, Callable, List, Optional
 
 import typer
 
+from nodeweave.cli.habits.coercion import seconds_option
+
 from nodeweave.cli.habits.clusteropts import (DRY_RUN, JSON, REACH, SPEC, console, open_cluster, reach_options,
                                               say, show_plan)
 from nodeweave.cli.habits.nodes import NODE
@@ -85,8 +87,8 @@ def check_command(
     repeats: int = typer.Option(2, "--repeats", help="Extra samples of every figure near the line, before a verdict (1 to 10)"),
     backend_name: str = typer.Option("auto", "--backend", autocompletion=complete_from("auto", "nccl", "gloo"), help="auto (nccl where torch sees a GPU, else gloo) | "
                                      "nccl | gloo"),
-    seconds: float = typer.Option(0.25, "--seconds", help="Seconds per direction of a link measurement (less than --timeout)"),
-    timeout: float = typer.Option(300.0, "--timeout", help="Seconds a node may wait for the others: the check-in and each collective"),
+    seconds: float = seconds_option(typer.Option(0.25, "--seconds", help="Seconds per direction of a link measurement (less than --timeout)")),
+    timeout: float = seconds_option(typer.Option(300.0, "--timeout", help="Seconds a node may wait for the others: the check-in and each collective")),
     runs_dir: Optional[Path] = typer.Option(None, "--runs-dir", callback=runs_folder_written, help="Where the report goes (default: runs/ beside "
                                             "the spec)"),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Show the nodes' output as it arrives"),

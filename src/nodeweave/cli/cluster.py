@@ -7,6 +7,8 @@ from typing import TYPE_CHECKING, List, Optional
 
 import typer
 
+from nodeweave.cli.habits.coercion import seconds_option
+
 from nodeweave.cli.habits.base import find_spec
 from nodeweave.cli.habits.clusteropts import (DRY_RUN, JSON, REACH, SPEC, console, default_mode,
                                               open_cluster, reach_options, remember_up, say, show_plan, spec_command)
@@ -30,8 +32,8 @@ def up_command(
     image: Optional[str] = typer.Option(None, "--image", help="compose targets (local, "
                                         "hosts with an engine): the image every node runs (NODEWEAVE_IMAGE), e.g. a "
                                         "<variant>-<sha> tag"),
-    timeout: Optional[float] = typer.Option(None, "--timeout", min=1, help="Seconds every node has to come up "
-                                            "(default 300; read only while up waits: not with --no-wait)"),
+    timeout: Optional[float] = seconds_option(typer.Option(None, "--timeout", min=1, help="Seconds every node has to come up "
+                                            "(default 300; read only while up waits: not with --no-wait)")),
     wait: bool = typer.Option(True, "--wait/--no-wait", help="Wait until every node is up (live table)"),
     check: bool = typer.Option(False, "--check", help="Then `nodeweave check` the nodes (exit 5 when it names "
                                "a node or link; the nodes stay up): held ones (with --hold) where nodes hold, the "
@@ -313,7 +315,7 @@ def _stop(plan, spec_dir: Path, out, fmt: str) -> bool:
 
 @reach_options
 def stop_command(
-    grace: float = typer.Option(10, "--grace", min=0, help="Seconds between SIGTERM and SIGKILL"),
+    grace: float = seconds_option(typer.Option(10, "--grace", min=0, help="Seconds between SIGTERM and SIGKILL")),
     node: List[str] = NODE,
     spec_path: Optional[Path] = SPEC, reach: "ClusterOptions" = REACH, dry_run: bool = DRY_RUN, as_json: bool = JSON,
     output: str = output_option(),
@@ -389,7 +391,7 @@ def logs_command(
                                      "rank, instead of once with their count"),
     tail: Optional[int] = typer.Option(None, "--tail", min=0, help="Start from each node's last N lines (as "
                                        "kubectl, docker and podman logs --tail), then follow with -f"),
-    since: Optional[str] = typer.Option(None, "--since", help="Only lines from the last DURATION (10s, 5m, 2h, 1h30m) "
+    since: Optional[str] = typer.Option(None, "--since", help="Only lines from the last DURATION (10s, 5m, 2h, 1h30m; plain seconds, 300, too) "
                                         "of the containers' logs, as kubectl/podman logs --since; a run's log "
                                         "lines carry no time: --tail there"),
     spec_path: Optional[Path] = SPEC, reach: "ClusterOptions" = REACH,

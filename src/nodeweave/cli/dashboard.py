@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING, List, Optional
 
 import typer
 
+from nodeweave.cli.habits.coercion import seconds_option
+
 from nodeweave.cli.habits.base import find_spec
 from nodeweave.cli.habits.clusteropts import REACH, SPEC, reach_options
 from nodeweave.cli.habits.output import complete_single_run_ids, runs_folder_read, runs_parent, spec_job
@@ -53,7 +55,7 @@ def dashboard_command(
     bind: str = typer.Option("127.0.0.1", "--bind", help="The address the page is served on (default: this machine "
                              "only; 0.0.0.0 shows the job's hosts and state to every machine that can reach it; "
                              "an IPv6 address such as ::1 or [::1] works too; the port goes in --port)"),
-    interval: float = typer.Option(1.0, "--interval", min=0.2, help="Seconds between readings of node 0"),
+    interval: float = seconds_option(typer.Option(1.0, "--interval", min=0.2, help="Seconds between readings of node 0")),
     open_browser: bool = typer.Option(False, "--open", help="Open the page in this machine's browser"),
     spec_path: Optional[Path] = SPEC, reach: "ClusterOptions" = REACH,
 ) -> None:

@@ -7,6 +7,8 @@ from typing import TYPE_CHECKING, List, Optional
 
 import typer
 
+from nodeweave.cli.habits.coercion import seconds_option
+
 from nodeweave.cli.habits.base import find_spec
 from nodeweave.cli.habits.clusteropts import (DRY_RUN, JSON, REACH, SPEC, console, open_cluster, reach_options,
                                               say, show_plan)
@@ -31,8 +33,8 @@ def exec_command(
     env: List[str] = typer.Option([], "--env", "-e", help="VAR=VALUE for the command on every node (repeat); VAR "
                                   "alone: this shell's value of VAR (unset or empty is refused), shown as $VAR in "
                                   "the plan, as a secret-looking name's value is shown as ***"),
-    timeout: Optional[float] = typer.Option(None, "--timeout", min=0.1, help="Seconds before the command is "
-                                            "killed on the nodes still running it (default: no limit)"),
+    timeout: Optional[float] = seconds_option(typer.Option(None, "--timeout", min=0.1, help="Seconds before the "
+                                              "command is killed on the nodes still running it (default: no limit)")),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Only the summary (and --json), not the nodes' output"),
     spec_path: Optional[Path] = SPEC, reach: "ClusterOptions" = REACH, dry_run: bool = DRY_RUN, as_json: bool = JSON,
     output: str = output_option(),

@@ -51,7 +51,8 @@ def probe_command(
     dry_run: bool = typer.Option(False, "--dry-run", help="print the probe each host would get (and the hostfile "
                                  "written); reach no host"),
 ) -> None:
-    """Ask every host at once what GPUs, RDMA NICs and interfaces it has: one row per host, exit 1 if any is unreachable."""
+    """Ask every host at once what GPUs, RDMA NICs and interfaces it has: one row per host, exit 1 if any is unreachable
+    (3 when the Kubernetes API cannot be reached for any pod)."""
     from rich.console import Console
 
     from nodeweave.hosts import probe_hosts
@@ -103,6 +104,11 @@ def probe_command(
     if hostfile is not None:
         _write(hostfile, reports, force, vendor)
     bad = [r for r in reports if r.status in ("unreachable", "error")]
+    from nodeweave.failures import NO_CONTEXT_FLAG_HINT, api_cut_off
+
+    cut_off = api_cut_off([(r.target.label, r.error or "") for r in bad], "no host answered:", NO_CONTEXT_FLAG_HINT)
+    if cut_off is not None and len(bad) == len(reports):  # one cause, said once, exit 3 (walk9 A8)
+        raise cut_off
     if bad:
         raise NodeweaveError(f"{len(bad)} of {len(reports)} host(s) did not answer: "
                              + ranges(r.target.label for r in bad))

@@ -108,7 +108,7 @@ def seen_on_hosts(hosts: List[str], via: str, ssh_option: List[str]) -> Seen:
 
 def init(
     ctx: typer.Context,
-    path: Path = typer.Option(Path("nodeweave.yaml"), "--out", callback=output_file, help="Where to write the spec"),
+    path: Path = typer.Option(Path("nodeweave.yaml"), "--out", callback=output_file, help="Where to write the spec (a name ending in .yaml or .yml)"),
     name: Optional[str] = typer.Option(None, "--name", help="The job's name (default: this folder's, made a DNS-1035 label; job-<4 hex of its path>, with a note, when nothing of it can be kept)"),
     nodes: str = typer.Option("2", "--nodes", callback=lambda value: node_count(value), metavar="N",
                               help="Node count (with --host: the hosts' number; another is refused)"),
@@ -318,9 +318,9 @@ def left_out_note(err: UsageError) -> str:
     """Why the folder's requirements file is not in the spec init wrote (an unpinned line), and what brings it in:
     the team's dependencies would otherwise drop out of the image without a word (walk3 F33)."""
     why = next((e.problem for e in _field_errors(err) if e.field == "image.requirements"), str(err))
-    fix = "pin it (name==version)" if "is not pinned" in why else "change that line"
+    fix = "" if "is not pinned" in why else "; change that line"  # the pinned form that fits is in why (pin_form)
     return (f"{REQUIREMENTS} left out of image.requirements (the image installs it only when every line is pinned "
-            f"and one the image can take): {why}; {fix} and run init again")
+            f"and one the image can take): {why}{fix}, and run init again")
 
 
 def refuse_idle_flags(host: List[str], ssh_option: List[str], via: Optional[str], sysroot_given: bool) -> None:

@@ -7,6 +7,8 @@ from typing import TYPE_CHECKING, List, Optional, Tuple
 
 import typer
 
+from nodeweave.cli.habits.coercion import seconds_option
+
 from nodeweave.cli.habits.base import find_spec
 from nodeweave.cli.habits.clusteropts import (DRY_RUN, JSON, REACH, SPEC, console, open_cluster, reach_options,
                                               say, show_plan, spec_command)
@@ -57,7 +59,7 @@ def run_command(
     profile_options: Optional[str] = typer.Option(None, "--profile-options", help="The profiler's own options, "
                                                   "shell-quoted, instead of nodeweave's, e.g. '-i counters.yaml' "
                                                   "(rocprofv3) or '--trace=cuda,nvtx --stats=true' (nsys)"),
-    grace: float = typer.Option(10, "--grace", min=0, help="Seconds between SIGTERM and SIGKILL when stopping nodes"),
+    grace: float = seconds_option(typer.Option(10, "--grace", min=0, help="Seconds between SIGTERM and SIGKILL when stopping nodes")),
     runs_dir: Optional[Path] = typer.Option(None, "--runs-dir", callback=runs_folder_written, help="Where run folders go (default: runs/ beside the spec)"),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Do not show the nodes' output (it still goes to the run folder)"),
     check: bool = typer.Option(False, "--check", help="`nodeweave check` first (its defaults); start nothing when it "
@@ -461,6 +463,14 @@ def script_note(spec, spec_path: Path, command: List[str], launcher: str, seen_a
     typed_here = _typed_in_a_subfolder(folder, script) if typed else ""
     if typed_here:
         return typed_here
+    from nodeweave.failures import leads_out_of
+
+    out = leads_out_of(folder, inside)
+    seen = seen_at or spec.workspace.path
+    if out is not None and (out.is_file() or not out.exists()):  # a device or folder: its own note, below
+        return (f"{script} in the workspace {folder} is a symbolic link out of it (to {out}): the nodes see only "
+                f"the workspace (at {seen}), where it leads nowhere, so the run would fail with 'No such file'; copy "
+                "the file into the workspace instead of linking it")
     if (folder / inside).is_file():
         return ""
     if here and not folder.exists():  # this machine mounts it: the folder, said once, not its script (walk6 M7)
@@ -470,7 +480,6 @@ def script_note(spec, spec_path: Path, command: List[str], launcher: str, seen_a
 
         return (f"{script} in the workspace {folder} {not_a_file_to_read(folder / inside)}: every node would fail "
                 "to run it as the training script (launcher.script names the script file)")
-    seen = seen_at or spec.workspace.path
     unless = "the image holds it" if seen == spec.workspace.path else f"{seen} on every node holds it (no image)"
     close = close_script(folder, inside)
     meant = f"; did you mean {close}, which is there?" if close else ""

@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING, List, Optional
 
 import typer
 
+from nodeweave.cli.habits.coercion import seconds_option
+
 from nodeweave.cli.habits.base import find_spec
 from nodeweave.cli.habits.clusteropts import REACH, SPEC, console, open_cluster, reach_options
 from nodeweave.cli.habits.nodes import checked_selectors, pick_one
@@ -41,7 +43,7 @@ def watched_node(spec_path: Optional[Path], reach: "ClusterOptions", node: List[
 def top_command(
     node: List[str] = METRICS_NODE,
     url: Optional[str] = STATUS_URL,
-    interval: float = typer.Option(2.0, "--interval", min=0.2, help="Seconds between redraws"),
+    interval: float = seconds_option(typer.Option(2.0, "--interval", min=0.2, help="Seconds between redraws")),
     once: bool = typer.Option(False, "--once", help="Draw once and exit (scripts, a log)"),
     everything: bool = typer.Option(False, "--all", help="Every node, rank and GPU in the tables, even past 64 "
                                     "(else counts by state and the 16 most worth a look, as "

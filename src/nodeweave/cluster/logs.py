@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import json
 import queue
-import re
 import subprocess
 import threading
 import time
@@ -61,17 +60,18 @@ class _Printer:
             self.console.print(Text(f"[{prefix}] ", style=style) + Text(text), highlight=False, soft_wrap=True)
 
 
-SINCE = re.compile(r"(\d+[hms])+")
-
-
 def log_window(tail: Optional[int], since: Optional[str]) -> Tuple[str, ...]:
     """``--tail N`` and ``--since DURATION`` as podman, docker and kubectl all spell them; a duration of another
     shape is refused here (exit 2), not by the tool on every node."""
-    if since is not None and not SINCE.fullmatch(since):
-        from nodeweave.errors import UsageError
+    if since is not None:
+        from nodeweave.quantities import DURATION_WORDS, seconds
 
-        raise UsageError(f"--since {since!r} is not a duration; accepted: a number and a unit, s, m or h, e.g. 30s, "
-                         "10m, 2h, 1h30m")
+        if seconds(since) is None:
+            from nodeweave.errors import UsageError
+
+            raise UsageError(f"--since {since!r} is not accepted: {DURATION_WORDS}")
+        if not since.strip()[-1:].isalpha():  # plain seconds (walk9 A12), as the engines and kubectl take them
+            since = f"{seconds(since):g}s"
     return (*(("--tail", str(tail)) if tail is not None else ()), *(("--since", since) if since else ()))
 
 

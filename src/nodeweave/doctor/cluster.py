@@ -207,9 +207,12 @@ def survey_targets(targets, timeout_s: float = 60.0) -> ClusterView:
     """
     import json
 
-    tried = []
+    from nodeweave.failures import NO_CONTEXT_FLAG_HINT, api_cut_off
+
+    tried, said = [], []
     for target in targets:
         out = _run_on(target, list(STATUS_ARGV), timeout_s)  # every fingerprint
+        said.append((target.label, out.stderr or out.stdout or ""))
         if out.returncode == 0:
             try:
                 return from_status(json.loads(out.stdout), f"asked on {target.label}")
@@ -217,6 +220,9 @@ def survey_targets(targets, timeout_s: float = 60.0) -> ClusterView:
                 tried.append(f"{target.label}: the answer was not the exchange's JSON")
                 continue
         tried.append(f"{target.label}: {_last_line(out.stderr) or f'exit {out.returncode}'}")
+    cut_off = api_cut_off(said, "no node asked:", NO_CONTEXT_FLAG_HINT)
+    if cut_off is not None:  # no node could be asked at all: one line, exit 3, not "runs a nodeweave image" (walk9 A8)
+        raise cut_off
     plans, missing = [], []
     for target in targets:
         out = _run_on(target, list(EXPLAIN_ARGV), timeout_s)

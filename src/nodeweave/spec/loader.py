@@ -63,13 +63,47 @@ def refuse_nodeweaves_own(path: Path, text: str) -> None:
         from nodeweave.renderedmark import is_marked
 
         rendered = is_marked(text)
+    refuse_run_record(path)
     own_state = not is_stream(path) and not is_stdin(path) and STATE_DIR in Path(os.path.abspath(path)).parts
     if rendered or own_state:
-        what = "a file nodeweave rendered from a spec" if rendered else f"nodeweave's own state ({STATE_DIR}/)"
         found = None if is_stream(path) or is_stdin(path) else spec_above(path)
         shown = found and os.path.relpath(found)
+        what = "a file nodeweave rendered from a spec" if rendered else f"nodeweave's own state ({STATE_DIR}/)"
         raise UsageError(f"{path} is {what}, not a spec: give the spec itself"
                          f"{f' (--spec {shown})' if shown else ' (nodeweave.yaml, in the folder render ran in)'}")
+
+
+def refuse_run_record(path: Path) -> None:
+    """A file inside a run folder (its ``spec.yaml``, "the spec the run started from") given as the spec: one line
+    naming it as the run's record and the spec to give (walk9 A9: ``validate`` said valid, ``up`` and ``run`` wrote
+    inside the run folder, the ``runs`` verbs looked for runs inside it). Every verb's --spec meets it
+    (``habits.spec_path.find_spec``), and so does every load."""
+    if is_stream(path) or is_stdin(path):
+        return
+    run = run_folder_of(path)
+    if run is not None:
+        found = spec_above(run.parent)
+        shown = found and os.path.relpath(found)
+        raise UsageError(f"{path} is a run's record (the spec run {run.name} started from, as it was), not a "
+                         "spec: its folder is no workspace, and nothing of nodeweave's is written inside a run "
+                         f"folder; give the spec itself{f' (--spec {shown})' if shown else ''}, or copy this file "
+                         "out of the run folder to start from it")
+
+
+def run_folder_of(path: Path) -> "Path | None":
+    """The run folder ``path`` lies in (its ``spec.yaml``, any file of it), or None: a folder inside the run
+    folders' store beside a spec (the rule ``failures.own_file_problem`` writes by), or one holding a run's
+    ``run.json`` (a run folder copied elsewhere). As written: a spec that is a link to one has its own folder
+    (``specpath.spec_folder``)."""
+    from nodeweave.failures import runs_store
+
+    folder = Path(os.path.abspath(path)).parent
+    store = runs_store(folder)
+    if store is not None and folder != store:
+        return store / folder.relative_to(store).parts[0]
+    if (folder / "run.json").is_file() and (folder / "spec.yaml").is_file():
+        return folder
+    return None
 
 
 def spec_above(path: Path) -> "Path | None":

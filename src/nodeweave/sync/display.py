@@ -163,10 +163,10 @@ def _raise_on_failure(req: SyncRequest, results: "list[TargetResult]") -> None:
     cut_off = [r for r in failed if api_unreachable(r.error)]
     ending: "NodeweaveError | None" = None
     if cut_off and all(r in cut_off or str(r.error).startswith("not checked") for r in failed):  # one cause: exit 3
-        said = [part for part in str(cut_off[0].error).split(" | ") if api_unreachable(part)] or [str(cut_off[0].error)]
-        ending = EnvironmentProblem(f"the Kubernetes API cannot be reached ({said[0].strip()[:200]}): nothing "
-                                    f"synced to {ranges(r.target.label for r in failed)}; check the kubeconfig "
-                                    "context (--kube-context) and that the cluster answers (`kubectl get pods`)")
+        from nodeweave.failures import api_cut_off
+
+        ending = api_cut_off([(r.target.label, str(r.error if r in cut_off else cut_off[0].error)) for r in failed],
+                             "nothing synced to")
     elif failed:
         ending = NodeweaveError(f"{len(failed)} of {len(results)} target(s) did not "
                                 f"{'match' if req.options.check else 'sync'}: "

@@ -17,7 +17,7 @@ import typer
 from typer.core import TyperCommand, TyperGroup
 
 from nodeweave.cli.habits.coercion import use_plain_conversion
-from nodeweave.cli.habits.conflicts import refuse_conflicts
+from nodeweave.cli.habits.conflicts import refuse_conflicts, refuse_two_formats
 from nodeweave.cli.habits.output import refuse_folder_spellings
 from nodeweave.cli.habits.spec_path import SPEC_ENV, SPEC_NAME, find_spec  # noqa: F401 (verbs import them here)
 from nodeweave.cli.habits.repeats import refuse_repeats, refuse_said_twice
@@ -126,11 +126,13 @@ class NodeweaveCommand(TyperCommand):
         except Exception as err:  # click's UsageError (typer's vendored copy), found by shape
             if hasattr(err, "ctx") and err.ctx is None:  # the option parser's errors carry no context: the
                 err.ctx = ctx  # hint would name `nodeweave --help`, not this verb's help
-            hint = spec_hint(self, ctx, given, err)
+            hint = spec_hint(self, ctx, given, err) or other_tools_option(self, given, err)
             if hint:
                 err.message = f"{getattr(err, 'message', err)}{hint}"
             raise
         refuse_conflicts(self, given)  # after each value is read: an empty or bad value is named first
+        refuse_two_formats(self, ctx.params)
+        refuse_run_record_spec(self, ctx.params)
         refuse_repeats(self, ctx.params)
         return rest
 
@@ -146,27 +148,6 @@ class NodeweaveCommand(TyperCommand):
 # Hidden, deprecated spellings and what a typo near them should be pointed to.
 REPLACED = {"variants": "image variants"}
 
-# The verbs docker, podman and kubectl users type, by group, and nodeweave's for them: said in place of a spelling-
-# near guess that leads elsewhere (walk9 A33: `start` was told 'status', `ls` 'logs'; `ps`, `version` nothing).
-HABITS = {
-    "nodeweave": {
-        "start": "`nodeweave up` starts the nodes (`up --run` the script too; `run` starts it on nodes already up)",
-        "create": "`nodeweave up`", "apply": "`nodeweave up`",
-        "restart": "`nodeweave stop` ends the run, `nodeweave run` starts the script again",
-        "kill": "`nodeweave stop` (the run) or `nodeweave down` (the nodes)",
-        "rm": "`nodeweave down`", "delete": "`nodeweave down`",
-        "ps": "`nodeweave status`", "get": "`nodeweave status`", "describe": "`nodeweave status`",
-        "ls": "`nodeweave runs ls` (past runs) or `nodeweave status` (the nodes)", "list": "`nodeweave runs ls`",
-        "attach": "`nodeweave logs -f` or `nodeweave shell`", "version": "`nodeweave --version`",
-        "build": "`nodeweave image build`", "push": "`nodeweave image build --push`",
-        "images": "`nodeweave image variants`",
-    },
-    "image": {"ls": "`nodeweave image variants`", "list": "`nodeweave image variants`"},
-    "runs": {verb: ("the run folders are plain folders: delete one yourself (rm -r runs/<RUN>; `nodeweave runs ls` "
-                    "names them)") for verb in ("rm", "delete", "prune")},
-}
-
-
 class NodeweaveGroup(TyperGroup):
     """A group whose typo suggestions name only visible commands, and whose own flags show no placeholder."""
 
@@ -175,6 +156,10 @@ class NodeweaveGroup(TyperGroup):
 
     def format_help(self, ctx, formatter):
         return format_help(self, super().format_help, ctx, formatter)
+
+    def parent_of_subverbs(self, ctx) -> bool:
+        """Whether this group is a verb's own (``runs``, ``image``), not nodeweave itself."""
+        return ctx.parent is not None
 
     def hidden_command(self, ctx, name: str) -> bool:
         return self.commands[name].hidden
@@ -186,9 +171,11 @@ class NodeweaveGroup(TyperGroup):
             message = getattr(err, "message", None)
             if message is None or not args:
                 raise
-            habit = HABITS.get(ctx.info_name or "nodeweave", {}).get(args[0])
-            if habit is not None and args[0] not in self.list_commands(ctx):
-                err.message = f"{message.rstrip('.')}: nodeweave's word for it: {habit}"
+            from nodeweave.cli.habits.othertools import verb_hint
+
+            habit = verb_hint(ctx.info_name or "nodeweave", args[0])
+            if habit and args[0] not in self.list_commands(ctx):
+                err.message = f"{message.rstrip('.')}{habit}"
                 raise
             close = get_close_matches(args[0], self.list_commands(ctx))
             matches = list(dict.fromkeys(REPLACED.get(name, name) for name in close
@@ -227,6 +214,31 @@ def refuse_both_sides(command, args) -> None:
 
 
 COMMAND_ENDINGS = (".py", ".sh")  # an extra word a verb takes as the command of yours it does not run
+
+
+def refuse_run_record_spec(command, params) -> None:
+    """A run folder's ``spec.yaml`` (any file of a run folder) as ``--spec`` or $NODEWEAVE_SPEC, named as the run's
+    record as the command line is read, on every verb that takes --spec: those that load it, those that only take
+    its folder (``runs ls``, ``doctor --dry-run``) alike (walk9 A9; ``spec.loader.refuse_run_record``)."""
+    name = next((param.name for param in command.params if "--spec" in getattr(param, "opts", ())), None)
+    if name and params.get(name) is not None:
+        from pathlib import Path
+
+        from nodeweave.spec.loader import refuse_run_record
+
+        refuse_run_record(Path(params[name]))
+
+
+def other_tools_option(command, args, err) -> str:
+    """" (did you mean --spec FILE? ...)" for ``-f FILE`` and the other options of other tools' habits (walk9 A10)."""
+    if type(err).__name__ != "NoSuchOption":
+        return ""
+    from nodeweave.cli.habits.othertools import option_hint
+
+    hint = option_hint(command, str(getattr(err, "option_name", "") or ""), args)
+    if hint:
+        err.possibilities = []  # click's near names would name it a second time
+    return hint
 
 
 def spec_hint(command, ctx, args, err) -> str:

@@ -126,6 +126,17 @@ def refuse_conflicts(command, words: Iterable[str]) -> None:
                              f"{flag} out")
 
 
+def refuse_two_formats(command, params) -> None:
+    """``--json`` with another ``-o``, refused as the command line is read on every verb that has both (walk9 A2:
+    bench printed JSON and dropped ``-o yaml``; shell and sync read the format only on a dry run): the one rule
+    of ``output.data_format``, applied before the verb runs."""
+    from nodeweave.cli.habits.output import data_format
+
+    names = {opt: param.name for param in command.params for opt in getattr(param, "opts", ())}
+    if "--json" in names and "--output" in names:
+        data_format(bool(params.get(names["--json"])), params.get(names["--output"]) or "table")
+
+
 def option_value(words: Sequence[str], option: str) -> "str | None":
     """The last value given to ``option`` in ``words`` (``--method tar`` or ``--method=tar``), or None."""
     found = None

@@ -55,7 +55,11 @@ class CommandAfterDashes(NodeweaveCommand):
                 known = [flag for param in self.get_params(ctx) for flag in getattr(param, "opts", ())
                          if flag.startswith("--") and flag != "--help"]
                 close = difflib.get_close_matches(option, known, n=2, cutoff=0.7)  # --lr is no typo of --help
-                hint = f" (did you mean {', '.join(close)}?)" if close else ""
+                from nodeweave.cli.habits.othertools import option_hint
+
+                habit = option_hint(self, option, before)  # -f FILE: --spec FILE (walk9 A10)
+                hint = habit or (f" (did you mean {', '.join(close)}?)" if close else "")
+                close = close or ([habit] if habit else [])
                 where = ("" if close and "--" in args else  # a typo of ours, and `--` was used: the typo is all
                          f"; the command and its own options go after `--`: {verb} [OPTIONS] -- {example}")
                 raise UsageError(f"{option!r} is not an option of `{verb}`{hint}{where}") from None

@@ -85,15 +85,26 @@ KINDS: Dict[str, "tuple[str, Callable[[bytes], bool]]"] = {
 }
 
 
+# kind: the endings a file of that kind is named with; a name saying another format is refused, written or not
+# (walk9 A4: `init --out main.py`, the slip for --script, wrote YAML into main.py, and `--out a.json` YAML into a
+# .json). The charts' (.png, .svg) are runs.chart.FORMATS, judged by check_chart_path first; a hostfile and a plan
+# record take any name.
+SUFFIXES: Dict[str, "tuple[str, tuple[str, ...]]"] = {"spec": ("a spec, in YAML", (".yaml", ".yml")),
+                                                     "bench": ("bench's numbers, in JSON", (".json",)),
+                                                     "chart": ("a chart", (".png", ".svg"))}
+
+
 def refuse_foreign_file(path: Path, flag: str, kind: str, also_not: "Dict[Path, str] | None" = None,
                         subject: "str | None" = None) -> None:
-    """Refuse replacing ``path`` unless it is missing or of ``kind``; ``also_not`` maps the user's own files the
-    new output names (init's script and requirements file) to what they are, refused even when they happen to
-    parse as ``kind``. ``subject`` is how the line names the path (``option_named``: no flag the user did not
-    type); ``flag`` stays in the remedy, the option to give."""
+    """Refuse a ``path`` whose name says another format than ``kind``'s (SUFFIXES), and replacing ``path`` unless
+    it is missing or of ``kind``; ``also_not`` maps the user's own files the new output names (init's script and
+    requirements file) to what they are, refused even when they happen to parse as ``kind``. ``subject`` is how
+    the line names the path (``option_named``: no flag the user did not type); ``flag`` stays in the remedy, the
+    option to give."""
     subject = subject or f"{flag} {path}"
     if not path.is_file():
-        return  # missing (written new), or a device/folder: output_file's check names those
+        return _refuse_another_format(path, flag, kind, subject)  # missing (written new), or a device/folder:
+        # output_file's check names those
     what, looks_like = KINDS[kind]
     resolved = path.resolve()
     named = next((what for p, what in (also_not or {}).items() if p.resolve() == resolved), None)
@@ -108,4 +119,13 @@ def refuse_foreign_file(path: Path, flag: str, kind: str, also_not: "Dict[Path, 
     if not ours:
         raise UsageError(f"{subject}: the file exists and is not {what}, so nodeweave never replaces it, "
                          f"whatever the flags say: give {flag} another file, or move it away first")
+    _refuse_another_format(path, flag, kind, subject)  # after what the file is: a file of yours is named as that
+
+
+def _refuse_another_format(path: Path, flag: str, kind: str, subject: str) -> None:
+    written, endings = SUFFIXES.get(kind, ("", ()))
+    if endings and path.suffix.lower() not in endings:
+        slip = " (--script names the training script)" if kind == "spec" and path.suffix.lower() == ".py" else ""
+        raise UsageError(f"{subject}: {flag} writes {written}; accepted: a file name ending in "
+                         f"{' or '.join(endings)}{slip}")
 

@@ -296,9 +296,44 @@ def _logical_lines(text: str):
         yield start, pending.strip()
 
 
+def requirement_lines(text: str):
+    """(line number, logical line) of a requirements file, continuations joined and comments dropped: what the
+    spec's check reads, and what an offline build's wheelhouse is judged against (``build.wheels_lacking``)."""
+    return _logical_lines(text)
+
+
 def _requirement_problem(line: str) -> Optional[str]:
     if line.startswith("-"):
         option = line.split("=", 1)[0].split()[0]
         return None if option in REQUIREMENT_OPTIONS else "is an option a pinned image cannot take"
     requirement = line.split(" --", 1)[0].strip()
-    return None if rules.PINNED_REQUIREMENT.check(requirement) else "is not pinned to one version"
+    return None if rules.PINNED_REQUIREMENT.check(requirement) else f"is not pinned to one version: {pin_form(requirement)}"
+
+
+_VCS = ("git+", "hg+", "svn+", "bzr+")
+
+
+def pin_form(requirement: str) -> str:
+    """The pinned form that fits an unpinned requirement line, said by validate and by init's note alike (walk9
+    A6: a git or wheel URL was told "pin it (name==version)", a form it cannot take): a URL or a VCS reference
+    is written ``name @ URL`` (a VCS one at a commit), a local wheel goes to the build's wheelhouse as
+    ``name==version``, any other line is pinned ``name==version``."""
+    import re
+
+    text = requirement.strip()
+    url, _, fragment = text.partition("#")
+    egg = re.search(r"(?:^|&)egg=([A-Za-z0-9._-]+)", fragment)
+    wheel = re.match(r"([A-Za-z0-9_.]+)-([A-Za-z0-9_.!+]+)-.*\.whl$", url.rsplit("/", 1)[-1])
+    if "://" in text or text.startswith(_VCS):
+        if text.startswith(_VCS):
+            repo = url.split("://", 1)[-1].rstrip("/").rsplit("/", 1)[-1].split("@", 1)[0]
+            name = egg.group(1) if egg else repo[:-4] if repo.endswith(".git") else repo
+            base = url.rsplit("@", 1)[0] if "@" in url.split("://", 1)[-1] else url
+            return f"write it as {name} @ {base}@<commit> (a commit, not a branch or tag, is one version)"
+        name = egg.group(1) if egg else wheel.group(1).replace("_", "-") if wheel else "NAME"
+        return f"write it as {name} @ {url}"
+    if wheel:
+        name, version = wheel.group(1).replace("_", "-"), wheel.group(2)
+        return (f"a wheel of this machine never reaches the image: write {name}=={version} and give the wheel's "
+                "folder to the build (`nodeweave image build --wheelhouse FOLDER`)")
+    return "pin it (name==version)"
