@@ -215,10 +215,17 @@ def stall_problem(warn, timeout, timeout_given):
     return None
 
 
+PORT_RANGE_ACCEPTED = "a port number from 1 to 65535 (e.g. 9464)"
+
+
 def read_port(text, what, source):
-    value = read_int(1)(text, what, source)
-    if value > 65535:
-        raise UsageError(f"{what} must be 1..65535, got {value} (from {source})")
+    """Every port the entrypoint reads (master, exchange, metrics, ``--node live --port``): one line for both
+    ends of the range, naming it and a port as the example (walk9 B16: 0 was "a whole number of 1 or more
+    (e.g. 2)" while 70000 was "must be 1..65535")."""
+    value = read_int(float("-inf"))(text, what, source)
+    if not 1 <= value <= 65535:
+        raise UsageError(f"{what} must be 1..65535, got {value} (from {source}); accepted: "
+                         f"{PORT_RANGE_ACCEPTED}")
     return value
 
 

@@ -20,7 +20,7 @@ Every value carries the source it came from.
 """
 
 from . import consistency
-from .contract import NODES_MAX, NPROC_MAX, SCHEDULED_NODES_MAX, edge_space_refusal, plain_int, read_host, read_int
+from .contract import NODES_MAX, NPROC_MAX, SCHEDULED_NODES_MAX, edge_space_refusal, plain_int, read_host, read_int, read_port
 from ..detection.host import host_networking
 from ..errors import TopologyError, UsageError
 from ..model import FLAG, HOSTNAME, PLATFORM, Topology, Value
@@ -78,10 +78,7 @@ def _spares(settings):
 
 
 def _read_port(text, what, source):
-    port = read_int(1)(text, what, source)
-    if port > 65535:
-        raise UsageError(f"master port must be 1..65535, got {port} (from {source})")
-    return port
+    return read_port(text, "master port", source)
 
 
 NPROC_ACCEPTED = "a whole number (e.g. 8), or auto (the usable GPUs; 1 on CPU)"

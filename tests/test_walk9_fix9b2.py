@@ -1,0 +1,46 @@
+"""Walk 9, part B, rows B12..B23 (issue 43), each fixed as a class:
+
+- every port the entrypoint reads is refused in one line naming 1..65535 and a port as the example, at both ends
+  of the range (B16).
+
+Each test fails on the code before its fix. No container is started.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from nodeweave.entrypoint.nodeinfo import OPTIONS as NODE_OPTIONS
+from nodeweave.entrypoint.planning.contract import SETTINGS, read_port
+from cli_run import in_a_folder_with_train_py
+
+TWO_NODES = {"NODEWEAVE_NNODES": "2", "NODE_RANK": "0", "MASTER_ADDR": "127.0.0.1"}
+entrypoint = pytest.fixture(in_a_folder_with_train_py, name="entrypoint")  # (exit code, stdout, stderr)
+
+# every port variable: the settings read as ports, and the master port (read by the topology, from its row)
+PORT_VARIABLES = sorted({s.variable for s in SETTINGS if s.read is read_port}
+                        | {s.variable for s in SETTINGS if s.key == "master_port"})
+PORT_OPTIONS = [(verb, option) for verb, options in NODE_OPTIONS.items() for option, read in options.items()
+                if read is read_port]
+
+
+@pytest.mark.parametrize("value", ["0", "70000"])
+@pytest.mark.parametrize("name", PORT_VARIABLES)
+def test_a_port_variable_out_of_range_names_the_range(entrypoint, name, value):
+    """B16: a port of 0 was "a whole number of 1 or more (e.g. 2)", 70000 "must be 1..65535": one line, both ends."""
+    env = dict(TWO_NODES, **{name: value})
+    if name != "NODEWEAVE_MASTER_PORT":
+        env["NODEWEAVE_MASTER_PORT"] = "29400"  # no clash with the port under test
+    code, out, err = entrypoint(["--explain", "--", "train.py"], env)
+    assert code == 2
+    assert f"must be 1..65535, got {value} (from {name}" in err
+    assert "accepted: a port number from 1 to 65535 (e.g. 9464)" in err
+
+
+@pytest.mark.parametrize("value", ["0", "70000"])
+@pytest.mark.parametrize("verb,option", PORT_OPTIONS)
+def test_a_port_option_out_of_range_names_the_range(entrypoint, verb, option, value):
+    """B16: `--node live --port 0` said "1 or more (e.g. 2)"; every port option says the range and a port."""
+    code, out, err = entrypoint(["--node", verb, option, value], {})
+    assert code == 2
+    assert f"must be 1..65535, got {value}" in err and "(e.g. 9464)" in err
