@@ -1,7 +1,9 @@
 """Walk 9, part B, rows B12..B23 (issue 43), each fixed as a class:
 
 - every port the entrypoint reads is refused in one line naming 1..65535 and a port as the example, at both ends
-  of the range (B16).
+  of the range (B16);
+- a script for another interpreter (a `#!` naming a shell or another program, and no Python) is refused by what
+  it holds, whatever its name: `shell.py` as `shell.sh` (B18).
 
 Each test fails on the code before its fix. No container is started.
 """
@@ -44,3 +46,24 @@ def test_a_port_option_out_of_range_names_the_range(entrypoint, verb, option, va
     code, out, err = entrypoint(["--node", verb, option, value], {})
     assert code == 2
     assert f"must be 1..65535, got {value}" in err and "(e.g. 9464)" in err
+
+
+@pytest.mark.parametrize("name", ["shell.py", "shell.sh", "shell"])
+@pytest.mark.parametrize("head", ["#!/bin/bash", "#!/bin/sh", "#!/usr/bin/env bash", "#!/usr/bin/perl"])
+def test_a_script_for_another_interpreter_is_refused_whatever_its_name(entrypoint, name, head):
+    """B18: `shell.py` holding a bash script was planned as `torchrun shell.py` (exit 0) while the same bytes as
+    `shell.sh` were refused: the script is judged by what it holds."""
+    with open(name, "w") as handle:
+        handle.write(f"{head}\necho hi\n")
+    code, out, err = entrypoint(["--explain", "--", name], {})
+    assert code == 2
+    assert f"script {name!r} is a script for another interpreter ({head})" in err
+
+
+@pytest.mark.parametrize("head", ["#!/usr/bin/env -S uv run --script", "#!/usr/bin/env python3", ""])
+def test_a_python_file_under_any_shebang_is_run(entrypoint, head):
+    """B18: a .py that is Python, whatever program its `#!` names, is still planned."""
+    with open("tool.py", "w") as handle:
+        handle.write(f"{head}\nprint('hi')\n")
+    code, out, err = entrypoint(["--explain", "--", "tool.py"], {})
+    assert code == 0, err
