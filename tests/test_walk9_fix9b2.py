@@ -3,7 +3,8 @@
 - every port the entrypoint reads is refused in one line naming 1..65535 and a port as the example, at both ends
   of the range (B16);
 - a script for another interpreter (a `#!` naming a shell or another program, and no Python) is refused by what
-  it holds, whatever its name: `shell.py` as `shell.sh` (B18).
+  it holds, whatever its name: `shell.py` as `shell.sh` (B18);
+- a start beside a live recorded run is refused whatever the live run's id, its own too (B17).
 
 Each test fails on the code before its fix. No container is started.
 """
@@ -67,3 +68,38 @@ def test_a_python_file_under_any_shebang_is_run(entrypoint, head):
         handle.write(f"{head}\nprint('hi')\n")
     code, out, err = entrypoint(["--explain", "--", "tool.py"], {})
     assert code == 0, err
+
+
+class _Settings:
+    def __init__(self, env, run_id):
+        self.env, self._run_id = env, run_id
+
+    def get(self, key):
+        return self._run_id if key == "run_id" else None
+
+
+@pytest.mark.parametrize("live_id", ["r3", "r1"], ids=["same-id", "other-id"])
+def test_a_start_beside_a_live_run_is_refused_whatever_its_id(tmp_path, live_id):
+    """B17: a second start with a live run's own id was taken and rewrote that run's record (a different id was
+    refused, exit 6): every live run of the node refuses a start, its record left as it was."""
+    import subprocess
+    import sys
+
+    from nodeweave.entrypoint.errors import EXIT_BUSY, EntrypointError
+    from nodeweave.entrypoint.running.runstate import proc_stat, refuse_second_run, run_dir, write_json
+
+    env = {"TMPDIR": str(tmp_path)}
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        record = {"schema": "nodeweave.run/1", "run_id": live_id, "pid": sleeper.pid,
+                  "starttime": proc_stat(sleeper.pid)[3], "started": 0, "state": "launched", "command": ["train.py"]}
+        path = tmp_path / "nodeweave" / "runs" / live_id / "run.json"
+        write_json(str(path), record)
+        with pytest.raises(EntrypointError) as refused:
+            refuse_second_run(_Settings(env, "r3"))
+        assert refused.value.exit_code == EXIT_BUSY
+        assert f"run {live_id} is still in progress on this node (pid {sleeper.pid}" in str(refused.value)
+        assert run_dir(env, live_id) == str(path.parent)
+    finally:
+        sleeper.kill()
+        sleeper.wait()
