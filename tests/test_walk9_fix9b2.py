@@ -4,7 +4,8 @@
   of the range (B16);
 - a script for another interpreter (a `#!` naming a shell or another program, and no Python) is refused by what
   it holds, whatever its name: `shell.py` as `shell.sh` (B18);
-- a start beside a live recorded run is refused whatever the live run's id, its own too (B17).
+- a start beside a live recorded run is refused whatever the live run's id, its own too (B17);
+- a run id the node never had, to any `--node` action that takes one, is an error naming it and the node's runs (B15).
 
 Each test fails on the code before its fix. No container is started.
 """
@@ -103,3 +104,26 @@ def test_a_start_beside_a_live_run_is_refused_whatever_its_id(tmp_path, live_id)
     finally:
         sleeper.kill()
         sleeper.wait()
+
+
+@pytest.mark.parametrize("argv", [["report", "nosuch"], ["stop", "--run", "nosuch"]], ids=["report", "stop"])
+@pytest.mark.parametrize("has", [[], ["r1", "r2"]], ids=["no-runs", "two-runs"])
+def test_a_run_id_the_node_never_had_is_an_error(entrypoint, tmp_path, argv, has):
+    """B15: `--node report foo` and `--node stop --run foo` (a typo) answered "run": null / "stopped": [], exit 0,
+    as for a run that ended: every action given a run id names the unknown id and the node's runs, exit 1."""
+    import json
+
+    for name in has:
+        (tmp_path / "nodeweave" / "runs" / name).mkdir(parents=True)
+    code, out, err = entrypoint(["--node", *argv], {"TMPDIR": str(tmp_path)})
+    assert code == 1
+    error = json.loads(out)["error"]
+    assert error.startswith("no run 'nosuch' on this node")
+    assert error.endswith("its runs: r1, r2" if has else "it has none")
+
+
+def test_a_run_that_ended_is_no_error(entrypoint, tmp_path):
+    """B15: a run this node had, now ended, is stopped as nothing to stop and reported, exit 0."""
+    (tmp_path / "nodeweave" / "runs" / "r1").mkdir(parents=True)
+    assert entrypoint(["--node", "stop", "--run", "r1"], {"TMPDIR": str(tmp_path)})[0] == 0
+    assert entrypoint(["--node", "report", "r1"], {"TMPDIR": str(tmp_path)})[0] == 0
