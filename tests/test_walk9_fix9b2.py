@@ -5,7 +5,9 @@
 - a script for another interpreter (a `#!` naming a shell or another program, and no Python) is refused by what
   it holds, whatever its name: `shell.py` as `shell.sh` (B18);
 - a start beside a live recorded run is refused whatever the live run's id, its own too (B17);
-- a run id the node never had, to any `--node` action that takes one, is an error naming it and the node's runs (B15).
+- a run id the node never had, to any `--node` action that takes one, is an error naming it and the node's runs (B15);
+- every setting the check-in exchange alone reads (its bind address and the straggler fault among them) is refused
+  with the exchange off, by the one table `shared_rules.SWITCHED`; compose renders none with it off (B19).
 
 Each test fails on the code before its fix. No container is started.
 """
@@ -127,3 +129,53 @@ def test_a_run_that_ended_is_no_error(entrypoint, tmp_path):
     (tmp_path / "nodeweave" / "runs" / "r1").mkdir(parents=True)
     assert entrypoint(["--node", "stop", "--run", "r1"], {"TMPDIR": str(tmp_path)})[0] == 0
     assert entrypoint(["--node", "report", "r1"], {"TMPDIR": str(tmp_path)})[0] == 0
+
+
+# a value other than "not set" for each setting the check-in exchange alone reads (shared_rules.SWITCHED)
+EXCHANGE_ONLY = {"exchange_port": "30000", "exchange_allow": "nccl", "exchange_bind": "route", "straggler_fault": "3",
+                 "metrics": "on", "metrics_port": "9999"}
+
+
+def test_every_setting_the_exchange_alone_reads_has_a_value_here():
+    """B19: the table below is the product's; a new member is tried too."""
+    from nodeweave.entrypoint.planning.shared_rules import SWITCHED
+
+    assert set(SWITCHED["exchange"]) == set(EXCHANGE_ONLY)
+
+
+@pytest.mark.parametrize("by_flag", [False, True], ids=["variable", "flag"])
+@pytest.mark.parametrize("key", sorted(EXCHANGE_ONLY))
+def test_a_setting_the_exchange_alone_reads_is_refused_with_it_off(entrypoint, key, by_flag):
+    """B19: --straggler-fault 3 and NODEWEAVE_EXCHANGE_BIND=route with NODEWEAVE_EXCHANGE=off passed with no word
+    (no straggler fault ever came), while --exchange-port and NODEWEAVE_METRICS_PORT were refused: every setting
+    the exchange alone reads is refused with it off, by the one table."""
+    row = next(s for s in SETTINGS if s.key == key)
+    env = dict(TWO_NODES, NODEWEAVE_EXCHANGE="off")
+    argv = ["--explain"]
+    if by_flag:
+        argv += [f"{row.flag}={EXCHANGE_ONLY[key]}"]
+    else:
+        env[row.variable] = EXCHANGE_ONLY[key]
+    code, out, err = entrypoint([*argv, "--", "train.py"], env)
+    assert code == 2
+    assert "does nothing with NODEWEAVE_EXCHANGE off (read only while it is on)" in err
+    assert (row.flag if by_flag else row.variable) in err
+
+
+def test_compose_with_the_exchange_off_renders_no_exchange_setting(tmp_path):
+    """B19: compose/node.yaml set NODEWEAVE_EXCHANGE_BIND=route whatever launcher.exchange said; with the exchange
+    off that is refused on the node, so it is rendered only with the exchange on."""
+    import yaml
+
+    from nodeweave.spec import load_spec
+    from nodeweave.targets.compose import render_files
+
+    spec_file = tmp_path / "nodeweave.yaml"
+    for exchange, bound in ((True, True), (False, False)):
+        spec_file.write_text("name: job\nnodes: 2\nimage:\n  variant: cpu\nlauncher:\n  script: train.py\n"
+                             f"  exchange: {'true' if exchange else 'false'}\n")
+        service = next(iter(yaml.safe_load(render_files(load_spec(spec_file))["compose/node.yaml"])["services"]
+                            .values()))
+        env = service["environment"]
+        names = set(env) if isinstance(env, dict) else {item.split("=", 1)[0] for item in env}
+        assert ("NODEWEAVE_EXCHANGE_BIND" in names) is bound

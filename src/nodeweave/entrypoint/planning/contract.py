@@ -531,7 +531,8 @@ SETTINGS = (
             spec="launcher.exchange_allow", read=read_allow, text=list_text),
     Setting("exchange_bind", "--exchange-bind", "NODEWEAVE_EXCHANGE_BIND",
             "any (default) | route: node 0's exchange and each node's probe port listen only on the address this "
-            "node uses toward the master (host networking: not on every interface of the host)",
+            "node uses toward the master (host networking: not on every interface of the host); refused with "
+            "the exchange off",
             read=read_choice(("any", "route"))),
     Setting("interfaces", "--interfaces", "NODEWEAVE_INTERFACES",
             "socket interface(s) for NCCL/Gloo, comma list, overriding the route to the master",
@@ -569,7 +570,8 @@ SETTINGS = (
     Setting("straggler_fault", "--straggler-fault", "NODEWEAVE_STRAGGLER_FAULT",
             "checks in a row a straggler is named before node 0 reports it as a STRAGGLER FAULT; recovery acts on "
             "it only with --straggler-is-fault on (docs/stalls.md); 0 = never (default; 10 with "
-            "--straggler-is-fault on, which refuses 0)", read=read_int(0)),
+            "--straggler-is-fault on, which refuses 0); node 0 checks over the exchange's heartbeat, so it is "
+            "refused with the exchange off", read=read_int(0)),
     Setting("stall_warn", "--stall-warn", "NODEWEAVE_STALL_WARN",
             "seconds of a stall before the report; 0 = off",
             spec="launcher.stall_warn", read=read_int(0, "seconds"), text=text_unless(STALL_WARN_S)),
