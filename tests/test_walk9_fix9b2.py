@@ -7,7 +7,8 @@
 - a start beside a live recorded run is refused whatever the live run's id, its own too (B17);
 - a run id the node never had, to any `--node` action that takes one, is an error naming it and the node's runs (B15);
 - every setting the check-in exchange alone reads (its bind address and the straggler fault among them) is refused
-  with the exchange off, by the one table `shared_rules.SWITCHED`; compose renders none with it off (B19).
+  with the exchange off, by the one table `shared_rules.SWITCHED`; compose renders none with it off (B19);
+- node 0's metrics listeners listen where its exchange does (`NODEWEAVE_EXCHANGE_BIND=route`), and on loopback (B20).
 
 Each test fails on the code before its fix. No container is started.
 """
@@ -179,3 +180,64 @@ def test_compose_with_the_exchange_off_renders_no_exchange_setting(tmp_path):
         env = service["environment"]
         names = set(env) if isinstance(env, dict) else {item.split("=", 1)[0] for item in env}
         assert ("NODEWEAVE_EXCHANGE_BIND" in names) is bound
+
+
+def _free_port():
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def _answers(address, port):
+    import socket
+
+    try:
+        socket.create_connection((address, port), timeout=2).close()
+        return True
+    except OSError:
+        return False
+
+
+def test_node_0s_metrics_listen_where_its_exchange_does(tmp_path):
+    """B20: with NODEWEAVE_EXCHANGE_BIND=route (compose/node.yaml on a host network) the exchange listened on the
+    training address only, while /metrics and /status.json answered on every address of the host (the docker
+    bridge's too): node 0's listeners all listen where its exchange does, and on loopback for `--node live`."""
+    import socket
+
+    from nodeweave.entrypoint.metrics.live import Live
+    from nodeweave.entrypoint.running import capture
+
+    probe = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        probe.connect(("192.0.2.123", 9))  # no packet is sent: the route's source address
+        address = probe.getsockname()[0]
+    except OSError:
+        pytest.skip("no route off this machine")
+    finally:
+        probe.close()
+    port = _free_port()
+
+    class Settings:
+        env = {"TMPDIR": str(tmp_path)}
+
+        def get(self, key, default=None):
+            return {"metrics": True, "metrics_port": port}.get(key, default)
+
+    class Watch:
+        hub = type("Hub", (), {"own_fp": {"job": "j"}, "bind": address})()
+        stall = None
+
+    listeners = list(capture.OUTPUT_LISTENERS)
+    live = Live(Settings(), lambda line: None)
+    try:
+        live._watching(Watch())
+        assert _answers(address, port) and _answers("127.0.0.1", port)
+        assert not _answers("127.0.0.2", port)  # another address of this host: a wildcard listener answered it
+    finally:
+        for server in [live.server, *getattr(live, "servers", [])]:
+            if server is not None:
+                server.shutdown()
+                server.server_close()
+        capture.OUTPUT_LISTENERS[:] = listeners

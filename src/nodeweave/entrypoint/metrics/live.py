@@ -85,6 +85,7 @@ class Live:
         self.unread_moved = False  # such lines named two numbers: steps go by unread (not one resume/total line)
         self.rates_seen = {}  # (node, rank) -> deque of (monotonic time, collectives)
         self.sampler = self.server = self.thread = None
+        self.servers = []  # the loopback listener beside a bound one (NODEWEAVE_EXCHANGE_BIND=route)
         self.saved_at = 0.0
         self.book_cache = (None, None)
         self.heat = heat.HeatSummary()  # the per-rank heat map a finished run's folder keeps (heat.json)
@@ -218,9 +219,21 @@ class Live:
         if self.enabled:
             from .server import serve
 
+            # node 0's listeners listen where its exchange does (walk9 B20: with NODEWEAVE_EXCHANGE_BIND=route on a
+            # host network, /metrics and /status.json answered on every NIC of the host, docker0's too), and on
+            # loopback besides, where `--node live` asks through the exec channel
+            bind = getattr(getattr(self.watch, "hub", None), "bind", "") or ""
             try:
-                self.server = serve(self.port, self)
-                self.log(f"metrics: Prometheus' /metrics on port {self.port} (docs/observability.md)")
+                self.server = serve(self.port, self, bind)
+                where = f" on {bind} (NODEWEAVE_EXCHANGE_BIND=route)" if bind else ""
+                if bind and not bind.startswith("127."):
+                    try:
+                        self.servers = [serve(self.port, self, "127.0.0.1")]
+                        where = f" on {bind} and 127.0.0.1 (NODEWEAVE_EXCHANGE_BIND=route)"
+                    except OSError as err:
+                        self.log(f"warning: metrics: not on 127.0.0.1:{self.port} ({err.strerror or err}): "
+                                 f"`nodeweave-entrypoint --node live` on this node reads nothing; {bind} serves them")
+                self.log(f"metrics: Prometheus' /metrics on port {self.port}{where} (docs/observability.md)")
             except OSError as err:
                 self.log(f"warning: metrics off: cannot listen on port {self.port}: {err.strerror or err}; set "
                          "metrics.port (NODEWEAVE_METRICS_PORT) to a free port, or metrics.enabled false")

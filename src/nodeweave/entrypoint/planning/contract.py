@@ -530,7 +530,8 @@ SETTINGS = (
             "check-in refusals to start with as warnings, comma list: " + ", ".join(EXCHANGE_ALLOWABLE),
             spec="launcher.exchange_allow", read=read_allow, text=list_text),
     Setting("exchange_bind", "--exchange-bind", "NODEWEAVE_EXCHANGE_BIND",
-            "any (default) | route: node 0's exchange and each node's probe port listen only on the address this "
+            "any (default) | route: node 0's exchange, its /metrics (127.0.0.1 too) and each node's probe port "
+            "listen only on the address this "
             "node uses toward the master (host networking: not on every interface of the host); refused with "
             "the exchange off",
             read=read_choice(("any", "route"))),
