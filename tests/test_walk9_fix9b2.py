@@ -8,7 +8,8 @@
 - a run id the node never had, to any `--node` action that takes one, is an error naming it and the node's runs (B15);
 - every setting the check-in exchange alone reads (its bind address and the straggler fault among them) is refused
   with the exchange off, by the one table `shared_rules.SWITCHED`; compose renders none with it off (B19);
-- node 0's metrics listeners listen where its exchange does (`NODEWEAVE_EXCHANGE_BIND=route`), and on loopback (B20).
+- node 0's metrics listeners listen where its exchange does (`NODEWEAVE_EXCHANGE_BIND=route`), and on loopback (B20);
+- the step rate is measured up to now, so it comes down to 0 when the step lines stop (B22).
 
 Each test fails on the code before its fix. No container is started.
 """
@@ -241,3 +242,27 @@ def test_node_0s_metrics_listen_where_its_exchange_does(tmp_path):
                 server.shutdown()
                 server.server_close()
         capture.OUTPUT_LISTENERS[:] = listeners
+
+
+@pytest.mark.parametrize("quiet_s, most", [(0.5, 2.5), (24.0, 0.5), (31.0, 0.0), (600.0, 0.0)])
+def test_the_step_rate_comes_down_when_the_step_lines_stop(tmp_path, monkeypatch, quiet_s, most):
+    """B22: 24 s after the last step line nodeweave_steps_per_second (and /status.json, top) still said 1.99, the
+    rate between the last lines: it is measured to now, so it falls to 0 within the 30 s window."""
+    from nodeweave.entrypoint.metrics import live as live_module
+    from nodeweave.entrypoint.metrics.live import Live
+
+    class Settings:
+        env = {"TMPDIR": str(tmp_path)}
+
+        def get(self, key, default=None):
+            return {"metrics": False}.get(key, default)
+
+    live = Live(Settings(), lambda line: None)
+    t0 = 1000.0
+    live.generation = {"ended": None, "fault": None, "steps": [[t0 + i / 2, i] for i in range(0, 61)]}  # 2 a second
+    last = t0 + 30.0
+    monkeypatch.setattr(live_module.time, "time", lambda: last + quiet_s)
+    rate = live.step_rate()
+    assert rate is not None and rate <= most
+    if quiet_s < 1:
+        assert rate > 1.5  # a job that steps reads its rate
