@@ -9,7 +9,8 @@
 - every setting the check-in exchange alone reads (its bind address and the straggler fault among them) is refused
   with the exchange off, by the one table `shared_rules.SWITCHED`; compose renders none with it off (B19);
 - node 0's metrics listeners listen where its exchange does (`NODEWEAVE_EXCHANGE_BIND=route`), and on loopback (B20);
-- the step rate is measured up to now, so it comes down to 0 when the step lines stop (B22).
+- the step rate is measured up to now, so it comes down to 0 when the step lines stop (B22);
+- every verb that reads node 0 by `--url` names it where no spec is found (B13).
 
 Each test fails on the code before its fix. No container is started.
 """
@@ -266,3 +267,27 @@ def test_the_step_rate_comes_down_when_the_step_lines_stop(tmp_path, monkeypatch
     assert rate is not None and rate <= most
     if quiet_s < 1:
         assert rate > 1.5  # a job that steps reads its rate
+
+
+def _verbs_with_url():
+    from cli_run import leaves
+
+    return [words for words, command in leaves()
+            if any("--url" in getattr(param, "opts", ()) for param in getattr(command, "params", ()))]
+
+
+@pytest.mark.parametrize("words", _verbs_with_url(), ids=" ".join)
+def test_a_verb_that_reads_node_0_by_url_names_url_where_no_spec_is(tmp_path, words):
+    """B13: `nodeweave top` (and `dashboard`) in a folder with no spec, beside a job started as processes, named
+    only `nodeweave init` and --spec: every verb that takes --url names it as the way to watch such a job."""
+    from cli_run import nodeweave
+
+    done = nodeweave(*words, *(["--once"] if words == ["top"] else []), cwd=str(tmp_path), timeout=60)
+    assert done.returncode == 2, done.stderr
+    assert "no nodeweave.yaml in" in done.stderr
+    assert f"nodeweave {' '.join(words)} --url http://NODE0:9464" in done.stderr
+
+
+def test_the_url_hint_covers_top_and_dashboard():
+    """B13: the product's verbs with --url, found by their options: top and dashboard today."""
+    assert {" ".join(words) for words in _verbs_with_url()} >= {"top", "dashboard"}
