@@ -10,7 +10,8 @@
   with the exchange off, by the one table `shared_rules.SWITCHED`; compose renders none with it off (B19);
 - node 0's metrics listeners listen where its exchange does (`NODEWEAVE_EXCHANGE_BIND=route`), and on loopback (B20);
 - the step rate is measured up to now, so it comes down to 0 when the step lines stop (B22);
-- every verb that reads node 0 by `--url` names it where no spec is found (B13).
+- every verb that reads node 0 by `--url` names it where no spec is found (B13);
+- a stop signal after the launcher ended (a node waiting for node 0's next generation) ends the node, 128+N (B23).
 
 Each test fails on the code before its fix. No container is started.
 """
@@ -291,3 +292,41 @@ def test_a_verb_that_reads_node_0_by_url_names_url_where_no_spec_is(tmp_path, wo
 def test_the_url_hint_covers_top_and_dashboard():
     """B13: the product's verbs with --url, found by their options: top and dashboard today."""
     assert {" ".join(words) for words in _verbs_with_url()} >= {"top", "dashboard"}
+
+
+WAITER = """
+import sys, time
+from nodeweave.entrypoint.running.supervise import run_supervised
+code = run_supervised("/bin/true", ["true"], dict(__import__("os").environ))
+print("launched", code, flush=True)
+time.sleep(60)  # what a node does next: wait for node 0's next generation, hear the others back
+print("woke", flush=True)
+"""
+
+
+@pytest.mark.parametrize("signame", ["SIGTERM", "SIGINT", "SIGHUP"])
+def test_a_node_whose_launcher_ended_stops_on_a_stop_signal(tmp_path, signame):
+    """B23: a training node waiting for node 0 to come back ignored SIGTERM, SIGINT and SIGHUP (the handler that
+    forwarded them to its launcher stayed after the launcher ended); only SIGKILL ended it. Every stop signal
+    ends a node with no launcher running, 128+N, said in one line."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from cli_run import checkout_env
+
+    child = subprocess.Popen([sys.executable, "-c", WAITER], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True, env=checkout_env(), start_new_session=True)
+    try:
+        assert child.stdout.readline().startswith("launched 0")
+        time.sleep(0.3)
+        child.send_signal(getattr(signal, signame))
+        code = child.wait(timeout=10)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+    number = int(getattr(signal, signame))
+    assert code == 128 + number
+    assert f"stopped by {signame} with no launcher running (exit {128 + number})" in child.stderr.read()
