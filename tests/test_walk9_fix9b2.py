@@ -11,7 +11,8 @@
 - node 0's metrics listeners listen where its exchange does (`NODEWEAVE_EXCHANGE_BIND=route`), and on loopback (B20);
 - the step rate is measured up to now, so it comes down to 0 when the step lines stop (B22);
 - every verb that reads node 0 by `--url` names it where no spec is found (B13);
-- a stop signal after the launcher ended (a node waiting for node 0's next generation) ends the node, 128+N (B23).
+- a stop signal after the launcher ended (a node waiting for node 0's next generation) ends the node, 128+N (B23);
+- `--explain` names every start refusal of this machine by the start's own check, the checkpoint folder's live claim too (B14).
 
 Each test fails on the code before its fix. No container is started.
 """
@@ -330,3 +331,29 @@ def test_a_node_whose_launcher_ended_stops_on_a_stop_signal(tmp_path, signame):
     number = int(getattr(signal, signame))
     assert code == 128 + number
     assert f"stopped by {signame} with no launcher running (exit {128 + number})" in child.stderr.read()
+
+
+def test_explain_names_a_checkpoint_folder_another_job_holds_now(entrypoint, tmp_path):
+    """B14: --explain of node 0 over a checkpoint_dir another job's node 0 claims now said "none complete yet",
+    exit 0, while the start refused at once (exit 3): the plan names the live claim as the start-refused-here
+    warning, as it names a master port held (each start refusal of this machine, by the start's own check)."""
+    import json
+    import socket
+    import subprocess
+    import sys
+
+    (tmp_path / "shared").mkdir()
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        (tmp_path / "shared" / ".nodeweave-claim").write_text(json.dumps(
+            {"job": "w9r", "run": None, "host": socket.gethostname(), "pid": sleeper.pid, "since": 0}))
+        env = dict(TWO_NODES, NODEWEAVE_JOB_ID="other", NODEWEAVE_RECOVERY="on", NODEWEAVE_SPARES="1",
+                   NODEWEAVE_CHECKPOINT_DIR="shared", NODEWEAVE_MASTER_PORT="31640")
+        code, out, err = entrypoint(["--explain", "--json", "--", "train.py"], env)
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+    assert code == 0, err
+    said = [str(w) for w in json.loads(out)["warnings"]]
+    assert any("checkpoint_dir shared is in use by another job now: job 'w9r'" in w
+               and "a start here stops with exit 3" in w for w in said), said
