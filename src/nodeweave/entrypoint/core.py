@@ -53,7 +53,7 @@ def _start_refusals(plan, root, settings=None):
     the ``start-refused-here`` warning: ``--explain`` on the node says what its start would do (walk8 B24), and the
     plan is often read off the node, so it does not exit with the start's code itself. Each refusal is the start's
     own check, read only: the master port held (``check_master_is_self``), and node 0's checkpoint folder claimed by
-    another job now (``recovery.claim.refusal``; walk9 B14)."""
+    another job now (``running.claim.refusal``; walk9 B14)."""
     if not (plan.topology.is_master and plan.topology.nnodes_max > 1):
         return
     from .planning.rules import emit
@@ -62,7 +62,7 @@ def _start_refusals(plan, root, settings=None):
     checks = [lambda: check_master_is_self(plan, root)]
     if settings is not None and settings.get("recovery") and plan.topology.node_rank.value in (0, "0") \
             and settings.sysroot in ("/", "", None):  # node 0 alone claims the folder (recovery.generations)
-        from .recovery.claim import refusal
+        from .running.claim import refusal
 
         def claimed():
             refused = refusal(settings.get("checkpoint_dir"), plan.topology.job_id, settings.get("run_id"))
