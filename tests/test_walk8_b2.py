@@ -140,7 +140,7 @@ def test_b25_a_claim_whose_writer_is_gone_is_taken_over(tmp_path):
     """node 0 started again in its own job (a restarted container), or a job that ended without removing it."""
     import os
 
-    from nodeweave.entrypoint.recovery import claim
+    from nodeweave.entrypoint.running import claim
 
     folder = tmp_path / "ck"
     folder.mkdir()

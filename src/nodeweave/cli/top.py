@@ -31,9 +31,21 @@ STATUS_URL = typer.Option(None, "--url", help="Read node 0's /status.json here i
 def watched_node(spec_path: Optional[Path], reach: "ClusterOptions", node: List[str], verb: str):
     """The node whose /status.json top and the dashboard read; nothing up is exit 3 and `nodeweave up`, as every
     verb."""
-    from nodeweave.cluster.onbackend import live_nodes, require_up
+    import os
 
-    spec, backend, _ = open_cluster(find_spec(spec_path), reach)
+    from nodeweave.cluster.onbackend import live_nodes, require_up
+    from nodeweave.errors import UsageError
+
+    path = find_spec(spec_path)
+    try:
+        spec, backend, _ = open_cluster(path, reach)
+    except UsageError as err:
+        if spec_path is not None or os.path.lexists(path):
+            raise
+        # no spec here or above: the way to watch a job started as processes (walk9 B13: the hint named only
+        # `init` and --spec, for the verbs that read node 0 without one)
+        raise UsageError(f"{err}; a job started without a spec (nodeweave-entrypoint on its hosts) is watched at "
+                         f"node 0's metrics port: nodeweave {verb} --url http://NODE0:9464") from None
     target = pick_one(live_nodes(backend, "watch"), node, verb)
     require_up(backend, [target], "watch")
     return target

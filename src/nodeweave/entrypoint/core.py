@@ -40,7 +40,7 @@ def build_plan(settings, partial=False, audit=False):
         _checkpoint_access(settings, plan.warnings)
         plan.env += exports(plan.topology, env) + launcher_exports(plan.launch, plan.node, env)
         plan_exchange(plan, settings)
-        _start_refusals(plan, root)
+        _start_refusals(plan, root, settings)
     except EntrypointError as err:
         if not partial:
             raise
@@ -48,20 +48,33 @@ def build_plan(settings, partial=False, audit=False):
     return plan
 
 
-def _start_refusals(plan, root):
+def _start_refusals(plan, root, settings=None):
     """What the start refuses on this machine before any check-in (``loop.Start.prepare``), said in the plan as
     the ``start-refused-here`` warning: ``--explain`` on the node says what its start would do (walk8 B24), and the
-    plan is often read off the node, so it does not exit with the start's code itself."""
+    plan is often read off the node, so it does not exit with the start's code itself. Each refusal is the start's
+    own check, read only: the master port held (``check_master_is_self``), and node 0's checkpoint folder claimed by
+    another job now (``running.claim.refusal``; walk9 B14)."""
     if not plan.topology.is_master:  # node 0 of any job, one node too, hosts the rendezvous (walk9 B24)
         return
     from .planning.rules import emit
     from .running.selfcheck import check_master_is_self  # only rank 0 pays for it
 
-    try:
-        check_master_is_self(plan, root)
-    except EntrypointError as err:
-        emit(plan.warnings, "start-refused-here", f"{err}; a start here stops with exit {err.exit_code} before "
-             "any check-in")
+    checks = [lambda: check_master_is_self(plan, root)]
+    if settings is not None and settings.get("recovery") and plan.topology.node_rank.value in (0, "0") \
+            and settings.sysroot in ("/", "", None):  # node 0 alone claims the folder (recovery.generations)
+        from .running.claim import refusal
+
+        def claimed():
+            refused = refusal(settings.get("checkpoint_dir"), plan.topology.job_id, settings.get("run_id"))
+            if refused is not None:
+                raise refused
+        checks.append(claimed)
+    for check in checks:
+        try:
+            check()
+        except EntrypointError as err:
+            emit(plan.warnings, "start-refused-here", f"{err}; a start here stops with exit {err.exit_code} before "
+                 "any check-in")
 
 
 def _shared_notes(settings, warnings, topo=None):

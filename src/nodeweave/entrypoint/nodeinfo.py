@@ -10,6 +10,8 @@ Each action prints one JSON document (schema ``nodeweave.node/1``) on stdout:
   SIGTERM then SIGKILL after S seconds (default 10); exit 1 if a process outlived it;
 - ``report RUN_ID``: the run's record and plan, its recovery book and goodput timeline, the workspace's sync stamp
   (``.nodeweave-sync.json`` in the working directory) and the profiler's files;
+- ``stop --run ID`` and ``report ID`` of a run id this node never had: exit 1 with ``error`` naming it and the
+  node's runs (a run that ended is no error: ``"stopped": []``, exit 0);
 - ``live [--port P]``: node 0's live picture of the running job, as its ``/status.json`` on
   ``127.0.0.1:P`` (``NODEWEAVE_METRICS_PORT``, default 9464) answers it (``nodeweave top``); exit 1 with
   ``error`` when nothing answers there (not node 0, no job running, metrics off);
@@ -144,12 +146,32 @@ def read_options(action, args):
     return {name: value for name, (_, value) in found.items()}
 
 
+def unknown_run(env, run_id, starting=()):
+    """Why ``run_id`` is no run of this node, or None: it has no record folder here and no entrypoint of that id
+    is starting (``starting``). One answer for every action given a run id (``report RUN_ID``, ``stop --run ID``):
+    a typo read as a run with nothing to say, ``"run": null`` or ``"stopped": []``, exit 0, could not be told from
+    a run that ended (walk9 B15)."""
+    root = os.path.join(state_root(env), "runs")
+    if starting or os.path.isdir(os.path.join(root, run_id)):
+        return None
+    try:
+        names = sorted(name for name in os.listdir(root) if os.path.isdir(os.path.join(root, name)))
+    except OSError:
+        names = []
+    has = (f"its runs: {', '.join(names[-10:])}" + (f" (last 10 of {len(names)})" if len(names) > 10 else "")
+           if names else "it has none")
+    return f"no run {run_id!r} on this node (no {os.path.join(root, run_id)}): {has}"
+
+
 def stop(args, env):
     options = read_options("stop", args)
     wanted, grace = options.get("--run"), options.get("--grace", 10.0)
     runs = [r for r in live_runs(env) if wanted in (None, r.get("run_id"))]
     if wanted is not None:  # a run whose entrypoint has just started is stopped too
         runs += unrecorded_runs(wanted, {r["pid"] for r in runs})
+        unknown = unknown_run(env, wanted, runs)
+        if unknown:
+            return {"schema": NODE_SCHEMA, "stopped": [], "left": False, "error": unknown}, EXIT_FAILURE
     stopped = stop_runs(runs, grace) if runs else []
     left = any(r["left"] for r in stopped)
     return {"schema": NODE_SCHEMA, "stopped": stopped, "left": left}, EXIT_FAILURE if left else EXIT_OK
@@ -158,6 +180,9 @@ def stop(args, env):
 def report(args, env):
     if not args:
         raise UsageError("--node report needs the run id")
+    unknown = unknown_run(env, args[0], unrecorded_runs(args[0], set()))
+    if unknown:
+        return {"schema": NODE_SCHEMA, "run": None, "error": unknown}, EXIT_FAILURE
     folder = run_dir(env, args[0])
     record = read_record(os.path.join(folder, "run.json"))
     profile = os.path.join(folder, "profile")

@@ -483,6 +483,8 @@ def _shared_rules(r: Reader, top: Fields, sections: dict, count: Optional[NodeRa
     values, given, where = ({"nnodes": count.max}, {"nnodes"}, {"nnodes": top.get("nodes") or top.get("hosts")}) \
         if count is not None else ({"nnodes": None}, set(), {})
     for key in shared_rules.KEYS - {"nnodes"}:
+        if BY_KEY[key].spec is None:  # a setting with no spec field (exchange_bind): never given by a spec
+            continue
         section, _, field = BY_KEY[key].spec.partition(".")
         values[key] = getattr(sections[section], field)
         entries = {k: v for k, _, v in r.mapping(top.get(section), section, "a mapping")}

@@ -93,6 +93,7 @@ class Hub:
     def __init__(self, port, token, own_fp, log, clock=time.monotonic, bind="", listener=None):
         from .switchboard import Switchboard  # node 0's loop (and its threads): the other nodes never load it
         self.port, self.token, self.own_fp, self.log, self.clock = port, token, own_fp, log, clock
+        self.bind = bind  # the address it listens on ('': every one); node 0's /metrics listen there too
         self.keep_listener = False  # recovery: the next generation's hub takes the port over, never closed between
         try:
             self.sock = listener or listen(bind, port, backlog=512)

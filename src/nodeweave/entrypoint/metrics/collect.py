@@ -142,7 +142,7 @@ def families(live, now=None):
         logger, number, _ = live.step
         family("nodeweave_step", "gauge", "The newest step the training logged (its logger as a label).",
                [(dict(jobwide, logger=logger), number)])
-    family("nodeweave_steps_per_second", "gauge", "Steps a second over the last 30 seconds of step lines.",
+    family("nodeweave_steps_per_second", "gauge", "Steps a second over the last 30 seconds up to now (0 within 30 s of the last step line).",
            [(jobwide, live.step_rate())])
 
     # --- GPUs: node 0's own, every other node's as its beats carried them ---

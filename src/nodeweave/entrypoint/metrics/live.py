@@ -85,6 +85,7 @@ class Live:
         self.unread_moved = False  # such lines named two numbers: steps go by unread (not one resume/total line)
         self.rates_seen = {}  # (node, rank) -> deque of (monotonic time, collectives)
         self.sampler = self.server = self.thread = None
+        self.servers = []  # the loopback listener beside a bound one (NODEWEAVE_EXCHANGE_BIND=route)
         self.saved_at = 0.0
         self.book_cache = (None, None)
         self.heat = heat.HeatSummary()  # the per-rank heat map a finished run's folder keeps (heat.json)
@@ -218,9 +219,21 @@ class Live:
         if self.enabled:
             from .server import serve
 
+            # node 0's listeners listen where its exchange does (walk9 B20: with NODEWEAVE_EXCHANGE_BIND=route on a
+            # host network, /metrics and /status.json answered on every NIC of the host, docker0's too), and on
+            # loopback besides, where `--node live` asks through the exec channel
+            bind = getattr(getattr(self.watch, "hub", None), "bind", "") or ""
             try:
-                self.server = serve(self.port, self)
-                self.log(f"metrics: Prometheus' /metrics on port {self.port} (docs/observability.md)")
+                self.server = serve(self.port, self, bind)
+                where = f" on {bind} (NODEWEAVE_EXCHANGE_BIND=route)" if bind else ""
+                if bind and not bind.startswith("127."):
+                    try:
+                        self.servers = [serve(self.port, self, "127.0.0.1")]
+                        where = f" on {bind} and 127.0.0.1 (NODEWEAVE_EXCHANGE_BIND=route)"
+                    except OSError as err:
+                        self.log(f"warning: metrics: not on 127.0.0.1:{self.port} ({err.strerror or err}): "
+                                 f"`nodeweave-entrypoint --node live` on this node reads nothing; {bind} serves them")
+                self.log(f"metrics: Prometheus' /metrics on port {self.port}{where} (docs/observability.md)")
             except OSError as err:
                 self.log(f"warning: metrics off: cannot listen on port {self.port}: {err.strerror or err}; set "
                          "metrics.port (NODEWEAVE_METRICS_PORT) to a free port, or metrics.enabled false")
@@ -335,13 +348,23 @@ class Live:
             return {key: (h[-1][1] - h[0][1]) / (h[-1][0] - h[0][0])
                     for key, h in self.rates_seen.items() if len(h) >= 2 and h[-1][0] > h[0][0]}
 
-    def step_rate(self):
-        """Steps a second over the last :data:`RATE_WINDOW_S` of the current generation's step lines, or None."""
+    def step_rate(self, now=None):
+        """Steps a second over the last :data:`RATE_WINDOW_S` up to now, from the current generation's step lines,
+        or None before two of them. Measured to now while the generation runs, so a job whose step lines stopped
+        comes down to 0 within the window (walk9 B22: 24 s after the last step line it still said 1.99, the rate
+        between the last lines, and an alert on a rate near 0 never fired); the step before the window is its
+        base, so steps slower than the window are not 0 between two lines only because none fell inside it."""
         gen = self.generation
-        steps = [s for s in (gen or {}).get("steps") or [] if s[0] >= time.time() - RATE_WINDOW_S]
-        if len(steps) < 2 or steps[-1][0] <= steps[0][0]:
+        steps = (gen or {}).get("steps") or []
+        if len(steps) < 2:
             return None
-        return (steps[-1][1] - steps[0][1]) / (steps[-1][0] - steps[0][0])
+        running = gen.get("ended") is None and gen.get("fault") is None
+        end = (time.time() if now is None else now) if running else steps[-1][0]
+        before = [s for s in steps if s[0] < end - RATE_WINDOW_S]
+        base = before[-1] if before else steps[0]
+        if end <= base[0]:
+            return None
+        return max(0.0, (steps[-1][1] - base[1]) / (end - base[0]))
 
     def snapshot(self):
         with self.lock:

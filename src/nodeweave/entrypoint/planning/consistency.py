@@ -226,12 +226,38 @@ def script_kind(path):
     if head.startswith(b"\x7fELF"):
         return "an executable program (ELF)"
     first = head.split(b"\n", 1)[0].decode("utf-8", "replace").strip()
-    if first.startswith("#!") and "python" not in first and not path.endswith(".py"):  # a .py file is Python
-        # whatever its shebang names (`#!/usr/bin/env -S uv run --script`: a comment to python)
+    if first.startswith("#!") and "python" not in first and not _python_source(path):
+        # judged by content, whatever the name (walk9 B18: a .py holding `#!/bin/bash` was taken, and every rank
+        # died of a SyntaxError): a .py whose shebang names another program but which is Python
+        # (`#!/usr/bin/env -S uv run --script`: a comment to python) is run
         return f"a script for another interpreter ({first})"
     if not first.startswith("#!") and path.endswith((".sh", ".bash")):
         return "a shell script (.sh)"
     return None
+
+
+SOURCE_READ_MAX = 1 << 20  # a script longer than this is not compiled to judge it: taken as Python
+
+
+def _python_source(path):
+    """Whether the file at ``path``, named ``.py``, compiles as Python (its shebang a comment); False for any
+    other name, whose shebang says what runs it."""
+    if not path.endswith(".py"):
+        return False
+    try:
+        with open(path, "rb") as handle:
+            source = handle.read(SOURCE_READ_MAX + 1)
+    except OSError:
+        return True
+    if len(source) > SOURCE_READ_MAX:
+        return True
+    try:
+        compile(source, path, "exec", dont_inherit=True)
+    except SyntaxError:
+        return False
+    except (ValueError, TypeError):  # a NUL byte: no Python either
+        return False
+    return True
 
 
 def no_script(launcher, command, script=None, verb="nodeweave run"):

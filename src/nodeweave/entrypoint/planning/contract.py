@@ -222,12 +222,19 @@ def stall_problem(warn, timeout, timeout_given):
 
 
 PORT_MAX = 65535
+PORT_RANGE_ACCEPTED = "a port number from 1 to 65535 (e.g. 9464)"
 
 
 def read_port(text, what, source):
-    value = read_int(1, maximum=PORT_MAX)(text, what, source)
-    if value > PORT_MAX:
-        raise UsageError(f"{what} must be 1..{PORT_MAX}, got {value} (from {source})")
+    """Every port the entrypoint reads (master, exchange, metrics, ``--node live --port``): one line for both
+    ends of the range, naming it and a port as the example (walk9 B16: 0 was "a whole number of 1 or more
+    (e.g. 2)" while 70000 was "must be 1..65535"; B27: its bounds in every refusal)."""
+    if not plain_int(str(text).strip()) or str(text) != str(text).strip():
+        return read_int(1, maximum=PORT_MAX)(text, what, source)  # not a plain number: the numbers' one refusal
+    value = int(str(text))
+    if not 1 <= value <= PORT_MAX:
+        raise UsageError(f"{what} must be 1..{PORT_MAX}, got {value} (from {source}); accepted: "
+                         f"{PORT_RANGE_ACCEPTED}")
     return value
 
 
@@ -532,8 +539,10 @@ SETTINGS = (
             "check-in refusals to start with as warnings, comma list: " + ", ".join(EXCHANGE_ALLOWABLE),
             spec="launcher.exchange_allow", read=read_allow, text=list_text),
     Setting("exchange_bind", "--exchange-bind", "NODEWEAVE_EXCHANGE_BIND",
-            "any (default) | route: node 0's exchange and each node's probe port listen only on the address this "
-            "node uses toward the master (host networking: not on every interface of the host)",
+            "any (default) | route: node 0's exchange, its /metrics (127.0.0.1 too) and each node's probe port "
+            "listen only on the address this "
+            "node uses toward the master (host networking: not on every interface of the host); refused with "
+            "the exchange off",
             read=read_choice(("any", "route"))),
     Setting("interfaces", "--interfaces", "NODEWEAVE_INTERFACES",
             "socket interface(s) for NCCL/Gloo, comma list, overriding the route to the master",
@@ -571,7 +580,8 @@ SETTINGS = (
     Setting("straggler_fault", "--straggler-fault", "NODEWEAVE_STRAGGLER_FAULT",
             "checks in a row a straggler is named before node 0 reports it as a STRAGGLER FAULT; recovery acts on "
             "it only with --straggler-is-fault on (docs/stalls.md); 0 = never (default; 10 with "
-            "--straggler-is-fault on, which refuses 0)", read=read_int(0)),
+            "--straggler-is-fault on, which refuses 0); node 0 checks over the exchange's heartbeat, so it is "
+            "refused with the exchange off", read=read_int(0)),
     Setting("stall_warn", "--stall-warn", "NODEWEAVE_STALL_WARN",
             "seconds of a stall before the report; 0 = off",
             spec="launcher.stall_warn", read=read_int(0, "seconds"), text=text_unless(STALL_WARN_S)),

@@ -68,7 +68,10 @@ SWITCHED = {
     # (not step_pattern: node 0's goodput timeline reads the step lines with metrics off too: metrics/live.py)
     "metrics": {"metrics_port": METRICS_PORT},
     # node 0's /metrics start on its heartbeat watch, which the exchange runs (docs/observability.md; walk6 W45)
-    "exchange": {"exchange_port": None, "exchange_allow": (), "metrics": False, "metrics_port": METRICS_PORT},
+    # and what it alone reads: its listening address, and the straggler fault node 0 names over its heartbeat
+    # (with it off each node sees its own ranks only: docs/stalls.md; walk9 B19)
+    "exchange": {"exchange_port": None, "exchange_allow": (), "exchange_bind": "any", "straggler_fault": 0,
+                 "metrics": False, "metrics_port": METRICS_PORT},
 }
 SWITCH_DEFAULTS = {"recovery": False, "metrics": True, "exchange": True}
 

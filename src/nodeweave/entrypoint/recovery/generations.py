@@ -44,7 +44,7 @@ class Generations:
                                   "launcher.exchange on, or recovery off")
         topo = plan.topology
         if topo.is_master and topo.node_rank.value in (0, "0"):  # node 0 alone hands saves out: it claims the folder
-            from .claim import take
+            from ..running.claim import take
 
             take(self.settings.get("checkpoint_dir"), topo.job_id, self.settings.get("run_id"), self.log)
 

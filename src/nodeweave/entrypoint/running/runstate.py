@@ -149,14 +149,18 @@ def unrecorded_runs(run_id, recorded):
 
 
 def refuse_second_run(settings):
-    """One ``nodeweave run`` per node at a time."""
+    """One ``nodeweave run`` per node at a time: a live run of the same id is refused as any other is (walk9 B17:
+    a second start of a live run's id was taken, rewrote its record, and ``--node status`` then called the node
+    idle while the first trained). Only this very process's record (none yet at the start) is not another's."""
     run_id = settings.get("run_id")
-    others = [r for r in live_runs(settings.env) if r.get("run_id") != run_id]
+    others = [r for r in live_runs(settings.env) if r.get("pid") != os.getpid()]
     if others:
         other = others[0]
         since = time.strftime("%H:%M:%S", time.gmtime(other.get("started", 0)))
+        same = (f" (the run id given here: a run id names one run; give another, or stop that one first)"
+                if other.get("run_id") == run_id else "")
         raise EntrypointError(f"run {other.get('run_id')} is still in progress on this node (pid {other.get('pid')}, "
-                              f"since {since} UTC): `nodeweave stop` ends it", EXIT_BUSY)
+                              f"since {since} UTC){same}: `nodeweave stop` ends it", EXIT_BUSY)
 
 
 def begin_run(settings):

@@ -87,6 +87,31 @@ def how_it_ended(name, wait_status, received):
     return f"{name} exited {code}{after}"
 
 
+def launcher_gone(previous):
+    """Once the launcher is reaped, nothing is left to forward a signal to: a stop (SIGTERM, SIGINT, SIGHUP,
+    SIGQUIT) ends this process with 128+N, said in one line, whatever it waits for next (node 0's next generation,
+    the hear-back, a stop of the others), and the other signals go back to what they did before the launch.
+    (walk9 B23: the forwarding handler stayed, so a training node waiting for node 0 to come back took SIGTERM,
+    SIGINT and SIGHUP to a launcher long gone, and only SIGKILL ended it.) ``previous``: signal -> handler."""
+    import signal
+
+    stopping = _numbers(STOPPING)
+    for sig, handler in previous.items():
+        signal.signal(sig, stop_waiting if sig in stopping else handler)
+
+
+def stop_waiting(signum, _frame):
+    """A stop sent to a node with no launcher running: its exit, 128+N, with atexit's work done (a checkpoint
+    folder's claim released, the goodput timeline written)."""
+    import signal
+    import sys
+
+    sys.stderr.write(f"nodeweave-entrypoint: stopped by {_signal_name(signal, signum)} with no launcher running "
+                     f"(exit {128 + signum})\n")
+    sys.stderr.flush()
+    raise SystemExit(128 + signum)
+
+
 def _signal_name(signal, number):
     try:
         return signal.Signals(number).name
@@ -226,6 +251,7 @@ def run_supervised(executable, argv, env, watch=None, received=None, warm=None):
         except ProcessLookupError:
             pass
 
+    previous = {sig: signal.getsignal(sig) for sig in forwarded}
     for sig in forwarded:
         signal.signal(sig, forward)
     reaped, ranks = [], {}
@@ -238,6 +264,7 @@ def run_supervised(executable, argv, env, watch=None, received=None, warm=None):
         warm.hold(executable, env)  # the next generation's launcher, while this one runs
     _, status = os.waitpid(pid, 0)  # PEP 475: retried after each forwarded signal
     reaped.append(pid)
+    launcher_gone(previous)
     if ranks.get("processes"):  # stopped: no rank outlives its launcher (the stop's grace, then SIGKILL)
         from .descendants import end
 

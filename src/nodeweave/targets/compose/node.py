@@ -54,9 +54,9 @@ def _node_env(r: Resolved) -> Dict[str, str]:
     if not r.spec.hosts:  # with a hosts list, the master is its first host
         env["MASTER_ADDR"] = "${MASTER_ADDR:?" + MASTER_MISSING + "}"
     env.update({"NNODES": nnodes, "NODEWEAVE_NNODES": nnodes, "MASTER_PORT": port, "NODEWEAVE_MASTER_PORT": port,
-                "NODEWEAVE_IMAGE_REF": image(r), **token_env(r),  # the check-in shows which image each node runs
-                # host network: the exchange listens on the training network's address, not on every NIC
-                "NODEWEAVE_EXCHANGE_BIND": "route"})
+                "NODEWEAVE_IMAGE_REF": image(r), **token_env(r)})  # the check-in shows which image each node runs
+    if r.spec.launcher.exchange:  # host network: the exchange listens on the training network's address, not on
+        env["NODEWEAVE_EXCHANGE_BIND"] = "route"  # every NIC (with the exchange off nothing listens: refused there)
     if not r.spec.nodes.elastic and not r.spec.hosts:  # c10d, or the hosts list, hands out the ranks
         env["NODE_RANK"] = "${NODE_RANK:?" + RANK_MISSING + "}"
     return env

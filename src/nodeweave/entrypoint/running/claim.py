@@ -31,17 +31,10 @@ def take(folder, job, run_id, log):
     if not folder:
         return None
     path = os.path.join(folder, NAME)
-    mine = {"job": job, "run": run_id or None, "host": socket.gethostname(), "pid": os.getpid(),
-            "since": time.time()}
-    held = _read(path)
-    if held is not None and _someone_else(held, mine):
-        age = max(0.0, time.time() - held["written"])
-        run = f", run {held['run']}" if held.get("run") else ""
-        raise EntrypointError(
-            f"checkpoint_dir {folder} is in use by another job now: job {held.get('job')!r}{run}, node 0 on "
-            f"{held.get('host')} (pid {held.get('pid')}), its claim {path} rewritten {age:.0f} s ago; two jobs over "
-            "one folder would resume from each other's saves (weights this job never trained): give each run its "
-            "own folder (e.g. checkpoints/<run id>), or wait for that job to end", EXIT_TOPOLOGY)
+    mine = _mine(job, run_id)
+    refused = refusal(folder, job, run_id)
+    if refused is not None:
+        raise refused
     try:
         os.makedirs(folder, exist_ok=True)
         _write(path, mine)
@@ -55,6 +48,29 @@ def take(folder, job, run_id, log):
 
     atexit.register(claim.release)
     return claim
+
+
+def _mine(job, run_id):
+    return {"job": job, "run": run_id or None, "host": socket.gethostname(), "pid": os.getpid(), "since": time.time()}
+
+
+def refusal(folder, job, run_id):
+    """The refusal (exit 3) of a start over ``folder`` while another job's node 0 holds it now, or None: read only,
+    so ``--explain`` says what the start would refuse (walk9 B14: the plan said "none complete yet" of a folder
+    another job trained into) and :func:`take` refuses by the same words."""
+    if not folder:
+        return None
+    path = os.path.join(folder, NAME)
+    held = _read(path)
+    if held is None or not _someone_else(held, _mine(job, run_id)):
+        return None
+    age = max(0.0, time.time() - held["written"])
+    run = f", run {held['run']}" if held.get("run") else ""
+    return EntrypointError(
+        f"checkpoint_dir {folder} is in use by another job now: job {held.get('job')!r}{run}, node 0 on "
+        f"{held.get('host')} (pid {held.get('pid')}), its claim {path} rewritten {age:.0f} s ago; two jobs over "
+        "one folder would resume from each other's saves (weights this job never trained): give each run its "
+        "own folder (e.g. checkpoints/<run id>), or wait for that job to end", EXIT_TOPOLOGY)
 
 
 class Claim:
