@@ -184,9 +184,13 @@ class LinkWatch(LinkStall, Watch):
             self.channel.send(message)
 
     def _run(self):
-        last_heard = next_beat = self.clock()
+        last_heard = next_beat = woke = self.clock()
+        silent = (0.0, woke)  # this node's own longest pause lately, and when it ended
         while not self.stopping.is_set():
             now = self.clock()
+            if now - woke > LOST_S:  # the loop wakes every 0.5 s: this process was stopped (SIGSTOP, a pause)
+                silent = (now - woke, now)
+            woke = now
             try:
                 if now >= next_beat:
                     self._send(self.beat())
@@ -199,12 +203,26 @@ class LinkWatch(LinkStall, Watch):
             except ExchangeError:
                 if not self.stopping.is_set() and not self.closing:
                     self._stop_for(f"node 0 ({self.channel.peer})", {
-                        "how": "its exchange closed without a word: node 0's entrypoint was killed or its node "
-                               "or network went away"}, hub_gone=True)
+                        "how": self._own_pause(silent, woke) or "its exchange closed without a word: node 0's entrypoint "
+                               "was killed or its node or network went away"}, hub_gone=True)
                 return
             if self.clock() - last_heard > LOST_S:
-                self._stop_for(f"node 0 ({self.channel.peer})", {"how": f"no heartbeat for {LOST_S:g}s"}, hub_gone=True)
+                self._stop_for(f"node 0 ({self.channel.peer})", {
+                    "how": self._own_pause(silent, woke) or f"no heartbeat for {LOST_S:g}s"}, hub_gone=True)
                 return
+
+    def _own_pause(self, silent, woke):
+        """Why node 0 went quiet when it was this node that stopped (walk9 B12: a node woken from SIGSTOP, a
+        suspended VM, a long pause, blamed node 0, alive, which had declared it lost); None otherwise. The pause
+        is a wait of this loop (at most 0.5 s) that took longer than node 0 waits: the one in progress when the
+        news came (stopped inside it), or one that ended a moment ago."""
+        now = self.clock()
+        pause, ended = (now - woke, now) if now - woke > LOST_S else silent
+        if pause <= LOST_S or now - ended > 2 * BEAT_S:
+            return None
+        return (f"this node itself was silent for {pause:.0f}s (its process stopped: SIGSTOP, a suspended VM or "
+                f"a long pause), longer than node 0 waits for a heartbeat ({LOST_S:g}s), so node 0 declared this "
+                "node lost; node 0 itself may be fine")
 
     def _handle(self, message):
         """True when the watch is over."""
