@@ -123,7 +123,9 @@ def test_offline_docker_build_drops_only_the_frontend_pin(tmp_path):
     assert rendered.startswith("# syntax=docker/dockerfile:1\n")
     wheels = tmp_path / "wheels"
     wheels.mkdir()
-    (wheels / "torch-2.13.0-cp311-cp311-linux_x86_64.whl").write_bytes(b"")
+    for name in ("torch-2.13.0-cp311-cp311-linux_x86_64.whl", "setuptools-84.2.1-py3-none-any.whl",
+                 "deepspeed-0.19.8.tar.gz", "accelerate-1.15.0-py3-none-any.whl"):  # what the image installs by name
+        (wheels / name).write_bytes(b"")  # (walk9 A5: an offline wheelhouse lacking one is refused before any layer)
     for kind, offline, pinned in [("docker", True, False), ("docker", False, True), ("podman", True, True)]:
         context = with_entrypoint(tmp_path / f"{kind}-{offline}")
         prepared = prepare_build(spec, "cpu", context, context / "scratch", offline=offline, wheelhouse=wheels,

@@ -61,8 +61,10 @@ def render_command(target: str, spec_path, out_dir, force: bool = False) -> str:
 
     from nodeweave.specpath import spec_folder
 
-    spec_path = Path(spec_path if spec_path is not None else DEFAULT)
     words = ["nodeweave", "render", target] + (["--force"] if force else [])
+    if spec_path is None:  # a caller that knows no spec file (a library call): the render in the spec's folder
+        return "`" + " ".join(shlex.quote(w) for w in words) + "`"
+    spec_path = Path(spec_path)
     if spec_path != Path(DEFAULT):
         words += ["--spec", str(spec_path)]
     if out_dir is not None and Path(out_dir).resolve() != spec_folder(spec_path).resolve():
