@@ -88,7 +88,19 @@ def bench(
         from nodeweave.cli.habits.output import runs_parent
         from nodeweave.cli.habits.spec_path import find_spec
 
-        json_path = Path(os.path.abspath(runs_parent(None, find_spec(None), writes=True) / DEFAULT_JSON_NAME))
+        from nodeweave.cluster.runfolder import RUNS
+        from nodeweave.specpath import spec_folder
+
+        spec_here = find_spec(None)
+        parent = spec_folder(spec_here) / RUNS
+        if not (parent.is_symlink() and parent.is_dir()):  # a link: the file rule below names --json-out's real
+            parent = runs_parent(None, spec_here, writes=True)  # path (bench has no --runs-dir to offer)
+        json_path = Path(os.path.abspath(parent / DEFAULT_JSON_NAME))
+        from nodeweave.failures import own_file_problem
+
+        problem = own_file_problem(json_path)  # the rule --json-out's callback applies to a path given
+        if problem is not None:
+            raise UsageError(f"--json-out's default {json_path}: {problem} (--json-out PATH)")
     plot = _plot_path(plot, json_path, report.matplotlib_available())
     # before the launches: minutes, then a refusal
     refuse_foreign_file(json_path, "--json-out", "bench",
