@@ -18,8 +18,8 @@ import time
 
 from .hostport import host_port
 from .recovery.roles import plan_node
-from .errors import EXIT_BUSY, EntrypointError
-from .running.runstate import HOLD_SCHEMA, alive, proc_stat, read_record, state_root, write_json
+from .running.runstate import HOLD_SCHEMA, alive, proc_stat, read_record, state_root, still_in_progress, \
+    write_json
 
 STOPPING = ("SIGTERM", "SIGINT", "SIGHUP", "SIGQUIT")
 NO_COMMAND = "SCRIPT"  # the plan's stand-in when the container was given no command
@@ -65,12 +65,9 @@ def refuse_second_hold(path):
     then read a node that holds as one that does not (walk9 B29). A record whose process has ended is no hold."""
     record = read_record(path)
     if record and alive(record.get("pid", -1), record.get("starttime")):
-        since = time.strftime("%H:%M:%S", time.gmtime(record["started"])) \
-            if isinstance(record.get("started"), (int, float)) else "?"
-        raise EntrypointError(f"a hold is still in progress on this node (pid {record.get('pid')}, since {since} "
-                              f"UTC, recorded in {path}): one hold per node; stop it first (a stop signal to pid "
-                              f"{record.get('pid')}, or its container's stop), or use it: `nodeweave run -- SCRIPT` "
-                              "starts a job in it", EXIT_BUSY)
+        raise still_in_progress("a hold", record, f", recorded in {path}: one hold per node; stop it first (a stop "
+                                f"signal to pid {record.get('pid')}, or its container's stop), or use it: "
+                                "`nodeweave run -- SCRIPT` starts a job in it")
 
 
 def holding_as(plan, settings):

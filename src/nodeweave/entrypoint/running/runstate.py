@@ -148,6 +148,16 @@ def unrecorded_runs(run_id, recorded):
     return found
 
 
+def still_in_progress(what, record, then):
+    """The one refusal of a second start over a live record of the same kind (a run, a hold): exit 6, naming the
+    live one's pid and since when, before anything is planned or written (walk9 B17, B29: each overwrote the live
+    record, and `nodeweave status` read a busy node as idle). ``then``: what to do, after the colon."""
+    started = record.get("started")
+    since = time.strftime("%H:%M:%S", time.gmtime(started)) if isinstance(started, (int, float)) else "?"
+    return EntrypointError(f"{what} is still in progress on this node (pid {record.get('pid')}, since {since} UTC)"
+                           f"{then}", EXIT_BUSY)
+
+
 def refuse_second_run(settings):
     """One ``nodeweave run`` per node at a time: a live run of the same id is refused as any other is (walk9 B17:
     a second start of a live run's id was taken, rewrote its record, and ``--node status`` then called the node
@@ -156,11 +166,9 @@ def refuse_second_run(settings):
     others = [r for r in live_runs(settings.env) if r.get("pid") != os.getpid()]
     if others:
         other = others[0]
-        since = time.strftime("%H:%M:%S", time.gmtime(other.get("started", 0)))
         same = (f" (the run id given here: a run id names one run; give another, or stop that one first)"
                 if other.get("run_id") == run_id else "")
-        raise EntrypointError(f"run {other.get('run_id')} is still in progress on this node (pid {other.get('pid')}, "
-                              f"since {since} UTC){same}: `nodeweave stop` ends it", EXIT_BUSY)
+        raise still_in_progress(f"run {other.get('run_id')}", other, f"{same}: `nodeweave stop` ends it")
 
 
 def begin_run(settings):
