@@ -66,4 +66,4 @@ def test_doctor_spec_judges_the_spares_index_as_the_spare(tmp_path):
     assert found["plan"]["errors"] == [] and found["plan"]["role"]["kind"] == "spare", out.stdout + out.stderr
     beyond = subprocess.run([*doctor, "--node", "3"], capture_output=True, text=True, cwd=tmp_path, env=env,
                             timeout=120)
-    assert beyond.returncode == 2 and "0..2" in beyond.stderr, beyond.stderr
+    assert beyond.returncode == 2 and "(0-2)" in beyond.stderr, beyond.stderr
