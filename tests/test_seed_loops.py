@@ -60,8 +60,13 @@ def test_sync_sends_to_the_hosts_workspace_that_up_recorded(spec_path):
 
     up = nodeweave(spec_path, "up", "--target", "hosts", "--engine", "none", "--host", "gpu01", "--host", "me@gpu02",
                    "--remote-dir", "/srv/seed", "--no-wait")
-    # up writes each bare host its job token over ssh; these hosts do not exist, so it fails there, after recording
-    assert up.returncode != 0 and "send a new job token to node-0 (ssh:gpu01)" in up.stderr, up.stderr
+    # these hosts do not exist: up asks them first and records nothing (walk9 A36)
+    assert up.returncode == 3 and "nothing was started or recorded" in up.stderr, up.stderr
+    # what an up that reached them records before its steps
+    from nodeweave.cluster.options import ClusterOptions, save_state
+
+    save_state(spec_path, "seed", ClusterOptions(target="hosts", engine="none", hosts=("gpu01", "me@gpu02"),
+                                                 remote_dir="/srv/seed").checked())
     req = rq.build_request(None, None, rq.TargetArgs(), rq.FilterArgs(), rq.SyncOptions(dry_run=True), spec_path)
     assert [t.label for t in req.targets] == ["ssh:gpu01", "ssh:me@gpu02"]
     assert req.dest == "/srv/seed" and req.src == (spec_path.parent / "ws").resolve()
