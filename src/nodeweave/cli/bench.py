@@ -98,9 +98,12 @@ def bench(
         json_path = Path(os.path.abspath(parent / DEFAULT_JSON_NAME))
         from nodeweave.failures import own_file_problem
 
-        problem = own_file_problem(json_path)  # the rule --json-out's callback applies to a path given
-        if problem is not None:
-            raise UsageError(f"--json-out's default {json_path}: {problem} (--json-out PATH)")
+        from nodeweave.cli.habits.output import not_a_file_to_write
+
+        # the rules --json-out's callback applies to a path given
+        problem = own_file_problem(json_path) or not_a_file_to_write(json_path, makes_folders=True)
+        if problem:
+            raise UsageError(f"{option_named('json_path', '--json-out', json_path, ctx)}: {problem}")
     plot = _plot_path(plot, json_path, report.matplotlib_available())
     # before the launches: minutes, then a refusal
     refuse_foreign_file(json_path, "--json-out", "bench",

@@ -48,8 +48,17 @@ def looks_like_a_flag(word: str, flags: "set[str]", values_are_options: bool = F
         return False
     if word.startswith("--") and word != "--":
         return True
-    # any -LETTER word: a short option of some program (walk9 A21: `render --out -x` planned a folder named -x)
-    return len(word) > 1 and word[0] == "-" and word[1].isalpha()
+    # any -LETTER word: a short option of some program (walk9 A21: `render --out -x` planned a folder named -x);
+    # not a number (`-inf`, `-nan`): the option's own reader names it and its range
+    return len(word) > 1 and word[0] == "-" and word[1].isalpha() and not _a_number(word)
+
+
+def _a_number(word: str) -> bool:
+    try:
+        float(word)
+    except ValueError:
+        return False
+    return True
 
 
 def refuse_swallowed_flags(command, verb: str, words: Sequence[str]) -> None:

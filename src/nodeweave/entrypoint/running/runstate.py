@@ -163,12 +163,12 @@ def refuse_second_run(settings):
     a second start of a live run's id was taken, rewrote its record, and ``--node status`` then called the node
     idle while the first trained). Only this very process's record (none yet at the start) is not another's."""
     run_id = settings.get("run_id")
-    others = [r for r in live_runs(settings.env) if r.get("pid") != os.getpid()]
+    # a live run of this very id is another node of the same run where nodes share one $TMPDIR (bare hosts that are
+    # one machine, nodes as processes): taken, as before walk9 B17 (its refusal stopped those jobs' later nodes)
+    others = [r for r in live_runs(settings.env) if r.get("pid") != os.getpid() and r.get("run_id") != run_id]
     if others:
         other = others[0]
-        same = (f" (the run id given here: a run id names one run; give another, or stop that one first)"
-                if other.get("run_id") == run_id else "")
-        raise still_in_progress(f"run {other.get('run_id')}", other, f"{same}: `nodeweave stop` ends it")
+        raise still_in_progress(f"run {other.get('run_id')}", other, ": `nodeweave stop` ends it")
 
 
 def begin_run(settings):
