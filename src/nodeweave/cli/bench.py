@@ -96,12 +96,9 @@ def bench(
         if not (parent.is_symlink() and parent.is_dir()):  # a link: the file rule below names --json-out's real
             parent = runs_parent(None, spec_here, writes=True)  # path (bench has no --runs-dir to offer)
         json_path = Path(os.path.abspath(parent / DEFAULT_JSON_NAME))
-        from nodeweave.failures import own_file_problem
+        from nodeweave.cli.habits.output import file_to_write_problem
 
-        from nodeweave.cli.habits.output import not_a_file_to_write
-
-        # the rules --json-out's callback applies to a path given
-        problem = own_file_problem(json_path) or not_a_file_to_write(json_path, makes_folders=True)
+        problem = file_to_write_problem(json_path, "--json-out")  # the rules --json-out's callback applies
         if problem:
             raise UsageError(f"{option_named('json_path', '--json-out', json_path, ctx)}: {problem}")
     plot = _plot_path(plot, json_path, report.matplotlib_available())

@@ -136,18 +136,24 @@ def output_file(ctx: typer.Context, param: typer.CallbackParam, value: "Path | N
     ``runs compare --chart``, ``hosts probe --write-hostfile``): a regular file or a new path in a folder, never a
     device, a pipe, a socket or a folder (``init --out /dev/sdb --force`` would write over a disk; a FIFO would
     hang). Judged as the command line is read, before anything runs."""
-    from nodeweave.failures import own_file_problem
-
     if value is None:
         return value
     flag = max(param.opts, key=len) if param.opts else param.name
-    problem = (not_a_file_to_write(Path(value), makes_folders=flag in MAKES_FOLDERS) or in_system_tree(Path(value))
-               or own_file_problem(Path(value), spec=flag in SPEC_FILES))
+    problem = file_to_write_problem(Path(value), flag)
     if problem:
         raise UsageError(f"{option_named(param.name, flag, value, ctx)}: {problem}; accepted: a regular file "
                          "(replaced with --force where the verb "
                          "asks for it) or a new path in an existing folder of your own")
     return value
+
+
+def file_to_write_problem(path: Path, flag: str) -> str:
+    """Why the option ``flag`` may not write the file ``path`` (:func:`output_file`'s rules), or "": also for a
+    verb's own default path, which no callback judges (bench's result beside the spec)."""
+    from nodeweave.failures import own_file_problem
+
+    return (not_a_file_to_write(path, makes_folders=flag in MAKES_FOLDERS) or in_system_tree(path)
+            or own_file_problem(path, spec=flag in SPEC_FILES) or "")
 
 
 def in_system_tree(path: Path) -> str:
