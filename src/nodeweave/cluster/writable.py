@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import List, Optional
 
+from nodeweave.entrypoint.systemfolders import normal_path
 from nodeweave.errors import EnvironmentProblem
 
 IMAGE_UID, IMAGE_GID = 1000, 0  # the images' user (images/*/Dockerfile)
@@ -202,7 +203,7 @@ def checkpoint_on_host(spec, workspace: Path) -> Optional[Path]:
     folder = spec.recovery.checkpoint_dir
     if not folder:
         return None
-    inside = posixpath.normpath(posixpath.join(spec.workspace.path, folder))
+    inside = normal_path(posixpath.join(spec.workspace.path, folder))
     mounts = [(spec.workspace.path, workspace)] + [(v.path, _host(v.host_path, workspace)) for v in spec.volumes
                                                     if v.host_path and not v.read_only]
     for path, host in sorted(mounts, key=lambda m: len(m[0]), reverse=True):

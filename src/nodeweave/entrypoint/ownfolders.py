@@ -11,6 +11,8 @@ it too, so the spec and a node apply the same rule.
 import os
 import posixpath
 
+from .systemfolders import normal_path  # the one normalisation every folder rule shares (walk10 B4/B6)
+
 STATE_DIR = ".nodeweave"  # beside the spec: nodeweave's own state (jobstate.py keeps it)
 # The top folders `nodeweave render` writes (each target's ``roots`` in targets/registry.py; a test keeps the two
 # equal): named here so the spec's rules judge a folder without loading the renderers, which load the spec.
@@ -23,7 +25,7 @@ MIXED = ("node 0 would read it as the script's saves at every restart, and the s
 
 def nodeweaves(rel: str) -> str:
     """What the workspace-relative folder ``rel`` is when it is the workspace itself or nodeweave's, else ''."""
-    normal = posixpath.normpath(rel) if rel else "."
+    normal = normal_path(rel) if rel else "."
     if normal == ".":
         return "the workspace itself (the script, the spec and nodeweave's files are there)"
     top = normal.split("/")[0]
@@ -39,7 +41,7 @@ def nodeweaves(rel: str) -> str:
 def _named(rel: str, script) -> str:
     """What workspace-relative ``rel`` is by its name: nodeweave's, or the training script (or inside it)."""
     what = nodeweaves(rel)
-    script_rel = posixpath.normpath(script) if script else ""
+    script_rel = normal_path(script) if script else ""
     if not what and script_rel and not script_rel.startswith("/") and (
             rel == script_rel or rel.startswith(script_rel + "/")):
         what = f"the training script {script}"
@@ -60,7 +62,7 @@ def link_leads(on_disk, rel):
     """The one resolver of a link among the job's folders (the spec's ``recovery.checkpoint_dir`` and the
     entrypoint's NODEWEAVE_CHECKPOINT_DIR): a :class:`Led`, or None when ``rel`` under ``on_disk`` is no link. A check judges ``real``, where the link leads, as it would judge that path written out (walk6 M3)."""
     path = os.path.join(on_disk, rel)
-    parts = [p for p in posixpath.normpath(rel).split("/") if p not in ("", ".")]
+    parts = [p for p in normal_path(rel).split("/") if p not in ("", ".")]
     links = [os.path.join(on_disk, *parts[:i + 1]) for i in range(len(parts))]
     link = next((candidate for candidate in links if os.path.islink(candidate)), None)
     if link is None:
@@ -83,7 +85,7 @@ def checkpoint_dir_problem(folder: str, root: str, script=None, on_disk=None, mo
     system folder, to nothing is a link to nothing, M3) and a file is named a file, not a folder not there yet
     (W76). ``mounted``: the container paths the spec mounts, when this machine is not the node (the spec's side):
     a link out of the workspace must lead into one of them, as the containers see the link's absolute path."""
-    normal, root = posixpath.normpath(folder), posixpath.normpath(root)
+    normal, root = normal_path(folder), normal_path(root)
     if normal.startswith("/") and root.startswith(normal.rstrip("/") + "/"):  # walk7 B6: /data for /data/proj
         return (f"{normal}, which holds the workspace {root}: node 0 would scan the whole job's tree, and every "
                 f"folder beside it, as saves, and hand out whichever has the highest step; {MIXED}")
@@ -120,7 +122,7 @@ def _led_problem(led, script, mounted):
     problem = path_problem(led.real) if led.inside is None else None
     if problem:
         return f"a link to {led.shown} ({problem}): the script would save there, and node 0 read it at every restart"
-    named = posixpath.normpath(led.shown)
+    named = normal_path(led.shown)
     if led.absolute and mounted is not None and not any(
             named == m or named.startswith(m.rstrip("/") + "/") for m in mounted):
         return (f"a link to {led.shown}, on no mount of the spec ({', '.join(mounted)}): in each container the link "

@@ -25,6 +25,15 @@ FILLED = {"/proc": "the kernel fills", "/sys": "the kernel fills", "/dev": "the 
 PER_CONTAINER = ("/tmp", "/var/tmp", "/run")  # /dev/shm: refused outright (inside /dev)
 
 
+def normal_path(text):
+    """``text`` as the kernel reads it: ``posixpath.normpath``, with a leading ``//`` made one ``/``. POSIX lets
+    normpath keep exactly two leading slashes, which Linux reads as one: ``//etc`` is ``/etc``, yet every rule that
+    compares names (the system folders, /proc, /dev, the per-container folders, the mounts) passed it (walk10 B4,
+    B6). Every judge of a folder's name normalises through here."""
+    normal = posixpath.normpath(text)
+    return normal[1:] if normal.startswith("//") else normal
+
+
 def edge_space_problem(text):
     """Why a path that starts or ends in white space is refused (walk7 B27: `checkpoints ` was saved into by the
     script as is while node 0 scanned `checkpoints`, and ' ' was a folder named ' ' to one reader, unset to
@@ -63,14 +72,14 @@ def path_problem(text, absolute_too=True):
         return (f"{text!r} holds a glob ({glob}), which nothing expands here (the path is used as written: a "
                 "folder of that very name); give one folder")
     if not text.startswith("/"):
-        normal = posixpath.normpath(text)
+        normal = normal_path(text)
         if normal == ".." or normal.startswith("../"):
             return f"{text!r} leaves workspace.path (it is read relative to it)"
         return None
     if not absolute_too:
         return None
-    normal = posixpath.normpath(text)
-    if normal == "/" or normal == "//":
+    normal = normal_path(text)
+    if normal == "/":
         return "/ is the whole file system"
     for folder, what in FILLED.items():
         if normal.startswith(folder + "/"):
@@ -85,5 +94,5 @@ def path_problem(text, absolute_too=True):
 
 def per_container(text):
     """The per-container folder ``text`` lies in (``/tmp/ckpt``: ``/tmp``), or None."""
-    normal = posixpath.normpath(text) if text.startswith("/") else ""
+    normal = normal_path(text) if text.startswith("/") else ""
     return next((folder for folder in PER_CONTAINER if normal == folder or normal.startswith(folder + "/")), None)

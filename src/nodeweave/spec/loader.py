@@ -22,7 +22,7 @@ from nodeweave.entrypoint import bounded
 from nodeweave.entrypoint.planning import shared_rules
 from nodeweave.entrypoint.planning.contract import BY_KEY, HOSTFILE_PATH
 from nodeweave.entrypoint.planning.exchange_plan import TOKEN_FILE_VARIABLE
-from nodeweave.entrypoint.systemfolders import per_container
+from nodeweave.entrypoint.systemfolders import normal_path, per_container
 from nodeweave.entrypoint.planning.shared_rules import Naming
 from nodeweave.errors import UsageError
 from nodeweave.spec import rules
@@ -350,9 +350,9 @@ def _spec(r: Reader, root: Node, base_dir: Optional[Path]) -> Spec:
 def _checkpoint_dir_writable(r: Reader, top: Fields, folder: str, spec_volumes) -> None:
     """The script saves into recovery.checkpoint_dir: on a volume every node mounts read-only, each rank's first
     save fails (``Read-only file system``), and recovery ends the job with exit 10 (walk7 B38)."""
-    folder = posixpath.normpath(folder)
+    folder = normal_path(folder)
     for volume in sorted(spec_volumes or (), key=lambda v: -len(v.path)):  # the deepest mount holding it
-        mount = posixpath.normpath(volume.path)
+        mount = normal_path(volume.path)
         if folder == mount or folder.startswith(mount.rstrip("/") + "/"):
             if volume.read_only or volume.secret or volume.config_map:
                 node = r.fields(top.get("recovery"), "recovery", recovery.KEYS).get("checkpoint_dir")
@@ -370,7 +370,7 @@ def _token_file_mounted(r: Reader, top: Fields, path: str, workspace_path: str, 
     a volume). Elsewhere every node refuses to start, after ``up`` waited for it (walk7 A48)."""
     if not path.startswith("/"):
         return  # relative: the node's working directory, the workspace
-    folder = posixpath.normpath(path)
+    folder = normal_path(path)
     mounted = [workspace_path, cache_path, *(v.path for v in spec_volumes)]
     if any(folder.startswith(m.rstrip("/") + "/") for m in mounted):
         return
@@ -427,7 +427,7 @@ def _notes(restarts, spec_volumes, launcher, launcher_given, workspace_path: str
     each container's own unless a volume is mounted over it; ``stall_warn: 0`` takes the stall timeout's stop with
     it. The spec also knows its mounts: an absolute checkpoint folder no mount of it holds (walk5, W2) is in each
     container's own layer, wherever it is."""
-    folder = posixpath.normpath(restarts.checkpoint_dir) if restarts.checkpoint_dir else ""
+    folder = normal_path(restarts.checkpoint_dir) if restarts.checkpoint_dir else ""
     values = {"recovery": restarts.enabled, "checkpoint_dir": restarts.checkpoint_dir,
               "stall_warn": launcher.stall_warn, "stall_timeout": launcher.stall_timeout,
               "spares": restarts.spares, "nnodes": training, "nnodes_min": training if fewest is None else fewest}
@@ -441,7 +441,7 @@ def _notes(restarts, spec_volumes, launcher, launcher_given, workspace_path: str
              shared_rules.notes(values, {f"stall_{k[6:]}" for k in launcher_given if k.startswith("stall_")},
                                 SPEC_NAMING)]
     root = next((v for v in spec_volumes or () if restarts.enabled and folder and
-                 folder == posixpath.normpath(v.path)), None)
+                 folder == normal_path(v.path)), None)
     if root is not None:  # walk7 B38: the volume's own root, as the workspace root is refused
         found.append(f"recovery.checkpoint_dir: {restarts.checkpoint_dir} is the root of volume {root.name}: node "
                      "0 reads everything on it (datasets, downloaded models with their own checkpoint-N folders) "

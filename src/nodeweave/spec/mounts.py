@@ -16,7 +16,7 @@ from yaml.nodes import Node
 
 from nodeweave.spec.nodes import Reader
 
-from nodeweave.entrypoint.systemfolders import FILLED, SYSTEM, path_problem  # one rule with the entrypoint
+from nodeweave.entrypoint.systemfolders import FILLED, SYSTEM, normal_path, path_problem  # one rule with the entrypoint
 
 ACCEPTED = ("a container path no other volume, workspace.path or cache.path uses, not / nor a system folder or one "
             "above it (/etc, /usr, /usr/local/bin, /tmp, ...) nor inside /proc, /sys or /dev or /run/nodeweave")
@@ -33,6 +33,7 @@ class MountPoints:
         self.taken = dict(own)
 
     def claim(self, node: Optional[Node], field: str, path: str) -> None:
+        path = normal_path(path)  # //etc is /etc, /data/ is /data (walk10 B6): one name per folder
         problem = self.problem(path)
         if problem is not None:
             raise self.reader.fail(node, field, problem, self.accepted())
@@ -43,6 +44,7 @@ class MountPoints:
         return ACCEPTED + (f"; such as {', '.join(free)}" if free else "")
 
     def problem(self, path: str) -> Optional[str]:
+        path = normal_path(path)
         if path in self.taken:
             return f"{path} is already mounted by {self.taken[path]}"
         if path == "/":

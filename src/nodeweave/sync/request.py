@@ -329,10 +329,12 @@ def checkpoint_folders(spec) -> "list[str]":
     them and ``--delete`` keeps them (W56: only the literal ``checkpoints/`` was held back)."""
     import posixpath
 
+    from nodeweave.entrypoint.systemfolders import normal_path
+
     if spec is None or not spec.recovery.checkpoint_dir:
         return []
-    folder = posixpath.normpath(spec.recovery.checkpoint_dir)
-    inside = posixpath.normpath(spec.workspace.path)
+    folder = normal_path(spec.recovery.checkpoint_dir)
+    inside = normal_path(spec.workspace.path)
     if folder.startswith("/"):
         if not folder.startswith(inside.rstrip("/") + "/"):
             return []  # on a volume of its own or in the container's layer: no part of the workspace

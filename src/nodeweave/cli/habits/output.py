@@ -364,6 +364,7 @@ def runs_dir_apart(spec, spec_path: Path, runs_dir: "Path | None") -> None:
     import os
     import posixpath
 
+    from nodeweave.entrypoint.systemfolders import normal_path
     from nodeweave.specpath import spec_folder
 
     if runs_dir is None:
@@ -372,7 +373,7 @@ def runs_dir_apart(spec, spec_path: Path, runs_dir: "Path | None") -> None:
     workspace = Path(os.path.realpath(spec_folder(spec_path) / os.path.expanduser(spec.workspace.host_path)))
     folder = spec.recovery.checkpoint_dir
     if folder:
-        normal, root = posixpath.normpath(folder), posixpath.normpath(spec.workspace.path)
+        normal, root = normal_path(folder), normal_path(spec.workspace.path)
         inside = normal if not normal.startswith("/") else posixpath.relpath(normal, root) \
             if normal == root or normal.startswith(root.rstrip("/") + "/") else None
         saves = Path(os.path.realpath(workspace / inside)) if inside is not None else None

@@ -1,0 +1,132 @@
+"""Walk 10, part B, rows B1..B9 (issue 43), each fixed as a class:
+
+- a folder's name is normalised as the kernel reads it (``//etc`` is ``/etc``) before any rule judges it: the
+  system folders, /proc, /sys, /dev, the per-container folders, on the spec's side and the entrypoint's (B4, B6);
+- the checkpoint scan passes over, named, a link this node may not follow, instead of ending in a traceback (B5).
+
+Each test fails on the code before its fix. No container is started.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from cli_run import in_a_folder_with_train_py
+from nodeweave.entrypoint import systemfolders
+from nodeweave.errors import UsageError
+from nodeweave.spec import parse_spec
+
+entrypoint = pytest.fixture(in_a_folder_with_train_py, name="entrypoint")  # (exit code, stdout, stderr)
+TWO_NODES = {"NODEWEAVE_NNODES": "2", "NODE_RANK": "0", "MASTER_ADDR": "127.0.0.1"}
+RECOVERY = dict(TWO_NODES, NODEWEAVE_RECOVERY="on", NODEWEAVE_SPARES="1")
+BASE = "name: j\nimage: {variant: cpu}\nnodes: 2\nlauncher: {script: t.py}\n"
+
+# every folder the table refuses, spelled with the two leading slashes POSIX's normpath keeps
+REFUSED = sorted(systemfolders.SYSTEM) + [folder + "/x" for folder in sorted(systemfolders.FILLED)]
+
+
+@pytest.mark.parametrize("folder", REFUSED)
+def test_two_leading_slashes_are_one_to_every_folder_rule(folder):
+    """B4, B6: `//etc` (and `//proc/1`, `//dev/shm/ck`) passed every rule `/etc` is refused by."""
+    assert systemfolders.path_problem(folder) is not None
+    assert systemfolders.path_problem("/" + folder) == systemfolders.path_problem(folder)
+
+
+@pytest.mark.parametrize("folder", systemfolders.PER_CONTAINER)
+def test_two_leading_slashes_are_one_to_the_per_container_rule(folder):
+    """B4: `//tmp/ck`, `//run/ck`, `//var/tmp/ck` got no per-container warning."""
+    assert systemfolders.per_container("/" + folder + "/ck") == folder
+
+
+@pytest.mark.parametrize("folder, said", [("//etc", "/etc is a system folder"), ("//proc/1", "/proc/1 is inside /proc"),
+                                          ("//dev/shm/ck", "/dev/shm/ck is inside /dev")])
+def test_the_entrypoint_refuses_a_doubled_slash_checkpoint_dir(entrypoint, folder, said):
+    """B4, B5: NODEWEAVE_CHECKPOINT_DIR=//etc was taken (exit 0), //proc/1 ended --explain in a traceback."""
+    code, out, err = entrypoint(["--explain", "--", "train.py"], dict(RECOVERY, NODEWEAVE_CHECKPOINT_DIR=folder))
+    assert code == 2, err
+    assert f"NODEWEAVE_CHECKPOINT_DIR: {said}" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("folder, said", [("//etc", "/etc is a system folder"), ("//proc/1", "/proc/1 is inside /proc"),
+                                          ("//dev/shm/ck", "/dev/shm/ck is inside /dev")])
+def test_the_spec_refuses_a_doubled_slash_checkpoint_dir(folder, said):
+    """B6: `checkpoint_dir: "//etc"` was valid, with only a note that it is on no mount of the spec."""
+    with pytest.raises(UsageError) as caught:
+        parse_spec(BASE + f'recovery: {{enabled: true, spares: 1, checkpoint_dir: "{folder}"}}\n', "s.yaml")
+    assert f"recovery.checkpoint_dir: {said}" in str(caught.value)
+
+
+def test_the_spec_refuses_a_doubled_slash_volume_path():
+    """B6: the mounts' paths are judged by the same rule (a volume at //etc would hide the image's /etc)."""
+    with pytest.raises(UsageError) as caught:
+        parse_spec(BASE + "volumes: [{name: v, path: //etc, host_path: /data}]\n", "s.yaml")
+    assert "/etc" in str(caught.value)
+
+
+def test_the_checkpoint_scan_passes_over_a_link_it_may_not_follow(tmp_path, monkeypatch):
+    """B5: a link realpath may not resolve (/proc/1/cwd: Permission denied) ended the scan, and --explain and node 0,
+    in a traceback; it is passed over, named, and every other save still judged."""
+    from nodeweave.entrypoint.recovery import checkpoints
+
+    (tmp_path / "locked").symlink_to("/somewhere")
+    real = os.path.realpath
+
+    def realpath(path, *args, **kwargs):
+        if str(path).endswith("locked"):
+            raise PermissionError(13, "Permission denied", str(path))
+        return real(path, *args, **kwargs)
+
+    monkeypatch.setattr(checkpoints.os.path, "realpath", realpath)
+    result = checkpoints.scan(str(tmp_path))
+    assert [(os.path.basename(path), why) for path, why in result.stepless] == [("locked", checkpoints.UNFOLLOWED)]
+    assert checkpoints.already_saved(str(tmp_path)) is None
+    _ = json  # (kept for the rows below)
+
+
+FINDING = {"culprits": [{"rank": 1, "node": 1, "host": "vm", "state": "T", "seq": 11, "inside": False,
+                         "since_s": 9.0, "name": "all_reduce", "pid": 7}],
+           "waiting": [{"rank": 0}], "for_s": 9.0, "where": "all_reduce #12"}
+
+
+class _Folder:
+    def __init__(self, path):
+        self.path, self.node = path, 0
+
+
+class _Hub:
+    recovery = False
+
+    def __init__(self):
+        self.said = []
+
+    def broadcast_report(self, lines):
+        self.said += lines
+
+
+@pytest.mark.parametrize("run_id", [None, "20261130T135000Z-walk"], ids=["no-run-id", "run-id"])
+def test_the_stall_report_names_where_this_job_keeps_the_dumps(tmp_path, monkeypatch, run_id):
+    """B2: a job started without `nodeweave run` was told its whole dumps are `flight/rank-<N>.json in each node's
+    run folder`, which it has none of; the report (and `--status --stacks`' lines) name the folder the dumps are in."""
+    from nodeweave.entrypoint.stall import watcher
+
+    ranks = tmp_path / "t0" / "nodeweave" / "ranks" / "nodeweave-31800" / "node-0"
+    run_dir = str(tmp_path / "t0" / "nodeweave" / "runs" / run_id) if run_id else None
+    logged = []
+    watch = watcher.StallWatch(_Folder(str(ranks)), 8, 20, logged.append, run_dir=run_dir)
+    described = [{"rank": r, "flight": f"entered seq {r}"} for r in range(6)]  # more classes than are shown
+    monkeypatch.setattr(watch, "_gather", lambda hub, own: described)
+    monkeypatch.setattr(watcher, "group", lambda described: [])  # the stacks are not what is tested here
+    hub = _Hub()
+    watch._report(hub, [], FINDING)
+    text = "\n".join(hub.said)
+    assert not [line for line in logged if "failed" in line], logged
+    if run_id:
+        assert f"flight/rank-<N>.json in each node's $TMPDIR/nodeweave/runs/{run_id}/" in text, text
+        assert f"node 0's: {run_dir}/flight" in text
+    else:
+        assert "rank-<N>.flight.json in each node's $TMPDIR/nodeweave/ranks/nodeweave-31800/node-<i>/" in text, text
+        assert f"node 0's: {ranks}" in text and "run folder)" not in text.replace("no run folder", "")
+    assert "each rank's dump: flight/rank-<N>.json)" not in text
