@@ -235,8 +235,11 @@ def scan(folder, stop_at_complete=False, written_after=None):
     result = Scan()
     result.written_after = written_after
     folder = os.fspath(folder)
-    result.inside = os.path.realpath(folder)
+    result.inside = _real(folder)
     if not os.path.isdir(folder):
+        return result
+    if result.inside is None:
+        result.incomplete.append((folder, UNFOLLOWED))
         return result
     try:
         root = Listing(folder)
@@ -267,7 +270,9 @@ def already_saved(folder):
         return None
     # a link leading out of the folder is set aside here as the scan sets it aside: its saves are another
     # folder's, never this folder's own (walk8 B10: they were counted, and the user told to empty the folder)
-    result.inside = os.path.realpath(folder)
+    result.inside = _real(folder)
+    if result.inside is None:
+        return None
     try:
         _search(Listing(folder), result, 0)
     except Unreadable:
@@ -339,6 +344,18 @@ LINKED_OUT = ("a link leading out of the checkpoint folder (to {target}): anothe
               "now included, are never handed out; save into the folder itself")
 
 
+UNFOLLOWED = "a link this node may not follow (permission denied, or a loop): never handed out"
+
+
+def _real(path):
+    """Where ``path`` leads, or None when a link along it cannot be read (``os.path.realpath`` raises there: a link
+    in /proc of another user's process, a loop), so one such entry is named, not the scan ended (walk10 B5)."""
+    try:
+        return os.path.realpath(path)
+    except (OSError, RuntimeError):
+        return None
+
+
 def _drop_links_out(root, result):
     """Take out of ``root``'s listing every entry that is a link leading out of the checkpoint folder, each noted
     as passed over (replay7 N3: a link inside checkpoint_dir to another job's folder handed out that job's save,
@@ -347,8 +364,12 @@ def _drop_links_out(root, result):
     if inside is None:
         return
     for name in [n for n in root.names if root.is_link(n)]:
-        target = os.path.realpath(root.join(name))
-        if target != inside and not target.startswith(inside.rstrip(os.sep) + os.sep):
+        target = _real(root.join(name))
+        if target is None:  # walk10 B5: a link this node may not follow (/proc/1/cwd) is passed over, named
+            result.stepless.append((root.join(name), UNFOLLOWED))
+            root.names.remove(name)
+            root.entries.pop(name, None)
+        elif target != inside and not target.startswith(inside.rstrip(os.sep) + os.sep):
             result.stepless.append((root.join(name), LINKED_OUT.format(target=target)))
             root.names.remove(name)
             root.entries.pop(name, None)
@@ -572,8 +593,8 @@ def _links_to_a_sibling(root, name):
     path = root.join(name)
     if not root.is_link(name):
         return False
-    target = os.path.realpath(path)
-    return os.path.dirname(target) == os.path.realpath(root.path) and os.path.isfile(target)
+    target = _real(path)
+    return target is not None and os.path.dirname(target) == _real(root.path) and os.path.isfile(target)
 
 
 def _judge_file(root, name):
