@@ -5,8 +5,9 @@ recorder (NCCL's, and the generic one gloo uses): ``entries`` of every collectiv
 issued, Python's and C++'s alike (DDP's reducer), each with
 ``collective_seq_id``, ``profiling_name`` (``nccl:all_reduce``), sizes, dtypes
 and whether it finished (``retired``, or ``state`` ``completed``). Each node
-keeps the whole dumps in the run folder (``flight/rank-<N>.json``); the
-report carries one line per class of ranks saying the same.
+keeps the whole dumps in its own run folder (``$TMPDIR/nodeweave/runs/<run id>/flight/rank-<N>.json``), or, without
+a run id, in its ranks folder (``rank-<N>.flight.json``): :func:`kept_at` says which; the report carries one line
+per class of ranks saying the same.
 """
 
 import json
@@ -66,7 +67,7 @@ def spans(ranks):
     return text + (f", ... ({len(ranks)} ranks)" if len(runs) > MAX_SPANS else "")
 
 
-def lines(described, indent="    "):
+def lines(described, indent="    ", kept="flight/rank-<N>.json"):
     """One line per class of ranks whose recorders say the same: 'ranks 0-2: entered seq 13 ...'; the
     :data:`MAX_CLASSES` largest classes, then a count of the rest (every node is sent these lines)."""
     said = {}
@@ -81,8 +82,22 @@ def lines(described, indent="    "):
     if len(classes) > MAX_CLASSES:
         rest = sum(len(ranks) for _, ranks in classes[MAX_CLASSES:])
         out.append(f"{indent}... and {len(classes) - MAX_CLASSES} more class(es) of {rest} rank(s) "
-                   "(each rank's dump: flight/rank-<N>.json)")
+                   f"(each rank's dump: {kept})")
     return out
+
+
+def kept_at(run_dir, ranks_folder):
+    """Where each node keeps its ranks' whole dumps, as every report says it: the path pattern of every node, with
+    node 0's own (the report's writer) beside it. A job started without a run id has no run folder: its dumps stay
+    in each node's ranks folder (walk10 B2: the report sent the user to a run folder that did not exist)."""
+    if run_dir:
+        return (f"{FOLDER}/rank-<N>.json in each node's $TMPDIR/nodeweave/runs/{os.path.basename(run_dir)}/ "
+                f"(node 0's: {os.path.join(run_dir, FOLDER)})")
+    if not ranks_folder:
+        return "rank-<N>.flight.json in each node's ranks folder"
+    job = os.path.basename(os.path.dirname(ranks_folder.rstrip("/")))
+    return (f"rank-<N>.flight.json in each node's $TMPDIR/nodeweave/ranks/{job}/node-<i>/ (node 0's: "
+            f"{ranks_folder}; no run folder: not started by `nodeweave run`)")
 
 
 def keep(run_dir, dumps):

@@ -32,7 +32,8 @@ def _doing(v):
     return f"{STATES.get(state, state)}{use}, {where}"
 
 
-def stall_lines(finding, classes, warn_s, timeout_s, stop_code, recorded=(), alone=None, recovery=False):
+def stall_lines(finding, classes, warn_s, timeout_s, stop_code, recorded=(), alone=None, recovery=False,
+                kept="flight/rank-<N>.json in each node's run folder"):
     culprits, waiting = finding["culprits"], finding["waiting"]
     names = ", ".join(_who(v) for v in culprits[:4]) + (f" and {len(culprits) - 4} more" if len(culprits) > 4 else "")
     moved = f"nothing has moved for {finding['for_s']:.0f}s (stall_warn {warn_s}s)"
@@ -53,7 +54,7 @@ def stall_lines(finding, classes, warn_s, timeout_s, stop_code, recorded=(), alo
     if recorded:
         lines.append("  flight recorder, each rank's last collective entered and completed, by torch's sequence id "
                      "(seq: its own count per process group; the #N above count the rank's torch.distributed calls, "
-                     "init_process_group #1) (whole dumps: flight/rank-<N>.json in each node's run folder):")
+                     f"init_process_group #1) (whole dumps: {kept}):")
         lines += list(recorded)
     lines.append(_stall_end(timeout_s, stop_code, recovery, culprits))
     return lines

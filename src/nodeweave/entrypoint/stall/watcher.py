@@ -117,9 +117,10 @@ class StallWatch:
         """The stall report, gathered and sent on its own thread (the heartbeat's goes on meanwhile)."""
         try:
             described = self._gather(hub_watch, own)
+            kept = flight.kept_at(self.run_dir, getattr(self.folder, "path", None))
             lines = report.stall_lines(finding, group(described), self.warn_s, self.timeout_s, EXIT_STALLED,
-                                       flight.lines(described), self.alone,
-                                       recovery=bool(getattr(hub_watch, "recovery", False)))
+                                       flight.lines(described, kept=kept), self.alone,
+                                       recovery=bool(getattr(hub_watch, "recovery", False)), kept=kept)
             self._say_all(hub_watch, lines)
         except Exception as err:  # noqa: BLE001 - the job goes on whatever the report hits; the stop still comes
             self.log(f"warning: the stall report failed: {err!r}")
@@ -180,7 +181,8 @@ class StallWatch:
         answer = {"ranks": ranks, **self.verdicts}
         if stacks:
             described = self._gather(hub_watch, own)
-            answer["stacks"], answer["flight"] = group(described), flight.lines(described, indent="  ")
+            answer["stacks"], answer["flight"] = group(described), flight.lines(
+                described, indent="  ", kept=flight.kept_at(self.run_dir, getattr(self.folder, "path", None)))
         return answer
 
 
