@@ -214,11 +214,12 @@ def test_stop_with_a_run_id_finds_an_entrypoint_that_has_not_recorded_itself(tmp
     """Between its exec and its record, a run is known by its command line (--run-id ID)."""
     from nodeweave.entrypoint.running.runstate import unrecorded_runs
 
-    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", "--run-id", "earlier"])
-    stand_in = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", "--run-id", "early"])
+    here = environment(tmp_path)  # the node's: an entrypoint of another $TMPDIR is another node's (walk10 B9)
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", "--run-id", "earlier"], env=here)
+    stand_in = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", "--run-id", "early"], env=here)
     try:
-        wait_for(lambda: unrecorded_runs("early", set()), "the process's command line")  # set just after exec
-        found = unrecorded_runs("early", set())
+        wait_for(lambda: unrecorded_runs("early", set(), here), "the process's command line")  # set just after exec
+        found = unrecorded_runs("early", set(), here)
         assert [r["pid"] for r in found] == [stand_in.pid]  # the whole argument, not a prefix
         report, code = node(tmp_path, "stop", "--run", "early", "--grace", "2")
         assert code == 0 and report["stopped"][0]["processes"] == 1

@@ -130,3 +130,34 @@ def test_the_stall_report_names_where_this_job_keeps_the_dumps(tmp_path, monkeyp
         assert "rank-<N>.flight.json in each node's $TMPDIR/nodeweave/ranks/nodeweave-31800/node-<i>/" in text, text
         assert f"node 0's: {ranks}" in text and "run folder)" not in text.replace("no run folder", "")
     assert "each rank's dump: flight/rank-<N>.json)" not in text
+
+
+def test_node_stop_stops_this_nodes_entrypoints_only(tmp_path):
+    """B9: two nodes of one run on one machine, each with its own TMPDIR (as `nodeweave run` starts them): node 1's
+    `--node stop --run ID` SIGKILLed node 0's entrypoint too, found by its command line alone; only an entrypoint
+    whose $TMPDIR/nodeweave is this node's is this node's to stop."""
+    import subprocess
+    import sys
+    import time
+
+    import cli_run
+
+    mine, theirs = tmp_path / "r1", tmp_path / "r0"
+    mine.mkdir()
+    theirs.mkdir()
+    sleeper = [sys.executable, "-c", "import time; time.sleep(60)", "--mode", "run", "--run-id", "20261130T135000Z-w"]
+    base = {k: v for k, v in os.environ.items() if k != "TMPDIR"}
+    own = subprocess.Popen(sleeper, env=dict(base, TMPDIR=str(mine)))
+    other = subprocess.Popen(sleeper, env=dict(base, TMPDIR=str(theirs)))
+    try:
+        time.sleep(0.5)
+        out = cli_run.run([*cli_run.ENTRYPOINT, "--node", "stop", "--run", "20261130T135000Z-w", "--grace", "2"],
+                          env=cli_run.checkout_env(TMPDIR=str(mine)), cwd=tmp_path, timeout=60)
+        report = json.loads(out.stdout)
+        assert [r["processes"] for r in report["stopped"]] == [1], report
+        assert own.wait(timeout=10) != 0
+        assert other.poll() is None, "node 0's entrypoint (another TMPDIR) was stopped by node 1's --node stop"
+    finally:
+        for proc in (own, other):
+            proc.kill()
+            proc.wait()

@@ -6,8 +6,10 @@ Each action prints one JSON document (schema ``nodeweave.node/1``) on stdout:
   node's plan summary (the held plan, else one made now for COMMAND) with the
   hash of what every node must agree on, and GPU use from ``nvidia-smi``,
   ``amd-smi``, ``rocm-smi`` or AMD's sysfs (``detection.gpu_use``);
-- ``stop [--run ID] [--grace S]``: stops the runs in progress (all, or ID),
-  SIGTERM then SIGKILL after S seconds (default 10); exit 1 if a process outlived it;
+- ``stop [--run ID] [--grace S]``: stops this node's runs in progress (all, or ID): those its own
+  ``$TMPDIR/nodeweave/runs/`` records, or an entrypoint of that ``--run-id`` and this ``$TMPDIR`` not recorded
+  yet, never another node's on the same machine; SIGTERM then SIGKILL after S seconds (default 10); exit 1 if a
+  process outlived it;
 - ``report RUN_ID``: the run's record and plan, its recovery book and goodput timeline, the workspace's sync stamp
   (``.nodeweave-sync.json`` in the working directory) and the profiler's files;
 - ``stop --run ID`` and ``report ID`` of a run id this node never had: exit 1 with ``error`` naming it and the
@@ -168,7 +170,7 @@ def stop(args, env):
     wanted, grace = options.get("--run"), options.get("--grace", 10.0)
     runs = [r for r in live_runs(env) if wanted in (None, r.get("run_id"))]
     if wanted is not None:  # a run whose entrypoint has just started is stopped too
-        runs += unrecorded_runs(wanted, {r["pid"] for r in runs})
+        runs += unrecorded_runs(wanted, {r["pid"] for r in runs}, env)
         unknown = unknown_run(env, wanted, runs)
         if unknown:
             return {"schema": NODE_SCHEMA, "stopped": [], "left": False, "error": unknown}, EXIT_FAILURE
@@ -180,7 +182,7 @@ def stop(args, env):
 def report(args, env):
     if not args:
         raise UsageError("--node report needs the run id")
-    unknown = unknown_run(env, args[0], unrecorded_runs(args[0], set()))
+    unknown = unknown_run(env, args[0], unrecorded_runs(args[0], set(), env))
     if unknown:
         return {"schema": NODE_SCHEMA, "run": None, "error": unknown}, EXIT_FAILURE
     folder = run_dir(env, args[0])

@@ -130,10 +130,27 @@ def live_runs(env):
     return sorted(live, key=lambda r: r["started"] if isinstance(r.get("started"), (int, float)) else 0)
 
 
-def unrecorded_runs(run_id, recorded):
-    """Entrypoints started with ``--run-id RUN_ID`` that have not written their record yet (just exec'd)."""
+def _own_root(pid):
+    """The state folder (``$TMPDIR/nodeweave``) of process ``pid``, as a real path, or None when its environment
+    cannot be read (another user's process: never this node's to stop)."""
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as f:
+            pairs = f.read().split(b"\0")
+        cwd = os.readlink(f"/proc/{pid}/cwd")
+    except OSError:
+        return None
+    env = dict(p.decode("utf-8", "replace").split("=", 1) for p in pairs if b"=" in p)
+    return os.path.realpath(os.path.join(cwd, state_root(env)))
+
+
+def unrecorded_runs(run_id, recorded, env):
+    """Entrypoints of this node started with ``--run-id RUN_ID`` that have not written their record yet (just
+    exec'd). This node's only: an entrypoint whose ``$TMPDIR/nodeweave`` is another folder is another node's, even
+    on this machine with the same run id (walk10 B9: node 1's ``--node stop --run ID`` SIGKILLed node 0, which
+    `nodeweave run` had started beside it with a TMPDIR of its own)."""
     found = []
     needle = f"--run-id\0{run_id}\0".encode()
+    own = os.path.realpath(state_root(env))
     for name in os.listdir("/proc"):
         if not name.isdigit() or int(name) in recorded or int(name) == os.getpid():
             continue
@@ -142,7 +159,9 @@ def unrecorded_runs(run_id, recorded):
                 cmdline = f.read()
         except OSError:
             continue
-        stat = proc_stat(int(name)) if needle in cmdline else None
+        if needle not in cmdline or _own_root(name) != own:
+            continue
+        stat = proc_stat(int(name))
         if stat is not None and stat[0] != "Z":
             found.append({"run_id": run_id, "pid": int(name), "starttime": stat[3], "state": "starting"})
     return found
