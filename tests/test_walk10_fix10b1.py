@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 
 import pytest
 
@@ -83,7 +84,6 @@ def test_the_checkpoint_scan_passes_over_a_link_it_may_not_follow(tmp_path, monk
     result = checkpoints.scan(str(tmp_path))
     assert [(os.path.basename(path), why) for path, why in result.stepless] == [("locked", checkpoints.UNFOLLOWED)]
     assert checkpoints.already_saved(str(tmp_path)) is None
-    _ = json  # (kept for the rows below)
 
 
 FINDING = {"culprits": [{"rank": 1, "node": 1, "host": "vm", "state": "T", "seq": 11, "inside": False,
@@ -161,3 +161,47 @@ def test_node_stop_stops_this_nodes_entrypoints_only(tmp_path):
         for proc in (own, other):
             proc.kill()
             proc.wait()
+
+
+@pytest.fixture
+def running_exchange():
+    """Node 0's real hub of job 'trainer' (master port 29500) with one node checked in, serving on loopback."""
+    from loopback_hub import Cluster
+
+    cluster = Cluster(1)
+    assert cluster.decide()["decision"] == "start"
+    stop = threading.Event()
+    server = threading.Thread(target=lambda: [cluster.hub.step(0.05) for _ in iter(stop.is_set, True)])
+    server.start()
+    yield cluster
+    stop.set()
+    server.join(10)
+    cluster.close()
+
+
+@pytest.mark.parametrize("given", [{}, {"NODEWEAVE_MASTER_PORT": "31700"}], ids=["default-port", "other-port"])
+def test_a_refused_token_names_where_this_nodes_token_came_from(entrypoint, running_exchange, given):
+    """B1: `--status --exchange-port P` of a job on master port P-1 was refused `without this job's token`, never
+    saying the token is derived from the job id and the (default) master port; the refusal names both and the
+    settings that fix it. `doctor --cluster` and a worker's check-in share the wording (exchange.token_refusal)."""
+    env = dict(given, NODEWEAVE_MASTER_ADDR="127.0.0.1", NODEWEAVE_JOB_ID="trainer",
+               NODEWEAVE_EXCHANGE_PORT=str(running_exchange.port))
+    if not given:  # the job's port is 29500: ask as the job's node 1 would not, with another job secret
+        env["NODEWEAVE_JOB_TOKEN"] = "not-the-jobs"
+    code, out, err = entrypoint(["--status"], env)
+    assert code == 3, err
+    assert "without this job's token; this node's token is " in err, err
+    source = "NODEWEAVE_JOB_TOKEN" if not given else "derived from job id 'trainer' and master port 31700"
+    assert source in err and "--master-port" in err and "NODEWEAVE_JOB_ID" in err
+
+
+def test_the_doctor_names_the_token_source_of_a_refusal(running_exchange):
+    """B1: `nodeweave doctor --cluster` inside a node reads the same refusal, the same way."""
+    from nodeweave.doctor.cluster import survey_here
+
+    env = {"NODEWEAVE_NNODES": "2", "NODE_RANK": "1", "NODEWEAVE_MASTER_ADDR": "127.0.0.1",
+           "NODEWEAVE_MASTER_PORT": "31700", "NODEWEAVE_JOB_ID": "trainer",
+           "NODEWEAVE_EXCHANGE_PORT": str(running_exchange.port), "PATH": os.environ.get("PATH", "")}
+    view = survey_here(env)
+    text = " ".join(f.message for f in view.findings)
+    assert "master port 31700" in text and "--master-port" in text, text

@@ -165,7 +165,7 @@ def survey_here(env: "dict[str, str] | None" = None) -> ClusterView:
     import os
 
     from nodeweave.entrypoint import EntrypointError, parse
-    from nodeweave.entrypoint.checkin.exchange import ask_status
+    from nodeweave.entrypoint.checkin.exchange import ask_status, token_refusal
     from nodeweave.entrypoint.checkin.wire import ExchangeError, frame_limit, job_token
     from nodeweave.entrypoint.recovery.roles import plan_node
 
@@ -186,7 +186,7 @@ def survey_here(env: "dict[str, str] | None" = None) -> ClusterView:
         status = ask_status(info["host"], info["port"], topo.job_id, job_token(env, topo.job_id, topo.master_port.value),
                             limit=frame_limit(topo.nnodes_max), whole=True)  # every fingerprint, compared
     except (ExchangeError, OSError) as err:
-        return _unreachable(where, str(err))
+        return _unreachable(where, token_refusal(str(err), info.get("token")))
     return from_status(status, where)
 
 

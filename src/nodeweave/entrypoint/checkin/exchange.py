@@ -537,6 +537,17 @@ def _await_verdict(channel, listener, token, deadline, clock):
         messages = channel.drain() if channel.sock in ready else []
 
 
+def token_refusal(text, source):
+    """``text`` (node 0's refusal) with where this node's token came from (the plan's ``exchange.token``) when the
+    refusal is of the token: a token derived from the default master port is what a node or an asker given the
+    exchange port alone gets wrong, and the refusal said nothing of it (walk10 B1). The one wording for
+    ``--status``, a worker's check-in and ``doctor --cluster``."""
+    if not source or "token" not in text:
+        return text
+    return (f"{text}; this node's token is {source}: give the job's own --master-port, NODEWEAVE_JOB_ID, "
+            "NODEWEAVE_JOB_TOKEN or NODEWEAVE_JOB_TOKEN_FILE, as its nodes have them")
+
+
 def ask_status(host, port, job, token, timeout_s=10.0, stacks=False, limit=MAX_MESSAGE, whole=False):
     """Node 0's view of the job (a summary; every node's fingerprint and the verdict up to 64 nodes, or with
     ``whole``), as ``nodeweave doctor --cluster`` shows it; ``limit`` as for :func:`check_in` (a whole answer

@@ -98,7 +98,7 @@ def print_status(settings, plan):
     import json
     import sys
 
-    from .exchange import Refused, ask_status
+    from .exchange import Refused, ask_status, token_refusal
     from .wire import ExchangeError, frame_limit, job_token
 
     if plan.errors:
@@ -111,7 +111,7 @@ def print_status(settings, plan):
         answer = ask_status(info["host"], info["port"], topo.job_id, token, timeout_s=20.0 if settings.stacks else 10.0,
                             stacks=settings.stacks, limit=frame_limit(topo.nnodes_max), whole=settings.all_rows)
     except Refused as err:
-        raise EntrypointError(str(err), EXIT_TOPOLOGY) from None
+        raise EntrypointError(token_refusal(str(err), info.get("token")), EXIT_TOPOLOGY) from None
     except ExchangeError as err:
         raise EntrypointError(f"node 0's check-in exchange at {host_port(info['host'], info['port'])}: {err}",
                               EXIT_UNREACHABLE) from None
@@ -269,7 +269,7 @@ class CheckIn:
         ``carried``, and a node 0 between generations (not listening yet, or turning early nodes away) is tried
         again until the deadline; without, the first failure is the answer. Raises EntrypointError (3 refused,
         4 node 0 unreachable)."""
-        from .exchange import NotAnExchange, Refused, check_in
+        from .exchange import NotAnExchange, Refused, check_in, token_refusal
         from .wire import ExchangeError, frame_limit
 
         info, topo = self.plan.exchange, self.plan.topology
@@ -283,7 +283,7 @@ class CheckIn:
                 return check_in(info["host"], info["port"], hello, self.token, deadline, bind=self.bind_address,
                                 limit=frame_limit(topo.nnodes_max))
             except Refused as err:
-                raise EntrypointError(str(err), EXIT_TOPOLOGY) from None
+                raise EntrypointError(token_refusal(str(err), info.get("token")), EXIT_TOPOLOGY) from None
             except NotAnExchange as err:
                 # another program on the port: the same diagnosis with recovery on or off (walk7 B32: recovery
                 # retried it for the deadline and its grace, 2.5x NODEWEAVE_WAIT_TIMEOUT, then said node 0 was
