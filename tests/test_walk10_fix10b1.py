@@ -205,3 +205,32 @@ def test_the_doctor_names_the_token_source_of_a_refusal(running_exchange):
     view = survey_here(env)
     text = " ".join(f.message for f in view.findings)
     assert "master port 31700" in text and "--master-port" in text, text
+
+
+# every verb that reads one run folder by id, prefix, path or last (history.find_run)
+RUN_READERS = [["runs", "show"], ["runs", "compare", "last"], ["dashboard", "--run"], ["logs", "--run"]]
+
+
+@pytest.mark.parametrize("kind", ["node-records", "plain", "runs-folder"])
+@pytest.mark.parametrize("reader", RUN_READERS, ids=lambda r: " ".join(r))
+def test_a_folder_that_is_no_run_is_answered_about_that_folder(tmp_path, monkeypatch, capsys, reader, kind):
+    """B7: `runs show /abs/t0/nodeweave` (node 0's own records of a job started without `nodeweave run`) said
+    `no runs under ./runs yet ... so there is no run '/abs/t0/nodeweave'`; the answer is about the folder given."""
+    from cli_run import in_process
+
+    folder = tmp_path / "t0" / "nodeweave"
+    folder.mkdir(parents=True)
+    if kind == "node-records":
+        (folder / "goodput.json").write_text('{"generations": []}\n')
+    elif kind == "runs-folder":
+        run = folder / "20261130T135000Z-j"
+        run.mkdir()
+        (run / "run.json").write_text(json.dumps({"run_id": run.name, "job": "j"}) + "\n")
+    monkeypatch.chdir(tmp_path)
+    argv = [*reader, str(folder)] if reader[-1] != "last" else [*reader[:2], str(folder), "last"]
+    code, out, err = in_process(capsys, *argv)
+    assert code == 2, (out, err)
+    assert "no runs under" not in err and f"{folder} is a" in err, err
+    said = {"node-records": "node's own folder ($TMPDIR/nodeweave: goodput.json)", "plain": "not a run folder",
+            "runs-folder": "a folder of 1 run(s), not one run"}[kind]
+    assert said in err, err

@@ -222,12 +222,33 @@ def one_run(entry: RunEntry) -> RunEntry:
     return entry.points[-1] if entry.kind == "sweep" and entry.points else entry
 
 
+NODE_RECORDS = ("goodput.json", "recovery.json", "heat.json", "checkin.json")  # a node's $TMPDIR/nodeweave
+
+
+def _no_run_folder(folder: Path, wanted: str) -> str:
+    """Why the folder ``wanted`` names is no run folder, said about that folder (walk10 B7: an existing folder was
+    answered about runs/, "no runs under ... so there is no run '/abs/folder'")."""
+    runs = list_runs(folder)
+    if runs:
+        return (f"{wanted} is a folder of {len(runs)} run(s), not one run: give one of them, e.g. "
+                f"{folder / runs[-1].run_id}, or its id with --runs-dir {wanted}")
+    kept = [name for name in NODE_RECORDS if (folder / name).is_file()]
+    if kept:
+        return (f"{wanted} is a node's own folder ($TMPDIR/nodeweave: {', '.join(kept)}), not a run folder (no "
+                "run.json): only a run `nodeweave run` started has one, which it fills from these when the run "
+                "ends; a job started without it keeps them there as they are (JSON, docs/observability.md)")
+    return (f"{wanted} is a folder but not a run folder (no run.json, no sweep.json); accepted: a run id "
+            "(`nodeweave runs ls`), a unique prefix, a run folder's path, or last")
+
+
 def _found(parent: Path, wanted: str, job: Optional[str] = None) -> RunEntry:
     candidate = Path(wanted)
     if candidate.is_dir():
         entry = load_entry(candidate)
         if entry is not None:
             return entry
+        if "/" in wanted or wanted in (".", ".."):  # spelled as a path: the answer is about that folder
+            raise UsageError(_no_run_folder(candidate, wanted))
     everything = list_runs(parent)
     if not everything:
         raise UsageError(f"no runs under {parent} yet (`nodeweave run` makes them), so there is no run {wanted!r}")
