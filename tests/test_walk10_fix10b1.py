@@ -234,3 +234,45 @@ def test_a_folder_that_is_no_run_is_answered_about_that_folder(tmp_path, monkeyp
     said = {"node-records": "node's own folder ($TMPDIR/nodeweave: goodput.json)", "plain": "not a run folder",
             "runs-folder": "a folder of 1 run(s), not one run"}[kind]
     assert said in err, err
+
+
+def test_node_0_stopped_under_recovery_says_what_the_others_do(monkeypatch):
+    """B3: Ctrl-C on node 0 of a job under recovery said `the others are told to stop (a stop, not a failure)`,
+    and the others said `node 0 decides the next generation`, while they waited up to wait_timeout for a node 0
+    that would not come back; both lines say that wait, and node 0's how to end the job now."""
+    import time
+
+    from loopback_hub import Cluster, Launcher
+    from nodeweave.entrypoint.checkin.heartbeat import HubWatch, LinkWatch
+
+    cluster = Cluster(1)
+    assert cluster.decide()["decision"] == "start"
+    logs = {0: [], 1: []}
+    hub_watch = HubWatch(cluster.hub, logs[0].append, recovery=True, hub_wait_s=123)
+    link = LinkWatch(cluster.channels[1], logs[1].append, recovery=True, hub_wait_s=123)
+    launchers = {0: Launcher(), 1: Launcher()}
+    hub_watch.start(launchers[0].stop)
+    link.start(launchers[1].stop)
+    try:
+        hub_watch.finish(130, "torchrun exited 1 after SIGINT", [], stopped="SIGINT")
+        deadline = time.monotonic() + 20
+        while not any("stopping this node's launcher" in line for line in logs[1]) and time.monotonic() < deadline:
+            time.sleep(0.05)
+    finally:
+        link.close()
+        cluster.close()
+    said = " ".join(logs[0])
+    assert "stopped on SIGINT (Ctrl-C)" in said and "the others are told to stop" not in said, said
+    assert "the others wait up to 123s (wait_timeout) for node 0 to come back" in said, said
+    heard = " ".join(logs[1])
+    assert "was stopped" in heard and "waiting up to 123s (wait_timeout) for node 0 to come back" in heard, heard
+
+
+def test_a_worker_stopped_under_recovery_says_node_0_decides():
+    """B3 (the same line on a worker): under recovery a worker's stop is a fault node 0 decides on, never a stop
+    of every node."""
+    from nodeweave.entrypoint.checkin.heartbeat import LinkWatch
+
+    said = []
+    LinkWatch(None, said.append, recovery=True)._say_stopped("SIGTERM")
+    assert "the others are told to stop" not in said[0] and "node 0 is told, and under recovery decides" in said[0]

@@ -147,7 +147,19 @@ class Watch(WatchSurface):
         node 0 left only torchrun's tracebacks)."""
         ctrl_c = " (Ctrl-C)" if stopped == "SIGINT" else ""
         self.log(f"stopped on {stopped}{ctrl_c}: this node's launcher ended; " + (
-            "the others are told it left" if self.elastic else "the others are told to stop (a stop, not a failure)"))
+            "the others are told it left" if self.elastic else self._after_own_stop()))
+
+    def _after_own_stop(self):
+        """What the other nodes do once this node was stopped. Under recovery a stop ends a generation, not the
+        job (walk10 B3: node 0 said the others were told to stop while they waited up to wait_timeout for it)."""
+        if not self.recovery:
+            return "the others are told to stop (a stop, not a failure)"
+        if isinstance(self, HubWatch):
+            return (f"under recovery the others wait up to {self.hub_wait_s:g}s (wait_timeout) for node 0 to come "
+                    "back (its restart policy), then give up (exit 4); to end the job now, stop every node "
+                    "(`nodeweave stop`, or Ctrl-C on each)")
+        return ("node 0 is told, and under recovery decides what follows: the job goes on without this node when "
+                "a spare or its minimum allows, else it ends")
 
     def _left(self, label, report):
         self.log(f"{label} left the job: {describe(report)[0]}; torchrun's rendezvous decides what follows")
@@ -233,7 +245,8 @@ class LinkWatch(LinkStall, Watch):
             except ExchangeError:
                 pass
             code = EXIT_STALLED if message.get("code") == EXIT_STALLED else EXIT_PEER_FAILED
-            self._stop_for(str(message.get("node")), message, code)
+            self._stop_for(str(message.get("node")), message, code,
+                           hub_gone=bool(message.get("hub") and message.get("stopped")))
             return True
         if kind in ("stacks", "report"):
             self.stall_message(message)
@@ -274,8 +287,8 @@ class HubWatch(HubStall, Watch):
     """Node 0's side: beats to every node, their reports, and the first failure relayed to all."""
 
     def __init__(self, hub, log, elastic=False, admit=None, clock=time.monotonic, on_straggler_fault=None,
-                 hear_back=False, turn_away=None, news=None, recovery=False):
-        super().__init__(log, elastic, recovery)
+                 hear_back=False, turn_away=None, news=None, recovery=False, hub_wait_s=600):
+        super().__init__(log, elastic, recovery, hub_wait_s)
         self.news = news if news is not None else News()  # every failure heard, for recovery's node 0 to drain
         self.turn_away = turn_away   # recovery: a node early for the next generation, sent away before its connect-back
         self.hear_back = hear_back   # recovery: after a failure, hear every node answer before the hub closes
@@ -573,7 +586,7 @@ class HubWatch(HubStall, Watch):
                 self.failure, self.failed_at = (self.label, report), time.time()  # the first failure is this node's own
             news = {"node": self.label, "how": how, "tail": report["tail"]}
             if stopped:
-                news["stopped"] = stopped
+                news["stopped"], news["hub"] = stopped, True  # node 0 itself: under recovery the others wait for it
             self._broadcast({"t": "left" if self.elastic else "abort", **news})
             self.aborted_at = self.clock()
         if error and code != 0 and not self.elastic:

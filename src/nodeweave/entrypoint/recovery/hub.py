@@ -69,7 +69,7 @@ class HubSide:
             watch = HubWatch(hub, self.log, elastic=False, admit=self._admitter(hub, verdict, book), hear_back=True,
                              turn_away=lambda peer: ahead(peer, book), news=news,
                              on_straggler_fault=self._take_straggler if self.settings.get("straggler_is_fault")
-                             else None, recovery=True)
+                             else None, recovery=True, hub_wait_s=self.settings.get("wait_timeout", 600))
             if 0 in book.members:
                 code = self.gens.launch(book, verdict, watch)
             else:
