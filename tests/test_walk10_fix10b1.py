@@ -276,3 +276,13 @@ def test_a_worker_stopped_under_recovery_says_node_0_decides():
     said = []
     LinkWatch(None, said.append, recovery=True)._say_stopped("SIGTERM")
     assert "the others are told to stop" not in said[0] and "node 0 is told, and under recovery decides" in said[0]
+
+
+@pytest.mark.parametrize("folder, own", [("//dev/shm/x", "/dev/shm"), ("//var/tmp/x", "/var/tmp"), ("//tmp/x", "/tmp"),
+                                         ("//run/x", "/run")])
+def test_two_leading_slashes_are_one_to_the_machines_own_folders(folder, own):
+    """B4 (the hosts' side of the same rule): up's warning and slurm sync's refusal of a folder each machine
+    clears (cluster.options.machine_own) read //dev/shm/x as /dev/shm/x."""
+    from nodeweave.cluster.options import machine_own
+
+    assert machine_own(folder) == own

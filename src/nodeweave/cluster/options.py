@@ -173,10 +173,11 @@ def check_remote_dir(text: str, what: str = "--remote-dir") -> str:
 def machine_own(folder: str) -> "str | None":
     """The folder each machine has to itself and clears that ``folder`` lies in (/tmp, /var/tmp, /dev/shm, /run), or
     None: one rule for up's warnings on every multi-node target and slurm sync's refusal (walk6 W50, issue 43 A54)."""
-    from nodeweave.entrypoint.systemfolders import per_container
+    from nodeweave.entrypoint.systemfolders import normal_path, per_container
 
+    normal = normal_path(folder) if folder.startswith("/") else folder  # //dev/shm/x is /dev/shm/x (walk10 B4)
     return per_container(folder) or next((d for d in ("/var/tmp", "/dev/shm", "/run")
-                                          if folder == d or folder.startswith(d + "/")), None)
+                                          if normal == d or normal.startswith(d + "/")), None)
 
 
 def cleared_folder_warning(folder: str, given: str, job: str, kept: str) -> str:
