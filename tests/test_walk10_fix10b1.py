@@ -286,3 +286,30 @@ def test_two_leading_slashes_are_one_to_the_machines_own_folders(folder, own):
     from nodeweave.cluster.options import machine_own
 
     assert machine_own(folder) == own
+
+
+@pytest.mark.parametrize("case", ["another-live-job", "ended", "stale", "this-launch", "came-back"])
+def test_node_0_warns_of_another_live_jobs_records_in_its_folder(tmp_path, case):
+    """B8: two jobs whose node 0s share a TMPDIR write the same goodput.json, heat.json, recovery.json and
+    checkin.json, each over the other's (job B's finished record was gone 6 s after it ended); node 0 says so as
+    it starts, naming the other job, before its first save."""
+    import time
+
+    from nodeweave.entrypoint.metrics import live
+
+    now = time.time()
+    kept = {"schema": "nodeweave.goodput/1", "job": "nodeweave", "launched": now - 60, "ended": None,
+            "generations": []}
+    if case == "ended":
+        kept["ended"] = now - 1
+    (tmp_path / live.RECORD).write_text(json.dumps(kept))
+    if case == "stale":
+        os.utime(tmp_path / live.RECORD, (now - 60, now - 60))
+    launched = kept["launched"] if case == "this-launch" else now
+    said = live.shared_records(str(tmp_path), launched, came_back=case == "came-back")
+    if case == "another-live-job":
+        assert said and "another job's node 0 is writing its records in" in said and "job 'nodeweave'" in said
+        assert all(name in said for name in ("checkin.json", "recovery.json", "goodput.json", "heat.json"))
+        assert "TMPDIR of their own" in said
+    else:
+        assert said is None

@@ -53,6 +53,33 @@ def carried_timeline(kept, fresh, generation):
     return dict(fresh, launched=launched, generations=gens, ended=None)
 
 
+SHARED_RECORDS = ("checkin.json", "recovery.json", RECORD, heat.RECORD)  # node 0's, in $TMPDIR/nodeweave itself
+
+
+def shared_records(folder, launched, came_back=False):
+    """Why node 0's records in ``folder`` ($TMPDIR/nodeweave) are another live job's, or None: a goodput timeline
+    of another launch, not ended, saved within the last few saves. Two jobs whose node 0s share a TMPDIR write the
+    same files (walk10 B8: job B's finished goodput.json was overwritten by job A's next save 6 s later); the
+    ranks folders are per job, these are not. ``came_back``: node 0 of a job under way, whose timeline that is."""
+    path = os.path.join(folder, RECORD)
+    try:
+        age = time.time() - os.stat(path).st_mtime
+        with open(path) as f:
+            kept = json.load(f)
+    except (OSError, ValueError):
+        return None
+    if came_back or not isinstance(kept, dict) or kept.get("ended") is not None or age > 3 * SAVE_S:
+        return None
+    other = kept.get("launched")
+    if not isinstance(other, (int, float)) or abs(other - launched) < 1:
+        return None
+    since = time.strftime("%H:%M:%S", time.gmtime(other))
+    return (f"another job's node 0 is writing its records in {folder} ({RECORD} of job {kept.get('job')!r}, "
+            f"launched {since} UTC, saved {age:.0f}s ago): this job's {', '.join(SHARED_RECORDS)} go to the same "
+            "files, each job's over the other's (the ranks folders are per job, these are not); give each job's "
+            "nodes a TMPDIR of their own")
+
+
 class Live:
     def __init__(self, settings, log, launched=None):
         from ..running.runstate import run_dir, state_root
@@ -101,6 +128,10 @@ class Live:
     def _watching(self, watch):
         book = self.book()
         number = book.get("generation", 0) if book else 0
+        if self.thread is None:  # node 0's first generation: before its first save over the folder's records
+            shared = shared_records(self.folders[0], self.timeline["launched"], number > 0)
+            if shared:
+                self.log(f"warning: {shared}")
         with self.lock:
             self.watch = watch
             self.timeline["job"] = (watch.hub.own_fp or {}).get("job")
