@@ -1,0 +1,73 @@
+"""The ninth walk's rows the replay found with a neighbour still failing (issue 43), fixed as classes:
+
+- a file option of another tool's spelling is answered with nodeweave's (A10: kubectl's long ``--filename``);
+- a workspace script named bare to ``exec`` is said to be looked up on the node's PATH (R6);
+- the job's secret set while the exchange that alone reads it is off is warned (B19).
+
+Each test fails on the code before its fix. No container is started.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from cli_run import in_a_folder_with_train_py, in_process as run_cli, one_line
+from nodeweave.errors import EXIT_USAGE
+from team_folder import make_team
+
+TWO_NODES = {"NODEWEAVE_NNODES": "2", "NODE_RANK": "0", "MASTER_ADDR": "127.0.0.1"}
+entrypoint = pytest.fixture(in_a_folder_with_train_py, name="entrypoint")
+
+
+@pytest.fixture
+def team(tmp_path, monkeypatch):
+    return make_team(tmp_path, monkeypatch)
+
+
+def test_kubectls_long_filename_is_answered_with_spec(capsys, team):
+    """A10: `status --filename x.yaml` (kubectl apply's long form of the -f the hint quotes) had no did-you-mean."""
+    code, _, err = run_cli(capsys, "status", "--filename", "x.yaml")
+    assert code == EXIT_USAGE and "(did you mean --spec x.yaml?" in one_line(err)
+
+
+@pytest.mark.parametrize("script, runner, run_too", [("train.py", "python", True), ("prep.sh", "bash", False)])
+def test_a_workspace_script_named_bare_to_exec_is_said(capsys, team, script, runner, run_too):
+    """R6: `exec --dry-run -- train.py` planned `podman exec NODE train.py` without a word; on the nodes it is
+    "executable file not found in $PATH"."""
+    code, out, err = run_cli(capsys, "exec", "--dry-run", "--", script)
+    assert code == 0, err
+    said = " ".join((out + err).split())
+    assert f"{script} is looked up as a program on the node's PATH" in said, said
+    assert f"nodeweave exec -- {runner} {script}" in said and (f"nodeweave run -- {script}" in said) == run_too
+
+
+@pytest.mark.parametrize("command", [["python", "train.py"], ["./train.py"], ["nvidia-smi", "-L"]])
+def test_a_command_that_finds_its_program_gets_no_script_note(capsys, team, command):
+    """R6: the note is for a bare script name only."""
+    code, out, err = run_cli(capsys, "exec", "--dry-run", "--", *command)
+    assert code == 0, err
+    assert "on the node's PATH" not in out + err
+
+
+@pytest.mark.parametrize("off", [{"NODEWEAVE_EXCHANGE": "off"}, {"NODEWEAVE_WAIT_TIMEOUT": "0"}],
+                         ids=["exchange-off", "wait-timeout-0"])
+def test_the_secret_with_the_exchange_off_is_warned(entrypoint, off):
+    """B19: NODEWEAVE_JOB_TOKEN with the exchange off was taken without a word: the user believes the nodes check
+    each other's secret."""
+    code, out, err = entrypoint(["--explain", "--json", "--", "train.py"],
+                                dict(TWO_NODES, NODEWEAVE_JOB_TOKEN="abc", **off))
+    assert code == 0, err
+    warned = [str(w) for w in json.loads(out)["warnings"]]
+    assert any("NODEWEAVE_JOB_TOKEN is set, but the check-in exchange that alone reads it is off" in w
+               for w in warned), warned
+
+
+@pytest.mark.parametrize("env", [{"NODEWEAVE_EXCHANGE": "off"}, {"NODEWEAVE_JOB_TOKEN": "abc"}],
+                         ids=["no-token", "exchange-on"])
+def test_no_unread_secret_warning_where_none_is_unread(entrypoint, env):
+    """B19: neither a job with the exchange off and no secret, nor a secret the exchange reads, is warned."""
+    code, out, err = entrypoint(["--explain", "--json", "--", "train.py"], dict(TWO_NODES, **env))
+    assert code == 0, err
+    assert "alone reads it is off" not in out
