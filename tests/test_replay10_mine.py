@@ -71,3 +71,27 @@ def test_no_unread_secret_warning_where_none_is_unread(entrypoint, env):
     code, out, err = entrypoint(["--explain", "--json", "--", "train.py"], dict(TWO_NODES, **env))
     assert code == 0, err
     assert "alone reads it is off" not in out
+
+
+@pytest.mark.parametrize("words", [
+    ["up", "-t", "hosts", "--host", "-oProxyCommand=x", "--host", "gpu02", "--remote-dir", "/srv/job", "--dry-run"],
+    ["sync", "--dry-run", "--node", "-x"], ["exec", "-e", "-x", "--", "ls"], ["up", "--namespace", "-n1", "--dry-run"],
+    ["up", "--target", "-x", "--dry-run"],
+], ids=["host", "node", "env", "namespace", "target"])
+def test_a_name_option_is_not_advised_a_value_starting_with_a_dash(capsys, team, words):
+    """A21: `--host -oProxyCommand=x` was advised `--host=-oProxyCommand=x`, which --host then refused: a name never
+    starts with -, so the joined form is not offered there."""
+    code, _, err = run_cli(capsys, *words)
+    line = one_line(err)
+    assert code == EXIT_USAGE and "not a value for" in line and "where the value itself starts with -" not in line
+
+
+@pytest.mark.parametrize("words, joined", [
+    (["render", "compose", "--out", "-x", "--dry-run"], "--out=-x"),
+    (["bench", "--dry-run", "--json-out", "-o.json"], "--json-out=-o.json"),
+    (["run", "--dry-run", "--runs-dir", "-r"], "--runs-dir=-r"),
+], ids=["out", "json-out", "runs-dir"])
+def test_a_path_option_keeps_the_joined_form(capsys, team, words, joined):
+    """A21: a file or folder may be named -x: the joined form stays the way to give one."""
+    code, _, err = run_cli(capsys, *words)
+    assert code == EXIT_USAGE and f"or {joined} where the value itself starts with -" in one_line(err)
