@@ -95,3 +95,25 @@ def test_a_path_option_keeps_the_joined_form(capsys, team, words, joined):
     """A21: a file or folder may be named -x: the joined form stays the way to give one."""
     code, _, err = run_cli(capsys, *words)
     assert code == EXIT_USAGE and f"or {joined} where the value itself starts with -" in one_line(err)
+
+
+SPEC = "name: m\nimage: {variant: cpu}\nlauncher: {script: train.py}\n"
+
+
+@pytest.mark.parametrize("line, field, home", [
+    ("nodes: ~", "nodes", False),
+    ("recovery: {enabled: ~}", "recovery.enabled", False),
+    ("workspace: {host_path: ~}", "workspace.host_path", True),
+    ("recovery: {enabled: true, checkpoint_dir: ~}", "recovery.checkpoint_dir", True),
+])
+def test_a_bare_tilde_is_told_of_home_folders_only_where_a_path_goes(capsys, tmp_path, monkeypatch, line, field,
+                                                                      home):
+    """walk10 A20: `nodes: ~` was refused with "not a home folder; accepted: '~/' quoted for your home, or the
+    path" for a node count."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "train.py").write_text("print(1)\n")
+    (tmp_path / "m.yaml").write_text(SPEC + line + "\n")
+    code, _, err = run_cli(capsys, "validate", "--spec", "m.yaml")
+    said = one_line(err)
+    assert code == EXIT_USAGE and f"{field}: ~ is YAML's null, read as not given (the default)" in said, said
+    assert ("home" in said) == home, said
