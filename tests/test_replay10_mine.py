@@ -117,3 +117,33 @@ def test_a_bare_tilde_is_told_of_home_folders_only_where_a_path_goes(capsys, tmp
     said = one_line(err)
     assert code == EXIT_USAGE and f"{field}: ~ is YAML's null, read as not given (the default)" in said, said
     assert ("home" in said) == home, said
+
+
+@pytest.mark.parametrize("args, said", [
+    (["--build-arg", "BASE_IMAGE=registry.example.com/base:1", "--base", "localhost/nodeweave-base:bookworm"],
+     "--build-arg BASE_IMAGE=registry.example.com/base:1 and --base localhost/nodeweave-base:bookworm both set"),
+    (["--build-arg", "PIP_NO_INDEX=0", "--offline"], "--build-arg PIP_NO_INDEX=0 and --offline say opposite things"),
+    (["--build-arg", "PIP_NO_INDEX=maybe"], "--build-arg PIP_NO_INDEX='maybe' is not accepted"),
+    (["--build-arg", "BASE_IMAGE=Bad:x"], "--build-arg BASE_IMAGE 'Bad:x' is not accepted"),
+], ids=["base-twice", "offline-opposite", "offline-odd", "base-bad"])
+def test_a_build_arg_an_option_sets_is_judged_as_that_option(capsys, team, args, said):
+    """walk10 A21, replay10 A5: `--build-arg BASE_IMAGE=x --base y` dropped the build arg without a word, and
+    `--build-arg PIP_NO_INDEX=1` (offline spelt by hand) skipped the offline build's wheelhouse check."""
+    code, _, err = run_cli(capsys, "image", "build", "cpu", *args, "--dry-run")
+    assert code == EXIT_USAGE and said in one_line(err), err
+
+
+def test_offline_spelt_as_a_build_arg_gets_the_offline_check(capsys, team):
+    """replay10 A5: PIP_NO_INDEX=1 by hand is an offline build: an empty wheelhouse is refused as for --offline."""
+    assert run_cli(capsys, "render", "all")[0] == 0
+    (team / "wheelhouse").mkdir(exist_ok=True)
+    code, _, err = run_cli(capsys, "image", "build", "cpu", "--build-arg", "PIP_NO_INDEX=1", "--dry-run")
+    assert code == EXIT_USAGE and "--offline needs wheels" in one_line(err), err
+
+
+def test_a_base_spelt_as_a_build_arg_is_the_base(capsys, team):
+    """walk10 A21: alone, the build arg is the base the build uses, as --base would be."""
+    assert run_cli(capsys, "render", "all")[0] == 0
+    code, out, err = run_cli(capsys, "image", "build", "cpu", "--build-arg", "BASE_IMAGE=registry.example.com/b:1",
+                             "--dry-run")
+    assert code == 0 and "--build-arg BASE_IMAGE=registry.example.com/b:1" in out, out + err
