@@ -153,11 +153,14 @@ def build(
         why = "is not a directory" if context_dir.exists() else "does not exist"
         raise UsageError(f"--context {context_dir} {why}; accepted: the folder the build reads (default: the "
                          "spec's folder)")
-    if context is not None:  # the build writes <context>/wheelhouse/: --out's rule for a folder written into
-        from nodeweave.failures import writable_dir
+    # the build writes <context>/wheelhouse/ and the Dockerfile it renders: --out's rule for a folder written into,
+    # the default context (the spec's folder) judged as a given one is (walk10 A12: a read-only checkout was
+    # refused as --context and planned as the default)
+    from nodeweave.failures import writable_dir
 
-        writable_dir(context_dir, "--context", missing="that exists: the folder the build reads and writes its "
-                     "wheelhouse/ into")
+    writable_dir(context_dir, "--context" if context is not None else "the build context (the spec's folder, "
+                 "--context's default)", missing="that exists: the folder the build reads and writes its "
+                 "wheelhouse/ into", system_ok=context is None)
     console = Console(stderr=True, soft_wrap=True)
     if target != "local":
         refuse_local_build_flags(target, {"--base": base, "--tag": tag, "--build-arg": build_arg,
